@@ -1,0 +1,396 @@
+/* kiln.h — the public API of kiln, a memory-aware array runtime for C.
+ *
+ * A program is traced into a graph with the builder functions below (kiln_add,
+ * kiln_dot_general, ...), which check shapes and dtypes at each call. A finished graph
+ * can be evaluated by the reference interpreter (kiln_interpret) and, later, compiled.
+ *
+ * Ownership: every kiln_*_create has a matching kiln_*_destroy / kiln_*_free. A context
+ * owns nothing the caller created: destroy graphs and free arrays before destroying the
+ * context that made them. Strings returned by kiln_*_to_string are freed with
+ * kiln_string_free.
+ *
+ * Errors: every fallible call returns a kiln_status. The message that goes with it
+ * (op, shapes, sizes, variable names, user file and line) is kept on the context and read
+ * with kiln_last_error(). The graph builder keeps its first error instead: later ops
+ * return an invalid value and kiln_graph_finish returns that first error.
+ *
+ * Threads: calls on one context are safe from several threads, except that one graph is
+ * built by one thread at a time and kiln_last_error's pointer is only stable until the
+ * next failing call on the context (use kiln_last_error_copy from several threads).
+ */
+#ifndef KILN_H
+#define KILN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(KILN_STATIC_DEFINE)
+#define KILN_API
+#elif defined(_WIN32)
+#ifdef KILN_BUILDING
+#define KILN_API __declspec(dllexport)
+#else
+#define KILN_API __declspec(dllimport)
+#endif
+#else
+#define KILN_API __attribute__((visibility("default")))
+#endif
+
+#define KILN_VERSION_MAJOR 0
+#define KILN_VERSION_MINOR 1
+#define KILN_MAX_RANK      8
+
+/* ---------------------------------------------------------------- status ---- */
+
+typedef enum kiln_status {
+    KILN_OK = 0,
+    KILN_ERR_INVALID_ARGUMENT, /* a bad value passed by the caller */
+    KILN_ERR_SHAPE,            /* shapes that do not fit the op */
+    KILN_ERR_DTYPE,            /* dtypes that do not fit the op */
+    KILN_ERR_HOST_OOM,         /* the host allocator returned NULL */
+    KILN_ERR_DEVICE_OOM,       /* the device allocator could not satisfy a request */
+    KILN_ERR_CONFIG,           /* an option or environment variable could not be used */
+    KILN_ERR_UNIMPLEMENTED,    /* valid, but not supported (yet) on this path */
+    KILN_ERR_INTERNAL,         /* a bug in kiln: please report it */
+    KILN_ERR_IO,               /* a file could not be read or written */
+    KILN_ERR_BACKEND,          /* the device or its driver refused */
+    KILN_ERR_CONSUMED,         /* an array was used after it was donated or freed */
+} kiln_status;
+
+/* A short constant name for a status ("KILN_ERR_SHAPE"). Never NULL. */
+KILN_API const char *kiln_status_name(kiln_status s);
+
+/* --------------------------------------------------------- host memory ---- */
+
+/* All host memory kiln uses for its own objects (graphs, messages, reference arrays)
+ * comes through this interface. free and realloc receive the size that was asked for.
+ * alloc and realloc return NULL on failure; kiln turns that into KILN_ERR_HOST_OOM and
+ * leaves everything as it was. Pointers must be aligned for any standard type. */
+typedef struct kiln_host_allocator {
+    void *(*alloc)(void *user, size_t size);
+    void *(*realloc)(void *user, void *ptr, size_t old_size, size_t new_size);
+    void (*free)(void *user, void *ptr, size_t size);
+    void *user;
+} kiln_host_allocator;
+
+/* --------------------------------------------------------------- context ---- */
+
+typedef struct kiln_context kiln_context;
+
+/* How device memory is obtained (docs/memory.md). Zero means the device's default:
+ * GROW for the CPU, PREALLOCATE for accelerators. */
+typedef enum kiln_alloc_mode {
+    KILN_ALLOC_DEFAULT = 0,
+    KILN_ALLOC_GROW,        /* regions added on demand: 2 MiB, then doubling */
+    KILN_ALLOC_PREALLOCATE, /* reserve mem_fraction of the device at first use */
+    KILN_ALLOC_PLATFORM,    /* no caching: every request goes to the backend */
+} kiln_alloc_mode;
+
+/* Options for kiln_context_create. Zero-initialise; zero means the default. Environment
+ * variables override these fields unless ignore_environment is set (docs/memory.md and
+ * README list them). */
+typedef struct kiln_context_options {
+    const kiln_host_allocator *host_allocator; /* NULL: malloc/realloc/free */
+    kiln_alloc_mode alloc_mode;                /* KILN_ALLOCATOR */
+    double mem_fraction;                       /* KILN_MEM_FRACTION; 0: 0.75 */
+    uint64_t memory_limit;                     /* KILN_MEMORY_LIMIT, bytes; 0: none */
+    int num_threads;                           /* KILN_NUM_THREADS; 0: all cores */
+    const char *cache_dir;                     /* KILN_CACHE_DIR; NULL: user cache */
+    bool ignore_environment;                   /* true: read no KILN_* variable */
+} kiln_context_options;
+
+/* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,
+ * the message is written there (truncated to err_size, always terminated). */
+KILN_API kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context **out,
+                                         char *err, size_t err_size);
+KILN_API void kiln_context_destroy(kiln_context *ctx);
+
+/* The message of the last failing call on ctx ("" if none). Valid until the next failing
+ * call on ctx. */
+KILN_API const char *kiln_last_error(const kiln_context *ctx);
+/* Copies the last message into buf (thread-safe); returns its full length. */
+KILN_API size_t kiln_last_error_copy(const kiln_context *ctx, char *buf, size_t size);
+KILN_API void kiln_string_free(kiln_context *ctx, char *s);
+
+/* ----------------------------------------------------------------- dtypes ---- */
+
+typedef enum kiln_dtype {
+    KILN_INVALID_DTYPE = 0,
+    KILN_F32,
+    KILN_F64,
+    KILN_I32,
+    KILN_I64,
+    KILN_BOOL, /* stored as one byte, 0 or 1 */
+    /* room for KILN_BF16, KILN_F16 (storage types) later: enums only grow here. */
+} kiln_dtype;
+
+KILN_API const char *kiln_dtype_name(kiln_dtype t); /* "f32", ...; "invalid" */
+KILN_API size_t kiln_dtype_size(kiln_dtype t);      /* bytes; 0 if invalid */
+
+/* ----------------------------------------------------------------- arrays ---- */
+
+typedef struct kiln_array kiln_array;
+
+/* Creates an array of the given dtype and shape (row-major) and copies data into it;
+ * data NULL gives zeros. */
+KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank,
+                                       const int64_t *dims, const void *data, kiln_array **out);
+KILN_API void kiln_array_free(kiln_array *a);
+/* Copies the array's bytes to dst, which holds size bytes: size must equal
+ * kiln_array_nbytes(a). */
+KILN_API kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size);
+KILN_API kiln_dtype kiln_array_dtype(const kiln_array *a);
+KILN_API int kiln_array_rank(const kiln_array *a);
+KILN_API int64_t kiln_array_dim(const kiln_array *a, int axis); /* -1 if out of range */
+KILN_API int64_t kiln_array_size(const kiln_array *a);          /* element count */
+KILN_API size_t kiln_array_nbytes(const kiln_array *a);
+
+/* ---------------------------------------------------------------- tracing ---- */
+
+typedef struct kiln_graph kiln_graph;
+
+/* A value in a graph under construction. Copy it freely; it is only meaningful with the
+ * graph that made it. id 0 is the invalid value ops return after an error. */
+typedef struct kiln_value {
+    uint32_t graph;
+    uint32_t id;
+} kiln_value;
+
+static inline bool kiln_value_ok(kiln_value v) { return v.id != 0; }
+
+KILN_API kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **out);
+KILN_API void kiln_graph_destroy(kiln_graph *g);
+
+/* Records the user's source location for the next op (the macros at the end of this file
+ * call it for you, so error messages and the printed IR say "model.c:42"). */
+KILN_API void kiln_graph_at(kiln_graph *g, const char *file, int line);
+
+/* Marks the outputs, checks the graph and closes it to further ops. Returns the builder's
+ * first error if any op failed (its message is on the context), else the verifier's. */
+KILN_API kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *outputs);
+/* The builder's first error (KILN_OK if none) and its message ("" if none). */
+KILN_API kiln_status kiln_graph_status(const kiln_graph *g);
+KILN_API const char *kiln_graph_error(const kiln_graph *g);
+
+/* Type of a value: returns false for an invalid or foreign value. dims may be NULL. */
+KILN_API bool kiln_value_type(const kiln_graph *g, kiln_value v, kiln_dtype *dtype, int *rank,
+                              int64_t *dims);
+
+/* The graph as text, one op a line (docs/architecture.md shows the form). */
+KILN_API kiln_status kiln_graph_print(const kiln_graph *g, FILE *f);
+KILN_API char *kiln_graph_to_string(const kiln_graph *g); /* NULL on host OOM */
+KILN_API int kiln_graph_num_nodes(const kiln_graph *g);
+KILN_API int kiln_graph_num_parameters(const kiln_graph *g);
+KILN_API int kiln_graph_num_outputs(const kiln_graph *g);
+
+/* Inputs and constants. Parameters are numbered in the order they are made. */
+KILN_API kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
+                                   const int64_t *dims);
+KILN_API kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims,
+                                  const void *data);
+KILN_API kiln_value kiln_scalar(kiln_graph *g, kiln_dtype dtype, double value);
+KILN_API kiln_value kiln_full(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims,
+                              double value);
+/* 0, 1, 2, ... along `axis`, broadcast over the other axes. */
+KILN_API kiln_value kiln_iota(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims,
+                              int axis);
+
+/* Elementwise unary. Float-only: exp, log, log1p, sqrt, rsqrt, tanh, logistic, floor.
+ * Numeric: neg, abs, sign. Bool only: logical_not. */
+KILN_API kiln_value kiln_neg(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_abs(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_exp(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_log(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_log1p(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_sqrt(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_rsqrt(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_tanh(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_logistic(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_sign(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_floor(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_logical_not(kiln_graph *g, kiln_value x);
+/* Converts between any two dtypes: float->int truncates toward zero and saturates (NaN
+ * gives 0), anything->bool is x != 0. */
+KILN_API kiln_value kiln_convert(kiln_graph *g, kiln_value x, kiln_dtype to);
+
+/* Elementwise binary with NumPy broadcasting; both operands must have the same dtype.
+ * Integer division truncates; x/0 is -1 and INT_MIN/-1 is INT_MIN (as in XLA). Integer
+ * pow with a negative exponent is 0 unless the base is 1 or -1. max/min propagate NaN. */
+KILN_API kiln_value kiln_add(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_sub(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_mul(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_div(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_pow(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_max(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_min(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_logical_and(kiln_graph *g, kiln_value a, kiln_value b); /* bool */
+KILN_API kiln_value kiln_logical_or(kiln_graph *g, kiln_value a, kiln_value b);  /* bool */
+
+typedef enum kiln_compare_dir {
+    KILN_CMP_EQ = 0,
+    KILN_CMP_NE,
+    KILN_CMP_LT,
+    KILN_CMP_LE,
+    KILN_CMP_GT,
+    KILN_CMP_GE,
+} kiln_compare_dir;
+/* Elementwise comparison with broadcasting; the result is bool. NaN compares unequal. */
+KILN_API kiln_value kiln_compare(kiln_graph *g, kiln_value a, kiln_value b, kiln_compare_dir dir);
+/* pred (bool) ? on_true : on_false, elementwise, all three broadcast together. */
+KILN_API kiln_value kiln_select(kiln_graph *g, kiln_value pred, kiln_value on_true,
+                                kiln_value on_false);
+
+/* Shapes. */
+/* XLA's broadcast_in_dim: operand axis i becomes output axis broadcast_dims[i]
+ * (strictly increasing); each operand dim is 1 or equal to the output dim. */
+KILN_API kiln_value kiln_broadcast_in_dim(kiln_graph *g, kiln_value x, int rank,
+                                          const int64_t *dims, const int *broadcast_dims);
+/* NumPy's broadcast_to: aligns trailing axes. */
+KILN_API kiln_value kiln_broadcast_to(kiln_graph *g, kiln_value x, int rank, const int64_t *dims);
+/* Row-major reshape; one dim may be -1 and is then inferred. */
+KILN_API kiln_value kiln_reshape(kiln_graph *g, kiln_value x, int rank, const int64_t *dims);
+/* Output axis i is input axis perm[i]; perm has rank(x) entries. */
+KILN_API kiln_value kiln_transpose(kiln_graph *g, kiln_value x, const int *perm);
+/* Elements start[i], start[i]+stride[i], ... < limit[i]; stride NULL means all 1.
+ * Requires 0 <= start <= limit <= dim and stride >= 1. */
+KILN_API kiln_value kiln_slice(kiln_graph *g, kiln_value x, const int64_t *start,
+                               const int64_t *limit, const int64_t *stride);
+KILN_API kiln_value kiln_concatenate(kiln_graph *g, int n, const kiln_value *xs, int axis);
+/* XLA's pad: lo/hi elements of pad_value (a rank-0 value of x's dtype) before/after each
+ * axis, `interior` between elements (NULL: 0). Negative lo/hi crop. */
+KILN_API kiln_value kiln_pad(kiln_graph *g, kiln_value x, kiln_value pad_value,
+                             const int64_t *lo, const int64_t *hi, const int64_t *interior);
+
+/* Reductions over `axes` (negative counts from the end; NULL means every axis). keepdims
+ * keeps reduced axes with size 1. Sum of an empty set is 0, prod 1, max -inf (or the
+ * dtype's lowest), min +inf (or the highest). mean is float-only. */
+KILN_API kiln_value kiln_reduce_sum(kiln_graph *g, kiln_value x, int naxes, const int *axes,
+                                    bool keepdims);
+KILN_API kiln_value kiln_reduce_max(kiln_graph *g, kiln_value x, int naxes, const int *axes,
+                                    bool keepdims);
+KILN_API kiln_value kiln_reduce_min(kiln_graph *g, kiln_value x, int naxes, const int *axes,
+                                    bool keepdims);
+KILN_API kiln_value kiln_reduce_prod(kiln_graph *g, kiln_value x, int naxes, const int *axes,
+                                     bool keepdims);
+KILN_API kiln_value kiln_mean(kiln_graph *g, kiln_value x, int naxes, const int *axes,
+                              bool keepdims);
+
+/* XLA's dot_general. The output's axes are: batch axes (in the order given), then lhs's
+ * remaining axes, then rhs's remaining axes. Operands must share a numeric dtype. */
+typedef struct kiln_dot_dims {
+    int n_contract;
+    int lhs_contract[KILN_MAX_RANK], rhs_contract[KILN_MAX_RANK];
+    int n_batch;
+    int lhs_batch[KILN_MAX_RANK], rhs_batch[KILN_MAX_RANK];
+} kiln_dot_dims;
+KILN_API kiln_value kiln_dot_general(kiln_graph *g, kiln_value lhs, kiln_value rhs,
+                                     const kiln_dot_dims *dims);
+/* NumPy's matmul for rank >= 1: vectors are promoted and their axis dropped; leading
+ * (batch) axes must be equal or broadcast. */
+KILN_API kiln_value kiln_matmul(kiln_graph *g, kiln_value a, kiln_value b);
+
+/* Indexing along axis 0. take_rows: out[i..., :] = table[clamp(idx[i...]), :] (embedding
+ * lookup; indices i32/i64, clamped into range as jnp.take does by default).
+ * scatter_add_rows: out = operand; out[idx[i...], :] += updates[i..., :], indices out of
+ * range are dropped (its transpose). */
+KILN_API kiln_value kiln_take_rows(kiln_graph *g, kiln_value table, kiln_value indices);
+KILN_API kiln_value kiln_scatter_add_rows(kiln_graph *g, kiln_value operand, kiln_value indices,
+                                          kiln_value updates);
+
+/* Composites, built from the ops above (so autodiff and fusion see their parts). */
+KILN_API kiln_value kiln_relu(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_softmax(kiln_graph *g, kiln_value x, int axis);
+KILN_API kiln_value kiln_log_softmax(kiln_graph *g, kiln_value x, int axis);
+KILN_API kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axes,
+                                   bool keepdims);
+/* Normalises over the last axis: (x - mean) / sqrt(var + eps) * scale + bias. scale and
+ * bias have the last axis's shape; pass an invalid value ({0, 0}) to leave either out. */
+KILN_API kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_value bias,
+                                    double eps);
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+KILN_API kiln_value kiln_gelu(kiln_graph *g, kiln_value x);
+/* logits [..., C] float, labels [...] integer in [0, C): per-example
+ * logsumexp(logits) - logits[label], shape [...]. */
+KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits,
+                                               kiln_value labels);
+
+/* ------------------------------------------------------------ interpreter ---- */
+
+/* Evaluates a finished graph op by op on the host (the reference every backend is tested
+ * against). args match the parameters in order, by dtype and shape. outs receives
+ * kiln_graph_num_outputs(g) new arrays, owned by the caller; on failure none is made. */
+KILN_API kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args,
+                                    int n_outs, kiln_array **outs);
+
+/* ------------------------------------------------------ source locations ---- */
+
+/* Each builder call records the caller's file and line, so that errors and the printed IR
+ * point at user code. Define KILN_NO_LOCATION_MACROS to call the plain functions. The
+ * graph argument is evaluated twice. */
+#if !defined(KILN_NO_LOCATION_MACROS) && !defined(KILN_BUILDING)
+#define KILN__AT(g)                       kiln_graph_at((g), __FILE__, __LINE__)
+#define kiln_parameter(g, ...)            (KILN__AT(g), kiln_parameter((g), __VA_ARGS__))
+#define kiln_constant(g, ...)             (KILN__AT(g), kiln_constant((g), __VA_ARGS__))
+#define kiln_scalar(g, ...)               (KILN__AT(g), kiln_scalar((g), __VA_ARGS__))
+#define kiln_full(g, ...)                 (KILN__AT(g), kiln_full((g), __VA_ARGS__))
+#define kiln_iota(g, ...)                 (KILN__AT(g), kiln_iota((g), __VA_ARGS__))
+#define kiln_neg(g, ...)                  (KILN__AT(g), kiln_neg((g), __VA_ARGS__))
+#define kiln_abs(g, ...)                  (KILN__AT(g), kiln_abs((g), __VA_ARGS__))
+#define kiln_exp(g, ...)                  (KILN__AT(g), kiln_exp((g), __VA_ARGS__))
+#define kiln_log(g, ...)                  (KILN__AT(g), kiln_log((g), __VA_ARGS__))
+#define kiln_log1p(g, ...)                (KILN__AT(g), kiln_log1p((g), __VA_ARGS__))
+#define kiln_sqrt(g, ...)                 (KILN__AT(g), kiln_sqrt((g), __VA_ARGS__))
+#define kiln_rsqrt(g, ...)                (KILN__AT(g), kiln_rsqrt((g), __VA_ARGS__))
+#define kiln_tanh(g, ...)                 (KILN__AT(g), kiln_tanh((g), __VA_ARGS__))
+#define kiln_logistic(g, ...)             (KILN__AT(g), kiln_logistic((g), __VA_ARGS__))
+#define kiln_sign(g, ...)                 (KILN__AT(g), kiln_sign((g), __VA_ARGS__))
+#define kiln_floor(g, ...)                (KILN__AT(g), kiln_floor((g), __VA_ARGS__))
+#define kiln_logical_not(g, ...)          (KILN__AT(g), kiln_logical_not((g), __VA_ARGS__))
+#define kiln_convert(g, ...)              (KILN__AT(g), kiln_convert((g), __VA_ARGS__))
+#define kiln_add(g, ...)                  (KILN__AT(g), kiln_add((g), __VA_ARGS__))
+#define kiln_sub(g, ...)                  (KILN__AT(g), kiln_sub((g), __VA_ARGS__))
+#define kiln_mul(g, ...)                  (KILN__AT(g), kiln_mul((g), __VA_ARGS__))
+#define kiln_div(g, ...)                  (KILN__AT(g), kiln_div((g), __VA_ARGS__))
+#define kiln_pow(g, ...)                  (KILN__AT(g), kiln_pow((g), __VA_ARGS__))
+#define kiln_max(g, ...)                  (KILN__AT(g), kiln_max((g), __VA_ARGS__))
+#define kiln_min(g, ...)                  (KILN__AT(g), kiln_min((g), __VA_ARGS__))
+#define kiln_logical_and(g, ...)          (KILN__AT(g), kiln_logical_and((g), __VA_ARGS__))
+#define kiln_logical_or(g, ...)           (KILN__AT(g), kiln_logical_or((g), __VA_ARGS__))
+#define kiln_compare(g, ...)              (KILN__AT(g), kiln_compare((g), __VA_ARGS__))
+#define kiln_select(g, ...)               (KILN__AT(g), kiln_select((g), __VA_ARGS__))
+#define kiln_broadcast_in_dim(g, ...)     (KILN__AT(g), kiln_broadcast_in_dim((g), __VA_ARGS__))
+#define kiln_broadcast_to(g, ...)         (KILN__AT(g), kiln_broadcast_to((g), __VA_ARGS__))
+#define kiln_reshape(g, ...)              (KILN__AT(g), kiln_reshape((g), __VA_ARGS__))
+#define kiln_transpose(g, ...)            (KILN__AT(g), kiln_transpose((g), __VA_ARGS__))
+#define kiln_slice(g, ...)                (KILN__AT(g), kiln_slice((g), __VA_ARGS__))
+#define kiln_concatenate(g, ...)          (KILN__AT(g), kiln_concatenate((g), __VA_ARGS__))
+#define kiln_pad(g, ...)                  (KILN__AT(g), kiln_pad((g), __VA_ARGS__))
+#define kiln_reduce_sum(g, ...)           (KILN__AT(g), kiln_reduce_sum((g), __VA_ARGS__))
+#define kiln_reduce_max(g, ...)           (KILN__AT(g), kiln_reduce_max((g), __VA_ARGS__))
+#define kiln_reduce_min(g, ...)           (KILN__AT(g), kiln_reduce_min((g), __VA_ARGS__))
+#define kiln_reduce_prod(g, ...)          (KILN__AT(g), kiln_reduce_prod((g), __VA_ARGS__))
+#define kiln_mean(g, ...)                 (KILN__AT(g), kiln_mean((g), __VA_ARGS__))
+#define kiln_dot_general(g, ...)          (KILN__AT(g), kiln_dot_general((g), __VA_ARGS__))
+#define kiln_matmul(g, ...)               (KILN__AT(g), kiln_matmul((g), __VA_ARGS__))
+#define kiln_take_rows(g, ...)            (KILN__AT(g), kiln_take_rows((g), __VA_ARGS__))
+#define kiln_scatter_add_rows(g, ...)     (KILN__AT(g), kiln_scatter_add_rows((g), __VA_ARGS__))
+#define kiln_relu(g, ...)                 (KILN__AT(g), kiln_relu((g), __VA_ARGS__))
+#define kiln_softmax(g, ...)              (KILN__AT(g), kiln_softmax((g), __VA_ARGS__))
+#define kiln_log_softmax(g, ...)          (KILN__AT(g), kiln_log_softmax((g), __VA_ARGS__))
+#define kiln_logsumexp(g, ...)            (KILN__AT(g), kiln_logsumexp((g), __VA_ARGS__))
+#define kiln_layer_norm(g, ...)           (KILN__AT(g), kiln_layer_norm((g), __VA_ARGS__))
+#define kiln_gelu(g, ...)                 (KILN__AT(g), kiln_gelu((g), __VA_ARGS__))
+#define kiln_softmax_cross_entropy(g, ...)                                                        \
+    (KILN__AT(g), kiln_softmax_cross_entropy((g), __VA_ARGS__))
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_H */

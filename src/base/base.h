@@ -1,0 +1,82 @@
+/* base.h — what every room of kiln shares: the context, its host allocator, error
+ * messages and overflow-checked size arithmetic.
+ *
+ * Invariants: every host allocation goes through host_alloc/host_realloc/host_free with
+ * the size it was made with (so a test allocator can count and fail them); an error
+ * message is set exactly where a status other than KILN_OK is first produced, and callers
+ * above only pass the status on. */
+#ifndef KILN_BASE_H
+#define KILN_BASE_H
+
+#include "kiln.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#define KN_ERR_MAX 2048
+
+#if defined(__GNUC__)
+#define KN_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KN_PRINTF(f, a)
+#endif
+
+/* The resolved configuration: options overridden by the environment (config.c). */
+typedef struct kn_config {
+    kiln_alloc_mode alloc_mode; /* never KILN_ALLOC_DEFAULT once resolved per device */
+    double mem_fraction;
+    uint64_t memory_limit;
+    int num_threads;
+    char cache_dir[1024];
+} kn_config;
+
+struct kn_device; /* src/backend: one per device of the context */
+struct strbuf;
+
+struct kiln_context {
+    kiln_host_allocator host;
+    kn_config config;
+    pthread_mutex_t err_mu;
+    char err[KN_ERR_MAX];
+    atomic_uint next_graph_id;
+    struct kn_device *devices; /* owned; n_devices entries */
+    int n_devices;
+};
+
+/* Host memory. host_alloc returns NULL on failure and sets no message: the caller knows
+ * what it was doing and says so (usually with ctx_oom). */
+void *host_alloc(kiln_context *ctx, size_t size);
+void *host_calloc(kiln_context *ctx, size_t n, size_t size); /* overflow -> NULL */
+void *host_realloc(kiln_context *ctx, void *p, size_t old_size, size_t new_size);
+void host_free(kiln_context *ctx, void *p, size_t size);
+char *host_strdup(kiln_context *ctx, const char *s); /* free with host_free(len+1) */
+
+/* Sets the context's message and returns code, so `return ctx_error(...)` reads well. */
+kiln_status ctx_error(kiln_context *ctx, kiln_status code, const char *fmt, ...) KN_PRINTF(3, 4);
+kiln_status ctx_verror(kiln_context *ctx, kiln_status code, const char *fmt, va_list ap);
+/* The usual host-OOM message: "<what>: host allocation of N bytes failed". */
+kiln_status ctx_oom(kiln_context *ctx, const char *what, size_t size);
+
+/* Resolves options + environment into cfg. On error writes a message naming the variable
+ * and its value into err. */
+kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, char *err,
+                           size_t err_size);
+/* Parsers shared by config and tests: all return false on junk or overflow. */
+bool config_parse_bytes(const char *s, uint64_t *out); /* "512M", "2GiB", "1e9", "123" */
+bool config_parse_double(const char *s, double *out);
+bool config_parse_int(const char *s, long *out);
+bool config_parse_bool(const char *s, bool *out); /* 1/0 true/false yes/no on/off */
+
+/* Overflow-checked arithmetic: false when the true result does not fit. */
+static inline bool kn_mul_size(size_t a, size_t b, size_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool kn_add_size(size_t a, size_t b, size_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+static inline bool kn_mul_i64(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+#endif

@@ -1,0 +1,177 @@
+/* config.c — options and the KILN_* environment variables, resolved once per context.
+ *
+ * Environment variables override the options struct (as JAX's XLA_PYTHON_CLIENT_* do).
+ * A value that cannot be parsed is an error that names the variable and the value; it
+ * never falls back to a default silently. The table is in docs/memory.md and README.md. */
+#include "base.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+bool config_parse_int(const char *s, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || errno) return false;
+    while (isspace((unsigned char)*end)) end++;
+    if (*end) return false;
+    *out = v;
+    return true;
+}
+
+bool config_parse_double(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v)) return false;
+    while (isspace((unsigned char)*end)) end++;
+    if (*end) return false;
+    *out = v;
+    return true;
+}
+
+bool config_parse_bool(const char *s, bool *out) {
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false",
+                                                                               "no", "off"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(s, yes[i])) return *out = true, true;
+        if (!strcasecmp(s, no[i])) return *out = false, true;
+    }
+    return false;
+}
+
+/* A byte count: a number (integer or decimal) and an optional unit: K, M, G, T with
+ * an optional "i" and "B" (KiB = K = 1024; binary units throughout, as memory is). */
+bool config_parse_bytes(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v) || v < 0) return false;
+    while (isspace((unsigned char)*end)) end++;
+    double mult = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': mult = 1024.0, end++; break;
+    case 'M': mult = 1024.0 * 1024, end++; break;
+    case 'G': mult = 1024.0 * 1024 * 1024, end++; break;
+    case 'T': mult = 1024.0 * 1024 * 1024 * 1024, end++; break;
+    default: break;
+    }
+    if (mult > 1 && (*end == 'i' || *end == 'I')) end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) return false;
+    double bytes = v * mult;
+    if (bytes >= 18446744073709551616.0) return false;
+    *out = (uint64_t)bytes;
+    return true;
+}
+
+static bool parse_mode(const char *s, kiln_alloc_mode *out) {
+    static const struct {
+        const char *name;
+        kiln_alloc_mode mode;
+    } modes[] = {{"default", KILN_ALLOC_DEFAULT},         {"grow", KILN_ALLOC_GROW},
+                 {"bfc", KILN_ALLOC_DEFAULT},             {"preallocate", KILN_ALLOC_PREALLOCATE},
+                 {"platform", KILN_ALLOC_PLATFORM}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!strcasecmp(s, modes[i].name)) return *out = modes[i].mode, true;
+    return false;
+}
+
+static kiln_status bad_env(char *err, size_t n, const char *var, const char *val,
+                           const char *expected) {
+    snprintf(err, n, "environment variable %s=\"%s\" cannot be used: expected %s", var, val,
+             expected);
+    return KILN_ERR_CONFIG;
+}
+
+static kiln_status bad_opt(char *err, size_t n, const char *what) {
+    snprintf(err, n, "kiln_context_options: %s", what);
+    return KILN_ERR_CONFIG;
+}
+
+static kiln_status check_options(const kiln_context_options *o, char *err, size_t n) {
+    if ((unsigned)o->alloc_mode > KILN_ALLOC_PLATFORM)
+        return bad_opt(err, n, "alloc_mode is not a kiln_alloc_mode value");
+    if (o->mem_fraction < 0 || o->mem_fraction > 1 || isnan(o->mem_fraction))
+        return bad_opt(err, n, "mem_fraction must be in (0, 1], or 0 for the default");
+    if (o->num_threads < 0) return bad_opt(err, n, "num_threads must be >= 0 (0: all cores)");
+    if (o->cache_dir && strlen(o->cache_dir) >= sizeof((kn_config *)0)->cache_dir)
+        return bad_opt(err, n, "cache_dir is longer than 1023 bytes");
+    return KILN_OK;
+}
+
+static kiln_status apply_env(kn_config *c, char *err, size_t n) {
+    const char *v;
+    bool prealloc_set = false, prealloc = false, mode_set = false;
+    if ((v = getenv("KILN_ALLOCATOR")) && *v) {
+        if (!parse_mode(v, &c->alloc_mode))
+            return bad_env(err, n, "KILN_ALLOCATOR", v, "one of default, grow, preallocate, platform");
+        mode_set = true;
+    }
+    if ((v = getenv("KILN_PREALLOCATE")) && *v) {
+        if (!config_parse_bool(v, &prealloc))
+            return bad_env(err, n, "KILN_PREALLOCATE", v, "true or false (1/0, yes/no, on/off)");
+        prealloc_set = true;
+    }
+    if (prealloc_set && mode_set && c->alloc_mode != KILN_ALLOC_DEFAULT &&
+        (c->alloc_mode == KILN_ALLOC_PREALLOCATE) != prealloc) {
+        snprintf(err, n,
+                 "environment variables KILN_ALLOCATOR=%s and KILN_PREALLOCATE=%s disagree; "
+                 "set only one",
+                 getenv("KILN_ALLOCATOR"), getenv("KILN_PREALLOCATE"));
+        return KILN_ERR_CONFIG;
+    }
+    if (prealloc_set && c->alloc_mode != KILN_ALLOC_PLATFORM)
+        c->alloc_mode = prealloc ? KILN_ALLOC_PREALLOCATE : KILN_ALLOC_GROW;
+    if ((v = getenv("KILN_MEM_FRACTION")) && *v) {
+        double f;
+        if (!config_parse_double(v, &f) || !(f > 0 && f <= 1))
+            return bad_env(err, n, "KILN_MEM_FRACTION", v, "a number in (0, 1], such as 0.5");
+        c->mem_fraction = f;
+    }
+    if ((v = getenv("KILN_MEMORY_LIMIT")) && *v) {
+        if (!config_parse_bytes(v, &c->memory_limit))
+            return bad_env(err, n, "KILN_MEMORY_LIMIT", v,
+                           "a byte count such as 1073741824, 512M or 2GiB (0: no limit)");
+    }
+    if ((v = getenv("KILN_NUM_THREADS")) && *v) {
+        long t;
+        if (!config_parse_int(v, &t) || t < 0 || t > 4096)
+            return bad_env(err, n, "KILN_NUM_THREADS", v, "an integer in [0, 4096] (0: all cores)");
+        c->num_threads = (int)t;
+    }
+    if ((v = getenv("KILN_CACHE_DIR")) && *v) {
+        if (strlen(v) >= sizeof c->cache_dir)
+            return bad_env(err, n, "KILN_CACHE_DIR", v, "a path shorter than 1024 bytes");
+        snprintf(c->cache_dir, sizeof c->cache_dir, "%s", v);
+    }
+    return KILN_OK;
+}
+
+kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, char *err,
+                           size_t err_size) {
+    static const kiln_context_options zero;
+    const kiln_context_options *o = opts ? opts : &zero;
+    kiln_status s = check_options(o, err, err_size);
+    if (s) return s;
+    *cfg = (kn_config){.alloc_mode = o->alloc_mode,
+                       .mem_fraction = o->mem_fraction,
+                       .memory_limit = o->memory_limit,
+                       .num_threads = o->num_threads};
+    if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);
+    if (!o->ignore_environment && (s = apply_env(cfg, err, err_size))) return s;
+    if (cfg->mem_fraction == 0) cfg->mem_fraction = 0.75;
+    if (!cfg->cache_dir[0]) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && *xdg) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/kiln", xdg);
+        else if (home && *home)
+            snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/.cache/kiln", home);
+        else snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "/tmp/kiln-cache");
+    }
+    return KILN_OK;
+}

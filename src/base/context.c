@@ -1,0 +1,50 @@
+/* context.c — the context: the one object that owns kiln's state (configuration, error
+ * message, devices and their allocators). There are no mutable globals. */
+#include "base.h"
+
+#include <stdio.h>
+#include <string.h>
+
+extern const kiln_host_allocator kn_default_host_allocator;
+
+kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context **out,
+                                char *err, size_t err_size) {
+    char local[KN_ERR_MAX];
+    if (!err || !err_size) err = local, err_size = sizeof local;
+    err[0] = 0;
+    if (!out) {
+        snprintf(err, err_size, "kiln_context_create: out is NULL");
+        return KILN_ERR_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    const kiln_host_allocator *h =
+        opts && opts->host_allocator ? opts->host_allocator : &kn_default_host_allocator;
+    if (!h->alloc || !h->realloc || !h->free) {
+        snprintf(err, err_size,
+                 "kiln_context_create: host_allocator must set alloc, realloc and free");
+        return KILN_ERR_INVALID_ARGUMENT;
+    }
+    kn_config cfg;
+    kiln_status s = config_resolve(opts, &cfg, err, err_size);
+    if (s) return s;
+    kiln_context *ctx = h->alloc(h->user, sizeof *ctx);
+    if (!ctx) {
+        snprintf(err, err_size, "kiln_context_create: host allocation of %zu bytes failed",
+                 sizeof *ctx);
+        return KILN_ERR_HOST_OOM;
+    }
+    memset(ctx, 0, sizeof *ctx);
+    ctx->host = *h;
+    ctx->config = cfg;
+    pthread_mutex_init(&ctx->err_mu, NULL);
+    atomic_init(&ctx->next_graph_id, 1);
+    *out = ctx;
+    return KILN_OK;
+}
+
+void kiln_context_destroy(kiln_context *ctx) {
+    if (!ctx) return;
+    pthread_mutex_destroy(&ctx->err_mu);
+    kiln_host_allocator h = ctx->host;
+    h.free(h.user, ctx, sizeof *ctx);
+}

@@ -1,0 +1,95 @@
+/* array.c — array objects (see array.h). */
+#include "array.h"
+
+#include <string.h>
+
+kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
+                      kiln_array **out) {
+    *out = NULL;
+    char t[IR_TYPE_STR_MAX];
+    if (!ir_dtype_valid(dtype))
+        return ctx_error(ctx, KILN_ERR_DTYPE, "%s: dtype %d is not a kiln_dtype", what, dtype);
+    if (s->rank < 0 || s->rank > KILN_MAX_RANK)
+        return ctx_error(ctx, KILN_ERR_SHAPE, "%s: rank %d is outside [0, %d]", what, s->rank,
+                         KILN_MAX_RANK);
+    for (int i = 0; i < s->rank; i++)
+        if (s->dims[i] < 0)
+            return ctx_error(ctx, KILN_ERR_SHAPE, "%s: dimension %d of %s is negative", what, i,
+                             ir_type_str(dtype, s, t, sizeof t));
+    size_t bytes;
+    if (!ir_shape_nbytes(s, dtype, &bytes))
+        return ctx_error(ctx, KILN_ERR_SHAPE, "%s: the byte size of %s overflows", what,
+                         ir_type_str(dtype, s, t, sizeof t));
+    kiln_array *a = host_calloc(ctx, 1, sizeof *a);
+    if (!a) return ctx_oom(ctx, what, sizeof *a);
+    if (bytes && !(a->data = host_alloc(ctx, bytes))) {
+        host_free(ctx, a, sizeof *a);
+        return ctx_error(ctx, KILN_ERR_HOST_OOM, "%s: host allocation of %zu bytes for %s failed",
+                         what, bytes, ir_type_str(dtype, s, t, sizeof t));
+    }
+    a->ctx = ctx;
+    a->dtype = dtype;
+    a->shape = *s;
+    a->nbytes = bytes;
+    *out = a;
+    return KILN_OK;
+}
+
+kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *dims,
+                              const void *data, kiln_array **out) {
+    const char *op = "kiln_array_create";
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!out) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: out is NULL", op);
+    *out = NULL;
+    if (rank < 0 || rank > KILN_MAX_RANK)
+        return ctx_error(ctx, KILN_ERR_SHAPE, "%s: rank %d is outside [0, %d]", op, rank,
+                         KILN_MAX_RANK);
+    if (rank && !dims)
+        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: dims is NULL for rank %d", op, rank);
+    ir_shape s = {.rank = rank};
+    for (int i = 0; i < rank; i++) s.dims[i] = dims[i];
+    kiln_array *a;
+    kiln_status st = array_new(ctx, op, dtype, &s, &a);
+    if (st) return st;
+    if (a->nbytes) {
+        if (data) memcpy(a->data, data, a->nbytes);
+        else memset(a->data, 0, a->nbytes);
+        if (dtype == KILN_BOOL)
+            for (size_t i = 0; i < a->nbytes; i++) ((uint8_t *)a->data)[i] = ((uint8_t *)a->data)[i] != 0;
+    }
+    *out = a;
+    return KILN_OK;
+}
+
+void kiln_array_free(kiln_array *a) {
+    if (!a) return;
+    host_free(a->ctx, a->data, a->nbytes);
+    host_free(a->ctx, a, sizeof *a);
+}
+
+kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size) {
+    if (!a) return KILN_ERR_INVALID_ARGUMENT;
+    if (size != a->nbytes) {
+        char t[IR_TYPE_STR_MAX];
+        return ctx_error(a->ctx, KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_array_copy_to_host: the array %s holds %zu bytes, the buffer %zu",
+                         ir_type_str(a->dtype, &a->shape, t, sizeof t), a->nbytes, size);
+    }
+    if (size && !dst)
+        return ctx_error(a->ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_array_copy_to_host: dst is NULL");
+    if (size) memcpy(dst, a->data, size);
+    return KILN_OK;
+}
+
+kiln_dtype kiln_array_dtype(const kiln_array *a) { return a ? a->dtype : KILN_INVALID_DTYPE; }
+int kiln_array_rank(const kiln_array *a) { return a ? a->shape.rank : -1; }
+int64_t kiln_array_dim(const kiln_array *a, int axis) {
+    if (!a || axis < 0 || axis >= a->shape.rank) return -1;
+    return a->shape.dims[axis];
+}
+int64_t kiln_array_size(const kiln_array *a) {
+    int64_t n = 0;
+    if (a) ir_shape_numel(&a->shape, &n);
+    return n;
+}
+size_t kiln_array_nbytes(const kiln_array *a) { return a ? a->nbytes : 0; }

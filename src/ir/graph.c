@@ -1,0 +1,108 @@
+/* graph.c — graph objects: creation, destruction, appending nodes, type queries.
+ *
+ * Nodes live in one growable array (index = id, slot 0 unused). Growth doubles, through
+ * the context's host allocator; a failed growth leaves the graph exactly as it was. */
+#include "ir.h"
+#include "base/strbuf.h"
+
+#include <string.h>
+
+kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **out) {
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!out) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_graph_create: out is NULL");
+    *out = NULL;
+    kiln_graph *g = host_calloc(ctx, 1, sizeof *g);
+    if (!g) return ctx_oom(ctx, "kiln_graph_create", sizeof *g);
+    g->ctx = ctx;
+    g->id = atomic_fetch_add(&ctx->next_graph_id, 1);
+    g->name = host_strdup(ctx, name && *name ? name : "main");
+    g->cap_nodes = 16;
+    g->nodes = host_calloc(ctx, g->cap_nodes, sizeof *g->nodes);
+    if (!g->name || !g->nodes) {
+        size_t asked = g->name ? g->cap_nodes * sizeof *g->nodes : strlen(name ? name : "") + 1;
+        kiln_graph_destroy(g);
+        return ctx_oom(ctx, "kiln_graph_create", asked);
+    }
+    g->n_nodes = 1;
+    *out = g;
+    return KILN_OK;
+}
+
+void ir_node_release(kiln_context *ctx, ir_node *n) {
+    if (n->in_heap) host_free(ctx, n->in_heap, n->n_in * sizeof *n->in_heap);
+    if (n->name) host_free(ctx, n->name, strlen(n->name) + 1);
+    if (n->data) {
+        size_t bytes = 0;
+        ir_shape_nbytes(&n->shape, n->dtype, &bytes);
+        host_free(ctx, n->data, bytes);
+    }
+    n->in_heap = NULL, n->name = NULL, n->data = NULL;
+}
+
+void kiln_graph_destroy(kiln_graph *g) {
+    if (!g) return;
+    kiln_context *ctx = g->ctx;
+    for (uint32_t i = 1; i < g->n_nodes; i++) ir_node_release(ctx, &g->nodes[i]);
+    host_free(ctx, g->nodes, g->cap_nodes * sizeof *g->nodes);
+    host_free(ctx, g->params, g->cap_params * sizeof *g->params);
+    host_free(ctx, g->outputs, g->n_outputs * sizeof *g->outputs);
+    if (g->name) host_free(ctx, g->name, strlen(g->name) + 1);
+    if (g->error) host_free(ctx, g->error, strlen(g->error) + 1);
+    host_free(ctx, g, sizeof *g);
+}
+
+static bool grow(kiln_context *ctx, void **p, uint32_t *cap, uint32_t need, size_t elem) {
+    if (need <= *cap) return true;
+    uint32_t c = *cap ? *cap : 8;
+    while (c < need) {
+        if (c > UINT32_MAX / 2) return false;
+        c *= 2;
+    }
+    void *q = host_realloc(ctx, *p, (size_t)*cap * elem, (size_t)c * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+uint32_t ir_graph_append(kiln_graph *g, const ir_node *tmpl, const uint32_t *in, uint32_t n_in) {
+    kiln_context *ctx = g->ctx;
+    if (g->n_nodes == UINT32_MAX) return 0;
+    if (!grow(ctx, (void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes)) return 0;
+    bool is_param = tmpl->op == IR_PARAMETER;
+    if (is_param && !grow(ctx, (void **)&g->params, &g->cap_params, g->n_params + 1,
+                          sizeof *g->params))
+        return 0;
+    ir_node n = *tmpl;
+    n.n_in = n_in;
+    n.in_heap = NULL;
+    if (n_in <= IR_INLINE_INPUTS) {
+        if (n_in) memcpy(n.in_inline, in, n_in * sizeof *in);
+    } else {
+        n.in_heap = host_alloc(ctx, n_in * sizeof *n.in_heap);
+        if (!n.in_heap) return 0;
+        memcpy(n.in_heap, in, n_in * sizeof *n.in_heap);
+    }
+    uint32_t id = g->n_nodes++;
+    g->nodes[id] = n;
+    if (is_param) g->params[g->n_params++] = id;
+    return id;
+}
+
+bool kiln_value_type(const kiln_graph *g, kiln_value v, kiln_dtype *dtype, int *rank,
+                     int64_t *dims) {
+    if (!g || v.graph != g->id || v.id == 0 || v.id >= g->n_nodes) return false;
+    const ir_node *n = &g->nodes[v.id];
+    if (dtype) *dtype = n->dtype;
+    if (rank) *rank = n->shape.rank;
+    if (dims) memcpy(dims, n->shape.dims, (size_t)n->shape.rank * sizeof *dims);
+    return true;
+}
+
+int kiln_graph_num_nodes(const kiln_graph *g) { return g ? (int)g->n_nodes - 1 : 0; }
+int kiln_graph_num_parameters(const kiln_graph *g) { return g ? (int)g->n_params : 0; }
+int kiln_graph_num_outputs(const kiln_graph *g) { return g ? (int)g->n_outputs : 0; }
+kiln_status kiln_graph_status(const kiln_graph *g) {
+    return g ? g->status : KILN_ERR_INVALID_ARGUMENT;
+}
+const char *kiln_graph_error(const kiln_graph *g) { return g && g->error ? g->error : ""; }

@@ -1,0 +1,153 @@
+/* print.c — the IR's text form: one op a line, stable (tests compare it), e.g.
+ *
+ *   graph mlp(%1: f32[2,3] "x") {
+ *     %1 = parameter 0 "x" : f32[2,3]                      # mlp.c:12
+ *     %2 = constant 0.5 : f32[]
+ *     %3 = broadcast_in_dim(%2) dims=[] : f32[2,3]
+ *     %4 = mul(%1, %3) : f32[2,3]                          # mlp.c:13
+ *     return (%4)
+ *   }
+ *
+ * Locations print as the file's last path component so the text does not depend on
+ * where the source was built. */
+#include "ir.h"
+#include "base/strbuf.h"
+
+#include <string.h>
+
+static void list_i64(strbuf *sb, const char *name, const int64_t *v, int n) {
+    sb_printf(sb, " %s=[", name);
+    for (int i = 0; i < n; i++) sb_printf(sb, i ? ",%lld" : "%lld", (long long)v[i]);
+    sb_append(sb, "]");
+}
+
+static void list_int(strbuf *sb, const char *name, const int *v, int n) {
+    sb_printf(sb, " %s=[", name);
+    for (int i = 0; i < n; i++) sb_printf(sb, i ? ",%d" : "%d", v[i]);
+    sb_append(sb, "]");
+}
+
+static double elem(const void *data, kiln_dtype t, int64_t i) {
+    switch (t) {
+    case KILN_F32: return ((const float *)data)[i];
+    case KILN_F64: return ((const double *)data)[i];
+    case KILN_I32: return ((const int32_t *)data)[i];
+    case KILN_I64: return (double)((const int64_t *)data)[i];
+    case KILN_BOOL: return ((const uint8_t *)data)[i];
+    default: return 0;
+    }
+}
+
+static void print_constant(const ir_node *n, strbuf *sb) {
+    int64_t numel = 0;
+    ir_shape_numel(&n->shape, &numel);
+    if (numel > 8) {
+        sb_printf(sb, " {%lld values}", (long long)numel);
+        return;
+    }
+    sb_append(sb, n->shape.rank ? " {" : " ");
+    for (int64_t i = 0; i < numel; i++) {
+        if (n->dtype == KILN_I64)
+            sb_printf(sb, i ? ", %lld" : "%lld", (long long)((const int64_t *)n->data)[i]);
+        else sb_printf(sb, i ? ", %.9g" : "%.9g", elem(n->data, n->dtype, i));
+    }
+    if (n->shape.rank) sb_append(sb, "}");
+}
+
+static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
+    static const char *const cmp[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+    int in_rank = n->n_in ? g->nodes[ir_in(n)[0]].shape.rank : 0;
+    switch (n->op) {
+    case IR_COMPARE: sb_printf(sb, " %s", (unsigned)n->a.cmp <= KILN_CMP_GE ? cmp[n->a.cmp] : "?"); break;
+    case IR_IOTA: case IR_CONCAT: sb_printf(sb, " axis=%d", n->a.axis); break;
+    case IR_BROADCAST: list_int(sb, "dims", n->a.bcast_dims, in_rank); break;
+    case IR_TRANSPOSE: list_int(sb, "perm", n->a.perm, in_rank); break;
+    case IR_SLICE:
+        list_i64(sb, "start", n->a.slice.start, in_rank);
+        list_i64(sb, "limit", n->a.slice.limit, in_rank);
+        list_i64(sb, "stride", n->a.slice.stride, in_rank);
+        break;
+    case IR_PAD:
+        list_i64(sb, "lo", n->a.pad.lo, in_rank);
+        list_i64(sb, "hi", n->a.pad.hi, in_rank);
+        list_i64(sb, "interior", n->a.pad.interior, in_rank);
+        break;
+    case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_REDUCE_PROD: {
+        sb_append(sb, " axes=[");
+        for (int i = 0, k = 0; i < in_rank; i++)
+            if (n->a.reduce_axes >> i & 1u) sb_printf(sb, k++ ? ",%d" : "%d", i);
+        sb_append(sb, "]");
+        break;
+    }
+    case IR_DOT:
+        list_int(sb, "lhs_batch", n->a.dot.lhs_batch, n->a.dot.n_batch);
+        list_int(sb, "rhs_batch", n->a.dot.rhs_batch, n->a.dot.n_batch);
+        list_int(sb, "lhs_contract", n->a.dot.lhs_contract, n->a.dot.n_contract);
+        list_int(sb, "rhs_contract", n->a.dot.rhs_contract, n->a.dot.n_contract);
+        break;
+    default: break;
+    }
+}
+
+void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
+    const ir_node *n = &g->nodes[id];
+    size_t start = sb->len;
+    char type[IR_TYPE_STR_MAX];
+    sb_printf(sb, "%%%u = %s", id, (unsigned)n->op < IR_NUM_OPS ? ir_ops[n->op].name : "?");
+    if (n->op == IR_PARAMETER) {
+        sb_printf(sb, " %d", n->a.param_index);
+        if (n->name) sb_printf(sb, " \"%s\"", n->name);
+    } else if (n->op == IR_CONSTANT) {
+        print_constant(n, sb);
+    } else if (n->n_in) {
+        const uint32_t *in = ir_in(n);
+        sb_append(sb, "(");
+        for (uint32_t i = 0; i < n->n_in; i++) sb_printf(sb, i ? ", %%%u" : "%%%u", in[i]);
+        sb_append(sb, ")");
+    }
+    print_attrs(g, n, sb);
+    sb_printf(sb, " : %s", ir_type_str(n->dtype, &n->shape, type, sizeof type));
+    if (n->file) {
+        const char *base = strrchr(n->file, '/');
+        size_t width = sb->oom ? 0 : sb->len - start;
+        sb_printf(sb, "%*s# %s:%d", width < 52 ? (int)(52 - width) : 1, "", base ? base + 1 : n->file,
+                  n->line);
+    }
+}
+
+void ir_print(const kiln_graph *g, strbuf *sb) {
+    char type[IR_TYPE_STR_MAX];
+    sb_printf(sb, "graph %s(", g->name);
+    for (uint32_t i = 0; i < g->n_params; i++) {
+        const ir_node *p = &g->nodes[g->params[i]];
+        sb_printf(sb, "%s%%%u: %s", i ? ", " : "", g->params[i],
+                  ir_type_str(p->dtype, &p->shape, type, sizeof type));
+        if (p->name) sb_printf(sb, " \"%s\"", p->name);
+    }
+    sb_append(sb, ") {\n");
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        sb_append(sb, "  ");
+        ir_print_node(g, id, sb);
+        sb_append(sb, "\n");
+    }
+    sb_append(sb, "  return (");
+    for (uint32_t i = 0; i < g->n_outputs; i++) sb_printf(sb, i ? ", %%%u" : "%%%u", g->outputs[i]);
+    sb_append(sb, ")\n}\n");
+}
+
+char *kiln_graph_to_string(const kiln_graph *g) {
+    if (!g) return NULL;
+    strbuf sb;
+    sb_init(&sb, g->ctx);
+    ir_print(g, &sb);
+    return sb_take(&sb);
+}
+
+kiln_status kiln_graph_print(const kiln_graph *g, FILE *f) {
+    if (!g || !f) return KILN_ERR_INVALID_ARGUMENT;
+    char *s = kiln_graph_to_string(g);
+    if (!s) return ctx_oom(g->ctx, "kiln_graph_print", 0);
+    int rc = fputs(s, f);
+    kiln_string_free(g->ctx, s);
+    return rc < 0 ? ctx_error(g->ctx, KILN_ERR_IO, "kiln_graph_print: write failed") : KILN_OK;
+}

@@ -1,0 +1,73 @@
+/* types.c — the op table, dtypes and shapes. */
+#include "ir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const ir_op_info ir_ops[IR_NUM_OPS] = {
+#define KN_OP_INFO(e, name, arity, kind, types, flags) {name, arity, kind, types, flags},
+    KN_OPS(KN_OP_INFO)
+#undef KN_OP_INFO
+};
+
+const char *kiln_dtype_name(kiln_dtype t) {
+    switch (t) {
+    case KILN_F32: return "f32";
+    case KILN_F64: return "f64";
+    case KILN_I32: return "i32";
+    case KILN_I64: return "i64";
+    case KILN_BOOL: return "bool";
+    default: return "invalid";
+    }
+}
+
+size_t kiln_dtype_size(kiln_dtype t) {
+    switch (t) {
+    case KILN_F32: case KILN_I32: return 4;
+    case KILN_F64: case KILN_I64: return 8;
+    case KILN_BOOL: return 1;
+    default: return 0;
+    }
+}
+
+bool ir_dtype_valid(kiln_dtype t) { return kiln_dtype_size(t) != 0; }
+bool ir_dtype_is_float(kiln_dtype t) { return t == KILN_F32 || t == KILN_F64; }
+bool ir_dtype_is_int(kiln_dtype t) { return t == KILN_I32 || t == KILN_I64; }
+
+bool ir_dtype_accepts(int types, kiln_dtype t) {
+    switch (types) {
+    case IRT_NUMERIC: return ir_dtype_is_float(t) || ir_dtype_is_int(t);
+    case IRT_FLOAT: return ir_dtype_is_float(t);
+    case IRT_BOOL: return t == KILN_BOOL;
+    default: return ir_dtype_valid(t);
+    }
+}
+
+bool ir_shape_numel(const ir_shape *s, int64_t *n) {
+    int64_t total = 1;
+    for (int i = 0; i < s->rank; i++)
+        if (s->dims[i] < 0 || !kn_mul_i64(total, s->dims[i], &total)) return false;
+    *n = total;
+    return true;
+}
+
+bool ir_shape_nbytes(const ir_shape *s, kiln_dtype t, size_t *n) {
+    int64_t numel;
+    if (!ir_shape_numel(s, &numel) || (uint64_t)numel > SIZE_MAX) return false;
+    return kn_mul_size((size_t)numel, kiln_dtype_size(t), n);
+}
+
+bool ir_shape_eq(const ir_shape *a, const ir_shape *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+char *ir_type_str(kiln_dtype t, const ir_shape *s, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "%s[", kiln_dtype_name(t));
+    for (int i = 0; i < s->rank && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, i ? ",%lld" : "%lld", (long long)s->dims[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}

@@ -1,0 +1,388 @@
+/* trace.c — the builder core (errors, locations, emitting nodes), sources (parameters,
+ * constants, iota) and the elementwise ops with NumPy broadcasting.
+ *
+ * The first error wins (as in XLA's builder): it is stored on the graph and on the
+ * context, later ops return the invalid value without touching the graph, and
+ * kiln_graph_finish returns it. A failing op never leaves a half-made node behind. */
+#include "trace.h"
+#include "base/strbuf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- core ---- */
+
+void kiln_graph_at(kiln_graph *g, const char *file, int line) {
+    if (!g) return;
+    g->cur_file = file;
+    g->cur_line = line;
+}
+
+bool trace_ready(kiln_graph *g, const char *op) {
+    if (!g) return false;
+    if (g->status) return false;
+    if (g->finished) {
+        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "graph '%s' is already finished", g->name);
+        return false;
+    }
+    return true;
+}
+
+kiln_value trace_fail(kiln_graph *g, kiln_status code, const char *op, const char *fmt, ...) {
+    if (g->status) return KN_NONE;
+    char msg[KN_ERR_MAX - 160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char full[KN_ERR_MAX];
+    if (g->cur_file)
+        snprintf(full, sizeof full, "%s: %s (at %s:%d)", op, msg, g->cur_file, g->cur_line);
+    else snprintf(full, sizeof full, "%s: %s", op, msg);
+    g->status = code;
+    g->error = host_strdup(g->ctx, full); /* NULL on OOM: kiln_graph_error then gives "" */
+    ctx_error(g->ctx, code, "%s", full);
+    return KN_NONE;
+}
+
+const ir_node *trace_node(kiln_graph *g, const char *op, kiln_value v, const char *what) {
+    if (v.id == 0) {
+        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "%s is the invalid value", what);
+        return NULL;
+    }
+    if (v.graph != g->id || v.id >= g->n_nodes) {
+        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
+                   "%s belongs to another graph (values cannot be mixed between graphs)", what);
+        return NULL;
+    }
+    return &g->nodes[v.id];
+}
+
+static void operand_types(const kiln_graph *g, const uint32_t *in, uint32_t n, char *buf,
+                          size_t size) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (uint32_t i = 0; i < n && k < size; i++) {
+        char t[IR_TYPE_STR_MAX];
+        const ir_node *x = &g->nodes[in[i]];
+        k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? ", " : "",
+                              ir_type_str(x->dtype, &x->shape, t, sizeof t));
+    }
+}
+
+kiln_value trace_emit(kiln_graph *g, const char *op, ir_node *tmpl, const uint32_t *in,
+                      uint32_t n_in) {
+    tmpl->n_in = n_in;
+    tmpl->in_heap = NULL;
+    if (n_in <= IR_INLINE_INPUTS && n_in) memcpy(tmpl->in_inline, in, n_in * sizeof *in);
+    else if (n_in > IR_INLINE_INPUTS) tmpl->in_heap = (uint32_t *)in; /* read-only here */
+    char msg[768];
+    kiln_status s = ir_infer(g, tmpl, msg, sizeof msg);
+    tmpl->in_heap = NULL;
+    if (s) {
+        char types[1024];
+        operand_types(g, in, n_in, types, sizeof types);
+        if (n_in) return trace_fail(g, s, op, "%s; operands: %s", msg, types);
+        return trace_fail(g, s, op, "%s", msg);
+    }
+    tmpl->file = g->cur_file;
+    tmpl->line = g->cur_line;
+    uint32_t id = ir_graph_append(g, tmpl, in, n_in);
+    if (!id) return trace_fail(g, KILN_ERR_HOST_OOM, op, "host allocation for a new node failed");
+    if (!g->hold) g->cur_file = NULL, g->cur_line = 0;
+    return trace_value(g, id);
+}
+
+/* hold/release: nested public calls share the outermost caller's location. */
+void trace_hold(kiln_graph *g) { g->hold++; }
+kiln_value trace_release(kiln_graph *g, kiln_value result) {
+    if (g->hold && --g->hold == 0) g->cur_file = NULL, g->cur_line = 0;
+    return result;
+}
+
+bool trace_axis(int axis, int rank, int *out) {
+    int a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank) return false;
+    *out = a;
+    return true;
+}
+
+/* -------------------------------------------------------------- sources ---- */
+
+static bool make_shape(kiln_graph *g, const char *op, int rank, const int64_t *dims,
+                       ir_shape *s) {
+    if (rank < 0 || rank > KILN_MAX_RANK) {
+        trace_fail(g, KILN_ERR_SHAPE, op, "rank %d is outside [0, %d]", rank, KILN_MAX_RANK);
+        return false;
+    }
+    if (rank > 0 && !dims) {
+        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "dims is NULL for rank %d", rank);
+        return false;
+    }
+    s->rank = rank;
+    for (int i = 0; i < rank; i++) s->dims[i] = dims[i];
+    return true;
+}
+
+kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
+                          const int64_t *dims) {
+    const char *op = "kiln_parameter";
+    if (!trace_ready(g, op)) return KN_NONE;
+    ir_node n = {.op = IR_PARAMETER, .dtype = dtype};
+    if (!make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
+    n.a.param_index = (int)g->n_params;
+    if (name && !(n.name = host_strdup(g->ctx, name)))
+        return trace_fail(g, KILN_ERR_HOST_OOM, op, "host allocation for the name failed");
+    kiln_value v = trace_emit(g, op, &n, NULL, 0);
+    if (!v.id && n.name) host_free(g->ctx, n.name, strlen(n.name) + 1);
+    return v;
+}
+
+kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims,
+                         const void *data) {
+    const char *op = "kiln_constant";
+    if (!trace_ready(g, op)) return KN_NONE;
+    ir_node n = {.op = IR_CONSTANT, .dtype = dtype};
+    if (!make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
+    char msg[256];
+    size_t bytes;
+    kiln_status s = ir_infer(g, &n, msg, sizeof msg);
+    if (s) return trace_fail(g, s, op, "%s", msg);
+    ir_shape_nbytes(&n.shape, dtype, &bytes);
+    if (bytes && !data) return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "data is NULL");
+    if (bytes) {
+        if (!(n.data = host_alloc(g->ctx, bytes)))
+            return trace_fail(g, KILN_ERR_HOST_OOM, op,
+                              "host allocation of %zu bytes for the data failed", bytes);
+        memcpy(n.data, data, bytes);
+        if (dtype == KILN_BOOL) /* normalise to 0/1 so every consumer can trust it */
+            for (size_t i = 0; i < bytes; i++) ((uint8_t *)n.data)[i] = ((uint8_t *)n.data)[i] != 0;
+    }
+    kiln_value v = trace_emit(g, op, &n, NULL, 0);
+    if (!v.id && n.data) host_free(g->ctx, n.data, bytes);
+    return v;
+}
+
+kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value) {
+    union {
+        float f;
+        double d;
+        int32_t i;
+        int64_t l;
+        uint8_t b;
+    } u;
+    switch (t) {
+    case KILN_F32: u.f = (float)value; break;
+    case KILN_F64: u.d = value; break;
+    case KILN_I32: u.i = isnan(value) ? 0 : value >= 2147483647.0 ? INT32_MAX
+                        : value <= -2147483648.0 ? INT32_MIN : (int32_t)value; break;
+    case KILN_I64: u.l = isnan(value) ? 0 : value >= 9.2233720368547758e18 ? INT64_MAX
+                        : value <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)value; break;
+    case KILN_BOOL: u.b = value != 0; break;
+    default: return trace_fail(g, KILN_ERR_DTYPE, op, "dtype %d is not a kiln_dtype", t);
+    }
+    trace_hold(g);
+    return trace_release(g, kiln_constant(g, t, 0, NULL, &u));
+}
+
+kiln_value kiln_scalar(kiln_graph *g, kiln_dtype dtype, double value) {
+    if (!trace_ready(g, "kiln_scalar")) return KN_NONE;
+    return trace_scalar(g, "kiln_scalar", dtype, value);
+}
+
+kiln_value kiln_full(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims,
+                     double value) {
+    const char *op = "kiln_full";
+    if (!trace_ready(g, op)) return KN_NONE;
+    trace_hold(g);
+    kiln_value s = trace_scalar(g, op, dtype, value);
+    kiln_value v = s.id ? kiln_broadcast_in_dim(g, s, rank, dims, NULL) : KN_NONE;
+    return trace_release(g, v);
+}
+
+kiln_value kiln_iota(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims, int axis) {
+    const char *op = "kiln_iota";
+    if (!trace_ready(g, op)) return KN_NONE;
+    ir_node n = {.op = IR_IOTA, .dtype = dtype};
+    if (!make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
+    if (!trace_axis(axis, rank, &n.a.axis))
+        return trace_fail(g, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d", axis, rank);
+    return trace_emit(g, op, &n, NULL, 0);
+}
+
+/* ----------------------------------------------------------- elementwise ---- */
+
+static kiln_value unary(kiln_graph *g, const char *op, ir_op code, kiln_value x) {
+    if (!trace_ready(g, op)) return KN_NONE;
+    if (!trace_node(g, op, x, "the operand")) return KN_NONE;
+    ir_node n = {.op = code};
+    return trace_emit(g, op, &n, &x.id, 1);
+}
+
+#define UNARY(fn, code)                                                                           \
+    kiln_value fn(kiln_graph *g, kiln_value x) { return unary(g, #fn, code, x); }
+UNARY(kiln_neg, IR_NEG)
+UNARY(kiln_abs, IR_ABS)
+UNARY(kiln_exp, IR_EXP)
+UNARY(kiln_log, IR_LOG)
+UNARY(kiln_log1p, IR_LOG1P)
+UNARY(kiln_sqrt, IR_SQRT)
+UNARY(kiln_rsqrt, IR_RSQRT)
+UNARY(kiln_tanh, IR_TANH)
+UNARY(kiln_logistic, IR_LOGISTIC)
+UNARY(kiln_sign, IR_SIGN)
+UNARY(kiln_floor, IR_FLOOR)
+UNARY(kiln_logical_not, IR_NOT)
+#undef UNARY
+
+kiln_value kiln_convert(kiln_graph *g, kiln_value x, kiln_dtype to) {
+    const char *op = "kiln_convert";
+    if (!trace_ready(g, op)) return KN_NONE;
+    const ir_node *xn = trace_node(g, op, x, "the operand");
+    if (!xn) return KN_NONE;
+    if (xn->dtype == to && ir_dtype_valid(to)) return x; /* nothing to do */
+    ir_node n = {.op = IR_CONVERT, .dtype = to};
+    return trace_emit(g, op, &n, &x.id, 1);
+}
+
+/* The NumPy broadcast of shapes a and b; false (with the axis in *bad) if they clash. */
+static bool broadcast_shapes(const ir_shape *a, const ir_shape *b, ir_shape *out, int *bad) {
+    out->rank = a->rank > b->rank ? a->rank : b->rank;
+    for (int i = 1; i <= out->rank; i++) {
+        int64_t da = i <= a->rank ? a->dims[a->rank - i] : 1;
+        int64_t db = i <= b->rank ? b->dims[b->rank - i] : 1;
+        if (da != db && da != 1 && db != 1) return *bad = out->rank - i, false;
+        out->dims[out->rank - i] = da == 1 ? db : da;
+    }
+    return true;
+}
+
+kiln_value trace_broadcast_to(kiln_graph *g, const char *op, kiln_value v, const ir_shape *to) {
+    const ir_node *x = &g->nodes[v.id];
+    if (ir_shape_eq(&x->shape, to)) return v;
+    if (x->shape.rank > to->rank)
+        return trace_fail(g, KILN_ERR_SHAPE, op, "cannot broadcast rank %d to rank %d",
+                          x->shape.rank, to->rank);
+    ir_node n = {.op = IR_BROADCAST, .shape = *to};
+    int off = to->rank - x->shape.rank;
+    for (int i = 0; i < x->shape.rank; i++) n.a.bcast_dims[i] = off + i;
+    return trace_emit(g, op, &n, &v.id, 1);
+}
+
+/* Broadcasts n values to their common NumPy shape, in place in vals. */
+static bool broadcast_all(kiln_graph *g, const char *op, kiln_value *vals, int n) {
+    static const char *const names[] = {"the first operand", "the second operand",
+                                        "the third operand"};
+    ir_shape out = {0};
+    for (int i = 0; i < n; i++) {
+        const ir_node *x = trace_node(g, op, vals[i], names[i]);
+        if (!x) return false;
+        ir_shape prev = out;
+        int bad;
+        if (!broadcast_shapes(&prev, &x->shape, &out, &bad)) {
+            char ta[IR_TYPE_STR_MAX], tb[IR_TYPE_STR_MAX];
+            const ir_node *first = &g->nodes[vals[0].id];
+            trace_fail(g, KILN_ERR_SHAPE, op,
+                       "operand shapes %s and %s cannot be broadcast together (axis %d of the "
+                       "result: %lld vs %lld)",
+                       ir_type_str(first->dtype, &prev, ta, sizeof ta),
+                       ir_type_str(x->dtype, &x->shape, tb, sizeof tb), bad,
+                       (long long)(bad - (out.rank - prev.rank) >= 0
+                                       ? prev.dims[bad - (out.rank - prev.rank)] : 1),
+                       (long long)(bad - (out.rank - x->shape.rank) >= 0
+                                       ? x->shape.dims[bad - (out.rank - x->shape.rank)] : 1));
+            return false;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (!(vals[i] = trace_broadcast_to(g, op, vals[i], &out)).id) return false;
+    return true;
+}
+
+static kiln_value nary(kiln_graph *g, const char *op, ir_node *n, kiln_value *vals, int count) {
+    if (!trace_ready(g, op)) return KN_NONE;
+    /* Check dtypes before broadcasting so a dtype mistake is reported as such. */
+    for (int i = 0; i < count; i++)
+        if (!trace_node(g, op, vals[i], i == 0 ? "the first operand" : "an operand"))
+            return KN_NONE;
+    trace_hold(g);
+    kiln_value r = KN_NONE;
+    if (broadcast_all(g, op, vals, count)) {
+        uint32_t in[3];
+        for (int i = 0; i < count; i++) in[i] = vals[i].id;
+        r = trace_emit(g, op, n, in, (uint32_t)count);
+    }
+    return trace_release(g, r);
+}
+
+static kiln_value binary(kiln_graph *g, const char *op, ir_op code, kiln_value a, kiln_value b) {
+    ir_node n = {.op = code};
+    kiln_value v[2] = {a, b};
+    return nary(g, op, &n, v, 2);
+}
+
+#define BINARY(fn, code)                                                                          \
+    kiln_value fn(kiln_graph *g, kiln_value a, kiln_value b) { return binary(g, #fn, code, a, b); }
+BINARY(kiln_add, IR_ADD)
+BINARY(kiln_sub, IR_SUB)
+BINARY(kiln_mul, IR_MUL)
+BINARY(kiln_div, IR_DIV)
+BINARY(kiln_pow, IR_POW)
+BINARY(kiln_max, IR_MAX)
+BINARY(kiln_min, IR_MIN)
+BINARY(kiln_logical_and, IR_AND)
+BINARY(kiln_logical_or, IR_OR)
+#undef BINARY
+
+kiln_value kiln_compare(kiln_graph *g, kiln_value a, kiln_value b, kiln_compare_dir dir) {
+    ir_node n = {.op = IR_COMPARE};
+    n.a.cmp = dir;
+    kiln_value v[2] = {a, b};
+    return nary(g, "kiln_compare", &n, v, 2);
+}
+
+kiln_value kiln_select(kiln_graph *g, kiln_value pred, kiln_value on_true, kiln_value on_false) {
+    ir_node n = {.op = IR_SELECT};
+    kiln_value v[3] = {pred, on_true, on_false};
+    return nary(g, "kiln_select", &n, v, 3);
+}
+
+/* ---------------------------------------------------------------- finish ---- */
+
+kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *outputs) {
+    const char *op = "kiln_graph_finish";
+    if (!g) return KILN_ERR_INVALID_ARGUMENT;
+    if (g->status) {
+        /* Put the first error back on the context: calls since may have replaced it. */
+        if (g->error) ctx_error(g->ctx, g->status, "%s", g->error);
+        return g->status;
+    }
+    if (!trace_ready(g, op)) return g->status;
+    if (n_outputs < 1 || !outputs) {
+        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "a graph needs at least one output (got %d)",
+                   n_outputs);
+        return g->status;
+    }
+    for (int i = 0; i < n_outputs; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "output %d", i);
+        if (!trace_node(g, op, outputs[i], what)) return g->status;
+    }
+    uint32_t *outs = host_alloc(g->ctx, (size_t)n_outputs * sizeof *outs);
+    if (!outs) {
+        trace_fail(g, KILN_ERR_HOST_OOM, op, "host allocation for the output list failed");
+        return g->status;
+    }
+    for (int i = 0; i < n_outputs; i++) outs[i] = outputs[i].id;
+    g->outputs = outs;
+    g->n_outputs = (uint32_t)n_outputs;
+    kiln_status s = ir_verify(g);
+    if (s) { /* a kiln bug: keep the verifier's message as the graph's error */
+        g->status = s;
+        g->error = host_strdup(g->ctx, kiln_last_error(g->ctx));
+        return s;
+    }
+    g->finished = true;
+    return KILN_OK;
+}

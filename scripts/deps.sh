@@ -1,0 +1,29 @@
+#!/bin/sh
+# deps.sh — checks for what kiln's build needs on Debian/Ubuntu and installs what is
+# missing when run as root; otherwise prints the exact apt-get line. Called by make.
+set -e
+missing=""
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+have_cmd cmake || missing="$missing cmake"
+have_cmd cc || missing="$missing gcc"
+have_cmd c++ || missing="$missing g++"
+have_cmd make || missing="$missing make"
+# OpenBLAS: the CPU backend's matrix products.
+if have_cmd dpkg-query; then
+    have_pkg libopenblas-dev || missing="$missing libopenblas-dev"
+fi
+
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && have_cmd apt-get; then
+    echo "kiln: installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    exit 0
+fi
+echo "kiln: missing build dependencies. Install them with:" >&2
+echo "  sudo apt-get install -y$missing" >&2
+exit 1

@@ -1,0 +1,574 @@
+/* cgen.c — the C code generator for fused LOOP kernels (see cgen.h).
+ *
+ * The heart is an elemental emitter, as in XLA's CPU backend: emit_value(node, index)
+ * writes the statements that compute one element of `node` at a multi-index given as C
+ * expressions, and returns the variable (or literal) that holds it. A kernel is a loop
+ * over its root's index space calling emit_value(root, loop indices). Shape ops only
+ * rewrite the index (a transpose permutes it, a broadcast drops axes, a slice scales and
+ * offsets it); materialised inputs are loads; an inlined reduction opens an inner loop.
+ * Values are memoised per (node, index text) within the current C scope, so a node used
+ * twice at the same index is computed once.
+ *
+ * Numerics follow the reference interpreter: integer arithmetic wraps (through unsigned
+ * types), integer x/0 is -1 and INT_MIN/-1 is INT_MIN, float->int conversion saturates
+ * with NaN -> 0, max/min propagate NaN, float sums and products accumulate in double. */
+#include "cgen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define IDX_LEN   72 /* longer index expressions get a variable of their own */
+#define VAL_LEN   48
+#define CHUNK     2048 /* elements of the last axis per work item */
+
+typedef struct idxv {
+    int rank;
+    char s[KILN_MAX_RANK][IDX_LEN];
+} idxv;
+
+typedef struct memo_ent {
+    uint32_t node;
+    int depth;
+    char var[VAL_LEN];
+    char *key;
+} memo_ent;
+
+typedef struct em {
+    const kiln_graph *g;
+    const fusion_plan *p;
+    const fkernel *k;
+    strbuf *sb;
+    kiln_context *ctx;
+    int depth, next;
+    memo_ent *memo;
+    size_t n_memo, cap_memo;
+    bool oom;
+} em;
+
+const char *cgen_ctype(kiln_dtype t) {
+    switch (t) {
+    case KILN_F32: return "float";
+    case KILN_F64: return "double";
+    case KILN_I32: return "int32_t";
+    case KILN_I64: return "int64_t";
+    default: return "uint8_t";
+    }
+}
+
+static const char *utype(kiln_dtype t) { return t == KILN_I32 ? "uint32_t" : "uint64_t"; }
+static const char *fsuf(kiln_dtype t) { return t == KILN_F32 ? "f" : ""; }
+
+static void line(em *e, const char *fmt, ...) KN_PRINTF(2, 3);
+static void line(em *e, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    sb_printf(e->sb, "%*s%s\n", 4 * (e->depth + 1), "", buf);
+}
+
+static void fresh(em *e, char *out, const char *prefix) {
+    snprintf(out, VAL_LEN, "%s%d", prefix, e->next++);
+}
+
+/* Sets an index entry; expressions too long for IDX_LEN become a variable. */
+static void idx_set(em *e, char *dst, const char *expr) {
+    if (strlen(expr) < IDX_LEN) {
+        memcpy(dst, expr, strlen(expr) + 1);
+        return;
+    }
+    char v[VAL_LEN];
+    fresh(e, v, "t");
+    line(e, "const int64_t %s = %s;", v, expr);
+    snprintf(dst, IDX_LEN, "%s", v);
+}
+
+/* ------------------------------------------------------------- memo ---- */
+
+static void memo_key(uint32_t id, const idxv *ix, char *key, size_t n) {
+    size_t k = (size_t)snprintf(key, n, "%u", id);
+    for (int i = 0; i < ix->rank && k < n; i++) k += (size_t)snprintf(key + k, n - k, "|%s", ix->s[i]);
+}
+
+static const char *memo_find(em *e, uint32_t id, const idxv *ix) {
+    char key[KILN_MAX_RANK * IDX_LEN + 16];
+    memo_key(id, ix, key, sizeof key);
+    for (size_t i = e->n_memo; i-- > 0;)
+        if (e->memo[i].node == id && !strcmp(e->memo[i].key, key)) return e->memo[i].var;
+    return NULL;
+}
+
+static void memo_add(em *e, uint32_t id, const idxv *ix, const char *var) {
+    if (e->n_memo == e->cap_memo) {
+        size_t cap = e->cap_memo ? 2 * e->cap_memo : 64;
+        memo_ent *m = host_realloc(e->ctx, e->memo, e->cap_memo * sizeof *m, cap * sizeof *m);
+        if (!m) {
+            e->oom = true;
+            return;
+        }
+        e->memo = m;
+        e->cap_memo = cap;
+    }
+    char key[KILN_MAX_RANK * IDX_LEN + 16];
+    memo_key(id, ix, key, sizeof key);
+    memo_ent *m = &e->memo[e->n_memo];
+    if (!(m->key = host_strdup(e->ctx, key))) {
+        e->oom = true;
+        return;
+    }
+    m->node = id;
+    m->depth = e->depth;
+    snprintf(m->var, VAL_LEN, "%s", var);
+    e->n_memo++;
+}
+
+static void scope_open(em *e, const char *head) {
+    line(e, "%s {", head);
+    e->depth++;
+}
+
+static void scope_close(em *e) {
+    while (e->n_memo && e->memo[e->n_memo - 1].depth >= e->depth) {
+        memo_ent *m = &e->memo[--e->n_memo];
+        host_free(e->ctx, m->key, strlen(m->key) + 1);
+    }
+    e->depth--;
+    line(e, "}");
+}
+
+/* ---------------------------------------------------------- literals ---- */
+
+static void literal(const ir_node *n, char *out) {
+    const void *d = n->data;
+    double v = 0;
+    switch (n->dtype) {
+    case KILN_I32: snprintf(out, VAL_LEN, "INT32_C(%d)", *(const int32_t *)d); return;
+    case KILN_I64:
+        snprintf(out, VAL_LEN, "INT64_C(%lld)", (long long)*(const int64_t *)d);
+        if (*(const int64_t *)d == INT64_MIN) snprintf(out, VAL_LEN, "INT64_MIN");
+        return;
+    case KILN_BOOL: snprintf(out, VAL_LEN, "((uint8_t)%u)", *(const uint8_t *)d); return;
+    case KILN_F32: v = *(const float *)d; break;
+    default: v = *(const double *)d; break;
+    }
+    const char *t = cgen_ctype(n->dtype);
+    if (isnan(v)) snprintf(out, VAL_LEN, "((%s)NAN)", t);
+    else if (isinf(v)) snprintf(out, VAL_LEN, "(%s(%s)INFINITY)", v < 0 ? "-" : "", t);
+    else snprintf(out, VAL_LEN, "((%s)%a)", t, v); /* hex: exact */
+}
+
+/* ------------------------------------------------------------- loads ---- */
+
+static int input_slot(const em *e, uint32_t id) {
+    for (uint32_t i = 0; i < e->k->n_inputs; i++)
+        if (e->k->inputs[i] == id) return (int)i;
+    return -1;
+}
+
+static void load(em *e, uint32_t id, const idxv *ix, char *out) {
+    const ir_node *n = &e->g->nodes[id];
+    char lin[1024] = "0";
+    size_t k = 0;
+    int64_t stride = 1;
+    for (int a = n->shape.rank - 1; a >= 0; a--) {
+        if (strcmp(ix->s[a], "0") != 0 && n->shape.dims[a] != 1) {
+            if (stride == 1) k += (size_t)snprintf(lin + k, sizeof lin - k, "%s%s", k ? " + " : "", ix->s[a]);
+            else k += (size_t)snprintf(lin + k, sizeof lin - k, "%s%s * %lld", k ? " + " : "",
+                                       ix->s[a], (long long)stride);
+        }
+        stride *= n->shape.dims[a];
+    }
+    fresh(e, out, "v");
+    line(e, "const %s %s = in%d[%s];", cgen_ctype(n->dtype), out, input_slot(e, id), lin);
+}
+
+/* ------------------------------------------------------- elementwise ---- */
+
+static void emit_value(em *e, uint32_t id, const idxv *ix, char *out);
+
+static void unary_expr(const ir_node *n, kiln_dtype in_t, const char *a, char *ex, size_t m) {
+    const char *t = cgen_ctype(n->dtype), *f = fsuf(n->dtype);
+    bool fl = ir_dtype_is_float(n->dtype);
+    switch (n->op) {
+    case IR_NEG: fl ? snprintf(ex, m, "(-%s)", a) : snprintf(ex, m, "(%s)(0 - (%s)%s)", t, utype(n->dtype), a); break;
+    case IR_ABS: fl ? snprintf(ex, m, "fabs%s(%s)", f, a)
+                    : snprintf(ex, m, "(%s < 0 ? (%s)(0 - (%s)%s) : %s)", a, t, utype(n->dtype), a, a); break;
+    case IR_SIGN: fl ? snprintf(ex, m, "(%s > 0 ? (%s)1 : %s < 0 ? (%s)-1 : %s)", a, t, a, t, a)
+                     : snprintf(ex, m, "(%s)((%s > 0) - (%s < 0))", t, a, a); break;
+    case IR_EXP: snprintf(ex, m, "exp%s(%s)", f, a); break;
+    case IR_LOG: snprintf(ex, m, "log%s(%s)", f, a); break;
+    case IR_LOG1P: snprintf(ex, m, "log1p%s(%s)", f, a); break;
+    case IR_SQRT: snprintf(ex, m, "sqrt%s(%s)", f, a); break;
+    case IR_RSQRT: snprintf(ex, m, "((%s)1 / sqrt%s(%s))", t, f, a); break;
+    case IR_TANH: snprintf(ex, m, "tanh%s(%s)", f, a); break;
+    case IR_LOGISTIC: snprintf(ex, m, "((%s)1 / ((%s)1 + exp%s(-%s)))", t, t, f, a); break;
+    case IR_FLOOR: snprintf(ex, m, "floor%s(%s)", f, a); break;
+    case IR_NOT: snprintf(ex, m, "((uint8_t)!%s)", a); break;
+    case IR_CONVERT:
+        if (n->dtype == KILN_BOOL) snprintf(ex, m, "((uint8_t)(%s != 0))", a);
+        else if (ir_dtype_is_int(n->dtype) && ir_dtype_is_float(in_t))
+            snprintf(ex, m, "kiln_f2%s((double)%s)", n->dtype == KILN_I32 ? "i32" : "i64", a);
+        else if (n->dtype == KILN_I32 && in_t == KILN_I64)
+            snprintf(ex, m, "((int32_t)(uint32_t)(uint64_t)%s)", a);
+        else snprintf(ex, m, "((%s)%s)", t, a);
+        break;
+    default: snprintf(ex, m, "/* bad unary */ 0");
+    }
+}
+
+static void binary_expr(const ir_node *n, kiln_dtype in_t, const char *a, const char *b,
+                        char *ex, size_t m) {
+    static const char *const cmp[] = {"==", "!=", "<", "<=", ">", ">="};
+    const char *t = cgen_ctype(in_t), *u = utype(in_t), *f = fsuf(in_t);
+    const char *sfx = in_t == KILN_F32 ? "f32" : in_t == KILN_F64 ? "f64" : in_t == KILN_I32 ? "i32" : "i64";
+    bool fl = ir_dtype_is_float(in_t);
+    const char *arith = n->op == IR_ADD ? "+" : n->op == IR_SUB ? "-" : "*";
+    switch (n->op) {
+    case IR_ADD: case IR_SUB: case IR_MUL:
+        fl ? snprintf(ex, m, "(%s %s %s)", a, arith, b)
+           : snprintf(ex, m, "(%s)((%s)%s %s (%s)%s)", t, u, a, arith, u, b);
+        break;
+    case IR_DIV: fl ? snprintf(ex, m, "(%s / %s)", a, b) : snprintf(ex, m, "kiln_div_%s(%s, %s)", sfx, a, b); break;
+    case IR_POW: fl ? snprintf(ex, m, "pow%s(%s, %s)", f, a, b) : snprintf(ex, m, "kiln_pow_%s(%s, %s)", sfx, a, b); break;
+    case IR_MAX: snprintf(ex, m, "kiln_max_%s(%s, %s)", sfx, a, b); break;
+    case IR_MIN: snprintf(ex, m, "kiln_min_%s(%s, %s)", sfx, a, b); break;
+    case IR_AND: snprintf(ex, m, "((uint8_t)(%s & %s))", a, b); break;
+    case IR_OR: snprintf(ex, m, "((uint8_t)(%s | %s))", a, b); break;
+    case IR_COMPARE: snprintf(ex, m, "((uint8_t)(%s %s %s))", a, cmp[n->a.cmp], b); break;
+    default: snprintf(ex, m, "/* bad binary */ 0");
+    }
+}
+
+static void emit_elementwise(em *e, uint32_t id, const idxv *ix, char *out) {
+    const ir_node *n = &e->g->nodes[id];
+    const uint32_t *in = ir_in(n);
+    char v[3][VAL_LEN], ex[512];
+    for (uint32_t i = 0; i < n->n_in; i++) emit_value(e, in[i], ix, v[i]);
+    kiln_dtype in_t = e->g->nodes[in[n->op == IR_SELECT ? 1 : 0]].dtype;
+    if (n->op == IR_SELECT) snprintf(ex, sizeof ex, "(%s ? %s : %s)", v[0], v[1], v[2]);
+    else if (n->n_in == 1) unary_expr(n, in_t, v[0], ex, sizeof ex);
+    else binary_expr(n, in_t, v[0], v[1], ex, sizeof ex);
+    fresh(e, out, "v");
+    line(e, "const %s %s = %s;", cgen_ctype(n->dtype), out, ex);
+}
+
+/* -------------------------------------------------------- shape ops ---- */
+
+static void emit_reshape(em *e, const ir_node *n, const idxv *ix, char *out) {
+    uint32_t x = ir_in(n)[0];
+    const ir_shape *is = &e->g->nodes[x].shape;
+    idxv sub = {.rank = is->rank};
+    /* Only unit axes added or removed: map the non-unit axes one to one. */
+    int a = 0, b = 0;
+    bool simple = true;
+    while (simple && (a < n->shape.rank || b < is->rank)) {
+        if (a < n->shape.rank && n->shape.dims[a] == 1) a++;
+        else if (b < is->rank && is->dims[b] == 1) snprintf(sub.s[b++], IDX_LEN, "0");
+        else if (a < n->shape.rank && b < is->rank && n->shape.dims[a] == is->dims[b]) {
+            snprintf(sub.s[b++], IDX_LEN, "%s", ix->s[a++]);
+        } else simple = false;
+    }
+    if (!simple) { /* general: linearise the output index, then split it for the input */
+        char lin[1024] = "0", v[VAL_LEN];
+        size_t k = 0;
+        int64_t stride = 1;
+        for (int i = n->shape.rank - 1; i >= 0; i--) {
+            k += (size_t)snprintf(lin + k, sizeof lin - k, "%s%s * %lld", k ? " + " : "", ix->s[i],
+                                  (long long)stride);
+            stride *= n->shape.dims[i];
+        }
+        fresh(e, v, "l");
+        line(e, "const int64_t %s = %s;", v, k ? lin : "0");
+        stride = 1;
+        for (int i = is->rank - 1; i >= 0; i--) {
+            char expr[128];
+            snprintf(expr, sizeof expr, "(%s / %lld) %% %lld", v, (long long)stride,
+                     (long long)(is->dims[i] ? is->dims[i] : 1));
+            idx_set(e, sub.s[i], expr);
+            stride *= is->dims[i];
+        }
+    }
+    emit_value(e, x, &sub, out);
+}
+
+static void emit_pad(em *e, uint32_t id, const idxv *ix, char *out) {
+    const ir_node *n = &e->g->nodes[id];
+    uint32_t x = ir_in(n)[0];
+    const ir_shape *is = &e->g->nodes[x].shape;
+    char pv[VAL_LEN], cond[1024] = "1", expr[256];
+    emit_value(e, ir_in(n)[1], &(idxv){0}, pv);
+    idxv sub = {.rank = is->rank};
+    size_t k = 1;
+    for (int a = 0; a < is->rank; a++) {
+        char t[VAL_LEN];
+        int64_t step = n->a.pad.interior[a] + 1;
+        fresh(e, t, "p");
+        line(e, "const int64_t %s = %s - (%lld);", t, ix->s[a], (long long)n->a.pad.lo[a]);
+        k += (size_t)snprintf(cond + k, sizeof cond - k, " && %s >= 0 && %s < %lld", t, t,
+                              (long long)(is->dims[a] ? (is->dims[a] - 1) * step + 1 : 0));
+        if (step > 1) {
+            k += (size_t)snprintf(cond + k, sizeof cond - k, " && %s %% %lld == 0", t, (long long)step);
+            snprintf(expr, sizeof expr, "%s / %lld", t, (long long)step);
+        } else snprintf(expr, sizeof expr, "%s", t);
+        snprintf(sub.s[a], IDX_LEN, "%s", expr);
+    }
+    fresh(e, out, "v");
+    line(e, "%s %s = %s;", cgen_ctype(n->dtype), out, pv);
+    char head[1100];
+    snprintf(head, sizeof head, "if (%s)", cond);
+    scope_open(e, head);
+    char xv[VAL_LEN];
+    emit_value(e, x, &sub, xv);
+    line(e, "%s = %s;", out, xv);
+    scope_close(e);
+}
+
+static void emit_concat(em *e, uint32_t id, const idxv *ix, char *out) {
+    const ir_node *n = &e->g->nodes[id];
+    int ax = n->a.axis;
+    int64_t off = 0;
+    fresh(e, out, "v");
+    line(e, "%s %s;", cgen_ctype(n->dtype), out);
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        uint32_t x = ir_in(n)[i];
+        int64_t d = e->g->nodes[x].shape.dims[ax];
+        char head[256];
+        if (i + 1 < n->n_in) snprintf(head, sizeof head, "%sif (%s < %lld)", i ? "else " : "", ix->s[ax], (long long)(off + d));
+        else snprintf(head, sizeof head, "%s", i ? "else" : "");
+        scope_open(e, head);
+        idxv sub = *ix;
+        char expr[128];
+        snprintf(expr, sizeof expr, "(%s - %lld)", ix->s[ax], (long long)off);
+        idx_set(e, sub.s[ax], expr);
+        char xv[VAL_LEN];
+        emit_value(e, x, &sub, xv);
+        line(e, "%s = %s;", out, xv);
+        scope_close(e);
+        off += d;
+    }
+}
+
+static void emit_take(em *e, uint32_t id, const idxv *ix, char *out) {
+    const ir_node *n = &e->g->nodes[id];
+    uint32_t table = ir_in(n)[0], idx = ir_in(n)[1];
+    const ir_node *tn = &e->g->nodes[table], *in = &e->g->nodes[idx];
+    idxv iv = {.rank = in->shape.rank};
+    for (int a = 0; a < in->shape.rank; a++) snprintf(iv.s[a], IDX_LEN, "%s", ix->s[a]);
+    char raw[VAL_LEN], row[VAL_LEN];
+    emit_value(e, idx, &iv, raw);
+    int64_t rows = tn->shape.dims[0];
+    fresh(e, row, "r");
+    line(e, "const int64_t %s = %s < 0 ? 0 : %s > %lld ? %lld : (int64_t)%s;", row, raw, raw,
+         (long long)(rows - 1), (long long)(rows > 0 ? rows - 1 : 0), raw);
+    idxv tv = {.rank = tn->shape.rank};
+    snprintf(tv.s[0], IDX_LEN, "%s", row);
+    for (int a = 1; a < tn->shape.rank; a++)
+        snprintf(tv.s[a], IDX_LEN, "%s", ix->s[in->shape.rank + a - 1]);
+    if (rows == 0) { /* nothing to take: only reachable when the output is empty */
+        fresh(e, out, "v");
+        line(e, "const %s %s = 0;", cgen_ctype(n->dtype), out);
+        return;
+    }
+    emit_value(e, table, &tv, out);
+}
+
+/* ----------------------------------------------------------- reduce ---- */
+
+static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
+    const ir_node *n = &e->g->nodes[id];
+    uint32_t x = ir_in(n)[0];
+    const ir_node *xn = &e->g->nodes[x];
+    kiln_dtype t = n->dtype;
+    bool fl = ir_dtype_is_float(t);
+    const char *acc_t = fl ? (n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD ? "double" : cgen_ctype(t))
+                           : (n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD ? "uint64_t" : cgen_ctype(t));
+    const char *init;
+    switch (n->op) {
+    case IR_REDUCE_SUM: init = "0"; break;
+    case IR_REDUCE_PROD: init = "1"; break;
+    case IR_REDUCE_MAX: init = fl ? "-INFINITY" : t == KILN_I32 ? "INT32_MIN" : "INT64_MIN"; break;
+    default: init = fl ? "INFINITY" : t == KILN_I32 ? "INT32_MAX" : "INT64_MAX"; break;
+    }
+    char acc[VAL_LEN];
+    fresh(e, acc, "acc");
+    line(e, "%s %s = %s;", acc_t, acc, init);
+    idxv sub = {.rank = xn->shape.rank};
+    int kept = 0, opened = 0;
+    for (int a = 0; a < xn->shape.rank; a++) {
+        if (n->a.reduce_axes >> a & 1u) {
+            char head[128];
+            snprintf(sub.s[a], IDX_LEN, "r%u_%d", id, a);
+            snprintf(head, sizeof head, "for (int64_t r%u_%d = 0; r%u_%d < %lld; r%u_%d++)", id, a, id,
+                     a, (long long)xn->shape.dims[a], id, a);
+            scope_open(e, head);
+            opened++;
+        } else {
+            snprintf(sub.s[a], IDX_LEN, "%s", ix->s[kept++]);
+        }
+    }
+    char xv[VAL_LEN];
+    emit_value(e, x, &sub, xv);
+    const char *sfx = t == KILN_F32 ? "f32" : t == KILN_F64 ? "f64" : t == KILN_I32 ? "i32" : "i64";
+    switch (n->op) {
+    case IR_REDUCE_SUM: line(e, "%s += (%s)%s;", acc, acc_t, xv); break;
+    case IR_REDUCE_PROD: line(e, "%s *= (%s)%s;", acc, acc_t, xv); break;
+    case IR_REDUCE_MAX: line(e, "%s = kiln_max_%s(%s, %s);", acc, sfx, acc, xv); break;
+    default: line(e, "%s = kiln_min_%s(%s, %s);", acc, sfx, acc, xv); break;
+    }
+    while (opened--) scope_close(e);
+    fresh(e, out, "v");
+    line(e, "const %s %s = (%s)%s;", cgen_ctype(t), out, cgen_ctype(t), acc);
+}
+
+/* ------------------------------------------------------------ driver ---- */
+
+static void emit_compute(em *e, uint32_t id, const idxv *ix, char *out) {
+    const ir_node *n = &e->g->nodes[id];
+    const uint32_t *in = ir_in(n);
+    idxv sub = {.rank = n->n_in ? e->g->nodes[in[0]].shape.rank : 0};
+    switch (n->op) {
+    case IR_IOTA:
+        fresh(e, out, "v");
+        line(e, "const %s %s = (%s)%s;", cgen_ctype(n->dtype), out, cgen_ctype(n->dtype),
+             ix->s[n->a.axis]);
+        return;
+    case IR_BROADCAST:
+        for (int a = 0; a < sub.rank; a++)
+            snprintf(sub.s[a], IDX_LEN, "%s",
+                     e->g->nodes[in[0]].shape.dims[a] == 1 ? "0" : ix->s[n->a.bcast_dims[a]]);
+        emit_value(e, in[0], &sub, out);
+        return;
+    case IR_TRANSPOSE:
+        for (int a = 0; a < sub.rank; a++) snprintf(sub.s[n->a.perm[a]], IDX_LEN, "%s", ix->s[a]);
+        emit_value(e, in[0], &sub, out);
+        return;
+    case IR_SLICE:
+        for (int a = 0; a < sub.rank; a++) {
+            char expr[2 * IDX_LEN + 64];
+            if (n->a.slice.stride[a] == 1 && n->a.slice.start[a] == 0) snprintf(expr, sizeof expr, "%s", ix->s[a]);
+            else snprintf(expr, sizeof expr, "(%lld + %s * %lld)", (long long)n->a.slice.start[a],
+                          ix->s[a], (long long)n->a.slice.stride[a]);
+            idx_set(e, sub.s[a], expr);
+        }
+        emit_value(e, in[0], &sub, out);
+        return;
+    case IR_RESHAPE: emit_reshape(e, n, ix, out); return;
+    case IR_PAD: emit_pad(e, id, ix, out); return;
+    case IR_CONCAT: emit_concat(e, id, ix, out); return;
+    case IR_TAKE_ROWS: emit_take(e, id, ix, out); return;
+    default: break;
+    }
+    if (ir_ops[n->op].kind == IRK_REDUCE) emit_reduce(e, id, ix, out);
+    else emit_elementwise(e, id, ix, out);
+}
+
+static void emit_value(em *e, uint32_t id, const idxv *ix, char *out) {
+    const ir_node *n = &e->g->nodes[id];
+    if (e->p->inline_const[id]) {
+        literal(n, out);
+        return;
+    }
+    const char *hit = memo_find(e, id, ix);
+    if (hit) {
+        snprintf(out, VAL_LEN, "%s", hit);
+        return;
+    }
+    if (e->p->materialised[id] && id != e->k->roots[0]) load(e, id, ix, out);
+    else emit_compute(e, id, ix, out);
+    memo_add(e, id, ix, out);
+}
+
+static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
+    const fkernel *k = e->k;
+    uint32_t root = k->roots[0];
+    const ir_node *rn = &e->g->nodes[root];
+    int r = rn->shape.rank;
+    int64_t numel = 0;
+    ir_shape_numel(&rn->shape, &numel);
+    int64_t inner = r ? rn->shape.dims[r - 1] : 1;
+    int64_t chunks = inner > CHUNK ? (inner + CHUNK - 1) / CHUNK : 1;
+    int64_t outer = inner ? numel / inner : 0;
+    info->items = numel ? outer * chunks : 0;
+    sb_printf(e->sb, "\nKILN_EXPORT void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n", ki);
+    for (uint32_t i = 0; i < k->n_inputs; i++) {
+        const char *t = cgen_ctype(e->g->nodes[k->inputs[i]].dtype);
+        line(e, "const %s *restrict in%u = (const %s *)b[%u];", t, i, t, i);
+    }
+    line(e, "%s *restrict out0 = (%s *)b[%u];", cgen_ctype(rn->dtype), cgen_ctype(rn->dtype), k->n_inputs);
+    scope_open(e, "for (int64_t it = begin; it < end; it++)");
+    if (chunks > 1) {
+        line(e, "const int64_t row = it / %lld, jb = (it %% %lld) * %d;", (long long)chunks, (long long)chunks, CHUNK);
+        line(e, "const int64_t je = jb + %d < %lld ? jb + %d : %lld;", CHUNK, (long long)inner, CHUNK, (long long)inner);
+    } else {
+        line(e, "const int64_t row = it, jb = 0, je = %lld;", (long long)inner);
+    }
+    idxv ix = {.rank = r};
+    /* split the row number into the leading indices */
+    int64_t div = 1;
+    for (int a = r - 2; a >= 0; a--) {
+        line(e, "const int64_t i%d = (row / %lld) %% %lld;", a, (long long)div, (long long)rn->shape.dims[a]);
+        snprintf(ix.s[a], IDX_LEN, "i%d", a);
+        div *= rn->shape.dims[a];
+    }
+    char head[160];
+    if (r) snprintf(ix.s[r - 1], IDX_LEN, "i%d", r - 1);
+    snprintf(head, sizeof head, "for (int64_t i%d = jb; i%d < je; i%d++)", r ? r - 1 : 0, r ? r - 1 : 0, r ? r - 1 : 0);
+    scope_open(e, head);
+    char v[VAL_LEN];
+    emit_value(e, root, &ix, v);
+    line(e, "out0[row * %lld + i%d] = %s;", (long long)inner, r ? r - 1 : 0, v);
+    scope_close(e);
+    scope_close(e);
+    sb_append(e->sb, "}\n");
+    /* enough items per chunk for ~32K element-operations */
+    int64_t per_item = (chunks > 1 ? CHUNK : inner) * (int64_t)(k->n_members ? k->n_members : 1);
+    int64_t red = 1;
+    for (uint32_t i = 0; i < k->n_inputs; i++) {
+        int64_t m = 0;
+        ir_shape_numel(&e->g->nodes[k->inputs[i]].shape, &m);
+        if (numel && m / numel > red) red = m / numel;
+    }
+    per_item *= red;
+    info->grain = per_item >= 32768 ? 1 : 32768 / (per_item ? per_item : 1);
+}
+
+static const char prelude[] =
+    "/* generated by kiln: fused kernels, one function each (see src/codegen/cgen.c) */\n"
+    "#include <math.h>\n#include <stdint.h>\n#define KILN_EXPORT __attribute__((visibility(\"default\")))\n"
+    "static inline int32_t kiln_div_i32(int32_t a, int32_t b) { return b == 0 ? -1 : (a == INT32_MIN && b == -1) ? a : a / b; }\n"
+    "static inline int64_t kiln_div_i64(int64_t a, int64_t b) { return b == 0 ? -1 : (a == INT64_MIN && b == -1) ? a : a / b; }\n"
+    "#define KILN_IPOW(T, U) \\\n"
+    "static inline T kiln_pow_##T(T a, T b) { \\\n"
+    "    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; \\\n"
+    "    U r = 1, x = (U)a; \\\n"
+    "    for (; b; b >>= 1, x *= x) if (b & 1) r *= x; \\\n"
+    "    return (T)r; }\n"
+    "typedef int32_t i32; typedef int64_t i64;\n"
+    "KILN_IPOW(i32, uint32_t)\nKILN_IPOW(i64, uint64_t)\n"
+    "static inline float kiln_max_f32(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }\n"
+    "static inline float kiln_min_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }\n"
+    "static inline double kiln_max_f64(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }\n"
+    "static inline double kiln_min_f64(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }\n"
+    "static inline int32_t kiln_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }\n"
+    "static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }\n"
+    "static inline int64_t kiln_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
+    "static inline int64_t kiln_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+    "static inline int32_t kiln_f2i32(double x) { return x != x ? 0 : x >= 2147483647.0 ? INT32_MAX : x <= -2147483648.0 ? INT32_MIN : (int32_t)x; }\n"
+    "static inline int64_t kiln_f2i64(double x) { return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x; }\n";
+
+kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info) {
+    sb_append(sb, prelude);
+    for (uint32_t i = 0; i < p->n_kernels; i++) {
+        info[i] = (cgen_kernel){0, 1};
+        if (p->kernels[i].kind != FK_LOOP) continue;
+        em e = {.g = g, .p = p, .k = &p->kernels[i], .sb = sb, .ctx = g->ctx};
+        emit_kernel(&e, i, &info[i]);
+        for (size_t m = 0; m < e.n_memo; m++) host_free(e.ctx, e.memo[m].key, strlen(e.memo[m].key) + 1);
+        host_free(e.ctx, e.memo, e.cap_memo * sizeof *e.memo);
+        if (e.oom) sb->oom = true;
+    }
+    if (sb->oom) return ctx_oom(g->ctx, "codegen: kernel source", sb->len);
+    return KILN_OK;
+}

@@ -1,0 +1,29 @@
+/* cgen.h — fused kernels -> C source text for the CPU backend.
+ *
+ * One translation unit holds every LOOP kernel of a program. Kernel i becomes
+ *
+ *     void kiln_k<i>(void *const *b, int64_t begin, int64_t end);
+ *
+ * where b[] holds the kernel's input buffers (fkernel.inputs, in order) followed by its
+ * output buffers (fkernel.roots), and [begin, end) is a range of "work items": the
+ * output's index space split into rows (all axes but the last) times chunks of the last
+ * axis, so that both tall and wide (or 1-D) outputs parallelise. Items are independent. */
+#ifndef KILN_CGEN_H
+#define KILN_CGEN_H
+
+#include "passes/fusion.h"
+#include "base/strbuf.h"
+
+typedef struct cgen_kernel {
+    int64_t items; /* work items of the kernel (0: nothing to do) */
+    int64_t grain; /* items per parallel chunk worth a thread */
+} cgen_kernel;
+
+/* Appends the program's C source to sb; fills info[k] for every kernel (DOT and SCATTER
+ * kernels get items = 0 and no function). */
+kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb,
+                         cgen_kernel *info);
+/* The C type of a dtype ("float", "int32_t", ...). */
+const char *cgen_ctype(kiln_dtype t);
+
+#endif

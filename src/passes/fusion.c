@@ -1,0 +1,268 @@
+/* fusion.c — materialisation decisions and kernel formation (see fusion.h).
+ *
+ * The algorithm is a single forward pass over the (topologically ordered) nodes, in the
+ * spirit of XLA's instruction fusion, but decided per node rather than per edge:
+ *
+ *  1. A node gets a buffer when it must: parameters, non-scalar constants, graph outputs,
+ *     dots and scatters (library calls read and write memory), and operands of an
+ *     "expanding" use — a broadcast that repeats it, the table of a gather, the operands
+ *     of a dot or scatter — unless the operand is a source (parameter/constant/iota),
+ *     which costs nothing to re-read.
+ *  2. A reduction with more than one consumer gets a buffer; with one, it is computed
+ *     inline by that consumer (reduction fusion with elementwise consumers: mean,
+ *     rsqrt(var + eps), the keepdims reshape).
+ *  3. Everything else is inlined into each consumer. Duplication is allowed for cheap
+ *     expressions; a node with several consumers gets a buffer when its inlined expression
+ *     contains a reduction or costs more than DUP_COST (in rough op units).
+ *
+ * Every materialised node that is not a parameter or constant roots one kernel. */
+#include "fusion.h"
+
+#include <string.h>
+
+#define DUP_COST 16
+
+kiln_status ir_users_build(const kiln_graph *g, ir_users *u) {
+    kiln_context *ctx = g->ctx;
+    u->start = host_calloc(ctx, g->n_nodes + 1, sizeof *u->start);
+    size_t edges = 0;
+    for (uint32_t i = 1; i < g->n_nodes; i++) edges += g->nodes[i].n_in;
+    u->users = host_calloc(ctx, edges ? edges : 1, sizeof *u->users);
+    if (!u->start || !u->users) {
+        ir_users_free(g, u);
+        return ctx_oom(ctx, "fusion: users", edges * sizeof *u->users);
+    }
+    /* count, prefix-sum, fill; a consumer using a node twice is listed once */
+    for (uint32_t c = 1; c < g->n_nodes; c++) {
+        const uint32_t *in = ir_in(&g->nodes[c]);
+        for (uint32_t k = 0; k < g->nodes[c].n_in; k++) {
+            bool dup = false;
+            for (uint32_t j = 0; j < k; j++) dup |= in[j] == in[k];
+            if (!dup) u->start[in[k] + 1]++;
+        }
+    }
+    for (uint32_t i = 1; i <= g->n_nodes; i++) u->start[i] += u->start[i - 1];
+    uint32_t *fill = host_calloc(ctx, g->n_nodes, sizeof *fill);
+    if (!fill) {
+        ir_users_free(g, u);
+        return ctx_oom(ctx, "fusion: users", g->n_nodes * sizeof *fill);
+    }
+    for (uint32_t c = 1; c < g->n_nodes; c++) {
+        const uint32_t *in = ir_in(&g->nodes[c]);
+        for (uint32_t k = 0; k < g->nodes[c].n_in; k++) {
+            bool dup = false;
+            for (uint32_t j = 0; j < k; j++) dup |= in[j] == in[k];
+            if (!dup) u->users[u->start[in[k]] + fill[in[k]]++] = c;
+        }
+    }
+    host_free(ctx, fill, g->n_nodes * sizeof *fill);
+    return KILN_OK;
+}
+
+void ir_users_free(const kiln_graph *g, ir_users *u) {
+    size_t edges = 0;
+    for (uint32_t i = 1; i < g->n_nodes; i++) edges += g->nodes[i].n_in;
+    host_free(g->ctx, u->start, (g->n_nodes + 1) * sizeof *u->start);
+    host_free(g->ctx, u->users, (edges ? edges : 1) * sizeof *u->users);
+    u->start = u->users = NULL;
+}
+
+static int64_t numel(const ir_node *n) {
+    int64_t k = 0;
+    ir_shape_numel(&n->shape, &k);
+    return k;
+}
+
+static bool is_source(const ir_node *n) {
+    return n->op == IR_PARAMETER || n->op == IR_CONSTANT || n->op == IR_IOTA;
+}
+
+/* Does consumer c read operand x more than once per element of x, or need it in memory? */
+static bool expanding_use(const kiln_graph *g, const ir_node *c, uint32_t x) {
+    const uint32_t *in = ir_in(c);
+    switch (c->op) {
+    case IR_BROADCAST: return numel(c) > numel(&g->nodes[x]);
+    case IR_TAKE_ROWS: return in[0] == x;
+    case IR_DOT: case IR_SCATTER_ADD_ROWS: return true;
+    default: return false;
+    }
+}
+
+static int own_cost(const ir_node *n) {
+    switch (n->op) {
+    case IR_EXP: case IR_LOG: case IR_LOG1P: case IR_TANH: case IR_LOGISTIC: case IR_POW:
+    case IR_SQRT: case IR_RSQRT: case IR_DIV: return 4;
+    case IR_BROADCAST: case IR_RESHAPE: case IR_TRANSPOSE: case IR_SLICE: case IR_CONVERT:
+        return 0;
+    default: return 1;
+    }
+}
+
+typedef struct decide_state {
+    const kiln_graph *g;
+    ir_users users;
+    uint8_t *is_output;
+    int32_t *cost;      /* inlined expression cost, 0 for materialised nodes */
+    uint8_t *has_reduce;
+} decide_state;
+
+static bool must_materialise(decide_state *s, fusion_plan *p, uint32_t id) {
+    const ir_node *n = &s->g->nodes[id];
+    uint32_t nu = s->users.start[id + 1] - s->users.start[id];
+    if (n->op == IR_PARAMETER || s->is_output[id]) return true;
+    if (n->op == IR_CONSTANT) return numel(n) != 1;
+    if (n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS) return true;
+    if (!is_source(n))
+        for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++)
+            if (expanding_use(s->g, &s->g->nodes[s->users.users[k]], id)) return true;
+    if (ir_ops[n->op].kind == IRK_REDUCE && nu > 1) return true;
+    (void)p;
+    return false;
+}
+
+static void decide(decide_state *s, fusion_plan *p, const fusion_options *o) {
+    const kiln_graph *g = s->g;
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        bool scalar_const = n->op == IR_CONSTANT && numel(n) == 1 && !s->is_output[id];
+        if (scalar_const) {
+            p->inline_const[id] = 1;
+            continue;
+        }
+        bool mat = (o && o->disable && n->op != IR_CONSTANT) ? true : must_materialise(s, p, id);
+        int32_t cost = own_cost(n);
+        bool red = ir_ops[n->op].kind == IRK_REDUCE;
+        const uint32_t *in = ir_in(n);
+        for (uint32_t k = 0; k < n->n_in; k++) {
+            cost += s->cost[in[k]];
+            red |= s->has_reduce[in[k]];
+        }
+        uint32_t nu = s->users.start[id + 1] - s->users.start[id];
+        if (!mat && nu > 1 && (red || cost > DUP_COST)) mat = true;
+        p->materialised[id] = mat;
+        s->cost[id] = mat ? 0 : cost;
+        s->has_reduce[id] = mat ? 0 : red;
+    }
+}
+
+/* Collects the materialised nodes the inlined expression of `root` reads. */
+static kiln_status collect_inputs(const kiln_graph *g, fusion_plan *p, uint32_t root,
+                                  uint32_t *mark, uint32_t stamp, uint32_t *stack, fkernel *k) {
+    uint32_t sp = 0, n_in = 0, members = 0;
+    uint32_t *inputs = NULL;
+    stack[sp++] = root;
+    mark[root] = stamp;
+    /* first pass counts, second fills: avoids growing arrays */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            inputs = host_alloc(p->ctx, (n_in ? n_in : 1) * sizeof *inputs);
+            if (!inputs) return ctx_oom(p->ctx, "fusion: kernel inputs", n_in * sizeof *inputs);
+            stack[sp++] = root;
+            mark[root] = stamp + 1;
+            n_in = members = 0;
+        }
+        uint32_t st = stamp + (uint32_t)pass;
+        while (sp) {
+            uint32_t id = stack[--sp];
+            const ir_node *n = &g->nodes[id];
+            members++;
+            const uint32_t *in = ir_in(n);
+            for (uint32_t i = 0; i < n->n_in; i++) {
+                uint32_t x = in[i];
+                if (mark[x] == st) continue;
+                mark[x] = st;
+                if (p->materialised[x]) {
+                    if (pass) inputs[n_in] = x;
+                    n_in++;
+                } else if (!p->inline_const[x]) {
+                    stack[sp++] = x;
+                }
+            }
+        }
+    }
+    k->inputs = inputs;
+    k->n_inputs = n_in;
+    k->n_members = members;
+    return KILN_OK;
+}
+
+static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
+    kiln_context *ctx = p->ctx;
+    uint32_t count = 0;
+    for (uint32_t id = 1; id < g->n_nodes; id++)
+        if (p->materialised[id] && g->nodes[id].op != IR_PARAMETER &&
+            g->nodes[id].op != IR_CONSTANT)
+            count++;
+    p->cap_kernels = count ? count : 1;
+    p->kernels = host_calloc(ctx, p->cap_kernels, sizeof *p->kernels);
+    uint32_t *mark = host_calloc(ctx, g->n_nodes, sizeof *mark);
+    uint32_t *stack = host_calloc(ctx, g->n_nodes, sizeof *stack);
+    kiln_status s = KILN_OK;
+    if (!p->kernels || !mark || !stack) {
+        s = ctx_oom(ctx, "fusion: kernels", g->n_nodes * sizeof *mark);
+        goto done;
+    }
+    for (uint32_t id = 1, stamp = 2; id < g->n_nodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (!p->materialised[id] || n->op == IR_PARAMETER || n->op == IR_CONSTANT) continue;
+        fkernel *k = &p->kernels[p->n_kernels];
+        k->kind = n->op == IR_DOT ? FK_DOT : n->op == IR_SCATTER_ADD_ROWS ? FK_SCATTER : FK_LOOP;
+        if (!(k->roots = host_alloc(ctx, sizeof *k->roots))) {
+            s = ctx_oom(ctx, "fusion: kernel roots", sizeof *k->roots);
+            goto done;
+        }
+        k->roots[0] = id;
+        k->n_roots = 1;
+        p->n_kernels++;
+        if ((s = collect_inputs(g, p, id, mark, stamp, stack, k))) goto done;
+        stamp += 2;
+    }
+done:
+    host_free(ctx, mark, g->n_nodes * sizeof *mark);
+    host_free(ctx, stack, g->n_nodes * sizeof *stack);
+    return s;
+}
+
+kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusion_plan *p) {
+    kiln_context *ctx = g->ctx;
+    memset(p, 0, sizeof *p);
+    p->ctx = ctx;
+    p->n_nodes = g->n_nodes;
+    decide_state s = {.g = g};
+    kiln_status st = ir_users_build(g, &s.users);
+    if (st) return st;
+    p->materialised = host_calloc(ctx, g->n_nodes, 1);
+    p->inline_const = host_calloc(ctx, g->n_nodes, 1);
+    s.is_output = host_calloc(ctx, g->n_nodes, 1);
+    s.cost = host_calloc(ctx, g->n_nodes, sizeof *s.cost);
+    s.has_reduce = host_calloc(ctx, g->n_nodes, 1);
+    if (!p->materialised || !p->inline_const || !s.is_output || !s.cost || !s.has_reduce) {
+        st = ctx_oom(ctx, "fusion", g->n_nodes * sizeof *s.cost);
+        goto done;
+    }
+    for (uint32_t i = 0; i < g->n_outputs; i++) s.is_output[g->outputs[i]] = 1;
+    decide(&s, p, o);
+    st = form_kernels(g, p);
+    for (uint32_t id = 1; id < g->n_nodes; id++)
+        if (!p->materialised[id] && !is_source(&g->nodes[id])) p->n_fused_away++;
+done:
+    ir_users_free(g, &s.users);
+    host_free(ctx, s.is_output, g->n_nodes);
+    host_free(ctx, s.cost, g->n_nodes * sizeof *s.cost);
+    host_free(ctx, s.has_reduce, g->n_nodes);
+    if (st) fusion_plan_free(p);
+    return st;
+}
+
+void fusion_plan_free(fusion_plan *p) {
+    if (!p->ctx) return;
+    for (uint32_t i = 0; i < p->n_kernels; i++) {
+        host_free(p->ctx, p->kernels[i].roots, p->kernels[i].n_roots * sizeof(uint32_t));
+        host_free(p->ctx, p->kernels[i].inputs,
+                  (p->kernels[i].n_inputs ? p->kernels[i].n_inputs : 1) * sizeof(uint32_t));
+    }
+    host_free(p->ctx, p->kernels, p->cap_kernels * sizeof *p->kernels);
+    host_free(p->ctx, p->materialised, p->n_nodes);
+    host_free(p->ctx, p->inline_const, p->n_nodes);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,57 @@
+/* fusion.h — decides which values get a buffer ("materialised") and groups the rest into
+ * kernels, so that chains of elementwise ops, broadcasts, shape ops and reductions run as
+ * one loop nest and their intermediates never exist in memory.
+ *
+ * The result is a list of kernels in execution order. A LOOP kernel writes one or more
+ * materialised roots of the same shape; every other node it needs and that is not
+ * materialised is computed inline, per output element (codegen's elemental emitter). DOT
+ * and SCATTER kernels are library calls or runtime loops over materialised operands.
+ *
+ * Invariants: parameters and graph outputs are materialised; an inlined node is evaluated
+ * at most once per output element of any kernel that contains a reduction (so a
+ * reduction is never recomputed per broadcast element); expensive nodes (dot, scatter) and
+ * nodes whose inlined expression contains a reduction are never duplicated into several
+ * kernels. */
+#ifndef KILN_FUSION_H
+#define KILN_FUSION_H
+
+#include "ir/ir.h"
+
+typedef enum fk_kind {
+    FK_LOOP,    /* generated loop nest over the roots' shape */
+    FK_DOT,     /* dot_general: BLAS for floats, a generated loop for integers */
+    FK_SCATTER, /* scatter_add_rows: runtime loop */
+} fk_kind;
+
+typedef struct fkernel {
+    fk_kind kind;
+    uint32_t *roots, n_roots;     /* materialised nodes it writes */
+    uint32_t *inputs, n_inputs;   /* materialised nodes it reads (params, constants, roots) */
+    uint32_t n_members;           /* nodes computed in it (roots + inlined), for reports */
+} fkernel;
+
+typedef struct fusion_plan {
+    kiln_context *ctx;
+    uint32_t n_nodes;       /* the graph's n_nodes (slot 0 unused) */
+    uint8_t *materialised;  /* per node: 1 if it has a buffer */
+    uint8_t *inline_const;  /* per node: 1 if a scalar constant emitted as a literal */
+    fkernel *kernels;
+    uint32_t n_kernels, cap_kernels;
+    uint32_t n_fused_away;  /* non-source nodes that got no buffer */
+} fusion_plan;
+
+typedef struct fusion_options {
+    bool disable; /* one kernel per op (every node materialised): for tests and reports */
+} fusion_options;
+
+kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusion_plan *out);
+void fusion_plan_free(fusion_plan *p);
+
+/* Consumers of every node, as CSR arrays (users[start[i] .. start[i+1])). */
+typedef struct ir_users {
+    uint32_t *start, *users;
+} ir_users;
+kiln_status ir_users_build(const kiln_graph *g, ir_users *u);
+void ir_users_free(const kiln_graph *g, ir_users *u);
+
+#endif

@@ -1,0 +1,84 @@
+/* reference.h — the reference interpreter's internals shared by its files: the value
+ * table the driver (interp.c) keeps, typed element access, and the kernels
+ * (elementwise.c, structural.c) that compute one node from its inputs' values.
+ *
+ * Numerics, once for all kernels: floats are computed in double (libm) and rounded to the
+ * node's dtype when stored; integers are computed in 64-bit unsigned arithmetic, so that
+ * every overflow wraps and nothing is C undefined behaviour, and stored by truncation to
+ * the dtype's width (which equals wrapping in that width). */
+#ifndef KILN_REFERENCE_H
+#define KILN_REFERENCE_H
+
+#include "ir/ir.h"
+
+#include <string.h>
+
+/* One node's value while the graph runs. */
+typedef struct ref_value {
+    void *data;               /* its bytes; NULL when it has none or is not (or no longer) held */
+    size_t nbytes;            /* what data holds */
+    uint32_t last_use;        /* id of the last node that reads it; 0: never needed;
+                               * UINT32_MAX: a graph output, kept to the end */
+    bool borrowed;            /* data is a parameter's argument or a constant's: not ours */
+    bool claimed;             /* array has been handed to the caller as an output */
+    struct kiln_array *array; /* outputs are computed straight into their array */
+} ref_value;
+
+/* Kernels: compute node `id` of g into out (which holds the node's bytes), reading its
+ * inputs from vals. They fail only where the graph is valid but cannot be evaluated, and
+ * then set the context's message. */
+kiln_status ref_elementwise(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_structural(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+
+/* ------------------------------------------------------- element access ---- */
+
+static inline double ref_fget(const void *p, kiln_dtype t, int64_t i) {
+    return t == KILN_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+/* Rounds to the dtype (f64 -> f32 is one correctly rounded conversion). */
+static inline void ref_fput(void *p, kiln_dtype t, int64_t i, double v) {
+    if (t == KILN_F32)
+        ((float *)p)[i] = (float)v;
+    else
+        ((double *)p)[i] = v;
+}
+
+/* Integers and bools as int64 (bool is 0 or 1). */
+static inline int64_t ref_iget(const void *p, kiln_dtype t, int64_t i) {
+    switch (t) {
+    case KILN_I32: return ((const int32_t *)p)[i];
+    case KILN_I64: return ((const int64_t *)p)[i];
+    case KILN_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: return 0;
+    }
+}
+
+/* Stores the low bits of v (two's complement wrap, with no signed overflow anywhere);
+ * bool stores v != 0. */
+static inline void ref_iput(void *p, kiln_dtype t, int64_t i, uint64_t v) {
+    if (t == KILN_I32) {
+        uint32_t u = (uint32_t)v;
+        memcpy((char *)p + (size_t)i * 4, &u, 4);
+    } else if (t == KILN_I64) {
+        memcpy((char *)p + (size_t)i * 8, &v, 8);
+    } else if (t == KILN_BOOL) {
+        ((uint8_t *)p)[i] = v != 0;
+    }
+}
+
+static inline int64_t ref_numel(const ir_shape *s) {
+    int64_t n = 0;
+    ir_shape_numel(s, &n); /* a node's shape was checked to fit when it was typed */
+    return n;
+}
+
+/* Node `id`'s k-th input node and its data. */
+static inline const ir_node *ref_in_node(const kiln_graph *g, const ir_node *n, uint32_t k) {
+    return &g->nodes[ir_in(n)[k]];
+}
+static inline const void *ref_in_data(const ref_value *vals, const ir_node *n, uint32_t k) {
+    return vals[ir_in(n)[k]].data;
+}
+
+#endif

@@ -1,0 +1,354 @@
+/* structural.c — the reference kernels of the ops that move or combine elements: iota,
+ * the shape ops, reductions, dot_general and row indexing.
+ *
+ * Every kernel is written as plainly as possible in terms of row-major multi-indices:
+ * walk the output (or input) index by index, and find the matching element of the other
+ * side by a dot product of the index with a stride vector. broadcast_in_dim, transpose and
+ * slice are all such a "strided gather" with different strides. Nothing is clever,
+ * because this file is what every backend is judged against.
+ *
+ * Reductions and dot_general accumulate floats in double and integers in uint64
+ * (wrapping), and round once when storing. scatter_add_rows adds one update row at a time
+ * in the output's dtype. No pointer is formed from a buffer of zero elements (it may be
+ * NULL): loops over zero elements never run. */
+#include "reference.h"
+
+#include <math.h>
+
+/* --------------------------------------------------------------- indices ---- */
+
+static void strides_of(const ir_shape *s, int64_t *st) {
+    int64_t k = 1;
+    for (int i = s->rank - 1; i >= 0; i--) {
+        st[i] = k;
+        k *= s->dims[i];
+    }
+}
+
+/* Advances a row-major multi-index over dims; false after the last one. */
+static bool next_index(int64_t *idx, const int64_t *dims, int rank) {
+    for (int i = rank - 1; i >= 0; i--) {
+        if (++idx[i] < dims[i]) return true;
+        idx[i] = 0;
+    }
+    return false;
+}
+
+static int64_t offset_of(const int64_t *idx, const int64_t *st, int rank) {
+    int64_t off = 0;
+    for (int i = 0; i < rank; i++) off += idx[i] * st[i];
+    return off;
+}
+
+static void copy_elem(void *dst, int64_t di, const void *src, int64_t si, size_t es) {
+    memcpy((char *)dst + (size_t)di * es, (const char *)src + (size_t)si * es, es);
+}
+
+/* out[i] = in[base + idx(i) . st] over every index i of out's shape. */
+static void gather(void *out, const ir_shape *os, const void *in, int64_t base, const int64_t *st,
+                   size_t es) {
+    int64_t idx[KILN_MAX_RANK] = {0}, n = ref_numel(os);
+    for (int64_t i = 0; i < n; i++, next_index(idx, os->dims, os->rank))
+        copy_elem(out, i, in, base + offset_of(idx, st, os->rank), es);
+}
+
+/* out[base + idx(i) . st] = in[i] over every index i of in's shape. */
+static void scatter(void *out, int64_t base, const int64_t *st, const void *in, const ir_shape *is,
+                    size_t es) {
+    int64_t idx[KILN_MAX_RANK] = {0}, n = ref_numel(is);
+    for (int64_t i = 0; i < n; i++, next_index(idx, is->dims, is->rank))
+        copy_elem(out, base + offset_of(idx, st, is->rank), in, i, es);
+}
+
+/* ------------------------------------------------------------- shape ops ---- */
+
+static void run_iota(const ir_node *n, void *out) {
+    int64_t st[KILN_MAX_RANK], count = ref_numel(&n->shape);
+    strides_of(&n->shape, st);
+    int ax = n->a.axis;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t v = i / st[ax] % n->shape.dims[ax];
+        if (ir_dtype_is_float(n->dtype))
+            ref_fput(out, n->dtype, i, (double)v);
+        else
+            ref_iput(out, n->dtype, i, (uint64_t)v);
+    }
+}
+
+/* Operand axis i is output axis bcast_dims[i]; a size-1 operand axis repeats (stride 0),
+ * and output axes the operand lacks repeat it too. */
+static void run_broadcast(const ir_node *n, const ir_node *x, const void *in, void *out) {
+    int64_t xst[KILN_MAX_RANK], st[KILN_MAX_RANK] = {0};
+    strides_of(&x->shape, xst);
+    for (int i = 0; i < x->shape.rank; i++)
+        st[n->a.bcast_dims[i]] = x->shape.dims[i] == 1 ? 0 : xst[i];
+    gather(out, &n->shape, in, 0, st, kiln_dtype_size(n->dtype));
+}
+
+/* Output axis i is input axis perm[i]. */
+static void run_transpose(const ir_node *n, const ir_node *x, const void *in, void *out) {
+    int64_t xst[KILN_MAX_RANK], st[KILN_MAX_RANK];
+    strides_of(&x->shape, xst);
+    for (int i = 0; i < x->shape.rank; i++) st[i] = xst[n->a.perm[i]];
+    gather(out, &n->shape, in, 0, st, kiln_dtype_size(n->dtype));
+}
+
+static void run_slice(const ir_node *n, const ir_node *x, const void *in, void *out) {
+    int64_t xst[KILN_MAX_RANK], st[KILN_MAX_RANK], base = 0;
+    strides_of(&x->shape, xst);
+    for (int i = 0; i < x->shape.rank; i++) {
+        base += n->a.slice.start[i] * xst[i];
+        st[i] = n->a.slice.stride[i] * xst[i];
+    }
+    gather(out, &n->shape, in, base, st, kiln_dtype_size(n->dtype));
+}
+
+/* Each operand lands at its running offset along the axis. */
+static void run_concat(const kiln_graph *g, const ir_node *n, const ref_value *vals, void *out) {
+    int64_t st[KILN_MAX_RANK], at = 0;
+    strides_of(&n->shape, st);
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        const ir_node *x = ref_in_node(g, n, k);
+        scatter(out, at * st[n->a.axis], st, ref_in_data(vals, n, k), &x->shape,
+                kiln_dtype_size(n->dtype));
+        at += x->shape.dims[n->a.axis];
+    }
+}
+
+/* Fill with the padding value, then place input element idx at lo + idx * (interior + 1)
+ * on each axis, dropping those that fall outside (negative lo/hi crop). */
+static void run_pad(const ir_node *n, const ir_node *x, const void *in, const void *pad_value,
+                    void *out) {
+    size_t es = kiln_dtype_size(n->dtype);
+    int64_t ost[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0};
+    int64_t on = ref_numel(&n->shape), xn = ref_numel(&x->shape);
+    strides_of(&n->shape, ost);
+    for (int64_t i = 0; i < on; i++) copy_elem(out, i, pad_value, 0, es);
+    for (int64_t i = 0; i < xn; i++, next_index(idx, x->shape.dims, x->shape.rank)) {
+        int64_t off = 0;
+        bool inside = true;
+        for (int k = 0; k < x->shape.rank && inside; k++) {
+            int64_t c = n->a.pad.lo[k] + idx[k] * (n->a.pad.interior[k] + 1);
+            inside = c >= 0 && c < n->shape.dims[k];
+            off += c * ost[k];
+        }
+        if (inside) copy_elem(out, off, in, i, es);
+    }
+}
+
+/* ------------------------------------------------------------ reductions ---- */
+
+/* The axes a reduction (or contraction) walks for one output element. */
+typedef struct axes {
+    int rank;
+    int64_t dims[KILN_MAX_RANK], st[KILN_MAX_RANK], st2[KILN_MAX_RANK];
+} axes;
+
+static double reduce_f(ir_op op, kiln_dtype t, const void *in, int64_t base, const axes *r) {
+    double acc = op == IR_REDUCE_SUM    ? 0.0
+                 : op == IR_REDUCE_PROD ? 1.0
+                 : op == IR_REDUCE_MAX  ? -INFINITY
+                                        : INFINITY;
+    int64_t idx[KILN_MAX_RANK] = {0}, count = 1;
+    for (int i = 0; i < r->rank; i++) count *= r->dims[i];
+    for (int64_t j = 0; j < count; j++, next_index(idx, r->dims, r->rank)) {
+        double v = ref_fget(in, t, base + offset_of(idx, r->st, r->rank));
+        switch (op) {
+        case IR_REDUCE_SUM: acc += v; break;
+        case IR_REDUCE_PROD: acc *= v; break;
+        /* once acc is NaN no comparison replaces it: NaN propagates */
+        case IR_REDUCE_MAX: acc = isnan(v) || v > acc ? v : acc; break;
+        default: acc = isnan(v) || v < acc ? v : acc; break;
+        }
+    }
+    return acc;
+}
+
+/* Sum and product wrap in uint64; max and min start from the dtype's extremes. */
+static uint64_t reduce_i(ir_op op, kiln_dtype t, const void *in, int64_t base, const axes *r) {
+    bool i32 = t == KILN_I32;
+    uint64_t acc = op == IR_REDUCE_PROD ? 1 : 0;
+    int64_t best =
+        op == IR_REDUCE_MAX ? (i32 ? INT32_MIN : INT64_MIN) : (i32 ? INT32_MAX : INT64_MAX);
+    int64_t idx[KILN_MAX_RANK] = {0}, count = 1;
+    for (int i = 0; i < r->rank; i++) count *= r->dims[i];
+    for (int64_t j = 0; j < count; j++, next_index(idx, r->dims, r->rank)) {
+        int64_t v = ref_iget(in, t, base + offset_of(idx, r->st, r->rank));
+        switch (op) {
+        case IR_REDUCE_SUM: acc += (uint64_t)v; break;
+        case IR_REDUCE_PROD: acc *= (uint64_t)v; break;
+        case IR_REDUCE_MAX: best = v > best ? v : best; break;
+        default: best = v < best ? v : best; break;
+        }
+    }
+    return op == IR_REDUCE_SUM || op == IR_REDUCE_PROD ? acc : (uint64_t)best;
+}
+
+/* Output axes are the kept input axes in order; each output element reduces the
+ * sub-array spanned by the reduced axes. */
+static void run_reduce(const ir_node *n, const ir_node *x, const void *in, void *out) {
+    int64_t xst[KILN_MAX_RANK], kst[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0};
+    axes r = {0};
+    int nk = 0;
+    strides_of(&x->shape, xst);
+    for (int i = 0; i < x->shape.rank; i++) {
+        if (n->a.reduce_axes >> i & 1u)
+            r.dims[r.rank] = x->shape.dims[i], r.st[r.rank++] = xst[i];
+        else
+            kst[nk++] = xst[i];
+    }
+    int64_t count = ref_numel(&n->shape);
+    kiln_dtype t = x->dtype;
+    for (int64_t o = 0; o < count; o++, next_index(idx, n->shape.dims, n->shape.rank)) {
+        int64_t base = offset_of(idx, kst, nk);
+        if (ir_dtype_is_float(t))
+            ref_fput(out, t, o, reduce_f(n->op, t, in, base, &r));
+        else
+            ref_iput(out, t, o, reduce_i(n->op, t, in, base, &r));
+    }
+}
+
+/* ------------------------------------------------------------ dot_general ---- */
+
+/* Output axes: batch axes, lhs free axes, rhs free axes. For each, the strides it moves
+ * lhs and rhs by (0 on the side it does not belong to); the contracting axes move both. */
+static void dot_strides(const ir_node *n, const ir_shape *ls, const ir_shape *rs, int64_t *lstep,
+                        int64_t *rstep, axes *c) {
+    const kiln_dot_dims *d = &n->a.dot;
+    int64_t lst[KILN_MAX_RANK], rst[KILN_MAX_RANK];
+    unsigned lu = 0, ru = 0;
+    int k = 0;
+    strides_of(ls, lst);
+    strides_of(rs, rst);
+    for (int i = 0; i < d->n_batch; i++, k++) {
+        lstep[k] = lst[d->lhs_batch[i]], rstep[k] = rst[d->rhs_batch[i]];
+        lu |= 1u << d->lhs_batch[i], ru |= 1u << d->rhs_batch[i];
+    }
+    c->rank = d->n_contract;
+    for (int i = 0; i < d->n_contract; i++) {
+        c->dims[i] = ls->dims[d->lhs_contract[i]];
+        c->st[i] = lst[d->lhs_contract[i]], c->st2[i] = rst[d->rhs_contract[i]];
+        lu |= 1u << d->lhs_contract[i], ru |= 1u << d->rhs_contract[i];
+    }
+    for (int i = 0; i < ls->rank; i++)
+        if (!(lu >> i & 1u)) lstep[k] = lst[i], rstep[k++] = 0;
+    for (int i = 0; i < rs->rank; i++)
+        if (!(ru >> i & 1u)) lstep[k] = 0, rstep[k++] = rst[i];
+}
+
+static void run_dot(const ir_node *n, const ir_node *l, const ir_node *r, const void *lhs,
+                    const void *rhs, void *out) {
+    int64_t lstep[KILN_MAX_RANK], rstep[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0};
+    axes c = {0};
+    dot_strides(n, &l->shape, &r->shape, lstep, rstep, &c);
+    int64_t count = ref_numel(&n->shape), inner = 1;
+    for (int i = 0; i < c.rank; i++) inner *= c.dims[i];
+    kiln_dtype t = n->dtype;
+    bool fl = ir_dtype_is_float(t);
+    for (int64_t o = 0; o < count; o++, next_index(idx, n->shape.dims, n->shape.rank)) {
+        int64_t lb = offset_of(idx, lstep, n->shape.rank),
+                rb = offset_of(idx, rstep, n->shape.rank);
+        int64_t ci[KILN_MAX_RANK] = {0};
+        double facc = 0;
+        uint64_t iacc = 0;
+        for (int64_t j = 0; j < inner; j++, next_index(ci, c.dims, c.rank)) {
+            int64_t li = lb + offset_of(ci, c.st, c.rank), ri = rb + offset_of(ci, c.st2, c.rank);
+            if (fl)
+                facc += ref_fget(lhs, t, li) * ref_fget(rhs, t, ri);
+            else
+                iacc += (uint64_t)ref_iget(lhs, t, li) * (uint64_t)ref_iget(rhs, t, ri);
+        }
+        if (fl)
+            ref_fput(out, t, o, facc);
+        else
+            ref_iput(out, t, o, iacc);
+    }
+}
+
+/* --------------------------------------------------------------- indexing ---- */
+
+static int64_t row_elems(const ir_shape *s) {
+    int64_t k = 1;
+    for (int i = 1; i < s->rank; i++) k *= s->dims[i];
+    return k;
+}
+
+/* Indices are clamped into [0, rows - 1] (jnp.take's default). With no rows there is
+ * nothing to clamp to, so only an output without elements can be made. */
+static kiln_status run_take_rows(const kiln_graph *g, uint32_t id, const ir_node *t,
+                                 const ir_node *ix, const void *table, const void *idx, void *out) {
+    const ir_node *n = &g->nodes[id];
+    int64_t rows = t->shape.dims[0], row = row_elems(&t->shape), count = ref_numel(&ix->shape);
+    size_t es = kiln_dtype_size(n->dtype);
+    if (rows == 0 && ref_numel(&n->shape) > 0) {
+        char tt[IR_TYPE_STR_MAX], it[IR_TYPE_STR_MAX];
+        return ctx_error(g->ctx, KILN_ERR_SHAPE,
+                         "kiln_interpret: take_rows (node %%%u) reads rows of a table %s with no "
+                         "rows, indexed by %s",
+                         id, ir_type_str(t->dtype, &t->shape, tt, sizeof tt),
+                         ir_type_str(ix->dtype, &ix->shape, it, sizeof it));
+    }
+    for (int64_t k = 0; k < count && row > 0; k++) {
+        int64_t r = ref_iget(idx, ix->dtype, k);
+        r = r < 0 ? 0 : r >= rows ? rows - 1 : r;
+        memcpy((char *)out + (size_t)(k * row) * es, (const char *)table + (size_t)(r * row) * es,
+               (size_t)row * es);
+    }
+    return KILN_OK;
+}
+
+/* out = operand, then each update row is added to the row its index names; indices out of
+ * range are dropped. */
+static void run_scatter_add(const ir_node *n, const ir_node *ix, const void *operand,
+                            const void *idx, const void *upd, void *out) {
+    int64_t rows = n->shape.dims[0], row = row_elems(&n->shape), count = ref_numel(&ix->shape);
+    size_t bytes = (size_t)ref_numel(&n->shape) * kiln_dtype_size(n->dtype);
+    kiln_dtype t = n->dtype;
+    if (bytes) memcpy(out, operand, bytes);
+    for (int64_t k = 0; k < count; k++) {
+        int64_t r = ref_iget(idx, ix->dtype, k);
+        if (r < 0 || r >= rows) continue;
+        for (int64_t e = 0; e < row; e++) {
+            int64_t o = r * row + e, u = k * row + e;
+            if (ir_dtype_is_float(t))
+                ref_fput(out, t, o, ref_fget(out, t, o) + ref_fget(upd, t, u));
+            else
+                ref_iput(out, t, o, (uint64_t)ref_iget(out, t, o) + (uint64_t)ref_iget(upd, t, u));
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ entry ---- */
+
+kiln_status ref_structural(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    const ir_node *x = n->n_in ? ref_in_node(g, n, 0) : NULL;
+    const void *in = n->n_in ? ref_in_data(vals, n, 0) : NULL;
+    switch (n->op) {
+    case IR_IOTA: run_iota(n, out); break;
+    case IR_BROADCAST: run_broadcast(n, x, in, out); break;
+    case IR_RESHAPE: /* row-major on both sides: the bytes do not move */
+        if (ref_numel(&n->shape))
+            memcpy(out, in, (size_t)ref_numel(&n->shape) * kiln_dtype_size(n->dtype));
+        break;
+    case IR_TRANSPOSE: run_transpose(n, x, in, out); break;
+    case IR_SLICE: run_slice(n, x, in, out); break;
+    case IR_CONCAT: run_concat(g, n, vals, out); break;
+    case IR_PAD: run_pad(n, x, in, ref_in_data(vals, n, 1), out); break;
+    case IR_REDUCE_SUM:
+    case IR_REDUCE_MAX:
+    case IR_REDUCE_MIN:
+    case IR_REDUCE_PROD: run_reduce(n, x, in, out); break;
+    case IR_DOT: run_dot(n, x, ref_in_node(g, n, 1), in, ref_in_data(vals, n, 1), out); break;
+    case IR_TAKE_ROWS:
+        return run_take_rows(g, id, x, ref_in_node(g, n, 1), in, ref_in_data(vals, n, 1), out);
+    case IR_SCATTER_ADD_ROWS:
+        run_scatter_add(n, ref_in_node(g, n, 1), in, ref_in_data(vals, n, 1),
+                        ref_in_data(vals, n, 2), out);
+        break;
+    default:
+        return ctx_error(g->ctx, KILN_ERR_INTERNAL, "kiln_interpret: no reference kernel for %s",
+                         ir_ops[n->op].name);
+    }
+    return KILN_OK;
+}

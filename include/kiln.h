@@ -118,6 +118,63 @@ KILN_API const char *kiln_last_error(const kiln_context *ctx);
 KILN_API size_t kiln_last_error_copy(const kiln_context *ctx, char *buf, size_t size);
 KILN_API void kiln_string_free(kiln_context *ctx, char *s);
 
+/* ---------------------------------------------------------- device memory ---- */
+
+/* Device memory is managed per device by kiln's allocator (docs/memory.md): best fit with
+ * coalescing over regions obtained from the device, in the mode of kiln_alloc_mode. Device
+ * 0 is the CPU, whose "device memory" is host RAM. Every call here is thread-safe. */
+
+/* Counters of one device's allocator, named as JAX's Device.memory_stats() names them.
+ * Sizes are bytes; allocations count rounded up to a multiple of 256. */
+typedef struct kiln_memory_stats {
+    uint64_t bytes_in_use;             /* held by live allocations */
+    uint64_t peak_bytes_in_use;        /* highest bytes_in_use since creation or reset */
+    uint64_t bytes_reserved;           /* obtained from the device (live + cached free) */
+    uint64_t peak_bytes_reserved;      /* highest bytes_reserved since creation or reset */
+    uint64_t bytes_limit;              /* the most the allocator will reserve */
+    uint64_t num_allocs;               /* allocations made so far (a running count) */
+    uint64_t largest_alloc_size;       /* the largest single allocation made so far */
+    uint64_t largest_free_block_bytes; /* the largest request that fits without growing */
+    double fragmentation;              /* 1 - largest free block / free bytes; 0: none free */
+    uint64_t num_live_allocs;          /* allocations not yet freed */
+    uint64_t num_regions;              /* regions held from the device */
+    kiln_alloc_mode mode;              /* the mode in force (never KILN_ALLOC_DEFAULT) */
+} kiln_memory_stats;
+
+/* Number of devices of the context (at least 1: device 0 is the CPU). */
+KILN_API int kiln_device_count(const kiln_context *ctx);
+/* A name such as "cpu:0"; NULL for a bad index. Owned by the context. */
+KILN_API const char *kiln_device_name(const kiln_context *ctx, int device);
+
+KILN_API kiln_status kiln_device_memory_stats(kiln_context *ctx, int device,
+                                              kiln_memory_stats *out);
+/* Sets peak_bytes_in_use and peak_bytes_reserved to the current values. */
+KILN_API kiln_status kiln_device_reset_peak(kiln_context *ctx, int device);
+/* Returns every wholly free region to the device. released (may be NULL) receives the
+ * number of bytes given back. kiln also does this by itself before reporting OOM. */
+KILN_API kiln_status kiln_device_trim(kiln_context *ctx, int device, uint64_t *released);
+
+/* Raw device memory, for tests and for users who manage buffers themselves. The pointer is
+ * 256-byte aligned; size 0 gives NULL and KILN_OK. tag (may be NULL) names the owner in
+ * out-of-memory messages and traces; it is copied (the first 23 bytes). Failing with
+ * KILN_ERR_DEVICE_OOM leaves the allocator as it was, apart from wholly free regions it
+ * returned to the device to make room; the message lists the largest live allocations. */
+KILN_API kiln_status kiln_device_alloc(kiln_context *ctx, int device, size_t size,
+                                       const char *tag, void **out);
+/* Frees a pointer from kiln_device_alloc on the same device; NULL is a no-op. A pointer the
+ * allocator does not know (freed twice, foreign) is KILN_ERR_INVALID_ARGUMENT. */
+KILN_API kiln_status kiln_device_free(kiln_context *ctx, int device, void *ptr);
+/* The allocator's state as text (stats, regions, largest live allocations), for logs.
+ * Free with kiln_string_free. NULL on a bad device or host OOM. */
+KILN_API char *kiln_device_memory_summary(kiln_context *ctx, int device);
+
+/* Records every allocation and free of the device to a text file (one event a line: see
+ * docs/memory.md) until kiln_device_trace_stop; bench/alloc replays such a file. Live
+ * allocations are written first, so the file stands alone. The variable KILN_ALLOC_TRACE
+ * starts a trace of device 0 at context creation. */
+KILN_API kiln_status kiln_device_trace_start(kiln_context *ctx, int device, const char *path);
+KILN_API kiln_status kiln_device_trace_stop(kiln_context *ctx, int device);
+
 /* ----------------------------------------------------------------- dtypes ---- */
 
 typedef enum kiln_dtype {

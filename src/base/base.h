@@ -29,6 +29,7 @@ typedef struct kn_config {
     uint64_t memory_limit;
     int num_threads;
     char cache_dir[1024];
+    char alloc_trace[1024];   /* KILN_ALLOC_TRACE: record device 0's allocations here */
 } kn_config;
 
 struct kn_device; /* src/backend: one per device of the context */

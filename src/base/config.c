@@ -150,6 +150,11 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
             return bad_env(err, n, "KILN_CACHE_DIR", v, "a path shorter than 1024 bytes");
         snprintf(c->cache_dir, sizeof c->cache_dir, "%s", v);
     }
+    if ((v = getenv("KILN_ALLOC_TRACE")) && *v) {
+        if (strlen(v) >= sizeof c->alloc_trace)
+            return bad_env(err, n, "KILN_ALLOC_TRACE", v, "a path shorter than 1024 bytes");
+        snprintf(c->alloc_trace, sizeof c->alloc_trace, "%s", v);
+    }
     return KILN_OK;
 }
 

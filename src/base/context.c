@@ -1,6 +1,7 @@
 /* context.c — the context: the one object that owns kiln's state (configuration, error
  * message, devices and their allocators). There are no mutable globals. */
 #include "base.h"
+#include "backend/device.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -38,12 +39,18 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
     ctx->config = cfg;
     pthread_mutex_init(&ctx->err_mu, NULL);
     atomic_init(&ctx->next_graph_id, 1);
+    if ((s = device_open_all(ctx))) {
+        snprintf(err, err_size, "%s", ctx->err);
+        kiln_context_destroy(ctx);
+        return s;
+    }
     *out = ctx;
     return KILN_OK;
 }
 
 void kiln_context_destroy(kiln_context *ctx) {
     if (!ctx) return;
+    device_close_all(ctx);
     pthread_mutex_destroy(&ctx->err_mu);
     kiln_host_allocator h = ctx->host;
     h.free(h.user, ctx, sizeof *ctx);

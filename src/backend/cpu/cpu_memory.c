@@ -1,0 +1,99 @@
+/* cpu_memory.c — the CPU backend's memory: device memory is host RAM.
+ *
+ * Regions of 1 MiB or more are mapped with mmap, so that returning one (trim) really gives
+ * the pages back to the operating system: a malloc'd block that size may stay in the C
+ * library's heap. Smaller regions (platform mode makes one per allocation) come from
+ * aligned_alloc, which keeps them visible to AddressSanitizer: platform mode under ASan is
+ * then a bounds checker for device buffers. The CPU backend keeps no state.
+ *
+ * Invariant: region_free receives the size region_alloc was asked for, which decides again
+ * which of the two ways the region was made. */
+#include "backend/backend_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define CPU_MMAP_MIN ((size_t)1 << 20)
+
+static int cpu_device_count(void *state) {
+    (void)state;
+    return 1;
+}
+
+/* MemAvailable is what the kernel thinks can be had without swapping; the sysconf figure
+ * (free pages) undercounts it badly on a machine with a large page cache. */
+static uint64_t cpu_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kib = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+        fclose(f);
+    }
+    if (kib) return (uint64_t)kib * 1024;
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+static kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *free_b) {
+    (void)state, (void)device;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    *total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    *free_b = cpu_available();
+    if (*free_b > *total) *free_b = *total;
+    return KILN_OK;
+}
+
+/* Maps exactly [p, p + size) with p aligned to `align`: a larger alignment than a page is
+ * had by mapping more and unmapping the ends, so region_free can munmap(ptr, size). */
+static void *map_aligned(size_t size, size_t align) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), extra = align > page ? align : 0, total;
+    size = (size + page - 1) & ~(page - 1); /* so the tail left to unmap starts on a page */
+    if (size < page || !kn_add_size(size, extra, &total)) return NULL;
+    char *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    if (!extra) return p;
+    char *a = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+    size_t tail = (size_t)(p + total - (a + size));
+    if (a > p) munmap(p, (size_t)(a - p));
+    if (tail) munmap(a + size, tail);
+    return a;
+}
+
+static kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t align,
+                                    void **out) {
+    (void)state, (void)device;
+    *out = NULL;
+    if (size >= CPU_MMAP_MIN) {
+        *out = map_aligned(size, align);
+        return *out ? KILN_OK : KILN_ERR_DEVICE_OOM;
+    }
+    size_t rounded = (size + align - 1) & ~(align - 1); /* aligned_alloc wants a multiple */
+    if (rounded < size) return KILN_ERR_DEVICE_OOM;
+    void *p = aligned_alloc(align, rounded);
+    if (!p) return KILN_ERR_DEVICE_OOM;
+    *out = p;
+    return KILN_OK;
+}
+
+static void cpu_region_free(void *state, int device, void *ptr, size_t size) {
+    (void)state, (void)device;
+    if (!ptr) return;
+    if (size >= CPU_MMAP_MIN)
+        munmap(ptr, size);
+    else
+        free(ptr);
+}
+
+const kn_backend kn_cpu_backend = {
+    .name = "cpu",
+    .default_alloc_mode = KILN_ALLOC_GROW,
+    .device_count = cpu_device_count,
+    .memory_info = cpu_memory_info,
+    .region_alloc = cpu_region_alloc,
+    .region_free = cpu_region_free,
+};

@@ -1,0 +1,31 @@
+/* device.h — the devices of a context. Each device is one device of one backend, with its
+ * own allocator; ctx->devices[0] is the CPU. Devices are made with the context and
+ * destroyed with it, after every array and executable on them is gone.
+ *
+ * Invariant: a device's backend state is shared by all devices of that backend and is
+ * owned by the first of them (owns_state), which closes it. */
+#ifndef KILN_DEVICE_H
+#define KILN_DEVICE_H
+
+#include "alloc/bfc.h"
+
+#define KN_MAX_DEVICES 64
+
+typedef struct kn_device {
+    const kn_backend *backend;
+    void *state;     /* the backend's per-context state (may be NULL) */
+    int index;       /* the device's number within its backend */
+    bool owns_state; /* closes the backend state on destroy */
+    char name[32];   /* "cpu:0" */
+    bfc_allocator *alloc;
+} kn_device;
+
+/* Makes every device of every compiled-in backend, each with an allocator configured from
+ * ctx->config; starts the KILN_ALLOC_TRACE trace on device 0. Sets ctx's message. */
+kiln_status device_open_all(kiln_context *ctx);
+/* Releases every device, its allocator and its memory. */
+void device_close_all(kiln_context *ctx);
+/* The device with context index `device`, or NULL with ctx's message set (naming `what`). */
+kn_device *device_get(kiln_context *ctx, int device, const char *what);
+
+#endif

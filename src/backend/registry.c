@@ -1,0 +1,10 @@
+/* registry.c — the backends compiled into this build. The list is a constant table (no
+ * registration at run time, so no mutable global); the CPU comes first so that device 0 of
+ * every context is the CPU. */
+#include "backend_impl.h"
+
+const kn_backend *const *backend_list(int *n) {
+    static const kn_backend *const list[] = {&kn_cpu_backend};
+    *n = (int)(sizeof list / sizeof list[0]);
+    return list;
+}

@@ -1,0 +1,161 @@
+/* test_config.c — options and KILN_* environment variables: every unparseable value is a
+ * KILN_ERR_CONFIG whose message names the variable and the value; good values reach the
+ * device allocator (mode, limit, fraction, trace file). */
+#include "test.h"
+
+#include "base/base.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static const char *const vars[] = {"KILN_ALLOCATOR",    "KILN_PREALLOCATE", "KILN_MEM_FRACTION",
+                                   "KILN_MEMORY_LIMIT", "KILN_NUM_THREADS", "KILN_CACHE_DIR",
+                                   "KILN_ALLOC_TRACE"};
+
+static void clear_env(void) {
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+}
+
+/* Creates a context that reads the environment; returns its status, message in err. */
+static kiln_status create(kiln_context **ctx, const kiln_context_options *o, char *err, size_t n) {
+    *ctx = NULL;
+    return kiln_context_create(o, ctx, err, n);
+}
+
+static void expect_env_error(const char *var, const char *value) {
+    clear_env();
+    setenv(var, value, 1);
+    kiln_context *ctx;
+    char err[4096] = "";
+    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK(ctx == NULL);
+    CHECK_CONTAINS(err, var);
+    CHECK_CONTAINS(err, value);
+    clear_env();
+}
+
+static void test_bad_values(void) {
+    expect_env_error("KILN_ALLOCATOR", "fastest");
+    expect_env_error("KILN_PREALLOCATE", "maybe");
+    expect_env_error("KILN_MEM_FRACTION", "1.5");
+    expect_env_error("KILN_MEM_FRACTION", "0");
+    expect_env_error("KILN_MEM_FRACTION", "half");
+    expect_env_error("KILN_MEMORY_LIMIT", "12Q");
+    expect_env_error("KILN_MEMORY_LIMIT", "-5M");
+    expect_env_error("KILN_NUM_THREADS", "-1");
+    expect_env_error("KILN_NUM_THREADS", "four");
+    char long_path[1100];
+    memset(long_path, 'x', sizeof long_path - 1);
+    long_path[sizeof long_path - 1] = 0;
+    expect_env_error("KILN_ALLOC_TRACE", long_path);
+}
+
+static void test_disagreeing_variables(void) {
+    clear_env();
+    setenv("KILN_ALLOCATOR", "grow", 1);
+    setenv("KILN_PREALLOCATE", "true", 1);
+    kiln_context *ctx;
+    char err[512];
+    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_CONTAINS(err, "KILN_ALLOCATOR=grow");
+    CHECK_CONTAINS(err, "KILN_PREALLOCATE=true");
+    clear_env();
+}
+
+static void test_bad_options(void) {
+    clear_env();
+    kiln_context *ctx;
+    char err[512];
+    kiln_context_options o = {.mem_fraction = 1.5};
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_CONTAINS(err, "mem_fraction");
+    o = (kiln_context_options){.alloc_mode = (kiln_alloc_mode)42};
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_CONTAINS(err, "alloc_mode");
+}
+
+static kiln_memory_stats stats_with_env(const char *var, const char *value,
+                                        const kiln_context_options *o) {
+    clear_env();
+    if (var) setenv(var, value, 1);
+    kiln_memory_stats st;
+    memset(&st, 0, sizeof st);
+    kiln_context *ctx;
+    char err[512];
+    CHECK_STATUS(create(&ctx, o, err, sizeof err), KILN_OK);
+    if (ctx) {
+        void *p = NULL;
+        CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 1000, "probe", &p));
+        CHECK_OK(ctx, kiln_device_memory_stats(ctx, 0, &st));
+        CHECK_OK(ctx, kiln_device_free(ctx, 0, p));
+        kiln_context_destroy(ctx);
+    }
+    clear_env();
+    return st;
+}
+
+static void test_good_values(void) {
+    CHECK(stats_with_env(NULL, NULL, NULL).mode == KILN_ALLOC_GROW); /* the CPU's default */
+    CHECK(stats_with_env("KILN_ALLOCATOR", "platform", NULL).mode == KILN_ALLOC_PLATFORM);
+    CHECK(stats_with_env("KILN_ALLOCATOR", "BFC", NULL).mode == KILN_ALLOC_GROW);
+    kiln_memory_stats st = stats_with_env("KILN_MEMORY_LIMIT", "16M", NULL);
+    CHECK(st.bytes_limit == 16u << 20);
+    st = stats_with_env("KILN_PREALLOCATE", "true",
+                        &(kiln_context_options){.memory_limit = 8u << 20});
+    CHECK(st.mode == KILN_ALLOC_PREALLOCATE && st.bytes_reserved == 8u << 20);
+    st = stats_with_env("KILN_PREALLOCATE", "0",
+                        &(kiln_context_options){.alloc_mode = KILN_ALLOC_PREALLOCATE});
+    CHECK(st.mode == KILN_ALLOC_GROW); /* the environment overrides the options */
+    /* ignore_environment: the variable is not even parsed. */
+    st = stats_with_env("KILN_ALLOCATOR", "junk",
+                        &(kiln_context_options){.ignore_environment = true});
+    CHECK(st.mode == KILN_ALLOC_GROW);
+}
+
+static void test_byte_parser(void) {
+    uint64_t v = 0;
+    CHECK(config_parse_bytes("123", &v) && v == 123);
+    CHECK(config_parse_bytes("512M", &v) && v == 512ull << 20);
+    CHECK(config_parse_bytes("2GiB", &v) && v == 2ull << 30);
+    CHECK(config_parse_bytes("1.5k", &v) && v == 1536);
+    CHECK(config_parse_bytes("1e9", &v) && v == 1000000000ull);
+    CHECK(!config_parse_bytes("", &v) && !config_parse_bytes("M", &v));
+    CHECK(!config_parse_bytes("5 MiBs", &v) && !config_parse_bytes("1e30", &v));
+}
+
+static void test_alloc_trace_variable(void) {
+    clear_env();
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/kiln_test_config_trace_%d.txt", (int)getpid());
+    setenv("KILN_ALLOC_TRACE", path, 1);
+    kiln_context *ctx;
+    char err[512];
+    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_OK);
+    if (ctx) {
+        void *p;
+        CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 777, "traced", &p));
+        CHECK_OK(ctx, kiln_device_free(ctx, 0, p));
+        kiln_context_destroy(ctx);
+    }
+    FILE *f = fopen(path, "r");
+    char text[512] = "";
+    if (f) text[fread(text, 1, sizeof text - 1, f)] = 0, fclose(f);
+    CHECK_CONTAINS(text, "a 1 777 ");
+    CHECK_CONTAINS(text, " traced\nf 1 ");
+    unlink(path);
+    setenv("KILN_ALLOC_TRACE", "/nonexistent/dir/t.txt", 1);
+    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_ERR_IO);
+    CHECK_CONTAINS(err, "KILN_ALLOC_TRACE");
+    CHECK_CONTAINS(err, "/nonexistent/dir/t.txt");
+    clear_env();
+}
+
+int main(void) {
+    RUN(test_bad_values);
+    RUN(test_disagreeing_variables);
+    RUN(test_bad_options);
+    RUN(test_good_values);
+    RUN(test_byte_parser);
+    RUN(test_alloc_trace_variable);
+    return test_summary("test_config");
+}

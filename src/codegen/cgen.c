@@ -297,7 +297,7 @@ static void emit_pad(em *e, uint32_t id, const idxv *ix, char *out) {
     const ir_node *n = &e->g->nodes[id];
     uint32_t x = ir_in(n)[0];
     const ir_shape *is = &e->g->nodes[x].shape;
-    char pv[VAL_LEN], cond[1024] = "1", expr[256];
+    char pv[VAL_LEN], cond[1024] = "1", expr[IDX_LEN];
     emit_value(e, ir_in(n)[1], &(idxv){0}, pv);
     idxv sub = {.rank = is->rank};
     size_t k = 1;

@@ -30,6 +30,7 @@ typedef struct kn_config {
     int num_threads;
     char cache_dir[1024];
     char alloc_trace[1024];   /* KILN_ALLOC_TRACE: record device 0's allocations here */
+    bool verify_passes;       /* KILN_VERIFY_PASSES: IR verifier after every pass */
 } kn_config;
 
 struct kn_device; /* src/backend: one per device of the context */

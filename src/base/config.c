@@ -145,6 +145,10 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
             return bad_env(err, n, "KILN_NUM_THREADS", v, "an integer in [0, 4096] (0: all cores)");
         c->num_threads = (int)t;
     }
+    if ((v = getenv("KILN_VERIFY_PASSES")) && *v) {
+        if (!config_parse_bool(v, &c->verify_passes))
+            return bad_env(err, n, "KILN_VERIFY_PASSES", v, "true or false (1/0, yes/no, on/off)");
+    }
     if ((v = getenv("KILN_CACHE_DIR")) && *v) {
         if (strlen(v) >= sizeof c->cache_dir)
             return bad_env(err, n, "KILN_CACHE_DIR", v, "a path shorter than 1024 bytes");

@@ -1,0 +1,68 @@
+/* passes.h — the graph-to-graph optimisation passes and the pipeline that runs them
+ * before fusion: algebraic simplification with constant folding (simplify.c),
+ * common-subexpression elimination (cse.c) and dead-code elimination (dce.c).
+ *
+ * Every pass keeps a graph's meaning exactly: for any arguments, the rewritten graph's
+ * outputs are bitwise what the reference interpreter gives for the original (NaN
+ * payloads of quiet NaNs and signed zeros included). A pass keeps every parameter, in
+ * order, even a dead one (they are the signature), the outputs (remapped), the name and
+ * `finished`.
+ *
+ * Two forms of each pass:
+ *  - pass_X(&g): replaces *g by the rewritten graph and frees the old one on success;
+ *    leaves *g untouched on failure (the message is on the context);
+ *  - pass_X_run(g, &out, stats): reads g, never changes it; *out is the new graph (the
+ *    caller owns it), or NULL when the pass found nothing to do.
+ * stats may be NULL; counts are added to it, so one struct can gather a whole pipeline. */
+#ifndef KILN_PASSES_H
+#define KILN_PASSES_H
+
+#include "ir/ir.h"
+
+/* What the passes did, for tests and reports (KILN_DUMP-style). */
+typedef struct pass_stats {
+    uint32_t rounds;       /* pipeline rounds run */
+    uint32_t simplified;   /* algebraic rewrites (x*1 -> x, transpose chains, ...) */
+    uint32_t folded;       /* nodes replaced by a computed constant */
+    uint32_t cse_merged;   /* nodes merged into an equal earlier node */
+    uint32_t dce_removed;  /* dead nodes removed */
+    uint32_t nodes_before; /* node counts around passes_run */
+    uint32_t nodes_after;
+} pass_stats;
+
+/* Options for passes_run; zero-initialise, zero is the default. */
+typedef struct pass_options {
+    int max_rounds;   /* simplify -> cse -> dce rounds, stopping early at a fixed point;
+                       * 0: 4 */
+    bool no_simplify; /* leave out a pass (for tests and for bisecting a bug) */
+    bool no_cse;
+    bool no_dce;
+    pass_stats *stats; /* NULL, or receives what the passes did (zeroed first) */
+} pass_options;
+
+/* Runs the pipeline on *g (a finished graph without a builder error). Replaces *g with the
+ * optimised graph and frees the old one on success; leaves *g untouched on failure. The
+ * IR verifier runs after every pass that changed the graph in builds without NDEBUG, or
+ * when KILN_VERIFY_PASSES=1 (kn_config.verify_passes); a verifier failure is
+ * KILN_ERR_INTERNAL naming the pass. o may be NULL. */
+kiln_status passes_run(kiln_graph **g, const pass_options *o);
+
+/* The passes, one file each (see the top of each file for what exactly they do). */
+kiln_status pass_dce(kiln_graph **g);
+kiln_status pass_cse(kiln_graph **g);
+kiln_status pass_simplify(kiln_graph **g);
+
+kiln_status pass_dce_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
+kiln_status pass_cse_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
+kiln_status pass_simplify_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
+
+/* Limits of constant folding (simplify.c): a node whose inputs are all constants is
+ * evaluated when its result has at most PASS_FOLD_MAX_ELEMS elements and is no larger
+ * than its largest constant input, or has at most PASS_FOLD_SMALL_ELEMS elements; and
+ * no input has more than PASS_FOLD_MAX_INPUT_ELEMS elements (so that folding a sum over
+ * a broadcast scalar never materialises a huge array at compile time). */
+#define PASS_FOLD_MAX_ELEMS       1024
+#define PASS_FOLD_SMALL_ELEMS     64
+#define PASS_FOLD_MAX_INPUT_ELEMS 65536
+
+#endif

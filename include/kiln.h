@@ -392,6 +392,7 @@ KILN_API kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const
  * graph argument is evaluated twice. */
 #if !defined(KILN_NO_LOCATION_MACROS) && !defined(KILN_BUILDING)
 #define KILN__AT(g)                       kiln_graph_at((g), __FILE__, __LINE__)
+#define kiln_graph_finish(g, ...)         (KILN__AT(g), kiln_graph_finish((g), __VA_ARGS__))
 #define kiln_parameter(g, ...)            (KILN__AT(g), kiln_parameter((g), __VA_ARGS__))
 #define kiln_constant(g, ...)             (KILN__AT(g), kiln_constant((g), __VA_ARGS__))
 #define kiln_scalar(g, ...)               (KILN__AT(g), kiln_scalar((g), __VA_ARGS__))

@@ -8,18 +8,21 @@
 #include <string.h>
 
 kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **out) {
+    if (out) *out = NULL;
     if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
     if (!out) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_graph_create: out is NULL");
-    *out = NULL;
     kiln_graph *g = host_calloc(ctx, 1, sizeof *g);
     if (!g) return ctx_oom(ctx, "kiln_graph_create", sizeof *g);
     g->ctx = ctx;
     g->id = atomic_fetch_add(&ctx->next_graph_id, 1);
-    g->name = host_strdup(ctx, name && *name ? name : "main");
-    g->cap_nodes = 16;
-    g->nodes = host_calloc(ctx, g->cap_nodes, sizeof *g->nodes);
-    if (!g->name || !g->nodes) {
-        size_t asked = g->name ? g->cap_nodes * sizeof *g->nodes : strlen(name ? name : "") + 1;
+    const char *gname = name && *name ? name : "main";
+    size_t asked = strlen(gname) + 1;
+    if ((g->name = host_strdup(ctx, gname))) {
+        g->cap_nodes = 16;
+        asked = g->cap_nodes * sizeof *g->nodes;
+        g->nodes = host_calloc(ctx, g->cap_nodes, sizeof *g->nodes);
+    }
+    if (!g->nodes) {
         kiln_graph_destroy(g);
         return ctx_oom(ctx, "kiln_graph_create", asked);
     }
@@ -47,7 +50,6 @@ void kiln_graph_destroy(kiln_graph *g) {
     host_free(ctx, g->params, g->cap_params * sizeof *g->params);
     host_free(ctx, g->outputs, g->n_outputs * sizeof *g->outputs);
     if (g->name) host_free(ctx, g->name, strlen(g->name) + 1);
-    if (g->error) host_free(ctx, g->error, strlen(g->error) + 1);
     host_free(ctx, g, sizeof *g);
 }
 

@@ -16,7 +16,7 @@ static const ir_node *input(const kiln_graph *g, const ir_node *n, uint32_t i) {
     return &g->nodes[ir_in(n)[i]];
 }
 
-static kiln_status check_shape(const ir_shape *s, kiln_dtype t, char *msg, size_t msg_size) {
+kiln_status ir_check_shape(const ir_shape *s, kiln_dtype t, char *msg, size_t msg_size) {
     if (s->rank < 0 || s->rank > KILN_MAX_RANK)
         FAIL(KILN_ERR_SHAPE, "rank %d is outside [0, %d]", s->rank, KILN_MAX_RANK);
     for (int i = 0; i < s->rank; i++)
@@ -39,49 +39,71 @@ static kiln_status infer_source(const ir_node *n, char *msg, size_t msg_size) {
     return KILN_OK;
 }
 
+kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t n_in,
+                                       kiln_dtype *out, char *msg, size_t msg_size) {
+    const ir_op_info *info = &ir_ops[op];
+    uint32_t data = op == IR_SELECT ? 1 : 0; /* the operand whose dtype the op follows */
+    if (n_in <= data) FAIL(KILN_ERR_INTERNAL, "%s has %u operands", info->name, n_in);
+    kiln_dtype x = in[data];
+    if (op == IR_SELECT && in[0] != KILN_BOOL)
+        FAIL(KILN_ERR_DTYPE, "the predicate must be bool, not %s", kiln_dtype_name(in[0]));
+    if (op != IR_CONVERT && !ir_dtype_accepts(info->types, x))
+        FAIL(KILN_ERR_DTYPE, "takes %s, not %s",
+             info->types == IRT_FLOAT ? "f32 or f64" :
+             info->types == IRT_BOOL  ? "bool" : "f32, f64, i32 or i64",
+             kiln_dtype_name(x));
+    if (op == IR_CONVERT && !ir_dtype_valid(*out))
+        FAIL(KILN_ERR_DTYPE, "target dtype %d is not a kiln_dtype", *out);
+    for (uint32_t i = data + 1; i < n_in; i++)
+        if (in[i] != x)
+            FAIL(KILN_ERR_DTYPE, "operand dtypes differ (%s vs %s); convert one first",
+                 kiln_dtype_name(x), kiln_dtype_name(in[i]));
+    if (op == IR_COMPARE) *out = KILN_BOOL;
+    else if (op != IR_CONVERT) *out = x;
+    return KILN_OK;
+}
+
 static kiln_status infer_elementwise(const kiln_graph *g, ir_node *n, char *msg,
                                      size_t msg_size) {
-    const ir_op_info *info = &ir_ops[n->op];
-    const ir_node *x = input(g, n, n->op == IR_SELECT ? 1 : 0);
-    if (n->op == IR_SELECT && input(g, n, 0)->dtype != KILN_BOOL)
-        FAIL(KILN_ERR_DTYPE, "the predicate must be bool, not %s",
-             kiln_dtype_name(input(g, n, 0)->dtype));
-    if (n->op != IR_CONVERT && !ir_dtype_accepts(info->types, x->dtype))
-        FAIL(KILN_ERR_DTYPE, "%s is not defined for %s (it takes %s)", info->name,
-             kiln_dtype_name(x->dtype),
-             info->types == IRT_FLOAT ? "f32 or f64" :
-             info->types == IRT_BOOL  ? "bool" : "f32, f64, i32 or i64");
-    if (n->op == IR_CONVERT && !ir_dtype_valid(n->dtype))
-        FAIL(KILN_ERR_DTYPE, "target dtype %d is not a kiln_dtype", n->dtype);
-    for (uint32_t i = 0; i < n->n_in; i++) {
-        const ir_node *y = input(g, n, i);
-        if (!ir_shape_eq(&y->shape, &input(g, n, 0)->shape))
+    kiln_dtype in[3];
+    if (n->n_in > 3) FAIL(KILN_ERR_INTERNAL, "too many operands");
+    for (uint32_t i = 0; i < n->n_in; i++) in[i] = input(g, n, i)->dtype;
+    kiln_dtype out = n->dtype;
+    kiln_status s = ir_infer_elementwise_dtype(n->op, in, n->n_in, &out, msg, msg_size);
+    if (s) return s;
+    const ir_node *x = input(g, n, 0);
+    for (uint32_t i = 1; i < n->n_in; i++)
+        if (!ir_shape_eq(&input(g, n, i)->shape, &x->shape))
             FAIL(KILN_ERR_SHAPE, "operand shapes differ");
-        if (i > 0 && (n->op != IR_SELECT || i > 1) && y->dtype != x->dtype)
-            FAIL(KILN_ERR_DTYPE, "operand dtypes differ (%s vs %s); convert one first",
-                 kiln_dtype_name(x->dtype), kiln_dtype_name(y->dtype));
-    }
     if (n->op == IR_COMPARE && (unsigned)n->a.cmp > KILN_CMP_GE)
         FAIL(KILN_ERR_INVALID_ARGUMENT, "comparison direction %d is not a kiln_compare_dir",
              n->a.cmp);
     n->shape = x->shape;
-    if (n->op == IR_COMPARE) n->dtype = KILN_BOOL;
-    else if (n->op != IR_CONVERT) n->dtype = x->dtype;
+    n->dtype = out;
     return KILN_OK;
 }
 
 static kiln_status infer_broadcast(const ir_node *x, ir_node *n, char *msg, size_t msg_size) {
+    char to[IR_TYPE_STR_MAX];
+    ir_type_str(x->dtype, &n->shape, to, sizeof to);
+    if (x->shape.rank > n->shape.rank)
+        FAIL(KILN_ERR_SHAPE, "cannot broadcast to %s: the operand has rank %d, more than %d", to,
+             x->shape.rank, n->shape.rank);
     for (int i = 0; i < x->shape.rank; i++) {
         int d = n->a.bcast_dims[i];
         if (d < 0 || d >= n->shape.rank)
-            FAIL(KILN_ERR_SHAPE, "broadcast_dims[%d] = %d is out of range for output rank %d", i,
-                 d, n->shape.rank);
+            FAIL(KILN_ERR_SHAPE,
+                 "cannot broadcast to %s: broadcast_dims[%d] = %d is out of range for rank %d",
+                 to, i, d, n->shape.rank);
         if (i > 0 && d <= n->a.bcast_dims[i - 1])
-            FAIL(KILN_ERR_SHAPE, "broadcast_dims must be strictly increasing (%d after %d)", d,
-                 n->a.bcast_dims[i - 1]);
+            FAIL(KILN_ERR_SHAPE,
+                 "cannot broadcast to %s: broadcast_dims must be strictly increasing (%d after "
+                 "%d)",
+                 to, d, n->a.bcast_dims[i - 1]);
         if (x->shape.dims[i] != 1 && x->shape.dims[i] != n->shape.dims[d])
-            FAIL(KILN_ERR_SHAPE, "operand axis %d has size %lld; output axis %d has %lld", i,
-                 (long long)x->shape.dims[i], d, (long long)n->shape.dims[d]);
+            FAIL(KILN_ERR_SHAPE,
+                 "cannot broadcast to %s: operand axis %d has size %lld, output axis %d has %lld",
+                 to, i, (long long)x->shape.dims[i], d, (long long)n->shape.dims[d]);
     }
     return KILN_OK;
 }
@@ -94,7 +116,7 @@ static kiln_status infer_slice(const ir_node *x, ir_node *n, char *msg, size_t m
         if (s < 0 || s > l || l > x->shape.dims[i])
             FAIL(KILN_ERR_SHAPE, "axis %d: [start %lld, limit %lld) does not fit in size %lld", i,
                  (long long)s, (long long)l, (long long)x->shape.dims[i]);
-        n->shape.dims[i] = (l - s + st - 1) / st;
+        n->shape.dims[i] = l == s ? 0 : (l - s - 1) / st + 1; /* no overflow for huge st */
     }
     return KILN_OK;
 }
@@ -157,11 +179,7 @@ static kiln_status infer_shape_op(const kiln_graph *g, ir_node *n, char *msg, si
     const ir_node *x = input(g, n, 0);
     if (n->op != IR_CONCAT && n->op != IR_PAD) n->dtype = x->dtype;
     switch (n->op) {
-    case IR_BROADCAST:
-        if (x->shape.rank > n->shape.rank)
-            FAIL(KILN_ERR_SHAPE, "cannot broadcast rank %d to rank %d", x->shape.rank,
-                 n->shape.rank);
-        return infer_broadcast(x, n, msg, msg_size);
+    case IR_BROADCAST: return infer_broadcast(x, n, msg, msg_size);
     case IR_RESHAPE: {
         int64_t a, b;
         if (!ir_shape_numel(&x->shape, &a) || !ir_shape_numel(&n->shape, &b) || a != b)
@@ -312,5 +330,5 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_INDEX: s = infer_index(g, n, msg, msg_size); break;
     default: FAIL(KILN_ERR_INTERNAL, "unknown op kind");
     }
-    return s ? s : check_shape(&n->shape, n->dtype, msg, msg_size);
+    return s ? s : ir_check_shape(&n->shape, n->dtype, msg, msg_size);
 }

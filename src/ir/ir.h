@@ -7,7 +7,7 @@
  * Invariants of a graph (checked by ir_verify):
  *  - nodes are stored in a topological order: a node's inputs have smaller ids;
  *  - every node's dtype and shape are what ir_infer would compute from its inputs and
- *    attributes (shape inference lives in src/trace, the verifier re-runs it);
+ *    attributes (infer.c: the tracer types each node with it, the verifier re-runs it);
  *  - node ids are 1-based (0 is "no value"), so kiln_value.id == node id.
  */
 #ifndef KILN_IR_H
@@ -148,10 +148,10 @@ struct kiln_graph {
     uint32_t *outputs, n_outputs;
     bool finished;
     kiln_status status; /* the builder's first error */
-    char *error;        /* its message (host-allocated), NULL if none */
-    const char *cur_file; /* user location for the nodes of the current public call */
+    char *error;        /* its message: error_buf once there is an error, NULL before */
+    char error_buf[KN_ERR_MAX]; /* held in the graph so an out-of-memory error keeps it */
+    const char *cur_file; /* user location of the latest public call (kiln_graph_at) */
     int cur_line;
-    uint32_t hold; /* > 0 while a public call emits several nodes (trace_hold) */
 };
 
 /* dtypes and shapes */
@@ -183,6 +183,13 @@ void ir_node_release(kiln_context *ctx, ir_node *n);
  * n->dtype / n->shape (except for sources, which carry their own) or writes the reason
  * into msg and returns its status. The tracer calls it for every op, the verifier again. */
 kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size);
+/* Rank in [0, KILN_MAX_RANK], no negative dimension, byte size fits in size_t. */
+kiln_status ir_check_shape(const ir_shape *s, kiln_dtype t, char *msg, size_t msg_size);
+/* The dtype rule of the elementwise ops alone (the tracer checks it before it broadcasts,
+ * so a dtype mistake is reported against the user's operands). *out holds the target
+ * dtype for CONVERT and receives the result dtype. */
+kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t n_in,
+                                       kiln_dtype *out, char *msg, size_t msg_size);
 
 /* Verifier: invariants of ir.h. Sets the context's message on failure. */
 kiln_status ir_verify(const kiln_graph *g);

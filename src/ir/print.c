@@ -38,6 +38,8 @@ static double elem(const void *data, kiln_dtype t, int64_t i) {
     }
 }
 
+/* Constants of up to 8 elements print their values, exactly enough to read them back:
+ * f32 with 9 significant digits, f64 with 17, integers in full, bools as true/false. */
 static void print_constant(const ir_node *n, strbuf *sb) {
     int64_t numel = 0;
     ir_shape_numel(&n->shape, &numel);
@@ -47,16 +49,40 @@ static void print_constant(const ir_node *n, strbuf *sb) {
     }
     sb_append(sb, n->shape.rank ? " {" : " ");
     for (int64_t i = 0; i < numel; i++) {
-        if (n->dtype == KILN_I64)
-            sb_printf(sb, i ? ", %lld" : "%lld", (long long)((const int64_t *)n->data)[i]);
-        else sb_printf(sb, i ? ", %.9g" : "%.9g", elem(n->data, n->dtype, i));
+        const char *sep = i ? ", " : "";
+        switch (n->dtype) {
+        case KILN_I64:
+            sb_printf(sb, "%s%lld", sep, (long long)((const int64_t *)n->data)[i]);
+            break;
+        case KILN_BOOL:
+            sb_printf(sb, "%s%s", sep, ((const uint8_t *)n->data)[i] ? "true" : "false");
+            break;
+        case KILN_F64: sb_printf(sb, "%s%.17g", sep, elem(n->data, n->dtype, i)); break;
+        default: sb_printf(sb, "%s%.9g", sep, elem(n->data, n->dtype, i)); break;
+        }
     }
     if (n->shape.rank) sb_append(sb, "}");
 }
 
+/* A name in double quotes, with backslashes, quotes and control characters escaped, so
+ * that any name keeps the text one op a line. */
+static void print_quoted(strbuf *sb, const char *s) {
+    sb_append(sb, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') sb_printf(sb, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f) sb_printf(sb, "\\x%02x", c);
+        else sb_printf(sb, "%c", c);
+    }
+    sb_append(sb, "\"");
+}
+
 static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
     static const char *const cmp[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-    int in_rank = n->n_in ? g->nodes[ir_in(n)[0]].shape.rank : 0;
+    /* guarded: the verifier prints broken nodes too */
+    uint32_t in0 = n->n_in && (n->n_in <= IR_INLINE_INPUTS || n->in_heap) ? ir_in(n)[0] : 0;
+    int in_rank = in0 && in0 < g->n_nodes ? g->nodes[in0].shape.rank : 0;
+    if (in_rank < 0 || in_rank > KILN_MAX_RANK) in_rank = 0;
     switch (n->op) {
     case IR_COMPARE: sb_printf(sb, " %s", (unsigned)n->a.cmp <= KILN_CMP_GE ? cmp[n->a.cmp] : "?"); break;
     case IR_IOTA: case IR_CONCAT: sb_printf(sb, " axis=%d", n->a.axis); break;
@@ -80,8 +106,15 @@ static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
         break;
     }
     case IR_DOT:
-        list_int(sb, "lhs_batch", n->a.dot.lhs_batch, n->a.dot.n_batch);
-        list_int(sb, "rhs_batch", n->a.dot.rhs_batch, n->a.dot.n_batch);
+        if ((unsigned)n->a.dot.n_batch > KILN_MAX_RANK ||
+            (unsigned)n->a.dot.n_contract > KILN_MAX_RANK) {
+            sb_append(sb, " (bad dims)");
+            break;
+        }
+        if (n->a.dot.n_batch) { /* most dots have none: leave the empty lists out */
+            list_int(sb, "lhs_batch", n->a.dot.lhs_batch, n->a.dot.n_batch);
+            list_int(sb, "rhs_batch", n->a.dot.rhs_batch, n->a.dot.n_batch);
+        }
         list_int(sb, "lhs_contract", n->a.dot.lhs_contract, n->a.dot.n_contract);
         list_int(sb, "rhs_contract", n->a.dot.rhs_contract, n->a.dot.n_contract);
         break;
@@ -96,10 +129,10 @@ void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
     sb_printf(sb, "%%%u = %s", id, (unsigned)n->op < IR_NUM_OPS ? ir_ops[n->op].name : "?");
     if (n->op == IR_PARAMETER) {
         sb_printf(sb, " %d", n->a.param_index);
-        if (n->name) sb_printf(sb, " \"%s\"", n->name);
+        if (n->name) sb_append(sb, " "), print_quoted(sb, n->name);
     } else if (n->op == IR_CONSTANT) {
         print_constant(n, sb);
-    } else if (n->n_in) {
+    } else if (n->n_in && (n->n_in <= IR_INLINE_INPUTS || n->in_heap)) {
         const uint32_t *in = ir_in(n);
         sb_append(sb, "(");
         for (uint32_t i = 0; i < n->n_in; i++) sb_printf(sb, i ? ", %%%u" : "%%%u", in[i]);
@@ -122,7 +155,7 @@ void ir_print(const kiln_graph *g, strbuf *sb) {
         const ir_node *p = &g->nodes[g->params[i]];
         sb_printf(sb, "%s%%%u: %s", i ? ", " : "", g->params[i],
                   ir_type_str(p->dtype, &p->shape, type, sizeof type));
-        if (p->name) sb_printf(sb, " \"%s\"", p->name);
+        if (p->name) sb_append(sb, " "), print_quoted(sb, p->name);
     }
     sb_append(sb, ") {\n");
     for (uint32_t id = 1; id < g->n_nodes; id++) {
@@ -140,13 +173,19 @@ char *kiln_graph_to_string(const kiln_graph *g) {
     strbuf sb;
     sb_init(&sb, g->ctx);
     ir_print(g, &sb);
-    return sb_take(&sb);
+    char *s = sb_take(&sb);
+    if (!s)
+        ctx_error(g->ctx, KILN_ERR_HOST_OOM,
+                  "kiln_graph_to_string: host allocation failed while printing graph '%s' (%u "
+                  "nodes)",
+                  g->name, g->n_nodes - 1);
+    return s;
 }
 
 kiln_status kiln_graph_print(const kiln_graph *g, FILE *f) {
     if (!g || !f) return KILN_ERR_INVALID_ARGUMENT;
     char *s = kiln_graph_to_string(g);
-    if (!s) return ctx_oom(g->ctx, "kiln_graph_print", 0);
+    if (!s) return KILN_ERR_HOST_OOM; /* the message is set */
     int rc = fputs(s, f);
     kiln_string_free(g->ctx, s);
     return rc < 0 ? ctx_error(g->ctx, KILN_ERR_IO, "kiln_graph_print: write failed") : KILN_OK;

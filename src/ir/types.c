@@ -65,6 +65,10 @@ bool ir_shape_eq(const ir_shape *a, const ir_shape *b) {
 }
 
 char *ir_type_str(kiln_dtype t, const ir_shape *s, char *buf, size_t n) {
+    if (s->rank < 0 || s->rank > KILN_MAX_RANK) { /* only a broken node has this */
+        snprintf(buf, n, "%s[rank %d?]", kiln_dtype_name(t), s->rank);
+        return buf;
+    }
     size_t k = (size_t)snprintf(buf, n, "%s[", kiln_dtype_name(t));
     for (int i = 0; i < s->rank && k < n; i++)
         k += (size_t)snprintf(buf + k, n - k, i ? ",%lld" : "%lld", (long long)s->dims[i]);

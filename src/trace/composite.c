@@ -6,16 +6,22 @@
 
 #include <math.h>
 
-static const ir_node *float_operand(kiln_graph *g, const char *op, kiln_value x) {
+/* The operand if it is of the dtype class `types` (IRT_FLOAT or IRT_NUMERIC), else NULL
+ * after recording an error that names the composite. */
+static const ir_node *checked_operand(kiln_graph *g, const char *op, kiln_value x, int types) {
     if (!trace_ready(g, op)) return NULL;
     const ir_node *n = trace_node(g, op, x, "the operand");
-    if (n && !ir_dtype_is_float(n->dtype)) {
-        char t[IR_TYPE_STR_MAX];
-        trace_fail(g, KILN_ERR_DTYPE, op, "takes f32 or f64, not %s",
-                   ir_type_str(n->dtype, &n->shape, t, sizeof t));
+    if (n && !ir_dtype_accepts(types, n->dtype)) {
+        trace_fail_on(g, &x.id, 1, KILN_ERR_DTYPE, op, "takes %s, not %s",
+                      types == IRT_FLOAT ? "f32 or f64" : "f32, f64, i32 or i64",
+                      kiln_dtype_name(n->dtype));
         return NULL;
     }
     return n;
+}
+
+static const ir_node *float_operand(kiln_graph *g, const char *op, kiln_value x) {
+    return checked_operand(g, op, x, IRT_FLOAT);
 }
 
 static kiln_value scalar_like(kiln_graph *g, const char *op, kiln_value x, double v) {
@@ -24,9 +30,8 @@ static kiln_value scalar_like(kiln_graph *g, const char *op, kiln_value x, doubl
 
 kiln_value kiln_relu(kiln_graph *g, kiln_value x) {
     const char *op = "kiln_relu";
-    if (!trace_ready(g, op) || !trace_node(g, op, x, "the operand")) return KN_NONE;
-    trace_hold(g);
-    return trace_release(g, kiln_max(g, x, scalar_like(g, op, x, 0)));
+    if (!checked_operand(g, op, x, IRT_NUMERIC)) return KN_NONE;
+    return kiln_max(g, x, scalar_like(g, op, x, 0));
 }
 
 /* max over `axis` with keepdims, replaced by 0 where it is not finite, so that a row of
@@ -45,21 +50,19 @@ kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axe
     const ir_node *xn = float_operand(g, op, x);
     if (!xn) return KN_NONE;
     ir_shape in = xn->shape;
-    trace_hold(g);
+    uint32_t mask;
+    if (!trace_axes_mask(g, op, x, naxes, axes, &mask)) return KN_NONE;
     kiln_value m = safe_max(g, op, x, naxes, axes);
     kiln_value s = kiln_reduce_sum(g, kiln_exp(g, kiln_sub(g, x, m)), naxes, axes, true);
     kiln_value r = kiln_add(g, kiln_log(g, s), m);
-    if (!keepdims && r.id) { /* the reductions above validated the axes */
-        uint32_t mask = axes ? 0 : (in.rank ? (1u << in.rank) - 1 : 0);
-        for (int i = 0; axes && i < naxes; i++)
-            mask |= 1u << (axes[i] < 0 ? axes[i] + in.rank : axes[i]);
+    if (!keepdims && r.id) {
         int64_t dims[KILN_MAX_RANK];
         int rank = 0;
         for (int i = 0; i < in.rank; i++)
             if (!(mask >> i & 1u)) dims[rank++] = in.dims[i];
         r = kiln_reshape(g, r, rank, dims);
     }
-    return trace_release(g, r);
+    return r;
 }
 
 kiln_value kiln_softmax(kiln_graph *g, kiln_value x, int axis) {
@@ -68,13 +71,12 @@ kiln_value kiln_softmax(kiln_graph *g, kiln_value x, int axis) {
     if (!xn) return KN_NONE;
     int a;
     if (!trace_axis(axis, xn->shape.rank, &a))
-        return trace_fail(g, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d", axis,
-                          xn->shape.rank);
-    trace_hold(g);
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+                             "axis %d is out of range for rank %d", axis, xn->shape.rank);
     kiln_value m = kiln_reduce_max(g, x, 1, &a, true);
     kiln_value e = kiln_exp(g, kiln_sub(g, x, m));
     kiln_value r = kiln_div(g, e, kiln_reduce_sum(g, e, 1, &a, true));
-    return trace_release(g, r);
+    return r;
 }
 
 kiln_value kiln_log_softmax(kiln_graph *g, kiln_value x, int axis) {
@@ -83,12 +85,11 @@ kiln_value kiln_log_softmax(kiln_graph *g, kiln_value x, int axis) {
     if (!xn) return KN_NONE;
     int a;
     if (!trace_axis(axis, xn->shape.rank, &a))
-        return trace_fail(g, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d", axis,
-                          xn->shape.rank);
-    trace_hold(g);
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+                             "axis %d is out of range for rank %d", axis, xn->shape.rank);
     kiln_value shifted = kiln_sub(g, x, kiln_reduce_max(g, x, 1, &a, true));
     kiln_value lse = kiln_log(g, kiln_reduce_sum(g, kiln_exp(g, shifted), 1, &a, true));
-    return trace_release(g, kiln_sub(g, shifted, lse));
+    return kiln_sub(g, shifted, lse);
 }
 
 kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_value bias,
@@ -97,8 +98,11 @@ kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_v
     const ir_node *xn = float_operand(g, op, x);
     if (!xn) return KN_NONE;
     if (xn->shape.rank < 1)
-        return trace_fail(g, KILN_ERR_SHAPE, op, "needs rank >= 1 (normalises the last axis)");
-    if (!(eps >= 0)) return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "eps %g must be >= 0", eps);
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+                             "needs rank >= 1 (it normalises the last axis)");
+    if (!(eps >= 0))
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_INVALID_ARGUMENT, op, "eps %g must be >= 0",
+                             eps);
     int64_t last = xn->shape.dims[xn->shape.rank - 1];
     kiln_dtype t = xn->dtype;
     kiln_value parts[2] = {scale, bias};
@@ -109,32 +113,31 @@ kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_v
         if (!p) return KN_NONE;
         if (p->shape.rank != 1 || p->shape.dims[0] != last || p->dtype != t) {
             char have[IR_TYPE_STR_MAX];
-            return trace_fail(g, p->dtype != t ? KILN_ERR_DTYPE : KILN_ERR_SHAPE, op,
-                              "%s must be %s[%lld] (the last axis of x), not %s", names[i],
-                              kiln_dtype_name(t), (long long)last,
-                              ir_type_str(p->dtype, &p->shape, have, sizeof have));
+            uint32_t in[2] = {x.id, parts[i].id};
+            return trace_fail_on(g, in, 2, p->dtype != t ? KILN_ERR_DTYPE : KILN_ERR_SHAPE, op,
+                                 "%s must be %s[%lld] (the last axis of x), not %s", names[i],
+                                 kiln_dtype_name(t), (long long)last,
+                                 ir_type_str(p->dtype, &p->shape, have, sizeof have));
         }
     }
     int ax = -1;
-    trace_hold(g);
     kiln_value xc = kiln_sub(g, x, kiln_mean(g, x, 1, &ax, true));
     kiln_value var = kiln_mean(g, kiln_mul(g, xc, xc), 1, &ax, true);
     kiln_value y = kiln_mul(g, xc, kiln_rsqrt(g, kiln_add(g, var, scalar_like(g, op, x, eps))));
     if (scale.id) y = kiln_mul(g, y, scale);
     if (bias.id) y = kiln_add(g, y, bias);
-    return trace_release(g, y);
+    return y;
 }
 
 kiln_value kiln_gelu(kiln_graph *g, kiln_value x) {
     const char *op = "kiln_gelu";
     if (!float_operand(g, op, x)) return KN_NONE;
-    trace_hold(g);
     kiln_value x3 = kiln_mul(g, kiln_mul(g, x, x), x);
     kiln_value inner = kiln_mul(g, scalar_like(g, op, x, sqrt(2.0 / M_PI)),
                                 kiln_add(g, x, kiln_mul(g, scalar_like(g, op, x, 0.044715), x3)));
     kiln_value r = kiln_mul(g, kiln_mul(g, scalar_like(g, op, x, 0.5), x),
                             kiln_add(g, scalar_like(g, op, x, 1), kiln_tanh(g, inner)));
-    return trace_release(g, r);
+    return r;
 }
 
 kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_value labels) {
@@ -143,29 +146,24 @@ kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_val
     if (!ln) return KN_NONE;
     const ir_node *yn = trace_node(g, op, labels, "the labels");
     if (!yn) return KN_NONE;
-    char lt[IR_TYPE_STR_MAX], yt[IR_TYPE_STR_MAX];
-    ir_type_str(ln->dtype, &ln->shape, lt, sizeof lt);
-    ir_type_str(yn->dtype, &yn->shape, yt, sizeof yt);
+    uint32_t in[2] = {logits.id, labels.id};
     if (!ir_dtype_is_int(yn->dtype))
-        return trace_fail(g, KILN_ERR_DTYPE, op, "labels must be i32 or i64, not %s", yt);
+        return trace_fail_on(g, in, 2, KILN_ERR_DTYPE, op, "labels must be i32 or i64, not %s",
+                             kiln_dtype_name(yn->dtype));
     bool fits = ln->shape.rank == yn->shape.rank + 1;
     for (int i = 0; fits && i < yn->shape.rank; i++) fits = ln->shape.dims[i] == yn->shape.dims[i];
     if (!fits)
-        return trace_fail(g, KILN_ERR_SHAPE, op,
-                          "logits [..., C] and labels [...] must agree on [...]: logits %s, "
-                          "labels %s", lt, yt);
+        return trace_fail_on(g, in, 2, KILN_ERR_SHAPE, op,
+                             "logits [..., C] and labels [...] must agree on [...]");
     ir_shape s = ln->shape;
     kiln_dtype t = ln->dtype, it = yn->dtype;
     int last = s.rank - 1, bdims[KILN_MAX_RANK];
     for (int i = 0; i < last; i++) bdims[i] = i;
-    trace_hold(g);
-    /* the picked logit: select (not multiply by a one-hot, as -inf * 0 would be NaN for a
-     * masked-out class) where an iota over the classes equals the label, then sum */
+    /* one-hot of the labels against an iota over the classes, then the picked logit */
     kiln_value classes = kiln_iota(g, it, s.rank, s.dims, last);
     kiln_value lab = kiln_broadcast_in_dim(g, labels, s.rank, s.dims, bdims);
-    kiln_value hit = kiln_compare(g, classes, lab, KILN_CMP_EQ);
-    kiln_value only = kiln_select(g, hit, logits, trace_scalar(g, op, t, 0));
-    kiln_value picked = kiln_reduce_sum(g, only, 1, &last, false);
+    kiln_value onehot = kiln_convert(g, kiln_compare(g, classes, lab, KILN_CMP_EQ), t);
+    kiln_value picked = kiln_reduce_sum(g, kiln_mul(g, logits, onehot), 1, &last, false);
     kiln_value r = kiln_sub(g, kiln_logsumexp(g, logits, 1, &last, false), picked);
-    return trace_release(g, r);
+    return r;
 }

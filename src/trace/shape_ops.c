@@ -12,14 +12,15 @@ static const ir_node *operand(kiln_graph *g, const char *op, kiln_value x) {
     return trace_node(g, op, x, "the operand");
 }
 
-static bool target_shape(kiln_graph *g, const char *op, int rank, const int64_t *dims,
-                         ir_shape *s) {
+static bool target_shape(kiln_graph *g, const char *op, uint32_t x, int rank,
+                         const int64_t *dims, ir_shape *s) {
     if (rank < 0 || rank > KILN_MAX_RANK) {
-        trace_fail(g, KILN_ERR_SHAPE, op, "rank %d is outside [0, %d]", rank, KILN_MAX_RANK);
+        trace_fail_on(g, &x, 1, KILN_ERR_SHAPE, op, "target rank %d is outside [0, %d]", rank,
+                      KILN_MAX_RANK);
         return false;
     }
     if (rank && !dims) {
-        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "dims is NULL for rank %d", rank);
+        trace_fail_on(g, &x, 1, KILN_ERR_INVALID_ARGUMENT, op, "dims is NULL for rank %d", rank);
         return false;
     }
     s->rank = rank;
@@ -33,10 +34,10 @@ kiln_value kiln_broadcast_in_dim(kiln_graph *g, kiln_value x, int rank, const in
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     ir_node n = {.op = IR_BROADCAST};
-    if (!target_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
+    if (!target_shape(g, op, x.id, rank, dims, &n.shape)) return KN_NONE;
     if (xn->shape.rank && !broadcast_dims)
-        return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
-                          "broadcast_dims is NULL for an operand of rank %d", xn->shape.rank);
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_INVALID_ARGUMENT, op,
+                             "broadcast_dims is NULL for an operand of rank %d", xn->shape.rank);
     for (int i = 0; i < xn->shape.rank; i++) n.a.bcast_dims[i] = broadcast_dims[i];
     return trace_emit(g, op, &n, &x.id, 1);
 }
@@ -46,7 +47,7 @@ kiln_value kiln_broadcast_to(kiln_graph *g, kiln_value x, int rank, const int64_
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     ir_shape to;
-    if (!target_shape(g, op, rank, dims, &to)) return KN_NONE;
+    if (!target_shape(g, op, x.id, rank, dims, &to)) return KN_NONE;
     return trace_broadcast_to(g, op, x, &to);
 }
 
@@ -55,7 +56,7 @@ kiln_value kiln_reshape(kiln_graph *g, kiln_value x, int rank, const int64_t *di
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     ir_node n = {.op = IR_RESHAPE};
-    if (!target_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
+    if (!target_shape(g, op, x.id, rank, dims, &n.shape)) return KN_NONE;
     int infer = -1;
     int64_t known = 1, total;
     ir_shape_numel(&xn->shape, &total);
@@ -63,24 +64,27 @@ kiln_value kiln_reshape(kiln_graph *g, kiln_value x, int rank, const int64_t *di
         if (dims[i] == -1 && infer < 0) {
             infer = i;
         } else if (dims[i] < 0) {
-            return trace_fail(g, KILN_ERR_SHAPE, op,
-                              "dims[%d] = %lld (only one -1 is allowed, other sizes >= 0)", i,
-                              (long long)dims[i]);
+            return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+                                 "dims[%d] = %lld (only one -1 is allowed, other sizes >= 0)", i,
+                                 (long long)dims[i]);
         } else if (!kn_mul_i64(known, dims[i], &known)) {
-            return trace_fail(g, KILN_ERR_SHAPE, op, "the target element count overflows");
+            return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+                                 "the target element count overflows");
         }
     }
     if (infer >= 0) {
         if (known == 0 || total % known)
-            return trace_fail(g, KILN_ERR_SHAPE, op,
-                              "cannot infer dims[%d]: %lld elements are not a multiple of %lld",
-                              infer, (long long)total, (long long)known);
+            return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+                                 "cannot infer dims[%d] = -1: %lld elements are not a multiple "
+                                 "of %lld",
+                                 infer, (long long)total, (long long)known);
         n.shape.dims[infer] = total / known;
     } else if (known != total) {
         char t[IR_TYPE_STR_MAX], u[IR_TYPE_STR_MAX];
-        return trace_fail(g, KILN_ERR_SHAPE, op, "cannot reshape %s (%lld elements) to %s (%lld)",
-                          ir_type_str(xn->dtype, &xn->shape, t, sizeof t), (long long)total,
-                          ir_type_str(xn->dtype, &n.shape, u, sizeof u), (long long)known);
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+                             "cannot reshape %s (%lld elements) to %s (%lld elements)",
+                             ir_type_str(xn->dtype, &xn->shape, t, sizeof t), (long long)total,
+                             ir_type_str(xn->dtype, &n.shape, u, sizeof u), (long long)known);
     }
     if (ir_shape_eq(&n.shape, &xn->shape)) return x;
     return trace_emit(g, op, &n, &x.id, 1);
@@ -91,7 +95,7 @@ kiln_value kiln_transpose(kiln_graph *g, kiln_value x, const int *perm) {
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     if (xn->shape.rank && !perm)
-        return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "perm is NULL");
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_INVALID_ARGUMENT, op, "perm is NULL");
     ir_node n = {.op = IR_TRANSPOSE};
     for (int i = 0; i < xn->shape.rank; i++) n.a.perm[i] = perm[i];
     return trace_emit(g, op, &n, &x.id, 1);
@@ -103,7 +107,8 @@ kiln_value kiln_slice(kiln_graph *g, kiln_value x, const int64_t *start, const i
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     if (xn->shape.rank && (!start || !limit))
-        return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "start and limit must not be NULL");
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_INVALID_ARGUMENT, op,
+                             "start and limit must not be NULL");
     ir_node n = {.op = IR_SLICE};
     for (int i = 0; i < xn->shape.rank; i++) {
         n.a.slice.start[i] = start[i];
@@ -133,7 +138,8 @@ kiln_value kiln_concatenate(kiln_graph *g, int count, const kiln_value *xs, int 
     ir_node n = {.op = IR_CONCAT};
     int rank = g->nodes[in[0]].shape.rank;
     if (!trace_axis(axis, rank, &n.a.axis)) {
-        trace_fail(g, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d", axis, rank);
+        trace_fail_on(g, in, (uint32_t)count, KILN_ERR_SHAPE, op,
+                      "axis %d is out of range for rank %d", axis, rank);
         goto done;
     }
     r = count == 1 ? xs[0] : trace_emit(g, op, &n, in, (uint32_t)count);
@@ -147,40 +153,43 @@ kiln_value kiln_pad(kiln_graph *g, kiln_value x, kiln_value pad_value, const int
     const char *op = "kiln_pad";
     const ir_node *xn = operand(g, op, x);
     if (!xn || !trace_node(g, op, pad_value, "the padding value")) return KN_NONE;
+    uint32_t in[2] = {x.id, pad_value.id};
     if (xn->shape.rank && (!lo || !hi))
-        return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "lo and hi must not be NULL");
+        return trace_fail_on(g, in, 2, KILN_ERR_INVALID_ARGUMENT, op,
+                             "lo and hi must not be NULL");
     ir_node n = {.op = IR_PAD};
     for (int i = 0; i < xn->shape.rank; i++) {
         n.a.pad.lo[i] = lo[i];
         n.a.pad.hi[i] = hi[i];
         n.a.pad.interior[i] = interior ? interior[i] : 0;
     }
-    uint32_t in[2] = {x.id, pad_value.id};
     return trace_emit(g, op, &n, in, 2);
 }
 
 /* ------------------------------------------------------------ reductions ---- */
 
-/* Turns the user's axis list into a mask; NULL means all axes. */
-static bool axes_mask(kiln_graph *g, const char *op, int rank, int naxes, const int *axes,
-                      uint32_t *mask) {
+bool trace_axes_mask(kiln_graph *g, const char *op, kiln_value x, int naxes, const int *axes,
+                     uint32_t *mask) {
+    int rank = g->nodes[x.id].shape.rank;
     *mask = 0;
     if (!axes) {
         *mask = rank ? (uint32_t)((1u << rank) - 1) : 0;
         return true;
     }
     if (naxes < 0 || naxes > rank) {
-        trace_fail(g, KILN_ERR_SHAPE, op, "%d axes given for rank %d", naxes, rank);
+        trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "%d axes given for rank %d", naxes, rank);
         return false;
     }
     for (int i = 0; i < naxes; i++) {
         int a;
         if (!trace_axis(axes[i], rank, &a)) {
-            trace_fail(g, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d", axes[i], rank);
+            trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d",
+                          axes[i], rank);
             return false;
         }
         if (*mask >> a & 1u) {
-            trace_fail(g, KILN_ERR_SHAPE, op, "axis %d is given twice", axes[i]);
+            trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is given twice (as axis %d)",
+                          a, axes[i]);
             return false;
         }
         *mask |= 1u << a;
@@ -200,12 +209,11 @@ static kiln_value reduce(kiln_graph *g, const char *op, ir_op code, kiln_value x
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     ir_node n = {.op = code};
-    if (!axes_mask(g, op, xn->shape.rank, naxes, axes, &n.a.reduce_axes)) return KN_NONE;
+    if (!trace_axes_mask(g, op, x, naxes, axes, &n.a.reduce_axes)) return KN_NONE;
     ir_shape in = xn->shape;
-    trace_hold(g);
     kiln_value r = trace_emit(g, op, &n, &x.id, 1);
     if (r.id && keepdims) r = keep_dims(g, r, &in, n.a.reduce_axes);
-    return trace_release(g, r);
+    return r;
 }
 
 #define REDUCE(fn, code)                                                                          \
@@ -223,18 +231,17 @@ kiln_value kiln_mean(kiln_graph *g, kiln_value x, int naxes, const int *axes, bo
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     if (!ir_dtype_is_float(xn->dtype))
-        return trace_fail(g, KILN_ERR_DTYPE, op, "mean takes f32 or f64, not %s",
-                          kiln_dtype_name(xn->dtype));
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_DTYPE, op, "mean takes f32 or f64, not %s",
+                             kiln_dtype_name(xn->dtype));
     uint32_t mask;
-    if (!axes_mask(g, op, xn->shape.rank, naxes, axes, &mask)) return KN_NONE;
+    if (!trace_axes_mask(g, op, x, naxes, axes, &mask)) return KN_NONE;
     double count = 1;
     for (int i = 0; i < xn->shape.rank; i++)
         if (mask >> i & 1u) count *= (double)xn->shape.dims[i];
     kiln_dtype t = xn->dtype;
-    trace_hold(g);
     kiln_value s = reduce(g, op, IR_REDUCE_SUM, x, naxes, axes, keepdims);
     kiln_value r = s.id ? kiln_mul(g, s, trace_scalar(g, op, t, 1.0 / count)) : KN_NONE;
-    return trace_release(g, r);
+    return r;
 }
 
 /* ---------------------------------------------------------------- dots ---- */
@@ -244,14 +251,15 @@ kiln_value kiln_dot_general(kiln_graph *g, kiln_value lhs, kiln_value rhs,
     const char *op = "kiln_dot_general";
     if (!trace_ready(g, op)) return KN_NONE;
     if (!trace_node(g, op, lhs, "lhs") || !trace_node(g, op, rhs, "rhs")) return KN_NONE;
-    if (!dims) return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "dims is NULL");
+    uint32_t in[2] = {lhs.id, rhs.id};
+    if (!dims) return trace_fail_on(g, in, 2, KILN_ERR_INVALID_ARGUMENT, op, "dims is NULL");
     ir_node n = {.op = IR_DOT};
     n.a.dot = *dims;
-    uint32_t in[2] = {lhs.id, rhs.id};
     return trace_emit(g, op, &n, in, 2);
 }
 
-/* matmul of a [batch..., m, k] and b [batch..., k, n] (vectors promoted). */
+/* matmul of a [batch..., m, k] and b [batch..., k, n] (vectors promoted). Operands are
+ * checked before any broadcast is emitted, so errors name the user's operands. */
 kiln_value kiln_matmul(kiln_graph *g, kiln_value a, kiln_value b) {
     const char *op = "kiln_matmul";
     if (!trace_ready(g, op)) return KN_NONE;
@@ -259,9 +267,20 @@ kiln_value kiln_matmul(kiln_graph *g, kiln_value a, kiln_value b) {
     const ir_node *bn = an ? trace_node(g, op, b, "the second operand") : NULL;
     if (!bn) return KN_NONE;
     ir_shape as = an->shape, bs = bn->shape;
+    uint32_t ab_in[2] = {a.id, b.id};
+    if (an->dtype != bn->dtype || !ir_dtype_accepts(IRT_NUMERIC, an->dtype))
+        return trace_fail_on(g, ab_in, 2, KILN_ERR_DTYPE, op,
+                             an->dtype != bn->dtype ? "operand dtypes differ"
+                                                    : "matmul takes f32, f64, i32 or i64");
     if (as.rank == 0 || bs.rank == 0)
-        return trace_fail(g, KILN_ERR_SHAPE, op, "operands must have rank >= 1 (got %d and %d)",
-                          as.rank, bs.rank);
+        return trace_fail_on(g, ab_in, 2, KILN_ERR_SHAPE, op,
+                             "operands must have rank >= 1 (got %d and %d)", as.rank, bs.rank);
+    int64_t ka = as.dims[as.rank - 1], kb = bs.dims[bs.rank == 1 ? 0 : bs.rank - 2];
+    if (ka != kb)
+        return trace_fail_on(g, ab_in, 2, KILN_ERR_SHAPE, op,
+                             "contracting sizes differ: %lld (last axis of the first operand) vs "
+                             "%lld (%s axis of the second)",
+                             (long long)ka, (long long)kb, bs.rank == 1 ? "the" : "second-to-last");
     ir_node n = {.op = IR_DOT};
     kiln_dot_dims *d = &n.a.dot;
     d->n_contract = 1;
@@ -279,16 +298,16 @@ kiln_value kiln_matmul(kiln_graph *g, kiln_value a, kiln_value b) {
     for (int i = 1; i <= nb; i++) {
         int64_t x = i <= ab ? as.dims[ab - i] : 1, y = i <= bb ? bs.dims[bb - i] : 1;
         if (x != y && x != 1 && y != 1)
-            return trace_fail(g, KILN_ERR_SHAPE, op,
-                              "batch axes cannot be broadcast: %lld vs %lld (axis -%d of the batch)",
-                              (long long)x, (long long)y, i);
+            return trace_fail_on(g, ab_in, 2, KILN_ERR_SHAPE, op,
+                                 "batch axes cannot be broadcast: %lld vs %lld (axis -%d of the "
+                                 "batch)",
+                                 (long long)x, (long long)y, i);
         batch.dims[nb - i] = x == 1 ? y : x;
     }
     ir_shape at = batch, bt = batch;
     at.rank = bt.rank = nb + 2;
     at.dims[nb] = as.dims[as.rank - 2], at.dims[nb + 1] = as.dims[as.rank - 1];
     bt.dims[nb] = bs.dims[bs.rank - 2], bt.dims[nb + 1] = bs.dims[bs.rank - 1];
-    trace_hold(g);
     kiln_value a2 = trace_broadcast_to(g, op, a, &at);
     kiln_value b2 = a2.id ? trace_broadcast_to(g, op, b, &bt) : KN_NONE;
     kiln_value r = KN_NONE;
@@ -300,7 +319,7 @@ kiln_value kiln_matmul(kiln_graph *g, kiln_value a, kiln_value b) {
         uint32_t in[2] = {a2.id, b2.id};
         r = trace_emit(g, op, &n, in, 2);
     }
-    return trace_release(g, r);
+    return r;
 }
 
 /* ------------------------------------------------------------- indexing ---- */

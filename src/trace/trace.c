@@ -3,7 +3,8 @@
  *
  * The first error wins (as in XLA's builder): it is stored on the graph and on the
  * context, later ops return the invalid value without touching the graph, and
- * kiln_graph_finish returns it. A failing op never leaves a half-made node behind. */
+ * kiln_graph_finish returns it. A failing primitive op leaves no node behind (a composite
+ * that fails part-way can, but the graph is dead by then). */
 #include "trace.h"
 #include "base/strbuf.h"
 
@@ -19,46 +20,29 @@ void kiln_graph_at(kiln_graph *g, const char *file, int line) {
     g->cur_line = line;
 }
 
+/* Where the current public call came from, for messages: " (at file:line)" or "". */
+static void location(const kiln_graph *g, char *buf, size_t size) {
+    if (g->cur_file) snprintf(buf, size, " (at %s:%d)", g->cur_file, g->cur_line);
+    else buf[0] = 0;
+}
+
 bool trace_ready(kiln_graph *g, const char *op) {
     if (!g) return false;
     if (g->status) return false;
     if (g->finished) {
-        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "graph '%s' is already finished", g->name);
+        /* A finished graph is immutable (it may be running on other threads): the mistake
+         * goes to the context only, and the graph stays valid. */
+        char at[KN_ERR_MAX / 2];
+        location(g, at, sizeof at);
+        ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT,
+                  "%s: graph '%s' is already finished; no op can be added to it%s", op, g->name,
+                  at);
         return false;
     }
     return true;
 }
 
-kiln_value trace_fail(kiln_graph *g, kiln_status code, const char *op, const char *fmt, ...) {
-    if (g->status) return KN_NONE;
-    char msg[KN_ERR_MAX - 160];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    char full[KN_ERR_MAX];
-    if (g->cur_file)
-        snprintf(full, sizeof full, "%s: %s (at %s:%d)", op, msg, g->cur_file, g->cur_line);
-    else snprintf(full, sizeof full, "%s: %s", op, msg);
-    g->status = code;
-    g->error = host_strdup(g->ctx, full); /* NULL on OOM: kiln_graph_error then gives "" */
-    ctx_error(g->ctx, code, "%s", full);
-    return KN_NONE;
-}
-
-const ir_node *trace_node(kiln_graph *g, const char *op, kiln_value v, const char *what) {
-    if (v.id == 0) {
-        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "%s is the invalid value", what);
-        return NULL;
-    }
-    if (v.graph != g->id || v.id >= g->n_nodes) {
-        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
-                   "%s belongs to another graph (values cannot be mixed between graphs)", what);
-        return NULL;
-    }
-    return &g->nodes[v.id];
-}
-
+/* Appends "<type>, <type>, ..." of the given nodes to buf (always terminated). */
 static void operand_types(const kiln_graph *g, const uint32_t *in, uint32_t n, char *buf,
                           size_t size) {
     size_t k = 0;
@@ -71,6 +55,56 @@ static void operand_types(const kiln_graph *g, const uint32_t *in, uint32_t n, c
     }
 }
 
+static kiln_value trace_vfail(kiln_graph *g, kiln_status code, const char *op,
+                              const uint32_t *in, uint32_t n_in, const char *fmt, va_list ap) {
+    if (g->status) return KN_NONE;
+    char msg[KN_ERR_MAX], types[KN_ERR_MAX / 2], at[KN_ERR_MAX / 2];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    operand_types(g, in, n_in, types, sizeof types);
+    location(g, at, sizeof at);
+    g->status = code;
+    g->error = g->error_buf; /* held in the graph: no allocation can lose the message */
+    int len = snprintf(g->error_buf, sizeof g->error_buf, "%s: %s%s%s%s", op, msg,
+                       n_in ? "; operands: " : "", types, at);
+    if (len >= (int)sizeof g->error_buf) /* keep the location, which matters most */
+        snprintf(g->error_buf + sizeof g->error_buf - 1 - strlen(at) - 3, strlen(at) + 4,
+                 "...%s", at);
+    ctx_error(g->ctx, code, "%s", g->error_buf);
+    return KN_NONE;
+}
+
+kiln_value trace_fail(kiln_graph *g, kiln_status code, const char *op, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    trace_vfail(g, code, op, NULL, 0, fmt, ap);
+    va_end(ap);
+    return KN_NONE;
+}
+
+kiln_value trace_fail_on(kiln_graph *g, const uint32_t *in, uint32_t n_in, kiln_status code,
+                         const char *op, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    trace_vfail(g, code, op, in, n_in, fmt, ap);
+    va_end(ap);
+    return KN_NONE;
+}
+
+const ir_node *trace_node(kiln_graph *g, const char *op, kiln_value v, const char *what) {
+    if (v.id == 0) {
+        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
+                   "%s is the invalid value (an earlier op failed, or it was never set)", what);
+        return NULL;
+    }
+    if (v.graph != g->id || v.id >= g->n_nodes) {
+        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
+                   "%s is not a value of graph '%s' (values cannot be mixed between graphs)",
+                   what, g->name);
+        return NULL;
+    }
+    return &g->nodes[v.id];
+}
+
 kiln_value trace_emit(kiln_graph *g, const char *op, ir_node *tmpl, const uint32_t *in,
                       uint32_t n_in) {
     tmpl->n_in = n_in;
@@ -80,25 +114,12 @@ kiln_value trace_emit(kiln_graph *g, const char *op, ir_node *tmpl, const uint32
     char msg[768];
     kiln_status s = ir_infer(g, tmpl, msg, sizeof msg);
     tmpl->in_heap = NULL;
-    if (s) {
-        char types[1024];
-        operand_types(g, in, n_in, types, sizeof types);
-        if (n_in) return trace_fail(g, s, op, "%s; operands: %s", msg, types);
-        return trace_fail(g, s, op, "%s", msg);
-    }
+    if (s) return trace_fail_on(g, in, n_in, s, op, "%s", msg);
     tmpl->file = g->cur_file;
     tmpl->line = g->cur_line;
     uint32_t id = ir_graph_append(g, tmpl, in, n_in);
     if (!id) return trace_fail(g, KILN_ERR_HOST_OOM, op, "host allocation for a new node failed");
-    if (!g->hold) g->cur_file = NULL, g->cur_line = 0;
     return trace_value(g, id);
-}
-
-/* hold/release: nested public calls share the outermost caller's location. */
-void trace_hold(kiln_graph *g) { g->hold++; }
-kiln_value trace_release(kiln_graph *g, kiln_value result) {
-    if (g->hold && --g->hold == 0) g->cur_file = NULL, g->cur_line = 0;
-    return result;
 }
 
 bool trace_axis(int axis, int rank, int *out) {
@@ -182,8 +203,7 @@ kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double valu
     case KILN_BOOL: u.b = value != 0; break;
     default: return trace_fail(g, KILN_ERR_DTYPE, op, "dtype %d is not a kiln_dtype", t);
     }
-    trace_hold(g);
-    return trace_release(g, kiln_constant(g, t, 0, NULL, &u));
+    return kiln_constant(g, t, 0, NULL, &u);
 }
 
 kiln_value kiln_scalar(kiln_graph *g, kiln_dtype dtype, double value) {
@@ -195,10 +215,15 @@ kiln_value kiln_full(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *d
                      double value) {
     const char *op = "kiln_full";
     if (!trace_ready(g, op)) return KN_NONE;
-    trace_hold(g);
+    ir_shape shape; /* checked up front, so that errors name kiln_full */
+    char msg[256];
+    if (!make_shape(g, op, rank, dims, &shape)) return KN_NONE;
+    kiln_status st = ir_dtype_valid(dtype) ? ir_check_shape(&shape, dtype, msg, sizeof msg)
+                                            : KILN_OK; /* trace_scalar names a bad dtype */
+    if (st) return trace_fail(g, st, op, "%s", msg);
     kiln_value s = trace_scalar(g, op, dtype, value);
-    kiln_value v = s.id ? kiln_broadcast_in_dim(g, s, rank, dims, NULL) : KN_NONE;
-    return trace_release(g, v);
+    if (!s.id || rank == 0) return s;
+    return kiln_broadcast_in_dim(g, s, rank, dims, NULL);
 }
 
 kiln_value kiln_iota(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims, int axis) {
@@ -261,59 +286,51 @@ static bool broadcast_shapes(const ir_shape *a, const ir_shape *b, ir_shape *out
 kiln_value trace_broadcast_to(kiln_graph *g, const char *op, kiln_value v, const ir_shape *to) {
     const ir_node *x = &g->nodes[v.id];
     if (ir_shape_eq(&x->shape, to)) return v;
-    if (x->shape.rank > to->rank)
-        return trace_fail(g, KILN_ERR_SHAPE, op, "cannot broadcast rank %d to rank %d",
-                          x->shape.rank, to->rank);
     ir_node n = {.op = IR_BROADCAST, .shape = *to};
     int off = to->rank - x->shape.rank;
     for (int i = 0; i < x->shape.rank; i++) n.a.bcast_dims[i] = off + i;
-    return trace_emit(g, op, &n, &v.id, 1);
+    return trace_emit(g, op, &n, &v.id, 1); /* ir_infer reports a rank or size clash */
 }
 
-/* Broadcasts n values to their common NumPy shape, in place in vals. */
-static bool broadcast_all(kiln_graph *g, const char *op, kiln_value *vals, int n) {
+/* Elementwise ops: checks the operands and their dtypes, broadcasts them (NumPy rules) to
+ * their common shape, then emits the op. Everything is checked before the first broadcast
+ * is emitted, so a mistake is reported against the user's operands and leaves no node. */
+static kiln_value nary(kiln_graph *g, const char *op, ir_node *n, kiln_value *vals, int count) {
     static const char *const names[] = {"the first operand", "the second operand",
                                         "the third operand"};
+    if (!trace_ready(g, op)) return KN_NONE;
+    uint32_t in[3];
+    kiln_dtype types[3];
     ir_shape out = {0};
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < count; i++) {
         const ir_node *x = trace_node(g, op, vals[i], names[i]);
-        if (!x) return false;
+        if (!x) return KN_NONE;
+        in[i] = vals[i].id;
+        types[i] = x->dtype;
+    }
+    char msg[512];
+    kiln_dtype t = n->dtype;
+    kiln_status s = ir_infer_elementwise_dtype(n->op, types, (uint32_t)count, &t, msg, sizeof msg);
+    if (s) return trace_fail_on(g, in, (uint32_t)count, s, op, "%s", msg);
+    for (int i = 0; i < count; i++) {
+        const ir_shape *xs = &g->nodes[in[i]].shape;
         ir_shape prev = out;
         int bad;
-        if (!broadcast_shapes(&prev, &x->shape, &out, &bad)) {
-            char ta[IR_TYPE_STR_MAX], tb[IR_TYPE_STR_MAX];
-            const ir_node *first = &g->nodes[vals[0].id];
-            trace_fail(g, KILN_ERR_SHAPE, op,
-                       "operand shapes %s and %s cannot be broadcast together (axis %d of the "
-                       "result: %lld vs %lld)",
-                       ir_type_str(first->dtype, &prev, ta, sizeof ta),
-                       ir_type_str(x->dtype, &x->shape, tb, sizeof tb), bad,
-                       (long long)(bad - (out.rank - prev.rank) >= 0
-                                       ? prev.dims[bad - (out.rank - prev.rank)] : 1),
-                       (long long)(bad - (out.rank - x->shape.rank) >= 0
-                                       ? x->shape.dims[bad - (out.rank - x->shape.rank)] : 1));
-            return false;
+        if (!broadcast_shapes(&prev, xs, &out, &bad)) {
+            int pa = bad - (out.rank - prev.rank), xa = bad - (out.rank - xs->rank);
+            return trace_fail_on(g, in, (uint32_t)count, KILN_ERR_SHAPE, op,
+                                 "operand shapes cannot be broadcast together (axis %d of the "
+                                 "result: %lld vs %lld)",
+                                 bad, (long long)(pa >= 0 ? prev.dims[pa] : 1),
+                                 (long long)(xa >= 0 ? xs->dims[xa] : 1));
         }
     }
-    for (int i = 0; i < n; i++)
-        if (!(vals[i] = trace_broadcast_to(g, op, vals[i], &out)).id) return false;
-    return true;
-}
-
-static kiln_value nary(kiln_graph *g, const char *op, ir_node *n, kiln_value *vals, int count) {
-    if (!trace_ready(g, op)) return KN_NONE;
-    /* Check dtypes before broadcasting so a dtype mistake is reported as such. */
-    for (int i = 0; i < count; i++)
-        if (!trace_node(g, op, vals[i], i == 0 ? "the first operand" : "an operand"))
-            return KN_NONE;
-    trace_hold(g);
-    kiln_value r = KN_NONE;
-    if (broadcast_all(g, op, vals, count)) {
-        uint32_t in[3];
-        for (int i = 0; i < count; i++) in[i] = vals[i].id;
-        r = trace_emit(g, op, n, in, (uint32_t)count);
+    for (int i = 0; i < count; i++) {
+        kiln_value b = trace_broadcast_to(g, op, vals[i], &out);
+        if (!b.id) return KN_NONE;
+        in[i] = b.id;
     }
-    return trace_release(g, r);
+    return trace_emit(g, op, n, in, (uint32_t)count);
 }
 
 static kiln_value binary(kiln_graph *g, const char *op, ir_op code, kiln_value a, kiln_value b) {
@@ -355,32 +372,37 @@ kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *ou
     if (!g) return KILN_ERR_INVALID_ARGUMENT;
     if (g->status) {
         /* Put the first error back on the context: calls since may have replaced it. */
-        if (g->error) ctx_error(g->ctx, g->status, "%s", g->error);
+        ctx_error(g->ctx, g->status, "%s", g->error);
         return g->status;
     }
-    if (!trace_ready(g, op)) return g->status;
-    if (n_outputs < 1 || !outputs) {
-        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "a graph needs at least one output (got %d)",
-                   n_outputs);
-        return g->status;
-    }
+    if (!trace_ready(g, op)) return KILN_ERR_INVALID_ARGUMENT; /* already finished */
+    if (n_outputs < 1)
+        return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
+                          "a graph needs at least one output (got %d)", n_outputs),
+               g->status;
+    if (!outputs)
+        return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "outputs is NULL for %d outputs",
+                          n_outputs),
+               g->status;
     for (int i = 0; i < n_outputs; i++) {
         char what[32];
         snprintf(what, sizeof what, "output %d", i);
         if (!trace_node(g, op, outputs[i], what)) return g->status;
     }
     uint32_t *outs = host_alloc(g->ctx, (size_t)n_outputs * sizeof *outs);
-    if (!outs) {
-        trace_fail(g, KILN_ERR_HOST_OOM, op, "host allocation for the output list failed");
-        return g->status;
-    }
+    if (!outs)
+        return trace_fail(g, KILN_ERR_HOST_OOM, op,
+                          "host allocation of %zu bytes for the output list failed",
+                          (size_t)n_outputs * sizeof *outs),
+               g->status;
     for (int i = 0; i < n_outputs; i++) outs[i] = outputs[i].id;
     g->outputs = outs;
     g->n_outputs = (uint32_t)n_outputs;
     kiln_status s = ir_verify(g);
     if (s) { /* a kiln bug: keep the verifier's message as the graph's error */
         g->status = s;
-        g->error = host_strdup(g->ctx, kiln_last_error(g->ctx));
+        g->error = g->error_buf;
+        kiln_last_error_copy(g->ctx, g->error_buf, sizeof g->error_buf);
         return s;
     }
     g->finished = true;

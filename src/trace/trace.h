@@ -2,9 +2,10 @@
  * passes, recording the builder's first error, and emitting typed nodes.
  *
  * Location handling: kiln_graph_at (called by the header's macros) records the user's
- * file and line; every node emitted until the public call returns carries them. Public
- * calls that emit several nodes (implicit broadcasts, composites) wrap themselves in
- * trace_hold/trace_release so all their nodes get the caller's location. */
+ * file and line, and every node and error carries them until the next kiln_graph_at. The
+ * location is never cleared after an op: in kiln_add(g, x, kiln_scalar(g, ...)) the
+ * macros record the line for kiln_add, then kiln_scalar runs first, and kiln_add must
+ * still find the line. Composites and implicit broadcasts thus get the caller's line. */
 #ifndef KILN_TRACE_H
 #define KILN_TRACE_H
 
@@ -13,12 +14,15 @@
 static const kiln_value KN_NONE = {0, 0};
 
 /* True if the graph can take another op: not NULL, not finished, no earlier error. On a
- * finished graph it records the error. */
+ * finished graph it sets the context's message but leaves the graph as it is. */
 bool trace_ready(kiln_graph *g, const char *op);
-/* Records the builder's first error (message gets " (at file:line)") and returns the
- * invalid value. */
+/* Records the builder's first error and returns the invalid value. The message reads
+ * "<op>: <reason>; operands: f32[2,3], ... (at file:line)": trace_fail_on lists the types
+ * of the nodes in[0..n_in), trace_fail lists none. Later errors change nothing. */
 kiln_value trace_fail(kiln_graph *g, kiln_status code, const char *op, const char *fmt, ...)
     KN_PRINTF(4, 5);
+kiln_value trace_fail_on(kiln_graph *g, const uint32_t *in, uint32_t n_in, kiln_status code,
+                         const char *op, const char *fmt, ...) KN_PRINTF(6, 7);
 /* The node behind a user value, or NULL after recording an error naming `what`. */
 const ir_node *trace_node(kiln_graph *g, const char *op, kiln_value v, const char *what);
 /* Types tmpl (ir_infer) and appends it. On a type error the message names the op, its
@@ -28,11 +32,13 @@ kiln_value trace_emit(kiln_graph *g, const char *op, ir_node *tmpl, const uint32
 static inline kiln_value trace_value(const kiln_graph *g, uint32_t id) {
     return (kiln_value){g->id, id};
 }
-void trace_hold(kiln_graph *g);
-kiln_value trace_release(kiln_graph *g, kiln_value result);
 
 /* Normalises an axis (negative counts from the end); false if out of range. */
 bool trace_axis(int axis, int rank, int *out);
+/* The user's reduction axes of value x as a mask (negative axes count from the end; NULL
+ * means every axis); false after recording the error. */
+bool trace_axes_mask(kiln_graph *g, const char *op, kiln_value x, int naxes, const int *axes,
+                     uint32_t *mask);
 /* NumPy broadcasting of value v to shape `to` (no-op when already that shape). */
 kiln_value trace_broadcast_to(kiln_graph *g, const char *op, kiln_value v, const ir_shape *to);
 /* Rank-0 constant of dtype t. */

@@ -638,6 +638,169 @@ static void test_pipeline_rejects(void) {
     kiln_graph_destroy(g);
 }
 
+/* -------------------------------------------------------- random graphs ---- */
+
+/* Random programs dense in what the passes look for: identities with splat constants
+ * (1, -0.0, 0, including the ones that must not fire), shape-op chains, convert chains,
+ * duplicates, dead values and foldable constants. Each is optimised and compared bitwise
+ * with the original on random arguments. */
+typedef struct rg {
+    kiln_graph *g;
+    uint64_t seed;
+    kiln_value vals[96];
+    int n;
+} rg;
+
+static int rg_int(rg *r, int n) {
+    return (int)(rng(&r->seed) % (uint64_t)n);
+}
+
+static kiln_dtype rg_type(const rg *r, kiln_value v, int *rank, int64_t *dims) {
+    kiln_dtype t = KILN_INVALID_DTYPE;
+    kiln_value_type(r->g, v, &t, rank, dims);
+    return t;
+}
+
+static kiln_value rg_pick(rg *r) {
+    return r->vals[rg_int(r, 4) ? r->n - 1 - rg_int(r, r->n < 4 ? r->n : 4) : rg_int(r, r->n)];
+}
+
+static kiln_value rg_splat(rg *r, kiln_dtype t) {
+    static const double v[] = {1.0, -0.0, 0.0, 1.0, 2.0, -1.0, NAN};
+    return kiln_scalar(r->g, t, v[rg_int(r, 7)]);
+}
+
+static kiln_value rg_binary(rg *r, kiln_value a, kiln_dtype t) {
+    static const ir_op ops[] = {IR_ADD, IR_SUB, IR_MUL, IR_DIV, IR_MAX};
+    int ra, rb;
+    int64_t da[KILN_MAX_RANK], db[KILN_MAX_RANK];
+    rg_type(r, a, &ra, da);
+    kiln_value b = rg_int(r, 3) == 0 ? rg_pick(r) : rg_splat(r, t);
+    if (rg_type(r, b, &rb, db) != t || (rb && (rb != ra || memcmp(da, db, sizeof *da * ra))))
+        b = rg_splat(r, t);
+    bool swap = rg_int(r, 3) == 0;
+    kiln_value x = swap ? b : a, y = swap ? a : b;
+    switch (ops[rg_int(r, 5)]) {
+    case IR_ADD: return kiln_add(r->g, x, y);
+    case IR_SUB: return kiln_sub(r->g, x, y);
+    case IR_MUL: return kiln_mul(r->g, x, y);
+    case IR_DIV: return kiln_div(r->g, x, y);
+    default: return kiln_max(r->g, x, y);
+    }
+}
+
+static kiln_value rg_shape(rg *r, kiln_value a, int rank, const int64_t *dims) {
+    int64_t total = 1, flat[1], bd[KILN_MAX_RANK];
+    for (int i = 0; i < rank; i++) total *= dims[i];
+    flat[0] = total;
+    switch (rg_int(r, 4)) {
+    case 0: {
+        int perm[KILN_MAX_RANK];
+        for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
+        return kiln_transpose(r->g, a, perm);
+    }
+    case 1: return kiln_reshape(r->g, a, 1, flat);
+    case 2: {
+        if (rank >= 3) return kiln_reshape(r->g, a, 1, flat);
+        int bdims[KILN_MAX_RANK];
+        bd[0] = 2;
+        for (int i = 0; i < rank; i++) bd[i + 1] = dims[i], bdims[i] = i + 1;
+        return kiln_broadcast_in_dim(r->g, a, rank + 1, bd, bdims);
+    }
+    default: {
+        int64_t start[KILN_MAX_RANK] = {0}, limit[KILN_MAX_RANK];
+        for (int i = 0; i < rank; i++) limit[i] = dims[i];
+        if (rank && rg_int(r, 2) && dims[0] > 1) start[0] = 1;
+        return kiln_slice(r->g, a, start, limit, NULL);
+    }
+    }
+}
+
+static kiln_value rg_step(rg *r) {
+    kiln_value a = rg_pick(r);
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    kiln_dtype t = rg_type(r, a, &rank, dims);
+    bool fl = t == KILN_F32 || t == KILN_F64, num = fl || t == KILN_I32 || t == KILN_I64;
+    static const kiln_dtype to[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_BOOL};
+    switch (rg_int(r, 9)) {
+    case 0: return num ? kiln_neg(r->g, a) : kiln_logical_not(r->g, a);
+    case 1: return fl ? kiln_exp(r->g, a) : num ? kiln_abs(r->g, a) : a;
+    case 2:
+    case 3: return num ? rg_binary(r, a, t) : a;
+    case 4: return rg_shape(r, a, rank, dims);
+    case 5: return kiln_convert(r->g, a, to[rg_int(r, 5)]);
+    case 6: {
+        kiln_value p = kiln_compare(r->g, a, a, KILN_CMP_EQ); /* false for NaN */
+        return kiln_select(r->g, p, a, rg_int(r, 2) || !num ? a : kiln_neg(r->g, a));
+    }
+    case 7: {
+        double c[6];
+        for (int i = 0; i < 6; i++) c[i] = rg_int(r, 4) ? (double)rg_int(r, 5) - 2 : NAN;
+        kiln_value k = kiln_constant(r->g, KILN_F64, 2, (const int64_t[]){2, 3}, c);
+        return kiln_convert(r->g, rg_int(r, 2) ? kiln_exp(r->g, k) : k, fl ? t : KILN_F32);
+    }
+    default: return num && rank ? kiln_reduce_sum(r->g, a, 1, (const int[]){0}, false) : a;
+    }
+}
+
+static kiln_graph *rg_graph(uint64_t seed) {
+    rg r = {.seed = seed};
+    kiln_graph_create(ctx, "random", &r.g);
+    static const int64_t d23[] = {2, 3};
+    r.vals[r.n++] = kiln_parameter(r.g, "a", KILN_F32, 2, d23);
+    r.vals[r.n++] = kiln_parameter(r.g, "b", KILN_F64, 2, d23);
+    r.vals[r.n++] = kiln_parameter(r.g, "c", KILN_I32, 2, d23);
+    r.vals[r.n++] = kiln_parameter(r.g, "d", KILN_F32, 1, &d23[1]);
+    while (r.n < 40) {
+        kiln_value v = rg_step(&r);
+        if (!kiln_value_ok(v)) break;
+        r.vals[r.n++] = v;
+        if (rg_int(&r, 5) == 0) { /* an exact duplicate of some earlier work */
+            uint64_t keep = r.seed;
+            r.seed = seed + (uint64_t)r.n;
+            kiln_value w = rg_step(&r), w2;
+            r.seed = seed + (uint64_t)r.n;
+            w2 = rg_step(&r);
+            r.seed = keep;
+            bool b = rg_type(&r, w, NULL, NULL) == KILN_BOOL;
+            if (kiln_value_ok(w) && kiln_value_ok(w2))
+                r.vals[r.n++] = b ? kiln_logical_or(r.g, w, w2) : kiln_add(r.g, w, w2);
+            if (!kiln_value_ok(r.vals[r.n - 1])) break;
+        }
+    }
+    kiln_value outs[3] = {r.vals[r.n - 1], r.vals[r.n - 2], r.vals[r.n / 2]};
+    if (kiln_graph_finish(r.g, 3, outs)) {
+        kiln_graph_destroy(r.g);
+        return NULL;
+    }
+    return r.g;
+}
+
+static void test_random_graphs(void) {
+    int made = 0, failed_before = test_failed;
+    pass_stats total = {0};
+    for (uint64_t seed = 1; seed <= 300 && test_failed == failed_before; seed++) {
+        kiln_graph *g = rg_graph(seed * 0x9e3779b97f4a7c15ull);
+        if (!g) continue;
+        made++;
+        pass_stats st;
+        pass_options o = {.stats = &st};
+        kiln_graph *h = optimise(g, &o);
+        total.simplified += st.simplified, total.folded += st.folded;
+        total.cse_merged += st.cse_merged, total.dce_removed += st.dce_removed;
+        if (test_failed != failed_before) {
+            fprintf(stderr, "random graph, seed %llu:\n", (unsigned long long)seed);
+            kiln_graph_print(g, stderr);
+            kiln_graph_print(h, stderr);
+        }
+        kiln_graph_destroy(g), kiln_graph_destroy(h);
+    }
+    CHECK_MSG(made >= 250, "only %d random graphs could be built", made);
+    CHECK(total.simplified > 100 && total.folded > 50 && total.cse_merged > 50 &&
+          total.dce_removed > 100);
+}
+
 /* ------------------------------------------------------------ rewrite ---- */
 
 /* Maps the NEG node to the parameter of another type: the walker must refuse it. */
@@ -756,6 +919,7 @@ int main(void) {
     RUN(test_in_place);
     RUN(test_pipeline);
     RUN(test_pipeline_rejects);
+    RUN(test_random_graphs);
     RUN(test_rewrite_machinery);
     RUN(test_verify_config);
     RUN(test_fault_injection);

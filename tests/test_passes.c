@@ -638,6 +638,31 @@ static void test_pipeline_rejects(void) {
     kiln_graph_destroy(g);
 }
 
+/* Empty arrays, long operand lists (spilled inputs, > 16 on the stack paths), outputs
+ * listed twice. */
+static void test_edge_shapes(void) {
+    kiln_graph *g = new_graph("edges");
+    int64_t d03[] = {0, 3}, d13[] = {1, 3};
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d03);
+    kiln_value y = kiln_parameter(g, "y", KILN_F32, 2, d13);
+    kiln_value e = kiln_mul(g, kiln_exp(g, x), kiln_scalar(g, KILN_F32, 1.0));
+    float c3[3] = {1.0f, -0.0f, NAN};
+    kiln_value parts[20], ys[20];
+    for (int i = 0; i < 20; i++) {
+        parts[i] = kiln_constant(g, KILN_F32, 2, d13, c3);
+        ys[i] = i % 2 ? kiln_neg(g, kiln_neg(g, y)) : y;
+    }
+    kiln_value folded = kiln_concatenate(g, 20, parts, 0); /* 60 elements: folds */
+    kiln_value cy1 = kiln_concatenate(g, 20, ys, 0), cy2 = kiln_concatenate(g, 20, ys, 0);
+    kiln_value outs[5] = {e, folded, kiln_sub(g, cy1, cy2), e, x};
+    finish(g, 5, outs);
+    kiln_graph *h = optimise(g, NULL);
+    CHECK(output_node(h, 1)->op == IR_CONSTANT && count_op(h, IR_CONCAT) == 1);
+    CHECK(count_op(h, IR_NEG) == 0 && h->outputs[0] == h->outputs[3]);
+    CHECK(count_op(h, IR_MUL) == 0 && h->outputs[4] == h->params[0]);
+    kiln_graph_destroy(g), kiln_graph_destroy(h);
+}
+
 /* -------------------------------------------------------- random graphs ---- */
 
 /* Random programs dense in what the passes look for: identities with splat constants
@@ -917,6 +942,7 @@ int main(void) {
     RUN(test_fold);
     RUN(test_splats);
     RUN(test_in_place);
+    RUN(test_edge_shapes);
     RUN(test_pipeline);
     RUN(test_pipeline_rejects);
     RUN(test_random_graphs);

@@ -34,6 +34,7 @@ typedef struct kn_config {
 } kn_config;
 
 struct kn_device; /* src/backend: one per device of the context */
+struct kn_pool;   /* src/backend/cpu/pool.c: worker threads for kernels */
 struct strbuf;
 
 struct kiln_context {
@@ -44,6 +45,8 @@ struct kiln_context {
     atomic_uint next_graph_id;
     struct kn_device *devices; /* owned; n_devices entries */
     int n_devices;
+    pthread_mutex_t lazy_mu; /* guards the lazy creation of cc and pool */
+    struct kn_pool *pool;    /* owned; NULL until pool_for_context */
 };
 
 /* Host memory. host_alloc returns NULL on failure and sets no message: the caller knows

@@ -14,7 +14,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 
-#define KN_ERR_MAX 2048
+#define KN_ERR_MAX 8192 /* room for a compiler's first ~40 lines of errors */
 
 #if defined(__GNUC__)
 #define KN_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -29,11 +29,15 @@ typedef struct kn_config {
     uint64_t memory_limit;
     int num_threads;
     char cache_dir[1024];
+    uint64_t cache_max_bytes; /* KILN_CACHE_MAX_BYTES; 0: no disk cache */
+    char cc[1024];            /* KILN_CC; "": cc, gcc or clang from PATH */
+    char cc_flags[1024];      /* KILN_CC_FLAGS: appended to the compiler's flags */
     char alloc_trace[1024];   /* KILN_ALLOC_TRACE: record device 0's allocations here */
     bool verify_passes;       /* KILN_VERIFY_PASSES: IR verifier after every pass */
 } kn_config;
 
 struct kn_device; /* src/backend: one per device of the context */
+struct cc_state;  /* src/backend/cpu/cc.c: the compiler's identity, cache stats */
 struct kn_pool;   /* src/backend/cpu/pool.c: worker threads for kernels */
 struct strbuf;
 
@@ -46,6 +50,7 @@ struct kiln_context {
     struct kn_device *devices; /* owned; n_devices entries */
     int n_devices;
     pthread_mutex_t lazy_mu; /* guards the lazy creation of cc and pool */
+    struct cc_state *cc;     /* owned; NULL until the first compile */
     struct kn_pool *pool;    /* owned; NULL until pool_for_context */
 };
 

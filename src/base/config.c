@@ -105,6 +105,27 @@ static kiln_status check_options(const kiln_context_options *o, char *err, size_
     return KILN_OK;
 }
 
+/* The C compiler the CPU backend runs, its extra flags and the disk cache's size cap. */
+static kiln_status apply_env_cc(kn_config *c, char *err, size_t n) {
+    const char *v;
+    if ((v = getenv("KILN_CACHE_MAX_BYTES")) && *v) {
+        if (!config_parse_bytes(v, &c->cache_max_bytes))
+            return bad_env(err, n, "KILN_CACHE_MAX_BYTES", v,
+                           "a byte count such as 1073741824, 512M or 2GiB (0: no disk cache)");
+    }
+    if ((v = getenv("KILN_CC")) && *v) {
+        if (strlen(v) >= sizeof c->cc)
+            return bad_env(err, n, "KILN_CC", v, "a path shorter than 1024 bytes");
+        snprintf(c->cc, sizeof c->cc, "%s", v);
+    }
+    if ((v = getenv("KILN_CC_FLAGS")) && *v) {
+        if (strlen(v) >= sizeof c->cc_flags)
+            return bad_env(err, n, "KILN_CC_FLAGS", v, "flags shorter than 1024 bytes in all");
+        snprintf(c->cc_flags, sizeof c->cc_flags, "%s", v);
+    }
+    return KILN_OK;
+}
+
 static kiln_status apply_env(kn_config *c, char *err, size_t n) {
     const char *v;
     bool prealloc_set = false, prealloc = false, mode_set = false;
@@ -159,7 +180,7 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
             return bad_env(err, n, "KILN_ALLOC_TRACE", v, "a path shorter than 1024 bytes");
         snprintf(c->alloc_trace, sizeof c->alloc_trace, "%s", v);
     }
-    return KILN_OK;
+    return apply_env_cc(c, err, n);
 }
 
 kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, char *err,
@@ -171,7 +192,8 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
     *cfg = (kn_config){.alloc_mode = o->alloc_mode,
                        .mem_fraction = o->mem_fraction,
                        .memory_limit = o->memory_limit,
-                       .num_threads = o->num_threads};
+                       .num_threads = o->num_threads,
+                       .cache_max_bytes = (uint64_t)1 << 30};
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);
     if (!o->ignore_environment && (s = apply_env(cfg, err, err_size))) return s;
     if (cfg->mem_fraction == 0) cfg->mem_fraction = 0.75;

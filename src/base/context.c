@@ -1,8 +1,9 @@
 /* context.c — the context: the one object that owns kiln's state (configuration, error
  * message, devices and their allocators). There are no mutable globals. */
 #include "base.h"
-#include "backend/cpu/pool.h"
 #include "backend/device.h"
+#include "backend/cpu/cc.h"
+#include "backend/cpu/pool.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -53,8 +54,9 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
 void kiln_context_destroy(kiln_context *ctx) {
     if (!ctx) return;
     pool_destroy(ctx->pool); /* before anything its workers might still reach */
-    pthread_mutex_destroy(&ctx->lazy_mu);
+    cc_state_destroy(ctx->cc);
     device_close_all(ctx);
+    pthread_mutex_destroy(&ctx->lazy_mu);
     pthread_mutex_destroy(&ctx->err_mu);
     kiln_host_allocator h = ctx->host;
     h.free(h.user, ctx, sizeof *ctx);

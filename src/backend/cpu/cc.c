@@ -1,0 +1,546 @@
+/* cc.c — the CPU backend's JIT compiler: C source -> shared object -> dlopen, through the
+ * disk cache of cc_cache.c.
+ *
+ * Invariants:
+ *   - the compiler is found and identified (first line of `--version`, path as found and
+ *     real path) once per context, under cc_state.mu, and never changes afterwards; the
+ *     identity and the flags are part of every cache key, so upgrading the compiler or
+ *     changing KILN_CC_FLAGS can never load an object built by another setup;
+ *   - the compiled source ends with `kiln_module_key`, the key as a string; after dlopen
+ *     the module's copy must equal the key asked for, or it is not used;
+ *   - a freshly compiled object is dlopen'd and checked from its temp folder before it is
+ *     published, so an object that fails to load never enters the cache;
+ *   - two threads or processes compiling the same source both compile into their own
+ *     temp folders and both rename into place; compilers are deterministic, so whichever
+ *     rename lands last leaves the same bytes, and each caller holds a working module;
+ *   - the compiler runs through posix_spawn (not system(): no shell, no quoting), with its
+ *     output in a file we read back for the error message. */
+#include "cc.h"
+
+#include "base/sha256.h"
+#include "cc_cache.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CC_FORMAT_VERSION "kiln-cc-1" /* bump when the entry layout or the key changes */
+
+/* posix_spawn can start the compiler inside its temp folder (glibc >= 2.29), so that its
+ * messages name "kernels.c" rather than a long temp path. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+#define HAVE_SPAWN_CHDIR 1
+#else
+#define HAVE_SPAWN_CHDIR 0
+#endif
+#define ERR_LINES 40
+#define MAX_ARGS  600 /* the fixed flags, up to ~512 from KILN_CC_FLAGS, the file names */
+
+/* Never -ffast-math or -ffinite-math-only: the generated code tests for NaN explicitly. */
+static const char *const base_flags[] = {"-O3",
+                                         "-march=native",
+                                         "-fPIC",
+                                         "-shared",
+                                         "-fno-math-errno",
+                                         "-fno-trapping-math",
+                                         "-fassociative-math",
+                                         "-fno-signed-zeros",
+                                         "-std=gnu11"};
+#define N_BASE_FLAGS ((int)(sizeof base_flags / sizeof base_flags[0]))
+
+struct cc_state {
+    kiln_context *ctx;  /* the owner, whose allocator made this */
+    pthread_mutex_t mu; /* guards everything below but next_tmp */
+    bool probed;
+    char path[PATH_MAX];                   /* the compiler, as found on PATH or given */
+    char identity[512 + 2 * PATH_MAX + 8]; /* version line, path, real path */
+    cc_stats stats;
+    atomic_uint next_tmp; /* makes temp folder names unique within the process */
+};
+
+struct cc_module {
+    kiln_context *ctx;
+    void *handle;
+    size_t code_bytes;
+    char key[SHA256_HEX_BYTES];
+};
+
+/* One call of cc_module_load. */
+typedef struct cc_load {
+    kiln_context *ctx;
+    struct cc_state *st;
+    const char *source;
+    size_t len;
+    char key[SHA256_HEX_BYTES];
+} cc_load;
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---------------------------------------------------- running a program ---- */
+
+/* Starts argv[0] (an absolute path) in the folder cwd (NULL: ours) with stdin from
+ * /dev/null and stdout+stderr into out_fd (when >= 0, which is then closed here) or the
+ * file out_path (absolute). Returns 0 or the errno that kept it from starting. */
+static int spawn_program(char *const argv[], const char *cwd, int out_fd, const char *out_path,
+                         pid_t *pid) {
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa)) return ENOMEM;
+#if HAVE_SPAWN_CHDIR
+    if (cwd) posix_spawn_file_actions_addchdir_np(&fa, cwd);
+#else
+    (void)cwd;
+#endif
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (out_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    else
+        posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    int err = posix_spawn(pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (out_fd >= 0) close(out_fd); /* the child has its copy; the reader sees EOF at its exit */
+    return err;
+}
+
+/* The wait status, or -1 when it cannot be known (the process ignores SIGCHLD). */
+static int wait_program(pid_t pid) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return status;
+}
+
+/* "exit status 1", "killed by signal 9" or "status unknown". */
+static void describe_status(int status, char *buf, size_t n) {
+    if (status == -1)
+        snprintf(buf, n, "status unknown");
+    else if (WIFEXITED(status))
+        snprintf(buf, n, "exit status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, n, "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(buf, n, "wait status %d", status);
+}
+
+static bool ran_ok(int status) {
+    return status == -1 || (WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* ------------------------------------------------- finding the compiler ---- */
+
+static bool is_program(const char *path) {
+    struct stat sb;
+    return !stat(path, &sb) && S_ISREG(sb.st_mode) && !access(path, X_OK);
+}
+
+/* A name with a slash is a path; otherwise search PATH, as execvp would. */
+static bool find_program(const char *name, char out[PATH_MAX]) {
+    if (strchr(name, '/')) {
+        snprintf(out, PATH_MAX, "%s", name);
+        return is_program(name);
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        int dlen = end ? (int)(end - p) : (int)strlen(p);
+        int n = dlen ? snprintf(out, PATH_MAX, "%.*s/%s", dlen, p, name)
+                     : snprintf(out, PATH_MAX, "./%s", name); /* empty entry: the cwd */
+        if (n > 0 && n < PATH_MAX && is_program(out)) return true;
+        if (!end) return false;
+        p = end;
+    }
+}
+
+/* Reads what fd yields until EOF, keeping the first cap-1 bytes, NUL-terminated. */
+static void read_all(int fd, char *buf, size_t cap) {
+    size_t got = 0;
+    for (;;) {
+        char chunk[512];
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        size_t take = (size_t)r < cap - 1 - got ? (size_t)r : cap - 1 - got;
+        memcpy(buf + got, chunk, take);
+        got += take;
+    }
+    buf[got] = 0;
+}
+
+/* The first line of `<compiler> --version` into line. */
+static kiln_status version_line(kiln_context *ctx, const char *cc, char *line, size_t cap) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC))
+        return ctx_error(ctx, KILN_ERR_BACKEND, "C compiler probe: pipe: %s", strerror(errno));
+    char *argv[] = {(char *)cc, "--version", NULL};
+    pid_t pid;
+    int err = spawn_program(argv, NULL, fds[1], NULL, &pid);
+    char buf[1024] = "";
+    if (!err) read_all(fds[0], buf, sizeof buf); /* before waiting: the pipe could fill */
+    close(fds[0]);
+    if (err)
+        return ctx_error(ctx, KILN_ERR_BACKEND, "cannot run the C compiler %s: %s", cc,
+                         strerror(err));
+    wait_program(pid);
+    buf[strcspn(buf, "\r\n")] = 0;
+    snprintf(line, cap, "%s", buf[0] ? buf : "(no version line)");
+    return KILN_OK;
+}
+
+static kiln_status locate_compiler(kiln_context *ctx, char out[PATH_MAX]) {
+    const char *want = ctx->config.cc;
+    if (*want) {
+        if (find_program(want, out)) return KILN_OK;
+        return ctx_error(ctx, KILN_ERR_CONFIG,
+                         "KILN_CC=\"%s\" names no executable program%s; point KILN_CC at a C "
+                         "compiler (a path, or a name on PATH) or unset it to use cc, gcc or "
+                         "clang from PATH",
+                         want, strchr(want, '/') ? "" : " on PATH");
+    }
+    static const char *const names[] = {"cc", "gcc", "clang"};
+    for (int i = 0; i < 3; i++)
+        if (find_program(names[i], out)) return KILN_OK;
+    const char *path = getenv("PATH");
+    return ctx_error(ctx, KILN_ERR_BACKEND,
+                     "no C compiler found: the CPU backend compiles kernels with one, and none "
+                     "of cc, gcc, clang is on PATH (%s); install one or set KILN_CC to its path",
+                     path ? path : "unset");
+}
+
+/* A relative path made absolute against the current folder (the compiler runs elsewhere);
+ * the name itself is kept, as drivers such as ccache and clang read their argv[0]. */
+static void make_absolute(char path[PATH_MAX]) {
+    char cwd[PATH_MAX], tmp[PATH_MAX];
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) return;
+    if (snprintf(tmp, sizeof tmp, "%s/%s", cwd, path) < PATH_MAX) memcpy(path, tmp, sizeof tmp);
+}
+
+/* Called under st->mu. */
+static kiln_status probe(kiln_context *ctx, struct cc_state *st) {
+    char found[PATH_MAX], line[512], real[PATH_MAX];
+    kiln_status s = locate_compiler(ctx, found);
+    if (s) return s;
+    make_absolute(found);
+    if ((s = version_line(ctx, found, line, sizeof line))) return s;
+    if (!realpath(found, real)) snprintf(real, sizeof real, "%s", found);
+    snprintf(st->path, sizeof st->path, "%s", found);
+    snprintf(st->identity, sizeof st->identity, "%s\n%s\n%s", line, found, real);
+    st->probed = true;
+    return KILN_OK;
+}
+
+static kiln_status state_get(kiln_context *ctx, struct cc_state **out) {
+    pthread_mutex_lock(&ctx->lazy_mu);
+    if (!ctx->cc && (ctx->cc = host_calloc(ctx, 1, sizeof *ctx->cc))) {
+        ctx->cc->ctx = ctx;
+        pthread_mutex_init(&ctx->cc->mu, NULL);
+        atomic_init(&ctx->cc->next_tmp, 0);
+    }
+    struct cc_state *st = ctx->cc;
+    pthread_mutex_unlock(&ctx->lazy_mu);
+    if (!st) return ctx_oom(ctx, "C compiler state", sizeof *st);
+    pthread_mutex_lock(&st->mu);
+    kiln_status s = st->probed ? KILN_OK : probe(ctx, st);
+    pthread_mutex_unlock(&st->mu);
+    *out = st;
+    return s;
+}
+
+void cc_state_destroy(struct cc_state *st) {
+    if (!st) return;
+    pthread_mutex_destroy(&st->mu);
+    host_free(st->ctx, st, sizeof *st);
+}
+
+/* ------------------------------------------------------ key and command ---- */
+
+/* SHA-256 over the format version, the compiler's identity, every flag and the source;
+ * NUL separators keep the fields from running into each other. */
+static void compute_key(cc_load *ld) {
+    sha256_ctx c;
+    uint8_t digest[SHA256_BYTES];
+    sha256_init(&c);
+    sha256_update(&c, CC_FORMAT_VERSION, sizeof CC_FORMAT_VERSION);
+    sha256_update(&c, ld->st->identity, strlen(ld->st->identity) + 1);
+    for (int i = 0; i < N_BASE_FLAGS; i++)
+        sha256_update(&c, base_flags[i], strlen(base_flags[i]) + 1);
+    sha256_update(&c, ld->ctx->config.cc_flags, strlen(ld->ctx->config.cc_flags) + 1);
+    sha256_update(&c, ld->source, ld->len);
+    sha256_final(&c, digest);
+    sha256_hex(digest, ld->key);
+}
+
+typedef struct cc_argv {
+    char *v[MAX_ARGS];
+    char extra[sizeof((kn_config *)0)->cc_flags]; /* KILN_CC_FLAGS, split in place */
+} cc_argv;
+
+/* <cc> <base flags> <KILN_CC_FLAGS split on blanks> -o <so> <src> -lm */
+static void build_argv(const cc_load *ld, cc_argv *a, const char *so, const char *src) {
+    int n = 0;
+    a->v[n++] = ld->st->path;
+    for (int i = 0; i < N_BASE_FLAGS; i++) a->v[n++] = (char *)base_flags[i];
+    snprintf(a->extra, sizeof a->extra, "%s", ld->ctx->config.cc_flags);
+    for (char *save, *t = strtok_r(a->extra, " \t\n", &save); t && n < MAX_ARGS - 6;
+         t = strtok_r(NULL, " \t\n", &save))
+        a->v[n++] = t;
+    a->v[n++] = "-o", a->v[n++] = (char *)so, a->v[n++] = (char *)src, a->v[n++] = "-lm";
+    a->v[n] = NULL;
+}
+
+static void join_argv(char *const *v, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; v[i] && used < cap; i++) {
+        int w = snprintf(buf + used, cap - used, "%s%s", i ? " " : "", v[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+/* ----------------------------------------------------------- compiling ---- */
+
+/* The source, then the key as a symbol the loader checks after dlopen. */
+static bool write_source(const cc_load *ld, const char *path) {
+    FILE *f = fopen(path, "we");
+    if (!f) return false;
+    fwrite(ld->source, 1, ld->len, f);
+    fprintf(f,
+            "\n\n/* Added by kiln: the cache key, checked by the loader after dlopen. */\n"
+            "__attribute__((visibility(\"default\"), used))\n"
+            "const char kiln_module_key[] = \"%s\";\n",
+            ld->key);
+    bool ok = !ferror(f);
+    return !fclose(f) && ok;
+}
+
+/* Appends the first ERR_LINES lines of the compiler's output file to buf. */
+static void append_output(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "re");
+    size_t used = strlen(buf);
+    char line[1024];
+    for (int i = 0; f && i < ERR_LINES && fgets(line, sizeof line, f) && used + 1 < cap; i++) {
+        int w = snprintf(buf + used, cap - used, "  %s", line);
+        if (w < 0) break;
+        used += (size_t)w < cap - used ? (size_t)w : cap - used - 1;
+    }
+    if (f) fclose(f);
+}
+
+static kiln_status compile_failed(const cc_load *ld, char *const *argv, int status,
+                                  const char *output, const char *kept) {
+    char what[64], cmd[1536], out[6144];
+    describe_status(status, what, sizeof what);
+    join_argv(argv, cmd, sizeof cmd);
+    out[0] = 0;
+    append_output(output, out, sizeof out);
+    return ctx_error(ld->ctx, KILN_ERR_BACKEND,
+                     "the C compiler failed (%s) on generated source kept at %s\n"
+                     "command: %s\ncompiler output (first %d lines):\n%s",
+                     what, kept, cmd, ERR_LINES, out[0] ? out : "  (none)\n");
+}
+
+static void count_compile(struct cc_state *st, double seconds) {
+    pthread_mutex_lock(&st->mu);
+    st->stats.compiles++;
+    st->stats.compile_seconds += seconds;
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Runs the compiler on <tmp>/CC_TMP_SOURCE into <tmp>/CC_TMP_OBJECT. On failure the
+ * source is moved to `keep` (when not NULL; else it stays in tmp) and named in the
+ * message. */
+static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *keep) {
+    char src[PATH_MAX], so[PATH_MAX], output[PATH_MAX];
+    if (!cc_path(src, tmp, NULL, CC_TMP_SOURCE) || !cc_path(so, tmp, NULL, CC_TMP_OBJECT) ||
+        !cc_path(output, tmp, NULL, "compiler-output.txt"))
+        return ctx_error(ld->ctx, KILN_ERR_IO, "kernel cache path under %s is too long", tmp);
+    if (!write_source(ld, src))
+        return ctx_error(ld->ctx, KILN_ERR_IO, "cannot write generated source %s: %s", src,
+                         strerror(errno));
+    cc_argv a;
+    build_argv(ld, &a, HAVE_SPAWN_CHDIR ? CC_TMP_OBJECT : so,
+               HAVE_SPAWN_CHDIR ? CC_TMP_SOURCE : src);
+    double t0 = now_seconds();
+    pid_t pid;
+    int err = spawn_program(a.v, tmp, -1, output, &pid), status = err ? 0 : wait_program(pid);
+    count_compile(ld->st, now_seconds() - t0);
+    if (err)
+        return ctx_error(ld->ctx, KILN_ERR_BACKEND, "cannot run the C compiler %s: %s",
+                         ld->st->path, strerror(err));
+    if (ran_ok(status) && !access(so, R_OK)) return KILN_OK;
+    const char *kept = keep && !rename(src, keep) ? keep : src;
+    return compile_failed(ld, a.v, status, output, kept);
+}
+
+/* dlopen + the key check. The module takes the handle. */
+static kiln_status open_module(const cc_load *ld, const char *so, size_t bytes, cc_module **out) {
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        return ctx_error(ld->ctx, KILN_ERR_BACKEND, "cannot load compiled kernels %s: %s", so,
+                         why ? why : "dlopen failed");
+    }
+    const char *key = dlsym(h, "kiln_module_key");
+    if (!key || memcmp(key, ld->key, SHA256_HEX_BYTES)) {
+        dlclose(h);
+        return ctx_error(ld->ctx, KILN_ERR_BACKEND,
+                         "compiled kernels %s do not carry the key %s they were built for", so,
+                         ld->key);
+    }
+    cc_module *m = host_alloc(ld->ctx, sizeof *m);
+    if (!m) {
+        dlclose(h);
+        return ctx_oom(ld->ctx, "compiled module", sizeof *m);
+    }
+    *m = (cc_module){.ctx = ld->ctx, .handle = h, .code_bytes = bytes};
+    memcpy(m->key, ld->key, sizeof m->key);
+    *out = m;
+    return KILN_OK;
+}
+
+static size_t file_size(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) ? 0 : (size_t)sb.st_size;
+}
+
+/* ------------------------------------------------------------- loading ---- */
+
+static void bump(struct cc_state *st, uint64_t *counter, uint64_t by) {
+    pthread_mutex_lock(&st->mu);
+    *counter += by;
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* A fresh folder <parent>/<prefix><pid>-<n>-XXXXXX: pid and counter tell processes and
+ * threads apart, mkdtemp's random suffix tells apart whatever else shares the parent. */
+static kiln_status make_tmp(const cc_load *ld, const char *parent, const char *prefix,
+                            char out[PATH_MAX]) {
+    unsigned n = atomic_fetch_add(&ld->st->next_tmp, 1);
+    int w = snprintf(out, PATH_MAX, "%s/%s%ld-%u-XXXXXX", parent, prefix, (long)getpid(), n);
+    if (w > 0 && w < PATH_MAX && mkdtemp(out)) return KILN_OK;
+    return ctx_error(ld->ctx, KILN_ERR_IO, "cannot create a temp folder under %s: %s", parent,
+                     w > 0 && w < PATH_MAX ? strerror(errno) : "path too long");
+}
+
+/* open_module for a fresh object; a failure keeps the source at `keep` and says so. */
+static kiln_status open_fresh(const cc_load *ld, const char *tmp, const char *keep,
+                              cc_module **out) {
+    char so[PATH_MAX], src[PATH_MAX];
+    cc_path(so, tmp, NULL, CC_TMP_OBJECT);
+    kiln_status s = open_module(ld, so, file_size(so), out);
+    if (!s || s == KILN_ERR_HOST_OOM) return s;
+    char why[1024];
+    kiln_last_error_copy(ld->ctx, why, sizeof why);
+    cc_path(src, tmp, NULL, CC_TMP_SOURCE);
+    const char *kept = keep && !rename(src, keep) ? keep : src;
+    return ctx_error(ld->ctx, s, "%s (generated source kept at %s)", why, kept);
+}
+
+/* KILN_CACHE_MAX_BYTES=0: compile in a private temp folder, removed once loaded (the
+ * mapping outlives the file). On failure the folder stays for inspection. */
+static kiln_status load_private(const cc_load *ld, cc_module **out) {
+    const char *parent = getenv("TMPDIR");
+    char tmp[PATH_MAX];
+    kiln_status s = make_tmp(ld, parent && *parent ? parent : "/tmp", "kiln-cc-", tmp);
+    if (!s) s = run_compiler(ld, tmp, NULL);
+    if (!s && !(s = open_fresh(ld, tmp, NULL, out))) cc_cache_remove_tmp(tmp);
+    return s;
+}
+
+static kiln_status compile_into_cache(const cc_load *ld, const char *dir, cc_module **out) {
+    char tmp[PATH_MAX], keep[PATH_MAX];
+    kiln_status s = make_tmp(ld, dir, ".tmp-", tmp);
+    if (s) return s;
+    cc_path(keep, dir, ld->key, ".failed.c");
+    if (!(s = run_compiler(ld, tmp, keep))) s = open_fresh(ld, tmp, keep, out);
+    size_t bytes;
+    if (!s && cc_cache_publish(tmp, dir, ld->key, &bytes)) {
+        (*out)->code_bytes = bytes;
+        uint64_t gone = cc_cache_evict(ld->ctx, dir, ld->ctx->config.cache_max_bytes, ld->key);
+        if (gone) bump(ld->st, &ld->st->stats.evictions, gone);
+    }
+    cc_cache_remove_tmp(tmp);
+    return s;
+}
+
+static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **out,
+                               bool *from_cache) {
+    kiln_status s = cc_cache_dir_ready(ld->ctx, dir);
+    if (s) return s;
+    size_t bytes;
+    char so[PATH_MAX];
+    cc_entry_state e = cc_cache_verify(dir, ld->key, &bytes);
+    if (e == CC_ENTRY_OK && cc_path(so, dir, ld->key, ".so")) {
+        s = open_module(ld, so, bytes, out);
+        if (!s) {
+            bump(ld->st, &ld->st->stats.disk_hits, 1);
+            if (from_cache) *from_cache = true;
+            return KILN_OK;
+        }
+        if (s == KILN_ERR_HOST_OOM) return s;
+        cc_cache_remove_entry(dir, ld->key); /* intact bytes that will not load: rebuild */
+        e = CC_ENTRY_CORRUPT;
+    }
+    bump(ld->st, &ld->st->stats.disk_misses, 1);
+    if (e == CC_ENTRY_CORRUPT) bump(ld->st, &ld->st->stats.corrupt_rebuilt, 1);
+    return compile_into_cache(ld, dir, out);
+}
+
+kiln_status cc_module_load(kiln_context *ctx, const char *source, size_t len, cc_module **out,
+                           bool *from_cache) {
+    if (from_cache) *from_cache = false;
+    if (!out || (!source && len))
+        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "cc_module_load: %s is NULL",
+                         out ? "source" : "out");
+    *out = NULL;
+    cc_load ld = {.ctx = ctx, .source = source ? source : "", .len = len};
+    kiln_status s = state_get(ctx, &ld.st);
+    if (s) return s;
+    compute_key(&ld);
+    if (!ctx->config.cache_max_bytes) return load_private(&ld, out);
+    return load_cached(&ld, ctx->config.cache_dir, out, from_cache);
+}
+
+/* ---------------------------------------------------------- the module ---- */
+
+void *cc_module_sym(const cc_module *m, const char *name) {
+    return dlsym(m->handle, name);
+}
+
+size_t cc_module_code_bytes(const cc_module *m) {
+    return m->code_bytes;
+}
+
+const char *cc_module_key(const cc_module *m) {
+    return m->key;
+}
+
+void cc_module_unload(cc_module *m) {
+    if (!m) return;
+    dlclose(m->handle);
+    host_free(m->ctx, m, sizeof *m);
+}
+
+void cc_get_stats(kiln_context *ctx, cc_stats *out) {
+    *out = (cc_stats){0};
+    pthread_mutex_lock(&ctx->lazy_mu);
+    struct cc_state *st = ctx->cc;
+    pthread_mutex_unlock(&ctx->lazy_mu);
+    if (!st) return;
+    pthread_mutex_lock(&st->mu);
+    *out = st->stats;
+    pthread_mutex_unlock(&st->mu);
+}

@@ -1,0 +1,40 @@
+/* cc.h — C source text in, a loaded shared object out: the CPU backend's JIT compiler.
+ *
+ * The system C compiler (KILN_CC, else cc, gcc or clang from PATH) builds the source into
+ * a shared object that is dlopen'd. Objects are cached on disk (KILN_CACHE_DIR, capped at
+ * KILN_CACHE_MAX_BYTES; 0 turns the disk cache off) under the SHA-256 of the source, the
+ * compiler's identity, its flags and kiln's cache format version, so a second process
+ * running the same program never invokes the compiler. All calls are thread-safe. */
+#ifndef KILN_CPU_CC_H
+#define KILN_CPU_CC_H
+
+#include "base/base.h"
+
+typedef struct cc_module cc_module;
+
+/* Compiles `source` (len bytes) with the system C compiler into a shared object and
+ * dlopens it, or loads it from the disk cache; *from_cache (may be NULL) tells which.
+ * On failure *out is NULL; a compiler error is KILN_ERR_BACKEND with the command, its exit
+ * status, the first lines of its output and where the source was kept; a KILN_CC that
+ * names no program is KILN_ERR_CONFIG. The caller owns *out (cc_module_unload). */
+kiln_status cc_module_load(kiln_context *ctx, const char *source, size_t len, cc_module **out,
+                           bool *from_cache);
+void *cc_module_sym(const cc_module *m, const char *name); /* NULL if absent */
+size_t cc_module_code_bytes(const cc_module *m);           /* size of the .so */
+const char *cc_module_key(const cc_module *m);             /* the cache key, 64 hex digits */
+void cc_module_unload(cc_module *m);                       /* NULL is a no-op */
+
+typedef struct cc_stats {
+    uint64_t compiles;        /* compiler runs, failed ones included */
+    uint64_t disk_hits;       /* loads served from the disk cache */
+    uint64_t disk_misses;     /* lookups that found no usable entry (corrupt ones included) */
+    uint64_t corrupt_rebuilt; /* entries that failed their checks, removed and rebuilt */
+    uint64_t evictions;       /* entries removed to keep the cache under its cap */
+    double compile_seconds;   /* wall time spent in the compiler */
+} cc_stats;
+void cc_get_stats(kiln_context *ctx, cc_stats *out);
+
+/* For kiln_context_destroy. NULL is a no-op. */
+void cc_state_destroy(struct cc_state *st);
+
+#endif

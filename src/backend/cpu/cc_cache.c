@@ -1,0 +1,319 @@
+/* cc_cache.c — the on-disk cache of compiled objects: checking, publishing, evicting.
+ *
+ * Layout and write protocol are in cc_cache.h. What this file keeps true:
+ *   - nothing is trusted before its bytes match the sidecar's size and SHA-256; a
+ *     mismatch, a truncated object or a sidecar that is not exactly what a writer would
+ *     have written removes the entry, so the next writer starts clean;
+ *   - every file is written under a private temp folder and renamed into place, so other
+ *     processes see an old entry, a new one, or none — never half of one;
+ *   - LRU by mtime: a hit touches its .so, eviction removes the oldest entries first and
+ *     never the one just written; two processes evicting at once only race on unlink,
+ *     and a missing file is not an error. */
+#include "cc_cache.h"
+
+#include "base/sha256.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define META_MAX          512
+#define STALE_TMP_SECONDS (24 * 3600) /* a temp folder this old belongs to a dead writer */
+
+bool cc_path(char out[PATH_MAX], const char *dir, const char *key, const char *suffix) {
+    int n = key ? snprintf(out, PATH_MAX, "%s/%s%s", dir, key, suffix)
+                : snprintf(out, PATH_MAX, "%s/%s", dir, suffix);
+    return n > 0 && n < PATH_MAX;
+}
+
+/* ------------------------------------------------------------- the folder ---- */
+
+static int mkdir_parents(const char *dir) {
+    char buf[PATH_MAX];
+    size_t n = strlen(dir);
+    if (n >= sizeof buf) return ENAMETOOLONG;
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != 0) continue;
+        char c = buf[i];
+        buf[i] = 0;
+        if (mkdir(buf, 0700) && errno != EEXIST) return errno;
+        buf[i] = c;
+    }
+    return 0;
+}
+
+kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir) {
+    struct stat sb;
+    if (stat(dir, &sb) && errno == ENOENT) {
+        int err = mkdir_parents(dir);
+        if (err)
+            return ctx_error(ctx, KILN_ERR_IO,
+                             "cannot create the kernel cache directory \"%s\" (KILN_CACHE_DIR): %s",
+                             dir, strerror(err));
+    }
+    if (stat(dir, &sb))
+        return ctx_error(ctx, KILN_ERR_IO, "kernel cache directory \"%s\" (KILN_CACHE_DIR): %s",
+                         dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return ctx_error(ctx, KILN_ERR_CONFIG,
+                         "kernel cache directory \"%s\" (KILN_CACHE_DIR) is not a directory", dir);
+    if (sb.st_uid != geteuid() || (sb.st_mode & S_IWOTH))
+        return ctx_error(ctx, KILN_ERR_CONFIG,
+                         "kernel cache directory \"%s\" (KILN_CACHE_DIR) is owned by another user "
+                         "or writable by anyone (mode %04o); kiln loads code from it, so it "
+                         "refuses: use a private directory (or KILN_CACHE_MAX_BYTES=0)",
+                         dir, (unsigned)(sb.st_mode & 07777));
+    return KILN_OK;
+}
+
+/* ---------------------------------------------------------- one entry ---- */
+
+/* SHA-256 of what fd reads from its current offset; *size gets the bytes read. */
+static bool hash_fd(int fd, uint8_t digest[SHA256_BYTES], uint64_t *size) {
+    uint8_t buf[16384];
+    sha256_ctx c;
+    sha256_init(&c);
+    *size = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return false;
+        if (r == 0) break;
+        sha256_update(&c, buf, (size_t)r);
+        *size += (uint64_t)r;
+    }
+    sha256_final(&c, digest);
+    return true;
+}
+
+static int format_meta(char out[META_MAX], const char *key, uint64_t size, const char *hex) {
+    return snprintf(out, META_MAX, "kiln-cc-entry 1\nkey %s\nsize %llu\nsha256 %s\n", key,
+                    (unsigned long long)size, hex);
+}
+
+/* Accepts exactly what format_meta writes for this key, nothing more or less. */
+static bool parse_meta(const char *text, size_t len, const char *key, uint64_t *size,
+                       char hex[SHA256_HEX_BYTES]) {
+    char k[CC_KEY_HEX + 1], h[SHA256_HEX_BYTES], canon[META_MAX];
+    unsigned long long sz;
+    if (memchr(text, 0, len)) return false;
+    if (sscanf(text, "kiln-cc-entry 1 key %64s size %llu sha256 %64s", k, &sz, h) != 3)
+        return false;
+    int n = format_meta(canon, key, sz, h);
+    if (n <= 0 || (size_t)n != len || memcmp(canon, text, len)) return false;
+    *size = sz;
+    memcpy(hex, h, SHA256_HEX_BYTES);
+    return true;
+}
+
+static ssize_t read_small(const char *path, char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t got = 0;
+    while (got < cap) {
+        ssize_t r = read(fd, buf + got, cap - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    return (ssize_t)got;
+}
+
+void cc_cache_remove_entry(const char *dir, const char *key) {
+    char p[PATH_MAX];
+    if (cc_path(p, dir, key, ".meta")) unlink(p);
+    if (cc_path(p, dir, key, ".so")) unlink(p);
+}
+
+/* The .so behind fd matches (size, hex)? */
+static bool object_matches(int fd, uint64_t size, const char *hex) {
+    struct stat sb;
+    uint8_t digest[SHA256_BYTES];
+    char got[SHA256_HEX_BYTES];
+    uint64_t n;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != size) return false;
+    if (!hash_fd(fd, digest, &n) || n != size) return false;
+    sha256_hex(digest, got);
+    return !memcmp(got, hex, CC_KEY_HEX);
+}
+
+cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes) {
+    char meta_path[PATH_MAX], so_path[PATH_MAX], text[META_MAX], hex[SHA256_HEX_BYTES];
+    if (!cc_path(meta_path, dir, key, ".meta") || !cc_path(so_path, dir, key, ".so"))
+        return CC_ENTRY_MISS;
+    ssize_t len = read_small(meta_path, text, sizeof text - 1);
+    if (len < 0) return CC_ENTRY_MISS; /* no sidecar: absent, or not yet published */
+    text[len] = 0;
+    uint64_t size;
+    bool ok = parse_meta(text, (size_t)len, key, &size, hex);
+    int fd = ok ? open(so_path, O_RDONLY | O_CLOEXEC) : -1;
+    if (ok && fd < 0 && errno == ENOENT) return CC_ENTRY_MISS; /* evicted meanwhile */
+    ok = ok && fd >= 0 && object_matches(fd, size, hex);
+    if (ok) futimens(fd, NULL); /* the LRU clock */
+    if (fd >= 0) close(fd);
+    if (!ok) {
+        cc_cache_remove_entry(dir, key);
+        return CC_ENTRY_CORRUPT;
+    }
+    *bytes = (size_t)size;
+    return CC_ENTRY_OK;
+}
+
+static bool write_file(const char *path, const char *data, size_t len) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
+    while (len) {
+        ssize_t w = write(fd, data, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        data += w, len -= (size_t)w;
+    }
+    return !close(fd) && !len;
+}
+
+bool cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t *bytes) {
+    char tmp_so[PATH_MAX], tmp_meta[PATH_MAX], so[PATH_MAX], meta[PATH_MAX], text[META_MAX];
+    if (!cc_path(tmp_so, tmp, NULL, CC_TMP_OBJECT) ||
+        !cc_path(tmp_meta, tmp, NULL, "kernels.meta") || !cc_path(so, dir, key, ".so") ||
+        !cc_path(meta, dir, key, ".meta"))
+        return false;
+    uint8_t digest[SHA256_BYTES];
+    char hex[SHA256_HEX_BYTES];
+    uint64_t size = 0;
+    int fd = open(tmp_so, O_RDONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && hash_fd(fd, digest, &size);
+    if (fd >= 0) close(fd);
+    *bytes = (size_t)size;
+    if (!ok) return false;
+    sha256_hex(digest, hex);
+    int n = format_meta(text, key, size, hex);
+    /* The .so goes first: a sidecar must never describe an object not yet in place. */
+    return n > 0 && write_file(tmp_meta, text, (size_t)n) && !rename(tmp_so, so) &&
+           !rename(tmp_meta, meta);
+}
+
+void cc_cache_remove_tmp(const char *tmp) {
+    DIR *d = opendir(tmp);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    rmdir(tmp);
+}
+
+/* ------------------------------------------------------------- eviction ---- */
+
+typedef struct cache_item {
+    char key[CC_KEY_HEX + 1];
+    uint64_t bytes;
+    int64_t mtime_ns; /* the newest of the entry's files */
+} cache_item;
+
+typedef struct item_list {
+    kiln_context *ctx;
+    cache_item *v;
+    size_t n, cap;
+} item_list;
+
+static bool push_item(item_list *l, const cache_item *it) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64, bytes;
+        if (!kn_mul_size(cap, sizeof *l->v, &bytes)) return false;
+        cache_item *v = host_realloc(l->ctx, l->v, l->cap * sizeof *l->v, bytes);
+        if (!v) return false;
+        l->v = v, l->cap = cap;
+    }
+    l->v[l->n++] = *it;
+    return true;
+}
+
+/* "<64 hex digits>.<anything>": a file of a cache entry (.so, .meta, .failed.c). */
+static bool entry_file_name(const char *name) {
+    for (int i = 0; i < CC_KEY_HEX; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return false;
+    return name[CC_KEY_HEX] == '.';
+}
+
+static void drop_stale_tmp(const char *dir, const char *name, const struct stat *sb) {
+    char p[PATH_MAX];
+    if (S_ISDIR(sb->st_mode) && time(NULL) - sb->st_mtime > STALE_TMP_SECONDS &&
+        cc_path(p, dir, NULL, name))
+        cc_cache_remove_tmp(p);
+}
+
+/* One item per file of an entry; false on host OOM. */
+static bool scan_dir(DIR *d, const char *dir, item_list *l) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat sb;
+        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW)) continue;
+        if (!strncmp(e->d_name, ".tmp-", 5)) drop_stale_tmp(dir, e->d_name, &sb);
+        if (!S_ISREG(sb.st_mode) || !entry_file_name(e->d_name)) continue;
+        cache_item it = {.bytes = (uint64_t)sb.st_size,
+                         .mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec};
+        memcpy(it.key, e->d_name, CC_KEY_HEX);
+        it.key[CC_KEY_HEX] = 0;
+        if (!push_item(l, &it)) return false;
+    }
+    return true;
+}
+
+static int by_key(const void *a, const void *b) {
+    return strcmp(((const cache_item *)a)->key, ((const cache_item *)b)->key);
+}
+
+static int by_age(const void *a, const void *b) {
+    int64_t x = ((const cache_item *)a)->mtime_ns, y = ((const cache_item *)b)->mtime_ns;
+    return (x > y) - (x < y);
+}
+
+/* Folds the files of each entry into one item; returns the total bytes. */
+static uint64_t group_entries(item_list *l) {
+    qsort(l->v, l->n, sizeof *l->v, by_key);
+    size_t out = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        total += l->v[i].bytes;
+        if (out && !strcmp(l->v[out - 1].key, l->v[i].key)) {
+            cache_item *g = &l->v[out - 1];
+            g->bytes += l->v[i].bytes;
+            if (l->v[i].mtime_ns > g->mtime_ns) g->mtime_ns = l->v[i].mtime_ns;
+        } else
+            l->v[out++] = l->v[i];
+    }
+    l->n = out;
+    return total;
+}
+
+uint64_t cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, const char *keep) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    item_list l = {.ctx = ctx};
+    bool scanned = scan_dir(d, dir, &l);
+    closedir(d);
+    uint64_t removed = 0, total = scanned ? group_entries(&l) : 0;
+    if (scanned && total > cap) {
+        qsort(l.v, l.n, sizeof *l.v, by_age);
+        for (size_t i = 0; i < l.n && total > cap; i++) {
+            if (keep && !strcmp(l.v[i].key, keep)) continue;
+            char p[PATH_MAX];
+            cc_cache_remove_entry(dir, l.v[i].key);
+            if (cc_path(p, dir, l.v[i].key, ".failed.c")) unlink(p);
+            total -= l.v[i].bytes;
+            removed++;
+        }
+    }
+    host_free(ctx, l.v, l.cap * sizeof *l.v);
+    return removed;
+}

@@ -1,0 +1,56 @@
+/* cc_cache.h — the on-disk cache of compiled objects, internal to cc.c.
+ *
+ * An entry is <dir>/<key>.so and its sidecar <dir>/<key>.meta ("kiln-cc-entry 1", the
+ * key, the .so's size and SHA-256). Writers build both in a private temp folder inside
+ * <dir> and rename the .so first, then the sidecar; removers unlink the sidecar first.
+ * So a sidecar, when present, describes a complete .so, and a reader that trusts only a
+ * .so matching its sidecar never loads a half-written or damaged object. */
+#ifndef KILN_CPU_CC_CACHE_H
+#define KILN_CPU_CC_CACHE_H
+
+#include "base/base.h"
+
+#include <limits.h>
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+#define CC_KEY_HEX 64
+
+/* Inside a writer's temp folder the source and object have fixed short names: compiler
+ * messages stay short, and the object's bytes do not depend on the folder's name. */
+#define CC_TMP_SOURCE "kernels.c"
+#define CC_TMP_OBJECT "kernels.so"
+
+/* <dir>/<key><suffix> (or <dir>/<suffix> when key is NULL) into out; false if too long. */
+bool cc_path(char out[PATH_MAX], const char *dir, const char *key, const char *suffix);
+
+/* Creates dir with its parents (mode 0700) if missing, and refuses one that another user
+ * owns or anyone may write to: kiln loads code from it. KILN_ERR_CONFIG names
+ * KILN_CACHE_DIR. */
+kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir);
+
+typedef enum cc_entry_state { CC_ENTRY_MISS, CC_ENTRY_OK, CC_ENTRY_CORRUPT } cc_entry_state;
+
+/* Checks <dir>/<key>.so against its sidecar without loading it. OK: *bytes is its size and
+ * its mtime is now (the LRU clock). CORRUPT: the entry has been removed. */
+cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes);
+
+/* Hashes <tmp>/CC_TMP_OBJECT, writes its sidecar and renames both into dir. *bytes gets the
+ * .so's size either way; false when the entry could not be published (the caller's
+ * module is still good: publishing is best effort). */
+bool cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t *bytes);
+
+/* Removes <dir>/<key>.{meta,so} (sidecar first). */
+void cc_cache_remove_entry(const char *dir, const char *key);
+
+/* Removes least recently used entries (by mtime) until dir holds at most cap bytes,
+ * never the entry `keep`; also clears temp folders left by crashed writers. Returns the
+ * number of entries removed. Best effort: on host OOM it removes nothing. */
+uint64_t cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, const char *keep);
+
+/* Removes a temp folder and the plain files in it. */
+void cc_cache_remove_tmp(const char *tmp);
+
+#endif

@@ -1,0 +1,642 @@
+/* test_cc.c — the CPU backend's JIT compiler and its disk cache: compile and call, cache
+ * hits in this process and in a second one (no compiler run), corrupt entries rebuilt and
+ * never loaded, compiler errors, a missing compiler, the size cap, concurrent loads, host
+ * OOM, and SHA-256 against the standard vectors. Every test uses its own mkdtemp cache.
+ * Compiles take tens of milliseconds, so the tests share few distinct sources. */
+#include "test.h"
+
+#include "backend/cpu/cc.h"
+#include "backend/cpu/cc_cache.h"
+#include "base/base.h"
+#include "base/sha256.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char SRC_ADD[] = "int kiln_add(int a, int b) { return a + b; }\n"
+                              "const int kiln_magic = 0x5a17c0de;\n";
+static const char SRC_MUL[] = "double kiln_mul(double a, double b) { return a * b; }\n";
+static const char SRC_SUB[] = "long kiln_sub(long a, long b) { return a - b; }\n";
+
+/* ------------------------------------------------------------- helpers ---- */
+
+static void rm_rf(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (!lstat(p, &sb) && S_ISDIR(sb.st_mode))
+            rm_rf(p);
+        else
+            unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static void make_tmpdir(char out[PATH_MAX]) {
+    const char *t = getenv("TMPDIR");
+    snprintf(out, PATH_MAX, "%s/kiln-test-cc-XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(out)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+}
+
+/* A context caching in dir, reading no environment (ignore_environment). */
+static kiln_context *cache_context(const char *dir, const kiln_host_allocator *h) {
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.cache_dir = dir;
+    o.host_allocator = h;
+    kiln_context *ctx = NULL;
+    char err[512];
+    if (kiln_context_create(&o, &ctx, err, sizeof err)) return NULL;
+    return ctx;
+}
+
+static cc_stats stats_of(kiln_context *ctx) {
+    cc_stats s;
+    cc_get_stats(ctx, &s);
+    return s;
+}
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int call_add(const cc_module *m, int a, int b) {
+    int (*f)(int, int);
+    void *p = cc_module_sym(m, "kiln_add");
+    if (!p) return -999999;
+    memcpy(&f, &p, sizeof f);
+    return f(a, b);
+}
+
+static void entry_path(char out[PATH_MAX], const char *dir, const cc_module *m,
+                       const char *suffix) {
+    snprintf(out, PATH_MAX, "%s/%s%s", dir, cc_module_key(m), suffix);
+}
+
+static long file_bytes(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) ? -1 : (long)sb.st_size;
+}
+
+static bool exists(const char *path) {
+    return access(path, F_OK) == 0;
+}
+
+/* Loads src into ctx and checks the status and where it came from. */
+static cc_module *load(kiln_context *ctx, const char *src, bool want_cached) {
+    cc_module *m = NULL;
+    bool cached = !want_cached;
+    CHECK_OK(ctx, cc_module_load(ctx, src, strlen(src), &m, &cached));
+    CHECK_MSG(cached == want_cached, "from_cache = %d, want %d", cached, want_cached);
+    return m;
+}
+
+/* --------------------------------------------------------------- SHA-256 ---- */
+
+static void check_sha(const void *msg, size_t len, const char *want) {
+    uint8_t d[SHA256_BYTES];
+    char hex[SHA256_HEX_BYTES];
+    sha256(msg, len, d);
+    sha256_hex(d, hex);
+    CHECK_MSG(!strcmp(hex, want), "sha256 of %zu bytes = %s, want %s", len, hex, want);
+    /* The same digest fed a byte at a time, then in uneven pieces. */
+    sha256_ctx c;
+    sha256_init(&c);
+    for (size_t i = 0; i < len && len < 4096; i++) sha256_update(&c, (const char *)msg + i, 1);
+    if (len >= 4096)
+        for (size_t i = 0; i < len; i += 997)
+            sha256_update(&c, (const char *)msg + i, len - i < 997 ? len - i : 997);
+    sha256_final(&c, d);
+    sha256_hex(d, hex);
+    CHECK_MSG(!strcmp(hex, want), "streamed sha256 of %zu bytes = %s", len, hex);
+}
+
+static void test_sha256(void) {
+    /* FIPS 180-4 / NIST examples, then the padding boundaries (55, 56, 64, 119 bytes). */
+    check_sha("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    check_sha("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    check_sha(m448, strlen(m448),
+              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    const char *m896 = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+                       "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+    check_sha(m896, strlen(m896),
+              "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+    char *a = malloc(1000000);
+    memset(a, 'a', 1000000);
+    check_sha(a, 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    check_sha(a, 55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+    check_sha(a, 56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+    check_sha(a, 64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+    check_sha(a, 119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb");
+    free(a);
+}
+
+/* ------------------------------------------------- compile, load, reload ---- */
+
+static void test_compile_and_hit(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    double t0 = seconds_now();
+    cc_module *m = load(ctx, SRC_ADD, false);
+    double cold = seconds_now() - t0;
+    if (!m) goto out;
+    CHECK(call_add(m, 2, 40) == 42);
+    CHECK(cc_module_sym(m, "no_such_symbol") == NULL);
+    char so[PATH_MAX], meta[PATH_MAX];
+    entry_path(so, dir, m, ".so");
+    entry_path(meta, dir, m, ".meta");
+    CHECK(exists(meta));
+    CHECK((long)cc_module_code_bytes(m) == file_bytes(so) && file_bytes(so) > 0);
+    cc_stats s = stats_of(ctx);
+    CHECK(s.compiles == 1 && s.disk_misses == 1 && s.disk_hits == 0 && s.compile_seconds > 0);
+
+    t0 = seconds_now();
+    cc_module *m2 = load(ctx, SRC_ADD, true); /* while m is loaded: the same object */
+    double warm = seconds_now() - t0;
+    CHECK(m2 && call_add(m2, 1, 2) == 3);
+    cc_module_unload(m);
+    cc_module_unload(m2);
+    cc_module *m3 = load(ctx, SRC_ADD, true); /* after both were closed */
+    CHECK(m3 && call_add(m3, -5, 5) == 0);
+    cc_module_unload(m3);
+    s = stats_of(ctx);
+    CHECK_MSG(s.compiles == 1 && s.disk_hits == 2, "compiles %llu, hits %llu",
+              (unsigned long long)s.compiles, (unsigned long long)s.disk_hits);
+    printf("compile (cold) %.1f ms, load from the disk cache %.3f ms\n", cold * 1e3, warm * 1e3);
+out:
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
+/* A second process with its own context and the same cache directory. */
+static void test_second_process(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module_unload(load(ctx, SRC_ADD, false));
+    kiln_context_destroy(ctx);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Exit code: 0 ok, 1 load failed, 2 not from the cache, 3 the compiler ran, 4 wrong
+         * result. */
+        kiln_context *c2 = cache_context(dir, NULL);
+        cc_module *m = NULL;
+        bool cached = false;
+        int code = 0;
+        if (cc_module_load(c2, SRC_ADD, strlen(SRC_ADD), &m, &cached))
+            code = 1;
+        else if (!cached)
+            code = 2;
+        else if (stats_of(c2).compiles)
+            code = 3;
+        else if (call_add(m, 20, 22) != 42)
+            code = 4;
+        cc_module_unload(m);
+        kiln_context_destroy(c2);
+        _exit(code);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    rm_rf(dir);
+}
+
+/* ------------------------------------------------------ corrupt entries ---- */
+
+typedef enum { TRUNCATE, FLIP_MAGIC, GARBAGE_META, WRONG_SIZE_META, EMPTY_SO } damage;
+
+/* Changes the bytes of kiln_magic inside the .so: were it loaded, it would read back
+ * differently, so the check below shows the damaged object never was. */
+static void flip_magic(const char *so) {
+    FILE *f = fopen(so, "r+b");
+    if (!f) return;
+    unsigned char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    const unsigned char want[4] = {0xde, 0xc0, 0x17, 0x5a}; /* little-endian 0x5a17c0de */
+    bool found = false;
+    for (size_t i = 0; i + 4 <= n && !found; i++)
+        if (!memcmp(buf + i, want, 4)) {
+            fseek(f, (long)i, SEEK_SET);
+            fputc(0x11, f);
+            found = true;
+        }
+    fclose(f);
+    CHECK(found);
+}
+
+static void do_damage(damage d, const char *so, const char *meta) {
+    FILE *f;
+    switch (d) {
+    case TRUNCATE: CHECK(truncate(so, file_bytes(so) / 2) == 0); break;
+    case FLIP_MAGIC: flip_magic(so); break;
+    case EMPTY_SO: CHECK(truncate(so, 0) == 0); break;
+    case GARBAGE_META:
+        if ((f = fopen(meta, "wb"))) fputs("\x01garbage\xff not a sidecar\n", f), fclose(f);
+        break;
+    case WRONG_SIZE_META: {
+        char text[512] = "";
+        if ((f = fopen(meta, "rb"))) text[fread(text, 1, sizeof text - 1, f)] = 0, fclose(f);
+        char *p = strstr(text, "size ");
+        if (p) p[5] = p[5] == '9' ? '1' : (char)(p[5] + 1);
+        if ((f = fopen(meta, "wb"))) fputs(text, f), fclose(f);
+        break;
+    }
+    }
+}
+
+static void test_corrupt(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module *m = load(ctx, SRC_ADD, false);
+    char so[PATH_MAX], meta[PATH_MAX];
+    if (!m) goto out;
+    entry_path(so, dir, m, ".so");
+    entry_path(meta, dir, m, ".meta");
+    cc_module_unload(m); /* damaging a mapped object in place would crash us, not test us */
+    static const damage kinds[] = {TRUNCATE, FLIP_MAGIC, GARBAGE_META, WRONG_SIZE_META, EMPTY_SO};
+    for (int i = 0; i < 5; i++) {
+        do_damage(kinds[i], so, meta);
+        cc_stats before = stats_of(ctx);
+        m = load(ctx, SRC_ADD, false);
+        cc_stats after = stats_of(ctx);
+        CHECK_MSG(after.corrupt_rebuilt == before.corrupt_rebuilt + 1, "damage %d not detected", i);
+        CHECK(after.compiles == before.compiles + 1);
+        const int *magic = m ? cc_module_sym(m, "kiln_magic") : NULL;
+        CHECK_MSG(magic && *magic == 0x5a17c0de, "damage %d: a damaged object was loaded", i);
+        CHECK(m && call_add(m, 3, 4) == 7);
+        cc_module_unload(m);
+        cc_module_unload(load(ctx, SRC_ADD, true)); /* rebuilt entry is good again */
+    }
+    /* A missing sidecar is a plain miss (a writer may be between its two renames). */
+    unlink(meta);
+    cc_stats before = stats_of(ctx);
+    cc_module_unload(load(ctx, SRC_ADD, false));
+    CHECK(stats_of(ctx).corrupt_rebuilt == before.corrupt_rebuilt);
+out:
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
+/* Another entry's object, with a sidecar that vouches for its bytes under our key: only the
+ * key embedded in the object can tell. */
+static void test_wrong_object(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module *a = load(ctx, SRC_ADD, false), *b = load(ctx, SRC_MUL, false);
+    if (!a || !b) goto out;
+    char a_so[PATH_MAX], a_meta[PATH_MAX], b_so[PATH_MAX], cmd[3 * PATH_MAX];
+    entry_path(a_so, dir, a, ".so");
+    entry_path(a_meta, dir, a, ".meta");
+    entry_path(b_so, dir, b, ".so");
+    char akey[SHA256_HEX_BYTES];
+    memcpy(akey, cc_module_key(a), sizeof akey);
+    cc_module_unload(a);
+    cc_module_unload(b);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", b_so, a_so);
+    CHECK(system(cmd) == 0);
+    FILE *f = fopen(b_so, "rb");
+    static unsigned char bytes[1 << 20];
+    size_t n = f ? fread(bytes, 1, sizeof bytes, f) : 0;
+    if (f) fclose(f);
+    uint8_t d[SHA256_BYTES];
+    char hex[SHA256_HEX_BYTES];
+    sha256(bytes, n, d);
+    sha256_hex(d, hex);
+    if ((f = fopen(a_meta, "wb")))
+        fprintf(f, "kiln-cc-entry 1\nkey %s\nsize %zu\nsha256 %s\n", akey, n, hex), fclose(f);
+    cc_stats before = stats_of(ctx);
+    cc_module *m = load(ctx, SRC_ADD, false);
+    CHECK(stats_of(ctx).corrupt_rebuilt == before.corrupt_rebuilt + 1);
+    CHECK(m && call_add(m, 1, 1) == 2);
+    cc_module_unload(m);
+out:
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
+/* ------------------------------------------------------------- errors ---- */
+
+static void test_syntax_error(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    const char *bad = "int kiln_broken(int x) { return x +; }\n";
+    cc_module *m = (cc_module *)1;
+    CHECK_STATUS(cc_module_load(ctx, bad, strlen(bad), &m, NULL), KILN_ERR_BACKEND);
+    CHECK(m == NULL);
+    const char *msg = kiln_last_error(ctx);
+    CHECK_CONTAINS(msg, "the C compiler failed (exit status");
+    CHECK_CONTAINS(msg, "command: ");
+    CHECK_CONTAINS(msg, "-O3 -march=native");
+    CHECK_CONTAINS(msg, "error"); /* the compiler's own words */
+    CHECK_CONTAINS(msg, "kiln_broken");
+    const char *kept = strstr(msg, "kept at ");
+    char path[PATH_MAX] = "";
+    if (kept) sscanf(kept + 8, "%4095s", path);
+    CHECK_MSG(exists(path) && strstr(path, ".failed.c"), "source not kept: \"%s\"", path);
+    CHECK(stats_of(ctx).compiles == 1);
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
+static kiln_context *env_context(const char *dir) {
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.cache_dir = dir;
+    kiln_context *ctx = NULL;
+    char err[512];
+    kiln_status s = kiln_context_create(&o, &ctx, err, sizeof err);
+    CHECK_MSG(s == KILN_OK, "%s", err);
+    return ctx;
+}
+
+static void test_missing_compiler(void) {
+    char dir[PATH_MAX], empty[PATH_MAX];
+    make_tmpdir(dir);
+    make_tmpdir(empty);
+    cc_module *m = NULL;
+    setenv("KILN_CC", "/nonexistent/kiln-no-such-cc", 1);
+    kiln_context *ctx = env_context(dir);
+    unsetenv("KILN_CC");
+    if (ctx) {
+        CHECK_STATUS(cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_CONFIG);
+        CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CC=\"/nonexistent/kiln-no-such-cc\"");
+        kiln_context_destroy(ctx);
+    }
+    setenv("KILN_CC", "kiln-no-such-cc", 1);
+    ctx = env_context(dir);
+    unsetenv("KILN_CC");
+    if (ctx) {
+        CHECK_STATUS(cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_CONFIG);
+        CHECK_CONTAINS(kiln_last_error(ctx), "on PATH");
+        kiln_context_destroy(ctx);
+    }
+    /* No KILN_CC and nothing on PATH. */
+    char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    setenv("PATH", empty, 1);
+    ctx = cache_context(dir, NULL);
+    CHECK_STATUS(cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_BACKEND);
+    CHECK_CONTAINS(kiln_last_error(ctx), "no C compiler found");
+    CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CC");
+    kiln_context_destroy(ctx);
+    if (old) setenv("PATH", old, 1), free(old);
+    CHECK(m == NULL);
+    rm_rf(dir);
+    rm_rf(empty);
+}
+
+static void test_config(void) {
+    kn_config c;
+    char err[512];
+    kiln_context_options o = {0};
+    setenv("KILN_CACHE_MAX_BYTES", "64M", 1);
+    setenv("KILN_CC", "/opt/cc", 1);
+    setenv("KILN_CC_FLAGS", "-DX=1 -g", 1);
+    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_OK);
+    CHECK(c.cache_max_bytes == 64u << 20);
+    CHECK(!strcmp(c.cc, "/opt/cc") && !strcmp(c.cc_flags, "-DX=1 -g"));
+    setenv("KILN_CACHE_MAX_BYTES", "lots", 1);
+    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_ERR_CONFIG);
+    CHECK_CONTAINS(err, "KILN_CACHE_MAX_BYTES");
+    setenv("KILN_CACHE_MAX_BYTES", "0", 1);
+    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_OK && c.cache_max_bytes == 0);
+    unsetenv("KILN_CACHE_MAX_BYTES");
+    unsetenv("KILN_CC");
+    unsetenv("KILN_CC_FLAGS");
+    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_OK);
+    CHECK(c.cache_max_bytes == 1u << 30 && !c.cc[0] && !c.cc_flags[0]);
+}
+
+/* KILN_CC_FLAGS reach the compiler and the key (a different key: a fresh compile). */
+static void test_extra_flags(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    const char *src = "int kiln_value(void) { return KILN_TEST_VALUE; }\n";
+    snprintf(ctx->config.cc_flags, sizeof ctx->config.cc_flags, " -DKILN_TEST_VALUE=7\t-g0 ");
+    cc_module *m = load(ctx, src, false);
+    int (*f)(void) = NULL;
+    void *p = m ? cc_module_sym(m, "kiln_value") : NULL;
+    if (p) memcpy(&f, &p, sizeof f);
+    CHECK(f && f() == 7);
+    cc_module_unload(m);
+    snprintf(ctx->config.cc_flags, sizeof ctx->config.cc_flags, "-DKILN_TEST_VALUE=8");
+    m = load(ctx, src, false);
+    p = m ? cc_module_sym(m, "kiln_value") : NULL;
+    if (p) memcpy(&f, &p, sizeof f);
+    CHECK(p && f() == 8);
+    cc_module_unload(m);
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
+/* ------------------------------------------------------------- the cap ---- */
+
+static void set_age(const char *dir, const cc_module *m, int seconds_ago) {
+    char p[PATH_MAX];
+    struct timespec ts[2] = {{time(NULL) - seconds_ago, 0}, {time(NULL) - seconds_ago, 0}};
+    entry_path(p, dir, m, ".so");
+    utimensat(AT_FDCWD, p, ts, 0);
+    entry_path(p, dir, m, ".meta");
+    utimensat(AT_FDCWD, p, ts, 0);
+}
+
+static void test_eviction(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module *a = load(ctx, SRC_ADD, false), *b = load(ctx, SRC_MUL, false);
+    if (!a || !b) goto out;
+    char a_so[PATH_MAX], b_so[PATH_MAX], b_meta[PATH_MAX], a_meta[PATH_MAX];
+    entry_path(a_so, dir, a, ".so"), entry_path(a_meta, dir, a, ".meta");
+    entry_path(b_so, dir, b, ".so"), entry_path(b_meta, dir, b, ".meta");
+    long entry = file_bytes(a_so) + file_bytes(a_meta);
+    set_age(dir, a, 200);
+    set_age(dir, b, 100); /* b is newer ... */
+    cc_module_unload(a);
+    cc_module_unload(load(ctx, SRC_ADD, true)); /* ... until a hit makes a the newest */
+    ctx->config.cache_max_bytes = (uint64_t)(entry * 5 / 2); /* room for two entries */
+    cc_module *c = load(ctx, SRC_SUB, false);
+    CHECK(c != NULL);
+    CHECK(stats_of(ctx).evictions == 1);
+    CHECK_MSG(!exists(b_so) && !exists(b_meta), "the least recently used entry survived");
+    CHECK(exists(a_so) && exists(a_meta));
+    double (*mul)(double, double);
+    void *p = cc_module_sym(b, "kiln_mul"); /* still mapped though its files are gone */
+    memcpy(&mul, &p, sizeof mul);
+    CHECK(p && mul(3, 4) == 12);
+    cc_module_unload(b);
+    cc_module_unload(c);
+    /* A cap smaller than one entry keeps the entry just written. */
+    ctx->config.cache_max_bytes = 1;
+    cc_module_unload(load(ctx, SRC_MUL, false));
+    CHECK(exists(b_so) && !exists(a_so));
+out:
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
+/* KILN_CACHE_MAX_BYTES=0: nothing on disk, every load compiles. */
+static void test_cache_off(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    char sub[PATH_MAX + 8];
+    snprintf(sub, sizeof sub, "%s/cache", dir);
+    kiln_context *ctx = cache_context(sub, NULL);
+    ctx->config.cache_max_bytes = 0;
+    cc_module *m = load(ctx, SRC_ADD, false);
+    CHECK(m && call_add(m, 5, 6) == 11);
+    cc_module_unload(m);
+    cc_module_unload(load(ctx, SRC_ADD, false));
+    cc_stats s = stats_of(ctx);
+    CHECK(s.compiles == 2 && s.disk_hits == 0 && s.disk_misses == 0);
+    CHECK(!exists(sub));
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
+/* ------------------------------------------------------------ concurrency ---- */
+
+typedef struct loader {
+    kiln_context *ctx;
+    pthread_barrier_t *go;
+    const char *src;
+    kiln_status status;
+    int result;
+} loader;
+
+static void *load_thread(void *arg) {
+    loader *l = arg;
+    cc_module *m = NULL;
+    pthread_barrier_wait(l->go);
+    l->status = cc_module_load(l->ctx, l->src, strlen(l->src), &m, NULL);
+    l->result = m ? call_add(m, 100, 23) : -1;
+    cc_module_unload(m);
+    return NULL;
+}
+
+/* Threads of one context, and of two contexts (as two processes would be), load the same
+ * new source at the same moment: all get a working module, the entry is left whole. */
+static void test_concurrent(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    enum { N = 4 };
+    kiln_context *ctx[2] = {cache_context(dir, NULL), cache_context(dir, NULL)};
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, N);
+    loader l[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        l[i] = (loader){.ctx = ctx[i % 2], .go = &go, .src = SRC_ADD};
+        pthread_create(&t[i], NULL, load_thread, &l[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_MSG(l[i].status == KILN_OK && l[i].result == 123, "thread %d: %s, %d", i,
+                  kiln_status_name(l[i].status), l[i].result);
+    }
+    pthread_barrier_destroy(&go);
+    cc_stats s0 = stats_of(ctx[0]), s1 = stats_of(ctx[1]);
+    CHECK(s0.corrupt_rebuilt + s1.corrupt_rebuilt == 0);
+    cc_module_unload(load(ctx[0], SRC_ADD, true));
+    /* No temp folders are left behind. */
+    DIR *d = opendir(dir);
+    int tmp = 0;
+    for (struct dirent *e; d && (e = readdir(d));) tmp += !strncmp(e->d_name, ".tmp-", 5);
+    if (d) closedir(d);
+    CHECK(tmp == 0);
+    kiln_context_destroy(ctx[0]);
+    kiln_context_destroy(ctx[1]);
+    rm_rf(dir);
+}
+
+/* ---------------------------------------------------- host memory, unsafe dirs ---- */
+
+/* Fail the 1st, 2nd, ... host allocation of a context's life around a cached load: each
+ * ends in KILN_ERR_HOST_OOM with nothing leaked, until none fails. */
+static void test_host_oom(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *warm = cache_context(dir, NULL);
+    cc_module_unload(load(warm, SRC_ADD, false));
+    kiln_context_destroy(warm);
+    bool done = false;
+    for (long fail = 1; fail < 50 && !done; fail++) {
+        test_alloc t = {.fail_at = fail};
+        kiln_host_allocator h = test_allocator(&t);
+        kiln_context *ctx = cache_context(dir, &h);
+        if (ctx) {
+            cc_module *m = NULL;
+            kiln_status s = cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL);
+            CHECK_MSG(s == KILN_OK || s == KILN_ERR_HOST_OOM, "fail_at %ld: %s", fail,
+                      kiln_status_name(s));
+            CHECK(s == KILN_OK ? m && call_add(m, 1, 2) == 3 : m == NULL);
+            done = s == KILN_OK && t.count < fail;
+            cc_module_unload(m);
+            kiln_context_destroy(ctx);
+        }
+        CHECK_MSG(t.live == 0 && t.bad_size == 0, "fail_at %ld: %ld blocks leaked", fail, t.live);
+    }
+    CHECK(done);
+    rm_rf(dir);
+}
+
+static void test_unsafe_dir(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    chmod(dir, 0777);
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module *m = NULL;
+    CHECK_STATUS(cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_CONFIG);
+    CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CACHE_DIR");
+    kiln_context_destroy(ctx);
+    /* Parents are created as needed. */
+    char deep[PATH_MAX + 16];
+    snprintf(deep, sizeof deep, "%s/a/b/c", dir);
+    chmod(dir, 0700);
+    ctx = cache_context(deep, NULL);
+    CHECK_OK(ctx, cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL));
+    cc_module_unload(m);
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
+int main(void) {
+    RUN(test_sha256);
+    RUN(test_config);
+    RUN(test_missing_compiler); /* touches the environment: before any thread starts */
+    RUN(test_compile_and_hit);
+    RUN(test_second_process);
+    RUN(test_corrupt);
+    RUN(test_wrong_object);
+    RUN(test_syntax_error);
+    RUN(test_extra_flags);
+    RUN(test_eviction);
+    RUN(test_cache_off);
+    RUN(test_host_oom);
+    RUN(test_unsafe_dir);
+    RUN(test_concurrent);
+    return test_summary("test_cc");
+}

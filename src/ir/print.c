@@ -43,8 +43,8 @@ static double elem(const void *data, kiln_dtype t, int64_t i) {
 static void print_constant(const ir_node *n, strbuf *sb) {
     int64_t numel = 0;
     ir_shape_numel(&n->shape, &numel);
-    if (numel > 8) {
-        sb_printf(sb, " {%lld values}", (long long)numel);
+    if (numel > 8 || (numel && !n->data)) { /* no data: the verifier prints broken nodes */
+        sb_printf(sb, n->data ? " {%lld values}" : " {%lld values, no data}", (long long)numel);
         return;
     }
     sb_append(sb, n->shape.rank ? " {" : " ");

@@ -1,0 +1,182 @@
+/* test_trace_fault.c — fault injection for building: a test host allocator fails the 1st,
+ * 2nd, ... Nth allocation of a whole context-create, build, finish, print and destroy. Each
+ * run must end in a clean KILN_ERR_HOST_OOM with a message (or succeed once N passes the
+ * number of allocations), and leave nothing allocated, with every size given back right. */
+#include "test.h"
+
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+
+/* What one run saw. */
+typedef struct run_result {
+    kiln_status status; /* the first failure, or KILN_OK */
+    char message[1024]; /* its message */
+    int printed;        /* the text was made and looked right */
+} run_result;
+
+/* Builds a graph that exercises every way the builder allocates: named parameters,
+ * constants (their data), concatenations with spilled inputs (> 3) and with more operands
+ * than the builder keeps on its stack (> 16), implicit broadcasts, composites, and enough
+ * nodes to grow the node array several times. */
+static kiln_value build(kiln_graph *g) {
+    kiln_value x = kiln_parameter(g, "tokens_embedded", KILN_F32, 3, DIMS(2, 4, 8));
+    kiln_value w = kiln_parameter(g, "w", KILN_F32, 2, DIMS(8, 8));
+    kiln_value scale = kiln_parameter(g, "scale", KILN_F32, 1, DIMS(8));
+    kiln_value bias = kiln_parameter(g, NULL, KILN_F32, 1, DIMS(8));
+    kiln_value labels = kiln_parameter(g, "labels", KILN_I32, 2, DIMS(2, 4));
+    float cdata[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    kiln_value c = kiln_constant(g, KILN_F32, 1, DIMS(8), cdata);
+    kiln_value h = kiln_add(g, kiln_matmul(g, x, w), c);
+    h = kiln_layer_norm(g, kiln_gelu(g, h), scale, bias, 1e-5);
+    kiln_value parts[20];
+    for (int i = 0; i < 20; i++) parts[i] = i % 3 ? h : kiln_relu(g, h);
+    kiln_value wide = kiln_concatenate(g, 5, parts, 2);  /* 5 inputs: spilled to the heap */
+    kiln_value tall = kiln_concatenate(g, 20, parts, 1); /* > 16: a heap operand list */
+    kiln_value tw = kiln_transpose(g, tall, (const int[]){0, 2, 1});
+    kiln_value part = kiln_slice(g, tw, DIMS(0, 0, 0), DIMS(2, 8, 80), DIMS(1, 2, 3));
+    kiln_value padded = kiln_pad(g, part, kiln_scalar(g, KILN_F32, 0), DIMS(0, 1, -1),
+                                 DIMS(0, 1, 2), DIMS(0, 0, 1));
+    kiln_value m = kiln_mean(g, padded, 1, (const int[]){-1}, true);
+    kiln_value sm = kiln_softmax(g, wide, -1);
+    kiln_value logits =
+        kiln_reduce_sum(g, kiln_reshape(g, sm, 4, DIMS(2, 4, 5, 8)), 1, (const int[]){3}, false);
+    kiln_value loss = kiln_mean(g, kiln_softmax_cross_entropy(g, logits, labels), 0, NULL, false);
+    kiln_value rows = kiln_take_rows(g, w, kiln_iota(g, KILN_I32, 1, DIMS(3), 0));
+    kiln_value back = kiln_scatter_add_rows(g, w, kiln_iota(g, KILN_I64, 1, DIMS(3), 0), rows);
+    kiln_value lse = kiln_logsumexp(g, back, 1, (const int[]){0}, false);
+    kiln_value pick = kiln_select(g, kiln_compare(g, lse, kiln_scalar(g, KILN_F32, 0), KILN_CMP_GT),
+                                  lse, kiln_full(g, KILN_F32, 1, DIMS(8), 1));
+    kiln_value total = kiln_add(g, kiln_add(g, loss, kiln_reduce_max(g, m, 0, NULL, false)),
+                                kiln_reduce_min(g, pick, 0, NULL, false));
+    return kiln_convert(g, total, KILN_F64);
+}
+
+/* One run: create, build, finish, print, destroy. */
+static run_result run(kiln_context *ctx) {
+    run_result r = {KILN_OK, "", 0};
+    kiln_graph *g = NULL;
+    kiln_status s = kiln_graph_create(ctx, "fault", &g);
+    if (s) {
+        r.status = s;
+        snprintf(r.message, sizeof r.message, "%s", kiln_last_error(ctx));
+        CHECK(g == NULL);
+        return r;
+    }
+    kiln_value out = build(g);
+    kiln_value outs[2] = {out, out};
+    s = kiln_graph_finish(g, 2, outs);
+    if (s) {
+        r.status = s;
+        snprintf(r.message, sizeof r.message, "%s", kiln_last_error(ctx));
+        /* the graph's own message is the same first error */
+        CHECK(kiln_graph_status(g) == s);
+        CHECK(strcmp(kiln_graph_error(g), r.message) == 0);
+    } else {
+        char *text = kiln_graph_to_string(g);
+        if (!text) {
+            r.status = KILN_ERR_HOST_OOM;
+            snprintf(r.message, sizeof r.message, "%s", kiln_last_error(ctx));
+        } else {
+            r.printed = strstr(text, "graph fault(") && strstr(text, "\"tokens_embedded\"") &&
+                        strstr(text, "concatenate(") && strstr(text, "  return (");
+            kiln_string_free(ctx, text);
+        }
+    }
+    kiln_graph_destroy(g);
+    return r;
+}
+
+static void test_every_allocation_fails_once(void) {
+    long total = -1;
+    int oom_in_builder = 0, oom_in_printer = 0, oom_in_create = 0;
+    for (long n = 1; n < 100000 && total < 0; n++) {
+        test_alloc t;
+        memset(&t, 0, sizeof t);
+        t.fail_at = n;
+        kiln_host_allocator a = test_allocator(&t);
+        kiln_context_options o;
+        memset(&o, 0, sizeof o);
+        o.ignore_environment = true;
+        o.host_allocator = &a;
+        kiln_context *ctx = NULL;
+        char err[512] = "";
+        kiln_status cs = kiln_context_create(&o, &ctx, err, sizeof err);
+        run_result r = {KILN_OK, "", 0};
+        if (cs) {
+            r.status = cs;
+            snprintf(r.message, sizeof r.message, "%s", err);
+            CHECK(ctx == NULL);
+        } else {
+            r = run(ctx);
+            kiln_context_destroy(ctx);
+        }
+        int failed_one = t.count >= n; /* the n-th allocation was asked for, and failed */
+        if (!failed_one) {
+            total = n - 1; /* every allocation has now been failed once */
+            CHECK_MSG(r.status == KILN_OK && r.printed, "the run without a failure gave %s: %s",
+                      kiln_status_name(r.status), r.message);
+        } else {
+            CHECK_MSG(r.status == KILN_ERR_HOST_OOM,
+                      "allocation %ld failed but the run gave %s: %s", n,
+                      kiln_status_name(r.status), r.message);
+            CHECK_MSG(r.message[0] != 0, "allocation %ld failed without a message", n);
+            if (r.status == KILN_ERR_HOST_OOM && r.message[0]) {
+                if (cs)
+                    oom_in_create++;
+                else if (strstr(r.message, "kiln_graph_to_string"))
+                    oom_in_printer++;
+                else
+                    oom_in_builder++;
+            }
+        }
+        CHECK_MSG(t.live == 0 && t.bytes == 0,
+                  "allocation %ld failed: %ld blocks (%zu bytes) leaked", n, t.live, t.bytes);
+        CHECK_MSG(t.bad_size == 0, "allocation %ld failed: %d frees with a wrong size", n,
+                  t.bad_size);
+    }
+    CHECK_MSG(total > 20, "only %ld host allocations in a whole build", total);
+    /* each part had its turn to fail */
+    CHECK(oom_in_create > 0 && oom_in_builder > 0 && oom_in_printer > 0);
+    printf("test_trace_fault: %ld allocations, each failed once (context %d, builder %d, "
+           "printer %d)\n",
+           total, oom_in_create, oom_in_builder, oom_in_printer);
+}
+
+/* After an out-of-memory error the graph keeps its first error for kiln_graph_finish even
+ * when the context's message has been replaced in between. */
+static void test_oom_error_survives(void) {
+    test_alloc t;
+    memset(&t, 0, sizeof t);
+    kiln_host_allocator a = test_allocator(&t);
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.host_allocator = &a;
+    kiln_context *ctx = NULL;
+    CHECK_STATUS(kiln_context_create(&o, &ctx, NULL, 0), KILN_OK);
+    if (!ctx) return;
+    kiln_graph *g = NULL, *h = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "g", &g));
+    CHECK_OK(ctx, kiln_graph_create(ctx, "h", &h));
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, DIMS(4));
+    t.fail_at = t.count + 1; /* the next allocation: the name of the next parameter */
+    kiln_value y = kiln_parameter(g, "a_name", KILN_F32, 1, DIMS(4));
+    CHECK(!kiln_value_ok(y));
+    t.fail_at = 0;
+    CHECK_STATUS(kiln_graph_status(g), KILN_ERR_HOST_OOM);
+    CHECK_CONTAINS(kiln_graph_error(g), "kiln_parameter");
+    CHECK_CONTAINS(kiln_graph_error(g), "host allocation");
+    kiln_reshape(h, kiln_parameter(h, NULL, KILN_F32, 1, DIMS(2)), 1, DIMS(3)); /* replaces */
+    CHECK_STATUS(kiln_graph_finish(g, 1, &x), KILN_ERR_HOST_OOM);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_parameter");
+    CHECK(kiln_graph_num_parameters(g) == 1);
+    kiln_graph_destroy(g);
+    kiln_graph_destroy(h);
+    kiln_context_destroy(ctx);
+    CHECK(t.live == 0 && t.bad_size == 0);
+}
+
+int main(void) {
+    RUN(test_every_allocation_fails_once);
+    RUN(test_oom_error_survives);
+    return test_summary("test_trace_fault");
+}

@@ -1031,6 +1031,23 @@ static void test_mixing_and_invalid_values(void) {
     CHECK_STATUS(kiln_graph_status(h), KILN_OK);
     kiln_graph_destroy(h);
 
+    /* the first graphs of two new contexts must not look alike */
+    kiln_context *c2 = test_context(), *c3 = test_context();
+    kiln_graph *g2 = NULL, *g3 = NULL;
+    CHECK_OK(c2, kiln_graph_create(c2, "two", &g2));
+    CHECK_OK(c3, kiln_graph_create(c3, "three", &g3));
+    a = P(g2, KILN_F32, 2), b = P(g3, KILN_F32, 2);
+    CHECK(a.graph != b.graph);
+    OP(kiln_sub(g2, a, b));
+    CHECK(!kiln_value_ok(last));
+    CHECK_STATUS(kiln_graph_status(g2), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_graph_error(g2), "second operand is not a value of graph 'two'");
+    CHECK_CONTAINS(kiln_last_error(c2), "kiln_sub");
+    kiln_graph_destroy(g2);
+    kiln_graph_destroy(g3);
+    kiln_context_destroy(c2);
+    kiln_context_destroy(c3);
+
     g = fresh(), a = P(g, KILN_F32, 2);
     OP(kiln_neg(g, NONE));
     EXPECT_ERR(g, KILN_ERR_INVALID_ARGUMENT, "kiln_neg", "the operand is the invalid value");

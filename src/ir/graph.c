@@ -7,6 +7,19 @@
 
 #include <string.h>
 
+/* Graph ids tell the values of different graphs apart, also of graphs of different
+ * contexts: the context's sequence number is spread by an odd multiplier (a bijection on 32
+ * bits, so one context never repeats an id) and mixed with a hash of the context's address,
+ * so two contexts' graphs are very unlikely to share one. 0 is never an id. */
+static uint32_t new_graph_id(kiln_context *ctx) {
+    uint64_t a = (uint64_t)(uintptr_t)ctx;
+    uint32_t salt = (uint32_t)(((a ^ (a >> 29)) * 0x9E3779B97F4A7C15ull) >> 32);
+    for (;;) {
+        uint32_t id = (uint32_t)atomic_fetch_add(&ctx->next_graph_id, 1) * 0x9E3779B1u ^ salt;
+        if (id) return id;
+    }
+}
+
 kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **out) {
     if (out) *out = NULL;
     if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
@@ -14,7 +27,7 @@ kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **
     kiln_graph *g = host_calloc(ctx, 1, sizeof *g);
     if (!g) return ctx_oom(ctx, "kiln_graph_create", sizeof *g);
     g->ctx = ctx;
-    g->id = atomic_fetch_add(&ctx->next_graph_id, 1);
+    g->id = new_graph_id(ctx);
     const char *gname = name && *name ? name : "main";
     size_t asked = strlen(gname) + 1;
     if ((g->name = host_strdup(ctx, gname))) {
@@ -72,8 +85,8 @@ uint32_t ir_graph_append(kiln_graph *g, const ir_node *tmpl, const uint32_t *in,
     if (g->n_nodes == UINT32_MAX) return 0;
     if (!grow(ctx, (void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes)) return 0;
     bool is_param = tmpl->op == IR_PARAMETER;
-    if (is_param && !grow(ctx, (void **)&g->params, &g->cap_params, g->n_params + 1,
-                          sizeof *g->params))
+    if (is_param &&
+        !grow(ctx, (void **)&g->params, &g->cap_params, g->n_params + 1, sizeof *g->params))
         return 0;
     ir_node n = *tmpl;
     n.n_in = n_in;
@@ -101,10 +114,18 @@ bool kiln_value_type(const kiln_graph *g, kiln_value v, kiln_dtype *dtype, int *
     return true;
 }
 
-int kiln_graph_num_nodes(const kiln_graph *g) { return g ? (int)g->n_nodes - 1 : 0; }
-int kiln_graph_num_parameters(const kiln_graph *g) { return g ? (int)g->n_params : 0; }
-int kiln_graph_num_outputs(const kiln_graph *g) { return g ? (int)g->n_outputs : 0; }
+int kiln_graph_num_nodes(const kiln_graph *g) {
+    return g ? (int)g->n_nodes - 1 : 0;
+}
+int kiln_graph_num_parameters(const kiln_graph *g) {
+    return g ? (int)g->n_params : 0;
+}
+int kiln_graph_num_outputs(const kiln_graph *g) {
+    return g ? (int)g->n_outputs : 0;
+}
 kiln_status kiln_graph_status(const kiln_graph *g) {
     return g ? g->status : KILN_ERR_INVALID_ARGUMENT;
 }
-const char *kiln_graph_error(const kiln_graph *g) { return g && g->error ? g->error : ""; }
+const char *kiln_graph_error(const kiln_graph *g) {
+    return g && g->error ? g->error : "";
+}

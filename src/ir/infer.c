@@ -20,11 +20,10 @@ kiln_status ir_check_shape(const ir_shape *s, kiln_dtype t, char *msg, size_t ms
     if (s->rank < 0 || s->rank > KILN_MAX_RANK)
         FAIL(KILN_ERR_SHAPE, "rank %d is outside [0, %d]", s->rank, KILN_MAX_RANK);
     for (int i = 0; i < s->rank; i++)
-        if (s->dims[i] < 0) FAIL(KILN_ERR_SHAPE, "dimension %d is negative (%lld)", i,
-                                 (long long)s->dims[i]);
+        if (s->dims[i] < 0)
+            FAIL(KILN_ERR_SHAPE, "dimension %d is negative (%lld)", i, (long long)s->dims[i]);
     size_t bytes;
-    if (!ir_shape_nbytes(s, t, &bytes))
-        FAIL(KILN_ERR_SHAPE, "the shape's byte size overflows");
+    if (!ir_shape_nbytes(s, t, &bytes)) FAIL(KILN_ERR_SHAPE, "the shape's byte size overflows");
     return KILN_OK;
 }
 
@@ -49,8 +48,9 @@ kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t 
         FAIL(KILN_ERR_DTYPE, "the predicate must be bool, not %s", kiln_dtype_name(in[0]));
     if (op != IR_CONVERT && !ir_dtype_accepts(info->types, x))
         FAIL(KILN_ERR_DTYPE, "takes %s, not %s",
-             info->types == IRT_FLOAT ? "f32 or f64" :
-             info->types == IRT_BOOL  ? "bool" : "f32, f64, i32 or i64",
+             info->types == IRT_FLOAT  ? "f32 or f64"
+             : info->types == IRT_BOOL ? "bool"
+                                       : "f32, f64, i32 or i64",
              kiln_dtype_name(x));
     if (op == IR_CONVERT && !ir_dtype_valid(*out))
         FAIL(KILN_ERR_DTYPE, "target dtype %d is not a kiln_dtype", *out);
@@ -58,13 +58,14 @@ kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t 
         if (in[i] != x)
             FAIL(KILN_ERR_DTYPE, "operand dtypes differ (%s vs %s); convert one first",
                  kiln_dtype_name(x), kiln_dtype_name(in[i]));
-    if (op == IR_COMPARE) *out = KILN_BOOL;
-    else if (op != IR_CONVERT) *out = x;
+    if (op == IR_COMPARE)
+        *out = KILN_BOOL;
+    else if (op != IR_CONVERT)
+        *out = x;
     return KILN_OK;
 }
 
-static kiln_status infer_elementwise(const kiln_graph *g, ir_node *n, char *msg,
-                                     size_t msg_size) {
+static kiln_status infer_elementwise(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     kiln_dtype in[3];
     if (n->n_in > 3) FAIL(KILN_ERR_INTERNAL, "too many operands");
     for (uint32_t i = 0; i < n->n_in; i++) in[i] = input(g, n, i)->dtype;
@@ -93,8 +94,8 @@ static kiln_status infer_broadcast(const ir_node *x, ir_node *n, char *msg, size
         int d = n->a.bcast_dims[i];
         if (d < 0 || d >= n->shape.rank)
             FAIL(KILN_ERR_SHAPE,
-                 "cannot broadcast to %s: broadcast_dims[%d] = %d is out of range for rank %d",
-                 to, i, d, n->shape.rank);
+                 "cannot broadcast to %s: broadcast_dims[%d] = %d is out of range for rank %d", to,
+                 i, d, n->shape.rank);
         if (i > 0 && d <= n->a.bcast_dims[i - 1])
             FAIL(KILN_ERR_SHAPE,
                  "cannot broadcast to %s: broadcast_dims must be strictly increasing (%d after "
@@ -134,11 +135,11 @@ static kiln_status infer_concat(const kiln_graph *g, ir_node *n, char *msg, size
     for (uint32_t k = 0; k < n->n_in; k++) {
         const ir_node *y = input(g, n, k);
         if (y->dtype != x->dtype)
-            FAIL(KILN_ERR_DTYPE, "operand %u is %s, operand 0 is %s", k,
-                 kiln_dtype_name(y->dtype), kiln_dtype_name(x->dtype));
+            FAIL(KILN_ERR_DTYPE, "operand %u is %s, operand 0 is %s", k, kiln_dtype_name(y->dtype),
+                 kiln_dtype_name(x->dtype));
         if (y->shape.rank != x->shape.rank)
-            FAIL(KILN_ERR_SHAPE, "operand %u has rank %d, operand 0 has rank %d", k,
-                 y->shape.rank, x->shape.rank);
+            FAIL(KILN_ERR_SHAPE, "operand %u has rank %d, operand 0 has rank %d", k, y->shape.rank,
+                 x->shape.rank);
         for (int i = 0; i < x->shape.rank; i++)
             if (i != ax && y->shape.dims[i] != x->shape.dims[i])
                 FAIL(KILN_ERR_SHAPE, "operand %u differs from operand 0 on axis %d (%lld vs %lld)",
@@ -160,8 +161,8 @@ static kiln_status infer_pad(const kiln_graph *g, ir_node *n, char *msg, size_t 
     n->dtype = x->dtype;
     for (int i = 0; i < x->shape.rank; i++) {
         int64_t d = x->shape.dims[i], in = n->a.pad.interior[i], out;
-        if (in < 0) FAIL(KILN_ERR_SHAPE, "axis %d: interior padding %lld is negative", i,
-                         (long long)in);
+        if (in < 0)
+            FAIL(KILN_ERR_SHAPE, "axis %d: interior padding %lld is negative", i, (long long)in);
         int64_t gaps = d > 0 ? d - 1 : 0, inner;
         if (!kn_mul_i64(gaps, in, &inner) || __builtin_add_overflow(d, inner, &out) ||
             __builtin_add_overflow(out, n->a.pad.lo[i], &out) ||
@@ -192,8 +193,8 @@ static kiln_status infer_shape_op(const kiln_graph *g, ir_node *n, char *msg, si
         for (int i = 0; i < x->shape.rank; i++) {
             int p = n->a.perm[i];
             if (p < 0 || p >= x->shape.rank || (seen >> p & 1u))
-                FAIL(KILN_ERR_SHAPE, "permutation entry %d (= %d) is out of range or repeated",
-                     i, p);
+                FAIL(KILN_ERR_SHAPE, "permutation entry %d (= %d) is out of range or repeated", i,
+                     p);
             seen |= 1u << p;
             n->shape.dims[i] = x->shape.dims[p];
         }
@@ -227,8 +228,7 @@ static kiln_status dot_axes(const char *side, const char *what, const int *ax, i
         if (ax[i] < 0 || ax[i] >= rank)
             FAIL(KILN_ERR_SHAPE, "%s %s axis %d is out of range for rank %d", side, what, ax[i],
                  rank);
-        if (*used >> ax[i] & 1u)
-            FAIL(KILN_ERR_SHAPE, "%s axis %d is used twice", side, ax[i]);
+        if (*used >> ax[i] & 1u) FAIL(KILN_ERR_SHAPE, "%s axis %d is used twice", side, ax[i]);
         *used |= 1u << ax[i];
     }
     return KILN_OK;
@@ -244,16 +244,17 @@ static kiln_status infer_dot(const kiln_graph *g, ir_node *n, char *msg, size_t 
         FAIL(KILN_ERR_DTYPE, "dot_general takes numeric dtypes, not %s", kiln_dtype_name(l->dtype));
     if (d->n_contract < 0 || d->n_contract > KILN_MAX_RANK || d->n_batch < 0 ||
         d->n_batch > KILN_MAX_RANK)
-        FAIL(KILN_ERR_INVALID_ARGUMENT, "n_contract and n_batch must be in [0, %d]",
-             KILN_MAX_RANK);
+        FAIL(KILN_ERR_INVALID_ARGUMENT, "n_contract and n_batch must be in [0, %d]", KILN_MAX_RANK);
     unsigned lu = 0, ru = 0;
     kiln_status s;
-    if ((s = dot_axes("lhs", "batch", d->lhs_batch, d->n_batch, l->shape.rank, &lu, msg, msg_size)) ||
-        (s = dot_axes("rhs", "batch", d->rhs_batch, d->n_batch, r->shape.rank, &ru, msg, msg_size)) ||
-        (s = dot_axes("lhs", "contracting", d->lhs_contract, d->n_contract, l->shape.rank, &lu,
-                      msg, msg_size)) ||
-        (s = dot_axes("rhs", "contracting", d->rhs_contract, d->n_contract, r->shape.rank, &ru,
-                      msg, msg_size)))
+    if ((s = dot_axes("lhs", "batch", d->lhs_batch, d->n_batch, l->shape.rank, &lu, msg,
+                      msg_size)) ||
+        (s = dot_axes("rhs", "batch", d->rhs_batch, d->n_batch, r->shape.rank, &ru, msg,
+                      msg_size)) ||
+        (s = dot_axes("lhs", "contracting", d->lhs_contract, d->n_contract, l->shape.rank, &lu, msg,
+                      msg_size)) ||
+        (s = dot_axes("rhs", "contracting", d->rhs_contract, d->n_contract, r->shape.rank, &ru, msg,
+                      msg_size)))
         return s;
     for (int i = 0; i < d->n_batch; i++)
         if (l->shape.dims[d->lhs_batch[i]] != r->shape.dims[d->rhs_batch[i]])
@@ -262,15 +263,13 @@ static kiln_status infer_dot(const kiln_graph *g, ir_node *n, char *msg, size_t 
                  (long long)r->shape.dims[d->rhs_batch[i]]);
     for (int i = 0; i < d->n_contract; i++)
         if (l->shape.dims[d->lhs_contract[i]] != r->shape.dims[d->rhs_contract[i]])
-            FAIL(KILN_ERR_SHAPE,
-                 "contracting axes lhs %d and rhs %d differ in size (%lld vs %lld)",
+            FAIL(KILN_ERR_SHAPE, "contracting axes lhs %d and rhs %d differ in size (%lld vs %lld)",
                  d->lhs_contract[i], d->rhs_contract[i],
                  (long long)l->shape.dims[d->lhs_contract[i]],
                  (long long)r->shape.dims[d->rhs_contract[i]]);
     int rank = l->shape.rank + r->shape.rank - 2 * d->n_contract - d->n_batch;
     if (rank > KILN_MAX_RANK)
-        FAIL(KILN_ERR_SHAPE, "the result would have rank %d (the most is %d)", rank,
-             KILN_MAX_RANK);
+        FAIL(KILN_ERR_SHAPE, "the result would have rank %d (the most is %d)", rank, KILN_MAX_RANK);
     n->dtype = l->dtype;
     n->shape.rank = 0;
     for (int i = 0; i < d->n_batch; i++)
@@ -322,8 +321,9 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     kiln_status s;
     switch (info->kind) {
     case IRK_SOURCE: s = infer_source(n, msg, msg_size); break;
-    case IRK_UNARY: case IRK_BINARY: case IRK_SELECT:
-        s = infer_elementwise(g, n, msg, msg_size); break;
+    case IRK_UNARY:
+    case IRK_BINARY:
+    case IRK_SELECT: s = infer_elementwise(g, n, msg, msg_size); break;
     case IRK_SHAPE: s = infer_shape_op(g, n, msg, msg_size); break;
     case IRK_REDUCE: s = infer_reduce(g, n, msg, msg_size); break;
     case IRK_DOT: s = infer_dot(g, n, msg, msg_size); break;

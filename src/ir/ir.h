@@ -17,22 +17,22 @@
 
 /* Op kinds: how an op's shape and dtype follow from its inputs. */
 typedef enum ir_kind {
-    IRK_SOURCE,    /* parameter, constant, iota: no inputs */
-    IRK_UNARY,     /* elementwise, one input, same shape */
-    IRK_BINARY,    /* elementwise, two inputs of identical shape and dtype */
-    IRK_SELECT,    /* elementwise, pred + two values */
-    IRK_SHAPE,     /* moves elements: broadcast, reshape, transpose, slice, concat, pad */
-    IRK_REDUCE,    /* reduce over a set of axes */
-    IRK_DOT,       /* dot_general */
-    IRK_INDEX,     /* take_rows, scatter_add_rows */
+    IRK_SOURCE, /* parameter, constant, iota: no inputs */
+    IRK_UNARY,  /* elementwise, one input, same shape */
+    IRK_BINARY, /* elementwise, two inputs of identical shape and dtype */
+    IRK_SELECT, /* elementwise, pred + two values */
+    IRK_SHAPE,  /* moves elements: broadcast, reshape, transpose, slice, concat, pad */
+    IRK_REDUCE, /* reduce over a set of axes */
+    IRK_DOT,    /* dot_general */
+    IRK_INDEX,  /* take_rows, scatter_add_rows */
 } ir_kind;
 
 /* Operand dtype classes an op accepts. */
 enum {
-    IRT_ANY = 0,      /* every dtype */
-    IRT_NUMERIC = 1,  /* f32 f64 i32 i64 */
-    IRT_FLOAT = 2,    /* f32 f64 */
-    IRT_BOOL = 3,     /* bool */
+    IRT_ANY = 0,     /* every dtype */
+    IRT_NUMERIC = 1, /* f32 f64 i32 i64 */
+    IRT_FLOAT = 2,   /* f32 f64 */
+    IRT_BOOL = 3,    /* bool */
 };
 
 /* Flags for passes: ELEMENTWISE ops can be fused as loops; EXPENSIVE ones are never
@@ -41,46 +41,46 @@ enum {
 #define IRF_EXPENSIVE   2u
 
 /*  X(ENUM, "name", arity (-1: variadic), kind, operand types, flags) */
-#define KN_OPS(X)                                                                                 \
-    X(PARAMETER, "parameter", 0, IRK_SOURCE, IRT_ANY, 0)                                          \
-    X(CONSTANT, "constant", 0, IRK_SOURCE, IRT_ANY, 0)                                            \
-    X(IOTA, "iota", 0, IRK_SOURCE, IRT_NUMERIC, 0)                                                \
-    X(NEG, "neg", 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
-    X(ABS, "abs", 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
-    X(SIGN, "sign", 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                   \
-    X(EXP, "exp", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                       \
-    X(LOG, "log", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                       \
-    X(LOG1P, "log1p", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                   \
-    X(SQRT, "sqrt", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                     \
-    X(RSQRT, "rsqrt", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                   \
-    X(TANH, "tanh", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                     \
-    X(LOGISTIC, "logistic", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                             \
-    X(FLOOR, "floor", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                   \
-    X(NOT, "not", 1, IRK_UNARY, IRT_BOOL, IRF_ELEMENTWISE)                                        \
-    X(CONVERT, "convert", 1, IRK_UNARY, IRT_ANY, IRF_ELEMENTWISE)                                 \
-    X(ADD, "add", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                    \
-    X(SUB, "sub", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                    \
-    X(MUL, "mul", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                    \
-    X(DIV, "div", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                    \
-    X(POW, "pow", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                    \
-    X(MAX, "max", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                    \
-    X(MIN, "min", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                    \
-    X(AND, "and", 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE)                                       \
-    X(OR, "or", 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE)                                         \
-    X(COMPARE, "compare", 2, IRK_BINARY, IRT_ANY, IRF_ELEMENTWISE)                                \
-    X(SELECT, "select", 3, IRK_SELECT, IRT_ANY, IRF_ELEMENTWISE)                                  \
-    X(BROADCAST, "broadcast_in_dim", 1, IRK_SHAPE, IRT_ANY, 0)                                    \
-    X(RESHAPE, "reshape", 1, IRK_SHAPE, IRT_ANY, 0)                                               \
-    X(TRANSPOSE, "transpose", 1, IRK_SHAPE, IRT_ANY, 0)                                           \
-    X(SLICE, "slice", 1, IRK_SHAPE, IRT_ANY, 0)                                                   \
-    X(CONCAT, "concatenate", -1, IRK_SHAPE, IRT_ANY, 0)                                           \
-    X(PAD, "pad", 2, IRK_SHAPE, IRT_ANY, 0)                                                       \
-    X(REDUCE_SUM, "reduce_sum", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                        \
-    X(REDUCE_MAX, "reduce_max", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                        \
-    X(REDUCE_MIN, "reduce_min", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                        \
-    X(REDUCE_PROD, "reduce_prod", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                      \
-    X(DOT, "dot_general", 2, IRK_DOT, IRT_NUMERIC, IRF_EXPENSIVE)                                 \
-    X(TAKE_ROWS, "take_rows", 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE)                               \
+#define KN_OPS(X)                                                                                  \
+    X(PARAMETER, "parameter", 0, IRK_SOURCE, IRT_ANY, 0)                                           \
+    X(CONSTANT, "constant", 0, IRK_SOURCE, IRT_ANY, 0)                                             \
+    X(IOTA, "iota", 0, IRK_SOURCE, IRT_NUMERIC, 0)                                                 \
+    X(NEG, "neg", 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                      \
+    X(ABS, "abs", 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                      \
+    X(SIGN, "sign", 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                    \
+    X(EXP, "exp", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                        \
+    X(LOG, "log", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                        \
+    X(LOG1P, "log1p", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                    \
+    X(SQRT, "sqrt", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                      \
+    X(RSQRT, "rsqrt", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                    \
+    X(TANH, "tanh", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                      \
+    X(LOGISTIC, "logistic", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                              \
+    X(FLOOR, "floor", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                    \
+    X(NOT, "not", 1, IRK_UNARY, IRT_BOOL, IRF_ELEMENTWISE)                                         \
+    X(CONVERT, "convert", 1, IRK_UNARY, IRT_ANY, IRF_ELEMENTWISE)                                  \
+    X(ADD, "add", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
+    X(SUB, "sub", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
+    X(MUL, "mul", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
+    X(DIV, "div", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
+    X(POW, "pow", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
+    X(MAX, "max", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
+    X(MIN, "min", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
+    X(AND, "and", 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE)                                        \
+    X(OR, "or", 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE)                                          \
+    X(COMPARE, "compare", 2, IRK_BINARY, IRT_ANY, IRF_ELEMENTWISE)                                 \
+    X(SELECT, "select", 3, IRK_SELECT, IRT_ANY, IRF_ELEMENTWISE)                                   \
+    X(BROADCAST, "broadcast_in_dim", 1, IRK_SHAPE, IRT_ANY, 0)                                     \
+    X(RESHAPE, "reshape", 1, IRK_SHAPE, IRT_ANY, 0)                                                \
+    X(TRANSPOSE, "transpose", 1, IRK_SHAPE, IRT_ANY, 0)                                            \
+    X(SLICE, "slice", 1, IRK_SHAPE, IRT_ANY, 0)                                                    \
+    X(CONCAT, "concatenate", -1, IRK_SHAPE, IRT_ANY, 0)                                            \
+    X(PAD, "pad", 2, IRK_SHAPE, IRT_ANY, 0)                                                        \
+    X(REDUCE_SUM, "reduce_sum", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                         \
+    X(REDUCE_MAX, "reduce_max", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                         \
+    X(REDUCE_MIN, "reduce_min", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                         \
+    X(REDUCE_PROD, "reduce_prod", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                       \
+    X(DOT, "dot_general", 2, IRK_DOT, IRT_NUMERIC, IRF_EXPENSIVE)                                  \
+    X(TAKE_ROWS, "take_rows", 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE)                                \
     X(SCATTER_ADD_ROWS, "scatter_add_rows", 3, IRK_INDEX, IRT_NUMERIC, IRF_EXPENSIVE)
 
 typedef enum ir_op {
@@ -107,19 +107,19 @@ typedef struct ir_shape {
 
 /* Attributes, by op. */
 typedef union ir_attrs {
-    int param_index;                /* PARAMETER */
-    int axis;                       /* IOTA, CONCAT */
-    kiln_compare_dir cmp;           /* COMPARE */
-    int bcast_dims[KILN_MAX_RANK];  /* BROADCAST: output axis of each operand axis */
-    int perm[KILN_MAX_RANK];        /* TRANSPOSE */
+    int param_index;               /* PARAMETER */
+    int axis;                      /* IOTA, CONCAT */
+    kiln_compare_dir cmp;          /* COMPARE */
+    int bcast_dims[KILN_MAX_RANK]; /* BROADCAST: output axis of each operand axis */
+    int perm[KILN_MAX_RANK];       /* TRANSPOSE */
     struct {
         int64_t start[KILN_MAX_RANK], limit[KILN_MAX_RANK], stride[KILN_MAX_RANK];
-    } slice;                        /* SLICE */
+    } slice; /* SLICE */
     struct {
         int64_t lo[KILN_MAX_RANK], hi[KILN_MAX_RANK], interior[KILN_MAX_RANK];
-    } pad;                          /* PAD (inputs: operand, rank-0 pad value) */
-    uint32_t reduce_axes;           /* REDUCE_*: bit i set = axis i reduced (not kept) */
-    kiln_dot_dims dot;              /* DOT */
+    } pad;                /* PAD (inputs: operand, rank-0 pad value) */
+    uint32_t reduce_axes; /* REDUCE_*: bit i set = axis i reduced (not kept) */
+    kiln_dot_dims dot;    /* DOT */
 } ir_attrs;
 
 #define IR_INLINE_INPUTS 3
@@ -142,15 +142,15 @@ struct kiln_graph {
     kiln_context *ctx;
     uint32_t id; /* unique per context: tells values of two graphs apart */
     char *name;
-    ir_node *nodes; /* nodes[0] is unused so ids are 1-based */
+    ir_node *nodes;              /* nodes[0] is unused so ids are 1-based */
     uint32_t n_nodes, cap_nodes; /* n_nodes counts the unused slot 0 */
     uint32_t *params, n_params, cap_params;
     uint32_t *outputs, n_outputs;
     bool finished;
-    kiln_status status; /* the builder's first error */
-    char *error;        /* its message: error_buf once there is an error, NULL before */
+    kiln_status status;         /* the builder's first error */
+    char *error;                /* its message: error_buf once there is an error, NULL before */
     char error_buf[KN_ERR_MAX]; /* held in the graph so an out-of-memory error keeps it */
-    const char *cur_file; /* user location of the latest public call (kiln_graph_at) */
+    const char *cur_file;       /* user location of the latest public call (kiln_graph_at) */
     int cur_line;
 };
 
@@ -172,7 +172,9 @@ char *ir_type_str(kiln_dtype t, const ir_shape *s, char *buf, size_t n);
 static inline const uint32_t *ir_in(const ir_node *n) {
     return n->n_in <= IR_INLINE_INPUTS ? n->in_inline : n->in_heap;
 }
-static inline ir_node *ir_node_at(const kiln_graph *g, uint32_t id) { return &g->nodes[id]; }
+static inline ir_node *ir_node_at(const kiln_graph *g, uint32_t id) {
+    return &g->nodes[id];
+}
 /* Appends a node copied from *tmpl with the given inputs; takes ownership of tmpl->name
  * and tmpl->data on success only. Returns its id, or 0 on host OOM (no message set). */
 uint32_t ir_graph_append(kiln_graph *g, const ir_node *tmpl, const uint32_t *in, uint32_t n_in);

@@ -70,9 +70,12 @@ static void print_quoted(strbuf *sb, const char *s) {
     sb_append(sb, "\"");
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') sb_printf(sb, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f) sb_printf(sb, "\\x%02x", c);
-        else sb_printf(sb, "%c", c);
+        if (c == '"' || c == '\\')
+            sb_printf(sb, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            sb_printf(sb, "\\x%02x", c);
+        else
+            sb_printf(sb, "%c", c);
     }
     sb_append(sb, "\"");
 }
@@ -84,8 +87,11 @@ static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
     int in_rank = in0 && in0 < g->n_nodes ? g->nodes[in0].shape.rank : 0;
     if (in_rank < 0 || in_rank > KILN_MAX_RANK) in_rank = 0;
     switch (n->op) {
-    case IR_COMPARE: sb_printf(sb, " %s", (unsigned)n->a.cmp <= KILN_CMP_GE ? cmp[n->a.cmp] : "?"); break;
-    case IR_IOTA: case IR_CONCAT: sb_printf(sb, " axis=%d", n->a.axis); break;
+    case IR_COMPARE:
+        sb_printf(sb, " %s", (unsigned)n->a.cmp <= KILN_CMP_GE ? cmp[n->a.cmp] : "?");
+        break;
+    case IR_IOTA:
+    case IR_CONCAT: sb_printf(sb, " axis=%d", n->a.axis); break;
     case IR_BROADCAST: list_int(sb, "dims", n->a.bcast_dims, in_rank); break;
     case IR_TRANSPOSE: list_int(sb, "perm", n->a.perm, in_rank); break;
     case IR_SLICE:
@@ -98,7 +104,10 @@ static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
         list_i64(sb, "hi", n->a.pad.hi, in_rank);
         list_i64(sb, "interior", n->a.pad.interior, in_rank);
         break;
-    case IR_REDUCE_SUM: case IR_REDUCE_MAX: case IR_REDUCE_MIN: case IR_REDUCE_PROD: {
+    case IR_REDUCE_SUM:
+    case IR_REDUCE_MAX:
+    case IR_REDUCE_MIN:
+    case IR_REDUCE_PROD: {
         sb_append(sb, " axes=[");
         for (int i = 0, k = 0; i < in_rank; i++)
             if (n->a.reduce_axes >> i & 1u) sb_printf(sb, k++ ? ",%d" : "%d", i);
@@ -143,8 +152,8 @@ void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
     if (n->file) {
         const char *base = strrchr(n->file, '/');
         size_t width = sb->oom ? 0 : sb->len - start;
-        sb_printf(sb, "%*s# %s:%d", width < 52 ? (int)(52 - width) : 1, "", base ? base + 1 : n->file,
-                  n->line);
+        sb_printf(sb, "%*s# %s:%d", width < 52 ? (int)(52 - width) : 1, "",
+                  base ? base + 1 : n->file, n->line);
     }
 }
 

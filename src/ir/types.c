@@ -23,16 +23,24 @@ const char *kiln_dtype_name(kiln_dtype t) {
 
 size_t kiln_dtype_size(kiln_dtype t) {
     switch (t) {
-    case KILN_F32: case KILN_I32: return 4;
-    case KILN_F64: case KILN_I64: return 8;
+    case KILN_F32:
+    case KILN_I32: return 4;
+    case KILN_F64:
+    case KILN_I64: return 8;
     case KILN_BOOL: return 1;
     default: return 0;
     }
 }
 
-bool ir_dtype_valid(kiln_dtype t) { return kiln_dtype_size(t) != 0; }
-bool ir_dtype_is_float(kiln_dtype t) { return t == KILN_F32 || t == KILN_F64; }
-bool ir_dtype_is_int(kiln_dtype t) { return t == KILN_I32 || t == KILN_I64; }
+bool ir_dtype_valid(kiln_dtype t) {
+    return kiln_dtype_size(t) != 0;
+}
+bool ir_dtype_is_float(kiln_dtype t) {
+    return t == KILN_F32 || t == KILN_F64;
+}
+bool ir_dtype_is_int(kiln_dtype t) {
+    return t == KILN_I32 || t == KILN_I64;
+}
 
 bool ir_dtype_accepts(int types, kiln_dtype t) {
     switch (types) {

@@ -39,13 +39,12 @@ kiln_value kiln_relu(kiln_graph *g, kiln_value x) {
 static kiln_value safe_max(kiln_graph *g, const char *op, kiln_value x, int naxes,
                            const int *axes) {
     kiln_value m = kiln_reduce_max(g, x, naxes, axes, true);
-    kiln_value finite = kiln_compare(g, kiln_abs(g, m), scalar_like(g, op, x, INFINITY),
-                                     KILN_CMP_LT);
+    kiln_value finite =
+        kiln_compare(g, kiln_abs(g, m), scalar_like(g, op, x, INFINITY), KILN_CMP_LT);
     return kiln_select(g, finite, m, scalar_like(g, op, x, 0));
 }
 
-kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axes,
-                          bool keepdims) {
+kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axes, bool keepdims) {
     const char *op = "kiln_logsumexp";
     const ir_node *xn = float_operand(g, op, x);
     if (!xn) return KN_NONE;
@@ -71,8 +70,8 @@ kiln_value kiln_softmax(kiln_graph *g, kiln_value x, int axis) {
     if (!xn) return KN_NONE;
     int a;
     if (!trace_axis(axis, xn->shape.rank, &a))
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
-                             "axis %d is out of range for rank %d", axis, xn->shape.rank);
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d",
+                             axis, xn->shape.rank);
     kiln_value m = kiln_reduce_max(g, x, 1, &a, true);
     kiln_value e = kiln_exp(g, kiln_sub(g, x, m));
     kiln_value r = kiln_div(g, e, kiln_reduce_sum(g, e, 1, &a, true));
@@ -85,8 +84,8 @@ kiln_value kiln_log_softmax(kiln_graph *g, kiln_value x, int axis) {
     if (!xn) return KN_NONE;
     int a;
     if (!trace_axis(axis, xn->shape.rank, &a))
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
-                             "axis %d is out of range for rank %d", axis, xn->shape.rank);
+        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d",
+                             axis, xn->shape.rank);
     kiln_value shifted = kiln_sub(g, x, kiln_reduce_max(g, x, 1, &a, true));
     kiln_value lse = kiln_log(g, kiln_reduce_sum(g, kiln_exp(g, shifted), 1, &a, true));
     return kiln_sub(g, shifted, lse);

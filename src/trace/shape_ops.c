@@ -12,8 +12,8 @@ static const ir_node *operand(kiln_graph *g, const char *op, kiln_value x) {
     return trace_node(g, op, x, "the operand");
 }
 
-static bool target_shape(kiln_graph *g, const char *op, uint32_t x, int rank,
-                         const int64_t *dims, ir_shape *s) {
+static bool target_shape(kiln_graph *g, const char *op, uint32_t x, int rank, const int64_t *dims,
+                         ir_shape *s) {
     if (rank < 0 || rank > KILN_MAX_RANK) {
         trace_fail_on(g, &x, 1, KILN_ERR_SHAPE, op, "target rank %d is outside [0, %d]", rank,
                       KILN_MAX_RANK);
@@ -155,8 +155,7 @@ kiln_value kiln_pad(kiln_graph *g, kiln_value x, kiln_value pad_value, const int
     if (!xn || !trace_node(g, op, pad_value, "the padding value")) return KN_NONE;
     uint32_t in[2] = {x.id, pad_value.id};
     if (xn->shape.rank && (!lo || !hi))
-        return trace_fail_on(g, in, 2, KILN_ERR_INVALID_ARGUMENT, op,
-                             "lo and hi must not be NULL");
+        return trace_fail_on(g, in, 2, KILN_ERR_INVALID_ARGUMENT, op, "lo and hi must not be NULL");
     ir_node n = {.op = IR_PAD};
     for (int i = 0; i < xn->shape.rank; i++) {
         n.a.pad.lo[i] = lo[i];
@@ -188,8 +187,8 @@ bool trace_axes_mask(kiln_graph *g, const char *op, kiln_value x, int naxes, con
             return false;
         }
         if (*mask >> a & 1u) {
-            trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is given twice (as axis %d)",
-                          a, axes[i]);
+            trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is given twice (as axis %d)", a,
+                          axes[i]);
             return false;
         }
         *mask |= 1u << a;
@@ -216,9 +215,9 @@ static kiln_value reduce(kiln_graph *g, const char *op, ir_op code, kiln_value x
     return r;
 }
 
-#define REDUCE(fn, code)                                                                          \
-    kiln_value fn(kiln_graph *g, kiln_value x, int naxes, const int *axes, bool keepdims) {       \
-        return reduce(g, #fn, code, x, naxes, axes, keepdims);                                    \
+#define REDUCE(fn, code)                                                                           \
+    kiln_value fn(kiln_graph *g, kiln_value x, int naxes, const int *axes, bool keepdims) {        \
+        return reduce(g, #fn, code, x, naxes, axes, keepdims);                                     \
     }
 REDUCE(kiln_reduce_sum, IR_REDUCE_SUM)
 REDUCE(kiln_reduce_max, IR_REDUCE_MAX)
@@ -338,8 +337,8 @@ kiln_value kiln_scatter_add_rows(kiln_graph *g, kiln_value operand_, kiln_value 
                                  kiln_value updates) {
     const char *op = "kiln_scatter_add_rows";
     if (!trace_ready(g, op)) return KN_NONE;
-    if (!trace_node(g, op, operand_, "the operand") ||
-        !trace_node(g, op, indices, "the indices") || !trace_node(g, op, updates, "the updates"))
+    if (!trace_node(g, op, operand_, "the operand") || !trace_node(g, op, indices, "the indices") ||
+        !trace_node(g, op, updates, "the updates"))
         return KN_NONE;
     ir_node n = {.op = IR_SCATTER_ADD_ROWS};
     uint32_t in[3] = {operand_.id, indices.id, updates.id};

@@ -22,8 +22,10 @@ void kiln_graph_at(kiln_graph *g, const char *file, int line) {
 
 /* Where the current public call came from, for messages: " (at file:line)" or "". */
 static void location(const kiln_graph *g, char *buf, size_t size) {
-    if (g->cur_file) snprintf(buf, size, " (at %s:%d)", g->cur_file, g->cur_line);
-    else buf[0] = 0;
+    if (g->cur_file)
+        snprintf(buf, size, " (at %s:%d)", g->cur_file, g->cur_line);
+    else
+        buf[0] = 0;
 }
 
 bool trace_ready(kiln_graph *g, const char *op) {
@@ -55,8 +57,8 @@ static void operand_types(const kiln_graph *g, const uint32_t *in, uint32_t n, c
     }
 }
 
-static kiln_value trace_vfail(kiln_graph *g, kiln_status code, const char *op,
-                              const uint32_t *in, uint32_t n_in, const char *fmt, va_list ap) {
+static kiln_value trace_vfail(kiln_graph *g, kiln_status code, const char *op, const uint32_t *in,
+                              uint32_t n_in, const char *fmt, va_list ap) {
     if (g->status) return KN_NONE;
     char msg[KN_ERR_MAX], types[KN_ERR_MAX / 2], at[KN_ERR_MAX / 2];
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -67,8 +69,8 @@ static kiln_value trace_vfail(kiln_graph *g, kiln_status code, const char *op,
     int len = snprintf(g->error_buf, sizeof g->error_buf, "%s: %s%s%s%s", op, msg,
                        n_in ? "; operands: " : "", types, at);
     if (len >= (int)sizeof g->error_buf) /* keep the location, which matters most */
-        snprintf(g->error_buf + sizeof g->error_buf - 1 - strlen(at) - 3, strlen(at) + 4,
-                 "...%s", at);
+        snprintf(g->error_buf + sizeof g->error_buf - 1 - strlen(at) - 3, strlen(at) + 4, "...%s",
+                 at);
     ctx_error(g->ctx, code, "%s", g->error_buf);
     return KN_NONE;
 }
@@ -98,8 +100,8 @@ const ir_node *trace_node(kiln_graph *g, const char *op, kiln_value v, const cha
     }
     if (v.graph != g->id || v.id >= g->n_nodes) {
         trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
-                   "%s is not a value of graph '%s' (values cannot be mixed between graphs)",
-                   what, g->name);
+                   "%s is not a value of graph '%s' (values cannot be mixed between graphs)", what,
+                   g->name);
         return NULL;
     }
     return &g->nodes[v.id];
@@ -109,8 +111,10 @@ kiln_value trace_emit(kiln_graph *g, const char *op, ir_node *tmpl, const uint32
                       uint32_t n_in) {
     tmpl->n_in = n_in;
     tmpl->in_heap = NULL;
-    if (n_in <= IR_INLINE_INPUTS && n_in) memcpy(tmpl->in_inline, in, n_in * sizeof *in);
-    else if (n_in > IR_INLINE_INPUTS) tmpl->in_heap = (uint32_t *)in; /* read-only here */
+    if (n_in <= IR_INLINE_INPUTS && n_in)
+        memcpy(tmpl->in_inline, in, n_in * sizeof *in);
+    else if (n_in > IR_INLINE_INPUTS)
+        tmpl->in_heap = (uint32_t *)in; /* read-only here */
     char msg[768];
     kiln_status s = ir_infer(g, tmpl, msg, sizeof msg);
     tmpl->in_heap = NULL;
@@ -131,8 +135,7 @@ bool trace_axis(int axis, int rank, int *out) {
 
 /* -------------------------------------------------------------- sources ---- */
 
-static bool make_shape(kiln_graph *g, const char *op, int rank, const int64_t *dims,
-                       ir_shape *s) {
+static bool make_shape(kiln_graph *g, const char *op, int rank, const int64_t *dims, ir_shape *s) {
     if (rank < 0 || rank > KILN_MAX_RANK) {
         trace_fail(g, KILN_ERR_SHAPE, op, "rank %d is outside [0, %d]", rank, KILN_MAX_RANK);
         return false;
@@ -196,10 +199,18 @@ kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double valu
     switch (t) {
     case KILN_F32: u.f = (float)value; break;
     case KILN_F64: u.d = value; break;
-    case KILN_I32: u.i = isnan(value) ? 0 : value >= 2147483647.0 ? INT32_MAX
-                        : value <= -2147483648.0 ? INT32_MIN : (int32_t)value; break;
-    case KILN_I64: u.l = isnan(value) ? 0 : value >= 9.2233720368547758e18 ? INT64_MAX
-                        : value <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)value; break;
+    case KILN_I32:
+        u.i = isnan(value)             ? 0
+              : value >= 2147483647.0  ? INT32_MAX
+              : value <= -2147483648.0 ? INT32_MIN
+                                       : (int32_t)value;
+        break;
+    case KILN_I64:
+        u.l = isnan(value)                      ? 0
+              : value >= 9.2233720368547758e18  ? INT64_MAX
+              : value <= -9.2233720368547758e18 ? INT64_MIN
+                                                : (int64_t)value;
+        break;
     case KILN_BOOL: u.b = value != 0; break;
     default: return trace_fail(g, KILN_ERR_DTYPE, op, "dtype %d is not a kiln_dtype", t);
     }
@@ -211,15 +222,14 @@ kiln_value kiln_scalar(kiln_graph *g, kiln_dtype dtype, double value) {
     return trace_scalar(g, "kiln_scalar", dtype, value);
 }
 
-kiln_value kiln_full(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims,
-                     double value) {
+kiln_value kiln_full(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims, double value) {
     const char *op = "kiln_full";
     if (!trace_ready(g, op)) return KN_NONE;
     ir_shape shape; /* checked up front, so that errors name kiln_full */
     char msg[256];
     if (!make_shape(g, op, rank, dims, &shape)) return KN_NONE;
     kiln_status st = ir_dtype_valid(dtype) ? ir_check_shape(&shape, dtype, msg, sizeof msg)
-                                            : KILN_OK; /* trace_scalar names a bad dtype */
+                                           : KILN_OK; /* trace_scalar names a bad dtype */
     if (st) return trace_fail(g, st, op, "%s", msg);
     kiln_value s = trace_scalar(g, op, dtype, value);
     if (!s.id || rank == 0) return s;
@@ -245,8 +255,10 @@ static kiln_value unary(kiln_graph *g, const char *op, ir_op code, kiln_value x)
     return trace_emit(g, op, &n, &x.id, 1);
 }
 
-#define UNARY(fn, code)                                                                           \
-    kiln_value fn(kiln_graph *g, kiln_value x) { return unary(g, #fn, code, x); }
+#define UNARY(fn, code)                                                                            \
+    kiln_value fn(kiln_graph *g, kiln_value x) {                                                   \
+        return unary(g, #fn, code, x);                                                             \
+    }
 UNARY(kiln_neg, IR_NEG)
 UNARY(kiln_abs, IR_ABS)
 UNARY(kiln_exp, IR_EXP)
@@ -339,8 +351,10 @@ static kiln_value binary(kiln_graph *g, const char *op, ir_op code, kiln_value a
     return nary(g, op, &n, v, 2);
 }
 
-#define BINARY(fn, code)                                                                          \
-    kiln_value fn(kiln_graph *g, kiln_value a, kiln_value b) { return binary(g, #fn, code, a, b); }
+#define BINARY(fn, code)                                                                           \
+    kiln_value fn(kiln_graph *g, kiln_value a, kiln_value b) {                                     \
+        return binary(g, #fn, code, a, b);                                                         \
+    }
 BINARY(kiln_add, IR_ADD)
 BINARY(kiln_sub, IR_SUB)
 BINARY(kiln_mul, IR_MUL)

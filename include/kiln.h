@@ -224,8 +224,10 @@ static inline bool kiln_value_ok(kiln_value v) { return v.id != 0; }
 KILN_API kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **out);
 KILN_API void kiln_graph_destroy(kiln_graph *g);
 
-/* Records the user's source location for the next op (the macros at the end of this file
- * call it for you, so error messages and the printed IR say "model.c:42"). */
+/* Records the user's source location for the ops that follow (the macros at the end of
+ * this file call it for you, so error messages and the printed IR say "model.c:42"). file
+ * is kept, not copied: it must outlive the graph, as a string literal such as __FILE__
+ * does. NULL clears the location. */
 KILN_API void kiln_graph_at(kiln_graph *g, const char *file, int line);
 
 /* Marks the outputs, checks the graph and closes it to further ops. Returns the builder's

@@ -387,6 +387,91 @@ KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits,
 KILN_API kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args,
                                     int n_outs, kiln_array **outs);
 
+/* ------------------------------------------------------------- compiling ---- */
+
+/* A compiled program: the graph optimised (simplify, CSE, DCE), fused into kernels,
+ * turned into C, compiled by the system C compiler (cached on disk, KILN_CACHE_DIR) and
+ * loaded. Running it is safe from several threads at once. */
+typedef struct kiln_executable kiln_executable;
+
+typedef struct kiln_compile_options {
+    bool disable_fusion; /* one kernel per op: for comparisons and debugging */
+    bool disable_passes; /* no simplify/CSE/DCE */
+} kiln_compile_options;
+
+/* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
+ * opts may be NULL. */
+KILN_API kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts,
+                                  kiln_executable **out);
+/* Runs it: args match the parameters by dtype and shape; outs receives new arrays owned
+ * by the caller (on failure none is made). */
+KILN_API kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args,
+                                         int n_outs, kiln_array **outs);
+KILN_API void kiln_executable_destroy(kiln_executable *e);
+
+typedef struct kiln_executable_info {
+    int num_kernels;        /* kernels run per call (loops, matrix products, scatters) */
+    int num_ops;            /* ops in the optimised graph */
+    int num_fused_away;     /* ops that got no buffer of their own */
+    size_t code_bytes;      /* size of the loaded machine code (the shared object) */
+    bool from_disk_cache;   /* the code was loaded from KILN_CACHE_DIR, not compiled */
+    double compile_seconds; /* wall time of kiln_compile */
+} kiln_executable_info;
+KILN_API void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *info);
+/* The optimised graph, its kernels and the generated C source, as text. */
+KILN_API char *kiln_executable_to_string(const kiln_executable *e);
+
+/* ------------------------------------------------------------------- jit ---- */
+
+/* jit: trace once per input signature, compile, cache, reuse (jax.jit for C).
+ *
+ * The trace function receives one parameter per argument (made by kiln with the
+ * arguments' dtypes and shapes), builds the program on g and writes its outputs to outs
+ * (room for KILN_MAX_OUTPUTS), returning how many (or -1 to report its own error). It is
+ * called again only for a new signature: a new shape, dtype, number of arguments or new
+ * static_args bytes (values that shape the program, such as a layer count). */
+#define KILN_MAX_OUTPUTS 64
+typedef int (*kiln_trace_fn)(kiln_graph *g, const kiln_value *args, int n_args,
+                             const void *static_args, void *user, kiln_value *outs);
+
+/* A declared argument: dtype, rank and dims; a dim of -1 accepts any size. */
+typedef struct kiln_arg_spec {
+    kiln_dtype dtype;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+} kiln_arg_spec;
+
+typedef struct kiln_jit_options {
+    const char *name;             /* for messages and the IR; NULL: "jit" */
+    kiln_trace_fn fn;             /* required */
+    void *user;                   /* passed to fn */
+    int n_args;                   /* with arg_specs: the declared signature; else ignored */
+    const kiln_arg_spec *arg_specs; /* NULL: any arguments */
+    kiln_compile_options compile;
+} kiln_jit_options;
+
+typedef struct kiln_jit kiln_jit;
+KILN_API kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts,
+                                     kiln_jit **out);
+/* Calls the function: traces and compiles on a new signature, else reuses. outs receives
+ * n_outs new arrays (n_outs must equal what the trace function returned). */
+KILN_API kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args,
+                                   const void *static_args, size_t static_size, int n_outs,
+                                   kiln_array **outs);
+KILN_API void kiln_jit_destroy(kiln_jit *j);
+
+typedef struct kiln_jit_stats {
+    uint64_t traces;   /* trace function calls */
+    uint64_t compiles; /* executables built (each may still hit the disk cache) */
+    uint64_t hits;     /* calls served by a cached executable */
+    uint64_t misses;   /* calls that needed a new one */
+    uint64_t entries;  /* executables held now */
+    uint64_t bytes;    /* their code bytes */
+} kiln_jit_stats;
+KILN_API void kiln_jit_get_stats(const kiln_jit *j, kiln_jit_stats *stats);
+/* Drops every cached executable and frees what it holds. */
+KILN_API void kiln_jit_clear(kiln_jit *j);
+
 /* ------------------------------------------------------ source locations ---- */
 
 /* Each builder call records the caller's file and line, so that errors and the printed IR

@@ -104,18 +104,21 @@ typedef struct decide_state {
     uint8_t *is_output;
     int32_t *cost;      /* inlined expression cost, 0 for materialised nodes */
     uint8_t *has_reduce;
+    uint32_t *kset;     /* the kernel its consumers run in (node id), or KSET_MANY */
+    uint8_t *nk;        /* how many kernels need its value: 0, 1 or 2 (= several) */
 } decide_state;
+
+#define KSET_MANY UINT32_MAX
 
 static bool must_materialise(decide_state *s, fusion_plan *p, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
-    uint32_t nu = s->users.start[id + 1] - s->users.start[id];
     if (n->op == IR_PARAMETER || s->is_output[id]) return true;
     if (n->op == IR_CONSTANT) return numel(n) != 1;
     if (n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS) return true;
     if (!is_source(n))
         for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++)
             if (expanding_use(s->g, &s->g->nodes[s->users.users[k]], id)) return true;
-    if (ir_ops[n->op].kind == IRK_REDUCE && nu > 1) return true;
+    if (ir_ops[n->op].kind == IRK_REDUCE && s->nk[id] > 1) return true;
     (void)p;
     return false;
 }
@@ -137,11 +140,71 @@ static void decide(decide_state *s, fusion_plan *p, const fusion_options *o) {
             cost += s->cost[in[k]];
             red |= s->has_reduce[in[k]];
         }
-        uint32_t nu = s->users.start[id + 1] - s->users.start[id];
-        if (!mat && nu > 1 && (red || cost > DUP_COST)) mat = true;
+        if (!mat && s->nk[id] > 1 && (red || cost > DUP_COST)) mat = true;
         p->materialised[id] = mat;
         s->cost[id] = mat ? 0 : cost;
         s->has_reduce[id] = mat ? 0 : red;
+    }
+}
+
+/* Which kernels need each node's value, given the current decisions: a materialised
+ * consumer is its own kernel; an inlined one runs in the kernels that need it. Walks the
+ * nodes consumers-first. Returns true if any count changed. */
+static bool count_kernels(decide_state *s, const fusion_plan *p) {
+    bool changed = false;
+    for (uint32_t id = s->g->n_nodes; id-- > 1;) {
+        uint32_t set = 0;
+        for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++) {
+            uint32_t c = s->users.users[k], in = p->materialised[c] ? c : s->kset[c];
+            if (in == 0) continue; /* a dead consumer */
+            set = set == 0 || set == in ? in : KSET_MANY;
+        }
+        uint8_t nk = set == 0 ? 0 : set == KSET_MANY ? 2 : 1;
+        changed |= nk != s->nk[id];
+        s->kset[id] = set;
+        s->nk[id] = nk;
+    }
+    return changed;
+}
+
+/* Recomputes the inlined cost and reduction flag of every node from the decisions. */
+static void recost(decide_state *s, const fusion_plan *p) {
+    for (uint32_t id = 1; id < s->g->n_nodes; id++) {
+        const ir_node *n = &s->g->nodes[id];
+        int32_t cost = own_cost(n);
+        bool red = ir_ops[n->op].kind == IRK_REDUCE;
+        for (uint32_t k = 0; k < n->n_in; k++) {
+            cost += s->cost[ir_in(n)[k]];
+            red |= s->has_reduce[ir_in(n)[k]];
+        }
+        bool inl = !p->materialised[id] && !p->inline_const[id];
+        s->cost[id] = inl ? cost : 0;
+        s->has_reduce[id] = inl && red;
+    }
+}
+
+/* Decisions depend on how many kernels need a node, which depends on the decisions:
+ * start from consumer counts, re-decide with kernel counts until they settle (a few
+ * rounds), then make sure no reduction or costly expression ended up in two kernels. */
+static void decide_all(decide_state *s, fusion_plan *p, const fusion_options *o) {
+    for (uint32_t id = 1; id < s->g->n_nodes; id++) {
+        uint32_t nu = s->users.start[id + 1] - s->users.start[id];
+        s->nk[id] = nu > 1 ? 2 : (uint8_t)nu;
+    }
+    decide(s, p, o);
+    for (int round = 0; round < 4 && count_kernels(s, p); round++) decide(s, p, o);
+    for (bool again = true; again;) {
+        again = false;
+        count_kernels(s, p);
+        recost(s, p);
+        for (uint32_t id = 1; id < s->g->n_nodes; id++) {
+            if (p->materialised[id] || p->inline_const[id] || s->nk[id] < 2) continue;
+            if (s->has_reduce[id] || s->cost[id] > DUP_COST) {
+                p->materialised[id] = 1;
+                again = true;
+                break; /* one at a time: it changes the counts of everything above it */
+            }
+        }
     }
 }
 
@@ -236,12 +299,15 @@ kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusi
     s.is_output = host_calloc(ctx, g->n_nodes, 1);
     s.cost = host_calloc(ctx, g->n_nodes, sizeof *s.cost);
     s.has_reduce = host_calloc(ctx, g->n_nodes, 1);
-    if (!p->materialised || !p->inline_const || !s.is_output || !s.cost || !s.has_reduce) {
+    s.kset = host_calloc(ctx, g->n_nodes, sizeof *s.kset);
+    s.nk = host_calloc(ctx, g->n_nodes, 1);
+    if (!p->materialised || !p->inline_const || !s.is_output || !s.cost || !s.has_reduce ||
+        !s.kset || !s.nk) {
         st = ctx_oom(ctx, "fusion", g->n_nodes * sizeof *s.cost);
         goto done;
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) s.is_output[g->outputs[i]] = 1;
-    decide(&s, p, o);
+    decide_all(&s, p, o);
     st = form_kernels(g, p);
     for (uint32_t id = 1; id < g->n_nodes; id++)
         if (!p->materialised[id] && !is_source(&g->nodes[id])) p->n_fused_away++;
@@ -250,6 +316,8 @@ done:
     host_free(ctx, s.is_output, g->n_nodes);
     host_free(ctx, s.cost, g->n_nodes * sizeof *s.cost);
     host_free(ctx, s.has_reduce, g->n_nodes);
+    host_free(ctx, s.kset, g->n_nodes * sizeof *s.kset);
+    host_free(ctx, s.nk, g->n_nodes);
     if (st) fusion_plan_free(p);
     return st;
 }

@@ -158,11 +158,13 @@ kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_val
     kiln_dtype t = ln->dtype, it = yn->dtype;
     int last = s.rank - 1, bdims[KILN_MAX_RANK];
     for (int i = 0; i < last; i++) bdims[i] = i;
-    /* one-hot of the labels against an iota over the classes, then the picked logit */
+    /* the picked logit: select (not multiply by a one-hot, as -inf * 0 would be NaN for a
+     * masked-out class) where an iota over the classes equals the label, then sum */
     kiln_value classes = kiln_iota(g, it, s.rank, s.dims, last);
     kiln_value lab = kiln_broadcast_in_dim(g, labels, s.rank, s.dims, bdims);
-    kiln_value onehot = kiln_convert(g, kiln_compare(g, classes, lab, KILN_CMP_EQ), t);
-    kiln_value picked = kiln_reduce_sum(g, kiln_mul(g, logits, onehot), 1, &last, false);
+    kiln_value hit = kiln_compare(g, classes, lab, KILN_CMP_EQ);
+    kiln_value only = kiln_select(g, hit, logits, trace_scalar(g, op, t, 0));
+    kiln_value picked = kiln_reduce_sum(g, only, 1, &last, false);
     kiln_value r = kiln_sub(g, kiln_logsumexp(g, logits, 1, &last, false), picked);
     return r;
 }

@@ -1,0 +1,257 @@
+/* jit.c — jax.jit for C: a trace function compiled once per input signature.
+ *
+ * The cache maps a signature key — argument count, each argument's dtype and shape, and
+ * the static_args bytes — to an executable. A hit runs the executable directly (no
+ * tracing, no compiling); a miss traces the function into a fresh graph, compiles it
+ * (which may still find the machine code in the on-disk cache) and keeps it.
+ *
+ * Threads: the cache is guarded by a mutex. Entries are reference-counted so that
+ * kiln_jit_clear from one thread never frees an executable another thread is running;
+ * tracing and compiling happen under the lock (one compile at a time per jit). */
+#include "executable.h"
+
+#include <pthread.h>
+#include <string.h>
+
+typedef struct jit_entry {
+    struct jit_entry *next;
+    uint64_t hash;
+    size_t key_len;
+    unsigned char *key;
+    kiln_executable *exe;
+    int refs; /* the cache's own reference + calls running it */
+} jit_entry;
+
+struct kiln_jit {
+    kiln_context *ctx;
+    kiln_jit_options o;
+    char *name;
+    kiln_arg_spec *specs;
+    pthread_mutex_t mu;
+    jit_entry *entries;
+    kiln_jit_stats stats;
+};
+
+static uint64_t fnv1a(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts, kiln_jit **out) {
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!out || !opts || !opts->fn)
+        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_jit_create: out, opts and opts->fn are required");
+    *out = NULL;
+    if (opts->arg_specs && (opts->n_args < 0 || opts->n_args > 4096))
+        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_jit_create: n_args %d is out of range", opts->n_args);
+    kiln_jit *j = host_calloc(ctx, 1, sizeof *j);
+    if (!j) return ctx_oom(ctx, "kiln_jit_create", sizeof *j);
+    j->ctx = ctx;
+    j->o = *opts;
+    j->name = host_strdup(ctx, opts->name ? opts->name : "jit");
+    size_t sb = opts->arg_specs ? (size_t)opts->n_args * sizeof *j->specs : 0;
+    if (sb && (j->specs = host_alloc(ctx, sb))) memcpy(j->specs, opts->arg_specs, sb);
+    if (!j->name || (sb && !j->specs)) {
+        kiln_jit_destroy(j);
+        return ctx_oom(ctx, "kiln_jit_create", sb);
+    }
+    j->o.arg_specs = j->specs;
+    j->o.name = j->name;
+    pthread_mutex_init(&j->mu, NULL);
+    *out = j;
+    return KILN_OK;
+}
+
+static void entry_free(kiln_context *ctx, jit_entry *en) {
+    kiln_executable_destroy(en->exe);
+    host_free(ctx, en->key, en->key_len);
+    host_free(ctx, en, sizeof *en);
+}
+
+static void drop_all(kiln_jit *j) {
+    for (jit_entry *en = j->entries, *next; en; en = next) {
+        next = en->next;
+        if (--en->refs == 0) entry_free(j->ctx, en);
+    }
+    j->entries = NULL;
+    j->stats.entries = j->stats.bytes = 0;
+}
+
+void kiln_jit_clear(kiln_jit *j) {
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    drop_all(j);
+    pthread_mutex_unlock(&j->mu);
+}
+
+void kiln_jit_destroy(kiln_jit *j) {
+    if (!j) return;
+    kiln_jit_clear(j);
+    pthread_mutex_destroy(&j->mu);
+    if (j->name) host_free(j->ctx, j->name, strlen(j->name) + 1);
+    if (j->specs) host_free(j->ctx, j->specs, (size_t)j->o.n_args * sizeof *j->specs);
+    host_free(j->ctx, j, sizeof *j);
+}
+
+void kiln_jit_get_stats(const kiln_jit *j, kiln_jit_stats *stats) {
+    if (!j || !stats) return;
+    pthread_mutex_lock((pthread_mutex_t *)&j->mu);
+    *stats = j->stats;
+    pthread_mutex_unlock((pthread_mutex_t *)&j->mu);
+}
+
+/* Checks the call against the declared signature, if there is one. */
+static kiln_status check_signature(kiln_jit *j, int n_args, kiln_array *const *args) {
+    if (n_args < 0 || (n_args && !args))
+        return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_jit_call '%s': bad args (%d)",
+                         j->name, n_args);
+    for (int i = 0; i < n_args; i++)
+        if (!args[i])
+            return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+                             "kiln_jit_call '%s': argument %d is NULL", j->name, i);
+    if (!j->specs) return KILN_OK;
+    if (n_args != j->o.n_args)
+        return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_jit_call '%s': declared with %d arguments, called with %d", j->name,
+                         j->o.n_args, n_args);
+    for (int i = 0; i < n_args; i++) {
+        const kiln_arg_spec *sp = &j->specs[i];
+        const kiln_array *a = args[i];
+        bool ok = a->dtype == sp->dtype && a->shape.rank == sp->rank;
+        for (int d = 0; ok && d < sp->rank; d++) ok = sp->dims[d] < 0 || sp->dims[d] == a->shape.dims[d];
+        if (!ok) {
+            char want[IR_TYPE_STR_MAX] = "", got[IR_TYPE_STR_MAX];
+            size_t k = (size_t)snprintf(want, sizeof want, "%s[", kiln_dtype_name(sp->dtype));
+            for (int d = 0; d < sp->rank && d < KILN_MAX_RANK && k < sizeof want; d++)
+                k += sp->dims[d] < 0 ? (size_t)snprintf(want + k, sizeof want - k, d ? ",?" : "?")
+                                     : (size_t)snprintf(want + k, sizeof want - k, d ? ",%lld" : "%lld",
+                                                        (long long)sp->dims[d]);
+            if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
+            return ctx_error(j->ctx, a->dtype != sp->dtype ? KILN_ERR_DTYPE : KILN_ERR_SHAPE,
+                             "kiln_jit_call '%s': argument %d is %s, declared %s", j->name, i,
+                             ir_type_str(a->dtype, &a->shape, got, sizeof got), want);
+        }
+    }
+    return KILN_OK;
+}
+
+/* The signature key: n_args, then (dtype, rank, dims) per argument, then static bytes. */
+static unsigned char *make_key(kiln_jit *j, int n_args, kiln_array *const *args,
+                               const void *st, size_t st_size, size_t *len) {
+    size_t per = sizeof(int32_t) * 2 + sizeof(int64_t) * KILN_MAX_RANK;
+    size_t n = sizeof(int32_t) + (size_t)n_args * per + st_size;
+    unsigned char *k = host_calloc(j->ctx, 1, n);
+    if (!k) return NULL;
+    unsigned char *p = k;
+    int32_t na = n_args;
+    memcpy(p, &na, sizeof na), p += sizeof na;
+    for (int i = 0; i < n_args; i++) {
+        int32_t t = args[i]->dtype, r = args[i]->shape.rank;
+        memcpy(p, &t, sizeof t), p += sizeof t;
+        memcpy(p, &r, sizeof r), p += sizeof r;
+        memcpy(p, args[i]->shape.dims, sizeof(int64_t) * (size_t)r);
+        p += sizeof(int64_t) * KILN_MAX_RANK;
+    }
+    if (st_size) memcpy(p, st, st_size);
+    *len = n;
+    return k;
+}
+
+static kiln_status trace_and_compile(kiln_jit *j, int n_args, kiln_array *const *args,
+                                     const void *st, kiln_executable **exe) {
+    kiln_graph *g;
+    kiln_status s = kiln_graph_create(j->ctx, j->name, &g);
+    if (s) return s;
+    kiln_value params[64], *pv = params, outs[KILN_MAX_OUTPUTS];
+    if (n_args > 64 && !(pv = host_calloc(j->ctx, (size_t)n_args, sizeof *pv))) {
+        kiln_graph_destroy(g);
+        return ctx_oom(j->ctx, "kiln_jit_call", (size_t)n_args * sizeof *pv);
+    }
+    for (int i = 0; i < n_args; i++) {
+        char name[24];
+        snprintf(name, sizeof name, "arg%d", i);
+        pv[i] = kiln_parameter(g, name, args[i]->dtype, args[i]->shape.rank, args[i]->shape.dims);
+    }
+    j->stats.traces++;
+    int n_outs = kiln_graph_status(g) ? 0 : j->o.fn(g, pv, n_args, st, j->o.user, outs);
+    if (pv != params) host_free(j->ctx, pv, (size_t)n_args * sizeof *pv);
+    if (kiln_graph_status(g)) s = kiln_graph_finish(g, 0, NULL); /* the builder's first error */
+    else if (n_outs < 0)
+        s = ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_jit_call '%s': the trace function reported failure", j->name);
+    else if (n_outs == 0 || n_outs > KILN_MAX_OUTPUTS)
+        s = ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_jit_call '%s': the trace function returned %d outputs (1..%d)",
+                      j->name, n_outs, KILN_MAX_OUTPUTS);
+    else s = kiln_graph_finish(g, n_outs, outs);
+    if (!s) {
+        j->stats.compiles++;
+        s = kiln_compile(g, &j->o.compile, exe);
+    }
+    kiln_graph_destroy(g);
+    return s;
+}
+
+/* Finds or builds the entry for this call and takes a reference on it. */
+static kiln_status acquire(kiln_jit *j, int n_args, kiln_array *const *args, const void *st,
+                           size_t st_size, jit_entry **out) {
+    size_t len = 0;
+    unsigned char *key = make_key(j, n_args, args, st, st_size, &len);
+    if (!key) return ctx_oom(j->ctx, "kiln_jit_call: signature", len);
+    uint64_t h = fnv1a(key, len);
+    pthread_mutex_lock(&j->mu);
+    for (jit_entry *en = j->entries; en; en = en->next)
+        if (en->hash == h && en->key_len == len && !memcmp(en->key, key, len)) {
+            en->refs++;
+            j->stats.hits++;
+            pthread_mutex_unlock(&j->mu);
+            host_free(j->ctx, key, len);
+            *out = en;
+            return KILN_OK;
+        }
+    j->stats.misses++;
+    kiln_executable *exe = NULL;
+    kiln_status s = trace_and_compile(j, n_args, args, st, &exe);
+    jit_entry *en = s ? NULL : host_calloc(j->ctx, 1, sizeof *en);
+    if (!s && !en) s = ctx_oom(j->ctx, "kiln_jit_call: cache entry", sizeof *en);
+    if (s) {
+        pthread_mutex_unlock(&j->mu);
+        kiln_executable_destroy(exe);
+        host_free(j->ctx, key, len);
+        return s;
+    }
+    *en = (jit_entry){j->entries, h, len, key, exe, 2};
+    j->entries = en;
+    j->stats.entries++;
+    j->stats.bytes += exe->stats.code_bytes;
+    pthread_mutex_unlock(&j->mu);
+    *out = en;
+    return KILN_OK;
+}
+
+static void release(kiln_jit *j, jit_entry *en) {
+    pthread_mutex_lock(&j->mu);
+    bool last = --en->refs == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (last) entry_free(j->ctx, en);
+}
+
+kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args,
+                          const void *static_args, size_t static_size, int n_outs,
+                          kiln_array **outs) {
+    if (!j) return KILN_ERR_INVALID_ARGUMENT;
+    kiln_status s = check_signature(j, n_args, args);
+    if (s) return s;
+    if (static_size && !static_args)
+        return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_jit_call '%s': static_args is NULL with static_size %zu", j->name,
+                         static_size);
+    jit_entry *en = NULL;
+    if ((s = acquire(j, n_args, args, static_args, static_size, &en))) return s;
+    s = kiln_executable_run(en->exe, n_args, args, n_outs, outs);
+    release(j, en);
+    return s;
+}

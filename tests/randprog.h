@@ -1,0 +1,248 @@
+/* randprog.h — a random program generator for cross-checking compiled code against the
+ * reference interpreter. It builds valid programs through the public API: random
+ * parameters, elementwise chains with broadcasting, reductions (with and without
+ * keepdims), shape ops (transpose, reshape, slice, pad, concatenate, broadcast), matrix
+ * products, comparisons and selects, gathers. Values stay bounded (divisions and logs are
+ * guarded) so that float rounding differences cannot blow up into false failures.
+ *
+ * Usage: rp_state s = {.seed = ...}; rp_program(&s, g, n_sub) appends n_sub independent
+ * sub-programs to graph g (their parameters and outputs accumulate in s). */
+#ifndef KILN_RANDPROG_H
+#define KILN_RANDPROG_H
+
+#include "kiln.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define RP_MAX_VALUES 64
+#define RP_MAX_PARAMS 256
+#define RP_MAX_OUTS   64
+
+typedef struct rp_val {
+    kiln_value v;
+    kiln_dtype t;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+} rp_val;
+
+typedef struct rp_state {
+    uint64_t seed;
+    int n_params, n_outs;
+    rp_val params[RP_MAX_PARAMS];
+    kiln_value outs[RP_MAX_OUTS];
+    /* per sub-program */
+    rp_val vals[RP_MAX_VALUES];
+    int n_vals;
+} rp_state;
+
+static inline uint64_t rp_next(rp_state *s) {
+    s->seed ^= s->seed << 13, s->seed ^= s->seed >> 7, s->seed ^= s->seed << 17;
+    return s->seed;
+}
+static inline int rp_int(rp_state *s, int n) { return (int)(rp_next(s) % (uint64_t)n); }
+
+static inline rp_val rp_typed(kiln_graph *g, kiln_value v) {
+    rp_val r;
+    memset(&r, 0, sizeof r);
+    r.v = v;
+    kiln_value_type(g, v, &r.t, &r.rank, r.dims);
+    return r;
+}
+
+static inline void rp_push(rp_state *s, kiln_graph *g, kiln_value v) {
+    if (!kiln_value_ok(v) || s->n_vals >= RP_MAX_VALUES) return;
+    s->vals[s->n_vals++] = rp_typed(g, v);
+}
+
+static inline rp_val *rp_pick(rp_state *s) {
+    /* favour recent values so chains grow long */
+    int n = s->n_vals, k = rp_int(s, 3) ? n - 1 - rp_int(s, n < 3 ? n : 3) : rp_int(s, n);
+    return &s->vals[k];
+}
+
+static inline kiln_value rp_param(rp_state *s, kiln_graph *g, kiln_dtype t, int rank,
+                                  const int64_t *dims) {
+    char name[16];
+    snprintf(name, sizeof name, "p%d", s->n_params);
+    kiln_value v = kiln_parameter(g, name, t, rank, dims);
+    if (s->n_params < RP_MAX_PARAMS) s->params[s->n_params++] = rp_typed(g, v);
+    return v;
+}
+
+static inline void rp_random_shape(rp_state *s, int *rank, int64_t *dims) {
+    *rank = rp_int(s, 4);
+    for (int i = 0; i < *rank; i++) {
+        int r = rp_int(s, 10);
+        dims[i] = r == 0 ? 1 : r == 1 ? 0 + (rp_int(s, 4) == 0 ? 0 : 1) : 1 + rp_int(s, 6);
+        if (rp_int(s, 12) == 0) dims[i] = 17 + rp_int(s, 40);
+    }
+}
+
+/* A value that broadcasts against x: x's shape with some axes set to 1 or dropped. */
+static inline kiln_value rp_partner(rp_state *s, kiln_graph *g, const rp_val *x) {
+    if (rp_int(s, 3) == 0) {
+        for (int i = 0; i < s->n_vals; i++) /* an existing value of the same type */
+            if (s->vals[i].t == x->t && s->vals[i].rank == x->rank &&
+                !memcmp(s->vals[i].dims, x->dims, sizeof(int64_t) * (size_t)x->rank) &&
+                s->vals[i].v.id != x->v.id)
+                return s->vals[i].v;
+    }
+    int64_t d[KILN_MAX_RANK];
+    int drop = x->rank ? rp_int(s, x->rank + 1) : 0, r = x->rank - drop;
+    for (int i = 0; i < r; i++) d[i] = rp_int(s, 3) == 0 ? 1 : x->dims[drop + i];
+    if (rp_int(s, 4) == 0) return kiln_scalar(g, x->t, 0.25 + rp_int(s, 8) * 0.5);
+    return rp_param(s, g, x->t, r, d);
+}
+
+static inline kiln_value rp_unary(rp_state *s, kiln_graph *g, const rp_val *x) {
+    kiln_value v = x->v;
+    kiln_value one = kiln_scalar(g, x->t, 1.0);
+    switch (rp_int(s, 11)) {
+    case 0: return kiln_neg(g, v);
+    case 1: return kiln_abs(g, v);
+    case 2: return kiln_tanh(g, v);
+    case 3: return kiln_logistic(g, v);
+    case 4: return kiln_exp(g, kiln_tanh(g, v));
+    case 5: return kiln_log(g, kiln_add(g, one, kiln_abs(g, v)));
+    case 6: return kiln_sqrt(g, kiln_abs(g, v));
+    case 7: return kiln_floor(g, v);
+    case 8: return kiln_sign(g, v);
+    case 9: return kiln_convert(g, kiln_convert(g, v, KILN_F64), x->t);
+    default: return kiln_rsqrt(g, kiln_add(g, one, kiln_mul(g, v, v)));
+    }
+}
+
+static inline kiln_value rp_binary(rp_state *s, kiln_graph *g, const rp_val *x) {
+    kiln_value y = rp_partner(s, g, x), a = x->v;
+    if (rp_int(s, 2)) { kiln_value t = a; a = y; y = t; } /* either side broadcasts */
+    switch (rp_int(s, 7)) {
+    case 0: return kiln_add(g, a, y);
+    case 1: return kiln_sub(g, a, y);
+    case 2: return kiln_mul(g, a, y);
+    case 3: return kiln_max(g, a, y);
+    case 4: return kiln_min(g, a, y);
+    case 5: return kiln_div(g, a, kiln_add(g, kiln_scalar(g, x->t, 1.0), kiln_abs(g, y)));
+    default:
+        return kiln_select(g, kiln_compare(g, a, y, (kiln_compare_dir)rp_int(s, 6)), a,
+                           kiln_neg(g, y));
+    }
+}
+
+static inline kiln_value rp_reduce(rp_state *s, kiln_graph *g, const rp_val *x) {
+    int axes[KILN_MAX_RANK], n = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (rp_int(s, 2)) axes[n++] = rp_int(s, 2) ? i : i - x->rank;
+    bool keep = rp_int(s, 2);
+    const int *ax = rp_int(s, 6) == 0 ? NULL : axes;
+    switch (rp_int(s, 5)) {
+    case 0: return kiln_reduce_sum(g, x->v, n, ax, keep);
+    case 1: return kiln_reduce_max(g, x->v, n, ax, keep);
+    case 2: return kiln_reduce_min(g, x->v, n, ax, keep);
+    case 3: return kiln_mean(g, x->v, n, ax, keep);
+    default:
+        return x->rank ? kiln_softmax(g, x->v, rp_int(s, x->rank)) : kiln_reduce_sum(g, x->v, n, ax, keep);
+    }
+}
+
+static inline kiln_value rp_shape_op(rp_state *s, kiln_graph *g, const rp_val *x) {
+    int r = x->rank;
+    int64_t a[KILN_MAX_RANK], b[KILN_MAX_RANK], c[KILN_MAX_RANK];
+    switch (rp_int(s, 6)) {
+    case 0: { /* transpose by a random permutation */
+        int perm[KILN_MAX_RANK];
+        for (int i = 0; i < r; i++) perm[i] = i;
+        for (int i = r - 1; i > 0; i--) { int j = rp_int(s, i + 1), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+        return kiln_transpose(g, x->v, perm);
+    }
+    case 1: { /* flatten, or split the last axis */
+        int64_t n = 1;
+        for (int i = 0; i < r; i++) n *= x->dims[i];
+        if (r && x->dims[r - 1] % 2 == 0 && x->dims[r - 1] > 0 && r < KILN_MAX_RANK) {
+            memcpy(a, x->dims, sizeof(int64_t) * (size_t)r);
+            a[r - 1] = 2, a[r] = x->dims[r - 1] / 2;
+            return kiln_reshape(g, x->v, r + 1, a);
+        }
+        a[0] = n;
+        return kiln_reshape(g, x->v, 1, a);
+    }
+    case 2: /* strided slice */
+        for (int i = 0; i < r; i++) {
+            a[i] = x->dims[i] ? rp_int(s, (int)x->dims[i]) : 0;
+            b[i] = a[i] + (x->dims[i] - a[i] ? rp_int(s, (int)(x->dims[i] - a[i]) + 1) : 0);
+            c[i] = 1 + rp_int(s, 2);
+        }
+        return kiln_slice(g, x->v, a, b, c);
+    case 3: /* pad, possibly cropping */
+        for (int i = 0; i < r; i++) {
+            a[i] = rp_int(s, 3) - (x->dims[i] > 1 ? 1 : 0);
+            b[i] = rp_int(s, 3);
+            c[i] = rp_int(s, 2);
+        }
+        return kiln_pad(g, x->v, kiln_scalar(g, x->t, -0.5), a, b, c);
+    case 4: /* concatenate with a transformed copy of itself */
+        if (!r) return x->v;
+        {
+            kiln_value parts[3] = {x->v, kiln_tanh(g, x->v), x->v};
+            return kiln_concatenate(g, 2 + rp_int(s, 2), parts, rp_int(s, r));
+        }
+    default: { /* broadcast to a new leading axis */
+        if (r >= 4) return x->v;
+        a[0] = 1 + rp_int(s, 3);
+        memcpy(a + 1, x->dims, sizeof(int64_t) * (size_t)r);
+        return kiln_broadcast_to(g, x->v, r + 1, a);
+    }
+    }
+}
+
+static inline kiln_value rp_dot(rp_state *s, kiln_graph *g, const rp_val *x) {
+    if (x->rank < 1) return x->v;
+    int64_t k = x->dims[x->rank - 1], d[2] = {k, 1 + rp_int(s, 5)};
+    kiln_value w = rp_param(s, g, x->t, 2, d);
+    if (rp_int(s, 2)) return kiln_matmul(g, x->v, w);
+    /* the same product written as dot_general with w transposed: exercises trans_b */
+    int perm[2] = {1, 0};
+    kiln_value wt = kiln_transpose(g, w, perm);
+    kiln_dot_dims dd;
+    memset(&dd, 0, sizeof dd);
+    dd.n_contract = 1, dd.lhs_contract[0] = x->rank - 1, dd.rhs_contract[0] = 1;
+    return kiln_dot_general(g, x->v, wt, &dd);
+}
+
+static inline kiln_value rp_gather(rp_state *s, kiln_graph *g, const rp_val *x) {
+    if (x->rank < 1 || x->rank > 3 || x->dims[0] == 0) return x->v;
+    int64_t n = 1 + rp_int(s, 4);
+    /* indices from an iota scaled past the table (clamping is exercised too) */
+    kiln_value i = kiln_iota(g, KILN_I32, 1, &n, 0);
+    i = kiln_sub(g, kiln_mul(g, i, kiln_scalar(g, KILN_I32, 2)), kiln_scalar(g, KILN_I32, 1));
+    return kiln_take_rows(g, x->v, i);
+}
+
+/* One sub-program: 1-2 parameters, 3-10 ops, 1-2 outputs. */
+static inline void rp_sub(rp_state *s, kiln_graph *g) {
+    s->n_vals = 0;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    kiln_dtype t = rp_int(s, 4) == 0 ? KILN_F64 : KILN_F32;
+    rp_random_shape(s, &rank, dims);
+    rp_push(s, g, rp_param(s, g, t, rank, dims));
+    int n_ops = 3 + rp_int(s, 8);
+    for (int i = 0; i < n_ops && s->n_vals && kiln_graph_status(g) == KILN_OK; i++) {
+        rp_val x = *rp_pick(s);
+        kiln_value v;
+        switch (rp_int(s, 10)) {
+        case 0: case 1: v = rp_unary(s, g, &x); break;
+        case 2: case 3: case 4: v = rp_binary(s, g, &x); break;
+        case 5: v = rp_reduce(s, g, &x); break;
+        case 6: case 7: v = rp_shape_op(s, g, &x); break;
+        case 8: v = rp_dot(s, g, &x); break;
+        default: v = rp_gather(s, g, &x); break;
+        }
+        rp_push(s, g, v);
+    }
+    int n_out = 1 + rp_int(s, 2);
+    for (int i = 0; i < n_out && s->n_vals && s->n_outs < RP_MAX_OUTS; i++)
+        s->outs[s->n_outs++] = i == 0 ? s->vals[s->n_vals - 1].v : rp_pick(s)->v;
+}
+
+#endif

@@ -1,0 +1,338 @@
+/* test_compile.c — kiln_compile against the reference interpreter: every op and
+ * composite compiled and compared, kernel counts of typical programs (what fusion must
+ * achieve), thousands of random programs (fixed seed; KILN_TEST_SEED and
+ * KILN_TEST_PROGRAMS override for long runs), and the compile/run error paths. */
+#include "compare.h"
+#include "ir/ir.h"
+#include "randprog.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static kiln_context *ctx;
+static uint64_t seed = 0x9e3779b97f4a7c15ull;
+
+typedef int (*build_fn)(kiln_graph *g, kiln_value *outs);
+
+/* Builds a program, gives every parameter random data, compares compiled vs reference.
+ * Returns the kernel count (or -1 on failure). */
+static int check_case(const char *name, build_fn build, const kiln_compile_options *opts) {
+    kiln_graph *g;
+    kiln_graph_create(ctx, name, &g);
+    kiln_value outs[16];
+    int n = build(g, outs);
+    if (kiln_graph_finish(g, n, outs) != KILN_OK) {
+        fprintf(stderr, "%s: %s\n", name, kiln_last_error(ctx));
+        kiln_graph_destroy(g);
+        CHECK_MSG(0, "%s did not build", name);
+        return -1;
+    }
+    kiln_array *args[64];
+    int np = kiln_graph_num_parameters(g);
+    for (int i = 0; i < np; i++) {
+        const ir_node *p = &g->nodes[g->params[i]];
+        args[i] = cmp_random_array(ctx, p->dtype, p->shape.rank, p->shape.dims, &seed);
+    }
+    int kernels = -1;
+    int ok = cmp_graph(ctx, g, np, args, opts, 2e-5, &kernels);
+    CHECK_MSG(ok, "%s: compiled result differs from the reference", name);
+    for (int i = 0; i < np; i++) kiln_array_free(args[i]);
+    kiln_graph_destroy(g);
+    return ok ? kernels : -1;
+}
+
+static const int64_t d23[] = {2, 3}, d3[] = {3}, d234[] = {2, 3, 4}, d45[] = {4, 5};
+
+static int b_elementwise_f32(kiln_graph *g, kiln_value *o) {
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d23);
+    kiln_value y = kiln_parameter(g, "y", KILN_F32, 1, d3);
+    kiln_value one = kiln_scalar(g, KILN_F32, 1);
+    int n = 0;
+    o[n++] = kiln_add(g, x, y);
+    o[n++] = kiln_sub(g, x, y);
+    o[n++] = kiln_mul(g, x, y);
+    o[n++] = kiln_div(g, x, y);
+    o[n++] = kiln_max(g, x, y);
+    o[n++] = kiln_min(g, x, y);
+    o[n++] = kiln_pow(g, kiln_abs(g, x), y);
+    o[n++] = kiln_log1p(g, kiln_abs(g, x));
+    o[n++] = kiln_rsqrt(g, kiln_add(g, one, kiln_abs(g, y)));
+    o[n++] = kiln_select(g, kiln_compare(g, x, y, KILN_CMP_LT), kiln_exp(g, x), kiln_log(g, x));
+    o[n++] = kiln_convert(g, kiln_compare(g, x, y, KILN_CMP_GE), KILN_F32);
+    o[n++] = kiln_sign(g, kiln_floor(g, kiln_mul(g, x, kiln_scalar(g, KILN_F32, 3))));
+    return n;
+}
+
+static int b_elementwise_int(kiln_graph *g, kiln_value *o) {
+    kiln_value a = kiln_parameter(g, "a", KILN_I32, 2, d23);
+    kiln_value b = kiln_parameter(g, "b", KILN_I32, 2, d23);
+    kiln_value c = kiln_parameter(g, "c", KILN_I64, 1, d3);
+    kiln_value big = kiln_scalar(g, KILN_I32, 2147483647.0);
+    int n = 0;
+    o[n++] = kiln_div(g, a, b); /* includes division by zero: -1 */
+    o[n++] = kiln_pow(g, a, b);  /* negative exponents included */
+    o[n++] = kiln_add(g, a, big); /* wraps */
+    o[n++] = kiln_mul(g, kiln_neg(g, a), kiln_abs(g, b));
+    o[n++] = kiln_max(g, kiln_sign(g, a), b);
+    o[n++] = kiln_convert(g, kiln_mul(g, kiln_convert(g, a, KILN_I64), c), KILN_I32);
+    o[n++] = kiln_div(g, kiln_scalar(g, KILN_I32, -2147483648.0), kiln_scalar(g, KILN_I32, -1));
+    o[n++] = kiln_logical_and(g, kiln_compare(g, a, b, KILN_CMP_NE),
+                              kiln_logical_not(g, kiln_compare(g, a, b, KILN_CMP_GT)));
+    o[n++] = kiln_logical_or(g, kiln_compare(g, a, b, KILN_CMP_LE), kiln_compare(g, a, b, KILN_CMP_EQ));
+    return n;
+}
+
+static int b_convert(kiln_graph *g, kiln_value *o) {
+    const float vals[] = {NAN, INFINITY, -INFINITY, 3.7f, -3.7f, 3e9f, -3e9f, 0.0f};
+    int64_t d = 8;
+    kiln_value x = kiln_constant(g, KILN_F32, 1, &d, vals);
+    kiln_value p = kiln_parameter(g, "p", KILN_F32, 1, &d); /* keeps the graph from folding */
+    x = kiln_add(g, x, kiln_mul(g, p, kiln_scalar(g, KILN_F32, 0)));
+    int n = 0;
+    o[n++] = kiln_convert(g, x, KILN_I32);
+    o[n++] = kiln_convert(g, x, KILN_I64);
+    o[n++] = kiln_convert(g, x, KILN_BOOL);
+    o[n++] = kiln_convert(g, kiln_convert(g, x, KILN_I64), KILN_I32);
+    o[n++] = kiln_convert(g, kiln_convert(g, x, KILN_F64), KILN_F32);
+    return n;
+}
+
+static int b_shapes(kiln_graph *g, kiln_value *o) {
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 3, d234);
+    int perm[3] = {2, 0, 1}, n = 0;
+    int64_t st[3] = {0, 1, 0}, li[3] = {2, 3, 4}, sd[3] = {1, 2, 3};
+    int64_t lo[3] = {1, -1, 0}, hi[3] = {0, 2, -1}, in[3] = {1, 0, 2};
+    int64_t r2[2] = {6, -1}, bd[4] = {5, 2, 3, 4};
+    kiln_value parts[4] = {x, kiln_neg(g, x), x, kiln_exp(g, x)};
+    o[n++] = kiln_transpose(g, x, perm);
+    o[n++] = kiln_slice(g, x, st, li, sd);
+    o[n++] = kiln_pad(g, x, kiln_scalar(g, KILN_F32, 9), lo, hi, in);
+    o[n++] = kiln_reshape(g, kiln_transpose(g, x, perm), 2, r2);
+    o[n++] = kiln_concatenate(g, 4, parts, 1);
+    o[n++] = kiln_broadcast_to(g, x, 4, bd);
+    o[n++] = kiln_add(g, kiln_iota(g, KILN_F32, 3, d234, 2), x);
+    return n;
+}
+
+static int b_reductions(kiln_graph *g, kiln_value *o) {
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 3, d234);
+    kiln_value i = kiln_parameter(g, "i", KILN_I64, 3, d234);
+    int a0 = 0, a12[2] = {1, 2}, am1 = -1, n = 0;
+    o[n++] = kiln_reduce_sum(g, x, 1, &a0, false);
+    o[n++] = kiln_reduce_max(g, x, 2, a12, true);
+    o[n++] = kiln_reduce_min(g, x, 1, &am1, false);
+    o[n++] = kiln_reduce_prod(g, x, 1, &a0, true);
+    o[n++] = kiln_mean(g, x, 0, NULL, false);
+    o[n++] = kiln_reduce_sum(g, i, 2, a12, false);
+    o[n++] = kiln_reduce_max(g, i, 1, &a0, false);
+    o[n++] = kiln_reduce_prod(g, i, 1, &am1, false);
+    return n;
+}
+
+static int b_dots(kiln_graph *g, kiln_value *o) {
+    int64_t ad[3] = {2, 3, 4}, bd[3] = {2, 5, 4}, cd[2] = {4, 3}, vd[1] = {4};
+    kiln_value a = kiln_parameter(g, "a", KILN_F32, 3, ad);
+    kiln_value b = kiln_parameter(g, "b", KILN_F32, 3, bd);
+    kiln_value c = kiln_parameter(g, "c", KILN_F64, 2, cd);
+    kiln_value v = kiln_parameter(g, "v", KILN_F64, 1, vd);
+    kiln_value ia = kiln_parameter(g, "ia", KILN_I32, 3, ad);
+    kiln_dot_dims dd = {.n_contract = 1, .lhs_contract = {2}, .rhs_contract = {2}, .n_batch = 1};
+    kiln_dot_dims odd = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {1}};
+    int n = 0;
+    o[n++] = kiln_dot_general(g, a, b, &dd); /* batched, rhs transposed */
+    o[n++] = kiln_dot_general(g, a, kiln_convert(g, c, KILN_F32), &odd); /* needs packing */
+    o[n++] = kiln_matmul(g, v, c); /* vector @ matrix */
+    o[n++] = kiln_matmul(g, kiln_transpose(g, c, (int[]){1, 0}), v);
+    o[n++] = kiln_dot_general(g, ia, kiln_convert(g, a, KILN_I32), &dd);
+    return n;
+}
+
+static int b_indexing(kiln_graph *g, kiln_value *o) {
+    int64_t td[2] = {5, 3}, id[2] = {2, 4}, ud[3] = {2, 4, 3};
+    kiln_value t = kiln_parameter(g, "t", KILN_F32, 2, td);
+    kiln_value idx = kiln_parameter(g, "idx", KILN_I32, 2, id); /* values in [-5, 5]: clamped */
+    kiln_value up = kiln_parameter(g, "up", KILN_F32, 3, ud);
+    int n = 0;
+    o[n++] = kiln_take_rows(g, t, idx);
+    o[n++] = kiln_scatter_add_rows(g, t, idx, up); /* duplicates and out-of-range rows */
+    o[n++] = kiln_take_rows(g, kiln_exp(g, t), kiln_convert(g, idx, KILN_I64));
+    return n;
+}
+
+static int b_composites(kiln_graph *g, kiln_value *o) {
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d45);
+    kiln_value s = kiln_parameter(g, "s", KILN_F32, 1, d45 + 1);
+    kiln_value lab = kiln_parameter(g, "lab", KILN_I32, 1, d45);
+    lab = kiln_abs(g, kiln_div(g, lab, kiln_scalar(g, KILN_I32, 2))); /* in [0, 2] */
+    int a1 = 1, n = 0;
+    o[n++] = kiln_softmax(g, x, -1);
+    o[n++] = kiln_log_softmax(g, x, 0);
+    o[n++] = kiln_logsumexp(g, x, 1, &a1, false);
+    o[n++] = kiln_layer_norm(g, x, s, s, 1e-5);
+    o[n++] = kiln_gelu(g, x);
+    o[n++] = kiln_relu(g, x);
+    o[n++] = kiln_softmax_cross_entropy(g, x, lab);
+    return n;
+}
+
+static void test_every_op(void) {
+    check_case("elementwise_f32", b_elementwise_f32, NULL);
+    check_case("elementwise_int", b_elementwise_int, NULL);
+    check_case("convert", b_convert, NULL);
+    check_case("shapes", b_shapes, NULL);
+    check_case("reductions", b_reductions, NULL);
+    check_case("dots", b_dots, NULL);
+    check_case("indexing", b_indexing, NULL);
+    check_case("composites", b_composites, NULL);
+    kiln_compile_options unfused = {.disable_fusion = true};
+    check_case("composites_unfused", b_composites, &unfused);
+    check_case("shapes_unfused", b_shapes, &unfused);
+}
+
+/* ------------------------------------------------------- kernel counts ---- */
+
+static const int64_t dbig[] = {64, 128}, dcol[] = {128};
+
+static int b_chain(kiln_graph *g, kiln_value *o) {
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, dbig);
+    kiln_value b = kiln_parameter(g, "b", KILN_F32, 1, dcol);
+    kiln_value y = kiln_tanh(g, kiln_add(g, kiln_mul(g, x, kiln_scalar(g, KILN_F32, 2)), b));
+    y = kiln_max(g, kiln_sub(g, y, kiln_exp(g, x)), kiln_scalar(g, KILN_F32, 0));
+    o[0] = kiln_mul(g, kiln_logistic(g, y), kiln_sqrt(g, kiln_abs(g, x)));
+    return 1;
+}
+static int b_softmax(kiln_graph *g, kiln_value *o) {
+    o[0] = kiln_softmax(g, kiln_parameter(g, "x", KILN_F32, 2, dbig), -1);
+    return 1;
+}
+static int b_layer_norm(kiln_graph *g, kiln_value *o) {
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, dbig);
+    kiln_value s = kiln_parameter(g, "s", KILN_F32, 1, dcol);
+    o[0] = kiln_layer_norm(g, x, s, s, 1e-5);
+    return 1;
+}
+static int b_logsumexp(kiln_graph *g, kiln_value *o) {
+    o[0] = kiln_logsumexp(g, kiln_parameter(g, "x", KILN_F32, 2, dbig), 1, (int[]){-1}, false);
+    return 1;
+}
+static int b_mlp(kiln_graph *g, kiln_value *o) {
+    int64_t xd[2] = {32, 64}, w1d[2] = {64, 128}, w2d[2] = {128, 10}, b1d = 128, b2d = 10;
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, xd);
+    kiln_value h = kiln_relu(g, kiln_add(g, kiln_matmul(g, x, kiln_parameter(g, "w1", KILN_F32, 2, w1d)),
+                                         kiln_parameter(g, "b1", KILN_F32, 1, &b1d)));
+    kiln_value y = kiln_add(g, kiln_matmul(g, h, kiln_parameter(g, "w2", KILN_F32, 2, w2d)),
+                            kiln_parameter(g, "b2", KILN_F32, 1, &b2d));
+    o[0] = kiln_softmax(g, y, -1);
+    return 1;
+}
+
+static void test_kernel_counts(void) {
+    int k;
+    k = check_case("chain", b_chain, NULL);
+    CHECK_MSG(k == 1, "an elementwise chain is one kernel (got %d)", k);
+    k = check_case("softmax", b_softmax, NULL);
+    CHECK_MSG(k >= 1 && k <= 3, "softmax takes at most 3 kernels (got %d)", k);
+    k = check_case("layer_norm", b_layer_norm, NULL);
+    CHECK_MSG(k >= 1 && k <= 3, "layer_norm takes at most 3 kernels (got %d)", k);
+    k = check_case("logsumexp", b_logsumexp, NULL);
+    CHECK_MSG(k >= 1 && k <= 2, "logsumexp takes at most 2 kernels (got %d)", k);
+    k = check_case("mlp", b_mlp, NULL);
+    /* dot, bias+relu, dot, then softmax (bias fused into it) */
+    CHECK_MSG(k >= 1 && k <= 6, "a 2-layer MLP with softmax takes at most 6 kernels (got %d)", k);
+    kiln_compile_options unfused = {.disable_fusion = true};
+    int ku = check_case("chain_unfused", b_chain, &unfused);
+    CHECK_MSG(ku > 5, "without fusion the chain is one kernel per op (got %d)", ku);
+}
+
+/* ------------------------------------------------------ random programs ---- */
+
+static void test_random_programs(void) {
+    const char *env_seed = getenv("KILN_TEST_SEED"), *env_n = getenv("KILN_TEST_PROGRAMS");
+    uint64_t s0 = env_seed ? strtoull(env_seed, NULL, 0) : 12345;
+    int total = env_n ? atoi(env_n) : 1000, per_graph = 25, done = 0, failed = 0;
+    for (int gi = 0; done < total; gi++) {
+        rp_state *s = calloc(1, sizeof *s);
+        s->seed = s0 * 6364136223846793005ull + (uint64_t)gi * 1442695040888963407ull + 1;
+        kiln_graph *g;
+        kiln_graph_create(ctx, "random", &g);
+        int n = total - done < per_graph ? total - done : per_graph;
+        for (int i = 0; i < n; i++) rp_sub(s, g);
+        done += n;
+        if (kiln_graph_finish(g, s->n_outs, s->outs) != KILN_OK) {
+            CHECK_MSG(0, "random graph %d (seed %llu) did not build: %s", gi,
+                      (unsigned long long)s0, kiln_last_error(ctx));
+            kiln_graph_destroy(g);
+            free(s);
+            continue;
+        }
+        kiln_array *args[RP_MAX_PARAMS];
+        for (int i = 0; i < s->n_params; i++)
+            args[i] = cmp_random_array(ctx, s->params[i].t, s->params[i].rank, s->params[i].dims, &seed);
+        int ok = cmp_graph(ctx, g, s->n_params, args, NULL, 1e-4, NULL);
+        if (!ok) {
+            failed++;
+            kiln_graph_print(g, stderr);
+        }
+        CHECK_MSG(ok, "random graph %d (KILN_TEST_SEED=%llu) differs from the reference", gi,
+                  (unsigned long long)s0);
+        for (int i = 0; i < s->n_params; i++) kiln_array_free(args[i]);
+        kiln_graph_destroy(g);
+        free(s);
+        if (failed > 3) break;
+    }
+    printf("random programs: %d checked (seed %llu)\n", done, (unsigned long long)s0);
+}
+
+/* -------------------------------------------------------------- errors ---- */
+
+static void test_errors(void) {
+    kiln_graph *g;
+    kiln_graph_create(ctx, "unfinished", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, d3);
+    (void)x;
+    kiln_executable *e = NULL;
+    CHECK_STATUS(kiln_compile(g, NULL, &e), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "not finished");
+    CHECK(e == NULL);
+    kiln_value y = kiln_exp(g, x);
+    kiln_graph_finish(g, 1, &y);
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    kiln_array *a = NULL, *out = NULL;
+    kiln_array_create(ctx, KILN_F32, 2, d23, NULL, &a);
+    CHECK_STATUS(kiln_executable_run(e, 1, &a, 1, &out), KILN_ERR_SHAPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "argument 0 (\"x\") is f32[2,3], the parameter is f32[3]");
+    CHECK(out == NULL);
+    CHECK_STATUS(kiln_executable_run(e, 0, NULL, 1, &out), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "takes 1 arguments, got 0");
+    kiln_array_free(a);
+    kiln_array_create(ctx, KILN_F32, 1, d3, NULL, &a);
+    CHECK_STATUS(kiln_executable_run(e, 1, &a, 2, &out), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_OK(ctx, kiln_executable_run(e, 1, &a, 1, &out));
+    float v[3];
+    kiln_array_copy_to_host(out, v, sizeof v);
+    CHECK(v[0] == 1.0f && v[2] == 1.0f); /* exp(0) */
+    kiln_array_free(out);
+    kiln_array_free(a);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
+int main(void) {
+    char dir[] = "/tmp/kiln-test-compile-XXXXXX";
+    if (!mkdtemp(dir)) return 2;
+    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
+    char err[256];
+    if (kiln_context_create(&o, &ctx, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    RUN(test_every_op);
+    RUN(test_kernel_counts);
+    RUN(test_errors);
+    RUN(test_random_programs);
+    kiln_context_destroy(ctx);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    return test_summary("test_compile");
+}

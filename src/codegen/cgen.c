@@ -197,13 +197,15 @@ static void unary_expr(const ir_node *n, kiln_dtype in_t, const char *a, char *e
                     : snprintf(ex, m, "(%s < 0 ? (%s)(0 - (%s)%s) : %s)", a, t, utype(n->dtype), a, a); break;
     case IR_SIGN: fl ? snprintf(ex, m, "(%s > 0 ? (%s)1 : %s < 0 ? (%s)-1 : %s)", a, t, a, t, a)
                      : snprintf(ex, m, "(%s)((%s > 0) - (%s < 0))", t, a, a); break;
-    case IR_EXP: snprintf(ex, m, "exp%s(%s)", f, a); break;
+    case IR_EXP: snprintf(ex, m, "%s(%s)", n->dtype == KILN_F32 ? "kiln_expf" : "exp", a); break;
     case IR_LOG: snprintf(ex, m, "log%s(%s)", f, a); break;
     case IR_LOG1P: snprintf(ex, m, "log1p%s(%s)", f, a); break;
     case IR_SQRT: snprintf(ex, m, "sqrt%s(%s)", f, a); break;
     case IR_RSQRT: snprintf(ex, m, "((%s)1 / sqrt%s(%s))", t, f, a); break;
-    case IR_TANH: snprintf(ex, m, "tanh%s(%s)", f, a); break;
-    case IR_LOGISTIC: snprintf(ex, m, "((%s)1 / ((%s)1 + exp%s(-%s)))", t, t, f, a); break;
+    case IR_TANH: snprintf(ex, m, "%s(%s)", n->dtype == KILN_F32 ? "kiln_tanhf" : "tanh", a); break;
+    case IR_LOGISTIC:
+        snprintf(ex, m, "((%s)1 / ((%s)1 + %s(-%s)))", t, t, n->dtype == KILN_F32 ? "kiln_expf" : "exp", a);
+        break;
     case IR_FLOOR: snprintf(ex, m, "floor%s(%s)", f, a); break;
     case IR_NOT: snprintf(ex, m, "((uint8_t)!%s)", a); break;
     case IR_CONVERT:
@@ -376,50 +378,60 @@ static void emit_take(em *e, uint32_t id, const idxv *ix, char *out) {
 
 /* ----------------------------------------------------------- reduce ---- */
 
+/* An inlined reduction: an accumulator, one loop per reduced axis, the operand evaluated
+ * at the full index inside. The innermost loop carries `omp simd reduction` so it
+ * vectorises without -fassociative-math. Float max/min compare-and-select (which a vector
+ * unit does in one instruction) and track NaN in a separate flag, so NaN still wins. */
 static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
     const ir_node *n = &e->g->nodes[id];
     uint32_t x = ir_in(n)[0];
     const ir_node *xn = &e->g->nodes[x];
     kiln_dtype t = n->dtype;
-    bool fl = ir_dtype_is_float(t);
-    const char *acc_t = fl ? (n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD ? "double" : cgen_ctype(t))
-                           : (n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD ? "uint64_t" : cgen_ctype(t));
-    const char *init;
-    switch (n->op) {
-    case IR_REDUCE_SUM: init = "0"; break;
-    case IR_REDUCE_PROD: init = "1"; break;
-    case IR_REDUCE_MAX: init = fl ? "-INFINITY" : t == KILN_I32 ? "INT32_MIN" : "INT64_MIN"; break;
-    default: init = fl ? "INFINITY" : t == KILN_I32 ? "INT32_MAX" : "INT64_MAX"; break;
-    }
-    char acc[VAL_LEN];
+    bool fl = ir_dtype_is_float(t), arith = n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD;
+    bool is_max = n->op == IR_REDUCE_MAX;
+    const char *acc_t = arith ? (fl ? "double" : "uint64_t") : cgen_ctype(t);
+    const char *init = n->op == IR_REDUCE_SUM ? "0" : n->op == IR_REDUCE_PROD ? "1"
+                       : fl ? (is_max ? "-INFINITY" : "INFINITY")
+                       : is_max ? (t == KILN_I32 ? "INT32_MIN" : "INT64_MIN")
+                                : (t == KILN_I32 ? "INT32_MAX" : "INT64_MAX");
+    const char *omp = n->op == IR_REDUCE_SUM ? "+" : n->op == IR_REDUCE_PROD ? "*" : is_max ? "max" : "min";
+    bool nan_flag = fl && !arith;
+    char acc[VAL_LEN], nan[VAL_LEN + 8];
     fresh(e, acc, "acc");
     line(e, "%s %s = %s;", acc_t, acc, init);
+    if (nan_flag) {
+        snprintf(nan, sizeof nan, "%s_nan", acc);
+        line(e, "uint8_t %s = 0;", nan);
+    }
+    int last = -1, kept = 0, opened = 0;
+    for (int a = 0; a < xn->shape.rank; a++)
+        if (n->a.reduce_axes >> a & 1u) last = a;
     idxv sub = {.rank = xn->shape.rank};
-    int kept = 0, opened = 0;
     for (int a = 0; a < xn->shape.rank; a++) {
-        if (n->a.reduce_axes >> a & 1u) {
-            char head[128];
-            snprintf(sub.s[a], IDX_LEN, "r%u_%d", id, a);
-            snprintf(head, sizeof head, "for (int64_t r%u_%d = 0; r%u_%d < %lld; r%u_%d++)", id, a, id,
-                     a, (long long)xn->shape.dims[a], id, a);
-            scope_open(e, head);
-            opened++;
-        } else {
+        if (!(n->a.reduce_axes >> a & 1u)) {
             snprintf(sub.s[a], IDX_LEN, "%s", ix->s[kept++]);
+            continue;
         }
+        char head[128];
+        snprintf(sub.s[a], IDX_LEN, "r%u_%d", id, a);
+        snprintf(head, sizeof head, "for (int64_t r%u_%d = 0; r%u_%d < %lld; r%u_%d++)", id, a, id,
+                 a, (long long)xn->shape.dims[a], id, a);
+        if (a == last) {
+            if (nan_flag) line(e, "#pragma omp simd reduction(%s:%s) reduction(|:%s)", omp, acc, nan);
+            else line(e, "#pragma omp simd reduction(%s:%s)", omp, acc);
+        }
+        scope_open(e, head);
+        opened++;
     }
     char xv[VAL_LEN];
     emit_value(e, x, &sub, xv);
-    const char *sfx = t == KILN_F32 ? "f32" : t == KILN_F64 ? "f64" : t == KILN_I32 ? "i32" : "i64";
-    switch (n->op) {
-    case IR_REDUCE_SUM: line(e, "%s += (%s)%s;", acc, acc_t, xv); break;
-    case IR_REDUCE_PROD: line(e, "%s *= (%s)%s;", acc, acc_t, xv); break;
-    case IR_REDUCE_MAX: line(e, "%s = kiln_max_%s(%s, %s);", acc, sfx, acc, xv); break;
-    default: line(e, "%s = kiln_min_%s(%s, %s);", acc, sfx, acc, xv); break;
-    }
+    if (arith) line(e, "%s %s= (%s)%s;", acc, omp, acc_t, xv);
+    else line(e, "%s = %s %s %s ? %s : %s;", acc, xv, is_max ? ">" : "<", acc, xv, acc);
+    if (nan_flag) line(e, "%s |= %s != %s;", nan, xv, xv);
     while (opened--) scope_close(e);
     fresh(e, out, "v");
-    line(e, "const %s %s = (%s)%s;", cgen_ctype(t), out, cgen_ctype(t), acc);
+    if (nan_flag) line(e, "const %s %s = %s ? (%s)NAN : %s;", cgen_ctype(t), out, nan, cgen_ctype(t), acc);
+    else line(e, "const %s %s = (%s)%s;", cgen_ctype(t), out, cgen_ctype(t), acc);
 }
 
 /* ------------------------------------------------------------ driver ---- */
@@ -534,9 +546,51 @@ static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
     info->grain = per_item >= 32768 ? 1 : 32768 / (per_item ? per_item : 1);
 }
 
+/* exp and tanh for f32 written out, branch-free, so that loops calling them vectorise
+ * (libm's expf is a scalar call): Cody-Waite range reduction exp(x) = 2^k exp(r) with
+ * |r| <= ln2/2, a degree-6 polynomial for exp(r) (the Cephes coefficients), and 2^k put
+ * into the exponent bits (two steps below 2^-120 so subnormal results come out right).
+ * Max error ~1 ulp against exp in double rounded to f32; NaN and +-inf handled by selects.
+ * tanh: an odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1). */
+static const char math_f32[] =
+    "static inline float kiln_expf(float x) {\n"
+    "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x;\n"
+    "    float kf = floorf(xc * 1.44269504088896341f + 0.5f);\n"
+    "    float r = xc - kf * 0.693359375f;\n"
+    "    r = r + kf * 2.12194440e-4f;\n"
+    "    float p = 1.9875691500e-4f;\n"
+    "    p = p * r + 1.3981999507e-3f;\n"
+    "    p = p * r + 8.3334519073e-3f;\n"
+    "    p = p * r + 4.1665795894e-2f;\n"
+    "    p = p * r + 1.6666665459e-1f;\n"
+    "    p = p * r + 5.0000001201e-1f;\n"
+    "    float y = p * r * r + r + 1.0f;\n"
+    "    int32_t k = (int32_t)kf, kk = k < -120 ? k + 100 : k;\n"
+    "    uint32_t yb;\n"
+    "    memcpy(&yb, &y, 4);\n"
+    "    yb += (uint32_t)kk << 23;\n"
+    "    memcpy(&y, &yb, 4);\n"
+    "    y = k < -120 ? y * 7.8886090522101181e-31f : y;\n"
+    "    y = x > 88.72283935546875f ? INFINITY : y;\n"
+    "    return x != x ? x : y;\n"
+    "}\n"
+    "static inline float kiln_tanhf(float x) {\n"
+    "    float a = fabsf(x), z = x * x;\n"
+    "    float p = -5.70498872745e-3f;\n"
+    "    p = p * z + 2.06390887954e-2f;\n"
+    "    p = p * z - 5.37397155531e-2f;\n"
+    "    p = p * z + 1.33314422036e-1f;\n"
+    "    p = p * z - 3.33332819422e-1f;\n"
+    "    float small = p * z * x + x;\n"
+    "    float big = 1.0f - 2.0f / (kiln_expf(2.0f * a) + 1.0f);\n"
+    "    big = x < 0 ? -big : big;\n"
+    "    return a < 0.625f ? small : big;\n"
+    "}\n";
+
 static const char prelude[] =
     "/* generated by kiln: fused kernels, one function each (see src/codegen/cgen.c) */\n"
-    "#include <math.h>\n#include <stdint.h>\n#define KILN_EXPORT __attribute__((visibility(\"default\")))\n"
+    "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
+    "#define KILN_EXPORT __attribute__((visibility(\"default\")))\n"
     "static inline int32_t kiln_div_i32(int32_t a, int32_t b) { return b == 0 ? -1 : (a == INT32_MIN && b == -1) ? a : a / b; }\n"
     "static inline int64_t kiln_div_i64(int64_t a, int64_t b) { return b == 0 ? -1 : (a == INT64_MIN && b == -1) ? a : a / b; }\n"
     "#define KILN_IPOW(T, U) \\\n"
@@ -547,10 +601,11 @@ static const char prelude[] =
     "    return (T)r; }\n"
     "typedef int32_t i32; typedef int64_t i64;\n"
     "KILN_IPOW(i32, uint32_t)\nKILN_IPOW(i64, uint64_t)\n"
-    "static inline float kiln_max_f32(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }\n"
-    "static inline float kiln_min_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }\n"
-    "static inline double kiln_max_f64(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }\n"
-    "static inline double kiln_min_f64(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }\n"
+    /* one select each: NaN in a wins by the test, NaN in b because both compares fail */
+    "static inline float kiln_max_f32(float a, float b) { return (a > b || a != a) ? a : b; }\n"
+    "static inline float kiln_min_f32(float a, float b) { return (a < b || a != a) ? a : b; }\n"
+    "static inline double kiln_max_f64(double a, double b) { return (a > b || a != a) ? a : b; }\n"
+    "static inline double kiln_min_f64(double a, double b) { return (a < b || a != a) ? a : b; }\n"
     "static inline int32_t kiln_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }\n"
     "static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }\n"
     "static inline int64_t kiln_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
@@ -560,6 +615,7 @@ static const char prelude[] =
 
 kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info) {
     sb_append(sb, prelude);
+    sb_append(sb, math_f32);
     for (uint32_t i = 0; i < p->n_kernels; i++) {
         info[i] = (cgen_kernel){0, 1};
         if (p->kernels[i].kind != FK_LOOP) continue;

@@ -6,7 +6,10 @@
 #include "ir/ir.h"
 #include "randprog.h"
 
+#include "backend/cpu/cc.h"
+
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static kiln_context *ctx;
@@ -317,6 +320,93 @@ static void test_errors(void) {
     kiln_graph_destroy(g);
 }
 
+/* ------------------------------------------------- fault injection, processes ---- */
+
+static kiln_status compile_and_run(kiln_context *c, int *out_bad) {
+    kiln_graph *g = NULL;
+    kiln_executable *e = NULL;
+    kiln_array *args[4] = {0}, *outs[2] = {0};
+    kiln_status s = kiln_graph_create(c, "fault", &g);
+    if (!s) {
+        kiln_value o[2];
+        b_mlp(g, o);
+        o[1] = kiln_layer_norm(g, o[0], (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-5);
+        s = kiln_graph_finish(g, 2, o);
+    }
+    if (!s) s = kiln_compile(g, NULL, &e);
+    int np = s ? 0 : kiln_graph_num_parameters(g);
+    kiln_array *all[8] = {0};
+    for (int i = 0; !s && i < np; i++) {
+        const ir_node *p = &g->nodes[g->params[i]];
+        s = kiln_array_create(c, p->dtype, p->shape.rank, p->shape.dims, NULL, &all[i]);
+    }
+    if (!s) s = kiln_executable_run(e, np, all, 2, outs);
+    if (!s) *out_bad = kiln_array_size(outs[1]) != 32 * 10;
+    (void)args;
+    for (int i = 0; i < 8; i++) kiln_array_free(all[i]);
+    kiln_array_free(outs[0]), kiln_array_free(outs[1]);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return s;
+}
+
+/* Every host allocation of a whole compile-and-run fails in turn: each must end in a clean
+ * KILN_ERR_HOST_OOM with nothing leaked (the machine code comes from the disk cache after
+ * the first run, so this stays fast). */
+static void test_fault_injection(const char *dir) {
+    int runs = 0;
+    for (long n = 1; n < 5000; n++) {
+        test_alloc ta = {.fail_at = n};
+        kiln_host_allocator ha = test_allocator(&ta);
+        kiln_context_options o = {.host_allocator = &ha, .ignore_environment = true, .cache_dir = dir};
+        kiln_context *c = NULL;
+        int bad = 0;
+        kiln_status s = kiln_context_create(&o, &c, NULL, 0);
+        if (!s) s = compile_and_run(c, &bad);
+        bool failed_here = ta.count >= n;
+        if (s) {
+            CHECK_MSG(s == KILN_ERR_HOST_OOM, "allocation %ld: %s, not HOST_OOM: %s", n,
+                      kiln_status_name(s), c ? kiln_last_error(c) : "");
+            CHECK_MSG(!c || kiln_last_error(c)[0], "allocation %ld failed without a message", n);
+        }
+        kiln_context_destroy(c);
+        CHECK_MSG(ta.live == 0 && ta.bad_size == 0, "allocation %ld: %ld blocks leaked, %d bad sizes",
+                  n, ta.live, ta.bad_size);
+        runs++;
+        if (!failed_here) {
+            CHECK_MSG(s == KILN_OK && !bad, "the run past the last allocation must succeed");
+            break;
+        }
+    }
+    printf("fault injection: %d compile-and-run attempts\n", runs);
+}
+
+/* A second process compiling the same program loads it from the disk cache: the C
+ * compiler is never started. */
+static void test_second_process(const char *dir) {
+    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
+    kiln_context *c;
+    int bad = 0;
+    kiln_context_create(&o, &c, NULL, 0);
+    CHECK_OK(c, compile_and_run(c, &bad)); /* makes sure the entry exists */
+    kiln_context_destroy(c);
+    pid_t pid = fork();
+    if (pid == 0) {
+        kiln_context *cc;
+        if (kiln_context_create(&o, &cc, NULL, 0)) _exit(3);
+        int b = 0;
+        if (compile_and_run(cc, &b) || b) _exit(4);
+        cc_stats st;
+        cc_get_stats(cc, &st);
+        kiln_context_destroy(cc);
+        _exit(st.compiles == 0 && st.disk_hits >= 1 ? 0 : 5);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the second process compiled again or failed (exit %d)", WEXITSTATUS(status));
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln-test-compile-XXXXXX";
     if (!mkdtemp(dir)) return 2;
@@ -329,6 +419,8 @@ int main(void) {
     RUN(test_every_op);
     RUN(test_kernel_counts);
     RUN(test_errors);
+    test_second_process(dir);
+    test_fault_injection(dir);
     RUN(test_random_programs);
     kiln_context_destroy(ctx);
     char cmd[256];

@@ -46,6 +46,10 @@ else
 test: test-normal
 endif
 
+# Benchmarks print figures and never fail on time (bench/RESULTS.md records them).
+bench: build
+	@sh bench/alloc/run.sh $(BUILD)
+
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')
 

@@ -87,7 +87,7 @@ typedef struct kiln_context kiln_context;
  * GROW for the CPU, PREALLOCATE for accelerators. */
 typedef enum kiln_alloc_mode {
     KILN_ALLOC_DEFAULT = 0,
-    KILN_ALLOC_GROW,        /* regions added on demand: 2 MiB, then doubling */
+    KILN_ALLOC_GROW,        /* regions added on demand, each >= 1/16 of those held */
     KILN_ALLOC_PREALLOCATE, /* reserve mem_fraction of the device at first use */
     KILN_ALLOC_PLATFORM,    /* no caching: every request goes to the backend */
 } kiln_alloc_mode;

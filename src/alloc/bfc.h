@@ -6,8 +6,8 @@
  * serves host RAM now and GPU memory later. Every function is thread-safe.
  *
  * The three modes are region policies over the same chunk structure:
- *   grow         regions on demand: the first opt.first_region bytes (2 MiB), then
- *                doubling, halving towards the request when the device refuses;
+ *   grow         regions on demand, each max(request, 2 MiB, 1/16 of what is reserved),
+ *                halving towards the request when the device refuses;
  *   preallocate  one region of mem_fraction of the device's memory at first use;
  *   platform     one region per allocation, returned as soon as it is freed.
  *
@@ -25,7 +25,7 @@ typedef struct bfc_options {
     kiln_alloc_mode mode; /* GROW, PREALLOCATE or PLATFORM (DEFAULT is GROW) */
     double mem_fraction;  /* preallocate: share of the device's total; 0: 0.75 */
     uint64_t limit;       /* most bytes to reserve; 0: no limit */
-    size_t first_region;  /* grow: size of the first region; 0: 2 MiB */
+    size_t min_region;    /* grow: the smallest region to ask for; 0: 2 MiB */
     const char *name;     /* the device in messages ("cpu:0"); copied */
 } bfc_options;
 

@@ -28,6 +28,7 @@
 #define BFC_SCAN    8             /* chunks compared within one class */
 #define BFC_TAG_MAX 24
 #define BFC_SLAB    128 /* chunk records per host allocation */
+#define BFC_GROW_SHIFT 4 /* grow: a new region is at least reserved >> 4 */
 
 typedef struct bfc_region bfc_region;
 
@@ -63,7 +64,7 @@ struct bfc_allocator {
     kiln_alloc_mode mode;
     double mem_fraction;
     uint64_t limit;
-    size_t next_region; /* grow: the size of the next region, doubled at each one */
+    size_t min_region; /* grow: the smallest region asked for */
     char name[32];
     pthread_mutex_t mu; /* guards everything below */
 

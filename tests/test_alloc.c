@@ -346,6 +346,7 @@ static void test_device_oom(void) {
     CHECK_CONTAINS(kiln_last_error(ctx), "device refused");
     CHECK_CONTAINS(kiln_last_error(ctx), "\"kept\"");
     CHECK_CONTAINS(kiln_last_error(ctx), "limit none");
+    CHECK_CONTAINS(kiln_last_error(ctx), "the device has 4.00 MiB free of 6.00 MiB");
     bfc_stats(a, &after);
     CHECK(same_stats(&before, &after) && f.nlive == 1);
     check(a, ctx);
@@ -471,7 +472,7 @@ static void test_fragmentation_stats(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 1ull << 40);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 2 * MIB);
     void *p[4];
     for (int i = 0; i < 4; i++) CHECK_OK(ctx, bfc_alloc(a, 512 * KIB, "q", &p[i]));
     kiln_memory_stats st;
@@ -484,6 +485,10 @@ static void test_fragmentation_stats(void) {
     CHECK(st.largest_free_block_bytes == 512 * KIB);
     CHECK_NEAR(st.fragmentation, 0.5, 1e-12);
     CHECK(st.num_allocs == 4 && st.num_live_allocs == 2);
+    void *big = (void *)1; /* 1 MiB is free, but not in one piece */
+    CHECK_STATUS(bfc_alloc(a, 1 * MIB, "big", &big), KILN_ERR_DEVICE_OOM);
+    CHECK_CONTAINS(kiln_last_error(ctx), "fragmentation 0.50");
+    CHECK_CONTAINS(kiln_last_error(ctx), "1.00 MiB is free, but in pieces of at most 512.0 KiB");
     CHECK_OK(ctx, bfc_free(a, p[1])); /* merges all three */
     bfc_stats(a, &st);
     CHECK(st.largest_free_block_bytes == 1536 * KIB && st.fragmentation == 0);
@@ -556,6 +561,38 @@ static void test_host_oom(void) {
     CHECK(completed);
     kiln_context_destroy(ctx);
     CHECK(t.live == 0 && t.bad_size == 0);
+}
+
+/* The checker itself: each kind of damage is reported (then repaired by hand). */
+static void test_check_catches(void) {
+    kiln_context *ctx = test_context();
+    static fake_dev f;
+    fake_init(&f, 1ull << 40);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 0);
+    void *p[3];
+    for (int i = 0; i < 3; i++) CHECK_OK(ctx, bfc_alloc(a, 4096, "x", &p[i]));
+    CHECK_OK(ctx, bfc_free(a, p[1]));
+    CHECK_OK(ctx, bfc_check(a));
+    a->in_use += 256; /* a counter that disagrees with the chunks */
+    CHECK_STATUS(bfc_check(a), KILN_ERR_INTERNAL);
+    CHECK_CONTAINS(kiln_last_error(ctx), "recount");
+    a->in_use -= 256;
+    bfc_chunk *c = ptrmap_get(&a->live, (uintptr_t)p[0]);
+    c->size += 256; /* chunks that overlap their neighbour */
+    CHECK_STATUS(bfc_check(a), KILN_ERR_INTERNAL);
+    c->size -= 256;
+    bfc_chunk *hole = c->next; /* the free chunk of p[1], in a bin */
+    int b = bfc_bin(hole->size);
+    a->bins[b] = NULL; /* a free chunk missing from its bin */
+    CHECK_STATUS(bfc_check(a), KILN_ERR_INTERNAL);
+    CHECK_CONTAINS(kiln_last_error(ctx), "bitmap");
+    a->bins[b] = hole;
+    c->in_use = false; /* two free neighbours, and a chunk in use missing from the map */
+    CHECK_STATUS(bfc_check(a), KILN_ERR_INTERNAL);
+    c->in_use = true;
+    CHECK_OK(ctx, bfc_check(a));
+    bfc_destroy(a);
+    kiln_context_destroy(ctx);
 }
 
 /* ----------------------------------------------------- public API, CPU ---- */
@@ -681,6 +718,7 @@ int main(void) {
     RUN(test_fragmentation_stats);
     RUN(test_bad_free);
     RUN(test_host_oom);
+    RUN(test_check_catches);
     RUN(test_public_api);
     RUN(test_modes_and_limit_options);
     RUN(test_trace);

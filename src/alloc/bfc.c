@@ -399,8 +399,12 @@ kiln_status bfc_create(kiln_context *ctx, const kn_backend *backend, void *backe
     a->mode = opt->mode == KILN_ALLOC_DEFAULT ? KILN_ALLOC_GROW : opt->mode;
     a->mem_fraction = opt->mem_fraction > 0 ? opt->mem_fraction : 0.75;
     a->limit = opt->limit;
-    a->min_region = opt->min_region ? (opt->min_region + BFC_ALIGN - 1) & ~(BFC_ALIGN - 1) : 2 * MIB;
+    a->min_region =
+        opt->min_region ? (opt->min_region + BFC_ALIGN - 1) & ~(BFC_ALIGN - 1) : 2 * MIB;
     a->next_id = 1;
+    uint64_t avail; /* total memory does not change: read it once, not under the lock */
+    if (backend->memory_info(backend_state, backend_device, &a->device_total, &avail))
+        a->device_total = 0;
     snprintf(a->name, sizeof a->name, "%s", opt->name ? opt->name : backend->name);
     pthread_mutex_init(&a->mu, NULL);
     *out = a;

@@ -64,12 +64,11 @@ static kiln_status check_chunk(bfc_allocator *a, const bfc_region *r, const bfc_
     if (c->next && !c->next->in_use)
         FAIL("free chunks %#lx and %#lx are neighbours", (unsigned long)c->ptr,
              (unsigned long)c->next->ptr);
-    if (c->requested) FAIL("free chunk %#lx has a request", (unsigned long)c->ptr);
     return KILN_OK;
 }
 
 /* Every bin entry is a free chunk of the bin's class, listed once (marked by setting
- * requested to a sentinel, which walk_regions clears). */
+ * requested to a sentinel, which walk_regions checks and clear_marks removes). */
 static kiln_status check_bins(bfc_allocator *a, uint64_t *entries) {
     *entries = 0;
     uint32_t summary = 0;
@@ -97,7 +96,7 @@ static kiln_status walk_regions(bfc_allocator *a, recount *n) {
         for (bfc_chunk *c = r->first; c; c = c->next) {
             bool listed = !c->in_use && c->requested == SIZE_MAX;
             if (!c->in_use && !listed) FAIL("free chunk %#lx is in no bin", (unsigned long)c->ptr);
-            if (listed) c->requested = 0, n->free_chunks++;
+            if (listed) n->free_chunks++;
             kiln_status s = check_chunk(a, r, c);
             if (s) return s;
             covered += c->size;
@@ -137,6 +136,14 @@ static kiln_status check_counts(bfc_allocator *a, const recount *n, uint64_t ent
     return KILN_OK;
 }
 
+/* Clears the marks check_bins left, also after a failed check. A walk stops at the first
+ * unmarked chunk, so even a damaged (cyclic) list ends. */
+static void clear_marks(bfc_allocator *a) {
+    for (int b = 0; b < BFC_NBINS; b++)
+        for (bfc_chunk *c = a->bins[b]; c && c->requested == SIZE_MAX; c = c->fnext)
+            c->requested = 0;
+}
+
 kiln_status bfc_check(bfc_allocator *a) {
     pthread_mutex_lock(&a->mu);
     recount n = {0};
@@ -145,6 +152,7 @@ kiln_status bfc_check(bfc_allocator *a) {
     if (!s) s = check_bins(a, &entries);
     if (!s) s = walk_regions(a, &n);
     if (!s) s = check_counts(a, &n, entries);
+    clear_marks(a);
     pthread_mutex_unlock(&a->mu);
     return s;
 }

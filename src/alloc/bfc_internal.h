@@ -20,15 +20,15 @@
 
 #include <stdio.h>
 
-#define BFC_SHIFT   8 /* log2(BFC_ALIGN) */
-#define BFC_SL      5 /* log2 of the classes per power of two */
-#define BFC_NBINS   ((64 - BFC_SHIFT - BFC_SL + 1) << BFC_SL) /* 1664 */
-#define BFC_NWORDS  (BFC_NBINS / 64)                          /* 26 bitmap words */
-#define BFC_EXACT   (2 << BFC_SL) /* classes below this hold one size each */
-#define BFC_SCAN    8             /* chunks compared within one class */
-#define BFC_TAG_MAX 24
-#define BFC_SLAB    128 /* chunk records per host allocation */
-#define BFC_GROW_SHIFT 4 /* grow: a new region is at least reserved >> 4 */
+#define BFC_SHIFT      8 /* log2(BFC_ALIGN) */
+#define BFC_SL         5 /* log2 of the classes per power of two */
+#define BFC_NBINS      ((64 - BFC_SHIFT - BFC_SL + 1) << BFC_SL) /* 1664 */
+#define BFC_NWORDS     (BFC_NBINS / 64)                          /* 26 bitmap words */
+#define BFC_EXACT      (2 << BFC_SL) /* classes below this hold one size each */
+#define BFC_SCAN       8             /* chunks compared within one class */
+#define BFC_TAG_MAX    24
+#define BFC_SLAB       128 /* chunk records per host allocation */
+#define BFC_GROW_SHIFT 4   /* grow: a new region is at least reserved >> 4 */
 
 typedef struct bfc_region bfc_region;
 
@@ -64,7 +64,8 @@ struct bfc_allocator {
     kiln_alloc_mode mode;
     double mem_fraction;
     uint64_t limit;
-    size_t min_region; /* grow: the smallest region asked for */
+    uint64_t device_total; /* the device's memory, read once at creation (for stats) */
+    size_t min_region;     /* grow: the smallest region asked for */
     char name[32];
     pthread_mutex_t mu; /* guards everything below */
 

@@ -53,14 +53,12 @@ static void stats_locked(const bfc_allocator *a, kiln_memory_stats *s) {
     s->num_live_allocs = a->n_live;
     s->num_regions = a->n_regions;
     s->mode = a->mode;
-    s->bytes_limit = a->limit;
-    if (!s->bytes_limit) { /* what the device could give: its total memory */
-        uint64_t total = 0, avail = 0;
-        if (a->backend->memory_info(a->bstate, a->bdev, &total, &avail) == KILN_OK)
-            s->bytes_limit = total;
-        if (a->mode == KILN_ALLOC_PREALLOCATE)
-            s->bytes_limit = (uint64_t)(a->mem_fraction * (double)total) & ~(uint64_t)255;
-    }
+    /* The most it will reserve: the device's memory (or the pool's share of it), or the
+     * limit when that is lower. */
+    uint64_t cap = a->device_total;
+    if (a->mode == KILN_ALLOC_PREALLOCATE)
+        cap = (uint64_t)(a->mem_fraction * (double)cap) & ~(uint64_t)(BFC_ALIGN - 1);
+    s->bytes_limit = a->limit && (!cap || a->limit < cap) ? a->limit : cap;
 }
 
 void bfc_stats(bfc_allocator *a, kiln_memory_stats *out) {
@@ -115,9 +113,10 @@ static void describe_locked(const bfc_allocator *a, msgbuf *m) {
     kiln_memory_stats s;
     stats_locked(a, &s);
     char b1[32], b2[32], b3[32], b4[32];
-    mb_printf(m, "  in use %s in %llu allocations; reserved %s in %llu regions; limit %s\n",
+    mb_printf(m, "  in use %s in %llu allocation%s; reserved %s in %llu region%s; limit %s\n",
               bfc_fmt_bytes(s.bytes_in_use, b1, sizeof b1), (unsigned long long)s.num_live_allocs,
-              bfc_fmt_bytes(s.bytes_reserved, b2, sizeof b2), (unsigned long long)s.num_regions,
+              s.num_live_allocs == 1 ? "" : "s", bfc_fmt_bytes(s.bytes_reserved, b2, sizeof b2),
+              (unsigned long long)s.num_regions, s.num_regions == 1 ? "" : "s",
               a->limit ? bfc_fmt_bytes(a->limit, b3, sizeof b3) : "none");
     mb_printf(m, "  largest free block %s of %s free; fragmentation %.2f\n",
               bfc_fmt_bytes(s.largest_free_block_bytes, b1, sizeof b1),
@@ -132,6 +131,32 @@ static void describe_locked(const bfc_allocator *a, msgbuf *m) {
                   top[i]->tag[0] ? top[i]->tag : "untagged", (unsigned long long)top[i]->id);
 }
 
+/* One line that tells the three usual cases apart: too much live data for the limit,
+ * enough free memory but in pieces, or a device that has nothing more to give. */
+static void diagnose_locked(const bfc_allocator *a, size_t rounded, msgbuf *m) {
+    char b1[32], b2[32], b3[32];
+    uint64_t free_bytes = a->reserved - a->in_use, largest = bfc_largest_free_locked(a);
+    if (a->limit && (a->in_use > a->limit || rounded > a->limit - a->in_use)) {
+        mb_printf(m, "  hint: live allocations and this request together exceed the limit; free "
+                     "what is no longer needed, or raise KILN_MEMORY_LIMIT (options.memory_limit)");
+    } else if (free_bytes >= rounded && largest < rounded) {
+        mb_printf(m,
+                  "  hint: %s is free, but in pieces of at most %s: the memory is fragmented "
+                  "by the live allocations between the pieces",
+                  bfc_fmt_bytes(free_bytes, b1, sizeof b1), bfc_fmt_bytes(largest, b2, sizeof b2));
+    } else if (a->mode == KILN_ALLOC_PREALLOCATE) {
+        mb_printf(m,
+                  "  hint: the preallocated pool is full; raise KILN_MEM_FRACTION (now %g) or "
+                  "use KILN_ALLOCATOR=grow",
+                  a->mem_fraction);
+    } else {
+        uint64_t total = 0, avail = 0;
+        a->backend->memory_info(a->bstate, a->bdev, &total, &avail);
+        mb_printf(m, "  hint: the device has %s free of %s; other processes may hold the rest",
+                  bfc_fmt_bytes(avail, b1, sizeof b1), bfc_fmt_bytes(total, b3, sizeof b3));
+    }
+}
+
 kiln_status bfc_oom_locked(bfc_allocator *a, size_t size, size_t rounded, const char *tag,
                            const char *why) {
     char buf[KN_ERR_MAX], b1[32];
@@ -142,7 +167,7 @@ kiln_status bfc_oom_locked(bfc_allocator *a, size_t size, size_t rounded, const 
               a->name, size, rounded, bfc_fmt_bytes(rounded, b1, sizeof b1),
               tag && *tag ? tag : "untagged", why);
     describe_locked(a, &m);
-    if (a->limit) mb_printf(&m, "  (KILN_MEMORY_LIMIT or memory_limit sets the limit)\n");
+    diagnose_locked(a, rounded, &m);
     if (m.len && buf[m.len - 1] == '\n') buf[--m.len] = 0;
     return ctx_error(a->ctx, KILN_ERR_DEVICE_OOM, "%s", buf);
 }

@@ -213,6 +213,12 @@ static void run(allocator *a, const trace *t, int memory, const char *label) {
     double secs = now() - t0;
     printf("alloc=%s trace=%s events=%zu pairs=%llu peak_requested=%llu", a->name, label,
            t->n * passes, (unsigned long long)pairs, (unsigned long long)t->peak_live);
+    if (memory && a->ctx) { /* kiln's own view: its peak in use counts the 256-byte rounding */
+        kiln_memory_stats s;
+        kiln_device_memory_stats(a->ctx, 0, &s);
+        printf(" peak_in_use=%llu regions=%llu", (unsigned long long)s.peak_bytes_in_use,
+               (unsigned long long)s.num_regions);
+    }
     if (memory)
         printf(" peak_held=%llu frag=%.4f\n", (unsigned long long)held_peak,
                (double)held_peak / (double)t->peak_live);

@@ -186,7 +186,7 @@ static uint64_t headroom(const bfc_allocator *a) {
  * of everything reserved unused at the peak (measured: peak reserved 1.72x the peak in use
  * on bench/alloc's training trace). Growing by a sixteenth of what is held bounds that
  * overshoot to about 6% (measured 1.08x) while the number of regions stays logarithmic in
- * the footprint: about 55 for 320 MiB, 140 for 64 GiB, each one backend call. */
+ * the footprint: at most about 55 for 330 MiB, 140 for 64 GiB, each one backend call. */
 static kiln_status grow(bfc_allocator *a, size_t need) {
     uint64_t room = headroom(a);
     if (need > room) return KILN_ERR_DEVICE_OOM;

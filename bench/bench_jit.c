@@ -29,12 +29,12 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-#define DIE(ctx, e)                                                                               \
-    do {                                                                                          \
-        if ((e) != KILN_OK) {                                                                     \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, kiln_last_error(ctx));            \
-            exit(1);                                                                              \
-        }                                                                                         \
+#define DIE(ctx, e)                                                                                \
+    do {                                                                                           \
+        if ((e) != KILN_OK) {                                                                      \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, kiln_last_error(ctx));              \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static int reps = 7;
@@ -56,7 +56,8 @@ static double copy_bandwidth(void) {
 
 static double sgemm_rate(void) {
     int n = 1024;
-    float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4), *c = calloc((size_t)n * n, 4);
+    float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4),
+          *c = calloc((size_t)n * n, 4);
     for (int i = 0; i < n * n; i++) a[i] = (float)(i % 7), b[i] = (float)(i % 5);
     double t[16];
     for (int r = 0; r < reps; r++) {
@@ -106,11 +107,15 @@ static void bench_chain(void) {
     int64_t n = 16 << 20;
     kiln_graph *g;
     kiln_graph_create(ctx, "chain", &g);
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, &n), y = kiln_parameter(g, "y", KILN_F32, 1, &n);
-    kiln_value v = kiln_add(g, kiln_mul(g, x, kiln_scalar(g, KILN_F32, 1.5)), kiln_scalar(g, KILN_F32, 0.5));
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, &n),
+               y = kiln_parameter(g, "y", KILN_F32, 1, &n);
+    kiln_value v =
+        kiln_add(g, kiln_mul(g, x, kiln_scalar(g, KILN_F32, 1.5)), kiln_scalar(g, KILN_F32, 0.5));
     v = kiln_mul(g, kiln_max(g, v, kiln_scalar(g, KILN_F32, 0)), x);
     v = kiln_abs(g, kiln_sub(g, v, kiln_scalar(g, KILN_F32, 0.25)));
-    v = kiln_add(g, kiln_mul(g, kiln_min(g, v, kiln_scalar(g, KILN_F32, 4)), kiln_scalar(g, KILN_F32, 0.75)), y);
+    v = kiln_add(
+        g, kiln_mul(g, kiln_min(g, v, kiln_scalar(g, KILN_F32, 4)), kiln_scalar(g, KILN_F32, 0.75)),
+        y);
     kiln_executable *e = compile(g, &v, 1);
     kiln_array *args[2] = {random_array(1, &n), random_array(1, &n)};
     double t = time_exe(e, 2, args, 1);
@@ -142,14 +147,17 @@ static void bench_mlp(void) {
     kiln_graph *g;
     kiln_graph_create(ctx, "mlp", &g);
     kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, xd);
-    kiln_value W1 = kiln_parameter(g, "w1", KILN_F32, 2, w1), B1 = kiln_parameter(g, "b1", KILN_F32, 1, &b1);
-    kiln_value W2 = kiln_parameter(g, "w2", KILN_F32, 2, w2), B2 = kiln_parameter(g, "b2", KILN_F32, 1, &b2);
-    kiln_value W3 = kiln_parameter(g, "w3", KILN_F32, 2, w3), B3 = kiln_parameter(g, "b3", KILN_F32, 1, &b3);
+    kiln_value W1 = kiln_parameter(g, "w1", KILN_F32, 2, w1),
+               B1 = kiln_parameter(g, "b1", KILN_F32, 1, &b1);
+    kiln_value W2 = kiln_parameter(g, "w2", KILN_F32, 2, w2),
+               B2 = kiln_parameter(g, "b2", KILN_F32, 1, &b2);
+    kiln_value W3 = kiln_parameter(g, "w3", KILN_F32, 2, w3),
+               B3 = kiln_parameter(g, "b3", KILN_F32, 1, &b3);
     kiln_value h = kiln_relu(g, kiln_add(g, kiln_matmul(g, x, W1), B1));
     h = kiln_relu(g, kiln_add(g, kiln_matmul(g, h, W2), B2));
     h = kiln_add(g, kiln_matmul(g, h, W3), B3);
     kiln_executable *e = compile(g, &h, 1);
-    kiln_array *args[7] = {random_array(2, xd), random_array(2, w1), random_array(1, &b1),
+    kiln_array *args[7] = {random_array(2, xd), random_array(2, w1),  random_array(1, &b1),
                            random_array(2, w2), random_array(1, &b2), random_array(2, w3),
                            random_array(1, &b3)};
     double t = time_exe(e, 7, args, 1);
@@ -159,7 +167,8 @@ static void bench_mlp(void) {
     kiln_executable_destroy(e), kiln_graph_destroy(g);
 }
 
-static int tiny_fn(kiln_graph *g, const kiln_value *a, int n, const void *st, void *u, kiln_value *o) {
+static int tiny_fn(kiln_graph *g, const kiln_value *a, int n, const void *st, void *u,
+                   kiln_value *o) {
     (void)n, (void)st, (void)u;
     o[0] = kiln_add(g, kiln_mul(g, a[0], a[0]), kiln_scalar(g, KILN_F32, 1));
     return 1;
@@ -195,13 +204,16 @@ static void bench_compile_time(void) {
         kiln_graph *g;
         kiln_graph_create(ctx, "compile", &g);
         kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
-        kiln_value y = kiln_layer_norm(g, kiln_gelu(g, x), (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-5);
+        kiln_value y =
+            kiln_layer_norm(g, kiln_gelu(g, x), (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-5);
         y = kiln_softmax(g, kiln_add(g, y, kiln_scalar(g, KILN_F32, (double)getpid())), -1);
         kiln_executable *e = compile(g, &y, 1);
         kiln_executable_info info;
         kiln_executable_get_info(e, &info);
-        if (pass == 0) cold = info.compile_seconds;
-        else warm = info.compile_seconds;
+        if (pass == 0)
+            cold = info.compile_seconds;
+        else
+            warm = info.compile_seconds;
         kiln_executable_destroy(e), kiln_graph_destroy(g);
     }
     printf("compile_cold_ms %.1f\ncompile_disk_cache_ms %.2f\n", cold * 1e3, warm * 1e3);

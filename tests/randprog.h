@@ -40,7 +40,9 @@ static inline uint64_t rp_next(rp_state *s) {
     s->seed ^= s->seed << 13, s->seed ^= s->seed >> 7, s->seed ^= s->seed << 17;
     return s->seed;
 }
-static inline int rp_int(rp_state *s, int n) { return (int)(rp_next(s) % (uint64_t)n); }
+static inline int rp_int(rp_state *s, int n) {
+    return (int)(rp_next(s) % (uint64_t)n);
+}
 
 static inline rp_val rp_typed(kiln_graph *g, kiln_value v) {
     rp_val r;
@@ -115,7 +117,11 @@ static inline kiln_value rp_unary(rp_state *s, kiln_graph *g, const rp_val *x) {
 
 static inline kiln_value rp_binary(rp_state *s, kiln_graph *g, const rp_val *x) {
     kiln_value y = rp_partner(s, g, x), a = x->v;
-    if (rp_int(s, 2)) { kiln_value t = a; a = y; y = t; } /* either side broadcasts */
+    if (rp_int(s, 2)) {
+        kiln_value t = a;
+        a = y;
+        y = t;
+    } /* either side broadcasts */
     switch (rp_int(s, 7)) {
     case 0: return kiln_add(g, a, y);
     case 1: return kiln_sub(g, a, y);
@@ -141,7 +147,8 @@ static inline kiln_value rp_reduce(rp_state *s, kiln_graph *g, const rp_val *x) 
     case 2: return kiln_reduce_min(g, x->v, n, ax, keep);
     case 3: return kiln_mean(g, x->v, n, ax, keep);
     default:
-        return x->rank ? kiln_softmax(g, x->v, rp_int(s, x->rank)) : kiln_reduce_sum(g, x->v, n, ax, keep);
+        return x->rank ? kiln_softmax(g, x->v, rp_int(s, x->rank))
+                       : kiln_reduce_sum(g, x->v, n, ax, keep);
     }
 }
 
@@ -152,7 +159,11 @@ static inline kiln_value rp_shape_op(rp_state *s, kiln_graph *g, const rp_val *x
     case 0: { /* transpose by a random permutation */
         int perm[KILN_MAX_RANK];
         for (int i = 0; i < r; i++) perm[i] = i;
-        for (int i = r - 1; i > 0; i--) { int j = rp_int(s, i + 1), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+        for (int i = r - 1; i > 0; i--) {
+            int j = rp_int(s, i + 1), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
         return kiln_transpose(g, x->v, perm);
     }
     case 1: { /* flatten, or split the last axis */
@@ -231,10 +242,14 @@ static inline void rp_sub(rp_state *s, kiln_graph *g) {
         rp_val x = *rp_pick(s);
         kiln_value v;
         switch (rp_int(s, 10)) {
-        case 0: case 1: v = rp_unary(s, g, &x); break;
-        case 2: case 3: case 4: v = rp_binary(s, g, &x); break;
+        case 0:
+        case 1: v = rp_unary(s, g, &x); break;
+        case 2:
+        case 3:
+        case 4: v = rp_binary(s, g, &x); break;
         case 5: v = rp_reduce(s, g, &x); break;
-        case 6: case 7: v = rp_shape_op(s, g, &x); break;
+        case 6:
+        case 7: v = rp_shape_op(s, g, &x); break;
         case 8: v = rp_dot(s, g, &x); break;
         default: v = rp_gather(s, g, &x); break;
         }

@@ -72,8 +72,8 @@ static int b_elementwise_int(kiln_graph *g, kiln_value *o) {
     kiln_value c = kiln_parameter(g, "c", KILN_I64, 1, d3);
     kiln_value big = kiln_scalar(g, KILN_I32, 2147483647.0);
     int n = 0;
-    o[n++] = kiln_div(g, a, b); /* includes division by zero: -1 */
-    o[n++] = kiln_pow(g, a, b);  /* negative exponents included */
+    o[n++] = kiln_div(g, a, b);   /* includes division by zero: -1 */
+    o[n++] = kiln_pow(g, a, b);   /* negative exponents included */
     o[n++] = kiln_add(g, a, big); /* wraps */
     o[n++] = kiln_mul(g, kiln_neg(g, a), kiln_abs(g, b));
     o[n++] = kiln_max(g, kiln_sign(g, a), b);
@@ -81,7 +81,8 @@ static int b_elementwise_int(kiln_graph *g, kiln_value *o) {
     o[n++] = kiln_div(g, kiln_scalar(g, KILN_I32, -2147483648.0), kiln_scalar(g, KILN_I32, -1));
     o[n++] = kiln_logical_and(g, kiln_compare(g, a, b, KILN_CMP_NE),
                               kiln_logical_not(g, kiln_compare(g, a, b, KILN_CMP_GT)));
-    o[n++] = kiln_logical_or(g, kiln_compare(g, a, b, KILN_CMP_LE), kiln_compare(g, a, b, KILN_CMP_EQ));
+    o[n++] =
+        kiln_logical_or(g, kiln_compare(g, a, b, KILN_CMP_LE), kiln_compare(g, a, b, KILN_CMP_EQ));
     return n;
 }
 
@@ -144,7 +145,7 @@ static int b_dots(kiln_graph *g, kiln_value *o) {
     int n = 0;
     o[n++] = kiln_dot_general(g, a, b, &dd); /* batched, rhs transposed */
     o[n++] = kiln_dot_general(g, a, kiln_convert(g, c, KILN_F32), &odd); /* needs packing */
-    o[n++] = kiln_matmul(g, v, c); /* vector @ matrix */
+    o[n++] = kiln_matmul(g, v, c);                                       /* vector @ matrix */
     o[n++] = kiln_matmul(g, kiln_transpose(g, c, (int[]){1, 0}), v);
     o[n++] = kiln_dot_general(g, ia, kiln_convert(g, a, KILN_I32), &dd);
     return n;
@@ -221,15 +222,37 @@ static int b_logsumexp(kiln_graph *g, kiln_value *o) {
 static int b_mlp(kiln_graph *g, kiln_value *o) {
     int64_t xd[2] = {32, 64}, w1d[2] = {64, 128}, w2d[2] = {128, 10}, b1d = 128, b2d = 10;
     kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, xd);
-    kiln_value h = kiln_relu(g, kiln_add(g, kiln_matmul(g, x, kiln_parameter(g, "w1", KILN_F32, 2, w1d)),
-                                         kiln_parameter(g, "b1", KILN_F32, 1, &b1d)));
+    kiln_value h =
+        kiln_relu(g, kiln_add(g, kiln_matmul(g, x, kiln_parameter(g, "w1", KILN_F32, 2, w1d)),
+                              kiln_parameter(g, "b1", KILN_F32, 1, &b1d)));
     kiln_value y = kiln_add(g, kiln_matmul(g, h, kiln_parameter(g, "w2", KILN_F32, 2, w2d)),
                             kiln_parameter(g, "b2", KILN_F32, 1, &b2d));
     o[0] = kiln_softmax(g, y, -1);
     return 1;
 }
 
+static int b_dot_transposed(kiln_graph *g, kiln_value *o) {
+    int64_t xd[2] = {32, 64}, wd[2] = {128, 64}, perm_d[3] = {4, 32, 8};
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, xd);
+    kiln_value w = kiln_parameter(g, "w", KILN_F32, 2, wd);
+    kiln_value b = kiln_parameter(g, "b", KILN_F32, 3, perm_d);
+    int perm[2] = {1, 0}, bperm[3] = {1, 0, 2};
+    o[0] = kiln_matmul(g, x, kiln_transpose(g, w, perm)); /* x @ w.T: BLAS trans_b */
+    /* a batch axis moved by a transpose: read in place, batch axis 1 of b */
+    kiln_dot_dims d = {.n_contract = 1,
+                       .lhs_contract = {2},
+                       .rhs_contract = {2},
+                       .n_batch = 1,
+                       .lhs_batch = {0},
+                       .rhs_batch = {0}};
+    kiln_value bt = kiln_transpose(g, b, bperm);
+    o[1] = kiln_dot_general(g, bt, bt, &d);
+    return 2;
+}
+
 static void test_kernel_counts(void) {
+    int kt = check_case("dot_transposed", b_dot_transposed, NULL);
+    CHECK_MSG(kt == 2, "transposes feeding a dot fold into it (got %d kernels)", kt);
     int k;
     k = check_case("chain", b_chain, NULL);
     CHECK_MSG(k == 1, "an elementwise chain is one kernel (got %d)", k);
@@ -270,7 +293,8 @@ static void test_random_programs(void) {
         }
         kiln_array *args[RP_MAX_PARAMS];
         for (int i = 0; i < s->n_params; i++)
-            args[i] = cmp_random_array(ctx, s->params[i].t, s->params[i].rank, s->params[i].dims, &seed);
+            args[i] =
+                cmp_random_array(ctx, s->params[i].t, s->params[i].rank, s->params[i].dims, &seed);
         int ok = cmp_graph(ctx, g, s->n_params, args, NULL, 1e-4, NULL);
         if (!ok) {
             failed++;
@@ -358,7 +382,8 @@ static void test_fault_injection(const char *dir) {
     for (long n = 1; n < 5000; n++) {
         test_alloc ta = {.fail_at = n};
         kiln_host_allocator ha = test_allocator(&ta);
-        kiln_context_options o = {.host_allocator = &ha, .ignore_environment = true, .cache_dir = dir};
+        kiln_context_options o = {
+            .host_allocator = &ha, .ignore_environment = true, .cache_dir = dir};
         kiln_context *c = NULL;
         int bad = 0;
         kiln_status s = kiln_context_create(&o, &c, NULL, 0);
@@ -370,8 +395,8 @@ static void test_fault_injection(const char *dir) {
             CHECK_MSG(!c || kiln_last_error(c)[0], "allocation %ld failed without a message", n);
         }
         kiln_context_destroy(c);
-        CHECK_MSG(ta.live == 0 && ta.bad_size == 0, "allocation %ld: %ld blocks leaked, %d bad sizes",
-                  n, ta.live, ta.bad_size);
+        CHECK_MSG(ta.live == 0 && ta.bad_size == 0,
+                  "allocation %ld: %ld blocks leaked, %d bad sizes", n, ta.live, ta.bad_size);
         runs++;
         if (!failed_here) {
             CHECK_MSG(s == KILN_OK && !bad, "the run past the last allocation must succeed");

@@ -17,7 +17,8 @@ static int trace_f(kiln_graph *g, const kiln_value *args, int n_args, const void
     kiln_dtype t;
     kiln_value_type(g, args[0], &t, NULL, NULL);
     kiln_value h = args[0];
-    for (int i = 0; i < layers; i++) h = kiln_tanh(g, kiln_add(g, kiln_mul(g, h, args[1]), kiln_scalar(g, t, i)));
+    for (int i = 0; i < layers; i++)
+        h = kiln_tanh(g, kiln_add(g, kiln_mul(g, h, args[1]), kiln_scalar(g, t, i)));
     int ax = -1;
     outs[0] = kiln_reduce_sum(g, h, 1, &ax, false);
     outs[1] = h;
@@ -47,8 +48,10 @@ static void test_cache(void) {
         kiln_array_copy_to_host(outs[1], h, sizeof h);
         kiln_array_copy_to_host(outs[0], s, sizeof s);
         for (int i = 0; i < 12; i++) CHECK_NEAR(h[i], host_f(xv[i], yv[i], 1), 1e-6);
-        CHECK_NEAR(s[0], host_f(xv[0], yv[0], 1) + host_f(xv[1], yv[1], 1) + host_f(xv[2], yv[2], 1) +
-                             host_f(xv[3], yv[3], 1), 1e-5);
+        CHECK_NEAR(s[0],
+                   host_f(xv[0], yv[0], 1) + host_f(xv[1], yv[1], 1) + host_f(xv[2], yv[2], 1) +
+                       host_f(xv[3], yv[3], 1),
+                   1e-5);
         kiln_array_free(outs[0]), kiln_array_free(outs[1]);
     }
     kiln_jit_stats st;
@@ -89,7 +92,8 @@ static void test_cache(void) {
 static void test_declared_signature(void) {
     int traces = 0;
     kiln_arg_spec specs[2] = {{KILN_F32, 2, {-1, 4}}, {KILN_F32, 2, {-1, 4}}};
-    kiln_jit_options o = {.name = "g", .fn = trace_f, .user = &traces, .n_args = 2, .arg_specs = specs};
+    kiln_jit_options o = {
+        .name = "g", .fn = trace_f, .user = &traces, .n_args = 2, .arg_specs = specs};
     kiln_jit *j;
     CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
     int64_t ok_d[2] = {7, 4}, bad_d[2] = {7, 5};
@@ -173,7 +177,8 @@ static void test_threads(void) {
     CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
     pthread_t th[4];
     thread_arg ta[4];
-    for (int i = 0; i < 4; i++) ta[i] = (thread_arg){j, 0}, pthread_create(&th[i], NULL, caller, &ta[i]);
+    for (int i = 0; i < 4; i++)
+        ta[i] = (thread_arg){j, 0}, pthread_create(&th[i], NULL, caller, &ta[i]);
     for (int i = 0; i < 4; i++) {
         pthread_join(th[i], NULL);
         CHECK(ta[i].ok);

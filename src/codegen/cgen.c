@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define IDX_LEN   72 /* longer index expressions get a variable of their own */
-#define VAL_LEN   48
-#define CHUNK     2048 /* elements of the last axis per work item */
+#define IDX_LEN 72 /* longer index expressions get a variable of their own */
+#define VAL_LEN 48
+#define CHUNK   2048 /* elements of the last axis per work item */
 
 typedef struct idxv {
     int rank;
@@ -56,8 +56,12 @@ const char *cgen_ctype(kiln_dtype t) {
     }
 }
 
-static const char *utype(kiln_dtype t) { return t == KILN_I32 ? "uint32_t" : "uint64_t"; }
-static const char *fsuf(kiln_dtype t) { return t == KILN_F32 ? "f" : ""; }
+static const char *utype(kiln_dtype t) {
+    return t == KILN_I32 ? "uint32_t" : "uint64_t";
+}
+static const char *fsuf(kiln_dtype t) {
+    return t == KILN_F32 ? "f" : "";
+}
 
 static void line(em *e, const char *fmt, ...) KN_PRINTF(2, 3);
 static void line(em *e, const char *fmt, ...) {
@@ -89,7 +93,8 @@ static void idx_set(em *e, char *dst, const char *expr) {
 
 static void memo_key(uint32_t id, const idxv *ix, char *key, size_t n) {
     size_t k = (size_t)snprintf(key, n, "%u", id);
-    for (int i = 0; i < ix->rank && k < n; i++) k += (size_t)snprintf(key + k, n - k, "|%s", ix->s[i]);
+    for (int i = 0; i < ix->rank && k < n; i++)
+        k += (size_t)snprintf(key + k, n - k, "|%s", ix->s[i]);
 }
 
 static const char *memo_find(em *e, uint32_t id, const idxv *ix) {
@@ -154,9 +159,12 @@ static void literal(const ir_node *n, char *out) {
     default: v = *(const double *)d; break;
     }
     const char *t = cgen_ctype(n->dtype);
-    if (isnan(v)) snprintf(out, VAL_LEN, "((%s)NAN)", t);
-    else if (isinf(v)) snprintf(out, VAL_LEN, "(%s(%s)INFINITY)", v < 0 ? "-" : "", t);
-    else snprintf(out, VAL_LEN, "((%s)%a)", t, v); /* hex: exact */
+    if (isnan(v))
+        snprintf(out, VAL_LEN, "((%s)NAN)", t);
+    else if (isinf(v))
+        snprintf(out, VAL_LEN, "(%s(%s)INFINITY)", v < 0 ? "-" : "", t);
+    else
+        snprintf(out, VAL_LEN, "((%s)%a)", t, v); /* hex: exact */
 }
 
 /* ------------------------------------------------------------- loads ---- */
@@ -174,9 +182,11 @@ static void load(em *e, uint32_t id, const idxv *ix, char *out) {
     int64_t stride = 1;
     for (int a = n->shape.rank - 1; a >= 0; a--) {
         if (strcmp(ix->s[a], "0") != 0 && n->shape.dims[a] != 1) {
-            if (stride == 1) k += (size_t)snprintf(lin + k, sizeof lin - k, "%s%s", k ? " + " : "", ix->s[a]);
-            else k += (size_t)snprintf(lin + k, sizeof lin - k, "%s%s * %lld", k ? " + " : "",
-                                       ix->s[a], (long long)stride);
+            if (stride == 1)
+                k += (size_t)snprintf(lin + k, sizeof lin - k, "%s%s", k ? " + " : "", ix->s[a]);
+            else
+                k += (size_t)snprintf(lin + k, sizeof lin - k, "%s%s * %lld", k ? " + " : "",
+                                      ix->s[a], (long long)stride);
         }
         stride *= n->shape.dims[a];
     }
@@ -192,11 +202,18 @@ static void unary_expr(const ir_node *n, kiln_dtype in_t, const char *a, char *e
     const char *t = cgen_ctype(n->dtype), *f = fsuf(n->dtype);
     bool fl = ir_dtype_is_float(n->dtype);
     switch (n->op) {
-    case IR_NEG: fl ? snprintf(ex, m, "(-%s)", a) : snprintf(ex, m, "(%s)(0 - (%s)%s)", t, utype(n->dtype), a); break;
-    case IR_ABS: fl ? snprintf(ex, m, "fabs%s(%s)", f, a)
-                    : snprintf(ex, m, "(%s < 0 ? (%s)(0 - (%s)%s) : %s)", a, t, utype(n->dtype), a, a); break;
-    case IR_SIGN: fl ? snprintf(ex, m, "(%s > 0 ? (%s)1 : %s < 0 ? (%s)-1 : %s)", a, t, a, t, a)
-                     : snprintf(ex, m, "(%s)((%s > 0) - (%s < 0))", t, a, a); break;
+    case IR_NEG:
+        fl ? snprintf(ex, m, "(-%s)", a)
+           : snprintf(ex, m, "(%s)(0 - (%s)%s)", t, utype(n->dtype), a);
+        break;
+    case IR_ABS:
+        fl ? snprintf(ex, m, "fabs%s(%s)", f, a)
+           : snprintf(ex, m, "(%s < 0 ? (%s)(0 - (%s)%s) : %s)", a, t, utype(n->dtype), a, a);
+        break;
+    case IR_SIGN:
+        fl ? snprintf(ex, m, "(%s > 0 ? (%s)1 : %s < 0 ? (%s)-1 : %s)", a, t, a, t, a)
+           : snprintf(ex, m, "(%s)((%s > 0) - (%s < 0))", t, a, a);
+        break;
     case IR_EXP: snprintf(ex, m, "%s(%s)", n->dtype == KILN_F32 ? "kiln_expf" : "exp", a); break;
     case IR_LOG: snprintf(ex, m, "log%s(%s)", f, a); break;
     case IR_LOG1P: snprintf(ex, m, "log1p%s(%s)", f, a); break;
@@ -204,36 +221,49 @@ static void unary_expr(const ir_node *n, kiln_dtype in_t, const char *a, char *e
     case IR_RSQRT: snprintf(ex, m, "((%s)1 / sqrt%s(%s))", t, f, a); break;
     case IR_TANH: snprintf(ex, m, "%s(%s)", n->dtype == KILN_F32 ? "kiln_tanhf" : "tanh", a); break;
     case IR_LOGISTIC:
-        snprintf(ex, m, "((%s)1 / ((%s)1 + %s(-%s)))", t, t, n->dtype == KILN_F32 ? "kiln_expf" : "exp", a);
+        snprintf(ex, m, "((%s)1 / ((%s)1 + %s(-%s)))", t, t,
+                 n->dtype == KILN_F32 ? "kiln_expf" : "exp", a);
         break;
     case IR_FLOOR: snprintf(ex, m, "floor%s(%s)", f, a); break;
     case IR_NOT: snprintf(ex, m, "((uint8_t)!%s)", a); break;
     case IR_CONVERT:
-        if (n->dtype == KILN_BOOL) snprintf(ex, m, "((uint8_t)(%s != 0))", a);
+        if (n->dtype == KILN_BOOL)
+            snprintf(ex, m, "((uint8_t)(%s != 0))", a);
         else if (ir_dtype_is_int(n->dtype) && ir_dtype_is_float(in_t))
             snprintf(ex, m, "kiln_f2%s((double)%s)", n->dtype == KILN_I32 ? "i32" : "i64", a);
         else if (n->dtype == KILN_I32 && in_t == KILN_I64)
             snprintf(ex, m, "((int32_t)(uint32_t)(uint64_t)%s)", a);
-        else snprintf(ex, m, "((%s)%s)", t, a);
+        else
+            snprintf(ex, m, "((%s)%s)", t, a);
         break;
     default: snprintf(ex, m, "/* bad unary */ 0");
     }
 }
 
-static void binary_expr(const ir_node *n, kiln_dtype in_t, const char *a, const char *b,
-                        char *ex, size_t m) {
+static void binary_expr(const ir_node *n, kiln_dtype in_t, const char *a, const char *b, char *ex,
+                        size_t m) {
     static const char *const cmp[] = {"==", "!=", "<", "<=", ">", ">="};
     const char *t = cgen_ctype(in_t), *u = utype(in_t), *f = fsuf(in_t);
-    const char *sfx = in_t == KILN_F32 ? "f32" : in_t == KILN_F64 ? "f64" : in_t == KILN_I32 ? "i32" : "i64";
+    const char *sfx = in_t == KILN_F32   ? "f32"
+                      : in_t == KILN_F64 ? "f64"
+                      : in_t == KILN_I32 ? "i32"
+                                         : "i64";
     bool fl = ir_dtype_is_float(in_t);
     const char *arith = n->op == IR_ADD ? "+" : n->op == IR_SUB ? "-" : "*";
     switch (n->op) {
-    case IR_ADD: case IR_SUB: case IR_MUL:
+    case IR_ADD:
+    case IR_SUB:
+    case IR_MUL:
         fl ? snprintf(ex, m, "(%s %s %s)", a, arith, b)
            : snprintf(ex, m, "(%s)((%s)%s %s (%s)%s)", t, u, a, arith, u, b);
         break;
-    case IR_DIV: fl ? snprintf(ex, m, "(%s / %s)", a, b) : snprintf(ex, m, "kiln_div_%s(%s, %s)", sfx, a, b); break;
-    case IR_POW: fl ? snprintf(ex, m, "pow%s(%s, %s)", f, a, b) : snprintf(ex, m, "kiln_pow_%s(%s, %s)", sfx, a, b); break;
+    case IR_DIV:
+        fl ? snprintf(ex, m, "(%s / %s)", a, b) : snprintf(ex, m, "kiln_div_%s(%s, %s)", sfx, a, b);
+        break;
+    case IR_POW:
+        fl ? snprintf(ex, m, "pow%s(%s, %s)", f, a, b)
+           : snprintf(ex, m, "kiln_pow_%s(%s, %s)", sfx, a, b);
+        break;
     case IR_MAX: snprintf(ex, m, "kiln_max_%s(%s, %s)", sfx, a, b); break;
     case IR_MIN: snprintf(ex, m, "kiln_min_%s(%s, %s)", sfx, a, b); break;
     case IR_AND: snprintf(ex, m, "((uint8_t)(%s & %s))", a, b); break;
@@ -249,9 +279,12 @@ static void emit_elementwise(em *e, uint32_t id, const idxv *ix, char *out) {
     char v[3][VAL_LEN], ex[512];
     for (uint32_t i = 0; i < n->n_in; i++) emit_value(e, in[i], ix, v[i]);
     kiln_dtype in_t = e->g->nodes[in[n->op == IR_SELECT ? 1 : 0]].dtype;
-    if (n->op == IR_SELECT) snprintf(ex, sizeof ex, "(%s ? %s : %s)", v[0], v[1], v[2]);
-    else if (n->n_in == 1) unary_expr(n, in_t, v[0], ex, sizeof ex);
-    else binary_expr(n, in_t, v[0], v[1], ex, sizeof ex);
+    if (n->op == IR_SELECT)
+        snprintf(ex, sizeof ex, "(%s ? %s : %s)", v[0], v[1], v[2]);
+    else if (n->n_in == 1)
+        unary_expr(n, in_t, v[0], ex, sizeof ex);
+    else
+        binary_expr(n, in_t, v[0], v[1], ex, sizeof ex);
     fresh(e, out, "v");
     line(e, "const %s %s = %s;", cgen_ctype(n->dtype), out, ex);
 }
@@ -266,11 +299,14 @@ static void emit_reshape(em *e, const ir_node *n, const idxv *ix, char *out) {
     int a = 0, b = 0;
     bool simple = true;
     while (simple && (a < n->shape.rank || b < is->rank)) {
-        if (a < n->shape.rank && n->shape.dims[a] == 1) a++;
-        else if (b < is->rank && is->dims[b] == 1) snprintf(sub.s[b++], IDX_LEN, "0");
+        if (a < n->shape.rank && n->shape.dims[a] == 1)
+            a++;
+        else if (b < is->rank && is->dims[b] == 1)
+            snprintf(sub.s[b++], IDX_LEN, "0");
         else if (a < n->shape.rank && b < is->rank && n->shape.dims[a] == is->dims[b]) {
             snprintf(sub.s[b++], IDX_LEN, "%s", ix->s[a++]);
-        } else simple = false;
+        } else
+            simple = false;
     }
     if (!simple) { /* general: linearise the output index, then split it for the input */
         char lin[1024] = "0", v[VAL_LEN];
@@ -311,9 +347,11 @@ static void emit_pad(em *e, uint32_t id, const idxv *ix, char *out) {
         k += (size_t)snprintf(cond + k, sizeof cond - k, " && %s >= 0 && %s < %lld", t, t,
                               (long long)(is->dims[a] ? (is->dims[a] - 1) * step + 1 : 0));
         if (step > 1) {
-            k += (size_t)snprintf(cond + k, sizeof cond - k, " && %s %% %lld == 0", t, (long long)step);
+            k += (size_t)snprintf(cond + k, sizeof cond - k, " && %s %% %lld == 0", t,
+                                  (long long)step);
             snprintf(expr, sizeof expr, "%s / %lld", t, (long long)step);
-        } else snprintf(expr, sizeof expr, "%s", t);
+        } else
+            snprintf(expr, sizeof expr, "%s", t);
         snprintf(sub.s[a], IDX_LEN, "%s", expr);
     }
     fresh(e, out, "v");
@@ -337,8 +375,11 @@ static void emit_concat(em *e, uint32_t id, const idxv *ix, char *out) {
         uint32_t x = ir_in(n)[i];
         int64_t d = e->g->nodes[x].shape.dims[ax];
         char head[256];
-        if (i + 1 < n->n_in) snprintf(head, sizeof head, "%sif (%s < %lld)", i ? "else " : "", ix->s[ax], (long long)(off + d));
-        else snprintf(head, sizeof head, "%s", i ? "else" : "");
+        if (i + 1 < n->n_in)
+            snprintf(head, sizeof head, "%sif (%s < %lld)", i ? "else " : "", ix->s[ax],
+                     (long long)(off + d));
+        else
+            snprintf(head, sizeof head, "%s", i ? "else" : "");
         scope_open(e, head);
         idxv sub = *ix;
         char expr[128];
@@ -390,11 +431,15 @@ static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
     bool fl = ir_dtype_is_float(t), arith = n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD;
     bool is_max = n->op == IR_REDUCE_MAX;
     const char *acc_t = arith ? (fl ? "double" : "uint64_t") : cgen_ctype(t);
-    const char *init = n->op == IR_REDUCE_SUM ? "0" : n->op == IR_REDUCE_PROD ? "1"
-                       : fl ? (is_max ? "-INFINITY" : "INFINITY")
-                       : is_max ? (t == KILN_I32 ? "INT32_MIN" : "INT64_MIN")
-                                : (t == KILN_I32 ? "INT32_MAX" : "INT64_MAX");
-    const char *omp = n->op == IR_REDUCE_SUM ? "+" : n->op == IR_REDUCE_PROD ? "*" : is_max ? "max" : "min";
+    const char *init = n->op == IR_REDUCE_SUM    ? "0"
+                       : n->op == IR_REDUCE_PROD ? "1"
+                       : fl                      ? (is_max ? "-INFINITY" : "INFINITY")
+                       : is_max                  ? (t == KILN_I32 ? "INT32_MIN" : "INT64_MIN")
+                                                 : (t == KILN_I32 ? "INT32_MAX" : "INT64_MAX");
+    const char *omp = n->op == IR_REDUCE_SUM    ? "+"
+                      : n->op == IR_REDUCE_PROD ? "*"
+                      : is_max                  ? "max"
+                                                : "min";
     bool nan_flag = fl && !arith;
     char acc[VAL_LEN], nan[VAL_LEN + 8];
     fresh(e, acc, "acc");
@@ -417,21 +462,27 @@ static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
         snprintf(head, sizeof head, "for (int64_t r%u_%d = 0; r%u_%d < %lld; r%u_%d++)", id, a, id,
                  a, (long long)xn->shape.dims[a], id, a);
         if (a == last) {
-            if (nan_flag) line(e, "#pragma omp simd reduction(%s:%s) reduction(|:%s)", omp, acc, nan);
-            else line(e, "#pragma omp simd reduction(%s:%s)", omp, acc);
+            if (nan_flag)
+                line(e, "#pragma omp simd reduction(%s:%s) reduction(|:%s)", omp, acc, nan);
+            else
+                line(e, "#pragma omp simd reduction(%s:%s)", omp, acc);
         }
         scope_open(e, head);
         opened++;
     }
     char xv[VAL_LEN];
     emit_value(e, x, &sub, xv);
-    if (arith) line(e, "%s %s= (%s)%s;", acc, omp, acc_t, xv);
-    else line(e, "%s = %s %s %s ? %s : %s;", acc, xv, is_max ? ">" : "<", acc, xv, acc);
+    if (arith)
+        line(e, "%s %s= (%s)%s;", acc, omp, acc_t, xv);
+    else
+        line(e, "%s = %s %s %s ? %s : %s;", acc, xv, is_max ? ">" : "<", acc, xv, acc);
     if (nan_flag) line(e, "%s |= %s != %s;", nan, xv, xv);
     while (opened--) scope_close(e);
     fresh(e, out, "v");
-    if (nan_flag) line(e, "const %s %s = %s ? (%s)NAN : %s;", cgen_ctype(t), out, nan, cgen_ctype(t), acc);
-    else line(e, "const %s %s = (%s)%s;", cgen_ctype(t), out, cgen_ctype(t), acc);
+    if (nan_flag)
+        line(e, "const %s %s = %s ? (%s)NAN : %s;", cgen_ctype(t), out, nan, cgen_ctype(t), acc);
+    else
+        line(e, "const %s %s = (%s)%s;", cgen_ctype(t), out, cgen_ctype(t), acc);
 }
 
 /* ------------------------------------------------------------ driver ---- */
@@ -459,9 +510,11 @@ static void emit_compute(em *e, uint32_t id, const idxv *ix, char *out) {
     case IR_SLICE:
         for (int a = 0; a < sub.rank; a++) {
             char expr[2 * IDX_LEN + 64];
-            if (n->a.slice.stride[a] == 1 && n->a.slice.start[a] == 0) snprintf(expr, sizeof expr, "%s", ix->s[a]);
-            else snprintf(expr, sizeof expr, "(%lld + %s * %lld)", (long long)n->a.slice.start[a],
-                          ix->s[a], (long long)n->a.slice.stride[a]);
+            if (n->a.slice.stride[a] == 1 && n->a.slice.start[a] == 0)
+                snprintf(expr, sizeof expr, "%s", ix->s[a]);
+            else
+                snprintf(expr, sizeof expr, "(%lld + %s * %lld)", (long long)n->a.slice.start[a],
+                         ix->s[a], (long long)n->a.slice.stride[a]);
             idx_set(e, sub.s[a], expr);
         }
         emit_value(e, in[0], &sub, out);
@@ -472,8 +525,10 @@ static void emit_compute(em *e, uint32_t id, const idxv *ix, char *out) {
     case IR_TAKE_ROWS: emit_take(e, id, ix, out); return;
     default: break;
     }
-    if (ir_ops[n->op].kind == IRK_REDUCE) emit_reduce(e, id, ix, out);
-    else emit_elementwise(e, id, ix, out);
+    if (ir_ops[n->op].kind == IRK_REDUCE)
+        emit_reduce(e, id, ix, out);
+    else
+        emit_elementwise(e, id, ix, out);
 }
 
 static void emit_value(em *e, uint32_t id, const idxv *ix, char *out) {
@@ -487,8 +542,10 @@ static void emit_value(em *e, uint32_t id, const idxv *ix, char *out) {
         snprintf(out, VAL_LEN, "%s", hit);
         return;
     }
-    if (e->p->materialised[id] && id != e->k->roots[0]) load(e, id, ix, out);
-    else emit_compute(e, id, ix, out);
+    if (e->p->materialised[id] && id != e->k->roots[0])
+        load(e, id, ix, out);
+    else
+        emit_compute(e, id, ix, out);
     memo_add(e, id, ix, out);
 }
 
@@ -503,16 +560,20 @@ static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
     int64_t chunks = inner > CHUNK ? (inner + CHUNK - 1) / CHUNK : 1;
     int64_t outer = inner ? numel / inner : 0;
     info->items = numel ? outer * chunks : 0;
-    sb_printf(e->sb, "\nKILN_EXPORT void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n", ki);
+    sb_printf(e->sb, "\nKILN_EXPORT void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n",
+              ki);
     for (uint32_t i = 0; i < k->n_inputs; i++) {
         const char *t = cgen_ctype(e->g->nodes[k->inputs[i]].dtype);
         line(e, "const %s *restrict in%u = (const %s *)b[%u];", t, i, t, i);
     }
-    line(e, "%s *restrict out0 = (%s *)b[%u];", cgen_ctype(rn->dtype), cgen_ctype(rn->dtype), k->n_inputs);
+    line(e, "%s *restrict out0 = (%s *)b[%u];", cgen_ctype(rn->dtype), cgen_ctype(rn->dtype),
+         k->n_inputs);
     scope_open(e, "for (int64_t it = begin; it < end; it++)");
     if (chunks > 1) {
-        line(e, "const int64_t row = it / %lld, jb = (it %% %lld) * %d;", (long long)chunks, (long long)chunks, CHUNK);
-        line(e, "const int64_t je = jb + %d < %lld ? jb + %d : %lld;", CHUNK, (long long)inner, CHUNK, (long long)inner);
+        line(e, "const int64_t row = it / %lld, jb = (it %% %lld) * %d;", (long long)chunks,
+             (long long)chunks, CHUNK);
+        line(e, "const int64_t je = jb + %d < %lld ? jb + %d : %lld;", CHUNK, (long long)inner,
+             CHUNK, (long long)inner);
     } else {
         line(e, "const int64_t row = it, jb = 0, je = %lld;", (long long)inner);
     }
@@ -520,13 +581,15 @@ static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
     /* split the row number into the leading indices */
     int64_t div = 1;
     for (int a = r - 2; a >= 0; a--) {
-        line(e, "const int64_t i%d = (row / %lld) %% %lld;", a, (long long)div, (long long)rn->shape.dims[a]);
+        line(e, "const int64_t i%d = (row / %lld) %% %lld;", a, (long long)div,
+             (long long)rn->shape.dims[a]);
         snprintf(ix.s[a], IDX_LEN, "i%d", a);
         div *= rn->shape.dims[a];
     }
     char head[160];
     if (r) snprintf(ix.s[r - 1], IDX_LEN, "i%d", r - 1);
-    snprintf(head, sizeof head, "for (int64_t i%d = jb; i%d < je; i%d++)", r ? r - 1 : 0, r ? r - 1 : 0, r ? r - 1 : 0);
+    snprintf(head, sizeof head, "for (int64_t i%d = jb; i%d < je; i%d++)", r ? r - 1 : 0,
+             r ? r - 1 : 0, r ? r - 1 : 0);
     scope_open(e, head);
     char v[VAL_LEN];
     emit_value(e, root, &ix, v);
@@ -552,47 +615,48 @@ static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
  * into the exponent bits (two steps below 2^-120 so subnormal results come out right).
  * Max error ~1 ulp against exp in double rounded to f32; NaN and +-inf handled by selects.
  * tanh: an odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1). */
-static const char math_f32[] =
-    "static inline float kiln_expf(float x) {\n"
-    "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x;\n"
-    "    float kf = floorf(xc * 1.44269504088896341f + 0.5f);\n"
-    "    float r = xc - kf * 0.693359375f;\n"
-    "    r = r + kf * 2.12194440e-4f;\n"
-    "    float p = 1.9875691500e-4f;\n"
-    "    p = p * r + 1.3981999507e-3f;\n"
-    "    p = p * r + 8.3334519073e-3f;\n"
-    "    p = p * r + 4.1665795894e-2f;\n"
-    "    p = p * r + 1.6666665459e-1f;\n"
-    "    p = p * r + 5.0000001201e-1f;\n"
-    "    float y = p * r * r + r + 1.0f;\n"
-    "    int32_t k = (int32_t)kf, kk = k < -120 ? k + 100 : k;\n"
-    "    uint32_t yb;\n"
-    "    memcpy(&yb, &y, 4);\n"
-    "    yb += (uint32_t)kk << 23;\n"
-    "    memcpy(&y, &yb, 4);\n"
-    "    y = k < -120 ? y * 7.8886090522101181e-31f : y;\n"
-    "    y = x > 88.72283935546875f ? INFINITY : y;\n"
-    "    return x != x ? x : y;\n"
-    "}\n"
-    "static inline float kiln_tanhf(float x) {\n"
-    "    float a = fabsf(x), z = x * x;\n"
-    "    float p = -5.70498872745e-3f;\n"
-    "    p = p * z + 2.06390887954e-2f;\n"
-    "    p = p * z - 5.37397155531e-2f;\n"
-    "    p = p * z + 1.33314422036e-1f;\n"
-    "    p = p * z - 3.33332819422e-1f;\n"
-    "    float small = p * z * x + x;\n"
-    "    float big = 1.0f - 2.0f / (kiln_expf(2.0f * a) + 1.0f);\n"
-    "    big = x < 0 ? -big : big;\n"
-    "    return a < 0.625f ? small : big;\n"
-    "}\n";
+static const char math_f32[] = "static inline float kiln_expf(float x) {\n"
+                               "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x;\n"
+                               "    float kf = floorf(xc * 1.44269504088896341f + 0.5f);\n"
+                               "    float r = xc - kf * 0.693359375f;\n"
+                               "    r = r + kf * 2.12194440e-4f;\n"
+                               "    float p = 1.9875691500e-4f;\n"
+                               "    p = p * r + 1.3981999507e-3f;\n"
+                               "    p = p * r + 8.3334519073e-3f;\n"
+                               "    p = p * r + 4.1665795894e-2f;\n"
+                               "    p = p * r + 1.6666665459e-1f;\n"
+                               "    p = p * r + 5.0000001201e-1f;\n"
+                               "    float y = p * r * r + r + 1.0f;\n"
+                               "    int32_t k = (int32_t)kf, kk = k < -120 ? k + 100 : k;\n"
+                               "    uint32_t yb;\n"
+                               "    memcpy(&yb, &y, 4);\n"
+                               "    yb += (uint32_t)kk << 23;\n"
+                               "    memcpy(&y, &yb, 4);\n"
+                               "    y = k < -120 ? y * 7.8886090522101181e-31f : y;\n"
+                               "    y = x > 88.72283935546875f ? INFINITY : y;\n"
+                               "    return x != x ? x : y;\n"
+                               "}\n"
+                               "static inline float kiln_tanhf(float x) {\n"
+                               "    float a = fabsf(x), z = x * x;\n"
+                               "    float p = -5.70498872745e-3f;\n"
+                               "    p = p * z + 2.06390887954e-2f;\n"
+                               "    p = p * z - 5.37397155531e-2f;\n"
+                               "    p = p * z + 1.33314422036e-1f;\n"
+                               "    p = p * z - 3.33332819422e-1f;\n"
+                               "    float small = p * z * x + x;\n"
+                               "    float big = 1.0f - 2.0f / (kiln_expf(2.0f * a) + 1.0f);\n"
+                               "    big = x < 0 ? -big : big;\n"
+                               "    return a < 0.625f ? small : big;\n"
+                               "}\n";
 
 static const char prelude[] =
     "/* generated by kiln: fused kernels, one function each (see src/codegen/cgen.c) */\n"
     "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
     "#define KILN_EXPORT __attribute__((visibility(\"default\")))\n"
-    "static inline int32_t kiln_div_i32(int32_t a, int32_t b) { return b == 0 ? -1 : (a == INT32_MIN && b == -1) ? a : a / b; }\n"
-    "static inline int64_t kiln_div_i64(int64_t a, int64_t b) { return b == 0 ? -1 : (a == INT64_MIN && b == -1) ? a : a / b; }\n"
+    "static inline int32_t kiln_div_i32(int32_t a, int32_t b) { return b == 0 ? -1 : (a == "
+    "INT32_MIN && b == -1) ? a : a / b; }\n"
+    "static inline int64_t kiln_div_i64(int64_t a, int64_t b) { return b == 0 ? -1 : (a == "
+    "INT64_MIN && b == -1) ? a : a / b; }\n"
     "#define KILN_IPOW(T, U) \\\n"
     "static inline T kiln_pow_##T(T a, T b) { \\\n"
     "    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; \\\n"
@@ -610,8 +674,10 @@ static const char prelude[] =
     "static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }\n"
     "static inline int64_t kiln_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
     "static inline int64_t kiln_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }\n"
-    "static inline int32_t kiln_f2i32(double x) { return x != x ? 0 : x >= 2147483647.0 ? INT32_MAX : x <= -2147483648.0 ? INT32_MIN : (int32_t)x; }\n"
-    "static inline int64_t kiln_f2i64(double x) { return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x; }\n";
+    "static inline int32_t kiln_f2i32(double x) { return x != x ? 0 : x >= 2147483647.0 ? "
+    "INT32_MAX : x <= -2147483648.0 ? INT32_MIN : (int32_t)x; }\n"
+    "static inline int64_t kiln_f2i64(double x) { return x != x ? 0 : x >= 9223372036854775808.0 ? "
+    "INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x; }\n";
 
 kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info) {
     sb_append(sb, prelude);
@@ -621,7 +687,8 @@ kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, 
         if (p->kernels[i].kind != FK_LOOP) continue;
         em e = {.g = g, .p = p, .k = &p->kernels[i], .sb = sb, .ctx = g->ctx};
         emit_kernel(&e, i, &info[i]);
-        for (size_t m = 0; m < e.n_memo; m++) host_free(e.ctx, e.memo[m].key, strlen(e.memo[m].key) + 1);
+        for (size_t m = 0; m < e.n_memo; m++)
+            host_free(e.ctx, e.memo[m].key, strlen(e.memo[m].key) + 1);
         host_free(e.ctx, e.memo, e.cap_memo * sizeof *e.memo);
         if (e.oom) sb->oom = true;
     }

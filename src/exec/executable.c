@@ -24,8 +24,7 @@ kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,
     if (n_args != (int)g->n_params)
         return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: '%s' takes %u arguments, got %d", op,
                          g->name, g->n_params, n_args);
-    if (n_args && !args)
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: args is NULL", op);
+    if (n_args && !args) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: args is NULL", op);
     for (int i = 0; i < n_args; i++) {
         const ir_node *p = &g->nodes[g->params[i]];
         char want[IR_TYPE_STR_MAX], got[IR_TYPE_STR_MAX];
@@ -65,8 +64,10 @@ static int64_t dot_perm(const ir_shape *s, const int *batch, int nb, const int *
         if (!(used >> a & 1u)) free_axes[nf++] = a, free_size *= s->dims[a];
     for (int pass = 0; pass < 2; pass++) {
         bool want_free = (pass == 0) == free_first;
-        if (want_free) for (int i = 0; i < nf; i++) perm[r++] = free_axes[i];
-        else for (int i = 0; i < nc; i++) perm[r++] = con[i];
+        if (want_free)
+            for (int i = 0; i < nf; i++) perm[r++] = free_axes[i];
+        else
+            for (int i = 0; i < nc; i++) perm[r++] = con[i];
     }
     return free_size;
 }
@@ -84,15 +85,19 @@ static void plan_dot(const kiln_graph *g, uint32_t id, exec_dot *d) {
     d->m = dot_perm(ls, dd->lhs_batch, dd->n_batch, dd->lhs_contract, dd->n_contract, true, p1);
     dot_perm(ls, dd->lhs_batch, dd->n_batch, dd->lhs_contract, dd->n_contract, false, p2);
     if (!perm_is_identity(p1, ls->rank)) {
-        if (perm_is_identity(p2, ls->rank)) d->trans_a = true;
-        else d->pack_a = true, memcpy(d->perm_a, p1, sizeof p1);
+        if (perm_is_identity(p2, ls->rank))
+            d->trans_a = true;
+        else
+            d->pack_a = true, memcpy(d->perm_a, p1, sizeof p1);
     }
     /* rhs: [b, K, N] as is, or [b, N, K] transposed, else packed into [b, K, N] */
     d->n = dot_perm(rs, dd->rhs_batch, dd->n_batch, dd->rhs_contract, dd->n_contract, false, p1);
     dot_perm(rs, dd->rhs_batch, dd->n_batch, dd->rhs_contract, dd->n_contract, true, p2);
     if (!perm_is_identity(p1, rs->rank)) {
-        if (perm_is_identity(p2, rs->rank)) d->trans_b = true;
-        else d->pack_b = true, memcpy(d->perm_b, p1, sizeof p1);
+        if (perm_is_identity(p2, rs->rank))
+            d->trans_b = true;
+        else
+            d->pack_b = true, memcpy(d->perm_b, p1, sizeof p1);
     }
 }
 
@@ -128,7 +133,8 @@ static kiln_status load_kernels(kiln_executable *e) {
         char name[32];
         snprintf(name, sizeof name, "kiln_k%u", i);
         void *sym = cc_module_sym(e->mod, name);
-        if (!sym) return ctx_error(ctx, KILN_ERR_INTERNAL, "kiln_compile: kernel %s is missing", name);
+        if (!sym)
+            return ctx_error(ctx, KILN_ERR_INTERNAL, "kiln_compile: kernel %s is missing", name);
         memcpy(&e->fns[i], &sym, sizeof sym); /* object -> function pointer, as dlsym needs */
     }
     return KILN_OK;
@@ -142,7 +148,8 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     if (!g->finished)
         return ctx_error(ctx, g->status ? g->status : KILN_ERR_INVALID_ARGUMENT,
                          "kiln_compile: graph '%s' is not finished%s%s", g->name,
-                         g->error ? ": " : " (call kiln_graph_finish first)", g->error ? g->error : "");
+                         g->error ? ": " : " (call kiln_graph_finish first)",
+                         g->error ? g->error : "");
     double t0 = now_seconds();
     static const kiln_compile_options defaults;
     const kiln_compile_options *o = opts ? opts : &defaults;
@@ -188,8 +195,8 @@ void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *in
 
 typedef struct run_state {
     kiln_executable *e;
-    void **buf;         /* per node: its buffer while the call runs */
-    uint8_t *owned;     /* per node: buf was allocated by this call (temporary) */
+    void **buf;     /* per node: its buffer while the call runs */
+    uint8_t *owned; /* per node: buf was allocated by this call (temporary) */
     size_t *bytes;
 } run_state;
 
@@ -214,8 +221,10 @@ static kiln_status run_loop(run_state *r, uint32_t ki, kn_pool *pool) {
     for (uint32_t i = 0; i < k->n_inputs; i++) bufs[i] = r->buf[k->inputs[i]];
     for (uint32_t i = 0; i < k->n_roots; i++) bufs[k->n_inputs + i] = r->buf[k->roots[i]];
     loop_call c = {e->fns[ki], bufs};
-    if (pool) pool_parallel_for(pool, e->info[ki].items, e->info[ki].grain, loop_trampoline, &c);
-    else c.fn(bufs, 0, e->info[ki].items);
+    if (pool)
+        pool_parallel_for(pool, e->info[ki].items, e->info[ki].grain, loop_trampoline, &c);
+    else
+        c.fn(bufs, 0, e->info[ki].items);
     if (bufs != stack) host_free(e->ctx, bufs, nb * sizeof *bufs);
     return KILN_OK;
 }
@@ -240,7 +249,8 @@ static kiln_status run_dot(run_state *r, uint32_t ki) {
         cpu_permute(x->dtype, ops[i], &x->shape, i ? d->perm_b : d->perm_a, scratch[i]);
         ops[i] = scratch[i];
     }
-    cpu_gemm(n->dtype, d->trans_a, d->trans_b, d->batch, d->m, d->n, d->k, ops[0], ops[1], r->buf[id]);
+    cpu_gemm(n->dtype, d->trans_a, d->trans_b, d->batch, d->m, d->n, d->k, ops[0], ops[1],
+             r->buf[id]);
 done:
     for (int i = 0; i < 2; i++) host_free(e->ctx, scratch[i], sizes[i]);
     return s;
@@ -283,7 +293,7 @@ static kiln_status bind_buffers(run_state *r, kiln_array *const *args, kiln_arra
         if (!(r->buf[id] = host_alloc(e->ctx, r->bytes[id] ? r->bytes[id] : 1))) {
             char t[IR_TYPE_STR_MAX];
             return ctx_error(e->ctx, KILN_ERR_HOST_OOM,
-                             "kiln_executable_run: temporary %s of %%%u (%s) needs %zu bytes", 
+                             "kiln_executable_run: temporary %s of %%%u (%s) needs %zu bytes",
                              ir_type_str(n->dtype, &n->shape, t, sizeof t), id, ir_ops[n->op].name,
                              r->bytes[id]);
         }
@@ -315,8 +325,8 @@ static kiln_status make_outputs(kiln_executable *e, kiln_array **outs) {
     return KILN_OK;
 }
 
-kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args,
-                                int n_outs, kiln_array **outs) {
+kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args, int n_outs,
+                                kiln_array **outs) {
     if (!e) return KILN_ERR_INVALID_ARGUMENT;
     kiln_context *ctx = e->ctx;
     const kiln_graph *g = e->g;
@@ -327,8 +337,7 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
         return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: '%s' has %u outputs, %d asked for%s",
                          op, g->name, g->n_outputs, n_outs, outs ? "" : " (outs is NULL)");
     kiln_array *made[KILN_MAX_OUTPUTS] = {0}, **res = made;
-    if (g->n_outputs > KILN_MAX_OUTPUTS &&
-        !(res = host_calloc(ctx, g->n_outputs, sizeof *res)))
+    if (g->n_outputs > KILN_MAX_OUTPUTS && !(res = host_calloc(ctx, g->n_outputs, sizeof *res)))
         return ctx_oom(ctx, op, g->n_outputs * sizeof *res);
     run_state r = {.e = e};
     r.buf = host_calloc(ctx, g->n_nodes, sizeof *r.buf);
@@ -353,8 +362,10 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
     host_free(ctx, r.owned, g->n_nodes);
     host_free(ctx, r.bytes, g->n_nodes * sizeof *r.bytes);
     for (uint32_t i = 0; i < g->n_outputs; i++) {
-        if (s) kiln_array_free(res[i]);
-        else outs[i] = res[i];
+        if (s)
+            kiln_array_free(res[i]);
+        else
+            outs[i] = res[i];
     }
     if (res != made) host_free(ctx, res, g->n_outputs * sizeof *res);
     return s;

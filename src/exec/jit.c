@@ -121,14 +121,16 @@ static kiln_status check_signature(kiln_jit *j, int n_args, kiln_array *const *a
         const kiln_arg_spec *sp = &j->specs[i];
         const kiln_array *a = args[i];
         bool ok = a->dtype == sp->dtype && a->shape.rank == sp->rank;
-        for (int d = 0; ok && d < sp->rank; d++) ok = sp->dims[d] < 0 || sp->dims[d] == a->shape.dims[d];
+        for (int d = 0; ok && d < sp->rank; d++)
+            ok = sp->dims[d] < 0 || sp->dims[d] == a->shape.dims[d];
         if (!ok) {
             char want[IR_TYPE_STR_MAX] = "", got[IR_TYPE_STR_MAX];
             size_t k = (size_t)snprintf(want, sizeof want, "%s[", kiln_dtype_name(sp->dtype));
             for (int d = 0; d < sp->rank && d < KILN_MAX_RANK && k < sizeof want; d++)
-                k += sp->dims[d] < 0 ? (size_t)snprintf(want + k, sizeof want - k, d ? ",?" : "?")
-                                     : (size_t)snprintf(want + k, sizeof want - k, d ? ",%lld" : "%lld",
-                                                        (long long)sp->dims[d]);
+                k += sp->dims[d] < 0
+                         ? (size_t)snprintf(want + k, sizeof want - k, d ? ",?" : "?")
+                         : (size_t)snprintf(want + k, sizeof want - k, d ? ",%lld" : "%lld",
+                                            (long long)sp->dims[d]);
             if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
             return ctx_error(j->ctx, a->dtype != sp->dtype ? KILN_ERR_DTYPE : KILN_ERR_SHAPE,
                              "kiln_jit_call '%s': argument %d is %s, declared %s", j->name, i,
@@ -139,8 +141,8 @@ static kiln_status check_signature(kiln_jit *j, int n_args, kiln_array *const *a
 }
 
 /* The signature key: n_args, then (dtype, rank, dims) per argument, then static bytes. */
-static unsigned char *make_key(kiln_jit *j, int n_args, kiln_array *const *args,
-                               const void *st, size_t st_size, size_t *len) {
+static unsigned char *make_key(kiln_jit *j, int n_args, kiln_array *const *args, const void *st,
+                               size_t st_size, size_t *len) {
     size_t per = sizeof(int32_t) * 2 + sizeof(int64_t) * KILN_MAX_RANK;
     size_t n = sizeof(int32_t) + (size_t)n_args * per + st_size;
     unsigned char *k = host_calloc(j->ctx, 1, n);
@@ -178,15 +180,17 @@ static kiln_status trace_and_compile(kiln_jit *j, int n_args, kiln_array *const 
     j->stats.traces++;
     int n_outs = kiln_graph_status(g) ? 0 : j->o.fn(g, pv, n_args, st, j->o.user, outs);
     if (pv != params) host_free(j->ctx, pv, (size_t)n_args * sizeof *pv);
-    if (kiln_graph_status(g)) s = kiln_graph_finish(g, 0, NULL); /* the builder's first error */
+    if (kiln_graph_status(g))
+        s = kiln_graph_finish(g, 0, NULL); /* the builder's first error */
     else if (n_outs < 0)
         s = ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
                       "kiln_jit_call '%s': the trace function reported failure", j->name);
     else if (n_outs == 0 || n_outs > KILN_MAX_OUTPUTS)
         s = ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
-                      "kiln_jit_call '%s': the trace function returned %d outputs (1..%d)",
-                      j->name, n_outs, KILN_MAX_OUTPUTS);
-    else s = kiln_graph_finish(g, n_outs, outs);
+                      "kiln_jit_call '%s': the trace function returned %d outputs (1..%d)", j->name,
+                      n_outs, KILN_MAX_OUTPUTS);
+    else
+        s = kiln_graph_finish(g, n_outs, outs);
     if (!s) {
         j->stats.compiles++;
         s = kiln_compile(g, &j->o.compile, exe);
@@ -239,9 +243,8 @@ static void release(kiln_jit *j, jit_entry *en) {
     if (last) entry_free(j->ctx, en);
 }
 
-kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args,
-                          const void *static_args, size_t static_size, int n_outs,
-                          kiln_array **outs) {
+kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, const void *static_args,
+                          size_t static_size, int n_outs, kiln_array **outs) {
     if (!j) return KILN_ERR_INVALID_ARGUMENT;
     kiln_status s = check_signature(j, n_args, args);
     if (s) return s;

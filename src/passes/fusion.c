@@ -83,17 +83,28 @@ static bool expanding_use(const kiln_graph *g, const ir_node *c, uint32_t x) {
     switch (c->op) {
     case IR_BROADCAST: return numel(c) > numel(&g->nodes[x]);
     case IR_TAKE_ROWS: return in[0] == x;
-    case IR_DOT: case IR_SCATTER_ADD_ROWS: return true;
+    case IR_DOT:
+    case IR_SCATTER_ADD_ROWS: return true;
     default: return false;
     }
 }
 
 static int own_cost(const ir_node *n) {
     switch (n->op) {
-    case IR_EXP: case IR_LOG: case IR_LOG1P: case IR_TANH: case IR_LOGISTIC: case IR_POW:
-    case IR_SQRT: case IR_RSQRT: case IR_DIV: return 4;
-    case IR_BROADCAST: case IR_RESHAPE: case IR_TRANSPOSE: case IR_SLICE: case IR_CONVERT:
-        return 0;
+    case IR_EXP:
+    case IR_LOG:
+    case IR_LOG1P:
+    case IR_TANH:
+    case IR_LOGISTIC:
+    case IR_POW:
+    case IR_SQRT:
+    case IR_RSQRT:
+    case IR_DIV: return 4;
+    case IR_BROADCAST:
+    case IR_RESHAPE:
+    case IR_TRANSPOSE:
+    case IR_SLICE:
+    case IR_CONVERT: return 0;
     default: return 1;
     }
 }
@@ -102,10 +113,10 @@ typedef struct decide_state {
     const kiln_graph *g;
     ir_users users;
     uint8_t *is_output;
-    int32_t *cost;      /* inlined expression cost, 0 for materialised nodes */
+    int32_t *cost; /* inlined expression cost, 0 for materialised nodes */
     uint8_t *has_reduce;
-    uint32_t *kset;     /* the kernel its consumers run in (node id), or KSET_MANY */
-    uint8_t *nk;        /* how many kernels need its value: 0, 1 or 2 (= several) */
+    uint32_t *kset; /* the kernel its consumers run in (node id), or KSET_MANY */
+    uint8_t *nk;    /* how many kernels need its value: 0, 1 or 2 (= several) */
 } decide_state;
 
 #define KSET_MANY UINT32_MAX

@@ -300,6 +300,42 @@ static kiln_status splat_elementwise(pass_rebuild *rb, uint32_t id, uint32_t *r)
     return s ? s : emit_broadcast(rb, id, scalar, NULL, r);
 }
 
+/* dot_general(transpose(x), y): read x directly, its axis numbers mapped through the
+ * permutation, so the product sees x's layout (and BLAS folds it into its trans flag)
+ * instead of a transposed copy. Only when x's free axes keep their order, which is the
+ * order they take in the result. */
+static bool fold_dot_transpose(const kiln_graph *g, uint32_t *operand, int *batch, int nb, int *con,
+                               int nc) {
+    const ir_node *t = &g->nodes[*operand];
+    if (t->op != IR_TRANSPOSE) return false;
+    unsigned used = 0;
+    for (int i = 0; i < nb; i++) used |= 1u << batch[i];
+    for (int i = 0; i < nc; i++) used |= 1u << con[i];
+    for (int a = 0, last = -1; a < t->shape.rank; a++) {
+        if (used >> a & 1u) continue;
+        if (t->a.perm[a] < last) return false;
+        last = t->a.perm[a];
+    }
+    for (int i = 0; i < nb; i++) batch[i] = t->a.perm[batch[i]];
+    for (int i = 0; i < nc; i++) con[i] = t->a.perm[con[i]];
+    *operand = ir_in(t)[0];
+    return true;
+}
+
+static kiln_status dot(pass_rebuild *rb, uint32_t id, uint32_t *r) {
+    const ir_node *o = &rb->old->nodes[id];
+    uint32_t in[2] = {pass_input(rb, id, 0), pass_input(rb, id, 1)};
+    kiln_dot_dims d = o->a.dot;
+    bool l =
+        fold_dot_transpose(rb->g, &in[0], d.lhs_batch, d.n_batch, d.lhs_contract, d.n_contract);
+    bool rr =
+        fold_dot_transpose(rb->g, &in[1], d.rhs_batch, d.n_batch, d.rhs_contract, d.n_contract);
+    if (!l && !rr) return KILN_OK;
+    ir_node t = like(o, IR_DOT);
+    t.a.dot = d;
+    return pass_emit(rb, &t, in, 2, r);
+}
+
 /* Rewrites old node id by the identities above; *r is its replacement, or 0. */
 static kiln_status rewrite(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     const ir_node *o = &rb->old->nodes[id];
@@ -318,6 +354,7 @@ static kiln_status rewrite(pass_rebuild *rb, uint32_t id, uint32_t *r) {
         if ((*r = select_known(rb, id))) return KILN_OK;
         return splat_elementwise(rb, id, r);
     case IRK_SHAPE: return shape_op(rb, id, r);
+    case IRK_DOT: return dot(rb, id, r);
     default: return KILN_OK;
     }
 }

@@ -5,17 +5,17 @@
 #include <cblas.h>
 #include <string.h>
 
-#define INT_GEMM(T, U)                                                                            \
-    static void gemm_##T(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,          \
-                         const T *b, T *c) {                                                      \
-        for (int64_t i = 0; i < m; i++)                                                           \
-            for (int64_t j = 0; j < n; j++) {                                                     \
-                U acc = 0;                                                                        \
-                for (int64_t p = 0; p < k; p++)                                                   \
-                    acc += (U)(ta ? a[p * m + i] : a[i * k + p]) *                                \
-                           (U)(tb ? b[j * k + p] : b[p * n + j]);                                 \
-                c[i * n + j] = (T)acc;                                                            \
-            }                                                                                     \
+#define INT_GEMM(T, U)                                                                             \
+    static void gemm_##T(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,            \
+                         const T *b, T *c) {                                                       \
+        for (int64_t i = 0; i < m; i++)                                                            \
+            for (int64_t j = 0; j < n; j++) {                                                      \
+                U acc = 0;                                                                         \
+                for (int64_t p = 0; p < k; p++)                                                    \
+                    acc += (U)(ta ? a[p * m + i] : a[i * k + p]) *                                 \
+                           (U)(tb ? b[j * k + p] : b[p * n + j]);                                  \
+                c[i * n + j] = (T)acc;                                                             \
+            }                                                                                      \
     }
 INT_GEMM(int32_t, uint32_t)
 INT_GEMM(int64_t, uint64_t)
@@ -32,16 +32,19 @@ void cpu_gemm(kiln_dtype t, bool ta, bool tb, int64_t batch, int64_t m, int64_t 
         const char *ai = (const char *)a + (size_t)(i * m * k) * es;
         const char *bi = (const char *)b + (size_t)(i * k * n) * es;
         char *ci = (char *)c + (size_t)(i * m * n) * es;
-        enum CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
+        enum CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans,
+                             ob = tb ? CblasTrans : CblasNoTrans;
         blasint lda = (blasint)(ta ? m : k), ldb = (blasint)(tb ? k : n);
         switch (t) {
         case KILN_F32:
             cblas_sgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, 1.0f,
-                        (const float *)ai, lda, (const float *)bi, ldb, 0.0f, (float *)ci, (blasint)n);
+                        (const float *)ai, lda, (const float *)bi, ldb, 0.0f, (float *)ci,
+                        (blasint)n);
             break;
         case KILN_F64:
             cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, 1.0,
-                        (const double *)ai, lda, (const double *)bi, ldb, 0.0, (double *)ci, (blasint)n);
+                        (const double *)ai, lda, (const double *)bi, ldb, 0.0, (double *)ci,
+                        (blasint)n);
             break;
         case KILN_I32:
             gemm_int32_t(ta, tb, m, n, k, (const int32_t *)ai, (const int32_t *)bi, (int32_t *)ci);
@@ -73,10 +76,10 @@ void cpu_permute(kiln_dtype t, const void *src, const ir_shape *s, const int *pe
     }
 }
 
-#define SCATTER(T, U)                                                                             \
-    static void scatter_##T(int64_t rows, int64_t len, int64_t row, const T *u, T *o) {          \
-        if (row < 0 || row >= rows) return;                                                       \
-        for (int64_t j = 0; j < len; j++) o[row * len + j] = (T)((U)o[row * len + j] + (U)u[j]); \
+#define SCATTER(T, U)                                                                              \
+    static void scatter_##T(int64_t rows, int64_t len, int64_t row, const T *u, T *o) {            \
+        if (row < 0 || row >= rows) return;                                                        \
+        for (int64_t j = 0; j < len; j++) o[row * len + j] = (T)((U)o[row * len + j] + (U)u[j]);   \
     }
 SCATTER(float, float)
 SCATTER(double, double)

@@ -250,7 +250,21 @@ static int b_dot_transposed(kiln_graph *g, kiln_value *o) {
     return 2;
 }
 
+/* siblings reading the same large input: one loop (multi-output fusion) */
+static int b_siblings(kiln_graph *g, kiln_value *o) {
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, dbig);
+    int ax = -1;
+    o[0] = kiln_mul(g, x, kiln_scalar(g, KILN_F32, 2));
+    o[1] = kiln_exp(g, x);
+    o[2] = kiln_reduce_sum(g, x, 1, &ax, false);
+    o[3] = kiln_reduce_max(g, kiln_abs(g, x), 1, &ax, false);
+    return 4;
+}
+
 static void test_kernel_counts(void) {
+    int ks = check_case("siblings", b_siblings, NULL);
+    CHECK_MSG(ks == 2, "two elementwise and two row reductions of one input: 2 kernels (got %d)",
+              ks);
     int kt = check_case("dot_transposed", b_dot_transposed, NULL);
     CHECK_MSG(kt == 2, "transposes feeding a dot fold into it (got %d kernels)", kt);
     int k;

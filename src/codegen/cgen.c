@@ -542,7 +542,9 @@ static void emit_value(em *e, uint32_t id, const idxv *ix, char *out) {
         snprintf(out, VAL_LEN, "%s", hit);
         return;
     }
-    if (e->p->materialised[id] && id != e->k->roots[0])
+    bool root = false; /* a kernel computes its roots; other buffers it reads */
+    for (uint32_t r = 0; r < e->k->n_roots; r++) root |= e->k->roots[r] == id;
+    if (e->p->materialised[id] && !root)
         load(e, id, ix, out);
     else
         emit_compute(e, id, ix, out);
@@ -566,8 +568,10 @@ static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
         const char *t = cgen_ctype(e->g->nodes[k->inputs[i]].dtype);
         line(e, "const %s *restrict in%u = (const %s *)b[%u];", t, i, t, i);
     }
-    line(e, "%s *restrict out0 = (%s *)b[%u];", cgen_ctype(rn->dtype), cgen_ctype(rn->dtype),
-         k->n_inputs);
+    for (uint32_t i = 0; i < k->n_roots; i++) { /* several for multi-output kernels */
+        const char *t = cgen_ctype(e->g->nodes[k->roots[i]].dtype);
+        line(e, "%s *restrict out%u = (%s *)b[%u];", t, i, t, k->n_inputs + i);
+    }
     scope_open(e, "for (int64_t it = begin; it < end; it++)");
     if (chunks > 1) {
         line(e, "const int64_t row = it / %lld, jb = (it %% %lld) * %d;", (long long)chunks,
@@ -591,9 +595,11 @@ static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
     snprintf(head, sizeof head, "for (int64_t i%d = jb; i%d < je; i%d++)", r ? r - 1 : 0,
              r ? r - 1 : 0, r ? r - 1 : 0);
     scope_open(e, head);
-    char v[VAL_LEN];
-    emit_value(e, root, &ix, v);
-    line(e, "out0[row * %lld + i%d] = %s;", (long long)inner, r ? r - 1 : 0, v);
+    for (uint32_t i = 0; i < k->n_roots; i++) {
+        char v[VAL_LEN];
+        emit_value(e, k->roots[i], &ix, v);
+        line(e, "out%u[row * %lld + i%d] = %s;", i, (long long)inner, r ? r - 1 : 0, v);
+    }
     scope_close(e);
     scope_close(e);
     sb_append(e->sb, "}\n");

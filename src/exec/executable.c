@@ -380,8 +380,9 @@ char *kiln_executable_to_string(const kiln_executable *e) {
     static const char *const kinds[] = {"loop", "dot", "scatter"};
     for (uint32_t i = 0; i < e->plan.n_kernels; i++) {
         const fkernel *k = &e->plan.kernels[i];
-        sb_printf(&sb, "  k%u %-7s writes %%%u (%u ops) reads", i, kinds[k->kind], k->roots[0],
-                  k->n_members);
+        sb_printf(&sb, "  k%u %-7s writes", i, kinds[k->kind]);
+        for (uint32_t j = 0; j < k->n_roots; j++) sb_printf(&sb, " %%%u", k->roots[j]);
+        sb_printf(&sb, " (%u ops) reads", k->n_members);
         for (uint32_t j = 0; j < k->n_inputs; j++) sb_printf(&sb, " %%%u", k->inputs[j]);
         sb_append(&sb, "\n");
     }

@@ -20,7 +20,8 @@
 
 #include <string.h>
 
-#define DUP_COST 16
+#define DUP_COST        16
+#define MERGE_MIN_BYTES (16 << 10) /* multi-output fusion pays off for inputs this large */
 
 kiln_status ir_users_build(const kiln_graph *g, ir_users *u) {
     kiln_context *ctx = g->ctx;
@@ -297,6 +298,102 @@ done:
     return s;
 }
 
+static bool shares_large_input(const kiln_graph *g, const fkernel *a, const fkernel *b) {
+    for (uint32_t i = 0; i < a->n_inputs; i++)
+        for (uint32_t j = 0; j < b->n_inputs; j++) {
+            size_t bytes = 0;
+            if (a->inputs[i] != b->inputs[j]) continue;
+            const ir_node *x = &g->nodes[a->inputs[i]];
+            if (ir_shape_nbytes(&x->shape, x->dtype, &bytes) && bytes >= MERGE_MIN_BYTES)
+                return true;
+        }
+    return false;
+}
+
+/* Appends b's roots and inputs to a (inputs without repeats). */
+static kiln_status absorb(kiln_context *ctx, fkernel *a, const fkernel *b) {
+    uint32_t extra = 0;
+    for (uint32_t j = 0; j < b->n_inputs; j++) {
+        bool seen = false;
+        for (uint32_t i = 0; i < a->n_inputs && !seen; i++) seen = a->inputs[i] == b->inputs[j];
+        extra += !seen;
+    }
+    uint32_t n_in = a->n_inputs + extra, n_roots = a->n_roots + b->n_roots;
+    uint32_t *in = host_alloc(ctx, (n_in ? n_in : 1) * sizeof *in);
+    uint32_t *roots = host_alloc(ctx, n_roots * sizeof *roots);
+    if (!in || !roots) {
+        host_free(ctx, in, (n_in ? n_in : 1) * sizeof *in);
+        host_free(ctx, roots, n_roots * sizeof *roots);
+        return ctx_oom(ctx, "fusion: multi-output kernel", n_roots * sizeof *roots);
+    }
+    memcpy(in, a->inputs, a->n_inputs * sizeof *in);
+    for (uint32_t j = 0, k = a->n_inputs; j < b->n_inputs; j++) {
+        bool seen = false;
+        for (uint32_t i = 0; i < a->n_inputs && !seen; i++) seen = a->inputs[i] == b->inputs[j];
+        if (!seen) in[k++] = b->inputs[j];
+    }
+    memcpy(roots, a->roots, a->n_roots * sizeof *roots);
+    memcpy(roots + a->n_roots, b->roots, b->n_roots * sizeof *roots);
+    host_free(ctx, a->inputs, (a->n_inputs ? a->n_inputs : 1) * sizeof *in);
+    host_free(ctx, a->roots, a->n_roots * sizeof *roots);
+    a->inputs = in, a->n_inputs = n_in;
+    a->roots = roots, a->n_roots = n_roots;
+    a->n_members += b->n_members;
+    return KILN_OK;
+}
+
+/* Multi-output fusion: a loop kernel over the same index space as an earlier loop kernel,
+ * reading the same large buffer, joins it, so the buffer is read once for both. Legal when
+ * everything the later kernel reads is ready at the earlier kernel's place (its consumers
+ * all come later anyway). */
+static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
+    kiln_context *ctx = p->ctx;
+    int32_t *pos = host_alloc(ctx, g->n_nodes * sizeof *pos);
+    uint8_t *gone = host_calloc(ctx, p->cap_kernels, 1);
+    kiln_status s = KILN_OK;
+    if (!pos || !gone) {
+        s = ctx_oom(ctx, "fusion: multi-output", g->n_nodes * sizeof *pos);
+        goto done;
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++) pos[i] = -1;
+    for (uint32_t k = 0; k < p->n_kernels; k++)
+        for (uint32_t r = 0; r < p->kernels[k].n_roots; r++)
+            pos[p->kernels[k].roots[r]] = (int32_t)k;
+    for (uint32_t b = 1; b < p->n_kernels && !s; b++) {
+        fkernel *kb = &p->kernels[b];
+        if (kb->kind != FK_LOOP) continue;
+        int32_t ready = -1;
+        for (uint32_t i = 0; i < kb->n_inputs; i++)
+            if (pos[kb->inputs[i]] > ready) ready = pos[kb->inputs[i]];
+        const ir_shape *sb = &g->nodes[kb->roots[0]].shape;
+        for (uint32_t a = (uint32_t)(ready + 1); a < b; a++) {
+            fkernel *ka = &p->kernels[a];
+            if (gone[a] || ka->kind != FK_LOOP || !ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) ||
+                !shares_large_input(g, ka, kb))
+                continue;
+            if ((s = absorb(ctx, ka, kb))) break;
+            for (uint32_t r = 0; r < kb->n_roots; r++) pos[kb->roots[r]] = (int32_t)a;
+            gone[b] = 1;
+            break;
+        }
+    }
+    uint32_t w = 0; /* compact: drop the absorbed kernels */
+    for (uint32_t k = 0; k < p->n_kernels; k++) {
+        if (!gone[k]) {
+            p->kernels[w++] = p->kernels[k];
+            continue;
+        }
+        host_free(ctx, p->kernels[k].roots, p->kernels[k].n_roots * sizeof(uint32_t));
+        host_free(ctx, p->kernels[k].inputs,
+                  (p->kernels[k].n_inputs ? p->kernels[k].n_inputs : 1) * sizeof(uint32_t));
+    }
+    p->n_kernels = w;
+done:
+    host_free(ctx, pos, g->n_nodes * sizeof *pos);
+    host_free(ctx, gone, p->cap_kernels);
+    return s;
+}
+
 kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusion_plan *p) {
     kiln_context *ctx = g->ctx;
     memset(p, 0, sizeof *p);
@@ -320,6 +417,7 @@ kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusi
     for (uint32_t i = 0; i < g->n_outputs; i++) s.is_output[g->outputs[i]] = 1;
     decide_all(&s, p, o);
     st = form_kernels(g, p);
+    if (!st && !(o && o->disable)) st = merge_siblings(g, p);
     for (uint32_t id = 1; id < g->n_nodes; id++)
         if (!p->materialised[id] && !is_source(&g->nodes[id])) p->n_fused_away++;
 done:

@@ -151,17 +151,29 @@ static int make_allocator(const char *name, allocator *a, char **argv) {
 
 /* ------------------------------------------------------------- traces ---- */
 
+/* The smallest allocation id in a trace file: ids count from the allocator's creation, so
+ * a trace started late in a long run has large ids; slots are indexed from this one. */
+static unsigned long long first_id(FILE *f) {
+    unsigned long long id, size, lo = ~0ull;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "a %llu %llu", &id, &size) == 2 && id < lo) lo = id;
+    rewind(f);
+    return lo == ~0ull ? 0 : lo;
+}
+
 /* Reads a kiln trace file ("a id size t tag" / "f id t" lines); ids become slots. */
 static void read_trace(const char *path, trace *t) {
     FILE *f = fopen(path, "r");
     if (!f) die("cannot open the trace file");
     memset(t, 0, sizeof *t);
+    unsigned long long base = first_id(f), id, size;
     uint32_t *slot_of = NULL;
     size_t cap = 0;
     char line[512];
     while (fgets(line, sizeof line, f)) {
-        unsigned long long id, size;
         if (sscanf(line, "a %llu %llu", &id, &size) == 2) {
+            id -= base;
             if (id >= cap) {
                 size_t c = cap ? cap : 1024;
                 while (c <= id) c *= 2;
@@ -171,13 +183,14 @@ static void read_trace(const char *path, trace *t) {
                 cap = c;
             }
             slot_of[id] = trace_alloc(t, (size_t)size);
-        } else if (sscanf(line, "f %llu", &id) == 1 && id < cap && slot_of[id] != UINT32_MAX) {
-            trace_free(t, slot_of[id]);
-            slot_of[id] = UINT32_MAX;
+        } else if (sscanf(line, "f %llu", &id) == 1 && id >= base && id - base < cap &&
+                   slot_of[id - base] != UINT32_MAX) {
+            trace_free(t, slot_of[id - base]);
+            slot_of[id - base] = UINT32_MAX;
         }
     }
-    for (size_t id = 0; id < cap; id++) /* still live at the end: free them too */
-        if (slot_of[id] != UINT32_MAX) trace_free(t, slot_of[id]);
+    for (size_t i = 0; i < cap; i++) /* still live at the end: free them too */
+        if (slot_of[i] != UINT32_MAX) trace_free(t, slot_of[i]);
     free(slot_of);
     fclose(f);
 }

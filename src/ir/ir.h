@@ -164,6 +164,9 @@ bool ir_shape_numel(const ir_shape *s, int64_t *n);
 /* Byte size; false on overflow of size_t. */
 bool ir_shape_nbytes(const ir_shape *s, kiln_dtype t, size_t *n);
 bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
+/* Stores v as one element of dtype t at out (ints saturate, NaN -> 0, bool is v != 0);
+ * false if t is not a dtype. out must hold 8 bytes. */
+bool ir_scalar_store(kiln_dtype t, double v, void *out);
 /* Writes "f32[2,3]" into buf (always terminated). Returns buf. */
 char *ir_type_str(kiln_dtype t, const ir_shape *s, char *buf, size_t n);
 #define IR_TYPE_STR_MAX 192

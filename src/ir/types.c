@@ -1,6 +1,7 @@
 /* types.c — the op table, dtypes and shapes. */
 #include "ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,4 +83,34 @@ char *ir_type_str(kiln_dtype t, const ir_shape *s, char *buf, size_t n) {
         k += (size_t)snprintf(buf + k, n - k, i ? ",%lld" : "%lld", (long long)s->dims[i]);
     if (k < n) snprintf(buf + k, n - k, "]");
     return buf;
+}
+
+bool ir_scalar_store(kiln_dtype t, double v, void *out) {
+    union {
+        float f;
+        double d;
+        int32_t i;
+        int64_t l;
+        uint8_t b;
+    } u;
+    switch (t) {
+    case KILN_F32: u.f = (float)v; break;
+    case KILN_F64: u.d = v; break;
+    case KILN_I32:
+        u.i = isnan(v)             ? 0
+              : v >= 2147483647.0  ? INT32_MAX
+              : v <= -2147483648.0 ? INT32_MIN
+                                   : (int32_t)v;
+        break;
+    case KILN_I64:
+        u.l = isnan(v)                      ? 0
+              : v >= 9.2233720368547758e18  ? INT64_MAX
+              : v <= -9.2233720368547758e18 ? INT64_MIN
+                                            : (int64_t)v;
+        break;
+    case KILN_BOOL: u.b = v != 0; break;
+    default: return false;
+    }
+    memcpy(out, &u, kiln_dtype_size(t)); /* out may be any buffer: no aliasing */
+    return true;
 }

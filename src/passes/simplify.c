@@ -81,22 +81,8 @@ static const void *splat(const kiln_graph *g, uint32_t id) {
 static bool splat_is(const kiln_graph *g, uint32_t id, double v) {
     const void *p = splat(g, id);
     kiln_dtype t = g->nodes[id].dtype;
-    union {
-        float f;
-        double d;
-        int32_t i;
-        int64_t l;
-        uint8_t b;
-    } u;
-    switch (t) {
-    case KILN_F32: u.f = (float)v; break;
-    case KILN_F64: u.d = v; break;
-    case KILN_I32: u.i = (int32_t)v; break;
-    case KILN_I64: u.l = (int64_t)v; break;
-    case KILN_BOOL: u.b = v != 0; break;
-    default: return false;
-    }
-    return p && !memcmp(p, &u, kiln_dtype_size(t));
+    uint64_t bytes;
+    return p && ir_scalar_store(t, v, &bytes) && !memcmp(p, &bytes, kiln_dtype_size(t));
 }
 
 /* The rank-0 value a new node broadcasts, or 0 if it is not a broadcast of a scalar. */

@@ -189,32 +189,10 @@ kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_
 }
 
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value) {
-    union {
-        float f;
-        double d;
-        int32_t i;
-        int64_t l;
-        uint8_t b;
-    } u;
-    switch (t) {
-    case KILN_F32: u.f = (float)value; break;
-    case KILN_F64: u.d = value; break;
-    case KILN_I32:
-        u.i = isnan(value)             ? 0
-              : value >= 2147483647.0  ? INT32_MAX
-              : value <= -2147483648.0 ? INT32_MIN
-                                       : (int32_t)value;
-        break;
-    case KILN_I64:
-        u.l = isnan(value)                      ? 0
-              : value >= 9.2233720368547758e18  ? INT64_MAX
-              : value <= -9.2233720368547758e18 ? INT64_MIN
-                                                : (int64_t)value;
-        break;
-    case KILN_BOOL: u.b = value != 0; break;
-    default: return trace_fail(g, KILN_ERR_DTYPE, op, "dtype %d is not a kiln_dtype", t);
-    }
-    return kiln_constant(g, t, 0, NULL, &u);
+    uint64_t bytes;
+    if (!ir_scalar_store(t, value, &bytes))
+        return trace_fail(g, KILN_ERR_DTYPE, op, "dtype %d is not a kiln_dtype", t);
+    return kiln_constant(g, t, 0, NULL, &bytes);
 }
 
 kiln_value kiln_scalar(kiln_graph *g, kiln_dtype dtype, double value) {

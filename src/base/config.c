@@ -49,6 +49,7 @@ bool config_parse_bool(const char *s, bool *out) {
  * an optional "i" and "B" (KiB = K = 1024; binary units throughout, as memory is). */
 bool config_parse_bytes(const char *s, uint64_t *out) {
     char *end;
+    if (strpbrk(s, "xXnN")) return false; /* no hex floats, nan or inf spelled out */
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || errno || !isfinite(v) || v < 0) return false;
@@ -65,7 +66,8 @@ bool config_parse_bytes(const char *s, uint64_t *out) {
     if (*end == 'B' || *end == 'b') end++;
     if (*end) return false;
     double bytes = v * mult;
-    if (bytes >= 18446744073709551616.0) return false;
+    /* a fraction of a byte ("0.5", "1.3") is a mistake, not a request for 0 = no limit */
+    if (bytes >= 18446744073709551616.0 || bytes != floor(bytes)) return false;
     *out = (uint64_t)bytes;
     return true;
 }

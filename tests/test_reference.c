@@ -1060,22 +1060,17 @@ static void test_take_rows(void) {
     }
     for (int i = 0; i < 4; i++) kiln_array_free(res[i]);
 
-    /* a table with no rows cannot give a non-empty result */
+    /* a table with no rows cannot give a non-empty result: shapes are static, so the
+     * builder says so */
     g = new_graph();
     int64_t i1[] = {1};
     e = kiln_parameter(g, "e", KILN_F32, 2, t02);
     ex = kiln_parameter(g, "ex", KILN_I32, 1, i1);
     kiln_value r = kiln_take_rows(g, e, ex);
-    CHECK_OK(C, kiln_graph_finish(g, 1, &r));
-    const int32_t zero = 0;
-    kiln_array *args2[2] = {mk(KILN_F32, 2, t02, NULL), mk(KILN_I32, 1, i1, &zero)};
-    kiln_array *out = (kiln_array *)1;
-    CHECK_STATUS(kiln_interpret(g, 2, args2, 1, &out), KILN_ERR_SHAPE);
-    CHECK(out == NULL);
+    CHECK_STATUS(kiln_graph_finish(g, 1, &r), KILN_ERR_SHAPE);
     CHECK_CONTAINS(kiln_last_error(C), "take_rows");
     CHECK_CONTAINS(kiln_last_error(C), "no rows");
     CHECK_CONTAINS(kiln_last_error(C), "f32[0,2]");
-    kiln_array_free(args2[0]), kiln_array_free(args2[1]);
     kiln_graph_destroy(g);
 }
 
@@ -1379,18 +1374,17 @@ static void test_errors(void) {
     for (int i = 0; i < 3; i++) kiln_array_free(good[i]);
 }
 
-/* Dead nodes are not evaluated: a take_rows from an empty table that no output needs
- * does not fail the call. */
+/* Dead nodes are not evaluated: a 4 TiB broadcast that no output needs does not fail the
+ * call (evaluating it would be a host out-of-memory error). */
 static void test_dead_nodes_skipped(void) {
     kiln_graph *g = new_graph();
-    int64_t t02[] = {0, 2}, i1[] = {1};
-    kiln_value e = kiln_parameter(g, "e", KILN_F32, 2, t02),
-               ix = kiln_parameter(g, "ix", KILN_I32, 1, i1);
-    (void)kiln_take_rows(g, e, ix);
+    int64_t i1[] = {1}, huge[] = {1 << 20, 1 << 20};
+    kiln_value ix = kiln_parameter(g, "ix", KILN_I32, 1, i1);
+    (void)kiln_broadcast_to(g, kiln_scalar(g, KILN_F32, 1), 2, huge);
     kiln_value r = kiln_add(g, ix, ix);
     const int32_t one = 21;
-    kiln_array *args[2] = {mk(KILN_F32, 2, t02, NULL), mk(KILN_I32, 1, i1, &one)}, *out;
-    if (run1(g, r, 2, args, &out)) check_ints(out, (const int64_t[]){42}, 1);
+    kiln_array *args[1] = {mk(KILN_I32, 1, i1, &one)}, *out;
+    if (run1(g, r, 1, args, &out)) check_ints(out, (const int64_t[]){42}, 1);
     kiln_array_free(out);
 }
 

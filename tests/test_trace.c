@@ -845,6 +845,9 @@ static void test_indexing(void) {
     g = fresh(), t = P0(g, KILN_F32), x = P(g, KILN_I32, 3);
     OP(kiln_take_rows(g, t, x));
     EXPECT_ERR(g, KILN_ERR_SHAPE, "kiln_take_rows", "f32[], i32[3]", "rank >= 1");
+    g = fresh(), t = P(g, KILN_F32, 0, 4), x = P(g, KILN_I32, 3);
+    OP(kiln_take_rows(g, t, x));
+    EXPECT_ERR(g, KILN_ERR_SHAPE, "kiln_take_rows", "f32[0,4], i32[3]", "no rows to take 12");
     g = fresh(), t = P(g, KILN_F32, 2, 2, 2, 2, 2, 2, 2, 2), x = P(g, KILN_I32, 3, 3);
     OP(kiln_take_rows(g, t, x));
     EXPECT_ERR(g, KILN_ERR_SHAPE, "kiln_take_rows", "f32[2,2,2,2,2,2,2,2], i32[3,3]", "rank 9");

@@ -294,6 +294,11 @@ static kiln_status infer_index(const kiln_graph *g, ir_node *n, char *msg, size_
     for (int i = 1; i < t->shape.rank; i++) rows.dims[rows.rank++] = t->shape.dims[i];
     n->dtype = t->dtype;
     if (n->op == IR_TAKE_ROWS) {
+        int64_t count = 0;
+        ir_shape_numel(&rows, &count);
+        if (t->shape.dims[0] == 0 && count > 0) /* shapes are static: say so now */
+            FAIL(KILN_ERR_SHAPE, "the table has no rows to take %lld elements from",
+                 (long long)count);
         n->shape = rows;
         return KILN_OK;
     }

@@ -423,24 +423,45 @@ static void emit_take(em *e, uint32_t id, const idxv *ix, char *out) {
  * at the full index inside. The innermost loop carries `omp simd reduction` so it
  * vectorises without -fassociative-math. Float max/min compare-and-select (which a vector
  * unit does in one instruction) and track NaN in a separate flag, so NaN still wins. */
+typedef struct reduce_spec {
+    const char *acc_t, *init, *omp; /* accumulator type, start value, omp reduction op */
+    bool arith, is_max, nan_flag;   /* sum/prod; max (else min); float max/min track NaN */
+} reduce_spec;
+
+static reduce_spec reduce_kind(const ir_node *n) {
+    kiln_dtype t = n->dtype;
+    bool fl = ir_dtype_is_float(t);
+    reduce_spec r = {.arith = n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD,
+                     .is_max = n->op == IR_REDUCE_MAX};
+    r.acc_t = r.arith ? (fl ? "double" : "uint64_t") : cgen_ctype(t);
+    r.init = n->op == IR_REDUCE_SUM    ? "0"
+             : n->op == IR_REDUCE_PROD ? "1"
+             : fl                      ? (r.is_max ? "-INFINITY" : "INFINITY")
+             : r.is_max                ? (t == KILN_I32 ? "INT32_MIN" : "INT64_MIN")
+                                       : (t == KILN_I32 ? "INT32_MAX" : "INT64_MAX");
+    r.omp = n->op == IR_REDUCE_SUM ? "+" : n->op == IR_REDUCE_PROD ? "*" : r.is_max ? "max" : "min";
+    r.nan_flag = fl && !r.arith;
+    return r;
+}
+
+/* Writes the accumulate statement for element xv into accumulator `acc`. */
+static void accumulate(em *e, const reduce_spec *r, const char *acc, const char *nan,
+                       const char *xv) {
+    if (r->arith)
+        line(e, "%s %s= (%s)%s;", acc, r->omp, r->acc_t, xv);
+    else
+        line(e, "%s = %s %s %s ? %s : %s;", acc, xv, r->is_max ? ">" : "<", acc, xv, acc);
+    if (r->nan_flag) line(e, "%s |= %s != %s;", nan, xv, xv);
+}
+
 static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
     const ir_node *n = &e->g->nodes[id];
     uint32_t x = ir_in(n)[0];
     const ir_node *xn = &e->g->nodes[x];
     kiln_dtype t = n->dtype;
-    bool fl = ir_dtype_is_float(t), arith = n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD;
-    bool is_max = n->op == IR_REDUCE_MAX;
-    const char *acc_t = arith ? (fl ? "double" : "uint64_t") : cgen_ctype(t);
-    const char *init = n->op == IR_REDUCE_SUM    ? "0"
-                       : n->op == IR_REDUCE_PROD ? "1"
-                       : fl                      ? (is_max ? "-INFINITY" : "INFINITY")
-                       : is_max                  ? (t == KILN_I32 ? "INT32_MIN" : "INT64_MIN")
-                                                 : (t == KILN_I32 ? "INT32_MAX" : "INT64_MAX");
-    const char *omp = n->op == IR_REDUCE_SUM    ? "+"
-                      : n->op == IR_REDUCE_PROD ? "*"
-                      : is_max                  ? "max"
-                                                : "min";
-    bool nan_flag = fl && !arith;
+    reduce_spec rs = reduce_kind(n);
+    const char *acc_t = rs.acc_t, *init = rs.init, *omp = rs.omp;
+    bool nan_flag = rs.nan_flag;
     char acc[VAL_LEN], nan[VAL_LEN + 8];
     fresh(e, acc, "acc");
     line(e, "%s %s = %s;", acc_t, acc, init);
@@ -472,11 +493,7 @@ static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
     }
     char xv[VAL_LEN];
     emit_value(e, x, &sub, xv);
-    if (arith)
-        line(e, "%s %s= (%s)%s;", acc, omp, acc_t, xv);
-    else
-        line(e, "%s = %s %s %s ? %s : %s;", acc, xv, is_max ? ">" : "<", acc, xv, acc);
-    if (nan_flag) line(e, "%s |= %s != %s;", nan, xv, xv);
+    accumulate(e, &rs, acc, nan, xv);
     while (opened--) scope_close(e);
     fresh(e, out, "v");
     if (nan_flag)
@@ -551,6 +568,77 @@ static void emit_value(em *e, uint32_t id, const idxv *ix, char *out) {
     memo_add(e, id, ix, out);
 }
 
+/* The loop over the last axis, each root computed per element. */
+static void emit_elements(em *e, const idxv *ix, int64_t inner) {
+    const fkernel *k = e->k;
+    int last = ix->rank ? ix->rank - 1 : 0;
+    char head[160];
+    snprintf(head, sizeof head, "for (int64_t i%d = jb; i%d < je; i%d++)", last, last, last);
+    scope_open(e, head);
+    for (uint32_t i = 0; i < k->n_roots; i++) {
+        char v[VAL_LEN];
+        emit_value(e, k->roots[i], ix, v);
+        line(e, "out%u[row * %lld + i%d] = %s;", i, (long long)inner, last, v);
+    }
+    scope_close(e);
+}
+
+/* A kernel that is one reduction over leading axes keeping the operand's last axis (a
+ * column sum, a bias gradient): element by element the reduced axes would be walked with
+ * a stride of a whole row, so it keeps a row of accumulators instead and walks the
+ * operand row by row, contiguous and vectorised across the kept last axis. */
+static bool column_reduction(const kiln_graph *g, const fkernel *k) {
+    if (k->n_roots != 1) return false;
+    const ir_node *n = &g->nodes[k->roots[0]];
+    if (ir_ops[n->op].kind != IRK_REDUCE) return false;
+    int xr = g->nodes[ir_in(n)[0]].shape.rank;
+    return n->shape.rank >= 1 && !(n->a.reduce_axes >> (xr - 1) & 1u);
+}
+
+static void emit_columns(em *e, const idxv *ix, int64_t inner) {
+    uint32_t id = e->k->roots[0];
+    const ir_node *n = &e->g->nodes[id];
+    uint32_t x = ir_in(n)[0];
+    const ir_node *xn = &e->g->nodes[x];
+    reduce_spec rs = reduce_kind(n);
+    const char *ct = cgen_ctype(n->dtype);
+    int last = ix->rank - 1, opened = 0;
+    line(e, "%s acc[%d];", rs.acc_t, CHUNK);
+    if (rs.nan_flag) line(e, "uint8_t acc_nan[%d];", CHUNK);
+    line(e, "for (int64_t j = 0; j < je - jb; j++) acc[j] = %s;", rs.init);
+    if (rs.nan_flag) line(e, "for (int64_t j = 0; j < je - jb; j++) acc_nan[j] = 0;");
+    idxv sub = {.rank = xn->shape.rank};
+    for (int a = 0, kept = 0; a < xn->shape.rank; a++) {
+        if (!(n->a.reduce_axes >> a & 1u)) {
+            snprintf(sub.s[a], IDX_LEN, "%s", ix->s[kept++]);
+            continue;
+        }
+        char head[128];
+        snprintf(sub.s[a], IDX_LEN, "r%u_%d", id, a);
+        snprintf(head, sizeof head, "for (int64_t r%u_%d = 0; r%u_%d < %lld; r%u_%d++)", id, a, id,
+                 a, (long long)xn->shape.dims[a], id, a);
+        scope_open(e, head);
+        opened++;
+    }
+    char head[160], acc[64], nan[64], xv[VAL_LEN];
+    line(e, "#pragma omp simd");
+    snprintf(head, sizeof head, "for (int64_t i%d = jb; i%d < je; i%d++)", last, last, last);
+    scope_open(e, head);
+    emit_value(e, x, &sub, xv);
+    snprintf(acc, sizeof acc, "acc[i%d - jb]", last);
+    snprintf(nan, sizeof nan, "acc_nan[i%d - jb]", last);
+    accumulate(e, &rs, acc, nan, xv);
+    scope_close(e);
+    while (opened--) scope_close(e);
+    scope_open(e, head);
+    if (rs.nan_flag)
+        line(e, "out0[row * %lld + i%d] = %s ? (%s)NAN : (%s)%s;", (long long)inner, last, nan, ct,
+             ct, acc);
+    else
+        line(e, "out0[row * %lld + i%d] = (%s)%s;", (long long)inner, last, ct, acc);
+    scope_close(e);
+}
+
 static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
     const fkernel *k = e->k;
     uint32_t root = k->roots[0];
@@ -590,17 +678,11 @@ static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
         snprintf(ix.s[a], IDX_LEN, "i%d", a);
         div *= rn->shape.dims[a];
     }
-    char head[160];
     if (r) snprintf(ix.s[r - 1], IDX_LEN, "i%d", r - 1);
-    snprintf(head, sizeof head, "for (int64_t i%d = jb; i%d < je; i%d++)", r ? r - 1 : 0,
-             r ? r - 1 : 0, r ? r - 1 : 0);
-    scope_open(e, head);
-    for (uint32_t i = 0; i < k->n_roots; i++) {
-        char v[VAL_LEN];
-        emit_value(e, k->roots[i], &ix, v);
-        line(e, "out%u[row * %lld + i%d] = %s;", i, (long long)inner, r ? r - 1 : 0, v);
-    }
-    scope_close(e);
+    if (column_reduction(e->g, k))
+        emit_columns(e, &ix, inner);
+    else
+        emit_elements(e, &ix, inner);
     scope_close(e);
     sb_append(e->sb, "}\n");
     /* enough items per chunk for ~32K element-operations */

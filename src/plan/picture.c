@@ -1,0 +1,415 @@
+/* picture.c — a memory plan as text, as JSON and as an SVG timeline.
+ *
+ * The SVG is the plan drawn the way XLA's buffer-assignment viewers draw it: x is the
+ * schedule step, y the offset in the arena; each temporary is a box from the step that
+ * writes it to the last step that reads it, labelled by its op (hover for the details).
+ * The arena's extent is the dashed "arena" line; the curve is the bytes live at each
+ * step, whose maximum — the lower bound no placement can beat — is the dotted line. The
+ * buffers of donated arguments, when the plan uses them, are drawn as bands above the
+ * arena at the same scale. docs/memory.md explains how to read it.
+ *
+ * Every string built here goes through a strbuf, so host OOM anywhere gives NULL. */
+#include "plan.h"
+#include "base/strbuf.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* "1.50 MiB", "512 B" */
+static const char *human(uint64_t v, char *buf, size_t n) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double x = (double)v;
+    int u = 0;
+    while (x >= 1024 && u < 4) x /= 1024, u++;
+    if (u == 0)
+        snprintf(buf, n, "%" PRIu64 " B", v);
+    else
+        snprintf(buf, n, "%.2f %s", x, units[u]);
+    return buf;
+}
+
+static const char *kind_name(int k) {
+    static const char *const names[] = {"argument", "constant", "output", "temp", "scratch"};
+    return k >= 0 && k <= PLAN_K_SCRATCH ? names[k] : "?";
+}
+
+static const char *place_name(int p) {
+    static const char *const names[] = {"argument", "constant", "output", "arena", "donated"};
+    return p >= 0 && p <= PLAN_P_DONATED ? names[p] : "?";
+}
+
+static const char *param_name(const kiln_graph *g, uint32_t i) {
+    const char *n = g->nodes[g->params[i]].name;
+    return n ? n : "";
+}
+
+/* Why a donation was not used, or what it holds. */
+static void donation_line(strbuf *sb, const kiln_graph *g, const mem_plan *p, uint32_t i) {
+    const plan_buffer *b = &p->buffers[p->buffer_of[g->params[i]]];
+    sb_printf(sb, "  argument %u (\"%s\", %" PRIu64 " bytes) donated: ", i, param_name(g, i),
+              b->size);
+    for (uint32_t j = 0; j < p->n_outputs; j++)
+        if (p->output_donor[j] == (int32_t)i) {
+            sb_printf(sb, "holds output %u (%%%u)\n", j, g->outputs[j]);
+            return;
+        }
+    uint32_t temps = 0;
+    for (uint32_t k = 0; k < p->n_buffers; k++)
+        temps += p->buffers[k].place == PLAN_P_DONATED && p->buffers[k].place_index == i;
+    if (temps)
+        sb_printf(sb, "holds %u temporar%s after its last read\n", temps, temps == 1 ? "y" : "ies");
+    else if (!b->size)
+        sb_printf(sb, "NOT USED: it is empty\n");
+    else
+        sb_printf(sb,
+                  "NOT USED: no output of %" PRIu64
+                  " bytes is written after its last read (step %d) and no temporary fits\n",
+                  b->size, b->last);
+}
+
+static void totals(strbuf *sb, const mem_plan *p, uint64_t code_bytes) {
+    char h[32];
+    sb_printf(sb, "  arguments      %14" PRIu64 " B  %s\n", p->argument_bytes,
+              human(p->argument_bytes, h, sizeof h));
+    sb_printf(sb, "  outputs        %14" PRIu64 " B  %s\n", p->output_bytes,
+              human(p->output_bytes, h, sizeof h));
+    sb_printf(sb, "  temp arena     %14" PRIu64 " B  %s", p->temp_bytes,
+              human(p->temp_bytes, h, sizeof h));
+    if (p->lower_bound)
+        sb_printf(sb, " (lower bound %s: %.3fx)", human(p->lower_bound, h, sizeof h),
+                  (double)p->arena / (double)p->lower_bound);
+    sb_printf(sb, "\n  aliased        %14" PRIu64 " B  donated arguments reused\n", p->alias_bytes);
+    sb_printf(sb, "  in place       %14" PRIu64 " B  written over inputs that die there\n",
+              p->inplace_bytes);
+    sb_printf(sb, "  constants      %14" PRIu64 " B  host memory held by the executable\n",
+              p->constant_bytes);
+    sb_printf(sb, "  generated code %14" PRIu64 " B\n", code_bytes);
+    sb_printf(sb, "  planned peak   %14" PRIu64 " B  %s = arguments + outputs + temp arena\n",
+              p->peak, human(p->peak, h, sizeof h));
+}
+
+char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
+                  uint64_t code_bytes) {
+    strbuf sb;
+    sb_init(&sb, g->ctx);
+    char h[32];
+    sb_printf(&sb, "memory plan of '%s': %u kernels, schedule \"%s\" (tried", g->name, p->n_kernels,
+              p->strategy);
+    for (int i = 0; i < p->n_tries; i++)
+        sb_printf(&sb, "%s %s %s", i ? "," : "", p->tries[i].strategy,
+                  human(p->tries[i].peak, h, sizeof h));
+    sb_append(&sb, ")\n");
+    totals(&sb, p, code_bytes);
+    for (uint32_t i = 0; i < p->n_params; i++)
+        if (p->donated[i]) donation_line(&sb, g, p, i);
+    sb_printf(&sb, "  %-6s %-18s %-22s %12s %-10s %12s %11s %s\n", "value", "op", "type", "bytes",
+              "place", "offset", "live", "in place over");
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const plan_buffer *b = &p->buffers[i];
+        const ir_node *n = &g->nodes[b->node];
+        char t[IR_TYPE_STR_MAX], pl[32], live[32];
+        ir_type_str(n->dtype, &n->shape, t, sizeof t);
+        if (b->kind == PLAN_K_SCRATCH) snprintf(t, sizeof t, "(k%u)", b->kernel);
+        snprintf(pl, sizeof pl, "%s", place_name(b->place));
+        if (b->place == PLAN_P_ARG || b->place == PLAN_P_OUTPUT || b->place == PLAN_P_DONATED)
+            snprintf(pl, sizeof pl, "%s %u", place_name(b->place), b->place_index);
+        snprintf(live, sizeof live, "[%d, %d]", b->def, b->last);
+        sb_printf(&sb, "  %%%-5u %-18s %-22s %12" PRIu64 " %-10s %12" PRIu64 " %11s", b->node,
+                  plan_buffer_op(g, b), t, b->size, pl, b->offset, live);
+        if (b->shares >= 0) sb_printf(&sb, " %%%u", p->buffers[b->shares].node);
+        sb_append(&sb, "\n");
+    }
+    (void)fp;
+    return sb_take(&sb);
+}
+
+/* ------------------------------------------------------------- JSON ---- */
+
+static void json_str(strbuf *sb, const char *s) {
+    sb_append(sb, "\"");
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            sb_printf(sb, "\\%c", ch);
+        else if (ch < 0x20)
+            sb_printf(sb, "\\u%04x", ch);
+        else
+            sb_printf(sb, "%c", ch);
+    }
+    sb_append(sb, "\"");
+}
+
+static void json_analysis(strbuf *sb, const mem_plan *p, uint64_t code_bytes) {
+    sb_printf(sb,
+              "  \"analysis\": {\"argument_bytes\": %" PRIu64 ", \"output_bytes\": %" PRIu64
+              ", \"temp_bytes\": %" PRIu64 ", \"arena_bytes\": %" PRIu64
+              ", \"alias_bytes\": %" PRIu64 ", \"constant_bytes\": %" PRIu64
+              ", \"generated_code_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
+              ", \"temp_lower_bound\": %" PRIu64 ", \"inplace_bytes\": %" PRIu64 "},\n",
+              p->argument_bytes, p->output_bytes, p->temp_bytes, p->arena, p->alias_bytes,
+              p->constant_bytes, code_bytes, p->peak, p->lower_bound, p->inplace_bytes);
+    sb_append(sb, "  \"schedules_tried\": [");
+    for (int i = 0; i < p->n_tries; i++)
+        sb_printf(sb,
+                  "%s{\"strategy\": \"%s\", \"peak_bytes\": %" PRIu64 ", \"arena_bytes\": %" PRIu64
+                  ", \"lower_bound\": %" PRIu64 "}",
+                  i ? ", " : "", p->tries[i].strategy, p->tries[i].peak, p->tries[i].arena,
+                  p->tries[i].lower_bound);
+    sb_append(sb, "],\n");
+}
+
+static void json_buffer(strbuf *sb, const kiln_graph *g, const mem_plan *p, const plan_buffer *b) {
+    const ir_node *n = &g->nodes[b->node];
+    sb_printf(
+        sb, "    {\"node\": %u, \"op\": \"%s\", \"kind\": \"%s\", \"dtype\": \"%s\", \"shape\": [",
+        b->node, plan_buffer_op(g, b), kind_name(b->kind), kiln_dtype_name(n->dtype));
+    for (int a = 0; a < n->shape.rank && b->kind != PLAN_K_SCRATCH; a++)
+        sb_printf(sb, "%s%lld", a ? ", " : "", (long long)n->shape.dims[a]);
+    sb_printf(sb,
+              "], \"bytes\": %" PRIu64
+              ", \"place\": \"%s\", \"place_index\": %u, \"offset\": %" PRIu64
+              ", \"first_step\": %d, \"last_step\": %d, \"shares_with\": %u",
+              b->size, place_name(b->place), b->place_index, b->offset, b->def, b->last,
+              b->shares >= 0 ? p->buffers[b->shares].node : 0);
+    if (b->kind == PLAN_K_SCRATCH) sb_printf(sb, ", \"kernel\": %u", b->kernel);
+    sb_append(sb, "}");
+}
+
+char *plan_json(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
+                uint64_t code_bytes) {
+    strbuf sb;
+    sb_init(&sb, g->ctx);
+    sb_append(&sb, "{\n  \"name\": ");
+    json_str(&sb, g->name);
+    sb_printf(&sb, ",\n  \"steps\": %u,\n  \"schedule\": {\"strategy\": \"%s\", \"kernels\": [",
+              p->n_kernels, p->strategy);
+    for (uint32_t s = 0; s < p->n_kernels; s++) sb_printf(&sb, "%s%u", s ? ", " : "", p->order[s]);
+    sb_append(&sb, "], \"writes\": [");
+    for (uint32_t s = 0; s < p->n_kernels; s++)
+        sb_printf(&sb, "%s%u", s ? ", " : "", fp->kernels[p->order[s]].roots[0]);
+    sb_append(&sb, "]},\n");
+    json_analysis(&sb, p, code_bytes);
+    sb_append(&sb, "  \"live_bytes\": [");
+    for (uint32_t s = 0; s < p->n_kernels; s++)
+        sb_printf(&sb, "%s%" PRIu64, s ? ", " : "", p->live_bytes[s]);
+    sb_append(&sb, "],\n  \"donations\": [");
+    for (uint32_t i = 0, first = 1; i < p->n_params; i++) {
+        if (!p->donated[i]) continue;
+        sb_printf(&sb, "%s{\"argument\": %u, \"name\": ", first ? "" : ", ", i);
+        json_str(&sb, param_name(g, i));
+        sb_printf(&sb, ", \"used\": %s}", p->donation_used[i] ? "true" : "false");
+        first = 0;
+    }
+    sb_append(&sb, "],\n  \"buffers\": [\n");
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        json_buffer(&sb, g, p, &p->buffers[i]);
+        sb_append(&sb, i + 1 < p->n_buffers ? ",\n" : "\n");
+    }
+    sb_append(&sb, "  ]\n}\n");
+    return sb_take(&sb);
+}
+
+/* -------------------------------------------------------------- SVG ---- */
+
+#define SVG_W     1000
+#define SVG_LEFT  96
+#define SVG_RIGHT 24
+#define SVG_TOP   64
+#define SVG_PLOT  440
+#define SVG_GAP   18
+
+typedef struct svg {
+    strbuf *sb;
+    const kiln_graph *g;
+    const mem_plan *p;
+    double sw, scale; /* pixels per step, per byte */
+    double y0;        /* the bottom of the band being drawn */
+} svg;
+
+static void xml_text(strbuf *sb, const char *s) {
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': sb_append(sb, "&amp;"); break;
+        case '<': sb_append(sb, "&lt;"); break;
+        case '>': sb_append(sb, "&gt;"); break;
+        case '"': sb_append(sb, "&quot;"); break;
+        default: sb_printf(sb, "%c", *s);
+        }
+    }
+}
+
+static const char *op_color(const kiln_graph *g, const plan_buffer *b) {
+    if (b->kind == PLAN_K_SCRATCH) return "#9e9e9e";
+    if (b->kind == PLAN_K_OUTPUT) return "#66bb6a";
+    switch (ir_ops[g->nodes[b->node].op].kind) {
+    case IRK_DOT: return "#5c8ee6";
+    case IRK_REDUCE: return "#43a38f";
+    case IRK_SHAPE: return "#9575cd";
+    case IRK_INDEX: return "#e57373";
+    default: return "#f0a04b";
+    }
+}
+
+/* One box: steps [def, last] (clipped to the schedule), bytes [off, off + size). */
+/* Does a later result take over b's bytes in place? (Its box then ends where that one's
+ * starts, so the two do not overlap at the shared step.) */
+static bool taken_over(const mem_plan *p, const plan_buffer *b) {
+    for (uint32_t i = 0; i < p->n_buffers; i++)
+        if (p->buffers[i].shares >= 0 && &p->buffers[p->buffers[i].shares] == b) return true;
+    return false;
+}
+
+static void svg_box(svg *v, const plan_buffer *b, uint64_t off, const char *fill) {
+    int32_t n = (int32_t)v->p->n_kernels, d = b->def < 0 ? 0 : b->def,
+            l = b->last >= n ? n - 1 : b->last;
+    double steps = l - d + (taken_over(v->p, b) && l > d ? 0 : 1);
+    double x = SVG_LEFT + d * v->sw, w = steps * v->sw;
+    double h = (double)b->size * v->scale, y = v->y0 - (double)(off + b->size) * v->scale;
+    if (h < 1) h = 1;
+    const ir_node *nd = &v->g->nodes[b->node];
+    char t[IR_TYPE_STR_MAX];
+    ir_type_str(nd->dtype, &nd->shape, t, sizeof t);
+    sb_printf(v->sb,
+              "<g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+              "stroke=\"#fff\" stroke-width=\"0.5\"/>",
+              x, y, w, h, fill);
+    sb_printf(v->sb,
+              "<title>%%%u %s %s: %" PRIu64 " bytes at offset %" PRIu64 ", live steps %d..%d",
+              b->node, plan_buffer_op(v->g, b), b->kind == PLAN_K_SCRATCH ? "scratch" : t, b->size,
+              off, b->def, b->last);
+    if (b->shares >= 0) sb_printf(v->sb, ", in place over %%%u", v->p->buffers[b->shares].node);
+    sb_append(v->sb, "</title>");
+    if (w >= 6.0 * (double)strlen(plan_buffer_op(v->g, b)) + 4 && h >= 11) /* when it fits */
+        sb_printf(v->sb,
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\" "
+                  "dominant-baseline=\"middle\">%s</text>",
+                  x + w / 2, y + h / 2, plan_buffer_op(v->g, b));
+    sb_append(v->sb, "</g>\n");
+}
+
+static void svg_hline(svg *v, double y, const char *dash, const char *label) {
+    sb_printf(v->sb,
+              "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c62828\" "
+              "stroke-dasharray=\"%s\"/>\n",
+              SVG_LEFT, SVG_W - SVG_RIGHT, y, y, dash);
+    sb_printf(v->sb,
+              "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\" "
+              "fill=\"#c62828\">%s</text>\n",
+              SVG_W - SVG_RIGHT, y - 3, label);
+}
+
+/* The arena band: boxes, the live-bytes curve, the arena extent and the lower bound. */
+static void svg_arena(svg *v) {
+    const mem_plan *p = v->p;
+    char h1[32], h2[32], lab[96];
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const plan_buffer *b = &p->buffers[i];
+        if (b->place == PLAN_P_ARENA && b->size) svg_box(v, b, b->offset, op_color(v->g, b));
+    }
+    sb_append(v->sb, "<polyline fill=\"none\" stroke=\"#212121\" stroke-width=\"1.2\" points=\"");
+    for (uint32_t s = 0; s < p->n_kernels; s++) {
+        double y = v->y0 - (double)p->live_bytes[s] * v->scale;
+        sb_printf(v->sb, "%.1f,%.1f %.1f,%.1f ", SVG_LEFT + s * v->sw, y,
+                  SVG_LEFT + (s + 1) * v->sw, y);
+    }
+    sb_append(v->sb, "\"/>\n");
+    snprintf(lab, sizeof lab, "arena %s (peak)", human(p->arena, h1, sizeof h1));
+    svg_hline(v, v->y0 - (double)p->arena * v->scale, "6,3", lab);
+    snprintf(lab, sizeof lab, "lower bound %s", human(p->lower_bound, h2, sizeof h2));
+    if (p->lower_bound != p->arena)
+        svg_hline(v, v->y0 - (double)p->lower_bound * v->scale, "2,3", lab);
+    uint64_t top = p->arena > p->lower_bound ? p->arena : p->lower_bound;
+    for (int i = 0; i <= 4 && top; i++) { /* offsets up the side */
+        double y = v->y0 - (double)top * i / 4 * v->scale;
+        sb_printf(v->sb,
+                  "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%s</text>\n",
+                  SVG_LEFT - 6, y + 3, human(top * (uint64_t)i / 4, h1, sizeof h1));
+    }
+    double mid = v->y0 - (double)top * v->scale / 2;
+    sb_printf(v->sb,
+              "<text x=\"14\" y=\"%.1f\" font-size=\"11\" transform=\"rotate(-90 14 %.1f)\" "
+              "text-anchor=\"middle\">offset in the arena</text>\n",
+              mid, mid);
+}
+
+/* A donated argument's buffer: the argument until its last read, then what the plan put there. */
+static void svg_donated(svg *v, uint32_t param) {
+    const mem_plan *p = v->p;
+    const plan_buffer *a = &p->buffers[p->buffer_of[v->g->params[param]]];
+    svg_box(v, a, 0, "#cfd8dc");
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const plan_buffer *b = &p->buffers[i];
+        if (b->place == PLAN_P_DONATED && b->place_index == param && b->size)
+            svg_box(v, b, b->offset, op_color(v->g, b));
+    }
+    sb_printf(
+        v->sb,
+        "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">arg %u (donated)</text>\n",
+        SVG_LEFT - 6, v->y0, param);
+}
+
+static void svg_axes(svg *v, double bottom) {
+    uint32_t n = v->p->n_kernels, every = n > 20 ? (n + 19) / 20 : 1;
+    sb_printf(v->sb, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#616161\"/>\n",
+              SVG_LEFT, SVG_W - SVG_RIGHT, bottom, bottom);
+    for (uint32_t s = 0; s < n; s += every)
+        sb_printf(v->sb,
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%u</text>\n",
+                  SVG_LEFT + (s + 0.5) * v->sw, bottom + 14, s);
+    sb_printf(v->sb,
+              "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">schedule step "
+              "(kernel)</text>\n",
+              (SVG_LEFT + SVG_W - SVG_RIGHT) / 2, bottom + 30);
+}
+
+char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
+    (void)fp;
+    strbuf sb;
+    sb_init(&sb, g->ctx);
+    uint64_t total = p->arena > p->lower_bound ? p->arena : p->lower_bound;
+    uint32_t bands = 0;
+    for (uint32_t i = 0; i < p->n_params; i++)
+        if (p->donated[i] && p->donation_used[i]) {
+            total += p->buffers[p->buffer_of[g->params[i]]].size;
+            bands++;
+        }
+    double plot = SVG_PLOT - bands * SVG_GAP, height = SVG_TOP + SVG_PLOT + 52;
+    svg v = {&sb,
+             g,
+             p,
+             (double)(SVG_W - SVG_LEFT - SVG_RIGHT) / (p->n_kernels ? p->n_kernels : 1),
+             total ? plot / (double)total : 0,
+             SVG_TOP + SVG_PLOT};
+    char h[4][32];
+    sb_printf(&sb,
+              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
+              "font-family=\"sans-serif\">\n",
+              SVG_W, height);
+    sb_printf(&sb,
+              "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n<text x=\"%d\" y=\"22\" "
+              "font-size=\"15\">memory plan of '",
+              SVG_LEFT);
+    xml_text(&sb, g->name);
+    sb_printf(&sb, "': %u kernels, schedule \"%s\"</text>\n", p->n_kernels, p->strategy);
+    sb_printf(&sb,
+              "<text x=\"%d\" y=\"42\" font-size=\"12\">planned peak %s = arguments %s + outputs "
+              "%s + arena %s",
+              SVG_LEFT, human(p->peak, h[0], sizeof h[0]),
+              human(p->argument_bytes, h[1], sizeof h[1]),
+              human(p->output_bytes, h[2], sizeof h[2]), human(p->temp_bytes, h[3], sizeof h[3]));
+    if (p->lower_bound)
+        sb_printf(&sb, "; arena / lower bound %.3f", (double)p->arena / (double)p->lower_bound);
+    sb_append(&sb, "</text>\n");
+    svg_arena(&v);
+    uint64_t arena_h = p->arena > p->lower_bound ? p->arena : p->lower_bound;
+    double y = SVG_TOP + SVG_PLOT - (double)arena_h * v.scale - SVG_GAP;
+    for (uint32_t i = 0; i < p->n_params; i++) { /* donated buffers in use: bands above */
+        if (!p->donated[i] || !p->donation_used[i]) continue;
+        v.y0 = y;
+        svg_donated(&v, i);
+        y -= (double)p->buffers[p->buffer_of[g->params[i]]].size * v.scale + SVG_GAP;
+    }
+    svg_axes(&v, SVG_TOP + SVG_PLOT);
+    sb_append(&sb, "</svg>\n");
+    return sb_take(&sb);
+}

@@ -1,0 +1,143 @@
+/* plan.h — the compile-time memory planner (DESIGN §2.2): given a fused program, choose
+ * the order its kernels run in and where every buffer lives, so that a call needs as
+ * little device memory as possible and exactly as much as the plan says.
+ *
+ * The planner never touches a device. It sees the optimised graph, the fusion plan
+ * (kernels, their roots and inputs) and, per kernel, how many scratch bytes the runtime
+ * needs while that kernel runs; it produces:
+ *
+ *  - a schedule: a topological order of the kernels. Several strategies are tried
+ *    (schedule.c), each one is planned in full, the one with the lowest peak is kept;
+ *  - a buffer for every materialised value and every kernel's scratch, with its live
+ *    interval in schedule steps and its place: the caller's argument, a constant held by
+ *    the executable, a new output array, the temporary arena (one allocation per call)
+ *    or the buffer of an argument the caller donated;
+ *  - in-place reuse: an elementwise kernel whose input dies there writes its result over
+ *    that input (inplace.c decides which inputs may be overwritten);
+ *  - the figures of the memory analysis (kiln_memory_analysis in kiln.h).
+ *
+ * Live intervals are inclusive [def, last] in steps: a value is live from the step of
+ * the kernel that writes it through the step of the last kernel that reads it (-1 is
+ * "before the first step": parameters and constants; n_steps is "after the last": graph
+ * outputs, which the caller keeps). Two buffers in the same place may overlap in bytes
+ * only if their intervals are disjoint, or if one is written in place over the other at
+ * the one step where both are live (plan_check proves this after every plan).
+ *
+ * Sizes: every buffer has its exact byte size; offsets in the arena and in donated
+ * buffers are multiples of PLAN_ALIGN. The analysis's argument, output and temp bytes are
+ * rounded per allocation to the device allocator's granule, so that the planned peak is
+ * what the allocator measures during a call. */
+#ifndef KILN_PLAN_H
+#define KILN_PLAN_H
+
+#include "passes/fusion.h"
+
+#define PLAN_ALIGN ((uint64_t)64) /* offsets in the arena: a cache line, AVX-512 loads */
+
+/* What a buffer holds. */
+typedef enum plan_kind {
+    PLAN_K_PARAM,   /* a parameter: the caller's array */
+    PLAN_K_CONST,   /* a non-scalar constant: the graph's data, held by the executable */
+    PLAN_K_OUTPUT,  /* a graph output (first time it is listed) */
+    PLAN_K_TEMP,    /* a value that lives only during the call */
+    PLAN_K_SCRATCH, /* runtime scratch of one kernel (a dot's packed operands) */
+} plan_kind;
+
+/* Where it lives during a call. */
+typedef enum plan_place {
+    PLAN_P_ARG,     /* the caller's argument array place_index, offset 0 */
+    PLAN_P_CONST,   /* the constant's own data in the graph */
+    PLAN_P_OUTPUT,  /* the new output array place_index, offset 0 */
+    PLAN_P_ARENA,   /* the temporary arena, at offset */
+    PLAN_P_DONATED, /* the buffer of donated argument place_index, at offset */
+} plan_place;
+
+typedef struct plan_buffer {
+    uint32_t node;        /* the value (for scratch: the kernel's root) */
+    uint32_t kernel;      /* the kernel that writes it; UINT32_MAX for params/constants */
+    uint8_t kind;         /* plan_kind */
+    uint8_t place;        /* plan_place */
+    uint32_t place_index; /* argument or output number (PLAN_P_ARG/OUTPUT/DONATED) */
+    uint64_t size;        /* exact bytes */
+    uint64_t offset;      /* within its place */
+    int32_t def, last;    /* live interval in steps, inclusive (see above) */
+    int32_t shares;       /* in place: the buffer whose bytes it takes over, else -1 */
+} plan_buffer;
+
+typedef struct plan_options {
+    const uint8_t *donated;  /* per parameter index: 1 if the caller donates it; NULL: none */
+    const uint64_t *scratch; /* per kernel: scratch bytes while it runs; NULL: none */
+    uint64_t granule;        /* the device allocator's rounding (256); 0: 1 */
+} plan_options;
+
+/* One schedule strategy's outcome, kept for the report. */
+typedef struct plan_try {
+    const char *strategy;
+    uint64_t peak, arena, lower_bound;
+} plan_try;
+
+#define PLAN_MAX_TRIES 8
+
+typedef struct mem_plan {
+    kiln_context *ctx;
+    uint32_t n_nodes, n_kernels, n_params, n_outputs;
+    const char *strategy; /* the schedule kept ("list", "dfs", ...) */
+    uint32_t *order;      /* step -> kernel */
+    uint32_t *step_of;    /* kernel -> step */
+    plan_buffer *buffers; /* materialised values in node order, then scratch in kernel order */
+    uint32_t n_buffers;
+    int32_t *buffer_of;     /* node -> buffer, -1 for values without one (fused away) */
+    int32_t *scratch_of;    /* kernel -> its scratch buffer, -1 if none */
+    uint32_t *alias_input;  /* kernel -> 1 + the input slot its root overwrites, 0 if none */
+    int32_t *output_home;   /* output -> the buffer it is (first listing), -1: a copy at the end */
+    int32_t *output_donor;  /* output -> the donated argument whose buffer it takes, -1 if none */
+    uint8_t *donated;       /* per parameter: donated by the caller */
+    uint8_t *donation_used; /* per parameter: the plan put something in its buffer */
+    uint64_t *live_bytes;   /* per step: bytes of temporaries and scratch live there */
+
+    /* the analysis (bytes; argument/output/temp rounded per allocation to the granule) */
+    uint64_t arena; /* exact extent of the arena */
+    uint64_t argument_bytes, output_bytes, temp_bytes, alias_bytes, constant_bytes;
+    uint64_t peak;          /* argument + output + temp: the device peak of a call */
+    uint64_t lower_bound;   /* most temp + scratch bytes live at one step (exact sizes) */
+    uint64_t inplace_bytes; /* bytes written over a dying input instead of fresh memory */
+    plan_try tries[PLAN_MAX_TRIES];
+    int n_tries;
+    void *block; /* the one allocation behind the arrays above */
+    size_t block_size;
+} mem_plan;
+
+/* Plans g's kernels. Fills *out (free with plan_free); sets ctx's message on failure. */
+kiln_status plan_build(const kiln_graph *g, const fusion_plan *fp, const plan_options *o,
+                       mem_plan *out);
+void plan_free(mem_plan *p);
+
+/* Proves the plan sound: every kernel's inputs are live when it runs, every buffer lies
+ * within its place and is aligned, and no two buffers live at the same step overlap in
+ * bytes unless one is written in place over the other there. Exhaustive (all pairs);
+ * kiln_compile runs it after every plan in debug builds. KILN_ERR_INTERNAL with the first
+ * violation in ctx's message. */
+kiln_status plan_check(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p);
+
+/* Which kernel inputs may be overwritten by the kernel's root, element for element. out
+ * has one entry per input of every kernel, kernels in order (the sum of n_inputs); an
+ * entry is set when every read of that input inside the kernel is at the root's own index
+ * through elementwise ops only (inplace.c explains why that is the rule). */
+kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8_t *out);
+
+/* Text, JSON and SVG forms of a plan (picture.c); NULL on host OOM. Free with
+ * kiln_string_free. code_bytes is reported as the generated code size. */
+char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
+                  uint64_t code_bytes);
+char *plan_json(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p, uint64_t code_bytes);
+char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p);
+
+/* The name of a buffer's defining op for reports ("dot_general", "scratch", ...). */
+const char *plan_buffer_op(const kiln_graph *g, const plan_buffer *b);
+
+/* Rounds x up to a multiple of a (a power of two or any positive number). */
+static inline uint64_t plan_round(uint64_t x, uint64_t a) {
+    return a > 1 ? (x + a - 1) / a * a : x;
+}
+
+#endif

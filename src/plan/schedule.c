@@ -1,0 +1,156 @@
+/* schedule.c — orders of the kernel DAG that the planner tries (plan.c keeps the one with
+ * the lowest planned peak).
+ *
+ * The peak of a schedule is decided by what is live at once, and no single greedy rule
+ * is best on every program, so several cheap ones are tried, as XLA does with its list,
+ * DFS and post-order schedulers:
+ *
+ *  fusion     the kernels in the order fusion made them (node order: the user's trace).
+ *  list       a list scheduler: of the kernels whose inputs are ready, run the one that
+ *             frees the most bytes net of what it defines (its temporary inputs whose last
+ *             reader it is, minus its temporary result). Frees a branch's big
+ *             intermediates before starting the next branch.
+ *  dfs        depth-first post-order from the outputs, visiting the producer with the
+ *             heavier cone first (cone weight: its result's bytes plus its producers'
+ *             weights, saturating) — Sethi-Ullman's rule: finish the subtree that needs
+ *             the most memory while little else is live.
+ *  postorder  plain depth-first post-order from the outputs, producers in operand order.
+ *
+ * Every strategy is deterministic: ties go to the lower kernel index. A kernel no output
+ * depends on (possible only with passes disabled) is scheduled after a post-order walk
+ * from the outputs reaches nothing more, in kernel order. */
+#include "plan_internal.h"
+
+#include <string.h>
+
+const char *const plan_strategy_names[PLAN_S_COUNT] = {"fusion", "list", "dfs", "postorder"};
+
+/* Net bytes a kernel frees if it runs now: temporaries it reads for the last time, minus
+ * the temporaries it writes. */
+static int64_t net_freed(const plan_ctx *c, uint32_t k, const uint32_t *remaining,
+                         const uint8_t *donated_buf) {
+    const fkernel *kn = &c->fp->kernels[k];
+    int64_t net = 0;
+    for (uint32_t i = 0; i < kn->n_inputs; i++) {
+        int32_t b = c->buffer_of[kn->inputs[i]];
+        if (b < 0 || remaining[b] != 1) continue;
+        if (c->base[b].kind == PLAN_K_TEMP || donated_buf[b]) net += (int64_t)c->base[b].size;
+    }
+    for (uint32_t i = 0; i < kn->n_roots; i++) {
+        int32_t b = c->buffer_of[kn->roots[i]];
+        if (b >= 0 && c->base[b].kind == PLAN_K_TEMP) net -= (int64_t)c->base[b].size;
+    }
+    return net;
+}
+
+static kiln_status list_schedule(const plan_ctx *c, uint32_t *order) {
+    size_t bytes = (size_t)c->nb * (sizeof(uint32_t) + 1) + (size_t)c->nk * 2 * sizeof(uint32_t);
+    char *mem = host_calloc(c->ctx, 1, bytes ? bytes : 1);
+    if (!mem) return ctx_oom(c->ctx, "kiln_compile: list scheduler", bytes);
+    uint32_t *remaining = (uint32_t *)mem, *npred = remaining + c->nb, *ready = npred + c->nk;
+    uint8_t *donated_buf = (uint8_t *)(ready + c->nk);
+    memcpy(remaining, c->users, (size_t)c->nb * sizeof *remaining);
+    for (uint32_t b = 0; b < c->nb; b++)
+        donated_buf[b] = c->base[b].kind == PLAN_K_PARAM && c->o->donated &&
+                         c->o->donated[c->g->nodes[c->base[b].node].a.param_index];
+    uint32_t n_ready = 0;
+    for (uint32_t k = 0; k < c->nk; k++) {
+        npred[k] = c->pred_start[k + 1] - c->pred_start[k];
+        if (!npred[k]) ready[n_ready++] = k;
+    }
+    for (uint32_t step = 0; step < c->nk; step++) {
+        uint32_t best = 0;
+        int64_t best_net = 0;
+        for (uint32_t r = 0; r < n_ready; r++) {
+            int64_t net = net_freed(c, ready[r], remaining, donated_buf);
+            if (r == 0 || net > best_net || (net == best_net && ready[r] < ready[best]))
+                best = r, best_net = net;
+        }
+        uint32_t k = ready[best];
+        ready[best] = ready[--n_ready];
+        order[step] = k;
+        const fkernel *kn = &c->fp->kernels[k];
+        for (uint32_t i = 0; i < kn->n_inputs; i++) {
+            int32_t b = c->buffer_of[kn->inputs[i]];
+            if (b >= 0 && remaining[b]) remaining[b]--;
+        }
+        for (uint32_t p = c->succ_start[k]; p < c->succ_start[k + 1]; p++)
+            if (--npred[c->succs[p]] == 0) ready[n_ready++] = c->succs[p];
+    }
+    host_free(c->ctx, mem, bytes ? bytes : 1);
+    return KILN_OK;
+}
+
+/* Sorts kernel k's producers by weight, heaviest first (insertion sort: short lists). */
+static void sort_preds(uint32_t *p, uint32_t n, const uint64_t *w) {
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t x = p[i], j = i;
+        while (j > 0 && (w[p[j - 1]] < w[x] || (w[p[j - 1]] == w[x] && p[j - 1] > x))) {
+            p[j] = p[j - 1];
+            j--;
+        }
+        p[j] = x;
+    }
+}
+
+/* Post-order from kernel `start`: producers first, in the order of preds[]. */
+static void post_order(const plan_ctx *c, const uint32_t *preds, uint32_t start, uint8_t *done,
+                       uint32_t *stack, uint32_t *pos, uint32_t *order, uint32_t *n) {
+    if (done[start]) return;
+    uint32_t sp = 0;
+    stack[sp] = start, pos[sp++] = c->pred_start[start];
+    done[start] = 1;
+    while (sp) {
+        uint32_t k = stack[sp - 1], at = pos[sp - 1];
+        if (at < c->pred_start[k + 1]) {
+            pos[sp - 1]++;
+            uint32_t p = preds[at];
+            if (!done[p]) done[p] = 1, stack[sp] = p, pos[sp++] = c->pred_start[p];
+            continue;
+        }
+        order[(*n)++] = k;
+        sp--;
+    }
+}
+
+static kiln_status dfs_schedule(const plan_ctx *c, bool heavy_first, uint32_t *order) {
+    uint32_t np = c->pred_start[c->nk];
+    size_t bytes = (size_t)c->nk * (2 * sizeof(uint32_t) + sizeof(uint64_t) + 1) +
+                   (size_t)np * sizeof(uint32_t);
+    char *mem = host_calloc(c->ctx, 1, bytes ? bytes : 1);
+    if (!mem) return ctx_oom(c->ctx, "kiln_compile: depth-first scheduler", bytes);
+    uint64_t *w = (uint64_t *)mem;
+    uint32_t *stack = (uint32_t *)(w + c->nk), *pos = stack + c->nk, *preds = pos + c->nk;
+    uint8_t *done = (uint8_t *)(preds + np);
+    memcpy(preds, c->preds, (size_t)np * sizeof *preds);
+    if (heavy_first) {
+        /* kernels are in topological index order, so producers are weighed first */
+        for (uint32_t k = 0; k < c->nk; k++) {
+            int32_t b = c->buffer_of[c->fp->kernels[k].roots[0]];
+            uint64_t x = b >= 0 ? c->base[b].size : 0;
+            for (uint32_t p = c->pred_start[k]; p < c->pred_start[k + 1]; p++)
+                x = x + w[preds[p]] < x ? UINT64_MAX : x + w[preds[p]];
+            w[k] = x;
+            sort_preds(preds + c->pred_start[k], c->pred_start[k + 1] - c->pred_start[k], w);
+        }
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->g->n_outputs; i++) {
+        uint32_t k = c->kernel_of[c->g->outputs[i]];
+        if (k != PLAN_NONE) post_order(c, preds, k, done, stack, pos, order, &n);
+    }
+    for (uint32_t k = 0; k < c->nk; k++) post_order(c, preds, k, done, stack, pos, order, &n);
+    host_free(c->ctx, mem, bytes ? bytes : 1);
+    return KILN_OK;
+}
+
+kiln_status plan_schedule(const plan_ctx *c, int s, uint32_t *order) {
+    switch (s) {
+    case PLAN_S_LIST: return list_schedule(c, order);
+    case PLAN_S_DFS: return dfs_schedule(c, true, order);
+    case PLAN_S_POSTORDER: return dfs_schedule(c, false, order);
+    default:
+        for (uint32_t k = 0; k < c->nk; k++) order[k] = k;
+        return KILN_OK;
+    }
+}

@@ -194,6 +194,14 @@ KILN_API size_t kiln_dtype_size(kiln_dtype t);      /* bytes; 0 if invalid */
 
 typedef struct kiln_array kiln_array;
 
+/* An array's bytes live in device memory (device 0, the CPU: host RAM), taken from the
+ * device's allocator, so kiln_device_memory_stats counts them (rounded up to 256 bytes).
+ *
+ * Donation: an array passed as a donated argument (kiln_compile_options.donate_argnums)
+ * is consumed by a successful call: its buffer now belongs to the call's outputs or was
+ * freed. Using it again is KILN_ERR_CONSUMED; its dtype and shape can still be read (as
+ * in JAX), and kiln_array_free still frees the handle. */
+
 /* Creates an array of the given dtype and shape (row-major) and copies data into it;
  * data NULL gives zeros. */
 KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank,
@@ -207,6 +215,8 @@ KILN_API int kiln_array_rank(const kiln_array *a);
 KILN_API int64_t kiln_array_dim(const kiln_array *a, int axis); /* -1 if out of range */
 KILN_API int64_t kiln_array_size(const kiln_array *a);          /* element count */
 KILN_API size_t kiln_array_nbytes(const kiln_array *a);
+/* True once the array was donated to a call (its data is gone; see above). */
+KILN_API bool kiln_array_is_consumed(const kiln_array *a);
 
 /* ---------------------------------------------------------------- tracing ---- */
 
@@ -397,14 +407,24 @@ typedef struct kiln_executable kiln_executable;
 typedef struct kiln_compile_options {
     bool disable_fusion; /* one kernel per op: for comparisons and debugging */
     bool disable_passes; /* no simplify/CSE/DCE */
+    /* Arguments each call consumes, by parameter index (jax.jit's donate_argnums). Their
+     * buffers may hold outputs or temporaries, which lowers the peak; a successful run
+     * marks those arrays consumed (KILN_ERR_CONSUMED afterwards). A donation the plan could
+     * not use is listed by kiln_executable_memory_report (the array is still consumed and
+     * its buffer freed after the call, as JAX does). The list is copied. */
+    int n_donate;
+    const int *donate_argnums;
 } kiln_compile_options;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
- * opts may be NULL. */
+ * opts may be NULL. Compiling plans the program's memory (docs/memory.md): the order
+ * kernels run in, where every buffer lives, what is written in place. */
 KILN_API kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts,
                                   kiln_executable **out);
 /* Runs it: args match the parameters by dtype and shape; outs receives new arrays owned
- * by the caller (on failure none is made). */
+ * by the caller (on failure none is made, and no donated argument is consumed). During
+ * the call the device holds the arguments, the outputs and one temporary arena (taken
+ * with a single allocation and freed before returning): exactly the planned peak. */
 KILN_API kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args,
                                          int n_outs, kiln_array **outs);
 KILN_API void kiln_executable_destroy(kiln_executable *e);
@@ -420,6 +440,76 @@ typedef struct kiln_executable_info {
 KILN_API void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *info);
 /* The optimised graph, its kernels and the generated C source, as text. */
 KILN_API char *kiln_executable_to_string(const kiln_executable *e);
+
+/* ------------------------------------------------------ memory analysis ---- */
+
+/* What a call of an executable will need, known before running it (jax's
+ * compiled.memory_analysis()). argument, output and temp bytes count allocations rounded
+ * up to the device allocator's 256 bytes, so peak_bytes is exactly the rise of the
+ * allocator's peak_bytes_in_use during a call, over the arguments it already held. */
+typedef struct kiln_memory_analysis {
+    uint64_t argument_bytes;       /* the parameters' arrays */
+    uint64_t output_bytes;         /* output arrays a call allocates (not those in donated buffers) */
+    uint64_t temp_bytes;           /* the temporary arena: one allocation per call */
+    uint64_t alias_bytes;          /* donated arguments whose buffers the plan reuses */
+    uint64_t generated_code_bytes; /* the loaded machine code */
+    uint64_t constant_bytes;       /* constants held by the executable (host memory) */
+    uint64_t peak_bytes;           /* argument + output + temp */
+    uint64_t temp_lower_bound;     /* most temporary bytes live at one step of the schedule */
+    uint64_t arena_bytes;          /* the arena's exact extent (temp_bytes before rounding) */
+    uint64_t inplace_bytes;        /* results written over inputs that die there */
+    int num_buffers;               /* entries of kiln_executable_buffer_info */
+    int num_steps;                 /* kernels, in the order of the chosen schedule */
+    int num_donated;               /* arguments donated */
+    int num_donations_unused;      /* donated arguments the plan found no use for */
+    const char *schedule;          /* the schedule strategy chosen ("list", "dfs", ...) */
+} kiln_memory_analysis;
+
+typedef enum kiln_buffer_kind {
+    KILN_BUFFER_ARGUMENT, /* a parameter: the caller's array */
+    KILN_BUFFER_CONSTANT, /* a constant held by the executable */
+    KILN_BUFFER_OUTPUT,   /* an output (the first time it is listed) */
+    KILN_BUFFER_TEMP,     /* a value that lives only during a call */
+    KILN_BUFFER_SCRATCH,  /* a kernel's runtime scratch (a matrix product's packed operand) */
+} kiln_buffer_kind;
+
+typedef enum kiln_buffer_place {
+    KILN_PLACE_ARGUMENT, /* in argument place_index */
+    KILN_PLACE_CONSTANT, /* in the executable */
+    KILN_PLACE_OUTPUT,   /* in the new output array place_index */
+    KILN_PLACE_ARENA,    /* in the temporary arena, at offset */
+    KILN_PLACE_DONATED,  /* in the buffer of donated argument place_index, at offset */
+} kiln_buffer_place;
+
+/* One buffer of the plan. Steps number the kernels in schedule order; -1 is "before the
+ * first" (arguments, constants) and num_steps "after the last" (outputs, kept by the
+ * caller). A buffer is live from first_step to last_step inclusive. */
+typedef struct kiln_buffer_info {
+    int node;                /* the value, %node in kiln_executable_to_string's graph */
+    const char *op;          /* its op ("dot_general", "exp", ...; "scratch"); static */
+    kiln_buffer_kind kind;
+    kiln_buffer_place place;
+    int place_index;
+    kiln_dtype dtype;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    uint64_t bytes;          /* exact size */
+    uint64_t offset;         /* within its place */
+    int first_step, last_step;
+    int shares_with;         /* written in place over this value's buffer; 0 if none */
+} kiln_buffer_info;
+
+KILN_API kiln_status kiln_executable_memory_analysis(const kiln_executable *e,
+                                                     kiln_memory_analysis *out);
+/* Buffer i, 0 <= i < num_buffers: values in graph order, then kernels' scratch. */
+KILN_API kiln_status kiln_executable_buffer_info(const kiln_executable *e, int i,
+                                                 kiln_buffer_info *out);
+/* The analysis, the donations and the per-buffer listing as text; the plan as JSON; the
+ * plan as an SVG timeline (x: schedule step, y: offset in the arena, one box per buffer).
+ * docs/memory.md shows how to read them. Free with kiln_string_free; NULL on host OOM. */
+KILN_API char *kiln_executable_memory_report(const kiln_executable *e);
+KILN_API char *kiln_executable_plan_json(const kiln_executable *e);
+KILN_API char *kiln_executable_plan_svg(const kiln_executable *e);
 
 /* ------------------------------------------------------------------- jit ---- */
 
@@ -447,7 +537,7 @@ typedef struct kiln_jit_options {
     void *user;                   /* passed to fn */
     int n_args;                   /* with arg_specs: the declared signature; else ignored */
     const kiln_arg_spec *arg_specs; /* NULL: any arguments */
-    kiln_compile_options compile;
+    kiln_compile_options compile; /* donate_argnums here: each call consumes those arguments */
 } kiln_jit_options;
 
 typedef struct kiln_jit kiln_jit;

@@ -654,11 +654,14 @@ static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
               ki);
     for (uint32_t i = 0; i < k->n_inputs; i++) {
         const char *t = cgen_ctype(e->g->nodes[k->inputs[i]].dtype);
-        line(e, "const %s *restrict in%u = (const %s *)b[%u];", t, i, t, i);
+        /* an input the planner overwrites in place aliases out0: neither may be restrict */
+        const char *q = k->alias_input == i + 1 ? "" : "restrict ";
+        line(e, "const %s *%sin%u = (const %s *)b[%u];", t, q, i, t, i);
     }
     for (uint32_t i = 0; i < k->n_roots; i++) { /* several for multi-output kernels */
         const char *t = cgen_ctype(e->g->nodes[k->roots[i]].dtype);
-        line(e, "%s *restrict out%u = (%s *)b[%u];", t, i, t, k->n_inputs + i);
+        const char *q = k->alias_input ? "" : "restrict ";
+        line(e, "%s *%sout%u = (%s *)b[%u];", t, q, i, t, k->n_inputs + i);
     }
     scope_open(e, "for (int64_t it = begin; it < end; it++)");
     if (chunks > 1) {

@@ -1,10 +1,12 @@
-/* array.c — array objects (see array.h). */
+/* array.c — array objects (see array.h): handles in host memory, bytes in device memory. */
 #include "array.h"
+#include "alloc/alloc.h"
 
 #include <string.h>
 
-kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
-                      kiln_array **out) {
+/* Checks the type and makes the handle, without storage. */
+static kiln_status new_handle(kiln_context *ctx, const char *what, kiln_dtype dtype,
+                              const ir_shape *s, kiln_array **out) {
     *out = NULL;
     char t[IR_TYPE_STR_MAX];
     if (!ir_dtype_valid(dtype))
@@ -22,17 +24,64 @@ kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, con
                          ir_type_str(dtype, s, t, sizeof t));
     kiln_array *a = host_calloc(ctx, 1, sizeof *a);
     if (!a) return ctx_oom(ctx, what, sizeof *a);
-    if (bytes && !(a->data = host_alloc(ctx, bytes))) {
-        host_free(ctx, a, sizeof *a);
-        return ctx_error(ctx, KILN_ERR_HOST_OOM, "%s: host allocation of %zu bytes for %s failed",
-                         what, bytes, ir_type_str(dtype, s, t, sizeof t));
-    }
     a->ctx = ctx;
     a->dtype = dtype;
     a->shape = *s;
     a->nbytes = bytes;
     *out = a;
     return KILN_OK;
+}
+
+kiln_status array_new_empty(kiln_context *ctx, const char *what, kiln_dtype dtype,
+                            const ir_shape *s, kiln_array **out) {
+    return new_handle(ctx, what, dtype, s, out);
+}
+
+kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
+                      kiln_array **out) {
+    kiln_array *a;
+    kiln_status st = new_handle(ctx, what, dtype, s, &a);
+    if (st) return st;
+    /* the allocator keeps the first 23 bytes of the tag: `what` names the maker */
+    if (a->nbytes && (st = alloc_alloc(&ctx->devices[a->device], a->nbytes, what, &a->data))) {
+        host_free(ctx, a, sizeof *a);
+        return st;
+    }
+    *out = a;
+    return KILN_OK;
+}
+
+kiln_status array_new_on_host(kiln_context *ctx, const char *what, kiln_dtype dtype,
+                              const ir_shape *s, kiln_array **out) {
+    kiln_array *a;
+    kiln_status st = new_handle(ctx, what, dtype, s, &a);
+    if (st) return st;
+    a->host = true;
+    size_t bytes = a->nbytes;
+    if (bytes && !(a->data = host_alloc(ctx, bytes))) {
+        host_free(ctx, a, sizeof *a);
+        return ctx_oom(ctx, what, bytes);
+    }
+    *out = a;
+    return KILN_OK;
+}
+
+void array_release(kiln_array *a) {
+    if (a->data && a->host)
+        host_free(a->ctx, a->data, a->nbytes);
+    else if (a->data)
+        alloc_free(&a->ctx->devices[a->device], a->data);
+    a->data = NULL;
+}
+
+kiln_status array_check_live(const kiln_array *a, const char *op, int index) {
+    if (!a->consumed) return KILN_OK;
+    char t[IR_TYPE_STR_MAX], at[32] = "";
+    if (index >= 0) snprintf(at, sizeof at, " argument %d:", index);
+    return ctx_error(a->ctx, KILN_ERR_CONSUMED,
+                     "%s:%s the array %s was donated to %s and is consumed; its buffer now "
+                     "belongs to that call's results (use the outputs, or do not donate it)",
+                     op, at, ir_type_str(a->dtype, &a->shape, t, sizeof t), a->consumed_by);
 }
 
 kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *dims,
@@ -52,10 +101,13 @@ kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, con
     kiln_status st = array_new(ctx, op, dtype, &s, &a);
     if (st) return st;
     if (a->nbytes) {
-        if (data) memcpy(a->data, data, a->nbytes);
-        else memset(a->data, 0, a->nbytes);
+        if (data)
+            memcpy(a->data, data, a->nbytes);
+        else
+            memset(a->data, 0, a->nbytes);
         if (dtype == KILN_BOOL)
-            for (size_t i = 0; i < a->nbytes; i++) ((uint8_t *)a->data)[i] = ((uint8_t *)a->data)[i] != 0;
+            for (size_t i = 0; i < a->nbytes; i++)
+                ((uint8_t *)a->data)[i] = ((uint8_t *)a->data)[i] != 0;
     }
     *out = a;
     return KILN_OK;
@@ -63,12 +115,14 @@ kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, con
 
 void kiln_array_free(kiln_array *a) {
     if (!a) return;
-    host_free(a->ctx, a->data, a->nbytes);
+    array_release(a);
     host_free(a->ctx, a, sizeof *a);
 }
 
 kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size) {
     if (!a) return KILN_ERR_INVALID_ARGUMENT;
+    kiln_status s = array_check_live(a, "kiln_array_copy_to_host", -1);
+    if (s) return s;
     if (size != a->nbytes) {
         char t[IR_TYPE_STR_MAX];
         return ctx_error(a->ctx, KILN_ERR_INVALID_ARGUMENT,
@@ -81,8 +135,12 @@ kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size)
     return KILN_OK;
 }
 
-kiln_dtype kiln_array_dtype(const kiln_array *a) { return a ? a->dtype : KILN_INVALID_DTYPE; }
-int kiln_array_rank(const kiln_array *a) { return a ? a->shape.rank : -1; }
+kiln_dtype kiln_array_dtype(const kiln_array *a) {
+    return a ? a->dtype : KILN_INVALID_DTYPE;
+}
+int kiln_array_rank(const kiln_array *a) {
+    return a ? a->shape.rank : -1;
+}
 int64_t kiln_array_dim(const kiln_array *a, int axis) {
     if (!a || axis < 0 || axis >= a->shape.rank) return -1;
     return a->shape.dims[axis];
@@ -92,4 +150,9 @@ int64_t kiln_array_size(const kiln_array *a) {
     if (a) ir_shape_numel(&a->shape, &n);
     return n;
 }
-size_t kiln_array_nbytes(const kiln_array *a) { return a ? a->nbytes : 0; }
+size_t kiln_array_nbytes(const kiln_array *a) {
+    return a ? a->nbytes : 0;
+}
+bool kiln_array_is_consumed(const kiln_array *a) {
+    return a && a->consumed;
+}

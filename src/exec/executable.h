@@ -5,6 +5,7 @@
 
 #include "codegen/cgen.h"
 #include "exec/array.h"
+#include "plan/plan.h"
 
 struct cc_module;
 
@@ -29,6 +30,8 @@ struct kiln_executable {
     struct cc_module *mod;
     char *source;        /* the generated C (owned) */
     kiln_executable_info stats;
+    mem_plan mem;        /* schedule, buffers, arena (src/plan) */
+    uint8_t *donated;    /* per parameter (n_params + 1 bytes): consumed by every call */
 };
 
 /* Checks that args match g's parameters; the message names `op`, the argument index,

@@ -27,6 +27,7 @@ struct kiln_jit {
     kiln_jit_options o;
     char *name;
     kiln_arg_spec *specs;
+    int *donate; /* a copy of o.compile.donate_argnums */
     pthread_mutex_t mu;
     jit_entry *entries;
     kiln_jit_stats stats;
@@ -54,12 +55,18 @@ kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts, kil
     j->name = host_strdup(ctx, opts->name ? opts->name : "jit");
     size_t sb = opts->arg_specs ? (size_t)opts->n_args * sizeof *j->specs : 0;
     if (sb && (j->specs = host_alloc(ctx, sb))) memcpy(j->specs, opts->arg_specs, sb);
-    if (!j->name || (sb && !j->specs)) {
+    size_t db = opts->compile.n_donate > 0 && opts->compile.donate_argnums
+                    ? (size_t)opts->compile.n_donate * sizeof *j->donate
+                    : 0;
+    if (db && (j->donate = host_alloc(ctx, db)))
+        memcpy(j->donate, opts->compile.donate_argnums, db);
+    if (!j->name || (sb && !j->specs) || (db && !j->donate)) {
         kiln_jit_destroy(j);
-        return ctx_oom(ctx, "kiln_jit_create", sb);
+        return ctx_oom(ctx, "kiln_jit_create", sb + db);
     }
     j->o.arg_specs = j->specs;
     j->o.name = j->name;
+    j->o.compile.donate_argnums = j->donate;
     pthread_mutex_init(&j->mu, NULL);
     *out = j;
     return KILN_OK;
@@ -93,6 +100,7 @@ void kiln_jit_destroy(kiln_jit *j) {
     pthread_mutex_destroy(&j->mu);
     if (j->name) host_free(j->ctx, j->name, strlen(j->name) + 1);
     if (j->specs) host_free(j->ctx, j->specs, (size_t)j->o.n_args * sizeof *j->specs);
+    if (j->donate) host_free(j->ctx, j->donate, (size_t)j->o.compile.n_donate * sizeof *j->donate);
     host_free(j->ctx, j, sizeof *j);
 }
 
@@ -108,10 +116,13 @@ static kiln_status check_signature(kiln_jit *j, int n_args, kiln_array *const *a
     if (n_args < 0 || (n_args && !args))
         return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_jit_call '%s': bad args (%d)",
                          j->name, n_args);
-    for (int i = 0; i < n_args; i++)
+    for (int i = 0; i < n_args; i++) {
         if (!args[i])
             return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
                              "kiln_jit_call '%s': argument %d is NULL", j->name, i);
+        kiln_status s = array_check_live(args[i], "kiln_jit_call", i);
+        if (s) return s;
+    }
     if (!j->specs) return KILN_OK;
     if (n_args != j->o.n_args)
         return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,

@@ -28,6 +28,10 @@ typedef struct fkernel {
     uint32_t *roots, n_roots;     /* materialised nodes it writes */
     uint32_t *inputs, n_inputs;   /* materialised nodes it reads (params, constants, roots) */
     uint32_t n_members;           /* nodes computed in it (roots + inlined), for reports */
+    /* Set by the memory planner before codegen: 1 + the input slot whose buffer the root
+     * overwrites element for element (in place), 0 if none. Codegen must then not declare
+     * that input and the output `restrict`. */
+    uint32_t alias_input;
 } fkernel;
 
 typedef struct fusion_plan {

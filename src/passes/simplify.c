@@ -47,6 +47,7 @@
 #include "passes.h"
 #include "rewrite.h"
 #include "exec/array.h"
+#include "reference/reference.h"
 
 #include <string.h>
 
@@ -418,7 +419,7 @@ static kiln_status evaluate(pass_rebuild *rb, uint32_t id, void **data, bool *do
     kiln_status s = kiln_graph_create(ctx, "fold", &t);
     if (!s) s = fold_graph(rb, id, t);
     if (!s) {
-        s = kiln_interpret(t, 0, NULL, 1, &out);
+        s = ref_interpret(t, 0, NULL, 1, &out, true); /* host memory: passes own no device */
         if (!s) { /* take the array's bytes: same size and allocator as a constant's */
             *data = out->data, *done = true;
             out->data = NULL, out->nbytes = 0;

@@ -44,6 +44,8 @@ static kiln_status check_args(const kiln_graph *g, int n_args, kiln_array *const
         param_label(g, k, label, sizeof label);
         if (!args[k])
             return ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, label);
+        kiln_status s = array_check_live(args[k], op, k);
+        if (s) return s;
         if (args[k]->dtype == p->dtype && ir_shape_eq(&args[k]->shape, &p->shape)) continue;
         return ctx_error(g->ctx, args[k]->dtype != p->dtype ? KILN_ERR_DTYPE : KILN_ERR_SHAPE,
                          "%s: %s is %s, the parameter is %s", op, label,
@@ -88,7 +90,14 @@ static void release(kiln_context *ctx, ref_value *v) {
 
 /* Gives node id its bytes: borrowed for sources, an output array for outputs, else a
  * fresh host buffer (none for zero bytes). */
-static kiln_status make_value(kiln_graph *g, uint32_t id, ref_value *v, kiln_array *const *args) {
+static kiln_status new_array(kiln_graph *g, const char *what, const ir_node *n, bool host,
+                             kiln_array **out) {
+    return host ? array_new_on_host(g->ctx, what, n->dtype, &n->shape, out)
+                : array_new(g->ctx, what, n->dtype, &n->shape, out);
+}
+
+static kiln_status make_value(kiln_graph *g, uint32_t id, ref_value *v, kiln_array *const *args,
+                              bool host) {
     const ir_node *n = &g->nodes[id];
     char what[96], t[IR_TYPE_STR_MAX];
     if (n->op == IR_PARAMETER || n->op == IR_CONSTANT) {
@@ -100,7 +109,7 @@ static kiln_status make_value(kiln_graph *g, uint32_t id, ref_value *v, kiln_arr
     if (v->last_use == OUTPUT_USE) {
         snprintf(what, sizeof what, "kiln_interpret: output node %%%u (%s)", id,
                  ir_ops[n->op].name);
-        kiln_status s = array_new(g->ctx, what, n->dtype, &n->shape, &v->array);
+        kiln_status s = new_array(g, what, n, host, &v->array);
         if (!s) v->data = v->array->data;
         return s;
     }
@@ -112,9 +121,10 @@ static kiln_status make_value(kiln_graph *g, uint32_t id, ref_value *v, kiln_arr
     return KILN_OK;
 }
 
-static kiln_status run_node(kiln_graph *g, uint32_t id, ref_value *vals, kiln_array *const *args) {
+static kiln_status run_node(kiln_graph *g, uint32_t id, ref_value *vals, kiln_array *const *args,
+                            bool host) {
     const ir_node *n = &g->nodes[id];
-    kiln_status s = make_value(g, id, &vals[id], args);
+    kiln_status s = make_value(g, id, &vals[id], args, host);
     if (s || vals[id].borrowed) return s;
     switch (ir_ops[n->op].kind) {
     case IRK_UNARY:
@@ -131,7 +141,7 @@ static kiln_status run_node(kiln_graph *g, uint32_t id, ref_value *vals, kiln_ar
 
 /* Hands each output its array: the one computed for it the first time it is listed, a
  * copy otherwise. On failure frees what it handed out. */
-static kiln_status collect_outputs(kiln_graph *g, ref_value *vals, kiln_array **outs) {
+static kiln_status collect_outputs(kiln_graph *g, ref_value *vals, kiln_array **outs, bool host) {
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         uint32_t id = g->outputs[i];
         ref_value *v = &vals[id];
@@ -144,7 +154,7 @@ static kiln_status collect_outputs(kiln_graph *g, ref_value *vals, kiln_array **
         char what[96];
         snprintf(what, sizeof what, "kiln_interpret: output %u (node %%%u, %s)", i, id,
                  ir_ops[n->op].name);
-        kiln_status s = array_new(g->ctx, what, n->dtype, &n->shape, &outs[i]);
+        kiln_status s = new_array(g, what, n, host, &outs[i]);
         if (s) {
             for (uint32_t j = 0; j < i; j++) kiln_array_free(outs[j]), outs[j] = NULL;
             return s;
@@ -163,6 +173,11 @@ static void free_values(kiln_context *ctx, ref_value *vals, uint32_t n) {
 
 kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
                            kiln_array **outs) {
+    return ref_interpret(g, n_args, args, n_outs, outs, false);
+}
+
+kiln_status ref_interpret(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
+                          kiln_array **outs, bool host_outputs) {
     for (int i = 0; outs && i < n_outs; i++) outs[i] = NULL;
     if (!g) return KILN_ERR_INVALID_ARGUMENT;
     kiln_status s = check_call(g, n_args, args, n_outs, outs);
@@ -171,8 +186,8 @@ kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args, i
     if (!vals) return ctx_oom(g->ctx, "kiln_interpret: the value table", g->n_nodes * sizeof *vals);
     plan_lifetimes(g, vals);
     for (uint32_t id = 1; id < g->n_nodes && !s; id++)
-        if (vals[id].last_use) s = run_node(g, id, vals, args);
-    if (!s) s = collect_outputs(g, vals, outs);
+        if (vals[id].last_use) s = run_node(g, id, vals, args, host_outputs);
+    if (!s) s = collect_outputs(g, vals, outs, host_outputs);
     free_values(g->ctx, vals, g->n_nodes);
     host_free(g->ctx, vals, g->n_nodes * sizeof *vals);
     return s;

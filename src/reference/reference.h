@@ -24,6 +24,11 @@ typedef struct ref_value {
     struct kiln_array *array; /* outputs are computed straight into their array */
 } ref_value;
 
+/* kiln_interpret, with output arrays in host memory when host_outputs is set (constant
+ * folding: compile-time passes never touch a device). */
+kiln_status ref_interpret(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
+                          kiln_array **outs, bool host_outputs);
+
 /* Kernels: compute node `id` of g into out (which holds the node's bytes), reading its
  * inputs from vals. They fail only where the graph is valid but cannot be evaluated, and
  * then set the context's message. */

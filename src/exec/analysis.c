@@ -1,0 +1,76 @@
+/* analysis.c — the memory analysis API (kiln.h, "memory analysis"): the executable's
+ * memory plan (src/plan) read back as public structs, text, JSON and SVG. */
+#include "executable.h"
+
+/* The public enums mirror the planner's, so the listing is a cast. */
+_Static_assert(PLAN_K_SCRATCH == (int)KILN_BUFFER_SCRATCH && PLAN_K_TEMP == (int)KILN_BUFFER_TEMP,
+               "kiln_buffer_kind follows plan_kind");
+_Static_assert(PLAN_P_DONATED == (int)KILN_PLACE_DONATED && PLAN_P_ARENA == (int)KILN_PLACE_ARENA,
+               "kiln_buffer_place follows plan_place");
+
+kiln_status kiln_executable_memory_analysis(const kiln_executable *e, kiln_memory_analysis *out) {
+    if (!e) return KILN_ERR_INVALID_ARGUMENT;
+    if (!out)
+        return ctx_error(e->ctx, KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_executable_memory_analysis: out is NULL");
+    const mem_plan *p = &e->mem;
+    *out = (kiln_memory_analysis){
+        .argument_bytes = p->argument_bytes,
+        .output_bytes = p->output_bytes,
+        .temp_bytes = p->temp_bytes,
+        .alias_bytes = p->alias_bytes,
+        .generated_code_bytes = e->stats.code_bytes,
+        .constant_bytes = p->constant_bytes,
+        .peak_bytes = p->peak,
+        .temp_lower_bound = p->lower_bound,
+        .arena_bytes = p->arena,
+        .inplace_bytes = p->inplace_bytes,
+        .num_buffers = (int)p->n_buffers,
+        .num_steps = (int)p->n_kernels,
+        .schedule = p->strategy,
+    };
+    for (uint32_t i = 0; i < p->n_params; i++) {
+        out->num_donated += p->donated[i];
+        out->num_donations_unused += p->donated[i] && !p->donation_used[i];
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln_executable_buffer_info(const kiln_executable *e, int i, kiln_buffer_info *out) {
+    if (!e) return KILN_ERR_INVALID_ARGUMENT;
+    if (!out || i < 0 || (uint32_t)i >= e->mem.n_buffers)
+        return ctx_error(e->ctx, KILN_ERR_INVALID_ARGUMENT,
+                         "kiln_executable_buffer_info: buffer %d of %u%s", i, e->mem.n_buffers,
+                         out ? "" : " (out is NULL)");
+    const plan_buffer *b = &e->mem.buffers[i];
+    const ir_node *n = &e->g->nodes[b->node];
+    bool scratch = b->kind == PLAN_K_SCRATCH;
+    *out = (kiln_buffer_info){
+        .node = (int)b->node,
+        .op = plan_buffer_op(e->g, b),
+        .kind = (kiln_buffer_kind)b->kind,
+        .place = (kiln_buffer_place)b->place,
+        .place_index = (int)b->place_index,
+        .dtype = scratch ? KILN_INVALID_DTYPE : n->dtype,
+        .rank = scratch ? 0 : n->shape.rank,
+        .bytes = b->size,
+        .offset = b->offset,
+        .first_step = b->def,
+        .last_step = b->last,
+        .shares_with = b->shares >= 0 ? (int)e->mem.buffers[b->shares].node : 0,
+    };
+    for (int a = 0; a < out->rank; a++) out->dims[a] = n->shape.dims[a];
+    return KILN_OK;
+}
+
+char *kiln_executable_memory_report(const kiln_executable *e) {
+    return e ? plan_report(e->g, &e->plan, &e->mem, e->stats.code_bytes) : NULL;
+}
+
+char *kiln_executable_plan_json(const kiln_executable *e) {
+    return e ? plan_json(e->g, &e->plan, &e->mem, e->stats.code_bytes) : NULL;
+}
+
+char *kiln_executable_plan_svg(const kiln_executable *e) {
+    return e ? plan_svg(e->g, &e->plan, &e->mem) : NULL;
+}

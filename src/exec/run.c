@@ -1,0 +1,279 @@
+/* run.c — running an executable by its memory plan (src/plan/plan.h).
+ *
+ * A call makes its output arrays, takes the whole temporary arena with one request to
+ * the device allocator, points every value at its planned place (an argument, a constant,
+ * an output array, the arena, or a donated argument's buffer), runs the kernels in the
+ * planned order and frees the arena. So the device holds exactly arguments + outputs +
+ * arena at the peak of a call, which is the plan's peak.
+ *
+ * Failure: everything that can fail (host bookkeeping, output arrays, the arena, the
+ * thread pool) happens before the first kernel runs, so a failed call has written
+ * nothing, and in particular has not touched a donated argument, which stays usable.
+ * Donated arguments are consumed only when the call succeeds: an output that the plan put
+ * in a donated buffer takes that buffer over, the other donated buffers are freed. */
+#include "alloc/alloc.h"
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/pool.h"
+#include "executable.h"
+
+#include <string.h>
+
+typedef struct run_state {
+    kiln_executable *e;
+    kiln_array *const *args;
+    kiln_array **res;  /* this call's output arrays */
+    void **buf;        /* per node: its bytes during the call */
+    void **kbufs;      /* every loop kernel's buffer list, back to back */
+    uint32_t *kbuf_at; /* kernel -> its list in kbufs */
+    size_t n_kbufs;
+    void *arena;
+} run_state;
+
+/* ------------------------------------------------------------- kernels ---- */
+
+typedef struct loop_call {
+    exec_kernel_fn fn;
+    void *const *bufs;
+} loop_call;
+
+static void loop_trampoline(void *arg, int64_t begin, int64_t end) {
+    const loop_call *c = arg;
+    c->fn(c->bufs, begin, end);
+}
+
+static void run_loop(run_state *r, uint32_t ki, kn_pool *pool) {
+    kiln_executable *e = r->e;
+    if (!e->info[ki].items) return;
+    loop_call c = {e->fns[ki], r->kbufs + r->kbuf_at[ki]};
+    if (pool)
+        pool_parallel_for(pool, e->info[ki].items, e->info[ki].grain, loop_trampoline, &c);
+    else
+        c.fn(c.bufs, 0, e->info[ki].items);
+}
+
+/* A dot kernel: operands BLAS cannot read as they are were planned a scratch buffer. */
+static void run_dot(run_state *r, uint32_t ki) {
+    kiln_executable *e = r->e;
+    uint32_t id = e->plan.kernels[ki].roots[0];
+    const ir_node *n = &e->g->nodes[id];
+    const exec_dot *d = &e->dots[ki];
+    const void *ops[2] = {r->buf[ir_in(n)[0]], r->buf[ir_in(n)[1]]};
+    int32_t sb = e->mem.scratch_of[ki];
+    char *scratch = sb >= 0 ? (char *)r->arena + e->mem.buffers[sb].offset : NULL;
+    if (sb >= 0 && e->mem.buffers[sb].place == PLAN_P_DONATED)
+        scratch = (char *)r->args[e->mem.buffers[sb].place_index]->data + e->mem.buffers[sb].offset;
+    for (int i = 0; i < 2; i++) {
+        if (!(i ? d->pack_b : d->pack_a)) continue;
+        const ir_node *x = &e->g->nodes[ir_in(n)[i]];
+        size_t a_bytes = 0;
+        const ir_node *l = &e->g->nodes[ir_in(n)[0]];
+        if (i && d->pack_a) ir_shape_nbytes(&l->shape, l->dtype, &a_bytes);
+        void *dst = scratch + (i ? plan_round(a_bytes, PLAN_ALIGN) : 0);
+        cpu_permute(x->dtype, ops[i], &x->shape, i ? d->perm_b : d->perm_a, dst);
+        ops[i] = dst;
+    }
+    cpu_gemm(n->dtype, d->trans_a, d->trans_b, d->batch, d->m, d->n, d->k, ops[0], ops[1],
+             r->buf[id]);
+}
+
+/* Scatter: when the plan put the result over the operand, cpu_scatter_add_rows skips the
+ * copy and adds the rows in place. */
+static void run_scatter(run_state *r, uint32_t ki) {
+    const kiln_graph *g = r->e->g;
+    uint32_t id = r->e->plan.kernels[ki].roots[0];
+    const ir_node *n = &g->nodes[id];
+    const uint32_t *in = ir_in(n);
+    const ir_node *op = &g->nodes[in[0]], *idx = &g->nodes[in[1]];
+    int64_t rows = op->shape.dims[0], total = 0, n_idx = 0;
+    ir_shape_numel(&op->shape, &total);
+    ir_shape_numel(&idx->shape, &n_idx);
+    cpu_scatter_add_rows(n->dtype, idx->dtype, r->buf[in[0]], rows, rows ? total / rows : 0,
+                         r->buf[in[1]], n_idx, r->buf[in[2]], r->buf[id]);
+}
+
+/* ------------------------------------------------------------ buffers ---- */
+
+/* The bytes of buffer b during this call. */
+static void *place_of(const run_state *r, const plan_buffer *b) {
+    const kiln_executable *e = r->e;
+    switch (b->place) {
+    case PLAN_P_ARG: return r->args[b->place_index]->data;
+    case PLAN_P_CONST: return e->g->nodes[b->node].data;
+    case PLAN_P_OUTPUT: return r->res[b->place_index]->data;
+    case PLAN_P_DONATED: return (char *)r->args[b->place_index]->data + b->offset;
+    default: return (char *)r->arena + b->offset;
+    }
+}
+
+/* Gives every value its planned bytes and fills the loop kernels' buffer lists. */
+static void bind_buffers(run_state *r) {
+    const kiln_executable *e = r->e;
+    for (uint32_t i = 0; i < e->mem.n_buffers; i++) {
+        const plan_buffer *b = &e->mem.buffers[i];
+        if (b->kind != PLAN_K_SCRATCH) r->buf[b->node] = b->size ? place_of(r, b) : NULL;
+    }
+    for (uint32_t ki = 0; ki < e->plan.n_kernels; ki++) {
+        const fkernel *k = &e->plan.kernels[ki];
+        if (k->kind != FK_LOOP) continue;
+        void **bufs = r->kbufs + r->kbuf_at[ki];
+        for (uint32_t i = 0; i < k->n_inputs; i++) bufs[i] = r->buf[k->inputs[i]];
+        for (uint32_t i = 0; i < k->n_roots; i++) bufs[k->n_inputs + i] = r->buf[k->roots[i]];
+    }
+}
+
+/* Output arrays: new device memory, or (for an output the plan put in a donated buffer)
+ * an empty handle that takes the buffer over when the call succeeds. */
+static kiln_status make_outputs(run_state *r) {
+    kiln_executable *e = r->e;
+    for (uint32_t j = 0; j < e->g->n_outputs; j++) {
+        const ir_node *n = &e->g->nodes[e->g->outputs[j]];
+        kiln_status s =
+            e->mem.output_donor[j] >= 0
+                ? array_new_empty(e->ctx, "kiln_executable_run", n->dtype, &n->shape, &r->res[j])
+                : array_new(e->ctx, "kiln_executable_run", n->dtype, &n->shape, &r->res[j]);
+        if (s) return s;
+    }
+    return KILN_OK;
+}
+
+/* Host bookkeeping of one call, sized up front: values' pointers, kernel buffer lists. */
+static kiln_status alloc_state(run_state *r) {
+    kiln_executable *e = r->e;
+    const kiln_graph *g = e->g;
+    uint32_t nk = e->plan.n_kernels;
+    for (uint32_t ki = 0; ki < nk; ki++)
+        if (e->plan.kernels[ki].kind == FK_LOOP)
+            r->n_kbufs += e->plan.kernels[ki].n_inputs + e->plan.kernels[ki].n_roots;
+    r->buf = host_calloc(e->ctx, g->n_nodes, sizeof *r->buf);
+    r->kbufs = host_calloc(e->ctx, r->n_kbufs + 1, sizeof *r->kbufs);
+    r->kbuf_at = host_calloc(e->ctx, nk + 1, sizeof *r->kbuf_at);
+    if (!r->buf || !r->kbufs || !r->kbuf_at)
+        return ctx_oom(e->ctx, "kiln_executable_run", g->n_nodes * sizeof *r->buf);
+    for (uint32_t ki = 0, at = 0; ki < nk; ki++) {
+        r->kbuf_at[ki] = at;
+        if (e->plan.kernels[ki].kind == FK_LOOP)
+            at += e->plan.kernels[ki].n_inputs + e->plan.kernels[ki].n_roots;
+    }
+    return KILN_OK;
+}
+
+static void free_state(run_state *r) {
+    kiln_executable *e = r->e;
+    host_free(e->ctx, r->buf, e->g->n_nodes * sizeof *r->buf);
+    host_free(e->ctx, r->kbufs, (r->n_kbufs + 1) * sizeof *r->kbufs);
+    host_free(e->ctx, r->kbuf_at, (e->plan.n_kernels + 1) * sizeof *r->kbuf_at);
+}
+
+/* ---------------------------------------------------------------- call ---- */
+
+/* Copies outputs that are not computed into their own array: arguments and constants
+ * returned as they are, and a value listed as an output more than once. */
+static void finish_outputs(run_state *r) {
+    const kiln_executable *e = r->e;
+    for (uint32_t j = 0; j < e->g->n_outputs; j++) {
+        if (e->mem.output_home[j] >= 0 || e->mem.output_donor[j] >= 0) continue;
+        const void *src = r->buf[e->g->outputs[j]];
+        if (r->res[j]->nbytes && src != r->res[j]->data)
+            memcpy(r->res[j]->data, src, r->res[j]->nbytes);
+    }
+}
+
+/* The call succeeded: outputs take over the donated buffers the plan gave them, the other
+ * donated buffers are freed, and every donated array is marked consumed. */
+static void consume_donations(run_state *r) {
+    kiln_executable *e = r->e;
+    for (uint32_t j = 0; j < e->g->n_outputs; j++) {
+        int32_t p = e->mem.output_donor[j];
+        if (p < 0) continue;
+        r->res[j]->data = r->args[p]->data;
+        r->res[j]->device = r->args[p]->device;
+        r->args[p]->data = NULL;
+    }
+    for (uint32_t p = 0; p < e->g->n_params; p++) {
+        if (!e->donated[p]) continue;
+        kiln_array *a = r->args[p];
+        array_release(a);
+        a->consumed = true;
+        snprintf(a->consumed_by, sizeof a->consumed_by, "'%.20s' (argument %u)", e->g->name, p);
+    }
+}
+
+/* A donated array may not also be passed as another argument: its bytes would change
+ * under the other parameter's reads. */
+static kiln_status check_donations(const kiln_executable *e, kiln_array *const *args) {
+    for (uint32_t p = 0; p < e->g->n_params; p++) {
+        if (!e->donated[p]) continue;
+        for (uint32_t q = 0; q < e->g->n_params; q++)
+            if (q != p && args[q] == args[p])
+                return ctx_error(
+                    e->ctx, KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_executable_run: argument %u of '%s' is donated, and the same "
+                    "array is passed as argument %u too",
+                    p, e->g->name, q);
+    }
+    return KILN_OK;
+}
+
+static kiln_status check_call(kiln_executable *e, int n_args, kiln_array *const *args, int n_outs,
+                              kiln_array **outs) {
+    const kiln_graph *g = e->g;
+    const char *op = "kiln_executable_run";
+    kiln_status s = exec_check_args(g, op, n_args, args);
+    if (s) return s;
+    if (n_outs != (int)g->n_outputs || !outs)
+        return ctx_error(e->ctx, KILN_ERR_INVALID_ARGUMENT,
+                         "%s: '%s' has %u outputs, %d asked for%s", op, g->name, g->n_outputs,
+                         n_outs, outs ? "" : " (outs is NULL)");
+    return check_donations(e, args);
+}
+
+/* Everything that can fail, before any kernel runs. */
+static kiln_status prepare(run_state *r, kn_pool **pool) {
+    kiln_executable *e = r->e;
+    kiln_status s = alloc_state(r);
+    if (!s) s = make_outputs(r);
+    if (!s && e->mem.arena) {
+        char tag[24];
+        snprintf(tag, sizeof tag, "arena %s", e->g->name);
+        s = alloc_alloc(&e->ctx->devices[0], e->mem.arena, tag, &r->arena);
+    }
+    if (!s) s = pool_for_context(e->ctx, pool);
+    return s;
+}
+
+kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args, int n_outs,
+                                kiln_array **outs) {
+    if (!e) return KILN_ERR_INVALID_ARGUMENT;
+    kiln_context *ctx = e->ctx;
+    const kiln_graph *g = e->g;
+    kiln_status s = check_call(e, n_args, args, n_outs, outs);
+    if (s) return s;
+    kiln_array *made[KILN_MAX_OUTPUTS] = {0};
+    run_state r = {.e = e, .args = args, .res = made};
+    if (g->n_outputs > KILN_MAX_OUTPUTS && !(r.res = host_calloc(ctx, g->n_outputs, sizeof *r.res)))
+        return ctx_oom(ctx, "kiln_executable_run", g->n_outputs * sizeof *r.res);
+    kn_pool *pool = NULL;
+    if (!(s = prepare(&r, &pool))) {
+        bind_buffers(&r);
+        for (uint32_t step = 0; step < e->mem.n_kernels; step++) {
+            uint32_t ki = e->mem.order[step];
+            switch (e->plan.kernels[ki].kind) {
+            case FK_LOOP: run_loop(&r, ki, pool); break;
+            case FK_DOT: run_dot(&r, ki); break;
+            case FK_SCATTER: run_scatter(&r, ki); break;
+            }
+        }
+        finish_outputs(&r);
+    }
+    if (r.arena) alloc_free(&ctx->devices[0], r.arena);
+    if (!s) consume_donations(&r);
+    free_state(&r);
+    for (uint32_t j = 0; j < g->n_outputs; j++) {
+        if (s)
+            kiln_array_free(r.res[j]);
+        else
+            outs[j] = r.res[j];
+    }
+    if (r.res != made) host_free(ctx, r.res, g->n_outputs * sizeof *r.res);
+    return s;
+}

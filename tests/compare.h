@@ -1,9 +1,12 @@
 /* compare.h — runs a finished graph through the reference interpreter and through
- * kiln_compile, and compares every output element within per-dtype tolerances.
- * Shared by the compile, jit and random-program tests. */
+ * kiln_compile, and compares every output element within per-dtype tolerances. Every
+ * compiled program is also held to its memory plan: plan_check proves the plan sound, and
+ * the device allocator's measured peak during the run must equal the planned peak.
+ * Shared by the compile, jit, plan and random-program tests. */
 #ifndef KILN_TEST_COMPARE_H
 #define KILN_TEST_COMPARE_H
 
+#include "exec/executable.h"
 #include "test.h"
 
 /* Fills an array of the given type with deterministic pseudo-random values: floats in
@@ -66,7 +69,38 @@ static inline int cmp_arrays(const kiln_array *got, const kiln_array *want, doub
     return ok;
 }
 
-/* Interprets and compiles g with the given args; returns 1 if every output agrees.
+/* Runs e and checks the memory plan: sound (plan_check, exhaustive), and the allocator's
+ * peak during the call equal to the planned one. The rise over what the device held
+ * before is outputs + arena; when the arguments are all it held, the peak itself is the
+ * planned peak (arguments + outputs + arena). Returns the run's status. */
+static inline kiln_status cmp_run_planned(kiln_context *ctx, kiln_executable *e, int n_args,
+                                          kiln_array **args, int n_out, kiln_array **got, int *ok) {
+    kiln_memory_analysis a;
+    kiln_memory_stats before, after;
+    kiln_executable_memory_analysis(e, &a);
+    if (plan_check(e->g, &e->plan, &e->mem) != KILN_OK) {
+        fprintf(stderr, "plan_check: %s\n", kiln_last_error(ctx));
+        *ok = 0;
+    }
+    kiln_device_memory_stats(ctx, 0, &before);
+    kiln_device_reset_peak(ctx, 0);
+    kiln_status s = kiln_executable_run(e, n_args, args, n_out, got);
+    kiln_device_memory_stats(ctx, 0, &after);
+    if (s) return s;
+    uint64_t rise = after.peak_bytes_in_use - before.bytes_in_use;
+    if (rise != a.peak_bytes - a.argument_bytes ||
+        (before.bytes_in_use == a.argument_bytes && after.peak_bytes_in_use != a.peak_bytes)) {
+        fprintf(stderr, "measured peak %llu (held %llu before) != planned %llu (arguments %llu)\n",
+                (unsigned long long)after.peak_bytes_in_use,
+                (unsigned long long)before.bytes_in_use, (unsigned long long)a.peak_bytes,
+                (unsigned long long)a.argument_bytes);
+        *ok = 0;
+    }
+    return s;
+}
+
+/* Compiles and runs g (first, so that only the arguments are live on the device), then
+ * interprets it and compares; returns 1 if every output agrees and the plan held.
  * opts may be NULL. *n_kernels (may be NULL) receives the executable's kernel count. */
 static inline int cmp_graph(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args,
                             const kiln_compile_options *opts, double tol_f32, int *n_kernels) {
@@ -74,14 +108,14 @@ static inline int cmp_graph(kiln_context *ctx, kiln_graph *g, int n_args, kiln_a
     kiln_array **want = (kiln_array **)calloc((size_t)n_out, sizeof *want);
     kiln_array **got = (kiln_array **)calloc((size_t)n_out, sizeof *got);
     kiln_executable *e = NULL;
-    if (kiln_interpret(g, n_args, args, n_out, want) != KILN_OK) {
-        fprintf(stderr, "interpret: %s\n", kiln_last_error(ctx));
-        ok = 0;
-    } else if (kiln_compile(g, opts, &e) != KILN_OK) {
+    if (kiln_compile(g, opts, &e) != KILN_OK) {
         fprintf(stderr, "compile: %s\n", kiln_last_error(ctx));
         ok = 0;
-    } else if (kiln_executable_run(e, n_args, args, n_out, got) != KILN_OK) {
+    } else if (cmp_run_planned(ctx, e, n_args, args, n_out, got, &ok) != KILN_OK) {
         fprintf(stderr, "run: %s\n", kiln_last_error(ctx));
+        ok = 0;
+    } else if (kiln_interpret(g, n_args, args, n_out, want) != KILN_OK) {
+        fprintf(stderr, "interpret: %s\n", kiln_last_error(ctx));
         ok = 0;
     } else {
         for (int i = 0; i < n_out; i++) {

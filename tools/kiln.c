@@ -1,0 +1,167 @@
+/* kiln.c — the `kiln` command-line tool.
+ *
+ *   kiln list                      the built-in example programs
+ *   kiln plan <example> [options]  compile one, print its memory analysis, and write the
+ *                                  plan as plan.svg (a timeline) and plan.json
+ *
+ * Options of plan:
+ *   -o DIR          write plan.svg and plan.json into DIR (default: the current folder)
+ *   --no-fusion     one kernel per op (what fusion saves, side by side)
+ *   --donate I,J    donate those arguments (jax.jit's donate_argnums)
+ *   --run           also run it once: measured device peak against the plan, time per call
+ *   --buffers       list every buffer (op, type, bytes, place, offset, live steps)
+ *
+ * The examples are examples/models.h, shared with `make demo` and the planner's benchmark.
+ * Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error. */
+#include "../examples/models.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef struct opts {
+    const char *dir;
+    bool no_fusion, run, buffers;
+    int n_donate;
+    int donate[KILN_MAX_OUTPUTS];
+} opts;
+
+static int usage(void) {
+    fprintf(
+        stderr,
+        "usage: kiln list\n"
+        "       kiln plan <example> [-o DIR] [--no-fusion] [--donate I,J] [--run] [--buffers]\n");
+    return 2;
+}
+
+static int list(void) {
+    for (int i = 0; i < N_MODELS; i++) printf("  %-12s %s\n", models[i].name, models[i].what);
+    return 0;
+}
+
+static int parse(int argc, char **argv, opts *o) {
+    memset(o, 0, sizeof *o);
+    o->dir = ".";
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            o->dir = argv[++i];
+        else if (!strcmp(argv[i], "--no-fusion"))
+            o->no_fusion = true;
+        else if (!strcmp(argv[i], "--run"))
+            o->run = true;
+        else if (!strcmp(argv[i], "--buffers"))
+            o->buffers = true;
+        else if (!strcmp(argv[i], "--donate") && i + 1 < argc) {
+            for (char *p = argv[++i], *end; *p && o->n_donate < KILN_MAX_OUTPUTS; p = end) {
+                errno = 0;
+                long v = strtol(p, &end, 10);
+                if (end == p || errno || v < 0 || v > 1000000) return -1;
+                o->donate[o->n_donate++] = (int)v;
+                if (*end == ',') end++;
+            }
+        } else
+            return -1;
+    }
+    return 0;
+}
+
+static int write_file(const char *dir, const char *name, const char *text) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f)) {
+        fprintf(stderr, "kiln: cannot write %s: %s\n", path, strerror(errno));
+        if (f) fclose(f);
+        return 1;
+    }
+    printf("wrote %s\n", path);
+    return 0;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs e once on fresh arguments: measured peak (over the arguments) and time. */
+static int run_once(kiln_context *ctx, kiln_executable *e, const model *m) {
+    kiln_array *args[MODEL_MAX_PARAMS] = {0}, *outs[KILN_MAX_OUTPUTS] = {0};
+    int n_out = kiln_graph_num_outputs(m->g), rc = 1;
+    kiln_memory_stats st;
+    kiln_memory_analysis a;
+    kiln_executable_memory_analysis(e, &a);
+    if (model_args(ctx, m, args) == KILN_OK) {
+        kiln_device_reset_peak(ctx, 0);
+        double t0 = now();
+        kiln_status s = kiln_executable_run(e, m->n_params, args, n_out, outs);
+        double t = now() - t0;
+        kiln_device_memory_stats(ctx, 0, &st);
+        if (s)
+            fprintf(stderr, "kiln: run: %s\n", kiln_last_error(ctx));
+        else {
+            printf("ran once in %.3f ms: device peak %llu bytes, planned %llu (%s)\n", t * 1e3,
+                   (unsigned long long)st.peak_bytes_in_use, (unsigned long long)a.peak_bytes,
+                   st.peak_bytes_in_use == a.peak_bytes ? "equal" : "DIFFERENT");
+            rc = st.peak_bytes_in_use != a.peak_bytes;
+        }
+    } else {
+        fprintf(stderr, "kiln: arguments: %s\n", kiln_last_error(ctx));
+    }
+    for (int i = 0; i < n_out; i++) kiln_array_free(outs[i]);
+    for (int i = 0; i < m->n_params; i++) kiln_array_free(args[i]);
+    return rc;
+}
+
+static int plan(kiln_context *ctx, const model_entry *me, const opts *o) {
+    model m;
+    if (model_build(ctx, me, &m)) {
+        fprintf(stderr, "kiln: %s: %s\n", me->name, kiln_last_error(ctx));
+        return 1;
+    }
+    kiln_compile_options co = {
+        .disable_fusion = o->no_fusion, .n_donate = o->n_donate, .donate_argnums = o->donate};
+    kiln_executable *e = NULL;
+    int rc = 1;
+    if (kiln_compile(m.g, &co, &e)) {
+        fprintf(stderr, "kiln: compile %s: %s\n", me->name, kiln_last_error(ctx));
+    } else {
+        char *report = kiln_executable_memory_report(e), *svg = kiln_executable_plan_svg(e);
+        char *json = kiln_executable_plan_json(e);
+        if (report && svg && json) {
+            char *cut = o->buffers ? NULL : strstr(report, "  value ");
+            if (cut) *cut = 0; /* the per-buffer table only when asked for */
+            fputs(report, stdout);
+            rc = write_file(o->dir, "plan.svg", svg) | write_file(o->dir, "plan.json", json);
+            if (!rc && o->run) rc = run_once(ctx, e, &m);
+        } else {
+            fprintf(stderr, "kiln: out of host memory\n");
+        }
+        kiln_string_free(ctx, report), kiln_string_free(ctx, svg), kiln_string_free(ctx, json);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(m.g);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "list")) return list();
+    if (argc < 3 || strcmp(argv[1], "plan")) return usage();
+    const model_entry *me = model_find(argv[2]);
+    opts o;
+    if (!me) {
+        fprintf(stderr, "kiln: no example '%s'; these are built in:\n", argv[2]);
+        list();
+        return 2;
+    }
+    if (parse(argc, argv, &o)) return usage();
+    kiln_context *ctx;
+    char err[512];
+    if (kiln_context_create(NULL, &ctx, err, sizeof err)) {
+        fprintf(stderr, "kiln: %s\n", err);
+        return 1;
+    }
+    int rc = plan(ctx, me, &o);
+    kiln_context_destroy(ctx);
+    return rc;
+}

@@ -490,7 +490,7 @@ typedef struct kiln_buffer_info {
     kiln_buffer_kind kind;
     kiln_buffer_place place;
     int place_index;
-    kiln_dtype dtype;
+    kiln_dtype dtype; /* scratch: KILN_INVALID_DTYPE and rank 0 (it is raw bytes) */
     int rank;
     int64_t dims[KILN_MAX_RANK];
     uint64_t bytes;          /* exact size */

@@ -166,6 +166,28 @@ static int in_place(const char *name, build_fn fn, ir_op op) {
     return r;
 }
 
+/* A library call reads its operands from memory: an iota or a scalar constant feeding a
+ * product or a scatter needs a buffer even though loop kernels compute them inline. */
+static int b_sources(kiln_graph *g, kiln_value *o) {
+    int64_t d[2] = {4, 4}, r[1] = {4};
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    o[0] = kiln_matmul(g, kiln_iota(g, KILN_F32, 2, d, 1), x);
+    kiln_dot_dims none = {0};
+    o[1] = kiln_dot_general(g, kiln_scalar(g, KILN_F32, 3), kiln_scalar(g, KILN_F32, 2), &none);
+    o[1] = kiln_add(g, o[1], kiln_reduce_sum(g, x, 0, NULL, false));
+    kiln_value i = kiln_iota(g, KILN_I32, 1, r, 0);
+    o[2] = kiln_scatter_add_rows(g, kiln_iota(g, KILN_F32, 2, d, 0), i, x);
+    return 3;
+}
+
+static void test_sources(void) {
+    kiln_graph *g = build("sources", b_sources);
+    CHECK_MSG(check_program(g, NULL), "an iota or scalar read by a product or a scatter");
+    kiln_compile_options unfused = {.disable_fusion = true};
+    CHECK(check_program(g, &unfused));
+    kiln_graph_destroy(g);
+}
+
 static void test_inplace(void) {
     CHECK_MSG(in_place("elementwise", b_elementwise, IR_TANH),
               "an elementwise chain over a dying input runs in place");
@@ -688,6 +710,7 @@ int main(void) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
+    RUN(test_sources);
     RUN(test_inplace);
     RUN(test_donate_output);
     RUN(test_donate_identity);

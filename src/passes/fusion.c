@@ -7,7 +7,8 @@
  *     dots and scatters (library calls read and write memory), and operands of an
  *     "expanding" use — a broadcast that repeats it, the table of a gather, the operands
  *     of a dot or scatter — unless the operand is a source (parameter/constant/iota),
- *     which costs nothing to re-read.
+ *     which costs nothing to re-read; but a dot or scatter reads memory, so an iota or a
+ *     scalar constant it reads gets a buffer too.
  *  2. A reduction with more than one consumer gets a buffer; with one, it is computed
  *     inline by that consumer (reduction fusion with elementwise consumers: mean,
  *     rsqrt(var + eps), the keepdims reshape).
@@ -122,10 +123,21 @@ typedef struct decide_state {
 
 #define KSET_MANY UINT32_MAX
 
+/* Does a library call (dot, scatter) read x? They read memory, so x needs a buffer even
+ * when it is a source (an iota, a scalar constant) that loop kernels recompute for free. */
+static bool library_use(const decide_state *s, uint32_t x) {
+    for (uint32_t k = s->users.start[x]; k < s->users.start[x + 1]; k++) {
+        ir_op op = s->g->nodes[s->users.users[k]].op;
+        if (op == IR_DOT || op == IR_SCATTER_ADD_ROWS) return true;
+    }
+    return false;
+}
+
 static bool must_materialise(decide_state *s, fusion_plan *p, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
     if (n->op == IR_PARAMETER || s->is_output[id]) return true;
-    if (n->op == IR_CONSTANT) return numel(n) != 1;
+    if (n->op == IR_CONSTANT) return numel(n) != 1 || library_use(s, id);
+    if (n->op == IR_IOTA && library_use(s, id)) return true;
     if (n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS) return true;
     if (!is_source(n))
         for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++)
@@ -139,7 +151,8 @@ static void decide(decide_state *s, fusion_plan *p, const fusion_options *o) {
     const kiln_graph *g = s->g;
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
-        bool scalar_const = n->op == IR_CONSTANT && numel(n) == 1 && !s->is_output[id];
+        bool scalar_const =
+            n->op == IR_CONSTANT && numel(n) == 1 && !s->is_output[id] && !library_use(s, id);
         if (scalar_const) {
             p->inline_const[id] = 1;
             continue;

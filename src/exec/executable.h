@@ -3,6 +3,7 @@
 #ifndef KILN_EXECUTABLE_H
 #define KILN_EXECUTABLE_H
 
+#include "backend/cpu/cpu_ops.h"
 #include "codegen/cgen.h"
 #include "exec/array.h"
 #include "plan/plan.h"
@@ -11,13 +12,15 @@ struct cc_module;
 
 typedef void (*exec_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);
 
-/* How a dot_general kernel calls the batched gemm: operands permuted (if needed) into
- * [batch, M, K] / [batch, K, N] (or their transposes, folded into the BLAS call). */
+/* How a dot_general kernel calls gemm once per batch index: each operand is read where
+ * it lies as a strided matrix (row stride lda/ldb, transposed or not, batch axes at their
+ * own strides) whenever its free and contracting axes each flatten into one strided axis
+ * with one of the two unit-stride; otherwise it is permuted into scratch first
+ * ([batch, M, K] / [batch, K, N], contiguous). */
 typedef struct exec_dot {
-    bool trans_a, trans_b;
-    bool pack_a, pack_b;             /* permute into scratch first */
+    cpu_gemm_desc gemm;
+    bool pack_a, pack_b; /* permute into scratch first */
     int perm_a[KILN_MAX_RANK], perm_b[KILN_MAX_RANK];
-    int64_t batch, m, n, k;
 } exec_dot;
 
 struct kiln_executable {
@@ -28,10 +31,10 @@ struct kiln_executable {
     exec_kernel_fn *fns; /* per kernel; NULL for DOT/SCATTER */
     exec_dot *dots;      /* per kernel; meaningful for DOT */
     struct cc_module *mod;
-    char *source;        /* the generated C (owned) */
+    char *source; /* the generated C (owned) */
     kiln_executable_info stats;
-    mem_plan mem;        /* schedule, buffers, arena (src/plan) */
-    uint8_t *donated;    /* per parameter (n_params + 1 bytes): consumed by every call */
+    mem_plan mem;     /* schedule, buffers, arena (src/plan) */
+    uint8_t *donated; /* per parameter (n_params + 1 bytes): consumed by every call */
 };
 
 /* Checks that args match g's parameters; the message names `op`, the argument index,

@@ -72,8 +72,7 @@ static void run_dot(run_state *r, uint32_t ki) {
         cpu_permute(x->dtype, ops[i], &x->shape, i ? d->perm_b : d->perm_a, dst);
         ops[i] = dst;
     }
-    cpu_gemm(n->dtype, d->trans_a, d->trans_b, d->batch, d->m, d->n, d->k, ops[0], ops[1],
-             r->buf[id]);
+    cpu_gemm(n->dtype, &d->gemm, ops[0], ops[1], r->buf[id]);
 }
 
 /* Scatter: when the plan put the result over the operand, cpu_scatter_add_rows skips the

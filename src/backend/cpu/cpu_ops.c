@@ -7,51 +7,60 @@
 
 #define INT_GEMM(T, U)                                                                             \
     static void gemm_##T(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,            \
-                         const T *b, T *c) {                                                       \
+                         int64_t lda, const T *b, int64_t ldb, T *c) {                             \
         for (int64_t i = 0; i < m; i++)                                                            \
             for (int64_t j = 0; j < n; j++) {                                                      \
                 U acc = 0;                                                                         \
                 for (int64_t p = 0; p < k; p++)                                                    \
-                    acc += (U)(ta ? a[p * m + i] : a[i * k + p]) *                                 \
-                           (U)(tb ? b[j * k + p] : b[p * n + j]);                                  \
+                    acc += (U)(ta ? a[p * lda + i] : a[i * lda + p]) *                             \
+                           (U)(tb ? b[j * ldb + p] : b[p * ldb + j]);                              \
                 c[i * n + j] = (T)acc;                                                             \
             }                                                                                      \
     }
 INT_GEMM(int32_t, uint32_t)
 INT_GEMM(int64_t, uint64_t)
 
-void cpu_gemm(kiln_dtype t, bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
-              const void *a, const void *b, void *c) {
+static void gemm_one(kiln_dtype t, const cpu_gemm_desc *d, const char *a, const char *b, char *c) {
+    enum CBLAS_TRANSPOSE oa = d->trans_a ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE ob = d->trans_b ? CblasTrans : CblasNoTrans;
+    blasint m = (blasint)d->m, n = (blasint)d->n, k = (blasint)d->k;
+    switch (t) {
+    case KILN_F32:
+        cblas_sgemm(CblasRowMajor, oa, ob, m, n, k, 1.0f, (const float *)a, (blasint)d->lda,
+                    (const float *)b, (blasint)d->ldb, 0.0f, (float *)c, n);
+        break;
+    case KILN_F64:
+        cblas_dgemm(CblasRowMajor, oa, ob, m, n, k, 1.0, (const double *)a, (blasint)d->lda,
+                    (const double *)b, (blasint)d->ldb, 0.0, (double *)c, n);
+        break;
+    case KILN_I32:
+        gemm_int32_t(d->trans_a, d->trans_b, d->m, d->n, d->k, (const int32_t *)a, d->lda,
+                     (const int32_t *)b, d->ldb, (int32_t *)c);
+        break;
+    default:
+        gemm_int64_t(d->trans_a, d->trans_b, d->m, d->n, d->k, (const int64_t *)a, d->lda,
+                     (const int64_t *)b, d->ldb, (int64_t *)c);
+        break;
+    }
+}
+
+void cpu_gemm(kiln_dtype t, const cpu_gemm_desc *d, const void *a, const void *b, void *c) {
     size_t es = kiln_dtype_size(t);
-    if (m == 0 || n == 0) return;
-    if (k == 0) {
-        memset(c, 0, (size_t)(batch * m * n) * es);
+    if (d->m == 0 || d->n == 0 || d->batch == 0) return;
+    if (d->k == 0) {
+        memset(c, 0, (size_t)(d->batch * d->m * d->n) * es);
         return;
     }
-    for (int64_t i = 0; i < batch; i++) {
-        const char *ai = (const char *)a + (size_t)(i * m * k) * es;
-        const char *bi = (const char *)b + (size_t)(i * k * n) * es;
-        char *ci = (char *)c + (size_t)(i * m * n) * es;
-        enum CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans,
-                             ob = tb ? CblasTrans : CblasNoTrans;
-        blasint lda = (blasint)(ta ? m : k), ldb = (blasint)(tb ? k : n);
-        switch (t) {
-        case KILN_F32:
-            cblas_sgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, 1.0f,
-                        (const float *)ai, lda, (const float *)bi, ldb, 0.0f, (float *)ci,
-                        (blasint)n);
-            break;
-        case KILN_F64:
-            cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, 1.0,
-                        (const double *)ai, lda, (const double *)bi, ldb, 0.0, (double *)ci,
-                        (blasint)n);
-            break;
-        case KILN_I32:
-            gemm_int32_t(ta, tb, m, n, k, (const int32_t *)ai, (const int32_t *)bi, (int32_t *)ci);
-            break;
-        default:
-            gemm_int64_t(ta, tb, m, n, k, (const int64_t *)ai, (const int64_t *)bi, (int64_t *)ci);
-            break;
+    int64_t idx[KILN_MAX_RANK] = {0};
+    for (int64_t bi = 0; bi < d->batch; bi++) {
+        int64_t oa = 0, ob = 0;
+        for (int i = 0; i < d->nb; i++)
+            oa += idx[i] * d->bstride_a[i], ob += idx[i] * d->bstride_b[i];
+        gemm_one(t, d, (const char *)a + (size_t)oa * es, (const char *)b + (size_t)ob * es,
+                 (char *)c + (size_t)(bi * d->m * d->n) * es);
+        for (int i = d->nb - 1; i >= 0; i--) { /* odometer over the batch index */
+            if (++idx[i] < d->bdims[i]) break;
+            idx[i] = 0;
         }
     }
 }

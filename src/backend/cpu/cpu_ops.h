@@ -6,10 +6,20 @@
 
 #include "ir/ir.h"
 
-/* C[b] = op(A[b]) * op(B[b]) for b < batch, row-major, C is [M, N]. A is [M, K] (or
- * [K, M] when trans_a), B is [K, N] (or [N, K] when trans_b). Batches are contiguous. */
-void cpu_gemm(kiln_dtype t, bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n,
-              int64_t k, const void *a, const void *b, void *c);
+/* A batched matrix product over strided operands: C[b] = op(A[b]) * op(B[b]) for every
+ * batch index b (an odometer over bdims), C row-major [batch, M, N] and contiguous.
+ * A[b] starts at a + sum(b_i * bstride_a[i]) elements and is [M, K] with row stride lda
+ * (or stored [K, M] when trans_a); likewise B is [K, N] / [N, K] with ldb. */
+typedef struct cpu_gemm_desc {
+    bool trans_a, trans_b;
+    int64_t lda, ldb;
+    int nb;
+    int64_t bdims[KILN_MAX_RANK];
+    int64_t bstride_a[KILN_MAX_RANK], bstride_b[KILN_MAX_RANK];
+    int64_t batch, m, n, k;
+} cpu_gemm_desc;
+
+void cpu_gemm(kiln_dtype t, const cpu_gemm_desc *d, const void *a, const void *b, void *c);
 
 /* dst = transpose(src, perm): dst axis i is src axis perm[i]. */
 void cpu_permute(kiln_dtype t, const void *src, const ir_shape *src_shape, const int *perm,

@@ -8,6 +8,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,18 +41,50 @@ static double median(double *v, int n) {
 static int reps = 7;
 static kiln_context *ctx;
 
-static double copy_bandwidth(void) {
+typedef struct copy_part {
+    char *dst;
+    const char *src;
+    size_t n;
+} copy_part;
+
+static void *copy_main(void *arg) {
+    copy_part *c = arg;
+    memcpy(c->dst, c->src, c->n);
+    return NULL;
+}
+
+/* STREAM's "scale" (b = s * a) over floats: plain loads and stores, as a generated kernel
+ * does, where memcpy may use non-temporal stores. */
+static void *scale_main(void *arg) {
+    copy_part *c = arg;
+    float *restrict d = (float *)(void *)c->dst;
+    const float *restrict s = (const float *)(const void *)c->src;
+    size_t n = c->n / sizeof(float);
+    for (size_t i = 0; i < n; i++) d[i] = 3.0f * s[i];
+    return NULL;
+}
+
+/* memcpy of 64 MiB split across `threads` threads (bytes read + written per second): the
+ * ceiling for a memory-bound kernel that uses the same number of cores. */
+static double copy_bandwidth(int threads, void *(*fn)(void *)) {
     size_t n = 64u << 20;
     char *a = malloc(n), *b = malloc(n);
     memset(a, 1, n), memset(b, 2, n);
-    double t[16];
+    double t[32];
     for (int r = 0; r < reps; r++) {
+        pthread_t th[64];
+        copy_part parts[64];
         double t0 = now();
-        memcpy(b, a, n);
+        for (int i = 0; i < threads; i++) {
+            size_t lo = n / (size_t)threads * (size_t)i, hi = i + 1 == threads ? n : lo + n / (size_t)threads;
+            parts[i] = (copy_part){b + lo, a + lo, hi - lo};
+            pthread_create(&th[i], NULL, fn, &parts[i]);
+        }
+        for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
         t[r] = now() - t0;
     }
     free(a), free(b);
-    return 2.0 * (double)n / median(t, reps) / 1e9; /* read + write */
+    return 2.0 * (double)n / median(t, reps) / 1e9;
 }
 
 static double sgemm_rate(void) {
@@ -69,13 +102,23 @@ static double sgemm_rate(void) {
     return 2.0 * n * n * n / median(t, reps) / 1e9;
 }
 
-/* Times an executable over `reps` runs; returns the median seconds. */
+/* Writes 64 MiB (twice the last-level cache) so that a timed run does not find the
+ * previous run's data in cache; NumPy's side does the same. */
+static void flush_cache(void) {
+    static char *junk;
+    size_t n = 64u << 20;
+    if (!junk) junk = malloc(n);
+    memset(junk, (int)(now() * 1e3) & 0xff, n);
+}
+
+/* Times an executable over `reps` runs, caches flushed before each; the median seconds. */
 static double time_exe(kiln_executable *e, int n_args, kiln_array **args, int n_outs) {
     kiln_array *outs[4];
     double t[32];
     DIE(ctx, kiln_executable_run(e, n_args, args, n_outs, outs)); /* warm up */
     for (int i = 0; i < n_outs; i++) kiln_array_free(outs[i]);
     for (int r = 0; r < reps; r++) {
+        flush_cache();
         double t0 = now();
         DIE(ctx, kiln_executable_run(e, n_args, args, n_outs, outs));
         t[r] = now() - t0;
@@ -223,7 +266,12 @@ int main(int argc, char **argv) {
     if (argc > 1) reps = atoi(argv[1]) > 0 && atoi(argv[1]) < 32 ? atoi(argv[1]) : reps;
     char err[512];
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
-    printf("copy_bandwidth_GBps %.2f\nsgemm_1024_GFLOPs %.1f\n", copy_bandwidth(), sgemm_rate());
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    cores = cores < 1 ? 1 : cores > 64 ? 64 : cores;
+    printf("memcpy_1thread_GBps %.2f\n", copy_bandwidth(1, copy_main));
+    printf("memcpy_%dthreads_GBps %.2f\n", cores, copy_bandwidth(cores, copy_main));
+    printf("stream_scale_%dthreads_GBps %.2f\n", cores, copy_bandwidth(cores, scale_main));
+    printf("sgemm_1024_GFLOPs %.1f\n", sgemm_rate());
     bench_chain();
     bench_rowwise("softmax", 0);
     bench_rowwise("layer_norm", 1);

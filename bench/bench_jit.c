@@ -76,7 +76,8 @@ static double copy_bandwidth(int threads, void *(*fn)(void *)) {
         copy_part parts[64];
         double t0 = now();
         for (int i = 0; i < threads; i++) {
-            size_t lo = n / (size_t)threads * (size_t)i, hi = i + 1 == threads ? n : lo + n / (size_t)threads;
+            size_t lo = n / (size_t)threads * (size_t)i,
+                   hi = i + 1 == threads ? n : lo + n / (size_t)threads;
             parts[i] = (copy_part){b + lo, a + lo, hi - lo};
             pthread_create(&th[i], NULL, fn, &parts[i]);
         }

@@ -159,8 +159,8 @@ KILN_API kiln_status kiln_device_trim(kiln_context *ctx, int device, uint64_t *r
  * out-of-memory messages and traces; it is copied (the first 23 bytes). Failing with
  * KILN_ERR_DEVICE_OOM leaves the allocator as it was, apart from wholly free regions it
  * returned to the device to make room; the message lists the largest live allocations. */
-KILN_API kiln_status kiln_device_alloc(kiln_context *ctx, int device, size_t size,
-                                       const char *tag, void **out);
+KILN_API kiln_status kiln_device_alloc(kiln_context *ctx, int device, size_t size, const char *tag,
+                                       void **out);
 /* Frees a pointer from kiln_device_alloc on the same device; NULL is a no-op. A pointer the
  * allocator does not know (freed twice, foreign) is KILN_ERR_INVALID_ARGUMENT. */
 KILN_API kiln_status kiln_device_free(kiln_context *ctx, int device, void *ptr);
@@ -229,7 +229,9 @@ typedef struct kiln_value {
     uint32_t id;
 } kiln_value;
 
-static inline bool kiln_value_ok(kiln_value v) { return v.id != 0; }
+static inline bool kiln_value_ok(kiln_value v) {
+    return v.id != 0;
+}
 
 KILN_API kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **out);
 KILN_API void kiln_graph_destroy(kiln_graph *g);
@@ -333,8 +335,8 @@ KILN_API kiln_value kiln_slice(kiln_graph *g, kiln_value x, const int64_t *start
 KILN_API kiln_value kiln_concatenate(kiln_graph *g, int n, const kiln_value *xs, int axis);
 /* XLA's pad: lo/hi elements of pad_value (a rank-0 value of x's dtype) before/after each
  * axis, `interior` between elements (NULL: 0). Negative lo/hi crop. */
-KILN_API kiln_value kiln_pad(kiln_graph *g, kiln_value x, kiln_value pad_value,
-                             const int64_t *lo, const int64_t *hi, const int64_t *interior);
+KILN_API kiln_value kiln_pad(kiln_graph *g, kiln_value x, kiln_value pad_value, const int64_t *lo,
+                             const int64_t *hi, const int64_t *interior);
 
 /* Reductions over `axes` (negative counts from the end; NULL means every axis). keepdims
  * keeps reduced axes with size 1. Sum of an empty set is 0, prod 1, max -inf (or the
@@ -386,16 +388,15 @@ KILN_API kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scal
 KILN_API kiln_value kiln_gelu(kiln_graph *g, kiln_value x);
 /* logits [..., C] float, labels [...] integer in [0, C): per-example
  * logsumexp(logits) - logits[label], shape [...]. */
-KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits,
-                                               kiln_value labels);
+KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_value labels);
 
 /* ------------------------------------------------------------ interpreter ---- */
 
 /* Evaluates a finished graph op by op on the host (the reference every backend is tested
  * against). args match the parameters in order, by dtype and shape. outs receives
  * kiln_graph_num_outputs(g) new arrays, owned by the caller; on failure none is made. */
-KILN_API kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args,
-                                    int n_outs, kiln_array **outs);
+KILN_API kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
+                                    kiln_array **outs);
 
 /* ------------------------------------------------------------- compiling ---- */
 
@@ -448,10 +449,10 @@ KILN_API char *kiln_executable_to_string(const kiln_executable *e);
  * up to the device allocator's 256 bytes, so peak_bytes is exactly the rise of the
  * allocator's peak_bytes_in_use during a call, over the arguments it already held. */
 typedef struct kiln_memory_analysis {
-    uint64_t argument_bytes;       /* the parameters' arrays */
-    uint64_t output_bytes;         /* output arrays a call allocates (not those in donated buffers) */
-    uint64_t temp_bytes;           /* the temporary arena: one allocation per call */
-    uint64_t alias_bytes;          /* donated arguments whose buffers the plan reuses */
+    uint64_t argument_bytes; /* the parameters' arrays */
+    uint64_t output_bytes;   /* output arrays a call allocates (not those in donated buffers) */
+    uint64_t temp_bytes;     /* the temporary arena: one allocation per call */
+    uint64_t alias_bytes;    /* donated arguments whose buffers the plan reuses */
     uint64_t generated_code_bytes; /* the loaded machine code */
     uint64_t constant_bytes;       /* constants held by the executable (host memory) */
     uint64_t peak_bytes;           /* argument + output + temp */
@@ -485,18 +486,18 @@ typedef enum kiln_buffer_place {
  * first" (arguments, constants) and num_steps "after the last" (outputs, kept by the
  * caller). A buffer is live from first_step to last_step inclusive. */
 typedef struct kiln_buffer_info {
-    int node;                /* the value, %node in kiln_executable_to_string's graph */
-    const char *op;          /* its op ("dot_general", "exp", ...; "scratch"); static */
+    int node;       /* the value, %node in kiln_executable_to_string's graph */
+    const char *op; /* its op ("dot_general", "exp", ...; "scratch"); static */
     kiln_buffer_kind kind;
     kiln_buffer_place place;
     int place_index;
     kiln_dtype dtype; /* scratch: KILN_INVALID_DTYPE and rank 0 (it is raw bytes) */
     int rank;
     int64_t dims[KILN_MAX_RANK];
-    uint64_t bytes;          /* exact size */
-    uint64_t offset;         /* within its place */
+    uint64_t bytes;  /* exact size */
+    uint64_t offset; /* within its place */
     int first_step, last_step;
-    int shares_with;         /* written in place over this value's buffer; 0 if none */
+    int shares_with; /* written in place over this value's buffer; 0 if none */
 } kiln_buffer_info;
 
 KILN_API kiln_status kiln_executable_memory_analysis(const kiln_executable *e,
@@ -532,12 +533,12 @@ typedef struct kiln_arg_spec {
 } kiln_arg_spec;
 
 typedef struct kiln_jit_options {
-    const char *name;             /* for messages and the IR; NULL: "jit" */
-    kiln_trace_fn fn;             /* required */
-    void *user;                   /* passed to fn */
-    int n_args;                   /* with arg_specs: the declared signature; else ignored */
+    const char *name;               /* for messages and the IR; NULL: "jit" */
+    kiln_trace_fn fn;               /* required */
+    void *user;                     /* passed to fn */
+    int n_args;                     /* with arg_specs: the declared signature; else ignored */
     const kiln_arg_spec *arg_specs; /* NULL: any arguments */
-    kiln_compile_options compile; /* donate_argnums here: each call consumes those arguments */
+    kiln_compile_options compile;   /* donate_argnums here: each call consumes those arguments */
 } kiln_jit_options;
 
 typedef struct kiln_jit kiln_jit;
@@ -568,60 +569,60 @@ KILN_API void kiln_jit_clear(kiln_jit *j);
  * point at user code. Define KILN_NO_LOCATION_MACROS to call the plain functions. The
  * graph argument is evaluated twice. */
 #if !defined(KILN_NO_LOCATION_MACROS) && !defined(KILN_BUILDING)
-#define KILN__AT(g)                       kiln_graph_at((g), __FILE__, __LINE__)
-#define kiln_graph_finish(g, ...)         (KILN__AT(g), kiln_graph_finish((g), __VA_ARGS__))
-#define kiln_parameter(g, ...)            (KILN__AT(g), kiln_parameter((g), __VA_ARGS__))
-#define kiln_constant(g, ...)             (KILN__AT(g), kiln_constant((g), __VA_ARGS__))
-#define kiln_scalar(g, ...)               (KILN__AT(g), kiln_scalar((g), __VA_ARGS__))
-#define kiln_full(g, ...)                 (KILN__AT(g), kiln_full((g), __VA_ARGS__))
-#define kiln_iota(g, ...)                 (KILN__AT(g), kiln_iota((g), __VA_ARGS__))
-#define kiln_neg(g, ...)                  (KILN__AT(g), kiln_neg((g), __VA_ARGS__))
-#define kiln_abs(g, ...)                  (KILN__AT(g), kiln_abs((g), __VA_ARGS__))
-#define kiln_exp(g, ...)                  (KILN__AT(g), kiln_exp((g), __VA_ARGS__))
-#define kiln_log(g, ...)                  (KILN__AT(g), kiln_log((g), __VA_ARGS__))
-#define kiln_log1p(g, ...)                (KILN__AT(g), kiln_log1p((g), __VA_ARGS__))
-#define kiln_sqrt(g, ...)                 (KILN__AT(g), kiln_sqrt((g), __VA_ARGS__))
-#define kiln_rsqrt(g, ...)                (KILN__AT(g), kiln_rsqrt((g), __VA_ARGS__))
-#define kiln_tanh(g, ...)                 (KILN__AT(g), kiln_tanh((g), __VA_ARGS__))
-#define kiln_logistic(g, ...)             (KILN__AT(g), kiln_logistic((g), __VA_ARGS__))
-#define kiln_sign(g, ...)                 (KILN__AT(g), kiln_sign((g), __VA_ARGS__))
-#define kiln_floor(g, ...)                (KILN__AT(g), kiln_floor((g), __VA_ARGS__))
-#define kiln_logical_not(g, ...)          (KILN__AT(g), kiln_logical_not((g), __VA_ARGS__))
-#define kiln_convert(g, ...)              (KILN__AT(g), kiln_convert((g), __VA_ARGS__))
-#define kiln_add(g, ...)                  (KILN__AT(g), kiln_add((g), __VA_ARGS__))
-#define kiln_sub(g, ...)                  (KILN__AT(g), kiln_sub((g), __VA_ARGS__))
-#define kiln_mul(g, ...)                  (KILN__AT(g), kiln_mul((g), __VA_ARGS__))
-#define kiln_div(g, ...)                  (KILN__AT(g), kiln_div((g), __VA_ARGS__))
-#define kiln_pow(g, ...)                  (KILN__AT(g), kiln_pow((g), __VA_ARGS__))
-#define kiln_max(g, ...)                  (KILN__AT(g), kiln_max((g), __VA_ARGS__))
-#define kiln_min(g, ...)                  (KILN__AT(g), kiln_min((g), __VA_ARGS__))
-#define kiln_logical_and(g, ...)          (KILN__AT(g), kiln_logical_and((g), __VA_ARGS__))
-#define kiln_logical_or(g, ...)           (KILN__AT(g), kiln_logical_or((g), __VA_ARGS__))
-#define kiln_compare(g, ...)              (KILN__AT(g), kiln_compare((g), __VA_ARGS__))
-#define kiln_select(g, ...)               (KILN__AT(g), kiln_select((g), __VA_ARGS__))
-#define kiln_broadcast_in_dim(g, ...)     (KILN__AT(g), kiln_broadcast_in_dim((g), __VA_ARGS__))
-#define kiln_broadcast_to(g, ...)         (KILN__AT(g), kiln_broadcast_to((g), __VA_ARGS__))
-#define kiln_reshape(g, ...)              (KILN__AT(g), kiln_reshape((g), __VA_ARGS__))
-#define kiln_transpose(g, ...)            (KILN__AT(g), kiln_transpose((g), __VA_ARGS__))
-#define kiln_slice(g, ...)                (KILN__AT(g), kiln_slice((g), __VA_ARGS__))
-#define kiln_concatenate(g, ...)          (KILN__AT(g), kiln_concatenate((g), __VA_ARGS__))
-#define kiln_pad(g, ...)                  (KILN__AT(g), kiln_pad((g), __VA_ARGS__))
-#define kiln_reduce_sum(g, ...)           (KILN__AT(g), kiln_reduce_sum((g), __VA_ARGS__))
-#define kiln_reduce_max(g, ...)           (KILN__AT(g), kiln_reduce_max((g), __VA_ARGS__))
-#define kiln_reduce_min(g, ...)           (KILN__AT(g), kiln_reduce_min((g), __VA_ARGS__))
-#define kiln_reduce_prod(g, ...)          (KILN__AT(g), kiln_reduce_prod((g), __VA_ARGS__))
-#define kiln_mean(g, ...)                 (KILN__AT(g), kiln_mean((g), __VA_ARGS__))
-#define kiln_dot_general(g, ...)          (KILN__AT(g), kiln_dot_general((g), __VA_ARGS__))
-#define kiln_matmul(g, ...)               (KILN__AT(g), kiln_matmul((g), __VA_ARGS__))
-#define kiln_take_rows(g, ...)            (KILN__AT(g), kiln_take_rows((g), __VA_ARGS__))
-#define kiln_scatter_add_rows(g, ...)     (KILN__AT(g), kiln_scatter_add_rows((g), __VA_ARGS__))
-#define kiln_relu(g, ...)                 (KILN__AT(g), kiln_relu((g), __VA_ARGS__))
-#define kiln_softmax(g, ...)              (KILN__AT(g), kiln_softmax((g), __VA_ARGS__))
-#define kiln_log_softmax(g, ...)          (KILN__AT(g), kiln_log_softmax((g), __VA_ARGS__))
-#define kiln_logsumexp(g, ...)            (KILN__AT(g), kiln_logsumexp((g), __VA_ARGS__))
-#define kiln_layer_norm(g, ...)           (KILN__AT(g), kiln_layer_norm((g), __VA_ARGS__))
-#define kiln_gelu(g, ...)                 (KILN__AT(g), kiln_gelu((g), __VA_ARGS__))
-#define kiln_softmax_cross_entropy(g, ...)                                                        \
+#define KILN__AT(g)                   kiln_graph_at((g), __FILE__, __LINE__)
+#define kiln_graph_finish(g, ...)     (KILN__AT(g), kiln_graph_finish((g), __VA_ARGS__))
+#define kiln_parameter(g, ...)        (KILN__AT(g), kiln_parameter((g), __VA_ARGS__))
+#define kiln_constant(g, ...)         (KILN__AT(g), kiln_constant((g), __VA_ARGS__))
+#define kiln_scalar(g, ...)           (KILN__AT(g), kiln_scalar((g), __VA_ARGS__))
+#define kiln_full(g, ...)             (KILN__AT(g), kiln_full((g), __VA_ARGS__))
+#define kiln_iota(g, ...)             (KILN__AT(g), kiln_iota((g), __VA_ARGS__))
+#define kiln_neg(g, ...)              (KILN__AT(g), kiln_neg((g), __VA_ARGS__))
+#define kiln_abs(g, ...)              (KILN__AT(g), kiln_abs((g), __VA_ARGS__))
+#define kiln_exp(g, ...)              (KILN__AT(g), kiln_exp((g), __VA_ARGS__))
+#define kiln_log(g, ...)              (KILN__AT(g), kiln_log((g), __VA_ARGS__))
+#define kiln_log1p(g, ...)            (KILN__AT(g), kiln_log1p((g), __VA_ARGS__))
+#define kiln_sqrt(g, ...)             (KILN__AT(g), kiln_sqrt((g), __VA_ARGS__))
+#define kiln_rsqrt(g, ...)            (KILN__AT(g), kiln_rsqrt((g), __VA_ARGS__))
+#define kiln_tanh(g, ...)             (KILN__AT(g), kiln_tanh((g), __VA_ARGS__))
+#define kiln_logistic(g, ...)         (KILN__AT(g), kiln_logistic((g), __VA_ARGS__))
+#define kiln_sign(g, ...)             (KILN__AT(g), kiln_sign((g), __VA_ARGS__))
+#define kiln_floor(g, ...)            (KILN__AT(g), kiln_floor((g), __VA_ARGS__))
+#define kiln_logical_not(g, ...)      (KILN__AT(g), kiln_logical_not((g), __VA_ARGS__))
+#define kiln_convert(g, ...)          (KILN__AT(g), kiln_convert((g), __VA_ARGS__))
+#define kiln_add(g, ...)              (KILN__AT(g), kiln_add((g), __VA_ARGS__))
+#define kiln_sub(g, ...)              (KILN__AT(g), kiln_sub((g), __VA_ARGS__))
+#define kiln_mul(g, ...)              (KILN__AT(g), kiln_mul((g), __VA_ARGS__))
+#define kiln_div(g, ...)              (KILN__AT(g), kiln_div((g), __VA_ARGS__))
+#define kiln_pow(g, ...)              (KILN__AT(g), kiln_pow((g), __VA_ARGS__))
+#define kiln_max(g, ...)              (KILN__AT(g), kiln_max((g), __VA_ARGS__))
+#define kiln_min(g, ...)              (KILN__AT(g), kiln_min((g), __VA_ARGS__))
+#define kiln_logical_and(g, ...)      (KILN__AT(g), kiln_logical_and((g), __VA_ARGS__))
+#define kiln_logical_or(g, ...)       (KILN__AT(g), kiln_logical_or((g), __VA_ARGS__))
+#define kiln_compare(g, ...)          (KILN__AT(g), kiln_compare((g), __VA_ARGS__))
+#define kiln_select(g, ...)           (KILN__AT(g), kiln_select((g), __VA_ARGS__))
+#define kiln_broadcast_in_dim(g, ...) (KILN__AT(g), kiln_broadcast_in_dim((g), __VA_ARGS__))
+#define kiln_broadcast_to(g, ...)     (KILN__AT(g), kiln_broadcast_to((g), __VA_ARGS__))
+#define kiln_reshape(g, ...)          (KILN__AT(g), kiln_reshape((g), __VA_ARGS__))
+#define kiln_transpose(g, ...)        (KILN__AT(g), kiln_transpose((g), __VA_ARGS__))
+#define kiln_slice(g, ...)            (KILN__AT(g), kiln_slice((g), __VA_ARGS__))
+#define kiln_concatenate(g, ...)      (KILN__AT(g), kiln_concatenate((g), __VA_ARGS__))
+#define kiln_pad(g, ...)              (KILN__AT(g), kiln_pad((g), __VA_ARGS__))
+#define kiln_reduce_sum(g, ...)       (KILN__AT(g), kiln_reduce_sum((g), __VA_ARGS__))
+#define kiln_reduce_max(g, ...)       (KILN__AT(g), kiln_reduce_max((g), __VA_ARGS__))
+#define kiln_reduce_min(g, ...)       (KILN__AT(g), kiln_reduce_min((g), __VA_ARGS__))
+#define kiln_reduce_prod(g, ...)      (KILN__AT(g), kiln_reduce_prod((g), __VA_ARGS__))
+#define kiln_mean(g, ...)             (KILN__AT(g), kiln_mean((g), __VA_ARGS__))
+#define kiln_dot_general(g, ...)      (KILN__AT(g), kiln_dot_general((g), __VA_ARGS__))
+#define kiln_matmul(g, ...)           (KILN__AT(g), kiln_matmul((g), __VA_ARGS__))
+#define kiln_take_rows(g, ...)        (KILN__AT(g), kiln_take_rows((g), __VA_ARGS__))
+#define kiln_scatter_add_rows(g, ...) (KILN__AT(g), kiln_scatter_add_rows((g), __VA_ARGS__))
+#define kiln_relu(g, ...)             (KILN__AT(g), kiln_relu((g), __VA_ARGS__))
+#define kiln_softmax(g, ...)          (KILN__AT(g), kiln_softmax((g), __VA_ARGS__))
+#define kiln_log_softmax(g, ...)      (KILN__AT(g), kiln_log_softmax((g), __VA_ARGS__))
+#define kiln_logsumexp(g, ...)        (KILN__AT(g), kiln_logsumexp((g), __VA_ARGS__))
+#define kiln_layer_norm(g, ...)       (KILN__AT(g), kiln_layer_norm((g), __VA_ARGS__))
+#define kiln_gelu(g, ...)             (KILN__AT(g), kiln_gelu((g), __VA_ARGS__))
+#define kiln_softmax_cross_entropy(g, ...)                                                         \
     (KILN__AT(g), kiln_softmax_cross_entropy((g), __VA_ARGS__))
 #endif
 

@@ -14,45 +14,47 @@
 
 static int test_passed, test_failed;
 
-#define CHECK(cond)                                                                               \
-    do {                                                                                          \
-        if (cond) test_passed++;                                                                  \
-        else {                                                                                    \
-            test_failed++;                                                                        \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);              \
-        }                                                                                         \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond)                                                                                  \
+            test_passed++;                                                                         \
+        else {                                                                                     \
+            test_failed++;                                                                         \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_MSG(cond, ...)                                                                      \
-    do {                                                                                          \
-        if (cond) test_passed++;                                                                  \
-        else {                                                                                    \
-            test_failed++;                                                                        \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-        }                                                                                         \
+#define CHECK_MSG(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (cond)                                                                                  \
+            test_passed++;                                                                         \
+        else {                                                                                     \
+            test_failed++;                                                                         \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);               \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_STATUS(expr, want)                                                                  \
-    do {                                                                                          \
-        kiln_status s_ = (expr);                                                                  \
-        CHECK_MSG(s_ == (want), "%s returned %s, want %s", #expr, kiln_status_name(s_),           \
-                  kiln_status_name(want));                                                        \
+#define CHECK_STATUS(expr, want)                                                                   \
+    do {                                                                                           \
+        kiln_status s_ = (expr);                                                                   \
+        CHECK_MSG(s_ == (want), "%s returned %s, want %s", #expr, kiln_status_name(s_),            \
+                  kiln_status_name(want));                                                         \
     } while (0)
 
-#define CHECK_OK(ctx, expr)                                                                       \
-    do {                                                                                          \
-        kiln_status s_ = (expr);                                                                  \
-        CHECK_MSG(s_ == KILN_OK, "%s returned %s: %s", #expr, kiln_status_name(s_),               \
-                  kiln_last_error(ctx));                                                          \
+#define CHECK_OK(ctx, expr)                                                                        \
+    do {                                                                                           \
+        kiln_status s_ = (expr);                                                                   \
+        CHECK_MSG(s_ == KILN_OK, "%s returned %s: %s", #expr, kiln_status_name(s_),                \
+                  kiln_last_error(ctx));                                                           \
     } while (0)
 
-#define CHECK_CONTAINS(hay, needle)                                                               \
-    do {                                                                                          \
-        const char *h_ = (hay);                                                                   \
-        CHECK_MSG(h_ && strstr(h_, (needle)), "\"%s\" does not contain \"%s\"", h_ ? h_ : "(null)", \
-                  (needle));                                                                      \
+#define CHECK_CONTAINS(hay, needle)                                                                \
+    do {                                                                                           \
+        const char *h_ = (hay);                                                                    \
+        CHECK_MSG(h_ &&strstr(h_, (needle)), "\"%s\" does not contain \"%s\"", h_ ? h_ : "(null)", \
+                  (needle));                                                                       \
     } while (0)
 
 /* |a-b| <= atol + rtol*|b|, with NaN == NaN and equal infinities. */
@@ -61,17 +63,17 @@ static inline int test_close(double a, double b, double rtol, double atol) {
     if (isinf(a) || isinf(b)) return a == b;
     return fabs(a - b) <= atol + rtol * fabs(b);
 }
-#define CHECK_NEAR(a, b, tol)                                                                     \
-    do {                                                                                          \
-        double a_ = (a), b_ = (b);                                                                \
-        CHECK_MSG(test_close(a_, b_, (tol), (tol)), "%s = %.17g, want %.17g", #a, a_, b_);        \
+#define CHECK_NEAR(a, b, tol)                                                                      \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        CHECK_MSG(test_close(a_, b_, (tol), (tol)), "%s = %.17g, want %.17g", #a, a_, b_);         \
     } while (0)
 
-#define RUN(fn)                                                                                   \
-    do {                                                                                          \
-        int before_ = test_failed;                                                                \
-        fn();                                                                                     \
-        if (test_failed != before_) fprintf(stderr, "  in %s\n", #fn);                            \
+#define RUN(fn)                                                                                    \
+    do {                                                                                           \
+        int before_ = test_failed;                                                                 \
+        fn();                                                                                      \
+        if (test_failed != before_) fprintf(stderr, "  in %s\n", #fn);                             \
     } while (0)
 
 static inline int test_summary(const char *name) {
@@ -82,15 +84,18 @@ static inline int test_summary(const char *name) {
 /* ------------------------------------------------ counting/failing allocator ---- */
 
 typedef struct test_alloc {
-    long count;     /* allocations made (alloc + growing realloc) */
-    long fail_at;   /* fail the fail_at-th one (1-based); 0: never */
-    long live;      /* allocations not yet freed */
-    size_t bytes;   /* bytes not yet freed */
-    int bad_size;   /* a free/realloc gave a size that differs from the allocation's */
+    long count;   /* allocations made (alloc + growing realloc) */
+    long fail_at; /* fail the fail_at-th one (1-based); 0: never */
+    long live;    /* allocations not yet freed */
+    size_t bytes; /* bytes not yet freed */
+    int bad_size; /* a free/realloc gave a size that differs from the allocation's */
 } test_alloc;
 
 /* Each block carries a header with its size so we can check the sizes kiln passes back. */
-typedef struct { size_t size; size_t pad; } test_hdr;
+typedef struct {
+    size_t size;
+    size_t pad;
+} test_hdr;
 
 static void *test_alloc_fn(void *user, size_t size) {
     test_alloc *t = (test_alloc *)user;

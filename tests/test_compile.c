@@ -150,14 +150,24 @@ static int b_dots(kiln_graph *g, kiln_value *o) {
     o[n++] = kiln_dot_general(g, ia, kiln_convert(g, a, KILN_I32), &dd);
     /* attention-style: heads are a middle batch axis, read in place with a row stride */
     int64_t qd[3] = {6, 4, 8};
-    kiln_value q = kiln_parameter(g, "q", KILN_F32, 3, qd), k = kiln_parameter(g, "k", KILN_F32, 3, qd);
-    kiln_dot_dims heads = {.n_contract = 1, .lhs_contract = {2}, .rhs_contract = {2}, .n_batch = 1,
-                           .lhs_batch = {1}, .rhs_batch = {1}};
+    kiln_value q = kiln_parameter(g, "q", KILN_F32, 3, qd),
+               k = kiln_parameter(g, "k", KILN_F32, 3, qd);
+    kiln_dot_dims heads = {.n_contract = 1,
+                           .lhs_contract = {2},
+                           .rhs_contract = {2},
+                           .n_batch = 1,
+                           .lhs_batch = {1},
+                           .rhs_batch = {1}};
     o[n++] = kiln_dot_general(g, q, k, &heads);
-    kiln_dot_dims pv = {.n_contract = 1, .lhs_contract = {0}, .rhs_contract = {0}, .n_batch = 1,
-                        .lhs_batch = {1}, .rhs_batch = {1}};
+    kiln_dot_dims pv = {.n_contract = 1,
+                        .lhs_contract = {0},
+                        .rhs_contract = {0},
+                        .n_batch = 1,
+                        .lhs_batch = {1},
+                        .rhs_batch = {1}};
     o[n++] = kiln_dot_general(g, q, kiln_convert(g, kiln_convert(g, k, KILN_I64), KILN_F32), &pv);
-    o[n++] = kiln_dot_general(g, kiln_convert(g, q, KILN_I64), kiln_convert(g, k, KILN_I64), &heads);
+    o[n++] =
+        kiln_dot_general(g, kiln_convert(g, q, KILN_I64), kiln_convert(g, k, KILN_I64), &heads);
     return n;
 }
 

@@ -119,7 +119,7 @@ static void test_byte_parser(void) {
     CHECK(config_parse_bytes("2GiB", &v) && v == 2ull << 30);
     CHECK(config_parse_bytes("1.5k", &v) && v == 1536);
     CHECK(config_parse_bytes("1e9", &v) && v == 1000000000ull);
-    CHECK(!config_parse_bytes("0.5", &v));  /* half a byte is a typo, not "no limit" */
+    CHECK(!config_parse_bytes("0.5", &v)); /* half a byte is a typo, not "no limit" */
     CHECK(!config_parse_bytes("1.3", &v));
     CHECK(!config_parse_bytes("0x10", &v)); /* hex floats are not byte counts */
     CHECK(!config_parse_bytes("nan", &v));

@@ -36,8 +36,8 @@ bool config_parse_double(const char *s, double *out) {
 }
 
 bool config_parse_bool(const char *s, bool *out) {
-    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false",
-                                                                               "no", "off"};
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no",
+                                                                                "off"};
     for (int i = 0; i < 4; i++) {
         if (!strcasecmp(s, yes[i])) return *out = true, true;
         if (!strcasecmp(s, no[i])) return *out = false, true;
@@ -76,8 +76,10 @@ static bool parse_mode(const char *s, kiln_alloc_mode *out) {
     static const struct {
         const char *name;
         kiln_alloc_mode mode;
-    } modes[] = {{"default", KILN_ALLOC_DEFAULT},         {"grow", KILN_ALLOC_GROW},
-                 {"bfc", KILN_ALLOC_DEFAULT},             {"preallocate", KILN_ALLOC_PREALLOCATE},
+    } modes[] = {{"default", KILN_ALLOC_DEFAULT},
+                 {"grow", KILN_ALLOC_GROW},
+                 {"bfc", KILN_ALLOC_DEFAULT},
+                 {"preallocate", KILN_ALLOC_PREALLOCATE},
                  {"platform", KILN_ALLOC_PLATFORM}};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (!strcasecmp(s, modes[i].name)) return *out = modes[i].mode, true;
@@ -133,7 +135,8 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
     bool prealloc_set = false, prealloc = false, mode_set = false;
     if ((v = getenv("KILN_ALLOCATOR")) && *v) {
         if (!parse_mode(v, &c->alloc_mode))
-            return bad_env(err, n, "KILN_ALLOCATOR", v, "one of default, grow, preallocate, platform");
+            return bad_env(err, n, "KILN_ALLOCATOR", v,
+                           "one of default, grow, preallocate, platform");
         mode_set = true;
     }
     if ((v = getenv("KILN_PREALLOCATE")) && *v) {
@@ -201,10 +204,12 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
     if (cfg->mem_fraction == 0) cfg->mem_fraction = 0.75;
     if (!cfg->cache_dir[0]) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/kiln", xdg);
+        if (xdg && *xdg)
+            snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/kiln", xdg);
         else if (home && *home)
             snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/.cache/kiln", home);
-        else snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "/tmp/kiln-cache");
+        else
+            snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "/tmp/kiln-cache");
     }
     return KILN_OK;
 }

@@ -10,8 +10,8 @@
 
 extern const kiln_host_allocator kn_default_host_allocator;
 
-kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context **out,
-                                char *err, size_t err_size) {
+kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context **out, char *err,
+                                size_t err_size) {
     char local[KN_ERR_MAX];
     if (!err || !err_size) err = local, err_size = sizeof local;
     err[0] = 0;

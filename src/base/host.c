@@ -21,8 +21,8 @@ static void default_free(void *user, void *p, size_t size) {
     free(p);
 }
 
-const kiln_host_allocator kn_default_host_allocator = {default_alloc, default_realloc,
-                                                       default_free, NULL};
+const kiln_host_allocator kn_default_host_allocator = {default_alloc, default_realloc, default_free,
+                                                       NULL};
 
 void *host_alloc(kiln_context *ctx, size_t size) {
     return ctx->host.alloc(ctx->host.user, size ? size : 1);
@@ -38,8 +38,7 @@ void *host_calloc(kiln_context *ctx, size_t n, size_t size) {
 
 void *host_realloc(kiln_context *ctx, void *p, size_t old_size, size_t new_size) {
     if (!p) return host_alloc(ctx, new_size);
-    return ctx->host.realloc(ctx->host.user, p, old_size ? old_size : 1,
-                             new_size ? new_size : 1);
+    return ctx->host.realloc(ctx->host.user, p, old_size ? old_size : 1, new_size ? new_size : 1);
 }
 
 void host_free(kiln_context *ctx, void *p, size_t size) {
@@ -69,11 +68,12 @@ kiln_status ctx_error(kiln_context *ctx, kiln_status code, const char *fmt, ...)
 }
 
 kiln_status ctx_oom(kiln_context *ctx, const char *what, size_t size) {
-    return ctx_error(ctx, KILN_ERR_HOST_OOM, "%s: host allocation of %zu bytes failed", what,
-                     size);
+    return ctx_error(ctx, KILN_ERR_HOST_OOM, "%s: host allocation of %zu bytes failed", what, size);
 }
 
-const char *kiln_last_error(const kiln_context *ctx) { return ctx ? ctx->err : ""; }
+const char *kiln_last_error(const kiln_context *ctx) {
+    return ctx ? ctx->err : "";
+}
 
 size_t kiln_last_error_copy(const kiln_context *ctx, char *buf, size_t size) {
     if (!ctx) return 0;
@@ -91,10 +91,10 @@ void kiln_string_free(kiln_context *ctx, char *s) {
 
 const char *kiln_status_name(kiln_status s) {
     static const char *const names[] = {
-        "KILN_OK",          "KILN_ERR_INVALID_ARGUMENT", "KILN_ERR_SHAPE",
-        "KILN_ERR_DTYPE",   "KILN_ERR_HOST_OOM",         "KILN_ERR_DEVICE_OOM",
-        "KILN_ERR_CONFIG",  "KILN_ERR_UNIMPLEMENTED",    "KILN_ERR_INTERNAL",
-        "KILN_ERR_IO",      "KILN_ERR_BACKEND",          "KILN_ERR_CONSUMED",
+        "KILN_OK",         "KILN_ERR_INVALID_ARGUMENT", "KILN_ERR_SHAPE",
+        "KILN_ERR_DTYPE",  "KILN_ERR_HOST_OOM",         "KILN_ERR_DEVICE_OOM",
+        "KILN_ERR_CONFIG", "KILN_ERR_UNIMPLEMENTED",    "KILN_ERR_INTERNAL",
+        "KILN_ERR_IO",     "KILN_ERR_BACKEND",          "KILN_ERR_CONSUMED",
     };
     if ((unsigned)s < sizeof names / sizeof names[0]) return names[s];
     return "KILN_ERR_UNKNOWN";

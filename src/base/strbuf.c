@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-void sb_init(strbuf *sb, kiln_context *ctx) { *sb = (strbuf){.ctx = ctx}; }
+void sb_init(strbuf *sb, kiln_context *ctx) {
+    *sb = (strbuf){.ctx = ctx};
+}
 
 void sb_free(strbuf *sb) {
     host_free(sb->ctx, sb->data, sb->cap);

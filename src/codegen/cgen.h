@@ -21,8 +21,7 @@ typedef struct cgen_kernel {
 
 /* Appends the program's C source to sb; fills info[k] for every kernel (DOT and SCATTER
  * kernels get items = 0 and no function). */
-kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb,
-                         cgen_kernel *info);
+kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info);
 /* The C type of a dtype ("float", "int32_t", ...). */
 const char *cgen_ctype(kiln_dtype t);
 

@@ -25,9 +25,9 @@ typedef enum fk_kind {
 
 typedef struct fkernel {
     fk_kind kind;
-    uint32_t *roots, n_roots;     /* materialised nodes it writes */
-    uint32_t *inputs, n_inputs;   /* materialised nodes it reads (params, constants, roots) */
-    uint32_t n_members;           /* nodes computed in it (roots + inlined), for reports */
+    uint32_t *roots, n_roots;   /* materialised nodes it writes */
+    uint32_t *inputs, n_inputs; /* materialised nodes it reads (params, constants, roots) */
+    uint32_t n_members;         /* nodes computed in it (roots + inlined), for reports */
     /* Set by the memory planner before codegen: 1 + the input slot whose buffer the root
      * overwrites element for element (in place), 0 if none. Codegen must then not declare
      * that input and the output `restrict`. */
@@ -36,12 +36,12 @@ typedef struct fkernel {
 
 typedef struct fusion_plan {
     kiln_context *ctx;
-    uint32_t n_nodes;       /* the graph's n_nodes (slot 0 unused) */
-    uint8_t *materialised;  /* per node: 1 if it has a buffer */
-    uint8_t *inline_const;  /* per node: 1 if a scalar constant emitted as a literal */
+    uint32_t n_nodes;      /* the graph's n_nodes (slot 0 unused) */
+    uint8_t *materialised; /* per node: 1 if it has a buffer */
+    uint8_t *inline_const; /* per node: 1 if a scalar constant emitted as a literal */
     fkernel *kernels;
     uint32_t n_kernels, cap_kernels;
-    uint32_t n_fused_away;  /* non-source nodes that got no buffer */
+    uint32_t n_fused_away; /* non-source nodes that got no buffer */
 } fusion_plan;
 
 typedef struct fusion_options {

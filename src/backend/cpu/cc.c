@@ -48,14 +48,9 @@
  * for NaN explicitly, keeps signed zeros, and its exp range reduction (Cody-Waite) loses
  * ~30 ulp if reassociated. Reductions vectorise through `#pragma omp simd reduction`
  * instead, which -fopenmp-simd enables without any OpenMP runtime. */
-static const char *const base_flags[] = {"-O3",
-                                         "-march=native",
-                                         "-fPIC",
-                                         "-shared",
-                                         "-fno-math-errno",
-                                         "-fno-trapping-math",
-                                         "-fopenmp-simd",
-                                         "-std=gnu11"};
+static const char *const base_flags[] = {"-O3",           "-march=native",   "-fPIC",
+                                         "-shared",       "-fno-math-errno", "-fno-trapping-math",
+                                         "-fopenmp-simd", "-std=gnu11"};
 #define N_BASE_FLAGS ((int)(sizeof base_flags / sizeof base_flags[0]))
 
 struct cc_state {

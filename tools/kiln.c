@@ -16,6 +16,7 @@
 #include "../examples/models.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -65,8 +66,25 @@ static int parse(int argc, char **argv, opts *o) {
     return 0;
 }
 
+/* mkdir -p: the -o folder is made if it is missing. */
+static int make_dirs(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(path, 0777) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0777) && errno != EEXIST ? -1 : 0;
+}
+
 static int write_file(const char *dir, const char *name, const char *text) {
     char path[4096];
+    if (make_dirs(dir)) {
+        fprintf(stderr, "kiln: cannot make the folder %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "w");
     if (!f || fputs(text, f) < 0 || fclose(f)) {

@@ -454,6 +454,31 @@ static void accumulate(em *e, const reduce_spec *r, const char *acc, const char 
     if (r->nan_flag) line(e, "%s |= %s != %s;", nan, xv, xv);
 }
 
+/* Opens one loop per reduced axis of reduction `id` (operand xn) and fills sub, the
+ * operand's index: kept axes from ix, reduced ones from the loop variables. `pragma`
+ * (may be NULL) goes before the innermost loop. Returns how many loops were opened. */
+static int open_reduce_loops(em *e, uint32_t id, const ir_node *n, const ir_node *xn,
+                             const idxv *ix, idxv *sub, const char *pragma) {
+    int last = -1, kept = 0, opened = 0;
+    for (int a = 0; a < xn->shape.rank; a++)
+        if (n->a.reduce_axes >> a & 1u) last = a;
+    sub->rank = xn->shape.rank;
+    for (int a = 0; a < xn->shape.rank; a++) {
+        if (!(n->a.reduce_axes >> a & 1u)) {
+            snprintf(sub->s[a], IDX_LEN, "%s", ix->s[kept++]);
+            continue;
+        }
+        char head[128];
+        snprintf(sub->s[a], IDX_LEN, "r%u_%d", id, a);
+        snprintf(head, sizeof head, "for (int64_t r%u_%d = 0; r%u_%d < %lld; r%u_%d++)", id, a, id,
+                 a, (long long)xn->shape.dims[a], id, a);
+        if (a == last && pragma) line(e, "%s", pragma);
+        scope_open(e, head);
+        opened++;
+    }
+    return opened;
+}
+
 static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
     const ir_node *n = &e->g->nodes[id];
     uint32_t x = ir_in(n)[0];
@@ -469,28 +494,14 @@ static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
         snprintf(nan, sizeof nan, "%s_nan", acc);
         line(e, "uint8_t %s = 0;", nan);
     }
-    int last = -1, kept = 0, opened = 0;
-    for (int a = 0; a < xn->shape.rank; a++)
-        if (n->a.reduce_axes >> a & 1u) last = a;
-    idxv sub = {.rank = xn->shape.rank};
-    for (int a = 0; a < xn->shape.rank; a++) {
-        if (!(n->a.reduce_axes >> a & 1u)) {
-            snprintf(sub.s[a], IDX_LEN, "%s", ix->s[kept++]);
-            continue;
-        }
-        char head[128];
-        snprintf(sub.s[a], IDX_LEN, "r%u_%d", id, a);
-        snprintf(head, sizeof head, "for (int64_t r%u_%d = 0; r%u_%d < %lld; r%u_%d++)", id, a, id,
-                 a, (long long)xn->shape.dims[a], id, a);
-        if (a == last) {
-            if (nan_flag)
-                line(e, "#pragma omp simd reduction(%s:%s) reduction(|:%s)", omp, acc, nan);
-            else
-                line(e, "#pragma omp simd reduction(%s:%s)", omp, acc);
-        }
-        scope_open(e, head);
-        opened++;
-    }
+    char pragma[256];
+    if (nan_flag)
+        snprintf(pragma, sizeof pragma, "#pragma omp simd reduction(%s:%s) reduction(|:%s)", omp,
+                 acc, nan);
+    else
+        snprintf(pragma, sizeof pragma, "#pragma omp simd reduction(%s:%s)", omp, acc);
+    idxv sub;
+    int opened = open_reduce_loops(e, id, n, xn, ix, &sub, pragma);
     char xv[VAL_LEN];
     emit_value(e, x, &sub, xv);
     accumulate(e, &rs, acc, nan, xv);
@@ -607,19 +618,8 @@ static void emit_columns(em *e, const idxv *ix, int64_t inner) {
     if (rs.nan_flag) line(e, "uint8_t acc_nan[%d];", CHUNK);
     line(e, "for (int64_t j = 0; j < je - jb; j++) acc[j] = %s;", rs.init);
     if (rs.nan_flag) line(e, "for (int64_t j = 0; j < je - jb; j++) acc_nan[j] = 0;");
-    idxv sub = {.rank = xn->shape.rank};
-    for (int a = 0, kept = 0; a < xn->shape.rank; a++) {
-        if (!(n->a.reduce_axes >> a & 1u)) {
-            snprintf(sub.s[a], IDX_LEN, "%s", ix->s[kept++]);
-            continue;
-        }
-        char head[128];
-        snprintf(sub.s[a], IDX_LEN, "r%u_%d", id, a);
-        snprintf(head, sizeof head, "for (int64_t r%u_%d = 0; r%u_%d < %lld; r%u_%d++)", id, a, id,
-                 a, (long long)xn->shape.dims[a], id, a);
-        scope_open(e, head);
-        opened++;
-    }
+    idxv sub;
+    opened = open_reduce_loops(e, id, n, xn, ix, &sub, NULL);
     char head[160], acc[64], nan[64], xv[VAL_LEN];
     line(e, "#pragma omp simd");
     snprintf(head, sizeof head, "for (int64_t i%d = jb; i%d < je; i%d++)", last, last, last);

@@ -404,7 +404,7 @@ static void test_errors(void) {
 static kiln_status compile_and_run(kiln_context *c, int *out_bad) {
     kiln_graph *g = NULL;
     kiln_executable *e = NULL;
-    kiln_array *args[4] = {0}, *outs[2] = {0};
+    kiln_array *outs[2] = {0};
     kiln_status s = kiln_graph_create(c, "fault", &g);
     if (!s) {
         kiln_value o[2];
@@ -421,7 +421,6 @@ static kiln_status compile_and_run(kiln_context *c, int *out_bad) {
     }
     if (!s) s = kiln_executable_run(e, np, all, 2, outs);
     if (!s) *out_bad = kiln_array_size(outs[1]) != 32 * 10;
-    (void)args;
     for (int i = 0; i < 8; i++) kiln_array_free(all[i]);
     kiln_array_free(outs[0]), kiln_array_free(outs[1]);
     kiln_executable_destroy(e);

@@ -44,6 +44,7 @@ typedef struct em {
     memo_ent *memo;
     size_t n_memo, cap_memo;
     bool oom;
+    bool int_arith; /* integer elementwise code was emitted (see drop_pragma) */
 } em;
 
 const char *cgen_ctype(kiln_dtype t) {
@@ -279,6 +280,7 @@ static void emit_elementwise(em *e, uint32_t id, const idxv *ix, char *out) {
     char v[3][VAL_LEN], ex[512];
     for (uint32_t i = 0; i < n->n_in; i++) emit_value(e, in[i], ix, v[i]);
     kiln_dtype in_t = e->g->nodes[in[n->op == IR_SELECT ? 1 : 0]].dtype;
+    e->int_arith |= ir_dtype_is_int(in_t);
     if (n->op == IR_SELECT)
         snprintf(ex, sizeof ex, "(%s ? %s : %s)", v[0], v[1], v[2]);
     else if (n->n_in == 1)
@@ -454,11 +456,32 @@ static void accumulate(em *e, const reduce_spec *r, const char *acc, const char 
     if (r->nan_flag) line(e, "%s |= %s != %s;", nan, xv, xv);
 }
 
+/* gcc 12 miscompiles `omp simd` loops of small constant trip count whose body does
+ * wrapping integer arithmetic (an index computed from an iota, clamped, then gathered
+ * from: it folds the lanes' indices wrongly; clang and gcc without the pragma are right).
+ * So a loop whose body emitted integer elementwise code loses its pragma: the pragma line
+ * written at `at` is cut out of the source. Returns the flag to restore. */
+static bool simd_begin(em *e) {
+    bool saved = e->int_arith;
+    e->int_arith = false;
+    return saved;
+}
+
+static void simd_end(em *e, size_t at, bool saved) {
+    if (e->int_arith && !e->sb->oom && at < e->sb->len) {
+        char *start = e->sb->data + at, *nl = strchr(start, '\n');
+        size_t cut = nl ? (size_t)(nl - start) + 1 : 0;
+        memmove(start, start + cut, e->sb->len - at - cut + 1);
+        e->sb->len -= cut;
+    }
+    e->int_arith |= saved;
+}
+
 /* Opens one loop per reduced axis of reduction `id` (operand xn) and fills sub, the
  * operand's index: kept axes from ix, reduced ones from the loop variables. `pragma`
  * (may be NULL) goes before the innermost loop. Returns how many loops were opened. */
 static int open_reduce_loops(em *e, uint32_t id, const ir_node *n, const ir_node *xn,
-                             const idxv *ix, idxv *sub, const char *pragma) {
+                             const idxv *ix, idxv *sub, const char *pragma, size_t *pragma_at) {
     int last = -1, kept = 0, opened = 0;
     for (int a = 0; a < xn->shape.rank; a++)
         if (n->a.reduce_axes >> a & 1u) last = a;
@@ -472,7 +495,10 @@ static int open_reduce_loops(em *e, uint32_t id, const ir_node *n, const ir_node
         snprintf(sub->s[a], IDX_LEN, "r%u_%d", id, a);
         snprintf(head, sizeof head, "for (int64_t r%u_%d = 0; r%u_%d < %lld; r%u_%d++)", id, a, id,
                  a, (long long)xn->shape.dims[a], id, a);
-        if (a == last && pragma) line(e, "%s", pragma);
+        if (a == last && pragma) {
+            *pragma_at = e->sb->len;
+            line(e, "%s", pragma);
+        }
         scope_open(e, head);
         opened++;
     }
@@ -501,10 +527,13 @@ static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
     else
         snprintf(pragma, sizeof pragma, "#pragma omp simd reduction(%s:%s)", omp, acc);
     idxv sub;
-    int opened = open_reduce_loops(e, id, n, xn, ix, &sub, pragma);
+    size_t at = SIZE_MAX;
+    bool saved = simd_begin(e);
+    int opened = open_reduce_loops(e, id, n, xn, ix, &sub, pragma, &at);
     char xv[VAL_LEN];
     emit_value(e, x, &sub, xv);
     accumulate(e, &rs, acc, nan, xv);
+    simd_end(e, at, saved);
     while (opened--) scope_close(e);
     fresh(e, out, "v");
     if (nan_flag)
@@ -619,8 +648,10 @@ static void emit_columns(em *e, const idxv *ix, int64_t inner) {
     line(e, "for (int64_t j = 0; j < je - jb; j++) acc[j] = %s;", rs.init);
     if (rs.nan_flag) line(e, "for (int64_t j = 0; j < je - jb; j++) acc_nan[j] = 0;");
     idxv sub;
-    opened = open_reduce_loops(e, id, n, xn, ix, &sub, NULL);
+    opened = open_reduce_loops(e, id, n, xn, ix, &sub, NULL, NULL);
     char head[160], acc[64], nan[64], xv[VAL_LEN];
+    size_t at = e->sb->len;
+    bool saved = simd_begin(e);
     line(e, "#pragma omp simd");
     snprintf(head, sizeof head, "for (int64_t i%d = jb; i%d < je; i%d++)", last, last, last);
     scope_open(e, head);
@@ -628,6 +659,7 @@ static void emit_columns(em *e, const idxv *ix, int64_t inner) {
     snprintf(acc, sizeof acc, "acc[i%d - jb]", last);
     snprintf(nan, sizeof nan, "acc_nan[i%d - jb]", last);
     accumulate(e, &rs, acc, nan, xv);
+    simd_end(e, at, saved);
     scope_close(e);
     while (opened--) scope_close(e);
     scope_open(e, head);

@@ -97,8 +97,18 @@ static inline kiln_value rp_partner(rp_state *s, kiln_graph *g, const rp_val *x)
     return rp_param(s, g, x->t, r, d);
 }
 
+static inline bool rp_is_int(const rp_val *x) { return x->t == KILN_I32 || x->t == KILN_I64; }
+
 static inline kiln_value rp_unary(rp_state *s, kiln_graph *g, const rp_val *x) {
     kiln_value v = x->v;
+    if (rp_is_int(x)) { /* integer programs: wrapping arithmetic only */
+        switch (rp_int(s, 4)) {
+        case 0: return kiln_neg(g, v);
+        case 1: return kiln_abs(g, v);
+        case 2: return kiln_sign(g, v);
+        default: return kiln_convert(g, kiln_convert(g, v, x->t == KILN_I32 ? KILN_I64 : KILN_I32), x->t);
+        }
+    }
     kiln_value one = kiln_scalar(g, x->t, 1.0);
     switch (rp_int(s, 11)) {
     case 0: return kiln_neg(g, v);
@@ -141,7 +151,7 @@ static inline kiln_value rp_reduce(rp_state *s, kiln_graph *g, const rp_val *x) 
         if (rp_int(s, 2)) axes[n++] = rp_int(s, 2) ? i : i - x->rank;
     bool keep = rp_int(s, 2);
     const int *ax = rp_int(s, 6) == 0 ? NULL : axes;
-    switch (rp_int(s, 5)) {
+    switch (rp_int(s, rp_is_int(x) ? 3 : 5)) { /* mean and softmax are float-only */
     case 0: return kiln_reduce_sum(g, x->v, n, ax, keep);
     case 1: return kiln_reduce_max(g, x->v, n, ax, keep);
     case 2: return kiln_reduce_min(g, x->v, n, ax, keep);
@@ -194,7 +204,8 @@ static inline kiln_value rp_shape_op(rp_state *s, kiln_graph *g, const rp_val *x
     case 4: /* concatenate with a transformed copy of itself */
         if (!r) return x->v;
         {
-            kiln_value parts[3] = {x->v, kiln_tanh(g, x->v), x->v};
+            kiln_value other = rp_is_int(x) ? kiln_neg(g, x->v) : kiln_tanh(g, x->v);
+            kiln_value parts[3] = {x->v, other, x->v};
             return kiln_concatenate(g, 2 + rp_int(s, 2), parts, rp_int(s, r));
         }
     default: { /* broadcast to a new leading axis */
@@ -234,7 +245,8 @@ static inline void rp_sub(rp_state *s, kiln_graph *g) {
     s->n_vals = 0;
     int rank;
     int64_t dims[KILN_MAX_RANK];
-    kiln_dtype t = rp_int(s, 4) == 0 ? KILN_F64 : KILN_F32;
+    static const kiln_dtype types[6] = {KILN_F32, KILN_F32, KILN_F32, KILN_F64, KILN_I32, KILN_I64};
+    kiln_dtype t = types[rp_int(s, 6)];
     rp_random_shape(s, &rank, dims);
     rp_push(s, g, rp_param(s, g, t, rank, dims));
     int n_ops = 3 + rp_int(s, 8);

@@ -31,6 +31,14 @@ typedef struct run_state {
 
 /* ------------------------------------------------------------- kernels ---- */
 
+/* A dot operand may be a reshape with no buffer of its own (fusion's reshape_view): the
+ * same bytes as the buffer it reshapes. */
+static uint32_t view_base(const kiln_executable *e, uint32_t id) {
+    while (!e->plan.materialised[id] && e->g->nodes[id].op == IR_RESHAPE)
+        id = ir_in(&e->g->nodes[id])[0];
+    return id;
+}
+
 typedef struct loop_call {
     exec_kernel_fn fn;
     void *const *bufs;
@@ -57,7 +65,7 @@ static void run_dot(run_state *r, uint32_t ki) {
     uint32_t id = e->plan.kernels[ki].roots[0];
     const ir_node *n = &e->g->nodes[id];
     const exec_dot *d = &e->dots[ki];
-    const void *ops[2] = {r->buf[ir_in(n)[0]], r->buf[ir_in(n)[1]]};
+    const void *ops[2] = {r->buf[view_base(e, ir_in(n)[0])], r->buf[view_base(e, ir_in(n)[1])]};
     int32_t sb = e->mem.scratch_of[ki];
     char *scratch = sb >= 0 ? (char *)r->arena + e->mem.buffers[sb].offset : NULL;
     if (sb >= 0 && e->mem.buffers[sb].place == PLAN_P_DONATED)

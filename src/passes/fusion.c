@@ -133,6 +133,17 @@ static bool library_use(const decide_state *s, uint32_t x) {
     return false;
 }
 
+/* A reshape (or a chain of them) of a value that always has a buffer is those same bytes
+ * under another shape: a dot reads it where it lies (the run follows the view to the
+ * buffer), so it needs no copy kernel of its own (XLA calls these bitcasts). */
+static bool reshape_view(const kiln_graph *g, uint32_t id) {
+    const ir_node *n = &g->nodes[id];
+    if (n->op != IR_RESHAPE) return false;
+    while (n->op == IR_RESHAPE) n = &g->nodes[ir_in(n)[0]];
+    return n->op == IR_PARAMETER || n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS ||
+           (n->op == IR_CONSTANT && numel(n) != 1);
+}
+
 static bool must_materialise(decide_state *s, fusion_plan *p, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
     if (n->op == IR_PARAMETER || s->is_output[id]) return true;
@@ -140,8 +151,12 @@ static bool must_materialise(decide_state *s, fusion_plan *p, uint32_t id) {
     if (n->op == IR_IOTA && library_use(s, id)) return true;
     if (n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS) return true;
     if (!is_source(n))
-        for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++)
-            if (expanding_use(s->g, &s->g->nodes[s->users.users[k]], id)) return true;
+        for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++) {
+            const ir_node *c = &s->g->nodes[s->users.users[k]];
+            if (!expanding_use(s->g, c, id)) continue;
+            if (c->op == IR_DOT && reshape_view(s->g, id)) continue;
+            return true;
+        }
     if (ir_ops[n->op].kind == IRK_REDUCE && s->nk[id] > 1) return true;
     (void)p;
     return false;

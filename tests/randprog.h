@@ -97,7 +97,9 @@ static inline kiln_value rp_partner(rp_state *s, kiln_graph *g, const rp_val *x)
     return rp_param(s, g, x->t, r, d);
 }
 
-static inline bool rp_is_int(const rp_val *x) { return x->t == KILN_I32 || x->t == KILN_I64; }
+static inline bool rp_is_int(const rp_val *x) {
+    return x->t == KILN_I32 || x->t == KILN_I64;
+}
 
 static inline kiln_value rp_unary(rp_state *s, kiln_graph *g, const rp_val *x) {
     kiln_value v = x->v;
@@ -106,7 +108,9 @@ static inline kiln_value rp_unary(rp_state *s, kiln_graph *g, const rp_val *x) {
         case 0: return kiln_neg(g, v);
         case 1: return kiln_abs(g, v);
         case 2: return kiln_sign(g, v);
-        default: return kiln_convert(g, kiln_convert(g, v, x->t == KILN_I32 ? KILN_I64 : KILN_I32), x->t);
+        default:
+            return kiln_convert(g, kiln_convert(g, v, x->t == KILN_I32 ? KILN_I64 : KILN_I32),
+                                x->t);
         }
     }
     kiln_value one = kiln_scalar(g, x->t, 1.0);

@@ -150,7 +150,8 @@ static int plan(kiln_context *ctx, const model_entry *me, const opts *o) {
             char *cut = o->buffers ? NULL : strstr(report, "  value ");
             if (cut) *cut = 0; /* the per-buffer table only when asked for */
             fputs(report, stdout);
-            rc = write_file(o->dir, "plan.svg", svg) | write_file(o->dir, "plan.json", json);
+            rc = write_file(o->dir, "plan.svg", svg);
+            if (!rc) rc = write_file(o->dir, "plan.json", json); /* one message, not two */
             if (!rc && o->run) rc = run_once(ctx, e, &m);
         } else {
             fprintf(stderr, "kiln: out of host memory\n");

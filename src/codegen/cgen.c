@@ -508,38 +508,29 @@ static int open_reduce_loops(em *e, uint32_t id, const ir_node *n, const ir_node
 static void emit_reduce(em *e, uint32_t id, const idxv *ix, char *out) {
     const ir_node *n = &e->g->nodes[id];
     uint32_t x = ir_in(n)[0];
-    const ir_node *xn = &e->g->nodes[x];
-    kiln_dtype t = n->dtype;
+    const char *ct = cgen_ctype(n->dtype);
     reduce_spec rs = reduce_kind(n);
-    const char *acc_t = rs.acc_t, *init = rs.init, *omp = rs.omp;
-    bool nan_flag = rs.nan_flag;
-    char acc[VAL_LEN], nan[VAL_LEN + 8];
+    char acc[VAL_LEN], nan[VAL_LEN + 8], pragma[256];
     fresh(e, acc, "acc");
-    line(e, "%s %s = %s;", acc_t, acc, init);
-    if (nan_flag) {
-        snprintf(nan, sizeof nan, "%s_nan", acc);
-        line(e, "uint8_t %s = 0;", nan);
-    }
-    char pragma[256];
-    if (nan_flag)
-        snprintf(pragma, sizeof pragma, "#pragma omp simd reduction(%s:%s) reduction(|:%s)", omp,
-                 acc, nan);
-    else
-        snprintf(pragma, sizeof pragma, "#pragma omp simd reduction(%s:%s)", omp, acc);
+    snprintf(nan, sizeof nan, "%s_nan", acc);
+    line(e, "%s %s = %s;", rs.acc_t, acc, rs.init);
+    if (rs.nan_flag) line(e, "uint8_t %s = 0;", nan);
+    int k = snprintf(pragma, sizeof pragma, "#pragma omp simd reduction(%s:%s)", rs.omp, acc);
+    if (rs.nan_flag) snprintf(pragma + k, sizeof pragma - (size_t)k, " reduction(|:%s)", nan);
     idxv sub;
     size_t at = SIZE_MAX;
     bool saved = simd_begin(e);
-    int opened = open_reduce_loops(e, id, n, xn, ix, &sub, pragma, &at);
+    int opened = open_reduce_loops(e, id, n, &e->g->nodes[x], ix, &sub, pragma, &at);
     char xv[VAL_LEN];
     emit_value(e, x, &sub, xv);
     accumulate(e, &rs, acc, nan, xv);
     simd_end(e, at, saved);
     while (opened--) scope_close(e);
     fresh(e, out, "v");
-    if (nan_flag)
-        line(e, "const %s %s = %s ? (%s)NAN : %s;", cgen_ctype(t), out, nan, cgen_ctype(t), acc);
+    if (rs.nan_flag)
+        line(e, "const %s %s = %s ? (%s)NAN : %s;", ct, out, nan, ct, acc);
     else
-        line(e, "const %s %s = (%s)%s;", cgen_ctype(t), out, cgen_ctype(t), acc);
+        line(e, "const %s %s = (%s)%s;", ct, out, ct, acc);
 }
 
 /* ------------------------------------------------------------ driver ---- */

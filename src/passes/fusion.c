@@ -144,7 +144,7 @@ static bool reshape_view(const kiln_graph *g, uint32_t id) {
            (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
-static bool must_materialise(decide_state *s, fusion_plan *p, uint32_t id) {
+static bool must_materialise(decide_state *s, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
     if (n->op == IR_PARAMETER || s->is_output[id]) return true;
     if (n->op == IR_CONSTANT) return numel(n) != 1 || library_use(s, id);
@@ -158,7 +158,6 @@ static bool must_materialise(decide_state *s, fusion_plan *p, uint32_t id) {
             return true;
         }
     if (ir_ops[n->op].kind == IRK_REDUCE && s->nk[id] > 1) return true;
-    (void)p;
     return false;
 }
 
@@ -172,7 +171,7 @@ static void decide(decide_state *s, fusion_plan *p, const fusion_options *o) {
             p->inline_const[id] = 1;
             continue;
         }
-        bool mat = (o && o->disable && n->op != IR_CONSTANT) ? true : must_materialise(s, p, id);
+        bool mat = (o && o->disable && n->op != IR_CONSTANT) ? true : must_materialise(s, id);
         int32_t cost = own_cost(n);
         bool red = ir_ops[n->op].kind == IRK_REDUCE;
         const uint32_t *in = ir_in(n);

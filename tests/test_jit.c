@@ -140,6 +140,19 @@ static void test_builder_error(void) {
     kiln_array_free(a);
     kiln_jit_destroy(j);
     CHECK_STATUS(kiln_jit_create(ctx, &(kiln_jit_options){0}, &j), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "opts->fn are required");
+    kiln_arg_spec spec = {KILN_F32, 1, {3}};
+    kiln_jit_options bad_n = {.fn = trace_bad, .n_args = -1, .arg_specs = &spec};
+    CHECK_STATUS(kiln_jit_create(ctx, &bad_n, &j), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "n_args -1 is out of range");
+    /* static_size without static_args */
+    kiln_jit_options ok = {.name = "st", .fn = trace_bad};
+    CHECK_OK(ctx, kiln_jit_create(ctx, &ok, &j));
+    kiln_array_create(ctx, KILN_F32, 1, &d, NULL, &a);
+    CHECK_STATUS(kiln_jit_call(j, 1, &a, NULL, 4, 1, &out), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "static_args is NULL with static_size 4");
+    kiln_array_free(a);
+    kiln_jit_destroy(j);
 }
 
 typedef struct thread_arg {

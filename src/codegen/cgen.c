@@ -45,6 +45,7 @@ typedef struct em {
     size_t n_memo, cap_memo;
     bool oom;
     bool int_arith; /* integer elementwise code was emitted (see drop_pragma) */
+    int hole;       /* an op with no kernel expression for its operands (+1), or 0 */
 } em;
 
 const char *cgen_ctype(kiln_dtype t) {
@@ -199,94 +200,65 @@ static void load(em *e, uint32_t id, const idxv *ix, char *out) {
 
 static void emit_value(em *e, uint32_t id, const idxv *ix, char *out);
 
-static void unary_expr(const ir_node *n, kiln_dtype in_t, const char *a, char *ex, size_t m) {
-    const char *t = cgen_ctype(n->dtype), *f = fsuf(n->dtype);
-    bool fl = ir_dtype_is_float(n->dtype);
-    switch (n->op) {
-    case IR_NEG:
-        fl ? snprintf(ex, m, "(-%s)", a)
-           : snprintf(ex, m, "(%s)(0 - (%s)%s)", t, utype(n->dtype), a);
-        break;
-    case IR_ABS:
-        fl ? snprintf(ex, m, "fabs%s(%s)", f, a)
-           : snprintf(ex, m, "(%s < 0 ? (%s)(0 - (%s)%s) : %s)", a, t, utype(n->dtype), a, a);
-        break;
-    case IR_SIGN:
-        fl ? snprintf(ex, m, "(%s > 0 ? (%s)1 : %s < 0 ? (%s)-1 : %s)", a, t, a, t, a)
-           : snprintf(ex, m, "(%s)((%s > 0) - (%s < 0))", t, a, a);
-        break;
-    case IR_EXP: snprintf(ex, m, "%s(%s)", n->dtype == KILN_F32 ? "kiln_expf" : "exp", a); break;
-    case IR_LOG: snprintf(ex, m, "log%s(%s)", f, a); break;
-    case IR_LOG1P: snprintf(ex, m, "log1p%s(%s)", f, a); break;
-    case IR_SQRT: snprintf(ex, m, "sqrt%s(%s)", f, a); break;
-    case IR_RSQRT: snprintf(ex, m, "((%s)1 / sqrt%s(%s))", t, f, a); break;
-    case IR_TANH: snprintf(ex, m, "%s(%s)", n->dtype == KILN_F32 ? "kiln_tanhf" : "tanh", a); break;
-    case IR_LOGISTIC:
-        snprintf(ex, m, "((%s)1 / ((%s)1 + %s(-%s)))", t, t,
-                 n->dtype == KILN_F32 ? "kiln_expf" : "exp", a);
-        break;
-    case IR_FLOOR: snprintf(ex, m, "floor%s(%s)", f, a); break;
-    case IR_NOT: snprintf(ex, m, "((uint8_t)!%s)", a); break;
-    case IR_CONVERT:
-        if (n->dtype == KILN_BOOL)
-            snprintf(ex, m, "((uint8_t)(%s != 0))", a);
-        else if (ir_dtype_is_int(n->dtype) && ir_dtype_is_float(in_t))
-            snprintf(ex, m, "kiln_f2%s((double)%s)", n->dtype == KILN_I32 ? "i32" : "i64", a);
-        else if (n->dtype == KILN_I32 && in_t == KILN_I64)
-            snprintf(ex, m, "((int32_t)(uint32_t)(uint64_t)%s)", a);
-        else
-            snprintf(ex, m, "((%s)%s)", t, a);
-        break;
-    default: snprintf(ex, m, "/* bad unary */ 0");
+static const char *dtype_suffix(kiln_dtype t) {
+    switch (t) {
+    case KILN_F32: return "f32";
+    case KILN_F64: return "f64";
+    case KILN_I32: return "i32";
+    case KILN_I64: return "i64";
+    default: return "bool";
     }
 }
 
-static void binary_expr(const ir_node *n, kiln_dtype in_t, const char *a, const char *b, char *ex,
-                        size_t m) {
+/* Expands an op's kernel expression from the registry (ir.h: the placeholders are listed
+ * there) for result dtype `out_t`, data operand dtype `in_t` and operand texts `arg`.
+ * False when the op has no expression for that operand class (a registry hole:
+ * tests/test_registry.c keeps that from happening). */
+static bool kexpr_expand(const ir_node *n, kiln_dtype in_t, const char *const *arg, char *ex,
+                         size_t m) {
     static const char *const cmp[] = {"==", "!=", "<", "<=", ">", ">="};
-    const char *t = cgen_ctype(in_t), *u = utype(in_t), *f = fsuf(in_t);
-    const char *sfx = in_t == KILN_F32   ? "f32"
-                      : in_t == KILN_F64 ? "f64"
-                      : in_t == KILN_I32 ? "i32"
-                                         : "i64";
-    bool fl = ir_dtype_is_float(in_t);
-    const char *arith = n->op == IR_ADD ? "+" : n->op == IR_SUB ? "-" : "*";
-    switch (n->op) {
-    case IR_ADD:
-    case IR_SUB:
-    case IR_MUL:
-        fl ? snprintf(ex, m, "(%s %s %s)", a, arith, b)
-           : snprintf(ex, m, "(%s)((%s)%s %s (%s)%s)", t, u, a, arith, u, b);
-        break;
-    case IR_DIV:
-        fl ? snprintf(ex, m, "(%s / %s)", a, b) : snprintf(ex, m, "kiln_div_%s(%s, %s)", sfx, a, b);
-        break;
-    case IR_POW:
-        fl ? snprintf(ex, m, "pow%s(%s, %s)", f, a, b)
-           : snprintf(ex, m, "kiln_pow_%s(%s, %s)", sfx, a, b);
-        break;
-    case IR_MAX: snprintf(ex, m, "kiln_max_%s(%s, %s)", sfx, a, b); break;
-    case IR_MIN: snprintf(ex, m, "kiln_min_%s(%s, %s)", sfx, a, b); break;
-    case IR_AND: snprintf(ex, m, "((uint8_t)(%s & %s))", a, b); break;
-    case IR_OR: snprintf(ex, m, "((uint8_t)(%s | %s))", a, b); break;
-    case IR_COMPARE: snprintf(ex, m, "((uint8_t)(%s %s %s))", a, cmp[n->a.cmp], b); break;
-    default: snprintf(ex, m, "/* bad binary */ 0");
+    const char *t = ir_ops[n->op].kexpr[ir_dtype_is_float(in_t) ? 0 : 1];
+    if (!t) return false;
+    size_t k = 0;
+    for (; *t && k + 1 < m; t++) {
+        if (*t != '$' || !t[1]) {
+            ex[k++] = *t;
+            continue;
+        }
+        const char *r = "";
+        char c = *++t;
+        if (c >= '0' && c <= '2')
+            r = arg[c - '0'];
+        else if (c == 'T')
+            r = cgen_ctype(n->dtype);
+        else if (c == 'U')
+            r = utype(in_t);
+        else if (c == 'S')
+            r = dtype_suffix(in_t);
+        else if (c == 'R')
+            r = dtype_suffix(n->dtype);
+        else if (c == 'F')
+            r = fsuf(in_t);
+        else if (c == 'C')
+            r = cmp[n->a.cmp];
+        k += (size_t)snprintf(ex + k, m - k, "%s", r);
     }
+    ex[k < m ? k : m - 1] = 0;
+    return true;
 }
 
 static void emit_elementwise(em *e, uint32_t id, const idxv *ix, char *out) {
     const ir_node *n = &e->g->nodes[id];
     const uint32_t *in = ir_in(n);
-    char v[3][VAL_LEN], ex[512];
+    char v[3][VAL_LEN] = {"", "", ""}, ex[512];
     for (uint32_t i = 0; i < n->n_in; i++) emit_value(e, in[i], ix, v[i]);
     kiln_dtype in_t = e->g->nodes[in[n->op == IR_SELECT ? 1 : 0]].dtype;
     e->int_arith |= ir_dtype_is_int(in_t);
-    if (n->op == IR_SELECT)
-        snprintf(ex, sizeof ex, "(%s ? %s : %s)", v[0], v[1], v[2]);
-    else if (n->n_in == 1)
-        unary_expr(n, in_t, v[0], ex, sizeof ex);
-    else
-        binary_expr(n, in_t, v[0], v[1], ex, sizeof ex);
+    const char *args[3] = {v[0], v[1], v[2]};
+    if (!kexpr_expand(n, in_t, args, ex, sizeof ex)) {
+        e->hole = (int)n->op + 1;
+        snprintf(ex, sizeof ex, "0");
+    }
     fresh(e, out, "v");
     line(e, "const %s %s = %s;", cgen_ctype(n->dtype), out, ex);
 }
@@ -729,7 +701,7 @@ static void emit_kernel(em *e, uint32_t ki, cgen_kernel *info) {
  * into the exponent bits (two steps below 2^-120 so subnormal results come out right).
  * Max error ~1 ulp against exp in double rounded to f32; NaN and +-inf handled by selects.
  * tanh: an odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1). */
-static const char math_f32[] = "static inline float kiln_expf(float x) {\n"
+static const char math_f32[] = "static inline float kiln_exp_f32(float x) {\n"
                                "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x;\n"
                                "    float kf = floorf(xc * 1.44269504088896341f + 0.5f);\n"
                                "    float r = xc - kf * 0.693359375f;\n"
@@ -750,7 +722,7 @@ static const char math_f32[] = "static inline float kiln_expf(float x) {\n"
                                "    y = x > 88.72283935546875f ? INFINITY : y;\n"
                                "    return x != x ? x : y;\n"
                                "}\n"
-                               "static inline float kiln_tanhf(float x) {\n"
+                               "static inline float kiln_tanh_f32(float x) {\n"
                                "    float a = fabsf(x), z = x * x;\n"
                                "    float p = -5.70498872745e-3f;\n"
                                "    p = p * z + 2.06390887954e-2f;\n"
@@ -758,10 +730,53 @@ static const char math_f32[] = "static inline float kiln_expf(float x) {\n"
                                "    p = p * z + 1.33314422036e-1f;\n"
                                "    p = p * z - 3.33332819422e-1f;\n"
                                "    float small = p * z * x + x;\n"
-                               "    float big = 1.0f - 2.0f / (kiln_expf(2.0f * a) + 1.0f);\n"
+                               "    float big = 1.0f - 2.0f / (kiln_exp_f32(2.0f * a) + 1.0f);\n"
                                "    big = x < 0 ? -big : big;\n"
                                "    return a < 0.625f ? small : big;\n"
+                               "}\n"
+                               /* 1/(1+exp(-x)), as exp(x)/(1+exp(x)) for x < 0 (the reference's
+                                * form), so it does not flush to 0 before exp(x) does */
+                               "static inline float kiln_logistic_f32(float x) {\n"
+                               "    float e = kiln_exp_f32(-fabsf(x));\n"
+                               "    return x >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e);\n"
                                "}\n";
+
+/* The f64 forms of the helpers the registry's kernel expressions name. */
+static const char math_f64[] = "static inline double kiln_exp_f64(double x) { return exp(x); }\n"
+                               "static inline double kiln_tanh_f64(double x) { return tanh(x); }\n"
+                               "static inline double kiln_logistic_f64(double x) {\n"
+                               "    double e = exp(-fabs(x));\n"
+                               "    return x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);\n"
+                               "}\n";
+
+/* CONVERT's kernel expression is kiln_cvt_<from>_<to>: float -> int saturates (NaN -> 0),
+ * to bool tests != 0, i64 -> i32 wraps; the rest are C conversions. */
+static const char converts[] =
+    "static inline float kiln_cvt_f32_f32(float a) { return (float)a; }\n"
+    "static inline double kiln_cvt_f32_f64(float a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_f32_i32(float a) { return kiln_f2i32((double)a); }\n"
+    "static inline int64_t kiln_cvt_f32_i64(float a) { return kiln_f2i64((double)a); }\n"
+    "static inline uint8_t kiln_cvt_f32_bool(float a) { return (uint8_t)(a != 0); }\n"
+    "static inline float kiln_cvt_f64_f32(double a) { return (float)a; }\n"
+    "static inline double kiln_cvt_f64_f64(double a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_f64_i32(double a) { return kiln_f2i32((double)a); }\n"
+    "static inline int64_t kiln_cvt_f64_i64(double a) { return kiln_f2i64((double)a); }\n"
+    "static inline uint8_t kiln_cvt_f64_bool(double a) { return (uint8_t)(a != 0); }\n"
+    "static inline float kiln_cvt_i32_f32(int32_t a) { return (float)a; }\n"
+    "static inline double kiln_cvt_i32_f64(int32_t a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_i32_i32(int32_t a) { return (int32_t)a; }\n"
+    "static inline int64_t kiln_cvt_i32_i64(int32_t a) { return (int64_t)a; }\n"
+    "static inline uint8_t kiln_cvt_i32_bool(int32_t a) { return (uint8_t)(a != 0); }\n"
+    "static inline float kiln_cvt_i64_f32(int64_t a) { return (float)a; }\n"
+    "static inline double kiln_cvt_i64_f64(int64_t a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_i64_i32(int64_t a) { return (int32_t)(uint32_t)(uint64_t)a; }\n"
+    "static inline int64_t kiln_cvt_i64_i64(int64_t a) { return (int64_t)a; }\n"
+    "static inline uint8_t kiln_cvt_i64_bool(int64_t a) { return (uint8_t)(a != 0); }\n"
+    "static inline float kiln_cvt_bool_f32(uint8_t a) { return (float)a; }\n"
+    "static inline double kiln_cvt_bool_f64(uint8_t a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_bool_i32(uint8_t a) { return (int32_t)a; }\n"
+    "static inline int64_t kiln_cvt_bool_i64(uint8_t a) { return (int64_t)a; }\n"
+    "static inline uint8_t kiln_cvt_bool_bool(uint8_t a) { return (uint8_t)(a != 0); }\n";
 
 static const char prelude[] =
     "/* generated by kiln: fused kernels, one function each (see src/codegen/cgen.c) */\n"
@@ -796,6 +811,8 @@ static const char prelude[] =
 kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info) {
     sb_append(sb, prelude);
     sb_append(sb, math_f32);
+    sb_append(sb, math_f64);
+    sb_append(sb, converts);
     for (uint32_t i = 0; i < p->n_kernels; i++) {
         info[i] = (cgen_kernel){0, 1};
         if (p->kernels[i].kind != FK_LOOP) continue;
@@ -805,6 +822,10 @@ kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, 
             host_free(e.ctx, e.memo[m].key, strlen(e.memo[m].key) + 1);
         host_free(e.ctx, e.memo, e.cap_memo * sizeof *e.memo);
         if (e.oom) sb->oom = true;
+        if (e.hole)
+            return ctx_error(g->ctx, KILN_ERR_INTERNAL,
+                             "codegen: %s has no kernel expression for its operands (kernel %u)",
+                             ir_ops[e.hole - 1].name, i);
     }
     if (sb->oom) return ctx_oom(g->ctx, "codegen: kernel source", sb->len);
     return KILN_OK;

@@ -35,56 +35,127 @@ enum {
     IRT_BOOL = 3,    /* bool */
 };
 
-/* Flags for passes: ELEMENTWISE ops can be fused as loops; EXPENSIVE ones are never
- * duplicated into several consumers. */
+/* Flags. ELEMENTWISE ops can be fused as loops; EXPENSIVE ones are never duplicated into
+ * several consumers; NONDIFF ops have a zero derivative everywhere it exists (compare,
+ * floor, sign, boolean ops, sources other than parameters, integer paths): autodiff gives
+ * them no rule and passes them a zero cotangent. PLAIN ops have a public builder of the
+ * form kiln_<ident>(g, operands...) generated from their row (src/trace/trace.c). */
 #define IRF_ELEMENTWISE 1u
 #define IRF_EXPENSIVE   2u
+#define IRF_NONDIFF     4u
+#define IRF_PLAIN       8u
 
-/*  X(ENUM, "name", arity (-1: variadic), kind, operand types, flags) */
+/* The op registry. Each op is one row; every stage reads its facts from here:
+ *
+ *   X(ENUM, "name", ident, arity, kind, types, flags, cost, kexpr_float, kexpr_int)
+ *
+ * name      the printed name (IR text, messages)
+ * ident     a C identifier for the op: the public builder of a PLAIN op is kiln_<ident>
+ * arity     number of inputs (-1: variadic)
+ * kind      how shape and dtype follow from the inputs (ir_kind)
+ * types     which dtypes the data operand accepts (IRT_*)
+ * flags     IRF_*
+ * cost      fusion's price of computing one element inline (a transcendental ~4, an add 1,
+ *           an index-only shape op 0): expressions above a threshold are not duplicated
+ * kexpr_*   the kernel expression of an elementwise op when its data operand is a float,
+ *           or an integer/bool (NULL: that class is not accepted, or not elementwise). It is
+ *           dialect-neutral: every kernel printer (C now, CUDA next) expands the same text,
+ *           and each dialect's prelude defines the kiln_* helpers it names. Placeholders:
+ *             $0 $1 $2  operands          $T  the result's element type
+ *             $U  the unsigned type of the operand's width (wrapping integer arithmetic)
+ *             $S  the operand's dtype suffix (f32 f64 i32 i64 bool)   $R  the result's
+ *             $F  the libm suffix for the operand ("f" for f32)        $C  compare operator
+ *
+ * Two more parts of each op live in the room that owns them, in tables indexed by op and
+ * checked for completeness by tests/test_registry.c: its reference evaluation
+ * (src/reference, ref_op_eval) and its VJP rule (src/autodiff, filled by the autodiff work;
+ * IRF_NONDIFF marks the ops that need none). Adding a plain unary op is one row in
+ * KN_UNARY_OPS, its scalar semantics in src/reference/elementwise.c and its declaration +
+ * location macro in include/kiln.h (the registry test checks all of them). */
+
+/* Plain elementwise unary ops (public builder kiln_<ident>(g, x)). */
+// clang-format off
+#define KN_UNARY_OPS(X)                                                                            \
+    X(NEG, "neg", neg, 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 1,                  \
+      "(-$0)", "(($T)(0 - ($U)$0))")                                                               \
+    X(ABS, "abs", abs, 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 1,                  \
+      "fabs$F($0)", "($0 < 0 ? ($T)(0 - ($U)$0) : $0)")                                            \
+    X(SIGN, "sign", sign, 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, \
+      "($0 > 0 ? ($T)1 : $0 < 0 ? ($T)-1 : $0)", "(($T)(($0 > 0) - ($0 < 0)))")                    \
+    X(EXP, "exp", exp, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
+      "kiln_exp_$S($0)", NULL)                                                                     \
+    X(LOG, "log", log, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
+      "log$F($0)", NULL)                                                                           \
+    X(LOG1P, "log1p", log1p, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
+      "log1p$F($0)", NULL)                                                                         \
+    X(SQRT, "sqrt", sqrt, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "sqrt$F($0)", NULL)                                                                          \
+    X(RSQRT, "rsqrt", rsqrt, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
+      "(($T)1 / sqrt$F($0))", NULL)                                                                \
+    X(TANH, "tanh", tanh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "kiln_tanh_$S($0)", NULL)                                                                    \
+    X(LOGISTIC, "logistic", logistic, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,     \
+      "kiln_logistic_$S($0)", NULL)                                                                \
+    X(FLOOR, "floor", floor, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1,\
+      "floor$F($0)", NULL)                                                                         \
+    X(NOT, "not", logical_not, 1, IRK_UNARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,  \
+      1, NULL, "(($T)!$0)")
+
+/* Plain elementwise binary ops (public builder kiln_<ident>(g, a, b), NumPy broadcasting). */
+#define KN_BINARY_OPS(X)                                                                           \
+    X(ADD, "add", add, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 1,                 \
+      "($0 + $1)", "(($T)(($U)$0 + ($U)$1))")                                                      \
+    X(SUB, "sub", sub, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 1,                 \
+      "($0 - $1)", "(($T)(($U)$0 - ($U)$1))")                                                      \
+    X(MUL, "mul", mul, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 1,                 \
+      "($0 * $1)", "(($T)(($U)$0 * ($U)$1))")                                                      \
+    X(DIV, "div", div, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "($0 / $1)", "kiln_div_$S($0, $1)")                                                          \
+    X(POW, "pow", pow, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "pow$F($0, $1)", "kiln_pow_$S($0, $1)")                                                      \
+    X(MAX, "max", max, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 1,                 \
+      "kiln_max_$S($0, $1)", "kiln_max_$S($0, $1)")                                                \
+    X(MIN, "min", min, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 1,                 \
+      "kiln_min_$S($0, $1)", "kiln_min_$S($0, $1)")                                                \
+    X(AND, "and", logical_and, 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, \
+      1, NULL, "(($T)($0 & $1))")                                                                  \
+    X(OR, "or", logical_or, 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,    \
+      1, NULL, "(($T)($0 | $1))")
+
 #define KN_OPS(X)                                                                                  \
-    X(PARAMETER, "parameter", 0, IRK_SOURCE, IRT_ANY, 0)                                           \
-    X(CONSTANT, "constant", 0, IRK_SOURCE, IRT_ANY, 0)                                             \
-    X(IOTA, "iota", 0, IRK_SOURCE, IRT_NUMERIC, 0)                                                 \
-    X(NEG, "neg", 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                      \
-    X(ABS, "abs", 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                      \
-    X(SIGN, "sign", 1, IRK_UNARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                    \
-    X(EXP, "exp", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                        \
-    X(LOG, "log", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                        \
-    X(LOG1P, "log1p", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                    \
-    X(SQRT, "sqrt", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                      \
-    X(RSQRT, "rsqrt", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                    \
-    X(TANH, "tanh", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                      \
-    X(LOGISTIC, "logistic", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                              \
-    X(FLOOR, "floor", 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE)                                    \
-    X(NOT, "not", 1, IRK_UNARY, IRT_BOOL, IRF_ELEMENTWISE)                                         \
-    X(CONVERT, "convert", 1, IRK_UNARY, IRT_ANY, IRF_ELEMENTWISE)                                  \
-    X(ADD, "add", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
-    X(SUB, "sub", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
-    X(MUL, "mul", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
-    X(DIV, "div", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
-    X(POW, "pow", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
-    X(MAX, "max", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
-    X(MIN, "min", 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE)                                     \
-    X(AND, "and", 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE)                                        \
-    X(OR, "or", 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE)                                          \
-    X(COMPARE, "compare", 2, IRK_BINARY, IRT_ANY, IRF_ELEMENTWISE)                                 \
-    X(SELECT, "select", 3, IRK_SELECT, IRT_ANY, IRF_ELEMENTWISE)                                   \
-    X(BROADCAST, "broadcast_in_dim", 1, IRK_SHAPE, IRT_ANY, 0)                                     \
-    X(RESHAPE, "reshape", 1, IRK_SHAPE, IRT_ANY, 0)                                                \
-    X(TRANSPOSE, "transpose", 1, IRK_SHAPE, IRT_ANY, 0)                                            \
-    X(SLICE, "slice", 1, IRK_SHAPE, IRT_ANY, 0)                                                    \
-    X(CONCAT, "concatenate", -1, IRK_SHAPE, IRT_ANY, 0)                                            \
-    X(PAD, "pad", 2, IRK_SHAPE, IRT_ANY, 0)                                                        \
-    X(REDUCE_SUM, "reduce_sum", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                         \
-    X(REDUCE_MAX, "reduce_max", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                         \
-    X(REDUCE_MIN, "reduce_min", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                         \
-    X(REDUCE_PROD, "reduce_prod", 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE)                       \
-    X(DOT, "dot_general", 2, IRK_DOT, IRT_NUMERIC, IRF_EXPENSIVE)                                  \
-    X(TAKE_ROWS, "take_rows", 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE)                                \
-    X(SCATTER_ADD_ROWS, "scatter_add_rows", 3, IRK_INDEX, IRT_NUMERIC, IRF_EXPENSIVE)
+    X(PARAMETER, "parameter", parameter, 0, IRK_SOURCE, IRT_ANY, 0, 1, NULL, NULL)                 \
+    X(CONSTANT, "constant", constant, 0, IRK_SOURCE, IRT_ANY, IRF_NONDIFF, 1, NULL, NULL)          \
+    X(IOTA, "iota", iota, 0, IRK_SOURCE, IRT_NUMERIC, IRF_NONDIFF, 1, NULL, NULL)                  \
+    KN_UNARY_OPS(X)                                                                                \
+    X(CONVERT, "convert", convert, 1, IRK_UNARY, IRT_ANY, IRF_ELEMENTWISE, 0,                      \
+      "kiln_cvt_$S_$R($0)", "kiln_cvt_$S_$R($0)")                                                  \
+    KN_BINARY_OPS(X)                                                                               \
+    X(COMPARE, "compare", compare, 2, IRK_BINARY, IRT_ANY, IRF_ELEMENTWISE | IRF_NONDIFF, 1,       \
+      "(($T)($0 $C $1))", "(($T)($0 $C $1))")                                                      \
+    X(SELECT, "select", select, 3, IRK_SELECT, IRT_ANY, IRF_ELEMENTWISE, 1,                        \
+      "($0 ? $1 : $2)", "($0 ? $1 : $2)")                                                          \
+    X(BROADCAST, "broadcast_in_dim", broadcast_in_dim, 1, IRK_SHAPE, IRT_ANY, 0, 0, NULL, NULL)    \
+    X(RESHAPE, "reshape", reshape, 1, IRK_SHAPE, IRT_ANY, 0, 0, NULL, NULL)                        \
+    X(TRANSPOSE, "transpose", transpose, 1, IRK_SHAPE, IRT_ANY, 0, 0, NULL, NULL)                  \
+    X(SLICE, "slice", slice, 1, IRK_SHAPE, IRT_ANY, 0, 0, NULL, NULL)                              \
+    X(CONCAT, "concatenate", concatenate, -1, IRK_SHAPE, IRT_ANY, 0, 1, NULL, NULL)                \
+    X(PAD, "pad", pad, 2, IRK_SHAPE, IRT_ANY, 0, 1, NULL, NULL)                                    \
+    X(REDUCE_SUM, "reduce_sum", reduce_sum, 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE, 1,          \
+      NULL, NULL)                                                                                  \
+    X(REDUCE_MAX, "reduce_max", reduce_max, 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE, 1,          \
+      NULL, NULL)                                                                                  \
+    X(REDUCE_MIN, "reduce_min", reduce_min, 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE, 1,          \
+      NULL, NULL)                                                                                  \
+    X(REDUCE_PROD, "reduce_prod", reduce_prod, 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE, 1,       \
+      NULL, NULL)                                                                                  \
+    X(DOT, "dot_general", dot_general, 2, IRK_DOT, IRT_NUMERIC, IRF_EXPENSIVE, 1, NULL, NULL)      \
+    X(TAKE_ROWS, "take_rows", take_rows, 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)      \
+    X(SCATTER_ADD_ROWS, "scatter_add_rows", scatter_add_rows, 3, IRK_INDEX, IRT_NUMERIC,           \
+      IRF_EXPENSIVE, 1, NULL, NULL)
+// clang-format on
 
 typedef enum ir_op {
-#define KN_OP_ENUM(e, name, arity, kind, types, flags) IR_##e,
+#define KN_OP_ENUM(e, name, ident, arity, kind, types, flags, cost, kf, ki) IR_##e,
     KN_OPS(KN_OP_ENUM)
 #undef KN_OP_ENUM
         IR_NUM_OPS
@@ -96,6 +167,8 @@ typedef struct ir_op_info {
     ir_kind kind;
     int types; /* IRT_*: what the first operand (the "data" operand) may be */
     unsigned flags;
+    int cost;             /* fusion's inline cost of one element */
+    const char *kexpr[2]; /* kernel expression: [0] float data operand, [1] integer or bool */
 } ir_op_info;
 
 extern const ir_op_info ir_ops[IR_NUM_OPS];

@@ -91,26 +91,6 @@ static bool expanding_use(const kiln_graph *g, const ir_node *c, uint32_t x) {
     }
 }
 
-static int own_cost(const ir_node *n) {
-    switch (n->op) {
-    case IR_EXP:
-    case IR_LOG:
-    case IR_LOG1P:
-    case IR_TANH:
-    case IR_LOGISTIC:
-    case IR_POW:
-    case IR_SQRT:
-    case IR_RSQRT:
-    case IR_DIV: return 4;
-    case IR_BROADCAST:
-    case IR_RESHAPE:
-    case IR_TRANSPOSE:
-    case IR_SLICE:
-    case IR_CONVERT: return 0;
-    default: return 1;
-    }
-}
-
 typedef struct decide_state {
     const kiln_graph *g;
     ir_users users;
@@ -172,7 +152,7 @@ static void decide(decide_state *s, fusion_plan *p, const fusion_options *o) {
             continue;
         }
         bool mat = (o && o->disable && n->op != IR_CONSTANT) ? true : must_materialise(s, id);
-        int32_t cost = own_cost(n);
+        int32_t cost = ir_ops[n->op].cost;
         bool red = ir_ops[n->op].kind == IRK_REDUCE;
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++) {
@@ -210,7 +190,7 @@ static bool count_kernels(decide_state *s, const fusion_plan *p) {
 static void recost(decide_state *s, const fusion_plan *p) {
     for (uint32_t id = 1; id < s->g->n_nodes; id++) {
         const ir_node *n = &s->g->nodes[id];
-        int32_t cost = own_cost(n);
+        int32_t cost = ir_ops[n->op].cost;
         bool red = ir_ops[n->op].kind == IRK_REDUCE;
         for (uint32_t k = 0; k < n->n_in; k++) {
             cost += s->cost[ir_in(n)[k]];

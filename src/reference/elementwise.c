@@ -19,47 +19,73 @@ static double logistic(double x) {
     return e / (1.0 + e);
 }
 
-static double unary_f(ir_op op, double x) {
-    switch (op) {
-    case IR_NEG: return -x;
-    case IR_ABS: return fabs(x);
-    case IR_SIGN: return isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : x; /* keeps +-0 */
-    case IR_EXP: return exp(x);
-    case IR_LOG: return log(x);
-    case IR_LOG1P: return log1p(x);
-    case IR_SQRT: return sqrt(x);
-    case IR_RSQRT: return 1.0 / sqrt(x);
-    case IR_TANH: return tanh(x);
-    case IR_LOGISTIC: return logistic(x);
-    case IR_FLOOR: return floor(x);
-    default: return NAN;
-    }
+/* Scalar semantics of the plain elementwise ops, by op: the reference's part of the op
+ * registry (src/ir/ir.h). f* take floats (as double), i* integers or bools (as int64) and
+ * return the bits to store. An op that accepts a class of dtypes has its function for it;
+ * tests/test_registry.c checks that for every op. */
+static double f_neg(double x) {
+    return -x;
+}
+static double f_abs(double x) {
+    return fabs(x);
+}
+static double f_sign(double x) {
+    return isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+} /* +-0 */
+static double f_exp(double x) {
+    return exp(x);
+}
+static double f_log(double x) {
+    return log(x);
+}
+static double f_log1p(double x) {
+    return log1p(x);
+}
+static double f_sqrt(double x) {
+    return sqrt(x);
+}
+static double f_rsqrt(double x) {
+    return 1.0 / sqrt(x);
+}
+static double f_tanh(double x) {
+    return tanh(x);
+}
+static double f_floor(double x) {
+    return floor(x);
+}
+static uint64_t i_neg(int64_t x) {
+    return 0 - (uint64_t)x;
+}
+static uint64_t i_abs(int64_t x) {
+    return x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+}
+static uint64_t i_sign(int64_t x) {
+    return (uint64_t)(int64_t)((x > 0) - (x < 0));
+}
+static uint64_t i_not(int64_t x) {
+    return !x;
 }
 
-static uint64_t unary_i(ir_op op, int64_t x) {
-    uint64_t u = (uint64_t)x;
-    switch (op) {
-    case IR_NEG: return 0 - u;
-    case IR_ABS: return x < 0 ? 0 - u : u;
-    case IR_SIGN: return (uint64_t)(int64_t)((x > 0) - (x < 0));
-    case IR_NOT: return !x;
-    default: return 0;
-    }
+static double f_add(double a, double b) {
+    return a + b;
 }
-
-/* ----------------------------------------------------------------- binary ---- */
-
-static double binary_f(ir_op op, double a, double b) {
-    switch (op) {
-    case IR_ADD: return a + b;
-    case IR_SUB: return a - b;
-    case IR_MUL: return a * b;
-    case IR_DIV: return a / b;
-    case IR_POW: return pow(a, b);
-    case IR_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-    case IR_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-    default: return NAN;
-    }
+static double f_sub(double a, double b) {
+    return a - b;
+}
+static double f_mul(double a, double b) {
+    return a * b;
+}
+static double f_div(double a, double b) {
+    return a / b;
+}
+static double f_pow(double a, double b) {
+    return pow(a, b);
+}
+static double f_max(double a, double b) {
+    return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+}
+static double f_min(double a, double b) {
+    return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
 }
 
 /* Integer power by squaring, wrapping. A negative exponent gives 0, except for the bases
@@ -76,22 +102,68 @@ static uint64_t pow_i(int64_t base, int64_t e) {
     return r;
 }
 
-/* The result's low bits are what the dtype keeps: INT32_MIN/-1 computed in 64 bits is
- * 2^31, whose low 32 bits are INT32_MIN again. */
-static uint64_t binary_i(ir_op op, int64_t a, int64_t b) {
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    switch (op) {
-    case IR_ADD: return ua + ub;
-    case IR_SUB: return ua - ub;
-    case IR_MUL: return ua * ub;
-    case IR_DIV: return b == 0 ? (uint64_t)-1 : b == -1 ? 0 - ua : (uint64_t)(a / b);
-    case IR_POW: return pow_i(a, b);
-    case IR_MAX: return a > b ? ua : ub;
-    case IR_MIN: return a < b ? ua : ub;
-    case IR_AND: return a && b;
-    case IR_OR: return a || b;
-    default: return 0;
-    }
+/* Integers go through uint64: the result's low bits are what the dtype keeps, so
+ * INT32_MIN/-1 computed in 64 bits is 2^31, whose low 32 bits are INT32_MIN again. */
+static uint64_t i_add(int64_t a, int64_t b) {
+    return (uint64_t)a + (uint64_t)b;
+}
+static uint64_t i_sub(int64_t a, int64_t b) {
+    return (uint64_t)a - (uint64_t)b;
+}
+static uint64_t i_mul(int64_t a, int64_t b) {
+    return (uint64_t)a * (uint64_t)b;
+}
+static uint64_t i_div(int64_t a, int64_t b) {
+    return b == 0 ? (uint64_t)-1 : b == -1 ? 0 - (uint64_t)a : (uint64_t)(a / b);
+}
+static uint64_t i_max(int64_t a, int64_t b) {
+    return (uint64_t)(a > b ? a : b);
+}
+static uint64_t i_min(int64_t a, int64_t b) {
+    return (uint64_t)(a < b ? a : b);
+}
+static uint64_t i_and(int64_t a, int64_t b) {
+    return a && b;
+}
+static uint64_t i_or(int64_t a, int64_t b) {
+    return a || b;
+}
+
+typedef struct ref_scalar {
+    double (*f1)(double);             /* unary, float operand */
+    uint64_t (*i1)(int64_t);          /* unary, integer or bool operand */
+    double (*f2)(double, double);     /* binary, float operands */
+    uint64_t (*i2)(int64_t, int64_t); /* binary, integer or bool operands */
+} ref_scalar;
+
+static const ref_scalar scalar[IR_NUM_OPS] = {
+    [IR_NEG] = {.f1 = f_neg, .i1 = i_neg},
+    [IR_ABS] = {.f1 = f_abs, .i1 = i_abs},
+    [IR_SIGN] = {.f1 = f_sign, .i1 = i_sign},
+    [IR_EXP] = {.f1 = f_exp},
+    [IR_LOG] = {.f1 = f_log},
+    [IR_LOG1P] = {.f1 = f_log1p},
+    [IR_SQRT] = {.f1 = f_sqrt},
+    [IR_RSQRT] = {.f1 = f_rsqrt},
+    [IR_TANH] = {.f1 = f_tanh},
+    [IR_LOGISTIC] = {.f1 = logistic},
+    [IR_FLOOR] = {.f1 = f_floor},
+    [IR_NOT] = {.i1 = i_not},
+    [IR_ADD] = {.f2 = f_add, .i2 = i_add},
+    [IR_SUB] = {.f2 = f_sub, .i2 = i_sub},
+    [IR_MUL] = {.f2 = f_mul, .i2 = i_mul},
+    [IR_DIV] = {.f2 = f_div, .i2 = i_div},
+    [IR_POW] = {.f2 = f_pow, .i2 = pow_i},
+    [IR_MAX] = {.f2 = f_max, .i2 = i_max},
+    [IR_MIN] = {.f2 = f_min, .i2 = i_min},
+    [IR_AND] = {.i2 = i_and},
+    [IR_OR] = {.i2 = i_or},
+};
+
+bool ref_scalar_supports(ir_op op, bool float_operand) {
+    if ((unsigned)op >= IR_NUM_OPS) return false;
+    const ref_scalar *f = &scalar[op];
+    return float_operand ? (f->f1 || f->f2) : (f->i1 || f->i2);
 }
 
 /* NaN compares unequal to everything, so only NE is true for it: C's operators on
@@ -153,56 +225,76 @@ static void convert_one(kiln_dtype from, const void *in, kiln_dtype to, void *ou
 
 /* ----------------------------------------------------------------- kernels ---- */
 
-static void run_unary(const ir_node *n, kiln_dtype t, const void *x, void *out, int64_t count) {
-    for (int64_t i = 0; i < count; i++) {
-        if (n->op == IR_CONVERT)
-            convert_one(t, x, n->dtype, out, i);
-        else if (ir_dtype_is_float(t))
-            ref_fput(out, t, i, unary_f(n->op, ref_fget(x, t, i)));
-        else
-            ref_iput(out, t, i, unary_i(n->op, ref_iget(x, t, i)));
-    }
+static kiln_status no_scalar(const kiln_graph *g, const ir_node *n, kiln_dtype t) {
+    return ctx_error(g->ctx, KILN_ERR_INTERNAL,
+                     "kiln_interpret: no reference semantics for %s on %s operands",
+                     ir_ops[n->op].name, kiln_dtype_name(t));
 }
 
-static void run_binary(const ir_node *n, kiln_dtype t, const void *a, const void *b, void *out,
-                       int64_t count) {
+kiln_status ref_unary(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    kiln_dtype t = ref_in_node(g, n, 0)->dtype;
+    const void *x = ref_in_data(vals, n, 0);
+    int64_t count = ref_numel(&n->shape);
+    const ref_scalar *f = &scalar[n->op];
     bool fl = ir_dtype_is_float(t);
+    if (fl ? !f->f1 : !f->i1) return no_scalar(g, n, t);
     for (int64_t i = 0; i < count; i++) {
-        if (n->op == IR_COMPARE)
-            ((uint8_t *)out)[i] = fl ? compare_f(n->a.cmp, ref_fget(a, t, i), ref_fget(b, t, i))
-                                     : compare_i(n->a.cmp, ref_iget(a, t, i), ref_iget(b, t, i));
-        else if (fl)
-            ref_fput(out, t, i, binary_f(n->op, ref_fget(a, t, i), ref_fget(b, t, i)));
+        if (fl)
+            ref_fput(out, t, i, f->f1(ref_fget(x, t, i)));
         else
-            ref_iput(out, t, i, binary_i(n->op, ref_iget(a, t, i), ref_iget(b, t, i)));
+            ref_iput(out, t, i, f->i1(ref_iget(x, t, i)));
     }
+    return KILN_OK;
 }
 
-static void run_select(const ir_node *n, const void *pred, const void *on_true,
-                       const void *on_false, void *out, int64_t count) {
+kiln_status ref_binary(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    kiln_dtype t = ref_in_node(g, n, 0)->dtype;
+    const void *a = ref_in_data(vals, n, 0), *b = ref_in_data(vals, n, 1);
+    int64_t count = ref_numel(&n->shape);
+    const ref_scalar *f = &scalar[n->op];
+    bool fl = ir_dtype_is_float(t);
+    if (fl ? !f->f2 : !f->i2) return no_scalar(g, n, t);
+    for (int64_t i = 0; i < count; i++) {
+        if (fl)
+            ref_fput(out, t, i, f->f2(ref_fget(a, t, i), ref_fget(b, t, i)));
+        else
+            ref_iput(out, t, i, f->i2(ref_iget(a, t, i), ref_iget(b, t, i)));
+    }
+    return KILN_OK;
+}
+
+kiln_status ref_compare(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    kiln_dtype t = ref_in_node(g, n, 0)->dtype;
+    const void *a = ref_in_data(vals, n, 0), *b = ref_in_data(vals, n, 1);
+    int64_t count = ref_numel(&n->shape);
+    bool fl = ir_dtype_is_float(t);
+    for (int64_t i = 0; i < count; i++)
+        ((uint8_t *)out)[i] = fl ? compare_f(n->a.cmp, ref_fget(a, t, i), ref_fget(b, t, i))
+                                 : compare_i(n->a.cmp, ref_iget(a, t, i), ref_iget(b, t, i));
+    return KILN_OK;
+}
+
+kiln_status ref_convert(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    kiln_dtype t = ref_in_node(g, n, 0)->dtype;
+    const void *x = ref_in_data(vals, n, 0);
+    int64_t count = ref_numel(&n->shape);
+    for (int64_t i = 0; i < count; i++) convert_one(t, x, n->dtype, out, i);
+    return KILN_OK;
+}
+
+kiln_status ref_select(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    const uint8_t *pred = ref_in_data(vals, n, 0);
+    const void *on_true = ref_in_data(vals, n, 1), *on_false = ref_in_data(vals, n, 2);
+    int64_t count = ref_numel(&n->shape);
     size_t es = kiln_dtype_size(n->dtype);
     for (int64_t i = 0; i < count; i++) {
-        const void *src = ((const uint8_t *)pred)[i] ? on_true : on_false;
+        const void *src = pred[i] ? on_true : on_false;
         memcpy((char *)out + (size_t)i * es, (const char *)src + (size_t)i * es, es);
-    }
-}
-
-kiln_status ref_elementwise(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
-    const ir_node *n = &g->nodes[id];
-    int64_t count = ref_numel(&n->shape);
-    kiln_dtype t = ref_in_node(g, n, n->op == IR_SELECT ? 1 : 0)->dtype;
-    switch (ir_ops[n->op].kind) {
-    case IRK_UNARY: run_unary(n, t, ref_in_data(vals, n, 0), out, count); break;
-    case IRK_BINARY:
-        run_binary(n, t, ref_in_data(vals, n, 0), ref_in_data(vals, n, 1), out, count);
-        break;
-    case IRK_SELECT:
-        run_select(n, ref_in_data(vals, n, 0), ref_in_data(vals, n, 1), ref_in_data(vals, n, 2),
-                   out, count);
-        break;
-    default:
-        return ctx_error(g->ctx, KILN_ERR_INTERNAL, "kiln_interpret: %s is not elementwise",
-                         ir_ops[n->op].name);
     }
     return KILN_OK;
 }

@@ -126,13 +126,7 @@ static kiln_status run_node(kiln_graph *g, uint32_t id, ref_value *vals, kiln_ar
     const ir_node *n = &g->nodes[id];
     kiln_status s = make_value(g, id, &vals[id], args, host);
     if (s || vals[id].borrowed) return s;
-    switch (ir_ops[n->op].kind) {
-    case IRK_UNARY:
-    case IRK_BINARY:
-    case IRK_SELECT: s = ref_elementwise(g, id, vals, vals[id].data); break;
-    default: s = ref_structural(g, id, vals, vals[id].data); break;
-    }
-    if (s) return s;
+    if ((s = ref_eval(g, id, vals, vals[id].data))) return s;
     const uint32_t *in = ir_in(n);
     for (uint32_t k = 0; k < n->n_in; k++)
         if (vals[in[k]].last_use == id) release(g->ctx, &vals[in[k]]);

@@ -29,11 +29,39 @@ typedef struct ref_value {
 kiln_status ref_interpret(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
                           kiln_array **outs, bool host_outputs);
 
-/* Kernels: compute node `id` of g into out (which holds the node's bytes), reading its
- * inputs from vals. They fail only where the graph is valid but cannot be evaluated, and
- * then set the context's message. */
-kiln_status ref_elementwise(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_structural(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+/* The reference's part of the op registry (src/ir/ir.h): one evaluator per op that
+ * computes node `id` of g into out (which holds the node's bytes), reading its inputs
+ * from vals. They fail only where the graph is valid but cannot be evaluated, and then
+ * set the context's message. ref_op_eval gives an op's evaluator (NULL: none, which
+ * tests/test_registry.c rejects); ref_eval runs it, and is an internal error for an op
+ * without one rather than a wrong value. */
+typedef kiln_status (*ref_eval_fn)(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                   void *out);
+ref_eval_fn ref_op_eval(ir_op op);
+kiln_status ref_eval(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+/* Whether the scalar semantics of elementwise op `op` exist for float (or integer/bool)
+ * operands: checked against the op's accepted dtypes by tests/test_registry.c. */
+bool ref_scalar_supports(ir_op op, bool float_operand);
+
+/* elementwise.c */
+kiln_status ref_unary(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_binary(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_compare(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_convert(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_select(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+/* structural.c */
+kiln_status ref_iota(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_broadcast(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_reshape(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_transpose(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_slice(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_concat(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_pad(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_reduce(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_dot(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_take_rows(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                 void *out);
 
 /* ------------------------------------------------------- element access ---- */
 

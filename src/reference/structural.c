@@ -320,35 +320,75 @@ static void run_scatter_add(const ir_node *n, const ir_node *ix, const void *ope
 
 /* ------------------------------------------------------------------ entry ---- */
 
-kiln_status ref_structural(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+/* The per-op evaluators (the table is in ops.c). */
+#define X_OF(n)  ref_in_node(g, n, 0)
+#define IN_OF(n) ref_in_data(vals, n, 0)
+
+kiln_status ref_iota(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    (void)vals;
+    run_iota(&g->nodes[id], out);
+    return KILN_OK;
+}
+
+kiln_status ref_broadcast(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
-    const ir_node *x = n->n_in ? ref_in_node(g, n, 0) : NULL;
-    const void *in = n->n_in ? ref_in_data(vals, n, 0) : NULL;
-    switch (n->op) {
-    case IR_IOTA: run_iota(n, out); break;
-    case IR_BROADCAST: run_broadcast(n, x, in, out); break;
-    case IR_RESHAPE: /* row-major on both sides: the bytes do not move */
-        if (ref_numel(&n->shape))
-            memcpy(out, in, (size_t)ref_numel(&n->shape) * kiln_dtype_size(n->dtype));
-        break;
-    case IR_TRANSPOSE: run_transpose(n, x, in, out); break;
-    case IR_SLICE: run_slice(n, x, in, out); break;
-    case IR_CONCAT: run_concat(g, n, vals, out); break;
-    case IR_PAD: run_pad(n, x, in, ref_in_data(vals, n, 1), out); break;
-    case IR_REDUCE_SUM:
-    case IR_REDUCE_MAX:
-    case IR_REDUCE_MIN:
-    case IR_REDUCE_PROD: run_reduce(n, x, in, out); break;
-    case IR_DOT: run_dot(n, x, ref_in_node(g, n, 1), in, ref_in_data(vals, n, 1), out); break;
-    case IR_TAKE_ROWS:
-        return run_take_rows(g, id, x, ref_in_node(g, n, 1), in, ref_in_data(vals, n, 1), out);
-    case IR_SCATTER_ADD_ROWS:
-        run_scatter_add(n, ref_in_node(g, n, 1), in, ref_in_data(vals, n, 1),
-                        ref_in_data(vals, n, 2), out);
-        break;
-    default:
-        return ctx_error(g->ctx, KILN_ERR_INTERNAL, "kiln_interpret: no reference kernel for %s",
-                         ir_ops[n->op].name);
-    }
+    run_broadcast(n, X_OF(n), IN_OF(n), out);
+    return KILN_OK;
+}
+
+/* Row-major on both sides: the bytes do not move. */
+kiln_status ref_reshape(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    if (ref_numel(&n->shape))
+        memcpy(out, IN_OF(n), (size_t)ref_numel(&n->shape) * kiln_dtype_size(n->dtype));
+    return KILN_OK;
+}
+
+kiln_status ref_transpose(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    run_transpose(n, X_OF(n), IN_OF(n), out);
+    return KILN_OK;
+}
+
+kiln_status ref_slice(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    run_slice(n, X_OF(n), IN_OF(n), out);
+    return KILN_OK;
+}
+
+kiln_status ref_concat(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    run_concat(g, &g->nodes[id], vals, out);
+    return KILN_OK;
+}
+
+kiln_status ref_pad(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    run_pad(n, X_OF(n), IN_OF(n), ref_in_data(vals, n, 1), out);
+    return KILN_OK;
+}
+
+kiln_status ref_reduce(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    run_reduce(n, X_OF(n), IN_OF(n), out);
+    return KILN_OK;
+}
+
+kiln_status ref_dot(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    run_dot(n, X_OF(n), ref_in_node(g, n, 1), IN_OF(n), ref_in_data(vals, n, 1), out);
+    return KILN_OK;
+}
+
+kiln_status ref_take_rows(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    return run_take_rows(g, id, X_OF(n), ref_in_node(g, n, 1), IN_OF(n), ref_in_data(vals, n, 1),
+                         out);
+}
+
+kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                 void *out) {
+    const ir_node *n = &g->nodes[id];
+    run_scatter_add(n, ref_in_node(g, n, 1), IN_OF(n), ref_in_data(vals, n, 1),
+                    ref_in_data(vals, n, 2), out);
     return KILN_OK;
 }

@@ -1,0 +1,54 @@
+/* ops.c — the reference evaluation of every op, by op: the reference interpreter's part of
+ * the op registry (src/ir/ir.h). Parameters and constants are never evaluated: the driver
+ * (interp.c) binds them to their argument's or their own bytes. Every other op names its
+ * evaluator here; tests/test_registry.c walks IR_NUM_OPS and fails for a missing one. */
+#include "reference.h"
+
+/* Sources bound by the driver: reaching this is a driver bug, never a wrong value. */
+static kiln_status ref_bound(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    (void)vals, (void)out;
+    return ctx_error(g->ctx, KILN_ERR_INTERNAL, "kiln_interpret: %s %%%u is bound, not evaluated",
+                     ir_ops[g->nodes[id].op].name, id);
+}
+
+static const ref_eval_fn evals[IR_NUM_OPS] = {
+    [IR_PARAMETER] = ref_bound,
+    [IR_CONSTANT] = ref_bound,
+    [IR_IOTA] = ref_iota,
+#define KN_REF_UNARY(e, ...) [IR_##e] = ref_unary,
+    KN_UNARY_OPS(KN_REF_UNARY)
+#undef KN_REF_UNARY
+        [IR_CONVERT] = ref_convert,
+#define KN_REF_BINARY(e, ...) [IR_##e] = ref_binary,
+    KN_BINARY_OPS(KN_REF_BINARY)
+#undef KN_REF_BINARY
+        [IR_COMPARE] = ref_compare,
+    [IR_SELECT] = ref_select,
+    [IR_BROADCAST] = ref_broadcast,
+    [IR_RESHAPE] = ref_reshape,
+    [IR_TRANSPOSE] = ref_transpose,
+    [IR_SLICE] = ref_slice,
+    [IR_CONCAT] = ref_concat,
+    [IR_PAD] = ref_pad,
+    [IR_REDUCE_SUM] = ref_reduce,
+    [IR_REDUCE_MAX] = ref_reduce,
+    [IR_REDUCE_MIN] = ref_reduce,
+    [IR_REDUCE_PROD] = ref_reduce,
+    [IR_DOT] = ref_dot,
+    [IR_TAKE_ROWS] = ref_take_rows,
+    [IR_SCATTER_ADD_ROWS] = ref_scatter_add_rows,
+};
+
+ref_eval_fn ref_op_eval(ir_op op) {
+    return (unsigned)op < IR_NUM_OPS ? evals[op] : NULL;
+}
+
+kiln_status ref_eval(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    ir_op op = g->nodes[id].op;
+    ref_eval_fn fn = ref_op_eval(op);
+    if (!fn)
+        return ctx_error(g->ctx, KILN_ERR_INTERNAL,
+                         "kiln_interpret: no reference evaluation for %s",
+                         (unsigned)op < IR_NUM_OPS ? ir_ops[op].name : "an unknown op");
+    return fn(g, id, vals, out);
+}

@@ -215,6 +215,35 @@ static void expect_verify(int at, kiln_graph *g, const char *a, const char *b) {
             kiln_status_name(s), m, a, b ? b : "");
 }
 
+/* A graph name with a newline, quotes or a backslash is escaped, so the header stays on
+ * its line (parameter names always were); a plain name prints bare. */
+static void test_print_graph_name_escaped(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "two\nlines \"q\" \\", &g));
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, DIMS(2));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &x));
+    char *text = kiln_graph_to_string(g);
+    CHECK(text &&
+          strncmp(text, "graph \"two\\x0alines \\\"q\\\" \\\\\"(%1: f32[2] \"x\") {\n",
+                  strlen("graph \"two\\x0alines \\\"q\\\" \\\\\"(%1: f32[2] \"x\") {\n")) == 0);
+    int lines = 0;
+    for (const char *c = text ? text : ""; *c; c++) lines += *c == '\n';
+    CHECK(lines == 4); /* header, one op, return, closing brace */
+    kiln_string_free(ctx, text);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    char *report = kiln_executable_memory_report(e);
+    CHECK(report && strncmp(report, "memory plan of 'two\\x0alines \\\"q\\\" \\\\':",
+                            strlen("memory plan of 'two\\x0alines \\\"q\\\" \\\\':")) == 0);
+    if (report && !strchr(report, '\n'))
+        CHECK(0);
+    else if (report)
+        CHECK(strchr(report, '\n') > strstr(report, "':")); /* name on line one */
+    kiln_string_free(ctx, report);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 static void test_verifier(void) {
     kiln_graph *g = good_graph();
     ir_node *add = ir_node_at(g, 3);
@@ -427,6 +456,7 @@ int main(void) {
     ctx = test_context();
     RUN(test_print_small_graph);
     RUN(test_print_attributes);
+    RUN(test_print_graph_name_escaped);
     RUN(test_verifier);
     RUN(test_dtypes_and_statuses);
     RUN(test_config_parsers);

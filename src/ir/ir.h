@@ -274,6 +274,8 @@ kiln_status ir_verify(const kiln_graph *g);
 
 /* Printer: one op a line, stable text. */
 void ir_print(const kiln_graph *g, struct strbuf *sb);
+/* Appends s with backslashes, quotes and control characters escaped (\\, \", \', \xNN). */
+void ir_print_escaped(struct strbuf *sb, const char *s);
 /* "%3 = add(%1, %2)" style attribute text for one node (used by the printer and errors). */
 void ir_print_node(const kiln_graph *g, uint32_t id, struct strbuf *sb);
 

@@ -64,20 +64,37 @@ static void print_constant(const ir_node *n, strbuf *sb) {
     if (n->shape.rank) sb_append(sb, "}");
 }
 
-/* A name in double quotes, with backslashes, quotes and control characters escaped, so
- * that any name keeps the text one op a line. */
-static void print_quoted(strbuf *sb, const char *s) {
-    sb_append(sb, "\"");
+/* A name with backslashes, quotes and control characters escaped, so that any name keeps
+ * the text one op a line. */
+void ir_print_escaped(strbuf *sb, const char *s) {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
+        if (c == '"' || c == '\\' || c == '\'')
             sb_printf(sb, "\\%c", c);
         else if (c < 0x20 || c == 0x7f)
             sb_printf(sb, "\\x%02x", c);
         else
             sb_printf(sb, "%c", c);
     }
+}
+
+static void print_quoted(strbuf *sb, const char *s) {
     sb_append(sb, "\"");
+    ir_print_escaped(sb, s);
+    sb_append(sb, "\"");
+}
+
+/* A graph's name: bare when it is a plain identifier (letters, digits, _ . - /), else in
+ * double quotes with escapes. */
+static void print_graph_name(strbuf *sb, const char *s) {
+    bool bare = *s != 0;
+    for (const char *c = s; *c && bare; c++)
+        bare = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+               strchr("_.-/", *c);
+    if (bare)
+        sb_append(sb, s);
+    else
+        print_quoted(sb, s);
 }
 
 static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
@@ -159,7 +176,9 @@ void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
 
 void ir_print(const kiln_graph *g, strbuf *sb) {
     char type[IR_TYPE_STR_MAX];
-    sb_printf(sb, "graph %s(", g->name);
+    sb_append(sb, "graph ");
+    print_graph_name(sb, g->name ? g->name : "");
+    sb_append(sb, "(");
     for (uint32_t i = 0; i < g->n_params; i++) {
         const ir_node *p = &g->nodes[g->params[i]];
         sb_printf(sb, "%s%%%u: %s", i ? ", " : "", g->params[i],

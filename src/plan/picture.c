@@ -93,8 +93,9 @@ char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
     strbuf sb;
     sb_init(&sb, g->ctx);
     char h[32];
-    sb_printf(&sb, "memory plan of '%s': %u kernels, schedule \"%s\" (tried", g->name, p->n_kernels,
-              p->strategy);
+    sb_append(&sb, "memory plan of '");
+    ir_print_escaped(&sb, g->name);
+    sb_printf(&sb, "': %u kernels, schedule \"%s\" (tried", p->n_kernels, p->strategy);
     for (int i = 0; i < p->n_tries; i++)
         sb_printf(&sb, "%s %s %s", i ? "," : "", p->tries[i].strategy,
                   human(p->tries[i].peak, h, sizeof h));

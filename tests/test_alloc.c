@@ -8,7 +8,7 @@
  * addresses never dereferenced (the allocator must never touch device memory), with a
  * capacity that can refuse regions, so that gigabytes cost nothing and every refusal path
  * can be reached. */
-#include "test.h"
+#include "fault.h"
 
 #include "alloc/bfc_internal.h"
 
@@ -516,50 +516,60 @@ static void test_bad_free(void) {
     kiln_context_destroy(ctx);
 }
 
+/* What the host-OOM scenario works on: a context kept across the runs and its device. */
+typedef struct oom_case {
+    kiln_context *ctx;
+    fake_dev *dev;
+} oom_case;
+
+/* Creates an allocator and makes 400 allocations with the fault armed; a failure must
+ * leave the allocator's figures as they were and the allocator still valid. */
+static kiln_status oom_sequence(fault_run *r) {
+    oom_case *oc = (oom_case *)r->user;
+    static void *p[400];
+    fake_init(oc->dev, 1ull << 40);
+    bfc_allocator *a = NULL;
+    fault_arm(r);
+    kiln_status s = fault_note(
+        r, oc->ctx, bfc_create(oc->ctx, &fake_backend, oc->dev, 0, &(bfc_options){0}, &a));
+    if (s) {
+        CHECK(!a);
+        return s;
+    }
+    int k = 0;
+    for (; k < 400; k++) {
+        kiln_memory_stats before, after;
+        bfc_stats(a, &before);
+        s = fault_note(r, oc->ctx, bfc_alloc(a, (size_t)(k % 7 + 1) * 3000, "t", &p[k]));
+        if (s) {
+            CHECK(!p[k]);
+            bfc_stats(a, &after);
+            CHECK(same_stats(&before, &after));
+            break;
+        }
+    }
+    fault_disarm(r);
+    check(a, oc->ctx);
+    for (int i = 0; i < k; i += 2) CHECK_OK(oc->ctx, bfc_free(a, p[i]));
+    check(a, oc->ctx);
+    bfc_destroy(a);
+    CHECK(oc->dev->nlive == 0);
+    return s;
+}
+
 /* Host allocation n of a sequence fails, for every n: a clean KILN_ERR_HOST_OOM, the
  * allocator unchanged and still valid, nothing leaked. */
 static void test_host_oom(void) {
     test_alloc t = {0};
     kiln_host_allocator h = test_allocator(&t);
     kiln_context_options o = {.host_allocator = &h, .ignore_environment = true};
-    kiln_context *ctx = NULL;
-    CHECK_OK(ctx, kiln_context_create(&o, &ctx, NULL, 0));
-    long base_live = t.live;
     static fake_dev f;
-    bool completed = false;
-    for (long n = 1; n < 200 && !completed; n++) {
-        fake_init(&f, 1ull << 40);
-        t.fail_at = 0;
-        bfc_allocator *a = NULL;
-        t.count = 0, t.fail_at = n;
-        kiln_status s = bfc_create(ctx, &fake_backend, &f, 0, &(bfc_options){0}, &a);
-        if (s) {
-            CHECK(s == KILN_ERR_HOST_OOM && !a);
-            continue;
-        }
-        static void *p[400];
-        int k = 0;
-        for (; k < 400; k++) {
-            kiln_memory_stats before, after;
-            bfc_stats(a, &before);
-            s = bfc_alloc(a, (size_t)(k % 7 + 1) * 3000, "t", &p[k]);
-            if (s) {
-                CHECK(s == KILN_ERR_HOST_OOM && !p[k]);
-                bfc_stats(a, &after);
-                CHECK(same_stats(&before, &after));
-                break;
-            }
-        }
-        completed = k == 400;
-        t.fail_at = 0;
-        check(a, ctx);
-        for (int i = 0; i < k; i += 2) CHECK_OK(ctx, bfc_free(a, p[i]));
-        check(a, ctx);
-        bfc_destroy(a);
-        CHECK(f.nlive == 0 && t.live == base_live);
-    }
-    CHECK(completed);
-    kiln_context_destroy(ctx);
+    oom_case oc = {NULL, &f};
+    CHECK_OK(oc.ctx, kiln_context_create(&o, &oc.ctx, NULL, 0));
+    fault_sweep sw = {
+        .name = "bfc host OOM", .run = oom_sequence, .user = &oc, .max_runs = 200, .armed = &t};
+    CHECK(fault_sweep_run(&sw) > 0);
+    kiln_context_destroy(oc.ctx);
     CHECK(t.live == 0 && t.bad_size == 0);
 }
 

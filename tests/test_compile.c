@@ -3,6 +3,7 @@
  * achieve), thousands of random programs (fixed seed; KILN_TEST_SEED and
  * KILN_TEST_PROGRAMS override for long runs), and the compile/run error paths. */
 #include "compare.h"
+#include "fault.h"
 #include "ir/ir.h"
 #include "randprog.h"
 
@@ -468,36 +469,27 @@ static kiln_status compile_and_run(kiln_context *c, int *out_bad) {
     return s;
 }
 
+/* One compile-and-run in a context of its own, caching kernels in the folder r->user. */
+static kiln_status fault_compile_and_run(fault_run *r) {
+    kiln_context *c = NULL;
+    int bad = 0;
+    kiln_status s = fault_context(r, (const char *)r->user, &c);
+    if (!s) s = fault_note(r, c, compile_and_run(c, &bad));
+    CHECK_MSG(!bad, "allocation %ld: the run succeeded with wrong results", r->n);
+    kiln_context_destroy(c);
+    return s;
+}
+
 /* Every host allocation of a whole compile-and-run fails in turn: each must end in a clean
  * KILN_ERR_HOST_OOM with nothing leaked (the machine code comes from the disk cache after
  * the first run, so this stays fast). */
 static void test_fault_injection(const char *dir) {
-    int runs = 0;
-    for (long n = 1; n < 5000; n++) {
-        test_alloc ta = {.fail_at = n};
-        kiln_host_allocator ha = test_allocator(&ta);
-        kiln_context_options o = {
-            .host_allocator = &ha, .ignore_environment = true, .cache_dir = dir};
-        kiln_context *c = NULL;
-        int bad = 0;
-        kiln_status s = kiln_context_create(&o, &c, NULL, 0);
-        if (!s) s = compile_and_run(c, &bad);
-        bool failed_here = ta.count >= n;
-        if (s) {
-            CHECK_MSG(s == KILN_ERR_HOST_OOM, "allocation %ld: %s, not HOST_OOM: %s", n,
-                      kiln_status_name(s), c ? kiln_last_error(c) : "");
-            CHECK_MSG(!c || kiln_last_error(c)[0], "allocation %ld failed without a message", n);
-        }
-        kiln_context_destroy(c);
-        CHECK_MSG(ta.live == 0 && ta.bad_size == 0,
-                  "allocation %ld: %ld blocks leaked, %d bad sizes", n, ta.live, ta.bad_size);
-        runs++;
-        if (!failed_here) {
-            CHECK_MSG(s == KILN_OK && !bad, "the run past the last allocation must succeed");
-            break;
-        }
-    }
-    printf("fault injection: %d compile-and-run attempts\n", runs);
+    fault_sweep sw = {.name = "compile and run",
+                      .run = fault_compile_and_run,
+                      .user = (void *)dir,
+                      .max_runs = 5000};
+    long n = fault_sweep_run(&sw);
+    printf("fault injection: %ld host allocations of a compile-and-run failed in turn\n", n);
 }
 
 /* A second process compiling the same program loads it from the disk cache: the C

@@ -2,7 +2,7 @@
  * reference array through random puts, gets and removes (removal's backward shift is the
  * subtle part), caller-hashed keys with full collisions, iteration, and host OOM during
  * growth leaving the map as it was. */
-#include "test.h"
+#include "fault.h"
 #include "base/hashmap.h"
 
 #define N_KEYS 512

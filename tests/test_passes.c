@@ -8,7 +8,7 @@
  * rewrite must NOT fire (x + 0.0 and x * 0 for floats, -0.0 vs 0.0 in CSE, inexact
  * convert chains) are tested as carefully as those where it must. Fault injection fails
  * the Nth host allocation of the whole pipeline until it succeeds. */
-#include "test.h"
+#include "fault.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
@@ -890,6 +890,25 @@ static void test_verify_config(void) {
 
 /* ------------------------------------------------------ fault injection ---- */
 
+/* Runs the pipeline, the fault armed, on a clone of the graph r->user. */
+static kiln_status fault_passes(fault_run *r) {
+    kiln_graph *c = NULL;
+    CHECK_OK(ctx, pass_clone((kiln_graph *)r->user, &c));
+    if (!c) return KILN_ERR_INTERNAL;
+    int before = n_nodes(c);
+    fault_arm(r);
+    kiln_status s = fault_note(r, ctx, passes_run(&c, NULL));
+    fault_disarm(r);
+    if (s == KILN_OK) {
+        CHECK(n_nodes(c) < before);
+    } else {
+        CHECK_CONTAINS(r->message, "host allocation");
+        CHECK(n_nodes(c) == before && ir_verify(c) == KILN_OK);
+    }
+    kiln_graph_destroy(c);
+    return s;
+}
+
 static void test_fault_injection(void) {
     test_alloc t = {0};
     kiln_host_allocator a = test_allocator(&t);
@@ -898,31 +917,10 @@ static void test_fault_injection(void) {
     CHECK_OK(NULL, kiln_context_create(&opts, &ctx, NULL, 0));
     ctx->config.verify_passes = true;
     kiln_graph *g = build_model();
-    long baseline = t.live;
-    int n = 1, failures = 0;
-    for (; n < 20000; n++) {
-        kiln_graph *c = NULL;
-        t.fail_at = 0;
-        CHECK_OK(ctx, pass_clone(g, &c));
-        int before = n_nodes(c);
-        t.fail_at = t.count + n;
-        kiln_status s = passes_run(&c, NULL);
-        t.fail_at = 0;
-        if (s == KILN_OK) {
-            CHECK(n_nodes(c) < before);
-            kiln_graph_destroy(c);
-            break;
-        }
-        failures++;
-        CHECK_MSG(s == KILN_ERR_HOST_OOM, "allocation %d: %s: %s", n, kiln_status_name(s),
-                  kiln_last_error(ctx));
-        CHECK_CONTAINS(kiln_last_error(ctx), "host allocation");
-        CHECK(n_nodes(c) == before && ir_verify(c) == KILN_OK);
-        kiln_graph_destroy(c);
-        CHECK_MSG(t.live == baseline, "allocation %d: %ld blocks leaked", n, t.live - baseline);
-        if (t.live != baseline) break;
-    }
-    CHECK_MSG(failures > 50, "only %d allocations failed before success", failures);
+    fault_sweep sw = {
+        .name = "passes_run", .run = fault_passes, .user = g, .max_runs = 20000, .armed = &t};
+    long failures = fault_sweep_run(&sw);
+    CHECK_MSG(failures > 50, "only %ld allocations failed before success", failures);
     kiln_graph_destroy(g);
     kiln_context_destroy(ctx);
     CHECK(t.live == 0 && t.bad_size == 0);

@@ -9,6 +9,7 @@
  * buffers live at one step overlap; exhaustive), and the device allocator's measured peak
  * during the run must equal the planned peak (compare.h). */
 #include "compare.h"
+#include "fault.h"
 #include "randprog.h"
 
 #include <stdlib.h>
@@ -671,34 +672,24 @@ static kiln_status plan_sequence(kiln_context *c, int *bad) {
     return s;
 }
 
+/* One plan_sequence in a context of its own, caching kernels in the folder r->user. */
+static kiln_status fault_plan_sequence(fault_run *r) {
+    kiln_context *c = NULL;
+    int bad = 0;
+    kiln_status s = fault_context(r, (const char *)r->user, &c);
+    if (!s) s = fault_note(r, c, plan_sequence(c, &bad));
+    CHECK_MSG(!bad, "allocation %ld: a donation or device memory was not handled cleanly", r->n);
+    kiln_context_destroy(c);
+    return s;
+}
+
 /* Every host allocation fails in turn: a clean KILN_ERR_HOST_OOM, nothing leaked, and a
  * donated argument consumed only by a call that succeeded. */
 static void test_fault_injection(const char *dir) {
-    int runs = 0;
-    for (long n = 1; n < 5000; n++) {
-        test_alloc ta = {.fail_at = n};
-        kiln_host_allocator ha = test_allocator(&ta);
-        kiln_context_options o = {
-            .host_allocator = &ha, .ignore_environment = true, .cache_dir = dir};
-        kiln_context *c = NULL;
-        int bad = 0;
-        kiln_status s = kiln_context_create(&o, &c, NULL, 0);
-        if (!s) s = plan_sequence(c, &bad);
-        bool failed_here = ta.count >= n;
-        CHECK_MSG(!bad, "allocation %ld: a donation or device memory was not handled cleanly", n);
-        if (s && c) /* (a context that could not be made reports through its err buffer) */
-            CHECK_MSG(s == KILN_ERR_HOST_OOM && kiln_last_error(c)[0], "allocation %ld: %s: %s", n,
-                      kiln_status_name(s), c ? kiln_last_error(c) : "");
-        kiln_context_destroy(c);
-        CHECK_MSG(ta.live == 0 && ta.bad_size == 0, "allocation %ld: %ld blocks leaked", n,
-                  ta.live);
-        runs++;
-        if (!failed_here) {
-            CHECK_MSG(s == KILN_OK, "the run past the last allocation must succeed");
-            break;
-        }
-    }
-    printf("fault injection with the planner: %d compile-and-run attempts\n", runs);
+    fault_sweep sw = {
+        .name = "plan sequence", .run = fault_plan_sequence, .user = (void *)dir, .max_runs = 5000};
+    long n = fault_sweep_run(&sw);
+    printf("fault injection with the planner: %ld host allocations failed in turn\n", n);
 }
 
 int main(void) {

@@ -9,6 +9,7 @@
  * capacity that can refuse regions, so that gigabytes cost nothing and every refusal path
  * can be reached. */
 #include "fault.h"
+#include "rng.h"
 
 #include "alloc/bfc_internal.h"
 
@@ -92,19 +93,13 @@ static bfc_allocator *make(kiln_context *ctx, fake_dev *f, kiln_alloc_mode mode,
     return a;
 }
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) { /* xorshift64*: deterministic, no global libc state */
-    rng_state ^= rng_state >> 12, rng_state ^= rng_state << 25, rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
-}
-
 /* A size from a mix that exercises exact classes, split classes and regions' edges. */
-static size_t random_size(size_t max) {
-    switch (rnd() % 4) {
-    case 0: return 1 + rnd() % 4096;
-    case 1: return 1 + rnd() % (256 * KIB);
-    case 2: return (size_t)1 << (8 + rnd() % 13);
-    default: return 1 + rnd() % max;
+static size_t random_size(uint64_t *rng, size_t max) {
+    switch (test_rng_next(rng) % 4) {
+    case 0: return 1 + test_rng_next(rng) % 4096;
+    case 1: return 1 + test_rng_next(rng) % (256 * KIB);
+    case 2: return (size_t)1 << (8 + test_rng_next(rng) % 13);
+    default: return 1 + test_rng_next(rng) % max;
     }
 }
 
@@ -139,8 +134,9 @@ static void test_ptrmap(void) {
     static uintptr_t keys[N];
     static bool in[N];
     for (int i = 0; i < N; i++) keys[i] = ((uintptr_t)(i + 1) * 256) ^ ((uintptr_t)(i % 7) << 30);
+    uint64_t rng = test_seed(0x9E3779B97F4A7C15ull);
     for (int step = 0; step < 40000; step++) {
-        int i = (int)(rnd() % N);
+        int i = test_rng_int(&rng, N);
         if (in[i]) {
             CHECK(ptrmap_remove(&m, keys[i]) == &keys[i]);
             in[i] = false;
@@ -171,13 +167,14 @@ static void random_run(kiln_alloc_mode mode, uint64_t limit, uint64_t device, in
     void *p[SLOTS] = {0};
     size_t n[SLOTS] = {0};
     int ooms = 0;
+    uint64_t rng = test_seed(0x9E3779B97F4A7C15ull);
     for (int step = 0; step < steps && !test_failed; step++) {
-        int i = (int)(rnd() % SLOTS);
+        int i = test_rng_int(&rng, SLOTS);
         if (p[i]) {
             CHECK_OK(ctx, bfc_free(a, p[i]));
             p[i] = NULL;
         } else {
-            n[i] = random_size(4 * MIB);
+            n[i] = random_size(&rng, 4 * MIB);
             kiln_status s = bfc_alloc(a, n[i], "rand", &p[i]);
             if (s == KILN_ERR_DEVICE_OOM) {
                 ooms++;

@@ -7,27 +7,16 @@
 #define KILN_TEST_COMPARE_H
 
 #include "exec/executable.h"
-#include "test.h"
+#include "rng.h"
 
-/* Fills an array of the given type with deterministic pseudo-random values: floats in
- * [-2, 2], ints in [-5, 5], bools 0/1. */
+/* A new array of the given type and shape with ordinary random values (test_fill_uniform
+ * of rng.h), drawn from *seed. */
 static inline kiln_array *cmp_random_array(kiln_context *ctx, kiln_dtype t, int rank,
                                            const int64_t *dims, uint64_t *seed) {
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= dims[i];
-    size_t es = kiln_dtype_size(t);
-    unsigned char *buf = (unsigned char *)malloc((size_t)(n ? n : 1) * es);
-    for (int64_t i = 0; i < n; i++) {
-        *seed ^= *seed << 13, *seed ^= *seed >> 7, *seed ^= *seed << 17;
-        double u = (double)(*seed >> 11) / 9007199254740992.0; /* [0, 1) */
-        switch (t) {
-        case KILN_F32: ((float *)buf)[i] = (float)(4 * u - 2); break;
-        case KILN_F64: ((double *)buf)[i] = 4 * u - 2; break;
-        case KILN_I32: ((int32_t *)buf)[i] = (int32_t)(u * 11) - 5; break;
-        case KILN_I64: ((int64_t *)buf)[i] = (int64_t)(u * 11) - 5; break;
-        default: buf[i] = u < 0.5; break;
-        }
-    }
+    unsigned char *buf = (unsigned char *)malloc((size_t)(n ? n : 1) * kiln_dtype_size(t));
+    test_fill_uniform(t, n, buf, seed);
     kiln_array *a = NULL;
     kiln_array_create(ctx, t, rank, dims, buf, &a);
     free(buf);

@@ -5,12 +5,16 @@
  * products, comparisons and selects, gathers. Values stay bounded (divisions and logs are
  * guarded) so that float rounding differences cannot blow up into false failures.
  *
- * Usage: rp_state s = {.seed = ...}; rp_program(&s, g, n_sub) appends n_sub independent
- * sub-programs to graph g (their parameters and outputs accumulate in s). */
+ * Usage: rp_state s = {.seed = ...}; each rp_sub(&s, g) appends an independent
+ * sub-program to graph g (their parameters and outputs accumulate in s).
+ *
+ * A second kind, rp_dense_graph, is made for the graph passes rather than for code
+ * generation: small programs dense in identities, duplicates and foldable constants.
+ * Both draw from the one generator of rng.h, so a seed names a program exactly. */
 #ifndef KILN_RANDPROG_H
 #define KILN_RANDPROG_H
 
-#include "kiln.h"
+#include "rng.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -36,12 +40,22 @@ typedef struct rp_state {
     int n_vals;
 } rp_state;
 
-static inline uint64_t rp_next(rp_state *s) {
-    s->seed ^= s->seed << 13, s->seed ^= s->seed >> 7, s->seed ^= s->seed << 17;
-    return s->seed;
-}
 static inline int rp_int(rp_state *s, int n) {
-    return (int)(rp_next(s) % (uint64_t)n);
+    return test_rng_int(&s->seed, n);
+}
+
+/* How many random programs a test checks: KILN_TEST_PROGRAMS when set (long runs), else
+ * the test's default. */
+static inline int rp_program_count(int fallback) {
+    const char *env = getenv("KILN_TEST_PROGRAMS");
+    if (!env || !*env) return fallback;
+    char *end = NULL;
+    long n = strtol(env, &end, 10);
+    if (!end || *end || n < 0 || n > 100000000) {
+        fprintf(stderr, "KILN_TEST_PROGRAMS=\"%s\" is not a count of programs\n", env);
+        exit(2);
+    }
+    return (int)n;
 }
 
 static inline rp_val rp_typed(kiln_graph *g, kiln_value v) {
@@ -274,6 +288,149 @@ static inline void rp_sub(rp_state *s, kiln_graph *g) {
     int n_out = 1 + rp_int(s, 2);
     for (int i = 0; i < n_out && s->n_vals && s->n_outs < RP_MAX_OUTS; i++)
         s->outs[s->n_outs++] = i == 0 ? s->vals[s->n_vals - 1].v : rp_pick(s)->v;
+}
+
+/* ------------------------------------------------ programs dense in rewrites ---- */
+
+/* rp_dense_graph: a random program dense in what the graph passes look for: identities
+ * with splat constants (1, -0.0, 0, including the ones that must not fire), shape-op
+ * chains, convert chains, exact duplicates, dead values and foldable constants, over four
+ * fixed parameters (f32[2,3], f64[2,3], i32[2,3], f32[3]) and three outputs. NULL when
+ * the graph cannot be finished. */
+typedef struct rp_dense {
+    kiln_graph *g;
+    uint64_t seed;
+    kiln_value vals[96];
+    int n;
+} rp_dense;
+
+static inline int rp_dense_int(rp_dense *r, int n) {
+    return test_rng_int(&r->seed, n);
+}
+
+static inline kiln_dtype rp_dense_type(const rp_dense *r, kiln_value v, int *rank, int64_t *dims) {
+    kiln_dtype t = KILN_INVALID_DTYPE;
+    kiln_value_type(r->g, v, &t, rank, dims);
+    return t;
+}
+
+static inline kiln_value rp_dense_pick(rp_dense *r) {
+    return r->vals[rp_dense_int(r, 4) ? r->n - 1 - rp_dense_int(r, r->n < 4 ? r->n : 4)
+                                      : rp_dense_int(r, r->n)];
+}
+
+static inline kiln_value rp_dense_splat(rp_dense *r, kiln_dtype t) {
+    static const double v[] = {1.0, -0.0, 0.0, 1.0, 2.0, -1.0, NAN};
+    return kiln_scalar(r->g, t, v[rp_dense_int(r, 7)]);
+}
+
+static inline kiln_value rp_dense_binary(rp_dense *r, kiln_value a, kiln_dtype t) {
+    int ra, rb;
+    int64_t da[KILN_MAX_RANK], db[KILN_MAX_RANK];
+    rp_dense_type(r, a, &ra, da);
+    kiln_value b = rp_dense_int(r, 3) == 0 ? rp_dense_pick(r) : rp_dense_splat(r, t);
+    if (rp_dense_type(r, b, &rb, db) != t || (rb && (rb != ra || memcmp(da, db, sizeof *da * ra))))
+        b = rp_dense_splat(r, t);
+    bool swap = rp_dense_int(r, 3) == 0;
+    kiln_value x = swap ? b : a, y = swap ? a : b;
+    switch (rp_dense_int(r, 5)) {
+    case 0: return kiln_add(r->g, x, y);
+    case 1: return kiln_sub(r->g, x, y);
+    case 2: return kiln_mul(r->g, x, y);
+    case 3: return kiln_div(r->g, x, y);
+    default: return kiln_max(r->g, x, y);
+    }
+}
+
+static inline kiln_value rp_dense_shape(rp_dense *r, kiln_value a, int rank, const int64_t *dims) {
+    int64_t total = 1, flat[1], bd[KILN_MAX_RANK];
+    for (int i = 0; i < rank; i++) total *= dims[i];
+    flat[0] = total;
+    switch (rp_dense_int(r, 4)) {
+    case 0: {
+        int perm[KILN_MAX_RANK];
+        for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
+        return kiln_transpose(r->g, a, perm);
+    }
+    case 1: return kiln_reshape(r->g, a, 1, flat);
+    case 2: {
+        if (rank >= 3) return kiln_reshape(r->g, a, 1, flat);
+        int bdims[KILN_MAX_RANK];
+        bd[0] = 2;
+        for (int i = 0; i < rank; i++) bd[i + 1] = dims[i], bdims[i] = i + 1;
+        return kiln_broadcast_in_dim(r->g, a, rank + 1, bd, bdims);
+    }
+    default: {
+        int64_t start[KILN_MAX_RANK] = {0}, limit[KILN_MAX_RANK];
+        for (int i = 0; i < rank; i++) limit[i] = dims[i];
+        if (rank && rp_dense_int(r, 2) && dims[0] > 1) start[0] = 1;
+        return kiln_slice(r->g, a, start, limit, NULL);
+    }
+    }
+}
+
+static inline kiln_value rp_dense_step(rp_dense *r) {
+    kiln_value a = rp_dense_pick(r);
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    kiln_dtype t = rp_dense_type(r, a, &rank, dims);
+    bool fl = t == KILN_F32 || t == KILN_F64, num = fl || t == KILN_I32 || t == KILN_I64;
+    static const kiln_dtype to[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_BOOL};
+    switch (rp_dense_int(r, 9)) {
+    case 0: return num ? kiln_neg(r->g, a) : kiln_logical_not(r->g, a);
+    case 1: return fl ? kiln_exp(r->g, a) : num ? kiln_abs(r->g, a) : a;
+    case 2:
+    case 3: return num ? rp_dense_binary(r, a, t) : a;
+    case 4: return rp_dense_shape(r, a, rank, dims);
+    case 5: return kiln_convert(r->g, a, to[rp_dense_int(r, 5)]);
+    case 6: {
+        kiln_value p = kiln_compare(r->g, a, a, KILN_CMP_EQ); /* false for NaN */
+        return kiln_select(r->g, p, a, rp_dense_int(r, 2) || !num ? a : kiln_neg(r->g, a));
+    }
+    case 7: {
+        double c[6];
+        for (int i = 0; i < 6; i++)
+            c[i] = rp_dense_int(r, 4) ? (double)rp_dense_int(r, 5) - 2 : NAN;
+        kiln_value k = kiln_constant(r->g, KILN_F64, 2, (const int64_t[]){2, 3}, c);
+        return kiln_convert(r->g, rp_dense_int(r, 2) ? kiln_exp(r->g, k) : k, fl ? t : KILN_F32);
+    }
+    default: return num && rank ? kiln_reduce_sum(r->g, a, 1, (const int[]){0}, false) : a;
+    }
+}
+
+static inline kiln_graph *rp_dense_graph(kiln_context *ctx, uint64_t seed) {
+    rp_dense r;
+    memset(&r, 0, sizeof r);
+    r.seed = seed;
+    kiln_graph_create(ctx, "random", &r.g);
+    static const int64_t d23[] = {2, 3};
+    r.vals[r.n++] = kiln_parameter(r.g, "a", KILN_F32, 2, d23);
+    r.vals[r.n++] = kiln_parameter(r.g, "b", KILN_F64, 2, d23);
+    r.vals[r.n++] = kiln_parameter(r.g, "c", KILN_I32, 2, d23);
+    r.vals[r.n++] = kiln_parameter(r.g, "d", KILN_F32, 1, &d23[1]);
+    while (r.n < 40) {
+        kiln_value v = rp_dense_step(&r);
+        if (!kiln_value_ok(v)) break;
+        r.vals[r.n++] = v;
+        if (rp_dense_int(&r, 5) == 0) { /* an exact duplicate of some earlier work */
+            uint64_t keep = r.seed;
+            r.seed = seed + (uint64_t)r.n;
+            kiln_value w = rp_dense_step(&r), w2;
+            r.seed = seed + (uint64_t)r.n;
+            w2 = rp_dense_step(&r);
+            r.seed = keep;
+            bool b = rp_dense_type(&r, w, NULL, NULL) == KILN_BOOL;
+            if (kiln_value_ok(w) && kiln_value_ok(w2))
+                r.vals[r.n++] = b ? kiln_logical_or(r.g, w, w2) : kiln_add(r.g, w, w2);
+            if (!kiln_value_ok(r.vals[r.n - 1])) break;
+        }
+    }
+    kiln_value outs[3] = {r.vals[r.n - 1], r.vals[r.n - 2], r.vals[r.n / 2]};
+    if (kiln_graph_finish(r.g, 3, outs)) {
+        kiln_graph_destroy(r.g);
+        return NULL;
+    }
+    return r.g;
 }
 
 #endif

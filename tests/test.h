@@ -1,6 +1,6 @@
 /* test.h — the tiny harness every test file uses: CHECK macros that count and report
- * failures with file and line, RUN to call a test function, and a counting host allocator
- * that can fail its Nth allocation (fault injection) and reports leaks.
+ * failures with file and line, RUN to call a test function, and a context free of the
+ * environment. Fault injection lives in fault.h, random numbers and seeds in rng.h.
  * Each test file ends with `return test_summary("name");`. */
 #ifndef KILN_TEST_H
 #define KILN_TEST_H
@@ -13,6 +13,9 @@
 #include <string.h>
 
 static int test_passed, test_failed;
+/* Set by test_seed (rng.h): 0 no random test ran, 1 the defaults, 2 KILN_TEST_SEED's. */
+static int test_seed_chosen;
+static unsigned long long test_seed_env;
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
@@ -78,61 +81,12 @@ static inline int test_close(double a, double b, double rtol, double atol) {
 
 static inline int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, test_passed, test_failed);
+    if (test_failed && test_seed_chosen == 1)
+        fprintf(stderr, "%s: random inputs from the fixed default seeds (KILN_TEST_SEED unset)\n",
+                name);
+    if (test_failed && test_seed_chosen == 2)
+        fprintf(stderr, "%s: repeat with KILN_TEST_SEED=%llu\n", name, test_seed_env);
     return test_failed ? 1 : 0;
-}
-
-/* ------------------------------------------------ counting/failing allocator ---- */
-
-typedef struct test_alloc {
-    long count;   /* allocations made (alloc + growing realloc) */
-    long fail_at; /* fail the fail_at-th one (1-based); 0: never */
-    long live;    /* allocations not yet freed */
-    size_t bytes; /* bytes not yet freed */
-    int bad_size; /* a free/realloc gave a size that differs from the allocation's */
-} test_alloc;
-
-/* Each block carries a header with its size so we can check the sizes kiln passes back. */
-typedef struct {
-    size_t size;
-    size_t pad;
-} test_hdr;
-
-static void *test_alloc_fn(void *user, size_t size) {
-    test_alloc *t = (test_alloc *)user;
-    if (t->fail_at && ++t->count == t->fail_at) return NULL;
-    if (!t->fail_at) t->count++;
-    test_hdr *h = (test_hdr *)malloc(sizeof(test_hdr) + size);
-    if (!h) return NULL;
-    h->size = size;
-    t->live++;
-    t->bytes += size;
-    return h + 1;
-}
-static void test_free_fn(void *user, void *p, size_t size) {
-    test_alloc *t = (test_alloc *)user;
-    if (!p) return;
-    test_hdr *h = (test_hdr *)p - 1;
-    if (h->size != size) t->bad_size++;
-    t->live--;
-    t->bytes -= h->size;
-    free(h);
-}
-static void *test_realloc_fn(void *user, void *p, size_t old_size, size_t new_size) {
-    test_alloc *t = (test_alloc *)user;
-    test_hdr *h = (test_hdr *)p - 1;
-    if (h->size != old_size) t->bad_size++;
-    if (t->fail_at && ++t->count == t->fail_at) return NULL;
-    if (!t->fail_at) t->count++;
-    test_hdr *n = (test_hdr *)realloc(h, sizeof(test_hdr) + new_size);
-    if (!n) return NULL;
-    t->bytes += new_size - n->size;
-    n->size = new_size;
-    return n + 1;
-}
-
-static inline kiln_host_allocator test_allocator(test_alloc *t) {
-    kiln_host_allocator a = {test_alloc_fn, test_realloc_fn, test_free_fn, t};
-    return a;
 }
 
 /* A context with default options and no environment influence. */

@@ -8,7 +8,8 @@
  * addresses never dereferenced (the allocator must never touch device memory), with a
  * capacity that can refuse regions, so that gigabytes cost nothing and every refusal path
  * can be reached. */
-#include "test.h"
+#include "fault.h"
+#include "rng.h"
 
 #include "alloc/bfc_internal.h"
 
@@ -92,19 +93,13 @@ static bfc_allocator *make(kiln_context *ctx, fake_dev *f, kiln_alloc_mode mode,
     return a;
 }
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) { /* xorshift64*: deterministic, no global libc state */
-    rng_state ^= rng_state >> 12, rng_state ^= rng_state << 25, rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
-}
-
 /* A size from a mix that exercises exact classes, split classes and regions' edges. */
-static size_t random_size(size_t max) {
-    switch (rnd() % 4) {
-    case 0: return 1 + rnd() % 4096;
-    case 1: return 1 + rnd() % (256 * KIB);
-    case 2: return (size_t)1 << (8 + rnd() % 13);
-    default: return 1 + rnd() % max;
+static size_t random_size(uint64_t *rng, size_t max) {
+    switch (test_rng_next(rng) % 4) {
+    case 0: return 1 + test_rng_next(rng) % 4096;
+    case 1: return 1 + test_rng_next(rng) % (256 * KIB);
+    case 2: return (size_t)1 << (8 + test_rng_next(rng) % 13);
+    default: return 1 + test_rng_next(rng) % max;
     }
 }
 
@@ -139,8 +134,9 @@ static void test_ptrmap(void) {
     static uintptr_t keys[N];
     static bool in[N];
     for (int i = 0; i < N; i++) keys[i] = ((uintptr_t)(i + 1) * 256) ^ ((uintptr_t)(i % 7) << 30);
+    uint64_t rng = test_seed(0x9E3779B97F4A7C15ull);
     for (int step = 0; step < 40000; step++) {
-        int i = (int)(rnd() % N);
+        int i = test_rng_int(&rng, N);
         if (in[i]) {
             CHECK(ptrmap_remove(&m, keys[i]) == &keys[i]);
             in[i] = false;
@@ -171,13 +167,14 @@ static void random_run(kiln_alloc_mode mode, uint64_t limit, uint64_t device, in
     void *p[SLOTS] = {0};
     size_t n[SLOTS] = {0};
     int ooms = 0;
+    uint64_t rng = test_seed(0x9E3779B97F4A7C15ull);
     for (int step = 0; step < steps && !test_failed; step++) {
-        int i = (int)(rnd() % SLOTS);
+        int i = test_rng_int(&rng, SLOTS);
         if (p[i]) {
             CHECK_OK(ctx, bfc_free(a, p[i]));
             p[i] = NULL;
         } else {
-            n[i] = random_size(4 * MIB);
+            n[i] = random_size(&rng, 4 * MIB);
             kiln_status s = bfc_alloc(a, n[i], "rand", &p[i]);
             if (s == KILN_ERR_DEVICE_OOM) {
                 ooms++;
@@ -516,50 +513,60 @@ static void test_bad_free(void) {
     kiln_context_destroy(ctx);
 }
 
+/* What the host-OOM scenario works on: a context kept across the runs and its device. */
+typedef struct oom_case {
+    kiln_context *ctx;
+    fake_dev *dev;
+} oom_case;
+
+/* Creates an allocator and makes 400 allocations with the fault armed; a failure must
+ * leave the allocator's figures as they were and the allocator still valid. */
+static kiln_status oom_sequence(fault_run *r) {
+    oom_case *oc = (oom_case *)r->user;
+    static void *p[400];
+    fake_init(oc->dev, 1ull << 40);
+    bfc_allocator *a = NULL;
+    fault_arm(r);
+    kiln_status s = fault_note(
+        r, oc->ctx, bfc_create(oc->ctx, &fake_backend, oc->dev, 0, &(bfc_options){0}, &a));
+    if (s) {
+        CHECK(!a);
+        return s;
+    }
+    int k = 0;
+    for (; k < 400; k++) {
+        kiln_memory_stats before, after;
+        bfc_stats(a, &before);
+        s = fault_note(r, oc->ctx, bfc_alloc(a, (size_t)(k % 7 + 1) * 3000, "t", &p[k]));
+        if (s) {
+            CHECK(!p[k]);
+            bfc_stats(a, &after);
+            CHECK(same_stats(&before, &after));
+            break;
+        }
+    }
+    fault_disarm(r);
+    check(a, oc->ctx);
+    for (int i = 0; i < k; i += 2) CHECK_OK(oc->ctx, bfc_free(a, p[i]));
+    check(a, oc->ctx);
+    bfc_destroy(a);
+    CHECK(oc->dev->nlive == 0);
+    return s;
+}
+
 /* Host allocation n of a sequence fails, for every n: a clean KILN_ERR_HOST_OOM, the
  * allocator unchanged and still valid, nothing leaked. */
 static void test_host_oom(void) {
     test_alloc t = {0};
     kiln_host_allocator h = test_allocator(&t);
     kiln_context_options o = {.host_allocator = &h, .ignore_environment = true};
-    kiln_context *ctx = NULL;
-    CHECK_OK(ctx, kiln_context_create(&o, &ctx, NULL, 0));
-    long base_live = t.live;
     static fake_dev f;
-    bool completed = false;
-    for (long n = 1; n < 200 && !completed; n++) {
-        fake_init(&f, 1ull << 40);
-        t.fail_at = 0;
-        bfc_allocator *a = NULL;
-        t.count = 0, t.fail_at = n;
-        kiln_status s = bfc_create(ctx, &fake_backend, &f, 0, &(bfc_options){0}, &a);
-        if (s) {
-            CHECK(s == KILN_ERR_HOST_OOM && !a);
-            continue;
-        }
-        static void *p[400];
-        int k = 0;
-        for (; k < 400; k++) {
-            kiln_memory_stats before, after;
-            bfc_stats(a, &before);
-            s = bfc_alloc(a, (size_t)(k % 7 + 1) * 3000, "t", &p[k]);
-            if (s) {
-                CHECK(s == KILN_ERR_HOST_OOM && !p[k]);
-                bfc_stats(a, &after);
-                CHECK(same_stats(&before, &after));
-                break;
-            }
-        }
-        completed = k == 400;
-        t.fail_at = 0;
-        check(a, ctx);
-        for (int i = 0; i < k; i += 2) CHECK_OK(ctx, bfc_free(a, p[i]));
-        check(a, ctx);
-        bfc_destroy(a);
-        CHECK(f.nlive == 0 && t.live == base_live);
-    }
-    CHECK(completed);
-    kiln_context_destroy(ctx);
+    oom_case oc = {NULL, &f};
+    CHECK_OK(oc.ctx, kiln_context_create(&o, &oc.ctx, NULL, 0));
+    fault_sweep sw = {
+        .name = "bfc host OOM", .run = oom_sequence, .user = &oc, .max_runs = 200, .armed = &t};
+    CHECK(fault_sweep_run(&sw) > 0);
+    kiln_context_destroy(oc.ctx);
     CHECK(t.live == 0 && t.bad_size == 0);
 }
 

@@ -4,7 +4,7 @@
  * read stats, trim and format summaries meanwhile; a memory limit makes out-of-memory and
  * the trim-and-retry path happen concurrently. Each buffer carries its owner's pattern,
  * checked before it is freed, so two live buffers that overlap are caught. */
-#include "test.h"
+#include "rng.h"
 
 #include "backend/device.h"
 
@@ -32,8 +32,7 @@ typedef struct worker {
 } worker;
 
 static uint64_t next(worker *w) {
-    w->rng ^= w->rng >> 12, w->rng ^= w->rng << 25, w->rng ^= w->rng >> 27;
-    return w->rng * 0x2545F4914F6CDD1Dull;
+    return test_rng_next(&w->rng);
 }
 
 /* Writes the pattern every 64 bytes. Buffers are 256-aligned, so every buffer writes the
@@ -119,7 +118,8 @@ static void stress(kiln_alloc_mode mode) {
     pthread_t t[THREADS];
     worker w[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        w[i] = (worker){.sh = &sh, .id = i, .rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1)};
+        w[i] = (worker){
+            .sh = &sh, .id = i, .rng = test_seed(0x9E3779B97F4A7C15ull) * (uint64_t)(i + 1)};
         pthread_create(&t[i], NULL, work, &w[i]);
     }
     int errors = 0, ooms = 0;

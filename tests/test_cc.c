@@ -3,7 +3,7 @@
  * never loaded, compiler errors, a missing compiler, the size cap, concurrent loads, host
  * OOM, and SHA-256 against the standard vectors. Every test uses its own mkdtemp cache.
  * Compiles take tens of milliseconds, so the tests share few distinct sources. */
-#include "test.h"
+#include "fault.h"
 
 #include "backend/cpu/cc.h"
 #include "backend/cpu/cc_cache.h"
@@ -574,6 +574,20 @@ static void test_concurrent(void) {
 
 /* ---------------------------------------------------- host memory, unsafe dirs ---- */
 
+/* One cached load of SRC_ADD in a context of its own, caching in the folder r->user. */
+static kiln_status fault_load(fault_run *r) {
+    kiln_context *ctx = NULL;
+    kiln_status s = fault_context(r, (const char *)r->user, &ctx);
+    if (s) return s;
+    cc_module *m = NULL;
+    s = fault_note(r, ctx, cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL));
+    CHECK_MSG(s == KILN_OK ? m && call_add(m, 1, 2) == 3 : m == NULL,
+              "allocation %ld: %s with module %p", r->n, kiln_status_name(s), (void *)m);
+    cc_module_unload(m);
+    kiln_context_destroy(ctx);
+    return s;
+}
+
 /* Fail the 1st, 2nd, ... host allocation of a context's life around a cached load: each
  * ends in KILN_ERR_HOST_OOM with nothing leaked, until none fails. */
 static void test_host_oom(void) {
@@ -582,24 +596,8 @@ static void test_host_oom(void) {
     kiln_context *warm = cache_context(dir, NULL);
     cc_module_unload(load(warm, SRC_ADD, false));
     kiln_context_destroy(warm);
-    bool done = false;
-    for (long fail = 1; fail < 50 && !done; fail++) {
-        test_alloc t = {.fail_at = fail};
-        kiln_host_allocator h = test_allocator(&t);
-        kiln_context *ctx = cache_context(dir, &h);
-        if (ctx) {
-            cc_module *m = NULL;
-            kiln_status s = cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL);
-            CHECK_MSG(s == KILN_OK || s == KILN_ERR_HOST_OOM, "fail_at %ld: %s", fail,
-                      kiln_status_name(s));
-            CHECK(s == KILN_OK ? m && call_add(m, 1, 2) == 3 : m == NULL);
-            done = s == KILN_OK && t.count < fail;
-            cc_module_unload(m);
-            kiln_context_destroy(ctx);
-        }
-        CHECK_MSG(t.live == 0 && t.bad_size == 0, "fail_at %ld: %ld blocks leaked", fail, t.live);
-    }
-    CHECK(done);
+    fault_sweep sw = {.name = "cached load", .run = fault_load, .user = dir, .max_runs = 50};
+    CHECK(fault_sweep_run(&sw) > 0);
     rm_rf(dir);
 }
 

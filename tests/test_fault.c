@@ -2,10 +2,10 @@
  * finish it, make arguments, interpret, read back, free everything is run once for every
  * host allocation it makes, failing the 1st, then the 2nd, ... allocation, until a run no
  * longer reaches the failure. Each failing run must end in KILN_ERR_HOST_OOM with a
- * message, never a crash, and leave nothing allocated (the counting allocator of test.h;
- * ASan/LSan in the sanitizer build). The run that completes must give the same bytes as
+ * message, never a crash, and leave nothing allocated (the sweep of fault.h; ASan/LSan in
+ * the sanitizer build). The run that completes must give the same bytes as
  * a run without fault injection. */
-#include "test.h"
+#include "fault.h"
 
 #include <stdint.h>
 
@@ -79,14 +79,13 @@ static kiln_status read_back(kiln_array **res, outcome *o) {
     return KILN_OK;
 }
 
-/* The whole sequence with allocator t; frees everything it made. */
-static void sequence(test_alloc *t, outcome *o) {
+/* The whole sequence under the run's allocator; frees everything it made. */
+static kiln_status sequence(fault_run *r) {
+    outcome *o = (outcome *)r->user;
     memset(o, 0, sizeof *o);
-    kiln_host_allocator ha = test_allocator(t);
-    kiln_context_options opts = {.host_allocator = &ha, .ignore_environment = true};
     kiln_context *ctx = NULL;
-    o->status = kiln_context_create(&opts, &ctx, o->msg, sizeof o->msg);
-    if (o->status) return;
+    o->status = fault_context(r, NULL, &ctx);
+    if (o->status) return o->status;
     kiln_graph *g = NULL;
     kiln_array *args[6] = {0}, *res[N_OUT] = {0};
     kiln_value outs[N_OUT];
@@ -98,48 +97,48 @@ static void sequence(test_alloc *t, outcome *o) {
         for (int i = 0; s && i < N_OUT; i++) CHECK_MSG(res[i] == NULL, "output %d left behind", i);
     }
     if (!s) s = read_back(res, o);
-    o->status = s;
-    if (s) snprintf(o->msg, sizeof o->msg, "%s", kiln_last_error(ctx));
+    o->status = fault_note(r, ctx, s);
     for (int i = 0; i < N_OUT; i++) kiln_array_free(res[i]);
     for (int i = 0; i < 6; i++) kiln_array_free(args[i]);
     kiln_graph_destroy(g);
     kiln_context_destroy(ctx);
+    return s;
+}
+
+/* The sequence once, with no allocation failing. */
+static kiln_status sequence_clean(test_alloc *t, outcome *o) {
+    fault_run r;
+    memset(&r, 0, sizeof r);
+    r.alloc = t;
+    r.host = test_allocator(t);
+    r.user = o;
+    kiln_status s = sequence(&r);
+    snprintf(o->msg, sizeof o->msg, "%s", r.message);
+    return s;
 }
 
 static void test_every_allocation_fails_cleanly(void) {
     test_alloc clean = {0};
     outcome want, got;
-    sequence(&clean, &want);
+    sequence_clean(&clean, &want);
     CHECK_MSG(want.status == KILN_OK, "the unfailed run: %s: %s", kiln_status_name(want.status),
               want.msg);
     CHECK(clean.live == 0 && clean.bad_size == 0);
     CHECK(clean.count > 20);
-    long n;
-    for (n = 1; n < 100000; n++) {
-        test_alloc t = {.fail_at = n};
-        sequence(&t, &got);
-        CHECK_MSG(t.live == 0 && t.bytes == 0,
-                  "failing allocation %ld: %ld blocks (%zu bytes) leaked", n, t.live, t.bytes);
-        CHECK_MSG(t.bad_size == 0, "failing allocation %ld: a free gave the wrong size", n);
-        if (t.count < n) { /* the failure was never reached: the run is complete */
-            CHECK_MSG(got.status == KILN_OK, "run %ld: %s", n, got.msg);
-            CHECK(memcmp(&got, &want, sizeof got) == 0);
-            break;
-        }
-        CHECK_MSG(got.status == KILN_ERR_HOST_OOM, "failing allocation %ld gave %s: %s", n,
-                  kiln_status_name(got.status), got.msg);
-        CHECK_MSG(got.msg[0] != 0, "failing allocation %ld left no message", n);
-    }
-    CHECK_MSG(n == clean.count + 1, "completed at %ld, the clean run made %ld allocations", n,
-              clean.count);
-    printf("test_fault: failed each of %ld host allocations in turn\n", n - 1);
+    fault_sweep sw = {.name = "test_fault", .run = sequence, .user = &got, .max_runs = 100000};
+    long total = fault_sweep_run(&sw);
+    /* the last run was the complete one: the same bytes as without fault injection */
+    CHECK(total >= 0 && memcmp(&got, &want, sizeof got) == 0);
+    CHECK_MSG(total == clean.count, "completed after %ld allocations, the clean run made %ld",
+              total, clean.count);
+    printf("test_fault: failed each of %ld host allocations in turn\n", total);
 }
 
 /* A sanity check of the outcome itself, so the comparison above is not vacuous. */
 static void test_outcome_values(void) {
     test_alloc t = {0};
     outcome o;
-    sequence(&t, &o);
+    sequence_clean(&t, &o);
     if (o.status) return;
     for (int r = 0; r < 4; r++) {
         double sum = 0;

@@ -2,15 +2,11 @@
  * reference array through random puts, gets and removes (removal's backward shift is the
  * subtle part), caller-hashed keys with full collisions, iteration, and host OOM during
  * growth leaving the map as it was. */
-#include "test.h"
+#include "fault.h"
+#include "rng.h"
 #include "base/hashmap.h"
 
 #define N_KEYS 512
-
-static uint64_t rng(uint64_t *s) {
-    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-    return *s;
-}
 
 static void test_random_ops(void) {
     kiln_context *ctx = test_context();
@@ -19,11 +15,11 @@ static void test_random_ops(void) {
     uint64_t ref[N_KEYS];
     bool present[N_KEYS] = {false};
     size_t count = 0;
-    uint64_t seed = 0x1234567;
+    uint64_t seed = test_seed(0x1234567);
     for (int step = 0; step < 20000; step++) {
         /* keys k * 8 collide a lot in the low bits before mixing: good for probing */
-        uint64_t k = rng(&seed) % N_KEYS, v = rng(&seed);
-        int op = (int)(rng(&seed) % 3);
+        uint64_t k = test_rng_next(&seed) % N_KEYS, v = test_rng_next(&seed);
+        int op = test_rng_int(&seed, 3);
         if (op == 0) {
             CHECK(hm_put(&m, k * 8, v));
             count += !present[k];

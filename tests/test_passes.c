@@ -8,7 +8,8 @@
  * rewrite must NOT fire (x + 0.0 and x * 0 for floats, -0.0 vs 0.0 in CSE, inexact
  * convert chains) are tested as carefully as those where it must. Fault injection fails
  * the Nth host allocation of the whole pipeline until it succeeds. */
-#include "test.h"
+#include "fault.h"
+#include "randprog.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
@@ -33,67 +34,6 @@ static const ir_node *output_node(const kiln_graph *g, int i) {
     return &g->nodes[g->outputs[i]];
 }
 
-static uint64_t rng(uint64_t *s) {
-    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-    return *s;
-}
-
-/* Random values, one in three from a list of special values. */
-static void fill(kiln_dtype t, int64_t n, void *p, uint64_t *seed) {
-    static const uint32_t f32_special[] = {0x7fc00000u, 0xffc00000u, 0x7fc01234u, 0x7f800000u,
-                                           0xff800000u, 0x80000000u, 0x00000000u, 0x3f800000u,
-                                           0xbf800000u, 0x00000001u, 0x7f7fffffu, 0x80800000u};
-    static const uint64_t f64_special[] = {0x7ff8000000000000ull,
-                                           0xfff8000000000000ull,
-                                           0x7ff8000000abcdefull,
-                                           0x7ff0000000000000ull,
-                                           0xfff0000000000000ull,
-                                           0x8000000000000000ull,
-                                           0,
-                                           0x3ff0000000000000ull,
-                                           0x0000000000000001ull,
-                                           0x7fefffffffffffffull};
-    static const int64_t int_special[] = {0, 1, -1, INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX};
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t r = rng(seed);
-        bool special = r % 3 == 0;
-        double v = (double)(int64_t)(r >> 11) / (double)(1ull << 50) - 2.0; /* [-2, 6) */
-        switch (t) {
-        case KILN_F32: {
-            float f = (float)v;
-            uint32_t bits;
-            if (special)
-                bits = f32_special[(r >> 8) % 12];
-            else
-                memcpy(&bits, &f, 4);
-            memcpy((char *)p + 4 * i, &bits, 4);
-            break;
-        }
-        case KILN_F64: {
-            uint64_t bits;
-            if (special)
-                bits = f64_special[(r >> 8) % 10];
-            else
-                memcpy(&bits, &v, 8);
-            memcpy((char *)p + 8 * i, &bits, 8);
-            break;
-        }
-        case KILN_I32: {
-            int32_t x = special ? (int32_t)int_special[(r >> 8) % 5] : (int32_t)(r >> 40) - 8;
-            memcpy((char *)p + 4 * i, &x, 4);
-            break;
-        }
-        case KILN_I64: {
-            int64_t x = special ? int_special[(r >> 8) % 7] : (int64_t)(r >> 40) - 8;
-            memcpy((char *)p + 8 * i, &x, 8);
-            break;
-        }
-        case KILN_BOOL: ((uint8_t *)p)[i] = (r >> 9) & 1; break;
-        default: break;
-        }
-    }
-}
-
 /* Runs a and b on the same random arguments `trials` times; every output must agree
  * bitwise. The graphs must have the same signature (passes keep it). */
 static void check_same(kiln_graph *a, kiln_graph *b, int trials) {
@@ -102,7 +42,7 @@ static void check_same(kiln_graph *a, kiln_graph *b, int trials) {
     if (a->n_params != b->n_params || a->n_outputs != b->n_outputs || a->n_params > 16 ||
         a->n_outputs > 16)
         return;
-    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    uint64_t seed = test_seed(0x9e3779b97f4a7c15ull);
     for (int trial = 0; trial < trials; trial++) {
         kiln_array *args[16] = {0}, *oa[16] = {0}, *ob[16] = {0};
         for (uint32_t k = 0; k < a->n_params; k++) {
@@ -111,7 +51,7 @@ static void check_same(kiln_graph *a, kiln_graph *b, int trials) {
             size_t bytes = 0;
             ir_shape_nbytes(&p->shape, p->dtype, &bytes);
             void *data = malloc(bytes + 1);
-            fill(p->dtype, bytes / kiln_dtype_size(p->dtype), data, &seed);
+            test_fill_special(p->dtype, bytes / kiln_dtype_size(p->dtype), data, &seed);
             CHECK_OK(ctx, kiln_array_create(ctx, p->dtype, p->shape.rank, p->shape.dims, data,
                                             &args[k]));
             free(data);
@@ -665,148 +605,14 @@ static void test_edge_shapes(void) {
 
 /* -------------------------------------------------------- random graphs ---- */
 
-/* Random programs dense in what the passes look for: identities with splat constants
- * (1, -0.0, 0, including the ones that must not fire), shape-op chains, convert chains,
- * duplicates, dead values and foldable constants. Each is optimised and compared bitwise
- * with the original on random arguments. */
-typedef struct rg {
-    kiln_graph *g;
-    uint64_t seed;
-    kiln_value vals[96];
-    int n;
-} rg;
-
-static int rg_int(rg *r, int n) {
-    return (int)(rng(&r->seed) % (uint64_t)n);
-}
-
-static kiln_dtype rg_type(const rg *r, kiln_value v, int *rank, int64_t *dims) {
-    kiln_dtype t = KILN_INVALID_DTYPE;
-    kiln_value_type(r->g, v, &t, rank, dims);
-    return t;
-}
-
-static kiln_value rg_pick(rg *r) {
-    return r->vals[rg_int(r, 4) ? r->n - 1 - rg_int(r, r->n < 4 ? r->n : 4) : rg_int(r, r->n)];
-}
-
-static kiln_value rg_splat(rg *r, kiln_dtype t) {
-    static const double v[] = {1.0, -0.0, 0.0, 1.0, 2.0, -1.0, NAN};
-    return kiln_scalar(r->g, t, v[rg_int(r, 7)]);
-}
-
-static kiln_value rg_binary(rg *r, kiln_value a, kiln_dtype t) {
-    static const ir_op ops[] = {IR_ADD, IR_SUB, IR_MUL, IR_DIV, IR_MAX};
-    int ra, rb;
-    int64_t da[KILN_MAX_RANK], db[KILN_MAX_RANK];
-    rg_type(r, a, &ra, da);
-    kiln_value b = rg_int(r, 3) == 0 ? rg_pick(r) : rg_splat(r, t);
-    if (rg_type(r, b, &rb, db) != t || (rb && (rb != ra || memcmp(da, db, sizeof *da * ra))))
-        b = rg_splat(r, t);
-    bool swap = rg_int(r, 3) == 0;
-    kiln_value x = swap ? b : a, y = swap ? a : b;
-    switch (ops[rg_int(r, 5)]) {
-    case IR_ADD: return kiln_add(r->g, x, y);
-    case IR_SUB: return kiln_sub(r->g, x, y);
-    case IR_MUL: return kiln_mul(r->g, x, y);
-    case IR_DIV: return kiln_div(r->g, x, y);
-    default: return kiln_max(r->g, x, y);
-    }
-}
-
-static kiln_value rg_shape(rg *r, kiln_value a, int rank, const int64_t *dims) {
-    int64_t total = 1, flat[1], bd[KILN_MAX_RANK];
-    for (int i = 0; i < rank; i++) total *= dims[i];
-    flat[0] = total;
-    switch (rg_int(r, 4)) {
-    case 0: {
-        int perm[KILN_MAX_RANK];
-        for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
-        return kiln_transpose(r->g, a, perm);
-    }
-    case 1: return kiln_reshape(r->g, a, 1, flat);
-    case 2: {
-        if (rank >= 3) return kiln_reshape(r->g, a, 1, flat);
-        int bdims[KILN_MAX_RANK];
-        bd[0] = 2;
-        for (int i = 0; i < rank; i++) bd[i + 1] = dims[i], bdims[i] = i + 1;
-        return kiln_broadcast_in_dim(r->g, a, rank + 1, bd, bdims);
-    }
-    default: {
-        int64_t start[KILN_MAX_RANK] = {0}, limit[KILN_MAX_RANK];
-        for (int i = 0; i < rank; i++) limit[i] = dims[i];
-        if (rank && rg_int(r, 2) && dims[0] > 1) start[0] = 1;
-        return kiln_slice(r->g, a, start, limit, NULL);
-    }
-    }
-}
-
-static kiln_value rg_step(rg *r) {
-    kiln_value a = rg_pick(r);
-    int rank;
-    int64_t dims[KILN_MAX_RANK];
-    kiln_dtype t = rg_type(r, a, &rank, dims);
-    bool fl = t == KILN_F32 || t == KILN_F64, num = fl || t == KILN_I32 || t == KILN_I64;
-    static const kiln_dtype to[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_BOOL};
-    switch (rg_int(r, 9)) {
-    case 0: return num ? kiln_neg(r->g, a) : kiln_logical_not(r->g, a);
-    case 1: return fl ? kiln_exp(r->g, a) : num ? kiln_abs(r->g, a) : a;
-    case 2:
-    case 3: return num ? rg_binary(r, a, t) : a;
-    case 4: return rg_shape(r, a, rank, dims);
-    case 5: return kiln_convert(r->g, a, to[rg_int(r, 5)]);
-    case 6: {
-        kiln_value p = kiln_compare(r->g, a, a, KILN_CMP_EQ); /* false for NaN */
-        return kiln_select(r->g, p, a, rg_int(r, 2) || !num ? a : kiln_neg(r->g, a));
-    }
-    case 7: {
-        double c[6];
-        for (int i = 0; i < 6; i++) c[i] = rg_int(r, 4) ? (double)rg_int(r, 5) - 2 : NAN;
-        kiln_value k = kiln_constant(r->g, KILN_F64, 2, (const int64_t[]){2, 3}, c);
-        return kiln_convert(r->g, rg_int(r, 2) ? kiln_exp(r->g, k) : k, fl ? t : KILN_F32);
-    }
-    default: return num && rank ? kiln_reduce_sum(r->g, a, 1, (const int[]){0}, false) : a;
-    }
-}
-
-static kiln_graph *rg_graph(uint64_t seed) {
-    rg r = {.seed = seed};
-    kiln_graph_create(ctx, "random", &r.g);
-    static const int64_t d23[] = {2, 3};
-    r.vals[r.n++] = kiln_parameter(r.g, "a", KILN_F32, 2, d23);
-    r.vals[r.n++] = kiln_parameter(r.g, "b", KILN_F64, 2, d23);
-    r.vals[r.n++] = kiln_parameter(r.g, "c", KILN_I32, 2, d23);
-    r.vals[r.n++] = kiln_parameter(r.g, "d", KILN_F32, 1, &d23[1]);
-    while (r.n < 40) {
-        kiln_value v = rg_step(&r);
-        if (!kiln_value_ok(v)) break;
-        r.vals[r.n++] = v;
-        if (rg_int(&r, 5) == 0) { /* an exact duplicate of some earlier work */
-            uint64_t keep = r.seed;
-            r.seed = seed + (uint64_t)r.n;
-            kiln_value w = rg_step(&r), w2;
-            r.seed = seed + (uint64_t)r.n;
-            w2 = rg_step(&r);
-            r.seed = keep;
-            bool b = rg_type(&r, w, NULL, NULL) == KILN_BOOL;
-            if (kiln_value_ok(w) && kiln_value_ok(w2))
-                r.vals[r.n++] = b ? kiln_logical_or(r.g, w, w2) : kiln_add(r.g, w, w2);
-            if (!kiln_value_ok(r.vals[r.n - 1])) break;
-        }
-    }
-    kiln_value outs[3] = {r.vals[r.n - 1], r.vals[r.n - 2], r.vals[r.n / 2]};
-    if (kiln_graph_finish(r.g, 3, outs)) {
-        kiln_graph_destroy(r.g);
-        return NULL;
-    }
-    return r.g;
-}
-
+/* Random programs dense in rewrites (rp_dense_graph of randprog.h), each optimised and
+ * compared bitwise with the original on random arguments. */
 static void test_random_graphs(void) {
     int made = 0, failed_before = test_failed;
     pass_stats total = {0};
-    for (uint64_t seed = 1; seed <= 300 && test_failed == failed_before; seed++) {
-        kiln_graph *g = rg_graph(seed * 0x9e3779b97f4a7c15ull);
+    uint64_t base = test_seed(0);
+    for (uint64_t seed = base + 1; seed <= base + 300 && test_failed == failed_before; seed++) {
+        kiln_graph *g = rp_dense_graph(ctx, seed * 0x9e3779b97f4a7c15ull);
         if (!g) continue;
         made++;
         pass_stats st;
@@ -890,6 +696,25 @@ static void test_verify_config(void) {
 
 /* ------------------------------------------------------ fault injection ---- */
 
+/* Runs the pipeline, the fault armed, on a clone of the graph r->user. */
+static kiln_status fault_passes(fault_run *r) {
+    kiln_graph *c = NULL;
+    CHECK_OK(ctx, pass_clone((kiln_graph *)r->user, &c));
+    if (!c) return KILN_ERR_INTERNAL;
+    int before = n_nodes(c);
+    fault_arm(r);
+    kiln_status s = fault_note(r, ctx, passes_run(&c, NULL));
+    fault_disarm(r);
+    if (s == KILN_OK) {
+        CHECK(n_nodes(c) < before);
+    } else {
+        CHECK_CONTAINS(r->message, "host allocation");
+        CHECK(n_nodes(c) == before && ir_verify(c) == KILN_OK);
+    }
+    kiln_graph_destroy(c);
+    return s;
+}
+
 static void test_fault_injection(void) {
     test_alloc t = {0};
     kiln_host_allocator a = test_allocator(&t);
@@ -898,31 +723,10 @@ static void test_fault_injection(void) {
     CHECK_OK(NULL, kiln_context_create(&opts, &ctx, NULL, 0));
     ctx->config.verify_passes = true;
     kiln_graph *g = build_model();
-    long baseline = t.live;
-    int n = 1, failures = 0;
-    for (; n < 20000; n++) {
-        kiln_graph *c = NULL;
-        t.fail_at = 0;
-        CHECK_OK(ctx, pass_clone(g, &c));
-        int before = n_nodes(c);
-        t.fail_at = t.count + n;
-        kiln_status s = passes_run(&c, NULL);
-        t.fail_at = 0;
-        if (s == KILN_OK) {
-            CHECK(n_nodes(c) < before);
-            kiln_graph_destroy(c);
-            break;
-        }
-        failures++;
-        CHECK_MSG(s == KILN_ERR_HOST_OOM, "allocation %d: %s: %s", n, kiln_status_name(s),
-                  kiln_last_error(ctx));
-        CHECK_CONTAINS(kiln_last_error(ctx), "host allocation");
-        CHECK(n_nodes(c) == before && ir_verify(c) == KILN_OK);
-        kiln_graph_destroy(c);
-        CHECK_MSG(t.live == baseline, "allocation %d: %ld blocks leaked", n, t.live - baseline);
-        if (t.live != baseline) break;
-    }
-    CHECK_MSG(failures > 50, "only %d allocations failed before success", failures);
+    fault_sweep sw = {
+        .name = "passes_run", .run = fault_passes, .user = g, .max_runs = 20000, .armed = &t};
+    long failures = fault_sweep_run(&sw);
+    CHECK_MSG(failures > 50, "only %ld allocations failed before success", failures);
     kiln_graph_destroy(g);
     kiln_context_destroy(ctx);
     CHECK(t.live == 0 && t.bad_size == 0);

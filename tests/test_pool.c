@@ -2,7 +2,7 @@
  * chunks of at least `grain`, for many (n, grain, threads) combinations, including n = 0,
  * one thread, more threads than items, huge n, nested calls and several callers at once.
  * Labelled tsan: `make test-tsan` runs it under ThreadSanitizer. */
-#include "test.h"
+#include "fault.h"
 
 #include "backend/cpu/pool.h"
 
@@ -167,6 +167,19 @@ static void test_concurrent_callers(void) {
     kiln_context_destroy(ctx); /* destroys the pool */
 }
 
+/* A context of its own and a pool of 3 threads in it. */
+static kiln_status fault_pool_create(fault_run *r) {
+    kiln_context *c = NULL;
+    kiln_status s = fault_context(r, NULL, &c);
+    if (s) return s;
+    kn_pool *q = NULL;
+    s = fault_note(r, c, pool_create(c, 3, &q));
+    CHECK(s == KILN_OK ? q != NULL && pool_num_threads(q) == 3 : q == NULL);
+    pool_destroy(q);
+    kiln_context_destroy(c);
+    return s;
+}
+
 static void test_defaults_and_errors(void) {
     kiln_context *ctx = test_context();
     kn_pool *p = NULL;
@@ -177,20 +190,8 @@ static void test_defaults_and_errors(void) {
     CHECK(p == NULL);
     pool_destroy(NULL);
     kiln_context_destroy(ctx);
-    for (long fail = 2; fail <= 3; fail++) { /* 1 would be the context itself */
-        test_alloc t = {.fail_at = fail};
-        kiln_host_allocator h = test_allocator(&t);
-        kiln_context_options o = {.host_allocator = &h, .ignore_environment = true};
-        kiln_context *c = NULL;
-        if (kiln_context_create(&o, &c, NULL, 0) == KILN_OK) {
-            kn_pool *q = NULL;
-            kiln_status s = pool_create(c, 3, &q);
-            CHECK(s == KILN_ERR_HOST_OOM && q == NULL);
-            pool_destroy(q);
-            kiln_context_destroy(c);
-        }
-        CHECK(t.live == 0);
-    }
+    fault_sweep sw = {.name = "pool_create", .run = fault_pool_create, .max_runs = 100};
+    CHECK(fault_sweep_run(&sw) > 1);
 }
 
 /* Not a test: the cost of one split loop of trivial work, to keep an eye on. */

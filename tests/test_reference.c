@@ -3,7 +3,7 @@
  * broadcasting, rank 0, zero-size dims, NaN/Inf, integer wrap and division edge cases,
  * conversions, every shape op, reductions, dot_general/matmul, row indexing, the
  * composites, memory released at last use, and the interpreter's own errors. */
-#include "test.h"
+#include "fault.h"
 
 #include <float.h>
 #include <stdint.h>
@@ -1254,31 +1254,10 @@ static void test_softmax_cross_entropy(void) {
 
 /* ----------------------------------------------------- memory and errors ---- */
 
-typedef struct peak_alloc {
-    test_alloc t;
-    size_t peak;
-} peak_alloc;
-
-static void *peak_alloc_fn(void *user, size_t size) {
-    peak_alloc *p = user;
-    void *r = test_alloc_fn(&p->t, size);
-    if (p->t.bytes > p->peak) p->peak = p->t.bytes;
-    return r;
-}
-static void *peak_realloc_fn(void *user, void *ptr, size_t old_size, size_t new_size) {
-    peak_alloc *p = user;
-    void *r = test_realloc_fn(&p->t, ptr, old_size, new_size);
-    if (p->t.bytes > p->peak) p->peak = p->t.bytes;
-    return r;
-}
-static void peak_free_fn(void *user, void *ptr, size_t size) {
-    test_free_fn(&((peak_alloc *)user)->t, ptr, size);
-}
-
 /* A chain of 12 elementwise ops over 1 MiB values holds about two values at a time. */
 static void test_memory_released_at_last_use(void) {
-    peak_alloc pa = {{0}, 0};
-    kiln_host_allocator ha = {peak_alloc_fn, peak_realloc_fn, peak_free_fn, &pa};
+    test_alloc t = {0};
+    kiln_host_allocator ha = test_allocator(&t);
     kiln_context_options o = {.host_allocator = &ha, .ignore_environment = true};
     kiln_context *ctx;
     char err[256];
@@ -1291,19 +1270,19 @@ static void test_memory_released_at_last_use(void) {
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
     kiln_array *a, *out = NULL;
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_F32, 1, &n, NULL, &a));
-    size_t before = pa.t.bytes;
-    pa.peak = before;
+    size_t before = t.bytes;
+    t.peak = before;
     CHECK_OK(ctx, kiln_interpret(g, 1, &a, 1, &out));
     size_t mib = (size_t)n * 4;
     /* the output plus at most one live intermediate (its input), plus small tables */
-    CHECK_MSG(pa.peak - before <= 2 * mib + 65536, "peak %zu bytes over %zu", pa.peak - before,
+    CHECK_MSG(t.peak - before <= 2 * mib + 65536, "peak %zu bytes over %zu", t.peak - before,
               before);
     kiln_array_free(out);
-    CHECK(pa.t.bytes == before);
+    CHECK(t.bytes == before);
     kiln_array_free(a);
     kiln_graph_destroy(g);
     kiln_context_destroy(ctx);
-    CHECK(pa.t.live == 0 && pa.t.bad_size == 0);
+    CHECK(t.live == 0 && t.bad_size == 0);
 }
 
 static void test_errors(void) {

@@ -2,16 +2,14 @@
  * 2nd, ... Nth allocation of a whole context-create, build, finish, print and destroy. Each
  * run must end in a clean KILN_ERR_HOST_OOM with a message (or succeed once N passes the
  * number of allocations), and leave nothing allocated, with every size given back right. */
-#include "test.h"
+#include "fault.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
-/* What one run saw. */
-typedef struct run_result {
-    kiln_status status; /* the first failure, or KILN_OK */
-    char message[1024]; /* its message */
-    int printed;        /* the text was made and looked right */
-} run_result;
+/* Where the sweep's failures landed. */
+typedef struct oom_places {
+    int create, builder, printer;
+} oom_places;
 
 /* Builds a graph that exercises every way the builder allocates: named parameters,
  * constants (their data), concatenations with spilled inputs (> 3) and with more operands
@@ -51,94 +49,60 @@ static kiln_value build(kiln_graph *g) {
 }
 
 /* One run: create, build, finish, print, destroy. */
-static run_result run(kiln_context *ctx) {
-    run_result r = {KILN_OK, "", 0};
+static kiln_status run(fault_run *r) {
+    oom_places *at = (oom_places *)r->user;
+    kiln_context *ctx = NULL;
+    kiln_status s = fault_context(r, NULL, &ctx);
+    if (s) {
+        CHECK(ctx == NULL);
+        if (s == KILN_ERR_HOST_OOM && r->message[0]) at->create++;
+        return s;
+    }
     kiln_graph *g = NULL;
-    kiln_status s = kiln_graph_create(ctx, "fault", &g);
+    s = fault_note(r, ctx, kiln_graph_create(ctx, "fault", &g));
     if (s) {
-        r.status = s;
-        snprintf(r.message, sizeof r.message, "%s", kiln_last_error(ctx));
         CHECK(g == NULL);
-        return r;
-    }
-    kiln_value out = build(g);
-    kiln_value outs[2] = {out, out};
-    s = kiln_graph_finish(g, 2, outs);
-    if (s) {
-        r.status = s;
-        snprintf(r.message, sizeof r.message, "%s", kiln_last_error(ctx));
-        /* the graph's own message is the same first error */
-        CHECK(kiln_graph_status(g) == s);
-        CHECK(strcmp(kiln_graph_error(g), r.message) == 0);
     } else {
-        char *text = kiln_graph_to_string(g);
-        if (!text) {
-            r.status = KILN_ERR_HOST_OOM;
-            snprintf(r.message, sizeof r.message, "%s", kiln_last_error(ctx));
+        kiln_value out = build(g);
+        kiln_value outs[2] = {out, out};
+        s = fault_note(r, ctx, kiln_graph_finish(g, 2, outs));
+        if (s) {
+            /* the graph's own message is the same first error */
+            CHECK(kiln_graph_status(g) == s);
+            CHECK(strcmp(kiln_graph_error(g), r->message) == 0);
         } else {
-            r.printed = strstr(text, "graph fault(") && strstr(text, "\"tokens_embedded\"") &&
-                        strstr(text, "concatenate(") && strstr(text, "  return (");
-            kiln_string_free(ctx, text);
+            char *text = kiln_graph_to_string(g);
+            if (!text) {
+                s = fault_note(r, ctx, KILN_ERR_HOST_OOM);
+            } else {
+                CHECK_MSG(strstr(text, "graph fault(") && strstr(text, "\"tokens_embedded\"") &&
+                              strstr(text, "concatenate(") && strstr(text, "  return ("),
+                          "the run without a failure printed:\n%s", text);
+                kiln_string_free(ctx, text);
+            }
         }
+        kiln_graph_destroy(g);
     }
-    kiln_graph_destroy(g);
-    return r;
+    if (s == KILN_ERR_HOST_OOM && r->message[0]) {
+        if (strstr(r->message, "kiln_graph_to_string"))
+            at->printer++;
+        else
+            at->builder++;
+    }
+    kiln_context_destroy(ctx);
+    return s;
 }
 
 static void test_every_allocation_fails_once(void) {
-    long total = -1;
-    int oom_in_builder = 0, oom_in_printer = 0, oom_in_create = 0;
-    for (long n = 1; n < 100000 && total < 0; n++) {
-        test_alloc t;
-        memset(&t, 0, sizeof t);
-        t.fail_at = n;
-        kiln_host_allocator a = test_allocator(&t);
-        kiln_context_options o;
-        memset(&o, 0, sizeof o);
-        o.ignore_environment = true;
-        o.host_allocator = &a;
-        kiln_context *ctx = NULL;
-        char err[512] = "";
-        kiln_status cs = kiln_context_create(&o, &ctx, err, sizeof err);
-        run_result r = {KILN_OK, "", 0};
-        if (cs) {
-            r.status = cs;
-            snprintf(r.message, sizeof r.message, "%s", err);
-            CHECK(ctx == NULL);
-        } else {
-            r = run(ctx);
-            kiln_context_destroy(ctx);
-        }
-        int failed_one = t.count >= n; /* the n-th allocation was asked for, and failed */
-        if (!failed_one) {
-            total = n - 1; /* every allocation has now been failed once */
-            CHECK_MSG(r.status == KILN_OK && r.printed, "the run without a failure gave %s: %s",
-                      kiln_status_name(r.status), r.message);
-        } else {
-            CHECK_MSG(r.status == KILN_ERR_HOST_OOM,
-                      "allocation %ld failed but the run gave %s: %s", n,
-                      kiln_status_name(r.status), r.message);
-            CHECK_MSG(r.message[0] != 0, "allocation %ld failed without a message", n);
-            if (r.status == KILN_ERR_HOST_OOM && r.message[0]) {
-                if (cs)
-                    oom_in_create++;
-                else if (strstr(r.message, "kiln_graph_to_string"))
-                    oom_in_printer++;
-                else
-                    oom_in_builder++;
-            }
-        }
-        CHECK_MSG(t.live == 0 && t.bytes == 0,
-                  "allocation %ld failed: %ld blocks (%zu bytes) leaked", n, t.live, t.bytes);
-        CHECK_MSG(t.bad_size == 0, "allocation %ld failed: %d frees with a wrong size", n,
-                  t.bad_size);
-    }
+    oom_places at = {0, 0, 0};
+    fault_sweep sw = {.name = "test_trace_fault", .run = run, .user = &at, .max_runs = 100000};
+    long total = fault_sweep_run(&sw);
     CHECK_MSG(total > 20, "only %ld host allocations in a whole build", total);
     /* each part had its turn to fail */
-    CHECK(oom_in_create > 0 && oom_in_builder > 0 && oom_in_printer > 0);
+    CHECK(at.create > 0 && at.builder > 0 && at.printer > 0);
     printf("test_trace_fault: %ld allocations, each failed once (context %d, builder %d, "
            "printer %d)\n",
-           total, oom_in_create, oom_in_builder, oom_in_printer);
+           total, at.create, at.builder, at.printer);
 }
 
 /* After an out-of-memory error the graph keeps its first error for kiln_graph_finish even

@@ -1,10 +1,11 @@
-/* test_compile.c — kiln_compile against the reference interpreter: every op and
+/* test_compile_ops.c — kiln_compile against the reference interpreter: every op and
  * composite compiled and compared, kernel counts of typical programs (what fusion must
- * achieve), thousands of random programs (fixed seed; KILN_TEST_SEED and
- * KILN_TEST_PROGRAMS override for long runs), and the compile/run error paths. */
+ * achieve), the compile/run error paths, a second process served by the disk cache, and
+ * every host allocation of a compile-and-run failed in turn. Random programs are
+ * test_compile_random.c's. */
 #include "compare.h"
+#include "fault.h"
 #include "ir/ir.h"
-#include "randprog.h"
 
 #include "backend/cpu/cc.h"
 
@@ -13,7 +14,7 @@
 #include <unistd.h>
 
 static kiln_context *ctx;
-static uint64_t seed = 0x9e3779b97f4a7c15ull;
+static uint64_t seed; /* random argument data: test_seed in main */
 /* f32 tolerance of check_case: relative to 1 + |want|. Chained f32 matrix products (BLAS
  * accumulates in f32, the reference in double) need more than single ops. */
 static double case_tol = 2e-5;
@@ -365,46 +366,6 @@ static void test_kernel_counts(void) {
     CHECK_MSG(ku > 5, "without fusion the chain is one kernel per op (got %d)", ku);
 }
 
-/* ------------------------------------------------------ random programs ---- */
-
-static void test_random_programs(void) {
-    const char *env_seed = getenv("KILN_TEST_SEED"), *env_n = getenv("KILN_TEST_PROGRAMS");
-    uint64_t s0 = env_seed ? strtoull(env_seed, NULL, 0) : 12345;
-    int total = env_n ? atoi(env_n) : 2000, per_graph = 25, done = 0, failed = 0;
-    for (int gi = 0; done < total; gi++) {
-        rp_state *s = calloc(1, sizeof *s);
-        s->seed = s0 * 6364136223846793005ull + (uint64_t)gi * 1442695040888963407ull + 1;
-        kiln_graph *g;
-        kiln_graph_create(ctx, "random", &g);
-        int n = total - done < per_graph ? total - done : per_graph;
-        for (int i = 0; i < n; i++) rp_sub(s, g);
-        done += n;
-        if (kiln_graph_finish(g, s->n_outs, s->outs) != KILN_OK) {
-            CHECK_MSG(0, "random graph %d (seed %llu) did not build: %s", gi,
-                      (unsigned long long)s0, kiln_last_error(ctx));
-            kiln_graph_destroy(g);
-            free(s);
-            continue;
-        }
-        kiln_array *args[RP_MAX_PARAMS];
-        for (int i = 0; i < s->n_params; i++)
-            args[i] =
-                cmp_random_array(ctx, s->params[i].t, s->params[i].rank, s->params[i].dims, &seed);
-        int ok = cmp_graph(ctx, g, s->n_params, args, NULL, 1e-4, NULL);
-        if (!ok) {
-            failed++;
-            kiln_graph_print(g, stderr);
-        }
-        CHECK_MSG(ok, "random graph %d (KILN_TEST_SEED=%llu) differs from the reference", gi,
-                  (unsigned long long)s0);
-        for (int i = 0; i < s->n_params; i++) kiln_array_free(args[i]);
-        kiln_graph_destroy(g);
-        free(s);
-        if (failed > 3) break;
-    }
-    printf("random programs: %d checked (seed %llu)\n", done, (unsigned long long)s0);
-}
-
 /* -------------------------------------------------------------- errors ---- */
 
 static void test_errors(void) {
@@ -468,36 +429,27 @@ static kiln_status compile_and_run(kiln_context *c, int *out_bad) {
     return s;
 }
 
+/* One compile-and-run in a context of its own, caching kernels in the folder r->user. */
+static kiln_status fault_compile_and_run(fault_run *r) {
+    kiln_context *c = NULL;
+    int bad = 0;
+    kiln_status s = fault_context(r, (const char *)r->user, &c);
+    if (!s) s = fault_note(r, c, compile_and_run(c, &bad));
+    CHECK_MSG(!bad, "allocation %ld: the run succeeded with wrong results", r->n);
+    kiln_context_destroy(c);
+    return s;
+}
+
 /* Every host allocation of a whole compile-and-run fails in turn: each must end in a clean
  * KILN_ERR_HOST_OOM with nothing leaked (the machine code comes from the disk cache after
  * the first run, so this stays fast). */
 static void test_fault_injection(const char *dir) {
-    int runs = 0;
-    for (long n = 1; n < 5000; n++) {
-        test_alloc ta = {.fail_at = n};
-        kiln_host_allocator ha = test_allocator(&ta);
-        kiln_context_options o = {
-            .host_allocator = &ha, .ignore_environment = true, .cache_dir = dir};
-        kiln_context *c = NULL;
-        int bad = 0;
-        kiln_status s = kiln_context_create(&o, &c, NULL, 0);
-        if (!s) s = compile_and_run(c, &bad);
-        bool failed_here = ta.count >= n;
-        if (s) {
-            CHECK_MSG(s == KILN_ERR_HOST_OOM, "allocation %ld: %s, not HOST_OOM: %s", n,
-                      kiln_status_name(s), c ? kiln_last_error(c) : "");
-            CHECK_MSG(!c || kiln_last_error(c)[0], "allocation %ld failed without a message", n);
-        }
-        kiln_context_destroy(c);
-        CHECK_MSG(ta.live == 0 && ta.bad_size == 0,
-                  "allocation %ld: %ld blocks leaked, %d bad sizes", n, ta.live, ta.bad_size);
-        runs++;
-        if (!failed_here) {
-            CHECK_MSG(s == KILN_OK && !bad, "the run past the last allocation must succeed");
-            break;
-        }
-    }
-    printf("fault injection: %d compile-and-run attempts\n", runs);
+    fault_sweep sw = {.name = "compile and run",
+                      .run = fault_compile_and_run,
+                      .user = (void *)dir,
+                      .max_runs = 5000};
+    long n = fault_sweep_run(&sw);
+    printf("fault injection: %ld host allocations of a compile-and-run failed in turn\n", n);
 }
 
 /* A second process compiling the same program loads it from the disk cache: the C
@@ -527,6 +479,7 @@ static void test_second_process(const char *dir) {
 }
 
 int main(void) {
+    seed = test_seed(0x9e3779b97f4a7c15ull);
     char dir[] = "/tmp/kiln-test-compile-XXXXXX";
     if (!mkdtemp(dir)) return 2;
     kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
@@ -540,10 +493,9 @@ int main(void) {
     RUN(test_errors);
     test_second_process(dir);
     test_fault_injection(dir);
-    RUN(test_random_programs);
     kiln_context_destroy(ctx);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
-    return test_summary("test_compile");
+    return test_summary("test_compile_ops");
 }

@@ -8,6 +8,8 @@
  *   x / 1 -> x,  x % 1 -> 0,  x % N -> x and x / N -> 0 when 0 <= x < N;
  *   (N*q + r) / N -> q + r / N and (N*q + r) % N -> r % N when x >= 0 and r >= 0, which
  *   with the previous rule turns "linearise then split" (a reshape) back into the axes;
+ *   (k*h + l) / N -> h / (N/k) and (k*h + l) % N -> k*(h % (N/k)) + l when k divides N
+ *   and 0 <= l < k, for axes merged by one reshape and split again by another;
  *   k*N*(x / N) + k*(x % N) -> k*x (C's a == a/b*b + a%b), and for x >= 0
  *   k*N*((x / N) % M) + k*(x % N) -> k*(x % (N*M)), which rejoin a split index;
  *   a variable that takes one value is that constant.
@@ -248,6 +250,45 @@ static uint32_t split(kd_kernel *kd, uint32_t a, int64_t n, pending *q) {
     return rid;
 }
 
+static int64_t gcd(int64_t a, int64_t b) {
+    a = a < 0 ? -a : a;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Writes r (>= 0) as k*h + l with k > 1 dividing n and 0 <= l < k, so that r / n is
+ * h / (n/k) and r % n is k*(h % (n/k)) + l: `(i*256 + j) / 4096` with j < 256 is i / 16.
+ * k is tried as the common factor of n and each term's coefficient. False if none fits. */
+static bool factor(kd_kernel *kd, uint32_t r, int64_t n, uint32_t *h, uint32_t *l, int64_t *k) {
+    const kd_index x = kd->ixs[r];
+    for (uint32_t i = 0; i < x.n && !kd->oom; i++) {
+        int64_t f = gcd(kd->terms[x.first + i].coef, n);
+        if (f < 2) continue;
+        int64_t cq = floor_div(x.c, f);
+        pending lo = pend_begin(kd, x.c - cq * f);
+        for (uint32_t t = 0; t < x.n; t++) {
+            kd_term tt = kd->terms[x.first + t];
+            if (tt.coef % f) pend_term(kd, tt.atom, tt.coef);
+        }
+        uint32_t li = pend_finish(kd, &lo);
+        if (!li || kd->ixs[li].lo < 0 || kd->ixs[li].hi >= f) continue;
+        pending hi = pend_begin(kd, cq);
+        for (uint32_t t = 0; t < x.n; t++) {
+            kd_term tt = kd->terms[x.first + t];
+            if (!(tt.coef % f)) pend_term(kd, tt.atom, tt.coef / f);
+        }
+        *h = pend_finish(kd, &hi);
+        *l = li;
+        *k = f;
+        return *h != 0;
+    }
+    return false;
+}
+
 uint32_t kd_ix_div(kd_kernel *kd, uint32_t a, int64_t n) {
     if (n == 1 || kd->oom) return a;
     const kd_index x = kd->ixs[a];
@@ -255,9 +296,15 @@ uint32_t kd_ix_div(kd_kernel *kd, uint32_t a, int64_t n) {
         pending q;
         uint32_t r = split(kd, a, n, &q);
         if (r) {
+            uint32_t qi = pend_finish(kd, &q), h, l;
             const kd_index rx = kd->ixs[r];
-            if (rx.hi >= n) pend_term(kd, atom_get(kd, KD_ATOM_DIV, r, n, rx.lo / n, rx.hi / n), 1);
-            return pend_finish(kd, &q);
+            int64_t k;
+            if (rx.hi < n) return qi;
+            uint32_t rd =
+                factor(kd, r, n, &h, &l, &k)
+                    ? kd_ix_div(kd, h, n / k)
+                    : ix_atom(kd, atom_get(kd, KD_ATOM_DIV, r, n, rx.lo / n, rx.hi / n), 0);
+            return kd_ix_affine(kd, qi, 1, rd, 1, 0);
         }
     }
     return ix_atom(kd, atom_get(kd, KD_ATOM_DIV, a, n, x.lo / n, x.hi / n), 0);
@@ -270,11 +317,14 @@ uint32_t kd_ix_mod(kd_kernel *kd, uint32_t a, int64_t n) {
     if (x.lo >= 0) {
         if (x.hi < n) return a;
         pending q;
-        uint32_t r = split(kd, a, n, &q);
+        uint32_t r = split(kd, a, n, &q), h, l;
         if (r) {
             kd->n_terms = q.first; /* q is not needed */
             const kd_index rx = kd->ixs[r];
+            int64_t k;
             if (rx.hi < n) return r;
+            if (factor(kd, r, n, &h, &l, &k))
+                return kd_ix_affine(kd, kd_ix_mod(kd, h, n / k), k, l, 1, 0);
             return ix_atom(kd, atom_get(kd, KD_ATOM_MOD, r, n, 0, n - 1), 0);
         }
         return ix_atom(kd, atom_get(kd, KD_ATOM_MOD, a, n, 0, n - 1), 0);

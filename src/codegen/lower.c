@@ -445,13 +445,16 @@ static void lower_space(lw *l, const ir_node *rn, uint32_t *ix, uint32_t *store_
     kd->row_var = kd_var_new(kd, (kd_var){.kind = KD_VAR_ROW});
     kd->last_var = kd_var_new(kd, (kd_var){KD_VAR_AXIS, r ? r - 1 : 0, 0});
     uint32_t row = kd_ix_var(kd, kd->row_var, 0, kd->rows - 1);
+    /* atoms in axis order, so that printed indices read i0 * n + i1 */
+    for (int a = 0; a + 1 < r; a++) {
+        kd->axis_var[a] = kd_var_new(kd, (kd_var){KD_VAR_AXIS, a, 0});
+        ix[a] = kd_ix_var(kd, kd->axis_var[a], 0, rn->shape.dims[a] - 1);
+    }
     uint32_t last = kd_ix_var(kd, kd->last_var, 0, kd->inner - 1);
     int64_t div = 1;
     for (int a = r - 2; a >= 0; a--) {
-        kd->axis_var[a] = kd_var_new(kd, (kd_var){KD_VAR_AXIS, a, 0});
         int64_t d = rn->shape.dims[a] ? rn->shape.dims[a] : 1; /* 0: the kernel never runs */
         kd->axis_def[a] = kd_ix_mod(kd, kd_ix_div(kd, row, div), d);
-        ix[a] = kd_ix_var(kd, kd->axis_var[a], 0, rn->shape.dims[a] - 1);
         div *= d;
     }
     if (r) ix[r - 1] = last;

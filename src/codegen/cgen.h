@@ -1,4 +1,5 @@
-/* cgen.h — fused kernels -> C source text for the CPU backend.
+/* cgen.h — fused kernels -> C source text for the CPU backend (lower.c describes each
+ * kernel, print_c.c prints the description in C).
  *
  * One translation unit holds every LOOP kernel of a program. Kernel i becomes
  *

@@ -1,0 +1,205 @@
+/* kdesc.h — the kernel description: what a fused LOOP kernel computes, with no syntax.
+ *
+ * lower.c turns one fusion kernel into a kd_kernel; a dialect printer (print_c.c for the
+ * CPU; a CUDA printer prints the same description) turns it into source. The description
+ * holds:
+ *
+ *  - the index space and its work split: the roots' shape, seen as rows (every axis but
+ *    the last) times chunks of KD_CHUNK elements of the last axis, so both tall and wide
+ *    outputs parallelise. A work item is one (row, chunk); items are independent;
+ *  - index expressions (kd_index) in a canonical affine form c + sum coef * atom, where an
+ *    atom is a loop variable, a division or remainder of another index by a constant, or
+ *    an integer value computed by a statement (a take_rows row). Building one simplifies
+ *    it (kindex.c): x / 1 -> x, x % N -> x when 0 <= x < N, (a*N + b) / N -> a when
+ *    0 <= b < N, (x / N) * N + x % N -> x, zero terms vanish; a variable whose range is one
+ *    value is that constant;
+ *  - a flat list of statements (kd_stmt), SSA-like: statement i defines value i (0 is "no
+ *    value"); structure is given by LOOP/IF ... END brackets, as in the source to come;
+ *  - per-kernel provenance: the IR nodes computed, their op names and user file:line.
+ *
+ * Invariants: a statement only uses values defined before it in an enclosing or the same
+ * bracket; an index expression only uses atoms whose loop or value is in scope where it is
+ * used; every array below is owned by the kd_kernel and allocated on the context's host
+ * allocator (kd_free releases them, also after a failed kd_lower). */
+#ifndef KILN_KDESC_H
+#define KILN_KDESC_H
+
+#include "passes/fusion.h"
+
+#define KD_CHUNK 2048 /* elements of the last axis per work item */
+
+/* ------------------------------------------------------------ indices ---- */
+
+typedef enum kd_var_kind {
+    KD_VAR_ROW,    /* the work item's row: [0, rows) */
+    KD_VAR_AXIS,   /* an axis of the kernel's index space (the last one is a loop) */
+    KD_VAR_REDUCE, /* a reduced axis of reduction `node` */
+} kd_var_kind;
+
+typedef struct kd_var {
+    kd_var_kind kind;
+    int axis;      /* AXIS, REDUCE */
+    uint32_t node; /* REDUCE */
+} kd_var;
+
+typedef enum kd_atom_kind {
+    KD_ATOM_VAR, /* loop variable arg */
+    KD_ATOM_DIV, /* index arg / n (C division: truncates) */
+    KD_ATOM_MOD, /* index arg % n */
+    KD_ATOM_VAL, /* the int64 value of statement arg */
+} kd_atom_kind;
+
+typedef struct kd_atom {
+    kd_atom_kind kind;
+    uint32_t arg;
+    int64_t n;      /* DIV, MOD: the divisor, > 1 */
+    int64_t lo, hi; /* the values it can take (lo > hi: none, the code never runs) */
+} kd_atom;
+
+typedef struct kd_term {
+    uint32_t atom;
+    int64_t coef; /* never 0 */
+} kd_term;
+
+/* c + sum of terms[first .. first + n), terms sorted by atom and each atom once. */
+typedef struct kd_index {
+    int64_t c, lo, hi; /* lo..hi: a bound on its value (saturating) */
+    uint32_t first, n;
+} kd_index;
+
+/* --------------------------------------------------------- statements ---- */
+
+typedef enum kd_stmt_kind {
+    KS_LIT,    /* a scalar constant (lit, dtype): printed where it is used */
+    KS_LOAD,   /* input `slot` at linear index `ix` */
+    KS_IOTA,   /* the value of index `ix` as dtype */
+    KS_OP,     /* elementwise `op` (select included) of args, result dtype, operands in_dtype */
+    KS_CLAMP,  /* int64: args[0] clamped to [0, n] (a take_rows row) */
+    KS_DECL,   /* a mutable dtype variable, = args[0] if n_args (pad, concat) */
+    KS_ASSIGN, /* args[0] (a DECL) = args[1] */
+    KS_IF,     /* if every guard [guard, guard + n_guards) holds { */
+    KS_ELSE_IF,
+    KS_ELSE,
+    KS_LOOP,   /* for var from 0 to n - 1 (n < 0: over the item's chunk of the last axis) { */
+    KS_END,    /* } of a LOOP or an IF chain */
+    KS_ACC,    /* reduction accumulator: see red; `column`: one per element of a chunk */
+    KS_ACCUM,  /* accumulator args[0] takes in args[1] */
+    KS_RESULT, /* the reduction's value (dtype) from accumulator args[0] */
+    KS_STORE,  /* output `slot` at linear index `ix` = args[0] */
+} kd_stmt_kind;
+
+typedef enum kd_guard_kind {
+    KD_GUARD_GE0,    /* ix >= 0 */
+    KD_GUARD_LT,     /* ix < n */
+    KD_GUARD_DIVIDES /* ix % n == 0 */
+} kd_guard_kind;
+
+typedef struct kd_guard {
+    kd_guard_kind kind;
+    uint32_t ix;
+    int64_t n;
+} kd_guard;
+
+/* A reduction's accumulator, decided here so every dialect accumulates alike: float sums
+ * and products in f64, integer ones in 64 bits that wrap; max/min in the value's dtype,
+ * floats with a separate NaN flag so that NaN wins while the loop still vectorises. */
+typedef enum kd_init { KD_INIT_ZERO, KD_INIT_ONE, KD_INIT_LOWEST, KD_INIT_HIGHEST } kd_init;
+typedef struct kd_reduce {
+    ir_op op;            /* IR_REDUCE_SUM / _PROD / _MAX / _MIN */
+    kiln_dtype acc_type; /* F64, I64 (wrapping) or the reduction's dtype */
+    kd_init init;
+    bool arith;    /* sum or product (else max/min) */
+    bool nan_flag; /* float max/min: NaN tracked apart */
+} kd_reduce;
+
+typedef struct kd_stmt {
+    kd_stmt_kind kind;
+    kiln_dtype dtype;    /* of the value */
+    kiln_dtype in_dtype; /* OP: of the operands (select: of the values chosen) */
+    ir_op op;            /* OP */
+    uint32_t node;       /* IR node it computes a part of (0: none) */
+    uint32_t args[3], n_args;
+    uint32_t slot;  /* LOAD, STORE */
+    uint32_t ix;    /* LOAD, IOTA, STORE */
+    uint32_t var;   /* LOOP; ACC (column): the last axis' variable */
+    int64_t n;      /* LOOP: trip count (< 0: the chunk); CLAMP: the largest row */
+    uint32_t guard; /* IF, ELSE_IF */
+    uint32_t n_guards;
+    /* LOOP: the innermost loop of a reduction (acc: its ACC statement, 0 for a column
+     * reduction) or a column reduction's element loop may carry a vectorising pragma.
+     * False when its body does integer arithmetic: gcc 12 miscompiles `omp simd` loops
+     * of small constant trip count that compute a wrapped integer index (an iota,
+     * clamped, then gathered from), and clang and gcc without the pragma are right. */
+    bool simd;
+    uint32_t acc;
+    bool column;   /* ACC */
+    kd_reduce red; /* ACC */
+    union {
+        int64_t i;
+        double f;
+    } lit;                 /* LIT: ints and bool in i, floats in f */
+    const ir_attrs *attrs; /* OP: the node's attributes (a compare's direction) */
+} kd_stmt;
+
+/* --------------------------------------------------------- the kernel ---- */
+
+typedef struct kd_prov {
+    uint32_t node;
+    const char *op;   /* op name */
+    const char *file; /* user file (NULL if unknown) */
+    int line;
+} kd_prov;
+
+typedef struct kd_kernel {
+    kiln_context *ctx;
+    uint32_t index; /* number of the kernel in the fusion plan */
+    /* index space: rank and dims of the roots; rows x chunks work items */
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    int64_t inner, rows, chunks, items, grain; /* grain: items per parallel chunk */
+    bool columns;                              /* the column-reduction form (lower.c) */
+    uint32_t row_var, last_var;
+    /* leading axes: variable of axis a and its value in terms of row (index), rank - 1 */
+    uint32_t axis_var[KILN_MAX_RANK], axis_def[KILN_MAX_RANK];
+    /* buffers: inputs then outputs, their dtypes and IR nodes */
+    uint32_t n_inputs, n_outputs;
+    kiln_dtype *in_type, *out_type;
+    const uint32_t *in_node, *out_node;
+    /* 1 + the input the planner overwrites in place with output 0 (0: none): those two
+     * may alias, and every output then too */
+    uint32_t alias_input;
+
+    kd_var *vars;
+    kd_atom *atoms;
+    kd_term *terms;
+    kd_index *ixs;
+    kd_guard *guards;
+    kd_stmt *stmts; /* stmts[0] unused */
+    kd_prov *prov;  /* sorted by node */
+    uint32_t n_vars, n_atoms, n_terms, n_ixs, n_guards, n_stmts, n_prov;
+    uint32_t cap_vars, cap_atoms, cap_terms, cap_ixs, cap_guards, cap_stmts, cap_prov;
+    bool oom; /* an allocation failed: the description is incomplete */
+} kd_kernel;
+
+/* Lowers kernel ki of the plan (a LOOP kernel) into *kd. On failure (host OOM) sets the
+ * context's message; *kd must be freed with kd_free either way. */
+kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_kernel *kd);
+void kd_free(kd_kernel *kd);
+
+/* ---- index expressions (kindex.c); every builder returns an index id, 0 on OOM ---- */
+
+/* Grows one of kd's arrays (n elements in use) to hold one more; false on OOM. */
+bool kd_reserve(kd_kernel *kd, void **arr, uint32_t n, uint32_t *cap, size_t elem);
+uint32_t kd_var_new(kd_kernel *kd, kd_var v);
+uint32_t kd_ix_const(kd_kernel *kd, int64_t c);
+/* Loop variable var taking values lo..hi. */
+uint32_t kd_ix_var(kd_kernel *kd, uint32_t var, int64_t lo, int64_t hi);
+/* The int64 value of statement stmt, known to lie in lo..hi. */
+uint32_t kd_ix_val(kd_kernel *kd, uint32_t stmt, int64_t lo, int64_t hi);
+/* ka * a + kb * b + c (b may be 0: absent). */
+uint32_t kd_ix_affine(kd_kernel *kd, uint32_t a, int64_t ka, uint32_t b, int64_t kb, int64_t c);
+uint32_t kd_ix_div(kd_kernel *kd, uint32_t a, int64_t n);
+uint32_t kd_ix_mod(kd_kernel *kd, uint32_t a, int64_t n);
+bool kd_ix_equal(const kd_kernel *kd, uint32_t a, uint32_t b);
+
+#endif

@@ -1,0 +1,510 @@
+/* lower.c — a fused LOOP kernel -> its kernel description (kdesc.h).
+ *
+ * An elemental lowering, as in XLA's CPU backend: lower_value(node, index) appends the
+ * statements that compute one element of `node` at a multi-index (one index expression
+ * per axis) and returns the statement holding it. The kernel is a loop over its roots'
+ * index space calling it for each root at the loop's index. Shape ops only rewrite the
+ * index (a transpose permutes it, a broadcast drops axes, a slice scales and offsets it,
+ * a reshape linearises and splits it, which the index simplifier undoes where it can);
+ * materialised inputs are loads; pad, concatenate and take_rows open guarded regions or
+ * clamp a row; an inlined reduction opens loops with an accumulator.
+ *
+ * Values are memoised per (node, index) within the current bracket (loop or branch), so a
+ * node used twice at the same index is computed once; leaving a bracket forgets what was
+ * computed inside it, since it is out of scope after. Numerics are decided by the printer
+ * per op (print_c.c), except the accumulator types, fixed here for every dialect. */
+#include "kdesc.h"
+
+#include <string.h>
+
+typedef struct memo {
+    uint32_t node, stmt;
+    int depth;
+    uint32_t ix[KILN_MAX_RANK];
+} memo;
+
+typedef struct lw {
+    kd_kernel *kd;
+    const kiln_graph *g;
+    const fusion_plan *p;
+    const fkernel *k;
+    memo *memo;
+    uint32_t n_memo, cap_memo;
+    int depth;
+    bool int_arith; /* integer elementwise code was lowered (see kd_stmt.simd) */
+} lw;
+
+static uint32_t emit(lw *l, kd_stmt s) {
+    kd_kernel *kd = l->kd;
+    if (!kd_reserve(kd, (void **)&kd->stmts, kd->n_stmts, &kd->cap_stmts, sizeof *kd->stmts))
+        return 0;
+    kd->stmts[kd->n_stmts] = s;
+    return kd->n_stmts++;
+}
+
+static void scope_open(lw *l) {
+    l->depth++;
+}
+
+/* Forgets the values computed in the bracket being left (or in the branch before an
+ * else). */
+static void scope_forget(lw *l) {
+    while (l->n_memo && l->memo[l->n_memo - 1].depth >= l->depth) l->n_memo--;
+}
+
+static void scope_close(lw *l) {
+    scope_forget(l);
+    l->depth--;
+    emit(l, (kd_stmt){.kind = KS_END});
+}
+
+static uint32_t memo_find(const lw *l, uint32_t id, const uint32_t *ix) {
+    int rank = l->g->nodes[id].shape.rank;
+    for (uint32_t i = l->n_memo; i-- > 0;) {
+        const memo *m = &l->memo[i];
+        if (m->node != id) continue;
+        bool same = true;
+        for (int a = 0; a < rank && same; a++) same = kd_ix_equal(l->kd, m->ix[a], ix[a]);
+        if (same) return m->stmt;
+    }
+    return 0;
+}
+
+static void memo_add(lw *l, uint32_t id, const uint32_t *ix, uint32_t stmt) {
+    if (!kd_reserve(l->kd, (void **)&l->memo, l->n_memo, &l->cap_memo, sizeof *l->memo)) return;
+    memo *m = &l->memo[l->n_memo++];
+    m->node = id;
+    m->stmt = stmt;
+    m->depth = l->depth;
+    memcpy(m->ix, ix, (size_t)l->g->nodes[id].shape.rank * sizeof *ix);
+}
+
+/* Records that the kernel computes node id (kept sorted, each node once). */
+static void prov_add(lw *l, uint32_t id) {
+    kd_kernel *kd = l->kd;
+    uint32_t at = kd->n_prov;
+    while (at && kd->prov[at - 1].node > id) at--;
+    if (at && kd->prov[at - 1].node == id) return;
+    if (!kd_reserve(kd, (void **)&kd->prov, kd->n_prov, &kd->cap_prov, sizeof *kd->prov)) return;
+    memmove(&kd->prov[at + 1], &kd->prov[at], (kd->n_prov - at) * sizeof *kd->prov);
+    const ir_node *n = &l->g->nodes[id];
+    kd->prov[at] = (kd_prov){id, ir_ops[n->op].name, n->file, n->line};
+    kd->n_prov++;
+}
+
+static uint32_t lower_value(lw *l, uint32_t id, const uint32_t *ix);
+
+/* --------------------------------------------------------- leaves ---- */
+
+static uint32_t lower_literal(lw *l, uint32_t id) {
+    const ir_node *n = &l->g->nodes[id];
+    kd_stmt s = {.kind = KS_LIT, .dtype = n->dtype, .node = id};
+    switch (n->dtype) {
+    case KILN_I32: s.lit.i = *(const int32_t *)n->data; break;
+    case KILN_I64: s.lit.i = *(const int64_t *)n->data; break;
+    case KILN_BOOL: s.lit.i = *(const uint8_t *)n->data; break;
+    case KILN_F32: s.lit.f = *(const float *)n->data; break;
+    default: s.lit.f = *(const double *)n->data; break;
+    }
+    return emit(l, s);
+}
+
+static uint32_t lower_load(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    uint32_t slot = 0;
+    while (slot < l->k->n_inputs && l->k->inputs[slot] != id) slot++;
+    uint32_t lin = kd_ix_const(l->kd, 0);
+    int64_t stride = 1;
+    for (int a = n->shape.rank - 1; a >= 0; a--) {
+        if (n->shape.dims[a] != 1) lin = kd_ix_affine(l->kd, lin, 1, ix[a], stride, 0);
+        stride *= n->shape.dims[a];
+    }
+    return emit(l,
+                (kd_stmt){.kind = KS_LOAD, .dtype = n->dtype, .node = id, .slot = slot, .ix = lin});
+}
+
+static uint32_t lower_elementwise(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    const uint32_t *in = ir_in(n);
+    kd_stmt s = {.kind = KS_OP,
+                 .dtype = n->dtype,
+                 .op = n->op,
+                 .node = id,
+                 .n_args = n->n_in,
+                 .attrs = &n->a};
+    for (uint32_t i = 0; i < n->n_in; i++) s.args[i] = lower_value(l, in[i], ix);
+    s.in_dtype = l->g->nodes[in[n->op == IR_SELECT ? 1 : 0]].dtype;
+    l->int_arith |= ir_dtype_is_int(s.in_dtype);
+    return emit(l, s);
+}
+
+/* ------------------------------------------------------ shape ops ---- */
+
+/* Linearises the output index, then splits the linear position over the operand's axes;
+ * the simplifier turns the pair back into plain axes wherever the reshape only merges,
+ * splits whole axes or adds and removes unit axes. */
+static uint32_t lower_reshape(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    uint32_t x = ir_in(n)[0];
+    const ir_shape *is = &l->g->nodes[x].shape;
+    uint32_t lin = kd_ix_const(l->kd, 0), sub[KILN_MAX_RANK];
+    int64_t stride = 1;
+    for (int a = n->shape.rank - 1; a >= 0; a--) {
+        lin = kd_ix_affine(l->kd, lin, 1, ix[a], stride, 0);
+        stride *= n->shape.dims[a];
+    }
+    stride = 1;
+    for (int a = is->rank - 1; a >= 0; a--) {
+        int64_t d = is->dims[a] ? is->dims[a] : 1;
+        sub[a] = kd_ix_mod(l->kd, kd_ix_div(l->kd, lin, stride), d);
+        stride *= d;
+    }
+    return lower_value(l, x, sub);
+}
+
+/* pad(x, v): v, and x where the index falls on one of x's elements. Guards that always
+ * hold are dropped; with none left no branch is needed. */
+static uint32_t lower_pad(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    kd_kernel *kd = l->kd;
+    uint32_t x = ir_in(n)[0], sub[KILN_MAX_RANK], first = kd->n_guards;
+    const ir_shape *is = &l->g->nodes[x].shape;
+    for (int a = 0; a < is->rank; a++) {
+        int64_t step = n->a.pad.interior[a] + 1;
+        int64_t extent = is->dims[a] ? (is->dims[a] - 1) * step + 1 : 0;
+        uint32_t t = kd_ix_affine(kd, ix[a], 1, 0, 0, -n->a.pad.lo[a]);
+        kd_guard g[3];
+        int ng = 0;
+        if (kd->ixs[t].lo < 0) g[ng++] = (kd_guard){KD_GUARD_GE0, t, 0};
+        if (kd->ixs[t].hi >= extent) g[ng++] = (kd_guard){KD_GUARD_LT, t, extent};
+        if (step > 1) g[ng++] = (kd_guard){KD_GUARD_DIVIDES, t, step};
+        for (int i = 0; i < ng; i++)
+            if (kd_reserve(kd, (void **)&kd->guards, kd->n_guards, &kd->cap_guards,
+                           sizeof *kd->guards))
+                kd->guards[kd->n_guards++] = g[i];
+        sub[a] = kd_ix_div(kd, t, step);
+    }
+    if (kd->n_guards == first) return lower_value(l, x, sub);
+    uint32_t scalar[1] = {0}; /* the pad value is rank 0 */
+    uint32_t pv = lower_value(l, ir_in(n)[1], scalar);
+    uint32_t v = emit(
+        l, (kd_stmt){.kind = KS_DECL, .dtype = n->dtype, .node = id, .n_args = 1, .args = {pv}});
+    emit(l, (kd_stmt){.kind = KS_IF, .guard = first, .n_guards = kd->n_guards - first});
+    scope_open(l);
+    uint32_t xv = lower_value(l, x, sub);
+    emit(l, (kd_stmt){.kind = KS_ASSIGN, .n_args = 2, .args = {v, xv}});
+    scope_close(l);
+    return v;
+}
+
+/* concatenate: an if / else-if chain on the concatenated axis; a branch whose guard
+ * always holds ends the chain as its else, and with one branch no chain is needed. */
+static uint32_t lower_concat(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    kd_kernel *kd = l->kd;
+    int ax = n->a.axis;
+    if (n->n_in == 1 || kd->ixs[ix[ax]].hi < l->g->nodes[ir_in(n)[0]].shape.dims[ax])
+        return lower_value(l, ir_in(n)[0], ix);
+    uint32_t v = emit(l, (kd_stmt){.kind = KS_DECL, .dtype = n->dtype, .node = id});
+    int64_t off = 0;
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        uint32_t x = ir_in(n)[i], sub[KILN_MAX_RANK];
+        int64_t d = l->g->nodes[x].shape.dims[ax];
+        bool last = i + 1 == n->n_in || kd->ixs[ix[ax]].hi < off + d;
+        kd_stmt s = {.kind = KS_ELSE};
+        if (!last) {
+            s = (kd_stmt){.kind = i ? KS_ELSE_IF : KS_IF, .guard = kd->n_guards, .n_guards = 1};
+            if (kd_reserve(kd, (void **)&kd->guards, kd->n_guards, &kd->cap_guards,
+                           sizeof *kd->guards))
+                kd->guards[kd->n_guards++] = (kd_guard){KD_GUARD_LT, ix[ax], off + d};
+        }
+        if (i) scope_forget(l); /* what the previous branch computed is not visible here */
+        emit(l, s);
+        if (!i) scope_open(l);
+        memcpy(sub, ix, (size_t)n->shape.rank * sizeof *sub);
+        sub[ax] = kd_ix_affine(kd, ix[ax], 1, 0, 0, -off);
+        uint32_t xv = lower_value(l, x, sub);
+        emit(l, (kd_stmt){.kind = KS_ASSIGN, .n_args = 2, .args = {v, xv}});
+        off += d;
+        if (last) break;
+    }
+    scope_close(l);
+    return v;
+}
+
+/* take_rows(table, idx): the row idx names, clamped into the table. */
+static uint32_t lower_take(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    uint32_t table = ir_in(n)[0], idx = ir_in(n)[1], sub[KILN_MAX_RANK];
+    const ir_node *tn = &l->g->nodes[table], *in = &l->g->nodes[idx];
+    int64_t rows = tn->shape.dims[0];
+    if (rows == 0) /* nothing to take: only reachable when the output is empty */
+        return emit(l, (kd_stmt){.kind = KS_LIT, .dtype = n->dtype, .node = id});
+    uint32_t raw = lower_value(l, idx, ix);
+    uint32_t row = emit(l, (kd_stmt){.kind = KS_CLAMP,
+                                     .dtype = KILN_I64,
+                                     .node = id,
+                                     .n_args = 1,
+                                     .args = {raw},
+                                     .n = rows - 1});
+    sub[0] = kd_ix_val(l->kd, row, 0, rows - 1);
+    for (int a = 1; a < tn->shape.rank; a++) sub[a] = ix[in->shape.rank + a - 1];
+    return lower_value(l, table, sub);
+}
+
+/* ------------------------------------------------------ reductions ---- */
+
+static kd_reduce reduce_of(const ir_node *n) {
+    bool fl = ir_dtype_is_float(n->dtype);
+    kd_reduce r = {.op = n->op, .arith = n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD};
+    r.acc_type = r.arith ? (fl ? KILN_F64 : KILN_I64) : n->dtype;
+    r.init = n->op == IR_REDUCE_SUM    ? KD_INIT_ZERO
+             : n->op == IR_REDUCE_PROD ? KD_INIT_ONE
+             : n->op == IR_REDUCE_MAX  ? KD_INIT_LOWEST
+                                       : KD_INIT_HIGHEST;
+    r.nan_flag = fl && !r.arith;
+    return r;
+}
+
+/* Opens one loop per reduced axis of reduction id and fills sub, its operand's index:
+ * kept axes from ix, reduced ones from the loop variables. Returns the innermost loop's
+ * statement (0 if no axis is reduced) and counts the loops in *opened. */
+static uint32_t open_reduce_loops(lw *l, uint32_t id, const uint32_t *ix, uint32_t *sub,
+                                  int *opened) {
+    const ir_node *n = &l->g->nodes[id];
+    const ir_node *xn = &l->g->nodes[ir_in(n)[0]];
+    uint32_t loop = 0;
+    int kept = 0;
+    *opened = 0;
+    for (int a = 0; a < xn->shape.rank; a++) {
+        if (!(n->a.reduce_axes >> a & 1u)) {
+            sub[a] = ix[kept++];
+            continue;
+        }
+        int64_t d = xn->shape.dims[a];
+        uint32_t var = kd_var_new(l->kd, (kd_var){KD_VAR_REDUCE, a, id});
+        sub[a] = kd_ix_var(l->kd, var, 0, d - 1);
+        loop = emit(l, (kd_stmt){.kind = KS_LOOP, .var = var, .n = d});
+        scope_open(l);
+        (*opened)++;
+    }
+    return loop;
+}
+
+static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    uint32_t sub[KILN_MAX_RANK];
+    uint32_t acc =
+        emit(l, (kd_stmt){.kind = KS_ACC, .dtype = n->dtype, .node = id, .red = reduce_of(n)});
+    bool saved = l->int_arith;
+    l->int_arith = false;
+    int opened;
+    uint32_t loop = open_reduce_loops(l, id, ix, sub, &opened);
+    uint32_t xv = lower_value(l, ir_in(n)[0], sub);
+    emit(l, (kd_stmt){.kind = KS_ACCUM, .node = id, .n_args = 2, .args = {acc, xv}});
+    if (loop) {
+        l->kd->stmts[loop].acc = acc;
+        l->kd->stmts[loop].simd = !l->int_arith;
+    }
+    l->int_arith |= saved;
+    while (opened--) scope_close(l);
+    return emit(
+        l, (kd_stmt){.kind = KS_RESULT, .dtype = n->dtype, .node = id, .n_args = 1, .args = {acc}});
+}
+
+/* ---------------------------------------------------------- values ---- */
+
+static uint32_t lower_compute(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    const uint32_t *in = ir_in(n);
+    uint32_t sub[KILN_MAX_RANK];
+    int rank = n->n_in ? l->g->nodes[in[0]].shape.rank : 0;
+    switch (n->op) {
+    case IR_IOTA:
+        return emit(l,
+                    (kd_stmt){.kind = KS_IOTA, .dtype = n->dtype, .node = id, .ix = ix[n->a.axis]});
+    case IR_BROADCAST:
+        for (int a = 0; a < rank; a++)
+            sub[a] = l->g->nodes[in[0]].shape.dims[a] == 1 ? kd_ix_const(l->kd, 0)
+                                                           : ix[n->a.bcast_dims[a]];
+        return lower_value(l, in[0], sub);
+    case IR_TRANSPOSE:
+        for (int a = 0; a < rank; a++) sub[n->a.perm[a]] = ix[a];
+        return lower_value(l, in[0], sub);
+    case IR_SLICE:
+        for (int a = 0; a < rank; a++)
+            sub[a] = kd_ix_affine(l->kd, ix[a], n->a.slice.stride[a], 0, 0, n->a.slice.start[a]);
+        return lower_value(l, in[0], sub);
+    case IR_RESHAPE: return lower_reshape(l, id, ix);
+    case IR_PAD: return lower_pad(l, id, ix);
+    case IR_CONCAT: return lower_concat(l, id, ix);
+    case IR_TAKE_ROWS: return lower_take(l, id, ix);
+    default: break;
+    }
+    if (ir_ops[n->op].kind == IRK_REDUCE) return lower_reduce(l, id, ix);
+    return lower_elementwise(l, id, ix);
+}
+
+static uint32_t lower_value(lw *l, uint32_t id, const uint32_t *ix) {
+    if (l->kd->oom) return 0;
+    if (l->p->inline_const[id]) return lower_literal(l, id);
+    uint32_t hit = memo_find(l, id, ix);
+    if (hit) return hit;
+    bool root = false; /* a kernel computes its roots; other buffers it reads */
+    for (uint32_t r = 0; r < l->k->n_roots; r++) root |= l->k->roots[r] == id;
+    uint32_t v;
+    if (l->p->materialised[id] && !root)
+        v = lower_load(l, id, ix);
+    else {
+        prov_add(l, id);
+        v = lower_compute(l, id, ix);
+    }
+    memo_add(l, id, ix, v);
+    return v;
+}
+
+/* ---------------------------------------------------------- kernel ---- */
+
+/* A kernel that is one reduction over leading axes keeping the operand's last axis (a
+ * column sum, a bias gradient): element by element the reduced axes would be walked with
+ * a stride of a whole row, so it keeps a row of accumulators instead and walks the
+ * operand row by row, contiguous and vectorised across the kept last axis. */
+static bool column_reduction(const kiln_graph *g, const fkernel *k) {
+    if (k->n_roots != 1) return false;
+    const ir_node *n = &g->nodes[k->roots[0]];
+    if (ir_ops[n->op].kind != IRK_REDUCE) return false;
+    int xr = g->nodes[ir_in(n)[0]].shape.rank;
+    return n->shape.rank >= 1 && !(n->a.reduce_axes >> (xr - 1) & 1u);
+}
+
+static void lower_columns(lw *l, const uint32_t *ix, uint32_t store_ix) {
+    kd_kernel *kd = l->kd;
+    uint32_t id = l->k->roots[0], sub[KILN_MAX_RANK];
+    const ir_node *n = &l->g->nodes[id];
+    prov_add(l, id);
+    uint32_t acc = emit(l, (kd_stmt){.kind = KS_ACC,
+                                     .dtype = n->dtype,
+                                     .node = id,
+                                     .red = reduce_of(n),
+                                     .column = true,
+                                     .var = kd->last_var});
+    int opened;
+    open_reduce_loops(l, id, ix, sub, &opened);
+    l->int_arith = false;
+    uint32_t loop = emit(l, (kd_stmt){.kind = KS_LOOP, .var = kd->last_var, .n = -1});
+    scope_open(l);
+    uint32_t xv = lower_value(l, ir_in(n)[0], sub);
+    emit(l, (kd_stmt){.kind = KS_ACCUM, .node = id, .n_args = 2, .args = {acc, xv}});
+    kd->stmts[loop].simd = !l->int_arith;
+    scope_close(l);
+    while (opened--) scope_close(l);
+    emit(l, (kd_stmt){.kind = KS_LOOP, .var = kd->last_var, .n = -1});
+    scope_open(l);
+    uint32_t v = emit(
+        l, (kd_stmt){.kind = KS_RESULT, .dtype = n->dtype, .node = id, .n_args = 1, .args = {acc}});
+    emit(l, (kd_stmt){.kind = KS_STORE, .slot = 0, .ix = store_ix, .n_args = 1, .args = {v}});
+    scope_close(l);
+}
+
+static void lower_elements(lw *l, const uint32_t *ix, uint32_t store_ix) {
+    emit(l, (kd_stmt){.kind = KS_LOOP, .var = l->kd->last_var, .n = -1});
+    scope_open(l);
+    for (uint32_t i = 0; i < l->k->n_roots; i++) {
+        uint32_t v = lower_value(l, l->k->roots[i], ix);
+        emit(l, (kd_stmt){.kind = KS_STORE, .slot = i, .ix = store_ix, .n_args = 1, .args = {v}});
+    }
+    scope_close(l);
+}
+
+/* Enough items per parallel chunk for ~32K element-operations. */
+static int64_t grain(const kiln_graph *g, const fkernel *k, const kd_kernel *kd, int64_t numel) {
+    int64_t per_item = (kd->chunks > 1 ? KD_CHUNK : kd->inner) * (k->n_members ? k->n_members : 1);
+    int64_t red = 1;
+    for (uint32_t i = 0; i < k->n_inputs; i++) {
+        int64_t m = 0;
+        ir_shape_numel(&g->nodes[k->inputs[i]].shape, &m);
+        if (numel && m / numel > red) red = m / numel;
+    }
+    per_item *= red;
+    return per_item >= 32768 ? 1 : 32768 / (per_item ? per_item : 1);
+}
+
+/* The index space, its split into items and the leading axes' values from the row. */
+static void lower_space(lw *l, const ir_node *rn, uint32_t *ix, uint32_t *store_ix) {
+    kd_kernel *kd = l->kd;
+    int r = rn->shape.rank;
+    int64_t numel = 0;
+    ir_shape_numel(&rn->shape, &numel);
+    kd->rank = r;
+    memcpy(kd->dims, rn->shape.dims, (size_t)r * sizeof *kd->dims);
+    kd->inner = r ? rn->shape.dims[r - 1] : 1;
+    kd->chunks = kd->inner > KD_CHUNK ? (kd->inner + KD_CHUNK - 1) / KD_CHUNK : 1;
+    kd->rows = kd->inner ? numel / kd->inner : 0;
+    kd->items = numel ? kd->rows * kd->chunks : 0;
+    kd->grain = grain(l->g, l->k, kd, numel);
+    kd->row_var = kd_var_new(kd, (kd_var){.kind = KD_VAR_ROW});
+    kd->last_var = kd_var_new(kd, (kd_var){KD_VAR_AXIS, r ? r - 1 : 0, 0});
+    uint32_t row = kd_ix_var(kd, kd->row_var, 0, kd->rows - 1);
+    /* atoms in axis order, so that printed indices read i0 * n + i1 */
+    for (int a = 0; a + 1 < r; a++) {
+        kd->axis_var[a] = kd_var_new(kd, (kd_var){KD_VAR_AXIS, a, 0});
+        ix[a] = kd_ix_var(kd, kd->axis_var[a], 0, rn->shape.dims[a] - 1);
+    }
+    uint32_t last = kd_ix_var(kd, kd->last_var, 0, kd->inner - 1);
+    int64_t div = 1;
+    for (int a = r - 2; a >= 0; a--) {
+        int64_t d = rn->shape.dims[a] ? rn->shape.dims[a] : 1; /* 0: the kernel never runs */
+        kd->axis_def[a] = kd_ix_mod(kd, kd_ix_div(kd, row, div), d);
+        div *= d;
+    }
+    if (r) ix[r - 1] = last;
+    *store_ix = kd_ix_affine(kd, row, kd->inner, last, 1, 0);
+}
+
+kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_kernel *kd) {
+    const fkernel *k = &p->kernels[ki];
+    *kd = (kd_kernel){.ctx = g->ctx,
+                      .index = ki,
+                      .n_inputs = k->n_inputs,
+                      .n_outputs = k->n_roots,
+                      .in_node = k->inputs,
+                      .out_node = k->roots,
+                      .alias_input = k->alias_input};
+    lw l = {.kd = kd, .g = g, .p = p, .k = k};
+    kd->in_type = host_calloc(kd->ctx, k->n_inputs + 1, sizeof *kd->in_type);
+    kd->out_type = host_calloc(kd->ctx, k->n_roots + 1, sizeof *kd->out_type);
+    if (!kd->in_type || !kd->out_type) kd->oom = true;
+    for (uint32_t i = 0; !kd->oom && i < k->n_inputs; i++)
+        kd->in_type[i] = g->nodes[k->inputs[i]].dtype;
+    for (uint32_t i = 0; !kd->oom && i < k->n_roots; i++)
+        kd->out_type[i] = g->nodes[k->roots[i]].dtype;
+    /* id 0 of statements and indices must exist: 0 is what a failed builder returns */
+    emit(&l, (kd_stmt){.kind = KS_LIT});
+    kd_ix_const(kd, 0);
+    if (!kd->oom) {
+        uint32_t ix[KILN_MAX_RANK] = {0}, store_ix = 0;
+        lower_space(&l, &g->nodes[k->roots[0]], ix, &store_ix);
+        if (column_reduction(g, k))
+            lower_columns(&l, ix, store_ix);
+        else
+            lower_elements(&l, ix, store_ix);
+    }
+    host_free(kd->ctx, l.memo, l.cap_memo * sizeof *l.memo);
+    if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);
+    return KILN_OK;
+}
+
+void kd_free(kd_kernel *kd) {
+    kiln_context *ctx = kd->ctx;
+    if (!ctx) return;
+    host_free(ctx, kd->in_type, (kd->n_inputs + 1) * sizeof *kd->in_type);
+    host_free(ctx, kd->out_type, (kd->n_outputs + 1) * sizeof *kd->out_type);
+    host_free(ctx, kd->vars, kd->cap_vars * sizeof *kd->vars);
+    host_free(ctx, kd->atoms, kd->cap_atoms * sizeof *kd->atoms);
+    host_free(ctx, kd->terms, kd->cap_terms * sizeof *kd->terms);
+    host_free(ctx, kd->ixs, kd->cap_ixs * sizeof *kd->ixs);
+    host_free(ctx, kd->guards, kd->cap_guards * sizeof *kd->guards);
+    host_free(ctx, kd->stmts, kd->cap_stmts * sizeof *kd->stmts);
+    host_free(ctx, kd->prov, kd->cap_prov * sizeof *kd->prov);
+    *kd = (kd_kernel){0};
+}

@@ -1,0 +1,610 @@
+/* print_c.c — the C dialect: kernel descriptions (kdesc.h) -> C source for the CPU backend.
+ *
+ * One translation unit holds every LOOP kernel of a program: a prelude of helpers, then
+ * per kernel a comment naming the IR nodes it computes and a function (see cgen.h). The
+ * description decides what is computed; this file only decides how it is spelled:
+ *
+ *  - per-op syntax lives in c_op_expr alone (with c_literal for constants);
+ *  - numerics follow the reference interpreter: integer arithmetic wraps (through unsigned
+ *    types), integer x/0 is -1 and INT_MIN/-1 is INT_MIN, float->int conversion saturates
+ *    with NaN -> 0, max/min propagate NaN, float sums and products accumulate in double;
+ *  - speed: f32 exp and tanh are inline polynomials (kiln_exp_f32, kiln_tanh_f32) so loops that
+ *    call them vectorise; a loop the description marks `simd` gets `#pragma omp simd`
+ *    (with reduction clauses for its accumulator), which vectorises reductions without
+ *    -fassociative-math; buffers are `restrict` unless the planner runs the kernel in
+ *    place. */
+#include "cgen.h"
+#include "kdesc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NAME_LEN 64 /* a value's name or literal */
+#define ACC_LEN  (2 * NAME_LEN)
+
+const char *cgen_ctype(kiln_dtype t) {
+    switch (t) {
+    case KILN_F32: return "float";
+    case KILN_F64: return "double";
+    case KILN_I32: return "int32_t";
+    case KILN_I64: return "int64_t";
+    default: return "uint8_t";
+    }
+}
+
+static const char *utype(kiln_dtype t) {
+    return t == KILN_I32 ? "uint32_t" : "uint64_t";
+}
+
+/* ------------------------------------------------------ per-op syntax ---- */
+
+/* A scalar constant, exact (floats in hex). */
+static void c_literal(kiln_dtype t, int64_t i, double f, char *out, size_t m) {
+    const char *ct = cgen_ctype(t);
+    switch (t) {
+    case KILN_I32: snprintf(out, m, "INT32_C(%d)", (int32_t)i); return;
+    case KILN_I64:
+        if (i == INT64_MIN)
+            snprintf(out, m, "INT64_MIN");
+        else
+            snprintf(out, m, "INT64_C(%lld)", (long long)i);
+        return;
+    case KILN_BOOL: snprintf(out, m, "((uint8_t)%u)", (unsigned)i); return;
+    default: break;
+    }
+    if (isnan(f))
+        snprintf(out, m, "((%s)NAN)", ct);
+    else if (isinf(f))
+        snprintf(out, m, "(%s(%s)INFINITY)", f < 0 ? "-" : "", ct);
+    else
+        snprintf(out, m, "((%s)%a)", ct, f);
+}
+
+static const char *dtype_suffix(kiln_dtype t) {
+    switch (t) {
+    case KILN_F32: return "f32";
+    case KILN_F64: return "f64";
+    case KILN_I32: return "i32";
+    case KILN_I64: return "i64";
+    default: return "bool";
+    }
+}
+
+/* The C expression of elementwise op `op` (result dtype t, data operand dtype in_t, the
+ * node's attributes a) applied to the operand expressions x[]: the op's kernel expression
+ * from the registry (src/ir/ir.h lists the placeholders) expanded with C's type names.
+ * False when the op has none for that operand class (a registry hole, which
+ * tests/test_registry.c keeps from happening). */
+static bool c_op_expr(ir_op op, kiln_dtype t, kiln_dtype in_t, const ir_attrs *a,
+                      const char *const *x, char *ex, size_t m) {
+    static const char *const cmp[] = {"==", "!=", "<", "<=", ">", ">="};
+    const char *tmpl = ir_ops[op].kexpr[ir_dtype_is_float(in_t) ? 0 : 1];
+    if (!tmpl) return false;
+    size_t k = 0;
+    for (; *tmpl && k + 1 < m; tmpl++) {
+        if (*tmpl != '$' || !tmpl[1]) {
+            ex[k++] = *tmpl;
+            continue;
+        }
+        const char *r = "";
+        char c = *++tmpl;
+        if (c >= '0' && c <= '2')
+            r = x[c - '0'] ? x[c - '0'] : "";
+        else if (c == 'T')
+            r = cgen_ctype(t);
+        else if (c == 'U')
+            r = utype(in_t);
+        else if (c == 'S')
+            r = dtype_suffix(in_t);
+        else if (c == 'R')
+            r = dtype_suffix(t);
+        else if (c == 'F')
+            r = in_t == KILN_F32 ? "f" : "";
+        else if (c == 'C')
+            r = cmp[a->cmp];
+        k += (size_t)snprintf(ex + k, m - k, "%s", r);
+    }
+    ex[k < m ? k : m - 1] = 0;
+    return true;
+}
+
+/* ---------------------------------------------------------- helpers ---- */
+
+/* exp and tanh for f32 written out, branch-free, so that loops calling them vectorise
+ * (libm's expf is a scalar call): Cody-Waite range reduction exp(x) = 2^k exp(r) with
+ * |r| <= ln2/2, a degree-6 polynomial for exp(r) (the Cephes coefficients), and 2^k put
+ * into the exponent bits (two steps below 2^-120 so subnormal results come out right).
+ * Max error ~1 ulp against exp in double rounded to f32; NaN and +-inf handled by selects.
+ * tanh: an odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1). */
+static const char math_f32[] = "static inline float kiln_exp_f32(float x) {\n"
+                               "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x;\n"
+                               "    float kf = floorf(xc * 1.44269504088896341f + 0.5f);\n"
+                               "    float r = xc - kf * 0.693359375f;\n"
+                               "    r = r + kf * 2.12194440e-4f;\n"
+                               "    float p = 1.9875691500e-4f;\n"
+                               "    p = p * r + 1.3981999507e-3f;\n"
+                               "    p = p * r + 8.3334519073e-3f;\n"
+                               "    p = p * r + 4.1665795894e-2f;\n"
+                               "    p = p * r + 1.6666665459e-1f;\n"
+                               "    p = p * r + 5.0000001201e-1f;\n"
+                               "    float y = p * r * r + r + 1.0f;\n"
+                               "    int32_t k = (int32_t)kf, kk = k < -120 ? k + 100 : k;\n"
+                               "    uint32_t yb;\n"
+                               "    memcpy(&yb, &y, 4);\n"
+                               "    yb += (uint32_t)kk << 23;\n"
+                               "    memcpy(&y, &yb, 4);\n"
+                               "    y = k < -120 ? y * 7.8886090522101181e-31f : y;\n"
+                               "    y = x > 88.72283935546875f ? INFINITY : y;\n"
+                               "    return x != x ? x : y;\n"
+                               "}\n"
+                               "static inline float kiln_tanh_f32(float x) {\n"
+                               "    float a = fabsf(x), z = x * x;\n"
+                               "    float p = -5.70498872745e-3f;\n"
+                               "    p = p * z + 2.06390887954e-2f;\n"
+                               "    p = p * z - 5.37397155531e-2f;\n"
+                               "    p = p * z + 1.33314422036e-1f;\n"
+                               "    p = p * z - 3.33332819422e-1f;\n"
+                               "    float small = p * z * x + x;\n"
+                               "    float big = 1.0f - 2.0f / (kiln_exp_f32(2.0f * a) + 1.0f);\n"
+                               "    big = x < 0 ? -big : big;\n"
+                               "    return a < 0.625f ? small : big;\n"
+                               "}\n"
+                               /* 1/(1+exp(-x)), as exp(x)/(1+exp(x)) for x < 0 (the reference's
+                                * form), so it does not flush to 0 before exp(x) does */
+                               "static inline float kiln_logistic_f32(float x) {\n"
+                               "    float e = kiln_exp_f32(-fabsf(x));\n"
+                               "    return x >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e);\n"
+                               "}\n";
+
+/* The f64 forms of the helpers the registry's kernel expressions name. */
+static const char math_f64[] = "static inline double kiln_exp_f64(double x) { return exp(x); }\n"
+                               "static inline double kiln_tanh_f64(double x) { return tanh(x); }\n"
+                               "static inline double kiln_logistic_f64(double x) {\n"
+                               "    double e = exp(-fabs(x));\n"
+                               "    return x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);\n"
+                               "}\n";
+
+/* CONVERT's kernel expression is kiln_cvt_<from>_<to>: float -> int saturates (NaN -> 0),
+ * to bool tests != 0, i64 -> i32 wraps; the rest are C conversions. */
+static const char converts[] =
+    "static inline float kiln_cvt_f32_f32(float a) { return (float)a; }\n"
+    "static inline double kiln_cvt_f32_f64(float a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_f32_i32(float a) { return kiln_f2i32((double)a); }\n"
+    "static inline int64_t kiln_cvt_f32_i64(float a) { return kiln_f2i64((double)a); }\n"
+    "static inline uint8_t kiln_cvt_f32_bool(float a) { return (uint8_t)(a != 0); }\n"
+    "static inline float kiln_cvt_f64_f32(double a) { return (float)a; }\n"
+    "static inline double kiln_cvt_f64_f64(double a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_f64_i32(double a) { return kiln_f2i32((double)a); }\n"
+    "static inline int64_t kiln_cvt_f64_i64(double a) { return kiln_f2i64((double)a); }\n"
+    "static inline uint8_t kiln_cvt_f64_bool(double a) { return (uint8_t)(a != 0); }\n"
+    "static inline float kiln_cvt_i32_f32(int32_t a) { return (float)a; }\n"
+    "static inline double kiln_cvt_i32_f64(int32_t a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_i32_i32(int32_t a) { return (int32_t)a; }\n"
+    "static inline int64_t kiln_cvt_i32_i64(int32_t a) { return (int64_t)a; }\n"
+    "static inline uint8_t kiln_cvt_i32_bool(int32_t a) { return (uint8_t)(a != 0); }\n"
+    "static inline float kiln_cvt_i64_f32(int64_t a) { return (float)a; }\n"
+    "static inline double kiln_cvt_i64_f64(int64_t a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_i64_i32(int64_t a) { return (int32_t)(uint32_t)(uint64_t)a; }\n"
+    "static inline int64_t kiln_cvt_i64_i64(int64_t a) { return (int64_t)a; }\n"
+    "static inline uint8_t kiln_cvt_i64_bool(int64_t a) { return (uint8_t)(a != 0); }\n"
+    "static inline float kiln_cvt_bool_f32(uint8_t a) { return (float)a; }\n"
+    "static inline double kiln_cvt_bool_f64(uint8_t a) { return (double)a; }\n"
+    "static inline int32_t kiln_cvt_bool_i32(uint8_t a) { return (int32_t)a; }\n"
+    "static inline int64_t kiln_cvt_bool_i64(uint8_t a) { return (int64_t)a; }\n"
+    "static inline uint8_t kiln_cvt_bool_bool(uint8_t a) { return (uint8_t)(a != 0); }\n";
+
+static const char prelude[] =
+    "/* generated by kiln: fused kernels, one function each (see src/codegen/print_c.c) */\n"
+    "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
+    "#define KILN_EXPORT __attribute__((visibility(\"default\")))\n"
+    "static inline int32_t kiln_div_i32(int32_t a, int32_t b) { return b == 0 ? -1 : (a == "
+    "INT32_MIN && b == -1) ? a : a / b; }\n"
+    "static inline int64_t kiln_div_i64(int64_t a, int64_t b) { return b == 0 ? -1 : (a == "
+    "INT64_MIN && b == -1) ? a : a / b; }\n"
+    "#define KILN_IPOW(T, U) \\\n"
+    "static inline T kiln_pow_##T(T a, T b) { \\\n"
+    "    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; \\\n"
+    "    U r = 1, x = (U)a; \\\n"
+    "    for (; b; b >>= 1, x *= x) if (b & 1) r *= x; \\\n"
+    "    return (T)r; }\n"
+    "typedef int32_t i32; typedef int64_t i64;\n"
+    "KILN_IPOW(i32, uint32_t)\nKILN_IPOW(i64, uint64_t)\n"
+    /* one select each: NaN in a wins by the test, NaN in b because both compares fail */
+    "static inline float kiln_max_f32(float a, float b) { return (a > b || a != a) ? a : b; }\n"
+    "static inline float kiln_min_f32(float a, float b) { return (a < b || a != a) ? a : b; }\n"
+    "static inline double kiln_max_f64(double a, double b) { return (a > b || a != a) ? a : b; }\n"
+    "static inline double kiln_min_f64(double a, double b) { return (a < b || a != a) ? a : b; }\n"
+    "static inline int32_t kiln_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }\n"
+    "static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }\n"
+    "static inline int64_t kiln_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
+    "static inline int64_t kiln_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+    "static inline int32_t kiln_f2i32(double x) { return x != x ? 0 : x >= 2147483647.0 ? "
+    "INT32_MAX : x <= -2147483648.0 ? INT32_MIN : (int32_t)x; }\n"
+    "static inline int64_t kiln_f2i64(double x) { return x != x ? 0 : x >= 9223372036854775808.0 ? "
+    "INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x; }\n";
+
+/* ------------------------------------------------------------ names ---- */
+
+typedef struct pr {
+    const kd_kernel *kd;
+    strbuf *sb;
+    int depth;
+    int hole; /* an op with no kernel expression for its operands (+1), or 0 */
+} pr;
+
+static void var_name(const kd_kernel *kd, uint32_t v, char *out) {
+    const kd_var *x = &kd->vars[v];
+    switch (x->kind) {
+    case KD_VAR_ROW: snprintf(out, NAME_LEN, "row"); break;
+    case KD_VAR_AXIS: snprintf(out, NAME_LEN, "i%d", x->axis); break;
+    case KD_VAR_REDUCE: snprintf(out, NAME_LEN, "r%u_%d", x->node, x->axis); break;
+    }
+}
+
+/* The expression of value s: a literal, or the variable that holds it. */
+static void val_name(const kd_kernel *kd, uint32_t s, char *out) {
+    const kd_stmt *st = &kd->stmts[s];
+    if (st->kind == KS_LIT)
+        c_literal(st->dtype, st->lit.i, st->lit.f, out, NAME_LEN);
+    else
+        snprintf(out, NAME_LEN, "v%u", s);
+}
+
+/* ---------------------------------------------------------- indices ---- */
+
+static void print_ix(const kd_kernel *kd, strbuf *sb, uint32_t ix);
+
+/* A compound index (several terms, or a term and a constant) needs parentheses as the
+ * operand of *, / or %; a single term does not, since those share one precedence level
+ * and associate left: `i0 / 4 % 8 * 16` is ((i0 / 4) % 8) * 16. */
+static bool ix_compound(const kd_kernel *kd, uint32_t ix) {
+    const kd_index *x = &kd->ixs[ix];
+    return x->n > 1 || (x->n == 1 && x->c != 0);
+}
+
+static void print_operand(const kd_kernel *kd, strbuf *sb, uint32_t ix) {
+    bool par = ix_compound(kd, ix);
+    if (par) sb_append(sb, "(");
+    print_ix(kd, sb, ix);
+    if (par) sb_append(sb, ")");
+}
+
+static void print_atom(const kd_kernel *kd, strbuf *sb, uint32_t atom) {
+    const kd_atom *a = &kd->atoms[atom];
+    char name[NAME_LEN];
+    switch (a->kind) {
+    case KD_ATOM_VAR:
+        var_name(kd, a->arg, name);
+        sb_append(sb, name);
+        break;
+    case KD_ATOM_VAL: sb_printf(sb, "v%u", a->arg); break;
+    case KD_ATOM_DIV:
+    case KD_ATOM_MOD:
+        print_operand(kd, sb, a->arg);
+        sb_printf(sb, " %s %lld", a->kind == KD_ATOM_DIV ? "/" : "%", (long long)a->n);
+        break;
+    }
+}
+
+/* c + sum coef * atom, as `i0 * 4096 + i1 - 3`. */
+static void print_ix(const kd_kernel *kd, strbuf *sb, uint32_t ix) {
+    const kd_index *x = &kd->ixs[ix];
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_term *t = &kd->terms[x->first + i];
+        int64_t c = t->coef;
+        if (i)
+            sb_append(sb, c < 0 ? " - " : " + ");
+        else if (c < 0)
+            sb_append(sb, "-");
+        print_atom(kd, sb, t->atom);
+        if (c != 1 && c != -1) sb_printf(sb, " * %lld", c < 0 ? -(long long)c : (long long)c);
+    }
+    if (!x->n)
+        sb_printf(sb, "%lld", (long long)x->c);
+    else if (x->c)
+        sb_printf(sb, " %s %lld", x->c < 0 ? "-" : "+",
+                  x->c < 0 ? -(long long)x->c : (long long)x->c);
+}
+
+/* ------------------------------------------------------- statements ---- */
+
+static void indent(pr *p) {
+    sb_printf(p->sb, "%*s", 4 * (p->depth + 1), "");
+}
+
+static void line(pr *p, const char *fmt, ...) KN_PRINTF(2, 3);
+static void line(pr *p, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    indent(p);
+    sb_printf(p->sb, "%s\n", buf);
+}
+
+static const char *acc_ctype(const kd_stmt *acc) {
+    if (acc->red.acc_type == KILN_F64) return "double";
+    return acc->red.arith ? "uint64_t" : cgen_ctype(acc->dtype);
+}
+
+/* The accumulator of ACC statement a (an element of the row of them in a column form). */
+static void acc_name(const kd_kernel *kd, uint32_t a, bool nan, char *out) {
+    const kd_stmt *s = &kd->stmts[a];
+    char v[NAME_LEN];
+    var_name(kd, s->var, v);
+    if (s->column)
+        snprintf(out, ACC_LEN, "acc%u%s[%s - jb]", a, nan ? "_nan" : "", v);
+    else
+        snprintf(out, ACC_LEN, "acc%u%s", a, nan ? "_nan" : "");
+}
+
+static void print_acc(pr *p, uint32_t id) {
+    const kd_stmt *s = &p->kd->stmts[id];
+    const char *at = acc_ctype(s);
+    bool i32 = s->dtype == KILN_I32, fl = ir_dtype_is_float(s->dtype);
+    const char *init = s->red.init == KD_INIT_ZERO  ? "0"
+                       : s->red.init == KD_INIT_ONE ? "1"
+                       : fl ? (s->red.init == KD_INIT_LOWEST ? "-INFINITY" : "INFINITY")
+                       : s->red.init == KD_INIT_LOWEST ? (i32 ? "INT32_MIN" : "INT64_MIN")
+                                                       : (i32 ? "INT32_MAX" : "INT64_MAX");
+    if (s->column) {
+        line(p, "%s acc%u[%d];", at, id, KD_CHUNK);
+        if (s->red.nan_flag) line(p, "uint8_t acc%u_nan[%d];", id, KD_CHUNK);
+        line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u[j] = %s;", id, init);
+        if (s->red.nan_flag) line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u_nan[j] = 0;", id);
+        return;
+    }
+    line(p, "%s acc%u = %s;", at, id, init);
+    if (s->red.nan_flag) line(p, "uint8_t acc%u_nan = 0;", id);
+}
+
+static const char *omp_op(ir_op op) {
+    return op == IR_REDUCE_SUM    ? "+"
+           : op == IR_REDUCE_PROD ? "*"
+           : op == IR_REDUCE_MAX  ? "max"
+                                  : "min";
+}
+
+static void print_accum(pr *p, const kd_stmt *s) {
+    const kd_stmt *acc = &p->kd->stmts[s->args[0]];
+    char a[ACC_LEN], nan[ACC_LEN], x[NAME_LEN];
+    acc_name(p->kd, s->args[0], false, a);
+    acc_name(p->kd, s->args[0], true, nan);
+    val_name(p->kd, s->args[1], x);
+    if (acc->red.arith)
+        line(p, "%s %s= (%s)%s;", a, omp_op(acc->red.op), acc_ctype(acc), x);
+    else
+        line(p, "%s = %s %s %s ? %s : %s;", a, x, acc->red.op == IR_REDUCE_MAX ? ">" : "<", a, x,
+             a);
+    if (acc->red.nan_flag) line(p, "%s |= %s != %s;", nan, x, x);
+}
+
+static void print_loop(pr *p, const kd_stmt *s) {
+    char v[NAME_LEN];
+    var_name(p->kd, s->var, v);
+    if (s->simd && s->acc) {
+        const kd_stmt *acc = &p->kd->stmts[s->acc];
+        indent(p);
+        sb_printf(p->sb, "#pragma omp simd reduction(%s:acc%u)", omp_op(acc->red.op), s->acc);
+        if (acc->red.nan_flag) sb_printf(p->sb, " reduction(|:acc%u_nan)", s->acc);
+        sb_append(p->sb, "\n");
+    } else if (s->simd)
+        line(p, "#pragma omp simd");
+    if (s->n < 0)
+        line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
+    else
+        line(p, "for (int64_t %s = 0; %s < %lld; %s++) {", v, v, (long long)s->n, v);
+    p->depth++;
+}
+
+static void print_guards(pr *p, const kd_stmt *s) {
+    for (uint32_t i = 0; i < s->n_guards; i++) {
+        const kd_guard *g = &p->kd->guards[s->guard + i];
+        if (i) sb_append(p->sb, " && ");
+        if (g->kind == KD_GUARD_DIVIDES) {
+            print_operand(p->kd, p->sb, g->ix);
+            sb_printf(p->sb, " %% %lld == 0", (long long)g->n);
+            continue;
+        }
+        print_ix(p->kd, p->sb, g->ix);
+        if (g->kind == KD_GUARD_GE0)
+            sb_append(p->sb, " >= 0");
+        else
+            sb_printf(p->sb, " < %lld", (long long)g->n);
+    }
+}
+
+static void print_stmt(pr *p, uint32_t id) {
+    const kd_kernel *kd = p->kd;
+    const kd_stmt *s = &kd->stmts[id];
+    const char *ct = cgen_ctype(s->dtype);
+    char a[3][NAME_LEN], ex[512];
+    for (uint32_t i = 0; i < s->n_args && s->kind != KS_ACCUM && s->kind != KS_RESULT; i++)
+        val_name(kd, s->args[i], a[i]);
+    switch (s->kind) {
+    case KS_LIT: break; /* printed where it is used */
+    case KS_LOAD:
+    case KS_IOTA:
+        indent(p);
+        if (s->kind == KS_LOAD) {
+            sb_printf(p->sb, "const %s v%u = in%u[", ct, id, s->slot);
+            print_ix(kd, p->sb, s->ix);
+            sb_append(p->sb, "];\n");
+        } else {
+            sb_printf(p->sb, "const %s v%u = (%s)", ct, id, ct);
+            print_operand(kd, p->sb, s->ix);
+            sb_append(p->sb, ";\n");
+        }
+        break;
+    case KS_OP: {
+        const char *x[3] = {a[0], a[1], a[2]};
+        if (!c_op_expr(s->op, s->dtype, s->in_dtype, s->attrs, x, ex, sizeof ex)) {
+            p->hole = (int)s->op + 1;
+            snprintf(ex, sizeof ex, "0");
+        }
+        line(p, "const %s v%u = %s;", ct, id, ex);
+        break;
+    }
+    case KS_CLAMP:
+        line(p, "const int64_t v%u = %s < 0 ? 0 : %s > %lld ? %lld : (int64_t)%s;", id, a[0], a[0],
+             (long long)s->n, (long long)s->n, a[0]);
+        break;
+    case KS_DECL:
+        if (s->n_args)
+            line(p, "%s v%u = %s;", ct, id, a[0]);
+        else
+            line(p, "%s v%u;", ct, id);
+        break;
+    case KS_ASSIGN: line(p, "%s = %s;", a[0], a[1]); break;
+    case KS_IF:
+    case KS_ELSE_IF:
+    case KS_ELSE:
+        if (s->kind != KS_IF) p->depth--;
+        indent(p);
+        sb_append(p->sb, s->kind == KS_IF        ? "if ("
+                         : s->kind == KS_ELSE_IF ? "} else if ("
+                                                 : "} else");
+        if (s->kind != KS_ELSE) {
+            print_guards(p, s);
+            sb_append(p->sb, ")");
+        }
+        sb_append(p->sb, " {\n");
+        p->depth++;
+        break;
+    case KS_LOOP: print_loop(p, s); break;
+    case KS_END:
+        p->depth--;
+        line(p, "}");
+        break;
+    case KS_ACC: print_acc(p, id); break;
+    case KS_ACCUM: print_accum(p, s); break;
+    case KS_RESULT: {
+        const kd_stmt *acc = &kd->stmts[s->args[0]];
+        char v[ACC_LEN], nan[ACC_LEN];
+        acc_name(kd, s->args[0], false, v);
+        acc_name(kd, s->args[0], true, nan);
+        if (acc->red.nan_flag && !acc->column)
+            line(p, "const %s v%u = %s ? (%s)NAN : %s;", ct, id, nan, ct, v);
+        else if (acc->red.nan_flag)
+            line(p, "const %s v%u = %s ? (%s)NAN : (%s)%s;", ct, id, nan, ct, ct, v);
+        else
+            line(p, "const %s v%u = (%s)%s;", ct, id, ct, v);
+        break;
+    }
+    case KS_STORE:
+        indent(p);
+        sb_printf(p->sb, "out%u[", s->slot);
+        print_ix(kd, p->sb, s->ix);
+        sb_printf(p->sb, "] = %s;\n", a[0]);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------ kernel ---- */
+
+#define PROV_MAX 480 /* characters of node list in a kernel's comment */
+
+/* The file's last path component, with anything unprintable replaced: it goes into a
+ * comment, and a basename cannot contain the slash that would close it. */
+static void print_file(strbuf *sb, const char *file) {
+    const char *b = strrchr(file, '/');
+    char buf[128];
+    size_t n = 0;
+    for (const char *c = b ? b + 1 : file; *c && n + 1 < sizeof buf; c++)
+        buf[n++] = *c >= 0x20 && *c < 0x7f ? *c : '?';
+    buf[n] = 0;
+    sb_append(sb, buf);
+}
+
+/* `/ * k3: %12 exp, %13 add (model.c:41), %14 reduce_sum (model.c:42) -> writes %14 * /`:
+ * the nodes computed, grouped by user line, bounded in length for huge kernels. */
+static void print_provenance(const kd_kernel *kd, strbuf *sb) {
+    size_t start = sb->len;
+    sb_printf(sb, "\n/* k%u:", kd->index);
+    uint32_t i = 0;
+    for (; i < kd->n_prov && sb->len - start < PROV_MAX; i++) {
+        const kd_prov *v = &kd->prov[i], *next = i + 1 < kd->n_prov ? &kd->prov[i + 1] : NULL;
+        sb_printf(sb, "%s %%%u %s", i ? "," : "", v->node, v->op);
+        bool same =
+            next && next->line == v->line &&
+            (next->file == v->file || (next->file && v->file && !strcmp(next->file, v->file)));
+        if (v->file && !same) {
+            sb_append(sb, " (");
+            print_file(sb, v->file);
+            sb_printf(sb, ":%d)", v->line);
+        }
+    }
+    if (i < kd->n_prov) sb_printf(sb, ", ... %u more", kd->n_prov - i);
+    sb_append(sb, " -> writes");
+    for (uint32_t o = 0; o < kd->n_outputs; o++)
+        sb_printf(sb, "%s %%%u", o ? "," : "", kd->out_node[o]);
+    sb_append(sb, " */\n");
+}
+
+/* Returns the op (+1) that had no kernel expression, or 0. */
+static int print_kernel(const kd_kernel *kd, strbuf *sb) {
+    pr p = {.kd = kd, .sb = sb};
+    print_provenance(kd, sb);
+    sb_printf(sb, "KILN_EXPORT void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n",
+              kd->index);
+    for (uint32_t i = 0; i < kd->n_inputs; i++) {
+        const char *t = cgen_ctype(kd->in_type[i]);
+        /* an input the planner overwrites in place aliases out0: neither may be restrict */
+        const char *q = kd->alias_input == i + 1 ? "" : "restrict ";
+        line(&p, "const %s *%sin%u = (const %s *)b[%u];", t, q, i, t, i);
+    }
+    for (uint32_t i = 0; i < kd->n_outputs; i++) {
+        const char *t = cgen_ctype(kd->out_type[i]);
+        const char *q = kd->alias_input ? "" : "restrict ";
+        line(&p, "%s *%sout%u = (%s *)b[%u];", t, q, i, t, kd->n_inputs + i);
+    }
+    line(&p, "for (int64_t it = begin; it < end; it++) {");
+    p.depth++;
+    if (kd->chunks > 1) {
+        line(&p, "const int64_t row = it / %lld, jb = (it %% %lld) * %d;", (long long)kd->chunks,
+             (long long)kd->chunks, KD_CHUNK);
+        line(&p, "const int64_t je = jb + %d < %lld ? jb + %d : %lld;", KD_CHUNK,
+             (long long)kd->inner, KD_CHUNK, (long long)kd->inner);
+    } else
+        line(&p, "const int64_t row = it, jb = 0, je = %lld;", (long long)kd->inner);
+    for (int a = 0; a + 1 < kd->rank; a++) {
+        if (kd->dims[a] == 1) continue; /* its index is the constant 0 */
+        indent(&p);
+        sb_printf(sb, "const int64_t i%d = ", a);
+        print_ix(kd, sb, kd->axis_def[a]);
+        sb_append(sb, ";\n");
+    }
+    for (uint32_t s = 1; s < kd->n_stmts; s++) print_stmt(&p, s);
+    p.depth--;
+    line(&p, "}");
+    sb_append(sb, "}\n");
+    return p.hole;
+}
+
+kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info) {
+    sb_append(sb, prelude);
+    sb_append(sb, math_f32);
+    sb_append(sb, math_f64);
+    sb_append(sb, converts);
+    for (uint32_t i = 0; i < p->n_kernels; i++) {
+        info[i] = (cgen_kernel){0, 1};
+        if (p->kernels[i].kind != FK_LOOP) continue;
+        kd_kernel kd;
+        kiln_status s = kd_lower(g, p, i, &kd);
+        int hole = 0;
+        if (!s) {
+            hole = print_kernel(&kd, sb);
+            info[i] = (cgen_kernel){kd.items, kd.grain};
+        }
+        if (!s && hole)
+            s = ctx_error(g->ctx, KILN_ERR_INTERNAL,
+                          "codegen: %s has no kernel expression for its operands (kernel %u)",
+                          ir_ops[hole - 1].name, i);
+        kd_free(&kd);
+        if (s) return s;
+    }
+    if (sb->oom) return ctx_oom(g->ctx, "codegen: kernel source", sb->len);
+    return KILN_OK;
+}

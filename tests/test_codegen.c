@@ -1,0 +1,431 @@
+/* test_codegen.c — the kernel description and its C printer (src/codegen).
+ *
+ * The index simplifier is checked on its own (kd_ix_* on a bare kd_kernel): the rewrites
+ * it must make and the ones it must not. The printer is checked on the text it writes for
+ * small graphs, run through fusion and cgen_program directly (no compiler): no `/ 1` or
+ * needless `%`, a reshape's index arithmetic undone, guards only where they can fail,
+ * the provenance comment (exact, and bounded for huge kernels), the vectorising pragma
+ * and its integer-arithmetic exception, and one whole kernel compared byte for byte so
+ * that any change to the generated code is seen in review. A kernel whose index needs a
+ * division and a remainder is also compiled and run. Fault injection fails each host
+ * allocation of cgen_program in turn. Numerical equivalence over random programs is
+ * test_compile's and test_plan's. */
+#define KILN_NO_LOCATION_MACROS /* the tests set locations themselves */
+#include "fault.h"
+#include "test.h"
+#include "codegen/cgen.h"
+#include "codegen/kdesc.h"
+
+#include <stdint.h>
+
+static kiln_context *ctx;
+static test_alloc talloc;
+
+/* ------------------------------------------------------------ helpers ---- */
+
+/* The kernels' source (everything after the prelude) for finished graph g, fused as
+ * built; NULL if codegen failed (its status in *st when st is set). */
+static char *kernels_of(kiln_graph *g, kiln_status *st) {
+    fusion_plan p;
+    kiln_status s = fusion_plan_build(g, &(fusion_options){0}, &p);
+    CHECK_OK(ctx, s);
+    if (s) return NULL;
+    cgen_kernel info[64];
+    CHECK(p.n_kernels <= 64);
+    strbuf sb;
+    sb_init(&sb, ctx);
+    s = cgen_program(g, &p, &sb, info);
+    fusion_plan_free(&p);
+    if (st) *st = s;
+    char *src = s ? NULL : sb_take(&sb);
+    sb_free(&sb);
+    if (!src) return NULL;
+    const char *k = strstr(src, "\n/* k");
+    char *out = strdup(k ? k + 1 : "");
+    kiln_string_free(ctx, src);
+    return out;
+}
+
+static kiln_graph *graph(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "codegen", &g));
+    return g;
+}
+
+/* Finishes g with output y and returns its kernels' source (caller frees). */
+static char *finish(kiln_graph *g, kiln_value y) {
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    char *src = kernels_of(g, NULL);
+    CHECK(src != NULL);
+    return src ? src : strdup("");
+}
+
+/* Drops the kernels' provenance comments, which name ops and %ids. */
+static char *code_only(char *src) {
+    char *w = src;
+    for (const char *r = src; *r;) {
+        const char *nl = strchr(r, '\n');
+        size_t n = nl ? (size_t)(nl - r) + 1 : strlen(r);
+        if (strncmp(r, "/* k", 4) != 0) {
+            memmove(w, r, n);
+            w += n;
+        }
+        r += n;
+    }
+    *w = 0;
+    return src;
+}
+
+/* True if src divides by (or takes the remainder of) the number 1 anywhere. */
+static bool by_one(const char *src) {
+    for (const char *p = src; (p = strpbrk(p, "/%")); p++)
+        if (p[1] == ' ' && p[2] == '1' && !(p[3] >= '0' && p[3] <= '9')) return true;
+    return false;
+}
+
+#define CHECK_LACKS(hay, needle)                                                                   \
+    CHECK_MSG(!strstr((hay), (needle)), "\"%s\" contains \"%s\"", (hay), (needle))
+
+/* --------------------------------------------------------- simplifier ---- */
+
+static kd_kernel bare(void) {
+    kd_kernel kd = {.ctx = ctx};
+    kd_ix_const(&kd, 0);
+    return kd;
+}
+
+static void test_simplifier(void) {
+    kd_kernel kd = bare();
+    uint32_t vi = kd_var_new(&kd, (kd_var){KD_VAR_AXIS, 0, 0});
+    uint32_t vj = kd_var_new(&kd, (kd_var){KD_VAR_AXIS, 1, 0});
+    uint32_t i = kd_ix_var(&kd, vi, 0, 63), j = kd_ix_var(&kd, vj, 0, 255);
+    uint32_t lin = kd_ix_affine(&kd, i, 256, j, 1, 0); /* i * 256 + j */
+    CHECK(kd.ixs[lin].n == 2 && kd.ixs[lin].lo == 0 && kd.ixs[lin].hi == 64 * 256 - 1);
+    CHECK(kd_ix_equal(&kd, kd_ix_div(&kd, lin, 1), lin)); /* x / 1 -> x */
+    CHECK(kd_ix_equal(&kd, kd_ix_div(&kd, lin, 256), i)); /* (256 i + j) / 256 */
+    CHECK(kd_ix_equal(&kd, kd_ix_mod(&kd, lin, 256), j)); /* (256 i + j) % 256 */
+    CHECK(kd_ix_equal(&kd, kd_ix_mod(&kd, j, 256), j));   /* j < 256 */
+    CHECK(kd_ix_equal(&kd, kd_ix_mod(&kd, lin, 1), kd_ix_const(&kd, 0)));
+    CHECK(kd_ix_equal(&kd, kd_ix_div(&kd, j, 256), kd_ix_const(&kd, 0)));
+    /* 0 * i + j + 0 is j; i - i is 0 */
+    CHECK(kd_ix_equal(&kd, kd_ix_affine(&kd, i, 0, j, 1, 0), j));
+    CHECK(kd_ix_equal(&kd, kd_ix_affine(&kd, i, 1, i, -1, 0), kd_ix_const(&kd, 0)));
+    /* a division that proves nothing stays one atom: j / 16 */
+    uint32_t d = kd_ix_div(&kd, j, 16), m = kd_ix_mod(&kd, j, 16);
+    CHECK(kd.ixs[d].n == 1 && kd.atoms[kd.terms[kd.ixs[d].first].atom].kind == KD_ATOM_DIV);
+    CHECK(kd.ixs[d].lo == 0 && kd.ixs[d].hi == 15);
+    /* ... and is rejoined with its remainder: (j / 16) * 16 + j % 16 == j */
+    CHECK(kd_ix_equal(&kd, kd_ix_affine(&kd, d, 16, m, 1, 0), j));
+    /* (j / 4 % 4) * 4 + j % 4 == j % 16 */
+    uint32_t d4 = kd_ix_mod(&kd, kd_ix_div(&kd, j, 4), 4), m4 = kd_ix_mod(&kd, j, 4);
+    CHECK(kd_ix_equal(&kd, kd_ix_affine(&kd, d4, 4, m4, 1, 0), m));
+    /* (i * 6 + j) / 4 keeps the division whole (6 is no multiple of 4) but drops a
+     * multiple: (8 i + j) / 4 == 2 i + j / 4 */
+    uint32_t e = kd_ix_div(&kd, kd_ix_affine(&kd, i, 8, j, 1, 0), 4);
+    CHECK(kd_ix_equal(&kd, e, kd_ix_affine(&kd, i, 2, kd_ix_div(&kd, j, 4), 1, 0)));
+    /* an index that can be negative is not split: (j - 3) / 2 stays a division of it */
+    uint32_t neg = kd_ix_affine(&kd, j, 1, 0, 0, -3);
+    CHECK(kd.ixs[neg].lo == -3);
+    uint32_t nd = kd_ix_div(&kd, neg, 2);
+    CHECK(kd.ixs[nd].n == 1 && kd.atoms[kd.terms[kd.ixs[nd].first].atom].arg == neg);
+    CHECK(kd.ixs[kd_ix_mod(&kd, neg, 256)].n == 1); /* not "j - 3": j - 3 can be < 0 */
+    /* a variable that takes one value is that value */
+    uint32_t one = kd_ix_var(&kd, kd_var_new(&kd, (kd_var){KD_VAR_ROW, 0, 0}), 0, 0);
+    CHECK(kd_ix_equal(&kd, one, kd_ix_const(&kd, 0)));
+    CHECK(!kd.oom);
+    kd_free(&kd);
+}
+
+/* -------------------------------------------------------- printed text ---- */
+
+static void test_elementwise_2d(void) {
+    kiln_graph *g = graph();
+    int64_t d[2] = {64, 256};
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    kiln_value y = kiln_parameter(g, "y", KILN_F32, 2, d);
+    char *src = code_only(
+        finish(g, kiln_add(g, kiln_mul(g, kiln_exp(g, x), y), kiln_scalar(g, KILN_F32, 1))));
+    CHECK_MSG(!by_one(src), "%s", src);
+    CHECK_LACKS(src, "%");
+    CHECK_CONTAINS(src, "in0[i0 * 256 + i1]");
+    CHECK_CONTAINS(src, "out0[row * 256 + i1]");
+    CHECK_CONTAINS(src, "const int64_t i0 = row;");
+    CHECK_CONTAINS(src, "kiln_exp_f32(");
+    free(src);
+    kiln_graph_destroy(g);
+}
+
+static void test_rank3_rows(void) {
+    kiln_graph *g = graph();
+    int64_t d[3] = {4, 16, 256};
+    char *src = code_only(finish(g, kiln_neg(g, kiln_parameter(g, "x", KILN_F32, 3, d))));
+    CHECK_CONTAINS(src, "const int64_t i0 = row / 16;");
+    CHECK_CONTAINS(src, "const int64_t i1 = row % 16;");
+    CHECK_CONTAINS(src, "in0[i0 * 4096 + i1 * 256 + i2]");
+    CHECK_MSG(!by_one(src), "%s", src);
+    free(src);
+    kiln_graph_destroy(g);
+}
+
+static void test_reshape_index(void) {
+    /* merging axes: the linearise-and-split of the reshape cancels out */
+    kiln_graph *g = graph();
+    int64_t d[3] = {4, 16, 256}, r[2] = {64, 256};
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 3, d);
+    char *src = code_only(finish(g, kiln_exp(g, kiln_reshape(g, kiln_neg(g, x), 2, r))));
+    CHECK_CONTAINS(src, "in0[i0 * 256 + i1]");
+    CHECK_LACKS(src, "/");
+    CHECK_LACKS(src, "%");
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* a transpose then a flattening: the index really needs a division and a remainder */
+    g = graph();
+    int64_t t[2] = {3, 4}, flat = 12;
+    x = kiln_parameter(g, "x", KILN_F32, 2, t);
+    kiln_value y = kiln_reshape(g, kiln_transpose(g, x, (int[]){1, 0}), 1, &flat);
+    src = code_only(finish(g, kiln_exp(g, y)));
+    CHECK_CONTAINS(src, "in0[i0 % 3 * 4 + i0 / 3]");
+    CHECK_MSG(!by_one(src), "%s", src);
+    free(src);
+    kiln_graph_destroy(g);
+}
+
+static void test_guards(void) {
+    kiln_graph *g = graph();
+    int64_t n = 8, lo = 2, hi = 1, none = 0, grow = 3, step = 1;
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, &n);
+    kiln_value zero = kiln_scalar(g, KILN_F32, 0);
+    kiln_value a = kiln_pad(g, kiln_exp(g, x), zero, &lo, &hi, &none);     /* [11] */
+    kiln_value b = kiln_pad(g, kiln_exp(g, x), zero, &none, &grow, &none); /* [11] */
+    kiln_value c = kiln_pad(g, kiln_exp(g, x), zero, &none, &none, &step); /* [15] */
+    int64_t cut = 11;
+    kiln_value c11 = kiln_slice(g, c, &none, &cut, &step);
+    char *src = finish(g, kiln_add(g, kiln_add(g, a, b), c11));
+    CHECK_CONTAINS(src, "if (i0 - 2 >= 0 && i0 - 2 < 8)");
+    CHECK_CONTAINS(src, "if (i0 < 8)");      /* i0 >= 0 always holds */
+    CHECK_CONTAINS(src, "if (i0 % 2 == 0)"); /* interior padding; i0 < 11 < 15 */
+    CHECK_CONTAINS(src, "in0[i0 / 2]");
+    CHECK_CONTAINS(src, "in0[i0 - 2]");
+    free(src);
+    kiln_graph_destroy(g);
+
+    g = graph();
+    int64_t d0[2] = {4, 3}, d1[2] = {4, 5};
+    kiln_value p = kiln_parameter(g, "p", KILN_F32, 2, d0);
+    kiln_value q = kiln_parameter(g, "q", KILN_F32, 2, d1);
+    src = finish(g, kiln_exp(g, kiln_concatenate(g, 2, (kiln_value[]){p, q}, 1)));
+    CHECK_CONTAINS(src, "if (i1 < 3) {");
+    CHECK_CONTAINS(src, "} else {");
+    CHECK_CONTAINS(src, "in0[i0 * 3 + i1]");
+    CHECK_CONTAINS(src, "in1[i0 * 5 + i1 - 3]");
+    free(src);
+    kiln_graph_destroy(g);
+}
+
+static void test_simd_pragma(void) {
+    int64_t d[2] = {16, 100};
+    int ax = 1;
+    kiln_graph *g = graph();
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    char *src = finish(g, kiln_reduce_max(g, kiln_exp(g, x), 1, &ax, false));
+    CHECK_CONTAINS(src, "#pragma omp simd reduction(max:acc");
+    CHECK_CONTAINS(src, " reduction(|:acc");
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* integer arithmetic in the reduced body: no pragma (the gcc 12 workaround) */
+    g = graph();
+    x = kiln_parameter(g, "x", KILN_I32, 2, d);
+    src = finish(g, kiln_reduce_sum(g, kiln_mul(g, x, x), 1, &ax, false));
+    CHECK_LACKS(src, "#pragma");
+    CHECK_CONTAINS(src, "uint64_t acc");
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* a column reduction vectorises across the kept axis */
+    g = graph();
+    ax = 0;
+    x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    src = finish(g, kiln_reduce_sum(g, kiln_exp(g, x), 1, &ax, false));
+    CHECK_CONTAINS(src, "#pragma omp simd\n");
+    CHECK_CONTAINS(src, "double acc");
+    CHECK_CONTAINS(src, "[i0 - jb] += (double)");
+    free(src);
+    kiln_graph_destroy(g);
+}
+
+static void test_provenance(void) {
+    kiln_graph *g = graph();
+    int64_t d[2] = {8, 32};
+    int ax = 1;
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d); /* %1 */
+    kiln_graph_at(g, "src/nn/model.c", 41);
+    kiln_value e = kiln_exp(g, x);    /* %2 */
+    kiln_value s = kiln_add(g, e, e); /* %3 */
+    kiln_graph_at(g, "src/nn/model.c", 42);
+    kiln_value r = kiln_reduce_sum(g, s, 1, &ax, false); /* %4 */
+    char *src = finish(g, r);
+    CHECK_CONTAINS(src, "/* k0: %2 exp, %3 add (model.c:41), %4 reduce_sum (model.c:42) -> "
+                        "writes %4 */\nKILN_EXPORT void kiln_k0(");
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* a huge kernel's comment stays one bounded line */
+    g = graph();
+    kiln_graph_at(g, "long.c", 7);
+    kiln_value y = kiln_parameter(g, "x", KILN_F32, 2, d);
+    for (int i = 0; i < 300; i++) y = kiln_add(g, kiln_exp(g, y), kiln_scalar(g, KILN_F32, i));
+    src = finish(g, y);
+    const char *nl = strchr(src, '\n');
+    CHECK(nl && nl - src < 600);
+    CHECK_CONTAINS(src, "more -> writes %");
+    free(src);
+    kiln_graph_destroy(g);
+}
+
+/* The whole text of one small kernel, so any change to the generated code shows here. */
+static void test_stable_text(void) {
+    kiln_graph *g = graph();
+    int64_t d[2] = {4, 8};
+    int ax = 1;
+    kiln_graph_at(g, "m.c", 3);
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    kiln_value s = kiln_reduce_sum(g, kiln_mul(g, x, x), 1, &ax, false);
+    char *src = finish(g, kiln_sqrt(g, s));
+    static const char want[] =
+        "/* k0: %2 mul, %3 reduce_sum, %4 sqrt (m.c:3) -> writes %4 */\n"
+        "KILN_EXPORT void kiln_k0(void *const *b, int64_t begin, int64_t end) {\n"
+        "    const float *restrict in0 = (const float *)b[0];\n"
+        "    float *restrict out0 = (float *)b[1];\n"
+        "    for (int64_t it = begin; it < end; it++) {\n"
+        "        const int64_t row = it, jb = 0, je = 4;\n"
+        "        for (int64_t i0 = jb; i0 < je; i0++) {\n"
+        "            double acc2 = 0;\n"
+        "            #pragma omp simd reduction(+:acc2)\n"
+        "            for (int64_t r3_1 = 0; r3_1 < 8; r3_1++) {\n"
+        "                const float v4 = in0[i0 * 8 + r3_1];\n"
+        "                const float v5 = (v4 * v4);\n"
+        "                acc2 += (double)v5;\n"
+        "            }\n"
+        "            const float v8 = (float)acc2;\n"
+        "            const float v9 = sqrtf(v8);\n"
+        "            out0[i0] = v9;\n"
+        "        }\n"
+        "    }\n"
+        "}\n";
+    CHECK_MSG(!strcmp(src, want), "got:\n%s", src);
+    free(src);
+    kiln_graph_destroy(g);
+}
+
+/* --------------------------------------------------- compiled and run ---- */
+
+static void test_run_divmod(void) {
+    kiln_graph *g = graph();
+    int64_t t[2] = {3, 4}, flat = 12;
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, t);
+    kiln_value y = kiln_reshape(g, kiln_transpose(g, x, (int[]){1, 0}), 1, &flat);
+    y = kiln_add(g, y, kiln_scalar(g, KILN_F32, 0.5));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    float in[12], out[12];
+    for (int i = 0; i < 12; i++) in[i] = (float)i;
+    kiln_array *a = NULL, *o = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_F32, 2, t, in, &a));
+    if (e && a) {
+        CHECK_OK(ctx, kiln_executable_run(e, 1, &a, 1, &o));
+        CHECK_OK(ctx, kiln_array_copy_to_host(o, out, sizeof out));
+        for (int i = 0; i < 12; i++) CHECK_NEAR(out[i], in[(i % 3) * 4 + i / 3] + 0.5, 0);
+    }
+    kiln_array_free(o);
+    kiln_array_free(a);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
+/* ---------------------------------------------------- fault injection ---- */
+
+/* Every kind of statement: pad, concatenate, take_rows, a reshape, reductions (row and
+ * column), multiple outputs. */
+static void fault_graph(kiln_graph *g, kiln_value *outs) {
+    int64_t d[2] = {6, 5}, n = 3, lo[2] = {0, 1}, hi[2] = {0, 1}, in[2] = {0, 1}, r[2] = {5, 6};
+    int ax0 = 0, ax1 = 1;
+    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    kiln_value idx = kiln_parameter(g, "i", KILN_I32, 1, &n);
+    kiln_value p = kiln_pad(g, kiln_exp(g, x), kiln_scalar(g, KILN_F32, 0), lo, hi, in);
+    kiln_value c = kiln_concatenate(g, 2, (kiln_value[]){x, kiln_neg(g, x)}, 1);
+    kiln_value t = kiln_take_rows(g, kiln_reshape(g, kiln_tanh(g, x), 2, r), idx);
+    kiln_value s = kiln_reduce_sum(g, p, 1, &ax1, false);
+    outs[0] = kiln_add(g, kiln_reduce_max(g, c, 1, &ax1, false), s);
+    outs[1] = kiln_reduce_max(g, c, 1, &ax0, false);
+    outs[2] = kiln_reduce_sum(g, t, 1, &ax0, false);
+}
+
+typedef struct cgen_case {
+    const kiln_graph *g;
+    const fusion_plan *p;
+    cgen_kernel *info;
+} cgen_case;
+
+static kiln_status cgen_scenario(fault_run *r) {
+    const cgen_case *c = r->user;
+    strbuf sb;
+    sb_init(&sb, ctx);
+    fault_arm(r);
+    kiln_status s = cgen_program(c->g, c->p, &sb, c->info);
+    fault_disarm(r);
+    sb_free(&sb);
+    if (s) {
+        CHECK_CONTAINS(kiln_last_error(ctx), "codegen");
+        fault_note(r, ctx, s);
+    }
+    return s;
+}
+
+/* Every host allocation of cgen_program failed in turn (the shared sweep of fault.h). */
+static void test_fault_injection(void) {
+    kiln_graph *g = graph();
+    kiln_value outs[3];
+    fault_graph(g, outs);
+    CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
+    fusion_plan p;
+    CHECK_OK(ctx, fusion_plan_build(g, &(fusion_options){0}, &p));
+    cgen_kernel info[64];
+    CHECK(p.n_kernels <= 64);
+    cgen_case c = {g, &p, info};
+    fault_sweep sw = {.name = "cgen_program",
+                      .run = cgen_scenario,
+                      .user = &c,
+                      .max_runs = 100000,
+                      .armed = &talloc};
+    CHECK(fault_sweep_run(&sw) > 10);
+    fusion_plan_free(&p);
+    kiln_graph_destroy(g);
+}
+
+int main(void) {
+    kiln_host_allocator a = test_allocator(&talloc);
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.host_allocator = &a;
+    char err[256];
+    if (kiln_context_create(&o, &ctx, err, sizeof err)) {
+        fprintf(stderr, "cannot create a context: %s\n", err);
+        return 2;
+    }
+    RUN(test_simplifier);
+    RUN(test_elementwise_2d);
+    RUN(test_rank3_rows);
+    RUN(test_reshape_index);
+    RUN(test_guards);
+    RUN(test_simd_pragma);
+    RUN(test_provenance);
+    RUN(test_stable_text);
+    RUN(test_run_divmod);
+    RUN(test_fault_injection);
+    kiln_context_destroy(ctx);
+    CHECK(talloc.live == 0 && !talloc.bad_size);
+    return test_summary("test_codegen");
+}

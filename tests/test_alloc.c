@@ -33,21 +33,15 @@ typedef struct fake_dev {
     size_t live_n[FAKE_MAX];
 } fake_dev;
 
-static int fake_count(void *st) {
-    return (void)st, 1;
-}
-
-static kiln_status fake_info(void *st, int dev, uint64_t *total, uint64_t *free_b) {
+static kiln_status fake_info(void *st, uint64_t *total, uint64_t *free_b) {
     fake_dev *f = st;
-    (void)dev;
     *total = f->total;
     *free_b = f->report_free ? f->report_free : f->capacity - f->used;
     return KILN_OK;
 }
 
-static kiln_status fake_alloc(void *st, int dev, size_t size, size_t align, void **out) {
+static kiln_status fake_alloc(void *st, size_t size, size_t align, void **out) {
     fake_dev *f = st;
-    (void)dev;
     if (f->used + size > f->capacity || f->nlive == FAKE_MAX || align > 4096)
         return KILN_ERR_DEVICE_OOM;
     uintptr_t p = f->next;
@@ -59,9 +53,8 @@ static kiln_status fake_alloc(void *st, int dev, size_t size, size_t align, void
     return KILN_OK;
 }
 
-static void fake_free(void *st, int dev, void *ptr, size_t size) {
+static void fake_free(void *st, void *ptr, size_t size) {
     fake_dev *f = st;
-    (void)dev;
     f->frees++;
     for (int i = 0; i < f->nlive; i++)
         if (f->live_p[i] == (uintptr_t)ptr) {
@@ -73,11 +66,9 @@ static void fake_free(void *st, int dev, void *ptr, size_t size) {
     f->bad_frees++;
 }
 
-static const kn_backend fake_backend = {.name = "fake",
-                                        .device_count = fake_count,
-                                        .memory_info = fake_info,
-                                        .region_alloc = fake_alloc,
-                                        .region_free = fake_free};
+static bfc_region_source fake_source(fake_dev *f) {
+    return (bfc_region_source){f, fake_alloc, fake_free, fake_info};
+}
 
 static void fake_init(fake_dev *f, uint64_t total) {
     memset(f, 0, sizeof *f);
@@ -88,7 +79,8 @@ static void fake_init(fake_dev *f, uint64_t total) {
 static bfc_allocator *make(kiln_context *ctx, fake_dev *f, kiln_alloc_mode mode, uint64_t limit) {
     bfc_options o = {.mode = mode, .limit = limit, .name = "fake:0", .mem_fraction = 0.5};
     bfc_allocator *a = NULL;
-    CHECK_OK(ctx, bfc_create(ctx, &fake_backend, f, 0, &o, &a));
+    bfc_region_source src = fake_source(f);
+    CHECK_OK(ctx, bfc_create(ctx, &src, &o, &a));
     return a;
 }
 
@@ -532,7 +524,8 @@ static void test_host_oom(void) {
         t.fail_at = 0;
         bfc_allocator *a = NULL;
         t.count = 0, t.fail_at = n;
-        kiln_status s = bfc_create(ctx, &fake_backend, &f, 0, &(bfc_options){0}, &a);
+        bfc_region_source src = fake_source(&f);
+        kiln_status s = bfc_create(ctx, &src, &(bfc_options){0}, &a);
         if (s) {
             CHECK(s == KILN_ERR_HOST_OOM && !a);
             continue;

@@ -3,7 +3,7 @@
  * Storage comes from the array's device allocator (device 0, the CPU, for now), tagged
  * with what made it, so the allocator's stats and out-of-memory reports see every array.
  *
- * Invariants: data holds exactly nbytes, from alloc_alloc on ctx->devices[device] (NULL
+ * Invariants: data holds exactly nbytes, from device_alloc on ctx->devices[device] (NULL
  * when nbytes == 0 or the array is consumed); a consumed array (donated to a call) keeps
  * its dtype and shape but never gets storage back; consumed_by names the program. */
 #ifndef KILN_ARRAY_H

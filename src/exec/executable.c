@@ -7,7 +7,7 @@
  * declare its aliased pointers restrict), compile and load them (src/backend/cpu/cc.c,
  * which keeps the on-disk cache). */
 #include "executable.h"
-#include "alloc/alloc.h"
+#include "backend/device.h"
 #include "backend/cpu/cc.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"

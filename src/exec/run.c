@@ -11,7 +11,7 @@
  * nothing, and in particular has not touched a donated argument, which stays usable.
  * Donated arguments are consumed only when the call succeeds: an output that the plan put
  * in a donated buffer takes that buffer over, the other donated buffers are freed. */
-#include "alloc/alloc.h"
+#include "backend/device.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/pool.h"
 #include "executable.h"
@@ -242,7 +242,7 @@ static kiln_status prepare(run_state *r, kn_pool **pool) {
     if (!s && e->mem.arena) {
         char tag[24];
         snprintf(tag, sizeof tag, "arena %s", e->g->name);
-        s = alloc_alloc(&e->ctx->devices[0], e->mem.arena, tag, &r->arena);
+        s = device_alloc(&e->ctx->devices[0], e->mem.arena, tag, &r->arena);
     }
     if (!s) s = pool_for_context(e->ctx, pool);
     return s;
@@ -272,7 +272,7 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
         }
         finish_outputs(&r);
     }
-    if (r.arena) alloc_free(&ctx->devices[0], r.arena);
+    if (r.arena) device_free(&ctx->devices[0], r.arena);
     if (!s) consume_donations(&r);
     free_state(&r);
     for (uint32_t j = 0; j < g->n_outputs; j++) {

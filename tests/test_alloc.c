@@ -34,21 +34,15 @@ typedef struct fake_dev {
     size_t live_n[FAKE_MAX];
 } fake_dev;
 
-static int fake_count(void *st) {
-    return (void)st, 1;
-}
-
-static kiln_status fake_info(void *st, int dev, uint64_t *total, uint64_t *free_b) {
+static kiln_status fake_info(void *st, uint64_t *total, uint64_t *free_b) {
     fake_dev *f = st;
-    (void)dev;
     *total = f->total;
     *free_b = f->report_free ? f->report_free : f->capacity - f->used;
     return KILN_OK;
 }
 
-static kiln_status fake_alloc(void *st, int dev, size_t size, size_t align, void **out) {
+static kiln_status fake_alloc(void *st, size_t size, size_t align, void **out) {
     fake_dev *f = st;
-    (void)dev;
     if (f->used + size > f->capacity || f->nlive == FAKE_MAX || align > 4096)
         return KILN_ERR_DEVICE_OOM;
     uintptr_t p = f->next;
@@ -60,9 +54,8 @@ static kiln_status fake_alloc(void *st, int dev, size_t size, size_t align, void
     return KILN_OK;
 }
 
-static void fake_free(void *st, int dev, void *ptr, size_t size) {
+static void fake_free(void *st, void *ptr, size_t size) {
     fake_dev *f = st;
-    (void)dev;
     f->frees++;
     for (int i = 0; i < f->nlive; i++)
         if (f->live_p[i] == (uintptr_t)ptr) {
@@ -74,11 +67,9 @@ static void fake_free(void *st, int dev, void *ptr, size_t size) {
     f->bad_frees++;
 }
 
-static const kn_backend fake_backend = {.name = "fake",
-                                        .device_count = fake_count,
-                                        .memory_info = fake_info,
-                                        .region_alloc = fake_alloc,
-                                        .region_free = fake_free};
+static bfc_region_source fake_source(fake_dev *f) {
+    return (bfc_region_source){f, fake_alloc, fake_free, fake_info};
+}
 
 static void fake_init(fake_dev *f, uint64_t total) {
     memset(f, 0, sizeof *f);
@@ -89,7 +80,8 @@ static void fake_init(fake_dev *f, uint64_t total) {
 static bfc_allocator *make(kiln_context *ctx, fake_dev *f, kiln_alloc_mode mode, uint64_t limit) {
     bfc_options o = {.mode = mode, .limit = limit, .name = "fake:0", .mem_fraction = 0.5};
     bfc_allocator *a = NULL;
-    CHECK_OK(ctx, bfc_create(ctx, &fake_backend, f, 0, &o, &a));
+    bfc_region_source src = fake_source(f);
+    CHECK_OK(ctx, bfc_create(ctx, &src, &o, &a));
     return a;
 }
 
@@ -526,9 +518,9 @@ static kiln_status oom_sequence(fault_run *r) {
     static void *p[400];
     fake_init(oc->dev, 1ull << 40);
     bfc_allocator *a = NULL;
+    bfc_region_source src = fake_source(oc->dev);
     fault_arm(r);
-    kiln_status s = fault_note(
-        r, oc->ctx, bfc_create(oc->ctx, &fake_backend, oc->dev, 0, &(bfc_options){0}, &a));
+    kiln_status s = fault_note(r, oc->ctx, bfc_create(oc->ctx, &src, &(bfc_options){0}, &a));
     if (s) {
         CHECK(!a);
         return s;

@@ -5,7 +5,8 @@
  * Compiles take tens of milliseconds, so the tests share few distinct sources. */
 #include "fault.h"
 
-#include "backend/cpu/cc.h"
+#include "backend/cpu/cpu.h"
+#include "backend/device.h"
 #include "backend/cpu/cc_cache.h"
 #include "base/base.h"
 #include "base/sha256.h"
@@ -65,9 +66,14 @@ static kiln_context *cache_context(const char *dir, const kiln_host_allocator *h
     return ctx;
 }
 
+/* The context's C compiler: the CPU backend's state hangs off device 0. */
+static cc_compiler *cc_of(kiln_context *ctx) {
+    return cpu_backend_compiler(ctx->devices[0].state);
+}
+
 static cc_stats stats_of(kiln_context *ctx) {
     cc_stats s;
-    cc_get_stats(ctx, &s);
+    cc_get_stats(cc_of(ctx), &s);
     return s;
 }
 
@@ -103,7 +109,7 @@ static bool exists(const char *path) {
 static cc_module *load(kiln_context *ctx, const char *src, bool want_cached) {
     cc_module *m = NULL;
     bool cached = !want_cached;
-    CHECK_OK(ctx, cc_module_load(ctx, src, strlen(src), &m, &cached));
+    CHECK_OK(ctx, cc_module_load(cc_of(ctx), src, strlen(src), &m, &cached));
     CHECK_MSG(cached == want_cached, "from_cache = %d, want %d", cached, want_cached);
     return m;
 }
@@ -203,7 +209,7 @@ static void test_second_process(void) {
         cc_module *m = NULL;
         bool cached = false;
         int code = 0;
-        if (cc_module_load(c2, SRC_ADD, strlen(SRC_ADD), &m, &cached))
+        if (cc_module_load(cc_of(c2), SRC_ADD, strlen(SRC_ADD), &m, &cached))
             code = 1;
         else if (!cached)
             code = 2;
@@ -344,7 +350,7 @@ static void test_syntax_error(void) {
     kiln_context *ctx = cache_context(dir, NULL);
     const char *bad = "int kiln_broken(int x) { return x +; }\n";
     cc_module *m = (cc_module *)1;
-    CHECK_STATUS(cc_module_load(ctx, bad, strlen(bad), &m, NULL), KILN_ERR_BACKEND);
+    CHECK_STATUS(cc_module_load(cc_of(ctx), bad, strlen(bad), &m, NULL), KILN_ERR_BACKEND);
     CHECK(m == NULL);
     const char *msg = kiln_last_error(ctx);
     CHECK_CONTAINS(msg, "the C compiler failed (exit status");
@@ -381,7 +387,8 @@ static void test_missing_compiler(void) {
     kiln_context *ctx = env_context(dir);
     unsetenv("KILN_CC");
     if (ctx) {
-        CHECK_STATUS(cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_CONFIG);
+        CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
+                     KILN_ERR_CONFIG);
         CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CC=\"/nonexistent/kiln-no-such-cc\"");
         kiln_context_destroy(ctx);
     }
@@ -389,7 +396,8 @@ static void test_missing_compiler(void) {
     ctx = env_context(dir);
     unsetenv("KILN_CC");
     if (ctx) {
-        CHECK_STATUS(cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_CONFIG);
+        CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
+                     KILN_ERR_CONFIG);
         CHECK_CONTAINS(kiln_last_error(ctx), "on PATH");
         kiln_context_destroy(ctx);
     }
@@ -397,7 +405,7 @@ static void test_missing_compiler(void) {
     char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
     setenv("PATH", empty, 1);
     ctx = cache_context(dir, NULL);
-    CHECK_STATUS(cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_BACKEND);
+    CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_BACKEND);
     CHECK_CONTAINS(kiln_last_error(ctx), "no C compiler found");
     CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CC");
     kiln_context_destroy(ctx);
@@ -531,7 +539,7 @@ static void *load_thread(void *arg) {
     loader *l = arg;
     cc_module *m = NULL;
     pthread_barrier_wait(l->go);
-    l->status = cc_module_load(l->ctx, l->src, strlen(l->src), &m, NULL);
+    l->status = cc_module_load(cc_of(l->ctx), l->src, strlen(l->src), &m, NULL);
     l->result = m ? call_add(m, 100, 23) : -1;
     cc_module_unload(m);
     return NULL;
@@ -580,7 +588,7 @@ static kiln_status fault_load(fault_run *r) {
     kiln_status s = fault_context(r, (const char *)r->user, &ctx);
     if (s) return s;
     cc_module *m = NULL;
-    s = fault_note(r, ctx, cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL));
+    s = fault_note(r, ctx, cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL));
     CHECK_MSG(s == KILN_OK ? m && call_add(m, 1, 2) == 3 : m == NULL,
               "allocation %ld: %s with module %p", r->n, kiln_status_name(s), (void *)m);
     cc_module_unload(m);
@@ -607,7 +615,7 @@ static void test_unsafe_dir(void) {
     chmod(dir, 0777);
     kiln_context *ctx = cache_context(dir, NULL);
     cc_module *m = NULL;
-    CHECK_STATUS(cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_CONFIG);
+    CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_CONFIG);
     CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CACHE_DIR");
     kiln_context_destroy(ctx);
     /* Parents are created as needed. */
@@ -615,7 +623,7 @@ static void test_unsafe_dir(void) {
     snprintf(deep, sizeof deep, "%s/a/b/c", dir);
     chmod(dir, 0700);
     ctx = cache_context(deep, NULL);
-    CHECK_OK(ctx, cc_module_load(ctx, SRC_ADD, strlen(SRC_ADD), &m, NULL));
+    CHECK_OK(ctx, cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL));
     cc_module_unload(m);
     kiln_context_destroy(ctx);
     rm_rf(dir);

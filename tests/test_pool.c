@@ -4,7 +4,8 @@
  * Labelled tsan: `make test-tsan` runs it under ThreadSanitizer. */
 #include "fault.h"
 
-#include "backend/cpu/pool.h"
+#include "backend/cpu/cpu.h"
+#include "backend/device.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -152,8 +153,8 @@ static void test_concurrent_callers(void) {
     kiln_context *ctx = test_context();
     ctx->config.num_threads = 3;
     kn_pool *p = NULL, *again = NULL;
-    CHECK_OK(ctx, pool_for_context(ctx, &p));
-    CHECK_OK(ctx, pool_for_context(ctx, &again));
+    CHECK_OK(ctx, cpu_backend_pool(ctx->devices[0].state, &p));
+    CHECK_OK(ctx, cpu_backend_pool(ctx->devices[0].state, &again));
     CHECK(p && p == again && pool_num_threads(p) == 3);
     enum { N = 4 };
     caller c[N];

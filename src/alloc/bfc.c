@@ -120,13 +120,13 @@ static void put_chunk(bfc_allocator *a, bfc_chunk *c) {
 
 /* ------------------------------------------------------------- regions ---- */
 
-/* Asks the backend for one region of exactly `size` bytes and makes it one free chunk.
+/* Asks the source for one region of exactly `size` bytes and makes it one free chunk.
  * KILN_ERR_DEVICE_OOM: refused (no message set). */
 static kiln_status add_region(bfc_allocator *a, size_t size) {
     bfc_region *r = host_alloc(a->ctx, sizeof *r);
     if (!r) return ctx_oom(a->ctx, "device allocator: region record", sizeof *r);
     void *p = NULL;
-    kiln_status s = a->backend->region_alloc(a->bstate, a->bdev, size, BFC_ALIGN, &p);
+    kiln_status s = a->src.region_alloc(a->src.user, size, BFC_ALIGN, &p);
     if (s || !p) {
         host_free(a->ctx, r, sizeof *r);
         return s ? s : KILN_ERR_DEVICE_OOM;
@@ -149,7 +149,7 @@ static void release_region(bfc_allocator *a, bfc_region *r) {
     bfc_chunk *c = r->first;
     bin_remove(a, c);
     put_chunk(a, c);
-    a->backend->region_free(a->bstate, a->bdev, (void *)r->base, r->size);
+    a->src.region_free(a->src.user, (void *)r->base, r->size);
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -186,7 +186,7 @@ static uint64_t headroom(const bfc_allocator *a) {
  * of everything reserved unused at the peak (measured: peak reserved 1.72x the peak in use
  * on bench/alloc's training trace). Growing by a sixteenth of what is held bounds that
  * overshoot to about 6% (measured 1.08x) while the number of regions stays logarithmic in
- * the footprint: at most about 55 for 330 MiB, 140 for 64 GiB, each one backend call. */
+ * the footprint: at most about 55 for 330 MiB, 140 for 64 GiB, each one call of the source. */
 static kiln_status grow(bfc_allocator *a, size_t need) {
     uint64_t room = headroom(a);
     if (need > room) return KILN_ERR_DEVICE_OOM;
@@ -206,7 +206,7 @@ static kiln_status preallocate(bfc_allocator *a, size_t need, const char **why) 
     if (a->regions)
         return *why = "the preallocated pool has no free block that large", KILN_ERR_DEVICE_OOM;
     uint64_t total = 0, avail = 0;
-    kiln_status s = a->backend->memory_info(a->bstate, a->bdev, &total, &avail);
+    kiln_status s = a->src.memory_info(a->src.user, &total, &avail);
     if (s) return s;
     uint64_t want = (uint64_t)(a->mem_fraction * (double)total);
     if (a->limit && want > a->limit) want = a->limit;
@@ -386,16 +386,14 @@ size_t bfc_alloc_size(bfc_allocator *a, const void *ptr) {
 
 /* ---------------------------------------------------------- life cycle ---- */
 
-kiln_status bfc_create(kiln_context *ctx, const kn_backend *backend, void *backend_state,
-                       int backend_device, const bfc_options *opt, bfc_allocator **out) {
+kiln_status bfc_create(kiln_context *ctx, const bfc_region_source *src, const bfc_options *opt,
+                       bfc_allocator **out) {
     *out = NULL;
     bfc_allocator *a = host_alloc(ctx, sizeof *a);
     if (!a) return ctx_oom(ctx, "device allocator", sizeof *a);
     memset(a, 0, sizeof *a);
     a->ctx = ctx;
-    a->backend = backend;
-    a->bstate = backend_state;
-    a->bdev = backend_device;
+    a->src = *src;
     a->mode = opt->mode == KILN_ALLOC_DEFAULT ? KILN_ALLOC_GROW : opt->mode;
     a->mem_fraction = opt->mem_fraction > 0 ? opt->mem_fraction : 0.75;
     a->limit = opt->limit;
@@ -403,9 +401,8 @@ kiln_status bfc_create(kiln_context *ctx, const kn_backend *backend, void *backe
         opt->min_region ? (opt->min_region + BFC_ALIGN - 1) & ~(BFC_ALIGN - 1) : 2 * MIB;
     a->next_id = 1;
     uint64_t avail; /* total memory does not change: read it once, not under the lock */
-    if (backend->memory_info(backend_state, backend_device, &a->device_total, &avail))
-        a->device_total = 0;
-    snprintf(a->name, sizeof a->name, "%s", opt->name ? opt->name : backend->name);
+    if (src->memory_info(src->user, &a->device_total, &avail)) a->device_total = 0;
+    snprintf(a->name, sizeof a->name, "%s", opt->name ? opt->name : "device");
     pthread_mutex_init(&a->mu, NULL);
     *out = a;
     return KILN_OK;
@@ -417,7 +414,7 @@ void bfc_destroy(bfc_allocator *a) {
     while (a->regions) {
         bfc_region *r = a->regions;
         a->regions = r->next;
-        a->backend->region_free(a->bstate, a->bdev, (void *)r->base, r->size);
+        a->src.region_free(a->src.user, (void *)r->base, r->size);
         host_free(a->ctx, r, sizeof *r);
     }
     while (a->slabs) {

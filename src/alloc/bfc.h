@@ -1,5 +1,7 @@
 /* bfc.h — the device allocator: best fit with coalescing over regions of device memory
- * obtained from a backend (DESIGN §2.1, docs/memory.md).
+ * obtained from a region source (DESIGN §2.1, docs/memory.md). The source is three
+ * functions and a pointer, so alloc/ knows nothing of backends or devices: a device
+ * (src/backend/device.c) hands its backend's region calls in, a test a fake.
  *
  * One bfc_allocator serves one device. It never touches device memory itself (all its
  * bookkeeping lives in host memory from the context's host allocator), so the same code
@@ -17,7 +19,7 @@
 #ifndef KILN_ALLOC_BFC_H
 #define KILN_ALLOC_BFC_H
 
-#include "backend/backend_impl.h"
+#include "base/base.h"
 
 #define BFC_ALIGN ((size_t)256) /* alignment and rounding of every allocation */
 
@@ -29,12 +31,26 @@ typedef struct bfc_options {
     const char *name;     /* the device in messages ("cpu:0"); copied */
 } bfc_options;
 
+/* Where regions come from. region_alloc returns `size` bytes aligned to `align` (a power
+ * of two, at least BFC_ALIGN) or KILN_ERR_DEVICE_OOM when refused (no message: the
+ * allocator backs off or reports), or another status with ctx's message set; region_free
+ * gets back exactly the pointer and size region_alloc gave and never fails; memory_info
+ * gives the device's total memory and what a region_alloc could still get. The allocator
+ * never reads or writes region memory, so it need not be host-addressable. */
+typedef struct bfc_region_source {
+    void *user; /* passed to each function */
+    kiln_status (*region_alloc)(void *user, size_t size, size_t align, void **out);
+    void (*region_free)(void *user, void *ptr, size_t size);
+    kiln_status (*memory_info)(void *user, uint64_t *total, uint64_t *free);
+} bfc_region_source;
+
 typedef struct bfc_allocator bfc_allocator;
 
-/* Makes an allocator; reserves nothing yet. Sets ctx's message on failure. */
-kiln_status bfc_create(kiln_context *ctx, const kn_backend *backend, void *backend_state,
-                       int backend_device, const bfc_options *opt, bfc_allocator **out);
-/* Returns every region to the backend, live allocations or not, and frees the allocator. */
+/* Makes an allocator over src (copied); reserves nothing yet. Sets ctx's message on
+ * failure. */
+kiln_status bfc_create(kiln_context *ctx, const bfc_region_source *src, const bfc_options *opt,
+                       bfc_allocator **out);
+/* Returns every region to the source, live allocations or not, and frees the allocator. */
 void bfc_destroy(bfc_allocator *a);
 
 /* size bytes (rounded up to 256) tagged `tag` (may be NULL; first 23 bytes kept). size 0
@@ -42,7 +58,7 @@ void bfc_destroy(bfc_allocator *a);
 kiln_status bfc_alloc(bfc_allocator *a, size_t size, const char *tag, void **out);
 /* ptr must come from bfc_alloc on a; NULL is a no-op; anything else is an error. */
 kiln_status bfc_free(bfc_allocator *a, void *ptr);
-/* Returns every wholly free region to the backend; the number of bytes given back. */
+/* Returns every wholly free region to the source; the number of bytes given back. */
 uint64_t bfc_trim(bfc_allocator *a);
 
 void bfc_stats(bfc_allocator *a, kiln_memory_stats *out);

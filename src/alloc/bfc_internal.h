@@ -58,9 +58,7 @@ typedef struct bfc_slab {
 
 struct bfc_allocator {
     kiln_context *ctx;
-    const kn_backend *backend;
-    void *bstate;
-    int bdev;
+    bfc_region_source src;
     kiln_alloc_mode mode;
     double mem_fraction;
     uint64_t limit;

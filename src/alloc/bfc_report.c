@@ -151,7 +151,7 @@ static void diagnose_locked(const bfc_allocator *a, size_t rounded, msgbuf *m) {
                   a->mem_fraction);
     } else {
         uint64_t total = 0, avail = 0;
-        a->backend->memory_info(a->bstate, a->bdev, &total, &avail);
+        a->src.memory_info(a->src.user, &total, &avail);
         mb_printf(m, "  hint: the device has %s free of %s; other processes may hold the rest",
                   bfc_fmt_bytes(avail, b1, sizeof b1), bfc_fmt_bytes(total, b3, sizeof b3));
     }

@@ -1,21 +1,59 @@
-/* backend_impl.h — the table of functions a backend provides (DESIGN §3).
+/* backend_impl.h — the table of functions a backend provides (DESIGN §3). Code above the
+ * backends (exec/) reaches a device only through this table: memory, compiling a program
+ * and launching its kernels, the library kernels (gemm, permute, scatter-add) and waiting.
+ * Adding a backend is one table plus its entry in registry.c.
  *
- * A backend is a const table of function pointers plus an opaque state pointer that the
- * backend itself owns (NULL for the CPU, which needs none). kiln never stores mutable
- * backend data in globals: whatever a backend needs per context hangs off `state`, made by
- * `open` and released by `close`.
+ * A backend is a const table of function pointers plus an opaque per-context state that
+ * the backend itself owns. kiln never stores mutable backend data in globals or on the
+ * context: whatever a backend needs (the CPU: its C compiler's identity and cache
+ * statistics, its thread pool; a GPU: driver handles and streams) hangs off `state`, made
+ * by `open` and released by `close`. `open` runs for every context, so it must be cheap:
+ * anything slow (probing a compiler, starting threads) waits until first needed.
  *
  * Every slot says whether it is required and what kiln does when an optional slot is NULL.
- * Device indices are the backend's own (0 .. device_count-1), not the context's.
+ * Device indices are the backend's own (0 .. device_count-1), not the context's. Every
+ * slot may be called from several threads at once.
  *
- * Memory contract (what src/alloc relies on): region_alloc returns `size` bytes aligned to
- * at least `align` (a power of two, at least 256) or reports a refusal; the allocator never
- * writes into device memory, so a region need not be host-addressable. region_free gets
- * back exactly the pointer and size that region_alloc produced. */
+ * Memory contract (what a device's allocator relies on): region_alloc returns `size` bytes
+ * aligned to at least `align` (a power of two, at least 256) or reports a refusal; the
+ * allocator never writes into device memory, so a region need not be host-addressable.
+ * region_free gets back exactly the pointer and size that region_alloc produced.
+ *
+ * Program contract (what exec/ relies on): a program is one translation unit holding every
+ * loop kernel of an executable, printed by src/codegen in the backend's dialect. Kernel i
+ * is named "kiln_k<i>" and computes work items [begin, end) of its output given its
+ * buffers (its inputs in order, then its outputs), as src/codegen/cgen.h describes; items
+ * are independent, so a backend may run them in any order and in parallel. The layouts a
+ * library kernel sees (gemm strides, what to permute) are decided by the compiler's
+ * lowering (src/codegen/lower_dot.c), never by the backend. */
 #ifndef KILN_BACKEND_IMPL_H
 #define KILN_BACKEND_IMPL_H
 
 #include "base/base.h"
+
+/* A compiled program: each backend defines its own struct behind this name. */
+typedef struct kn_program kn_program;
+
+/* What compiling a program tells the executable (kiln_executable_info). */
+typedef struct kn_program_info {
+    size_t code_bytes; /* size of the machine code (the CPU: the shared object) */
+    bool from_cache;   /* served from a cache without running the compiler */
+} kn_program_info;
+
+/* A batched matrix product over strided operands: C[b] = op(A[b]) * op(B[b]) for every
+ * batch index b (an odometer over bdims, last axis fastest), C row-major [batch, M, N]
+ * and contiguous. A[b] starts at a + sum(b_i * bstride_a[i]) elements and is [M, K] with
+ * row stride lda (or stored [K, M] when trans_a); likewise B is [K, N] / [N, K] with ldb.
+ * M, N, K or batch may be 0 (K = 0 writes zeros). Integers wrap, as every integer op in
+ * kiln does. */
+typedef struct kn_gemm_desc {
+    bool trans_a, trans_b;
+    int64_t lda, ldb;
+    int nb; /* batch axes */
+    int64_t bdims[KILN_MAX_RANK];
+    int64_t bstride_a[KILN_MAX_RANK], bstride_b[KILN_MAX_RANK];
+    int64_t batch, m, n, k; /* batch = product of bdims */
+} kn_gemm_desc;
 
 typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
@@ -28,11 +66,14 @@ typedef struct kn_backend {
     /* Optional; NULL: the backend needs no state and `state` is NULL. Makes the per-context
      * state (driver handles, streams, caches). Sets ctx's message on failure. */
     kiln_status (*open)(kiln_context *ctx, void **state);
-    /* Optional; NULL: nothing to release. Called once after every device is closed. */
+    /* Optional; NULL: nothing to release. Called once, after every device of the backend is
+     * closed and every program freed; no other call is in flight. */
     void (*close)(kiln_context *ctx, void *state);
 
     /* Required. How many devices this backend drives (0 is allowed: none present). */
     int (*device_count)(void *state);
+
+    /* ---- memory ---- */
 
     /* Required. Total memory of the device and the part of it that is free now (what a
      * region_alloc could still get, as well as the backend can tell). */
@@ -45,27 +86,65 @@ typedef struct kn_backend {
     /* Required. Returns a region; never fails. */
     void (*region_free)(void *state, int device, void *ptr, size_t size);
 
-    /* ---- slots for later milestones; NULL until a backend implements them ---- */
-
     /* Optional; NULL: device memory is host memory and a plain memcpy does (the CPU). */
     kiln_status (*copy_h2d)(void *state, int device, void *dst, const void *src, size_t n);
     kiln_status (*copy_d2h)(void *state, int device, void *dst, const void *src, size_t n);
     /* Optional; NULL: copy_d2h then copy_h2d through a host buffer. */
     kiln_status (*copy_d2d)(void *state, int dst_device, void *dst, int src_device, const void *src,
                             size_t n);
-    /* Optional; NULL: this backend cannot run compiled programs yet (KILN_ERR_UNIMPLEMENTED).
-     * Compiles one translation unit of kernels; *module is released with module_free. */
-    kiln_status (*compile_module)(void *state, int device, const char *source, void **module);
-    void (*module_free)(void *state, void *module);
-    /* Optional with compile_module. Runs kernel `name` of `module` over `args`. */
-    kiln_status (*launch)(void *state, int device, void *module, const char *name, void **args,
-                          int n_args);
-    /* Optional; NULL: matrix products are generated as kernels. Row-major f32/f64 GEMM,
-     * C = alpha * op(A) op(B) + beta * C. */
-    kiln_status (*gemm)(void *state, int device, kiln_dtype dtype, bool trans_a, bool trans_b,
-                        int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
-                        const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
-    /* Optional; NULL: the backend is synchronous and there is nothing to wait for. */
+
+    /* ---- programs ---- */
+
+    /* Optional; NULL: this backend cannot run compiled programs, and kiln_compile for one of
+     * its devices fails with KILN_ERR_UNIMPLEMENTED. Compiles `source` (len bytes, not
+     * NUL-terminated necessarily) into a program for `device`, or takes it from the
+     * backend's cache; fills *info. The CPU runs the system C compiler and keeps the shared
+     * object on disk (cpu/cc.c). Sets ctx's message on failure; *out is NULL then. */
+    kiln_status (*program_compile)(void *state, int device, const char *source, size_t len,
+                                   kn_program **out, kn_program_info *info);
+    /* Required with program_compile. Releases a program; NULL is a no-op. */
+    void (*program_free)(void *state, kn_program *prog);
+    /* Required with program_compile. The kernel `name` of prog, as a handle that launch
+     * takes and that stays valid while prog lives; KILN_ERR_INTERNAL (message set) when the
+     * program has no such kernel. */
+    kiln_status (*kernel_get)(void *state, kn_program *prog, const char *name, void **kernel);
+    /* Optional; NULL: launching needs nothing made first. Called once per run before its
+     * first launch, so that what can fail (the CPU starts its thread pool here on first
+     * use) fails before any kernel has written anything. Must be cheap once done: it is on
+     * every call's path. Sets ctx's message on failure. */
+    kiln_status (*launch_prepare)(void *state, int device);
+    /* Required with program_compile. Runs `kernel` over work items [0, items) with `bufs`
+     * (the kernel's buffers: its inputs, then its outputs), in chunks of at least `grain`
+     * items wherever it splits the work. May return before the kernel finishes when the
+     * backend orders its work (synchronize waits); the CPU runs it on its thread pool and
+     * returns when done. A failure (none on the CPU) sets ctx's message. */
+    kiln_status (*launch)(void *state, int device, void *kernel, void *const *bufs, int64_t items,
+                          int64_t grain);
+
+    /* ---- library kernels: the ops that are not generated loops ----
+     * Matrix products go to the vendor's BLAS; permute and scatter-add are data movement
+     * the emitter does not express yet. Each is required only for the programs that need
+     * it: kiln_compile fails with KILN_ERR_UNIMPLEMENTED, naming the op, when the slot a
+     * program needs is NULL. Pointers are device memory of `device`. */
+
+    /* Batched strided product over the descriptor (see kn_gemm_desc), dtype f32, f64, i32
+     * or i64. */
+    kiln_status (*gemm)(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *d,
+                        const void *a, const void *b, void *c);
+    /* dst = transpose(src, perm) of a contiguous row-major array of `rank` axes `dims`: dst
+     * axis i is src axis perm[i]. Used to pack a dot operand that no strided view reads. */
+    kiln_status (*permute)(void *state, int device, kiln_dtype dtype, const void *src, int rank,
+                           const int64_t *dims, const int *perm, void *dst);
+    /* out = operand ([rows, row_len]); then out[idx[i], :] += upd[i, :] for i < n_idx in
+     * order, skipping indices outside [0, rows); idx_dtype is i32 or i64. out may be
+     * operand itself (a scatter planned in place): the copy is then skipped. */
+    kiln_status (*scatter_add_rows)(void *state, int device, kiln_dtype dtype, kiln_dtype idx_dtype,
+                                    const void *operand, int64_t rows, int64_t row_len,
+                                    const void *idx, int64_t n_idx, const void *upd, void *out);
+
+    /* Optional; NULL: every slot above has finished its work when it returns (the CPU).
+     * Waits for everything launched on the device; a run calls it before handing its
+     * outputs back. */
     kiln_status (*synchronize)(void *state, int device);
 } kn_backend;
 
@@ -73,7 +152,7 @@ typedef struct kn_backend {
  * first). The list is constant; *n receives its length. */
 const kn_backend *const *backend_list(int *n);
 
-/* The CPU backend (src/backend/cpu/cpu_memory.c). */
+/* The CPU backend (src/backend/cpu/cpu_backend.c). */
 extern const kn_backend kn_cpu_backend;
 
 #endif

@@ -1,4 +1,6 @@
-/* device.c — making and releasing the context's devices (see device.h).
+/* device.c — making and releasing the context's devices (see device.h), and the public
+ * device-memory API (kiln.h, "device memory"): argument checks and device lookup in front
+ * of each device's allocator.
  *
  * The allocation mode a device gets: the configured one, or when that is DEFAULT, the
  * backend's own default: grow for the CPU (its memory is the machine's, shared with
@@ -24,6 +26,20 @@ static kiln_status open_backend(kiln_context *ctx, const kn_backend *b, kn_devic
     return KILN_OK;
 }
 
+/* The device's backend, seen by its allocator as a region source. */
+static kiln_status source_alloc(void *user, size_t size, size_t align, void **out) {
+    kn_device *d = user;
+    return d->backend->region_alloc(d->state, d->index, size, align, out);
+}
+static void source_free(void *user, void *ptr, size_t size) {
+    kn_device *d = user;
+    d->backend->region_free(d->state, d->index, ptr, size);
+}
+static kiln_status source_info(void *user, uint64_t *total, uint64_t *free_b) {
+    kn_device *d = user;
+    return d->backend->memory_info(d->state, d->index, total, free_b);
+}
+
 static kiln_status make_allocator(kiln_context *ctx, kn_device *d) {
     kiln_alloc_mode mode = ctx->config.alloc_mode;
     if (mode == KILN_ALLOC_DEFAULT) mode = d->backend->default_alloc_mode;
@@ -32,7 +48,8 @@ static kiln_status make_allocator(kiln_context *ctx, kn_device *d) {
                      .mem_fraction = ctx->config.mem_fraction,
                      .limit = ctx->config.memory_limit,
                      .name = d->name};
-    return bfc_create(ctx, d->backend, d->state, d->index, &o, &d->alloc);
+    bfc_region_source src = {d, source_alloc, source_free, source_info};
+    return bfc_create(ctx, &src, &o, &d->alloc);
 }
 
 kiln_status device_open_all(kiln_context *ctx) {
@@ -75,4 +92,81 @@ kn_device *device_get(kiln_context *ctx, int device, const char *what) {
     ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: device %d does not exist (this context has %d)",
               what, device, ctx->n_devices);
     return NULL;
+}
+
+/* ------------------------------------------- the public device-memory API ---- */
+
+int kiln_device_count(const kiln_context *ctx) {
+    return ctx ? ctx->n_devices : 0;
+}
+
+const char *kiln_device_name(const kiln_context *ctx, int device) {
+    if (!ctx || device < 0 || device >= ctx->n_devices) return NULL;
+    return ctx->devices[device].name;
+}
+
+kiln_status kiln_device_memory_stats(kiln_context *ctx, int device, kiln_memory_stats *out) {
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    kn_device *d = device_get(ctx, device, "kiln_device_memory_stats");
+    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    if (!out)
+        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_device_memory_stats: out is NULL");
+    bfc_stats(d->alloc, out);
+    return KILN_OK;
+}
+
+kiln_status kiln_device_reset_peak(kiln_context *ctx, int device) {
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    kn_device *d = device_get(ctx, device, "kiln_device_reset_peak");
+    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    bfc_reset_peak(d->alloc);
+    return KILN_OK;
+}
+
+kiln_status kiln_device_trim(kiln_context *ctx, int device, uint64_t *released) {
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    kn_device *d = device_get(ctx, device, "kiln_device_trim");
+    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    uint64_t n = bfc_trim(d->alloc);
+    if (released) *released = n;
+    return KILN_OK;
+}
+
+kiln_status kiln_device_alloc(kiln_context *ctx, int device, size_t size, const char *tag,
+                              void **out) {
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!out) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_device_alloc: out is NULL");
+    *out = NULL;
+    kn_device *d = device_get(ctx, device, "kiln_device_alloc");
+    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    return device_alloc(d, size, tag, out);
+}
+
+kiln_status kiln_device_free(kiln_context *ctx, int device, void *ptr) {
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    kn_device *d = device_get(ctx, device, "kiln_device_free");
+    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    return device_free(d, ptr);
+}
+
+char *kiln_device_memory_summary(kiln_context *ctx, int device) {
+    if (!ctx) return NULL;
+    kn_device *d = device_get(ctx, device, "kiln_device_memory_summary");
+    return d ? bfc_summary(d->alloc) : NULL;
+}
+
+kiln_status kiln_device_trace_start(kiln_context *ctx, int device, const char *path) {
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    kn_device *d = device_get(ctx, device, "kiln_device_trace_start");
+    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    if (!path || !*path)
+        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_device_trace_start: no path");
+    return bfc_trace_start(d->alloc, path);
+}
+
+kiln_status kiln_device_trace_stop(kiln_context *ctx, int device) {
+    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    kn_device *d = device_get(ctx, device, "kiln_device_trace_stop");
+    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    return bfc_trace_stop(d->alloc);
 }

@@ -1,6 +1,8 @@
 /* device.h — the devices of a context. Each device is one device of one backend, with its
  * own allocator; ctx->devices[0] is the CPU. Devices are made with the context and
- * destroyed with it, after every array and executable on them is gone.
+ * destroyed with it, after every array and executable on them is gone. What the rest of
+ * kiln calls to get device memory (device_alloc) and the public kiln_device_* API are here:
+ * the allocator (src/alloc) sees only the region source a device gives it.
  *
  * Invariant: a device's backend state is shared by all devices of that backend and is
  * owned by the first of them (owns_state), which closes it. */
@@ -8,6 +10,7 @@
 #define KILN_DEVICE_H
 
 #include "alloc/bfc.h"
+#include "backend/backend_impl.h"
 
 #define KN_MAX_DEVICES 64
 
@@ -27,5 +30,13 @@ kiln_status device_open_all(kiln_context *ctx);
 void device_close_all(kiln_context *ctx);
 /* The device with context index `device`, or NULL with ctx's message set (naming `what`). */
 kn_device *device_get(kiln_context *ctx, int device, const char *what);
+
+/* size bytes on dev, 256-byte aligned; tag names the owner in OOM messages and traces. */
+static inline kiln_status device_alloc(kn_device *dev, size_t size, const char *tag, void **out) {
+    return bfc_alloc(dev->alloc, size, tag, out);
+}
+static inline kiln_status device_free(kn_device *dev, void *ptr) {
+    return bfc_free(dev->alloc, ptr);
+}
 
 #endif

@@ -37,8 +37,6 @@ typedef struct kn_config {
 } kn_config;
 
 struct kn_device; /* src/backend: one per device of the context */
-struct cc_state;  /* src/backend/cpu/cc.c: the compiler's identity, cache stats */
-struct kn_pool;   /* src/backend/cpu/pool.c: worker threads for kernels */
 struct strbuf;
 
 struct kiln_context {
@@ -47,11 +45,8 @@ struct kiln_context {
     pthread_mutex_t err_mu;
     char err[KN_ERR_MAX];
     atomic_uint next_graph_id;
-    struct kn_device *devices; /* owned; n_devices entries */
+    struct kn_device *devices; /* owned; n_devices entries; they own their backends' state */
     int n_devices;
-    pthread_mutex_t lazy_mu; /* guards the lazy creation of cc and pool */
-    struct cc_state *cc;     /* owned; NULL until the first compile */
-    struct kn_pool *pool;    /* owned; NULL until pool_for_context */
 };
 
 /* Host memory. host_alloc returns NULL on failure and sets no message: the caller knows

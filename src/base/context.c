@@ -1,9 +1,8 @@
 /* context.c — the context: the one object that owns kiln's state (configuration, error
- * message, devices and their allocators). There are no mutable globals. */
+ * message, devices with their allocators and their backends' state). There are no
+ * mutable globals. */
 #include "base.h"
 #include "backend/device.h"
-#include "backend/cpu/cc.h"
-#include "backend/cpu/pool.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -40,7 +39,6 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
     ctx->host = *h;
     ctx->config = cfg;
     pthread_mutex_init(&ctx->err_mu, NULL);
-    pthread_mutex_init(&ctx->lazy_mu, NULL);
     atomic_init(&ctx->next_graph_id, 1);
     if ((s = device_open_all(ctx))) {
         snprintf(err, err_size, "%s", ctx->err);
@@ -53,10 +51,7 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
 
 void kiln_context_destroy(kiln_context *ctx) {
     if (!ctx) return;
-    pool_destroy(ctx->pool); /* before anything its workers might still reach */
-    cc_state_destroy(ctx->cc);
-    device_close_all(ctx);
-    pthread_mutex_destroy(&ctx->lazy_mu);
+    device_close_all(ctx); /* and with them the backends' state: compilers, thread pools */
     pthread_mutex_destroy(&ctx->err_mu);
     kiln_host_allocator h = ctx->host;
     h.free(h.user, ctx, sizeof *ctx);

@@ -1,6 +1,6 @@
 /* array.c — array objects (see array.h): handles in host memory, bytes in device memory. */
 #include "array.h"
-#include "alloc/alloc.h"
+#include "backend/device.h"
 
 #include <string.h>
 
@@ -43,7 +43,7 @@ kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, con
     kiln_status st = new_handle(ctx, what, dtype, s, &a);
     if (st) return st;
     /* the allocator keeps the first 23 bytes of the tag: `what` names the maker */
-    if (a->nbytes && (st = alloc_alloc(&ctx->devices[a->device], a->nbytes, what, &a->data))) {
+    if (a->nbytes && (st = device_alloc(&ctx->devices[a->device], a->nbytes, what, &a->data))) {
         host_free(ctx, a, sizeof *a);
         return st;
     }
@@ -51,26 +51,8 @@ kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, con
     return KILN_OK;
 }
 
-kiln_status array_new_on_host(kiln_context *ctx, const char *what, kiln_dtype dtype,
-                              const ir_shape *s, kiln_array **out) {
-    kiln_array *a;
-    kiln_status st = new_handle(ctx, what, dtype, s, &a);
-    if (st) return st;
-    a->host = true;
-    size_t bytes = a->nbytes;
-    if (bytes && !(a->data = host_alloc(ctx, bytes))) {
-        host_free(ctx, a, sizeof *a);
-        return ctx_oom(ctx, what, bytes);
-    }
-    *out = a;
-    return KILN_OK;
-}
-
 void array_release(kiln_array *a) {
-    if (a->data && a->host)
-        host_free(a->ctx, a->data, a->nbytes);
-    else if (a->data)
-        alloc_free(&a->ctx->devices[a->device], a->data);
+    if (a->data) device_free(&a->ctx->devices[a->device], a->data);
     a->data = NULL;
 }
 

@@ -3,8 +3,7 @@
  * Storage comes from the array's device allocator (device 0, the CPU, for now), tagged
  * with what made it, so the allocator's stats and out-of-memory reports see every array.
  *
- * Invariants: data holds exactly nbytes, from alloc_alloc on ctx->devices[device] (or the
- * host allocator when `host` is set; NULL
+ * Invariants: data holds exactly nbytes, from device_alloc on ctx->devices[device] (NULL
  * when nbytes == 0 or the array is consumed); a consumed array (donated to a call) keeps
  * its dtype and shape but never gets storage back; consumed_by names the program. */
 #ifndef KILN_ARRAY_H
@@ -19,7 +18,6 @@ struct kiln_array {
     size_t nbytes;
     void *data;
     int device;
-    bool host; /* data is host memory (array_new_on_host), not the device's */
     bool consumed;
     char consumed_by[48]; /* "'mlp' (argument 0)": for the error message */
 };
@@ -28,10 +26,6 @@ struct kiln_array {
  * sets the context's message on failure, naming `what`. */
 kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
                       kiln_array **out);
-/* The same in host memory from the context's host allocator: for compile-time work
- * (constant folding) that must not touch a device. */
-kiln_status array_new_on_host(kiln_context *ctx, const char *what, kiln_dtype dtype,
-                              const ir_shape *s, kiln_array **out);
 /* Makes the handle only (data NULL): for an output that will take over a donated buffer. */
 kiln_status array_new_empty(kiln_context *ctx, const char *what, kiln_dtype dtype,
                             const ir_shape *s, kiln_array **out);

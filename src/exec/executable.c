@@ -1,14 +1,13 @@
 /* executable.c — compiling a graph into an executable (running it: run.c).
  *
- * Compile: copy and optimise the graph (src/passes), fuse it into kernels, work out how
- * each dot_general maps onto a batched gemm (and what packing scratch it needs), plan the
- * memory (src/plan: schedule, buffers, in place, donation), generate C for the loop
- * kernels (src/codegen; after planning, since a kernel that runs in place must not
- * declare its aliased pointers restrict), compile and load them (src/backend/cpu/cc.c,
- * which keeps the on-disk cache). */
+ * Compile: copy and optimise the graph (src/passes), fuse it into kernels, lower each
+ * dot_general onto the backend's batched gemm (src/codegen/lower_dot.c: layouts and the
+ * packing scratch it needs), plan the memory (src/plan: schedule, buffers, in place,
+ * donation), generate the loop kernels' source (src/codegen; after planning, since a
+ * kernel that runs in place must not declare its aliased pointers restrict), and have
+ * the device's backend compile it into a program and find each kernel in it. Only the
+ * backend table (backend_impl.h) is seen here: the program is an opaque handle. */
 #include "executable.h"
-#include "alloc/alloc.h"
-#include "backend/cpu/cc.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 
@@ -42,108 +41,36 @@ kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,
 
 /* ------------------------------------------------------------ compile ---- */
 
-/* Can `ax` (in flattening order) be read as one axis of a row-major array of shape s?
- * Size-1 axes are skipped. Gives the flattened extent and element stride. */
-static bool group_view(const ir_shape *s, const int64_t *st, const int *ax, int n, int64_t *extent,
-                       int64_t *stride) {
-    int prev = -1;
-    *extent = 1, *stride = 1;
-    for (int i = 0; i < n; i++) {
-        int a = ax[i];
-        if (s->dims[a] == 1) continue;
-        if (prev >= 0 && st[prev] != st[a] * s->dims[a]) return false;
-        prev = a;
-        *extent *= s->dims[a];
-    }
-    if (prev >= 0) *stride = st[prev];
-    return true;
-}
-
-/* The operand as a gemm matrix [rows, cols] without copying: false if it has no such view. */
-static bool matrix_view(const ir_shape *s, const int *rows, int nr, const int *cols, int nc,
-                        bool *trans, int64_t *ld) {
-    int64_t st[KILN_MAX_RANK], R, C, sr, sc, acc = 1;
-    for (int a = s->rank - 1; a >= 0; a--) st[a] = acc, acc *= s->dims[a];
-    if (!group_view(s, st, rows, nr, &R, &sr) || !group_view(s, st, cols, nc, &C, &sc))
-        return false;
-    if ((C == 1 || sc == 1) && (R == 1 || sr >= C)) {
-        *trans = false, *ld = R == 1 ? (C > 1 ? C : 1) : sr;
-        return true;
-    }
-    if ((R == 1 || sr == 1) && (C == 1 || sc >= R)) {
-        *trans = true, *ld = C == 1 ? (R > 1 ? R : 1) : sc;
-        return true;
-    }
-    return false;
-}
-
-/* One operand of a dot: a strided view, or a permutation into [batch, rows, cols]. */
-static void plan_operand(const ir_shape *s, const int *batch, int nb, const int *rows, int nr,
-                         const int *cols, int nc, bool *trans, bool *pack, int *perm, int64_t *ld,
-                         int64_t *bstride) {
-    int64_t st[KILN_MAX_RANK], acc = 1;
-    for (int a = s->rank - 1; a >= 0; a--) st[a] = acc, acc *= s->dims[a];
-    if (matrix_view(s, rows, nr, cols, nc, trans, ld)) {
-        for (int i = 0; i < nb; i++) bstride[i] = st[batch[i]];
-        return;
-    }
-    int r = 0;
-    int64_t cols_size = 1, after = 1;
-    for (int i = 0; i < nb; i++) perm[r++] = batch[i];
-    for (int i = 0; i < nr; i++) perm[r++] = rows[i];
-    for (int i = 0; i < nc; i++) perm[r++] = cols[i], cols_size *= s->dims[cols[i]];
-    for (int i = nb; i < s->rank; i++) after *= s->dims[perm[i]];
-    for (int i = nb - 1; i >= 0; i--) bstride[i] = after, after *= s->dims[batch[i]];
-    *pack = true, *trans = false, *ld = cols_size > 1 ? cols_size : 1;
-}
-
-static int free_axes(const ir_shape *s, const int *batch, int nb, const int *con, int nc, int *out,
-                     int64_t *size) {
-    unsigned used = 0;
-    int n = 0;
-    *size = 1;
-    for (int i = 0; i < nb; i++) used |= 1u << batch[i];
-    for (int i = 0; i < nc; i++) used |= 1u << con[i];
-    for (int a = 0; a < s->rank; a++)
-        if (!(used >> a & 1u)) out[n++] = a, *size *= s->dims[a];
-    return n;
-}
-
-static void plan_dot(const kiln_graph *g, uint32_t id, exec_dot *d) {
-    const ir_node *n = &g->nodes[id];
-    const kiln_dot_dims *dd = &n->a.dot;
-    const ir_shape *ls = &g->nodes[ir_in(n)[0]].shape, *rs = &g->nodes[ir_in(n)[1]].shape;
-    int lf[KILN_MAX_RANK], rf[KILN_MAX_RANK];
-    memset(d, 0, sizeof *d);
-    cpu_gemm_desc *gd = &d->gemm;
-    gd->batch = 1, gd->k = 1, gd->nb = dd->n_batch;
-    for (int i = 0; i < dd->n_batch; i++)
-        gd->bdims[i] = ls->dims[dd->lhs_batch[i]], gd->batch *= gd->bdims[i];
-    for (int i = 0; i < dd->n_contract; i++) gd->k *= ls->dims[dd->lhs_contract[i]];
-    int nlf =
-        free_axes(ls, dd->lhs_batch, dd->n_batch, dd->lhs_contract, dd->n_contract, lf, &gd->m);
-    int nrf =
-        free_axes(rs, dd->rhs_batch, dd->n_batch, dd->rhs_contract, dd->n_contract, rf, &gd->n);
-    plan_operand(ls, dd->lhs_batch, dd->n_batch, lf, nlf, dd->lhs_contract, dd->n_contract,
-                 &gd->trans_a, &d->pack_a, d->perm_a, &gd->lda, gd->bstride_a);
-    plan_operand(rs, dd->rhs_batch, dd->n_batch, dd->rhs_contract, dd->n_contract, rf, nrf,
-                 &gd->trans_b, &d->pack_b, d->perm_b, &gd->ldb, gd->bstride_b);
-}
-
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The bytes a dot kernel packs its operands into: lhs at 0, rhs after it (aligned). */
-static uint64_t dot_scratch(const kiln_graph *g, uint32_t id, const exec_dot *d) {
-    const ir_node *n = &g->nodes[id];
-    size_t a = 0, b = 0;
-    const ir_node *l = &g->nodes[ir_in(n)[0]], *r = &g->nodes[ir_in(n)[1]];
-    if (d->pack_a) ir_shape_nbytes(&l->shape, l->dtype, &a);
-    if (d->pack_b) ir_shape_nbytes(&r->shape, r->dtype, &b);
-    return b ? plan_round(a, PLAN_ALIGN) + b : a;
+/* The library kernels this program calls, each a slot the backend may leave NULL: the
+ * first one missing fails the compile, naming the op and the backend. */
+static kiln_status check_backend(const kiln_executable *e) {
+    const kn_backend *b = e->dev->backend;
+    if (!b->program_compile)
+        return ctx_error(e->ctx, KILN_ERR_UNIMPLEMENTED,
+                         "kiln_compile: device %s cannot run compiled programs (the %s backend "
+                         "has no program_compile)",
+                         e->dev->name, b->name);
+    for (uint32_t i = 0; i < e->plan.n_kernels; i++) {
+        const fkernel *k = &e->plan.kernels[i];
+        const char *slot = NULL;
+        if (k->kind == FK_DOT && !b->gemm) slot = "gemm";
+        if (k->kind == FK_DOT && !b->permute && (e->dots[i].pack_a || e->dots[i].pack_b))
+            slot = "permute";
+        if (k->kind == FK_SCATTER && !b->scatter_add_rows) slot = "scatter_add_rows";
+        if (slot)
+            return ctx_error(e->ctx, KILN_ERR_UNIMPLEMENTED,
+                             "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s, "
+                             "which it does not have (device %s)",
+                             k->roots[0], ir_ops[e->g->nodes[k->roots[0]].op].name, e->g->name,
+                             b->name, slot, e->dev->name);
+    }
+    return KILN_OK;
 }
 
 /* Plans the memory (src/plan) and tells codegen which kernels run in place. */
@@ -151,19 +78,20 @@ static kiln_status plan_memory(kiln_executable *e) {
     kiln_context *ctx = e->ctx;
     uint32_t nk = e->plan.n_kernels ? e->plan.n_kernels : 1;
     e->info = host_calloc(ctx, nk, sizeof *e->info);
-    e->fns = host_calloc(ctx, nk, sizeof *e->fns);
+    e->kernels = host_calloc(ctx, nk, sizeof *e->kernels);
     e->dots = host_calloc(ctx, nk, sizeof *e->dots);
     uint64_t *scratch = host_calloc(ctx, nk, sizeof *scratch);
     kiln_status s = KILN_OK;
-    if (!e->info || !e->fns || !e->dots || !scratch)
+    if (!e->info || !e->kernels || !e->dots || !scratch)
         s = ctx_oom(ctx, "kiln_compile", nk * sizeof *e->dots);
     for (uint32_t i = 0; !s && i < e->plan.n_kernels; i++) {
         const fkernel *k = &e->plan.kernels[i];
         if (k->kind != FK_DOT) continue;
-        plan_dot(e->g, k->roots[0], &e->dots[i]);
-        scratch[i] = dot_scratch(e->g, k->roots[0], &e->dots[i]);
+        lower_dot_plan(e->g, k->roots[0], &e->dots[i]);
+        scratch[i] = e->dots[i].scratch;
     }
     plan_options po = {.donated = e->donated, .scratch = scratch, .granule = BFC_ALIGN};
+    if (!s) s = check_backend(e);
     if (!s) s = plan_build(e->g, &e->plan, &po, &e->mem);
     for (uint32_t i = 0; !s && i < e->plan.n_kernels; i++)
         e->plan.kernels[i].alias_input = e->mem.alias_input[i];
@@ -173,6 +101,7 @@ static kiln_status plan_memory(kiln_executable *e) {
 
 static kiln_status load_kernels(kiln_executable *e) {
     kiln_context *ctx = e->ctx;
+    const kn_backend *b = e->dev->backend;
     strbuf sb;
     sb_init(&sb, ctx);
     kiln_status s = cgen_program(e->g, &e->plan, &sb, e->info);
@@ -181,21 +110,19 @@ static kiln_status load_kernels(kiln_executable *e) {
         return s;
     }
     if (!(e->source = sb_take(&sb))) return ctx_oom(ctx, "kiln_compile: source", 0);
-    bool cached = false;
-    if ((s = cc_module_load(ctx, e->source, strlen(e->source), &e->mod, &cached))) return s;
-    e->stats.from_disk_cache = cached;
-    e->stats.code_bytes = cc_module_code_bytes(e->mod);
-    for (uint32_t i = 0; i < e->plan.n_kernels; i++) {
-        const fkernel *k = &e->plan.kernels[i];
-        if (k->kind != FK_LOOP) continue;
+    kn_program_info pi;
+    s = b->program_compile(e->dev->state, e->dev->index, e->source, strlen(e->source), &e->prog,
+                           &pi);
+    if (s) return s;
+    e->stats.from_disk_cache = pi.from_cache;
+    e->stats.code_bytes = pi.code_bytes;
+    for (uint32_t i = 0; i < e->plan.n_kernels && !s; i++) {
+        if (e->plan.kernels[i].kind != FK_LOOP) continue;
         char name[32];
         snprintf(name, sizeof name, "kiln_k%u", i);
-        void *sym = cc_module_sym(e->mod, name);
-        if (!sym)
-            return ctx_error(ctx, KILN_ERR_INTERNAL, "kiln_compile: kernel %s is missing", name);
-        memcpy(&e->fns[i], &sym, sizeof sym); /* object -> function pointer, as dlsym needs */
+        s = b->kernel_get(e->dev->state, e->prog, name, &e->kernels[i]);
     }
-    return KILN_OK;
+    return s;
 }
 
 /* Checks donate_argnums against the parameters and keeps them as a per-parameter mask. */
@@ -238,6 +165,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     kiln_executable *e = host_calloc(ctx, 1, sizeof *e);
     if (!e) return ctx_oom(ctx, "kiln_compile", sizeof *e);
     e->ctx = ctx;
+    e->dev = &ctx->devices[0];
     kiln_status s = pass_clone(g, &e->g);
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
     fusion_options fo = {.disable = o->disable_fusion};
@@ -261,10 +189,10 @@ void kiln_executable_destroy(kiln_executable *e) {
     if (!e) return;
     kiln_context *ctx = e->ctx;
     uint32_t nk = e->plan.n_kernels ? e->plan.n_kernels : 1;
-    if (e->mod) cc_module_unload(e->mod);
+    if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);
     if (e->source) kiln_string_free(ctx, e->source);
     host_free(ctx, e->info, nk * sizeof *e->info);
-    host_free(ctx, e->fns, nk * sizeof *e->fns);
+    host_free(ctx, e->kernels, nk * sizeof *e->kernels);
     host_free(ctx, e->dots, nk * sizeof *e->dots);
     plan_free(&e->mem);
     if (e->donated) host_free(ctx, e->donated, e->g->n_params + 1);

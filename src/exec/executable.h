@@ -3,35 +3,22 @@
 #ifndef KILN_EXECUTABLE_H
 #define KILN_EXECUTABLE_H
 
-#include "backend/cpu/cpu_ops.h"
+#include "backend/device.h"
 #include "codegen/cgen.h"
+#include "codegen/lower_dot.h"
 #include "exec/array.h"
 #include "plan/plan.h"
 
-struct cc_module;
-
-typedef void (*exec_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);
-
-/* How a dot_general kernel calls gemm once per batch index: each operand is read where
- * it lies as a strided matrix (row stride lda/ldb, transposed or not, batch axes at their
- * own strides) whenever its free and contracting axes each flatten into one strided axis
- * with one of the two unit-stride; otherwise it is permuted into scratch first
- * ([batch, M, K] / [batch, K, N], contiguous). */
-typedef struct exec_dot {
-    cpu_gemm_desc gemm;
-    bool pack_a, pack_b; /* permute into scratch first */
-    int perm_a[KILN_MAX_RANK], perm_b[KILN_MAX_RANK];
-} exec_dot;
-
 struct kiln_executable {
     kiln_context *ctx;
-    kiln_graph *g; /* the optimised graph (owned) */
+    kn_device *dev; /* where it runs: device 0, the CPU, until placement exists */
+    kiln_graph *g;  /* the optimised graph (owned) */
     fusion_plan plan;
-    cgen_kernel *info;   /* per kernel */
-    exec_kernel_fn *fns; /* per kernel; NULL for DOT/SCATTER */
-    exec_dot *dots;      /* per kernel; meaningful for DOT */
-    struct cc_module *mod;
-    char *source; /* the generated C (owned) */
+    cgen_kernel *info; /* per kernel */
+    void **kernels;    /* per kernel: the backend's handle of a LOOP kernel, else NULL */
+    lower_dot *dots;   /* per kernel; meaningful for DOT */
+    kn_program *prog;  /* the backend's compiled program (owned; opaque here) */
+    char *source;      /* the generated source (owned) */
     kiln_executable_info stats;
     mem_plan mem;     /* schedule, buffers, arena (src/plan) */
     uint8_t *donated; /* per parameter (n_params + 1 bytes): consumed by every call */

@@ -4,16 +4,17 @@
  * the device allocator, points every value at its planned place (an argument, a constant,
  * an output array, the arena, or a donated argument's buffer), runs the kernels in the
  * planned order and frees the arena. So the device holds exactly arguments + outputs +
- * arena at the peak of a call, which is the plan's peak.
+ * arena at the peak of a call, which is the plan's peak. Kernels run through the device's
+ * backend table (launch for loop kernels, gemm/permute/scatter_add_rows for the rest).
  *
- * Failure: everything that can fail (host bookkeeping, output arrays, the arena, the
- * thread pool) happens before the first kernel runs, so a failed call has written
- * nothing, and in particular has not touched a donated argument, which stays usable.
+ * Failure: everything that can fail on the CPU (host bookkeeping, output arrays, the
+ * arena, the backend's launch_prepare, which starts the thread pool) happens before the
+ * first kernel runs, so a failed call has written nothing, and in particular has not
+ * touched a donated argument, which stays usable. A backend that reports an error from a
+ * kernel itself (none does yet) fails the call with its outputs freed; donated arguments
+ * are then not consumed but their contents are unspecified.
  * Donated arguments are consumed only when the call succeeds: an output that the plan put
  * in a donated buffer takes that buffer over, the other donated buffers are freed. */
-#include "alloc/alloc.h"
-#include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/pool.h"
 #include "executable.h"
 
 #include <string.h>
@@ -39,54 +40,45 @@ static uint32_t view_base(const kiln_executable *e, uint32_t id) {
     return id;
 }
 
-typedef struct loop_call {
-    exec_kernel_fn fn;
-    void *const *bufs;
-} loop_call;
-
-static void loop_trampoline(void *arg, int64_t begin, int64_t end) {
-    const loop_call *c = arg;
-    c->fn(c->bufs, begin, end);
+static kiln_status run_loop(run_state *r, uint32_t ki) {
+    const kiln_executable *e = r->e;
+    if (!e->info[ki].items) return KILN_OK;
+    return e->dev->backend->launch(e->dev->state, e->dev->index, e->kernels[ki],
+                                   r->kbufs + r->kbuf_at[ki], e->info[ki].items, e->info[ki].grain);
 }
 
-static void run_loop(run_state *r, uint32_t ki, kn_pool *pool) {
-    kiln_executable *e = r->e;
-    if (!e->info[ki].items) return;
-    loop_call c = {e->fns[ki], r->kbufs + r->kbuf_at[ki]};
-    if (pool)
-        pool_parallel_for(pool, e->info[ki].items, e->info[ki].grain, loop_trampoline, &c);
-    else
-        c.fn(c.bufs, 0, e->info[ki].items);
-}
-
-/* A dot kernel: operands BLAS cannot read as they are were planned a scratch buffer. */
-static void run_dot(run_state *r, uint32_t ki) {
-    kiln_executable *e = r->e;
+/* A dot kernel: operands the gemm cannot read as they are were planned a scratch buffer
+ * (lower_dot.h) and are permuted into it first. */
+static kiln_status run_dot(run_state *r, uint32_t ki) {
+    const kiln_executable *e = r->e;
+    const kn_backend *b = e->dev->backend;
     uint32_t id = e->plan.kernels[ki].roots[0];
     const ir_node *n = &e->g->nodes[id];
-    const exec_dot *d = &e->dots[ki];
+    const lower_dot *d = &e->dots[ki];
     const void *ops[2] = {r->buf[view_base(e, ir_in(n)[0])], r->buf[view_base(e, ir_in(n)[1])]};
     int32_t sb = e->mem.scratch_of[ki];
     char *scratch = sb >= 0 ? (char *)r->arena + e->mem.buffers[sb].offset : NULL;
     if (sb >= 0 && e->mem.buffers[sb].place == PLAN_P_DONATED)
         scratch = (char *)r->args[e->mem.buffers[sb].place_index]->data + e->mem.buffers[sb].offset;
-    for (int i = 0; i < 2; i++) {
+    kiln_status s = KILN_OK;
+    for (int i = 0; i < 2 && !s; i++) {
         if (!(i ? d->pack_b : d->pack_a)) continue;
         const ir_node *x = &e->g->nodes[ir_in(n)[i]];
-        size_t a_bytes = 0;
-        const ir_node *l = &e->g->nodes[ir_in(n)[0]];
-        if (i && d->pack_a) ir_shape_nbytes(&l->shape, l->dtype, &a_bytes);
-        void *dst = scratch + (i ? plan_round(a_bytes, PLAN_ALIGN) : 0);
-        cpu_permute(x->dtype, ops[i], &x->shape, i ? d->perm_b : d->perm_a, dst);
+        void *dst = scratch + (i ? d->rhs_offset : 0);
+        s = b->permute(e->dev->state, e->dev->index, x->dtype, ops[i], x->shape.rank, x->shape.dims,
+                       i ? d->perm_b : d->perm_a, dst);
         ops[i] = dst;
     }
-    cpu_gemm(n->dtype, &d->gemm, ops[0], ops[1], r->buf[id]);
+    if (!s)
+        s = b->gemm(e->dev->state, e->dev->index, n->dtype, &d->gemm, ops[0], ops[1], r->buf[id]);
+    return s;
 }
 
-/* Scatter: when the plan put the result over the operand, cpu_scatter_add_rows skips the
- * copy and adds the rows in place. */
-static void run_scatter(run_state *r, uint32_t ki) {
-    const kiln_graph *g = r->e->g;
+/* Scatter: when the plan put the result over the operand, the backend skips the copy and
+ * adds the rows in place. */
+static kiln_status run_scatter(run_state *r, uint32_t ki) {
+    const kiln_executable *e = r->e;
+    const kiln_graph *g = e->g;
     uint32_t id = r->e->plan.kernels[ki].roots[0];
     const ir_node *n = &g->nodes[id];
     const uint32_t *in = ir_in(n);
@@ -94,8 +86,9 @@ static void run_scatter(run_state *r, uint32_t ki) {
     int64_t rows = op->shape.dims[0], total = 0, n_idx = 0;
     ir_shape_numel(&op->shape, &total);
     ir_shape_numel(&idx->shape, &n_idx);
-    cpu_scatter_add_rows(n->dtype, idx->dtype, r->buf[in[0]], rows, rows ? total / rows : 0,
-                         r->buf[in[1]], n_idx, r->buf[in[2]], r->buf[id]);
+    return e->dev->backend->scatter_add_rows(e->dev->state, e->dev->index, n->dtype, idx->dtype,
+                                             r->buf[in[0]], rows, rows ? total / rows : 0,
+                                             r->buf[in[1]], n_idx, r->buf[in[2]], r->buf[id]);
 }
 
 /* ------------------------------------------------------------ buffers ---- */
@@ -235,16 +228,34 @@ static kiln_status check_call(kiln_executable *e, int n_args, kiln_array *const 
 }
 
 /* Everything that can fail, before any kernel runs. */
-static kiln_status prepare(run_state *r, kn_pool **pool) {
+static kiln_status prepare(run_state *r) {
     kiln_executable *e = r->e;
     kiln_status s = alloc_state(r);
     if (!s) s = make_outputs(r);
     if (!s && e->mem.arena) {
         char tag[24];
         snprintf(tag, sizeof tag, "arena %s", e->g->name);
-        s = alloc_alloc(&e->ctx->devices[0], e->mem.arena, tag, &r->arena);
+        s = device_alloc(e->dev, e->mem.arena, tag, &r->arena);
     }
-    if (!s) s = pool_for_context(e->ctx, pool);
+    const kn_backend *b = e->dev->backend;
+    if (!s && b->launch_prepare) s = b->launch_prepare(e->dev->state, e->dev->index);
+    return s;
+}
+
+/* The kernels in the planned order, then a wait for the device (a no-op on the CPU). */
+static kiln_status run_kernels(run_state *r) {
+    const kiln_executable *e = r->e;
+    kiln_status s = KILN_OK;
+    for (uint32_t step = 0; step < e->mem.n_kernels && !s; step++) {
+        uint32_t ki = e->mem.order[step];
+        switch (e->plan.kernels[ki].kind) {
+        case FK_LOOP: s = run_loop(r, ki); break;
+        case FK_DOT: s = run_dot(r, ki); break;
+        case FK_SCATTER: s = run_scatter(r, ki); break;
+        }
+    }
+    const kn_backend *b = e->dev->backend;
+    if (!s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
     return s;
 }
 
@@ -259,20 +270,12 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
     run_state r = {.e = e, .args = args, .res = made};
     if (g->n_outputs > KILN_MAX_OUTPUTS && !(r.res = host_calloc(ctx, g->n_outputs, sizeof *r.res)))
         return ctx_oom(ctx, "kiln_executable_run", g->n_outputs * sizeof *r.res);
-    kn_pool *pool = NULL;
-    if (!(s = prepare(&r, &pool))) {
+    if (!(s = prepare(&r))) {
         bind_buffers(&r);
-        for (uint32_t step = 0; step < e->mem.n_kernels; step++) {
-            uint32_t ki = e->mem.order[step];
-            switch (e->plan.kernels[ki].kind) {
-            case FK_LOOP: run_loop(&r, ki, pool); break;
-            case FK_DOT: run_dot(&r, ki); break;
-            case FK_SCATTER: run_scatter(&r, ki); break;
-            }
-        }
-        finish_outputs(&r);
+        s = run_kernels(&r);
+        if (!s) finish_outputs(&r);
     }
-    if (r.arena) alloc_free(&ctx->devices[0], r.arena);
+    if (r.arena) device_free(e->dev, r.arena);
     if (!s) consume_donations(&r);
     free_state(&r);
     for (uint32_t j = 0; j < g->n_outputs; j++) {

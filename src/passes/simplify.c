@@ -37,8 +37,9 @@
  * elements and is no larger than its largest constant input (counting stored elements),
  * or has at most PASS_FOLD_SMALL_ELEMS, and no input (broadcasts counted at their full
  * size, as the evaluation materialises them) exceeds PASS_FOLD_MAX_INPUT_ELEMS. The evaluation is
- * kiln_interpret on a tiny graph of copies of the inputs and the node, so folded values are the
- * reference's by construction. A node the interpreter refuses (other than for host OOM) is left
+ * the reference interpreter's host entry (ref_eval_host: host buffers, no array, no device) on
+ * a tiny graph of copies of the inputs and the node, so folded values are the reference's by
+ * construction. A node the interpreter refuses (other than for host OOM) is left
  * alone.
  *
  * Rewrites chain within one walk (rules read the new graph, already simplified), and the
@@ -46,7 +47,6 @@
  * rewrite stay: dead-code elimination removes them. */
 #include "passes.h"
 #include "rewrite.h"
-#include "exec/array.h"
 #include "reference/reference.h"
 
 #include <string.h>
@@ -414,19 +414,17 @@ static kiln_status fold_graph(pass_rebuild *rb, uint32_t id, kiln_graph *t) {
 static kiln_status evaluate(pass_rebuild *rb, uint32_t id, void **data, bool *done) {
     kiln_context *ctx = rb->g->ctx;
     kiln_graph *t = NULL;
-    kiln_array *out = NULL;
     *data = NULL, *done = false;
     kiln_status s = kiln_graph_create(ctx, "fold", &t);
     if (!s) s = fold_graph(rb, id, t);
     if (!s) {
-        s = ref_interpret(t, 0, NULL, 1, &out, true); /* host memory: passes own no device */
-        if (!s) { /* take the array's bytes: same size and allocator as a constant's */
-            *data = out->data, *done = true;
-            out->data = NULL, out->nbytes = 0;
-            kiln_array_free(out);
-        } else if (s != KILN_ERR_HOST_OOM) {
+        /* The result comes from the context's host allocator with the node's byte size,
+         * as a constant's data does, so the new constant takes it over as it is. */
+        s = ref_eval_host(t, NULL, data);
+        if (!s)
+            *done = true;
+        else if (s != KILN_ERR_HOST_OOM)
             s = KILN_OK; /* not evaluable here: leave the node for the compiled code */
-        }
     }
     kiln_graph_destroy(t);
     return s;

@@ -1,6 +1,6 @@
-/* reference.h — the reference interpreter's internals shared by its files: the value
- * table the driver (interp.c) keeps, typed element access, and the kernels
- * (elementwise.c, structural.c) that compute one node from its inputs' values.
+/* reference.h — the reference interpreter: its entry point over host buffers, and the
+ * internals shared by its files: the value table the driver (interp.c) keeps, typed element access,
+ * and the kernels (elementwise.c, structural.c) that compute one node from its inputs' values.
  *
  * Numerics, once for all kernels: floats are computed in double (libm) and rounded to the
  * node's dtype when stored; integers are computed in 64-bit unsigned arithmetic, so that
@@ -15,19 +15,23 @@
 
 /* One node's value while the graph runs. */
 typedef struct ref_value {
-    void *data;               /* its bytes; NULL when it has none or is not (or no longer) held */
-    size_t nbytes;            /* what data holds */
-    uint32_t last_use;        /* id of the last node that reads it; 0: never needed;
-                               * UINT32_MAX: a graph output, kept to the end */
-    bool borrowed;            /* data is a parameter's argument or a constant's: not ours */
-    bool claimed;             /* array has been handed to the caller as an output */
-    struct kiln_array *array; /* outputs are computed straight into their array */
+    void *data;        /* its bytes; NULL when it has none or is not (or no longer) held */
+    size_t nbytes;     /* what data holds */
+    uint32_t last_use; /* id of the last node that reads it; 0: never needed;
+                        * UINT32_MAX: a graph output, kept to the end */
+    bool borrowed;     /* data is a parameter's argument or a constant's: not ours */
+    bool claimed;      /* data has been handed to the caller as an output */
 } ref_value;
 
-/* kiln_interpret, with output arrays in host memory when host_outputs is set (constant
- * folding: compile-time passes never touch a device). */
-kiln_status ref_interpret(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
-                          kiln_array **outs, bool host_outputs);
+/* Evaluates the finished graph g on host memory, with no array and no device: args[k]
+ * holds parameter k's bytes (its node's dtype and shape, which the caller has checked);
+ * outs[i] receives output i's bytes in a fresh buffer from the context's host allocator,
+ * ir_shape_nbytes of the output node long (NULL when that is 0), which the caller frees
+ * with host_free. Every output gets its own buffer, even when one value is listed twice
+ * or is a parameter or constant. On failure every outs[i] is NULL, nothing is held, and
+ * the context's message says what failed. Constant folding calls this directly (passes
+ * never touch a device); kiln_interpret wraps it with arrays (src/exec/interpret.c). */
+kiln_status ref_eval_host(const kiln_graph *g, const void *const *args, void **outs);
 
 /* The reference's part of the op registry (src/ir/ir.h): one evaluator per op that
  * computes node `id` of g into out (which holds the node's bytes), reading its inputs

@@ -3,8 +3,8 @@
  *
  * Invariants:
  *   - the compiler is found and identified (first line of `--version`, path as found and
- *     real path) once per context, under cc_state.mu, and never changes afterwards; the
- *     identity and the flags are part of every cache key, so upgrading the compiler or
+ *     real path) once per cc_compiler (one per context), under cc_compiler.mu, and never changes
+ * afterwards; the identity and the flags are part of every cache key, so upgrading the compiler or
  *     changing KILN_CC_FLAGS can never load an object built by another setup;
  *   - the compiled source ends with `kiln_module_key`, the key as a string; after dlopen
  *     the module's copy must equal the key asked for, or it is not used;
@@ -53,7 +53,7 @@ static const char *const base_flags[] = {"-O3",           "-march=native",   "-f
                                          "-fopenmp-simd", "-std=gnu11"};
 #define N_BASE_FLAGS ((int)(sizeof base_flags / sizeof base_flags[0]))
 
-struct cc_state {
+struct cc_compiler {
     kiln_context *ctx;  /* the owner, whose allocator made this */
     pthread_mutex_t mu; /* guards everything below but next_tmp */
     bool probed;
@@ -73,7 +73,7 @@ struct cc_module {
 /* One call of cc_module_load. */
 typedef struct cc_load {
     kiln_context *ctx;
-    struct cc_state *st;
+    cc_compiler *st;
     const char *source;
     size_t len;
     char key[SHA256_HEX_BYTES];
@@ -225,7 +225,7 @@ static void make_absolute(char path[PATH_MAX]) {
 }
 
 /* Called under st->mu. */
-static kiln_status probe(kiln_context *ctx, struct cc_state *st) {
+static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
     char found[PATH_MAX], line[512], real[PATH_MAX];
     kiln_status s = locate_compiler(ctx, found);
     if (s) return s;
@@ -238,27 +238,28 @@ static kiln_status probe(kiln_context *ctx, struct cc_state *st) {
     return KILN_OK;
 }
 
-static kiln_status state_get(kiln_context *ctx, struct cc_state **out) {
-    pthread_mutex_lock(&ctx->lazy_mu);
-    if (!ctx->cc && (ctx->cc = host_calloc(ctx, 1, sizeof *ctx->cc))) {
-        ctx->cc->ctx = ctx;
-        pthread_mutex_init(&ctx->cc->mu, NULL);
-        atomic_init(&ctx->cc->next_tmp, 0);
-    }
-    struct cc_state *st = ctx->cc;
-    pthread_mutex_unlock(&ctx->lazy_mu);
-    if (!st) return ctx_oom(ctx, "C compiler state", sizeof *st);
-    pthread_mutex_lock(&st->mu);
-    kiln_status s = st->probed ? KILN_OK : probe(ctx, st);
-    pthread_mutex_unlock(&st->mu);
-    *out = st;
-    return s;
+kiln_status cc_compiler_create(kiln_context *ctx, cc_compiler **out) {
+    cc_compiler *cc = host_calloc(ctx, 1, sizeof *cc);
+    *out = cc;
+    if (!cc) return ctx_oom(ctx, "C compiler state", sizeof *cc);
+    cc->ctx = ctx;
+    pthread_mutex_init(&cc->mu, NULL);
+    atomic_init(&cc->next_tmp, 0);
+    return KILN_OK;
 }
 
-void cc_state_destroy(struct cc_state *st) {
-    if (!st) return;
-    pthread_mutex_destroy(&st->mu);
-    host_free(st->ctx, st, sizeof *st);
+void cc_compiler_destroy(cc_compiler *cc) {
+    if (!cc) return;
+    pthread_mutex_destroy(&cc->mu);
+    host_free(cc->ctx, cc, sizeof *cc);
+}
+
+/* Finds and identifies the compiler at the first load; later loads reuse what it found. */
+static kiln_status compiler_ready(cc_compiler *cc) {
+    pthread_mutex_lock(&cc->mu);
+    kiln_status s = cc->probed ? KILN_OK : probe(cc->ctx, cc);
+    pthread_mutex_unlock(&cc->mu);
+    return s;
 }
 
 /* ------------------------------------------------------ key and command ---- */
@@ -349,7 +350,7 @@ static kiln_status compile_failed(const cc_load *ld, char *const *argv, int stat
                      what, kept, cmd, ERR_LINES, out[0] ? out : "  (none)\n");
 }
 
-static void count_compile(struct cc_state *st, double seconds) {
+static void count_compile(cc_compiler *st, double seconds) {
     pthread_mutex_lock(&st->mu);
     st->stats.compiles++;
     st->stats.compile_seconds += seconds;
@@ -415,7 +416,7 @@ static size_t file_size(const char *path) {
 
 /* ------------------------------------------------------------- loading ---- */
 
-static void bump(struct cc_state *st, uint64_t *counter, uint64_t by) {
+static void bump(cc_compiler *st, uint64_t *counter, uint64_t by) {
     pthread_mutex_lock(&st->mu);
     *counter += by;
     pthread_mutex_unlock(&st->mu);
@@ -496,15 +497,16 @@ static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **o
     return compile_into_cache(ld, dir, out);
 }
 
-kiln_status cc_module_load(kiln_context *ctx, const char *source, size_t len, cc_module **out,
+kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_module **out,
                            bool *from_cache) {
+    kiln_context *ctx = cc->ctx;
     if (from_cache) *from_cache = false;
     if (!out || (!source && len))
         return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "cc_module_load: %s is NULL",
                          out ? "source" : "out");
     *out = NULL;
-    cc_load ld = {.ctx = ctx, .source = source ? source : "", .len = len};
-    kiln_status s = state_get(ctx, &ld.st);
+    cc_load ld = {.ctx = ctx, .st = cc, .source = source ? source : "", .len = len};
+    kiln_status s = compiler_ready(cc);
     if (s) return s;
     compute_key(&ld);
     if (!ctx->config.cache_max_bytes) return load_private(&ld, out);
@@ -531,13 +533,8 @@ void cc_module_unload(cc_module *m) {
     host_free(m->ctx, m, sizeof *m);
 }
 
-void cc_get_stats(kiln_context *ctx, cc_stats *out) {
-    *out = (cc_stats){0};
-    pthread_mutex_lock(&ctx->lazy_mu);
-    struct cc_state *st = ctx->cc;
-    pthread_mutex_unlock(&ctx->lazy_mu);
-    if (!st) return;
-    pthread_mutex_lock(&st->mu);
-    *out = st->stats;
-    pthread_mutex_unlock(&st->mu);
+void cc_get_stats(cc_compiler *cc, cc_stats *out) {
+    pthread_mutex_lock(&cc->mu);
+    *out = cc->stats;
+    pthread_mutex_unlock(&cc->mu);
 }

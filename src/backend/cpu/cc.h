@@ -4,20 +4,30 @@
  * a shared object that is dlopen'd. Objects are cached on disk (KILN_CACHE_DIR, capped at
  * KILN_CACHE_MAX_BYTES; 0 turns the disk cache off) under the SHA-256 of the source, the
  * compiler's identity, its flags and kiln's cache format version, so a second process
- * running the same program never invokes the compiler. All calls are thread-safe. */
+ * running the same program never invokes the compiler. All calls are thread-safe.
+ *
+ * A cc_compiler is one context's compiler: its identity (found and probed at the first
+ * load, not when it is made, so a context that never compiles never runs `cc --version`)
+ * and its statistics. The CPU backend's state owns it (cpu_backend.c). */
 #ifndef KILN_CPU_CC_H
 #define KILN_CPU_CC_H
 
 #include "base/base.h"
 
+typedef struct cc_compiler cc_compiler;
 typedef struct cc_module cc_module;
+
+/* Makes the compiler state of ctx (one host allocation; runs nothing). */
+kiln_status cc_compiler_create(kiln_context *ctx, cc_compiler **out);
+/* Every module loaded through cc must be unloaded first. NULL is a no-op. */
+void cc_compiler_destroy(cc_compiler *cc);
 
 /* Compiles `source` (len bytes) with the system C compiler into a shared object and
  * dlopens it, or loads it from the disk cache; *from_cache (may be NULL) tells which.
  * On failure *out is NULL; a compiler error is KILN_ERR_BACKEND with the command, its exit
  * status, the first lines of its output and where the source was kept; a KILN_CC that
  * names no program is KILN_ERR_CONFIG. The caller owns *out (cc_module_unload). */
-kiln_status cc_module_load(kiln_context *ctx, const char *source, size_t len, cc_module **out,
+kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_module **out,
                            bool *from_cache);
 void *cc_module_sym(const cc_module *m, const char *name); /* NULL if absent */
 size_t cc_module_code_bytes(const cc_module *m);           /* size of the .so */
@@ -32,9 +42,6 @@ typedef struct cc_stats {
     uint64_t evictions;       /* entries removed to keep the cache under its cap */
     double compile_seconds;   /* wall time spent in the compiler */
 } cc_stats;
-void cc_get_stats(kiln_context *ctx, cc_stats *out);
-
-/* For kiln_context_destroy. NULL is a no-op. */
-void cc_state_destroy(struct cc_state *st);
+void cc_get_stats(cc_compiler *cc, cc_stats *out);
 
 #endif

@@ -4,11 +4,11 @@
  * the pages back to the operating system: a malloc'd block that size may stay in the C
  * library's heap. Smaller regions (platform mode makes one per allocation) come from
  * aligned_alloc, which keeps them visible to AddressSanitizer: platform mode under ASan is
- * then a bounds checker for device buffers. The CPU backend keeps no state.
+ * then a bounds checker for device buffers. Memory needs none of the backend's state.
  *
  * Invariant: region_free receives the size region_alloc was asked for, which decides again
  * which of the two ways the region was made. */
-#include "backend/backend_impl.h"
+#include "cpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 
 #define CPU_MMAP_MIN ((size_t)1 << 20)
 
-static int cpu_device_count(void *state) {
+int cpu_device_count(void *state) {
     (void)state;
     return 1;
 }
@@ -39,7 +39,7 @@ static uint64_t cpu_available(void) {
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 }
 
-static kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *free_b) {
+kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *free_b) {
     (void)state, (void)device;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     *total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
@@ -64,8 +64,7 @@ static void *map_aligned(size_t size, size_t align) {
     return a;
 }
 
-static kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t align,
-                                    void **out) {
+kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t align, void **out) {
     (void)state, (void)device;
     *out = NULL;
     if (size >= CPU_MMAP_MIN) {
@@ -80,7 +79,7 @@ static kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t
     return KILN_OK;
 }
 
-static void cpu_region_free(void *state, int device, void *ptr, size_t size) {
+void cpu_region_free(void *state, int device, void *ptr, size_t size) {
     (void)state, (void)device;
     if (!ptr) return;
     if (size >= CPU_MMAP_MIN)
@@ -88,12 +87,3 @@ static void cpu_region_free(void *state, int device, void *ptr, size_t size) {
     else
         free(ptr);
 }
-
-const kn_backend kn_cpu_backend = {
-    .name = "cpu",
-    .default_alloc_mode = KILN_ALLOC_GROW,
-    .device_count = cpu_device_count,
-    .memory_info = cpu_memory_info,
-    .region_alloc = cpu_region_alloc,
-    .region_free = cpu_region_free,
-};

@@ -20,7 +20,7 @@
 INT_GEMM(int32_t, uint32_t)
 INT_GEMM(int64_t, uint64_t)
 
-static void gemm_one(kiln_dtype t, const cpu_gemm_desc *d, const char *a, const char *b, char *c) {
+static void gemm_one(kiln_dtype t, const kn_gemm_desc *d, const char *a, const char *b, char *c) {
     enum CBLAS_TRANSPOSE oa = d->trans_a ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE ob = d->trans_b ? CblasTrans : CblasNoTrans;
     blasint m = (blasint)d->m, n = (blasint)d->n, k = (blasint)d->k;
@@ -44,7 +44,7 @@ static void gemm_one(kiln_dtype t, const cpu_gemm_desc *d, const char *a, const 
     }
 }
 
-void cpu_gemm(kiln_dtype t, const cpu_gemm_desc *d, const void *a, const void *b, void *c) {
+void cpu_gemm(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c) {
     size_t es = kiln_dtype_size(t);
     if (d->m == 0 || d->n == 0 || d->batch == 0) return;
     if (d->k == 0) {
@@ -65,13 +65,13 @@ void cpu_gemm(kiln_dtype t, const cpu_gemm_desc *d, const void *a, const void *b
     }
 }
 
-void cpu_permute(kiln_dtype t, const void *src, const ir_shape *s, const int *perm, void *dst) {
+void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, const int *perm,
+                 void *dst) {
     size_t es = kiln_dtype_size(t);
-    int r = s->rank;
     int64_t sstride[KILN_MAX_RANK], dims[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0}, total = 1;
     int64_t st = 1;
-    for (int a = r - 1; a >= 0; a--) sstride[a] = st, st *= s->dims[a];
-    for (int i = 0; i < r; i++) dims[i] = s->dims[perm[i]], total *= dims[i];
+    for (int a = r - 1; a >= 0; a--) sstride[a] = st, st *= sdims[a];
+    for (int i = 0; i < r; i++) dims[i] = sdims[perm[i]], total *= dims[i];
     const char *sp = src;
     char *dp = dst;
     for (int64_t o = 0; o < total; o++) {

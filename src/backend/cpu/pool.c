@@ -259,12 +259,3 @@ void pool_destroy(kn_pool *p) {
     host_free(ctx, p->workers, sizeof(pool_worker) * (size_t)p->n_threads);
     host_free(ctx, p, sizeof *p);
 }
-
-kiln_status pool_for_context(kiln_context *ctx, kn_pool **out) {
-    kiln_status s = KILN_OK;
-    pthread_mutex_lock(&ctx->lazy_mu);
-    if (!ctx->pool) s = pool_create(ctx, ctx->config.num_threads, &ctx->pool);
-    *out = ctx->pool;
-    pthread_mutex_unlock(&ctx->lazy_mu);
-    return s;
-}

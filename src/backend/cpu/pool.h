@@ -1,7 +1,8 @@
 /* pool.h — a small persistent thread pool that kernels split their loops over.
  *
- * The context owns one pool (pool_for_context), made at first use with KILN_NUM_THREADS
- * threads counting the caller. Tiny loops never reach the workers: they run inline. */
+ * The CPU backend's state owns one pool per context (cpu_backend.c), made at the first
+ * launch with KILN_NUM_THREADS threads counting the caller. Tiny loops never reach the workers:
+ * they run inline. */
 #ifndef KILN_CPU_POOL_H
 #define KILN_CPU_POOL_H
 
@@ -24,8 +25,5 @@ typedef void (*pool_fn)(void *arg, int64_t begin, int64_t end);
  * serialize). grain <= 0 means 1. */
 void pool_parallel_for(kn_pool *p, int64_t n, int64_t grain, pool_fn fn, void *arg);
 int pool_num_threads(const kn_pool *p);
-
-/* The context's pool, created on first use with config.num_threads; owned by ctx. */
-kiln_status pool_for_context(kiln_context *ctx, kn_pool **out);
 
 #endif

@@ -1,0 +1,25 @@
+/* cpu.h — the CPU backend's parts shared between its files, and what tests may reach.
+ *
+ * The backend's per-context state (cpu_backend.c) owns the context's C compiler state
+ * (cc.h: identity, cache statistics) and its thread pool (pool.h); both are reached only
+ * through this state, never through the context. */
+#ifndef KILN_CPU_H
+#define KILN_CPU_H
+
+#include "backend/backend_impl.h"
+#include "cc.h"
+#include "pool.h"
+
+/* cpu_memory.c: the memory slots of the CPU backend. */
+int cpu_device_count(void *state);
+kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *free_b);
+kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t align, void **out);
+void cpu_region_free(void *state, int device, void *ptr, size_t size);
+
+/* The compiler of a CPU backend state (the `state` of a device whose backend is
+ * kn_cpu_backend): for its statistics, and for tests that load modules directly. */
+cc_compiler *cpu_backend_compiler(void *state);
+/* The state's thread pool, started on first use with config.num_threads threads. */
+kiln_status cpu_backend_pool(void *state, kn_pool **out);
+
+#endif

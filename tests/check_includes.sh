@@ -1,0 +1,63 @@
+#!/bin/sh
+# check_includes.sh — fails when a file under src/ includes a header from a room it may not
+# depend on, so the layering cannot drift back (run by ctest as check_includes).
+#
+# The rooms in dependency order: base < ir < alloc < backend < reference, trace < passes <
+# plan < codegen < exec. A room may include its own headers, those of the rooms listed for
+# it below, and the public kiln.h; exec/ may include anything. backend/cpu/ is private to
+# backend/: nothing else in src/ reaches the CPU backend but through the table in
+# backend_impl.h. Only quoted includes count ("room/file.h"); a name without a slash is the
+# room's own. One exception: base/ may include backend/device.h, because the context (base/
+# context.c) makes and closes its devices; never the backends themselves.
+#
+# Usage: check_includes.sh <src folder>
+src=${1:-src}
+[ -d "$src" ] || { echo "check_includes: no folder $src" >&2; exit 2; }
+
+allowed() { # room -> the rooms it may include besides itself
+    case $1 in
+    base) echo "" ;;
+    ir) echo "base" ;;
+    alloc) echo "base" ;;
+    backend) echo "base alloc" ;;
+    reference) echo "base ir" ;;
+    trace) echo "base ir" ;;
+    passes) echo "base ir reference" ;;
+    plan) echo "base ir passes" ;;
+    codegen) echo "base ir passes plan backend" ;;
+    exec) echo "*" ;;
+    *) echo "?" ;;
+    esac
+}
+
+bad=0
+for f in $(find "$src" -name '*.[ch]' | sort); do
+    rel=${f#"$src"/}
+    room=${rel%%/*}
+    ok=$(allowed "$room")
+    if [ "$ok" = "?" ]; then
+        echo "check_includes: $rel is in a room this script does not know ($room): add it" >&2
+        bad=1
+        continue
+    fi
+    for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+        case $inc in */*) ;; *) continue ;; esac
+        to=${inc%%/*}
+        case $inc in
+        backend/cpu/*)
+            if [ "$room" != backend ]; then
+                echo "check_includes: $rel includes \"$inc\": only src/backend/ may reach the CPU backend's internals; go through backend_impl.h" >&2
+                bad=1
+            fi
+            continue ;;
+        esac
+        [ "$to" = "$room" ] && continue
+        [ "$room" = base ] && [ "$inc" = backend/device.h ] && continue
+        [ "$ok" = "*" ] && continue
+        case " $ok " in *" $to "*) continue ;; esac
+        echo "check_includes: $rel includes \"$inc\": $room/ may include only ${ok:-nothing} besides itself" >&2
+        bad=1
+    done
+done
+[ $bad = 0 ] && echo "check_includes: every include of $src follows the layering"
+exit $bad

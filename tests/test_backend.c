@@ -1,0 +1,267 @@
+/* test_backend.c — the backend table (src/backend/backend_impl.h) and the dot lowering that
+ * feeds it: the CPU fills every slot its contract needs; its state is lazy (no thread, no
+ * compiler run until first needed); a program compiled, looked up and launched through the
+ * table computes what the kernel says; gemm and permute through the table agree with plain
+ * loops on the layouts lower_dot chooses; and a backend that lacks a slot a program needs
+ * makes kiln_compile fail with a message naming the op and the slot. */
+#include "test.h"
+
+#include "backend/cpu/cpu.h"
+#include "backend/device.h"
+#include "codegen/lower_dot.h"
+#include "exec/array.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+static kiln_context *context_with_threads(int threads) {
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.num_threads = threads;
+    const char *dir = getenv("KILN_CACHE_DIR"); /* keep the suite's private kernel cache */
+    if (dir) o.cache_dir = dir;
+    kiln_context *ctx = NULL;
+    char err[512];
+    if (kiln_context_create(&o, &ctx, err, sizeof err)) {
+        fprintf(stderr, "cannot create a context: %s\n", err);
+        exit(2);
+    }
+    return ctx;
+}
+
+static int thread_count(void) {
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void test_cpu_slots(void) {
+    const kn_backend *b = &kn_cpu_backend;
+    CHECK(b->name && !strcmp(b->name, "cpu"));
+    CHECK(b->open && b->close && b->device_count && b->memory_info);
+    CHECK(b->region_alloc && b->region_free);
+    CHECK(b->program_compile && b->program_free && b->kernel_get && b->launch);
+    CHECK(b->launch_prepare); /* the pool starts there, before a run's first kernel */
+    CHECK(b->gemm && b->permute && b->scatter_add_rows);
+    int n = 0;
+    const kn_backend *const *list = backend_list(&n);
+    CHECK(n >= 1 && list[0] == &kn_cpu_backend); /* device 0 is the CPU */
+}
+
+/* A context that never compiles never probes the compiler nor starts a thread; the
+ * first run starts the pool once. */
+static void test_lazy_state(void) {
+    int before = thread_count();
+    kiln_context *ctx = context_with_threads(3);
+    void *st = ctx->devices[0].state;
+    cc_stats cs;
+    cc_get_stats(cpu_backend_compiler(st), &cs);
+    CHECK(cs.compiles == 0 && cs.disk_hits == 0 && cs.disk_misses == 0);
+    CHECK(thread_count() == before);
+    CHECK_OK(ctx, kn_cpu_backend.launch_prepare(st, 0));
+    CHECK(thread_count() == before + 2); /* 3 threads counting the caller */
+    kn_pool *p = NULL, *again = NULL;
+    CHECK_OK(ctx, cpu_backend_pool(st, &p));
+    CHECK_OK(ctx, kn_cpu_backend.launch_prepare(st, 0));
+    CHECK_OK(ctx, cpu_backend_pool(st, &again));
+    CHECK(p && p == again && pool_num_threads(p) == 3 && thread_count() == before + 2);
+    kiln_context_destroy(ctx);
+    CHECK(thread_count() == before);
+}
+
+#define SRC_SQUARE                                                                                 \
+    "#include <stdint.h>\n"                                                                        \
+    "void kiln_k0(void *const *b, int64_t begin, int64_t end) {\n"                                 \
+    "    const float *x = b[0]; float *y = b[1];\n"                                                \
+    "    for (int64_t i = begin; i < end; i++) y[i] = x[i] * x[i];\n"                              \
+    "}\n"
+
+/* program_compile -> kernel_get -> launch_prepare -> launch, as exec/ drives them. */
+static void test_program_through_table(void) {
+    kiln_context *ctx = context_with_threads(3);
+    const kn_backend *b = ctx->devices[0].backend;
+    void *st = ctx->devices[0].state;
+    kn_program *prog = NULL;
+    kn_program_info info = {.code_bytes = 1234, .from_cache = true};
+    CHECK_OK(ctx, b->program_compile(st, 0, SRC_SQUARE, strlen(SRC_SQUARE), &prog, &info));
+    CHECK(prog && info.code_bytes > 0);
+    void *k = NULL, *missing = (void *)1;
+    CHECK_OK(ctx, b->kernel_get(st, prog, "kiln_k0", &k));
+    CHECK(k != NULL);
+    CHECK_STATUS(b->kernel_get(st, prog, "kiln_k7", &missing), KILN_ERR_INTERNAL);
+    CHECK(missing == NULL);
+    CHECK_CONTAINS(kiln_last_error(ctx), "no kernel kiln_k7");
+    enum { N = 10007 };
+    float *x = malloc(N * sizeof *x), *y = calloc(N, sizeof *y);
+    for (int i = 0; i < N; i++) x[i] = (float)(i % 97) - 48.0f;
+    void *bufs[2] = {x, y};
+    CHECK_OK(ctx, b->launch_prepare(st, 0));
+    CHECK_OK(ctx, b->launch(st, 0, k, bufs, N, 64)); /* split over the pool */
+    int wrong = 0;
+    for (int i = 0; i < N; i++) wrong += y[i] != x[i] * x[i];
+    CHECK_MSG(!wrong, "%d of %d items wrong", wrong, N);
+    b->program_free(st, prog);
+    b->program_free(st, NULL);
+    free(x), free(y);
+    kiln_context_destroy(ctx);
+}
+
+/* ---------------------------------------------------- dot lowering + gemm ---- */
+
+/* A one-node dot graph: lhs, rhs parameters of the given shapes. */
+static kiln_graph *dot_graph(kiln_context *ctx, int lr, const int64_t *ld, int rr,
+                             const int64_t *rd, const kiln_dot_dims *dd) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "dot", &g));
+    kiln_value l = kiln_parameter(g, "l", KILN_F64, lr, ld);
+    kiln_value r = kiln_parameter(g, "r", KILN_F64, rr, rd);
+    kiln_value out = kiln_dot_general(g, l, r, dd);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
+    return g;
+}
+
+/* Runs the lowered dot through the CPU table (permute into scratch, then gemm) and
+ * compares with the reference interpreter. */
+static void check_lowered(kiln_context *ctx, kiln_graph *g, const lower_dot *d) {
+    const kn_backend *b = ctx->devices[0].backend;
+    void *st = ctx->devices[0].state;
+    uint32_t id = g->outputs[0];
+    const ir_node *n = &g->nodes[id];
+    const ir_node *x[2] = {&g->nodes[ir_in(n)[0]], &g->nodes[ir_in(n)[1]]};
+    double *in[2], *scratch = calloc(1, d->scratch + 8);
+    kiln_array *args[2], *ref = NULL;
+    for (int i = 0; i < 2; i++) {
+        int64_t cnt = 0;
+        ir_shape_numel(&x[i]->shape, &cnt);
+        CHECK_OK(ctx, kiln_array_create(ctx, KILN_F64, x[i]->shape.rank, x[i]->shape.dims, NULL,
+                                        &args[i]));
+        in[i] = args[i]->data;
+        for (int64_t j = 0; j < cnt; j++) in[i][j] = (double)((j * 7 + i * 3) % 11) - 5.0;
+    }
+    CHECK_OK(ctx, kiln_interpret(g, 2, args, 1, &ref));
+    int64_t outn = 0;
+    ir_shape_numel(&n->shape, &outn);
+    double *c = calloc((size_t)outn + 1, sizeof *c);
+    const void *ops[2] = {in[0], in[1]};
+    for (int i = 0; i < 2; i++) {
+        if (!(i ? d->pack_b : d->pack_a)) continue;
+        void *dst = (char *)scratch + (i ? d->rhs_offset : 0);
+        CHECK_OK(ctx, b->permute(st, 0, KILN_F64, ops[i], x[i]->shape.rank, x[i]->shape.dims,
+                                 i ? d->perm_b : d->perm_a, dst));
+        ops[i] = dst;
+    }
+    CHECK_OK(ctx, b->gemm(st, 0, KILN_F64, &d->gemm, ops[0], ops[1], c));
+    const double *want = ref ? ref->data : NULL;
+    int wrong = 0;
+    for (int64_t j = 0; want && j < outn; j++) wrong += c[j] != want[j];
+    CHECK_MSG(want && !wrong, "%d of %lld elements differ from the reference", wrong,
+              (long long)outn);
+    kiln_array_free(ref), kiln_array_free(args[0]), kiln_array_free(args[1]);
+    free(c), free(scratch);
+}
+
+static void test_lower_dot(void) {
+    kiln_context *ctx = test_context();
+    lower_dot d;
+    /* [4,3] x [3,5]: both read in place, row-major */
+    kiln_dot_dims mm = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {0}};
+    kiln_graph *g = dot_graph(ctx, 2, (int64_t[]){4, 3}, 2, (int64_t[]){3, 5}, &mm);
+    lower_dot_plan(g, g->outputs[0], &d);
+    CHECK(!d.pack_a && !d.pack_b && !d.gemm.trans_a && !d.gemm.trans_b && d.scratch == 0);
+    CHECK(d.gemm.m == 4 && d.gemm.n == 5 && d.gemm.k == 3 && d.gemm.lda == 3 && d.gemm.ldb == 5);
+    check_lowered(ctx, g, &d);
+    kiln_graph_destroy(g);
+    /* lhs contracted on axis 0: a transposed view (BLAS's trans flag), not a copy */
+    kiln_dot_dims tm = {.n_contract = 1, .lhs_contract = {0}, .rhs_contract = {0}};
+    g = dot_graph(ctx, 2, (int64_t[]){3, 4}, 2, (int64_t[]){3, 5}, &tm);
+    lower_dot_plan(g, g->outputs[0], &d);
+    CHECK(!d.pack_a && d.gemm.trans_a && d.gemm.lda == 4 && d.scratch == 0);
+    check_lowered(ctx, g, &d);
+    kiln_graph_destroy(g);
+    /* batch axis in the middle of both: strided batches, still no copy */
+    kiln_dot_dims bm = {.n_contract = 1,
+                        .lhs_contract = {2},
+                        .rhs_contract = {0},
+                        .n_batch = 1,
+                        .lhs_batch = {1},
+                        .rhs_batch = {1}};
+    g = dot_graph(ctx, 3, (int64_t[]){4, 2, 3}, 3, (int64_t[]){3, 2, 5}, &bm);
+    lower_dot_plan(g, g->outputs[0], &d);
+    CHECK(!d.pack_a && !d.pack_b && d.gemm.nb == 1 && d.gemm.batch == 2);
+    CHECK(d.gemm.bstride_a[0] == 3 && d.gemm.bstride_b[0] == 5);
+    check_lowered(ctx, g, &d);
+    kiln_graph_destroy(g);
+    /* lhs free axes 0 and 2 around the contracted axis: no strided view, packed */
+    kiln_dot_dims pk = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {0}};
+    g = dot_graph(ctx, 3, (int64_t[]){3, 2, 4}, 2, (int64_t[]){2, 5}, &pk);
+    lower_dot_plan(g, g->outputs[0], &d);
+    CHECK(d.pack_a && !d.pack_b && d.perm_a[0] == 0 && d.perm_a[1] == 2 && d.perm_a[2] == 1);
+    CHECK(d.scratch == 24 * sizeof(double) && d.gemm.m == 12 && d.gemm.k == 2);
+    check_lowered(ctx, g, &d);
+    kiln_graph_destroy(g);
+    /* both packed: the rhs starts at an aligned offset after the lhs */
+    kiln_dot_dims pp = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {1}};
+    g = dot_graph(ctx, 3, (int64_t[]){3, 2, 4}, 3, (int64_t[]){5, 2, 3}, &pp);
+    lower_dot_plan(g, g->outputs[0], &d);
+    CHECK(d.pack_a && d.pack_b && d.rhs_offset == 24 * sizeof(double)); /* 192: 64-aligned */
+    CHECK(d.scratch == d.rhs_offset + 30 * sizeof(double));
+    check_lowered(ctx, g, &d);
+    kiln_graph_destroy(g);
+    kiln_context_destroy(ctx);
+}
+
+/* ---------------------------------------------- a backend missing a slot ---- */
+
+static kiln_status compile_with(kiln_context *ctx, const kn_backend *b, kiln_graph *g) {
+    const kn_backend *real = ctx->devices[0].backend;
+    ctx->devices[0].backend = b; /* same state: only the table's slots differ */
+    kiln_executable *e = NULL;
+    kiln_status s = kiln_compile(g, NULL, &e);
+    kiln_executable_destroy(e);
+    ctx->devices[0].backend = real;
+    return s;
+}
+
+static void test_missing_slots(void) {
+    kiln_context *ctx = test_context();
+    kiln_dot_dims pk = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {0}};
+    kiln_graph *plain = dot_graph(ctx, 2, (int64_t[]){4, 3}, 2, (int64_t[]){3, 5}, &pk);
+    kiln_graph *packed = dot_graph(ctx, 3, (int64_t[]){3, 2, 4}, 2, (int64_t[]){2, 5}, &pk);
+    kn_backend b = kn_cpu_backend;
+    b.gemm = NULL;
+    CHECK_STATUS(compile_with(ctx, &b, plain), KILN_ERR_UNIMPLEMENTED);
+    CHECK_CONTAINS(kiln_last_error(ctx), "dot_general");
+    CHECK_CONTAINS(kiln_last_error(ctx), "cpu backend's gemm");
+    b = kn_cpu_backend, b.permute = NULL;
+    CHECK_STATUS(compile_with(ctx, &b, plain), KILN_OK); /* read in place: no permute */
+    CHECK_STATUS(compile_with(ctx, &b, packed), KILN_ERR_UNIMPLEMENTED);
+    CHECK_CONTAINS(kiln_last_error(ctx), "permute");
+    b = kn_cpu_backend, b.program_compile = NULL;
+    CHECK_STATUS(compile_with(ctx, &b, plain), KILN_ERR_UNIMPLEMENTED);
+    CHECK_CONTAINS(kiln_last_error(ctx), "cannot run compiled programs");
+    kiln_graph *sg = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "scatter", &sg));
+    kiln_value op = kiln_parameter(sg, "op", KILN_F32, 2, (int64_t[]){4, 3});
+    kiln_value ix = kiln_parameter(sg, "ix", KILN_I32, 1, (int64_t[]){2});
+    kiln_value up = kiln_parameter(sg, "up", KILN_F32, 2, (int64_t[]){2, 3});
+    kiln_value out = kiln_scatter_add_rows(sg, op, ix, up);
+    CHECK_OK(ctx, kiln_graph_finish(sg, 1, &out));
+    b = kn_cpu_backend, b.scatter_add_rows = NULL;
+    CHECK_STATUS(compile_with(ctx, &b, sg), KILN_ERR_UNIMPLEMENTED);
+    CHECK_CONTAINS(kiln_last_error(ctx), "scatter_add_rows");
+    kiln_graph_destroy(sg), kiln_graph_destroy(plain), kiln_graph_destroy(packed);
+    kiln_context_destroy(ctx);
+}
+
+int main(void) {
+    RUN(test_cpu_slots);
+    RUN(test_lazy_state);
+    RUN(test_program_through_table);
+    RUN(test_lower_dot);
+    RUN(test_missing_slots);
+    return test_summary("test_backend");
+}

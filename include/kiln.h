@@ -4,10 +4,15 @@
  * kiln_dot_general, ...), which check shapes and dtypes at each call. A finished graph
  * can be evaluated by the reference interpreter (kiln_interpret) and, later, compiled.
  *
- * Ownership: every kiln_*_create has a matching kiln_*_destroy / kiln_*_free. A context
- * owns nothing the caller created: destroy graphs and free arrays before destroying the
- * context that made them. Strings returned by kiln_*_to_string are freed with
- * kiln_string_free.
+ * Names: functions are kiln_<object>_<verb>, enum values KILN_<TYPE>_<VALUE> (TYPE: the
+ * enum's type name without kiln_). One verb per action: an object made by kiln_*_create is
+ * destroyed with kiln_*_destroy; memory is freed (kiln_device_alloc's with
+ * kiln_device_free, strings kiln returns with kiln_string_free); a call that fills the
+ * caller's struct is kiln_<object>_get_<what>.
+ *
+ * Ownership: a context owns nothing the caller created: destroy graphs, arrays, executables
+ * and jits before destroying the context that made them. Strings returned by
+ * kiln_*_to_string, *_report, *_json and *_svg are freed with kiln_string_free.
  *
  * Errors: every fallible call returns a kiln_status. The message that goes with it
  * (op, shapes, sizes, variable names, user file and line) is kept on the context per

@@ -100,7 +100,12 @@ static kiln_status bad_opt(char *err, size_t n, const char *what) {
     return KILN_ERR_CONFIG;
 }
 
-#define PATH_CAP sizeof((kn_config *)0)->cache_dir /* every string setting's buffer */
+#define PATH_CAP       sizeof((kn_config *)0)->cache_dir /* every string setting's buffer */
+#define KN_SAME_CAP(f) _Static_assert(sizeof((kn_config *)0)->f == PATH_CAP, #f " size")
+KN_SAME_CAP(cc);
+KN_SAME_CAP(cc_flags);
+KN_SAME_CAP(alloc_trace);
+KN_SAME_CAP(dump_dir);
 
 static kiln_status check_options(const kiln_context_options *o, char *err, size_t n) {
     if ((unsigned)o->alloc_mode > KILN_ALLOC_PLATFORM)

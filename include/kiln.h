@@ -4,19 +4,25 @@
  * kiln_dot_general, ...), which check shapes and dtypes at each call. A finished graph
  * can be evaluated by the reference interpreter (kiln_interpret) and, later, compiled.
  *
- * Ownership: every kiln_*_create has a matching kiln_*_destroy / kiln_*_free. A context
- * owns nothing the caller created: destroy graphs and free arrays before destroying the
- * context that made them. Strings returned by kiln_*_to_string are freed with
- * kiln_string_free.
+ * Names: functions are kiln_<object>_<verb>, enum values KILN_<TYPE>_<VALUE> (TYPE: the
+ * enum's type name without kiln_). One verb per action: an object made by kiln_*_create is
+ * destroyed with kiln_*_destroy; memory is freed (kiln_device_alloc's with
+ * kiln_device_free, strings kiln returns with kiln_string_free); a call that fills the
+ * caller's struct is kiln_<object>_get_<what>.
+ *
+ * Ownership: a context owns nothing the caller created: destroy graphs, arrays, executables
+ * and jits before destroying the context that made them. Strings returned by
+ * kiln_*_to_string, *_report, *_json and *_svg are freed with kiln_string_free.
  *
  * Errors: every fallible call returns a kiln_status. The message that goes with it
- * (op, shapes, sizes, variable names, user file and line) is kept on the context and read
- * with kiln_last_error(). The graph builder keeps its first error instead: later ops
- * return an invalid value and kiln_graph_finish returns that first error.
+ * (op, shapes, sizes, variable names, user file and line) is kept on the context per
+ * calling thread, as errno is: kiln_last_error(ctx) reads the message of the calling
+ * thread's last failing call on ctx, so threads sharing a context never read each other's
+ * errors. The graph builder also keeps its first error on the graph: later ops return an
+ * invalid value and kiln_graph_finish returns that first error.
  *
  * Threads: calls on one context are safe from several threads, except that one graph is
- * built by one thread at a time and kiln_last_error's pointer is only stable until the
- * next failing call on the context (use kiln_last_error_copy from several threads).
+ * built by one thread at a time.
  */
 #ifndef KILN_H
 #define KILN_H
@@ -92,17 +98,30 @@ typedef enum kiln_alloc_mode {
     KILN_ALLOC_PLATFORM,    /* no caching: every request goes to the backend */
 } kiln_alloc_mode;
 
-/* Options for kiln_context_create. Zero-initialise; zero means the default. Environment
- * variables override these fields unless ignore_environment is set (docs/memory.md and
- * README list them). */
+/* Options for kiln_context_create. Zero-initialise; zero means the default. Every KILN_*
+ * environment variable has a field here, named in its comment; the variable overrides the
+ * field unless ignore_environment is set (docs/memory.md and README list them). Strings
+ * are copied and must be shorter than 1024 bytes; NULL or "" means the default. */
 typedef struct kiln_context_options {
     const kiln_host_allocator *host_allocator; /* NULL: malloc/realloc/free */
-    kiln_alloc_mode alloc_mode;                /* KILN_ALLOCATOR */
+    kiln_alloc_mode alloc_mode;                /* KILN_ALLOCATOR, KILN_PREALLOCATE */
     double mem_fraction;                       /* KILN_MEM_FRACTION; 0: 0.75 */
     uint64_t memory_limit;                     /* KILN_MEMORY_LIMIT, bytes; 0: none */
-    int num_threads;                           /* KILN_NUM_THREADS; 0: all cores */
+    int num_threads;                           /* KILN_NUM_THREADS, <= 4096; 0: all cores */
     const char *cache_dir;                     /* KILN_CACHE_DIR; NULL: user cache */
     bool ignore_environment;                   /* true: read no KILN_* variable */
+    /* KILN_CACHE_MAX_BYTES: the kernel disk cache's size cap in bytes; 0: 1 GiB; -1: no
+     * disk cache (the variable spells that 0). */
+    int64_t cache_max_bytes;
+    const char *cc;          /* KILN_CC: C compiler, a path or a name on PATH; NULL: cc, gcc
+                                or clang from PATH */
+    const char *cc_flags;    /* KILN_CC_FLAGS: extra compiler flags; NULL: none */
+    bool verify_passes;      /* KILN_VERIFY_PASSES: IR verifier after every pass (always in
+                                debug builds) */
+    const char *alloc_trace; /* KILN_ALLOC_TRACE: record device 0's allocations to this file
+                                from creation on (kiln_device_trace_start); NULL: none */
+    const char *dump_dir;    /* KILN_DUMP: a directory where each compiled program's IR,
+                                kernels and memory plan are written; NULL: none */
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,
@@ -111,10 +130,19 @@ KILN_API kiln_status kiln_context_create(const kiln_context_options *opts, kiln_
                                          char *err, size_t err_size);
 KILN_API void kiln_context_destroy(kiln_context *ctx);
 
-/* The message of the last failing call on ctx ("" if none). Valid until the next failing
- * call on ctx. */
+/* The message of the calling thread's last failing call on ctx ("" if it has none). Valid
+ * until that thread's next failing call on ctx or kiln_context_destroy.
+ *
+ * Per-thread messages were chosen over per-call status objects (IREE's iree_status_t) so
+ * that every call keeps returning a plain enum. Each thread that fails a call gets an
+ * 8 KiB slot on the context, kept until kiln_context_destroy (a thread id the system
+ * reuses reuses its slot); the creating thread's slot is made with the context, so
+ * reporting an error never allocates for it. When another thread's slot cannot be
+ * allocated (host out of memory) its message goes to one slot shared by such threads,
+ * which can change under this pointer: kiln_last_error_copy reads that slot safely. */
 KILN_API const char *kiln_last_error(const kiln_context *ctx);
-/* Copies the last message into buf (thread-safe); returns its full length. */
+/* Copies the calling thread's last message into buf (always terminated when size > 0);
+ * returns its full length. */
 KILN_API size_t kiln_last_error_copy(const kiln_context *ctx, char *buf, size_t size);
 KILN_API void kiln_string_free(kiln_context *ctx, char *s);
 

@@ -1,6 +1,7 @@
 /* test_config.c — options and KILN_* environment variables: every unparseable value is a
  * KILN_ERR_CONFIG whose message names the variable and the value; good values reach the
- * device allocator (mode, limit, fraction, trace file). */
+ * device allocator (mode, limit, fraction, trace file); every variable is also an option
+ * field, checked the same way, which the variable overrides. */
 #include "test.h"
 
 #include "base/base.h"
@@ -8,9 +9,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static const char *const vars[] = {"KILN_ALLOCATOR",    "KILN_PREALLOCATE", "KILN_MEM_FRACTION",
-                                   "KILN_MEMORY_LIMIT", "KILN_NUM_THREADS", "KILN_CACHE_DIR",
-                                   "KILN_ALLOC_TRACE"};
+static const char *const vars[] = {"KILN_ALLOCATOR",    "KILN_PREALLOCATE",     "KILN_MEM_FRACTION",
+                                   "KILN_MEMORY_LIMIT", "KILN_NUM_THREADS",     "KILN_CACHE_DIR",
+                                   "KILN_ALLOC_TRACE",  "KILN_CACHE_MAX_BYTES", "KILN_CC",
+                                   "KILN_CC_FLAGS",     "KILN_VERIFY_PASSES",   "KILN_DUMP"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -48,6 +50,14 @@ static void test_bad_values(void) {
     memset(long_path, 'x', sizeof long_path - 1);
     long_path[sizeof long_path - 1] = 0;
     expect_env_error("KILN_ALLOC_TRACE", long_path);
+    expect_env_error("KILN_CACHE_DIR", long_path);
+    expect_env_error("KILN_CC", long_path);
+    expect_env_error("KILN_CC_FLAGS", long_path);
+    expect_env_error("KILN_DUMP", long_path);
+    expect_env_error("KILN_CACHE_MAX_BYTES", "lots");
+    expect_env_error("KILN_CACHE_MAX_BYTES", "-1");
+    expect_env_error("KILN_VERIFY_PASSES", "maybe");
+    expect_env_error("KILN_NUM_THREADS", "5000");
 }
 
 static void test_disagreeing_variables(void) {
@@ -72,6 +82,77 @@ static void test_bad_options(void) {
     o = (kiln_context_options){.alloc_mode = (kiln_alloc_mode)42};
     CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
     CHECK_CONTAINS(err, "alloc_mode");
+    o = (kiln_context_options){.num_threads = 5000};
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_CONTAINS(err, "num_threads");
+    o = (kiln_context_options){.cache_max_bytes = -2};
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_CONTAINS(err, "cache_max_bytes");
+    /* Every string field is checked, and the message names the field. */
+    char long_path[1100];
+    memset(long_path, 'x', sizeof long_path - 1);
+    long_path[sizeof long_path - 1] = 0;
+    static const char *const fields[] = {"cache_dir", "cc", "cc_flags", "alloc_trace", "dump_dir"};
+    for (int i = 0; i < 5; i++) {
+        o = (kiln_context_options){0};
+        const char **f[] = {&o.cache_dir, &o.cc, &o.cc_flags, &o.alloc_trace, &o.dump_dir};
+        *f[i] = long_path;
+        CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+        CHECK(ctx == NULL);
+        CHECK_CONTAINS(err, fields[i]);
+        CHECK_CONTAINS(err, "longer than 1023 bytes");
+    }
+}
+
+/* The resolved configuration of a context made with o and one variable set (or none). */
+static kn_config config_with(const char *var, const char *value, const kiln_context_options *o) {
+    clear_env();
+    if (var) setenv(var, value, 1);
+    kn_config c;
+    memset(&c, 0, sizeof c);
+    kiln_context *ctx;
+    char err[512] = "";
+    CHECK_STATUS(create(&ctx, o, err, sizeof err), KILN_OK);
+    if (ctx)
+        c = ctx->config, kiln_context_destroy(ctx);
+    else
+        fprintf(stderr, "  %s\n", err);
+    clear_env();
+    return c;
+}
+
+/* Each setting that has no observable effect in a test of its own reaches the resolved
+ * configuration from its option field, and its variable overrides the field. */
+static void test_option_fields(void) {
+    kiln_context_options o = {.cc = "/opt/cc",
+                              .cc_flags = "-fno-math-errno",
+                              .dump_dir = "/tmp/kiln-dump-opt",
+                              .cache_max_bytes = 5 << 20,
+                              .verify_passes = true};
+    kn_config c = config_with(NULL, NULL, &o);
+    CHECK(!strcmp(c.cc, "/opt/cc") && !strcmp(c.cc_flags, "-fno-math-errno"));
+    CHECK(!strcmp(c.dump_dir, "/tmp/kiln-dump-opt"));
+    CHECK(c.cache_max_bytes == 5u << 20 && c.verify_passes);
+
+    c = config_with("KILN_DUMP", "/tmp/kiln-dump-env", &o);
+    CHECK(!strcmp(c.dump_dir, "/tmp/kiln-dump-env"));
+    c = config_with("KILN_CC", "clang", &o);
+    CHECK(!strcmp(c.cc, "clang"));
+    c = config_with("KILN_CC_FLAGS", "-O1", &o);
+    CHECK(!strcmp(c.cc_flags, "-O1"));
+    c = config_with("KILN_VERIFY_PASSES", "off", &o);
+    CHECK(!c.verify_passes);
+    c = config_with("KILN_CACHE_MAX_BYTES", "0", &o); /* the variable's "no disk cache" */
+    CHECK(c.cache_max_bytes == 0);
+    o.ignore_environment = true;
+    c = config_with("KILN_DUMP", "/tmp/kiln-dump-env", &o);
+    CHECK(!strcmp(c.dump_dir, "/tmp/kiln-dump-opt"));
+
+    /* Zero is the default; -1 is the option's "no disk cache". */
+    c = config_with(NULL, NULL, &(kiln_context_options){0});
+    CHECK(c.cache_max_bytes == 1u << 30 && !c.dump_dir[0] && !c.cc[0] && !c.cc_flags[0]);
+    c = config_with(NULL, NULL, &(kiln_context_options){.cache_max_bytes = -1});
+    CHECK(c.cache_max_bytes == 0);
 }
 
 static kiln_memory_stats stats_with_env(const char *var, const char *value,
@@ -128,6 +209,28 @@ static void test_byte_parser(void) {
     CHECK(!config_parse_bytes("5 MiBs", &v) && !config_parse_bytes("1e30", &v));
 }
 
+/* The alloc_trace field starts the same trace as its variable. */
+static void test_alloc_trace_option(void) {
+    clear_env();
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/kiln_test_config_trace_opt_%d.txt", (int)getpid());
+    kiln_context_options o = {.alloc_trace = path, .ignore_environment = true};
+    kiln_context *ctx;
+    char err[512];
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_OK);
+    if (ctx) {
+        void *p;
+        CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 555, "opt", &p));
+        CHECK_OK(ctx, kiln_device_free(ctx, 0, p));
+        kiln_context_destroy(ctx);
+    }
+    FILE *f = fopen(path, "r");
+    char text[512] = "";
+    if (f) text[fread(text, 1, sizeof text - 1, f)] = 0, fclose(f);
+    CHECK_CONTAINS(text, "a 1 555 ");
+    unlink(path);
+}
+
 static void test_alloc_trace_variable(void) {
     clear_env();
     char path[64];
@@ -162,5 +265,7 @@ int main(void) {
     RUN(test_good_values);
     RUN(test_byte_parser);
     RUN(test_alloc_trace_variable);
+    RUN(test_option_fields);
+    RUN(test_alloc_trace_option);
     return test_summary("test_config");
 }

@@ -33,17 +33,21 @@ typedef struct kn_config {
     char cc[1024];            /* KILN_CC; "": cc, gcc or clang from PATH */
     char cc_flags[1024];      /* KILN_CC_FLAGS: appended to the compiler's flags */
     char alloc_trace[1024];   /* KILN_ALLOC_TRACE: record device 0's allocations here */
+    char dump_dir[1024];      /* KILN_DUMP: write each compiled program's IR/kernels/plan */
     bool verify_passes;       /* KILN_VERIFY_PASSES: IR verifier after every pass */
 } kn_config;
 
 struct kn_device; /* src/backend: one per device of the context */
 struct strbuf;
+typedef struct kn_err_slot kn_err_slot; /* error.c: one thread's message */
 
 struct kiln_context {
     kiln_host_allocator host;
     kn_config config;
-    pthread_mutex_t err_mu;
-    char err[KN_ERR_MAX];
+    /* Error messages (error.c): one slot per thread that failed a call. */
+    pthread_mutex_t err_mu;                  /* guards err_fallback and appends to err_slots */
+    _Atomic(struct kn_err_slot *) err_slots; /* owned; the list only grows until destroy */
+    char err_fallback[KN_ERR_MAX];           /* for threads whose slot could not be allocated */
     atomic_uint next_graph_id;
     struct kn_device *devices; /* owned; n_devices entries; they own their backends' state */
     int n_devices;
@@ -57,7 +61,12 @@ void *host_realloc(kiln_context *ctx, void *p, size_t old_size, size_t new_size)
 void host_free(kiln_context *ctx, void *p, size_t size);
 char *host_strdup(kiln_context *ctx, const char *s); /* free with host_free(len+1) */
 
-/* Sets the context's message and returns code, so `return ctx_error(...)` reads well. */
+/* Error slots: init gives the calling thread (the context's creator) its slot, so a
+ * single-threaded program never allocates while reporting an error; free runs at destroy. */
+kiln_status ctx_errors_init(kiln_context *ctx);
+void ctx_errors_free(kiln_context *ctx);
+/* Sets the calling thread's message on the context and returns code, so `return ctx_error(...)`
+ * reads well. */
 kiln_status ctx_error(kiln_context *ctx, kiln_status code, const char *fmt, ...) KN_PRINTF(3, 4);
 kiln_status ctx_verror(kiln_context *ctx, kiln_status code, const char *fmt, va_list ap);
 /* The usual host-OOM message: "<what>: host allocation of N bytes failed". */

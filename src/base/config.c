@@ -2,12 +2,14 @@
  *
  * Environment variables override the options struct (as JAX's XLA_PYTHON_CLIENT_* do).
  * A value that cannot be parsed is an error that names the variable and the value; it
- * never falls back to a default silently. The table is in docs/memory.md and README.md. */
+ * never falls back to a default silently. Every variable is also a field of
+ * kiln_context_options (zero: the default). The table is in docs/memory.md and README.md. */
 #include "base.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,35 +100,70 @@ static kiln_status bad_opt(char *err, size_t n, const char *what) {
     return KILN_ERR_CONFIG;
 }
 
+#define PATH_CAP       sizeof((kn_config *)0)->cache_dir /* every string setting's buffer */
+#define KN_SAME_CAP(f) _Static_assert(sizeof((kn_config *)0)->f == PATH_CAP, #f " size")
+KN_SAME_CAP(cc);
+KN_SAME_CAP(cc_flags);
+KN_SAME_CAP(alloc_trace);
+KN_SAME_CAP(dump_dir);
+
 static kiln_status check_options(const kiln_context_options *o, char *err, size_t n) {
     if ((unsigned)o->alloc_mode > KILN_ALLOC_PLATFORM)
         return bad_opt(err, n, "alloc_mode is not a kiln_alloc_mode value");
     if (o->mem_fraction < 0 || o->mem_fraction > 1 || isnan(o->mem_fraction))
         return bad_opt(err, n, "mem_fraction must be in (0, 1], or 0 for the default");
-    if (o->num_threads < 0) return bad_opt(err, n, "num_threads must be >= 0 (0: all cores)");
-    if (o->cache_dir && strlen(o->cache_dir) >= sizeof((kn_config *)0)->cache_dir)
-        return bad_opt(err, n, "cache_dir is longer than 1023 bytes");
+    if (o->num_threads < 0 || o->num_threads > 4096)
+        return bad_opt(err, n, "num_threads must be in [0, 4096] (0: all cores)");
+    if (o->cache_max_bytes < -1)
+        return bad_opt(err, n,
+                       "cache_max_bytes must be a byte count, 0 for the default (1 GiB) or -1 "
+                       "for no disk cache");
+    static const struct {
+        const char *name;
+        size_t offset;
+    } strs[] = {{"cache_dir", offsetof(kiln_context_options, cache_dir)},
+                {"cc", offsetof(kiln_context_options, cc)},
+                {"cc_flags", offsetof(kiln_context_options, cc_flags)},
+                {"alloc_trace", offsetof(kiln_context_options, alloc_trace)},
+                {"dump_dir", offsetof(kiln_context_options, dump_dir)}};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        const char *s = *(const char *const *)((const char *)o + strs[i].offset);
+        if (s && strlen(s) >= PATH_CAP) {
+            snprintf(err, n, "kiln_context_options: %s is longer than %zu bytes", strs[i].name,
+                     PATH_CAP - 1);
+            return KILN_ERR_CONFIG;
+        }
+    }
     return KILN_OK;
 }
 
-/* The C compiler the CPU backend runs, its extra flags and the disk cache's size cap. */
-static kiln_status apply_env_cc(kn_config *c, char *err, size_t n) {
+/* A string variable (a path, flags): copied into dst when set and not empty. */
+static kiln_status env_str(char *dst, const char *var, const char *expected, char *err, size_t n) {
+    const char *v = getenv(var);
+    if (!v || !*v) return KILN_OK;
+    if (strlen(v) >= PATH_CAP) return bad_env(err, n, var, v, expected);
+    snprintf(dst, PATH_CAP, "%s", v);
+    return KILN_OK;
+}
+
+/* The C compiler the CPU backend runs, its extra flags, the disk cache's size cap and the
+ * files written for debugging. */
+static kiln_status apply_env_strings(kn_config *c, char *err, size_t n) {
     const char *v;
+    kiln_status s;
     if ((v = getenv("KILN_CACHE_MAX_BYTES")) && *v) {
         if (!config_parse_bytes(v, &c->cache_max_bytes))
             return bad_env(err, n, "KILN_CACHE_MAX_BYTES", v,
                            "a byte count such as 1073741824, 512M or 2GiB (0: no disk cache)");
     }
-    if ((v = getenv("KILN_CC")) && *v) {
-        if (strlen(v) >= sizeof c->cc)
-            return bad_env(err, n, "KILN_CC", v, "a path shorter than 1024 bytes");
-        snprintf(c->cc, sizeof c->cc, "%s", v);
-    }
-    if ((v = getenv("KILN_CC_FLAGS")) && *v) {
-        if (strlen(v) >= sizeof c->cc_flags)
-            return bad_env(err, n, "KILN_CC_FLAGS", v, "flags shorter than 1024 bytes in all");
-        snprintf(c->cc_flags, sizeof c->cc_flags, "%s", v);
-    }
+    if ((s = env_str(c->cc, "KILN_CC", "a path shorter than 1024 bytes", err, n)) ||
+        (s = env_str(c->cc_flags, "KILN_CC_FLAGS", "flags shorter than 1024 bytes in all", err,
+                     n)) ||
+        (s = env_str(c->cache_dir, "KILN_CACHE_DIR", "a path shorter than 1024 bytes", err, n)) ||
+        (s = env_str(c->alloc_trace, "KILN_ALLOC_TRACE", "a path shorter than 1024 bytes", err,
+                     n)) ||
+        (s = env_str(c->dump_dir, "KILN_DUMP", "a directory path shorter than 1024 bytes", err, n)))
+        return s;
     return KILN_OK;
 }
 
@@ -175,17 +212,14 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
         if (!config_parse_bool(v, &c->verify_passes))
             return bad_env(err, n, "KILN_VERIFY_PASSES", v, "true or false (1/0, yes/no, on/off)");
     }
-    if ((v = getenv("KILN_CACHE_DIR")) && *v) {
-        if (strlen(v) >= sizeof c->cache_dir)
-            return bad_env(err, n, "KILN_CACHE_DIR", v, "a path shorter than 1024 bytes");
-        snprintf(c->cache_dir, sizeof c->cache_dir, "%s", v);
-    }
-    if ((v = getenv("KILN_ALLOC_TRACE")) && *v) {
-        if (strlen(v) >= sizeof c->alloc_trace)
-            return bad_env(err, n, "KILN_ALLOC_TRACE", v, "a path shorter than 1024 bytes");
-        snprintf(c->alloc_trace, sizeof c->alloc_trace, "%s", v);
-    }
-    return apply_env_cc(c, err, n);
+    return apply_env_strings(c, err, n);
+}
+
+/* The option's spelling of the disk cache's cap (0: default, -1: none) in kn_config's
+ * (0: none), which is the variable's. */
+static uint64_t cache_cap(int64_t option) {
+    if (option == 0) return (uint64_t)1 << 30;
+    return option < 0 ? 0 : (uint64_t)option;
 }
 
 kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, char *err,
@@ -198,8 +232,14 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
                        .mem_fraction = o->mem_fraction,
                        .memory_limit = o->memory_limit,
                        .num_threads = o->num_threads,
-                       .cache_max_bytes = (uint64_t)1 << 30};
+                       .verify_passes = o->verify_passes,
+                       .cache_max_bytes = cache_cap(o->cache_max_bytes)};
+    /* lengths were checked above */
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);
+    if (o->cc) snprintf(cfg->cc, sizeof cfg->cc, "%s", o->cc);
+    if (o->cc_flags) snprintf(cfg->cc_flags, sizeof cfg->cc_flags, "%s", o->cc_flags);
+    if (o->alloc_trace) snprintf(cfg->alloc_trace, sizeof cfg->alloc_trace, "%s", o->alloc_trace);
+    if (o->dump_dir) snprintf(cfg->dump_dir, sizeof cfg->dump_dir, "%s", o->dump_dir);
     if (!o->ignore_environment && (s = apply_env(cfg, err, err_size))) return s;
     if (cfg->mem_fraction == 0) cfg->mem_fraction = 0.75;
     if (!cfg->cache_dir[0]) {

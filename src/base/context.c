@@ -1,5 +1,5 @@
 /* context.c — the context: the one object that owns kiln's state (configuration, error
- * message, devices with their allocators and their backends' state). There are no
+ * messages, devices with their allocators and their backends' state). There are no
  * mutable globals. */
 #include "base.h"
 #include "backend/device.h"
@@ -38,10 +38,14 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
     memset(ctx, 0, sizeof *ctx);
     ctx->host = *h;
     ctx->config = cfg;
-    pthread_mutex_init(&ctx->err_mu, NULL);
     atomic_init(&ctx->next_graph_id, 1);
+    if ((s = ctx_errors_init(ctx))) {
+        snprintf(err, err_size, "kiln_context_create: host allocation of the error slot failed");
+        kiln_context_destroy(ctx);
+        return s;
+    }
     if ((s = device_open_all(ctx))) {
-        snprintf(err, err_size, "%s", ctx->err);
+        kiln_last_error_copy(ctx, err, err_size);
         kiln_context_destroy(ctx);
         return s;
     }
@@ -52,7 +56,7 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
 void kiln_context_destroy(kiln_context *ctx) {
     if (!ctx) return;
     device_close_all(ctx); /* and with them the backends' state: compilers, thread pools */
-    pthread_mutex_destroy(&ctx->err_mu);
+    ctx_errors_free(ctx);
     kiln_host_allocator h = ctx->host;
     h.free(h.user, ctx, sizeof *ctx);
 }

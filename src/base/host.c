@@ -1,4 +1,4 @@
-/* host.c — host memory through the context's allocator, and error messages.
+/* host.c — host memory through the context's allocator.
  *
  * The default allocator is malloc. Sizes of 0 are rounded up to 1 so that a NULL
  * result always means failure. */
@@ -52,50 +52,6 @@ char *host_strdup(kiln_context *ctx, const char *s) {
     return p;
 }
 
-kiln_status ctx_verror(kiln_context *ctx, kiln_status code, const char *fmt, va_list ap) {
-    pthread_mutex_lock(&ctx->err_mu);
-    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
-    pthread_mutex_unlock(&ctx->err_mu);
-    return code;
-}
-
-kiln_status ctx_error(kiln_context *ctx, kiln_status code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    ctx_verror(ctx, code, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-kiln_status ctx_oom(kiln_context *ctx, const char *what, size_t size) {
-    return ctx_error(ctx, KILN_ERR_HOST_OOM, "%s: host allocation of %zu bytes failed", what, size);
-}
-
-const char *kiln_last_error(const kiln_context *ctx) {
-    return ctx ? ctx->err : "";
-}
-
-size_t kiln_last_error_copy(const kiln_context *ctx, char *buf, size_t size) {
-    if (!ctx) return 0;
-    kiln_context *c = (kiln_context *)ctx; /* the mutex is not part of the value */
-    pthread_mutex_lock(&c->err_mu);
-    size_t n = strlen(c->err);
-    if (buf && size) snprintf(buf, size, "%s", c->err);
-    pthread_mutex_unlock(&c->err_mu);
-    return n;
-}
-
 void kiln_string_free(kiln_context *ctx, char *s) {
     if (ctx && s) host_free(ctx, s, strlen(s) + 1);
-}
-
-const char *kiln_status_name(kiln_status s) {
-    static const char *const names[] = {
-        "KILN_OK",         "KILN_ERR_INVALID_ARGUMENT", "KILN_ERR_SHAPE",
-        "KILN_ERR_DTYPE",  "KILN_ERR_HOST_OOM",         "KILN_ERR_DEVICE_OOM",
-        "KILN_ERR_CONFIG", "KILN_ERR_UNIMPLEMENTED",    "KILN_ERR_INTERNAL",
-        "KILN_ERR_IO",     "KILN_ERR_BACKEND",          "KILN_ERR_CONSUMED",
-    };
-    if ((unsigned)s < sizeof names / sizeof names[0]) return names[s];
-    return "KILN_ERR_UNKNOWN";
 }

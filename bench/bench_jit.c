@@ -32,7 +32,7 @@ static double median(double *v, int n) {
 
 #define DIE(ctx, e)                                                                                \
     do {                                                                                           \
-        if ((e) != KILN_OK) {                                                                      \
+        if ((e) != KILN_STATUS_OK) {                                                               \
             fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, kiln_last_error(ctx));              \
             exit(1);                                                                               \
         }                                                                                          \
@@ -117,13 +117,13 @@ static double time_exe(kiln_executable *e, int n_args, kiln_array **args, int n_
     kiln_array *outs[4];
     double t[32];
     DIE(ctx, kiln_executable_run(e, n_args, args, n_outs, outs)); /* warm up */
-    for (int i = 0; i < n_outs; i++) kiln_array_free(outs[i]);
+    for (int i = 0; i < n_outs; i++) kiln_array_destroy(outs[i]);
     for (int r = 0; r < reps; r++) {
         flush_cache();
         double t0 = now();
         DIE(ctx, kiln_executable_run(e, n_args, args, n_outs, outs));
         t[r] = now() - t0;
-        for (int i = 0; i < n_outs; i++) kiln_array_free(outs[i]);
+        for (int i = 0; i < n_outs; i++) kiln_array_destroy(outs[i]);
     }
     return median(t, reps);
 }
@@ -134,7 +134,7 @@ static kiln_array *random_array(int rank, const int64_t *dims) {
     float *p = malloc((size_t)n * 4);
     for (int64_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
     kiln_array *a;
-    DIE(ctx, kiln_array_create(ctx, KILN_F32, rank, dims, p, &a));
+    DIE(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, rank, dims, p, &a));
     free(p);
     return a;
 }
@@ -151,20 +151,21 @@ static void bench_chain(void) {
     int64_t n = 16 << 20;
     kiln_graph *g;
     kiln_graph_create(ctx, "chain", &g);
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, &n),
-               y = kiln_parameter(g, "y", KILN_F32, 1, &n);
-    kiln_value v =
-        kiln_add(g, kiln_mul(g, x, kiln_scalar(g, KILN_F32, 1.5)), kiln_scalar(g, KILN_F32, 0.5));
-    v = kiln_mul(g, kiln_max(g, v, kiln_scalar(g, KILN_F32, 0)), x);
-    v = kiln_abs(g, kiln_sub(g, v, kiln_scalar(g, KILN_F32, 0.25)));
-    v = kiln_add(
-        g, kiln_mul(g, kiln_min(g, v, kiln_scalar(g, KILN_F32, 4)), kiln_scalar(g, KILN_F32, 0.75)),
-        y);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &n),
+               y = kiln_parameter(g, "y", KILN_DTYPE_F32, 1, &n);
+    kiln_value v = kiln_add(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 1.5)),
+                            kiln_scalar(g, KILN_DTYPE_F32, 0.5));
+    v = kiln_mul(g, kiln_max(g, v, kiln_scalar(g, KILN_DTYPE_F32, 0)), x);
+    v = kiln_abs(g, kiln_sub(g, v, kiln_scalar(g, KILN_DTYPE_F32, 0.25)));
+    v = kiln_add(g,
+                 kiln_mul(g, kiln_min(g, v, kiln_scalar(g, KILN_DTYPE_F32, 4)),
+                          kiln_scalar(g, KILN_DTYPE_F32, 0.75)),
+                 y);
     kiln_executable *e = compile(g, &v, 1);
     kiln_array *args[2] = {random_array(1, &n), random_array(1, &n)};
     double t = time_exe(e, 2, args, 1);
     printf("chain8_16M_ms %.3f\nchain8_16M_GBps %.2f\n", t * 1e3, 3.0 * 4 * (double)n / t / 1e9);
-    kiln_array_free(args[0]), kiln_array_free(args[1]);
+    kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
     kiln_executable_destroy(e), kiln_graph_destroy(g);
 }
 
@@ -172,7 +173,7 @@ static void bench_rowwise(const char *name, int layer_norm) {
     int64_t d[2] = {4096, 4096};
     kiln_graph *g;
     kiln_graph_create(ctx, name, &g);
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
     kiln_value y = layer_norm ? kiln_layer_norm(g, x, (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-5)
                               : kiln_softmax(g, x, -1);
     kiln_executable *e = compile(g, &y, 1);
@@ -181,7 +182,7 @@ static void bench_rowwise(const char *name, int layer_norm) {
     kiln_array *a = random_array(2, d);
     double t = time_exe(e, 1, &a, 1);
     printf("%s_4096x4096_ms %.3f\n%s_kernels %d\n", name, t * 1e3, name, info.num_kernels);
-    kiln_array_free(a);
+    kiln_array_destroy(a);
     kiln_executable_destroy(e), kiln_graph_destroy(g);
 }
 
@@ -190,13 +191,13 @@ static void bench_mlp(void) {
     int64_t b1 = 1024, b2 = 1024, b3 = 10;
     kiln_graph *g;
     kiln_graph_create(ctx, "mlp", &g);
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, xd);
-    kiln_value W1 = kiln_parameter(g, "w1", KILN_F32, 2, w1),
-               B1 = kiln_parameter(g, "b1", KILN_F32, 1, &b1);
-    kiln_value W2 = kiln_parameter(g, "w2", KILN_F32, 2, w2),
-               B2 = kiln_parameter(g, "b2", KILN_F32, 1, &b2);
-    kiln_value W3 = kiln_parameter(g, "w3", KILN_F32, 2, w3),
-               B3 = kiln_parameter(g, "b3", KILN_F32, 1, &b3);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, xd);
+    kiln_value W1 = kiln_parameter(g, "w1", KILN_DTYPE_F32, 2, w1),
+               B1 = kiln_parameter(g, "b1", KILN_DTYPE_F32, 1, &b1);
+    kiln_value W2 = kiln_parameter(g, "w2", KILN_DTYPE_F32, 2, w2),
+               B2 = kiln_parameter(g, "b2", KILN_DTYPE_F32, 1, &b2);
+    kiln_value W3 = kiln_parameter(g, "w3", KILN_DTYPE_F32, 2, w3),
+               B3 = kiln_parameter(g, "b3", KILN_DTYPE_F32, 1, &b3);
     kiln_value h = kiln_relu(g, kiln_add(g, kiln_matmul(g, x, W1), B1));
     h = kiln_relu(g, kiln_add(g, kiln_matmul(g, h, W2), B2));
     h = kiln_add(g, kiln_matmul(g, h, W3), B3);
@@ -207,14 +208,14 @@ static void bench_mlp(void) {
     double t = time_exe(e, 7, args, 1);
     double flops = 2.0 * 256 * (784.0 * 1024 + 1024.0 * 1024 + 1024.0 * 10);
     printf("mlp3_b256_ms %.3f\nmlp3_b256_GFLOPs %.1f\n", t * 1e3, flops / t / 1e9);
-    for (int i = 0; i < 7; i++) kiln_array_free(args[i]);
+    for (int i = 0; i < 7; i++) kiln_array_destroy(args[i]);
     kiln_executable_destroy(e), kiln_graph_destroy(g);
 }
 
 static int tiny_fn(kiln_graph *g, const kiln_value *a, int n, const void *st, void *u,
                    kiln_value *o) {
     (void)n, (void)st, (void)u;
-    o[0] = kiln_add(g, kiln_mul(g, a[0], a[0]), kiln_scalar(g, KILN_F32, 1));
+    o[0] = kiln_add(g, kiln_mul(g, a[0], a[0]), kiln_scalar(g, KILN_DTYPE_F32, 1));
     return 1;
 }
 
@@ -225,19 +226,19 @@ static void bench_dispatch(void) {
     int64_t n = 4;
     kiln_array *a = random_array(1, &n), *out;
     DIE(ctx, kiln_jit_call(j, 1, &a, NULL, 0, 1, &out));
-    kiln_array_free(out);
+    kiln_array_destroy(out);
     int iters = 20000;
     double t[32];
     for (int r = 0; r < reps; r++) {
         double t0 = now();
         for (int i = 0; i < iters; i++) {
             kiln_jit_call(j, 1, &a, NULL, 0, 1, &out);
-            kiln_array_free(out);
+            kiln_array_destroy(out);
         }
         t[r] = (now() - t0) / iters;
     }
     printf("dispatch_cached_call_us %.3f\n", median(t, reps) * 1e6);
-    kiln_array_free(a);
+    kiln_array_destroy(a);
     kiln_jit_destroy(j);
 }
 
@@ -247,10 +248,10 @@ static void bench_compile_time(void) {
     for (int pass = 0; pass < 2; pass++) {
         kiln_graph *g;
         kiln_graph_create(ctx, "compile", &g);
-        kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
         kiln_value y =
             kiln_layer_norm(g, kiln_gelu(g, x), (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-5);
-        y = kiln_softmax(g, kiln_add(g, y, kiln_scalar(g, KILN_F32, (double)getpid())), -1);
+        y = kiln_softmax(g, kiln_add(g, y, kiln_scalar(g, KILN_DTYPE_F32, (double)getpid())), -1);
         kiln_executable *e = compile(g, &y, 1);
         kiln_executable_info info;
         kiln_executable_get_info(e, &info);

@@ -12,7 +12,7 @@
 
 #define DIE(ctx, expr)                                                                             \
     do {                                                                                           \
-        if ((expr) != KILN_OK) {                                                                   \
+        if ((expr) != KILN_STATUS_OK) {                                                            \
             fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, kiln_last_error(ctx));              \
             exit(1);                                                                               \
         }                                                                                          \
@@ -23,11 +23,11 @@ static kiln_context *ctx;
 /* Exact bytes of the buffers of one kind in one place (arguments; outputs in new arrays). */
 static uint64_t exact_bytes(kiln_executable *e, kiln_buffer_kind kind, kiln_buffer_place place) {
     kiln_memory_analysis a;
-    kiln_executable_memory_analysis(e, &a);
+    kiln_executable_get_memory_analysis(e, &a);
     uint64_t sum = 0;
     for (int i = 0; i < a.num_buffers; i++) {
         kiln_buffer_info b;
-        kiln_executable_buffer_info(e, i, &b);
+        kiln_executable_get_buffer_info(e, i, &b);
         if (b.kind == kind && b.place == place) sum += b.bytes;
     }
     return sum;
@@ -41,9 +41,9 @@ static uint64_t measure(kiln_executable *e, const model *m) {
     int n_out = kiln_graph_num_outputs(m->g);
     DIE(ctx, kiln_executable_run(e, m->n_params, args, n_out, out));
     kiln_memory_stats st;
-    kiln_device_memory_stats(ctx, 0, &st);
-    for (int i = 0; i < n_out; i++) kiln_array_free(out[i]);
-    for (int i = 0; i < m->n_params; i++) kiln_array_free(args[i]);
+    kiln_device_get_memory_stats(ctx, 0, &st);
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(out[i]);
+    for (int i = 0; i < m->n_params; i++) kiln_array_destroy(args[i]);
     return st.peak_bytes_in_use;
 }
 
@@ -58,11 +58,11 @@ static void report(const char *name, const model_entry *me, int n_donate, const 
     DIE(ctx, kiln_compile(m.g, &unfused, &u));
     kiln_memory_analysis a, au;
     kiln_executable_info info, infou;
-    kiln_executable_memory_analysis(e, &a), kiln_executable_memory_analysis(u, &au);
+    kiln_executable_get_memory_analysis(e, &a), kiln_executable_get_memory_analysis(u, &au);
     kiln_executable_get_info(e, &info), kiln_executable_get_info(u, &infou);
-    uint64_t args = exact_bytes(e, KILN_BUFFER_ARGUMENT, KILN_PLACE_ARGUMENT);
-    uint64_t outs = exact_bytes(e, KILN_BUFFER_OUTPUT, KILN_PLACE_OUTPUT);
-    uint64_t outs_u = exact_bytes(u, KILN_BUFFER_OUTPUT, KILN_PLACE_OUTPUT);
+    uint64_t args = exact_bytes(e, KILN_BUFFER_KIND_ARGUMENT, KILN_BUFFER_PLACE_ARGUMENT);
+    uint64_t outs = exact_bytes(e, KILN_BUFFER_KIND_OUTPUT, KILN_BUFFER_PLACE_OUTPUT);
+    uint64_t outs_u = exact_bytes(u, KILN_BUFFER_KIND_OUTPUT, KILN_BUFFER_PLACE_OUTPUT);
     printf("%s kiln_kernels %d\n%s kiln_kernels_unfused %d\n", name, info.num_kernels, name,
            infou.num_kernels);
     printf("%s kiln_schedule %s\n", name, a.schedule);

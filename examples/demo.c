@@ -14,7 +14,7 @@
 #define TRY(ctx, expr)                                                                             \
     do {                                                                                           \
         kiln_status s_ = (expr);                                                                   \
-        if (s_ != KILN_OK) {                                                                       \
+        if (s_ != KILN_STATUS_OK) {                                                                \
             fprintf(stderr, "demo: %s failed: %s\n", #expr, kiln_last_error(ctx));                 \
             exit(1);                                                                               \
         }                                                                                          \
@@ -23,11 +23,11 @@
 /* x[4,3] -> dense(3->5) -> gelu -> dense(5->2) -> softmax over classes. */
 static kiln_value trace_mlp(kiln_graph *g) {
     int64_t xd[] = {4, 3}, w1d[] = {3, 5}, b1d[] = {5}, w2d[] = {5, 2}, b2d[] = {2};
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, xd);
-    kiln_value w1 = kiln_parameter(g, "w1", KILN_F32, 2, w1d);
-    kiln_value b1 = kiln_parameter(g, "b1", KILN_F32, 1, b1d);
-    kiln_value w2 = kiln_parameter(g, "w2", KILN_F32, 2, w2d);
-    kiln_value b2 = kiln_parameter(g, "b2", KILN_F32, 1, b2d);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, xd);
+    kiln_value w1 = kiln_parameter(g, "w1", KILN_DTYPE_F32, 2, w1d);
+    kiln_value b1 = kiln_parameter(g, "b1", KILN_DTYPE_F32, 1, b1d);
+    kiln_value w2 = kiln_parameter(g, "w2", KILN_DTYPE_F32, 2, w2d);
+    kiln_value b2 = kiln_parameter(g, "b2", KILN_DTYPE_F32, 1, b2d);
     kiln_value h = kiln_gelu(g, kiln_add(g, kiln_matmul(g, x, w1), b1));
     kiln_value logits = kiln_add(g, kiln_matmul(g, h, w2), b2);
     return kiln_softmax(g, logits, -1);
@@ -51,18 +51,18 @@ static int cmp_double(const void *a, const void *b) {
 /* One line per kernel, in schedule order: what it writes, and over what if in place. */
 static void print_kernels(kiln_executable *e) {
     kiln_memory_analysis a;
-    kiln_executable_memory_analysis(e, &a);
+    kiln_executable_get_memory_analysis(e, &a);
     for (int s = 0; s < a.num_steps; s++)
         for (int i = 0; i < a.num_buffers; i++) {
             kiln_buffer_info b;
-            kiln_executable_buffer_info(e, i, &b);
-            if (b.first_step != s || b.kind == KILN_BUFFER_SCRATCH) continue;
+            kiln_executable_get_buffer_info(e, i, &b);
+            if (b.first_step != s || b.kind == KILN_BUFFER_KIND_SCRATCH) continue;
             char shape[96] = "";
             for (int d = 0, k = 0; d < b.rank; d++)
                 k += snprintf(shape + k, sizeof shape - (size_t)k, d ? ",%lld" : "%lld",
                               (long long)b.dims[d]);
             printf("  %2d: %%%-4d %-17s %s[%s]%s", s, b.node, b.op, kiln_dtype_name(b.dtype), shape,
-                   b.kind == KILN_BUFFER_OUTPUT ? "  (output)" : "");
+                   b.kind == KILN_BUFFER_KIND_OUTPUT ? "  (output)" : "");
             if (b.shares_with) printf("  in place over %%%d", b.shares_with);
             printf("\n");
         }
@@ -91,7 +91,7 @@ static void transformer(kiln_context *ctx, const char *out_dir) {
     kiln_executable_info i0, i1;
     kiln_memory_analysis a0, a;
     kiln_executable_get_info(e0, &i0), kiln_executable_get_info(e, &i1);
-    kiln_executable_memory_analysis(e0, &a0), kiln_executable_memory_analysis(e, &a);
+    kiln_executable_get_memory_analysis(e0, &a0), kiln_executable_get_memory_analysis(e, &a);
     printf("  before fusion: %d kernels (one per op), planned peak %.2f MiB\n", i0.num_kernels,
            (double)a0.peak_bytes / 1048576);
     printf("  after fusion:  %d kernels (%d ops fused away), planned peak %.2f MiB; in schedule "
@@ -115,8 +115,8 @@ static void transformer(kiln_context *ctx, const char *out_dir) {
         double t0 = now();
         TRY(ctx, kiln_executable_run(e, m.n_params, args, 1, &out));
         t[r] = now() - t0;
-        kiln_device_memory_stats(ctx, 0, &st);
-        kiln_array_free(out);
+        kiln_device_get_memory_stats(ctx, 0, &st);
+        kiln_array_destroy(out);
     }
     qsort(t + 1, 20, sizeof *t, cmp_double); /* the first call warms up */
     printf("\n== running it ==\n  time per call: %.3f ms (median of 20 calls)\n", t[10] * 1e3);
@@ -133,7 +133,7 @@ static void transformer(kiln_context *ctx, const char *out_dir) {
     else
         printf("  could not write the plan's picture to %s\n", path);
     kiln_string_free(ctx, svg), kiln_string_free(ctx, json);
-    for (int i = 0; i < m.n_params; i++) kiln_array_free(args[i]);
+    for (int i = 0; i < m.n_params; i++) kiln_array_destroy(args[i]);
     kiln_executable_destroy(e0), kiln_executable_destroy(e);
     kiln_graph_destroy(m.g);
 }
@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
     (void)argc;
     kiln_context *ctx;
     char err[512];
-    if (kiln_context_create(NULL, &ctx, err, sizeof err) != KILN_OK) {
+    if (kiln_context_create(NULL, &ctx, err, sizeof err) != KILN_STATUS_OK) {
         fprintf(stderr, "demo: %s\n", err);
         return 1;
     }
@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
     const float *data[5] = {x, w1, b1, w2, b2};
     kiln_array *args[5], *out;
     for (int i = 0; i < 5; i++)
-        TRY(ctx, kiln_array_create(ctx, KILN_F32, ranks[i], shapes[i], data[i], &args[i]));
+        TRY(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, ranks[i], shapes[i], data[i], &args[i]));
     TRY(ctx, kiln_interpret(g, 5, args, 1, &out));
 
     float p[8];
@@ -174,15 +174,15 @@ int main(int argc, char **argv) {
     kiln_graph *bad;
     TRY(ctx, kiln_graph_create(ctx, "bad", &bad));
     int64_t ad[] = {2, 3}, bd[] = {4};
-    kiln_value a = kiln_parameter(bad, "a", KILN_F32, 2, ad);
-    kiln_value b = kiln_parameter(bad, "b", KILN_F32, 1, bd);
+    kiln_value a = kiln_parameter(bad, "a", KILN_DTYPE_F32, 2, ad);
+    kiln_value b = kiln_parameter(bad, "b", KILN_DTYPE_F32, 1, bd);
     kiln_value c = kiln_add(bad, a, b);
     kiln_status s = kiln_graph_finish(bad, 1, &c);
     printf("\n== a traced mistake ==\n  %s: %s\n", kiln_status_name(s), kiln_last_error(ctx));
     kiln_graph_destroy(bad);
 
-    kiln_array_free(out);
-    for (int i = 0; i < 5; i++) kiln_array_free(args[i]);
+    kiln_array_destroy(out);
+    for (int i = 0; i < 5; i++) kiln_array_destroy(args[i]);
     kiln_graph_destroy(g);
 
     /* the picture goes next to the demo (build/ under `make demo`) */

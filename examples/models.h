@@ -25,7 +25,7 @@ typedef struct model {
 } model;
 
 static inline kiln_value model_param(model *m, const char *name, int rank, const int64_t *dims) {
-    kiln_value v = kiln_parameter(m->g, name, KILN_F32, rank, dims);
+    kiln_value v = kiln_parameter(m->g, name, KILN_DTYPE_F32, rank, dims);
     if (m->n_params < MODEL_MAX_PARAMS) m->params[m->n_params++] = v;
     return v;
 }
@@ -68,13 +68,13 @@ static inline kiln_value tb_attention(model *m, kiln_value x) {
     kiln_value v = tb_heads(g, kiln_matmul(g, x, wv));
     kiln_dot_dims qk = {.n_contract = 1, .lhs_contract = {2}, .rhs_contract = {2}, .n_batch = 1};
     kiln_value s = kiln_dot_general(g, q, k, &qk); /* [H, T, T] */
-    s = kiln_mul(g, s, kiln_scalar(g, KILN_F32, 1.0 / sqrt((double)(TB_D / TB_H))));
+    s = kiln_mul(g, s, kiln_scalar(g, KILN_DTYPE_F32, 1.0 / sqrt((double)(TB_D / TB_H))));
     int64_t tt[2] = {TB_T, TB_T};
-    kiln_value causal = kiln_compare(g, kiln_iota(g, KILN_I32, 2, tt, 0),
-                                     kiln_iota(g, KILN_I32, 2, tt, 1), KILN_CMP_GE);
+    kiln_value causal = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, tt, 0),
+                                     kiln_iota(g, KILN_DTYPE_I32, 2, tt, 1), KILN_CMP_GE);
     int64_t htt[3] = {TB_H, TB_T, TB_T};
     causal = kiln_broadcast_to(g, causal, 3, htt);
-    s = kiln_select(g, causal, s, kiln_full(g, KILN_F32, 3, htt, -1e9));
+    s = kiln_select(g, causal, s, kiln_full(g, KILN_DTYPE_F32, 3, htt, -1e9));
     kiln_value p = kiln_softmax(g, s, -1);
     kiln_dot_dims pv = {.n_contract = 1, .lhs_contract = {2}, .rhs_contract = {1}, .n_batch = 1};
     kiln_value a = kiln_dot_general(g, p, v, &pv); /* [H, T, D/H] */
@@ -150,13 +150,14 @@ static inline int model_layer_norm(model *m) {
 static inline int model_chain(model *m) {
     kiln_graph *g = m->g;
     kiln_value x = model_vector(m, "x", 16 << 20), y = model_vector(m, "y", 16 << 20);
-    kiln_value v =
-        kiln_add(g, kiln_mul(g, x, kiln_scalar(g, KILN_F32, 1.5)), kiln_scalar(g, KILN_F32, 0.5));
-    v = kiln_mul(g, kiln_max(g, v, kiln_scalar(g, KILN_F32, 0)), x);
-    v = kiln_abs(g, kiln_sub(g, v, kiln_scalar(g, KILN_F32, 0.25)));
-    m->outs[0] = kiln_add(
-        g, kiln_mul(g, kiln_min(g, v, kiln_scalar(g, KILN_F32, 4)), kiln_scalar(g, KILN_F32, 0.75)),
-        y);
+    kiln_value v = kiln_add(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 1.5)),
+                            kiln_scalar(g, KILN_DTYPE_F32, 0.5));
+    v = kiln_mul(g, kiln_max(g, v, kiln_scalar(g, KILN_DTYPE_F32, 0)), x);
+    v = kiln_abs(g, kiln_sub(g, v, kiln_scalar(g, KILN_DTYPE_F32, 0.25)));
+    m->outs[0] = kiln_add(g,
+                          kiln_mul(g, kiln_min(g, v, kiln_scalar(g, KILN_DTYPE_F32, 4)),
+                                   kiln_scalar(g, KILN_DTYPE_F32, 0.75)),
+                          y);
     return 1;
 }
 
@@ -208,18 +209,18 @@ static inline kiln_status model_args(kiln_context *ctx, const model *m, kiln_arr
         kiln_status s = kiln_array_create(ctx, t, rank, dims, NULL, &args[i]);
         if (s) return s;
         float *p = (float *)malloc((size_t)(n ? n : 1) * sizeof *p);
-        if (!p) return KILN_ERR_HOST_OOM;
+        if (!p) return KILN_STATUS_HOST_OOM;
         uint32_t seed = 2654435761u * (uint32_t)(i + 1);
         for (int64_t k = 0; k < n; k++) {
             seed = seed * 1664525u + 1013904223u;
             p[k] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 0.2f;
         }
-        kiln_array_free(args[i]);
+        kiln_array_destroy(args[i]);
         s = kiln_array_create(ctx, t, rank, dims, p, &args[i]);
         free(p);
         if (s) return s;
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 #endif

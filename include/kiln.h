@@ -55,28 +55,28 @@ extern "C" {
 /* ---------------------------------------------------------------- status ---- */
 
 typedef enum kiln_status {
-    KILN_OK = 0,
-    KILN_ERR_INVALID_ARGUMENT, /* a bad value passed by the caller */
-    KILN_ERR_SHAPE,            /* shapes that do not fit the op */
-    KILN_ERR_DTYPE,            /* dtypes that do not fit the op */
-    KILN_ERR_HOST_OOM,         /* the host allocator returned NULL */
-    KILN_ERR_DEVICE_OOM,       /* the device allocator could not satisfy a request */
-    KILN_ERR_CONFIG,           /* an option or environment variable could not be used */
-    KILN_ERR_UNIMPLEMENTED,    /* valid, but not supported (yet) on this path */
-    KILN_ERR_INTERNAL,         /* a bug in kiln: please report it */
-    KILN_ERR_IO,               /* a file could not be read or written */
-    KILN_ERR_BACKEND,          /* the device or its driver refused */
-    KILN_ERR_CONSUMED,         /* an array was used after it was donated or freed */
+    KILN_STATUS_OK = 0,
+    KILN_STATUS_INVALID_ARGUMENT, /* a bad value passed by the caller */
+    KILN_STATUS_SHAPE,            /* shapes that do not fit the op */
+    KILN_STATUS_DTYPE,            /* dtypes that do not fit the op */
+    KILN_STATUS_HOST_OOM,         /* the host allocator returned NULL */
+    KILN_STATUS_DEVICE_OOM,       /* the device allocator could not satisfy a request */
+    KILN_STATUS_CONFIG,           /* an option or environment variable could not be used */
+    KILN_STATUS_UNIMPLEMENTED,    /* valid, but not supported (yet) on this path */
+    KILN_STATUS_INTERNAL,         /* a bug in kiln: please report it */
+    KILN_STATUS_IO,               /* a file could not be read or written */
+    KILN_STATUS_BACKEND,          /* the device or its driver refused */
+    KILN_STATUS_CONSUMED,         /* an array was used after it was donated or freed */
 } kiln_status;
 
-/* A short constant name for a status ("KILN_ERR_SHAPE"). Never NULL. */
+/* A short constant name for a status ("KILN_STATUS_SHAPE"). Never NULL. */
 KILN_API const char *kiln_status_name(kiln_status s);
 
 /* --------------------------------------------------------- host memory ---- */
 
 /* All host memory kiln uses for its own objects (graphs, messages, reference arrays)
  * comes through this interface. free and realloc receive the size that was asked for.
- * alloc and realloc return NULL on failure; kiln turns that into KILN_ERR_HOST_OOM and
+ * alloc and realloc return NULL on failure; kiln turns that into KILN_STATUS_HOST_OOM and
  * leaves everything as it was. Pointers must be aligned for any standard type. */
 typedef struct kiln_host_allocator {
     void *(*alloc)(void *user, size_t size);
@@ -92,10 +92,10 @@ typedef struct kiln_context kiln_context;
 /* How device memory is obtained (docs/memory.md). Zero means the device's default:
  * GROW for the CPU, PREALLOCATE for accelerators. */
 typedef enum kiln_alloc_mode {
-    KILN_ALLOC_DEFAULT = 0,
-    KILN_ALLOC_GROW,        /* regions added on demand, each >= 1/16 of those held */
-    KILN_ALLOC_PREALLOCATE, /* reserve mem_fraction of the device at first use */
-    KILN_ALLOC_PLATFORM,    /* no caching: every request goes to the backend */
+    KILN_ALLOC_MODE_DEFAULT = 0,
+    KILN_ALLOC_MODE_GROW,        /* regions added on demand, each >= 1/16 of those held */
+    KILN_ALLOC_MODE_PREALLOCATE, /* reserve mem_fraction of the device at first use */
+    KILN_ALLOC_MODE_PLATFORM,    /* no caching: every request goes to the backend */
 } kiln_alloc_mode;
 
 /* Options for kiln_context_create. Zero-initialise; zero means the default. Every KILN_*
@@ -166,7 +166,7 @@ typedef struct kiln_memory_stats {
     double fragmentation;              /* 1 - largest free block / free bytes; 0: none free */
     uint64_t num_live_allocs;          /* allocations not yet freed */
     uint64_t num_regions;              /* regions held from the device */
-    kiln_alloc_mode mode;              /* the mode in force (never KILN_ALLOC_DEFAULT) */
+    kiln_alloc_mode mode;              /* the mode in force (never KILN_ALLOC_MODE_DEFAULT) */
 } kiln_memory_stats;
 
 /* Number of devices of the context (at least 1: device 0 is the CPU). */
@@ -174,8 +174,8 @@ KILN_API int kiln_device_count(const kiln_context *ctx);
 /* A name such as "cpu:0"; NULL for a bad index. Owned by the context. */
 KILN_API const char *kiln_device_name(const kiln_context *ctx, int device);
 
-KILN_API kiln_status kiln_device_memory_stats(kiln_context *ctx, int device,
-                                              kiln_memory_stats *out);
+KILN_API kiln_status kiln_device_get_memory_stats(kiln_context *ctx, int device,
+                                                  kiln_memory_stats *out);
 /* Sets peak_bytes_in_use and peak_bytes_reserved to the current values. */
 KILN_API kiln_status kiln_device_reset_peak(kiln_context *ctx, int device);
 /* Returns every wholly free region to the device. released (may be NULL) receives the
@@ -183,18 +183,18 @@ KILN_API kiln_status kiln_device_reset_peak(kiln_context *ctx, int device);
 KILN_API kiln_status kiln_device_trim(kiln_context *ctx, int device, uint64_t *released);
 
 /* Raw device memory, for tests and for users who manage buffers themselves. The pointer is
- * 256-byte aligned; size 0 gives NULL and KILN_OK. tag (may be NULL) names the owner in
+ * 256-byte aligned; size 0 gives NULL and KILN_STATUS_OK. tag (may be NULL) names the owner in
  * out-of-memory messages and traces; it is copied (the first 23 bytes). Failing with
- * KILN_ERR_DEVICE_OOM leaves the allocator as it was, apart from wholly free regions it
+ * KILN_STATUS_DEVICE_OOM leaves the allocator as it was, apart from wholly free regions it
  * returned to the device to make room; the message lists the largest live allocations. */
 KILN_API kiln_status kiln_device_alloc(kiln_context *ctx, int device, size_t size, const char *tag,
                                        void **out);
 /* Frees a pointer from kiln_device_alloc on the same device; NULL is a no-op. A pointer the
- * allocator does not know (freed twice, foreign) is KILN_ERR_INVALID_ARGUMENT. */
+ * allocator does not know (freed twice, foreign) is KILN_STATUS_INVALID_ARGUMENT. */
 KILN_API kiln_status kiln_device_free(kiln_context *ctx, int device, void *ptr);
 /* The allocator's state as text (stats, regions, largest live allocations), for logs.
  * Free with kiln_string_free. NULL on a bad device or host OOM. */
-KILN_API char *kiln_device_memory_summary(kiln_context *ctx, int device);
+KILN_API char *kiln_device_memory_report(kiln_context *ctx, int device);
 
 /* Records every allocation and free of the device to a text file (one event a line: see
  * docs/memory.md) until kiln_device_trace_stop; bench/alloc replays such a file. Live
@@ -206,35 +206,35 @@ KILN_API kiln_status kiln_device_trace_stop(kiln_context *ctx, int device);
 /* ----------------------------------------------------------------- dtypes ---- */
 
 typedef enum kiln_dtype {
-    KILN_INVALID_DTYPE = 0,
-    KILN_F32,
-    KILN_F64,
-    KILN_I32,
-    KILN_I64,
-    KILN_BOOL, /* stored as one byte, 0 or 1 */
-    /* room for KILN_BF16, KILN_F16 (storage types) later: enums only grow here. */
+    KILN_DTYPE_INVALID = 0,
+    KILN_DTYPE_F32,
+    KILN_DTYPE_F64,
+    KILN_DTYPE_I32,
+    KILN_DTYPE_I64,
+    KILN_DTYPE_BOOL, /* stored as one byte, 0 or 1 */
+    /* room for KILN_DTYPE_BF16, KILN_DTYPE_F16 (storage types) later: enums only grow here. */
 } kiln_dtype;
 
 KILN_API const char *kiln_dtype_name(kiln_dtype t); /* "f32", ...; "invalid" */
-KILN_API size_t kiln_dtype_size(kiln_dtype t);      /* bytes; 0 if invalid */
+KILN_API size_t kiln_dtype_itemsize(kiln_dtype t);  /* bytes; 0 if invalid */
 
 /* ----------------------------------------------------------------- arrays ---- */
 
 typedef struct kiln_array kiln_array;
 
 /* An array's bytes live in device memory (device 0, the CPU: host RAM), taken from the
- * device's allocator, so kiln_device_memory_stats counts them (rounded up to 256 bytes).
+ * device's allocator, so kiln_device_get_memory_stats counts them (rounded up to 256 bytes).
  *
  * Donation: an array passed as a donated argument (kiln_compile_options.donate_argnums)
  * is consumed by a successful call: its buffer now belongs to the call's outputs or was
- * freed. Using it again is KILN_ERR_CONSUMED; its dtype and shape can still be read (as
- * in JAX), and kiln_array_free still frees the handle. */
+ * freed. Using it again is KILN_STATUS_CONSUMED; its dtype and shape can still be read (as
+ * in JAX), and kiln_array_destroy still frees the handle. */
 
 /* Creates an array of the given dtype and shape (row-major) and copies data into it;
  * data NULL gives zeros. */
 KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                                        const int64_t *dims, const void *data, kiln_array **out);
-KILN_API void kiln_array_free(kiln_array *a);
+KILN_API void kiln_array_destroy(kiln_array *a);
 /* Copies the array's bytes to dst, which holds size bytes: size must equal
  * kiln_array_nbytes(a). */
 KILN_API kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size);
@@ -273,7 +273,7 @@ KILN_API void kiln_graph_at(kiln_graph *g, const char *file, int line);
 /* Marks the outputs, checks the graph and closes it to further ops. Returns the builder's
  * first error if any op failed (its message is on the context), else the verifier's. */
 KILN_API kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *outputs);
-/* The builder's first error (KILN_OK if none) and its message ("" if none). */
+/* The builder's first error (KILN_STATUS_OK if none) and its message ("" if none). */
 KILN_API kiln_status kiln_graph_status(const kiln_graph *g);
 KILN_API const char *kiln_graph_error(const kiln_graph *g);
 
@@ -331,16 +331,16 @@ KILN_API kiln_value kiln_min(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_logical_and(kiln_graph *g, kiln_value a, kiln_value b); /* bool */
 KILN_API kiln_value kiln_logical_or(kiln_graph *g, kiln_value a, kiln_value b);  /* bool */
 
-typedef enum kiln_compare_dir {
+typedef enum kiln_cmp {
     KILN_CMP_EQ = 0,
     KILN_CMP_NE,
     KILN_CMP_LT,
     KILN_CMP_LE,
     KILN_CMP_GT,
     KILN_CMP_GE,
-} kiln_compare_dir;
+} kiln_cmp;
 /* Elementwise comparison with broadcasting; the result is bool. NaN compares unequal. */
-KILN_API kiln_value kiln_compare(kiln_graph *g, kiln_value a, kiln_value b, kiln_compare_dir dir);
+KILN_API kiln_value kiln_compare(kiln_graph *g, kiln_value a, kiln_value b, kiln_cmp dir);
 /* pred (bool) ? on_true : on_false, elementwise, all three broadcast together. */
 KILN_API kiln_value kiln_select(kiln_graph *g, kiln_value pred, kiln_value on_true,
                                 kiln_value on_false);
@@ -438,7 +438,7 @@ typedef struct kiln_compile_options {
     bool disable_passes; /* no simplify/CSE/DCE */
     /* Arguments each call consumes, by parameter index (jax.jit's donate_argnums). Their
      * buffers may hold outputs or temporaries, which lowers the peak; a successful run
-     * marks those arrays consumed (KILN_ERR_CONSUMED afterwards). A donation the plan could
+     * marks those arrays consumed (KILN_STATUS_CONSUMED afterwards). A donation the plan could
      * not use is listed by kiln_executable_memory_report (the array is still consumed and
      * its buffer freed after the call, as JAX does). The list is copied. */
     int n_donate;
@@ -487,7 +487,7 @@ typedef struct kiln_memory_analysis {
     uint64_t temp_lower_bound;     /* most temporary bytes live at one step of the schedule */
     uint64_t arena_bytes;          /* the arena's exact extent (temp_bytes before rounding) */
     uint64_t inplace_bytes;        /* results written over inputs that die there */
-    int num_buffers;               /* entries of kiln_executable_buffer_info */
+    int num_buffers;               /* entries of kiln_executable_get_buffer_info */
     int num_steps;                 /* kernels, in the order of the chosen schedule */
     int num_donated;               /* arguments donated */
     int num_donations_unused;      /* donated arguments the plan found no use for */
@@ -495,19 +495,19 @@ typedef struct kiln_memory_analysis {
 } kiln_memory_analysis;
 
 typedef enum kiln_buffer_kind {
-    KILN_BUFFER_ARGUMENT, /* a parameter: the caller's array */
-    KILN_BUFFER_CONSTANT, /* a constant held by the executable */
-    KILN_BUFFER_OUTPUT,   /* an output (the first time it is listed) */
-    KILN_BUFFER_TEMP,     /* a value that lives only during a call */
-    KILN_BUFFER_SCRATCH,  /* a kernel's runtime scratch (a matrix product's packed operand) */
+    KILN_BUFFER_KIND_ARGUMENT, /* a parameter: the caller's array */
+    KILN_BUFFER_KIND_CONSTANT, /* a constant held by the executable */
+    KILN_BUFFER_KIND_OUTPUT,   /* an output (the first time it is listed) */
+    KILN_BUFFER_KIND_TEMP,     /* a value that lives only during a call */
+    KILN_BUFFER_KIND_SCRATCH,  /* a kernel's runtime scratch (a matrix product's packed operand) */
 } kiln_buffer_kind;
 
 typedef enum kiln_buffer_place {
-    KILN_PLACE_ARGUMENT, /* in argument place_index */
-    KILN_PLACE_CONSTANT, /* in the executable */
-    KILN_PLACE_OUTPUT,   /* in the new output array place_index */
-    KILN_PLACE_ARENA,    /* in the temporary arena, at offset */
-    KILN_PLACE_DONATED,  /* in the buffer of donated argument place_index, at offset */
+    KILN_BUFFER_PLACE_ARGUMENT, /* in argument place_index */
+    KILN_BUFFER_PLACE_CONSTANT, /* in the executable */
+    KILN_BUFFER_PLACE_OUTPUT,   /* in the new output array place_index */
+    KILN_BUFFER_PLACE_ARENA,    /* in the temporary arena, at offset */
+    KILN_BUFFER_PLACE_DONATED,  /* in the buffer of donated argument place_index, at offset */
 } kiln_buffer_place;
 
 /* One buffer of the plan. Steps number the kernels in schedule order; -1 is "before the
@@ -519,7 +519,7 @@ typedef struct kiln_buffer_info {
     kiln_buffer_kind kind;
     kiln_buffer_place place;
     int place_index;
-    kiln_dtype dtype; /* scratch: KILN_INVALID_DTYPE and rank 0 (it is raw bytes) */
+    kiln_dtype dtype; /* scratch: KILN_DTYPE_INVALID and rank 0 (it is raw bytes) */
     int rank;
     int64_t dims[KILN_MAX_RANK];
     uint64_t bytes;  /* exact size */
@@ -528,11 +528,11 @@ typedef struct kiln_buffer_info {
     int shares_with; /* written in place over this value's buffer; 0 if none */
 } kiln_buffer_info;
 
-KILN_API kiln_status kiln_executable_memory_analysis(const kiln_executable *e,
-                                                     kiln_memory_analysis *out);
+KILN_API kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
+                                                         kiln_memory_analysis *out);
 /* Buffer i, 0 <= i < num_buffers: values in graph order, then kernels' scratch. */
-KILN_API kiln_status kiln_executable_buffer_info(const kiln_executable *e, int i,
-                                                 kiln_buffer_info *out);
+KILN_API kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
+                                                     kiln_buffer_info *out);
 /* The analysis, the donations and the per-buffer listing as text; the plan as JSON; the
  * plan as an SVG timeline (x: schedule step, y: offset in the arena, one box per buffer).
  * docs/memory.md shows how to read them. Free with kiln_string_free; NULL on host OOM. */

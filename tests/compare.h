@@ -15,7 +15,7 @@ static inline kiln_array *cmp_random_array(kiln_context *ctx, kiln_dtype t, int 
                                            const int64_t *dims, uint64_t *seed) {
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= dims[i];
-    unsigned char *buf = (unsigned char *)malloc((size_t)(n ? n : 1) * kiln_dtype_size(t));
+    unsigned char *buf = (unsigned char *)malloc((size_t)(n ? n : 1) * kiln_dtype_itemsize(t));
     test_fill_uniform(t, n, buf, seed);
     kiln_array *a = NULL;
     kiln_array_create(ctx, t, rank, dims, buf, &a);
@@ -25,10 +25,10 @@ static inline kiln_array *cmp_random_array(kiln_context *ctx, kiln_dtype t, int 
 
 static inline double cmp_elem(const void *p, kiln_dtype t, int64_t i) {
     switch (t) {
-    case KILN_F32: return ((const float *)p)[i];
-    case KILN_F64: return ((const double *)p)[i];
-    case KILN_I32: return ((const int32_t *)p)[i];
-    case KILN_I64: return (double)((const int64_t *)p)[i];
+    case KILN_DTYPE_F32: return ((const float *)p)[i];
+    case KILN_DTYPE_F64: return ((const double *)p)[i];
+    case KILN_DTYPE_I32: return ((const int32_t *)p)[i];
+    case KILN_DTYPE_I64: return (double)((const int64_t *)p)[i];
     default: return ((const unsigned char *)p)[i];
     }
 }
@@ -45,7 +45,7 @@ static inline int cmp_arrays(const kiln_array *got, const kiln_array *want, doub
     void *a = malloc(n ? n : 1), *b = malloc(n ? n : 1);
     kiln_array_copy_to_host(got, a, n);
     kiln_array_copy_to_host(want, b, n);
-    double tol = t == KILN_F32 ? tol_f32 : t == KILN_F64 ? tol_f64 : 0;
+    double tol = t == KILN_DTYPE_F32 ? tol_f32 : t == KILN_DTYPE_F64 ? tol_f64 : 0;
     int ok = 1;
     for (int64_t i = 0; i < kiln_array_size(want) && ok; i++) {
         double x = cmp_elem(a, t, i), y = cmp_elem(b, t, i);
@@ -66,15 +66,15 @@ static inline kiln_status cmp_run_planned(kiln_context *ctx, kiln_executable *e,
                                           kiln_array **args, int n_out, kiln_array **got, int *ok) {
     kiln_memory_analysis a;
     kiln_memory_stats before, after;
-    kiln_executable_memory_analysis(e, &a);
-    if (plan_check(e->g, &e->plan, &e->mem) != KILN_OK) {
+    kiln_executable_get_memory_analysis(e, &a);
+    if (plan_check(e->g, &e->plan, &e->mem) != KILN_STATUS_OK) {
         fprintf(stderr, "plan_check: %s\n", kiln_last_error(ctx));
         *ok = 0;
     }
-    kiln_device_memory_stats(ctx, 0, &before);
+    kiln_device_get_memory_stats(ctx, 0, &before);
     kiln_device_reset_peak(ctx, 0);
     kiln_status s = kiln_executable_run(e, n_args, args, n_out, got);
-    kiln_device_memory_stats(ctx, 0, &after);
+    kiln_device_get_memory_stats(ctx, 0, &after);
     if (s) return s;
     uint64_t rise = after.peak_bytes_in_use - before.bytes_in_use;
     if (rise != a.peak_bytes - a.argument_bytes ||
@@ -97,13 +97,13 @@ static inline int cmp_graph(kiln_context *ctx, kiln_graph *g, int n_args, kiln_a
     kiln_array **want = (kiln_array **)calloc((size_t)n_out, sizeof *want);
     kiln_array **got = (kiln_array **)calloc((size_t)n_out, sizeof *got);
     kiln_executable *e = NULL;
-    if (kiln_compile(g, opts, &e) != KILN_OK) {
+    if (kiln_compile(g, opts, &e) != KILN_STATUS_OK) {
         fprintf(stderr, "compile: %s\n", kiln_last_error(ctx));
         ok = 0;
-    } else if (cmp_run_planned(ctx, e, n_args, args, n_out, got, &ok) != KILN_OK) {
+    } else if (cmp_run_planned(ctx, e, n_args, args, n_out, got, &ok) != KILN_STATUS_OK) {
         fprintf(stderr, "run: %s\n", kiln_last_error(ctx));
         ok = 0;
-    } else if (kiln_interpret(g, n_args, args, n_out, want) != KILN_OK) {
+    } else if (kiln_interpret(g, n_args, args, n_out, want) != KILN_STATUS_OK) {
         fprintf(stderr, "interpret: %s\n", kiln_last_error(ctx));
         ok = 0;
     } else {
@@ -123,7 +123,7 @@ static inline int cmp_graph(kiln_context *ctx, kiln_graph *g, int n_args, kiln_a
         fprintf(stderr, "%s\n", s ? s : "(no text)");
         kiln_string_free(ctx, s);
     }
-    for (int i = 0; i < n_out; i++) kiln_array_free(want[i]), kiln_array_free(got[i]);
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(want[i]), kiln_array_destroy(got[i]);
     free(want), free(got);
     kiln_executable_destroy(e);
     return ok;

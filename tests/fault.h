@@ -8,7 +8,7 @@
  *
  * The sweep's contract, for n = 1, 2, ...: fail the n-th allocation and run the scenario.
  * When the scenario never asked for an n-th allocation the run was complete: it must
- * succeed, and the sweep stops there. Otherwise it must end in KILN_ERR_HOST_OOM with a
+ * succeed, and the sweep stops there. Otherwise it must end in KILN_STATUS_HOST_OOM with a
  * non-empty message. Either way it must leave nothing allocated and every size given back
  * right. Each broken rule is a failed CHECK naming the sweep and n. */
 #ifndef KILN_TEST_FAULT_H
@@ -128,7 +128,7 @@ static inline kiln_status fault_context(fault_run *r, const char *cache_dir, kil
 
 /* Records ctx's last error as the run's message when s is a failure; returns s. */
 static inline kiln_status fault_note(fault_run *r, kiln_context *ctx, kiln_status s) {
-    if (s != KILN_OK && !r->message[0] && ctx)
+    if (s != KILN_STATUS_OK && !r->message[0] && ctx)
         snprintf(r->message, sizeof r->message, "%s", kiln_last_error(ctx));
     return s;
 }
@@ -163,11 +163,11 @@ static inline long fault_sweep_run(const fault_sweep *sw) {
                   "%s: failing allocation %ld: %d frees gave the wrong size", sw->name, n,
                   r.alloc->bad_size - bad_before);
         if (!r.reached) { /* the failure was never reached: the run is complete */
-            CHECK_MSG(s == KILN_OK, "%s: the run past the last allocation (%ld) gave %s: %s",
+            CHECK_MSG(s == KILN_STATUS_OK, "%s: the run past the last allocation (%ld) gave %s: %s",
                       sw->name, n, kiln_status_name(s), r.message);
             return n - 1;
         }
-        CHECK_MSG(s == KILN_ERR_HOST_OOM, "%s: failing allocation %ld gave %s: %s", sw->name, n,
+        CHECK_MSG(s == KILN_STATUS_HOST_OOM, "%s: failing allocation %ld gave %s: %s", sw->name, n,
                   kiln_status_name(s), r.message);
         CHECK_MSG(r.message[0] != 0, "%s: failing allocation %ld left no message", sw->name, n);
         /* a long-lived allocator that lost track cannot judge the runs after this one */

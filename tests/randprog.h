@@ -112,7 +112,7 @@ static inline kiln_value rp_partner(rp_state *s, kiln_graph *g, const rp_val *x)
 }
 
 static inline bool rp_is_int(const rp_val *x) {
-    return x->t == KILN_I32 || x->t == KILN_I64;
+    return x->t == KILN_DTYPE_I32 || x->t == KILN_DTYPE_I64;
 }
 
 static inline kiln_value rp_unary(rp_state *s, kiln_graph *g, const rp_val *x) {
@@ -123,8 +123,9 @@ static inline kiln_value rp_unary(rp_state *s, kiln_graph *g, const rp_val *x) {
         case 1: return kiln_abs(g, v);
         case 2: return kiln_sign(g, v);
         default:
-            return kiln_convert(g, kiln_convert(g, v, x->t == KILN_I32 ? KILN_I64 : KILN_I32),
-                                x->t);
+            return kiln_convert(
+                g, kiln_convert(g, v, x->t == KILN_DTYPE_I32 ? KILN_DTYPE_I64 : KILN_DTYPE_I32),
+                x->t);
         }
     }
     kiln_value one = kiln_scalar(g, x->t, 1.0);
@@ -138,7 +139,7 @@ static inline kiln_value rp_unary(rp_state *s, kiln_graph *g, const rp_val *x) {
     case 6: return kiln_sqrt(g, kiln_abs(g, v));
     case 7: return kiln_floor(g, v);
     case 8: return kiln_sign(g, v);
-    case 9: return kiln_convert(g, kiln_convert(g, v, KILN_F64), x->t);
+    case 9: return kiln_convert(g, kiln_convert(g, v, KILN_DTYPE_F64), x->t);
     default: return kiln_rsqrt(g, kiln_add(g, one, kiln_mul(g, v, v)));
     }
 }
@@ -158,8 +159,7 @@ static inline kiln_value rp_binary(rp_state *s, kiln_graph *g, const rp_val *x) 
     case 4: return kiln_min(g, a, y);
     case 5: return kiln_div(g, a, kiln_add(g, kiln_scalar(g, x->t, 1.0), kiln_abs(g, y)));
     default:
-        return kiln_select(g, kiln_compare(g, a, y, (kiln_compare_dir)rp_int(s, 6)), a,
-                           kiln_neg(g, y));
+        return kiln_select(g, kiln_compare(g, a, y, (kiln_cmp)rp_int(s, 6)), a, kiln_neg(g, y));
     }
 }
 
@@ -253,8 +253,9 @@ static inline kiln_value rp_gather(rp_state *s, kiln_graph *g, const rp_val *x) 
     if (x->rank < 1 || x->rank > 3 || x->dims[0] == 0) return x->v;
     int64_t n = 1 + rp_int(s, 4);
     /* indices from an iota scaled past the table (clamping is exercised too) */
-    kiln_value i = kiln_iota(g, KILN_I32, 1, &n, 0);
-    i = kiln_sub(g, kiln_mul(g, i, kiln_scalar(g, KILN_I32, 2)), kiln_scalar(g, KILN_I32, 1));
+    kiln_value i = kiln_iota(g, KILN_DTYPE_I32, 1, &n, 0);
+    i = kiln_sub(g, kiln_mul(g, i, kiln_scalar(g, KILN_DTYPE_I32, 2)),
+                 kiln_scalar(g, KILN_DTYPE_I32, 1));
     return kiln_take_rows(g, x->v, i);
 }
 
@@ -263,12 +264,13 @@ static inline void rp_sub(rp_state *s, kiln_graph *g) {
     s->n_vals = 0;
     int rank;
     int64_t dims[KILN_MAX_RANK];
-    static const kiln_dtype types[6] = {KILN_F32, KILN_F32, KILN_F32, KILN_F64, KILN_I32, KILN_I64};
+    static const kiln_dtype types[6] = {KILN_DTYPE_F32, KILN_DTYPE_F32, KILN_DTYPE_F32,
+                                        KILN_DTYPE_F64, KILN_DTYPE_I32, KILN_DTYPE_I64};
     kiln_dtype t = types[rp_int(s, 6)];
     rp_random_shape(s, &rank, dims);
     rp_push(s, g, rp_param(s, g, t, rank, dims));
     int n_ops = 3 + rp_int(s, 8);
-    for (int i = 0; i < n_ops && s->n_vals && kiln_graph_status(g) == KILN_OK; i++) {
+    for (int i = 0; i < n_ops && s->n_vals && kiln_graph_status(g) == KILN_STATUS_OK; i++) {
         rp_val x = *rp_pick(s);
         kiln_value v;
         switch (rp_int(s, 10)) {
@@ -309,7 +311,7 @@ static inline int rp_dense_int(rp_dense *r, int n) {
 }
 
 static inline kiln_dtype rp_dense_type(const rp_dense *r, kiln_value v, int *rank, int64_t *dims) {
-    kiln_dtype t = KILN_INVALID_DTYPE;
+    kiln_dtype t = KILN_DTYPE_INVALID;
     kiln_value_type(r->g, v, &t, rank, dims);
     return t;
 }
@@ -374,8 +376,10 @@ static inline kiln_value rp_dense_step(rp_dense *r) {
     int rank;
     int64_t dims[KILN_MAX_RANK];
     kiln_dtype t = rp_dense_type(r, a, &rank, dims);
-    bool fl = t == KILN_F32 || t == KILN_F64, num = fl || t == KILN_I32 || t == KILN_I64;
-    static const kiln_dtype to[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_BOOL};
+    bool fl = t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64,
+         num = fl || t == KILN_DTYPE_I32 || t == KILN_DTYPE_I64;
+    static const kiln_dtype to[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32, KILN_DTYPE_I64,
+                                    KILN_DTYPE_BOOL};
     switch (rp_dense_int(r, 9)) {
     case 0: return num ? kiln_neg(r->g, a) : kiln_logical_not(r->g, a);
     case 1: return fl ? kiln_exp(r->g, a) : num ? kiln_abs(r->g, a) : a;
@@ -391,8 +395,9 @@ static inline kiln_value rp_dense_step(rp_dense *r) {
         double c[6];
         for (int i = 0; i < 6; i++)
             c[i] = rp_dense_int(r, 4) ? (double)rp_dense_int(r, 5) - 2 : NAN;
-        kiln_value k = kiln_constant(r->g, KILN_F64, 2, (const int64_t[]){2, 3}, c);
-        return kiln_convert(r->g, rp_dense_int(r, 2) ? kiln_exp(r->g, k) : k, fl ? t : KILN_F32);
+        kiln_value k = kiln_constant(r->g, KILN_DTYPE_F64, 2, (const int64_t[]){2, 3}, c);
+        return kiln_convert(r->g, rp_dense_int(r, 2) ? kiln_exp(r->g, k) : k,
+                            fl ? t : KILN_DTYPE_F32);
     }
     default: return num && rank ? kiln_reduce_sum(r->g, a, 1, (const int[]){0}, false) : a;
     }
@@ -404,10 +409,10 @@ static inline kiln_graph *rp_dense_graph(kiln_context *ctx, uint64_t seed) {
     r.seed = seed;
     kiln_graph_create(ctx, "random", &r.g);
     static const int64_t d23[] = {2, 3};
-    r.vals[r.n++] = kiln_parameter(r.g, "a", KILN_F32, 2, d23);
-    r.vals[r.n++] = kiln_parameter(r.g, "b", KILN_F64, 2, d23);
-    r.vals[r.n++] = kiln_parameter(r.g, "c", KILN_I32, 2, d23);
-    r.vals[r.n++] = kiln_parameter(r.g, "d", KILN_F32, 1, &d23[1]);
+    r.vals[r.n++] = kiln_parameter(r.g, "a", KILN_DTYPE_F32, 2, d23);
+    r.vals[r.n++] = kiln_parameter(r.g, "b", KILN_DTYPE_F64, 2, d23);
+    r.vals[r.n++] = kiln_parameter(r.g, "c", KILN_DTYPE_I32, 2, d23);
+    r.vals[r.n++] = kiln_parameter(r.g, "d", KILN_DTYPE_F32, 1, &d23[1]);
     while (r.n < 40) {
         kiln_value v = rp_dense_step(&r);
         if (!kiln_value_ok(v)) break;
@@ -419,7 +424,7 @@ static inline kiln_graph *rp_dense_graph(kiln_context *ctx, uint64_t seed) {
             r.seed = seed + (uint64_t)r.n;
             w2 = rp_dense_step(&r);
             r.seed = keep;
-            bool b = rp_dense_type(&r, w, NULL, NULL) == KILN_BOOL;
+            bool b = rp_dense_type(&r, w, NULL, NULL) == KILN_DTYPE_BOOL;
             if (kiln_value_ok(w) && kiln_value_ok(w2))
                 r.vals[r.n++] = b ? kiln_logical_or(r.g, w, w2) : kiln_add(r.g, w, w2);
             if (!kiln_value_ok(r.vals[r.n - 1])) break;

@@ -41,10 +41,10 @@ static inline void test_fill_uniform(kiln_dtype t, int64_t n, void *p, uint64_t 
     for (int64_t i = 0; i < n; i++) {
         double u = test_rng_unit(seed);
         switch (t) {
-        case KILN_F32: ((float *)p)[i] = (float)(4 * u - 2); break;
-        case KILN_F64: ((double *)p)[i] = 4 * u - 2; break;
-        case KILN_I32: ((int32_t *)p)[i] = (int32_t)(u * 11) - 5; break;
-        case KILN_I64: ((int64_t *)p)[i] = (int64_t)(u * 11) - 5; break;
+        case KILN_DTYPE_F32: ((float *)p)[i] = (float)(4 * u - 2); break;
+        case KILN_DTYPE_F64: ((double *)p)[i] = 4 * u - 2; break;
+        case KILN_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)(u * 11) - 5; break;
+        case KILN_DTYPE_I64: ((int64_t *)p)[i] = (int64_t)(u * 11) - 5; break;
         default: ((unsigned char *)p)[i] = u < 0.5; break;
         }
     }
@@ -73,7 +73,7 @@ static inline void test_fill_special(kiln_dtype t, int64_t n, void *p, uint64_t 
         bool special = r % 3 == 0;
         double v = (double)(int64_t)(r >> 11) / (double)(1ull << 50) - 2.0; /* [-2, 6) */
         switch (t) {
-        case KILN_F32: {
+        case KILN_DTYPE_F32: {
             float f = (float)v;
             uint32_t bits;
             if (special)
@@ -83,7 +83,7 @@ static inline void test_fill_special(kiln_dtype t, int64_t n, void *p, uint64_t 
             memcpy((char *)p + 4 * i, &bits, 4);
             break;
         }
-        case KILN_F64: {
+        case KILN_DTYPE_F64: {
             uint64_t bits;
             if (special)
                 bits = f64_special[(r >> 8) % 10];
@@ -92,17 +92,17 @@ static inline void test_fill_special(kiln_dtype t, int64_t n, void *p, uint64_t 
             memcpy((char *)p + 8 * i, &bits, 8);
             break;
         }
-        case KILN_I32: {
+        case KILN_DTYPE_I32: {
             int32_t x = special ? (int32_t)int_special[(r >> 8) % 5] : (int32_t)(r >> 40) - 8;
             memcpy((char *)p + 4 * i, &x, 4);
             break;
         }
-        case KILN_I64: {
+        case KILN_DTYPE_I64: {
             int64_t x = special ? int_special[(r >> 8) % 7] : (int64_t)(r >> 40) - 8;
             memcpy((char *)p + 8 * i, &x, 8);
             break;
         }
-        case KILN_BOOL: ((uint8_t *)p)[i] = (r >> 9) & 1; break;
+        case KILN_DTYPE_BOOL: ((uint8_t *)p)[i] = (r >> 9) & 1; break;
         default: break;
         }
     }

@@ -47,7 +47,7 @@ int main(void) {
     kiln_context_options o = {.ignore_environment = true, .cache_max_bytes = -1};
     kiln_context *ctx = NULL;
     char err[512];
-    if (kiln_context_create(&o, &ctx, err, sizeof err) != KILN_OK) {
+    if (kiln_context_create(&o, &ctx, err, sizeof err) != KILN_STATUS_OK) {
         fprintf(stderr, "static_names: %s\n", err);
         return 1;
     }
@@ -55,37 +55,37 @@ int main(void) {
     float data[6] = {1, 2, 3, 4, 5, 6}, back[6] = {0};
     int64_t dims[2] = {2, 3};
     kiln_array *a = NULL;
-    EXPECT(kiln_array_create(ctx, KILN_F32, 2, dims, data, &a) == KILN_OK);
-    EXPECT(kiln_array_copy_to_host(a, back, sizeof back) == KILN_OK);
+    EXPECT(kiln_array_create(ctx, KILN_DTYPE_F32, 2, dims, data, &a) == KILN_STATUS_OK);
+    EXPECT(kiln_array_copy_to_host(a, back, sizeof back) == KILN_STATUS_OK);
     EXPECT(memcmp(data, back, sizeof data) == 0);
-    kiln_array_free(a);
-    EXPECT(kiln_array_create(ctx, KILN_F32, 99, dims, data, &a) == KILN_ERR_SHAPE);
+    kiln_array_destroy(a);
+    EXPECT(kiln_array_create(ctx, KILN_DTYPE_F32, 99, dims, data, &a) == KILN_STATUS_SHAPE);
     EXPECT(strstr(kiln_last_error(ctx), "rank 99") != NULL);
 
     /* A graph through the reference interpreter, then compiled. */
     kiln_graph *g = NULL;
-    EXPECT(kiln_graph_create(ctx, "names", &g) == KILN_OK);
+    EXPECT(kiln_graph_create(ctx, "names", &g) == KILN_STATUS_OK);
     if (g) {
-        kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, dims);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, dims);
         kiln_value y = kiln_reduce_sum(g, kiln_mul(g, x, x), 0, NULL, false);
-        EXPECT(kiln_graph_finish(g, 1, &y) == KILN_OK);
-        EXPECT(kiln_array_create(ctx, KILN_F32, 2, dims, data, &a) == KILN_OK);
+        EXPECT(kiln_graph_finish(g, 1, &y) == KILN_STATUS_OK);
+        EXPECT(kiln_array_create(ctx, KILN_DTYPE_F32, 2, dims, data, &a) == KILN_STATUS_OK);
         kiln_array *out = NULL;
-        EXPECT(kiln_interpret(g, 1, &a, 1, &out) == KILN_OK);
+        EXPECT(kiln_interpret(g, 1, &a, 1, &out) == KILN_STATUS_OK);
         float sum = 0;
-        EXPECT(out && kiln_array_copy_to_host(out, &sum, sizeof sum) == KILN_OK);
+        EXPECT(out && kiln_array_copy_to_host(out, &sum, sizeof sum) == KILN_STATUS_OK);
         EXPECT(sum == 91);
-        kiln_array_free(out);
+        kiln_array_destroy(out);
         /* Compiled: kiln hashes the generated source with its own sha256. */
         kiln_executable *e = NULL;
-        EXPECT(kiln_compile(g, NULL, &e) == KILN_OK);
+        EXPECT(kiln_compile(g, NULL, &e) == KILN_STATUS_OK);
         out = NULL, sum = 0;
-        EXPECT(e && kiln_executable_run(e, 1, &a, 1, &out) == KILN_OK);
-        EXPECT(out && kiln_array_copy_to_host(out, &sum, sizeof sum) == KILN_OK);
+        EXPECT(e && kiln_executable_run(e, 1, &a, 1, &out) == KILN_STATUS_OK);
+        EXPECT(out && kiln_array_copy_to_host(out, &sum, sizeof sum) == KILN_STATUS_OK);
         EXPECT(sum == 91);
-        kiln_array_free(out);
+        kiln_array_destroy(out);
         kiln_executable_destroy(e);
-        kiln_array_free(a);
+        kiln_array_destroy(a);
         kiln_graph_destroy(g);
     }
     kiln_context_destroy(ctx);

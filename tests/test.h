@@ -49,7 +49,7 @@ static unsigned long long test_seed_env;
 #define CHECK_OK(ctx, expr)                                                                        \
     do {                                                                                           \
         kiln_status s_ = (expr);                                                                   \
-        CHECK_MSG(s_ == KILN_OK, "%s returned %s: %s", #expr, kiln_status_name(s_),                \
+        CHECK_MSG(s_ == KILN_STATUS_OK, "%s returned %s: %s", #expr, kiln_status_name(s_),         \
                   kiln_last_error(ctx));                                                           \
     } while (0)
 
@@ -96,7 +96,7 @@ static inline kiln_context *test_context(void) {
     o.ignore_environment = true;
     kiln_context *ctx = NULL;
     char err[512];
-    if (kiln_context_create(&o, &ctx, err, sizeof err) != KILN_OK) {
+    if (kiln_context_create(&o, &ctx, err, sizeof err) != KILN_STATUS_OK) {
         fprintf(stderr, "cannot create a context: %s\n", err);
         exit(2);
     }

@@ -38,20 +38,20 @@ static kiln_status fake_info(void *st, uint64_t *total, uint64_t *free_b) {
     fake_dev *f = st;
     *total = f->total;
     *free_b = f->report_free ? f->report_free : f->capacity - f->used;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status fake_alloc(void *st, size_t size, size_t align, void **out) {
     fake_dev *f = st;
     if (f->used + size > f->capacity || f->nlive == FAKE_MAX || align > 4096)
-        return KILN_ERR_DEVICE_OOM;
+        return KILN_STATUS_DEVICE_OOM;
     uintptr_t p = f->next;
     f->next += (size + 8191) & ~(uintptr_t)4095; /* a gap after each region */
     f->live_p[f->nlive] = p, f->live_n[f->nlive++] = size;
     f->used += size;
     f->allocs++;
     *out = (void *)p;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static void fake_free(void *st, void *ptr, size_t size) {
@@ -97,8 +97,8 @@ static size_t random_size(uint64_t *rng, size_t max) {
 
 static bool check(bfc_allocator *a, kiln_context *ctx) {
     kiln_status s = bfc_check(a);
-    CHECK_MSG(s == KILN_OK, "%s", kiln_last_error(ctx));
-    return s == KILN_OK;
+    CHECK_MSG(s == KILN_STATUS_OK, "%s", kiln_last_error(ctx));
+    return s == KILN_STATUS_OK;
 }
 
 /* ------------------------------------------------------------------ tests ---- */
@@ -168,11 +168,11 @@ static void random_run(kiln_alloc_mode mode, uint64_t limit, uint64_t device, in
         } else {
             n[i] = random_size(&rng, 4 * MIB);
             kiln_status s = bfc_alloc(a, n[i], "rand", &p[i]);
-            if (s == KILN_ERR_DEVICE_OOM) {
+            if (s == KILN_STATUS_DEVICE_OOM) {
                 ooms++;
                 CHECK(!p[i]);
             } else
-                CHECK_MSG(s == KILN_OK && p[i] && (uintptr_t)p[i] % 256 == 0, "%s",
+                CHECK_MSG(s == KILN_STATUS_OK && p[i] && (uintptr_t)p[i] % 256 == 0, "%s",
                           kiln_last_error(ctx));
             if (p[i]) CHECK(bfc_alloc_size(a, p[i]) == ((n[i] + 255) & ~(size_t)255));
         }
@@ -181,7 +181,7 @@ static void random_run(kiln_alloc_mode mode, uint64_t limit, uint64_t device, in
     }
     kiln_memory_stats st;
     bfc_stats(a, &st);
-    if (mode == KILN_ALLOC_PLATFORM) CHECK(st.bytes_reserved == st.bytes_in_use);
+    if (mode == KILN_ALLOC_MODE_PLATFORM) CHECK(st.bytes_reserved == st.bytes_in_use);
     for (int i = 0; i < SLOTS; i++)
         if (p[i]) CHECK_OK(ctx, bfc_free(a, p[i]));
     check(a, ctx);
@@ -189,32 +189,32 @@ static void random_run(kiln_alloc_mode mode, uint64_t limit, uint64_t device, in
     bfc_stats(a, &st);
     CHECK(st.bytes_in_use == 0 && st.bytes_reserved == 0 && st.num_regions == 0);
     CHECK(f.nlive == 0 && f.bad_frees == 0);
-    if (limit || mode == KILN_ALLOC_PREALLOCATE) CHECK(ooms > 0); /* the paths were taken */
+    if (limit || mode == KILN_ALLOC_MODE_PREALLOCATE) CHECK(ooms > 0); /* the paths were taken */
     bfc_destroy(a);
     kiln_context_destroy(ctx);
 }
 
 static void test_random_grow(void) {
-    random_run(KILN_ALLOC_GROW, 0, (uint64_t)1 << 40, 20000);
+    random_run(KILN_ALLOC_MODE_GROW, 0, (uint64_t)1 << 40, 20000);
 }
 static void test_random_grow_limit(void) {
-    random_run(KILN_ALLOC_GROW, 64 * MIB, 1ull << 40, 20000);
+    random_run(KILN_ALLOC_MODE_GROW, 64 * MIB, 1ull << 40, 20000);
 }
 static void test_random_small_device(void) {
-    random_run(KILN_ALLOC_GROW, 0, 96 * MIB, 20000);
+    random_run(KILN_ALLOC_MODE_GROW, 0, 96 * MIB, 20000);
 }
 static void test_random_preallocate(void) {
-    random_run(KILN_ALLOC_PREALLOCATE, 0, 128 * MIB, 20000);
+    random_run(KILN_ALLOC_MODE_PREALLOCATE, 0, 128 * MIB, 20000);
 }
 static void test_random_platform(void) {
-    random_run(KILN_ALLOC_PLATFORM, 0, 1ull << 40, 5000);
+    random_run(KILN_ALLOC_MODE_PLATFORM, 0, 1ull << 40, 5000);
 }
 
 static void test_grow_sequence(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 1ull << 40);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_GROW, 0);
     kiln_memory_stats st;
     void *p[6];
     CHECK_OK(ctx, bfc_alloc(a, 1000, "a", &p[0])); /* the smallest region: 2 MiB */
@@ -247,7 +247,7 @@ static void test_grow_backoff(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 66 * MIB);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_GROW, 0);
     void *p[2];
     CHECK_OK(ctx, bfc_alloc(a, 64 * MIB, "a", &p[0]));
     CHECK_OK(ctx, bfc_alloc(a, 1 * MIB, "b", &p[1])); /* 4 MiB refused, 2 MiB taken */
@@ -264,7 +264,7 @@ static void test_trim_before_oom(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 8 * MIB);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_GROW, 0);
     void *p, *q, *r;
     CHECK_OK(ctx, bfc_alloc(a, 2 * MIB, "a", &p)); /* region 2 MiB */
     CHECK_OK(ctx, bfc_alloc(a, 4 * MIB, "b", &q)); /* region 4 MiB; 2 MiB left */
@@ -287,14 +287,14 @@ static void test_limit_oom_message(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 1ull << 40);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 8 * MIB);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_GROW, 8 * MIB);
     void *w, *act, *tmp, *x = (void *)1;
     CHECK_OK(ctx, bfc_alloc(a, 4 * MIB, "weights", &w));
     CHECK_OK(ctx, bfc_alloc(a, 2 * MIB, "activations/layer1", &act));
     CHECK_OK(ctx, bfc_alloc(a, 1000, "tmp", &tmp));
     kiln_memory_stats before, after;
     bfc_stats(a, &before);
-    CHECK_STATUS(bfc_alloc(a, 3 * MIB - 100, "matmul.out", &x), KILN_ERR_DEVICE_OOM);
+    CHECK_STATUS(bfc_alloc(a, 3 * MIB - 100, "matmul.out", &x), KILN_STATUS_DEVICE_OOM);
     CHECK(x == NULL);
     const char *m = kiln_last_error(ctx);
     CHECK_CONTAINS(m, "fake:0: out of memory");
@@ -312,9 +312,9 @@ static void test_limit_oom_message(void) {
     CHECK(same_stats(&before, &after)); /* exactly as before */
     check(a, ctx);
     CHECK_OK(ctx, bfc_alloc(a, 1 * MIB, "fits", &x)); /* and fully usable */
-    CHECK_STATUS(bfc_alloc(a, 9 * MIB, "too big", &x), KILN_ERR_DEVICE_OOM);
+    CHECK_STATUS(bfc_alloc(a, 9 * MIB, "too big", &x), KILN_STATUS_DEVICE_OOM);
     CHECK_CONTAINS(kiln_last_error(ctx), "memory limit");
-    CHECK_STATUS(bfc_alloc(a, SIZE_MAX, "huge", &x), KILN_ERR_DEVICE_OOM);
+    CHECK_STATUS(bfc_alloc(a, SIZE_MAX, "huge", &x), KILN_STATUS_DEVICE_OOM);
     CHECK_CONTAINS(kiln_last_error(ctx), "huge");
     check(a, ctx);
     bfc_destroy(a);
@@ -326,12 +326,12 @@ static void test_device_oom(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 6 * MIB);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_GROW, 0);
     void *p, *q = NULL;
     CHECK_OK(ctx, bfc_alloc(a, 1 * MIB, "kept", &p));
     kiln_memory_stats before, after;
     bfc_stats(a, &before);
-    CHECK_STATUS(bfc_alloc(a, 5 * MIB, "big", &q), KILN_ERR_DEVICE_OOM);
+    CHECK_STATUS(bfc_alloc(a, 5 * MIB, "big", &q), KILN_STATUS_DEVICE_OOM);
     CHECK_CONTAINS(kiln_last_error(ctx), "device refused");
     CHECK_CONTAINS(kiln_last_error(ctx), "\"kept\"");
     CHECK_CONTAINS(kiln_last_error(ctx), "limit none");
@@ -347,15 +347,15 @@ static void test_preallocate(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 100 * MIB);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_PREALLOCATE, 0); /* fraction 0.5 */
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_PREALLOCATE, 0); /* fraction 0.5 */
     kiln_memory_stats st;
     bfc_stats(a, &st);
-    CHECK(st.bytes_reserved == 0 && st.mode == KILN_ALLOC_PREALLOCATE); /* at first use */
+    CHECK(st.bytes_reserved == 0 && st.mode == KILN_ALLOC_MODE_PREALLOCATE); /* at first use */
     void *p, *q = NULL;
     CHECK_OK(ctx, bfc_alloc(a, 1000, "x", &p));
     bfc_stats(a, &st);
     CHECK(st.bytes_reserved == 50 * MIB && st.num_regions == 1 && st.bytes_limit == 50 * MIB);
-    CHECK_STATUS(bfc_alloc(a, 50 * MIB, "y", &q), KILN_ERR_DEVICE_OOM); /* never grows */
+    CHECK_STATUS(bfc_alloc(a, 50 * MIB, "y", &q), KILN_STATUS_DEVICE_OOM); /* never grows */
     CHECK_CONTAINS(kiln_last_error(ctx), "preallocated pool");
     bfc_stats(a, &st);
     CHECK(st.bytes_reserved == 50 * MIB && f.nlive == 1);
@@ -374,9 +374,9 @@ static void test_preallocate_fails(void) {
     static fake_dev f;
     fake_init(&f, 100 * MIB);
     f.report_free = 10 * MIB; /* another process holds the rest */
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_PREALLOCATE, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_PREALLOCATE, 0);
     void *p = (void *)1;
-    CHECK_STATUS(bfc_alloc(a, 1000, "x", &p), KILN_ERR_DEVICE_OOM);
+    CHECK_STATUS(bfc_alloc(a, 1000, "x", &p), KILN_STATUS_DEVICE_OOM);
     const char *m = kiln_last_error(ctx);
     CHECK_CONTAINS(m, "cannot preallocate 50.0 MiB (50% of 100.0 MiB)");
     CHECK_CONTAINS(m, "only 10.0 MiB is free");
@@ -389,8 +389,8 @@ static void test_preallocate_fails(void) {
     bfc_destroy(a);
     fake_init(&f, 100 * MIB);
     f.capacity = 20 * MIB, f.report_free = 60 * MIB;
-    a = make(ctx, &f, KILN_ALLOC_PREALLOCATE, 0);
-    CHECK_STATUS(bfc_alloc(a, 1000, "x", &p), KILN_ERR_DEVICE_OOM);
+    a = make(ctx, &f, KILN_ALLOC_MODE_PREALLOCATE, 0);
+    CHECK_STATUS(bfc_alloc(a, 1000, "x", &p), KILN_STATUS_DEVICE_OOM);
     CHECK_CONTAINS(kiln_last_error(ctx), "cannot preallocate");
     bfc_destroy(a);
     kiln_context_destroy(ctx);
@@ -400,7 +400,7 @@ static void test_preallocate_limit(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 100 * MIB);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_PREALLOCATE, 8 * MIB);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_PREALLOCATE, 8 * MIB);
     void *p;
     CHECK_OK(ctx, bfc_alloc(a, 1000, "x", &p));
     kiln_memory_stats st;
@@ -414,7 +414,7 @@ static void test_platform(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 1ull << 40);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_PLATFORM, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_PLATFORM, 0);
     void *p[3];
     CHECK_OK(ctx, bfc_alloc(a, 100, "a", &p[0]));
     CHECK_OK(ctx, bfc_alloc(a, 3 * MIB, "b", &p[1]));
@@ -437,7 +437,7 @@ static void test_trim(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 1ull << 40);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_GROW, 0);
     void *p[3];
     CHECK_OK(ctx, bfc_alloc(a, 1 * MIB, "a", &p[0])); /* region 2 MiB */
     CHECK_OK(ctx, bfc_alloc(a, 3 * MIB, "b", &p[1])); /* region 3 MiB */
@@ -461,7 +461,7 @@ static void test_fragmentation_stats(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 1ull << 40);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 2 * MIB);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_GROW, 2 * MIB);
     void *p[4];
     for (int i = 0; i < 4; i++) CHECK_OK(ctx, bfc_alloc(a, 512 * KIB, "q", &p[i]));
     kiln_memory_stats st;
@@ -475,7 +475,7 @@ static void test_fragmentation_stats(void) {
     CHECK_NEAR(st.fragmentation, 0.5, 1e-12);
     CHECK(st.num_allocs == 4 && st.num_live_allocs == 2);
     void *big = (void *)1; /* 1 MiB is free, but not in one piece */
-    CHECK_STATUS(bfc_alloc(a, 1 * MIB, "big", &big), KILN_ERR_DEVICE_OOM);
+    CHECK_STATUS(bfc_alloc(a, 1 * MIB, "big", &big), KILN_STATUS_DEVICE_OOM);
     CHECK_CONTAINS(kiln_last_error(ctx), "fragmentation 0.50");
     CHECK_CONTAINS(kiln_last_error(ctx), "1.00 MiB is free, but in pieces of at most 512.0 KiB");
     CHECK_OK(ctx, bfc_free(a, p[1])); /* merges all three */
@@ -490,13 +490,13 @@ static void test_bad_free(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 1ull << 40);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_GROW, 0);
     void *p;
     CHECK_OK(ctx, bfc_alloc(a, 1000, "a", &p));
-    CHECK_STATUS(bfc_free(a, (char *)p + 256), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(bfc_free(a, (char *)p + 256), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "not a live allocation");
     CHECK_OK(ctx, bfc_free(a, p));
-    CHECK_STATUS(bfc_free(a, p), KILN_ERR_INVALID_ARGUMENT); /* twice */
+    CHECK_STATUS(bfc_free(a, p), KILN_STATUS_INVALID_ARGUMENT); /* twice */
     CHECK_OK(ctx, bfc_free(a, NULL));
     CHECK_OK(ctx, bfc_alloc(a, 0, "zero", &p));
     CHECK(p == NULL);
@@ -546,7 +546,7 @@ static kiln_status oom_sequence(fault_run *r) {
     return s;
 }
 
-/* Host allocation n of a sequence fails, for every n: a clean KILN_ERR_HOST_OOM, the
+/* Host allocation n of a sequence fails, for every n: a clean KILN_STATUS_HOST_OOM, the
  * allocator unchanged and still valid, nothing leaked. */
 static void test_host_oom(void) {
     test_alloc t = {0};
@@ -567,27 +567,27 @@ static void test_check_catches(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
     fake_init(&f, 1ull << 40);
-    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_GROW, 0);
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_GROW, 0);
     void *p[3];
     for (int i = 0; i < 3; i++) CHECK_OK(ctx, bfc_alloc(a, 4096, "x", &p[i]));
     CHECK_OK(ctx, bfc_free(a, p[1]));
     CHECK_OK(ctx, bfc_check(a));
     a->in_use += 256; /* a counter that disagrees with the chunks */
-    CHECK_STATUS(bfc_check(a), KILN_ERR_INTERNAL);
+    CHECK_STATUS(bfc_check(a), KILN_STATUS_INTERNAL);
     CHECK_CONTAINS(kiln_last_error(ctx), "recount");
     a->in_use -= 256;
     bfc_chunk *c = ptrmap_get(&a->live, (uintptr_t)p[0]);
     c->size += 256; /* chunks that overlap their neighbour */
-    CHECK_STATUS(bfc_check(a), KILN_ERR_INTERNAL);
+    CHECK_STATUS(bfc_check(a), KILN_STATUS_INTERNAL);
     c->size -= 256;
     bfc_chunk *hole = c->next; /* the free chunk of p[1], in a bin */
     int b = bfc_bin(hole->size);
     a->bins[b] = NULL; /* a free chunk missing from its bin */
-    CHECK_STATUS(bfc_check(a), KILN_ERR_INTERNAL);
+    CHECK_STATUS(bfc_check(a), KILN_STATUS_INTERNAL);
     CHECK_CONTAINS(kiln_last_error(ctx), "bitmap");
     a->bins[b] = hole;
     c->in_use = false; /* two free neighbours, and a chunk in use missing from the map */
-    CHECK_STATUS(bfc_check(a), KILN_ERR_INTERNAL);
+    CHECK_STATUS(bfc_check(a), KILN_STATUS_INTERNAL);
     c->in_use = true;
     CHECK_OK(ctx, bfc_check(a));
     bfc_destroy(a);
@@ -602,8 +602,8 @@ static void test_public_api(void) {
     CHECK(!strcmp(kiln_device_name(ctx, 0), "cpu:0"));
     CHECK(kiln_device_name(ctx, 99) == NULL);
     kiln_memory_stats st;
-    CHECK_OK(ctx, kiln_device_memory_stats(ctx, 0, &st));
-    CHECK(st.mode == KILN_ALLOC_GROW && st.bytes_reserved == 0 && st.bytes_limit > 0);
+    CHECK_OK(ctx, kiln_device_get_memory_stats(ctx, 0, &st));
+    CHECK(st.mode == KILN_ALLOC_MODE_GROW && st.bytes_reserved == 0 && st.bytes_limit > 0);
     void *p = NULL, *q = NULL;
     CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 3 * MIB + 1, "buffer", &p));
     CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 100, "small", &q));
@@ -611,33 +611,34 @@ static void test_public_api(void) {
     memset(p, 1, 3 * MIB + 1); /* CPU device memory is host memory */
     memset(q, 2, 100);
     CHECK(((unsigned char *)p)[3 * MIB] == 1);
-    CHECK_OK(ctx, kiln_device_memory_stats(ctx, 0, &st));
+    CHECK_OK(ctx, kiln_device_get_memory_stats(ctx, 0, &st));
     CHECK(st.bytes_in_use == 3 * MIB + 512 && st.num_live_allocs == 2);
-    char *sum = kiln_device_memory_summary(ctx, 0);
+    char *sum = kiln_device_memory_report(ctx, 0);
     CHECK_CONTAINS(sum, "cpu:0: grow allocator");
     CHECK_CONTAINS(sum, "\"buffer\"");
     kiln_string_free(ctx, sum);
     CHECK_OK(ctx, kiln_device_free(ctx, 0, p));
     CHECK_OK(ctx, kiln_device_free(ctx, 0, q));
-    CHECK_STATUS(kiln_device_free(ctx, 0, q), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_device_free(ctx, 0, q), KILN_STATUS_INVALID_ARGUMENT);
     uint64_t released = 0;
     CHECK_OK(ctx, kiln_device_trim(ctx, 0, &released));
     CHECK(released > 0);
     CHECK_OK(ctx, kiln_device_reset_peak(ctx, 0));
-    CHECK_OK(ctx, kiln_device_memory_stats(ctx, 0, &st));
+    CHECK_OK(ctx, kiln_device_get_memory_stats(ctx, 0, &st));
     CHECK(st.bytes_reserved == 0 && st.peak_bytes_reserved == 0 && st.num_allocs == 2);
-    CHECK_STATUS(kiln_device_alloc(ctx, 7, 10, "x", &p), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_device_alloc(ctx, 7, 10, "x", &p), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "device 7 does not exist");
-    CHECK_STATUS(kiln_device_memory_stats(ctx, -1, &st), KILN_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(kiln_device_alloc(ctx, 0, 10, "x", NULL), KILN_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(kiln_device_alloc(NULL, 0, 10, "x", &p), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_device_get_memory_stats(ctx, -1, &st), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_device_alloc(ctx, 0, 10, "x", NULL), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_device_alloc(NULL, 0, 10, "x", &p), KILN_STATUS_INVALID_ARGUMENT);
     /* Live allocations at destroy are released with the device. */
     CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 1000, "leaked on purpose", &p));
     kiln_context_destroy(ctx);
 }
 
 static void test_modes_and_limit_options(void) {
-    kiln_alloc_mode modes[] = {KILN_ALLOC_GROW, KILN_ALLOC_PREALLOCATE, KILN_ALLOC_PLATFORM};
+    kiln_alloc_mode modes[] = {KILN_ALLOC_MODE_GROW, KILN_ALLOC_MODE_PREALLOCATE,
+                               KILN_ALLOC_MODE_PLATFORM};
     for (int i = 0; i < 3; i++) {
         kiln_context_options o = {
             .alloc_mode = modes[i], .ignore_environment = true, .memory_limit = 16 * MIB};
@@ -646,14 +647,14 @@ static void test_modes_and_limit_options(void) {
         void *p = NULL, *q = NULL;
         CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 4 * MIB, "a", &p));
         memset(p, 0, 4 * MIB);
-        CHECK_STATUS(kiln_device_alloc(ctx, 0, 15 * MIB, "b", &q), KILN_ERR_DEVICE_OOM);
+        CHECK_STATUS(kiln_device_alloc(ctx, 0, 15 * MIB, "b", &q), KILN_STATUS_DEVICE_OOM);
         CHECK_CONTAINS(kiln_last_error(ctx), "limit 16.0 MiB");
         kiln_memory_stats st;
-        CHECK_OK(ctx, kiln_device_memory_stats(ctx, 0, &st));
+        CHECK_OK(ctx, kiln_device_get_memory_stats(ctx, 0, &st));
         CHECK(st.mode == modes[i] && st.bytes_limit == 16 * MIB);
-        CHECK(st.bytes_reserved == (modes[i] == KILN_ALLOC_GROW          ? 4 * MIB
-                                    : modes[i] == KILN_ALLOC_PREALLOCATE ? 16 * MIB
-                                                                         : 4 * MIB));
+        CHECK(st.bytes_reserved == (modes[i] == KILN_ALLOC_MODE_GROW          ? 4 * MIB
+                                    : modes[i] == KILN_ALLOC_MODE_PREALLOCATE ? 16 * MIB
+                                                                              : 4 * MIB));
         CHECK_OK(ctx, kiln_device_free(ctx, 0, p));
         kiln_context_destroy(ctx);
     }
@@ -691,7 +692,7 @@ static void test_trace(void) {
     CHECK_CONTAINS(t, "\nf 1 ");
     CHECK(t && !strstr(t, "f 3 "));
     unlink(path);
-    CHECK_STATUS(kiln_device_trace_start(ctx, 0, "/nonexistent/dir/trace"), KILN_ERR_IO);
+    CHECK_STATUS(kiln_device_trace_start(ctx, 0, "/nonexistent/dir/trace"), KILN_STATUS_IO);
     CHECK_CONTAINS(kiln_last_error(ctx), "/nonexistent/dir/trace");
     kiln_context_destroy(ctx);
 }

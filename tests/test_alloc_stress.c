@@ -53,7 +53,7 @@ static bool intact(const void *p, size_t n, unsigned char pat) {
 
 static void release(worker *w, void *p, size_t n, unsigned char pat) {
     if (!intact(p, n, pat)) w->errors++;
-    if (kiln_device_free(w->sh->ctx, 0, p) != KILN_OK) w->errors++;
+    if (kiln_device_free(w->sh->ctx, 0, p) != KILN_STATUS_OK) w->errors++;
 }
 
 /* Swaps a buffer with the hand-off table: the one taken is freed by this thread. */
@@ -86,11 +86,11 @@ static void *work(void *arg) {
         }
         n[i] = 1 + next(w) % (next(w) % 16 == 0 ? 1 << 20 : 1 << 13);
         kiln_status s = kiln_device_alloc(w->sh->ctx, 0, n[i], "stress", &p[i]);
-        if (s == KILN_ERR_DEVICE_OOM) {
+        if (s == KILN_STATUS_DEVICE_OOM) {
             w->ooms++;
             continue;
         }
-        if (s != KILN_OK || !p[i]) {
+        if (s != KILN_STATUS_OK || !p[i]) {
             w->errors++;
             continue;
         }
@@ -98,10 +98,11 @@ static void *work(void *arg) {
         fill(p[i], n[i], pat[i]);
         if (step % 1000 == 0) {
             kiln_memory_stats st;
-            if (kiln_device_memory_stats(w->sh->ctx, 0, &st) || st.bytes_in_use > st.bytes_reserved)
+            if (kiln_device_get_memory_stats(w->sh->ctx, 0, &st) ||
+                st.bytes_in_use > st.bytes_reserved)
                 w->errors++;
             if (w->id == 0) kiln_device_trim(w->sh->ctx, 0, NULL);
-            if (w->id == 1) kiln_string_free(w->sh->ctx, kiln_device_memory_summary(w->sh->ctx, 0));
+            if (w->id == 1) kiln_string_free(w->sh->ctx, kiln_device_memory_report(w->sh->ctx, 0));
         }
     }
     for (int i = 0; i < SLOTS; i++)
@@ -135,7 +136,7 @@ static void stress(kiln_alloc_mode mode) {
     CHECK_MSG(errors == 0, "%d errors: %s", errors, kiln_last_error(sh.ctx));
     CHECK_OK(sh.ctx, bfc_check(sh.ctx->devices[0].alloc));
     kiln_memory_stats st;
-    CHECK_OK(sh.ctx, kiln_device_memory_stats(sh.ctx, 0, &st));
+    CHECK_OK(sh.ctx, kiln_device_get_memory_stats(sh.ctx, 0, &st));
     CHECK(st.bytes_in_use == 0 && st.num_live_allocs == 0 && st.peak_bytes_reserved <= 10u << 20);
     printf("mode %d: %llu allocations, %d out of memory, peak in use %llu\n", (int)mode,
            (unsigned long long)st.num_allocs, ooms, (unsigned long long)st.peak_bytes_in_use);
@@ -144,13 +145,13 @@ static void stress(kiln_alloc_mode mode) {
 }
 
 static void test_stress_grow(void) {
-    stress(KILN_ALLOC_GROW);
+    stress(KILN_ALLOC_MODE_GROW);
 }
 static void test_stress_preallocate(void) {
-    stress(KILN_ALLOC_PREALLOCATE);
+    stress(KILN_ALLOC_MODE_PREALLOCATE);
 }
 static void test_stress_platform(void) {
-    stress(KILN_ALLOC_PLATFORM);
+    stress(KILN_ALLOC_MODE_PLATFORM);
 }
 
 int main(void) {

@@ -350,7 +350,7 @@ static void test_syntax_error(void) {
     kiln_context *ctx = cache_context(dir, NULL);
     const char *bad = "int kiln_broken(int x) { return x +; }\n";
     cc_module *m = (cc_module *)1;
-    CHECK_STATUS(cc_module_load(cc_of(ctx), bad, strlen(bad), &m, NULL), KILN_ERR_BACKEND);
+    CHECK_STATUS(cc_module_load(cc_of(ctx), bad, strlen(bad), &m, NULL), KILN_STATUS_BACKEND);
     CHECK(m == NULL);
     const char *msg = kiln_last_error(ctx);
     CHECK_CONTAINS(msg, "the C compiler failed (exit status");
@@ -374,7 +374,7 @@ static kiln_context *env_context(const char *dir) {
     kiln_context *ctx = NULL;
     char err[512];
     kiln_status s = kiln_context_create(&o, &ctx, err, sizeof err);
-    CHECK_MSG(s == KILN_OK, "%s", err);
+    CHECK_MSG(s == KILN_STATUS_OK, "%s", err);
     return ctx;
 }
 
@@ -388,7 +388,7 @@ static void test_missing_compiler(void) {
     unsetenv("KILN_CC");
     if (ctx) {
         CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
-                     KILN_ERR_CONFIG);
+                     KILN_STATUS_CONFIG);
         CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CC=\"/nonexistent/kiln-no-such-cc\"");
         kiln_context_destroy(ctx);
     }
@@ -397,7 +397,7 @@ static void test_missing_compiler(void) {
     unsetenv("KILN_CC");
     if (ctx) {
         CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
-                     KILN_ERR_CONFIG);
+                     KILN_STATUS_CONFIG);
         CHECK_CONTAINS(kiln_last_error(ctx), "on PATH");
         kiln_context_destroy(ctx);
     }
@@ -405,7 +405,8 @@ static void test_missing_compiler(void) {
     char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
     setenv("PATH", empty, 1);
     ctx = cache_context(dir, NULL);
-    CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_BACKEND);
+    CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
+                 KILN_STATUS_BACKEND);
     CHECK_CONTAINS(kiln_last_error(ctx), "no C compiler found");
     CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CC");
     kiln_context_destroy(ctx);
@@ -422,18 +423,18 @@ static void test_config(void) {
     setenv("KILN_CACHE_MAX_BYTES", "64M", 1);
     setenv("KILN_CC", "/opt/cc", 1);
     setenv("KILN_CC_FLAGS", "-DX=1 -g", 1);
-    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_OK);
+    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_STATUS_OK);
     CHECK(c.cache_max_bytes == 64u << 20);
     CHECK(!strcmp(c.cc, "/opt/cc") && !strcmp(c.cc_flags, "-DX=1 -g"));
     setenv("KILN_CACHE_MAX_BYTES", "lots", 1);
-    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_ERR_CONFIG);
+    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_STATUS_CONFIG);
     CHECK_CONTAINS(err, "KILN_CACHE_MAX_BYTES");
     setenv("KILN_CACHE_MAX_BYTES", "0", 1);
-    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_OK && c.cache_max_bytes == 0);
+    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_STATUS_OK && c.cache_max_bytes == 0);
     unsetenv("KILN_CACHE_MAX_BYTES");
     unsetenv("KILN_CC");
     unsetenv("KILN_CC_FLAGS");
-    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_OK);
+    CHECK(config_resolve(&o, &c, err, sizeof err) == KILN_STATUS_OK);
     CHECK(c.cache_max_bytes == 1u << 30 && !c.cc[0] && !c.cc_flags[0]);
 }
 
@@ -562,7 +563,7 @@ static void test_concurrent(void) {
     }
     for (int i = 0; i < N; i++) {
         pthread_join(t[i], NULL);
-        CHECK_MSG(l[i].status == KILN_OK && l[i].result == 123, "thread %d: %s, %d", i,
+        CHECK_MSG(l[i].status == KILN_STATUS_OK && l[i].result == 123, "thread %d: %s, %d", i,
                   kiln_status_name(l[i].status), l[i].result);
     }
     pthread_barrier_destroy(&go);
@@ -589,7 +590,7 @@ static kiln_status fault_load(fault_run *r) {
     if (s) return s;
     cc_module *m = NULL;
     s = fault_note(r, ctx, cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL));
-    CHECK_MSG(s == KILN_OK ? m && call_add(m, 1, 2) == 3 : m == NULL,
+    CHECK_MSG(s == KILN_STATUS_OK ? m && call_add(m, 1, 2) == 3 : m == NULL,
               "allocation %ld: %s with module %p", r->n, kiln_status_name(s), (void *)m);
     cc_module_unload(m);
     kiln_context_destroy(ctx);
@@ -597,7 +598,7 @@ static kiln_status fault_load(fault_run *r) {
 }
 
 /* Fail the 1st, 2nd, ... host allocation of a context's life around a cached load: each
- * ends in KILN_ERR_HOST_OOM with nothing leaked, until none fails. */
+ * ends in KILN_STATUS_HOST_OOM with nothing leaked, until none fails. */
 static void test_host_oom(void) {
     char dir[PATH_MAX];
     make_tmpdir(dir);
@@ -615,7 +616,8 @@ static void test_unsafe_dir(void) {
     chmod(dir, 0777);
     kiln_context *ctx = cache_context(dir, NULL);
     cc_module *m = NULL;
-    CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL), KILN_ERR_CONFIG);
+    CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
+                 KILN_STATUS_CONFIG);
     CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CACHE_DIR");
     kiln_context_destroy(ctx);
     /* Parents are created as needed. */

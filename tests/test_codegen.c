@@ -141,10 +141,10 @@ static void test_simplifier(void) {
 static void test_elementwise_2d(void) {
     kiln_graph *g = graph();
     int64_t d[2] = {64, 256};
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
-    kiln_value y = kiln_parameter(g, "y", KILN_F32, 2, d);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value y = kiln_parameter(g, "y", KILN_DTYPE_F32, 2, d);
     char *src = code_only(
-        finish(g, kiln_add(g, kiln_mul(g, kiln_exp(g, x), y), kiln_scalar(g, KILN_F32, 1))));
+        finish(g, kiln_add(g, kiln_mul(g, kiln_exp(g, x), y), kiln_scalar(g, KILN_DTYPE_F32, 1))));
     CHECK_MSG(!by_one(src), "%s", src);
     CHECK_LACKS(src, "%");
     CHECK_CONTAINS(src, "in0[i0 * 256 + i1]");
@@ -158,7 +158,7 @@ static void test_elementwise_2d(void) {
 static void test_rank3_rows(void) {
     kiln_graph *g = graph();
     int64_t d[3] = {4, 16, 256};
-    char *src = code_only(finish(g, kiln_neg(g, kiln_parameter(g, "x", KILN_F32, 3, d))));
+    char *src = code_only(finish(g, kiln_neg(g, kiln_parameter(g, "x", KILN_DTYPE_F32, 3, d))));
     CHECK_CONTAINS(src, "const int64_t i0 = row / 16;");
     CHECK_CONTAINS(src, "const int64_t i1 = row % 16;");
     CHECK_CONTAINS(src, "in0[i0 * 4096 + i1 * 256 + i2]");
@@ -171,7 +171,7 @@ static void test_reshape_index(void) {
     /* merging axes: the linearise-and-split of the reshape cancels out */
     kiln_graph *g = graph();
     int64_t d[3] = {4, 16, 256}, r[2] = {64, 256};
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 3, d);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 3, d);
     char *src = code_only(finish(g, kiln_exp(g, kiln_reshape(g, kiln_neg(g, x), 2, r))));
     CHECK_CONTAINS(src, "in0[i0 * 256 + i1]");
     CHECK_LACKS(src, "/");
@@ -182,7 +182,7 @@ static void test_reshape_index(void) {
     /* a transpose then a flattening: the index really needs a division and a remainder */
     g = graph();
     int64_t t[2] = {3, 4}, flat = 12;
-    x = kiln_parameter(g, "x", KILN_F32, 2, t);
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, t);
     kiln_value y = kiln_reshape(g, kiln_transpose(g, x, (int[]){1, 0}), 1, &flat);
     src = code_only(finish(g, kiln_exp(g, y)));
     CHECK_CONTAINS(src, "in0[i0 % 3 * 4 + i0 / 3]");
@@ -194,8 +194,8 @@ static void test_reshape_index(void) {
 static void test_guards(void) {
     kiln_graph *g = graph();
     int64_t n = 8, lo = 2, hi = 1, none = 0, grow = 3, step = 1;
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, &n);
-    kiln_value zero = kiln_scalar(g, KILN_F32, 0);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &n);
+    kiln_value zero = kiln_scalar(g, KILN_DTYPE_F32, 0);
     kiln_value a = kiln_pad(g, kiln_exp(g, x), zero, &lo, &hi, &none);     /* [11] */
     kiln_value b = kiln_pad(g, kiln_exp(g, x), zero, &none, &grow, &none); /* [11] */
     kiln_value c = kiln_pad(g, kiln_exp(g, x), zero, &none, &none, &step); /* [15] */
@@ -212,8 +212,8 @@ static void test_guards(void) {
 
     g = graph();
     int64_t d0[2] = {4, 3}, d1[2] = {4, 5};
-    kiln_value p = kiln_parameter(g, "p", KILN_F32, 2, d0);
-    kiln_value q = kiln_parameter(g, "q", KILN_F32, 2, d1);
+    kiln_value p = kiln_parameter(g, "p", KILN_DTYPE_F32, 2, d0);
+    kiln_value q = kiln_parameter(g, "q", KILN_DTYPE_F32, 2, d1);
     src = finish(g, kiln_exp(g, kiln_concatenate(g, 2, (kiln_value[]){p, q}, 1)));
     CHECK_CONTAINS(src, "if (i1 < 3) {");
     CHECK_CONTAINS(src, "} else {");
@@ -227,7 +227,7 @@ static void test_simd_pragma(void) {
     int64_t d[2] = {16, 100};
     int ax = 1;
     kiln_graph *g = graph();
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
     char *src = finish(g, kiln_reduce_max(g, kiln_exp(g, x), 1, &ax, false));
     CHECK_CONTAINS(src, "#pragma omp simd reduction(max:acc");
     CHECK_CONTAINS(src, " reduction(|:acc");
@@ -236,7 +236,7 @@ static void test_simd_pragma(void) {
 
     /* integer arithmetic in the reduced body: no pragma (the gcc 12 workaround) */
     g = graph();
-    x = kiln_parameter(g, "x", KILN_I32, 2, d);
+    x = kiln_parameter(g, "x", KILN_DTYPE_I32, 2, d);
     src = finish(g, kiln_reduce_sum(g, kiln_mul(g, x, x), 1, &ax, false));
     CHECK_LACKS(src, "#pragma");
     CHECK_CONTAINS(src, "uint64_t acc");
@@ -246,7 +246,7 @@ static void test_simd_pragma(void) {
     /* a column reduction vectorises across the kept axis */
     g = graph();
     ax = 0;
-    x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
     src = finish(g, kiln_reduce_sum(g, kiln_exp(g, x), 1, &ax, false));
     CHECK_CONTAINS(src, "#pragma omp simd\n");
     CHECK_CONTAINS(src, "double acc");
@@ -259,7 +259,7 @@ static void test_provenance(void) {
     kiln_graph *g = graph();
     int64_t d[2] = {8, 32};
     int ax = 1;
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d); /* %1 */
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d); /* %1 */
     kiln_graph_at(g, "src/nn/model.c", 41);
     kiln_value e = kiln_exp(g, x);    /* %2 */
     kiln_value s = kiln_add(g, e, e); /* %3 */
@@ -274,8 +274,9 @@ static void test_provenance(void) {
     /* a huge kernel's comment stays one bounded line */
     g = graph();
     kiln_graph_at(g, "long.c", 7);
-    kiln_value y = kiln_parameter(g, "x", KILN_F32, 2, d);
-    for (int i = 0; i < 300; i++) y = kiln_add(g, kiln_exp(g, y), kiln_scalar(g, KILN_F32, i));
+    kiln_value y = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    for (int i = 0; i < 300; i++)
+        y = kiln_add(g, kiln_exp(g, y), kiln_scalar(g, KILN_DTYPE_F32, i));
     src = finish(g, y);
     const char *nl = strchr(src, '\n');
     CHECK(nl && nl - src < 600);
@@ -290,7 +291,7 @@ static void test_stable_text(void) {
     int64_t d[2] = {4, 8};
     int ax = 1;
     kiln_graph_at(g, "m.c", 3);
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
     kiln_value s = kiln_reduce_sum(g, kiln_mul(g, x, x), 1, &ax, false);
     char *src = finish(g, kiln_sqrt(g, s));
     static const char want[] =
@@ -324,23 +325,23 @@ static void test_stable_text(void) {
 static void test_run_divmod(void) {
     kiln_graph *g = graph();
     int64_t t[2] = {3, 4}, flat = 12;
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, t);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, t);
     kiln_value y = kiln_reshape(g, kiln_transpose(g, x, (int[]){1, 0}), 1, &flat);
-    y = kiln_add(g, y, kiln_scalar(g, KILN_F32, 0.5));
+    y = kiln_add(g, y, kiln_scalar(g, KILN_DTYPE_F32, 0.5));
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
     kiln_executable *e = NULL;
     CHECK_OK(ctx, kiln_compile(g, NULL, &e));
     float in[12], out[12];
     for (int i = 0; i < 12; i++) in[i] = (float)i;
     kiln_array *a = NULL, *o = NULL;
-    CHECK_OK(ctx, kiln_array_create(ctx, KILN_F32, 2, t, in, &a));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, t, in, &a));
     if (e && a) {
         CHECK_OK(ctx, kiln_executable_run(e, 1, &a, 1, &o));
         CHECK_OK(ctx, kiln_array_copy_to_host(o, out, sizeof out));
         for (int i = 0; i < 12; i++) CHECK_NEAR(out[i], in[(i % 3) * 4 + i / 3] + 0.5, 0);
     }
-    kiln_array_free(o);
-    kiln_array_free(a);
+    kiln_array_destroy(o);
+    kiln_array_destroy(a);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 }
@@ -352,9 +353,9 @@ static void test_run_divmod(void) {
 static void fault_graph(kiln_graph *g, kiln_value *outs) {
     int64_t d[2] = {6, 5}, n = 3, lo[2] = {0, 1}, hi[2] = {0, 1}, in[2] = {0, 1}, r[2] = {5, 6};
     int ax0 = 0, ax1 = 1;
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
-    kiln_value idx = kiln_parameter(g, "i", KILN_I32, 1, &n);
-    kiln_value p = kiln_pad(g, kiln_exp(g, x), kiln_scalar(g, KILN_F32, 0), lo, hi, in);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value idx = kiln_parameter(g, "i", KILN_DTYPE_I32, 1, &n);
+    kiln_value p = kiln_pad(g, kiln_exp(g, x), kiln_scalar(g, KILN_DTYPE_F32, 0), lo, hi, in);
     kiln_value c = kiln_concatenate(g, 2, (kiln_value[]){x, kiln_neg(g, x)}, 1);
     kiln_value t = kiln_take_rows(g, kiln_reshape(g, kiln_tanh(g, x), 2, r), idx);
     kiln_value s = kiln_reduce_sum(g, p, 1, &ax1, false);

@@ -27,7 +27,7 @@ static bool check_graph(kiln_context *ctx, uint64_t s0, int gi, int n_progs) {
     kiln_graph *g = NULL;
     kiln_graph_create(ctx, "random", &g);
     for (int i = 0; i < n_progs; i++) rp_sub(s, g);
-    bool ok = kiln_graph_finish(g, s->n_outs, s->outs) == KILN_OK;
+    bool ok = kiln_graph_finish(g, s->n_outs, s->outs) == KILN_STATUS_OK;
     if (!ok) {
         CHECK_MSG(0, "random graph %d (KILN_TEST_SEED=%llu) did not build: %s", gi,
                   (unsigned long long)s0, kiln_last_error(ctx));
@@ -40,7 +40,7 @@ static bool check_graph(kiln_context *ctx, uint64_t s0, int gi, int n_progs) {
         if (!ok) kiln_graph_print(g, stderr);
         CHECK_MSG(ok, "random graph %d (KILN_TEST_SEED=%llu) differs from the reference", gi,
                   (unsigned long long)s0);
-        for (int i = 0; i < s->n_params; i++) kiln_array_free(args[i]);
+        for (int i = 0; i < s->n_params; i++) kiln_array_destroy(args[i]);
     }
     kiln_graph_destroy(g);
     free(s);

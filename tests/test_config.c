@@ -1,5 +1,5 @@
 /* test_config.c — options and KILN_* environment variables: every unparseable value is a
- * KILN_ERR_CONFIG whose message names the variable and the value; good values reach the
+ * KILN_STATUS_CONFIG whose message names the variable and the value; good values reach the
  * device allocator (mode, limit, fraction, trace file); every variable is also an option
  * field, checked the same way, which the variable overrides. */
 #include "test.h"
@@ -29,7 +29,7 @@ static void expect_env_error(const char *var, const char *value) {
     setenv(var, value, 1);
     kiln_context *ctx;
     char err[4096] = "";
-    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_STATUS_CONFIG);
     CHECK(ctx == NULL);
     CHECK_CONTAINS(err, var);
     CHECK_CONTAINS(err, value);
@@ -66,7 +66,7 @@ static void test_disagreeing_variables(void) {
     setenv("KILN_PREALLOCATE", "true", 1);
     kiln_context *ctx;
     char err[512];
-    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_STATUS_CONFIG);
     CHECK_CONTAINS(err, "KILN_ALLOCATOR=grow");
     CHECK_CONTAINS(err, "KILN_PREALLOCATE=true");
     clear_env();
@@ -77,16 +77,16 @@ static void test_bad_options(void) {
     kiln_context *ctx;
     char err[512];
     kiln_context_options o = {.mem_fraction = 1.5};
-    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_CONFIG);
     CHECK_CONTAINS(err, "mem_fraction");
     o = (kiln_context_options){.alloc_mode = (kiln_alloc_mode)42};
-    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_CONFIG);
     CHECK_CONTAINS(err, "alloc_mode");
     o = (kiln_context_options){.num_threads = 5000};
-    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_CONFIG);
     CHECK_CONTAINS(err, "num_threads");
     o = (kiln_context_options){.cache_max_bytes = -2};
-    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_CONFIG);
     CHECK_CONTAINS(err, "cache_max_bytes");
     /* Every string field is checked, and the message names the field. */
     char long_path[1100];
@@ -97,7 +97,7 @@ static void test_bad_options(void) {
         o = (kiln_context_options){0};
         const char **f[] = {&o.cache_dir, &o.cc, &o.cc_flags, &o.alloc_trace, &o.dump_dir};
         *f[i] = long_path;
-        CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_ERR_CONFIG);
+        CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_CONFIG);
         CHECK(ctx == NULL);
         CHECK_CONTAINS(err, fields[i]);
         CHECK_CONTAINS(err, "longer than 1023 bytes");
@@ -112,7 +112,7 @@ static kn_config config_with(const char *var, const char *value, const kiln_cont
     memset(&c, 0, sizeof c);
     kiln_context *ctx;
     char err[512] = "";
-    CHECK_STATUS(create(&ctx, o, err, sizeof err), KILN_OK);
+    CHECK_STATUS(create(&ctx, o, err, sizeof err), KILN_STATUS_OK);
     if (ctx)
         c = ctx->config, kiln_context_destroy(ctx);
     else
@@ -163,11 +163,11 @@ static kiln_memory_stats stats_with_env(const char *var, const char *value,
     memset(&st, 0, sizeof st);
     kiln_context *ctx;
     char err[512];
-    CHECK_STATUS(create(&ctx, o, err, sizeof err), KILN_OK);
+    CHECK_STATUS(create(&ctx, o, err, sizeof err), KILN_STATUS_OK);
     if (ctx) {
         void *p = NULL;
         CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 1000, "probe", &p));
-        CHECK_OK(ctx, kiln_device_memory_stats(ctx, 0, &st));
+        CHECK_OK(ctx, kiln_device_get_memory_stats(ctx, 0, &st));
         CHECK_OK(ctx, kiln_device_free(ctx, 0, p));
         kiln_context_destroy(ctx);
     }
@@ -176,21 +176,21 @@ static kiln_memory_stats stats_with_env(const char *var, const char *value,
 }
 
 static void test_good_values(void) {
-    CHECK(stats_with_env(NULL, NULL, NULL).mode == KILN_ALLOC_GROW); /* the CPU's default */
-    CHECK(stats_with_env("KILN_ALLOCATOR", "platform", NULL).mode == KILN_ALLOC_PLATFORM);
-    CHECK(stats_with_env("KILN_ALLOCATOR", "BFC", NULL).mode == KILN_ALLOC_GROW);
+    CHECK(stats_with_env(NULL, NULL, NULL).mode == KILN_ALLOC_MODE_GROW); /* the CPU's default */
+    CHECK(stats_with_env("KILN_ALLOCATOR", "platform", NULL).mode == KILN_ALLOC_MODE_PLATFORM);
+    CHECK(stats_with_env("KILN_ALLOCATOR", "BFC", NULL).mode == KILN_ALLOC_MODE_GROW);
     kiln_memory_stats st = stats_with_env("KILN_MEMORY_LIMIT", "16M", NULL);
     CHECK(st.bytes_limit == 16u << 20);
     st = stats_with_env("KILN_PREALLOCATE", "true",
                         &(kiln_context_options){.memory_limit = 8u << 20});
-    CHECK(st.mode == KILN_ALLOC_PREALLOCATE && st.bytes_reserved == 8u << 20);
+    CHECK(st.mode == KILN_ALLOC_MODE_PREALLOCATE && st.bytes_reserved == 8u << 20);
     st = stats_with_env("KILN_PREALLOCATE", "0",
-                        &(kiln_context_options){.alloc_mode = KILN_ALLOC_PREALLOCATE});
-    CHECK(st.mode == KILN_ALLOC_GROW); /* the environment overrides the options */
+                        &(kiln_context_options){.alloc_mode = KILN_ALLOC_MODE_PREALLOCATE});
+    CHECK(st.mode == KILN_ALLOC_MODE_GROW); /* the environment overrides the options */
     /* ignore_environment: the variable is not even parsed. */
     st = stats_with_env("KILN_ALLOCATOR", "junk",
                         &(kiln_context_options){.ignore_environment = true});
-    CHECK(st.mode == KILN_ALLOC_GROW);
+    CHECK(st.mode == KILN_ALLOC_MODE_GROW);
 }
 
 static void test_byte_parser(void) {
@@ -217,7 +217,7 @@ static void test_alloc_trace_option(void) {
     kiln_context_options o = {.alloc_trace = path, .ignore_environment = true};
     kiln_context *ctx;
     char err[512];
-    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_OK);
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_OK);
     if (ctx) {
         void *p;
         CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 555, "opt", &p));
@@ -238,7 +238,7 @@ static void test_alloc_trace_variable(void) {
     setenv("KILN_ALLOC_TRACE", path, 1);
     kiln_context *ctx;
     char err[512];
-    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_OK);
+    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_STATUS_OK);
     if (ctx) {
         void *p;
         CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 777, "traced", &p));
@@ -252,7 +252,7 @@ static void test_alloc_trace_variable(void) {
     CHECK_CONTAINS(text, " traced\nf 1 ");
     unlink(path);
     setenv("KILN_ALLOC_TRACE", "/nonexistent/dir/t.txt", 1);
-    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_ERR_IO);
+    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_STATUS_IO);
     CHECK_CONTAINS(err, "KILN_ALLOC_TRACE");
     CHECK_CONTAINS(err, "/nonexistent/dir/t.txt");
     clear_env();

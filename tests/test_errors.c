@@ -36,7 +36,7 @@ static kiln_status fail_once(kiln_context *ctx, int id, int round, char *want, s
         return kiln_array_create(ctx, (kiln_dtype)tag, 1, &dim, NULL, &a);
     case 1:
         snprintf(want, n, "rank %d is outside", tag);
-        return kiln_array_create(ctx, KILN_F32, tag, &dim, NULL, &a);
+        return kiln_array_create(ctx, KILN_DTYPE_F32, tag, &dim, NULL, &a);
     default:
         snprintf(want, n, "device %d does not exist", tag);
         return kiln_device_alloc(ctx, tag, 64, "t", &p);
@@ -48,7 +48,7 @@ static void *work(void *arg) {
     char want[128], copy[256];
     for (int r = 0; r < N_ROUNDS; r++) {
         pthread_barrier_wait(&barrier);
-        if (fail_once(shared_ctx, w->id, r, want, sizeof want) == KILN_OK) w->wrong_code++;
+        if (fail_once(shared_ctx, w->id, r, want, sizeof want) == KILN_STATUS_OK) w->wrong_code++;
         /* every thread has failed its call before any reads its message */
         pthread_barrier_wait(&barrier);
         const char *m = kiln_last_error(shared_ctx);
@@ -107,7 +107,7 @@ static void *read_in_thread(void *arg) {
 static void test_message_survives_other_threads(void) {
     kiln_context *ctx = test_context();
     void *p;
-    CHECK_STATUS(kiln_device_alloc(ctx, 55, 64, "t", &p), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_device_alloc(ctx, 55, 64, "t", &p), KILN_STATUS_INVALID_ARGUMENT);
     const char *mine = kiln_last_error(ctx);
     CHECK_CONTAINS(mine, "device 55");
     pthread_barrier_t hold;
@@ -142,7 +142,7 @@ static void test_no_allocation_when_reporting(void) {
     void *p;
     long before = ta.count;
     ta.fail_at = ta.count + 1; /* fail any allocation made from here on */
-    CHECK_STATUS(kiln_device_alloc(ctx, 9, 64, "t", &p), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_device_alloc(ctx, 9, 64, "t", &p), KILN_STATUS_INVALID_ARGUMENT);
     CHECK(ta.count == before);
     CHECK_CONTAINS(kiln_last_error(ctx), "device 9");
 

@@ -1,7 +1,7 @@
 /* test_fault.c — fault injection: the whole sequence create context, build a graph,
  * finish it, make arguments, interpret, read back, free everything is run once for every
  * host allocation it makes, failing the 1st, then the 2nd, ... allocation, until a run no
- * longer reaches the failure. Each failing run must end in KILN_ERR_HOST_OOM with a
+ * longer reaches the failure. Each failing run must end in KILN_STATUS_HOST_OOM with a
  * message, never a crash, and leave nothing allocated (the sweep of fault.h; ASan/LSan in
  * the sanitizer build). The run that completes must give the same bytes as
  * a run without fault injection. */
@@ -24,22 +24,22 @@ static kiln_status build(kiln_graph *g, kiln_value *outs) {
     int64_t xd[] = {4, 3}, w1d[] = {3, 5}, b1d[] = {5}, w2d[] = {5, 2}, ld[] = {4}, td[] = {6, 5};
     int64_t id[] = {3};
     static const float w2[10] = {0.5f, -1, 0.25f, 2, -0.75f, 1, 0, 0.5f, 1.5f, -0.5f};
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, xd);
-    kiln_value w1 = kiln_parameter(g, "w1", KILN_F32, 2, w1d);
-    kiln_value b1 = kiln_parameter(g, "b1", KILN_F32, 1, b1d);
-    kiln_value labels = kiln_parameter(g, "labels", KILN_I32, 1, ld);
-    kiln_value table = kiln_parameter(g, "table", KILN_F32, 2, td);
-    kiln_value idx = kiln_parameter(g, "idx", KILN_I32, 1, id);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, xd);
+    kiln_value w1 = kiln_parameter(g, "w1", KILN_DTYPE_F32, 2, w1d);
+    kiln_value b1 = kiln_parameter(g, "b1", KILN_DTYPE_F32, 1, b1d);
+    kiln_value labels = kiln_parameter(g, "labels", KILN_DTYPE_I32, 1, ld);
+    kiln_value table = kiln_parameter(g, "table", KILN_DTYPE_F32, 2, td);
+    kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 1, id);
     kiln_value h = kiln_gelu(g, kiln_add(g, kiln_matmul(g, x, w1), b1));
-    kiln_value logits = kiln_matmul(g, h, kiln_constant(g, KILN_F32, 2, w2d, w2));
-    kiln_value parts[5] = {logits, kiln_mul(g, logits, kiln_scalar(g, KILN_F32, 2)),
-                           kiln_neg(g, logits), kiln_full(g, KILN_F32, 2, (int64_t[]){4, 1}, 0.5),
-                           kiln_exp(g, logits)};
+    kiln_value logits = kiln_matmul(g, h, kiln_constant(g, KILN_DTYPE_F32, 2, w2d, w2));
+    kiln_value parts[5] = {
+        logits, kiln_mul(g, logits, kiln_scalar(g, KILN_DTYPE_F32, 2)), kiln_neg(g, logits),
+        kiln_full(g, KILN_DTYPE_F32, 2, (int64_t[]){4, 1}, 0.5), kiln_exp(g, logits)};
     kiln_value cat = kiln_concatenate(g, 5, parts, 1); /* [4, 9] */
     kiln_value n = kiln_layer_norm(g, cat, (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-5);
     int64_t lo[] = {0, 0}, hi[] = {0, -1};
     kiln_value probs =
-        kiln_softmax(g, kiln_pad(g, n, kiln_scalar(g, KILN_F32, 0), lo, hi, NULL), -1);
+        kiln_softmax(g, kiln_pad(g, n, kiln_scalar(g, KILN_DTYPE_F32, 0), lo, hi, NULL), -1);
     int ax0 = 0;
     outs[0] = probs;
     outs[1] = kiln_reduce_max(g, probs, 1, &ax0, false);
@@ -60,13 +60,14 @@ static kiln_status make_args(kiln_context *ctx, kiln_array **args) {
         int rank;
         int64_t dims[2];
         const void *data;
-    } a[6] = {{KILN_F32, 2, {4, 3}, x},   {KILN_F32, 2, {3, 5}, w1},    {KILN_F32, 1, {5}, b1},
-              {KILN_I32, 1, {4}, labels}, {KILN_F32, 2, {6, 5}, table}, {KILN_I32, 1, {3}, idx}};
+    } a[6] = {{KILN_DTYPE_F32, 2, {4, 3}, x},     {KILN_DTYPE_F32, 2, {3, 5}, w1},
+              {KILN_DTYPE_F32, 1, {5}, b1},       {KILN_DTYPE_I32, 1, {4}, labels},
+              {KILN_DTYPE_F32, 2, {6, 5}, table}, {KILN_DTYPE_I32, 1, {3}, idx}};
     for (int i = 0; i < 6; i++) {
         kiln_status s = kiln_array_create(ctx, a[i].t, a[i].rank, a[i].dims, a[i].data, &args[i]);
         if (s) return s;
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status read_back(kiln_array **res, outcome *o) {
@@ -76,7 +77,7 @@ static kiln_status read_back(kiln_array **res, outcome *o) {
         (s = kiln_array_copy_to_host(res[2], &o->loss, sizeof o->loss)) ||
         (s = kiln_array_copy_to_host(res[3], o->picked, sizeof o->picked)))
         return s;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* The whole sequence under the run's allocator; frees everything it made. */
@@ -98,8 +99,8 @@ static kiln_status sequence(fault_run *r) {
     }
     if (!s) s = read_back(res, o);
     o->status = fault_note(r, ctx, s);
-    for (int i = 0; i < N_OUT; i++) kiln_array_free(res[i]);
-    for (int i = 0; i < 6; i++) kiln_array_free(args[i]);
+    for (int i = 0; i < N_OUT; i++) kiln_array_destroy(res[i]);
+    for (int i = 0; i < 6; i++) kiln_array_destroy(args[i]);
     kiln_graph_destroy(g);
     kiln_context_destroy(ctx);
     return s;
@@ -121,8 +122,8 @@ static void test_every_allocation_fails_cleanly(void) {
     test_alloc clean = {0};
     outcome want, got;
     sequence_clean(&clean, &want);
-    CHECK_MSG(want.status == KILN_OK, "the unfailed run: %s: %s", kiln_status_name(want.status),
-              want.msg);
+    CHECK_MSG(want.status == KILN_STATUS_OK, "the unfailed run: %s: %s",
+              kiln_status_name(want.status), want.msg);
     CHECK(clean.live == 0 && clean.bad_size == 0);
     CHECK(clean.count > 20);
     fault_sweep sw = {.name = "test_fault", .run = sequence, .user = &got, .max_runs = 100000};

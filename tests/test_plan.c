@@ -40,7 +40,7 @@ static kiln_array **random_args(kiln_graph *g) {
 }
 
 static void free_args(kiln_graph *g, kiln_array **a) {
-    for (int i = 0; i < kiln_graph_num_parameters(g); i++) kiln_array_free(a[i]);
+    for (int i = 0; i < kiln_graph_num_parameters(g); i++) kiln_array_destroy(a[i]);
     free(a);
 }
 
@@ -67,20 +67,20 @@ static const int64_t d16[2] = {64, 64}; /* large enough to be split across threa
 /* d = x @ w / 64: a temporary of the same size as what each case makes of it (scaled so
  * that exp and the final product stay well conditioned). */
 static kiln_value dot_temp(kiln_graph *g) {
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d16);
-    kiln_value d = kiln_matmul(g, x, kiln_parameter(g, "w", KILN_F32, 2, d16));
-    return kiln_mul(g, d, kiln_scalar(g, KILN_F32, 1.0 / 64));
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d16);
+    kiln_value d = kiln_matmul(g, x, kiln_parameter(g, "w", KILN_DTYPE_F32, 2, d16));
+    return kiln_mul(g, d, kiln_scalar(g, KILN_DTYPE_F32, 1.0 / 64));
 }
 
 /* y feeds a product, so it gets a buffer of its own (written by the kernel under test). */
 static int finish_with_dot(kiln_graph *g, kiln_value y, kiln_value *o) {
-    o[0] = kiln_matmul(g, y, kiln_parameter(g, "w2", KILN_F32, 2, d16));
+    o[0] = kiln_matmul(g, y, kiln_parameter(g, "w2", KILN_DTYPE_F32, 2, d16));
     return 1;
 }
 
 static int b_elementwise(kiln_graph *g, kiln_value *o) {
     kiln_value d = dot_temp(g);
-    kiln_value y = kiln_tanh(g, kiln_add(g, kiln_mul(g, d, kiln_scalar(g, KILN_F32, 2)), d));
+    kiln_value y = kiln_tanh(g, kiln_add(g, kiln_mul(g, d, kiln_scalar(g, KILN_DTYPE_F32, 2)), d));
     return finish_with_dot(g, y, o);
 }
 static int b_transpose(kiln_graph *g, kiln_value *o) {
@@ -98,7 +98,8 @@ static int b_reshape_only(kiln_graph *g, kiln_value *o) { /* row-major order kep
 }
 static int b_gather(kiln_graph *g, kiln_value *o) { /* rows reversed: reads other rows */
     int64_t n = 64;
-    kiln_value i = kiln_sub(g, kiln_scalar(g, KILN_I32, 63), kiln_iota(g, KILN_I32, 1, &n, 0));
+    kiln_value i =
+        kiln_sub(g, kiln_scalar(g, KILN_DTYPE_I32, 63), kiln_iota(g, KILN_DTYPE_I32, 1, &n, 0));
     return finish_with_dot(g, kiln_abs(g, kiln_take_rows(g, dot_temp(g), i)), o);
 }
 static int b_concat_slice(kiln_graph *g, kiln_value *o) { /* rotates columns by 32 */
@@ -109,8 +110,8 @@ static int b_concat_slice(kiln_graph *g, kiln_value *o) { /* rotates columns by 
 }
 static int b_pad(kiln_graph *g, kiln_value *o) { /* shifts by one row: reads another index */
     int64_t lo[2] = {1, 0}, hi[2] = {-1, 0};
-    return finish_with_dot(g, kiln_pad(g, dot_temp(g), kiln_scalar(g, KILN_F32, 0), lo, hi, NULL),
-                           o);
+    return finish_with_dot(
+        g, kiln_pad(g, dot_temp(g), kiln_scalar(g, KILN_DTYPE_F32, 0), lo, hi, NULL), o);
 }
 static int b_reduction(kiln_graph *g, kiln_value *o) { /* a reduction inside the kernel */
     int64_t r[3] = {64, 64, 1};
@@ -132,14 +133,16 @@ static int b_still_needed(kiln_graph *g, kiln_value *o) { /* d is read after exp
 }
 static int b_scatter(kiln_graph *g, kiln_value *o) {
     int64_t n = 8, ud[2] = {8, 64};
-    kiln_value i = kiln_mul(g, kiln_iota(g, KILN_I32, 1, &n, 0), kiln_scalar(g, KILN_I32, 7));
-    kiln_value u = kiln_parameter(g, "u", KILN_F32, 2, ud);
+    kiln_value i =
+        kiln_mul(g, kiln_iota(g, KILN_DTYPE_I32, 1, &n, 0), kiln_scalar(g, KILN_DTYPE_I32, 7));
+    kiln_value u = kiln_parameter(g, "u", KILN_DTYPE_F32, 2, ud);
     return finish_with_dot(g, kiln_scatter_add_rows(g, dot_temp(g), i, u), o);
 }
 static int b_scatter_self(kiln_graph *g, kiln_value *o) { /* the operand is the updates too */
     int64_t n = 64;
     kiln_value d = dot_temp(g);
-    kiln_value i = kiln_sub(g, kiln_scalar(g, KILN_I32, 63), kiln_iota(g, KILN_I32, 1, &n, 0));
+    kiln_value i =
+        kiln_sub(g, kiln_scalar(g, KILN_DTYPE_I32, 63), kiln_iota(g, KILN_DTYPE_I32, 1, &n, 0));
     return finish_with_dot(g, kiln_scatter_add_rows(g, d, i, d), o);
 }
 
@@ -171,13 +174,14 @@ static int in_place(const char *name, build_fn fn, ir_op op) {
  * product or a scatter needs a buffer even though loop kernels compute them inline. */
 static int b_sources(kiln_graph *g, kiln_value *o) {
     int64_t d[2] = {4, 4}, r[1] = {4};
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d);
-    o[0] = kiln_matmul(g, kiln_iota(g, KILN_F32, 2, d, 1), x);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    o[0] = kiln_matmul(g, kiln_iota(g, KILN_DTYPE_F32, 2, d, 1), x);
     kiln_dot_dims none = {0};
-    o[1] = kiln_dot_general(g, kiln_scalar(g, KILN_F32, 3), kiln_scalar(g, KILN_F32, 2), &none);
+    o[1] = kiln_dot_general(g, kiln_scalar(g, KILN_DTYPE_F32, 3), kiln_scalar(g, KILN_DTYPE_F32, 2),
+                            &none);
     o[1] = kiln_add(g, o[1], kiln_reduce_sum(g, x, 0, NULL, false));
-    kiln_value i = kiln_iota(g, KILN_I32, 1, r, 0);
-    o[2] = kiln_scatter_add_rows(g, kiln_iota(g, KILN_F32, 2, d, 0), i, x);
+    kiln_value i = kiln_iota(g, KILN_DTYPE_I32, 1, r, 0);
+    o[2] = kiln_scatter_add_rows(g, kiln_iota(g, KILN_DTYPE_F32, 2, d, 0), i, x);
     return 3;
 }
 
@@ -233,7 +237,7 @@ static kiln_executable *compile_donating(kiln_graph *g, int n, const int *argnum
 }
 
 static int b_exp(kiln_graph *g, kiln_value *o) {
-    o[0] = kiln_exp(g, kiln_parameter(g, "x", KILN_F32, 1, d8));
+    o[0] = kiln_exp(g, kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d8));
     return 1;
 }
 
@@ -243,35 +247,35 @@ static void test_donate_output(void) {
     kiln_graph *g = build("donate", b_exp);
     kiln_executable *e = compile_donating(g, 1, (int[]){0});
     kiln_memory_analysis a;
-    CHECK_OK(ctx, kiln_executable_memory_analysis(e, &a));
+    CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &a));
     CHECK(a.output_bytes == 0 && a.alias_bytes == 4096 && a.temp_bytes == 0);
     CHECK(a.peak_bytes == a.argument_bytes && a.num_donated == 1 && a.num_donations_unused == 0);
     float host[1000], got[1000];
     for (int i = 0; i < 1000; i++) host[i] = (float)i / 500.0f - 1.0f;
     kiln_array *x, *y = NULL;
-    CHECK_OK(ctx, kiln_array_create(ctx, KILN_F32, 1, d8, host, &x));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, d8, host, &x));
     int ok = 1;
     CHECK_OK(ctx, cmp_run_planned(ctx, e, 1, &x, 1, &y, &ok));
     CHECK(ok);
     CHECK(kiln_array_is_consumed(x) && !kiln_array_is_consumed(y));
     CHECK_OK(ctx, kiln_array_copy_to_host(y, got, sizeof got));
     for (int i = 0; i < 1000; i += 37) CHECK_NEAR(got[i], exp(host[i]), 1e-6);
-    CHECK_STATUS(kiln_array_copy_to_host(x, got, sizeof got), KILN_ERR_CONSUMED);
+    CHECK_STATUS(kiln_array_copy_to_host(x, got, sizeof got), KILN_STATUS_CONSUMED);
     CHECK_CONTAINS(kiln_last_error(ctx), "donated to 'donate' (argument 0) and is consumed");
     kiln_array *y2 = NULL;
-    CHECK_STATUS(kiln_executable_run(e, 1, &x, 1, &y2), KILN_ERR_CONSUMED);
+    CHECK_STATUS(kiln_executable_run(e, 1, &x, 1, &y2), KILN_STATUS_CONSUMED);
     CHECK_CONTAINS(kiln_last_error(ctx), "kiln_executable_run: argument 0:");
-    CHECK_STATUS(kiln_interpret(g, 1, &x, 1, &y2), KILN_ERR_CONSUMED);
+    CHECK_STATUS(kiln_interpret(g, 1, &x, 1, &y2), KILN_STATUS_CONSUMED);
     CHECK(y2 == NULL);
-    CHECK(kiln_array_dtype(x) == KILN_F32 && kiln_array_size(x) == 1000); /* still readable */
-    kiln_array_free(x);
-    kiln_array_free(y);
+    CHECK(kiln_array_dtype(x) == KILN_DTYPE_F32 && kiln_array_size(x) == 1000); /* still readable */
+    kiln_array_destroy(x);
+    kiln_array_destroy(y);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 }
 
 static int b_identity(kiln_graph *g, kiln_value *o) {
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, d8);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d8);
     o[0] = x, o[1] = kiln_neg(g, x), o[2] = x;
     return 3;
 }
@@ -282,9 +286,9 @@ static void test_donate_identity(void) {
     kiln_graph *g = build("identity", b_identity);
     kiln_executable *e = compile_donating(g, 1, (int[]){0});
     kiln_memory_analysis a;
-    kiln_executable_memory_analysis(e, &a);
+    kiln_executable_get_memory_analysis(e, &a);
     CHECK(a.output_bytes == 2 * 4096 && a.alias_bytes == 4096);
-    kiln_array *x = cmp_random_array(ctx, KILN_F32, 1, d8, &seed), *o[3] = {0};
+    kiln_array *x = cmp_random_array(ctx, KILN_DTYPE_F32, 1, d8, &seed), *o[3] = {0};
     float before[1000], got[3][1000];
     kiln_array_copy_to_host(x, before, sizeof before);
     int ok = 1;
@@ -293,17 +297,17 @@ static void test_donate_identity(void) {
     for (int i = 0; i < 3; i++) kiln_array_copy_to_host(o[i], got[i], sizeof got[i]);
     CHECK(!memcmp(got[0], before, sizeof before) && !memcmp(got[2], before, sizeof before));
     CHECK(got[1][5] == -before[5]);
-    for (int i = 0; i < 3; i++) kiln_array_free(o[i]);
-    kiln_array_free(x);
+    for (int i = 0; i < 3; i++) kiln_array_destroy(o[i]);
+    kiln_array_destroy(x);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 }
 
 static int b_mismatch(kiln_graph *g, kiln_value *o) {
     int64_t n = 10;
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, &n);
-    kiln_value y = kiln_parameter(g, "y", KILN_F32, 1, d8);
-    o[0] = kiln_mul(g, y, kiln_scalar(g, KILN_F32, 2));
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &n);
+    kiln_value y = kiln_parameter(g, "y", KILN_DTYPE_F32, 1, d8);
+    o[0] = kiln_mul(g, y, kiln_scalar(g, KILN_DTYPE_F32, 2));
     o[1] = kiln_reduce_sum(g, x, 0, NULL, false);
     return 2;
 }
@@ -313,7 +317,7 @@ static void test_donate_unused(void) {
     kiln_graph *g = build("mismatch", b_mismatch);
     kiln_executable *e = compile_donating(g, 1, (int[]){0});
     kiln_memory_analysis a;
-    kiln_executable_memory_analysis(e, &a);
+    kiln_executable_get_memory_analysis(e, &a);
     CHECK(a.num_donated == 1 && a.num_donations_unused == 1 && a.alias_bytes == 0);
     char *r = kiln_executable_memory_report(e), *j = kiln_executable_plan_json(e);
     CHECK_CONTAINS(r, "argument 0 (\"x\", 40 bytes) donated: NOT USED");
@@ -323,7 +327,7 @@ static void test_donate_unused(void) {
     int ok = 1;
     CHECK_OK(ctx, cmp_run_planned(ctx, e, 2, args, 2, o, &ok));
     CHECK(ok && kiln_array_is_consumed(args[0]) && !kiln_array_is_consumed(args[1]));
-    kiln_array_free(o[0]), kiln_array_free(o[1]);
+    kiln_array_destroy(o[0]), kiln_array_destroy(o[1]);
     free_args(g, args);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
@@ -331,9 +335,10 @@ static void test_donate_unused(void) {
 
 static int b_temps_in_donated(kiln_graph *g, kiln_value *o) {
     int64_t big[2] = {64, 64}, v[2] = {64, 1};
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, big);
-    kiln_value s = kiln_matmul(g, x, kiln_parameter(g, "v", KILN_F32, 2, v)); /* x dies here */
-    kiln_value w = kiln_parameter(g, "w", KILN_F32, 2, big);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, big);
+    kiln_value s =
+        kiln_matmul(g, x, kiln_parameter(g, "v", KILN_DTYPE_F32, 2, v)); /* x dies here */
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, big);
     kiln_value t = kiln_matmul(g, kiln_exp(g, w), w); /* exp(w) and t: temporaries after */
     o[0] = kiln_add(g, kiln_matmul(g, t, kiln_tanh(g, t)), s);
     return 1;
@@ -345,8 +350,8 @@ static void test_donate_temps(void) {
     kiln_executable *plain = NULL, *e = compile_donating(g, 1, (int[]){0});
     CHECK_OK(ctx, kiln_compile(g, NULL, &plain));
     kiln_memory_analysis a, b;
-    kiln_executable_memory_analysis(e, &a);
-    kiln_executable_memory_analysis(plain, &b);
+    kiln_executable_get_memory_analysis(e, &a);
+    kiln_executable_get_memory_analysis(plain, &b);
     CHECK_MSG(a.temp_bytes < b.temp_bytes && a.peak_bytes < b.peak_bytes && a.alias_bytes == 16384,
               "donated: temp %llu peak %llu; plain: temp %llu peak %llu",
               (unsigned long long)a.temp_bytes, (unsigned long long)a.peak_bytes,
@@ -354,8 +359,8 @@ static void test_donate_temps(void) {
     int donated_temps = 0;
     for (int i = 0; i < a.num_buffers; i++) {
         kiln_buffer_info bi;
-        CHECK_OK(ctx, kiln_executable_buffer_info(e, i, &bi));
-        donated_temps += bi.place == KILN_PLACE_DONATED && bi.kind == KILN_BUFFER_TEMP;
+        CHECK_OK(ctx, kiln_executable_get_buffer_info(e, i, &bi));
+        donated_temps += bi.place == KILN_BUFFER_PLACE_DONATED && bi.kind == KILN_BUFFER_KIND_TEMP;
     }
     CHECK(donated_temps >= 1);
     kiln_array **args = random_args(g), *want = NULL, *got = NULL;
@@ -363,7 +368,7 @@ static void test_donate_temps(void) {
     int ok = 1;
     CHECK_OK(ctx, cmp_run_planned(ctx, e, 3, args, 1, &got, &ok));
     CHECK(ok && cmp_arrays(got, want, 1e-3, 1e-9, "temps in a donated buffer"));
-    kiln_array_free(want), kiln_array_free(got);
+    kiln_array_destroy(want), kiln_array_destroy(got);
     free_args(g, args);
     kiln_executable_destroy(e), kiln_executable_destroy(plain);
     kiln_graph_destroy(g);
@@ -375,38 +380,40 @@ static void test_donate_errors(void) {
     kiln_graph *g = build("errors", b_mismatch);
     kiln_executable *e = NULL;
     kiln_compile_options o = {.n_donate = 1, .donate_argnums = (int[]){2}};
-    CHECK_STATUS(kiln_compile(g, &o, &e), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_compile(g, &o, &e), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "donate_argnums[0] = 2 is not a parameter of 'errors'");
     o = (kiln_compile_options){.n_donate = 2, .donate_argnums = (int[]){1, 1}};
-    CHECK_STATUS(kiln_compile(g, &o, &e), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_compile(g, &o, &e), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "argument 1 is donated twice");
     kiln_graph_destroy(g);
 
     int64_t n = 1000;
     kiln_graph_create(ctx, "twice", &g);
-    kiln_value a = kiln_parameter(g, "a", KILN_F32, 1, &n),
-               b = kiln_parameter(g, "b", KILN_F32, 1, &n);
+    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 1, &n),
+               b = kiln_parameter(g, "b", KILN_DTYPE_F32, 1, &n);
     kiln_value s = kiln_add(g, a, b);
     kiln_graph_finish(g, 1, &s);
     e = compile_donating(g, 1, (int[]){0});
-    kiln_array *x = cmp_random_array(ctx, KILN_F32, 1, &n, &seed), *out = NULL;
+    kiln_array *x = cmp_random_array(ctx, KILN_DTYPE_F32, 1, &n, &seed), *out = NULL;
     CHECK_STATUS(kiln_executable_run(e, 2, (kiln_array *[]){x, x}, 1, &out),
-                 KILN_ERR_INVALID_ARGUMENT);
+                 KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx),
                    "argument 0 of 'twice' is donated, and the same array is passed as argument 1");
     CHECK(!kiln_array_is_consumed(x) && out == NULL);
-    kiln_array_free(x);
+    kiln_array_destroy(x);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 
     /* a failed call: a context whose device cannot hold the outputs */
-    kiln_context_options co = {
-        .ignore_environment = true, .memory_limit = 1 << 20, .alloc_mode = KILN_ALLOC_PLATFORM};
+    kiln_context_options co = {.ignore_environment = true,
+                               .memory_limit = 1 << 20,
+                               .alloc_mode = KILN_ALLOC_MODE_PLATFORM};
     kiln_context *small;
     CHECK_OK(NULL, kiln_context_create(&co, &small, NULL, 0));
     int64_t big = 100000; /* 400 KB each: two arguments fit, the third (output) does not */
     kiln_graph_create(small, "oom", &g);
-    a = kiln_parameter(g, "a", KILN_F32, 1, &big), b = kiln_parameter(g, "b", KILN_F32, 1, &big);
+    a = kiln_parameter(g, "a", KILN_DTYPE_F32, 1, &big),
+    b = kiln_parameter(g, "b", KILN_DTYPE_F32, 1, &big);
     kiln_value outs[2] = {kiln_add(g, a, b), kiln_sub(g, a, b)};
     kiln_graph_finish(g, 2, outs);
     kiln_compile_options d = {.n_donate = 1, .donate_argnums = (int[]){1}};
@@ -414,17 +421,17 @@ static void test_donate_errors(void) {
     kiln_array *xa, *xb, *r[2] = {0};
     float *data = malloc(400000), *back = malloc(400000);
     for (int i = 0; i < 100000; i++) data[i] = (float)i;
-    CHECK_OK(small, kiln_array_create(small, KILN_F32, 1, &big, NULL, &xa));
-    CHECK_OK(small, kiln_array_create(small, KILN_F32, 1, &big, data, &xb));
-    CHECK_STATUS(kiln_executable_run(e, 2, (kiln_array *[]){xa, xb}, 2, r), KILN_ERR_DEVICE_OOM);
+    CHECK_OK(small, kiln_array_create(small, KILN_DTYPE_F32, 1, &big, NULL, &xa));
+    CHECK_OK(small, kiln_array_create(small, KILN_DTYPE_F32, 1, &big, data, &xb));
+    CHECK_STATUS(kiln_executable_run(e, 2, (kiln_array *[]){xa, xb}, 2, r), KILN_STATUS_DEVICE_OOM);
     CHECK(!kiln_array_is_consumed(xb) && r[0] == NULL && r[1] == NULL);
     CHECK_OK(small, kiln_array_copy_to_host(xb, back, 400000));
     CHECK(!memcmp(back, data, 400000)); /* untouched: no kernel ran */
     free(data), free(back);
     kiln_memory_stats st;
-    kiln_device_memory_stats(small, 0, &st);
+    kiln_device_get_memory_stats(small, 0, &st);
     CHECK(st.bytes_in_use == 2 * 400128); /* only the two arguments: nothing left behind */
-    kiln_array_free(xa), kiln_array_free(xb);
+    kiln_array_destroy(xa), kiln_array_destroy(xb);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
     kiln_context_destroy(small);
@@ -433,7 +440,7 @@ static void test_donate_errors(void) {
 static int jit_scale(kiln_graph *g, const kiln_value *a, int n, const void *st, void *u,
                      kiln_value *o) {
     (void)n, (void)st, (void)u;
-    o[0] = kiln_mul(g, a[0], kiln_scalar(g, KILN_F32, 3));
+    o[0] = kiln_mul(g, a[0], kiln_scalar(g, KILN_DTYPE_F32, 3));
     return 1;
 }
 
@@ -445,16 +452,16 @@ static void test_donate_jit(void) {
     kiln_jit *j;
     CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
     argnums[0] = 5; /* the jit keeps its own copy */
-    kiln_array *x = cmp_random_array(ctx, KILN_F32, 1, d8, &seed), *y = NULL, *z = NULL;
+    kiln_array *x = cmp_random_array(ctx, KILN_DTYPE_F32, 1, d8, &seed), *y = NULL, *z = NULL;
     CHECK_OK(ctx, kiln_jit_call(j, 1, &x, NULL, 0, 1, &y));
     CHECK(kiln_array_is_consumed(x));
-    CHECK_STATUS(kiln_jit_call(j, 1, &x, NULL, 0, 1, &z), KILN_ERR_CONSUMED);
+    CHECK_STATUS(kiln_jit_call(j, 1, &x, NULL, 0, 1, &z), KILN_STATUS_CONSUMED);
     CHECK_OK(ctx, kiln_jit_call(j, 1, &y, NULL, 0, 1, &z)); /* a hit: y donated in turn */
     CHECK(kiln_array_is_consumed(y) && !kiln_array_is_consumed(z));
     kiln_jit_stats st;
     kiln_jit_get_stats(j, &st);
     CHECK(st.compiles == 1 && st.hits == 1);
-    kiln_array_free(x), kiln_array_free(y), kiln_array_free(z);
+    kiln_array_destroy(x), kiln_array_destroy(y), kiln_array_destroy(z);
     kiln_jit_destroy(j);
 }
 
@@ -465,10 +472,11 @@ static void test_donate_jit(void) {
  * breadth-first, so running the kernels in trace order keeps every intermediate alive. */
 static int b_branches(kiln_graph *g, kiln_value *o) {
     int64_t v[2] = {64, 1};
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 2, d16),
-               vv = kiln_parameter(g, "v", KILN_F32, 2, v);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d16),
+               vv = kiln_parameter(g, "v", KILN_DTYPE_F32, 2, v);
     kiln_value d[NB], r[NB];
-    for (int i = 0; i < NB; i++) d[i] = kiln_matmul(g, x, kiln_parameter(g, "w", KILN_F32, 2, d16));
+    for (int i = 0; i < NB; i++)
+        d[i] = kiln_matmul(g, x, kiln_parameter(g, "w", KILN_DTYPE_F32, 2, d16));
     for (int i = 0; i < NB; i++) d[i] = kiln_tanh(g, d[i]);
     for (int i = 0; i < NB; i++) r[i] = kiln_matmul(g, d[i], vv);
     int ax = 1;
@@ -492,7 +500,7 @@ static void test_schedule_matters(void) {
               "the chosen schedule (%s) runs a branch to its end before the next: arena %llu",
               p->strategy, (unsigned long long)p->arena);
     kiln_memory_analysis a;
-    kiln_executable_memory_analysis(e, &a);
+    kiln_executable_get_memory_analysis(e, &a);
     CHECK(!strcmp(a.schedule, p->strategy) && a.num_steps == (int)e->plan.n_kernels);
     CHECK(a.temp_lower_bound <= a.arena_bytes && a.arena_bytes <= a.temp_bytes);
     kiln_executable_destroy(e);
@@ -527,8 +535,8 @@ static void test_deterministic(void) {
 
 static int b_listing(kiln_graph *g, kiln_value *o) {
     int64_t ad[3] = {4, 8, 16}, bd[2] = {4, 8};
-    kiln_value a = kiln_parameter(g, "a", KILN_F32, 3, ad),
-               b = kiln_parameter(g, "b", KILN_F32, 2, bd);
+    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 3, ad),
+               b = kiln_parameter(g, "b", KILN_DTYPE_F32, 2, bd);
     /* contracting a's middle axis: BLAS cannot read it as is, so a is packed first */
     kiln_dot_dims dd = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {0}};
     kiln_value c = kiln_dot_general(g, kiln_exp(g, a), kiln_transpose(g, b, (int[]){1, 0}), &dd);
@@ -544,7 +552,7 @@ static void test_listing(void) {
     kiln_executable *e = NULL;
     CHECK_OK(ctx, kiln_compile(g, NULL, &e));
     kiln_memory_analysis a;
-    if (!e || kiln_executable_memory_analysis(e, &a)) {
+    if (!e || kiln_executable_get_memory_analysis(e, &a)) {
         kiln_graph_destroy(g);
         return;
     }
@@ -552,25 +560,26 @@ static void test_listing(void) {
     uint64_t out_bytes = 0;
     for (int i = 0; i < a.num_buffers; i++) {
         kiln_buffer_info b;
-        CHECK_OK(ctx, kiln_executable_buffer_info(e, i, &b));
+        CHECK_OK(ctx, kiln_executable_get_buffer_info(e, i, &b));
         CHECK(b.op && b.first_step <= b.last_step && b.first_step >= -1 &&
               b.last_step <= a.num_steps);
-        params += b.kind == KILN_BUFFER_ARGUMENT;
-        if (b.kind == KILN_BUFFER_OUTPUT) outputs++, out_bytes += b.bytes;
-        if (b.kind == KILN_BUFFER_SCRATCH) {
+        params += b.kind == KILN_BUFFER_KIND_ARGUMENT;
+        if (b.kind == KILN_BUFFER_KIND_OUTPUT) outputs++, out_bytes += b.bytes;
+        if (b.kind == KILN_BUFFER_KIND_SCRATCH) {
             scratch++;
             CHECK(!strcmp(b.op, "scratch") && b.first_step == b.last_step &&
-                  b.place == KILN_PLACE_ARENA);
+                  b.place == KILN_BUFFER_PLACE_ARENA);
             CHECK(b.bytes >= 4 * 8 * 16 * 4);
         }
-        if (b.kind == KILN_BUFFER_ARGUMENT)
-            CHECK(b.place == KILN_PLACE_ARGUMENT && b.first_step == -1);
-        if (b.kind == KILN_BUFFER_OUTPUT)
+        if (b.kind == KILN_BUFFER_KIND_ARGUMENT)
+            CHECK(b.place == KILN_BUFFER_PLACE_ARGUMENT && b.first_step == -1);
+        if (b.kind == KILN_BUFFER_KIND_OUTPUT)
             CHECK(b.last_step == a.num_steps && b.rank == 3 && b.dims[2] == 4);
     }
     CHECK(params == 2 && outputs == 1 && scratch == 1 && out_bytes == 4 * 16 * 4 * 4);
     kiln_buffer_info b;
-    CHECK_STATUS(kiln_executable_buffer_info(e, a.num_buffers, &b), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_executable_get_buffer_info(e, a.num_buffers, &b),
+                 KILN_STATUS_INVALID_ARGUMENT);
     char *text = kiln_executable_to_string(e), *svg = kiln_executable_plan_svg(e);
     CHECK_CONTAINS(text, "in schedule order");
     CHECK_CONTAINS(text, "planned peak");
@@ -605,14 +614,14 @@ static void test_random_donations(void) {
             size_t n = kiln_array_nbytes(args[i]);
             void *tmp = malloc(n ? n : 1);
             kiln_array_copy_to_host(args[i], tmp, n);
-            kiln_array_free(keep[i]);
+            kiln_array_destroy(keep[i]);
             kiln_array_create(ctx, kiln_array_dtype(args[i]), s->params[i].rank, s->params[i].dims,
                               tmp, &keep[i]);
             free(tmp);
         }
-        int ok = kiln_interpret(g, np, args, no, want) == KILN_OK;
+        int ok = kiln_interpret(g, np, args, no, want) == KILN_STATUS_OK;
         kiln_executable *e = compile_donating(g, nd, argnums);
-        ok = ok && e && cmp_run_planned(ctx, e, np, args, no, got, &ok) == KILN_OK && ok;
+        ok = ok && e && cmp_run_planned(ctx, e, np, args, no, got, &ok) == KILN_STATUS_OK && ok;
         for (int i = 0; ok && i < no; i++) {
             char what[32];
             snprintf(what, sizeof what, "output %d", i);
@@ -631,7 +640,7 @@ static void test_random_donations(void) {
         }
         CHECK_MSG(ok, "random program %d with %d donations", gi, nd);
         failed += !ok;
-        for (int i = 0; i < no; i++) kiln_array_free(want[i]), kiln_array_free(got[i]);
+        for (int i = 0; i < no; i++) kiln_array_destroy(want[i]), kiln_array_destroy(got[i]);
         free(want), free(got);
         free_args(g, args), free_args(g, keep);
         kiln_executable_destroy(e);
@@ -658,15 +667,15 @@ static kiln_status plan_sequence(kiln_context *c, int *bad) {
     }
     kiln_compile_options co = {.n_donate = 1, .donate_argnums = (int[]){1}};
     if (!s) s = kiln_compile(g, &co, &e);
-    if (!s) s = kiln_array_create(c, KILN_F32, 3, ad, NULL, &args[0]);
-    if (!s) s = kiln_array_create(c, KILN_F32, 2, bd, NULL, &args[1]);
+    if (!s) s = kiln_array_create(c, KILN_DTYPE_F32, 3, ad, NULL, &args[0]);
+    if (!s) s = kiln_array_create(c, KILN_DTYPE_F32, 2, bd, NULL, &args[1]);
     if (!s) {
         s = kiln_executable_run(e, 2, args, 1, outs);
         *bad = s ? kiln_array_is_consumed(args[1]) : !kiln_array_is_consumed(args[1]);
     }
     kiln_memory_stats st;
-    kiln_array_free(outs[0]), kiln_array_free(args[0]), kiln_array_free(args[1]);
-    kiln_device_memory_stats(c, 0, &st);
+    kiln_array_destroy(outs[0]), kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+    kiln_device_get_memory_stats(c, 0, &st);
     *bad |= st.bytes_in_use != 0; /* every device byte given back */
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
@@ -684,7 +693,7 @@ static kiln_status fault_plan_sequence(fault_run *r) {
     return s;
 }
 
-/* Every host allocation fails in turn: a clean KILN_ERR_HOST_OOM, nothing leaked, and a
+/* Every host allocation fails in turn: a clean KILN_STATUS_HOST_OOM, nothing leaked, and a
  * donated argument consumed only by a call that succeeded. */
 static void test_fault_injection(const char *dir) {
     fault_sweep sw = {

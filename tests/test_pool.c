@@ -175,7 +175,7 @@ static kiln_status fault_pool_create(fault_run *r) {
     if (s) return s;
     kn_pool *q = NULL;
     s = fault_note(r, c, pool_create(c, 3, &q));
-    CHECK(s == KILN_OK ? q != NULL && pool_num_threads(q) == 3 : q == NULL);
+    CHECK(s == KILN_STATUS_OK ? q != NULL && pool_num_threads(q) == 3 : q == NULL);
     pool_destroy(q);
     kiln_context_destroy(c);
     return s;
@@ -187,7 +187,7 @@ static void test_defaults_and_errors(void) {
     CHECK_OK(ctx, pool_create(ctx, 0, &p));
     CHECK(p && pool_num_threads(p) >= 1);
     pool_destroy(p);
-    CHECK_STATUS(pool_create(ctx, -1, &p), KILN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(pool_create(ctx, -1, &p), KILN_STATUS_INVALID_ARGUMENT);
     CHECK(p == NULL);
     pool_destroy(NULL);
     kiln_context_destroy(ctx);

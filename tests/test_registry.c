@@ -10,7 +10,8 @@
 
 #include <stdint.h>
 
-static const kiln_dtype all_dtypes[] = {KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_BOOL};
+static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
+                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL};
 #define N_DTYPES 5
 
 static bool accepts_class(const ir_op_info *o, bool fl) {
@@ -137,10 +138,10 @@ static kiln_array *edge_array(kiln_context *ctx, kiln_dtype t, int which) {
     for (int i = 0; i < N_ELEMS; i++) {
         int k = (i * (which ? 7 : 1) + which * 3) % 20; /* pair the values up differently */
         switch (t) {
-        case KILN_F32: ((float *)buf)[i] = (float)fv[k]; break;
-        case KILN_F64: ((double *)buf)[i] = fv[k]; break;
-        case KILN_I32: ((int32_t *)buf)[i] = (int32_t)iv[k]; break;
-        case KILN_I64: ((int64_t *)buf)[i] = iv[k]; break;
+        case KILN_DTYPE_F32: ((float *)buf)[i] = (float)fv[k]; break;
+        case KILN_DTYPE_F64: ((double *)buf)[i] = fv[k]; break;
+        case KILN_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)iv[k]; break;
+        case KILN_DTYPE_I64: ((int64_t *)buf)[i] = iv[k]; break;
         default: buf[i] = (uint8_t)((i + which) % 3 == 0); break;
         }
     }
@@ -162,7 +163,7 @@ static void test_compiled_against_reference(kiln_context *ctx) {
         int64_t dims[1] = {N_ELEMS};
         kiln_value a = kiln_parameter(g, "a", t, 1, dims);
         kiln_value b = kiln_parameter(g, "b", t, 1, dims);
-        kiln_value p = kiln_parameter(g, "pred", KILN_BOOL, 1, dims);
+        kiln_value p = kiln_parameter(g, "pred", KILN_DTYPE_BOOL, 1, dims);
         kiln_value outs[128];
         int n_out = 0, n_ops = 0;
         for (int op = 0; op < IR_NUM_OPS; op++) {
@@ -173,7 +174,7 @@ static void test_compiled_against_reference(kiln_context *ctx) {
             for (int v = 0; v < variants; v++) {
                 ir_node n = {.op = (ir_op)op};
                 uint32_t in[3] = {a.id, b.id, 0};
-                if (op == IR_COMPARE) n.a.cmp = (kiln_compare_dir)v;
+                if (op == IR_COMPARE) n.a.cmp = (kiln_cmp)v;
                 if (op == IR_CONVERT) {
                     if (all_dtypes[v] == t) continue;
                     n.dtype = all_dtypes[v];
@@ -186,14 +187,14 @@ static void test_compiled_against_reference(kiln_context *ctx) {
             }
         }
         CHECK_MSG(n_ops > 0, "no elementwise op accepts %s", kiln_dtype_name(t));
-        CHECK_STATUS(kiln_graph_finish(g, n_out, outs), KILN_OK);
+        CHECK_STATUS(kiln_graph_finish(g, n_out, outs), KILN_STATUS_OK);
         kiln_array *args[3] = {edge_array(ctx, t, 0), edge_array(ctx, t, 1),
-                               edge_array(ctx, KILN_BOOL, 0)};
+                               edge_array(ctx, KILN_DTYPE_BOOL, 0)};
         CHECK_MSG(cmp_graph(ctx, g, 3, args, NULL, 2e-5, NULL), "%s: compiled != reference", name);
         kiln_compile_options unfused = {.disable_fusion = true};
         CHECK_MSG(cmp_graph(ctx, g, 3, args, &unfused, 2e-5, NULL),
                   "%s unfused: compiled != reference", name);
-        for (int i = 0; i < 3; i++) kiln_array_free(args[i]);
+        for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
         kiln_graph_destroy(g);
     }
 }

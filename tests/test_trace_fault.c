@@ -1,6 +1,6 @@
 /* test_trace_fault.c — fault injection for building: a test host allocator fails the 1st,
  * 2nd, ... Nth allocation of a whole context-create, build, finish, print and destroy. Each
- * run must end in a clean KILN_ERR_HOST_OOM with a message (or succeed once N passes the
+ * run must end in a clean KILN_STATUS_HOST_OOM with a message (or succeed once N passes the
  * number of allocations), and leave nothing allocated, with every size given back right. */
 #include "fault.h"
 
@@ -16,13 +16,13 @@ typedef struct oom_places {
  * than the builder keeps on its stack (> 16), implicit broadcasts, composites, and enough
  * nodes to grow the node array several times. */
 static kiln_value build(kiln_graph *g) {
-    kiln_value x = kiln_parameter(g, "tokens_embedded", KILN_F32, 3, DIMS(2, 4, 8));
-    kiln_value w = kiln_parameter(g, "w", KILN_F32, 2, DIMS(8, 8));
-    kiln_value scale = kiln_parameter(g, "scale", KILN_F32, 1, DIMS(8));
-    kiln_value bias = kiln_parameter(g, NULL, KILN_F32, 1, DIMS(8));
-    kiln_value labels = kiln_parameter(g, "labels", KILN_I32, 2, DIMS(2, 4));
+    kiln_value x = kiln_parameter(g, "tokens_embedded", KILN_DTYPE_F32, 3, DIMS(2, 4, 8));
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, DIMS(8, 8));
+    kiln_value scale = kiln_parameter(g, "scale", KILN_DTYPE_F32, 1, DIMS(8));
+    kiln_value bias = kiln_parameter(g, NULL, KILN_DTYPE_F32, 1, DIMS(8));
+    kiln_value labels = kiln_parameter(g, "labels", KILN_DTYPE_I32, 2, DIMS(2, 4));
     float cdata[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    kiln_value c = kiln_constant(g, KILN_F32, 1, DIMS(8), cdata);
+    kiln_value c = kiln_constant(g, KILN_DTYPE_F32, 1, DIMS(8), cdata);
     kiln_value h = kiln_add(g, kiln_matmul(g, x, w), c);
     h = kiln_layer_norm(g, kiln_gelu(g, h), scale, bias, 1e-5);
     kiln_value parts[20];
@@ -31,21 +31,23 @@ static kiln_value build(kiln_graph *g) {
     kiln_value tall = kiln_concatenate(g, 20, parts, 1); /* > 16: a heap operand list */
     kiln_value tw = kiln_transpose(g, tall, (const int[]){0, 2, 1});
     kiln_value part = kiln_slice(g, tw, DIMS(0, 0, 0), DIMS(2, 8, 80), DIMS(1, 2, 3));
-    kiln_value padded = kiln_pad(g, part, kiln_scalar(g, KILN_F32, 0), DIMS(0, 1, -1),
+    kiln_value padded = kiln_pad(g, part, kiln_scalar(g, KILN_DTYPE_F32, 0), DIMS(0, 1, -1),
                                  DIMS(0, 1, 2), DIMS(0, 0, 1));
     kiln_value m = kiln_mean(g, padded, 1, (const int[]){-1}, true);
     kiln_value sm = kiln_softmax(g, wide, -1);
     kiln_value logits =
         kiln_reduce_sum(g, kiln_reshape(g, sm, 4, DIMS(2, 4, 5, 8)), 1, (const int[]){3}, false);
     kiln_value loss = kiln_mean(g, kiln_softmax_cross_entropy(g, logits, labels), 0, NULL, false);
-    kiln_value rows = kiln_take_rows(g, w, kiln_iota(g, KILN_I32, 1, DIMS(3), 0));
-    kiln_value back = kiln_scatter_add_rows(g, w, kiln_iota(g, KILN_I64, 1, DIMS(3), 0), rows);
+    kiln_value rows = kiln_take_rows(g, w, kiln_iota(g, KILN_DTYPE_I32, 1, DIMS(3), 0));
+    kiln_value back =
+        kiln_scatter_add_rows(g, w, kiln_iota(g, KILN_DTYPE_I64, 1, DIMS(3), 0), rows);
     kiln_value lse = kiln_logsumexp(g, back, 1, (const int[]){0}, false);
-    kiln_value pick = kiln_select(g, kiln_compare(g, lse, kiln_scalar(g, KILN_F32, 0), KILN_CMP_GT),
-                                  lse, kiln_full(g, KILN_F32, 1, DIMS(8), 1));
+    kiln_value pick =
+        kiln_select(g, kiln_compare(g, lse, kiln_scalar(g, KILN_DTYPE_F32, 0), KILN_CMP_GT), lse,
+                    kiln_full(g, KILN_DTYPE_F32, 1, DIMS(8), 1));
     kiln_value total = kiln_add(g, kiln_add(g, loss, kiln_reduce_max(g, m, 0, NULL, false)),
                                 kiln_reduce_min(g, pick, 0, NULL, false));
-    return kiln_convert(g, total, KILN_F64);
+    return kiln_convert(g, total, KILN_DTYPE_F64);
 }
 
 /* One run: create, build, finish, print, destroy. */
@@ -55,7 +57,7 @@ static kiln_status run(fault_run *r) {
     kiln_status s = fault_context(r, NULL, &ctx);
     if (s) {
         CHECK(ctx == NULL);
-        if (s == KILN_ERR_HOST_OOM && r->message[0]) at->create++;
+        if (s == KILN_STATUS_HOST_OOM && r->message[0]) at->create++;
         return s;
     }
     kiln_graph *g = NULL;
@@ -73,7 +75,7 @@ static kiln_status run(fault_run *r) {
         } else {
             char *text = kiln_graph_to_string(g);
             if (!text) {
-                s = fault_note(r, ctx, KILN_ERR_HOST_OOM);
+                s = fault_note(r, ctx, KILN_STATUS_HOST_OOM);
             } else {
                 CHECK_MSG(strstr(text, "graph fault(") && strstr(text, "\"tokens_embedded\"") &&
                               strstr(text, "concatenate(") && strstr(text, "  return ("),
@@ -83,7 +85,7 @@ static kiln_status run(fault_run *r) {
         }
         kiln_graph_destroy(g);
     }
-    if (s == KILN_ERR_HOST_OOM && r->message[0]) {
+    if (s == KILN_STATUS_HOST_OOM && r->message[0]) {
         if (strstr(r->message, "kiln_graph_to_string"))
             at->printer++;
         else
@@ -116,21 +118,21 @@ static void test_oom_error_survives(void) {
     o.ignore_environment = true;
     o.host_allocator = &a;
     kiln_context *ctx = NULL;
-    CHECK_STATUS(kiln_context_create(&o, &ctx, NULL, 0), KILN_OK);
+    CHECK_STATUS(kiln_context_create(&o, &ctx, NULL, 0), KILN_STATUS_OK);
     if (!ctx) return;
     kiln_graph *g = NULL, *h = NULL;
     CHECK_OK(ctx, kiln_graph_create(ctx, "g", &g));
     CHECK_OK(ctx, kiln_graph_create(ctx, "h", &h));
-    kiln_value x = kiln_parameter(g, "x", KILN_F32, 1, DIMS(4));
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, DIMS(4));
     t.fail_at = t.count + 1; /* the next allocation: the name of the next parameter */
-    kiln_value y = kiln_parameter(g, "a_name", KILN_F32, 1, DIMS(4));
+    kiln_value y = kiln_parameter(g, "a_name", KILN_DTYPE_F32, 1, DIMS(4));
     CHECK(!kiln_value_ok(y));
     t.fail_at = 0;
-    CHECK_STATUS(kiln_graph_status(g), KILN_ERR_HOST_OOM);
+    CHECK_STATUS(kiln_graph_status(g), KILN_STATUS_HOST_OOM);
     CHECK_CONTAINS(kiln_graph_error(g), "kiln_parameter");
     CHECK_CONTAINS(kiln_graph_error(g), "host allocation");
-    kiln_reshape(h, kiln_parameter(h, NULL, KILN_F32, 1, DIMS(2)), 1, DIMS(3)); /* replaces */
-    CHECK_STATUS(kiln_graph_finish(g, 1, &x), KILN_ERR_HOST_OOM);
+    kiln_reshape(h, kiln_parameter(h, NULL, KILN_DTYPE_F32, 1, DIMS(2)), 1, DIMS(3)); /* replaces */
+    CHECK_STATUS(kiln_graph_finish(g, 1, &x), KILN_STATUS_HOST_OOM);
     CHECK_CONTAINS(kiln_last_error(ctx), "kiln_parameter");
     CHECK(kiln_graph_num_parameters(g) == 1);
     kiln_graph_destroy(g);

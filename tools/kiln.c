@@ -108,13 +108,13 @@ static int run_once(kiln_context *ctx, kiln_executable *e, const model *m) {
     int n_out = kiln_graph_num_outputs(m->g), rc = 1;
     kiln_memory_stats st;
     kiln_memory_analysis a;
-    kiln_executable_memory_analysis(e, &a);
-    if (model_args(ctx, m, args) == KILN_OK) {
+    kiln_executable_get_memory_analysis(e, &a);
+    if (model_args(ctx, m, args) == KILN_STATUS_OK) {
         kiln_device_reset_peak(ctx, 0);
         double t0 = now();
         kiln_status s = kiln_executable_run(e, m->n_params, args, n_out, outs);
         double t = now() - t0;
-        kiln_device_memory_stats(ctx, 0, &st);
+        kiln_device_get_memory_stats(ctx, 0, &st);
         if (s)
             fprintf(stderr, "kiln: run: %s\n", kiln_last_error(ctx));
         else {
@@ -126,8 +126,8 @@ static int run_once(kiln_context *ctx, kiln_executable *e, const model *m) {
     } else {
         fprintf(stderr, "kiln: arguments: %s\n", kiln_last_error(ctx));
     }
-    for (int i = 0; i < n_out; i++) kiln_array_free(outs[i]);
-    for (int i = 0; i < m->n_params; i++) kiln_array_free(args[i]);
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(outs[i]);
+    for (int i = 0; i < m->n_params; i++) kiln_array_destroy(args[i]);
     return rc;
 }
 

@@ -51,7 +51,8 @@ static void die(const char *what) {
 
 static void *kiln_a(allocator *a, size_t n) {
     void *p = NULL;
-    if (kiln_device_alloc(a->ctx, 0, n, "replay", &p) != KILN_OK) die(kiln_last_error(a->ctx));
+    if (kiln_device_alloc(a->ctx, 0, n, "replay", &p) != KILN_STATUS_OK)
+        die(kiln_last_error(a->ctx));
     return p;
 }
 static void kiln_f(allocator *a, void *p) {
@@ -59,7 +60,7 @@ static void kiln_f(allocator *a, void *p) {
 }
 static uint64_t kiln_held(allocator *a) {
     kiln_memory_stats s;
-    kiln_device_memory_stats(a->ctx, 0, &s);
+    kiln_device_get_memory_stats(a->ctx, 0, &s);
     return s.peak_bytes_reserved;
 }
 
@@ -124,9 +125,9 @@ static int make_allocator(const char *name, allocator *a, char **argv) {
     memset(a, 0, sizeof *a);
     a->name = name;
     if (!strcmp(name, "kiln")) {
-        kiln_context_options o = {.alloc_mode = KILN_ALLOC_GROW, .ignore_environment = true};
+        kiln_context_options o = {.alloc_mode = KILN_ALLOC_MODE_GROW, .ignore_environment = true};
         char err[512];
-        if (kiln_context_create(&o, &a->ctx, err, sizeof err) != KILN_OK) die(err);
+        if (kiln_context_create(&o, &a->ctx, err, sizeof err) != KILN_STATUS_OK) die(err);
         a->alloc = kiln_a, a->free = kiln_f, a->held = kiln_held;
         return 1;
     }
@@ -228,7 +229,7 @@ static void run(allocator *a, const trace *t, int memory, const char *label) {
            t->n * passes, (unsigned long long)pairs, (unsigned long long)t->peak_live);
     if (memory && a->ctx) { /* kiln's own view: its peak in use counts the 256-byte rounding */
         kiln_memory_stats s;
-        kiln_device_memory_stats(a->ctx, 0, &s);
+        kiln_device_get_memory_stats(a->ctx, 0, &s);
         printf(" peak_in_use=%llu regions=%llu", (unsigned long long)s.peak_bytes_in_use,
                (unsigned long long)s.num_regions);
     }

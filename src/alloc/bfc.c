@@ -121,7 +121,7 @@ static void put_chunk(bfc_allocator *a, bfc_chunk *c) {
 /* ------------------------------------------------------------- regions ---- */
 
 /* Asks the source for one region of exactly `size` bytes and makes it one free chunk.
- * KILN_ERR_DEVICE_OOM: refused (no message set). */
+ * KILN_STATUS_DEVICE_OOM: refused (no message set). */
 static kiln_status add_region(bfc_allocator *a, size_t size) {
     bfc_region *r = host_alloc(a->ctx, sizeof *r);
     if (!r) return ctx_oom(a->ctx, "device allocator: region record", sizeof *r);
@@ -129,7 +129,7 @@ static kiln_status add_region(bfc_allocator *a, size_t size) {
     kiln_status s = a->src.region_alloc(a->src.user, size, BFC_ALIGN, &p);
     if (s || !p) {
         host_free(a->ctx, r, sizeof *r);
-        return s ? s : KILN_ERR_DEVICE_OOM;
+        return s ? s : KILN_STATUS_DEVICE_OOM;
     }
     bfc_chunk *c = get_chunk(a); /* a spare is guaranteed by the caller */
     c->ptr = (uintptr_t)p;
@@ -142,7 +142,7 @@ static kiln_status add_region(bfc_allocator *a, size_t size) {
     a->reserved += size;
     a->n_regions++;
     if (a->reserved > a->peak_reserved) a->peak_reserved = a->reserved;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static void release_region(bfc_allocator *a, bfc_region *r) {
@@ -189,14 +189,14 @@ static uint64_t headroom(const bfc_allocator *a) {
  * the footprint: at most about 55 for 330 MiB, 140 for 64 GiB, each one call of the source. */
 static kiln_status grow(bfc_allocator *a, size_t need) {
     uint64_t room = headroom(a);
-    if (need > room) return KILN_ERR_DEVICE_OOM;
+    if (need > room) return KILN_STATUS_DEVICE_OOM;
     size_t step = round_down((size_t)(a->reserved >> BFC_GROW_SHIFT));
     if (step < a->min_region) step = a->min_region;
     size_t size = need > step ? need : step;
     if (size > room) size = round_down((size_t)room);
     for (;;) {
         kiln_status s = add_region(a, size);
-        if (s != KILN_ERR_DEVICE_OOM || size == need) return s;
+        if (s != KILN_STATUS_DEVICE_OOM || size == need) return s;
         size = round_down(size / 2) > need ? round_down(size / 2) : need;
     }
 }
@@ -204,7 +204,7 @@ static kiln_status grow(bfc_allocator *a, size_t need) {
 /* preallocate: the pool is made at first use (and again after a trim returned it). */
 static kiln_status preallocate(bfc_allocator *a, size_t need, const char **why) {
     if (a->regions)
-        return *why = "the preallocated pool has no free block that large", KILN_ERR_DEVICE_OOM;
+        return *why = "the preallocated pool has no free block that large", KILN_STATUS_DEVICE_OOM;
     uint64_t total = 0, avail = 0;
     kiln_status s = a->src.memory_info(a->src.user, &total, &avail);
     if (s) return s;
@@ -212,10 +212,11 @@ static kiln_status preallocate(bfc_allocator *a, size_t need, const char **why) 
     if (a->limit && want > a->limit) want = a->limit;
     want = want > SIZE_MAX ? round_down(SIZE_MAX) : round_down((size_t)want);
     if (want < need)
-        return *why = "the request is larger than the whole preallocated pool", KILN_ERR_DEVICE_OOM;
-    if (want > avail || (s = add_region(a, (size_t)want)) == KILN_ERR_DEVICE_OOM) {
+        return *why = "the request is larger than the whole preallocated pool",
+               KILN_STATUS_DEVICE_OOM;
+    if (want > avail || (s = add_region(a, (size_t)want)) == KILN_STATUS_DEVICE_OOM) {
         char w[32], t[32], f[32];
-        return ctx_error(a->ctx, KILN_ERR_DEVICE_OOM,
+        return ctx_error(a->ctx, KILN_STATUS_DEVICE_OOM,
                          "%s: cannot preallocate %s (%.0f%% of %s): only %s is free (another "
                          "process may hold it). Set KILN_MEM_FRACTION (now %g) lower, or "
                          "KILN_ALLOCATOR=grow to allocate on demand",
@@ -229,15 +230,15 @@ static kiln_status preallocate(bfc_allocator *a, size_t need, const char **why) 
 /* Adds memory for a request of `need` bytes by the mode's policy. */
 static kiln_status extend(bfc_allocator *a, size_t need, const char **why) {
     switch (a->mode) {
-    case KILN_ALLOC_PREALLOCATE: return preallocate(a, need, why);
-    case KILN_ALLOC_PLATFORM:
+    case KILN_ALLOC_MODE_PREALLOCATE: return preallocate(a, need, why);
+    case KILN_ALLOC_MODE_PLATFORM:
         if (need > headroom(a))
-            return *why = "the memory limit leaves too little room", KILN_ERR_DEVICE_OOM;
+            return *why = "the memory limit leaves too little room", KILN_STATUS_DEVICE_OOM;
         return add_region(a, need);
     default: break;
     }
     kiln_status s = grow(a, need);
-    if (s == KILN_ERR_DEVICE_OOM)
+    if (s == KILN_STATUS_DEVICE_OOM)
         *why = need > headroom(a) ? "the memory limit leaves too little room"
                                   : "the device refused a region large enough";
     return s;
@@ -246,7 +247,7 @@ static kiln_status extend(bfc_allocator *a, size_t need, const char **why) {
 /* Whether returning the wholly free regions could make room: only in grow mode (one pool
  * in preallocate, none cached in platform), and only if the limit would then allow it. */
 static bool trim_may_help(const bfc_allocator *a, size_t need) {
-    if (a->mode != KILN_ALLOC_GROW) return false;
+    if (a->mode != KILN_ALLOC_MODE_GROW) return false;
     uint64_t freeable = 0;
     for (const bfc_region *r = a->regions; r; r = r->next)
         if (wholly_free(r)) freeable += r->size;
@@ -294,24 +295,24 @@ static kiln_status alloc_locked(bfc_allocator *a, size_t size, size_t need, cons
     bfc_chunk *c = find_fit(a, need);
     if (!c) {
         kiln_status s = extend(a, need, &why);
-        if (s == KILN_ERR_DEVICE_OOM && trim_may_help(a, need)) {
+        if (s == KILN_STATUS_DEVICE_OOM && trim_may_help(a, need)) {
             trim_locked(a);
             s = extend(a, need, &why);
         }
-        if (s == KILN_OK)
+        if (s == KILN_STATUS_OK)
             c = find_fit(a, need);
-        else if (s != KILN_ERR_DEVICE_OOM || !*why)
+        else if (s != KILN_STATUS_DEVICE_OOM || !*why)
             return s; /* message already set */
     }
     if (!c) return bfc_oom_locked(a, size, need, tag, why);
     carve(a, c, need, size, tag);
     *out = (void *)c->ptr;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status bfc_alloc(bfc_allocator *a, size_t size, const char *tag, void **out) {
     *out = NULL;
-    if (!size) return KILN_OK;
+    if (!size) return KILN_STATUS_OK;
     if (size > SIZE_MAX - BFC_ALIGN) {
         pthread_mutex_lock(&a->mu);
         kiln_status s = bfc_oom_locked(a, size, size, tag, "no device has that much memory");
@@ -348,12 +349,12 @@ static bfc_chunk *coalesce(bfc_allocator *a, bfc_chunk *c) {
 }
 
 kiln_status bfc_free(bfc_allocator *a, void *ptr) {
-    if (!ptr) return KILN_OK;
+    if (!ptr) return KILN_STATUS_OK;
     pthread_mutex_lock(&a->mu);
     bfc_chunk *c = ptrmap_remove(&a->live, (uintptr_t)ptr);
     if (!c) {
         pthread_mutex_unlock(&a->mu);
-        return ctx_error(a->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(a->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: free of %p, which is not a live allocation of this device "
                          "(freed twice, or allocated elsewhere)",
                          a->name, ptr);
@@ -364,9 +365,9 @@ kiln_status bfc_free(bfc_allocator *a, void *ptr) {
     c->in_use = false;
     c->requested = 0;
     c = coalesce(a, c);
-    if (a->mode == KILN_ALLOC_PLATFORM && wholly_free(c->region)) release_region(a, c->region);
+    if (a->mode == KILN_ALLOC_MODE_PLATFORM && wholly_free(c->region)) release_region(a, c->region);
     pthread_mutex_unlock(&a->mu);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 uint64_t bfc_trim(bfc_allocator *a) {
@@ -394,7 +395,7 @@ kiln_status bfc_create(kiln_context *ctx, const bfc_region_source *src, const bf
     memset(a, 0, sizeof *a);
     a->ctx = ctx;
     a->src = *src;
-    a->mode = opt->mode == KILN_ALLOC_DEFAULT ? KILN_ALLOC_GROW : opt->mode;
+    a->mode = opt->mode == KILN_ALLOC_MODE_DEFAULT ? KILN_ALLOC_MODE_GROW : opt->mode;
     a->mem_fraction = opt->mem_fraction > 0 ? opt->mem_fraction : 0.75;
     a->limit = opt->limit;
     a->min_region =
@@ -405,7 +406,7 @@ kiln_status bfc_create(kiln_context *ctx, const bfc_region_source *src, const bf
     snprintf(a->name, sizeof a->name, "%s", opt->name ? opt->name : "device");
     pthread_mutex_init(&a->mu, NULL);
     *out = a;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void bfc_destroy(bfc_allocator *a) {

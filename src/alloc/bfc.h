@@ -14,7 +14,7 @@
  *   platform     one region per allocation, returned as soon as it is freed.
  *
  * Failure leaves the allocator as it was: every host allocation a request needs is made
- * before anything changes, and out of memory (KILN_ERR_DEVICE_OOM) is reported only after
+ * before anything changes, and out of memory (KILN_STATUS_DEVICE_OOM) is reported only after
  * returning wholly free regions and trying once more. */
 #ifndef KILN_ALLOC_BFC_H
 #define KILN_ALLOC_BFC_H
@@ -32,7 +32,7 @@ typedef struct bfc_options {
 } bfc_options;
 
 /* Where regions come from. region_alloc returns `size` bytes aligned to `align` (a power
- * of two, at least BFC_ALIGN) or KILN_ERR_DEVICE_OOM when refused (no message: the
+ * of two, at least BFC_ALIGN) or KILN_STATUS_DEVICE_OOM when refused (no message: the
  * allocator backs off or reports), or another status with ctx's message set; region_free
  * gets back exactly the pointer and size region_alloc gave and never fails; memory_info
  * gives the device's total memory and what a region_alloc could still get. The allocator
@@ -76,7 +76,7 @@ kiln_status bfc_trace_stop(bfc_allocator *a);
 
 /* Debugging: checks every invariant of the chunk structure against a full recount (no
  * overlap, every reserved byte in exactly one chunk, no two adjacent free chunks, bins and
- * map agree with the chunks, stats equal the recount). KILN_OK or KILN_ERR_INTERNAL with
+ * map agree with the chunks, stats equal the recount). KILN_STATUS_OK or KILN_STATUS_INTERNAL with
  * the first broken invariant in ctx's message. O(chunks + regions log regions). */
 kiln_status bfc_check(bfc_allocator *a);
 

@@ -16,7 +16,7 @@ typedef struct recount {
     uint64_t in_use, reserved, live, free_chunks, chunks;
 } recount;
 
-#define FAIL(...) return ctx_error(a->ctx, KILN_ERR_INTERNAL, "bfc_check: " __VA_ARGS__)
+#define FAIL(...) return ctx_error(a->ctx, KILN_STATUS_INTERNAL, "bfc_check: " __VA_ARGS__)
 
 static int cmp_region(const void *x, const void *y) {
     uintptr_t a = (*(const bfc_region *const *)x)->base, b = (*(const bfc_region *const *)y)->base;
@@ -32,7 +32,7 @@ static kiln_status check_regions_disjoint(bfc_allocator *a) {
     }
     if (n != a->n_regions)
         FAIL("%zu regions listed, n_regions says %llu", n, (unsigned long long)a->n_regions);
-    if (!n) return KILN_OK;
+    if (!n) return KILN_STATUS_OK;
     bfc_region **v = host_alloc(a->ctx, n * sizeof *v);
     if (!v) return ctx_oom(a->ctx, "bfc_check", n * sizeof *v);
     n = 0;
@@ -43,7 +43,7 @@ static kiln_status check_regions_disjoint(bfc_allocator *a) {
         if (v[i - 1]->base + v[i - 1]->size > v[i]->base) bad = i;
     host_free(a->ctx, v, n * sizeof *v);
     if (bad != n) FAIL("two regions overlap");
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status check_chunk(bfc_allocator *a, const bfc_region *r, const bfc_chunk *c) {
@@ -59,12 +59,12 @@ static kiln_status check_chunk(bfc_allocator *a, const bfc_region *r, const bfc_
         if (!c->requested || c->size != ((c->requested + BFC_ALIGN - 1) & ~(BFC_ALIGN - 1)))
             FAIL("chunk %#lx of %zu bytes holds a request of %zu", (unsigned long)c->ptr, c->size,
                  c->requested);
-        return KILN_OK;
+        return KILN_STATUS_OK;
     }
     if (c->next && !c->next->in_use)
         FAIL("free chunks %#lx and %#lx are neighbours", (unsigned long)c->ptr,
              (unsigned long)c->next->ptr);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Every bin entry is a free chunk of the bin's class, listed once (marked by setting
@@ -85,7 +85,7 @@ static kiln_status check_bins(bfc_allocator *a, uint64_t *entries) {
         }
     }
     if (summary != a->summary) FAIL("summary bitmap %#x, want %#x", a->summary, summary);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status walk_regions(bfc_allocator *a, recount *n) {
@@ -109,7 +109,7 @@ static kiln_status walk_regions(bfc_allocator *a, recount *n) {
                  (unsigned long long)covered, r->size);
         n->reserved += r->size;
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status check_counts(bfc_allocator *a, const recount *n, uint64_t entries) {
@@ -133,7 +133,7 @@ static kiln_status check_counts(bfc_allocator *a, const recount *n, uint64_t ent
         FAIL("chunk records: %llu spare (n_spare %zu) + %llu in regions != %llu made",
              (unsigned long long)spare, a->n_spare, (unsigned long long)n->chunks,
              (unsigned long long)records);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Clears the marks check_bins left, also after a failed check. A walk stops at the first

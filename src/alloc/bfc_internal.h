@@ -96,7 +96,7 @@ uint64_t bfc_largest_free_locked(const bfc_allocator *a);
 void bfc_trace_alloc_locked(bfc_allocator *a, const bfc_chunk *c);
 void bfc_trace_free_locked(bfc_allocator *a, const bfc_chunk *c);
 /* Writes the out-of-memory message for a request into ctx and returns
- * KILN_ERR_DEVICE_OOM. why: the reason the request could not be met. */
+ * KILN_STATUS_DEVICE_OOM. why: the reason the request could not be met. */
 kiln_status bfc_oom_locked(bfc_allocator *a, size_t size, size_t rounded, const char *tag,
                            const char *why);
 /* "1.5 MiB", "256 B": for messages. */

@@ -56,7 +56,7 @@ static void stats_locked(const bfc_allocator *a, kiln_memory_stats *s) {
     /* The most it will reserve: the device's memory (or the pool's share of it), or the
      * limit when that is lower. */
     uint64_t cap = a->device_total;
-    if (a->mode == KILN_ALLOC_PREALLOCATE)
+    if (a->mode == KILN_ALLOC_MODE_PREALLOCATE)
         cap = (uint64_t)(a->mem_fraction * (double)cap) & ~(uint64_t)(BFC_ALIGN - 1);
     s->bytes_limit = a->limit && (!cap || a->limit < cap) ? a->limit : cap;
 }
@@ -144,7 +144,7 @@ static void diagnose_locked(const bfc_allocator *a, size_t rounded, msgbuf *m) {
                   "  hint: %s is free, but in pieces of at most %s: the memory is fragmented "
                   "by the live allocations between the pieces",
                   bfc_fmt_bytes(free_bytes, b1, sizeof b1), bfc_fmt_bytes(largest, b2, sizeof b2));
-    } else if (a->mode == KILN_ALLOC_PREALLOCATE) {
+    } else if (a->mode == KILN_ALLOC_MODE_PREALLOCATE) {
         mb_printf(m,
                   "  hint: the preallocated pool is full; raise KILN_MEM_FRACTION (now %g) or "
                   "use KILN_ALLOCATOR=grow",
@@ -169,7 +169,7 @@ kiln_status bfc_oom_locked(bfc_allocator *a, size_t size, size_t rounded, const 
     describe_locked(a, &m);
     diagnose_locked(a, rounded, &m);
     if (m.len && buf[m.len - 1] == '\n') buf[--m.len] = 0;
-    return ctx_error(a->ctx, KILN_ERR_DEVICE_OOM, "%s", buf);
+    return ctx_error(a->ctx, KILN_STATUS_DEVICE_OOM, "%s", buf);
 }
 
 char *bfc_summary(bfc_allocator *a) {

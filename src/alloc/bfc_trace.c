@@ -47,7 +47,7 @@ kiln_status bfc_trace_start(bfc_allocator *a, const char *path) {
     static const char *const modes[] = {"default", "grow", "preallocate", "platform"};
     FILE *f = fopen(path, "w");
     if (!f)
-        return ctx_error(a->ctx, KILN_ERR_IO, "%s: cannot open allocation trace \"%s\": %s",
+        return ctx_error(a->ctx, KILN_STATUS_IO, "%s: cannot open allocation trace \"%s\": %s",
                          a->name, path, strerror(errno));
     pthread_mutex_lock(&a->mu);
     FILE *old = a->trace;
@@ -59,7 +59,7 @@ kiln_status bfc_trace_start(bfc_allocator *a, const char *path) {
     a->trace_t0 = now_ns();
     pthread_mutex_unlock(&a->mu);
     if (old) fclose(old);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status bfc_trace_stop(bfc_allocator *a) {
@@ -68,7 +68,7 @@ kiln_status bfc_trace_stop(bfc_allocator *a) {
     a->trace = NULL;
     pthread_mutex_unlock(&a->mu);
     if (f && fclose(f))
-        return ctx_error(a->ctx, KILN_ERR_IO, "%s: writing the allocation trace failed: %s",
+        return ctx_error(a->ctx, KILN_STATUS_IO, "%s: writing the allocation trace failed: %s",
                          a->name, strerror(errno));
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

@@ -59,7 +59,7 @@ typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
     const char *name;
 
-    /* Optional; 0 (KILN_ALLOC_DEFAULT) means PREALLOCATE, which suits a device whose memory
+    /* Optional; 0 (KILN_ALLOC_MODE_DEFAULT) means PREALLOCATE, which suits a device whose memory
      * is its own. The CPU says GROW: its memory is shared with the rest of the machine. */
     kiln_alloc_mode default_alloc_mode;
 
@@ -79,9 +79,9 @@ typedef struct kn_backend {
      * region_alloc could still get, as well as the backend can tell). */
     kiln_status (*memory_info)(void *state, int device, uint64_t *total, uint64_t *free);
 
-    /* Required. A raw region of device memory. Returns KILN_OK, or KILN_ERR_DEVICE_OOM when
-     * the device refuses (the allocator then backs off or reports; the backend sets no
-     * message for a refusal), or another status with the context's message set. */
+    /* Required. A raw region of device memory. Returns KILN_STATUS_OK, or KILN_STATUS_DEVICE_OOM
+     * when the device refuses (the allocator then backs off or reports; the backend sets no message
+     * for a refusal), or another status with the context's message set. */
     kiln_status (*region_alloc)(void *state, int device, size_t size, size_t align, void **out);
     /* Required. Returns a region; never fails. */
     void (*region_free)(void *state, int device, void *ptr, size_t size);
@@ -96,7 +96,7 @@ typedef struct kn_backend {
     /* ---- programs ---- */
 
     /* Optional; NULL: this backend cannot run compiled programs, and kiln_compile for one of
-     * its devices fails with KILN_ERR_UNIMPLEMENTED. Compiles `source` (len bytes, not
+     * its devices fails with KILN_STATUS_UNIMPLEMENTED. Compiles `source` (len bytes, not
      * NUL-terminated necessarily) into a program for `device`, or takes it from the
      * backend's cache; fills *info. The CPU runs the system C compiler and keeps the shared
      * object on disk (cpu/cc.c). Sets ctx's message on failure; *out is NULL then. */
@@ -105,7 +105,7 @@ typedef struct kn_backend {
     /* Required with program_compile. Releases a program; NULL is a no-op. */
     void (*program_free)(void *state, kn_program *prog);
     /* Required with program_compile. The kernel `name` of prog, as a handle that launch
-     * takes and that stays valid while prog lives; KILN_ERR_INTERNAL (message set) when the
+     * takes and that stays valid while prog lives; KILN_STATUS_INTERNAL (message set) when the
      * program has no such kernel. */
     kiln_status (*kernel_get)(void *state, kn_program *prog, const char *name, void **kernel);
     /* Optional; NULL: launching needs nothing made first. Called once per run before its
@@ -124,7 +124,7 @@ typedef struct kn_backend {
     /* ---- library kernels: the ops that are not generated loops ----
      * Matrix products go to the vendor's BLAS; permute and scatter-add are data movement
      * the emitter does not express yet. Each is required only for the programs that need
-     * it: kiln_compile fails with KILN_ERR_UNIMPLEMENTED, naming the op, when the slot a
+     * it: kiln_compile fails with KILN_STATUS_UNIMPLEMENTED, naming the op, when the slot a
      * program needs is NULL. Pointers are device memory of `device`. */
 
     /* Batched strided product over the descriptor (see kn_gemm_desc), dtype f32, f64, i32

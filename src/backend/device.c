@@ -23,7 +23,7 @@ static kiln_status open_backend(kiln_context *ctx, const kn_backend *b, kn_devic
         snprintf(d->name, sizeof d->name, "%s:%d", b->name, i);
     }
     if (*n == first && b->close) b->close(ctx, state); /* no device keeps it */
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* The device's backend, seen by its allocator as a region source. */
@@ -42,8 +42,8 @@ static kiln_status source_info(void *user, uint64_t *total, uint64_t *free_b) {
 
 static kiln_status make_allocator(kiln_context *ctx, kn_device *d) {
     kiln_alloc_mode mode = ctx->config.alloc_mode;
-    if (mode == KILN_ALLOC_DEFAULT) mode = d->backend->default_alloc_mode;
-    if (mode == KILN_ALLOC_DEFAULT) mode = KILN_ALLOC_PREALLOCATE;
+    if (mode == KILN_ALLOC_MODE_DEFAULT) mode = d->backend->default_alloc_mode;
+    if (mode == KILN_ALLOC_MODE_DEFAULT) mode = KILN_ALLOC_MODE_PREALLOCATE;
     bfc_options o = {.mode = mode,
                      .mem_fraction = ctx->config.mem_fraction,
                      .limit = ctx->config.memory_limit,
@@ -58,11 +58,11 @@ kiln_status device_open_all(kiln_context *ctx) {
     kn_device *devs = host_calloc(ctx, KN_MAX_DEVICES, sizeof *devs);
     if (!devs) return ctx_oom(ctx, "kiln_context_create: devices", KN_MAX_DEVICES * sizeof *devs);
     ctx->devices = devs;
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     for (int i = 0; i < nb && !s; i++) s = open_backend(ctx, list[i], devs, &n);
     ctx->n_devices = n;
     for (int i = 0; i < n && !s; i++) s = make_allocator(ctx, &devs[i]);
-    if (!s && n == 0) s = ctx_error(ctx, KILN_ERR_BACKEND, "kiln_context_create: no device");
+    if (!s && n == 0) s = ctx_error(ctx, KILN_STATUS_BACKEND, "kiln_context_create: no device");
     if (!s && ctx->config.alloc_trace[0]) {
         s = bfc_trace_start(devs[0].alloc, ctx->config.alloc_trace);
         char why[KN_ERR_MAX];
@@ -89,8 +89,8 @@ void device_close_all(kiln_context *ctx) {
 
 kn_device *device_get(kiln_context *ctx, int device, const char *what) {
     if (device >= 0 && device < ctx->n_devices) return &ctx->devices[device];
-    ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: device %d does not exist (this context has %d)",
-              what, device, ctx->n_devices);
+    ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+              "%s: device %d does not exist (this context has %d)", what, device, ctx->n_devices);
     return NULL;
 }
 
@@ -105,68 +105,69 @@ const char *kiln_device_name(const kiln_context *ctx, int device) {
     return ctx->devices[device].name;
 }
 
-kiln_status kiln_device_memory_stats(kiln_context *ctx, int device, kiln_memory_stats *out) {
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
-    kn_device *d = device_get(ctx, device, "kiln_device_memory_stats");
-    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+kiln_status kiln_device_get_memory_stats(kiln_context *ctx, int device, kiln_memory_stats *out) {
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    kn_device *d = device_get(ctx, device, "kiln_device_get_memory_stats");
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
     if (!out)
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_device_memory_stats: out is NULL");
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_device_get_memory_stats: out is NULL");
     bfc_stats(d->alloc, out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status kiln_device_reset_peak(kiln_context *ctx, int device) {
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     kn_device *d = device_get(ctx, device, "kiln_device_reset_peak");
-    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
     bfc_reset_peak(d->alloc);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status kiln_device_trim(kiln_context *ctx, int device, uint64_t *released) {
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     kn_device *d = device_get(ctx, device, "kiln_device_trim");
-    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
     uint64_t n = bfc_trim(d->alloc);
     if (released) *released = n;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status kiln_device_alloc(kiln_context *ctx, int device, size_t size, const char *tag,
                               void **out) {
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
-    if (!out) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_device_alloc: out is NULL");
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_device_alloc: out is NULL");
     *out = NULL;
     kn_device *d = device_get(ctx, device, "kiln_device_alloc");
-    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
     return device_alloc(d, size, tag, out);
 }
 
 kiln_status kiln_device_free(kiln_context *ctx, int device, void *ptr) {
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     kn_device *d = device_get(ctx, device, "kiln_device_free");
-    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
     return device_free(d, ptr);
 }
 
-char *kiln_device_memory_summary(kiln_context *ctx, int device) {
+char *kiln_device_memory_report(kiln_context *ctx, int device) {
     if (!ctx) return NULL;
-    kn_device *d = device_get(ctx, device, "kiln_device_memory_summary");
+    kn_device *d = device_get(ctx, device, "kiln_device_memory_report");
     return d ? bfc_summary(d->alloc) : NULL;
 }
 
 kiln_status kiln_device_trace_start(kiln_context *ctx, int device, const char *path) {
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     kn_device *d = device_get(ctx, device, "kiln_device_trace_start");
-    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
     if (!path || !*path)
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_device_trace_start: no path");
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_device_trace_start: no path");
     return bfc_trace_start(d->alloc, path);
 }
 
 kiln_status kiln_device_trace_stop(kiln_context *ctx, int device) {
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     kn_device *d = device_get(ctx, device, "kiln_device_trace_stop");
-    if (!d) return KILN_ERR_INVALID_ARGUMENT;
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
     return bfc_trace_stop(d->alloc);
 }

@@ -3,7 +3,7 @@
  *
  * Invariants: every host allocation goes through host_alloc/host_realloc/host_free with
  * the size it was made with (so a test allocator can count and fail them); an error
- * message is set exactly where a status other than KILN_OK is first produced, and callers
+ * message is set exactly where a status other than KILN_STATUS_OK is first produced, and callers
  * above only pass the status on. */
 #ifndef KILN_BASE_H
 #define KILN_BASE_H
@@ -24,7 +24,7 @@
 
 /* The resolved configuration: options overridden by the environment (config.c). */
 typedef struct kn_config {
-    kiln_alloc_mode alloc_mode; /* never KILN_ALLOC_DEFAULT once resolved per device */
+    kiln_alloc_mode alloc_mode; /* never KILN_ALLOC_MODE_DEFAULT once resolved per device */
     double mem_fraction;
     uint64_t memory_limit;
     int num_threads;

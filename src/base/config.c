@@ -78,11 +78,11 @@ static bool parse_mode(const char *s, kiln_alloc_mode *out) {
     static const struct {
         const char *name;
         kiln_alloc_mode mode;
-    } modes[] = {{"default", KILN_ALLOC_DEFAULT},
-                 {"grow", KILN_ALLOC_GROW},
-                 {"bfc", KILN_ALLOC_DEFAULT},
-                 {"preallocate", KILN_ALLOC_PREALLOCATE},
-                 {"platform", KILN_ALLOC_PLATFORM}};
+    } modes[] = {{"default", KILN_ALLOC_MODE_DEFAULT},
+                 {"grow", KILN_ALLOC_MODE_GROW},
+                 {"bfc", KILN_ALLOC_MODE_DEFAULT},
+                 {"preallocate", KILN_ALLOC_MODE_PREALLOCATE},
+                 {"platform", KILN_ALLOC_MODE_PLATFORM}};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (!strcasecmp(s, modes[i].name)) return *out = modes[i].mode, true;
     return false;
@@ -92,12 +92,12 @@ static kiln_status bad_env(char *err, size_t n, const char *var, const char *val
                            const char *expected) {
     snprintf(err, n, "environment variable %s=\"%s\" cannot be used: expected %s", var, val,
              expected);
-    return KILN_ERR_CONFIG;
+    return KILN_STATUS_CONFIG;
 }
 
 static kiln_status bad_opt(char *err, size_t n, const char *what) {
     snprintf(err, n, "kiln_context_options: %s", what);
-    return KILN_ERR_CONFIG;
+    return KILN_STATUS_CONFIG;
 }
 
 #define PATH_CAP       sizeof((kn_config *)0)->cache_dir /* every string setting's buffer */
@@ -108,7 +108,7 @@ KN_SAME_CAP(alloc_trace);
 KN_SAME_CAP(dump_dir);
 
 static kiln_status check_options(const kiln_context_options *o, char *err, size_t n) {
-    if ((unsigned)o->alloc_mode > KILN_ALLOC_PLATFORM)
+    if ((unsigned)o->alloc_mode > KILN_ALLOC_MODE_PLATFORM)
         return bad_opt(err, n, "alloc_mode is not a kiln_alloc_mode value");
     if (o->mem_fraction < 0 || o->mem_fraction > 1 || isnan(o->mem_fraction))
         return bad_opt(err, n, "mem_fraction must be in (0, 1], or 0 for the default");
@@ -131,19 +131,19 @@ static kiln_status check_options(const kiln_context_options *o, char *err, size_
         if (s && strlen(s) >= PATH_CAP) {
             snprintf(err, n, "kiln_context_options: %s is longer than %zu bytes", strs[i].name,
                      PATH_CAP - 1);
-            return KILN_ERR_CONFIG;
+            return KILN_STATUS_CONFIG;
         }
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* A string variable (a path, flags): copied into dst when set and not empty. */
 static kiln_status env_str(char *dst, const char *var, const char *expected, char *err, size_t n) {
     const char *v = getenv(var);
-    if (!v || !*v) return KILN_OK;
+    if (!v || !*v) return KILN_STATUS_OK;
     if (strlen(v) >= PATH_CAP) return bad_env(err, n, var, v, expected);
     snprintf(dst, PATH_CAP, "%s", v);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* The C compiler the CPU backend runs, its extra flags, the disk cache's size cap and the
@@ -164,7 +164,7 @@ static kiln_status apply_env_strings(kn_config *c, char *err, size_t n) {
                      n)) ||
         (s = env_str(c->dump_dir, "KILN_DUMP", "a directory path shorter than 1024 bytes", err, n)))
         return s;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status apply_env(kn_config *c, char *err, size_t n) {
@@ -181,16 +181,16 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
             return bad_env(err, n, "KILN_PREALLOCATE", v, "true or false (1/0, yes/no, on/off)");
         prealloc_set = true;
     }
-    if (prealloc_set && mode_set && c->alloc_mode != KILN_ALLOC_DEFAULT &&
-        (c->alloc_mode == KILN_ALLOC_PREALLOCATE) != prealloc) {
+    if (prealloc_set && mode_set && c->alloc_mode != KILN_ALLOC_MODE_DEFAULT &&
+        (c->alloc_mode == KILN_ALLOC_MODE_PREALLOCATE) != prealloc) {
         snprintf(err, n,
                  "environment variables KILN_ALLOCATOR=%s and KILN_PREALLOCATE=%s disagree; "
                  "set only one",
                  getenv("KILN_ALLOCATOR"), getenv("KILN_PREALLOCATE"));
-        return KILN_ERR_CONFIG;
+        return KILN_STATUS_CONFIG;
     }
-    if (prealloc_set && c->alloc_mode != KILN_ALLOC_PLATFORM)
-        c->alloc_mode = prealloc ? KILN_ALLOC_PREALLOCATE : KILN_ALLOC_GROW;
+    if (prealloc_set && c->alloc_mode != KILN_ALLOC_MODE_PLATFORM)
+        c->alloc_mode = prealloc ? KILN_ALLOC_MODE_PREALLOCATE : KILN_ALLOC_MODE_GROW;
     if ((v = getenv("KILN_MEM_FRACTION")) && *v) {
         double f;
         if (!config_parse_double(v, &f) || !(f > 0 && f <= 1))
@@ -251,5 +251,5 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
         else
             snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "/tmp/kiln-cache");
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

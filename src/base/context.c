@@ -16,7 +16,7 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
     err[0] = 0;
     if (!out) {
         snprintf(err, err_size, "kiln_context_create: out is NULL");
-        return KILN_ERR_INVALID_ARGUMENT;
+        return KILN_STATUS_INVALID_ARGUMENT;
     }
     *out = NULL;
     const kiln_host_allocator *h =
@@ -24,7 +24,7 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
     if (!h->alloc || !h->realloc || !h->free) {
         snprintf(err, err_size,
                  "kiln_context_create: host_allocator must set alloc, realloc and free");
-        return KILN_ERR_INVALID_ARGUMENT;
+        return KILN_STATUS_INVALID_ARGUMENT;
     }
     kn_config cfg;
     kiln_status s = config_resolve(opts, &cfg, err, err_size);
@@ -33,7 +33,7 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
     if (!ctx) {
         snprintf(err, err_size, "kiln_context_create: host allocation of %zu bytes failed",
                  sizeof *ctx);
-        return KILN_ERR_HOST_OOM;
+        return KILN_STATUS_HOST_OOM;
     }
     memset(ctx, 0, sizeof *ctx);
     ctx->host = *h;
@@ -50,7 +50,7 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
         return s;
     }
     *out = ctx;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void kiln_context_destroy(kiln_context *ctx) {

@@ -51,7 +51,7 @@ kiln_status ctx_errors_init(kiln_context *ctx) {
     pthread_mutex_init(&ctx->err_mu, NULL);
     atomic_init(&ctx->err_slots, NULL);
     ctx->err_fallback[0] = 0;
-    return add_slot(ctx) ? KILN_OK : KILN_ERR_HOST_OOM;
+    return add_slot(ctx) ? KILN_STATUS_OK : KILN_STATUS_HOST_OOM;
 }
 
 void ctx_errors_free(kiln_context *ctx) {
@@ -87,7 +87,8 @@ kiln_status ctx_error(kiln_context *ctx, kiln_status code, const char *fmt, ...)
 }
 
 kiln_status ctx_oom(kiln_context *ctx, const char *what, size_t size) {
-    return ctx_error(ctx, KILN_ERR_HOST_OOM, "%s: host allocation of %zu bytes failed", what, size);
+    return ctx_error(ctx, KILN_STATUS_HOST_OOM, "%s: host allocation of %zu bytes failed", what,
+                     size);
 }
 
 const char *kiln_last_error(const kiln_context *ctx) {
@@ -118,11 +119,11 @@ size_t kiln_last_error_copy(const kiln_context *ctx, char *buf, size_t size) {
 
 const char *kiln_status_name(kiln_status s) {
     static const char *const names[] = {
-        "KILN_OK",         "KILN_ERR_INVALID_ARGUMENT", "KILN_ERR_SHAPE",
-        "KILN_ERR_DTYPE",  "KILN_ERR_HOST_OOM",         "KILN_ERR_DEVICE_OOM",
-        "KILN_ERR_CONFIG", "KILN_ERR_UNIMPLEMENTED",    "KILN_ERR_INTERNAL",
-        "KILN_ERR_IO",     "KILN_ERR_BACKEND",          "KILN_ERR_CONSUMED",
+        "KILN_STATUS_OK",     "KILN_STATUS_INVALID_ARGUMENT", "KILN_STATUS_SHAPE",
+        "KILN_STATUS_DTYPE",  "KILN_STATUS_HOST_OOM",         "KILN_STATUS_DEVICE_OOM",
+        "KILN_STATUS_CONFIG", "KILN_STATUS_UNIMPLEMENTED",    "KILN_STATUS_INTERNAL",
+        "KILN_STATUS_IO",     "KILN_STATUS_BACKEND",          "KILN_STATUS_CONSUMED",
     };
     if ((unsigned)s < sizeof names / sizeof names[0]) return names[s];
-    return "KILN_ERR_UNKNOWN";
+    return "KILN_STATUS_UNKNOWN";
 }

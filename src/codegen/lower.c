@@ -100,10 +100,10 @@ static uint32_t lower_literal(lw *l, uint32_t id) {
     const ir_node *n = &l->g->nodes[id];
     kd_stmt s = {.kind = KS_LIT, .dtype = n->dtype, .node = id};
     switch (n->dtype) {
-    case KILN_I32: s.lit.i = *(const int32_t *)n->data; break;
-    case KILN_I64: s.lit.i = *(const int64_t *)n->data; break;
-    case KILN_BOOL: s.lit.i = *(const uint8_t *)n->data; break;
-    case KILN_F32: s.lit.f = *(const float *)n->data; break;
+    case KILN_DTYPE_I32: s.lit.i = *(const int32_t *)n->data; break;
+    case KILN_DTYPE_I64: s.lit.i = *(const int64_t *)n->data; break;
+    case KILN_DTYPE_BOOL: s.lit.i = *(const uint8_t *)n->data; break;
+    case KILN_DTYPE_F32: s.lit.f = *(const float *)n->data; break;
     default: s.lit.f = *(const double *)n->data; break;
     }
     return emit(l, s);
@@ -242,7 +242,7 @@ static uint32_t lower_take(lw *l, uint32_t id, const uint32_t *ix) {
         return emit(l, (kd_stmt){.kind = KS_LIT, .dtype = n->dtype, .node = id});
     uint32_t raw = lower_value(l, idx, ix);
     uint32_t row = emit(l, (kd_stmt){.kind = KS_CLAMP,
-                                     .dtype = KILN_I64,
+                                     .dtype = KILN_DTYPE_I64,
                                      .node = id,
                                      .n_args = 1,
                                      .args = {raw},
@@ -257,7 +257,7 @@ static uint32_t lower_take(lw *l, uint32_t id, const uint32_t *ix) {
 static kd_reduce reduce_of(const ir_node *n) {
     bool fl = ir_dtype_is_float(n->dtype);
     kd_reduce r = {.op = n->op, .arith = n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD};
-    r.acc_type = r.arith ? (fl ? KILN_F64 : KILN_I64) : n->dtype;
+    r.acc_type = r.arith ? (fl ? KILN_DTYPE_F64 : KILN_DTYPE_I64) : n->dtype;
     r.init = n->op == IR_REDUCE_SUM    ? KD_INIT_ZERO
              : n->op == IR_REDUCE_PROD ? KD_INIT_ONE
              : n->op == IR_REDUCE_MAX  ? KD_INIT_LOWEST
@@ -491,7 +491,7 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
     }
     host_free(kd->ctx, l.memo, l.cap_memo * sizeof *l.memo);
     if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void kd_free(kd_kernel *kd) {

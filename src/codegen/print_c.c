@@ -25,16 +25,16 @@
 
 const char *cgen_ctype(kiln_dtype t) {
     switch (t) {
-    case KILN_F32: return "float";
-    case KILN_F64: return "double";
-    case KILN_I32: return "int32_t";
-    case KILN_I64: return "int64_t";
+    case KILN_DTYPE_F32: return "float";
+    case KILN_DTYPE_F64: return "double";
+    case KILN_DTYPE_I32: return "int32_t";
+    case KILN_DTYPE_I64: return "int64_t";
     default: return "uint8_t";
     }
 }
 
 static const char *utype(kiln_dtype t) {
-    return t == KILN_I32 ? "uint32_t" : "uint64_t";
+    return t == KILN_DTYPE_I32 ? "uint32_t" : "uint64_t";
 }
 
 /* ------------------------------------------------------ per-op syntax ---- */
@@ -43,14 +43,14 @@ static const char *utype(kiln_dtype t) {
 static void c_literal(kiln_dtype t, int64_t i, double f, char *out, size_t m) {
     const char *ct = cgen_ctype(t);
     switch (t) {
-    case KILN_I32: snprintf(out, m, "INT32_C(%d)", (int32_t)i); return;
-    case KILN_I64:
+    case KILN_DTYPE_I32: snprintf(out, m, "INT32_C(%d)", (int32_t)i); return;
+    case KILN_DTYPE_I64:
         if (i == INT64_MIN)
             snprintf(out, m, "INT64_MIN");
         else
             snprintf(out, m, "INT64_C(%lld)", (long long)i);
         return;
-    case KILN_BOOL: snprintf(out, m, "((uint8_t)%u)", (unsigned)i); return;
+    case KILN_DTYPE_BOOL: snprintf(out, m, "((uint8_t)%u)", (unsigned)i); return;
     default: break;
     }
     if (isnan(f))
@@ -63,10 +63,10 @@ static void c_literal(kiln_dtype t, int64_t i, double f, char *out, size_t m) {
 
 static const char *dtype_suffix(kiln_dtype t) {
     switch (t) {
-    case KILN_F32: return "f32";
-    case KILN_F64: return "f64";
-    case KILN_I32: return "i32";
-    case KILN_I64: return "i64";
+    case KILN_DTYPE_F32: return "f32";
+    case KILN_DTYPE_F64: return "f64";
+    case KILN_DTYPE_I32: return "i32";
+    case KILN_DTYPE_I64: return "i64";
     default: return "bool";
     }
 }
@@ -100,7 +100,7 @@ static bool c_op_expr(ir_op op, kiln_dtype t, kiln_dtype in_t, const ir_attrs *a
         else if (c == 'R')
             r = dtype_suffix(t);
         else if (c == 'F')
-            r = in_t == KILN_F32 ? "f" : "";
+            r = in_t == KILN_DTYPE_F32 ? "f" : "";
         else if (c == 'C')
             r = cmp[a->cmp];
         k += (size_t)snprintf(ex + k, m - k, "%s", r);
@@ -325,7 +325,7 @@ static void line(pr *p, const char *fmt, ...) {
 }
 
 static const char *acc_ctype(const kd_stmt *acc) {
-    if (acc->red.acc_type == KILN_F64) return "double";
+    if (acc->red.acc_type == KILN_DTYPE_F64) return "double";
     return acc->red.arith ? "uint64_t" : cgen_ctype(acc->dtype);
 }
 
@@ -343,7 +343,7 @@ static void acc_name(const kd_kernel *kd, uint32_t a, bool nan, char *out) {
 static void print_acc(pr *p, uint32_t id) {
     const kd_stmt *s = &p->kd->stmts[id];
     const char *at = acc_ctype(s);
-    bool i32 = s->dtype == KILN_I32, fl = ir_dtype_is_float(s->dtype);
+    bool i32 = s->dtype == KILN_DTYPE_I32, fl = ir_dtype_is_float(s->dtype);
     const char *init = s->red.init == KD_INIT_ZERO  ? "0"
                        : s->red.init == KD_INIT_ONE ? "1"
                        : fl ? (s->red.init == KD_INIT_LOWEST ? "-INFINITY" : "INFINITY")
@@ -599,12 +599,12 @@ kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, 
             info[i] = (cgen_kernel){kd.items, kd.grain};
         }
         if (!s && hole)
-            s = ctx_error(g->ctx, KILN_ERR_INTERNAL,
+            s = ctx_error(g->ctx, KILN_STATUS_INTERNAL,
                           "codegen: %s has no kernel expression for its operands (kernel %u)",
                           ir_ops[hole - 1].name, i);
         kd_free(&kd);
         if (s) return s;
     }
     if (sb->oom) return ctx_oom(g->ctx, "codegen: kernel source", sb->len);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

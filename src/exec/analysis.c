@@ -3,16 +3,19 @@
 #include "executable.h"
 
 /* The public enums mirror the planner's, so the listing is a cast. */
-_Static_assert(PLAN_K_SCRATCH == (int)KILN_BUFFER_SCRATCH && PLAN_K_TEMP == (int)KILN_BUFFER_TEMP,
+_Static_assert(PLAN_K_SCRATCH == (int)KILN_BUFFER_KIND_SCRATCH &&
+                   PLAN_K_TEMP == (int)KILN_BUFFER_KIND_TEMP,
                "kiln_buffer_kind follows plan_kind");
-_Static_assert(PLAN_P_DONATED == (int)KILN_PLACE_DONATED && PLAN_P_ARENA == (int)KILN_PLACE_ARENA,
+_Static_assert(PLAN_P_DONATED == (int)KILN_BUFFER_PLACE_DONATED &&
+                   PLAN_P_ARENA == (int)KILN_BUFFER_PLACE_ARENA,
                "kiln_buffer_place follows plan_place");
 
-kiln_status kiln_executable_memory_analysis(const kiln_executable *e, kiln_memory_analysis *out) {
-    if (!e) return KILN_ERR_INVALID_ARGUMENT;
+kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
+                                                kiln_memory_analysis *out) {
+    if (!e) return KILN_STATUS_INVALID_ARGUMENT;
     if (!out)
-        return ctx_error(e->ctx, KILN_ERR_INVALID_ARGUMENT,
-                         "kiln_executable_memory_analysis: out is NULL");
+        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_executable_get_memory_analysis: out is NULL");
     const mem_plan *p = &e->mem;
     *out = (kiln_memory_analysis){
         .argument_bytes = p->argument_bytes,
@@ -33,14 +36,15 @@ kiln_status kiln_executable_memory_analysis(const kiln_executable *e, kiln_memor
         out->num_donated += p->donated[i];
         out->num_donations_unused += p->donated[i] && !p->donation_used[i];
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
-kiln_status kiln_executable_buffer_info(const kiln_executable *e, int i, kiln_buffer_info *out) {
-    if (!e) return KILN_ERR_INVALID_ARGUMENT;
+kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
+                                            kiln_buffer_info *out) {
+    if (!e) return KILN_STATUS_INVALID_ARGUMENT;
     if (!out || i < 0 || (uint32_t)i >= e->mem.n_buffers)
-        return ctx_error(e->ctx, KILN_ERR_INVALID_ARGUMENT,
-                         "kiln_executable_buffer_info: buffer %d of %u%s", i, e->mem.n_buffers,
+        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_executable_get_buffer_info: buffer %d of %u%s", i, e->mem.n_buffers,
                          out ? "" : " (out is NULL)");
     const plan_buffer *b = &e->mem.buffers[i];
     const ir_node *n = &e->g->nodes[b->node];
@@ -51,7 +55,7 @@ kiln_status kiln_executable_buffer_info(const kiln_executable *e, int i, kiln_bu
         .kind = (kiln_buffer_kind)b->kind,
         .place = (kiln_buffer_place)b->place,
         .place_index = (int)b->place_index,
-        .dtype = scratch ? KILN_INVALID_DTYPE : n->dtype,
+        .dtype = scratch ? KILN_DTYPE_INVALID : n->dtype,
         .rank = scratch ? 0 : n->shape.rank,
         .bytes = b->size,
         .offset = b->offset,
@@ -60,7 +64,7 @@ kiln_status kiln_executable_buffer_info(const kiln_executable *e, int i, kiln_bu
         .shares_with = b->shares >= 0 ? (int)e->mem.buffers[b->shares].node : 0,
     };
     for (int a = 0; a < out->rank; a++) out->dims[a] = n->shape.dims[a];
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 char *kiln_executable_memory_report(const kiln_executable *e) {

@@ -10,17 +10,17 @@ static kiln_status new_handle(kiln_context *ctx, const char *what, kiln_dtype dt
     *out = NULL;
     char t[IR_TYPE_STR_MAX];
     if (!ir_dtype_valid(dtype))
-        return ctx_error(ctx, KILN_ERR_DTYPE, "%s: dtype %d is not a kiln_dtype", what, dtype);
+        return ctx_error(ctx, KILN_STATUS_DTYPE, "%s: dtype %d is not a kiln_dtype", what, dtype);
     if (s->rank < 0 || s->rank > KILN_MAX_RANK)
-        return ctx_error(ctx, KILN_ERR_SHAPE, "%s: rank %d is outside [0, %d]", what, s->rank,
+        return ctx_error(ctx, KILN_STATUS_SHAPE, "%s: rank %d is outside [0, %d]", what, s->rank,
                          KILN_MAX_RANK);
     for (int i = 0; i < s->rank; i++)
         if (s->dims[i] < 0)
-            return ctx_error(ctx, KILN_ERR_SHAPE, "%s: dimension %d of %s is negative", what, i,
+            return ctx_error(ctx, KILN_STATUS_SHAPE, "%s: dimension %d of %s is negative", what, i,
                              ir_type_str(dtype, s, t, sizeof t));
     size_t bytes;
     if (!ir_shape_nbytes(s, dtype, &bytes))
-        return ctx_error(ctx, KILN_ERR_SHAPE, "%s: the byte size of %s overflows", what,
+        return ctx_error(ctx, KILN_STATUS_SHAPE, "%s: the byte size of %s overflows", what,
                          ir_type_str(dtype, s, t, sizeof t));
     kiln_array *a = host_calloc(ctx, 1, sizeof *a);
     if (!a) return ctx_oom(ctx, what, sizeof *a);
@@ -29,7 +29,7 @@ static kiln_status new_handle(kiln_context *ctx, const char *what, kiln_dtype dt
     a->shape = *s;
     a->nbytes = bytes;
     *out = a;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status array_new_empty(kiln_context *ctx, const char *what, kiln_dtype dtype,
@@ -48,7 +48,7 @@ kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, con
         return st;
     }
     *out = a;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void array_release(kiln_array *a) {
@@ -57,10 +57,10 @@ void array_release(kiln_array *a) {
 }
 
 kiln_status array_check_live(const kiln_array *a, const char *op, int index) {
-    if (!a->consumed) return KILN_OK;
+    if (!a->consumed) return KILN_STATUS_OK;
     char t[IR_TYPE_STR_MAX], at[32] = "";
     if (index >= 0) snprintf(at, sizeof at, " argument %d:", index);
-    return ctx_error(a->ctx, KILN_ERR_CONSUMED,
+    return ctx_error(a->ctx, KILN_STATUS_CONSUMED,
                      "%s:%s the array %s was donated to %s and is consumed; its buffer now "
                      "belongs to that call's results (use the outputs, or do not donate it)",
                      op, at, ir_type_str(a->dtype, &a->shape, t, sizeof t), a->consumed_by);
@@ -69,14 +69,15 @@ kiln_status array_check_live(const kiln_array *a, const char *op, int index) {
 kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *dims,
                               const void *data, kiln_array **out) {
     const char *op = "kiln_array_create";
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
-    if (!out) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: out is NULL", op);
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: out is NULL", op);
     *out = NULL;
     if (rank < 0 || rank > KILN_MAX_RANK)
-        return ctx_error(ctx, KILN_ERR_SHAPE, "%s: rank %d is outside [0, %d]", op, rank,
+        return ctx_error(ctx, KILN_STATUS_SHAPE, "%s: rank %d is outside [0, %d]", op, rank,
                          KILN_MAX_RANK);
     if (rank && !dims)
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: dims is NULL for rank %d", op, rank);
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: dims is NULL for rank %d", op,
+                         rank);
     ir_shape s = {.rank = rank};
     for (int i = 0; i < rank; i++) s.dims[i] = dims[i];
     kiln_array *a;
@@ -87,38 +88,39 @@ kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, con
             memcpy(a->data, data, a->nbytes);
         else
             memset(a->data, 0, a->nbytes);
-        if (dtype == KILN_BOOL)
+        if (dtype == KILN_DTYPE_BOOL)
             for (size_t i = 0; i < a->nbytes; i++)
                 ((uint8_t *)a->data)[i] = ((uint8_t *)a->data)[i] != 0;
     }
     *out = a;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
-void kiln_array_free(kiln_array *a) {
+void kiln_array_destroy(kiln_array *a) {
     if (!a) return;
     array_release(a);
     host_free(a->ctx, a, sizeof *a);
 }
 
 kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size) {
-    if (!a) return KILN_ERR_INVALID_ARGUMENT;
+    if (!a) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_status s = array_check_live(a, "kiln_array_copy_to_host", -1);
     if (s) return s;
     if (size != a->nbytes) {
         char t[IR_TYPE_STR_MAX];
-        return ctx_error(a->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(a->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_array_copy_to_host: the array %s holds %zu bytes, the buffer %zu",
                          ir_type_str(a->dtype, &a->shape, t, sizeof t), a->nbytes, size);
     }
     if (size && !dst)
-        return ctx_error(a->ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_array_copy_to_host: dst is NULL");
+        return ctx_error(a->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_array_copy_to_host: dst is NULL");
     if (size) memcpy(dst, a->data, size);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_dtype kiln_array_dtype(const kiln_array *a) {
-    return a ? a->dtype : KILN_INVALID_DTYPE;
+    return a ? a->dtype : KILN_DTYPE_INVALID;
 }
 int kiln_array_rank(const kiln_array *a) {
     return a ? a->shape.rank : -1;

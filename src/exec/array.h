@@ -31,8 +31,8 @@ kiln_status array_new_empty(kiln_context *ctx, const char *what, kiln_dtype dtyp
                             const ir_shape *s, kiln_array **out);
 /* Frees the storage (not the handle). */
 void array_release(kiln_array *a);
-/* KILN_ERR_CONSUMED with a message naming `op` and argument `index` (-1: none) if a was
- * donated to an earlier call; else KILN_OK. */
+/* KILN_STATUS_CONSUMED with a message naming `op` and argument `index` (-1: none) if a was
+ * donated to an earlier call; else KILN_STATUS_OK. */
 kiln_status array_check_live(const kiln_array *a, const char *op, int index);
 
 #endif

@@ -18,25 +18,27 @@ kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,
                             kiln_array *const *args) {
     kiln_context *ctx = g->ctx;
     if (n_args != (int)g->n_params)
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: '%s' takes %u arguments, got %d", op,
-                         g->name, g->n_params, n_args);
-    if (n_args && !args) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: args is NULL", op);
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: '%s' takes %u arguments, got %d",
+                         op, g->name, g->n_params, n_args);
+    if (n_args && !args)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: args is NULL", op);
     for (int i = 0; i < n_args; i++) {
         const ir_node *p = &g->nodes[g->params[i]];
         char want[IR_TYPE_STR_MAX], got[IR_TYPE_STR_MAX];
         if (!args[i])
-            return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "%s: argument %d (\"%s\") is NULL", op,
-                             i, p->name ? p->name : "");
+            return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: argument %d (\"%s\") is NULL",
+                             op, i, p->name ? p->name : "");
         kiln_status s = array_check_live(args[i], op, i);
         if (s) return s;
         if (args[i]->dtype != p->dtype || !ir_shape_eq(&args[i]->shape, &p->shape))
-            return ctx_error(ctx, args[i]->dtype != p->dtype ? KILN_ERR_DTYPE : KILN_ERR_SHAPE,
+            return ctx_error(ctx,
+                             args[i]->dtype != p->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
                              "%s: argument %d (\"%s\") is %s, the parameter is %s", op, i,
                              p->name ? p->name : "",
                              ir_type_str(args[i]->dtype, &args[i]->shape, got, sizeof got),
                              ir_type_str(p->dtype, &p->shape, want, sizeof want));
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* ------------------------------------------------------------ compile ---- */
@@ -52,7 +54,7 @@ static double now_seconds(void) {
 static kiln_status check_backend(const kiln_executable *e) {
     const kn_backend *b = e->dev->backend;
     if (!b->program_compile)
-        return ctx_error(e->ctx, KILN_ERR_UNIMPLEMENTED,
+        return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
                          "kiln_compile: device %s cannot run compiled programs (the %s backend "
                          "has no program_compile)",
                          e->dev->name, b->name);
@@ -64,13 +66,13 @@ static kiln_status check_backend(const kiln_executable *e) {
             slot = "permute";
         if (k->kind == FK_SCATTER && !b->scatter_add_rows) slot = "scatter_add_rows";
         if (slot)
-            return ctx_error(e->ctx, KILN_ERR_UNIMPLEMENTED,
+            return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
                              "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s, "
                              "which it does not have (device %s)",
                              k->roots[0], ir_ops[e->g->nodes[k->roots[0]].op].name, e->g->name,
                              b->name, slot, e->dev->name);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Plans the memory (src/plan) and tells codegen which kernels run in place. */
@@ -81,7 +83,7 @@ static kiln_status plan_memory(kiln_executable *e) {
     e->kernels = host_calloc(ctx, nk, sizeof *e->kernels);
     e->dots = host_calloc(ctx, nk, sizeof *e->dots);
     uint64_t *scratch = host_calloc(ctx, nk, sizeof *scratch);
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     if (!e->info || !e->kernels || !e->dots || !scratch)
         s = ctx_oom(ctx, "kiln_compile", nk * sizeof *e->dots);
     for (uint32_t i = 0; !s && i < e->plan.n_kernels; i++) {
@@ -129,7 +131,7 @@ static kiln_status load_kernels(kiln_executable *e) {
 static kiln_status take_donations(kiln_executable *e, const kiln_compile_options *o) {
     const kiln_graph *g = e->g;
     if (o->n_donate < 0 || (o->n_donate && !o->donate_argnums))
-        return ctx_error(e->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_compile: n_donate is %d but donate_argnums is %s", o->n_donate,
                          o->donate_argnums ? "set" : "NULL");
     if (!(e->donated = host_calloc(e->ctx, g->n_params + 1, 1)))
@@ -137,25 +139,25 @@ static kiln_status take_donations(kiln_executable *e, const kiln_compile_options
     for (int i = 0; i < o->n_donate; i++) {
         int a = o->donate_argnums[i];
         if (a < 0 || (uint32_t)a >= g->n_params)
-            return ctx_error(e->ctx, KILN_ERR_INVALID_ARGUMENT,
+            return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                              "kiln_compile: donate_argnums[%d] = %d is not a parameter of '%s' "
                              "(it has %u)",
                              i, a, g->name, g->n_params);
         if (e->donated[a])
-            return ctx_error(e->ctx, KILN_ERR_INVALID_ARGUMENT,
+            return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                              "kiln_compile: argument %d is donated twice", a);
         e->donated[a] = 1;
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_executable **out) {
-    if (!g) return KILN_ERR_INVALID_ARGUMENT;
+    if (!g) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_context *ctx = g->ctx;
-    if (!out) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_compile: out is NULL");
+    if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_compile: out is NULL");
     *out = NULL;
     if (!g->finished)
-        return ctx_error(ctx, g->status ? g->status : KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(ctx, g->status ? g->status : KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_compile: graph '%s' is not finished%s%s", g->name,
                          g->error ? ": " : " (call kiln_graph_finish first)",
                          g->error ? g->error : "");
@@ -182,7 +184,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     e->stats.num_fused_away = (int)e->plan.n_fused_away;
     e->stats.compile_seconds = now_seconds() - t0;
     *out = e;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void kiln_executable_destroy(kiln_executable *e) {

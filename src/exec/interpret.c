@@ -26,39 +26,39 @@ static kiln_status check_args(const kiln_graph *g, int n_args, kiln_array *const
     const char *op = "kiln_interpret";
     char label[160], want[IR_TYPE_STR_MAX], got[IR_TYPE_STR_MAX];
     if (n_args != (int)g->n_params)
-        return ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: graph '%s' has %u parameters, got %d arguments", op, g->name,
                          g->n_params, n_args);
     if (n_args && !args)
-        return ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT, "%s: args is NULL", op);
+        return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: args is NULL", op);
     for (int k = 0; k < n_args; k++) {
         const ir_node *p = &g->nodes[g->params[k]];
         param_label(g, k, label, sizeof label);
         if (!args[k])
-            return ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, label);
+            return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", op, label);
         kiln_status s = array_check_live(args[k], op, k);
         if (s) return s;
         if (args[k]->dtype == p->dtype && ir_shape_eq(&args[k]->shape, &p->shape)) continue;
-        return ctx_error(g->ctx, args[k]->dtype != p->dtype ? KILN_ERR_DTYPE : KILN_ERR_SHAPE,
+        return ctx_error(g->ctx, args[k]->dtype != p->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
                          "%s: %s is %s, the parameter is %s", op, label,
                          ir_type_str(args[k]->dtype, &args[k]->shape, got, sizeof got),
                          ir_type_str(p->dtype, &p->shape, want, sizeof want));
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status check_call(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
                               kiln_array **outs) {
     const char *op = "kiln_interpret";
     if (!g->finished)
-        return ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: graph '%s' is not finished (call kiln_graph_finish first%s)", op,
                          g->name, g->status ? "; it holds a builder error" : "");
     if (n_outs != (int)g->n_outputs)
-        return ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: graph '%s' has %u outputs, n_outs is %d", op, g->name, g->n_outputs,
                          n_outs);
-    if (!outs) return ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT, "%s: outs is NULL", op);
+    if (!outs) return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: outs is NULL", op);
     return check_args(g, n_args, args);
 }
 
@@ -70,7 +70,7 @@ static size_t node_bytes(const kiln_graph *g, uint32_t id) {
 
 /* Moves the host results into new arrays; frees every host buffer either way. */
 static kiln_status make_arrays(kiln_graph *g, void **host, kiln_array **outs) {
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     for (uint32_t i = 0; i < g->n_outputs; i++) {
         const ir_node *n = &g->nodes[g->outputs[i]];
         char what[96];
@@ -81,14 +81,14 @@ static kiln_status make_arrays(kiln_graph *g, void **host, kiln_array **outs) {
         host_free(g->ctx, host[i], node_bytes(g, g->outputs[i]));
     }
     if (s)
-        for (uint32_t i = 0; i < g->n_outputs; i++) kiln_array_free(outs[i]), outs[i] = NULL;
+        for (uint32_t i = 0; i < g->n_outputs; i++) kiln_array_destroy(outs[i]), outs[i] = NULL;
     return s;
 }
 
 kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
                            kiln_array **outs) {
     for (int i = 0; outs && i < n_outs; i++) outs[i] = NULL;
-    if (!g) return KILN_ERR_INVALID_ARGUMENT;
+    if (!g) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_status s = check_call(g, n_args, args, n_outs, outs);
     if (s) return s;
     const void *arg_stack[ARGS_ON_STACK] = {0}, **data = arg_stack;

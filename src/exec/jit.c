@@ -40,13 +40,13 @@ static uint64_t fnv1a(const unsigned char *p, size_t n) {
 }
 
 kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts, kiln_jit **out) {
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     if (!out || !opts || !opts->fn)
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_jit_create: out, opts and opts->fn are required");
     *out = NULL;
     if (opts->arg_specs && (opts->n_args < 0 || opts->n_args > 4096))
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_jit_create: n_args %d is out of range", opts->n_args);
     kiln_jit *j = host_calloc(ctx, 1, sizeof *j);
     if (!j) return ctx_oom(ctx, "kiln_jit_create", sizeof *j);
@@ -69,7 +69,7 @@ kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts, kil
     j->o.compile.donate_argnums = j->donate;
     pthread_mutex_init(&j->mu, NULL);
     *out = j;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static void entry_free(kiln_context *ctx, jit_entry *en) {
@@ -114,18 +114,18 @@ void kiln_jit_get_stats(const kiln_jit *j, kiln_jit_stats *stats) {
 /* Checks the call against the declared signature, if there is one. */
 static kiln_status check_signature(kiln_jit *j, int n_args, kiln_array *const *args) {
     if (n_args < 0 || (n_args && !args))
-        return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_jit_call '%s': bad args (%d)",
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_jit_call '%s': bad args (%d)",
                          j->name, n_args);
     for (int i = 0; i < n_args; i++) {
         if (!args[i])
-            return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+            return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
                              "kiln_jit_call '%s': argument %d is NULL", j->name, i);
         kiln_status s = array_check_live(args[i], "kiln_jit_call", i);
         if (s) return s;
     }
-    if (!j->specs) return KILN_OK;
+    if (!j->specs) return KILN_STATUS_OK;
     if (n_args != j->o.n_args)
-        return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_jit_call '%s': declared with %d arguments, called with %d", j->name,
                          j->o.n_args, n_args);
     for (int i = 0; i < n_args; i++) {
@@ -143,12 +143,12 @@ static kiln_status check_signature(kiln_jit *j, int n_args, kiln_array *const *a
                          : (size_t)snprintf(want + k, sizeof want - k, d ? ",%lld" : "%lld",
                                             (long long)sp->dims[d]);
             if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
-            return ctx_error(j->ctx, a->dtype != sp->dtype ? KILN_ERR_DTYPE : KILN_ERR_SHAPE,
+            return ctx_error(j->ctx, a->dtype != sp->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
                              "kiln_jit_call '%s': argument %d is %s, declared %s", j->name, i,
                              ir_type_str(a->dtype, &a->shape, got, sizeof got), want);
         }
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* The signature key: n_args, then (dtype, rank, dims) per argument, then static bytes. */
@@ -194,10 +194,10 @@ static kiln_status trace_and_compile(kiln_jit *j, int n_args, kiln_array *const 
     if (kiln_graph_status(g))
         s = kiln_graph_finish(g, 0, NULL); /* the builder's first error */
     else if (n_outs < 0)
-        s = ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+        s = ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
                       "kiln_jit_call '%s': the trace function reported failure", j->name);
     else if (n_outs == 0 || n_outs > KILN_MAX_OUTPUTS)
-        s = ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+        s = ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
                       "kiln_jit_call '%s': the trace function returned %d outputs (1..%d)", j->name,
                       n_outs, KILN_MAX_OUTPUTS);
     else
@@ -225,7 +225,7 @@ static kiln_status acquire(kiln_jit *j, int n_args, kiln_array *const *args, con
             pthread_mutex_unlock(&j->mu);
             host_free(j->ctx, key, len);
             *out = en;
-            return KILN_OK;
+            return KILN_STATUS_OK;
         }
     j->stats.misses++;
     kiln_executable *exe = NULL;
@@ -244,7 +244,7 @@ static kiln_status acquire(kiln_jit *j, int n_args, kiln_array *const *args, con
     j->stats.bytes += exe->stats.code_bytes;
     pthread_mutex_unlock(&j->mu);
     *out = en;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static void release(kiln_jit *j, jit_entry *en) {
@@ -256,11 +256,11 @@ static void release(kiln_jit *j, jit_entry *en) {
 
 kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, const void *static_args,
                           size_t static_size, int n_outs, kiln_array **outs) {
-    if (!j) return KILN_ERR_INVALID_ARGUMENT;
+    if (!j) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_status s = check_signature(j, n_args, args);
     if (s) return s;
     if (static_size && !static_args)
-        return ctx_error(j->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_jit_call '%s': static_args is NULL with static_size %zu", j->name,
                          static_size);
     jit_entry *en = NULL;

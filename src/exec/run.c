@@ -42,7 +42,7 @@ static uint32_t view_base(const kiln_executable *e, uint32_t id) {
 
 static kiln_status run_loop(run_state *r, uint32_t ki) {
     const kiln_executable *e = r->e;
-    if (!e->info[ki].items) return KILN_OK;
+    if (!e->info[ki].items) return KILN_STATUS_OK;
     return e->dev->backend->launch(e->dev->state, e->dev->index, e->kernels[ki],
                                    r->kbufs + r->kbuf_at[ki], e->info[ki].items, e->info[ki].grain);
 }
@@ -60,7 +60,7 @@ static kiln_status run_dot(run_state *r, uint32_t ki) {
     char *scratch = sb >= 0 ? (char *)r->arena + e->mem.buffers[sb].offset : NULL;
     if (sb >= 0 && e->mem.buffers[sb].place == PLAN_P_DONATED)
         scratch = (char *)r->args[e->mem.buffers[sb].place_index]->data + e->mem.buffers[sb].offset;
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     for (int i = 0; i < 2 && !s; i++) {
         if (!(i ? d->pack_b : d->pack_a)) continue;
         const ir_node *x = &e->g->nodes[ir_in(n)[i]];
@@ -133,7 +133,7 @@ static kiln_status make_outputs(run_state *r) {
                 : array_new(e->ctx, "kiln_executable_run", n->dtype, &n->shape, &r->res[j]);
         if (s) return s;
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Host bookkeeping of one call, sized up front: values' pointers, kernel buffer lists. */
@@ -154,7 +154,7 @@ static kiln_status alloc_state(run_state *r) {
         if (e->plan.kernels[ki].kind == FK_LOOP)
             at += e->plan.kernels[ki].n_inputs + e->plan.kernels[ki].n_roots;
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static void free_state(run_state *r) {
@@ -206,12 +206,12 @@ static kiln_status check_donations(const kiln_executable *e, kiln_array *const *
         for (uint32_t q = 0; q < e->g->n_params; q++)
             if (q != p && args[q] == args[p])
                 return ctx_error(
-                    e->ctx, KILN_ERR_INVALID_ARGUMENT,
+                    e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                     "kiln_executable_run: argument %u of '%s' is donated, and the same "
                     "array is passed as argument %u too",
                     p, e->g->name, q);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status check_call(kiln_executable *e, int n_args, kiln_array *const *args, int n_outs,
@@ -221,7 +221,7 @@ static kiln_status check_call(kiln_executable *e, int n_args, kiln_array *const 
     kiln_status s = exec_check_args(g, op, n_args, args);
     if (s) return s;
     if (n_outs != (int)g->n_outputs || !outs)
-        return ctx_error(e->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: '%s' has %u outputs, %d asked for%s", op, g->name, g->n_outputs,
                          n_outs, outs ? "" : " (outs is NULL)");
     return check_donations(e, args);
@@ -245,7 +245,7 @@ static kiln_status prepare(run_state *r) {
 /* The kernels in the planned order, then a wait for the device (a no-op on the CPU). */
 static kiln_status run_kernels(run_state *r) {
     const kiln_executable *e = r->e;
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     for (uint32_t step = 0; step < e->mem.n_kernels && !s; step++) {
         uint32_t ki = e->mem.order[step];
         switch (e->plan.kernels[ki].kind) {
@@ -261,7 +261,7 @@ static kiln_status run_kernels(run_state *r) {
 
 kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args, int n_outs,
                                 kiln_array **outs) {
-    if (!e) return KILN_ERR_INVALID_ARGUMENT;
+    if (!e) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_context *ctx = e->ctx;
     const kiln_graph *g = e->g;
     kiln_status s = check_call(e, n_args, args, n_outs, outs);
@@ -280,7 +280,7 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
     free_state(&r);
     for (uint32_t j = 0; j < g->n_outputs; j++) {
         if (s)
-            kiln_array_free(r.res[j]);
+            kiln_array_destroy(r.res[j]);
         else
             outs[j] = r.res[j];
     }

@@ -22,8 +22,8 @@ static uint32_t new_graph_id(kiln_context *ctx) {
 
 kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **out) {
     if (out) *out = NULL;
-    if (!ctx) return KILN_ERR_INVALID_ARGUMENT;
-    if (!out) return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "kiln_graph_create: out is NULL");
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_graph_create: out is NULL");
     kiln_graph *g = host_calloc(ctx, 1, sizeof *g);
     if (!g) return ctx_oom(ctx, "kiln_graph_create", sizeof *g);
     g->ctx = ctx;
@@ -41,7 +41,7 @@ kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **
     }
     g->n_nodes = 1;
     *out = g;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void ir_node_release(kiln_context *ctx, ir_node *n) {
@@ -124,7 +124,7 @@ int kiln_graph_num_outputs(const kiln_graph *g) {
     return g ? (int)g->n_outputs : 0;
 }
 kiln_status kiln_graph_status(const kiln_graph *g) {
-    return g ? g->status : KILN_ERR_INVALID_ARGUMENT;
+    return g ? g->status : KILN_STATUS_INVALID_ARGUMENT;
 }
 const char *kiln_graph_error(const kiln_graph *g) {
     return g && g->error ? g->error : "";

@@ -18,56 +18,59 @@ static const ir_node *input(const kiln_graph *g, const ir_node *n, uint32_t i) {
 
 kiln_status ir_check_shape(const ir_shape *s, kiln_dtype t, char *msg, size_t msg_size) {
     if (s->rank < 0 || s->rank > KILN_MAX_RANK)
-        FAIL(KILN_ERR_SHAPE, "rank %d is outside [0, %d]", s->rank, KILN_MAX_RANK);
+        FAIL(KILN_STATUS_SHAPE, "rank %d is outside [0, %d]", s->rank, KILN_MAX_RANK);
     for (int i = 0; i < s->rank; i++)
         if (s->dims[i] < 0)
-            FAIL(KILN_ERR_SHAPE, "dimension %d is negative (%lld)", i, (long long)s->dims[i]);
+            FAIL(KILN_STATUS_SHAPE, "dimension %d is negative (%lld)", i, (long long)s->dims[i]);
     size_t bytes;
-    if (!ir_shape_nbytes(s, t, &bytes)) FAIL(KILN_ERR_SHAPE, "the shape's byte size overflows");
-    return KILN_OK;
+    if (!ir_shape_nbytes(s, t, &bytes)) FAIL(KILN_STATUS_SHAPE, "the shape's byte size overflows");
+    return KILN_STATUS_OK;
 }
 
 static kiln_status infer_source(const ir_node *n, char *msg, size_t msg_size) {
-    if (!ir_dtype_valid(n->dtype)) FAIL(KILN_ERR_DTYPE, "dtype %d is not a kiln_dtype", n->dtype);
+    if (!ir_dtype_valid(n->dtype))
+        FAIL(KILN_STATUS_DTYPE, "dtype %d is not a kiln_dtype", n->dtype);
     if (n->op == IR_IOTA) {
         if (!ir_dtype_accepts(IRT_NUMERIC, n->dtype))
-            FAIL(KILN_ERR_DTYPE, "iota needs a numeric dtype, not %s", kiln_dtype_name(n->dtype));
+            FAIL(KILN_STATUS_DTYPE, "iota needs a numeric dtype, not %s",
+                 kiln_dtype_name(n->dtype));
         if (n->a.axis < 0 || n->a.axis >= n->shape.rank)
-            FAIL(KILN_ERR_SHAPE, "axis %d is out of range for rank %d", n->a.axis, n->shape.rank);
+            FAIL(KILN_STATUS_SHAPE, "axis %d is out of range for rank %d", n->a.axis,
+                 n->shape.rank);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t n_in,
                                        kiln_dtype *out, char *msg, size_t msg_size) {
     const ir_op_info *info = &ir_ops[op];
     uint32_t data = op == IR_SELECT ? 1 : 0; /* the operand whose dtype the op follows */
-    if (n_in <= data) FAIL(KILN_ERR_INTERNAL, "%s has %u operands", info->name, n_in);
+    if (n_in <= data) FAIL(KILN_STATUS_INTERNAL, "%s has %u operands", info->name, n_in);
     kiln_dtype x = in[data];
-    if (op == IR_SELECT && in[0] != KILN_BOOL)
-        FAIL(KILN_ERR_DTYPE, "the predicate must be bool, not %s", kiln_dtype_name(in[0]));
+    if (op == IR_SELECT && in[0] != KILN_DTYPE_BOOL)
+        FAIL(KILN_STATUS_DTYPE, "the predicate must be bool, not %s", kiln_dtype_name(in[0]));
     if (op != IR_CONVERT && !ir_dtype_accepts(info->types, x))
-        FAIL(KILN_ERR_DTYPE, "takes %s, not %s",
+        FAIL(KILN_STATUS_DTYPE, "takes %s, not %s",
              info->types == IRT_FLOAT  ? "f32 or f64"
              : info->types == IRT_BOOL ? "bool"
                                        : "f32, f64, i32 or i64",
              kiln_dtype_name(x));
     if (op == IR_CONVERT && !ir_dtype_valid(*out))
-        FAIL(KILN_ERR_DTYPE, "target dtype %d is not a kiln_dtype", *out);
+        FAIL(KILN_STATUS_DTYPE, "target dtype %d is not a kiln_dtype", *out);
     for (uint32_t i = data + 1; i < n_in; i++)
         if (in[i] != x)
-            FAIL(KILN_ERR_DTYPE, "operand dtypes differ (%s vs %s); convert one first",
+            FAIL(KILN_STATUS_DTYPE, "operand dtypes differ (%s vs %s); convert one first",
                  kiln_dtype_name(x), kiln_dtype_name(in[i]));
     if (op == IR_COMPARE)
-        *out = KILN_BOOL;
+        *out = KILN_DTYPE_BOOL;
     else if (op != IR_CONVERT)
         *out = x;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status infer_elementwise(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     kiln_dtype in[3];
-    if (n->n_in > 3) FAIL(KILN_ERR_INTERNAL, "too many operands");
+    if (n->n_in > 3) FAIL(KILN_STATUS_INTERNAL, "too many operands");
     for (uint32_t i = 0; i < n->n_in; i++) in[i] = input(g, n, i)->dtype;
     kiln_dtype out = n->dtype;
     kiln_status s = ir_infer_elementwise_dtype(n->op, in, n->n_in, &out, msg, msg_size);
@@ -75,105 +78,105 @@ static kiln_status infer_elementwise(const kiln_graph *g, ir_node *n, char *msg,
     const ir_node *x = input(g, n, 0);
     for (uint32_t i = 1; i < n->n_in; i++)
         if (!ir_shape_eq(&input(g, n, i)->shape, &x->shape))
-            FAIL(KILN_ERR_SHAPE, "operand shapes differ");
+            FAIL(KILN_STATUS_SHAPE, "operand shapes differ");
     if (n->op == IR_COMPARE && (unsigned)n->a.cmp > KILN_CMP_GE)
-        FAIL(KILN_ERR_INVALID_ARGUMENT, "comparison direction %d is not a kiln_compare_dir",
-             n->a.cmp);
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "comparison direction %d is not a kiln_cmp", n->a.cmp);
     n->shape = x->shape;
     n->dtype = out;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status infer_broadcast(const ir_node *x, ir_node *n, char *msg, size_t msg_size) {
     char to[IR_TYPE_STR_MAX];
     ir_type_str(x->dtype, &n->shape, to, sizeof to);
     if (x->shape.rank > n->shape.rank)
-        FAIL(KILN_ERR_SHAPE, "cannot broadcast to %s: the operand has rank %d, more than %d", to,
+        FAIL(KILN_STATUS_SHAPE, "cannot broadcast to %s: the operand has rank %d, more than %d", to,
              x->shape.rank, n->shape.rank);
     for (int i = 0; i < x->shape.rank; i++) {
         int d = n->a.bcast_dims[i];
         if (d < 0 || d >= n->shape.rank)
-            FAIL(KILN_ERR_SHAPE,
+            FAIL(KILN_STATUS_SHAPE,
                  "cannot broadcast to %s: broadcast_dims[%d] = %d is out of range for rank %d", to,
                  i, d, n->shape.rank);
         if (i > 0 && d <= n->a.bcast_dims[i - 1])
-            FAIL(KILN_ERR_SHAPE,
+            FAIL(KILN_STATUS_SHAPE,
                  "cannot broadcast to %s: broadcast_dims must be strictly increasing (%d after "
                  "%d)",
                  to, d, n->a.bcast_dims[i - 1]);
         if (x->shape.dims[i] != 1 && x->shape.dims[i] != n->shape.dims[d])
-            FAIL(KILN_ERR_SHAPE,
+            FAIL(KILN_STATUS_SHAPE,
                  "cannot broadcast to %s: operand axis %d has size %lld, output axis %d has %lld",
                  to, i, (long long)x->shape.dims[i], d, (long long)n->shape.dims[d]);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status infer_slice(const ir_node *x, ir_node *n, char *msg, size_t msg_size) {
     n->shape.rank = x->shape.rank;
     for (int i = 0; i < x->shape.rank; i++) {
         int64_t s = n->a.slice.start[i], l = n->a.slice.limit[i], st = n->a.slice.stride[i];
-        if (st < 1) FAIL(KILN_ERR_SHAPE, "axis %d: stride %lld must be >= 1", i, (long long)st);
+        if (st < 1) FAIL(KILN_STATUS_SHAPE, "axis %d: stride %lld must be >= 1", i, (long long)st);
         if (s < 0 || s > l || l > x->shape.dims[i])
-            FAIL(KILN_ERR_SHAPE, "axis %d: [start %lld, limit %lld) does not fit in size %lld", i,
-                 (long long)s, (long long)l, (long long)x->shape.dims[i]);
+            FAIL(KILN_STATUS_SHAPE, "axis %d: [start %lld, limit %lld) does not fit in size %lld",
+                 i, (long long)s, (long long)l, (long long)x->shape.dims[i]);
         n->shape.dims[i] = l == s ? 0 : (l - s - 1) / st + 1; /* no overflow for huge st */
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status infer_concat(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
-    if (n->n_in < 1) FAIL(KILN_ERR_INVALID_ARGUMENT, "needs at least one operand");
+    if (n->n_in < 1) FAIL(KILN_STATUS_INVALID_ARGUMENT, "needs at least one operand");
     const ir_node *x = input(g, n, 0);
     int ax = n->a.axis;
-    if (x->shape.rank == 0) FAIL(KILN_ERR_SHAPE, "cannot concatenate rank-0 values");
+    if (x->shape.rank == 0) FAIL(KILN_STATUS_SHAPE, "cannot concatenate rank-0 values");
     if (ax < 0 || ax >= x->shape.rank)
-        FAIL(KILN_ERR_SHAPE, "axis %d is out of range for rank %d", ax, x->shape.rank);
+        FAIL(KILN_STATUS_SHAPE, "axis %d is out of range for rank %d", ax, x->shape.rank);
     n->shape = x->shape;
     n->dtype = x->dtype;
     n->shape.dims[ax] = 0;
     for (uint32_t k = 0; k < n->n_in; k++) {
         const ir_node *y = input(g, n, k);
         if (y->dtype != x->dtype)
-            FAIL(KILN_ERR_DTYPE, "operand %u is %s, operand 0 is %s", k, kiln_dtype_name(y->dtype),
-                 kiln_dtype_name(x->dtype));
+            FAIL(KILN_STATUS_DTYPE, "operand %u is %s, operand 0 is %s", k,
+                 kiln_dtype_name(y->dtype), kiln_dtype_name(x->dtype));
         if (y->shape.rank != x->shape.rank)
-            FAIL(KILN_ERR_SHAPE, "operand %u has rank %d, operand 0 has rank %d", k, y->shape.rank,
-                 x->shape.rank);
+            FAIL(KILN_STATUS_SHAPE, "operand %u has rank %d, operand 0 has rank %d", k,
+                 y->shape.rank, x->shape.rank);
         for (int i = 0; i < x->shape.rank; i++)
             if (i != ax && y->shape.dims[i] != x->shape.dims[i])
-                FAIL(KILN_ERR_SHAPE, "operand %u differs from operand 0 on axis %d (%lld vs %lld)",
-                     k, i, (long long)y->shape.dims[i], (long long)x->shape.dims[i]);
+                FAIL(KILN_STATUS_SHAPE,
+                     "operand %u differs from operand 0 on axis %d (%lld vs %lld)", k, i,
+                     (long long)y->shape.dims[i], (long long)x->shape.dims[i]);
         if (__builtin_add_overflow(n->shape.dims[ax], y->shape.dims[ax], &n->shape.dims[ax]))
-            FAIL(KILN_ERR_SHAPE, "the concatenated size overflows");
+            FAIL(KILN_STATUS_SHAPE, "the concatenated size overflows");
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status infer_pad(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_node *x = input(g, n, 0), *v = input(g, n, 1);
     if (v->shape.rank != 0)
-        FAIL(KILN_ERR_SHAPE, "the padding value must be rank 0, not rank %d", v->shape.rank);
+        FAIL(KILN_STATUS_SHAPE, "the padding value must be rank 0, not rank %d", v->shape.rank);
     if (v->dtype != x->dtype)
-        FAIL(KILN_ERR_DTYPE, "the padding value is %s, the operand %s", kiln_dtype_name(v->dtype),
-             kiln_dtype_name(x->dtype));
+        FAIL(KILN_STATUS_DTYPE, "the padding value is %s, the operand %s",
+             kiln_dtype_name(v->dtype), kiln_dtype_name(x->dtype));
     n->shape.rank = x->shape.rank;
     n->dtype = x->dtype;
     for (int i = 0; i < x->shape.rank; i++) {
         int64_t d = x->shape.dims[i], in = n->a.pad.interior[i], out;
         if (in < 0)
-            FAIL(KILN_ERR_SHAPE, "axis %d: interior padding %lld is negative", i, (long long)in);
+            FAIL(KILN_STATUS_SHAPE, "axis %d: interior padding %lld is negative", i, (long long)in);
         int64_t gaps = d > 0 ? d - 1 : 0, inner;
         if (!kn_mul_i64(gaps, in, &inner) || __builtin_add_overflow(d, inner, &out) ||
             __builtin_add_overflow(out, n->a.pad.lo[i], &out) ||
             __builtin_add_overflow(out, n->a.pad.hi[i], &out))
-            FAIL(KILN_ERR_SHAPE, "axis %d: the padded size overflows", i);
+            FAIL(KILN_STATUS_SHAPE, "axis %d: the padded size overflows", i);
         if (out < 0)
-            FAIL(KILN_ERR_SHAPE, "axis %d: size %lld with lo %lld, hi %lld is negative", i,
+            FAIL(KILN_STATUS_SHAPE, "axis %d: size %lld with lo %lld, hi %lld is negative", i,
                  (long long)d, (long long)n->a.pad.lo[i], (long long)n->a.pad.hi[i]);
         n->shape.dims[i] = out;
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status infer_shape_op(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
@@ -184,8 +187,8 @@ static kiln_status infer_shape_op(const kiln_graph *g, ir_node *n, char *msg, si
     case IR_RESHAPE: {
         int64_t a, b;
         if (!ir_shape_numel(&x->shape, &a) || !ir_shape_numel(&n->shape, &b) || a != b)
-            FAIL(KILN_ERR_SHAPE, "element counts differ");
-        return KILN_OK;
+            FAIL(KILN_STATUS_SHAPE, "element counts differ");
+        return KILN_STATUS_OK;
     }
     case IR_TRANSPOSE: {
         unsigned seen = 0;
@@ -193,32 +196,33 @@ static kiln_status infer_shape_op(const kiln_graph *g, ir_node *n, char *msg, si
         for (int i = 0; i < x->shape.rank; i++) {
             int p = n->a.perm[i];
             if (p < 0 || p >= x->shape.rank || (seen >> p & 1u))
-                FAIL(KILN_ERR_SHAPE, "permutation entry %d (= %d) is out of range or repeated", i,
-                     p);
+                FAIL(KILN_STATUS_SHAPE, "permutation entry %d (= %d) is out of range or repeated",
+                     i, p);
             seen |= 1u << p;
             n->shape.dims[i] = x->shape.dims[p];
         }
-        return KILN_OK;
+        return KILN_STATUS_OK;
     }
     case IR_SLICE: return infer_slice(x, n, msg, msg_size);
     case IR_CONCAT: return infer_concat(g, n, msg, msg_size);
     case IR_PAD: return infer_pad(g, n, msg, msg_size);
-    default: FAIL(KILN_ERR_INTERNAL, "not a shape op");
+    default: FAIL(KILN_STATUS_INTERNAL, "not a shape op");
     }
 }
 
 static kiln_status infer_reduce(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_node *x = input(g, n, 0);
     if (!ir_dtype_accepts(IRT_NUMERIC, x->dtype))
-        FAIL(KILN_ERR_DTYPE, "reductions take numeric dtypes, not %s", kiln_dtype_name(x->dtype));
+        FAIL(KILN_STATUS_DTYPE, "reductions take numeric dtypes, not %s",
+             kiln_dtype_name(x->dtype));
     if (x->shape.rank < 32 && (n->a.reduce_axes >> x->shape.rank))
-        FAIL(KILN_ERR_SHAPE, "reduced axes (mask 0x%x) exceed rank %d", n->a.reduce_axes,
+        FAIL(KILN_STATUS_SHAPE, "reduced axes (mask 0x%x) exceed rank %d", n->a.reduce_axes,
              x->shape.rank);
     n->dtype = x->dtype;
     n->shape.rank = 0;
     for (int i = 0; i < x->shape.rank; i++)
         if (!(n->a.reduce_axes >> i & 1u)) n->shape.dims[n->shape.rank++] = x->shape.dims[i];
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Checks one operand's axis list of dot_general; marks used axes in *used. */
@@ -226,25 +230,27 @@ static kiln_status dot_axes(const char *side, const char *what, const int *ax, i
                             unsigned *used, char *msg, size_t msg_size) {
     for (int i = 0; i < n; i++) {
         if (ax[i] < 0 || ax[i] >= rank)
-            FAIL(KILN_ERR_SHAPE, "%s %s axis %d is out of range for rank %d", side, what, ax[i],
+            FAIL(KILN_STATUS_SHAPE, "%s %s axis %d is out of range for rank %d", side, what, ax[i],
                  rank);
-        if (*used >> ax[i] & 1u) FAIL(KILN_ERR_SHAPE, "%s axis %d is used twice", side, ax[i]);
+        if (*used >> ax[i] & 1u) FAIL(KILN_STATUS_SHAPE, "%s axis %d is used twice", side, ax[i]);
         *used |= 1u << ax[i];
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status infer_dot(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_node *l = input(g, n, 0), *r = input(g, n, 1);
     const kiln_dot_dims *d = &n->a.dot;
     if (l->dtype != r->dtype)
-        FAIL(KILN_ERR_DTYPE, "operand dtypes differ (%s vs %s)", kiln_dtype_name(l->dtype),
+        FAIL(KILN_STATUS_DTYPE, "operand dtypes differ (%s vs %s)", kiln_dtype_name(l->dtype),
              kiln_dtype_name(r->dtype));
     if (!ir_dtype_accepts(IRT_NUMERIC, l->dtype))
-        FAIL(KILN_ERR_DTYPE, "dot_general takes numeric dtypes, not %s", kiln_dtype_name(l->dtype));
+        FAIL(KILN_STATUS_DTYPE, "dot_general takes numeric dtypes, not %s",
+             kiln_dtype_name(l->dtype));
     if (d->n_contract < 0 || d->n_contract > KILN_MAX_RANK || d->n_batch < 0 ||
         d->n_batch > KILN_MAX_RANK)
-        FAIL(KILN_ERR_INVALID_ARGUMENT, "n_contract and n_batch must be in [0, %d]", KILN_MAX_RANK);
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "n_contract and n_batch must be in [0, %d]",
+             KILN_MAX_RANK);
     unsigned lu = 0, ru = 0;
     kiln_status s;
     if ((s = dot_axes("lhs", "batch", d->lhs_batch, d->n_batch, l->shape.rank, &lu, msg,
@@ -258,18 +264,20 @@ static kiln_status infer_dot(const kiln_graph *g, ir_node *n, char *msg, size_t 
         return s;
     for (int i = 0; i < d->n_batch; i++)
         if (l->shape.dims[d->lhs_batch[i]] != r->shape.dims[d->rhs_batch[i]])
-            FAIL(KILN_ERR_SHAPE, "batch axes lhs %d and rhs %d differ in size (%lld vs %lld)",
+            FAIL(KILN_STATUS_SHAPE, "batch axes lhs %d and rhs %d differ in size (%lld vs %lld)",
                  d->lhs_batch[i], d->rhs_batch[i], (long long)l->shape.dims[d->lhs_batch[i]],
                  (long long)r->shape.dims[d->rhs_batch[i]]);
     for (int i = 0; i < d->n_contract; i++)
         if (l->shape.dims[d->lhs_contract[i]] != r->shape.dims[d->rhs_contract[i]])
-            FAIL(KILN_ERR_SHAPE, "contracting axes lhs %d and rhs %d differ in size (%lld vs %lld)",
+            FAIL(KILN_STATUS_SHAPE,
+                 "contracting axes lhs %d and rhs %d differ in size (%lld vs %lld)",
                  d->lhs_contract[i], d->rhs_contract[i],
                  (long long)l->shape.dims[d->lhs_contract[i]],
                  (long long)r->shape.dims[d->rhs_contract[i]]);
     int rank = l->shape.rank + r->shape.rank - 2 * d->n_contract - d->n_batch;
     if (rank > KILN_MAX_RANK)
-        FAIL(KILN_ERR_SHAPE, "the result would have rank %d (the most is %d)", rank, KILN_MAX_RANK);
+        FAIL(KILN_STATUS_SHAPE, "the result would have rank %d (the most is %d)", rank,
+             KILN_MAX_RANK);
     n->dtype = l->dtype;
     n->shape.rank = 0;
     for (int i = 0; i < d->n_batch; i++)
@@ -278,17 +286,17 @@ static kiln_status infer_dot(const kiln_graph *g, ir_node *n, char *msg, size_t 
         if (!(lu >> i & 1u)) n->shape.dims[n->shape.rank++] = l->shape.dims[i];
     for (int i = 0; i < r->shape.rank; i++)
         if (!(ru >> i & 1u)) n->shape.dims[n->shape.rank++] = r->shape.dims[i];
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status infer_index(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_node *t = input(g, n, 0), *idx = input(g, n, 1);
-    if (t->shape.rank < 1) FAIL(KILN_ERR_SHAPE, "the table/operand must have rank >= 1");
+    if (t->shape.rank < 1) FAIL(KILN_STATUS_SHAPE, "the table/operand must have rank >= 1");
     if (!ir_dtype_is_int(idx->dtype))
-        FAIL(KILN_ERR_DTYPE, "indices must be i32 or i64, not %s", kiln_dtype_name(idx->dtype));
+        FAIL(KILN_STATUS_DTYPE, "indices must be i32 or i64, not %s", kiln_dtype_name(idx->dtype));
     int rank = idx->shape.rank + t->shape.rank - 1;
     if (rank > KILN_MAX_RANK)
-        FAIL(KILN_ERR_SHAPE, "rows of rank %d indexed by rank %d give rank %d (the most is %d)",
+        FAIL(KILN_STATUS_SHAPE, "rows of rank %d indexed by rank %d give rank %d (the most is %d)",
              t->shape.rank - 1, idx->shape.rank, rank, KILN_MAX_RANK);
     ir_shape rows = idx->shape;
     for (int i = 1; i < t->shape.rank; i++) rows.dims[rows.rank++] = t->shape.dims[i];
@@ -297,32 +305,33 @@ static kiln_status infer_index(const kiln_graph *g, ir_node *n, char *msg, size_
         int64_t count = 0;
         ir_shape_numel(&rows, &count);
         if (t->shape.dims[0] == 0 && count > 0) /* shapes are static: say so now */
-            FAIL(KILN_ERR_SHAPE, "the table has no rows to take %lld elements from",
+            FAIL(KILN_STATUS_SHAPE, "the table has no rows to take %lld elements from",
                  (long long)count);
         n->shape = rows;
-        return KILN_OK;
+        return KILN_STATUS_OK;
     }
     const ir_node *u = input(g, n, 2);
     if (!ir_dtype_accepts(IRT_NUMERIC, t->dtype))
-        FAIL(KILN_ERR_DTYPE, "scatter_add_rows takes numeric dtypes, not %s",
+        FAIL(KILN_STATUS_DTYPE, "scatter_add_rows takes numeric dtypes, not %s",
              kiln_dtype_name(t->dtype));
     if (u->dtype != t->dtype)
-        FAIL(KILN_ERR_DTYPE, "updates are %s, the operand %s", kiln_dtype_name(u->dtype),
+        FAIL(KILN_STATUS_DTYPE, "updates are %s, the operand %s", kiln_dtype_name(u->dtype),
              kiln_dtype_name(t->dtype));
     if (!ir_shape_eq(&u->shape, &rows)) {
         char want[IR_TYPE_STR_MAX];
-        FAIL(KILN_ERR_SHAPE, "updates must have shape indices.shape + operand.shape[1:] = %s",
+        FAIL(KILN_STATUS_SHAPE, "updates must have shape indices.shape + operand.shape[1:] = %s",
              ir_type_str(t->dtype, &rows, want, sizeof want));
     }
     n->shape = t->shape;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_op_info *info = &ir_ops[n->op];
     msg[0] = 0;
     if (info->arity >= 0 && n->n_in != (uint32_t)info->arity)
-        FAIL(KILN_ERR_INTERNAL, "%s takes %d operands, has %u", info->name, info->arity, n->n_in);
+        FAIL(KILN_STATUS_INTERNAL, "%s takes %d operands, has %u", info->name, info->arity,
+             n->n_in);
     kiln_status s;
     switch (info->kind) {
     case IRK_SOURCE: s = infer_source(n, msg, msg_size); break;
@@ -333,7 +342,7 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_REDUCE: s = infer_reduce(g, n, msg, msg_size); break;
     case IRK_DOT: s = infer_dot(g, n, msg, msg_size); break;
     case IRK_INDEX: s = infer_index(g, n, msg, msg_size); break;
-    default: FAIL(KILN_ERR_INTERNAL, "unknown op kind");
+    default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");
     }
     return s ? s : ir_check_shape(&n->shape, n->dtype, msg, msg_size);
 }

@@ -182,7 +182,7 @@ typedef struct ir_shape {
 typedef union ir_attrs {
     int param_index;               /* PARAMETER */
     int axis;                      /* IOTA, CONCAT */
-    kiln_compare_dir cmp;          /* COMPARE */
+    kiln_cmp cmp;                  /* COMPARE */
     int bcast_dims[KILN_MAX_RANK]; /* BROADCAST: output axis of each operand axis */
     int perm[KILN_MAX_RANK];       /* TRANSPOSE */
     struct {

@@ -29,11 +29,11 @@ static void list_int(strbuf *sb, const char *name, const int *v, int n) {
 
 static double elem(const void *data, kiln_dtype t, int64_t i) {
     switch (t) {
-    case KILN_F32: return ((const float *)data)[i];
-    case KILN_F64: return ((const double *)data)[i];
-    case KILN_I32: return ((const int32_t *)data)[i];
-    case KILN_I64: return (double)((const int64_t *)data)[i];
-    case KILN_BOOL: return ((const uint8_t *)data)[i];
+    case KILN_DTYPE_F32: return ((const float *)data)[i];
+    case KILN_DTYPE_F64: return ((const double *)data)[i];
+    case KILN_DTYPE_I32: return ((const int32_t *)data)[i];
+    case KILN_DTYPE_I64: return (double)((const int64_t *)data)[i];
+    case KILN_DTYPE_BOOL: return ((const uint8_t *)data)[i];
     default: return 0;
     }
 }
@@ -51,13 +51,13 @@ static void print_constant(const ir_node *n, strbuf *sb) {
     for (int64_t i = 0; i < numel; i++) {
         const char *sep = i ? ", " : "";
         switch (n->dtype) {
-        case KILN_I64:
+        case KILN_DTYPE_I64:
             sb_printf(sb, "%s%lld", sep, (long long)((const int64_t *)n->data)[i]);
             break;
-        case KILN_BOOL:
+        case KILN_DTYPE_BOOL:
             sb_printf(sb, "%s%s", sep, ((const uint8_t *)n->data)[i] ? "true" : "false");
             break;
-        case KILN_F64: sb_printf(sb, "%s%.17g", sep, elem(n->data, n->dtype, i)); break;
+        case KILN_DTYPE_F64: sb_printf(sb, "%s%.17g", sep, elem(n->data, n->dtype, i)); break;
         default: sb_printf(sb, "%s%.9g", sep, elem(n->data, n->dtype, i)); break;
         }
     }
@@ -203,7 +203,7 @@ char *kiln_graph_to_string(const kiln_graph *g) {
     ir_print(g, &sb);
     char *s = sb_take(&sb);
     if (!s)
-        ctx_error(g->ctx, KILN_ERR_HOST_OOM,
+        ctx_error(g->ctx, KILN_STATUS_HOST_OOM,
                   "kiln_graph_to_string: host allocation failed while printing graph '%s' (%u "
                   "nodes)",
                   g->name, g->n_nodes - 1);
@@ -211,10 +211,11 @@ char *kiln_graph_to_string(const kiln_graph *g) {
 }
 
 kiln_status kiln_graph_print(const kiln_graph *g, FILE *f) {
-    if (!g || !f) return KILN_ERR_INVALID_ARGUMENT;
+    if (!g || !f) return KILN_STATUS_INVALID_ARGUMENT;
     char *s = kiln_graph_to_string(g);
-    if (!s) return KILN_ERR_HOST_OOM; /* the message is set */
+    if (!s) return KILN_STATUS_HOST_OOM; /* the message is set */
     int rc = fputs(s, f);
     kiln_string_free(g->ctx, s);
-    return rc < 0 ? ctx_error(g->ctx, KILN_ERR_IO, "kiln_graph_print: write failed") : KILN_OK;
+    return rc < 0 ? ctx_error(g->ctx, KILN_STATUS_IO, "kiln_graph_print: write failed")
+                  : KILN_STATUS_OK;
 }

@@ -14,41 +14,41 @@ const ir_op_info ir_ops[IR_NUM_OPS] = {
 
 const char *kiln_dtype_name(kiln_dtype t) {
     switch (t) {
-    case KILN_F32: return "f32";
-    case KILN_F64: return "f64";
-    case KILN_I32: return "i32";
-    case KILN_I64: return "i64";
-    case KILN_BOOL: return "bool";
+    case KILN_DTYPE_F32: return "f32";
+    case KILN_DTYPE_F64: return "f64";
+    case KILN_DTYPE_I32: return "i32";
+    case KILN_DTYPE_I64: return "i64";
+    case KILN_DTYPE_BOOL: return "bool";
     default: return "invalid";
     }
 }
 
-size_t kiln_dtype_size(kiln_dtype t) {
+size_t kiln_dtype_itemsize(kiln_dtype t) {
     switch (t) {
-    case KILN_F32:
-    case KILN_I32: return 4;
-    case KILN_F64:
-    case KILN_I64: return 8;
-    case KILN_BOOL: return 1;
+    case KILN_DTYPE_F32:
+    case KILN_DTYPE_I32: return 4;
+    case KILN_DTYPE_F64:
+    case KILN_DTYPE_I64: return 8;
+    case KILN_DTYPE_BOOL: return 1;
     default: return 0;
     }
 }
 
 bool ir_dtype_valid(kiln_dtype t) {
-    return kiln_dtype_size(t) != 0;
+    return kiln_dtype_itemsize(t) != 0;
 }
 bool ir_dtype_is_float(kiln_dtype t) {
-    return t == KILN_F32 || t == KILN_F64;
+    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64;
 }
 bool ir_dtype_is_int(kiln_dtype t) {
-    return t == KILN_I32 || t == KILN_I64;
+    return t == KILN_DTYPE_I32 || t == KILN_DTYPE_I64;
 }
 
 bool ir_dtype_accepts(int types, kiln_dtype t) {
     switch (types) {
     case IRT_NUMERIC: return ir_dtype_is_float(t) || ir_dtype_is_int(t);
     case IRT_FLOAT: return ir_dtype_is_float(t);
-    case IRT_BOOL: return t == KILN_BOOL;
+    case IRT_BOOL: return t == KILN_DTYPE_BOOL;
     default: return ir_dtype_valid(t);
     }
 }
@@ -64,7 +64,7 @@ bool ir_shape_numel(const ir_shape *s, int64_t *n) {
 bool ir_shape_nbytes(const ir_shape *s, kiln_dtype t, size_t *n) {
     int64_t numel;
     if (!ir_shape_numel(s, &numel) || (uint64_t)numel > SIZE_MAX) return false;
-    return kn_mul_size((size_t)numel, kiln_dtype_size(t), n);
+    return kn_mul_size((size_t)numel, kiln_dtype_itemsize(t), n);
 }
 
 bool ir_shape_eq(const ir_shape *a, const ir_shape *b) {
@@ -95,23 +95,23 @@ bool ir_scalar_store(kiln_dtype t, double v, void *out) {
         uint8_t b;
     } u;
     switch (t) {
-    case KILN_F32: u.f = (float)v; break;
-    case KILN_F64: u.d = v; break;
-    case KILN_I32:
+    case KILN_DTYPE_F32: u.f = (float)v; break;
+    case KILN_DTYPE_F64: u.d = v; break;
+    case KILN_DTYPE_I32:
         u.i = isnan(v)             ? 0
               : v >= 2147483647.0  ? INT32_MAX
               : v <= -2147483648.0 ? INT32_MIN
                                    : (int32_t)v;
         break;
-    case KILN_I64:
+    case KILN_DTYPE_I64:
         u.l = isnan(v)                      ? 0
               : v >= 9.2233720368547758e18  ? INT64_MAX
               : v <= -9.2233720368547758e18 ? INT64_MIN
                                             : (int64_t)v;
         break;
-    case KILN_BOOL: u.b = v != 0; break;
+    case KILN_DTYPE_BOOL: u.b = v != 0; break;
     default: return false;
     }
-    memcpy(out, &u, kiln_dtype_size(t)); /* out may be any buffer: no aliasing */
+    memcpy(out, &u, kiln_dtype_itemsize(t)); /* out may be any buffer: no aliasing */
     return true;
 }

@@ -13,7 +13,7 @@ static kiln_status bad(const kiln_graph *g, uint32_t id, const char *what) {
     if (id) ir_print_node(g, id, &sb);
     char where[32] = "";
     if (id) snprintf(where, sizeof where, ", node %%%u", id);
-    kiln_status s = ctx_error(g->ctx, KILN_ERR_INTERNAL, "IR verifier: graph '%s'%s: %s%s%s",
+    kiln_status s = ctx_error(g->ctx, KILN_STATUS_INTERNAL, "IR verifier: graph '%s'%s: %s%s%s",
                               g->name, where, what, sb.data ? "\n  " : "", sb.data ? sb.data : "");
     sb_free(&sb);
     return s;
@@ -52,7 +52,7 @@ static kiln_status verify_node(const kiln_graph *g, uint32_t id) {
                  ir_type_str(copy.dtype, &copy.shape, want, sizeof want));
         return bad(g, id, msg);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ir_verify(const kiln_graph *g) {
@@ -74,5 +74,5 @@ kiln_status ir_verify(const kiln_graph *g) {
                      g->outputs[i]);
             return bad(g, 0, msg);
         }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

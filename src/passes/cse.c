@@ -66,11 +66,11 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     if (hm_find(&cs->table, h, same_node, cs, &found, NULL)) {
         rb->map[id] = (uint32_t)found;
         cs->merged++;
-        return KILN_OK;
+        return KILN_STATUS_OK;
     }
     kiln_status s = pass_copy(rb, id);
     if (!s && !hm_add(&cs->table, h, rb->map[id], 0))
-        s = ctx_error(rb->g->ctx, KILN_ERR_HOST_OOM,
+        s = ctx_error(rb->g->ctx, KILN_STATUS_HOST_OOM,
                       "pass cse: host allocation for the table of %zu nodes failed",
                       cs->table.count + 1);
     return s;
@@ -81,7 +81,7 @@ kiln_status pass_cse_run(const kiln_graph *g, kiln_graph **out, pass_stats *stat
     cse_state cs = {.merged = 0};
     hm_init(&cs.table, g->ctx);
     if (!hm_reserve(&cs.table, g->n_nodes))
-        return ctx_error(g->ctx, KILN_ERR_HOST_OOM,
+        return ctx_error(g->ctx, KILN_STATUS_HOST_OOM,
                          "pass cse: host allocation for the table of %u nodes failed", g->n_nodes);
     kiln_graph *next = NULL;
     kiln_status s = pass_rebuild_graph(g, "cse", visit, &cs, &next);
@@ -89,9 +89,9 @@ kiln_status pass_cse_run(const kiln_graph *g, kiln_graph **out, pass_stats *stat
     if (s) return s;
     if (!cs.merged) {
         kiln_graph_destroy(next);
-        return KILN_OK;
+        return KILN_STATUS_OK;
     }
     if (stats) stats->cse_merged += cs.merged;
     *out = next;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

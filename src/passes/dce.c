@@ -26,18 +26,18 @@ static uint32_t mark_live(const kiln_graph *g, uint8_t *live) {
 
 static kiln_status keep_live(pass_rebuild *rb, uint32_t id, void *user) {
     const uint8_t *live = user;
-    return live[id] ? pass_copy(rb, id) : KILN_OK;
+    return live[id] ? pass_copy(rb, id) : KILN_STATUS_OK;
 }
 
 kiln_status pass_dce_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats) {
     *out = NULL;
     uint8_t *live = host_calloc(g->ctx, g->n_nodes, 1);
     if (!live)
-        return ctx_error(g->ctx, KILN_ERR_HOST_OOM,
+        return ctx_error(g->ctx, KILN_STATUS_HOST_OOM,
                          "pass dce: host allocation of %u bytes for the liveness map failed",
                          g->n_nodes);
     uint32_t dead = mark_live(g, live);
-    kiln_status s = dead ? pass_rebuild_graph(g, "dce", keep_live, live, out) : KILN_OK;
+    kiln_status s = dead ? pass_rebuild_graph(g, "dce", keep_live, live, out) : KILN_STATUS_OK;
     host_free(g->ctx, live, g->n_nodes);
     if (!s && stats) stats->dce_removed += *out ? dead : 0;
     return s;

@@ -58,7 +58,7 @@ kiln_status ir_users_build(const kiln_graph *g, ir_users *u) {
         }
     }
     host_free(ctx, fill, g->n_nodes * sizeof *fill);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void ir_users_free(const kiln_graph *g, ir_users *u) {
@@ -265,7 +265,7 @@ static kiln_status collect_inputs(const kiln_graph *g, fusion_plan *p, uint32_t 
     k->inputs = inputs;
     k->n_inputs = n_in;
     k->n_members = members;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
@@ -279,7 +279,7 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
     p->kernels = host_calloc(ctx, p->cap_kernels, sizeof *p->kernels);
     uint32_t *mark = host_calloc(ctx, g->n_nodes, sizeof *mark);
     uint32_t *stack = host_calloc(ctx, g->n_nodes, sizeof *stack);
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     if (!p->kernels || !mark || !stack) {
         s = ctx_oom(ctx, "fusion: kernels", g->n_nodes * sizeof *mark);
         goto done;
@@ -346,7 +346,7 @@ static kiln_status absorb(kiln_context *ctx, fkernel *a, const fkernel *b) {
     a->inputs = in, a->n_inputs = n_in;
     a->roots = roots, a->n_roots = n_roots;
     a->n_members += b->n_members;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Multi-output fusion: a loop kernel over the same index space as an earlier loop kernel,
@@ -357,7 +357,7 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
     kiln_context *ctx = p->ctx;
     int32_t *pos = host_alloc(ctx, g->n_nodes * sizeof *pos);
     uint8_t *gone = host_calloc(ctx, p->cap_kernels, 1);
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     if (!pos || !gone) {
         s = ctx_oom(ctx, "fusion: multi-output", g->n_nodes * sizeof *pos);
         goto done;

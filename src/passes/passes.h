@@ -44,7 +44,7 @@ typedef struct pass_options {
  * optimised graph and frees the old one on success; leaves *g untouched on failure. The
  * IR verifier runs after every pass that changed the graph in builds without NDEBUG, or
  * when KILN_VERIFY_PASSES=1 (kn_config.verify_passes); a verifier failure is
- * KILN_ERR_INTERNAL naming the pass. o may be NULL. */
+ * KILN_STATUS_INTERNAL naming the pass. o may be NULL. */
 kiln_status passes_run(kiln_graph **g, const pass_options *o);
 
 /* The passes, one file each (see the top of each file for what exactly they do). */

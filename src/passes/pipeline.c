@@ -29,9 +29,9 @@ static bool verify_enabled(const kiln_context *ctx) {
 
 /* Verifies g, which `pass` just produced; a failure is a bug in that pass. */
 static kiln_status verify_after(const kiln_graph *g, const char *pass) {
-    if (!verify_enabled(g->ctx)) return KILN_OK;
+    if (!verify_enabled(g->ctx)) return KILN_STATUS_OK;
     kiln_status s = ir_verify(g);
-    if (!s) return KILN_OK;
+    if (!s) return KILN_STATUS_OK;
     char msg[KN_ERR_MAX - 64];
     kiln_last_error_copy(g->ctx, msg, sizeof msg);
     return ctx_error(g->ctx, s, "after pass %s: %s", pass, msg);
@@ -48,24 +48,24 @@ static kiln_status step(kiln_graph **cur, const kiln_graph *keep, const char *na
         kiln_graph_destroy(next);
         return s;
     }
-    if (!next) return KILN_OK;
+    if (!next) return KILN_STATUS_OK;
     if (*cur != keep) kiln_graph_destroy(*cur);
     *cur = next;
     *changed = true;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status check_graph(const kiln_graph *g, const char *what) {
     if (!g->finished || g->status)
-        return ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: graph '%s' is not a finished graph without errors (%s)", what,
                          g->name, g->status ? kiln_status_name(g->status) : "not finished");
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status passes_run(kiln_graph **g, const pass_options *o) {
     static const pass_options defaults;
-    if (!g || !*g) return KILN_ERR_INVALID_ARGUMENT;
+    if (!g || !*g) return KILN_STATUS_INVALID_ARGUMENT;
     if (!o) o = &defaults;
     kiln_graph *orig = *g, *cur = orig;
     kiln_status s = check_graph(orig, "passes_run");
@@ -94,12 +94,12 @@ kiln_status passes_run(kiln_graph **g, const pass_options *o) {
     if (cur != orig) kiln_graph_destroy(orig);
     *g = cur;
     st->nodes_after = cur->n_nodes - 1;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* pass_X(&g): one pass, replacing *g on success. */
 static kiln_status apply(kiln_graph **g, const char *name, pass_run_fn run) {
-    if (!g || !*g) return KILN_ERR_INVALID_ARGUMENT;
+    if (!g || !*g) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_graph *cur = *g;
     bool changed = false;
     kiln_status s = step(&cur, NULL, name, run, NULL, &changed);

@@ -19,13 +19,13 @@ static kiln_status prefixed(kiln_context *ctx, kiln_status s, const char *pass) 
 }
 
 static kiln_status oom(const pass_rebuild *rb, const char *what, size_t size) {
-    return ctx_error(rb->g ? rb->g->ctx : rb->old->ctx, KILN_ERR_HOST_OOM,
+    return ctx_error(rb->g ? rb->g->ctx : rb->old->ctx, KILN_STATUS_HOST_OOM,
                      "pass %s: host allocation of %zu bytes for %s failed (graph '%s')", rb->pass,
                      size, what, rb->old->name);
 }
 
 static kiln_status internal(const pass_rebuild *rb, uint32_t id, const char *what) {
-    return ctx_error(rb->old->ctx, KILN_ERR_INTERNAL, "pass %s: graph '%s', node %%%u (%s): %s",
+    return ctx_error(rb->old->ctx, KILN_STATUS_INTERNAL, "pass %s: graph '%s', node %%%u (%s): %s",
                      rb->pass, rb->old->name, id, ir_ops[rb->old->nodes[id].op].name, what);
 }
 
@@ -42,7 +42,7 @@ static kiln_status remap_inputs(const pass_rebuild *rb, uint32_t id, uint32_t *i
             return internal(rb, id, "an input was replaced by a value of another type");
         in[k] = m;
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Deep copies of what a node owns; false on OOM (nothing left allocated). */
@@ -90,12 +90,13 @@ kiln_status pass_emit(pass_rebuild *rb, ir_node *tmpl, const uint32_t *in, uint3
                       uint32_t *id) {
     kiln_context *ctx = rb->g->ctx;
     if (tmpl->op == IR_PARAMETER)
-        return ctx_error(ctx, KILN_ERR_INTERNAL, "pass %s: passes cannot make parameters",
+        return ctx_error(ctx, KILN_STATUS_INTERNAL, "pass %s: passes cannot make parameters",
                          rb->pass);
     for (uint32_t k = 0; k < n_in; k++)
         if (!in[k] || in[k] >= rb->g->n_nodes)
-            return ctx_error(ctx, KILN_ERR_INTERNAL, "pass %s: a new %s node has input %u = %%%u",
-                             rb->pass, ir_ops[tmpl->op].name, k, in[k]);
+            return ctx_error(ctx, KILN_STATUS_INTERNAL,
+                             "pass %s: a new %s node has input %u = %%%u", rb->pass,
+                             ir_ops[tmpl->op].name, k, in[k]);
     tmpl->n_in = n_in;
     tmpl->in_heap = NULL;
     if (n_in <= IR_INLINE_INPUTS) {
@@ -107,17 +108,17 @@ kiln_status pass_emit(pass_rebuild *rb, ir_node *tmpl, const uint32_t *in, uint3
     kiln_status s = ir_infer(rb->g, tmpl, msg, sizeof msg);
     tmpl->in_heap = NULL;
     if (s)
-        return ctx_error(ctx, KILN_ERR_INTERNAL, "pass %s: a new %s node does not type: %s",
+        return ctx_error(ctx, KILN_STATUS_INTERNAL, "pass %s: a new %s node does not type: %s",
                          rb->pass, ir_ops[tmpl->op].name, msg);
     uint32_t nid = ir_graph_append(rb->g, tmpl, in, n_in);
     if (!nid) return oom(rb, "a node", sizeof *tmpl);
     *id = nid;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status set_outputs(pass_rebuild *rb) {
     const kiln_graph *old = rb->old;
-    if (!old->n_outputs) return KILN_OK;
+    if (!old->n_outputs) return KILN_STATUS_OK;
     size_t size = old->n_outputs * sizeof *old->outputs;
     uint32_t *outs = host_alloc(rb->g->ctx, size);
     if (!outs) return oom(rb, "the output list", size);
@@ -129,7 +130,7 @@ static kiln_status set_outputs(pass_rebuild *rb) {
     }
     rb->g->outputs = outs;
     rb->g->n_outputs = old->n_outputs;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status pass_rebuild_graph(const kiln_graph *old, const char *pass, pass_visit_fn visit,
@@ -137,7 +138,7 @@ kiln_status pass_rebuild_graph(const kiln_graph *old, const char *pass, pass_vis
     kiln_context *ctx = old->ctx;
     *out = NULL;
     if (old->status)
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "pass %s: graph '%s' holds a builder error (%s)", pass, old->name,
                          kiln_status_name(old->status));
     pass_rebuild rb = {.old = old, .pass = pass};
@@ -155,7 +156,7 @@ kiln_status pass_rebuild_graph(const kiln_graph *old, const char *pass, pass_vis
     }
     rb.g->finished = old->finished;
     *out = rb.g;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status copy_visit(pass_rebuild *rb, uint32_t id, void *user) {

@@ -70,7 +70,7 @@ static const void *splat(const kiln_graph *g, uint32_t id) {
     while (n->op == IR_BROADCAST) n = &g->nodes[ir_in(n)[0]];
     int64_t count = numel(&n->shape);
     if (n->op != IR_CONSTANT || count < 1) return NULL;
-    size_t es = kiln_dtype_size(n->dtype);
+    size_t es = kiln_dtype_itemsize(n->dtype);
     const unsigned char *p = n->data;
     for (int64_t i = 1; i < count; i++)
         if (memcmp(p, p + (size_t)i * es, es)) return NULL;
@@ -83,7 +83,7 @@ static bool splat_is(const kiln_graph *g, uint32_t id, double v) {
     const void *p = splat(g, id);
     kiln_dtype t = g->nodes[id].dtype;
     uint64_t bytes;
-    return p && ir_scalar_store(t, v, &bytes) && !memcmp(p, &bytes, kiln_dtype_size(t));
+    return p && ir_scalar_store(t, v, &bytes) && !memcmp(p, &bytes, kiln_dtype_itemsize(t));
 }
 
 /* The rank-0 value a new node broadcasts, or 0 if it is not a broadcast of a scalar. */
@@ -144,20 +144,20 @@ static uint32_t select_known(const pass_rebuild *rb, uint32_t id) {
 /* x -> T1 keeps x's value exactly, so converting that value on to any T2 is the same as
  * converting x directly (the reference converts by value: reference/elementwise.c). */
 static bool exact_widening(kiln_dtype from, kiln_dtype to) {
-    return from == KILN_BOOL || (from == KILN_F32 && to == KILN_F64) ||
-           (from == KILN_I32 && (to == KILN_I64 || to == KILN_F64));
+    return from == KILN_DTYPE_BOOL || (from == KILN_DTYPE_F32 && to == KILN_DTYPE_F64) ||
+           (from == KILN_DTYPE_I32 && (to == KILN_DTYPE_I64 || to == KILN_DTYPE_F64));
 }
 
 static kiln_status convert(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     const ir_node *o = &rb->old->nodes[id];
     uint32_t x = pass_input(rb, id, 0);
     const ir_node *xn = &rb->g->nodes[x];
-    if (xn->dtype == o->dtype) return *r = x, KILN_OK;
-    if (xn->op != IR_CONVERT) return KILN_OK;
+    if (xn->dtype == o->dtype) return *r = x, KILN_STATUS_OK;
+    if (xn->op != IR_CONVERT) return KILN_STATUS_OK;
     uint32_t src = ir_in(xn)[0];
     kiln_dtype from = rb->g->nodes[src].dtype;
-    if (!exact_widening(from, xn->dtype)) return KILN_OK;
-    if (from == o->dtype) return *r = src, KILN_OK;
+    if (!exact_widening(from, xn->dtype)) return KILN_STATUS_OK;
+    if (from == o->dtype) return *r = src, KILN_STATUS_OK;
     ir_node t = like(o, IR_CONVERT);
     return pass_emit(rb, &t, &src, 1, r);
 }
@@ -181,8 +181,8 @@ static kiln_status transpose(pass_rebuild *rb, uint32_t id, uint32_t *r) {
         for (int i = 0; i < rank; i++) perm[i] = xn->a.perm[o->a.perm[i]];
         x = ir_in(xn)[0];
     }
-    if (is_identity_perm(perm, rank)) return *r = x, KILN_OK;
-    if (!composed) return KILN_OK;
+    if (is_identity_perm(perm, rank)) return *r = x, KILN_STATUS_OK;
+    if (!composed) return KILN_STATUS_OK;
     ir_node t = like(o, IR_TRANSPOSE);
     memcpy(t.a.perm, perm, sizeof perm);
     return pass_emit(rb, &t, &x, 1, r);
@@ -194,8 +194,8 @@ static kiln_status reshape(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     const ir_node *xn = &rb->g->nodes[x];
     bool composed = xn->op == IR_RESHAPE;
     if (composed) x = ir_in(xn)[0];
-    if (ir_shape_eq(&rb->g->nodes[x].shape, &o->shape)) return *r = x, KILN_OK;
-    if (!composed) return KILN_OK;
+    if (ir_shape_eq(&rb->g->nodes[x].shape, &o->shape)) return *r = x, KILN_STATUS_OK;
+    if (!composed) return KILN_STATUS_OK;
     ir_node t = like(o, IR_RESHAPE);
     return pass_emit(rb, &t, &x, 1, r);
 }
@@ -215,8 +215,8 @@ static kiln_status broadcast(pass_rebuild *rb, uint32_t id, uint32_t *r) {
             dims[i] = o->a.bcast_dims[xn->a.bcast_dims[i]];
     }
     /* Same rank and shape: strictly increasing dims can only be the identity. */
-    if (ir_shape_eq(&rb->g->nodes[x].shape, &o->shape)) return *r = x, KILN_OK;
-    return composed ? emit_broadcast(rb, id, x, dims, r) : KILN_OK;
+    if (ir_shape_eq(&rb->g->nodes[x].shape, &o->shape)) return *r = x, KILN_STATUS_OK;
+    return composed ? emit_broadcast(rb, id, x, dims, r) : KILN_STATUS_OK;
 }
 
 /* Identity slice: same shape, every start 0 (then each limit is the dim, and the stride
@@ -236,7 +236,7 @@ static uint32_t identity_shape_op(const pass_rebuild *rb, uint32_t id) {
 
 static kiln_status shape_op(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     const ir_node *o = &rb->old->nodes[id];
-    if ((*r = identity_shape_op(rb, id))) return KILN_OK;
+    if ((*r = identity_shape_op(rb, id))) return KILN_STATUS_OK;
     uint32_t s = broadcast_scalar(rb->g, pass_input(rb, id, 0));
     bool moves = o->op == IR_RESHAPE || o->op == IR_TRANSPOSE || o->op == IR_SLICE;
     if (s && moves) return emit_broadcast(rb, id, s, NULL, r); /* every element is s */
@@ -244,7 +244,7 @@ static kiln_status shape_op(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     case IR_TRANSPOSE: return transpose(rb, id, r);
     case IR_RESHAPE: return reshape(rb, id, r);
     case IR_BROADCAST: return broadcast(rb, id, r);
-    default: return KILN_OK;
+    default: return KILN_STATUS_OK;
     }
 }
 
@@ -253,15 +253,15 @@ static kiln_status shape_op(pass_rebuild *rb, uint32_t id, uint32_t *r) {
 /* A constant of more than one element, all equal: a broadcast of a rank-0 copy. */
 static kiln_status splat_constant(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     const ir_node *o = &rb->old->nodes[id];
-    if (numel(&o->shape) < 2) return KILN_OK;
-    size_t es = kiln_dtype_size(o->dtype);
+    if (numel(&o->shape) < 2) return KILN_STATUS_OK;
+    size_t es = kiln_dtype_itemsize(o->dtype);
     const unsigned char *p = o->data;
     for (int64_t i = 1, n = numel(&o->shape); i < n; i++)
-        if (memcmp(p, p + (size_t)i * es, es)) return KILN_OK;
+        if (memcmp(p, p + (size_t)i * es, es)) return KILN_STATUS_OK;
     ir_node t = like(o, IR_CONSTANT);
     t.shape.rank = 0;
     if (!(t.data = host_alloc(rb->g->ctx, es)))
-        return ctx_error(rb->g->ctx, KILN_ERR_HOST_OOM,
+        return ctx_error(rb->g->ctx, KILN_STATUS_HOST_OOM,
                          "pass simplify: host allocation of %zu bytes for a scalar failed", es);
     memcpy(t.data, p, es);
     uint32_t c;
@@ -278,7 +278,7 @@ static kiln_status splat_elementwise(pass_rebuild *rb, uint32_t id, uint32_t *r)
     const ir_node *o = &rb->old->nodes[id];
     uint32_t in[3];
     for (uint32_t k = 0; k < o->n_in; k++)
-        if (!(in[k] = broadcast_scalar(rb->g, pass_input(rb, id, k)))) return KILN_OK;
+        if (!(in[k] = broadcast_scalar(rb->g, pass_input(rb, id, k)))) return KILN_STATUS_OK;
     ir_node t = like(o, o->op);
     t.a = o->a;
     t.shape.rank = 0;
@@ -317,7 +317,7 @@ static kiln_status dot(pass_rebuild *rb, uint32_t id, uint32_t *r) {
         fold_dot_transpose(rb->g, &in[0], d.lhs_batch, d.n_batch, d.lhs_contract, d.n_contract);
     bool rr =
         fold_dot_transpose(rb->g, &in[1], d.rhs_batch, d.n_batch, d.rhs_contract, d.n_contract);
-    if (!l && !rr) return KILN_OK;
+    if (!l && !rr) return KILN_STATUS_OK;
     ir_node t = like(o, IR_DOT);
     t.a.dot = d;
     return pass_emit(rb, &t, in, 2, r);
@@ -326,23 +326,23 @@ static kiln_status dot(pass_rebuild *rb, uint32_t id, uint32_t *r) {
 /* Rewrites old node id by the identities above; *r is its replacement, or 0. */
 static kiln_status rewrite(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     const ir_node *o = &rb->old->nodes[id];
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     *r = 0;
     switch (ir_ops[o->op].kind) {
-    case IRK_SOURCE: return o->op == IR_CONSTANT ? splat_constant(rb, id, r) : KILN_OK;
+    case IRK_SOURCE: return o->op == IR_CONSTANT ? splat_constant(rb, id, r) : KILN_STATUS_OK;
     case IRK_UNARY:
-        if ((*r = involution(rb, id))) return KILN_OK;
+        if ((*r = involution(rb, id))) return KILN_STATUS_OK;
         if (o->op == IR_CONVERT && ((s = convert(rb, id, r)) || *r)) return s;
         return splat_elementwise(rb, id, r);
     case IRK_BINARY:
-        if ((*r = arith_identity(rb, id))) return KILN_OK;
+        if ((*r = arith_identity(rb, id))) return KILN_STATUS_OK;
         return splat_elementwise(rb, id, r);
     case IRK_SELECT:
-        if ((*r = select_known(rb, id))) return KILN_OK;
+        if ((*r = select_known(rb, id))) return KILN_STATUS_OK;
         return splat_elementwise(rb, id, r);
     case IRK_SHAPE: return shape_op(rb, id, r);
     case IRK_DOT: return dot(rb, id, r);
-    default: return KILN_OK;
+    default: return KILN_STATUS_OK;
     }
 }
 
@@ -394,7 +394,7 @@ static kiln_status fold_graph(pass_rebuild *rb, uint32_t id, kiln_graph *t) {
     uint32_t stack[16], *in = stack;
     if (o->n_in > 16 && !(in = host_alloc(ctx, o->n_in * sizeof *in)))
         return ctx_oom(ctx, "pass simplify: folding", o->n_in * sizeof *in);
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     for (uint32_t k = 0; !s && k < o->n_in; k++)
         if (!(in[k] = copy_into(t, rb->g, pass_input(rb, id, k))))
             s = ctx_oom(ctx, "pass simplify: folding, a copy of an input", sizeof(ir_node));
@@ -423,8 +423,8 @@ static kiln_status evaluate(pass_rebuild *rb, uint32_t id, void **data, bool *do
         s = ref_eval_host(t, NULL, data);
         if (!s)
             *done = true;
-        else if (s != KILN_ERR_HOST_OOM)
-            s = KILN_OK; /* not evaluable here: leave the node for the compiled code */
+        else if (s != KILN_STATUS_HOST_OOM)
+            s = KILN_STATUS_OK; /* not evaluable here: leave the node for the compiled code */
     }
     kiln_graph_destroy(t);
     return s;
@@ -433,7 +433,7 @@ static kiln_status evaluate(pass_rebuild *rb, uint32_t id, void **data, bool *do
 static kiln_status fold(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     const ir_node *o = &rb->old->nodes[id];
     *r = 0;
-    if (!foldable(rb, id)) return KILN_OK;
+    if (!foldable(rb, id)) return KILN_STATUS_OK;
     bool done;
     ir_node t = like(o, IR_CONSTANT);
     kiln_status s = evaluate(rb, id, &t.data, &done);
@@ -450,9 +450,9 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     simp_state *st = user;
     uint32_t r;
     kiln_status s = rewrite(rb, id, &r);
-    if (!s && r) return rb->map[id] = r, st->simplified++, KILN_OK;
+    if (!s && r) return rb->map[id] = r, st->simplified++, KILN_STATUS_OK;
     if (!s) s = fold(rb, id, &r);
-    if (!s && r) return rb->map[id] = r, st->folded++, KILN_OK;
+    if (!s && r) return rb->map[id] = r, st->folded++, KILN_STATUS_OK;
     return s ? s : pass_copy(rb, id);
 }
 
@@ -476,5 +476,5 @@ kiln_status pass_simplify_run(const kiln_graph *g, kiln_graph **out, pass_stats 
         if (stats) stats->simplified += st.simplified, stats->folded += st.folded;
     }
     *out = cur;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

@@ -20,7 +20,8 @@ static kiln_status fail(const kiln_graph *g, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return ctx_error(g->ctx, KILN_ERR_INTERNAL, "memory plan of '%s' is wrong: %s", g->name, msg);
+    return ctx_error(g->ctx, KILN_STATUS_INTERNAL, "memory plan of '%s' is wrong: %s", g->name,
+                     msg);
 }
 
 static kiln_status check_schedule(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
@@ -48,7 +49,7 @@ static kiln_status check_schedule(const kiln_graph *g, const fusion_plan *fp, co
         if (sb >= 0 && (p->buffers[sb].def != (int32_t)s || p->buffers[sb].last != (int32_t)s))
             return fail(g, "kernel %u's scratch is not live exactly at its step %u", k, s);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Which place a buffer's bytes belong to: arena 0, argument q 1+q, output j 1+np+j. */
@@ -95,7 +96,7 @@ static kiln_status check_place(const kiln_graph *g, const mem_plan *p, const pla
                     "%%%u at offset %" PRIu64 " (%" PRIu64
                     " bytes) is misaligned or outside its place of %" PRIu64 " bytes",
                     b->node, b->offset, b->size, room);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* b is written in place over a at the one step both are live. */
@@ -106,9 +107,9 @@ static bool in_place_pair(const mem_plan *p, const plan_buffer *a, const plan_bu
 
 static kiln_status check_pair(const kiln_graph *g, const mem_plan *p, const plan_buffer *a,
                               const plan_buffer *b) {
-    if (!a->size || !b->size || a->def > b->last || b->def > a->last) return KILN_OK;
-    if (a->offset >= b->offset + b->size || b->offset >= a->offset + a->size) return KILN_OK;
-    if (in_place_pair(p, a, b) || in_place_pair(p, b, a)) return KILN_OK;
+    if (!a->size || !b->size || a->def > b->last || b->def > a->last) return KILN_STATUS_OK;
+    if (a->offset >= b->offset + b->size || b->offset >= a->offset + a->size) return KILN_STATUS_OK;
+    if (in_place_pair(p, a, b) || in_place_pair(p, b, a)) return KILN_STATUS_OK;
     return fail(g,
                 "%%%u (%s, [%d, %d], bytes %" PRIu64 "+%" PRIu64
                 ") and %%%u (%s, [%d, %d], bytes %" PRIu64 "+%" PRIu64 ") overlap in place %d/%u",
@@ -133,7 +134,7 @@ static kiln_status check_overlaps(const kiln_graph *g, const mem_plan *p) {
         if (bin >= 0) keys[2 * n] = bin, keys[2 * n + 1] = i, n++;
     }
     qsort(keys, n, 2 * sizeof *keys, cmp_bin);
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     for (uint32_t i = 0; i < n && !s; i++)
         for (uint32_t j = i + 1; j < n && keys[2 * j] == keys[2 * i] && !s; j++)
             s = check_pair(g, p, &p->buffers[keys[2 * i + 1]], &p->buffers[keys[2 * j + 1]]);
@@ -163,7 +164,7 @@ static kiln_status check_aliases(const kiln_graph *g, const fusion_plan *fp, con
             return fail(g, "output %u is said to take argument %d's buffer, but lives elsewhere", j,
                         d);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status plan_check(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {

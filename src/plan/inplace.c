@@ -62,7 +62,7 @@ static bool same_elements(const ir_node *a, const ir_node *b) {
     int64_t na = 0, nb = 0;
     ir_shape_numel(&a->shape, &na);
     ir_shape_numel(&b->shape, &nb);
-    return na == nb && kiln_dtype_size(a->dtype) == kiln_dtype_size(b->dtype);
+    return na == nb && kiln_dtype_itemsize(a->dtype) == kiln_dtype_itemsize(b->dtype);
 }
 
 static void walk_loop(walk *w, uint32_t stamp) {
@@ -112,5 +112,5 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
         }
     }
     host_free(ctx, mem, bytes);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

@@ -275,5 +275,5 @@ kiln_status plan_pack(const plan_ctx *c, plan_cand *cd) {
     apply(&p, unit_of, best);
     cd->arena = best_extent;
     host_free(c->ctx, bp.base, bp.used);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

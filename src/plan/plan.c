@@ -165,7 +165,7 @@ static kiln_status cand_alloc(const plan_ctx *c, plan_cand *cd) {
         return ctx_oom(c->ctx, "kiln_compile: memory planner", b.used);
     cd->block = b.base, cd->block_size = b.used, b.used = 0;
     cand_layout(c, cd, &b);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static void cand_free(const plan_ctx *c, plan_cand *cd) {
@@ -386,7 +386,7 @@ static kiln_status fill_result(const plan_ctx *c, const plan_cand *cd, mem_plan 
     p->argument_bytes = cd->peak - cd->output_bytes - p->temp_bytes;
     for (uint32_t i = 0; i < c->nb; i++)
         if (p->buffers[i].kind == PLAN_K_CONST) p->constant_bytes += p->buffers[i].size;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Is a better than b? Lower peak, then smaller arena, then lower bound. */
@@ -405,7 +405,7 @@ static kiln_status plan_one(const plan_ctx *c, int strategy, plan_cand *cd) {
     assign_donations(c, cd);
     if ((s = plan_pack(c, cd))) return s;
     figures(c, cd);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status plan_build(const kiln_graph *g, const fusion_plan *fp, const plan_options *o,

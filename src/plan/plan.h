@@ -115,7 +115,7 @@ void plan_free(mem_plan *p);
 /* Proves the plan sound: every kernel's inputs are live when it runs, every buffer lies
  * within its place and is aligned, and no two buffers live at the same step overlap in
  * bytes unless one is written in place over the other there. Exhaustive (all pairs);
- * kiln_compile runs it after every plan in debug builds. KILN_ERR_INTERNAL with the first
+ * kiln_compile runs it after every plan in debug builds. KILN_STATUS_INTERNAL with the first
  * violation in ctx's message. */
 kiln_status plan_check(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p);
 

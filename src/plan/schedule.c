@@ -78,7 +78,7 @@ static kiln_status list_schedule(const plan_ctx *c, uint32_t *order) {
             if (--npred[c->succs[p]] == 0) ready[n_ready++] = c->succs[p];
     }
     host_free(c->ctx, mem, bytes ? bytes : 1);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Sorts kernel k's producers by weight, heaviest first (insertion sort: short lists). */
@@ -141,7 +141,7 @@ static kiln_status dfs_schedule(const plan_ctx *c, bool heavy_first, uint32_t *o
     }
     for (uint32_t k = 0; k < c->nk; k++) post_order(c, preds, k, done, stack, pos, order, &n);
     host_free(c->ctx, mem, bytes ? bytes : 1);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status plan_schedule(const plan_ctx *c, int s, uint32_t *order) {
@@ -151,6 +151,6 @@ kiln_status plan_schedule(const plan_ctx *c, int s, uint32_t *order) {
     case PLAN_S_POSTORDER: return dfs_schedule(c, false, order);
     default:
         for (uint32_t k = 0; k < c->nk; k++) order[k] = k;
-        return KILN_OK;
+        return KILN_STATUS_OK;
     }
 }

@@ -168,7 +168,7 @@ bool ref_scalar_supports(ir_op op, bool float_operand) {
 
 /* NaN compares unequal to everything, so only NE is true for it: C's operators on
  * doubles already behave so. */
-static bool compare_f(kiln_compare_dir d, double a, double b) {
+static bool compare_f(kiln_cmp d, double a, double b) {
     switch (d) {
     case KILN_CMP_EQ: return a == b;
     case KILN_CMP_NE: return a != b;
@@ -180,7 +180,7 @@ static bool compare_f(kiln_compare_dir d, double a, double b) {
     return false;
 }
 
-static bool compare_i(kiln_compare_dir d, int64_t a, int64_t b) {
+static bool compare_i(kiln_cmp d, int64_t a, int64_t b) {
     switch (d) {
     case KILN_CMP_EQ: return a == b;
     case KILN_CMP_NE: return a != b;
@@ -198,7 +198,7 @@ static bool compare_i(kiln_compare_dir d, int64_t a, int64_t b) {
  * powers of two, so they are exact doubles. */
 static uint64_t float_to_int(double d, kiln_dtype to) {
     if (isnan(d)) return 0;
-    bool i32 = to == KILN_I32;
+    bool i32 = to == KILN_DTYPE_I32;
     double lim = i32 ? 2147483648.0 : 9223372036854775808.0;
     d = trunc(d);
     if (d >= lim) return i32 ? (uint64_t)INT32_MAX : (uint64_t)INT64_MAX;
@@ -211,11 +211,11 @@ static void convert_one(kiln_dtype from, const void *in, kiln_dtype to, void *ou
     if (ir_dtype_is_float(to)) {
         if (ffrom) ref_fput(out, to, i, ref_fget(in, from, i));
         /* int -> float rounds once, directly (i64 -> f32 through double would round twice) */
-        else if (to == KILN_F32)
+        else if (to == KILN_DTYPE_F32)
             ((float *)out)[i] = (float)ref_iget(in, from, i);
         else
             ((double *)out)[i] = (double)ref_iget(in, from, i);
-    } else if (to == KILN_BOOL) {
+    } else if (to == KILN_DTYPE_BOOL) {
         ((uint8_t *)out)[i] = ffrom ? ref_fget(in, from, i) != 0 : ref_iget(in, from, i) != 0;
     } else {
         ref_iput(out, to, i,
@@ -226,7 +226,7 @@ static void convert_one(kiln_dtype from, const void *in, kiln_dtype to, void *ou
 /* ----------------------------------------------------------------- kernels ---- */
 
 static kiln_status no_scalar(const kiln_graph *g, const ir_node *n, kiln_dtype t) {
-    return ctx_error(g->ctx, KILN_ERR_INTERNAL,
+    return ctx_error(g->ctx, KILN_STATUS_INTERNAL,
                      "kiln_interpret: no reference semantics for %s on %s operands",
                      ir_ops[n->op].name, kiln_dtype_name(t));
 }
@@ -245,7 +245,7 @@ kiln_status ref_unary(const kiln_graph *g, uint32_t id, const ref_value *vals, v
         else
             ref_iput(out, t, i, f->i1(ref_iget(x, t, i)));
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_binary(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
@@ -262,7 +262,7 @@ kiln_status ref_binary(const kiln_graph *g, uint32_t id, const ref_value *vals, 
         else
             ref_iput(out, t, i, f->i2(ref_iget(a, t, i), ref_iget(b, t, i)));
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_compare(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
@@ -274,7 +274,7 @@ kiln_status ref_compare(const kiln_graph *g, uint32_t id, const ref_value *vals,
     for (int64_t i = 0; i < count; i++)
         ((uint8_t *)out)[i] = fl ? compare_f(n->a.cmp, ref_fget(a, t, i), ref_fget(b, t, i))
                                  : compare_i(n->a.cmp, ref_iget(a, t, i), ref_iget(b, t, i));
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_convert(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
@@ -283,7 +283,7 @@ kiln_status ref_convert(const kiln_graph *g, uint32_t id, const ref_value *vals,
     const void *x = ref_in_data(vals, n, 0);
     int64_t count = ref_numel(&n->shape);
     for (int64_t i = 0; i < count; i++) convert_one(t, x, n->dtype, out, i);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_select(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
@@ -291,10 +291,10 @@ kiln_status ref_select(const kiln_graph *g, uint32_t id, const ref_value *vals, 
     const uint8_t *pred = ref_in_data(vals, n, 0);
     const void *on_true = ref_in_data(vals, n, 1), *on_false = ref_in_data(vals, n, 2);
     int64_t count = ref_numel(&n->shape);
-    size_t es = kiln_dtype_size(n->dtype);
+    size_t es = kiln_dtype_itemsize(n->dtype);
     for (int64_t i = 0; i < count; i++) {
         const void *src = pred[i] ? on_true : on_false;
         memcpy((char *)out + (size_t)i * es, (const char *)src + (size_t)i * es, es);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

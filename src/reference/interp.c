@@ -47,16 +47,16 @@ static kiln_status make_value(const kiln_graph *g, uint32_t id, ref_value *v,
     if (n->op == IR_PARAMETER || n->op == IR_CONSTANT) {
         v->data = n->op == IR_PARAMETER ? (void *)args[n->a.param_index] : n->data;
         v->borrowed = true;
-        return KILN_OK;
+        return KILN_STATUS_OK;
     }
     ir_shape_nbytes(&n->shape, n->dtype, &v->nbytes);
     if (v->nbytes && !(v->data = host_alloc(g->ctx, v->nbytes)))
-        return ctx_error(g->ctx, KILN_ERR_HOST_OOM,
+        return ctx_error(g->ctx, KILN_STATUS_HOST_OOM,
                          "reference interpreter: host allocation of %zu bytes for node %%%u (%s "
                          "%s) failed",
                          v->nbytes, id, ir_ops[n->op].name,
                          ir_type_str(n->dtype, &n->shape, t, sizeof t));
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status run_node(const kiln_graph *g, uint32_t id, ref_value *vals,
@@ -68,7 +68,7 @@ static kiln_status run_node(const kiln_graph *g, uint32_t id, ref_value *vals,
     const uint32_t *in = ir_in(n);
     for (uint32_t k = 0; k < n->n_in; k++)
         if (vals[in[k]].last_use == id) release(g->ctx, &vals[in[k]]);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Hands each output its buffer: the one computed for it the first time it is listed, a
@@ -93,14 +93,14 @@ static kiln_status collect_outputs(const kiln_graph *g, ref_value *vals, void **
                 host_free(g->ctx, outs[j], b);
                 outs[j] = NULL;
             }
-            return ctx_error(g->ctx, KILN_ERR_HOST_OOM,
+            return ctx_error(g->ctx, KILN_STATUS_HOST_OOM,
                              "reference interpreter: host allocation of %zu bytes for output %u "
                              "(node %%%u, %s) failed",
                              bytes, i, id, ir_ops[n->op].name);
         }
         if (bytes) memcpy(outs[i], v->data, bytes);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Frees every value not handed out. A claimed value is the caller's even on failure of a
@@ -115,7 +115,7 @@ kiln_status ref_eval_host(const kiln_graph *g, const void *const *args, void **o
     if (!vals)
         return ctx_oom(g->ctx, "reference interpreter: the value table", g->n_nodes * sizeof *vals);
     plan_lifetimes(g, vals);
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     for (uint32_t id = 1; id < g->n_nodes && !s; id++)
         if (vals[id].last_use) s = run_node(g, id, vals, args);
     if (!s) s = collect_outputs(g, vals, outs);

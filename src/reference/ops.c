@@ -7,7 +7,8 @@
 /* Sources bound by the driver: reaching this is a driver bug, never a wrong value. */
 static kiln_status ref_bound(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     (void)vals, (void)out;
-    return ctx_error(g->ctx, KILN_ERR_INTERNAL, "kiln_interpret: %s %%%u is bound, not evaluated",
+    return ctx_error(g->ctx, KILN_STATUS_INTERNAL,
+                     "kiln_interpret: %s %%%u is bound, not evaluated",
                      ir_ops[g->nodes[id].op].name, id);
 }
 
@@ -47,7 +48,7 @@ kiln_status ref_eval(const kiln_graph *g, uint32_t id, const ref_value *vals, vo
     ir_op op = g->nodes[id].op;
     ref_eval_fn fn = ref_op_eval(op);
     if (!fn)
-        return ctx_error(g->ctx, KILN_ERR_INTERNAL,
+        return ctx_error(g->ctx, KILN_STATUS_INTERNAL,
                          "kiln_interpret: no reference evaluation for %s",
                          (unsigned)op < IR_NUM_OPS ? ir_ops[op].name : "an unknown op");
     return fn(g, id, vals, out);

@@ -70,12 +70,12 @@ kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_val
 /* ------------------------------------------------------- element access ---- */
 
 static inline double ref_fget(const void *p, kiln_dtype t, int64_t i) {
-    return t == KILN_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    return t == KILN_DTYPE_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 
 /* Rounds to the dtype (f64 -> f32 is one correctly rounded conversion). */
 static inline void ref_fput(void *p, kiln_dtype t, int64_t i, double v) {
-    if (t == KILN_F32)
+    if (t == KILN_DTYPE_F32)
         ((float *)p)[i] = (float)v;
     else
         ((double *)p)[i] = v;
@@ -84,9 +84,9 @@ static inline void ref_fput(void *p, kiln_dtype t, int64_t i, double v) {
 /* Integers and bools as int64 (bool is 0 or 1). */
 static inline int64_t ref_iget(const void *p, kiln_dtype t, int64_t i) {
     switch (t) {
-    case KILN_I32: return ((const int32_t *)p)[i];
-    case KILN_I64: return ((const int64_t *)p)[i];
-    case KILN_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case KILN_DTYPE_I32: return ((const int32_t *)p)[i];
+    case KILN_DTYPE_I64: return ((const int64_t *)p)[i];
+    case KILN_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
     default: return 0;
     }
 }
@@ -94,12 +94,12 @@ static inline int64_t ref_iget(const void *p, kiln_dtype t, int64_t i) {
 /* Stores the low bits of v (two's complement wrap, with no signed overflow anywhere);
  * bool stores v != 0. */
 static inline void ref_iput(void *p, kiln_dtype t, int64_t i, uint64_t v) {
-    if (t == KILN_I32) {
+    if (t == KILN_DTYPE_I32) {
         uint32_t u = (uint32_t)v;
         memcpy((char *)p + (size_t)i * 4, &u, 4);
-    } else if (t == KILN_I64) {
+    } else if (t == KILN_DTYPE_I64) {
         memcpy((char *)p + (size_t)i * 8, &v, 8);
-    } else if (t == KILN_BOOL) {
+    } else if (t == KILN_DTYPE_BOOL) {
         ((uint8_t *)p)[i] = v != 0;
     }
 }

@@ -82,7 +82,7 @@ static void run_broadcast(const ir_node *n, const ir_node *x, const void *in, vo
     strides_of(&x->shape, xst);
     for (int i = 0; i < x->shape.rank; i++)
         st[n->a.bcast_dims[i]] = x->shape.dims[i] == 1 ? 0 : xst[i];
-    gather(out, &n->shape, in, 0, st, kiln_dtype_size(n->dtype));
+    gather(out, &n->shape, in, 0, st, kiln_dtype_itemsize(n->dtype));
 }
 
 /* Output axis i is input axis perm[i]. */
@@ -90,7 +90,7 @@ static void run_transpose(const ir_node *n, const ir_node *x, const void *in, vo
     int64_t xst[KILN_MAX_RANK], st[KILN_MAX_RANK];
     strides_of(&x->shape, xst);
     for (int i = 0; i < x->shape.rank; i++) st[i] = xst[n->a.perm[i]];
-    gather(out, &n->shape, in, 0, st, kiln_dtype_size(n->dtype));
+    gather(out, &n->shape, in, 0, st, kiln_dtype_itemsize(n->dtype));
 }
 
 static void run_slice(const ir_node *n, const ir_node *x, const void *in, void *out) {
@@ -100,7 +100,7 @@ static void run_slice(const ir_node *n, const ir_node *x, const void *in, void *
         base += n->a.slice.start[i] * xst[i];
         st[i] = n->a.slice.stride[i] * xst[i];
     }
-    gather(out, &n->shape, in, base, st, kiln_dtype_size(n->dtype));
+    gather(out, &n->shape, in, base, st, kiln_dtype_itemsize(n->dtype));
 }
 
 /* Each operand lands at its running offset along the axis. */
@@ -110,7 +110,7 @@ static void run_concat(const kiln_graph *g, const ir_node *n, const ref_value *v
     for (uint32_t k = 0; k < n->n_in; k++) {
         const ir_node *x = ref_in_node(g, n, k);
         scatter(out, at * st[n->a.axis], st, ref_in_data(vals, n, k), &x->shape,
-                kiln_dtype_size(n->dtype));
+                kiln_dtype_itemsize(n->dtype));
         at += x->shape.dims[n->a.axis];
     }
 }
@@ -119,7 +119,7 @@ static void run_concat(const kiln_graph *g, const ir_node *n, const ref_value *v
  * on each axis, dropping those that fall outside (negative lo/hi crop). */
 static void run_pad(const ir_node *n, const ir_node *x, const void *in, const void *pad_value,
                     void *out) {
-    size_t es = kiln_dtype_size(n->dtype);
+    size_t es = kiln_dtype_itemsize(n->dtype);
     int64_t ost[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0};
     int64_t on = ref_numel(&n->shape), xn = ref_numel(&x->shape);
     strides_of(&n->shape, ost);
@@ -166,7 +166,7 @@ static double reduce_f(ir_op op, kiln_dtype t, const void *in, int64_t base, con
 
 /* Sum and product wrap in uint64; max and min start from the dtype's extremes. */
 static uint64_t reduce_i(ir_op op, kiln_dtype t, const void *in, int64_t base, const axes *r) {
-    bool i32 = t == KILN_I32;
+    bool i32 = t == KILN_DTYPE_I32;
     uint64_t acc = op == IR_REDUCE_PROD ? 1 : 0;
     int64_t best =
         op == IR_REDUCE_MAX ? (i32 ? INT32_MIN : INT64_MIN) : (i32 ? INT32_MAX : INT64_MAX);
@@ -279,10 +279,10 @@ static kiln_status run_take_rows(const kiln_graph *g, uint32_t id, const ir_node
                                  const ir_node *ix, const void *table, const void *idx, void *out) {
     const ir_node *n = &g->nodes[id];
     int64_t rows = t->shape.dims[0], row = row_elems(&t->shape), count = ref_numel(&ix->shape);
-    size_t es = kiln_dtype_size(n->dtype);
+    size_t es = kiln_dtype_itemsize(n->dtype);
     if (rows == 0 && ref_numel(&n->shape) > 0) {
         char tt[IR_TYPE_STR_MAX], it[IR_TYPE_STR_MAX];
-        return ctx_error(g->ctx, KILN_ERR_SHAPE,
+        return ctx_error(g->ctx, KILN_STATUS_SHAPE,
                          "kiln_interpret: take_rows (node %%%u) reads rows of a table %s with no "
                          "rows, indexed by %s",
                          id, ir_type_str(t->dtype, &t->shape, tt, sizeof tt),
@@ -294,7 +294,7 @@ static kiln_status run_take_rows(const kiln_graph *g, uint32_t id, const ir_node
         memcpy((char *)out + (size_t)(k * row) * es, (const char *)table + (size_t)(r * row) * es,
                (size_t)row * es);
     }
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* out = operand, then each update row is added to the row its index names; indices out of
@@ -302,7 +302,7 @@ static kiln_status run_take_rows(const kiln_graph *g, uint32_t id, const ir_node
 static void run_scatter_add(const ir_node *n, const ir_node *ix, const void *operand,
                             const void *idx, const void *upd, void *out) {
     int64_t rows = n->shape.dims[0], row = row_elems(&n->shape), count = ref_numel(&ix->shape);
-    size_t bytes = (size_t)ref_numel(&n->shape) * kiln_dtype_size(n->dtype);
+    size_t bytes = (size_t)ref_numel(&n->shape) * kiln_dtype_itemsize(n->dtype);
     kiln_dtype t = n->dtype;
     if (bytes) memcpy(out, operand, bytes);
     for (int64_t k = 0; k < count; k++) {
@@ -327,56 +327,56 @@ static void run_scatter_add(const ir_node *n, const ir_node *ix, const void *ope
 kiln_status ref_iota(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     (void)vals;
     run_iota(&g->nodes[id], out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_broadcast(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_broadcast(n, X_OF(n), IN_OF(n), out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Row-major on both sides: the bytes do not move. */
 kiln_status ref_reshape(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     if (ref_numel(&n->shape))
-        memcpy(out, IN_OF(n), (size_t)ref_numel(&n->shape) * kiln_dtype_size(n->dtype));
-    return KILN_OK;
+        memcpy(out, IN_OF(n), (size_t)ref_numel(&n->shape) * kiln_dtype_itemsize(n->dtype));
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_transpose(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_transpose(n, X_OF(n), IN_OF(n), out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_slice(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_slice(n, X_OF(n), IN_OF(n), out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_concat(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     run_concat(g, &g->nodes[id], vals, out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_pad(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_pad(n, X_OF(n), IN_OF(n), ref_in_data(vals, n, 1), out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_reduce(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_reduce(n, X_OF(n), IN_OF(n), out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_dot(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_dot(n, X_OF(n), ref_in_node(g, n, 1), IN_OF(n), ref_in_data(vals, n, 1), out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status ref_take_rows(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
@@ -390,5 +390,5 @@ kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_val
     const ir_node *n = &g->nodes[id];
     run_scatter_add(n, ref_in_node(g, n, 1), IN_OF(n), ref_in_data(vals, n, 1),
                     ref_in_data(vals, n, 2), out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

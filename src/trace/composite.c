@@ -12,7 +12,7 @@ static const ir_node *checked_operand(kiln_graph *g, const char *op, kiln_value 
     if (!trace_ready(g, op)) return NULL;
     const ir_node *n = trace_node(g, op, x, "the operand");
     if (n && !ir_dtype_accepts(types, n->dtype)) {
-        trace_fail_on(g, &x.id, 1, KILN_ERR_DTYPE, op, "takes %s, not %s",
+        trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op, "takes %s, not %s",
                       types == IRT_FLOAT ? "f32 or f64" : "f32, f64, i32 or i64",
                       kiln_dtype_name(n->dtype));
         return NULL;
@@ -70,8 +70,8 @@ kiln_value kiln_softmax(kiln_graph *g, kiln_value x, int axis) {
     if (!xn) return KN_NONE;
     int a;
     if (!trace_axis(axis, xn->shape.rank, &a))
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d",
-                             axis, xn->shape.rank);
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
+                             "axis %d is out of range for rank %d", axis, xn->shape.rank);
     kiln_value m = kiln_reduce_max(g, x, 1, &a, true);
     kiln_value e = kiln_exp(g, kiln_sub(g, x, m));
     kiln_value r = kiln_div(g, e, kiln_reduce_sum(g, e, 1, &a, true));
@@ -84,8 +84,8 @@ kiln_value kiln_log_softmax(kiln_graph *g, kiln_value x, int axis) {
     if (!xn) return KN_NONE;
     int a;
     if (!trace_axis(axis, xn->shape.rank, &a))
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d",
-                             axis, xn->shape.rank);
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
+                             "axis %d is out of range for rank %d", axis, xn->shape.rank);
     kiln_value shifted = kiln_sub(g, x, kiln_reduce_max(g, x, 1, &a, true));
     kiln_value lse = kiln_log(g, kiln_reduce_sum(g, kiln_exp(g, shifted), 1, &a, true));
     return kiln_sub(g, shifted, lse);
@@ -97,10 +97,10 @@ kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_v
     const ir_node *xn = float_operand(g, op, x);
     if (!xn) return KN_NONE;
     if (xn->shape.rank < 1)
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
                              "needs rank >= 1 (it normalises the last axis)");
     if (!(eps >= 0))
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_INVALID_ARGUMENT, op, "eps %g must be >= 0",
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_INVALID_ARGUMENT, op, "eps %g must be >= 0",
                              eps);
     int64_t last = xn->shape.dims[xn->shape.rank - 1];
     kiln_dtype t = xn->dtype;
@@ -113,8 +113,8 @@ kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_v
         if (p->shape.rank != 1 || p->shape.dims[0] != last || p->dtype != t) {
             char have[IR_TYPE_STR_MAX];
             uint32_t in[2] = {x.id, parts[i].id};
-            return trace_fail_on(g, in, 2, p->dtype != t ? KILN_ERR_DTYPE : KILN_ERR_SHAPE, op,
-                                 "%s must be %s[%lld] (the last axis of x), not %s", names[i],
+            return trace_fail_on(g, in, 2, p->dtype != t ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
+                                 op, "%s must be %s[%lld] (the last axis of x), not %s", names[i],
                                  kiln_dtype_name(t), (long long)last,
                                  ir_type_str(p->dtype, &p->shape, have, sizeof have));
         }
@@ -147,12 +147,12 @@ kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_val
     if (!yn) return KN_NONE;
     uint32_t in[2] = {logits.id, labels.id};
     if (!ir_dtype_is_int(yn->dtype))
-        return trace_fail_on(g, in, 2, KILN_ERR_DTYPE, op, "labels must be i32 or i64, not %s",
+        return trace_fail_on(g, in, 2, KILN_STATUS_DTYPE, op, "labels must be i32 or i64, not %s",
                              kiln_dtype_name(yn->dtype));
     bool fits = ln->shape.rank == yn->shape.rank + 1;
     for (int i = 0; fits && i < yn->shape.rank; i++) fits = ln->shape.dims[i] == yn->shape.dims[i];
     if (!fits)
-        return trace_fail_on(g, in, 2, KILN_ERR_SHAPE, op,
+        return trace_fail_on(g, in, 2, KILN_STATUS_SHAPE, op,
                              "logits [..., C] and labels [...] must agree on [...]");
     ir_shape s = ln->shape;
     kiln_dtype t = ln->dtype, it = yn->dtype;

@@ -15,12 +15,12 @@ static const ir_node *operand(kiln_graph *g, const char *op, kiln_value x) {
 static bool target_shape(kiln_graph *g, const char *op, uint32_t x, int rank, const int64_t *dims,
                          ir_shape *s) {
     if (rank < 0 || rank > KILN_MAX_RANK) {
-        trace_fail_on(g, &x, 1, KILN_ERR_SHAPE, op, "target rank %d is outside [0, %d]", rank,
+        trace_fail_on(g, &x, 1, KILN_STATUS_SHAPE, op, "target rank %d is outside [0, %d]", rank,
                       KILN_MAX_RANK);
         return false;
     }
     if (rank && !dims) {
-        trace_fail_on(g, &x, 1, KILN_ERR_INVALID_ARGUMENT, op, "dims is NULL for rank %d", rank);
+        trace_fail_on(g, &x, 1, KILN_STATUS_INVALID_ARGUMENT, op, "dims is NULL for rank %d", rank);
         return false;
     }
     s->rank = rank;
@@ -36,7 +36,7 @@ kiln_value kiln_broadcast_in_dim(kiln_graph *g, kiln_value x, int rank, const in
     ir_node n = {.op = IR_BROADCAST};
     if (!target_shape(g, op, x.id, rank, dims, &n.shape)) return KN_NONE;
     if (xn->shape.rank && !broadcast_dims)
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_INVALID_ARGUMENT, op,
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_INVALID_ARGUMENT, op,
                              "broadcast_dims is NULL for an operand of rank %d", xn->shape.rank);
     for (int i = 0; i < xn->shape.rank; i++) n.a.bcast_dims[i] = broadcast_dims[i];
     return trace_emit(g, op, &n, &x.id, 1);
@@ -64,24 +64,24 @@ kiln_value kiln_reshape(kiln_graph *g, kiln_value x, int rank, const int64_t *di
         if (dims[i] == -1 && infer < 0) {
             infer = i;
         } else if (dims[i] < 0) {
-            return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+            return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
                                  "dims[%d] = %lld (only one -1 is allowed, other sizes >= 0)", i,
                                  (long long)dims[i]);
         } else if (!kn_mul_i64(known, dims[i], &known)) {
-            return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+            return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
                                  "the target element count overflows");
         }
     }
     if (infer >= 0) {
         if (known == 0 || total % known)
-            return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+            return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
                                  "cannot infer dims[%d] = -1: %lld elements are not a multiple "
                                  "of %lld",
                                  infer, (long long)total, (long long)known);
         n.shape.dims[infer] = total / known;
     } else if (known != total) {
         char t[IR_TYPE_STR_MAX], u[IR_TYPE_STR_MAX];
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op,
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
                              "cannot reshape %s (%lld elements) to %s (%lld elements)",
                              ir_type_str(xn->dtype, &xn->shape, t, sizeof t), (long long)total,
                              ir_type_str(xn->dtype, &n.shape, u, sizeof u), (long long)known);
@@ -95,7 +95,7 @@ kiln_value kiln_transpose(kiln_graph *g, kiln_value x, const int *perm) {
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     if (xn->shape.rank && !perm)
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_INVALID_ARGUMENT, op, "perm is NULL");
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_INVALID_ARGUMENT, op, "perm is NULL");
     ir_node n = {.op = IR_TRANSPOSE};
     for (int i = 0; i < xn->shape.rank; i++) n.a.perm[i] = perm[i];
     return trace_emit(g, op, &n, &x.id, 1);
@@ -107,7 +107,7 @@ kiln_value kiln_slice(kiln_graph *g, kiln_value x, const int64_t *start, const i
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     if (xn->shape.rank && (!start || !limit))
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_INVALID_ARGUMENT, op,
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_INVALID_ARGUMENT, op,
                              "start and limit must not be NULL");
     ir_node n = {.op = IR_SLICE};
     for (int i = 0; i < xn->shape.rank; i++) {
@@ -122,11 +122,11 @@ kiln_value kiln_concatenate(kiln_graph *g, int count, const kiln_value *xs, int 
     const char *op = "kiln_concatenate";
     if (!trace_ready(g, op)) return KN_NONE;
     if (count < 1 || !xs)
-        return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "needs at least one operand (got %d)",
-                          count);
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                          "needs at least one operand (got %d)", count);
     uint32_t stack[16], *in = stack;
     if (count > 16 && !(in = host_alloc(g->ctx, (size_t)count * sizeof *in)))
-        return trace_fail(g, KILN_ERR_HOST_OOM, op, "host allocation for %d operands failed",
+        return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %d operands failed",
                           count);
     kiln_value r = KN_NONE;
     for (int i = 0; i < count; i++) {
@@ -138,7 +138,7 @@ kiln_value kiln_concatenate(kiln_graph *g, int count, const kiln_value *xs, int 
     ir_node n = {.op = IR_CONCAT};
     int rank = g->nodes[in[0]].shape.rank;
     if (!trace_axis(axis, rank, &n.a.axis)) {
-        trace_fail_on(g, in, (uint32_t)count, KILN_ERR_SHAPE, op,
+        trace_fail_on(g, in, (uint32_t)count, KILN_STATUS_SHAPE, op,
                       "axis %d is out of range for rank %d", axis, rank);
         goto done;
     }
@@ -155,7 +155,8 @@ kiln_value kiln_pad(kiln_graph *g, kiln_value x, kiln_value pad_value, const int
     if (!xn || !trace_node(g, op, pad_value, "the padding value")) return KN_NONE;
     uint32_t in[2] = {x.id, pad_value.id};
     if (xn->shape.rank && (!lo || !hi))
-        return trace_fail_on(g, in, 2, KILN_ERR_INVALID_ARGUMENT, op, "lo and hi must not be NULL");
+        return trace_fail_on(g, in, 2, KILN_STATUS_INVALID_ARGUMENT, op,
+                             "lo and hi must not be NULL");
     ir_node n = {.op = IR_PAD};
     for (int i = 0; i < xn->shape.rank; i++) {
         n.a.pad.lo[i] = lo[i];
@@ -176,19 +177,19 @@ bool trace_axes_mask(kiln_graph *g, const char *op, kiln_value x, int naxes, con
         return true;
     }
     if (naxes < 0 || naxes > rank) {
-        trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "%d axes given for rank %d", naxes, rank);
+        trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op, "%d axes given for rank %d", naxes, rank);
         return false;
     }
     for (int i = 0; i < naxes; i++) {
         int a;
         if (!trace_axis(axes[i], rank, &a)) {
-            trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d",
+            trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op, "axis %d is out of range for rank %d",
                           axes[i], rank);
             return false;
         }
         if (*mask >> a & 1u) {
-            trace_fail_on(g, &x.id, 1, KILN_ERR_SHAPE, op, "axis %d is given twice (as axis %d)", a,
-                          axes[i]);
+            trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op, "axis %d is given twice (as axis %d)",
+                          a, axes[i]);
             return false;
         }
         *mask |= 1u << a;
@@ -230,7 +231,7 @@ kiln_value kiln_mean(kiln_graph *g, kiln_value x, int naxes, const int *axes, bo
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     if (!ir_dtype_is_float(xn->dtype))
-        return trace_fail_on(g, &x.id, 1, KILN_ERR_DTYPE, op, "mean takes f32 or f64, not %s",
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op, "mean takes f32 or f64, not %s",
                              kiln_dtype_name(xn->dtype));
     uint32_t mask;
     if (!trace_axes_mask(g, op, x, naxes, axes, &mask)) return KN_NONE;
@@ -251,7 +252,7 @@ kiln_value kiln_dot_general(kiln_graph *g, kiln_value lhs, kiln_value rhs,
     if (!trace_ready(g, op)) return KN_NONE;
     if (!trace_node(g, op, lhs, "lhs") || !trace_node(g, op, rhs, "rhs")) return KN_NONE;
     uint32_t in[2] = {lhs.id, rhs.id};
-    if (!dims) return trace_fail_on(g, in, 2, KILN_ERR_INVALID_ARGUMENT, op, "dims is NULL");
+    if (!dims) return trace_fail_on(g, in, 2, KILN_STATUS_INVALID_ARGUMENT, op, "dims is NULL");
     ir_node n = {.op = IR_DOT};
     n.a.dot = *dims;
     return trace_emit(g, op, &n, in, 2);
@@ -268,15 +269,15 @@ kiln_value kiln_matmul(kiln_graph *g, kiln_value a, kiln_value b) {
     ir_shape as = an->shape, bs = bn->shape;
     uint32_t ab_in[2] = {a.id, b.id};
     if (an->dtype != bn->dtype || !ir_dtype_accepts(IRT_NUMERIC, an->dtype))
-        return trace_fail_on(g, ab_in, 2, KILN_ERR_DTYPE, op,
+        return trace_fail_on(g, ab_in, 2, KILN_STATUS_DTYPE, op,
                              an->dtype != bn->dtype ? "operand dtypes differ"
                                                     : "matmul takes f32, f64, i32 or i64");
     if (as.rank == 0 || bs.rank == 0)
-        return trace_fail_on(g, ab_in, 2, KILN_ERR_SHAPE, op,
+        return trace_fail_on(g, ab_in, 2, KILN_STATUS_SHAPE, op,
                              "operands must have rank >= 1 (got %d and %d)", as.rank, bs.rank);
     int64_t ka = as.dims[as.rank - 1], kb = bs.dims[bs.rank == 1 ? 0 : bs.rank - 2];
     if (ka != kb)
-        return trace_fail_on(g, ab_in, 2, KILN_ERR_SHAPE, op,
+        return trace_fail_on(g, ab_in, 2, KILN_STATUS_SHAPE, op,
                              "contracting sizes differ: %lld (last axis of the first operand) vs "
                              "%lld (%s axis of the second)",
                              (long long)ka, (long long)kb, bs.rank == 1 ? "the" : "second-to-last");
@@ -297,7 +298,7 @@ kiln_value kiln_matmul(kiln_graph *g, kiln_value a, kiln_value b) {
     for (int i = 1; i <= nb; i++) {
         int64_t x = i <= ab ? as.dims[ab - i] : 1, y = i <= bb ? bs.dims[bb - i] : 1;
         if (x != y && x != 1 && y != 1)
-            return trace_fail_on(g, ab_in, 2, KILN_ERR_SHAPE, op,
+            return trace_fail_on(g, ab_in, 2, KILN_STATUS_SHAPE, op,
                                  "batch axes cannot be broadcast: %lld vs %lld (axis -%d of the "
                                  "batch)",
                                  (long long)x, (long long)y, i);

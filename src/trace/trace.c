@@ -36,7 +36,7 @@ bool trace_ready(kiln_graph *g, const char *op) {
          * goes to the context only, and the graph stays valid. */
         char at[KN_ERR_MAX / 2];
         location(g, at, sizeof at);
-        ctx_error(g->ctx, KILN_ERR_INVALID_ARGUMENT,
+        ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT,
                   "%s: graph '%s' is already finished; no op can be added to it%s", op, g->name,
                   at);
         return false;
@@ -94,12 +94,12 @@ kiln_value trace_fail_on(kiln_graph *g, const uint32_t *in, uint32_t n_in, kiln_
 
 const ir_node *trace_node(kiln_graph *g, const char *op, kiln_value v, const char *what) {
     if (v.id == 0) {
-        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                    "%s is the invalid value (an earlier op failed, or it was never set)", what);
         return NULL;
     }
     if (v.graph != g->id || v.id >= g->n_nodes) {
-        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                    "%s is not a value of graph '%s' (values cannot be mixed between graphs)", what,
                    g->name);
         return NULL;
@@ -122,7 +122,8 @@ kiln_value trace_emit(kiln_graph *g, const char *op, ir_node *tmpl, const uint32
     tmpl->file = g->cur_file;
     tmpl->line = g->cur_line;
     uint32_t id = ir_graph_append(g, tmpl, in, n_in);
-    if (!id) return trace_fail(g, KILN_ERR_HOST_OOM, op, "host allocation for a new node failed");
+    if (!id)
+        return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for a new node failed");
     return trace_value(g, id);
 }
 
@@ -137,11 +138,11 @@ bool trace_axis(int axis, int rank, int *out) {
 
 static bool make_shape(kiln_graph *g, const char *op, int rank, const int64_t *dims, ir_shape *s) {
     if (rank < 0 || rank > KILN_MAX_RANK) {
-        trace_fail(g, KILN_ERR_SHAPE, op, "rank %d is outside [0, %d]", rank, KILN_MAX_RANK);
+        trace_fail(g, KILN_STATUS_SHAPE, op, "rank %d is outside [0, %d]", rank, KILN_MAX_RANK);
         return false;
     }
     if (rank > 0 && !dims) {
-        trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "dims is NULL for rank %d", rank);
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "dims is NULL for rank %d", rank);
         return false;
     }
     s->rank = rank;
@@ -157,7 +158,7 @@ kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int
     if (!make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
     n.a.param_index = (int)g->n_params;
     if (name && !(n.name = host_strdup(g->ctx, name)))
-        return trace_fail(g, KILN_ERR_HOST_OOM, op, "host allocation for the name failed");
+        return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for the name failed");
     kiln_value v = trace_emit(g, op, &n, NULL, 0);
     if (!v.id && n.name) host_free(g->ctx, n.name, strlen(n.name) + 1);
     return v;
@@ -174,13 +175,13 @@ kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_
     kiln_status s = ir_infer(g, &n, msg, sizeof msg);
     if (s) return trace_fail(g, s, op, "%s", msg);
     ir_shape_nbytes(&n.shape, dtype, &bytes);
-    if (bytes && !data) return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "data is NULL");
+    if (bytes && !data) return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "data is NULL");
     if (bytes) {
         if (!(n.data = host_alloc(g->ctx, bytes)))
-            return trace_fail(g, KILN_ERR_HOST_OOM, op,
+            return trace_fail(g, KILN_STATUS_HOST_OOM, op,
                               "host allocation of %zu bytes for the data failed", bytes);
         memcpy(n.data, data, bytes);
-        if (dtype == KILN_BOOL) /* normalise to 0/1 so every consumer can trust it */
+        if (dtype == KILN_DTYPE_BOOL) /* normalise to 0/1 so every consumer can trust it */
             for (size_t i = 0; i < bytes; i++) ((uint8_t *)n.data)[i] = ((uint8_t *)n.data)[i] != 0;
     }
     kiln_value v = trace_emit(g, op, &n, NULL, 0);
@@ -191,7 +192,7 @@ kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value) {
     uint64_t bytes;
     if (!ir_scalar_store(t, value, &bytes))
-        return trace_fail(g, KILN_ERR_DTYPE, op, "dtype %d is not a kiln_dtype", t);
+        return trace_fail(g, KILN_STATUS_DTYPE, op, "dtype %d is not a kiln_dtype", t);
     return kiln_constant(g, t, 0, NULL, &bytes);
 }
 
@@ -207,7 +208,7 @@ kiln_value kiln_full(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *d
     char msg[256];
     if (!make_shape(g, op, rank, dims, &shape)) return KN_NONE;
     kiln_status st = ir_dtype_valid(dtype) ? ir_check_shape(&shape, dtype, msg, sizeof msg)
-                                           : KILN_OK; /* trace_scalar names a bad dtype */
+                                           : KILN_STATUS_OK; /* trace_scalar names a bad dtype */
     if (st) return trace_fail(g, st, op, "%s", msg);
     kiln_value s = trace_scalar(g, op, dtype, value);
     if (!s.id || rank == 0) return s;
@@ -220,7 +221,8 @@ kiln_value kiln_iota(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *d
     ir_node n = {.op = IR_IOTA, .dtype = dtype};
     if (!make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
     if (!trace_axis(axis, rank, &n.a.axis))
-        return trace_fail(g, KILN_ERR_SHAPE, op, "axis %d is out of range for rank %d", axis, rank);
+        return trace_fail(g, KILN_STATUS_SHAPE, op, "axis %d is out of range for rank %d", axis,
+                          rank);
     return trace_emit(g, op, &n, NULL, 0);
 }
 
@@ -299,7 +301,7 @@ static kiln_value nary(kiln_graph *g, const char *op, ir_node *n, kiln_value *va
         int bad;
         if (!broadcast_shapes(&prev, xs, &out, &bad)) {
             int pa = bad - (out.rank - prev.rank), xa = bad - (out.rank - xs->rank);
-            return trace_fail_on(g, in, (uint32_t)count, KILN_ERR_SHAPE, op,
+            return trace_fail_on(g, in, (uint32_t)count, KILN_STATUS_SHAPE, op,
                                  "operand shapes cannot be broadcast together (axis %d of the "
                                  "result: %lld vs %lld)",
                                  bad, (long long)(pa >= 0 ? prev.dims[pa] : 1),
@@ -328,7 +330,7 @@ static kiln_value binary(kiln_graph *g, const char *op, ir_op code, kiln_value a
 KN_BINARY_OPS(KN_DEF_BINARY)
 #undef KN_DEF_BINARY
 
-kiln_value kiln_compare(kiln_graph *g, kiln_value a, kiln_value b, kiln_compare_dir dir) {
+kiln_value kiln_compare(kiln_graph *g, kiln_value a, kiln_value b, kiln_cmp dir) {
     ir_node n = {.op = IR_COMPARE};
     n.a.cmp = dir;
     kiln_value v[2] = {a, b};
@@ -345,19 +347,19 @@ kiln_value kiln_select(kiln_graph *g, kiln_value pred, kiln_value on_true, kiln_
 
 kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *outputs) {
     const char *op = "kiln_graph_finish";
-    if (!g) return KILN_ERR_INVALID_ARGUMENT;
+    if (!g) return KILN_STATUS_INVALID_ARGUMENT;
     if (g->status) {
         /* Put the first error back on the context: calls since may have replaced it. */
         ctx_error(g->ctx, g->status, "%s", g->error);
         return g->status;
     }
-    if (!trace_ready(g, op)) return KILN_ERR_INVALID_ARGUMENT; /* already finished */
+    if (!trace_ready(g, op)) return KILN_STATUS_INVALID_ARGUMENT; /* already finished */
     if (n_outputs < 1)
-        return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op,
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                           "a graph needs at least one output (got %d)", n_outputs),
                g->status;
     if (!outputs)
-        return trace_fail(g, KILN_ERR_INVALID_ARGUMENT, op, "outputs is NULL for %d outputs",
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "outputs is NULL for %d outputs",
                           n_outputs),
                g->status;
     for (int i = 0; i < n_outputs; i++) {
@@ -367,7 +369,7 @@ kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *ou
     }
     uint32_t *outs = host_alloc(g->ctx, (size_t)n_outputs * sizeof *outs);
     if (!outs)
-        return trace_fail(g, KILN_ERR_HOST_OOM, op,
+        return trace_fail(g, KILN_STATUS_HOST_OOM, op,
                           "host allocation of %zu bytes for the output list failed",
                           (size_t)n_outputs * sizeof *outs),
                g->status;
@@ -382,5 +384,5 @@ kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *ou
         return s;
     }
     g->finished = true;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }

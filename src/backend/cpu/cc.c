@@ -180,7 +180,7 @@ static void read_all(int fd, char *buf, size_t cap) {
 static kiln_status version_line(kiln_context *ctx, const char *cc, char *line, size_t cap) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC))
-        return ctx_error(ctx, KILN_ERR_BACKEND, "C compiler probe: pipe: %s", strerror(errno));
+        return ctx_error(ctx, KILN_STATUS_BACKEND, "C compiler probe: pipe: %s", strerror(errno));
     char *argv[] = {(char *)cc, "--version", NULL};
     pid_t pid;
     int err = spawn_program(argv, NULL, fds[1], NULL, &pid);
@@ -188,19 +188,19 @@ static kiln_status version_line(kiln_context *ctx, const char *cc, char *line, s
     if (!err) read_all(fds[0], buf, sizeof buf); /* before waiting: the pipe could fill */
     close(fds[0]);
     if (err)
-        return ctx_error(ctx, KILN_ERR_BACKEND, "cannot run the C compiler %s: %s", cc,
+        return ctx_error(ctx, KILN_STATUS_BACKEND, "cannot run the C compiler %s: %s", cc,
                          strerror(err));
     wait_program(pid);
     buf[strcspn(buf, "\r\n")] = 0;
     snprintf(line, cap, "%s", buf[0] ? buf : "(no version line)");
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status locate_compiler(kiln_context *ctx, char out[PATH_MAX]) {
     const char *want = ctx->config.cc;
     if (*want) {
-        if (find_program(want, out)) return KILN_OK;
-        return ctx_error(ctx, KILN_ERR_CONFIG,
+        if (find_program(want, out)) return KILN_STATUS_OK;
+        return ctx_error(ctx, KILN_STATUS_CONFIG,
                          "KILN_CC=\"%s\" names no executable program%s; point KILN_CC at a C "
                          "compiler (a path, or a name on PATH) or unset it to use cc, gcc or "
                          "clang from PATH",
@@ -208,9 +208,9 @@ static kiln_status locate_compiler(kiln_context *ctx, char out[PATH_MAX]) {
     }
     static const char *const names[] = {"cc", "gcc", "clang"};
     for (int i = 0; i < 3; i++)
-        if (find_program(names[i], out)) return KILN_OK;
+        if (find_program(names[i], out)) return KILN_STATUS_OK;
     const char *path = getenv("PATH");
-    return ctx_error(ctx, KILN_ERR_BACKEND,
+    return ctx_error(ctx, KILN_STATUS_BACKEND,
                      "no C compiler found: the CPU backend compiles kernels with one, and none "
                      "of cc, gcc, clang is on PATH (%s); install one or set KILN_CC to its path",
                      path ? path : "unset");
@@ -235,7 +235,7 @@ static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
     snprintf(st->path, sizeof st->path, "%s", found);
     snprintf(st->identity, sizeof st->identity, "%s\n%s\n%s", line, found, real);
     st->probed = true;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 kiln_status cc_compiler_create(kiln_context *ctx, cc_compiler **out) {
@@ -245,7 +245,7 @@ kiln_status cc_compiler_create(kiln_context *ctx, cc_compiler **out) {
     cc->ctx = ctx;
     pthread_mutex_init(&cc->mu, NULL);
     atomic_init(&cc->next_tmp, 0);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void cc_compiler_destroy(cc_compiler *cc) {
@@ -257,7 +257,7 @@ void cc_compiler_destroy(cc_compiler *cc) {
 /* Finds and identifies the compiler at the first load; later loads reuse what it found. */
 static kiln_status compiler_ready(cc_compiler *cc) {
     pthread_mutex_lock(&cc->mu);
-    kiln_status s = cc->probed ? KILN_OK : probe(cc->ctx, cc);
+    kiln_status s = cc->probed ? KILN_STATUS_OK : probe(cc->ctx, cc);
     pthread_mutex_unlock(&cc->mu);
     return s;
 }
@@ -344,7 +344,7 @@ static kiln_status compile_failed(const cc_load *ld, char *const *argv, int stat
     join_argv(argv, cmd, sizeof cmd);
     out[0] = 0;
     append_output(output, out, sizeof out);
-    return ctx_error(ld->ctx, KILN_ERR_BACKEND,
+    return ctx_error(ld->ctx, KILN_STATUS_BACKEND,
                      "the C compiler failed (%s) on generated source kept at %s\n"
                      "command: %s\ncompiler output (first %d lines):\n%s",
                      what, kept, cmd, ERR_LINES, out[0] ? out : "  (none)\n");
@@ -364,9 +364,9 @@ static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *
     char src[PATH_MAX], so[PATH_MAX], output[PATH_MAX];
     if (!cc_path(src, tmp, NULL, CC_TMP_SOURCE) || !cc_path(so, tmp, NULL, CC_TMP_OBJECT) ||
         !cc_path(output, tmp, NULL, "compiler-output.txt"))
-        return ctx_error(ld->ctx, KILN_ERR_IO, "kernel cache path under %s is too long", tmp);
+        return ctx_error(ld->ctx, KILN_STATUS_IO, "kernel cache path under %s is too long", tmp);
     if (!write_source(ld, src))
-        return ctx_error(ld->ctx, KILN_ERR_IO, "cannot write generated source %s: %s", src,
+        return ctx_error(ld->ctx, KILN_STATUS_IO, "cannot write generated source %s: %s", src,
                          strerror(errno));
     cc_argv a;
     build_argv(ld, &a, HAVE_SPAWN_CHDIR ? CC_TMP_OBJECT : so,
@@ -376,9 +376,9 @@ static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *
     int err = spawn_program(a.v, tmp, -1, output, &pid), status = err ? 0 : wait_program(pid);
     count_compile(ld->st, now_seconds() - t0);
     if (err)
-        return ctx_error(ld->ctx, KILN_ERR_BACKEND, "cannot run the C compiler %s: %s",
+        return ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot run the C compiler %s: %s",
                          ld->st->path, strerror(err));
-    if (ran_ok(status) && !access(so, R_OK)) return KILN_OK;
+    if (ran_ok(status) && !access(so, R_OK)) return KILN_STATUS_OK;
     const char *kept = keep && !rename(src, keep) ? keep : src;
     return compile_failed(ld, a.v, status, output, kept);
 }
@@ -388,13 +388,13 @@ static kiln_status open_module(const cc_load *ld, const char *so, size_t bytes, 
     void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
-        return ctx_error(ld->ctx, KILN_ERR_BACKEND, "cannot load compiled kernels %s: %s", so,
+        return ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot load compiled kernels %s: %s", so,
                          why ? why : "dlopen failed");
     }
     const char *key = dlsym(h, "kiln_module_key");
     if (!key || memcmp(key, ld->key, SHA256_HEX_BYTES)) {
         dlclose(h);
-        return ctx_error(ld->ctx, KILN_ERR_BACKEND,
+        return ctx_error(ld->ctx, KILN_STATUS_BACKEND,
                          "compiled kernels %s do not carry the key %s they were built for", so,
                          ld->key);
     }
@@ -406,7 +406,7 @@ static kiln_status open_module(const cc_load *ld, const char *so, size_t bytes, 
     *m = (cc_module){.ctx = ld->ctx, .handle = h, .code_bytes = bytes};
     memcpy(m->key, ld->key, sizeof m->key);
     *out = m;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static size_t file_size(const char *path) {
@@ -428,8 +428,8 @@ static kiln_status make_tmp(const cc_load *ld, const char *parent, const char *p
                             char out[PATH_MAX]) {
     unsigned n = atomic_fetch_add(&ld->st->next_tmp, 1);
     int w = snprintf(out, PATH_MAX, "%s/%s%ld-%u-XXXXXX", parent, prefix, (long)getpid(), n);
-    if (w > 0 && w < PATH_MAX && mkdtemp(out)) return KILN_OK;
-    return ctx_error(ld->ctx, KILN_ERR_IO, "cannot create a temp folder under %s: %s", parent,
+    if (w > 0 && w < PATH_MAX && mkdtemp(out)) return KILN_STATUS_OK;
+    return ctx_error(ld->ctx, KILN_STATUS_IO, "cannot create a temp folder under %s: %s", parent,
                      w > 0 && w < PATH_MAX ? strerror(errno) : "path too long");
 }
 
@@ -439,7 +439,7 @@ static kiln_status open_fresh(const cc_load *ld, const char *tmp, const char *ke
     char so[PATH_MAX], src[PATH_MAX];
     cc_path(so, tmp, NULL, CC_TMP_OBJECT);
     kiln_status s = open_module(ld, so, file_size(so), out);
-    if (!s || s == KILN_ERR_HOST_OOM) return s;
+    if (!s || s == KILN_STATUS_HOST_OOM) return s;
     char why[1024];
     kiln_last_error_copy(ld->ctx, why, sizeof why);
     cc_path(src, tmp, NULL, CC_TMP_SOURCE);
@@ -486,9 +486,9 @@ static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **o
         if (!s) {
             bump(ld->st, &ld->st->stats.disk_hits, 1);
             if (from_cache) *from_cache = true;
-            return KILN_OK;
+            return KILN_STATUS_OK;
         }
-        if (s == KILN_ERR_HOST_OOM) return s;
+        if (s == KILN_STATUS_HOST_OOM) return s;
         cc_cache_remove_entry(dir, ld->key); /* intact bytes that will not load: rebuild */
         e = CC_ENTRY_CORRUPT;
     }
@@ -502,7 +502,7 @@ kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_m
     kiln_context *ctx = cc->ctx;
     if (from_cache) *from_cache = false;
     if (!out || (!source && len))
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT, "cc_module_load: %s is NULL",
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "cc_module_load: %s is NULL",
                          out ? "source" : "out");
     *out = NULL;
     cc_load ld = {.ctx = ctx, .st = cc, .source = source ? source : "", .len = len};

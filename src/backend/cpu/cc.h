@@ -24,9 +24,9 @@ void cc_compiler_destroy(cc_compiler *cc);
 
 /* Compiles `source` (len bytes) with the system C compiler into a shared object and
  * dlopens it, or loads it from the disk cache; *from_cache (may be NULL) tells which.
- * On failure *out is NULL; a compiler error is KILN_ERR_BACKEND with the command, its exit
+ * On failure *out is NULL; a compiler error is KILN_STATUS_BACKEND with the command, its exit
  * status, the first lines of its output and where the source was kept; a KILN_CC that
- * names no program is KILN_ERR_CONFIG. The caller owns *out (cc_module_unload). */
+ * names no program is KILN_STATUS_CONFIG. The caller owns *out (cc_module_unload). */
 kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_module **out,
                            bool *from_cache);
 void *cc_module_sym(const cc_module *m, const char *name); /* NULL if absent */

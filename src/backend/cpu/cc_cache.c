@@ -54,23 +54,23 @@ kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir) {
     if (stat(dir, &sb) && errno == ENOENT) {
         int err = mkdir_parents(dir);
         if (err)
-            return ctx_error(ctx, KILN_ERR_IO,
+            return ctx_error(ctx, KILN_STATUS_IO,
                              "cannot create the kernel cache directory \"%s\" (KILN_CACHE_DIR): %s",
                              dir, strerror(err));
     }
     if (stat(dir, &sb))
-        return ctx_error(ctx, KILN_ERR_IO, "kernel cache directory \"%s\" (KILN_CACHE_DIR): %s",
+        return ctx_error(ctx, KILN_STATUS_IO, "kernel cache directory \"%s\" (KILN_CACHE_DIR): %s",
                          dir, strerror(errno));
     if (!S_ISDIR(sb.st_mode))
-        return ctx_error(ctx, KILN_ERR_CONFIG,
+        return ctx_error(ctx, KILN_STATUS_CONFIG,
                          "kernel cache directory \"%s\" (KILN_CACHE_DIR) is not a directory", dir);
     if (sb.st_uid != geteuid() || (sb.st_mode & S_IWOTH))
-        return ctx_error(ctx, KILN_ERR_CONFIG,
+        return ctx_error(ctx, KILN_STATUS_CONFIG,
                          "kernel cache directory \"%s\" (KILN_CACHE_DIR) is owned by another user "
                          "or writable by anyone (mode %04o); kiln loads code from it, so it "
                          "refuses: use a private directory (or KILN_CACHE_MAX_BYTES=0)",
                          dir, (unsigned)(sb.st_mode & 07777));
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* ---------------------------------------------------------- one entry ---- */

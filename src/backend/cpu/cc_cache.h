@@ -27,7 +27,7 @@
 bool cc_path(char out[PATH_MAX], const char *dir, const char *key, const char *suffix);
 
 /* Creates dir with its parents (mode 0700) if missing, and refuses one that another user
- * owns or anyone may write to: kiln loads code from it. KILN_ERR_CONFIG names
+ * owns or anyone may write to: kiln loads code from it. KILN_STATUS_CONFIG names
  * KILN_CACHE_DIR. */
 kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir);
 

@@ -61,7 +61,7 @@ cc_compiler *cpu_backend_compiler(void *state) {
 kiln_status cpu_backend_pool(void *state, kn_pool **out) {
     cpu_state *st = state;
     kn_pool *p = atomic_load_explicit(&st->pool, memory_order_acquire);
-    kiln_status s = KILN_OK;
+    kiln_status s = KILN_STATUS_OK;
     if (!p) {
         pthread_mutex_lock(&st->pool_mu);
         p = atomic_load_explicit(&st->pool, memory_order_relaxed);
@@ -97,8 +97,8 @@ static void cpu_program_free(void *state, kn_program *prog) {
 static kiln_status cpu_kernel_get(void *state, kn_program *prog, const char *name, void **kernel) {
     cpu_state *st = state;
     *kernel = cc_module_sym((cc_module *)prog, name);
-    if (*kernel) return KILN_OK;
-    return ctx_error(st->ctx, KILN_ERR_INTERNAL,
+    if (*kernel) return KILN_STATUS_OK;
+    return ctx_error(st->ctx, KILN_STATUS_INTERNAL,
                      "CPU backend: compiled program %s has no kernel %s",
                      cc_module_key((cc_module *)prog), name);
 }
@@ -128,7 +128,7 @@ static kiln_status cpu_launch(void *state, int device, void *kernel, void *const
     memcpy(&c.fn, &kernel, sizeof c.fn); /* object -> function pointer, as dlsym needs */
     pool_parallel_for(atomic_load_explicit(&st->pool, memory_order_acquire), items, grain,
                       run_chunk, &c);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* ----------------------------------------------------- library kernels ---- */
@@ -137,14 +137,14 @@ static kiln_status cpu_gemm_slot(void *state, int device, kiln_dtype t, const kn
                                  const void *a, const void *b, void *c) {
     (void)state, (void)device;
     cpu_gemm(t, d, a, b, c);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status cpu_permute_slot(void *state, int device, kiln_dtype t, const void *src,
                                     int rank, const int64_t *dims, const int *perm, void *dst) {
     (void)state, (void)device;
     cpu_permute(t, src, rank, dims, perm, dst);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status cpu_scatter_slot(void *state, int device, kiln_dtype t, kiln_dtype it,
@@ -152,12 +152,12 @@ static kiln_status cpu_scatter_slot(void *state, int device, kiln_dtype t, kiln_
                                     const void *idx, int64_t n_idx, const void *upd, void *out) {
     (void)state, (void)device;
     cpu_scatter_add_rows(t, it, operand, rows, row_len, idx, n_idx, upd, out);
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 const kn_backend kn_cpu_backend = {
     .name = "cpu",
-    .default_alloc_mode = KILN_ALLOC_GROW,
+    .default_alloc_mode = KILN_ALLOC_MODE_GROW,
     .open = cpu_open,
     .close = cpu_close,
     .device_count = cpu_device_count,

@@ -45,7 +45,7 @@ kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *
     *total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
     *free_b = cpu_available();
     if (*free_b > *total) *free_b = *total;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 /* Maps exactly [p, p + size) with p aligned to `align`: a larger alignment than a page is
@@ -69,14 +69,14 @@ kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t align,
     *out = NULL;
     if (size >= CPU_MMAP_MIN) {
         *out = map_aligned(size, align);
-        return *out ? KILN_OK : KILN_ERR_DEVICE_OOM;
+        return *out ? KILN_STATUS_OK : KILN_STATUS_DEVICE_OOM;
     }
     size_t rounded = (size + align - 1) & ~(align - 1); /* aligned_alloc wants a multiple */
-    if (rounded < size) return KILN_ERR_DEVICE_OOM;
+    if (rounded < size) return KILN_STATUS_DEVICE_OOM;
     void *p = aligned_alloc(align, rounded);
-    if (!p) return KILN_ERR_DEVICE_OOM;
+    if (!p) return KILN_STATUS_DEVICE_OOM;
     *out = p;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void cpu_region_free(void *state, int device, void *ptr, size_t size) {

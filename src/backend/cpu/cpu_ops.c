@@ -25,15 +25,15 @@ static void gemm_one(kiln_dtype t, const kn_gemm_desc *d, const char *a, const c
     enum CBLAS_TRANSPOSE ob = d->trans_b ? CblasTrans : CblasNoTrans;
     blasint m = (blasint)d->m, n = (blasint)d->n, k = (blasint)d->k;
     switch (t) {
-    case KILN_F32:
+    case KILN_DTYPE_F32:
         cblas_sgemm(CblasRowMajor, oa, ob, m, n, k, 1.0f, (const float *)a, (blasint)d->lda,
                     (const float *)b, (blasint)d->ldb, 0.0f, (float *)c, n);
         break;
-    case KILN_F64:
+    case KILN_DTYPE_F64:
         cblas_dgemm(CblasRowMajor, oa, ob, m, n, k, 1.0, (const double *)a, (blasint)d->lda,
                     (const double *)b, (blasint)d->ldb, 0.0, (double *)c, n);
         break;
-    case KILN_I32:
+    case KILN_DTYPE_I32:
         gemm_int32_t(d->trans_a, d->trans_b, d->m, d->n, d->k, (const int32_t *)a, d->lda,
                      (const int32_t *)b, d->ldb, (int32_t *)c);
         break;
@@ -45,7 +45,7 @@ static void gemm_one(kiln_dtype t, const kn_gemm_desc *d, const char *a, const c
 }
 
 void cpu_gemm(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c) {
-    size_t es = kiln_dtype_size(t);
+    size_t es = kiln_dtype_itemsize(t);
     if (d->m == 0 || d->n == 0 || d->batch == 0) return;
     if (d->k == 0) {
         memset(c, 0, (size_t)(d->batch * d->m * d->n) * es);
@@ -67,7 +67,7 @@ void cpu_gemm(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b,
 
 void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, const int *perm,
                  void *dst) {
-    size_t es = kiln_dtype_size(t);
+    size_t es = kiln_dtype_itemsize(t);
     int64_t sstride[KILN_MAX_RANK], dims[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0}, total = 1;
     int64_t st = 1;
     for (int a = r - 1; a >= 0; a--) sstride[a] = st, st *= sdims[a];
@@ -97,15 +97,15 @@ SCATTER(int64_t, uint64_t)
 
 void cpu_scatter_add_rows(kiln_dtype t, kiln_dtype it, const void *operand, int64_t rows,
                           int64_t len, const void *idx, int64_t n_idx, const void *upd, void *out) {
-    size_t es = kiln_dtype_size(t);
+    size_t es = kiln_dtype_itemsize(t);
     if (out != operand) memcpy(out, operand, (size_t)(rows * len) * es);
     for (int64_t i = 0; i < n_idx; i++) {
-        int64_t row = it == KILN_I32 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
+        int64_t row = it == KILN_DTYPE_I32 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
         const char *u = (const char *)upd + (size_t)(i * len) * es;
         switch (t) {
-        case KILN_F32: scatter_float(rows, len, row, (const float *)u, out); break;
-        case KILN_F64: scatter_double(rows, len, row, (const double *)u, out); break;
-        case KILN_I32: scatter_int32_t(rows, len, row, (const int32_t *)u, out); break;
+        case KILN_DTYPE_F32: scatter_float(rows, len, row, (const float *)u, out); break;
+        case KILN_DTYPE_F64: scatter_double(rows, len, row, (const double *)u, out); break;
+        case KILN_DTYPE_I32: scatter_int32_t(rows, len, row, (const int32_t *)u, out); break;
         default: scatter_int64_t(rows, len, row, (const int64_t *)u, out); break;
         }
     }

@@ -193,8 +193,8 @@ static kiln_status start_workers(kn_pool *p) {
         if (!err) p->n_workers++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!err) return KILN_OK;
-    return ctx_error(p->ctx, KILN_ERR_BACKEND,
+    if (!err) return KILN_STATUS_OK;
+    return ctx_error(p->ctx, KILN_STATUS_BACKEND,
                      "thread pool: could not start worker thread %d of %d: %s", p->n_workers + 1,
                      p->n_threads - 1, strerror(err));
 }
@@ -212,7 +212,7 @@ static void init_sync(kn_pool *p) {
 kiln_status pool_create(kiln_context *ctx, int n_threads, kn_pool **out) {
     *out = NULL;
     if (n_threads < 0)
-        return ctx_error(ctx, KILN_ERR_INVALID_ARGUMENT,
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "thread pool: n_threads is %d; want >= 0 (0: all cores)", n_threads);
     int cores = online_cores();
     if (!n_threads) n_threads = cores;
@@ -230,7 +230,7 @@ kiln_status pool_create(kiln_context *ctx, int n_threads, kn_pool **out) {
     if (err) {
         host_free(ctx, p->workers, wbytes);
         host_free(ctx, p, sizeof *p);
-        return ctx_error(ctx, KILN_ERR_BACKEND, "thread pool: pthread_key_create: %s",
+        return ctx_error(ctx, KILN_STATUS_BACKEND, "thread pool: pthread_key_create: %s",
                          strerror(err));
     }
     init_sync(p);
@@ -240,7 +240,7 @@ kiln_status pool_create(kiln_context *ctx, int n_threads, kn_pool **out) {
         return s;
     }
     *out = p;
-    return KILN_OK;
+    return KILN_STATUS_OK;
 }
 
 void pool_destroy(kn_pool *p) {

@@ -39,6 +39,7 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
     ctx->host = *h;
     ctx->config = cfg;
     atomic_init(&ctx->next_graph_id, 1);
+    atomic_init(&ctx->next_dump_id, 1);
     if ((s = ctx_errors_init(ctx))) {
         snprintf(err, err_size, "kiln_context_create: host allocation of the error slot failed");
         kiln_context_destroy(ctx);

@@ -8,6 +8,7 @@
  * the device's backend compile it into a program and find each kernel in it. Only the
  * backend table (backend_impl.h) is seen here: the program is an opaque handle. */
 #include "executable.h"
+#include "exec/dump.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 
@@ -101,7 +102,7 @@ static kiln_status plan_memory(kiln_executable *e) {
     return s;
 }
 
-static kiln_status load_kernels(kiln_executable *e) {
+static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
     kiln_context *ctx = e->ctx;
     const kn_backend *b = e->dev->backend;
     strbuf sb;
@@ -112,6 +113,7 @@ static kiln_status load_kernels(kiln_executable *e) {
         return s;
     }
     if (!(e->source = sb_take(&sb))) return ctx_oom(ctx, "kiln_compile: source", 0);
+    if ((s = dump_write(ctx, dump, "2-kernels.c", e->source))) return s;
     kn_program_info pi;
     s = b->program_compile(e->dev->state, e->dev->index, e->source, strlen(e->source), &e->prog,
                            &pi);
@@ -151,6 +153,19 @@ static kiln_status take_donations(kiln_executable *e, const kiln_compile_options
     return KILN_STATUS_OK;
 }
 
+/* KILN_DUMP's plan stage: the report (with the kernels in schedule order), JSON, SVG. */
+static kiln_status dump_plan(const kiln_executable *e, const exec_dump *dump) {
+    char *text = kiln_executable_to_string(e), *json = kiln_executable_plan_json(e),
+         *svg = kiln_executable_plan_svg(e);
+    kiln_status s = dump_write(e->ctx, dump, "3-plan.txt", text);
+    if (!s) s = dump_write(e->ctx, dump, "3-plan.json", json);
+    if (!s) s = dump_write(e->ctx, dump, "3-plan.svg", svg);
+    kiln_string_free(e->ctx, text);
+    kiln_string_free(e->ctx, json);
+    kiln_string_free(e->ctx, svg);
+    return s;
+}
+
 kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_executable **out) {
     if (!g) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_context *ctx = g->ctx;
@@ -168,13 +183,17 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     if (!e) return ctx_oom(ctx, "kiln_compile", sizeof *e);
     e->ctx = ctx;
     e->dev = &ctx->devices[0];
-    kiln_status s = pass_clone(g, &e->g);
+    exec_dump dump;
+    kiln_status s = dump_begin(ctx, g, &dump);
+    if (!s) s = pass_clone(g, &e->g);
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
+    if (!s) s = dump_graph(ctx, &dump, "1-optimized.ir", e->g);
     fusion_options fo = {.disable = o->disable_fusion};
     if (!s) s = take_donations(e, o);
     if (!s) s = fusion_plan_build(e->g, &fo, &e->plan);
     if (!s) s = plan_memory(e);
-    if (!s) s = load_kernels(e);
+    if (!s) s = load_kernels(e, &dump);
+    if (!s && dump.on) s = dump_plan(e, &dump);
     if (s) {
         kiln_executable_destroy(e);
         return s;

@@ -79,6 +79,20 @@ static inline int test_close(double a, double b, double rtol, double atol) {
         if (test_failed != before_) fprintf(stderr, "  in %s\n", #fn);                             \
     } while (0)
 
+/* A whole file as a string (malloc'd; NULL when it cannot be read). */
+static inline char *test_read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = (char *)malloc(n > 0 ? (size_t)n + 1 : 1);
+    size_t got = n > 0 ? fread(s, 1, (size_t)n, f) : 0;
+    s[got] = 0;
+    fclose(f);
+    return s;
+}
+
 static inline int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, test_passed, test_failed);
     if (test_failed && test_seed_chosen == 1)

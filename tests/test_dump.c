@@ -14,19 +14,6 @@
 
 static char root[64];
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = 0;
-    fclose(f);
-    return s;
-}
-
 /* How many files in dir end with `suffix` (and contain `part`, when not NULL); the last
  * one's path goes to path. */
 static int count_files(const char *dir, const char *part, const char *suffix, char *path,
@@ -93,7 +80,7 @@ static void test_files_and_contents(void) {
                    {".3-plan.svg", "<svg"}};
     for (size_t i = 0; i < sizeof content / sizeof content[0]; i++) {
         count_files(dir, NULL, content[i].stage, path, sizeof path);
-        char *text = slurp(path);
+        char *text = test_read_file(path);
         CHECK_MSG(text && strstr(text, content[i].want), "%s lacks %s", path, content[i].want);
         free(text);
     }

@@ -80,24 +80,11 @@ static void test_kernel_expressions(void) {
 
 /* ------------------------------------------------------- public header ---- */
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = 0;
-    fclose(f);
-    return s;
-}
-
 /* Every plain op has a declaration kiln_<ident>(kiln_graph *g, kiln_value x[, b]) and a
  * location macro in kiln.h: the builders are generated from the registry, the header is
  * written by hand, and this keeps the two from drifting. */
 static void test_header(void) {
-    char *h = read_file(KILN_SOURCE_DIR "/include/kiln.h");
+    char *h = test_read_file(KILN_SOURCE_DIR "/include/kiln.h");
     CHECK_MSG(h != NULL, "cannot read %s/include/kiln.h", KILN_SOURCE_DIR);
     if (!h) return;
     char want[256];

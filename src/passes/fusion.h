@@ -4,8 +4,9 @@
  *
  * The result is a list of kernels in execution order. A LOOP kernel writes one or more
  * materialised roots of the same shape; every other node it needs and that is not
- * materialised is computed inline, per output element (codegen's elemental emitter). DOT
- * and SCATTER kernels are library calls or runtime loops over materialised operands.
+ * materialised is computed inline, per output element (codegen's elemental lowering,
+ * src/codegen/lower.c). DOT and SCATTER kernels are library calls or runtime loops over
+ * materialised operands.
  *
  * Invariants: parameters and graph outputs are materialised; an inlined node is evaluated
  * at most once per output element of any kernel that contains a reduction (so a

@@ -1,11 +1,10 @@
 /* inplace.c — which inputs a kernel may overwrite with its own result.
  *
  * A LOOP kernel computes out[i] for each element i of its root (i counted row-major),
- * reading its inputs through the inlined expression (codegen's elemental emitter).
- * Writing out[i] over an input is safe exactly when every read of that input in the whole
- * expression is of its element i itself: then element i is read before it is written and
- * no other element's computation ever looks at it, whatever order or threads the items
- * run in.
+ * reading its inputs through the inlined expression (codegen's elemental lowering,
+ * src/codegen/lower.c). Writing out[i] over an input is safe exactly when every read of that input
+ * in the whole expression is of its element i itself: then element i is read before it is written
+ * and no other element's computation ever looks at it, whatever order or threads the items run in.
  *
  * So the walk starts at the root with "same element" and keeps it only through ops that
  * read their operand at the same row-major position: elementwise ops (unary, binary,

@@ -314,6 +314,9 @@ KILN_API kiln_value kiln_logistic(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_sign(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_floor(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_logical_not(kiln_graph *g, kiln_value x);
+/* x itself, through which no gradient flows (jax.lax.stop_gradient): kiln_grad treats it
+ * as a constant. Any dtype. */
+KILN_API kiln_value kiln_stop_gradient(kiln_graph *g, kiln_value x);
 /* Converts between any two dtypes: float->int truncates toward zero and saturates (NaN
  * gives 0), anything->bool is x != 0. */
 KILN_API kiln_value kiln_convert(kiln_graph *g, kiln_value x, kiln_dtype to);
@@ -616,6 +619,7 @@ KILN_API void kiln_jit_clear(kiln_jit *j);
 #define kiln_sign(g, ...)             (KILN__AT(g), kiln_sign((g), __VA_ARGS__))
 #define kiln_floor(g, ...)            (KILN__AT(g), kiln_floor((g), __VA_ARGS__))
 #define kiln_logical_not(g, ...)      (KILN__AT(g), kiln_logical_not((g), __VA_ARGS__))
+#define kiln_stop_gradient(g, ...)    (KILN__AT(g), kiln_stop_gradient((g), __VA_ARGS__))
 #define kiln_convert(g, ...)          (KILN__AT(g), kiln_convert((g), __VA_ARGS__))
 #define kiln_add(g, ...)              (KILN__AT(g), kiln_add((g), __VA_ARGS__))
 #define kiln_sub(g, ...)              (KILN__AT(g), kiln_sub((g), __VA_ARGS__))

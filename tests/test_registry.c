@@ -181,6 +181,12 @@ static void test_compiled_against_reference(kiln_context *ctx) {
         kiln_compile_options unfused = {.disable_fusion = true};
         CHECK_MSG(cmp_graph(ctx, g, 3, args, &unfused, 2e-5, NULL),
                   "%s unfused: compiled != reference", name);
+        /* passes off: every node reaches codegen as traced (stop_gradient included) */
+        kiln_compile_options raw = {.disable_passes = true};
+        CHECK_MSG(cmp_graph(ctx, g, 3, args, &raw, 2e-5, NULL),
+                  "%s without passes: compiled != "
+                  "reference",
+                  name);
         for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
         kiln_graph_destroy(g);
     }

@@ -99,7 +99,9 @@ enum {
     X(FLOOR, "floor", floor, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1,\
       "floor$F($0)", NULL)                                                                         \
     X(NOT, "not", logical_not, 1, IRK_UNARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,  \
-      1, NULL, "(($T)!$0)")
+      1, NULL, "(($T)!$0)")                                                                        \
+    X(STOP_GRADIENT, "stop_gradient", stop_gradient, 1, IRK_UNARY, IRT_ANY,                        \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 0, "$0", "$0")
 
 /* Plain elementwise binary ops (public builder kiln_<ident>(g, a, b), NumPy broadcasting). */
 #define KN_BINARY_OPS(X)                                                                           \

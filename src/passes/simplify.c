@@ -331,6 +331,8 @@ static kiln_status rewrite(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     switch (ir_ops[o->op].kind) {
     case IRK_SOURCE: return o->op == IR_CONSTANT ? splat_constant(rb, id, r) : KILN_STATUS_OK;
     case IRK_UNARY:
+        /* autodiff is done by compile time: stop_gradient is the identity there */
+        if (o->op == IR_STOP_GRADIENT) return (*r = pass_input(rb, id, 0)), KILN_STATUS_OK;
         if ((*r = involution(rb, id))) return KILN_STATUS_OK;
         if (o->op == IR_CONVERT && ((s = convert(rb, id, r)) || *r)) return s;
         return splat_elementwise(rb, id, r);

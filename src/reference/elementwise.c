@@ -65,6 +65,13 @@ static uint64_t i_sign(int64_t x) {
 static uint64_t i_not(int64_t x) {
     return !x;
 }
+/* stop_gradient is the identity on values (autodiff passes it no cotangent) */
+static double f_identity(double x) {
+    return x;
+}
+static uint64_t i_identity(int64_t x) {
+    return (uint64_t)x;
+}
 
 static double f_add(double a, double b) {
     return a + b;
@@ -149,6 +156,7 @@ static const ref_scalar scalar[IR_NUM_OPS] = {
     [IR_LOGISTIC] = {.f1 = logistic},
     [IR_FLOOR] = {.f1 = f_floor},
     [IR_NOT] = {.i1 = i_not},
+    [IR_STOP_GRADIENT] = {.f1 = f_identity, .i1 = i_identity},
     [IR_ADD] = {.f2 = f_add, .i2 = i_add},
     [IR_SUB] = {.f2 = f_sub, .i2 = i_sub},
     [IR_MUL] = {.f2 = f_mul, .i2 = i_mul},

@@ -374,6 +374,51 @@ static void test_kernel_counts(void) {
 
 /* -------------------------------------------------------------- errors ---- */
 
+/* Shapes and attributes at int64's edge (hardening issue, defect 5): what the builder
+ * accepts is computed without overflow by the interpreter and the compiled code (the
+ * sanitizer build checks), and what would overflow is a builder error. */
+static void test_int64_edges(void) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "edges", &g);
+    const int64_t huge[3] = {0, 3, INT64_MAX};
+    kiln_value bad = kiln_parameter(g, "e", KILN_DTYPE_F32, 3, huge);
+    CHECK(bad.id == 0);
+    CHECK_CONTAINS(kiln_last_error(ctx), "2^62");
+    kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "edges", &g);
+    const int64_t empty_dims[3] = {0, 3, (int64_t)1 << 40}; /* extent 3 * 2^40: allowed */
+    kiln_value e = kiln_parameter(g, "e", KILN_DTYPE_F32, 3, empty_dims);
+    const int64_t five[1] = {5}, one[1] = {1};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, five);
+    kiln_value y = kiln_parameter(g, "y", KILN_DTYPE_F32, 1, one);
+    const int64_t st[1] = {1}, lim[1] = {5}, stride[1] = {INT64_MAX};
+    kiln_value s1 = kiln_slice(g, x, st, lim, stride); /* one element: x[1] */
+    const int64_t lo[1] = {2}, hi[1] = {1}, interior[1] = {INT64_MAX};
+    kiln_value p1 = kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 7.0), lo, hi, interior);
+    kiln_value outs[3] = {kiln_exp(g, e), kiln_mul(g, s1, kiln_scalar(g, KILN_DTYPE_F32, 3.0)),
+                          kiln_add(g, p1, kiln_scalar(g, KILN_DTYPE_F32, 1.0))};
+    CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
+    kiln_array *args[3] = {NULL, NULL, NULL};
+    uint64_t rs = 5;
+    args[0] = cmp_random_array(ctx, KILN_DTYPE_F32, 3, empty_dims, &rs);
+    args[1] = cmp_random_array(ctx, KILN_DTYPE_F32, 1, five, &rs);
+    args[2] = cmp_random_array(ctx, KILN_DTYPE_F32, 1, one, &rs);
+    CHECK(cmp_graph(ctx, g, 3, args, NULL, 2e-5, NULL));
+    kiln_compile_options unfused = {.disable_fusion = true, .disable_passes = true};
+    CHECK(cmp_graph(ctx, g, 3, args, &unfused, 2e-5, NULL));
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_graph_destroy(g);
+
+    /* padding that crops more than the operand has, with the padded size in range */
+    kiln_graph_create(ctx, "edges", &g);
+    y = kiln_parameter(g, "y", KILN_DTYPE_F32, 1, one);
+    const int64_t lo2[1] = {INT64_MIN + 2}, hi2[1] = {INT64_MAX};
+    CHECK(kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 0.0), lo2, hi2, NULL).id == 0);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_pad");
+    kiln_graph_destroy(g);
+}
+
 static void test_errors(void) {
     kiln_graph *g;
     kiln_graph_create(ctx, "unfinished", &g);
@@ -496,6 +541,7 @@ int main(void) {
     }
     RUN(test_every_op);
     RUN(test_kernel_counts);
+    RUN(test_int64_edges);
     RUN(test_errors);
     test_second_process(dir);
     test_fault_injection(dir);

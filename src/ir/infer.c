@@ -19,9 +19,17 @@ static const ir_node *input(const kiln_graph *g, const ir_node *n, uint32_t i) {
 kiln_status ir_check_shape(const ir_shape *s, kiln_dtype t, char *msg, size_t msg_size) {
     if (s->rank < 0 || s->rank > KILN_MAX_RANK)
         FAIL(KILN_STATUS_SHAPE, "rank %d is outside [0, %d]", s->rank, KILN_MAX_RANK);
-    for (int i = 0; i < s->rank; i++)
+    int64_t extent = 1; /* the product of the dimensions, a zero counted as one */
+    for (int i = 0; i < s->rank; i++) {
         if (s->dims[i] < 0)
             FAIL(KILN_STATUS_SHAPE, "dimension %d is negative (%lld)", i, (long long)s->dims[i]);
+        if (s->dims[i] > IR_DIM_MAX || !kn_mul_i64(extent, s->dims[i] ? s->dims[i] : 1, &extent) ||
+            extent > IR_DIM_MAX)
+            FAIL(KILN_STATUS_SHAPE,
+                 "the shape's extent overflows 2^62 (kiln's limit; a zero dimension counts as "
+                 "1) at dimension %d (%lld)",
+                 i, (long long)s->dims[i]);
+    }
     size_t bytes;
     if (!ir_shape_nbytes(s, t, &bytes)) FAIL(KILN_STATUS_SHAPE, "the shape's byte size overflows");
     return KILN_STATUS_OK;
@@ -120,6 +128,9 @@ static kiln_status infer_slice(const ir_node *x, ir_node *n, char *msg, size_t m
             FAIL(KILN_STATUS_SHAPE, "axis %d: [start %lld, limit %lld) does not fit in size %lld",
                  i, (long long)s, (long long)l, (long long)x->shape.dims[i]);
         n->shape.dims[i] = l == s ? 0 : (l - s - 1) / st + 1; /* no overflow for huge st */
+        /* normalised: a stride past the slice's extent takes one element, as the extent
+         * itself does, and keeps index arithmetic (start + i * stride) within int64 */
+        if (st > (l - s > 1 ? l - s : 1)) n->a.slice.stride[i] = l - s > 1 ? l - s : 1;
     }
     return KILN_STATUS_OK;
 }
@@ -163,14 +174,21 @@ static kiln_status infer_pad(const kiln_graph *g, ir_node *n, char *msg, size_t 
     n->shape.rank = x->shape.rank;
     n->dtype = x->dtype;
     for (int i = 0; i < x->shape.rank; i++) {
-        int64_t d = x->shape.dims[i], in = n->a.pad.interior[i], out;
+        int64_t d = x->shape.dims[i], in = n->a.pad.interior[i], lo = n->a.pad.lo[i],
+                hi = n->a.pad.hi[i], out;
         if (in < 0)
             FAIL(KILN_STATUS_SHAPE, "axis %d: interior padding %lld is negative", i, (long long)in);
-        int64_t gaps = d > 0 ? d - 1 : 0, inner;
-        if (!kn_mul_i64(gaps, in, &inner) || __builtin_add_overflow(d, inner, &out) ||
-            __builtin_add_overflow(out, n->a.pad.lo[i], &out) ||
-            __builtin_add_overflow(out, n->a.pad.hi[i], &out))
+        if (d <= 1) in = n->a.pad.interior[i] = 0; /* normalised: no gap to pad */
+        int64_t gaps = d > 0 ? d - 1 : 0, inner, extent;
+        if (!kn_mul_i64(gaps, in, &inner) || __builtin_add_overflow(d, inner, &extent) ||
+            extent > IR_DIM_MAX || lo > IR_DIM_MAX || hi > IR_DIM_MAX)
             FAIL(KILN_STATUS_SHAPE, "axis %d: the padded size overflows", i);
+        /* cropping more than the whole operand is not padding (and keeps i - lo in range) */
+        if (lo < -extent || hi < -extent)
+            FAIL(KILN_STATUS_SHAPE,
+                 "axis %d: lo %lld / hi %lld crop more than the operand's %lld elements", i,
+                 (long long)lo, (long long)hi, (long long)extent);
+        out = extent + lo + hi; /* each term within +-2^62: no overflow */
         if (out < 0)
             FAIL(KILN_STATUS_SHAPE, "axis %d: size %lld with lo %lld, hi %lld is negative", i,
                  (long long)d, (long long)n->a.pad.lo[i], (long long)n->a.pad.hi[i]);

@@ -175,6 +175,11 @@ typedef struct ir_op_info {
 
 extern const ir_op_info ir_ops[IR_NUM_OPS];
 
+/* The largest extent of a shape (the product of its dimensions, zeros counted as 1) and so
+ * of any dimension: 2^62, so that sums and differences of indices and extents, and strides
+ * of shapes with a zero dimension, never overflow int64. */
+#define IR_DIM_MAX ((int64_t)1 << 62)
+
 typedef struct ir_shape {
     int rank;
     int64_t dims[KILN_MAX_RANK];

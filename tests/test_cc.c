@@ -631,6 +631,113 @@ static void test_unsafe_dir(void) {
     rm_rf(dir);
 }
 
+/* A directory that its group may write is refused like a world-writable one: a group
+ * member could replace an entry and have its constructor run at dlopen (hardening issue,
+ * defect 3). */
+static void test_group_writable_dir(void) {
+    static const unsigned modes[] = {0770, 0720, 0730, 0702};
+    for (int i = 0; i < 4; i++) {
+        char dir[PATH_MAX];
+        make_tmpdir(dir);
+        chmod(dir, modes[i]);
+        kiln_context *ctx = cache_context(dir, NULL);
+        cc_module *m = NULL;
+        CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
+                     KILN_STATUS_CONFIG);
+        CHECK_CONTAINS(kiln_last_error(ctx), "its group");
+        CHECK(m == NULL && stats_of(ctx).compiles == 0);
+        kiln_context_destroy(ctx);
+        chmod(dir, 0700);
+        rm_rf(dir);
+    }
+}
+
+/* Entries that are not private regular files are never read or loaded, and never hang:
+ * a FIFO in place of the sidecar or the object (defect 4), a link, an object its group may
+ * write, and (as root) an object another user owns. Each is a corrupt entry, rebuilt. */
+static void test_odd_entries(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module *m = load(ctx, SRC_ADD, false);
+    char so[PATH_MAX], meta[PATH_MAX], other[PATH_MAX + 8];
+    if (!m) goto out;
+    entry_path(so, dir, m, ".so");
+    entry_path(meta, dir, m, ".meta");
+    snprintf(other, sizeof other, "%s/other", dir);
+    cc_module_unload(m);
+    alarm(60); /* a hang fails the test instead of stalling the suite */
+    for (int kind = 0; kind < 5; kind++) {
+        if (kind == 4 && geteuid() != 0) continue;
+        switch (kind) {
+        case 0: unlink(meta), mkfifo(meta, 0600); break;
+        case 1: unlink(so), mkfifo(so, 0600); break;
+        case 2: rename(so, other), symlink(other, so); break;
+        case 3: chmod(so, 0660); break;
+        case 4: CHECK(chown(so, 65534, 65534) == 0); break;
+        }
+        cc_stats before = stats_of(ctx);
+        m = load(ctx, SRC_ADD, false);
+        CHECK_MSG(stats_of(ctx).corrupt_rebuilt == before.corrupt_rebuilt + 1,
+                  "odd entry %d not refused", kind);
+        CHECK(m && call_add(m, 2, 5) == 7);
+        cc_module_unload(m);
+        cc_module_unload(load(ctx, SRC_ADD, true)); /* the rebuilt entry is good */
+        unlink(other);
+    }
+    alarm(0);
+out:
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
+/* A cache directory that cannot be written (read-only, full, or not creatable): the
+ * program is compiled privately and loads, once-per-context notice on stderr, instead of
+ * failing. As root, permission bits do not stop writes, so the directory is made
+ * immutable (chattr +i) where the file system allows; otherwise the case is skipped. */
+static void test_unwritable_dir(void) {
+    char dir[PATH_MAX], cmd[PATH_MAX + 32];
+    make_tmpdir(dir);
+    bool locked;
+    if (geteuid() == 0) {
+        snprintf(cmd, sizeof cmd, "chattr +i '%s' 2>/dev/null", dir);
+        locked = system(cmd) == 0;
+    } else {
+        locked = chmod(dir, 0500) == 0;
+    }
+    if (!locked) {
+        printf("test_unwritable_dir: cannot make a read-only directory here; skipped\n");
+        rm_rf(dir);
+        return;
+    }
+    kiln_context *ctx = cache_context(dir, NULL);
+    for (int i = 0; i < 2; i++) {
+        cc_module *m = NULL;
+        CHECK_OK(ctx, cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL));
+        CHECK(m && call_add(m, 20, 22) == 42);
+        cc_module_unload(m);
+    }
+    CHECK(stats_of(ctx).unwritable == 2 && stats_of(ctx).compiles == 2);
+    kiln_context_destroy(ctx);
+    /* A cache directory that cannot even be created under it: the same. */
+    char deep[PATH_MAX + 8];
+    snprintf(deep, sizeof deep, "%s/sub", dir);
+    ctx = cache_context(deep, NULL);
+    cc_module *m = NULL;
+    CHECK_OK(ctx, cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL));
+    CHECK(m && call_add(m, 1, 1) == 2);
+    cc_module_unload(m);
+    CHECK(stats_of(ctx).unwritable == 1);
+    kiln_context_destroy(ctx);
+    if (geteuid() == 0) {
+        snprintf(cmd, sizeof cmd, "chattr -i '%s'", dir);
+        if (system(cmd)) fprintf(stderr, "could not unlock %s\n", dir);
+    } else {
+        chmod(dir, 0700);
+    }
+    rm_rf(dir);
+}
+
 int main(void) {
     RUN(test_sha256);
     RUN(test_config);
@@ -645,6 +752,9 @@ int main(void) {
     RUN(test_cache_off);
     RUN(test_host_oom);
     RUN(test_unsafe_dir);
+    RUN(test_group_writable_dir);
+    RUN(test_odd_entries);
+    RUN(test_unwritable_dir);
     RUN(test_concurrent);
     return test_summary("test_cc");
 }

@@ -60,7 +60,8 @@ struct cc_compiler {
     char path[PATH_MAX];                   /* the compiler, as found on PATH or given */
     char identity[512 + 2 * PATH_MAX + 8]; /* version line, path, real path */
     cc_stats stats;
-    atomic_uint next_tmp; /* makes temp folder names unique within the process */
+    atomic_uint next_tmp;          /* makes temp folder names unique within the process */
+    atomic_bool warned_unwritable; /* the unwritable-cache notice was printed */
 };
 
 struct cc_module {
@@ -383,9 +384,14 @@ static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *
     return compile_failed(ld, a.v, status, output, kept);
 }
 
-/* dlopen + the key check. The module takes the handle. */
-static kiln_status open_module(const cc_load *ld, const char *so, size_t bytes, cc_module **out) {
-    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+/* dlopen + the key check. The module takes the handle. A file already checked and held
+ * open (fd >= 0) is loaded through /proc/self/fd, so the bytes loaded are the bytes that
+ * were checked; `so` names it in messages. */
+static kiln_status open_module(const cc_load *ld, const char *so, int fd, size_t bytes,
+                               cc_module **out) {
+    char via_fd[64];
+    if (fd >= 0) snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d", fd);
+    void *h = dlopen(fd >= 0 ? via_fd : so, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
         return ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot load compiled kernels %s: %s", so,
@@ -438,7 +444,7 @@ static kiln_status open_fresh(const cc_load *ld, const char *tmp, const char *ke
                               cc_module **out) {
     char so[PATH_MAX], src[PATH_MAX];
     cc_path(so, tmp, NULL, CC_TMP_OBJECT);
-    kiln_status s = open_module(ld, so, file_size(so), out);
+    kiln_status s = open_module(ld, so, -1, file_size(so), out);
     if (!s || s == KILN_STATUS_HOST_OOM) return s;
     char why[1024];
     kiln_last_error_copy(ld->ctx, why, sizeof why);
@@ -458,9 +464,28 @@ static kiln_status load_private(const cc_load *ld, cc_module **out) {
     return s;
 }
 
+/* The cache directory cannot be written (read-only, full, not ours to create): compile
+ * privately instead, and say so once per context on stderr — the program still runs, only
+ * without the disk cache's help next time. */
+static kiln_status load_uncached(const cc_load *ld, const char *dir, const char *why,
+                                 cc_module **out) {
+    if (!atomic_exchange(&ld->st->warned_unwritable, true))
+        fprintf(stderr,
+                "kiln: the kernel cache \"%s\" (KILN_CACHE_DIR) cannot be written (%s); "
+                "compiling in a private temporary folder instead (said once per context)\n",
+                dir, why);
+    bump(ld->st, &ld->st->stats.unwritable, 1);
+    return load_private(ld, out);
+}
+
 static kiln_status compile_into_cache(const cc_load *ld, const char *dir, cc_module **out) {
     char tmp[PATH_MAX], keep[PATH_MAX];
     kiln_status s = make_tmp(ld, dir, ".tmp-", tmp);
+    if (s == KILN_STATUS_IO) {
+        char why[256];
+        kiln_last_error_copy(ld->ctx, why, sizeof why);
+        return load_uncached(ld, dir, why, out);
+    }
     if (s) return s;
     cc_path(keep, dir, ld->key, ".failed.c");
     if (!(s = run_compiler(ld, tmp, keep))) s = open_fresh(ld, tmp, keep, out);
@@ -477,12 +502,20 @@ static kiln_status compile_into_cache(const cc_load *ld, const char *dir, cc_mod
 static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **out,
                                bool *from_cache) {
     kiln_status s = cc_cache_dir_ready(ld->ctx, dir);
+    if (s == KILN_STATUS_IO) { /* cannot be made or read: an insecure one is still an error */
+        char why[512];
+        kiln_last_error_copy(ld->ctx, why, sizeof why);
+        return load_uncached(ld, dir, why, out);
+    }
     if (s) return s;
     size_t bytes;
+    int fd;
     char so[PATH_MAX];
-    cc_entry_state e = cc_cache_verify(dir, ld->key, &bytes);
-    if (e == CC_ENTRY_OK && cc_path(so, dir, ld->key, ".so")) {
-        s = open_module(ld, so, bytes, out);
+    cc_entry_state e = cc_cache_verify(dir, ld->key, &bytes, &fd);
+    if (e == CC_ENTRY_OK) {
+        cc_path(so, dir, ld->key, ".so");
+        s = open_module(ld, so, fd, bytes, out);
+        close(fd);
         if (!s) {
             bump(ld->st, &ld->st->stats.disk_hits, 1);
             if (from_cache) *from_cache = true;

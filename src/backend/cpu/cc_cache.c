@@ -4,6 +4,13 @@
  *   - nothing is trusted before its bytes match the sidecar's size and SHA-256; a
  *     mismatch, a truncated object or a sidecar that is not exactly what a writer would
  *     have written removes the entry, so the next writer starts clean;
+ *   - only private files are read: opened without following links and without blocking
+ *     (a FIFO in an entry's place must not hang a compile), then fstat'ed to be a regular
+ *     file that the user owns and nobody else may write; the directory itself may not be
+ *     writable by its group or by anyone; anything else is treated as a corrupt entry;
+ *   - the object that was hashed is the object that is loaded: the verified file stays
+ *     open and is dlopen'ed through /proc/self/fd, so swapping the file between the check
+ *     and the load changes nothing;
  *   - every file is written under a private temp folder and renamed into place, so other
  *     processes see an old entry, a new one, or none — never half of one;
  *   - LRU by mtime: a hit touches its .so, eviction removes the oldest entries first and
@@ -64,11 +71,12 @@ kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir) {
     if (!S_ISDIR(sb.st_mode))
         return ctx_error(ctx, KILN_STATUS_CONFIG,
                          "kernel cache directory \"%s\" (KILN_CACHE_DIR) is not a directory", dir);
-    if (sb.st_uid != geteuid() || (sb.st_mode & S_IWOTH))
+    if (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))
         return ctx_error(ctx, KILN_STATUS_CONFIG,
                          "kernel cache directory \"%s\" (KILN_CACHE_DIR) is owned by another user "
-                         "or writable by anyone (mode %04o); kiln loads code from it, so it "
-                         "refuses: use a private directory (or KILN_CACHE_MAX_BYTES=0)",
+                         "or writable by its group or by anyone (mode %04o); kiln loads code "
+                         "from it, so it refuses: use a private directory (chmod 700) or "
+                         "KILN_CACHE_MAX_BYTES=0",
                          dir, (unsigned)(sb.st_mode & 07777));
     return KILN_STATUS_OK;
 }
@@ -113,9 +121,25 @@ static bool parse_meta(const char *text, size_t len, const char *key, uint64_t *
     return true;
 }
 
+/* Opens path for reading without following a link or blocking on a FIFO. Returns the fd
+ * of a regular file that the user owns and that neither group nor others may write, -1
+ * when there is no such path (errno ENOENT), or -2 for anything else there. */
+static int open_private(const char *path) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? -1 : -2;
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
+        (sb.st_mode & (S_IWGRP | S_IWOTH))) {
+        close(fd);
+        return -2;
+    }
+    return fd;
+}
+
+/* Up to cap bytes of a private file; -1: absent, -2: not a private regular file. */
 static ssize_t read_small(const char *path, char *buf, size_t cap) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
+    int fd = open_private(path);
+    if (fd < 0) return fd;
     size_t got = 0;
     while (got < cap) {
         ssize_t r = read(fd, buf + got, cap - got);
@@ -145,25 +169,28 @@ static bool object_matches(int fd, uint64_t size, const char *hex) {
     return !memcmp(got, hex, CC_KEY_HEX);
 }
 
-cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes) {
+cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes, int *fd_out) {
     char meta_path[PATH_MAX], so_path[PATH_MAX], text[META_MAX], hex[SHA256_HEX_BYTES];
+    *fd_out = -1;
     if (!cc_path(meta_path, dir, key, ".meta") || !cc_path(so_path, dir, key, ".so"))
         return CC_ENTRY_MISS;
     ssize_t len = read_small(meta_path, text, sizeof text - 1);
-    if (len < 0) return CC_ENTRY_MISS; /* no sidecar: absent, or not yet published */
-    text[len] = 0;
+    if (len == -1) return CC_ENTRY_MISS; /* no sidecar: absent, or not yet published */
     uint64_t size;
-    bool ok = parse_meta(text, (size_t)len, key, &size, hex);
-    int fd = ok ? open(so_path, O_RDONLY | O_CLOEXEC) : -1;
-    if (ok && fd < 0 && errno == ENOENT) return CC_ENTRY_MISS; /* evicted meanwhile */
+    bool ok = len >= 0;
+    if (ok) text[len] = 0;
+    ok = ok && parse_meta(text, (size_t)len, key, &size, hex);
+    int fd = ok ? open_private(so_path) : -2;
+    if (ok && fd == -1) return CC_ENTRY_MISS; /* evicted meanwhile */
     ok = ok && fd >= 0 && object_matches(fd, size, hex);
-    if (ok) futimens(fd, NULL); /* the LRU clock */
-    if (fd >= 0) close(fd);
     if (!ok) {
+        if (fd >= 0) close(fd);
         cc_cache_remove_entry(dir, key);
         return CC_ENTRY_CORRUPT;
     }
+    futimens(fd, NULL); /* the LRU clock */
     *bytes = (size_t)size;
+    *fd_out = fd;
     return CC_ENTRY_OK;
 }
 
@@ -189,7 +216,8 @@ bool cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t 
     char hex[SHA256_HEX_BYTES];
     uint64_t size = 0;
     int fd = open(tmp_so, O_RDONLY | O_CLOEXEC);
-    bool ok = fd >= 0 && hash_fd(fd, digest, &size);
+    /* private whatever the umask gave it: the loader refuses a group-writable object */
+    bool ok = fd >= 0 && !fchmod(fd, 0700) && hash_fd(fd, digest, &size);
     if (fd >= 0) close(fd);
     *bytes = (size_t)size;
     if (!ok) return false;

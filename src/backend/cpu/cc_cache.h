@@ -27,15 +27,18 @@
 bool cc_path(char out[PATH_MAX], const char *dir, const char *key, const char *suffix);
 
 /* Creates dir with its parents (mode 0700) if missing, and refuses one that another user
- * owns or anyone may write to: kiln loads code from it. KILN_STATUS_CONFIG names
- * KILN_CACHE_DIR. */
+ * owns or that its group or anyone may write to: kiln loads code from it.
+ * KILN_STATUS_CONFIG names KILN_CACHE_DIR. */
 kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir);
 
 typedef enum cc_entry_state { CC_ENTRY_MISS, CC_ENTRY_OK, CC_ENTRY_CORRUPT } cc_entry_state;
 
-/* Checks <dir>/<key>.so against its sidecar without loading it. OK: *bytes is its size and
- * its mtime is now (the LRU clock). CORRUPT: the entry has been removed. */
-cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes);
+/* Checks <dir>/<key>.so against its sidecar without loading it: both private regular
+ * files (see cc_cache.c), the object's size and SHA-256 those the sidecar records. OK:
+ * *bytes is its size, its mtime is now (the LRU clock) and *fd is the checked object, open
+ * (the caller loads that very file through /proc/self/fd and closes it). CORRUPT: the
+ * entry has been removed. */
+cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes, int *fd);
 
 /* Hashes <tmp>/CC_TMP_OBJECT, writes its sidecar and renames both into dir. *bytes gets the
  * .so's size either way; false when the entry could not be published (the caller's

@@ -235,7 +235,7 @@ static void draw(double *x, int64_t n, int kind, uint64_t *seed) {
 static int build_case(kiln_graph *g, const grad_case *c, kiln_dtype t, int64_t *wdims, int *wrank) {
     kiln_value x[MAX_IN], outs[1 + MAX_IN];
     for (int i = 0; i < c->n_in; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "x%d", i);
         x[i] = kiln_parameter(g, name, t, c->rank[i], c->dims[i]);
     }

@@ -421,6 +421,31 @@ KILN_API kiln_value kiln_gelu(kiln_graph *g, kiln_value x);
  * logsumexp(logits) - logits[label], shape [...]. */
 KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_value labels);
 
+/* --------------------------------------------------------------- autodiff ---- */
+
+/* Reverse-mode differentiation inside the graph being traced (jax.grad / jax.vjp, but
+ * appended to g rather than made a new function): the backward computation is added to g
+ * as ordinary ops, so the caller keeps tracing (an optimiser update uses the gradients)
+ * and forward, backward and update compile, fuse and are planned as one program. It works
+ * inside a kiln_jit trace function and on a graph that already holds a backward pass
+ * (gradients of gradients). docs/autodiff.md gives the conventions at non-smooth points.
+ *
+ * kiln_grad: loss is a f32 or f64 scalar (rank 0) of g; grads[i] receives d loss / d
+ * wrt[i], of wrt[i]'s dtype and shape. wrt[i] may be a parameter or any float value of g;
+ * one the loss does not depend on gets zeros. Integer and bool values carry no gradient,
+ * nor do values behind kiln_stop_gradient, compare, floor or sign.
+ * kiln_vjp: the same for several outputs with given cotangents: grads[i] receives
+ * sum_j cotangents[j] . d outs[j] / d wrt[i]; cotangents[j] has outs[j]'s type.
+ *
+ * Errors are builder errors (sticky on g, as for the ops above): a non-scalar or integer
+ * loss, a value of another graph, an integer wrt, n <= 0 or NULL arrays, a cotangent of
+ * the wrong type. On error every grads[i] is the invalid value. */
+KILN_API kiln_status kiln_grad(kiln_graph *g, kiln_value loss, int n, const kiln_value *wrt,
+                               kiln_value *grads);
+KILN_API kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs,
+                              const kiln_value *cotangents, int n_wrt, const kiln_value *wrt,
+                              kiln_value *grads);
+
 /* ------------------------------------------------------------ interpreter ---- */
 
 /* Evaluates a finished graph op by op on the host (the reference every backend is tested
@@ -656,6 +681,8 @@ KILN_API void kiln_jit_clear(kiln_jit *j);
 #define kiln_gelu(g, ...)             (KILN__AT(g), kiln_gelu((g), __VA_ARGS__))
 #define kiln_softmax_cross_entropy(g, ...)                                                         \
     (KILN__AT(g), kiln_softmax_cross_entropy((g), __VA_ARGS__))
+#define kiln_grad(g, ...) (KILN__AT(g), kiln_grad((g), __VA_ARGS__))
+#define kiln_vjp(g, ...)  (KILN__AT(g), kiln_vjp((g), __VA_ARGS__))
 #endif
 
 #ifdef __cplusplus

@@ -6,7 +6,8 @@
  * guarded) so that float rounding differences cannot blow up into false failures.
  *
  * Usage: rp_state s = {.seed = ...}; each rp_sub(&s, g) appends an independent
- * sub-program to graph g (their parameters and outputs accumulate in s).
+ * sub-program to graph g (their parameters and outputs accumulate in s). rp_loss makes
+ * float sub-programs and a scalar loss over their outputs, for the autodiff tests.
  *
  * A second kind, rp_dense_graph, is made for the graph passes rather than for code
  * generation: small programs dense in identities, duplicates and foldable constants.
@@ -259,14 +260,12 @@ static inline kiln_value rp_gather(rp_state *s, kiln_graph *g, const rp_val *x) 
     return kiln_take_rows(g, x->v, i);
 }
 
-/* One sub-program: 1-2 parameters, 3-10 ops, 1-2 outputs. */
-static inline void rp_sub(rp_state *s, kiln_graph *g) {
+/* One sub-program whose first parameter has dtype t: 1-2 parameters, 3-10 ops, 1-2
+ * outputs (of dtype t: every op above keeps its operand's dtype). */
+static inline void rp_sub_typed(rp_state *s, kiln_graph *g, kiln_dtype t) {
     s->n_vals = 0;
     int rank;
     int64_t dims[KILN_MAX_RANK];
-    static const kiln_dtype types[6] = {KILN_DTYPE_F32, KILN_DTYPE_F32, KILN_DTYPE_F32,
-                                        KILN_DTYPE_F64, KILN_DTYPE_I32, KILN_DTYPE_I64};
-    kiln_dtype t = types[rp_int(s, 6)];
     rp_random_shape(s, &rank, dims);
     rp_push(s, g, rp_param(s, g, t, rank, dims));
     int n_ops = 3 + rp_int(s, 8);
@@ -290,6 +289,27 @@ static inline void rp_sub(rp_state *s, kiln_graph *g) {
     int n_out = 1 + rp_int(s, 2);
     for (int i = 0; i < n_out && s->n_vals && s->n_outs < RP_MAX_OUTS; i++)
         s->outs[s->n_outs++] = i == 0 ? s->vals[s->n_vals - 1].v : rp_pick(s)->v;
+}
+
+/* One sub-program of a random dtype (f32 more often than the others). */
+static inline void rp_sub(rp_state *s, kiln_graph *g) {
+    static const kiln_dtype types[6] = {KILN_DTYPE_F32, KILN_DTYPE_F32, KILN_DTYPE_F32,
+                                        KILN_DTYPE_F64, KILN_DTYPE_I32, KILN_DTYPE_I64};
+    rp_sub_typed(s, g, types[rp_int(s, 6)]);
+}
+
+/* A scalar loss of float dtype t over n_subs random float sub-programs, for autodiff:
+ * sum over their outputs of sum(w * out), each w a new parameter (in s->params, after the
+ * programs' own), so every output element matters. Invalid after a builder error. */
+static inline kiln_value rp_loss(rp_state *s, kiln_graph *g, kiln_dtype t, int n_subs) {
+    for (int i = 0; i < n_subs; i++) rp_sub_typed(s, g, t);
+    kiln_value loss = kiln_scalar(g, t, 0);
+    for (int i = 0; i < s->n_outs; i++) {
+        rp_val o = rp_typed(g, s->outs[i]);
+        kiln_value w = rp_param(s, g, t, o.rank, o.dims);
+        loss = kiln_add(g, loss, kiln_reduce_sum(g, kiln_mul(g, w, o.v), 0, NULL, false));
+    }
+    return loss;
 }
 
 /* ------------------------------------------------ programs dense in rewrites ---- */

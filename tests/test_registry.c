@@ -1,10 +1,12 @@
 /* test_registry.c — the op registry (src/ir/ir.h) is complete: every op of IR_NUM_OPS has
- * every part each stage needs, and the public header declares every plain op's builder.
+ * every part each stage needs (reference evaluation, kernel expression, VJP rule or
+ * NONDIFF), and the public header declares every plain op's builder.
  *
  * It walks the registry rather than a hand-kept list, so a new row is checked (and its
  * kernel expression compiled against its reference evaluation on every dtype it accepts)
  * without touching this file. */
 #include "compare.h"
+#include "autodiff/autodiff.h"
 #include "reference/reference.h"
 #include "trace/trace.h"
 
@@ -192,6 +194,22 @@ static void test_compiled_against_reference(kiln_context *ctx) {
     }
 }
 
+/* Every op has a VJP rule or is NONDIFF, never both. PARAMETER is the one exception: the
+ * leaf gradients flow to, it needs no rule and must not be NONDIFF. */
+static void test_vjp_rules(void) {
+    for (int op = 0; op < IR_NUM_OPS; op++) {
+        const ir_op_info *o = &ir_ops[op];
+        bool rule = ad_rule_for((ir_op)op) != NULL, nondiff = (o->flags & IRF_NONDIFF) != 0;
+        if (op == IR_PARAMETER) {
+            CHECK_MSG(!rule && !nondiff, "parameter is the autodiff leaf: no rule, not NONDIFF");
+            continue;
+        }
+        CHECK_MSG(rule != nondiff, "%s: %s", o->name,
+                  rule ? "has a VJP rule but is marked NONDIFF"
+                       : "has no VJP rule (src/autodiff/rules.c) and is not marked IRF_NONDIFF");
+    }
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln_test_registry_XXXXXX";
     if (!mkdtemp(dir)) return 1;
@@ -199,6 +217,7 @@ int main(void) {
     kiln_context *ctx = NULL;
     if (kiln_context_create(&o, &ctx, NULL, 0)) return 1;
     test_rows();
+    test_vjp_rules();
     test_kernel_expressions();
     test_header();
     test_compiled_against_reference(ctx);

@@ -1,0 +1,34 @@
+/* autodiff.h — reverse mode inside the graph being traced: the VJP rule table shared by
+ * the transform (grad.c) and the registry test.
+ *
+ * A rule reads one forward node and the cotangent of its result and appends, through the
+ * public builders (so every new node is typed and verified), the cotangent contribution of
+ * each input the transform asks for. Rules only ever append: the forward nodes they read
+ * (the node itself, its inputs, its result) stay as they are and are reused, never
+ * recomputed, so the backward pass fuses with the forward pass it follows.
+ *
+ * Invariants a rule keeps: a contribution has its input's dtype and shape; a rule builds
+ * nothing for an input whose `need` is false; zeros are broadcast scalars, never constants
+ * of full size; the graph's node array may move under any builder call, so a rule reads
+ * the node through the copy it is given and input types by id, never through a pointer
+ * held across a call. */
+#ifndef KILN_AUTODIFF_H
+#define KILN_AUTODIFF_H
+
+#include "ir/ir.h"
+
+/* The rule of one op. n is a copy of the forward node `id`; ct its cotangent (n's dtype
+ * and shape); need[i] says whether input i wants a contribution, which the rule writes to
+ * out[i] (left {0, 0} when it has none: a zero contribution). A builder error is left on
+ * the graph (sticky); the transform checks the graph's status after each rule. */
+typedef void (*ad_rule)(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                        const bool *need, kiln_value *out);
+
+/* The rule of op, or NULL: IRF_NONDIFF ops and PARAMETER (the leaf gradients flow to)
+ * have none. */
+ad_rule ad_rule_for(ir_op op);
+
+/* The name backward nodes' errors carry. */
+#define AD_OP "kiln_grad"
+
+#endif

@@ -1,0 +1,288 @@
+/* grad.c — kiln_grad and kiln_vjp: reverse mode appended to the graph being traced.
+ *
+ * The transform works on the graph in place, in three sweeps over node ids (the graph's
+ * order is topological, so no sort is needed):
+ *
+ *  1. forward, from the earliest wrt: a node is "varying" when it is a wrt or a
+ *     differentiable float op with a varying input. Integer and bool values, NONDIFF ops
+ *     (stop_gradient, compare, floor, ...) and sources other than the wrt stop the flow.
+ *  2. backward, from the outputs: a varying node is "live" when an output is, or when it
+ *     feeds a live node. Only live nodes get a cotangent, so the backward pass touches
+ *     neither what the outputs do not depend on nor what does not depend on a wrt.
+ *  3. backward again, over the live nodes from the latest output down to the earliest wrt:
+ *     each node's rule (rules.c) turns its cotangent into contributions for its live
+ *     inputs; several contributions to one value are summed with add.
+ *
+ * Every backward node is made by the public builders, so it is typed and checked, and
+ * carries the user's location of the kiln_grad call. The graph's node count only grows:
+ * ids below the first new node keep their meaning, which is all the sweeps need.
+ * Errors are the builder's (sticky, first one kept, message names the call). */
+#include "autodiff.h"
+#include "trace/trace.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { VARYING = 1, LIVE = 2 };
+
+/* Host memory of one transform: a flag byte and a cotangent per node of the forward graph. */
+typedef struct ad_work {
+    kiln_graph *g;
+    const char *op;
+    uint32_t n;     /* nodes (ids) before the transform, slot 0 included */
+    uint8_t *flags; /* [n] */
+    kiln_value *ct; /* [n]: the cotangent so far, {0,0} for none */
+} ad_work;
+
+static bool work_init(ad_work *w, kiln_graph *g, const char *op) {
+    w->g = g;
+    w->op = op;
+    w->n = g->n_nodes;
+    w->flags = host_alloc(g->ctx, w->n);
+    w->ct = host_alloc(g->ctx, (size_t)w->n * sizeof *w->ct);
+    if (!w->flags || !w->ct) {
+        trace_fail(g, KILN_STATUS_HOST_OOM, op,
+                   "host allocation of the work arrays for %u nodes failed", w->n);
+        return false;
+    }
+    memset(w->flags, 0, w->n);
+    memset(w->ct, 0, (size_t)w->n * sizeof *w->ct);
+    return true;
+}
+
+static void work_free(ad_work *w) {
+    kiln_context *ctx = w->g->ctx;
+    if (w->flags) host_free(ctx, w->flags, w->n);
+    if (w->ct) host_free(ctx, w->ct, (size_t)w->n * sizeof *w->ct);
+}
+
+/* Adds a contribution to id's cotangent. */
+static void accumulate(ad_work *w, uint32_t id, kiln_value c) {
+    if (!c.id) return;
+    w->ct[id] = w->ct[id].id ? kiln_add(w->g, w->ct[id], c) : c;
+}
+
+/* Sweeps 1 and 2: marks the varying nodes from lo and the live ones below hi. */
+static void mark(ad_work *w, const uint32_t *wrt, int n_wrt, const uint32_t *outs, int n_out,
+                 uint32_t lo, uint32_t hi) {
+    const kiln_graph *g = w->g;
+    for (int i = 0; i < n_wrt; i++) w->flags[wrt[i]] |= VARYING;
+    for (uint32_t id = lo; id <= hi; id++) {
+        const ir_node *n = &g->nodes[id];
+        if ((w->flags[id] & VARYING) || !ir_dtype_is_float(n->dtype) || !ad_rule_for(n->op))
+            continue;
+        const uint32_t *in = ir_in(n);
+        for (uint32_t k = 0; k < n->n_in; k++)
+            if (w->flags[in[k]] & VARYING) {
+                w->flags[id] |= VARYING;
+                break;
+            }
+    }
+    for (int i = 0; i < n_out; i++)
+        if (w->flags[outs[i]] & VARYING) w->flags[outs[i]] |= LIVE;
+    for (uint32_t id = hi; id >= lo && id > 0; id--) {
+        const ir_node *n = &g->nodes[id];
+        if (!(w->flags[id] & LIVE) || !ad_rule_for(n->op)) continue;
+        const uint32_t *in = ir_in(n);
+        for (uint32_t k = 0; k < n->n_in; k++)
+            if (w->flags[in[k]] & VARYING) w->flags[in[k]] |= LIVE;
+    }
+}
+
+/* Checks one contribution's type against its input: a rule that got it wrong is a kiln
+ * bug, reported as such rather than left to confuse a later op. */
+static bool check_contribution(ad_work *w, uint32_t node, uint32_t input, kiln_value c) {
+    const ir_node *x = &w->g->nodes[input], *v = &w->g->nodes[c.id];
+    if (v->dtype == x->dtype && ir_shape_eq(&v->shape, &x->shape)) return true;
+    char want[IR_TYPE_STR_MAX], got[IR_TYPE_STR_MAX];
+    trace_fail(w->g, KILN_STATUS_INTERNAL, w->op,
+               "the VJP rule of %s (%%%u) gave %s for its input %%%u of type %s",
+               ir_ops[w->g->nodes[node].op].name, node,
+               ir_type_str(v->dtype, &v->shape, got, sizeof got), input,
+               ir_type_str(x->dtype, &x->shape, want, sizeof want));
+    return false;
+}
+
+/* Sweep 3: runs the rules of the live nodes from hi down to lo. */
+static bool backward(ad_work *w, uint32_t lo, uint32_t hi) {
+    kiln_graph *g = w->g;
+    for (uint32_t id = hi; id >= lo && id > 0; id--) {
+        if (!(w->flags[id] & LIVE) || !w->ct[id].id) continue;
+        ir_node n = g->nodes[id]; /* a copy: builders may move the node array */
+        ad_rule rule = ad_rule_for(n.op);
+        if (!rule) continue; /* a wrt that is a parameter or NONDIFF: nothing above it */
+        bool need[16];
+        kiln_value stack_out[16];
+        bool *needp = need;
+        kiln_value *out = stack_out;
+        if (n.n_in > 16) { /* a wide concatenate */
+            needp = host_alloc(g->ctx, n.n_in * sizeof *needp);
+            out = host_alloc(g->ctx, n.n_in * sizeof *out);
+            if (!needp || !out) {
+                if (needp) host_free(g->ctx, needp, n.n_in * sizeof *needp);
+                if (out) host_free(g->ctx, out, n.n_in * sizeof *out);
+                trace_fail(g, KILN_STATUS_HOST_OOM, w->op,
+                           "host allocation for the %u inputs of %%%u failed", n.n_in, id);
+                return false;
+            }
+        }
+        const uint32_t *in = ir_in(&n);
+        for (uint32_t k = 0; k < n.n_in; k++) {
+            needp[k] = (w->flags[in[k]] & LIVE) != 0;
+            out[k] = KN_NONE;
+        }
+        rule(g, id, &n, w->ct[id], needp, out);
+        bool ok = g->status == KILN_STATUS_OK;
+        for (uint32_t k = 0; ok && k < n.n_in; k++) {
+            if (!needp[k] || !out[k].id) continue;
+            if (!(ok = check_contribution(w, id, in[k], out[k]))) break;
+            accumulate(w, in[k], out[k]);
+            ok = g->status == KILN_STATUS_OK;
+        }
+        if (needp != need) {
+            host_free(g->ctx, needp, n.n_in * sizeof *needp);
+            host_free(g->ctx, out, n.n_in * sizeof *out);
+        }
+        if (!ok) return false;
+    }
+    return true;
+}
+
+/* Checks the wrt list: float values of this graph. */
+static bool check_wrt(kiln_graph *g, const char *op, int n, const kiln_value *wrt,
+                      kiln_value *grads) {
+    if (n <= 0 || !wrt || !grads) {
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                   n <= 0 ? "needs at least one value to differentiate with respect to (got %d)"
+                          : "wrt and grads must not be NULL (n = %d)",
+                   n);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "wrt[%d]", i);
+        const ir_node *x = trace_node(g, op, wrt[i], what);
+        if (!x) return false;
+        if (!ir_dtype_is_float(x->dtype)) {
+            trace_fail_on(g, &wrt[i].id, 1, KILN_STATUS_DTYPE, op,
+                          "wrt[%d] is %s: only f32 and f64 values have gradients", i,
+                          kiln_dtype_name(x->dtype));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The shared core: seeds[i] is the cotangent of outs[i]. */
+static kiln_status transform(kiln_graph *g, const char *op, int n_out, const kiln_value *outs,
+                             const kiln_value *seeds, int n_wrt, const kiln_value *wrt,
+                             kiln_value *grads) {
+    ad_work w;
+    memset(&w, 0, sizeof w);
+    if (!work_init(&w, g, op)) {
+        work_free(&w);
+        return g->status;
+    }
+    uint32_t wid[KILN_MAX_OUTPUTS], oid[KILN_MAX_OUTPUTS], *wids = wid, *oids = oid;
+    size_t wbytes = (size_t)n_wrt * sizeof *wids, obytes = (size_t)n_out * sizeof *oids;
+    if (n_wrt > KILN_MAX_OUTPUTS) wids = host_alloc(g->ctx, wbytes);
+    if (n_out > KILN_MAX_OUTPUTS) oids = host_alloc(g->ctx, obytes);
+    if (!wids || !oids) {
+        trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %d values failed",
+                   n_wrt + n_out);
+        goto done;
+    }
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (int i = 0; i < n_wrt; i++) {
+        wids[i] = wrt[i].id;
+        if (wids[i] < lo) lo = wids[i];
+    }
+    for (int i = 0; i < n_out; i++) {
+        oids[i] = outs[i].id;
+        if (oids[i] > hi) hi = oids[i];
+    }
+    if (lo <= hi) {
+        mark(&w, wids, n_wrt, oids, n_out, lo, hi);
+        for (int i = 0; i < n_out && !g->status; i++)
+            if (w.flags[oids[i]] & LIVE) accumulate(&w, oids[i], seeds[i]);
+        if (!g->status) backward(&w, lo, hi);
+    }
+    for (int i = 0; i < n_wrt && !g->status; i++) {
+        kiln_value c = w.ct[wids[i]];
+        if (!c.id) { /* the outputs do not depend on it: zeros, as a broadcast scalar */
+            const ir_node *x = &g->nodes[wids[i]];
+            ir_shape s = x->shape;
+            kiln_dtype t = x->dtype;
+            c = trace_scalar(g, op, t, 0);
+            if (c.id && s.rank) c = kiln_broadcast_in_dim(g, c, s.rank, s.dims, NULL);
+        }
+        grads[i] = c;
+    }
+done:
+    if (wids && wids != wid) host_free(g->ctx, wids, wbytes);
+    if (oids && oids != oid) host_free(g->ctx, oids, obytes);
+    work_free(&w);
+    if (g->status)
+        for (int i = 0; i < n_wrt; i++) grads[i] = KN_NONE;
+    return g->status;
+}
+
+kiln_status kiln_grad(kiln_graph *g, kiln_value loss, int n, const kiln_value *wrt,
+                      kiln_value *grads) {
+    const char *op = "kiln_grad";
+    if (!g) return KILN_STATUS_INVALID_ARGUMENT;
+    if (grads && n > 0)
+        for (int i = 0; i < n; i++) grads[i] = KN_NONE;
+    if (!trace_ready(g, op)) return g->status ? g->status : KILN_STATUS_INVALID_ARGUMENT;
+    const ir_node *l = trace_node(g, op, loss, "the loss");
+    if (!l) return g->status;
+    if (!ir_dtype_is_float(l->dtype) || l->shape.rank != 0) {
+        trace_fail_on(g, &loss.id, 1,
+                      ir_dtype_is_float(l->dtype) ? KILN_STATUS_SHAPE : KILN_STATUS_DTYPE, op,
+                      "the loss must be a f32 or f64 scalar (rank 0)");
+        return g->status;
+    }
+    if (!check_wrt(g, op, n, wrt, grads)) return g->status;
+    kiln_value one = trace_scalar(g, op, l->dtype, 1);
+    if (!one.id) return g->status;
+    return transform(g, op, 1, &loss, &one, n, wrt, grads);
+}
+
+kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs, const kiln_value *cotangents,
+                     int n_wrt, const kiln_value *wrt, kiln_value *grads) {
+    const char *op = "kiln_vjp";
+    if (!g) return KILN_STATUS_INVALID_ARGUMENT;
+    if (grads && n_wrt > 0)
+        for (int i = 0; i < n_wrt; i++) grads[i] = KN_NONE;
+    if (!trace_ready(g, op)) return g->status ? g->status : KILN_STATUS_INVALID_ARGUMENT;
+    if (n_out <= 0 || !outs || !cotangents) {
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                   n_out <= 0 ? "needs at least one output (got %d)"
+                              : "outs and cotangents must not be NULL (n_out = %d)",
+                   n_out);
+        return g->status;
+    }
+    for (int i = 0; i < n_out; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "outs[%d]", i);
+        const ir_node *o = trace_node(g, op, outs[i], what);
+        if (!o) return g->status;
+        snprintf(what, sizeof what, "cotangents[%d]", i);
+        const ir_node *c = trace_node(g, op, cotangents[i], what);
+        if (!c) return g->status;
+        uint32_t both[2] = {outs[i].id, cotangents[i].id};
+        if (!ir_dtype_is_float(o->dtype)) {
+            trace_fail_on(g, both, 2, KILN_STATUS_DTYPE, op,
+                          "outs[%d] is %s: only f32 and f64 outputs take a cotangent", i,
+                          kiln_dtype_name(o->dtype));
+            return g->status;
+        }
+        if (c->dtype != o->dtype || !ir_shape_eq(&c->shape, &o->shape)) {
+            trace_fail_on(g, both, 2, c->dtype != o->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
+                          op, "cotangents[%d] must have the type of outs[%d]", i, i);
+            return g->status;
+        }
+    }
+    if (!check_wrt(g, op, n_wrt, wrt, grads)) return g->status;
+    return transform(g, op, n_out, outs, cotangents, n_wrt, wrt, grads);
+}

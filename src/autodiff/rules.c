@@ -1,0 +1,522 @@
+/* rules.c — one VJP rule per differentiable op, in a table indexed by op.
+ *
+ * Each rule is the transpose of its op's linearisation, written with the public builders
+ * so the backward nodes are ordinary, typed nodes that the passes fuse and a second
+ * kiln_grad differentiates again. Rules reuse forward values rather than recompute them
+ * (exp's rule multiplies by the forward exp node, tanh's and logistic's use the forward
+ * result), and build zeros as broadcast scalars, so the backward graph needs no buffer the
+ * forward one did not.
+ *
+ * Conventions at non-smooth points follow JAX's lax rules (docs/autodiff.md lists them):
+ * abs'(0) = 1 (select(x >= 0, g, -g)); max/min split a tie 0.5/0.5, except max with a
+ * splat constant 0 (kiln_relu), whose gradient at 0 is 0 as jax.nn.relu's; sqrt'(0) = inf;
+ * pow's d/db uses log(x) with x = 0 replaced by 1; reduce_max/min divide the cotangent
+ * among the positions equal to the result.
+ *
+ * No mutable state: the table is const and rules touch only the graph they are given. */
+#include "autodiff.h"
+#include "trace/trace.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------- helpers ---- */
+
+static kiln_value val(const kiln_graph *g, uint32_t id) {
+    return trace_value(g, id);
+}
+
+static kiln_value scalar(kiln_graph *g, kiln_dtype t, double v) {
+    return trace_scalar(g, AD_OP, t, v);
+}
+
+static ir_shape shape_of(const kiln_graph *g, uint32_t id) {
+    return g->nodes[id].shape;
+}
+
+/* Zeros of the given type: a scalar broadcast, which fusion inlines (never materialised). */
+static kiln_value zeros(kiln_graph *g, kiln_dtype t, const ir_shape *s) {
+    kiln_value z = scalar(g, t, 0);
+    if (!z.id || s->rank == 0) return z;
+    return kiln_broadcast_in_dim(g, z, s->rank, s->dims, NULL);
+}
+
+/* Sum of x over the axes of mask (dropped); x itself for an empty mask. */
+static kiln_value sum_axes(kiln_graph *g, kiln_value x, int rank, uint32_t mask) {
+    int axes[KILN_MAX_RANK], n = 0;
+    for (int i = 0; i < rank; i++)
+        if (mask >> i & 1u) axes[n++] = i;
+    return n ? kiln_reduce_sum(g, x, n, axes, false) : x;
+}
+
+/* The inverse of a reduction's shape change: r (the reduced shape) broadcast back over
+ * the axes of mask to shape `to`. */
+static kiln_value expand(kiln_graph *g, kiln_value r, const ir_shape *to, uint32_t mask) {
+    if (!mask) return r;
+    int bd[KILN_MAX_RANK], n = 0;
+    for (int i = 0; i < to->rank; i++)
+        if (!(mask >> i & 1u)) bd[n++] = i;
+    return kiln_broadcast_in_dim(g, r, to->rank, to->dims, bd);
+}
+
+/* ---------------------------------------------------------------- unary ---- */
+
+static void vjp_neg(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id, (void)n, (void)need;
+    out[0] = kiln_neg(g, ct);
+}
+
+/* JAX: select(x >= 0, g, -g), so abs'(0) = 1. */
+static void vjp_abs(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id, (void)need;
+    kiln_value x = val(g, ir_in(n)[0]);
+    kiln_value pos = kiln_compare(g, x, scalar(g, n->dtype, 0), KILN_CMP_GE);
+    out[0] = kiln_select(g, pos, ct, kiln_neg(g, ct));
+}
+
+static void vjp_exp(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)n, (void)need;
+    out[0] = kiln_mul(g, ct, val(g, id)); /* the forward exp, reused */
+}
+
+static void vjp_log(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id, (void)need;
+    out[0] = kiln_div(g, ct, val(g, ir_in(n)[0]));
+}
+
+static void vjp_log1p(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                      kiln_value *out) {
+    (void)id, (void)need;
+    kiln_value x = val(g, ir_in(n)[0]);
+    out[0] = kiln_div(g, ct, kiln_add(g, x, scalar(g, n->dtype, 1)));
+}
+
+/* JAX: g * (0.5 / sqrt(x)): infinite at 0. */
+static void vjp_sqrt(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                     kiln_value *out) {
+    (void)need;
+    out[0] = kiln_mul(g, ct, kiln_div(g, scalar(g, n->dtype, 0.5), val(g, id)));
+}
+
+/* JAX: g * (-0.5 * rsqrt(x) / x). */
+static void vjp_rsqrt(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                      kiln_value *out) {
+    (void)need;
+    kiln_value q = kiln_div(g, val(g, id), val(g, ir_in(n)[0]));
+    out[0] = kiln_mul(g, ct, kiln_mul(g, scalar(g, n->dtype, -0.5), q));
+}
+
+/* JAX's form, (g + g*y) * (1 - y), which keeps precision where y is near +-1. */
+static void vjp_tanh(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                     kiln_value *out) {
+    (void)need;
+    kiln_value y = val(g, id);
+    kiln_value a = kiln_add(g, ct, kiln_mul(g, ct, y));
+    out[0] = kiln_mul(g, a, kiln_sub(g, scalar(g, n->dtype, 1), y));
+}
+
+static void vjp_logistic(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                         const bool *need, kiln_value *out) {
+    (void)need;
+    kiln_value y = val(g, id);
+    kiln_value d = kiln_mul(g, y, kiln_sub(g, scalar(g, n->dtype, 1), y));
+    out[0] = kiln_mul(g, ct, d);
+}
+
+/* float -> float only: to or from an integer or bool there is no gradient (and the
+ * transform never asks, as such values carry no cotangent). */
+static void vjp_convert(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                        const bool *need, kiln_value *out) {
+    (void)id, (void)need;
+    kiln_dtype from = g->nodes[ir_in(n)[0]].dtype;
+    if (ir_dtype_is_float(from) && ir_dtype_is_float(n->dtype)) out[0] = kiln_convert(g, ct, from);
+}
+
+/* --------------------------------------------------------------- binary ---- */
+
+static void vjp_add(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)g, (void)id, (void)n, (void)need;
+    out[0] = out[1] = ct;
+}
+
+static void vjp_sub(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id, (void)n;
+    out[0] = ct;
+    if (need[1]) out[1] = kiln_neg(g, ct);
+}
+
+static void vjp_mul(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id;
+    const uint32_t *in = ir_in(n);
+    if (need[0]) out[0] = kiln_mul(g, ct, val(g, in[1]));
+    if (need[1]) out[1] = kiln_mul(g, val(g, in[0]), ct);
+}
+
+/* JAX: g / b, and -g * a / b^2. */
+static void vjp_div(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id;
+    kiln_value a = val(g, ir_in(n)[0]), b = val(g, ir_in(n)[1]);
+    if (need[0]) out[0] = kiln_div(g, ct, b);
+    if (need[1]) out[1] = kiln_div(g, kiln_mul(g, kiln_neg(g, ct), a), kiln_mul(g, b, b));
+}
+
+/* JAX (float exponent): d/da = g * b * a^(b-1); d/db = g * log(a == 0 ? 1 : a) * a^b, so
+ * the exponent's gradient is 0 (not NaN) at a = 0. */
+static void vjp_pow(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    kiln_value a = val(g, ir_in(n)[0]), b = val(g, ir_in(n)[1]);
+    kiln_dtype t = n->dtype;
+    if (need[0]) {
+        kiln_value p = kiln_pow(g, a, kiln_sub(g, b, scalar(g, t, 1)));
+        out[0] = kiln_mul(g, ct, kiln_mul(g, b, p));
+    }
+    if (need[1]) {
+        kiln_value zero = kiln_compare(g, a, scalar(g, t, 0), KILN_CMP_EQ);
+        kiln_value safe = kiln_select(g, zero, scalar(g, t, 1), a);
+        out[1] = kiln_mul(g, ct, kiln_mul(g, kiln_log(g, safe), val(g, id)));
+    }
+}
+
+/* True when v is a splat 0: a rank-0 constant zero, or a broadcast of one. */
+static bool is_zero_splat(const kiln_graph *g, uint32_t v) {
+    const ir_node *x = &g->nodes[v];
+    if (x->op == IR_BROADCAST) x = &g->nodes[ir_in(x)[0]];
+    if (x->op != IR_CONSTANT || x->shape.rank != 0 || !x->data) return false;
+    switch (x->dtype) {
+    case KILN_DTYPE_F32: return *(const float *)x->data == 0;
+    case KILN_DTYPE_F64: return *(const double *)x->data == 0;
+    default: return false;
+    }
+}
+
+/* JAX's _balanced_eq: operand i gets g * (x_i == out) / (x_other == out ? 2 : 1), so a
+ * tie splits the cotangent evenly. max(x, 0) with a splat constant zero is kiln_relu:
+ * there x gets g * (x > 0), jax.nn.relu's convention (0 at 0). */
+static void minmax(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                   kiln_value *out) {
+    const uint32_t *in = ir_in(n);
+    kiln_dtype t = n->dtype;
+    kiln_value y = val(g, id);
+    for (int i = 0; i < 2; i++) {
+        if (!need[i]) continue;
+        kiln_value x = val(g, in[i]), other = val(g, in[1 - i]);
+        if (n->op == IR_MAX && is_zero_splat(g, in[1 - i])) {
+            kiln_value pos = kiln_compare(g, x, other, KILN_CMP_GT);
+            out[i] = kiln_select(g, pos, ct, zeros(g, t, &n->shape));
+            continue;
+        }
+        kiln_value mine = kiln_compare(g, x, y, KILN_CMP_EQ);
+        kiln_value theirs = kiln_compare(g, other, y, KILN_CMP_EQ);
+        kiln_value num = kiln_select(g, mine, scalar(g, t, 1), scalar(g, t, 0));
+        kiln_value den = kiln_select(g, theirs, scalar(g, t, 2), scalar(g, t, 1));
+        out[i] = kiln_mul(g, ct, kiln_div(g, num, den));
+    }
+}
+
+static void vjp_select(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                       const bool *need, kiln_value *out) {
+    (void)id;
+    kiln_value p = val(g, ir_in(n)[0]);
+    if (need[1]) out[1] = kiln_select(g, p, ct, zeros(g, n->dtype, &n->shape));
+    if (need[2]) out[2] = kiln_select(g, p, zeros(g, n->dtype, &n->shape), ct);
+}
+
+/* --------------------------------------------------------------- shapes ---- */
+
+/* Sum over the axes the broadcast made: the new ones and the size-1 ones it stretched. */
+static void vjp_broadcast(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                          const bool *need, kiln_value *out) {
+    (void)id, (void)need;
+    ir_shape xs = shape_of(g, ir_in(n)[0]);
+    uint32_t mask = (uint32_t)((1u << n->shape.rank) - 1);
+    for (int i = 0; i < xs.rank; i++) {
+        int o = n->a.bcast_dims[i];
+        if (xs.dims[i] == n->shape.dims[o]) mask &= ~(1u << o);
+    }
+    kiln_value r = sum_axes(g, ct, n->shape.rank, mask);
+    out[0] = kiln_reshape(g, r, xs.rank, xs.dims); /* puts back the stretched size-1 axes */
+}
+
+static void vjp_reshape(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                        const bool *need, kiln_value *out) {
+    (void)id, (void)need;
+    ir_shape xs = shape_of(g, ir_in(n)[0]);
+    out[0] = kiln_reshape(g, ct, xs.rank, xs.dims);
+}
+
+static void vjp_transpose(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                          const bool *need, kiln_value *out) {
+    (void)id, (void)need;
+    int inv[KILN_MAX_RANK];
+    for (int i = 0; i < n->shape.rank; i++) inv[n->a.perm[i]] = i;
+    out[0] = kiln_transpose(g, ct, inv);
+}
+
+/* A slice's cotangent is padded back to the operand: lo = start, interior = stride - 1,
+ * hi whatever remains after the last element taken. */
+static void vjp_slice(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                      kiln_value *out) {
+    (void)id, (void)need;
+    ir_shape xs = shape_of(g, ir_in(n)[0]);
+    int64_t lo[KILN_MAX_RANK], hi[KILN_MAX_RANK], interior[KILN_MAX_RANK];
+    for (int i = 0; i < xs.rank; i++) {
+        int64_t k = n->shape.dims[i], s = n->a.slice.stride[i];
+        interior[i] = s - 1;
+        if (k == 0) {
+            lo[i] = xs.dims[i], hi[i] = 0;
+        } else {
+            lo[i] = n->a.slice.start[i];
+            hi[i] = xs.dims[i] - (lo[i] + (k - 1) * s + 1);
+        }
+    }
+    out[0] = kiln_pad(g, ct, scalar(g, n->dtype, 0), lo, hi, interior);
+}
+
+/* JAX's pad transpose: undo lo/hi (a negative one, a crop, becomes zeros), then take every
+ * (interior+1)-th element; the padding value gets the cotangent of every padded position,
+ * sum(g) - sum(operand's part). */
+static void vjp_pad(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id;
+    int rank = n->shape.rank;
+    int64_t start[KILN_MAX_RANK], limit[KILN_MAX_RANK], stride[KILN_MAX_RANK];
+    int64_t nlo[KILN_MAX_RANK], nhi[KILN_MAX_RANK];
+    bool crop = false;
+    for (int i = 0; i < rank; i++) {
+        crop |= n->a.pad.lo[i] < 0 || n->a.pad.hi[i] < 0;
+        nlo[i] = -n->a.pad.lo[i], nhi[i] = -n->a.pad.hi[i];
+        stride[i] = n->a.pad.interior[i] + 1;
+    }
+    kiln_value base = ct;
+    ir_shape bs = n->shape;
+    if (crop) { /* one unpad over every axis, then a plain strided slice */
+        base = kiln_pad(g, ct, scalar(g, n->dtype, 0), nlo, nhi, NULL);
+        for (int i = 0; i < rank; i++) {
+            start[i] = 0;
+            bs.dims[i] -= n->a.pad.lo[i] + n->a.pad.hi[i];
+            limit[i] = bs.dims[i];
+        }
+    } else {
+        for (int i = 0; i < rank; i++) {
+            start[i] = n->a.pad.lo[i];
+            limit[i] = n->shape.dims[i] - n->a.pad.hi[i];
+        }
+    }
+    kiln_value x = kiln_slice(g, base, start, limit, stride);
+    if (need[0]) out[0] = x;
+    if (need[1]) {
+        kiln_value all = sum_axes(g, ct, rank, (uint32_t)((1u << rank) - 1));
+        kiln_value mine = sum_axes(g, x, rank, (uint32_t)((1u << rank) - 1));
+        out[1] = kiln_sub(g, all, mine);
+    }
+}
+
+static void vjp_concat(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                       const bool *need, kiln_value *out) {
+    (void)id;
+    int rank = n->shape.rank, ax = n->a.axis;
+    int64_t start[KILN_MAX_RANK] = {0}, limit[KILN_MAX_RANK];
+    for (int i = 0; i < rank; i++) limit[i] = n->shape.dims[i];
+    int64_t at = 0;
+    const uint32_t *in = ir_in(n);
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        int64_t d = g->nodes[in[k]].shape.dims[ax];
+        start[ax] = at, limit[ax] = at + d;
+        if (need[k]) out[k] = kiln_slice(g, ct, start, limit, NULL);
+        at += d;
+    }
+}
+
+/* ----------------------------------------------------------- reductions ---- */
+
+static void vjp_reduce_sum(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                           const bool *need, kiln_value *out) {
+    (void)id, (void)need;
+    ir_shape xs = shape_of(g, ir_in(n)[0]);
+    out[0] = expand(g, ct, &xs, n->a.reduce_axes);
+}
+
+/* JAX's chooser rule: the positions equal to the result share the cotangent evenly. */
+static void vjp_reduce_chooser(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                               const bool *need, kiln_value *out) {
+    (void)need;
+    uint32_t xid = ir_in(n)[0], mask = n->a.reduce_axes;
+    ir_shape xs = shape_of(g, xid);
+    kiln_dtype t = n->dtype;
+    kiln_value hit = kiln_compare(g, val(g, xid), expand(g, val(g, id), &xs, mask), KILN_CMP_EQ);
+    kiln_value loc = kiln_convert(g, hit, t);
+    kiln_value count = sum_axes(g, loc, xs.rank, mask);
+    out[0] = kiln_mul(g, loc, expand(g, kiln_div(g, ct, count), &xs, mask));
+}
+
+/* The product of the others, exactly, with zeros: where a group has no zero it is
+ * prod / x; where it has one, the zero's position gets the product of the rest and the
+ * others 0; with two or more every position gets 0 (as JAX's rule gives). */
+static void vjp_reduce_prod(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                            const bool *need, kiln_value *out) {
+    (void)id, (void)need;
+    uint32_t xid = ir_in(n)[0], mask = n->a.reduce_axes;
+    ir_shape xs = shape_of(g, xid);
+    kiln_dtype t = n->dtype;
+    kiln_value x = val(g, xid), one = scalar(g, t, 1), zero = scalar(g, t, 0);
+    kiln_value is0 = kiln_compare(g, x, zero, KILN_CMP_EQ);
+    kiln_value x1 = kiln_select(g, is0, one, x);                           /* zeros as ones */
+    kiln_value rest = sum_axes(g, kiln_convert(g, is0, t), xs.rank, mask); /* zeros per group */
+    int axes[KILN_MAX_RANK], na = 0;
+    for (int i = 0; i < xs.rank; i++)
+        if (mask >> i & 1u) axes[na++] = i;
+    kiln_value p1 = na ? kiln_reduce_prod(g, x1, na, axes, false) : x1; /* prod of nonzeros */
+    kiln_value nz = expand(g, rest, &xs, mask), pb = expand(g, p1, &xs, mask);
+    kiln_value none = kiln_compare(g, nz, zero, KILN_CMP_EQ);
+    kiln_value single = kiln_logical_and(g, kiln_compare(g, nz, one, KILN_CMP_EQ), is0);
+    kiln_value others =
+        kiln_select(g, none, kiln_div(g, pb, x1), kiln_select(g, single, pb, zeros(g, t, &xs)));
+    out[0] = kiln_mul(g, others, expand(g, ct, &xs, mask));
+}
+
+/* ---------------------------------------------------------------- dot ---- */
+
+/* JAX's _dot_general_transpose_lhs: the cotangent of x in dot_general(x, y) is
+ * dot_general(g, y) contracting g's y-kept axes with y's kept axes and batching the batch
+ * axes, then transposed back into x's axis order. swap says the result's kept axes come
+ * in (y, x) order, as for the rhs. */
+static kiln_value dot_transpose(kiln_graph *g, kiln_value ct, uint32_t xid, uint32_t yid,
+                                const int *xc, const int *yc, const int *xb, const int *yb, int nc,
+                                int nb, bool swap) {
+    int xr = g->nodes[xid].shape.rank, yr = g->nodes[yid].shape.rank;
+    int xk[KILN_MAX_RANK], yk[KILN_MAX_RANK], nxk = 0, nyk = 0;
+    uint32_t xu = 0, yu = 0;
+    for (int i = 0; i < nc; i++) xu |= 1u << xc[i], yu |= 1u << yc[i];
+    for (int i = 0; i < nb; i++) xu |= 1u << xb[i], yu |= 1u << yb[i];
+    for (int i = 0; i < xr; i++)
+        if (!(xu >> i & 1u)) xk[nxk++] = i;
+    for (int i = 0; i < yr; i++)
+        if (!(yu >> i & 1u)) yk[nyk++] = i;
+    /* the cotangent's axes: batch, then the kept axes of (x, y), or of (y, x) if swapped */
+    int y_at = swap ? nb : nb + nxk;
+    kiln_dot_dims d;
+    memset(&d, 0, sizeof d);
+    d.n_contract = nyk;
+    for (int i = 0; i < nyk; i++) d.lhs_contract[i] = y_at + i, d.rhs_contract[i] = yk[i];
+    d.n_batch = nb;
+    for (int i = 0; i < nb; i++) d.lhs_batch[i] = i, d.rhs_batch[i] = yb[i];
+    kiln_value r = kiln_dot_general(g, ct, val(g, yid), &d);
+    /* r's axes: batch, x's kept, then y's contracting axes in y's order, i.e. x's
+     * contracting axes sorted by their y partner */
+    int order[KILN_MAX_RANK], k = 0;
+    for (int i = 0; i < nb; i++) order[k++] = xb[i];
+    for (int i = 0; i < nxk; i++) order[k++] = xk[i];
+    for (int a = 0; a < yr; a++)
+        for (int i = 0; i < nc; i++)
+            if (yc[i] == a) order[k++] = xc[i];
+    int perm[KILN_MAX_RANK];
+    bool identity = true;
+    for (int i = 0; i < xr; i++) {
+        perm[order[i]] = i;
+        identity &= order[i] == i;
+    }
+    return identity ? r : kiln_transpose(g, r, perm);
+}
+
+static void vjp_dot(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id;
+    const kiln_dot_dims *d = &n->a.dot;
+    const uint32_t *in = ir_in(n);
+    if (need[0])
+        out[0] = dot_transpose(g, ct, in[0], in[1], d->lhs_contract, d->rhs_contract, d->lhs_batch,
+                               d->rhs_batch, d->n_contract, d->n_batch, false);
+    if (need[1])
+        out[1] = dot_transpose(g, ct, in[1], in[0], d->rhs_contract, d->lhs_contract, d->rhs_batch,
+                               d->lhs_batch, d->n_contract, d->n_batch, true);
+}
+
+/* ------------------------------------------------------------- indexing ---- */
+
+/* The transpose of a gather is a scatter-add into zeros. take_rows clamps its indices and
+ * scatter_add_rows drops those out of range, so the indices are clamped here too. */
+static void vjp_take_rows(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                          const bool *need, kiln_value *out) {
+    (void)id, (void)need;
+    uint32_t tid = ir_in(n)[0], iid = ir_in(n)[1];
+    ir_shape ts = shape_of(g, tid);
+    kiln_dtype it = g->nodes[iid].dtype;
+    kiln_value idx = val(g, iid);
+    if (ts.dims[0] > 0) {
+        idx = kiln_max(g, idx, scalar(g, it, 0));
+        idx = kiln_min(g, idx, scalar(g, it, (double)(ts.dims[0] - 1)));
+    }
+    out[0] = kiln_scatter_add_rows(g, zeros(g, n->dtype, &ts), idx, ct);
+}
+
+/* operand: the cotangent itself; updates: the rows they were added to, and zero for the
+ * updates whose index was out of range (they were dropped). */
+static void vjp_scatter_add_rows(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                                 const bool *need, kiln_value *out) {
+    (void)id;
+    uint32_t iid = ir_in(n)[1], uid = ir_in(n)[2];
+    ir_shape us = shape_of(g, uid), is = shape_of(g, iid);
+    kiln_dtype it = g->nodes[iid].dtype;
+    int64_t rows = n->shape.dims[0];
+    if (need[0]) out[0] = ct;
+    if (!need[2]) return;
+    if (rows == 0) { /* every update was dropped */
+        out[2] = zeros(g, n->dtype, &us);
+        return;
+    }
+    kiln_value idx = val(g, iid);
+    kiln_value ok =
+        kiln_logical_and(g, kiln_compare(g, idx, scalar(g, it, 0), KILN_CMP_GE),
+                         kiln_compare(g, idx, scalar(g, it, (double)rows), KILN_CMP_LT));
+    int bd[KILN_MAX_RANK];
+    for (int i = 0; i < is.rank; i++) bd[i] = i;
+    kiln_value okb = kiln_broadcast_in_dim(g, ok, us.rank, us.dims, bd);
+    out[2] = kiln_select(g, okb, kiln_take_rows(g, ct, idx), zeros(g, n->dtype, &us));
+}
+
+/* ---------------------------------------------------------------- table ---- */
+
+static const ad_rule rules[IR_NUM_OPS] = {
+    [IR_NEG] = vjp_neg,
+    [IR_ABS] = vjp_abs,
+    [IR_EXP] = vjp_exp,
+    [IR_LOG] = vjp_log,
+    [IR_LOG1P] = vjp_log1p,
+    [IR_SQRT] = vjp_sqrt,
+    [IR_RSQRT] = vjp_rsqrt,
+    [IR_TANH] = vjp_tanh,
+    [IR_LOGISTIC] = vjp_logistic,
+    [IR_CONVERT] = vjp_convert,
+    [IR_ADD] = vjp_add,
+    [IR_SUB] = vjp_sub,
+    [IR_MUL] = vjp_mul,
+    [IR_DIV] = vjp_div,
+    [IR_POW] = vjp_pow,
+    [IR_MAX] = minmax,
+    [IR_MIN] = minmax,
+    [IR_SELECT] = vjp_select,
+    [IR_BROADCAST] = vjp_broadcast,
+    [IR_RESHAPE] = vjp_reshape,
+    [IR_TRANSPOSE] = vjp_transpose,
+    [IR_SLICE] = vjp_slice,
+    [IR_CONCAT] = vjp_concat,
+    [IR_PAD] = vjp_pad,
+    [IR_REDUCE_SUM] = vjp_reduce_sum,
+    [IR_REDUCE_MAX] = vjp_reduce_chooser,
+    [IR_REDUCE_MIN] = vjp_reduce_chooser,
+    [IR_REDUCE_PROD] = vjp_reduce_prod,
+    [IR_DOT] = vjp_dot,
+    [IR_TAKE_ROWS] = vjp_take_rows,
+    [IR_SCATTER_ADD_ROWS] = vjp_scatter_add_rows,
+};
+
+ad_rule ad_rule_for(ir_op op) {
+    return (unsigned)op < IR_NUM_OPS ? rules[op] : NULL;
+}

@@ -1,0 +1,868 @@
+/* test_autodiff.c — kiln_grad and kiln_vjp (src/autodiff): every differentiable op's
+ * gradient against central finite differences in f64 (reference interpreter), compiled
+ * gradients against the interpreter's (f32 and f64), random programs, second derivatives
+ * against closed forms, the conventions at non-smooth points, the builder errors, and
+ * fault injection over build + grad + compile + run.
+ *
+ * Each case is a function of a few parameters; the test differentiates
+ * loss = sum(w * f(x...)) with a random w, so every element of f's result matters. Inputs
+ * are drawn away from f's non-smooth points (ties, abs at 0), which are tested apart
+ * against exact values. KILN_TEST_PROGRAMS raises the number of random programs. */
+#include "compare.h"
+#include "fault.h"
+#include "randprog.h"
+
+#include <stdint.h>
+
+#define MAX_IN 4
+
+typedef kiln_value (*case_fn)(kiln_graph *g, const kiln_value *x);
+
+enum { ANY, POS, LARGE, DISTINCT }; /* how a case's inputs are drawn */
+
+typedef struct grad_case {
+    const char *name;
+    case_fn f;
+    int n_in;
+    int rank[MAX_IN];
+    int64_t dims[MAX_IN][KILN_MAX_RANK];
+    int kind;
+} grad_case;
+
+/* ------------------------------------------------------------ the cases ---- */
+
+#define U(name, call)                                                                              \
+    static kiln_value name(kiln_graph *g, const kiln_value *x) {                                   \
+        return call;                                                                               \
+    }
+U(f_neg, kiln_neg(g, x[0]))
+U(f_abs, kiln_abs(g, x[0]))
+U(f_exp, kiln_exp(g, x[0]))
+U(f_log, kiln_log(g, x[0]))
+U(f_log1p, kiln_log1p(g, x[0]))
+U(f_sqrt, kiln_sqrt(g, x[0]))
+U(f_rsqrt, kiln_rsqrt(g, x[0]))
+U(f_tanh, kiln_tanh(g, x[0]))
+U(f_logistic, kiln_logistic(g, x[0]))
+U(f_add, kiln_add(g, x[0], x[1]))
+U(f_sub, kiln_sub(g, x[0], x[1]))
+U(f_mul, kiln_mul(g, x[0], x[1]))
+U(f_div, kiln_div(g, x[0], x[1]))
+U(f_pow, kiln_pow(g, x[0], x[1]))
+U(f_max, kiln_max(g, x[0], x[1]))
+U(f_min, kiln_min(g, x[0], x[1]))
+U(f_select, kiln_select(g, kiln_compare(g, x[0], x[1], KILN_CMP_GT), kiln_mul(g, x[0], x[1]),
+                        kiln_exp(g, x[1])))
+U(f_bcast, kiln_broadcast_in_dim(g, x[0], 3, (const int64_t[]){2, 3, 4}, (const int[]){1}))
+U(f_bcast1, kiln_broadcast_in_dim(g, x[0], 3, (const int64_t[]){2, 3, 4}, (const int[]){0, 2}))
+U(f_bcast0, kiln_broadcast_to(g, x[0], 2, (const int64_t[]){2, 2}))
+U(f_reshape, kiln_reshape(g, kiln_exp(g, x[0]), 2, (const int64_t[]){3, 4}))
+U(f_transpose, kiln_transpose(g, x[0], (const int[]){2, 0, 1}))
+U(f_slice,
+  kiln_slice(g, x[0], (const int64_t[]){1, 0}, (const int64_t[]){5, 3}, (const int64_t[]){2, 2}))
+U(f_pad, kiln_pad(g, x[0], x[1], (const int64_t[]){1, -1}, (const int64_t[]){2, 1},
+                  (const int64_t[]){1, 2}))
+U(f_pad_pos, kiln_pad(g, x[0], x[1], (const int64_t[]){0, 2}, (const int64_t[]){1, 0},
+                      (const int64_t[]){2, 0}))
+U(f_concat, kiln_concatenate(g, 3, (kiln_value[]){x[0], kiln_tanh(g, x[1]), x[0]}, 1))
+U(f_convert, kiln_convert(g, kiln_mul(g, x[0], x[0]), KILN_DTYPE_F64))
+U(f_matmul, kiln_matmul(g, x[0], x[1]))
+U(f_bmatmul, kiln_matmul(g, x[0], x[1]))
+U(f_take, kiln_take_rows(g, x[0],
+                         kiln_constant(g, KILN_DTYPE_I32, 2, (const int64_t[]){2, 3},
+                                       (const int32_t[]){0, 2, 2, -1, 7, 1})))
+U(f_scatter, kiln_scatter_add_rows(g, x[0],
+                                   kiln_constant(g, KILN_DTYPE_I64, 1, (const int64_t[]){4},
+                                                 (const int64_t[]){1, 1, -3, 2}),
+                                   kiln_mul(g, x[1], x[1])))
+U(f_softmax, kiln_softmax(g, x[0], -1))
+U(f_log_softmax, kiln_log_softmax(g, x[0], 0))
+U(f_logsumexp, kiln_logsumexp(g, x[0], 1, (const int[]){1}, false))
+U(f_layer_norm, kiln_layer_norm(g, x[0], x[1], x[2], 1e-5))
+U(f_gelu, kiln_gelu(g, x[0]))
+U(f_relu, kiln_relu(g, x[0]))
+U(f_mean, kiln_mean(g, x[0], 1, (const int[]){-1}, true))
+U(f_xent, kiln_softmax_cross_entropy(g, x[0],
+                                     kiln_constant(g, KILN_DTYPE_I32, 1, (const int64_t[]){3},
+                                                   (const int32_t[]){2, 0, 3})))
+U(f_stop, kiln_mul(g, x[0], kiln_stop_gradient(g, kiln_exp(g, x[0]))))
+U(f_floor, kiln_add(g, kiln_floor(g, x[0]), kiln_mul(g, kiln_sign(g, x[0]), x[0])))
+#undef U
+
+/* dot_general layouts: (lhs contract, rhs contract, batch pairs) */
+static kiln_value dot_with(kiln_graph *g, const kiln_value *x, int nc, const int *lc, const int *rc,
+                           int nb, const int *lb, const int *rb) {
+    kiln_dot_dims d;
+    memset(&d, 0, sizeof d);
+    d.n_contract = nc, d.n_batch = nb;
+    for (int i = 0; i < nc; i++) d.lhs_contract[i] = lc[i], d.rhs_contract[i] = rc[i];
+    for (int i = 0; i < nb; i++) d.lhs_batch[i] = lb[i], d.rhs_batch[i] = rb[i];
+    return kiln_dot_general(g, x[0], x[1], &d);
+}
+static kiln_value f_dot_tl(kiln_graph *g, const kiln_value *x) { /* [3,2] . [3,4]: lhs^T */
+    return dot_with(g, x, 1, (const int[]){0}, (const int[]){0}, 0, NULL, NULL);
+}
+static kiln_value f_dot_tr(kiln_graph *g, const kiln_value *x) { /* [2,3] . [4,3]: rhs^T */
+    return dot_with(g, x, 1, (const int[]){1}, (const int[]){1}, 0, NULL, NULL);
+}
+static kiln_value f_dot_batch(kiln_graph *g, const kiln_value *x) { /* [3,2,4] . [4,5,2] */
+    return dot_with(g, x, 1, (const int[]){2}, (const int[]){0}, 1, (const int[]){1},
+                    (const int[]){2});
+}
+static kiln_value f_dot_two(kiln_graph *g, const kiln_value *x) { /* two contracting axes */
+    return dot_with(g, x, 2, (const int[]){0, 2}, (const int[]){2, 0}, 0, NULL, NULL);
+}
+static kiln_value f_dot_outer(kiln_graph *g, const kiln_value *x) { /* no contraction */
+    return dot_with(g, x, 0, NULL, NULL, 0, NULL, NULL);
+}
+static kiln_value f_dot_vec(kiln_graph *g, const kiln_value *x) { /* [3] . [3] -> scalar */
+    return dot_with(g, x, 1, (const int[]){0}, (const int[]){0}, 0, NULL, NULL);
+}
+
+/* Reductions over every axis set of a [2,3,4] value: the case's index picks the set. */
+static int reduce_mask;
+static kiln_value reduce_axes(int *axes) {
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        if (reduce_mask >> i & 1) axes[n++] = i - (i == 2 ? 3 : 0); /* a negative one too */
+    return (kiln_value){0, (uint32_t)n};
+}
+#define R(name, fn, keep)                                                                          \
+    static kiln_value name(kiln_graph *g, const kiln_value *x) {                                   \
+        int axes[3];                                                                               \
+        int n = (int)reduce_axes(axes).id;                                                         \
+        return fn(g, x[0], n, axes, keep);                                                         \
+    }
+R(f_rsum, kiln_reduce_sum, false)
+R(f_rmax, kiln_reduce_max, true)
+R(f_rmin, kiln_reduce_min, false)
+R(f_rprod, kiln_reduce_prod, true)
+#undef R
+
+#define S(...) __VA_ARGS__
+static const grad_case cases[] = {
+    {"neg", f_neg, 1, {2}, {{2, 3}}, ANY},
+    {"abs", f_abs, 1, {1}, {{5}}, ANY},
+    {"exp", f_exp, 1, {0}, {{0}}, ANY},
+    {"exp large", f_exp, 1, {1}, {{4}}, LARGE},
+    {"log", f_log, 1, {2}, {{2, 2}}, POS},
+    {"log1p", f_log1p, 1, {1}, {{3}}, POS},
+    {"sqrt", f_sqrt, 1, {1}, {{3}}, POS},
+    {"rsqrt", f_rsqrt, 1, {1}, {{3}}, POS},
+    {"tanh", f_tanh, 1, {2}, {{3, 1}}, ANY},
+    {"tanh large", f_tanh, 1, {1}, {{4}}, LARGE},
+    {"logistic", f_logistic, 1, {1}, {{4}}, LARGE},
+    {"add bcast", f_add, 2, {2, 1}, {{2, 3}, {3}}, ANY},
+    {"sub bcast", f_sub, 2, {2, 2}, {{2, 1}, {1, 3}}, ANY},
+    {"mul scalar", f_mul, 2, {0, 2}, {{0}, {2, 3}}, ANY},
+    {"div", f_div, 2, {2, 1}, {{2, 3}, {3}}, POS},
+    {"pow", f_pow, 2, {1, 1}, {{4}, {4}}, POS},
+    {"max", f_max, 2, {2, 1}, {{3, 2}, {2}}, DISTINCT},
+    {"min", f_min, 2, {1, 1}, {{4}, {4}}, DISTINCT},
+    {"select", f_select, 2, {1, 1}, {{5}, {5}}, DISTINCT},
+    {"broadcast", f_bcast, 1, {1}, {{3}}, ANY},
+    {"broadcast size-1", f_bcast1, 1, {2}, {{1, 4}}, ANY},
+    {"broadcast rank-0", f_bcast0, 1, {0}, {{0}}, ANY},
+    {"reshape", f_reshape, 1, {3}, {{2, 2, 3}}, ANY},
+    {"transpose", f_transpose, 1, {3}, {{2, 3, 2}}, ANY},
+    {"slice strided", f_slice, 1, {2}, {{6, 3}}, ANY},
+    {"pad crop interior", f_pad, 2, {2, 0}, {{3, 2}, {0}}, ANY},
+    {"pad", f_pad_pos, 2, {2, 0}, {{2, 3}, {0}}, ANY},
+    {"concatenate", f_concat, 2, {2, 2}, {{2, 1}, {2, 3}}, ANY},
+    {"convert", f_convert, 1, {1}, {{3}}, ANY},
+    {"matmul", f_matmul, 2, {2, 2}, {{2, 3}, {3, 4}}, ANY},
+    {"batched matmul", f_bmatmul, 2, {3, 2}, {{2, 2, 3}, {3, 2}}, ANY},
+    {"dot lhs transposed", f_dot_tl, 2, {2, 2}, {{3, 2}, {3, 4}}, ANY},
+    {"dot rhs transposed", f_dot_tr, 2, {2, 2}, {{2, 3}, {4, 3}}, ANY},
+    {"dot batch inside", f_dot_batch, 2, {3, 3}, {{3, 2, 4}, {4, 5, 2}}, ANY},
+    {"dot two contracting", f_dot_two, 2, {3, 3}, {{2, 3, 2}, {2, 4, 2}}, ANY},
+    {"dot outer", f_dot_outer, 2, {1, 2}, {{3}, {2, 2}}, ANY},
+    {"dot vectors", f_dot_vec, 2, {1, 1}, {{3}, {3}}, ANY},
+    {"take_rows", f_take, 1, {2}, {{4, 2}}, ANY},
+    {"scatter_add_rows", f_scatter, 2, {2, 2}, {{3, 2}, {4, 2}}, ANY},
+    {"softmax", f_softmax, 1, {2}, {{2, 4}}, ANY},
+    {"log_softmax", f_log_softmax, 1, {2}, {{3, 2}}, ANY},
+    {"logsumexp", f_logsumexp, 1, {2}, {{2, 3}}, LARGE},
+    {"layer_norm", f_layer_norm, 3, {2, 1, 1}, {{2, 4}, {4}, {4}}, ANY},
+    {"gelu", f_gelu, 1, {1}, {{5}}, ANY},
+    {"relu", f_relu, 1, {1}, {{5}}, ANY},
+    {"mean", f_mean, 1, {2}, {{2, 3}}, ANY},
+    {"softmax_cross_entropy", f_xent, 1, {2}, {{3, 4}}, ANY},
+    {"floor and sign", f_floor, 1, {1}, {{3}}, ANY},
+    {"zero-size", f_exp, 1, {2}, {{0, 3}}, ANY},
+    {"zero-size matmul", f_matmul, 2, {2, 2}, {{2, 0}, {0, 3}}, ANY},
+    {"reduce_sum", f_rsum, 1, {3}, {{2, 3, 4}}, ANY},
+    {"reduce_max", f_rmax, 1, {3}, {{2, 3, 4}}, DISTINCT},
+    {"reduce_min", f_rmin, 1, {3}, {{2, 3, 4}}, DISTINCT},
+    {"reduce_prod", f_rprod, 1, {3}, {{2, 3, 2}}, ANY},
+};
+#define N_CASES (int)(sizeof cases / sizeof cases[0])
+
+static bool is_reduce(const grad_case *c) {
+    return c->f == f_rsum || c->f == f_rmax || c->f == f_rmin || c->f == f_rprod;
+}
+
+/* ------------------------------------------------------------- machinery ---- */
+
+static int64_t numel(int rank, const int64_t *dims) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    return n;
+}
+
+/* Inputs of a kind: away from 0 (abs, relu), positive, large, or all distinct. */
+static void draw(double *x, int64_t n, int kind, uint64_t *seed) {
+    for (int64_t i = 0; i < n; i++) {
+        double u = test_rng_unit(seed), mag = 0.2 + 1.6 * test_rng_unit(seed);
+        double s = u < 0.5 ? -1 : 1;
+        switch (kind) {
+        case POS: x[i] = 0.3 + 2.5 * u; break;
+        case LARGE: x[i] = s * (5 + 25 * test_rng_unit(seed)); break;
+        case DISTINCT: x[i] = -2 + 4.0 * ((double)i + 0.2 + 0.6 * u) / (double)n; break;
+        default: x[i] = s * mag; break;
+        }
+    }
+    if (kind == DISTINCT) /* shuffle, so ties cannot happen and order is random */
+        for (int64_t i = n - 1; i > 0; i--) {
+            int64_t j = test_rng_int(seed, (int)i + 1);
+            double t = x[i];
+            x[i] = x[j], x[j] = t;
+        }
+}
+
+/* The graph of a case in dtype t: parameters x..., w; outputs loss and d loss / d x_i.
+ * Returns the number of outputs, 0 if it could not be built. */
+static int build_case(kiln_graph *g, const grad_case *c, kiln_dtype t, int64_t *wdims, int *wrank) {
+    kiln_value x[MAX_IN], outs[1 + MAX_IN];
+    for (int i = 0; i < c->n_in; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        x[i] = kiln_parameter(g, name, t, c->rank[i], c->dims[i]);
+    }
+    kiln_value y = c->f(g, x);
+    kiln_dtype yt;
+    if (!kiln_value_type(g, y, &yt, wrank, wdims)) return 0;
+    if (yt != t) y = kiln_convert(g, y, t);
+    kiln_value w = kiln_parameter(g, "w", t, *wrank, wdims);
+    outs[0] = kiln_reduce_sum(g, kiln_mul(g, w, y), 0, NULL, false);
+    if (kiln_grad(g, outs[0], c->n_in, x, outs + 1)) return 0;
+    if (kiln_graph_finish(g, 1 + c->n_in, outs)) return 0;
+    return 1 + c->n_in;
+}
+
+typedef struct case_io {
+    int n_args;
+    kiln_array *args[MAX_IN + 1];
+    double *host[MAX_IN + 1];
+    int64_t size[MAX_IN + 1];
+} case_io;
+
+static void io_free(case_io *io) {
+    for (int i = 0; i < io->n_args; i++) kiln_array_destroy(io->args[i]), free(io->host[i]);
+}
+
+static kiln_array *f64_array(kiln_context *ctx, kiln_dtype t, int rank, const int64_t *dims,
+                             const double *v) {
+    int64_t n = numel(rank, dims);
+    kiln_array *a = NULL;
+    if (t == KILN_DTYPE_F64) {
+        kiln_array_create(ctx, t, rank, dims, v, &a);
+    } else {
+        float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+        for (int64_t i = 0; i < n; i++) f[i] = (float)v[i];
+        kiln_array_create(ctx, t, rank, dims, f, &a);
+        free(f);
+    }
+    return a;
+}
+
+static void io_make(kiln_context *ctx, const grad_case *c, kiln_dtype t, int wrank,
+                    const int64_t *wdims, uint64_t seed, case_io *io) {
+    memset(io, 0, sizeof *io);
+    io->n_args = c->n_in + 1;
+    for (int i = 0; i <= c->n_in; i++) {
+        int rank = i < c->n_in ? c->rank[i] : wrank;
+        const int64_t *dims = i < c->n_in ? c->dims[i] : wdims;
+        io->size[i] = numel(rank, dims);
+        io->host[i] = malloc((size_t)(io->size[i] ? io->size[i] : 1) * sizeof(double));
+        draw(io->host[i], io->size[i], i < c->n_in ? c->kind : ANY, &seed);
+        io->args[i] = f64_array(ctx, t, rank, dims, io->host[i]);
+    }
+}
+
+static double read_f64(const kiln_array *a, int64_t i) {
+    size_t n = kiln_array_nbytes(a);
+    double *h = malloc(n ? n : 8), v;
+    kiln_array_copy_to_host(a, h, n);
+    v = h[i];
+    free(h);
+    return v;
+}
+
+/* The loss at the current host inputs (interpreted, f64). */
+static double loss_at(kiln_context *ctx, kiln_graph *g, const grad_case *c, case_io *io, int k,
+                      int wrank, const int64_t *wdims) {
+    kiln_array_destroy(io->args[k]);
+    io->args[k] = f64_array(ctx, KILN_DTYPE_F64, k < c->n_in ? c->rank[k] : wrank,
+                            k < c->n_in ? c->dims[k] : wdims, io->host[k]);
+    int n_out = kiln_graph_num_outputs(g);
+    kiln_array *outs[1 + MAX_IN] = {0};
+    double l = NAN;
+    if (kiln_interpret(g, io->n_args, io->args, n_out, outs) == KILN_STATUS_OK)
+        l = read_f64(outs[0], 0);
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(outs[i]);
+    return l;
+}
+
+/* Central differences in f64 against the interpreted gradient of every input element. */
+static void fd_case(kiln_context *ctx, const grad_case *c, uint64_t seed) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, c->name, &g);
+    int64_t wdims[KILN_MAX_RANK];
+    int wrank = 0, n_out = build_case(g, c, KILN_DTYPE_F64, wdims, &wrank);
+    CHECK_MSG(n_out > 0, "%s: %s", c->name, kiln_last_error(ctx));
+    if (!n_out) {
+        kiln_graph_destroy(g);
+        return;
+    }
+    case_io io;
+    io_make(ctx, c, KILN_DTYPE_F64, wrank, wdims, seed, &io);
+    kiln_array *outs[1 + MAX_IN] = {0};
+    CHECK_OK(ctx, kiln_interpret(g, io.n_args, io.args, n_out, outs));
+    for (int k = 0; k < c->n_in && outs[0]; k++) {
+        int64_t dims[KILN_MAX_RANK];
+        CHECK(kiln_array_dtype(outs[1 + k]) == KILN_DTYPE_F64);
+        int rank = kiln_array_rank(outs[1 + k]);
+        for (int i = 0; i < rank; i++) dims[i] = kiln_array_dim(outs[1 + k], i);
+        CHECK_MSG(rank == c->rank[k] && !memcmp(dims, c->dims[k], sizeof(int64_t) * (size_t)rank),
+                  "%s: gradient %d has the wrong shape", c->name, k);
+        for (int64_t e = 0; e < io.size[k]; e++) {
+            double x0 = io.host[k][e], h = 1e-6 * (fabs(x0) > 1 ? fabs(x0) : 1);
+            io.host[k][e] = x0 + h;
+            double up = loss_at(ctx, g, c, &io, k, wrank, wdims);
+            io.host[k][e] = x0 - h;
+            double down = loss_at(ctx, g, c, &io, k, wrank, wdims);
+            io.host[k][e] = x0;
+            double fd = (up - down) / (2 * h), got = read_f64(outs[1 + k], e);
+            double scale = 1 + fabs(up) + fabs(down); /* cancellation error grows with |loss| */
+            CHECK_MSG(fabs(got - fd) <= 1e-6 * (fabs(fd) + scale),
+                      "%s: d/dx%d[%lld] = %.12g, "
+                      "finite differences %.12g",
+                      c->name, k, (long long)e, got, fd);
+        }
+        loss_at(ctx, g, c, &io, k, wrank, wdims); /* restore the argument */
+    }
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(outs[i]);
+    io_free(&io);
+    kiln_graph_destroy(g);
+}
+
+static void test_finite_differences(void) {
+    kiln_context *ctx = test_context();
+    uint64_t seed = test_seed(0xad1ff);
+    for (int i = 0; i < N_CASES; i++) {
+        if (is_reduce(&cases[i])) {
+            for (reduce_mask = 0; reduce_mask < 8; reduce_mask++)
+                fd_case(ctx, &cases[i], seed + (uint64_t)i * 131 + (uint64_t)reduce_mask);
+        } else {
+            fd_case(ctx, &cases[i], seed + (uint64_t)i * 131);
+        }
+    }
+    kiln_context_destroy(ctx);
+}
+
+/* Every case in one graph per dtype, compiled and compared with the interpreter. */
+static void test_compiled(void) {
+    kiln_context *ctx = test_context();
+    uint64_t seed = test_seed(0xc0de);
+    static const kiln_dtype types[2] = {KILN_DTYPE_F32, KILN_DTYPE_F64};
+    for (int ti = 0; ti < 2; ti++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "all_cases", &g);
+        kiln_value outs[KILN_MAX_OUTPUTS * 4];
+        kiln_array *args[512];
+        int n_out = 0, n_args = 0;
+        for (int i = 0; i < N_CASES; i++) {
+            const grad_case *c = &cases[i];
+            reduce_mask = 5;
+            kiln_value x[MAX_IN];
+            for (int k = 0; k < c->n_in; k++) {
+                x[k] = kiln_parameter(g, "x", types[ti], c->rank[k], c->dims[k]);
+                double *h = malloc((size_t)(numel(c->rank[k], c->dims[k]) + 1) * sizeof *h);
+                draw(h, numel(c->rank[k], c->dims[k]), c->kind, &seed);
+                args[n_args++] = f64_array(ctx, types[ti], c->rank[k], c->dims[k], h);
+                free(h);
+            }
+            kiln_value y = c->f(g, x);
+            kiln_dtype yt;
+            int yr;
+            int64_t yd[KILN_MAX_RANK];
+            kiln_value_type(g, y, &yt, &yr, yd);
+            if (yt != types[ti]) y = kiln_convert(g, y, types[ti]);
+            kiln_value w = kiln_parameter(g, "w", types[ti], yr, yd);
+            args[n_args++] = cmp_random_array(ctx, types[ti], yr, yd, &seed);
+            kiln_value loss = kiln_reduce_sum(g, kiln_mul(g, w, y), 0, NULL, false);
+            CHECK_OK(ctx, kiln_grad(g, loss, c->n_in, x, outs + n_out));
+            n_out += c->n_in;
+        }
+        CHECK_OK(ctx, kiln_graph_finish(g, n_out, outs));
+        CHECK_MSG(cmp_graph(ctx, g, n_args, args, NULL, 2e-4, NULL), "compiled %s gradients",
+                  kiln_dtype_name(types[ti]));
+        for (int i = 0; i < n_args; i++) kiln_array_destroy(args[i]);
+        kiln_graph_destroy(g);
+    }
+    kiln_context_destroy(ctx);
+}
+
+/* --------------------------------------------------- conventions, exact ---- */
+
+/* d/dx of f at the points xs, as the interpreter computes them. */
+static void grads_at(kiln_context *ctx, case_fn f, int n_in, int n, const double *xs,
+                     const double *ys, double *dx, double *dy) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "conv", &g);
+    int64_t d = n;
+    kiln_value x[2], gr[2];
+    for (int i = 0; i < n_in; i++) x[i] = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, &d);
+    kiln_value loss = kiln_reduce_sum(g, f(g, x), 0, NULL, false);
+    CHECK_OK(ctx, kiln_grad(g, loss, n_in, x, gr));
+    CHECK_OK(ctx, kiln_graph_finish(g, n_in, gr));
+    kiln_array *args[2] = {0}, *outs[2] = {0};
+    kiln_array_create(ctx, KILN_DTYPE_F64, 1, &d, xs, &args[0]);
+    if (n_in > 1) kiln_array_create(ctx, KILN_DTYPE_F64, 1, &d, ys, &args[1]);
+    CHECK_OK(ctx, kiln_interpret(g, n_in, args, n_in, outs));
+    if (outs[0]) kiln_array_copy_to_host(outs[0], dx, (size_t)n * sizeof *dx);
+    if (n_in > 1 && outs[1]) kiln_array_copy_to_host(outs[1], dy, (size_t)n * sizeof *dy);
+    for (int i = 0; i < n_in; i++) kiln_array_destroy(args[i]), kiln_array_destroy(outs[i]);
+    kiln_graph_destroy(g);
+}
+
+static kiln_value f_rmax_all(kiln_graph *g, const kiln_value *x) {
+    return kiln_reduce_max(g, x[0], 0, NULL, false);
+}
+static kiln_value f_rprod_all(kiln_graph *g, const kiln_value *x) {
+    return kiln_reduce_prod(g, x[0], 0, NULL, false);
+}
+static kiln_value f_pow_zero(kiln_graph *g, const kiln_value *x) {
+    return kiln_pow(g, x[0], x[1]);
+}
+
+static void test_conventions(void) {
+    kiln_context *ctx = test_context();
+    double dx[4], dy[4];
+    /* abs'(0) = 1, as JAX's select(x >= 0, g, -g) */
+    grads_at(ctx, f_abs, 1, 3, (const double[]){0, -2, 3}, NULL, dx, NULL);
+    CHECK(dx[0] == 1 && dx[1] == -1 && dx[2] == 1);
+    /* max and min ties split 0.5 / 0.5 */
+    grads_at(ctx, f_max, 2, 2, (const double[]){1, 2}, (const double[]){1, 1}, dx, dy);
+    CHECK(dx[0] == 0.5 && dy[0] == 0.5 && dx[1] == 1 && dy[1] == 0);
+    grads_at(ctx, f_min, 2, 2, (const double[]){-1, 2}, (const double[]){-1, 1}, dx, dy);
+    CHECK(dx[0] == 0.5 && dy[0] == 0.5 && dx[1] == 0 && dy[1] == 1);
+    /* relu (max with a constant 0) at 0: 0, as jax.nn.relu */
+    grads_at(ctx, f_relu, 1, 3, (const double[]){0, 1, -1}, NULL, dx, NULL);
+    CHECK(dx[0] == 0 && dx[1] == 1 && dx[2] == 0);
+    /* sqrt'(0) = inf */
+    grads_at(ctx, f_sqrt, 1, 2, (const double[]){0, 4}, NULL, dx, NULL);
+    CHECK(isinf(dx[0]) && dx[0] > 0 && dx[1] == 0.25);
+    /* pow at a = 0: d/da = b * 0^(b-1), d/db = 0 (log of 0 replaced by log 1) */
+    grads_at(ctx, f_pow_zero, 2, 2, (const double[]){0, 2}, (const double[]){2, 3}, dx, dy);
+    CHECK(dx[0] == 0 && dy[0] == 0 && dx[1] == 12 && fabs(dy[1] - 8 * log(2.0)) < 1e-12);
+    /* reduce_max divides among ties */
+    grads_at(ctx, f_rmax_all, 1, 4, (const double[]){3, 1, 3, 3}, NULL, dx, NULL);
+    CHECK(fabs(dx[0] - 1.0 / 3) < 1e-15 && dx[1] == 0 && fabs(dx[3] - 1.0 / 3) < 1e-15);
+    /* reduce_prod with zeros: one zero gets the product of the rest, two give zeros */
+    grads_at(ctx, f_rprod_all, 1, 4, (const double[]){2, 0, 3, 5}, NULL, dx, NULL);
+    CHECK(dx[0] == 0 && dx[1] == 30 && dx[2] == 0 && dx[3] == 0);
+    grads_at(ctx, f_rprod_all, 1, 4, (const double[]){2, 0, 3, 0}, NULL, dx, NULL);
+    CHECK(dx[0] == 0 && dx[1] == 0 && dx[2] == 0 && dx[3] == 0);
+    grads_at(ctx, f_rprod_all, 1, 3, (const double[]){2, -4, 3}, NULL, dx, NULL);
+    CHECK(dx[0] == -12 && dx[1] == 6 && dx[2] == -8);
+    kiln_context_destroy(ctx);
+}
+
+/* ------------------------------------------------------ second derivatives ---- */
+
+typedef struct second {
+    const char *name;
+    case_fn f;
+    double x;
+    double d1, d2; /* closed forms at x */
+} second;
+
+static kiln_value f_cube(kiln_graph *g, const kiln_value *x) {
+    return kiln_mul(g, kiln_mul(g, x[0], x[0]), x[0]);
+}
+
+/* d/dx and d2/dx2 by applying kiln_grad twice, interpreted, against closed forms. */
+static void test_second_derivatives(void) {
+    kiln_context *ctx = test_context();
+    double x = 0.7, t = tanh(x), s = 1 / (1 + exp(-x));
+    const second cases2[] = {
+        {"x^3", f_cube, x, 3 * x * x, 6 * x},
+        {"exp", f_exp, x, exp(x), exp(x)},
+        {"tanh", f_tanh, x, 1 - t * t, -2 * t * (1 - t * t)},
+        {"logistic", f_logistic, x, s * (1 - s), s * (1 - s) * (1 - 2 * s)},
+        {"log", f_log, x, 1 / x, -1 / (x * x)},
+        {"sqrt", f_sqrt, x, 0.5 / sqrt(x), -0.25 * pow(x, -1.5)},
+    };
+    for (size_t i = 0; i < sizeof cases2 / sizeof cases2[0]; i++) {
+        const second *c = &cases2[i];
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, c->name, &g);
+        kiln_value p = kiln_parameter(g, "x", KILN_DTYPE_F64, 0, NULL), d1, d2;
+        CHECK_OK(ctx, kiln_grad(g, c->f(g, &p), 1, &p, &d1));
+        CHECK_OK(ctx, kiln_grad(g, d1, 1, &p, &d2));
+        kiln_value outs[2] = {d1, d2};
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        kiln_array *arg = NULL, *res[2] = {0};
+        kiln_array_create(ctx, KILN_DTYPE_F64, 0, NULL, &c->x, &arg);
+        CHECK_OK(ctx, kiln_interpret(g, 1, &arg, 2, res));
+        if (res[0] && res[1]) {
+            CHECK_MSG(fabs(read_f64(res[0], 0) - c->d1) < 1e-12 * (1 + fabs(c->d1)), "%s' = %.17g",
+                      c->name, read_f64(res[0], 0));
+            CHECK_MSG(fabs(read_f64(res[1], 0) - c->d2) < 1e-12 * (1 + fabs(c->d2)),
+                      "%s'' = %.17g, want %.17g", c->name, read_f64(res[1], 0), c->d2);
+        }
+        /* the compiled graph agrees with the interpreter */
+        CHECK_MSG(cmp_graph(ctx, g, 1, &arg, NULL, 1e-5, NULL), "%s compiled", c->name);
+        kiln_array_destroy(arg), kiln_array_destroy(res[0]), kiln_array_destroy(res[1]);
+        kiln_graph_destroy(g);
+    }
+    /* mixed partials of x*y*y: d2/dxdy = 2y, d2/dy2 = 2x, d2/dx2 = 0 */
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "mixed", &g);
+    kiln_value xy[2] = {kiln_parameter(g, "x", KILN_DTYPE_F64, 0, NULL),
+                        kiln_parameter(g, "y", KILN_DTYPE_F64, 0, NULL)};
+    kiln_value f = kiln_mul(g, xy[0], kiln_mul(g, xy[1], xy[1])), d[2], dx2[2], dy2[2];
+    CHECK_OK(ctx, kiln_grad(g, f, 2, xy, d));
+    CHECK_OK(ctx, kiln_grad(g, d[0], 2, xy, dx2));
+    CHECK_OK(ctx, kiln_grad(g, d[1], 2, xy, dy2));
+    kiln_value outs[4] = {dx2[0], dx2[1], dy2[0], dy2[1]};
+    CHECK_OK(ctx, kiln_graph_finish(g, 4, outs));
+    kiln_array *args[2] = {0}, *res[4] = {0};
+    kiln_array_create(ctx, KILN_DTYPE_F64, 0, NULL, (const double[]){1.5}, &args[0]);
+    kiln_array_create(ctx, KILN_DTYPE_F64, 0, NULL, (const double[]){-2}, &args[1]);
+    CHECK_OK(ctx, kiln_interpret(g, 2, args, 4, res));
+    if (res[3]) {
+        CHECK(read_f64(res[0], 0) == 0);
+        CHECK(read_f64(res[1], 0) == -4);
+        CHECK(read_f64(res[2], 0) == -4);
+        CHECK(read_f64(res[3], 0) == 3);
+    }
+    for (int i = 0; i < 4; i++) kiln_array_destroy(res[i]);
+    kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+    kiln_graph_destroy(g);
+    kiln_context_destroy(ctx);
+}
+
+/* stop_gradient: d/dx sum(x * stop(exp(x))) = exp(x), the stopped factor a constant. */
+static void test_stop_gradient(void) {
+    kiln_context *ctx = test_context();
+    double dx[3];
+    grads_at(ctx, f_stop, 1, 3, (const double[]){0, 1, -2}, NULL, dx, NULL);
+    CHECK(dx[0] == 1 && fabs(dx[1] - exp(1.0)) < 1e-15 && fabs(dx[2] - exp(-2.0)) < 1e-15);
+    /* floor and sign pass nothing: d/dx (floor(x) + sign(x) * x) = sign(x) */
+    grads_at(ctx, f_floor, 1, 3, (const double[]){0.5, -1.5, 2.25}, NULL, dx, NULL);
+    CHECK(dx[0] == 1 && dx[1] == -1 && dx[2] == 1);
+    kiln_context_destroy(ctx);
+}
+
+/* ------------------------------------------------------------- semantics ---- */
+
+/* wrt an intermediate, a value the loss does not depend on (zeros, as a broadcast), the
+ * loss itself; kiln_vjp with cotangents; backward nodes carry the kiln_grad location. */
+static void test_semantics(void) {
+    kiln_context *ctx = test_context();
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "sem", &g);
+    int64_t d3 = 3;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, &d3);
+    kiln_value u = kiln_parameter(g, "unused", KILN_DTYPE_F32, 2, (const int64_t[]){2, 2});
+    kiln_value h = kiln_exp(g, x);
+    kiln_value loss = kiln_reduce_sum(g, kiln_mul(g, h, h), 0, NULL, false);
+    kiln_value wrt[4] = {x, h, u, loss}, gr[4];
+    int before = kiln_graph_num_nodes(g);
+    CHECK_OK(ctx, kiln_grad(g, loss, 4, wrt, gr));
+    int line = __LINE__ - 1;
+    CHECK(kiln_graph_num_nodes(g) > before);
+    kiln_dtype t;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    CHECK(kiln_value_type(g, gr[2], &t, &rank, dims) && t == KILN_DTYPE_F32 && rank == 2 &&
+          dims[0] == 2 && dims[1] == 2);
+    /* the zeros are a broadcast of a scalar, not a materialised constant */
+    CHECK(g->nodes[gr[2].id].op == IR_BROADCAST);
+    /* vjp of h = exp(x) with cotangent c: c * exp(x) */
+    kiln_value c = kiln_parameter(g, "c", KILN_DTYPE_F64, 1, &d3), v;
+    CHECK_OK(ctx, kiln_vjp(g, 1, &h, &c, 1, &x, &v));
+    kiln_value outs[5] = {gr[0], gr[1], gr[2], gr[3], v};
+    CHECK_OK(ctx, kiln_graph_finish(g, 5, outs));
+    char *text = kiln_graph_to_string(g), at[64];
+    snprintf(at, sizeof at, "test_autodiff.c:%d", line);
+    CHECK_CONTAINS(text, at);
+    kiln_string_free(ctx, text);
+    double xv[3] = {0.5, -1, 2}, cv[3] = {1, 2, -3};
+    kiln_array *args[3] = {0}, *res[5] = {0};
+    kiln_array_create(ctx, KILN_DTYPE_F64, 1, &d3, xv, &args[0]);
+    kiln_array_create(ctx, KILN_DTYPE_F32, 2, (const int64_t[]){2, 2}, NULL, &args[1]);
+    kiln_array_create(ctx, KILN_DTYPE_F64, 1, &d3, cv, &args[2]);
+    CHECK_OK(ctx, kiln_interpret(g, 3, args, 5, res));
+    if (res[4]) {
+        for (int i = 0; i < 3; i++) {
+            double e = exp(xv[i]);
+            CHECK_NEAR(read_f64(res[0], i), 2 * e * e, 1e-12);
+            CHECK_NEAR(read_f64(res[1], i), 2 * e, 1e-12);
+            CHECK_NEAR(read_f64(res[4], i), cv[i] * e, 1e-12);
+        }
+        CHECK(read_f64(res[3], 0) == 1);
+        float z[4] = {1, 1, 1, 1};
+        kiln_array_copy_to_host(res[2], z, sizeof z);
+        CHECK(z[0] == 0 && z[3] == 0);
+    }
+    for (int i = 0; i < 5; i++) kiln_array_destroy(res[i]);
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_graph_destroy(g);
+    kiln_context_destroy(ctx);
+}
+
+/* kiln_grad inside a kiln_jit trace function: loss and gradient of sum(tanh(x @ w)). */
+static int trace_step(kiln_graph *g, const kiln_value *args, int n_args, const void *st, void *user,
+                      kiln_value *outs) {
+    (void)n_args, (void)st, (void)user;
+    kiln_value y = kiln_tanh(g, kiln_matmul(g, args[0], args[1]));
+    outs[0] = kiln_reduce_sum(g, y, 0, NULL, false);
+    if (kiln_grad(g, outs[0], 1, &args[1], &outs[1])) return -1;
+    outs[1] = kiln_sub(g, args[1], kiln_mul(g, outs[1], kiln_scalar(g, KILN_DTYPE_F32, 0.1f)));
+    return 2;
+}
+
+static void test_jit(void) {
+    kiln_context *ctx = test_context();
+    kiln_jit_options o;
+    memset(&o, 0, sizeof o);
+    o.fn = trace_step;
+    kiln_jit *j = NULL;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    uint64_t seed = 7;
+    kiln_array *args[2] = {
+        cmp_random_array(ctx, KILN_DTYPE_F32, 2, (const int64_t[]){4, 3}, &seed),
+        cmp_random_array(ctx, KILN_DTYPE_F32, 2, (const int64_t[]){3, 2}, &seed)};
+    kiln_array *outs[2] = {0};
+    CHECK_OK(ctx, kiln_jit_call(j, 2, args, NULL, 0, 2, outs));
+    CHECK(outs[1] && kiln_array_dim(outs[1], 0) == 3 && kiln_array_dim(outs[1], 1) == 2);
+    for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]), kiln_array_destroy(outs[i]);
+    kiln_jit_destroy(j);
+    kiln_context_destroy(ctx);
+}
+
+/* ---------------------------------------------------------------- errors ---- */
+
+static void test_errors(void) {
+    kiln_context *ctx = test_context();
+    kiln_graph *g = NULL, *other = NULL;
+    int64_t d2 = 2;
+    struct {
+        const char *want;
+        kiln_status status;
+    } expect[] = {
+        {"the loss must be a f32 or f64 scalar", KILN_STATUS_SHAPE},
+        {"the loss must be a f32 or f64 scalar", KILN_STATUS_DTYPE},
+        {"not a value of graph", KILN_STATUS_INVALID_ARGUMENT},
+        {"only f32 and f64 values have gradients", KILN_STATUS_DTYPE},
+        {"needs at least one value", KILN_STATUS_INVALID_ARGUMENT},
+        {"must not be NULL", KILN_STATUS_INVALID_ARGUMENT},
+        {"cotangents[0] must have the type of outs[0]", KILN_STATUS_SHAPE},
+        {"only f32 and f64 outputs take a cotangent", KILN_STATUS_DTYPE},
+    };
+    for (int k = 0; k < (int)(sizeof expect / sizeof expect[0]); k++) {
+        kiln_graph_create(ctx, "err", &g);
+        kiln_graph_create(ctx, "other", &other);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &d2);
+        kiln_value i = kiln_parameter(g, "i", KILN_DTYPE_I32, 1, &d2);
+        kiln_value s = kiln_reduce_sum(g, x, 0, NULL, false), gr[1] = {{0, 0}};
+        kiln_value foreign = kiln_parameter(other, "f", KILN_DTYPE_F32, 0, NULL);
+        kiln_status st = KILN_STATUS_OK;
+        int line = __LINE__ + 2;
+        switch (k) {
+        case 0: st = kiln_grad(g, x, 1, &x, gr); break;
+        case 1: st = kiln_grad(g, kiln_reduce_sum(g, i, 0, NULL, false), 1, &x, gr); break;
+        case 2: st = kiln_grad(g, foreign, 1, &x, gr); break;
+        case 3: st = kiln_grad(g, s, 1, &i, gr); break;
+        case 4: st = kiln_grad(g, s, 0, &x, gr); break;
+        case 5: st = kiln_grad(g, s, 1, NULL, gr); break;
+        case 6: st = kiln_vjp(g, 1, &x, &s, 1, &x, gr); break;
+        default: st = kiln_vjp(g, 1, &i, &i, 1, &x, gr); break;
+        }
+        (void)line;
+        CHECK_MSG(st == expect[k].status, "case %d: %s", k, kiln_status_name(st));
+        CHECK_CONTAINS(kiln_graph_error(g), expect[k].want);
+        CHECK_CONTAINS(kiln_graph_error(g), k < 6 ? "kiln_grad" : "kiln_vjp");
+        CHECK_CONTAINS(kiln_graph_error(g), "test_autodiff.c:");
+        CHECK(gr[0].id == 0);
+        /* sticky: later calls change nothing and finish returns the first error */
+        kiln_value gr2[1];
+        CHECK(kiln_grad(g, s, 1, &x, gr2) == expect[k].status && gr2[0].id == 0);
+        CHECK(kiln_graph_finish(g, 1, &s) == expect[k].status);
+        CHECK_CONTAINS(kiln_last_error(ctx), expect[k].want);
+        kiln_graph_destroy(g);
+        kiln_graph_destroy(other);
+    }
+    /* the message lists the operand types */
+    kiln_graph_create(ctx, "err", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &d2), gr[1];
+    kiln_grad(g, x, 1, &x, gr);
+    CHECK_CONTAINS(kiln_graph_error(g), "operands: f32[2]");
+    kiln_graph_destroy(g);
+    kiln_context_destroy(ctx);
+}
+
+/* ------------------------------------------------------- random programs ---- */
+
+/* Random float programs with a scalar loss: gradients against central differences
+ * (f64, interpreted), and compiled against interpreted (f32). */
+static void test_random_programs(void) {
+    kiln_context *ctx = test_context();
+    uint64_t base = test_seed(0x5eed);
+    int n = rp_program_count(6);
+    for (int p = 0; p < n; p++) {
+        for (int ti = 0; ti < 2; ti++) {
+            kiln_dtype t = ti ? KILN_DTYPE_F32 : KILN_DTYPE_F64;
+            rp_state *s = calloc(1, sizeof *s);
+            s->seed = base + (uint64_t)p * 7919;
+            kiln_graph *g = NULL;
+            kiln_graph_create(ctx, "random", &g);
+            kiln_value loss = rp_loss(s, g, t, 2);
+            kiln_value wrt[RP_MAX_PARAMS], outs[1 + RP_MAX_PARAMS];
+            int nw = s->n_params;
+            for (int i = 0; i < nw; i++) wrt[i] = s->params[i].v;
+            outs[0] = loss;
+            CHECK_OK(ctx, kiln_grad(g, loss, nw, wrt, outs + 1));
+            CHECK_OK(ctx, kiln_graph_finish(g, 1 + nw, outs));
+            kiln_array **args = calloc((size_t)nw, sizeof *args);
+            uint64_t vs = s->seed;
+            for (int i = 0; i < nw; i++)
+                args[i] = cmp_random_array(ctx, t, s->params[i].rank, s->params[i].dims, &vs);
+            if (kiln_graph_status(g) == KILN_STATUS_OK) {
+                if (t == KILN_DTYPE_F32) {
+                    CHECK_MSG(cmp_graph(ctx, g, nw, args, NULL, 2e-3, NULL), "program %d", p);
+                } else { /* FD on a few elements of each parameter */
+                    kiln_array **res = calloc((size_t)(1 + nw), sizeof *res);
+                    CHECK_OK(ctx, kiln_interpret(g, nw, args, 1 + nw, res));
+                    for (int i = 0; i < nw && res[0]; i++) {
+                        int64_t m = kiln_array_size(args[i]);
+                        size_t bytes = kiln_array_nbytes(args[i]);
+                        double *h = malloc(bytes ? bytes : 8);
+                        kiln_array_copy_to_host(args[i], h, bytes);
+                        for (int e = 0; e < 3 && e < m; e++) {
+                            int64_t at = test_rng_int(&vs, (int)m);
+                            double x0 = h[at], step = 1e-6 * (fabs(x0) > 1 ? fabs(x0) : 1), l[2];
+                            for (int sgn = 0; sgn < 2; sgn++) {
+                                h[at] = x0 + (sgn ? -step : step);
+                                kiln_array *a2 = NULL, **o2 = calloc((size_t)(1 + nw), sizeof *o2);
+                                kiln_array_create(ctx, t, s->params[i].rank, s->params[i].dims, h,
+                                                  &a2);
+                                kiln_array *keep = args[i];
+                                args[i] = a2;
+                                kiln_interpret(g, nw, args, 1 + nw, o2);
+                                args[i] = keep;
+                                l[sgn] = o2[0] ? read_f64(o2[0], 0) : NAN;
+                                for (int q = 0; q <= nw; q++) kiln_array_destroy(o2[q]);
+                                free(o2);
+                                kiln_array_destroy(a2);
+                            }
+                            h[at] = x0;
+                            double fd = (l[0] - l[1]) / (2 * step), got = read_f64(res[1 + i], at);
+                            double scale = 1 + fabs(l[0]) + fabs(l[1]);
+                            CHECK_MSG(fabs(got - fd) <= 1e-5 * (fabs(fd) + scale),
+                                      "program %d (seed %llu), parameter %d element %lld: %.12g, "
+                                      "finite differences %.12g",
+                                      p, (unsigned long long)(base + (uint64_t)p * 7919), i,
+                                      (long long)at, got, fd);
+                        }
+                        free(h);
+                    }
+                    for (int i = 0; i <= nw; i++) kiln_array_destroy(res[i]);
+                    free(res);
+                }
+            }
+            for (int i = 0; i < nw; i++) kiln_array_destroy(args[i]);
+            free(args);
+            kiln_graph_destroy(g);
+            free(s);
+        }
+    }
+    kiln_context_destroy(ctx);
+}
+
+/* -------------------------------------------------------- fault injection ---- */
+
+static kiln_status fault_scenario_run(fault_run *r) {
+    kiln_context *ctx = NULL;
+    kiln_status s = fault_context(r, (const char *)r->user, &ctx);
+    if (s) return s;
+    kiln_graph *g = NULL;
+    kiln_array *args[2] = {0}, *outs[2] = {0};
+    kiln_executable *e = NULL;
+    s = fault_note(r, ctx, kiln_graph_create(ctx, "fault", &g));
+    if (!s) {
+        int64_t d[2] = {3, 4}, k = 4;
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+        kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 1, &k);
+        kiln_value y = kiln_log_softmax(g, kiln_mul(g, x, w), -1);
+        kiln_value loss = kiln_reduce_sum(g, kiln_tanh(g, y), 0, NULL, false), gr[2];
+        kiln_value wrt[2] = {x, w};
+        s = fault_note(r, ctx, kiln_grad(g, loss, 2, wrt, gr));
+        if (!s) s = fault_note(r, ctx, kiln_graph_finish(g, 2, gr));
+        if (!s) s = fault_note(r, ctx, kiln_compile(g, NULL, &e));
+        if (!s)
+            s = fault_note(r, ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, NULL, &args[0]));
+        if (!s)
+            s = fault_note(r, ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, &k, NULL, &args[1]));
+        if (!s) s = fault_note(r, ctx, kiln_executable_run(e, 2, args, 2, outs));
+    }
+    for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]), kiln_array_destroy(outs[i]);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    kiln_context_destroy(ctx);
+    return s;
+}
+
+static void test_fault_injection(void) {
+    /* a private disk cache, warmed by the first (complete) run, so the sweep is fast */
+    char dir[] = "/tmp/kiln_ad_faultXXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "mkdtemp failed");
+        return;
+    }
+    /* warm the cache: a cold compile may skip storing its entry when an allocation
+     * fails (the cache is best-effort), which the sweep would count as a swallowed error */
+    test_alloc warm;
+    memset(&warm, 0, sizeof warm);
+    fault_run r0;
+    memset(&r0, 0, sizeof r0);
+    r0.alloc = &warm;
+    r0.host = test_allocator(&warm);
+    r0.user = dir;
+    CHECK_STATUS(fault_scenario_run(&r0), KILN_STATUS_OK);
+    fault_sweep sw = {
+        .name = "autodiff", .run = fault_scenario_run, .user = dir, .max_runs = 100000};
+    long total = fault_sweep_run(&sw);
+    CHECK(total > 50);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+int main(void) {
+    RUN(test_finite_differences);
+    RUN(test_conventions);
+    RUN(test_stop_gradient);
+    RUN(test_second_derivatives);
+    RUN(test_semantics);
+    RUN(test_errors);
+    RUN(test_compiled);
+    RUN(test_jit);
+    RUN(test_random_programs);
+    RUN(test_fault_injection);
+    return test_summary("test_autodiff");
+}

@@ -8,11 +8,11 @@
  *     writes that result over it. The result joins the input's unit (they share bytes),
  *     or, when the input is a donated argument, takes that buffer. A multi-output kernel
  *     gives each root at most one input and each input to at most one root, its roots
- *     needing the input's dtype too (codegen keeps its loads before its stores by type,
- *     and C's aliasing rules let a compiler reorder accesses of different types). Roots
- *     that are outputs choose first, since only a donated argument can hold one; roots
- *     that are temporaries then prefer a dying temporary, leaving donated buffers to
- *     outputs of later kernels;
+ *     needing the input's dtype too (codegen puts an element's loads before its stores,
+ *     but C's type-based aliasing rules let a compiler reorder accesses of different
+ *     types). Roots that are outputs choose first, since only a donated argument can
+ *     hold one; roots that are temporaries then prefer a dying temporary, leaving
+ *     donated buffers to outputs of later kernels;
  *  3. donation: a donated argument that is itself an output becomes that output with no
  *     copy; every other donated argument is matched with an output of its byte size
  *     that is written only after the argument's last read (earliest such output first,

@@ -91,6 +91,7 @@ int main(void) {
     }
     for (int i = 0; i < N_MODELS; i++) report(models[i].name, &models[i], 0, NULL);
     report("chain_donate_x", model_find("chain"), 1, (int[]){0});
+    report("adam_donated", model_find("adam"), 3, (int[]){0, 1, 2});
     kiln_context_destroy(ctx);
     return 0;
 }

@@ -70,7 +70,14 @@ def chain(x, y):
     return jnp.minimum(v, f32(4)) * f32(0.75) + y
 
 
+def adam(p, m, v, g):
+    m = f32(0.9) * m + f32(0.1) * g
+    v = f32(0.999) * v + f32(0.001) * (g * g)
+    return p - f32(1e-3) * m / (jnp.sqrt(v) + f32(1e-8)), m, v
+
+
 n = 16 << 20
+na = 4 << 20
 programs = [
     ("transformer", transformer,
      [spec(T, D), spec(D), spec(D), spec(D, D), spec(D, D), spec(D, D), spec(D, D), spec(D),
@@ -82,6 +89,8 @@ programs = [
     ("layer_norm", layer_norm, [spec(4096, 4096)], ()),
     ("chain", chain, [spec(n), spec(n)], ()),
     ("chain_donate_x", chain, [spec(n), spec(n)], (0,)),
+    ("adam", adam, [spec(na)] * 4, ()),
+    ("adam_donated", adam, [spec(na)] * 4, (0, 1, 2)),
 ]
 
 def jax_figures():

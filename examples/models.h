@@ -161,6 +161,28 @@ static inline int model_chain(model *m) {
     return 1;
 }
 
+/* One Adam update over 4M parameters, as optax writes it (no bias correction): m and v
+ * from the gradient g, then p from m and v; outputs (p, m, v). With p, m and v donated
+ * every output is written in place over its own argument: the step needs the arguments
+ * alone. */
+static inline int model_adam(model *m) {
+    kiln_graph *g = m->g;
+    int64_t n = 4 << 20;
+    kiln_value p = model_vector(m, "p", n), mm = model_vector(m, "m", n),
+               v = model_vector(m, "v", n), gr = model_vector(m, "g", n);
+    kiln_value m2 = kiln_add(g, kiln_mul(g, kiln_scalar(g, KILN_DTYPE_F32, 0.9), mm),
+                             kiln_mul(g, kiln_scalar(g, KILN_DTYPE_F32, 0.1), gr));
+    kiln_value v2 =
+        kiln_add(g, kiln_mul(g, kiln_scalar(g, KILN_DTYPE_F32, 0.999), v),
+                 kiln_mul(g, kiln_scalar(g, KILN_DTYPE_F32, 0.001), kiln_mul(g, gr, gr)));
+    kiln_value den = kiln_add(g, kiln_sqrt(g, v2), kiln_scalar(g, KILN_DTYPE_F32, 1e-8));
+    kiln_value step = kiln_div(g, kiln_mul(g, kiln_scalar(g, KILN_DTYPE_F32, 1e-3), m2), den);
+    m->outs[0] = kiln_sub(g, p, step);
+    m->outs[1] = m2;
+    m->outs[2] = v2;
+    return 3;
+}
+
 typedef struct model_entry {
     const char *name, *what;
     int (*build)(model *m);
@@ -175,6 +197,7 @@ static const model_entry models[] = {
     {"softmax", "softmax over 4096 x 4096", model_softmax},
     {"layer_norm", "layer norm over 4096 x 4096", model_layer_norm},
     {"chain", "8 elementwise ops over 16M floats", model_chain},
+    {"adam", "an Adam update of 4M parameters (p, m, v from g): outputs p, m, v", model_adam},
 };
 #define N_MODELS ((int)(sizeof models / sizeof *models))
 

@@ -155,7 +155,7 @@ static int in_place(const char *name, build_fn fn, ir_op op) {
     CHECK_OK(ctx, kiln_compile(g, NULL, &e));
     const fkernel *k = e ? kernel_of_op(e, op) : NULL;
     CHECK_MSG(k, "%s: no kernel writes a %s", name, ir_ops[op].name);
-    int r = k && k->alias_input != 0;
+    int r = k && k->alias && k->alias[0] != 0;
     if (k && r && k->kind == FK_LOOP) { /* the codegen must not promise that they never alias */
         char head[32];
         snprintf(head, sizeof head, "kiln_k%u(", (unsigned)(k - e->plan.kernels));
@@ -220,7 +220,7 @@ static void test_inplace(void) {
     kiln_executable *e;
     CHECK_OK(ctx, kiln_compile(g, NULL, &e));
     for (uint32_t k = 0; k < e->plan.n_kernels; k++)
-        if (e->plan.kernels[k].kind == FK_DOT) CHECK(e->plan.kernels[k].alias_input == 0);
+        if (e->plan.kernels[k].kind == FK_DOT) CHECK(!e->plan.kernels[k].alias);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 }

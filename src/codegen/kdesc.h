@@ -165,9 +165,11 @@ typedef struct kd_kernel {
     uint32_t n_inputs, n_outputs;
     kiln_dtype *in_type, *out_type;
     const uint32_t *in_node, *out_node;
-    /* 1 + the input the planner overwrites in place with output 0 (0: none): those two
-     * may alias, and every output then too */
-    uint32_t alias_input;
+    /* NULL, or per output: 1 + the input the planner overwrites in place with it (0:
+     * none). Exactly those inputs and outputs may alias; lower.c then computes every
+     * output's element before it stores any (in_place) */
+    const uint32_t *alias;
+    bool in_place;
 
     kd_var *vars;
     kd_atom *atoms;

@@ -406,9 +406,15 @@ static void lower_columns(lw *l, const uint32_t *ix, uint32_t store_ix) {
     scope_close(l);
 }
 
+/* Each root's element, then its store. In place with several roots, every root's element
+ * first and then the stores: a root written over an input must not clobber an element
+ * that another root reads after it (a root not lowered yet, or a load of that element
+ * through another index expression). The second pass finds the values memoised. */
 static void lower_elements(lw *l, const uint32_t *ix, uint32_t store_ix) {
+    bool defer = l->kd->in_place && l->k->n_roots > 1;
     emit(l, (kd_stmt){.kind = KS_LOOP, .var = l->kd->last_var, .n = -1});
     scope_open(l);
+    for (uint32_t i = 0; defer && i < l->k->n_roots; i++) lower_value(l, l->k->roots[i], ix);
     for (uint32_t i = 0; i < l->k->n_roots; i++) {
         uint32_t v = lower_value(l, l->k->roots[i], ix);
         emit(l, (kd_stmt){.kind = KS_STORE, .slot = i, .ix = store_ix, .n_args = 1, .args = {v}});
@@ -469,7 +475,8 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
                       .n_outputs = k->n_roots,
                       .in_node = k->inputs,
                       .out_node = k->roots,
-                      .alias_input = k->alias_input};
+                      .alias = k->alias};
+    for (uint32_t r = 0; k->alias && r < k->n_roots; r++) kd->in_place |= k->alias[r] != 0;
     lw l = {.kd = kd, .g = g, .p = p, .k = k};
     kd->in_type = host_calloc(kd->ctx, k->n_inputs + 1, sizeof *kd->in_type);
     kd->out_type = host_calloc(kd->ctx, k->n_roots + 1, sizeof *kd->out_type);

@@ -11,8 +11,8 @@
  *  - speed: f32 exp and tanh are inline polynomials (kiln_exp_f32, kiln_tanh_f32) so loops that
  *    call them vectorise; a loop the description marks `simd` gets `#pragma omp simd`
  *    (with reduction clauses for its accumulator), which vectorises reductions without
- *    -fassociative-math; buffers are `restrict` unless the planner runs the kernel in
- *    place. */
+ *    -fassociative-math; buffers are `restrict` except an input the planner overwrites in
+ *    place and the output written over it. */
 #include "cgen.h"
 #include "kdesc.h"
 
@@ -549,15 +549,17 @@ static int print_kernel(const kd_kernel *kd, strbuf *sb) {
     print_provenance(kd, sb);
     sb_printf(sb, "KILN_EXPORT void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n",
               kd->index);
+    /* an input the planner overwrites in place aliases that output: neither may be
+     * restrict; every other pointer still is */
     for (uint32_t i = 0; i < kd->n_inputs; i++) {
         const char *t = cgen_ctype(kd->in_type[i]);
-        /* an input the planner overwrites in place aliases out0: neither may be restrict */
-        const char *q = kd->alias_input == i + 1 ? "" : "restrict ";
-        line(&p, "const %s *%sin%u = (const %s *)b[%u];", t, q, i, t, i);
+        bool aliased = false;
+        for (uint32_t o = 0; kd->alias && o < kd->n_outputs; o++) aliased |= kd->alias[o] == i + 1;
+        line(&p, "const %s *%sin%u = (const %s *)b[%u];", t, aliased ? "" : "restrict ", i, t, i);
     }
     for (uint32_t i = 0; i < kd->n_outputs; i++) {
         const char *t = cgen_ctype(kd->out_type[i]);
-        const char *q = kd->alias_input ? "" : "restrict ";
+        const char *q = kd->alias && kd->alias[i] ? "" : "restrict ";
         line(&p, "%s *%sout%u = (%s *)b[%u];", t, q, i, t, kd->n_inputs + i);
     }
     line(&p, "for (int64_t it = begin; it < end; it++) {");

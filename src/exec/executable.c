@@ -96,8 +96,7 @@ static kiln_status plan_memory(kiln_executable *e) {
     plan_options po = {.donated = e->donated, .scratch = scratch, .granule = BFC_ALIGN};
     if (!s) s = check_backend(e);
     if (!s) s = plan_build(e->g, &e->plan, &po, &e->mem);
-    for (uint32_t i = 0; !s && i < e->plan.n_kernels; i++)
-        e->plan.kernels[i].alias_input = e->mem.alias_input[i];
+    if (!s) s = plan_apply_aliases(&e->mem, &e->plan);
     host_free(ctx, scratch, nk * sizeof *scratch);
     return s;
 }
@@ -241,7 +240,10 @@ char *kiln_executable_to_string(const kiln_executable *e) {
         for (uint32_t j = 0; j < k->n_roots; j++) sb_printf(&sb, " %%%u", k->roots[j]);
         sb_printf(&sb, " (%u ops) reads", k->n_members);
         for (uint32_t j = 0; j < k->n_inputs; j++) sb_printf(&sb, " %%%u", k->inputs[j]);
-        if (k->alias_input) sb_printf(&sb, " (in place over %%%u)", k->inputs[k->alias_input - 1]);
+        for (uint32_t j = 0; k->alias && j < k->n_roots; j++)
+            if (k->alias[j])
+                sb_printf(&sb, " (%%%u in place over %%%u)", k->roots[j],
+                          k->inputs[k->alias[j] - 1]);
         sb_append(&sb, "\n");
     }
     char *report = plan_report(e->g, &e->plan, &e->mem, e->stats.code_bytes);

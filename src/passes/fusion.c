@@ -442,6 +442,7 @@ void fusion_plan_free(fusion_plan *p) {
     if (!p->ctx) return;
     for (uint32_t i = 0; i < p->n_kernels; i++) {
         host_free(p->ctx, p->kernels[i].roots, p->kernels[i].n_roots * sizeof(uint32_t));
+        host_free(p->ctx, p->kernels[i].alias, p->kernels[i].n_roots * sizeof(uint32_t));
         host_free(p->ctx, p->kernels[i].inputs,
                   (p->kernels[i].n_inputs ? p->kernels[i].n_inputs : 1) * sizeof(uint32_t));
     }

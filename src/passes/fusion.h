@@ -29,10 +29,12 @@ typedef struct fkernel {
     uint32_t *roots, n_roots;   /* materialised nodes it writes */
     uint32_t *inputs, n_inputs; /* materialised nodes it reads (params, constants, roots) */
     uint32_t n_members;         /* nodes computed in it (roots + inlined), for reports */
-    /* Set by the memory planner before codegen: 1 + the input slot whose buffer the root
-     * overwrites element for element (in place), 0 if none. Codegen must then not declare
-     * that input and the output `restrict`. */
-    uint32_t alias_input;
+    /* Set by the memory planner before codegen (plan_apply_aliases), NULL when no root runs
+     * in place; else per root: 1 + the input slot whose buffer that root overwrites element
+     * for element, 0 if none. No two roots name the same input. Codegen must then not
+     * declare such an input and its root `restrict`, and with several roots must compute
+     * every root's element before storing any. Owned by the plan (fusion_plan_free). */
+    uint32_t *alias;
 } fkernel;
 
 typedef struct fusion_plan {

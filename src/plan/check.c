@@ -5,8 +5,9 @@
  * nothing reuses its bytes before that read); every buffer lies inside its place and is
  * aligned; and no two buffers of the same place that are live at the same step share a
  * byte, except a result written in place over an input that dies at that very step
- * (same offset, same size, the input's last step is the result's first). All pairs are
- * compared — O(buffers^2) per place — which is fine for a check that runs in debug
+ * (same offset, same size, the input's last step is the result's first), where the
+ * in-place analysis (inplace.c, run again here) allows it, one root per input. All pairs
+ * are compared — O(buffers^2) per place — which is fine for a check that runs in debug
  * builds and tests; the planner itself never relies on it. */
 #include "plan.h"
 
@@ -142,17 +143,44 @@ static kiln_status check_overlaps(const kiln_graph *g, const mem_plan *p) {
     return s;
 }
 
+/* Root r of kernel k agrees with its buffer's sharing, takes an input no other root of k
+ * takes, and that input may legally be overwritten by it (legal: plan_inplace_legal's). */
+static kiln_status check_root_alias(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
+                                    const uint8_t *legal, uint32_t k, uint32_t r) {
+    const fkernel *kn = &fp->kernels[k];
+    const plan_buffer *b = &p->buffers[p->buffer_of[kn->roots[r]]];
+    uint32_t a = p->alias_of[kn->roots[r]];
+    bool shares = b->shares >= 0;
+    if (shares != (a != 0) || (a && (a > kn->n_inputs || kn->kind == FK_DOT ||
+                                     b->shares != p->buffer_of[kn->inputs[a - 1]])))
+        return fail(g, "kernel %u's in-place input (%u) and %%%u's sharing disagree", k, a,
+                    kn->roots[r]);
+    if (!a) return KILN_STATUS_OK;
+    if (!legal[a - 1])
+        return fail(g, "kernel %u writes %%%u over %%%u, which it reads at other elements", k,
+                    kn->roots[r], kn->inputs[a - 1]);
+    for (uint32_t o = 0; o < r; o++)
+        if (p->alias_of[kn->roots[o]] == a)
+            return fail(g, "kernel %u writes both %%%u and %%%u over %%%u", k, kn->roots[o],
+                        kn->roots[r], kn->inputs[a - 1]);
+    if (kn->n_roots > 1 && g->nodes[kn->roots[r]].dtype != g->nodes[kn->inputs[a - 1]].dtype)
+        return fail(g, "kernel %u writes %%%u over %%%u, of another dtype, among several roots", k,
+                    kn->roots[r], kn->inputs[a - 1]);
+    return KILN_STATUS_OK;
+}
+
+/* In-place results against the legality analysis, redone here from the graph alone. */
 static kiln_status check_aliases(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
-    for (uint32_t k = 0; k < p->n_kernels; k++) {
-        const fkernel *kn = &fp->kernels[k];
-        const plan_buffer *r = &p->buffers[p->buffer_of[kn->roots[0]]];
-        uint32_t a = p->alias_input[k];
-        bool shares = r->shares >= 0;
-        if (shares != (a != 0) || (a && (a > kn->n_inputs || kn->kind == FK_DOT ||
-                                         r->shares != p->buffer_of[kn->inputs[a - 1]])))
-            return fail(g, "kernel %u's in-place input (%u) and its result's sharing disagree", k,
-                        a);
-    }
+    size_t n_in = 1;
+    for (uint32_t k = 0; k < fp->n_kernels; k++) n_in += fp->kernels[k].n_inputs;
+    uint8_t *legal = host_alloc(g->ctx, n_in);
+    if (!legal) return ctx_oom(g->ctx, "plan_check", n_in);
+    kiln_status s = plan_inplace_legal(g, fp, legal);
+    for (uint32_t k = 0, at = 0; !s && k < p->n_kernels; at += fp->kernels[k++].n_inputs)
+        for (uint32_t r = 0; !s && r < fp->kernels[k].n_roots; r++)
+            s = check_root_alias(g, fp, p, legal + at, k, r);
+    host_free(g->ctx, legal, n_in);
+    if (s) return s;
     for (uint32_t j = 0; j < p->n_outputs; j++) {
         int32_t d = p->output_donor[j];
         if (d < 0) continue;

@@ -1,12 +1,16 @@
-/* inplace.c — which inputs a kernel may overwrite with its own result.
+/* inplace.c — which inputs a kernel may overwrite with its own results.
  *
- * A LOOP kernel computes out[i] for each element i of its root (i counted row-major),
- * reading its inputs through the inlined expression (codegen's elemental lowering,
- * src/codegen/lower.c). Writing out[i] over an input is safe exactly when every read of that input
- * in the whole expression is of its element i itself: then element i is read before it is written
- * and no other element's computation ever looks at it, whatever order or threads the items run in.
+ * A LOOP kernel computes out_r[i] for each element i of its roots (all of one shape, i
+ * counted row-major), reading its inputs through the inlined expressions (codegen's
+ * elemental lowering, src/codegen/lower.c). Writing out_r[i] over an input is safe exactly
+ * when every read of that input in the whole kernel — by any root's expression — is of
+ * its element i itself: then element i is read before it is written (codegen computes
+ * every root's element i before storing any of them when several roots run in place) and
+ * no other element's computation ever looks at it, whatever order or threads the items
+ * run in. A root read by another root's expression is computed inline there (it is not
+ * loaded), so the walk goes through it as through any inlined node.
  *
- * So the walk starts at the root with "same element" and keeps it only through ops that
+ * So the walk starts at every root with "same element" and keeps it only through ops that
  * read their operand at the same row-major position: elementwise ops (unary, binary,
  * select, convert: same multi-index, same shape) and reshape (a row-major reshape keeps
  * every element's position). Any other op — broadcast, transpose, slice, concatenate,
@@ -14,7 +18,8 @@
  * it is read at "some position". An input reached even once at some position is not
  * legal. An input reached only at the same position has the root's element count (every
  * op on the way keeps it), hence, with equal byte sizes (the planner checks them), the
- * same element size and the very bytes of each element it is read for.
+ * same element size and the very bytes of each element it is read for. Which root takes
+ * which legal input is the planner's choice (plan.c: one root per input).
  *
  * A node can be reached both ways through different paths, so the walk keeps two visited
  * marks per node. DOT kernels never run in place (BLAS reads whole rows and columns while
@@ -40,10 +45,16 @@ static int input_slot(const fkernel *k, uint32_t id) {
     return -1;
 }
 
+static bool is_root(const fkernel *k, uint32_t id) {
+    for (uint32_t r = 0; r < k->n_roots; r++)
+        if (k->roots[r] == id) return true;
+    return false;
+}
+
 /* Pushes operand x of a node read with `ident`, or records the read of an input. */
 static void visit(walk *w, uint32_t x, bool ident, uint32_t stamp, uint32_t *sp) {
     if (w->fp->inline_const[x]) return;
-    if (w->fp->materialised[x]) {
+    if (w->fp->materialised[x] && !is_root(w->k, x)) {
         int slot = input_slot(w->k, x);
         if (slot < 0) return; /* not an input: cannot happen for a well-formed kernel */
         w->seen[slot] = 1;
@@ -65,8 +76,8 @@ static bool same_elements(const ir_node *a, const ir_node *b) {
 }
 
 static void walk_loop(walk *w, uint32_t stamp) {
-    uint32_t sp = 0, root = w->k->roots[0];
-    w->stack[sp++] = root << 1 | 1u;
+    uint32_t sp = 0;
+    for (uint32_t r = 0; r < w->k->n_roots; r++) visit(w, w->k->roots[r], true, stamp, &sp);
     while (sp) {
         uint32_t top = w->stack[--sp], id = top >> 1;
         bool ident = top & 1u;
@@ -94,7 +105,7 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
     uint8_t *flags = (uint8_t *)(mem + words);
     for (uint32_t ki = 0, at = 0; ki < fp->n_kernels; at += fp->kernels[ki++].n_inputs) {
         const fkernel *kn = &fp->kernels[ki];
-        if (kn->n_roots != 1 || kn->kind == FK_DOT) continue;
+        if (kn->kind == FK_DOT) continue;
         if (kn->kind == FK_SCATTER) {
             scatter_legal(g, kn, out + at);
             continue;

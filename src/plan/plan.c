@@ -4,9 +4,15 @@
  * Planning one schedule:
  *  1. liveness: each buffer's interval [def, last] in steps;
  *  2. in place: walking the steps in order, a LOOP or SCATTER kernel whose input dies
- *     at that step, has the result's byte size and may legally be overwritten
- *     (inplace.c), writes its result over it. The result joins the input's unit (they
- *     share bytes), or, when the input is a donated argument, takes that buffer;
+ *     at that step, has a result's byte size and may legally be overwritten (inplace.c),
+ *     writes that result over it. The result joins the input's unit (they share bytes),
+ *     or, when the input is a donated argument, takes that buffer. A multi-output kernel
+ *     gives each root at most one input and each input to at most one root, its roots
+ *     needing the input's dtype too (codegen puts an element's loads before its stores,
+ *     but C's type-based aliasing rules let a compiler reorder accesses of different
+ *     types). Roots that are outputs choose first, since only a donated argument can
+ *     hold one; roots that are temporaries then prefer a dying temporary, leaving
+ *     donated buffers to outputs of later kernels;
  *  3. donation: a donated argument that is itself an output becomes that output with no
  *     copy; every other donated argument is matched with an output of its byte size
  *     that is written only after the argument's last read (earliest such output first,
@@ -152,7 +158,7 @@ static void cand_layout(const plan_ctx *c, plan_cand *cd, plan_bump *b) {
     cd->buf = plan_take(b, c->nb + 1, sizeof *cd->buf);
     cd->leader = plan_take(b, c->nb + 1, sizeof *cd->leader);
     cd->unit_last = plan_take(b, c->nb + 1, sizeof *cd->unit_last);
-    cd->alias_input = plan_take(b, c->nk + 1, sizeof *cd->alias_input);
+    cd->alias_of = plan_take(b, c->n_nodes, sizeof *cd->alias_of);
     cd->output_donor = plan_take(b, c->g->n_outputs + 1, sizeof *cd->output_donor);
     cd->donor_state = plan_take(b, c->n_params + 1, 1);
     cd->live = plan_take(b, c->nk + 1, sizeof *cd->live);
@@ -208,16 +214,17 @@ static void liveness(const plan_ctx *c, plan_cand *cd) {
             plan_buffer *x = &cd->buf[c->buffer_of[kn->inputs[i]]];
             if (x->last < s) x->last = s;
         }
-        cd->alias_input[k] = 0;
     }
+    memset(cd->alias_of, 0, c->n_nodes * sizeof *cd->alias_of);
     for (uint32_t p = 0; p < c->n_params; p++)
         cd->donor_state[p] = is_donated(c, p) ? DONOR_FREE : DONOR_NONE;
     for (uint32_t j = 0; j < c->g->n_outputs; j++) cd->output_donor[j] = -1;
     cd->inplace_bytes = 0;
 }
 
-/* Result buffer rb of kernel k (at step s) takes over input buffer xb, if it can. */
-static bool take_over(plan_cand *cd, uint32_t k, uint32_t slot, int32_t rb, int32_t xb) {
+/* Result buffer rb (of root node `root`) takes over input buffer xb (its kernel's input
+ * `slot`), if it can. */
+static bool take_over(plan_cand *cd, uint32_t root, uint32_t slot, int32_t rb, int32_t xb) {
     plan_buffer *r = &cd->buf[rb], *x = &cd->buf[xb];
     if (x->last != r->def || x->size != r->size) return false;
     if (x->kind == PLAN_K_TEMP) {
@@ -232,23 +239,47 @@ static bool take_over(plan_cand *cd, uint32_t k, uint32_t slot, int32_t rb, int3
         return false;
     }
     r->shares = xb;
-    cd->alias_input[k] = slot + 1;
+    cd->alias_of[root] = slot + 1;
     cd->inplace_bytes += r->size;
     return true;
 }
 
-/* Step 2 of the file comment: results written over inputs that die where they are read. */
+/* May root r of kernel k take input slot i? Legal, not taken by another root, and with
+ * several roots of the same dtype (the file comment says why). */
+static bool may_take(const plan_ctx *c, const plan_cand *cd, const fkernel *kn, uint32_t k,
+                     uint32_t r, uint32_t i) {
+    if (!c->legal[c->in_start[k] + i]) return false;
+    for (uint32_t o = 0; o < kn->n_roots; o++)
+        if (cd->alias_of[kn->roots[o]] == i + 1) return false;
+    return kn->n_roots == 1 || c->g->nodes[kn->roots[r]].dtype == c->g->nodes[kn->inputs[i]].dtype;
+}
+
+/* Root r of kernel k over the first input it may take; with `temps_only`, only a dying
+ * temporary. */
+static void place_root(const plan_ctx *c, plan_cand *cd, uint32_t k, uint32_t r, bool temps_only) {
+    const fkernel *kn = &c->fp->kernels[k];
+    int32_t rb = c->buffer_of[kn->roots[r]];
+    if (!cd->buf[rb].size || cd->buf[rb].shares >= 0) return;
+    for (uint32_t i = 0; i < kn->n_inputs; i++) {
+        int32_t xb = c->buffer_of[kn->inputs[i]];
+        if (temps_only && cd->buf[xb].kind != PLAN_K_TEMP) continue;
+        if (may_take(c, cd, kn, k, r, i) && take_over(cd, kn->roots[r], i, rb, xb)) return;
+    }
+}
+
+/* Step 2 of the file comment: results written over inputs that die where they are read:
+ * outputs first (into donated arguments), then temporaries (a dying temporary first, then
+ * a donated argument). */
 static void assign_inplace(const plan_ctx *c, plan_cand *cd) {
     for (uint32_t s = 0; s < c->nk; s++) {
         uint32_t k = cd->order[s];
         const fkernel *kn = &c->fp->kernels[k];
-        if (kn->n_roots != 1) continue;
-        int32_t rb = c->buffer_of[kn->roots[0]];
-        if (!cd->buf[rb].size) continue;
-        for (uint32_t i = 0; i < kn->n_inputs; i++)
-            if (c->legal[c->in_start[k] + i] &&
-                take_over(cd, k, i, rb, c->buffer_of[kn->inputs[i]]))
-                break;
+        if (kn->kind == FK_DOT) continue;
+        for (int pass = 0; pass < 3; pass++)
+            for (uint32_t r = 0; r < kn->n_roots; r++) {
+                bool out = cd->buf[c->buffer_of[kn->roots[r]]].kind == PLAN_K_OUTPUT;
+                if (out == (pass == 0)) place_root(c, cd, k, r, pass == 1);
+            }
     }
 }
 
@@ -342,7 +373,7 @@ static void result_layout(const plan_ctx *c, mem_plan *p, plan_bump *b) {
     p->buffers = plan_take(b, c->nb + 1, sizeof *p->buffers);
     p->buffer_of = plan_take(b, c->n_nodes, sizeof *p->buffer_of);
     p->scratch_of = plan_take(b, c->nk + 1, sizeof *p->scratch_of);
-    p->alias_input = plan_take(b, c->nk + 1, sizeof *p->alias_input);
+    p->alias_of = plan_take(b, c->n_nodes, sizeof *p->alias_of);
     p->output_home = plan_take(b, no, sizeof *p->output_home);
     p->output_donor = plan_take(b, no, sizeof *p->output_donor);
     p->donated = plan_take(b, np, 1);
@@ -364,7 +395,7 @@ static kiln_status fill_result(const plan_ctx *c, const plan_cand *cd, mem_plan 
     memcpy(p->buffers, cd->buf, c->nb * sizeof *p->buffers);
     memcpy(p->buffer_of, c->buffer_of, c->n_nodes * sizeof *p->buffer_of);
     memcpy(p->scratch_of, c->scratch_of, c->nk * sizeof *p->scratch_of);
-    memcpy(p->alias_input, cd->alias_input, c->nk * sizeof *p->alias_input);
+    memcpy(p->alias_of, cd->alias_of, c->n_nodes * sizeof *p->alias_of);
     memcpy(p->output_donor, cd->output_donor, p->n_outputs * sizeof *p->output_donor);
     memcpy(p->live_bytes, cd->live, c->nk * sizeof *p->live_bytes);
     for (uint32_t j = 0; j < p->n_outputs; j++) {
@@ -439,6 +470,33 @@ kiln_status plan_build(const kiln_graph *g, const fusion_plan *fp, const plan_op
 void plan_free(mem_plan *p) {
     if (p->block) host_free(p->ctx, p->block, p->block_size);
     memset(p, 0, sizeof *p);
+}
+
+kiln_status plan_apply_aliases(const mem_plan *p, fusion_plan *fp) {
+    kiln_context *ctx = fp->ctx;
+    uint32_t **made = host_calloc(ctx, fp->n_kernels + 1, sizeof *made);
+    if (!made) return ctx_oom(ctx, "kiln_compile: in-place kernels", fp->n_kernels);
+    kiln_status s = KILN_STATUS_OK;
+    for (uint32_t k = 0; k < fp->n_kernels && !s; k++) { /* all or nothing */
+        const fkernel *kn = &fp->kernels[k];
+        bool any = false;
+        for (uint32_t r = 0; r < kn->n_roots; r++) any |= p->alias_of[kn->roots[r]] != 0;
+        if (!any) continue;
+        if (!(made[k] = host_alloc(ctx, kn->n_roots * sizeof *made[k])))
+            s = ctx_oom(ctx, "kiln_compile: in-place kernels", kn->n_roots * sizeof *made[k]);
+        for (uint32_t r = 0; !s && r < kn->n_roots; r++) made[k][r] = p->alias_of[kn->roots[r]];
+    }
+    for (uint32_t k = 0; k < fp->n_kernels; k++) {
+        fkernel *kn = &fp->kernels[k];
+        if (s) {
+            host_free(ctx, made[k], kn->n_roots * sizeof *made[k]);
+            continue;
+        }
+        host_free(ctx, kn->alias, kn->n_roots * sizeof *kn->alias);
+        kn->alias = made[k];
+    }
+    host_free(ctx, made, (fp->n_kernels + 1) * sizeof *made);
+    return s;
 }
 
 const char *plan_buffer_op(const kiln_graph *g, const plan_buffer *b) {

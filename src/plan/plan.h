@@ -12,8 +12,9 @@
  *    interval in schedule steps and its place: the caller's argument, a constant held by
  *    the executable, a new output array, the temporary arena (one allocation per call)
  *    or the buffer of an argument the caller donated;
- *  - in-place reuse: an elementwise kernel whose input dies there writes its result over
- *    that input (inplace.c decides which inputs may be overwritten);
+ *  - in-place reuse: a kernel whose input dies there (or is a donated argument) writes a
+ *    result over that input; a multi-output kernel may write each of its roots over a
+ *    different input (inplace.c decides which inputs may be overwritten);
  *  - the figures of the memory analysis (kiln_memory_analysis in kiln.h).
  *
  * Live intervals are inclusive [def, last] in steps: a value is live from the step of
@@ -88,7 +89,8 @@ typedef struct mem_plan {
     uint32_t n_buffers;
     int32_t *buffer_of;     /* node -> buffer, -1 for values without one (fused away) */
     int32_t *scratch_of;    /* kernel -> its scratch buffer, -1 if none */
-    uint32_t *alias_input;  /* kernel -> 1 + the input slot its root overwrites, 0 if none */
+    uint32_t *alias_of;     /* node -> 1 + the input slot (of the kernel whose root it is)
+                             * whose buffer that root overwrites in place, 0 if none */
     int32_t *output_home;   /* output -> the buffer it is (first listing), -1: a copy at the end */
     int32_t *output_donor;  /* output -> the donated argument whose buffer it takes, -1 if none */
     uint8_t *donated;       /* per parameter: donated by the caller */
@@ -119,11 +121,17 @@ void plan_free(mem_plan *p);
  * violation in ctx's message. */
 kiln_status plan_check(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p);
 
-/* Which kernel inputs may be overwritten by the kernel's root, element for element. out
+/* Which kernel inputs may be overwritten by the kernel's roots, element for element. out
  * has one entry per input of every kernel, kernels in order (the sum of n_inputs); an
- * entry is set when every read of that input inside the kernel is at the root's own index
- * through elementwise ops only (inplace.c explains why that is the rule). */
+ * entry is set when every read of that input inside the kernel, by any root, is at the
+ * index being written, through elementwise ops only (inplace.c explains why that is the
+ * rule). Which root may take which legal input (size, dtype, one root per input) is the
+ * planner's choice. */
 kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8_t *out);
+
+/* Tells codegen which roots run in place: sets fp's kernels' alias arrays (fusion.h) from
+ * p. KILN_STATUS_HOST_OOM leaves fp as it was. */
+kiln_status plan_apply_aliases(const mem_plan *p, fusion_plan *fp);
 
 /* Text, JSON and SVG forms of a plan (picture.c); NULL on host OOM. Free with
  * kiln_string_free. code_bytes is reported as the generated code size. */

@@ -39,7 +39,7 @@ typedef struct plan_cand {
     plan_buffer *buf;
     int32_t *leader;       /* buffer -> the buffer whose memory it shares (itself if none) */
     int32_t *unit_last;    /* leader -> last step of its whole in-place chain */
-    uint32_t *alias_input; /* kernel -> 1 + input slot overwritten in place */
+    uint32_t *alias_of;    /* root node -> 1 + input slot it overwrites in place */
     int32_t *output_donor; /* output -> donated argument holding it */
     uint8_t *donor_state;  /* per parameter: DONOR_* */
     uint64_t *live;        /* per step: temp + scratch bytes live */

@@ -427,7 +427,8 @@ KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits,
  * every parameter to the graph, so forward pass, backward pass (kiln_grad) and update
  * compile as one program; with the parameters and the optimiser state donated
  * (kiln_compile_options.donate_argnums), the update overwrites them in place. Each
- * parameter's update is elementwise, so it fuses into its own loop kernel.
+ * parameter's update is elementwise, so it fuses into a few loop kernels of its own, with
+ * no full-size temporary.
  *
  * Hyperparameters are rank-0 values of the graph, of any numeric dtype: a parameter fed
  * each call (a learning-rate schedule, the step count: no retrace, no recompile) or a

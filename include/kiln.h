@@ -446,6 +446,82 @@ KILN_API kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs,
                               const kiln_value *cotangents, int n_wrt, const kiln_value *wrt,
                               kiln_value *grads);
 
+/* ------------------------------------------------------------- optimisers ---- */
+
+/* Optimisers as traced functions (docs/optimisers.md): each call appends the update of
+ * every parameter to the graph, so forward pass, backward pass (kiln_grad) and update
+ * compile as one program; with the parameters and the optimiser state donated
+ * (kiln_compile_options.donate_argnums), the update overwrites them in place. Each
+ * parameter's update is elementwise, so it fuses into a few loop kernels of its own, with
+ * no full-size temporary.
+ *
+ * Hyperparameters are rank-0 values of the graph, of any numeric dtype: a parameter fed
+ * each call (a learning-rate schedule, the step count: no retrace, no recompile) or a
+ * constant (kiln_scalar(g, KILN_DTYPE_F64, 3e-4)). An unset one (the zero value, as in a
+ * zero-initialised options struct) takes the default named beside it. Scalar arithmetic
+ * on them (bias corrections, products of hyperparameters) is done in f64; the
+ * elementwise update in each parameter's dtype.
+ *
+ * Arrays: params[i], grads[i] and the state arrays' [i] must agree in dtype (f32 or f64)
+ * and shape; outputs are written per index after its inputs are read, so an output array
+ * may be the input array itself (new values replace the old, as in a training loop).
+ * Optimiser state starts as zeros: kiln_array_create(ctx, dtype, rank, dims, NULL, &m)
+ * for each parameter. Errors are builder errors (sticky; kiln_graph_finish returns the
+ * first), naming the optimiser, the array and the index of the bad entry; on any error
+ * every output is set to the invalid value. */
+
+/* torch.optim.SGD / optax.sgd: with weight decay wd, momentum mu and buffer b,
+ *   g' = g + wd p;  b' = mu b + g';  d = nesterov ? g' + mu b' : b';  p' = p - lr d
+ * (without momentum d = g'). The buffer starts at zeros, so b' = g' at the first step, as
+ * torch sets it. */
+typedef struct kiln_sgd_options {
+    kiln_value lr;           /* unset: 1e-3 */
+    kiln_value momentum;     /* unset: none (plain SGD: no buffers) */
+    kiln_value weight_decay; /* unset: none (L2, added to the gradient as torch does) */
+    bool nesterov;           /* Nesterov momentum; needs momentum */
+} kiln_sgd_options;
+/* momentum / new_momentum: one buffer per parameter when o->momentum is set, else NULL. */
+KILN_API kiln_status kiln_optim_sgd(kiln_graph *g, const kiln_sgd_options *o, int n,
+                                    const kiln_value *params, const kiln_value *grads,
+                                    const kiln_value *momentum, kiln_value *new_params,
+                                    kiln_value *new_momentum);
+
+/* Adam and AdamW (torch.optim.Adam/AdamW, optax.adam/adamw; their updates are the same
+ * formula), at step t = 1, 2, ... (the number of this update):
+ *   m' = b1 m + (1 - b1) g;   v' = b2 v + (1 - b2) g^2
+ *   p' = p (1 - lr wd) - lr / (1 - b1^t) * m' / (sqrt(v') / sqrt(1 - b2^t) + eps)
+ * with eps outside the square root. kiln_optim_adamw decays the weights decoupled as
+ * written (wd unset: 1e-2, torch's default; optax.adamw's is 1e-4); kiln_optim_adam has
+ * no decay unless weight_decay is set, and then adds wd p to the gradient (L2, as
+ * torch.optim.Adam does) instead. */
+typedef struct kiln_adam_options {
+    kiln_value lr;           /* unset: 1e-3 */
+    kiln_value b1;           /* unset: 0.9 */
+    kiln_value b2;           /* unset: 0.999 */
+    kiln_value eps;          /* unset: 1e-8 */
+    kiln_value weight_decay; /* see above */
+    kiln_value step;         /* required: t, the 1-based number of this update */
+} kiln_adam_options;
+typedef kiln_adam_options kiln_adamw_options;
+KILN_API kiln_status kiln_optim_adam(kiln_graph *g, const kiln_adam_options *o, int n,
+                                     const kiln_value *params, const kiln_value *grads,
+                                     const kiln_value *m, const kiln_value *v,
+                                     kiln_value *new_params, kiln_value *new_m, kiln_value *new_v);
+KILN_API kiln_status kiln_optim_adamw(kiln_graph *g, const kiln_adamw_options *o, int n,
+                                      const kiln_value *params, const kiln_value *grads,
+                                      const kiln_value *m, const kiln_value *v,
+                                      kiln_value *new_params, kiln_value *new_m, kiln_value *new_v);
+
+/* optax.clip_by_global_norm: norm = sqrt(sum over i of sum(grads[i]^2)); each gradient
+ * is kept as it is when norm < max_norm, else replaced by grads[i] / norm * max_norm (so a
+ * zero gradient stays zero, and at norm == max_norm the scaled form, equal up to
+ * rounding, is used). max_norm (a rank-0 value, required) should be > 0; a constant
+ * <= 0 is an error. global_norm (may be NULL) receives the norm before clipping, rank 0,
+ * f64 if any gradient is f64, else f32. */
+KILN_API kiln_status kiln_optim_clip_by_global_norm(kiln_graph *g, kiln_value max_norm, int n,
+                                                    const kiln_value *grads, kiln_value *clipped,
+                                                    kiln_value *global_norm);
+
 /* ------------------------------------------------------------ interpreter ---- */
 
 /* Evaluates a finished graph op by op on the host (the reference every backend is tested
@@ -679,6 +755,11 @@ KILN_API void kiln_jit_clear(kiln_jit *j);
 #define kiln_logsumexp(g, ...)        (KILN__AT(g), kiln_logsumexp((g), __VA_ARGS__))
 #define kiln_layer_norm(g, ...)       (KILN__AT(g), kiln_layer_norm((g), __VA_ARGS__))
 #define kiln_gelu(g, ...)             (KILN__AT(g), kiln_gelu((g), __VA_ARGS__))
+#define kiln_optim_sgd(g, ...)        (KILN__AT(g), kiln_optim_sgd((g), __VA_ARGS__))
+#define kiln_optim_adam(g, ...)       (KILN__AT(g), kiln_optim_adam((g), __VA_ARGS__))
+#define kiln_optim_adamw(g, ...)      (KILN__AT(g), kiln_optim_adamw((g), __VA_ARGS__))
+#define kiln_optim_clip_by_global_norm(g, ...)                                                     \
+    (KILN__AT(g), kiln_optim_clip_by_global_norm((g), __VA_ARGS__))
 #define kiln_softmax_cross_entropy(g, ...)                                                         \
     (KILN__AT(g), kiln_softmax_cross_entropy((g), __VA_ARGS__))
 #define kiln_grad(g, ...) (KILN__AT(g), kiln_grad((g), __VA_ARGS__))

@@ -60,7 +60,7 @@ typedef struct fz_state {
     fz_bytes in;
     kiln_graph *g;
     fz_val vals[FZ_MAX_VALUES];
-    int n_vals;
+    int n_vals, newest; /* newest: the slot push wrote last */
     fz_val params[FZ_MAX_PARAMS];
     int n_params;
     bool huge; /* a huge dim or attribute was passed */
@@ -154,10 +154,11 @@ static void push(fz_state *s, kiln_value v, int lv) {
     }
     int slot = s->n_vals < FZ_MAX_VALUES ? s->n_vals++ : fz_int(&s->in, FZ_MAX_VALUES);
     s->vals[slot] = x;
+    s->newest = slot;
 }
 
 static fz_val *last(fz_state *s) {
-    return &s->vals[s->n_vals - 1];
+    return &s->vals[s->newest];
 }
 
 /* A new parameter (or, past FZ_MAX_PARAMS, a constant) of that type; returns it. */

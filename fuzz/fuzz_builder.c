@@ -26,6 +26,7 @@
  * comparison of approximate values) is LOOSE and not compared: tests/test_compile_random.c
  * covers those with bounded values and tolerances.
  *
+ * KILN_FUZZ_PRINT=1 prints each finished graph (to read a reproducer).
  * KILN_FUZZ_SKIP_HUGE=1 skips evaluating graphs built with a huge attribute or dim (to
  * fuzz past an int64-overflow finding until it is fixed). */
 #include "fuzz_common.h"
@@ -647,6 +648,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (!st) {
         char *text = kiln_graph_to_string(s.g);
+        if (text && getenv("KILN_FUZZ_PRINT")) fprintf(stderr, "%s\n", text); /* triage */
         kiln_string_free(fz_ctx, text);
         int64_t biggest = 0;
         for (int i = 0; i < s.n_vals; i++) {

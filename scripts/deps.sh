@@ -1,6 +1,7 @@
 #!/bin/sh
 # deps.sh — checks for what kiln's build needs on Debian/Ubuntu and installs what is
-# missing when run as root; otherwise prints the exact apt-get line. Called by make.
+# missing when run as root; otherwise prints the exact apt-get line. Called by make;
+# `deps.sh fuzz` also wants clang (libFuzzer and the sanitizer runtimes come with it).
 set -e
 missing=""
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
@@ -10,6 +11,9 @@ have_cmd cmake || missing="$missing cmake"
 have_cmd cc || missing="$missing gcc"
 have_cmd c++ || missing="$missing g++"
 have_cmd make || missing="$missing make"
+if [ "$1" = fuzz ]; then
+    have_cmd clang || missing="$missing clang"
+fi
 # OpenBLAS: the CPU backend's matrix products.
 if have_cmd dpkg-query; then
     have_pkg libopenblas-dev || missing="$missing libopenblas-dev"

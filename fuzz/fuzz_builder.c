@@ -1,0 +1,667 @@
+/* fuzz_builder.c — libFuzzer target: the tracing API driven by bytes.
+ *
+ * The input is a little program: each step picks a public builder (every op, constants,
+ * shape ops, reductions, dot_general with random dimension numbers, gathers, composites)
+ * and its operands among the values built so far, with random dtypes, shapes (rank 0..4,
+ * dims 0 and 1 often and, rarely, huge ones such as INT64_MAX), axes, permutations and
+ * slice bounds. Invalid requests are meant: the builder must reject them with a clear
+ * error and never crash.
+ *
+ * What it holds the library to:
+ *   - an op that returns the invalid value has left an error (status and message) on the
+ *     graph, and kiln_graph_finish then fails with a message;
+ *   - a finished graph prints, and when no node exceeds FZ_MAX_ELEMENTS the reference
+ *     interpreter runs it;
+ *   - now and then (a byte says so, the graph is small and KILN_FUZZ_COMPILE is not 0) it
+ *     is compiled and run, its memory plan proven sound (plan_check) and its peak measured,
+ *     and the outputs compared with the reference's where the comparison is meaningful.
+ *
+ * Which outputs can be compared exactly: every value carries a level. Sources, integer
+ * and bool arithmetic, data movement and comparisons of exact values are EXACT. One
+ * correctly rounded float op (+ - * / sqrt) on exact operands is ROUNDED, also bit for bit
+ * (the reference's double evaluation rounds once to the same float). One transcendental
+ * op (exp, log, log1p, tanh, logistic, rsqrt, pow) on exact operands is ULP: within
+ * FZ_ULP_BOUND units in the last place. Anything else (a float op on a rounded value,
+ * which the C compiler may contract into an fma; float sums, whose order differs; a
+ * comparison of approximate values) is LOOSE and not compared: tests/test_compile_random.c
+ * covers those with bounded values and tolerances.
+ *
+ * KILN_FUZZ_PRINT=1 prints each finished graph (to read a reproducer).
+ * KILN_FUZZ_SKIP_HUGE=1 skips evaluating graphs built with a huge attribute or dim (to
+ * fuzz past an int64-overflow finding until it is fixed). */
+#include "fuzz_common.h"
+
+#include "../tests/compare.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FZ_MAX_VALUES   48
+#define FZ_MAX_PARAMS   12
+#define FZ_MAX_STEPS    64
+#define FZ_MAX_ELEMENTS 100000 /* no node larger is evaluated */
+#define FZ_COMPILE_MAX  4096   /* elements, for the compiled fraction */
+#define FZ_ULP_BOUND    16
+#define FZ_ARR          16 /* attribute arrays: more than any rank the fuzzer passes */
+
+enum { LV_EXACT, LV_ROUNDED, LV_ULP, LV_LOOSE };
+
+typedef struct fz_val {
+    kiln_value v;
+    kiln_dtype t;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    int lv;
+} fz_val;
+
+typedef struct fz_state {
+    fz_bytes in;
+    kiln_graph *g;
+    fz_val vals[FZ_MAX_VALUES];
+    int n_vals, newest; /* newest: the slot push wrote last */
+    fz_val params[FZ_MAX_PARAMS];
+    int n_params;
+    bool huge; /* a huge dim or attribute was passed */
+} fz_state;
+
+static kiln_context *fz_ctx;
+
+/* ------------------------------------------------------------- drawing ---- */
+
+static kiln_dtype draw_dtype(fz_state *s) {
+    uint8_t b = fz_u8(&s->in);
+    if (b >= 250) return b == 255 ? (kiln_dtype)77 : KILN_DTYPE_INVALID;
+    return (kiln_dtype)(1 + b % 5);
+}
+
+static int64_t draw_dim(fz_state *s) {
+    static const int64_t special[] = {
+        INT64_MAX,        INT64_MIN,  -1,    -2, (int64_t)1 << 31, ((int64_t)1 << 32) + 1,
+        (int64_t)1 << 62, 3037000500, 100001};
+    uint8_t b = fz_u8(&s->in);
+    if (b < 160) return b % 4;
+    if (b < 224) return 1 + b % 8;
+    if (b < 248) return 1 + b % 32;
+    s->huge = true;
+    return special[b % (sizeof special / sizeof special[0])];
+}
+
+static int draw_rank(fz_state *s) {
+    static const int special[] = {-1, 5, 8, 9, 0, 1, 2, 3};
+    uint8_t b = fz_u8(&s->in);
+    return b < 240 ? b % 5 : special[b % 8];
+}
+
+/* rank and dims for a new value: rank in [-1, 9], dims sized FZ_ARR */
+static void draw_shape(fz_state *s, int *rank, int64_t dims[FZ_ARR]) {
+    *rank = draw_rank(s);
+    for (int i = 0; i < FZ_ARR; i++) dims[i] = i < *rank ? draw_dim(s) : 1;
+}
+
+static int draw_axis(fz_state *s, int rank) {
+    static const int special[] = {INT_MAX, INT_MIN, 8, -9};
+    uint8_t b = fz_u8(&s->in);
+    int r = rank > 0 ? rank : 1;
+    if (b < 200) return b % r;
+    if (b < 236) return -1 - b % r;
+    if (b < 246) return b % 2 ? rank : -rank - 1;
+    return special[b % 4];
+}
+
+/* An attribute that is mostly small and sometimes absurd. */
+static int64_t draw_attr(fz_state *s, int64_t lo, int64_t span) {
+    static const int64_t special[] = {INT64_MAX, INT64_MIN, INT64_MAX / 2, -INT64_MAX, 1 << 30};
+    uint8_t b = fz_u8(&s->in);
+    if (b < 250) return lo + b % span;
+    s->huge = true;
+    return special[b % 5];
+}
+
+static double draw_double(fz_state *s) {
+    static const double special[] = {
+        0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1e30, -1e300, 88.72283935546875, -88.72283935546875,
+        3.5, 1e-45};
+    uint8_t b = fz_u8(&s->in);
+    if (b < 240) return special[b % 12];
+    return b == 240 ? NAN : b == 241 ? INFINITY : b == 242 ? -INFINITY : (double)(b - 248);
+}
+
+/* --------------------------------------------------------- the value pool ---- */
+
+static int lv_max(int a, int b) {
+    return a > b ? a : b;
+}
+
+static bool is_float(kiln_dtype t) {
+    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64;
+}
+
+/* Records a new value (an invalid one is checked against the builder's error state). */
+static void push(fz_state *s, kiln_value v, int lv) {
+    if (!kiln_value_ok(v)) {
+        if (kiln_graph_status(s->g) == KILN_STATUS_OK || !kiln_graph_error(s->g)[0]) {
+            fprintf(stderr, "an op returned the invalid value but the graph has no error\n");
+            abort();
+        }
+        return;
+    }
+    fz_val x = {.v = v, .lv = lv};
+    if (!kiln_value_type(s->g, v, &x.t, &x.rank, x.dims)) {
+        fprintf(stderr, "kiln_value_type refuses a value the builder returned\n");
+        abort();
+    }
+    int slot = s->n_vals < FZ_MAX_VALUES ? s->n_vals++ : fz_int(&s->in, FZ_MAX_VALUES);
+    s->vals[slot] = x;
+    s->newest = slot;
+}
+
+static fz_val *last(fz_state *s) {
+    return &s->vals[s->newest];
+}
+
+/* A new parameter (or, past FZ_MAX_PARAMS, a constant) of that type; returns it. */
+static kiln_value make_param(fz_state *s, kiln_dtype t, int rank, const int64_t *dims) {
+    if (s->n_params == FZ_MAX_PARAMS) {
+        kiln_value v = kiln_full(s->g, t, rank, dims, 1.0);
+        push(s, v, LV_EXACT);
+        return v;
+    }
+    char name[16];
+    snprintf(name, sizeof name, "p%d", s->n_params);
+    kiln_value v = kiln_parameter(s->g, name, t, rank, dims);
+    push(s, v, LV_EXACT);
+    if (kiln_value_ok(v)) s->params[s->n_params++] = *last(s);
+    return v;
+}
+
+/* An operand: one of the values so far, or now and then the invalid value or a foreign id. */
+static fz_val pick(fz_state *s) {
+    uint8_t b = fz_u8(&s->in);
+    if (s->n_vals == 0 || b >= 252) {
+        if (b == 254) return (fz_val){.v = {0, 0}, .lv = LV_EXACT};
+        if (b == 255) return (fz_val){.v = {s->n_vals ? s->vals[0].v.graph : 1, 99999}};
+        int64_t d[FZ_ARR] = {2, 3};
+        make_param(s, KILN_DTYPE_F32, b % 3, d);
+        if (s->n_vals == 0) return (fz_val){.v = {0, 0}};
+        return *last(s);
+    }
+    return s->vals[b % s->n_vals];
+}
+
+/* A partner for x: a value of x's dtype and shape if there is one (often), else anything. */
+static fz_val pick_like(fz_state *s, const fz_val *x) {
+    uint8_t b = fz_u8(&s->in);
+    if (b < 40) return pick(s);
+    for (int k = 0; k < s->n_vals; k++) {
+        fz_val *y = &s->vals[(b + k) % s->n_vals];
+        if (y->t == x->t && y->rank == x->rank &&
+            !memcmp(y->dims, x->dims, sizeof(int64_t) * (size_t)x->rank))
+            return *y;
+    }
+    if (b < 120) return *x;
+    if (x->t == KILN_DTYPE_INVALID) return pick(s);
+    make_param(s, x->t, b % 2 ? x->rank : 0, x->dims);
+    return s->n_vals ? *last(s) : *x;
+}
+
+/* ----------------------------------------------------------------- ops ---- */
+
+static void op_source(fz_state *s) {
+    int rank;
+    int64_t dims[FZ_ARR];
+    kiln_dtype t = draw_dtype(s);
+    uint8_t which = fz_u8(&s->in) % 5;
+    if (which == 3) {
+        push(s, kiln_scalar(s->g, t, draw_double(s)), LV_EXACT);
+        return;
+    }
+    draw_shape(s, &rank, dims);
+    if (which == 0) make_param(s, t, rank, dims);
+    if (which == 1) push(s, kiln_full(s->g, t, rank, dims, draw_double(s)), LV_EXACT);
+    if (which == 2) push(s, kiln_iota(s->g, t, rank, dims, draw_axis(s, rank)), LV_EXACT);
+    if (which == 4) {
+        /* data from the input, when the shape is small enough for this buffer */
+        unsigned char data[512] = {0};
+        size_t bytes = kiln_dtype_itemsize(t);
+        for (int i = 0; i < rank && i < KILN_MAX_RANK; i++)
+            if (dims[i] < 0 || __builtin_mul_overflow(bytes, (size_t)dims[i], &bytes))
+                bytes = SIZE_MAX;
+        for (size_t i = 0; i < bytes && i < sizeof data; i++) data[i] = fz_u8(&s->in);
+        push(s, kiln_constant(s->g, t, rank, dims, bytes <= sizeof data ? data : NULL), LV_EXACT);
+    }
+}
+
+static void op_unary(fz_state *s) {
+    typedef kiln_value (*unary_fn)(kiln_graph *, kiln_value);
+    static const unary_fn fns[] = {kiln_neg,  kiln_abs,           kiln_sign,        kiln_floor,
+                                   kiln_relu, kiln_stop_gradient, kiln_logical_not, kiln_sqrt,
+                                   kiln_exp,  kiln_log,           kiln_log1p,       kiln_rsqrt,
+                                   kiln_tanh, kiln_logistic,      kiln_gelu};
+    int k = fz_int(&s->in, (int)(sizeof fns / sizeof fns[0]));
+    fz_val x = pick(s);
+    int lv = x.lv;
+    if (k <= 6) { /* exact for every dtype; sign and floor are discrete */
+        if ((k == 2 || k == 3) && x.lv == LV_ULP) lv = LV_LOOSE;
+    } else if (k == 7) {
+        lv = x.lv == LV_EXACT ? LV_ROUNDED : LV_LOOSE;
+    } else if (k <= 13) {
+        lv = x.lv == LV_EXACT ? LV_ULP : LV_LOOSE;
+    } else {
+        lv = LV_LOOSE;
+    }
+    push(s, fns[k](s->g, x.v), lv);
+}
+
+static void op_binary(fz_state *s) {
+    typedef kiln_value (*binary_fn)(kiln_graph *, kiln_value, kiln_value);
+    static const binary_fn fns[] = {kiln_add, kiln_sub, kiln_mul,         kiln_div,       kiln_max,
+                                    kiln_min, kiln_pow, kiln_logical_and, kiln_logical_or};
+    int k = fz_int(&s->in, (int)(sizeof fns / sizeof fns[0]));
+    fz_val a = pick(s), b = pick_like(s, &a);
+    int lv = lv_max(a.lv, b.lv);
+    if (is_float(a.t) && k <= 3) lv = lv == LV_EXACT ? LV_ROUNDED : LV_LOOSE;
+    if (is_float(a.t) && k == 6) lv = lv == LV_EXACT ? LV_ULP : LV_LOOSE;
+    push(s, fns[k](s->g, a.v, b.v), lv);
+}
+
+static void op_compare_select_convert(fz_state *s) {
+    uint8_t k = fz_u8(&s->in) % 3;
+    fz_val a = pick(s);
+    if (k == 0) {
+        fz_val b = pick_like(s, &a);
+        int lv = lv_max(a.lv, b.lv);
+        kiln_cmp dir = (kiln_cmp)(fz_u8(&s->in) % 7); /* 6: not a direction */
+        push(s, kiln_compare(s->g, a.v, b.v, dir), lv >= LV_ULP ? LV_LOOSE : lv);
+    } else if (k == 1) {
+        fz_val t = pick_like(s, &a), f = pick_like(s, &a);
+        int lv = lv_max(t.lv, f.lv);
+        push(s, kiln_select(s->g, a.v, t.v, f.v), a.lv >= LV_ULP ? LV_LOOSE : lv_max(lv, a.lv));
+    } else {
+        kiln_dtype to = draw_dtype(s);
+        push(s, kiln_convert(s->g, a.v, to), a.lv >= LV_ULP ? LV_LOOSE : a.lv);
+    }
+}
+
+static void op_broadcast(fz_state *s) {
+    fz_val x = pick(s);
+    int rank = x.rank + fz_int(&s->in, 3), bdims[FZ_ARR];
+    int64_t dims[FZ_ARR];
+    if (fz_u8(&s->in) < 32) rank = draw_rank(s);
+    if (rank < 0 || rank > FZ_ARR) rank = FZ_ARR;
+    int off = rank - x.rank;
+    for (int i = 0; i < FZ_ARR; i++) {
+        dims[i] = 1 + fz_int(&s->in, 3);
+        bdims[i] = i + (off > 0 ? off : 0);
+    }
+    for (int i = 0; i < x.rank && i + off >= 0 && i + off < rank; i++)
+        if (x.dims[i] != 1 || fz_u8(&s->in) < 128) dims[i + off] = x.dims[i];
+    if (fz_u8(&s->in) < 24) dims[fz_int(&s->in, FZ_ARR)] = draw_dim(s);
+    if (fz_u8(&s->in) < 24) bdims[fz_int(&s->in, FZ_ARR)] = draw_axis(s, rank);
+    if (fz_u8(&s->in) % 2)
+        push(s, kiln_broadcast_in_dim(s->g, x.v, rank, dims, bdims), x.lv);
+    else
+        push(s, kiln_broadcast_to(s->g, x.v, rank, dims), x.lv);
+}
+
+static void op_reshape(fz_state *s) {
+    fz_val x = pick(s);
+    int64_t dims[FZ_ARR];
+    int rank = 0;
+    switch (fz_u8(&s->in) % 4) {
+    case 0: rank = 1, dims[0] = -1; break;
+    case 1: /* the same dims reversed: same element count */
+        rank = x.rank;
+        for (int i = 0; i < rank; i++) dims[i] = x.dims[rank - 1 - i];
+        break;
+    case 2: /* a 1 in front and a -1 in place of one dim */
+        rank = x.rank + 1;
+        dims[0] = 1;
+        for (int i = 0; i < x.rank; i++) dims[i + 1] = x.dims[i];
+        if (x.rank) dims[1 + fz_int(&s->in, x.rank)] = -1;
+        break;
+    default: draw_shape(s, &rank, dims); break;
+    }
+    if (rank > KILN_MAX_RANK) rank = KILN_MAX_RANK;
+    push(s, kiln_reshape(s->g, x.v, rank, dims), x.lv);
+}
+
+static void op_transpose(fz_state *s) {
+    fz_val x = pick(s);
+    int perm[FZ_ARR];
+    for (int i = 0; i < FZ_ARR; i++) perm[i] = i;
+    for (int i = x.rank - 1; i > 0; i--) { /* Fisher-Yates from the input */
+        int j = fz_int(&s->in, i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    if (fz_u8(&s->in) < 32) perm[fz_int(&s->in, x.rank ? x.rank : 1)] = draw_axis(s, x.rank);
+    push(s, kiln_transpose(s->g, x.v, perm), x.lv);
+}
+
+static void op_slice(fz_state *s) {
+    fz_val x = pick(s);
+    int64_t start[FZ_ARR], limit[FZ_ARR], stride[FZ_ARR];
+    for (int i = 0; i < FZ_ARR; i++) {
+        int64_t d = i < x.rank ? x.dims[i] : 1, span = d >= 0 && d < 250 ? d + 1 : 250;
+        start[i] = fz_u8(&s->in) % span;
+        int64_t rest = d - start[i] >= 0 && d - start[i] < 250 ? d - start[i] + 1 : 250;
+        limit[i] = start[i] + fz_u8(&s->in) % rest;
+        stride[i] = draw_attr(s, 1, 3);
+    }
+    uint8_t b = fz_u8(&s->in);
+    if (b < 24)
+        start[b % FZ_ARR] = draw_attr(s, -2, 4);
+    else if (b < 48)
+        limit[b % FZ_ARR] = draw_attr(s, -1, 8);
+    else if (b < 56)
+        stride[b % FZ_ARR] = b % 2 ? 0 : -1;
+    push(s, kiln_slice(s->g, x.v, start, limit, b % 5 == 0 ? NULL : stride), x.lv);
+}
+
+static void op_pad(fz_state *s) {
+    fz_val x = pick(s);
+    int64_t lo[FZ_ARR], hi[FZ_ARR], interior[FZ_ARR];
+    for (int i = 0; i < FZ_ARR; i++) {
+        lo[i] = draw_attr(s, -2, 5);
+        hi[i] = draw_attr(s, -2, 5);
+        interior[i] = draw_attr(s, 0, 3);
+    }
+    uint8_t b = fz_u8(&s->in);
+    fz_val pv = b < 200 ? (fz_val){.v = kiln_scalar(s->g, x.t, draw_double(s))} : pick(s);
+    push(s, kiln_pad(s->g, x.v, pv.v, lo, hi, b % 3 ? interior : NULL), lv_max(x.lv, pv.lv));
+}
+
+static void op_concatenate(fz_state *s) {
+    fz_val x = pick(s);
+    kiln_value xs[5] = {x.v};
+    int n = 1 + fz_int(&s->in, 4), lv = x.lv;
+    for (int i = 1; i < n; i++) {
+        fz_val y = pick_like(s, &x);
+        xs[i] = y.v, lv = lv_max(lv, y.lv);
+    }
+    if (fz_u8(&s->in) == 255) n = fz_u8(&s->in) % 2 ? 0 : -1;
+    push(s, kiln_concatenate(s->g, n, xs, draw_axis(s, x.rank)), lv);
+}
+
+static void op_reduce(fz_state *s) {
+    typedef kiln_value (*reduce_fn)(kiln_graph *, kiln_value, int, const int *, bool);
+    static const reduce_fn fns[] = {kiln_reduce_max,  kiln_reduce_min, kiln_reduce_sum,
+                                    kiln_reduce_prod, kiln_mean,       kiln_logsumexp};
+    int k = fz_int(&s->in, 6);
+    fz_val x = pick(s);
+    int axes[FZ_ARR], naxes = fz_int(&s->in, x.rank + 2);
+    for (int i = 0; i < FZ_ARR; i++) axes[i] = draw_axis(s, x.rank);
+    bool all = fz_u8(&s->in) < 40, keep = fz_u8(&s->in) % 2;
+    int lv = k <= 1 || !is_float(x.t) ? x.lv : LV_LOOSE;
+    if (k >= 4) lv = LV_LOOSE;
+    push(s, fns[k](s->g, x.v, all ? 0 : naxes, all ? NULL : axes, keep), lv);
+}
+
+static void op_dot(fz_state *s) {
+    fz_val a = pick(s), b = pick_like(s, &a);
+    int lv = is_float(a.t) ? LV_LOOSE : lv_max(a.lv, b.lv);
+    if (fz_u8(&s->in) < 64) {
+        push(s, kiln_matmul(s->g, a.v, b.v), lv);
+        return;
+    }
+    kiln_dot_dims d;
+    memset(&d, 0, sizeof d);
+    d.n_contract = fz_int(&s->in, 3);
+    d.n_batch = fz_int(&s->in, 2);
+    if (fz_u8(&s->in) == 255) d.n_contract = -1, d.n_batch = KILN_MAX_RANK + 1;
+    for (int i = 0; i < KILN_MAX_RANK; i++) {
+        d.lhs_contract[i] = draw_axis(s, a.rank), d.rhs_contract[i] = draw_axis(s, b.rank);
+        d.lhs_batch[i] = draw_axis(s, a.rank), d.rhs_batch[i] = draw_axis(s, b.rank);
+    }
+    push(s, kiln_dot_general(s->g, a.v, b.v, fz_u8(&s->in) == 7 ? NULL : &d), lv);
+}
+
+/* An integer value to index with: one there is, or a new parameter of the given shape. */
+static fz_val pick_indices(fz_state *s, int rank, const int64_t *dims) {
+    uint8_t b = fz_u8(&s->in);
+    for (int k = 0; k < s->n_vals && b < 128; k++) {
+        fz_val *y = &s->vals[(b + k) % s->n_vals];
+        if (y->t == KILN_DTYPE_I32 || y->t == KILN_DTYPE_I64) return *y;
+    }
+    make_param(s, b % 2 ? KILN_DTYPE_I32 : KILN_DTYPE_I64, rank, dims);
+    return s->n_vals ? *last(s) : (fz_val){.v = {0, 0}};
+}
+
+static void op_gather(fz_state *s) {
+    fz_val x = pick(s);
+    int64_t idims[FZ_ARR];
+    int irank;
+    draw_shape(s, &irank, idims);
+    if (irank > 2 || irank < 0) irank = 1;
+    fz_val idx = pick_indices(s, irank, idims);
+    int lv = idx.lv >= LV_ULP ? LV_LOOSE : lv_max(x.lv, idx.lv);
+    if (fz_u8(&s->in) % 2) {
+        push(s, kiln_take_rows(s->g, x.v, idx.v), lv);
+        return;
+    }
+    /* updates shaped indices.shape + operand.shape[1:], unless the input says otherwise */
+    int64_t udims[FZ_ARR];
+    int urank = 0;
+    for (int i = 0; i < idx.rank && urank < KILN_MAX_RANK; i++) udims[urank++] = idx.dims[i];
+    for (int i = 1; i < x.rank && urank < KILN_MAX_RANK; i++) udims[urank++] = x.dims[i];
+    fz_val up;
+    if (fz_u8(&s->in) < 200 && x.t != KILN_DTYPE_INVALID) {
+        make_param(s, x.t, urank, udims);
+        up = s->n_vals ? *last(s) : x;
+    } else {
+        up = pick(s);
+    }
+    if (is_float(x.t)) lv = LV_LOOSE; /* duplicate indices add in some order */
+    push(s, kiln_scatter_add_rows(s->g, x.v, idx.v, up.v), lv_max(lv, up.lv));
+}
+
+static void op_composite(fz_state *s) {
+    fz_val x = pick(s);
+    int axis = draw_axis(s, x.rank);
+    switch (fz_u8(&s->in) % 4) {
+    case 0: push(s, kiln_softmax(s->g, x.v, axis), LV_LOOSE); break;
+    case 1: push(s, kiln_log_softmax(s->g, x.v, axis), LV_LOOSE); break;
+    case 2: {
+        int64_t d = x.rank > 0 ? x.dims[x.rank - 1] : 1;
+        kiln_value none = {0, 0}, scale = none, bias = none;
+        if (fz_u8(&s->in) % 2) scale = make_param(s, x.t, 1, &d);
+        if (fz_u8(&s->in) % 2) bias = make_param(s, x.t, 1, &d);
+        double eps = fz_u8(&s->in) < 250 ? 1e-5 : draw_double(s);
+        push(s, kiln_layer_norm(s->g, x.v, scale, bias, eps), LV_LOOSE);
+        break;
+    }
+    default: {
+        fz_val labels = pick_indices(s, x.rank > 0 ? x.rank - 1 : 0, x.dims);
+        push(s, kiln_softmax_cross_entropy(s->g, x.v, labels.v), LV_LOOSE);
+        break;
+    }
+    }
+}
+
+static void step(fz_state *s) {
+    static void (*const ops[])(fz_state *) = {op_source,
+                                              op_source,
+                                              op_unary,
+                                              op_unary,
+                                              op_binary,
+                                              op_binary,
+                                              op_compare_select_convert,
+                                              op_broadcast,
+                                              op_reshape,
+                                              op_transpose,
+                                              op_slice,
+                                              op_pad,
+                                              op_concatenate,
+                                              op_reduce,
+                                              op_dot,
+                                              op_gather,
+                                              op_composite};
+    uint8_t b = fz_u8(&s->in);
+    if (b == 255) kiln_graph_at(s->g, b % 2 ? "fuzz.c" : NULL, (int)fz_u8(&s->in) - 8);
+    ops[b % (sizeof ops / sizeof ops[0])](s);
+}
+
+/* --------------------------------------------------------- evaluating ---- */
+
+static int64_t elements(const fz_val *x) {
+    int64_t n = 1;
+    for (int i = 0; i < x->rank; i++)
+        if (x->dims[i] < 0 || __builtin_mul_overflow(n, x->dims[i], &n)) return INT64_MAX;
+    return n;
+}
+
+/* Ordinal of a float's bits, so that neighbours differ by 1 across zero. */
+static int64_t ordinal(double v, kiln_dtype t) {
+    if (t == KILN_DTYPE_F32) {
+        float f = (float)v;
+        int32_t i;
+        memcpy(&i, &f, 4);
+        return i < 0 ? -(int64_t)(i & 0x7fffffff) : i;
+    }
+    int64_t i;
+    memcpy(&i, &v, 8);
+    return i < 0 ? -(i & INT64_MAX) : i;
+}
+
+static bool agree(double got, double want, kiln_dtype t, int lv) {
+    if (isnan(got) || isnan(want)) return isnan(got) && isnan(want);
+    if (got == want) return true; /* +0 and -0 as well */
+    if (lv != LV_ULP) return false;
+    int64_t d = ordinal(got, t) - ordinal(want, t);
+    return d >= -FZ_ULP_BOUND && d <= FZ_ULP_BOUND;
+}
+
+static void compare_output(const kiln_array *got, const kiln_array *want, int lv, int i) {
+    kiln_dtype t = kiln_array_dtype(want);
+    size_t n = kiln_array_nbytes(want);
+    if (kiln_array_dtype(got) != t || kiln_array_nbytes(got) != n) {
+        fprintf(stderr, "output %d: compiled and reference types differ\n", i);
+        abort();
+    }
+    unsigned char *a = malloc(n ? n : 1), *b = malloc(n ? n : 1);
+    kiln_array_copy_to_host(got, a, n);
+    kiln_array_copy_to_host(want, b, n);
+    for (int64_t k = 0; k < kiln_array_size(want); k++) {
+        double x = cmp_elem(a, t, k), y = cmp_elem(b, t, k);
+        bool ok = is_float(t) ? agree(x, y, t, lv)
+                              : !memcmp(a + k * kiln_dtype_itemsize(t),
+                                        b + k * kiln_dtype_itemsize(t), kiln_dtype_itemsize(t));
+        if (!ok) {
+            fprintf(stderr, "output %d element %lld: compiled %.9g, reference %.9g (%s)\n", i,
+                    (long long)k, x, y, lv == LV_ULP ? "within ulps expected" : "exact expected");
+            abort();
+        }
+    }
+    free(a), free(b);
+}
+
+static void must(kiln_status s, const char *what) {
+    if (s == KILN_STATUS_OK || s == KILN_STATUS_HOST_OOM || s == KILN_STATUS_DEVICE_OOM) return;
+    fprintf(stderr, "%s failed on a finished graph: %s: %s\n", what, kiln_status_name(s),
+            kiln_last_error(fz_ctx));
+    abort();
+}
+
+static void evaluate(fz_state *s, int n_out, const fz_val *outs, bool compile, uint64_t seed) {
+    kiln_array *args[FZ_MAX_PARAMS] = {0}, *want[4] = {0}, *got[4] = {0};
+    bool special = seed & 1;
+    for (int i = 0; i < s->n_params; i++) {
+        const fz_val *p = &s->params[i];
+        int64_t n = elements(p);
+        void *buf = malloc((size_t)(n ? n : 1) * kiln_dtype_itemsize(p->t));
+        if (special)
+            test_fill_special(p->t, n, buf, &seed);
+        else
+            test_fill_uniform(p->t, n, buf, &seed);
+        kiln_status st = kiln_array_create(fz_ctx, p->t, p->rank, p->dims, buf, &args[i]);
+        free(buf);
+        must(st, "kiln_array_create");
+        if (st) goto out;
+    }
+    if (compile) {
+        kiln_executable *e = NULL;
+        kiln_compile_options o = {.disable_fusion = seed % 7 == 0};
+        kiln_status st = kiln_compile(s->g, &o, &e);
+        must(st, "kiln_compile");
+        int ok = 1;
+        if (!st) must(cmp_run_planned(fz_ctx, e, s->n_params, args, n_out, got, &ok), "run");
+        kiln_executable_destroy(e);
+        if (!ok) abort(); /* the plan was unsound or the peak differed (printed above) */
+    }
+    kiln_status st = kiln_interpret(s->g, s->n_params, args, n_out, want);
+    must(st, "kiln_interpret");
+    for (int i = 0; i < n_out && compile && !st && got[0]; i++)
+        if (outs[i].lv != LV_LOOSE) compare_output(got[i], want[i], outs[i].lv, i);
+out:
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(want[i]), kiln_array_destroy(got[i]);
+    for (int i = 0; i < s->n_params; i++) kiln_array_destroy(args[i]);
+}
+
+/* ------------------------------------------------------------ the target ---- */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    char dir[64], err[512];
+    snprintf(dir, sizeof dir, "/tmp/kiln-fuzz-cache-%u", (unsigned)geteuid());
+    mkdir(dir, 0700);
+    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir, .num_threads = 2};
+    if (kiln_context_create(&o, &fz_ctx, err, sizeof err)) {
+        fprintf(stderr, "fuzz_builder: cannot create a context: %s\n", err);
+        exit(1);
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static fz_state s; /* large; one input at a time */
+    memset(&s, 0, sizeof s);
+    s.in = (fz_bytes){data, size, 0};
+    uint8_t control = fz_u8(&s.in);
+    char name[80];
+    if (control & 0x80)
+        fz_string(&s.in, name, 64);
+    else
+        snprintf(name, sizeof name, "fuzz");
+    if (kiln_graph_create(fz_ctx, name, &s.g)) return 0;
+    for (int i = 0; i < FZ_MAX_STEPS && !fz_done(&s.in); i++) step(&s);
+
+    int n_out = s.n_vals ? 1 + (control >> 4 & 3) : 0;
+    if (n_out > s.n_vals) n_out = s.n_vals;
+    fz_val outs[4];
+    kiln_value ov[4];
+    for (int i = 0; i < n_out; i++) outs[i] = s.vals[s.n_vals - 1 - i], ov[i] = outs[i].v;
+    kiln_status builder = kiln_graph_status(s.g);
+    kiln_status st = kiln_graph_finish(s.g, n_out, ov);
+    if (builder && st != builder) {
+        fprintf(stderr, "kiln_graph_finish returned %s, not the builder's first error %s\n",
+                kiln_status_name(st), kiln_status_name(builder));
+        abort();
+    }
+    if (st && !kiln_last_error(fz_ctx)[0]) {
+        fprintf(stderr, "kiln_graph_finish failed without a message\n");
+        abort();
+    }
+    if (!st) {
+        char *text = kiln_graph_to_string(s.g);
+        if (text && getenv("KILN_FUZZ_PRINT")) fprintf(stderr, "%s\n", text); /* triage */
+        kiln_string_free(fz_ctx, text);
+        int64_t biggest = 0;
+        for (int i = 0; i < s.n_vals; i++) {
+            int64_t n = elements(&s.vals[i]);
+            biggest = n > biggest ? n : biggest; /* huge dims beside a 0 are evaluated */
+        }
+        const char *skip = getenv("KILN_FUZZ_SKIP_HUGE"), *cc = getenv("KILN_FUZZ_COMPILE");
+        bool skip_huge = s.huge && skip && !strcmp(skip, "1");
+        bool compile = (control & 0x0f) == 0x0f && biggest <= FZ_COMPILE_MAX &&
+                       kiln_graph_num_nodes(s.g) <= 40 && !(cc && !strcmp(cc, "0"));
+        if (biggest <= FZ_MAX_ELEMENTS && !skip_huge)
+            evaluate(&s, n_out, outs, compile, (uint64_t)size * 0x9e3779b97f4a7c15ull + control);
+    }
+    kiln_graph_destroy(s.g);
+    return 0;
+}

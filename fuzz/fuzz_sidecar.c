@@ -107,11 +107,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (symlink(target, so_path)) abort();
         break;
     }
+    case 3: mkfifo(so_path, 0600); break; /* a FIFO: must neither hang nor be accepted */
     default: write_bytes(so_path, obj, obj_n); break;
     }
 
     size_t bytes = 0;
-    cc_entry_state st = cc_cache_verify(fz_dir, key, &bytes);
+    int fd = -1;
+    cc_entry_state st = cc_cache_verify(fz_dir, key, &bytes, &fd);
+    if (fd >= 0) close(fd);
     if (st == CC_ENTRY_OK) {
         char want[1200];
         uint8_t digest[SHA256_BYTES];
@@ -120,7 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sha256_hex(digest, hex);
         int n = snprintf(want, sizeof want, "kiln-cc-entry 1\nkey %s\nsize %zu\nsha256 %s\n", key,
                          obj_n, hex);
-        if ((mode >> 1 & 7) < 2 || bytes != obj_n || (size_t)n != meta_n ||
+        /* only a private regular file is ever accepted: not a folder, link or FIFO */
+        if ((mode >> 1 & 7) < 4 || bytes != obj_n || (size_t)n != meta_n ||
             memcmp(want, meta, meta_n)) {
             fprintf(stderr, "cc_cache_verify accepted an entry no writer makes\n");
             abort();

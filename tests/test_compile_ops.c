@@ -419,6 +419,38 @@ static void test_int64_edges(void) {
     kiln_graph_destroy(g);
 }
 
+/* Cases fuzz/fuzz_builder found (fuzz/findings/): a concatenate of one operand three
+ * times, which gcc 12 miscompiled with loop splitting (two rows of the third copy lost);
+ * a scalar kernel (no index terms at all); a scatter whose rows are empty (NULL buffers). */
+static void test_fuzz_findings(void) {
+    for (int t = 0; t < 2; t++) {
+        kiln_dtype dt = t ? KILN_DTYPE_F32 : KILN_DTYPE_F64;
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "findings", &g);
+        const int64_t d[3] = {7, 2, 2}, none[1] = {0}, rows[2] = {4, 0}, upd[2] = {3, 0};
+        kiln_value x = kiln_parameter(g, "x", dt, 3, d);
+        kiln_value xs[3] = {x, x, x};
+        kiln_value s = kiln_parameter(g, "s", dt, 0, none);
+        kiln_value op = kiln_parameter(g, "op", dt, 2, rows);
+        kiln_value ix = kiln_parameter(g, "ix", KILN_DTYPE_I32, 1, upd);
+        kiln_value up = kiln_parameter(g, "up", dt, 2, upd);
+        kiln_value outs[4] = {kiln_concatenate(g, 3, xs, 0), x, kiln_neg(g, s),
+                              kiln_scatter_add_rows(g, op, ix, up)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 4, outs));
+        uint64_t rs = 11;
+        kiln_array *args[5] = {cmp_random_array(ctx, dt, 3, d, &rs),
+                               cmp_random_array(ctx, dt, 0, none, &rs),
+                               cmp_random_array(ctx, dt, 2, rows, &rs),
+                               cmp_random_array(ctx, KILN_DTYPE_I32, 1, upd, &rs),
+                               cmp_random_array(ctx, dt, 2, upd, &rs)};
+        CHECK(cmp_graph(ctx, g, 5, args, NULL, 0, NULL));
+        kiln_compile_options unfused = {.disable_fusion = true};
+        CHECK(cmp_graph(ctx, g, 5, args, &unfused, 0, NULL));
+        for (int i = 0; i < 5; i++) kiln_array_destroy(args[i]);
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_errors(void) {
     kiln_graph *g;
     kiln_graph_create(ctx, "unfinished", &g);
@@ -542,6 +574,7 @@ int main(void) {
     RUN(test_every_op);
     RUN(test_kernel_counts);
     RUN(test_int64_edges);
+    RUN(test_fuzz_findings);
     RUN(test_errors);
     test_second_process(dir);
     test_fault_injection(dir);

@@ -122,8 +122,9 @@ static void pend_ix(kd_kernel *kd, pending *p, uint32_t ix, int64_t k) {
 
 /* Sorts by atom, merges equal atoms, drops zero terms, folds single-valued atoms. */
 static void pend_tidy(kd_kernel *kd, pending *p) {
-    kd_term *t = kd->terms + p->first;
     uint32_t n = kd->n_terms - p->first, m = 0;
+    if (!n) return; /* no terms (and maybe no array yet: terms + 0 on NULL is undefined) */
+    kd_term *t = kd->terms + p->first;
     for (uint32_t i = 1; i < n; i++) { /* insertion sort: forms are short */
         kd_term x = t[i];
         uint32_t j = i;

@@ -324,13 +324,15 @@ static uint64_t group_entries(item_list *l) {
     return total;
 }
 
-uint64_t cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, const char *keep) {
+kiln_status cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, const char *keep,
+                           uint64_t *removed) {
+    *removed = 0;
     DIR *d = opendir(dir);
-    if (!d) return 0;
+    if (!d) return KILN_STATUS_OK; /* nothing to keep small */
     item_list l = {.ctx = ctx};
     bool scanned = scan_dir(d, dir, &l);
     closedir(d);
-    uint64_t removed = 0, total = scanned ? group_entries(&l) : 0;
+    uint64_t total = scanned ? group_entries(&l) : 0;
     if (scanned && total > cap) {
         qsort(l.v, l.n, sizeof *l.v, by_age);
         for (size_t i = 0; i < l.n && total > cap; i++) {
@@ -339,9 +341,10 @@ uint64_t cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, const 
             cc_cache_remove_entry(dir, l.v[i].key);
             if (cc_path(p, dir, l.v[i].key, ".failed.c")) unlink(p);
             total -= l.v[i].bytes;
-            removed++;
+            (*removed)++;
         }
     }
     host_free(ctx, l.v, l.cap * sizeof *l.v);
-    return removed;
+    return scanned ? KILN_STATUS_OK
+                   : ctx_oom(ctx, "kernel cache eviction: the list of entries", l.cap * sizeof *l.v);
 }

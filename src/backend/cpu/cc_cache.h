@@ -49,9 +49,11 @@ bool cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t 
 void cc_cache_remove_entry(const char *dir, const char *key);
 
 /* Removes least recently used entries (by mtime) until dir holds at most cap bytes,
- * never the entry `keep`; also clears temp folders left by crashed writers. Returns the
- * number of entries removed. Best effort: on host OOM it removes nothing. */
-uint64_t cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, const char *keep);
+ * never the entry `keep`; also clears temp folders left by crashed writers. *removed gets
+ * the number of entries removed. On host OOM it removes nothing and says so
+ * (KILN_STATUS_HOST_OOM with the message set). */
+kiln_status cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, const char *keep,
+                           uint64_t *removed);
 
 /* Removes a temp folder and the plain files in it. */
 void cc_cache_remove_tmp(const char *tmp);

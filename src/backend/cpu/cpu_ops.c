@@ -98,6 +98,8 @@ SCATTER(int64_t, uint64_t)
 void cpu_scatter_add_rows(kiln_dtype t, kiln_dtype it, const void *operand, int64_t rows,
                           int64_t len, const void *idx, int64_t n_idx, const void *upd, void *out) {
     size_t es = kiln_dtype_itemsize(t);
+    /* empty rows or operand: the buffers may be NULL, and there is nothing to add */
+    if (!rows || !len) return;
     if (out != operand) memcpy(out, operand, (size_t)(rows * len) * es);
     for (int64_t i = 0; i < n_idx; i++) {
         int64_t row = it == KILN_DTYPE_I32 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];

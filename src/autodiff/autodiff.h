@@ -28,6 +28,11 @@ typedef void (*ad_rule)(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value
  * have none. */
 ad_rule ad_rule_for(ir_op op);
 
+/* The direct rule of composite c (composite_rules.c) given its result's cotangent: writes
+ * the contribution of each operand c->in[i] whose need[i] is set to out[i] (three slots). */
+void ad_composite_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, const bool *need,
+                       kiln_value *out);
+
 /* The name backward nodes' errors carry. */
 #define AD_OP "kiln_grad"
 

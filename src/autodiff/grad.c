@@ -11,7 +11,10 @@
  *     neither what the outputs do not depend on nor what does not depend on a wrt.
  *  3. backward again, over the live nodes from the latest output down to the earliest wrt:
  *     each node's rule (rules.c) turns its cotangent into contributions for its live
- *     inputs; several contributions to one value are summed with add.
+ *     inputs; several contributions to one value are summed with add. A node that is the
+ *     result of a composite the tracer recorded (softmax, cross-entropy, layer norm, ...)
+ *     whose interior no later node reads gets the composite's direct rule instead
+ *     (composite_rules.c), and its interior nodes get none: less kept, more stable.
  *
  * Every backward node is made by the public builders, so it is typed and checked, and
  * carries the user's location of the kiln_grad call. The graph's node count only grows:
@@ -29,9 +32,10 @@ enum { VARYING = 1, LIVE = 2 };
 typedef struct ad_work {
     kiln_graph *g;
     const char *op;
-    uint32_t n;     /* nodes (ids) before the transform, slot 0 included */
-    uint8_t *flags; /* [n] */
-    kiln_value *ct; /* [n]: the cotangent so far, {0,0} for none */
+    uint32_t n;          /* nodes (ids) before the transform, slot 0 included */
+    uint8_t *flags;      /* [n] */
+    kiln_value *ct;      /* [n]: the cotangent so far, {0,0} for none */
+    uint32_t *last_user; /* [n]: the latest node reading each node, 0 for none */
 } ad_work;
 
 static bool work_init(ad_work *w, kiln_graph *g, const char *op) {
@@ -40,13 +44,20 @@ static bool work_init(ad_work *w, kiln_graph *g, const char *op) {
     w->n = g->n_nodes;
     w->flags = host_alloc(g->ctx, w->n);
     w->ct = host_alloc(g->ctx, (size_t)w->n * sizeof *w->ct);
-    if (!w->flags || !w->ct) {
+    w->last_user = host_alloc(g->ctx, (size_t)w->n * sizeof *w->last_user);
+    if (!w->flags || !w->ct || !w->last_user) {
         trace_fail(g, KILN_STATUS_HOST_OOM, op,
                    "host allocation of the work arrays for %u nodes failed", w->n);
         return false;
     }
     memset(w->flags, 0, w->n);
     memset(w->ct, 0, (size_t)w->n * sizeof *w->ct);
+    memset(w->last_user, 0, (size_t)w->n * sizeof *w->last_user);
+    for (uint32_t id = 1; id < w->n; id++) {
+        const ir_node *n = &g->nodes[id];
+        const uint32_t *in = ir_in(n);
+        for (uint32_t k = 0; k < n->n_in; k++) w->last_user[in[k]] = id;
+    }
     return true;
 }
 
@@ -54,6 +65,7 @@ static void work_free(ad_work *w) {
     kiln_context *ctx = w->g->ctx;
     if (w->flags) host_free(ctx, w->flags, w->n);
     if (w->ct) host_free(ctx, w->ct, (size_t)w->n * sizeof *w->ct);
+    if (w->last_user) host_free(ctx, w->last_user, (size_t)w->n * sizeof *w->last_user);
 }
 
 /* Adds a contribution to id's cotangent. */
@@ -103,11 +115,49 @@ static bool check_contribution(ad_work *w, uint32_t node, uint32_t input, kiln_v
     return false;
 }
 
+/* The composite whose result is id and whose interior nothing after it reads, or NULL. */
+static const ir_composite *closed_composite(const ad_work *w, uint32_t id) {
+    const kiln_graph *g = w->g;
+    if (g->ad_primitive_rules_only) return NULL;
+    for (uint32_t i = g->n_composites; i-- > 0;) {
+        const ir_composite *c = &g->composites[i];
+        if (c->out != id || c->first >= id) continue;
+        bool closed = true;
+        for (uint32_t k = c->first; closed && k < id; k++) closed = w->last_user[k] <= id;
+        return closed ? c : NULL;
+    }
+    return NULL;
+}
+
+/* The direct rule of composite c: contributions to its live operands, and no cotangent
+ * for its interior (its nodes' rules never run). */
+static bool composite_backward(ad_work *w, const ir_composite *c) {
+    kiln_graph *g = w->g;
+    bool need[3];
+    kiln_value out[3];
+    for (int i = 0; i < 3; i++) need[i] = c->in[i] && (w->flags[c->in[i]] & LIVE);
+    ad_composite_rule(g, c, w->ct[c->out], need, out);
+    for (int i = 0; i < 3 && !g->status; i++) {
+        if (!need[i] || !out[i].id) continue;
+        if (check_contribution(w, c->out, c->in[i], out[i])) accumulate(w, c->in[i], out[i]);
+    }
+    for (uint32_t k = c->first; k < c->out; k++) {
+        w->flags[k] &= (uint8_t)~LIVE;
+        w->ct[k] = KN_NONE;
+    }
+    return g->status == KILN_STATUS_OK;
+}
+
 /* Sweep 3: runs the rules of the live nodes from hi down to lo. */
 static bool backward(ad_work *w, uint32_t lo, uint32_t hi) {
     kiln_graph *g = w->g;
     for (uint32_t id = hi; id >= lo && id > 0; id--) {
         if (!(w->flags[id] & LIVE) || !w->ct[id].id) continue;
+        const ir_composite *c = closed_composite(w, id);
+        if (c) {
+            if (!composite_backward(w, c)) return false;
+            continue;
+        }
         ir_node n = g->nodes[id]; /* a copy: builders may move the node array */
         ad_rule rule = ad_rule_for(n.op);
         if (!rule) continue; /* a wrt that is a parameter or NONDIFF: nothing above it */

@@ -62,6 +62,7 @@ void kiln_graph_destroy(kiln_graph *g) {
     host_free(ctx, g->nodes, g->cap_nodes * sizeof *g->nodes);
     host_free(ctx, g->params, g->cap_params * sizeof *g->params);
     host_free(ctx, g->outputs, g->n_outputs * sizeof *g->outputs);
+    host_free(ctx, g->composites, g->cap_composites * sizeof *g->composites);
     if (g->name) host_free(ctx, g->name, strlen(g->name) + 1);
     host_free(ctx, g, sizeof *g);
 }

@@ -218,6 +218,30 @@ typedef struct ir_node {
     int line;
 } ir_node;
 
+/* A composite the tracer expanded into primitives (src/trace/composite.c). Autodiff may
+ * differentiate it as one op with a direct rule (src/autodiff/composite_rules.c) when no
+ * node outside it reads its interior: the rule is more stable or keeps less memory than
+ * the primitives' rules would. Compiling ignores composites: they are a trace-time fact. */
+typedef enum ir_composite_kind {
+    IR_COMP_SOFTMAX,       /* in[0] x; axes: the one axis */
+    IR_COMP_LOG_SOFTMAX,   /* in[0] x; axes: the one axis */
+    IR_COMP_LOGSUMEXP,     /* in[0] x; axes; keepdims */
+    IR_COMP_CROSS_ENTROPY, /* in[0] logits, in[1] labels; aux[0] the logsumexp [...],
+                            * aux[1] the label hit mask bool [..., C] */
+    IR_COMP_LAYER_NORM,    /* in[0] x, in[1] scale, in[2] bias (0: none); aux[0] the mean,
+                            * aux[1] the reciprocal standard deviation, both [..., 1] */
+} ir_composite_kind;
+
+typedef struct ir_composite {
+    ir_composite_kind kind;
+    uint32_t first; /* its nodes are the ids first .. out */
+    uint32_t out;   /* its result */
+    uint32_t in[3]; /* its operands (ids below first; 0: absent) */
+    uint32_t aux[2];
+    uint32_t axes; /* reduced axes, a bit per axis */
+    bool keepdims;
+} ir_composite;
+
 struct kiln_graph {
     kiln_context *ctx;
     uint32_t id; /* unique per context: tells values of two graphs apart */
@@ -232,6 +256,9 @@ struct kiln_graph {
     char error_buf[KN_ERR_MAX]; /* held in the graph so an out-of-memory error keeps it */
     const char *cur_file;       /* user location of the latest public call (kiln_graph_at) */
     int cur_line;
+    ir_composite *composites; /* in the order they were traced; owned */
+    uint32_t n_composites, cap_composites;
+    bool ad_primitive_rules_only; /* tests: differentiate composites through their parts */
 };
 
 /* dtypes and shapes */

@@ -51,6 +51,11 @@ kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axe
     ir_shape in = xn->shape;
     uint32_t mask;
     if (!trace_axes_mask(g, op, x, naxes, axes, &mask)) return KN_NONE;
+    ir_composite c = {.kind = IR_COMP_LOGSUMEXP,
+                      .first = g->n_nodes,
+                      .in = {x.id},
+                      .axes = mask,
+                      .keepdims = keepdims};
     kiln_value m = safe_max(g, op, x, naxes, axes);
     kiln_value s = kiln_reduce_sum(g, kiln_exp(g, kiln_sub(g, x, m)), naxes, axes, true);
     kiln_value r = kiln_add(g, kiln_log(g, s), m);
@@ -61,6 +66,8 @@ kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axe
             if (!(mask >> i & 1u)) dims[rank++] = in.dims[i];
         r = kiln_reshape(g, r, rank, dims);
     }
+    c.out = r.id;
+    trace_composite(g, op, &c);
     return r;
 }
 
@@ -72,9 +79,12 @@ kiln_value kiln_softmax(kiln_graph *g, kiln_value x, int axis) {
     if (!trace_axis(axis, xn->shape.rank, &a))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
                              "axis %d is out of range for rank %d", axis, xn->shape.rank);
+    ir_composite c = {.kind = IR_COMP_SOFTMAX, .first = g->n_nodes, .in = {x.id}, .axes = 1u << a};
     kiln_value m = kiln_reduce_max(g, x, 1, &a, true);
     kiln_value e = kiln_exp(g, kiln_sub(g, x, m));
     kiln_value r = kiln_div(g, e, kiln_reduce_sum(g, e, 1, &a, true));
+    c.out = r.id;
+    trace_composite(g, op, &c);
     return r;
 }
 
@@ -86,9 +96,14 @@ kiln_value kiln_log_softmax(kiln_graph *g, kiln_value x, int axis) {
     if (!trace_axis(axis, xn->shape.rank, &a))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
                              "axis %d is out of range for rank %d", axis, xn->shape.rank);
+    ir_composite c = {
+        .kind = IR_COMP_LOG_SOFTMAX, .first = g->n_nodes, .in = {x.id}, .axes = 1u << a};
     kiln_value shifted = kiln_sub(g, x, kiln_reduce_max(g, x, 1, &a, true));
     kiln_value lse = kiln_log(g, kiln_reduce_sum(g, kiln_exp(g, shifted), 1, &a, true));
-    return kiln_sub(g, shifted, lse);
+    kiln_value r = kiln_sub(g, shifted, lse);
+    c.out = r.id;
+    trace_composite(g, op, &c);
+    return r;
 }
 
 kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_value bias,
@@ -120,11 +135,19 @@ kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_v
         }
     }
     int ax = -1;
-    kiln_value xc = kiln_sub(g, x, kiln_mean(g, x, 1, &ax, true));
+    ir_composite c = {.kind = IR_COMP_LAYER_NORM,
+                      .first = g->n_nodes,
+                      .in = {x.id, scale.id, bias.id},
+                      .axes = 1u << (xn->shape.rank - 1)};
+    kiln_value mean = kiln_mean(g, x, 1, &ax, true);
+    kiln_value xc = kiln_sub(g, x, mean);
     kiln_value var = kiln_mean(g, kiln_mul(g, xc, xc), 1, &ax, true);
-    kiln_value y = kiln_mul(g, xc, kiln_rsqrt(g, kiln_add(g, var, scalar_like(g, op, x, eps))));
+    kiln_value rstd = kiln_rsqrt(g, kiln_add(g, var, scalar_like(g, op, x, eps)));
+    kiln_value y = kiln_mul(g, xc, rstd);
     if (scale.id) y = kiln_mul(g, y, scale);
     if (bias.id) y = kiln_add(g, y, bias);
+    c.out = y.id, c.aux[0] = mean.id, c.aux[1] = rstd.id;
+    trace_composite(g, op, &c);
     return y;
 }
 
@@ -160,11 +183,18 @@ kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_val
     for (int i = 0; i < last; i++) bdims[i] = i;
     /* the picked logit: select (not multiply by a one-hot, as -inf * 0 would be NaN for a
      * masked-out class) where an iota over the classes equals the label, then sum */
+    ir_composite c = {.kind = IR_COMP_CROSS_ENTROPY,
+                      .first = g->n_nodes,
+                      .in = {logits.id, labels.id},
+                      .axes = 1u << last};
     kiln_value classes = kiln_iota(g, it, s.rank, s.dims, last);
     kiln_value lab = kiln_broadcast_in_dim(g, labels, s.rank, s.dims, bdims);
     kiln_value hit = kiln_compare(g, classes, lab, KILN_CMP_EQ);
     kiln_value only = kiln_select(g, hit, logits, trace_scalar(g, op, t, 0));
     kiln_value picked = kiln_reduce_sum(g, only, 1, &last, false);
-    kiln_value r = kiln_sub(g, kiln_logsumexp(g, logits, 1, &last, false), picked);
+    kiln_value lse = kiln_logsumexp(g, logits, 1, &last, false);
+    kiln_value r = kiln_sub(g, lse, picked);
+    c.out = r.id, c.aux[0] = lse.id, c.aux[1] = hit.id;
+    trace_composite(g, op, &c);
     return r;
 }

@@ -189,6 +189,23 @@ kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_
     return v;
 }
 
+void trace_composite(kiln_graph *g, const char *op, const ir_composite *c) {
+    if (g->status || !c->out) return;
+    if (g->n_composites == g->cap_composites) {
+        uint32_t cap = g->cap_composites ? 2 * g->cap_composites : 8;
+        ir_composite *v =
+            host_realloc(g->ctx, g->composites, g->cap_composites * sizeof *v, cap * sizeof *v);
+        if (!v) {
+            trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of %zu bytes failed",
+                       cap * sizeof *v);
+            return;
+        }
+        g->composites = v;
+        g->cap_composites = cap;
+    }
+    g->composites[g->n_composites++] = *c;
+}
+
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value) {
     uint64_t bytes;
     if (!ir_scalar_store(t, value, &bytes))

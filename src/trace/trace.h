@@ -44,4 +44,8 @@ kiln_value trace_broadcast_to(kiln_graph *g, const char *op, kiln_value v, const
 /* Rank-0 constant of dtype t. */
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value);
 
+/* Records composite c (its `first` and `out` set) on the graph for autodiff; a no-op after
+ * an error. A host OOM is the builder's error, as for any node. */
+void trace_composite(kiln_graph *g, const char *op, const ir_composite *c);
+
 #endif

@@ -1,0 +1,113 @@
+/* composite_rules.c — direct VJP rules for the composites the tracer expands (softmax,
+ * log_softmax, logsumexp, softmax cross-entropy, layer norm), used by the transform in
+ * place of their primitives' rules when nothing outside the composite reads its interior.
+ *
+ * Why: the primitives' rules are correct but keep what the primitives made. Softmax's keep
+ * exp(x - max) and the row sums; cross-entropy's keep the [..., C] exponentials and the
+ * select of the picked logit; layer norm's keep the centred x. The direct rules need only
+ * the composite's result, its operands and a few per-row values, the standard forms:
+ *
+ *   softmax      y = softmax(x):     dx = y * (g - sum(g * y))
+ *   log_softmax  y = log_softmax(x): dx = g - exp(y) * sum(g)
+ *   logsumexp    y = lse(x):         dx = g * exp(x - y)
+ *   cross-entropy  l = lse(z) - z[label]:  dz = g * (exp(z - lse) - onehot(label))
+ *   layer norm   xhat = (x - mean) * rstd, gy = g * scale:
+ *                dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))
+ *                dscale = sum over rows (g * xhat), dbias = sum over rows (g)
+ *
+ * with sums and means over the composite's axes, kept as size-1 axes so they broadcast.
+ * Every rule is elementwise work plus row reductions, so the backward pass fuses as the
+ * forward did. Same conventions as the rules of the primitives (the tests compare both with
+ * finite differences). */
+#include "autodiff.h"
+#include "trace/trace.h"
+
+#include <string.h>
+
+/* The reduced axes of c as a list. */
+static int axis_list(const ir_composite *c, int *axes) {
+    int n = 0;
+    for (int a = 0; a < KILN_MAX_RANK; a++)
+        if (c->axes >> a & 1u) axes[n++] = a;
+    return n;
+}
+
+/* v reshaped to `like` with the composite's axes kept as size 1 (a no-op if it is). */
+static kiln_value keep_dims(kiln_graph *g, kiln_value v, const ir_shape *like, uint32_t axes) {
+    int64_t dims[KILN_MAX_RANK] = {0};
+    for (int a = 0; a < like->rank; a++) dims[a] = axes >> a & 1u ? 1 : like->dims[a];
+    return kiln_reshape(g, v, like->rank, dims);
+}
+
+static kiln_value softmax_rule(kiln_graph *g, const ir_composite *c, kiln_value ct) {
+    int axes[KILN_MAX_RANK], n = axis_list(c, axes);
+    kiln_value y = {g->id, c->out};
+    kiln_value s = kiln_reduce_sum(g, kiln_mul(g, ct, y), n, axes, true);
+    return kiln_mul(g, y, kiln_sub(g, ct, s));
+}
+
+static kiln_value log_softmax_rule(kiln_graph *g, const ir_composite *c, kiln_value ct) {
+    int axes[KILN_MAX_RANK], n = axis_list(c, axes);
+    kiln_value y = {g->id, c->out};
+    return kiln_sub(g, ct, kiln_mul(g, kiln_exp(g, y), kiln_reduce_sum(g, ct, n, axes, true)));
+}
+
+static kiln_value logsumexp_rule(kiln_graph *g, const ir_composite *c, kiln_value ct) {
+    ir_shape xs = g->nodes[c->in[0]].shape;
+    kiln_value x = {g->id, c->in[0]}, y = {g->id, c->out};
+    if (!c->keepdims) y = keep_dims(g, y, &xs, c->axes), ct = keep_dims(g, ct, &xs, c->axes);
+    return kiln_mul(g, ct, kiln_exp(g, kiln_sub(g, x, y)));
+}
+
+static kiln_value cross_entropy_rule(kiln_graph *g, const ir_composite *c, kiln_value ct) {
+    ir_shape zs = g->nodes[c->in[0]].shape;
+    kiln_dtype t = g->nodes[c->in[0]].dtype;
+    kiln_value z = {g->id, c->in[0]}, lse = {g->id, c->aux[0]}, hit = {g->id, c->aux[1]};
+    lse = keep_dims(g, lse, &zs, c->axes);
+    ct = keep_dims(g, ct, &zs, c->axes);
+    kiln_value p = kiln_exp(g, kiln_sub(g, z, lse));
+    return kiln_mul(g, ct, kiln_sub(g, p, kiln_convert(g, hit, t)));
+}
+
+/* Sums v over every axis but the last (the rows of a layer norm): a [C] vector. */
+static kiln_value sum_rows(kiln_graph *g, kiln_value v, int rank) {
+    int axes[KILN_MAX_RANK];
+    for (int a = 0; a + 1 < rank; a++) axes[a] = a;
+    return rank > 1 ? kiln_reduce_sum(g, v, rank - 1, axes, false) : v;
+}
+
+static void layer_norm_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, const bool *need,
+                            kiln_value *out) {
+    int rank = g->nodes[c->in[0]].shape.rank, last = rank - 1;
+    kiln_value x = {g->id, c->in[0]}, scale = {g->id, c->in[1]};
+    kiln_value mean = {g->id, c->aux[0]}, rstd = {g->id, c->aux[1]};
+    kiln_value xhat = kiln_mul(g, kiln_sub(g, x, mean), rstd);
+    if (need[0]) {
+        kiln_value gy = c->in[1] ? kiln_mul(g, ct, scale) : ct;
+        kiln_value m1 = kiln_mean(g, gy, 1, &last, true);
+        kiln_value m2 = kiln_mean(g, kiln_mul(g, gy, xhat), 1, &last, true);
+        out[0] = kiln_mul(g, rstd, kiln_sub(g, kiln_sub(g, gy, m1), kiln_mul(g, xhat, m2)));
+    }
+    if (need[1]) out[1] = sum_rows(g, kiln_mul(g, ct, xhat), rank);
+    if (need[2]) out[2] = sum_rows(g, ct, rank);
+}
+
+void ad_composite_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, const bool *need,
+                       kiln_value *out) {
+    for (int i = 0; i < 3; i++) out[i] = KN_NONE;
+    switch (c->kind) {
+    case IR_COMP_SOFTMAX:
+        if (need[0]) out[0] = softmax_rule(g, c, ct);
+        return;
+    case IR_COMP_LOG_SOFTMAX:
+        if (need[0]) out[0] = log_softmax_rule(g, c, ct);
+        return;
+    case IR_COMP_LOGSUMEXP:
+        if (need[0]) out[0] = logsumexp_rule(g, c, ct);
+        return;
+    case IR_COMP_CROSS_ENTROPY: /* labels are integers: no gradient */
+        if (need[0]) out[0] = cross_entropy_rule(g, c, ct);
+        return;
+    case IR_COMP_LAYER_NORM: layer_norm_rule(g, c, ct, need, out); return;
+    }
+}

@@ -16,7 +16,7 @@
 enum { N_OPS = 6 };
 static const char *const op_names[N_OPS] = {"exp", "tanh", "logistic", "log", "log1p", "rsqrt"};
 /* Largest error allowed, in ulps of the correctly rounded result. */
-static const int64_t ulp_bound[N_OPS] = {2, 3, 3, 1, 1, 1};
+static const int64_t ulp_bound[N_OPS] = {1, 1, 2, 1, 1, 1};
 
 static kiln_context *ctx;
 

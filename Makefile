@@ -14,7 +14,7 @@ ifeq ($(CI),true)
 CMAKE_ARGS += -DKILN_WERROR=ON
 endif
 
-.PHONY: all deps build demo test test-normal test-asan test-tsan fuzz fuzz-long test-fuzz-smoke \
+.PHONY: all deps build demo mlp-train test test-normal test-asan test-tsan fuzz fuzz-long test-fuzz-smoke \
 	bench format clean
 
 all: build
@@ -28,6 +28,10 @@ build: deps
 
 demo: build
 	@./$(BUILD)/kiln_demo
+
+# The training example: an MLP trained with AdamW, one compiled step (examples/mlp_train.c).
+mlp-train: build
+	@./$(BUILD)/kiln_mlp_train
 
 test-normal: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

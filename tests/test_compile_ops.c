@@ -451,6 +451,37 @@ static void test_fuzz_findings(void) {
     }
 }
 
+/* Products large enough to be split into row blocks across the pool (cpu_gemm_blocks),
+ * in every operand layout, against the reference: each block must read its own rows of
+ * op(A) (rows of A, or columns when A is read transposed) and write its own rows of C. */
+static void test_split_products(void) {
+    for (int layout = 0; layout < 4; layout++) {
+        bool ta = layout & 1, tb = layout & 2;
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "split", &g);
+        const int64_t M = 200, K = 150, N = 170;
+        int64_t ad[2] = {ta ? K : M, ta ? M : K}, bd[2] = {tb ? N : K, tb ? K : N};
+        kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 2, ad);
+        kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 2, bd);
+        kiln_dot_dims dd = {.n_contract = 1, .lhs_contract = {ta ? 0 : 1}, .rhs_contract = {tb ? 1 : 0}};
+        kiln_value y = kiln_dot_general(g, a, b, &dd);
+        /* and a batched product whose batch is smaller than the pool */
+        const int64_t bad[3] = {1, 96, 130}, bbd[3] = {1, 130, 90};
+        kiln_value x3 = kiln_parameter(g, "x3", KILN_DTYPE_F64, 3, bad);
+        kiln_value w3 = kiln_parameter(g, "w3", KILN_DTYPE_F64, 3, bbd);
+        kiln_value outs[2] = {y, kiln_matmul(g, x3, w3)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        uint64_t rs = 3 + (uint64_t)layout;
+        kiln_array *args[4] = {cmp_random_array(ctx, KILN_DTYPE_F32, 2, ad, &rs),
+                               cmp_random_array(ctx, KILN_DTYPE_F32, 2, bd, &rs),
+                               cmp_random_array(ctx, KILN_DTYPE_F64, 3, bad, &rs),
+                               cmp_random_array(ctx, KILN_DTYPE_F64, 3, bbd, &rs)};
+        CHECK_MSG(cmp_graph(ctx, g, 4, args, NULL, 2e-5, NULL), "layout %d", layout);
+        for (int i = 0; i < 4; i++) kiln_array_destroy(args[i]);
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_errors(void) {
     kiln_graph *g;
     kiln_graph_create(ctx, "unfinished", &g);
@@ -575,6 +606,7 @@ int main(void) {
     RUN(test_kernel_counts);
     RUN(test_int64_edges);
     RUN(test_fuzz_findings);
+    RUN(test_split_products);
     RUN(test_errors);
     test_second_process(dir);
     test_fault_injection(dir);

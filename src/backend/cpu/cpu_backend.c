@@ -17,6 +17,8 @@
 #include "cpu.h"
 #include "cpu_ops.h"
 
+#include <cblas.h>
+
 #include <string.h>
 
 typedef struct cpu_state {
@@ -65,8 +67,12 @@ kiln_status cpu_backend_pool(void *state, kn_pool **out) {
     if (!p) {
         pthread_mutex_lock(&st->pool_mu);
         p = atomic_load_explicit(&st->pool, memory_order_relaxed);
-        if (!p && !(s = pool_create(st->ctx, st->ctx->config.num_threads, &p)))
+        if (!p && !(s = pool_create(st->ctx, st->ctx->config.num_threads, &p))) {
+            /* BLAS runs inside the pool's threads (cpu_gemm_slot): its own would only
+             * compete with them. Process-wide, as torch.set_num_threads is. */
+            openblas_set_num_threads(1);
             atomic_store_explicit(&st->pool, p, memory_order_release);
+        }
         pthread_mutex_unlock(&st->pool_mu);
     }
     *out = p;
@@ -133,10 +139,35 @@ static kiln_status cpu_launch(void *state, int device, void *kernel, void *const
 
 /* ----------------------------------------------------- library kernels ---- */
 
+typedef struct gemm_call {
+    kiln_dtype t;
+    const kn_gemm_desc *d;
+    const void *a, *b;
+    void *c;
+    int64_t blocks;
+} gemm_call;
+
+static void gemm_chunk(void *arg, int64_t begin, int64_t end) {
+    const gemm_call *g = arg;
+    cpu_gemm_part(g->t, g->d, g->a, g->b, g->c, g->blocks, begin, end);
+}
+
+/* Products run on kiln's pool, one single-threaded BLAS call per batch entry or row block,
+ * as XLA runs its matmuls on its own pool: one set of threads per process part, so the
+ * pool's workers (which spin briefly between kernels) never fight BLAS's own threads for
+ * the cores. The pool exists: a run calls launch_prepare first. */
 static kiln_status cpu_gemm_slot(void *state, int device, kiln_dtype t, const kn_gemm_desc *d,
                                  const void *a, const void *b, void *c) {
-    (void)state, (void)device;
-    cpu_gemm(t, d, a, b, c);
+    cpu_state *st = state;
+    (void)device;
+    kn_pool *p = atomic_load_explicit(&st->pool, memory_order_acquire);
+    int64_t blocks = cpu_gemm_blocks(d, p ? pool_num_threads(p) : 1);
+    if (!p || blocks == 0 || d->batch * blocks == 1) {
+        cpu_gemm(t, d, a, b, c);
+        return KILN_STATUS_OK;
+    }
+    gemm_call g = {t, d, a, b, c, blocks};
+    pool_parallel_for(p, d->batch * blocks, 1, gemm_chunk, &g);
     return KILN_STATUS_OK;
 }
 

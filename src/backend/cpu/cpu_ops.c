@@ -1,5 +1,6 @@
 /* cpu_ops.c — see cpu_ops.h. Integer products wrap (unsigned arithmetic), as every
- * integer op in kiln does; float products go to OpenBLAS, whose own threads do the work. */
+ * integer op in kiln does; float products go to OpenBLAS, called single-threaded from
+ * kiln's own pool (cpu_backend.c splits a product into batch entries and row blocks). */
 #include "cpu_ops.h"
 
 #include <cblas.h>
@@ -44,25 +45,50 @@ static void gemm_one(kiln_dtype t, const kn_gemm_desc *d, const char *a, const c
     }
 }
 
-void cpu_gemm(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c) {
+/* Rows [r0, r1) of batch entry bi: op(A)'s rows start r0 rows (or, transposed, r0
+ * columns) in, C's r0 rows in; B is whole. */
+static void gemm_rows(kiln_dtype t, const kn_gemm_desc *d, const char *a, const char *b, char *c,
+                      int64_t bi, int64_t r0, int64_t r1) {
     size_t es = kiln_dtype_itemsize(t);
+    int64_t oa = 0, ob = 0, rest = bi;
+    for (int i = d->nb - 1; i >= 0; i--) { /* bi as a multi-index, last axis fastest */
+        int64_t ix = rest % d->bdims[i];
+        rest /= d->bdims[i];
+        oa += ix * d->bstride_a[i], ob += ix * d->bstride_b[i];
+    }
+    oa += d->trans_a ? r0 : r0 * d->lda;
+    kn_gemm_desc part = *d;
+    part.m = r1 - r0;
+    gemm_one(t, &part, a + (size_t)oa * es, b + (size_t)ob * es,
+             c + (size_t)((bi * d->m + r0) * d->n) * es);
+}
+
+int64_t cpu_gemm_blocks(const kn_gemm_desc *d, int threads) {
+    if (d->m == 0 || d->n == 0 || d->batch == 0 || d->k == 0) return 0;
+    /* enough batch entries to go round, or a product too small to be worth splitting:
+     * whole matrices; else row blocks of at least 32 rows, a few per thread */
+    double flops = 2.0 * (double)d->m * (double)d->n * (double)d->k;
+    if (threads <= 1 || d->batch >= threads || flops < 4e6) return 1;
+    int64_t blocks = d->m / 32 < 2 * threads ? d->m / 32 : 2 * threads;
+    return blocks > 1 ? blocks : 1;
+}
+
+void cpu_gemm_part(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c,
+                   int64_t blocks, int64_t begin, int64_t end) {
+    for (int64_t it = begin; it < end; it++) {
+        int64_t bi = it / blocks, blk = it % blocks;
+        int64_t r0 = d->m * blk / blocks, r1 = d->m * (blk + 1) / blocks;
+        if (r1 > r0) gemm_rows(t, d, a, b, c, bi, r0, r1);
+    }
+}
+
+void cpu_gemm(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c) {
     if (d->m == 0 || d->n == 0 || d->batch == 0) return;
     if (d->k == 0) {
-        memset(c, 0, (size_t)(d->batch * d->m * d->n) * es);
+        memset(c, 0, (size_t)(d->batch * d->m * d->n) * kiln_dtype_itemsize(t));
         return;
     }
-    int64_t idx[KILN_MAX_RANK] = {0};
-    for (int64_t bi = 0; bi < d->batch; bi++) {
-        int64_t oa = 0, ob = 0;
-        for (int i = 0; i < d->nb; i++)
-            oa += idx[i] * d->bstride_a[i], ob += idx[i] * d->bstride_b[i];
-        gemm_one(t, d, (const char *)a + (size_t)oa * es, (const char *)b + (size_t)ob * es,
-                 (char *)c + (size_t)(bi * d->m * d->n) * es);
-        for (int i = d->nb - 1; i >= 0; i--) { /* odometer over the batch index */
-            if (++idx[i] < d->bdims[i]) break;
-            idx[i] = 0;
-        }
-    }
+    cpu_gemm_part(t, d, a, b, c, 1, 0, d->batch);
 }
 
 void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, const int *perm,

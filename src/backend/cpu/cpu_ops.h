@@ -9,6 +9,12 @@
 /* The backend's gemm, permute and scatter_add_rows slots (backend_impl.h says what each
  * computes), without the state and device arguments the CPU does not need. */
 void cpu_gemm(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c);
+/* The product as independent work items for a pool of `threads`: batch entries times row
+ * blocks (cpu_gemm_blocks blocks per entry; 0: nothing to compute, K = 0 included), and
+ * cpu_gemm_part computing items [begin, end) of it. */
+int64_t cpu_gemm_blocks(const kn_gemm_desc *d, int threads);
+void cpu_gemm_part(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c,
+                   int64_t blocks, int64_t begin, int64_t end);
 
 /* dst = transpose(src, perm): dst axis i is src axis perm[i]. */
 void cpu_permute(kiln_dtype t, const void *src, int rank, const int64_t *dims, const int *perm,

@@ -14,9 +14,12 @@
  *     inputs; several contributions to one value are summed with add.
  *
  * Every backward node is made by the public builders, so it is typed and checked, and
- * carries the user's location of the kiln_grad call. The graph's node count only grows:
- * ids below the first new node keep their meaning, which is all the sweeps need.
- * Errors are the builder's (sticky, first one kept, message names the call). */
+ * carries the user's location of the kiln_grad call. The nodes the transform appends are
+ * flagged `backward`, the wrt that are graph parameters get the parameter role and the
+ * results the gradient role (ir.h): the planner reports a forward value a backward node
+ * reads as an activation saved for the backward pass, and the rest by role. The graph's node count
+ * only grows: ids below the first new node keep their meaning, which is all the sweeps need. Errors
+ * are the builder's (sticky, first one kept, message names the call). */
 #include "autodiff.h"
 #include "trace/trace.h"
 
@@ -179,6 +182,7 @@ static kiln_status transform(kiln_graph *g, const char *op, int n_out, const kil
                              kiln_value *grads) {
     ad_work w;
     memset(&w, 0, sizeof w);
+    uint32_t first_new = g->n_nodes;
     if (!work_init(&w, g, op)) {
         work_free(&w);
         return g->status;
@@ -217,6 +221,11 @@ static kiln_status transform(kiln_graph *g, const char *op, int n_out, const kil
             if (c.id && s.rank) c = kiln_broadcast_in_dim(g, c, s.rank, s.dims, NULL);
         }
         grads[i] = c;
+    }
+    for (uint32_t id = first_new; id < g->n_nodes; id++) g->nodes[id].backward = true;
+    for (int i = 0; i < n_wrt && !g->status; i++) {
+        if (g->nodes[wrt[i].id].op == IR_PARAMETER) trace_set_role(g, wrt[i], IR_ROLE_PARAMETER);
+        trace_set_role(g, grads[i], IR_ROLE_GRADIENT);
     }
 done:
     if (wids && wids != wid) host_free(g->ctx, wids, wbytes);

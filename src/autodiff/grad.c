@@ -176,13 +176,13 @@ static bool check_wrt(kiln_graph *g, const char *op, int n, const kiln_value *wr
     return true;
 }
 
-/* The shared core: seeds[i] is the cotangent of outs[i]. */
-static kiln_status transform(kiln_graph *g, const char *op, int n_out, const kiln_value *outs,
-                             const kiln_value *seeds, int n_wrt, const kiln_value *wrt,
-                             kiln_value *grads) {
+/* The shared core: seeds[i] is the cotangent of outs[i]; nodes from first_new on (the
+ * seed kiln_grad made, and all the transform appends) are the backward pass. */
+static kiln_status transform(kiln_graph *g, const char *op, uint32_t first_new, int n_out,
+                             const kiln_value *outs, const kiln_value *seeds, int n_wrt,
+                             const kiln_value *wrt, kiln_value *grads) {
     ad_work w;
     memset(&w, 0, sizeof w);
-    uint32_t first_new = g->n_nodes;
     if (!work_init(&w, g, op)) {
         work_free(&w);
         return g->status;
@@ -252,9 +252,10 @@ kiln_status kiln_grad(kiln_graph *g, kiln_value loss, int n, const kiln_value *w
         return g->status;
     }
     if (!check_wrt(g, op, n, wrt, grads)) return g->status;
+    uint32_t first_new = g->n_nodes;
     kiln_value one = trace_scalar(g, op, l->dtype, 1);
     if (!one.id) return g->status;
-    return transform(g, op, 1, &loss, &one, n, wrt, grads);
+    return transform(g, op, first_new, 1, &loss, &one, n, wrt, grads);
 }
 
 kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs, const kiln_value *cotangents,
@@ -293,5 +294,5 @@ kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs, const kil
         }
     }
     if (!check_wrt(g, op, n_wrt, wrt, grads)) return g->status;
-    return transform(g, op, n_out, outs, cotangents, n_wrt, wrt, grads);
+    return transform(g, op, g->n_nodes, n_out, outs, cotangents, n_wrt, wrt, grads);
 }

@@ -1,7 +1,8 @@
 /* kiln.c — the `kiln` command-line tool.
  *
  *   kiln list                      the built-in example programs
- *   kiln plan <example> [options]  compile one, print its memory analysis, and write the
+ *   kiln plan <example> [options]  compile one, print its memory analysis (by class: where a
+ *                                  training step's memory goes), and write the
  *                                  plan as plan.svg (a timeline) and plan.json
  *
  * Options of plan:

@@ -22,6 +22,8 @@ typedef struct model {
     int n_params;
     kiln_value params[MODEL_MAX_PARAMS];
     kiln_value outs[KILN_MAX_OUTPUTS];
+    int n_donate; /* the arguments a caller donates by default (a training step's state) */
+    int donate[MODEL_MAX_PARAMS];
 } model;
 
 static inline kiln_value model_param(model *m, const char *name, int rank, const int64_t *dims) {
@@ -183,6 +185,62 @@ static inline int model_adam(model *m) {
     return 3;
 }
 
+/* One training step of an MLP classifier 784-512-512-10 at batch 256 (the issue's figure):
+ * forward, mean softmax cross-entropy, kiln_grad, AdamW, as one program. Arguments: the
+ * batch x, its labels, the step t, then the 6 weights, Adam's 6 m and 6 v; outputs: the
+ * loss, the new weights, m and v. Weights and state are donated, so the step updates them
+ * in place; `kiln plan train_mlp` shows where its memory goes by class. */
+#define TM_B     256
+#define TM_LAYER 3
+static inline int model_train_mlp(model *m) {
+    kiln_graph *g = m->g;
+    static const int64_t widths[TM_LAYER + 1] = {784, 512, 512, 10};
+    kiln_value x = model_matrix(m, "x", TM_B, widths[0]);
+    int64_t b = TM_B;
+    kiln_value labels = kiln_parameter(g, "labels", KILN_DTYPE_I32, 1, &b);
+    m->params[m->n_params++] = labels;
+    kiln_value step = model_param(m, "step", 0, NULL);
+    kiln_value w[2 * TM_LAYER], mo[2 * TM_LAYER], vo[2 * TM_LAYER];
+    char name[16];
+    for (int l = 0; l < TM_LAYER; l++) {
+        snprintf(name, sizeof name, "w%d", l + 1);
+        w[2 * l] = model_matrix(m, name, widths[l], widths[l + 1]);
+        snprintf(name, sizeof name, "b%d", l + 1);
+        w[2 * l + 1] = model_vector(m, name, widths[l + 1]);
+    }
+    for (int k = 0; k < 2 * TM_LAYER; k++) { /* Adam's moments: the shapes of the weights */
+        int rank;
+        int64_t dims[KILN_MAX_RANK];
+        kiln_dtype t;
+        kiln_value_type(g, w[k], &t, &rank, dims);
+        snprintf(name, sizeof name, "m%d", k);
+        mo[k] = model_param(m, name, rank, dims);
+    }
+    for (int k = 0; k < 2 * TM_LAYER; k++) {
+        int rank;
+        int64_t dims[KILN_MAX_RANK];
+        kiln_dtype t;
+        kiln_value_type(g, w[k], &t, &rank, dims);
+        snprintf(name, sizeof name, "v%d", k);
+        vo[k] = model_param(m, name, rank, dims);
+    }
+    kiln_value h = x;
+    for (int l = 0; l < TM_LAYER; l++) {
+        h = kiln_add(g, kiln_matmul(g, h, w[2 * l]), w[2 * l + 1]);
+        if (l + 1 < TM_LAYER) h = kiln_relu(g, h);
+    }
+    kiln_value loss = kiln_mean(g, kiln_softmax_cross_entropy(g, h, labels), 0, NULL, false);
+    kiln_value grads[2 * TM_LAYER];
+    if (kiln_grad(g, loss, 2 * TM_LAYER, w, grads)) return -1;
+    kiln_adamw_options o = {.lr = kiln_scalar(g, KILN_DTYPE_F32, 1e-3), .step = step};
+    m->outs[0] = loss;
+    if (kiln_optim_adamw(g, &o, 2 * TM_LAYER, w, grads, mo, vo, m->outs + 1,
+                         m->outs + 1 + 2 * TM_LAYER, m->outs + 1 + 4 * TM_LAYER))
+        return -1;
+    for (int i = 3; i < m->n_params; i++) m->donate[m->n_donate++] = i;
+    return 1 + 6 * TM_LAYER;
+}
+
 typedef struct model_entry {
     const char *name, *what;
     int (*build)(model *m);
@@ -198,6 +256,10 @@ static const model_entry models[] = {
     {"layer_norm", "layer norm over 4096 x 4096", model_layer_norm},
     {"chain", "8 elementwise ops over 16M floats", model_chain},
     {"adam", "an Adam update of 4M parameters (p, m, v from g): outputs p, m, v", model_adam},
+    {"train_mlp",
+     "a training step: MLP 784-512-512-10, batch 256, cross-entropy, kiln_grad, AdamW; "
+     "weights and state donated",
+     model_train_mlp},
 };
 #define N_MODELS ((int)(sizeof models / sizeof *models))
 
@@ -221,7 +283,8 @@ static inline kiln_status model_build(kiln_context *ctx, const model_entry *e, m
     return s;
 }
 
-/* Makes arguments for m's parameters, filled with small deterministic values. */
+/* Makes arguments for m's parameters, filled with small deterministic values: floats in
+ * [-0.1, 0.1), integers (class labels) in [0, 10), a float scalar (a step count) 1. */
 static inline kiln_status model_args(kiln_context *ctx, const model *m, kiln_array **args) {
     for (int i = 0; i < m->n_params; i++) {
         kiln_dtype t;
@@ -236,7 +299,10 @@ static inline kiln_status model_args(kiln_context *ctx, const model *m, kiln_arr
         uint32_t seed = 2654435761u * (uint32_t)(i + 1);
         for (int64_t k = 0; k < n; k++) {
             seed = seed * 1664525u + 1013904223u;
-            p[k] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 0.2f;
+            if (t == KILN_DTYPE_I32)
+                ((int32_t *)p)[k] = (int32_t)((seed >> 8) % 10);
+            else
+                p[k] = rank ? ((float)(seed >> 8) / 16777216.0f - 0.5f) * 0.2f : 1.0f;
         }
         kiln_array_destroy(args[i]);
         s = kiln_array_create(ctx, t, rank, dims, p, &args[i]);

@@ -580,6 +580,26 @@ KILN_API char *kiln_executable_to_string(const kiln_executable *e);
  * compiled.memory_analysis()). argument, output and temp bytes count allocations rounded
  * up to the device allocator's 256 bytes, so peak_bytes is exactly the rise of the
  * allocator's peak_bytes_in_use during a call, over the arguments it already held. */
+/* What a buffer is to a training step, named as PyTorch's memory snapshot names them.
+ * Roles come from where a value was made: kiln_grad/kiln_vjp mark the parameters they
+ * differentiate with respect to and the gradients they return, the optimisers their state
+ * and new parameters; a forward value that the backward pass reads is an activation saved
+ * for it (docs/memory.md, "Where a training step's memory goes"). */
+typedef enum kiln_memory_class {
+    KILN_MEMORY_CLASS_PARAMETER,       /* weights, and the new weights an optimiser returns */
+    KILN_MEMORY_CLASS_GRADIENT,        /* the gradients kiln_grad/kiln_vjp return (clipped too) */
+    KILN_MEMORY_CLASS_OPTIMIZER_STATE, /* momentum, Adam's m and v, given and returned */
+    KILN_MEMORY_CLASS_ACTIVATION,      /* a forward value saved for the backward pass */
+    KILN_MEMORY_CLASS_INPUT,           /* any other argument (a batch, labels, a step) */
+    KILN_MEMORY_CLASS_OUTPUT,          /* any other output (a loss) */
+    KILN_MEMORY_CLASS_TEMPORARY,       /* any other value, and kernels' scratch */
+    KILN_MEMORY_CLASS_CONSTANT,        /* a constant held by the executable (host memory) */
+} kiln_memory_class;
+#define KILN_MAX_MEMORY_CLASSES 16 /* room in kiln_memory_analysis: the enum may grow */
+/* "parameter", "gradient", "optimizer_state", "activation", "input", "output",
+ * "temporary", "constant"; "?" for anything else. Static. */
+KILN_API const char *kiln_memory_class_name(kiln_memory_class c);
+
 typedef struct kiln_memory_analysis {
     uint64_t argument_bytes; /* the parameters' arrays */
     uint64_t output_bytes;   /* output arrays a call allocates (not those in donated buffers) */
@@ -596,6 +616,16 @@ typedef struct kiln_memory_analysis {
     int num_donated;               /* arguments donated */
     int num_donations_unused;      /* donated arguments the plan found no use for */
     const char *schedule;          /* the schedule strategy chosen ("list", "dfs", ...) */
+    /* Where a training step's memory goes, by kiln_memory_class (index). At peak: the exact
+     * bytes of each class in use at peak_step, the step with the most device bytes in use
+     * (arguments, outputs, live temporaries and scratch; -1 when there is no kernel): they
+     * sum to at most peak_bytes, the rest being the arena's gaps and rounding. In total:
+     * every buffer of the class at its exact size, as if none shared memory (a parameter
+     * updated in place counts twice there: the old and the new). Constants are host memory:
+     * in the totals only. */
+    int peak_step;
+    uint64_t class_bytes_at_peak[KILN_MAX_MEMORY_CLASSES];
+    uint64_t class_bytes_total[KILN_MAX_MEMORY_CLASSES];
 } kiln_memory_analysis;
 
 typedef enum kiln_buffer_kind {
@@ -630,6 +660,10 @@ typedef struct kiln_buffer_info {
     uint64_t offset; /* within its place */
     int first_step, last_step;
     int shares_with; /* written in place over this value's buffer; 0 if none */
+    kiln_memory_class memory_class;
+    /* the user's location of the op that made the value (file NULL if unknown) */
+    const char *file;
+    int line;
 } kiln_buffer_info;
 
 KILN_API kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,

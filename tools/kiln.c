@@ -1,13 +1,15 @@
 /* kiln.c — the `kiln` command-line tool.
  *
  *   kiln list                      the built-in example programs
- *   kiln plan <example> [options]  compile one, print its memory analysis, and write the
+ *   kiln plan <example> [options]  compile one, print its memory analysis (by class: where a
+ *                                  training step's memory goes), and write the
  *                                  plan as plan.svg (a timeline) and plan.json
  *
  * Options of plan:
  *   -o DIR          write plan.svg and plan.json into DIR (default: the current folder)
  *   --no-fusion     one kernel per op (what fusion saves, side by side)
- *   --donate I,J    donate those arguments (jax.jit's donate_argnums)
+ *   --donate I,J    donate those arguments (jax.jit's donate_argnums); a training step's
+ *                   example donates its weights and optimiser state unless this is given
  *   --run           also run it once: measured device peak against the plan, time per call
  *   --buffers       list every buffer (op, type, bytes, place, offset, live steps)
  *
@@ -137,8 +139,10 @@ static int plan(kiln_context *ctx, const model_entry *me, const opts *o) {
         fprintf(stderr, "kiln: %s: %s\n", me->name, kiln_last_error(ctx));
         return 1;
     }
-    kiln_compile_options co = {
-        .disable_fusion = o->no_fusion, .n_donate = o->n_donate, .donate_argnums = o->donate};
+    bool own = o->n_donate > 0 || m.n_donate == 0;
+    kiln_compile_options co = {.disable_fusion = o->no_fusion,
+                               .n_donate = own ? o->n_donate : m.n_donate,
+                               .donate_argnums = own ? o->donate : m.donate};
     kiln_executable *e = NULL;
     int rc = 1;
     if (kiln_compile(m.g, &co, &e)) {

@@ -17,9 +17,12 @@
  *     (composite_rules.c), and its interior nodes get none: less kept, more stable.
  *
  * Every backward node is made by the public builders, so it is typed and checked, and
- * carries the user's location of the kiln_grad call. The graph's node count only grows:
- * ids below the first new node keep their meaning, which is all the sweeps need.
- * Errors are the builder's (sticky, first one kept, message names the call). */
+ * carries the user's location of the kiln_grad call. The nodes the transform appends are
+ * flagged `backward`, the wrt that are graph parameters get the parameter role and the
+ * results the gradient role (ir.h): the planner reports a forward value a backward node
+ * reads as an activation saved for the backward pass, and the rest by role. The graph's node count
+ * only grows: ids below the first new node keep their meaning, which is all the sweeps need. Errors
+ * are the builder's (sticky, first one kept, message names the call). */
 #include "autodiff.h"
 #include "trace/trace.h"
 
@@ -223,10 +226,11 @@ static bool check_wrt(kiln_graph *g, const char *op, int n, const kiln_value *wr
     return true;
 }
 
-/* The shared core: seeds[i] is the cotangent of outs[i]. */
-static kiln_status transform(kiln_graph *g, const char *op, int n_out, const kiln_value *outs,
-                             const kiln_value *seeds, int n_wrt, const kiln_value *wrt,
-                             kiln_value *grads) {
+/* The shared core: seeds[i] is the cotangent of outs[i]; nodes from first_new on (the
+ * seed kiln_grad made, and all the transform appends) are the backward pass. */
+static kiln_status transform(kiln_graph *g, const char *op, uint32_t first_new, int n_out,
+                             const kiln_value *outs, const kiln_value *seeds, int n_wrt,
+                             const kiln_value *wrt, kiln_value *grads) {
     ad_work w;
     memset(&w, 0, sizeof w);
     if (!work_init(&w, g, op)) {
@@ -268,6 +272,11 @@ static kiln_status transform(kiln_graph *g, const char *op, int n_out, const kil
         }
         grads[i] = c;
     }
+    for (uint32_t id = first_new; id < g->n_nodes; id++) g->nodes[id].backward = true;
+    for (int i = 0; i < n_wrt && !g->status; i++) {
+        if (g->nodes[wrt[i].id].op == IR_PARAMETER) trace_set_role(g, wrt[i], IR_ROLE_PARAMETER);
+        trace_set_role(g, grads[i], IR_ROLE_GRADIENT);
+    }
 done:
     if (wids && wids != wid) host_free(g->ctx, wids, wbytes);
     if (oids && oids != oid) host_free(g->ctx, oids, obytes);
@@ -293,9 +302,10 @@ kiln_status kiln_grad(kiln_graph *g, kiln_value loss, int n, const kiln_value *w
         return g->status;
     }
     if (!check_wrt(g, op, n, wrt, grads)) return g->status;
+    uint32_t first_new = g->n_nodes;
     kiln_value one = trace_scalar(g, op, l->dtype, 1);
     if (!one.id) return g->status;
-    return transform(g, op, 1, &loss, &one, n, wrt, grads);
+    return transform(g, op, first_new, 1, &loss, &one, n, wrt, grads);
 }
 
 kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs, const kiln_value *cotangents,
@@ -334,5 +344,5 @@ kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs, const kil
         }
     }
     if (!check_wrt(g, op, n_wrt, wrt, grads)) return g->status;
-    return transform(g, op, n_out, outs, cotangents, n_wrt, wrt, grads);
+    return transform(g, op, g->n_nodes, n_out, outs, cotangents, n_wrt, wrt, grads);
 }

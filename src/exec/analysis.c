@@ -10,6 +10,16 @@ _Static_assert(PLAN_P_DONATED == (int)KILN_BUFFER_PLACE_DONATED &&
                    PLAN_P_ARENA == (int)KILN_BUFFER_PLACE_ARENA,
                "kiln_buffer_place follows plan_place");
 
+_Static_assert(PLAN_C_PARAMETER == (int)KILN_MEMORY_CLASS_PARAMETER &&
+                   PLAN_C_ACTIVATION == (int)KILN_MEMORY_CLASS_ACTIVATION &&
+                   PLAN_C_CONSTANT == (int)KILN_MEMORY_CLASS_CONSTANT &&
+                   PLAN_NUM_CLASSES <= KILN_MAX_MEMORY_CLASSES,
+               "kiln_memory_class follows plan_class");
+
+const char *kiln_memory_class_name(kiln_memory_class c) {
+    return plan_class_name((int)c);
+}
+
 kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
                                                 kiln_memory_analysis *out) {
     if (!e) return KILN_STATUS_INVALID_ARGUMENT;
@@ -31,7 +41,12 @@ kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
         .num_buffers = (int)p->n_buffers,
         .num_steps = (int)p->n_kernels,
         .schedule = p->strategy,
+        .peak_step = p->peak_step,
     };
+    for (int c = 0; c < PLAN_NUM_CLASSES; c++) {
+        out->class_bytes_at_peak[c] = p->class_peak[c];
+        out->class_bytes_total[c] = p->class_total[c];
+    }
     for (uint32_t i = 0; i < p->n_params; i++) {
         out->num_donated += p->donated[i];
         out->num_donations_unused += p->donated[i] && !p->donation_used[i];
@@ -62,6 +77,9 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
         .first_step = b->def,
         .last_step = b->last,
         .shares_with = b->shares >= 0 ? (int)e->mem.buffers[b->shares].node : 0,
+        .memory_class = (kiln_memory_class)e->mem.buffer_class[i],
+        .file = n->file,
+        .line = n->line,
     };
     for (int a = 0; a < out->rank; a++) out->dims[a] = n->shape.dims[a];
     return KILN_STATUS_OK;

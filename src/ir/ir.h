@@ -204,6 +204,17 @@ typedef union ir_attrs {
 
 #define IR_INLINE_INPUTS 3
 
+/* What a value is to a training step, recorded by whoever knows: kiln_grad/kiln_vjp (the
+ * parameters they differentiate with respect to, the gradients they return) and the
+ * optimisers (their state, the new parameters). Passes carry it; the planner reports it
+ * (src/plan/classes.c). First writer wins: a value keeps the first role it was given. */
+typedef enum ir_role {
+    IR_ROLE_NONE,
+    IR_ROLE_PARAMETER,
+    IR_ROLE_GRADIENT,
+    IR_ROLE_OPT_STATE,
+} ir_role;
+
 typedef struct ir_node {
     ir_op op;
     kiln_dtype dtype;
@@ -216,6 +227,8 @@ typedef struct ir_node {
     void *data;       /* CONSTANT: owned, row-major, nbytes of the shape */
     const char *file; /* user source location (a string literal: not owned) */
     int line;
+    uint8_t role;  /* ir_role */
+    bool backward; /* appended by kiln_grad/kiln_vjp: a forward value it reads is saved */
 } ir_node;
 
 /* A composite the tracer expanded into primitives (src/trace/composite.c). Autodiff may

@@ -5,7 +5,13 @@
  * visited; parameters keep their order and indices; everything a node owns (name,
  * constant data, a spilled input list) is deep-copied, so the old and new graphs can be
  * freed in either order; on any failure the half-built graph is freed and the old graph
- * was never written to. */
+ * was never written to.
+ *
+ * Roles and the backward flag (ir.h) survive every pass: a copy carries them, a node a
+ * pass makes in place of another gets that node's (simplify's like()), and when a pass
+ * maps a node onto another (CSE merging duplicates, simplify replacing x * 1 by x) the
+ * kept node takes the role if it had none and is forward if either was: a value the
+ * forward pass computes anyway is not a backward temporary. */
 #include "rewrite.h"
 #include "base/hashmap.h"
 
@@ -146,8 +152,15 @@ kiln_status pass_rebuild_graph(const kiln_graph *old, const char *pass, pass_vis
         return oom(&rb, "the id map", old->n_nodes * sizeof *rb.map);
     kiln_status s = kiln_graph_create(ctx, old->name, &rb.g);
     if (s) s = prefixed(ctx, s, pass);
-    for (uint32_t id = 1; !s && id < old->n_nodes; id++)
+    for (uint32_t id = 1; !s && id < old->n_nodes; id++) {
         s = old->nodes[id].op == IR_PARAMETER ? pass_copy(&rb, id) : visit(&rb, id, user);
+        if (!s && rb.map[id]) {
+            ir_node *t = &rb.g->nodes[rb.map[id]];
+            const ir_node *o = &old->nodes[id];
+            if (!t->role) t->role = o->role;
+            if (!o->backward) t->backward = false;
+        }
+    }
     if (!s) s = set_outputs(&rb);
     host_free(ctx, rb.map, old->n_nodes * sizeof *rb.map);
     if (s) {

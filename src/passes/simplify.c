@@ -96,8 +96,13 @@ static uint32_t broadcast_scalar(const kiln_graph *g, uint32_t id) {
 
 /* A template for a node replacing old node o: same location, attributes cleared. */
 static ir_node like(const ir_node *o, ir_op op) {
-    return (ir_node){
-        .op = op, .dtype = o->dtype, .shape = o->shape, .file = o->file, .line = o->line};
+    return (ir_node){.op = op,
+                     .dtype = o->dtype,
+                     .shape = o->shape,
+                     .file = o->file,
+                     .line = o->line,
+                     .role = o->role,
+                     .backward = o->backward};
 }
 
 /* Emits broadcast(x) to old node id's shape, operand axis i going to dims[i]. */

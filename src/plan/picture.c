@@ -6,7 +6,9 @@
  * The arena's extent is the dashed "arena" line; the curve is the bytes live at each
  * step, whose maximum — the lower bound no placement can beat — is the dotted line. The
  * buffers of donated arguments, when the plan uses them, are drawn as bands above the
- * arena at the same scale. docs/memory.md explains how to read it.
+ * arena at the same scale. Boxes are coloured by class (parameter, gradient, optimizer
+ * state, activation saved for the backward pass, ...: classes.c), with a legend. docs/memory.md
+ * explains how to read it.
  *
  * Every string built here goes through a strbuf, so host OOM anywhere gives NULL. */
 #include "plan.h"
@@ -88,6 +90,42 @@ static void totals(strbuf *sb, const mem_plan *p, uint64_t code_bytes) {
               p->peak, human(p->peak, h, sizeof h));
 }
 
+/* Where the memory goes by class, then the saved activations and the ops they come from. */
+static void class_lines(strbuf *sb, const kiln_graph *g, const mem_plan *p) {
+    char h[2][32];
+    uint64_t at_peak = 0, n_saved = 0, saved_bytes = 0;
+    sb_printf(sb, "  by class (at step %d, the most bytes in use; in total, as if none shared):\n",
+              p->peak_step);
+    for (int c = 0; c < PLAN_NUM_CLASSES; c++) {
+        at_peak += p->class_peak[c];
+        if (!p->class_total[c]) continue;
+        sb_printf(sb, "    %-16s %14" PRIu64 " B %11s at peak %14" PRIu64 " B %11s in total\n",
+                  plan_class_name(c), p->class_peak[c], human(p->class_peak[c], h[0], sizeof h[0]),
+                  p->class_total[c], human(p->class_total[c], h[1], sizeof h[1]));
+    }
+    if (at_peak <= p->peak)
+        sb_printf(sb, "    %-16s %14" PRIu64 " B %11s at peak (arena gaps, rounding)\n", "unused",
+                  p->peak - at_peak, human(p->peak - at_peak, h[0], sizeof h[0]));
+    for (uint32_t i = 0; i < p->n_buffers; i++)
+        if (p->buffer_class[i] == PLAN_C_ACTIVATION) n_saved++, saved_bytes += p->buffers[i].size;
+    if (!n_saved) return;
+    sb_printf(sb, "  activations saved for the backward pass: %" PRIu64 " values, %s\n", n_saved,
+              human(saved_bytes, h[0], sizeof h[0]));
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        if (p->buffer_class[i] != PLAN_C_ACTIVATION) continue;
+        const plan_buffer *b = &p->buffers[i];
+        const ir_node *n = &g->nodes[b->node];
+        char t[IR_TYPE_STR_MAX];
+        sb_printf(sb, "    %%%-5u %-18s %-22s %12" PRIu64 " B  live [%d, %d]  from ", b->node,
+                  plan_buffer_op(g, b), ir_type_str(n->dtype, &n->shape, t, sizeof t), b->size,
+                  b->def, b->last);
+        if (n->file)
+            sb_printf(sb, "%s:%d\n", n->file, n->line);
+        else
+            sb_append(sb, "(no location)\n");
+    }
+}
+
 char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
                   uint64_t code_bytes) {
     strbuf sb;
@@ -103,8 +141,9 @@ char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
     totals(&sb, p, code_bytes);
     for (uint32_t i = 0; i < p->n_params; i++)
         if (p->donated[i]) donation_line(&sb, g, p, i);
-    sb_printf(&sb, "  %-6s %-18s %-22s %12s %-10s %12s %11s %s\n", "value", "op", "type", "bytes",
-              "place", "offset", "live", "in place over");
+    class_lines(&sb, g, p);
+    sb_printf(&sb, "  %-6s %-18s %-22s %12s %-10s %12s %11s %-15s %s\n", "value", "op", "type",
+              "bytes", "place", "offset", "live", "class", "in place over");
     for (uint32_t i = 0; i < p->n_buffers; i++) {
         const plan_buffer *b = &p->buffers[i];
         const ir_node *n = &g->nodes[b->node];
@@ -115,9 +154,13 @@ char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
         if (b->place == PLAN_P_ARG || b->place == PLAN_P_OUTPUT || b->place == PLAN_P_DONATED)
             snprintf(pl, sizeof pl, "%s %u", place_name(b->place), b->place_index);
         snprintf(live, sizeof live, "[%d, %d]", b->def, b->last);
-        sb_printf(&sb, "  %%%-5u %-18s %-22s %12" PRIu64 " %-10s %12" PRIu64 " %11s", b->node,
+        sb_printf(&sb, "  %%%-5u %-18s %-22s %12" PRIu64 " %-10s %12" PRIu64 " %11s ", b->node,
                   plan_buffer_op(g, b), t, b->size, pl, b->offset, live);
-        if (b->shares >= 0) sb_printf(&sb, " %%%u", p->buffers[b->shares].node);
+        if (b->shares >= 0)
+            sb_printf(&sb, "%-15s %%%u", plan_class_name(p->buffer_class[i]),
+                      p->buffers[b->shares].node);
+        else
+            sb_append(&sb, plan_class_name(p->buffer_class[i]));
         sb_append(&sb, "\n");
     }
     (void)fp;
@@ -149,6 +192,13 @@ static void json_analysis(strbuf *sb, const mem_plan *p, uint64_t code_bytes) {
               ", \"temp_lower_bound\": %" PRIu64 ", \"inplace_bytes\": %" PRIu64 "},\n",
               p->argument_bytes, p->output_bytes, p->temp_bytes, p->arena, p->alias_bytes,
               p->constant_bytes, code_bytes, p->peak, p->lower_bound, p->inplace_bytes);
+    sb_printf(sb, "  \"classes\": {\"peak_step\": %d, \"at_peak\": {", p->peak_step);
+    for (int c = 0; c < PLAN_NUM_CLASSES; c++)
+        sb_printf(sb, "%s\"%s\": %" PRIu64, c ? ", " : "", plan_class_name(c), p->class_peak[c]);
+    sb_append(sb, "}, \"total\": {");
+    for (int c = 0; c < PLAN_NUM_CLASSES; c++)
+        sb_printf(sb, "%s\"%s\": %" PRIu64, c ? ", " : "", plan_class_name(c), p->class_total[c]);
+    sb_append(sb, "}},\n");
     sb_append(sb, "  \"schedules_tried\": [");
     for (int i = 0; i < p->n_tries; i++)
         sb_printf(sb,
@@ -159,7 +209,8 @@ static void json_analysis(strbuf *sb, const mem_plan *p, uint64_t code_bytes) {
     sb_append(sb, "],\n");
 }
 
-static void json_buffer(strbuf *sb, const kiln_graph *g, const mem_plan *p, const plan_buffer *b) {
+static void json_buffer(strbuf *sb, const kiln_graph *g, const mem_plan *p, uint32_t i) {
+    const plan_buffer *b = &p->buffers[i];
     const ir_node *n = &g->nodes[b->node];
     sb_printf(
         sb, "    {\"node\": %u, \"op\": \"%s\", \"kind\": \"%s\", \"dtype\": \"%s\", \"shape\": [",
@@ -173,6 +224,12 @@ static void json_buffer(strbuf *sb, const kiln_graph *g, const mem_plan *p, cons
               b->size, place_name(b->place), b->place_index, b->offset, b->def, b->last,
               b->shares >= 0 ? p->buffers[b->shares].node : 0);
     if (b->kind == PLAN_K_SCRATCH) sb_printf(sb, ", \"kernel\": %u", b->kernel);
+    sb_printf(sb, ", \"class\": \"%s\"", plan_class_name(p->buffer_class[i]));
+    if (n->file && b->kind != PLAN_K_SCRATCH) {
+        sb_append(sb, ", \"file\": ");
+        json_str(sb, n->file);
+        sb_printf(sb, ", \"line\": %d", n->line);
+    }
     sb_append(sb, "}");
 }
 
@@ -193,6 +250,9 @@ char *plan_json(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
     sb_append(&sb, "  \"live_bytes\": [");
     for (uint32_t s = 0; s < p->n_kernels; s++)
         sb_printf(&sb, "%s%" PRIu64, s ? ", " : "", p->live_bytes[s]);
+    sb_append(&sb, "],\n  \"bytes_in_use\": [");
+    for (uint32_t s = 0; s < p->n_kernels; s++)
+        sb_printf(&sb, "%s%" PRIu64, s ? ", " : "", p->in_use[s]);
     sb_append(&sb, "],\n  \"donations\": [");
     for (uint32_t i = 0, first = 1; i < p->n_params; i++) {
         if (!p->donated[i]) continue;
@@ -203,7 +263,7 @@ char *plan_json(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
     }
     sb_append(&sb, "],\n  \"buffers\": [\n");
     for (uint32_t i = 0; i < p->n_buffers; i++) {
-        json_buffer(&sb, g, p, &p->buffers[i]);
+        json_buffer(&sb, g, p, i);
         sb_append(&sb, i + 1 < p->n_buffers ? ",\n" : "\n");
     }
     sb_append(&sb, "  ]\n}\n");
@@ -239,16 +299,23 @@ static void xml_text(strbuf *sb, const char *s) {
     }
 }
 
-static const char *op_color(const kiln_graph *g, const plan_buffer *b) {
-    if (b->kind == PLAN_K_SCRATCH) return "#9e9e9e";
-    if (b->kind == PLAN_K_OUTPUT) return "#66bb6a";
-    switch (ir_ops[g->nodes[b->node].op].kind) {
-    case IRK_DOT: return "#5c8ee6";
-    case IRK_REDUCE: return "#43a38f";
-    case IRK_SHAPE: return "#9575cd";
-    case IRK_INDEX: return "#e57373";
-    default: return "#f0a04b";
-    }
+/* A box's fill: its class (a legend above the plot names them). */
+static const char *class_color(int c) {
+    static const char *const colors[PLAN_NUM_CLASSES] = {
+        "#5c8ee6", /* parameter */
+        "#e57373", /* gradient */
+        "#9575cd", /* optimizer_state */
+        "#f0a04b", /* activation */
+        "#cfd8dc", /* input */
+        "#66bb6a", /* output */
+        "#4db6ac", /* temporary */
+        "#9e9e9e", /* constant (never drawn: host memory) */
+    };
+    return c >= 0 && c < PLAN_NUM_CLASSES ? colors[c] : "#000";
+}
+
+static const char *box_color(const mem_plan *p, const plan_buffer *b) {
+    return class_color(p->buffer_class[b - p->buffers]);
 }
 
 /* One box: steps [def, last] (clipped to the schedule), bytes [off, off + size). */
@@ -275,9 +342,14 @@ static void svg_box(svg *v, const plan_buffer *b, uint64_t off, const char *fill
               "stroke=\"#fff\" stroke-width=\"0.5\"/>",
               x, y, w, h, fill);
     sb_printf(v->sb,
-              "<title>%%%u %s %s: %" PRIu64 " bytes at offset %" PRIu64 ", live steps %d..%d",
+              "<title>%%%u %s %s: %" PRIu64 " bytes at offset %" PRIu64 ", live steps %d..%d, %s",
               b->node, plan_buffer_op(v->g, b), b->kind == PLAN_K_SCRATCH ? "scratch" : t, b->size,
-              off, b->def, b->last);
+              off, b->def, b->last, plan_class_name(v->p->buffer_class[b - v->p->buffers]));
+    if (nd->file && b->kind != PLAN_K_SCRATCH) {
+        sb_append(v->sb, ", from ");
+        xml_text(v->sb, nd->file);
+        sb_printf(v->sb, ":%d", nd->line);
+    }
     if (b->shares >= 0) sb_printf(v->sb, ", in place over %%%u", v->p->buffers[b->shares].node);
     sb_append(v->sb, "</title>");
     if (w >= 6.0 * (double)strlen(plan_buffer_op(v->g, b)) + 4 && h >= 11) /* when it fits */
@@ -305,7 +377,7 @@ static void svg_arena(svg *v) {
     char h1[32], h2[32], lab[96];
     for (uint32_t i = 0; i < p->n_buffers; i++) {
         const plan_buffer *b = &p->buffers[i];
-        if (b->place == PLAN_P_ARENA && b->size) svg_box(v, b, b->offset, op_color(v->g, b));
+        if (b->place == PLAN_P_ARENA && b->size) svg_box(v, b, b->offset, box_color(p, b));
     }
     sb_append(v->sb, "<polyline fill=\"none\" stroke=\"#212121\" stroke-width=\"1.2\" points=\"");
     for (uint32_t s = 0; s < p->n_kernels; s++) {
@@ -337,11 +409,11 @@ static void svg_arena(svg *v) {
 static void svg_donated(svg *v, uint32_t param) {
     const mem_plan *p = v->p;
     const plan_buffer *a = &p->buffers[p->buffer_of[v->g->params[param]]];
-    svg_box(v, a, 0, "#cfd8dc");
+    svg_box(v, a, 0, box_color(p, a));
     for (uint32_t i = 0; i < p->n_buffers; i++) {
         const plan_buffer *b = &p->buffers[i];
         if (b->place == PLAN_P_DONATED && b->place_index == param && b->size)
-            svg_box(v, b, b->offset, op_color(v->g, b));
+            svg_box(v, b, b->offset, box_color(p, b));
     }
     sb_printf(
         v->sb,
@@ -361,6 +433,28 @@ static void svg_axes(svg *v, double bottom) {
               "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">schedule step "
               "(kernel)</text>\n",
               (SVG_LEFT + SVG_W - SVG_RIGHT) / 2, bottom + 30);
+}
+
+/* One swatch per class that has a box in the picture, in a row above the plot. */
+static void svg_legend(svg *v) {
+    const mem_plan *p = v->p;
+    bool drawn[PLAN_NUM_CLASSES] = {false};
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const plan_buffer *b = &p->buffers[i];
+        bool donated_arg = b->place == PLAN_P_ARG && b->place_index < p->n_params &&
+                           p->donated[b->place_index] && p->donation_used[b->place_index];
+        if (b->size && (b->place == PLAN_P_ARENA || b->place == PLAN_P_DONATED || donated_arg))
+            drawn[p->buffer_class[i]] = true;
+    }
+    double x = SVG_LEFT;
+    for (int c = 0; c < PLAN_NUM_CLASSES; c++) {
+        if (!drawn[c]) continue;
+        sb_printf(v->sb,
+                  "<rect class=\"legend\" x=\"%.1f\" y=\"48\" width=\"10\" height=\"10\" "
+                  "fill=\"%s\"/><text x=\"%.1f\" y=\"57\" font-size=\"11\">%s</text>\n",
+                  x, class_color(c), x + 14, plan_class_name(c));
+        x += 14 + 7.0 * (double)strlen(plan_class_name(c)) + 16;
+    }
 }
 
 char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
@@ -401,6 +495,7 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
     if (p->lower_bound)
         sb_printf(&sb, "; arena / lower bound %.3f", (double)p->arena / (double)p->lower_bound);
     sb_append(&sb, "</text>\n");
+    svg_legend(&v);
     svg_arena(&v);
     uint64_t arena_h = p->arena > p->lower_bound ? p->arena : p->lower_bound;
     double y = SVG_TOP + SVG_PLOT - (double)arena_h * v.scale - SVG_GAP;

@@ -379,6 +379,10 @@ static void result_layout(const plan_ctx *c, mem_plan *p, plan_bump *b) {
     p->donated = plan_take(b, np, 1);
     p->donation_used = plan_take(b, np, 1);
     p->live_bytes = plan_take(b, c->nk + 1, sizeof *p->live_bytes);
+    p->buffer_class = plan_take(b, c->nb + 1, 1);
+    p->saved = plan_take(b, c->n_nodes, 1);
+    p->resident_last = plan_take(b, c->nb + 1, sizeof *p->resident_last);
+    p->in_use = plan_take(b, c->nk + 1, sizeof *p->in_use);
 }
 
 static kiln_status fill_result(const plan_ctx *c, const plan_cand *cd, mem_plan *p) {
@@ -417,6 +421,7 @@ static kiln_status fill_result(const plan_ctx *c, const plan_cand *cd, mem_plan 
     p->argument_bytes = cd->peak - cd->output_bytes - p->temp_bytes;
     for (uint32_t i = 0; i < c->nb; i++)
         if (p->buffers[i].kind == PLAN_K_CONST) p->constant_bytes += p->buffers[i].size;
+    plan_classify(c->g, c->fp, p);
     return KILN_STATUS_OK;
 }
 

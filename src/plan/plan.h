@@ -53,6 +53,20 @@ typedef enum plan_place {
     PLAN_P_DONATED, /* the buffer of donated argument place_index, at offset */
 } plan_place;
 
+/* What a buffer is to a training step (kiln_memory_class mirrors it; classes.c says how
+ * each is decided). The names are those of PyTorch's memory snapshot where they fit. */
+typedef enum plan_class {
+    PLAN_C_PARAMETER,  /* a value with the parameter role (weights, new weights) */
+    PLAN_C_GRADIENT,   /* a value with the gradient role (kiln_grad's results) */
+    PLAN_C_OPT_STATE,  /* optimiser state given to or returned by kiln_optim_* */
+    PLAN_C_ACTIVATION, /* a forward value the backward pass reads (saved for it) */
+    PLAN_C_INPUT,      /* any other argument (a batch, labels, a learning rate) */
+    PLAN_C_OUTPUT,     /* any other output (a loss) */
+    PLAN_C_TEMPORARY,  /* any other value, and kernels' scratch */
+    PLAN_C_CONSTANT,   /* a constant (host memory: never in the device figures) */
+    PLAN_NUM_CLASSES
+} plan_class;
+
 typedef struct plan_buffer {
     uint32_t node;        /* the value (for scratch: the kernel's root) */
     uint32_t kernel;      /* the kernel that writes it; UINT32_MAX for params/constants */
@@ -105,6 +119,15 @@ typedef struct mem_plan {
     uint64_t inplace_bytes; /* bytes written over a dying input instead of fresh memory */
     plan_try tries[PLAN_MAX_TRIES];
     int n_tries;
+
+    /* classes (classes.c): per buffer its plan_class; bytes per class at peak_step, the
+     * step with the most device bytes in use (-1 when there is no kernel), and in total */
+    uint8_t *buffer_class;
+    uint8_t *saved;         /* per node: saved for the backward pass, gradient storage */
+    int32_t *resident_last; /* per buffer: last step its bytes are its own (classes.c) */
+    uint64_t *in_use;       /* per step: device bytes in use (arguments, outputs, temps) */
+    int32_t peak_step;
+    uint64_t class_peak[PLAN_NUM_CLASSES], class_total[PLAN_NUM_CLASSES];
     void *block; /* the one allocation behind the arrays above */
     size_t block_size;
 } mem_plan;
@@ -139,6 +162,12 @@ char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
                   uint64_t code_bytes);
 char *plan_json(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p, uint64_t code_bytes);
 char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p);
+
+/* Fills p's classes (the fields after `tries`) from g's roles and backward flags and fp's
+ * materialisation; plan_build calls it on the plan it keeps. Cannot fail. */
+void plan_classify(const kiln_graph *g, const fusion_plan *fp, mem_plan *p);
+/* "parameter", "gradient", "optimizer_state", "activation", ... ; "?" out of range. */
+const char *plan_class_name(int c);
 
 /* The name of a buffer's defining op for reports ("dot_general", "scratch", ...). */
 const char *plan_buffer_op(const kiln_graph *g, const plan_buffer *b);

@@ -14,7 +14,10 @@
  *   parameter, gradient and state, which is what lets the planner write it in place over
  *   donated buffers.
  * - Outputs are written for index i only after every input of index i was read, so an
- *   output array may be the input array itself. */
+ *   output array may be the input array itself.
+ * - On success every call records roles (ir.h) for the memory report: the parameters
+ *   given (when they are graph parameters) and the new ones are parameters, the state
+ *   given and returned is optimiser state, clipped gradients are gradients. */
 #include "trace.h"
 
 #include <math.h>
@@ -159,6 +162,13 @@ static kiln_status finish(kiln_graph *g, int n, kiln_value *const *outs, int n_o
     return s;
 }
 
+/* Records role r on v[0..n) (NULL: none); only graph parameters when params_only. */
+static void mark_roles(kiln_graph *g, int n, const kiln_value *v, ir_role r, bool params_only) {
+    for (int i = 0; v && i < n && !g->status; i++)
+        if (!params_only || (v[i].id < g->n_nodes && g->nodes[v[i].id].op == IR_PARAMETER))
+            trace_set_role(g, v[i], r);
+}
+
 /* Rank-0 f64 arithmetic on hyperparameters. */
 static kiln_value one_minus(kiln_graph *g, const char *op, kiln_value x) {
     return kiln_sub(g, trace_scalar(g, op, KILN_DTYPE_F64, 1), x);
@@ -227,6 +237,12 @@ kiln_status kiln_optim_sgd(kiln_graph *g, const kiln_sgd_options *o, int n,
         }
         new_params[i] = kiln_sub(g, p, kiln_mul(g, k[SGD_LR], d));
     }
+    mark_roles(g, n, params, IR_ROLE_PARAMETER, true);
+    mark_roles(g, n, new_params, IR_ROLE_PARAMETER, false);
+    if (use_mu) {
+        mark_roles(g, n, momentum, IR_ROLE_OPT_STATE, false);
+        mark_roles(g, n, new_momentum, IR_ROLE_OPT_STATE, false);
+    }
     return finish(g, n, outs, 2);
 }
 
@@ -282,6 +298,12 @@ static kiln_status adam(kiln_graph *g, const char *op, bool decoupled, const kil
         new_m[i] = nm;
         new_v[i] = nv;
     }
+    mark_roles(g, n, params, IR_ROLE_PARAMETER, true);
+    mark_roles(g, n, new_params, IR_ROLE_PARAMETER, false);
+    mark_roles(g, n, m, IR_ROLE_OPT_STATE, false);
+    mark_roles(g, n, v, IR_ROLE_OPT_STATE, false);
+    mark_roles(g, n, new_m, IR_ROLE_OPT_STATE, false);
+    mark_roles(g, n, new_v, IR_ROLE_OPT_STATE, false);
     return finish(g, n, outs, 3);
 }
 
@@ -337,6 +359,7 @@ kiln_status kiln_optim_clip_by_global_norm(kiln_graph *g, kiln_value max_norm, i
         kiln_value scaled = kiln_mul(g, kiln_div(g, grads[i], k[0]), k[1]);
         clipped[i] = kiln_select(g, keep, grads[i], scaled);
     }
+    mark_roles(g, n, clipped, IR_ROLE_GRADIENT, false);
     kiln_status s = finish(g, n, outs, 1);
     if (global_norm) *global_norm = s ? KN_NONE : norm;
     return s;

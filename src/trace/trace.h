@@ -33,6 +33,14 @@ static inline kiln_value trace_value(const kiln_graph *g, uint32_t id) {
     return (kiln_value){g->id, id};
 }
 
+/* Records role r (ir_role) on value v of g unless it already has one (first writer wins:
+ * a parameter passed back as a gradient stays a parameter). Checked values only: v must
+ * be a valid value of g; the invalid value is ignored (the call that made it failed). */
+static inline void trace_set_role(kiln_graph *g, kiln_value v, ir_role r) {
+    if (v.id && v.graph == g->id && v.id < g->n_nodes && !g->nodes[v.id].role)
+        g->nodes[v.id].role = (uint8_t)r;
+}
+
 /* Normalises an axis (negative counts from the end); false if out of range. */
 bool trace_axis(int axis, int rank, int *out);
 /* The user's reduction axes of value x as a mask (negative axes count from the end; NULL

@@ -89,6 +89,12 @@ static double copy_bandwidth(int threads, void *(*fn)(void *)) {
 }
 
 static double sgemm_rate(void) {
+    /* kiln runs OpenBLAS single-threaded inside its own pool (src/backend/cpu/cpu_backend.c);
+     * the ceiling is OpenBLAS on as many threads as kiln's pool has */
+    const char *env = getenv("KILN_NUM_THREADS");
+    int threads = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int saved = openblas_get_num_threads();
+    openblas_set_num_threads(threads);
     int n = 1024;
     float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4),
           *c = calloc((size_t)n * n, 4);
@@ -100,6 +106,7 @@ static double sgemm_rate(void) {
         t[r] = now() - t0;
     }
     free(a), free(b), free(c);
+    openblas_set_num_threads(saved);
     return 2.0 * n * n * n / median(t, reps) / 1e9;
 }
 

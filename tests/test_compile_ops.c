@@ -329,6 +329,36 @@ static int b_siblings(kiln_graph *g, kiln_value *o) {
     return 4;
 }
 
+/* an Adam-style update: m' and v' are outputs, and p' reads them at the same element:
+ * one kernel computing all three (producer-consumer multi-output fusion) */
+static int b_adam_like(kiln_graph *g, kiln_value *o) {
+    kiln_value p = kiln_parameter(g, "p", KILN_DTYPE_F32, 2, dbig);
+    kiln_value gr = kiln_parameter(g, "g", KILN_DTYPE_F32, 2, dbig);
+    kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F32, 2, dbig);
+    kiln_value v = kiln_parameter(g, "v", KILN_DTYPE_F32, 2, dbig);
+    kiln_value b1 = kiln_scalar(g, KILN_DTYPE_F32, 0.9), b2 = kiln_scalar(g, KILN_DTYPE_F32, 0.99);
+    kiln_value m2 = kiln_add(g, kiln_mul(g, b1, m),
+                             kiln_mul(g, kiln_sub(g, kiln_scalar(g, KILN_DTYPE_F32, 1), b1), gr));
+    kiln_value v2 = kiln_add(g, kiln_mul(g, b2, v), kiln_mul(g, gr, gr));
+    kiln_value step =
+        kiln_div(g, m2, kiln_add(g, kiln_sqrt(g, v2), kiln_scalar(g, KILN_DTYPE_F32, 1e-8)));
+    o[0] = kiln_sub(g, p, kiln_mul(g, kiln_scalar(g, KILN_DTYPE_F32, 1e-3), step));
+    o[1] = m2;
+    o[2] = v2;
+    return 3;
+}
+
+/* a consumer reading the producer's result at another element (a transpose) must not
+ * join it: two kernels, and the right numbers */
+static int b_consumer_moved(kiln_graph *g, kiln_value *o) {
+    int64_t sq[2] = {256, 256};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, sq);
+    kiln_value y = kiln_exp(g, x);
+    o[0] = y;
+    o[1] = kiln_add(g, kiln_transpose(g, y, (int[]){1, 0}), x);
+    return 2;
+}
+
 /* a reshape of a dot's result feeding another dot is a view of the same bytes: no copy */
 static int b_reshape_view(kiln_graph *g, kiln_value *o) {
     int64_t xd[2] = {32, 64}, wd[2] = {64, 64}, hd[3] = {32, 4, 16};
@@ -367,6 +397,11 @@ static void test_kernel_counts(void) {
     k = check_case("mlp", b_mlp, NULL);
     /* dot, bias+relu, dot, then softmax (bias fused into it) */
     CHECK_MSG(k >= 1 && k <= 6, "a 2-layer MLP with softmax takes at most 6 kernels (got %d)", k);
+    k = check_case("adam_like", b_adam_like, NULL);
+    CHECK_MSG(k == 1, "an Adam-style update of p, m, v is one kernel (got %d)", k);
+    k = check_case("consumer_moved", b_consumer_moved, NULL);
+    CHECK_MSG(k == 2, "a consumer reading a result transposed stays a kernel of its own (got %d)",
+              k);
     kiln_compile_options unfused = {.disable_fusion = true};
     int ku = check_case("chain_unfused", b_chain, &unfused);
     CHECK_MSG(ku > 5, "without fusion the chain is one kernel per op (got %d)", ku);
@@ -463,7 +498,8 @@ static void test_split_products(void) {
         int64_t ad[2] = {ta ? K : M, ta ? M : K}, bd[2] = {tb ? N : K, tb ? K : N};
         kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 2, ad);
         kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 2, bd);
-        kiln_dot_dims dd = {.n_contract = 1, .lhs_contract = {ta ? 0 : 1}, .rhs_contract = {tb ? 1 : 0}};
+        kiln_dot_dims dd = {
+            .n_contract = 1, .lhs_contract = {ta ? 0 : 1}, .rhs_contract = {tb ? 1 : 0}};
         kiln_value y = kiln_dot_general(g, a, b, &dd);
         /* and a batched product whose batch is smaller than the pool */
         const int64_t bad[3] = {1, 96, 130}, bbd[3] = {1, 130, 90};

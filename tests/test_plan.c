@@ -54,11 +54,18 @@ static int check_program(kiln_graph *g, const kiln_compile_options *o) {
 }
 
 /* The kernel whose root is the first node with op `op`, or NULL. */
-static const fkernel *kernel_of_op(const kiln_executable *e, ir_op op) {
+/* The kernel with a root of op `op` (*root: that root's index in it; may be NULL). A
+ * multi-output kernel (producer-consumer fusion) may hold it as a later root. */
+static const fkernel *kernel_of_op_at(const kiln_executable *e, ir_op op, uint32_t *root) {
     for (uint32_t k = 0; k < e->plan.n_kernels; k++)
-        if (e->g->nodes[e->plan.kernels[k].roots[0]].op == op) return &e->plan.kernels[k];
+        for (uint32_t r = 0; r < e->plan.kernels[k].n_roots; r++)
+            if (e->g->nodes[e->plan.kernels[k].roots[r]].op == op) {
+                if (root) *root = r;
+                return &e->plan.kernels[k];
+            }
     return NULL;
 }
+
 
 /* ----------------------------------------------------------- in place ---- */
 
@@ -153,17 +160,20 @@ static int in_place(const char *name, build_fn fn, ir_op op) {
     CHECK_MSG(check_program(g, NULL), "%s: wrong result", name);
     kiln_executable *e = NULL;
     CHECK_OK(ctx, kiln_compile(g, NULL, &e));
-    const fkernel *k = e ? kernel_of_op(e, op) : NULL;
+    uint32_t root = 0;
+    const fkernel *k = e ? kernel_of_op_at(e, op, &root) : NULL;
     CHECK_MSG(k, "%s: no kernel writes a %s", name, ir_ops[op].name);
-    int r = k && k->alias && k->alias[0] != 0;
+    int r = k && k->alias && k->alias[root] != 0;
     if (k && r && k->kind == FK_LOOP) { /* the codegen must not promise that they never alias */
         char head[32];
         snprintf(head, sizeof head, "kiln_k%u(", (unsigned)(k - e->plan.kernels));
         const char *src = strstr(e->source, head),
                    *next = src ? strstr(src + 1, "KILN_EXPORT") : NULL;
-        const char *bad = src ? strstr(src, "*restrict out0") : NULL;
-        CHECK_MSG(src && (!bad || (next && bad > next)),
-                  "%s: the in-place kernel declares out0 restrict", name);
+        char out_r[32];
+        snprintf(out_r, sizeof out_r, "*restrict out%u", root);
+        const char *bad = src ? strstr(src, out_r) : NULL;
+        CHECK_MSG(src && (!bad || (next && bad > next)), "%s: the in-place kernel declares %s",
+                  name, out_r);
     }
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);

@@ -14,6 +14,7 @@
 #include "kiln.h"
 
 #include <cblas.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -127,6 +128,12 @@ static kiln_executable *compile(kiln_context *ctx, bool with_update) {
 }
 
 static double sgemm_rate(int reps) {
+    /* kiln runs OpenBLAS single-threaded inside its own pool (src/backend/cpu/cpu_backend.c);
+     * the ceiling is OpenBLAS on as many threads as kiln's pool has */
+    const char *env = getenv("KILN_NUM_THREADS");
+    int threads = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int saved = openblas_get_num_threads();
+    openblas_set_num_threads(threads);
     int n = 1024;
     float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4),
           *c = calloc((size_t)n * n, 4);
@@ -139,6 +146,7 @@ static double sgemm_rate(int reps) {
         t[r] = now() - t0;
     }
     free(a), free(b), free(c);
+    openblas_set_num_threads(saved);
     return 2.0 * n * n * n / median(t + 1, reps) / 1e9;
 }
 

@@ -317,14 +317,25 @@ static bool shares_large_input(const kiln_graph *g, const fkernel *a, const fker
     return false;
 }
 
-/* Appends b's roots and inputs to a (inputs without repeats). */
+static bool is_root_of(const fkernel *k, uint32_t id) {
+    for (uint32_t r = 0; r < k->n_roots; r++)
+        if (k->roots[r] == id) return true;
+    return false;
+}
+
+/* Whether a's inputs already hold b's input j, or a computes it (a root of a that b reads:
+ * the merged kernel computes it in-register, so it is no input of it). */
+static bool covered(const fkernel *a, const fkernel *b, uint32_t j) {
+    if (is_root_of(a, b->inputs[j])) return true;
+    for (uint32_t i = 0; i < a->n_inputs; i++)
+        if (a->inputs[i] == b->inputs[j]) return true;
+    return false;
+}
+
+/* Appends b's roots and inputs to a (inputs without repeats, and without a's roots). */
 static kiln_status absorb(kiln_context *ctx, fkernel *a, const fkernel *b) {
     uint32_t extra = 0;
-    for (uint32_t j = 0; j < b->n_inputs; j++) {
-        bool seen = false;
-        for (uint32_t i = 0; i < a->n_inputs && !seen; i++) seen = a->inputs[i] == b->inputs[j];
-        extra += !seen;
-    }
+    for (uint32_t j = 0; j < b->n_inputs; j++) extra += !covered(a, b, j);
     uint32_t n_in = a->n_inputs + extra, n_roots = a->n_roots + b->n_roots;
     uint32_t *in = host_alloc(ctx, (n_in ? n_in : 1) * sizeof *in);
     uint32_t *roots = host_alloc(ctx, n_roots * sizeof *roots);
@@ -334,11 +345,8 @@ static kiln_status absorb(kiln_context *ctx, fkernel *a, const fkernel *b) {
         return ctx_oom(ctx, "fusion: multi-output kernel", n_roots * sizeof *roots);
     }
     memcpy(in, a->inputs, a->n_inputs * sizeof *in);
-    for (uint32_t j = 0, k = a->n_inputs; j < b->n_inputs; j++) {
-        bool seen = false;
-        for (uint32_t i = 0; i < a->n_inputs && !seen; i++) seen = a->inputs[i] == b->inputs[j];
-        if (!seen) in[k++] = b->inputs[j];
-    }
+    for (uint32_t j = 0, k = a->n_inputs; j < b->n_inputs; j++)
+        if (!covered(a, b, j)) in[k++] = b->inputs[j];
     memcpy(roots, a->roots, a->n_roots * sizeof *roots);
     memcpy(roots + a->n_roots, b->roots, b->n_roots * sizeof *roots);
     host_free(ctx, a->inputs, (a->n_inputs ? a->n_inputs : 1) * sizeof *in);
@@ -349,16 +357,74 @@ static kiln_status absorb(kiln_context *ctx, fkernel *a, const fkernel *b) {
     return KILN_STATUS_OK;
 }
 
-/* Multi-output fusion: a loop kernel over the same index space as an earlier loop kernel,
- * reading the same large buffer, joins it, so the buffer is read once for both. Legal when
- * everything the later kernel reads is ready at the earlier kernel's place (its consumers
- * all come later anyway). */
+static bool has_reduction_root(const kiln_graph *g, const fkernel *k) {
+    for (uint32_t r = 0; r < k->n_roots; r++)
+        if (ir_ops[g->nodes[k->roots[r]].op].kind == IRK_REDUCE) return true;
+    return false;
+}
+
+/* Reads of the producer kernel's roots inside consumer kernel b, found by walking b's
+ * inlined expression from its roots. `ident`: the path so far kept the output's index (only
+ * elementwise ops, whose operands have the result's shape). A root of `a` reached on an
+ * identity path is read at the element being computed; reached any other way, it is read
+ * at another element, which a merged kernel could not have computed yet. */
+typedef struct pc_walk {
+    const kiln_graph *g;
+    const fusion_plan *p;
+    const fkernel *a, *b;
+    uint32_t *mark; /* per node: stamp * 2 + ident + 1 when visited */
+    uint32_t stamp;
+    bool reads, bad;
+} pc_walk;
+
+static void pc_visit(pc_walk *w, uint32_t id, bool ident) {
+    uint32_t m = w->stamp * 2 + (ident ? 1 : 0) + 1;
+    if (w->bad || w->mark[id] == m || w->p->inline_const[id]) return;
+    w->mark[id] = m;
+    if (is_root_of(w->a, id)) {
+        w->reads = true;
+        w->bad |= !ident;
+        return;
+    }
+    if (w->p->materialised[id] && !is_root_of(w->b, id)) return; /* another buffer's load */
+    const ir_node *n = &w->g->nodes[id];
+    bool keep = ident && (ir_ops[n->op].flags & IRF_ELEMENTWISE);
+    const uint32_t *in = ir_in(n);
+    for (uint32_t k = 0; k < n->n_in && !w->bad; k++) pc_visit(w, in[k], keep);
+}
+
+/* Producer-consumer multi-output fusion: may consumer b join producer a, computing what it
+ * reads of a's results in-register? Both elementwise-shaped loops over the same index space
+ * (no reduction roots: a reduction kernel keeps its own loop order), b reading a's roots
+ * only at the element it writes. */
+static bool consumes_elementwise(pc_walk *w, const fkernel *a, const fkernel *b) {
+    if (has_reduction_root(w->g, a) || has_reduction_root(w->g, b)) return false;
+    w->a = a, w->b = b, w->reads = false, w->bad = false, w->stamp++;
+    for (uint32_t r = 0; r < b->n_roots && !w->bad; r++) {
+        const ir_node *n = &w->g->nodes[b->roots[r]];
+        bool keep = (ir_ops[n->op].flags & IRF_ELEMENTWISE) != 0;
+        const uint32_t *in = ir_in(n);
+        for (uint32_t k = 0; k < n->n_in && !w->bad; k++) pc_visit(w, in[k], keep);
+    }
+    return w->reads && !w->bad;
+}
+
+/* Multi-output fusion, two kinds, both for loop kernels over the same index space:
+ *  - producer-consumer: a kernel that reads the results of the latest kernel it depends on
+ *    only at the element it writes (an optimiser's p' from m' and v') joins that kernel,
+ *    which then computes those results once, in-register, for both — they are not read
+ *    back from memory;
+ *  - siblings: a kernel reading the same large buffer as an earlier one joins it, so the
+ *    buffer is read once for both.
+ * Legal when everything the later kernel reads is ready at the earlier kernel's place (its
+ * consumers all come later anyway). */
 static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
     kiln_context *ctx = p->ctx;
     int32_t *pos = host_alloc(ctx, g->n_nodes * sizeof *pos);
     uint8_t *gone = host_calloc(ctx, p->cap_kernels, 1);
+    pc_walk pw = {.g = g, .p = p, .mark = host_calloc(ctx, g->n_nodes, sizeof *pw.mark)};
     kiln_status s = KILN_STATUS_OK;
-    if (!pos || !gone) {
+    if (!pos || !gone || !pw.mark) {
         s = ctx_oom(ctx, "fusion: multi-output", g->n_nodes * sizeof *pos);
         goto done;
     }
@@ -373,6 +439,22 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
         for (uint32_t i = 0; i < kb->n_inputs; i++)
             if (pos[kb->inputs[i]] > ready) ready = pos[kb->inputs[i]];
         const ir_shape *sb = &g->nodes[kb->roots[0]].shape;
+        /* the latest kernel b reads from, if b may join it (producer-consumer) */
+        if (ready >= 0 && !gone[ready]) {
+            fkernel *ka = &p->kernels[ready];
+            int32_t before = -1; /* everything else b reads must be ready before ka */
+            for (uint32_t i = 0; i < kb->n_inputs; i++)
+                if (pos[kb->inputs[i]] != ready && pos[kb->inputs[i]] > before)
+                    before = pos[kb->inputs[i]];
+            if (ka->kind == FK_LOOP && before < ready &&
+                ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) &&
+                consumes_elementwise(&pw, ka, kb)) {
+                if ((s = absorb(ctx, ka, kb))) break;
+                for (uint32_t r = 0; r < kb->n_roots; r++) pos[kb->roots[r]] = ready;
+                gone[b] = 1;
+                continue;
+            }
+        }
         for (uint32_t a = (uint32_t)(ready + 1); a < b; a++) {
             fkernel *ka = &p->kernels[a];
             if (gone[a] || ka->kind != FK_LOOP || !ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) ||
@@ -398,6 +480,7 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
 done:
     host_free(ctx, pos, g->n_nodes * sizeof *pos);
     host_free(ctx, gone, p->cap_kernels);
+    host_free(ctx, pw.mark, g->n_nodes * sizeof *pw.mark);
     return s;
 }
 

@@ -12,6 +12,11 @@
  *     graph, and kiln_graph_finish then fails with a message;
  *   - a finished graph prints, and when no node exceeds FZ_MAX_ELEMENTS the reference
  *     interpreter runs it;
+ *   - when the control byte's 0x40 bit is set, the gradient transform runs on the program
+ *     built so far: loss = the sum of a float value, kiln_grad with respect to every float
+ *     parameter (or, with no such parameter, a float intermediate), the gradients become the
+ *     outputs; the transform must leave a well-typed graph or a clean builder error, and the
+ *     finished graph must verify, print and interpret like any other;
  *   - now and then (a byte says so, the graph is small and KILN_FUZZ_COMPILE is not 0) it
  *     is compiled and run, its memory plan proven sound (plan_check) and its peak measured,
  *     and the outputs compared with the reference's where the comparison is meaningful.
@@ -599,6 +604,36 @@ out:
     for (int i = 0; i < s->n_params; i++) kiln_array_destroy(args[i]);
 }
 
+/* ------------------------------------------------------------ gradients ---- */
+
+/* Differentiates the sum of the newest float value with respect to the float parameters
+ * (or a float intermediate): the gradients are pushed, so they become the outputs. */
+static void add_grad(fz_state *s) {
+    int y = -1;
+    for (int k = s->n_vals - 1; k >= 0 && y < 0; k--)
+        if (is_float(s->vals[k].t)) y = k;
+    if (y < 0) return;
+    kiln_value loss = kiln_reduce_sum(s->g, s->vals[y].v, 0, NULL, false);
+    push(s, loss, LV_LOOSE);
+    kiln_value wrt[FZ_MAX_PARAMS];
+    int n = 0;
+    for (int i = 0; i < s->n_params; i++)
+        if (is_float(s->params[i].t)) wrt[n++] = s->params[i].v;
+    for (int k = 0; k < s->n_vals && n == 0; k++) /* no float parameter: an intermediate */
+        if (is_float(s->vals[k].t) && k != y) wrt[n++] = s->vals[k].v;
+    if (n == 0) wrt[n++] = s->vals[y].v;
+    kiln_value grads[FZ_MAX_PARAMS];
+    kiln_status st = kiln_grad(s->g, loss, n, wrt, grads);
+    if (st) {
+        if (!kiln_graph_error(s->g)[0]) {
+            fprintf(stderr, "kiln_grad failed without a message\n");
+            abort();
+        }
+        return;
+    }
+    for (int i = 0; i < n && i < 3; i++) push(s, grads[i], LV_LOOSE);
+}
+
 /* ------------------------------------------------------------ the target ---- */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -629,6 +664,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         snprintf(name, sizeof name, "fuzz");
     if (kiln_graph_create(fz_ctx, name, &s.g)) return 0;
     for (int i = 0; i < FZ_MAX_STEPS && !fz_done(&s.in); i++) step(&s);
+    if (control & 0x40) add_grad(&s);
 
     int n_out = s.n_vals ? 1 + (control >> 4 & 3) : 0;
     if (n_out > s.n_vals) n_out = s.n_vals;
@@ -650,9 +686,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *text = kiln_graph_to_string(s.g);
         if (text && getenv("KILN_FUZZ_PRINT")) fprintf(stderr, "%s\n", text); /* triage */
         kiln_string_free(fz_ctx, text);
-        int64_t biggest = 0;
-        for (int i = 0; i < s.n_vals; i++) {
-            int64_t n = elements(&s.vals[i]);
+        int64_t biggest = 0; /* over every node: kiln_grad makes nodes the fuzzer never saw */
+        uint32_t graph_id = s.n_vals ? s.vals[0].v.graph : 0;
+        for (int id = 1; graph_id && id <= kiln_graph_num_nodes(s.g); id++) {
+            fz_val x = {.v = {graph_id, (uint32_t)id}};
+            if (!kiln_value_type(s.g, x.v, &x.t, &x.rank, x.dims)) continue;
+            int64_t n = elements(&x);
             biggest = n > biggest ? n : biggest; /* huge dims beside a 0 are evaluated */
         }
         const char *skip = getenv("KILN_FUZZ_SKIP_HUGE"), *cc = getenv("KILN_FUZZ_COMPILE");

@@ -452,6 +452,14 @@ static void test_int64_edges(void) {
     CHECK(kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 0.0), lo2, hi2, NULL).id == 0);
     CHECK_CONTAINS(kiln_last_error(ctx), "kiln_pad");
     kiln_graph_destroy(g);
+
+    /* padding each side by almost 2^62: the sum overflows int64 unless checked (fuzz_builder) */
+    kiln_graph_create(ctx, "edges", &g);
+    const int64_t three[1] = {3}, big[1] = {((int64_t)1 << 62) - 1};
+    y = kiln_parameter(g, "y", KILN_DTYPE_F32, 1, three);
+    CHECK(kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 0.0), big, big, NULL).id == 0);
+    CHECK_CONTAINS(kiln_last_error(ctx), "overflows");
+    kiln_graph_destroy(g);
 }
 
 /* Cases fuzz/fuzz_builder found (fuzz/findings/): a concatenate of one operand three

@@ -188,7 +188,9 @@ static kiln_status infer_pad(const kiln_graph *g, ir_node *n, char *msg, size_t 
             FAIL(KILN_STATUS_SHAPE,
                  "axis %d: lo %lld / hi %lld crop more than the operand's %lld elements", i,
                  (long long)lo, (long long)hi, (long long)extent);
-        out = extent + lo + hi; /* each term within +-2^62: no overflow */
+        if (__builtin_add_overflow(extent, lo, &out) || __builtin_add_overflow(out, hi, &out) ||
+            out > IR_DIM_MAX)
+            FAIL(KILN_STATUS_SHAPE, "axis %d: the padded size overflows", i);
         if (out < 0)
             FAIL(KILN_STATUS_SHAPE, "axis %d: size %lld with lo %lld, hi %lld is negative", i,
                  (long long)d, (long long)n->a.pad.lo[i], (long long)n->a.pad.hi[i]);

@@ -273,7 +273,7 @@ char *plan_json(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
 /* -------------------------------------------------------------- SVG ---- */
 
 #define SVG_W     1000
-#define SVG_LEFT  96
+#define SVG_LEFT  136
 #define SVG_RIGHT 24
 #define SVG_TOP   64
 #define SVG_PLOT  440

@@ -66,7 +66,6 @@ static const fkernel *kernel_of_op_at(const kiln_executable *e, ir_op op, uint32
     return NULL;
 }
 
-
 /* ----------------------------------------------------------- in place ---- */
 
 static const int64_t d16[2] = {64, 64}; /* large enough to be split across threads */

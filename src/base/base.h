@@ -49,7 +49,7 @@ struct kiln_context {
     _Atomic(struct kn_err_slot *) err_slots; /* owned; the list only grows until destroy */
     char err_fallback[KN_ERR_MAX];           /* for threads whose slot could not be allocated */
     atomic_uint next_graph_id;
-    atomic_uint next_dump_id; /* KILN_DUMP: numbers the context's dumped programs */
+    atomic_uint next_dump_id;  /* KILN_DUMP: numbers the context's dumped programs */
     struct kn_device *devices; /* owned; n_devices entries; they own their backends' state */
     int n_devices;
 };

@@ -345,6 +345,7 @@ kiln_status cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, con
         }
     }
     host_free(ctx, l.v, l.cap * sizeof *l.v);
-    return scanned ? KILN_STATUS_OK
-                   : ctx_oom(ctx, "kernel cache eviction: the list of entries", l.cap * sizeof *l.v);
+    return scanned
+               ? KILN_STATUS_OK
+               : ctx_oom(ctx, "kernel cache eviction: the list of entries", l.cap * sizeof *l.v);
 }

@@ -835,8 +835,7 @@ static void test_fault_injection(void) {
         CHECK_MSG(0, "mkdtemp failed");
         return;
     }
-    /* warm the cache: a cold compile may skip storing its entry when an allocation
-     * fails (the cache is best-effort), which the sweep would count as a swallowed error */
+    /* warm the cache, so the sweep's runs load the kernels rather than compile them */
     test_alloc warm;
     memset(&warm, 0, sizeof warm);
     fault_run r0;

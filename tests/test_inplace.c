@@ -375,8 +375,8 @@ static kiln_status fault_adam(fault_run *r) {
     return s;
 }
 
-/* The kernels come from the disk cache (put there by a first run): a fresh compile's cache
- * eviction is best effort and may swallow a failed allocation, as in test_plan. */
+/* A first clean run puts the kernels in the disk cache, so the sweep's runs load them
+ * rather than each running the C compiler. */
 static void test_fault_injection(const char *dir) {
     int bad = 0;
     CHECK_OK(ctx, adam_sequence(ctx, &bad));

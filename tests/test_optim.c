@@ -592,8 +592,7 @@ static kiln_status fault_step(fault_run *r) {
 
 /* Every host allocation of the step fails in turn: each must end in a clean
  * KILN_STATUS_HOST_OOM with nothing leaked. One clean run first puts the program in the
- * disk cache, so every run of the sweep takes the same path (a first compile's cache
- * eviction scan is best effort and may skip an allocation that fails). */
+ * disk cache, so the sweep's runs load it rather than each running the C compiler. */
 static void test_fault_injection(const char *dir) {
     test_alloc clean = {0};
     fault_run warm = {.alloc = &clean, .host = test_allocator(&clean), .user = (void *)dir};

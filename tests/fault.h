@@ -133,6 +133,27 @@ static inline kiln_status fault_note(fault_run *r, kiln_context *ctx, kiln_statu
     return s;
 }
 
+/* The common scenario: one call `body` in a context of its own (the run's allocator,
+ * kernels cached in cache_dir), which sets *bad when it ran but computed something wrong.
+ * Use fault_in_context as fault_sweep.run with a fault_ctx_case as its user. */
+typedef kiln_status (*fault_ctx_body)(kiln_context *c, int *bad);
+typedef struct fault_ctx_case {
+    const char *cache_dir;
+    fault_ctx_body body;
+    const char *bad_what; /* what *bad means, for the failure message */
+} fault_ctx_case;
+
+static inline kiln_status fault_in_context(fault_run *r) {
+    const fault_ctx_case *fc = (const fault_ctx_case *)r->user;
+    kiln_context *c = NULL;
+    int bad = 0;
+    kiln_status s = fault_context(r, fc->cache_dir, &c);
+    if (!s) s = fault_note(r, c, fc->body(c, &bad));
+    CHECK_MSG(!bad, "allocation %ld: %s", r->n, fc->bad_what);
+    kiln_context_destroy(c);
+    return s;
+}
+
 /* Fails each allocation of the scenario in turn, holding every run to the contract at the
  * top of this file. Returns how many allocations the complete run made (so many were each
  * failed once), or -1 when no run completed within max_runs. */

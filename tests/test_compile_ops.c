@@ -587,25 +587,13 @@ static kiln_status compile_and_run(kiln_context *c, int *out_bad) {
     return s;
 }
 
-/* One compile-and-run in a context of its own, caching kernels in the folder r->user. */
-static kiln_status fault_compile_and_run(fault_run *r) {
-    kiln_context *c = NULL;
-    int bad = 0;
-    kiln_status s = fault_context(r, (const char *)r->user, &c);
-    if (!s) s = fault_note(r, c, compile_and_run(c, &bad));
-    CHECK_MSG(!bad, "allocation %ld: the run succeeded with wrong results", r->n);
-    kiln_context_destroy(c);
-    return s;
-}
-
 /* Every host allocation of a whole compile-and-run fails in turn: each must end in a clean
  * KILN_STATUS_HOST_OOM with nothing leaked (the machine code comes from the disk cache after
  * the first run, so this stays fast). */
 static void test_fault_injection(const char *dir) {
-    fault_sweep sw = {.name = "compile and run",
-                      .run = fault_compile_and_run,
-                      .user = (void *)dir,
-                      .max_runs = 5000};
+    fault_ctx_case fc = {dir, compile_and_run, "the run succeeded with wrong results"};
+    fault_sweep sw = {
+        .name = "compile and run", .run = fault_in_context, .user = &fc, .max_runs = 5000};
     long n = fault_sweep_run(&sw);
     printf("fault injection: %ld host allocations of a compile-and-run failed in turn\n", n);
 }

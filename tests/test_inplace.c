@@ -365,24 +365,15 @@ static kiln_status adam_sequence(kiln_context *c, int *bad) {
     return s;
 }
 
-static kiln_status fault_adam(fault_run *r) {
-    kiln_context *c = NULL;
-    int bad = 0;
-    kiln_status s = fault_context(r, (const char *)r->user, &c);
-    if (!s) s = fault_note(r, c, adam_sequence(c, &bad));
-    CHECK_MSG(!bad, "allocation %ld: a donation or device memory was not handled cleanly", r->n);
-    kiln_context_destroy(c);
-    return s;
-}
-
 /* A first clean run puts the kernels in the disk cache, so the sweep's runs load them
  * rather than each running the C compiler. */
 static void test_fault_injection(const char *dir) {
     int bad = 0;
     CHECK_OK(ctx, adam_sequence(ctx, &bad));
     CHECK(!bad);
+    fault_ctx_case fc = {dir, adam_sequence, "a donation or device memory was not handled cleanly"};
     fault_sweep sw = {
-        .name = "adam in place", .run = fault_adam, .user = (void *)dir, .max_runs = 5000};
+        .name = "adam in place", .run = fault_in_context, .user = &fc, .max_runs = 5000};
     long n = fault_sweep_run(&sw);
     printf("fault injection over the in-place Adam step: %ld host allocations failed in turn\n", n);
 }

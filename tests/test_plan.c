@@ -691,22 +691,12 @@ static kiln_status plan_sequence(kiln_context *c, int *bad) {
     return s;
 }
 
-/* One plan_sequence in a context of its own, caching kernels in the folder r->user. */
-static kiln_status fault_plan_sequence(fault_run *r) {
-    kiln_context *c = NULL;
-    int bad = 0;
-    kiln_status s = fault_context(r, (const char *)r->user, &c);
-    if (!s) s = fault_note(r, c, plan_sequence(c, &bad));
-    CHECK_MSG(!bad, "allocation %ld: a donation or device memory was not handled cleanly", r->n);
-    kiln_context_destroy(c);
-    return s;
-}
-
 /* Every host allocation fails in turn: a clean KILN_STATUS_HOST_OOM, nothing leaked, and a
  * donated argument consumed only by a call that succeeded. */
 static void test_fault_injection(const char *dir) {
+    fault_ctx_case fc = {dir, plan_sequence, "a donation or device memory was not handled cleanly"};
     fault_sweep sw = {
-        .name = "plan sequence", .run = fault_plan_sequence, .user = (void *)dir, .max_runs = 5000};
+        .name = "plan sequence", .run = fault_in_context, .user = &fc, .max_runs = 5000};
     long n = fault_sweep_run(&sw);
     printf("fault injection with the planner: %ld host allocations failed in turn\n", n);
 }

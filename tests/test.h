@@ -93,6 +93,32 @@ static inline char *test_read_file(const char *path) {
     return s;
 }
 
+/* A context for a test program: no environment, kernels cached in a fresh private folder
+ * made from the template in dir (such as "/tmp/kiln-test-NAME-XXXXXX", rewritten in
+ * place), so tests never write to the user's cache. NULL, with the reason on stderr, when
+ * either cannot be made. */
+static inline kiln_context *test_private_context(char *dir) {
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return NULL;
+    }
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.cache_dir = dir;
+    kiln_context *c = NULL;
+    char err[512];
+    if (kiln_context_create(&o, &c, err, sizeof err)) fprintf(stderr, "%s\n", err);
+    return c;
+}
+
+/* Removes a folder test_private_context made, with everything in it. */
+static inline void test_remove_dir(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 static inline int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, test_passed, test_failed);
     if (test_failed && test_seed_chosen == 1)

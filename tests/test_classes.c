@@ -269,21 +269,13 @@ static void test_roles_recorded(void) {
 
 int main(void) {
     char dir[] = "/tmp/kiln-test-classes-XXXXXX";
-    if (!mkdtemp(dir)) return 2;
-    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
-    char err[256];
-    if (kiln_context_create(&o, &ctx, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 2;
-    }
+    if (!(ctx = test_private_context(dir))) return 2;
     RUN(test_roles_recorded);
     RUN(test_cse_forward_backward);
     RUN(test_training_step);
     RUN(test_configurations);
     RUN(test_forward_only);
     kiln_context_destroy(ctx);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    test_remove_dir(dir);
     return test_summary("test_classes");
 }

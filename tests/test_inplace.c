@@ -381,13 +381,7 @@ static void test_fault_injection(const char *dir) {
 int main(void) {
     seed = test_seed(0x9e3779b97f4a7c15ull);
     char dir[] = "/tmp/kiln-test-inplace-XXXXXX";
-    if (!mkdtemp(dir)) return 2;
-    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
-    char err[256];
-    if (kiln_context_create(&o, &ctx, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 2;
-    }
+    if (!(ctx = test_private_context(dir))) return 2;
     RUN(test_adam);
     RUN(test_store_order);
     RUN(test_one_root_per_input);
@@ -396,8 +390,6 @@ int main(void) {
     RUN(test_other_dtype);
     test_fault_injection(dir);
     kiln_context_destroy(ctx);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    test_remove_dir(dir);
     return test_summary("test_inplace");
 }

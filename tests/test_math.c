@@ -167,9 +167,7 @@ static void test_named_values(void) {
 
 int main(void) {
     char dir[] = "/tmp/kiln_test_math_XXXXXX";
-    if (!mkdtemp(dir)) return 1;
-    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
-    if (kiln_context_create(&o, &ctx, NULL, 0)) return 1;
+    if (!(ctx = test_private_context(dir))) return 1;
     RUN(test_named_values);
     const char *ex = getenv("KILN_TEST_EXHAUSTIVE");
     stats st = {0};
@@ -194,8 +192,6 @@ int main(void) {
     kiln_executable_destroy(exe);
     kiln_graph_destroy(graph);
     kiln_context_destroy(ctx);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    test_remove_dir(dir);
     return test_summary("test_math");
 }

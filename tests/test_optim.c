@@ -609,13 +609,7 @@ static void test_fault_injection(const char *dir) {
 int main(void) {
     seed = test_seed(0x5eed0971ull);
     char dir[] = "/tmp/kiln-test-optim-XXXXXX";
-    if (!mkdtemp(dir)) return 2;
-    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
-    char err[256];
-    if (kiln_context_create(&o, &ctx, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 2;
-    }
+    if (!(ctx = test_private_context(dir))) return 2;
     RUN(test_adam_one_step);
     RUN(test_sgd_one_step);
     RUN(test_schedule_without_retrace);
@@ -624,8 +618,6 @@ int main(void) {
     RUN(test_errors);
     test_fault_injection(dir);
     kiln_context_destroy(ctx);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    test_remove_dir(dir);
     return test_summary("test_optim");
 }

@@ -704,13 +704,7 @@ static void test_fault_injection(const char *dir) {
 int main(void) {
     seed = test_seed(0x243f6a8885a308d3ull);
     char dir[] = "/tmp/kiln-test-plan-XXXXXX";
-    if (!mkdtemp(dir)) return 2;
-    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
-    char err[256];
-    if (kiln_context_create(&o, &ctx, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 2;
-    }
+    if (!(ctx = test_private_context(dir))) return 2;
     RUN(test_sources);
     RUN(test_inplace);
     RUN(test_donate_output);
@@ -725,8 +719,6 @@ int main(void) {
     RUN(test_random_donations);
     test_fault_injection(dir);
     kiln_context_destroy(ctx);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    test_remove_dir(dir);
     return test_summary("test_plan");
 }

@@ -212,18 +212,14 @@ static void test_vjp_rules(void) {
 
 int main(void) {
     char dir[] = "/tmp/kiln_test_registry_XXXXXX";
-    if (!mkdtemp(dir)) return 1;
-    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
-    kiln_context *ctx = NULL;
-    if (kiln_context_create(&o, &ctx, NULL, 0)) return 1;
+    kiln_context *ctx = test_private_context(dir);
+    if (!ctx) return 1;
     test_rows();
     test_vjp_rules();
     test_kernel_expressions();
     test_header();
     test_compiled_against_reference(ctx);
     kiln_context_destroy(ctx);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    test_remove_dir(dir);
     return test_summary("test_registry");
 }

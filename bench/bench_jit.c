@@ -5,6 +5,7 @@
  * same run. Prints one "name value unit" line per figure (medians of --reps runs).
  * Not a test: it never fails on time. */
 #include "kiln.h"
+#include "bench_util.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -14,29 +15,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-#define DIE(ctx, e)                                                                                \
-    do {                                                                                           \
-        if ((e) != KILN_STATUS_OK) {                                                               \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, kiln_last_error(ctx));              \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static int reps = 7;
 static kiln_context *ctx;
@@ -86,28 +64,6 @@ static double copy_bandwidth(int threads, void *(*fn)(void *)) {
     }
     free(a), free(b);
     return 2.0 * (double)n / median(t, reps) / 1e9;
-}
-
-static double sgemm_rate(void) {
-    /* kiln runs OpenBLAS single-threaded inside its own pool (src/backend/cpu/cpu_backend.c);
-     * the ceiling is OpenBLAS on as many threads as kiln's pool has */
-    const char *env = getenv("KILN_NUM_THREADS");
-    int threads = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    int saved = openblas_get_num_threads();
-    openblas_set_num_threads(threads);
-    int n = 1024;
-    float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4),
-          *c = calloc((size_t)n * n, 4);
-    for (int i = 0; i < n * n; i++) a[i] = (float)(i % 7), b[i] = (float)(i % 5);
-    double t[16];
-    for (int r = 0; r < reps; r++) {
-        double t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-        t[r] = now() - t0;
-    }
-    free(a), free(b), free(c);
-    openblas_set_num_threads(saved);
-    return 2.0 * n * n * n / median(t, reps) / 1e9;
 }
 
 /* Writes 64 MiB (twice the last-level cache) so that a timed run does not find the
@@ -280,7 +236,7 @@ int main(int argc, char **argv) {
     printf("memcpy_1thread_GBps %.2f\n", copy_bandwidth(1, copy_main));
     printf("memcpy_%dthreads_GBps %.2f\n", cores, copy_bandwidth(cores, copy_main));
     printf("stream_scale_%dthreads_GBps %.2f\n", cores, copy_bandwidth(cores, scale_main));
-    printf("sgemm_1024_GFLOPs %.1f\n", sgemm_rate());
+    printf("sgemm_1024_GFLOPs %.1f\n", sgemm_ceiling(reps));
     bench_chain();
     bench_rowwise("softmax", 0);
     bench_rowwise("layer_norm", 1);

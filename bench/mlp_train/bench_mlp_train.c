@@ -12,6 +12,7 @@
  * a training loop does. Prints "name value" lines; also the sgemm rate of the machine
  * (OpenBLAS, 1024^3, the same threads) as the ceiling. Not a test: never fails on time. */
 #include "kiln.h"
+#include "../bench_util.h"
 
 #include <cblas.h>
 #include <unistd.h>
@@ -33,28 +34,6 @@ static int rank_of(int i) {
 }
 static int64_t size_of(int i) {
     return dims[i][0] * (i % 2 ? 1 : dims[i][1]);
-}
-
-#define DIE(ctx, e)                                                                                \
-    do {                                                                                           \
-        if ((e) != KILN_STATUS_OK) {                                                               \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, kiln_last_error(ctx));              \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static double uniform(uint64_t *s) { /* xorshift64*, in [0, 1) */
@@ -125,29 +104,6 @@ static kiln_executable *compile(kiln_context *ctx, bool with_update) {
     DIE(ctx, kiln_compile(g, &o, &e));
     kiln_graph_destroy(g);
     return e;
-}
-
-static double sgemm_rate(int reps) {
-    /* kiln runs OpenBLAS single-threaded inside its own pool (src/backend/cpu/cpu_backend.c);
-     * the ceiling is OpenBLAS on as many threads as kiln's pool has */
-    const char *env = getenv("KILN_NUM_THREADS");
-    int threads = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    int saved = openblas_get_num_threads();
-    openblas_set_num_threads(threads);
-    int n = 1024;
-    float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4),
-          *c = calloc((size_t)n * n, 4);
-    if (!a || !b || !c) exit(1);
-    for (int i = 0; i < n * n; i++) a[i] = (float)(i % 7), b[i] = (float)(i % 5);
-    double t[64];
-    for (int r = 0; r < reps + 1; r++) {
-        double t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-        t[r] = now() - t0;
-    }
-    free(a), free(b), free(c);
-    openblas_set_num_threads(saved);
-    return 2.0 * n * n * n / median(t + 1, reps) / 1e9;
 }
 
 int main(int argc, char **argv) {
@@ -251,7 +207,7 @@ int main(int argc, char **argv) {
     printf("kiln_temp_bytes %llu\n", (unsigned long long)ma.temp_bytes);
     printf("kiln_alias_bytes %llu\n", (unsigned long long)ma.alias_bytes);
     printf("kiln_donations_unused %d\n", ma.num_donations_unused);
-    printf("sgemm_1024_GFLOPs %.1f\n", sgemm_rate(reps));
+    printf("sgemm_1024_GFLOPs %.1f\n", sgemm_ceiling(reps));
 
     for (int i = 0; i < 3 * NP; i++) kiln_array_destroy(state[i]);
     kiln_array_destroy(x), kiln_array_destroy(y);

@@ -1,0 +1,66 @@
+/* bench_util.h — what the C benchmarks share: a monotonic clock, medians, a die-on-error
+ * check, and the sgemm ceiling measured the way kiln runs its products. Benchmarks print
+ * figures; nothing here fails on time. */
+#ifndef KILN_BENCH_UTIL_H
+#define KILN_BENCH_UTIL_H
+
+#include "kiln.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts v. */
+static inline double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define DIE(ctx, e)                                                                                \
+    do {                                                                                           \
+        if ((e) != KILN_STATUS_OK) {                                                               \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, kiln_last_error(ctx));              \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* OpenBLAS sgemm 1024^3 in GFLOP/s, the median of `reps` runs after one warm-up (reps <=
+ * 63). kiln runs OpenBLAS single-threaded inside its own pool
+ * (src/backend/cpu/cpu_backend.c), so the ceiling is OpenBLAS on as many threads as that
+ * pool has (KILN_NUM_THREADS, else every core), set for this measurement only. */
+static inline double sgemm_ceiling(int reps) {
+    const char *env = getenv("KILN_NUM_THREADS");
+    int threads = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int saved = openblas_get_num_threads();
+    openblas_set_num_threads(threads);
+    int n = 1024;
+    float *a = calloc((size_t)n * n, 4), *b = calloc((size_t)n * n, 4),
+          *c = calloc((size_t)n * n, 4);
+    if (!a || !b || !c) exit(1);
+    for (int i = 0; i < n * n; i++) a[i] = (float)(i % 7), b[i] = (float)(i % 5);
+    double t[64];
+    reps = reps < 1 ? 1 : reps > 63 ? 63 : reps;
+    for (int r = 0; r < reps + 1; r++) {
+        double t0 = now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+        t[r] = now() - t0;
+    }
+    free(a), free(b), free(c);
+    openblas_set_num_threads(saved);
+    return 2.0 * n * n * n / median(t + 1, reps) / 1e9;
+}
+
+#endif

@@ -82,6 +82,7 @@ U(f_logsumexp, kiln_logsumexp(g, x[0], 1, (const int[]){1}, false))
 U(f_layer_norm, kiln_layer_norm(g, x[0], x[1], x[2], 1e-5))
 U(f_gelu, kiln_gelu(g, x[0]))
 U(f_relu, kiln_relu(g, x[0]))
+U(f_max_zero, kiln_max(g, x[0], kiln_scalar(g, KILN_DTYPE_F64, 0)))
 U(f_mean, kiln_mean(g, x[0], 1, (const int[]){-1}, true))
 U(f_xent, kiln_softmax_cross_entropy(g, x[0],
                                      kiln_constant(g, KILN_DTYPE_I32, 1, (const int64_t[]){3},
@@ -462,6 +463,9 @@ static void test_conventions(void) {
     /* relu (max with a constant 0) at 0: 0, as jax.nn.relu */
     grads_at(ctx, f_relu, 1, 3, (const double[]){0, 1, -1}, NULL, dx, NULL);
     CHECK(dx[0] == 0 && dx[1] == 1 && dx[2] == 0);
+    /* a max written by hand against a zero is a plain max: a tie splits, as jnp.maximum's */
+    grads_at(ctx, f_max_zero, 1, 3, (const double[]){0, 1, -1}, NULL, dx, NULL);
+    CHECK(dx[0] == 0.5 && dx[1] == 1 && dx[2] == 0);
     /* sqrt'(0) = inf */
     grads_at(ctx, f_sqrt, 1, 2, (const double[]){0, 4}, NULL, dx, NULL);
     CHECK(isinf(dx[0]) && dx[0] > 0 && dx[1] == 0.25);
@@ -886,11 +890,15 @@ static kiln_value c_ln_bare(kiln_graph *g, const kiln_value *x) {
     return kiln_layer_norm(g, x[0], (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-3);
 }
 
+static kiln_value c_relu(kiln_graph *g, const kiln_value *x) {
+    return kiln_relu(g, x[0]);
+}
+
 static const comp_case comp_cases[] = {
     {"softmax", 1, c_softmax},         {"log_softmax", 1, c_log_softmax},
     {"logsumexp", 1, c_lse},           {"logsumexp keepdims", 1, c_lse_keep},
     {"cross-entropy", 1, c_xent},      {"layer_norm", 3, c_ln},
-    {"layer_norm bare", 1, c_ln_bare},
+    {"layer_norm bare", 1, c_ln_bare}, {"relu", 1, c_relu},
 };
 
 /* Fixed, distinct weights of shape s: every output element matters to the loss. */

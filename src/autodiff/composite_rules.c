@@ -11,6 +11,8 @@
  *   log_softmax  y = log_softmax(x): dx = g - exp(y) * sum(g)
  *   logsumexp    y = lse(x):         dx = g * exp(x - y)
  *   cross-entropy  l = lse(z) - z[label]:  dz = g * (exp(z - lse) - onehot(label))
+ *   relu         y = max(x, 0):      dx = g * (x > 0), 0 at 0 as jax.nn.relu (a max of
+ *                two values splits a tie; relu's zero is no value of the program's)
  *   layer norm   xhat = (x - mean) * rstd, gy = g * scale:
  *                dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))
  *                dscale = sum over rows (g * xhat), dbias = sum over rows (g)
@@ -69,6 +71,14 @@ static kiln_value cross_entropy_rule(kiln_graph *g, const ir_composite *c, kiln_
     return kiln_mul(g, ct, kiln_sub(g, p, kiln_convert(g, hit, t)));
 }
 
+static kiln_value relu_rule(kiln_graph *g, const ir_composite *c, kiln_value ct) {
+    const ir_node *xn = &g->nodes[c->in[0]];
+    ir_shape xs = xn->shape;
+    kiln_value x = {g->id, c->in[0]}, zero = trace_scalar(g, AD_OP, xn->dtype, 0);
+    kiln_value zeros = xs.rank ? kiln_broadcast_in_dim(g, zero, xs.rank, xs.dims, NULL) : zero;
+    return kiln_select(g, kiln_compare(g, x, zeros, KILN_CMP_GT), ct, zeros);
+}
+
 /* Sums v over every axis but the last (the rows of a layer norm): a [C] vector. */
 static kiln_value sum_rows(kiln_graph *g, kiln_value v, int rank) {
     int axes[KILN_MAX_RANK];
@@ -109,5 +119,8 @@ void ad_composite_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, cons
         if (need[0]) out[0] = cross_entropy_rule(g, c, ct);
         return;
     case IR_COMP_LAYER_NORM: layer_norm_rule(g, c, ct, need, out); return;
+    case IR_COMP_RELU:
+        if (need[0]) out[0] = relu_rule(g, c, ct);
+        return;
     }
 }

@@ -8,8 +8,8 @@
  * forward one did not.
  *
  * Conventions at non-smooth points follow JAX's lax rules (docs/autodiff.md lists them):
- * abs'(0) = 1 (select(x >= 0, g, -g)); max/min split a tie 0.5/0.5, except max with a
- * splat constant 0 (kiln_relu), whose gradient at 0 is 0 as jax.nn.relu's; sqrt'(0) = inf;
+ * abs'(0) = 1 (select(x >= 0, g, -g)); max/min split a tie 0.5/0.5 (kiln_relu's 0 at 0
+ * is its composite rule's, composite_rules.c); sqrt'(0) = inf;
  * pow's d/db uses log(x) with x = 0 replaced by 1; reduce_max/min divide the cotangent
  * among the positions equal to the result.
  *
@@ -184,21 +184,9 @@ static void vjp_pow(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
     }
 }
 
-/* True when v is a splat 0: a rank-0 constant zero, or a broadcast of one. */
-static bool is_zero_splat(const kiln_graph *g, uint32_t v) {
-    const ir_node *x = &g->nodes[v];
-    if (x->op == IR_BROADCAST) x = &g->nodes[ir_in(x)[0]];
-    if (x->op != IR_CONSTANT || x->shape.rank != 0 || !x->data) return false;
-    switch (x->dtype) {
-    case KILN_DTYPE_F32: return *(const float *)x->data == 0;
-    case KILN_DTYPE_F64: return *(const double *)x->data == 0;
-    default: return false;
-    }
-}
-
 /* JAX's _balanced_eq: operand i gets g * (x_i == out) / (x_other == out ? 2 : 1), so a
- * tie splits the cotangent evenly. max(x, 0) with a splat constant zero is kiln_relu:
- * there x gets g * (x > 0), jax.nn.relu's convention (0 at 0). */
+ * tie splits the cotangent evenly. (kiln_relu is a composite with a rule of its own,
+ * composite_rules.c: 0 at 0, as jax.nn.relu.) */
 static void minmax(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
                    kiln_value *out) {
     const uint32_t *in = ir_in(n);
@@ -207,11 +195,6 @@ static void minmax(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, 
     for (int i = 0; i < 2; i++) {
         if (!need[i]) continue;
         kiln_value x = val(g, in[i]), other = val(g, in[1 - i]);
-        if (n->op == IR_MAX && is_zero_splat(g, in[1 - i])) {
-            kiln_value pos = kiln_compare(g, x, other, KILN_CMP_GT);
-            out[i] = kiln_select(g, pos, ct, zeros(g, t, &n->shape));
-            continue;
-        }
         kiln_value mine = kiln_compare(g, x, y, KILN_CMP_EQ);
         kiln_value theirs = kiln_compare(g, other, y, KILN_CMP_EQ);
         kiln_value num = kiln_select(g, mine, scalar(g, t, 1), scalar(g, t, 0));

@@ -243,6 +243,7 @@ typedef enum ir_composite_kind {
                             * aux[1] the label hit mask bool [..., C] */
     IR_COMP_LAYER_NORM,    /* in[0] x, in[1] scale, in[2] bias (0: none); aux[0] the mean,
                             * aux[1] the reciprocal standard deviation, both [..., 1] */
+    IR_COMP_RELU,          /* in[0] x */
 } ir_composite_kind;
 
 typedef struct ir_composite {

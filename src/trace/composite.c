@@ -31,7 +31,11 @@ static kiln_value scalar_like(kiln_graph *g, const char *op, kiln_value x, doubl
 kiln_value kiln_relu(kiln_graph *g, kiln_value x) {
     const char *op = "kiln_relu";
     if (!checked_operand(g, op, x, IRT_NUMERIC)) return KN_NONE;
-    return kiln_max(g, x, scalar_like(g, op, x, 0));
+    ir_composite c = {.kind = IR_COMP_RELU, .first = g->n_nodes, .in = {x.id}};
+    kiln_value r = kiln_max(g, x, scalar_like(g, op, x, 0));
+    c.out = r.id;
+    trace_composite(g, op, &c);
+    return r;
 }
 
 /* max over `axis` with keepdims, replaced by 0 where it is not finite, so that a row of

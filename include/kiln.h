@@ -729,6 +729,44 @@ KILN_API void kiln_jit_get_stats(const kiln_jit *j, kiln_jit_stats *stats);
 /* Drops every cached executable and frees what it holds. */
 KILN_API void kiln_jit_clear(kiln_jit *j);
 
+/* ------------------------------------------------------------ safetensors ---- */
+
+/* Arrays to and from files in the safetensors format (the format PyTorch, JAX and the
+ * Hugging Face hub exchange weights in: an 8-byte little-endian header length, a JSON header
+ * naming each tensor's dtype, shape and byte range, then the bytes). kiln reads and writes
+ * F32, F64, I32, I64, U8 ("BOOL" as KILN_DTYPE_BOOL); a header naming another dtype is an
+ * error that says which tensor and which dtype. */
+
+typedef struct kiln_safetensors kiln_safetensors;
+
+/* Writes n arrays under names[i] to path, with n_meta string pairs meta_kv[2*i] = key,
+ * meta_kv[2*i+1] = value in the header's "__metadata__" map (n_meta may be 0). The file
+ * appears whole or not at all: it is written to a temporary file in the same folder,
+ * flushed, then renamed over path. Duplicate or empty names are an error. */
+KILN_API kiln_status kiln_safetensors_save(kiln_context *ctx, const char *path, int n,
+                                           const char *const *names, kiln_array *const *arrays,
+                                           int n_meta, const char *const *meta_kv);
+/* Opens and fully checks a file: header length within the file, JSON well-formed, every
+ * tensor's dtype known, shape consistent with its byte range, ranges inside the file, in
+ * bounds and not overlapping. A fault in the content is KILN_STATUS_INVALID_ARGUMENT with a
+ * message naming the file and what is wrong (truncated, at which tensor); a file that cannot
+ * be opened or read is KILN_STATUS_IO with the system's reason. */
+KILN_API kiln_status kiln_safetensors_open(kiln_context *ctx, const char *path,
+                                           kiln_safetensors **out);
+KILN_API void kiln_safetensors_close(kiln_safetensors *f);
+/* Tensors in the file, in the order of their byte offsets. */
+KILN_API int kiln_safetensors_count(const kiln_safetensors *f);
+KILN_API const char *kiln_safetensors_name(const kiln_safetensors *f, int i);
+/* The dtype and shape of tensor `name`; KILN_STATUS_INVALID_ARGUMENT (naming the file and
+ * the tensor) if there is none. dims may be NULL; it receives up to KILN_MAX_RANK values. */
+KILN_API kiln_status kiln_safetensors_get_info(const kiln_safetensors *f, const char *name,
+                                               kiln_dtype *dtype, int *rank, int64_t *dims);
+/* The value of a "__metadata__" key, or NULL if the file has none by that name. */
+KILN_API const char *kiln_safetensors_get_metadata(const kiln_safetensors *f, const char *key);
+/* Reads tensor `name` into a new array (device 0). */
+KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name,
+                                           kiln_array **out);
+
 /* ------------------------------------------------------ source locations ---- */
 
 /* Each builder call records the caller's file and line, so that errors and the printed IR

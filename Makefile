@@ -4,17 +4,22 @@
 #               time with AddressSanitizer + UndefinedBehaviorSanitizer, then a short
 #               smoke run of every fuzz target)
 # Each installs what it lacks when run as root (apt-get), and otherwise prints the exact
-# apt-get line to run. Other targets: test-asan, test-tsan, fuzz, fuzz-long,
+# apt-get line to run. Other targets: install (PREFIX=...), test-asan, test-tsan, fuzz, fuzz-long,
 # test-fuzz-smoke, bench, format, clean.
 
 BUILD      ?= build
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+PREFIX     ?= /usr/local
 CMAKE_ARGS ?=
+# Said every time, not only under CI: a cached -DKILN_WERROR=ON from a CI run must not stick
+# in a later user build of the same folder.
 ifeq ($(CI),true)
 CMAKE_ARGS += -DKILN_WERROR=ON
+else
+CMAKE_ARGS += -DKILN_WERROR=OFF
 endif
 
-.PHONY: all deps build demo mlp-train test test-normal test-asan test-tsan fuzz fuzz-long test-fuzz-smoke \
+.PHONY: all deps build install demo mlp-train test test-normal test-asan test-tsan fuzz fuzz-long test-fuzz-smoke \
 	bench format clean
 
 all: build
@@ -25,6 +30,11 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# Headers, libkiln.so/.a, the kiln tool, kiln.pc and the CMake package into PREFIX
+# (make install PREFIX=$$HOME/.local). pkg-config --cflags --libs kiln, or find_package(kiln).
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 demo: build
 	@./$(BUILD)/kiln_demo

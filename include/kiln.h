@@ -48,9 +48,16 @@ extern "C" {
 #define KILN_API __attribute__((visibility("default")))
 #endif
 
+/* The version of this header. The build reads it from here (CMakeLists.txt), so it is the
+ * one place the version is written; the shared library's SONAME carries the major part. */
 #define KILN_VERSION_MAJOR 0
 #define KILN_VERSION_MINOR 1
+#define KILN_VERSION_PATCH 0
 #define KILN_MAX_RANK      8
+
+/* The version of the library actually linked, "MAJOR.MINOR.PATCH": compare it with the
+ * KILN_VERSION_* of the header a program was built with when it loads libkiln.so. */
+KILN_API const char *kiln_version(void);
 
 /* ---------------------------------------------------------------- status ---- */
 

@@ -61,3 +61,10 @@ void kiln_context_destroy(kiln_context *ctx) {
     kiln_host_allocator h = ctx->host;
     h.free(h.user, ctx, sizeof *ctx);
 }
+
+#define KN_STR2(x) #x
+#define KN_STR(x)  KN_STR2(x)
+
+const char *kiln_version(void) {
+    return KN_STR(KILN_VERSION_MAJOR) "." KN_STR(KILN_VERSION_MINOR) "." KN_STR(KILN_VERSION_PATCH);
+}

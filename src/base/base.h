@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #define KN_ERR_MAX 8192 /* room for a compiler's first ~40 lines of errors */
 
@@ -84,6 +85,13 @@ bool config_parse_int(const char *s, long *out);
 bool config_parse_bool(const char *s, bool *out); /* 1/0 true/false yes/no on/off */
 
 /* Overflow-checked arithmetic: false when the true result does not fit. */
+/* The last component of a path: how messages, reports and the printed IR name a user's
+ * source file (model.c:42), so output does not depend on where a project was built. */
+static inline const char *kn_path_base(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
 static inline bool kn_mul_size(size_t a, size_t b, size_t *out) {
     return !__builtin_mul_overflow(a, b, out);
 }

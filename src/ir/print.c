@@ -167,10 +167,9 @@ void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
     print_attrs(g, n, sb);
     sb_printf(sb, " : %s", ir_type_str(n->dtype, &n->shape, type, sizeof type));
     if (n->file) {
-        const char *base = strrchr(n->file, '/');
         size_t width = sb->oom ? 0 : sb->len - start;
-        sb_printf(sb, "%*s# %s:%d", width < 52 ? (int)(52 - width) : 1, "",
-                  base ? base + 1 : n->file, n->line);
+        sb_printf(sb, "%*s# %s:%d", width < 52 ? (int)(52 - width) : 1, "", kn_path_base(n->file),
+                  n->line);
     }
 }
 

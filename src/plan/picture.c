@@ -120,7 +120,7 @@ static void class_lines(strbuf *sb, const kiln_graph *g, const mem_plan *p) {
                   plan_buffer_op(g, b), ir_type_str(n->dtype, &n->shape, t, sizeof t), b->size,
                   b->def, b->last);
         if (n->file)
-            sb_printf(sb, "%s:%d\n", n->file, n->line);
+            sb_printf(sb, "%s:%d\n", kn_path_base(n->file), n->line);
         else
             sb_append(sb, "(no location)\n");
     }
@@ -347,7 +347,7 @@ static void svg_box(svg *v, const plan_buffer *b, uint64_t off, const char *fill
               off, b->def, b->last, plan_class_name(v->p->buffer_class[b - v->p->buffers]));
     if (nd->file && b->kind != PLAN_K_SCRATCH) {
         sb_append(v->sb, ", from ");
-        xml_text(v->sb, nd->file);
+        xml_text(v->sb, kn_path_base(nd->file));
         sb_printf(v->sb, ":%d", nd->line);
     }
     if (b->shares >= 0) sb_printf(v->sb, ", in place over %%%u", v->p->buffers[b->shares].node);

@@ -23,7 +23,7 @@ void kiln_graph_at(kiln_graph *g, const char *file, int line) {
 /* Where the current public call came from, for messages: " (at file:line)" or "". */
 static void location(const kiln_graph *g, char *buf, size_t size) {
     if (g->cur_file)
-        snprintf(buf, size, " (at %s:%d)", g->cur_file, g->cur_line);
+        snprintf(buf, size, " (at %s:%d)", kn_path_base(g->cur_file), g->cur_line);
     else
         buf[0] = 0;
 }

@@ -295,6 +295,20 @@ KILN_API int kiln_graph_num_nodes(const kiln_graph *g);
 KILN_API int kiln_graph_num_parameters(const kiln_graph *g);
 KILN_API int kiln_graph_num_outputs(const kiln_graph *g);
 
+/* Graphs as text files: the form kiln_graph_print writes (docs/architecture.md), with every
+ * constant's values, so `kiln plan FILE` and other programs can plan and run a graph that a
+ * program built. kiln_graph_save needs a finished graph and writes atomically (a temporary
+ * file renamed over path). Loading replays the text through the builders, so a loaded
+ * graph is checked as a traced one is, and each value's written type must be what its op
+ * gives; a fault is KILN_STATUS_INVALID_ARGUMENT with "file:line: what is wrong". The
+ * loaded graph is finished. Not kept: composite records (gradients are the same, through
+ * the composites' parts) and the roles kiln_grad gives values. kiln_graph_parse reads
+ * len bytes of text (no terminator needed); name is what messages call it. */
+KILN_API kiln_status kiln_graph_save(const kiln_graph *g, const char *path);
+KILN_API kiln_status kiln_graph_load(kiln_context *ctx, const char *path, kiln_graph **out);
+KILN_API kiln_status kiln_graph_parse(kiln_context *ctx, const char *text, size_t len,
+                                      const char *name, kiln_graph **out);
+
 /* Inputs and constants. Parameters are numbered in the order they are made. */
 KILN_API kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
                                    const int64_t *dims);

@@ -63,6 +63,8 @@ void kiln_graph_destroy(kiln_graph *g) {
     host_free(ctx, g->params, g->cap_params * sizeof *g->params);
     host_free(ctx, g->outputs, g->n_outputs * sizeof *g->outputs);
     host_free(ctx, g->composites, g->cap_composites * sizeof *g->composites);
+    for (uint32_t i = 0; i < g->n_files; i++) host_free(ctx, g->files[i], strlen(g->files[i]) + 1);
+    host_free(ctx, g->files, g->cap_files * sizeof *g->files);
     if (g->name) host_free(ctx, g->name, strlen(g->name) + 1);
     host_free(ctx, g, sizeof *g);
 }
@@ -129,4 +131,22 @@ kiln_status kiln_graph_status(const kiln_graph *g) {
 }
 const char *kiln_graph_error(const kiln_graph *g) {
     return g && g->error ? g->error : "";
+}
+
+const char *ir_graph_own_file(kiln_graph *g, const char *s, size_t n) {
+    for (uint32_t i = 0; i < g->n_files; i++)
+        if (strlen(g->files[i]) == n && !memcmp(g->files[i], s, n)) return g->files[i];
+    if (g->n_files == g->cap_files) {
+        uint32_t cap = g->cap_files ? g->cap_files * 2 : 4;
+        char **f = host_alloc(g->ctx, cap * sizeof *f);
+        if (!f) return NULL;
+        if (g->files) memcpy(f, g->files, g->n_files * sizeof *f);
+        host_free(g->ctx, g->files, g->cap_files * sizeof *g->files);
+        g->files = f, g->cap_files = cap;
+    }
+    char *c = host_alloc(g->ctx, n + 1);
+    if (!c) return NULL;
+    memcpy(c, s, n);
+    c[n] = 0;
+    return g->files[g->n_files++] = c;
 }

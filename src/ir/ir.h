@@ -273,7 +273,13 @@ struct kiln_graph {
     ir_composite *composites; /* in the order they were traced; owned */
     uint32_t n_composites, cap_composites;
     bool ad_primitive_rules_only; /* tests: differentiate composites through their parts */
+    char **files; /* source file names the graph owns (a loaded graph's locations) */
+    uint32_t n_files, cap_files;
 };
+
+/* A copy of file name [s, s+n) owned by g and freed with it, for node locations of a graph
+ * read from text; one copy per distinct name. NULL on host OOM (no message set). */
+const char *ir_graph_own_file(kiln_graph *g, const char *s, size_t n);
 
 /* dtypes and shapes */
 bool ir_dtype_valid(kiln_dtype t);
@@ -322,6 +328,9 @@ kiln_status ir_verify(const kiln_graph *g);
 
 /* Printer: one op a line, stable text. */
 void ir_print(const kiln_graph *g, struct strbuf *sb);
+/* ir_print, with every value of every constant when all_values (kiln_graph_save: text that
+ * reads back to the same graph); ir_print shows large constants by their count. */
+void ir_print_ex(const kiln_graph *g, struct strbuf *sb, bool all_values);
 /* Appends s with backslashes, quotes and control characters escaped (\\, \", \', \xNN). */
 void ir_print_escaped(struct strbuf *sb, const char *s);
 /* "%3 = add(%1, %2)" style attribute text for one node (used by the printer and errors). */

@@ -40,10 +40,11 @@ static double elem(const void *data, kiln_dtype t, int64_t i) {
 
 /* Constants of up to 8 elements print their values, exactly enough to read them back:
  * f32 with 9 significant digits, f64 with 17, integers in full, bools as true/false. */
-static void print_constant(const ir_node *n, strbuf *sb) {
+static void print_constant(const ir_node *n, strbuf *sb, bool all_values) {
     int64_t numel = 0;
     ir_shape_numel(&n->shape, &numel);
-    if (numel > 8 || (numel && !n->data)) { /* no data: the verifier prints broken nodes */
+    if ((numel > 8 && !all_values) ||
+        (numel && !n->data)) { /* no data: the verifier prints broken nodes */
         sb_printf(sb, n->data ? " {%lld values}" : " {%lld values, no data}", (long long)numel);
         return;
     }
@@ -54,6 +55,7 @@ static void print_constant(const ir_node *n, strbuf *sb) {
         case KILN_DTYPE_I64:
             sb_printf(sb, "%s%lld", sep, (long long)((const int64_t *)n->data)[i]);
             break;
+        case KILN_DTYPE_I32: sb_printf(sb, "%s%d", sep, (int)((const int32_t *)n->data)[i]); break;
         case KILN_DTYPE_BOOL:
             sb_printf(sb, "%s%s", sep, ((const uint8_t *)n->data)[i] ? "true" : "false");
             break;
@@ -148,7 +150,7 @@ static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
     }
 }
 
-void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
+static void print_node(const kiln_graph *g, uint32_t id, strbuf *sb, bool all_values) {
     const ir_node *n = &g->nodes[id];
     size_t start = sb->len;
     char type[IR_TYPE_STR_MAX];
@@ -157,7 +159,7 @@ void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
         sb_printf(sb, " %d", n->a.param_index);
         if (n->name) sb_append(sb, " "), print_quoted(sb, n->name);
     } else if (n->op == IR_CONSTANT) {
-        print_constant(n, sb);
+        print_constant(n, sb, all_values);
     } else if (n->n_in && (n->n_in <= IR_INLINE_INPUTS || n->in_heap)) {
         const uint32_t *in = ir_in(n);
         sb_append(sb, "(");
@@ -173,7 +175,11 @@ void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
     }
 }
 
-void ir_print(const kiln_graph *g, strbuf *sb) {
+void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
+    print_node(g, id, sb, false);
+}
+
+void ir_print_ex(const kiln_graph *g, strbuf *sb, bool all_values) {
     char type[IR_TYPE_STR_MAX];
     sb_append(sb, "graph ");
     print_graph_name(sb, g->name ? g->name : "");
@@ -187,12 +193,16 @@ void ir_print(const kiln_graph *g, strbuf *sb) {
     sb_append(sb, ") {\n");
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         sb_append(sb, "  ");
-        ir_print_node(g, id, sb);
+        print_node(g, id, sb, all_values);
         sb_append(sb, "\n");
     }
     sb_append(sb, "  return (");
     for (uint32_t i = 0; i < g->n_outputs; i++) sb_printf(sb, i ? ", %%%u" : "%%%u", g->outputs[i]);
     sb_append(sb, ")\n}\n");
+}
+
+void ir_print(const kiln_graph *g, strbuf *sb) {
+    ir_print_ex(g, sb, false);
 }
 
 char *kiln_graph_to_string(const kiln_graph *g) {

@@ -46,7 +46,9 @@ static const char train_usage[] =
     "  --resume FILE        continue a run from its checkpoint (same losses as never stopping)\n"
     "  --init FILE          start from these parameters (safetensors, names as docs/training.md)\n"
     "  --batches FILE       training batches from a raw int32 file [steps, batch, context+1]\n"
-    "  --memory-budget X    bytes (64MiB, 2GB, 1000000) or a share of the device (50%)\n";
+    "  --memory-budget X    bytes (64MiB, 2GB, 1000000) or a share of the device (50%)\n"
+    "  --no-summary         leave the summary out of the output (it is still written to\n"
+    "                       DIR/summary.txt)\n";
 
 static const char sample_usage[] =
     "usage: kiln sample [flags] [CHECKPOINT]\n"
@@ -161,6 +163,7 @@ int kiln_tool_train(int argc, char **argv) {
     gpt_train_defaults(&o);
     long long threads = 0;
     const char *budget = NULL;
+    bool no_summary = false;
     char err[GPT_ERR_SIZE];
 
     /* A resumed run takes its recipe from the checkpoint; flags given with --resume must
@@ -190,6 +193,10 @@ int kiln_tool_train(int argc, char **argv) {
         if (!strcmp(f, "--help")) {
             fputs(train_usage, stdout);
             return 0;
+        }
+        if (!strcmp(f, "--no-summary")) {
+            no_summary = true;
+            continue;
         }
         static const struct {
             const char *name;
@@ -275,6 +282,7 @@ int kiln_tool_train(int argc, char **argv) {
     o.stop = &interrupted;
     o.progress = stdout;
     o.progress_is_tty = isatty(fileno(stdout));
+    o.no_summary = no_summary;
     printf("kiln train: %d layers, %d heads, %d channels, context %d, batch %d, %d steps%s%s\n",
            o.model.layers, o.model.heads, o.model.channels, o.model.context, o.batch, o.steps,
            o.resume ? ", resuming " : "", o.resume ? o.resume : "");

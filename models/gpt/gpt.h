@@ -131,6 +131,7 @@ typedef struct gpt_train_options {
     FILE *progress;       /* where progress lines and the summary go; NULL: none */
     bool progress_is_tty; /* \r-updated line instead of one line per report */
     int print_every;      /* plain-line progress every N steps; 0: 10 */
+    bool no_summary;      /* the summary to DIR/summary.txt only, not to progress */
     volatile sig_atomic_t *stop; /* set (by a SIGINT handler) to stop after this step */
 } gpt_train_options;
 

@@ -466,9 +466,8 @@ static void progress(run *r, int s, double loss, double val, double ms_med, uint
     fflush(p);
 }
 
-static void summary(run *r, const gpt_train_result *res, const kiln_memory_analysis *ma,
+static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_memory_analysis *ma,
                     const kiln_executable_info *si, const kiln_executable_info *ei) {
-    FILE *p = r->o->progress;
     if (!p) return;
     char b[8][32];
     static const kiln_memory_class cls[] = {
@@ -505,7 +504,9 @@ static void summary(run *r, const gpt_train_result *res, const kiln_memory_analy
             ei->from_disk_cache ? "from the kernel cache" : "compiled", res->ms_per_step_median,
             res->tokens_per_s, res->first_loss, res->final_loss);
     if (!isnan(res->final_val_loss)) fprintf(p, ", validation %.4f", res->final_val_loss);
-    fprintf(p, "\nfiles: %s/{losses.csv, summary.json, loss.svg, plan.svg, model.safetensors}\n",
+    fprintf(p,
+            "\nfiles: %s/{losses.csv, summary.txt, summary.json, loss.svg, plan.svg, "
+            "model.safetensors}\n",
             r->o->out_dir);
     fflush(p);
 }
@@ -694,9 +695,15 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
         }
     }
     if (!st && o->out_dir) {
-        summary(r, res, &ma, &si, &ei);
-        if (!(st = write_losses(r)) && !(st = write_loss_svg(r)) &&
-            !(st = write_summary_json(r, res, &ma, si.from_disk_cache))) {
+        char path[4200];
+        FILE *f = open_out(r, "summary.txt", path, sizeof path);
+        if (!o->no_summary) summary(r, o->progress, res, &ma, &si, &ei);
+        summary(r, f, res, &ma, &si, &ei);
+        if (!f)
+            st = KILN_STATUS_IO;
+        else if (!(st = close_out(r, f, path)) && !(st = write_losses(r)) &&
+                 !(st = write_loss_svg(r)) &&
+                 !(st = write_summary_json(r, res, &ma, si.from_disk_cache))) {
             char *svg = kiln_executable_plan_svg(r->step);
             st = write_text(r, "plan.svg", svg);
             kiln_string_free(ctx, svg);

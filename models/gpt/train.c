@@ -221,6 +221,8 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
     kiln_graph_destroy(g);
     if (st) return st;
 
+    *compile_ms = now_ms() - t0;
+    if (r->o->eval_every <= 0) return KILN_STATUS_OK; /* no validation: no program for it */
     if ((st = kiln_graph_create(r->ctx, "gpt_eval", &g))) goto kiln_fail;
     kiln_value *p = malloc((size_t)(r->P + 1) * sizeof *p);
     if (!p) {
@@ -498,11 +500,14 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
     fprintf(p, "peak device memory: %s planned, %s measured (the allocator's peak during a step)\n",
             b[0], b[1]);
     fprintf(p,
-            "compile: %.0f ms (step %s, evaluation %s)\n"
+            "compile: %.0f ms (step %s%s%s)\n"
             "time: %.1f ms/step median, %.0f tokens/s; loss %.4f -> %.4f",
             res->compile_ms, si->from_disk_cache ? "from the kernel cache" : "compiled",
-            ei->from_disk_cache ? "from the kernel cache" : "compiled", res->ms_per_step_median,
-            res->tokens_per_s, res->first_loss, res->final_loss);
+            r->eval ? ", evaluation " : "",
+            !r->eval              ? ""
+            : ei->from_disk_cache ? "from the kernel cache"
+                                  : "compiled",
+            res->ms_per_step_median, res->tokens_per_s, res->first_loss, res->final_loss);
     if (!isnan(res->final_val_loss)) fprintf(p, ", validation %.4f", res->final_val_loss);
     fprintf(p,
             "\nfiles: %s/{losses.csv, summary.txt, summary.json, loss.svg, plan.svg, "
@@ -603,7 +608,7 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
     if ((st = compile_programs(r, &res->compile_ms))) goto out;
     kiln_executable_get_memory_analysis(r->step, &ma);
     kiln_executable_get_info(r->step, &si);
-    kiln_executable_get_info(r->eval, &ei);
+    if (r->eval) kiln_executable_get_info(r->eval, &ei);
     res->planned_peak_bytes = ma.peak_bytes;
 
     int P = r->P, nargs = 3 * P + 4;

@@ -32,7 +32,7 @@ static const char train_usage[] =
     "  --channels N         width C, a multiple of heads (128)\n"
     "  --context N          sequence length T (64)\n"
     "  --batch N            sequences per step B (16)\n"
-    "  --steps N            training steps (600)\n"
+    "  --steps N            training steps (1000)\n"
     "  --lr X               peak learning rate of AdamW (3e-3)\n"
     "  --warmup N           linear warmup steps, then cosine decay to lr/10 (30)\n"
     "  --weight-decay X     AdamW decay of the matrices (0.1)\n"

@@ -24,7 +24,7 @@
 void gpt_train_defaults(gpt_train_options *o) {
     memset(o, 0, sizeof *o);
     o->model = (gpt_config){.vocab = 256, .context = 64, .layers = 2, .heads = 4, .channels = 128};
-    o->batch = 16, o->steps = 600, o->warmup = 30;
+    o->batch = 16, o->steps = 1000, o->warmup = 30;
     o->lr = 3e-3, o->weight_decay = 0.1, o->clip = 0;
     o->seed = 1337;
     o->eval_every = 100, o->eval_batches = 4;

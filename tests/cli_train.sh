@@ -69,6 +69,21 @@ if ! "$KILN" train --resume "$dir/run/model.safetensors" --out "$dir/run" >"$dir
     cat "$dir/resume.out"
     fail=1
 fi
+if command -v python3 >/dev/null &&
+    ! python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['steps']==400 and d['planned_peak_bytes']>0" \
+        "$dir/run/summary.json"; then
+    echo "FAIL: summary.json"
+    cat "$dir/run/summary.json"
+    fail=1
+fi
+expect 1 "tensor 'wte' is f32[256, 16]; the model needs f32[256, 32]" -- train --layers 1 --heads 2 \
+    --channels 32 --context 16 --init "$dir/run/model.safetensors" --steps 2 --out "$dir/init"
+if ! "$KILN" train $tiny --init "$dir/run/model.safetensors" --steps 2 --out "$dir/init" \
+    >"$dir/init.out" 2>&1; then
+    echo "FAIL: --init"
+    cat "$dir/init.out"
+    fail=1
+fi
 expect 1 "another batch" -- train --resume "$dir/run/model.safetensors" --batch 3 --out "$dir/run"
 if ! "$KILN" sample "$dir/run/model.safetensors" --length 20 --prompt "GNU" >"$dir/sample.out" 2>&1 ||
     [ "$(head -c 3 "$dir/sample.out")" != "GNU" ] || [ "$(wc -c <"$dir/sample.out")" -lt 24 ]; then

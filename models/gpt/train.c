@@ -516,6 +516,14 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
     fflush(p);
 }
 
+/* A number, or null where there is none (JSON has no NaN). */
+static void json_num(FILE *f, const char *key, double v, bool last) {
+    if (isfinite(v))
+        fprintf(f, "  \"%s\": %.6f%s\n", key, v, last ? "" : ",");
+    else
+        fprintf(f, "  \"%s\": null%s\n", key, last ? "" : ",");
+}
+
 static kiln_status write_summary_json(run *r, const gpt_train_result *res,
                                       const kiln_memory_analysis *ma, bool cache_step) {
     char path[4200];
@@ -526,17 +534,16 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
         "{\n  \"layers\": %d, \"heads\": %d, \"channels\": %d, \"context\": %d, \"batch\": %d,\n"
         "  \"steps\": %d, \"params\": %lld,\n  \"planned_peak_bytes\": %llu,\n"
         "  \"measured_peak_bytes\": %llu,\n  \"compile_ms\": %.1f,\n"
-        "  \"step_from_disk_cache\": %s,\n  \"ms_per_step_median\": %.3f,\n"
-        "  \"tokens_per_s\": %.1f,\n  \"first_loss\": %.6f,\n  \"final_loss\": %.6f,\n",
+        "  \"step_from_disk_cache\": %s,\n",
         r->cfg.layers, r->cfg.heads, r->cfg.channels, r->cfg.context, r->B, res->steps_done,
         (long long)res->params, (unsigned long long)res->planned_peak_bytes,
         (unsigned long long)res->measured_peak_bytes, res->compile_ms,
-        cache_step ? "true" : "false", res->ms_per_step_median, res->tokens_per_s, res->first_loss,
-        res->final_loss);
-    if (isnan(res->final_val_loss))
-        fprintf(f, "  \"final_val_loss\": null,\n");
-    else
-        fprintf(f, "  \"final_val_loss\": %.6f,\n", res->final_val_loss);
+        cache_step ? "true" : "false");
+    json_num(f, "ms_per_step_median", r->n_rec ? res->ms_per_step_median : NAN, false);
+    json_num(f, "tokens_per_s", r->n_rec ? res->tokens_per_s : NAN, false);
+    json_num(f, "first_loss", res->first_loss, false);
+    json_num(f, "final_loss", res->final_loss, false);
+    json_num(f, "final_val_loss", res->final_val_loss, false);
     fprintf(f, "  \"memory_at_peak\": {");
     for (int c = 0; c <= KILN_MEMORY_CLASS_TEMPORARY; c++)
         fprintf(f, "%s\"%s\": %llu", c ? ", " : "", kiln_memory_class_name((kiln_memory_class)c),

@@ -404,8 +404,21 @@ static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *
 static kiln_status open_module(const cc_load *ld, const char *so, int fd, size_t bytes,
                                cc_module **out) {
     char via_fd[64];
-    if (fd >= 0) snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d", fd);
-    void *h = dlopen(fd >= 0 ? via_fd : so, RTLD_NOW | RTLD_LOCAL);
+    const char *path = so;
+    if (fd >= 0) {
+        /* dlopen knows loaded objects by the name they were opened under, and an fd number
+         * is reused once closed: a second module opened as the same /proc/self/fd/N while
+         * the first is still loaded would get the first's handle back (the key check below
+         * refused it, and every such cache hit was compiled again). Such a name falls back
+         * to the entry's own path, which names its key. */
+        snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d", fd);
+        void *loaded = dlopen(via_fd, RTLD_NOW | RTLD_NOLOAD);
+        if (loaded)
+            dlclose(loaded); /* the reference RTLD_NOLOAD took */
+        else
+            path = via_fd;
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
         return ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot load compiled kernels %s: %s", so,

@@ -620,6 +620,7 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
 
     int P = r->P, nargs = 3 * P + 4;
     double med = 0;
+    bool diverged = false;
     for (int s = first; s < o->steps; s++) {
         if ((o->stop && *o->stop) || (o->stop_after && s - first >= o->stop_after)) {
             res->interrupted = o->stop && *o->stop;
@@ -682,19 +683,25 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
             if ((st = save(r, path))) break;
         }
         if (!isfinite(loss)) {
-            gpt_errf(err, "step %d: the loss is %g (diverged: try a lower --lr)", s + 1,
-                     (double)loss);
+            gpt_errf(err,
+                     "step %d: the loss is %g (diverged: try a lower --lr); the last "
+                     "checkpoint was kept",
+                     s + 1, (double)loss);
             st = KILN_STATUS_INVALID_ARGUMENT;
+            diverged = true;
             break;
         }
     }
     res->steps_done = r->done;
     res->ms_per_step_median = med;
     res->tokens_per_s = med > 0 ? r->B * r->T / (med / 1e3) : 0;
-    if (o->progress && o->progress_is_tty && r->n_rec) fputc('\n', o->progress);
+    if (o->progress && o->progress_is_tty && r->n_rec && r->done < o->steps)
+        fputc('\n', o->progress); /* end the \r-updated line */
     /* The checkpoint is saved even after a failing step, when the state is whole: a run
-     * stopped by a bad batch can be resumed once the file is fixed. */
-    if (o->out_dir && r->state && r->state[0] && !kiln_array_is_consumed(r->state[0])) {
+     * stopped by a bad batch can be resumed once the file is fixed. A diverged state is
+     * not worth keeping: it would replace the last good checkpoint. */
+    if (o->out_dir && !diverged && r->state && r->state[0] &&
+        !kiln_array_is_consumed(r->state[0])) {
         char path[4200];
         snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
         if (!st)

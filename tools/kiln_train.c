@@ -258,20 +258,11 @@ int kiln_tool_train(int argc, char **argv) {
     }
     if (o.init && o.resume)
         return usage_error("train", "--init and --resume exclude each other%s%s", "", "");
-    if (budget) {
-        uint64_t bytes;
-        double frac;
-        if (!kiln_tool_parse_bytes(budget, &bytes, &frac))
-            return usage_error("train",
-                               "--memory-budget: '%s' is not a size (bytes such as 64MiB, "
-                               "2GB, 1000000, or a share such as 50%%)%s",
-                               budget, "");
-        fprintf(stderr,
-                "kiln train: --memory-budget %s: not available in this build (the "
-                "compiler has no memory budget option yet)\n",
-                budget);
-        return 1;
-    }
+    if (budget && !kiln_tool_parse_bytes(budget, &o.memory_budget, &o.memory_budget_fraction))
+        return usage_error("train",
+                           "--memory-budget: '%s' is not a size (bytes such as 64MiB, 2GB, "
+                           "1000000, or a share such as 50%%)%s",
+                           budget, "");
 
     kiln_context *ctx = make_context("train", (int)threads);
     if (!ctx) return 1;

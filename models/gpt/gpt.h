@@ -119,19 +119,24 @@ typedef struct gpt_train_options {
     int batch, steps, warmup;
     double lr, weight_decay, clip;
     uint64_t seed;
-    const char *data;     /* corpus file; NULL: the default */
-    const char *out_dir;  /* where losses.csv, summary.json, the SVGs and model.safetensors go */
-    const char *init;     /* start from these parameters (safetensors), or NULL */
-    const char *batches;  /* raw int32 [steps, B, T+1] training batches, or NULL */
-    const char *resume;   /* a checkpoint to continue from, or NULL */
-    int eval_every;       /* validation loss every N steps (and at the last); 0: never */
-    int eval_batches;     /* batches of B in each validation; 0: 4 */
-    int save_every;       /* checkpoint every N steps; 0: at the end only */
-    int stop_after;       /* stop (and save) after this many steps in this run; 0: none */
-    FILE *progress;       /* where progress lines and the summary go; NULL: none */
-    bool progress_is_tty; /* \r-updated line instead of one line per report */
-    int print_every;      /* plain-line progress every N steps; 0: 10 */
-    bool no_summary;      /* the summary to DIR/summary.txt only, not to progress */
+    const char *data;    /* corpus file; NULL: the default */
+    const char *out_dir; /* where losses.csv, summary.json, the SVGs and model.safetensors go */
+    const char *init;    /* start from these parameters (safetensors), or NULL */
+    const char *batches; /* raw int32 [steps, B, T+1] training batches, or NULL */
+    const char *resume;  /* a checkpoint to continue from, or NULL */
+    int eval_every;      /* validation loss every N steps (and at the last); 0: never */
+    int eval_batches;    /* batches of B in each validation; 0: 4 */
+    int save_every;      /* checkpoint every N steps; 0: at the end only */
+    int stop_after;      /* stop (and save) after this many steps in this run; 0: none */
+    /* A device memory budget for the step (rematerialisation): bytes, or a share of the
+     * device in (0, 1]; 0: none. Not available yet: a budget is KILN_STATUS_UNIMPLEMENTED
+     * until kiln_compile_options has one (compile_programs in train.c passes it on). */
+    uint64_t memory_budget;
+    double memory_budget_fraction;
+    FILE *progress;              /* where progress lines and the summary go; NULL: none */
+    bool progress_is_tty;        /* \r-updated line instead of one line per report */
+    int print_every;             /* plain-line progress every N steps; 0: 10 */
+    bool no_summary;             /* the summary to DIR/summary.txt only, not to progress */
     volatile sig_atomic_t *stop; /* set (by a SIGINT handler) to stop after this step */
 } gpt_train_options;
 

@@ -567,6 +567,13 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
                  o->batch, o->steps, o->warmup, o->lr, o->weight_decay, o->clip);
         return KILN_STATUS_INVALID_ARGUMENT;
     }
+    if (o->memory_budget || o->memory_budget_fraction > 0) {
+        gpt_errf(err,
+                 "memory budget %s: not available in this build (kiln_compile_options has "
+                 "no memory budget yet)",
+                 o->memory_budget ? "in bytes" : "as a share of the device");
+        return KILN_STATUS_UNIMPLEMENTED;
+    }
     if (o->model.vocab != 256) {
         gpt_errf(err, "gpt_train: the corpus is bytes, so vocab must be 256 (not %d)",
                  o->model.vocab);

@@ -87,6 +87,7 @@ typedef struct run {
     int done;                /* steps done */
     double *loss, *val, *ms; /* per step of this run (val NaN when not evaluated) */
     int n_rec, first_rec;    /* records kept; the step number of record 0 */
+    double last_print;       /* when the progress line was last drawn (now_ms) */
     char *err;
 } run;
 
@@ -454,6 +455,11 @@ static void progress(run *r, int s, double loss, double val, double ms_med, uint
     int every = r->o->print_every > 0 ? r->o->print_every : 10;
     bool tty = r->o->progress_is_tty;
     if (!tty && !final && s % every && isnan(val)) return;
+    /* A terminal line is redrawn at most ten times a second (small models run thousands of
+     * steps a second). */
+    double t = now_ms();
+    if (tty && !final && isnan(val) && t - r->last_print < 100) return;
+    r->last_print = t;
     char pl[32], me[32], v[32] = "", eta[32] = "";
     human_bytes(planned, pl, sizeof pl), human_bytes(measured, me, sizeof me);
     if (!isnan(val)) snprintf(v, sizeof v, " | val %.4f", val);

@@ -45,6 +45,14 @@ expect 1 "junk.safetensors" -- sample "$dir/junk.safetensors"
 expect 1 "too short for a context of 16" -- train $tiny --data "$dir/junk.safetensors" --out "$dir/o"
 head -c 1000 /dev/zero >"$dir/batches.bin"
 expect 1 "batches file" -- train $tiny --steps 3 --batches "$dir/batches.bin" --out "$dir/o"
+# [steps 3, batch 2, context + 1 = 17] int32 zeros: a valid batches file (every token 0).
+head -c 408 /dev/zero >"$dir/batches.bin"
+if ! "$KILN" train $tiny --steps 3 --batches "$dir/batches.bin" --out "$dir/b" >"$dir/b.out" 2>&1 ||
+    ! grep -q "^3,[0-9.]*," "$dir/b/losses.csv"; then
+    echo "FAIL: --batches"
+    cat "$dir/b.out"
+    fail=1
+fi
 
 # A run of 400 steps interrupted by SIGINT stops after a step, saves and exits 0; the
 # resumed run finishes it.

@@ -505,15 +505,17 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
     human_bytes(res->measured_peak_bytes, b[1], sizeof b[1]);
     fprintf(p, "peak device memory: %s planned, %s measured (the allocator's peak during a step)\n",
             b[0], b[1]);
-    fprintf(p,
-            "compile: %.0f ms (step %s%s%s)\n"
-            "time: %.1f ms/step median, %.0f tokens/s; loss %.4f -> %.4f",
-            res->compile_ms, si->from_disk_cache ? "from the kernel cache" : "compiled",
+    fprintf(p, "compile: %.0f ms (step %s%s%s)\n", res->compile_ms,
+            si->from_disk_cache ? "from the kernel cache" : "compiled",
             r->eval ? ", evaluation " : "",
             !r->eval              ? ""
             : ei->from_disk_cache ? "from the kernel cache"
-                                  : "compiled",
-            res->ms_per_step_median, res->tokens_per_s, res->first_loss, res->final_loss);
+                                  : "compiled");
+    if (r->n_rec)
+        fprintf(p, "time: %.1f ms/step median, %.0f tokens/s; loss %.4f -> %.4f",
+                res->ms_per_step_median, res->tokens_per_s, res->first_loss, res->final_loss);
+    else
+        fprintf(p, "no step run: the checkpoint had done all %d steps", res->steps_done);
     if (!isnan(res->final_val_loss)) fprintf(p, ", validation %.4f", res->final_val_loss);
     fprintf(p,
             "\nfiles: %s/{losses.csv, summary.txt, summary.json, loss.svg, plan.svg, "

@@ -5,8 +5,9 @@
  * is causal, what follows that position in the window (zeros) cannot change its logits,
  * so the same program serves every prompt length; once the text is longer than the
  * context, the window slides. Each new byte costs one forward pass over the window: no
- * KV cache yet (a pass takes about 1 ms of CPU at the demo's size, 14 ms at 4 layers x
- * 256 channels x context 128, where a cache would pay; see docs/training.md).
+ * KV cache: a pass takes about 1 ms of CPU at the demo's size (14 ms at 4 layers x 256
+ * channels x context 128), and a cache would only serve the first `context` bytes, since
+ * a sliding window moves every byte's learned position (docs/training.md).
  * Sampling itself (temperature, top-k, the seeded draw) happens on the host over 256
  * logits. */
 #include "gpt_internal.h"

@@ -1,11 +1,14 @@
 # kiln — the two commands a newcomer runs:
-#   make demo   builds everything and runs the main example
+#   make demo   builds everything, trains a small GPT on a text file with `kiln train`
+#               (about a minute on 2 cores), samples from it, and shows where its memory
+#               went (docs/training.md)
 #   make test   builds and runs the whole test suite (under CI=true: twice, the second
 #               time with AddressSanitizer + UndefinedBehaviorSanitizer, then a short
 #               smoke run of every fuzz target)
 # Each installs what it lacks when run as root (apt-get), and otherwise prints the exact
-# apt-get line to run. Other targets: install (PREFIX=...), test-asan, test-tsan, fuzz, fuzz-long,
-# test-fuzz-smoke, bench, format, clean.
+# apt-get line to run. Other targets: install (PREFIX=...), demo-plan (the planner on a
+# transformer block), mlp-train, test-asan, test-tsan, fuzz, fuzz-long, test-fuzz-smoke,
+# bench, format, clean.
 
 BUILD      ?= build
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -19,7 +22,8 @@ else
 CMAKE_ARGS += -DKILN_WERROR=OFF
 endif
 
-.PHONY: all deps build install demo mlp-train test test-normal test-asan test-tsan fuzz fuzz-long test-fuzz-smoke \
+.PHONY: all deps build install demo demo-plan mlp-train test test-normal test-asan test-tsan fuzz \
+	fuzz-long test-fuzz-smoke \
 	bench format clean
 
 all: build
@@ -36,7 +40,30 @@ build: deps
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
-demo: build
+# The demo's run: 2 layers, 4 heads, 128 channels, context 64, batch 16, 1000 steps, on
+# DEMO_DATA (kiln's default: /usr/share/common-licenses/GPL-3, else a generated text).
+# Kernels are cached in $(BUILD)/kcache, so a second run skips the compiler.
+DEMO_OUT   ?= $(BUILD)/demo
+DEMO_FLAGS ?= --layers 2 --heads 4 --channels 128 --context 64 --batch 16 --steps 1000 \
+	--lr 3e-3 --warmup 30 --eval-every 100
+DEMO_DATA  ?=
+
+# Only the tool is built (the whole build with tests takes longer than the training).
+demo: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target kiln_tool
+	@mkdir -p -m 700 $(BUILD)/kcache
+	@KILN_CACHE_DIR=$(CURDIR)/$(BUILD)/kcache ./$(BUILD)/kiln train $(DEMO_FLAGS) --no-summary \
+		$(if $(DEMO_DATA),--data $(DEMO_DATA)) --out $(DEMO_OUT)
+	@echo "---- sample (kiln sample $(DEMO_OUT)/model.safetensors) ----"
+	@KILN_CACHE_DIR=$(CURDIR)/$(BUILD)/kcache ./$(BUILD)/kiln sample $(DEMO_OUT)/model.safetensors \
+		--prompt "The GNU General Public License " --length 300 --temperature 0.7
+	@echo "---- summary ----"
+	@cat $(DEMO_OUT)/summary.txt
+	@echo "pictures: $(DEMO_OUT)/loss.svg (loss curves), $(DEMO_OUT)/plan.svg (the step's memory plan)"
+
+# The planner on a transformer block's forward pass and a training step (examples/demo.c).
+demo-plan: build
 	@./$(BUILD)/kiln_demo
 
 # The training example: an MLP trained with AdamW, one compiled step (examples/mlp_train.c).

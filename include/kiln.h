@@ -755,23 +755,35 @@ KILN_API void kiln_jit_clear(kiln_jit *j);
 /* Arrays to and from files in the safetensors format (the format PyTorch, JAX and the
  * Hugging Face hub exchange weights in: an 8-byte little-endian header length, a JSON header
  * naming each tensor's dtype, shape and byte range, then the bytes). kiln reads and writes
- * F32, F64, I32, I64, U8 ("BOOL" as KILN_DTYPE_BOOL); a header naming another dtype is an
- * error that says which tensor and which dtype. */
+ * the safetensors dtypes F32, F64, I32, I64 and BOOL (KILN_DTYPE_BOOL, one byte 0 or 1); a
+ * header naming another dtype (F16, BF16, U8, ...) is an error that says which tensor and
+ * which dtype. A kiln_safetensors belongs to its context: use it from one thread at a time.
+ * The JSON is parsed and written with cJSON, whose own nodes live only inside each call and
+ * come from cJSON's allocator (kiln never changes the process's cJSON hooks); everything
+ * kiln keeps comes from the context's host allocator. */
 
 typedef struct kiln_safetensors kiln_safetensors;
 
 /* Writes n arrays under names[i] to path, with n_meta string pairs meta_kv[2*i] = key,
  * meta_kv[2*i+1] = value in the header's "__metadata__" map (n_meta may be 0). The file
  * appears whole or not at all: it is written to a temporary file in the same folder,
- * flushed, then renamed over path. Duplicate or empty names are an error. */
+ * fsync'd, then renamed over path; on any failure the temporary file is removed and a file
+ * already at path is left as it was. Tensors lie back to back in the order given, the data
+ * section 8-byte aligned (the header padded with spaces). Duplicate, empty or non-UTF-8
+ * names, the name "__metadata__" and duplicate metadata keys are
+ * KILN_STATUS_INVALID_ARGUMENT; a folder that cannot be written is KILN_STATUS_IO. */
 KILN_API kiln_status kiln_safetensors_save(kiln_context *ctx, const char *path, int n,
                                            const char *const *names, kiln_array *const *arrays,
                                            int n_meta, const char *const *meta_kv);
-/* Opens and fully checks a file: header length within the file, JSON well-formed, every
- * tensor's dtype known, shape consistent with its byte range, ranges inside the file, in
- * bounds and not overlapping. A fault in the content is KILN_STATUS_INVALID_ARGUMENT with a
- * message naming the file and what is wrong (truncated, at which tensor); a file that cannot
- * be opened or read is KILN_STATUS_IO with the system's reason. */
+/* Opens and fully checks a file: header length within the file and at most 100 MB (the
+ * reference implementation's limit), UTF-8 JSON object, every tensor's dtype known, its
+ * shape non-negative integers whose byte size does not overflow and equals its byte range,
+ * and the ranges in offset order tiling the data section exactly (no overlap, no gap, none
+ * past the end: a truncated file is caught here). A fault in the content is
+ * KILN_STATUS_INVALID_ARGUMENT with a message naming the file and what is wrong (truncated,
+ * at which tensor); a file that cannot be opened or read is KILN_STATUS_IO with the
+ * system's reason. The file stays open until kiln_safetensors_close; the data section may
+ * start at any offset (nothing relies on its alignment). */
 KILN_API kiln_status kiln_safetensors_open(kiln_context *ctx, const char *path,
                                            kiln_safetensors **out);
 KILN_API void kiln_safetensors_close(kiln_safetensors *f);
@@ -784,9 +796,9 @@ KILN_API kiln_status kiln_safetensors_get_info(const kiln_safetensors *f, const 
                                                kiln_dtype *dtype, int *rank, int64_t *dims);
 /* The value of a "__metadata__" key, or NULL if the file has none by that name. */
 KILN_API const char *kiln_safetensors_get_metadata(const kiln_safetensors *f, const char *key);
-/* Reads tensor `name` into a new array (device 0). */
-KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name,
-                                           kiln_array **out);
+/* Reads tensor `name` into a new array (device 0). A BOOL byte other than 0 or 1 is
+ * KILN_STATUS_INVALID_ARGUMENT; a file cut short since it was opened is KILN_STATUS_IO. */
+KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name, kiln_array **out);
 
 /* ------------------------------------------------------ source locations ---- */
 

@@ -17,6 +17,9 @@ fi
 # OpenBLAS: the CPU backend's matrix products.
 if have_cmd dpkg-query; then
     have_pkg libopenblas-dev || missing="$missing libopenblas-dev"
+    # cJSON: the safetensors header (src/io/safetensors.c); found through pkg-config.
+    have_pkg libcjson-dev || missing="$missing libcjson-dev"
+    have_cmd pkg-config || missing="$missing pkg-config"
 fi
 
 [ -z "$missing" ] && exit 0

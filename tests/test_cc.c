@@ -193,6 +193,27 @@ out:
     rm_rf(dir);
 }
 
+/* Two different cached modules held at once (a program's training step and its
+ * evaluation): each is opened through the fd that verified it, and the second one's fd
+ * number is the first one's, reused. Both must come from the cache, each its own code. */
+static void test_two_held(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module_unload(load(ctx, SRC_ADD, false));
+    cc_module_unload(load(ctx, SRC_MUL, false));
+    cc_module *a = load(ctx, SRC_ADD, true), *b = load(ctx, SRC_MUL, true);
+    CHECK(a && call_add(a, 2, 3) == 5);
+    CHECK(b && cc_module_sym(b, "kiln_mul") && !cc_module_sym(b, "kiln_add"));
+    cc_stats s = stats_of(ctx);
+    CHECK_MSG(s.compiles == 2 && s.disk_hits == 2, "compiles %llu, hits %llu",
+              (unsigned long long)s.compiles, (unsigned long long)s.disk_hits);
+    cc_module_unload(a);
+    cc_module_unload(b);
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
 /* A second process with its own context and the same cache directory. */
 static void test_second_process(void) {
     char dir[PATH_MAX];
@@ -744,6 +765,7 @@ int main(void) {
     RUN(test_missing_compiler); /* touches the environment: before any thread starts */
     RUN(test_compile_and_hit);
     RUN(test_second_process);
+    RUN(test_two_held);
     RUN(test_corrupt);
     RUN(test_wrong_object);
     RUN(test_syntax_error);

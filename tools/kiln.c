@@ -1,5 +1,8 @@
 /* kiln.c — the `kiln` command-line tool.
  *
+ *   kiln train [flags]             train a GPT on a text file (tools/kiln_train.c,
+ *                                  docs/training.md)
+ *   kiln sample [flags] [FILE]     generate text from a trained checkpoint
  *   kiln list                      the built-in example programs
  *   kiln plan <example> [options]  compile one, print its memory analysis (by class: where a
  *                                  training step's memory goes), and write the
@@ -16,6 +19,7 @@
  * The examples are examples/models.h, shared with `make demo` and the planner's benchmark.
  * Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error. */
 #include "../examples/models.h"
+#include "kiln_train.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -32,7 +36,9 @@ typedef struct opts {
 static int usage(void) {
     fprintf(
         stderr,
-        "usage: kiln list\n"
+        "usage: kiln train [flags]        (kiln train --help)\n"
+        "       kiln sample [flags] [FILE] (kiln sample --help)\n"
+        "       kiln list\n"
         "       kiln plan <example> [-o DIR] [--no-fusion] [--donate I,J] [--run] [--buffers]\n");
     return 2;
 }
@@ -168,6 +174,8 @@ static int plan(kiln_context *ctx, const model_entry *me, const opts *o) {
 }
 
 int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "train")) return kiln_tool_train(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "sample")) return kiln_tool_sample(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "list")) return list();
     if (argc < 3 || strcmp(argv[1], "plan")) return usage();
     const model_entry *me = model_find(argv[2]);

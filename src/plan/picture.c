@@ -285,6 +285,7 @@ typedef struct svg {
     const mem_plan *p;
     double sw, scale; /* pixels per step, per byte */
     double y0;        /* the bottom of the band being drawn */
+    double gap;       /* pixels between the bands of donated buffers */
 } svg;
 
 static void xml_text(strbuf *sb, const char *s) {
@@ -415,10 +416,11 @@ static void svg_donated(svg *v, uint32_t param) {
         if (b->place == PLAN_P_DONATED && b->place_index == param && b->size)
             svg_box(v, b, b->offset, box_color(p, b));
     }
-    sb_printf(
-        v->sb,
-        "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">arg %u (donated)</text>\n",
-        SVG_LEFT - 6, v->y0, param);
+    if ((double)a->size * v->scale + v->gap >= 10) /* a label only where it fits */
+        sb_printf(v->sb,
+                  "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">arg %u "
+                  "(donated)</text>\n",
+                  SVG_LEFT - 6, v->y0, param);
 }
 
 static void svg_axes(svg *v, double bottom) {
@@ -468,13 +470,18 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
             total += p->buffers[p->buffer_of[g->params[i]]].size;
             bands++;
         }
-    double plot = SVG_PLOT - bands * SVG_GAP, height = SVG_TOP + SVG_PLOT + 52;
+    /* Gaps between the bands take at most a quarter of the plot: a training step donates
+     * every parameter and moment (156 bands at four layers), and full gaps would leave
+     * no height (a negative scale) for the bytes. */
+    double gap = bands && SVG_GAP * bands > SVG_PLOT / 4 ? SVG_PLOT / 4.0 / bands : SVG_GAP;
+    double plot = SVG_PLOT - bands * gap, height = SVG_TOP + SVG_PLOT + 52;
     svg v = {&sb,
              g,
              p,
              (double)(SVG_W - SVG_LEFT - SVG_RIGHT) / (p->n_kernels ? p->n_kernels : 1),
              total ? plot / (double)total : 0,
-             SVG_TOP + SVG_PLOT};
+             SVG_TOP + SVG_PLOT,
+             gap};
     char h[4][32];
     sb_printf(&sb,
               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
@@ -498,12 +505,12 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
     svg_legend(&v);
     svg_arena(&v);
     uint64_t arena_h = p->arena > p->lower_bound ? p->arena : p->lower_bound;
-    double y = SVG_TOP + SVG_PLOT - (double)arena_h * v.scale - SVG_GAP;
+    double y = SVG_TOP + SVG_PLOT - (double)arena_h * v.scale - gap;
     for (uint32_t i = 0; i < p->n_params; i++) { /* donated buffers in use: bands above */
         if (!p->donated[i] || !p->donation_used[i]) continue;
         v.y0 = y;
         svg_donated(&v, i);
-        y -= (double)p->buffers[p->buffer_of[g->params[i]]].size * v.scale + SVG_GAP;
+        y -= (double)p->buffers[p->buffer_of[g->params[i]]].size * v.scale + gap;
     }
     svg_axes(&v, SVG_TOP + SVG_PLOT);
     sb_append(&sb, "</svg>\n");

@@ -74,6 +74,7 @@ struct cc_compiler {
 struct cc_module {
     kiln_context *ctx;
     void *handle;
+    int fd; /* the fd it was opened through, held until unload (open_module); -1: none */
     size_t code_bytes;
     char key[SHA256_HEX_BYTES];
 };
@@ -403,17 +404,29 @@ static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *
  * were checked; `so` names it in messages. */
 static kiln_status open_module(const cc_load *ld, const char *so, int fd, size_t bytes,
                                cc_module **out) {
+    /* dlopen knows loaded objects by the name they were opened under. A verified entry is
+     * opened as /proc/self/fd/N through a copy of its fd that stays open until the module
+     * is unloaded: were N closed, the next module opened while this one is held could get
+     * the same name and this module's handle back (which the key check below would
+     * refuse, compiling a cache hit again). */
     char via_fd[64];
-    if (fd >= 0) snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d", fd);
-    void *h = dlopen(fd >= 0 ? via_fd : so, RTLD_NOW | RTLD_LOCAL);
+    int held = -1;
+    if (fd >= 0 && (held = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot load compiled kernels %s: %s", so,
+                         strerror(errno));
+    if (held >= 0) snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d", held);
+    const char *path = held >= 0 ? via_fd : so;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
+        if (held >= 0) close(held);
         return ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot load compiled kernels %s: %s", so,
                          why ? why : "dlopen failed");
     }
     const char *key = dlsym(h, "kiln_module_key");
     if (!key || memcmp(key, ld->key, SHA256_HEX_BYTES)) {
         dlclose(h);
+        if (held >= 0) close(held);
         return ctx_error(ld->ctx, KILN_STATUS_BACKEND,
                          "compiled kernels %s do not carry the key %s they were built for", so,
                          ld->key);
@@ -421,9 +434,10 @@ static kiln_status open_module(const cc_load *ld, const char *so, int fd, size_t
     cc_module *m = host_alloc(ld->ctx, sizeof *m);
     if (!m) {
         dlclose(h);
+        if (held >= 0) close(held);
         return ctx_oom(ld->ctx, "compiled module", sizeof *m);
     }
-    *m = (cc_module){.ctx = ld->ctx, .handle = h, .code_bytes = bytes};
+    *m = (cc_module){.ctx = ld->ctx, .handle = h, .code_bytes = bytes, .fd = held};
     memcpy(m->key, ld->key, sizeof m->key);
     *out = m;
     return KILN_STATUS_OK;
@@ -582,6 +596,7 @@ const char *cc_module_key(const cc_module *m) {
 void cc_module_unload(cc_module *m) {
     if (!m) return;
     dlclose(m->handle);
+    if (m->fd >= 0) close(m->fd);
     host_free(m->ctx, m, sizeof *m);
 }
 

@@ -1,0 +1,213 @@
+/* checkpoint.c — GPT checkpoints as safetensors files (the spec's layout): the parameters
+ * under their spec names, the AdamW moments under "opt.m.<name>" / "opt.v.<name>", and the
+ * model config and training state as "__metadata__" strings. kiln_safetensors_* does the
+ * format and the atomic write; this file checks that a file is a checkpoint of the model
+ * asked for: every tensor present, f32, of the right shape, and every number in the
+ * metadata a number in range. */
+#include "gpt_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A metadata number: the whole string a decimal integer in [lo, hi]. */
+static kiln_status meta_int(kiln_safetensors *f, const char *path, const char *key, long long lo,
+                            long long hi, long long *out, char *err) {
+    const char *v = kiln_safetensors_get_metadata(f, key);
+    if (!v) {
+        gpt_errf(err, "%s: not a kiln-gpt checkpoint: its metadata has no '%s'", path, key);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi) {
+        gpt_errf(err, "%s: metadata '%s' is '%s'; want an integer in [%lld, %lld]", path, key, v,
+                 lo, hi);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    *out = x;
+    return KILN_STATUS_OK;
+}
+
+static kiln_status open_checked(kiln_context *ctx, const char *path, kiln_safetensors **f,
+                                char *err) {
+    kiln_status st = kiln_safetensors_open(ctx, path, f);
+    if (st) {
+        gpt_errf(err, "checkpoint: %s", kiln_last_error(ctx));
+        return st;
+    }
+    const char *fmt = kiln_safetensors_get_metadata(*f, "format");
+    if (!fmt || strcmp(fmt, "kiln-gpt")) {
+        gpt_errf(err, "%s: not a kiln-gpt checkpoint (metadata 'format' is %s%s%s)", path,
+                 fmt ? "'" : "", fmt ? fmt : "missing", fmt ? "'" : "");
+        kiln_safetensors_close(*f);
+        *f = NULL;
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    return KILN_STATUS_OK;
+}
+
+static kiln_status read_config(kiln_safetensors *f, const char *path, gpt_config *cfg, char *err) {
+    long long v[5];
+    static const char *const keys[5] = {"vocab", "context", "layers", "heads", "channels"};
+    for (int i = 0; i < 5; i++) {
+        kiln_status st = meta_int(f, path, keys[i], 1, 1 << 20, &v[i], err);
+        if (st) return st;
+    }
+    *cfg = (gpt_config){(int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4]};
+    char why[GPT_ERR_SIZE];
+    if (gpt_config_check(cfg, why)) {
+        gpt_errf(err, "%s: %s", path, why);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    return KILN_STATUS_OK;
+}
+
+kiln_status gpt_checkpoint_config(kiln_context *ctx, const char *path, gpt_config *cfg, char *err) {
+    kiln_safetensors *f;
+    kiln_status st = open_checked(ctx, path, &f, err);
+    if (st) return st;
+    st = read_config(f, path, cfg, err);
+    kiln_safetensors_close(f);
+    return st;
+}
+
+kiln_status gpt_checkpoint_read_options(kiln_context *ctx, const char *path, gpt_train_options *o,
+                                        char *err) {
+    kiln_safetensors *f;
+    kiln_status st = open_checked(ctx, path, &f, err);
+    if (st) return st;
+    long long batch = 0, steps = 0, warmup = 0, seed = 0;
+    if (!(st = read_config(f, path, &o->model, err)) &&
+        !(st = meta_int(f, path, "batch", 1, 1 << 20, &batch, err)) &&
+        !(st = meta_int(f, path, "steps", 1, 1LL << 40, &steps, err)) &&
+        !(st = meta_int(f, path, "warmup", 0, 1LL << 40, &warmup, err)) &&
+        !(st = meta_int(f, path, "seed", 0, (long long)(~0ULL >> 1), &seed, err))) {
+        const char *keys[3] = {"lr", "weight_decay", "clip"};
+        double *dst[3] = {&o->lr, &o->weight_decay, &o->clip};
+        for (int i = 0; i < 3 && !st; i++) {
+            const char *v = kiln_safetensors_get_metadata(f, keys[i]);
+            char *end = NULL;
+            double x = v ? strtod(v, &end) : 0;
+            if (!v || end == v || *end || !(x >= 0) || x > 1e6) {
+                gpt_errf(err, "%s: metadata '%s' is %s; want a number >= 0", path, keys[i],
+                         v ? v : "missing");
+                st = KILN_STATUS_INVALID_ARGUMENT;
+            } else
+                *dst[i] = x;
+        }
+        o->batch = (int)batch, o->steps = (int)steps, o->warmup = (int)warmup;
+        o->seed = (uint64_t)seed;
+    }
+    kiln_safetensors_close(f);
+    return st;
+}
+
+kiln_status gpt_checkpoint_save(kiln_context *ctx, const char *path, const gpt_config *cfg,
+                                kiln_array *const *params, kiln_array *const *m,
+                                kiln_array *const *v, int n_meta, const char *const *meta_kv,
+                                char *err) {
+    int P = gpt_num_params(cfg), n = m && v ? 3 * P : P;
+    char(*names)[GPT_NAME_MAX + 8] = malloc((size_t)n * sizeof *names);
+    const char **np = malloc((size_t)n * sizeof *np);
+    kiln_array **arrays = malloc((size_t)n * sizeof *arrays);
+    const char **kv = malloc((size_t)(2 * n_meta + 12) * sizeof *kv);
+    kiln_status st = KILN_STATUS_OK;
+    if (!names || !np || !arrays || !kv) {
+        gpt_errf(err, "checkpoint %s: out of host memory", path);
+        st = KILN_STATUS_HOST_OOM;
+        goto done;
+    }
+    for (int i = 0; i < P; i++) {
+        char base[GPT_NAME_MAX];
+        int rank;
+        int64_t dims[2];
+        gpt_param_info(cfg, i, base, &rank, dims);
+        for (int k = 0; k < n / P; k++) {
+            snprintf(names[k * P + i], sizeof names[0], "%s%s",
+                     k == 0   ? ""
+                     : k == 1 ? "opt.m."
+                              : "opt.v.",
+                     base);
+            np[k * P + i] = names[k * P + i];
+            arrays[k * P + i] = k == 0 ? params[i] : k == 1 ? m[i] : v[i];
+        }
+    }
+    char num[5][24];
+    int cv[5] = {cfg->vocab, cfg->context, cfg->layers, cfg->heads, cfg->channels};
+    static const char *const keys[5] = {"vocab", "context", "layers", "heads", "channels"};
+    int k = 0;
+    kv[k++] = "format", kv[k++] = "kiln-gpt";
+    for (int i = 0; i < 5; i++) {
+        snprintf(num[i], sizeof num[i], "%d", cv[i]);
+        kv[k++] = keys[i], kv[k++] = num[i];
+    }
+    for (int i = 0; i < 2 * n_meta; i++) kv[k++] = meta_kv[i];
+    st = kiln_safetensors_save(ctx, path, n, np, arrays, k / 2, kv);
+    if (st) gpt_errf(err, "saving the checkpoint: %s", kiln_last_error(ctx));
+done:
+    free(names), free(np), free(arrays), free(kv);
+    return st;
+}
+
+/* Reads tensor name into *out after checking it is f32 of the shape wanted. */
+static kiln_status read_tensor(kiln_context *ctx, kiln_safetensors *f, const char *path,
+                               const char *name, int rank, const int64_t *dims, kiln_array **out,
+                               char *err) {
+    kiln_dtype t;
+    int r;
+    int64_t d[KILN_MAX_RANK];
+    if (kiln_safetensors_get_info(f, name, &t, &r, d)) {
+        gpt_errf(err, "%s: no tensor '%s' (the model needs it)", path, name);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    bool same = t == KILN_DTYPE_F32 && r == rank;
+    for (int i = 0; same && i < rank; i++) same = d[i] == dims[i];
+    if (!same) {
+        char got[128], want[128];
+        int a = snprintf(got, sizeof got, "%s[", kiln_dtype_name(t));
+        for (int i = 0; i < r && a < 100; i++)
+            a +=
+                snprintf(got + a, sizeof got - (size_t)a, "%s%lld", i ? ", " : "", (long long)d[i]);
+        snprintf(got + a, sizeof got - (size_t)a, "]");
+        a = snprintf(want, sizeof want, "f32[");
+        for (int i = 0; i < rank; i++)
+            a += snprintf(want + a, sizeof want - (size_t)a, "%s%lld", i ? ", " : "",
+                          (long long)dims[i]);
+        snprintf(want + a, sizeof want - (size_t)a, "]");
+        gpt_errf(err, "%s: tensor '%s' is %s; the model needs %s", path, name, got, want);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    kiln_status st = kiln_safetensors_read(f, name, out);
+    if (st) gpt_errf(err, "%s: reading '%s': %s", path, name, kiln_last_error(ctx));
+    return st;
+}
+
+kiln_status gpt_checkpoint_load(kiln_context *ctx, const char *path, const gpt_config *cfg,
+                                kiln_array **params, kiln_array **m, kiln_array **v, char *err) {
+    kiln_safetensors *f;
+    kiln_status st = kiln_safetensors_open(ctx, path, &f);
+    if (st) {
+        gpt_errf(err, "%s", kiln_last_error(ctx));
+        return st;
+    }
+    int P = gpt_num_params(cfg), groups = m && v ? 3 : 1;
+    kiln_array **dst[3] = {params, m, v};
+    for (int k = 0; k < groups; k++)
+        for (int i = 0; i < P; i++) dst[k][i] = NULL;
+    for (int k = 0; k < groups && !st; k++)
+        for (int i = 0; i < P && !st; i++) {
+            char base[GPT_NAME_MAX], name[GPT_NAME_MAX + 8];
+            int rank;
+            int64_t dims[2];
+            gpt_param_info(cfg, i, base, &rank, dims);
+            snprintf(name, sizeof name, "%s%s", k == 0 ? "" : k == 1 ? "opt.m." : "opt.v.", base);
+            st = read_tensor(ctx, f, path, name, rank, dims, &dst[k][i], err);
+        }
+    kiln_safetensors_close(f);
+    if (st)
+        for (int k = 0; k < groups; k++)
+            for (int i = 0; i < P; i++) kiln_array_destroy(dst[k][i]), dst[k][i] = NULL;
+    return st;
+}

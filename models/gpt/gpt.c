@@ -1,0 +1,439 @@
+/* gpt.c — the GPT model traced on a kiln graph (forward, loss, the training step), its
+ * parameters and their initialisation, the learning-rate schedule and the corpus.
+ *
+ * The model is traced for whatever float dtype its parameters have (f32 for training,
+ * f64 for the gradient tests): every constant is made in that dtype. Linear layers work on
+ * [B*S, C] matrices (one 2-D product each); attention keeps the [B, S, H, hs] layout the
+ * qkv product gives and contracts with dot_generals batched over (B, H), so no loop over
+ * heads or batch entries exists anywhere. The causal mask is a compare of two iotas under
+ * a select, which fusion folds into the softmax's loops (no [T, T] constant is stored).
+ * Builder errors are sticky on the graph, so the tracing functions check nothing
+ * themselves: kiln_graph_finish reports the first error. */
+#include "gpt_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gpt_errf(char *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, GPT_ERR_SIZE, fmt, ap);
+    va_end(ap);
+}
+
+static const char *const layer_tensor[GPT_PARAMS_PER_LAYER] = {
+    "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
+    "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
+    "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias"};
+enum { LN1_W, LN1_B, ATTN_W, ATTN_B, APROJ_W, APROJ_B, LN2_W, LN2_B, FC_W, FC_B, MPROJ_W, MPROJ_B };
+
+kiln_status gpt_config_check(const gpt_config *c, char *err) {
+    const struct {
+        const char *name;
+        int v, max;
+    } f[] = {{"vocab", c->vocab, 1 << 20},
+             {"context", c->context, 1 << 16},
+             {"layers", c->layers, 1024},
+             {"heads", c->heads, 1024},
+             {"channels", c->channels, 1 << 16}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v < 1 || f[i].v > f[i].max) {
+            gpt_errf(err, "gpt config: %s is %d; it must be in [1, %d]", f[i].name, f[i].v,
+                     f[i].max);
+            return KILN_STATUS_INVALID_ARGUMENT;
+        }
+    if (c->channels % c->heads) {
+        gpt_errf(err, "gpt config: channels (%d) must be a multiple of heads (%d)", c->channels,
+                 c->heads);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    return KILN_STATUS_OK;
+}
+
+int gpt_num_params(const gpt_config *cfg) {
+    return GPT_PARAMS_PER_LAYER * cfg->layers + 4;
+}
+
+bool gpt_param_info(const gpt_config *c, int i, char *name, int *rank, int64_t *dims) {
+    int n = gpt_num_params(c);
+    int64_t C = c->channels;
+    if (i < 0 || i >= n) return false;
+    if (i < 2) {
+        snprintf(name, GPT_NAME_MAX, "%s", i ? "wpe" : "wte");
+        *rank = 2, dims[0] = i ? c->context : c->vocab, dims[1] = C;
+        return true;
+    }
+    if (i >= n - 2) {
+        snprintf(name, GPT_NAME_MAX, "ln_f.%s", i == n - 2 ? "weight" : "bias");
+        *rank = 1, dims[0] = C;
+        return true;
+    }
+    int l = (i - 2) / GPT_PARAMS_PER_LAYER, t = (i - 2) % GPT_PARAMS_PER_LAYER;
+    snprintf(name, GPT_NAME_MAX, "h.%d.%s", l, layer_tensor[t]);
+    static const int64_t in[GPT_PARAMS_PER_LAYER] = {0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 0};
+    static const int64_t out[GPT_PARAMS_PER_LAYER] = {1, 1, 3, 3, 1, 1, 1, 1, 4, 4, 1, 1};
+    if (in[t]) {
+        *rank = 2, dims[0] = in[t] * C, dims[1] = out[t] * C;
+    } else {
+        *rank = 1, dims[0] = out[t] * C;
+    }
+    return true;
+}
+
+bool gpt_param_decays(const gpt_config *cfg, int i) {
+    char name[GPT_NAME_MAX];
+    int rank;
+    int64_t dims[2];
+    return gpt_param_info(cfg, i, name, &rank, dims) && rank == 2;
+}
+
+int64_t gpt_count_scalars(const gpt_config *cfg) {
+    int64_t total = 0, dims[2];
+    int rank;
+    char name[GPT_NAME_MAX];
+    for (int i = 0; gpt_param_info(cfg, i, name, &rank, dims); i++)
+        total += dims[0] * (rank == 2 ? dims[1] : 1);
+    return total;
+}
+
+/* ------------------------------------------------------------ generator ---- */
+
+uint64_t gpt_rng_next(uint64_t *state) { /* splitmix64 */
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rng_normal(uint64_t *s) { /* Box-Muller, one value per call */
+    double u1 = ((double)(gpt_rng_next(s) >> 11) + 0.5) * 0x1p-53;
+    double u2 = (double)(gpt_rng_next(s) >> 11) * 0x1p-53;
+    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+kiln_status gpt_init_params(kiln_context *ctx, const gpt_config *cfg, kiln_dtype dtype,
+                            uint64_t seed, kiln_array **params, char *err) {
+    kiln_status st = gpt_config_check(cfg, err);
+    if (st) return st;
+    if (dtype != KILN_DTYPE_F32 && dtype != KILN_DTYPE_F64) {
+        gpt_errf(err, "gpt_init_params: dtype %s; the model is f32 or f64", kiln_dtype_name(dtype));
+        return KILN_STATUS_DTYPE;
+    }
+    int n = gpt_num_params(cfg);
+    for (int i = 0; i < n; i++) params[i] = NULL;
+    double proj_std = 0.02 / sqrt(2.0 * cfg->layers);
+    for (int i = 0; i < n && !st; i++) {
+        char name[GPT_NAME_MAX];
+        int rank;
+        int64_t dims[2];
+        gpt_param_info(cfg, i, name, &rank, dims);
+        int64_t count = dims[0] * (rank == 2 ? dims[1] : 1);
+        double *v = malloc((size_t)count * sizeof *v);
+        void *buf = malloc((size_t)count * kiln_dtype_itemsize(dtype));
+        if (!v || !buf) {
+            free(v), free(buf);
+            gpt_errf(err, "gpt_init_params: out of host memory for %s", name);
+            st = KILN_STATUS_HOST_OOM;
+            break;
+        }
+        const char *dot = strrchr(name, '.');
+        bool is_ln = strstr(name, "ln_") != NULL;
+        for (int64_t j = 0; j < count; j++) {
+            if (rank == 2)
+                v[j] = rng_normal(&seed) * (strstr(name, "c_proj") ? proj_std : 0.02);
+            else
+                v[j] = is_ln && dot && !strcmp(dot, ".weight") ? 1.0 : 0.0;
+        }
+        for (int64_t j = 0; j < count; j++) {
+            if (dtype == KILN_DTYPE_F32)
+                ((float *)buf)[j] = (float)v[j];
+            else
+                ((double *)buf)[j] = v[j];
+        }
+        st = kiln_array_create(ctx, dtype, rank, dims, buf, &params[i]);
+        if (st) gpt_errf(err, "gpt_init_params: %s: %s", name, kiln_last_error(ctx));
+        free(v), free(buf);
+    }
+    if (st)
+        for (int i = 0; i < n; i++) kiln_array_destroy(params[i]), params[i] = NULL;
+    return st;
+}
+
+/* --------------------------------------------------------------- model ---- */
+
+void gpt_make_params(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, kiln_value *p) {
+    char name[GPT_NAME_MAX];
+    int rank;
+    int64_t dims[2];
+    for (int i = 0; gpt_param_info(cfg, i, name, &rank, dims); i++)
+        p[i] = kiln_parameter(g, name, dtype, rank, dims);
+}
+
+static kiln_dtype dtype_of(kiln_graph *g, kiln_value v) {
+    kiln_dtype t = KILN_DTYPE_F32;
+    kiln_value_type(g, v, &t, NULL, NULL);
+    return t;
+}
+
+static kiln_value reshape2(kiln_graph *g, kiln_value x, int64_t a, int64_t b) {
+    int64_t d[2] = {a, b};
+    return kiln_reshape(g, x, 2, d);
+}
+
+static kiln_value reshape4(kiln_graph *g, kiln_value x, int64_t a, int64_t b, int64_t c,
+                           int64_t e) {
+    int64_t d[4] = {a, b, c, e};
+    return kiln_reshape(g, x, 4, d);
+}
+
+/* x [N, in] @ w [in, out] + b [out] */
+static kiln_value linear(kiln_graph *g, kiln_value x, kiln_value w, kiln_value b) {
+    return kiln_add(g, kiln_matmul(g, x, w), b);
+}
+
+/* Causal self-attention of a [B*S, C] input; returns [B*S, C] before c_proj. */
+static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const kiln_value *lp,
+                            kiln_value a, int64_t B, int64_t S) {
+    int64_t C = cfg->channels, H = cfg->heads, hs = C / H;
+    kiln_dtype dt = dtype_of(g, a);
+    kiln_value qkv = linear(g, a, lp[ATTN_W], lp[ATTN_B]); /* [B*S, 3C] */
+    kiln_value part[3];
+    for (int j = 0; j < 3; j++) {
+        int64_t lo[2] = {0, j * C}, hi[2] = {B * S, (j + 1) * C};
+        part[j] = reshape4(g, kiln_slice(g, qkv, lo, hi, NULL), B, S, H, hs); /* [B,S,H,hs] */
+    }
+    /* scores[b, h, t, s] = q[b, t, h, :] . k[b, s, h, :] */
+    kiln_dot_dims qk = {.n_contract = 1,
+                        .lhs_contract = {3},
+                        .rhs_contract = {3},
+                        .n_batch = 2,
+                        .lhs_batch = {0, 2},
+                        .rhs_batch = {0, 2}};
+    kiln_value s = kiln_dot_general(g, part[0], part[1], &qk); /* [B, H, S, S] */
+    s = kiln_mul(g, s, kiln_scalar(g, dt, 1.0 / sqrt((double)hs)));
+    int64_t ss[2] = {S, S};
+    kiln_value causal = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, ss, 0),
+                                     kiln_iota(g, KILN_DTYPE_I32, 2, ss, 1), KILN_CMP_GE);
+    s = kiln_select(g, causal, s, kiln_scalar(g, dt, -1e9));
+    kiln_value p = kiln_softmax(g, s, -1);
+    /* y[b, h, t, :] = sum_s p[b, h, t, s] v[b, s, h, :] */
+    kiln_dot_dims pv = {.n_contract = 1,
+                        .lhs_contract = {3},
+                        .rhs_contract = {1},
+                        .n_batch = 2,
+                        .lhs_batch = {0, 1},
+                        .rhs_batch = {0, 2}};
+    kiln_value y = kiln_dot_general(g, p, part[2], &pv); /* [B, H, S, hs] */
+    int perm[4] = {0, 2, 1, 3};
+    return reshape2(g, kiln_transpose(g, y, perm), B * S, C);
+}
+
+kiln_value gpt_hidden(kiln_graph *g, const gpt_config *cfg, const kiln_value *p, kiln_value idx) {
+    int64_t d[KILN_MAX_RANK] = {0};
+    int rank = 0;
+    kiln_value_type(g, idx, NULL, &rank, d);
+    int64_t B = d[0], S = rank == 2 ? d[1] : 0, C = cfg->channels;
+    int64_t lo[2] = {0, 0}, hi[2] = {S, C};
+    kiln_value pos = kiln_slice(g, p[1], lo, hi, NULL);            /* [S, C] */
+    kiln_value x = kiln_add(g, kiln_take_rows(g, p[0], idx), pos); /* [B, S, C] */
+    x = reshape2(g, x, B * S, C);
+    for (int l = 0; l < cfg->layers; l++) {
+        const kiln_value *lp = p + 2 + GPT_PARAMS_PER_LAYER * l;
+        kiln_value a = kiln_layer_norm(g, x, lp[LN1_W], lp[LN1_B], 1e-5);
+        x = kiln_add(g, x, linear(g, attention(g, cfg, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]));
+        kiln_value m = kiln_layer_norm(g, x, lp[LN2_W], lp[LN2_B], 1e-5);
+        m = kiln_gelu(g, linear(g, m, lp[FC_W], lp[FC_B]));
+        x = kiln_add(g, x, linear(g, m, lp[MPROJ_W], lp[MPROJ_B]));
+    }
+    int n = gpt_num_params(cfg);
+    return kiln_layer_norm(g, x, p[n - 2], p[n - 1], 1e-5);
+}
+
+kiln_value gpt_head(kiln_graph *g, const kiln_value *p, kiln_value h) {
+    kiln_dot_dims nt = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {1}};
+    return kiln_dot_general(g, h, p[0], &nt); /* h @ wte^T */
+}
+
+kiln_value gpt_loss(kiln_graph *g, const gpt_config *cfg, const kiln_value *p, kiln_value idx,
+                    kiln_value targets) {
+    kiln_value logits = gpt_head(g, p, gpt_hidden(g, cfg, p, idx));
+    int64_t n = -1;
+    kiln_value flat = kiln_reshape(g, targets, 1, &n);
+    return kiln_mean(g, kiln_softmax_cross_entropy(g, logits, flat), 0, NULL, false);
+}
+
+kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
+                           const gpt_step_spec *s, char *err) {
+    int P = gpt_num_params(cfg);
+    /* a: params, m, v (3P); grads (P); outs (3P + 1); per group: 4 input lists, 3 output
+     * lists (7P) and the indices */
+    kiln_value *a = calloc((size_t)(14 * P + 1), sizeof *a);
+    int *idxs = calloc((size_t)P, sizeof *idxs);
+    if (!a || !idxs) {
+        free(a), free(idxs);
+        gpt_errf(err, "gpt step: out of host memory");
+        return KILN_STATUS_HOST_OOM;
+    }
+    kiln_value *grads = a + 3 * P, *outs = a + 4 * P, *lists = a + 7 * P + 1;
+    gpt_make_params(g, cfg, dtype, a);
+    char name[GPT_NAME_MAX + 8];
+    for (int k = 1; k < 3; k++)
+        for (int i = 0; i < P; i++) {
+            int rank;
+            int64_t dims[2];
+            char pn[GPT_NAME_MAX];
+            gpt_param_info(cfg, i, pn, &rank, dims);
+            snprintf(name, sizeof name, "opt.%c.%s", "mv"[k - 1], pn);
+            a[k * P + i] = kiln_parameter(g, name, dtype, rank, dims);
+        }
+    int64_t bt[2] = {s->batch, s->seq};
+    kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
+    kiln_value targets = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
+    kiln_value lr = kiln_parameter(g, "lr", KILN_DTYPE_F32, 0, NULL);
+    kiln_value step = kiln_parameter(g, "step", KILN_DTYPE_I32, 0, NULL);
+
+    kiln_value loss = gpt_loss(g, cfg, a, idx, targets);
+    kiln_grad(g, loss, P, a, grads);
+    if (s->clip > 0)
+        kiln_optim_clip_by_global_norm(g, kiln_scalar(g, KILN_DTYPE_F64, s->clip), P, grads, grads,
+                                       NULL);
+    /* Two AdamW groups, as torch's param_groups: the decayed matrices and the undecayed
+     * vectors, each passed to kiln_optim_adamw as lists of its own. */
+    for (int group = 0; group < 2; group++) {
+        int k = 0;
+        for (int i = 0; i < P; i++)
+            if (gpt_param_decays(cfg, i) == (group == 0)) idxs[k++] = i;
+        if (!k) continue;
+        kiln_value *gp = lists, *gg = lists + P, *gm = lists + 2 * P, *gv = lists + 3 * P;
+        kiln_value *np = lists + 4 * P, *nm = lists + 5 * P, *nv = lists + 6 * P;
+        for (int j = 0; j < k; j++) {
+            gp[j] = a[idxs[j]], gg[j] = grads[idxs[j]];
+            gm[j] = a[P + idxs[j]], gv[j] = a[2 * P + idxs[j]];
+        }
+        kiln_adamw_options o = {
+            .lr = lr,
+            .step = step,
+            .b1 = kiln_scalar(g, KILN_DTYPE_F64, 0.9),
+            .b2 = kiln_scalar(g, KILN_DTYPE_F64, 0.95),
+            .eps = kiln_scalar(g, KILN_DTYPE_F64, 1e-8),
+            .weight_decay = kiln_scalar(g, KILN_DTYPE_F64, group == 0 ? s->weight_decay : 0.0)};
+        kiln_optim_adamw(g, &o, k, gp, gg, gm, gv, np, nm, nv);
+        for (int j = 0; j < k; j++)
+            outs[idxs[j]] = np[j], outs[P + idxs[j]] = nm[j], outs[2 * P + idxs[j]] = nv[j];
+    }
+    outs[3 * P] = loss;
+    kiln_status st = kiln_graph_finish(g, 3 * P + 1, outs);
+    if (st) gpt_errf(err, "gpt step: %s", kiln_graph_error(g));
+    free(a), free(idxs);
+    return st;
+}
+
+double gpt_lr_at(int s, int total, int warmup, double peak) {
+    if (s < warmup) return peak * (s + 1) / warmup;
+    double min_lr = 0.1 * peak, span = total - warmup > 1 ? total - warmup : 1;
+    return min_lr + 0.5 * (1 + cos(3.141592653589793 * (s - warmup) / span)) * (peak - min_lr);
+}
+
+/* ---------------------------------------------------------------- data ---- */
+
+/* The fallback corpus when the system has no GPL-3 text: sentences of plain English
+ * words from a seeded generator, so a byte model still has structure to learn. */
+static unsigned char *generated_corpus(int64_t *n) {
+    static const char *const words[] = {
+        "the",   "a",      "model",  "learns", "to",    "predict", "next",    "byte",  "of",
+        "text",  "and",    "memory", "is",     "shown", "at",      "every",   "step",  "when",
+        "it",    "trains", "on",     "small",  "files", "with",    "kiln",    "which", "plans",
+        "where", "each",   "buffer", "lives",  "so",    "that",    "nothing", "is",    "wasted"};
+    const int nw = (int)(sizeof words / sizeof words[0]);
+    int64_t cap = 300000, len = 0;
+    unsigned char *buf = malloc((size_t)cap + 64);
+    if (!buf) return NULL;
+    uint64_t s = 42;
+    while (len < cap) {
+        int sentence = 4 + (int)(gpt_rng_next(&s) % 9);
+        for (int w = 0; w < sentence && len < cap; w++) {
+            const char *word = words[gpt_rng_next(&s) % (uint64_t)nw];
+            size_t k = strlen(word);
+            memcpy(buf + len, word, k);
+            if (w == 0) buf[len] = (unsigned char)(buf[len] - 'a' + 'A');
+            len += (int64_t)k;
+            buf[len++] = w + 1 == sentence ? '.' : ' ';
+        }
+        buf[len++] = gpt_rng_next(&s) % 4 ? ' ' : '\n';
+    }
+    *n = len;
+    return buf;
+}
+
+kiln_status gpt_data_load(kiln_context *ctx, const char *path, int context, gpt_data *d,
+                          char *err) {
+    (void)ctx;
+    memset(d, 0, sizeof *d);
+    const char *fallback = "/usr/share/common-licenses/GPL-3";
+    bool user = path && *path;
+    const char *p = user ? path : fallback;
+    FILE *f = fopen(p, "rb");
+    if (!f && user) {
+        gpt_errf(err, "cannot open the corpus '%s': %s", p, strerror(errno));
+        return KILN_STATUS_IO;
+    }
+    if (f) {
+        int64_t cap = 1 << 16, n = 0;
+        unsigned char *buf = malloc((size_t)cap);
+        size_t got;
+        while (buf && (got = fread(buf + n, 1, (size_t)(cap - n), f)) > 0) {
+            n += (int64_t)got;
+            if (n == cap) {
+                unsigned char *nb = realloc(buf, (size_t)cap * 2);
+                if (!nb) free(buf);
+                buf = nb, cap *= 2;
+            }
+        }
+        bool bad = ferror(f);
+        fclose(f);
+        if (!buf) {
+            gpt_errf(err, "out of host memory reading the corpus '%s'", p);
+            return KILN_STATUS_HOST_OOM;
+        }
+        if (bad) {
+            free(buf);
+            gpt_errf(err, "cannot read the corpus '%s': %s", p, strerror(errno));
+            return KILN_STATUS_IO;
+        }
+        d->bytes = buf, d->n = n;
+    } else {
+        d->bytes = generated_corpus(&d->n);
+        if (!d->bytes) {
+            gpt_errf(err, "out of host memory making the generated corpus");
+            return KILN_STATUS_HOST_OOM;
+        }
+    }
+    d->n_train = d->n - d->n / 10;
+    if (d->n_train < context + 2 || d->n - d->n_train < context + 2) {
+        gpt_errf(err,
+                 "the corpus '%s' has %lld bytes: too short for a context of %d (each split "
+                 "needs %d bytes; the validation split is the last 10%%)",
+                 user ? path : "(default)", (long long)d->n, context, context + 2);
+        gpt_data_free(ctx, d);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    return KILN_STATUS_OK;
+}
+
+void gpt_data_free(kiln_context *ctx, gpt_data *d) {
+    (void)ctx;
+    free(d->bytes);
+    memset(d, 0, sizeof *d);
+}
+
+void gpt_data_batch(const gpt_data *d, bool validation, uint64_t *rng, int B, int T, int32_t *tok) {
+    int64_t lo = validation ? d->n_train : 0, hi = validation ? d->n : d->n_train;
+    uint64_t windows = (uint64_t)(hi - lo - (T + 1) + 1);
+    for (int b = 0; b < B; b++) {
+        int64_t start = lo + (int64_t)(gpt_rng_next(rng) % windows);
+        for (int t = 0; t <= T; t++) tok[(int64_t)b * (T + 1) + t] = d->bytes[start + t];
+    }
+}

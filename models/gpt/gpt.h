@@ -1,0 +1,194 @@
+/* gpt.h — a GPT-2-style byte-level language model written on kiln's public API, and the
+ * library behind `kiln train` and `kiln sample` (docs/training.md).
+ *
+ * The model, its parameter names and shapes, the optimiser, the schedule, the data split
+ * and the checkpoint layout follow one shared spec (the JAX and PyTorch side-by-side
+ * scripts in bench/gpt/ follow it too): learned token and position embeddings,
+ * pre-LayerNorm blocks of causal multi-head attention and a GELU-tanh MLP (4C), a final
+ * LayerNorm and an LM head tied to the token embedding. Parameters are in "x @ W" layout
+ * (W is [in, out]). Everything here uses kiln.h only, as a user's program would.
+ *
+ * Parameter order (the index used by every array of parameters below):
+ *   0 wte [V, C], 1 wpe [T, C], then per layer l the 12 tensors
+ *   ln_1.weight, ln_1.bias, attn.c_attn.weight, attn.c_attn.bias, attn.c_proj.weight,
+ *   attn.c_proj.bias, ln_2.weight, ln_2.bias, mlp.c_fc.weight, mlp.c_fc.bias,
+ *   mlp.c_proj.weight, mlp.c_proj.bias (named "h.<l>.<tensor>"), then ln_f.weight, ln_f.bias.
+ */
+#ifndef KILN_GPT_H
+#define KILN_GPT_H
+
+#include "kiln.h"
+
+#include <signal.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpt_config {
+    int vocab;    /* V: 256 for bytes */
+    int context;  /* T: the longest sequence, the rows of wpe */
+    int layers;   /* L */
+    int heads;    /* H; channels % heads == 0 */
+    int channels; /* C */
+} gpt_config;
+
+#define GPT_PARAMS_PER_LAYER 12
+#define GPT_NAME_MAX         64
+
+/* Errors: every fallible gpt_* call takes err, a buffer of GPT_ERR_SIZE bytes, and on
+ * failure writes there what went wrong and where (a kiln call's failure carries kiln's
+ * message). The returned status is kiln's (INVALID_ARGUMENT for a bad value or file
+ * content, IO for a file that cannot be read or written). */
+#define GPT_ERR_SIZE 1024
+
+/* Checks the config (positive sizes, C % H == 0, sizes that fit an int64 product);
+ * KILN_STATUS_INVALID_ARGUMENT with a message naming the field otherwise. */
+kiln_status gpt_config_check(const gpt_config *cfg, char *err);
+/* 12 L + 4 */
+int gpt_num_params(const gpt_config *cfg);
+/* Parameter i's name (into name, GPT_NAME_MAX bytes), rank and dims. False if i is out of
+ * range. */
+bool gpt_param_info(const gpt_config *cfg, int i, char *name, int *rank, int64_t *dims);
+/* True for the parameters AdamW decays: the rank-2 ones (matrices and embeddings). */
+bool gpt_param_decays(const gpt_config *cfg, int i);
+/* The number of scalars in all parameters. */
+int64_t gpt_count_scalars(const gpt_config *cfg);
+
+/* Makes the parameters as arrays of dtype (f32 or f64), initialised as the spec says
+ * (normal(0, 0.02); c_proj weights normal(0, 0.02 / sqrt(2L)); biases 0; LayerNorm
+ * weights 1) from seed. params receives gpt_num_params arrays; on failure none is left. */
+kiln_status gpt_init_params(kiln_context *ctx, const gpt_config *cfg, kiln_dtype dtype,
+                            uint64_t seed, kiln_array **params, char *err);
+
+/* Traces the model on g. params: gpt_num_params values (the dtype of wte is the model's:
+ * f32 or f64). idx: [B, S] i32 tokens, S <= context. Returns the final hidden states
+ * after ln_f, [B*S, C] (the invalid value on a builder error, sticky on g). */
+kiln_value gpt_hidden(kiln_graph *g, const gpt_config *cfg, const kiln_value *params,
+                      kiln_value idx);
+/* The logits of hidden rows h [N, C] through the tied head: [N, V]. */
+kiln_value gpt_head(kiln_graph *g, const kiln_value *params, kiln_value h);
+/* The mean cross-entropy of the next-byte prediction: idx, targets [B, S] i32. Rank 0. */
+kiln_value gpt_loss(kiln_graph *g, const gpt_config *cfg, const kiln_value *params, kiln_value idx,
+                    kiln_value targets);
+
+/* Makes one parameter of g per model parameter, in order, with its spec name. */
+void gpt_make_params(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, kiln_value *params);
+
+/* The training step as one graph: arguments params (P), m (P), v (P), idx [B, T] i32,
+ * targets [B, T] i32, lr (rank 0, f32), step (rank 0 i32: the 1-based update number);
+ * outputs new params (P), new m (P), new v (P), then the loss (the loss before the update).
+ * AdamW with b1 0.9, b2 0.95, eps 1e-8, weight decay wd on the decayed parameters and 0 on
+ * the rest; clip (> 0) clips the gradients by their global norm first. */
+typedef struct gpt_step_spec {
+    int batch;
+    int seq; /* T of the batches; <= context */
+    double weight_decay;
+    double clip; /* 0: none */
+} gpt_step_spec;
+kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
+                           const gpt_step_spec *s, char *err);
+
+/* The learning rate at step s (0-based) of total: linear warmup over warmup steps, then
+ * cosine decay to 0.1 peak. */
+double gpt_lr_at(int s, int total, int warmup, double peak);
+
+/* ---------------------------------------------------------------- data ---- */
+
+/* A corpus: the bytes of a file, split into training (first 90%) and validation (last 10%). */
+typedef struct gpt_data {
+    unsigned char *bytes;
+    int64_t n, n_train;
+} gpt_data;
+
+/* Reads path (NULL or "": the default corpus, /usr/share/common-licenses/GPL-3, else a
+ * generated English-like text). KILN_STATUS_IO naming the file if it cannot be read;
+ * INVALID_ARGUMENT if either split is too short for a window of context + 1 bytes. */
+kiln_status gpt_data_load(kiln_context *ctx, const char *path, int context, gpt_data *d, char *err);
+void gpt_data_free(kiln_context *ctx, gpt_data *d);
+/* The seeded generator of the batches (splitmix64): its whole state is one uint64. */
+uint64_t gpt_rng_next(uint64_t *state);
+/* B random windows of T + 1 bytes from [lo, hi) of the corpus into tok ([B, T+1]). */
+void gpt_data_batch(const gpt_data *d, bool validation, uint64_t *rng, int B, int T, int32_t *tok);
+
+/* ----------------------------------------------------------- training ---- */
+
+typedef struct gpt_train_options {
+    gpt_config model;
+    int batch, steps, warmup;
+    double lr, weight_decay, clip;
+    uint64_t seed;
+    const char *data;    /* corpus file; NULL: the default */
+    const char *out_dir; /* where losses.csv, summary.json, the SVGs and model.safetensors go */
+    const char *init;    /* start from these parameters (safetensors), or NULL */
+    const char *batches; /* raw int32 [steps, B, T+1] training batches, or NULL */
+    const char *resume;  /* a checkpoint to continue from, or NULL */
+    int eval_every;      /* validation loss every N steps (and at the last); 0: never */
+    int eval_batches;    /* batches of B in each validation; 0: 4 */
+    int save_every;      /* checkpoint every N steps; 0: at the end only */
+    int stop_after;      /* stop (and save) after this many steps in this run; 0: none */
+    /* A device memory budget for the step (rematerialisation): bytes, or a share of the
+     * device in (0, 1]; 0: none. Not available yet: a budget is KILN_STATUS_UNIMPLEMENTED
+     * until kiln_compile_options has one (compile_programs in train.c passes it on). */
+    uint64_t memory_budget;
+    double memory_budget_fraction;
+    FILE *progress;              /* where progress lines and the summary go; NULL: none */
+    bool progress_is_tty;        /* \r-updated line instead of one line per report */
+    int print_every;             /* plain-line progress every N steps; 0: 10 */
+    bool no_summary;             /* the summary to DIR/summary.txt only, not to progress */
+    volatile sig_atomic_t *stop; /* set (by a SIGINT handler) to stop after this step */
+} gpt_train_options;
+
+/* What a run did (filled by gpt_train, also on most failures, as far as it got). */
+typedef struct gpt_train_result {
+    int steps_done; /* the step count of the final state (includes resumed steps) */
+    double first_loss, final_loss, final_val_loss; /* val NaN if never evaluated */
+    double compile_ms, ms_per_step_median, tokens_per_s;
+    uint64_t planned_peak_bytes, measured_peak_bytes;
+    int64_t params;
+    bool interrupted;
+} gpt_train_result;
+
+/* Sets the defaults the CLI documents (a small model that trains on 2 cores). */
+void gpt_train_defaults(gpt_train_options *o);
+/* Reads a checkpoint's recipe (model config, batch, steps, warmup, lr, weight decay,
+ * clip, seed) into o, so that a resumed run is the same run. */
+kiln_status gpt_checkpoint_read_options(kiln_context *ctx, const char *path, gpt_train_options *o,
+                                        char *err);
+kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_result *r,
+                      char *err);
+
+/* Saves params (and, when m and v are not NULL, the AdamW moments and the training state
+ * in the metadata) atomically to path. */
+kiln_status gpt_checkpoint_save(kiln_context *ctx, const char *path, const gpt_config *cfg,
+                                kiln_array *const *params, kiln_array *const *m,
+                                kiln_array *const *v, int n_meta, const char *const *meta_kv,
+                                char *err);
+/* Loads the parameters of cfg from path (every name present, every dtype f32 and shape
+ * right, else INVALID_ARGUMENT naming the tensor); m and v likewise when not NULL. */
+kiln_status gpt_checkpoint_load(kiln_context *ctx, const char *path, const gpt_config *cfg,
+                                kiln_array **params, kiln_array **m, kiln_array **v, char *err);
+/* The model config stored in a checkpoint's metadata. */
+kiln_status gpt_checkpoint_config(kiln_context *ctx, const char *path, gpt_config *cfg, char *err);
+
+/* ----------------------------------------------------------- sampling ---- */
+
+typedef struct gpt_sample_options {
+    const char *checkpoint;
+    const char *prompt; /* bytes to start from; NULL or "": a newline */
+    int length;         /* bytes to generate */
+    double temperature; /* 0: greedy */
+    int top_k;          /* 0: all */
+    uint64_t seed;
+} gpt_sample_options;
+
+/* Generates o->length bytes after the prompt and writes them to out (a buffer of
+ * o->length bytes). */
+kiln_status gpt_sample(kiln_context *ctx, const gpt_sample_options *o, unsigned char *out,
+                       char *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_GPT_H */

@@ -1,0 +1,344 @@
+/* test_gpt.c — the GPT of models/gpt: the forward pass compiled against the reference
+ * interpreter, gradients (f64) against central finite differences, a few training steps
+ * lowering the loss, checkpoints (round trip bit-exact, resume identical to an
+ * uninterrupted run, corrupt / truncated / wrong-shape files refused with a message that
+ * says what is wrong). Tiny configurations: every part runs in about a second. */
+#include "compare.h"
+#include "gpt.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const gpt_config tiny = {
+    .vocab = 256, .context = 8, .layers = 2, .heads = 2, .channels = 16};
+
+static kiln_array *tokens(kiln_context *ctx, int B, int T, uint64_t seed) {
+    int32_t buf[256];
+    for (int i = 0; i < B * T; i++) buf[i] = (int32_t)(gpt_rng_next(&seed) % 256);
+    int64_t d[2] = {B, T};
+    kiln_array *a = NULL;
+    kiln_array_create(ctx, KILN_DTYPE_I32, 2, d, buf, &a);
+    return a;
+}
+
+/* Parameters with random LayerNorm scales and biases too (init makes them 1 and 0, which
+ * would leave their gradients' tests weak), drawn uniformly in [-0.5, 0.5) + base. */
+static void random_params(kiln_context *ctx, const gpt_config *cfg, kiln_dtype t, kiln_array **p) {
+    char err[GPT_ERR_SIZE];
+    CHECK_OK(ctx, gpt_init_params(ctx, cfg, t, 7, p, err));
+    uint64_t s = 99;
+    for (int i = 0; i < gpt_num_params(cfg); i++) {
+        char name[GPT_NAME_MAX];
+        int rank;
+        int64_t dims[2];
+        gpt_param_info(cfg, i, name, &rank, dims);
+        if (rank == 2) continue;
+        int64_t n = dims[0];
+        double v[256];
+        float f[256];
+        for (int64_t j = 0; j < n && j < 256; j++)
+            v[j] = (strstr(name, "weight") ? 1.0 : 0.0) + (test_rng_unit(&s) - 0.5),
+            f[j] = (float)v[j];
+        kiln_array_destroy(p[i]);
+        kiln_array_create(ctx, t, 1, dims, t == KILN_DTYPE_F64 ? (void *)v : (void *)f, &p[i]);
+    }
+}
+
+/* The full context and a shorter sequence (positions 0..S-1 of wpe). */
+static void test_forward_vs_reference(kiln_context *ctx) {
+    int P = gpt_num_params(&tiny), B = 2;
+    for (int T = 8; T >= 5; T -= 3) {
+        kiln_graph *g;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_forward", &g));
+        kiln_value p[64];
+        gpt_make_params(g, &tiny, KILN_DTYPE_F32, p);
+        int64_t bt[2] = {B, T};
+        kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
+        kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
+        kiln_value outs[2] = {gpt_head(g, p, gpt_hidden(g, &tiny, p, idx)),
+                              gpt_loss(g, &tiny, p, idx, tgt)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        kiln_array *args[64];
+        random_params(ctx, &tiny, KILN_DTYPE_F32, args);
+        args[P] = tokens(ctx, B, T, 1), args[P + 1] = tokens(ctx, B, T, 2);
+        CHECK_MSG(cmp_graph(ctx, g, P + 2, args, NULL, 1e-4, NULL), "sequence %d", T);
+        for (int i = 0; i < P + 2; i++) kiln_array_destroy(args[i]);
+        kiln_graph_destroy(g);
+    }
+}
+
+/* The loss of the f64 model at params p (an executable compiled once, run per probe). */
+static double loss_at(kiln_executable *e, kiln_array **args, int n) {
+    kiln_array *out = NULL;
+    double l = NAN;
+    if (kiln_executable_run(e, n, args, 1, &out) == KILN_STATUS_OK)
+        kiln_array_copy_to_host(out, &l, sizeof l);
+    kiln_array_destroy(out);
+    return l;
+}
+
+static void test_gradients_fd(kiln_context *ctx) {
+    const gpt_config c = {.vocab = 256, .context = 6, .layers = 1, .heads = 2, .channels = 8};
+    int P = gpt_num_params(&c), B = 2, T = 6;
+    kiln_graph *g, *gl;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_grad", &g));
+    CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_loss", &gl));
+    kiln_value p[64], q[64], grads[64];
+    int64_t bt[2] = {B, T};
+    gpt_make_params(g, &c, KILN_DTYPE_F64, p);
+    kiln_value loss = gpt_loss(g, &c, p, kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt),
+                               kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt));
+    kiln_grad(g, loss, P, p, grads);
+    CHECK_OK(ctx, kiln_graph_finish(g, P, grads));
+    gpt_make_params(gl, &c, KILN_DTYPE_F64, q);
+    kiln_value l2 = gpt_loss(gl, &c, q, kiln_parameter(gl, "idx", KILN_DTYPE_I32, 2, bt),
+                             kiln_parameter(gl, "targets", KILN_DTYPE_I32, 2, bt));
+    CHECK_OK(ctx, kiln_graph_finish(gl, 1, &l2));
+    kiln_executable *eg = NULL, *el = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &eg));
+    CHECK_OK(ctx, kiln_compile(gl, NULL, &el));
+    kiln_array *args[64], *gout[64];
+    random_params(ctx, &c, KILN_DTYPE_F64, args);
+    args[P] = tokens(ctx, B, T, 3), args[P + 1] = tokens(ctx, B, T, 4);
+    CHECK_OK(ctx, kiln_executable_run(eg, P + 2, args, P, gout));
+    int probes = 0, bad = 0;
+    uint64_t s = 5;
+    for (int i = 0; i < P; i++) {
+        int64_t n = kiln_array_size(args[i]);
+        double *w = malloc((size_t)n * sizeof *w), *gr = malloc((size_t)n * sizeof *gr);
+        kiln_array_copy_to_host(args[i], w, (size_t)n * sizeof *w);
+        kiln_array_copy_to_host(gout[i], gr, (size_t)n * sizeof *gr);
+        for (int k = 0; k < 3; k++) { /* three entries of every parameter */
+            int64_t j = (int64_t)(gpt_rng_next(&s) % (uint64_t)n);
+            const double h = 1e-5;
+            double orig = w[j], lp, lm;
+            int rank = kiln_array_rank(args[i]);
+            int64_t dims[2] = {kiln_array_dim(args[i], 0),
+                               rank == 2 ? kiln_array_dim(args[i], 1) : 0};
+            kiln_array *saved = args[i];
+            w[j] = orig + h;
+            kiln_array_create(ctx, KILN_DTYPE_F64, rank, dims, w, &args[i]);
+            lp = loss_at(el, args, P + 2);
+            kiln_array_destroy(args[i]);
+            w[j] = orig - h;
+            kiln_array_create(ctx, KILN_DTYPE_F64, rank, dims, w, &args[i]);
+            lm = loss_at(el, args, P + 2);
+            kiln_array_destroy(args[i]);
+            args[i] = saved, w[j] = orig;
+            double fd = (lp - lm) / (2 * h);
+            probes++;
+            if (!(fabs(fd - gr[j]) <= 1e-6 + 1e-5 * fabs(fd))) {
+                char name[GPT_NAME_MAX];
+                int r;
+                int64_t d[2];
+                gpt_param_info(&c, i, name, &r, d);
+                fprintf(stderr, "d loss / d %s[%lld]: kiln_grad %.10g, finite difference %.10g\n",
+                        name, (long long)j, gr[j], fd);
+                bad++;
+            }
+        }
+        free(w), free(gr);
+    }
+    CHECK_MSG(bad == 0, "%d of %d gradient probes off", bad, probes);
+    for (int i = 0; i < P; i++) kiln_array_destroy(gout[i]);
+    for (int i = 0; i < P + 2; i++) kiln_array_destroy(args[i]);
+    kiln_executable_destroy(eg), kiln_executable_destroy(el);
+    kiln_graph_destroy(g), kiln_graph_destroy(gl);
+}
+
+static void tiny_options(gpt_train_options *o, const char *out) {
+    gpt_train_defaults(o);
+    o->model = (gpt_config){.vocab = 256, .context = 16, .layers = 1, .heads = 2, .channels = 32};
+    o->batch = 4, o->steps = 40, o->warmup = 4, o->lr = 1e-2;
+    o->eval_every = 0, o->out_dir = out;
+}
+
+static void test_training_lowers_loss(kiln_context *ctx, const char *dir) {
+    gpt_train_options o;
+    char out[600], err[GPT_ERR_SIZE];
+    snprintf(out, sizeof out, "%s/lower", dir);
+    tiny_options(&o, out);
+    o.eval_every = 20;
+    gpt_train_result r;
+    kiln_status st = gpt_train(ctx, &o, &r, err);
+    CHECK_MSG(st == KILN_STATUS_OK, "%s", err);
+    CHECK(r.steps_done == 40);
+    /* From about ln 256 = 5.55 at the start, bytes of English text lose over a nat within
+     * 40 steps of this tiny model. */
+    CHECK_MSG(r.first_loss > 5.0 && r.first_loss < 6.0, "first loss %g", r.first_loss);
+    CHECK_MSG(r.final_loss < r.first_loss - 1.0, "loss %g -> %g", r.first_loss, r.final_loss);
+    CHECK_MSG(r.final_val_loss < r.first_loss - 1.0, "validation %g", r.final_val_loss);
+    CHECK(r.planned_peak_bytes > 0 && r.measured_peak_bytes == r.planned_peak_bytes);
+    static const char *const files[] = {"losses.csv", "summary.json", "loss.svg", "plan.svg",
+                                        "model.safetensors"};
+    for (int i = 0; i < 5; i++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s/%s", out, files[i]);
+        FILE *f = fopen(p, "rb");
+        CHECK_MSG(f != NULL, "%s missing", p);
+        if (f) fclose(f);
+    }
+}
+
+static char *slurp(const char *path, long *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)*n + 1);
+    if (b && fread(b, 1, (size_t)*n, f) != (size_t)*n) free(b), b = NULL;
+    if (b) b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+static void test_checkpoint_round_trip(kiln_context *ctx, const char *dir) {
+    int P = gpt_num_params(&tiny);
+    kiln_array *p[64], *q[64];
+    char path[600], err[GPT_ERR_SIZE];
+    snprintf(path, sizeof path, "%s/round.safetensors", dir);
+    random_params(ctx, &tiny, KILN_DTYPE_F32, p);
+    CHECK_OK(ctx, gpt_checkpoint_save(ctx, path, &tiny, p, NULL, NULL, 0, NULL, err));
+    kiln_status st = gpt_checkpoint_load(ctx, path, &tiny, q, NULL, NULL, err);
+    CHECK_MSG(st == KILN_STATUS_OK, "%s", err);
+    for (int i = 0; !st && i < P; i++) {
+        size_t n = kiln_array_nbytes(p[i]);
+        CHECK(kiln_array_nbytes(q[i]) == n);
+        char *a = malloc(n), *b = malloc(n);
+        kiln_array_copy_to_host(p[i], a, n), kiln_array_copy_to_host(q[i], b, n);
+        CHECK(!memcmp(a, b, n));
+        free(a), free(b);
+        kiln_array_destroy(q[i]);
+    }
+    gpt_config cfg;
+    CHECK_OK(ctx, gpt_checkpoint_config(ctx, path, &cfg, err));
+    CHECK(!memcmp(&cfg, &tiny, sizeof cfg));
+
+    /* Wrong shape: the file is the model with 16 channels, asked for as 32. */
+    gpt_config wide = tiny;
+    wide.channels = 32;
+    st = gpt_checkpoint_load(ctx, path, &wide, q, NULL, NULL, err);
+    CHECK_STATUS(st, KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err, "tensor 'wte' is f32[256, 16]; the model needs f32[256, 32]");
+    /* A missing tensor: a model with one more layer. */
+    gpt_config deeper = tiny;
+    deeper.layers = 3;
+    st = gpt_checkpoint_load(ctx, path, &deeper, q, NULL, NULL, err);
+    CHECK_STATUS(st, KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err, "no tensor 'h.2.ln_1.weight'");
+
+    /* Truncated: every prefix of the file is refused (never a crash), with the file named. */
+    long n;
+    char *bytes = slurp(path, &n), bad[620];
+    snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
+    int refused = 0, tried = 0;
+    for (long cut = 0; bytes && cut < n; cut += cut < 200 ? 7 : 997) {
+        FILE *f = fopen(bad, "wb");
+        fwrite(bytes, 1, (size_t)cut, f);
+        fclose(f);
+        tried++;
+        st = gpt_checkpoint_load(ctx, bad, &tiny, q, NULL, NULL, err);
+        refused += st != KILN_STATUS_OK && strstr(err, "bad.safetensors") != NULL;
+        if (st == KILN_STATUS_OK)
+            for (int i = 0; i < P; i++) kiln_array_destroy(q[i]);
+    }
+    CHECK_MSG(refused == tried, "%d of %d truncations refused", refused, tried);
+    /* Corrupt: the header's first bytes overwritten. */
+    if (bytes) {
+        memcpy(bytes + 8, "{\"wte\":[", 8);
+        FILE *f = fopen(bad, "wb");
+        fwrite(bytes, 1, (size_t)n, f);
+        fclose(f);
+        st = gpt_checkpoint_load(ctx, bad, &tiny, q, NULL, NULL, err);
+        CHECK(st != KILN_STATUS_OK);
+        CHECK_CONTAINS(err, "bad.safetensors");
+    }
+    free(bytes);
+    for (int i = 0; i < P; i++) kiln_array_destroy(p[i]);
+}
+
+/* A run stopped after 9 steps and resumed reaches the same losses and the same final
+ * parameters, bit for bit, as one run of all 20. */
+static void test_resume_identical(kiln_context *ctx, const char *dir) {
+    gpt_train_options o;
+    gpt_train_result r;
+    char a[600], b[600], err[GPT_ERR_SIZE], ck[700];
+    snprintf(a, sizeof a, "%s/whole", dir), snprintf(b, sizeof b, "%s/parts", dir);
+    tiny_options(&o, a);
+    o.steps = 20, o.eval_every = 5;
+    CHECK_MSG(gpt_train(ctx, &o, &r, err) == KILN_STATUS_OK, "%s", err);
+    o.out_dir = b, o.stop_after = 9;
+    CHECK_MSG(gpt_train(ctx, &o, &r, err) == KILN_STATUS_OK, "%s", err);
+    CHECK(r.steps_done == 9);
+    snprintf(ck, sizeof ck, "%s/model.safetensors", b);
+    gpt_train_options o2;
+    gpt_train_defaults(&o2);
+    CHECK_MSG(gpt_checkpoint_read_options(ctx, ck, &o2, err) == KILN_STATUS_OK, "%s", err);
+    CHECK(o2.steps == 20 && o2.batch == 4 && o2.lr == o.lr && o2.model.channels == 32);
+    o2.resume = ck, o2.out_dir = b, o2.eval_every = 5;
+    CHECK_MSG(gpt_train(ctx, &o2, &r, err) == KILN_STATUS_OK, "%s", err);
+    CHECK(r.steps_done == 20);
+
+    /* losses.csv of the resumed part (steps 10..20) equals the same lines of the whole run,
+     * the ms column aside. */
+    char pa[700], pb[700];
+    long na, nb;
+    snprintf(pa, sizeof pa, "%s/losses.csv", a), snprintf(pb, sizeof pb, "%s/losses.csv", b);
+    char *ta = slurp(pa, &na), *tb = slurp(pb, &nb);
+    int lines = 0, same = 0;
+    for (char *lb = tb ? strchr(tb, '\n') : NULL; lb && lb[1]; lb = strchr(lb + 1, '\n')) {
+        int step;
+        if (sscanf(lb + 1, "%d,", &step) != 1) break;
+        char key[16];
+        snprintf(key, sizeof key, "\n%d,", step);
+        char *la = ta ? strstr(ta, key) : NULL, *ea = la, *eb = lb;
+        lines++;
+        for (int c = 0; la && c < 3; c++) /* step,loss,val_loss, (then the time) */
+            ea = strchr(ea + 1, ','), eb = strchr(eb + 1, ',');
+        same += la && ea && eb && ea - la == eb - lb && !memcmp(la, lb, (size_t)(ea - la));
+    }
+    CHECK_MSG(lines == 11 && same == lines, "%d lines, %d the same", lines, same);
+    free(ta), free(tb);
+
+    /* The final checkpoints: parameters and moments equal bit for bit. */
+    snprintf(pa, sizeof pa, "%s/model.safetensors", a);
+    int P = gpt_num_params(&o.model);
+    kiln_array *s1[3 * 64], *s2[3 * 64];
+    kiln_status st1 = gpt_checkpoint_load(ctx, pa, &o.model, s1, s1 + P, s1 + 2 * P, err);
+    kiln_status st2 = gpt_checkpoint_load(ctx, ck, &o.model, s2, s2 + P, s2 + 2 * P, err);
+    CHECK(st1 == KILN_STATUS_OK && st2 == KILN_STATUS_OK);
+    int differ = 0;
+    for (int i = 0; !st1 && !st2 && i < 3 * P; i++) {
+        size_t n = kiln_array_nbytes(s1[i]);
+        char *x = malloc(n), *y = malloc(n);
+        kiln_array_copy_to_host(s1[i], x, n), kiln_array_copy_to_host(s2[i], y, n);
+        differ += memcmp(x, y, n) != 0;
+        free(x), free(y);
+    }
+    CHECK_MSG(differ == 0, "%d of %d tensors differ", differ, 3 * P);
+    for (int i = 0; !st1 && i < 3 * P; i++) kiln_array_destroy(s1[i]);
+    for (int i = 0; !st2 && i < 3 * P; i++) kiln_array_destroy(s2[i]);
+
+    /* Resuming with another recipe is refused, naming what differs. */
+    o2.lr *= 2;
+    CHECK(gpt_train(ctx, &o2, &r, err) == KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err, "another lr");
+}
+
+int main(void) {
+    char dir[] = "/tmp/kiln-test-gpt-XXXXXX";
+    kiln_context *ctx = test_private_context(dir);
+    if (!ctx) return 1;
+    test_forward_vs_reference(ctx);
+    test_gradients_fd(ctx);
+    test_checkpoint_round_trip(ctx, dir);
+    test_training_lowers_loss(ctx, dir);
+    test_resume_identical(ctx, dir);
+    kiln_context_destroy(ctx);
+    test_remove_dir(dir);
+    return test_summary("test_gpt");
+}

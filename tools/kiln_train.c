@@ -1,0 +1,356 @@
+/* kiln_train.c — `kiln train` and `kiln sample`: command-line flags onto models/gpt
+ * (gpt_train, gpt_sample), nothing more. docs/training.md documents the flags.
+ *
+ * Exit status: 0 done (also after Ctrl-C: the run stops after the current step and saves),
+ * 1 a runtime error (a file that cannot be read, a bad checkpoint, a kiln error: the
+ * message says which), 2 a usage error (unknown flag, missing value, bad number). */
+#include "kiln_train.h"
+
+#include "gpt.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The one mutable global of the tool: a signal handler can reach nothing else. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+static const char train_usage[] =
+    "usage: kiln train [flags]\n"
+    "  --data FILE          the corpus (any file: bytes); default "
+    "/usr/share/common-licenses/GPL-3\n"
+    "  --layers N           transformer blocks (default 2)\n"
+    "  --heads N            attention heads (4)\n"
+    "  --channels N         width C, a multiple of heads (128)\n"
+    "  --context N          sequence length T (64)\n"
+    "  --batch N            sequences per step B (16)\n"
+    "  --steps N            training steps (1000)\n"
+    "  --lr X               peak learning rate of AdamW (3e-3)\n"
+    "  --warmup N           linear warmup steps, then cosine decay to lr/10 (30)\n"
+    "  --weight-decay X     AdamW decay of the matrices (0.1)\n"
+    "  --clip X             clip gradients to global norm X (default: no clipping)\n"
+    "  --seed N             initialisation and batches (1337)\n"
+    "  --threads N          kiln's threads (default: all cores)\n"
+    "  --out DIR            losses.csv, summary.json, loss.svg, plan.svg, model.safetensors\n"
+    "                       (default kiln-train)\n"
+    "  --eval-every N       validation loss every N steps (100; 0: never)\n"
+    "  --save-every N       checkpoint every N steps (default: at the end only)\n"
+    "  --resume FILE        continue a run from its checkpoint (same losses as never stopping)\n"
+    "  --init FILE          start from these parameters (safetensors, names as docs/training.md)\n"
+    "  --batches FILE       training batches from a raw int32 file [steps, batch, context+1]\n"
+    "  --memory-budget X    bytes (64MiB, 2GB, 1000000) or a share of the device (50%)\n"
+    "  --no-summary         leave the summary out of the output (it is still written to\n"
+    "                       DIR/summary.txt)\n";
+
+static const char sample_usage[] =
+    "usage: kiln sample [flags] [CHECKPOINT]\n"
+    "  --checkpoint FILE    the model (default kiln-train/model.safetensors)\n"
+    "  --prompt TEXT        the text to continue (default: a newline)\n"
+    "  --length N           bytes to generate (300)\n"
+    "  --temperature X      0: always the likeliest byte (0.8)\n"
+    "  --top-k N            draw among the N likeliest (40; 0: all)\n"
+    "  --seed N             (1)\n"
+    "  --threads N          kiln's threads (default 1: a byte is ~100 tiny kernels, which\n"
+    "                       handing to a pool only slows)\n";
+
+static int usage_error(const char *cmd, const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, "kiln %s: ", cmd);
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n(kiln %s --help lists the flags)\n", cmd);
+    return 2;
+}
+
+static bool parse_long(const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !(v >= lo && v <= hi)) return false;
+    *out = v;
+    return true;
+}
+
+bool kiln_tool_parse_bytes(const char *s, uint64_t *bytes, double *fraction) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0)) return false;
+    *bytes = 0, *fraction = 0;
+    if (!strcmp(end, "%")) {
+        if (v > 100) return false;
+        *fraction = v / 100;
+        return true;
+    }
+    static const struct {
+        const char *suffix;
+        double scale;
+    } units[] = {{"", 1},          {"B", 1},
+                 {"K", 1024},      {"KB", 1e3},
+                 {"KiB", 1024},    {"M", 1 << 20},
+                 {"MB", 1e6},      {"MiB", 1 << 20},
+                 {"G", 1 << 30},   {"GB", 1e9},
+                 {"GiB", 1 << 30}, {"T", 1099511627776.0},
+                 {"TB", 1e12},     {"TiB", 1099511627776.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].suffix)) {
+            double b = v * units[i].scale;
+            if (b < 1 || b > 1.8e19) return false;
+            *bytes = (uint64_t)b;
+            return true;
+        }
+    return false;
+}
+
+/* Flags take their value as the next argument or after '='. */
+typedef struct flag_iter {
+    int argc, i;
+    char **argv;
+    const char *cmd;
+    char name[64];
+    const char *value;
+} flag_iter;
+
+/* Advances to the next argument: 1 a flag (name, value filled lazily), 0 a positional,
+ * -1 the end. */
+static int next_arg(flag_iter *it) {
+    if (++it->i >= it->argc) return -1;
+    const char *a = it->argv[it->i];
+    it->value = NULL;
+    if (strncmp(a, "--", 2)) return 0;
+    const char *eq = strchr(a, '=');
+    size_t n = eq ? (size_t)(eq - a) : strlen(a);
+    if (n >= sizeof it->name) n = sizeof it->name - 1;
+    memcpy(it->name, a, n);
+    it->name[n] = 0;
+    if (eq) it->value = eq + 1;
+    return 1;
+}
+
+static const char *value_of(flag_iter *it) {
+    if (it->value) return it->value;
+    if (it->i + 1 >= it->argc) return NULL;
+    return it->value = it->argv[++it->i];
+}
+
+static kiln_context *make_context(const char *cmd, int threads) {
+    kiln_context_options co = {.num_threads = threads};
+    kiln_context *ctx = NULL;
+    char err[512];
+    if (kiln_context_create(&co, &ctx, err, sizeof err)) {
+        fprintf(stderr, "kiln %s: %s\n", cmd, err);
+        return NULL;
+    }
+    return ctx;
+}
+
+int kiln_tool_train(int argc, char **argv) {
+    gpt_train_options o;
+    gpt_train_defaults(&o);
+    long long threads = 0;
+    const char *budget = NULL;
+    bool no_summary = false;
+    char err[GPT_ERR_SIZE];
+
+    /* A resumed run takes its recipe from the checkpoint; flags given with --resume must
+     * agree with it (gpt_train says which one does not). So --resume is read first. */
+    for (int i = 2; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--resume") && i + 1 < argc)
+            v = argv[i + 1];
+        else if (!strncmp(argv[i], "--resume=", 9))
+            v = argv[i] + 9;
+        if (!v) continue;
+        kiln_context *ctx = make_context("train", 1);
+        if (!ctx) return 1;
+        kiln_status st = gpt_checkpoint_read_options(ctx, v, &o, err);
+        kiln_context_destroy(ctx);
+        if (st) {
+            fprintf(stderr, "kiln train: --resume: %s\n", err);
+            return 1;
+        }
+        o.resume = v;
+    }
+
+    flag_iter it = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
+    for (int k; (k = next_arg(&it)) >= 0;) {
+        if (k == 0) return usage_error("train", "unexpected argument '%s'%s", argv[it.i], "");
+        const char *f = it.name;
+        if (!strcmp(f, "--help")) {
+            fputs(train_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(f, "--no-summary")) {
+            no_summary = true;
+            continue;
+        }
+        static const struct {
+            const char *name;
+            long long lo, hi;
+        } ints[] = {
+            {"--layers", 1, 1024},        {"--heads", 1, 1024},        {"--channels", 1, 65536},
+            {"--context", 1, 65536},      {"--batch", 1, 1 << 20},     {"--steps", 1, INT_MAX},
+            {"--warmup", 0, INT_MAX},     {"--seed", 0, LLONG_MAX},    {"--threads", 1, 4096},
+            {"--eval-every", 0, INT_MAX}, {"--save-every", 0, INT_MAX}};
+        static const char *const strs[] = {"--data", "--out",     "--resume",
+                                           "--init", "--batches", "--memory-budget"};
+        static const char *const dbls[] = {"--lr", "--weight-decay", "--clip"};
+        int which = -1, kind = 0;
+        for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
+            if (!strcmp(f, ints[j].name)) which = (int)j, kind = 1;
+        for (size_t j = 0; j < sizeof strs / sizeof strs[0]; j++)
+            if (!strcmp(f, strs[j])) which = (int)j, kind = 2;
+        for (size_t j = 0; j < sizeof dbls / sizeof dbls[0]; j++)
+            if (!strcmp(f, dbls[j])) which = (int)j, kind = 3;
+        if (which < 0) return usage_error("train", "unknown flag '%s'%s", argv[it.i], "");
+        const char *v = value_of(&it);
+        if (!v) return usage_error("train", "%s needs a value%s", f, "");
+        if (kind == 1) {
+            long long x;
+            if (!parse_long(v, ints[which].lo, ints[which].hi, &x)) {
+                char range[64];
+                snprintf(range, sizeof range, " (an integer in [%lld, %lld])", ints[which].lo,
+                         ints[which].hi);
+                fprintf(stderr, "kiln train: %s: '%s' is not a valid value%s\n", f, v, range);
+                return 2;
+            }
+            int *dst[] = {&o.model.layers,  &o.model.heads, &o.model.channels,
+                          &o.model.context, &o.batch,       &o.steps,
+                          &o.warmup,        NULL,           NULL,
+                          &o.eval_every,    &o.save_every};
+            if (dst[which])
+                *dst[which] = (int)x;
+            else if (which == 7)
+                o.seed = (uint64_t)x;
+            else
+                threads = x;
+        } else if (kind == 2) {
+            const char **dst[] = {&o.data, &o.out_dir, &o.resume, &o.init, &o.batches, &budget};
+            *dst[which] = v;
+        } else {
+            double *dst[] = {&o.lr, &o.weight_decay, &o.clip};
+            if (!parse_double(v, which == 0 ? 1e-12 : 0, 10, dst[which]))
+                return usage_error("train",
+                                   "%s: '%s' is not a valid value (a number: lr > 0, "
+                                   "the others >= 0, all <= 10)",
+                                   f, v);
+        }
+    }
+    if (o.model.channels % o.model.heads) {
+        fprintf(stderr, "kiln train: --channels (%d) must be a multiple of --heads (%d)\n",
+                o.model.channels, o.model.heads);
+        return 2;
+    }
+    if (o.init && o.resume)
+        return usage_error("train", "--init and --resume exclude each other%s%s", "", "");
+    if (budget && !kiln_tool_parse_bytes(budget, &o.memory_budget, &o.memory_budget_fraction))
+        return usage_error("train",
+                           "--memory-budget: '%s' is not a size (bytes such as 64MiB, 2GB, "
+                           "1000000, or a share such as 50%%)%s",
+                           budget, "");
+
+    kiln_context *ctx = make_context("train", (int)threads);
+    if (!ctx) return 1;
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills as usual */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+    o.stop = &interrupted;
+    o.progress = stdout;
+    o.progress_is_tty = isatty(fileno(stdout));
+    o.no_summary = no_summary;
+    printf("kiln train: %d layers, %d heads, %d channels, context %d, batch %d, %d steps%s%s\n",
+           o.model.layers, o.model.heads, o.model.channels, o.model.context, o.batch, o.steps,
+           o.resume ? ", resuming " : "", o.resume ? o.resume : "");
+    fflush(stdout);
+    gpt_train_result r;
+    kiln_status st = gpt_train(ctx, &o, &r, err);
+    sigaction(SIGINT, &old, NULL);
+    kiln_context_destroy(ctx);
+    if (st) {
+        fprintf(stderr, "kiln train: %s\n", err);
+        return 1;
+    }
+    if (r.interrupted)
+        printf("interrupted after step %d of %d: saved %s/model.safetensors (continue with "
+               "--resume)\n",
+               r.steps_done, o.steps, o.out_dir);
+    return 0;
+}
+
+int kiln_tool_sample(int argc, char **argv) {
+    gpt_sample_options o = {.checkpoint = "kiln-train/model.safetensors",
+                            .prompt = "\n",
+                            .length = 300,
+                            .temperature = 0.8,
+                            .top_k = 40,
+                            .seed = 1};
+    /* One thread: generating a byte runs ~100 kernels of a few microseconds each, and
+     * waking pool threads for each cost more than it saved (300 bytes of the demo's model:
+     * 0.35 s on one thread, 15 s on two of a loaded 2-core machine). */
+    long long threads = 1, x;
+    flag_iter it = {.argc = argc, .argv = argv, .i = 1, .cmd = "sample"};
+    for (int k; (k = next_arg(&it)) >= 0;) {
+        if (k == 0) {
+            o.checkpoint = argv[it.i];
+            continue;
+        }
+        const char *f = it.name;
+        if (!strcmp(f, "--help")) {
+            fputs(sample_usage, stdout);
+            return 0;
+        }
+        static const char *const known[] = {"--checkpoint", "--prompt", "--length", "--temperature",
+                                            "--top-k",      "--seed",   "--threads"};
+        int which = -1;
+        for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
+            if (!strcmp(f, known[j])) which = (int)j;
+        if (which < 0) return usage_error("sample", "unknown flag '%s'%s", argv[it.i], "");
+        const char *v = value_of(&it);
+        if (!v) return usage_error("sample", "%s needs a value%s", f, "");
+        bool ok = true;
+        switch (which) {
+        case 0: o.checkpoint = v; break;
+        case 1: o.prompt = v; break;
+        case 2: ok = parse_long(v, 0, 1 << 24, &x), o.length = (int)x; break;
+        case 3: ok = parse_double(v, 0, 100, &o.temperature); break;
+        case 4: ok = parse_long(v, 0, 1 << 20, &x), o.top_k = (int)x; break;
+        case 5: ok = parse_long(v, 0, LLONG_MAX, &x), o.seed = (uint64_t)x; break;
+        default: ok = parse_long(v, 1, 4096, &threads); break;
+        }
+        if (!ok) return usage_error("sample", "%s: '%s' is not a valid value", f, v);
+    }
+    kiln_context *ctx = make_context("sample", (int)threads);
+    if (!ctx) return 1;
+    unsigned char *out = malloc((size_t)o.length + 1);
+    char err[GPT_ERR_SIZE];
+    kiln_status st = out ? gpt_sample(ctx, &o, out, err) : KILN_STATUS_HOST_OOM;
+    if (!out) snprintf(err, sizeof err, "out of host memory");
+    kiln_context_destroy(ctx);
+    if (st) {
+        free(out);
+        fprintf(stderr, "kiln sample: %s\n", err);
+        return 1;
+    }
+    fputs(o.prompt, stdout);
+    fwrite(out, 1, (size_t)o.length, stdout);
+    putchar('\n');
+    free(out);
+    return 0;
+}

@@ -1,0 +1,15 @@
+/* kiln_train.h — the `kiln train` and `kiln sample` subcommands (tools/kiln_train.c),
+ * called by the dispatcher in tools/kiln.c with the whole command line. */
+#ifndef KILN_TOOL_TRAIN_H
+#define KILN_TOOL_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Each returns the process's exit status: 0, 1 (runtime error) or 2 (usage error). */
+int kiln_tool_train(int argc, char **argv);
+int kiln_tool_sample(int argc, char **argv);
+/* "64MiB", "2GB", "1000000" -> bytes; "50%" -> fraction 0.5. False if it is neither. */
+bool kiln_tool_parse_bytes(const char *s, uint64_t *bytes, double *fraction);
+
+#endif

@@ -418,6 +418,17 @@ static bool consumes_elementwise(pc_walk *w, const fkernel *a, const fkernel *b)
  *    buffer is read once for both.
  * Legal when everything the later kernel reads is ready at the earlier kernel's place (its
  * consumers all come later anyway). */
+/* A recomputation must stay in the backward pass: a kernel writing one (IR_REMAT_CLONE)
+ * never joins a kernel of the forward pass, which would compute it while the forward
+ * values it replaces are still live and undo the saving. */
+static bool keeps_remat_apart(const kiln_graph *g, const fkernel *ka, const fkernel *kb) {
+    bool clone = false, late = false;
+    for (uint32_t r = 0; r < kb->n_roots; r++)
+        clone |= g->nodes[kb->roots[r]].remat == IR_REMAT_CLONE;
+    for (uint32_t r = 0; r < ka->n_roots; r++) late |= g->nodes[ka->roots[r]].backward;
+    return clone && !late;
+}
+
 static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
     kiln_context *ctx = p->ctx;
     int32_t *pos = host_alloc(ctx, g->n_nodes * sizeof *pos);
@@ -446,7 +457,7 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
             for (uint32_t i = 0; i < kb->n_inputs; i++)
                 if (pos[kb->inputs[i]] != ready && pos[kb->inputs[i]] > before)
                     before = pos[kb->inputs[i]];
-            if (ka->kind == FK_LOOP && before < ready &&
+            if (ka->kind == FK_LOOP && before < ready && !keeps_remat_apart(g, ka, kb) &&
                 ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) &&
                 consumes_elementwise(&pw, ka, kb)) {
                 if ((s = absorb(ctx, ka, kb))) break;
@@ -458,7 +469,7 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
         for (uint32_t a = (uint32_t)(ready + 1); a < b; a++) {
             fkernel *ka = &p->kernels[a];
             if (gone[a] || ka->kind != FK_LOOP || !ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) ||
-                !shares_large_input(g, ka, kb))
+                keeps_remat_apart(g, ka, kb) || !shares_large_input(g, ka, kb))
                 continue;
             if ((s = absorb(ctx, ka, kb))) break;
             for (uint32_t r = 0; r < kb->n_roots; r++) pos[kb->roots[r]] = (int32_t)a;

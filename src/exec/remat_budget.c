@@ -298,8 +298,11 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         if (getenv("KILN_REMAT_DEBUG")) {
             uint32_t nd = 0;
             for (uint32_t i = 0; i < nn; i++) nd += extra[i] != 0;
-            fprintf(stderr, "proposal %u %s: %u dropped (%u cand, %u cuts), peak %llu, %u recomputed, %g flops\n", p, strategy, nd, nc, ncut,
-                    (unsigned long long)peak, st.n_recomputed, st.added_flops);
+            fprintf(stderr,
+                    "proposal %u %s: %u dropped (%u cand, %u cuts), peak %llu, %u recomputed, %g "
+                    "flops\n",
+                    p, strategy, nd, nc, ncut, (unsigned long long)peak, st.n_recomputed,
+                    st.added_flops);
         }
         if (peak < min_peak) min_peak = peak, memcpy(min_extra, extra, nn);
         if (peak <= budget && (!best_strategy || st.added_flops < best_flops ||
@@ -327,11 +330,13 @@ char *exec_memory_report(const kiln_executable *e) {
     if (!base || !e->remat.peak_without) return base;
     strbuf sb;
     sb_init(&sb, e->ctx);
-    sb_append(&sb, base);
-    kiln_string_free(e->ctx, base);
+    /* before the per-buffer table, which readers (kiln plan) may cut off */
+    const char *table = strstr(base, "\n  value ");
+    size_t head = table ? (size_t)(table - base) + 1 : strlen(base);
+    sb_printf(&sb, "%.*s", (int)head, base);
     char b1[32], b2[32], b3[32];
     int64_t saved = (int64_t)e->remat.peak_without - (int64_t)e->mem.peak;
-    sb_printf(&sb, "\nrematerialisation (%s): peak %s without recomputation, %s with (%s %s)",
+    sb_printf(&sb, "rematerialisation (%s): peak %s without recomputation, %s with (%s %s)",
               e->remat.strategy ? e->remat.strategy : "none",
               human(e->remat.peak_without, b1, sizeof b1), human(e->mem.peak, b2, sizeof b2),
               saved >= 0 ? "saves" : "costs", human((uint64_t)llabs(saved), b3, sizeof b3));
@@ -361,5 +366,7 @@ char *exec_memory_report(const kiln_executable *e) {
         if (n->file) sb_printf(&sb, " (%s:%d)", n->file, n->line);
         sb_append(&sb, "\n");
     }
+    if (table) sb_printf(&sb, "\n%s", base + head);
+    kiln_string_free(e->ctx, base);
     return sb_take(&sb);
 }

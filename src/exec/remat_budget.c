@@ -85,7 +85,7 @@ static void spread(const kiln_graph *g, const uint8_t *mat, uint8_t *extra) {
             continue;
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++)
-            if (extra[in[k]]) {
+            if (extra[in[k]] && extra[in[k]] != IR_WHY_KEEP) {
                 extra[id] = extra[in[k]];
                 break;
             }
@@ -234,7 +234,8 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         const ir_node *n = &g->nodes[id];
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++) {
-            if (!n->backward && !(is_out[in[k]] & 2))
+            if (!n->backward && !(is_out[in[k]] & 2) &&
+                ir_ops[g->nodes[in[k]].op].kind != IRK_SOURCE)
                 reach[in[k]] = id; /* the latest forward reader (ids grow) */
         }
     }
@@ -247,13 +248,12 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         const ir_node *n = &g->nodes[id];
         bool cut = !n->backward && jump <= id;
         if (!n->backward && reach[id] > jump) jump = reach[id];
-        if (mat[id] != 2 || n->backward || n->remat || (is_out[id] & 1) ||
-            ir_ops[n->op].kind == IRK_SOURCE)
-            continue;
+        if (n->backward || n->remat || is_out[id] || ir_ops[n->op].kind == IRK_SOURCE) continue;
         if (cut) {
             cuts[ncut++] = id;
             continue;
         }
+        if (mat[id] != 2) continue;
         size_t bytes = 0;
         int64_t elems = 0;
         ir_shape_nbytes(&n->shape, n->dtype, &bytes);
@@ -268,12 +268,15 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
     double best_flops = 0;
     const char *best_strategy = NULL;
     uint32_t n_greedy = nc < 16 ? nc : 16;
-    uint32_t seg[4] = {0, 0, 0, 0};
-    if (ncut >= 2) {
+    /* s = 1 keeps every cut: each stretch between two cuts is recomputed from the one
+     * before it, as a nothing_saveable region per block would */
+    uint32_t seg[5] = {0, 0, 0, 0, 0};
+    if (ncut >= 1) {
         uint32_t r = (uint32_t)ceil(sqrt((double)ncut));
-        seg[0] = 2, seg[1] = r > 2 ? r : 0, seg[2] = r / 2 > 2 ? r / 2 : 0, seg[3] = 2 * r;
+        seg[0] = 1, seg[1] = ncut >= 2 ? 2 : 0, seg[2] = r > 2 ? r : 0,
+        seg[3] = r / 2 > 2 ? r / 2 : 0, seg[4] = 2 * r > 2 ? 2 * r : 0;
     }
-    for (uint32_t p = 0; p <= n_greedy + 4 && !s; p++) {
+    for (uint32_t p = 0; p <= n_greedy + 5 && !s; p++) {
         memset(extra, 0, nn);
         const char *strategy = "checkpoint";
         if (p >= 1 && p <= n_greedy) {
@@ -282,10 +285,15 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
             strategy = "greedy";
         } else if (p > n_greedy) {
             uint32_t step = seg[p - n_greedy - 1];
-            if (step < 2) continue;
-            for (uint32_t i = 0; i < nc; i++) extra[c[i].id] = IR_WHY_BUDGET_SEGMENT;
+            if (!step) continue;
+            /* every forward value but the kept cuts, as a region's policy would drop */
+            for (uint32_t id = 1; id < nn; id++) {
+                const ir_node *n = &g->nodes[id];
+                if (!n->backward && !n->remat && !is_out[id] && ir_ops[n->op].kind != IRK_SOURCE)
+                    extra[id] = IR_WHY_BUDGET_SEGMENT;
+            }
             for (uint32_t i = 0; i < ncut; i++)
-                if (i % step != step - 1) extra[cuts[i]] = IR_WHY_BUDGET_SEGMENT;
+                if (i % step == step - 1) extra[cuts[i]] = IR_WHY_KEEP;
             strategy = "segments";
         }
         spread(g, mat, extra);
@@ -295,15 +303,6 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         s = trial(e, o, extra, &t, &peak, &st);
         trial_free(&t);
         if (s) break;
-        if (getenv("KILN_REMAT_DEBUG")) {
-            uint32_t nd = 0;
-            for (uint32_t i = 0; i < nn; i++) nd += extra[i] != 0;
-            fprintf(stderr,
-                    "proposal %u %s: %u dropped (%u cand, %u cuts), peak %llu, %u recomputed, %g "
-                    "flops\n",
-                    p, strategy, nd, nc, ncut, (unsigned long long)peak, st.n_recomputed,
-                    st.added_flops);
-        }
         if (peak < min_peak) min_peak = peak, memcpy(min_extra, extra, nn);
         if (peak <= budget && (!best_strategy || st.added_flops < best_flops ||
                                (st.added_flops == best_flops && peak < best_peak))) {

@@ -245,9 +245,12 @@ typedef enum ir_remat {
     IR_REMAT_NONE,
     IR_REMAT_DROP,
     IR_REMAT_CLONE,
+    IR_REMAT_KEEP, /* a checkpoint the memory budget keeps: fusion gives it a buffer, so
+                    * recomputations read it rather than the buffers it is made from */
 } ir_remat;
 #define IR_WHY_BUDGET_GREEDY  100 /* chosen by the memory budget: greedy by bytes per FLOP */
 #define IR_WHY_BUDGET_SEGMENT 101 /* chosen by the memory budget: sqrt(n) segments */
+#define IR_WHY_KEEP           200 /* in the remat pass's `extra`: keep it (IR_REMAT_KEEP) */
 
 /* An open checkpoint region (kiln_checkpoint_begin .. _end). */
 typedef struct ir_checkpoint {

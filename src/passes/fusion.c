@@ -126,7 +126,7 @@ static bool reshape_view(const kiln_graph *g, uint32_t id) {
 
 static bool must_materialise(decide_state *s, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
-    if (n->op == IR_PARAMETER || s->is_output[id]) return true;
+    if (n->op == IR_PARAMETER || s->is_output[id] || n->remat == IR_REMAT_KEEP) return true;
     if (n->op == IR_CONSTANT) return numel(n) != 1 || library_use(s, id);
     if (n->op == IR_IOTA && library_use(s, id)) return true;
     if (n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS) return true;

@@ -3,12 +3,13 @@
  *
  * A value is dropped when a checkpoint region marked it (IR_REMAT_DROP, by its policy:
  * src/trace/checkpoint.c) or when the caller's `extra` names it (the memory budget's
- * choice, src/exec/remat_budget.c). Sources and graph outputs are never dropped: they are
- * held anyway. The pass rebuilds the graph in node order; just before the first backward
- * node (ir_node.backward) that reads a dropped value, it emits a copy of that value, and,
- * first, copies of each dropped value the copy needs in turn, so a recomputation reads
- * only values that are kept. Each dropped value is recomputed once and shared by every
- * later backward reader. The copies are IR_REMAT_CLONE and `backward`: CSE never merges
+ * choice, src/exec/remat_budget.c); `extra` may instead mark a value IR_WHY_KEEP, a
+ * checkpoint the budget keeps, which becomes IR_REMAT_KEEP (fusion gives it a buffer). Sources and
+ * graph outputs are never dropped: they are held anyway. The pass rebuilds the graph in node order;
+ * just before the first backward node (ir_node.backward) that reads a dropped value, it emits a
+ * copy of that value, and, first, copies of each dropped value the copy needs in turn, so a
+ * recomputation reads only values that are kept. Each dropped value is recomputed once and shared
+ * by every later backward reader. The copies are IR_REMAT_CLONE and `backward`: CSE never merges
  * them into the forward value (cse.c), fusion never joins them to a forward kernel
  * (fusion.c) but may inline them into their consumer, and the list scheduler runs them as
  * late as their readers allow (schedule.c). Forward nodes keep reading the originals, so
@@ -32,7 +33,7 @@ static uint8_t drop_why(const pass_rebuild *rb, const remat_state *rs, uint32_t 
     const ir_node *n = &rb->old->nodes[id];
     if (n->backward || rs->output[id] || ir_ops[n->op].kind == IRK_SOURCE) return 0;
     if (n->remat == IR_REMAT_DROP) return n->why ? n->why : 1;
-    return rs->extra ? rs->extra[id] : 0;
+    return rs->extra && rs->extra[id] != IR_WHY_KEEP ? rs->extra[id] : 0;
 }
 
 double remat_node_flops(const kiln_graph *g, uint32_t id) {
@@ -98,7 +99,12 @@ static kiln_status emit_clone(pass_rebuild *rb, remat_state *rs, uint32_t u) {
 static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     remat_state *rs = user;
     const ir_node *o = &rb->old->nodes[id];
-    if (!o->backward) return pass_copy(rb, id);
+    if (!o->backward) {
+        kiln_status s = pass_copy(rb, id);
+        if (!s && rs->extra && rs->extra[id] == IR_WHY_KEEP)
+            rb->g->nodes[rb->map[id]].remat = IR_REMAT_KEEP;
+        return s;
+    }
     const uint32_t *in = ir_in(o);
     bool any = false;
     for (uint32_t k = 0; k < o->n_in; k++) {

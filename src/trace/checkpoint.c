@@ -6,12 +6,13 @@
  * the policy as the reason). Marks only accumulate, so nested regions need nothing more:
  * a value is kept only when every region around it saves it. A region's outputs are kept,
  * as jax.checkpoint keeps a function's results: kiln_graph_finish, once every reader is
- * known, unmarks a value that a forward node after the outermost region that dropped it
- * reads (trace_checkpoint_outputs). Parameters, constants, iotas
- * and backward nodes (a kiln_grad inside the region) are never marked. The recomputation
- * itself is made at compile time (src/passes/remat.c), after the passes, so nothing here
- * changes what a graph computes. Errors are builder errors; names are owned by the graph
- * until kiln_graph_finish. */
+ * known, keeps a value that a forward node after the outermost region that dropped it
+ * reads (trace_checkpoint_outputs), and marks it IR_REMAT_KEEP: fusion gives it a buffer,
+ * so the next region's recomputations read it, not the buffers of the ops it sums. Parameters,
+ * constants, iotas and backward nodes (a kiln_grad inside the region) are never marked. The
+ * recomputation itself is made at compile time (src/passes/remat.c), after the passes, so nothing
+ * here changes what a graph computes. Errors are builder errors; names are owned by the graph until
+ * kiln_graph_finish. */
 #include "trace.h"
 
 #include <string.h>
@@ -126,7 +127,7 @@ void trace_checkpoint_outputs(kiln_graph *g) {
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++) {
             ir_node *u = &g->nodes[in[k]];
-            if (u->remat == IR_REMAT_DROP && id >= u->remat_end) u->remat = IR_REMAT_NONE;
+            if (u->remat == IR_REMAT_DROP && id >= u->remat_end) u->remat = IR_REMAT_KEEP;
         }
     }
     for (uint32_t id = 1; id < g->n_nodes; id++) g->nodes[id].remat_end = 0;

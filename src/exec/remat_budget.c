@@ -124,6 +124,7 @@ static kiln_status budget_error(kiln_executable *e, const kiln_compile_options *
               t.mem.n_kernels);
     const mem_plan *p = &t.mem;
     uint8_t *shown = host_calloc(ctx, p->n_buffers ? p->n_buffers : 1, 1);
+    if (!shown) sb.oom = true; /* the message would lack its buffers: a host OOM instead */
     for (int n = 0; shown && n < 8; n++) {
         int32_t best = -1;
         for (uint32_t i = 0; i < p->n_buffers; i++) {

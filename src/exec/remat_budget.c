@@ -3,17 +3,18 @@
  * KILN_MEMORY_BUDGET), in the spirit of XLA's HloRematerialization and PyTorch's
  * activation_memory_budget, but judged by the real planner rather than an estimate.
  *
- * The candidates are the forward values a backward node reads and no region dropped
- * already (the activations saved for the backward pass). Two strategies propose sets of
- * them to drop:
- *  - greedy: the candidates that are not cuts (below), ranked by bytes freed per unit of
- *    cost (cost = FLOPs to recompute + elements written, so cheap elementwise chains
- *    come first and matrix products last), and prefixes of that ranking of growing
- *    length;
+ * The candidates are the materialised forward values a backward kernel reads and no
+ * region dropped already (the activations saved for the backward pass). Two strategies
+ * propose sets of values to drop:
+ *  - greedy: the candidates ranked by bytes freed per unit of cost (cost = FLOPs to
+ *    recompute + elements written, so cheap elementwise values come first and matrix
+ *    products last), and prefixes of that ranking of growing length; with each buffer go
+ *    the values computed inline from it;
  *  - segments: the sqrt(n) checkpointing of Chen et al. (2016) over the cuts, the values
- *    no forward edge jumps over (a residual stream between blocks): every non-cut is
- *    dropped, and of the cuts in forward order every s-th is kept, for s of 2, sqrt(n)
- *    and around it (the values of a segment are recomputed from the cut kept before it).
+ *    no forward edge jumps over (the residual stream between blocks): every other forward
+ *    value is dropped, and of the cuts in forward order every s-th is kept, with a buffer
+ *    of its own, for s of 1, 2, sqrt(n) and around it (the values of a segment are
+ *    recomputed from the cut kept before it).
  * Every proposal is rewritten (src/passes/remat.c), fused and planned in full (all four
  * schedules, packing): its planned peak and its added FLOPs are exact, not guessed. Of
  * the proposals whose peak fits, the one adding the fewest FLOPs wins (ties: lower peak,
@@ -242,18 +243,15 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
     }
     /* A cut is a forward value that every later forward value depends on through it: no
      * forward edge jumps over it. Dropping consecutive cuts chains the recomputations
-     * (each needs the one before), so greedy leaves cuts alone and segments keep every
-     * s-th of them, as Chen et al. keep every s-th node of a chain. */
+     * (each needs the one before), which greedy's plans show and segments avoid by
+     * keeping every s-th of them, as Chen et al. keep every s-th node of a chain. */
     uint32_t nc = 0, ncut = 0, jump = 0;
     for (uint32_t id = 1; id < nn; id++) {
         const ir_node *n = &g->nodes[id];
         bool cut = !n->backward && jump <= id;
         if (!n->backward && reach[id] > jump) jump = reach[id];
         if (n->backward || n->remat || is_out[id] || ir_ops[n->op].kind == IRK_SOURCE) continue;
-        if (cut) {
-            cuts[ncut++] = id;
-            continue;
-        }
+        if (cut) cuts[ncut++] = id;
         if (mat[id] != 2) continue;
         size_t bytes = 0;
         int64_t elems = 0;

@@ -409,15 +409,6 @@ static bool consumes_elementwise(pc_walk *w, const fkernel *a, const fkernel *b)
     return w->reads && !w->bad;
 }
 
-/* Multi-output fusion, two kinds, both for loop kernels over the same index space:
- *  - producer-consumer: a kernel that reads the results of the latest kernel it depends on
- *    only at the element it writes (an optimiser's p' from m' and v') joins that kernel,
- *    which then computes those results once, in-register, for both — they are not read
- *    back from memory;
- *  - siblings: a kernel reading the same large buffer as an earlier one joins it, so the
- *    buffer is read once for both.
- * Legal when everything the later kernel reads is ready at the earlier kernel's place (its
- * consumers all come later anyway). */
 /* A recomputation must stay in the backward pass: a kernel writing one (IR_REMAT_CLONE)
  * never joins a kernel of the forward pass, which would compute it while the forward
  * values it replaces are still live and undo the saving. */
@@ -429,6 +420,15 @@ static bool keeps_remat_apart(const kiln_graph *g, const fkernel *ka, const fker
     return clone && !late;
 }
 
+/* Multi-output fusion, two kinds, both for loop kernels over the same index space:
+ *  - producer-consumer: a kernel that reads the results of the latest kernel it depends on
+ *    only at the element it writes (an optimiser's p' from m' and v') joins that kernel,
+ *    which then computes those results once, in-register, for both — they are not read
+ *    back from memory;
+ *  - siblings: a kernel reading the same large buffer as an earlier one joins it, so the
+ *    buffer is read once for both.
+ * Legal when everything the later kernel reads is ready at the earlier kernel's place (its
+ * consumers all come later anyway). */
 static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
     kiln_context *ctx = p->ctx;
     int32_t *pos = host_alloc(ctx, g->n_nodes * sizeof *pos);

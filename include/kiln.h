@@ -129,6 +129,11 @@ typedef struct kiln_context_options {
                                 from creation on (kiln_device_trace_start); NULL: none */
     const char *dump_dir;    /* KILN_DUMP: a directory where each compiled program's IR,
                                 kernels and memory plan are written; NULL: none */
+    /* KILN_MEMORY_BUDGET ("268435456", "256MiB" or "50%"): the default of
+     * kiln_compile_options.memory_budget (bytes) or .memory_budget_fraction (the share);
+     * 0: none. The variable sets one and clears the other. */
+    uint64_t memory_budget;
+    double memory_budget_fraction;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,
@@ -467,6 +472,42 @@ KILN_API kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs,
                               const kiln_value *cotangents, int n_wrt, const kiln_value *wrt,
                               kiln_value *grads);
 
+/* ------------------------------------------------------------ checkpoints ---- */
+
+/* Rematerialisation (jax.checkpoint): the values traced between kiln_checkpoint_begin and
+ * kiln_checkpoint_end on g are not kept for the backward pass unless the region's policy
+ * saves them; when a backward pass (kiln_grad, kiln_vjp) reads one, kiln_compile
+ * recomputes it there, just before its first use, from the values that were kept (the
+ * region's inputs and what the policy saves). The gradients are the same; the peak is
+ * lower and the step does more work (docs/memory.md, "Rematerialisation").
+ *
+ * Regions nest: a value is kept only if every region open around it saves it (an outer
+ * nothing_saveable recomputes an inner region's saved values too, as nested
+ * jax.checkpoint does). Parameters and constants are never recomputed, nor a value the
+ * graph returns. A region must end before kiln_graph_finish, and kiln_grad may be called
+ * inside or after it. Policies, with JAX's names (jax.checkpoint_policies) and meanings: */
+typedef enum kiln_checkpoint_policy {
+    KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE,    /* jax.checkpoint's default: recompute all */
+    KILN_CHECKPOINT_POLICY_EVERYTHING_SAVEABLE, /* save all: the region changes nothing */
+    KILN_CHECKPOINT_POLICY_DOTS_SAVEABLE,       /* save matrix products (dot_general) */
+    KILN_CHECKPOINT_POLICY_DOTS_WITH_NO_BATCH_DIMS_SAVEABLE, /* ... with no batch axes */
+    KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES,            /* save values named one of names */
+    KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE,         /* save named values not in names */
+} kiln_checkpoint_policy;
+/* "nothing_saveable", "everything_saveable", ...; "?" for anything else. Static. */
+KILN_API const char *kiln_checkpoint_policy_name(kiln_checkpoint_policy p);
+
+/* Opens a region. names (n_names strings, copied) are the names of the two names
+ * policies and must be NULL/0 for the others. Errors are builder errors (sticky). */
+KILN_API kiln_status kiln_checkpoint_begin(kiln_graph *g, kiln_checkpoint_policy policy,
+                                           int n_names, const char *const *names);
+/* Closes the innermost open region; a graph with no open region is an error. */
+KILN_API kiln_status kiln_checkpoint_end(kiln_graph *g);
+/* Names x for the names policies of the regions that end after this call
+ * (jax.ad_checkpoint.checkpoint_name) and returns x itself. A value may take several
+ * names; name is copied. */
+KILN_API kiln_value kiln_checkpoint_name(kiln_graph *g, kiln_value x, const char *name);
+
 /* ------------------------------------------------------------- optimisers ---- */
 
 /* Optimisers as traced functions (docs/optimisers.md): each call appends the update of
@@ -568,6 +609,15 @@ typedef struct kiln_compile_options {
      * its buffer freed after the call, as JAX does). The list is copied. */
     int n_donate;
     const int *donate_argnums;
+    /* Rematerialisation under a budget (docs/memory.md): the planned peak (peak_bytes of
+     * the memory analysis) must not exceed memory_budget bytes, or memory_budget_fraction
+     * (in (0, 1]) of the peak the program has with no recomputation at all. kiln_compile
+     * then chooses forward values to recompute in the backward pass, with the least
+     * added work it finds; when no choice fits it fails with KILN_STATUS_DEVICE_OOM naming
+     * the smallest peak reachable and the buffers that hold it. 0: none (both 0: the
+     * context's KILN_MEMORY_BUDGET). Checkpoint regions apply either way. */
+    uint64_t memory_budget;
+    double memory_budget_fraction;
 } kiln_compile_options;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
@@ -647,6 +697,15 @@ typedef struct kiln_memory_analysis {
     int peak_step;
     uint64_t class_bytes_at_peak[KILN_MAX_MEMORY_CLASSES];
     uint64_t class_bytes_total[KILN_MAX_MEMORY_CLASSES];
+    /* Rematerialisation (checkpoint regions, memory budget): what recomputing values in
+     * the backward pass did. All zero when nothing is recomputed. */
+    uint64_t remat_peak_without; /* peak_bytes of the same program with no recomputation */
+    int64_t remat_bytes_saved;   /* remat_peak_without - peak_bytes (negative: it cost) */
+    int remat_num_recomputed;    /* ops recomputed in the backward pass */
+    double remat_added_flops;    /* their FLOPs (2 M N K per product, 1 per element else) */
+    double remat_flops_share;    /* remat_added_flops / the FLOPs of the whole step */
+    uint64_t memory_budget;      /* the budget it was planned under in bytes; 0: none */
+    const char *remat_strategy;  /* "none", "checkpoint", "greedy", "segments" */
 } kiln_memory_analysis;
 
 typedef enum kiln_buffer_kind {
@@ -867,8 +926,11 @@ KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name
     (KILN__AT(g), kiln_optim_clip_by_global_norm((g), __VA_ARGS__))
 #define kiln_softmax_cross_entropy(g, ...)                                                         \
     (KILN__AT(g), kiln_softmax_cross_entropy((g), __VA_ARGS__))
-#define kiln_grad(g, ...) (KILN__AT(g), kiln_grad((g), __VA_ARGS__))
-#define kiln_vjp(g, ...)  (KILN__AT(g), kiln_vjp((g), __VA_ARGS__))
+#define kiln_grad(g, ...)             (KILN__AT(g), kiln_grad((g), __VA_ARGS__))
+#define kiln_checkpoint_begin(g, ...) (KILN__AT(g), kiln_checkpoint_begin((g), __VA_ARGS__))
+#define kiln_checkpoint_end(g)        (KILN__AT(g), kiln_checkpoint_end(g))
+#define kiln_checkpoint_name(g, ...)  (KILN__AT(g), kiln_checkpoint_name((g), __VA_ARGS__))
+#define kiln_vjp(g, ...)              (KILN__AT(g), kiln_vjp((g), __VA_ARGS__))
 #endif
 
 #ifdef __cplusplus

@@ -33,8 +33,9 @@ expect 2 "--lr: '-1' is not a valid value" -- train --lr=-1
 expect 2 "--batch needs a value" -- train --batch
 expect 2 "--channels (30) must be a multiple of --heads (4)" -- train --channels 30 --heads 4
 expect 2 "--memory-budget: 'lots' is not a size" -- train --memory-budget lots
-expect 1 "memory budget as a share of the device: not available in this build" -- train \
-    --memory-budget 50%
+# A budget no recomputation can meet fails at compile time, naming the smallest peak.
+expect 1 "the smallest planned peak reachable is" -- train $tiny --memory-budget 4KiB --steps 1 \
+    --eval-every 0 --out "$dir/o"
 expect 1 "cannot open the corpus '$dir/nope.txt'" -- train $tiny --data "$dir/nope.txt" --out "$dir/o"
 expect 1 "$dir/nope.safetensors" -- train --resume "$dir/nope.safetensors"
 expect 1 "$dir/nope.safetensors" -- sample "$dir/nope.safetensors"

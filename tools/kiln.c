@@ -15,6 +15,9 @@
  *                   example donates its weights and optimiser state unless this is given
  *   --run           also run it once: measured device peak against the plan, time per call
  *   --buffers       list every buffer (op, type, bytes, place, offset, live steps)
+ *   --budget B      plan under a memory budget (rematerialisation): bytes with an optional
+ *                   K/M/G unit (256M, 1.5GiB) or a share of the peak without it (50%);
+ *                   recomputed kernels are outlined in plan.svg and listed in the report
  *
  * The examples are examples/models.h, shared with `make demo` and the planner's benchmark.
  * Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error. */
@@ -29,17 +32,19 @@
 typedef struct opts {
     const char *dir;
     bool no_fusion, run, buffers;
+    uint64_t budget;        /* --budget: bytes, or */
+    double budget_fraction; /* a share of the peak without recomputation */
     int n_donate;
     int donate[KILN_MAX_OUTPUTS];
 } opts;
 
 static int usage(void) {
-    fprintf(
-        stderr,
-        "usage: kiln train [flags]        (kiln train --help)\n"
-        "       kiln sample [flags] [FILE] (kiln sample --help)\n"
-        "       kiln list\n"
-        "       kiln plan <example> [-o DIR] [--no-fusion] [--donate I,J] [--run] [--buffers]\n");
+    fprintf(stderr,
+            "usage: kiln train [flags]        (kiln train --help)\n"
+            "       kiln sample [flags] [FILE] (kiln sample --help)\n"
+            "       kiln list\n"
+            "       kiln plan <example> [-o DIR] [--no-fusion] [--donate I,J] [--run] [--buffers]\n"
+            "                           [--budget BYTES|PERCENT%%]\n");
     return 2;
 }
 
@@ -60,7 +65,26 @@ static int parse(int argc, char **argv, opts *o) {
             o->run = true;
         else if (!strcmp(argv[i], "--buffers"))
             o->buffers = true;
-        else if (!strcmp(argv[i], "--donate") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            double v = strtod(argv[++i], &end);
+            double unit = 1;
+            if (*end == '%') {
+                if (end[1] || !(v > 0 && v <= 100)) return 1;
+                o->budget_fraction = v / 100;
+                continue;
+            }
+            if (*end == 'K' || *end == 'k')
+                unit = 1024.0, end++;
+            else if (*end == 'M' || *end == 'm')
+                unit = 1024.0 * 1024, end++;
+            else if (*end == 'G' || *end == 'g')
+                unit = 1024.0 * 1024 * 1024, end++;
+            if (unit > 1 && !strcmp(end, "iB")) end += 2;
+            if (*end || errno || !(v * unit >= 1 && v * unit < 1.8e19)) return 1;
+            o->budget = (uint64_t)(v * unit);
+        } else if (!strcmp(argv[i], "--donate") && i + 1 < argc) {
             for (char *p = argv[++i], *end; *p && o->n_donate < KILN_MAX_OUTPUTS; p = end) {
                 errno = 0;
                 long v = strtol(p, &end, 10);
@@ -148,7 +172,9 @@ static int plan(kiln_context *ctx, const model_entry *me, const opts *o) {
     bool own = o->n_donate > 0 || m.n_donate == 0;
     kiln_compile_options co = {.disable_fusion = o->no_fusion,
                                .n_donate = own ? o->n_donate : m.n_donate,
-                               .donate_argnums = own ? o->donate : m.donate};
+                               .donate_argnums = own ? o->donate : m.donate,
+                               .memory_budget = o->budget,
+                               .memory_budget_fraction = o->budget_fraction};
     kiln_executable *e = NULL;
     int rc = 1;
     if (kiln_compile(m.g, &co, &e)) {

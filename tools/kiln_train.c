@@ -46,7 +46,9 @@ static const char train_usage[] =
     "  --resume FILE        continue a run from its checkpoint (same losses as never stopping)\n"
     "  --init FILE          start from these parameters (safetensors, names as docs/training.md)\n"
     "  --batches FILE       training batches from a raw int32 file [steps, batch, context+1]\n"
-    "  --memory-budget X    bytes (64MiB, 2GB, 1000000) or a share of the device (50%)\n"
+    "  --memory-budget X    the step's peak device memory at most X bytes (64MiB, 2GB) or X%\n"
+    "                       of its peak without recomputation (50%): kiln recomputes\n"
+    "                       activations in the backward pass to fit (docs/memory.md)\n"
     "  --no-summary         leave the summary out of the output (it is still written to\n"
     "                       DIR/summary.txt)\n";
 

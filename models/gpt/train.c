@@ -214,7 +214,12 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
             return KILN_STATUS_HOST_OOM;
         }
         for (int i = 0; i < 3 * r->P; i++) donate[i] = i;
-        kiln_compile_options co = {.n_donate = 3 * r->P, .donate_argnums = donate};
+        /* --memory-budget: kiln recomputes forward values in the backward pass until the
+         * step's planned peak fits (docs/memory.md, rematerialisation). */
+        kiln_compile_options co = {.n_donate = 3 * r->P,
+                                   .donate_argnums = donate,
+                                   .memory_budget = r->o->memory_budget,
+                                   .memory_budget_fraction = r->o->memory_budget_fraction};
         st = kiln_compile(g, &co, &r->step);
         free(donate);
         if (st) gpt_errf(r->err, "compiling the training step: %s", kiln_last_error(r->ctx));
@@ -505,6 +510,16 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
     human_bytes(res->measured_peak_bytes, b[1], sizeof b[1]);
     fprintf(p, "peak device memory: %s planned, %s measured (the allocator's peak during a step)\n",
             b[0], b[1]);
+    if (ma->remat_num_recomputed) {
+        human_bytes(ma->remat_peak_without, b[0], sizeof b[0]);
+        human_bytes(ma->remat_bytes_saved > 0 ? (uint64_t)ma->remat_bytes_saved : 0, b[1],
+                    sizeof b[1]);
+        fprintf(p,
+                "rematerialisation (%s): %d ops recomputed, %s saved of %s, %.1f%% more FLOPs "
+                "per step\n",
+                ma->remat_strategy, ma->remat_num_recomputed, b[1], b[0],
+                100 * ma->remat_flops_share);
+    }
     fprintf(p, "compile: %.0f ms (step %s%s%s)\n", res->compile_ms,
             si->from_disk_cache ? "from the kernel cache" : "compiled",
             r->eval ? ", evaluation " : "",
@@ -574,13 +589,6 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
                  "(%g) > 0, weight decay (%g) and clip (%g) >= 0",
                  o->batch, o->steps, o->warmup, o->lr, o->weight_decay, o->clip);
         return KILN_STATUS_INVALID_ARGUMENT;
-    }
-    if (o->memory_budget || o->memory_budget_fraction > 0) {
-        gpt_errf(err,
-                 "memory budget %s: not available in this build (kiln_compile_options has "
-                 "no memory budget yet)",
-                 o->memory_budget ? "in bytes" : "as a share of the device");
-        return KILN_STATUS_UNIMPLEMENTED;
     }
     if (o->model.vocab != 256) {
         gpt_errf(err, "gpt_train: the corpus is bytes, so vocab must be 256 (not %d)",

@@ -28,6 +28,8 @@ typedef struct kn_config {
     kiln_alloc_mode alloc_mode; /* never KILN_ALLOC_MODE_DEFAULT once resolved per device */
     double mem_fraction;
     uint64_t memory_limit;
+    uint64_t memory_budget;        /* KILN_MEMORY_BUDGET in bytes; 0: none */
+    double memory_budget_fraction; /* KILN_MEMORY_BUDGET as a share ("50%"); 0: none */
     int num_threads;
     char cache_dir[1024];
     uint64_t cache_max_bytes; /* KILN_CACHE_MAX_BYTES; 0: no disk cache */

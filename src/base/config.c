@@ -114,6 +114,8 @@ static kiln_status check_options(const kiln_context_options *o, char *err, size_
         return bad_opt(err, n, "mem_fraction must be in (0, 1], or 0 for the default");
     if (o->num_threads < 0 || o->num_threads > 4096)
         return bad_opt(err, n, "num_threads must be in [0, 4096] (0: all cores)");
+    if (!(o->memory_budget_fraction >= 0 && o->memory_budget_fraction <= 1))
+        return bad_opt(err, n, "memory_budget_fraction must be in (0, 1], or 0 for none");
     if (o->cache_max_bytes < -1)
         return bad_opt(err, n,
                        "cache_max_bytes must be a byte count, 0 for the default (1 GiB) or -1 "
@@ -202,6 +204,26 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
             return bad_env(err, n, "KILN_MEMORY_LIMIT", v,
                            "a byte count such as 1073741824, 512M or 2GiB (0: no limit)");
     }
+    if ((v = getenv("KILN_MEMORY_BUDGET")) && *v) {
+        size_t len = strlen(v);
+        double f;
+        if (v[len - 1] == '%') {
+            char num[64];
+            if (len >= sizeof num) len = sizeof num; /* too long to be a number: junk */
+            snprintf(num, sizeof num, "%.*s", (int)(len - 1), v);
+            if (!config_parse_double(num, &f) || !(f > 0 && f <= 100))
+                return bad_env(err, n, "KILN_MEMORY_BUDGET", v,
+                               "bytes such as 268435456 or 256MiB, or a share of the peak "
+                               "without rematerialisation in (0%, 100%] such as 50%");
+            c->memory_budget_fraction = f / 100, c->memory_budget = 0;
+        } else {
+            if (!config_parse_bytes(v, &c->memory_budget))
+                return bad_env(err, n, "KILN_MEMORY_BUDGET", v,
+                               "bytes such as 268435456 or 256MiB, or a share of the peak "
+                               "without rematerialisation such as 50% (0: none)");
+            c->memory_budget_fraction = 0;
+        }
+    }
     if ((v = getenv("KILN_NUM_THREADS")) && *v) {
         long t;
         if (!config_parse_int(v, &t) || t < 0 || t > 4096)
@@ -231,6 +253,8 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
     *cfg = (kn_config){.alloc_mode = o->alloc_mode,
                        .mem_fraction = o->mem_fraction,
                        .memory_limit = o->memory_limit,
+                       .memory_budget = o->memory_budget,
+                       .memory_budget_fraction = o->memory_budget_fraction,
                        .num_threads = o->num_threads,
                        .verify_passes = o->verify_passes,
                        .cache_max_bytes = cache_cap(o->cache_max_bytes)};

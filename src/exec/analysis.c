@@ -43,6 +43,16 @@ kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
         .schedule = p->strategy,
         .peak_step = p->peak_step,
     };
+    const exec_remat_info *r = &e->remat;
+    if (r->peak_without) {
+        out->remat_peak_without = r->peak_without;
+        out->remat_bytes_saved = (int64_t)r->peak_without - (int64_t)p->peak;
+        out->remat_num_recomputed = (int)r->n_recomputed;
+        out->remat_added_flops = r->added_flops;
+        out->remat_flops_share = r->step_flops > 0 ? r->added_flops / r->step_flops : 0;
+        out->memory_budget = r->budget;
+    }
+    out->remat_strategy = r->strategy ? r->strategy : "none";
     for (int c = 0; c < PLAN_NUM_CLASSES; c++) {
         out->class_bytes_at_peak[c] = p->class_peak[c];
         out->class_bytes_total[c] = p->class_total[c];
@@ -86,7 +96,7 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
 }
 
 char *kiln_executable_memory_report(const kiln_executable *e) {
-    return e ? plan_report(e->g, &e->plan, &e->mem, e->stats.code_bytes) : NULL;
+    return e ? exec_memory_report(e) : NULL;
 }
 
 char *kiln_executable_plan_json(const kiln_executable *e) {

@@ -101,6 +101,22 @@ static kiln_status plan_memory(kiln_executable *e) {
     return s;
 }
 
+kiln_status exec_fuse_and_plan(kiln_executable *e, const kiln_compile_options *o) {
+    fusion_options fo = {.disable = o->disable_fusion};
+    kiln_status s = fusion_plan_build(e->g, &fo, &e->plan);
+    return s ? s : plan_memory(e);
+}
+
+void exec_plan_release(kiln_executable *e) {
+    uint32_t nk = e->plan.n_kernels ? e->plan.n_kernels : 1;
+    host_free(e->ctx, e->info, nk * sizeof *e->info);
+    host_free(e->ctx, e->kernels, nk * sizeof *e->kernels);
+    host_free(e->ctx, e->dots, nk * sizeof *e->dots);
+    e->info = NULL, e->kernels = NULL, e->dots = NULL;
+    plan_free(&e->mem);
+    fusion_plan_free(&e->plan);
+}
+
 static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
     kiln_context *ctx = e->ctx;
     const kn_backend *b = e->dev->backend;
@@ -187,10 +203,9 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     if (!s) s = pass_clone(g, &e->g);
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
     if (!s) s = dump_graph(ctx, &dump, "1-optimized.ir", e->g);
-    fusion_options fo = {.disable = o->disable_fusion};
     if (!s) s = take_donations(e, o);
-    if (!s) s = fusion_plan_build(e->g, &fo, &e->plan);
-    if (!s) s = plan_memory(e);
+    if (!s) s = exec_remat(e, o);
+    if (!s) s = exec_fuse_and_plan(e, o);
     if (!s) s = load_kernels(e, &dump);
     if (!s && dump.on) s = dump_plan(e, &dump);
     if (s) {
@@ -246,7 +261,7 @@ char *kiln_executable_to_string(const kiln_executable *e) {
                           k->inputs[k->alias[j] - 1]);
         sb_append(&sb, "\n");
     }
-    char *report = plan_report(e->g, &e->plan, &e->mem, e->stats.code_bytes);
+    char *report = exec_memory_report(e);
     sb_printf(&sb, "\n%s\n%s", report ? report : "", e->source ? e->source : "");
     if (!report) sb.oom = true;
     kiln_string_free(e->ctx, report);

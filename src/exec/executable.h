@@ -9,6 +9,15 @@
 #include "exec/array.h"
 #include "plan/plan.h"
 
+/* What rematerialisation did, for the memory analysis and the report. */
+typedef struct exec_remat_info {
+    uint64_t peak_without; /* the planned peak with nothing recomputed (0: not planned) */
+    uint64_t budget;       /* the budget in bytes (0: none) */
+    uint32_t n_recomputed;
+    double added_flops, step_flops;
+    const char *strategy; /* NULL: nothing recomputed */
+} exec_remat_info;
+
 struct kiln_executable {
     kiln_context *ctx;
     kn_device *dev; /* where it runs: device 0, the CPU, until placement exists */
@@ -22,7 +31,19 @@ struct kiln_executable {
     kiln_executable_info stats;
     mem_plan mem;     /* schedule, buffers, arena (src/plan) */
     uint8_t *donated; /* per parameter (n_params + 1 bytes): consumed by every call */
+    exec_remat_info remat;
 };
+
+/* Chooses and applies the recomputation (remat_budget.c): the checkpoint regions of e->g
+ * and, under a budget, the cheapest extra choice whose planned peak fits. On return e->g
+ * is the graph to fuse and plan, e->remat says what was done. */
+kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o);
+/* Fusion, dot layouts and the memory plan of e->g into e (executable.c). */
+kiln_status exec_fuse_and_plan(kiln_executable *e, const kiln_compile_options *o);
+/* Frees what exec_fuse_and_plan made (a trial plan of the budget search). */
+void exec_plan_release(kiln_executable *e);
+/* The memory report (plan_report) with the rematerialisation lines; NULL on host OOM. */
+char *exec_memory_report(const kiln_executable *e);
 
 /* Checks that args match g's parameters; the message names `op`, the argument index,
  * the parameter's name and both types. */

@@ -62,6 +62,9 @@ static bool same_node(void *user, uint64_t key) {
 static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     cse_state *cs = user;
     cs->rb = rb, cs->id = id;
+    /* A recomputation is a duplicate on purpose (jax's prevent_cse): merging it into the
+     * forward value would keep that value alive until the backward pass again. */
+    if (rb->old->nodes[id].remat == IR_REMAT_CLONE) return pass_copy(rb, id);
     uint64_t h = node_hash(rb, id), found;
     if (hm_find(&cs->table, h, same_node, cs, &found, NULL)) {
         rb->map[id] = (uint32_t)found;

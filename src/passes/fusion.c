@@ -126,7 +126,7 @@ static bool reshape_view(const kiln_graph *g, uint32_t id) {
 
 static bool must_materialise(decide_state *s, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
-    if (n->op == IR_PARAMETER || s->is_output[id]) return true;
+    if (n->op == IR_PARAMETER || s->is_output[id] || n->remat == IR_REMAT_KEEP) return true;
     if (n->op == IR_CONSTANT) return numel(n) != 1 || library_use(s, id);
     if (n->op == IR_IOTA && library_use(s, id)) return true;
     if (n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS) return true;
@@ -409,6 +409,17 @@ static bool consumes_elementwise(pc_walk *w, const fkernel *a, const fkernel *b)
     return w->reads && !w->bad;
 }
 
+/* A recomputation must stay in the backward pass: a kernel writing one (IR_REMAT_CLONE)
+ * never joins a kernel of the forward pass, which would compute it while the forward
+ * values it replaces are still live and undo the saving. */
+static bool keeps_remat_apart(const kiln_graph *g, const fkernel *ka, const fkernel *kb) {
+    bool clone = false, late = false;
+    for (uint32_t r = 0; r < kb->n_roots; r++)
+        clone |= g->nodes[kb->roots[r]].remat == IR_REMAT_CLONE;
+    for (uint32_t r = 0; r < ka->n_roots; r++) late |= g->nodes[ka->roots[r]].backward;
+    return clone && !late;
+}
+
 /* Multi-output fusion, two kinds, both for loop kernels over the same index space:
  *  - producer-consumer: a kernel that reads the results of the latest kernel it depends on
  *    only at the element it writes (an optimiser's p' from m' and v') joins that kernel,
@@ -446,7 +457,7 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
             for (uint32_t i = 0; i < kb->n_inputs; i++)
                 if (pos[kb->inputs[i]] != ready && pos[kb->inputs[i]] > before)
                     before = pos[kb->inputs[i]];
-            if (ka->kind == FK_LOOP && before < ready &&
+            if (ka->kind == FK_LOOP && before < ready && !keeps_remat_apart(g, ka, kb) &&
                 ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) &&
                 consumes_elementwise(&pw, ka, kb)) {
                 if ((s = absorb(ctx, ka, kb))) break;
@@ -458,7 +469,7 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
         for (uint32_t a = (uint32_t)(ready + 1); a < b; a++) {
             fkernel *ka = &p->kernels[a];
             if (gone[a] || ka->kind != FK_LOOP || !ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) ||
-                !shares_large_input(g, ka, kb))
+                keeps_remat_apart(g, ka, kb) || !shares_large_input(g, ka, kb))
                 continue;
             if ((s = absorb(ctx, ka, kb))) break;
             for (uint32_t r = 0; r < kb->n_roots; r++) pos[kb->roots[r]] = (int32_t)a;

@@ -286,7 +286,13 @@ typedef struct svg {
     double sw, scale; /* pixels per step, per byte */
     double y0;        /* the bottom of the band being drawn */
     double gap;       /* pixels between the bands of donated buffers */
+    const fusion_plan *fp;
 } svg;
+
+/* A buffer written by a recomputation (rematerialisation: src/passes/remat.c). */
+static bool recomputed(const kiln_graph *g, const plan_buffer *b) {
+    return g->nodes[b->node].remat == IR_REMAT_CLONE;
+}
 
 static void xml_text(strbuf *sb, const char *s) {
     for (; s && *s; s++) {
@@ -338,10 +344,13 @@ static void svg_box(svg *v, const plan_buffer *b, uint64_t off, const char *fill
     const ir_node *nd = &v->g->nodes[b->node];
     char t[IR_TYPE_STR_MAX];
     ir_type_str(nd->dtype, &nd->shape, t, sizeof t);
+    bool again = recomputed(v->g, b);
     sb_printf(v->sb,
-              "<g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
-              "stroke=\"#fff\" stroke-width=\"0.5\"/>",
-              x, y, w, h, fill);
+              "<g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" %s/>", x,
+              y, w, h, fill,
+              again ? "class=\"recomputed\" stroke=\"#b71c1c\" stroke-width=\"1.5\" "
+                      "stroke-dasharray=\"4,2\""
+                    : "stroke=\"#fff\" stroke-width=\"0.5\"");
     sb_printf(v->sb,
               "<title>%%%u %s %s: %" PRIu64 " bytes at offset %" PRIu64 ", live steps %d..%d, %s",
               b->node, plan_buffer_op(v->g, b), b->kind == PLAN_K_SCRATCH ? "scratch" : t, b->size,
@@ -352,6 +361,7 @@ static void svg_box(svg *v, const plan_buffer *b, uint64_t off, const char *fill
         sb_printf(v->sb, ":%d", nd->line);
     }
     if (b->shares >= 0) sb_printf(v->sb, ", in place over %%%u", v->p->buffers[b->shares].node);
+    if (again) sb_append(v->sb, ", recomputed for the backward pass");
     sb_append(v->sb, "</title>");
     if (w >= 6.0 * (double)strlen(plan_buffer_op(v->g, b)) + 4 && h >= 11) /* when it fits */
         sb_printf(v->sb,
@@ -457,10 +467,41 @@ static void svg_legend(svg *v) {
                   x, class_color(c), x + 14, plan_class_name(c));
         x += 14 + 7.0 * (double)strlen(plan_class_name(c)) + 16;
     }
+    /* recomputed kernels: a dashed outline on their buffers, a mark under their step */
+    bool any = false;
+    for (uint32_t k = 0; k < p->n_kernels && !any; k++) {
+        const fkernel *kn = &v->fp->kernels[k];
+        for (uint32_t r = 0; r < kn->n_roots; r++)
+            any |= v->g->nodes[kn->roots[r]].remat == IR_REMAT_CLONE;
+    }
+    if (any)
+        sb_printf(v->sb,
+                  "<rect x=\"%.1f\" y=\"48\" width=\"10\" height=\"10\" fill=\"#fff\" "
+                  "stroke=\"#b71c1c\" stroke-width=\"1.5\" stroke-dasharray=\"4,2\"/><text "
+                  "x=\"%.1f\" y=\"57\" font-size=\"11\">recomputed (a red mark under its "
+                  "step)</text>\n",
+                  x, x + 14);
+}
+
+/* A red triangle under the step of every kernel that recomputes a value. */
+static void svg_recompute_marks(svg *v, double y) {
+    const mem_plan *p = v->p;
+    for (uint32_t s = 0; s < p->n_kernels; s++) {
+        const fkernel *kn = &v->fp->kernels[p->order[s]];
+        bool again = false;
+        for (uint32_t r = 0; r < kn->n_roots; r++)
+            again |= v->g->nodes[kn->roots[r]].remat == IR_REMAT_CLONE;
+        if (!again) continue;
+        double x = SVG_LEFT + (s + 0.5) * v->sw;
+        sb_printf(
+            v->sb,
+            "<path class=\"recomputed\" d=\"M%.1f %.1f l-3 6 h6 z\" fill=\"#b71c1c\"><title>step "
+            "%u: kernel k%u recomputes %%%u (%s)</title></path>\n",
+            x, y + 1, s, p->order[s], kn->roots[0], ir_ops[v->g->nodes[kn->roots[0]].op].name);
+    }
 }
 
 char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
-    (void)fp;
     strbuf sb;
     sb_init(&sb, g->ctx);
     uint64_t total = p->arena > p->lower_bound ? p->arena : p->lower_bound;
@@ -481,7 +522,7 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
              (double)(SVG_W - SVG_LEFT - SVG_RIGHT) / (p->n_kernels ? p->n_kernels : 1),
              total ? plot / (double)total : 0,
              SVG_TOP + SVG_PLOT,
-             gap};
+             gap, fp};
     char h[4][32];
     sb_printf(&sb,
               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
@@ -513,6 +554,7 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
         y -= (double)p->buffers[p->buffer_of[g->params[i]]].size * v.scale + gap;
     }
     svg_axes(&v, SVG_TOP + SVG_PLOT);
+    svg_recompute_marks(&v, SVG_TOP + SVG_PLOT);
     sb_append(&sb, "</svg>\n");
     return sb_take(&sb);
 }

@@ -9,7 +9,9 @@
  *  list       a list scheduler: of the kernels whose inputs are ready, run the one that
  *             frees the most bytes net of what it defines (its temporary inputs whose last
  *             reader it is, minus its temporary result). Frees a branch's big
- *             intermediates before starting the next branch.
+ *             intermediates before starting the next branch. Recomputations
+ *             (rematerialisation) run only when no other kernel is ready: as late as
+ *             their first reader allows.
  *  dfs        depth-first post-order from the outputs, visiting the producer with the
  *             heavier cone first (cone weight: its result's bytes plus its producers'
  *             weights, saturating) — Sethi-Ullman's rule: finish the subtree that needs
@@ -43,6 +45,16 @@ static int64_t net_freed(const plan_ctx *c, uint32_t k, const uint32_t *remainin
     return net;
 }
 
+/* A kernel writing a recomputation (IR_REMAT_CLONE): its inputs are ready from the forward
+ * pass on, but running it before the backward pass needs it would hold its result for
+ * nothing, so the list scheduler runs it only when nothing else is ready. */
+static bool recomputes(const plan_ctx *c, uint32_t k) {
+    const fkernel *kn = &c->fp->kernels[k];
+    for (uint32_t i = 0; i < kn->n_roots; i++)
+        if (c->g->nodes[kn->roots[i]].remat == IR_REMAT_CLONE) return true;
+    return false;
+}
+
 static kiln_status list_schedule(const plan_ctx *c, uint32_t *order) {
     size_t bytes = (size_t)c->nb * (sizeof(uint32_t) + 1) + (size_t)c->nk * 2 * sizeof(uint32_t);
     char *mem = host_calloc(c->ctx, 1, bytes ? bytes : 1);
@@ -61,10 +73,14 @@ static kiln_status list_schedule(const plan_ctx *c, uint32_t *order) {
     for (uint32_t step = 0; step < c->nk; step++) {
         uint32_t best = 0;
         int64_t best_net = 0;
+        bool best_late = false;
         for (uint32_t r = 0; r < n_ready; r++) {
             int64_t net = net_freed(c, ready[r], remaining, donated_buf);
-            if (r == 0 || net > best_net || (net == best_net && ready[r] < ready[best]))
-                best = r, best_net = net;
+            bool late = recomputes(c, ready[r]);
+            if (r == 0 || (!late && best_late) ||
+                (late == best_late &&
+                 (net > best_net || (net == best_net && ready[r] < ready[best]))))
+                best = r, best_net = net, best_late = late;
         }
         uint32_t k = ready[best];
         ready[best] = ready[--n_ready];

@@ -56,4 +56,7 @@ kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double valu
  * an error. A host OOM is the builder's error, as for any node. */
 void trace_composite(kiln_graph *g, const char *op, const ir_composite *c);
 
+/* Keeps the outputs of checkpoint regions (checkpoint.c): kiln_graph_finish calls it. */
+void trace_checkpoint_outputs(kiln_graph *g);
+
 #endif

@@ -1,0 +1,159 @@
+/* remat.c — rematerialisation: every backward read of a forward value that is not saved
+ * reads a recomputation of it instead (DESIGN §2.3).
+ *
+ * A value is dropped when a checkpoint region marked it (IR_REMAT_DROP, by its policy:
+ * src/trace/checkpoint.c) or when the caller's `extra` names it (the memory budget's
+ * choice, src/exec/remat_budget.c); `extra` may instead mark a value IR_WHY_KEEP, a
+ * checkpoint the budget keeps, which becomes IR_REMAT_KEEP (fusion gives it a buffer). Sources and
+ * graph outputs are never dropped: they are held anyway. The pass rebuilds the graph in node order;
+ * just before the first backward node (ir_node.backward) that reads a dropped value, it emits a
+ * copy of that value, and, first, copies of each dropped value the copy needs in turn, so a
+ * recomputation reads only values that are kept. Each dropped value is recomputed once and shared
+ * by every later backward reader. The copies are IR_REMAT_CLONE and `backward`: CSE never merges
+ * them into the forward value (cse.c), fusion never joins them to a forward kernel
+ * (fusion.c) but may inline them into their consumer, and the list scheduler runs them as
+ * late as their readers allow (schedule.c). Forward nodes keep reading the originals, so
+ * a dropped value dies with its last forward reader: that is the memory saved.
+ *
+ * Every copy computes exactly what its original did from the same inputs, so the
+ * outputs are bitwise those of the graph without recomputation. */
+#include "passes.h"
+#include "rewrite.h"
+
+#include <string.h>
+
+typedef struct remat_state {
+    const uint8_t *extra; /* per old node: a reason to drop it (IR_WHY_*), 0: none */
+    uint8_t *output;      /* per old node: a graph output */
+    uint32_t *clone;      /* per old node: the new id of its recomputation, 0: none yet */
+    remat_stats *st;
+} remat_state;
+
+static uint8_t drop_why(const pass_rebuild *rb, const remat_state *rs, uint32_t id) {
+    const ir_node *n = &rb->old->nodes[id];
+    if (n->backward || rs->output[id] || ir_ops[n->op].kind == IRK_SOURCE) return 0;
+    if (n->remat == IR_REMAT_DROP) return n->why ? n->why : 1;
+    return rs->extra && rs->extra[id] != IR_WHY_KEEP ? rs->extra[id] : 0;
+}
+
+double remat_node_flops(const kiln_graph *g, uint32_t id) {
+    const ir_node *n = &g->nodes[id];
+    int64_t out = 0;
+    ir_shape_numel(&n->shape, &out);
+    switch (ir_ops[n->op].kind) {
+    case IRK_UNARY:
+    case IRK_BINARY:
+    case IRK_SELECT: return (double)out;
+    case IRK_REDUCE: {
+        int64_t in = 0;
+        ir_shape_numel(&g->nodes[ir_in(n)[0]].shape, &in);
+        return (double)in;
+    }
+    case IRK_DOT: {
+        const ir_node *l = &g->nodes[ir_in(n)[0]];
+        double k = 1;
+        for (int i = 0; i < n->a.dot.n_contract; i++)
+            k *= (double)l->shape.dims[n->a.dot.lhs_contract[i]];
+        return 2.0 * (double)out * k;
+    }
+    case IRK_INDEX: return n->op == IR_SCATTER_ADD_ROWS ? (double)out : 0;
+    default: return 0; /* sources and shape ops move data only */
+    }
+}
+
+/* Emits the recomputation of old node u (and, first, of the dropped values it reads). */
+static kiln_status emit_clone(pass_rebuild *rb, remat_state *rs, uint32_t u) {
+    if (rs->clone[u]) return KILN_STATUS_OK;
+    const ir_node *o = &rb->old->nodes[u];
+    const uint32_t *in = ir_in(o);
+    for (uint32_t k = 0; k < o->n_in; k++)
+        if (drop_why(rb, rs, in[k])) {
+            kiln_status s = emit_clone(rb, rs, in[k]);
+            if (s) return s;
+        }
+    /* pass_copy reads the map: point the dropped inputs at their copies meanwhile */
+    uint32_t saved_u = rb->map[u];
+    uint32_t stack[16], *saved = stack;
+    if (o->n_in > 16 && !(saved = host_alloc(rb->g->ctx, o->n_in * sizeof *saved)))
+        return ctx_oom(rb->g->ctx, "pass remat: an input list", o->n_in * sizeof *saved);
+    for (uint32_t k = 0; k < o->n_in; k++) saved[k] = rb->map[in[k]];
+    for (uint32_t k = 0; k < o->n_in; k++)
+        if (drop_why(rb, rs, in[k])) rb->map[in[k]] = rs->clone[in[k]];
+    kiln_status s = pass_copy(rb, u);
+    uint32_t nid = rb->map[u];
+    for (uint32_t k = o->n_in; k-- > 0;) rb->map[in[k]] = saved[k];
+    rb->map[u] = saved_u;
+    if (saved != stack) host_free(rb->g->ctx, saved, o->n_in * sizeof *saved);
+    if (s) return s;
+    ir_node *t = &rb->g->nodes[nid];
+    t->remat = IR_REMAT_CLONE;
+    t->why = drop_why(rb, rs, u);
+    t->backward = true;
+    t->role = IR_ROLE_NONE;
+    rs->clone[u] = nid;
+    rs->st->n_recomputed++;
+    rs->st->added_flops += remat_node_flops(rb->old, u);
+    return KILN_STATUS_OK;
+}
+
+static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
+    remat_state *rs = user;
+    const ir_node *o = &rb->old->nodes[id];
+    if (!o->backward) {
+        kiln_status s = pass_copy(rb, id);
+        if (!s && rs->extra && rs->extra[id] == IR_WHY_KEEP)
+            rb->g->nodes[rb->map[id]].remat = IR_REMAT_KEEP;
+        return s;
+    }
+    const uint32_t *in = ir_in(o);
+    bool any = false;
+    for (uint32_t k = 0; k < o->n_in; k++) {
+        if (!drop_why(rb, rs, in[k])) continue;
+        kiln_status s = emit_clone(rb, rs, in[k]);
+        if (s) return s;
+        any = true;
+    }
+    if (!any) return pass_copy(rb, id);
+    uint32_t stack[16], *saved = stack;
+    if (o->n_in > 16 && !(saved = host_alloc(rb->g->ctx, o->n_in * sizeof *saved)))
+        return ctx_oom(rb->g->ctx, "pass remat: an input list", o->n_in * sizeof *saved);
+    for (uint32_t k = 0; k < o->n_in; k++) saved[k] = rb->map[in[k]];
+    for (uint32_t k = 0; k < o->n_in; k++)
+        if (drop_why(rb, rs, in[k])) rb->map[in[k]] = rs->clone[in[k]];
+    uint32_t keep = rb->map[id];
+    kiln_status s = pass_copy(rb, id);
+    uint32_t nid = rb->map[id];
+    for (uint32_t k = o->n_in; k-- > 0;) rb->map[in[k]] = saved[k];
+    rb->map[id] = s ? keep : nid;
+    if (saved != stack) host_free(rb->g->ctx, saved, o->n_in * sizeof *saved);
+    return s;
+}
+
+kiln_status pass_remat_run(const kiln_graph *g, const uint8_t *extra, kiln_graph **out,
+                           remat_stats *st) {
+    kiln_context *ctx = g->ctx;
+    *out = NULL;
+    remat_stats local;
+    if (!st) st = &local;
+    memset(st, 0, sizeof *st);
+    remat_state rs = {.extra = extra, .st = st};
+    rs.output = host_calloc(ctx, g->n_nodes, 1);
+    rs.clone = host_calloc(ctx, g->n_nodes, sizeof *rs.clone);
+    kiln_status s = KILN_STATUS_OK;
+    if (!rs.output || !rs.clone)
+        s = ctx_oom(ctx, "pass remat: work arrays", (size_t)g->n_nodes * sizeof *rs.clone);
+    for (uint32_t i = 0; !s && i < g->n_outputs; i++) rs.output[g->outputs[i]] = 1;
+    if (!s) s = pass_rebuild_graph(g, "remat", visit, &rs, out);
+    if (!s)
+        for (uint32_t id = 1; id < (*out)->n_nodes; id++)
+            st->step_flops += remat_node_flops(*out, id);
+    host_free(ctx, rs.output, g->n_nodes);
+    host_free(ctx, rs.clone, (size_t)g->n_nodes * sizeof *rs.clone);
+    return s;
+}
+
+bool remat_any(const kiln_graph *g) {
+    for (uint32_t id = 1; id < g->n_nodes; id++)
+        if (g->nodes[id].remat == IR_REMAT_DROP) return true;
+    return false;
+}

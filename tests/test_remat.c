@@ -1,0 +1,585 @@
+/* test_remat.c — rematerialisation: checkpoint regions and their policies
+ * (kiln_checkpoint_begin/_end/_name, src/trace/checkpoint.c), the recomputation pass
+ * (src/passes/remat.c) and the memory budget (src/exec/remat_budget.c).
+ *
+ * What is held: gradients with every policy and every budget are bitwise the gradients
+ * without recomputation (a recomputation is the same kernel code on the same inputs);
+ * the measured allocator peak equals the planned peak of every plan (cmp_run_planned);
+ * the planned peak never rises as the budget falls and always fits it; an infeasible
+ * budget fails with the budget, the smallest reachable peak and the buffers holding it;
+ * nothing_saveable per layer lowers the planned and the measured peak of a deep MLP and
+ * of a transformer stack; random programs with random regions and budgets agree with the
+ * reference interpreter; a compile under a budget survives every host allocation
+ * failure. KILN_TEST_PROGRAMS raises the number of random programs. */
+#include "compare.h"
+#include "fault.h"
+#include "randprog.h"
+#include "../examples/models.h"
+#include "ir/ir.h"
+
+#include <stdint.h>
+
+static kiln_context *ctx;
+
+/* --------------------------------------------------------------- programs ---- */
+
+#define MLP_LAYERS 8
+#define MLP_B      256
+#define MLP_W      64
+
+typedef struct step {
+    kiln_graph *g;
+    int n_params;
+    kiln_value params[MODEL_MAX_PARAMS];
+} step;
+
+/* One region per layer under `policy` (-1: no region). The pre-activation is named "pre". */
+static void mlp_layers(step *s, int policy, kiln_value *x) {
+    kiln_graph *g = s->g;
+    int64_t wd[2] = {MLP_W, MLP_W}, bd[1] = {MLP_W};
+    for (int l = 0; l < MLP_LAYERS; l++) {
+        kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, wd);
+        kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 1, bd);
+        s->params[s->n_params++] = w;
+        s->params[s->n_params++] = b;
+        const char *names[1] = {"pre"};
+        int names_policy = policy == KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES ||
+                           policy == KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE;
+        if (policy >= 0)
+            kiln_checkpoint_begin(g, (kiln_checkpoint_policy)policy, names_policy,
+                                  names_policy ? names : NULL);
+        kiln_value pre = kiln_checkpoint_name(g, kiln_add(g, kiln_matmul(g, *x, w), b), "pre");
+        kiln_value h = kiln_tanh(g, pre);
+        *x = kiln_add(g, kiln_mul(g, h, kiln_scalar(g, KILN_DTYPE_F32, 0.5)), *x);
+        if (policy >= 0) kiln_checkpoint_end(g);
+    }
+}
+
+/* loss = mean(x_L^2); outputs: loss, then every gradient. */
+static kiln_graph *mlp_step(step *s, int policy) {
+    memset(s, 0, sizeof *s);
+    kiln_graph_create(ctx, "mlp", &s->g);
+    int64_t xd[2] = {MLP_B, MLP_W};
+    kiln_value x0 = kiln_parameter(s->g, "x", KILN_DTYPE_F32, 2, xd);
+    kiln_value x = x0;
+    mlp_layers(s, policy, &x);
+    kiln_value loss = kiln_mean(s->g, kiln_mul(s->g, x, x), 0, NULL, false);
+    kiln_value outs[1 + MODEL_MAX_PARAMS];
+    outs[0] = loss;
+    CHECK_OK(ctx, kiln_grad(s->g, loss, s->n_params, s->params, outs + 1));
+    CHECK_OK(ctx, kiln_graph_finish(s->g, 1 + s->n_params, outs));
+    s->params[s->n_params] = x0; /* the last argument-making slot: x is parameter 0 */
+    return s->g;
+}
+
+/* Arguments for every parameter of g, deterministic. */
+static kiln_array **make_args(kiln_graph *g) {
+    int n = kiln_graph_num_parameters(g);
+    kiln_array **a = calloc((size_t)n, sizeof *a);
+    uint64_t seed = 0x1234;
+    for (int i = 0; i < n; i++) {
+        const ir_node *p = &g->nodes[g->params[i]];
+        a[i] = cmp_random_array(ctx, p->dtype, p->shape.rank, p->shape.dims, &seed);
+    }
+    return a;
+}
+
+static void free_args(kiln_graph *g, kiln_array **a) {
+    for (int i = 0; i < kiln_graph_num_parameters(g); i++) kiln_array_destroy(a[i]);
+    free(a);
+}
+
+/* Compiles g with o, runs it with the plan checked and the peak measured (must equal the
+ * planned one), and returns the outputs in outs (caller frees); 0 when anything failed.
+ * *an receives the memory analysis. */
+static int run_planned(kiln_graph *g, kiln_array **args, const kiln_compile_options *o,
+                       kiln_array **outs, kiln_memory_analysis *an) {
+    kiln_executable *e = NULL;
+    int ok = 1;
+    if (kiln_compile(g, o, &e) != KILN_STATUS_OK) {
+        fprintf(stderr, "compile: %s\n", kiln_last_error(ctx));
+        return 0;
+    }
+    kiln_executable_get_memory_analysis(e, an);
+    if (cmp_run_planned(ctx, e, kiln_graph_num_parameters(g), args, kiln_graph_num_outputs(g), outs,
+                        &ok) != KILN_STATUS_OK) {
+        fprintf(stderr, "run: %s\n", kiln_last_error(ctx));
+        ok = 0;
+    }
+    kiln_executable_destroy(e);
+    return ok;
+}
+
+/* Bitwise equality of two output lists. */
+static int same_bits(kiln_array **a, kiln_array **b, int n, const char *what) {
+    int ok = 1;
+    for (int i = 0; i < n; i++) {
+        size_t na = kiln_array_nbytes(a[i]), nb = kiln_array_nbytes(b[i]);
+        void *pa = malloc(na ? na : 1), *pb = malloc(nb ? nb : 1);
+        kiln_array_copy_to_host(a[i], pa, na);
+        kiln_array_copy_to_host(b[i], pb, nb);
+        if (na != nb || memcmp(pa, pb, na)) {
+            fprintf(stderr, "%s: output %d differs from the run without recomputation\n", what, i);
+            ok = 0;
+        }
+        free(pa), free(pb);
+    }
+    return ok;
+}
+
+static void free_outs(kiln_array **o, int n) {
+    for (int i = 0; i < n; i++) kiln_array_destroy(o[i]);
+}
+
+/* ---------------------------------------------------------------- policies ---- */
+
+static void test_policies(void) {
+    step s0;
+    kiln_graph *g0 = mlp_step(&s0, -1);
+    int n_out = kiln_graph_num_outputs(g0);
+    kiln_array **args = make_args(g0);
+    kiln_array *want[1 + MODEL_MAX_PARAMS] = {0};
+    kiln_memory_analysis a0;
+    CHECK(run_planned(g0, args, NULL, want, &a0));
+    CHECK(a0.remat_num_recomputed == 0 && a0.remat_peak_without == 0);
+    CHECK(!strcmp(a0.remat_strategy, "none"));
+    for (int p = KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE;
+         p <= KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE; p++) {
+        step s;
+        kiln_graph *g = mlp_step(&s, p);
+        kiln_array *got[1 + MODEL_MAX_PARAMS] = {0};
+        kiln_memory_analysis a;
+        const char *name = kiln_checkpoint_policy_name((kiln_checkpoint_policy)p);
+        CHECK_MSG(run_planned(g, args, NULL, got, &a), "%s", name);
+        CHECK_MSG(same_bits(got, want, n_out, name), "%s", name);
+        /* everything_saveable drops nothing: no second plan, no figures */
+        CHECK_MSG(a.remat_peak_without ==
+                      (p == KILN_CHECKPOINT_POLICY_EVERYTHING_SAVEABLE ? 0 : a0.peak_bytes),
+                  "%s: %llu vs %llu", name, (unsigned long long)a.remat_peak_without,
+                  (unsigned long long)a0.peak_bytes);
+        if (a.remat_peak_without)
+            CHECK(a.remat_bytes_saved == (int64_t)a.remat_peak_without - (int64_t)a.peak_bytes);
+        if (p == KILN_CHECKPOINT_POLICY_EVERYTHING_SAVEABLE) {
+            CHECK_MSG(a.remat_num_recomputed == 0 && a.peak_bytes == a0.peak_bytes, "%s", name);
+        } else {
+            /* each of these drops at least tanh's result, which the backward reads */
+            CHECK_MSG(a.remat_num_recomputed >= MLP_LAYERS, "%s: %d recomputed", name,
+                      a.remat_num_recomputed);
+            CHECK_MSG(a.remat_added_flops > 0 && a.remat_flops_share > 0 && a.remat_flops_share < 1,
+                      "%s: %g FLOPs, share %g", name, a.remat_added_flops, a.remat_flops_share);
+            CHECK(!strcmp(a.remat_strategy, "checkpoint"));
+        }
+        if (p == KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE)
+            CHECK_MSG(a.peak_bytes < a0.peak_bytes, "nothing_saveable: peak %llu, without %llu",
+                      (unsigned long long)a.peak_bytes, (unsigned long long)a0.peak_bytes);
+        /* dots_saveable keeps the products: recomputes no matrix product */
+        if (p == KILN_CHECKPOINT_POLICY_DOTS_SAVEABLE ||
+            p == KILN_CHECKPOINT_POLICY_DOTS_WITH_NO_BATCH_DIMS_SAVEABLE) {
+            double dot_flops = 2.0 * MLP_B * MLP_W * MLP_W;
+            CHECK_MSG(a.remat_added_flops < dot_flops, "%s: %g FLOPs", name, a.remat_added_flops);
+        }
+        free_outs(got, n_out);
+        kiln_graph_destroy(g);
+    }
+    free_outs(want, n_out);
+    free_args(g0, args);
+    kiln_graph_destroy(g0);
+}
+
+/* The report names every recomputed value and why; the SVG draws them apart. */
+static void test_report(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    char *r = kiln_executable_memory_report(e);
+    CHECK_CONTAINS(r, "rematerialisation (checkpoint)");
+    CHECK_CONTAINS(r, "ops recomputed");
+    CHECK_CONTAINS(r, "tanh f32[256,64]: checkpoint nothing_saveable");
+    CHECK_CONTAINS(r, "test_remat.c:");
+    char *svg = kiln_executable_plan_svg(e);
+    CHECK_CONTAINS(svg, "recomputed");
+    kiln_string_free(ctx, r);
+    kiln_string_free(ctx, svg);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
+/* ----------------------------------------------------------------- budgets ---- */
+
+static void test_budgets(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, -1);
+    int n_out = kiln_graph_num_outputs(g);
+    kiln_array **args = make_args(g);
+    kiln_array *want[1 + MODEL_MAX_PARAMS] = {0};
+    kiln_memory_analysis a0;
+    CHECK(run_planned(g, args, NULL, want, &a0));
+    uint64_t prev = UINT64_MAX, smallest = UINT64_MAX;
+    int fitted = 0;
+    for (int pct = 100; pct >= 40; pct -= 5) {
+        kiln_compile_options o = {.memory_budget_fraction = pct / 100.0};
+        kiln_array *got[1 + MODEL_MAX_PARAMS] = {0};
+        kiln_executable *e = NULL;
+        kiln_status st = kiln_compile(g, &o, &e);
+        kiln_executable_destroy(e);
+        if (st == KILN_STATUS_DEVICE_OOM) {
+            CHECK_CONTAINS(kiln_last_error(ctx), "smallest planned peak reachable");
+            continue;
+        }
+        CHECK_OK(ctx, st);
+        kiln_memory_analysis a;
+        CHECK_MSG(run_planned(g, args, &o, got, &a), "budget %d%%", pct);
+        CHECK_MSG(same_bits(got, want, n_out, "budget"), "budget %d%%", pct);
+        CHECK_MSG(a.peak_bytes <= a.memory_budget, "%d%%: peak %llu over the budget %llu", pct,
+                  (unsigned long long)a.peak_bytes, (unsigned long long)a.memory_budget);
+        CHECK(a.memory_budget == (uint64_t)(pct / 100.0 * (double)a0.peak_bytes));
+        CHECK_MSG(a.peak_bytes <= prev, "%d%%: peak %llu rose from %llu", pct,
+                  (unsigned long long)a.peak_bytes, (unsigned long long)prev);
+        prev = a.peak_bytes;
+        if (a.peak_bytes < smallest) smallest = a.peak_bytes;
+        fitted++;
+        free_outs(got, n_out);
+    }
+    CHECK(fitted >= 3);
+    CHECK_MSG(smallest < a0.peak_bytes, "no budget lowered the peak (%llu)",
+              (unsigned long long)a0.peak_bytes);
+    /* a budget below the arguments themselves cannot be met */
+    kiln_compile_options tiny = {.memory_budget = 4096};
+    kiln_executable *e = NULL;
+    CHECK_STATUS(kiln_compile(g, &tiny, &e), KILN_STATUS_DEVICE_OOM);
+    const char *msg = kiln_last_error(ctx);
+    CHECK_CONTAINS(msg, "cannot fit the memory budget of 4096 bytes");
+    CHECK_CONTAINS(msg, "the smallest planned peak reachable is");
+    CHECK_CONTAINS(msg, "f32[256,64] 65536 bytes (");
+    CHECK(e == NULL);
+    kiln_compile_options bad = {.memory_budget_fraction = 1.5};
+    CHECK_STATUS(kiln_compile(g, &bad, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "memory_budget_fraction");
+    free_outs(want, n_out);
+    free_args(g, args);
+    kiln_graph_destroy(g);
+}
+
+/* KILN_MEMORY_BUDGET: bytes or a share, and junk named. */
+static void test_environment(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, -1);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    kiln_memory_analysis a0, a;
+    kiln_executable_get_memory_analysis(e, &a0);
+    kiln_executable_destroy(e);
+    char dir[] = "/tmp/kiln-remat-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    static const char *const values[] = {"75%", "1GiB"};
+    for (int i = 0; i < 2; i++) {
+        setenv("KILN_MEMORY_BUDGET", values[i], 1);
+        kiln_context_options o = {.cache_dir = dir};
+        kiln_context *c = NULL;
+        char err[256];
+        CHECK_STATUS(kiln_context_create(&o, &c, err, sizeof err), KILN_STATUS_OK);
+        kiln_graph *g2 = NULL;
+        step s2;
+        kiln_context *keep = ctx;
+        ctx = c;
+        g2 = mlp_step(&s2, -1);
+        ctx = keep;
+        CHECK_OK(c, kiln_compile(g2, NULL, &e));
+        kiln_executable_get_memory_analysis(e, &a);
+        if (i == 0) {
+            CHECK(a.memory_budget == (uint64_t)(0.75 * (double)a0.peak_bytes));
+            CHECK(a.peak_bytes <= a.memory_budget);
+        } else {
+            CHECK(a.memory_budget == (uint64_t)1 << 30);
+        }
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g2);
+        kiln_context_destroy(c);
+    }
+    setenv("KILN_MEMORY_BUDGET", "lots", 1);
+    kiln_context_options o = {.cache_dir = dir};
+    kiln_context *c = NULL;
+    char err[256] = "";
+    CHECK_STATUS(kiln_context_create(&o, &c, err, sizeof err), KILN_STATUS_CONFIG);
+    CHECK_CONTAINS(err, "KILN_MEMORY_BUDGET");
+    setenv("KILN_MEMORY_BUDGET", "150%", 1);
+    CHECK_STATUS(kiln_context_create(&o, &c, err, sizeof err), KILN_STATUS_CONFIG);
+    unsetenv("KILN_MEMORY_BUDGET");
+    test_remove_dir(dir);
+    kiln_graph_destroy(g);
+}
+
+/* ----------------------------------------------------------------- errors ---- */
+
+static void test_errors(void) {
+    kiln_graph *g = NULL;
+    int64_t d = 4;
+    kiln_graph_create(ctx, "e", &g);
+    CHECK_STATUS(kiln_checkpoint_end(g), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_graph_error(g), "no checkpoint region is open");
+    kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "e", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &d);
+    CHECK_OK(ctx, kiln_checkpoint_begin(g, KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE, 0, NULL));
+    x = kiln_exp(g, x);
+    CHECK_STATUS(kiln_graph_finish(g, 1, &x), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_graph_error(g),
+                   "1 checkpoint region is still open (the innermost began at");
+    CHECK_CONTAINS(kiln_graph_error(g), "test_remat.c:");
+    kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "e", &g);
+    const char *names[1] = {"a"};
+    CHECK_STATUS(kiln_checkpoint_begin(g, KILN_CHECKPOINT_POLICY_DOTS_SAVEABLE, 1, names),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_graph_error(g), "dots_saveable takes no names");
+    kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "e", &g);
+    CHECK_STATUS(kiln_checkpoint_begin(g, (kiln_checkpoint_policy)42, 0, NULL),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_graph_error(g), "policy 42 is not a policy");
+    kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "e", &g);
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &d);
+    kiln_value y = kiln_checkpoint_name(g, x, NULL);
+    CHECK(y.id == 0);
+    CHECK_CONTAINS(kiln_graph_error(g), "kiln_checkpoint_name: name is NULL");
+    kiln_graph_destroy(g);
+    CHECK(strcmp(kiln_checkpoint_policy_name((kiln_checkpoint_policy)-1), "?") == 0);
+}
+
+/* Nested regions: outer nothing_saveable around an inner everything_saveable drops the
+ * inner values too; the other way round drops only the inner ones. Either way the
+ * gradients are bitwise those without regions. */
+static void test_nested(void) {
+    kiln_array *want[2] = {0};
+    kiln_array **args = NULL;
+    kiln_graph *g0 = NULL;
+    int recomputed[3] = {0};
+    for (int v = 0; v < 3; v++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "nested", &g);
+        int64_t d[2] = {32, 32};
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+        kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, d);
+        if (v == 1) kiln_checkpoint_begin(g, KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE, 0, NULL);
+        if (v == 2) kiln_checkpoint_begin(g, KILN_CHECKPOINT_POLICY_EVERYTHING_SAVEABLE, 0, NULL);
+        kiln_value a = kiln_tanh(g, kiln_matmul(g, x, w));
+        if (v)
+            kiln_checkpoint_begin(g,
+                                  v == 1 ? KILN_CHECKPOINT_POLICY_EVERYTHING_SAVEABLE
+                                         : KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE,
+                                  0, NULL);
+        kiln_value t1 = kiln_tanh(g, kiln_matmul(g, a, w)); /* read by tanh's rule below */
+        kiln_value b = kiln_tanh(g, kiln_mul(g, t1, t1));
+        if (v) kiln_checkpoint_end(g);
+        if (v) kiln_checkpoint_end(g);
+        kiln_value loss = kiln_reduce_sum(g, kiln_mul(g, b, b), 0, NULL, false);
+        kiln_value outs[2] = {loss};
+        CHECK_OK(ctx, kiln_grad(g, loss, 1, &w, outs + 1));
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        if (!v) args = make_args(g), g0 = g;
+        kiln_array *got[2] = {0};
+        kiln_memory_analysis a_;
+        CHECK(run_planned(g, args, NULL, v ? got : want, &a_));
+        recomputed[v] = a_.remat_num_recomputed;
+        if (v) {
+            CHECK(same_bits(got, want, 2, "nested"));
+            free_outs(got, 2);
+            kiln_graph_destroy(g);
+        }
+    }
+    /* outer nothing: both tanh and both products; inner nothing: the inner ones only */
+    CHECK_MSG(recomputed[1] > recomputed[2] && recomputed[2] > 0, "%d %d", recomputed[1],
+              recomputed[2]);
+    free_outs(want, 2);
+    free_args(g0, args);
+    kiln_graph_destroy(g0);
+}
+
+/* ------------------------------------------------------------ transformer ---- */
+
+/* Two transformer blocks (examples/models.h) and loss = mean(out^2): with and without
+ * nothing_saveable per block. */
+static kiln_graph *transformer_step(model *m, bool remat) {
+    memset(m, 0, sizeof *m);
+    kiln_graph_create(ctx, "transformer", &m->g);
+    kiln_graph *g = m->g;
+    kiln_value x = model_matrix(m, "x", TB_T, TB_D);
+    int first = m->n_params;
+    for (int l = 0; l < 2; l++) {
+        if (remat) kiln_checkpoint_begin(g, KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE, 0, NULL);
+        kiln_value s1 = model_vector(m, "ln1_scale", TB_D), b1 = model_vector(m, "ln1_bias", TB_D);
+        kiln_value x1 = kiln_add(g, x, tb_attention(m, kiln_layer_norm(g, x, s1, b1, 1e-5)));
+        kiln_value s2 = model_vector(m, "ln2_scale", TB_D), b2 = model_vector(m, "ln2_bias", TB_D);
+        kiln_value w1 = model_matrix(m, "w1", TB_D, TB_F), c1 = model_vector(m, "b1", TB_F);
+        kiln_value w2 = model_matrix(m, "w2", TB_F, TB_D), c2 = model_vector(m, "b2", TB_D);
+        kiln_value h =
+            kiln_gelu(g, kiln_add(g, kiln_matmul(g, kiln_layer_norm(g, x1, s2, b2, 1e-5), w1), c1));
+        x = kiln_add(g, x1, kiln_add(g, kiln_matmul(g, h, w2), c2));
+        if (remat) kiln_checkpoint_end(g);
+    }
+    kiln_value loss = kiln_mean(g, kiln_mul(g, x, x), 0, NULL, false);
+    kiln_value outs[1 + MODEL_MAX_PARAMS] = {loss};
+    int n = m->n_params - first;
+    CHECK_OK(ctx, kiln_grad(g, loss, n, m->params + first, outs + 1));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1 + n, outs));
+    return g;
+}
+
+static void test_stacks(void) {
+    /* the deep MLP */
+    step s0, s1;
+    kiln_graph *g0 = mlp_step(&s0, -1),
+               *g1 = mlp_step(&s1, KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE);
+    kiln_array **args = make_args(g0);
+    int n_out = kiln_graph_num_outputs(g0);
+    kiln_array *o0[1 + MODEL_MAX_PARAMS] = {0}, *o1[1 + MODEL_MAX_PARAMS] = {0};
+    kiln_memory_analysis a0, a1;
+    CHECK(run_planned(g0, args, NULL, o0, &a0)); /* measured == planned inside */
+    CHECK(run_planned(g1, args, NULL, o1, &a1));
+    CHECK(same_bits(o1, o0, n_out, "mlp"));
+    CHECK_MSG(a1.peak_bytes < a0.peak_bytes &&
+                  a1.class_bytes_at_peak[KILN_MEMORY_CLASS_ACTIVATION] <
+                      a0.class_bytes_at_peak[KILN_MEMORY_CLASS_ACTIVATION],
+              "mlp: peak %llu -> %llu", (unsigned long long)a0.peak_bytes,
+              (unsigned long long)a1.peak_bytes);
+    free_outs(o0, n_out), free_outs(o1, n_out);
+    free_args(g0, args);
+    kiln_graph_destroy(g0), kiln_graph_destroy(g1);
+
+    /* the transformer stack */
+    model m0, m1;
+    g0 = transformer_step(&m0, false), g1 = transformer_step(&m1, true);
+    args = make_args(g0);
+    n_out = kiln_graph_num_outputs(g0);
+    CHECK(run_planned(g0, args, NULL, o0, &a0));
+    CHECK(run_planned(g1, args, NULL, o1, &a1));
+    CHECK(same_bits(o1, o0, n_out, "transformer"));
+    CHECK_MSG(a1.peak_bytes < a0.peak_bytes, "transformer: peak %llu -> %llu",
+              (unsigned long long)a0.peak_bytes, (unsigned long long)a1.peak_bytes);
+    free_outs(o0, n_out), free_outs(o1, n_out);
+    free_args(g0, args);
+    kiln_graph_destroy(g0), kiln_graph_destroy(g1);
+}
+
+/* -------------------------------------------------------- random programs ---- */
+
+static void test_random_programs(void) {
+    uint64_t base = test_seed(0x4e3a7);
+    int n = rp_program_count(8);
+    for (int p = 0; p < n; p++) {
+        rp_state *s = calloc(1, sizeof *s);
+        s->seed = base + (uint64_t)p * 104729;
+        uint64_t r = s->seed ^ 0x9e3779b97f4a7c15ull;
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "random", &g);
+        int open = 0;
+        for (int i = 0; i < 3; i++) {
+            if (test_rng_int(&r, 2)) {
+                kiln_checkpoint_begin(g, (kiln_checkpoint_policy)test_rng_int(&r, 4), 0, NULL);
+                open++;
+            }
+            rp_sub_typed(s, g, KILN_DTYPE_F32);
+            if (open && test_rng_int(&r, 2)) kiln_checkpoint_end(g), open--;
+        }
+        while (open--) kiln_checkpoint_end(g);
+        kiln_value loss = kiln_scalar(g, KILN_DTYPE_F32, 0);
+        for (int i = 0; i < s->n_outs; i++) {
+            rp_val o = rp_typed(g, s->outs[i]);
+            kiln_value w = rp_param(s, g, KILN_DTYPE_F32, o.rank, o.dims);
+            loss = kiln_add(g, loss, kiln_reduce_sum(g, kiln_mul(g, w, o.v), 0, NULL, false));
+        }
+        kiln_value wrt[RP_MAX_PARAMS], outs[1 + RP_MAX_PARAMS];
+        int nw = s->n_params;
+        for (int i = 0; i < nw; i++) wrt[i] = s->params[i].v;
+        outs[0] = loss;
+        CHECK_OK(ctx, kiln_grad(g, loss, nw, wrt, outs + 1));
+        CHECK_OK(ctx, kiln_graph_finish(g, 1 + nw, outs));
+        if (kiln_graph_status(g) == KILN_STATUS_OK) {
+            kiln_array **args = calloc((size_t)nw, sizeof *args);
+            uint64_t vs = s->seed;
+            for (int i = 0; i < nw; i++)
+                args[i] = cmp_random_array(ctx, KILN_DTYPE_F32, s->params[i].rank,
+                                           s->params[i].dims, &vs);
+            kiln_compile_options o = {0};
+            if (test_rng_int(&r, 2)) o.memory_budget_fraction = 0.5 + 0.5 * test_rng_unit(&r);
+            kiln_executable *e = NULL;
+            kiln_status st = kiln_compile(g, &o, &e);
+            kiln_executable_destroy(e);
+            if (st == KILN_STATUS_DEVICE_OOM) o.memory_budget_fraction = 0; /* too tight */
+            CHECK_MSG(cmp_graph(ctx, g, nw, args, &o, 2e-3, NULL), "program %d (seed %llu)", p,
+                      (unsigned long long)s->seed);
+            for (int i = 0; i < nw; i++) kiln_array_destroy(args[i]);
+            free(args);
+        }
+        kiln_graph_destroy(g);
+        free(s);
+    }
+}
+
+/* ------------------------------------------------------- fault injection ---- */
+
+static kiln_status fault_body(kiln_context *c, int *bad) {
+    kiln_graph *g = NULL;
+    kiln_status s = kiln_graph_create(c, "f", &g);
+    if (s) return s;
+    int64_t d[2] = {16, 16};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, d);
+    const char *names[1] = {"h"};
+    kiln_checkpoint_begin(g, KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES, 1, names);
+    kiln_value h = kiln_checkpoint_name(g, kiln_tanh(g, kiln_matmul(g, x, w)), "h");
+    kiln_value y = kiln_tanh(g, kiln_exp(g, kiln_matmul(g, h, w))); /* exp: recomputed */
+    kiln_checkpoint_end(g);
+    kiln_value loss = kiln_reduce_sum(g, y, 0, NULL, false);
+    kiln_value outs[2] = {loss};
+    kiln_grad(g, loss, 1, &w, outs + 1);
+    s = kiln_graph_finish(g, 2, outs);
+    kiln_executable *e = NULL;
+    kiln_compile_options o = {.memory_budget_fraction = 1};
+    if (!s) s = kiln_compile(g, &o, &e);
+    if (!s) {
+        kiln_memory_analysis a;
+        kiln_executable_get_memory_analysis(e, &a);
+        *bad = a.peak_bytes > a.memory_budget || a.remat_num_recomputed == 0;
+        if (*bad)
+            fprintf(stderr, "peak %llu budget %llu recomputed %d strategy %s\n",
+                    (unsigned long long)a.peak_bytes, (unsigned long long)a.memory_budget,
+                    a.remat_num_recomputed, a.remat_strategy);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return s;
+}
+
+static void test_fault_injection(void) {
+    char dir[] = "/tmp/kiln-remat-fault-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    fault_ctx_case fc = {.cache_dir = dir,
+                         .body = fault_body,
+                         .bad_what = "the budget was not met or nothing was recomputed"};
+    fault_sweep sw = {.name = "remat", .run = fault_in_context, .user = &fc, .max_runs = 200000};
+    long total = fault_sweep_run(&sw);
+    CHECK(total > 100);
+    test_remove_dir(dir);
+}
+
+int main(void) {
+    ctx = test_context();
+    RUN(test_policies);
+    RUN(test_report);
+    RUN(test_budgets);
+    RUN(test_environment);
+    RUN(test_errors);
+    RUN(test_nested);
+    RUN(test_stacks);
+    RUN(test_random_programs);
+    RUN(test_fault_injection);
+    kiln_context_destroy(ctx);
+    return test_summary("test_remat");
+}

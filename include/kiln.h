@@ -122,6 +122,14 @@ typedef struct kiln_context_options {
                                 from creation on (kiln_device_trace_start); NULL: none */
     const char *dump_dir;    /* KILN_DUMP: a directory where each compiled program's IR,
                                 kernels and memory plan are written; NULL: none */
+    /* KILN_CPU_DEVICES: how many CPU devices the context has (1..64; 0: 1), as XLA's forced
+     * host device count: each has its own allocator, stats and an equal share of the
+     * KILN_NUM_THREADS threads, so multi-device code runs on any machine (docs/devices.md). */
+    int cpu_devices;
+    /* KILN_ASYNC: runs, jit calls and copies return once enqueued on their device's queue
+     * and their outputs become ready later (docs/devices.md, "the asynchronous model");
+     * false: every call has finished its work when it returns. */
+    bool async_dispatch;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,
@@ -169,10 +177,24 @@ typedef struct kiln_memory_stats {
     kiln_alloc_mode mode;              /* the mode in force (never KILN_ALLOC_MODE_DEFAULT) */
 } kiln_memory_stats;
 
-/* Number of devices of the context (at least 1: device 0 is the CPU). */
+/* Number of devices of the context (at least 1: device 0 is the CPU). The CPU devices
+ * (kiln_context_options.cpu_devices) come first, then those of other backends. */
 KILN_API int kiln_device_count(const kiln_context *ctx);
 /* A name such as "cpu:0"; NULL for a bad index. Owned by the context. */
 KILN_API const char *kiln_device_name(const kiln_context *ctx, int device);
+
+typedef struct kiln_device_info {
+    const char *platform; /* "cpu" (later "cuda"); owned by kiln */
+    int index;            /* the device's number within its platform: cpu:<index> */
+    const char *name;     /* "cpu:1"; owned by the context */
+} kiln_device_info;
+/* What device `device` (0 .. kiln_device_count - 1) is. */
+KILN_API kiln_status kiln_device_get_info(const kiln_context *ctx, int device,
+                                          kiln_device_info *out);
+/* Waits for all work enqueued on the device so far (runs and copies; docs/devices.md).
+ * Returns the first error of that work since the device's last synchronize, with its full
+ * message, and forgets it: the device stays usable. Immediate in synchronous mode. */
+KILN_API kiln_status kiln_device_synchronize(kiln_context *ctx, int device);
 
 KILN_API kiln_status kiln_device_get_memory_stats(kiln_context *ctx, int device,
                                                   kiln_memory_stats *out);
@@ -230,13 +252,33 @@ typedef struct kiln_array kiln_array;
  * freed. Using it again is KILN_STATUS_CONSUMED; its dtype and shape can still be read (as
  * in JAX), and kiln_array_destroy still frees the handle. */
 
-/* Creates an array of the given dtype and shape (row-major) and copies data into it;
- * data NULL gives zeros. */
+/* Creates an array of the given dtype and shape (row-major) on device 0 and copies data
+ * into it; data NULL gives zeros. */
 KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                                        const int64_t *dims, const void *data, kiln_array **out);
+/* The same on device `device`: data has been copied when it returns. */
+KILN_API kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
+                                          const int64_t *dims, const void *data, kiln_array **out);
+/* The same, with the copy from data enqueued on the device's copy queue (as
+ * cudaMemcpyAsync): data (not NULL) must stay valid and unchanged until the array is
+ * ready (kiln_array_block_until_ready, or any later call that waits for it). The device
+ * memory is taken now, so a device OOM is reported here. Synchronous mode copies now. */
+KILN_API kiln_status kiln_array_create_async(kiln_context *ctx, int device, kiln_dtype dtype,
+                                             int rank, const int64_t *dims, const void *data,
+                                             kiln_array **out);
+/* A new array on device `device` with a's contents: enqueued on a's device's copy queue
+ * after the work that writes a, so it overlaps the runs of both devices. */
+KILN_API kiln_status kiln_array_copy_to_device(const kiln_array *a, int device, kiln_array **out);
+/* The device the array lives on (-1 for NULL). */
+KILN_API int kiln_array_device(const kiln_array *a);
+/* Waits until the work that writes the array is done. When that work failed (or work it
+ * depended on), returns its status with its full message; the array then holds nothing
+ * usable. */
+KILN_API kiln_status kiln_array_block_until_ready(const kiln_array *a);
+/* Frees the array. Work in flight that reads or writes it keeps it alive until done. */
 KILN_API void kiln_array_destroy(kiln_array *a);
 /* Copies the array's bytes to dst, which holds size bytes: size must equal
- * kiln_array_nbytes(a). */
+ * kiln_array_nbytes(a). Waits for the array (as kiln_array_block_until_ready does). */
 KILN_API kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size);
 KILN_API kiln_dtype kiln_array_dtype(const kiln_array *a);
 KILN_API int kiln_array_rank(const kiln_array *a);
@@ -547,6 +589,10 @@ typedef struct kiln_compile_options {
      * its buffer freed after the call, as JAX does). The list is copied. */
     int n_donate;
     const int *donate_argnums;
+    /* The device it runs on (kiln_executable_run's arguments must live there); 0 by
+     * default. kiln_jit ignores it when a call has arguments: a jit call runs on the
+     * device of its arguments. */
+    int device;
 } kiln_compile_options;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
@@ -764,8 +810,7 @@ KILN_API kiln_status kiln_safetensors_get_info(const kiln_safetensors *f, const 
 /* The value of a "__metadata__" key, or NULL if the file has none by that name. */
 KILN_API const char *kiln_safetensors_get_metadata(const kiln_safetensors *f, const char *key);
 /* Reads tensor `name` into a new array (device 0). */
-KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name,
-                                           kiln_array **out);
+KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name, kiln_array **out);
 
 /* ------------------------------------------------------ source locations ---- */
 

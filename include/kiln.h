@@ -775,6 +775,44 @@ KILN_API void kiln_jit_get_stats(const kiln_jit *j, kiln_jit_stats *stats);
 /* Drops every cached executable and frees what it holds. */
 KILN_API void kiln_jit_clear(kiln_jit *j);
 
+/* ------------------------------------------------------------- prefetch ---- */
+
+/* A double-buffered input pipeline (docs/devices.md, "prefetch"), as flax's
+ * prefetch_to_device: while the device computes step k, the host fills the batch of a
+ * later step into a host staging buffer and its copy to the device runs on the device's
+ * copy queue, so the copy overlaps the compute. Needs asynchronous mode to overlap
+ * anything (synchronously every batch is copied when filled); not thread-safe: one thread
+ * drives a pipeline. */
+typedef struct kiln_prefetch kiln_prefetch;
+
+/* Fills batch `step` (0, 1, ...): host[i] holds sizes[i] bytes for array i, in the dtype
+ * and shape of specs[i]. Runs on the thread calling kiln_prefetch_next. Returns 0 when
+ * filled, 1 when there is no batch `step` (the data is exhausted), -1 on failure. */
+typedef int (*kiln_prefetch_fill_fn)(void *user, int64_t step, void *const *host,
+                                     const size_t *sizes);
+
+typedef struct kiln_prefetch_options {
+    int device;                 /* where the batches go */
+    int n_arrays;               /* arrays per batch (inputs, labels, ...): 1..16 */
+    const kiln_arg_spec *specs; /* their dtypes and shapes (no -1); copied */
+    kiln_prefetch_fill_fn fill; /* required */
+    void *user;                 /* passed to fill */
+    int depth;                  /* staging buffers, batches in flight; 0: 2 (double
+                                   buffering); at most 8 */
+} kiln_prefetch_options;
+
+KILN_API kiln_status kiln_prefetch_create(kiln_context *ctx, const kiln_prefetch_options *opts,
+                                          kiln_prefetch **out);
+/* The next batch: batch[i] receives array i (the caller's to destroy; its copy may still
+ * be in flight: a run that reads it waits for it, on the device). Then fills the batch
+ * depth steps ahead into the staging buffer this one used (waiting for this batch's copy
+ * to have read it) and enqueues its copy. *end is set true, and nothing returned, once
+ * fill reported the end. The host may run ahead of the device by as many steps as it
+ * enqueues: bound that by synchronising now and then (reading the loss), as with JAX. */
+KILN_API kiln_status kiln_prefetch_next(kiln_prefetch *p, kiln_array **batch, bool *end);
+/* Waits for the copies in flight (they read the staging buffers) and frees everything. */
+KILN_API void kiln_prefetch_destroy(kiln_prefetch *p);
+
 /* ------------------------------------------------------------ safetensors ---- */
 
 /* Arrays to and from files in the safetensors format (the format PyTorch, JAX and the

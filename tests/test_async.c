@@ -328,6 +328,85 @@ static void test_destroy_in_flight(void) {
     free(host);
 }
 
+/* -------------------------------------------------------------- prefetch ---- */
+
+typedef struct feed {
+    int64_t batches, fail_at; /* fill reports the end at `batches`, failure at fail_at */
+    int64_t filled;
+} feed;
+
+/* Batch k: x[i] = k * 1000 + i, y[i] = k. */
+static int feed_fill(void *user, int64_t step, void *const *host, const size_t *sizes) {
+    feed *f = user;
+    if (step == f->fail_at) return -1;
+    if (step >= f->batches) return 1;
+    float *x = host[0], *y = host[1];
+    for (size_t i = 0; i < sizes[0] / sizeof *x; i++) x[i] = (float)(step * 1000 + (int64_t)i);
+    for (size_t i = 0; i < sizes[1] / sizeof *y; i++) y[i] = (float)step;
+    f->filled++;
+    return 0;
+}
+
+static void run_pipeline(bool async, int depth) {
+    kiln_context *c = make_context(async, 2, 0, NULL);
+    if (!c) return;
+    enum { N = 512 };
+    kiln_arg_spec specs[2] = {{KILN_DTYPE_F32, 1, {N}}, {KILN_DTYPE_F32, 1, {N}}};
+    feed f = {.batches = 7, .fail_at = -1};
+    kiln_prefetch_options po = {
+        .device = 1, .n_arrays = 2, .specs = specs, .fill = feed_fill, .user = &f, .depth = depth};
+    kiln_prefetch *p = NULL;
+    CHECK_OK(c, kiln_prefetch_create(c, &po, &p));
+    kiln_jit *j;
+    kiln_jit_options jo = {.name = "axpy", .fn = axpy_fn};
+    CHECK_OK(c, kiln_jit_create(c, &jo, &j));
+    kiln_array *out[7] = {0};
+    int64_t steps = 0;
+    for (;;) {
+        kiln_array *b[2];
+        bool end = false;
+        CHECK_OK(c, kiln_prefetch_next(p, b, &end));
+        if (end) break;
+        CHECK(kiln_array_device(b[0]) == 1 && kiln_array_device(b[1]) == 1);
+        CHECK_OK(c, kiln_jit_call(j, 2, b, NULL, 0, 1, &out[steps]));
+        kiln_array_destroy(b[0]);
+        kiln_array_destroy(b[1]);
+        if (++steps > 7) break;
+    }
+    CHECK(steps == 7);
+    float got[N];
+    for (int64_t k = 0; k < steps && k < 7; k++) {
+        CHECK_OK(c, kiln_array_copy_to_host(out[k], got, sizeof got));
+        bool ok = true;
+        for (int i = 0; i < N; i++) ok &= got[i] == (float)(k * 1000 + i) * 2 + (float)k;
+        CHECK_MSG(ok, "depth %d: batch %lld arrived wrong", depth, (long long)k);
+        kiln_array_destroy(out[k]);
+    }
+    kiln_prefetch_destroy(p);
+
+    /* a fill that fails: the call that stages it says which batch */
+    f = (feed){.batches = 7, .fail_at = 3};
+    CHECK_OK(c, kiln_prefetch_create(c, &po, &p));
+    kiln_status s = KILN_STATUS_OK;
+    for (int k = 0; k < 7 && !s; k++) {
+        kiln_array *b[2];
+        bool end = false;
+        s = kiln_prefetch_next(p, b, &end);
+        if (!s) kiln_array_destroy(b[0]), kiln_array_destroy(b[1]);
+    }
+    CHECK(s == KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(c), "the fill function failed for batch 3");
+    kiln_prefetch_destroy(p);
+    kiln_jit_destroy(j);
+    kiln_context_destroy(c);
+}
+
+static void test_prefetch(void) {
+    run_pipeline(true, 0);
+    run_pipeline(true, 3);
+    run_pipeline(false, 2);
+}
+
 /* ------------------------------------------------------ fault injection ---- */
 
 /* The sweep's counting allocator is not thread-safe and queue threads free (and, failing,
@@ -424,6 +503,7 @@ int main(void) {
     RUN(test_many_across_devices);
     RUN(test_oom_in_third_run);
     RUN(test_destroy_in_flight);
+    RUN(test_prefetch);
     RUN(test_fault_injection);
     test_remove_dir(dir);
     return test_summary("test_async");

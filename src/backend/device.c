@@ -88,7 +88,13 @@ kiln_status device_open_all(kiln_context *ctx) {
 
 void device_close_all(kiln_context *ctx) {
     if (!ctx->devices) return;
-    /* Every queue finishes its work first: a task may still use any device's memory. */
+    /* Every queue finishes its work first: a task may still use any device's memory, and
+     * release events of any queue. Tasks never enqueue tasks, so once each queue in turn
+     * has gone idle, all are. */
+    for (int i = 0; i < ctx->n_devices; i++) {
+        queue_idle(ctx->devices[i].compute);
+        queue_idle(ctx->devices[i].copy);
+    }
     for (int i = 0; i < ctx->n_devices; i++) {
         queue_destroy(ctx->devices[i].compute);
         queue_destroy(ctx->devices[i].copy);

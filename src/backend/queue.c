@@ -22,6 +22,7 @@
 
 struct kn_event {
     atomic_int refs;
+    kiln_context *ctx;
     kn_queue *q;
     atomic_bool done;   /* set under q->mu after status and msg */
     kiln_status status; /* valid once done */
@@ -49,6 +50,7 @@ kiln_status event_new(kiln_context *ctx, kn_queue *q, kn_event **out) {
     *out = ev;
     if (!ev) return ctx_oom(ctx, "enqueueing work: event", sizeof *ev);
     atomic_init(&ev->refs, 1);
+    ev->ctx = ctx;
     ev->q = q;
     atomic_init(&ev->done, false);
     ev->status = KILN_STATUS_OK;
@@ -62,7 +64,7 @@ void event_ref(kn_event *ev) {
 
 void event_unref(kn_event *ev) {
     if (!ev || atomic_fetch_sub_explicit(&ev->refs, 1, memory_order_acq_rel) != 1) return;
-    kiln_context *ctx = ev->q->ctx;
+    kiln_context *ctx = ev->ctx; /* not ev->q: its queue may be going away (queue_destroy) */
     if (ev->msg) host_free(ctx, ev->msg, strlen(ev->msg) + 1);
     host_free(ctx, ev, sizeof *ev);
 }
@@ -219,6 +221,13 @@ kiln_status queue_drain(kn_queue *q, const char *what) {
     deliver(q->ctx, s, msg, what, q);
     if (msg) host_free(q->ctx, msg, strlen(msg) + 1);
     return s;
+}
+
+void queue_idle(kn_queue *q) {
+    if (!q) return;
+    pthread_mutex_lock(&q->mu);
+    while (q->finished < q->submitted) pthread_cond_wait(&q->done_cv, &q->mu);
+    pthread_mutex_unlock(&q->mu);
 }
 
 void queue_destroy(kn_queue *q) {

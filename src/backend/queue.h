@@ -58,7 +58,12 @@ struct kn_device;
 /* A queue for dev; `kind` ("compute", "copy") names it in messages. No thread starts yet. */
 kiln_status queue_create(kiln_context *ctx, struct kn_device *dev, const char *kind,
                          kn_queue **out);
-/* Waits for every task, stops the thread, frees the queue. NULL is a no-op. */
+/* Waits for every task enqueued so far (keeping any error for queue_drain). NULL: no-op. */
+void queue_idle(kn_queue *q);
+/* Waits for every task, stops the thread, frees the queue. NULL is a no-op. A task's
+ * release may drop the last reference to an event of another queue (an array made on one
+ * queue and read on another), so every queue of the context must be idle before the
+ * first is destroyed (device_close_all). */
 void queue_destroy(kn_queue *q);
 /* Enqueues t (whose ev is set). Fails only when the queue's thread cannot be started; the
  * task is not taken then (the caller releases it), and the message says why. */

@@ -211,13 +211,14 @@ static kiln_status copy_enqueue(kn_queue *q, kiln_array *dst, kiln_array *src, c
     event_ref(c->t.ev);
     array_ref(dst);
     if (src) array_ref(c->src_array);
+    kn_event *ev = c->t.ev; /* dst's reference keeps it: the task may be gone after submit */
     if ((s = queue_submit(q, &c->t))) {
         dst->ready = NULL;
         event_unref(c->t.ev); /* dst's; copy_release drops the task's references */
         copy_release(&c->t);
         return s;
     }
-    if (src) event_unref(queue_event_swap(q, &c->src_array->last_read, c->t.ev));
+    if (src) event_unref(queue_event_swap(q, &((kiln_array *)src)->last_read, ev));
     return KILN_STATUS_OK;
 }
 

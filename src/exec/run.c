@@ -421,16 +421,18 @@ static kiln_status run_enqueue(kiln_executable *e, kiln_array *const *args, kiln
         event_ref(t->t.ev);
         array_ref(t->r.res[j]);
     }
-    if (!s) s = queue_submit(e->dev->compute, &t->t);
+    for (uint32_t j = 0; j < g->n_outputs && !s; j++) outs[j] = t->r.res[j];
+    if (!s) s = queue_submit(e->dev->compute, &t->t); /* from here the task may be gone */
     if (s) {
-        for (uint32_t j = 0; j < g->n_outputs; j++)
+        for (uint32_t j = 0; j < g->n_outputs; j++) {
+            outs[j] = NULL;
             if (t->r.res[j] && !t->r.res[j]->ready)
                 kiln_array_destroy(t->r.res[j]), t->r.res[j] = 0;
+        }
         task_abandon(t);
         return s;
     }
     mark_consumed(e, args);
-    for (uint32_t j = 0; j < g->n_outputs; j++) outs[j] = t->r.res[j];
     return KILN_STATUS_OK;
 }
 

@@ -5,7 +5,7 @@
  * step time of both next to the time of the copy alone and of the compute alone: with
  * prefetch a step should take about max(compute, copy).
  *
- *   kiln_prefetch [batch_mib=32] [steps=20] [work=8]
+ *   kiln_prefetch [batch_mib=32] [steps=10] [work=8]
  *
  * `work` sets how much compute a step does per element (that many tanh in a row), so the
  * compute can be made to take about as long as the copy. The context is asynchronous
@@ -37,6 +37,16 @@ static double now(void) {
 
 static int work = 8;
 
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* loss = sum(tanh^work(x * w)): `work` elementwise ops fused into one loop and a sum */
 static int step_fn(kiln_graph *g, const kiln_value *a, int n, const void *st, void *user,
                    kiln_value *outs) {
@@ -65,7 +75,7 @@ static int fill(void *user, int64_t step, void *const *host, const size_t *sizes
 }
 
 int main(int argc, char **argv) {
-    int mib = argc > 1 ? atoi(argv[1]) : 32, steps = argc > 2 ? atoi(argv[2]) : 20;
+    int mib = argc > 1 ? atoi(argv[1]) : 32, steps = argc > 2 ? atoi(argv[2]) : 10;
     work = argc > 3 ? atoi(argv[3]) : 8;
     if (mib < 1 || steps < 2 || work < 0) return fprintf(stderr, "bad arguments\n"), 2;
     kiln_context_options o = {.async_dispatch = true, .num_threads = 1};
@@ -81,52 +91,65 @@ int main(int argc, char **argv) {
     DIE(ctx, kiln_jit_create(ctx, &jo, &step));
     float loss;
 
-    /* the copy alone, and the compute alone (the batch already on the device) */
-    double copy = 1e9, compute = 1e9;
+    /* Rounds, each measuring side by side: the copy alone, the compute alone (the batch
+     * already on the device), a step without prefetch (fill, copy and wait, run, read the
+     * loss) and a step with prefetch (the same, the batches from the pipeline). Each
+     * figure is the median over every round's steps: the machine may be shared. */
+    enum { ROUNDS = 5 };
+    double *t_copy = calloc((size_t)ROUNDS * steps, sizeof(double)),
+           *t_comp = calloc((size_t)ROUNDS * steps, sizeof(double)),
+           *t_plain = calloc((size_t)ROUNDS * steps, sizeof(double)),
+           *t_pre = calloc((size_t)ROUNDS * steps, sizeof(double));
     kiln_array *b = NULL, *l = NULL;
-    for (int r = 0; r < 5; r++) {
-        double t0 = now();
-        DIE(ctx, kiln_array_create_async(ctx, 0, KILN_DTYPE_F32, 1, &n, data, &b));
-        DIE(ctx, kiln_array_block_until_ready(b));
-        double t1 = now();
-        DIE(ctx, kiln_jit_call(step, 1, &b, NULL, 0, 1, &l));
-        DIE(ctx, kiln_array_copy_to_host(l, &loss, sizeof loss));
-        double t2 = now();
-        if (r) copy = t1 - t0 < copy ? t1 - t0 : copy; /* r = 0 compiles */
-        if (r) compute = t2 - t1 < compute ? t2 - t1 : compute;
-        kiln_array_destroy(b), kiln_array_destroy(l);
-    }
-
-    /* without prefetch: fill, copy (waiting for it), step, read the loss */
-    double t0 = now();
-    for (int k = 0; k < steps; k++) {
-        fill(&ld, k, (void *const *)&staging, &(size_t){(size_t)n * sizeof(float)});
-        DIE(ctx, kiln_array_create_on(ctx, 0, KILN_DTYPE_F32, 1, &n, staging, &b));
-        DIE(ctx, kiln_jit_call(step, 1, &b, NULL, 0, 1, &l));
-        DIE(ctx, kiln_array_copy_to_host(l, &loss, sizeof loss));
-        kiln_array_destroy(b), kiln_array_destroy(l);
-    }
-    double plain = (now() - t0) / steps;
-
-    /* with prefetch: the same loop, the batches from a double-buffered pipeline */
+    DIE(ctx, kiln_array_create_on(ctx, 0, KILN_DTYPE_F32, 1, &n, data, &b));
+    DIE(ctx, kiln_jit_call(step, 1, &b, NULL, 0, 1, &l)); /* compiles */
+    DIE(ctx, kiln_array_copy_to_host(l, &loss, sizeof loss));
+    kiln_array_destroy(b), kiln_array_destroy(l);
     kiln_arg_spec spec = {KILN_DTYPE_F32, 1, {n}};
     kiln_prefetch_options po = {.n_arrays = 1, .specs = &spec, .fill = fill, .user = &ld};
-    kiln_prefetch *p;
-    DIE(ctx, kiln_prefetch_create(ctx, &po, &p));
-    t0 = now();
-    for (int k = 0; k < steps; k++) {
-        bool end;
-        DIE(ctx, kiln_prefetch_next(p, &b, &end));
-        DIE(ctx, kiln_jit_call(step, 1, &b, NULL, 0, 1, &l));
-        kiln_array_destroy(b); /* the step still reads it: kiln keeps it until then */
-        DIE(ctx, kiln_array_copy_to_host(l, &loss, sizeof loss));
-        kiln_array_destroy(l);
+    size_t bytes = (size_t)n * sizeof(float);
+    for (int r = 0; r < ROUNDS; r++) {
+        double *tc = t_copy + r * steps, *tm = t_comp + r * steps, *tp = t_plain + r * steps,
+               *tf = t_pre + r * steps;
+        for (int k = 0; k < steps; k++) {
+            double t0 = now();
+            DIE(ctx, kiln_array_create_async(ctx, 0, KILN_DTYPE_F32, 1, &n, data, &b));
+            DIE(ctx, kiln_array_block_until_ready(b));
+            double t1 = now();
+            DIE(ctx, kiln_jit_call(step, 1, &b, NULL, 0, 1, &l));
+            DIE(ctx, kiln_array_copy_to_host(l, &loss, sizeof loss));
+            tc[k] = t1 - t0, tm[k] = now() - t1;
+            kiln_array_destroy(b), kiln_array_destroy(l);
+        }
+        for (int k = 0; k < steps; k++) { /* without prefetch */
+            double t0 = now();
+            fill(&ld, k, (void *const *)&staging, &bytes);
+            DIE(ctx, kiln_array_create_on(ctx, 0, KILN_DTYPE_F32, 1, &n, staging, &b));
+            DIE(ctx, kiln_jit_call(step, 1, &b, NULL, 0, 1, &l));
+            DIE(ctx, kiln_array_copy_to_host(l, &loss, sizeof loss));
+            kiln_array_destroy(b), kiln_array_destroy(l);
+            tp[k] = now() - t0;
+        }
+        kiln_prefetch *p;
+        DIE(ctx, kiln_prefetch_create(ctx, &po, &p));
+        for (int k = 0; k < steps; k++) { /* with prefetch */
+            double t0 = now();
+            bool end;
+            DIE(ctx, kiln_prefetch_next(p, &b, &end));
+            DIE(ctx, kiln_jit_call(step, 1, &b, NULL, 0, 1, &l));
+            kiln_array_destroy(b); /* the step still reads it: kiln keeps it until then */
+            DIE(ctx, kiln_array_copy_to_host(l, &loss, sizeof loss));
+            kiln_array_destroy(l);
+            tf[k] = now() - t0;
+        }
+        kiln_prefetch_destroy(p);
     }
-    double pre = (now() - t0) / steps;
-    kiln_prefetch_destroy(p);
-
+    double copy = median(t_copy, ROUNDS * steps), compute = median(t_comp, ROUNDS * steps),
+           plain = median(t_plain, ROUNDS * steps), pre = median(t_pre, ROUNDS * steps);
+    free(t_copy), free(t_comp), free(t_plain), free(t_pre);
     double ideal = copy > compute ? copy : compute;
-    printf("batch %d MiB, %d steps, work %d\n", mib, steps, work);
+    printf("batch %d MiB, 5 rounds of %d steps, work %d (medians of the steps)\n", mib, steps,
+           work);
     printf("copy alone            %8.2f ms\n", copy * 1e3);
     printf("compute alone         %8.2f ms\n", compute * 1e3);
     printf("step without prefetch %8.2f ms\n", plain * 1e3);

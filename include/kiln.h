@@ -600,10 +600,16 @@ typedef struct kiln_compile_options {
  * kernels run in, where every buffer lives, what is written in place. */
 KILN_API kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts,
                                   kiln_executable **out);
-/* Runs it: args match the parameters by dtype and shape; outs receives new arrays owned
- * by the caller (on failure none is made, and no donated argument is consumed). During
- * the call the device holds the arguments, the outputs and one temporary arena (taken
- * with a single allocation and freed before returning): exactly the planned peak. */
+/* Runs it: args match the parameters by dtype and shape and live on the executable's
+ * device (kiln_compile_options.device; else KILN_STATUS_INVALID_ARGUMENT naming every
+ * argument's device); outs receives new arrays on that device, owned by the caller (on
+ * failure none is made, and no donated argument is consumed). During the call the device
+ * holds the arguments, the outputs and one temporary arena (taken with a single allocation
+ * and freed before returning): exactly the planned peak. In asynchronous mode
+ * (docs/devices.md) the call returns once enqueued: the outputs become ready later, the
+ * arena is taken and freed when the run executes, donated arguments are consumed at once,
+ * and a failure in the run itself is reported by the next call that waits for an output
+ * or synchronises the device. */
 KILN_API kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args,
                                          int n_outs, kiln_array **outs);
 KILN_API void kiln_executable_destroy(kiln_executable *e);
@@ -757,7 +763,9 @@ typedef struct kiln_jit kiln_jit;
 KILN_API kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts,
                                      kiln_jit **out);
 /* Calls the function: traces and compiles on a new signature, else reuses. outs receives
- * n_outs new arrays (n_outs must equal what the trace function returned). */
+ * n_outs new arrays (n_outs must equal what the trace function returned). The call runs on
+ * the device of its arguments (all on one: else KILN_STATUS_INVALID_ARGUMENT naming each
+ * argument's device), compiling once per device; without arguments on compile.device. */
 KILN_API kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args,
                                    const void *static_args, size_t static_size, int n_outs,
                                    kiln_array **outs);

@@ -191,7 +191,8 @@ typedef struct kiln_device_info {
 /* What device `device` (0 .. kiln_device_count - 1) is. */
 KILN_API kiln_status kiln_device_get_info(const kiln_context *ctx, int device,
                                           kiln_device_info *out);
-/* Waits for all work enqueued on the device so far (runs and copies; docs/devices.md).
+/* Waits for all work enqueued on the device so far (runs and copies, and copies into it
+ * from other devices; docs/devices.md).
  * Returns the first error of that work since the device's last synchronize, with its full
  * message, and forgets it: the device stays usable. Immediate in synchronous mode. */
 KILN_API kiln_status kiln_device_synchronize(kiln_context *ctx, int device);

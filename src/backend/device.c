@@ -173,6 +173,10 @@ kiln_status kiln_device_synchronize(kiln_context *ctx, int device) {
     if (!d->compute) return KILN_STATUS_OK; /* synchronous mode: nothing is ever pending */
     char what[64];
     snprintf(what, sizeof what, "kiln_device_synchronize(%s)", d->name);
+    /* copies into d from another device run on that device's copy queue (array.c): wait
+     * for them too, leaving their errors to that device (and to the arrays they write) */
+    for (int i = 0; i < ctx->n_devices; i++)
+        if (i != device) queue_idle(ctx->devices[i].copy);
     /* both queues drain and forget their errors; when both failed, the compute queue's
      * message is the one left (a copy rarely fails on its own) */
     kiln_status sc = queue_drain(d->copy, what);

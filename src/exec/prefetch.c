@@ -8,10 +8,11 @@
  * steps the caller enqueued. The first kiln_prefetch_next stages batches 0 .. depth-1;
  * each call hands out batch k and stages batch k + depth in its place.
  *
- * Invariants: a slot's arrays are held by the pipeline (its own reference; the caller gets
- * another) until the slot is staged again or the pipeline is destroyed, so the staging
- * bytes are never rewritten while a copy may still read them; `end` is the first step fill
- * reported missing (INT64_MAX until then), and nothing at or past it is staged. */
+ * Invariants: a slot's arrays are held by the pipeline until they are handed out (the
+ * reference passes to the caller) after their copy has read the staging buffers, or until
+ * the pipeline is destroyed (which waits for those copies), so the staging bytes are never
+ * rewritten while a copy may still read them; a failed call hands nothing out; `end` is the first
+ * step fill reported missing (INT64_MAX until then), and nothing at or past it is staged. */
 #include "array.h"
 #include "backend/device.h"
 
@@ -153,14 +154,22 @@ kiln_status kiln_prefetch_next(kiln_prefetch *p, kiln_array **batch, bool *end) 
         *end = true;
         return KILN_STATUS_OK;
     }
-    for (int i = 0; i < p->o.n_arrays; i++) {
-        array_ref(sl->arrays[i]);
-        batch[i] = sl->arrays[i];
+    /* Batch k leaves its slot once its copy has read the staging buffers, and the batch
+     * depth steps ahead is staged there. When that fails, batch k goes back: nothing is
+     * handed out, and the next call tries both again. */
+    kiln_array *mine[PREFETCH_MAX_ARRAYS];
+    int na = p->o.n_arrays;
+    memcpy(mine, sl->arrays, (size_t)na * sizeof *mine);
+    for (int i = 0; i < na; i++)
+        if (mine[i]->ready) event_wait(mine[i]->ready);
+    memset(sl->arrays, 0, (size_t)na * sizeof *mine);
+    if ((s = stage(p, p->next + p->o.depth))) {
+        memcpy(sl->arrays, mine, (size_t)na * sizeof *mine);
+        return s;
     }
-    int64_t k = p->next++;
-    /* the caller's batch is out; its slot takes the batch depth steps ahead (a failure
-     * here is reported now, and that batch is staged again when its turn comes) */
-    return stage(p, k + p->o.depth);
+    memcpy(batch, mine, (size_t)na * sizeof *mine); /* the pipeline's references, now yours */
+    p->next++;
+    return KILN_STATUS_OK;
 }
 
 void kiln_prefetch_destroy(kiln_prefetch *p) {

@@ -127,6 +127,23 @@ static void test_ordering(void) {
     CHECK(all_equal(got, want, n));
     CHECK_STATUS(kiln_array_block_until_ready(src), KILN_STATUS_CONSUMED);
 
+    /* the reference interpreter reads its arguments on the caller's thread: it waits */
+    kiln_graph *g;
+    CHECK_OK(c, kiln_graph_create(c, "twice", &g));
+    kiln_value v = kiln_parameter(g, "v", KILN_DTYPE_F32, 1, &n);
+    v = kiln_add(g, v, v);
+    CHECK_OK(c, kiln_graph_finish(g, 1, &v));
+    kiln_array *pending = NULL, *twice = NULL, *xy[2] = {a[0], a[1]};
+    CHECK_OK(c, kiln_jit_call(j, 2, xy, NULL, 0, 1, &pending));
+    kiln_array *pending0 = NULL;
+    CHECK_OK(c, kiln_array_copy_to_device(pending, 0, &pending0));
+    CHECK_OK(c, kiln_interpret(g, 1, &pending0, 1, &twice));
+    CHECK_OK(c, kiln_array_copy_to_host(twice, got, n * sizeof *got));
+    for (int64_t i = 0; i < n; i++) want[i] = (x[i] * 2 + y[i]) * 2;
+    CHECK(all_equal(got, want, n));
+    kiln_graph_destroy(g);
+    kiln_array_destroy(pending), kiln_array_destroy(pending0), kiln_array_destroy(twice);
+
     kiln_array *all[] = {a[0], a[1], r, r0, r2, src, copy, r3};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) kiln_array_destroy(all[i]);
     kiln_jit_destroy(j);

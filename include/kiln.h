@@ -816,9 +816,8 @@ KILN_API kiln_status kiln_prefetch_create(kiln_context *ctx, const kiln_prefetch
  * be in flight: a run that reads it waits for it, on the device). Also fills the batch
  * depth steps ahead into the staging buffer this one used (waiting for this batch's copy
  * to have read it) and enqueues its copy; when that fails, nothing is handed out and the
- * next call tries again. *end is set true, and nothing returned, once
- * fill reported the end. The host may run ahead of the device by as many steps as it
- * enqueues: bound that by synchronising now and then (reading the loss), as with JAX. */
+ * next call tries again. *end is set true, and nothing returned, once fill reported the
+ * end. */
 KILN_API kiln_status kiln_prefetch_next(kiln_prefetch *p, kiln_array **batch, bool *end);
 /* Waits for the copies in flight (they read the staging buffers) and frees everything. */
 KILN_API void kiln_prefetch_destroy(kiln_prefetch *p);

@@ -300,6 +300,37 @@ static void test_oom_in_third_run(void) {
     kiln_context_destroy(c);
 }
 
+/* More calls than a queue holds (256): the caller waits for room, nothing is lost. */
+static int halve_fn(kiln_graph *g, const kiln_value *a, int n, const void *st, void *user,
+                    kiln_value *outs) {
+    (void)n, (void)st, (void)user;
+    outs[0] = kiln_add(g, kiln_mul(g, a[0], kiln_scalar(g, KILN_DTYPE_F32, 0.5)),
+                       kiln_scalar(g, KILN_DTYPE_F32, 1));
+    return 1;
+}
+
+static void test_long_chain(void) {
+    kiln_context *c = make_context(true, 1, 0, NULL);
+    if (!c) return;
+    kiln_jit *j;
+    kiln_jit_options jo = {.name = "halve", .fn = halve_fn};
+    CHECK_OK(c, kiln_jit_create(c, &jo, &j));
+    float zero = 0, got = -1;
+    kiln_array *x;
+    CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 0, NULL, &zero, &x));
+    for (int i = 0; i < 1000 && x; i++) { /* x -> x/2 + 1: 1, 1.5, 1.75, ... 2 */
+        kiln_array *next = NULL;
+        CHECK_OK(c, kiln_jit_call(j, 1, &x, NULL, 0, 1, &next));
+        kiln_array_destroy(x);
+        x = next;
+    }
+    CHECK_OK(c, kiln_array_copy_to_host(x, &got, sizeof got));
+    CHECK(got == 2);
+    kiln_array_destroy(x);
+    kiln_jit_destroy(j);
+    kiln_context_destroy(c);
+}
+
 /* ------------------------------------------------ destroy in flight ---- */
 
 static void test_destroy_in_flight(void) {
@@ -519,6 +550,7 @@ int main(void) {
     RUN(test_ordering);
     RUN(test_many_across_devices);
     RUN(test_oom_in_third_run);
+    RUN(test_long_chain);
     RUN(test_destroy_in_flight);
     RUN(test_prefetch);
     RUN(test_fault_injection);

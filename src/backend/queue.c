@@ -20,6 +20,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Tasks a queue holds before queue_submit waits for its thread to finish one: the host may
+ * run ahead of the device, but not without bound (every queued run holds its outputs'
+ * device memory), as XLA bounds the executions in flight per device. */
+enum { QUEUE_MAX_PENDING = 256 };
+
 struct kn_event {
     atomic_int refs;
     kiln_context *ctx;
@@ -195,6 +200,9 @@ kiln_status queue_submit(kn_queue *q, kn_task *t) {
     t->next = NULL;
     pthread_mutex_lock(&q->mu);
     kiln_status s = q->started ? KILN_STATUS_OK : start(q);
+    /* no deadlock: the queue's thread never waits for the caller */
+    while (!s && q->submitted - q->finished >= QUEUE_MAX_PENDING)
+        pthread_cond_wait(&q->done_cv, &q->mu);
     if (!s) {
         if (q->tail)
             q->tail->next = t;

@@ -65,8 +65,9 @@ void queue_idle(kn_queue *q);
  * queue and read on another), so every queue of the context must be idle before the
  * first is destroyed (device_close_all). */
 void queue_destroy(kn_queue *q);
-/* Enqueues t (whose ev is set). Fails only when the queue's thread cannot be started; the
- * task is not taken then (the caller releases it), and the message says why. */
+/* Enqueues t (whose ev is set); waits first while the queue holds QUEUE_MAX_PENDING (256)
+ * unfinished tasks. Fails only when the queue's thread cannot be started; the task is not
+ * taken then (the caller releases it), and the message says why. */
 kiln_status queue_submit(kn_queue *q, kn_task *t);
 /* Waits for every task enqueued so far; returns the first error since the last drain
  * (setting the calling thread's message, prefixed with `what`) and forgets it. */

@@ -268,7 +268,8 @@ KILN_API kiln_status kiln_array_create_async(kiln_context *ctx, int device, kiln
                                              int rank, const int64_t *dims, const void *data,
                                              kiln_array **out);
 /* A new array on device `device` with a's contents: enqueued on a's device's copy queue
- * after the work that writes a, so it overlaps the runs of both devices. */
+ * after the work that writes a, so it overlaps the runs of both devices (synchronous mode:
+ * copied now). The destination's memory is taken now: its OOM is reported here. */
 KILN_API kiln_status kiln_array_copy_to_device(const kiln_array *a, int device, kiln_array **out);
 /* The device the array lives on (-1 for NULL). */
 KILN_API int kiln_array_device(const kiln_array *a);

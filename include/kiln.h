@@ -134,6 +134,14 @@ typedef struct kiln_context_options {
      * 0: none. The variable sets one and clears the other. */
     uint64_t memory_budget;
     double memory_budget_fraction;
+    /* KILN_CPU_DEVICES: how many CPU devices the context has (1..64; 0: 1), as XLA's forced
+     * host device count: each has its own allocator, stats and an equal share of the
+     * KILN_NUM_THREADS threads, so multi-device code runs on any machine (docs/devices.md). */
+    int cpu_devices;
+    /* KILN_ASYNC: runs, jit calls and copies return once enqueued on their device's queue
+     * and their outputs become ready later (docs/devices.md, "the asynchronous model");
+     * false: every call has finished its work when it returns. */
+    bool async_dispatch;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,
@@ -181,10 +189,25 @@ typedef struct kiln_memory_stats {
     kiln_alloc_mode mode;              /* the mode in force (never KILN_ALLOC_MODE_DEFAULT) */
 } kiln_memory_stats;
 
-/* Number of devices of the context (at least 1: device 0 is the CPU). */
+/* Number of devices of the context (at least 1: device 0 is the CPU). The CPU devices
+ * (kiln_context_options.cpu_devices) come first, then those of other backends. */
 KILN_API int kiln_device_count(const kiln_context *ctx);
 /* A name such as "cpu:0"; NULL for a bad index. Owned by the context. */
 KILN_API const char *kiln_device_name(const kiln_context *ctx, int device);
+
+typedef struct kiln_device_info {
+    const char *platform; /* "cpu" (later "cuda"); owned by kiln */
+    int index;            /* the device's number within its platform: cpu:<index> */
+    const char *name;     /* "cpu:1"; owned by the context */
+} kiln_device_info;
+/* What device `device` (0 .. kiln_device_count - 1) is. */
+KILN_API kiln_status kiln_device_get_info(const kiln_context *ctx, int device,
+                                          kiln_device_info *out);
+/* Waits for all work enqueued on the device so far (runs and copies, and copies into it
+ * from other devices; docs/devices.md).
+ * Returns the first error of that work since the device's last synchronize, with its full
+ * message, and forgets it: the device stays usable. Immediate in synchronous mode. */
+KILN_API kiln_status kiln_device_synchronize(kiln_context *ctx, int device);
 
 KILN_API kiln_status kiln_device_get_memory_stats(kiln_context *ctx, int device,
                                                   kiln_memory_stats *out);
@@ -242,13 +265,34 @@ typedef struct kiln_array kiln_array;
  * freed. Using it again is KILN_STATUS_CONSUMED; its dtype and shape can still be read (as
  * in JAX), and kiln_array_destroy still frees the handle. */
 
-/* Creates an array of the given dtype and shape (row-major) and copies data into it;
- * data NULL gives zeros. */
+/* Creates an array of the given dtype and shape (row-major) on device 0 and copies data
+ * into it; data NULL gives zeros. */
 KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                                        const int64_t *dims, const void *data, kiln_array **out);
+/* The same on device `device`: data has been copied when it returns. */
+KILN_API kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
+                                          const int64_t *dims, const void *data, kiln_array **out);
+/* The same, with the copy from data enqueued on the device's copy queue (as
+ * cudaMemcpyAsync): data (not NULL) must stay valid and unchanged until the array is
+ * ready (kiln_array_block_until_ready, or any later call that waits for it). The device
+ * memory is taken now, so a device OOM is reported here. Synchronous mode copies now. */
+KILN_API kiln_status kiln_array_create_async(kiln_context *ctx, int device, kiln_dtype dtype,
+                                             int rank, const int64_t *dims, const void *data,
+                                             kiln_array **out);
+/* A new array on device `device` with a's contents: enqueued on a's device's copy queue
+ * after the work that writes a, so it overlaps the runs of both devices (synchronous mode:
+ * copied now). The destination's memory is taken now: its OOM is reported here. */
+KILN_API kiln_status kiln_array_copy_to_device(const kiln_array *a, int device, kiln_array **out);
+/* The device the array lives on (-1 for NULL). */
+KILN_API int kiln_array_device(const kiln_array *a);
+/* Waits until the work that writes the array is done. When that work failed (or work it
+ * depended on), returns its status with its full message; the array then holds nothing
+ * usable. */
+KILN_API kiln_status kiln_array_block_until_ready(const kiln_array *a);
+/* Frees the array. Work in flight that reads or writes it keeps it alive until done. */
 KILN_API void kiln_array_destroy(kiln_array *a);
 /* Copies the array's bytes to dst, which holds size bytes: size must equal
- * kiln_array_nbytes(a). */
+ * kiln_array_nbytes(a). Waits for the array (as kiln_array_block_until_ready does). */
 KILN_API kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size);
 KILN_API kiln_dtype kiln_array_dtype(const kiln_array *a);
 KILN_API int kiln_array_rank(const kiln_array *a);
@@ -618,6 +662,10 @@ typedef struct kiln_compile_options {
      * context's KILN_MEMORY_BUDGET). Checkpoint regions apply either way. */
     uint64_t memory_budget;
     double memory_budget_fraction;
+    /* The device it runs on (kiln_executable_run's arguments must live there); 0 by
+     * default. kiln_jit ignores it when a call has arguments: a jit call runs on the
+     * device of its arguments. */
+    int device;
 } kiln_compile_options;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
@@ -625,10 +673,16 @@ typedef struct kiln_compile_options {
  * kernels run in, where every buffer lives, what is written in place. */
 KILN_API kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts,
                                   kiln_executable **out);
-/* Runs it: args match the parameters by dtype and shape; outs receives new arrays owned
- * by the caller (on failure none is made, and no donated argument is consumed). During
- * the call the device holds the arguments, the outputs and one temporary arena (taken
- * with a single allocation and freed before returning): exactly the planned peak. */
+/* Runs it: args match the parameters by dtype and shape and live on the executable's
+ * device (kiln_compile_options.device; else KILN_STATUS_INVALID_ARGUMENT naming every
+ * argument's device); outs receives new arrays on that device, owned by the caller (on
+ * failure none is made, and no donated argument is consumed). During the call the device
+ * holds the arguments, the outputs and one temporary arena (taken with a single allocation
+ * and freed before returning): exactly the planned peak. In asynchronous mode
+ * (docs/devices.md) the call returns once enqueued: the outputs become ready later, the
+ * arena is taken and freed when the run executes, donated arguments are consumed at once,
+ * and a failure in the run itself is reported by the next call that waits for an output
+ * or synchronises the device. */
 KILN_API kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args,
                                          int n_outs, kiln_array **outs);
 KILN_API void kiln_executable_destroy(kiln_executable *e);
@@ -791,7 +845,9 @@ typedef struct kiln_jit kiln_jit;
 KILN_API kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts,
                                      kiln_jit **out);
 /* Calls the function: traces and compiles on a new signature, else reuses. outs receives
- * n_outs new arrays (n_outs must equal what the trace function returned). */
+ * n_outs new arrays (n_outs must equal what the trace function returned). The call runs on
+ * the device of its arguments (all on one: else KILN_STATUS_INVALID_ARGUMENT naming each
+ * argument's device), compiling once per device; without arguments on compile.device. */
 KILN_API kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args,
                                    const void *static_args, size_t static_size, int n_outs,
                                    kiln_array **outs);
@@ -808,6 +864,44 @@ typedef struct kiln_jit_stats {
 KILN_API void kiln_jit_get_stats(const kiln_jit *j, kiln_jit_stats *stats);
 /* Drops every cached executable and frees what it holds. */
 KILN_API void kiln_jit_clear(kiln_jit *j);
+
+/* ------------------------------------------------------------- prefetch ---- */
+
+/* A double-buffered input pipeline (docs/devices.md, "prefetch"), as flax's
+ * prefetch_to_device: while the device computes step k, the host fills the batch of a
+ * later step into a host staging buffer and its copy to the device runs on the device's
+ * copy queue, so the copy overlaps the compute. Needs asynchronous mode to overlap
+ * anything (synchronously every batch is copied when filled); not thread-safe: one thread
+ * drives a pipeline. */
+typedef struct kiln_prefetch kiln_prefetch;
+
+/* Fills batch `step` (0, 1, ...): host[i] holds sizes[i] bytes for array i, in the dtype
+ * and shape of specs[i]. Runs on the thread calling kiln_prefetch_next. Returns 0 when
+ * filled, 1 when there is no batch `step` (the data is exhausted), -1 on failure. */
+typedef int (*kiln_prefetch_fill_fn)(void *user, int64_t step, void *const *host,
+                                     const size_t *sizes);
+
+typedef struct kiln_prefetch_options {
+    int device;                 /* where the batches go */
+    int n_arrays;               /* arrays per batch (inputs, labels, ...): 1..16 */
+    const kiln_arg_spec *specs; /* their dtypes and shapes (no -1); copied */
+    kiln_prefetch_fill_fn fill; /* required */
+    void *user;                 /* passed to fill */
+    int depth;                  /* staging buffers, batches in flight; 0: 2 (double
+                                   buffering); at most 8 */
+} kiln_prefetch_options;
+
+KILN_API kiln_status kiln_prefetch_create(kiln_context *ctx, const kiln_prefetch_options *opts,
+                                          kiln_prefetch **out);
+/* The next batch: batch[i] receives array i (the caller's to destroy; its copy may still
+ * be in flight: a run that reads it waits for it, on the device). Also fills the batch
+ * depth steps ahead into the staging buffer this one used (waiting for this batch's copy
+ * to have read it) and enqueues its copy; when that fails, nothing is handed out and the
+ * next call tries again. *end is set true, and nothing returned, once fill reported the
+ * end. */
+KILN_API kiln_status kiln_prefetch_next(kiln_prefetch *p, kiln_array **batch, bool *end);
+/* Waits for the copies in flight (they read the staging buffers) and frees everything. */
+KILN_API void kiln_prefetch_destroy(kiln_prefetch *p);
 
 /* ------------------------------------------------------------ safetensors ---- */
 

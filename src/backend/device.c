@@ -4,7 +4,13 @@
  *
  * The allocation mode a device gets: the configured one, or when that is DEFAULT, the
  * backend's own default: grow for the CPU (its memory is the machine's, shared with
- * everything else) and preallocate for accelerators (as JAX and TensorFlow do). */
+ * everything else) and preallocate for accelerators (as JAX and TensorFlow do).
+ *
+ * Copies between devices pick the backends' slots: the same backend's copy_d2d when it
+ * has one; else a device whose backend has no copy_d2h keeps its memory in the host's
+ * address space, so the other side's h2d/d2h slot (or memcpy) reaches it directly; only
+ * two devices that both need their backend to reach their memory bounce through a host
+ * buffer. */
 #include "device.h"
 
 #include <stdio.h>
@@ -19,7 +25,8 @@ static kiln_status open_backend(kiln_context *ctx, const kn_backend *b, kn_devic
     int count = b->device_count(state), first = *n;
     for (int i = 0; i < count && *n < KN_MAX_DEVICES; i++) {
         kn_device *d = &devs[(*n)++];
-        *d = (kn_device){.backend = b, .state = state, .index = i, .owns_state = i == 0};
+        *d = (kn_device){
+            .backend = b, .state = state, .index = i, .id = *n - 1, .owns_state = i == 0};
         snprintf(d->name, sizeof d->name, "%s:%d", b->name, i);
     }
     if (*n == first && b->close) b->close(ctx, state); /* no device keeps it */
@@ -62,6 +69,10 @@ kiln_status device_open_all(kiln_context *ctx) {
     for (int i = 0; i < nb && !s; i++) s = open_backend(ctx, list[i], devs, &n);
     ctx->n_devices = n;
     for (int i = 0; i < n && !s; i++) s = make_allocator(ctx, &devs[i]);
+    for (int i = 0; i < n && !s && ctx->config.async_dispatch; i++) {
+        s = queue_create(ctx, &devs[i], "compute", &devs[i].compute);
+        if (!s) s = queue_create(ctx, &devs[i], "copy", &devs[i].copy);
+    }
     if (!s && n == 0) s = ctx_error(ctx, KILN_STATUS_BACKEND, "kiln_context_create: no device");
     if (!s && ctx->config.alloc_trace[0]) {
         s = bfc_trace_start(devs[0].alloc, ctx->config.alloc_trace);
@@ -77,6 +88,18 @@ kiln_status device_open_all(kiln_context *ctx) {
 
 void device_close_all(kiln_context *ctx) {
     if (!ctx->devices) return;
+    /* Every queue finishes its work first: a task may still use any device's memory, and
+     * release events of any queue. Tasks never enqueue tasks, so once each queue in turn
+     * has gone idle, all are. */
+    for (int i = 0; i < ctx->n_devices; i++) {
+        queue_idle(ctx->devices[i].compute);
+        queue_idle(ctx->devices[i].copy);
+    }
+    for (int i = 0; i < ctx->n_devices; i++) {
+        queue_destroy(ctx->devices[i].compute);
+        queue_destroy(ctx->devices[i].copy);
+        ctx->devices[i].compute = ctx->devices[i].copy = NULL;
+    }
     for (int i = ctx->n_devices - 1; i >= 0; i--) {
         kn_device *d = &ctx->devices[i];
         bfc_destroy(d->alloc);
@@ -94,6 +117,36 @@ kn_device *device_get(kiln_context *ctx, int device, const char *what) {
     return NULL;
 }
 
+kiln_status device_copy_h2d(kn_device *to, void *dst, const void *src, size_t n) {
+    if (!n) return KILN_STATUS_OK;
+    if (to->backend->copy_h2d) return to->backend->copy_h2d(to->state, to->index, dst, src, n);
+    memcpy(dst, src, n);
+    return KILN_STATUS_OK;
+}
+
+kiln_status device_copy_d2h(kn_device *from, void *dst, const void *src, size_t n) {
+    if (!n) return KILN_STATUS_OK;
+    if (from->backend->copy_d2h)
+        return from->backend->copy_d2h(from->state, from->index, dst, src, n);
+    memcpy(dst, src, n);
+    return KILN_STATUS_OK;
+}
+
+kiln_status device_copy(kiln_context *ctx, kn_device *to, void *dst, kn_device *from,
+                        const void *src, size_t n) {
+    if (!n) return KILN_STATUS_OK;
+    if (to->backend == from->backend && to->backend->copy_d2d)
+        return to->backend->copy_d2d(to->state, to->index, dst, from->index, src, n);
+    if (!from->backend->copy_d2h) return device_copy_h2d(to, dst, src, n);
+    if (!to->backend->copy_h2d) return device_copy_d2h(from, dst, src, n);
+    void *bounce = host_alloc(ctx, n);
+    if (!bounce) return ctx_oom(ctx, "copying between devices: host bounce buffer", n);
+    kiln_status s = device_copy_d2h(from, bounce, src, n);
+    if (!s) s = device_copy_h2d(to, dst, bounce, n);
+    host_free(ctx, bounce, n);
+    return s;
+}
+
 /* ------------------------------------------- the public device-memory API ---- */
 
 int kiln_device_count(const kiln_context *ctx) {
@@ -103,6 +156,32 @@ int kiln_device_count(const kiln_context *ctx) {
 const char *kiln_device_name(const kiln_context *ctx, int device) {
     if (!ctx || device < 0 || device >= ctx->n_devices) return NULL;
     return ctx->devices[device].name;
+}
+
+kiln_status kiln_device_get_info(const kiln_context *ctx, int device, kiln_device_info *out) {
+    if (!ctx || !out) return KILN_STATUS_INVALID_ARGUMENT;
+    kn_device *d = device_get((kiln_context *)ctx, device, "kiln_device_get_info");
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
+    *out = (kiln_device_info){.platform = d->backend->name, .index = d->index, .name = d->name};
+    return KILN_STATUS_OK;
+}
+
+kiln_status kiln_device_synchronize(kiln_context *ctx, int device) {
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    kn_device *d = device_get(ctx, device, "kiln_device_synchronize");
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!d->compute) return KILN_STATUS_OK; /* synchronous mode: nothing is ever pending */
+    char what[64];
+    snprintf(what, sizeof what, "kiln_device_synchronize(%s)", d->name);
+    /* copies into d from another device run on that device's copy queue (array.c): wait
+     * for them too, leaving their errors to that device (and to the arrays they write) */
+    for (int i = 0; i < ctx->n_devices; i++)
+        if (i != device) queue_idle(ctx->devices[i].copy);
+    /* both queues drain and forget their errors; when both failed, the compute queue's
+     * message is the one left (a copy rarely fails on its own) */
+    kiln_status sc = queue_drain(d->copy, what);
+    kiln_status sr = queue_drain(d->compute, what);
+    return sr ? sr : sc;
 }
 
 kiln_status kiln_device_get_memory_stats(kiln_context *ctx, int device, kiln_memory_stats *out) {

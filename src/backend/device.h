@@ -1,8 +1,12 @@
 /* device.h — the devices of a context. Each device is one device of one backend, with its
- * own allocator; ctx->devices[0] is the CPU. Devices are made with the context and
- * destroyed with it, after every array and executable on them is gone. What the rest of
- * kiln calls to get device memory (device_alloc) and the public kiln_device_* API are here:
- * the allocator (src/alloc) sees only the region source a device gives it.
+ * own allocator and, in asynchronous mode, its two work queues (queue.h); the devices of
+ * the first backend in backend_list (the CPU: config.cpu_devices of them) come first, so
+ * ctx->devices[0] is a CPU. Devices are made with the context and destroyed with it, after
+ * their queues have finished every task. What the rest of kiln calls to get device memory
+ * (device_alloc) and to move bytes between devices (device_copy), and the public
+ * kiln_device_* API are here: the allocator (src/alloc) sees only the region source a
+ * device gives it. Nothing here knows any particular backend: everything goes through the
+ * table (backend_impl.h).
  *
  * Invariant: a device's backend state is shared by all devices of that backend and is
  * owned by the first of them (owns_state), which closes it. */
@@ -11,16 +15,19 @@
 
 #include "alloc/bfc.h"
 #include "backend/backend_impl.h"
+#include "backend/queue.h"
 
-#define KN_MAX_DEVICES 64
+#define KN_MAX_DEVICES 128
 
 typedef struct kn_device {
     const kn_backend *backend;
     void *state;     /* the backend's per-context state (may be NULL) */
     int index;       /* the device's number within its backend */
+    int id;          /* its number in the context (ctx->devices[id]) */
     bool owns_state; /* closes the backend state on destroy */
     char name[32];   /* "cpu:0" */
     bfc_allocator *alloc;
+    kn_queue *compute, *copy; /* asynchronous mode only (config.async_dispatch), else NULL */
 } kn_device;
 
 /* Makes every device of every compiled-in backend, each with an allocator configured from
@@ -38,5 +45,13 @@ static inline kiln_status device_alloc(kn_device *dev, size_t size, const char *
 static inline kiln_status device_free(kn_device *dev, void *ptr) {
     return bfc_free(dev->alloc, ptr);
 }
+
+/* n bytes from src on device `from` to dst on device `to`, through the backends' copy
+ * slots (a plain memcpy between host-memory devices). Sets ctx's message on failure. */
+kiln_status device_copy(kiln_context *ctx, kn_device *to, void *dst, kn_device *from,
+                        const void *src, size_t n);
+/* Host bytes to the device, and back. */
+kiln_status device_copy_h2d(kn_device *to, void *dst, const void *src, size_t n);
+kiln_status device_copy_d2h(kn_device *from, void *dst, const void *src, size_t n);
 
 #endif

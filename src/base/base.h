@@ -38,7 +38,11 @@ typedef struct kn_config {
     char alloc_trace[1024];   /* KILN_ALLOC_TRACE: record device 0's allocations here */
     char dump_dir[1024];      /* KILN_DUMP: write each compiled program's IR/kernels/plan */
     bool verify_passes;       /* KILN_VERIFY_PASSES: IR verifier after every pass */
+    int cpu_devices;          /* KILN_CPU_DEVICES: 1..KN_MAX_CPU_DEVICES once resolved */
+    bool async_dispatch;      /* KILN_ASYNC: calls return once their work is enqueued */
 } kn_config;
+
+#define KN_MAX_CPU_DEVICES 64
 
 struct kn_device; /* src/backend: one per device of the context */
 struct strbuf;

@@ -116,6 +116,8 @@ static kiln_status check_options(const kiln_context_options *o, char *err, size_
         return bad_opt(err, n, "num_threads must be in [0, 4096] (0: all cores)");
     if (!(o->memory_budget_fraction >= 0 && o->memory_budget_fraction <= 1))
         return bad_opt(err, n, "memory_budget_fraction must be in (0, 1], or 0 for none");
+    if (o->cpu_devices < 0 || o->cpu_devices > KN_MAX_CPU_DEVICES)
+        return bad_opt(err, n, "cpu_devices must be in [0, 64] (0: one CPU device)");
     if (o->cache_max_bytes < -1)
         return bad_opt(err, n,
                        "cache_max_bytes must be a byte count, 0 for the default (1 GiB) or -1 "
@@ -230,6 +232,16 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
             return bad_env(err, n, "KILN_NUM_THREADS", v, "an integer in [0, 4096] (0: all cores)");
         c->num_threads = (int)t;
     }
+    if ((v = getenv("KILN_CPU_DEVICES")) && *v) {
+        long d;
+        if (!config_parse_int(v, &d) || d < 1 || d > KN_MAX_CPU_DEVICES)
+            return bad_env(err, n, "KILN_CPU_DEVICES", v, "an integer in [1, 64]");
+        c->cpu_devices = (int)d;
+    }
+    if ((v = getenv("KILN_ASYNC")) && *v) {
+        if (!config_parse_bool(v, &c->async_dispatch))
+            return bad_env(err, n, "KILN_ASYNC", v, "true or false (1/0, yes/no, on/off)");
+    }
     if ((v = getenv("KILN_VERIFY_PASSES")) && *v) {
         if (!config_parse_bool(v, &c->verify_passes))
             return bad_env(err, n, "KILN_VERIFY_PASSES", v, "true or false (1/0, yes/no, on/off)");
@@ -257,6 +269,8 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
                        .memory_budget_fraction = o->memory_budget_fraction,
                        .num_threads = o->num_threads,
                        .verify_passes = o->verify_passes,
+                       .cpu_devices = o->cpu_devices,
+                       .async_dispatch = o->async_dispatch,
                        .cache_max_bytes = cache_cap(o->cache_max_bytes)};
     /* lengths were checked above */
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);
@@ -266,6 +280,7 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
     if (o->dump_dir) snprintf(cfg->dump_dir, sizeof cfg->dump_dir, "%s", o->dump_dir);
     if (!o->ignore_environment && (s = apply_env(cfg, err, err_size))) return s;
     if (cfg->mem_fraction == 0) cfg->mem_fraction = 0.75;
+    if (cfg->cpu_devices == 0) cfg->cpu_devices = 1;
     if (!cfg->cache_dir[0]) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         if (xdg && *xdg)

@@ -1,4 +1,11 @@
-/* array.c — array objects (see array.h): handles in host memory, bytes in device memory. */
+/* array.c — array objects (see array.h): handles in host memory, bytes in device memory;
+ * placing them on devices, copying between devices and to the host, and waiting for them.
+ *
+ * A copy in asynchronous mode is a task on a copy queue: from the host, on the destination
+ * device's queue; between devices, on the source device's, so that every task that reads
+ * an array runs on one of its own device's two queues and a run that donates it has only
+ * the last copy of that queue (last_read) to wait for. The destination's memory is taken
+ * when the copy is enqueued, so its OOM is reported by the call that asks. */
 #include "array.h"
 #include "backend/device.h"
 
@@ -25,6 +32,7 @@ static kiln_status new_handle(kiln_context *ctx, const char *what, kiln_dtype dt
     kiln_array *a = host_calloc(ctx, 1, sizeof *a);
     if (!a) return ctx_oom(ctx, what, sizeof *a);
     a->ctx = ctx;
+    atomic_init(&a->refs, 1);
     a->dtype = dtype;
     a->shape = *s;
     a->nbytes = bytes;
@@ -32,18 +40,21 @@ static kiln_status new_handle(kiln_context *ctx, const char *what, kiln_dtype dt
     return KILN_STATUS_OK;
 }
 
-kiln_status array_new_empty(kiln_context *ctx, const char *what, kiln_dtype dtype,
+kiln_status array_new_empty(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
                             const ir_shape *s, kiln_array **out) {
-    return new_handle(ctx, what, dtype, s, out);
+    kiln_status st = new_handle(ctx, what, dtype, s, out);
+    if (!st) (*out)->device = device;
+    return st;
 }
 
-kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
-                      kiln_array **out) {
+kiln_status array_new_on(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
+                         const ir_shape *s, kiln_array **out) {
     kiln_array *a;
     kiln_status st = new_handle(ctx, what, dtype, s, &a);
     if (st) return st;
+    a->device = device;
     /* the allocator keeps the first 23 bytes of the tag: `what` names the maker */
-    if (a->nbytes && (st = device_alloc(&ctx->devices[a->device], a->nbytes, what, &a->data))) {
+    if (a->nbytes && (st = device_alloc(&ctx->devices[device], a->nbytes, what, &a->data))) {
         host_free(ctx, a, sizeof *a);
         return st;
     }
@@ -51,9 +62,26 @@ kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, con
     return KILN_STATUS_OK;
 }
 
+kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
+                      kiln_array **out) {
+    return array_new_on(ctx, what, 0, dtype, s, out);
+}
+
 void array_release(kiln_array *a) {
     if (a->data) device_free(&a->ctx->devices[a->device], a->data);
     a->data = NULL;
+}
+
+void array_ref(kiln_array *a) {
+    atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
+}
+
+void array_unref(kiln_array *a) {
+    if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1) return;
+    array_release(a);
+    event_unref(a->ready);
+    event_unref(a->last_read);
+    host_free(a->ctx, a, sizeof *a);
 }
 
 kiln_status array_check_live(const kiln_array *a, const char *op, int index) {
@@ -66,40 +94,195 @@ kiln_status array_check_live(const kiln_array *a, const char *op, int index) {
                      op, at, ir_type_str(a->dtype, &a->shape, t, sizeof t), a->consumed_by);
 }
 
-kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *dims,
-                              const void *data, kiln_array **out) {
-    const char *op = "kiln_array_create";
-    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+/* The checks every creation call makes, and the shape. */
+static kiln_status check_create(kiln_context *ctx, const char *op, int device, int rank,
+                                const int64_t *dims, kiln_array **out, ir_shape *s) {
     if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: out is NULL", op);
     *out = NULL;
+    if (!device_get(ctx, device, op)) return KILN_STATUS_INVALID_ARGUMENT;
     if (rank < 0 || rank > KILN_MAX_RANK)
         return ctx_error(ctx, KILN_STATUS_SHAPE, "%s: rank %d is outside [0, %d]", op, rank,
                          KILN_MAX_RANK);
     if (rank && !dims)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: dims is NULL for rank %d", op,
                          rank);
-    ir_shape s = {.rank = rank};
-    for (int i = 0; i < rank; i++) s.dims[i] = dims[i];
-    kiln_array *a;
-    kiln_status st = array_new(ctx, op, dtype, &s, &a);
+    *s = (ir_shape){.rank = rank};
+    for (int i = 0; i < rank; i++) s->dims[i] = dims[i];
+    return KILN_STATUS_OK;
+}
+
+/* Bools are stored 0/1 whatever the caller's bytes were. */
+static void normalise_bools(kiln_array *a, const uint8_t *src) {
+    uint8_t *tmp = a->data; /* host-addressable: only called for host-memory devices */
+    for (size_t i = 0; i < a->nbytes; i++) tmp[i] = src[i] != 0;
+}
+
+kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
+                                 const int64_t *dims, const void *data, kiln_array **out) {
+    const char *op = device ? "kiln_array_create_on" : "kiln_array_create";
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    ir_shape s;
+    kiln_status st = check_create(ctx, op, device, rank, dims, out, &s);
     if (st) return st;
-    if (a->nbytes) {
-        if (data)
-            memcpy(a->data, data, a->nbytes);
-        else
+    kiln_array *a;
+    if ((st = array_new_on(ctx, op, device, dtype, &s, &a))) return st;
+    kn_device *d = &ctx->devices[device];
+    if (a->nbytes && !d->backend->copy_h2d) {
+        if (!data)
             memset(a->data, 0, a->nbytes);
-        if (dtype == KILN_DTYPE_BOOL)
-            for (size_t i = 0; i < a->nbytes; i++)
-                ((uint8_t *)a->data)[i] = ((uint8_t *)a->data)[i] != 0;
+        else if (dtype == KILN_DTYPE_BOOL)
+            normalise_bools(a, data);
+        else
+            memcpy(a->data, data, a->nbytes);
+    } else if (a->nbytes) { /* memory the host cannot address: stage the bytes */
+        uint8_t *tmp = host_calloc(ctx, 1, a->nbytes);
+        if (!tmp) st = ctx_oom(ctx, op, a->nbytes);
+        for (size_t i = 0; tmp && data && i < a->nbytes; i++)
+            tmp[i] = dtype == KILN_DTYPE_BOOL ? ((const uint8_t *)data)[i] != 0
+                                              : ((const uint8_t *)data)[i];
+        if (!st) st = device_copy_h2d(d, a->data, tmp, a->nbytes);
+        if (tmp) host_free(ctx, tmp, a->nbytes);
+        if (st) {
+            array_unref(a);
+            return st;
+        }
     }
     *out = a;
     return KILN_STATUS_OK;
 }
 
+kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *dims,
+                              const void *data, kiln_array **out) {
+    return kiln_array_create_on(ctx, 0, dtype, rank, dims, data, out);
+}
+
+/* ----------------------------------------------------------- copies ---- */
+
+/* A copy in flight: the bytes come from host memory (src_array NULL) or from an array. */
+typedef struct copy_task {
+    kn_task t;
+    kiln_array *dst, *src_array; /* references */
+    const void *src_host;
+} copy_task;
+
+static kiln_status copy_exec(kn_task *t) {
+    copy_task *c = (copy_task *)t;
+    kiln_array *dst = c->dst, *src = c->src_array;
+    kiln_context *ctx = dst->ctx;
+    kn_device *to = &ctx->devices[dst->device];
+    if (!src) return device_copy_h2d(to, dst->data, c->src_host, dst->nbytes);
+    kiln_status s = KILN_STATUS_OK;
+    if (src->ready)
+        s = event_depend(ctx, src->ready,
+                         "the copy from %s to %s did not run: its source comes "
+                         "from work that failed",
+                         ctx->devices[src->device].name, to->name);
+    if (!s) s = device_copy(ctx, to, dst->data, &ctx->devices[src->device], src->data, dst->nbytes);
+    return s;
+}
+
+static void copy_release(kn_task *t) {
+    copy_task *c = (copy_task *)t;
+    kiln_context *ctx = c->dst->ctx;
+    array_unref(c->dst);
+    if (c->src_array) array_unref(c->src_array);
+    event_unref(t->ev);
+    host_free(ctx, c, sizeof *c);
+}
+
+/* Enqueues the copy into dst (made, with its storage, and not yet published) on q. The
+ * task holds references to both arrays; dst's ready event is the task's. On failure dst is
+ * left to the caller. */
+static kiln_status copy_enqueue(kn_queue *q, kiln_array *dst, kiln_array *src, const void *host) {
+    kiln_context *ctx = dst->ctx;
+    copy_task *c = host_calloc(ctx, 1, sizeof *c);
+    if (!c) return ctx_oom(ctx, "enqueueing a copy", sizeof *c);
+    kiln_status s = event_new(ctx, q, &c->t.ev);
+    if (s) {
+        host_free(ctx, c, sizeof *c);
+        return s;
+    }
+    c->t.exec = copy_exec;
+    c->t.release = copy_release;
+    c->dst = dst;
+    c->src_array = (kiln_array *)src;
+    c->src_host = host;
+    dst->ready = c->t.ev;
+    event_ref(c->t.ev);
+    array_ref(dst);
+    if (src) array_ref(c->src_array);
+    kn_event *ev = c->t.ev; /* dst's reference keeps it: the task may be gone after submit */
+    if ((s = queue_submit(q, &c->t))) {
+        dst->ready = NULL;
+        event_unref(c->t.ev); /* dst's; copy_release drops the task's references */
+        copy_release(&c->t);
+        return s;
+    }
+    if (src) event_unref(queue_event_swap(q, &((kiln_array *)src)->last_read, ev));
+    return KILN_STATUS_OK;
+}
+
+kiln_status kiln_array_create_async(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
+                                    const int64_t *dims, const void *data, kiln_array **out) {
+    const char *op = "kiln_array_create_async";
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    ir_shape s;
+    kiln_status st = check_create(ctx, op, device, rank, dims, out, &s);
+    if (st) return st;
+    if (!data) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: data is NULL", op);
+    kn_device *d = &ctx->devices[device];
+    if (!d->copy || dtype == KILN_DTYPE_BOOL) /* bools are normalised on the way in */
+        return kiln_array_create_on(ctx, device, dtype, rank, dims, data, out);
+    kiln_array *a;
+    if ((st = array_new_on(ctx, op, device, dtype, &s, &a))) return st;
+    if (a->nbytes && (st = copy_enqueue(d->copy, a, NULL, data))) {
+        array_unref(a);
+        return st;
+    }
+    *out = a;
+    return KILN_STATUS_OK;
+}
+
+kiln_status kiln_array_copy_to_device(const kiln_array *a, int device, kiln_array **out) {
+    const char *op = "kiln_array_copy_to_device";
+    if (!a) return KILN_STATUS_INVALID_ARGUMENT;
+    kiln_context *ctx = a->ctx;
+    if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: out is NULL", op);
+    *out = NULL;
+    kn_device *to = device_get(ctx, device, op);
+    if (!to) return KILN_STATUS_INVALID_ARGUMENT;
+    kiln_status s = array_check_live(a, op, -1);
+    if (s) return s;
+    kiln_array *b;
+    if ((s = array_new_on(ctx, op, device, a->dtype, &a->shape, &b))) return s;
+    kn_device *from = &ctx->devices[a->device];
+    if (!b->nbytes) {
+        /* nothing to copy, nothing to wait for */
+    } else if (from->copy) {
+        s = copy_enqueue(from->copy, b, (kiln_array *)a, NULL);
+    } else {
+        s = device_copy(ctx, to, b->data, from, a->data, b->nbytes);
+    }
+    if (s) {
+        array_unref(b);
+        return s;
+    }
+    *out = b;
+    return KILN_STATUS_OK;
+}
+
+int kiln_array_device(const kiln_array *a) {
+    return a ? a->device : -1;
+}
+
+kiln_status kiln_array_block_until_ready(const kiln_array *a) {
+    if (!a) return KILN_STATUS_INVALID_ARGUMENT;
+    kiln_status s = array_check_live(a, "kiln_array_block_until_ready", -1);
+    if (s || !a->ready) return s;
+    return event_deliver(a->ctx, a->ready, "kiln_array_block_until_ready");
+}
 void kiln_array_destroy(kiln_array *a) {
-    if (!a) return;
-    array_release(a);
-    host_free(a->ctx, a, sizeof *a);
+    if (a) array_unref(a);
 }
 
 kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size) {
@@ -115,8 +298,8 @@ kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size)
     if (size && !dst)
         return ctx_error(a->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_array_copy_to_host: dst is NULL");
-    if (size) memcpy(dst, a->data, size);
-    return KILN_STATUS_OK;
+    if (a->ready && (s = event_deliver(a->ctx, a->ready, "kiln_array_copy_to_host"))) return s;
+    return device_copy_d2h(&a->ctx->devices[a->device], dst, a->data, size);
 }
 
 kiln_dtype kiln_array_dtype(const kiln_array *a) {

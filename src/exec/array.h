@@ -1,18 +1,32 @@
 /* array.h — arrays: a dtype, a shape and storage in device memory.
  *
- * Storage comes from the array's device allocator (device 0, the CPU, for now), tagged
- * with what made it, so the allocator's stats and out-of-memory reports see every array.
+ * Storage comes from the array's device allocator, tagged with what made it, so the
+ * allocator's stats and out-of-memory reports see every array.
  *
  * Invariants: data holds exactly nbytes, from device_alloc on ctx->devices[device] (NULL
  * when nbytes == 0 or the array is consumed); a consumed array (donated to a call) keeps
- * its dtype and shape but never gets storage back; consumed_by names the program. */
+ * its dtype and shape but never gets storage back; consumed_by names the program.
+ *
+ * Asynchronous mode (queue.h): the handle is reference-counted: the user's reference, plus
+ * one per task in flight that reads or writes it, so destroying it with work in flight
+ * only drops the user's; the last reference frees it, on whichever thread. `ready` is the
+ * event of the task that writes its contents (NULL: written when it was made), set before
+ * the handle is published and never changed, so a reader only waits for it. `last_read` is
+ * the last copy enqueued that reads it (guarded by its device's copy queue): a run that
+ * donates the array waits for it before writing over the bytes. data itself is written by
+ * a task only for an output that takes over a donated buffer, before the task's event
+ * completes; everyone else reads it after waiting for `ready`. */
 #ifndef KILN_ARRAY_H
 #define KILN_ARRAY_H
 
+#include "backend/queue.h"
 #include "ir/ir.h"
 
 struct kiln_array {
     kiln_context *ctx;
+    atomic_int refs;
+    kn_event *ready;     /* owned reference; NULL: ready */
+    kn_event *last_read; /* owned reference; NULL: no copy reads it */
     kiln_dtype dtype;
     ir_shape shape;
     size_t nbytes;
@@ -26,11 +40,17 @@ struct kiln_array {
  * sets the context's message on failure, naming `what`. */
 kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
                       kiln_array **out);
+/* The same on context device `device` (checked by the caller). */
+kiln_status array_new_on(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
+                         const ir_shape *s, kiln_array **out);
 /* Makes the handle only (data NULL): for an output that will take over a donated buffer. */
-kiln_status array_new_empty(kiln_context *ctx, const char *what, kiln_dtype dtype,
+kiln_status array_new_empty(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
                             const ir_shape *s, kiln_array **out);
 /* Frees the storage (not the handle). */
 void array_release(kiln_array *a);
+/* One more reference (a task's), and dropping one: the last frees storage and handle. */
+void array_ref(kiln_array *a);
+void array_unref(kiln_array *a);
 /* KILN_STATUS_CONSUMED with a message naming `op` and argument `index` (-1: none) if a was
  * donated to an earlier call; else KILN_STATUS_OK. */
 kiln_status array_check_live(const kiln_array *a, const char *op, int index);

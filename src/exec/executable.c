@@ -42,6 +42,15 @@ kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,
     return KILN_STATUS_OK;
 }
 
+void exec_devices_str(kiln_context *ctx, int n_args, kiln_array *const *args, char *buf,
+                      size_t size) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n_args && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%sargument %d on %s", i ? ", " : "", i,
+                              ctx->devices[args[i]->device].name);
+}
+
 /* ------------------------------------------------------------ compile ---- */
 
 static double now_seconds(void) {
@@ -194,10 +203,13 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     double t0 = now_seconds();
     static const kiln_compile_options defaults;
     const kiln_compile_options *o = opts ? opts : &defaults;
+    kn_device *dev = device_get(ctx, o->device, "kiln_compile: kiln_compile_options.device");
+    if (!dev) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_executable *e = host_calloc(ctx, 1, sizeof *e);
     if (!e) return ctx_oom(ctx, "kiln_compile", sizeof *e);
     e->ctx = ctx;
-    e->dev = &ctx->devices[0];
+    atomic_init(&e->refs, 1);
+    e->dev = dev;
     exec_dump dump;
     kiln_status s = dump_begin(ctx, g, &dump);
     if (!s) s = pass_clone(g, &e->g);
@@ -220,8 +232,16 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     return KILN_STATUS_OK;
 }
 
+void exec_ref(kiln_executable *e) {
+    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+}
+
 void kiln_executable_destroy(kiln_executable *e) {
-    if (!e) return;
+    if (e) exec_unref(e);
+}
+
+void exec_unref(kiln_executable *e) {
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
     kiln_context *ctx = e->ctx;
     uint32_t nk = e->plan.n_kernels ? e->plan.n_kernels : 1;
     if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);

@@ -20,8 +20,9 @@ typedef struct exec_remat_info {
 
 struct kiln_executable {
     kiln_context *ctx;
-    kn_device *dev; /* where it runs: device 0, the CPU, until placement exists */
-    kiln_graph *g;  /* the optimised graph (owned) */
+    atomic_int refs; /* the user's (or jit entry's) + one per run in flight */
+    kn_device *dev;  /* where it runs: kiln_compile_options.device */
+    kiln_graph *g;   /* the optimised graph (owned) */
     fusion_plan plan;
     cgen_kernel *info; /* per kernel */
     void **kernels;    /* per kernel: the backend's handle of a LOOP kernel, else NULL */
@@ -49,5 +50,11 @@ char *exec_memory_report(const kiln_executable *e);
  * the parameter's name and both types. */
 kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,
                             kiln_array *const *args);
+/* Writes "argument 0 on cpu:0, argument 1 on cpu:1" (for the mixed-device messages). */
+void exec_devices_str(kiln_context *ctx, int n_args, kiln_array *const *args, char *buf,
+                      size_t size);
+/* A run in flight holds the executable: the last reference frees it. */
+void exec_ref(kiln_executable *e);
+void exec_unref(kiln_executable *e);
 
 #endif

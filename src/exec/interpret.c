@@ -90,6 +90,10 @@ kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args, i
     for (int i = 0; outs && i < n_outs; i++) outs[i] = NULL;
     if (!g) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_status s = check_call(g, n_args, args, n_outs, outs);
+    /* the interpreter reads the arguments' bytes on this thread: asynchronous work writing
+     * them must be done (their memory is the host's on every device that exists today) */
+    for (int k = 0; k < n_args && !s; k++)
+        if (args[k]->ready) s = event_deliver(g->ctx, args[k]->ready, "kiln_interpret");
     if (s) return s;
     const void *arg_stack[ARGS_ON_STACK] = {0}, **data = arg_stack;
     void *out_stack[ARGS_ON_STACK], **host = out_stack;

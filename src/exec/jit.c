@@ -1,7 +1,10 @@
 /* jit.c — jax.jit for C: a trace function compiled once per input signature.
  *
- * The cache maps a signature key — argument count, each argument's dtype and shape, and
- * the static_args bytes — to an executable. A hit runs the executable directly (no
+ * The cache maps a signature key — the device, argument count, each argument's dtype and
+ * shape, and the static_args bytes — to an executable. The device is that of the
+ * arguments (all on one, or the call is an error naming each argument's), else the
+ * compile options' for a call without arguments: a jit compiles once per device it is
+ * called on, as jax.jit does. A hit runs the executable directly (no
  * tracing, no compiling); a miss traces the function into a fresh graph, compiles it
  * (which may still find the machine code in the on-disk cache) and keeps it.
  *
@@ -151,15 +154,33 @@ static kiln_status check_signature(kiln_jit *j, int n_args, kiln_array *const *a
     return KILN_STATUS_OK;
 }
 
-/* The signature key: n_args, then (dtype, rank, dims) per argument, then static bytes. */
-static unsigned char *make_key(kiln_jit *j, int n_args, kiln_array *const *args, const void *st,
-                               size_t st_size, size_t *len) {
+/* The device a call runs on: its arguments' (which must agree), else the options'. */
+static kiln_status call_device(kiln_jit *j, int n_args, kiln_array *const *args, int *device) {
+    *device = n_args ? args[0]->device : j->o.compile.device;
+    for (int i = 1; i < n_args; i++) {
+        if (args[i]->device == *device) continue;
+        char all[1024];
+        exec_devices_str(j->ctx, n_args, args, all, sizeof all);
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_jit_call '%s': the arguments are on different devices (%s); a "
+                         "call runs on the device of its arguments, so move them to one with "
+                         "kiln_array_copy_to_device",
+                         j->name, all);
+    }
+    return KILN_STATUS_OK;
+}
+
+/* The signature key: device, n_args, then (dtype, rank, dims) per argument, then static
+ * bytes. */
+static unsigned char *make_key(kiln_jit *j, int device, int n_args, kiln_array *const *args,
+                               const void *st, size_t st_size, size_t *len) {
     size_t per = sizeof(int32_t) * 2 + sizeof(int64_t) * KILN_MAX_RANK;
-    size_t n = sizeof(int32_t) + (size_t)n_args * per + st_size;
+    size_t n = 2 * sizeof(int32_t) + (size_t)n_args * per + st_size;
     unsigned char *k = host_calloc(j->ctx, 1, n);
     if (!k) return NULL;
     unsigned char *p = k;
-    int32_t na = n_args;
+    int32_t na = n_args, dev = device;
+    memcpy(p, &dev, sizeof dev), p += sizeof dev;
     memcpy(p, &na, sizeof na), p += sizeof na;
     for (int i = 0; i < n_args; i++) {
         int32_t t = args[i]->dtype, r = args[i]->shape.rank;
@@ -173,7 +194,7 @@ static unsigned char *make_key(kiln_jit *j, int n_args, kiln_array *const *args,
     return k;
 }
 
-static kiln_status trace_and_compile(kiln_jit *j, int n_args, kiln_array *const *args,
+static kiln_status trace_and_compile(kiln_jit *j, int device, int n_args, kiln_array *const *args,
                                      const void *st, kiln_executable **exe) {
     kiln_graph *g;
     kiln_status s = kiln_graph_create(j->ctx, j->name, &g);
@@ -204,17 +225,19 @@ static kiln_status trace_and_compile(kiln_jit *j, int n_args, kiln_array *const 
         s = kiln_graph_finish(g, n_outs, outs);
     if (!s) {
         j->stats.compiles++;
-        s = kiln_compile(g, &j->o.compile, exe);
+        kiln_compile_options co = j->o.compile;
+        co.device = device;
+        s = kiln_compile(g, &co, exe);
     }
     kiln_graph_destroy(g);
     return s;
 }
 
 /* Finds or builds the entry for this call and takes a reference on it. */
-static kiln_status acquire(kiln_jit *j, int n_args, kiln_array *const *args, const void *st,
-                           size_t st_size, jit_entry **out) {
+static kiln_status acquire(kiln_jit *j, int device, int n_args, kiln_array *const *args,
+                           const void *st, size_t st_size, jit_entry **out) {
     size_t len = 0;
-    unsigned char *key = make_key(j, n_args, args, st, st_size, &len);
+    unsigned char *key = make_key(j, device, n_args, args, st, st_size, &len);
     if (!key) return ctx_oom(j->ctx, "kiln_jit_call: signature", len);
     uint64_t h = fnv1a(key, len);
     pthread_mutex_lock(&j->mu);
@@ -229,7 +252,7 @@ static kiln_status acquire(kiln_jit *j, int n_args, kiln_array *const *args, con
         }
     j->stats.misses++;
     kiln_executable *exe = NULL;
-    kiln_status s = trace_and_compile(j, n_args, args, st, &exe);
+    kiln_status s = trace_and_compile(j, device, n_args, args, st, &exe);
     jit_entry *en = s ? NULL : host_calloc(j->ctx, 1, sizeof *en);
     if (!s && !en) s = ctx_oom(j->ctx, "kiln_jit_call: cache entry", sizeof *en);
     if (s) {
@@ -264,7 +287,9 @@ kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, cons
                          "kiln_jit_call '%s': static_args is NULL with static_size %zu", j->name,
                          static_size);
     jit_entry *en = NULL;
-    if ((s = acquire(j, n_args, args, static_args, static_size, &en))) return s;
+    int device;
+    if ((s = call_device(j, n_args, args, &device))) return s;
+    if ((s = acquire(j, device, n_args, args, static_args, static_size, &en))) return s;
     s = kiln_executable_run(en->exe, n_args, args, n_outs, outs);
     release(j, en);
     return s;

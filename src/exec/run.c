@@ -14,7 +14,17 @@
  * kernel itself (none does yet) fails the call with its outputs freed; donated arguments
  * are then not consumed but their contents are unspecified.
  * Donated arguments are consumed only when the call succeeds: an output that the plan put
- * in a donated buffer takes that buffer over, the other donated buffers are freed. */
+ * in a donated buffer takes that buffer over, the other donated buffers are freed.
+ *
+ * Asynchronous mode (docs/devices.md): the call checks its arguments, makes the output
+ * arrays (handles and storage) and one host block for the task and its bookkeeping, marks
+ * the donated arguments consumed (as JAX deletes them at dispatch) and enqueues the task
+ * on the device's compute queue; all of its host allocations happen here, on the caller's
+ * thread. The queue's thread waits for the arguments' events (and, for a donated argument,
+ * for the last copy reading it), takes the arena, runs the kernels exactly as the
+ * synchronous path does, frees the arena, and moves donated buffers into the outputs. A
+ * failure there poisons the outputs (their event carries the message) and frees the
+ * donated buffers, whose arrays are consumed already. */
 #include "executable.h"
 
 #include <string.h>
@@ -125,15 +135,32 @@ static void bind_buffers(run_state *r) {
  * an empty handle that takes the buffer over when the call succeeds. */
 static kiln_status make_outputs(run_state *r) {
     kiln_executable *e = r->e;
+    const char *op = "kiln_executable_run";
     for (uint32_t j = 0; j < e->g->n_outputs; j++) {
         const ir_node *n = &e->g->nodes[e->g->outputs[j]];
         kiln_status s =
             e->mem.output_donor[j] >= 0
-                ? array_new_empty(e->ctx, "kiln_executable_run", n->dtype, &n->shape, &r->res[j])
-                : array_new(e->ctx, "kiln_executable_run", n->dtype, &n->shape, &r->res[j]);
+                ? array_new_empty(e->ctx, op, e->dev->id, n->dtype, &n->shape, &r->res[j])
+                : array_new_on(e->ctx, op, e->dev->id, n->dtype, &n->shape, &r->res[j]);
         if (s) return s;
     }
     return KILN_STATUS_OK;
+}
+
+static size_t count_kbufs(const kiln_executable *e) {
+    size_t n = 0;
+    for (uint32_t ki = 0; ki < e->plan.n_kernels; ki++)
+        if (e->plan.kernels[ki].kind == FK_LOOP)
+            n += e->plan.kernels[ki].n_inputs + e->plan.kernels[ki].n_roots;
+    return n;
+}
+
+static void fill_kbuf_at(const kiln_executable *e, uint32_t *kbuf_at) {
+    for (uint32_t ki = 0, at = 0; ki < e->plan.n_kernels; ki++) {
+        kbuf_at[ki] = at;
+        if (e->plan.kernels[ki].kind == FK_LOOP)
+            at += e->plan.kernels[ki].n_inputs + e->plan.kernels[ki].n_roots;
+    }
 }
 
 /* Host bookkeeping of one call, sized up front: values' pointers, kernel buffer lists. */
@@ -141,19 +168,13 @@ static kiln_status alloc_state(run_state *r) {
     kiln_executable *e = r->e;
     const kiln_graph *g = e->g;
     uint32_t nk = e->plan.n_kernels;
-    for (uint32_t ki = 0; ki < nk; ki++)
-        if (e->plan.kernels[ki].kind == FK_LOOP)
-            r->n_kbufs += e->plan.kernels[ki].n_inputs + e->plan.kernels[ki].n_roots;
+    r->n_kbufs = count_kbufs(e);
     r->buf = host_calloc(e->ctx, g->n_nodes, sizeof *r->buf);
     r->kbufs = host_calloc(e->ctx, r->n_kbufs + 1, sizeof *r->kbufs);
     r->kbuf_at = host_calloc(e->ctx, nk + 1, sizeof *r->kbuf_at);
     if (!r->buf || !r->kbufs || !r->kbuf_at)
         return ctx_oom(e->ctx, "kiln_executable_run", g->n_nodes * sizeof *r->buf);
-    for (uint32_t ki = 0, at = 0; ki < nk; ki++) {
-        r->kbuf_at[ki] = at;
-        if (e->plan.kernels[ki].kind == FK_LOOP)
-            at += e->plan.kernels[ki].n_inputs + e->plan.kernels[ki].n_roots;
-    }
+    fill_kbuf_at(e, r->kbuf_at);
     return KILN_STATUS_OK;
 }
 
@@ -178,24 +199,48 @@ static void finish_outputs(run_state *r) {
     }
 }
 
-/* The call succeeded: outputs take over the donated buffers the plan gave them, the other
- * donated buffers are freed, and every donated array is marked consumed. */
-static void consume_donations(run_state *r) {
+/* Outputs take over the donated buffers the plan gave them (when the call succeeded), the
+ * other donated buffers are freed. */
+static void take_donated_buffers(run_state *r, bool ok) {
     kiln_executable *e = r->e;
-    for (uint32_t j = 0; j < e->g->n_outputs; j++) {
+    for (uint32_t j = 0; j < e->g->n_outputs && ok; j++) {
         int32_t p = e->mem.output_donor[j];
         if (p < 0) continue;
         r->res[j]->data = r->args[p]->data;
-        r->res[j]->device = r->args[p]->device;
         r->args[p]->data = NULL;
     }
+    for (uint32_t p = 0; p < e->g->n_params; p++)
+        if (e->donated[p]) array_release(r->args[p]);
+}
+
+static void mark_consumed(const kiln_executable *e, kiln_array *const *args) {
     for (uint32_t p = 0; p < e->g->n_params; p++) {
         if (!e->donated[p]) continue;
-        kiln_array *a = r->args[p];
-        array_release(a);
+        kiln_array *a = args[p];
         a->consumed = true;
         snprintf(a->consumed_by, sizeof a->consumed_by, "'%.20s' (argument %u)", e->g->name, p);
     }
+}
+
+/* The call succeeded: the donations are taken and every donated array is consumed. */
+static void consume_donations(run_state *r) {
+    take_donated_buffers(r, true);
+    mark_consumed(r->e, r->args);
+}
+
+/* Every argument must live on the executable's device (JAX's committed-array rule): a run
+ * never moves data behind the caller's back. */
+static kiln_status check_devices(const kiln_executable *e, kiln_array *const *args) {
+    for (uint32_t p = 0; p < e->g->n_params; p++) {
+        if (args[p]->device == e->dev->id) continue;
+        char all[1024];
+        exec_devices_str(e->ctx, (int)e->g->n_params, args, all, sizeof all);
+        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_executable_run: '%s' was compiled for %s, but argument %u is on %s "
+                         "(%s); move arrays with kiln_array_copy_to_device",
+                         e->g->name, e->dev->name, p, e->ctx->devices[args[p]->device].name, all);
+    }
+    return KILN_STATUS_OK;
 }
 
 /* A donated array may not also be passed as another argument: its bytes would change
@@ -219,7 +264,7 @@ static kiln_status check_call(kiln_executable *e, int n_args, kiln_array *const 
     const kiln_graph *g = e->g;
     const char *op = "kiln_executable_run";
     kiln_status s = exec_check_args(g, op, n_args, args);
-    if (s) return s;
+    if (s || (s = check_devices(e, args))) return s;
     if (n_outs != (int)g->n_outputs || !outs)
         return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: '%s' has %u outputs, %d asked for%s", op, g->name, g->n_outputs,
@@ -259,6 +304,140 @@ static kiln_status run_kernels(run_state *r) {
     return s;
 }
 
+/* ---------------------------------------------------- asynchronous call ---- */
+
+/* One enqueued call: this struct, then in the same host block its arguments, outputs,
+ * the events each donated argument waits for, the values' pointers and the loop kernels'
+ * buffer lists (run_state points into the block). */
+typedef struct run_task {
+    kn_task t;
+    run_state r;
+    kn_event **after; /* per parameter: the last copy reading a donated argument, or NULL */
+    size_t bytes;     /* of the block */
+} run_task;
+
+static kiln_status run_exec(kn_task *tk) {
+    run_task *t = (run_task *)tk;
+    run_state *r = &t->r;
+    kiln_executable *e = r->e;
+    kiln_status s = KILN_STATUS_OK;
+    for (uint32_t p = 0; p < e->g->n_params && !s; p++)
+        if (r->args[p]->ready)
+            s = event_depend(e->ctx, r->args[p]->ready,
+                             "the run of '%s' on %s did not happen: its argument %u comes from "
+                             "work that failed",
+                             e->g->name, e->dev->name, p);
+    for (uint32_t p = 0; p < e->g->n_params; p++)
+        if (t->after[p]) event_wait(t->after[p]); /* a read: its own failure is not ours */
+    if (!s && e->mem.arena) {
+        char tag[24];
+        snprintf(tag, sizeof tag, "arena %s", e->g->name);
+        s = device_alloc(e->dev, e->mem.arena, tag, &r->arena);
+    }
+    const kn_backend *b = e->dev->backend;
+    if (!s && b->launch_prepare) s = b->launch_prepare(e->dev->state, e->dev->index);
+    if (!s) {
+        bind_buffers(r);
+        s = run_kernels(r);
+        if (!s) finish_outputs(r);
+    }
+    if (r->arena) device_free(e->dev, r->arena);
+    take_donated_buffers(r, !s);
+    return s;
+}
+
+static void run_release(kn_task *tk) {
+    run_task *t = (run_task *)tk;
+    kiln_executable *e = t->r.e;
+    kiln_context *ctx = e->ctx;
+    for (uint32_t p = 0; p < e->g->n_params; p++) {
+        array_unref(t->r.args[p]);
+        event_unref(t->after[p]);
+    }
+    for (uint32_t j = 0; j < e->g->n_outputs; j++)
+        if (t->r.res[j]) array_unref(t->r.res[j]);
+    event_unref(tk->ev);
+    size_t bytes = t->bytes;
+    exec_unref(e);
+    host_free(ctx, t, bytes);
+}
+
+/* The task and its bookkeeping in one host block (a call's only host allocation besides its
+ * event and output handles). */
+static run_task *task_alloc(kiln_executable *e, kiln_array *const *args) {
+    const kiln_graph *g = e->g;
+    size_t nk = e->plan.n_kernels, n_kbufs = count_kbufs(e);
+    size_t ptrs = g->n_params + g->n_outputs + g->n_params + g->n_nodes + n_kbufs + 1;
+    size_t bytes = sizeof(run_task) + ptrs * sizeof(void *) + (nk + 1) * sizeof(uint32_t);
+    run_task *t = host_calloc(e->ctx, 1, bytes);
+    if (!t) return NULL;
+    void **p = (void **)(t + 1);
+    t->bytes = bytes;
+    t->r = (run_state){.e = e, .n_kbufs = n_kbufs};
+    kiln_array **a = (kiln_array **)p;
+    memcpy(a, args, g->n_params * sizeof *a);
+    t->r.args = a;
+    t->r.res = (kiln_array **)(p += g->n_params);
+    t->after = (kn_event **)(p += g->n_outputs);
+    t->r.buf = (p += g->n_params);
+    t->r.kbufs = (p += g->n_nodes);
+    t->r.kbuf_at = (uint32_t *)(p + n_kbufs + 1);
+    fill_kbuf_at(e, t->r.kbuf_at);
+    return t;
+}
+
+/* Undoes a task that was never enqueued: outputs and references go. */
+static void task_abandon(run_task *t) {
+    const kiln_executable *e = t->r.e;
+    for (uint32_t j = 0; j < e->g->n_outputs; j++) {
+        kiln_array *o = t->r.res[j];
+        if (!o) continue;
+        if (o->ready) event_unref(o->ready), o->ready = NULL;
+        array_unref(o); /* the caller's reference; run_release drops the task's */
+    }
+    run_release(&t->t);
+}
+
+static kiln_status run_enqueue(kiln_executable *e, kiln_array *const *args, kiln_array **outs) {
+    kiln_context *ctx = e->ctx;
+    const kiln_graph *g = e->g;
+    run_task *t = task_alloc(e, args);
+    if (!t) return ctx_oom(ctx, "kiln_executable_run: enqueueing", sizeof *t);
+    kiln_status s = event_new(ctx, e->dev->compute, &t->t.ev);
+    if (s) {
+        host_free(ctx, t, t->bytes);
+        return s;
+    }
+    t->t.exec = run_exec;
+    t->t.release = run_release;
+    exec_ref(e);
+    for (uint32_t p = 0; p < g->n_params; p++) {
+        array_ref(args[p]);
+        if (e->donated[p]) t->after[p] = queue_event_get(e->dev->copy, &args[p]->last_read);
+    }
+    s = make_outputs(&t->r); /* handles made so far are taken by task_abandon on failure */
+    for (uint32_t j = 0; j < g->n_outputs && !s; j++) {
+        t->r.res[j]->ready = t->t.ev;
+        event_ref(t->t.ev);
+        array_ref(t->r.res[j]);
+    }
+    for (uint32_t j = 0; j < g->n_outputs && !s; j++) outs[j] = t->r.res[j];
+    if (!s) s = queue_submit(e->dev->compute, &t->t); /* from here the task may be gone */
+    if (s) {
+        for (uint32_t j = 0; j < g->n_outputs; j++) {
+            outs[j] = NULL;
+            if (t->r.res[j] && !t->r.res[j]->ready)
+                kiln_array_destroy(t->r.res[j]), t->r.res[j] = 0;
+        }
+        task_abandon(t);
+        return s;
+    }
+    mark_consumed(e, args);
+    return KILN_STATUS_OK;
+}
+
+/* --------------------------------------------------------- the public call ---- */
+
 kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args, int n_outs,
                                 kiln_array **outs) {
     if (!e) return KILN_STATUS_INVALID_ARGUMENT;
@@ -266,6 +445,7 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
     const kiln_graph *g = e->g;
     kiln_status s = check_call(e, n_args, args, n_outs, outs);
     if (s) return s;
+    if (e->dev->compute) return run_enqueue(e, args, outs);
     kiln_array *made[KILN_MAX_OUTPUTS] = {0};
     run_state r = {.e = e, .args = args, .res = made};
     if (g->n_outputs > KILN_MAX_OUTPUTS && !(r.res = host_calloc(ctx, g->n_outputs, sizeof *r.res)))

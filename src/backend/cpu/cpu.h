@@ -11,7 +11,6 @@
 #include "pool.h"
 
 /* cpu_memory.c: the memory slots of the CPU backend. */
-int cpu_device_count(void *state);
 kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *free_b);
 kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t align, void **out);
 void cpu_region_free(void *state, int device, void *ptr, size_t size);
@@ -19,7 +18,11 @@ void cpu_region_free(void *state, int device, void *ptr, size_t size);
 /* The compiler of a CPU backend state (the `state` of a device whose backend is
  * kn_cpu_backend): for its statistics, and for tests that load modules directly. */
 cc_compiler *cpu_backend_compiler(void *state);
-/* The state's thread pool, started on first use with config.num_threads threads. */
+/* Device `device`'s thread pool, started on first use with its share of config.num_threads
+ * threads (cpu_backend.c); cpu_backend_pool is device 0's. */
+kiln_status cpu_backend_device_pool(void *state, int device, kn_pool **out);
 kiln_status cpu_backend_pool(void *state, kn_pool **out);
+/* How many devices the state drives (config.cpu_devices). */
+int cpu_backend_device_count(void *state);
 
 #endif

@@ -7,13 +7,18 @@
  * synchronize.
  *
  * Invariants:
+ *   - the backend drives config.cpu_devices devices (KILN_CPU_DEVICES), all host memory;
+ *     they share the compiler and its cache (a program runs on any of them), and each has
+ *     its own thread pool with an equal share of the KILN_NUM_THREADS threads (the first
+ *     devices take one more when they do not divide evenly; every device has at least
+ *     one), so work on two devices never waits for the other's pool;
  *   - open is cheap (tests make many contexts): it allocates the state and the compiler's
- *     record, and nothing runs; the compiler is probed at the first compile and the
- *     pool's threads start at the first launch_prepare;
- *   - the pool pointer is written once, under pool_mu, with release order, and read
+ *     record, and nothing runs; the compiler is probed at the first compile and a
+ *     device's pool threads start at its first launch_prepare;
+ *   - a pool pointer is written once, under pool_mu, with release order, and read
  *     without the lock (acquire) on every run: a run that finds it set pays no lock;
  *   - close runs after every program is freed and no call is in flight: it joins the
- *     pool's workers, then frees the compiler. */
+ *     pools' workers, then frees the compiler. */
 #include "cpu.h"
 #include "cpu_ops.h"
 
@@ -24,8 +29,9 @@
 typedef struct cpu_state {
     kiln_context *ctx;
     cc_compiler *cc;
-    pthread_mutex_t pool_mu; /* guards the pool's creation */
-    _Atomic(kn_pool *) pool; /* NULL until the first launch_prepare */
+    int n_devices;
+    pthread_mutex_t pool_mu;                     /* guards the pools' creation */
+    _Atomic(kn_pool *) pool[KN_MAX_CPU_DEVICES]; /* per device; NULL until its first launch */
 } cpu_state;
 
 /* Loop kernels, as src/codegen prints them. */
@@ -36,8 +42,9 @@ static kiln_status cpu_open(kiln_context *ctx, void **out) {
     *out = st;
     if (!st) return ctx_oom(ctx, "kiln_context_create: CPU backend state", sizeof *st);
     st->ctx = ctx;
+    st->n_devices = ctx->config.cpu_devices > 0 ? ctx->config.cpu_devices : 1;
     pthread_mutex_init(&st->pool_mu, NULL);
-    atomic_init(&st->pool, NULL);
+    for (int i = 0; i < KN_MAX_CPU_DEVICES; i++) atomic_init(&st->pool[i], NULL);
     kiln_status s = cc_compiler_create(ctx, &st->cc);
     if (s) {
         pthread_mutex_destroy(&st->pool_mu);
@@ -50,7 +57,8 @@ static kiln_status cpu_open(kiln_context *ctx, void **out) {
 static void cpu_close(kiln_context *ctx, void *state) {
     cpu_state *st = state;
     if (!st) return;
-    pool_destroy(atomic_load(&st->pool)); /* before anything its workers might still reach */
+    for (int i = 0; i < st->n_devices; i++) /* before anything the workers might still reach */
+        pool_destroy(atomic_load(&st->pool[i]));
     cc_compiler_destroy(st->cc);
     pthread_mutex_destroy(&st->pool_mu);
     host_free(ctx, st, sizeof *st);
@@ -60,23 +68,38 @@ cc_compiler *cpu_backend_compiler(void *state) {
     return ((cpu_state *)state)->cc;
 }
 
-kiln_status cpu_backend_pool(void *state, kn_pool **out) {
+int cpu_backend_device_count(void *state) {
+    return ((cpu_state *)state)->n_devices;
+}
+
+/* Device d's share of the threads: KILN_NUM_THREADS (0: every core) split evenly. */
+static int pool_share(const cpu_state *st, int device) {
+    int total = st->ctx->config.num_threads ? st->ctx->config.num_threads : pool_online_cores();
+    int share = total / st->n_devices + (device < total % st->n_devices);
+    return share > 0 ? share : 1;
+}
+
+kiln_status cpu_backend_device_pool(void *state, int device, kn_pool **out) {
     cpu_state *st = state;
-    kn_pool *p = atomic_load_explicit(&st->pool, memory_order_acquire);
+    kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
     kiln_status s = KILN_STATUS_OK;
     if (!p) {
         pthread_mutex_lock(&st->pool_mu);
-        p = atomic_load_explicit(&st->pool, memory_order_relaxed);
-        if (!p && !(s = pool_create(st->ctx, st->ctx->config.num_threads, &p))) {
+        p = atomic_load_explicit(&st->pool[device], memory_order_relaxed);
+        if (!p && !(s = pool_create(st->ctx, pool_share(st, device), &p))) {
             /* BLAS runs inside the pool's threads (cpu_gemm_slot): its own would only
              * compete with them. Process-wide, as torch.set_num_threads is. */
             openblas_set_num_threads(1);
-            atomic_store_explicit(&st->pool, p, memory_order_release);
+            atomic_store_explicit(&st->pool[device], p, memory_order_release);
         }
         pthread_mutex_unlock(&st->pool_mu);
     }
     *out = p;
     return s;
+}
+
+kiln_status cpu_backend_pool(void *state, kn_pool **out) {
+    return cpu_backend_device_pool(state, 0, out);
 }
 
 /* ------------------------------------------------------------ programs ---- */
@@ -111,8 +134,7 @@ static kiln_status cpu_kernel_get(void *state, kn_program *prog, const char *nam
 
 static kiln_status cpu_launch_prepare(void *state, int device) {
     kn_pool *p;
-    (void)device;
-    return cpu_backend_pool(state, &p);
+    return cpu_backend_device_pool(state, device, &p);
 }
 
 typedef struct cpu_call {
@@ -129,10 +151,9 @@ static void run_chunk(void *arg, int64_t begin, int64_t end) {
 static kiln_status cpu_launch(void *state, int device, void *kernel, void *const *bufs,
                               int64_t items, int64_t grain) {
     cpu_state *st = state;
-    (void)device;
     cpu_call c = {.bufs = bufs};
     memcpy(&c.fn, &kernel, sizeof c.fn); /* object -> function pointer, as dlsym needs */
-    pool_parallel_for(atomic_load_explicit(&st->pool, memory_order_acquire), items, grain,
+    pool_parallel_for(atomic_load_explicit(&st->pool[device], memory_order_acquire), items, grain,
                       run_chunk, &c);
     return KILN_STATUS_OK;
 }
@@ -159,8 +180,7 @@ static void gemm_chunk(void *arg, int64_t begin, int64_t end) {
 static kiln_status cpu_gemm_slot(void *state, int device, kiln_dtype t, const kn_gemm_desc *d,
                                  const void *a, const void *b, void *c) {
     cpu_state *st = state;
-    (void)device;
-    kn_pool *p = atomic_load_explicit(&st->pool, memory_order_acquire);
+    kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
     int64_t blocks = cpu_gemm_blocks(d, p ? pool_num_threads(p) : 1);
     if (!p || blocks == 0 || d->batch * blocks == 1) {
         cpu_gemm(t, d, a, b, c);
@@ -191,7 +211,7 @@ const kn_backend kn_cpu_backend = {
     .default_alloc_mode = KILN_ALLOC_MODE_GROW,
     .open = cpu_open,
     .close = cpu_close,
-    .device_count = cpu_device_count,
+    .device_count = cpu_backend_device_count,
     .memory_info = cpu_memory_info,
     .region_alloc = cpu_region_alloc,
     .region_free = cpu_region_free,

@@ -4,7 +4,9 @@
  * the pages back to the operating system: a malloc'd block that size may stay in the C
  * library's heap. Smaller regions (platform mode makes one per allocation) come from
  * aligned_alloc, which keeps them visible to AddressSanitizer: platform mode under ASan is
- * then a bounds checker for device buffers. Memory needs none of the backend's state.
+ * then a bounds checker for device buffers. Several CPU devices (KILN_CPU_DEVICES) share
+ * the machine's memory: each reports an equal part of it as its total and free memory, so
+ * that preallocating a fraction on every device cannot ask for more than there is.
  *
  * Invariant: region_free receives the size region_alloc was asked for, which decides again
  * which of the two ways the region was made. */
@@ -17,11 +19,6 @@
 #include <unistd.h>
 
 #define CPU_MMAP_MIN ((size_t)1 << 20)
-
-int cpu_device_count(void *state) {
-    (void)state;
-    return 1;
-}
 
 /* MemAvailable is what the kernel thinks can be had without swapping; the sysconf figure
  * (free pages) undercounts it badly on a machine with a large page cache. */
@@ -40,10 +37,11 @@ static uint64_t cpu_available(void) {
 }
 
 kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *free_b) {
-    (void)state, (void)device;
+    (void)device;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    *total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-    *free_b = cpu_available();
+    uint64_t parts = (uint64_t)cpu_backend_device_count(state);
+    *total = (pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0) / parts;
+    *free_b = cpu_available() / parts;
     if (*free_b > *total) *free_b = *total;
     return KILN_STATUS_OK;
 }

@@ -172,7 +172,7 @@ int pool_num_threads(const kn_pool *p) {
 }
 
 /* Threads this process may run on (its affinity mask, which containers and taskset set). */
-static int online_cores(void) {
+int pool_online_cores(void) {
 #ifdef CPU_COUNT
     cpu_set_t set;
     if (!sched_getaffinity(0, sizeof set, &set) && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
@@ -214,7 +214,7 @@ kiln_status pool_create(kiln_context *ctx, int n_threads, kn_pool **out) {
     if (n_threads < 0)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "thread pool: n_threads is %d; want >= 0 (0: all cores)", n_threads);
-    int cores = online_cores();
+    int cores = pool_online_cores();
     if (!n_threads) n_threads = cores;
     kn_pool *p = host_calloc(ctx, 1, sizeof *p);
     if (!p) return ctx_oom(ctx, "thread pool", sizeof *p);

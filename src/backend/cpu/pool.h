@@ -25,5 +25,7 @@ typedef void (*pool_fn)(void *arg, int64_t begin, int64_t end);
  * serialize). grain <= 0 means 1. */
 void pool_parallel_for(kn_pool *p, int64_t n, int64_t grain, pool_fn fn, void *arg);
 int pool_num_threads(const kn_pool *p);
+/* The cores this process may run on (its affinity mask): what n_threads 0 means. */
+int pool_online_cores(void);
 
 #endif

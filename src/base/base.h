@@ -35,6 +35,7 @@ typedef struct kn_config {
     char alloc_trace[1024];   /* KILN_ALLOC_TRACE: record device 0's allocations here */
     char dump_dir[1024];      /* KILN_DUMP: write each compiled program's IR/kernels/plan */
     bool verify_passes;       /* KILN_VERIFY_PASSES: IR verifier after every pass */
+    kiln_blas blas;           /* KILN_BLAS: the CPU backend's GEMM library */
 } kn_config;
 
 struct kn_device; /* src/backend: one per device of the context */

@@ -1,5 +1,6 @@
 /* bench_gemm.c — sgemm GFLOP/s of the BLAS libraries Debian offers (OpenBLAS, BLIS, oneDNN),
- * loaded with dlopen, on the product shapes of kiln's benchmark programs (MLP training
+ * loaded with dlopen, and of kiln's own kernel (KILN_BLAS=kiln, linked from
+ * src/backend/cpu/gemm_kiln.c), on the product shapes of kiln's benchmark programs (MLP training
  * step, GPT step, LLaMA-style block), each in two threading modes:
  *   lib   — one call per matrix with the library's own threads set to T;
  *   split — what kiln's CPU backend does: T threads, each calling the library
@@ -8,7 +9,7 @@
  * that is not installed is skipped with a note. Nothing here fails on time.
  *
  * Usage: bench_gemm [reps] [max_threads]   (defaults 15 and every core) */
-#define _GNU_SOURCE
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -17,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "backend/cpu/blas.h"
 
 static double now(void) {
     struct timespec ts;
@@ -57,9 +60,9 @@ static const shape shapes[] = {
     {"square 1024^3", 1, 1024, 1024, 1024, 0, 0},
 };
 
-typedef enum { P_OPENBLAS, P_BLIS, P_ONEDNN, P_N } provider_id;
-static const char *const pnames[P_N] = {"openblas", "blis", "onednn"};
-static const char *const plibs[P_N] = {"libopenblas.so.0", "libblis.so.4", "libdnnl.so.2"};
+typedef enum { P_OPENBLAS, P_BLIS, P_ONEDNN, P_KILN, P_N } provider_id;
+static const char *const pnames[P_N] = {"openblas", "blis", "onednn", "kiln"};
+static const char *const plibs[P_N] = {"libopenblas.so.0", "libblis.so.4", "libdnnl.so.2", ""};
 
 typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
                                const float *, int, float, float *, int);
@@ -81,9 +84,13 @@ static provider prov[P_N];
 
 static void load(provider_id id) {
     provider *p = &prov[id];
+    if (id == P_KILN) {
+        p->h = (void *)&prov; /* linked in: present */
+        return;
+    }
     /* Debian's BLIS: pick the pthread flavour, as kiln's pool is plain pthreads. */
-    const char *path = id == P_BLIS ? "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4"
-                                    : plibs[id];
+    const char *path =
+        id == P_BLIS ? "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4" : plibs[id];
     p->h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!p->h && id == P_BLIS) p->h = dlopen(plibs[id], RTLD_NOW | RTLD_LOCAL);
     if (!p->h) return;
@@ -102,6 +109,7 @@ static void load(provider_id id) {
 
 static void set_threads(provider_id id, int t) {
     provider *p = &prov[id];
+    if (id == P_KILN) return; /* single-threaded by construction */
     if (id == P_BLIS)
         p->bli_set_threads(t);
     else if (p->set_threads)
@@ -117,11 +125,13 @@ static void one(provider_id id, const shape *s, const float *a, const float *b, 
     float *cp = c + m0 * n;
     float one_ = 1, zero = 0;
     if (id == P_OPENBLAS)
-        prov[id].ob(101, s->ta ? 112 : 111, s->tb ? 112 : 111, (int)m, (int)n, (int)k, 1.0f,
-                    ap, (int)lda, b, (int)ldb, 0.0f, cp, (int)n);
+        prov[id].ob(101, s->ta ? 112 : 111, s->tb ? 112 : 111, (int)m, (int)n, (int)k, 1.0f, ap,
+                    (int)lda, b, (int)ldb, 0.0f, cp, (int)n);
     else if (id == P_BLIS)
         prov[id].bl(0, 0, m, n, k, &one_, ap, s->ta ? 1 : lda, s->ta ? lda : 1, b, s->tb ? 1 : ldb,
                     s->tb ? ldb : 1, &zero, cp, n, 1);
+    else if (id == P_KILN)
+        cpu_kiln_sgemm(s->ta, s->tb, m, n, k, ap, lda, b, ldb, cp, n);
     else
         prov[id].dn(s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', m, n, k, 1.0f, ap, lda, b, ldb, 0.0f, cp,
                     n);
@@ -160,8 +170,8 @@ static void *split_worker(void *arg) {
     return NULL;
 }
 
-static double run(provider_id id, const shape *s, int threads, int split, int reps,
-                  const float *a, const float *b, float *c) {
+static double run(provider_id id, const shape *s, int threads, int split, int reps, const float *a,
+                  const float *b, float *c) {
     double times[64];
     if (!split || threads == 1) {
         set_threads(id, threads);
@@ -212,10 +222,12 @@ int main(int argc, char **argv) {
         for (int p = 0; p < P_N; p++) {
             if (!prov[p].h) continue;
             for (int t = 1; t <= maxt; t *= 2)
-                for (int split = 0; split < (t > 1 ? 2 : 1); split++)
+                for (int split = p == P_KILN && t > 1; split < (t > 1 ? 2 : 1); split++)
                     printf("| %s | %s | %s | %d | %.1f |\n", s->name, pnames[p],
-                           t == 1 ? "-" : split ? "split" : "lib", t,
-                           run((provider_id)p, s, t, split, reps, a, b, c));
+                           t == 1  ? "-"
+                           : split ? "split"
+                                   : "lib",
+                           t, run((provider_id)p, s, t, split, reps, a, b, c));
             fflush(stdout);
         }
         free(a), free(b), free(c);

@@ -53,24 +53,30 @@
  * for NaN explicitly, keeps signed zeros, and its exp range reduction (Cody-Waite) loses
  * ~30 ulp if reassociated. Reductions vectorise through `#pragma omp simd reduction`
  * instead, which -fopenmp-simd enables without any OpenMP runtime. */
-static const char *const base_flags[] = {"-O3",           "-march=native",   "-fPIC",
-                                         "-shared",       "-fno-math-errno", "-fno-trapping-math",
-                                         "-fopenmp-simd", "-std=gnu11"};
+static const char *const base_flags[] = {
+    "-march=native",      "-fPIC",         "-shared",   "-fno-math-errno",
+    "-fno-trapping-math", "-fopenmp-simd", "-std=gnu11"};
 #define N_BASE_FLAGS ((int)(sizeof base_flags / sizeof base_flags[0]))
 
-/* gcc 12 (-O3, AVX2 or AVX-512) miscompiles a kernel whose work-item loop holds the
- * if/else-if chain of a concatenate when it splits the loop at the branches' bounds: a
- * concatenate of one f64[7,2,2] operand three times lost two rows of the third copy (found
- * by fuzz/fuzz_builder; -O2, clang, and gcc without loop splitting are right). gcc gets
- * -fno-split-loops; the flag is part of the compiler identity hashed into every key. */
-static const char gcc_workaround_flag[] = "-fno-split-loops";
+/* The optimisation flags, by compiler. gcc: -O2 with -O3's vectoriser cost model takes
+ * ~20% less compile time than -O3 at the same run time of the generated kernels (-O2's
+ * own "very cheap" model leaves exp loops scalar: softmax 4x slower); bench/RESULTS.md,
+ * "First call". And gcc 12 (-O3, AVX2 or AVX-512) miscompiles a kernel whose work-item
+ * loop holds the if/else-if chain of a concatenate when it splits the loop at the
+ * branches' bounds: a concatenate of one f64[7,2,2] operand three times lost two rows of
+ * the third copy (found by fuzz/fuzz_builder; -O2, clang, and gcc without loop splitting
+ * are right), so gcc also gets -fno-split-loops, in case KILN_CC_FLAGS asks for -O3.
+ * These flags are part of the compiler identity hashed into every key. */
+static const char *const gcc_opt_flags[] = {"-O2", "-fvect-cost-model=dynamic", "-fno-split-loops"};
+static const char *const other_opt_flags[] = {"-O3"};
+#define N_OPT_FLAGS(gcc) ((gcc) ? 3 : 1)
 struct cc_compiler {
     kiln_context *ctx;  /* the owner, whose allocator made this */
     pthread_mutex_t mu; /* guards everything below but next_tmp */
     bool probed;
-    bool is_gcc;         /* the compiler's version line says gcc: it gets gcc_workaround_flag */
+    bool is_gcc;         /* the compiler's version line says gcc: it gets gcc_opt_flags */
     char path[PATH_MAX]; /* the compiler, as found on PATH or given */
-    char identity[512 + 2 * PATH_MAX + 8]; /* version line, path, real path */
+    char identity[512 + 2 * PATH_MAX + 64]; /* version line, path, real path, opt flags */
     cc_stats stats;
     atomic_uint next_tmp;          /* makes temp folder names unique within the process */
     atomic_bool warned_unwritable; /* the unwritable-cache notice was printed */
@@ -253,8 +259,12 @@ static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
     const char *base = strrchr(real, '/');
     st->is_gcc = !strstr(line, "clang") && (strstr(line, "gcc") || strstr(line, "GCC") ||
                                             strstr(base ? base + 1 : real, "gcc"));
-    snprintf(st->identity, sizeof st->identity, "%s\n%s\n%s%s", line, found, real,
-             st->is_gcc ? "\n-fno-split-loops" : "");
+    snprintf(st->identity, sizeof st->identity, "%s\n%s\n%s\n", line, found, real);
+    for (int i = 0; i < N_OPT_FLAGS(st->is_gcc); i++) { /* the flags this compiler gets */
+        size_t used = strlen(st->identity);
+        snprintf(st->identity + used, sizeof st->identity - used, " %s",
+                 (st->is_gcc ? gcc_opt_flags : other_opt_flags)[i]);
+    }
     st->probed = true;
     return KILN_STATUS_OK;
 }
@@ -319,8 +329,9 @@ static void build_argv_n(const cc_load *ld, cc_argv *a, bool compile_only, const
                          char *const *inputs, int n_inputs) {
     int n = 0;
     a->v[n++] = ld->st->path;
+    for (int i = 0; i < N_OPT_FLAGS(ld->st->is_gcc); i++)
+        a->v[n++] = (char *)(ld->st->is_gcc ? gcc_opt_flags : other_opt_flags)[i];
     for (int i = 0; i < N_BASE_FLAGS; i++) a->v[n++] = (char *)base_flags[i];
-    if (ld->st->is_gcc) a->v[n++] = (char *)gcc_workaround_flag;
     snprintf(a->extra, sizeof a->extra, "%s", ld->ctx->config.cc_flags);
     for (char *save, *t = strtok_r(a->extra, " \t\n", &save); t && n < MAX_ARGS - 6 - CC_MAX_PARTS;
          t = strtok_r(NULL, " \t\n", &save))

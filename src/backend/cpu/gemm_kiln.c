@@ -85,9 +85,9 @@
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
-    KILN_CLONES void cpu_kiln_##NAME(bool ta, bool tb, int64_t m, int64_t n, int64_t k,            \
-                                     const T *a, int64_t lda, const T *b, int64_t ldb, T *c,       \
-                                     int64_t ldc) {                                                \
+    KILN_CLONES static void NAME##_blocked(bool ta, bool tb, int64_t m, int64_t n, int64_t k,      \
+                                           const T *a, int64_t lda, const T *b, int64_t ldb, T *c, \
+                                           int64_t ldc) {                                          \
         _Alignas(64) T bp[KC * NC];                                                                \
         _Alignas(64) T ap[KC * MC];                                                                \
         if (k == 0) {                                                                              \
@@ -111,6 +111,12 @@
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    /* the clones' resolver stays local (a static function): only this symbol is global */         \
+    void cpu_kiln_##NAME(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,            \
+                         int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc) {                \
+        NAME##_blocked(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);                                   \
     }
 
 /* NC: a multiple of NR; bp is KC * NC elements (128 KiB for both types) */

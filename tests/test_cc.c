@@ -356,7 +356,7 @@ static void test_syntax_error(void) {
     CHECK_CONTAINS(msg, "the C compiler failed (exit status");
     CHECK_CONTAINS(msg, "command: ");
     CHECK_CONTAINS(msg, " -march=native");
-    CHECK(strstr(msg, " -O2 -fvect-cost-model=dynamic") || strstr(msg, " -O3"));
+    CHECK_CONTAINS(msg, "-O3");
     CHECK_CONTAINS(msg, "error"); /* the compiler's own words */
     CHECK_CONTAINS(msg, "kiln_broken");
     const char *kept = strstr(msg, "kept at ");

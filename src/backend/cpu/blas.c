@@ -14,10 +14,6 @@
 
 static const char *const names[] = {"default", "openblas", "blis", "onednn", "kiln"};
 
-const char *cpu_blas_name(kiln_blas p) {
-    return (unsigned)p < sizeof names / sizeof names[0] ? names[p] : "?";
-}
-
 /* dlsym into a function pointer without the object/function cast warning. */
 static bool sym(void *h, const char *name, void *fnptr, size_t size) {
     void *p = dlsym(h, name);
@@ -88,8 +84,9 @@ void cpu_blas_close(kiln_context *ctx, cpu_blas *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* OpenBLAS's dimensions are int (blasint): kn_gemm_desc's fit, as the planner limits
- * an array's elements, and a product over 2^31 rows is split by cpu_backend.c anyway. */
+/* OpenBLAS takes int dimensions (blasint, 32 bits in Debian's build), as cpu_ops.c passed
+ * them before providers existed: a dimension or leading dimension of 2^31 or more would
+ * need splitting here first (BLIS, oneDNN and kiln's kernel take int64_t). */
 void cpu_blas_sgemm(const cpu_blas *b, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                     const float *a, int64_t lda, const float *bm, int64_t ldb, float *c,
                     int64_t ldc) {

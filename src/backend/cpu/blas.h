@@ -48,9 +48,6 @@ void cpu_blas_dgemm(const cpu_blas *b, bool ta, bool tb, int64_t m, int64_t n, i
                     const double *a, int64_t lda, const double *bm, int64_t ldb, double *c,
                     int64_t ldc);
 
-/* The provider's name as KILN_BLAS spells it. */
-const char *cpu_blas_name(kiln_blas p);
-
 /* gemm_kiln.c: kiln's own kernel, the same contract as cpu_blas_sgemm. */
 void cpu_kiln_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                     const float *b, int64_t ldb, float *c, int64_t ldc);

@@ -5,7 +5,8 @@
  * int64_t on LP64, trans_t 0 is BLIS_NO_TRANSPOSE; dnnl_dim_t is int64_t. BLIS is called
  * through bli_?gemm rather than its cblas_sgemm: OpenBLAS, linked into the process, also
  * exports the BLAS symbols BLIS's CBLAS layer calls, and ELF lookup would bind those to
- * OpenBLAS's. Loaded libraries stay loaded until the context closes (dlopen counts). */
+ * OpenBLAS's. A loaded library stays mapped for the life of the process (RTLD_NODELETE);
+ * closing a context only drops its reference. */
 #include "blas.h"
 
 #include <cblas.h>
@@ -29,7 +30,10 @@ static const char *lib_name(kiln_blas p) {
 /* Loads BLIS or oneDNN into b: NULL, or why not (valid until the next dl* call). */
 static const char *try_load(kiln_blas p, cpu_blas *b) {
     dlerror();
-    b->handle = dlopen(lib_name(p), RTLD_NOW | RTLD_LOCAL);
+    /* NODELETE: a library is never unmapped once loaded. oneDNN and BLIS keep caches
+     * (JIT kernels, packing buffers) and OpenMP worker threads alive past any call;
+     * unmapping them under those would leak their memory or crash the workers. */
+    b->handle = dlopen(lib_name(p), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!b->handle) {
         const char *why = dlerror();
         return why ? why : "dlopen gave no reason";

@@ -105,6 +105,18 @@ typedef enum kiln_alloc_mode {
     KILN_ALLOC_MODE_PLATFORM,    /* no caching: every request goes to the backend */
 } kiln_alloc_mode;
 
+/* Which library computes the CPU backend's float matrix products (docs/performance.md).
+ * DEFAULT picks per dtype by measurement on the machines kiln was tuned on: oneDNN's sgemm
+ * for f32 when libdnnl is installed, OpenBLAS otherwise and for f64. The others are loaded
+ * at run time when chosen; one that is not installed fails the first run, naming it. */
+typedef enum kiln_blas {
+    KILN_BLAS_DEFAULT = 0,
+    KILN_BLAS_OPENBLAS, /* linked: always present */
+    KILN_BLAS_BLIS,     /* libblis.so.4 (f32 and f64) */
+    KILN_BLAS_ONEDNN,   /* libdnnl.so.2's dnnl_sgemm (f32; f64 stays on OpenBLAS) */
+    KILN_BLAS_KILN,     /* kiln's own blocked kernel: no library at all */
+} kiln_blas;
+
 /* Options for kiln_context_create. Zero-initialise; zero means the default. Every KILN_*
  * environment variable has a field here, named in its comment; the variable overrides the
  * field unless ignore_environment is set (docs/memory.md and README list them). Strings
@@ -142,6 +154,7 @@ typedef struct kiln_context_options {
      * and their outputs become ready later (docs/devices.md, "the asynchronous model");
      * false: every call has finished its work when it returns. */
     bool async_dispatch;
+    kiln_blas blas;          /* KILN_BLAS: openblas, blis, onednn or kiln; 0: by dtype */
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,

@@ -14,12 +14,18 @@ have_cmd make || missing="$missing make"
 if [ "$1" = fuzz ]; then
     have_cmd clang || missing="$missing clang"
 fi
-# OpenBLAS: the CPU backend's matrix products.
+# OpenBLAS: the CPU backend's matrix products (linked; f64, and f32 without oneDNN).
+# oneDNN's runtime: the default provider of f32 products (KILN_BLAS), loaded at run time;
+# kiln builds and runs without it, on OpenBLAS. `deps.sh blis` adds BLIS for KILN_BLAS=blis.
 if have_cmd dpkg-query; then
     have_pkg libopenblas-dev || missing="$missing libopenblas-dev"
     # cJSON: the safetensors header (src/io/safetensors.c); found through pkg-config.
     have_pkg libcjson-dev || missing="$missing libcjson-dev"
     have_cmd pkg-config || missing="$missing pkg-config"
+    have_pkg libdnnl2 || missing="$missing libdnnl2"
+    if [ "$1" = blis ]; then
+        have_pkg libblis4-pthread || missing="$missing libblis4-pthread"
+    fi
 fi
 
 [ -z "$missing" ] && exit 0

@@ -12,7 +12,8 @@
 static const char *const vars[] = {"KILN_ALLOCATOR",    "KILN_PREALLOCATE",     "KILN_MEM_FRACTION",
                                    "KILN_MEMORY_LIMIT", "KILN_NUM_THREADS",     "KILN_CACHE_DIR",
                                    "KILN_ALLOC_TRACE",  "KILN_CACHE_MAX_BYTES", "KILN_CC",
-                                   "KILN_CC_FLAGS",     "KILN_VERIFY_PASSES",   "KILN_DUMP"};
+                                   "KILN_CC_FLAGS",     "KILN_VERIFY_PASSES",   "KILN_DUMP",
+                                   "KILN_BLAS"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -58,6 +59,7 @@ static void test_bad_values(void) {
     expect_env_error("KILN_CACHE_MAX_BYTES", "-1");
     expect_env_error("KILN_VERIFY_PASSES", "maybe");
     expect_env_error("KILN_NUM_THREADS", "5000");
+    expect_env_error("KILN_BLAS", "mkl");
 }
 
 static void test_disagreeing_variables(void) {
@@ -82,6 +84,9 @@ static void test_bad_options(void) {
     o = (kiln_context_options){.alloc_mode = (kiln_alloc_mode)42};
     CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_CONFIG);
     CHECK_CONTAINS(err, "alloc_mode");
+    o = (kiln_context_options){.blas = (kiln_blas)9};
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_CONFIG);
+    CHECK_CONTAINS(err, "blas");
     o = (kiln_context_options){.num_threads = 5000};
     CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_CONFIG);
     CHECK_CONTAINS(err, "num_threads");
@@ -128,8 +133,14 @@ static void test_option_fields(void) {
                               .cc_flags = "-fno-math-errno",
                               .dump_dir = "/tmp/kiln-dump-opt",
                               .cache_max_bytes = 5 << 20,
-                              .verify_passes = true};
+                              .verify_passes = true,
+                              .blas = KILN_BLAS_KILN};
     kn_config c = config_with(NULL, NULL, &o);
+    CHECK(c.blas == KILN_BLAS_KILN);
+    c = config_with("KILN_BLAS", "OneDNN", &o);
+    CHECK(c.blas == KILN_BLAS_ONEDNN);
+    c = config_with("KILN_BLAS", "default", &o);
+    CHECK(c.blas == KILN_BLAS_DEFAULT);
     CHECK(!strcmp(c.cc, "/opt/cc") && !strcmp(c.cc_flags, "-fno-math-errno"));
     CHECK(!strcmp(c.dump_dir, "/tmp/kiln-dump-opt"));
     CHECK(c.cache_max_bytes == 5u << 20 && c.verify_passes);

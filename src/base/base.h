@@ -40,6 +40,7 @@ typedef struct kn_config {
     bool verify_passes;       /* KILN_VERIFY_PASSES: IR verifier after every pass */
     int cpu_devices;          /* KILN_CPU_DEVICES: 1..KN_MAX_CPU_DEVICES once resolved */
     bool async_dispatch;      /* KILN_ASYNC: calls return once their work is enqueued */
+    kiln_blas blas;           /* KILN_BLAS: the CPU backend's GEMM library */
 } kn_config;
 
 #define KN_MAX_CPU_DEVICES 64

@@ -88,6 +88,13 @@ static bool parse_mode(const char *s, kiln_alloc_mode *out) {
     return false;
 }
 
+static bool parse_blas(const char *s, kiln_blas *out) {
+    static const char *const names[] = {"default", "openblas", "blis", "onednn", "kiln"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcasecmp(s, names[i])) return *out = (kiln_blas)i, true;
+    return false;
+}
+
 static kiln_status bad_env(char *err, size_t n, const char *var, const char *val,
                            const char *expected) {
     snprintf(err, n, "environment variable %s=\"%s\" cannot be used: expected %s", var, val,
@@ -110,6 +117,7 @@ KN_SAME_CAP(dump_dir);
 static kiln_status check_options(const kiln_context_options *o, char *err, size_t n) {
     if ((unsigned)o->alloc_mode > KILN_ALLOC_MODE_PLATFORM)
         return bad_opt(err, n, "alloc_mode is not a kiln_alloc_mode value");
+    if ((unsigned)o->blas > KILN_BLAS_KILN) return bad_opt(err, n, "blas is not a kiln_blas value");
     if (o->mem_fraction < 0 || o->mem_fraction > 1 || isnan(o->mem_fraction))
         return bad_opt(err, n, "mem_fraction must be in (0, 1], or 0 for the default");
     if (o->num_threads < 0 || o->num_threads > 4096)
@@ -242,6 +250,10 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
         if (!config_parse_bool(v, &c->async_dispatch))
             return bad_env(err, n, "KILN_ASYNC", v, "true or false (1/0, yes/no, on/off)");
     }
+    if ((v = getenv("KILN_BLAS")) && *v) {
+        if (!parse_blas(v, &c->blas))
+            return bad_env(err, n, "KILN_BLAS", v, "one of default, openblas, blis, onednn, kiln");
+    }
     if ((v = getenv("KILN_VERIFY_PASSES")) && *v) {
         if (!config_parse_bool(v, &c->verify_passes))
             return bad_env(err, n, "KILN_VERIFY_PASSES", v, "true or false (1/0, yes/no, on/off)");
@@ -271,6 +283,7 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
                        .verify_passes = o->verify_passes,
                        .cpu_devices = o->cpu_devices,
                        .async_dispatch = o->async_dispatch,
+                       .blas = o->blas,
                        .cache_max_bytes = cache_cap(o->cache_max_bytes)};
     /* lengths were checked above */
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);

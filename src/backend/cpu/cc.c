@@ -43,29 +43,40 @@
 #endif
 #define ERR_LINES 40
 #define MAX_ARGS  600 /* the fixed flags, up to ~512 from KILN_CC_FLAGS, the file names */
+/* A source with many kernels is compiled as up to CC_MAX_PARTS translation units at once
+ * (one per thread of the context), each with at least CC_KERNELS_PER_PART kernels: fewer
+ * would spend more on the extra compiler start (~35 ms) than the split saves. */
+#define CC_MAX_PARTS        8
+#define CC_KERNELS_PER_PART 4
 
 /* Never -ffast-math, -ffinite-math-only or -fassociative-math: the generated code tests
  * for NaN explicitly, keeps signed zeros, and its exp range reduction (Cody-Waite) loses
  * ~30 ulp if reassociated. Reductions vectorise through `#pragma omp simd reduction`
  * instead, which -fopenmp-simd enables without any OpenMP runtime. */
-static const char *const base_flags[] = {"-O3",           "-march=native",   "-fPIC",
-                                         "-shared",       "-fno-math-errno", "-fno-trapping-math",
-                                         "-fopenmp-simd", "-std=gnu11"};
+static const char *const base_flags[] = {
+    "-march=native",      "-fPIC",         "-shared",   "-fno-math-errno",
+    "-fno-trapping-math", "-fopenmp-simd", "-std=gnu11"};
 #define N_BASE_FLAGS ((int)(sizeof base_flags / sizeof base_flags[0]))
 
-/* gcc 12 (-O3, AVX2 or AVX-512) miscompiles a kernel whose work-item loop holds the
- * if/else-if chain of a concatenate when it splits the loop at the branches' bounds: a
- * concatenate of one f64[7,2,2] operand three times lost two rows of the third copy (found
- * by fuzz/fuzz_builder; -O2, clang, and gcc without loop splitting are right). gcc gets
- * -fno-split-loops; the flag is part of the compiler identity hashed into every key. */
-static const char gcc_workaround_flag[] = "-fno-split-loops";
+/* The optimisation flags, by compiler. gcc 12 (-O3, AVX2 or AVX-512) miscompiles a kernel
+ * whose work-item loop holds the if/else-if chain of a concatenate when it splits the loop
+ * at the branches' bounds: a concatenate of one f64[7,2,2] operand three times lost two
+ * rows of the third copy (found by fuzz/fuzz_builder; -O2, clang, and gcc without loop
+ * splitting are right), so gcc gets -fno-split-loops. -O2 with -O3's vectoriser cost model
+ * would take ~20% less compile time at the same run time, but gives a wrong result on
+ * test_compile_random's graph 63 (shard 4 of 4, seed 12345) where -O3 is right, so -O3
+ * stays until that is understood (bench/RESULTS.md, "First call"). These flags are part
+ * of the compiler identity hashed into every key. */
+static const char *const gcc_opt_flags[] = {"-O3", "-fno-split-loops"};
+static const char *const other_opt_flags[] = {"-O3"};
+#define N_OPT_FLAGS(gcc) ((gcc) ? 2 : 1)
 struct cc_compiler {
     kiln_context *ctx;  /* the owner, whose allocator made this */
     pthread_mutex_t mu; /* guards everything below but next_tmp */
     bool probed;
-    bool is_gcc;         /* the compiler's version line says gcc: it gets gcc_workaround_flag */
+    bool is_gcc;         /* the compiler's version line says gcc: it gets gcc_opt_flags */
     char path[PATH_MAX]; /* the compiler, as found on PATH or given */
-    char identity[512 + 2 * PATH_MAX + 8]; /* version line, path, real path */
+    char identity[512 + 2 * PATH_MAX + 64]; /* version line, path, real path, opt flags */
     cc_stats stats;
     atomic_uint next_tmp;          /* makes temp folder names unique within the process */
     atomic_bool warned_unwritable; /* the unwritable-cache notice was printed */
@@ -85,6 +96,8 @@ typedef struct cc_load {
     cc_compiler *st;
     const char *source;
     size_t len;
+    int parts;                     /* plan_parts: 1, or the translation units compiled at once */
+    size_t cuts[CC_MAX_PARTS + 1]; /* where they begin (plan_parts) */
     char key[SHA256_HEX_BYTES];
 } cc_load;
 
@@ -247,8 +260,12 @@ static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
     const char *base = strrchr(real, '/');
     st->is_gcc = !strstr(line, "clang") && (strstr(line, "gcc") || strstr(line, "GCC") ||
                                             strstr(base ? base + 1 : real, "gcc"));
-    snprintf(st->identity, sizeof st->identity, "%s\n%s\n%s%s", line, found, real,
-             st->is_gcc ? "\n-fno-split-loops" : "");
+    snprintf(st->identity, sizeof st->identity, "%s\n%s\n%s\n", line, found, real);
+    for (int i = 0; i < N_OPT_FLAGS(st->is_gcc); i++) { /* the flags this compiler gets */
+        size_t used = strlen(st->identity);
+        snprintf(st->identity + used, sizeof st->identity - used, " %s",
+                 (st->is_gcc ? gcc_opt_flags : other_opt_flags)[i]);
+    }
     st->probed = true;
     return KILN_STATUS_OK;
 }
@@ -279,7 +296,8 @@ static kiln_status compiler_ready(cc_compiler *cc) {
 
 /* ------------------------------------------------------ key and command ---- */
 
-/* SHA-256 over the format version, the compiler's identity, every flag and the source;
+/* SHA-256 over the format version, the compiler's identity, every flag, the split and the
+ * source;
  * NUL separators keep the fields from running into each other. */
 static void compute_key(cc_load *ld) {
     sha256_ctx c;
@@ -290,6 +308,11 @@ static void compute_key(cc_load *ld) {
     for (int i = 0; i < N_BASE_FLAGS; i++)
         sha256_update(&c, base_flags[i], strlen(base_flags[i]) + 1);
     sha256_update(&c, ld->ctx->config.cc_flags, strlen(ld->ctx->config.cc_flags) + 1);
+    /* a split compile builds other bytes than one unit: its own entry keeps "same key,
+     * same bytes" true between processes with other thread counts */
+    char parts[16];
+    snprintf(parts, sizeof parts, "parts=%d", ld->parts);
+    sha256_update(&c, parts, strlen(parts) + 1);
     sha256_update(&c, ld->source, ld->len);
     sha256_final(&c, digest);
     sha256_hex(digest, ld->key);
@@ -300,18 +323,30 @@ typedef struct cc_argv {
     char extra[sizeof((kn_config *)0)->cc_flags]; /* KILN_CC_FLAGS, split in place */
 } cc_argv;
 
-/* <cc> <base flags> <KILN_CC_FLAGS split on blanks> -o <so> <src> -lm */
-static void build_argv(const cc_load *ld, cc_argv *a, const char *so, const char *src) {
+/* <cc> <base flags> <KILN_CC_FLAGS split on blanks> then the tail: `-c -o <obj> <src>`
+ * for one part of a split compile, `-o <so> <inputs...> -lm` for a whole source or the
+ * link of the parts' objects. */
+static void build_argv_n(const cc_load *ld, cc_argv *a, bool compile_only, const char *out,
+                         char *const *inputs, int n_inputs) {
     int n = 0;
     a->v[n++] = ld->st->path;
+    for (int i = 0; i < N_OPT_FLAGS(ld->st->is_gcc); i++)
+        a->v[n++] = (char *)(ld->st->is_gcc ? gcc_opt_flags : other_opt_flags)[i];
     for (int i = 0; i < N_BASE_FLAGS; i++) a->v[n++] = (char *)base_flags[i];
-    if (ld->st->is_gcc) a->v[n++] = (char *)gcc_workaround_flag;
     snprintf(a->extra, sizeof a->extra, "%s", ld->ctx->config.cc_flags);
-    for (char *save, *t = strtok_r(a->extra, " \t\n", &save); t && n < MAX_ARGS - 6;
+    for (char *save, *t = strtok_r(a->extra, " \t\n", &save); t && n < MAX_ARGS - 6 - CC_MAX_PARTS;
          t = strtok_r(NULL, " \t\n", &save))
         a->v[n++] = t;
-    a->v[n++] = "-o", a->v[n++] = (char *)so, a->v[n++] = (char *)src, a->v[n++] = "-lm";
+    if (compile_only) a->v[n++] = "-c";
+    a->v[n++] = "-o", a->v[n++] = (char *)out;
+    for (int i = 0; i < n_inputs; i++) a->v[n++] = inputs[i];
+    if (!compile_only) a->v[n++] = "-lm";
     a->v[n] = NULL;
+}
+
+static void build_argv(const cc_load *ld, cc_argv *a, const char *so, const char *src) {
+    char *in = (char *)src;
+    build_argv_n(ld, a, false, so, &in, 1);
 }
 
 static void join_argv(char *const *v, char *buf, size_t cap) {
@@ -326,18 +361,65 @@ static void join_argv(char *const *v, char *buf, size_t cap) {
 
 /* ----------------------------------------------------------- compiling ---- */
 
-/* The source, then the key as a symbol the loader checks after dlopen. */
-static bool write_source(const cc_load *ld, const char *path) {
+/* The source (or, for a part, the prelude and the part's kernels), then, in the whole
+ * source and in part 0, the key as a symbol the loader checks after dlopen. */
+static bool write_part(const cc_load *ld, const char *path, size_t prelude, size_t begin,
+                       size_t end, bool with_key) {
     FILE *f = fopen(path, "we");
     if (!f) return false;
-    fwrite(ld->source, 1, ld->len, f);
-    fprintf(f,
-            "\n\n/* Added by kiln: the cache key, checked by the loader after dlopen. */\n"
-            "__attribute__((visibility(\"default\"), used))\n"
-            "const char kiln_module_key[] = \"%s\";\n",
-            ld->key);
+    fwrite(ld->source, 1, prelude, f);
+    fwrite(ld->source + begin, 1, end - begin, f);
+    if (with_key)
+        fprintf(f,
+                "\n\n/* Added by kiln: the cache key, checked by the loader after dlopen. */\n"
+                "__attribute__((visibility(\"default\"), used))\n"
+                "const char kiln_module_key[] = \"%s\";\n",
+                ld->key);
     bool ok = !ferror(f);
     return !fclose(f) && ok;
+}
+
+static bool write_source(const cc_load *ld, const char *path) {
+    return write_part(ld, path, 0, 0, ld->len, true);
+}
+
+/* The offset of the line after the one at o (len at the end). */
+static size_t next_line(const char *src, size_t len, size_t o) {
+    const char *nl = memchr(src + o, '\n', len - o);
+    return nl ? (size_t)(nl - src) + 1 : len;
+}
+
+/* Where the source may be cut into parts compiled in parallel. The printer emits a prelude
+ * of helpers, then kernels, each a top-level `KILN_EXPORT` definition (with a comment
+ * line before it). Only when every top-level line after the prelude is one of those
+ * (a definition's first line, its closing brace, a comment) is a cut safe: anything else
+ * (a static table a later kernel might read) keeps one unit. Returns the number of parts
+ * (1: compile whole); cuts[0] is the prelude's end, part i is [cuts[i], cuts[i + 1]). */
+static int plan_parts(const char *src, size_t len, int max_parts, size_t cuts[CC_MAX_PARTS + 1]) {
+    static const char mark[] = "KILN_EXPORT ";
+    size_t first = len;
+    long kernels = 0;
+    for (size_t o = 0; o < len; o = next_line(src, len, o)) {
+        char c = src[o];
+        if (c == ' ' || c == '\t' || c == '\n') continue;
+        if (len - o >= sizeof mark - 1 && !memcmp(src + o, mark, sizeof mark - 1)) {
+            if (!kernels++) first = o;
+        } else if (kernels && c != '}' && !(c == '/' && o + 1 < len && src[o + 1] == '*')) {
+            return 1;
+        }
+    }
+    int parts = (int)(kernels / CC_KERNELS_PER_PART);
+    if (parts > max_parts) parts = max_parts;
+    if (parts < 2) return 1;
+    /* cut at the first kernel starting past each equal share of the kernels' bytes */
+    int n = 0;
+    cuts[n++] = first;
+    for (size_t o = next_line(src, len, first); o < len && n < parts; o = next_line(src, len, o))
+        if (len - o >= sizeof mark - 1 && !memcmp(src + o, mark, sizeof mark - 1) &&
+            o >= first + (len - first) / (size_t)parts * (size_t)n)
+            cuts[n++] = o;
+    cuts[n] = len;
+    return n;
 }
 
 /* Appends the first ERR_LINES lines of the compiler's output file to buf. */
@@ -373,8 +455,64 @@ static void count_compile(cc_compiler *st, double seconds) {
     pthread_mutex_unlock(&st->mu);
 }
 
-/* Runs the compiler on <tmp>/CC_TMP_SOURCE into <tmp>/CC_TMP_OBJECT. On failure the
- * source is moved to `keep` (when not NULL; else it stays in tmp) and named in the
+/* The compiler's share of the context's threads: KILN_NUM_THREADS, else every core. */
+static int compile_jobs(const cc_load *ld) {
+    int t = ld->ctx->config.num_threads;
+    if (t <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        t = n > 0 ? (int)n : 1;
+    }
+    return t < CC_MAX_PARTS ? t : CC_MAX_PARTS;
+}
+
+/* The files and command lines of a split compile: too large for the stack. */
+typedef struct cc_parts {
+    char src[CC_MAX_PARTS][PATH_MAX], obj[CC_MAX_PARTS][PATH_MAX], out[CC_MAX_PARTS][PATH_MAX];
+    char rel_src[CC_MAX_PARTS][32], rel_obj[CC_MAX_PARTS][32];
+    cc_argv argv[CC_MAX_PARTS + 1]; /* the parts', then the link's */
+} cc_parts;
+
+/* Compiles the parts of a split source at once, each into part<i>.o, then links them into
+ * <tmp>/CC_TMP_OBJECT. Every started compiler is waited for before returning. false when
+ * any step failed: the caller then compiles the whole source as one unit, so that a
+ * compiler error is reported exactly as for an unsplit source (line numbers of the kept
+ * source, one command). */
+static bool run_parts(const cc_load *ld, const char *tmp, int parts, const size_t *cuts,
+                      cc_parts *w) {
+    char so[PATH_MAX], link_out[PATH_MAX];
+    pid_t pid[CC_MAX_PARTS];
+    int started = 0;
+    bool ok = cc_path(so, tmp, NULL, CC_TMP_OBJECT) &&
+              cc_path(link_out, tmp, NULL, "compiler-output.txt");
+    for (int i = 0; ok && i < parts; i++) {
+        char out_name[48];
+        snprintf(w->rel_src[i], sizeof w->rel_src[i], "part%d.c", i);
+        snprintf(w->rel_obj[i], sizeof w->rel_obj[i], "part%d.o", i);
+        snprintf(out_name, sizeof out_name, "compiler-output-%d.txt", i);
+        ok = cc_path(w->src[i], tmp, NULL, w->rel_src[i]) &&
+             cc_path(w->obj[i], tmp, NULL, w->rel_obj[i]) &&
+             cc_path(w->out[i], tmp, NULL, out_name) &&
+             write_part(ld, w->src[i], cuts[0], cuts[i], cuts[i + 1], i == 0);
+        if (!ok) break;
+        char *in = HAVE_SPAWN_CHDIR ? w->rel_src[i] : w->src[i];
+        build_argv_n(ld, &w->argv[i], true, HAVE_SPAWN_CHDIR ? w->rel_obj[i] : w->obj[i], &in, 1);
+        ok = !spawn_program(w->argv[i].v, tmp, -1, w->out[i], &pid[started]);
+        started += ok;
+    }
+    for (int i = 0; i < started; i++)
+        ok = ran_ok(wait_program(pid[i])) && !access(w->obj[i], R_OK) && ok;
+    if (!ok) return false;
+    char *objs[CC_MAX_PARTS];
+    for (int i = 0; i < parts; i++) objs[i] = HAVE_SPAWN_CHDIR ? w->rel_obj[i] : w->obj[i];
+    build_argv_n(ld, &w->argv[parts], false, HAVE_SPAWN_CHDIR ? CC_TMP_OBJECT : so, objs, parts);
+    pid_t link;
+    return !spawn_program(w->argv[parts].v, tmp, -1, link_out, &link) &&
+           ran_ok(wait_program(link)) && !access(so, R_OK);
+}
+
+/* Runs the compiler on <tmp>/CC_TMP_SOURCE into <tmp>/CC_TMP_OBJECT: as one unit, or as
+ * parts compiled in parallel and linked when the source has enough kernels. On failure
+ * the source is moved to `keep` (when not NULL; else it stays in tmp) and named in the
  * message. */
 static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *keep) {
     char src[PATH_MAX], so[PATH_MAX], output[PATH_MAX];
@@ -384,10 +522,20 @@ static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *
     if (!write_source(ld, src))
         return ctx_error(ld->ctx, KILN_STATUS_IO, "cannot write generated source %s: %s", src,
                          strerror(errno));
+    double t0 = now_seconds();
+    if (ld->parts > 1) {
+        cc_parts *w = host_alloc(ld->ctx, sizeof *w);
+        if (!w) return ctx_oom(ld->ctx, "a parallel compile's file names", sizeof *w);
+        bool ok = run_parts(ld, tmp, ld->parts, ld->cuts, w);
+        host_free(ld->ctx, w, sizeof *w);
+        if (ok) {
+            count_compile(ld->st, now_seconds() - t0);
+            return KILN_STATUS_OK;
+        }
+    }
     cc_argv a;
     build_argv(ld, &a, HAVE_SPAWN_CHDIR ? CC_TMP_OBJECT : so,
                HAVE_SPAWN_CHDIR ? CC_TMP_SOURCE : src);
-    double t0 = now_seconds();
     pid_t pid;
     int err = spawn_program(a.v, tmp, -1, output, &pid), status = err ? 0 : wait_program(pid);
     count_compile(ld->st, now_seconds() - t0);
@@ -574,6 +722,7 @@ kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_m
     cc_load ld = {.ctx = ctx, .st = cc, .source = source ? source : "", .len = len};
     kiln_status s = compiler_ready(cc);
     if (s) return s;
+    ld.parts = plan_parts(ld.source, ld.len, compile_jobs(&ld), ld.cuts);
     compute_key(&ld);
     if (!ctx->config.cache_max_bytes) return load_private(&ld, out);
     return load_cached(&ld, ctx->config.cache_dir, out, from_cache);

@@ -3,8 +3,8 @@
  * A program is a shared object built by the system C compiler (cc.c, with its on-disk
  * cache); a kernel handle is the address dlsym gives for "kiln_k<i>"; a launch splits the
  * kernel's work items over the thread pool (pool.c); gemm, permute and scatter-add are the
- * hand-written kernels of cpu_ops.c. Every call is synchronous, so there is no
- * synchronize.
+ * hand-written kernels of cpu_ops.c, gemm through the GEMM provider of KILN_BLAS (blas.h).
+ * Every call is synchronous, so there is no synchronize.
  *
  * Invariants:
  *   - the backend drives config.cpu_devices devices (KILN_CPU_DEVICES), all host memory;
@@ -13,16 +13,16 @@
  *     devices take one more when they do not divide evenly; every device has at least
  *     one), so work on two devices never waits for the other's pool;
  *   - open is cheap (tests make many contexts): it allocates the state and the compiler's
- *     record, and nothing runs; the compiler is probed at the first compile and a
- *     device's pool threads start at its first launch_prepare;
- *   - a pool pointer is written once, under pool_mu, with release order, and read
- *     without the lock (acquire) on every run: a run that finds it set pays no lock;
+ *     record, and nothing runs; the compiler is probed at the first compile, a device's
+ *     pool threads start at its first launch_prepare, and the GEMM provider is loaded at
+ *     the first launch_prepare or gemm;
+ *   - a pool pointer and the provider flag are written once, under pool_mu, with release
+ *     order, and read without the lock (acquire) on every run: a run that finds them set
+ *     pays no lock;
  *   - close runs after every program is freed and no call is in flight: it joins the
  *     pools' workers, then frees the compiler. */
 #include "cpu.h"
 #include "cpu_ops.h"
-
-#include <cblas.h>
 
 #include <string.h>
 
@@ -30,8 +30,10 @@ typedef struct cpu_state {
     kiln_context *ctx;
     cc_compiler *cc;
     int n_devices;
-    pthread_mutex_t pool_mu;                     /* guards the pools' creation */
+    pthread_mutex_t pool_mu;                     /* guards the pools' and the provider's creation */
     _Atomic(kn_pool *) pool[KN_MAX_CPU_DEVICES]; /* per device; NULL until its first launch */
+    _Atomic(bool) blas_ready;                    /* blas is set: written once, after blas */
+    cpu_blas blas;
 } cpu_state;
 
 /* Loop kernels, as src/codegen prints them. */
@@ -45,6 +47,7 @@ static kiln_status cpu_open(kiln_context *ctx, void **out) {
     st->n_devices = ctx->config.cpu_devices > 0 ? ctx->config.cpu_devices : 1;
     pthread_mutex_init(&st->pool_mu, NULL);
     for (int i = 0; i < KN_MAX_CPU_DEVICES; i++) atomic_init(&st->pool[i], NULL);
+    atomic_init(&st->blas_ready, false);
     kiln_status s = cc_compiler_create(ctx, &st->cc);
     if (s) {
         pthread_mutex_destroy(&st->pool_mu);
@@ -59,6 +62,7 @@ static void cpu_close(kiln_context *ctx, void *state) {
     if (!st) return;
     for (int i = 0; i < st->n_devices; i++) /* before anything the workers might still reach */
         pool_destroy(atomic_load(&st->pool[i]));
+    if (atomic_load(&st->blas_ready)) cpu_blas_close(ctx, &st->blas);
     cc_compiler_destroy(st->cc);
     pthread_mutex_destroy(&st->pool_mu);
     host_free(ctx, st, sizeof *st);
@@ -86,12 +90,8 @@ kiln_status cpu_backend_device_pool(void *state, int device, kn_pool **out) {
     if (!p) {
         pthread_mutex_lock(&st->pool_mu);
         p = atomic_load_explicit(&st->pool[device], memory_order_relaxed);
-        if (!p && !(s = pool_create(st->ctx, pool_share(st, device), &p))) {
-            /* BLAS runs inside the pool's threads (cpu_gemm_slot): its own would only
-             * compete with them. Process-wide, as torch.set_num_threads is. */
-            openblas_set_num_threads(1);
+        if (!p && !(s = pool_create(st->ctx, pool_share(st, device), &p)))
             atomic_store_explicit(&st->pool[device], p, memory_order_release);
-        }
         pthread_mutex_unlock(&st->pool_mu);
     }
     *out = p;
@@ -100,6 +100,21 @@ kiln_status cpu_backend_device_pool(void *state, int device, kn_pool **out) {
 
 kiln_status cpu_backend_pool(void *state, kn_pool **out) {
     return cpu_backend_device_pool(state, 0, out);
+}
+
+/* The GEMM provider, loaded on first use (blas.h); it runs single-threaded inside the
+ * pool's threads (cpu_gemm_slot): its own threads would only compete with them. */
+static kiln_status cpu_backend_blas(cpu_state *st, const cpu_blas **out) {
+    kiln_status s = KILN_STATUS_OK;
+    if (!atomic_load_explicit(&st->blas_ready, memory_order_acquire)) {
+        pthread_mutex_lock(&st->pool_mu);
+        if (!atomic_load_explicit(&st->blas_ready, memory_order_relaxed) &&
+            !(s = cpu_blas_open(st->ctx, st->ctx->config.blas, &st->blas)))
+            atomic_store_explicit(&st->blas_ready, true, memory_order_release);
+        pthread_mutex_unlock(&st->pool_mu);
+    }
+    *out = &st->blas;
+    return s;
 }
 
 /* ------------------------------------------------------------ programs ---- */
@@ -134,7 +149,9 @@ static kiln_status cpu_kernel_get(void *state, kn_program *prog, const char *nam
 
 static kiln_status cpu_launch_prepare(void *state, int device) {
     kn_pool *p;
-    return cpu_backend_device_pool(state, device, &p);
+    const cpu_blas *bl;
+    kiln_status s = cpu_backend_device_pool(state, device, &p);
+    return s ? s : cpu_backend_blas(state, &bl);
 }
 
 typedef struct cpu_call {
@@ -161,6 +178,7 @@ static kiln_status cpu_launch(void *state, int device, void *kernel, void *const
 /* ----------------------------------------------------- library kernels ---- */
 
 typedef struct gemm_call {
+    const cpu_blas *bl;
     kiln_dtype t;
     const kn_gemm_desc *d;
     const void *a, *b;
@@ -170,23 +188,27 @@ typedef struct gemm_call {
 
 static void gemm_chunk(void *arg, int64_t begin, int64_t end) {
     const gemm_call *g = arg;
-    cpu_gemm_part(g->t, g->d, g->a, g->b, g->c, g->blocks, begin, end);
+    cpu_gemm_part(g->bl, g->t, g->d, g->a, g->b, g->c, g->blocks, begin, end);
 }
 
-/* Products run on kiln's pool, one single-threaded BLAS call per batch entry or row block,
- * as XLA runs its matmuls on its own pool: one set of threads per process part, so the
- * pool's workers (which spin briefly between kernels) never fight BLAS's own threads for
- * the cores. The pool exists: a run calls launch_prepare first. */
+/* Products run on kiln's pool, one single-threaded provider call per batch entry or row
+ * block, as XLA runs its matmuls on its own pool: one set of threads per process part, so
+ * the pool's workers (which spin briefly between kernels) never fight a library's own
+ * threads for the cores. A run calls launch_prepare first; without a pool (a direct call)
+ * the product runs on the calling thread. */
 static kiln_status cpu_gemm_slot(void *state, int device, kiln_dtype t, const kn_gemm_desc *d,
                                  const void *a, const void *b, void *c) {
     cpu_state *st = state;
+    const cpu_blas *bl;
+    kiln_status s = cpu_backend_blas(st, &bl);
+    if (s) return s;
     kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
     int64_t blocks = cpu_gemm_blocks(d, p ? pool_num_threads(p) : 1);
     if (!p || blocks == 0 || d->batch * blocks == 1) {
-        cpu_gemm(t, d, a, b, c);
+        cpu_gemm(bl, t, d, a, b, c);
         return KILN_STATUS_OK;
     }
-    gemm_call g = {t, d, a, b, c, blocks};
+    gemm_call g = {bl, t, d, a, b, c, blocks};
     pool_parallel_for(p, d->batch * blocks, 1, gemm_chunk, &g);
     return KILN_STATUS_OK;
 }

@@ -1,9 +1,9 @@
 /* cpu_ops.c — see cpu_ops.h. Integer products wrap (unsigned arithmetic), as every
- * integer op in kiln does; float products go to OpenBLAS, called single-threaded from
- * kiln's own pool (cpu_backend.c splits a product into batch entries and row blocks). */
+ * integer op in kiln does; float products go to the context's GEMM provider (blas.h),
+ * called single-threaded from kiln's own pool (cpu_backend.c splits a product into batch
+ * entries and row blocks). */
 #include "cpu_ops.h"
 
-#include <cblas.h>
 #include <string.h>
 
 #define INT_GEMM(T, U)                                                                             \
@@ -21,18 +21,16 @@
 INT_GEMM(int32_t, uint32_t)
 INT_GEMM(int64_t, uint64_t)
 
-static void gemm_one(kiln_dtype t, const kn_gemm_desc *d, const char *a, const char *b, char *c) {
-    enum CBLAS_TRANSPOSE oa = d->trans_a ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE ob = d->trans_b ? CblasTrans : CblasNoTrans;
-    blasint m = (blasint)d->m, n = (blasint)d->n, k = (blasint)d->k;
+static void gemm_one(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, const char *a,
+                     const char *b, char *c) {
     switch (t) {
     case KILN_DTYPE_F32:
-        cblas_sgemm(CblasRowMajor, oa, ob, m, n, k, 1.0f, (const float *)a, (blasint)d->lda,
-                    (const float *)b, (blasint)d->ldb, 0.0f, (float *)c, n);
+        cpu_blas_sgemm(bl, d->trans_a, d->trans_b, d->m, d->n, d->k, (const float *)a, d->lda,
+                       (const float *)b, d->ldb, (float *)c, d->n);
         break;
     case KILN_DTYPE_F64:
-        cblas_dgemm(CblasRowMajor, oa, ob, m, n, k, 1.0, (const double *)a, (blasint)d->lda,
-                    (const double *)b, (blasint)d->ldb, 0.0, (double *)c, n);
+        cpu_blas_dgemm(bl, d->trans_a, d->trans_b, d->m, d->n, d->k, (const double *)a, d->lda,
+                       (const double *)b, d->ldb, (double *)c, d->n);
         break;
     case KILN_DTYPE_I32:
         gemm_int32_t(d->trans_a, d->trans_b, d->m, d->n, d->k, (const int32_t *)a, d->lda,
@@ -47,8 +45,8 @@ static void gemm_one(kiln_dtype t, const kn_gemm_desc *d, const char *a, const c
 
 /* Rows [r0, r1) of batch entry bi: op(A)'s rows start r0 rows (or, transposed, r0
  * columns) in, C's r0 rows in; B is whole. */
-static void gemm_rows(kiln_dtype t, const kn_gemm_desc *d, const char *a, const char *b, char *c,
-                      int64_t bi, int64_t r0, int64_t r1) {
+static void gemm_rows(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, const char *a,
+                      const char *b, char *c, int64_t bi, int64_t r0, int64_t r1) {
     size_t es = kiln_dtype_itemsize(t);
     int64_t oa = 0, ob = 0, rest = bi;
     for (int i = d->nb - 1; i >= 0; i--) { /* bi as a multi-index, last axis fastest */
@@ -59,7 +57,7 @@ static void gemm_rows(kiln_dtype t, const kn_gemm_desc *d, const char *a, const 
     oa += d->trans_a ? r0 : r0 * d->lda;
     kn_gemm_desc part = *d;
     part.m = r1 - r0;
-    gemm_one(t, &part, a + (size_t)oa * es, b + (size_t)ob * es,
+    gemm_one(bl, t, &part, a + (size_t)oa * es, b + (size_t)ob * es,
              c + (size_t)((bi * d->m + r0) * d->n) * es);
 }
 
@@ -73,22 +71,23 @@ int64_t cpu_gemm_blocks(const kn_gemm_desc *d, int threads) {
     return blocks > 1 ? blocks : 1;
 }
 
-void cpu_gemm_part(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c,
-                   int64_t blocks, int64_t begin, int64_t end) {
+void cpu_gemm_part(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, const void *a,
+                   const void *b, void *c, int64_t blocks, int64_t begin, int64_t end) {
     for (int64_t it = begin; it < end; it++) {
         int64_t bi = it / blocks, blk = it % blocks;
         int64_t r0 = d->m * blk / blocks, r1 = d->m * (blk + 1) / blocks;
-        if (r1 > r0) gemm_rows(t, d, a, b, c, bi, r0, r1);
+        if (r1 > r0) gemm_rows(bl, t, d, a, b, c, bi, r0, r1);
     }
 }
 
-void cpu_gemm(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c) {
+void cpu_gemm(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b,
+              void *c) {
     if (d->m == 0 || d->n == 0 || d->batch == 0) return;
     if (d->k == 0) {
         memset(c, 0, (size_t)(d->batch * d->m * d->n) * kiln_dtype_itemsize(t));
         return;
     }
-    cpu_gemm_part(t, d, a, b, c, 1, 0, d->batch);
+    cpu_gemm_part(bl, t, d, a, b, c, 1, 0, d->batch);
 }
 
 void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, const int *perm,

@@ -1,20 +1,23 @@
-/* cpu_ops.h — the CPU backend's hand-written kernels: batched matrix products (OpenBLAS
- * for floats, plain loops with wrapping arithmetic for integers), a strided permute used
- * to bring dot operands into a layout BLAS accepts, and scatter-add of rows. */
+/* cpu_ops.h — the CPU backend's hand-written kernels: batched matrix products (the
+ * context's GEMM provider, blas.h, for floats, plain loops with wrapping arithmetic for integers),
+ * a strided permute used to bring dot operands into a layout BLAS accepts, and scatter-add of rows.
+ */
 #ifndef KILN_CPU_OPS_H
 #define KILN_CPU_OPS_H
 
 #include "backend/backend_impl.h"
+#include "blas.h"
 
 /* The backend's gemm, permute and scatter_add_rows slots (backend_impl.h says what each
  * computes), without the state and device arguments the CPU does not need. */
-void cpu_gemm(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c);
+void cpu_gemm(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b,
+              void *c);
 /* The product as independent work items for a pool of `threads`: batch entries times row
  * blocks (cpu_gemm_blocks blocks per entry; 0: nothing to compute, K = 0 included), and
  * cpu_gemm_part computing items [begin, end) of it. */
 int64_t cpu_gemm_blocks(const kn_gemm_desc *d, int threads);
-void cpu_gemm_part(kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b, void *c,
-                   int64_t blocks, int64_t begin, int64_t end);
+void cpu_gemm_part(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, const void *a,
+                   const void *b, void *c, int64_t blocks, int64_t begin, int64_t end);
 
 /* dst = transpose(src, perm): dst axis i is src axis perm[i]. */
 void cpu_permute(kiln_dtype t, const void *src, int rank, const int64_t *dims, const int *perm,

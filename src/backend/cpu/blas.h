@@ -1,0 +1,57 @@
+/* blas.h — the CPU backend's GEMM providers (KILN_BLAS): OpenBLAS (linked), BLIS and
+ * oneDNN (loaded with dlopen when chosen, so neither is a build or run dependency), and
+ * kiln's own blocked kernel (gemm_kiln.c).
+ *
+ * Every provider is called single-threaded from kiln's pool (cpu_backend.c splits a
+ * product into batch entries and row blocks), so each one's own threading is set to one
+ * thread when it is loaded: process-wide for OpenBLAS and BLIS, and for oneDNN, whose
+ * OpenMP thread count is per calling thread, before every call. */
+#ifndef KILN_CPU_BLAS_H
+#define KILN_CPU_BLAS_H
+
+#include "base/base.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The providers of one context: which one each float dtype uses, and the entry points of
+ * the library loaded for them. Read-only once cpu_blas_open has returned, so pool threads
+ * share it without locks. */
+typedef struct cpu_blas {
+    kiln_blas f32, f64; /* never KILN_BLAS_DEFAULT */
+    void *handle;       /* dlopen handle of BLIS or oneDNN; NULL: none loaded */
+    /* BLIS's typed API (general strides, so transposes are swapped strides) */
+    void (*bli_sgemm)(int, int, int64_t, int64_t, int64_t, const float *, const float *, int64_t,
+                      int64_t, const float *, int64_t, int64_t, const float *, float *, int64_t,
+                      int64_t);
+    void (*bli_dgemm)(int, int, int64_t, int64_t, int64_t, const double *, const double *, int64_t,
+                      int64_t, const double *, int64_t, int64_t, const double *, double *, int64_t,
+                      int64_t);
+    /* oneDNN's row-major sgemm, and the OpenMP runtime it brings */
+    int (*dnnl_sgemm)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t,
+                      const float *, int64_t, float, float *, int64_t);
+    void (*omp_set_num_threads)(int);
+} cpu_blas;
+
+/* Resolves `want` (KILN_BLAS_DEFAULT: per dtype by measurement, falling back to OpenBLAS
+ * when oneDNN is not installed) and loads what it needs. A provider asked for by name
+ * that cannot be loaded is a KILN_STATUS_CONFIG error naming the library and the package. */
+kiln_status cpu_blas_open(kiln_context *ctx, kiln_blas want, cpu_blas *out);
+void cpu_blas_close(kiln_context *ctx, cpu_blas *b);
+
+/* C = op(A) op(B) on one row-major matrix (C is m x n with row stride ldc), on the calling
+ * thread only. op(A) is A (m x k, row stride lda) or, with ta, A stored k x m. */
+void cpu_blas_sgemm(const cpu_blas *b, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                    const float *a, int64_t lda, const float *bm, int64_t ldb, float *c,
+                    int64_t ldc);
+void cpu_blas_dgemm(const cpu_blas *b, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                    const double *a, int64_t lda, const double *bm, int64_t ldb, double *c,
+                    int64_t ldc);
+
+/* gemm_kiln.c: kiln's own kernel, the same contract as cpu_blas_sgemm. */
+void cpu_kiln_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float *c, int64_t ldc);
+void cpu_kiln_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
+                    const double *b, int64_t ldb, double *c, int64_t ldc);
+
+#endif

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MODEL_MAX_PARAMS 32
+#define MODEL_MAX_PARAMS 256
 
 typedef struct model {
     kiln_graph *g;

@@ -356,6 +356,12 @@ KILN_API char *kiln_graph_to_string(const kiln_graph *g); /* NULL on host OOM */
 KILN_API int kiln_graph_num_nodes(const kiln_graph *g);
 KILN_API int kiln_graph_num_parameters(const kiln_graph *g);
 KILN_API int kiln_graph_num_outputs(const kiln_graph *g);
+/* Parameter i (in the order they were made) and output i of a graph, as values of it: how
+ * a program reaches the values of a graph it did not trace (kiln_graph_load), for example
+ * to read their types with kiln_value_type. The invalid value when i is out of range (an
+ * unfinished graph has no outputs yet). */
+KILN_API kiln_value kiln_graph_parameter(const kiln_graph *g, int i);
+KILN_API kiln_value kiln_graph_output(const kiln_graph *g, int i);
 
 /* Graphs as text files: the form kiln_graph_print writes (docs/architecture.md), with every
  * constant's values, so `kiln plan FILE` and other programs can plan and run a graph that a

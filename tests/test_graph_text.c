@@ -44,6 +44,20 @@ static void round_trip(kiln_context *ctx, kiln_graph *g, const char *what, uint6
 
     int np = kiln_graph_num_parameters(g), no = kiln_graph_num_outputs(g);
     CHECK(np == kiln_graph_num_parameters(h) && no == kiln_graph_num_outputs(h));
+    /* The loaded graph's parameters and outputs, reached through the public getters, have
+     * the original's types. */
+    for (int i = 0; i < np + no; i++) {
+        kiln_value va = i < np ? kiln_graph_parameter(g, i) : kiln_graph_output(g, i - np);
+        kiln_value vb = i < np ? kiln_graph_parameter(h, i) : kiln_graph_output(h, i - np);
+        kiln_dtype ta, tb;
+        int ra, rb;
+        int64_t da[KILN_MAX_RANK], db[KILN_MAX_RANK];
+        CHECK(kiln_value_type(g, va, &ta, &ra, da) && kiln_value_type(h, vb, &tb, &rb, db));
+        CHECK_MSG(ta == tb && ra == rb && !memcmp(da, db, (size_t)ra * sizeof *da),
+                  "%s: %s %d has another type after loading", what, i < np ? "parameter" : "output",
+                  i < np ? i : i - np);
+    }
+    CHECK(!kiln_value_ok(kiln_graph_parameter(h, np)) && !kiln_value_ok(kiln_graph_output(h, -1)));
     kiln_array **args = calloc((size_t)np + 1, sizeof *args);
     kiln_array *oa[KILN_MAX_OUTPUTS] = {0}, *ob[KILN_MAX_OUTPUTS] = {0};
     for (int i = 0; i < np; i++) {

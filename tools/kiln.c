@@ -7,6 +7,7 @@
  *   kiln plan <example> [options]  compile one, print its memory analysis (by class: where a
  *                                  training step's memory goes), and write the
  *                                  plan as plan.svg (a timeline) and plan.json
+ *   kiln plan FILE.kir [options]   the same for a graph a program saved (kiln_graph_save)
  *
  * Options of plan:
  *   -o DIR          write plan.svg and plan.json into DIR (default: the current folder)
@@ -43,8 +44,8 @@ static int usage(void) {
             "usage: kiln train [flags]        (kiln train --help)\n"
             "       kiln sample [flags] [FILE] (kiln sample --help)\n"
             "       kiln list\n"
-            "       kiln plan <example> [-o DIR] [--no-fusion] [--donate I,J] [--run] [--buffers]\n"
-            "                           [--budget BYTES|PERCENT%%]\n");
+            "       kiln plan <example>|FILE.kir [-o DIR] [--no-fusion] [--donate I,J] [--run]\n"
+            "                           [--buffers] [--budget BYTES|PERCENT%%]\n");
     return 2;
 }
 
@@ -163,9 +164,31 @@ static int run_once(kiln_context *ctx, kiln_executable *e, const model *m) {
     return rc;
 }
 
-static int plan(kiln_context *ctx, const model_entry *me, const opts *o) {
+/* A graph saved by a program (kiln_graph_save), as a model: its parameters in order. */
+static int load_model(kiln_context *ctx, const char *path, model *m) {
+    memset(m, 0, sizeof *m);
+    if (kiln_graph_load(ctx, path, &m->g)) {
+        fprintf(stderr, "kiln: %s\n", kiln_last_error(ctx));
+        return 1;
+    }
+    int n = kiln_graph_num_parameters(m->g);
+    if (n > MODEL_MAX_PARAMS) {
+        fprintf(stderr, "kiln: %s has %d parameters; kiln plan takes at most %d\n", path, n,
+                MODEL_MAX_PARAMS);
+        kiln_graph_destroy(m->g);
+        return 1;
+    }
+    for (int i = 0; i < n; i++) m->params[i] = kiln_graph_parameter(m->g, i);
+    m->n_params = n;
+    return 0;
+}
+
+/* me NULL: the graph in the file `name`. */
+static int plan(kiln_context *ctx, const model_entry *me, const char *name, const opts *o) {
     model m;
-    if (model_build(ctx, me, &m)) {
+    if (!me) {
+        if (load_model(ctx, name, &m)) return 1;
+    } else if (model_build(ctx, me, &m)) {
         fprintf(stderr, "kiln: %s: %s\n", me->name, kiln_last_error(ctx));
         return 1;
     }
@@ -178,7 +201,7 @@ static int plan(kiln_context *ctx, const model_entry *me, const opts *o) {
     kiln_executable *e = NULL;
     int rc = 1;
     if (kiln_compile(m.g, &co, &e)) {
-        fprintf(stderr, "kiln: compile %s: %s\n", me->name, kiln_last_error(ctx));
+        fprintf(stderr, "kiln: compile %s: %s\n", name, kiln_last_error(ctx));
     } else {
         char *report = kiln_executable_memory_report(e), *svg = kiln_executable_plan_svg(e);
         char *json = kiln_executable_plan_json(e);
@@ -206,8 +229,10 @@ int main(int argc, char **argv) {
     if (argc < 3 || strcmp(argv[1], "plan")) return usage();
     const model_entry *me = model_find(argv[2]);
     opts o;
-    if (!me) {
-        fprintf(stderr, "kiln: no example '%s'; these are built in:\n", argv[2]);
+    struct stat sb;
+    if (!me && stat(argv[2], &sb)) { /* neither an example nor a file */
+        fprintf(stderr, "kiln: no example or graph file '%s'; these examples are built in:\n",
+                argv[2]);
         list();
         return 2;
     }
@@ -218,7 +243,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "kiln: %s\n", err);
         return 1;
     }
-    int rc = plan(ctx, me, &o);
+    int rc = plan(ctx, me, argv[2], &o);
     kiln_context_destroy(ctx);
     return rc;
 }

@@ -166,3 +166,15 @@ const char *ir_graph_own_file(kiln_graph *g, const char *s, size_t n) {
     c[n] = 0;
     return g->files[g->n_files++] = c;
 }
+
+kiln_value kiln_graph_parameter(const kiln_graph *g, int i) {
+    kiln_value none = {0, 0};
+    if (!g || i < 0 || (uint32_t)i >= g->n_params) return none;
+    return (kiln_value){g->id, g->params[i]};
+}
+
+kiln_value kiln_graph_output(const kiln_graph *g, int i) {
+    kiln_value none = {0, 0};
+    if (!g || i < 0 || (uint32_t)i >= g->n_outputs) return none;
+    return (kiln_value){g->id, g->outputs[i]};
+}

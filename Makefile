@@ -49,7 +49,7 @@ test-tsan: deps
 
 # ---- fuzzing (fuzz/, README "Fuzzing"): libFuzzer needs clang ----
 FUZZ_BUILD   ?= $(BUILD)-fuzz
-FUZZ_TARGETS  = builder config sidecar
+FUZZ_TARGETS  = builder config sidecar safetensors
 FUZZ_SECONDS ?= 1800
 
 fuzz:

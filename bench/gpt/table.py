@@ -71,7 +71,8 @@ def table(d):
         else:
             diff_s = "(no JAX run)"
         ms = s["ms_per_step_median"]
-        print(f"| {label} | {losses[0]:.5f} | {at} | {diff_s} | {ms:.1f} | "
+        d0s = f" (diff {abs(losses[0] - ref[0][0]):.0e})" if ref and side != "jax" else ""
+        print(f"| {label} | {losses[0]:.5f}{d0s} | {at} | {diff_s} | {ms:.1f} | "
               f"{ms / fastest:.2f}x | {memory(side, s)} |")
     return bad
 

@@ -86,7 +86,7 @@ test-tsan: deps
 
 # ---- fuzzing (fuzz/, README "Fuzzing"): libFuzzer needs clang ----
 FUZZ_BUILD   ?= $(BUILD)-fuzz
-FUZZ_TARGETS  = builder config sidecar graph_text
+FUZZ_TARGETS  = builder config sidecar graph_text safetensors
 FUZZ_SECONDS ?= 1800
 
 fuzz:

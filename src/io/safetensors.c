@@ -406,10 +406,15 @@ static kiln_status st_parse_header(kiln_safetensors *f, const char *hdr, size_t 
     cJSON *root = cJSON_ParseWithLengthOpts(hdr, len, &end, false);
     if (!root) {
         size_t at = end && end >= hdr && end <= hdr + len ? (size_t)(end - hdr) : 0;
+        char near[25]; /* the bytes there, printable, for the message */
+        size_t k = 0;
+        for (; k + 1 < sizeof near && at + k < len; k++)
+            near[k] = hdr[at + k] >= 0x20 && hdr[at + k] < 0x7f ? hdr[at + k] : '?';
+        near[k] = 0;
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "safetensors %s: the header is not valid JSON (at byte %zu of %zu: "
-                         "\"%.24s\")",
-                         f->path, at, len, hdr + at < hdr + len ? hdr + at : "");
+                         "\"%s\")",
+                         f->path, at, len, near);
     }
     kiln_status s = KILN_STATUS_OK;
     /* Only whitespace may follow the object (writers pad with spaces). */

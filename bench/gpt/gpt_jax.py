@@ -1,0 +1,117 @@
+"""gpt_jax.py — the JAX side of the GPT side-by-side (bench/gpt, issue 10 item 6).
+
+The model of gpt_spec.md in jax.numpy (pre-LayerNorm GPT-2, causal attention, GELU-tanh,
+LM head tied to wte), AdamW with PyTorch's semantics and the warmup + cosine schedule
+written out by hand (optax is not installed), one jax.jit step (loss, gradients, update)
+with the parameters and both moments donated (donate_argnums). Loads init.safetensors and
+batches.bin (make_inputs.py), trains --steps steps, writes OUT/losses.csv (step,loss,ms)
+and OUT/summary.json, and prints the median ms/step after warm-up and the compiled step's
+memory_analysis() (argument, output, temp and alias bytes).
+
+Usage: gpt_jax.py --init F --batches F --batch B --steps N --out DIR [--lr --warmup
+       --clip --threads]
+"""
+import time
+
+import gpt_common as gc
+
+args = gc.parse_args(__doc__)  # before jax is imported: it pins the cores
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+jax.config.update("jax_platforms", "cpu")
+
+init, cfg = gc.load_init(args.init)
+L, H, C, T = cfg["layers"], cfg["heads"], cfg["channels"], cfg["context"]
+B = args.batch
+batches = gc.load_batches(args.batches, args.steps, B, T)
+names = list(init)
+
+
+def layer_norm(x, w, b):
+    mu = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(x - mu), axis=-1, keepdims=True)
+    return (x - mu) * jax.lax.rsqrt(var + 1e-5) * w + b
+
+
+def gelu_tanh(u):
+    return 0.5 * u * (1.0 + jnp.tanh(np.sqrt(2.0 / np.pi) * (u + 0.044715 * u ** 3)))
+
+
+def loss_fn(p, idx, tgt):
+    Tn = idx.shape[1]
+    hs = C // H
+    x = p["wte"][idx] + p["wpe"][:Tn]
+    causal = jnp.tril(jnp.ones((Tn, Tn), dtype=bool))
+    for l in range(L):
+        w = lambda n: p[f"h.{l}.{n}"]  # noqa: E731
+        a = layer_norm(x, w("ln_1.weight"), w("ln_1.bias"))
+        qkv = a @ w("attn.c_attn.weight") + w("attn.c_attn.bias")
+        q, k, v = (qkv[..., i * C:(i + 1) * C].reshape(B, Tn, H, hs).transpose(0, 2, 1, 3)
+                   for i in range(3))
+        att = (q @ k.transpose(0, 1, 3, 2)) / np.sqrt(hs).astype(np.float32)
+        att = jax.nn.softmax(jnp.where(causal, att, -jnp.inf), axis=-1)
+        y = (att @ v).transpose(0, 2, 1, 3).reshape(B, Tn, C)
+        x = x + (y @ w("attn.c_proj.weight") + w("attn.c_proj.bias"))
+        m = layer_norm(x, w("ln_2.weight"), w("ln_2.bias"))
+        m = gelu_tanh(m @ w("mlp.c_fc.weight") + w("mlp.c_fc.bias"))
+        x = x + (m @ w("mlp.c_proj.weight") + w("mlp.c_proj.bias"))
+    x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
+    logits = x @ p["wte"].T
+    lse = jax.nn.logsumexp(logits, axis=-1)
+    picked = jnp.take_along_axis(logits, tgt[..., None], axis=-1)[..., 0]
+    return jnp.mean(lse - picked)
+
+
+def step(p, m, v, tokens, lr, t):
+    """One training step; t is the 1-based step count (bias correction)."""
+    idx, tgt = tokens[:, :-1], tokens[:, 1:]
+    loss, g = jax.value_and_grad(loss_fn)(p, idx, tgt)
+    if args.clip:
+        norm = jnp.sqrt(sum(jnp.sum(jnp.square(x)) for x in g.values()))
+        scale = jnp.minimum(1.0, 1.0 / (norm + 1e-6))
+        g = {k: x * scale for k, x in g.items()}
+    bc1 = 1.0 - gc.B1 ** t
+    bc2 = 1.0 - gc.B2 ** t
+    np_, nm, nv = {}, {}, {}
+    for k in p:
+        w = p[k] * (1.0 - lr * gc.WD) if gc.decays(k, p[k].shape) else p[k]
+        nm[k] = gc.B1 * m[k] + (1.0 - gc.B1) * g[k]
+        nv[k] = gc.B2 * v[k] + (1.0 - gc.B2) * jnp.square(g[k])
+        denom = jnp.sqrt(nv[k]) / jnp.sqrt(bc2) + gc.EPS
+        np_[k] = w - (lr / bc1) * nm[k] / denom
+    return loss, np_, nm, nv
+
+
+step_jit = jax.jit(step, donate_argnums=(0, 1, 2))
+p = {k: jnp.asarray(init[k]) for k in names}
+m = {k: jnp.zeros_like(x) for k, x in p.items()}
+v = {k: jnp.zeros_like(x) for k, x in p.items()}
+tok0 = jnp.asarray(batches[0])
+t_compile = time.perf_counter()
+compiled = step_jit.lower(p, m, v, tok0, jnp.float32(args.lr), jnp.float32(1)).compile()
+compile_s = time.perf_counter() - t_compile
+ma = compiled.memory_analysis()
+
+losses, ms = [], []
+for s in range(args.steps):
+    tok = jnp.asarray(batches[s])
+    t0 = time.perf_counter()
+    loss, p, m, v = compiled(p, m, v, tok, jnp.float32(gc.lr_at(s, args.steps, args.lr, args.warmup)),
+                             jnp.float32(s + 1))
+    losses.append(float(loss))  # waits for the step
+    ms.append((time.perf_counter() - t0) * 1e3)
+
+n_params = sum(int(np.prod(x.shape)) for x in init.values())
+gc.write_results(args.out, "jax", losses, ms, {
+    "version": jax.__version__, "threads": args.threads, "parameters": n_params,
+    "compile_s": round(compile_s, 2),
+    "gflop_per_step": round(gc.flops_per_step(B, T, L, C) / 1e9, 2),
+    "argument_bytes": ma.argument_size_in_bytes, "output_bytes": ma.output_size_in_bytes,
+    "temp_bytes": ma.temp_size_in_bytes, "alias_bytes": ma.alias_size_in_bytes,
+    # what the step holds at once: inputs + outputs + temporaries - donated buffers reused
+    "peak_bytes": (ma.argument_size_in_bytes + ma.output_size_in_bytes + ma.temp_size_in_bytes
+                   - ma.alias_size_in_bytes),
+})

@@ -17,8 +17,8 @@ set -e
 cd "$(dirname "$0")/../.."
 steps=${1:-200}
 threads=${2:-$(nproc)}
-# make demo's configuration ("B T L H C"), filled in by whoever fixes the demo's sizes.
-DEMO_CONFIG=${DEMO_CONFIG:-}
+# make demo's configuration ("B T L H C": the Makefile's DEMO_FLAGS).
+DEMO_CONFIG=${DEMO_CONFIG:-16 64 2 4 128}
 BENCH_CONFIG="8 128 4 4 256"
 if [ $# -ge 7 ]; then
     configs="$3 $4 $5 $6 $7"
@@ -66,6 +66,7 @@ echo "$configs" | tr '|' '\n' | while read -r B T L H C; do
                 KILN_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
                     taskset -c "0-$((threads - 1))" build/kiln train $common \
                     --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed "$seed" \
+                    --eval-every 0 --no-summary \
                     --out "$d/$side" ||
                     echo "build/kiln train failed (see the log above)" >"$d/$side/SKIPPED"
             else

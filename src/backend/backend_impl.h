@@ -31,6 +31,12 @@
 
 #include "base/base.h"
 
+/* The language a backend's programs are printed in (src/codegen/print_c.c). */
+typedef enum kn_dialect {
+    KN_DIALECT_C,    /* C99 for the system compiler: kernels take (b, begin, end) */
+    KN_DIALECT_CUDA, /* CUDA C for NVRTC: kernels take their buffers and the item count */
+} kn_dialect;
+
 /* A compiled program: each backend defines its own struct behind this name. */
 typedef struct kn_program kn_program;
 
@@ -58,6 +64,9 @@ typedef struct kn_gemm_desc {
 typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
     const char *name;
+
+    /* Optional; 0 means C. The dialect program_compile takes. */
+    kn_dialect dialect;
 
     /* Optional; 0 (KILN_ALLOC_MODE_DEFAULT) means PREALLOCATE, which suits a device whose memory
      * is its own. The CPU says GROW: its memory is shared with the rest of the machine. */
@@ -113,13 +122,14 @@ typedef struct kn_backend {
      * use) fails before any kernel has written anything. Must be cheap once done: it is on
      * every call's path. Sets ctx's message on failure. */
     kiln_status (*launch_prepare)(void *state, int device);
-    /* Required with program_compile. Runs `kernel` over work items [0, items) with `bufs`
-     * (the kernel's buffers: its inputs, then its outputs), in chunks of at least `grain`
+    /* Required with program_compile. Runs `kernel` over work items [0, items) with the
+     * n_bufs pointers `bufs` (the kernel's buffers: its inputs, then its outputs; a CUDA
+     * kernel takes them as parameters), in chunks of at least `grain`
      * items wherever it splits the work. May return before the kernel finishes when the
      * backend orders its work (synchronize waits); the CPU runs it on its thread pool and
      * returns when done. A failure (none on the CPU) sets ctx's message. */
-    kiln_status (*launch)(void *state, int device, void *kernel, void *const *bufs, int64_t items,
-                          int64_t grain);
+    kiln_status (*launch)(void *state, int device, void *kernel, void *const *bufs, int n_bufs,
+                          int64_t items, int64_t grain);
 
     /* ---- library kernels: the ops that are not generated loops ----
      * Matrix products go to the vendor's BLAS; permute and scatter-add are data movement

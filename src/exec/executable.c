@@ -106,7 +106,7 @@ static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
     const kn_backend *b = e->dev->backend;
     strbuf sb;
     sb_init(&sb, ctx);
-    kiln_status s = cgen_program(e->g, &e->plan, &sb, e->info);
+    kiln_status s = cgen_program_dialect(e->g, &e->plan, b->dialect, &sb, e->info);
     if (s) {
         sb_free(&sb);
         return s;

@@ -43,8 +43,10 @@ static uint32_t view_base(const kiln_executable *e, uint32_t id) {
 static kiln_status run_loop(run_state *r, uint32_t ki) {
     const kiln_executable *e = r->e;
     if (!e->info[ki].items) return KILN_STATUS_OK;
+    const fkernel *k = &e->plan.kernels[ki];
     return e->dev->backend->launch(e->dev->state, e->dev->index, e->kernels[ki],
-                                   r->kbufs + r->kbuf_at[ki], e->info[ki].items, e->info[ki].grain);
+                                   r->kbufs + r->kbuf_at[ki], (int)(k->n_inputs + k->n_roots),
+                                   e->info[ki].items, e->info[ki].grain);
 }
 
 /* A dot kernel: operands the gemm cannot read as they are were planned a scratch buffer

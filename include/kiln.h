@@ -122,6 +122,10 @@ typedef struct kiln_context_options {
                                 from creation on (kiln_device_trace_start); NULL: none */
     const char *dump_dir;    /* KILN_DUMP: a directory where each compiled program's IR,
                                 kernels and memory plan are written; NULL: none */
+    /* KILN_MATMUL_PRECISION=tf32 (or tensorfloat32; highest/float32/default: off): f32
+     * matrix products on a GPU use TF32 tensor cores (10-bit mantissa inputs), as
+     * jax_default_matmul_precision="tensorfloat32" does. Off: exact f32. The CPU ignores it. */
+    bool matmul_tf32;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,

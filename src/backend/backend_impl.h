@@ -37,6 +37,10 @@ typedef enum kn_dialect {
     KN_DIALECT_CUDA, /* CUDA C for NVRTC: kernels take their buffers and the item count */
 } kn_dialect;
 
+/* Threads per block of every CUDA kernel: the printer's warp and block code
+ * (src/codegen/print_c.c) and the GPU backend's launches agree on it. */
+#define KN_CUDA_BLOCK 256
+
 /* A compiled program: each backend defines its own struct behind this name. */
 typedef struct kn_program kn_program;
 
@@ -81,6 +85,10 @@ typedef struct kn_backend {
 
     /* Required. How many devices this backend drives (0 is allowed: none present). */
     int (*device_count)(void *state);
+    /* Optional. Why the backend has no device (or fewer than the machine has) when that is
+     * worth saying ("cuda: cannot load the CUDA driver ..."); "" otherwise. Kept on the
+     * context for the message of a request for a device that does not exist. */
+    void (*absent_reason)(void *state, char *buf, size_t n);
 
     /* ---- memory ---- */
 
@@ -164,5 +172,7 @@ const kn_backend *const *backend_list(int *n);
 
 /* The CPU backend (src/backend/cpu/cpu_backend.c). */
 extern const kn_backend kn_cpu_backend;
+/* The CUDA backend (src/backend/cuda/), loaded at run time: no driver, no device. */
+extern const kn_backend kn_cuda_backend;
 
 #endif

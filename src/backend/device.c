@@ -17,6 +17,14 @@ static kiln_status open_backend(kiln_context *ctx, const kn_backend *b, kn_devic
         if (s) return s;
     }
     int count = b->device_count(state), first = *n;
+    if (b->absent_reason) {
+        char why[sizeof ctx->devices_absent];
+        b->absent_reason(state, why, sizeof why);
+        size_t k = strlen(ctx->devices_absent);
+        if (why[0])
+            snprintf(ctx->devices_absent + k, sizeof ctx->devices_absent - k, "%s%s", k ? "; " : "",
+                     why);
+    }
     for (int i = 0; i < count && *n < KN_MAX_DEVICES; i++) {
         kn_device *d = &devs[(*n)++];
         *d = (kn_device){.backend = b, .state = state, .index = i, .owns_state = i == 0};
@@ -89,8 +97,13 @@ void device_close_all(kiln_context *ctx) {
 
 kn_device *device_get(kiln_context *ctx, int device, const char *what) {
     if (device >= 0 && device < ctx->n_devices) return &ctx->devices[device];
+    char names[256] = "";
+    for (int i = 0, k = 0; i < ctx->n_devices && k < (int)sizeof names - 40; i++)
+        k += snprintf(names + k, sizeof names - (size_t)k, "%s%s", i ? ", " : "",
+                      ctx->devices[i].name);
     ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-              "%s: device %d does not exist (this context has %d)", what, device, ctx->n_devices);
+              "%s: device %d does not exist (this context has %d: %s)%s%s", what, device,
+              ctx->n_devices, names, ctx->devices_absent[0] ? "; " : "", ctx->devices_absent);
     return NULL;
 }
 

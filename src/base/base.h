@@ -35,6 +35,7 @@ typedef struct kn_config {
     char alloc_trace[1024];   /* KILN_ALLOC_TRACE: record device 0's allocations here */
     char dump_dir[1024];      /* KILN_DUMP: write each compiled program's IR/kernels/plan */
     bool verify_passes;       /* KILN_VERIFY_PASSES: IR verifier after every pass */
+    bool matmul_tf32;         /* KILN_MATMUL_PRECISION=tf32: GPU f32 products on TF32 cores */
 } kn_config;
 
 struct kn_device; /* src/backend: one per device of the context */
@@ -52,6 +53,9 @@ struct kiln_context {
     atomic_uint next_dump_id;  /* KILN_DUMP: numbers the context's dumped programs */
     struct kn_device *devices; /* owned; n_devices entries; they own their backends' state */
     int n_devices;
+    /* Why a compiled-in backend has no device here ("cuda: cannot load the CUDA driver
+     * ..."), for the message of a request for a device that does not exist; "" if none. */
+    char devices_absent[512];
 };
 
 /* Host memory. host_alloc returns NULL on failure and sets no message: the caller knows

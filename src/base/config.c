@@ -208,6 +208,17 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
             return bad_env(err, n, "KILN_NUM_THREADS", v, "an integer in [0, 4096] (0: all cores)");
         c->num_threads = (int)t;
     }
+    if ((v = getenv("KILN_MATMUL_PRECISION")) && *v) {
+        if (!strcasecmp(v, "tf32") || !strcasecmp(v, "tensorfloat32"))
+            c->matmul_tf32 = true;
+        else if (!strcasecmp(v, "highest") || !strcasecmp(v, "float32") ||
+                 !strcasecmp(v, "default"))
+            c->matmul_tf32 = false;
+        else
+            return bad_env(err, n, "KILN_MATMUL_PRECISION", v,
+                           "tf32 (or tensorfloat32) for TF32 products on a GPU, or highest "
+                           "(float32, default) for exact f32");
+    }
     if ((v = getenv("KILN_VERIFY_PASSES")) && *v) {
         if (!config_parse_bool(v, &c->verify_passes))
             return bad_env(err, n, "KILN_VERIFY_PASSES", v, "true or false (1/0, yes/no, on/off)");
@@ -233,6 +244,7 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
                        .memory_limit = o->memory_limit,
                        .num_threads = o->num_threads,
                        .verify_passes = o->verify_passes,
+                       .matmul_tf32 = o->matmul_tf32,
                        .cache_max_bytes = cache_cap(o->cache_max_bytes)};
     /* lengths were checked above */
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);

@@ -22,7 +22,7 @@
  *
  * launched with CGEN_CUDA_THREADS threads per block and any number of blocks (they take
  * items in a grid-stride loop); its items are the dialect's own (cgen_kernel.items). */
-#define CGEN_CUDA_THREADS 256
+#define CGEN_CUDA_THREADS KN_CUDA_BLOCK
 /* Fewer elements than this with a reduction inside: a block per element, not a warp. */
 #define CGEN_CUDA_WARP_MIN 4096
 

@@ -551,6 +551,9 @@ typedef struct kiln_compile_options {
      * its buffer freed after the call, as JAX does). The list is copied. */
     int n_donate;
     const int *donate_argnums;
+    /* The device it runs on (kiln_device_count, kiln_device_name): 0, the CPU, by default;
+     * a GPU is "cuda:0" after the CPU's devices. Its arguments must live there. */
+    int device;
 } kiln_compile_options;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
@@ -768,8 +771,7 @@ KILN_API kiln_status kiln_safetensors_get_info(const kiln_safetensors *f, const 
 /* The value of a "__metadata__" key, or NULL if the file has none by that name. */
 KILN_API const char *kiln_safetensors_get_metadata(const kiln_safetensors *f, const char *key);
 /* Reads tensor `name` into a new array (device 0). */
-KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name,
-                                           kiln_array **out);
+KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name, kiln_array **out);
 
 /* ------------------------------------------------------ source locations ---- */
 

@@ -107,6 +107,41 @@ kn_device *device_get(kiln_context *ctx, int device, const char *what) {
     return NULL;
 }
 
+kiln_status device_copy_h2d(kn_device *dev, void *dst, const void *src, size_t n) {
+    if (!n) return KILN_STATUS_OK;
+    if (dev->backend->copy_h2d) return dev->backend->copy_h2d(dev->state, dev->index, dst, src, n);
+    memcpy(dst, src, n);
+    return KILN_STATUS_OK;
+}
+
+kiln_status device_copy_d2h(kn_device *dev, void *dst, const void *src, size_t n) {
+    if (!n) return KILN_STATUS_OK;
+    if (dev->backend->copy_d2h) return dev->backend->copy_d2h(dev->state, dev->index, dst, src, n);
+    memcpy(dst, src, n);
+    return KILN_STATUS_OK;
+}
+
+kiln_status device_copy_d2d(kiln_context *ctx, kn_device *dst_dev, void *dst, kn_device *src_dev,
+                            const void *src, size_t n) {
+    if (!n) return KILN_STATUS_OK;
+    const kn_backend *b = dst_dev->backend;
+    if (b == src_dev->backend && b->copy_d2d)
+        return b->copy_d2d(dst_dev->state, dst_dev->index, dst, src_dev->index, src, n);
+    if (!b->copy_h2d && !src_dev->backend->copy_d2h) { /* host memory on both sides */
+        memcpy(dst, src, n);
+        return KILN_STATUS_OK;
+    }
+    if (!src_dev->backend->copy_d2h) return device_copy_h2d(dst_dev, dst, src, n);
+    if (!b->copy_h2d) return device_copy_d2h(src_dev, dst, src, n);
+    /* two backends, neither with host memory: none such is compiled in today */
+    return ctx_error(ctx, KILN_STATUS_UNIMPLEMENTED, "copying from %s to %s is not supported",
+                     src_dev->name, dst_dev->name);
+}
+
+int device_index(const kiln_context *ctx, const kn_device *dev) {
+    return (int)(dev - ctx->devices);
+}
+
 /* ------------------------------------------- the public device-memory API ---- */
 
 int kiln_device_count(const kiln_context *ctx) {

@@ -39,4 +39,13 @@ static inline kiln_status device_free(kn_device *dev, void *ptr) {
     return bfc_free(dev->alloc, ptr);
 }
 
+/* Bytes between the host and a device, or within one: the backend's copy slots, or memcpy
+ * for a device whose memory is host memory (the CPU). Sets ctx's message on failure. */
+kiln_status device_copy_h2d(kn_device *dev, void *dst, const void *src, size_t n);
+kiln_status device_copy_d2h(kn_device *dev, void *dst, const void *src, size_t n);
+kiln_status device_copy_d2d(kiln_context *ctx, kn_device *dst_dev, void *dst, kn_device *src_dev,
+                            const void *src, size_t n);
+/* The context index of dev. */
+int device_index(const kiln_context *ctx, const kn_device *dev);
+
 #endif

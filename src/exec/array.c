@@ -37,11 +37,12 @@ kiln_status array_new_empty(kiln_context *ctx, const char *what, kiln_dtype dtyp
     return new_handle(ctx, what, dtype, s, out);
 }
 
-kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
-                      kiln_array **out) {
+kiln_status array_new_on(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
+                         const ir_shape *s, kiln_array **out) {
     kiln_array *a;
     kiln_status st = new_handle(ctx, what, dtype, s, &a);
     if (st) return st;
+    a->device = device;
     /* the allocator keeps the first 23 bytes of the tag: `what` names the maker */
     if (a->nbytes && (st = device_alloc(&ctx->devices[a->device], a->nbytes, what, &a->data))) {
         host_free(ctx, a, sizeof *a);
@@ -49,6 +50,11 @@ kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, con
     }
     *out = a;
     return KILN_STATUS_OK;
+}
+
+kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
+                      kiln_array **out) {
+    return array_new_on(ctx, what, 0, dtype, s, out);
 }
 
 void array_release(kiln_array *a) {
@@ -66,12 +72,34 @@ kiln_status array_check_live(const kiln_array *a, const char *op, int index) {
                      op, at, ir_type_str(a->dtype, &a->shape, t, sizeof t), a->consumed_by);
 }
 
-kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *dims,
-                              const void *data, kiln_array **out) {
+/* Bool arrays hold 0 or 1: data's other nonzero bytes become 1 on the way in. */
+static kiln_status fill(kiln_array *a, const void *data) {
+    kiln_context *ctx = a->ctx;
+    kn_device *dev = &ctx->devices[a->device];
+    bool host = !dev->backend->copy_h2d;
+    if (!a->nbytes) return KILN_STATUS_OK;
+    if (host && data) memcpy(a->data, data, a->nbytes);
+    if (host && !data) memset(a->data, 0, a->nbytes);
+    if (host && a->dtype == KILN_DTYPE_BOOL)
+        for (size_t i = 0; i < a->nbytes; i++)
+            ((uint8_t *)a->data)[i] = ((uint8_t *)a->data)[i] != 0;
+    if (host) return KILN_STATUS_OK;
+    if (data && a->dtype != KILN_DTYPE_BOOL) return device_copy_h2d(dev, a->data, data, a->nbytes);
+    uint8_t *tmp = host_calloc(ctx, a->nbytes, 1); /* zeros, or the normalised bools */
+    if (!tmp) return ctx_oom(ctx, "kiln_array_create: staging", a->nbytes);
+    for (size_t i = 0; data && i < a->nbytes; i++) tmp[i] = ((const uint8_t *)data)[i] != 0;
+    kiln_status s = device_copy_h2d(dev, a->data, tmp, a->nbytes);
+    host_free(ctx, tmp, a->nbytes);
+    return s;
+}
+
+kiln_status array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
+                            const int64_t *dims, const void *data, kiln_array **out) {
     const char *op = "kiln_array_create";
     if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: out is NULL", op);
     *out = NULL;
+    if (!device_get(ctx, device, op)) return KILN_STATUS_INVALID_ARGUMENT;
     if (rank < 0 || rank > KILN_MAX_RANK)
         return ctx_error(ctx, KILN_STATUS_SHAPE, "%s: rank %d is outside [0, %d]", op, rank,
                          KILN_MAX_RANK);
@@ -81,19 +109,19 @@ kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, con
     ir_shape s = {.rank = rank};
     for (int i = 0; i < rank; i++) s.dims[i] = dims[i];
     kiln_array *a;
-    kiln_status st = array_new(ctx, op, dtype, &s, &a);
+    kiln_status st = array_new_on(ctx, op, device, dtype, &s, &a);
     if (st) return st;
-    if (a->nbytes) {
-        if (data)
-            memcpy(a->data, data, a->nbytes);
-        else
-            memset(a->data, 0, a->nbytes);
-        if (dtype == KILN_DTYPE_BOOL)
-            for (size_t i = 0; i < a->nbytes; i++)
-                ((uint8_t *)a->data)[i] = ((uint8_t *)a->data)[i] != 0;
+    if ((st = fill(a, data))) {
+        kiln_array_destroy(a);
+        return st;
     }
     *out = a;
     return KILN_STATUS_OK;
+}
+
+kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *dims,
+                              const void *data, kiln_array **out) {
+    return array_create_on(ctx, 0, dtype, rank, dims, data, out);
 }
 
 void kiln_array_destroy(kiln_array *a) {
@@ -115,8 +143,7 @@ kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size)
     if (size && !dst)
         return ctx_error(a->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_array_copy_to_host: dst is NULL");
-    if (size) memcpy(dst, a->data, size);
-    return KILN_STATUS_OK;
+    return device_copy_d2h(&a->ctx->devices[a->device], dst, a->data, size);
 }
 
 kiln_dtype kiln_array_dtype(const kiln_array *a) {

@@ -1,6 +1,6 @@
 /* array.h — arrays: a dtype, a shape and storage in device memory.
  *
- * Storage comes from the array's device allocator (device 0, the CPU, for now), tagged
+ * Storage comes from the array's device allocator (device 0, the CPU, by default), tagged
  * with what made it, so the allocator's stats and out-of-memory reports see every array.
  *
  * Invariants: data holds exactly nbytes, from device_alloc on ctx->devices[device] (NULL
@@ -26,6 +26,14 @@ struct kiln_array {
  * sets the context's message on failure, naming `what`. */
 kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
                       kiln_array **out);
+/* The same on context device `device` (checked by the caller). */
+kiln_status array_new_on(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
+                         const ir_shape *s, kiln_array **out);
+/* kiln_array_create on context device `device` (an index the caller checked or that
+ * device_get refuses with a message). Until the public placement API lands, tests and
+ * bench/bench_cuda.c place arrays on a GPU with this. */
+kiln_status array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
+                            const int64_t *dims, const void *data, kiln_array **out);
 /* Makes the handle only (data NULL): for an output that will take over a donated buffer. */
 kiln_status array_new_empty(kiln_context *ctx, const char *what, kiln_dtype dtype,
                             const ir_shape *s, kiln_array **out);

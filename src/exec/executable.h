@@ -11,7 +11,7 @@
 
 struct kiln_executable {
     kiln_context *ctx;
-    kn_device *dev; /* where it runs: device 0, the CPU, until placement exists */
+    kn_device *dev; /* where it runs (kiln_compile_options.device) */
     kiln_graph *g;  /* the optimised graph (owned) */
     fusion_plan plan;
     cgen_kernel *info; /* per kernel */
@@ -22,6 +22,9 @@ struct kiln_executable {
     kiln_executable_info stats;
     mem_plan mem;     /* schedule, buffers, arena (src/plan) */
     uint8_t *donated; /* per parameter (n_params + 1 bytes): consumed by every call */
+    /* A device whose memory is not the host's gets the constants copied at compile time:
+     * per node (n_nodes entries) its device copy or NULL; NULL when not needed. */
+    void **consts;
 };
 
 /* Checks that args match g's parameters; the message names `op`, the argument index,

@@ -100,7 +100,7 @@ static void *place_of(const run_state *r, const plan_buffer *b) {
     const kiln_executable *e = r->e;
     switch (b->place) {
     case PLAN_P_ARG: return r->args[b->place_index]->data;
-    case PLAN_P_CONST: return e->g->nodes[b->node].data;
+    case PLAN_P_CONST: return e->consts ? e->consts[b->node] : e->g->nodes[b->node].data;
     case PLAN_P_OUTPUT: return r->res[b->place_index]->data;
     case PLAN_P_DONATED: return (char *)r->args[b->place_index]->data + b->offset;
     default: return (char *)r->arena + b->offset;
@@ -132,7 +132,8 @@ static kiln_status make_outputs(run_state *r) {
         kiln_status s =
             e->mem.output_donor[j] >= 0
                 ? array_new_empty(e->ctx, "kiln_executable_run", n->dtype, &n->shape, &r->res[j])
-                : array_new(e->ctx, "kiln_executable_run", n->dtype, &n->shape, &r->res[j]);
+                : array_new_on(e->ctx, "kiln_executable_run", device_index(e->ctx, e->dev),
+                               n->dtype, &n->shape, &r->res[j]);
         if (s) return s;
     }
     return KILN_STATUS_OK;
@@ -170,14 +171,16 @@ static void free_state(run_state *r) {
 
 /* Copies outputs that are not computed into their own array: arguments and constants
  * returned as they are, and a value listed as an output more than once. */
-static void finish_outputs(run_state *r) {
+static kiln_status finish_outputs(run_state *r) {
     const kiln_executable *e = r->e;
-    for (uint32_t j = 0; j < e->g->n_outputs; j++) {
+    kiln_status s = KILN_STATUS_OK;
+    for (uint32_t j = 0; j < e->g->n_outputs && !s; j++) {
         if (e->mem.output_home[j] >= 0 || e->mem.output_donor[j] >= 0) continue;
         const void *src = r->buf[e->g->outputs[j]];
         if (r->res[j]->nbytes && src != r->res[j]->data)
-            memcpy(r->res[j]->data, src, r->res[j]->nbytes);
+            s = device_copy_d2d(e->ctx, e->dev, r->res[j]->data, e->dev, src, r->res[j]->nbytes);
     }
+    return s;
 }
 
 /* The call succeeded: outputs take over the donated buffers the plan gave them, the other
@@ -222,6 +225,13 @@ static kiln_status check_call(kiln_executable *e, int n_args, kiln_array *const 
     const char *op = "kiln_executable_run";
     kiln_status s = exec_check_args(g, op, n_args, args);
     if (s) return s;
+    int dev = device_index(e->ctx, e->dev);
+    for (int i = 0; i < n_args; i++)
+        if (args[i]->device != dev)
+            return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                             "%s: argument %d of '%s' is on %s; the executable runs on %s (copy "
+                             "it there first)",
+                             op, i, g->name, e->ctx->devices[args[i]->device].name, e->dev->name);
     if (n_outs != (int)g->n_outputs || !outs)
         return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: '%s' has %u outputs, %d asked for%s", op, g->name, g->n_outputs,
@@ -275,7 +285,7 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
     if (!(s = prepare(&r))) {
         bind_buffers(&r);
         s = run_kernels(&r);
-        if (!s) finish_outputs(&r);
+        if (!s) s = finish_outputs(&r);
     }
     if (r.arena) device_free(e->dev, r.arena);
     if (!s) consume_donations(&r);

@@ -741,7 +741,8 @@ static void print_item(pr *p) {
 
 /* The CUDA form of a kernel and its chunk of the last axis: a reduction inside the
  * element loop (any non-column accumulator) takes a warp per element, or the block when
- * the kernel has too few elements to fill the device with warps. */
+ * the kernel has too few elements to fill the device with warps or its last axis too few
+ * to give each warp of a block one (a keepdims row reduction: [rows, 1]). */
 static void cuda_form_of(pr *p) {
     const kd_kernel *kd = p->kd;
     bool inner_red = false;
@@ -754,7 +755,7 @@ static void cuda_form_of(pr *p) {
             column |= kd->stmts[s].kind == KS_ACC && kd->stmts[s].column;
         p->form = CF_THREADS;
         p->chunk = column ? CGEN_CUDA_THREADS : 4 * CGEN_CUDA_THREADS;
-    } else if (elems >= CGEN_CUDA_WARP_MIN) {
+    } else if (elems >= CGEN_CUDA_WARP_MIN && kd->inner >= CGEN_CUDA_THREADS / 32) {
         p->form = CF_WARP;
         p->chunk = CGEN_CUDA_THREADS / 32;
     } else {

@@ -13,6 +13,7 @@
  * each column a thread that walks the indices in order, so rows that repeat are added in
  * the reference's order (deterministic, as on the CPU). */
 #include "cuda_backend.h"
+#include "cuda_program.h"
 
 #include <limits.h>
 #include <string.h>
@@ -101,6 +102,11 @@ static const char lib_source[] =
     "lib_gemm g, int64_t total) { igemm<int32_t, uint32_t>(a, b, c, g, total); }\n"
     "extern \"C\" __global__ void kiln_igemm_i64(const int64_t *a, const int64_t *b, int64_t *c, "
     "lib_gemm g, int64_t total) { igemm<int64_t, uint64_t>(a, b, c, g, total); }\n";
+
+const char *cu_lib_source(size_t *len) {
+    *len = sizeof lib_source - 1;
+    return lib_source;
+}
 
 /* ------------------------------------------------------- library module ---- */
 

@@ -12,4 +12,7 @@
 kiln_status cu_nvrtc_compile(kiln_context *ctx, const cu_nvrtc *r, const char *source, size_t len,
                              int cc_major, int cc_minor, char **cubin, size_t *bytes);
 
+/* The CUDA source of the GPU's library kernels (cuda_lib.c), len bytes. */
+const char *cu_lib_source(size_t *len);
+
 #endif

@@ -171,6 +171,10 @@ typedef struct kiln_memory_stats {
     uint64_t num_live_allocs;          /* allocations not yet freed */
     uint64_t num_regions;              /* regions held from the device */
     kiln_alloc_mode mode;              /* the mode in force (never KILN_ALLOC_MODE_DEFAULT) */
+    /* What the device itself reports now (a GPU: cuMemGetInfo, whatever else holds it;
+     * the CPU: the machine's RAM), beside the allocator's own counts above. */
+    uint64_t device_total_bytes;
+    uint64_t device_free_bytes;
 } kiln_memory_stats;
 
 /* Number of devices of the context (at least 1: device 0 is the CPU). */

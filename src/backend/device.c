@@ -161,6 +161,11 @@ kiln_status kiln_device_get_memory_stats(kiln_context *ctx, int device, kiln_mem
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_device_get_memory_stats: out is NULL");
     bfc_stats(d->alloc, out);
+    uint64_t total = 0, free_b = 0;
+    if (d->backend->memory_info(d->state, d->index, &total, &free_b) == KILN_STATUS_OK) {
+        out->device_total_bytes = total;
+        out->device_free_bytes = free_b;
+    }
     return KILN_STATUS_OK;
 }
 

@@ -397,8 +397,10 @@ static kiln_status cuda_copy_d2d(void *state, int dst_device, void *dst, int src
     if (dst_device != src_device) s = cu_dev_ready(st, dst_device, "copying between devices");
     if (!s) s = cu_dev_ready(st, src_device, "copying between devices");
     if (s || !n) return s;
-    pthread_mutex_lock(&sd->stage_lock);
-    if (dst_device != src_device) pthread_mutex_lock(&dd->stage_lock);
+    /* both devices' locks, in index order: copies the other way cannot deadlock */
+    cu_dev *first = src_device < dst_device ? sd : dd, *second = first == sd ? dd : sd;
+    pthread_mutex_lock(&first->stage_lock);
+    if (dst_device != src_device) pthread_mutex_lock(&second->stage_lock);
     s = copy_after_compute(st, sd);
     if (!s && dst_device != src_device) { /* the destination's queued kernels too */
         CUresult e = st->drv.cuEventRecord(dd->ev_compute, dd->compute);
@@ -417,8 +419,8 @@ static kiln_status cuda_copy_d2d(void *state, int dst_device, void *dst, int src
         CUresult e = st->drv.cuStreamWaitEvent(dd->compute, sd->ev_copy, 0);
         if (e) s = cu_fail(st, e, "cuStreamWaitEvent", "ordering a copy between devices");
     }
-    if (dst_device != src_device) pthread_mutex_unlock(&dd->stage_lock);
-    pthread_mutex_unlock(&sd->stage_lock);
+    if (dst_device != src_device) pthread_mutex_unlock(&second->stage_lock);
+    pthread_mutex_unlock(&first->stage_lock);
     return s;
 }
 

@@ -224,8 +224,16 @@ kiln_status cu_nvrtc_ready(cu_state *st, const char *what) {
 
 /* ------------------------------------------------------------- memory ---- */
 
+/* Before the device's first use its context does not exist yet, and making it only to
+ * read the free memory would cost every kiln context (its allocator asks at creation) a
+ * CUDA context: the device's total then stands for both. */
 static kiln_status cuda_memory_info(void *state, int device, uint64_t *total, uint64_t *free_b) {
     cu_state *st = state;
+    cu_dev *d = &st->devs[device];
+    if (!atomic_load_explicit(&d->ready, memory_order_acquire)) {
+        *total = *free_b = d->total;
+        return KILN_STATUS_OK;
+    }
     kiln_status s = cu_dev_ready(st, device, "memory_info");
     if (s) return s;
     size_t f = 0, t = 0;

@@ -277,6 +277,10 @@ typedef enum cuda_form {
     CF_BLOCK,   /* the whole block per element (few elements, long reductions) */
 } cuda_form;
 
+#define F_STRIPED 1 /* ACC: its innermost loop was lane-strided */
+#define F_VLOAD   2 /* LOAD: one 16-byte load for four consecutive elements */
+#define F_VSTORE  4 /* STORE: likewise */
+
 typedef struct pr {
     const kd_kernel *kd;
     strbuf *sb;
@@ -287,7 +291,9 @@ typedef struct pr {
     cuda_form form;
     int64_t chunk, chunks; /* the last axis' split (C: the description's) */
     int stripe_depth;      /* depth of the lane-strided loop being printed (0: none) */
-    uint8_t *striped;      /* per ACC statement: its innermost loop was lane-strided */
+    uint8_t *flags;        /* per statement: F_* below */
+    bool vec;              /* the element loop is printed four elements at a time */
+    int lane;              /* vec: which of the four is being printed (-1: none) */
 } pr;
 
 static void var_name(const kd_kernel *kd, uint32_t v, char *out) {
@@ -465,7 +471,7 @@ static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
         line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
     else if (s->acc && p->form != CF_THREADS && !p->stripe_depth) {
         p->stripe_depth = p->depth + 1;
-        p->striped[s->acc] = 1;
+        p->flags[s->acc] |= F_STRIPED;
         line(p, "for (int64_t %s = %s; %s < %lld; %s += %s) {", v, lane, v, (long long)s->n, v,
              group);
     } else
@@ -575,6 +581,10 @@ static void print_stmt(pr *p, uint32_t id) {
     case KS_LOAD:
     case KS_IOTA:
         indent(p);
+        if (s->kind == KS_LOAD && p->lane >= 0 && p->flags[id] & F_VLOAD) {
+            sb_printf(p->sb, "const %s v%u = q%u.%c;\n", ct, id, id, "xyzw"[p->lane]);
+            break;
+        }
         if (s->kind == KS_LOAD) {
             sb_printf(p->sb, "const %s v%u = in%u[", ct, id, s->slot);
             print_ix(kd, p->sb, s->ix);
@@ -630,7 +640,7 @@ static void print_stmt(pr *p, uint32_t id) {
     case KS_ACCUM: print_accum(p, s); break;
     case KS_RESULT: {
         const kd_stmt *acc = &kd->stmts[s->args[0]];
-        if (p->striped && p->striped[s->args[0]]) print_combine(p, s->args[0]);
+        if (p->flags && p->flags[s->args[0]] & F_STRIPED) print_combine(p, s->args[0]);
         char v[ACC_LEN], nan[ACC_LEN];
         acc_name(p, s->args[0], false, v);
         acc_name(p, s->args[0], true, nan);
@@ -644,6 +654,10 @@ static void print_stmt(pr *p, uint32_t id) {
     }
     case KS_STORE:
         indent(p);
+        if (p->lane >= 0 && p->flags[id] & F_VSTORE) {
+            sb_printf(p->sb, "st%u.%c = %s;\n", id, "xyzw"[p->lane], a[0]);
+            break;
+        }
         if (p->dialect == KN_DIALECT_CUDA && p->form != CF_THREADS) /* lanes agree: one writes */
             sb_append(p->sb, p->form == CF_WARP ? "if ((threadIdx.x & 31) == 0) "
                                                 : "if (threadIdx.x == 0) ");
@@ -765,13 +779,136 @@ static void cuda_form_of(pr *p) {
     p->chunks = kd->inner > p->chunk ? (kd->inner + p->chunk - 1) / p->chunk : 1;
 }
 
+/* ---------------------------------------------------- CUDA: four at a time ---- */
+
+/* c + last + sum of 4k * (other loop variables): four consecutive elements from a multiple
+ * of four, so one 16-byte access when the buffer is 16-byte aligned (every buffer is: the
+ * allocator and the planner align to 256 bytes). */
+static bool vec_index(const kd_kernel *kd, uint32_t ix) {
+    const kd_index *x = &kd->ixs[ix];
+    bool last = false;
+    if (x->c % 4) return false;
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_term *t = &kd->terms[x->first + i];
+        const kd_atom *a = &kd->atoms[t->atom];
+        if (a->kind != KD_ATOM_VAR) return false;
+        if (a->arg != kd->last_var && t->coef % 4) return false;
+        if (a->arg == kd->last_var && t->coef != 1) return false;
+        last |= a->arg == kd->last_var;
+    }
+    return last;
+}
+
+static bool four_bytes(kiln_dtype t) {
+    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_I32;
+}
+
+/* An elementwise kernel whose element loop is straight-line code and whose last axis is a
+ * multiple of four is printed four elements per thread, its contiguous 4-byte loads and
+ * stores as 16-byte vector accesses (vec_index). */
+static void vec_plan(pr *p) {
+    const kd_kernel *kd = p->kd;
+    if (p->form != CF_THREADS || kd->inner % 4 || p->chunk % 4) return;
+    uint32_t first = 0, n_vec = 0;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        switch (st->kind) {
+        case KS_LOOP:
+            if (first || st->n >= 0) return;
+            first = s;
+            break;
+        case KS_END:
+            if (s + 1 != kd->n_stmts) return; /* the element loop's, and the last */
+            break;
+        case KS_LOAD:
+            if (four_bytes(st->dtype) && vec_index(kd, st->ix)) p->flags[s] |= F_VLOAD, n_vec++;
+            break;
+        case KS_STORE:
+            if (four_bytes(kd->out_type[st->slot]) && vec_index(kd, st->ix))
+                p->flags[s] |= F_VSTORE, n_vec++;
+            break;
+        case KS_LIT:
+        case KS_IOTA:
+        case KS_OP:
+        case KS_CLAMP: break;
+        default: return;
+        }
+    }
+    if (first != 1 || !n_vec) {
+        memset(p->flags, 0, kd->n_stmts + 1);
+        return;
+    }
+    p->vec = true;
+}
+
+static const char *vec_type(kiln_dtype t) {
+    return t == KILN_DTYPE_F32 ? "float4" : "int4";
+}
+
+/* The element loop four elements per thread: the vector loads (at the first element),
+ * the elements one by one (each its own block, where the last axis' variable names that
+ * element), the vector stores. */
+static void print_vec(pr *p) {
+    const kd_kernel *kd = p->kd;
+    char last[NAME_LEN];
+    var_name(kd, kd->last_var, last);
+    line(p, "for (int64_t kiln_j = jb + 4 * (int64_t)threadIdx.x; kiln_j < je; kiln_j += 4 * "
+            "(int64_t)blockDim.x) {");
+    p->depth++;
+    uint32_t n = kd->n_stmts - 1; /* statements 2 .. n-1 are the element's */
+    for (uint32_t s = 2; s < n; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (p->flags[s] & F_VLOAD) line(p, "%s q%u;", vec_type(st->dtype), s);
+        if (p->flags[s] & F_VSTORE) line(p, "%s st%u;", vec_type(kd->out_type[st->slot]), s);
+    }
+    line(p, "{");
+    line(p, "    const int64_t %s = kiln_j;", last);
+    for (uint32_t s = 2; s < n; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (!(p->flags[s] & F_VLOAD)) continue;
+        indent(p);
+        sb_printf(p->sb, "    q%u = *(const %s *)&in%u[", s, vec_type(st->dtype), st->slot);
+        print_ix(kd, p->sb, st->ix);
+        sb_append(p->sb, "];\n");
+    }
+    line(p, "}");
+    for (int k = 0; k < 4; k++) {
+        p->lane = k;
+        line(p, "{");
+        p->depth++;
+        line(p, "const int64_t %s = kiln_j + %d;", last, k);
+        for (uint32_t s = 2; s < n; s++) print_stmt(p, s);
+        p->depth--;
+        line(p, "}");
+    }
+    p->lane = -1;
+    line(p, "{");
+    line(p, "    const int64_t %s = kiln_j;", last);
+    for (uint32_t s = 2; s < n; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (!(p->flags[s] & F_VSTORE)) continue;
+        indent(p);
+        sb_printf(p->sb, "    *(%s *)&out%u[", vec_type(kd->out_type[st->slot]), st->slot);
+        print_ix(kd, p->sb, st->ix);
+        sb_printf(p->sb, "] = st%u;\n", s);
+    }
+    line(p, "}");
+    p->depth--;
+    line(p, "}");
+}
+
 /* Prints kernel kd; *items receives its work items in this dialect. Returns the op (+1)
  * that had no kernel expression, 0, or -1 on host OOM. */
 static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int64_t *items) {
-    pr p = {.kd = kd, .sb = sb, .dialect = dialect, .chunk = KD_CHUNK, .chunks = kd->chunks};
+    pr p = {.kd = kd,
+            .sb = sb,
+            .dialect = dialect,
+            .chunk = KD_CHUNK,
+            .chunks = kd->chunks,
+            .lane = -1};
     print_provenance(kd, sb);
     if (dialect == KN_DIALECT_CUDA) {
-        if (!(p.striped = host_calloc(kd->ctx, kd->n_stmts + 1, 1))) return -1;
+        if (!(p.flags = host_calloc(kd->ctx, kd->n_stmts + 1, 1))) return -1;
         cuda_form_of(&p);
         sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u(",
                   CGEN_CUDA_THREADS, kd->index);
@@ -786,11 +923,15 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     }
     p.depth++;
     print_item(&p);
-    for (uint32_t s = 1; s < kd->n_stmts; s++) print_stmt(&p, s);
+    if (dialect == KN_DIALECT_CUDA) vec_plan(&p);
+    if (p.vec)
+        print_vec(&p);
+    else
+        for (uint32_t s = 1; s < kd->n_stmts; s++) print_stmt(&p, s);
     p.depth--;
     line(&p, "}");
     sb_append(sb, "}\n");
-    host_free(kd->ctx, p.striped, p.striped ? kd->n_stmts + 1 : 0);
+    host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
     *items = kd->items ? kd->rows * p.chunks : 0;
     return p.hole;
 }

@@ -14,17 +14,16 @@
 /* Opens the first of names that loads; why lists them all and the last error. */
 static void *open_first(char *why_out, size_t m, const char *what, const char *const *names,
                         int n) {
-    char tried[256] = "";
-    const char *why = "";
+    char tried[256] = "", first[256] = "";
     for (int i = 0; i < n; i++) {
         void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
         if (h) return h;
         const char *e = dlerror();
-        why = e ? e : "";
+        if (!i) snprintf(first, sizeof first, "%s", e ? e : ""); /* the canonical name's */
         size_t k = strlen(tried);
         snprintf(tried + k, sizeof tried - k, "%s%s", i ? ", " : "", names[i]);
     }
-    snprintf(why_out, m, "cuda: cannot load %s (tried %s): %s", what, tried, why);
+    snprintf(why_out, m, "cuda: cannot load %s (tried %s): %s", what, tried, first);
     return NULL;
 }
 

@@ -158,8 +158,7 @@ static void cuda_absent_reason(void *state, char *buf, size_t n) {
 }
 
 /* The streams and events of a device whose primary context is current; on failure the
- * ones made are released by the caller's dev_release path (ready stays false, so they are
- * released here). */
+ * caller (cu_dev_ready) releases the ones made. */
 static kiln_status make_streams(cu_state *st, cu_dev *d) {
     const cu_driver *D = &st->drv;
     CU_TRY(st, D->cuStreamCreate(&d->compute, CU_STREAM_NON_BLOCKING), "making a stream");
@@ -355,9 +354,9 @@ static kiln_status cuda_copy_h2d(void *state, int device, void *dst, const void 
 static kiln_status d2h_locked(cu_state *st, cu_dev *d, void *dst, const void *src, size_t n) {
     kiln_status s = staging_ready(st, d);
     if (!s) s = copy_after_compute(st, d);
-    size_t prev_off = 0, prev_len = 0;
-    for (size_t off = 0, k = 0; !s && off <= n; off += STAGE_BYTES, k++) {
-        int b = (int)(k & 1);
+    size_t prev_off = 0, prev_len = 0, off = 0;
+    for (int k = 0; !s; k++) {
+        int b = k & 1;
         size_t len = off < n ? (n - off < STAGE_BYTES ? n - off : STAGE_BYTES) : 0;
         if (len) {
             if ((s = stage_wait(st, d, b))) break;
@@ -374,9 +373,10 @@ static kiln_status d2h_locked(cu_state *st, cu_dev *d, void *dst, const void *sr
             if ((s = stage_wait(st, d, 1 - b))) break;
             memcpy((char *)dst + prev_off, d->stage[1 - b], prev_len);
         }
+        if (!len) break; /* that was the last piece */
         prev_off = off;
         prev_len = len;
-        if (!len) break;
+        off += len;
     }
     for (int b = 0; b < 2; b++) /* after a failure: nothing may still write the buffers */
         if (d->stage_busy[b]) {

@@ -181,9 +181,9 @@ kiln_status cu_dev_ready(cu_state *st, int i, const char *what) {
         CUresult e = D->cuDevicePrimaryCtxRetain(&d->cctx, d->dev);
         if (e) {
             char t[160];
-            s = ctx_error(st->ctx,
-                          e == CUDA_ERROR_OUT_OF_MEMORY ? KILN_STATUS_DEVICE_OOM
-                                                        : KILN_STATUS_BACKEND,
+            /* BACKEND even when the driver ran out of memory: an allocator takes a
+             * DEVICE_OOM from region_alloc for a plain refusal and words its own message */
+            s = ctx_error(st->ctx, KILN_STATUS_BACKEND,
                           "cuda: %s: creating the context of cuda:%d (%s): "
                           "cuDevicePrimaryCtxRetain failed: %s",
                           what, i, d->name, cu_error_text(D, e, t, sizeof t));

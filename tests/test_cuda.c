@@ -227,7 +227,7 @@ static void test_library(void) {
         snprintf(name, sizeof name, "matrix products on %s", kiln_dtype_name(t));
         kiln_graph *g = graph("dots");
         int64_t da[2] = {67, 45}, db[2] = {45, 33}, ba[3] = {5, 17, 9}, bb[3] = {5, 9, 13};
-        int64_t t4[4] = {3, 4, 6, 5}, e0[2] = {0, 7}, e1[2] = {7, 0};
+        int64_t t4[4] = {3, 4, 6, 5}, e0[2] = {3, 0}, e1[2] = {0, 5};
         kiln_value a = kiln_parameter(g, "a", t, 2, da), b = kiln_parameter(g, "b", t, 2, db);
         kiln_value x = kiln_parameter(g, "x", t, 3, ba), y = kiln_parameter(g, "y", t, 3, bb);
         kiln_value q = kiln_parameter(g, "q", t, 4, t4);

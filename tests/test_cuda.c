@@ -340,7 +340,7 @@ static void test_models(void) {
             continue;
         }
         kiln_compile_options o = {.n_donate = m.n_donate, .donate_argnums = m.donate};
-        run_case(name, m.g, NULL, &o, 2e-4);
+        run_case(name, m.g, NULL, &o, 1e-3); /* as test_plan holds the CPU */
         kiln_graph_destroy(m.g);
     }
     /* GPT training step of the main job: add it here once its model is in examples/. */

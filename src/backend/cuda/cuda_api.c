@@ -2,9 +2,11 @@
  *
  * A missing library is an ordinary condition (no GPU, no toolkit) and its message says
  * which names were tried and what the loader said; a library found without a symbol kiln
- * needs is a version mismatch, named as such. The driver is never dlclose'd once a context
- * has initialised it: unloading libcuda under live driver threads is not supported by
- * NVIDIA, and dlopen's reference count makes a second context's load free anyway. */
+ * needs is a version mismatch, named as such. A library that loaded is never dlclose'd:
+ * unloading libcuda under live driver threads is not supported by NVIDIA, and NVRTC and
+ * cuBLAS carry process-wide state (their own C++ runtime's pools) that unloading would
+ * leak; dlopen's reference count makes a later context's load free anyway. (A library
+ * found without a symbol kiln needs is closed again at once.) */
 #include "cuda_api.h"
 
 #include <dlfcn.h>
@@ -142,8 +144,7 @@ bool cu_nvrtc_load(cu_nvrtc *r, char *why, size_t m) {
 }
 
 void cu_nvrtc_unload(cu_nvrtc *r) {
-    if (r->lib) dlclose(r->lib);
-    *r = (cu_nvrtc){0};
+    *r = (cu_nvrtc){0}; /* stays loaded: see the top of the file */
 }
 
 bool cu_cublas_load(cu_cublas *b, char *why, size_t m) {
@@ -167,8 +168,5 @@ bool cu_cublas_load(cu_cublas *b, char *why, size_t m) {
 }
 
 void cu_cublas_unload(cu_cublas *b) {
-    /* cuBLAS keeps driver resources tied to its handles; those are destroyed first by the
-     * caller, after which the library may go */
-    if (b->lib) dlclose(b->lib);
-    *b = (cu_cublas){0};
+    *b = (cu_cublas){0}; /* stays loaded: see the top of the file */
 }

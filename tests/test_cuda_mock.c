@@ -82,6 +82,7 @@ static void test_copies(kiln_context *c) {
     CHECK_OK(c, array_create_on(c, 1, KILN_DTYPE_F32, 1, &three, NULL, &zs));
     CHECK_OK(c, kiln_array_copy_to_host(zs, zeros, sizeof zeros));
     CHECK(zeros[0] == 0 && zeros[1] == 0 && zeros[2] == 0);
+    kiln_array_destroy(zs);
     CHECK_STATUS(array_create_on(c, 5, KILN_DTYPE_F32, 1, &three, NULL, &zs),
                  KILN_STATUS_INVALID_ARGUMENT);
     kiln_array_destroy(b);

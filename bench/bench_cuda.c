@@ -60,8 +60,12 @@ static void memory_figures(void) {
         kiln_context *c = make_context(modes[i].mode, modes[i].fraction, false);
         void *p = NULL;
         kiln_memory_stats st;
-        DIE(c, kiln_device_alloc(c, gpu, 1 << 20, "first", &p));
-        DIE(c, kiln_device_get_memory_stats(c, gpu, &st));
+        if (kiln_device_alloc(c, gpu, 1 << 20, "first", &p) ||
+            kiln_device_get_memory_stats(c, gpu, &st)) { /* say so, and go on to the rest */
+            printf("RESULT memory %-32s failed: %s\n", modes[i].name, kiln_last_error(c));
+            kiln_context_destroy(c);
+            continue;
+        }
         printf("RESULT memory %-32s reserved %8.2f GiB = %5.1f%% of %.2f GiB; in use %.2f MiB; "
                "driver: %.2f GiB free\n",
                modes[i].name, (double)st.bytes_reserved / 1073741824.0,

@@ -26,7 +26,11 @@
  * the reduction's innermost loop and combine their accumulators with warp shuffles (and
  * shared memory across warps) at the result; everything else in the element is computed
  * by every lane alike and stored by lane 0. Combining happens in a fixed order, so a
- * kernel's result does not depend on scheduling. */
+ * kernel's result does not depend on scheduling. An elementwise kernel whose element loop
+ * is straight-line code takes four elements per thread, its contiguous 4-byte loads and
+ * stores as 16-byte vector accesses (print_vec). Every shuffle and __syncthreads is
+ * reached by all the lanes it names: the code around it depends only on the item and the
+ * element, never on the lane. */
 #include "cgen.h"
 #include "kdesc.h"
 

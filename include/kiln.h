@@ -155,6 +155,10 @@ typedef struct kiln_context_options {
      * false: every call has finished its work when it returns. */
     bool async_dispatch;
     kiln_blas blas;          /* KILN_BLAS: openblas, blis, onednn or kiln; 0: by dtype */
+    /* KILN_MATMUL_PRECISION=tf32 (or tensorfloat32; highest/float32/default: off): f32
+     * matrix products on a GPU use TF32 tensor cores (10-bit mantissa inputs), as
+     * jax_default_matmul_precision="tensorfloat32" does. Off: exact f32. The CPU ignores it. */
+    bool matmul_tf32;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,
@@ -200,6 +204,10 @@ typedef struct kiln_memory_stats {
     uint64_t num_live_allocs;          /* allocations not yet freed */
     uint64_t num_regions;              /* regions held from the device */
     kiln_alloc_mode mode;              /* the mode in force (never KILN_ALLOC_MODE_DEFAULT) */
+    /* What the device itself reports now (a GPU: cuMemGetInfo, whatever else holds it;
+     * the CPU: the machine's RAM), beside the allocator's own counts above. */
+    uint64_t device_total_bytes;
+    uint64_t device_free_bytes;
 } kiln_memory_stats;
 
 /* Number of devices of the context (at least 1: device 0 is the CPU). The CPU devices
@@ -681,9 +689,10 @@ typedef struct kiln_compile_options {
      * context's KILN_MEMORY_BUDGET). Checkpoint regions apply either way. */
     uint64_t memory_budget;
     double memory_budget_fraction;
-    /* The device it runs on (kiln_executable_run's arguments must live there); 0 by
-     * default. kiln_jit ignores it when a call has arguments: a jit call runs on the
-     * device of its arguments. */
+    /* The device it runs on (kiln_device_count, kiln_device_name): 0, the CPU, by default;
+     * a GPU is "cuda:0" after the CPU's devices. kiln_executable_run's arguments must live
+     * there. kiln_jit ignores it when a call has arguments: a jit call runs on the device
+     * of its arguments. */
     int device;
 } kiln_compile_options;
 

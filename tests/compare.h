@@ -2,7 +2,12 @@
  * kiln_compile, and compares every output element within per-dtype tolerances. Every
  * compiled program is also held to its memory plan: plan_check proves the plan sound, and
  * the device allocator's measured peak during the run must equal the planned peak.
- * Shared by the compile, jit, plan and random-program tests. */
+ * Shared by the compile, jit, plan and random-program tests.
+ *
+ * Every other device of the context (a GPU: "cuda:0", ...) runs the same graph too, on
+ * copies of the arguments placed there, held to the same reference and tolerances: so
+ * every test that compares through cmp_graph is a cross-backend test where a GPU is
+ * present, and exactly what it was on a machine with only the CPU. */
 #ifndef KILN_TEST_COMPARE_H
 #define KILN_TEST_COMPARE_H
 
@@ -88,12 +93,77 @@ static inline kiln_status cmp_run_planned(kiln_context *ctx, kiln_executable *e,
     return s;
 }
 
+/* g compiled for context device `dev` and run on copies of args placed there; its outputs,
+ * copied back, compared with the reference's `want`. Returns 1 when all agree. */
+static inline int cmp_on_device(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args,
+                                const kiln_compile_options *opts, int dev, double tol_f32,
+                                kiln_array **want) {
+    int n_out = kiln_graph_num_outputs(g), ok = 1;
+    kiln_compile_options o = opts ? *opts : (kiln_compile_options){0};
+    o.device = dev;
+    kiln_array **dargs = (kiln_array **)calloc((size_t)n_args + 1, sizeof *dargs);
+    kiln_array **got = (kiln_array **)calloc((size_t)n_out + 1, sizeof *got);
+    for (int i = 0; i < n_args && ok; i++) {
+        size_t n = kiln_array_nbytes(args[i]);
+        void *h = malloc(n ? n : 1);
+        ok = kiln_array_copy_to_host(args[i], h, n) == KILN_STATUS_OK &&
+             kiln_array_create_on(ctx, dev, args[i]->dtype, args[i]->shape.rank, args[i]->shape.dims, h,
+                             &dargs[i]) == KILN_STATUS_OK;
+        free(h);
+    }
+    kiln_executable *e = NULL;
+    const char *dn = kiln_device_name(ctx, dev);
+    if (!ok)
+        fprintf(stderr, "%s: placing the arguments: %s\n", dn, kiln_last_error(ctx));
+    else if (kiln_compile(g, &o, &e) != KILN_STATUS_OK) {
+        fprintf(stderr, "%s: compile: %s\n", dn, kiln_last_error(ctx));
+        ok = 0;
+    } else if (kiln_executable_run(e, n_args, dargs, n_out, got) != KILN_STATUS_OK) {
+        fprintf(stderr, "%s: run: %s\n", dn, kiln_last_error(ctx));
+        ok = 0;
+    } else {
+        for (int i = 0; i < n_out; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s output %d", dn, i);
+            ok &= cmp_arrays(got[i], want[i], tol_f32, 1e-9, what);
+        }
+    }
+    if (!ok && e) {
+        char *s = kiln_executable_to_string(e);
+        fprintf(stderr, "%s\n", s ? s : "(no text)");
+        kiln_string_free(ctx, s);
+    }
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(got[i]);
+    for (int i = 0; i < n_args; i++) kiln_array_destroy(dargs[i]);
+    free(got), free(dargs);
+    kiln_executable_destroy(e);
+    return ok;
+}
+
+/* Every device but the CPU runs g against the reference (see the top of the file). */
+static inline int cmp_other_devices(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args,
+                                    const kiln_compile_options *opts, double tol_f32) {
+    if (kiln_device_count(ctx) < 2) return 1;
+    int n_out = kiln_graph_num_outputs(g), ok = 1;
+    kiln_array **want = (kiln_array **)calloc((size_t)n_out + 1, sizeof *want);
+    if (kiln_interpret(g, n_args, args, n_out, want) != KILN_STATUS_OK) {
+        fprintf(stderr, "interpret: %s\n", kiln_last_error(ctx));
+        ok = 0;
+    }
+    for (int d = 1; ok && d < kiln_device_count(ctx); d++)
+        ok &= cmp_on_device(ctx, g, n_args, args, opts, d, tol_f32, want);
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(want[i]);
+    free(want);
+    return ok;
+}
+
 /* Compiles and runs g (first, so that only the arguments are live on the device), then
  * interprets it and compares; returns 1 if every output agrees and the plan held.
  * opts may be NULL. *n_kernels (may be NULL) receives the executable's kernel count. */
 static inline int cmp_graph(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args,
                             const kiln_compile_options *opts, double tol_f32, int *n_kernels) {
-    int n_out = kiln_graph_num_outputs(g), ok = 1;
+    int n_out = kiln_graph_num_outputs(g),
+        ok = cmp_other_devices(ctx, g, n_args, args, opts, tol_f32);
     kiln_array **want = (kiln_array **)calloc((size_t)n_out, sizeof *want);
     kiln_array **got = (kiln_array **)calloc((size_t)n_out, sizeof *got);
     kiln_executable *e = NULL;

@@ -100,7 +100,7 @@ static void test_program_through_table(void) {
     for (int i = 0; i < N; i++) x[i] = (float)(i % 97) - 48.0f;
     void *bufs[2] = {x, y};
     CHECK_OK(ctx, b->launch_prepare(st, 0));
-    CHECK_OK(ctx, b->launch(st, 0, k, bufs, N, 64)); /* split over the pool */
+    CHECK_OK(ctx, b->launch(st, 0, k, bufs, 2, N, 64)); /* split over the pool */
     int wrong = 0;
     for (int i = 0; i < N; i++) wrong += y[i] != x[i] * x[i];
     CHECK_MSG(!wrong, "%d of %d items wrong", wrong, N);

@@ -368,6 +368,7 @@ typedef struct cgen_case {
     const kiln_graph *g;
     const fusion_plan *p;
     cgen_kernel *info;
+    kn_dialect dialect;
 } cgen_case;
 
 static kiln_status cgen_scenario(fault_run *r) {
@@ -375,7 +376,7 @@ static kiln_status cgen_scenario(fault_run *r) {
     strbuf sb;
     sb_init(&sb, ctx);
     fault_arm(r);
-    kiln_status s = cgen_program(c->g, c->p, &sb, c->info);
+    kiln_status s = cgen_program_dialect(c->g, c->p, c->dialect, &sb, c->info);
     fault_disarm(r);
     sb_free(&sb);
     if (s) {
@@ -385,7 +386,8 @@ static kiln_status cgen_scenario(fault_run *r) {
     return s;
 }
 
-/* Every host allocation of cgen_program failed in turn (the shared sweep of fault.h). */
+/* Every host allocation of cgen_program failed in turn (the shared sweep of fault.h), in
+ * both dialects (the CUDA printer allocates its per-statement flags). */
 static void test_fault_injection(void) {
     kiln_graph *g = graph();
     kiln_value outs[3];
@@ -395,13 +397,15 @@ static void test_fault_injection(void) {
     CHECK_OK(ctx, fusion_plan_build(g, &(fusion_options){0}, &p));
     cgen_kernel info[64];
     CHECK(p.n_kernels <= 64);
-    cgen_case c = {g, &p, info};
-    fault_sweep sw = {.name = "cgen_program",
-                      .run = cgen_scenario,
-                      .user = &c,
-                      .max_runs = 100000,
-                      .armed = &talloc};
-    CHECK(fault_sweep_run(&sw) > 10);
+    for (int d = 0; d < 2; d++) {
+        cgen_case c = {g, &p, info, d ? KN_DIALECT_CUDA : KN_DIALECT_C};
+        fault_sweep sw = {.name = d ? "cgen_program (CUDA)" : "cgen_program",
+                          .run = cgen_scenario,
+                          .user = &c,
+                          .max_runs = 100000,
+                          .armed = &talloc};
+        CHECK(fault_sweep_run(&sw) > 10);
+    }
     fusion_plan_free(&p);
     kiln_graph_destroy(g);
 }

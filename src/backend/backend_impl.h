@@ -31,6 +31,16 @@
 
 #include "base/base.h"
 
+/* The language a backend's programs are printed in (src/codegen/print_c.c). */
+typedef enum kn_dialect {
+    KN_DIALECT_C,    /* C99 for the system compiler: kernels take (b, begin, end) */
+    KN_DIALECT_CUDA, /* CUDA C for NVRTC: kernels take their buffers and the item count */
+} kn_dialect;
+
+/* Threads per block of every CUDA kernel: the printer's warp and block code
+ * (src/codegen/print_c.c) and the GPU backend's launches agree on it. */
+#define KN_CUDA_BLOCK 256
+
 /* A compiled program: each backend defines its own struct behind this name. */
 typedef struct kn_program kn_program;
 
@@ -59,6 +69,9 @@ typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
     const char *name;
 
+    /* Optional; 0 means C. The dialect program_compile takes. */
+    kn_dialect dialect;
+
     /* Optional; 0 (KILN_ALLOC_MODE_DEFAULT) means PREALLOCATE, which suits a device whose memory
      * is its own. The CPU says GROW: its memory is shared with the rest of the machine. */
     kiln_alloc_mode default_alloc_mode;
@@ -72,6 +85,10 @@ typedef struct kn_backend {
 
     /* Required. How many devices this backend drives (0 is allowed: none present). */
     int (*device_count)(void *state);
+    /* Optional. Why the backend has no device (or fewer than the machine has) when that is
+     * worth saying ("cuda: cannot load the CUDA driver ..."); "" otherwise. Kept on the
+     * context for the message of a request for a device that does not exist. */
+    void (*absent_reason)(void *state, char *buf, size_t n);
 
     /* ---- memory ---- */
 
@@ -113,13 +130,14 @@ typedef struct kn_backend {
      * use) fails before any kernel has written anything. Must be cheap once done: it is on
      * every call's path. Sets ctx's message on failure. */
     kiln_status (*launch_prepare)(void *state, int device);
-    /* Required with program_compile. Runs `kernel` over work items [0, items) with `bufs`
-     * (the kernel's buffers: its inputs, then its outputs), in chunks of at least `grain`
+    /* Required with program_compile. Runs `kernel` over work items [0, items) with the
+     * n_bufs pointers `bufs` (the kernel's buffers: its inputs, then its outputs; a CUDA
+     * kernel takes them as parameters), in chunks of at least `grain`
      * items wherever it splits the work. May return before the kernel finishes when the
      * backend orders its work (synchronize waits); the CPU runs it on its thread pool and
      * returns when done. A failure (none on the CPU) sets ctx's message. */
-    kiln_status (*launch)(void *state, int device, void *kernel, void *const *bufs, int64_t items,
-                          int64_t grain);
+    kiln_status (*launch)(void *state, int device, void *kernel, void *const *bufs, int n_bufs,
+                          int64_t items, int64_t grain);
 
     /* ---- library kernels: the ops that are not generated loops ----
      * Matrix products go to the vendor's BLAS; permute and scatter-add are data movement
@@ -154,5 +172,7 @@ const kn_backend *const *backend_list(int *n);
 
 /* The CPU backend (src/backend/cpu/cpu_backend.c). */
 extern const kn_backend kn_cpu_backend;
+/* The CUDA backend (src/backend/cuda/), loaded at run time: no driver, no device. */
+extern const kn_backend kn_cuda_backend;
 
 #endif

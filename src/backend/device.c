@@ -23,6 +23,14 @@ static kiln_status open_backend(kiln_context *ctx, const kn_backend *b, kn_devic
         if (s) return s;
     }
     int count = b->device_count(state), first = *n;
+    if (b->absent_reason) {
+        char why[sizeof ctx->devices_absent];
+        b->absent_reason(state, why, sizeof why);
+        size_t k = strlen(ctx->devices_absent);
+        if (why[0])
+            snprintf(ctx->devices_absent + k, sizeof ctx->devices_absent - k, "%s%s", k ? "; " : "",
+                     why);
+    }
     for (int i = 0; i < count && *n < KN_MAX_DEVICES; i++) {
         kn_device *d = &devs[(*n)++];
         *d = (kn_device){
@@ -112,8 +120,13 @@ void device_close_all(kiln_context *ctx) {
 
 kn_device *device_get(kiln_context *ctx, int device, const char *what) {
     if (device >= 0 && device < ctx->n_devices) return &ctx->devices[device];
+    char names[256] = "";
+    for (int i = 0, k = 0; i < ctx->n_devices && k < (int)sizeof names - 40; i++)
+        k += snprintf(names + k, sizeof names - (size_t)k, "%s%s", i ? ", " : "",
+                      ctx->devices[i].name);
     ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-              "%s: device %d does not exist (this context has %d)", what, device, ctx->n_devices);
+              "%s: device %d does not exist (this context has %d: %s)%s%s", what, device,
+              ctx->n_devices, names, ctx->devices_absent[0] ? "; " : "", ctx->devices_absent);
     return NULL;
 }
 
@@ -145,6 +158,10 @@ kiln_status device_copy(kiln_context *ctx, kn_device *to, void *dst, kn_device *
     if (!s) s = device_copy_h2d(to, dst, bounce, n);
     host_free(ctx, bounce, n);
     return s;
+}
+
+int device_index(const kiln_context *ctx, const kn_device *dev) {
+    return (int)(dev - ctx->devices);
 }
 
 /* ------------------------------------------- the public device-memory API ---- */
@@ -192,6 +209,11 @@ kiln_status kiln_device_get_memory_stats(kiln_context *ctx, int device, kiln_mem
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_device_get_memory_stats: out is NULL");
     bfc_stats(d->alloc, out);
+    uint64_t total = 0, free_b = 0;
+    if (d->backend->memory_info(d->state, d->index, &total, &free_b) == KILN_STATUS_OK) {
+        out->device_total_bytes = total;
+        out->device_free_bytes = free_b;
+    }
     return KILN_STATUS_OK;
 }
 

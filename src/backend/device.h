@@ -53,5 +53,7 @@ kiln_status device_copy(kiln_context *ctx, kn_device *to, void *dst, kn_device *
 /* Host bytes to the device, and back. */
 kiln_status device_copy_h2d(kn_device *to, void *dst, const void *src, size_t n);
 kiln_status device_copy_d2h(kn_device *from, void *dst, const void *src, size_t n);
+/* The context index of dev. */
+int device_index(const kiln_context *ctx, const kn_device *dev);
 
 #endif

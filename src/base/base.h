@@ -41,6 +41,7 @@ typedef struct kn_config {
     int cpu_devices;          /* KILN_CPU_DEVICES: 1..KN_MAX_CPU_DEVICES once resolved */
     bool async_dispatch;      /* KILN_ASYNC: calls return once their work is enqueued */
     kiln_blas blas;           /* KILN_BLAS: the CPU backend's GEMM library */
+    bool matmul_tf32;         /* KILN_MATMUL_PRECISION=tf32: GPU f32 products on TF32 cores */
 } kn_config;
 
 #define KN_MAX_CPU_DEVICES 64
@@ -60,6 +61,9 @@ struct kiln_context {
     atomic_uint next_dump_id;  /* KILN_DUMP: numbers the context's dumped programs */
     struct kn_device *devices; /* owned; n_devices entries; they own their backends' state */
     int n_devices;
+    /* Why a compiled-in backend has no device here ("cuda: cannot load the CUDA driver
+     * ..."), for the message of a request for a device that does not exist; "" if none. */
+    char devices_absent[512];
 };
 
 /* Host memory. host_alloc returns NULL on failure and sets no message: the caller knows

@@ -254,6 +254,17 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
         if (!parse_blas(v, &c->blas))
             return bad_env(err, n, "KILN_BLAS", v, "one of default, openblas, blis, onednn, kiln");
     }
+    if ((v = getenv("KILN_MATMUL_PRECISION")) && *v) {
+        if (!strcasecmp(v, "tf32") || !strcasecmp(v, "tensorfloat32"))
+            c->matmul_tf32 = true;
+        else if (!strcasecmp(v, "highest") || !strcasecmp(v, "float32") ||
+                 !strcasecmp(v, "default"))
+            c->matmul_tf32 = false;
+        else
+            return bad_env(err, n, "KILN_MATMUL_PRECISION", v,
+                           "tf32 (or tensorfloat32) for TF32 products on a GPU, or highest "
+                           "(float32, default) for exact f32");
+    }
     if ((v = getenv("KILN_VERIFY_PASSES")) && *v) {
         if (!config_parse_bool(v, &c->verify_passes))
             return bad_env(err, n, "KILN_VERIFY_PASSES", v, "true or false (1/0, yes/no, on/off)");
@@ -284,6 +295,7 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
                        .cpu_devices = o->cpu_devices,
                        .async_dispatch = o->async_dispatch,
                        .blas = o->blas,
+                       .matmul_tf32 = o->matmul_tf32,
                        .cache_max_bytes = cache_cap(o->cache_max_bytes)};
     /* lengths were checked above */
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);

@@ -1,5 +1,5 @@
-/* cgen.h — fused kernels -> C source text for the CPU backend (lower.c describes each
- * kernel, print_c.c prints the description in C).
+/* cgen.h — fused kernels -> source text in a backend's dialect (lower.c describes each
+ * kernel, print_c.c prints the description in C for the CPU or CUDA C for the GPU).
  *
  * One translation unit holds every LOOP kernel of a program. Kernel i becomes
  *
@@ -12,16 +12,30 @@
 #ifndef KILN_CGEN_H
 #define KILN_CGEN_H
 
+#include "backend/backend_impl.h"
 #include "passes/fusion.h"
 #include "base/strbuf.h"
+
+/* CUDA: kernel i is instead
+ *
+ *     extern "C" __global__ void kiln_k<i>(const T *in0, ..., U *out0, ..., int64_t items);
+ *
+ * launched with CGEN_CUDA_THREADS threads per block and any number of blocks (they take
+ * items in a grid-stride loop); its items are the dialect's own (cgen_kernel.items). */
+#define CGEN_CUDA_THREADS KN_CUDA_BLOCK
+/* Fewer elements than this with a reduction inside: a block per element, not a warp. */
+#define CGEN_CUDA_WARP_MIN 4096
 
 typedef struct cgen_kernel {
     int64_t items; /* work items of the kernel (0: nothing to do) */
     int64_t grain; /* items per parallel chunk worth a thread */
 } cgen_kernel;
 
-/* Appends the program's C source to sb; fills info[k] for every kernel (DOT and SCATTER
- * kernels get items = 0 and no function). */
+/* Appends the program's source in `dialect` to sb; fills info[k] for every kernel (DOT and
+ * SCATTER kernels get items = 0 and no function). */
+kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, kn_dialect dialect,
+                                 strbuf *sb, cgen_kernel *info);
+/* The C dialect (the CPU's). */
 kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info);
 /* The C type of a dtype ("float", "int32_t", ...). */
 const char *cgen_ctype(kiln_dtype t);

@@ -131,7 +131,7 @@ static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
     const kn_backend *b = e->dev->backend;
     strbuf sb;
     sb_init(&sb, ctx);
-    kiln_status s = cgen_program(e->g, &e->plan, &sb, e->info);
+    kiln_status s = cgen_program_dialect(e->g, &e->plan, b->dialect, &sb, e->info);
     if (s) {
         sb_free(&sb);
         return s;
@@ -149,6 +149,27 @@ static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
         char name[32];
         snprintf(name, sizeof name, "kiln_k%u", i);
         s = b->kernel_get(e->dev->state, e->prog, name, &e->kernels[i]);
+    }
+    return s;
+}
+
+/* A device with memory of its own gets a copy of every constant the plan reads in place
+ * (run.c points PLAN_P_CONST buffers at it); the CPU reads the graph's own bytes. */
+static kiln_status upload_constants(kiln_executable *e) {
+    if (!e->dev->backend->copy_h2d) return KILN_STATUS_OK;
+    kiln_context *ctx = e->ctx;
+    if (!(e->consts = host_calloc(ctx, e->g->n_nodes, sizeof *e->consts)))
+        return ctx_oom(ctx, "kiln_compile: constants", e->g->n_nodes * sizeof *e->consts);
+    kiln_status s = KILN_STATUS_OK;
+    for (uint32_t i = 0; i < e->mem.n_buffers && !s; i++) {
+        const plan_buffer *b = &e->mem.buffers[i];
+        if (b->place != PLAN_P_CONST || !b->size || e->consts[b->node]) continue;
+        const ir_node *n = &e->g->nodes[b->node];
+        size_t bytes = 0;
+        ir_shape_nbytes(&n->shape, n->dtype, &bytes);
+        if (!bytes) continue;
+        s = device_alloc(e->dev, bytes, "constant", &e->consts[b->node]);
+        if (!s) s = device_copy_h2d(e->dev, e->consts[b->node], n->data, bytes);
     }
     return s;
 }
@@ -219,6 +240,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     if (!s) s = exec_remat(e, o);
     if (!s) s = exec_fuse_and_plan(e, o);
     if (!s) s = load_kernels(e, &dump);
+    if (!s) s = upload_constants(e);
     if (!s && dump.on) s = dump_plan(e, &dump);
     if (s) {
         kiln_executable_destroy(e);
@@ -245,6 +267,9 @@ void exec_unref(kiln_executable *e) {
     kiln_context *ctx = e->ctx;
     uint32_t nk = e->plan.n_kernels ? e->plan.n_kernels : 1;
     if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);
+    for (uint32_t i = 0; e->consts && i < e->g->n_nodes; i++)
+        if (e->consts[i]) device_free(e->dev, e->consts[i]);
+    if (e->consts) host_free(ctx, e->consts, e->g->n_nodes * sizeof *e->consts);
     if (e->source) kiln_string_free(ctx, e->source);
     host_free(ctx, e->info, nk * sizeof *e->info);
     host_free(ctx, e->kernels, nk * sizeof *e->kernels);

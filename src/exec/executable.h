@@ -33,6 +33,9 @@ struct kiln_executable {
     mem_plan mem;     /* schedule, buffers, arena (src/plan) */
     uint8_t *donated; /* per parameter (n_params + 1 bytes): consumed by every call */
     exec_remat_info remat;
+    /* A device whose memory is not the host's gets the constants copied at compile time:
+     * per node (n_nodes entries) its device copy or NULL; NULL when not needed. */
+    void **consts;
 };
 
 /* Chooses and applies the recomputation (remat_budget.c): the checkpoint regions of e->g

@@ -5,6 +5,7 @@
  * Arguments are read where they lie: arrays live on device 0, the CPU, whose memory is
  * host memory. On failure every outs[i] is NULL and nothing is held. */
 #include "array.h"
+#include "backend/device.h"
 #include "reference/reference.h"
 
 #include <stdio.h>
@@ -95,6 +96,12 @@ kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args, i
     for (int k = 0; k < n_args && !s; k++)
         if (args[k]->ready) s = event_deliver(g->ctx, args[k]->ready, "kiln_interpret");
     if (s) return s;
+    for (int k = 0; k < n_args; k++) /* the reference reads arguments in host memory */
+        if (g->ctx->devices[args[k]->device].backend->copy_d2h)
+            return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                             "kiln_interpret: argument %d is on %s; the interpreter reads host "
+                             "memory (copy it to the CPU first)",
+                             k, g->ctx->devices[args[k]->device].name);
     const void *arg_stack[ARGS_ON_STACK] = {0}, **data = arg_stack;
     void *out_stack[ARGS_ON_STACK], **host = out_stack;
     size_t na = (size_t)n_args, no = g->n_outputs;

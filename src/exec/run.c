@@ -53,8 +53,10 @@ static uint32_t view_base(const kiln_executable *e, uint32_t id) {
 static kiln_status run_loop(run_state *r, uint32_t ki) {
     const kiln_executable *e = r->e;
     if (!e->info[ki].items) return KILN_STATUS_OK;
+    const fkernel *k = &e->plan.kernels[ki];
     return e->dev->backend->launch(e->dev->state, e->dev->index, e->kernels[ki],
-                                   r->kbufs + r->kbuf_at[ki], e->info[ki].items, e->info[ki].grain);
+                                   r->kbufs + r->kbuf_at[ki], (int)(k->n_inputs + k->n_roots),
+                                   e->info[ki].items, e->info[ki].grain);
 }
 
 /* A dot kernel: operands the gemm cannot read as they are were planned a scratch buffer
@@ -108,7 +110,7 @@ static void *place_of(const run_state *r, const plan_buffer *b) {
     const kiln_executable *e = r->e;
     switch (b->place) {
     case PLAN_P_ARG: return r->args[b->place_index]->data;
-    case PLAN_P_CONST: return e->g->nodes[b->node].data;
+    case PLAN_P_CONST: return e->consts ? e->consts[b->node] : e->g->nodes[b->node].data;
     case PLAN_P_OUTPUT: return r->res[b->place_index]->data;
     case PLAN_P_DONATED: return (char *)r->args[b->place_index]->data + b->offset;
     default: return (char *)r->arena + b->offset;
@@ -189,14 +191,16 @@ static void free_state(run_state *r) {
 
 /* Copies outputs that are not computed into their own array: arguments and constants
  * returned as they are, and a value listed as an output more than once. */
-static void finish_outputs(run_state *r) {
+static kiln_status finish_outputs(run_state *r) {
     const kiln_executable *e = r->e;
-    for (uint32_t j = 0; j < e->g->n_outputs; j++) {
+    kiln_status s = KILN_STATUS_OK;
+    for (uint32_t j = 0; j < e->g->n_outputs && !s; j++) {
         if (e->mem.output_home[j] >= 0 || e->mem.output_donor[j] >= 0) continue;
         const void *src = r->buf[e->g->outputs[j]];
         if (r->res[j]->nbytes && src != r->res[j]->data)
-            memcpy(r->res[j]->data, src, r->res[j]->nbytes);
+            s = device_copy(e->ctx, e->dev, r->res[j]->data, e->dev, src, r->res[j]->nbytes);
     }
+    return s;
 }
 
 /* Outputs take over the donated buffers the plan gave them (when the call succeeded), the
@@ -453,7 +457,7 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
     if (!(s = prepare(&r))) {
         bind_buffers(&r);
         s = run_kernels(&r);
-        if (!s) finish_outputs(&r);
+        if (!s) s = finish_outputs(&r);
     }
     if (r.arena) device_free(e->dev, r.arena);
     if (!s) consume_donations(&r);

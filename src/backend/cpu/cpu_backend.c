@@ -165,9 +165,10 @@ static void run_chunk(void *arg, int64_t begin, int64_t end) {
 }
 
 /* launch_prepare has made the pool: a run calls it before its first launch. */
-static kiln_status cpu_launch(void *state, int device, void *kernel, void *const *bufs,
+static kiln_status cpu_launch(void *state, int device, void *kernel, void *const *bufs, int n_bufs,
                               int64_t items, int64_t grain) {
     cpu_state *st = state;
+    (void)n_bufs; /* the C kernel reads its buffers from the array */
     cpu_call c = {.bufs = bufs};
     memcpy(&c.fn, &kernel, sizeof c.fn); /* object -> function pointer, as dlsym needs */
     pool_parallel_for(atomic_load_explicit(&st->pool[device], memory_order_acquire), items, grain,

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# gpu-check.sh — the one prepared run on a machine with an NVIDIA GPU (issue 13): builds
+# kiln (Release), runs the GPU conformance tests, then the GPU benchmarks, and prints one
+# summary. Made to finish in under 8 minutes: each step has its own time limit, and steps
+# still to come are skipped (and said so) once the overall budget is spent. A failing step
+# never stops the script: the summary says what passed, what failed and why.
+#
+# Usage: scripts/gpu-check.sh            (from anywhere; builds in build-gpu/)
+# Environment:
+#   OUT=DIR               logs and the summary are written there too (default build-gpu/out)
+#   KILN_DEPS_PREFIX=DIR  Debian packages unpacked with dpkg -x (libopenblas-dev and its
+#                         dependencies) on a machine where they are not installed: passed
+#                         to CMake and added to LD_LIBRARY_PATH
+#   GPU_CHECK_BUDGET=S    overall budget in seconds (default 450)
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build-gpu
+out=${OUT:-$build/out}
+budget=${GPU_CHECK_BUDGET:-450}
+mkdir -p "$out" "$build"
+start=$(date +%s)
+summary=()
+
+note() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
+: >"$out/summary.txt"
+
+# step NAME LIMIT_S CMD...: runs CMD with its output in $out/NAME.log (tail shown), records
+# PASS / FAIL / SKIP(77) / TIMEOUT and the time taken.
+step() {
+    local name=$1 limit=$2
+    shift 2
+    local now left
+    now=$(date +%s)
+    left=$((budget - (now - start)))
+    if [ "$left" -le 20 ]; then
+        summary+=("NOT RUN  $name (the ${budget}s budget is spent)")
+        return
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    echo "=== $name (limit ${limit}s) ==="
+    local t0 rc
+    t0=$(date +%s)
+    timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    local t=$(($(date +%s) - t0)) status
+    case $rc in
+    0) status=PASS ;;
+    77) status=SKIP ;;
+    124 | 137) status=TIMEOUT ;;
+    *) status=FAIL ;;
+    esac
+    tail -n 25 "$out/$name.log"
+    summary+=("$(printf '%-8s %s (%ss, exit %s)' "$status" "$name" "$t" "$rc")")
+}
+
+# ---- environment -------------------------------------------------------------------------
+cmake_deps=()
+if [ -n "${KILN_DEPS_PREFIX:-}" ]; then
+    p=$(cd "$KILN_DEPS_PREFIX" && pwd)
+    cmake_deps=(-DKILN_DEPS_PREFIX="$p")
+    for arch in x86_64-linux-gnu aarch64-linux-gnu; do
+        for d in "$p/usr/lib/$arch/openblas-pthread" "$p/usr/lib/$arch"; do
+            [ -d "$d" ] && LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        done
+    done
+    # dpkg -x does not run update-alternatives: make the soname the linker and loader want
+    for d in "$p"/usr/lib/*/openblas-pthread; do
+        [ -d "$d" ] || continue
+        real=$(ls "$d"/libopenblasp-r*.so 2>/dev/null | head -n 1)
+        [ -n "$real" ] && [ ! -e "$d/libopenblas.so.0" ] && ln -s "$(basename "$real")" "$d/libopenblas.so.0"
+        [ -n "$real" ] && [ ! -e "$d/libopenblas.so" ] && ln -s "$(basename "$real")" "$d/libopenblas.so"
+    done
+fi
+# NVRTC and cuBLAS are dlopen'd: the toolkit's library folders must be on the loader's path
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/targets/sbsa-linux/lib; do
+    [ -d "$d" ] && LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+done
+export LD_LIBRARY_PATH
+mkdir -p "$build/kcache" && chmod 700 "$build/kcache"
+export KILN_CACHE_DIR=$build/kcache
+
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "host: $(uname -srm), $(nproc) cores"
+    echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    if command -v nvidia-smi >/dev/null; then
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
+            sed 's/^/gpu: /'
+    else
+        echo "gpu: no nvidia-smi on PATH"
+    fi
+    command -v nvcc >/dev/null && nvcc --version | tail -n 1 | sed 's/^/nvcc: /'
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+} | tee "$out/machine.txt"
+
+# ---- build ---------------------------------------------------------------------------------
+# timeout runs programs, not shell functions: the build is one bash -c with its arguments
+step build 300 bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release "${@:4}" &&
+    cmake --build "$2" -j"$3" --target test_cuda test_cuda_nvrtc bench_cuda test_registry \
+        test_compile_ops test_autodiff test_backend' \
+    build "$root" "$build" "$(nproc)" "${cmake_deps[@]}"
+
+# ---- conformance, then the figures, then the broader suites with the time left ---------
+if [ -x "$build/test_cuda" ]; then
+    step nvrtc_sm90 90 "$build/test_cuda_nvrtc"
+    # every op, composite, kernel form, library kernel, random programs, gradients, models,
+    # copies, errors, the disk cache and the memory modes, one PASS/FAIL line each
+    step conformance 180 "$build/test_cuda"
+else
+    summary+=("NOT RUN  the conformance tests (the build did not make test_cuda)")
+fi
+if [ -x "$build/bench_cuda" ]; then
+    step bench 150 "$build/bench_cuda"
+else
+    summary+=("NOT RUN  bench (the build did not make bench_cuda)")
+fi
+if [ -x "$build/test_registry" ]; then
+    # the existing suites compare every device present through cmp_graph (tests/compare.h)
+    step registry_all_devices 60 "$build/test_registry"
+    step compile_ops_all_devices 90 "$build/test_compile_ops"
+    step autodiff_all_devices 60 "$build/test_autodiff"
+fi
+
+# ---- summary -------------------------------------------------------------------------------
+note ""
+note "================ gpu-check summary ($(($(date +%s) - start))s) ================"
+while IFS= read -r l; do note "$l"; done <"$out/machine.txt"
+note ""
+for s in "${summary[@]}"; do note "$s"; done
+if [ -f "$out/conformance.log" ]; then
+    note ""
+    note "conformance: $(grep -c '^PASS' "$out/conformance.log") PASS, $(grep -c '^FAIL' "$out/conformance.log") FAIL"
+    grep '^FAIL' "$out/conformance.log" | head -n 40 | while IFS= read -r l; do note "  $l"; done
+fi
+for t in registry_all_devices compile_ops_all_devices autodiff_all_devices nvrtc_sm90; do
+    [ -f "$out/$t.log" ] && note "$t: $(grep -E 'passed, [0-9]+ failed' "$out/$t.log" | tail -n 1)"
+done
+if [ -f "$out/bench.log" ]; then
+    note ""
+    grep -E '^(RESULT|bench_cuda:)' "$out/bench.log" | while IFS= read -r l; do note "$l"; done
+fi
+note ""
+note "logs: $out"

@@ -1,0 +1,97 @@
+/* cuda_backend.h — the GPU backend's state, shared by its files: cuda_backend.c (devices,
+ * memory, copies, launches), cuda_program.c (NVRTC, the cubin cache, kernel lookup) and
+ * cuda_lib.c (cuBLAS products and kiln's own library kernels).
+ *
+ * Invariants: a cu_dev's driver objects exist once `ready` is set (under its lock, by
+ * cu_dev_ready) and live until the state is closed; st->n devices were counted at open,
+ * st->n_alloc entries are allocated. */
+#ifndef KILN_CUDA_BACKEND_H
+#define KILN_CUDA_BACKEND_H
+
+#include "backend/backend_impl.h"
+#include "cuda_api.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* A device's library kernels (cuda_lib.c), loaded together from one program. */
+typedef struct cu_libk {
+    struct kn_program *prog;
+    CUfunction permute[4];    /* by element size: 1, 4, 8 (index 0, 2, 3) */
+    CUfunction scatter[4][2]; /* [f32 f64 i32 i64][idx i32 i64] */
+    CUfunction igemm[2];      /* i32, i64 */
+} cu_libk;
+
+typedef struct cu_dev {
+    CUdevice dev;
+    char name[96];
+    int cc_major, cc_minor, sms, pools;
+    size_t total;
+    pthread_mutex_t lock; /* set-up below */
+    atomic_bool ready;
+    CUcontext cctx; /* the device's primary context, retained */
+    CUstream compute, copy;
+    CUevent ev_compute, ev_copy; /* ordering between the two streams (under stage_lock) */
+    pthread_mutex_t stage_lock;
+    void *stage[2]; /* pinned host staging buffers, STAGE_BYTES each, made at first copy */
+    CUevent stage_ev[2];
+    bool stage_busy[2];
+    cublasHandle_t blas; /* at the first product */
+    bool lib_ready;
+    cu_libk lib;
+} cu_dev;
+
+typedef struct cu_state {
+    kiln_context *ctx;
+    cu_driver drv;
+    int driver_version;
+    int n, n_alloc;
+    cu_dev *devs;
+    char absent[480];     /* why there is no device (n == 0) */
+    pthread_mutex_t lock; /* NVRTC and cuBLAS loading */
+    bool nvrtc_tried, blas_tried;
+    char nvrtc_why[256], blas_why[256];
+    cu_nvrtc nvrtc;
+    cu_cublas blas;
+} cu_state;
+
+/* KILN_STATUS_BACKEND naming the driver call, its error and what kiln was doing. */
+kiln_status cu_fail(cu_state *st, CUresult e, const char *call, const char *what);
+#define CU_TRY(st, call, what)                                                                     \
+    do {                                                                                           \
+        CUresult e_ = (call);                                                                      \
+        if (e_ != CUDA_SUCCESS) return cu_fail((st), e_, #call, (what));                           \
+    } while (0)
+
+/* Makes device i's context current on this thread, creating its streams and events on
+ * first use. Sets the message on failure (the primary context's creation can fail: out of
+ * memory, a device in exclusive mode held by another process). */
+kiln_status cu_dev_ready(cu_state *st, int i, const char *what);
+/* Loads NVRTC once per state; KILN_STATUS_BACKEND naming the library otherwise. */
+kiln_status cu_nvrtc_ready(cu_state *st, const char *what);
+
+/* cuda_program.c: a program is a loaded module of one device. */
+struct kn_program {
+    CUmodule mod;
+    int device;
+    size_t bytes;
+};
+kiln_status cu_program_compile(void *state, int device, const char *source, size_t len,
+                               kn_program **out, kn_program_info *info);
+void cu_program_free(void *state, kn_program *prog);
+kiln_status cu_kernel_get(void *state, kn_program *prog, const char *name, void **kernel);
+
+/* cuda_lib.c */
+kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *d, const void *a,
+                    const void *b, void *c);
+kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const void *src, int rank,
+                       const int64_t *dims, const int *perm, void *dst);
+kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_dtype idx_dtype,
+                                const void *operand, int64_t rows, int64_t row_len, const void *idx,
+                                int64_t n_idx, const void *upd, void *out);
+void cu_lib_release(cu_state *st, cu_dev *d);
+
+/* Grid size for `items` blocks' worth of work on device d. */
+unsigned cu_grid(const cu_dev *d, int64_t items);
+
+#endif

@@ -1,0 +1,339 @@
+/* cuda_lib.c — the GPU's library kernels: matrix products (cuBLAS for f32 and f64, a
+ * kernel of kiln's own for wrapping i32/i64 products), permute and scatter_add_rows.
+ *
+ * cuBLAS is column-major; kiln's C = A B is row-major, which cuBLAS sees as
+ * C^T = B^T A^T: the operands swap places and each keeps its own transpose flag and
+ * leading dimension, so no copy is ever made. A batch whose strides are one arithmetic
+ * progression is one strided-batched call; otherwise one call per outer batch index.
+ * f32 products are exact f32 (CUBLAS_DEFAULT_MATH never uses TF32 tensor cores) unless the
+ * context asks for TF32 (KILN_MATMUL_PRECISION=tf32, like jax_default_matmul_precision).
+ *
+ * kiln's own kernels are one CUDA source compiled through the same NVRTC path and disk
+ * cache as generated programs, at a device's first library call. scatter_add_rows gives
+ * each column a thread that walks the indices in order, so rows that repeat are added in
+ * the reference's order (deterministic, as on the CPU). */
+#include "cuda_backend.h"
+#include "cuda_program.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* The layouts the kernels' struct parameters have on both sides (int64 fields only: no
+ * padding to disagree about). */
+typedef struct lib_perm {
+    int64_t rank;
+    int64_t dims[KILN_MAX_RANK];    /* of dst */
+    int64_t sstride[KILN_MAX_RANK]; /* src's stride of dst axis i */
+} lib_perm;
+
+typedef struct lib_gemm {
+    int64_t nb, m, n, k, lda, ldb, ta, tb;
+    int64_t bdims[KILN_MAX_RANK], sa[KILN_MAX_RANK], sb[KILN_MAX_RANK];
+} lib_gemm;
+
+static const char lib_source[] =
+    "/* kiln's GPU library kernels (src/backend/cuda/cuda_lib.c) */\n"
+    "typedef int int32_t; typedef unsigned int uint32_t; typedef long long int64_t;\n"
+    "typedef unsigned long long uint64_t; typedef unsigned char uint8_t;\n"
+    "#define R 8\n"
+    "struct lib_perm { int64_t rank, dims[R], sstride[R]; };\n"
+    "struct lib_gemm { int64_t nb, m, n, k, lda, ldb, ta, tb, bdims[R], sa[R], sb[R]; };\n"
+    "#define GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
+    "i < (n); i += (int64_t)gridDim.x * blockDim.x)\n"
+    "template <typename T> __device__ void permute(const T *s, T *d, const lib_perm &p, int64_t n) "
+    "{\n"
+    "    GRID_STRIDE(i, n) {\n"
+    "        int64_t r = i, off = 0;\n"
+    "        for (int a = (int)p.rank - 1; a >= 0; a--) {\n"
+    "            off += r % p.dims[a] * p.sstride[a];\n"
+    "            r /= p.dims[a];\n"
+    "        }\n"
+    "        d[i] = s[off];\n"
+    "    }\n"
+    "}\n"
+    "extern \"C\" __global__ void kiln_permute1(const uint8_t *s, uint8_t *d, lib_perm p, int64_t "
+    "n) { permute(s, d, p, n); }\n"
+    "extern \"C\" __global__ void kiln_permute4(const uint32_t *s, uint32_t *d, lib_perm p, "
+    "int64_t n) { permute(s, d, p, n); }\n"
+    "extern \"C\" __global__ void kiln_permute8(const uint64_t *s, uint64_t *d, lib_perm p, "
+    "int64_t n) { permute(s, d, p, n); }\n"
+    /* U: the type the addition is done in (unsigned for integers: wrapping) */
+    "template <typename T, typename U, typename I> __device__ void scatter(const I *idx, int64_t "
+    "n_idx, const T *u, T *o, int64_t rows, int64_t len) {\n"
+    "    GRID_STRIDE(j, len) {\n"
+    "        for (int64_t i = 0; i < n_idx; i++) {\n"
+    "            int64_t r = (int64_t)idx[i];\n"
+    "            if (r < 0 || r >= rows) continue;\n"
+    "            o[r * len + j] = (T)((U)o[r * len + j] + (U)u[i * len + j]);\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "#define SCATTER(name, T, U, I) extern \"C\" __global__ void name(const I *idx, int64_t n_idx, "
+    "const T *u, T *o, int64_t rows, int64_t len) { scatter<T, U, I>(idx, n_idx, u, o, rows, "
+    "len); }\n"
+    "SCATTER(kiln_scatter_f32_i32, float, float, int32_t)\n"
+    "SCATTER(kiln_scatter_f32_i64, float, float, int64_t)\n"
+    "SCATTER(kiln_scatter_f64_i32, double, double, int32_t)\n"
+    "SCATTER(kiln_scatter_f64_i64, double, double, int64_t)\n"
+    "SCATTER(kiln_scatter_i32_i32, int32_t, uint32_t, int32_t)\n"
+    "SCATTER(kiln_scatter_i32_i64, int32_t, uint32_t, int64_t)\n"
+    "SCATTER(kiln_scatter_i64_i32, int64_t, uint64_t, int32_t)\n"
+    "SCATTER(kiln_scatter_i64_i64, int64_t, uint64_t, int64_t)\n"
+    "template <typename T, typename U> __device__ void igemm(const T *a, const T *b, T *c, const "
+    "lib_gemm &g, int64_t total) {\n"
+    "    GRID_STRIDE(x, total) {\n"
+    "        int64_t j = x % g.n, i = x / g.n % g.m, r = x / g.n / g.m, oa = 0, ob = 0;\n"
+    "        for (int t = (int)g.nb - 1; t >= 0; t--) {\n"
+    "            int64_t q = r % g.bdims[t];\n"
+    "            r /= g.bdims[t];\n"
+    "            oa += q * g.sa[t];\n"
+    "            ob += q * g.sb[t];\n"
+    "        }\n"
+    "        U acc = 0;\n"
+    "        for (int64_t p = 0; p < g.k; p++) {\n"
+    "            T av = g.ta ? a[oa + p * g.lda + i] : a[oa + i * g.lda + p];\n"
+    "            T bv = g.tb ? b[ob + j * g.ldb + p] : b[ob + p * g.ldb + j];\n"
+    "            acc += (U)av * (U)bv;\n"
+    "        }\n"
+    "        c[x] = (T)acc;\n"
+    "    }\n"
+    "}\n"
+    "extern \"C\" __global__ void kiln_igemm_i32(const int32_t *a, const int32_t *b, int32_t *c, "
+    "lib_gemm g, int64_t total) { igemm<int32_t, uint32_t>(a, b, c, g, total); }\n"
+    "extern \"C\" __global__ void kiln_igemm_i64(const int64_t *a, const int64_t *b, int64_t *c, "
+    "lib_gemm g, int64_t total) { igemm<int64_t, uint64_t>(a, b, c, g, total); }\n";
+
+const char *cu_lib_source(size_t *len) {
+    *len = sizeof lib_source - 1;
+    return lib_source;
+}
+
+/* ------------------------------------------------------- library module ---- */
+
+static kiln_status lib_ready(cu_state *st, int device, const char *what) {
+    cu_dev *d = &st->devs[device];
+    kiln_status s = cu_dev_ready(st, device, what);
+    if (s) return s;
+    pthread_mutex_lock(&d->lock);
+    if (!d->lib_ready) {
+        kn_program_info info;
+        kn_program *p = NULL;
+        s = cu_program_compile(st, device, lib_source, sizeof lib_source - 1, &p, &info);
+        static const char *const perm[4] = {"kiln_permute1", NULL, "kiln_permute4",
+                                            "kiln_permute8"};
+        static const char *const sc[4][2] = {{"kiln_scatter_f32_i32", "kiln_scatter_f32_i64"},
+                                             {"kiln_scatter_f64_i32", "kiln_scatter_f64_i64"},
+                                             {"kiln_scatter_i32_i32", "kiln_scatter_i32_i64"},
+                                             {"kiln_scatter_i64_i32", "kiln_scatter_i64_i64"}};
+        static const char *const ig[2] = {"kiln_igemm_i32", "kiln_igemm_i64"};
+        void *f;
+        for (int i = 0; i < 4 && !s; i++)
+            if (perm[i] && !(s = cu_kernel_get(st, p, perm[i], &f))) d->lib.permute[i] = f;
+        for (int i = 0; i < 4 && !s; i++)
+            for (int j = 0; j < 2 && !s; j++)
+                if (!(s = cu_kernel_get(st, p, sc[i][j], &f))) d->lib.scatter[i][j] = f;
+        for (int i = 0; i < 2 && !s; i++)
+            if (!(s = cu_kernel_get(st, p, ig[i], &f))) d->lib.igemm[i] = f;
+        if (s)
+            cu_program_free(st, p);
+        else {
+            d->lib.prog = p;
+            d->lib_ready = true;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
+void cu_lib_release(cu_state *st, cu_dev *d) {
+    if (d->lib.prog) st->drv.cuModuleUnload(d->lib.prog->mod);
+    if (d->lib.prog) host_free(st->ctx, d->lib.prog, sizeof *d->lib.prog);
+    d->lib = (cu_libk){0};
+    d->lib_ready = false;
+}
+
+static kiln_status launch_lib(cu_state *st, cu_dev *d, CUfunction f, void **params, int64_t work) {
+    int64_t blocks = (work + KN_CUDA_BLOCK - 1) / KN_CUDA_BLOCK;
+    CUresult e = st->drv.cuLaunchKernel(f, cu_grid(d, blocks), 1, 1, KN_CUDA_BLOCK, 1, 1, 0,
+                                        d->compute, params, NULL);
+    if (e) return cu_fail(st, e, "cuLaunchKernel", "launching a library kernel");
+    return KILN_STATUS_OK;
+}
+
+/* ---------------------------------------------------------------- gemm ---- */
+
+static kiln_status blas_ready(cu_state *st, int device) {
+    cu_dev *d = &st->devs[device];
+    pthread_mutex_lock(&st->lock);
+    if (!st->blas_tried) {
+        st->blas_tried = true;
+        cu_cublas_load(&st->blas, st->blas_why, sizeof st->blas_why);
+    }
+    bool ok = st->blas.lib != NULL;
+    pthread_mutex_unlock(&st->lock);
+    if (!ok)
+        return ctx_error(st->ctx, KILN_STATUS_BACKEND,
+                         "kiln_executable_run: %s (cuBLAS runs f32/f64 matrix products on the GPU)",
+                         st->blas_why);
+    if (d->blas) return KILN_STATUS_OK;
+    cublasStatus_t b = st->blas.cublasCreate(&d->blas);
+    if (!b) b = st->blas.cublasSetStream(d->blas, d->compute);
+    if (!b)
+        b = st->blas.cublasSetMathMode(d->blas, st->ctx->config.matmul_tf32
+                                                    ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                    : CUBLAS_DEFAULT_MATH);
+    if (b) {
+        if (d->blas) st->blas.cublasDestroy(d->blas);
+        d->blas = NULL;
+        return ctx_error(st->ctx, KILN_STATUS_BACKEND,
+                         "cuda: setting up cuBLAS on cuda:%d failed (cublasStatus_t %d)", device,
+                         b);
+    }
+    return KILN_STATUS_OK;
+}
+
+/* One strided-batched call: C[b] (row-major m x n) for `batch` operands `sa`/`sb` apart. */
+static kiln_status blas_call(cu_state *st, cu_dev *d, kiln_dtype t, const kn_gemm_desc *g,
+                             const char *a, const char *b, char *c, int64_t sa, int64_t sb,
+                             int64_t batch) {
+    int ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int m = (int)g->n, n = (int)g->m, k = (int)g->k;
+    cublasStatus_t r;
+    if (t == KILN_DTYPE_F32) {
+        const float one = 1, zero = 0;
+        r = st->blas.cublasSgemmStridedBatched(d->blas, ta, tb, m, n, k, &one, (const float *)b,
+                                               (int)g->ldb, sb, (const float *)a, (int)g->lda, sa,
+                                               &zero, (float *)c, m, (long long)m * n, (int)batch);
+    } else {
+        const double one = 1, zero = 0;
+        r = st->blas.cublasDgemmStridedBatched(d->blas, ta, tb, m, n, k, &one, (const double *)b,
+                                               (int)g->ldb, sb, (const double *)a, (int)g->lda, sa,
+                                               &zero, (double *)c, m, (long long)m * n, (int)batch);
+    }
+    if (r)
+        return ctx_error(st->ctx, KILN_STATUS_BACKEND,
+                         "cuda: cuBLAS %sgemmStridedBatched (m=%d n=%d k=%d batch=%lld) failed "
+                         "(cublasStatus_t %d)",
+                         t == KILN_DTYPE_F32 ? "S" : "D", m, n, k, (long long)batch, r);
+    return KILN_STATUS_OK;
+}
+
+static kiln_status blas_gemm(cu_state *st, int device, kiln_dtype t, const kn_gemm_desc *g,
+                             const char *a, const char *b, char *c) {
+    cu_dev *d = &st->devs[device];
+    size_t es = kiln_dtype_itemsize(t);
+    if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->lda > INT_MAX ||
+        g->ldb > INT_MAX || g->batch > INT_MAX)
+        return ctx_error(st->ctx, KILN_STATUS_UNIMPLEMENTED,
+                         "cuda: a matrix product with a dimension over 2^31-1 (m=%lld n=%lld "
+                         "k=%lld batch=%lld) is beyond cuBLAS's 32-bit interface",
+                         (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch);
+    kiln_status s = blas_ready(st, device);
+    if (s) return s;
+    int nb = g->nb;
+    bool flat = true; /* the batch axes are one progression */
+    for (int i = nb - 1; i > 0; i--)
+        flat &= g->bstride_a[i - 1] == g->bstride_a[i] * g->bdims[i] &&
+                g->bstride_b[i - 1] == g->bstride_b[i] * g->bdims[i];
+    int64_t last = nb ? g->bdims[nb - 1] : 1, outer = flat ? 1 : g->batch / last;
+    int64_t sa = nb ? g->bstride_a[nb - 1] : 0, sb = nb ? g->bstride_b[nb - 1] : 0;
+    int64_t per = flat ? g->batch : last;
+    for (int64_t o = 0; o < outer && !s; o++) {
+        int64_t oa = 0, ob = 0, r = o;
+        for (int i = nb - 2; i >= 0 && !flat; i--) {
+            int64_t q = r % g->bdims[i];
+            r /= g->bdims[i];
+            oa += q * g->bstride_a[i];
+            ob += q * g->bstride_b[i];
+        }
+        s = blas_call(st, d, t, g, a + (size_t)oa * es, b + (size_t)ob * es,
+                      c + (size_t)(o * per * g->m * g->n) * es, sa, sb, per);
+    }
+    return s;
+}
+
+kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *g, const void *a,
+                    const void *b, void *c) {
+    cu_state *st = state;
+    cu_dev *d = &st->devs[device];
+    if (!g->batch || !g->m || !g->n) return KILN_STATUS_OK;
+    kiln_status s = cu_dev_ready(st, device, "kiln_executable_run: matrix product");
+    if (s) return s;
+    if (!g->k) { /* an empty sum: zeros */
+        size_t bytes = (size_t)(g->batch * g->m * g->n) * kiln_dtype_itemsize(dtype);
+        CU_TRY(st, st->drv.cuMemsetD8Async((CUdeviceptr)(uintptr_t)c, 0, bytes, d->compute),
+               "zeroing an empty product");
+        return KILN_STATUS_OK;
+    }
+    if (dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64) {
+        pthread_mutex_lock(&d->lock); /* a cuBLAS handle is not for concurrent calls */
+        s = blas_gemm(st, device, dtype, g, a, b, c);
+        pthread_mutex_unlock(&d->lock);
+        return s;
+    }
+    if ((s = lib_ready(st, device, "kiln_executable_run: integer matrix product"))) return s;
+    lib_gemm lg = {.nb = g->nb,
+                   .m = g->m,
+                   .n = g->n,
+                   .k = g->k,
+                   .lda = g->lda,
+                   .ldb = g->ldb,
+                   .ta = g->trans_a,
+                   .tb = g->trans_b};
+    for (int i = 0; i < g->nb; i++) {
+        lg.bdims[i] = g->bdims[i];
+        lg.sa[i] = g->bstride_a[i];
+        lg.sb[i] = g->bstride_b[i];
+    }
+    int64_t total = g->batch * g->m * g->n;
+    void *params[] = {(void *)&a, (void *)&b, &c, &lg, &total};
+    return launch_lib(st, d, d->lib.igemm[dtype == KILN_DTYPE_I64], params, total);
+}
+
+/* ------------------------------------------------- permute, scatter-add ---- */
+
+kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const void *src, int rank,
+                       const int64_t *dims, const int *perm, void *dst) {
+    cu_state *st = state;
+    cu_dev *d = &st->devs[device];
+    kiln_status s = lib_ready(st, device, "kiln_executable_run: permute");
+    if (s) return s;
+    lib_perm p = {.rank = rank};
+    int64_t sstride[KILN_MAX_RANK], n = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        sstride[i] = n;
+        n *= dims[i];
+    }
+    for (int i = 0; i < rank; i++) {
+        p.dims[i] = dims[perm[i]];
+        p.sstride[i] = sstride[perm[i]];
+    }
+    if (!n) return KILN_STATUS_OK;
+    size_t es = kiln_dtype_itemsize(dtype);
+    CUfunction f = d->lib.permute[es == 1 ? 0 : es == 4 ? 2 : 3];
+    void *params[] = {(void *)&src, &dst, &p, &n};
+    return launch_lib(st, d, f, params, n);
+}
+
+kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_dtype idx_dtype,
+                                const void *operand, int64_t rows, int64_t row_len, const void *idx,
+                                int64_t n_idx, const void *upd, void *out) {
+    cu_state *st = state;
+    cu_dev *d = &st->devs[device];
+    if (!rows || !row_len) return KILN_STATUS_OK;
+    kiln_status s = lib_ready(st, device, "kiln_executable_run: scatter_add_rows");
+    if (s) return s;
+    if (out != operand)
+        CU_TRY(st,
+               st->drv.cuMemcpyDtoDAsync(
+                   (CUdeviceptr)(uintptr_t)out, (CUdeviceptr)(uintptr_t)operand,
+                   (size_t)(rows * row_len) * kiln_dtype_itemsize(dtype), d->compute),
+               "copying scatter_add_rows' operand");
+    if (!n_idx) return KILN_STATUS_OK;
+    int t = dtype == KILN_DTYPE_F32   ? 0
+            : dtype == KILN_DTYPE_F64 ? 1
+            : dtype == KILN_DTYPE_I32 ? 2
+                                      : 3;
+    void *params[] = {(void *)&idx, &n_idx, (void *)&upd, &out, &rows, &row_len};
+    return launch_lib(st, d, d->lib.scatter[t][idx_dtype == KILN_DTYPE_I64], params, row_len);
+}

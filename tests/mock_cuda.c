@@ -1,0 +1,289 @@
+/* mock_cuda.c — a stand-in libcuda.so.1 for tests/test_cuda_mock.c: the driver entry points
+ * the GPU backend loads (src/backend/cuda/cuda_api.h), over host memory, so the backend's
+ * host side (loading, device discovery, contexts, streams and events, memory modes,
+ * staged copies, module handling, launch bookkeeping, release at close) runs and is
+ * checked on machines without a GPU. Kernels are not executed: a launch is counted.
+ *
+ * Device memory is mmap'd with MAP_NORESERVE, so "preallocating" 75% of the pretend 8 GiB
+ * device costs nothing until touched. Every object made is counted; mock_cuda_live()
+ * tells the test whether the backend released everything. KILN_MOCK_CUDA_FAIL=<name>
+ * makes that entry point fail (cuInit, cuDevicePrimaryCtxRetain, cuMemAlloc). Test code:
+ * single-threaded use, plain counters. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+#define TOTAL ((size_t)8 << 30)
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static long live_objects, live_retains, launches;
+static size_t used;
+
+typedef struct region {
+    void *p;
+    size_t n;
+    struct region *next;
+} region;
+static region *regions;
+
+static int failing(const char *name) {
+    const char *f = getenv("KILN_MOCK_CUDA_FAIL");
+    return f && !strcmp(f, name);
+}
+
+long mock_cuda_live(void);
+long mock_cuda_live(void) {
+    return live_objects + live_retains + (regions != NULL);
+}
+long mock_cuda_launches(void);
+long mock_cuda_launches(void) {
+    return launches;
+}
+
+#define API __attribute__((visibility("default")))
+API CUresult cuInit(unsigned f);
+API CUresult cuInit(unsigned f) {
+    (void)f;
+    return failing("cuInit") ? 100 : 0; /* CUDA_ERROR_NO_DEVICE */
+}
+API CUresult cuDriverGetVersion(int *v);
+API CUresult cuDriverGetVersion(int *v) {
+    *v = 13000;
+    return 0;
+}
+API CUresult cuGetErrorName(CUresult e, const char **s);
+API CUresult cuGetErrorName(CUresult e, const char **s) {
+    *s = e == 2     ? "CUDA_ERROR_OUT_OF_MEMORY"
+         : e == 100 ? "CUDA_ERROR_NO_DEVICE"
+                    : "CUDA_ERROR_MOCK";
+    return 0;
+}
+API CUresult cuGetErrorString(CUresult e, const char **s);
+API CUresult cuGetErrorString(CUresult e, const char **s) {
+    *s = e == 2 ? "out of memory" : e == 100 ? "no CUDA-capable device is detected" : "mock";
+    return 0;
+}
+API CUresult cuDeviceGetCount(int *n);
+API CUresult cuDeviceGetCount(int *n) {
+    *n = 1;
+    return 0;
+}
+API CUresult cuDeviceGet(int *d, int i);
+API CUresult cuDeviceGet(int *d, int i) {
+    *d = i;
+    return i == 0 ? 0 : 101;
+}
+API CUresult cuDeviceGetName(char *name, int len, int d);
+API CUresult cuDeviceGetName(char *name, int len, int d) {
+    (void)d;
+    strncpy(name, "Mock GPU", (size_t)len);
+    return 0;
+}
+API CUresult cuDeviceGetAttribute(int *v, int attr, int d);
+API CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
+    (void)d;
+    *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 16 ? 4 : 1;
+    return 0;
+}
+API CUresult cuDeviceTotalMem_v2(size_t *b, int d);
+API CUresult cuDeviceTotalMem_v2(size_t *b, int d) {
+    (void)d;
+    *b = TOTAL;
+    return 0;
+}
+API CUresult cuDevicePrimaryCtxRetain(void **c, int d);
+API CUresult cuDevicePrimaryCtxRetain(void **c, int d) {
+    (void)d;
+    if (failing("cuDevicePrimaryCtxRetain")) return 2;
+    *c = (void *)&live_retains;
+    live_retains++;
+    return 0;
+}
+API CUresult cuDevicePrimaryCtxRelease_v2(int d);
+API CUresult cuDevicePrimaryCtxRelease_v2(int d) {
+    (void)d;
+    live_retains--;
+    return 0;
+}
+API CUresult cuCtxSetCurrent(void *c);
+API CUresult cuCtxSetCurrent(void *c) {
+    (void)c;
+    return 0;
+}
+API CUresult cuMemGetInfo_v2(size_t *f, size_t *t);
+API CUresult cuMemGetInfo_v2(size_t *f, size_t *t) {
+    *f = TOTAL - used;
+    *t = TOTAL;
+    return 0;
+}
+API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n);
+API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+    if (failing("cuMemAlloc") || n > TOTAL - used) return 2;
+    void *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    region *r = malloc(sizeof *r);
+    if (m == MAP_FAILED || !r) return 2;
+    pthread_mutex_lock(&mu);
+    *r = (region){m, n ? n : 1, regions};
+    regions = r;
+    used += n;
+    pthread_mutex_unlock(&mu);
+    *p = (CUdeviceptr)(size_t)m;
+    return 0;
+}
+API CUresult cuMemFree_v2(CUdeviceptr p);
+API CUresult cuMemFree_v2(CUdeviceptr p) {
+    pthread_mutex_lock(&mu);
+    for (region **r = &regions; *r; r = &(*r)->next)
+        if ((*r)->p == (void *)(size_t)p) {
+            region *g = *r;
+            *r = g->next;
+            used -= g->n;
+            munmap(g->p, g->n);
+            free(g);
+            pthread_mutex_unlock(&mu);
+            return 0;
+        }
+    pthread_mutex_unlock(&mu);
+    return 1; /* CUDA_ERROR_INVALID_VALUE: not ours */
+}
+API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s);
+API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, void *s) {
+    (void)s;
+    return cuMemAlloc_v2(p, n);
+}
+API CUresult cuMemFreeAsync(CUdeviceptr p, void *s);
+API CUresult cuMemFreeAsync(CUdeviceptr p, void *s) {
+    (void)s;
+    return cuMemFree_v2(p);
+}
+API CUresult cuMemHostAlloc(void **p, size_t n, unsigned f);
+API CUresult cuMemHostAlloc(void **p, size_t n, unsigned f) {
+    (void)f;
+    *p = malloc(n);
+    live_objects += *p != NULL;
+    return *p ? 0 : 2;
+}
+API CUresult cuMemFreeHost(void *p);
+API CUresult cuMemFreeHost(void *p) {
+    free(p);
+    live_objects--;
+    return 0;
+}
+API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st);
+API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) {
+    (void)st;
+    memcpy((void *)(size_t)d, s, n);
+    return 0;
+}
+API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st);
+API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
+    (void)st;
+    memcpy(d, (const void *)(size_t)s, n);
+    return 0;
+}
+API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st);
+API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+    (void)st;
+    memmove((void *)(size_t)d, (const void *)(size_t)s, n);
+    return 0;
+}
+API CUresult cuMemcpyPeerAsync(CUdeviceptr d, void *dc, CUdeviceptr s, void *sc, size_t n,
+                               void *st);
+API CUresult cuMemcpyPeerAsync(CUdeviceptr d, void *dc, CUdeviceptr s, void *sc, size_t n,
+                               void *st) {
+    (void)dc, (void)sc;
+    return cuMemcpyDtoDAsync_v2(d, s, n, st);
+}
+API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st);
+API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st) {
+    (void)st;
+    memset((void *)(size_t)d, v, n);
+    return 0;
+}
+static CUresult make(void **o) {
+    *o = malloc(16);
+    live_objects += *o != NULL;
+    return *o ? 0 : 2;
+}
+static CUresult unmake(void *o) {
+    if (!o) return 400; /* CUDA_ERROR_INVALID_HANDLE */
+    free(o);
+    live_objects--;
+    return 0;
+}
+API CUresult cuStreamCreate(void **s, unsigned f);
+API CUresult cuStreamCreate(void **s, unsigned f) {
+    (void)f;
+    return make(s);
+}
+API CUresult cuStreamDestroy_v2(void *s);
+API CUresult cuStreamDestroy_v2(void *s) {
+    return unmake(s);
+}
+API CUresult cuStreamSynchronize(void *s);
+API CUresult cuStreamSynchronize(void *s) {
+    return s ? 0 : 400;
+}
+API CUresult cuStreamWaitEvent(void *s, void *e, unsigned f);
+API CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
+    (void)f;
+    return s && e ? 0 : 400;
+}
+API CUresult cuEventCreate(void **e, unsigned f);
+API CUresult cuEventCreate(void **e, unsigned f) {
+    (void)f;
+    return make(e);
+}
+API CUresult cuEventDestroy_v2(void *e);
+API CUresult cuEventDestroy_v2(void *e) {
+    return unmake(e);
+}
+API CUresult cuEventRecord(void *e, void *s);
+API CUresult cuEventRecord(void *e, void *s) {
+    return e && s ? 0 : 400;
+}
+API CUresult cuEventSynchronize(void *e);
+API CUresult cuEventSynchronize(void *e) {
+    return e ? 0 : 400;
+}
+API CUresult cuModuleLoadData(void **m, const void *image);
+API CUresult cuModuleLoadData(void **m, const void *image) {
+    /* a cubin is an ELF file */
+    if (memcmp(image, "\177ELF", 4)) return 200; /* CUDA_ERROR_INVALID_IMAGE */
+    return make(m);
+}
+API CUresult cuModuleUnload(void *m);
+API CUresult cuModuleUnload(void *m) {
+    return unmake(m);
+}
+API CUresult cuModuleGetFunction(void **f, void *m, const char *name);
+API CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+    if (!m || strncmp(name, "kiln_", 5)) return 500; /* CUDA_ERROR_NOT_FOUND */
+    *f = m;
+    return 0;
+}
+API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned sh, void *s, void **params,
+                            void **extra);
+API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned sh, void *s, void **params,
+                            void **extra) {
+    (void)sh, (void)extra;
+    if (!f || !s || !params || !gx || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1)
+        return 1;
+    launches++;
+    return 0;
+}
+
+/* NVRTC itself opens libcuda.so.1 and asks for the driver's private export tables; a
+ * driver without them is one NVRTC copes with. */
+API CUresult cuGetExportTable(const void **table, const void *uuid);
+API CUresult cuGetExportTable(const void **table, const void *uuid) {
+    (void)uuid;
+    *table = NULL;
+    return 801; /* CUDA_ERROR_NOT_SUPPORTED */
+}

@@ -1,0 +1,374 @@
+/* test_cuda_emulate.c — the CUDA dialect's semantics, on the CPU: the CUDA C printed for a
+ * program is compiled as C++ by the system's g++ against a small shim that plays the GPU
+ * (each block's 256 threads are real threads; __syncthreads is a barrier of the block,
+ * a warp shuffle an exchange between the warp's 32 threads behind a barrier of the warp),
+ * and run in place of the CPU's kernels inside an ordinary CPU executable, then compared
+ * with the reference interpreter. So the thread-per-element, warp-per-element and
+ * block-per-element forms, the shuffles and shared-memory combines, the 16-byte vector
+ * accesses and the column form are checked for what they compute, not only that NVRTC
+ * accepts them (test_cuda_nvrtc) — on machines without a GPU. Grids are 1 to 3 blocks, so
+ * the grid-stride loops run more than once. Products, permutes and scatter-adds stay the
+ * CPU's (they are library slots, not printed code).
+ *
+ * A long run (minutes: a barrier per warp shuffle, 256 threads on a few cores), so it runs
+ * only with KILN_TEST_CUDA_EMULATE=1 (f32 and i64 forms, one random program and one
+ * gradient), and more with KILN_TEST_PROGRAMS=n as well (every dtype, n random programs,
+ * two gradients, the small models). KILN_EMU_ONLY=<name> runs one program;
+ * KILN_EMU_CPU=1 keeps the CPU's kernels (the same comparison, for the error the CPU
+ * itself has); KILN_EMU_KERNELS=lo-hi emulates only those kernels (to bisect). Skipped (77)
+ * otherwise, or without g++. */
+#define KILN_NO_LOCATION_MACROS
+#include "compare.h"
+#include "randprog.h"
+#include "test.h"
+
+#include "../examples/models.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#define THREADS 256
+
+static kiln_context *ctx;
+static char dir[] = "/tmp/kiln-cuda-emu-XXXXXX";
+static uint64_t seed = 0x13198a2e03707344ull;
+
+/* ------------------------------------------------------------- the GPU ---- */
+
+static pthread_barrier_t block_bar, warp_bar[THREADS / 32], start_bar, end_bar;
+static uint64_t exchange[THREADS];
+static _Thread_local unsigned emu_tid, emu_block;
+static unsigned emu_grid;
+/* the launch the block's threads run next (set before start_bar, read after it) */
+static void (*job_body)(void *);
+static void *job_arg;
+static bool job_quit;
+static pthread_t workers[THREADS];
+
+unsigned kiln_emu_tid(void);
+unsigned kiln_emu_bid(void);
+unsigned kiln_emu_grid(void);
+void kiln_emu_sync(void);
+uint64_t kiln_emu_xor(uint64_t v, int o);
+void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg);
+
+unsigned kiln_emu_tid(void) {
+    return emu_tid;
+}
+unsigned kiln_emu_bid(void) {
+    return emu_block;
+}
+unsigned kiln_emu_grid(void) {
+    return emu_grid;
+}
+void kiln_emu_sync(void) {
+    pthread_barrier_wait(&block_bar);
+}
+/* __shfl_xor_sync: every lane of the warp publishes, then reads lane ^ o */
+uint64_t kiln_emu_xor(uint64_t v, int o) {
+    unsigned w = emu_tid / 32;
+    exchange[emu_tid] = v;
+    pthread_barrier_wait(&warp_bar[w]);
+    uint64_t r = exchange[w * 32 + ((emu_tid % 32) ^ (unsigned)o)];
+    pthread_barrier_wait(&warp_bar[w]);
+    return r;
+}
+
+/* One block's threads, made once: each launch runs its blocks one after another (a
+ * barrier of the block between them, as __shared__ arrays are reused). */
+static void *worker(void *p) {
+    emu_tid = (unsigned)(uintptr_t)p;
+    for (;;) {
+        pthread_barrier_wait(&start_bar);
+        if (job_quit) return NULL;
+        for (unsigned b = 0; b < emu_grid; b++) {
+            emu_block = b;
+            job_body(job_arg);
+            pthread_barrier_wait(&block_bar);
+        }
+        pthread_barrier_wait(&end_bar);
+    }
+}
+
+void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg) {
+    emu_grid = grid;
+    job_body = body;
+    job_arg = arg;
+    pthread_barrier_wait(&start_bar);
+    pthread_barrier_wait(&end_bar);
+}
+
+static void gpu_start(void) {
+    pthread_barrier_init(&block_bar, NULL, THREADS);
+    for (int w = 0; w < THREADS / 32; w++) pthread_barrier_init(&warp_bar[w], NULL, 32);
+    pthread_barrier_init(&start_bar, NULL, THREADS + 1);
+    pthread_barrier_init(&end_bar, NULL, THREADS + 1);
+    for (uintptr_t i = 0; i < THREADS; i++)
+        if (pthread_create(&workers[i], NULL, worker, (void *)i)) abort();
+}
+
+static void gpu_stop(void) {
+    job_quit = true;
+    pthread_barrier_wait(&start_bar);
+    for (int i = 0; i < THREADS; i++) pthread_join(workers[i], NULL);
+}
+
+/* What the printed CUDA C needs of CUDA, in plain C++ (no system header: the printed
+ * code declares its own int64_t, which must not meet glibc's). */
+static const char shim[] =
+    "#define __global__\n#define __device__\n#define __forceinline__ inline\n"
+    "#define __restrict__\n#define __launch_bounds__(n)\n#define __shared__ static\n"
+    "extern \"C\" { unsigned kiln_emu_tid(void); unsigned kiln_emu_bid(void);\n"
+    "unsigned kiln_emu_grid(void); void kiln_emu_sync(void);\n"
+    "unsigned long long kiln_emu_xor(unsigned long long v, int o);\n"
+    "void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg);\n"
+    "float expf(float); float logf(float); float log1pf(float); float sqrtf(float);\n"
+    "float powf(float, float); float floorf(float); float fabsf(float);\n"
+    "double exp(double); double log(double); double log1p(double); double sqrt(double);\n"
+    "double pow(double, double); double floor(double); double fabs(double); double "
+    "tanh(double); }\n"
+    "struct kiln_emu_dim { unsigned x; };\n"
+    "#define threadIdx (kiln_emu_dim{kiln_emu_tid()})\n"
+    "#define blockIdx (kiln_emu_dim{kiln_emu_bid()})\n"
+    "#define blockDim (kiln_emu_dim{256u})\n#define gridDim (kiln_emu_dim{kiln_emu_grid()})\n"
+    "#define __syncthreads kiln_emu_sync\n"
+    "#define INFINITY __builtin_inff()\n#define NAN __builtin_nanf(\"\")\n"
+    "inline unsigned __float_as_uint(float f) { unsigned u; __builtin_memcpy(&u, &f, 4); "
+    "return u; }\n"
+    "inline float __uint_as_float(unsigned u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
+    "}\n"
+    "inline float __int_as_float(int u) { float f; __builtin_memcpy(&f, &u, 4); return f; }\n"
+    "template <class T> T __shfl_xor_sync(unsigned, T v, int o) {\n"
+    "    unsigned long long b = 0; __builtin_memcpy(&b, &v, sizeof v);\n"
+    "    b = kiln_emu_xor(b, o); T r; __builtin_memcpy(&r, &b, sizeof r); return r; }\n"
+    "struct alignas(16) float4 { float x, y, z, w; };\n"
+    "struct alignas(16) int4 { int x, y, z, w; };\n"
+    /* any buffer pointer, as the kernel's parameter type wants it */
+    "struct kiln_emu_any { void *p; template <class T> operator T *() const { return (T *)p; } "
+    "};\n";
+
+/* The printed CUDA C of e's program, plus for each loop kernel a function with the CPU
+ * kernel's signature that runs the CUDA kernel over `grid` blocks (once, from the call
+ * whose range starts at 0: the CPU backend splits the range over its pool). */
+static char *emulation_source(kiln_executable *e, cgen_kernel *cuda) {
+    strbuf sb;
+    sb_init(&sb, ctx);
+    sb_append(&sb, shim);
+    if (cgen_program_dialect(e->g, &e->plan, KN_DIALECT_CUDA, &sb, cuda)) {
+        sb_free(&sb);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < e->plan.n_kernels; i++) {
+        const fkernel *k = &e->plan.kernels[i];
+        if (k->kind != FK_LOOP || !cuda[i].items) continue;
+        long long items = (long long)cuda[i].items;
+        unsigned grid = (unsigned)(items < 3 ? items : 3);
+        sb_printf(&sb, "struct emu_args%u { void *const *b; };\n", i);
+        sb_printf(&sb,
+                  "static void emu_body%u(void *a) {\n    void *const *b = ((emu_args%u *)a)->b;\n"
+                  "    kiln_k%u(",
+                  i, i, i);
+        for (uint32_t j = 0; j < k->n_inputs + k->n_roots; j++)
+            sb_printf(&sb, "kiln_emu_any{b[%u]}, ", j);
+        sb_printf(&sb, "%lldLL);\n}\n", items);
+        sb_printf(&sb,
+                  "extern \"C\" void emu_k%u(void *const *b, long long begin, long long end) {\n"
+                  "    (void)end; if (begin) return;\n"
+                  "    emu_args%u a = {b}; kiln_emu_run(%uu, emu_body%u, &a);\n}\n",
+                  i, i, grid, i);
+    }
+    return sb_take(&sb);
+}
+
+static int n_programs;
+
+/* g compiled for the CPU, its loop kernels replaced by the emulated CUDA ones, run on
+ * random arguments and compared with the reference. */
+static void check(kiln_graph *g, const char *name, const kiln_compile_options *opts, double tol) {
+    const char *only = getenv("KILN_EMU_ONLY");
+    if (only && strcmp(only, name)) return;
+    kiln_executable *e = NULL;
+    kiln_status s = kiln_compile(g, opts, &e);
+    CHECK_MSG(!s, "%s: compile: %s", name, kiln_last_error(ctx));
+    if (s) return;
+    uint32_t nk = e->plan.n_kernels;
+    cgen_kernel *cuda = calloc(nk + 1, sizeof *cuda);
+    char *src = emulation_source(e, cuda);
+    CHECK_MSG(src != NULL, "%s: printing CUDA: %s", name, kiln_last_error(ctx));
+    char cu[256], so[256], cmd[2048];
+    snprintf(cu, sizeof cu, "%s/%s.cpp", dir, name);
+    snprintf(so, sizeof so, "%s/%s.so", dir, name);
+    FILE *f = src ? fopen(cu, "w") : NULL;
+    if (f) fputs(src, f), fclose(f);
+    kiln_string_free(ctx, src);
+    snprintf(cmd, sizeof cmd,
+             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -ffp-contract=off -o '%s' "
+             "'%s' 2>'%s.log'",
+             so, cu, cu);
+    int rc = f ? system(cmd) : -1;
+    CHECK_MSG(rc == 0, "%s: g++ failed (see %s.log)", name, cu);
+    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    CHECK_MSG(rc || lib, "%s: dlopen: %s", name, dlerror());
+    const char *range = getenv("KILN_EMU_KERNELS"); /* "lo-hi": only those, to bisect */
+    unsigned lo = 0, hi = ~0u;
+    if (range) sscanf(range, "%u-%u", &lo, &hi);
+    for (uint32_t i = 0; lib && i < nk && !getenv("KILN_EMU_CPU"); i++) {
+        if (e->plan.kernels[i].kind != FK_LOOP || !cuda[i].items || i < lo || i > hi) continue;
+        char sym[32];
+        snprintf(sym, sizeof sym, "emu_k%u", i);
+        e->kernels[i] = dlsym(lib, sym);
+        e->info[i] = (cgen_kernel){cuda[i].items, cuda[i].items}; /* one call for the range */
+    }
+    if (lib) {
+        int np = kiln_graph_num_parameters(g), n_out = kiln_graph_num_outputs(g), ok = 1;
+        kiln_array **args = calloc((size_t)np + 1, sizeof *args);
+        kiln_array **want = calloc((size_t)n_out + 1, sizeof *want);
+        kiln_array **got = calloc((size_t)n_out + 1, sizeof *got);
+        for (int i = 0; i < np; i++) {
+            const ir_node *p = &g->nodes[g->params[i]];
+            args[i] = cmp_random_array(ctx, p->dtype, p->shape.rank, p->shape.dims, &seed);
+        }
+        if (kiln_interpret(g, np, args, n_out, want) ||
+            kiln_executable_run(e, np, args, n_out, got)) {
+            fprintf(stderr, "%s: %s\n", name, kiln_last_error(ctx));
+            ok = 0;
+        }
+        for (int i = 0; ok && i < n_out; i++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s output %d", name, i);
+            ok &= cmp_arrays(got[i], want[i], tol, 1e-9, what);
+        }
+        CHECK_MSG(ok, "%s: emulated CUDA != reference (source: %s)", name, cu);
+        n_programs++;
+        for (int i = 0; i < n_out; i++) kiln_array_destroy(want[i]), kiln_array_destroy(got[i]);
+        for (int i = 0; i < np; i++) kiln_array_destroy(args[i]);
+        free(args), free(want), free(got);
+    }
+    kiln_executable_destroy(e);
+    if (lib) dlclose(lib);
+    free(cuda);
+}
+
+static bool finish(kiln_graph *g, int n, kiln_value *outs, const char *name) {
+    kiln_status s = kiln_graph_finish(g, n, outs);
+    CHECK_MSG(!s, "%s did not build: %s", name, kiln_last_error(ctx));
+    if (s) kiln_graph_destroy(g);
+    return !s;
+}
+
+/* Each form: elementwise four at a time (and not: an odd last axis), rows by warps and by
+ * blocks, keepdims rows, columns, everything, nested, max/min with NaN flags, integers. */
+static void test_forms(void) {
+    static const kiln_dtype types[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
+                                       KILN_DTYPE_I64};
+    /* a barrier per shuffle is slow with 256 threads on few cores: f32 and i64 by default */
+    for (int d = 0; d < 4; d++) {
+        kiln_dtype t = types[d];
+        if (!getenv("KILN_TEST_PROGRAMS") && (d == 1 || d == 2)) continue;
+        char name[32];
+        snprintf(name, sizeof name, "forms_%s", kiln_dtype_name(t));
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        int64_t wide[2] = {4100, 8}, narrow[2] = {6, 300}, odd[2] = {5, 37}, cube[3] = {3, 9, 70};
+        kiln_value x = kiln_parameter(g, "x", t, 2, wide), y = kiln_parameter(g, "y", t, 2, narrow);
+        kiln_value z = kiln_parameter(g, "z", t, 2, odd), c = kiln_parameter(g, "c", t, 3, cube);
+        kiln_value outs[16];
+        int n = 0, ax1[1] = {1}, ax0[1] = {0}, ax02[2] = {0, 2};
+        outs[n++] = kiln_add(g, kiln_mul(g, x, x), x);     /* vector accesses */
+        outs[n++] = kiln_sub(g, z, kiln_mul(g, z, z));     /* an odd last axis: scalar */
+        outs[n++] = kiln_reduce_sum(g, x, 1, ax1, false);  /* warp per row */
+        outs[n++] = kiln_reduce_max(g, x, 1, ax1, true);   /* keepdims: block per row */
+        outs[n++] = kiln_reduce_min(g, y, 1, ax1, false);  /* few rows: block */
+        outs[n++] = kiln_reduce_sum(g, y, 1, ax0, false);  /* columns */
+        outs[n++] = kiln_reduce_max(g, x, 1, ax0, true);   /* columns, keepdims */
+        outs[n++] = kiln_reduce_sum(g, z, 0, NULL, false); /* everything */
+        outs[n++] = kiln_reduce_min(g, c, 2, ax02, false); /* two axes at once */
+        kiln_value m = kiln_reduce_max(g, y, 1, ax1, true);
+        outs[n++] = kiln_reduce_sum(g, kiln_sub(g, y, m), 1, ax1, false); /* nested */
+        if (finish(g, n, outs, name)) {
+            check(g, name, NULL, 1e-5);
+            kiln_graph_destroy(g);
+        }
+    }
+    /* NaN must win max/min and survive sums, through the lanes' combine */
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "nan", &g);
+    int64_t d2[2] = {64, 700};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d2);
+    kiln_value r = kiln_log(g, x); /* negative inputs give NaN in some rows */
+    int ax1[1] = {1};
+    kiln_value outs[3] = {kiln_reduce_max(g, r, 1, ax1, false), kiln_reduce_min(g, r, 1, ax1, true),
+                          kiln_reduce_sum(g, r, 1, ax1, false)};
+    if (finish(g, 3, outs, "nan")) {
+        check(g, "nan", NULL, 1e-5);
+        kiln_graph_destroy(g);
+    }
+}
+
+static void test_programs(int n) {
+    for (int k = 0; k < n; k += 4) {
+        char name[32];
+        snprintf(name, sizeof name, "random_%d", k);
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        rp_state s = {.seed = 0x9e3779b97f4a7c15ull * (uint64_t)(k + 1)};
+        for (int i = 0; i < 4; i++) rp_sub(&s, g);
+        if (finish(g, s.n_outs, s.outs, name)) {
+            check(g, name, NULL, 1e-4);
+            kiln_graph_destroy(g);
+        }
+    }
+    for (int k = 0; k < (n > 4 ? 2 : 1); k++) {
+        char name[32];
+        snprintf(name, sizeof name, "grad_%d", k);
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        rp_state s = {.seed = 0x5851f42d4c957f2dull * (uint64_t)(k + 3)};
+        kiln_value loss = rp_loss(&s, g, k ? KILN_DTYPE_F64 : KILN_DTYPE_F32, 2);
+        kiln_value outs[RP_MAX_PARAMS + 1], wrt[RP_MAX_PARAMS];
+        for (int i = 0; i < s.n_params; i++) wrt[i] = s.params[i].v;
+        outs[0] = loss;
+        CHECK_OK(ctx, kiln_grad(g, loss, s.n_params, wrt, outs + 1));
+        if (finish(g, s.n_params + 1, outs, name)) {
+            check(g, name, NULL, 2e-4);
+            kiln_graph_destroy(g);
+        }
+    }
+    /* the small models (long runs only: KILN_TEST_PROGRAMS); the big ones are test_cuda's */
+    for (size_t i = 0; getenv("KILN_TEST_PROGRAMS") && i < sizeof models / sizeof *models; i++) {
+        if (strcmp(models[i].name, "transformer") && strcmp(models[i].name, "branches")) continue;
+        model m = {0};
+        kiln_graph_create(ctx, models[i].name, &m.g);
+        int no = models[i].build(&m);
+        if (no > 0 && finish(m.g, no, m.outs, models[i].name)) {
+            /* random weights make ill-conditioned layer norms: the CPU's own kernels are
+             * 1e-2 from the reference at some elements of the transformer on this data
+             * (KILN_EMU_CPU=1 shows it); the forms above are the strict check */
+            check(m.g, models[i].name, NULL, strcmp(models[i].name, "transformer") ? 2e-2 : 1e-1);
+            kiln_graph_destroy(m.g);
+        }
+    }
+}
+
+int main(void) {
+    const char *on = getenv("KILN_TEST_CUDA_EMULATE");
+    if (!on || strcmp(on, "1")) {
+        printf("test_cuda_emulate: skipped: a long run; set KILN_TEST_CUDA_EMULATE=1\n");
+        return 77;
+    }
+    if (system("g++ --version >/dev/null 2>&1")) {
+        printf("test_cuda_emulate: skipped: no g++ to compile the CUDA C as C++\n");
+        return 77;
+    }
+    ctx = test_private_context(dir);
+    if (!ctx) return 1;
+    gpu_start();
+    test_forms();
+    test_programs(rp_program_count(1));
+    gpu_stop();
+    printf("test_cuda_emulate: %d programs run as emulated CUDA\n", n_programs);
+    kiln_context_destroy(ctx);
+    test_remove_dir(dir);
+    return test_summary("test_cuda_emulate");
+}

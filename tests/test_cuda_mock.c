@@ -1,0 +1,223 @@
+/* test_cuda_mock.c — the GPU backend's host side against a stand-in driver
+ * (tests/mock_cuda.c, loaded as libcuda.so.1 through LD_LIBRARY_PATH, which CMake sets for
+ * this test only): a pretend 8 GiB sm_90 device appears as cuda:0; the memory modes
+ * reserve what they should (75% by default, ~0 growing, exactly the request on the
+ * platform allocator) and stats carry the driver's numbers; staged copies round-trip
+ * sizes around the staging buffers; a program with no kernels returns its arguments and
+ * constants through device copies; a compiled program (NVRTC, when present) loads and
+ * launches; arguments on the wrong device are refused; driver failures (cuInit, the
+ * context's creation, allocation) become messages that name the call; and every driver
+ * object is released when the contexts go. Kernels do not run: their results are
+ * test_cuda.c's, on a real GPU. Skipped (77) if the stand-in is not the libcuda.so.1
+ * that loads (run outside ctest on a machine with a driver). */
+#include "test.h"
+#include "exec/array.h"
+#include "exec/executable.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+static char dir[] = "/tmp/kiln-cuda-mock-XXXXXX";
+
+static kiln_context *make(kiln_alloc_mode mode) {
+    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir, .alloc_mode = mode};
+    kiln_context *c = NULL;
+    char err[512];
+    if (kiln_context_create(&o, &c, err, sizeof err)) fprintf(stderr, "%s\n", err);
+    return c;
+}
+
+static void test_memory(void) {
+    static const struct {
+        kiln_alloc_mode mode;
+        double lo, hi;
+    } cases[] = {{KILN_ALLOC_MODE_DEFAULT, 0.749, 0.751},
+                 {KILN_ALLOC_MODE_GROW, 0, 0.01},
+                 {KILN_ALLOC_MODE_PLATFORM, 0, 0.01}};
+    for (int i = 0; i < 3; i++) {
+        kiln_context *c = make(cases[i].mode);
+        CHECK(c != NULL);
+        if (!c) continue;
+        CHECK(kiln_device_count(c) == 2);
+        CHECK(kiln_device_name(c, 1) && !strcmp(kiln_device_name(c, 1), "cuda:0"));
+        void *p = NULL;
+        kiln_memory_stats st = {0};
+        CHECK_OK(c, kiln_device_alloc(c, 1, 1 << 20, "first", &p));
+        CHECK_OK(c, kiln_device_get_memory_stats(c, 1, &st));
+        double frac = (double)st.bytes_reserved / (double)((size_t)8 << 30);
+        CHECK_MSG(frac >= cases[i].lo && frac <= cases[i].hi, "mode %d reserved %.4f of the device",
+                  (int)cases[i].mode, frac);
+        CHECK(st.device_total_bytes == (uint64_t)8 << 30);
+        CHECK_MSG(st.device_free_bytes == st.device_total_bytes - st.bytes_reserved,
+                  "driver free %llu", (unsigned long long)st.device_free_bytes);
+        if (cases[i].mode == KILN_ALLOC_MODE_PLATFORM) CHECK(st.bytes_reserved == 1 << 20);
+        CHECK_OK(c, kiln_device_free(c, 1, p));
+        kiln_context_destroy(c);
+    }
+}
+
+static void test_copies(kiln_context *c) {
+    static const int64_t sizes[] = {1, 1000, (16 << 20) / 4, (16 << 20) / 4 + 1,
+                                    (48 << 20) / 4 + 13};
+    for (int k = 0; k < 5; k++) {
+        int64_t n = sizes[k];
+        float *h = malloc((size_t)n * 4), *back = calloc((size_t)n, 4);
+        for (int64_t i = 0; i < n; i++) h[i] = (float)(i % 1000003) * 0.5f;
+        kiln_array *a = NULL;
+        CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, &n, h, &a));
+        CHECK_OK(c, kiln_array_copy_to_host(a, back, (size_t)n * 4));
+        CHECK_MSG(!memcmp(h, back, (size_t)n * 4), "round trip of %lld floats", (long long)n);
+        kiln_array_destroy(a);
+        free(h), free(back);
+    }
+    uint8_t bools[5] = {0, 2, 255, 1, 0}, got[5];
+    int64_t five = 5, zero = 0;
+    kiln_array *b = NULL, *z = NULL, *zs = NULL;
+    CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_BOOL, 1, &five, bools, &b));
+    CHECK_OK(c, kiln_array_copy_to_host(b, got, 5));
+    CHECK(got[0] == 0 && got[1] == 1 && got[2] == 1 && got[3] == 1 && got[4] == 0);
+    CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, &zero, NULL, &z));
+    float zeros[3] = {1, 1, 1};
+    int64_t three = 3;
+    CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, &three, NULL, &zs));
+    CHECK_OK(c, kiln_array_copy_to_host(zs, zeros, sizeof zeros));
+    CHECK(zeros[0] == 0 && zeros[1] == 0 && zeros[2] == 0);
+    kiln_array_destroy(zs);
+    CHECK_STATUS(kiln_array_create_on(c, 5, KILN_DTYPE_F32, 1, &three, NULL, &zs),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    kiln_array_destroy(b);
+    kiln_array_destroy(z);
+}
+
+static void test_programs(kiln_context *c, long (*launches)(void)) {
+    /* no kernels: outputs are the argument, a constant and the argument again */
+    kiln_graph *g = NULL;
+    kiln_graph_create(c, "pass", &g);
+    int64_t d[1] = {1000};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+    float cv[1000], xv[1000], got[1000];
+    for (int i = 0; i < 1000; i++) cv[i] = (float)i, xv[i] = (float)-i;
+    kiln_value outs[3] = {x, kiln_constant(g, KILN_DTYPE_F32, 1, d, cv), x};
+    CHECK_OK(c, kiln_graph_finish(g, 3, outs));
+    kiln_compile_options o = {.device = 1};
+    kiln_executable *e = NULL;
+    kiln_array *arg = NULL, *res[3] = {0}, *host = NULL;
+    CHECK_OK(c, kiln_compile(g, &o, &e));
+    CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, d, xv, &arg));
+    if (e && arg) {
+        CHECK_OK(c, kiln_executable_run(e, 1, &arg, 3, res));
+        for (int j = 0; j < 3 && res[j]; j++) {
+            CHECK_OK(c, kiln_array_copy_to_host(res[j], got, sizeof got));
+            CHECK_MSG(!memcmp(got, j == 1 ? cv : xv, sizeof got), "output %d", j);
+            kiln_array_destroy(res[j]);
+        }
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 1, d, xv, &host));
+        CHECK_STATUS(kiln_executable_run(e, 1, &host, 3, res), KILN_STATUS_INVALID_ARGUMENT);
+        CHECK_CONTAINS(kiln_last_error(c), "argument 0 of 'pass' is on cpu:0");
+        CHECK_STATUS(kiln_interpret(g, 1, &arg, 3, res), KILN_STATUS_INVALID_ARGUMENT);
+        CHECK_CONTAINS(kiln_last_error(c), "is on cuda:0");
+    }
+    kiln_array_destroy(host);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+
+    /* kernels: compiled by NVRTC (when it loads), loaded, launched */
+    kiln_graph_create(c, "kernels", &g);
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+    kiln_value y = kiln_reduce_sum(g, kiln_exp(g, x), 0, NULL, false);
+    CHECK_OK(c, kiln_graph_finish(g, 1, &y));
+    e = NULL;
+    kiln_status s = kiln_compile(g, &o, &e);
+    if (s && strstr(kiln_last_error(c), "NVRTC")) {
+        printf("test_cuda_mock: no NVRTC, the compiled-program case is skipped: %s\n",
+               kiln_last_error(c));
+    } else {
+        CHECK_OK(c, s);
+        kiln_executable_info info;
+        kiln_executable_get_info(e, &info);
+        CHECK(info.code_bytes > 0);
+        long before = launches();
+        kiln_array *r = NULL;
+        CHECK_OK(c, kiln_executable_run(e, 1, &arg, 1, &r));
+        CHECK_MSG(launches() > before, "no kernel was launched");
+        kiln_array_destroy(r);
+        kiln_executable *again = NULL;
+        CHECK_OK(c, kiln_compile(g, &o, &again));
+        if (again) {
+            kiln_executable_get_info(again, &info);
+            CHECK_MSG(info.from_disk_cache, "the cubin was not served from the disk cache");
+        }
+        kiln_executable_destroy(again);
+    }
+    kiln_array_destroy(arg);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
+/* The stand-in driver failing one entry point: the message names it. */
+static void test_failures(void) {
+    setenv("KILN_MOCK_CUDA_FAIL", "cuInit", 1);
+    kiln_context *c = make(KILN_ALLOC_MODE_GROW);
+    CHECK(c && kiln_device_count(c) == 1);
+    kiln_graph *g = NULL;
+    if (c) {
+        kiln_graph_create(c, "g", &g);
+        int64_t d[1] = {4};
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+        kiln_graph_finish(g, 1, &x);
+        kiln_compile_options o = {.device = 1};
+        kiln_executable *e = NULL;
+        CHECK_STATUS(kiln_compile(g, &o, &e), KILN_STATUS_INVALID_ARGUMENT);
+        CHECK_CONTAINS(kiln_last_error(c), "cuInit failed: CUDA_ERROR_NO_DEVICE");
+        kiln_graph_destroy(g);
+        kiln_context_destroy(c);
+    }
+    setenv("KILN_MOCK_CUDA_FAIL", "cuDevicePrimaryCtxRetain", 1);
+    c = make(KILN_ALLOC_MODE_GROW);
+    CHECK(c && kiln_device_count(c) == 2); /* contexts are made at first use */
+    if (c) {
+        int64_t n = 4;
+        kiln_array *a = NULL;
+        CHECK_STATUS(kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, &n, NULL, &a), KILN_STATUS_BACKEND);
+        CHECK_CONTAINS(kiln_last_error(c),
+                       "creating the context of cuda:0 (Mock GPU): cuDevicePrimaryCtxRetain "
+                       "failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+        kiln_context_destroy(c);
+    }
+    setenv("KILN_MOCK_CUDA_FAIL", "cuMemAlloc", 1);
+    c = make(KILN_ALLOC_MODE_DEFAULT);
+    if (c) {
+        int64_t n = 4;
+        kiln_array *a = NULL;
+        CHECK_STATUS(kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, &n, NULL, &a),
+                     KILN_STATUS_DEVICE_OOM);
+        CHECK_CONTAINS(kiln_last_error(c), "cannot preallocate");
+        kiln_context_destroy(c);
+    }
+    unsetenv("KILN_MOCK_CUDA_FAIL");
+}
+
+int main(void) {
+    if (!mkdtemp(dir)) return 1;
+    kiln_context *c = make(KILN_ALLOC_MODE_GROW);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    long (*live)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_live") : NULL;
+    long (*launches)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_launches") : NULL;
+    if (!c || !live || !launches) {
+        printf("test_cuda_mock: skipped: the libcuda.so.1 loaded is not tests/mock_cuda.c\n");
+        kiln_context_destroy(c);
+        if (lib) dlclose(lib);
+        test_remove_dir(dir);
+        return 77;
+    }
+    test_copies(c);
+    test_programs(c, launches);
+    kiln_context_destroy(c);
+    CHECK_MSG(live() == 0, "%ld driver objects were not released", live());
+    test_memory();
+    test_failures();
+    CHECK_MSG(live() == 0, "%ld driver objects were not released", live());
+    dlclose(lib);
+    test_remove_dir(dir);
+    return test_summary("test_cuda_mock");
+}

@@ -1,0 +1,242 @@
+/* test_cuda_nvrtc.c — the CUDA dialect compiles: the CUDA C the printer generates for
+ * every test program is compiled by NVRTC for sm_90, with no GPU needed, so a dialect
+ * mistake fails CI on a machine that has only the toolkit. Skipped (77) when NVRTC cannot
+ * be loaded.
+ *
+ * Programs: per data dtype one graph of every elementwise op it accepts (each compare
+ * direction and conversion), reductions of every kind in each form the printer has
+ * (lane-strided in a warp, in a block, columns, full, nested), gathers, pads and
+ * concatenations, the random programs of randprog.h (fused and one op per kernel), their
+ * gradients (kiln_grad), every model of examples/models.h, and the GPU's library kernels.
+ * Each is compiled fused and (the op graphs) unfused; a failure prints NVRTC's log and
+ * keeps the source under the build folder, and the test goes on to the next program.
+ * KILN_TEST_PROGRAMS sets the number of random sub-programs; KILN_TEST_KEEP_CUDA=<folder>
+ * keeps every generated source there. */
+#define KILN_NO_LOCATION_MACROS
+#include "test.h"
+#include "backend/cuda/cuda_program.h"
+#include "codegen/cgen.h"
+#include "passes/passes.h"
+#include "passes/rewrite.h"
+#include "randprog.h"
+#include "trace/trace.h"
+
+#include "../examples/models.h"
+
+#include <stdlib.h>
+
+static kiln_context *ctx;
+static cu_nvrtc nvrtc;
+static int n_compiled;
+
+/* CUDA source of g as kiln_compile would generate it (passes, fusion), compiled. */
+static void check_graph(kiln_graph *g, const char *name, bool fuse) {
+    kiln_graph *c = NULL;
+    fusion_plan p = {0};
+    bool have_plan = false;
+    kiln_status s = pass_clone(g, &c);
+    if (!s) s = passes_run(&c, NULL);
+    fusion_options fo = {.disable = !fuse};
+    if (!s && !(s = fusion_plan_build(c, &fo, &p))) have_plan = true;
+    strbuf sb;
+    sb_init(&sb, ctx);
+    cgen_kernel *info = have_plan ? calloc(p.n_kernels + 1, sizeof *info) : NULL;
+    if (!s) s = cgen_program_dialect(c, &p, KN_DIALECT_CUDA, &sb, info);
+    CHECK_MSG(!s, "%s: generating CUDA: %s", name, kiln_last_error(ctx));
+    char *src = s ? NULL : sb_take(&sb);
+    sb_free(&sb);
+    if (src) {
+        char *cubin = NULL;
+        size_t bytes = 0;
+        s = cu_nvrtc_compile(ctx, &nvrtc, src, strlen(src), 9, 0, &cubin, &bytes);
+        n_compiled++;
+        const char *keep = getenv("KILN_TEST_KEEP_CUDA"); /* a folder: every source kept */
+        if (keep && *keep) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s%s.cu", keep, name, fuse ? "" : "_unfused");
+            FILE *f = fopen(path, "w");
+            if (f) fputs(src, f), fclose(f);
+        }
+        if (s) {
+            char path[256];
+            snprintf(path, sizeof path, "nvrtc_failed_%s%s.cu", name, fuse ? "" : "_unfused");
+            FILE *f = fopen(path, "w");
+            if (f) fputs(src, f), fclose(f);
+            fprintf(stderr, "source kept at %s\n", path);
+        }
+        CHECK_MSG(!s, "%s%s: %s", name, fuse ? "" : " (unfused)", kiln_last_error(ctx));
+        CHECK_MSG(s || bytes > 0, "%s: empty cubin", name);
+        if (cubin) host_free(ctx, cubin, bytes);
+        kiln_string_free(ctx, src);
+    }
+    free(info);
+    if (have_plan) fusion_plan_free(&p);
+    kiln_graph_destroy(c);
+}
+
+static void check_outputs(kiln_graph *g, const char *name, int n, kiln_value *outs, bool unfused) {
+    kiln_status s = kiln_graph_finish(g, n, outs);
+    CHECK_MSG(!s, "%s did not build: %s", name, kiln_last_error(ctx));
+    if (!s) {
+        check_graph(g, name, true);
+        if (unfused) check_graph(g, name, false);
+    }
+    kiln_graph_destroy(g);
+}
+
+static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
+                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL};
+
+/* Every elementwise op on each dtype, as test_registry.c builds them. */
+static void test_ops(void) {
+    for (int d = 0; d < 5; d++) {
+        kiln_dtype t = all_dtypes[d];
+        kiln_graph *g = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "ops_%s", kiln_dtype_name(t));
+        kiln_graph_create(ctx, name, &g);
+        int64_t dims[1] = {37};
+        kiln_value a = kiln_parameter(g, "a", t, 1, dims);
+        kiln_value b = kiln_parameter(g, "b", t, 1, dims);
+        kiln_value p = kiln_parameter(g, "pred", KILN_DTYPE_BOOL, 1, dims);
+        kiln_value outs[128];
+        int n = 0;
+        for (int op = 0; op < IR_NUM_OPS; op++) {
+            const ir_op_info *o = &ir_ops[op];
+            if (!(o->flags & IRF_ELEMENTWISE) || !ir_dtype_accepts(o->types, t)) continue;
+            int variants = op == IR_COMPARE ? 6 : op == IR_CONVERT ? 5 : 1;
+            for (int v = 0; v < variants; v++) {
+                ir_node node = {.op = (ir_op)op};
+                uint32_t in[3] = {a.id, b.id, 0};
+                if (op == IR_COMPARE) node.a.cmp = (kiln_cmp)v;
+                if (op == IR_CONVERT) {
+                    if (all_dtypes[v] == t) continue;
+                    node.dtype = all_dtypes[v];
+                }
+                if (op == IR_SELECT) in[0] = p.id, in[1] = a.id, in[2] = b.id;
+                kiln_value r = trace_emit(g, o->name, &node, in, (uint32_t)o->arity);
+                if (r.id && n < 128) outs[n++] = r;
+            }
+        }
+        check_outputs(g, name, n, outs, true);
+    }
+}
+
+/* Reductions of each kind and dtype in each printed form: rows long and short (a warp or
+ * the block per element), columns, to a scalar, nested inside another reduction; and the
+ * data movement the printer guards (gathers, pads, concatenations, iota). */
+static void test_forms(void) {
+    static const kiln_dtype types[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
+                                       KILN_DTYPE_I64};
+    for (int d = 0; d < 4; d++) {
+        kiln_dtype t = types[d];
+        kiln_graph *g = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "reduce_%s", kiln_dtype_name(t));
+        kiln_graph_create(ctx, name, &g);
+        int64_t big[2] = {5000, 64}, small[2] = {3, 700};
+        kiln_value x = kiln_parameter(g, "x", t, 2, big), y = kiln_parameter(g, "y", t, 2, small);
+        kiln_value outs[32];
+        int n = 0, ax1[1] = {1}, ax0[1] = {0};
+        outs[n++] = kiln_reduce_sum(g, x, 1, ax1, false);
+        outs[n++] = kiln_reduce_max(g, x, 1, ax1, true);
+        outs[n++] = kiln_reduce_min(g, y, 1, ax1, false);
+        outs[n++] = kiln_reduce_prod(g, y, 1, ax1, false);
+        outs[n++] = kiln_reduce_sum(g, x, 1, ax0, false); /* columns */
+        outs[n++] = kiln_reduce_max(g, y, 1, ax0, false);
+        outs[n++] = kiln_reduce_sum(g, x, 0, NULL, false); /* everything */
+        outs[n++] = kiln_reduce_min(g, y, 0, NULL, false);
+        /* a row reduction over values that need another reduction of their own row */
+        kiln_value m = kiln_reduce_max(g, y, 1, ax1, true);
+        outs[n++] = kiln_reduce_sum(g, kiln_sub(g, y, m), 1, ax1, false);
+        check_outputs(g, name, n, outs, false);
+    }
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "movement", &g);
+    int64_t d2[2] = {6, 9}, di[1] = {4};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d2);
+    kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 1, di);
+    kiln_value outs[8];
+    int n = 0;
+    outs[n++] = kiln_take_rows(g, x, idx);
+    int64_t lo[2] = {1, 2}, hi[2] = {0, 3}, in[2] = {0, 1};
+    outs[n++] = kiln_pad(g, x, kiln_scalar(g, KILN_DTYPE_F32, -1), lo, hi, in);
+    kiln_value parts[3] = {x, kiln_exp(g, x), x};
+    outs[n++] = kiln_concatenate(g, 3, parts, 1);
+    outs[n++] = kiln_add(g, x, kiln_iota(g, KILN_DTYPE_F32, 2, d2, 1));
+    check_outputs(g, "movement", n, outs, true);
+}
+
+static void test_random(int subs) {
+    for (int k = 0; k < 4; k++) {
+        kiln_graph *g = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "random_%d", k);
+        kiln_graph_create(ctx, name, &g);
+        rp_state s = {.seed = 0x9e3779b97f4a7c15ull * (uint64_t)(k + 1)};
+        for (int i = 0; i < subs / 4 + 1; i++) rp_sub(&s, g);
+        check_outputs(g, name, s.n_outs, s.outs, k == 0);
+    }
+    for (int k = 0; k < 2; k++) { /* gradients */
+        kiln_graph *g = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "grad_%d", k);
+        kiln_graph_create(ctx, name, &g);
+        rp_state s = {.seed = 0x5851f42d4c957f2dull * (uint64_t)(k + 3)};
+        kiln_value loss = rp_loss(&s, g, k ? KILN_DTYPE_F64 : KILN_DTYPE_F32, 3);
+        kiln_value outs[RP_MAX_PARAMS + 1];
+        outs[0] = loss;
+        kiln_value wrt[RP_MAX_PARAMS];
+        int nw = 0;
+        for (int i = 0; i < s.n_params; i++)
+            if (s.params[i].t == KILN_DTYPE_F32 || s.params[i].t == KILN_DTYPE_F64)
+                wrt[nw++] = s.params[i].v;
+        CHECK_OK(ctx, kiln_grad(g, loss, nw, wrt, outs + 1));
+        check_outputs(g, name, nw + 1, outs, false);
+    }
+}
+
+static void test_models(void) {
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        model m = {0};
+        kiln_graph_create(ctx, models[i].name, &m.g);
+        int n = models[i].build(&m);
+        CHECK_MSG(n > 0, "model %s did not build: %s", models[i].name, kiln_last_error(ctx));
+        if (n > 0)
+            check_outputs(m.g, models[i].name, n, m.outs, false);
+        else
+            kiln_graph_destroy(m.g);
+    }
+}
+
+static void test_library(void) {
+    size_t len;
+    const char *src = cu_lib_source(&len);
+    char *cubin = NULL;
+    size_t bytes = 0;
+    kiln_status s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
+    CHECK_MSG(!s, "library kernels: %s", kiln_last_error(ctx));
+    if (cubin) host_free(ctx, cubin, bytes);
+}
+
+int main(void) {
+    char why[256];
+    if (!cu_nvrtc_load(&nvrtc, why, sizeof why)) {
+        printf("test_cuda_nvrtc: skipped: %s\n", why);
+        return 77;
+    }
+    printf("test_cuda_nvrtc: NVRTC %d.%d, compiling for sm_90\n", nvrtc.major, nvrtc.minor);
+    char dir[] = "/tmp/kiln-nvrtc-XXXXXX";
+    ctx = test_private_context(dir);
+    if (!ctx) return 1;
+    test_library();
+    test_ops();
+    test_forms();
+    test_random(rp_program_count(24));
+    test_models();
+    printf("test_cuda_nvrtc: %d programs compiled\n", n_compiled);
+    kiln_context_destroy(ctx);
+    test_remove_dir(dir);
+    cu_nvrtc_unload(&nvrtc);
+    return test_summary("test_cuda_nvrtc");
+}

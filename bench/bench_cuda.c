@@ -141,7 +141,7 @@ static void chain_figures(kiln_context *c, double *ratio) {
     double tc[REPS];
     for (int r = -2; r < REPS; r++) {
         double t0 = now();
-        DIE(c, device_copy_d2d(c, d, args[1]->data, d, args[0]->data, (size_t)n * 4));
+        DIE(c, device_copy(c, d, args[1]->data, d, args[0]->data, (size_t)n * 4));
         DIE(c, d->backend->synchronize(d->state, d->index));
         if (r >= 0) tc[r] = now() - t0;
     }

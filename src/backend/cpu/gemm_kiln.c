@@ -14,7 +14,10 @@
 
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+/* Not under ThreadSanitizer: the clones' ifunc resolver runs while the dynamic loader
+ * relocates the program, before TSan's runtime is up, and its instrumented code crashes
+ * there (every program linking libkiln died at startup in the -DKILN_TSAN=ON build). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define KILN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define KILN_CLONES

@@ -182,7 +182,8 @@ static uint32_t lower_pad(lw *l, uint32_t id, const uint32_t *ix) {
             if (kd_reserve(kd, (void **)&kd->guards, kd->n_guards, &kd->cap_guards,
                            sizeof *kd->guards))
                 kd->guards[kd->n_guards++] = g[i];
-        sub[a] = kd_ix_div(kd, t, step);
+        /* x is read only where every guard holds, so t is in 0..extent-1 there */
+        sub[a] = kd_ix_div(kd, ng ? kd_ix_within(kd, t, 0, extent - 1) : t, step);
     }
     if (kd->n_guards == first) return lower_value(l, x, sub);
     uint32_t scalar[1] = {0}; /* the pad value is rank 0 */
@@ -222,7 +223,8 @@ static uint32_t lower_concat(lw *l, uint32_t id, const uint32_t *ix) {
         emit(l, s);
         if (!i) scope_open(l);
         memcpy(sub, ix, (size_t)n->shape.rank * sizeof *sub);
-        sub[ax] = kd_ix_affine(kd, ix[ax], 1, 0, 0, -off);
+        /* earlier branches took everything below off, this one's guard what is past it */
+        sub[ax] = kd_ix_within(kd, kd_ix_affine(kd, ix[ax], 1, 0, 0, -off), 0, d - 1);
         uint32_t xv = lower_value(l, x, sub);
         emit(l, (kd_stmt){.kind = KS_ASSIGN, .n_args = 2, .args = {v, xv}});
         off += d;

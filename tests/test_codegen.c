@@ -129,6 +129,17 @@ static void test_simplifier(void) {
     uint32_t nd = kd_ix_div(&kd, neg, 2);
     CHECK(kd.ixs[nd].n == 1 && kd.atoms[kd.terms[kd.ixs[nd].first].atom].arg == neg);
     CHECK(kd.ixs[kd_ix_mod(&kd, neg, 256)].n == 1); /* not "j - 3": j - 3 can be < 0 */
+    /* a guard's bound (kd_ix_within): j - 128 under "j >= 128" lies in 0..127, so
+     * (128 i + j - 128) / 128 is i and % 128 is j - 128; without the bound both stay */
+    uint32_t t = kd_ix_affine(&kd, j, 1, 0, 0, -128), w = kd_ix_within(&kd, t, 0, 127);
+    CHECK(kd.ixs[w].lo == 0 && kd.ixs[w].hi == 127 && kd.ixs[w].c == -128);
+    CHECK(!kd_ix_equal(&kd, kd_ix_div(&kd, kd_ix_affine(&kd, i, 128, t, 1, 0), 128), i));
+    CHECK(kd_ix_equal(&kd, kd_ix_div(&kd, kd_ix_affine(&kd, i, 128, w, 1, 0), 128), i));
+    CHECK(kd_ix_equal(&kd, kd_ix_mod(&kd, kd_ix_affine(&kd, i, 128, w, 1, 0), 128), w));
+    /* ... and keeps a bound it cannot use: 2 j is no variable plus a constant */
+    uint32_t j2 = kd_ix_affine(&kd, j, 2, 0, 0, 0);
+    CHECK(kd_ix_within(&kd, j2, 0, 9) == j2);
+    CHECK(kd_ix_within(&kd, j, -5, 300) == j); /* no tighter than j's own range */
     /* a variable that takes one value is that value */
     uint32_t one = kd_ix_var(&kd, kd_var_new(&kd, (kd_var){KD_VAR_ROW, 0, 0}), 0, 0);
     CHECK(kd_ix_equal(&kd, one, kd_ix_const(&kd, 0)));

@@ -129,6 +129,17 @@ static void test_simplifier(void) {
     uint32_t nd = kd_ix_div(&kd, neg, 2);
     CHECK(kd.ixs[nd].n == 1 && kd.atoms[kd.terms[kd.ixs[nd].first].atom].arg == neg);
     CHECK(kd.ixs[kd_ix_mod(&kd, neg, 256)].n == 1); /* not "j - 3": j - 3 can be < 0 */
+    /* a guard's bound (kd_ix_within): j - 128 under "j >= 128" lies in 0..127, so
+     * (128 i + j - 128) / 128 is i and % 128 is j - 128; without the bound both stay */
+    uint32_t t = kd_ix_affine(&kd, j, 1, 0, 0, -128), w = kd_ix_within(&kd, t, 0, 127);
+    CHECK(kd.ixs[w].lo == 0 && kd.ixs[w].hi == 127 && kd.ixs[w].c == -128);
+    CHECK(!kd_ix_equal(&kd, kd_ix_div(&kd, kd_ix_affine(&kd, i, 128, t, 1, 0), 128), i));
+    CHECK(kd_ix_equal(&kd, kd_ix_div(&kd, kd_ix_affine(&kd, i, 128, w, 1, 0), 128), i));
+    CHECK(kd_ix_equal(&kd, kd_ix_mod(&kd, kd_ix_affine(&kd, i, 128, w, 1, 0), 128), w));
+    /* ... and keeps a bound it cannot use: 2 j is no variable plus a constant */
+    uint32_t j2 = kd_ix_affine(&kd, j, 2, 0, 0, 0);
+    CHECK(kd_ix_within(&kd, j2, 0, 9) == j2);
+    CHECK(kd_ix_within(&kd, j, -5, 300) == j); /* no tighter than j's own range */
     /* a variable that takes one value is that value */
     uint32_t one = kd_ix_var(&kd, kd_var_new(&kd, (kd_var){KD_VAR_ROW, 0, 0}), 0, 0);
     CHECK(kd_ix_equal(&kd, one, kd_ix_const(&kd, 0)));
@@ -346,6 +357,53 @@ static void test_run_divmod(void) {
     kiln_graph_destroy(g);
 }
 
+/* Two column sums of one operand (a layer norm's gain and bias gradients): rows of
+ * accumulators walked contiguously (no per-column strided reduction loop) whether fusion
+ * puts both roots in one kernel or not, and the sums right. */
+static void test_run_two_column_sums(void) {
+    kiln_graph *g = graph();
+    int64_t d[2] = {5, 3};
+    int ax = 0;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value y = kiln_parameter(g, "y", KILN_DTYPE_F32, 2, d);
+    kiln_value s = kiln_add(g, x, y);
+    kiln_value outs[2] = {kiln_reduce_sum(g, kiln_mul(g, s, y), 1, &ax, false),
+                          kiln_reduce_sum(g, s, 1, &ax, false)};
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    char *src = kernels_of(g, NULL);
+    CHECK(src != NULL);
+    if (src) {
+        CHECK_CONTAINS(src, "acc1[i0 - jb] += ");
+        CHECK_LACKS(src, "reduction(+:");
+    }
+    free(src);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    float xs[15], ys[15], o0[3], o1[3];
+    for (int i = 0; i < 15; i++) xs[i] = (float)i, ys[i] = (float)(i % 4) - 1.5f;
+    kiln_array *args[2] = {NULL, NULL}, *o[2] = {NULL, NULL};
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, xs, &args[0]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, ys, &args[1]));
+    if (e && args[0] && args[1]) {
+        CHECK_OK(ctx, kiln_executable_run(e, 2, args, 2, o));
+        CHECK_OK(ctx, kiln_array_copy_to_host(o[0], o0, sizeof o0));
+        CHECK_OK(ctx, kiln_array_copy_to_host(o[1], o1, sizeof o1));
+        for (int j = 0; j < 3; j++) {
+            double w0 = 0, w1 = 0;
+            for (int r = 0; r < 5; r++) {
+                double v = (double)xs[r * 3 + j] + ys[r * 3 + j];
+                w0 += v * ys[r * 3 + j];
+                w1 += v;
+            }
+            CHECK_NEAR(o0[j], w0, 1e-5);
+            CHECK_NEAR(o1[j], w1, 1e-5);
+        }
+    }
+    for (int i = 0; i < 2; i++) kiln_array_destroy(o[i]), kiln_array_destroy(args[i]);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* ---------------------------------------------------- fault injection ---- */
 
 /* Every kind of statement: pad, concatenate, take_rows, a reshape, reductions (row and
@@ -429,6 +487,7 @@ int main(void) {
     RUN(test_provenance);
     RUN(test_stable_text);
     RUN(test_run_divmod);
+    RUN(test_run_two_column_sums);
     RUN(test_fault_injection);
     kiln_context_destroy(ctx);
     CHECK(talloc.live == 0 && !talloc.bad_size);

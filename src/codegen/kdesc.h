@@ -196,6 +196,10 @@ uint32_t kd_var_new(kd_kernel *kd, kd_var v);
 uint32_t kd_ix_const(kd_kernel *kd, int64_t c);
 /* Loop variable var taking values lo..hi. */
 uint32_t kd_ix_var(kd_kernel *kd, uint32_t var, int64_t lo, int64_t hi);
+/* ix where it is known (by a guard around the code using it) to lie in lo..hi: when ix is
+ * c + v for a loop variable v, the same sum over v narrowed to lo-c..hi-c, so that the
+ * simplifier can use the tighter bound; otherwise ix itself. Valid only under the guard. */
+uint32_t kd_ix_within(kd_kernel *kd, uint32_t ix, int64_t lo, int64_t hi);
 /* The int64 value of statement stmt, known to lie in lo..hi. */
 uint32_t kd_ix_val(kd_kernel *kd, uint32_t stmt, int64_t lo, int64_t hi);
 /* ka * a + kb * b + c (b may be 0: absent). */

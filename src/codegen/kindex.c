@@ -2,7 +2,9 @@
  *
  * An index is c + sum coef * atom with its terms sorted by atom and each atom once, so two
  * indices are equal exactly when their constants and term lists are (atoms are shared:
- * an atom is created once per (kind, argument, divisor)). Every index carries a bound
+ * an atom is created once per (kind, argument, divisor), and a loop variable once per
+ * range it is known to take: inside a pad's or a concatenation's branch its guard bounds
+ * the variable, which lets the rules below split the branch's index). Every index carries a bound
  * lo..hi on its value, and the rewrites below use it:
  *
  *   x / 1 -> x,  x % 1 -> 0,  x % N -> x and x / N -> 0 when 0 <= x < N;
@@ -80,6 +82,8 @@ static uint32_t atom_get(kd_kernel *kd, kd_atom_kind kind, uint32_t arg, int64_t
         if (a->kind != kind || a->n != n) continue;
         bool same = kind == KD_ATOM_DIV || kind == KD_ATOM_MOD ? kd_ix_equal(kd, a->arg, arg)
                                                                : a->arg == arg;
+        /* a loop variable narrowed by a guard (kd_ix_within) is an atom of its own */
+        if (kind == KD_ATOM_VAR) same = same && a->lo == lo && a->hi == hi;
         if (same) return i;
     }
     if (!kd_reserve(kd, (void **)&kd->atoms, kd->n_atoms, &kd->cap_atoms, sizeof *kd->atoms))
@@ -219,6 +223,19 @@ uint32_t kd_ix_var(kd_kernel *kd, uint32_t var, int64_t lo, int64_t hi) {
     return ix_atom(kd, atom_get(kd, KD_ATOM_VAR, var, 0, lo, hi), 0);
 }
 
+uint32_t kd_ix_within(kd_kernel *kd, uint32_t ix, int64_t lo, int64_t hi) {
+    if (kd->oom) return ix;
+    const kd_index x = kd->ixs[ix];
+    if (x.n != 1 || kd->terms[x.first].coef != 1) return ix;
+    const kd_atom a = kd->atoms[kd->terms[x.first].atom];
+    if (a.kind != KD_ATOM_VAR) return ix;
+    int64_t nlo = sat_add(lo, -x.c), nhi = sat_add(hi, -x.c);
+    nlo = nlo > a.lo ? nlo : a.lo;
+    nhi = nhi < a.hi ? nhi : a.hi;
+    if (nlo == a.lo && nhi == a.hi) return ix;
+    return ix_atom(kd, atom_get(kd, KD_ATOM_VAR, a.arg, 0, nlo, nhi), x.c);
+}
+
 uint32_t kd_ix_val(kd_kernel *kd, uint32_t stmt, int64_t lo, int64_t hi) {
     return ix_atom(kd, atom_get(kd, KD_ATOM_VAL, stmt, 0, lo, hi), 0);
 }
@@ -242,8 +259,13 @@ static uint32_t split(kd_kernel *kd, uint32_t a, int64_t n, pending *q) {
         if (t.coef % n) pend_term(kd, t.atom, t.coef);
     }
     uint32_t rid = pend_finish(kd, &r);
+    if (!rid) return 0;
+    /* move whole n's between r and q so that r starts in 0..n-1: a loop variable narrowed
+     * to 512..767 with c = -512 gives r = v - 512, not v */
+    int64_t s = floor_div(kd->ixs[rid].lo, n);
+    if (s) rid = kd_ix_affine(kd, rid, 1, 0, 0, -s * n);
     if (!rid || kd->ixs[rid].lo < 0) return 0;
-    *q = pend_begin(kd, cq);
+    *q = pend_begin(kd, cq + s);
     for (uint32_t i = 0; i < x.n; i++) {
         kd_term t = kd->terms[x.first + i];
         if (!(t.coef % n)) pend_term(kd, t.atom, t.coef / n);
@@ -276,8 +298,10 @@ static bool factor(kd_kernel *kd, uint32_t r, int64_t n, uint32_t *h, uint32_t *
             if (tt.coef % f) pend_term(kd, tt.atom, tt.coef);
         }
         uint32_t li = pend_finish(kd, &lo);
+        int64_t s = li ? floor_div(kd->ixs[li].lo, f) : 0; /* as in split */
+        if (s) li = kd_ix_affine(kd, li, 1, 0, 0, -s * f);
         if (!li || kd->ixs[li].lo < 0 || kd->ixs[li].hi >= f) continue;
-        pending hi = pend_begin(kd, cq);
+        pending hi = pend_begin(kd, cq + s);
         for (uint32_t t = 0; t < x.n; t++) {
             kd_term tt = kd->terms[x.first + t];
             if (!(tt.coef % f)) pend_term(kd, tt.atom, tt.coef / f);

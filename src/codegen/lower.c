@@ -17,6 +17,9 @@
 
 #include <string.h>
 
+/* roots of one column-reduction kernel (lower_columns); more are lowered element by element */
+enum { KD_MAX_COLUMN_ROOTS = 8 };
+
 typedef struct memo {
     uint32_t node, stmt;
     int depth;
@@ -182,7 +185,8 @@ static uint32_t lower_pad(lw *l, uint32_t id, const uint32_t *ix) {
             if (kd_reserve(kd, (void **)&kd->guards, kd->n_guards, &kd->cap_guards,
                            sizeof *kd->guards))
                 kd->guards[kd->n_guards++] = g[i];
-        sub[a] = kd_ix_div(kd, t, step);
+        /* x is read only where every guard holds, so t is in 0..extent-1 there */
+        sub[a] = kd_ix_div(kd, ng ? kd_ix_within(kd, t, 0, extent - 1) : t, step);
     }
     if (kd->n_guards == first) return lower_value(l, x, sub);
     uint32_t scalar[1] = {0}; /* the pad value is rank 0 */
@@ -222,7 +226,8 @@ static uint32_t lower_concat(lw *l, uint32_t id, const uint32_t *ix) {
         emit(l, s);
         if (!i) scope_open(l);
         memcpy(sub, ix, (size_t)n->shape.rank * sizeof *sub);
-        sub[ax] = kd_ix_affine(kd, ix[ax], 1, 0, 0, -off);
+        /* earlier branches took everything below off, this one's guard what is past it */
+        sub[ax] = kd_ix_within(kd, kd_ix_affine(kd, ix[ax], 1, 0, 0, -off), 0, d - 1);
         uint32_t xv = lower_value(l, x, sub);
         emit(l, (kd_stmt){.kind = KS_ASSIGN, .n_args = 2, .args = {v, xv}});
         off += d;
@@ -365,44 +370,64 @@ static uint32_t lower_value(lw *l, uint32_t id, const uint32_t *ix) {
 
 /* ---------------------------------------------------------- kernel ---- */
 
-/* A kernel that is one reduction over leading axes keeping the operand's last axis (a
- * column sum, a bias gradient): element by element the reduced axes would be walked with
- * a stride of a whole row, so it keeps a row of accumulators instead and walks the
- * operand row by row, contiguous and vectorised across the kept last axis. */
+/* A kernel whose roots are reductions over the same leading axes of operands of one shape,
+ * keeping the last axis (a column sum, a bias gradient; a layer norm's gain and bias
+ * gradients side by side): element by element the reduced axes would be walked with a
+ * stride of a whole row, so it keeps a row of accumulators per root instead and walks the
+ * operands row by row, contiguous and vectorised across the kept last axis. The roots
+ * share the reduce loops, so what their operands have in common is computed once. */
 static bool column_reduction(const kiln_graph *g, const fkernel *k) {
-    if (k->n_roots != 1) return false;
-    const ir_node *n = &g->nodes[k->roots[0]];
-    if (ir_ops[n->op].kind != IRK_REDUCE) return false;
-    int xr = g->nodes[ir_in(n)[0]].shape.rank;
-    return n->shape.rank >= 1 && !(n->a.reduce_axes >> (xr - 1) & 1u);
+    if (!k->n_roots) return false;
+    const ir_node *n0 = &g->nodes[k->roots[0]];
+    const ir_shape *x0 = &g->nodes[ir_in(n0)[0]].shape;
+    for (uint32_t i = 0; i < k->n_roots; i++) {
+        const ir_node *n = &g->nodes[k->roots[i]];
+        if (ir_ops[n->op].kind != IRK_REDUCE || n->a.reduce_axes != n0->a.reduce_axes) return false;
+        const ir_shape *xs = &g->nodes[ir_in(n)[0]].shape;
+        if (xs->rank != x0->rank || memcmp(xs->dims, x0->dims, (size_t)xs->rank * sizeof *xs->dims))
+            return false;
+    }
+    return n0->shape.rank >= 1 && !(n0->a.reduce_axes >> (x0->rank - 1) & 1u);
 }
 
 static void lower_columns(lw *l, const uint32_t *ix, uint32_t store_ix) {
     kd_kernel *kd = l->kd;
-    uint32_t id = l->k->roots[0], sub[KILN_MAX_RANK];
-    const ir_node *n = &l->g->nodes[id];
-    prov_add(l, id);
-    uint32_t acc = emit(l, (kd_stmt){.kind = KS_ACC,
-                                     .dtype = n->dtype,
-                                     .node = id,
-                                     .red = reduce_of(n),
-                                     .column = true,
-                                     .var = kd->last_var});
+    const fkernel *k = l->k;
+    uint32_t acc[KD_MAX_COLUMN_ROOTS], sub[KILN_MAX_RANK];
+    for (uint32_t i = 0; i < k->n_roots; i++) {
+        const ir_node *n = &l->g->nodes[k->roots[i]];
+        prov_add(l, k->roots[i]);
+        acc[i] = emit(l, (kd_stmt){.kind = KS_ACC,
+                                   .dtype = n->dtype,
+                                   .node = k->roots[i],
+                                   .red = reduce_of(n),
+                                   .column = true,
+                                   .var = kd->last_var});
+    }
     int opened;
-    open_reduce_loops(l, id, ix, sub, &opened);
+    open_reduce_loops(l, k->roots[0], ix, sub, &opened);
     l->int_arith = false;
     uint32_t loop = emit(l, (kd_stmt){.kind = KS_LOOP, .var = kd->last_var, .n = -1});
     scope_open(l);
-    uint32_t xv = lower_value(l, ir_in(n)[0], sub);
-    emit(l, (kd_stmt){.kind = KS_ACCUM, .node = id, .n_args = 2, .args = {acc, xv}});
+    for (uint32_t i = 0; i < k->n_roots; i++) {
+        uint32_t id = k->roots[i];
+        uint32_t xv = lower_value(l, ir_in(&l->g->nodes[id])[0], sub);
+        emit(l, (kd_stmt){.kind = KS_ACCUM, .node = id, .n_args = 2, .args = {acc[i], xv}});
+    }
     kd->stmts[loop].simd = !l->int_arith;
     scope_close(l);
     while (opened--) scope_close(l);
     emit(l, (kd_stmt){.kind = KS_LOOP, .var = kd->last_var, .n = -1});
     scope_open(l);
-    uint32_t v = emit(
-        l, (kd_stmt){.kind = KS_RESULT, .dtype = n->dtype, .node = id, .n_args = 1, .args = {acc}});
-    emit(l, (kd_stmt){.kind = KS_STORE, .slot = 0, .ix = store_ix, .n_args = 1, .args = {v}});
+    for (uint32_t i = 0; i < k->n_roots; i++) {
+        uint32_t id = k->roots[i];
+        uint32_t v = emit(l, (kd_stmt){.kind = KS_RESULT,
+                                       .dtype = l->g->nodes[id].dtype,
+                                       .node = id,
+                                       .n_args = 1,
+                                       .args = {acc[i]}});
+        emit(l, (kd_stmt){.kind = KS_STORE, .slot = i, .ix = store_ix, .n_args = 1, .args = {v}});
+    }
     scope_close(l);
 }
 
@@ -491,7 +516,7 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
     if (!kd->oom) {
         uint32_t ix[KILN_MAX_RANK] = {0}, store_ix = 0;
         lower_space(&l, &g->nodes[k->roots[0]], ix, &store_ix);
-        if (column_reduction(g, k))
+        if (k->n_roots <= KD_MAX_COLUMN_ROOTS && column_reduction(g, k))
             lower_columns(&l, ix, store_ix);
         else
             lower_elements(&l, ix, store_ix);

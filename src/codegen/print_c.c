@@ -797,7 +797,8 @@ static bool vec_index(const kd_kernel *kd, uint32_t ix) {
         const kd_atom *a = &kd->atoms[t->atom];
         if (a->kind != KD_ATOM_VAR) return false;
         if (a->arg != kd->last_var && t->coef % 4) return false;
-        if (a->arg == kd->last_var && t->coef != 1) return false;
+        /* two atoms of last (it narrowed by a guard, kd_ix_within) would step by 2 */
+        if (a->arg == kd->last_var && (t->coef != 1 || last)) return false;
         last |= a->arg == kd->last_var;
     }
     return last;

@@ -283,6 +283,25 @@ static bool same_stats(const kiln_memory_stats *x, const kiln_memory_stats *y) {
     return !memcmp(x, y, sizeof *x);
 }
 
+/* A preallocated pool's size is the limit the OOM message reports (not "limit none"). */
+static void test_preallocate_oom_message(void) {
+    kiln_context *ctx = test_context();
+    static fake_dev f;
+    fake_init(&f, 16 * MIB); /* mem_fraction 0.5: an 8 MiB pool */
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_PREALLOCATE, 0);
+    void *w, *x = (void *)1;
+    CHECK_OK(ctx, bfc_alloc(a, 6 * MIB, "weights", &w));
+    CHECK_STATUS(bfc_alloc(a, 4 * MIB, "grads", &x), KILN_STATUS_DEVICE_OOM);
+    CHECK(x == NULL);
+    const char *m = kiln_last_error(ctx);
+    CHECK_CONTAINS(m, "\"grads\"");
+    CHECK_CONTAINS(m, "reserved 8.00 MiB in 1 region; limit 8.00 MiB (the preallocated pool)");
+    CHECK(!strstr(m, "limit none"));
+    check(a, ctx);
+    bfc_destroy(a);
+    kiln_context_destroy(ctx);
+}
+
 static void test_limit_oom_message(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
@@ -699,6 +718,7 @@ static void test_trace(void) {
 
 int main(void) {
     RUN(test_bins);
+    RUN(test_preallocate_oom_message);
     RUN(test_ptrmap);
     RUN(test_random_grow);
     RUN(test_random_grow_limit);

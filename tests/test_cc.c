@@ -371,6 +371,7 @@ static void test_syntax_error(void) {
     kiln_context *ctx = cache_context(dir, NULL);
     const char *bad = "int kiln_broken(int x) { return x +; }\n";
     cc_module *m = (cc_module *)1;
+    mode_t old_mask = umask(022);
     CHECK_STATUS(cc_module_load(cc_of(ctx), bad, strlen(bad), &m, NULL), KILN_STATUS_BACKEND);
     CHECK(m == NULL);
     const char *msg = kiln_last_error(ctx);
@@ -384,6 +385,10 @@ static void test_syntax_error(void) {
     char path[PATH_MAX] = "";
     if (kept) sscanf(kept + 8, "%4095s", path);
     CHECK_MSG(exists(path) && strstr(path, ".failed.c"), "source not kept: \"%s\"", path);
+    struct stat sb; /* readable by its owner only, under the usual umask 022 (set above) */
+    CHECK_MSG(!stat(path, &sb) && (sb.st_mode & 0777) == 0600, "kept source %s has mode %04o", path,
+              (unsigned)(sb.st_mode & 0777));
+    umask(old_mask);
     CHECK(stats_of(ctx).compiles == 1);
     kiln_context_destroy(ctx);
     rm_rf(dir);

@@ -365,8 +365,14 @@ static void join_argv(char *const *v, char *buf, size_t cap) {
  * source and in part 0, the key as a symbol the loader checks after dlopen. */
 static bool write_part(const cc_load *ld, const char *path, size_t prelude, size_t begin,
                        size_t end, bool with_key) {
-    FILE *f = fopen(path, "we");
-    if (!f) return false;
+    /* 0600: a source that fails to compile stays in the cache for the user to read, and
+     * only the user (the cache is private, so is what it keeps). */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return false;
+    }
     fwrite(ld->source, 1, prelude, f);
     fwrite(ld->source + begin, 1, end - begin, f);
     if (with_key)

@@ -154,7 +154,7 @@ typedef struct kiln_context_options {
      * and their outputs become ready later (docs/devices.md, "the asynchronous model");
      * false: every call has finished its work when it returns. */
     bool async_dispatch;
-    kiln_blas blas;          /* KILN_BLAS: openblas, blis, onednn or kiln; 0: by dtype */
+    kiln_blas blas; /* KILN_BLAS: openblas, blis, onednn or kiln; 0: by dtype */
     /* KILN_MATMUL_PRECISION=tf32 (or tensorfloat32; highest/float32/default: off): f32
      * matrix products on a GPU use TF32 tensor cores (10-bit mantissa inputs), as
      * jax_default_matmul_precision="tensorfloat32" does. Off: exact f32. The CPU ignores it. */
@@ -710,7 +710,8 @@ KILN_API kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opt
  * (docs/devices.md) the call returns once enqueued: the outputs become ready later, the
  * arena is taken and freed when the run executes, donated arguments are consumed at once,
  * and a failure in the run itself is reported by the next call that waits for an output
- * or synchronises the device. */
+ * or synchronises the device. A NULL e is KILN_STATUS_INVALID_ARGUMENT, its message on the
+ * context of the first argument (none: no context to hold one). */
 KILN_API kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args,
                                          int n_outs, kiln_array **outs);
 KILN_API void kiln_executable_destroy(kiln_executable *e);

@@ -279,7 +279,7 @@ static void release(kiln_jit *j, jit_entry *en) {
 
 kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, const void *static_args,
                           size_t static_size, int n_outs, kiln_array **outs) {
-    if (!j) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!j) return exec_null_object("kiln_jit_call", "the jit", n_args, args);
     kiln_status s = check_signature(j, n_args, args);
     if (s) return s;
     if (static_size && !static_args)

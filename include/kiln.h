@@ -154,7 +154,7 @@ typedef struct kiln_context_options {
      * and their outputs become ready later (docs/devices.md, "the asynchronous model");
      * false: every call has finished its work when it returns. */
     bool async_dispatch;
-    kiln_blas blas; /* KILN_BLAS: openblas, blis, onednn or kiln; 0: by dtype */
+    kiln_blas blas;          /* KILN_BLAS: openblas, blis, onednn or kiln; 0: by dtype */
     /* KILN_MATMUL_PRECISION=tf32 (or tensorfloat32; highest/float32/default: off): f32
      * matrix products on a GPU use TF32 tensor cores (10-bit mantissa inputs), as
      * jax_default_matmul_precision="tensorfloat32" does. Off: exact f32. The CPU ignores it. */

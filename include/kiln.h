@@ -293,6 +293,12 @@ KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int 
 /* The same on device `device`: data has been copied when it returns. */
 KILN_API kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
                                           const int64_t *dims, const void *data, kiln_array **out);
+/* The same with a name ("params/embedding") that tags its storage: out-of-memory messages,
+ * kiln_device_memory_report and allocation traces show it instead of "kiln_array_create"
+ * (the allocator keeps its first 23 bytes). name may not be NULL or empty. */
+KILN_API kiln_status kiln_array_create_named(kiln_context *ctx, const char *name, int device,
+                                             kiln_dtype dtype, int rank, const int64_t *dims,
+                                             const void *data, kiln_array **out);
 /* The same, with the copy from data enqueued on the device's copy queue (as
  * cudaMemcpyAsync): data (not NULL) must stay valid and unchanged until the array is
  * ready (kiln_array_block_until_ready, or any later call that waits for it). The device

@@ -20,8 +20,13 @@
  *                   K/M/G unit (256M, 1.5GiB) or a share of the peak without it (50%);
  *                   recomputed kernels are outlined in plan.svg and listed in the report
  *
+ *   kiln --help | help [COMMAND]   the commands, or one command's options, on stdout
+ *   kiln --version                 kiln_version()
+ *
  * The examples are examples/models.h, shared with `make demo` and the planner's benchmark.
- * Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error. */
+ * Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error (the
+ * message names the argument, and suggests the closest command or option to a typo).
+ * A command prints its results only once every step that makes them has succeeded. */
 #include "../examples/models.h"
 #include "kiln_train.h"
 

@@ -293,6 +293,12 @@ KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int 
 /* The same on device `device`: data has been copied when it returns. */
 KILN_API kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
                                           const int64_t *dims, const void *data, kiln_array **out);
+/* The same with a name ("params/embedding") that tags its storage: out-of-memory messages,
+ * kiln_device_memory_report and allocation traces show it instead of "kiln_array_create"
+ * (the allocator keeps its first 23 bytes). name may not be NULL or empty. */
+KILN_API kiln_status kiln_array_create_named(kiln_context *ctx, const char *name, int device,
+                                             kiln_dtype dtype, int rank, const int64_t *dims,
+                                             const void *data, kiln_array **out);
 /* The same, with the copy from data enqueued on the device's copy queue (as
  * cudaMemcpyAsync): data (not NULL) must stay valid and unchanged until the array is
  * ready (kiln_array_block_until_ready, or any later call that waits for it). The device
@@ -710,7 +716,8 @@ KILN_API kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opt
  * (docs/devices.md) the call returns once enqueued: the outputs become ready later, the
  * arena is taken and freed when the run executes, donated arguments are consumed at once,
  * and a failure in the run itself is reported by the next call that waits for an output
- * or synchronises the device. */
+ * or synchronises the device. A NULL e is KILN_STATUS_INVALID_ARGUMENT, its message on the
+ * context of the first argument (none: no context to hold one). */
 KILN_API kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args,
                                          int n_outs, kiln_array **outs);
 KILN_API void kiln_executable_destroy(kiln_executable *e);

@@ -283,6 +283,25 @@ static bool same_stats(const kiln_memory_stats *x, const kiln_memory_stats *y) {
     return !memcmp(x, y, sizeof *x);
 }
 
+/* A preallocated pool's size is the limit the OOM message reports (not "limit none"). */
+static void test_preallocate_oom_message(void) {
+    kiln_context *ctx = test_context();
+    static fake_dev f;
+    fake_init(&f, 16 * MIB); /* mem_fraction 0.5: an 8 MiB pool */
+    bfc_allocator *a = make(ctx, &f, KILN_ALLOC_MODE_PREALLOCATE, 0);
+    void *w, *x = (void *)1;
+    CHECK_OK(ctx, bfc_alloc(a, 6 * MIB, "weights", &w));
+    CHECK_STATUS(bfc_alloc(a, 4 * MIB, "grads", &x), KILN_STATUS_DEVICE_OOM);
+    CHECK(x == NULL);
+    const char *m = kiln_last_error(ctx);
+    CHECK_CONTAINS(m, "\"grads\"");
+    CHECK_CONTAINS(m, "reserved 8.00 MiB in 1 region; limit 8.00 MiB (the preallocated pool)");
+    CHECK(!strstr(m, "limit none"));
+    check(a, ctx);
+    bfc_destroy(a);
+    kiln_context_destroy(ctx);
+}
+
 static void test_limit_oom_message(void) {
     kiln_context *ctx = test_context();
     static fake_dev f;
@@ -636,6 +655,40 @@ static void test_public_api(void) {
     kiln_context_destroy(ctx);
 }
 
+/* An array's name reaches the OOM message (for the request and among the live
+ * allocations) and the memory report. */
+static void test_named_arrays_in_reports(void) {
+    kiln_context_options o = {.ignore_environment = true, .memory_limit = 16 * MIB};
+    kiln_context *ctx = NULL;
+    CHECK_OK(ctx, kiln_context_create(&o, &ctx, NULL, 0));
+    kiln_array *emb = NULL, *act = (kiln_array *)1;
+    int64_t small[1] = {2 * MIB}, big[1] = {3 * MIB}; /* f32: 8 MiB, then 12 MiB */
+    CHECK_OK(ctx, kiln_array_create_named(ctx, "params/embedding", 0, KILN_DTYPE_F32, 1, small,
+                                          NULL, &emb));
+    CHECK_STATUS(
+        kiln_array_create_named(ctx, "act/layer0/mlp_up", 0, KILN_DTYPE_F32, 1, big, NULL, &act),
+        KILN_STATUS_DEVICE_OOM);
+    const char *m = kiln_last_error(ctx);
+    CHECK_CONTAINS(m, "for \"act/layer0/mlp_up\"");
+    CHECK_CONTAINS(m, "8.00 MiB  \"params/embedding\"");
+    char *report = kiln_device_memory_report(ctx, 0);
+    CHECK_CONTAINS(report, "\"params/embedding\"");
+    kiln_string_free(ctx, report);
+    /* A name longer than the allocator keeps is cut, not refused; none or "" is an error. */
+    kiln_array *b = NULL;
+    CHECK_OK(ctx, kiln_array_create_named(ctx, "a/very/long/name/of/a/parameter", 0, KILN_DTYPE_F32,
+                                          1, small, NULL, &b));
+    kiln_array_destroy(b);
+    CHECK_STATUS(kiln_array_create_named(ctx, "", 0, KILN_DTYPE_F32, 1, small, NULL, &b),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_array_create_named: the name is empty");
+    CHECK_STATUS(kiln_array_create_named(ctx, NULL, 0, KILN_DTYPE_F32, 1, small, NULL, &b),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "name is NULL");
+    kiln_array_destroy(emb);
+    kiln_context_destroy(ctx);
+}
+
 static void test_modes_and_limit_options(void) {
     kiln_alloc_mode modes[] = {KILN_ALLOC_MODE_GROW, KILN_ALLOC_MODE_PREALLOCATE,
                                KILN_ALLOC_MODE_PLATFORM};
@@ -699,6 +752,8 @@ static void test_trace(void) {
 
 int main(void) {
     RUN(test_bins);
+    RUN(test_preallocate_oom_message);
+    RUN(test_named_arrays_in_reports);
     RUN(test_ptrmap);
     RUN(test_random_grow);
     RUN(test_random_grow_limit);

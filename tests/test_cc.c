@@ -371,6 +371,7 @@ static void test_syntax_error(void) {
     kiln_context *ctx = cache_context(dir, NULL);
     const char *bad = "int kiln_broken(int x) { return x +; }\n";
     cc_module *m = (cc_module *)1;
+    mode_t old_mask = umask(022);
     CHECK_STATUS(cc_module_load(cc_of(ctx), bad, strlen(bad), &m, NULL), KILN_STATUS_BACKEND);
     CHECK(m == NULL);
     const char *msg = kiln_last_error(ctx);
@@ -384,6 +385,10 @@ static void test_syntax_error(void) {
     char path[PATH_MAX] = "";
     if (kept) sscanf(kept + 8, "%4095s", path);
     CHECK_MSG(exists(path) && strstr(path, ".failed.c"), "source not kept: \"%s\"", path);
+    struct stat sb; /* readable by its owner only, under the usual umask 022 (set above) */
+    CHECK_MSG(!stat(path, &sb) && (sb.st_mode & 0777) == 0600, "kept source %s has mode %04o", path,
+              (unsigned)(sb.st_mode & 0777));
+    umask(old_mask);
     CHECK(stats_of(ctx).compiles == 1);
     kiln_context_destroy(ctx);
     rm_rf(dir);
@@ -466,44 +471,53 @@ static void test_split_compile(void) {
     rm_rf(dir);
 }
 
-static kiln_context *env_context(const char *dir) {
+/* kiln_context_create with the environment and KILN_CACHE_DIR=dir (when dir is not NULL):
+ * its status, and its message in err. */
+static kiln_status env_create(const char *dir, char *err, size_t n) {
+    char *saved = getenv("KILN_CACHE_DIR") ? strdup(getenv("KILN_CACHE_DIR")) : NULL;
+    if (dir) setenv("KILN_CACHE_DIR", dir, 1);
     kiln_context_options o;
     memset(&o, 0, sizeof o);
-    o.cache_dir = dir;
     kiln_context *ctx = NULL;
-    char err[512];
-    kiln_status s = kiln_context_create(&o, &ctx, err, sizeof err);
-    CHECK_MSG(s == KILN_STATUS_OK, "%s", err);
-    return ctx;
+    kiln_status s = kiln_context_create(&o, &ctx, err, n);
+    kiln_context_destroy(ctx);
+    if (saved)
+        setenv("KILN_CACHE_DIR", saved, 1), free(saved);
+    else
+        unsetenv("KILN_CACHE_DIR");
+    return s;
 }
 
 static void test_missing_compiler(void) {
-    char dir[PATH_MAX], empty[PATH_MAX];
+    char dir[PATH_MAX], empty[PATH_MAX], err[1024];
     make_tmpdir(dir);
     make_tmpdir(empty);
     cc_module *m = NULL;
+    /* A KILN_CC that names nothing is an error of kiln_context_create, not of the first
+     * compile. */
     setenv("KILN_CC", "/nonexistent/kiln-no-such-cc", 1);
-    kiln_context *ctx = env_context(dir);
-    unsetenv("KILN_CC");
-    if (ctx) {
-        CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
-                     KILN_STATUS_CONFIG);
-        CHECK_CONTAINS(kiln_last_error(ctx), "KILN_CC=\"/nonexistent/kiln-no-such-cc\"");
-        kiln_context_destroy(ctx);
-    }
+    CHECK(env_create(dir, err, sizeof err) == KILN_STATUS_CONFIG);
+    CHECK_CONTAINS(err, "KILN_CC=\"/nonexistent/kiln-no-such-cc\"");
     setenv("KILN_CC", "kiln-no-such-cc", 1);
-    ctx = env_context(dir);
+    CHECK(env_create(dir, err, sizeof err) == KILN_STATUS_CONFIG);
+    CHECK_CONTAINS(err, "on PATH");
+    setenv("KILN_CC", "cc", 1);
+    setenv("KILN_CC_FLAGS", "-g -o /tmp/elsewhere", 1);
+    CHECK(env_create(dir, err, sizeof err) == KILN_STATUS_CONFIG);
+    CHECK_CONTAINS(err, "KILN_CC_FLAGS=\"-g -o /tmp/elsewhere\": '-o' is not allowed");
+    unsetenv("KILN_CC_FLAGS");
     unsetenv("KILN_CC");
-    if (ctx) {
-        CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
-                     KILN_STATUS_CONFIG);
-        CHECK_CONTAINS(kiln_last_error(ctx), "on PATH");
-        kiln_context_destroy(ctx);
-    }
+    char file[PATH_MAX + 16];
+    snprintf(file, sizeof file, "%s/file", dir);
+    int fd = open(file, O_WRONLY | O_CREAT, 0600);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    CHECK(env_create(file, err, sizeof err) == KILN_STATUS_CONFIG);
+    CHECK_CONTAINS(err, "(KILN_CACHE_DIR) is not a directory");
     /* No KILN_CC and nothing on PATH. */
     char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
     setenv("PATH", empty, 1);
-    ctx = cache_context(dir, NULL);
+    kiln_context *ctx = cache_context(dir, NULL);
     CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
                  KILN_STATUS_BACKEND);
     CHECK_CONTAINS(kiln_last_error(ctx), "no C compiler found");
@@ -712,8 +726,14 @@ static void test_host_oom(void) {
 static void test_unsafe_dir(void) {
     char dir[PATH_MAX];
     make_tmpdir(dir);
+    /* Refused when the context is made, and again at a compile if it became unsafe since. */
+    char err[1024];
     chmod(dir, 0777);
+    CHECK(env_create(dir, err, sizeof err) == KILN_STATUS_CONFIG);
+    CHECK_CONTAINS(err, "KILN_CACHE_DIR");
+    chmod(dir, 0700);
     kiln_context *ctx = cache_context(dir, NULL);
+    chmod(dir, 0777);
     cc_module *m = NULL;
     CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
                  KILN_STATUS_CONFIG);
@@ -738,8 +758,13 @@ static void test_group_writable_dir(void) {
     for (int i = 0; i < 4; i++) {
         char dir[PATH_MAX];
         make_tmpdir(dir);
+        char err[1024];
         chmod(dir, modes[i]);
+        CHECK(env_create(dir, err, sizeof err) == KILN_STATUS_CONFIG);
+        CHECK_CONTAINS(err, "its group");
+        chmod(dir, 0700);
         kiln_context *ctx = cache_context(dir, NULL);
+        chmod(dir, modes[i]);
         cc_module *m = NULL;
         CHECK_STATUS(cc_module_load(cc_of(ctx), SRC_ADD, strlen(SRC_ADD), &m, NULL),
                      KILN_STATUS_CONFIG);

@@ -129,7 +129,8 @@ static kn_config config_with(const char *var, const char *value, const kiln_cont
 /* Each setting that has no observable effect in a test of its own reaches the resolved
  * configuration from its option field, and its variable overrides the field. */
 static void test_option_fields(void) {
-    kiln_context_options o = {.cc = "/opt/cc",
+    /* The compiler named must exist when the context is made (any executable will do). */
+    kiln_context_options o = {.cc = "/bin/sh",
                               .cc_flags = "-fno-math-errno",
                               .dump_dir = "/tmp/kiln-dump-opt",
                               .cache_max_bytes = 5 << 20,
@@ -141,14 +142,14 @@ static void test_option_fields(void) {
     CHECK(c.blas == KILN_BLAS_ONEDNN);
     c = config_with("KILN_BLAS", "default", &o);
     CHECK(c.blas == KILN_BLAS_DEFAULT);
-    CHECK(!strcmp(c.cc, "/opt/cc") && !strcmp(c.cc_flags, "-fno-math-errno"));
+    CHECK(!strcmp(c.cc, "/bin/sh") && !strcmp(c.cc_flags, "-fno-math-errno"));
     CHECK(!strcmp(c.dump_dir, "/tmp/kiln-dump-opt"));
     CHECK(c.cache_max_bytes == 5u << 20 && c.verify_passes);
 
     c = config_with("KILN_DUMP", "/tmp/kiln-dump-env", &o);
     CHECK(!strcmp(c.dump_dir, "/tmp/kiln-dump-env"));
-    c = config_with("KILN_CC", "clang", &o);
-    CHECK(!strcmp(c.cc, "clang"));
+    c = config_with("KILN_CC", "sh", &o);
+    CHECK(!strcmp(c.cc, "sh"));
     c = config_with("KILN_CC_FLAGS", "-O1", &o);
     CHECK(!strcmp(c.cc_flags, "-O1"));
     c = config_with("KILN_VERIFY_PASSES", "off", &o);

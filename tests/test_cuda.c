@@ -500,6 +500,14 @@ static void test_memory(void) {
                (double)st.device_free_bytes / 1073741824.0, s ? ": " : "",
                s ? kiln_last_error(c) : "");
         CHECK_MSG(ok, "%s", cases[i].name);
+        if (ok && cases[i].mode == KILN_ALLOC_MODE_PREALLOCATE) {
+            /* More than the pool holds: the message gives the pool as the limit. */
+            void *q = NULL;
+            CHECK_STATUS(kiln_device_alloc(c, cd, (size_t)st.bytes_reserved, "over", &q),
+                         KILN_STATUS_DEVICE_OOM);
+            CHECK_CONTAINS(kiln_last_error(c), "(the preallocated pool)");
+            CHECK(!strstr(kiln_last_error(c), "limit none"));
+        }
         kiln_device_free(c, cd, p);
         kiln_context_destroy(c);
     }

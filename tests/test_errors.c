@@ -177,6 +177,27 @@ static kiln_status create_scenario(fault_run *r) {
     return s;
 }
 
+/* A call on a NULL executable or jit sets its own message (on its argument's context),
+ * replacing an older one, so kiln_last_error never describes an earlier failure. */
+static void test_null_object_sets_message(void) {
+    kiln_context *ctx = test_context();
+    kiln_array *a = NULL, *out = NULL;
+    int64_t dims[1] = {4};
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, dims, NULL, &a));
+    void *p;
+    CHECK_STATUS(kiln_device_alloc(ctx, 55, 64, "t", &p), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "device 55"); /* the stale one */
+    CHECK_STATUS(kiln_executable_run(NULL, 1, &a, 1, &out), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_executable_run: the executable is NULL");
+    CHECK(out == NULL);
+    CHECK_STATUS(kiln_jit_call(NULL, 1, &a, NULL, 0, 1, &out), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_call: the jit is NULL");
+    /* Without arguments there is no context: the status alone. */
+    CHECK_STATUS(kiln_executable_run(NULL, 0, NULL, 1, &out), KILN_STATUS_INVALID_ARGUMENT);
+    kiln_array_destroy(a);
+    kiln_context_destroy(ctx);
+}
+
 static void test_create_fails_cleanly(void) {
     fault_sweep sw = {.name = "kiln_context_create", .run = create_scenario, .max_runs = 50};
     CHECK(fault_sweep_run(&sw) > 0);
@@ -186,6 +207,7 @@ int main(void) {
     RUN(test_threads_read_their_own_messages);
     RUN(test_message_survives_other_threads);
     RUN(test_no_allocation_when_reporting);
+    RUN(test_null_object_sets_message);
     RUN(test_create_fails_cleanly);
     return test_summary("test_errors");
 }

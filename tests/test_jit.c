@@ -79,6 +79,10 @@ static void test_cache(void) {
     outs[0] = outs[1] = NULL;
     CHECK_STATUS(kiln_jit_call(j, 2, args, NULL, 0, 1, outs), KILN_STATUS_INVALID_ARGUMENT);
     CHECK(outs[0] == NULL);
+    /* the message names the call the user made, not the executable run inside it */
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_call");
+    CHECK_CONTAINS(kiln_last_error(ctx), "has 2 outputs, 1 asked for");
+    CHECK(!strstr(kiln_last_error(ctx), "kiln_executable_run"));
     kiln_jit_clear(j);
     kiln_jit_get_stats(j, &st);
     CHECK(st.entries == 0 && st.bytes == 0);

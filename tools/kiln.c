@@ -20,8 +20,13 @@
  *                   K/M/G unit (256M, 1.5GiB) or a share of the peak without it (50%);
  *                   recomputed kernels are outlined in plan.svg and listed in the report
  *
+ *   kiln --help | help [COMMAND]   the commands, or one command's options, on stdout
+ *   kiln --version                 kiln_version()
+ *
  * The examples are examples/models.h, shared with `make demo` and the planner's benchmark.
- * Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error. */
+ * Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error (the
+ * message names the argument, and suggests the closest command or option to a typo).
+ * A command prints its results only once every step that makes them has succeeded. */
 #include "../examples/models.h"
 #include "kiln_train.h"
 
@@ -39,13 +44,54 @@ typedef struct opts {
     int donate[KILN_MAX_OUTPUTS];
 } opts;
 
-static int usage(void) {
-    fprintf(stderr,
-            "usage: kiln train [flags]        (kiln train --help)\n"
-            "       kiln sample [flags] [FILE] (kiln sample --help)\n"
-            "       kiln list\n"
-            "       kiln plan <example>|FILE.kir [-o DIR] [--no-fusion] [--donate I,J] [--run]\n"
-            "                           [--buffers] [--budget BYTES|PERCENT%%]\n");
+static const char main_help[] =
+    "usage: kiln COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  train     train a GPT on a text file (docs/training.md)\n"
+    "  sample    generate text from a trained checkpoint\n"
+    "  list      the built-in example programs\n"
+    "  plan      compile an example or a saved graph (FILE.kir) and print its memory plan\n"
+    "  help      kiln help COMMAND: that command's options\n"
+    "\n"
+    "options:\n"
+    "  -h, --help     this text\n"
+    "  --version      the library's version\n"
+    "\n"
+    "Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error.\n";
+
+static const char plan_help[] =
+    "usage: kiln plan <example>|FILE.kir [options]\n"
+    "  Compiles a built-in example (kiln list) or a graph a program saved with\n"
+    "  kiln_graph_save, prints its memory analysis and writes plan.svg and plan.json.\n"
+    "  -o DIR          write plan.svg and plan.json into DIR (default: the current folder)\n"
+    "  --no-fusion     one kernel per op (what fusion saves, side by side)\n"
+    "  --donate I,J    donate those arguments (jax.jit's donate_argnums); a training step's\n"
+    "                  example donates its weights and optimiser state unless this is given\n"
+    "  --run           also run it once: measured device peak against the plan, time per call\n"
+    "  --buffers       list every buffer (op, type, bytes, place, offset, live steps)\n"
+    "  --budget B      plan under a memory budget (rematerialisation): bytes with an optional\n"
+    "                  K/M/G unit (256M, 1.5GiB) or a share of the peak without it (50%)\n"
+    "  -h, --help      this text\n";
+
+static const char list_help[] = "usage: kiln list\n"
+                                "  The built-in example programs kiln plan takes by name.\n";
+
+static const char *const commands[] = {"train", "sample", "list", "plan", "help"};
+
+/* A usage error of kiln plan: what was wrong (naming the argument), then where help is. */
+static int plan_usage(const char *what, const char *arg) {
+    fprintf(stderr, "kiln plan: ");
+    fprintf(stderr, what, arg);
+    fprintf(stderr, "\n(kiln plan --help lists the options)\n");
+    return 2;
+}
+
+static int unknown_command(const char *word) {
+    const char *near = kiln_tool_closest(word, commands, sizeof commands / sizeof commands[0]);
+    fprintf(stderr, "kiln: unknown command '%s'", word);
+    if (near) fprintf(stderr, "; did you mean '%s'?", near);
+    fprintf(stderr, "\n(kiln --help lists the commands)\n");
     return 2;
 }
 
@@ -54,47 +100,51 @@ static int list(void) {
     return 0;
 }
 
+/* The options after `kiln plan NAME`: 0, or 2 after a message naming the bad argument. */
 static int parse(int argc, char **argv, opts *o) {
+    static const char *const names[] = {"-o",        "--no-fusion", "--donate", "--run",
+                                        "--buffers", "--budget",    "--help"};
     memset(o, 0, sizeof *o);
     o->dir = ".";
     for (int i = 3; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+        const char *a = argv[i];
+        bool takes_value = !strcmp(a, "-o") || !strcmp(a, "--budget") || !strcmp(a, "--donate");
+        if (takes_value && i + 1 >= argc) return plan_usage("%s needs a value", a);
+        if (!strcmp(a, "-o"))
             o->dir = argv[++i];
-        else if (!strcmp(argv[i], "--no-fusion"))
+        else if (!strcmp(a, "--no-fusion"))
             o->no_fusion = true;
-        else if (!strcmp(argv[i], "--run"))
+        else if (!strcmp(a, "--run"))
             o->run = true;
-        else if (!strcmp(argv[i], "--buffers"))
+        else if (!strcmp(a, "--buffers"))
             o->buffers = true;
-        else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
-            char *end;
-            errno = 0;
-            double v = strtod(argv[++i], &end);
-            double unit = 1;
-            if (*end == '%') {
-                if (end[1] || !(v > 0 && v <= 100)) return 1;
-                o->budget_fraction = v / 100;
-                continue;
-            }
-            if (*end == 'K' || *end == 'k')
-                unit = 1024.0, end++;
-            else if (*end == 'M' || *end == 'm')
-                unit = 1024.0 * 1024, end++;
-            else if (*end == 'G' || *end == 'g')
-                unit = 1024.0 * 1024 * 1024, end++;
-            if (unit > 1 && !strcmp(end, "iB")) end += 2;
-            if (*end || errno || !(v * unit >= 1 && v * unit < 1.8e19)) return 1;
-            o->budget = (uint64_t)(v * unit);
-        } else if (!strcmp(argv[i], "--donate") && i + 1 < argc) {
-            for (char *p = argv[++i], *end; *p && o->n_donate < KILN_MAX_OUTPUTS; p = end) {
+        else if (!strcmp(a, "--budget")) {
+            const char *v = argv[++i];
+            if (!kiln_tool_parse_bytes(v, &o->budget, &o->budget_fraction))
+                return plan_usage("--budget: '%s' is not a size (256M, 1.5GiB) or a share "
+                                  "(50%%)",
+                                  v);
+        } else if (!strcmp(a, "--donate")) {
+            const char *v = argv[++i];
+            for (const char *p = v; *p;) {
+                char *end;
                 errno = 0;
-                long v = strtol(p, &end, 10);
-                if (end == p || errno || v < 0 || v > 1000000) return -1;
-                o->donate[o->n_donate++] = (int)v;
-                if (*end == ',') end++;
+                long x = strtol(p, &end, 10);
+                if (end == p || errno || x < 0 || x > 1000000 || (*end && *end != ',') ||
+                    o->n_donate == KILN_MAX_OUTPUTS)
+                    return plan_usage("--donate: '%s' is not a list of argument numbers (0,2)", v);
+                o->donate[o->n_donate++] = (int)x;
+                p = *end ? end + 1 : end;
             }
-        } else
-            return -1;
+        } else if (a[0] != '-') {
+            return plan_usage("unexpected argument '%s' (one example or file at a time)", a);
+        } else {
+            const char *near = kiln_tool_closest(a, names, sizeof names / sizeof names[0]);
+            fprintf(stderr, "kiln plan: unknown option '%s'", a);
+            if (near) fprintf(stderr, "; did you mean %s?", near);
+            fprintf(stderr, "\n(kiln plan --help lists the options)\n");
+            return 2;
+        }
     }
     return 0;
 }
@@ -125,7 +175,6 @@ static int write_file(const char *dir, const char *name, const char *text) {
         if (f) fclose(f);
         return 1;
     }
-    printf("wrote %s\n", path);
     return 0;
 }
 
@@ -208,9 +257,13 @@ static int plan(kiln_context *ctx, const model_entry *me, const char *name, cons
         if (report && svg && json) {
             char *cut = o->buffers ? NULL : strstr(report, "  value ");
             if (cut) *cut = 0; /* the per-buffer table only when asked for */
-            fputs(report, stdout);
+            /* The files first: a report followed by a failure would read as a success. */
             rc = write_file(o->dir, "plan.svg", svg);
             if (!rc) rc = write_file(o->dir, "plan.json", json); /* one message, not two */
+            if (!rc) {
+                fputs(report, stdout);
+                printf("wrote %s/plan.svg\nwrote %s/plan.json\n", o->dir, o->dir);
+            }
             if (!rc && o->run) rc = run_once(ctx, e, &m);
         } else {
             fprintf(stderr, "kiln: out of host memory\n");
@@ -222,21 +275,83 @@ static int plan(kiln_context *ctx, const model_entry *me, const char *name, cons
     return rc;
 }
 
+static bool is_help(const char *a) {
+    return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+/* kiln help [COMMAND] */
+static int help(int argc, char **argv) {
+    if (argc < 3) return fputs(main_help, stdout), 0;
+    if (argc > 3) {
+        fprintf(stderr, "kiln help: unexpected argument '%s' (one command at a time)\n", argv[3]);
+        return 2;
+    }
+    const char *c = argv[2];
+    if (!strcmp(c, "train") || !strcmp(c, "sample")) {
+        char *sub[] = {argv[0], argv[2], "--help", NULL};
+        return !strcmp(c, "train") ? kiln_tool_train(3, sub) : kiln_tool_sample(3, sub);
+    }
+    if (!strcmp(c, "plan")) return fputs(plan_help, stdout), 0;
+    if (!strcmp(c, "list")) return fputs(list_help, stdout), 0;
+    if (!strcmp(c, "help")) return fputs(main_help, stdout), 0;
+    return unknown_command(c);
+}
+
 int main(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "train")) return kiln_tool_train(argc, argv);
-    if (argc >= 2 && !strcmp(argv[1], "sample")) return kiln_tool_sample(argc, argv);
-    if (argc >= 2 && !strcmp(argv[1], "list")) return list();
-    if (argc < 3 || strcmp(argv[1], "plan")) return usage();
+    if (argc < 2) {
+        fputs(main_help, stderr);
+        return 2;
+    }
+    const char *c = argv[1];
+    if (is_help(c)) return fputs(main_help, stdout), 0;
+    if (!strcmp(c, "--version")) {
+        if (argc > 2) {
+            fprintf(stderr, "kiln: unexpected argument '%s' after --version\n", argv[2]);
+            return 2;
+        }
+        printf("kiln %s\n", kiln_version());
+        return 0;
+    }
+    if (!strcmp(c, "help")) return help(argc, argv);
+    if (!strcmp(c, "train")) return kiln_tool_train(argc, argv);
+    if (!strcmp(c, "sample")) return kiln_tool_sample(argc, argv);
+    if (!strcmp(c, "list")) {
+        if (argc > 2 && is_help(argv[2])) return fputs(list_help, stdout), 0;
+        if (argc > 2) {
+            fprintf(stderr, "kiln list: unexpected argument '%s' (list takes none)\n", argv[2]);
+            return 2;
+        }
+        return list();
+    }
+    if (strcmp(c, "plan")) {
+        if (c[0] == '-') {
+            static const char *const opts_[] = {"--help", "--version"};
+            const char *near = kiln_tool_closest(c, opts_, 2);
+            fprintf(stderr, "kiln: unknown option '%s'", c);
+            if (near) fprintf(stderr, "; did you mean %s?", near);
+            fprintf(stderr, "\n(kiln --help lists the commands and options)\n");
+            return 2;
+        }
+        return unknown_command(c);
+    }
+    for (int i = 2; i < argc; i++)
+        if (is_help(argv[i])) return fputs(plan_help, stdout), 0;
+    if (argc < 3) return plan_usage("which program? an example (kiln list) or a FILE.kir%s", "");
     const model_entry *me = model_find(argv[2]);
     opts o;
     struct stat sb;
     if (!me && stat(argv[2], &sb)) { /* neither an example nor a file */
-        fprintf(stderr, "kiln: no example or graph file '%s'; these examples are built in:\n",
-                argv[2]);
-        list();
+        const char *names[N_MODELS];
+        for (int i = 0; i < N_MODELS; i++) names[i] = models[i].name;
+        const char *near = kiln_tool_closest(argv[2], names, N_MODELS);
+        fprintf(stderr, "kiln plan: no example or graph file '%s'", argv[2]);
+        if (near) fprintf(stderr, "; did you mean '%s'?", near);
+        fprintf(stderr, "\nthese examples are built in:\n");
+        for (int i = 0; i < N_MODELS; i++)
+            fprintf(stderr, "  %-12s %s\n", models[i].name, models[i].what);
         return 2;
     }
-    if (parse(argc, argv, &o)) return usage();
+    if (parse(argc, argv, &o)) return 2;
     kiln_context *ctx;
     char err[512];
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) {

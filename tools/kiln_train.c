@@ -70,6 +70,48 @@ static int usage_error(const char *cmd, const char *fmt, const char *a, const ch
     return 2;
 }
 
+/* Edit distance with adjacent transpositions (optimal string alignment): "mpl" is one
+ * typo from "mlp". Names longer than 64 bytes are never close. */
+static size_t edit_distance(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b), d[65][65];
+    if (na > 64 || nb > 64) return SIZE_MAX;
+    for (size_t i = 0; i <= na; i++) d[i][0] = i;
+    for (size_t j = 0; j <= nb; j++) d[0][j] = j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[na][nb];
+}
+
+const char *kiln_tool_closest(const char *word, const char *const *names, size_t n) {
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = edit_distance(word, names[i]);
+        if (d < best_d) best_d = d, best = names[i];
+    }
+    /* A suggestion further than half the word away is noise, not a typo. */
+    size_t len = strlen(word);
+    return best && best_d <= (len < 4 ? 1 : len / 2) ? best : NULL;
+}
+
+/* "unknown flag '--layer'; did you mean --layers?" */
+static int unknown_flag(const char *cmd, const char *arg, const char *name,
+                        const char *const *names, size_t n) {
+    const char *near = kiln_tool_closest(name, names, n);
+    fprintf(stderr, "kiln %s: unknown flag '%s'", cmd, arg);
+    if (near) fprintf(stderr, "; did you mean %s?", near);
+    fprintf(stderr, "\n(kiln %s --help lists the flags)\n", cmd);
+    return 2;
+}
+
 static bool parse_long(const char *s, long long lo, long long hi, long long *out) {
     char *end;
     errno = 0;
@@ -191,6 +233,10 @@ int kiln_tool_train(int argc, char **argv) {
 
     flag_iter it = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
     for (int k; (k = next_arg(&it)) >= 0;) {
+        if (k == 0 && !strcmp(argv[it.i], "-h")) {
+            fputs(train_usage, stdout);
+            return 0;
+        }
         if (k == 0) return usage_error("train", "unexpected argument '%s'%s", argv[it.i], "");
         const char *f = it.name;
         if (!strcmp(f, "--help")) {
@@ -219,7 +265,15 @@ int kiln_tool_train(int argc, char **argv) {
             if (!strcmp(f, strs[j])) which = (int)j, kind = 2;
         for (size_t j = 0; j < sizeof dbls / sizeof dbls[0]; j++)
             if (!strcmp(f, dbls[j])) which = (int)j, kind = 3;
-        if (which < 0) return usage_error("train", "unknown flag '%s'%s", argv[it.i], "");
+        if (which < 0) {
+            static const char *const all[] = {
+                "--help",         "--no-summary", "--layers",     "--heads",         "--channels",
+                "--context",      "--batch",      "--steps",      "--warmup",        "--seed",
+                "--threads",      "--eval-every", "--save-every", "--data",          "--out",
+                "--resume",       "--init",       "--batches",    "--memory-budget", "--lr",
+                "--weight-decay", "--clip"};
+            return unknown_flag("train", argv[it.i], f, all, sizeof all / sizeof all[0]);
+        }
         const char *v = value_of(&it);
         if (!v) return usage_error("train", "%s needs a value%s", f, "");
         if (kind == 1) {
@@ -308,9 +362,18 @@ int kiln_tool_sample(int argc, char **argv) {
      * 0.35 s on one thread, 15 s on two of a loaded 2-core machine). */
     long long threads = 1, x;
     flag_iter it = {.argc = argc, .argv = argv, .i = 1, .cmd = "sample"};
+    bool positional = false;
     for (int k; (k = next_arg(&it)) >= 0;) {
+        if (k == 0 && !strcmp(argv[it.i], "-h")) {
+            fputs(sample_usage, stdout);
+            return 0;
+        }
         if (k == 0) {
+            if (positional)
+                return usage_error("sample", "unexpected argument '%s': the checkpoint is '%s'",
+                                   argv[it.i], o.checkpoint);
             o.checkpoint = argv[it.i];
+            positional = true;
             continue;
         }
         const char *f = it.name;
@@ -323,7 +386,12 @@ int kiln_tool_sample(int argc, char **argv) {
         int which = -1;
         for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
             if (!strcmp(f, known[j])) which = (int)j;
-        if (which < 0) return usage_error("sample", "unknown flag '%s'%s", argv[it.i], "");
+        if (which < 0) {
+            static const char *const all[] = {"--help",   "--checkpoint",  "--prompt",
+                                              "--length", "--temperature", "--top-k",
+                                              "--seed",   "--threads"};
+            return unknown_flag("sample", argv[it.i], f, all, sizeof all / sizeof all[0]);
+        }
         const char *v = value_of(&it);
         if (!v) return usage_error("sample", "%s needs a value%s", f, "");
         bool ok = true;

@@ -112,12 +112,17 @@ static void mb_printf(msgbuf *m, const char *fmt, ...) {
 static void describe_locked(const bfc_allocator *a, msgbuf *m) {
     kiln_memory_stats s;
     stats_locked(a, &s);
-    char b1[32], b2[32], b3[32], b4[32];
+    char b1[32], b2[32], b3[32], b4[32], lim[64] = "none";
+    /* A preallocated pool never grows: its size is the limit, whatever a->limit says. */
+    if (a->mode == KILN_ALLOC_MODE_PREALLOCATE && s.num_regions)
+        snprintf(lim, sizeof lim, "%s (the preallocated pool)",
+                 bfc_fmt_bytes(s.bytes_reserved, b3, sizeof b3));
+    else if (a->limit)
+        snprintf(lim, sizeof lim, "%s", bfc_fmt_bytes(a->limit, b3, sizeof b3));
     mb_printf(m, "  in use %s in %llu allocation%s; reserved %s in %llu region%s; limit %s\n",
               bfc_fmt_bytes(s.bytes_in_use, b1, sizeof b1), (unsigned long long)s.num_live_allocs,
               s.num_live_allocs == 1 ? "" : "s", bfc_fmt_bytes(s.bytes_reserved, b2, sizeof b2),
-              (unsigned long long)s.num_regions, s.num_regions == 1 ? "" : "s",
-              a->limit ? bfc_fmt_bytes(a->limit, b3, sizeof b3) : "none");
+              (unsigned long long)s.num_regions, s.num_regions == 1 ? "" : "s", lim);
     mb_printf(m, "  largest free block %s of %s free; fragmentation %.2f\n",
               bfc_fmt_bytes(s.largest_free_block_bytes, b1, sizeof b1),
               bfc_fmt_bytes(s.bytes_reserved - s.bytes_in_use, b4, sizeof b4), s.fragmentation);

@@ -47,19 +47,25 @@ kiln_status array_new_empty(kiln_context *ctx, const char *what, int device, kil
     return st;
 }
 
-kiln_status array_new_on(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
-                         const ir_shape *s, kiln_array **out) {
+/* As array_new_on, its storage tagged `tag` (the user's name for it) rather than `what`. */
+static kiln_status new_tagged(kiln_context *ctx, const char *what, const char *tag, int device,
+                              kiln_dtype dtype, const ir_shape *s, kiln_array **out) {
     kiln_array *a;
     kiln_status st = new_handle(ctx, what, dtype, s, &a);
     if (st) return st;
     a->device = device;
-    /* the allocator keeps the first 23 bytes of the tag: `what` names the maker */
-    if (a->nbytes && (st = device_alloc(&ctx->devices[device], a->nbytes, what, &a->data))) {
+    /* the allocator keeps the first 23 bytes of the tag: it names the maker or the array */
+    if (a->nbytes && (st = device_alloc(&ctx->devices[device], a->nbytes, tag, &a->data))) {
         host_free(ctx, a, sizeof *a);
         return st;
     }
     *out = a;
     return KILN_STATUS_OK;
+}
+
+kiln_status array_new_on(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
+                         const ir_shape *s, kiln_array **out) {
+    return new_tagged(ctx, what, what, device, dtype, s, out);
 }
 
 kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
@@ -117,15 +123,19 @@ static void normalise_bools(kiln_array *a, const uint8_t *src) {
     for (size_t i = 0; i < a->nbytes; i++) tmp[i] = src[i] != 0;
 }
 
-kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
-                                 const int64_t *dims, const void *data, kiln_array **out) {
-    const char *op = device ? "kiln_array_create_on" : "kiln_array_create";
+/* The creation calls: name (NULL: none) tags the storage, so OOM reports and memory
+ * summaries show it. */
+static kiln_status create(kiln_context *ctx, const char *op, const char *name, int device,
+                          kiln_dtype dtype, int rank, const int64_t *dims, const void *data,
+                          kiln_array **out) {
     if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     ir_shape s;
     kiln_status st = check_create(ctx, op, device, rank, dims, out, &s);
     if (st) return st;
+    if (name && !*name)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: the name is empty", op);
     kiln_array *a;
-    if ((st = array_new_on(ctx, op, device, dtype, &s, &a))) return st;
+    if ((st = new_tagged(ctx, op, name ? name : op, device, dtype, &s, &a))) return st;
     kn_device *d = &ctx->devices[device];
     if (a->nbytes && !d->backend->copy_h2d) {
         if (!data)
@@ -151,9 +161,24 @@ kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dtype dtype
     return KILN_STATUS_OK;
 }
 
+kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
+                                 const int64_t *dims, const void *data, kiln_array **out) {
+    return create(ctx, device ? "kiln_array_create_on" : "kiln_array_create", NULL, device, dtype,
+                  rank, dims, data, out);
+}
+
 kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *dims,
                               const void *data, kiln_array **out) {
     return kiln_array_create_on(ctx, 0, dtype, rank, dims, data, out);
+}
+
+kiln_status kiln_array_create_named(kiln_context *ctx, const char *name, int device,
+                                    kiln_dtype dtype, int rank, const int64_t *dims,
+                                    const void *data, kiln_array **out) {
+    if (ctx && !name)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_array_create_named: name is NULL");
+    return create(ctx, "kiln_array_create_named", name, device, dtype, rank, dims, data, out);
 }
 
 /* ----------------------------------------------------------- copies ---- */

@@ -49,6 +49,11 @@ void exec_plan_release(kiln_executable *e);
 /* The memory report (plan_report) with the rematerialisation lines; NULL on host OOM. */
 char *exec_memory_report(const kiln_executable *e);
 
+/* The error of a call whose own object (executable, jit) is NULL: the message goes to the
+ * context of its first argument that is not NULL, so kiln_last_error reads this failure and
+ * not an older one. KILN_STATUS_INVALID_ARGUMENT either way (with no argument there is no
+ * context to hold a message). */
+kiln_status exec_null_object(const char *op, const char *what, int n_args, kiln_array *const *args);
 /* Checks that args match g's parameters; the message names `op`, the argument index,
  * the parameter's name and both types. */
 kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,

@@ -279,7 +279,7 @@ static void release(kiln_jit *j, jit_entry *en) {
 
 kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, const void *static_args,
                           size_t static_size, int n_outs, kiln_array **outs) {
-    if (!j) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!j) return exec_null_object("kiln_jit_call", "the jit", n_args, args);
     kiln_status s = check_signature(j, n_args, args);
     if (s) return s;
     if (static_size && !static_args)
@@ -290,7 +290,15 @@ kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, cons
     int device;
     if ((s = call_device(j, n_args, args, &device))) return s;
     if ((s = acquire(j, device, n_args, args, static_args, static_size, &en))) return s;
-    s = kiln_executable_run(en->exe, n_args, args, n_outs, outs);
+    /* Checked here too so the message names the call the user made. */
+    const kiln_graph *g = en->exe->g;
+    if (n_outs != (int)g->n_outputs || !outs)
+        s = ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_jit_call '%s': the traced function has %u output%s, %d asked for%s",
+                      j->name, g->n_outputs, g->n_outputs == 1 ? "" : "s", n_outs,
+                      outs ? "" : " (outs is NULL)");
+    else
+        s = kiln_executable_run(en->exe, n_args, args, n_outs, outs);
     release(j, en);
     return s;
 }

@@ -442,9 +442,18 @@ static kiln_status run_enqueue(kiln_executable *e, kiln_array *const *args, kiln
 
 /* --------------------------------------------------------- the public call ---- */
 
+kiln_status exec_null_object(const char *op, const char *what, int n_args,
+                             kiln_array *const *args) {
+    for (int i = 0; args && i < n_args; i++)
+        if (args[i])
+            return ctx_error(args[i]->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", op,
+                             what);
+    return KILN_STATUS_INVALID_ARGUMENT;
+}
+
 kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args, int n_outs,
                                 kiln_array **outs) {
-    if (!e) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!e) return exec_null_object("kiln_executable_run", "the executable", n_args, args);
     kiln_context *ctx = e->ctx;
     const kiln_graph *g = e->g;
     kiln_status s = check_call(e, n_args, args, n_outs, outs);

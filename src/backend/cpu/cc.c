@@ -270,7 +270,33 @@ static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
     return KILN_STATUS_OK;
 }
 
+/* What can be judged of KILN_CC, KILN_CC_FLAGS and KILN_CACHE_DIR without running
+ * anything, at context creation: a mistake there is reported by kiln_context_create, not
+ * by whichever call compiles first. (A missing default compiler is not an error yet: a
+ * context may only ever run the reference interpreter or another device.) */
+_Static_assert(MAX_ARGS - 7 - CC_MAX_PARTS - N_OPT_FLAGS(1) - N_BASE_FLAGS >= 512,
+               "room for the most flags KILN_CC_FLAGS can hold");
+static kiln_status check_settings(kiln_context *ctx) {
+    const kn_config *c = &ctx->config;
+    char found[PATH_MAX], flags[sizeof c->cc_flags];
+    kiln_status s;
+    if (c->cc[0] && (s = locate_compiler(ctx, found))) return s;
+    /* (Their number needs no check: 1024 bytes hold at most 512, and MAX_ARGS has room.) */
+    snprintf(flags, sizeof flags, "%s", c->cc_flags);
+    for (char *save, *t = strtok_r(flags, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
+        if (!strcmp(t, "-o") || !strcmp(t, "-c") || !strcmp(t, "-E") || !strcmp(t, "-S"))
+            return ctx_error(ctx, KILN_STATUS_CONFIG,
+                             "KILN_CC_FLAGS=\"%s\": '%s' is not allowed (kiln chooses what the "
+                             "compiler makes and where)",
+                             c->cc_flags, t);
+    }
+    return c->cache_max_bytes ? cc_cache_dir_check(ctx, c->cache_dir) : KILN_STATUS_OK;
+}
+
 kiln_status cc_compiler_create(kiln_context *ctx, cc_compiler **out) {
+    *out = NULL;
+    kiln_status s = check_settings(ctx);
+    if (s) return s;
     cc_compiler *cc = host_calloc(ctx, 1, sizeof *cc);
     *out = cc;
     if (!cc) return ctx_oom(ctx, "C compiler state", sizeof *cc);
@@ -365,8 +391,14 @@ static void join_argv(char *const *v, char *buf, size_t cap) {
  * source and in part 0, the key as a symbol the loader checks after dlopen. */
 static bool write_part(const cc_load *ld, const char *path, size_t prelude, size_t begin,
                        size_t end, bool with_key) {
-    FILE *f = fopen(path, "we");
-    if (!f) return false;
+    /* 0600: a source that fails to compile stays in the cache for the user to read, and
+     * only the user (the cache is private, so is what it keeps). */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return false;
+    }
     fwrite(ld->source, 1, prelude, f);
     fwrite(ld->source + begin, 1, end - begin, f);
     if (with_key)

@@ -56,6 +56,35 @@ static int mkdir_parents(const char *dir) {
     return 0;
 }
 
+/* The checks of a directory that exists: sb is its stat. */
+static kiln_status dir_usable(kiln_context *ctx, const char *dir, const struct stat *st) {
+    struct stat sb = *st;
+    if (!S_ISDIR(sb.st_mode))
+        return ctx_error(ctx, KILN_STATUS_CONFIG,
+                         "kernel cache directory \"%s\" (KILN_CACHE_DIR) is not a directory", dir);
+    if (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))
+        return ctx_error(ctx, KILN_STATUS_CONFIG,
+                         "kernel cache directory \"%s\" (KILN_CACHE_DIR) is owned by another user "
+                         "or writable by its group or by anyone (mode %04o); kiln loads code "
+                         "from it, so it refuses: use a private directory (chmod 700) or "
+                         "KILN_CACHE_MAX_BYTES=0",
+                         dir, (unsigned)(sb.st_mode & 07777));
+    return KILN_STATUS_OK;
+}
+
+kiln_status cc_cache_dir_check(kiln_context *ctx, const char *dir) {
+    struct stat sb;
+    if (stat(dir, &sb)) {
+        if (errno == ENOTDIR)
+            return ctx_error(ctx, KILN_STATUS_CONFIG,
+                             "kernel cache directory \"%s\" (KILN_CACHE_DIR): a part of the path "
+                             "is a file, not a directory",
+                             dir);
+        return KILN_STATUS_OK; /* missing (made at the first compile) or not ours to read */
+    }
+    return dir_usable(ctx, dir, &sb);
+}
+
 kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir) {
     struct stat sb;
     if (stat(dir, &sb) && errno == ENOENT) {
@@ -68,17 +97,7 @@ kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir) {
     if (stat(dir, &sb))
         return ctx_error(ctx, KILN_STATUS_IO, "kernel cache directory \"%s\" (KILN_CACHE_DIR): %s",
                          dir, strerror(errno));
-    if (!S_ISDIR(sb.st_mode))
-        return ctx_error(ctx, KILN_STATUS_CONFIG,
-                         "kernel cache directory \"%s\" (KILN_CACHE_DIR) is not a directory", dir);
-    if (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))
-        return ctx_error(ctx, KILN_STATUS_CONFIG,
-                         "kernel cache directory \"%s\" (KILN_CACHE_DIR) is owned by another user "
-                         "or writable by its group or by anyone (mode %04o); kiln loads code "
-                         "from it, so it refuses: use a private directory (chmod 700) or "
-                         "KILN_CACHE_MAX_BYTES=0",
-                         dir, (unsigned)(sb.st_mode & 07777));
-    return KILN_STATUS_OK;
+    return dir_usable(ctx, dir, &sb);
 }
 
 /* ---------------------------------------------------------- one entry ---- */

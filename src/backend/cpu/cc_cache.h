@@ -30,6 +30,9 @@ bool cc_path(char out[PATH_MAX], const char *dir, const char *key, const char *s
  * owns or that its group or anyone may write to: kiln loads code from it.
  * KILN_STATUS_CONFIG names KILN_CACHE_DIR. */
 kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir);
+/* The same refusals for a directory that already exists, creating nothing (a missing one
+ * is fine): kiln_context_create reports a bad KILN_CACHE_DIR before the first compile. */
+kiln_status cc_cache_dir_check(kiln_context *ctx, const char *dir);
 
 typedef enum cc_entry_state { CC_ENTRY_MISS, CC_ENTRY_OK, CC_ENTRY_CORRUPT } cc_entry_state;
 

@@ -384,7 +384,8 @@ KILN_API kiln_value kiln_graph_output(const kiln_graph *g, int i);
  * graph is checked as a traced one is, and each value's written type must be what its op
  * gives; a fault is KILN_STATUS_INVALID_ARGUMENT with "file:line: what is wrong". The
  * loaded graph is finished. Not kept: composite records (gradients are the same, through
- * the composites' parts) and the roles kiln_grad gives values. kiln_graph_parse reads
+ * the composites' parts), checkpoint regions and names (kiln_checkpoint_*), and the roles
+ * kiln_grad gives values. kiln_graph_parse reads
  * len bytes of text (no terminator needed); name is what messages call it. */
 KILN_API kiln_status kiln_graph_save(const kiln_graph *g, const char *path);
 KILN_API kiln_status kiln_graph_load(kiln_context *ctx, const char *path, kiln_graph **out);

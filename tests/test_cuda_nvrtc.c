@@ -19,6 +19,7 @@
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 #include "randprog.h"
+#include "ewops.h"
 #include "trace/trace.h"
 
 #include "../examples/models.h"
@@ -100,24 +101,7 @@ static void test_ops(void) {
         kiln_value b = kiln_parameter(g, "b", t, 1, dims);
         kiln_value p = kiln_parameter(g, "pred", KILN_DTYPE_BOOL, 1, dims);
         kiln_value outs[128];
-        int n = 0;
-        for (int op = 0; op < IR_NUM_OPS; op++) {
-            const ir_op_info *o = &ir_ops[op];
-            if (!(o->flags & IRF_ELEMENTWISE) || !ir_dtype_accepts(o->types, t)) continue;
-            int variants = op == IR_COMPARE ? 6 : op == IR_CONVERT ? 5 : 1;
-            for (int v = 0; v < variants; v++) {
-                ir_node node = {.op = (ir_op)op};
-                uint32_t in[3] = {a.id, b.id, 0};
-                if (op == IR_COMPARE) node.a.cmp = (kiln_cmp)v;
-                if (op == IR_CONVERT) {
-                    if (all_dtypes[v] == t) continue;
-                    node.dtype = all_dtypes[v];
-                }
-                if (op == IR_SELECT) in[0] = p.id, in[1] = a.id, in[2] = b.id;
-                kiln_value r = trace_emit(g, o->name, &node, in, (uint32_t)o->arity);
-                if (r.id && n < 128) outs[n++] = r;
-            }
-        }
+        int n = ew_trace_all(g, t, a, b, p, outs, 128);
         check_outputs(g, name, n, outs, true);
     }
 }

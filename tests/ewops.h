@@ -1,0 +1,36 @@
+/* ewops.h — every elementwise op of the registry traced once on dtype t (tests that check
+ * each op through one backend or dialect: test_cuda, test_cuda_nvrtc). Compare gets all six
+ * directions and convert every other target dtype; select takes pred, a and b. */
+#ifndef KILN_TEST_EWOPS_H
+#define KILN_TEST_EWOPS_H
+
+#include "trace/trace.h"
+
+/* Appends to outs (at most max) one value per op and variant over a, b (dtype t) and pred
+ * (bool); returns how many were made. */
+static inline int ew_trace_all(kiln_graph *g, kiln_dtype t, kiln_value a, kiln_value b,
+                               kiln_value pred, kiln_value *outs, int max) {
+    static const kiln_dtype targets[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
+                                         KILN_DTYPE_I64, KILN_DTYPE_BOOL};
+    int n = 0;
+    for (int op = 0; op < IR_NUM_OPS; op++) {
+        const ir_op_info *o = &ir_ops[op];
+        if (!(o->flags & IRF_ELEMENTWISE) || !ir_dtype_accepts(o->types, t)) continue;
+        int variants = op == IR_COMPARE ? 6 : op == IR_CONVERT ? 5 : 1;
+        for (int v = 0; v < variants; v++) {
+            ir_node node = {.op = (ir_op)op};
+            uint32_t in[3] = {a.id, b.id, 0};
+            if (op == IR_COMPARE) node.a.cmp = (kiln_cmp)v;
+            if (op == IR_CONVERT) {
+                if (targets[v] == t) continue;
+                node.dtype = targets[v];
+            }
+            if (op == IR_SELECT) in[0] = pred.id, in[1] = a.id, in[2] = b.id;
+            kiln_value r = trace_emit(g, o->name, &node, in, (uint32_t)o->arity);
+            if (r.id && n < max) outs[n++] = r;
+        }
+    }
+    return n;
+}
+
+#endif

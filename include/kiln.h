@@ -105,10 +105,11 @@ typedef enum kiln_alloc_mode {
     KILN_ALLOC_MODE_PLATFORM,    /* no caching: every request goes to the backend */
 } kiln_alloc_mode;
 
-/* Which library computes the CPU backend's float matrix products (docs/performance.md).
- * DEFAULT picks per dtype by measurement on the machines kiln was tuned on: oneDNN's sgemm
- * for f32 when libdnnl is installed, OpenBLAS otherwise and for f64. The others are loaded
- * at run time when chosen; one that is not installed fails the first run, naming it. */
+/* Which library computes the CPU backend's float matrix products (docs/memory.md, "Configuration";
+ * bench/RESULTS.md has the measurements). DEFAULT picks per dtype by measurement on the machines
+ * kiln was tuned on: oneDNN's sgemm for f32 when libdnnl is installed, OpenBLAS otherwise and for
+ * f64. The others are loaded at run time when chosen; one that is not installed fails the first
+ * run, naming it. */
 typedef enum kiln_blas {
     KILN_BLAS_DEFAULT = 0,
     KILN_BLAS_OPENBLAS, /* linked: always present */
@@ -154,7 +155,7 @@ typedef struct kiln_context_options {
      * and their outputs become ready later (docs/devices.md, "the asynchronous model");
      * false: every call has finished its work when it returns. */
     bool async_dispatch;
-    kiln_blas blas;          /* KILN_BLAS: openblas, blis, onednn or kiln; 0: by dtype */
+    kiln_blas blas; /* KILN_BLAS: openblas, blis, onednn or kiln; 0: by dtype */
     /* KILN_MATMUL_PRECISION=tf32 (or tensorfloat32; highest/float32/default: off): f32
      * matrix products on a GPU use TF32 tensor cores (10-bit mantissa inputs), as
      * jax_default_matmul_precision="tensorfloat32" does. Off: exact f32. The CPU ignores it. */

@@ -107,8 +107,8 @@ static inline int cmp_on_device(kiln_context *ctx, kiln_graph *g, int n_args, ki
         size_t n = kiln_array_nbytes(args[i]);
         void *h = malloc(n ? n : 1);
         ok = kiln_array_copy_to_host(args[i], h, n) == KILN_STATUS_OK &&
-             kiln_array_create_on(ctx, dev, args[i]->dtype, args[i]->shape.rank, args[i]->shape.dims, h,
-                             &dargs[i]) == KILN_STATUS_OK;
+             kiln_array_create_on(ctx, dev, args[i]->dtype, args[i]->shape.rank,
+                                  args[i]->shape.dims, h, &dargs[i]) == KILN_STATUS_OK;
         free(h);
     }
     kiln_executable *e = NULL;

@@ -113,7 +113,8 @@ static void test_programs(kiln_context *c, long (*launches)(void)) {
         }
         CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 1, d, xv, &host));
         CHECK_STATUS(kiln_executable_run(e, 1, &host, 3, res), KILN_STATUS_INVALID_ARGUMENT);
-        CHECK_CONTAINS(kiln_last_error(c), "'pass' was compiled for cuda:0, but argument 0 is on cpu:0");
+        CHECK_CONTAINS(kiln_last_error(c),
+                       "'pass' was compiled for cuda:0, but argument 0 is on cpu:0");
         CHECK_STATUS(kiln_interpret(g, 1, &arg, 3, res), KILN_STATUS_INVALID_ARGUMENT);
         CHECK_CONTAINS(kiln_last_error(c), "is on cuda:0");
     }
@@ -178,7 +179,8 @@ static void test_failures(void) {
     if (c) {
         int64_t n = 4;
         kiln_array *a = NULL;
-        CHECK_STATUS(kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, &n, NULL, &a), KILN_STATUS_BACKEND);
+        CHECK_STATUS(kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, &n, NULL, &a),
+                     KILN_STATUS_BACKEND);
         CHECK_CONTAINS(kiln_last_error(c),
                        "creating the context of cuda:0 (Mock GPU): cuDevicePrimaryCtxRetain "
                        "failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)");

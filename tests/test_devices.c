@@ -59,7 +59,8 @@ static void test_enumerate(void) {
     }
     kiln_device_info info;
     CHECK_STATUS(kiln_device_get_info(c, 4, &info), KILN_STATUS_INVALID_ARGUMENT);
-    CHECK_CONTAINS(kiln_last_error(c), "device 4 does not exist (this context has 4: cpu:0, cpu:1, cpu:2, cpu:3)");
+    CHECK_CONTAINS(kiln_last_error(c),
+                   "device 4 does not exist (this context has 4: cpu:0, cpu:1, cpu:2, cpu:3)");
     kiln_context_destroy(c);
 
     /* the default is one device */

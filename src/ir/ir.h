@@ -312,7 +312,7 @@ struct kiln_graph {
     bool ad_primitive_rules_only; /* tests: differentiate composites through their parts */
     char **files; /* source file names the graph owns (a loaded graph's locations) */
     uint32_t n_files, cap_files;
-    ir_checkpoint *ckpt;          /* open checkpoint regions, innermost last; owned */
+    ir_checkpoint *ckpt; /* open checkpoint regions, innermost last; owned */
     uint32_t n_ckpt, cap_ckpt;
     ir_ckpt_name *ckpt_names; /* values named by kiln_checkpoint_name; owned */
     uint32_t n_ckpt_names, cap_ckpt_names;
@@ -321,7 +321,6 @@ struct kiln_graph {
 /* A copy of file name [s, s+n) owned by g and freed with it, for node locations of a graph
  * read from text; one copy per distinct name. NULL on host OOM (no message set). */
 const char *ir_graph_own_file(kiln_graph *g, const char *s, size_t n);
-
 
 /* Frees the checkpoint bookkeeping of g (open regions and names): graph destruction, and
  * kiln_graph_finish once no region can use it any more. */

@@ -522,7 +522,8 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
              (double)(SVG_W - SVG_LEFT - SVG_RIGHT) / (p->n_kernels ? p->n_kernels : 1),
              total ? plot / (double)total : 0,
              SVG_TOP + SVG_PLOT,
-             gap, fp};
+             gap,
+             fp};
     char h[4][32];
     sb_printf(&sb,
               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "

@@ -160,6 +160,10 @@ typedef struct kiln_context_options {
      * matrix products on a GPU use TF32 tensor cores (10-bit mantissa inputs), as
      * jax_default_matmul_precision="tensorfloat32" does. Off: exact f32. The CPU ignores it. */
     bool matmul_tf32;
+    /* KILN_PROFILE: every executable the context compiles starts with profiling on
+     * (kiln_executable_set_profiling) and prints its profile report to stderr when it is
+     * destroyed, if it ran. */
+    bool profile;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,
@@ -735,6 +739,33 @@ typedef struct kiln_executable_info {
 KILN_API void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *info);
 /* The optimised graph, its kernels and the generated C source, as text. */
 KILN_API char *kiln_executable_to_string(const kiln_executable *e);
+
+/* Profiling: where a program's time goes, kernel by kernel (docs/performance.md).
+ * While profiling is on, every run of e times each of its kernels and adds the time to
+ * e's totals; the device is waited for after each kernel, so a GPU's kernels are timed on
+ * their own (and the run is slower than an unprofiled one). Several threads may run a
+ * profiled executable at once. KILN_PROFILE (kiln_context_options.profile) turns it on for
+ * every executable of a context. */
+KILN_API kiln_status kiln_executable_set_profiling(kiln_executable *e, bool on);
+/* Zeroes the totals (e.g. after warm-up runs). */
+KILN_API void kiln_executable_profile_reset(kiln_executable *e);
+/* A table of the kernels by time: per run, share, rate (GFLOP/s of a product, GB/s of a
+ * loop: the bytes of every buffer it reads and writes, once), what each computes and
+ * where it was traced; totals by kind first. Free with kiln_string_free. NULL on host OOM
+ * or a NULL e. Says so when no profiled run has finished yet. */
+KILN_API char *kiln_executable_profile_report(const kiln_executable *e);
+typedef struct kiln_kernel_profile {
+    const char *kind; /* "loop", "dot" or "scatter" (static) */
+    int num_ops;      /* ops computed in it (fused) */
+    double flops;     /* per run: 2*M*N*K summed over batches for a dot, else 0 */
+    double bytes;     /* per run: bytes of its input and output buffers, each once */
+    uint64_t runs;    /* profiled runs so far (the same for every kernel) */
+    double seconds;   /* its time summed over those runs */
+} kiln_kernel_profile;
+/* Kernel i (0 <= i < kiln_executable_info.num_kernels, in the order of
+ * kiln_executable_to_string's "k<i>"). */
+KILN_API kiln_status kiln_executable_get_kernel_profile(const kiln_executable *e, int i,
+                                                        kiln_kernel_profile *out);
 
 /* ------------------------------------------------------ memory analysis ---- */
 

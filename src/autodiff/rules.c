@@ -366,10 +366,16 @@ static void vjp_reduce_prod(kiln_graph *g, uint32_t id, const ir_node *n, kiln_v
 
 /* ---------------------------------------------------------------- dot ---- */
 
-/* JAX's _dot_general_transpose_lhs: the cotangent of x in dot_general(x, y) is
- * dot_general(g, y) contracting g's y-kept axes with y's kept axes and batching the batch
- * axes, then transposed back into x's axis order. swap says the result's kept axes come
- * in (y, x) order, as for the rhs. */
+/* JAX's _dot_general_transpose_lhs: the cotangent of x in dot_general(x, y) contracts g's
+ * y-kept axes with y's kept axes and batches the batch axes. swap says the cotangent's
+ * kept axes come in (y, x) order, as for the rhs.
+ *
+ * The product can be written with g or with y as its left operand: dot_general(g, y) has
+ * axes (batch, x's kept, x's contracting), dot_general(y, g) has (batch, x's contracting,
+ * x's kept). When one of them is already in x's axis order it is taken, so the gradient
+ * of a weight (x^T . g for y = x . w) is produced in the weight's layout and the
+ * optimiser update reads it contiguously, rather than a transposed copy that every
+ * consumer then reads across rows. Otherwise the first form, transposed back. */
 static kiln_value dot_transpose(kiln_graph *g, kiln_value ct, uint32_t xid, uint32_t yid,
                                 const int *xc, const int *yc, const int *xb, const int *yb, int nc,
                                 int nb, bool swap) {
@@ -384,28 +390,38 @@ static kiln_value dot_transpose(kiln_graph *g, kiln_value ct, uint32_t xid, uint
         if (!(yu >> i & 1u)) yk[nyk++] = i;
     /* the cotangent's axes: batch, then the kept axes of (x, y), or of (y, x) if swapped */
     int y_at = swap ? nb : nb + nxk;
+    /* x's contracting axes sorted by their y partner: the order both products give them */
+    int xc_by_y[KILN_MAX_RANK], n = 0;
+    for (int a = 0; a < yr; a++)
+        for (int i = 0; i < nc; i++)
+            if (yc[i] == a) xc_by_y[n++] = xc[i];
+    /* order[i]: the axis of x that axis i of the product is, for g first and for y first */
+    int order[2][KILN_MAX_RANK];
+    bool identity[2] = {true, true};
+    for (int form = 0; form < 2; form++) {
+        int k = 0;
+        for (int i = 0; i < nb; i++) order[form][k++] = xb[i];
+        for (int i = 0; i < nxk && !form; i++) order[form][k++] = xk[i];
+        for (int i = 0; i < nc; i++) order[form][k++] = xc_by_y[i];
+        for (int i = 0; i < nxk && form; i++) order[form][k++] = xk[i];
+        for (int i = 0; i < xr; i++) identity[form] &= order[form][i] == i;
+    }
+    int form = !identity[0] && identity[1];
     kiln_dot_dims d;
     memset(&d, 0, sizeof d);
     d.n_contract = nyk;
-    for (int i = 0; i < nyk; i++) d.lhs_contract[i] = y_at + i, d.rhs_contract[i] = yk[i];
     d.n_batch = nb;
-    for (int i = 0; i < nb; i++) d.lhs_batch[i] = i, d.rhs_batch[i] = yb[i];
-    kiln_value r = kiln_dot_general(g, ct, val(g, yid), &d);
-    /* r's axes: batch, x's kept, then y's contracting axes in y's order, i.e. x's
-     * contracting axes sorted by their y partner */
-    int order[KILN_MAX_RANK], k = 0;
-    for (int i = 0; i < nb; i++) order[k++] = xb[i];
-    for (int i = 0; i < nxk; i++) order[k++] = xk[i];
-    for (int a = 0; a < yr; a++)
-        for (int i = 0; i < nc; i++)
-            if (yc[i] == a) order[k++] = xc[i];
+    int *ct_con = form ? d.rhs_contract : d.lhs_contract,
+        *y_con = form ? d.lhs_contract : d.rhs_contract;
+    int *ct_bat = form ? d.rhs_batch : d.lhs_batch, *y_bat = form ? d.lhs_batch : d.rhs_batch;
+    for (int i = 0; i < nyk; i++) ct_con[i] = y_at + i, y_con[i] = yk[i];
+    for (int i = 0; i < nb; i++) ct_bat[i] = i, y_bat[i] = yb[i];
+    kiln_value r =
+        form ? kiln_dot_general(g, val(g, yid), ct, &d) : kiln_dot_general(g, ct, val(g, yid), &d);
+    if (identity[form]) return r;
     int perm[KILN_MAX_RANK];
-    bool identity = true;
-    for (int i = 0; i < xr; i++) {
-        perm[order[i]] = i;
-        identity &= order[i] == i;
-    }
-    return identity ? r : kiln_transpose(g, r, perm);
+    for (int i = 0; i < xr; i++) perm[order[form][i]] = i;
+    return kiln_transpose(g, r, perm);
 }
 
 static void vjp_dot(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,

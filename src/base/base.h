@@ -42,6 +42,7 @@ typedef struct kn_config {
     bool async_dispatch;      /* KILN_ASYNC: calls return once their work is enqueued */
     kiln_blas blas;           /* KILN_BLAS: the CPU backend's GEMM library */
     bool matmul_tf32;         /* KILN_MATMUL_PRECISION=tf32: GPU f32 products on TF32 cores */
+    bool profile;             /* KILN_PROFILE: profile every executable, report at destroy */
 } kn_config;
 
 #define KN_MAX_CPU_DEVICES 64

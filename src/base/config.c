@@ -265,6 +265,10 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
                            "tf32 (or tensorfloat32) for TF32 products on a GPU, or highest "
                            "(float32, default) for exact f32");
     }
+    if ((v = getenv("KILN_PROFILE")) && *v) {
+        if (!config_parse_bool(v, &c->profile))
+            return bad_env(err, n, "KILN_PROFILE", v, "true or false (1/0, yes/no, on/off)");
+    }
     if ((v = getenv("KILN_VERIFY_PASSES")) && *v) {
         if (!config_parse_bool(v, &c->verify_passes))
             return bad_env(err, n, "KILN_VERIFY_PASSES", v, "true or false (1/0, yes/no, on/off)");
@@ -296,6 +300,7 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
                        .async_dispatch = o->async_dispatch,
                        .blas = o->blas,
                        .matmul_tf32 = o->matmul_tf32,
+                       .profile = o->profile,
                        .cache_max_bytes = cache_cap(o->cache_max_bytes)};
     /* lengths were checked above */
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);

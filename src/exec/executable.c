@@ -12,6 +12,7 @@
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -250,6 +251,10 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     e->stats.num_ops = kiln_graph_num_nodes(e->g);
     e->stats.num_fused_away = (int)e->plan.n_fused_away;
     e->stats.compile_seconds = now_seconds() - t0;
+    if (ctx->config.profile && (s = kiln_executable_set_profiling(e, true))) {
+        kiln_executable_destroy(e);
+        return s;
+    }
     *out = e;
     return KILN_STATUS_OK;
 }
@@ -266,6 +271,14 @@ void exec_unref(kiln_executable *e) {
     if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
     kiln_context *ctx = e->ctx;
     uint32_t nk = e->plan.n_kernels ? e->plan.n_kernels : 1;
+    if (ctx->config.profile && e->prof) {
+        char *rep = kiln_executable_profile_report(e);
+        if (rep)
+            fprintf(stderr, "kiln: KILN_PROFILE, executable %p (%u kernels):\n%s\n", (void *)e,
+                    e->plan.n_kernels, rep);
+        kiln_string_free(ctx, rep);
+    }
+    exec_profile_free(e);
     if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);
     for (uint32_t i = 0; e->consts && i < e->g->n_nodes; i++)
         if (e->consts[i]) device_free(e->dev, e->consts[i]);

@@ -36,6 +36,10 @@ struct kiln_executable {
     /* A device whose memory is not the host's gets the constants copied at compile time:
      * per node (n_nodes entries) its device copy or NULL; NULL when not needed. */
     void **consts;
+    /* Profiling (profile.c): run.c times each kernel while `profiling` is set; the counters
+     * are made the first time it is turned on and freed with the executable. */
+    atomic_bool profiling;
+    struct exec_profile *prof;
 };
 
 /* Chooses and applies the recomputation (remat_budget.c): the checkpoint regions of e->g
@@ -61,6 +65,13 @@ kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,
 /* Writes "argument 0 on cpu:0, argument 1 on cpu:1" (for the mixed-device messages). */
 void exec_devices_str(kiln_context *ctx, int n_args, kiln_array *const *args, char *buf,
                       size_t size);
+/* Profiling counters (profile.c). */
+typedef struct exec_profile exec_profile;
+uint64_t exec_profile_now_ns(void);
+void exec_profile_add_kernel(kiln_executable *e, uint32_t ki, uint64_t ns);
+void exec_profile_add_run(kiln_executable *e, uint64_t ns);
+void exec_profile_free(kiln_executable *e);
+
 /* A run in flight holds the executable: the last reference frees it. */
 void exec_ref(kiln_executable *e);
 void exec_unref(kiln_executable *e);

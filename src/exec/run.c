@@ -295,16 +295,24 @@ static kiln_status prepare(run_state *r) {
 static kiln_status run_kernels(run_state *r) {
     const kiln_executable *e = r->e;
     kiln_status s = KILN_STATUS_OK;
+    const kn_backend *b = e->dev->backend;
+    /* Profiling waits for the device after each kernel, so each is timed on its own. */
+    kiln_executable *pe =
+        atomic_load_explicit(&e->profiling, memory_order_acquire) ? (kiln_executable *)e : NULL;
+    uint64_t t_run = pe ? exec_profile_now_ns() : 0;
     for (uint32_t step = 0; step < e->mem.n_kernels && !s; step++) {
         uint32_t ki = e->mem.order[step];
+        uint64_t t0 = pe ? exec_profile_now_ns() : 0;
         switch (e->plan.kernels[ki].kind) {
         case FK_LOOP: s = run_loop(r, ki); break;
         case FK_DOT: s = run_dot(r, ki); break;
         case FK_SCATTER: s = run_scatter(r, ki); break;
         }
+        if (pe && !s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
+        if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0);
     }
-    const kn_backend *b = e->dev->backend;
     if (!s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
+    if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run);
     return s;
 }
 

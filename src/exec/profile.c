@@ -1,0 +1,225 @@
+/* profile.c — where a compiled program's time goes, kernel by kernel
+ * (kiln_executable_set_profiling, KILN_PROFILE; docs/performance.md).
+ *
+ * While profiling is on, run.c times each kernel of every run (waiting for the device after
+ * each one, so an asynchronous device reports its kernels' own time) and adds the time to
+ * per-kernel totals here. The totals are atomics: several threads may run the same
+ * executable at once, and the report reads them while runs go on. The counters are
+ * allocated the first time profiling is turned on and live as long as the executable, so a
+ * run that read the flag before it was turned off still has somewhere to add its time. */
+#include "exec/executable.h"
+#include "base/strbuf.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct exec_profile {
+    atomic_uint_fast64_t runs;    /* runs that finished with profiling on */
+    atomic_uint_fast64_t wall_ns; /* their time from the first kernel to the last one's end */
+    atomic_uint_fast64_t *ns;     /* per kernel: its time summed over those runs */
+    uint32_t n_kernels;
+};
+
+uint64_t exec_profile_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void exec_profile_add_kernel(kiln_executable *e, uint32_t ki, uint64_t ns) {
+    atomic_fetch_add_explicit(&e->prof->ns[ki], ns, memory_order_relaxed);
+}
+
+void exec_profile_add_run(kiln_executable *e, uint64_t ns) {
+    atomic_fetch_add_explicit(&e->prof->wall_ns, ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->prof->runs, 1, memory_order_relaxed);
+}
+
+void exec_profile_free(kiln_executable *e) {
+    exec_profile *p = e->prof;
+    if (!p) return;
+    host_free(e->ctx, p->ns, (p->n_kernels ? p->n_kernels : 1) * sizeof *p->ns);
+    host_free(e->ctx, p, sizeof *p);
+    e->prof = NULL;
+}
+
+kiln_status kiln_executable_set_profiling(kiln_executable *e, bool on) {
+    if (!e) return exec_null_object("kiln_executable_set_profiling", "executable", 0, NULL);
+    if (on && !e->prof) {
+        uint32_t nk = e->plan.n_kernels;
+        exec_profile *p = host_calloc(e->ctx, 1, sizeof *p);
+        atomic_uint_fast64_t *ns = p ? host_calloc(e->ctx, nk ? nk : 1, sizeof *ns) : NULL;
+        if (!ns) {
+            if (p) host_free(e->ctx, p, sizeof *p);
+            return ctx_error(e->ctx, KILN_STATUS_HOST_OOM,
+                             "kiln_executable_set_profiling: out of host memory for the "
+                             "counters of %u kernels",
+                             nk);
+        }
+        p->ns = ns, p->n_kernels = nk;
+        e->prof = p;
+    }
+    atomic_store_explicit(&e->profiling, on, memory_order_release);
+    return KILN_STATUS_OK;
+}
+
+void kiln_executable_profile_reset(kiln_executable *e) {
+    if (!e || !e->prof) return;
+    for (uint32_t i = 0; i < e->prof->n_kernels; i++)
+        atomic_store_explicit(&e->prof->ns[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&e->prof->wall_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->prof->runs, 0, memory_order_relaxed);
+}
+
+/* What kernel ki does, in numbers: FLOPs of a product, bytes a loop or scatter moves
+ * (every buffer it reads once plus every buffer it writes: the least it can touch). */
+static void kernel_work(const kiln_executable *e, uint32_t ki, double *flops, double *bytes) {
+    const fkernel *k = &e->plan.kernels[ki];
+    *flops = 0, *bytes = 0;
+    if (k->kind == FK_DOT) {
+        const kn_gemm_desc *d = &e->dots[ki].gemm;
+        *flops = 2.0 * (double)d->batch * (double)d->m * (double)d->n * (double)d->k;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t n = pass ? k->n_roots : k->n_inputs;
+        const uint32_t *ids = pass ? k->roots : k->inputs;
+        for (uint32_t j = 0; j < n; j++) {
+            const ir_node *x = &e->g->nodes[ids[j]];
+            size_t b = 0;
+            if (ir_shape_nbytes(&x->shape, x->dtype, &b)) *bytes += (double)b;
+        }
+    }
+}
+
+/* "dot_general f32[256,512] <- f32[256,784] f32[784,512]" or "loop f32[256,512] (7 ops:
+ * add max ...)": the roots' types, and for a loop the distinct ops of its roots. */
+static void kernel_label(const kiln_executable *e, uint32_t ki, strbuf *sb) {
+    static const char *const kinds[] = {"loop", "dot", "scatter"};
+    const fkernel *k = &e->plan.kernels[ki];
+    char t[IR_TYPE_STR_MAX];
+    sb_printf(sb, "k%-3u %-7s", ki, kinds[k->kind]);
+    for (uint32_t j = 0; j < k->n_roots && j < 3; j++) {
+        const ir_node *r = &e->g->nodes[k->roots[j]];
+        sb_printf(sb, " %s %s", ir_ops[r->op].name, ir_type_str(r->dtype, &r->shape, t, sizeof t));
+    }
+    if (k->n_roots > 3) sb_printf(sb, " (+%u outputs)", k->n_roots - 3);
+    if (k->kind == FK_LOOP) sb_printf(sb, ", %u ops", k->n_members);
+    const ir_node *r0 = &e->g->nodes[k->roots[0]];
+    if (r0->file) sb_printf(sb, "  %s:%d", kn_path_base(r0->file), r0->line);
+}
+
+typedef struct prof_row {
+    uint32_t ki;
+    uint64_t ns;
+} prof_row;
+
+static int by_time_desc(const void *a, const void *b) {
+    const prof_row *x = a, *y = b;
+    if (x->ns != y->ns) return x->ns < y->ns ? 1 : -1;
+    return x->ki < y->ki ? -1 : x->ki > y->ki;
+}
+
+kiln_status kiln_executable_get_kernel_profile(const kiln_executable *e, int i,
+                                               kiln_kernel_profile *out) {
+    if (!e) return exec_null_object("kiln_executable_get_kernel_profile", "executable", 0, NULL);
+    if (!out || i < 0 || (uint32_t)i >= e->plan.n_kernels)
+        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_executable_get_kernel_profile: kernel %d of an executable with "
+                         "%u kernels%s",
+                         i, e->plan.n_kernels, out ? "" : " (out is NULL)");
+    static const char *const kinds[] = {"loop", "dot", "scatter"};
+    memset(out, 0, sizeof *out);
+    out->kind = kinds[e->plan.kernels[i].kind];
+    out->num_ops = (int)e->plan.kernels[i].n_members;
+    kernel_work(e, (uint32_t)i, &out->flops, &out->bytes);
+    if (e->prof) {
+        out->runs = atomic_load_explicit(&e->prof->runs, memory_order_relaxed);
+        out->seconds = (double)atomic_load_explicit(&e->prof->ns[i], memory_order_relaxed) * 1e-9;
+    }
+    return KILN_STATUS_OK;
+}
+
+static char *profile_report(const kiln_executable *e);
+
+char *kiln_executable_profile_report(const kiln_executable *e) {
+    if (!e) return NULL;
+    char *r = profile_report(e);
+    if (!r)
+        ctx_error(e->ctx, KILN_STATUS_HOST_OOM,
+                  "kiln_executable_profile_report: out of host memory for the report");
+    return r;
+}
+
+static char *profile_report(const kiln_executable *e) {
+    strbuf sb;
+    sb_init(&sb, e->ctx);
+    uint32_t nk = e->plan.n_kernels;
+    uint64_t runs = e->prof ? atomic_load_explicit(&e->prof->runs, memory_order_relaxed) : 0;
+    if (!runs) {
+        sb_printf(&sb,
+                  "profile: no profiled run yet (%u kernels; turn profiling on with "
+                  "kiln_executable_set_profiling or KILN_PROFILE=1, then run)\n",
+                  nk);
+        return sb_take(&sb);
+    }
+    prof_row *rows = host_calloc(e->ctx, nk ? nk : 1, sizeof *rows);
+    if (!rows) {
+        sb.oom = true;
+        return sb_take(&sb);
+    }
+    uint64_t sum = 0, by_kind_ns[3] = {0};
+    double by_kind_flops[3] = {0}, by_kind_bytes[3] = {0};
+    for (uint32_t i = 0; i < nk; i++) {
+        rows[i].ki = i;
+        rows[i].ns = atomic_load_explicit(&e->prof->ns[i], memory_order_relaxed);
+        sum += rows[i].ns;
+        double f, b;
+        kernel_work(e, i, &f, &b);
+        fk_kind kd = e->plan.kernels[i].kind;
+        by_kind_ns[kd] += rows[i].ns, by_kind_flops[kd] += f, by_kind_bytes[kd] += b;
+    }
+    qsort(rows, nk, sizeof *rows, by_time_desc);
+    double per_run = 1e-6 / (double)runs; /* ns summed over runs -> ms per run */
+    double wall = (double)atomic_load_explicit(&e->prof->wall_ns, memory_order_relaxed) * per_run;
+    sb_printf(&sb,
+              "profile: %" PRIu64 " runs, %.3f ms per run on %s (kernels %.3f ms; the rest is "
+              "launch and bookkeeping)\n",
+              runs, wall, e->dev->name, (double)sum * per_run);
+    static const char *const kind_names[] = {"loops", "products", "scatters"};
+    for (int kd = 0; kd < 3; kd++) {
+        if (!by_kind_ns[kd]) continue;
+        double ms = (double)by_kind_ns[kd] * per_run;
+        sb_printf(&sb, "  %-8s %8.3f ms  %5.1f%%", kind_names[kd], ms,
+                  sum ? 100.0 * (double)by_kind_ns[kd] / (double)sum : 0.0);
+        if (kd == FK_DOT)
+            sb_printf(&sb, "  %7.1f GFLOP/s", by_kind_flops[kd] / ms * 1e-6);
+        else
+            sb_printf(&sb, "  %7.1f GB/s", by_kind_bytes[kd] / ms * 1e-6);
+        sb_append(&sb, "\n");
+    }
+    sb_append(&sb, "\n     ms/run   share  cumul.          rate  kernel\n");
+    uint64_t cum = 0;
+    for (uint32_t j = 0; j < nk; j++) {
+        uint32_t i = rows[j].ki;
+        double ms = (double)rows[j].ns * per_run, f, b;
+        kernel_work(e, i, &f, &b);
+        cum += rows[j].ns;
+        sb_printf(&sb, "  %9.3f  %5.1f%%  %5.1f%%", ms,
+                  sum ? 100.0 * (double)rows[j].ns / (double)sum : 0.0,
+                  sum ? 100.0 * (double)cum / (double)sum : 0.0);
+        if (ms <= 0)
+            sb_append(&sb, "              ");
+        else if (e->plan.kernels[i].kind == FK_DOT)
+            sb_printf(&sb, "  %6.1f GFLOP/s", f / ms * 1e-6);
+        else
+            sb_printf(&sb, "  %6.1f GB/s   ", b / ms * 1e-6);
+        sb_append(&sb, "  ");
+        kernel_label(e, i, &sb);
+        sb_append(&sb, "\n");
+    }
+    host_free(e->ctx, rows, (nk ? nk : 1) * sizeof *rows);
+    return sb_take(&sb);
+}

@@ -10,12 +10,21 @@
  * state, activation saved for the backward pass, ...: classes.c), with a legend. docs/memory.md
  * explains how to read it.
  *
- * Every string built here goes through a strbuf, so host OOM anywhere gives NULL. */
+ * Every string built here goes through a strbuf, so host OOM anywhere gives NULL, with the
+ * context's message saying which string could not be made. */
 #include "plan.h"
 #include "base/strbuf.h"
 
 #include <inttypes.h>
 #include <string.h>
+
+/* The finished string, or NULL with a host-OOM message naming `what`. */
+static char *take(strbuf *sb, const char *what) {
+    size_t len = sb->len;
+    char *s = sb_take(sb);
+    if (!s) ctx_oom(sb->ctx, what, len);
+    return s;
+}
 
 /* "1.50 MiB", "512 B" */
 static const char *human(uint64_t v, char *buf, size_t n) {
@@ -164,7 +173,7 @@ char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
         sb_append(&sb, "\n");
     }
     (void)fp;
-    return sb_take(&sb);
+    return take(&sb, "kiln_executable_memory_report");
 }
 
 /* ------------------------------------------------------------- JSON ---- */
@@ -267,7 +276,7 @@ char *plan_json(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
         sb_append(&sb, i + 1 < p->n_buffers ? ",\n" : "\n");
     }
     sb_append(&sb, "  ]\n}\n");
-    return sb_take(&sb);
+    return take(&sb, "kiln_executable_plan_json");
 }
 
 /* -------------------------------------------------------------- SVG ---- */
@@ -557,5 +566,5 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
     svg_axes(&v, SVG_TOP + SVG_PLOT);
     svg_recompute_marks(&v, SVG_TOP + SVG_PLOT);
     sb_append(&sb, "</svg>\n");
-    return sb_take(&sb);
+    return take(&sb, "kiln_executable_plan_svg");
 }

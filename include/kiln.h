@@ -835,6 +835,9 @@ typedef struct kiln_buffer_info {
     /* the user's location of the op that made the value (file NULL if unknown) */
     const char *file;
     int line;
+    /* the parameter's name, or the kiln_checkpoint_name given to the value; NULL if none
+     * (valid while the executable lives) */
+    const char *name;
 } kiln_buffer_info;
 
 KILN_API kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,

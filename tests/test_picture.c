@@ -335,7 +335,8 @@ static kiln_executable *training_step(void) {
 
 /* A thin arena under a tall band: big (16 MiB, donated) doubled in place, plus a scalar
  * from two 8x8 products of small (named with markup, a control character and a byte
- * that is not UTF-8, which the document must survive). */
+ * that is not UTF-8, which the document must survive); and twelve 1 KiB arguments,
+ * donated and tripled in place: bands a few pixels apart whose names cannot all fit. */
 static kiln_executable *thin_arena(void) {
     kiln_graph *g;
     if (kiln_graph_create(ctx, "thin <arena> & \"band\"", &g)) return NULL;
@@ -345,11 +346,20 @@ static kiln_executable *thin_arena(void) {
     kiln_value p = kiln_tanh(g, kiln_matmul(g, small, small));
     kiln_value q = kiln_matmul(g, p, small);
     kiln_value r = kiln_reduce_sum(g, q, 0, NULL, false);
-    kiln_value out = kiln_add(g, kiln_mul(g, big, kiln_scalar(g, KILN_DTYPE_F32, 2)), r);
+    kiln_value outs[13], tiny[12];
+    outs[0] = kiln_add(g, kiln_mul(g, big, kiln_scalar(g, KILN_DTYPE_F32, 2)), r);
+    int64_t td[1] = {256};
+    int donate[13] = {0};
+    for (int i = 0; i < 12; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "tiny%d", i);
+        tiny[i] = kiln_parameter(g, name, KILN_DTYPE_F32, 1, td);
+        outs[1 + i] = kiln_mul(g, tiny[i], kiln_scalar(g, KILN_DTYPE_F32, 3));
+        donate[1 + i] = 2 + i;
+    }
     kiln_executable *e = NULL;
-    kiln_status s = kiln_graph_finish(g, 1, &out);
-    int donate = 0;
-    kiln_compile_options co = {.n_donate = 1, .donate_argnums = &donate};
+    kiln_status s = kiln_graph_finish(g, 13, outs);
+    kiln_compile_options co = {.n_donate = 13, .donate_argnums = donate};
     if (!s) s = kiln_compile(g, &co, &e);
     if (s) fprintf(stderr, "thin_arena: %s\n", kiln_last_error(ctx));
     kiln_graph_destroy(g);
@@ -429,7 +439,7 @@ static void test_thin_arena(void) {
     if (!e) return;
     kiln_memory_analysis a;
     kiln_executable_get_memory_analysis(e, &a);
-    CHECK_MSG(a.arena_bytes > 0 && a.arena_bytes < 4096 && a.alias_bytes == 16u << 20,
+    CHECK_MSG(a.arena_bytes > 0 && a.arena_bytes < 4096 && a.alias_bytes == (16u << 20) + 12 * 1024,
               "arena %llu alias %llu", (unsigned long long)a.arena_bytes,
               (unsigned long long)a.alias_bytes);
     char *svg = kiln_executable_plan_svg(e);
@@ -444,6 +454,13 @@ static void test_thin_arena(void) {
     CHECK_CONTAINS(svg, "data-key=\"enlarged\"");
     CHECK_CONTAINS(svg, "drawn larger than its size");
     CHECK_CONTAINS(svg, ">big</text>");
+    int named = 0;
+    for (const char *b = next_elem(svg, "text", "band"); b; b = next_elem(b + 1, "text", "band")) {
+        char t[64];
+        elem_text(b, t, sizeof t);
+        named += !strncmp(t, "tiny", 4);
+    }
+    CHECK_MSG(named >= 2 && named < 12, "%d of the 12 tiny bands named: some, not all, fit", named);
     CHECK_CONTAINS(svg, "thin &lt;arena&gt; &amp; &quot;band&quot;");
     kiln_string_free(ctx, svg);
     kiln_executable_destroy(e);

@@ -860,7 +860,9 @@ KILN_API char *kiln_executable_plan_svg(const kiln_executable *e);
  * arguments' dtypes and shapes), builds the program on g and writes its outputs to outs
  * (room for KILN_MAX_OUTPUTS), returning how many (or -1 to report its own error). It is
  * called again only for a new signature: a new shape, dtype, number of arguments or new
- * static_args bytes (values that shape the program, such as a layer count). */
+ * static_args bytes (values that shape the program, such as a layer count). The parameters
+ * are named after the arrays of the call that traced them (kiln_array_create_named), else
+ * arg0, arg1, ...: the names the memory report and the plan's picture show. */
 #define KILN_MAX_OUTPUTS 64
 typedef int (*kiln_trace_fn)(kiln_graph *g, const kiln_value *args, int n_args,
                              const void *static_args, void *user, kiln_value *outs);

@@ -291,6 +291,38 @@ static void test_lower(void) {
     for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]), kiln_array_destroy(small[i]);
 }
 
+/* The parameters a jit traces are named after the arrays of the call (else argN), so the
+ * lowered plan's listing and picture show the user's names. */
+static void test_lower_names(void) {
+    int traces = 0;
+    kiln_jit_options o = {.name = "named", .fn = trace_f, .user = &traces};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    int64_t d[2] = {4, 8};
+    kiln_array *a[2];
+    CHECK_OK(ctx, kiln_array_create_named(ctx, "tokens", 0, KILN_DTYPE_F32, 2, d, NULL, &a[0]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, NULL, &a[1]));
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_jit_lower(j, 2, a, NULL, 0, &e));
+    kiln_memory_analysis an;
+    kiln_executable_get_memory_analysis(e, &an);
+    const char *names[2] = {NULL, NULL};
+    for (int i = 0; i < an.num_buffers; i++) {
+        kiln_buffer_info b;
+        kiln_executable_get_buffer_info(e, i, &b);
+        if (b.kind == KILN_BUFFER_KIND_ARGUMENT && b.place_index < 2) names[b.place_index] = b.name;
+    }
+    CHECK_MSG(names[0] && !strcmp(names[0], "tokens") && names[1] && !strcmp(names[1], "arg1"),
+              "parameters named %s, %s", names[0] ? names[0] : "(none)",
+              names[1] ? names[1] : "(none)");
+    char *json = kiln_executable_plan_json(e);
+    CHECK_CONTAINS(json, "\"name\": \"tokens\"");
+    kiln_string_free(ctx, json);
+    kiln_executable_destroy(e);
+    kiln_array_destroy(a[0]), kiln_array_destroy(a[1]);
+    kiln_jit_destroy(j);
+}
+
 /* Lowering fails as a call fails, naming kiln_jit_lower(_shapes), and makes nothing. */
 static void test_lower_errors(void) {
     int traces = 0;
@@ -472,6 +504,7 @@ int main(void) {
     RUN(test_builder_error);
     RUN(test_threads);
     RUN(test_lower);
+    RUN(test_lower_names);
     RUN(test_lower_errors);
     RUN(test_lower_donation_devices);
     test_lower_fault_sweep(dir);

@@ -273,9 +273,12 @@ static kiln_status trace_and_compile(kiln_jit *j, const jit_sig *sg, kiln_execut
         kiln_graph_destroy(g);
         return ctx_oom(j->ctx, sg->op, (size_t)n_args * sizeof *pv);
     }
-    for (int i = 0; i < n_args; i++) {
-        char name[24];
-        snprintf(name, sizeof name, "arg%d", i);
+    for (int i = 0; i < n_args; i++) { /* named as the first call's arrays, else argN */
+        char name[32];
+        if (sg->args && sg->args[i]->name[0])
+            snprintf(name, sizeof name, "%s", sg->args[i]->name);
+        else
+            snprintf(name, sizeof name, "arg%d", i);
         pv[i] = kiln_parameter(g, name, sig_dtype(sg, i), sig_rank(sg, i), sig_dims(sg, i));
     }
     j->stats.traces++;

@@ -2,13 +2,20 @@
  *
  * The SVG is the plan drawn the way XLA's buffer-assignment viewers draw it: x is the
  * schedule step, y the offset in the arena; each temporary is a box from the step that
- * writes it to the last step that reads it, labelled by its op (hover for the details).
- * The arena's extent is the dashed "arena" line; the curve is the bytes live at each
- * step, whose maximum — the lower bound no placement can beat — is the dotted line. The
- * buffers of donated arguments, when the plan uses them, are drawn as bands above the
+ * writes it to the last step that reads it, labelled where it fits by the user's name for
+ * it (a parameter's, a kiln_checkpoint_name's) or its op and source line (hover for the
+ * details). The arena's extent is the dashed "arena" line; the curve is the bytes live at
+ * each step, whose maximum — the lower bound no placement can beat — is the dotted line.
+ * The buffers of donated arguments, when the plan uses them, are drawn as bands above the
  * arena at the same scale. Boxes are coloured by class (parameter, gradient, optimizer
- * state, activation saved for the backward pass, ...: classes.c), with a legend. docs/memory.md
- * explains how to read it.
+ * state, activation saved for the backward pass, ...: classes.c). docs/memory.md explains
+ * how to read it.
+ *
+ * Invariants of the picture (tests/test_picture.c checks each): it is well-formed XML
+ * whatever the names hold; the legend has an entry for every fill and line drawn and for
+ * nothing else; offset ticks are round (1, 2, 5 x 10^k of one unit); no two labels in a
+ * margin overlap; a box too small to see is drawn at a minimum size and pale, never
+ * silently bigger.
  *
  * Every string built here goes through a strbuf, so host OOM anywhere gives NULL, with the
  * context's message saying which string could not be made. */

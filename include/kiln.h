@@ -866,6 +866,9 @@ typedef struct kiln_buffer_info {
     /* the user's location of the op that made the value (file NULL if unknown) */
     const char *file;
     int line;
+    /* the parameter's name, or the kiln_checkpoint_name given to the value; NULL if none
+     * (valid while the executable lives) */
+    const char *name;
 } kiln_buffer_info;
 
 KILN_API kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
@@ -888,7 +891,9 @@ KILN_API char *kiln_executable_plan_svg(const kiln_executable *e);
  * arguments' dtypes and shapes), builds the program on g and writes its outputs to outs
  * (room for KILN_MAX_OUTPUTS), returning how many (or -1 to report its own error). It is
  * called again only for a new signature: a new shape, dtype, number of arguments or new
- * static_args bytes (values that shape the program, such as a layer count). */
+ * static_args bytes (values that shape the program, such as a layer count). The parameters
+ * are named after the arrays of the call that traced them (kiln_array_create_named), else
+ * arg0, arg1, ...: the names the memory report and the plan's picture show. */
 #define KILN_MAX_OUTPUTS 64
 typedef int (*kiln_trace_fn)(kiln_graph *g, const kiln_value *args, int n_args,
                              const void *static_args, void *user, kiln_value *outs);
@@ -921,11 +926,30 @@ KILN_API kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *a
                                    kiln_array **outs);
 KILN_API void kiln_jit_destroy(kiln_jit *j);
 
+/* The executable a call with these arguments would run, compiled now if this signature
+ * has none yet, without running it (jax.jit(f).lower(*args).compile()): read its memory
+ * analysis, report, JSON and SVG (docs/memory.md) before any call. Same arguments, static
+ * bytes and errors as kiln_jit_call (arity, dtype and shape against a declared signature,
+ * consumed or NULL arrays, arguments on different devices); nothing is run and nothing
+ * donated is consumed. The signature's device is that of the arguments, as for a call.
+ * *out is a new reference to the very executable the jit caches for the signature (a later
+ * call runs it with no trace and no compile): the caller owns that reference and drops it
+ * with kiln_executable_destroy, which frees nothing the jit still holds; it stays valid
+ * after kiln_jit_clear and kiln_jit_destroy (destroy it before the context). */
+KILN_API kiln_status kiln_jit_lower(kiln_jit *j, int n_args, kiln_array *const *args,
+                                    const void *static_args, size_t static_size,
+                                    kiln_executable **out);
+/* The same from dtypes and shapes alone, no arrays (jax.ShapeDtypeStruct): specs[i] is
+ * argument i (every dim given: -1 is an error here), on device `device`. */
+KILN_API kiln_status kiln_jit_lower_shapes(kiln_jit *j, int device, int n_args,
+                                           const kiln_arg_spec *specs, const void *static_args,
+                                           size_t static_size, kiln_executable **out);
+
 typedef struct kiln_jit_stats {
     uint64_t traces;   /* trace function calls */
     uint64_t compiles; /* executables built (each may still hit the disk cache) */
-    uint64_t hits;     /* calls served by a cached executable */
-    uint64_t misses;   /* calls that needed a new one */
+    uint64_t hits;     /* calls and lowerings served by a cached executable */
+    uint64_t misses;   /* calls and lowerings that needed a new one */
     uint64_t entries;  /* executables held now */
     uint64_t bytes;    /* their code bytes */
 } kiln_jit_stats;

@@ -1,7 +1,10 @@
 /* test_jit.c — kiln_jit: one trace per signature, cache hits without tracing, static
  * arguments, declared signatures and their errors, clearing, builder errors surfacing
- * through a call, and many threads calling one jit at once. */
+ * through a call, many threads calling one jit at once, and lowering (kiln_jit_lower,
+ * kiln_jit_lower_shapes): the executable a call then runs, its analysis what the call
+ * measures, errors as a call's, donation, devices, and a fault sweep. */
 #include "compare.h"
+#include "fault.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -203,6 +206,293 @@ static void test_threads(void) {
     kiln_jit_destroy(j);
 }
 
+static void f32_array(kiln_context *c, int device, int64_t rows, int64_t cols, float v,
+                      kiln_array **out) {
+    int64_t d[2] = {rows, cols};
+    float *x = malloc((size_t)(rows * cols) * sizeof *x);
+    for (int64_t i = 0; i < rows * cols; i++) x[i] = v + 0.01f * (float)i;
+    CHECK_OK(c, kiln_array_create_on(c, device, KILN_DTYPE_F32, 2, d, x, out));
+    free(x);
+}
+
+/* Lowering compiles the executable a call then runs: no second trace or compile, the
+ * same pointer from every lowering of the signature (from arrays or from specs), and the
+ * analysis read before the call is what the allocator measures during it. */
+static void test_lower(void) {
+    int traces = 0;
+    kiln_jit_options o = {.name = "low", .fn = trace_f, .user = &traces};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    kiln_array *args[2], *outs[2], *again[2];
+    f32_array(ctx, 0, 64, 32, 0.5f, &args[0]);
+    f32_array(ctx, 0, 64, 32, -0.25f, &args[1]);
+    int layers = 2;
+    kiln_executable *e = NULL, *e2 = NULL, *e3 = NULL;
+    CHECK_OK(ctx, kiln_jit_lower(j, 2, args, &layers, sizeof layers, &e));
+    kiln_jit_stats st;
+    kiln_jit_get_stats(j, &st);
+    CHECK(traces == 1 && st.compiles == 1 && st.misses == 1 && st.hits == 0 && st.entries == 1);
+    kiln_memory_analysis a;
+    CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &a));
+    CHECK(a.argument_bytes == 2 * 64 * 32 * 4 && a.peak_bytes >= a.argument_bytes + a.output_bytes);
+    char *svg = kiln_executable_plan_svg(e), *rep = kiln_executable_memory_report(e);
+    CHECK_CONTAINS(svg, "memory plan of 'low'");
+    CHECK_CONTAINS(rep, "planned peak");
+    kiln_string_free(ctx, svg), kiln_string_free(ctx, rep);
+    /* the same signature from specs: the same executable, a hit */
+    kiln_arg_spec sp[2] = {{KILN_DTYPE_F32, 2, {64, 32}}, {KILN_DTYPE_F32, 2, {64, 32}}};
+    CHECK_OK(ctx, kiln_jit_lower_shapes(j, 0, 2, sp, &layers, sizeof layers, &e2));
+    CHECK(e2 == e);
+    /* the call runs it: no trace, no compile, and the measured rise is the planned one */
+    kiln_memory_stats before, after;
+    kiln_device_get_memory_stats(ctx, 0, &before);
+    kiln_device_reset_peak(ctx, 0);
+    CHECK_OK(ctx, kiln_jit_call(j, 2, args, &layers, sizeof layers, 2, outs));
+    kiln_device_get_memory_stats(ctx, 0, &after);
+    CHECK_MSG(after.peak_bytes_in_use - before.bytes_in_use == a.peak_bytes - a.argument_bytes,
+              "measured rise %llu, lowered analysis %llu",
+              (unsigned long long)(after.peak_bytes_in_use - before.bytes_in_use),
+              (unsigned long long)(a.peak_bytes - a.argument_bytes));
+    kiln_jit_get_stats(j, &st);
+    CHECK(traces == 1 && st.compiles == 1 && st.hits == 2 && st.misses == 1);
+    CHECK_OK(ctx, kiln_jit_lower(j, 2, args, &layers, sizeof layers, &e3));
+    CHECK(e3 == e);
+    /* running the lowered executable directly computes what the call did */
+    CHECK_OK(ctx, kiln_executable_run(e, 2, args, 2, again));
+    float h1[64 * 32], h2[64 * 32];
+    kiln_array_copy_to_host(outs[1], h1, sizeof h1);
+    kiln_array_copy_to_host(again[1], h2, sizeof h2);
+    CHECK(!memcmp(h1, h2, sizeof h1));
+    CHECK_NEAR(h1[100], host_f(0.5 + 0.01 * 100, -0.25 + 0.01 * 100, 2), 1e-5);
+    for (int i = 0; i < 2; i++) kiln_array_destroy(outs[i]), kiln_array_destroy(again[i]);
+    /* a new signature from shapes alone compiles once; the call with arrays then hits */
+    kiln_arg_spec sp3[2] = {{KILN_DTYPE_F32, 2, {8, 32}}, {KILN_DTYPE_F32, 2, {8, 32}}};
+    kiln_executable *e4 = NULL;
+    CHECK_OK(ctx, kiln_jit_lower_shapes(j, 0, 2, sp3, NULL, 0, &e4));
+    CHECK(e4 && e4 != e);
+    kiln_array *small[2];
+    f32_array(ctx, 0, 8, 32, 0.1f, &small[0]);
+    f32_array(ctx, 0, 8, 32, 0.2f, &small[1]);
+    CHECK_OK(ctx, kiln_jit_call(j, 2, small, NULL, 0, 2, outs));
+    kiln_jit_get_stats(j, &st);
+    CHECK_MSG(traces == 2 && st.compiles == 2 && st.entries == 2, "traces %d compiles %llu", traces,
+              (unsigned long long)st.compiles);
+    kiln_array_destroy(outs[0]), kiln_array_destroy(outs[1]);
+    /* the caller's references outlive the jit's cache and the jit itself */
+    kiln_jit_clear(j);
+    kiln_jit_destroy(j);
+    kiln_memory_analysis a2;
+    CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &a2));
+    CHECK(a2.peak_bytes == a.peak_bytes);
+    CHECK_OK(ctx, kiln_executable_run(e4, 2, small, 2, outs));
+    kiln_array_destroy(outs[0]), kiln_array_destroy(outs[1]);
+    kiln_executable_destroy(e), kiln_executable_destroy(e2), kiln_executable_destroy(e3);
+    kiln_executable_destroy(e4);
+    for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]), kiln_array_destroy(small[i]);
+}
+
+/* The parameters a jit traces are named after the arrays of the call (else argN), so the
+ * lowered plan's listing and picture show the user's names. */
+static void test_lower_names(void) {
+    int traces = 0;
+    kiln_jit_options o = {.name = "named", .fn = trace_f, .user = &traces};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    int64_t d[2] = {4, 8};
+    kiln_array *a[2];
+    CHECK_OK(ctx, kiln_array_create_named(ctx, "tokens", 0, KILN_DTYPE_F32, 2, d, NULL, &a[0]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, NULL, &a[1]));
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_jit_lower(j, 2, a, NULL, 0, &e));
+    kiln_memory_analysis an;
+    kiln_executable_get_memory_analysis(e, &an);
+    const char *names[2] = {NULL, NULL};
+    for (int i = 0; i < an.num_buffers; i++) {
+        kiln_buffer_info b;
+        kiln_executable_get_buffer_info(e, i, &b);
+        if (b.kind == KILN_BUFFER_KIND_ARGUMENT && b.place_index < 2) names[b.place_index] = b.name;
+    }
+    CHECK_MSG(names[0] && !strcmp(names[0], "tokens") && names[1] && !strcmp(names[1], "arg1"),
+              "parameters named %s, %s", names[0] ? names[0] : "(none)",
+              names[1] ? names[1] : "(none)");
+    char *json = kiln_executable_plan_json(e);
+    CHECK_CONTAINS(json, "\"name\": \"tokens\"");
+    kiln_string_free(ctx, json);
+    kiln_executable_destroy(e);
+    kiln_array_destroy(a[0]), kiln_array_destroy(a[1]);
+    kiln_jit_destroy(j);
+}
+
+/* Lowering fails as a call fails, naming kiln_jit_lower(_shapes), and makes nothing. */
+static void test_lower_errors(void) {
+    int traces = 0;
+    kiln_arg_spec specs[2] = {{KILN_DTYPE_F32, 2, {-1, 4}}, {KILN_DTYPE_F32, 2, {-1, 4}}};
+    kiln_jit_options o = {
+        .name = "decl", .fn = trace_f, .user = &traces, .n_args = 2, .arg_specs = specs};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    kiln_array *ok, *wide, *f64;
+    f32_array(ctx, 0, 3, 4, 0, &ok);
+    f32_array(ctx, 0, 3, 5, 0, &wide);
+    int64_t d[2] = {3, 4};
+    kiln_array_create(ctx, KILN_DTYPE_F64, 2, d, NULL, &f64);
+    kiln_executable *e = (kiln_executable *)1;
+    kiln_array *shape[2] = {ok, wide}, *dtype[2] = {f64, ok}, *null_arg[2] = {ok, NULL};
+    CHECK_STATUS(kiln_jit_lower(j, 2, shape, NULL, 0, &e), KILN_STATUS_SHAPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_lower 'decl': argument 1 is f32[3,5], declared "
+                                         "f32[?,4]");
+    CHECK(e == NULL);
+    CHECK_STATUS(kiln_jit_lower(j, 2, dtype, NULL, 0, &e), KILN_STATUS_DTYPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "argument 0 is f64[3,4]");
+    CHECK_STATUS(kiln_jit_lower(j, 1, shape, NULL, 0, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "declared with 2 arguments, called with 1");
+    CHECK_STATUS(kiln_jit_lower(j, 2, null_arg, NULL, 0, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_lower 'decl': argument 1 is NULL");
+    CHECK_STATUS(kiln_jit_lower(j, 2, shape, NULL, 4, &e), KILN_STATUS_SHAPE);
+    kiln_array *two[2] = {ok, ok};
+    CHECK_STATUS(kiln_jit_lower(j, 2, two, NULL, 4, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "static_args is NULL with static_size 4");
+    CHECK_STATUS(kiln_jit_lower(j, 2, two, NULL, 0, NULL), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_lower 'decl': out is NULL");
+    /* shapes: against the declaration, concrete, real dtypes, an existing device */
+    kiln_arg_spec s_wide[2] = {{KILN_DTYPE_F32, 2, {3, 4}}, {KILN_DTYPE_F32, 2, {3, 5}}};
+    CHECK_STATUS(kiln_jit_lower_shapes(j, 0, 2, s_wide, NULL, 0, &e), KILN_STATUS_SHAPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_lower_shapes 'decl': argument 1 is f32[3,5]");
+    kiln_arg_spec s_any[2] = {{KILN_DTYPE_F32, 2, {-1, 4}}, {KILN_DTYPE_F32, 2, {3, 4}}};
+    CHECK_STATUS(kiln_jit_lower_shapes(j, 0, 2, s_any, NULL, 0, &e), KILN_STATUS_SHAPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "argument 0 has dimension 0 of -1; lowering needs");
+    kiln_arg_spec s_bad[2] = {{(kiln_dtype)77, 2, {3, 4}}, {KILN_DTYPE_F32, 2, {3, 4}}};
+    CHECK_STATUS(kiln_jit_lower_shapes(j, 0, 2, s_bad, NULL, 0, &e), KILN_STATUS_DTYPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "argument 0 has dtype 77");
+    s_bad[0] = (kiln_arg_spec){KILN_DTYPE_F32, 9, {3, 4}};
+    CHECK_STATUS(kiln_jit_lower_shapes(j, 0, 2, s_bad, NULL, 0, &e), KILN_STATUS_SHAPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "argument 0 has rank 9");
+    kiln_arg_spec s_ok[2] = {{KILN_DTYPE_F32, 2, {3, 4}}, {KILN_DTYPE_F32, 2, {3, 4}}};
+    CHECK_STATUS(kiln_jit_lower_shapes(j, 7, 2, s_ok, NULL, 0, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_lower_shapes 'decl': device 7 does not exist");
+    CHECK_STATUS(kiln_jit_lower_shapes(j, 0, 2, NULL, NULL, 0, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "2 argument specs at NULL");
+    CHECK(e == NULL && traces == 0);
+    kiln_jit_stats st;
+    kiln_jit_get_stats(j, &st);
+    CHECK(st.entries == 0 && st.misses == 0);
+    CHECK_STATUS(kiln_jit_lower(NULL, 2, two, NULL, 0, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_lower");
+    /* a trace function's error surfaces from the lowering */
+    kiln_jit_options bo = {.name = "bad", .fn = trace_bad};
+    kiln_jit *jb;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &bo, &jb));
+    kiln_arg_spec one = {KILN_DTYPE_F32, 1, {3}};
+    CHECK_STATUS(kiln_jit_lower_shapes(jb, 0, 1, &one, NULL, 0, &e), KILN_STATUS_SHAPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "operands: f32[3], f32[5]");
+    CHECK(e == NULL);
+    kiln_jit_destroy(jb);
+    kiln_array_destroy(ok), kiln_array_destroy(wide), kiln_array_destroy(f64);
+    kiln_jit_destroy(j);
+}
+
+/* x * 2 + y, x donated: its buffer can hold the output. */
+static int trace_axpy(kiln_graph *g, const kiln_value *args, int n_args, const void *st, void *user,
+                      kiln_value *outs) {
+    (void)n_args, (void)st, (void)user;
+    outs[0] = kiln_add(g, kiln_mul(g, args[0], kiln_scalar(g, KILN_DTYPE_F32, 2)), args[1]);
+    return 1;
+}
+
+/* Lowering with donation consumes nothing; the call that follows does, and its analysis
+ * says the donated buffer holds the output. With several devices the signature's device
+ * is the arguments', and shapes lower for the device named. */
+static void test_lower_donation_devices(void) {
+    char dir[] = "/tmp/kiln-test-jit-dev-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    kiln_context_options co = {.ignore_environment = true, .cache_dir = dir, .cpu_devices = 2};
+    kiln_context *c;
+    char err[256];
+    if (kiln_context_create(&co, &c, err, sizeof err)) {
+        CHECK_MSG(0, "%s", err);
+        return;
+    }
+    int donate[1] = {0};
+    kiln_jit_options o = {
+        .name = "axpy", .fn = trace_axpy, .compile = {.n_donate = 1, .donate_argnums = donate}};
+    kiln_jit *j;
+    CHECK_OK(c, kiln_jit_create(c, &o, &j));
+    kiln_array *a[2], *out = NULL, *mixed[2];
+    f32_array(c, 1, 16, 16, 1, &a[0]);
+    f32_array(c, 1, 16, 16, 2, &a[1]);
+    f32_array(c, 0, 16, 16, 2, &mixed[1]);
+    mixed[0] = a[0];
+    kiln_executable *e = NULL, *e1 = NULL, *e0 = NULL;
+    CHECK_STATUS(kiln_jit_lower(j, 2, mixed, NULL, 0, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(c), "kiln_jit_lower 'axpy': the arguments are on different "
+                                       "devices (argument 0 on cpu:1, argument 1 on cpu:0)");
+    CHECK_OK(c, kiln_jit_lower(j, 2, a, NULL, 0, &e));
+    CHECK(!kiln_array_is_consumed(a[0]));
+    kiln_memory_analysis an;
+    kiln_executable_get_memory_analysis(e, &an);
+    CHECK(an.num_donated == 1 && an.num_donations_unused == 0 && an.alias_bytes == 16 * 16 * 4 &&
+          an.output_bytes == 0);
+    kiln_arg_spec sp[2] = {{KILN_DTYPE_F32, 2, {16, 16}}, {KILN_DTYPE_F32, 2, {16, 16}}};
+    CHECK_OK(c, kiln_jit_lower_shapes(j, 1, 2, sp, NULL, 0, &e1));
+    CHECK(e1 == e);
+    CHECK_OK(c, kiln_jit_lower_shapes(j, 0, 2, sp, NULL, 0, &e0));
+    CHECK(e0 && e0 != e);
+    /* the cpu:1 executable refuses cpu:0 arrays: it really was built for the arguments' device */
+    kiln_array *on0[2] = {mixed[1], mixed[1]};
+    CHECK_STATUS(kiln_executable_run(e, 2, on0, 1, &out), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_OK(c, kiln_jit_call(j, 2, a, NULL, 0, 1, &out));
+    CHECK(kiln_array_is_consumed(a[0]));
+    kiln_jit_stats st;
+    kiln_jit_get_stats(j, &st);
+    CHECK(st.compiles == 2 && st.entries == 2 && st.hits == 2);
+    float h[256];
+    kiln_array_copy_to_host(out, h, sizeof h);
+    CHECK_NEAR(h[3], 2 * (1 + 0.03) + 2 + 0.03, 1e-5);
+    kiln_array_destroy(out);
+    kiln_executable_destroy(e), kiln_executable_destroy(e1), kiln_executable_destroy(e0);
+    kiln_jit_destroy(j);
+    for (int i = 0; i < 2; i++) kiln_array_destroy(a[i]);
+    kiln_array_destroy(mixed[1]);
+    kiln_context_destroy(c);
+    test_remove_dir(dir);
+}
+
+/* Every host allocation of create, lower, lower_shapes (a hit) and reading the plan fails
+ * in turn: each a clean KILN_STATUS_HOST_OOM, nothing leaked. */
+static kiln_status lower_body(kiln_context *c, int *bad) {
+    int traces = 0, layers = 2;
+    kiln_jit_options o = {.name = "sweep", .fn = trace_f, .user = &traces};
+    kiln_jit *j = NULL;
+    kiln_array *args[2] = {0};
+    kiln_executable *e = NULL, *e2 = NULL;
+    int64_t d[2] = {4, 8};
+    kiln_arg_spec sp[2] = {{KILN_DTYPE_F32, 2, {4, 8}}, {KILN_DTYPE_F32, 2, {4, 8}}};
+    kiln_status s = kiln_jit_create(c, &o, &j);
+    for (int i = 0; !s && i < 2; i++)
+        s = kiln_array_create(c, KILN_DTYPE_F32, 2, d, NULL, &args[i]);
+    if (!s) s = kiln_jit_lower(j, 2, args, &layers, sizeof layers, &e);
+    if (!s) s = kiln_jit_lower_shapes(j, 0, 2, sp, &layers, sizeof layers, &e2);
+    if (!s) *bad |= e2 != e;
+    char *svg = s ? NULL : kiln_executable_plan_svg(e);
+    if (!s && !svg) s = KILN_STATUS_HOST_OOM; /* NULL is the string API's host OOM */
+    kiln_string_free(c, svg);
+    kiln_jit_destroy(j); /* before the executables: they hold their own references */
+    kiln_executable_destroy(e), kiln_executable_destroy(e2);
+    kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+    return s;
+}
+
+static void test_lower_fault_sweep(const char *dir) {
+    fault_ctx_case fc = {dir, lower_body, "lower_shapes of the lowered signature gave another"};
+    fault_sweep sw = {.name = "jit lower", .run = fault_in_context, .user = &fc, .max_runs = 5000};
+    long n = fault_sweep_run(&sw);
+    CHECK(n > 10);
+    printf("fault injection: %ld host allocations of a jit lowering failed in turn\n", n);
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln-test-jit-XXXXXX";
     if (!mkdtemp(dir)) return 2;
@@ -213,6 +503,11 @@ int main(void) {
     RUN(test_declared_signature);
     RUN(test_builder_error);
     RUN(test_threads);
+    RUN(test_lower);
+    RUN(test_lower_names);
+    RUN(test_lower_errors);
+    RUN(test_lower_donation_devices);
+    test_lower_fault_sweep(dir);
     kiln_context_destroy(ctx);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

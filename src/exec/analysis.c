@@ -90,6 +90,7 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
         .memory_class = (kiln_memory_class)e->mem.buffer_class[i],
         .file = n->file,
         .line = n->line,
+        .name = scratch || !n->name || !*n->name ? NULL : n->name,
     };
     for (int a = 0; a < out->rank; a++) out->dims[a] = n->shape.dims[a];
     return KILN_STATUS_OK;

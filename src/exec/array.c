@@ -136,6 +136,7 @@ static kiln_status create(kiln_context *ctx, const char *op, const char *name, i
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: the name is empty", op);
     kiln_array *a;
     if ((st = new_tagged(ctx, op, name ? name : op, device, dtype, &s, &a))) return st;
+    if (name) snprintf(a->name, sizeof a->name, "%s", name);
     kn_device *d = &ctx->devices[device];
     if (a->nbytes && !d->backend->copy_h2d) {
         if (!data)

@@ -34,6 +34,8 @@ struct kiln_array {
     int device;
     bool consumed;
     char consumed_by[48]; /* "'mlp' (argument 0)": for the error message */
+    char name[32];        /* kiln_array_create_named's name, cut to fit; "" if none (a jit
+                           * names the parameters it traces after their arrays) */
 };
 
 /* Makes an uninitialised array of the given type (for the interpreter and executables);

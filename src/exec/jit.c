@@ -6,11 +6,16 @@
  * compile options' for a call without arguments: a jit compiles once per device it is
  * called on, as jax.jit does. A hit runs the executable directly (no
  * tracing, no compiling); a miss traces the function into a fresh graph, compiles it
- * (which may still find the machine code in the on-disk cache) and keeps it.
+ * (which may still find the machine code in the on-disk cache) and keeps it. Lowering
+ * (kiln_jit_lower, kiln_jit_lower_shapes) is the same lookup without the run: the
+ * signature comes from arrays or from specs through one jit_sig, so a lowering and a
+ * later call of the same signature meet in the same entry.
  *
  * Threads: the cache is guarded by a mutex. Entries are reference-counted so that
  * kiln_jit_clear from one thread never frees an executable another thread is running;
- * tracing and compiling happen under the lock (one compile at a time per jit). */
+ * tracing and compiling happen under the lock (one compile at a time per jit). An
+ * executable handed out by a lowering carries a reference of its own (the executable's
+ * refcount, not the entry's), so it outlives the entry if the caller keeps it. */
 #include "executable.h"
 
 #include <pthread.h>
@@ -114,29 +119,91 @@ void kiln_jit_get_stats(const kiln_jit *j, kiln_jit_stats *stats) {
     pthread_mutex_unlock((pthread_mutex_t *)&j->mu);
 }
 
-/* Checks the call against the declared signature, if there is one. */
-static kiln_status check_signature(kiln_jit *j, int n_args, kiln_array *const *args) {
-    if (n_args < 0 || (n_args && !args))
-        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_jit_call '%s': bad args (%d)",
-                         j->name, n_args);
-    for (int i = 0; i < n_args; i++) {
-        if (!args[i])
-            return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                             "kiln_jit_call '%s': argument %d is NULL", j->name, i);
-        kiln_status s = array_check_live(args[i], "kiln_jit_call", i);
-        if (s) return s;
+/* A signature being called or lowered: the arguments' dtypes and shapes come from arrays
+ * (kiln_jit_call, kiln_jit_lower) or from specs (kiln_jit_lower_shapes), so that the
+ * cache key and the trace are the same whichever way a signature arrives. */
+typedef struct jit_sig {
+    const char *op; /* the public call, for messages */
+    int n;
+    kiln_array *const *args;    /* or ... */
+    const kiln_arg_spec *specs; /* ... when args is NULL */
+    int device;
+    const void *st;
+    size_t st_size;
+} jit_sig;
+
+static kiln_dtype sig_dtype(const jit_sig *s, int i) {
+    return s->args ? s->args[i]->dtype : s->specs[i].dtype;
+}
+static int sig_rank(const jit_sig *s, int i) {
+    return s->args ? s->args[i]->shape.rank : s->specs[i].rank;
+}
+static const int64_t *sig_dims(const jit_sig *s, int i) {
+    return s->args ? s->args[i]->shape.dims : s->specs[i].dims;
+}
+
+/* Checks the arrays of a call or lowering: present and not consumed. */
+static kiln_status check_arrays(kiln_jit *j, const jit_sig *s) {
+    if (s->n < 0 || (s->n && !s->args))
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s '%s': bad args (%d)", s->op,
+                         j->name, s->n);
+    for (int i = 0; i < s->n; i++) {
+        if (!s->args[i])
+            return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s '%s': argument %d is NULL",
+                             s->op, j->name, i);
+        kiln_status st = array_check_live(s->args[i], s->op, i);
+        if (st) return st;
     }
+    return KILN_STATUS_OK;
+}
+
+/* Checks the specs of kiln_jit_lower_shapes: each a dtype and a concrete shape, as an
+ * array of it could be made (a -1 is for declaring a signature, not for lowering one). */
+static kiln_status check_specs(kiln_jit *j, const jit_sig *s) {
+    if (s->n < 0 || s->n > 4096 || (s->n && !s->specs))
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s '%s': %d argument specs%s",
+                         s->op, j->name, s->n, s->n > 0 ? " at NULL" : "");
+    for (int i = 0; i < s->n; i++) {
+        const kiln_arg_spec *sp = &s->specs[i];
+        if (!ir_dtype_valid(sp->dtype))
+            return ctx_error(j->ctx, KILN_STATUS_DTYPE,
+                             "%s '%s': argument %d has dtype %d, not a "
+                             "kiln_dtype",
+                             s->op, j->name, i, (int)sp->dtype);
+        if (sp->rank < 0 || sp->rank > KILN_MAX_RANK)
+            return ctx_error(j->ctx, KILN_STATUS_SHAPE, "%s '%s': argument %d has rank %d (0..%d)",
+                             s->op, j->name, i, sp->rank, KILN_MAX_RANK);
+        ir_shape sh = {.rank = sp->rank};
+        for (int d = 0; d < sp->rank; d++) {
+            if (sp->dims[d] < 0)
+                return ctx_error(j->ctx, KILN_STATUS_SHAPE,
+                                 "%s '%s': argument %d has dimension %d of %lld; lowering needs "
+                                 "every size (-1 only declares a signature)",
+                                 s->op, j->name, i, d, (long long)sp->dims[d]);
+            sh.dims[d] = sp->dims[d];
+        }
+        size_t bytes;
+        if (!ir_shape_nbytes(&sh, sp->dtype, &bytes))
+            return ctx_error(j->ctx, KILN_STATUS_SHAPE,
+                             "%s '%s': argument %d's byte size overflows", s->op, j->name, i);
+    }
+    return KILN_STATUS_OK;
+}
+
+/* Checks the signature against the declared one, if there is one. */
+static kiln_status check_declared(kiln_jit *j, const jit_sig *s) {
     if (!j->specs) return KILN_STATUS_OK;
-    if (n_args != j->o.n_args)
+    if (s->n != j->o.n_args)
         return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "kiln_jit_call '%s': declared with %d arguments, called with %d", j->name,
-                         j->o.n_args, n_args);
-    for (int i = 0; i < n_args; i++) {
+                         "%s '%s': declared with %d arguments, called with %d", s->op, j->name,
+                         j->o.n_args, s->n);
+    for (int i = 0; i < s->n; i++) {
         const kiln_arg_spec *sp = &j->specs[i];
-        const kiln_array *a = args[i];
-        bool ok = a->dtype == sp->dtype && a->shape.rank == sp->rank;
-        for (int d = 0; ok && d < sp->rank; d++)
-            ok = sp->dims[d] < 0 || sp->dims[d] == a->shape.dims[d];
+        kiln_dtype t = sig_dtype(s, i);
+        int rank = sig_rank(s, i);
+        const int64_t *dims = sig_dims(s, i);
+        bool ok = t == sp->dtype && rank == sp->rank;
+        for (int d = 0; ok && d < sp->rank; d++) ok = sp->dims[d] < 0 || sp->dims[d] == dims[d];
         if (!ok) {
             char want[IR_TYPE_STR_MAX] = "", got[IR_TYPE_STR_MAX];
             size_t k = (size_t)snprintf(want, sizeof want, "%s[", kiln_dtype_name(sp->dtype));
@@ -146,99 +213,103 @@ static kiln_status check_signature(kiln_jit *j, int n_args, kiln_array *const *a
                          : (size_t)snprintf(want + k, sizeof want - k, d ? ",%lld" : "%lld",
                                             (long long)sp->dims[d]);
             if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
-            return ctx_error(j->ctx, a->dtype != sp->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
-                             "kiln_jit_call '%s': argument %d is %s, declared %s", j->name, i,
-                             ir_type_str(a->dtype, &a->shape, got, sizeof got), want);
+            ir_shape sh = {.rank = rank};
+            memcpy(sh.dims, dims, sizeof(int64_t) * (size_t)rank);
+            return ctx_error(j->ctx, t != sp->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
+                             "%s '%s': argument %d is %s, declared %s", s->op, j->name, i,
+                             ir_type_str(t, &sh, got, sizeof got), want);
         }
     }
     return KILN_STATUS_OK;
 }
 
-/* The device a call runs on: its arguments' (which must agree), else the options'. */
-static kiln_status call_device(kiln_jit *j, int n_args, kiln_array *const *args, int *device) {
-    *device = n_args ? args[0]->device : j->o.compile.device;
-    for (int i = 1; i < n_args; i++) {
-        if (args[i]->device == *device) continue;
+/* The device of a call or lowering with arrays: theirs (which must agree), else the
+ * options'. */
+static kiln_status call_device(kiln_jit *j, jit_sig *s) {
+    s->device = s->n ? s->args[0]->device : j->o.compile.device;
+    for (int i = 1; i < s->n; i++) {
+        if (s->args[i]->device == s->device) continue;
         char all[1024];
-        exec_devices_str(j->ctx, n_args, args, all, sizeof all);
+        exec_devices_str(j->ctx, s->n, s->args, all, sizeof all);
         return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "kiln_jit_call '%s': the arguments are on different devices (%s); a "
+                         "%s '%s': the arguments are on different devices (%s); a "
                          "call runs on the device of its arguments, so move them to one with "
                          "kiln_array_copy_to_device",
-                         j->name, all);
+                         s->op, j->name, all);
     }
     return KILN_STATUS_OK;
 }
 
 /* The signature key: device, n_args, then (dtype, rank, dims) per argument, then static
  * bytes. */
-static unsigned char *make_key(kiln_jit *j, int device, int n_args, kiln_array *const *args,
-                               const void *st, size_t st_size, size_t *len) {
+static unsigned char *make_key(kiln_jit *j, const jit_sig *s, size_t *len) {
     size_t per = sizeof(int32_t) * 2 + sizeof(int64_t) * KILN_MAX_RANK;
-    size_t n = 2 * sizeof(int32_t) + (size_t)n_args * per + st_size;
+    size_t n = 2 * sizeof(int32_t) + (size_t)s->n * per + s->st_size;
+    *len = n;
     unsigned char *k = host_calloc(j->ctx, 1, n);
     if (!k) return NULL;
     unsigned char *p = k;
-    int32_t na = n_args, dev = device;
+    int32_t na = s->n, dev = s->device;
     memcpy(p, &dev, sizeof dev), p += sizeof dev;
     memcpy(p, &na, sizeof na), p += sizeof na;
-    for (int i = 0; i < n_args; i++) {
-        int32_t t = args[i]->dtype, r = args[i]->shape.rank;
+    for (int i = 0; i < s->n; i++) {
+        int32_t t = sig_dtype(s, i), r = sig_rank(s, i);
         memcpy(p, &t, sizeof t), p += sizeof t;
         memcpy(p, &r, sizeof r), p += sizeof r;
-        memcpy(p, args[i]->shape.dims, sizeof(int64_t) * (size_t)r);
+        memcpy(p, sig_dims(s, i), sizeof(int64_t) * (size_t)r);
         p += sizeof(int64_t) * KILN_MAX_RANK;
     }
-    if (st_size) memcpy(p, st, st_size);
-    *len = n;
+    if (s->st_size) memcpy(p, s->st, s->st_size);
     return k;
 }
 
-static kiln_status trace_and_compile(kiln_jit *j, int device, int n_args, kiln_array *const *args,
-                                     const void *st, kiln_executable **exe) {
+static kiln_status trace_and_compile(kiln_jit *j, const jit_sig *sg, kiln_executable **exe) {
     kiln_graph *g;
     kiln_status s = kiln_graph_create(j->ctx, j->name, &g);
     if (s) return s;
+    int n_args = sg->n;
     kiln_value params[64], *pv = params, outs[KILN_MAX_OUTPUTS];
     if (n_args > 64 && !(pv = host_calloc(j->ctx, (size_t)n_args, sizeof *pv))) {
         kiln_graph_destroy(g);
-        return ctx_oom(j->ctx, "kiln_jit_call", (size_t)n_args * sizeof *pv);
+        return ctx_oom(j->ctx, sg->op, (size_t)n_args * sizeof *pv);
     }
-    for (int i = 0; i < n_args; i++) {
-        char name[24];
-        snprintf(name, sizeof name, "arg%d", i);
-        pv[i] = kiln_parameter(g, name, args[i]->dtype, args[i]->shape.rank, args[i]->shape.dims);
+    for (int i = 0; i < n_args; i++) { /* named as the first call's arrays, else argN */
+        char name[32];
+        if (sg->args && sg->args[i]->name[0])
+            snprintf(name, sizeof name, "%s", sg->args[i]->name);
+        else
+            snprintf(name, sizeof name, "arg%d", i);
+        pv[i] = kiln_parameter(g, name, sig_dtype(sg, i), sig_rank(sg, i), sig_dims(sg, i));
     }
     j->stats.traces++;
-    int n_outs = kiln_graph_status(g) ? 0 : j->o.fn(g, pv, n_args, st, j->o.user, outs);
+    int n_outs = kiln_graph_status(g) ? 0 : j->o.fn(g, pv, n_args, sg->st, j->o.user, outs);
     if (pv != params) host_free(j->ctx, pv, (size_t)n_args * sizeof *pv);
     if (kiln_graph_status(g))
         s = kiln_graph_finish(g, 0, NULL); /* the builder's first error */
     else if (n_outs < 0)
         s = ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                      "kiln_jit_call '%s': the trace function reported failure", j->name);
+                      "%s '%s': the trace function reported failure", sg->op, j->name);
     else if (n_outs == 0 || n_outs > KILN_MAX_OUTPUTS)
         s = ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                      "kiln_jit_call '%s': the trace function returned %d outputs (1..%d)", j->name,
+                      "%s '%s': the trace function returned %d outputs (1..%d)", sg->op, j->name,
                       n_outs, KILN_MAX_OUTPUTS);
     else
         s = kiln_graph_finish(g, n_outs, outs);
     if (!s) {
         j->stats.compiles++;
         kiln_compile_options co = j->o.compile;
-        co.device = device;
+        co.device = sg->device;
         s = kiln_compile(g, &co, exe);
     }
     kiln_graph_destroy(g);
     return s;
 }
 
-/* Finds or builds the entry for this call and takes a reference on it. */
-static kiln_status acquire(kiln_jit *j, int device, int n_args, kiln_array *const *args,
-                           const void *st, size_t st_size, jit_entry **out) {
+/* Finds or builds the entry for this signature and takes a reference on it. */
+static kiln_status acquire(kiln_jit *j, const jit_sig *sg, jit_entry **out) {
     size_t len = 0;
-    unsigned char *key = make_key(j, device, n_args, args, st, st_size, &len);
-    if (!key) return ctx_oom(j->ctx, "kiln_jit_call: signature", len);
+    unsigned char *key = make_key(j, sg, &len);
+    if (!key) return ctx_oom(j->ctx, "kiln_jit: the signature key", len);
     uint64_t h = fnv1a(key, len);
     pthread_mutex_lock(&j->mu);
     for (jit_entry *en = j->entries; en; en = en->next)
@@ -252,9 +323,9 @@ static kiln_status acquire(kiln_jit *j, int device, int n_args, kiln_array *cons
         }
     j->stats.misses++;
     kiln_executable *exe = NULL;
-    kiln_status s = trace_and_compile(j, device, n_args, args, st, &exe);
+    kiln_status s = trace_and_compile(j, sg, &exe);
     jit_entry *en = s ? NULL : host_calloc(j->ctx, 1, sizeof *en);
-    if (!s && !en) s = ctx_oom(j->ctx, "kiln_jit_call: cache entry", sizeof *en);
+    if (!s && !en) s = ctx_oom(j->ctx, "kiln_jit: a cache entry", sizeof *en);
     if (s) {
         pthread_mutex_unlock(&j->mu);
         kiln_executable_destroy(exe);
@@ -277,19 +348,24 @@ static void release(kiln_jit *j, jit_entry *en) {
     if (last) entry_free(j->ctx, en);
 }
 
+static kiln_status check_static(kiln_jit *j, const jit_sig *s) {
+    if (s->st_size && !s->st)
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s '%s': static_args is NULL with static_size %zu", s->op, j->name,
+                         s->st_size);
+    return KILN_STATUS_OK;
+}
+
 kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, const void *static_args,
                           size_t static_size, int n_outs, kiln_array **outs) {
     if (!j) return exec_null_object("kiln_jit_call", "the jit", n_args, args);
-    kiln_status s = check_signature(j, n_args, args);
-    if (s) return s;
-    if (static_size && !static_args)
-        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "kiln_jit_call '%s': static_args is NULL with static_size %zu", j->name,
-                         static_size);
+    jit_sig sg = {"kiln_jit_call", n_args, args, NULL, 0, static_args, static_size};
+    kiln_status s;
+    if ((s = check_arrays(j, &sg)) || (s = check_declared(j, &sg)) || (s = check_static(j, &sg)) ||
+        (s = call_device(j, &sg)))
+        return s;
     jit_entry *en = NULL;
-    int device;
-    if ((s = call_device(j, n_args, args, &device))) return s;
-    if ((s = acquire(j, device, n_args, args, static_args, static_size, &en))) return s;
+    if ((s = acquire(j, &sg, &en))) return s;
     /* Checked here too so the message names the call the user made. */
     const kiln_graph *g = en->exe->g;
     if (n_outs != (int)g->n_outputs || !outs)
@@ -301,4 +377,50 @@ kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, cons
         s = kiln_executable_run(en->exe, n_args, args, n_outs, outs);
     release(j, en);
     return s;
+}
+
+/* Both lowerings: the entry's executable, with one more reference for the caller. The
+ * reference (not the entry) is what the caller holds, so kiln_jit_clear or
+ * kiln_jit_destroy, from any thread, never frees an executable handed out. */
+static kiln_status lower(kiln_jit *j, const jit_sig *sg, kiln_executable **out) {
+    jit_entry *en = NULL;
+    kiln_status s = acquire(j, sg, &en);
+    if (s) return s;
+    exec_ref(en->exe);
+    *out = en->exe;
+    release(j, en);
+    return KILN_STATUS_OK;
+}
+
+kiln_status kiln_jit_lower(kiln_jit *j, int n_args, kiln_array *const *args,
+                           const void *static_args, size_t static_size, kiln_executable **out) {
+    if (!j) return exec_null_object("kiln_jit_lower", "the jit", n_args, args);
+    if (!out)
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_jit_lower '%s': out is NULL",
+                         j->name);
+    *out = NULL;
+    jit_sig sg = {"kiln_jit_lower", n_args, args, NULL, 0, static_args, static_size};
+    kiln_status s;
+    if ((s = check_arrays(j, &sg)) || (s = check_declared(j, &sg)) || (s = check_static(j, &sg)) ||
+        (s = call_device(j, &sg)))
+        return s;
+    return lower(j, &sg, out);
+}
+
+kiln_status kiln_jit_lower_shapes(kiln_jit *j, int device, int n_args, const kiln_arg_spec *specs,
+                                  const void *static_args, size_t static_size,
+                                  kiln_executable **out) {
+    if (!j) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!out)
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_jit_lower_shapes '%s': out is NULL", j->name);
+    *out = NULL;
+    jit_sig sg = {"kiln_jit_lower_shapes", n_args, NULL, specs, device, static_args, static_size};
+    kiln_status s;
+    if ((s = check_specs(j, &sg)) || (s = check_declared(j, &sg)) || (s = check_static(j, &sg)))
+        return s;
+    char what[96];
+    snprintf(what, sizeof what, "kiln_jit_lower_shapes '%s'", j->name);
+    if (!device_get(j->ctx, device, what)) return KILN_STATUS_INVALID_ARGUMENT;
+    return lower(j, &sg, out);
 }

@@ -223,7 +223,7 @@ typedef struct ir_node {
     uint32_t in_inline[IR_INLINE_INPUTS]; /* inputs when n_in <= 3 ... */
     uint32_t *in_heap;                    /* ... else a host allocation (read with ir_in) */
     ir_attrs a;
-    char *name;       /* PARAMETER: owned, may be NULL */
+    char *name;       /* PARAMETER: its name; else a kiln_checkpoint_name's; owned, may be NULL */
     void *data;       /* CONSTANT: owned, row-major, nbytes of the shape */
     const char *file; /* user source location (a string literal: not owned) */
     int line;

@@ -150,5 +150,10 @@ kiln_value kiln_checkpoint_name(kiln_graph *g, kiln_value x, const char *name) {
     char *copy = host_strdup(g->ctx, name);
     if (!copy) return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of the name failed");
     g->ckpt_names[g->n_ckpt_names++] = (ir_ckpt_name){x.id, copy};
+    /* The node keeps the name too (the first one given; a parameter keeps its own): the
+     * passes carry it to the compiled graph, where the plan's listings show it. */
+    ir_node *n = &g->nodes[x.id];
+    if (!n->name && !(n->name = host_strdup(g->ctx, name)))
+        return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of the name failed");
     return x;
 }

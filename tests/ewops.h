@@ -1,6 +1,7 @@
 /* ewops.h — every elementwise op of the registry traced once on dtype t (tests that check
  * each op through one backend or dialect: test_cuda, test_cuda_nvrtc). Compare gets all six
- * directions and convert every other target dtype; select takes pred, a and b. */
+ * directions and convert every other target dtype; select takes pred, a and b, another
+ * three-operand op (random) a, b and a. */
 #ifndef KILN_TEST_EWOPS_H
 #define KILN_TEST_EWOPS_H
 
@@ -26,6 +27,7 @@ static inline int ew_trace_all(kiln_graph *g, kiln_dtype t, kiln_value a, kiln_v
                 node.dtype = targets[v];
             }
             if (op == IR_SELECT) in[0] = pred.id, in[1] = a.id, in[2] = b.id;
+            if (op != IR_SELECT && o->arity == 3) in[2] = a.id; /* random: (a, b, a) */
             kiln_value r = trace_emit(g, o->name, &node, in, (uint32_t)o->arity);
             if (r.id && n < max) outs[n++] = r;
         }

@@ -72,8 +72,8 @@ static void test_kernel_expressions(void) {
             /* Every placeholder is one the printers know. */
             for (const char *t = o->kexpr[cls]; t && *t; t++)
                 if (*t == '$') {
-                    CHECK_MSG(t[1] && strchr("012TUSRFC", t[1]), "%s: bad placeholder $%c", o->name,
-                              t[1]);
+                    CHECK_MSG(t[1] && strchr("012TUSRFCD", t[1]), "%s: bad placeholder $%c",
+                              o->name, t[1]);
                     t++;
                 }
         }
@@ -169,6 +169,7 @@ static void test_compiled_against_reference(kiln_context *ctx) {
                     n.dtype = all_dtypes[v];
                 }
                 if (op == IR_SELECT) in[0] = p.id, in[1] = a.id, in[2] = b.id;
+                if (op != IR_SELECT && o->arity == 3) in[2] = a.id; /* random: (a, b, a) */
                 kiln_value r = trace_emit(g, o->name, &n, in, (uint32_t)o->arity);
                 CHECK_MSG(r.id != 0, "%s on %s: %s", o->name, kiln_dtype_name(t),
                           kiln_last_error(ctx));

@@ -72,6 +72,19 @@ static kiln_value key_word(kiln_graph *g, kiln_value key, int w) {
     return kiln_reshape(g, kiln_slice(g, key, start, limit, NULL), 0, NULL);
 }
 
+/* Word w of the key at every element of shape s. Broadcast first, then slice: fusion
+ * gives a broadcast's operand a buffer unless it is a source, so broadcasting the key
+ * itself (a parameter or constant) keeps the whole draw in its consumer's kernel, where
+ * slicing word w out of the broadcast is only index arithmetic. */
+static kiln_value key_word_at(kiln_graph *g, kiln_value key, int w, const ir_shape *s) {
+    int64_t dims[KILN_MAX_RANK + 1], start[KILN_MAX_RANK + 1] = {0}, limit[KILN_MAX_RANK + 1];
+    for (int i = 0; i < s->rank; i++) dims[i] = limit[i] = s->dims[i];
+    dims[s->rank] = 2, start[s->rank] = w, limit[s->rank] = w + 1;
+    int axis = s->rank;
+    kiln_value b = kiln_broadcast_in_dim(g, key, s->rank + 1, dims, &axis);
+    return kiln_reshape(g, kiln_slice(g, b, start, limit, NULL), s->rank, s->dims);
+}
+
 /* The row-major position of each element of shape s, as uint32 bit patterns in i32. */
 static kiln_value counter(kiln_graph *g, const ir_shape *s) {
     int64_t n = 1;
@@ -102,9 +115,7 @@ kiln_value trace_random(kiln_graph *g, const char *op, int what, kiln_dtype t, k
 static kiln_value draw(kiln_graph *g, const char *op, kiln_value key, int what, kiln_dtype t,
                        const ir_shape *s) {
     kiln_value c = counter(g, s);
-    kiln_value k0 = kiln_broadcast_in_dim(g, key_word(g, key, 0), s->rank, s->dims, NULL);
-    kiln_value k1 = kiln_broadcast_in_dim(g, key_word(g, key, 1), s->rank, s->dims, NULL);
-    return trace_random(g, op, what, t, k0, k1, c);
+    return trace_random(g, op, what, t, key_word_at(g, key, 0, s), key_word_at(g, key, 1, s), c);
 }
 
 kiln_value kiln_random_key(kiln_graph *g, uint64_t seed) {
@@ -137,8 +148,7 @@ kiln_status kiln_random_split(kiln_graph *g, kiln_value key, int n, kiln_value *
     /* one draw of both words for all n counters, then a key per row */
     ir_shape s = {.rank = 1, .dims = {n}};
     kiln_value c = counter(g, &s);
-    kiln_value k0 = kiln_broadcast_in_dim(g, key_word(g, key, 0), 1, s.dims, NULL);
-    kiln_value k1 = kiln_broadcast_in_dim(g, key_word(g, key, 1), 1, s.dims, NULL);
+    kiln_value k0 = key_word_at(g, key, 0, &s), k1 = key_word_at(g, key, 1, &s);
     kiln_value w0 = trace_random(g, op, IR_RNG_WORD0, KILN_DTYPE_I32, k0, k1, c);
     kiln_value w1 = trace_random(g, op, IR_RNG_WORD1, KILN_DTYPE_I32, k0, k1, c);
     for (int i = 0; i < n; i++) {

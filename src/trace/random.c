@@ -255,10 +255,10 @@ kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, double rate
     if (rate == 0) return x;
     if (rate == 1) return kiln_full(g, t, s.rank, s.dims, 0); /* flax: all dropped */
     if (!draw_shape(g, op, s.rank, s.dims, &s)) return KN_NONE;
-    /* Inverted dropout as flax writes it: where(keep, x / keep_prob, 0). The mask is a
-     * bool the backward pass reads (select's rule), one byte an element, and an
-     * elementwise function of the key alone, so fusion recomputes it where it is used
-     * rather than keeping a float mask alive between the passes. */
+    /* Inverted dropout as flax writes it: where(keep, x / keep_prob, 0). A select on a
+     * bool mask rather than a multiply by a float one: the backward pass (select's rule)
+     * then keeps one byte an element, and without a backward pass the mask is drawn,
+     * used and gone inside one kernel. */
     double keep = 1 - rate;
     kiln_value mask = kiln_random_bernoulli(g, key, keep, s.rank, s.dims);
     kiln_value scaled = kiln_div(g, x, kiln_scalar(g, t, keep));

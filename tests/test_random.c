@@ -501,7 +501,11 @@ static void test_errors(void) {
     kiln_graph *g = NULL;
     CHECK_OK(ctx, kiln_graph_create(ctx, "big", &g));
     int64_t most[2] = {1 << 16, 1 << 16};
-    CHECK(kiln_random_bits(g, kiln_random_key(g, 1), 2, most).id != 0);
+    kiln_value key = kiln_random_key(g, 1), ks[2];
+    CHECK(kiln_random_bits(g, key, 2, most).id != 0);
+    /* a finished graph takes no more ops: split says so rather than returning OK */
+    CHECK_STATUS(kiln_graph_finish(g, 1, &key), KILN_STATUS_OK);
+    CHECK(kiln_random_split(g, key, 2, ks) != KILN_STATUS_OK && ks[0].id == 0 && ks[1].id == 0);
     kiln_graph_destroy(g);
 }
 

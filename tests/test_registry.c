@@ -6,6 +6,7 @@
  * kernel expression compiled against its reference evaluation on every dtype it accepts)
  * without touching this file. */
 #include "compare.h"
+#include "ewops.h"
 #include "autodiff/autodiff.h"
 #include "reference/reference.h"
 #include "trace/trace.h"
@@ -159,11 +160,15 @@ static void test_compiled_against_reference(kiln_context *ctx) {
             const ir_op_info *o = &ir_ops[op];
             if (!(o->flags & IRF_ELEMENTWISE) || !ir_dtype_accepts(o->types, t)) continue;
             n_ops++;
-            int variants = op == IR_COMPARE ? 6 : op == IR_CONVERT ? N_DTYPES : 1;
+            int variants = op == IR_COMPARE   ? 6
+                           : op == IR_CONVERT ? N_DTYPES
+                           : op == IR_RANDOM  ? 7
+                                              : 1;
             for (int v = 0; v < variants; v++) {
                 ir_node n = {.op = (ir_op)op};
                 uint32_t in[3] = {a.id, b.id, 0};
                 if (op == IR_COMPARE) n.a.cmp = (kiln_cmp)v;
+                if (op == IR_RANDOM) ew_random_variant(&n, v);
                 if (op == IR_CONVERT) {
                     if (all_dtypes[v] == t) continue;
                     n.dtype = all_dtypes[v];

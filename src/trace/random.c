@@ -139,7 +139,10 @@ static kiln_value derived_key(kiln_graph *g, const char *op, kiln_value key, kil
 kiln_status kiln_random_split(kiln_graph *g, kiln_value key, int n, kiln_value *keys) {
     const char *op = "kiln_random_split";
     for (int i = 0; keys && i < n; i++) keys[i] = KN_NONE;
-    if (!key_node(g, op, key)) return g ? kiln_graph_status(g) : KILN_STATUS_INVALID_ARGUMENT;
+    if (!key_node(g, op, key)) { /* a finished graph keeps its OK status: not ours to return */
+        kiln_status st = g ? kiln_graph_status(g) : KILN_STATUS_OK;
+        return st ? st : KILN_STATUS_INVALID_ARGUMENT;
+    }
     if (n < 1 || !keys) {
         trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                    "needs n >= 1 and an array of n keys (n = %d%s)", n, keys ? "" : ", keys NULL");

@@ -8,6 +8,7 @@
 #include "reference.h"
 
 #include <math.h>
+#include <string.h>
 
 static uint32_t rotl32(uint32_t x, int r) {
     return (x << r) | (x >> (32 - r));
@@ -33,6 +34,26 @@ static uint64_t threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1)
     return (uint64_t)x0 << 32 | x1;
 }
 
+/* ln x of a positive normal float: the kernel's branch-free Cephes logf (see
+ * print_random.c for why it is not libm's). */
+static float log_f32(float x) {
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    float e = (float)((int32_t)(b >> 23) - 126), m;
+    uint32_t mb = (b & 0x007fffffu) | 0x3f000000u;
+    memcpy(&m, &mb, 4);
+    bool small = m < 0.707106781186547524f;
+    e = small ? e - 1.0f : e;
+    m = small ? m + m - 1.0f : m - 1.0f;
+    static const float c[] = {7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
+                              -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
+                              2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
+    float z = m * m, y = c[0];
+    for (int i = 1; i < 9; i++) y = y * m + c[i];
+    y = y * m * z - 2.12194440e-4f * e - 0.5f * z;
+    return m + y + 0.693359375f * e;
+}
+
 static float erfinv_f32(float x) {
     static const float lt5[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
                                 -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
@@ -40,7 +61,7 @@ static float erfinv_f32(float x) {
     static const float ge5[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
                                 -0.00367342844f,  0.00573950773f,  -0.0076224613f,
                                 0.00943887047f,   1.00167406f,     2.83297682f};
-    float w = -log1pf(-x * x);
+    float w = -log_f32((1.0f - x) * (1.0f + x));
     bool small = w < 5.0f;
     const float *c = small ? lt5 : ge5;
     w = small ? w - 2.5f : sqrtf(w) - 3.0f;

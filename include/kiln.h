@@ -612,8 +612,7 @@ KILN_API kiln_status kiln_random_split(kiln_graph *g, kiln_value key, int n, kil
  * fresh key per step without retracing. fold_in(key, i) is split(key, n)[i], as in JAX. */
 KILN_API kiln_value kiln_random_fold_in(kiln_graph *g, kiln_value key, kiln_value data);
 /* jax.random.bits: 32 random bits per element, as i32 bit patterns. */
-KILN_API kiln_value kiln_random_bits(kiln_graph *g, kiln_value key, int rank,
-                                     const int64_t *dims);
+KILN_API kiln_value kiln_random_bits(kiln_graph *g, kiln_value key, int rank, const int64_t *dims);
 /* Uniform on [lo, hi) of dtype f32 or f64 (lo and hi rounded to it first; both finite,
  * lo < hi). The [0, 1) draw fills the mantissa as jax.random.uniform does; scaled bounds
  * are clamped below hi (where JAX's may round up to hi). */

@@ -212,8 +212,7 @@ typedef enum ir_rng {
 /* "bits", "word0", ...: the printed attribute and the kernel helper's name; NULL when
  * out of range. */
 static inline const char *ir_rng_name(int r) {
-    static const char *const names[IR_RNG_COUNT] = {"bits", "word0", "word1", "uniform",
-                                                    "normal"};
+    static const char *const names[IR_RNG_COUNT] = {"bits", "word0", "word1", "uniform", "normal"};
     return r >= 0 && r < IR_RNG_COUNT ? names[r] : NULL;
 }
 

@@ -591,6 +591,61 @@ KILN_API kiln_status kiln_checkpoint_end(kiln_graph *g);
  * names; name is copied. */
 KILN_API kiln_value kiln_checkpoint_name(kiln_graph *g, kiln_value x, const char *name);
 
+/* ----------------------------------------------------------------- random ---- */
+
+/* Random numbers as traced values, as jax.random (docs/random.md). A key is an i32[2]
+ * value: two uint32 words held as i32 bit patterns (kiln has no unsigned dtype), the same
+ * bits as jax.random.key_data. Keys are values, not state: a step can take its key as a
+ * parameter and return the next one, and a jitted function never retraces for a new key.
+ * Draws are Threefry-2x32 of the key on each element's row-major position, computed inside
+ * the compiled program (fused into whatever consumes them, on every backend); kiln_random_bits
+ * and f32 kiln_random_uniform give the same bits as jax.random for the same key, and every
+ * backend and the interpreter give the same bits. A draw holds at most 2^32 elements. The
+ * draws have no gradient (the key is not differentiable). Errors (a key that is not i32[2],
+ * p or rate outside [0, 1], lo >= hi) are the builder's, named after the function. */
+
+/* jax.random.PRNGKey(seed): the constant key {seed >> 32, seed & 0xffffffff}. */
+KILN_API kiln_value kiln_random_key(kiln_graph *g, uint64_t seed);
+/* jax.random.split: n >= 1 new keys written to keys[0..n). One draw makes all n (a key
+ * per element of an [n, 2] result, sliced out for each), but C reads best with an array of
+ * values to pass on: keys[1] rather than a slice and a reshape per use. Returns the
+ * graph's status; on an error every keys[i] is the invalid value. */
+KILN_API kiln_status kiln_random_split(kiln_graph *g, kiln_value key, int n, kiln_value *keys);
+/* jax.random.fold_in: a new key from key and data, a rank-0 i32 or i64 value (an i64
+ * counts modulo 2^32), traced: fold in a step number passed as a parameter to get a
+ * fresh key per step without retracing. fold_in(key, i) is split(key, n)[i], as in JAX. */
+KILN_API kiln_value kiln_random_fold_in(kiln_graph *g, kiln_value key, kiln_value data);
+/* jax.random.bits: 32 random bits per element, as i32 bit patterns. */
+KILN_API kiln_value kiln_random_bits(kiln_graph *g, kiln_value key, int rank, const int64_t *dims);
+/* Uniform on [lo, hi) of dtype f32 or f64 (lo and hi rounded to it first; both finite,
+ * lo < hi). The [0, 1) draw fills the mantissa as jax.random.uniform does; scaled bounds
+ * are clamped below hi (where JAX's may round up to hi). */
+KILN_API kiln_value kiln_random_uniform(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,
+                                        const int64_t *dims, double lo, double hi);
+/* Standard normal (mean 0, variance 1) of dtype f32 or f64: sqrt(2) erfinv(u), u uniform
+ * on (-1, 1), as jax.random.normal. */
+KILN_API kiln_value kiln_random_normal(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,
+                                       const int64_t *dims);
+/* bool, true with probability p in [0, 1] (uniform f32 < p, as jax.random.bernoulli). */
+KILN_API kiln_value kiln_random_bernoulli(kiln_graph *g, kiln_value key, double p, int rank,
+                                          const int64_t *dims);
+/* Inverted dropout of a float x: each element is dropped (0) with probability rate in
+ * [0, 1] and the rest divided by 1 - rate, so the expectation is x (flax's
+ * nn.Dropout: where(bernoulli(key, 1 - rate), x / (1 - rate), 0)); rate 0 returns x,
+ * rate 1 zeros. Differentiable in x; use a fresh key per step (kiln_random_fold_in). */
+KILN_API kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, double rate);
+
+#if !defined(KILN_NO_LOCATION_MACROS) && !defined(KILN_BUILDING)
+#define kiln_random_key(g, ...)       (KILN__AT(g), kiln_random_key((g), __VA_ARGS__))
+#define kiln_random_split(g, ...)     (KILN__AT(g), kiln_random_split((g), __VA_ARGS__))
+#define kiln_random_fold_in(g, ...)   (KILN__AT(g), kiln_random_fold_in((g), __VA_ARGS__))
+#define kiln_random_bits(g, ...)      (KILN__AT(g), kiln_random_bits((g), __VA_ARGS__))
+#define kiln_random_uniform(g, ...)   (KILN__AT(g), kiln_random_uniform((g), __VA_ARGS__))
+#define kiln_random_normal(g, ...)    (KILN__AT(g), kiln_random_normal((g), __VA_ARGS__))
+#define kiln_random_bernoulli(g, ...) (KILN__AT(g), kiln_random_bernoulli((g), __VA_ARGS__))
+#define kiln_dropout(g, ...)          (KILN__AT(g), kiln_dropout((g), __VA_ARGS__))
+#endif
+
 /* ------------------------------------------------------------- optimisers ---- */
 
 /* Optimisers as traced functions (docs/optimisers.md): each call appends the update of

@@ -6,6 +6,7 @@
  * kernel expression compiled against its reference evaluation on every dtype it accepts)
  * without touching this file. */
 #include "compare.h"
+#include "ewops.h"
 #include "autodiff/autodiff.h"
 #include "reference/reference.h"
 #include "trace/trace.h"
@@ -72,8 +73,8 @@ static void test_kernel_expressions(void) {
             /* Every placeholder is one the printers know. */
             for (const char *t = o->kexpr[cls]; t && *t; t++)
                 if (*t == '$') {
-                    CHECK_MSG(t[1] && strchr("012TUSRFC", t[1]), "%s: bad placeholder $%c", o->name,
-                              t[1]);
+                    CHECK_MSG(t[1] && strchr("012TUSRFCD", t[1]), "%s: bad placeholder $%c",
+                              o->name, t[1]);
                     t++;
                 }
         }
@@ -159,16 +160,21 @@ static void test_compiled_against_reference(kiln_context *ctx) {
             const ir_op_info *o = &ir_ops[op];
             if (!(o->flags & IRF_ELEMENTWISE) || !ir_dtype_accepts(o->types, t)) continue;
             n_ops++;
-            int variants = op == IR_COMPARE ? 6 : op == IR_CONVERT ? N_DTYPES : 1;
+            int variants = op == IR_COMPARE   ? 6
+                           : op == IR_CONVERT ? N_DTYPES
+                           : op == IR_RANDOM  ? 7
+                                              : 1;
             for (int v = 0; v < variants; v++) {
                 ir_node n = {.op = (ir_op)op};
                 uint32_t in[3] = {a.id, b.id, 0};
                 if (op == IR_COMPARE) n.a.cmp = (kiln_cmp)v;
+                if (op == IR_RANDOM) ew_random_variant(&n, v);
                 if (op == IR_CONVERT) {
                     if (all_dtypes[v] == t) continue;
                     n.dtype = all_dtypes[v];
                 }
                 if (op == IR_SELECT) in[0] = p.id, in[1] = a.id, in[2] = b.id;
+                if (op != IR_SELECT && o->arity == 3) in[2] = a.id; /* random: (a, b, a) */
                 kiln_value r = trace_emit(g, o->name, &n, in, (uint32_t)o->arity);
                 CHECK_MSG(r.id != 0, "%s on %s: %s", o->name, kiln_dtype_name(t),
                           kiln_last_error(ctx));

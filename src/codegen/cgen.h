@@ -39,5 +39,7 @@ kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, kn_d
 kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info);
 /* The C type of a dtype ("float", "int32_t", ...). */
 const char *cgen_ctype(kiln_dtype t);
+/* The helpers RANDOM's kernel expressions name (print_random.c), in both dialects. */
+extern const char cgen_random_prelude[];
 
 #endif

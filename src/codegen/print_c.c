@@ -121,6 +121,8 @@ static bool c_op_expr(ir_op op, kiln_dtype t, kiln_dtype in_t, const ir_attrs *a
             r = in_t == KILN_DTYPE_F32 ? "f" : "";
         else if (c == 'C')
             r = cmp[a->cmp];
+        else if (c == 'D' && ir_rng_name(a->rng))
+            r = ir_rng_name(a->rng);
         k += (size_t)snprintf(ex + k, m - k, "%s", r);
     }
     ex[k < m ? k : m - 1] = 0;
@@ -948,6 +950,7 @@ kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, kn_d
     sb_append(sb, math_f32);
     sb_append(sb, math_f64);
     sb_append(sb, converts);
+    sb_append(sb, cgen_random_prelude);
     for (uint32_t i = 0; i < p->n_kernels; i++) {
         info[i] = (cgen_kernel){0, 1};
         if (p->kernels[i].kind != FK_LOOP) continue;

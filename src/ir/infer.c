@@ -61,6 +61,7 @@ kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t 
         FAIL(KILN_STATUS_DTYPE, "takes %s, not %s",
              info->types == IRT_FLOAT  ? "f32 or f64"
              : info->types == IRT_BOOL ? "bool"
+             : info->types == IRT_I32  ? "i32"
                                        : "f32, f64, i32 or i64",
              kiln_dtype_name(x));
     if (op == IR_CONVERT && !ir_dtype_valid(*out))
@@ -71,8 +72,22 @@ kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t 
                  kiln_dtype_name(x), kiln_dtype_name(in[i]));
     if (op == IR_COMPARE)
         *out = KILN_DTYPE_BOOL;
-    else if (op != IR_CONVERT)
+    else if (op != IR_CONVERT && op != IR_RANDOM) /* RANDOM: random_dtype decides */
         *out = x;
+    return KILN_STATUS_OK;
+}
+
+/* RANDOM's result: i32 words, or the float dtype the node asks for (f32 when it names
+ * none: the generic op tests trace it without one). */
+static kiln_status random_dtype(ir_node *n, kiln_dtype *out, char *msg, size_t msg_size) {
+    const char *what = ir_rng_name(n->a.rng);
+    if (!what) FAIL(KILN_STATUS_INVALID_ARGUMENT, "random draw %d is not an ir_rng", n->a.rng);
+    if (n->a.rng != IR_RNG_UNIFORM && n->a.rng != IR_RNG_NORMAL)
+        *out = KILN_DTYPE_I32;
+    else if (*out == KILN_DTYPE_INVALID)
+        *out = KILN_DTYPE_F32;
+    else if (!ir_dtype_is_float(*out))
+        FAIL(KILN_STATUS_DTYPE, "random %s gives f32 or f64, not %s", what, kiln_dtype_name(*out));
     return KILN_STATUS_OK;
 }
 
@@ -89,6 +104,7 @@ static kiln_status infer_elementwise(const kiln_graph *g, ir_node *n, char *msg,
             FAIL(KILN_STATUS_SHAPE, "operand shapes differ");
     if (n->op == IR_COMPARE && (unsigned)n->a.cmp > KILN_CMP_GE)
         FAIL(KILN_STATUS_INVALID_ARGUMENT, "comparison direction %d is not a kiln_cmp", n->a.cmp);
+    if (n->op == IR_RANDOM && (s = random_dtype(n, &out, msg, msg_size))) return s;
     n->shape = x->shape;
     n->dtype = out;
     return KILN_STATUS_OK;

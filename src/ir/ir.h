@@ -20,7 +20,8 @@ typedef enum ir_kind {
     IRK_SOURCE, /* parameter, constant, iota: no inputs */
     IRK_UNARY,  /* elementwise, one input, same shape */
     IRK_BINARY, /* elementwise, two inputs of identical shape and dtype */
-    IRK_SELECT, /* elementwise, pred + two values */
+    IRK_SELECT, /* elementwise, three inputs of one shape: select (pred + two values),
+                 * random (the key's two words and a counter) */
     IRK_SHAPE,  /* moves elements: broadcast, reshape, transpose, slice, concat, pad */
     IRK_REDUCE, /* reduce over a set of axes */
     IRK_DOT,    /* dot_general */
@@ -33,6 +34,7 @@ enum {
     IRT_NUMERIC = 1, /* f32 f64 i32 i64 */
     IRT_FLOAT = 2,   /* f32 f64 */
     IRT_BOOL = 3,    /* bool */
+    IRT_I32 = 4,     /* i32 (random's key words and counter: uint32 bit patterns) */
 };
 
 /* Flags. ELEMENTWISE ops can be fused as loops; EXPENSIVE ones are never duplicated into
@@ -65,6 +67,7 @@ enum {
  *             $U  the unsigned type of the operand's width (wrapping integer arithmetic)
  *             $S  the operand's dtype suffix (f32 f64 i32 i64 bool)   $R  the result's
  *             $F  the libm suffix for the operand ("f" for f32)        $C  compare operator
+ *             $D  what RANDOM draws (ir_rng_name of the node's attribute)
  *
  * Two more parts of each op live in the room that owns them, in tables indexed by op and
  * checked for completeness by tests/test_registry.c: its reference evaluation
@@ -124,6 +127,15 @@ enum {
     X(OR, "or", logical_or, 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,    \
       1, NULL, "(($T)($0 | $1))")
 
+/* Random numbers (src/trace/random.c, docs/random.md): RANDOM(k0, k1, c) is Threefry-2x32
+ * (20 rounds) of the key (k0, k1) on the counter (0, c), all uint32 bit patterns in i32,
+ * reduced to what the attribute `rng` (ir_rng) asks for. It is elementwise in the counter,
+ * so a generator fuses into its consumer. Kept last, in one block, so that rows other
+ * engineers add above do not collide with it. */
+#define KN_RANDOM_OPS(X)                                                                           \
+    X(RANDOM, "random", random, 3, IRK_SELECT, IRT_I32, IRF_ELEMENTWISE | IRF_NONDIFF, 16, NULL,   \
+      "kiln_random_$D_$R($0, $1, $2)")
+
 #define KN_OPS(X)                                                                                  \
     X(PARAMETER, "parameter", parameter, 0, IRK_SOURCE, IRT_ANY, 0, 1, NULL, NULL)                 \
     X(CONSTANT, "constant", constant, 0, IRK_SOURCE, IRT_ANY, IRF_NONDIFF, 1, NULL, NULL)          \
@@ -153,7 +165,8 @@ enum {
     X(DOT, "dot_general", dot_general, 2, IRK_DOT, IRT_NUMERIC, IRF_EXPENSIVE, 1, NULL, NULL)      \
     X(TAKE_ROWS, "take_rows", take_rows, 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)      \
     X(SCATTER_ADD_ROWS, "scatter_add_rows", scatter_add_rows, 3, IRK_INDEX, IRT_NUMERIC,           \
-      IRF_EXPENSIVE, 1, NULL, NULL)
+      IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
+    KN_RANDOM_OPS(X)
 // clang-format on
 
 typedef enum ir_op {
@@ -185,6 +198,24 @@ typedef struct ir_shape {
     int64_t dims[KILN_MAX_RANK];
 } ir_shape;
 
+/* What RANDOM draws from its two Threefry output words (x0, x1). The uniform and normal
+ * forms follow jax.random: the result dtype (f32 or f64) is the node's. */
+typedef enum ir_rng {
+    IR_RNG_BITS,    /* i32: x0 ^ x1 (jax.random.bits, 32-bit) */
+    IR_RNG_WORD0,   /* i32: x0 (the first word of a split or folded key) */
+    IR_RNG_WORD1,   /* i32: x1 (its second word) */
+    IR_RNG_UNIFORM, /* f32: mantissa of x0 ^ x1 in [0, 1); f64: of x0:x1 */
+    IR_RNG_NORMAL,  /* sqrt(2) erfinv(uniform on (-1, 1)), as jax.random.normal */
+    IR_RNG_COUNT
+} ir_rng;
+
+/* "bits", "word0", ...: the printed attribute and the kernel helper's name; NULL when
+ * out of range. */
+static inline const char *ir_rng_name(int r) {
+    static const char *const names[IR_RNG_COUNT] = {"bits", "word0", "word1", "uniform", "normal"};
+    return r >= 0 && r < IR_RNG_COUNT ? names[r] : NULL;
+}
+
 /* Attributes, by op. */
 typedef union ir_attrs {
     int param_index;               /* PARAMETER */
@@ -200,6 +231,7 @@ typedef union ir_attrs {
     } pad;                /* PAD (inputs: operand, rank-0 pad value) */
     uint32_t reduce_axes; /* REDUCE_*: bit i set = axis i reduced (not kept) */
     kiln_dot_dims dot;    /* DOT */
+    int rng;              /* RANDOM: ir_rng */
 } ir_attrs;
 
 #define IR_INLINE_INPUTS 3

@@ -109,6 +109,9 @@ static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
     case IR_COMPARE:
         sb_printf(sb, " %s", (unsigned)n->a.cmp <= KILN_CMP_GE ? cmp[n->a.cmp] : "?");
         break;
+    case IR_RANDOM:
+        sb_printf(sb, " %s", ir_rng_name(n->a.rng) ? ir_rng_name(n->a.rng) : "?");
+        break;
     case IR_IOTA:
     case IR_CONCAT: sb_printf(sb, " axis=%d", n->a.axis); break;
     case IR_BROADCAST: list_int(sb, "dims", n->a.bcast_dims, in_rank); break;

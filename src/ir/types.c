@@ -49,6 +49,7 @@ bool ir_dtype_accepts(int types, kiln_dtype t) {
     case IRT_NUMERIC: return ir_dtype_is_float(t) || ir_dtype_is_int(t);
     case IRT_FLOAT: return ir_dtype_is_float(t);
     case IRT_BOOL: return t == KILN_DTYPE_BOOL;
+    case IRT_I32: return t == KILN_DTYPE_I32;
     default: return ir_dtype_valid(t);
     }
 }

@@ -193,6 +193,7 @@ static int canonical_attrs(ir_op op, int r, const ir_attrs *a, int64_t *buf) {
     case IR_IOTA:
     case IR_CONCAT: buf[n++] = a->axis; break;
     case IR_COMPARE: buf[n++] = a->cmp; break;
+    case IR_RANDOM: buf[n++] = a->rng; break;
     case IR_BROADCAST:
         for (int i = 0; i < r; i++) buf[n++] = a->bcast_dims[i];
         break;

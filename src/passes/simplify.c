@@ -345,7 +345,7 @@ static kiln_status rewrite(pass_rebuild *rb, uint32_t id, uint32_t *r) {
         if ((*r = arith_identity(rb, id))) return KILN_STATUS_OK;
         return splat_elementwise(rb, id, r);
     case IRK_SELECT:
-        if ((*r = select_known(rb, id))) return KILN_STATUS_OK;
+        if (o->op == IR_SELECT && (*r = select_known(rb, id))) return KILN_STATUS_OK;
         return splat_elementwise(rb, id, r);
     case IRK_SHAPE: return shape_op(rb, id, r);
     case IRK_DOT: return dot(rb, id, r);

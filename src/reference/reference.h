@@ -63,6 +63,7 @@ kiln_status ref_concat(const kiln_graph *g, uint32_t id, const ref_value *vals, 
 kiln_status ref_pad(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 kiln_status ref_reduce(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 kiln_status ref_dot(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_random(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 kiln_status ref_take_rows(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_value *vals,
                                  void *out);

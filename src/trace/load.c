@@ -586,6 +586,20 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
             return fail(p, "dot_general: the lhs and rhs lists differ in length"), KN_NONE;
         return kiln_dot_general(g, in[0], in[1], &d);
     }
+    case IR_RANDOM: {
+        int d = -1;
+        for (int i = 0; i < p->n_attrs && d < 0; i++)
+            for (int k = 0; k < IR_RNG_COUNT; k++)
+                if (!p->attrs[i].list && !p->attrs[i].n &&
+                    !strcmp(p->attrs[i].name, ir_rng_name(k)))
+                    d = k, p->attrs[i].used = true;
+        if (d < 0)
+            return fail(p, "random needs what it draws: bits, word0, word1, uniform or normal"),
+                   KN_NONE;
+        return need_inputs(p, name, 3)
+                   ? trace_random(g, "kiln_graph_load", d, t, in[0], in[1], in[2])
+                   : KN_NONE;
+    }
     case IR_TAKE_ROWS: return need_inputs(p, name, 2) ? kiln_take_rows(g, in[0], in[1]) : KN_NONE;
     case IR_SCATTER_ADD_ROWS:
         return need_inputs(p, name, 3) ? kiln_scatter_add_rows(g, in[0], in[1], in[2]) : KN_NONE;

@@ -56,6 +56,11 @@ kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double valu
  * an error. A host OOM is the builder's error, as for any node. */
 void trace_composite(kiln_graph *g, const char *op, const ir_composite *c);
 
+/* A RANDOM node (random.c): draw `what` (ir_rng) of dtype t (float draws; ignored for
+ * the i32 ones) from key words k0, k1 at counters c, all i32 of one shape. */
+kiln_value trace_random(kiln_graph *g, const char *op, int what, kiln_dtype t, kiln_value k0,
+                        kiln_value k1, kiln_value c);
+
 /* Keeps the outputs of checkpoint regions (checkpoint.c): kiln_graph_finish calls it. */
 void trace_checkpoint_outputs(kiln_graph *g);
 

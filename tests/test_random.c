@@ -1,0 +1,594 @@
+/* test_random.c — the counter-based generator (src/trace/random.c, the RANDOM op):
+ *  - bits, f32 uniform, keys, split, fold_in and bernoulli equal jax.random's for the same
+ *    keys (stored values, below), normal within a few ulp;
+ *  - compiled and interpreted give the same bits (fused, unfused, without passes), and a
+ *    draw's element depends only on its row-major position;
+ *  - keys are traced values: one compiled program (and one jit trace) serves every key;
+ *  - statistics with fixed keys and bounds a broken generator fails: split streams are
+ *    independent (chi-square of pairs), uniform stays in [lo, hi), normal has mean 0 and
+ *    variance 1, bernoulli hits its rate, dropout keeps 1 - rate and scales by 1/(1 - rate);
+ *  - dropout fuses into one kernel and differentiates through its mask;
+ *  - bad arguments are builder errors naming the function; a graph with random ops reads
+ *    back from its text; every host allocation of a dropout step fails cleanly in turn. */
+#include "compare.h"
+#include "fault.h"
+
+#include <stdint.h>
+
+static kiln_context *ctx;
+
+/* ----------------------------------------------------------- JAX's values ---- */
+
+/* Computed with jax 0.10.2 (bench/.venv, CPU, jax_threefry_partitionable = True, its
+ * default) by:
+ *   K = jax.random.PRNGKey
+ *   C = jax.random.wrap_key_data(np.array([0x12345678, 0x9abcdef0], np.uint32))
+ *   jax.random.bits(K(0), (7,)); jax.random.bits(K(42), (2, 3)); jax.random.bits(C, (3,))
+ *   jax.random.uniform(K(42), (2, 3)); jax.random.uniform(C, (4,))   [f32 bit patterns]
+ *   jax.random.normal(K(42), (6,)); jax.random.normal(C, (4,))
+ *   jax.random.key_data(jax.random.split(K(42), 3))
+ *   jax.random.key_data(jax.random.fold_in(K(42), 7)), ...fold_in(C, 0xdeadbeef)
+ *   jax.random.bernoulli(K(42), 0.3, (10,))
+ *   with jax_enable_x64: jax.random.uniform(K(42), (4,), dtype=float64) [bit patterns],
+ *   jax.random.normal(K(42), (4,), dtype=float64), jax.random.key_data(K(2**40 + 5)) */
+static const uint32_t jax_bits_k0[7] = {0xf29a4fa7, 0xfa843692, 0x55110e28, 0x77faa835,
+                                        0x91e43bb7, 0x2a5e6943, 0x4f68ea7d};
+static const uint32_t jax_bits_k42[6] = {0x7d1c13a2, 0xae0730d9, 0x9dc3f9f9,
+                                         0x8f9ec1d7, 0x735d7315, 0x95fb4ed8};
+static const uint32_t jax_bits_kc[3] = {0x4d9370ba, 0x2510c99e, 0xc940ecb8};
+static const uint32_t jax_uniform_k42[6] = {0x3efa3824, 0x3f2e0730, 0x3f1dc3f8,
+                                            0x3f0f9ec0, 0x3ee6bae4, 0x3f15fb4e};
+static const uint32_t jax_uniform_kc[4] = {0x3e9b26e0, 0x3e144320, 0x3f4940ec, 0x3f0bff38};
+static const double jax_normal_k42[6] = {-0.02830461598932743, 0.4671318531036377,
+                                         0.2957029640674591,   0.15354591608047485,
+                                         -0.12403281778097153, 0.21692314743995667};
+static const double jax_normal_kc[4] = {-0.5157029032707214, -1.0590550899505615,
+                                        0.7931230068206787, 0.11773985624313354};
+static const uint32_t jax_split_k42[6] = {0x6d3e048f, 0x1022172d, 0x03d7b32d,
+                                          0xadd083f4, 0x92fb20ea, 0x0f38d913};
+static const uint32_t jax_fold_k42_7[2] = {0x97d0552f, 0x51bf719f};
+static const uint32_t jax_fold_kc_deadbeef[2] = {0xec3dc72a, 0x11358fba};
+static const uint8_t jax_bernoulli_k42[10] = {0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+static const uint64_t jax_uniform64_k42[4] = {0x3fdb4f8123c40884ull, 0x3f8ebd996d6e8400ull,
+                                              0x3fe25f641d41e71aull, 0x3fe75aad28c6a974ull};
+static const double jax_normal64_k42[4] = {-0.18471174528191162, -2.169824560397754,
+                                           0.18693555179382582, 0.6122653570510959};
+
+/* ------------------------------------------------------------- helpers ---- */
+
+/* The constant key {w0, w1} (jax.random.wrap_key_data). */
+static kiln_value key_of(kiln_graph *g, uint32_t w0, uint32_t w1) {
+    int32_t w[2] = {(int32_t)w0, (int32_t)w1};
+    int64_t d[1] = {2};
+    return kiln_constant(g, KILN_DTYPE_I32, 1, d, w);
+}
+
+/* Compiles g (with opts), runs it on args and copies every output to the host (out[i]
+ * malloc'd); also interprets it into ref[i] when ref is not NULL. 0 on any failure. */
+static int run_graph(kiln_graph *g, int n_args, kiln_array **args, const kiln_compile_options *opts,
+                     void **out, void **ref) {
+    int n = kiln_graph_num_outputs(g), ok = 1;
+    kiln_array **got = calloc((size_t)n, sizeof *got), **want = calloc((size_t)n, sizeof *want);
+    kiln_executable *e = NULL;
+    if (kiln_compile(g, opts, &e) || kiln_executable_run(e, n_args, args, n, got)) {
+        fprintf(stderr, "compile/run: %s\n", kiln_last_error(ctx));
+        ok = 0;
+    }
+    if (ok && ref && kiln_interpret(g, n_args, args, n, want)) {
+        fprintf(stderr, "interpret: %s\n", kiln_last_error(ctx));
+        ok = 0;
+    }
+    for (int i = 0; ok && i < n; i++) {
+        size_t bytes = kiln_array_nbytes(got[i]);
+        out[i] = malloc(bytes ? bytes : 1);
+        ok &= !kiln_array_copy_to_host(got[i], out[i], bytes);
+        if (ref) {
+            ref[i] = malloc(bytes ? bytes : 1);
+            ok &= !kiln_array_copy_to_host(want[i], ref[i], bytes);
+        }
+    }
+    for (int i = 0; i < n; i++) kiln_array_destroy(got[i]), kiln_array_destroy(want[i]);
+    free(got), free(want);
+    kiln_executable_destroy(e);
+    return ok;
+}
+
+static void free_all(void **p, int n) {
+    for (int i = 0; p && i < n; i++) free(p[i]), p[i] = NULL;
+}
+
+/* Distance in ulp between two floats of the same sign region (the normal draws). */
+static int64_t ulp_f32(float a, float b) {
+    int32_t x, y;
+    memcpy(&x, &a, 4), memcpy(&y, &b, 4);
+    if (x < 0) x = INT32_MIN - x;
+    if (y < 0) y = INT32_MIN - y;
+    return x > y ? (int64_t)x - y : (int64_t)y - x;
+}
+
+/* ------------------------------------------------------------ tests ---- */
+
+/* Every stored JAX value, compiled and interpreted. */
+static void test_matches_jax(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "jax", &g));
+    kiln_value k0 = kiln_random_key(g, 0), k42 = kiln_random_key(g, 42),
+               kc = key_of(g, 0x12345678, 0x9abcdef0), split[3];
+    int64_t d7[1] = {7}, d23[2] = {2, 3}, d3[1] = {3}, d4[1] = {4}, d6[1] = {6}, d10[1] = {10};
+    CHECK_STATUS(kiln_random_split(g, k42, 3, split), KILN_STATUS_OK);
+    kiln_value outs[] = {
+        kiln_random_bits(g, k0, 1, d7),
+        kiln_random_bits(g, k42, 2, d23),
+        kiln_random_bits(g, kc, 1, d3),
+        kiln_random_uniform(g, k42, KILN_DTYPE_F32, 2, d23, 0, 1),
+        kiln_random_uniform(g, kc, KILN_DTYPE_F32, 1, d4, 0, 1),
+        kiln_random_normal(g, k42, KILN_DTYPE_F32, 1, d6),
+        kiln_random_normal(g, kc, KILN_DTYPE_F32, 1, d4),
+        kiln_concatenate(g, 3, split, 0),
+        kiln_random_fold_in(g, k42, kiln_scalar(g, KILN_DTYPE_I32, 7)),
+        kiln_random_fold_in(g, kc, kiln_scalar(g, KILN_DTYPE_I64, 0xdeadbeef)),
+        kiln_random_bernoulli(g, k42, 0.3, 1, d10),
+        kiln_random_uniform(g, k42, KILN_DTYPE_F64, 1, d4, 0, 1),
+        kiln_random_normal(g, k42, KILN_DTYPE_F64, 1, d4),
+        kiln_random_key(g, ((uint64_t)1 << 40) + 5),
+    };
+    enum { N = sizeof outs / sizeof *outs };
+    CHECK_STATUS(kiln_graph_finish(g, N, outs), KILN_STATUS_OK);
+    void *got[N] = {0}, *ref[N] = {0};
+    CHECK(run_graph(g, 0, NULL, NULL, got, ref));
+    for (int v = 0; v < 2 && got[N - 1]; v++) {
+        void **o = v ? ref : got;
+        const char *how = v ? "interpreted" : "compiled";
+        CHECK_MSG(!memcmp(o[0], jax_bits_k0, sizeof jax_bits_k0), "%s: bits(key 0)", how);
+        CHECK_MSG(!memcmp(o[1], jax_bits_k42, sizeof jax_bits_k42), "%s: bits(key 42)", how);
+        CHECK_MSG(!memcmp(o[2], jax_bits_kc, sizeof jax_bits_kc), "%s: bits(wrapped key)", how);
+        CHECK_MSG(!memcmp(o[3], jax_uniform_k42, sizeof jax_uniform_k42), "%s: uniform(42)", how);
+        CHECK_MSG(!memcmp(o[4], jax_uniform_kc, sizeof jax_uniform_kc), "%s: uniform(C)", how);
+        /* XLA's erfinv and ours are the same polynomial; the compilers may fuse a*b+c */
+        for (int i = 0; i < 6; i++)
+            CHECK_MSG(ulp_f32(((float *)o[5])[i], (float)jax_normal_k42[i]) <= 4,
+                      "%s: normal(42)[%d] = %.9g, jax %.9g", how, i, ((float *)o[5])[i],
+                      jax_normal_k42[i]);
+        for (int i = 0; i < 4; i++)
+            CHECK_MSG(ulp_f32(((float *)o[6])[i], (float)jax_normal_kc[i]) <= 4,
+                      "%s: normal(C)[%d] = %.9g, jax %.9g", how, i, ((float *)o[6])[i],
+                      jax_normal_kc[i]);
+        CHECK_MSG(!memcmp(o[7], jax_split_k42, sizeof jax_split_k42), "%s: split(42, 3)", how);
+        CHECK_MSG(!memcmp(o[8], jax_fold_k42_7, 8), "%s: fold_in(42, 7)", how);
+        CHECK_MSG(!memcmp(o[9], jax_fold_kc_deadbeef, 8), "%s: fold_in(C, 0xdeadbeef)", how);
+        CHECK_MSG(!memcmp(o[10], jax_bernoulli_k42, 10), "%s: bernoulli(42, 0.3)", how);
+        CHECK_MSG(!memcmp(o[11], jax_uniform64_k42, sizeof jax_uniform64_k42),
+                  "%s: uniform f64(42)", how);
+        /* f64 normal: the same number by another algorithm (the quantile, not erfinv) */
+        for (int i = 0; i < 4; i++)
+            CHECK_MSG(fabs(((double *)o[12])[i] - jax_normal64_k42[i]) <= 1e-13,
+                      "%s: normal f64(42)[%d] = %.17g, jax %.17g", how, i, ((double *)o[12])[i],
+                      jax_normal64_k42[i]);
+        CHECK_MSG(((int32_t *)o[13])[0] == 256 && ((int32_t *)o[13])[1] == 5,
+                  "%s: key(2^40 + 5) = {%d, %d}, jax {256, 5}", how, ((int32_t *)o[13])[0],
+                  ((int32_t *)o[13])[1]);
+    }
+    free_all(got, N), free_all(ref, N);
+    kiln_graph_destroy(g);
+}
+
+/* Compiled (fused, unfused, no passes) equals interpreted bit for bit (normal: 4 ulp,
+ * f64: 1e-15 relative, for the compiler's contractions), and element i of a draw is the
+ * same whatever the draw's shape. */
+static void test_compiled_equals_reference(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "bitwise", &g));
+    int64_t kd[1] = {2}, d3[3] = {3, 4, 5}, flat[1] = {60};
+    kiln_value key = kiln_parameter(g, "key", KILN_DTYPE_I32, 1, kd);
+    kiln_value outs[] = {
+        kiln_random_bits(g, key, 3, d3),
+        kiln_random_bits(g, key, 1, flat),
+        kiln_random_uniform(g, key, KILN_DTYPE_F32, 3, d3, 0, 1),
+        kiln_random_uniform(g, key, KILN_DTYPE_F64, 3, d3, -1, 4),
+        kiln_random_normal(g, key, KILN_DTYPE_F32, 3, d3),
+        kiln_random_normal(g, key, KILN_DTYPE_F64, 3, d3),
+        kiln_random_bernoulli(g, key, 0.5, 3, d3),
+    };
+    enum { N = sizeof outs / sizeof *outs };
+    CHECK_STATUS(kiln_graph_finish(g, N, outs), KILN_STATUS_OK);
+    int32_t kv[2] = {(int32_t)0xdeadbeef, 12345};
+    kiln_array *arg = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_I32, 1, kd, kv, &arg));
+    kiln_compile_options variants[3] = {{0}, {.disable_fusion = true}, {.disable_passes = true}};
+    for (int v = 0; v < 3; v++) {
+        void *got[N] = {0}, *ref[N] = {0};
+        CHECK(run_graph(g, 1, &arg, &variants[v], got, ref));
+        if (!got[N - 1]) continue;
+        CHECK_MSG(!memcmp(got[0], ref[0], 240), "variant %d: bits differ", v);
+        CHECK_MSG(!memcmp(got[0], got[1], 240), "variant %d: bits of [3,4,5] != of [60]", v);
+        CHECK_MSG(!memcmp(got[2], ref[2], 240), "variant %d: uniform f32 differs", v);
+        CHECK_MSG(!memcmp(got[6], ref[6], 60), "variant %d: bernoulli differs", v);
+        for (int i = 0; i < 60; i++) {
+            double a = ((double *)got[3])[i], b = ((double *)ref[3])[i];
+            CHECK_MSG(a >= -1 && a < 4 && fabs(a - b) <= 1e-15 * 4, "variant %d: uniform f64[%d]",
+                      v, i);
+            CHECK_MSG(ulp_f32(((float *)got[4])[i], ((float *)ref[4])[i]) <= 4,
+                      "variant %d: normal f32[%d] %.9g vs %.9g", v, i, ((float *)got[4])[i],
+                      ((float *)ref[4])[i]);
+            a = ((double *)got[5])[i], b = ((double *)ref[5])[i];
+            CHECK_MSG(fabs(a - b) <= 1e-15 * (1 + fabs(b)), "variant %d: normal f64[%d]", v, i);
+        }
+        free_all(got, N), free_all(ref, N);
+    }
+    kiln_array_destroy(arg);
+    kiln_graph_destroy(g);
+}
+
+/* The key is a parameter: one trace, one executable, a new key per call (and the same
+ * key gives what a constant key gives). */
+static int trace_uniform(kiln_graph *g, const kiln_value *args, int n_args, const void *st,
+                         void *user, kiln_value *outs) {
+    (void)n_args, (void)st, (void)user;
+    int64_t d[1] = {16};
+    outs[0] = kiln_random_uniform(g, args[0], KILN_DTYPE_F32, 1, d, 0, 1);
+    return 1;
+}
+
+static void test_key_is_traced(void) {
+    kiln_jit_options o = {.name = "uniform", .fn = trace_uniform};
+    kiln_jit *j = NULL;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    float prev[16] = {0};
+    int64_t kd[1] = {2};
+    for (int step = 0; step < 3; step++) {
+        int32_t kv[2] = {0, 42 + step};
+        kiln_array *key = NULL, *out = NULL;
+        CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_I32, 1, kd, kv, &key));
+        CHECK_OK(ctx, kiln_jit_call(j, 1, &key, NULL, 0, 1, &out));
+        float now[16] = {0};
+        if (out) CHECK_OK(ctx, kiln_array_copy_to_host(out, now, sizeof now));
+        if (step == 0) /* key {0, 42} is PRNGKey(42): JAX's first six */
+            CHECK(!memcmp(now, jax_uniform_k42, sizeof jax_uniform_k42));
+        else
+            CHECK_MSG(memcmp(now, prev, sizeof now), "step %d drew what step %d drew", step,
+                      step - 1);
+        memcpy(prev, now, sizeof now);
+        kiln_array_destroy(key), kiln_array_destroy(out);
+    }
+    kiln_jit_stats st;
+    kiln_jit_get_stats(j, &st);
+    CHECK_MSG(st.traces == 1 && st.compiles == 1, "traces %llu, compiles %llu",
+              (unsigned long long)st.traces, (unsigned long long)st.compiles);
+    kiln_jit_destroy(j);
+}
+
+/* n draws of a kind from one key, to the host. */
+static void *draw_host(int kind, void (*keys)(kiln_graph *, kiln_value *), int n_keys, int64_t n,
+                       double a, double b) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "draw", &g));
+    kiln_value k[4], outs[4];
+    keys(g, k);
+    int64_t d[1] = {n};
+    for (int i = 0; i < n_keys; i++)
+        outs[i] = kind == 0   ? kiln_random_uniform(g, k[i], KILN_DTYPE_F32, 1, d, a, b)
+                  : kind == 1 ? kiln_random_normal(g, k[i], KILN_DTYPE_F32, 1, d)
+                  : kind == 2 ? kiln_random_normal(g, k[i], KILN_DTYPE_F64, 1, d)
+                              : kiln_random_bernoulli(g, k[i], a, 1, d);
+    CHECK_STATUS(kiln_graph_finish(g, n_keys, outs), KILN_STATUS_OK);
+    void *got[4] = {0};
+    CHECK(run_graph(g, 0, NULL, NULL, got, NULL));
+    kiln_graph_destroy(g);
+    /* one buffer holding the n_keys draws back to back */
+    size_t item = kind == 2 ? 8 : kind == 3 ? 1 : 4;
+    char *all = calloc((size_t)n_keys, (size_t)n * item);
+    for (int i = 0; i < n_keys; i++)
+        if (got[i]) memcpy(all + (size_t)i * (size_t)n * item, got[i], (size_t)n * item);
+    free_all(got, n_keys);
+    return all;
+}
+
+static void split_two(kiln_graph *g, kiln_value *k) {
+    kiln_random_split(g, kiln_random_key(g, 7), 2, k);
+}
+static void one_key(kiln_graph *g, kiln_value *k) {
+    k[0] = kiln_random_key(g, 1234);
+}
+
+#define NS 100000
+
+/* Chi-square of n samples in `bins` equal cells against its bound: mean bins - 1, sd
+ * sqrt(2 (bins - 1)); six sd is a bound a working generator misses with probability
+ * below 1e-8, and one that repeats, sticks or correlates exceeds by orders of magnitude. */
+static double chi_square(const long *count, int bins, long n) {
+    double e = (double)n / bins, chi = 0;
+    for (int i = 0; i < bins; i++) chi += (count[i] - e) * (count[i] - e) / e;
+    return chi;
+}
+static double chi_bound(int bins) {
+    return (bins - 1) + 6 * sqrt(2.0 * (bins - 1));
+}
+
+static void test_split_streams_independent(void) {
+    float *u = draw_host(0, split_two, 2, NS, 0, 1);
+    const float *a = u, *b = u + NS;
+    /* each stream uniform on 64 cells; the pairs uniform on 16 x 16 cells */
+    long ca[64] = {0}, cb[64] = {0}, pair[256] = {0};
+    double sab = 0;
+    for (int i = 0; i < NS; i++) {
+        ca[(int)(a[i] * 64)]++, cb[(int)(b[i] * 64)]++;
+        pair[(int)(a[i] * 16) * 16 + (int)(b[i] * 16)]++;
+        sab += (a[i] - 0.5) * (b[i] - 0.5);
+    }
+    double xa = chi_square(ca, 64, NS), xb = chi_square(cb, 64, NS), xp = chi_square(pair, 256, NS);
+    CHECK_MSG(xa < chi_bound(64) && xb < chi_bound(64), "stream chi-square %.1f, %.1f (bound %.1f)",
+              xa, xb, chi_bound(64));
+    CHECK_MSG(xp < chi_bound(256), "pair chi-square %.1f (bound %.1f)", xp, chi_bound(256));
+    /* correlation: sd 1/sqrt(n) */
+    double r = sab / NS * 12;
+    CHECK_MSG(fabs(r) < 6 / sqrt((double)NS), "split streams correlate: r = %.4f", r);
+    /* and neighbours within one stream (a counter that does not advance fails here) */
+    long lag[256] = {0};
+    for (int i = 0; i + 1 < NS; i += 2) lag[(int)(a[i] * 16) * 16 + (int)(a[i + 1] * 16)]++;
+    double xl = chi_square(lag, 256, NS / 2);
+    CHECK_MSG(xl < chi_bound(256), "successive pairs chi-square %.1f (bound %.1f)", xl,
+              chi_bound(256));
+    free(u);
+}
+
+static void test_uniform_range(void) {
+    float *u = draw_host(0, one_key, 1, NS, -2, 3);
+    double sum = 0, lo = 1e9, hi = -1e9;
+    for (int i = 0; i < NS; i++) sum += u[i], lo = fmin(lo, u[i]), hi = fmax(hi, u[i]);
+    CHECK_MSG(lo >= -2 && hi < 3, "uniform(-2, 3) drew %g .. %g", lo, hi);
+    CHECK_MSG(lo < -1.99 && hi > 2.99, "uniform(-2, 3) covers only %g .. %g", lo, hi);
+    double sd = 5 / sqrt(12.0 * NS);
+    CHECK_MSG(fabs(sum / NS - 0.5) < 6 * sd, "uniform(-2, 3) mean %g", sum / NS);
+    free(u);
+    /* a range two floats wide: scaling rounds up to hi often, and the clamp keeps it out */
+    float lo2 = 1.0f, hi2 = nextafterf(nextafterf(1.0f, 2.0f), 2.0f);
+    u = draw_host(0, one_key, 1, 4096, lo2, hi2);
+    int at_lo = 0;
+    for (int i = 0; i < 4096; i++) {
+        CHECK_MSG(u[i] >= lo2 && u[i] < hi2, "narrow uniform drew %.9g", u[i]);
+        at_lo += u[i] == lo2;
+        if (u[i] < lo2 || u[i] >= hi2) break;
+    }
+    CHECK_MSG(at_lo > 0 && at_lo < 4096, "narrow uniform: %d of 4096 at lo", at_lo);
+    free(u);
+}
+
+static void test_normal_moments(void) {
+    for (int k = 1; k <= 2; k++) {
+        void *p = draw_host(k, one_key, 1, NS, 0, 0);
+        double s = 0, s2 = 0, s4 = 0;
+        long tail = 0;
+        for (int i = 0; i < NS; i++) {
+            double x = k == 1 ? ((float *)p)[i] : ((double *)p)[i];
+            s += x, s2 += x * x, s4 += x * x * x * x, tail += fabs(x) > 1.959964;
+        }
+        double mean = s / NS, var = s2 / NS - mean * mean;
+        /* sd of the mean 1/sqrt(n), of the variance sqrt(2/n), of the 5% tail count */
+        CHECK_MSG(fabs(mean) < 6 / sqrt((double)NS), "normal %s mean %g", k == 1 ? "f32" : "f64",
+                  mean);
+        CHECK_MSG(fabs(var - 1) < 6 * sqrt(2.0 / NS), "normal %s variance %g",
+                  k == 1 ? "f32" : "f64", var);
+        CHECK_MSG(fabs(s4 / NS - 3) < 6 * sqrt(96.0 / NS), "normal kurtosis %g", s4 / NS);
+        double tp = (double)tail / NS;
+        CHECK_MSG(fabs(tp - 0.05) < 6 * sqrt(0.05 * 0.95 / NS), "P(|x| > 1.96) = %g", tp);
+        free(p);
+    }
+}
+
+static void test_bernoulli_rate(void) {
+    const double ps[] = {0.0, 0.3, 0.9, 1.0};
+    for (int k = 0; k < 4; k++) {
+        uint8_t *b = draw_host(3, one_key, 1, NS, ps[k], 0);
+        long n = 0;
+        for (int i = 0; i < NS; i++) n += b[i];
+        double rate = (double)n / NS, sd = sqrt(ps[k] * (1 - ps[k]) / NS);
+        CHECK_MSG(fabs(rate - ps[k]) <= 6 * sd, "bernoulli(%g) rate %g", ps[k], rate);
+        free(b);
+    }
+}
+
+/* dropout(x = ones) keeps 1 - rate, scales by 1/(1 - rate), is one kernel, and its
+ * gradient is its mask over 1 - rate. */
+static void test_dropout(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "dropout", &g));
+    int64_t d[2] = {250, 400}, kd[1] = {2};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value key = kiln_parameter(g, "key", KILN_DTYPE_I32, 1, kd);
+    kiln_value y = kiln_dropout(g, key, x, 0.25);
+    CHECK_STATUS(kiln_graph_finish(g, 1, &y), KILN_STATUS_OK);
+    kiln_array *args[2] = {0};
+    float *ones = malloc(NS * sizeof *ones);
+    for (int i = 0; i < NS; i++) ones[i] = 1;
+    int32_t kv[2] = {3, 4};
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, ones, &args[0]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_I32, 1, kd, kv, &args[1]));
+    int kernels = 0;
+    CHECK(cmp_graph(ctx, g, 2, args, NULL, 0, &kernels));
+    CHECK_MSG(kernels == 1, "dropout took %d kernels", kernels);
+    void *got[1] = {0};
+    CHECK(run_graph(g, 2, args, NULL, got, NULL));
+    long kept = 0;
+    float scale = 1 / 0.75f;
+    for (int i = 0; got[0] && i < NS; i++) {
+        float v = ((float *)got[0])[i];
+        CHECK_MSG(v == 0 || v == scale, "dropout gave %.9g", v);
+        if (v != 0 && v != scale) break;
+        kept += v != 0;
+    }
+    double rate = (double)kept / NS;
+    CHECK_MSG(fabs(rate - 0.75) < 6 * sqrt(0.75 * 0.25 / NS), "dropout kept %g", rate);
+    kiln_graph_destroy(g);
+
+    /* the gradient of sum(dropout(x)) is the mask / 0.75: the forward output itself */
+    CHECK_OK(ctx, kiln_graph_create(ctx, "dropout_grad", &g));
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    key = kiln_parameter(g, "key", KILN_DTYPE_I32, 1, kd);
+    kiln_value loss = kiln_reduce_sum(g, kiln_dropout(g, key, x, 0.25), 0, NULL, false), dx;
+    CHECK_STATUS(kiln_grad(g, loss, 1, &x, &dx), KILN_STATUS_OK);
+    CHECK_STATUS(kiln_graph_finish(g, 1, &dx), KILN_STATUS_OK);
+    void *gr[1] = {0};
+    CHECK(run_graph(g, 2, args, NULL, gr, NULL));
+    CHECK_MSG(gr[0] && got[0] && !memcmp(gr[0], got[0], NS * sizeof(float)),
+              "d sum(dropout(x)) / dx is not the dropout mask / (1 - rate)");
+    free_all(gr, 1), free_all(got, 1);
+    kiln_graph_destroy(g);
+    kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+    free(ones);
+
+    /* rate 0 is x itself; rate 1 is zeros */
+    CHECK_OK(ctx, kiln_graph_create(ctx, "dropout_edges", &g));
+    x = kiln_parameter(g, "x", KILN_DTYPE_F64, 2, d);
+    key = kiln_random_key(g, 1);
+    CHECK(kiln_dropout(g, key, x, 0).id == x.id);
+    kiln_value z = kiln_dropout(g, key, x, 1);
+    kiln_dtype t;
+    int rank;
+    int64_t zd[KILN_MAX_RANK];
+    CHECK(kiln_value_type(g, z, &t, &rank, zd) && t == KILN_DTYPE_F64 && rank == 2 &&
+          zd[0] == 250 && zd[1] == 400);
+    kiln_graph_destroy(g);
+}
+
+/* Bad arguments: the builder's error, naming the function and what was wrong. */
+static void test_errors(void) {
+    struct {
+        const char *want;
+        int which;
+    } cases[] = {
+        {"kiln_random_uniform: the key must be an i32[2] value", 0},
+        {"not i32[3]", 1},
+        {"kiln_random_bernoulli: p = 1.5 is outside [0, 1]", 2},
+        {"p = nan is outside [0, 1]", 3},
+        {"kiln_dropout: rate = -0.1 is outside [0, 1]", 4},
+        {"kiln_random_uniform: needs finite lo < hi", 5},
+        {"kiln_random_normal: draws f32 or f64, not i32", 6},
+        {"kiln_random_split: needs n >= 1", 7},
+        {"kiln_random_fold_in: data must be a rank-0 i32 or i64 value, not f32", 8},
+        {"kiln_dropout: takes f32 or f64, not i32", 9},
+        {"the key is the invalid value", 10},
+        {"elements in one draw; the counter numbers at most 2^32", 11},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "errors", &g));
+        int64_t d2[1] = {2}, d3[1] = {3}, big[2] = {1 << 20, 1 << 13};
+        kiln_value fkey = kiln_parameter(g, "fkey", KILN_DTYPE_F32, 1, d2);
+        kiln_value key3 = kiln_parameter(g, "key3", KILN_DTYPE_I32, 1, d3);
+        kiln_value ix = kiln_parameter(g, "ix", KILN_DTYPE_I32, 1, d3);
+        kiln_value key = kiln_random_key(g, 9), ks[2];
+        switch (cases[c].which) {
+        case 0: kiln_random_uniform(g, fkey, KILN_DTYPE_F32, 1, d3, 0, 1); break;
+        case 1: kiln_random_bits(g, key3, 1, d3); break;
+        case 2: kiln_random_bernoulli(g, key, 1.5, 1, d3); break;
+        case 3: kiln_random_bernoulli(g, key, NAN, 1, d3); break;
+        case 4: kiln_dropout(g, key, fkey, -0.1); break;
+        case 5: kiln_random_uniform(g, key, KILN_DTYPE_F32, 1, d3, 2, 2); break;
+        case 6: kiln_random_normal(g, key, KILN_DTYPE_I32, 1, d3); break;
+        case 7: kiln_random_split(g, key, 0, ks); break;
+        case 8: kiln_random_fold_in(g, key, kiln_scalar(g, KILN_DTYPE_F32, 1)); break;
+        case 9: kiln_dropout(g, key, ix, 0.5); break;
+        case 10: kiln_random_normal(g, (kiln_value){0, 0}, KILN_DTYPE_F32, 1, d3); break;
+        case 11: kiln_random_bits(g, key, 2, big); break;
+        }
+        CHECK_MSG(kiln_graph_status(g) != KILN_STATUS_OK, "case %zu: no error", c);
+        const char *e = kiln_graph_error(g);
+        CHECK_MSG(e && strstr(e, cases[c].want), "case %zu: \"%s\" lacks \"%s\"", c,
+                  e ? e : "(none)", cases[c].want);
+        kiln_graph_destroy(g);
+    }
+    /* 2^32 elements exactly is allowed (traced only: not run) */
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "big", &g));
+    int64_t most[2] = {1 << 16, 1 << 16};
+    kiln_value key = kiln_random_key(g, 1), ks[2];
+    CHECK(kiln_random_bits(g, key, 2, most).id != 0);
+    /* a finished graph takes no more ops: split says so rather than returning OK */
+    CHECK_STATUS(kiln_graph_finish(g, 1, &key), KILN_STATUS_OK);
+    CHECK(kiln_random_split(g, key, 2, ks) != KILN_STATUS_OK && ks[0].id == 0 && ks[1].id == 0);
+    kiln_graph_destroy(g);
+}
+
+/* A graph with random ops prints, parses back, and prints the same. */
+static void test_text_round_trip(void) {
+    kiln_graph *g = NULL, *h = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "text", &g));
+    int64_t d[1] = {5};
+    kiln_value key = kiln_random_key(g, 3), ks[2];
+    kiln_random_split(g, key, 2, ks);
+    kiln_value outs[3] = {kiln_random_normal(g, ks[0], KILN_DTYPE_F64, 1, d),
+                          kiln_random_uniform(g, ks[1], KILN_DTYPE_F32, 1, d, -1, 1),
+                          kiln_random_bits(g, key, 1, d)};
+    CHECK_STATUS(kiln_graph_finish(g, 3, outs), KILN_STATUS_OK);
+    char *a = kiln_graph_to_string(g);
+    CHECK(a && strstr(a, "random") && strstr(a, " word1") && strstr(a, " normal"));
+    CHECK_OK(ctx, kiln_graph_parse(ctx, a, strlen(a), "text", &h));
+    char *b = h ? kiln_graph_to_string(h) : NULL;
+    CHECK_MSG(a && b && !strcmp(a, b), "text differs after a round trip:\n%s\n---\n%s", a, b);
+    kiln_string_free(ctx, a), kiln_string_free(ctx, b);
+    kiln_graph_destroy(g), kiln_graph_destroy(h);
+}
+
+/* ------------------------------------------------------ fault injection ---- */
+
+static kiln_status fault_body(kiln_context *c, int *bad) {
+    kiln_graph *g = NULL;
+    kiln_executable *e = NULL;
+    kiln_array *args[2] = {0}, *out = NULL;
+    int64_t d[1] = {64};
+    kiln_status s = kiln_graph_create(c, "fault", &g);
+    if (!s) {
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+        kiln_value step = kiln_parameter(g, "step", KILN_DTYPE_I32, 0, NULL), ks[2];
+        kiln_value key = kiln_random_fold_in(g, kiln_random_key(g, 5), step);
+        s = kiln_random_split(g, key, 2, ks);
+        kiln_value y = kiln_add(g, kiln_dropout(g, ks[0], x, 0.5),
+                                kiln_random_normal(g, ks[1], KILN_DTYPE_F32, 1, d));
+        if (!s) s = kiln_graph_finish(g, 1, &y);
+    }
+    if (!s) s = kiln_compile(g, NULL, &e);
+    if (!s) s = kiln_array_create(c, KILN_DTYPE_F32, 1, d, NULL, &args[0]);
+    int32_t step = 3;
+    if (!s) s = kiln_array_create(c, KILN_DTYPE_I32, 0, NULL, &step, &args[1]);
+    if (!s) s = kiln_executable_run(e, 2, args, 1, &out);
+    float v[64];
+    if (!s) s = kiln_array_copy_to_host(out, v, sizeof v);
+    for (int i = 0; !s && i < 64; i++) *bad |= !isfinite(v[i]);
+    kiln_array_destroy(out), kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return s;
+}
+
+static void test_fault_injection(const char *dir) {
+    fault_ctx_case fc = {.cache_dir = dir, .body = fault_body, .bad_what = "a draw not finite"};
+    test_alloc clean = {0};
+    fault_run warm = {.alloc = &clean, .host = test_allocator(&clean), .user = &fc};
+    CHECK_MSG(fault_in_context(&warm) == KILN_STATUS_OK, "the clean run: %s", warm.message);
+    fault_sweep sw = {.name = "random build + compile + run",
+                      .run = fault_in_context,
+                      .user = &fc,
+                      .max_runs = 20000};
+    long n = fault_sweep_run(&sw);
+    CHECK(n > 0);
+    printf("fault injection: %ld host allocations of a dropout step failed in turn\n", n);
+}
+
+int main(void) {
+    char dir[] = "/tmp/kiln-test-random-XXXXXX";
+    if (!(ctx = test_private_context(dir))) return 2;
+    RUN(test_matches_jax);
+    RUN(test_compiled_equals_reference);
+    RUN(test_key_is_traced);
+    RUN(test_split_streams_independent);
+    RUN(test_uniform_range);
+    RUN(test_normal_moments);
+    RUN(test_bernoulli_rate);
+    RUN(test_dropout);
+    RUN(test_errors);
+    RUN(test_text_round_trip);
+    test_fault_injection(dir);
+    kiln_context_destroy(ctx);
+    test_remove_dir(dir);
+    return test_summary("test_random");
+}

@@ -25,6 +25,7 @@ typedef enum ir_kind {
     IRK_REDUCE, /* reduce over a set of axes */
     IRK_DOT,    /* dot_general */
     IRK_INDEX,  /* take_rows, scatter_add_rows */
+    IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica */
 } ir_kind;
 
 /* Operand dtype classes an op accepts. */
@@ -153,7 +154,10 @@ enum {
     X(DOT, "dot_general", dot_general, 2, IRK_DOT, IRT_NUMERIC, IRF_EXPENSIVE, 1, NULL, NULL)      \
     X(TAKE_ROWS, "take_rows", take_rows, 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)      \
     X(SCATTER_ADD_ROWS, "scatter_add_rows", scatter_add_rows, 3, IRK_INDEX, IRT_NUMERIC,           \
-      IRF_EXPENSIVE, 1, NULL, NULL)
+      IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
+    /* collectives (src/comm): a step of their own, run by the executable's communicator */     \
+    X(ALL_REDUCE, "all_reduce", all_reduce, 1, IRK_COLLECTIVE, IRT_NUMERIC, IRF_EXPENSIVE, 1,      \
+      NULL, NULL)
 // clang-format on
 
 typedef enum ir_op {
@@ -200,6 +204,7 @@ typedef union ir_attrs {
     } pad;                /* PAD (inputs: operand, rank-0 pad value) */
     uint32_t reduce_axes; /* REDUCE_*: bit i set = axis i reduced (not kept) */
     kiln_dot_dims dot;    /* DOT */
+    int reduce_kind;      /* ALL_REDUCE: kiln_reduce_kind */
 } ir_attrs;
 
 #define IR_INLINE_INPUTS 3

@@ -297,6 +297,13 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
 
     kiln_value loss = gpt_loss(g, cfg, a, idx, targets);
     kiln_grad(g, loss, P, a, grads);
+    /* Data parallel: each replica's loss is the mean over its shard of the batch, so the
+     * mean of the replicas' gradients is the gradient of the whole batch's mean loss, and
+     * clipping and AdamW then see exactly what one process on the whole batch would. */
+    if (s->all_reduce) {
+        for (int i = 0; i < P; i++) grads[i] = kiln_all_reduce(g, grads[i], KILN_REDUCE_MEAN);
+        loss = kiln_all_reduce(g, loss, KILN_REDUCE_MEAN);
+    }
     if (s->clip > 0)
         kiln_optim_clip_by_global_norm(g, kiln_scalar(g, KILN_DTYPE_F64, s->clip), P, grads, grads,
                                        NULL);

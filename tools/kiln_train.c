@@ -214,7 +214,7 @@ static void print_recipe(const gpt_train_options *o, int ranks, const char *what
            o->model.layers, o->model.heads, o->model.channels, o->model.context, o->batch, o->steps,
            o->resume ? ", resuming " : "", o->resume ? o->resume : "");
     if (ranks > 1)
-        printf(", data parallel over %d %s (%d sequences each)", ranks, what, o->batch / ranks);
+        printf(", data parallel over %d %s (batch %d per rank)", ranks, what, o->batch / ranks);
     printf("\n");
     fflush(stdout);
 }

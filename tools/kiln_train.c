@@ -56,7 +56,9 @@ static const char train_usage[] =
     "  --devices N          N replicas in this process, one CPU device and thread each\n"
     "  --mpi                one replica per MPI process (implied under mpirun -np N > 1)\n"
     "  --comm-timeout X     a rank that waits X seconds for the others fails (60)\n"
-    "  --check-every N      compare the ranks' parameter hashes every N steps (100)\n";
+    "  --check-every N      compare the ranks' parameter hashes every N steps (100)\n"
+    "  --bucket-mb X        gradients per all-reduce, in MiB (0: one per gradient; default\n"
+    "                       25 over MPI, 0 for --devices)\n";
 
 static const char sample_usage[] =
     "usage: kiln sample [flags] [CHECKPOINT]\n"
@@ -276,7 +278,7 @@ int kiln_tool_train(int argc, char **argv) {
     gpt_train_options o;
     gpt_train_defaults(&o);
     long long threads = 0, devices = 1;
-    double timeout = 60;
+    double timeout = 60, bucket_mb = -1;
     const char *budget = NULL;
     bool no_summary = false, mpi = false;
     char err[GPT_ERR_SIZE];
@@ -332,7 +334,8 @@ int kiln_tool_train(int argc, char **argv) {
             {"--check-every", 0, INT_MAX}};
         static const char *const strs[] = {"--data", "--out",     "--resume",
                                            "--init", "--batches", "--memory-budget"};
-        static const char *const dbls[] = {"--lr", "--weight-decay", "--clip", "--comm-timeout"};
+        static const char *const dbls[] = {"--lr", "--weight-decay", "--clip", "--comm-timeout",
+                                           "--bucket-mb"};
         int which = -1, kind = 0;
         for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
             if (!strcmp(f, ints[j].name)) which = (int)j, kind = 1;
@@ -342,13 +345,13 @@ int kiln_tool_train(int argc, char **argv) {
             if (!strcmp(f, dbls[j])) which = (int)j, kind = 3;
         if (which < 0) {
             static const char *const all[] = {
-                "--help",         "--no-summary", "--layers",        "--heads",
-                "--channels",     "--context",    "--batch",         "--steps",
-                "--warmup",       "--seed",       "--threads",       "--eval-every",
-                "--save-every",   "--data",       "--out",           "--resume",
-                "--init",         "--batches",    "--memory-budget", "--lr",
-                "--weight-decay", "--clip",       "--devices",       "--mpi",
-                "--comm-timeout", "--check-every"};
+                "--help",         "--no-summary",  "--layers",        "--heads",
+                "--channels",     "--context",     "--batch",         "--steps",
+                "--warmup",       "--seed",        "--threads",       "--eval-every",
+                "--save-every",   "--data",        "--out",           "--resume",
+                "--init",         "--batches",     "--memory-budget", "--lr",
+                "--weight-decay", "--clip",        "--devices",       "--mpi",
+                "--comm-timeout", "--check-every", "--bucket-mb"};
             return unknown_flag("train", argv[it.i], f, all, sizeof all / sizeof all[0]);
         }
         const char *v = value_of(&it);
@@ -379,12 +382,14 @@ int kiln_tool_train(int argc, char **argv) {
             const char **dst[] = {&o.data, &o.out_dir, &o.resume, &o.init, &o.batches, &budget};
             *dst[which] = v;
         } else {
-            double *dst[] = {&o.lr, &o.weight_decay, &o.clip, &timeout};
-            if (which == 3 ? !parse_double(v, 1e-3, 1e6, &timeout)
-                           : !parse_double(v, which == 0 ? 1e-12 : 0, 10, dst[which]))
+            double *dst[] = {&o.lr, &o.weight_decay, &o.clip, &timeout, &bucket_mb};
+            if (which == 3   ? !parse_double(v, 1e-3, 1e6, &timeout)
+                : which == 4 ? !parse_double(v, 0, 1e6, &bucket_mb)
+                             : !parse_double(v, which == 0 ? 1e-12 : 0, 10, dst[which]))
                 return usage_error("train",
                                    "%s: '%s' is not a valid value (a number: lr > 0, "
-                                   "the others >= 0, all <= 10; a timeout in [0.001, 1e6] s)",
+                                   "the others >= 0, all <= 10; a timeout in [0.001, 1e6] s, "
+                                   "a bucket in [0, 1e6] MiB)",
                                    f, v);
         }
     }
@@ -414,6 +419,7 @@ int kiln_tool_train(int argc, char **argv) {
                 o.batch, devices);
         return 2;
     }
+    if (bucket_mb >= 0) o.bucket_bytes = bucket_mb > 0 ? (int64_t)(bucket_mb * 1048576) : -1;
     kiln_context *ctx = make_context("train", (int)threads, (int)devices);
     if (!ctx) return 1;
     struct sigaction sa = {0}, old;

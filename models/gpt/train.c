@@ -263,6 +263,14 @@ static kiln_status check_replicas(run *r, int step) {
     return KILN_STATUS_INTERNAL;
 }
 
+/* Buckets pay where a call has a latency (between processes, hosts); threads of one
+ * process meet in microseconds, and there the bucket's copy cost more than it saved
+ * (bench/RESULTS.md, "Data parallel"). */
+static uint64_t bucket_bytes(const run *r) {
+    if (r->o->bucket_bytes) return r->o->bucket_bytes < 0 ? 0 : (uint64_t)r->o->bucket_bytes;
+    return strcmp(kiln_comm_get_kind(r->comm), "local") ? (uint64_t)25 << 20 : 0;
+}
+
 static kiln_status compile_programs(run *r, double *compile_ms) {
     kiln_graph *g;
     kiln_status st;
@@ -272,7 +280,8 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
                           .seq = r->T,
                           .weight_decay = r->o->weight_decay,
                           .clip = r->o->clip,
-                          .all_reduce = r->ranks > 1};
+                          .all_reduce = r->ranks > 1,
+                          .bucket_bytes = bucket_bytes(r)};
     st = gpt_trace_step(g, &r->cfg, KILN_DTYPE_F32, &spec, r->err);
     if (!st) {
         int *donate = malloc((size_t)(3 * r->P) * sizeof *donate);

@@ -12,6 +12,10 @@ if [ -z "$mpiexec" ]; then
 fi
 # Open MPI refuses root unless told; MPICH ignores these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# In the ASan build, LeakSanitizer's exit-time tracer crashes (signal 11) now and then in
+# processes that MPICH's UCX layer has threads in; leaks are checked in-process instead
+# (test_dp, test_comm), which run everything but src/comm/mpi.c.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fail=0
 for n in 2 4; do
     out=$("$mpiexec" -np $n "$test_dp" mpi 2>&1)

@@ -775,6 +775,9 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
         if (st) {
             gpt_errf(err, "step %d: %s", s + 1,
                      st == KILN_STATUS_HOST_OOM ? "out of host memory" : kiln_last_error(ctx));
+            /* a collective fails mid-step: kernels before it may have updated donated
+             * state in place, so the state is torn and must not replace the checkpoint */
+            diverged |= st == KILN_STATUS_TIMEOUT || st == KILN_STATUS_BACKEND;
             free(outs);
             break;
         }
@@ -796,8 +799,10 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
         r->done = s + 1;
         int every = o->check_every > 0 ? o->check_every : 100;
         if (r->ranks > 1 && (r->done % every == 0 || r->done == o->steps) &&
-            (st = check_replicas(r, r->done)))
+            (st = check_replicas(r, r->done))) {
+            diverged = true;
             break;
+        }
         int k = r->n_rec++;
         r->loss[k] = loss, r->ms[k] = dt, r->val[k] = NAN;
         if (k == 0) res->first_loss = loss;
@@ -832,8 +837,9 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
     if (o->progress && o->progress_is_tty && r->n_rec && r->done < o->steps)
         fputc('\n', o->progress); /* end the \r-updated line */
     /* The checkpoint is saved even after a failing step, when the state is whole: a run
-     * stopped by a bad batch can be resumed once the file is fixed. A diverged state is
-     * not worth keeping: it would replace the last good checkpoint. */
+     * stopped by a bad batch can be resumed once the file is fixed. A diverged state (a
+     * loss gone to inf, replicas that differ, a step torn by a failed collective) is not
+     * worth keeping: it would replace the last good checkpoint. */
     if (o->out_dir && !diverged && r->state && r->state[0] &&
         !kiln_array_is_consumed(r->state[0])) {
         char path[4200];

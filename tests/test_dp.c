@@ -90,16 +90,19 @@ static void *replica_main(void *p) {
     return NULL;
 }
 
-/* Runs n replicas on devices 0..n-1; seed_skew changes rank 1's seed (diverging). */
-static void run_devices(kiln_context *ctx, int n, const char *out, int seed_skew, replica *x) {
+/* Runs n replicas on devices 0..n-1; seed_skew changes rank 1's seed (diverging);
+ * quit_after > 0 makes rank 1 leave after that many steps (a rank that dies). */
+static void run_devices(kiln_context *ctx, int n, const char *out, int seed_skew, int quit_after,
+                        replica *x) {
     kiln_comm *comms[8];
-    CHECK_OK(ctx, kiln_comm_create_local(ctx, n, 60, comms));
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, n, quit_after ? 1.0 : 60, comms));
     pthread_t th[8];
     for (int i = 0; i < n; i++) {
         x[i] = (replica){.ctx = ctx};
         options(&x[i].o, out);
         x[i].o.comm = comms[i], x[i].o.device = i;
-        if (i == 1) x[i].o.seed += (uint64_t)seed_skew;
+        if (i == 1) x[i].o.seed += (uint64_t)seed_skew, x[i].o.stop_after = quit_after;
+        if (quit_after) x[i].o.save_every = 1;
         pthread_create(&th[i], NULL, replica_main, &x[i]);
     }
     for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
@@ -123,18 +126,36 @@ static int in_process(void) {
     }
     replica x[4];
     snprintf(out, sizeof out, "%s/dp", dir);
-    run_devices(ctx, 4, out, 0, x);
+    run_devices(ctx, 4, out, 0, 0, x);
     for (int i = 0; i < 4; i++) CHECK_MSG(x[i].st == KILN_STATUS_OK, "rank %d: %s", i, x[i].err);
     CHECK(x[0].r.steps_done == STEPS);
     if (!x[0].st) compare_with_one_process(ctx, dir, x[0].r.final_loss);
 
     /* a replica that started elsewhere: the hash check stops every rank at step 5 */
     snprintf(out, sizeof out, "%s/diverged", dir);
-    run_devices(ctx, 4, out, 1, x);
+    run_devices(ctx, 4, out, 1, 0, x);
     for (int i = 0; i < 4; i++) {
         CHECK_STATUS(x[i].st, KILN_STATUS_INTERNAL);
         CHECK_CONTAINS(x[i].err, "step 5: the parameters of the 4 ranks differ");
     }
+
+    /* a rank that leaves after 3 steps: the others fail in step 4 with the timeout error
+     * naming it, and rank 0 keeps the checkpoint of step 3 (step 4 is torn: its kernels
+     * may have updated the donated state before the collective failed) */
+    snprintf(out, sizeof out, "%s/quit", dir);
+    run_devices(ctx, 4, out, 0, 3, x);
+    CHECK_MSG(x[1].st == KILN_STATUS_OK && x[1].r.steps_done == 3, "rank 1: %s", x[1].err);
+    for (int i = 0; i < 4; i += 1 + (i == 0)) {
+        CHECK_STATUS(x[i].st, KILN_STATUS_TIMEOUT);
+        CHECK_CONTAINS(x[i].err, "step 4:");
+        CHECK_CONTAINS(x[i].err, "for rank(s) 1, which never arrived");
+    }
+    char ckpt[700];
+    snprintf(ckpt, sizeof ckpt, "%s/model.safetensors", out);
+    kiln_safetensors *f = NULL;
+    CHECK_OK(ctx, kiln_safetensors_open(ctx, ckpt, &f));
+    if (f) CHECK(strcmp(kiln_safetensors_get_metadata(f, "step"), "3") == 0);
+    kiln_safetensors_close(f);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     return test_summary("test_dp");

@@ -74,6 +74,7 @@ typedef enum kiln_status {
     KILN_STATUS_IO,               /* a file could not be read or written */
     KILN_STATUS_BACKEND,          /* the device or its driver refused */
     KILN_STATUS_CONSUMED,         /* an array was used after it was donated or freed */
+    KILN_STATUS_TIMEOUT,          /* a peer of a collective did not arrive in time */
 } kiln_status;
 
 /* A short constant name for a status ("KILN_STATUS_SHAPE"). Never NULL. */
@@ -514,6 +515,19 @@ KILN_API kiln_value kiln_take_rows(kiln_graph *g, kiln_value table, kiln_value i
 KILN_API kiln_value kiln_scatter_add_rows(kiln_graph *g, kiln_value operand, kiln_value indices,
                                           kiln_value updates);
 
+/* Collectives (docs/scaling.md). all_reduce: every replica of the program gets the sum,
+ * mean or maximum over all replicas of x (same dtype and shape; MEAN needs a float). Which
+ * replicas take part is the communicator the executable was compiled with
+ * (kiln_compile_options.comm); with none, and in kiln_interpret, there is one replica and
+ * all_reduce is the identity. Its VJP is the all_reduce of the cotangent (SUM and MEAN; MAX
+ * splits it among the replicas that hold the maximum, as reduce_max does among positions). */
+typedef enum kiln_reduce_kind {
+    KILN_REDUCE_SUM = 0,
+    KILN_REDUCE_MEAN,
+    KILN_REDUCE_MAX,
+} kiln_reduce_kind;
+KILN_API kiln_value kiln_all_reduce(kiln_graph *g, kiln_value x, kiln_reduce_kind kind);
+
 /* Composites, built from the ops above (so autodiff and fusion see their parts). */
 KILN_API kiln_value kiln_relu(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_softmax(kiln_graph *g, kiln_value x, int axis);
@@ -761,6 +775,11 @@ typedef struct kiln_compile_options {
      * there. kiln_jit ignores it when a call has arguments: a jit call runs on the device
      * of its arguments. */
     int device;
+    /* The replicas this program's collectives (kiln_all_reduce) run over: one communicator
+     * of a group (kiln_comm_create_local, kiln_comm_create_mpi), borrowed, which must
+     * outlive the executable. NULL: one replica. Every replica compiles the same graph, so
+     * all of them run the collectives in the same order. */
+    struct kiln_comm *comm;
 } kiln_compile_options;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
@@ -782,6 +801,50 @@ KILN_API kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opt
 KILN_API kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args,
                                          int n_outs, kiln_array **outs);
 KILN_API void kiln_executable_destroy(kiln_executable *e);
+
+/* ------------------------------------------------------- communicators ---- */
+
+/* A communicator is one replica's handle on a group of replicas that run the same program
+ * and meet at its collectives (kiln_all_reduce; docs/scaling.md). Every call of a group
+ * waits at most timeout_s seconds for the others; a replica that never arrives (died,
+ * stalled) fails the waiting ones with KILN_STATUS_TIMEOUT naming the missing ranks, and a
+ * group that timed out stays failed. Collectives on a communicator are not thread-safe:
+ * one thread per rank at a time. */
+typedef struct kiln_comm kiln_comm;
+
+/* In-process: `size` replicas, one per thread (for several CPU devices of one context).
+ * comms receives `size` communicators, rank i in comms[i]; destroy each. timeout_s <= 0:
+ * 60 seconds. */
+KILN_API kiln_status kiln_comm_create_local(kiln_context *ctx, int size, double timeout_s,
+                                            kiln_comm **comms);
+/* Across processes over MPI_COMM_WORLD (mpirun -np N): initialises MPI if the program has
+ * not. KILN_STATUS_UNIMPLEMENTED, saying so, when kiln was built without MPI. */
+KILN_API kiln_status kiln_comm_create_mpi(kiln_context *ctx, double timeout_s, kiln_comm **out);
+/* Whether this build has MPI (kiln_comm_create_mpi can succeed). */
+KILN_API bool kiln_comm_mpi_available(void);
+/* Destroys it (NULL is ignored). The MPI communicator finalises MPI if it initialised it,
+ * unless a collective failed (an unfinished collective cannot be finalised). */
+KILN_API void kiln_comm_destroy(kiln_comm *c);
+KILN_API int kiln_comm_get_rank(const kiln_comm *c);
+KILN_API int kiln_comm_get_size(const kiln_comm *c);
+/* "local" or "mpi". */
+KILN_API const char *kiln_comm_get_kind(const kiln_comm *c);
+/* recv = the reduction over every rank of send: `count` elements of dtype (f32, f64, i32,
+ * i64) in host-addressable memory (a CPU device's array data or host memory); send and recv
+ * may not overlap. Every rank gets bitwise the same result. MEAN needs a float dtype. */
+KILN_API kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
+                                          const void *send, void *recv, int64_t count);
+/* What this rank's collectives did so far: calls, bytes it contributed, wall time inside. */
+typedef struct kiln_comm_stats {
+    uint64_t calls, bytes;
+    double seconds;
+} kiln_comm_stats;
+KILN_API void kiln_comm_get_stats(const kiln_comm *c, kiln_comm_stats *out);
+/* Waits until every rank has arrived (or the timeout). */
+KILN_API kiln_status kiln_comm_barrier(kiln_comm *c);
+/* Ends every rank of the group now (MPI_Abort for MPI; the process exits with `code` for
+ * a local group): for a program that cannot go on after a rank failed. */
+KILN_API void kiln_comm_abort(kiln_comm *c, int code);
 
 typedef struct kiln_executable_info {
     int num_kernels;        /* kernels run per call (loops, matrix products, scatters) */
@@ -810,7 +873,7 @@ KILN_API void kiln_executable_profile_reset(kiln_executable *e);
  * or a NULL e. Says so when no profiled run has finished yet. */
 KILN_API char *kiln_executable_profile_report(const kiln_executable *e);
 typedef struct kiln_kernel_profile {
-    const char *kind; /* "loop", "dot" or "scatter" (static) */
+    const char *kind; /* "loop", "dot", "scatter" or "collective" (static) */
     int num_ops;      /* ops computed in it (fused) */
     double flops;     /* per run: 2*M*N*K summed over batches for a dot, else 0 */
     double bytes;     /* per run: bytes of its input and output buffers, each once */
@@ -1154,6 +1217,7 @@ KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name
 #define kiln_matmul(g, ...)           (KILN__AT(g), kiln_matmul((g), __VA_ARGS__))
 #define kiln_take_rows(g, ...)        (KILN__AT(g), kiln_take_rows((g), __VA_ARGS__))
 #define kiln_scatter_add_rows(g, ...) (KILN__AT(g), kiln_scatter_add_rows((g), __VA_ARGS__))
+#define kiln_all_reduce(g, ...)       (KILN__AT(g), kiln_all_reduce((g), __VA_ARGS__))
 #define kiln_relu(g, ...)             (KILN__AT(g), kiln_relu((g), __VA_ARGS__))
 #define kiln_softmax(g, ...)          (KILN__AT(g), kiln_softmax((g), __VA_ARGS__))
 #define kiln_log_softmax(g, ...)      (KILN__AT(g), kiln_log_softmax((g), __VA_ARGS__))

@@ -4,6 +4,7 @@
 # `deps.sh fuzz` also wants clang (libFuzzer and the sanitizer runtimes come with it).
 set -e
 missing=""
+optional=""
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
@@ -23,11 +24,20 @@ if have_cmd dpkg-query; then
     have_pkg libcjson-dev || missing="$missing libcjson-dev"
     have_cmd pkg-config || missing="$missing pkg-config"
     have_pkg libdnnl2 || missing="$missing libdnnl2"
+    # MPICH: data-parallel training across processes (kiln_comm_create_mpi, mpirun -np N
+    # kiln train). Optional: kiln builds without it; installed when run as root, else noted.
+    have_pkg libmpich-dev || optional="$optional libmpich-dev"
+    have_cmd mpiexec || optional="$optional mpich"
     if [ "$1" = blis ]; then
         have_pkg libblis4-pthread || missing="$missing libblis4-pthread"
     fi
 fi
 
+if [ "$(id -u)" = 0 ] && have_cmd apt-get; then
+    missing="$missing$optional"
+elif [ -n "$optional" ]; then
+    echo "kiln: optional, for data parallelism over MPI: sudo apt-get install -y$optional" >&2
+fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && have_cmd apt-get; then
     echo "kiln: installing:$missing"

@@ -101,5 +101,16 @@ if ! "$KILN" sample "$dir/run/model.safetensors" --length 20 --prompt "GNU" >"$d
     cat "$dir/sample.out"
     fail=1
 fi
+# Data parallel: flag errors, then two replicas in one process train and save.
+expect 2 "--batch (2) must split evenly over --devices (3)" -- train $tiny --devices 3
+expect 2 "--devices: '0' is not a valid value" -- train --devices 0
+expect 2 "--devices and --mpi exclude each other" -- train --devices 2 --mpi
+if ! "$KILN" train $tiny --devices 2 --steps 2 --eval-every 0 --out "$dir/dp" >"$dir/dp.out" 2>&1 ||
+    ! grep -q "data parallel over 2 CPU devices (batch 1 per rank)" "$dir/dp.out" ||
+    [ ! -s "$dir/dp/model.safetensors" ]; then
+    echo "FAIL: train --devices 2"
+    cat "$dir/dp.out"
+    fail=1
+fi
 [ $fail = 0 ] && echo "test_cli_train: passed"
 exit $fail

@@ -336,15 +336,16 @@ static void test_dtypes_and_statuses(void) {
         CHECK(kiln_dtype_itemsize(dt[i].t) == dt[i].size);
     }
     static const char *const names[] = {
-        "KILN_STATUS_OK",     "KILN_STATUS_INVALID_ARGUMENT", "KILN_STATUS_SHAPE",
-        "KILN_STATUS_DTYPE",  "KILN_STATUS_HOST_OOM",         "KILN_STATUS_DEVICE_OOM",
-        "KILN_STATUS_CONFIG", "KILN_STATUS_UNIMPLEMENTED",    "KILN_STATUS_INTERNAL",
-        "KILN_STATUS_IO",     "KILN_STATUS_BACKEND",          "KILN_STATUS_CONSUMED",
+        "KILN_STATUS_OK",      "KILN_STATUS_INVALID_ARGUMENT", "KILN_STATUS_SHAPE",
+        "KILN_STATUS_DTYPE",   "KILN_STATUS_HOST_OOM",         "KILN_STATUS_DEVICE_OOM",
+        "KILN_STATUS_CONFIG",  "KILN_STATUS_UNIMPLEMENTED",    "KILN_STATUS_INTERNAL",
+        "KILN_STATUS_IO",      "KILN_STATUS_BACKEND",          "KILN_STATUS_CONSUMED",
+        "KILN_STATUS_TIMEOUT",
     };
-    for (int s = KILN_STATUS_OK; s <= KILN_STATUS_CONSUMED; s++)
+    for (int s = KILN_STATUS_OK; s <= KILN_STATUS_TIMEOUT; s++)
         CHECK(strcmp(kiln_status_name((kiln_status)s), names[s]) == 0);
-    CHECK(strcmp(kiln_status_name((kiln_status)(KILN_STATUS_CONSUMED + 1)),
-                 "KILN_STATUS_UNKNOWN") == 0);
+    CHECK(strcmp(kiln_status_name((kiln_status)(KILN_STATUS_TIMEOUT + 1)), "KILN_STATUS_UNKNOWN") ==
+          0);
     CHECK(strcmp(kiln_status_name((kiln_status)-1), "KILN_STATUS_UNKNOWN") == 0);
     /* the op table names every op and agrees with the kinds the verifier expects */
     for (int op = 0; op < IR_NUM_OPS; op++) {

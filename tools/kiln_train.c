@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,14 @@ static const char train_usage[] =
     "                       of its peak without recomputation (50%): kiln recomputes\n"
     "                       activations in the backward pass to fit (docs/memory.md)\n"
     "  --no-summary         leave the summary out of the output (it is still written to\n"
-    "                       DIR/summary.txt)\n";
+    "                       DIR/summary.txt)\n"
+    "data parallel (docs/scaling.md): --batch is the global batch, split over the ranks\n"
+    "  --devices N          N replicas in this process, one CPU device and thread each\n"
+    "  --mpi                one replica per MPI process (implied under mpirun -np N > 1)\n"
+    "  --comm-timeout X     a rank that waits X seconds for the others fails (60)\n"
+    "  --check-every N      compare the ranks' parameter hashes every N steps (100)\n"
+    "  --bucket-mb X        gradients per all-reduce, in MiB (0: one per gradient; default\n"
+    "                       25 over MPI, 0 for --devices)\n";
 
 static const char sample_usage[] =
     "usage: kiln sample [flags] [CHECKPOINT]\n"
@@ -192,8 +200,8 @@ static const char *value_of(flag_iter *it) {
     return it->value = it->argv[++it->i];
 }
 
-static kiln_context *make_context(const char *cmd, int threads) {
-    kiln_context_options co = {.num_threads = threads};
+static kiln_context *make_context(const char *cmd, int threads, int devices) {
+    kiln_context_options co = {.num_threads = threads, .cpu_devices = devices};
     kiln_context *ctx = NULL;
     char err[512];
     if (kiln_context_create(&co, &ctx, err, sizeof err)) {
@@ -203,12 +211,76 @@ static kiln_context *make_context(const char *cmd, int threads) {
     return ctx;
 }
 
+static void print_recipe(const gpt_train_options *o, int ranks, const char *what) {
+    printf("kiln train: %d layers, %d heads, %d channels, context %d, batch %d, %d steps%s%s",
+           o->model.layers, o->model.heads, o->model.channels, o->model.context, o->batch, o->steps,
+           o->resume ? ", resuming " : "", o->resume ? o->resume : "");
+    if (ranks > 1)
+        printf(", data parallel over %d %s (batch %d per rank)", ranks, what, o->batch / ranks);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* One replica of --devices: gpt_train on its own device and communicator, in a thread. */
+typedef struct replica {
+    kiln_context *ctx;
+    gpt_train_options o;
+    gpt_train_result r;
+    kiln_status st;
+    char err[GPT_ERR_SIZE];
+} replica;
+
+static void *replica_main(void *p) {
+    replica *x = p;
+    x->st = gpt_train(x->ctx, &x->o, &x->r, x->err);
+    return NULL;
+}
+
+/* --devices N: N replicas in this process, rank r on CPU device r; rank 0 prints and
+ * writes. The first error is rank 0's if it failed, else the first failing rank's. */
+static kiln_status train_devices(kiln_context *ctx, const gpt_train_options *o, int n,
+                                 double timeout, gpt_train_result *res, char *err) {
+    kiln_comm *comms[64] = {0};
+    replica *x = calloc((size_t)n, sizeof *x);
+    pthread_t th[64];
+    kiln_status st = x ? kiln_comm_create_local(ctx, n, timeout, comms) : KILN_STATUS_HOST_OOM;
+    if (st) {
+        snprintf(err, GPT_ERR_SIZE, "%s", x ? kiln_last_error(ctx) : "out of host memory");
+        free(x);
+        return st;
+    }
+    print_recipe(o, n, "CPU devices");
+    int started = 0;
+    for (int i = 0; i < n; i++) {
+        x[i].ctx = ctx;
+        x[i].o = *o;
+        x[i].o.comm = comms[i];
+        x[i].o.device = i;
+        x[i].o.progress = i ? NULL : stdout;
+        if (pthread_create(&th[i], NULL, replica_main, &x[i])) break;
+        started++;
+    }
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    st = started < n ? KILN_STATUS_INTERNAL : KILN_STATUS_OK;
+    if (st) snprintf(err, GPT_ERR_SIZE, "cannot start the thread of device %d", started);
+    for (int i = 0; i < started && !st; i++)
+        if (x[i].st) {
+            st = x[i].st;
+            snprintf(err, GPT_ERR_SIZE, "rank %d: %.900s", i, x[i].err);
+        }
+    *res = x[0].r;
+    for (int i = 0; i < n; i++) kiln_comm_destroy(comms[i]);
+    free(x);
+    return st;
+}
+
 int kiln_tool_train(int argc, char **argv) {
     gpt_train_options o;
     gpt_train_defaults(&o);
-    long long threads = 0;
+    long long threads = 0, devices = 1;
+    double timeout = 60, bucket_mb = -1;
     const char *budget = NULL;
-    bool no_summary = false;
+    bool no_summary = false, mpi = false;
     char err[GPT_ERR_SIZE];
 
     /* A resumed run takes its recipe from the checkpoint; flags given with --resume must
@@ -220,7 +292,7 @@ int kiln_tool_train(int argc, char **argv) {
         else if (!strncmp(argv[i], "--resume=", 9))
             v = argv[i] + 9;
         if (!v) continue;
-        kiln_context *ctx = make_context("train", 1);
+        kiln_context *ctx = make_context("train", 1, 0);
         if (!ctx) return 1;
         kiln_status st = gpt_checkpoint_read_options(ctx, v, &o, err);
         kiln_context_destroy(ctx);
@@ -247,17 +319,23 @@ int kiln_tool_train(int argc, char **argv) {
             no_summary = true;
             continue;
         }
+        if (!strcmp(f, "--mpi")) {
+            mpi = true;
+            continue;
+        }
         static const struct {
             const char *name;
             long long lo, hi;
         } ints[] = {
-            {"--layers", 1, 1024},        {"--heads", 1, 1024},        {"--channels", 1, 65536},
-            {"--context", 1, 65536},      {"--batch", 1, 1 << 20},     {"--steps", 1, INT_MAX},
-            {"--warmup", 0, INT_MAX},     {"--seed", 0, LLONG_MAX},    {"--threads", 1, 4096},
-            {"--eval-every", 0, INT_MAX}, {"--save-every", 0, INT_MAX}};
+            {"--layers", 1, 1024},        {"--heads", 1, 1024},         {"--channels", 1, 65536},
+            {"--context", 1, 65536},      {"--batch", 1, 1 << 20},      {"--steps", 1, INT_MAX},
+            {"--warmup", 0, INT_MAX},     {"--seed", 0, LLONG_MAX},     {"--threads", 1, 4096},
+            {"--eval-every", 0, INT_MAX}, {"--save-every", 0, INT_MAX}, {"--devices", 1, 64},
+            {"--check-every", 0, INT_MAX}};
         static const char *const strs[] = {"--data", "--out",     "--resume",
                                            "--init", "--batches", "--memory-budget"};
-        static const char *const dbls[] = {"--lr", "--weight-decay", "--clip"};
+        static const char *const dbls[] = {"--lr", "--weight-decay", "--clip", "--comm-timeout",
+                                           "--bucket-mb"};
         int which = -1, kind = 0;
         for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
             if (!strcmp(f, ints[j].name)) which = (int)j, kind = 1;
@@ -267,11 +345,13 @@ int kiln_tool_train(int argc, char **argv) {
             if (!strcmp(f, dbls[j])) which = (int)j, kind = 3;
         if (which < 0) {
             static const char *const all[] = {
-                "--help",         "--no-summary", "--layers",     "--heads",         "--channels",
-                "--context",      "--batch",      "--steps",      "--warmup",        "--seed",
-                "--threads",      "--eval-every", "--save-every", "--data",          "--out",
-                "--resume",       "--init",       "--batches",    "--memory-budget", "--lr",
-                "--weight-decay", "--clip"};
+                "--help",         "--no-summary",  "--layers",        "--heads",
+                "--channels",     "--context",     "--batch",         "--steps",
+                "--warmup",       "--seed",        "--threads",       "--eval-every",
+                "--save-every",   "--data",        "--out",           "--resume",
+                "--init",         "--batches",     "--memory-budget", "--lr",
+                "--weight-decay", "--clip",        "--devices",       "--mpi",
+                "--comm-timeout", "--check-every", "--bucket-mb"};
             return unknown_flag("train", argv[it.i], f, all, sizeof all / sizeof all[0]);
         }
         const char *v = value_of(&it);
@@ -288,22 +368,28 @@ int kiln_tool_train(int argc, char **argv) {
             int *dst[] = {&o.model.layers,  &o.model.heads, &o.model.channels,
                           &o.model.context, &o.batch,       &o.steps,
                           &o.warmup,        NULL,           NULL,
-                          &o.eval_every,    &o.save_every};
+                          &o.eval_every,    &o.save_every,  NULL,
+                          &o.check_every};
             if (dst[which])
                 *dst[which] = (int)x;
             else if (which == 7)
                 o.seed = (uint64_t)x;
-            else
+            else if (which == 8)
                 threads = x;
+            else
+                devices = x;
         } else if (kind == 2) {
             const char **dst[] = {&o.data, &o.out_dir, &o.resume, &o.init, &o.batches, &budget};
             *dst[which] = v;
         } else {
-            double *dst[] = {&o.lr, &o.weight_decay, &o.clip};
-            if (!parse_double(v, which == 0 ? 1e-12 : 0, 10, dst[which]))
+            double *dst[] = {&o.lr, &o.weight_decay, &o.clip, &timeout, &bucket_mb};
+            if (which == 3   ? !parse_double(v, 1e-3, 1e6, &timeout)
+                : which == 4 ? !parse_double(v, 0, 1e6, &bucket_mb)
+                             : !parse_double(v, which == 0 ? 1e-12 : 0, 10, dst[which]))
                 return usage_error("train",
                                    "%s: '%s' is not a valid value (a number: lr > 0, "
-                                   "the others >= 0, all <= 10)",
+                                   "the others >= 0, all <= 10; a timeout in [0.001, 1e6] s, "
+                                   "a bucket in [0, 1e6] MiB)",
                                    f, v);
         }
     }
@@ -320,7 +406,21 @@ int kiln_tool_train(int argc, char **argv) {
                            "1000000, or a share such as 50%%)%s",
                            budget, "");
 
-    kiln_context *ctx = make_context("train", (int)threads);
+    /* Under mpirun every process is a rank (MPICH's PMI_SIZE, Open MPI's variable). */
+    const char *launched = getenv("PMI_SIZE") ? getenv("PMI_SIZE") : getenv("OMPI_COMM_WORLD_SIZE");
+    if (launched && atoi(launched) > 1) mpi = true;
+    if (mpi && devices > 1)
+        return usage_error("train",
+                           "--devices and --mpi exclude each other (one replica per "
+                           "process under MPI)%s%s",
+                           "", "");
+    if (o.batch % devices) {
+        fprintf(stderr, "kiln train: --batch (%d) must split evenly over --devices (%lld)\n",
+                o.batch, devices);
+        return 2;
+    }
+    if (bucket_mb >= 0) o.bucket_bytes = bucket_mb > 0 ? (int64_t)(bucket_mb * 1048576) : -1;
+    kiln_context *ctx = make_context("train", (int)threads, (int)devices);
     if (!ctx) return 1;
     struct sigaction sa = {0}, old;
     sa.sa_handler = on_sigint;
@@ -328,22 +428,42 @@ int kiln_tool_train(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old);
     o.stop = &interrupted;
-    o.progress = stdout;
     o.progress_is_tty = isatty(fileno(stdout));
     o.no_summary = no_summary;
-    printf("kiln train: %d layers, %d heads, %d channels, context %d, batch %d, %d steps%s%s\n",
-           o.model.layers, o.model.heads, o.model.channels, o.model.context, o.batch, o.steps,
-           o.resume ? ", resuming " : "", o.resume ? o.resume : "");
-    fflush(stdout);
+    kiln_status st;
     gpt_train_result r;
-    kiln_status st = gpt_train(ctx, &o, &r, err);
+    if (mpi) {
+        kiln_comm *comm = NULL;
+        if ((st = kiln_comm_create_mpi(ctx, timeout, &comm))) {
+            fprintf(stderr, "kiln train: --mpi: %s\n", kiln_last_error(ctx));
+            kiln_context_destroy(ctx);
+            return 1;
+        }
+        o.comm = comm;
+        int rank = kiln_comm_get_rank(comm);
+        o.progress = rank ? NULL : stdout;
+        if (!rank) print_recipe(&o, kiln_comm_get_size(comm), "MPI processes");
+        st = gpt_train(ctx, &o, &r, err);
+        if (st) {
+            fprintf(stderr, "kiln train: rank %d: %s\n", rank, err);
+            /* the other ranks would wait for this one until their timeout: end them now */
+            if (kiln_comm_get_size(comm) > 1) kiln_comm_abort(comm, 1);
+        }
+        kiln_comm_destroy(comm);
+    } else if (devices > 1) {
+        st = train_devices(ctx, &o, (int)devices, timeout, &r, err);
+    } else {
+        o.progress = stdout;
+        print_recipe(&o, 1, NULL);
+        st = gpt_train(ctx, &o, &r, err);
+    }
     sigaction(SIGINT, &old, NULL);
     kiln_context_destroy(ctx);
     if (st) {
-        fprintf(stderr, "kiln train: %s\n", err);
+        if (!mpi) fprintf(stderr, "kiln train: %s\n", err);
         return 1;
     }
-    if (r.interrupted)
+    if (r.interrupted && o.progress)
         printf("interrupted after step %d of %d: saved %s/model.safetensors (continue with "
                "--resume)\n",
                r.steps_done, o.steps, o.out_dir);
@@ -406,7 +526,7 @@ int kiln_tool_sample(int argc, char **argv) {
         }
         if (!ok) return usage_error("sample", "%s: '%s' is not a valid value", f, v);
     }
-    kiln_context *ctx = make_context("sample", (int)threads);
+    kiln_context *ctx = make_context("sample", (int)threads, 0);
     if (!ctx) return 1;
     unsigned char *out = malloc((size_t)o.length + 1);
     char err[GPT_ERR_SIZE];

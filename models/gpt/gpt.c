@@ -265,6 +265,42 @@ kiln_value gpt_loss(kiln_graph *g, const gpt_config *cfg, const kiln_value *p, k
     return kiln_mean(g, kiln_softmax_cross_entropy(g, logits, flat), 0, NULL, false);
 }
 
+/* Averages the gradients over the replicas: consecutive gradients are flattened and
+ * concatenated into buckets of at most `cap` bytes (a larger gradient is a bucket alone),
+ * one all-reduce per bucket, and sliced back. A call costs a latency per step of the ring
+ * (docs/scaling.md), so few large calls beat one per gradient; the price is one copy of the
+ * gradients into the bucket (the slices are read in place by the optimiser's kernels).
+ * cap 0: one all-reduce per gradient. */
+static void all_reduce_buckets(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, uint64_t cap,
+                               kiln_value *grads) {
+    int P = gpt_num_params(cfg);
+    uint64_t item = kiln_dtype_itemsize(dtype);
+    for (int i = 0, j; i < P; i = j) {
+        int64_t n[64], dims[64][2];
+        int rank[64];
+        char name[GPT_NAME_MAX];
+        uint64_t bytes = 0;
+        for (j = i; j < P && j - i < 64; j++) {
+            gpt_param_info(cfg, j, name, &rank[j - i], dims[j - i]);
+            n[j - i] = rank[j - i] == 2 ? dims[j - i][0] * dims[j - i][1] : dims[j - i][0];
+            if (j > i && (!cap || bytes + (uint64_t)n[j - i] * item > cap)) break;
+            bytes += (uint64_t)n[j - i] * item;
+        }
+        if (j - i == 1) {
+            grads[i] = kiln_all_reduce(g, grads[i], KILN_REDUCE_MEAN);
+            continue;
+        }
+        kiln_value flat[64];
+        for (int k = i; k < j; k++) flat[k - i] = kiln_reshape(g, grads[k], 1, &n[k - i]);
+        kiln_value sum = kiln_all_reduce(g, kiln_concatenate(g, j - i, flat, 0), KILN_REDUCE_MEAN);
+        for (int k = i, at = 0; k < j; at += (int)n[k - i], k++) {
+            int64_t lo = at, hi = at + n[k - i];
+            grads[k] =
+                kiln_reshape(g, kiln_slice(g, sum, &lo, &hi, NULL), rank[k - i], dims[k - i]);
+        }
+    }
+}
+
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err) {
     int P = gpt_num_params(cfg);
@@ -297,6 +333,13 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
 
     kiln_value loss = gpt_loss(g, cfg, a, idx, targets);
     kiln_grad(g, loss, P, a, grads);
+    /* Data parallel: each replica's loss is the mean over its shard of the batch, so the
+     * mean of the replicas' gradients is the gradient of the whole batch's mean loss, and
+     * clipping and AdamW then see exactly what one process on the whole batch would. */
+    if (s->all_reduce) {
+        all_reduce_buckets(g, cfg, dtype, s->bucket_bytes, grads);
+        loss = kiln_all_reduce(g, loss, KILN_REDUCE_MEAN);
+    }
     if (s->clip > 0)
         kiln_optim_clip_by_global_norm(g, kiln_scalar(g, KILN_DTYPE_F64, s->clip), P, grads, grads,
                                        NULL);

@@ -85,7 +85,10 @@ typedef struct gpt_step_spec {
     int batch;
     int seq; /* T of the batches; <= context */
     double weight_decay;
-    double clip; /* 0: none */
+    double clip;           /* 0: none */
+    bool all_reduce;       /* data parallel: average gradients and loss over the replicas */
+    uint64_t bucket_bytes; /* gradients per all-reduce, at most (one alone if larger); 0:
+                            * one all-reduce per gradient */
 } gpt_step_spec;
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err);
@@ -138,6 +141,18 @@ typedef struct gpt_train_options {
     int print_every;             /* plain-line progress every N steps; 0: 10 */
     bool no_summary;             /* the summary to DIR/summary.txt only, not to progress */
     volatile sig_atomic_t *stop; /* set (by a SIGINT handler) to stop after this step */
+    /* Data parallel (docs/scaling.md): this replica's communicator (NULL: one replica) and
+     * the device it runs on. batch is the global batch, split evenly over the ranks; rank
+     * r trains on rows [r B/N, (r+1) B/N) of every batch. Only rank 0 evaluates, prints
+     * and writes files (progress and out_dir are ignored on the others). Every check_every
+     * steps (0: 100) the ranks compare a hash of their parameters. */
+    kiln_comm *comm;
+    int device;
+    int check_every;
+    /* Gradients are all-reduced in buckets of at most this many bytes (a larger gradient
+     * alone); a negative value: one all-reduce per gradient; 0 (the default): 25 MiB as
+     * DDP's between processes, one per gradient between threads (local). */
+    int64_t bucket_bytes;
 } gpt_train_options;
 
 /* What a run did (filled by gpt_train, also on most failures, as far as it got). */

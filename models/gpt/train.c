@@ -79,7 +79,10 @@ typedef struct run {
     const gpt_train_options *o;
     gpt_config cfg;
     int P, B, T;
-    kiln_array **state; /* params, m, v: 3P */
+    int GB;               /* the global batch: B on each of the `ranks` replicas */
+    int rank, ranks, dev; /* data parallel: this replica, how many, its device */
+    kiln_comm *comm;      /* NULL: one replica */
+    kiln_array **state;   /* params, m, v: 3P */
     kiln_executable *step, *eval;
     gpt_data data;
     FILE *batches; /* the --batches file, or NULL */
@@ -103,7 +106,7 @@ static kiln_status save(run *r, const char *path) {
     snprintf(step, sizeof step, "%d", r->done);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->o->seed);
     snprintf(rng, sizeof rng, "%llu", (unsigned long long)r->rng);
-    snprintf(batch, sizeof batch, "%d", r->B);
+    snprintf(batch, sizeof batch, "%d", r->GB);
     snprintf(steps, sizeof steps, "%d", r->o->steps);
     snprintf(warm, sizeof warm, "%d", r->o->warmup);
     snprintf(lr, sizeof lr, "%.17g", r->o->lr);
@@ -190,12 +193,82 @@ static kiln_status load_state(run *r) {
         char name[GPT_NAME_MAX];
         gpt_param_info(&r->cfg, i, name, &rank, dims);
         for (int k = 1; k < 3 && !st; k++)
-            if ((st = kiln_array_create(r->ctx, KILN_DTYPE_F32, rank, dims, NULL,
-                                        &r->state[k * P + i])))
+            if ((st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, rank, dims, NULL,
+                                           &r->state[k * P + i])))
                 gpt_errf(r->err, "optimiser state of %s: %s", name, kiln_last_error(r->ctx));
     }
     r->rng = o->seed;
     return st;
+}
+
+/* Checkpoints and the initialisation make arrays on device 0; a replica on another device
+ * moves its state there. */
+static kiln_status state_to_device(run *r) {
+    for (int i = 0; r->dev && i < 3 * r->P; i++) {
+        kiln_array *a = r->state[i], *b = NULL;
+        if (kiln_array_device(a) == r->dev) continue;
+        kiln_status st = kiln_array_copy_to_device(a, r->dev, &b);
+        if (st) {
+            gpt_errf(r->err, "moving the state to device %d: %s", r->dev, kiln_last_error(r->ctx));
+            return st;
+        }
+        kiln_array_destroy(a);
+        r->state[i] = b;
+    }
+    return KILN_STATUS_OK;
+}
+
+/* FNV-1a over the bytes of every parameter (host copies). */
+static kiln_status params_hash(run *r, uint64_t *out) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < r->P; i++) {
+        size_t n = kiln_array_nbytes(r->state[i]);
+        unsigned char *b = malloc(n ? n : 1);
+        if (!b) {
+            gpt_errf(r->err, "out of host memory");
+            return KILN_STATUS_HOST_OOM;
+        }
+        kiln_status st = kiln_array_copy_to_host(r->state[i], b, n);
+        for (size_t k = 0; k < n && !st; k++) h = (h ^ b[k]) * 0x100000001b3ull;
+        free(b);
+        if (st) {
+            gpt_errf(r->err, "hashing the parameters: %s", kiln_last_error(r->ctx));
+            return st;
+        }
+    }
+    *out = h;
+    return KILN_STATUS_OK;
+}
+
+/* Every replica must hold the same parameters: the largest hash and the smallest (the
+ * largest of the negated 62-bit hashes) agree only when all do. */
+static kiln_status check_replicas(run *r, int step) {
+    uint64_t h;
+    kiln_status st = params_hash(r, &h);
+    if (st) return st;
+    int64_t mine[2] = {(int64_t)(h >> 2), -(int64_t)(h >> 2)}, all[2];
+    if ((st = kiln_comm_all_reduce(r->comm, KILN_DTYPE_I64, KILN_REDUCE_MAX, mine, all, 2))) {
+        gpt_errf(r->err, "step %d: comparing the parameters across ranks: %s", step,
+                 kiln_last_error(r->ctx));
+        return st;
+    }
+    if (all[0] == -all[1]) return KILN_STATUS_OK;
+    gpt_errf(r->err,
+             "step %d: the parameters of the %d ranks differ (rank %d's hash %016llx; the "
+             "largest %016llx, the smallest %016llx): the replicas diverged, so the run stops "
+             "(a transport that does not give every rank the same sum, or ranks that ran "
+             "different programs or data)",
+             step, r->ranks, r->rank, (unsigned long long)(h >> 2), (unsigned long long)all[0],
+             (unsigned long long)-all[1]);
+    return KILN_STATUS_INTERNAL;
+}
+
+/* Buckets pay where a call has a latency (between processes, hosts); threads of one
+ * process meet in microseconds, and there the bucket's copy cost more than it saved
+ * (bench/RESULTS.md, "Data parallel"). */
+static uint64_t bucket_bytes(const run *r) {
+    if (r->o->bucket_bytes) return r->o->bucket_bytes < 0 ? 0 : (uint64_t)r->o->bucket_bytes;
+    return strcmp(kiln_comm_get_kind(r->comm), "local") ? (uint64_t)25 << 20 : 0;
 }
 
 static kiln_status compile_programs(run *r, double *compile_ms) {
@@ -203,8 +276,12 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
     kiln_status st;
     double t0 = now_ms();
     if ((st = kiln_graph_create(r->ctx, "gpt_train_step", &g))) goto kiln_fail;
-    gpt_step_spec spec = {
-        .batch = r->B, .seq = r->T, .weight_decay = r->o->weight_decay, .clip = r->o->clip};
+    gpt_step_spec spec = {.batch = r->B,
+                          .seq = r->T,
+                          .weight_decay = r->o->weight_decay,
+                          .clip = r->o->clip,
+                          .all_reduce = r->ranks > 1,
+                          .bucket_bytes = bucket_bytes(r)};
     st = gpt_trace_step(g, &r->cfg, KILN_DTYPE_F32, &spec, r->err);
     if (!st) {
         int *donate = malloc((size_t)(3 * r->P) * sizeof *donate);
@@ -219,7 +296,9 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
         kiln_compile_options co = {.n_donate = 3 * r->P,
                                    .donate_argnums = donate,
                                    .memory_budget = r->o->memory_budget,
-                                   .memory_budget_fraction = r->o->memory_budget_fraction};
+                                   .memory_budget_fraction = r->o->memory_budget_fraction,
+                                   .device = r->dev,
+                                   .comm = r->comm};
         st = kiln_compile(g, &co, &r->step);
         free(donate);
         if (st) gpt_errf(r->err, "compiling the training step: %s", kiln_last_error(r->ctx));
@@ -228,7 +307,8 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
     if (st) return st;
 
     *compile_ms = now_ms() - t0;
-    if (r->o->eval_every <= 0) return KILN_STATUS_OK; /* no validation: no program for it */
+    if (r->o->eval_every <= 0 || r->rank) /* no validation (rank 0 alone validates) */
+        return KILN_STATUS_OK;
     if ((st = kiln_graph_create(r->ctx, "gpt_eval", &g))) goto kiln_fail;
     kiln_value *p = malloc((size_t)(r->P + 1) * sizeof *p);
     if (!p) {
@@ -237,12 +317,13 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
         return KILN_STATUS_HOST_OOM;
     }
     gpt_make_params(g, &r->cfg, KILN_DTYPE_F32, p);
-    int64_t bt[2] = {r->B, r->T};
+    int64_t bt[2] = {r->GB, r->T};
     kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
     kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
     kiln_value loss = gpt_loss(g, &r->cfg, p, idx, tgt);
     free(p);
-    if ((st = kiln_graph_finish(g, 1, &loss)) || (st = kiln_compile(g, NULL, &r->eval)))
+    kiln_compile_options eo = {.device = r->dev};
+    if ((st = kiln_graph_finish(g, 1, &loss)) || (st = kiln_compile(g, &eo, &r->eval)))
         gpt_errf(r->err, "compiling the evaluation: %s", kiln_last_error(r->ctx));
     kiln_graph_destroy(g);
     *compile_ms = now_ms() - t0;
@@ -252,11 +333,12 @@ kiln_fail:
     return st;
 }
 
-/* Fills tok [B, T+1] with the training batch of step s. */
+/* Fills tok [GB, T+1] with the (global) training batch of step s: every replica draws the
+ * whole batch, so the generator's state stays the same on all of them. */
 static kiln_status next_batch(run *r, int s, int32_t *tok) {
-    size_t n = (size_t)r->B * (size_t)(r->T + 1);
+    size_t n = (size_t)r->GB * (size_t)(r->T + 1);
     if (!r->batches) {
-        gpt_data_batch(&r->data, false, &r->rng, r->B, r->T, tok);
+        gpt_data_batch(&r->data, false, &r->rng, r->GB, r->T, tok);
         return KILN_STATUS_OK;
     }
     if (fseeko(r->batches, (off_t)((size_t)s * n * 4), SEEK_SET) ||
@@ -279,9 +361,11 @@ static kiln_status next_batch(run *r, int s, int32_t *tok) {
     return KILN_STATUS_OK;
 }
 
-/* Splits tok [B, T+1] into idx and targets arrays. */
-static kiln_status batch_arrays(run *r, const int32_t *tok, kiln_array **idx, kiln_array **tgt) {
-    int B = r->B, T = r->T;
+/* Splits this replica's B rows of tok [ranks * B, T+1] (all of them with one replica, and
+ * for validation) into idx and targets arrays. */
+static kiln_status batch_arrays(run *r, const int32_t *tok, int B, kiln_array **idx,
+                                kiln_array **tgt) {
+    int T = r->T;
     int32_t *buf = malloc((size_t)(2 * B * T) * sizeof *buf);
     if (!buf) {
         gpt_errf(r->err, "out of host memory");
@@ -294,8 +378,8 @@ static kiln_status batch_arrays(run *r, const int32_t *tok, kiln_array **idx, ki
         }
     int64_t d[2] = {B, T};
     *idx = *tgt = NULL;
-    kiln_status st = kiln_array_create(r->ctx, KILN_DTYPE_I32, 2, d, buf, idx);
-    if (!st) st = kiln_array_create(r->ctx, KILN_DTYPE_I32, 2, d, buf + B * T, tgt);
+    kiln_status st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_I32, 2, d, buf, idx);
+    if (!st) st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_I32, 2, d, buf + B * T, tgt);
     if (st) {
         gpt_errf(r->err, "%s", kiln_last_error(r->ctx));
         kiln_array_destroy(*idx), *idx = NULL;
@@ -308,7 +392,7 @@ static kiln_status batch_arrays(run *r, const int32_t *tok, kiln_array **idx, ki
 static kiln_status evaluate(run *r, double *out) {
     int nb = r->o->eval_batches > 0 ? r->o->eval_batches : 4;
     uint64_t rng = r->o->seed ^ 0x76616c6964617465ull; /* "validate" */
-    int32_t *tok = malloc((size_t)r->B * (size_t)(r->T + 1) * sizeof *tok);
+    int32_t *tok = malloc((size_t)r->GB * (size_t)(r->T + 1) * sizeof *tok);
     kiln_array **args = malloc((size_t)(r->P + 2) * sizeof *args);
     kiln_status st = KILN_STATUS_OK;
     double sum = 0;
@@ -317,9 +401,9 @@ static kiln_status evaluate(run *r, double *out) {
         st = KILN_STATUS_HOST_OOM;
     }
     for (int k = 0; k < nb && !st; k++) {
-        gpt_data_batch(&r->data, true, &rng, r->B, r->T, tok);
+        gpt_data_batch(&r->data, true, &rng, r->GB, r->T, tok);
         for (int i = 0; i < r->P; i++) args[i] = r->state[i];
-        if ((st = batch_arrays(r, tok, &args[r->P], &args[r->P + 1]))) break;
+        if ((st = batch_arrays(r, tok, r->GB, &args[r->P], &args[r->P + 1]))) break;
         kiln_array *loss;
         float l = 0;
         st = kiln_executable_run(r->eval, r->P + 2, args, 1, &loss);
@@ -474,7 +558,7 @@ static void progress(run *r, int s, double loss, double val, double ms_med, uint
             "%sstep %*d/%d | loss %.4f%s | %.1f ms/step | %.0f tok/s | peak %s planned, %s "
             "measured%s%s",
             tty ? "\r\033[K" : "", (int)snprintf(NULL, 0, "%d", r->o->steps), s, r->o->steps, loss,
-            v, ms_med, ms_med > 0 ? r->B * r->T / (ms_med / 1e3) : 0, pl, me, eta,
+            v, ms_med, ms_med > 0 ? r->GB * r->T / (ms_med / 1e3) : 0, pl, me, eta,
             tty && !final && isnan(val) ? "" : "\n");
     fflush(p);
 }
@@ -558,7 +642,7 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
         "  \"steps\": %d, \"params\": %lld,\n  \"planned_peak_bytes\": %llu,\n"
         "  \"measured_peak_bytes\": %llu,\n  \"compile_ms\": %.1f,\n"
         "  \"step_from_disk_cache\": %s,\n",
-        r->cfg.layers, r->cfg.heads, r->cfg.channels, r->cfg.context, r->B, res->steps_done,
+        r->cfg.layers, r->cfg.heads, r->cfg.channels, r->cfg.context, r->GB, res->steps_done,
         (long long)res->params, (unsigned long long)res->planned_peak_bytes,
         (unsigned long long)res->measured_peak_bytes, res->compile_ms,
         cache_step ? "true" : "false");
@@ -575,8 +659,12 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
     return close_out(r, f, path);
 }
 
-kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_result *res,
+kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_train_result *res,
                       char *err) {
+    gpt_train_options oo = *o_in, *o = &oo;
+    if (kiln_comm_get_rank(o->comm) > 0) { /* rank 0 alone validates, prints and writes */
+        o->progress = NULL, o->out_dir = NULL, o->eval_every = 0;
+    }
     run rr = {.ctx = ctx, .o = o, .cfg = o->model, .err = err}, *r = &rr;
     memset(res, 0, sizeof *res);
     res->final_val_loss = res->first_loss = res->final_loss = NAN;
@@ -595,7 +683,15 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
                  o->model.vocab);
         return KILN_STATUS_INVALID_ARGUMENT;
     }
-    r->P = gpt_num_params(&r->cfg), r->B = o->batch, r->T = r->cfg.context;
+    r->P = gpt_num_params(&r->cfg), r->T = r->cfg.context;
+    r->comm = o->comm, r->dev = o->device;
+    r->rank = kiln_comm_get_rank(o->comm), r->ranks = kiln_comm_get_size(o->comm);
+    r->GB = o->batch, r->B = o->batch / r->ranks;
+    if (o->batch % r->ranks) {
+        gpt_errf(err, "gpt_train: the batch (%d) must split evenly over the %d ranks", o->batch,
+                 r->ranks);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
     res->params = gpt_count_scalars(&r->cfg);
     kiln_array **args = NULL;
     int32_t *tok = NULL;
@@ -612,24 +708,24 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
             goto out;
         }
         struct stat sb;
-        int64_t want = (int64_t)o->steps * r->B * (r->T + 1) * 4;
+        int64_t want = (int64_t)o->steps * r->GB * (r->T + 1) * 4;
         if (fstat(fileno(r->batches), &sb) || sb.st_size != want) {
             gpt_errf(err,
                      "the batches file '%s' has %lld bytes; [steps %d, batch %d, context + 1 "
                      "%d] int32 is %lld",
-                     o->batches, (long long)sb.st_size, o->steps, r->B, r->T + 1, (long long)want);
+                     o->batches, (long long)sb.st_size, o->steps, r->GB, r->T + 1, (long long)want);
             st = KILN_STATUS_INVALID_ARGUMENT;
             goto out;
         }
     }
-    if ((st = load_state(r))) goto out;
+    if ((st = load_state(r)) || (st = state_to_device(r))) goto out;
     int first = r->done, todo = o->steps - first;
     r->first_rec = first;
     r->loss = malloc((size_t)(3 * (todo > 0 ? todo : 1)) * sizeof(double));
     r->val = r->loss + todo, r->ms = r->val + todo;
     sorted = malloc((size_t)(todo > 0 ? todo : 1) * sizeof *sorted);
     args = malloc((size_t)(3 * r->P + 4) * sizeof *args);
-    tok = malloc((size_t)r->B * (size_t)(r->T + 1) * sizeof *tok);
+    tok = malloc((size_t)r->GB * (size_t)(r->T + 1) * sizeof *tok);
     if (!r->loss || !sorted || !args || !tok) {
         gpt_errf(err, "out of host memory");
         st = KILN_STATUS_HOST_OOM;
@@ -645,21 +741,32 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
     double med = 0;
     bool diverged = false;
     for (int s = first; s < o->steps; s++) {
-        if ((o->stop && *o->stop) || (o->stop_after && s - first >= o->stop_after)) {
-            res->interrupted = o->stop && *o->stop;
+        int32_t stop = o->stop && *o->stop, any = stop;
+        /* Ctrl-C reaches the ranks at different steps: they stop together, at the first
+         * step any of them saw it */
+        if (r->ranks > 1 &&
+            (st = kiln_comm_all_reduce(r->comm, KILN_DTYPE_I32, KILN_REDUCE_MAX, &stop, &any, 1))) {
+            gpt_errf(err, "step %d: %s", s + 1, kiln_last_error(ctx));
+            break;
+        }
+        if (any || (o->stop_after && s - first >= o->stop_after)) {
+            res->interrupted = any;
             break;
         }
         if ((st = next_batch(r, s, tok))) break;
         for (int i = 0; i < 3 * P; i++) args[i] = r->state[i];
-        if ((st = batch_arrays(r, tok, &args[3 * P], &args[3 * P + 1]))) break;
+        if ((st = batch_arrays(r, tok + (size_t)r->rank * r->B * (r->T + 1), r->B, &args[3 * P],
+                               &args[3 * P + 1])))
+            break;
         float lr = (float)gpt_lr_at(s, o->steps, o->warmup, o->lr);
         int32_t t = s + 1;
         args[3 * P + 2] = args[3 * P + 3] = NULL;
-        if (!(st = kiln_array_create(ctx, KILN_DTYPE_F32, 0, NULL, &lr, &args[3 * P + 2])))
-            st = kiln_array_create(ctx, KILN_DTYPE_I32, 0, NULL, &t, &args[3 * P + 3]);
+        if (!(st = kiln_array_create_on(ctx, r->dev, KILN_DTYPE_F32, 0, NULL, &lr,
+                                        &args[3 * P + 2])))
+            st = kiln_array_create_on(ctx, r->dev, KILN_DTYPE_I32, 0, NULL, &t, &args[3 * P + 3]);
         kiln_memory_stats ms1;
         kiln_array **outs = NULL;
-        if (!st) st = kiln_device_reset_peak(ctx, 0);
+        if (!st) st = kiln_device_reset_peak(ctx, r->dev);
         if (!st && !(outs = malloc((size_t)(3 * P + 1) * sizeof *outs))) st = KILN_STATUS_HOST_OOM;
         double t0 = now_ms();
         if (!st) st = kiln_executable_run(r->step, nargs, args, 3 * P + 1, outs);
@@ -668,10 +775,13 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
         if (st) {
             gpt_errf(err, "step %d: %s", s + 1,
                      st == KILN_STATUS_HOST_OOM ? "out of host memory" : kiln_last_error(ctx));
+            /* a collective fails mid-step: kernels before it may have updated donated
+             * state in place, so the state is torn and must not replace the checkpoint */
+            diverged |= st == KILN_STATUS_TIMEOUT || st == KILN_STATUS_BACKEND;
             free(outs);
             break;
         }
-        kiln_device_get_memory_stats(ctx, 0, &ms1);
+        kiln_device_get_memory_stats(ctx, r->dev, &ms1);
         if (ms1.peak_bytes_in_use > res->measured_peak_bytes)
             res->measured_peak_bytes = ms1.peak_bytes_in_use;
         for (int i = 0; i < 3 * P; i++) {
@@ -687,6 +797,12 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
             break;
         }
         r->done = s + 1;
+        int every = o->check_every > 0 ? o->check_every : 100;
+        if (r->ranks > 1 && (r->done % every == 0 || r->done == o->steps) &&
+            (st = check_replicas(r, r->done))) {
+            diverged = true;
+            break;
+        }
         int k = r->n_rec++;
         r->loss[k] = loss, r->ms[k] = dt, r->val[k] = NAN;
         if (k == 0) res->first_loss = loss;
@@ -717,12 +833,13 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_r
     }
     res->steps_done = r->done;
     res->ms_per_step_median = med;
-    res->tokens_per_s = med > 0 ? r->B * r->T / (med / 1e3) : 0;
+    res->tokens_per_s = med > 0 ? r->GB * r->T / (med / 1e3) : 0;
     if (o->progress && o->progress_is_tty && r->n_rec && r->done < o->steps)
         fputc('\n', o->progress); /* end the \r-updated line */
     /* The checkpoint is saved even after a failing step, when the state is whole: a run
-     * stopped by a bad batch can be resumed once the file is fixed. A diverged state is
-     * not worth keeping: it would replace the last good checkpoint. */
+     * stopped by a bad batch can be resumed once the file is fixed. A diverged state (a
+     * loss gone to inf, replicas that differ, a step torn by a failed collective) is not
+     * worth keeping: it would replace the last good checkpoint. */
     if (o->out_dir && !diverged && r->state && r->state[0] &&
         !kiln_array_is_consumed(r->state[0])) {
         char path[4200];

@@ -480,6 +480,24 @@ static void vjp_scatter_add_rows(kiln_graph *g, uint32_t id, const ir_node *n, k
     out[2] = kiln_select(g, okb, kiln_take_rows(g, ct, idx), zeros(g, n->dtype, &us));
 }
 
+/* y = all_reduce(x) over replicas, each with its own loss L_r; the program's loss is their
+ * sum. SUM: dL/dx_r = sum over replicas of ct; MEAN: their mean. MAX: the summed cotangent
+ * goes to the replicas holding the maximum, split evenly among ties (reduce_max's rule
+ * across replicas). */
+static void vjp_all_reduce(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                           const bool *need, kiln_value *out) {
+    if (!need[0]) return;
+    if (n->a.reduce_kind != KILN_REDUCE_MAX) {
+        out[0] = kiln_all_reduce(g, ct, (kiln_reduce_kind)n->a.reduce_kind);
+        return;
+    }
+    kiln_value x = val(g, ir_in(n)[0]), y = val(g, id);
+    kiln_value hit = kiln_convert(g, kiln_compare(g, x, y, KILN_CMP_EQ), n->dtype);
+    kiln_value ties = kiln_all_reduce(g, hit, KILN_REDUCE_SUM);
+    kiln_value total = kiln_all_reduce(g, ct, KILN_REDUCE_SUM);
+    out[0] = kiln_div(g, kiln_mul(g, hit, total), ties);
+}
+
 /* ---------------------------------------------------------------- table ---- */
 
 static const ad_rule rules[IR_NUM_OPS] = {
@@ -514,6 +532,7 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_DOT] = vjp_dot,
     [IR_TAKE_ROWS] = vjp_take_rows,
     [IR_SCATTER_ADD_ROWS] = vjp_scatter_add_rows,
+    [IR_ALL_REDUCE] = vjp_all_reduce,
 };
 
 ad_rule ad_rule_for(ir_op op) {

@@ -119,10 +119,11 @@ size_t kiln_last_error_copy(const kiln_context *ctx, char *buf, size_t size) {
 
 const char *kiln_status_name(kiln_status s) {
     static const char *const names[] = {
-        "KILN_STATUS_OK",     "KILN_STATUS_INVALID_ARGUMENT", "KILN_STATUS_SHAPE",
-        "KILN_STATUS_DTYPE",  "KILN_STATUS_HOST_OOM",         "KILN_STATUS_DEVICE_OOM",
-        "KILN_STATUS_CONFIG", "KILN_STATUS_UNIMPLEMENTED",    "KILN_STATUS_INTERNAL",
-        "KILN_STATUS_IO",     "KILN_STATUS_BACKEND",          "KILN_STATUS_CONSUMED",
+        "KILN_STATUS_OK",      "KILN_STATUS_INVALID_ARGUMENT", "KILN_STATUS_SHAPE",
+        "KILN_STATUS_DTYPE",   "KILN_STATUS_HOST_OOM",         "KILN_STATUS_DEVICE_OOM",
+        "KILN_STATUS_CONFIG",  "KILN_STATUS_UNIMPLEMENTED",    "KILN_STATUS_INTERNAL",
+        "KILN_STATUS_IO",      "KILN_STATUS_BACKEND",          "KILN_STATUS_CONSUMED",
+        "KILN_STATUS_TIMEOUT",
     };
     if ((unsigned)s < sizeof names / sizeof names[0]) return names[s];
     return "KILN_STATUS_UNKNOWN";

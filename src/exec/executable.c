@@ -8,6 +8,7 @@
  * the device's backend compile it into a program and find each kernel in it. Only the
  * backend table (backend_impl.h) is seen here: the program is an opaque handle. */
 #include "executable.h"
+#include "comm/comm.h"
 #include "exec/dump.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
@@ -176,6 +177,28 @@ static kiln_status upload_constants(kiln_executable *e) {
 }
 
 /* Checks donate_argnums against the parameters and keeps them as a per-parameter mask. */
+/* The communicator must belong to this context, and the transports reduce host-addressable
+ * memory: a device whose memory the host cannot address (a GPU) needs a device transport
+ * (NCCL), which does not exist yet. */
+static kiln_status check_comm(const kiln_executable *e) {
+    const kiln_comm *c = e->comm;
+    if (!c) return KILN_STATUS_OK;
+    if (c->ctx != e->ctx)
+        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_compile: kiln_compile_options.comm belongs to another context");
+    if (c->size == 1 || !e->dev->backend->copy_h2d) return KILN_STATUS_OK;
+    for (uint32_t id = 1; id < e->g->n_nodes; id++)
+        if (ir_ops[e->g->nodes[id].op].kind == IRK_COLLECTIVE)
+            return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
+                             "kiln_compile: %%%u (%s) of '%s' would run over the %s communicator "
+                             "on %s, whose memory the host cannot address; collectives on GPUs "
+                             "need the NCCL transport, which kiln does not have yet "
+                             "(docs/scaling.md)",
+                             id, ir_ops[e->g->nodes[id].op].name, e->g->name, c->ops->kind,
+                             e->dev->name);
+    return KILN_STATUS_OK;
+}
+
 static kiln_status take_donations(kiln_executable *e, const kiln_compile_options *o) {
     const kiln_graph *g = e->g;
     if (o->n_donate < 0 || (o->n_donate && !o->donate_argnums))
@@ -232,11 +255,13 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     e->ctx = ctx;
     atomic_init(&e->refs, 1);
     e->dev = dev;
+    e->comm = o->comm;
     exec_dump dump;
     kiln_status s = dump_begin(ctx, g, &dump);
     if (!s) s = pass_clone(g, &e->g);
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
     if (!s) s = dump_graph(ctx, &dump, "1-optimized.ir", e->g);
+    if (!s) s = check_comm(e);
     if (!s) s = take_donations(e, o);
     if (!s) s = exec_remat(e, o);
     if (!s) s = exec_fuse_and_plan(e, o);
@@ -305,7 +330,7 @@ char *kiln_executable_to_string(const kiln_executable *e) {
     ir_print(e->g, &sb);
     sb_printf(&sb, "\n%u kernels (%u ops fused away), in schedule order:\n", e->plan.n_kernels,
               e->plan.n_fused_away);
-    static const char *const kinds[] = {"loop", "dot", "scatter"};
+    static const char *const kinds[] = {"loop", "dot", "scatter", "collective"};
     for (uint32_t s = 0; s < e->plan.n_kernels; s++) {
         uint32_t i = e->mem.order[s];
         const fkernel *k = &e->plan.kernels[i];

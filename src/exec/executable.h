@@ -22,6 +22,7 @@ struct kiln_executable {
     kiln_context *ctx;
     atomic_int refs; /* the user's (or jit entry's) + one per run in flight */
     kn_device *dev;  /* where it runs: kiln_compile_options.device */
+    kiln_comm *comm; /* its collectives' replicas (borrowed); NULL: one replica */
     kiln_graph *g;   /* the optimised graph (owned) */
     fusion_plan plan;
     cgen_kernel *info; /* per kernel */

@@ -16,6 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+/* The kind names and per-kind totals below list every fk_kind. */
+_Static_assert(FK_COLLECTIVE == 3, "profile.c: a new fk_kind needs its name here");
+
 struct exec_profile {
     atomic_uint_fast64_t runs;    /* runs that finished with profiling on */
     atomic_uint_fast64_t wall_ns; /* their time from the first kernel to the last one's end */
@@ -97,7 +100,7 @@ static void kernel_work(const kiln_executable *e, uint32_t ki, double *flops, do
 /* "dot_general f32[256,512] <- f32[256,784] f32[784,512]" or "loop f32[256,512] (7 ops:
  * add max ...)": the roots' types, and for a loop the distinct ops of its roots. */
 static void kernel_label(const kiln_executable *e, uint32_t ki, strbuf *sb) {
-    static const char *const kinds[] = {"loop", "dot", "scatter"};
+    static const char *const kinds[] = {"loop", "dot", "scatter", "collective"};
     const fkernel *k = &e->plan.kernels[ki];
     char t[IR_TYPE_STR_MAX];
     sb_printf(sb, "k%-3u %-7s", ki, kinds[k->kind]);
@@ -130,7 +133,7 @@ kiln_status kiln_executable_get_kernel_profile(const kiln_executable *e, int i,
                          "kiln_executable_get_kernel_profile: kernel %d of an executable with "
                          "%u kernels%s",
                          i, e->plan.n_kernels, out ? "" : " (out is NULL)");
-    static const char *const kinds[] = {"loop", "dot", "scatter"};
+    static const char *const kinds[] = {"loop", "dot", "scatter", "collective"};
     memset(out, 0, sizeof *out);
     out->kind = kinds[e->plan.kernels[i].kind];
     out->num_ops = (int)e->plan.kernels[i].n_members;
@@ -170,8 +173,8 @@ static char *profile_report(const kiln_executable *e) {
         sb.oom = true;
         return sb_take(&sb);
     }
-    uint64_t sum = 0, by_kind_ns[3] = {0};
-    double by_kind_flops[3] = {0}, by_kind_bytes[3] = {0};
+    uint64_t sum = 0, by_kind_ns[4] = {0};
+    double by_kind_flops[4] = {0}, by_kind_bytes[4] = {0};
     for (uint32_t i = 0; i < nk; i++) {
         rows[i].ki = i;
         rows[i].ns = atomic_load_explicit(&e->prof->ns[i], memory_order_relaxed);
@@ -188,8 +191,8 @@ static char *profile_report(const kiln_executable *e) {
               "profile: %" PRIu64 " runs, %.3f ms per run on %s (kernels %.3f ms; the rest is "
               "launch and bookkeeping)\n",
               runs, wall, e->dev->name, (double)sum * per_run);
-    static const char *const kind_names[] = {"loops", "products", "scatters"};
-    for (int kd = 0; kd < 3; kd++) {
+    static const char *const kind_names[] = {"loops", "products", "scatters", "collectives"};
+    for (int kd = 0; kd < 4; kd++) {
         if (!by_kind_ns[kd]) continue;
         double ms = (double)by_kind_ns[kd] * per_run;
         sb_printf(&sb, "  %-8s %8.3f ms  %5.1f%%", kind_names[kd], ms,

@@ -26,6 +26,7 @@
  * failure there poisons the outputs (their event carries the message) and frees the
  * donated buffers, whose arrays are consumed already. */
 #include "executable.h"
+#include "comm/comm.h"
 
 #include <string.h>
 
@@ -101,6 +102,21 @@ static kiln_status run_scatter(run_state *r, uint32_t ki) {
     return e->dev->backend->scatter_add_rows(e->dev->state, e->dev->index, n->dtype, idx->dtype,
                                              r->buf[in[0]], rows, rows ? total / rows : 0,
                                              r->buf[in[1]], n_idx, r->buf[in[2]], r->buf[id]);
+}
+
+/* A collective: the communicator reduces the operand's buffer into the result's (out of
+ * place; the planner keeps both alive across the step). Every replica runs the same plan,
+ * so every replica reaches its collectives in the same order. */
+static kiln_status run_collective(run_state *r, uint32_t ki) {
+    const kiln_executable *e = r->e;
+    uint32_t id = e->plan.kernels[ki].roots[0];
+    const ir_node *n = &e->g->nodes[id];
+    int64_t count = 0;
+    ir_shape_numel(&n->shape, &count);
+    char node[96];
+    snprintf(node, sizeof node, "%%%u of '%.40s'", id, e->g->name);
+    return comm_all_reduce(e->comm, n->dtype, (kiln_reduce_kind)n->a.reduce_kind,
+                           r->buf[view_base(e, ir_in(n)[0])], r->buf[id], (size_t)count, node);
 }
 
 /* ------------------------------------------------------------ buffers ---- */
@@ -307,6 +323,7 @@ static kiln_status run_kernels(run_state *r) {
         case FK_LOOP: s = run_loop(r, ki); break;
         case FK_DOT: s = run_dot(r, ki); break;
         case FK_SCATTER: s = run_scatter(r, ki); break;
+        case FK_COLLECTIVE: s = run_collective(r, ki); break;
         }
         if (pe && !s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
         if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0);

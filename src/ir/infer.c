@@ -325,6 +325,24 @@ static kiln_status infer_dot(const kiln_graph *g, ir_node *n, char *msg, size_t 
     return KILN_STATUS_OK;
 }
 
+/* all_reduce: the operand's type; MEAN divides, so it needs a float. */
+static kiln_status infer_collective(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    const ir_node *x = input(g, n, 0);
+    static const char *const kinds[] = {"sum", "mean", "max"};
+    if ((unsigned)n->a.reduce_kind > KILN_REDUCE_MAX)
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "the reduction %d is not KILN_REDUCE_SUM, _MEAN or _MAX",
+             n->a.reduce_kind);
+    if (!ir_dtype_accepts(IRT_NUMERIC, x->dtype))
+        FAIL(KILN_STATUS_DTYPE, "all_reduce takes numeric dtypes, not %s",
+             kiln_dtype_name(x->dtype));
+    if (n->a.reduce_kind == KILN_REDUCE_MEAN && !ir_dtype_is_float(x->dtype))
+        FAIL(KILN_STATUS_DTYPE, "all_reduce %s needs f32 or f64, not %s", kinds[n->a.reduce_kind],
+             kiln_dtype_name(x->dtype));
+    n->dtype = x->dtype;
+    n->shape = x->shape;
+    return KILN_STATUS_OK;
+}
+
 static kiln_status infer_index(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_node *t = input(g, n, 0), *idx = input(g, n, 1);
     if (t->shape.rank < 1) FAIL(KILN_STATUS_SHAPE, "the table/operand must have rank >= 1");
@@ -378,6 +396,7 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_REDUCE: s = infer_reduce(g, n, msg, msg_size); break;
     case IRK_DOT: s = infer_dot(g, n, msg, msg_size); break;
     case IRK_INDEX: s = infer_index(g, n, msg, msg_size); break;
+    case IRK_COLLECTIVE: s = infer_collective(g, n, msg, msg_size); break;
     default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");
     }
     return s ? s : ir_check_shape(&n->shape, n->dtype, msg, msg_size);

@@ -26,6 +26,7 @@ typedef enum ir_kind {
     IRK_REDUCE, /* reduce over a set of axes */
     IRK_DOT,    /* dot_general */
     IRK_INDEX,  /* take_rows, scatter_add_rows */
+    IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica */
 } ir_kind;
 
 /* Operand dtype classes an op accepts. */
@@ -166,7 +167,10 @@ enum {
     X(TAKE_ROWS, "take_rows", take_rows, 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)      \
     X(SCATTER_ADD_ROWS, "scatter_add_rows", scatter_add_rows, 3, IRK_INDEX, IRT_NUMERIC,           \
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
-    KN_RANDOM_OPS(X)
+    KN_RANDOM_OPS(X)                                                                               \
+    /* collectives (src/comm): a step of their own, run by the executable's communicator */     \
+    X(ALL_REDUCE, "all_reduce", all_reduce, 1, IRK_COLLECTIVE, IRT_NUMERIC, IRF_EXPENSIVE, 1,      \
+      NULL, NULL)
 // clang-format on
 
 typedef enum ir_op {
@@ -232,6 +236,7 @@ typedef union ir_attrs {
     uint32_t reduce_axes; /* REDUCE_*: bit i set = axis i reduced (not kept) */
     kiln_dot_dims dot;    /* DOT */
     int rng;              /* RANDOM: ir_rng */
+    int reduce_kind;      /* ALL_REDUCE: kiln_reduce_kind */
 } ir_attrs;
 
 #define IR_INLINE_INPUTS 3

@@ -136,6 +136,12 @@ static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
         sb_append(sb, "]");
         break;
     }
+    case IR_ALL_REDUCE: {
+        static const char *const kinds[] = {"sum", "mean", "max"};
+        sb_printf(sb, " %s",
+                  (unsigned)n->a.reduce_kind <= KILN_REDUCE_MAX ? kinds[n->a.reduce_kind] : "?");
+        break;
+    }
     case IR_DOT:
         if ((unsigned)n->a.dot.n_batch > KILN_MAX_RANK ||
             (unsigned)n->a.dot.n_contract > KILN_MAX_RANK) {

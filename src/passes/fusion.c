@@ -86,7 +86,8 @@ static bool expanding_use(const kiln_graph *g, const ir_node *c, uint32_t x) {
     case IR_BROADCAST: return numel(c) > numel(&g->nodes[x]);
     case IR_TAKE_ROWS: return in[0] == x;
     case IR_DOT:
-    case IR_SCATTER_ADD_ROWS: return true;
+    case IR_SCATTER_ADD_ROWS:
+    case IR_ALL_REDUCE: return true;
     default: return false;
     }
 }
@@ -108,7 +109,7 @@ typedef struct decide_state {
 static bool library_use(const decide_state *s, uint32_t x) {
     for (uint32_t k = s->users.start[x]; k < s->users.start[x + 1]; k++) {
         ir_op op = s->g->nodes[s->users.users[k]].op;
-        if (op == IR_DOT || op == IR_SCATTER_ADD_ROWS) return true;
+        if (op == IR_DOT || op == IR_SCATTER_ADD_ROWS || op == IR_ALL_REDUCE) return true;
     }
     return false;
 }
@@ -121,7 +122,7 @@ static bool reshape_view(const kiln_graph *g, uint32_t id) {
     if (n->op != IR_RESHAPE) return false;
     while (n->op == IR_RESHAPE) n = &g->nodes[ir_in(n)[0]];
     return n->op == IR_PARAMETER || n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS ||
-           (n->op == IR_CONSTANT && numel(n) != 1);
+           n->op == IR_ALL_REDUCE || (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
 static bool must_materialise(decide_state *s, uint32_t id) {
@@ -129,7 +130,7 @@ static bool must_materialise(decide_state *s, uint32_t id) {
     if (n->op == IR_PARAMETER || s->is_output[id] || n->remat == IR_REMAT_KEEP) return true;
     if (n->op == IR_CONSTANT) return numel(n) != 1 || library_use(s, id);
     if (n->op == IR_IOTA && library_use(s, id)) return true;
-    if (n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS) return true;
+    if (n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS || n->op == IR_ALL_REDUCE) return true;
     if (!is_source(n))
         for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++) {
             const ir_node *c = &s->g->nodes[s->users.users[k]];
@@ -288,7 +289,10 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
         const ir_node *n = &g->nodes[id];
         if (!p->materialised[id] || n->op == IR_PARAMETER || n->op == IR_CONSTANT) continue;
         fkernel *k = &p->kernels[p->n_kernels];
-        k->kind = n->op == IR_DOT ? FK_DOT : n->op == IR_SCATTER_ADD_ROWS ? FK_SCATTER : FK_LOOP;
+        k->kind = n->op == IR_DOT                ? FK_DOT
+                  : n->op == IR_SCATTER_ADD_ROWS ? FK_SCATTER
+                  : n->op == IR_ALL_REDUCE       ? FK_COLLECTIVE
+                                                 : FK_LOOP;
         if (!(k->roots = host_alloc(ctx, sizeof *k->roots))) {
             s = ctx_oom(ctx, "fusion: kernel roots", sizeof *k->roots);
             goto done;

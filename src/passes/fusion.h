@@ -22,6 +22,7 @@ typedef enum fk_kind {
     FK_LOOP,    /* generated loop nest over the roots' shape */
     FK_DOT,     /* dot_general: BLAS for floats, a generated loop for integers */
     FK_SCATTER, /* scatter_add_rows: runtime loop */
+    FK_COLLECTIVE, /* all_reduce: the communicator, out of place, its own step */
 } fk_kind;
 
 typedef struct fkernel {

@@ -227,6 +227,7 @@ static int canonical_attrs(ir_op op, int r, const ir_attrs *a, int64_t *buf) {
         for (int i = 0; i < b; i++) buf[n++] = a->dot.rhs_batch[i];
         break;
     }
+    case IR_ALL_REDUCE: buf[n++] = a->reduce_kind; break;
     default: break; /* elementwise (the dtype says what CONVERT does), constants */
     }
     return n;

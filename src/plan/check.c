@@ -151,8 +151,9 @@ static kiln_status check_root_alias(const kiln_graph *g, const fusion_plan *fp, 
     const plan_buffer *b = &p->buffers[p->buffer_of[kn->roots[r]]];
     uint32_t a = p->alias_of[kn->roots[r]];
     bool shares = b->shares >= 0;
-    if (shares != (a != 0) || (a && (a > kn->n_inputs || kn->kind == FK_DOT ||
-                                     b->shares != p->buffer_of[kn->inputs[a - 1]])))
+    if (shares != (a != 0) ||
+        (a && (a > kn->n_inputs || kn->kind == FK_DOT || kn->kind == FK_COLLECTIVE ||
+               b->shares != p->buffer_of[kn->inputs[a - 1]])))
         return fail(g, "kernel %u's in-place input (%u) and %%%u's sharing disagree", k, a,
                     kn->roots[r]);
     if (!a) return KILN_STATUS_OK;

@@ -274,7 +274,7 @@ static void assign_inplace(const plan_ctx *c, plan_cand *cd) {
     for (uint32_t s = 0; s < c->nk; s++) {
         uint32_t k = cd->order[s];
         const fkernel *kn = &c->fp->kernels[k];
-        if (kn->kind == FK_DOT) continue;
+        if (kn->kind == FK_DOT || kn->kind == FK_COLLECTIVE) continue;
         for (int pass = 0; pass < 3; pass++)
             for (uint32_t r = 0; r < kn->n_roots; r++) {
                 bool out = cd->buf[c->buffer_of[kn->roots[r]]].kind == PLAN_K_OUTPUT;

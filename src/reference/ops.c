@@ -4,12 +4,23 @@
  * evaluator here; tests/test_registry.c walks IR_NUM_OPS and fails for a missing one. */
 #include "reference.h"
 
+#include <string.h>
+
 /* Sources bound by the driver: reaching this is a driver bug, never a wrong value. */
 static kiln_status ref_bound(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     (void)vals, (void)out;
     return ctx_error(g->ctx, KILN_STATUS_INTERNAL,
                      "kiln_interpret: %s %%%u is bound, not evaluated",
                      ir_ops[g->nodes[id].op].name, id);
+}
+
+/* The reference runs one replica, and over one replica every reduction is the value
+ * itself (the mean of one is itself too: x / 1 is exact). */
+static kiln_status ref_all_reduce(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                  void *out) {
+    const ref_value *x = &vals[ir_in(&g->nodes[id])[0]];
+    if (x->nbytes) memcpy(out, x->data, x->nbytes);
+    return KILN_STATUS_OK;
 }
 
 static const ref_eval_fn evals[IR_NUM_OPS] = {
@@ -39,6 +50,7 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_TAKE_ROWS] = ref_take_rows,
     [IR_SCATTER_ADD_ROWS] = ref_scatter_add_rows,
     [IR_RANDOM] = ref_random,
+    [IR_ALL_REDUCE] = ref_all_reduce,
 };
 
 ref_eval_fn ref_op_eval(ir_op op) {

@@ -603,6 +603,16 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
     case IR_TAKE_ROWS: return need_inputs(p, name, 2) ? kiln_take_rows(g, in[0], in[1]) : KN_NONE;
     case IR_SCATTER_ADD_ROWS:
         return need_inputs(p, name, 3) ? kiln_scatter_add_rows(g, in[0], in[1], in[2]) : KN_NONE;
+    case IR_ALL_REDUCE: {
+        static const char *const kinds[] = {"sum", "mean", "max"};
+        int k = -1;
+        for (int i = 0; i < p->n_attrs && k < 0; i++)
+            for (int j = 0; j < 3; j++)
+                if (!p->attrs[i].list && !p->attrs[i].n && !strcmp(p->attrs[i].name, kinds[j]))
+                    k = j, p->attrs[i].used = true;
+        if (k < 0) return fail(p, "all_reduce needs a reduction: sum, mean or max"), KN_NONE;
+        return need_inputs(p, name, 1) ? kiln_all_reduce(g, in[0], (kiln_reduce_kind)k) : KN_NONE;
+    }
     default: return fail(p, "%s cannot be written in a graph's text", name), KN_NONE;
     }
 }

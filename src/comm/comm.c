@@ -1,0 +1,193 @@
+/* comm.c — the public communicator API over the transports' tables (comm.h): argument
+ * checks, the MEAN division, call numbering, timing and the refusal after a failure. */
+#include "comm.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+double comm_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const char *kind_name(kiln_reduce_kind k) {
+    return k == KILN_REDUCE_SUM ? "sum" : k == KILN_REDUCE_MEAN ? "mean" : "max";
+}
+
+static void divide(kiln_dtype t, void *buf, size_t count, int size) {
+    if (t == KILN_DTYPE_F32) {
+        float *p = buf, d = (float)size;
+        for (size_t i = 0; i < count; i++) p[i] /= d;
+    } else {
+        double *p = buf, d = (double)size;
+        for (size_t i = 0; i < count; i++) p[i] /= d;
+    }
+}
+
+static kiln_status check_args(kiln_comm *c, const char *op, kiln_dtype t, kiln_reduce_kind k,
+                              const void *send, void *recv, int64_t count) {
+    kiln_context *ctx = c->ctx;
+    if ((unsigned)k > KILN_REDUCE_MAX)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: the reduction %d is not KILN_REDUCE_SUM, _MEAN or _MAX", op, (int)k);
+    if (t != KILN_DTYPE_F32 && t != KILN_DTYPE_F64 && t != KILN_DTYPE_I32 && t != KILN_DTYPE_I64)
+        return ctx_error(ctx, KILN_STATUS_DTYPE, "%s: %s cannot be reduced (f32, f64, i32, i64)",
+                         op, kiln_dtype_name(t));
+    if (k == KILN_REDUCE_MEAN && t != KILN_DTYPE_F32 && t != KILN_DTYPE_F64)
+        return ctx_error(ctx, KILN_STATUS_DTYPE, "%s: a mean needs f32 or f64, not %s", op,
+                         kiln_dtype_name(t));
+    if (count < 0 || (count && (!send || !recv)))
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: count %lld with send %p and recv %p", op, (long long)count, send,
+                         recv);
+    size_t n = (size_t)count * kiln_dtype_itemsize(t);
+    const char *s = send, *r = recv;
+    if (n && s < r + n && r < s + n)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: send and recv overlap (collectives run out of place)", op);
+    if (c->failed)
+        return ctx_error(ctx, KILN_STATUS_TIMEOUT,
+                         "%s: rank %d of this %s communicator already failed a collective; the "
+                         "group cannot go on",
+                         op, c->rank, c->ops->kind);
+    return KILN_STATUS_OK;
+}
+
+kiln_status comm_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
+                            void *recv, size_t count, const char *node) {
+    size_t bytes = count * kiln_dtype_itemsize(t);
+    if (!c || c->size == 1) { /* one replica: every reduction is the value itself */
+        if (bytes && recv != send) memmove(recv, send, bytes);
+        return KILN_STATUS_OK;
+    }
+    kiln_status s = check_args(c, "all_reduce", t, k, send, recv, (int64_t)count);
+    if (s) return s;
+    char what[160];
+    snprintf(what, sizeof what, "collective #%llu, all_reduce %s of %zu %s (%s)",
+             (unsigned long long)c->calls + 1, kind_name(k), count, kiln_dtype_name(t),
+             node ? node : "host buffer");
+    double t0 = comm_now();
+    s = c->ops->all_reduce(c, t, k == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : k, send, recv, count,
+                           what);
+    if (s) {
+        c->failed = true;
+        return s;
+    }
+    if (k == KILN_REDUCE_MEAN) divide(t, recv, count, c->size);
+    c->calls++;
+    c->bytes += bytes;
+    c->seconds += comm_now() - t0;
+    return KILN_STATUS_OK;
+}
+
+/* --------------------------------------------------------------- public ---- */
+
+kiln_status kiln_comm_create_local(kiln_context *ctx, int size, double timeout_s,
+                                   kiln_comm **comms) {
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!comms)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_comm_create_local: comms is NULL");
+    if (size < 1 || size > 4096)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_comm_create_local: size %d is outside [1, 4096]", size);
+    if (!(timeout_s <= 1e9))
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_comm_create_local: timeout %g s is not a number of seconds",
+                         timeout_s);
+    for (int i = 0; i < size; i++) comms[i] = NULL;
+    return comm_local_group(ctx, size, timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S,
+                            comms);
+}
+
+bool kiln_comm_mpi_available(void) {
+    return comm_mpi_built();
+}
+
+kiln_status kiln_comm_create_mpi(kiln_context *ctx, double timeout_s, kiln_comm **out) {
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!out)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_comm_create_mpi: out is NULL");
+    *out = NULL;
+    if (!comm_mpi_built())
+        return ctx_error(ctx, KILN_STATUS_UNIMPLEMENTED,
+                         "kiln_comm_create_mpi: this kiln was built without MPI (CMake did not "
+                         "find it); install MPICH (sudo apt-get install -y libmpich-dev mpich, "
+                         "or scripts/deps.sh as root) and reconfigure");
+    if (!(timeout_s <= 1e9))
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_comm_create_mpi: timeout %g s is not a number of seconds",
+                         timeout_s);
+    kiln_comm *c = host_calloc(ctx, 1, sizeof *c);
+    if (!c) return ctx_oom(ctx, "kiln_comm_create_mpi", sizeof *c);
+    c->ctx = ctx;
+    c->timeout_s = timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S;
+    kiln_status s = comm_mpi_open(c);
+    if (s) {
+        host_free(ctx, c, sizeof *c);
+        return s;
+    }
+    *out = c;
+    return KILN_STATUS_OK;
+}
+
+void kiln_comm_destroy(kiln_comm *c) {
+    if (!c) return;
+    kiln_context *ctx = c->ctx;
+    c->ops->destroy(c);
+    host_free(ctx, c, sizeof *c);
+}
+
+int kiln_comm_get_rank(const kiln_comm *c) {
+    return c ? c->rank : 0;
+}
+
+int kiln_comm_get_size(const kiln_comm *c) {
+    return c ? c->size : 1;
+}
+
+const char *kiln_comm_get_kind(const kiln_comm *c) {
+    return c ? c->ops->kind : "none";
+}
+
+void kiln_comm_get_stats(const kiln_comm *c, kiln_comm_stats *out) {
+    if (!out) return;
+    *out = (kiln_comm_stats){0};
+    if (!c) return;
+    out->calls = c->calls;
+    out->bytes = c->bytes;
+    out->seconds = c->seconds;
+}
+
+kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
+                                 const void *send, void *recv, int64_t count) {
+    if (!c) return KILN_STATUS_INVALID_ARGUMENT;
+    kiln_status s = check_args(c, "kiln_comm_all_reduce", dtype, kind, send, recv, count);
+    return s ? s : comm_all_reduce(c, dtype, kind, send, recv, (size_t)count, NULL);
+}
+
+kiln_status kiln_comm_barrier(kiln_comm *c) {
+    if (!c) return KILN_STATUS_INVALID_ARGUMENT;
+    if (c->failed)
+        return ctx_error(c->ctx, KILN_STATUS_TIMEOUT,
+                         "kiln_comm_barrier: rank %d of this %s communicator already failed a "
+                         "collective; the group cannot go on",
+                         c->rank, c->ops->kind);
+    if (c->size == 1) return KILN_STATUS_OK;
+    char what[64];
+    snprintf(what, sizeof what, "collective #%llu, barrier", (unsigned long long)c->calls + 1);
+    kiln_status s = c->ops->barrier(c, what);
+    if (s)
+        c->failed = true;
+    else
+        c->calls++;
+    return s;
+}
+
+void kiln_comm_abort(kiln_comm *c, int code) {
+    if (c) c->ops->abort(c, code);
+    _Exit(code);
+}

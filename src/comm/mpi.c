@@ -1,0 +1,164 @@
+/* mpi.c — the MPI transport: one rank per process over a duplicate of MPI_COMM_WORLD
+ * (built when CMake found MPI: KILN_HAVE_MPI; otherwise only comm_mpi_built, false).
+ *
+ * MPI's blocking collectives wait forever for a dead or stalled peer, so every collective
+ * is the nonblocking one (MPI_Iallreduce, MPI_Ibarrier) polled with MPI_Test until it
+ * completes or the group's deadline passes; then the call fails with KILN_STATUS_TIMEOUT
+ * and the communicator is marked failed (the request cannot be cancelled, so it is neither
+ * freed nor is MPI finalised afterwards). Errors are returned, not fatal
+ * (MPI_ERRORS_RETURN on the duplicate), and become KILN_STATUS_BACKEND with MPI's text.
+ * MPI is initialised with MPI_THREAD_FUNNELED when the program has not done so, and
+ * finalised by the communicator that initialised it. */
+#include "comm.h"
+
+#ifndef KILN_HAVE_MPI
+
+bool comm_mpi_built(void) {
+    return false;
+}
+
+kiln_status comm_mpi_open(kiln_comm *c) {
+    return ctx_error(c->ctx, KILN_STATUS_UNIMPLEMENTED, "kiln was built without MPI");
+}
+
+#else
+
+#include <limits.h>
+#include <mpi.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef struct mpi_impl {
+    MPI_Comm comm;
+    bool initialised_here;
+} mpi_impl;
+
+bool comm_mpi_built(void) {
+    return true;
+}
+
+static kiln_status mpi_fail(kiln_comm *c, int rc, const char *what) {
+    char text[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    if (MPI_Error_string(rc, text, &n) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+    return ctx_error(c->ctx, KILN_STATUS_BACKEND, "%s on rank %d of %d (mpi): %s", what, c->rank,
+                     c->size, text);
+}
+
+/* Polls req until done or the deadline: spins briefly (a collective between processes of
+ * one machine completes in microseconds), then sleeps in growing steps up to 1 ms. */
+static kiln_status wait_request(kiln_comm *c, MPI_Request *req, const char *what) {
+    double deadline = comm_now() + c->timeout_s;
+    long nap = 1000; /* ns */
+    for (int spin = 0;; spin++) {
+        int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_fail(c, rc, what);
+        if (done) return KILN_STATUS_OK;
+        if (comm_now() > deadline)
+            return ctx_error(c->ctx, KILN_STATUS_TIMEOUT,
+                             "%s on rank %d of %d (mpi): not finished after %.3g s: a rank died "
+                             "or stalls (kiln_comm_abort ends the job)",
+                             what, c->rank, c->size, c->timeout_s);
+        if (spin < 200) {
+            sched_yield();
+            continue;
+        }
+        struct timespec ts = {0, nap};
+        nanosleep(&ts, NULL);
+        if (nap < 1000000) nap *= 2;
+    }
+}
+
+static MPI_Datatype mpi_type(kiln_dtype t) {
+    switch (t) {
+    case KILN_DTYPE_F32: return MPI_FLOAT;
+    case KILN_DTYPE_F64: return MPI_DOUBLE;
+    case KILN_DTYPE_I32: return MPI_INT32_T;
+    default: return MPI_INT64_T;
+    }
+}
+
+static kiln_status mpi_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
+                                  void *recv, size_t count, const char *what) {
+    mpi_impl *m = c->impl;
+    size_t item = kiln_dtype_itemsize(t);
+    /* MPI counts are int: larger buffers go in pieces */
+    for (size_t at = 0; at < count;) {
+        size_t n = count - at < (size_t)INT_MAX ? count - at : (size_t)INT_MAX;
+        MPI_Request req;
+        int rc =
+            MPI_Iallreduce((const char *)send + at * item, (char *)recv + at * item, (int)n,
+                           mpi_type(t), k == KILN_REDUCE_MAX ? MPI_MAX : MPI_SUM, m->comm, &req);
+        if (rc != MPI_SUCCESS) return mpi_fail(c, rc, what);
+        kiln_status s = wait_request(c, &req, what);
+        if (s) return s;
+        at += n;
+    }
+    return KILN_STATUS_OK;
+}
+
+static kiln_status mpi_barrier(kiln_comm *c, const char *what) {
+    mpi_impl *m = c->impl;
+    MPI_Request req;
+    int rc = MPI_Ibarrier(m->comm, &req);
+    return rc != MPI_SUCCESS ? mpi_fail(c, rc, what) : wait_request(c, &req, what);
+}
+
+static void mpi_abort(kiln_comm *c, int code) {
+    (void)c;
+    fflush(NULL);
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+static void mpi_destroy(kiln_comm *c) {
+    mpi_impl *m = c->impl;
+    if (!c->failed) {
+        MPI_Comm_free(&m->comm);
+        int fin = 0;
+        MPI_Finalized(&fin);
+        if (m->initialised_here && !fin) MPI_Finalize();
+    }
+    host_free(c->ctx, m, sizeof *m);
+}
+
+static const kn_comm_ops mpi_ops = {
+    .kind = "mpi",
+    .all_reduce = mpi_all_reduce,
+    .barrier = mpi_barrier,
+    .abort = mpi_abort,
+    .destroy = mpi_destroy,
+};
+
+kiln_status comm_mpi_open(kiln_comm *c) {
+    mpi_impl *m = host_calloc(c->ctx, 1, sizeof *m);
+    if (!m) return ctx_oom(c->ctx, "kiln_comm_create_mpi", sizeof *m);
+    int init = 0, fin = 0, rc = MPI_SUCCESS;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (fin) {
+        host_free(c->ctx, m, sizeof *m);
+        return ctx_error(c->ctx, KILN_STATUS_BACKEND,
+                         "kiln_comm_create_mpi: MPI was finalised already; it cannot start again");
+    }
+    if (!init) {
+        int provided = 0;
+        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        m->initialised_here = rc == MPI_SUCCESS;
+    }
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_dup(MPI_COMM_WORLD, &m->comm);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(m->comm, &c->rank);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_size(m->comm, &c->size);
+    if (rc != MPI_SUCCESS) {
+        kiln_status s = mpi_fail(c, rc, "kiln_comm_create_mpi");
+        host_free(c->ctx, m, sizeof *m);
+        return s;
+    }
+    c->ops = &mpi_ops;
+    c->impl = m;
+    return KILN_STATUS_OK;
+}
+
+#endif

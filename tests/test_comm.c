@@ -1,0 +1,367 @@
+/* test_comm.c — collectives: kiln_all_reduce against a host reduction of every replica's
+ * input over 4 in-process CPU devices (random shapes, dtypes and reductions, fused with
+ * the ops around it), its VJP, the single-replica identity (reference, no communicator),
+ * the text form, timeouts and mismatched calls, and the fault sweep of the group and the
+ * compile. Also run under ThreadSanitizer (label tsan). */
+#include "fault.h"
+#include "rng.h"
+#include "test.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RANKS 4
+
+static kiln_context *ctx;
+
+typedef struct replica {
+    kiln_executable *e;
+    int n_in;
+    kiln_array *in[2];
+    kiln_array *out;
+    kiln_status s;
+    char err[512];
+} replica;
+
+static void *run_replica(void *p) {
+    replica *r = p;
+    r->s = kiln_executable_run(r->e, r->n_in, r->in, 1, &r->out);
+    if (r->s) snprintf(r->err, sizeof r->err, "%s", kiln_last_error(ctx));
+    return NULL;
+}
+
+/* Runs every replica in a thread of its own. */
+static void run_all(replica *r, int n) {
+    pthread_t t[RANKS];
+    for (int i = 0; i < n; i++) pthread_create(&t[i], NULL, run_replica, &r[i]);
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+}
+
+static double elem(kiln_dtype t, const void *p, int64_t i) {
+    switch (t) {
+    case KILN_DTYPE_F32: return ((const float *)p)[i];
+    case KILN_DTYPE_F64: return ((const double *)p)[i];
+    case KILN_DTYPE_I32: return ((const int32_t *)p)[i];
+    default: return (double)((const int64_t *)p)[i];
+    }
+}
+
+/* y = all_reduce(x * 2 + 1) * 3 on every replica vs the same on the host. */
+static void check_random_case(uint64_t *seed, kiln_comm **comms) {
+    static const kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
+                                     KILN_DTYPE_I64};
+    kiln_dtype t = dts[test_rng_int(seed, 4)];
+    kiln_reduce_kind k = (kiln_reduce_kind)test_rng_int(seed, 3);
+    if (k == KILN_REDUCE_MEAN && (t == KILN_DTYPE_I32 || t == KILN_DTYPE_I64)) k = KILN_REDUCE_SUM;
+    int rank = test_rng_int(seed, 4);
+    int64_t dims[4], n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i] = 1 + test_rng_int(seed, i == rank - 1 ? 37 : 5);
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "ar", &g));
+    kiln_value x = kiln_parameter(g, "x", t, rank, dims);
+    kiln_value u = kiln_add(g, kiln_mul(g, x, kiln_scalar(g, t, 2)), kiln_scalar(g, t, 1));
+    kiln_value y = kiln_mul(g, kiln_all_reduce(g, u, k), kiln_scalar(g, t, 3));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    size_t bytes = (size_t)n * kiln_dtype_itemsize(t);
+    void *host[RANKS], *got = malloc(bytes);
+    replica r[RANKS];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < RANKS; i++) {
+        host[i] = malloc(bytes);
+        test_fill_uniform(t, n, host[i], seed);
+        kiln_compile_options o = {.device = i, .comm = comms[i]};
+        CHECK_OK(ctx, kiln_compile(g, &o, &r[i].e));
+        CHECK_OK(ctx, kiln_array_create_on(ctx, i, t, rank, dims, host[i], &r[i].in[0]));
+        r[i].n_in = 1;
+    }
+    run_all(r, RANKS);
+    int bad = 0;
+    void *first = malloc(bytes);
+    for (int i = 0; i < RANKS; i++) {
+        CHECK_MSG(r[i].s == KILN_STATUS_OK, "rank %d: %s", i, r[i].err);
+        if (r[i].s) continue;
+        kiln_array_copy_to_host(r[i].out, got, bytes);
+        if (i == 0) memcpy(first, got, bytes);
+        CHECK_MSG(!memcmp(first, got, bytes), "rank %d's result differs from rank 0's", i);
+        for (int64_t e = 0; e < n && !bad; e++) {
+            double acc = 0;
+            for (int q = 0; q < RANKS; q++) {
+                double v = elem(t, host[q], e) * 2 + 1;
+                acc = k == KILN_REDUCE_MAX ? (q ? fmax(acc, v) : v) : acc + v;
+            }
+            if (k == KILN_REDUCE_MEAN) acc /= RANKS;
+            double want = acc * 3, have = elem(t, got, e);
+            bad = !test_close(have, want, t == KILN_DTYPE_F32 ? 1e-6 : 1e-13, 1e-6);
+            CHECK_MSG(!bad, "%s[%lld] reduction %d rank %d: element %lld is %g, want %g",
+                      kiln_dtype_name(t), (long long)n, (int)k, i, (long long)e, have, want);
+        }
+    }
+    for (int i = 0; i < RANKS; i++) {
+        kiln_array_destroy(r[i].in[0]);
+        kiln_array_destroy(r[i].out);
+        kiln_executable_destroy(r[i].e);
+        free(host[i]);
+    }
+    free(first);
+    free(got);
+    kiln_graph_destroy(g);
+}
+
+static void test_random_shapes(void) {
+    kiln_comm *comms[RANKS];
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, RANKS, 30, comms));
+    CHECK(kiln_comm_get_size(comms[2]) == RANKS && kiln_comm_get_rank(comms[2]) == 2);
+    CHECK(strcmp(kiln_comm_get_kind(comms[0]), "local") == 0);
+    uint64_t seed = test_seed(0xa11);
+    for (int c = 0; c < 24; c++) check_random_case(&seed, comms);
+    kiln_comm_stats st;
+    kiln_comm_get_stats(comms[1], &st);
+    CHECK(st.calls == 24 && st.bytes > 0);
+    for (int i = 0; i < RANKS; i++) kiln_comm_destroy(comms[i]);
+}
+
+/* One replica: the reference interpreter and a compile without a communicator agree that
+ * every reduction is the identity. */
+static void test_one_replica_identity(void) {
+    for (int k = 0; k < 3; k++) {
+        kiln_graph *g = NULL;
+        int64_t d[2] = {3, 5};
+        CHECK_OK(ctx, kiln_graph_create(ctx, "one", &g));
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+        kiln_value y = kiln_all_reduce(g, kiln_exp(g, x), (kiln_reduce_kind)k);
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+        float in[15], a[15], b[15];
+        for (int i = 0; i < 15; i++) in[i] = (float)i / 7 - 1;
+        kiln_array *xa = NULL, *ya = NULL, *yb = NULL;
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, in, &xa));
+        CHECK_OK(ctx, kiln_interpret(g, 1, &xa, 1, &ya));
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        CHECK_OK(ctx, kiln_executable_run(e, 1, &xa, 1, &yb));
+        kiln_array_copy_to_host(ya, a, sizeof a);
+        kiln_array_copy_to_host(yb, b, sizeof b);
+        for (int i = 0; i < 15; i++) CHECK_NEAR(a[i], expf(in[i]), 1e-6);
+        CHECK(!memcmp(a, b, sizeof a));
+        kiln_array_destroy(xa), kiln_array_destroy(ya), kiln_array_destroy(yb);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+}
+
+/* The text form keeps the reduction, and a wrong operand is the builder's error. */
+static void test_text_and_errors(void) {
+    const char *text = "graph t(%1: f32[4] \"x\") {\n"
+                       "  %1 = parameter 0 \"x\" : f32[4]\n"
+                       "  %2 = all_reduce(%1) max : f32[4]\n"
+                       "  return (%2)\n}\n";
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_parse(ctx, text, strlen(text), "t.kir", &g));
+    kiln_graph_destroy(g);
+    g = NULL;
+    const char *bad = "graph t(%1: f32[4] \"x\") {\n"
+                      "  %1 = parameter 0 \"x\" : f32[4]\n"
+                      "  %2 = all_reduce(%1) : f32[4]\n"
+                      "  return (%2)\n}\n";
+    CHECK_STATUS(kiln_graph_parse(ctx, bad, strlen(bad), "t.kir", &g),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "sum, mean or max");
+    int64_t d = 4;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "bad", &g));
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_I32, 1, &d);
+    kiln_value y = kiln_all_reduce(g, x, KILN_REDUCE_MEAN);
+    CHECK_STATUS(kiln_graph_finish(g, 1, &y), KILN_STATUS_DTYPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_all_reduce");
+    CHECK_CONTAINS(kiln_last_error(ctx), "needs f32 or f64");
+    kiln_graph_destroy(g);
+}
+
+/* Each replica r has loss L_r = sum(w_r * all_reduce(x_r)); the program's loss is their
+ * sum, so dL/dx_r is the all_reduce of the w's for SUM (mean for MEAN), and for MAX the
+ * summed w where x_r holds the maximum. */
+static void test_vjp(void) {
+    kiln_comm *comms[RANKS];
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, RANKS, 30, comms));
+    const int64_t n = 6;
+    uint64_t seed = test_seed(0xd1ff);
+    for (int k = 0; k < 3; k++) {
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "vjp", &g));
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, &n);
+        kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F64, 1, &n);
+        int ax = 0;
+        kiln_value loss = kiln_reduce_sum(
+            g, kiln_mul(g, w, kiln_all_reduce(g, x, (kiln_reduce_kind)k)), 1, &ax, false);
+        kiln_value dx;
+        CHECK_OK(ctx, kiln_grad(g, loss, 1, &x, &dx));
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &dx));
+        double xs[RANKS][6], ws[RANKS][6];
+        replica r[RANKS];
+        memset(r, 0, sizeof r);
+        for (int i = 0; i < RANKS; i++) {
+            for (int e = 0; e < n; e++)
+                xs[i][e] = (double)test_rng_int(&seed, 1000) + 0.25 * i, /* distinct */
+                    ws[i][e] = test_rng_unit(&seed) - 0.5;
+            kiln_compile_options o = {.device = i, .comm = comms[i]};
+            CHECK_OK(ctx, kiln_compile(g, &o, &r[i].e));
+            CHECK_OK(ctx, kiln_array_create_on(ctx, i, KILN_DTYPE_F64, 1, &n, xs[i], &r[i].in[0]));
+            CHECK_OK(ctx, kiln_array_create_on(ctx, i, KILN_DTYPE_F64, 1, &n, ws[i], &r[i].in[1]));
+            r[i].n_in = 2;
+        }
+        run_all(r, RANKS);
+        for (int i = 0; i < RANKS; i++) {
+            CHECK_MSG(r[i].s == KILN_STATUS_OK, "rank %d: %s", i, r[i].err);
+            double got[6] = {0};
+            if (!r[i].s) kiln_array_copy_to_host(r[i].out, got, sizeof got);
+            for (int e = 0; e < n; e++) {
+                double sw = 0, mx = -INFINITY;
+                for (int q = 0; q < RANKS; q++) sw += ws[q][e], mx = fmax(mx, xs[q][e]);
+                double want = k == KILN_REDUCE_SUM    ? sw
+                              : k == KILN_REDUCE_MEAN ? sw / RANKS
+                              : xs[i][e] == mx        ? sw
+                                                      : 0;
+                CHECK_MSG(test_close(got[e], want, 1e-12, 1e-12),
+                          "reduction %d rank %d: dx[%d] = %g, want %g", k, i, e, got[e], want);
+            }
+            kiln_array_destroy(r[i].in[0]), kiln_array_destroy(r[i].in[1]);
+            kiln_array_destroy(r[i].out);
+            kiln_executable_destroy(r[i].e);
+        }
+        kiln_graph_destroy(g);
+    }
+    for (int i = 0; i < RANKS; i++) kiln_comm_destroy(comms[i]);
+}
+
+typedef struct caller {
+    kiln_comm *c;
+    int64_t count;
+    kiln_status s;
+    char err[512];
+} caller;
+
+static void *call_all_reduce(void *p) {
+    caller *a = p;
+    float in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+    a->s = kiln_comm_all_reduce(a->c, KILN_DTYPE_F32, KILN_REDUCE_SUM, in, out, a->count);
+    if (a->s) snprintf(a->err, sizeof a->err, "%s", kiln_last_error(ctx));
+    return NULL;
+}
+
+/* A rank that never arrives fails the others within the timeout, naming it; the group
+ * stays failed. Ranks that disagree on the call fail alike. */
+static void test_timeout_and_mismatch(void) {
+    kiln_comm *comms[3];
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, 3, 0.2, comms));
+    caller a[3] = {{comms[0], 8, 0, ""}, {comms[1], 8, 0, ""}, {comms[2], 8, 0, ""}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, call_all_reduce, &a[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        CHECK_STATUS(a[i].s, KILN_STATUS_TIMEOUT);
+        CHECK_CONTAINS(a[i].err, "rank(s) 2");
+        CHECK_CONTAINS(a[i].err, "never arrived");
+    }
+    call_all_reduce(&a[2]); /* the late rank fails at once */
+    CHECK_STATUS(a[2].s, KILN_STATUS_TIMEOUT);
+    CHECK_CONTAINS(a[2].err, "rank(s) 2, which never arrived"); /* the cause, not its own wait */
+    for (int i = 0; i < 3; i++) kiln_comm_destroy(comms[i]);
+
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, 2, 5, comms));
+    caller m[2] = {{comms[0], 8, 0, ""}, {comms[1], 5, 0, ""}};
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, call_all_reduce, &m[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        CHECK_STATUS(m[i].s, KILN_STATUS_TIMEOUT);
+        CHECK_CONTAINS(m[i].err, "different collectives");
+    }
+    for (int i = 0; i < 2; i++) kiln_comm_destroy(comms[i]);
+}
+
+/* A compiled program whose peer never runs ends with the timeout, not a hang. */
+static void test_program_timeout(void) {
+    kiln_comm *comms[2];
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, 2, 0.2, comms));
+    kiln_graph *g = NULL;
+    int64_t d = 16;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "lonely", &g));
+    kiln_value y =
+        kiln_all_reduce(g, kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &d), KILN_REDUCE_SUM);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    replica r = {.n_in = 1};
+    kiln_compile_options o = {.comm = comms[0]};
+    CHECK_OK(ctx, kiln_compile(g, &o, &r.e));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, &d, NULL, &r.in[0]));
+    run_replica(&r);
+    CHECK_STATUS(r.s, KILN_STATUS_TIMEOUT);
+    CHECK_CONTAINS(r.err, "of 'lonely'");
+    CHECK_CONTAINS(r.err, "rank(s) 1");
+    CHECK(r.out == NULL);
+    kiln_array_destroy(r.in[0]);
+    kiln_executable_destroy(r.e);
+    kiln_graph_destroy(g);
+    for (int i = 0; i < 2; i++) kiln_comm_destroy(comms[i]);
+}
+
+static void test_mpi_absent_or_present(void) {
+    kiln_comm *c = (kiln_comm *)1;
+    if (kiln_comm_mpi_available()) return; /* tests/mpi_train.sh runs it under mpiexec */
+    CHECK_STATUS(kiln_comm_create_mpi(ctx, 1, &c), KILN_STATUS_UNIMPLEMENTED);
+    CHECK(c == NULL);
+    CHECK_CONTAINS(kiln_last_error(ctx), "built without MPI");
+}
+
+/* The group and the compile of a program with a collective, failing each allocation. */
+static kiln_status fault_body(kiln_context *c, int *bad) {
+    kiln_comm *comms[3] = {0};
+    kiln_status s = kiln_comm_create_local(c, 3, 1, comms);
+    kiln_graph *g = NULL;
+    kiln_executable *e = NULL;
+    int64_t d[2] = {4, 8};
+    if (!s) s = kiln_graph_create(c, "fault", &g);
+    if (!s) {
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+        kiln_value y = kiln_exp(g, kiln_all_reduce(g, kiln_tanh(g, x), KILN_REDUCE_MEAN));
+        s = kiln_graph_finish(g, 1, &y);
+    }
+    kiln_compile_options o = {.comm = comms[1]};
+    if (!s) s = kiln_compile(g, &o, &e);
+    if (!s) *bad = kiln_comm_get_rank(comms[1]) != 1;
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    for (int i = 0; i < 3; i++) kiln_comm_destroy(comms[i]);
+    return s;
+}
+
+static void test_fault_sweep(const char *dir) {
+    fault_ctx_case fc = {dir, fault_body, "the communicator has the wrong rank"};
+    fault_sweep sw = {"comm+compile", fault_in_context, &fc, 2000, NULL};
+    CHECK(fault_sweep_run(&sw) > 10);
+}
+
+int main(void) {
+    char dir[] = "/tmp/kiln-test-comm-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.cache_dir = dir;
+    o.cpu_devices = RANKS;
+    o.num_threads = RANKS;
+    char err[512];
+    if (kiln_context_create(&o, &ctx, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    RUN(test_random_shapes);
+    RUN(test_one_replica_identity);
+    RUN(test_text_and_errors);
+    RUN(test_vjp);
+    RUN(test_timeout_and_mismatch);
+    RUN(test_program_timeout);
+    RUN(test_mpi_absent_or_present);
+    test_fault_sweep(dir);
+    kiln_context_destroy(ctx);
+    test_remove_dir(dir);
+    return test_summary("test_comm");
+}

@@ -1,0 +1,227 @@
+/* test_dp.c — data-parallel training of models/gpt: N replicas give the parameters one
+ * process gets on the combined batch, to f32 tolerance, after 20 steps; replicas that
+ * diverge are caught by the parameter hash.
+ *
+ *   test_dp              4 in-process CPU devices (threads; also under ThreadSanitizer)
+ *   test_dp mpi          under mpiexec -np N: one replica per process over MPI; rank 0
+ *                        also trains the single process and compares (tests/mpi_dp.sh)
+ *   test_dp mpi-stall S  under mpiexec: rank 1 stops itself (SIGSTOP) at its 4th
+ *                        collective, or kills itself (SIGKILL) when S is "kill"; the
+ *                        others must fail with the timeout error (tests/mpi_dp.sh) */
+#include "gpt.h"
+#include "test.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STEPS 20
+
+static void options(gpt_train_options *o, const char *out) {
+    gpt_train_defaults(o);
+    o->model = (gpt_config){.vocab = 256, .context = 16, .layers = 1, .heads = 2, .channels = 32};
+    o->batch = 8, o->steps = STEPS, o->warmup = 4, o->lr = 1e-2, o->clip = 1.0;
+    o->eval_every = 0, o->out_dir = out, o->check_every = 5;
+}
+
+/* Trains one process on the whole batch into dir/one and compares its parameters with
+ * dir/dp's (written by rank 0 of the data-parallel run). */
+static void compare_with_one_process(kiln_context *ctx, const char *dir, double dp_loss) {
+    char one[600], dp[600], err[GPT_ERR_SIZE];
+    snprintf(one, sizeof one, "%s/one", dir);
+    gpt_train_options o;
+    options(&o, one);
+    gpt_train_result r;
+    CHECK_MSG(gpt_train(ctx, &o, &r, err) == KILN_STATUS_OK, "one process: %s", err);
+    CHECK_MSG(test_close(r.final_loss, dp_loss, 1e-4, 1e-5), "loss %g (one process) vs %g",
+              r.final_loss, dp_loss);
+    int P = gpt_num_params(&o.model);
+    kiln_array **a = calloc((size_t)(2 * P), sizeof *a), **b = a + P;
+    snprintf(one, sizeof one, "%s/one/model.safetensors", dir);
+    snprintf(dp, sizeof dp, "%s/dp/model.safetensors", dir);
+    CHECK_MSG(gpt_checkpoint_load(ctx, one, &o.model, a, NULL, NULL, err) == KILN_STATUS_OK, "%s",
+              err);
+    CHECK_MSG(gpt_checkpoint_load(ctx, dp, &o.model, b, NULL, NULL, err) == KILN_STATUS_OK, "%s",
+              err);
+    double worst = 0, worst_abs = 0, sum_abs = 0;
+    int64_t compared = 0;
+    for (int i = 0; i < P && a[i] && b[i]; i++) {
+        int64_t n = kiln_array_size(a[i]);
+        float *x = malloc((size_t)n * 8), *y = x + n;
+        kiln_array_copy_to_host(a[i], x, (size_t)n * 4);
+        kiln_array_copy_to_host(b[i], y, (size_t)n * 4);
+        for (int64_t k = 0; k < n; k++, compared++) {
+            double e = fabs((double)x[k] - y[k]), d = e / (1e-3 + fabs((double)x[k]));
+            if (d > worst) worst = d;
+            if (e > worst_abs) worst_abs = e;
+            sum_abs += e;
+        }
+        free(x);
+    }
+    /* f32: the gradients are summed in another order (per shard, then across ranks), and
+     * AdamW divides by sqrt(v), so an element whose gradient is near zero may take a
+     * rounding-sized step either way: the bound on the worst element is a few percent of
+     * one step (lr 1e-2), the mean must be at rounding level */
+    CHECK_MSG(compared > 1000 && worst_abs < 5e-4 && sum_abs / (double)compared < 1e-6,
+              "%lld parameters: worst absolute difference %g, mean %g", (long long)compared,
+              worst_abs, sum_abs / (double)compared);
+    printf("test_dp: %lld parameters after %d steps: worst relative difference %.3g, worst "
+           "absolute %.3g, mean absolute %.3g\n",
+           (long long)compared, STEPS, worst, worst_abs, sum_abs / (double)compared);
+    for (int i = 0; i < 2 * P; i++) kiln_array_destroy(a[i]);
+    free(a);
+}
+
+typedef struct replica {
+    kiln_context *ctx;
+    gpt_train_options o;
+    gpt_train_result r;
+    kiln_status st;
+    char err[GPT_ERR_SIZE];
+} replica;
+
+static void *replica_main(void *p) {
+    replica *x = p;
+    x->st = gpt_train(x->ctx, &x->o, &x->r, x->err);
+    return NULL;
+}
+
+/* Runs n replicas on devices 0..n-1; seed_skew changes rank 1's seed (diverging);
+ * quit_after > 0 makes rank 1 leave after that many steps (a rank that dies). */
+static void run_devices(kiln_context *ctx, int n, const char *out, int seed_skew, int quit_after,
+                        replica *x) {
+    kiln_comm *comms[8];
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, n, quit_after ? 1.0 : 60, comms));
+    pthread_t th[8];
+    for (int i = 0; i < n; i++) {
+        x[i] = (replica){.ctx = ctx};
+        options(&x[i].o, out);
+        x[i].o.comm = comms[i], x[i].o.device = i;
+        if (i == 1) x[i].o.seed += (uint64_t)seed_skew, x[i].o.stop_after = quit_after;
+        if (quit_after) x[i].o.save_every = 1;
+        pthread_create(&th[i], NULL, replica_main, &x[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++) kiln_comm_destroy(comms[i]);
+}
+
+static int in_process(void) {
+    char dir[] = "/tmp/kiln-test-dp-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    kiln_context_options co;
+    memset(&co, 0, sizeof co);
+    co.ignore_environment = true;
+    co.cache_dir = dir;
+    co.cpu_devices = 4;
+    co.num_threads = 4;
+    kiln_context *ctx = NULL;
+    char err[512], out[600];
+    if (kiln_context_create(&co, &ctx, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    replica x[4];
+    snprintf(out, sizeof out, "%s/dp", dir);
+    run_devices(ctx, 4, out, 0, 0, x);
+    for (int i = 0; i < 4; i++) CHECK_MSG(x[i].st == KILN_STATUS_OK, "rank %d: %s", i, x[i].err);
+    CHECK(x[0].r.steps_done == STEPS);
+    if (!x[0].st) compare_with_one_process(ctx, dir, x[0].r.final_loss);
+
+    /* a replica that started elsewhere: the hash check stops every rank at step 5 */
+    snprintf(out, sizeof out, "%s/diverged", dir);
+    run_devices(ctx, 4, out, 1, 0, x);
+    for (int i = 0; i < 4; i++) {
+        CHECK_STATUS(x[i].st, KILN_STATUS_INTERNAL);
+        CHECK_CONTAINS(x[i].err, "step 5: the parameters of the 4 ranks differ");
+    }
+
+    /* a rank that leaves after 3 steps: the others fail in step 4 with the timeout error
+     * naming it, and rank 0 keeps the checkpoint of step 3 (step 4 is torn: its kernels
+     * may have updated the donated state before the collective failed) */
+    snprintf(out, sizeof out, "%s/quit", dir);
+    run_devices(ctx, 4, out, 0, 3, x);
+    CHECK_MSG(x[1].st == KILN_STATUS_OK && x[1].r.steps_done == 3, "rank 1: %s", x[1].err);
+    for (int i = 0; i < 4; i += 1 + (i == 0)) {
+        CHECK_STATUS(x[i].st, KILN_STATUS_TIMEOUT);
+        CHECK_CONTAINS(x[i].err, "step 4:");
+        CHECK_CONTAINS(x[i].err, "for rank(s) 1, which never arrived");
+    }
+    char ckpt[700];
+    snprintf(ckpt, sizeof ckpt, "%s/model.safetensors", out);
+    kiln_safetensors *f = NULL;
+    CHECK_OK(ctx, kiln_safetensors_open(ctx, ckpt, &f));
+    if (f) CHECK(strcmp(kiln_safetensors_get_metadata(f, "step"), "3") == 0);
+    kiln_safetensors_close(f);
+    kiln_context_destroy(ctx);
+    test_remove_dir(dir);
+    return test_summary("test_dp");
+}
+
+static int under_mpi(void) {
+    char dir[] = "/tmp/kiln-test-dp-mpi-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    kiln_context_options co;
+    memset(&co, 0, sizeof co);
+    co.ignore_environment = true;
+    co.cache_dir = dir;
+    co.num_threads = 1;
+    kiln_context *ctx = NULL;
+    char err[GPT_ERR_SIZE], out[600];
+    if (kiln_context_create(&co, &ctx, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    kiln_comm *comm = NULL;
+    CHECK_OK(ctx, kiln_comm_create_mpi(ctx, 60, &comm));
+    int rank = kiln_comm_get_rank(comm);
+    snprintf(out, sizeof out, "%s/dp", dir);
+    gpt_train_options o;
+    options(&o, out);
+    o.comm = comm;
+    gpt_train_result r;
+    kiln_status st = gpt_train(ctx, &o, &r, err);
+    CHECK_MSG(st == KILN_STATUS_OK, "rank %d: %s", rank, err);
+    if (!st && rank == 0) {
+        printf("test_dp: %d MPI ranks\n", kiln_comm_get_size(comm));
+        compare_with_one_process(ctx, dir, r.final_loss);
+    }
+    kiln_comm_destroy(comm);
+    kiln_context_destroy(ctx);
+    test_remove_dir(dir);
+    return test_summary("test_dp mpi");
+}
+
+static int stall(const char *how) {
+    kiln_context *ctx = test_context();
+    kiln_comm *comm = NULL;
+    if (!ctx || kiln_comm_create_mpi(ctx, 2.0, &comm)) {
+        fprintf(stderr, "test_dp: %s\n", ctx ? kiln_last_error(ctx) : "no context");
+        return 1;
+    }
+    int rank = kiln_comm_get_rank(comm);
+    double in[64] = {1}, outb[64];
+    for (int i = 0; i < 10; i++) {
+        if (rank == 1 && i == 3) raise(strcmp(how, "kill") ? SIGSTOP : SIGKILL);
+        kiln_status st = kiln_comm_all_reduce(comm, KILN_DTYPE_F64, KILN_REDUCE_SUM, in, outb, 64);
+        if (st) {
+            /* the expected end: say so, then end the job (the stalled rank too) */
+            printf("test_dp: rank %d: %s: %s\n", rank, kiln_status_name(st), kiln_last_error(ctx));
+            fflush(stdout);
+            kiln_comm_abort(comm, 3);
+        }
+    }
+    printf("test_dp: rank %d finished every collective: the stall went unnoticed\n", rank);
+    kiln_comm_destroy(comm);
+    kiln_context_destroy(ctx);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "mpi")) return under_mpi();
+    if (argc > 2 && !strcmp(argv[1], "mpi-stall")) return stall(argv[2]);
+    return in_process();
+}

@@ -201,7 +201,7 @@ static int b_composites(kiln_graph *g, kiln_value *o) {
     o[n++] = kiln_log_softmax(g, x, 0);
     o[n++] = kiln_logsumexp(g, x, 1, &a1, false);
     o[n++] = kiln_layer_norm(g, x, s, s, 1e-5);
-    o[n++] = kiln_gelu(g, x);
+    o[n++] = kiln_gelu(g, x, true);
     o[n++] = kiln_relu(g, x);
     o[n++] = kiln_softmax_cross_entropy(g, x, lab);
     return n;

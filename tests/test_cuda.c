@@ -180,7 +180,7 @@ static void test_composites(void) {
     outs[n++] = kiln_log_softmax(g, x, 1);
     outs[n++] = kiln_logsumexp(g, x, 1, last, false);
     outs[n++] = kiln_layer_norm(g, x, s, b, 1e-5);
-    outs[n++] = kiln_gelu(g, x);
+    outs[n++] = kiln_gelu(g, x, true);
     outs[n++] = kiln_relu(g, x);
     outs[n++] = kiln_mean(g, x, 1, last, true);
     outs[n++] = kiln_softmax_cross_entropy(g, x, labels);

@@ -1172,7 +1172,7 @@ static void test_layer_norm_gelu(void) {
     kiln_value none = {0, 0};
     const double eps = 1e-5;
     kiln_value outs[3] = {kiln_layer_norm(g, x, sc, bi, eps),
-                          kiln_layer_norm(g, x, none, none, eps), kiln_gelu(g, x)};
+                          kiln_layer_norm(g, x, none, none, eps), kiln_gelu(g, x, true)};
     const double xv[] = {1, 2, 3, 4, -3, 0, 0, 7}, sv[] = {1, 2, 0.5, -1}, bv[] = {0, 1, -1, 0.25};
     kiln_array *args[3] = {mkd(KILN_DTYPE_F64, 2, d24, xv), mkd(KILN_DTYPE_F64, 1, d4, sv),
                            mkd(KILN_DTYPE_F64, 1, d4, bv)};

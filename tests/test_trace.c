@@ -923,8 +923,8 @@ static void test_composites(void) {
     CHECK_TYPE(g, kiln_layer_norm(g, x, sc, NONE, 0), "f32[2,3,4]");
     CHECK_TYPE(g, kiln_layer_norm(g, x, NONE, bi, 1e-3), "f32[2,3,4]");
     CHECK_TYPE(g, kiln_layer_norm(g, d, NONE, NONE, 1e-5), "f64[5]");
-    CHECK_TYPE(g, kiln_gelu(g, d), "f64[5]");
-    CHECK_TYPE(g, kiln_gelu(g, s), "f32[]");
+    CHECK_TYPE(g, kiln_gelu(g, d, true), "f64[5]");
+    CHECK_TYPE(g, kiln_gelu(g, s, true), "f32[]");
     CHECK_TYPE(g, kiln_relu(g, x), "f32[2,3,4]");
     CHECK_TYPE(g, kiln_relu(g, P(g, KILN_DTYPE_I32, 3)), "i32[3]");
     kiln_value logits = P(g, KILN_DTYPE_F32, 8, 10), labels = P(g, KILN_DTYPE_I32, 8);
@@ -991,7 +991,7 @@ static void test_composite_errors(void) {
     OP(kiln_layer_norm(g, x, NONE, NONE, NAN));
     EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_layer_norm", "eps");
     g = fresh(), x = P(g, KILN_DTYPE_I32, 4);
-    OP(kiln_gelu(g, x));
+    OP(kiln_gelu(g, x, true));
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_gelu", "i32[4]");
     g = fresh(), x = P(g, KILN_DTYPE_BOOL, 4);
     OP(kiln_relu(g, x));
@@ -1193,7 +1193,7 @@ static void test_no_crash_on_misuse(void) {
         kiln_log_softmax(n, v, 0),
         kiln_logsumexp(n, v, 0, NULL, false),
         kiln_layer_norm(n, v, v, v, 0),
-        kiln_gelu(n, v),
+        kiln_gelu(n, v, true),
         kiln_softmax_cross_entropy(n, v, v),
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) CHECK(!kiln_value_ok(r[i]));

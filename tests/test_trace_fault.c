@@ -24,7 +24,7 @@ static kiln_value build(kiln_graph *g) {
     float cdata[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     kiln_value c = kiln_constant(g, KILN_DTYPE_F32, 1, DIMS(8), cdata);
     kiln_value h = kiln_add(g, kiln_matmul(g, x, w), c);
-    h = kiln_layer_norm(g, kiln_gelu(g, h), scale, bias, 1e-5);
+    h = kiln_layer_norm(g, kiln_gelu(g, h, true), scale, bias, 1e-5);
     kiln_value parts[20];
     for (int i = 0; i < 20; i++) parts[i] = i % 3 ? h : kiln_relu(g, h);
     kiln_value wide = kiln_concatenate(g, 5, parts, 2);  /* 5 inputs: spilled to the heap */

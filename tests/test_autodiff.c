@@ -857,7 +857,8 @@ static kiln_status fault_scenario_run(fault_run *r) {
         int64_t d[2] = {3, 4}, k = 4;
         kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
         kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 1, &k);
-        kiln_value y = kiln_log_softmax(g, kiln_mul(g, x, w), -1);
+        /* two composites with direct rules, rms_norm's reading its scale again */
+        kiln_value y = kiln_log_softmax(g, kiln_rms_norm(g, kiln_mul(g, x, w), w, -1, 1e-6), -1);
         kiln_value loss = kiln_reduce_sum(g, kiln_tanh(g, y), 0, NULL, false), gr[2];
         kiln_value wrt[2] = {x, w};
         s = fault_note(r, ctx, kiln_grad(g, loss, 2, wrt, gr));

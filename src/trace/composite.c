@@ -159,7 +159,7 @@ kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_v
  * sqrt 2)), jax.nn.gelu(approximate=False) up to how the CDF is written: JAX uses
  * erfc(-x / sqrt 2), which keeps relative precision in the far left tail where 1 + erf(...)
  * cancels (kiln has no erfc op); the absolute difference there is below 1e-7 (f32) and the
- * result goes to 0 rather than to a tiny negative number below x ~ -5.5 (f32). */
+ * result goes to 0 rather than to a tiny negative number below x ~ -5.6 (f32). */
 kiln_value kiln_gelu(kiln_graph *g, kiln_value x, bool approximate) {
     const char *op = "kiln_gelu";
     if (!float_operand(g, op, x)) return KN_NONE;

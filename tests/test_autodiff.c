@@ -1100,6 +1100,11 @@ static void test_composite_rules(void) {
            "direct, %llu B through its parts\n",
            (unsigned long long)direct, (unsigned long long)parts);
     CHECK(direct > 0 && direct + 256 * 1024 * 4 <= parts);
+    direct = grad_peak(ctx, 2, false, true), parts = grad_peak(ctx, 2, true, true);
+    printf("two residual rms_norm layers [256, 1024] + grad, fused: planned peak %llu B direct, "
+           "%llu B through its parts\n",
+           (unsigned long long)direct, (unsigned long long)parts);
+    CHECK(direct > 0 && direct <= parts);
     kiln_context_destroy(ctx);
 }
 

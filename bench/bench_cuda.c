@@ -251,7 +251,7 @@ static void mlp_figure(kiln_context *c, const char *precision, bool rows_loss, c
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, dx);
     kiln_value w1 = kiln_parameter(g, "w1", KILN_DTYPE_F32, 2, dw);
     kiln_value w2 = kiln_parameter(g, "w2", KILN_DTYPE_F32, 2, dw);
-    kiln_value y = kiln_matmul(g, kiln_gelu(g, kiln_matmul(g, x, w1)), w2);
+    kiln_value y = kiln_matmul(g, kiln_gelu(g, kiln_matmul(g, x, w1), true), w2);
     int axis = 1;
     kiln_value loss = rows_loss ? kiln_reduce_sum(g, kiln_mul(g, y, y), 1, &axis, false)
                                 : kiln_mean(g, kiln_mul(g, y, y), 0, NULL, false);

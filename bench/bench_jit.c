@@ -213,7 +213,7 @@ static void bench_compile_time(void) {
         kiln_graph_create(ctx, "compile", &g);
         kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
         kiln_value y =
-            kiln_layer_norm(g, kiln_gelu(g, x), (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-5);
+            kiln_layer_norm(g, kiln_gelu(g, x, true), (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-5);
         y = kiln_softmax(g, kiln_add(g, y, kiln_scalar(g, KILN_DTYPE_F32, (double)getpid())), -1);
         kiln_executable *e = compile(g, &y, 1);
         kiln_executable_info info;

@@ -28,7 +28,7 @@ static kiln_value trace_mlp(kiln_graph *g) {
     kiln_value b1 = kiln_parameter(g, "b1", KILN_DTYPE_F32, 1, b1d);
     kiln_value w2 = kiln_parameter(g, "w2", KILN_DTYPE_F32, 2, w2d);
     kiln_value b2 = kiln_parameter(g, "b2", KILN_DTYPE_F32, 1, b2d);
-    kiln_value h = kiln_gelu(g, kiln_add(g, kiln_matmul(g, x, w1), b1));
+    kiln_value h = kiln_gelu(g, kiln_add(g, kiln_matmul(g, x, w1), b1), true);
     kiln_value logits = kiln_add(g, kiln_matmul(g, h, w2), b2);
     return kiln_softmax(g, logits, -1);
 }

@@ -98,7 +98,7 @@ static inline int model_transformer(model *m) {
     kiln_value w1 = model_matrix(m, "w1", TB_D, TB_F), b1 = model_vector(m, "b1", TB_F);
     kiln_value w2 = model_matrix(m, "w2", TB_F, TB_D), b2 = model_vector(m, "b2", TB_D);
     kiln_value ln2 = kiln_layer_norm(g, x1, ln2_scale, ln2_bias, 1e-5);
-    kiln_value h = kiln_gelu(g, kiln_add(g, kiln_matmul(g, ln2, w1), b1));
+    kiln_value h = kiln_gelu(g, kiln_add(g, kiln_matmul(g, ln2, w1), b1), true);
     m->outs[0] = kiln_add(g, x1, kiln_add(g, kiln_matmul(g, h, w2), b2));
     return 1;
 }

@@ -410,7 +410,8 @@ KILN_API kiln_value kiln_full(kiln_graph *g, kiln_dtype dtype, int rank, const i
 KILN_API kiln_value kiln_iota(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims,
                               int axis);
 
-/* Elementwise unary. Float-only: exp, log, log1p, sqrt, rsqrt, tanh, logistic, floor.
+/* Elementwise unary. Float-only: exp, log, log1p, sqrt, rsqrt, tanh, logistic, sin, cos,
+ * erf, floor.
  * Numeric: neg, abs, sign. Bool only: logical_not. */
 KILN_API kiln_value kiln_neg(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_abs(kiln_graph *g, kiln_value x);
@@ -421,6 +422,9 @@ KILN_API kiln_value kiln_sqrt(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_rsqrt(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_tanh(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_logistic(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_sin(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_cos(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_erf(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_sign(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_floor(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_logical_not(kiln_graph *g, kiln_value x);
@@ -538,8 +542,25 @@ KILN_API kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const
  * bias have the last axis's shape; pass an invalid value ({0, 0}) to leave either out. */
 KILN_API kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_value bias,
                                     double eps);
-/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-KILN_API kiln_value kiln_gelu(kiln_graph *g, kiln_value x);
+/* LLaMA's RMSNorm along `axis` (negative counts from the end):
+ * x * rsqrt(mean(x^2 over axis) + eps) * scale. scale has the shape [dim of that axis] and
+ * is broadcast along it; pass an invalid value ({0, 0}) to leave it out. */
+KILN_API kiln_value kiln_rms_norm(kiln_graph *g, kiln_value x, kiln_value scale, int axis,
+                                  double eps);
+/* jax.nn.gelu. approximate: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2's);
+ * otherwise the exact 0.5 x (1 + erf(x / sqrt 2)), which reaches 0 rather than a tiny
+ * negative value far left (below about -5.6 in f32; JAX's erfc form keeps those). */
+KILN_API kiln_value kiln_gelu(kiln_graph *g, kiln_value x, bool approximate);
+/* x * logistic(x) (jax.nn.silu, a.k.a. swish). */
+KILN_API kiln_value kiln_silu(kiln_graph *g, kiln_value x);
+/* jnp.where: x where cond else y, all three broadcast together. cond is bool, or any
+ * dtype and then true where nonzero (NaN counts as nonzero); x and y share a dtype. */
+KILN_API kiln_value kiln_where(kiln_graph *g, kiln_value cond, kiln_value x, kiln_value y);
+/* jnp.clip: min(max(x, lo), hi), with lo and hi values of the graph of x's dtype (numeric),
+ * all three broadcast together. NaN propagates; lo > hi gives hi. The gradient is JAX's:
+ * it reaches x where lo < x < hi, the bound beyond it, and splits 0.5/0.5 between x and the
+ * bound where they are equal (docs/autodiff.md). */
+KILN_API kiln_value kiln_clip(kiln_graph *g, kiln_value x, kiln_value lo, kiln_value hi);
 /* logits [..., C] float, labels [...] integer in [0, C): per-example
  * logsumexp(logits) - logits[label], shape [...]. */
 KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_value labels);
@@ -1185,6 +1206,9 @@ KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name
 #define kiln_rsqrt(g, ...)            (KILN__AT(g), kiln_rsqrt((g), __VA_ARGS__))
 #define kiln_tanh(g, ...)             (KILN__AT(g), kiln_tanh((g), __VA_ARGS__))
 #define kiln_logistic(g, ...)         (KILN__AT(g), kiln_logistic((g), __VA_ARGS__))
+#define kiln_sin(g, ...)              (KILN__AT(g), kiln_sin((g), __VA_ARGS__))
+#define kiln_cos(g, ...)              (KILN__AT(g), kiln_cos((g), __VA_ARGS__))
+#define kiln_erf(g, ...)              (KILN__AT(g), kiln_erf((g), __VA_ARGS__))
 #define kiln_sign(g, ...)             (KILN__AT(g), kiln_sign((g), __VA_ARGS__))
 #define kiln_floor(g, ...)            (KILN__AT(g), kiln_floor((g), __VA_ARGS__))
 #define kiln_logical_not(g, ...)      (KILN__AT(g), kiln_logical_not((g), __VA_ARGS__))
@@ -1224,6 +1248,10 @@ KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name
 #define kiln_logsumexp(g, ...)        (KILN__AT(g), kiln_logsumexp((g), __VA_ARGS__))
 #define kiln_layer_norm(g, ...)       (KILN__AT(g), kiln_layer_norm((g), __VA_ARGS__))
 #define kiln_gelu(g, ...)             (KILN__AT(g), kiln_gelu((g), __VA_ARGS__))
+#define kiln_silu(g, ...)             (KILN__AT(g), kiln_silu((g), __VA_ARGS__))
+#define kiln_rms_norm(g, ...)         (KILN__AT(g), kiln_rms_norm((g), __VA_ARGS__))
+#define kiln_where(g, ...)            (KILN__AT(g), kiln_where((g), __VA_ARGS__))
+#define kiln_clip(g, ...)             (KILN__AT(g), kiln_clip((g), __VA_ARGS__))
 #define kiln_optim_sgd(g, ...)        (KILN__AT(g), kiln_optim_sgd((g), __VA_ARGS__))
 #define kiln_optim_adam(g, ...)       (KILN__AT(g), kiln_optim_adam((g), __VA_ARGS__))
 #define kiln_optim_adamw(g, ...)      (KILN__AT(g), kiln_optim_adamw((g), __VA_ARGS__))

@@ -45,6 +45,9 @@ U(f_sqrt, kiln_sqrt(g, x[0]))
 U(f_rsqrt, kiln_rsqrt(g, x[0]))
 U(f_tanh, kiln_tanh(g, x[0]))
 U(f_logistic, kiln_logistic(g, x[0]))
+U(f_sin, kiln_sin(g, x[0]))
+U(f_cos, kiln_cos(g, x[0]))
+U(f_erf, kiln_erf(g, x[0]))
 U(f_add, kiln_add(g, x[0], x[1]))
 U(f_sub, kiln_sub(g, x[0], x[1]))
 U(f_mul, kiln_mul(g, x[0], x[1]))
@@ -80,7 +83,18 @@ U(f_softmax, kiln_softmax(g, x[0], -1))
 U(f_log_softmax, kiln_log_softmax(g, x[0], 0))
 U(f_logsumexp, kiln_logsumexp(g, x[0], 1, (const int[]){1}, false))
 U(f_layer_norm, kiln_layer_norm(g, x[0], x[1], x[2], 1e-5))
-U(f_gelu, kiln_gelu(g, x[0]))
+U(f_gelu, kiln_gelu(g, x[0], true))
+U(f_gelu_exact, kiln_gelu(g, x[0], false))
+U(f_silu, kiln_silu(g, x[0]))
+U(f_rms_norm, kiln_rms_norm(g, x[0], x[1], -1, 1e-5))
+U(f_rms_norm0, kiln_rms_norm(g, x[0], x[1], 0, 1e-3))
+U(f_rms_norm_bare, kiln_rms_norm(g, x[0], (kiln_value){0, 0}, 1, 0))
+/* cond [3] (f64, true where nonzero: floor(x1) is 0 for x1 in [0, 1)), x [2, 1], y [3]: all
+ * three broadcast to [2, 3] */
+U(f_where, kiln_where(g, kiln_floor(g, x[1]), x[0], kiln_exp(g, x[1])))
+/* lo [3], hi [2, 1], all drawn in [-2, 2]: elements clipped below, above, not at all, and
+ * some with lo > hi (hi then) */
+U(f_clip, kiln_clip(g, x[0], x[1], x[2]))
 U(f_relu, kiln_relu(g, x[0]))
 U(f_max_zero, kiln_max(g, x[0], kiln_scalar(g, KILN_DTYPE_F64, 0)))
 U(f_mean, kiln_mean(g, x[0], 1, (const int[]){-1}, true))
@@ -154,6 +168,9 @@ static const grad_case cases[] = {
     {"tanh", f_tanh, 1, {2}, {{3, 1}}, ANY},
     {"tanh large", f_tanh, 1, {1}, {{4}}, LARGE},
     {"logistic", f_logistic, 1, {1}, {{4}}, LARGE},
+    {"sin", f_sin, 1, {2}, {{2, 3}}, LARGE},
+    {"cos", f_cos, 1, {2}, {{3, 2}}, ANY},
+    {"erf", f_erf, 1, {1}, {{6}}, ANY},
     {"add bcast", f_add, 2, {2, 1}, {{2, 3}, {3}}, ANY},
     {"sub bcast", f_sub, 2, {2, 2}, {{2, 1}, {1, 3}}, ANY},
     {"mul scalar", f_mul, 2, {0, 2}, {{0}, {2, 3}}, ANY},
@@ -187,6 +204,15 @@ static const grad_case cases[] = {
     {"logsumexp", f_logsumexp, 1, {2}, {{2, 3}}, LARGE},
     {"layer_norm", f_layer_norm, 3, {2, 1, 1}, {{2, 4}, {4}, {4}}, ANY},
     {"gelu", f_gelu, 1, {1}, {{5}}, ANY},
+    {"gelu exact", f_gelu_exact, 1, {1}, {{5}}, ANY},
+    {"gelu exact large", f_gelu_exact, 1, {1}, {{4}}, LARGE},
+    {"silu", f_silu, 1, {1}, {{5}}, ANY},
+    {"silu large", f_silu, 1, {1}, {{4}}, LARGE},
+    {"rms_norm", f_rms_norm, 2, {2, 1}, {{2, 4}, {4}}, ANY},
+    {"rms_norm axis 0", f_rms_norm0, 2, {3, 1}, {{3, 2, 2}, {3}}, ANY},
+    {"rms_norm no scale", f_rms_norm_bare, 1, {3}, {{2, 3, 2}}, ANY},
+    {"where", f_where, 2, {2, 1}, {{2, 1}, {3}}, ANY},
+    {"clip", f_clip, 3, {2, 1, 2}, {{2, 3}, {3}, {2, 1}}, DISTINCT},
     {"relu", f_relu, 1, {1}, {{5}}, ANY},
     {"mean", f_mean, 1, {2}, {{2, 3}}, ANY},
     {"softmax_cross_entropy", f_xent, 1, {2}, {{3, 4}}, ANY},
@@ -449,9 +475,16 @@ static kiln_value f_pow_zero(kiln_graph *g, const kiln_value *x) {
     return kiln_pow(g, x[0], x[1]);
 }
 
+static kiln_value f_clip_12(kiln_graph *g, const kiln_value *x) {
+    return kiln_clip(g, x[0], kiln_scalar(g, KILN_DTYPE_F64, 1), kiln_scalar(g, KILN_DTYPE_F64, 2));
+}
+static kiln_value f_clip_lo(kiln_graph *g, const kiln_value *x) {
+    return kiln_clip(g, x[0], x[1], kiln_scalar(g, KILN_DTYPE_F64, 2));
+}
+
 static void test_conventions(void) {
     kiln_context *ctx = test_context();
-    double dx[4], dy[4];
+    double dx[8], dy[8];
     /* abs'(0) = 1, as JAX's select(x >= 0, g, -g) */
     grads_at(ctx, f_abs, 1, 3, (const double[]){0, -2, 3}, NULL, dx, NULL);
     CHECK(dx[0] == 1 && dx[1] == -1 && dx[2] == 1);
@@ -466,6 +499,14 @@ static void test_conventions(void) {
     /* a max written by hand against a zero is a plain max: a tie splits, as jnp.maximum's */
     grads_at(ctx, f_max_zero, 1, 3, (const double[]){0, 1, -1}, NULL, dx, NULL);
     CHECK(dx[0] == 0.5 && dx[1] == 1 && dx[2] == 0);
+    /* clip at a bound splits 0.5 / 0.5 between x and the bound, as jnp.clip (its max and
+     * min) does: jax.grad of jnp.clip(x, 1., 2.) at x = 1 and 2 is 0.5 (jax 0.10.2) */
+    grads_at(ctx, f_clip_12, 1, 5, (const double[]){1, 1.5, 2, 0, 3}, NULL, dx, NULL);
+    CHECK(dx[0] == 0.5 && dx[1] == 1 && dx[2] == 0.5 && dx[3] == 0 && dx[4] == 0);
+    grads_at(ctx, f_clip_lo, 2, 4, (const double[]){1, 0, 3, 1.5}, (const double[]){1, 1, 1, 1}, dx,
+             dy);
+    CHECK(dx[0] == 0.5 && dy[0] == 0.5 && dx[1] == 0 && dy[1] == 1 && dx[2] == 0 && dy[2] == 0 &&
+          dx[3] == 1 && dy[3] == 0);
     /* sqrt'(0) = inf */
     grads_at(ctx, f_sqrt, 1, 2, (const double[]){0, 4}, NULL, dx, NULL);
     CHECK(isinf(dx[0]) && dx[0] > 0 && dx[1] == 0.25);
@@ -509,6 +550,9 @@ static void test_second_derivatives(void) {
         {"logistic", f_logistic, x, s * (1 - s), s * (1 - s) * (1 - 2 * s)},
         {"log", f_log, x, 1 / x, -1 / (x * x)},
         {"sqrt", f_sqrt, x, 0.5 / sqrt(x), -0.25 * pow(x, -1.5)},
+        {"sin", f_sin, x, cos(x), -sin(x)},
+        {"cos", f_cos, x, -sin(x), -cos(x)},
+        {"erf", f_erf, x, 2 / sqrt(M_PI) * exp(-x * x), -4 * x / sqrt(M_PI) * exp(-x * x)},
     };
     for (size_t i = 0; i < sizeof cases2 / sizeof cases2[0]; i++) {
         const second *c = &cases2[i];
@@ -813,7 +857,8 @@ static kiln_status fault_scenario_run(fault_run *r) {
         int64_t d[2] = {3, 4}, k = 4;
         kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
         kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 1, &k);
-        kiln_value y = kiln_log_softmax(g, kiln_mul(g, x, w), -1);
+        /* two composites with direct rules, rms_norm's reading its scale again */
+        kiln_value y = kiln_log_softmax(g, kiln_rms_norm(g, kiln_mul(g, x, w), w, -1, 1e-6), -1);
         kiln_value loss = kiln_reduce_sum(g, kiln_tanh(g, y), 0, NULL, false), gr[2];
         kiln_value wrt[2] = {x, w};
         s = fault_note(r, ctx, kiln_grad(g, loss, 2, wrt, gr));
@@ -862,7 +907,7 @@ static void test_fault_injection(void) {
 /* The composites under test: f(x...) of [4, 6] (layer norm: scale and bias [6]). */
 typedef struct comp_case {
     const char *name;
-    int n_in; /* 1, or 3 for layer norm */
+    int n_in; /* 1, 2 (rms norm's scale) or 3 (layer norm's scale and bias) */
     kiln_value (*f)(kiln_graph *g, const kiln_value *x);
 } comp_case;
 
@@ -893,12 +938,24 @@ static kiln_value c_ln_bare(kiln_graph *g, const kiln_value *x) {
 static kiln_value c_relu(kiln_graph *g, const kiln_value *x) {
     return kiln_relu(g, x[0]);
 }
+static kiln_value c_rms(kiln_graph *g, const kiln_value *x) {
+    return kiln_rms_norm(g, x[0], x[1], -1, 1e-5);
+}
+static kiln_value c_rms_bare(kiln_graph *g, const kiln_value *x) {
+    return kiln_rms_norm(g, x[0], (kiln_value){0, 0}, 0, 1e-3);
+}
 
 static const comp_case comp_cases[] = {
-    {"softmax", 1, c_softmax},         {"log_softmax", 1, c_log_softmax},
-    {"logsumexp", 1, c_lse},           {"logsumexp keepdims", 1, c_lse_keep},
-    {"cross-entropy", 1, c_xent},      {"layer_norm", 3, c_ln},
-    {"layer_norm bare", 1, c_ln_bare}, {"relu", 1, c_relu},
+    {"softmax", 1, c_softmax},
+    {"log_softmax", 1, c_log_softmax},
+    {"logsumexp", 1, c_lse},
+    {"logsumexp keepdims", 1, c_lse_keep},
+    {"cross-entropy", 1, c_xent},
+    {"layer_norm", 3, c_ln},
+    {"layer_norm bare", 1, c_ln_bare},
+    {"relu", 1, c_relu},
+    {"rms_norm", 2, c_rms},
+    {"rms_norm bare, axis 0", 1, c_rms_bare},
 };
 
 /* Fixed, distinct weights of shape s: every output element matters to the loss. */
@@ -934,6 +991,51 @@ static kiln_graph *comp_graph(kiln_context *ctx, const comp_case *c, bool primit
     CHECK_OK(ctx, kiln_grad(g, loss, c->n_in, x, grads + 1));
     CHECK_OK(ctx, kiln_graph_finish(g, 1 + c->n_in, grads));
     return g;
+}
+
+/* The planned peak of a compiled loss + gradient step: kind 0 the mean cross-entropy of
+ * z [256, 2048] f32, kind 1 the mean square of rms_norm(z, scale), kind 2 that of two
+ * residual layers h = h + rms_norm(h, s) @ w over h [256, 1024]; primitive: through the
+ * composite's parts; fused false: compiled with fusion off. 0 if it could not be compiled. */
+static uint64_t grad_peak(kiln_context *ctx, int kind, bool primitive, bool fused) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "peak", &g);
+    g->ad_primitive_rules_only = primitive;
+    kiln_value p[5], gr[5], loss;
+    int n = kind == 0 ? 1 : kind == 1 ? 2 : 5;
+    if (kind == 2) {
+        kiln_value h = p[0] =
+            kiln_parameter(g, "h", KILN_DTYPE_F32, 2, (const int64_t[]){256, 1024});
+        for (int l = 0; l < 2; l++) {
+            p[1 + 2 * l] = kiln_parameter(g, "s", KILN_DTYPE_F32, 1, (const int64_t[]){1024});
+            p[2 + 2 * l] = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, (const int64_t[]){1024, 1024});
+            kiln_value r = kiln_rms_norm(g, h, p[1 + 2 * l], -1, 1e-6);
+            h = kiln_add(g, h, kiln_matmul(g, r, p[2 + 2 * l]));
+        }
+        loss = kiln_mean(g, kiln_mul(g, h, h), 0, NULL, false);
+    } else if (kind == 0) {
+        p[0] = kiln_parameter(g, "z", KILN_DTYPE_F32, 2, (const int64_t[]){256, 2048});
+        kiln_value lab = kiln_parameter(g, "labels", KILN_DTYPE_I32, 1, (const int64_t[]){256});
+        loss = kiln_mean(g, kiln_softmax_cross_entropy(g, p[0], lab), 0, NULL, false);
+    } else {
+        p[0] = kiln_parameter(g, "z", KILN_DTYPE_F32, 2, (const int64_t[]){256, 2048});
+        p[1] = kiln_parameter(g, "scale", KILN_DTYPE_F32, 1, (const int64_t[]){2048});
+        kiln_value y = kiln_rms_norm(g, p[0], p[1], -1, 1e-6);
+        loss = kiln_mean(g, kiln_mul(g, y, y), 0, NULL, false);
+    }
+    CHECK_OK(ctx, kiln_grad(g, loss, n, p, gr));
+    kiln_value outs[6] = {loss};
+    for (int i = 0; i < n; i++) outs[1 + i] = gr[i];
+    CHECK_OK(ctx, kiln_graph_finish(g, 1 + n, outs));
+    kiln_executable *e = NULL;
+    kiln_compile_options unfused = {.disable_fusion = true};
+    CHECK_OK(ctx, kiln_compile(g, fused ? NULL : &unfused, &e));
+    kiln_memory_analysis ma;
+    uint64_t peak = 0;
+    if (e && !kiln_executable_get_memory_analysis(e, &ma)) peak = ma.peak_bytes;
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return peak;
 }
 
 /* The direct rules give the gradients the primitives' rules give, a backward pass that
@@ -979,30 +1081,30 @@ static void test_composite_rules(void) {
         kiln_graph_destroy(gd);
         kiln_graph_destroy(gp);
     }
-    /* memory: cross-entropy over [256, 2048] f32 logits, direct vs through its parts */
-    uint64_t peak[2] = {0, 0};
-    for (int primitive = 0; primitive < 2; primitive++) {
-        kiln_graph *g = NULL;
-        kiln_graph_create(ctx, "xent", &g);
-        g->ad_primitive_rules_only = primitive;
-        kiln_value z = kiln_parameter(g, "z", KILN_DTYPE_F32, 2, (const int64_t[]){256, 2048});
-        kiln_value lab = kiln_parameter(g, "labels", KILN_DTYPE_I32, 1, (const int64_t[]){256});
-        kiln_value loss = kiln_mean(g, kiln_softmax_cross_entropy(g, z, lab), 0, NULL, false);
-        kiln_value gz;
-        CHECK_OK(ctx, kiln_grad(g, loss, 1, &z, &gz));
-        kiln_value outs[2] = {loss, gz};
-        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
-        kiln_executable *e = NULL;
-        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
-        kiln_memory_analysis ma;
-        if (e && !kiln_executable_get_memory_analysis(e, &ma)) peak[primitive] = ma.peak_bytes;
-        kiln_executable_destroy(e);
-        kiln_graph_destroy(g);
+    /* memory at a realistic size, direct vs through the parts: cross-entropy over
+     * [256, 2048] f32 logits; rms norm of [256, 2048] activations with a scale */
+    static const char *const what[2] = {"cross-entropy [256, 2048]", "rms_norm [256, 2048]"};
+    for (int kind = 0; kind < 2; kind++) {
+        uint64_t peak[2] = {0, 0};
+        for (int primitive = 0; primitive < 2; primitive++)
+            peak[primitive] = grad_peak(ctx, kind, primitive, true);
+        printf("%s + grad: planned peak %llu B direct, %llu B through its parts\n", what[kind],
+               (unsigned long long)peak[0], (unsigned long long)peak[1]);
+        CHECK_MSG(peak[0] > 0 && peak[0] <= peak[1], "%s", what[kind]);
     }
-    printf("cross-entropy [256, 2048] + grad: planned peak %llu B direct, %llu B through its "
-           "parts\n",
-           (unsigned long long)peak[0], (unsigned long long)peak[1]);
-    CHECK(peak[0] > 0 && peak[0] <= peak[1]);
+    /* fusion recomputes rms norm's x * r inside the backward kernels, so both peaks above
+     * are equal; without fusion the parts' rules keep it, which in a residual stack costs
+     * one [256, 1024] f32 buffer more at the peak */
+    uint64_t direct = grad_peak(ctx, 2, false, false), parts = grad_peak(ctx, 2, true, false);
+    printf("two residual rms_norm layers [256, 1024] + grad, unfused: planned peak %llu B "
+           "direct, %llu B through its parts\n",
+           (unsigned long long)direct, (unsigned long long)parts);
+    CHECK(direct > 0 && direct + 256 * 1024 * 4 <= parts);
+    direct = grad_peak(ctx, 2, false, true), parts = grad_peak(ctx, 2, true, true);
+    printf("two residual rms_norm layers [256, 1024] + grad, fused: planned peak %llu B direct, "
+           "%llu B through its parts\n",
+           (unsigned long long)direct, (unsigned long long)parts);
+    CHECK(direct > 0 && direct <= parts);
     kiln_context_destroy(ctx);
 }
 

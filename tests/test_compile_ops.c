@@ -201,9 +201,18 @@ static int b_composites(kiln_graph *g, kiln_value *o) {
     o[n++] = kiln_log_softmax(g, x, 0);
     o[n++] = kiln_logsumexp(g, x, 1, &a1, false);
     o[n++] = kiln_layer_norm(g, x, s, s, 1e-5);
-    o[n++] = kiln_gelu(g, x);
+    o[n++] = kiln_gelu(g, x, true);
     o[n++] = kiln_relu(g, x);
     o[n++] = kiln_softmax_cross_entropy(g, x, lab);
+    o[n++] = kiln_gelu(g, x, false);
+    o[n++] = kiln_silu(g, x);
+    o[n++] = kiln_rms_norm(g, x, s, -1, 1e-6);
+    o[n++] = kiln_rms_norm(g, x, (kiln_value){0, 0}, 0, 0);
+    /* where with a broadcast integer condition [4, 1] and y [5]; clip with lo [5], hi [] */
+    kiln_value c = kiln_reshape(g, lab, 2, (const int64_t[]){4, 1});
+    o[n++] = kiln_where(g, c, x, kiln_sin(g, s));
+    o[n++] = kiln_clip(g, x, kiln_cos(g, s), kiln_scalar(g, KILN_DTYPE_F32, 0.5f));
+    o[n++] = kiln_erf(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 3)));
     return n;
 }
 

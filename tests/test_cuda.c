@@ -174,16 +174,20 @@ static void test_composites(void) {
     kiln_value b = kiln_parameter(g, "bias", KILN_DTYPE_F32, 1, dv);
     kiln_value labels = kiln_parameter(g, "labels", KILN_DTYPE_I32, 1, dl);
     int last[1] = {-1};
-    kiln_value outs[8];
+    kiln_value outs[12];
     int n = 0;
     outs[n++] = kiln_softmax(g, x, -1);
     outs[n++] = kiln_log_softmax(g, x, 1);
     outs[n++] = kiln_logsumexp(g, x, 1, last, false);
     outs[n++] = kiln_layer_norm(g, x, s, b, 1e-5);
-    outs[n++] = kiln_gelu(g, x);
+    outs[n++] = kiln_gelu(g, x, true);
     outs[n++] = kiln_relu(g, x);
     outs[n++] = kiln_mean(g, x, 1, last, true);
     outs[n++] = kiln_softmax_cross_entropy(g, x, labels);
+    outs[n++] = kiln_gelu(g, x, false);
+    outs[n++] = kiln_silu(g, x);
+    outs[n++] = kiln_rms_norm(g, x, s, -1, 1e-6);
+    outs[n++] = kiln_clip(g, x, kiln_neg(g, kiln_abs(g, b)), kiln_abs(g, s));
     if (!finish(g, n, outs, "composites")) return;
     /* labels in range: random i32 data is not */
     int32_t lab[300];
@@ -193,7 +197,7 @@ static void test_composites(void) {
                            cmp_random_array(ctx, KILN_DTYPE_F32, 1, dv, &seed), NULL};
     kiln_array_create(ctx, KILN_DTYPE_I32, 1, dl, lab, &args[3]);
     run_case("composites (softmax, log_softmax, logsumexp, layer_norm, gelu, relu, mean, "
-             "cross-entropy)",
+             "cross-entropy, exact gelu, silu, rms_norm, clip)",
              g, args, NULL, 2e-5);
     for (int i = 0; i < 4; i++) kiln_array_destroy(args[i]);
     kiln_graph_destroy(g);

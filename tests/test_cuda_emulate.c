@@ -125,6 +125,8 @@ static const char shim[] =
     "void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg);\n"
     "float expf(float); float logf(float); float log1pf(float); float sqrtf(float);\n"
     "float powf(float, float); float floorf(float); float fabsf(float);\n"
+    "float sinf(float); float cosf(float); float erff(float);\n"
+    "double sin(double); double cos(double); double erf(double);\n"
     "double exp(double); double log(double); double log1p(double); double sqrt(double);\n"
     "double pow(double, double); double floor(double); double fabs(double); double "
     "tanh(double); }\n"
@@ -302,6 +304,25 @@ static void test_forms(void) {
                           kiln_reduce_sum(g, r, 1, ax1, false)};
     if (finish(g, 3, outs, "nan")) {
         check(g, "nan", NULL, 1e-5);
+        kiln_graph_destroy(g);
+    }
+    /* sin, cos, erf and the composites over them: libm's names in CUDA C (sinf, erff) */
+    g = NULL;
+    kiln_graph_create(ctx, "new_ops", &g);
+    int64_t d3[2] = {48, 300}, dv = 300, dc[2] = {48, 1};
+    kiln_value v = kiln_parameter(g, "v", KILN_DTYPE_F32, 2, d3);
+    kiln_value sc = kiln_parameter(g, "scale", KILN_DTYPE_F32, 1, &dv);
+    kiln_value cond = kiln_parameter(g, "cond", KILN_DTYPE_I32, 2, dc);
+    kiln_value more[7] = {
+        kiln_sin(g, kiln_mul(g, v, kiln_scalar(g, KILN_DTYPE_F32, 40))),
+        kiln_cos(g, v),
+        kiln_erf(g, kiln_mul(g, v, kiln_scalar(g, KILN_DTYPE_F32, 3))),
+        kiln_gelu(g, v, false),
+        kiln_silu(g, v),
+        kiln_rms_norm(g, v, sc, -1, 1e-6),
+        kiln_clip(g, kiln_where(g, cond, v, sc), kiln_neg(g, kiln_abs(g, sc)), kiln_abs(g, sc))};
+    if (finish(g, 7, more, "new_ops")) {
+        check(g, "new_ops", NULL, 1e-5);
         kiln_graph_destroy(g);
     }
 }

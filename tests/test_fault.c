@@ -30,7 +30,7 @@ static kiln_status build(kiln_graph *g, kiln_value *outs) {
     kiln_value labels = kiln_parameter(g, "labels", KILN_DTYPE_I32, 1, ld);
     kiln_value table = kiln_parameter(g, "table", KILN_DTYPE_F32, 2, td);
     kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 1, id);
-    kiln_value h = kiln_gelu(g, kiln_add(g, kiln_matmul(g, x, w1), b1));
+    kiln_value h = kiln_gelu(g, kiln_add(g, kiln_matmul(g, x, w1), b1), true);
     kiln_value logits = kiln_matmul(g, h, kiln_constant(g, KILN_DTYPE_F32, 2, w2d, w2));
     kiln_value parts[5] = {
         logits, kiln_mul(g, logits, kiln_scalar(g, KILN_DTYPE_F32, 2)), kiln_neg(g, logits),

@@ -119,6 +119,24 @@ static void example_models(kiln_context *ctx) {
     }
 }
 
+/* The elementwise ops and composites of issue 14 (sin, cos, erf, exact gelu, silu, rms_norm,
+ * where, clip) read back as the primitives they were traced to. */
+static void new_ops(kiln_context *ctx) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "new_ops", &g));
+    int64_t d[2] = {3, 4}, d4 = 4;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value s = kiln_parameter(g, "s", KILN_DTYPE_F32, 1, &d4);
+    kiln_value c = kiln_parameter(g, "c", KILN_DTYPE_I32, 2, (const int64_t[]){3, 1});
+    kiln_value o[6] = {
+        kiln_sin(g, x),         kiln_add(g, kiln_cos(g, x), kiln_erf(g, s)),
+        kiln_gelu(g, x, false), kiln_silu(g, kiln_rms_norm(g, x, s, -1, 1e-6)),
+        kiln_where(g, c, x, s), kiln_clip(g, x, kiln_neg(g, kiln_abs(g, s)), kiln_abs(g, s))};
+    CHECK_OK(ctx, kiln_graph_finish(g, 6, o));
+    round_trip(ctx, g, "new ops", 11);
+    kiln_graph_destroy(g);
+}
+
 /* Constants of every dtype, large (all values written) and special (nan, inf, -0, the
  * extremes of each integer type), with names that need escapes. */
 static void constants(kiln_context *ctx) {
@@ -319,6 +337,7 @@ int main(void) {
     kiln_context *ctx = test_context();
     random_programs(ctx);
     example_models(ctx);
+    new_ops(ctx);
     constants(ctx);
     broken_texts(ctx);
     file_errors(ctx);

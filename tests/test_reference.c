@@ -4,6 +4,7 @@
  * conversions, every shape op, reductions, dot_general/matmul, row indexing, the
  * composites, memory released at last use, and the interpreter's own errors. */
 #include "fault.h"
+#include "rng.h"
 
 #include <float.h>
 #include <stdint.h>
@@ -189,7 +190,8 @@ static void test_unary_float(void) {
         {kiln_log, log},     {kiln_log1p, log1p},
         {kiln_sqrt, sqrt},   {kiln_rsqrt, r_rsqrt},
         {kiln_tanh, tanh},   {kiln_logistic, r_logistic},
-        {kiln_floor, floor},
+        {kiln_floor, floor}, {kiln_sin, sin},
+        {kiln_cos, cos},     {kiln_erf, erf},
     };
     const double x[] = {-3.5, -1, -0.0, 0.0, 0.25, 1, 2.5, 40, 800, -800, INFINITY, -INFINITY, NAN};
     const int64_t n = sizeof x / sizeof x[0];
@@ -1172,7 +1174,7 @@ static void test_layer_norm_gelu(void) {
     kiln_value none = {0, 0};
     const double eps = 1e-5;
     kiln_value outs[3] = {kiln_layer_norm(g, x, sc, bi, eps),
-                          kiln_layer_norm(g, x, none, none, eps), kiln_gelu(g, x)};
+                          kiln_layer_norm(g, x, none, none, eps), kiln_gelu(g, x, true)};
     const double xv[] = {1, 2, 3, 4, -3, 0, 0, 7}, sv[] = {1, 2, 0.5, -1}, bv[] = {0, 1, -1, 0.25};
     kiln_array *args[3] = {mkd(KILN_DTYPE_F64, 2, d24, xv), mkd(KILN_DTYPE_F64, 1, d4, sv),
                            mkd(KILN_DTYPE_F64, 1, d4, bv)};
@@ -1216,6 +1218,174 @@ static void test_layer_norm_gelu(void) {
         check_values(out, want, 8, 1e-6);
     }
     kiln_array_destroy(out);
+}
+
+/* sin, cos and erf on random inputs over many magnitudes (1e-4 .. 1e3, both signs, zeros)
+ * against libm in f64, and f32 rounded once from f32 inputs; then identities that hold
+ * whatever libm does: sin^2 + cos^2 = 1, erf odd and bounded by 1, its limits. */
+static void test_sin_cos_erf(void) {
+    enum { N = 96 };
+    uint64_t seed = test_seed(0x51ce);
+    double x[N];
+    for (int i = 0; i < N; i++) {
+        double mag = pow(10, -4 + 7 * test_rng_unit(&seed));
+        x[i] = i % 16 == 0 ? 0.0 : test_rng_unit(&seed) < 0.5 ? -mag : mag;
+    }
+    unop ops[3] = {kiln_sin, kiln_cos, kiln_erf};
+    double (*ref[3])(double) = {sin, cos, erf};
+    double y[3][N], yf[N];
+    for (int k = 0; k < 3; k++) {
+        eval_unary(ops[k], KILN_DTYPE_F64, x, N, y[k]);
+        eval_unary(ops[k], KILN_DTYPE_F32, x, N, yf);
+        for (int i = 0; i < N; i++) {
+            CHECK_MSG(test_close(y[k][i], ref[k](x[i]), 1e-15, 1e-300), "op %d at %.17g: %.17g", k,
+                      x[i], y[k][i]);
+            double want = (float)ref[k]((float)x[i]);
+            CHECK_MSG(yf[i] == want, "f32 op %d at %.9g: %.9g, want %.9g", k, x[i], yf[i], want);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK_NEAR(y[0][i] * y[0][i] + y[1][i] * y[1][i], 1, 4e-16);
+        CHECK(fabs(y[2][i]) <= 1 && (x[i] >= 0) == (y[2][i] >= 0));
+    }
+    double neg[N], en[N];
+    for (int i = 0; i < N; i++) neg[i] = -x[i];
+    eval_unary(kiln_erf, KILN_DTYPE_F64, neg, N, en);
+    for (int i = 0; i < N; i++) CHECK_MSG(en[i] == -y[2][i], "erf(-x) != -erf(x) at %g", x[i]);
+    const double e[] = {0, INFINITY, -INFINITY, 7, -0.0};
+    double ye[5];
+    eval_unary(kiln_erf, KILN_DTYPE_F32, e, 5, ye);
+    CHECK(ye[0] == 0 && ye[1] == 1 && ye[2] == -1 && ye[3] == 1 && ye[4] == 0 && signbit(ye[4]));
+}
+
+/* gelu's exact form against jax.nn.gelu(x, approximate=False), computed once with jax 0.10.2
+ * (jax_enable_x64, printed with %.17g) at these points; the identities gelu(x) - gelu(-x) = x
+ * and gelu(x) + gelu(-x) = x erf(x / sqrt 2); the tanh form within 4.8e-4 of it (JAX's two
+ * forms differ by at most 4.73e-4 on [-8, 8]). silu against jax.nn.silu, computed so too. */
+static void test_gelu_exact_silu(void) {
+    static const double x[12] = {-6, -3, -1.5, -0.5, -1e-3, 0, 1e-3, 0.5, 1, 2.5, 4, 6};
+    static const double jax_gelu[12] = {
+        -5.9195258702261662e-09, -0.0040496940948902792,  -0.10021080190328709,
+        -0.15426876936299344,    -0.00049960105778608897, 0,
+        0.00050039894221391105,  0.34573123063700656,     0.84134474606854293,
+        2.4844758366855597,      3.9998733150326675,      5.9999999940804738};
+    static const double xs[7] = {-3, -1.5, -0.5, 0, 0.5, 1, 2.5};
+    static const double jax_silu[7] = {
+        -0.14227761953270035, -0.27363828570953452, -0.1887703343990727, 0,
+        0.3112296656009273,   0.7310585786300049,   2.3103545499468914};
+    for (int t = 0; t < 2; t++) {
+        kiln_dtype ft = t ? KILN_DTYPE_F32 : KILN_DTYPE_F64;
+        double tol = t ? 2e-7 : 1e-15;
+        int64_t n = 12, n7 = 7;
+        kiln_graph *g = new_graph();
+        kiln_value p = kiln_parameter(g, "x", ft, 1, &n), q = kiln_parameter(g, "s", ft, 1, &n7);
+        kiln_value outs[4] = {kiln_gelu(g, p, false), kiln_gelu(g, kiln_neg(g, p), false),
+                              kiln_gelu(g, p, true), kiln_silu(g, q)};
+        kiln_array *args[2] = {mkd(ft, 1, &n, x), mkd(ft, 1, &n7, xs)}, *res[4] = {0};
+        if (run(g, 4, outs, 2, args, res)) {
+            double ge[12], gn[12], gt[12], si[7];
+            fetch(res[0], ge), fetch(res[1], gn), fetch(res[2], gt), fetch(res[3], si);
+            for (int i = 0; i < 12; i++) {
+                /* left of 0, 1 + erf(x / sqrt 2) cancels (JAX's erfc does not), so the error
+                 * there is bounded absolutely: |x| / 2 times erf's rounding error near 1 */
+                double atol = fabs(x[i]) * (t ? 6e-8 : 1.2e-16);
+                CHECK_MSG(test_close(ge[i], jax_gelu[i], tol * 4, atol),
+                          "%s gelu(%g) = %.17g, jax %.17g", kiln_dtype_name(ft), x[i], ge[i],
+                          jax_gelu[i]);
+                CHECK_MSG(test_close(ge[i] - gn[i], x[i], tol * 4, tol),
+                          "gelu(x) - gelu(-x) = %.17g at %g", ge[i] - gn[i], x[i]);
+                CHECK_MSG(test_close(ge[i] + gn[i], x[i] * erf(x[i] * M_SQRT1_2), tol * 8, tol),
+                          "gelu(x) + gelu(-x) = %.17g at %g", ge[i] + gn[i], x[i]);
+                CHECK_MSG(fabs(gt[i] - ge[i]) <= 4.8e-4, "tanh form %.17g, exact %.17g at %g",
+                          gt[i], ge[i], x[i]);
+            }
+            for (int i = 0; i < 7; i++)
+                CHECK_MSG(test_close(si[i], jax_silu[i], tol * 4, tol), "silu(%g) = %.17g", xs[i],
+                          si[i]);
+        }
+        for (int i = 0; i < 4; i++) kiln_array_destroy(res[i]);
+    }
+}
+
+/* rms_norm by hand: [2, 3] over the last axis with a scale, over axis 0 without, f64/f32. */
+static void test_rms_norm(void) {
+    const double xv[] = {1, -2, 3, 0.5, 0, -4}, sv[] = {2, -1, 0.5}, eps = 1e-6;
+    for (int t = 0; t < 2; t++) {
+        kiln_dtype ft = t ? KILN_DTYPE_F32 : KILN_DTYPE_F64;
+        int64_t d23[] = {2, 3}, d3 = 3;
+        kiln_graph *g = new_graph();
+        kiln_value x = kiln_parameter(g, "x", ft, 2, d23), s = kiln_parameter(g, "s", ft, 1, &d3);
+        kiln_value outs[2] = {kiln_rms_norm(g, x, s, -1, eps),
+                              kiln_rms_norm(g, x, (kiln_value){0, 0}, 0, eps)};
+        kiln_array *args[2] = {mkd(ft, 2, d23, xv), mkd(ft, 1, &d3, sv)}, *res[2] = {0};
+        if (run(g, 2, outs, 2, args, res)) {
+            double last[6], first[6];
+            for (int i = 0; i < 2; i++) {
+                const double *r = xv + 3 * i;
+                double ms = (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]) / 3;
+                for (int j = 0; j < 3; j++) last[3 * i + j] = r[j] / sqrt(ms + eps) * sv[j];
+            }
+            for (int j = 0; j < 3; j++) {
+                double ms = (xv[j] * xv[j] + xv[3 + j] * xv[3 + j]) / 2;
+                for (int i = 0; i < 2; i++) first[3 * i + j] = xv[3 * i + j] / sqrt(ms + eps);
+            }
+            check_type(res[0], ft, 2, d23);
+            check_type(res[1], ft, 2, d23);
+            check_values(res[0], last, 6, t ? 1e-6 : 1e-14);
+            check_values(res[1], first, 6, t ? 1e-6 : 1e-14);
+        }
+        for (int i = 0; i < 2; i++) kiln_array_destroy(res[i]);
+    }
+}
+
+/* where: a bool condition broadcast with x and y; non-bool conditions are nonzero tests
+ * (NaN true, -0 false). clip: broadcast bounds, NaN propagation, lo > hi, integers. */
+static void test_where_clip(void) {
+    kiln_graph *g = new_graph();
+    int64_t d3 = 3, d21[] = {2, 1}, d23[] = {2, 3}, d5 = 5;
+    kiln_value c = kiln_parameter(g, "c", KILN_DTYPE_BOOL, 1, &d3);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 2, d21);
+    kiln_value cf = kiln_parameter(g, "cf", KILN_DTYPE_F32, 1, &d5);
+    kiln_value ci = kiln_parameter(g, "ci", KILN_DTYPE_I32, 1, &d5);
+    kiln_value xi = kiln_parameter(g, "xi", KILN_DTYPE_I32, 1, &d5);
+    kiln_value outs[3] = {
+        kiln_where(g, c, x, kiln_scalar(g, KILN_DTYPE_F64, -1)),
+        kiln_where(g, cf, kiln_scalar(g, KILN_DTYPE_I32, 1), kiln_scalar(g, KILN_DTYPE_I32, 0)),
+        kiln_where(g, ci, xi, kiln_neg(g, xi))};
+    kiln_array *args[5] = {mkd(KILN_DTYPE_BOOL, 1, &d3, (const double[]){1, 0, 1}),
+                           mkd(KILN_DTYPE_F64, 2, d21, (const double[]){10, 20}),
+                           mkd(KILN_DTYPE_F32, 1, &d5, (const double[]){0, -0.0, NAN, 0.5, -3}),
+                           mkd(KILN_DTYPE_I32, 1, &d5, (const double[]){0, 1, -1, 0, 7}),
+                           mkd(KILN_DTYPE_I32, 1, &d5, (const double[]){1, 2, 3, 4, 5})},
+               *res[3] = {0};
+    if (run(g, 3, outs, 5, args, res)) {
+        check_type(res[0], KILN_DTYPE_F64, 2, d23);
+        check_values(res[0], (const double[]){10, -1, 10, 20, -1, 20}, 6, 0);
+        check_type(res[1], KILN_DTYPE_I32, 1, &d5);
+        check_values(res[1], (const double[]){0, 0, 1, 1, 1}, 5, 0);
+        check_values(res[2], (const double[]){-1, 2, 3, -4, 5}, 5, 0);
+    }
+    for (int i = 0; i < 3; i++) kiln_array_destroy(res[i]);
+
+    g = new_graph();
+    int64_t d6 = 6;
+    kiln_value v = kiln_parameter(g, "v", KILN_DTYPE_F32, 1, &d6);
+    kiln_value hi = kiln_parameter(g, "hi", KILN_DTYPE_F32, 1, &d6);
+    kiln_value vi = kiln_parameter(g, "vi", KILN_DTYPE_I64, 1, &d6);
+    kiln_value outs2[2] = {
+        kiln_clip(g, v, kiln_scalar(g, KILN_DTYPE_F32, -1), hi),
+        kiln_clip(g, vi, kiln_scalar(g, KILN_DTYPE_I64, -2), kiln_scalar(g, KILN_DTYPE_I64, 3))};
+    kiln_array *args2[3] = {mkd(KILN_DTYPE_F32, 1, &d6, (const double[]){-5, 0.5, 9, NAN, 0, 2}),
+                            mkd(KILN_DTYPE_F32, 1, &d6, (const double[]){1, 1, 2, 1, -3, NAN}),
+                            mkd(KILN_DTYPE_I64, 1, &d6, (const double[]){-9, -2, 0, 3, 4, 100})},
+               *res2[2] = {0};
+    if (run(g, 2, outs2, 3, args2, res2)) {
+        /* lo > hi (-1 > -3) gives hi, as jnp.clip; NaN in x or in a bound propagates */
+        check_values(res2[0], (const double[]){-1, 0.5, 2, NAN, -3, NAN}, 6, 0);
+        check_type(res2[1], KILN_DTYPE_I64, 1, &d6);
+        check_values(res2[1], (const double[]){-2, -2, 0, 3, 3, 3}, 6, 0);
+    }
+    for (int i = 0; i < 2; i++) kiln_array_destroy(res2[i]);
 }
 
 static void test_softmax_cross_entropy(void) {
@@ -1396,6 +1566,10 @@ int main(void) {
     RUN(test_scatter_add_rows);
     RUN(test_softmax_family);
     RUN(test_layer_norm_gelu);
+    RUN(test_sin_cos_erf);
+    RUN(test_gelu_exact_silu);
+    RUN(test_rms_norm);
+    RUN(test_where_clip);
     RUN(test_softmax_cross_entropy);
     RUN(test_memory_released_at_last_use);
     RUN(test_errors);

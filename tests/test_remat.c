@@ -418,8 +418,8 @@ static kiln_graph *transformer_step(model *m, bool remat) {
         kiln_value s2 = model_vector(m, "ln2_scale", TB_D), b2 = model_vector(m, "ln2_bias", TB_D);
         kiln_value w1 = model_matrix(m, "w1", TB_D, TB_F), c1 = model_vector(m, "b1", TB_F);
         kiln_value w2 = model_matrix(m, "w2", TB_F, TB_D), c2 = model_vector(m, "b2", TB_D);
-        kiln_value h =
-            kiln_gelu(g, kiln_add(g, kiln_matmul(g, kiln_layer_norm(g, x1, s2, b2, 1e-5), w1), c1));
+        kiln_value h = kiln_gelu(
+            g, kiln_add(g, kiln_matmul(g, kiln_layer_norm(g, x1, s2, b2, 1e-5), w1), c1), true);
         x = kiln_add(g, x1, kiln_add(g, kiln_matmul(g, h, w2), c2));
         if (remat) kiln_checkpoint_end(g);
     }

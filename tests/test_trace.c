@@ -87,7 +87,8 @@ static void test_unary_types(void) {
                i = P(g, KILN_DTYPE_I32, 5);
     kiln_value l = P0(g, KILN_DTYPE_I64), b = P(g, KILN_DTYPE_BOOL, 1, 1, 1);
     kiln_value (*const fl[])(kiln_graph *, kiln_value) = {
-        kiln_exp, kiln_log, kiln_log1p, kiln_sqrt, kiln_rsqrt, kiln_tanh, kiln_logistic, kiln_floor,
+        kiln_exp,      kiln_log, kiln_log1p, kiln_sqrt, kiln_rsqrt, kiln_tanh,
+        kiln_logistic, kiln_sin, kiln_cos,   kiln_erf,  kiln_floor,
     };
     for (size_t k = 0; k < sizeof fl / sizeof fl[0]; k++) {
         CHECK_TYPE(g, fl[k](g, f), "f32[2,3]");
@@ -923,8 +924,23 @@ static void test_composites(void) {
     CHECK_TYPE(g, kiln_layer_norm(g, x, sc, NONE, 0), "f32[2,3,4]");
     CHECK_TYPE(g, kiln_layer_norm(g, x, NONE, bi, 1e-3), "f32[2,3,4]");
     CHECK_TYPE(g, kiln_layer_norm(g, d, NONE, NONE, 1e-5), "f64[5]");
-    CHECK_TYPE(g, kiln_gelu(g, d), "f64[5]");
-    CHECK_TYPE(g, kiln_gelu(g, s), "f32[]");
+    CHECK_TYPE(g, kiln_gelu(g, d, true), "f64[5]");
+    CHECK_TYPE(g, kiln_gelu(g, s, true), "f32[]");
+    CHECK_TYPE(g, kiln_gelu(g, x, false), "f32[2,3,4]");
+    CHECK_TYPE(g, kiln_silu(g, d), "f64[5]");
+    CHECK_TYPE(g, kiln_rms_norm(g, x, sc, -1, 1e-6), "f32[2,3,4]");
+    CHECK_TYPE(g, kiln_rms_norm(g, x, P(g, KILN_DTYPE_F32, 2), 0, 0), "f32[2,3,4]");
+    CHECK_TYPE(g, kiln_rms_norm(g, d, NONE, 0, 1e-5), "f64[5]");
+    /* where and clip broadcast all three operands */
+    kiln_value c3 = P(g, KILN_DTYPE_BOOL, 3), f21 = P(g, KILN_DTYPE_F32, 2, 1);
+    CHECK_TYPE(g, kiln_where(g, c3, f21, s), "f32[2,3]");
+    CHECK_TYPE(g, kiln_where(g, P(g, KILN_DTYPE_I32, 4, 1, 1), s, f21), "f32[4,2,1]");
+    CHECK_TYPE(g, kiln_where(g, s, d, d), "f64[5]");
+    CHECK_TYPE(g, kiln_clip(g, sc, f21, s), "f32[2,4]");
+    CHECK_TYPE(g, kiln_clip(g, x, sc, P(g, KILN_DTYPE_F32, 3, 1)), "f32[2,3,4]");
+    CHECK_TYPE(g,
+               kiln_clip(g, P(g, KILN_DTYPE_I64, 2), P0(g, KILN_DTYPE_I64), P0(g, KILN_DTYPE_I64)),
+               "i64[2]");
     CHECK_TYPE(g, kiln_relu(g, x), "f32[2,3,4]");
     CHECK_TYPE(g, kiln_relu(g, P(g, KILN_DTYPE_I32, 3)), "i32[3]");
     kiln_value logits = P(g, KILN_DTYPE_F32, 8, 10), labels = P(g, KILN_DTYPE_I32, 8);
@@ -991,11 +1007,69 @@ static void test_composite_errors(void) {
     OP(kiln_layer_norm(g, x, NONE, NONE, NAN));
     EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_layer_norm", "eps");
     g = fresh(), x = P(g, KILN_DTYPE_I32, 4);
-    OP(kiln_gelu(g, x));
+    OP(kiln_gelu(g, x, true));
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_gelu", "i32[4]");
     g = fresh(), x = P(g, KILN_DTYPE_BOOL, 4);
     OP(kiln_relu(g, x));
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_relu", "bool[4]");
+    g = fresh(), x = P(g, KILN_DTYPE_I32, 4);
+    OP(kiln_sin(g, x));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_sin", "f32 or f64, not i32", "i32[4]");
+    g = fresh(), x = P(g, KILN_DTYPE_I64, 4);
+    OP(kiln_erf(g, x));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_erf", "i64[4]");
+    g = fresh(), x = P(g, KILN_DTYPE_I32, 4);
+    OP(kiln_silu(g, x));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_silu", "i32[4]");
+    g = fresh(), x = P(g, KILN_DTYPE_I32, 4);
+    OP(kiln_gelu(g, x, false));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_gelu", "i32[4]");
+    /* rms_norm: axis, scale [dim of the axis] of x's dtype, eps >= 0, rank >= 1 */
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 4);
+    OP(kiln_rms_norm(g, x, NONE, 2, 1e-6));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_rms_norm", "axis 2", "rank 2", "f32[2,4]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 4), y = P(g, KILN_DTYPE_F32, 4);
+    OP(kiln_rms_norm(g, x, y, 0, 1e-6));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_rms_norm",
+               "scale must be f32[2] (axis 0 of x), not f32[4]", "f32[2,4], f32[4]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 4), y = P(g, KILN_DTYPE_F64, 4);
+    OP(kiln_rms_norm(g, x, y, -1, 1e-6));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_rms_norm", "scale must be f32[4]", "not f64[4]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 4);
+    OP(kiln_rms_norm(g, x, NONE, 0, -1));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_rms_norm", "eps -1");
+    g = fresh(), x = P0(g, KILN_DTYPE_F32);
+    OP(kiln_rms_norm(g, x, NONE, 0, 0));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_rms_norm", "rank >= 1", "f32[]");
+    g = fresh(), x = P(g, KILN_DTYPE_I32, 4);
+    OP(kiln_rms_norm(g, x, NONE, 0, 0));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_rms_norm", "i32[4]");
+    /* where: x and y share a dtype; all three broadcast; invalid operands are named */
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 3), y = P(g, KILN_DTYPE_F64, 3);
+    OP(kiln_where(g, P(g, KILN_DTYPE_BOOL, 3), x, y));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_where", "x and y must share a dtype (f32 vs f64)",
+               "bool[3], f32[3], f64[3]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 3), y = P(g, KILN_DTYPE_F32, 2, 1);
+    OP(kiln_where(g, P(g, KILN_DTYPE_I32, 4), x, y));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_where", "cannot be broadcast",
+               "i32[4], f32[3], f32[2,1]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 3);
+    OP(kiln_where(g, NONE, x, x));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_where", "the condition", "invalid");
+    /* clip: lo and hi of x's dtype, broadcastable; x numeric */
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 3);
+    OP(kiln_clip(g, x, P0(g, KILN_DTYPE_I32), P0(g, KILN_DTYPE_F32)));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_clip",
+               "lo and hi must have x's dtype f32 (lo i32, hi f32)");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 3);
+    OP(kiln_clip(g, x, P0(g, KILN_DTYPE_F32), P(g, KILN_DTYPE_F32, 2)));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_clip", "cannot be broadcast", "f32[3], f32[], f32[2]");
+    g = fresh(), x = P(g, KILN_DTYPE_BOOL, 3);
+    OP(kiln_clip(g, x, x, x));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_clip", "bool[3]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 3);
+    OP(kiln_clip(g, x, x, NONE));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_clip", "hi", "invalid");
     /* softmax_cross_entropy: labels integer [...] for logits [..., C] */
     g = fresh(), x = P(g, KILN_DTYPE_F32, 8, 10), y = P(g, KILN_DTYPE_F32, 8);
     OP(kiln_softmax_cross_entropy(g, x, y));
@@ -1193,7 +1267,13 @@ static void test_no_crash_on_misuse(void) {
         kiln_log_softmax(n, v, 0),
         kiln_logsumexp(n, v, 0, NULL, false),
         kiln_layer_norm(n, v, v, v, 0),
-        kiln_gelu(n, v),
+        kiln_gelu(n, v, true),
+        kiln_gelu(n, v, false),
+        kiln_silu(n, v),
+        kiln_sin(n, v),
+        kiln_rms_norm(n, v, v, 0, 0),
+        kiln_where(n, v, v, v),
+        kiln_clip(n, v, v, v),
         kiln_softmax_cross_entropy(n, v, v),
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) CHECK(!kiln_value_ok(r[i]));

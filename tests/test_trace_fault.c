@@ -24,7 +24,10 @@ static kiln_value build(kiln_graph *g) {
     float cdata[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     kiln_value c = kiln_constant(g, KILN_DTYPE_F32, 1, DIMS(8), cdata);
     kiln_value h = kiln_add(g, kiln_matmul(g, x, w), c);
-    h = kiln_layer_norm(g, kiln_gelu(g, h), scale, bias, 1e-5);
+    h = kiln_layer_norm(g, kiln_gelu(g, h, true), scale, bias, 1e-5);
+    h = kiln_rms_norm(g, kiln_silu(g, kiln_gelu(g, h, false)), scale, -1, 1e-6);
+    h = kiln_clip(g, kiln_where(g, kiln_reshape(g, labels, 3, DIMS(2, 4, 1)), h, kiln_sin(g, h)),
+                  kiln_neg(g, scale), scale);
     kiln_value parts[20];
     for (int i = 0; i < 20; i++) parts[i] = i % 3 ? h : kiln_relu(g, h);
     kiln_value wide = kiln_concatenate(g, 5, parts, 2);  /* 5 inputs: spilled to the heap */

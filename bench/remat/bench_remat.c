@@ -81,7 +81,7 @@ static kiln_value block(step *s, kiln_value x, int l, kiln_value mask) {
     kiln_value y =
         kiln_reshape(g, kiln_transpose(g, kiln_dot_general(g, att, v, &av), perm), 3, btc);
     x = kiln_add(g, x, dense(g, y, pw, pb));
-    kiln_value m = kiln_gelu(g, dense(g, kiln_layer_norm(g, x, ln2w, ln2b, 1e-5), fw, fb));
+    kiln_value m = kiln_gelu(g, dense(g, kiln_layer_norm(g, x, ln2w, ln2b, 1e-5), fw, fb), true);
     return kiln_add(g, x, dense(g, m, mw, mb));
 }
 

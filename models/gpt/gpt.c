@@ -245,7 +245,7 @@ kiln_value gpt_hidden(kiln_graph *g, const gpt_config *cfg, const kiln_value *p,
         kiln_value a = kiln_layer_norm(g, x, lp[LN1_W], lp[LN1_B], 1e-5);
         x = kiln_add(g, x, linear(g, attention(g, cfg, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]));
         kiln_value m = kiln_layer_norm(g, x, lp[LN2_W], lp[LN2_B], 1e-5);
-        m = kiln_gelu(g, linear(g, m, lp[FC_W], lp[FC_B]));
+        m = kiln_gelu(g, linear(g, m, lp[FC_W], lp[FC_B]), true);
         x = kiln_add(g, x, linear(g, m, lp[MPROJ_W], lp[MPROJ_B]));
     }
     int n = gpt_num_params(cfg);

@@ -1,5 +1,5 @@
 /* composite_rules.c — direct VJP rules for the composites the tracer expands (softmax,
- * log_softmax, logsumexp, softmax cross-entropy, layer norm), used by the transform in
+ * log_softmax, logsumexp, softmax cross-entropy, layer norm, rms norm), used by the transform in
  * place of their primitives' rules when nothing outside the composite reads its interior.
  *
  * Why: the primitives' rules are correct but keep what the primitives made. Softmax's keep
@@ -16,6 +16,8 @@
  *   layer norm   xhat = (x - mean) * rstd, gy = g * scale:
  *                dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))
  *                dscale = sum over rows (g * xhat), dbias = sum over rows (g)
+ *   rms norm     xhat = x * r (r = rsqrt(mean(x^2) + eps)), gy = g * scale:
+ *                dx = r * (gy - xhat * mean(gy * xhat)), dscale = sum over rows (g * xhat)
  *
  * with sums and means over the composite's axes, kept as size-1 axes so they broadcast.
  * Every rule is elementwise work plus row reductions, so the backward pass fuses as the
@@ -102,6 +104,35 @@ static void layer_norm_rule(kiln_graph *g, const ir_composite *c, kiln_value ct,
     if (need[2]) out[2] = sum_rows(g, ct, rank);
 }
 
+/* rms norm over axis a: xhat = x * r, gy = g * scale; dx = r * (gy - xhat * mean(gy * xhat)),
+ * dscale = sum over the other axes (g * xhat). */
+static void rms_norm_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, const bool *need,
+                          kiln_value *out) {
+    ir_shape xs = g->nodes[c->in[0]].shape;
+    int a = 0, others[KILN_MAX_RANK], n = 0;
+    for (int i = 0; i < xs.rank; i++) {
+        if (c->axes >> i & 1u)
+            a = i;
+        else
+            others[n++] = i;
+    }
+    kiln_value x = {g->id, c->in[0]}, r = {g->id, c->aux[0]};
+    kiln_value xhat = kiln_mul(g, x, r);
+    if (need[0]) {
+        kiln_value gy = ct;
+        if (c->in[1])
+            gy = kiln_mul(
+                g, ct,
+                kiln_broadcast_in_dim(g, (kiln_value){g->id, c->in[1]}, xs.rank, xs.dims, &a));
+        kiln_value m = kiln_mean(g, kiln_mul(g, gy, xhat), 1, &a, true);
+        out[0] = kiln_mul(g, r, kiln_sub(g, gy, kiln_mul(g, xhat, m)));
+    }
+    if (need[1]) {
+        kiln_value p = kiln_mul(g, ct, xhat);
+        out[1] = n ? kiln_reduce_sum(g, p, n, others, false) : p;
+    }
+}
+
 void ad_composite_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, const bool *need,
                        kiln_value *out) {
     for (int i = 0; i < 3; i++) out[i] = KN_NONE;
@@ -122,5 +153,6 @@ void ad_composite_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, cons
     case IR_COMP_RELU:
         if (need[0]) out[0] = relu_rule(g, c, ct);
         return;
+    case IR_COMP_RMS_NORM: rms_norm_rule(g, c, ct, need, out); return;
     }
 }

@@ -126,6 +126,28 @@ static void vjp_logistic(kiln_graph *g, uint32_t id, const ir_node *n, kiln_valu
     out[0] = kiln_mul(g, ct, d);
 }
 
+static void vjp_sin(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id, (void)need;
+    out[0] = kiln_mul(g, ct, kiln_cos(g, val(g, ir_in(n)[0])));
+}
+
+static void vjp_cos(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id, (void)need;
+    out[0] = kiln_mul(g, kiln_neg(g, ct), kiln_sin(g, val(g, ir_in(n)[0])));
+}
+
+/* erf'(x) = 2/sqrt(pi) exp(-x^2); exp underflows to 0 for |x| > ~27 (f64), as erf is flat. */
+static void vjp_erf(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id, (void)need;
+    kiln_value x = val(g, ir_in(n)[0]);
+    kiln_value d = kiln_mul(g, scalar(g, n->dtype, 1.1283791670955126), /* 2/sqrt(pi) */
+                            kiln_exp(g, kiln_neg(g, kiln_mul(g, x, x))));
+    out[0] = kiln_mul(g, ct, d);
+}
+
 /* float -> float only: to or from an integer or bool there is no gradient (and the
  * transform never asks, as such values carry no cotangent). */
 static void vjp_convert(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
@@ -510,6 +532,9 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_RSQRT] = vjp_rsqrt,
     [IR_TANH] = vjp_tanh,
     [IR_LOGISTIC] = vjp_logistic,
+    [IR_SIN] = vjp_sin,
+    [IR_COS] = vjp_cos,
+    [IR_ERF] = vjp_erf,
     [IR_CONVERT] = vjp_convert,
     [IR_ADD] = vjp_add,
     [IR_SUB] = vjp_sub,

@@ -100,6 +100,12 @@ enum {
       "kiln_tanh_$S($0)", NULL)                                                                    \
     X(LOGISTIC, "logistic", logistic, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,     \
       "kiln_logistic_$S($0)", NULL)                                                                \
+    X(SIN, "sin", sin, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
+      "sin$F($0)", NULL)                                                                           \
+    X(COS, "cos", cos, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
+      "cos$F($0)", NULL)                                                                           \
+    X(ERF, "erf", erf, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
+      "erf$F($0)", NULL)                                                                           \
     X(FLOOR, "floor", floor, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1,\
       "floor$F($0)", NULL)                                                                         \
     X(NOT, "not", logical_not, 1, IRK_UNARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,  \
@@ -318,6 +324,8 @@ typedef enum ir_composite_kind {
     IR_COMP_LAYER_NORM,    /* in[0] x, in[1] scale, in[2] bias (0: none); aux[0] the mean,
                             * aux[1] the reciprocal standard deviation, both [..., 1] */
     IR_COMP_RELU,          /* in[0] x */
+    IR_COMP_RMS_NORM,      /* in[0] x, in[1] scale (0: none); aux[0] the reciprocal root mean
+                            * square [..., 1 at the axis, ...]; axes: the one axis */
 } ir_composite_kind;
 
 typedef struct ir_composite {

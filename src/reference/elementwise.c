@@ -50,6 +50,15 @@ static double f_rsqrt(double x) {
 static double f_tanh(double x) {
     return tanh(x);
 }
+static double f_sin(double x) {
+    return sin(x);
+}
+static double f_cos(double x) {
+    return cos(x);
+}
+static double f_erf(double x) {
+    return erf(x);
+}
 static double f_floor(double x) {
     return floor(x);
 }
@@ -154,6 +163,9 @@ static const ref_scalar scalar[IR_NUM_OPS] = {
     [IR_RSQRT] = {.f1 = f_rsqrt},
     [IR_TANH] = {.f1 = f_tanh},
     [IR_LOGISTIC] = {.f1 = logistic},
+    [IR_SIN] = {.f1 = f_sin},
+    [IR_COS] = {.f1 = f_cos},
+    [IR_ERF] = {.f1 = f_erf},
     [IR_FLOOR] = {.f1 = f_floor},
     [IR_NOT] = {.i1 = i_not},
     [IR_STOP_GRADIENT] = {.f1 = f_identity, .i1 = i_identity},

@@ -155,15 +155,119 @@ kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_v
     return y;
 }
 
-kiln_value kiln_gelu(kiln_graph *g, kiln_value x) {
+/* approximate: jax.nn.gelu(approximate=True), GPT-2's tanh form. Exact: 0.5 x (1 + erf(x /
+ * sqrt 2)), jax.nn.gelu(approximate=False) up to how the CDF is written: JAX uses
+ * erfc(-x / sqrt 2), which keeps relative precision in the far left tail where 1 + erf(...)
+ * cancels (kiln has no erfc op); the absolute difference there is below 1e-7 (f32) and the
+ * result goes to 0 rather than to a tiny negative number below x ~ -5.6 (f32). */
+kiln_value kiln_gelu(kiln_graph *g, kiln_value x, bool approximate) {
     const char *op = "kiln_gelu";
     if (!float_operand(g, op, x)) return KN_NONE;
+    kiln_value half_x = kiln_mul(g, scalar_like(g, op, x, 0.5), x);
+    if (!approximate) {
+        kiln_value u = kiln_mul(g, x, scalar_like(g, op, x, M_SQRT1_2));
+        return kiln_mul(g, half_x, kiln_add(g, scalar_like(g, op, x, 1), kiln_erf(g, u)));
+    }
     kiln_value x3 = kiln_mul(g, kiln_mul(g, x, x), x);
     kiln_value inner = kiln_mul(g, scalar_like(g, op, x, sqrt(2.0 / M_PI)),
                                 kiln_add(g, x, kiln_mul(g, scalar_like(g, op, x, 0.044715), x3)));
-    kiln_value r = kiln_mul(g, kiln_mul(g, scalar_like(g, op, x, 0.5), x),
-                            kiln_add(g, scalar_like(g, op, x, 1), kiln_tanh(g, inner)));
-    return r;
+    return kiln_mul(g, half_x, kiln_add(g, scalar_like(g, op, x, 1), kiln_tanh(g, inner)));
+}
+
+/* x * logistic(x) (jax.nn.silu): two elementwise primitives that fuse into their
+ * neighbours; their rules give g * (s + x s (1 - s)) with s the forward logistic, which is
+ * what a direct rule would compute, so none is recorded. */
+kiln_value kiln_silu(kiln_graph *g, kiln_value x) {
+    if (!float_operand(g, "kiln_silu", x)) return KN_NONE;
+    return kiln_mul(g, x, kiln_logistic(g, x));
+}
+
+/* LLaMA's RMSNorm: x * rsqrt(mean(x^2 over axis) + eps) * scale. The composite keeps the
+ * reciprocal root mean square (one value a row) for its direct rule, which then needs x, it
+ * and scale, not the full-size x * rsqrt(...) the primitives' rules would keep. */
+kiln_value kiln_rms_norm(kiln_graph *g, kiln_value x, kiln_value scale, int axis, double eps) {
+    const char *op = "kiln_rms_norm";
+    const ir_node *xn = float_operand(g, op, x);
+    if (!xn) return KN_NONE;
+    ir_shape xs = xn->shape;
+    int a;
+    if (xs.rank < 1)
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
+                             "needs rank >= 1 (it normalises along an axis)");
+    if (!trace_axis(axis, xs.rank, &a))
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
+                             "axis %d is out of range for rank %d", axis, xs.rank);
+    if (!(eps >= 0))
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_INVALID_ARGUMENT, op, "eps %g must be >= 0",
+                             eps);
+    if (scale.id) {
+        const ir_node *p = trace_node(g, op, scale, "scale");
+        if (!p) return KN_NONE;
+        if (p->shape.rank != 1 || p->shape.dims[0] != xs.dims[a] || p->dtype != xn->dtype) {
+            char have[IR_TYPE_STR_MAX];
+            uint32_t in[2] = {x.id, scale.id};
+            return trace_fail_on(
+                g, in, 2, p->dtype != xn->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE, op,
+                "scale must be %s[%lld] (axis %d of x), not %s", kiln_dtype_name(xn->dtype),
+                (long long)xs.dims[a], a, ir_type_str(p->dtype, &p->shape, have, sizeof have));
+        }
+    }
+    ir_composite c = {
+        .kind = IR_COMP_RMS_NORM, .first = g->n_nodes, .in = {x.id, scale.id}, .axes = 1u << a};
+    kiln_value ms = kiln_mean(g, kiln_mul(g, x, x), 1, &a, true);
+    kiln_value r = kiln_rsqrt(g, kiln_add(g, ms, scalar_like(g, op, x, eps)));
+    kiln_value y = kiln_mul(g, x, r);
+    if (scale.id) y = kiln_mul(g, y, kiln_broadcast_in_dim(g, scale, xs.rank, xs.dims, &a));
+    c.out = y.id, c.aux[0] = r.id;
+    trace_composite(g, op, &c);
+    return y;
+}
+
+/* jnp.where: a condition that is not bool is true where it is nonzero (NaN included). All
+ * three broadcast together; x and y share a dtype. Checked before the condition's compare
+ * is emitted, so every mistake names kiln_where and leaves no node. */
+kiln_value kiln_where(kiln_graph *g, kiln_value cond, kiln_value x, kiln_value y) {
+    const char *op = "kiln_where";
+    if (!trace_ready(g, op)) return KN_NONE;
+    const ir_node *cn = trace_node(g, op, cond, "the condition");
+    const ir_node *xn = cn ? trace_node(g, op, x, "x") : NULL;
+    const ir_node *yn = xn ? trace_node(g, op, y, "y") : NULL;
+    if (!yn) return KN_NONE;
+    kiln_value all[3] = {cond, x, y};
+    uint32_t in[3] = {cond.id, x.id, y.id};
+    if (xn->dtype != yn->dtype)
+        return trace_fail_on(g, in, 3, KILN_STATUS_DTYPE, op,
+                             "x and y must share a dtype (%s vs %s); convert one first",
+                             kiln_dtype_name(xn->dtype), kiln_dtype_name(yn->dtype));
+    ir_shape out;
+    if (!trace_broadcast_shape(g, op, all, 3, &out)) return KN_NONE;
+    if (cn->dtype != KILN_DTYPE_BOOL)
+        all[0] = kiln_compare(g, cond, trace_scalar(g, op, cn->dtype, 0), KILN_CMP_NE);
+    ir_node n = {.op = IR_SELECT};
+    return trace_nary(g, op, &n, all, 3);
+}
+
+/* jnp.clip: min(max(x, lo), hi), so values and gradients are JAX's: NaN in any operand
+ * propagates, lo > hi gives hi, and at x == lo (or hi) the cotangent splits evenly
+ * between x and the bound (max/min's tie rule). lo and hi are values of the graph of x's
+ * dtype; all three broadcast together. */
+kiln_value kiln_clip(kiln_graph *g, kiln_value x, kiln_value lo, kiln_value hi) {
+    const char *op = "kiln_clip";
+    const ir_node *xn = checked_operand(g, op, x, IRT_NUMERIC);
+    if (!xn) return KN_NONE;
+    const ir_node *ln = trace_node(g, op, lo, "lo");
+    const ir_node *hn = ln ? trace_node(g, op, hi, "hi") : NULL;
+    if (!hn) return KN_NONE;
+    kiln_value all[3] = {x, lo, hi};
+    uint32_t in[3] = {x.id, lo.id, hi.id};
+    if (ln->dtype != xn->dtype || hn->dtype != xn->dtype)
+        return trace_fail_on(g, in, 3, KILN_STATUS_DTYPE, op,
+                             "lo and hi must have x's dtype %s (lo %s, hi %s); convert them first",
+                             kiln_dtype_name(xn->dtype), kiln_dtype_name(ln->dtype),
+                             kiln_dtype_name(hn->dtype));
+    ir_shape out;
+    if (!trace_broadcast_shape(g, op, all, 3, &out)) return KN_NONE;
+    return kiln_min(g, kiln_max(g, x, lo), hi);
 }
 
 kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_value labels) {

@@ -292,16 +292,39 @@ kiln_value trace_broadcast_to(kiln_graph *g, const char *op, kiln_value v, const
     return trace_emit(g, op, &n, &v.id, 1); /* ir_infer reports a rank or size clash */
 }
 
+bool trace_broadcast_shape(kiln_graph *g, const char *op, const kiln_value *vals, int count,
+                           ir_shape *out) {
+    uint32_t in[3];
+    *out = (ir_shape){0};
+    for (int i = 0; i < count; i++) in[i] = vals[i].id;
+    for (int i = 0; i < count; i++) {
+        const ir_shape *xs = &g->nodes[in[i]].shape;
+        ir_shape prev = *out;
+        int bad;
+        if (!broadcast_shapes(&prev, xs, out, &bad)) {
+            int pa = bad - (out->rank - prev.rank), xa = bad - (out->rank - xs->rank);
+            trace_fail_on(g, in, (uint32_t)count, KILN_STATUS_SHAPE, op,
+                          "operand shapes cannot be broadcast together (axis %d of the "
+                          "result: %lld vs %lld)",
+                          bad, (long long)(pa >= 0 ? prev.dims[pa] : 1),
+                          (long long)(xa >= 0 ? xs->dims[xa] : 1));
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Elementwise ops: checks the operands and their dtypes, broadcasts them (NumPy rules) to
  * their common shape, then emits the op. Everything is checked before the first broadcast
  * is emitted, so a mistake is reported against the user's operands and leaves no node. */
-static kiln_value nary(kiln_graph *g, const char *op, ir_node *n, kiln_value *vals, int count) {
+kiln_value trace_nary(kiln_graph *g, const char *op, ir_node *n, const kiln_value *vals,
+                      int count) {
     static const char *const names[] = {"the first operand", "the second operand",
                                         "the third operand"};
     if (!trace_ready(g, op)) return KN_NONE;
     uint32_t in[3];
     kiln_dtype types[3];
-    ir_shape out = {0};
+    ir_shape out;
     for (int i = 0; i < count; i++) {
         const ir_node *x = trace_node(g, op, vals[i], names[i]);
         if (!x) return KN_NONE;
@@ -312,19 +335,7 @@ static kiln_value nary(kiln_graph *g, const char *op, ir_node *n, kiln_value *va
     kiln_dtype t = n->dtype;
     kiln_status s = ir_infer_elementwise_dtype(n->op, types, (uint32_t)count, &t, msg, sizeof msg);
     if (s) return trace_fail_on(g, in, (uint32_t)count, s, op, "%s", msg);
-    for (int i = 0; i < count; i++) {
-        const ir_shape *xs = &g->nodes[in[i]].shape;
-        ir_shape prev = out;
-        int bad;
-        if (!broadcast_shapes(&prev, xs, &out, &bad)) {
-            int pa = bad - (out.rank - prev.rank), xa = bad - (out.rank - xs->rank);
-            return trace_fail_on(g, in, (uint32_t)count, KILN_STATUS_SHAPE, op,
-                                 "operand shapes cannot be broadcast together (axis %d of the "
-                                 "result: %lld vs %lld)",
-                                 bad, (long long)(pa >= 0 ? prev.dims[pa] : 1),
-                                 (long long)(xa >= 0 ? xs->dims[xa] : 1));
-        }
-    }
+    if (!trace_broadcast_shape(g, op, vals, count, &out)) return KN_NONE;
     for (int i = 0; i < count; i++) {
         kiln_value b = trace_broadcast_to(g, op, vals[i], &out);
         if (!b.id) return KN_NONE;
@@ -336,7 +347,7 @@ static kiln_value nary(kiln_graph *g, const char *op, ir_node *n, kiln_value *va
 static kiln_value binary(kiln_graph *g, const char *op, ir_op code, kiln_value a, kiln_value b) {
     ir_node n = {.op = code};
     kiln_value v[2] = {a, b};
-    return nary(g, op, &n, v, 2);
+    return trace_nary(g, op, &n, v, 2);
 }
 
 /* One public builder per plain binary op of the registry: kiln_<ident>(g, a, b). */
@@ -351,13 +362,13 @@ kiln_value kiln_compare(kiln_graph *g, kiln_value a, kiln_value b, kiln_cmp dir)
     ir_node n = {.op = IR_COMPARE};
     n.a.cmp = dir;
     kiln_value v[2] = {a, b};
-    return nary(g, "kiln_compare", &n, v, 2);
+    return trace_nary(g, "kiln_compare", &n, v, 2);
 }
 
 kiln_value kiln_select(kiln_graph *g, kiln_value pred, kiln_value on_true, kiln_value on_false) {
     ir_node n = {.op = IR_SELECT};
     kiln_value v[3] = {pred, on_true, on_false};
-    return nary(g, "kiln_select", &n, v, 3);
+    return trace_nary(g, "kiln_select", &n, v, 3);
 }
 
 /* ---------------------------------------------------------------- finish ---- */

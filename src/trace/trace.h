@@ -49,6 +49,15 @@ bool trace_axes_mask(kiln_graph *g, const char *op, kiln_value x, int naxes, con
                      uint32_t *mask);
 /* NumPy broadcasting of value v to shape `to` (no-op when already that shape). */
 kiln_value trace_broadcast_to(kiln_graph *g, const char *op, kiln_value v, const ir_shape *to);
+/* The NumPy broadcast of the shapes of vals[0..count) (count <= 3, valid values of g) into
+ * *out; false after recording an error under op's name when they clash. */
+bool trace_broadcast_shape(kiln_graph *g, const char *op, const kiln_value *vals, int count,
+                           ir_shape *out);
+/* An elementwise node of n's op (and attributes) over vals[0..count) (count <= 3): checks
+ * the operands and their dtypes, broadcasts them together and emits it, every error named
+ * op. The builders of the plain ops, compare and select, and composites that want an
+ * elementwise primitive under their own name (kiln_where). */
+kiln_value trace_nary(kiln_graph *g, const char *op, ir_node *n, const kiln_value *vals, int count);
 /* Rank-0 constant of dtype t. */
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value);
 

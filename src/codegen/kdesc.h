@@ -54,6 +54,9 @@ typedef struct kd_atom {
     uint32_t arg;
     int64_t n;      /* DIV, MOD: the divisor, > 1 */
     int64_t lo, hi; /* the values it can take (lo > hi: none, the code never runs) */
+    /* DIV, MOD, VAL: the same value as the atom (kind, arg, n) but known, under a guard,
+     * to lie in the narrower lo..hi (kd_ix_within): an atom of its own */
+    bool narrowed;
 } kd_atom;
 
 typedef struct kd_term {
@@ -158,6 +161,12 @@ typedef struct kd_kernel {
     int64_t dims[KILN_MAX_RANK];
     int64_t inner, rows, chunks, items, grain; /* grain: items per parallel chunk */
     bool columns;                              /* the column-reduction form (lower.c) */
+    /* > 1: the last axis' variable is used (also) as last / split and last % split (a
+     * reshape split it, an interleave concatenates on the split-off axis); the printer
+     * names those two, and the C dialect loops over them as two nested loops, the inner
+     * of constant trip count, instead of dividing per element. The last axis (and
+     * KD_CHUNK, when it is chunked) is a multiple of it. 0 otherwise */
+    int64_t split;
     uint32_t row_var, last_var;
     /* leading axes: variable of axis a and its value in terms of row (index), rank - 1 */
     uint32_t axis_var[KILN_MAX_RANK], axis_def[KILN_MAX_RANK];
@@ -197,8 +206,11 @@ uint32_t kd_ix_const(kd_kernel *kd, int64_t c);
 /* Loop variable var taking values lo..hi. */
 uint32_t kd_ix_var(kd_kernel *kd, uint32_t var, int64_t lo, int64_t hi);
 /* ix where it is known (by a guard around the code using it) to lie in lo..hi: when ix is
- * c + v for a loop variable v, the same sum over v narrowed to lo-c..hi-c, so that the
- * simplifier can use the tighter bound; otherwise ix itself. Valid only under the guard. */
+ * c + a for one atom a (a loop variable, or a division, remainder or value: a
+ * concatenation on an axis that a reshape split off indexes it with i % 2), the same sum
+ * over a narrowed to lo-c..hi-c, so that the simplifier can use the tighter bound (a
+ * remainder narrowed to one value is that constant); otherwise ix itself. Valid only
+ * under the guard. */
 uint32_t kd_ix_within(kd_kernel *kd, uint32_t ix, int64_t lo, int64_t hi);
 /* The int64 value of statement stmt, known to lie in lo..hi. */
 uint32_t kd_ix_val(kd_kernel *kd, uint32_t stmt, int64_t lo, int64_t hi);
@@ -207,5 +219,7 @@ uint32_t kd_ix_affine(kd_kernel *kd, uint32_t a, int64_t ka, uint32_t b, int64_t
 uint32_t kd_ix_div(kd_kernel *kd, uint32_t a, int64_t n);
 uint32_t kd_ix_mod(kd_kernel *kd, uint32_t a, int64_t n);
 bool kd_ix_equal(const kd_kernel *kd, uint32_t a, uint32_t b);
+/* Whether ix is the last axis' variable itself (any narrowing of it). */
+bool kd_ix_is_last(const kd_kernel *kd, uint32_t ix);
 
 #endif

@@ -492,6 +492,28 @@ static void lower_space(lw *l, const ir_node *rn, uint32_t *ix, uint32_t *store_
     *store_ix = kd_ix_affine(kd, row, kd->inner, last, 1, 0);
 }
 
+bool kd_ix_is_last(const kd_kernel *kd, uint32_t ix) {
+    const kd_index *x = &kd->ixs[ix];
+    if (x->c || x->n != 1 || kd->terms[x->first].coef != 1) return false;
+    const kd_atom *a = &kd->atoms[kd->terms[x->first].atom];
+    return a->kind == KD_ATOM_VAR && a->arg == kd->last_var;
+}
+
+/* kd->split (kdesc.h): the one divisor the last axis' variable is divided by, when the
+ * item's chunk of it splits evenly; 0 when there is none or more than one. */
+static int64_t last_split(const kd_kernel *kd) {
+    int64_t k = 0;
+    for (uint32_t i = 0; i < kd->n_atoms; i++) {
+        const kd_atom *a = &kd->atoms[i];
+        if ((a->kind != KD_ATOM_DIV && a->kind != KD_ATOM_MOD) || !kd_ix_is_last(kd, a->arg))
+            continue;
+        if (k && a->n != k) return 0;
+        k = a->n;
+    }
+    if (k < 2 || kd->inner % k || (kd->chunks > 1 && KD_CHUNK % k)) return 0;
+    return k;
+}
+
 kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_kernel *kd) {
     const fkernel *k = &p->kernels[ki];
     *kd = (kd_kernel){.ctx = g->ctx,
@@ -522,6 +544,7 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
             lower_elements(&l, ix, store_ix);
     }
     host_free(kd->ctx, l.memo, l.cap_memo * sizeof *l.memo);
+    if (!kd->oom) kd->split = last_split(kd);
     if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);
     return KILN_STATUS_OK;
 }

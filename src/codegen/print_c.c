@@ -348,6 +348,11 @@ static void print_atom(const kd_kernel *kd, strbuf *sb, uint32_t atom) {
     case KD_ATOM_VAL: sb_printf(sb, "v%u", a->arg); break;
     case KD_ATOM_DIV:
     case KD_ATOM_MOD:
+        if (kd->split && a->n == kd->split && kd_ix_is_last(kd, a->arg)) {
+            var_name(kd, kd->last_var, name); /* the element loop defines these (split_names) */
+            sb_printf(sb, "%s%c", name, a->kind == KD_ATOM_DIV ? 'q' : 'r');
+            break;
+        }
         print_operand(kd, sb, a->arg);
         sb_printf(sb, " %s %lld", a->kind == KD_ATOM_DIV ? "/" : "%", (long long)a->n);
         break;
@@ -483,11 +488,34 @@ static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
     p->depth++;
 }
 
+/* kd->split: the last axis' variable's quotient and remainder (the names print_atom
+ * uses), from the variable, in a loop that runs over the variable itself. */
+static void split_names(pr *p) {
+    const kd_kernel *kd = p->kd;
+    if (!kd->split) return;
+    char v[NAME_LEN];
+    var_name(kd, kd->last_var, v);
+    line(p, "const int64_t %sq = %s / %lld, %sr = %s %% %lld;", v, v, (long long)kd->split, v, v,
+         (long long)kd->split);
+}
+
 static void print_loop(pr *p, const kd_stmt *s) {
     char v[NAME_LEN];
     var_name(p->kd, s->var, v);
     if (p->dialect == KN_DIALECT_CUDA) {
         print_cuda_loop(p, s, v);
+        if (s->n < 0) split_names(p);
+        return;
+    }
+    int64_t k = p->kd->split;
+    if (s->n < 0 && k && !s->simd) {
+        /* the real axes as two loops: no division per element, and the inner loop's
+         * constant trip count lets the compiler unroll it and decide its branches */
+        line(p, "for (int64_t %sq = jb / %lld; %sq < je / %lld; %sq++)", v, (long long)k, v,
+             (long long)k, v);
+        line(p, "for (int64_t %sr = 0; %sr < %lld; %sr++) {", v, v, (long long)k, v);
+        p->depth++;
+        line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, (long long)k, v);
         return;
     }
     if (s->simd && s->acc) {
@@ -503,6 +531,7 @@ static void print_loop(pr *p, const kd_stmt *s) {
     else
         line(p, "for (int64_t %s = 0; %s < %lld; %s++) {", v, v, (long long)s->n, v);
     p->depth++;
+    if (s->n < 0) split_names(p);
 }
 
 static void print_guards(pr *p, const kd_stmt *s) {
@@ -868,6 +897,9 @@ static void print_vec(pr *p) {
     }
     line(p, "{");
     line(p, "    const int64_t %s = kiln_j;", last);
+    p->depth++;
+    split_names(p);
+    p->depth--;
     for (uint32_t s = 2; s < n; s++) {
         const kd_stmt *st = &kd->stmts[s];
         if (!(p->flags[s] & F_VLOAD)) continue;
@@ -882,6 +914,7 @@ static void print_vec(pr *p) {
         line(p, "{");
         p->depth++;
         line(p, "const int64_t %s = kiln_j + %d;", last, k);
+        split_names(p);
         for (uint32_t s = 2; s < n; s++) print_stmt(p, s);
         p->depth--;
         line(p, "}");
@@ -889,6 +922,9 @@ static void print_vec(pr *p) {
     p->lane = -1;
     line(p, "{");
     line(p, "    const int64_t %s = kiln_j;", last);
+    p->depth++;
+    split_names(p);
+    p->depth--;
     for (uint32_t s = 2; s < n; s++) {
         const kd_stmt *st = &kd->stmts[s];
         if (!(p->flags[s] & F_VSTORE)) continue;

@@ -281,9 +281,10 @@ typedef enum cuda_form {
     CF_BLOCK,   /* the whole block per element (few elements, long reductions) */
 } cuda_form;
 
-#define F_STRIPED 1 /* ACC: its innermost loop was lane-strided */
-#define F_VLOAD   2 /* LOAD: one 16-byte load for four consecutive elements */
-#define F_VSTORE  4 /* STORE: likewise */
+#define PR_MAX_BLOCKS 8 /* f32 blocks open at once; deeper nests sum in f64 */
+#define F_STRIPED     1 /* ACC: its innermost loop was lane-strided */
+#define F_VLOAD       2 /* LOAD: one 16-byte load for four consecutive elements */
+#define F_VSTORE      4 /* STORE: likewise */
 
 typedef struct pr {
     const kd_kernel *kd;
@@ -298,7 +299,22 @@ typedef struct pr {
     uint8_t *flags;        /* per statement: F_* below */
     bool vec;              /* the element loop is printed four elements at a time */
     int lane;              /* vec: which of the four is being printed (-1: none) */
+    /* C only: the f32 blocks open (kd_reduce.blocked), innermost last: the depth of the
+     * block's body and its accumulator (0: every blocked column accumulator) */
+    struct {
+        int depth;
+        uint32_t acc;
+    } blk[PR_MAX_BLOCKS];
+    int n_blk;
 } pr;
+
+/* Whether accumulator a sums into its f32 block here. */
+static bool in_block(const pr *p, uint32_t a) {
+    const kd_stmt *s = &p->kd->stmts[a];
+    for (int i = 0; i < p->n_blk; i++)
+        if (p->blk[i].acc == a || (!p->blk[i].acc && s->column && s->red.blocked)) return true;
+    return false;
+}
 
 static void var_name(const kd_kernel *kd, uint32_t v, char *out) {
     const kd_var *x = &kd->vars[v];
@@ -407,13 +423,13 @@ static void acc_name(const pr *p, uint32_t a, bool nan, char *out) {
     const kd_stmt *s = &kd->stmts[a];
     char v[NAME_LEN];
     var_name(kd, s->var, v);
+    const char *suffix = nan ? "_nan" : in_block(p, a) ? "_b" : "";
     if (s->column && p->dialect == KN_DIALECT_CUDA) /* this thread's elements of the chunk */
-        snprintf(out, ACC_LEN, "acc%u%s[(%s - jb) / %d]", a, nan ? "_nan" : "", v,
-                 CGEN_CUDA_THREADS);
+        snprintf(out, ACC_LEN, "acc%u%s[(%s - jb) / %d]", a, suffix, v, CGEN_CUDA_THREADS);
     else if (s->column)
-        snprintf(out, ACC_LEN, "acc%u%s[%s - jb]", a, nan ? "_nan" : "", v);
+        snprintf(out, ACC_LEN, "acc%u%s[%s - jb]", a, suffix, v);
     else
-        snprintf(out, ACC_LEN, "acc%u%s", a, nan ? "_nan" : "");
+        snprintf(out, ACC_LEN, "acc%u%s", a, suffix);
 }
 
 static void print_acc(pr *p, uint32_t id) {
@@ -436,6 +452,7 @@ static void print_acc(pr *p, uint32_t id) {
     }
     if (s->column) {
         line(p, "%s acc%u[%d];", at, id, KD_CHUNK);
+        if (s->red.blocked) line(p, "float acc%u_b[%d];", id, KD_CHUNK);
         if (s->red.nan_flag) line(p, "uint8_t acc%u_nan[%d];", id, KD_CHUNK);
         line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u[j] = %s;", id, init);
         if (s->red.nan_flag) line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u_nan[j] = 0;", id);
@@ -458,7 +475,9 @@ static void print_accum(pr *p, const kd_stmt *s) {
     acc_name(p, s->args[0], false, a);
     acc_name(p, s->args[0], true, nan);
     val_name(p->kd, s->args[1], x);
-    if (acc->red.arith)
+    if (in_block(p, s->args[0]))
+        line(p, "%s += %s;", a, x);
+    else if (acc->red.arith)
         line(p, "%s %s= (%s)%s;", a, omp_op(acc->red.op), acc_ctype(acc), x);
     else
         line(p, "%s = %s %s %s ? %s : %s;", a, x, acc->red.op == IR_REDUCE_MAX ? ">" : "<", a, x,
@@ -499,6 +518,57 @@ static void split_names(pr *p) {
          (long long)kd->split);
 }
 
+/* C: a reduce loop of n iterations as blocks (kd_reduce.blocked): the block loop, the
+ * block's accumulators cleared, and the loop over the block's iterations (not closed). */
+static void print_block_open(pr *p, const kd_stmt *s, const char *v, uint32_t acc) {
+    const kd_kernel *kd = p->kd;
+    int64_t bs = acc ? KD_SUM_BLOCK : KD_COL_BLOCK;
+    bool one = s->n <= bs; /* a single block: a plain scope */
+    if (one)
+        line(p, "{");
+    else
+        line(p, "for (int64_t %sb = 0; %sb < %lld; %sb += %lld) {", v, v, (long long)s->n, v,
+             (long long)bs);
+    p->depth++;
+    if (!one)
+        line(p, "const int64_t %se = %sb + %lld < %lld ? %sb + %lld : %lld;", v, v, (long long)bs,
+             (long long)s->n, v, (long long)bs, (long long)s->n);
+    for (uint32_t a = 1; a < kd->n_stmts; a++) {
+        const kd_stmt *x = &kd->stmts[a];
+        if (x->kind != KS_ACC || !x->red.blocked || (acc ? a != acc : !x->column)) continue;
+        if (acc)
+            line(p, "float acc%u_b = 0;", a);
+        else
+            line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u_b[j] = 0;", a);
+    }
+    if (acc && s->simd) line(p, "#pragma omp simd reduction(+:acc%u_b)", acc);
+    if (one)
+        line(p, "for (int64_t %s = 0; %s < %lld; %s++) {", v, v, (long long)s->n, v);
+    else
+        line(p, "for (int64_t %s = %sb; %s < %se; %s++) {", v, v, v, v, v);
+    p->depth++;
+    p->blk[p->n_blk].depth = p->depth;
+    p->blk[p->n_blk++].acc = acc;
+}
+
+/* C: the end of a block's loop: its sums added into the f64 accumulators. */
+static void print_block_close(pr *p) {
+    const kd_kernel *kd = p->kd;
+    uint32_t acc = p->blk[--p->n_blk].acc;
+    p->depth--;
+    line(p, "}");
+    for (uint32_t a = 1; a < kd->n_stmts; a++) {
+        const kd_stmt *x = &kd->stmts[a];
+        if (x->kind != KS_ACC || !x->red.blocked || (acc ? a != acc : !x->column)) continue;
+        if (acc)
+            line(p, "acc%u += (double)acc%u_b;", a, a);
+        else
+            line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u[j] += (double)acc%u_b[j];", a, a);
+    }
+    p->depth--;
+    line(p, "}");
+}
+
 static void print_loop(pr *p, const kd_stmt *s) {
     char v[NAME_LEN];
     var_name(p->kd, s->var, v);
@@ -506,6 +576,16 @@ static void print_loop(pr *p, const kd_stmt *s) {
         print_cuda_loop(p, s, v);
         if (s->n < 0) split_names(p);
         return;
+    }
+    if (s->n >= 0 && p->n_blk < PR_MAX_BLOCKS) {
+        bool col = false;
+        for (uint32_t a = 1; s->col_block && a < p->kd->n_stmts; a++)
+            col |= p->kd->stmts[a].kind == KS_ACC && p->kd->stmts[a].column &&
+                   p->kd->stmts[a].red.blocked;
+        if (col || (s->acc && p->kd->stmts[s->acc].red.blocked)) {
+            print_block_open(p, s, v, col ? 0 : s->acc);
+            return;
+        }
     }
     int64_t k = p->kd->split;
     if (s->n < 0 && k && !s->simd) {
@@ -666,6 +746,10 @@ static void print_stmt(pr *p, uint32_t id) {
     case KS_LOOP: print_loop(p, s); break;
     case KS_END:
         if (p->stripe_depth && p->depth == p->stripe_depth) p->stripe_depth = 0;
+        if (p->n_blk && p->blk[p->n_blk - 1].depth == p->depth) {
+            print_block_close(p);
+            break;
+        }
         p->depth--;
         line(p, "}");
         break;

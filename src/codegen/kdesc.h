@@ -110,10 +110,11 @@ typedef struct kd_guard {
  * `blocked` (f32 sums): the C dialect sums each block of the innermost reduce loop (
  * KD_SUM_BLOCK iterations, KD_COL_BLOCK in the column form) in f32, vectorised (so in 16
  * f32 lanes under AVX-512), and adds the blocks' sums into the f64 accumulator: the bulk
- * of the additions run at f32 width while the error stays that of a block, about
- * (block / lanes) * 2^-24 * sum |x| (docs/architecture.md, "Reductions"), not n * 2^-24
- * as a sequential f32 sum's would. CUDA keeps f64 throughout. */
-enum { KD_SUM_BLOCK = 1024, KD_COL_BLOCK = 128 };
+ * of the additions run at f32 width while the error stays that of a block, at most
+ * (block / lanes + log2 lanes) * 2^-24 * sum |x|, so 2^-16 even where the loop does not
+ * vectorise (docs/architecture.md), not n * 2^-24 as a sequential f32 sum's. CUDA keeps
+ * f64 throughout. */
+enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128 };
 typedef enum kd_init { KD_INIT_ZERO, KD_INIT_ONE, KD_INIT_LOWEST, KD_INIT_HIGHEST } kd_init;
 typedef struct kd_reduce {
     ir_op op;            /* IR_REDUCE_SUM / _PROD / _MAX / _MIN */

@@ -10,7 +10,8 @@
  *  - per-op syntax lives in c_op_expr alone (with c_literal for constants);
  *  - numerics follow the reference interpreter: integer arithmetic wraps (through unsigned
  *    types), integer x/0 is -1 and INT_MIN/-1 is INT_MIN, float->int conversion saturates
- *    with NaN -> 0, max/min propagate NaN, float sums and products accumulate in double;
+ *    with NaN -> 0, max/min propagate NaN, float sums and products accumulate in double
+ *    (f32 sums in the C dialect: f32 blocks added in double, kd_reduce.blocked);
  *  - speed: f32 exp and tanh are inline polynomials (kiln_exp_f32, kiln_tanh_f32) so loops that
  *    call them vectorise; a loop the description marks `simd` gets `#pragma omp simd`
  *    (with reduction clauses for its accumulator), which vectorises reductions without

@@ -2,7 +2,8 @@
  * reduction fused with a gather (rows outside, features inside) and with elementwise ops
  * after it, f32 sums in f32 blocks added in f64 and the accuracy that keeps, and an
  * interleave (reshape, slice, concatenate on a split-off axis: RoPE's) looped over its
- * real axes with no division per element.
+ * real axes with no division per element, and reductions with one work item split across
+ * threads (partial results combined in a fixed order).
  *
  * Each form is checked on its text (the loop order, the block, no `/` or `%` in the
  * element's index) and on its numbers through cmp_graph (compiled and run against the
@@ -175,6 +176,92 @@ static void test_long_f32_sums(void) {
     free(x);
 }
 
+/* ---------------------------------------------- split reductions ---- */
+
+/* Reductions with one work item (to a scalar; to [3] from [3, n]) split across threads
+ * (kd_kernel.parts): a float sum of exps, a float max with a NaN in one row, a wrapping
+ * i32 sum, a mean, a min. Each kernel has its part function; the results agree with the
+ * reference interpreter and are the same bits with 1, 2 and 3 threads. */
+static void test_split_reductions(void) {
+    const int64_t n = 100003;
+    int64_t d1[1] = {n}, d2[2] = {3, n};
+    uint64_t seed = 5;
+    float *x = malloc((size_t)(3 * n) * sizeof *x);
+    int32_t *k = malloc((size_t)n * sizeof *k);
+    for (int64_t i = 0; i < 3 * n; i++) x[i] = (float)(2 * test_rng_unit(&seed) - 1);
+    for (int64_t i = 0; i < n; i++) k[i] = (int32_t)(test_rng_next(&seed) >> 1);
+    x[n + 777] = NAN;
+    float first[1 + 3 + 3 + 3];
+    int32_t first_k = 0;
+    for (int threads = 1; threads <= 3; threads++) {
+        kiln_context_options o;
+        memset(&o, 0, sizeof o);
+        o.ignore_environment = true;
+        o.cache_dir = cache_dir;
+        o.num_threads = threads;
+        kiln_context *c = NULL;
+        char err[256];
+        CHECK_OK(c, kiln_context_create(&o, &c, err, sizeof err));
+        if (!c) continue;
+        kiln_graph *g = NULL;
+        CHECK_OK(c, kiln_graph_create(c, "split", &g));
+        kiln_value v = kiln_parameter(g, "v", KILN_DTYPE_F32, 1, d1);
+        kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F32, 2, d2);
+        kiln_value ki = kiln_parameter(g, "k", KILN_DTYPE_I32, 1, d1);
+        int ax1 = 1;
+        kiln_value outs[5] = {
+            kiln_reduce_sum(g, kiln_exp(g, v), 0, NULL, false),
+            kiln_reduce_max(g, m, 1, &ax1, false), kiln_reduce_sum(g, ki, 0, NULL, false),
+            kiln_mean(g, kiln_mul(g, m, m), 1, &ax1, false), kiln_reduce_min(g, m, 1, &ax1, false)};
+        CHECK_OK(c, kiln_graph_finish(g, 5, outs));
+        if (threads == 1) {
+            kiln_context *saved = ctx;
+            ctx = c;
+            char *src = source_of(g);
+            ctx = saved;
+            int parts = 0, fns = 0;
+            for (const char *at = src; (at = strstr(at, "_part(void")); at++) parts++;
+            for (const char *at = src; (at = strstr(at, "(void *const *b,")); at++) fns++;
+            /* fusion puts the three [3] reductions in one kernel: its first is split */
+            CHECK_MSG(parts == 3 && fns == 6, "%d parts, %d functions:\n%s", parts, fns, src);
+            free(src);
+        }
+        kiln_array *a[3] = {NULL, NULL, NULL}, *r[5] = {NULL};
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 1, d1, x, &a[0]));
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 2, d2, x, &a[1]));
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_I32, 1, d1, k, &a[2]));
+        CHECK(cmp_graph(c, g, 3, a, NULL, 1e-5, NULL));
+        kiln_executable *e = NULL;
+        CHECK_OK(c, kiln_compile(g, NULL, &e));
+        float got[1 + 3 + 3 + 3] = {0};
+        int32_t got_k = 0;
+        if (e && !kiln_executable_run(e, 3, a, 5, r)) {
+            CHECK_OK(c, kiln_array_copy_to_host(r[0], got, sizeof(float)));
+            CHECK_OK(c, kiln_array_copy_to_host(r[1], got + 1, 3 * sizeof(float)));
+            CHECK_OK(c, kiln_array_copy_to_host(r[2], &got_k, sizeof got_k));
+            CHECK_OK(c, kiln_array_copy_to_host(r[3], got + 4, 3 * sizeof(float)));
+            CHECK_OK(c, kiln_array_copy_to_host(r[4], got + 7, 3 * sizeof(float)));
+        } else
+            CHECK_MSG(false, "run: %s", kiln_last_error(c));
+        CHECK_MSG(isnan(got[2]) && isnan(got[8]) && !isnan(got[1]) && !isnan(got[3]),
+                  "NaN rows: max %g %g %g, min %g", got[1], got[2], got[3], got[8]);
+        if (threads == 1) {
+            memcpy(first, got, sizeof got);
+            first_k = got_k;
+        } else {
+            CHECK_MSG(!memcmp(first, got, sizeof got) && first_k == got_k,
+                      "%d threads: other bits than 1", threads);
+        }
+        for (int i = 0; i < 3; i++) kiln_array_destroy(a[i]);
+        for (int i = 0; i < 5; i++) kiln_array_destroy(r[i]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+        kiln_context_destroy(c);
+    }
+    free(x);
+    free(k);
+}
+
 /* ------------------------------------------------------- interleave ---- */
 
 /* RoPE's interleave: pairs (2i, 2i+1) of the last axis rotated, through a reshape to
@@ -233,6 +320,7 @@ int main(void) {
     if (!ctx) return 1;
     RUN(test_gather_mean);
     RUN(test_long_f32_sums);
+    RUN(test_split_reductions);
     RUN(test_interleave);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);

@@ -115,6 +115,10 @@ typedef struct kd_guard {
  * vectorise (docs/architecture.md), not n * 2^-24 as a sequential f32 sum's. CUDA keeps
  * f64 throughout. */
 enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128 };
+
+/* kd_kernel.parts: how many, the least work (reduced elements) worth splitting, the bytes
+ * of one element's partial accumulator. */
+enum { KD_PARTS = 32, KD_PART_MIN_WORK = 1 << 16, KD_PART_BYTES = 16 };
 typedef enum kd_init { KD_INIT_ZERO, KD_INIT_ONE, KD_INIT_LOWEST, KD_INIT_HIGHEST } kd_init;
 typedef struct kd_reduce {
     ir_op op;            /* IR_REDUCE_SUM / _PROD / _MAX / _MIN */
@@ -178,6 +182,17 @@ typedef struct kd_kernel {
      * of constant trip count, instead of dividing per element. The last axis (and
      * KD_CHUNK, when it is chunked) is a multiple of it. 0 otherwise */
     int64_t split;
+    /* > 1: parts, the C dialect's split of one reduction across threads (a reduction to a
+     * scalar or to few outputs is one work item, so one thread otherwise). The kernel has
+     * one item; statement part_loop is the outermost reduce loop of accumulator part_acc,
+     * at the top of the element loop. kiln_k<i>_part runs items 0..parts-1, each the
+     * element loop up to that reduction's end with the loop over its own slice
+     * [p*n/parts, (p+1)*n/parts), and writes each element's accumulator (KD_PART_BYTES
+     * per element: the value, then the NaN flag) to the scratch buffer after the kernel's
+     * outputs; kiln_k<i> then combines the parts in order 0..parts-1 in place of the loop.
+     * parts is a constant, not the thread count, so the result does not depend on it. */
+    int64_t parts;
+    uint32_t part_acc, part_loop;
     uint32_t row_var, last_var;
     /* leading axes: variable of axis a and its value in terms of row (index), rank - 1 */
     uint32_t axis_var[KILN_MAX_RANK], axis_def[KILN_MAX_RANK];

@@ -565,6 +565,42 @@ static int64_t last_split(const kd_kernel *kd) {
     return k;
 }
 
+/* kd->parts (kdesc.h): a one-item kernel whose element loop opens with a scalar
+ * reduction over enough elements: that reduction's outermost loop is split. */
+static void find_parts(kd_kernel *kd) {
+    if (kd->items != 1 || kd->columns || kd->n_stmts < 4) return;
+    /* statement 1 is the element loop; find the first accumulator directly inside it */
+    int depth = 0;
+    for (uint32_t s = 2; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_ACC && !depth && !st->column && s + 1 < kd->n_stmts &&
+            kd->stmts[s + 1].kind == KS_LOOP && kd->stmts[s + 1].n >= 2) {
+            /* the work: the most iterations of any loop nested in the split one */
+            int64_t prod[64] = {kd->inner}, work = 0;
+            int d = 0;
+            for (uint32_t l = s + 1; l < kd->n_stmts && d >= 0; l++) {
+                kd_stmt_kind k = kd->stmts[l].kind;
+                if ((k == KS_LOOP || k == KS_IF) && d + 1 < 64) {
+                    int64_t n = k == KS_LOOP && kd->stmts[l].n > 0 ? kd->stmts[l].n : 1;
+                    prod[d + 1] = prod[d] > INT64_MAX / n ? INT64_MAX : prod[d] * n;
+                    work = prod[d + 1] > work ? prod[d + 1] : work;
+                    d++;
+                } else if (k == KS_END)
+                    d--;
+                if (!d) break; /* the split loop closed */
+            }
+            if (work < KD_PART_MIN_WORK) return;
+            kd->part_acc = s;
+            kd->part_loop = s + 1;
+            kd->parts = kd->stmts[s + 1].n < KD_PARTS ? kd->stmts[s + 1].n : KD_PARTS;
+            return;
+        }
+        if (st->kind == KS_LOOP || st->kind == KS_IF) depth++;
+        if (st->kind == KS_END) depth--;
+        if (depth < 0) return; /* left the element loop */
+    }
+}
+
 kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_kernel *kd) {
     const fkernel *k = &p->kernels[ki];
     *kd = (kd_kernel){.ctx = g->ctx,
@@ -598,6 +634,7 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
     }
     host_free(kd->ctx, l.memo, l.cap_memo * sizeof *l.memo);
     if (!kd->oom) kd->split = last_split(kd);
+    if (!kd->oom) find_parts(kd);
     if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);
     return KILN_STATUS_OK;
 }

@@ -307,6 +307,8 @@ typedef struct pr {
         uint32_t acc;
     } blk[PR_MAX_BLOCKS];
     int n_blk;
+    /* C, kd->parts: 1 while printing kiln_k<i>_part, 2 while printing kiln_k<i> */
+    int part_mode;
 } pr;
 
 /* Whether accumulator a sums into its f32 block here. */
@@ -521,19 +523,20 @@ static void split_names(pr *p) {
 
 /* C: a reduce loop of n iterations as blocks (kd_reduce.blocked): the block loop, the
  * block's accumulators cleared, and the loop over the block's iterations (not closed). */
-static void print_block_open(pr *p, const kd_stmt *s, const char *v, uint32_t acc) {
+static void print_block_open(pr *p, const kd_stmt *s, const char *v, uint32_t acc, const char *from,
+                             const char *to) {
     const kd_kernel *kd = p->kd;
     int64_t bs = acc ? KD_SUM_BLOCK : KD_COL_BLOCK;
     bool one = s->n <= bs; /* a single block: a plain scope */
     if (one)
         line(p, "{");
     else
-        line(p, "for (int64_t %sb = 0; %sb < %lld; %sb += %lld) {", v, v, (long long)s->n, v,
+        line(p, "for (int64_t %sb = %s; %sb < %s; %sb += %lld) {", v, from, v, to, v,
              (long long)bs);
     p->depth++;
     if (!one)
-        line(p, "const int64_t %se = %sb + %lld < %lld ? %sb + %lld : %lld;", v, v, (long long)bs,
-             (long long)s->n, v, (long long)bs, (long long)s->n);
+        line(p, "const int64_t %se = %sb + %lld < %s ? %sb + %lld : %s;", v, v, (long long)bs, to,
+             v, (long long)bs, to);
     for (uint32_t a = 1; a < kd->n_stmts; a++) {
         const kd_stmt *x = &kd->stmts[a];
         if (x->kind != KS_ACC || !x->red.blocked || (acc ? a != acc : !x->column)) continue;
@@ -544,7 +547,7 @@ static void print_block_open(pr *p, const kd_stmt *s, const char *v, uint32_t ac
     }
     if (acc && s->simd) line(p, "#pragma omp simd reduction(+:acc%u_b)", acc);
     if (one)
-        line(p, "for (int64_t %s = 0; %s < %lld; %s++) {", v, v, (long long)s->n, v);
+        line(p, "for (int64_t %s = %s; %s < %s; %s++) {", v, from, v, to, v);
     else
         line(p, "for (int64_t %s = %sb; %s < %se; %s++) {", v, v, v, v, v);
     p->depth++;
@@ -571,11 +574,36 @@ static void print_block_close(pr *p) {
 }
 
 static void print_loop(pr *p, const kd_stmt *s) {
-    char v[NAME_LEN];
+    char v[NAME_LEN], from[32] = "0", to[32];
     var_name(p->kd, s->var, v);
     if (p->dialect == KN_DIALECT_CUDA) {
         print_cuda_loop(p, s, v);
         if (s->n < 0) split_names(p);
+        return;
+    }
+    snprintf(to, sizeof to, "%lld", (long long)s->n);
+    if (p->part_mode == 1 && s == &p->kd->stmts[p->kd->part_loop]) {
+        /* this part's slice of the loop */
+        line(p, "const int64_t kiln_lo = it * %lld / %lld, kiln_hi = (it + 1) * %lld / %lld;",
+             (long long)s->n, (long long)p->kd->parts, (long long)s->n, (long long)p->kd->parts);
+        snprintf(from, sizeof from, "kiln_lo");
+        snprintf(to, sizeof to, "kiln_hi");
+        if (s->acc && p->kd->stmts[s->acc].red.blocked && p->n_blk < PR_MAX_BLOCKS) {
+            /* always blocked: a slice may be longer than a block */
+            kd_stmt t = *s;
+            t.n = INT64_MAX;
+            print_block_open(p, &t, v, s->acc, from, to);
+            return;
+        }
+        if (s->simd && s->acc) {
+            const kd_stmt *acc = &p->kd->stmts[s->acc];
+            indent(p);
+            sb_printf(p->sb, "#pragma omp simd reduction(%s:acc%u)", omp_op(acc->red.op), s->acc);
+            if (acc->red.nan_flag) sb_printf(p->sb, " reduction(|:acc%u_nan)", s->acc);
+            sb_append(p->sb, "\n");
+        }
+        line(p, "for (int64_t %s = kiln_lo; %s < kiln_hi; %s++) {", v, v, v);
+        p->depth++;
         return;
     }
     if (s->n >= 0 && p->n_blk < PR_MAX_BLOCKS) {
@@ -584,7 +612,7 @@ static void print_loop(pr *p, const kd_stmt *s) {
             col |= p->kd->stmts[a].kind == KS_ACC && p->kd->stmts[a].column &&
                    p->kd->stmts[a].red.blocked;
         if (col || (s->acc && p->kd->stmts[s->acc].red.blocked)) {
-            print_block_open(p, s, v, col ? 0 : s->acc);
+            print_block_open(p, s, v, col ? 0 : s->acc, from, to);
             return;
         }
     }
@@ -855,7 +883,9 @@ static void print_buffers(pr *p, bool params) {
 /* row, the chunk [jb, je) of the last axis and the leading axes' indices of item `it`. */
 static void print_item(pr *p) {
     const kd_kernel *kd = p->kd;
-    if (p->chunks > 1) {
+    if (p->part_mode == 1) /* items are parts of the kernel's one item */
+        line(p, "const int64_t row = 0, jb = 0, je = %lld;", (long long)kd->inner);
+    else if (p->chunks > 1) {
         line(p, "const int64_t row = it / %lld, jb = (it %% %lld) * %lld;", (long long)p->chunks,
              (long long)p->chunks, (long long)p->chunk);
         line(p, "const int64_t je = jb + %lld < %lld ? jb + %lld : %lld;", (long long)p->chunk,
@@ -1023,6 +1053,72 @@ static void print_vec(pr *p) {
     line(p, "}");
 }
 
+/* kd->parts: the statement closing the split reduce loop. */
+static uint32_t part_loop_end(const kd_kernel *kd) {
+    int depth = 0;
+    for (uint32_t s = kd->part_loop + 1; s < kd->n_stmts; s++) {
+        kd_stmt_kind k = kd->stmts[s].kind;
+        if (k == KS_LOOP || k == KS_IF) depth++;
+        if (k == KS_END && depth-- == 0) return s;
+    }
+    return kd->n_stmts - 1;
+}
+
+/* Element v's partial accumulator of part `part` in the scratch buffer. */
+static void part_slot(pr *p, const char *part, char *out, size_t n) {
+    char v[NAME_LEN];
+    var_name(p->kd, p->kd->last_var, v);
+    snprintf(out, n, "kiln_part + (%s * %lld + (%s - jb)) * %d", part, (long long)p->kd->inner, v,
+             KD_PART_BYTES);
+}
+
+/* C, kd->parts: kiln_k<i>_part, the element loop up to the split reduction's end over
+ * this part's slice, storing each element's accumulator. */
+static void print_part_fn(pr *p) {
+    const kd_kernel *kd = p->kd;
+    const kd_stmt *acc = &kd->stmts[kd->part_acc];
+    char slot[ACC_LEN + 64];
+    sb_printf(p->sb,
+              "KILN_EXPORT void kiln_k%u_part(void *const *b, int64_t begin, int64_t end) {\n",
+              kd->index);
+    print_buffers(p, false);
+    line(p, "unsigned char *restrict kiln_part = (unsigned char *)b[%u];",
+         kd->n_inputs + kd->n_outputs);
+    line(p, "for (int64_t it = begin; it < end; it++) {");
+    p->depth++;
+    p->part_mode = 1;
+    print_item(p);
+    uint32_t last = part_loop_end(kd);
+    for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
+    part_slot(p, "it", slot, sizeof slot);
+    line(p, "memcpy(%s, &acc%u, sizeof acc%u);", slot, kd->part_acc, kd->part_acc);
+    if (acc->red.nan_flag) line(p, "(%s)[8] = acc%u_nan;", slot, kd->part_acc);
+    p->depth--;
+    line(p, "}"); /* the element loop */
+    p->depth--;
+    line(p, "}");
+    sb_append(p->sb, "}\n");
+    p->part_mode = 2;
+}
+
+/* C, kd->parts: in kiln_k<i>, the parts' accumulators combined in order instead of the
+ * split loop. */
+static void print_part_combine(pr *p) {
+    const kd_kernel *kd = p->kd;
+    const kd_stmt *acc = &kd->stmts[kd->part_acc];
+    char slot[ACC_LEN + 64], a[ACC_LEN];
+    snprintf(a, sizeof a, "acc%u", kd->part_acc);
+    line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++) {", (long long)kd->parts);
+    p->depth++;
+    part_slot(p, "kiln_q", slot, sizeof slot);
+    line(p, "%s t;", acc_ctype(acc));
+    line(p, "memcpy(&t, %s, sizeof t);", slot);
+    combine_line(p, acc, a, "t");
+    if (acc->red.nan_flag) line(p, "acc%u_nan |= (%s)[8];", kd->part_acc, slot);
+    p->depth--;
+    line(p, "}");
+}
+
 /* Prints kernel kd; *items receives its work items in this dialect. Returns the op (+1)
  * that had no kernel expression, 0, or -1 on host OOM. */
 static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int64_t *items) {
@@ -1042,9 +1138,13 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
         sb_append(sb, "int64_t items) {\n");
         line(&p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
     } else {
+        if (kd->parts) print_part_fn(&p);
         sb_printf(sb, "KILN_EXPORT void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n",
                   kd->index);
         print_buffers(&p, false);
+        if (kd->parts)
+            line(&p, "const unsigned char *restrict kiln_part = (const unsigned char *)b[%u];",
+                 kd->n_inputs + kd->n_outputs);
         line(&p, "for (int64_t it = begin; it < end; it++) {");
     }
     p.depth++;
@@ -1053,10 +1153,20 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     if (p.vec)
         print_vec(&p);
     else
-        for (uint32_t s = 1; s < kd->n_stmts; s++) print_stmt(&p, s);
+        for (uint32_t s = 1; s < kd->n_stmts; s++) {
+            if (p.part_mode == 2 && s == kd->part_loop) {
+                print_part_combine(&p);
+                s = part_loop_end(kd);
+                continue;
+            }
+            print_stmt(&p, s);
+        }
     p.depth--;
     line(&p, "}");
     sb_append(sb, "}\n");
+    if (p.part_mode)
+        sb_printf(sb, "KILN_EXPORT const int64_t kiln_k%u_parts[2] = {%lld, %lld};\n", kd->index,
+                  (long long)kd->parts, (long long)(kd->inner * KD_PART_BYTES));
     host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
     *items = kd->items ? kd->rows * p.chunks : 0;
     return p.hole;

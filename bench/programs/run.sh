@@ -8,7 +8,9 @@
 #
 # Usage: bench/programs/run.sh [reps] [threads] [BUILD]  (defaults: 30, 2, build-bench)
 # Environment: PROGRAMS, a "|"-separated list of "name sizes..." to run instead of the
-# default sizes below (two per program).
+# default sizes below (two per program); BEFORE, another build folder whose bench_programs
+# (an older kiln) runs right before this one on each program, adding "before" columns, so
+# that before and after see the same machine load.
 set -e
 cd "$(dirname "$0")/../.."
 reps=${1:-30}
@@ -32,23 +34,38 @@ echo "# machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cor
     "$(date -u '+%Y-%m-%d %H:%M UTC'); load average $(cut -d' ' -f1-3 /proc/loadavg);" \
     "$threads threads each, medians of $reps runs"
 echo
-echo "| program | sizes | kiln ms | JAX ms | NumPy ms | kiln / JAX | kiln / NumPy | max rel. diff vs JAX |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+if [ -n "$BEFORE" ]; then
+    echo "| program | sizes | kiln before ms | kiln ms | JAX ms | NumPy ms | before / JAX | kiln / JAX | kiln / NumPy | max rel. diff vs JAX |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+else
+    echo "| program | sizes | kiln ms | JAX ms | NumPy ms | kiln / JAX | kiln / NumPy | max rel. diff vs JAX |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+fi
 echo "$programs" | tr '|' '\n' | while read -r name sizes; do
     d=$work/run
     rm -rf "$d" && mkdir -p "$d"
+    echo "before_ms -1" >"$d/before.txt"
+    if [ -n "$BEFORE" ]; then
+        # shellcheck disable=SC2086
+        KILN_CACHE_DIR=$cache KILN_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+            taskset -c "0-$((threads - 1))" "$BEFORE/bench_programs" "$d" "$reps" $name $sizes |
+            sed 's/^kiln_ms/before_ms/' >"$d/before.txt"
+    fi
     # shellcheck disable=SC2086
     KILN_CACHE_DIR=$cache KILN_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
         taskset -c "0-$((threads - 1))" "$build/bench_programs" "$d" "$reps" $name $sizes >"$d/kiln.txt"
     # shellcheck disable=SC2086
     $py bench/programs/programs.py "$d" "$reps" "$threads" $name $sizes >"$d/py.txt"
-    cat "$d/kiln.txt" "$d/py.txt" | awk -v name="$name" -v sizes="$sizes" '
+    cat "$d/before.txt" "$d/kiln.txt" "$d/py.txt" | awk -v name="$name" -v sizes="$sizes" '
         { v[$1] = $2 }
         END {
-            k = v["kiln_ms"]; j = v["jax_ms"]; n = v["numpy_ms"]
+            b = v["before_ms"]; k = v["kiln_ms"]; j = v["jax_ms"]; n = v["numpy_ms"]
             nr = (n == "nan" || n + 0 == 0) ? "-" : sprintf("%.2fx", k / n)
             ns = (n == "nan") ? "-" : sprintf("%.3f", n)
-            printf "| %s | %s | %.3f | %.3f | %s | %.2fx | %s | %s |\n", name, sizes, k, j, ns, k / j, nr, v["err"]
+            if (b + 0 >= 0)
+                printf "| %s | %s | %.3f | %.3f | %.3f | %s | %.2fx | %.2fx | %s | %s |\n", name, sizes, b, k, j, ns, b / j, k / j, nr, v["err"]
+            else
+                printf "| %s | %s | %.3f | %.3f | %s | %.2fx | %s | %s |\n", name, sizes, k, j, ns, k / j, nr, v["err"]
         }'
 done
 rm -rf "$work"

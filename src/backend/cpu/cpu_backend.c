@@ -1,8 +1,9 @@
 /* cpu_backend.c — the CPU backend's table (backend_impl.h) and its per-context state.
  *
  * A program is a shared object built by the system C compiler (cc.c, with its on-disk
- * cache); a kernel handle is the address dlsym gives for "kiln_k<i>"; a launch splits the
- * kernel's work items over the thread pool (pool.c); gemm, permute and scatter-add are the
+ * cache); a kernel handle (cpu_kernel) holds the address dlsym gives for "kiln_k<i>", and
+ * for a split reduction its part function; a launch splits the kernel's work items (or
+ * parts) over the thread pool (pool.c); gemm, permute and scatter-add are the
  * hand-written kernels of cpu_ops.c, gemm through the GEMM provider of KILN_BLAS (blas.h).
  * Every call is synchronous, so there is no synchronize.
  *

@@ -262,6 +262,27 @@ static void test_split_reductions(void) {
     free(k);
 }
 
+/* A one-item kernel storing an elementwise root before its reduction is not split (its
+ * parts would store too), and is right either way; donated, so that the root may be
+ * written over the input the reduction reads. */
+static void test_split_after_store(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "store_first", &g));
+    int64_t d1[1] = {3}, d2[2] = {3, 70001};
+    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 1, d1);
+    kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F32, 2, d2);
+    int ax1 = 1;
+    kiln_value outs[2] = {kiln_mul(g, a, kiln_scalar(g, KILN_DTYPE_F32, 2)),
+                          kiln_add(g, kiln_reduce_sum(g, m, 1, &ax1, false), a)};
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    uint64_t seed = 9;
+    kiln_array *args[2] = {cmp_random_array(ctx, KILN_DTYPE_F32, 1, d1, &seed),
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 2, d2, &seed)};
+    CHECK(cmp_graph(ctx, g, 2, args, NULL, 1e-5, NULL));
+    for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]);
+    kiln_graph_destroy(g);
+}
+
 /* ------------------------------------------------------- interleave ---- */
 
 /* RoPE's interleave: pairs (2i, 2i+1) of the last axis rotated, through a reshape to
@@ -321,6 +342,7 @@ int main(void) {
     RUN(test_gather_mean);
     RUN(test_long_f32_sums);
     RUN(test_split_reductions);
+    RUN(test_split_after_store);
     RUN(test_interleave);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);

@@ -595,6 +595,9 @@ static void find_parts(kd_kernel *kd) {
             kd->parts = kd->stmts[s + 1].n < KD_PARTS ? kd->stmts[s + 1].n : KD_PARTS;
             return;
         }
+        /* a store before it: the part function would store (and, in place, could
+         * overwrite an input another part still reads) */
+        if (st->kind == KS_STORE) return;
         if (st->kind == KS_LOOP || st->kind == KS_IF) depth++;
         if (st->kind == KS_END) depth--;
         if (depth < 0) return; /* left the element loop */

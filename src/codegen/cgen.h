@@ -8,7 +8,15 @@
  * where b[] holds the kernel's input buffers (fkernel.inputs, in order) followed by its
  * output buffers (fkernel.roots), and [begin, end) is a range of "work items": the
  * output's index space split into rows (all axes but the last) times chunks of the last
- * axis, so that both tall and wide (or 1-D) outputs parallelise. Items are independent. */
+ * axis, so that both tall and wide (or 1-D) outputs parallelise. Items are independent.
+ *
+ * A one-item kernel whose reduction is split across threads (kd_kernel.parts) also has
+ *
+ *     void kiln_k<i>_part(void *const *b, int64_t begin, int64_t end);
+ *     const int64_t kiln_k<i>_parts[2];  (the number of parts, the scratch bytes of one)
+ *
+ * where b[] ends with one more buffer, the scratch of parts * bytes: the parts [begin,
+ * end) fill it, and kiln_k<i> (given the same b[]) reads it after all of them ran. */
 #ifndef KILN_CGEN_H
 #define KILN_CGEN_H
 

@@ -54,6 +54,9 @@ typedef struct kd_atom {
     uint32_t arg;
     int64_t n;      /* DIV, MOD: the divisor, > 1 */
     int64_t lo, hi; /* the values it can take (lo > hi: none, the code never runs) */
+    /* DIV, MOD, VAL: the same value as the atom (kind, arg, n) but known, under a guard,
+     * to lie in the narrower lo..hi (kd_ix_within): an atom of its own */
+    bool narrowed;
 } kd_atom;
 
 typedef struct kd_term {
@@ -102,7 +105,20 @@ typedef struct kd_guard {
 
 /* A reduction's accumulator, decided here so every dialect accumulates alike: float sums
  * and products in f64, integer ones in 64 bits that wrap; max/min in the value's dtype,
- * floats with a separate NaN flag so that NaN wins while the loop still vectorises. */
+ * floats with a separate NaN flag so that NaN wins while the loop still vectorises.
+ *
+ * `blocked` (f32 sums): the C dialect sums each block of the innermost reduce loop (
+ * KD_SUM_BLOCK iterations, KD_COL_BLOCK in the column form) in f32, vectorised (so in 16
+ * f32 lanes under AVX-512), and adds the blocks' sums into the f64 accumulator: the bulk
+ * of the additions run at f32 width while the error stays that of a block, at most
+ * (block / lanes + log2 lanes) * 2^-24 * sum |x|, so 2^-16 even where the loop does not
+ * vectorise (docs/architecture.md), not n * 2^-24 as a sequential f32 sum's. CUDA keeps
+ * f64 throughout. */
+enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128 };
+
+/* kd_kernel.parts: how many, the least work (reduced elements) worth splitting, the bytes
+ * of one element's partial accumulator. */
+enum { KD_PARTS = 32, KD_PART_MIN_WORK = 1 << 16, KD_PART_BYTES = 16 };
 typedef enum kd_init { KD_INIT_ZERO, KD_INIT_ONE, KD_INIT_LOWEST, KD_INIT_HIGHEST } kd_init;
 typedef struct kd_reduce {
     ir_op op;            /* IR_REDUCE_SUM / _PROD / _MAX / _MIN */
@@ -110,6 +126,7 @@ typedef struct kd_reduce {
     kd_init init;
     bool arith;    /* sum or product (else max/min) */
     bool nan_flag; /* float max/min: NaN tracked apart */
+    bool blocked;  /* f32 sum: f32 blocks into the f64 accumulator (C dialect) */
 } kd_reduce;
 
 typedef struct kd_stmt {
@@ -132,8 +149,9 @@ typedef struct kd_stmt {
      * clamped, then gathered from), and clang and gcc without the pragma are right. */
     bool simd;
     uint32_t acc;
-    bool column;   /* ACC */
-    kd_reduce red; /* ACC */
+    bool col_block; /* LOOP: the innermost reduce loop of the column form */
+    bool column;    /* ACC */
+    kd_reduce red;  /* ACC */
     union {
         int64_t i;
         double f;
@@ -158,6 +176,23 @@ typedef struct kd_kernel {
     int64_t dims[KILN_MAX_RANK];
     int64_t inner, rows, chunks, items, grain; /* grain: items per parallel chunk */
     bool columns;                              /* the column-reduction form (lower.c) */
+    /* > 1: the last axis' variable is used (also) as last / split and last % split (a
+     * reshape split it, an interleave concatenates on the split-off axis); the printer
+     * names those two, and the C dialect loops over them as two nested loops, the inner
+     * of constant trip count, instead of dividing per element. The last axis (and
+     * KD_CHUNK, when it is chunked) is a multiple of it. 0 otherwise */
+    int64_t split;
+    /* > 1: parts, the C dialect's split of one reduction across threads (a reduction to a
+     * scalar or to few outputs is one work item, so one thread otherwise). The kernel has
+     * one item; statement part_loop is the outermost reduce loop of accumulator part_acc,
+     * at the top of the element loop. kiln_k<i>_part runs items 0..parts-1, each the
+     * element loop up to that reduction's end with the loop over its own slice
+     * [p*n/parts, (p+1)*n/parts), and writes each element's accumulator (KD_PART_BYTES
+     * per element: the value, then the NaN flag) to the scratch buffer after the kernel's
+     * outputs; kiln_k<i> then combines the parts in order 0..parts-1 in place of the loop.
+     * parts is a constant, not the thread count, so the result does not depend on it. */
+    int64_t parts;
+    uint32_t part_acc, part_loop;
     uint32_t row_var, last_var;
     /* leading axes: variable of axis a and its value in terms of row (index), rank - 1 */
     uint32_t axis_var[KILN_MAX_RANK], axis_def[KILN_MAX_RANK];
@@ -197,8 +232,11 @@ uint32_t kd_ix_const(kd_kernel *kd, int64_t c);
 /* Loop variable var taking values lo..hi. */
 uint32_t kd_ix_var(kd_kernel *kd, uint32_t var, int64_t lo, int64_t hi);
 /* ix where it is known (by a guard around the code using it) to lie in lo..hi: when ix is
- * c + v for a loop variable v, the same sum over v narrowed to lo-c..hi-c, so that the
- * simplifier can use the tighter bound; otherwise ix itself. Valid only under the guard. */
+ * c + a for one atom a (a loop variable, or a division, remainder or value: a
+ * concatenation on an axis that a reshape split off indexes it with i % 2), the same sum
+ * over a narrowed to lo-c..hi-c, so that the simplifier can use the tighter bound (a
+ * remainder narrowed to one value is that constant); otherwise ix itself. Valid only
+ * under the guard. */
 uint32_t kd_ix_within(kd_kernel *kd, uint32_t ix, int64_t lo, int64_t hi);
 /* The int64 value of statement stmt, known to lie in lo..hi. */
 uint32_t kd_ix_val(kd_kernel *kd, uint32_t stmt, int64_t lo, int64_t hi);
@@ -207,5 +245,7 @@ uint32_t kd_ix_affine(kd_kernel *kd, uint32_t a, int64_t ka, uint32_t b, int64_t
 uint32_t kd_ix_div(kd_kernel *kd, uint32_t a, int64_t n);
 uint32_t kd_ix_mod(kd_kernel *kd, uint32_t a, int64_t n);
 bool kd_ix_equal(const kd_kernel *kd, uint32_t a, uint32_t b);
+/* Whether ix is the last axis' variable itself (any narrowing of it). */
+bool kd_ix_is_last(const kd_kernel *kd, uint32_t ix);
 
 #endif

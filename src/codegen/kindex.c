@@ -84,11 +84,27 @@ static uint32_t atom_get(kd_kernel *kd, kd_atom_kind kind, uint32_t arg, int64_t
                                                                : a->arg == arg;
         /* a loop variable narrowed by a guard (kd_ix_within) is an atom of its own */
         if (kind == KD_ATOM_VAR) same = same && a->lo == lo && a->hi == hi;
-        if (same) return i;
+        if (same && !a->narrowed) return i;
     }
     if (!kd_reserve(kd, (void **)&kd->atoms, kd->n_atoms, &kd->cap_atoms, sizeof *kd->atoms))
         return UINT32_MAX;
-    kd->atoms[kd->n_atoms] = (kd_atom){kind, arg, n, lo, hi};
+    kd->atoms[kd->n_atoms] = (kd_atom){kind, arg, n, lo, hi, false};
+    return kd->n_atoms++;
+}
+
+/* Atom `base` (a division, remainder or value) known to lie in lo..hi, narrower than its
+ * own bound: found or created as a narrowed atom; UINT32_MAX on OOM. */
+static uint32_t atom_narrowed(kd_kernel *kd, uint32_t base, int64_t lo, int64_t hi) {
+    const kd_atom b = kd->atoms[base];
+    for (uint32_t i = 0; i < kd->n_atoms; i++) {
+        const kd_atom *a = &kd->atoms[i];
+        if (a->narrowed && a->kind == b.kind && a->n == b.n && a->lo == lo && a->hi == hi &&
+            (b.kind == KD_ATOM_VAL ? a->arg == b.arg : kd_ix_equal(kd, a->arg, b.arg)))
+            return i;
+    }
+    if (!kd_reserve(kd, (void **)&kd->atoms, kd->n_atoms, &kd->cap_atoms, sizeof *kd->atoms))
+        return UINT32_MAX;
+    kd->atoms[kd->n_atoms] = (kd_atom){b.kind, b.arg, b.n, lo, hi, true};
     return kd->n_atoms++;
 }
 
@@ -227,12 +243,13 @@ uint32_t kd_ix_within(kd_kernel *kd, uint32_t ix, int64_t lo, int64_t hi) {
     if (kd->oom) return ix;
     const kd_index x = kd->ixs[ix];
     if (x.n != 1 || kd->terms[x.first].coef != 1) return ix;
-    const kd_atom a = kd->atoms[kd->terms[x.first].atom];
-    if (a.kind != KD_ATOM_VAR) return ix;
+    uint32_t base = kd->terms[x.first].atom;
+    const kd_atom a = kd->atoms[base];
     int64_t nlo = sat_add(lo, -x.c), nhi = sat_add(hi, -x.c);
     nlo = nlo > a.lo ? nlo : a.lo;
     nhi = nhi < a.hi ? nhi : a.hi;
     if (nlo == a.lo && nhi == a.hi) return ix;
+    if (a.kind != KD_ATOM_VAR) return ix_atom(kd, atom_narrowed(kd, base, nlo, nhi), x.c);
     return ix_atom(kd, atom_get(kd, KD_ATOM_VAR, a.arg, 0, nlo, nhi), x.c);
 }
 

@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-/* roots of one column-reduction kernel (lower_columns); more are lowered element by element */
+/* reductions of one column-form kernel (lower_columns); more are lowered element by element */
 enum { KD_MAX_COLUMN_ROOTS = 8 };
 
 typedef struct memo {
@@ -268,6 +268,7 @@ static kd_reduce reduce_of(const ir_node *n) {
              : n->op == IR_REDUCE_MAX  ? KD_INIT_LOWEST
                                        : KD_INIT_HIGHEST;
     r.nan_flag = fl && !r.arith;
+    r.blocked = n->op == IR_REDUCE_SUM && n->dtype == KILN_DTYPE_F32;
     return r;
 }
 
@@ -370,62 +371,112 @@ static uint32_t lower_value(lw *l, uint32_t id, const uint32_t *ix) {
 
 /* ---------------------------------------------------------- kernel ---- */
 
-/* A kernel whose roots are reductions over the same leading axes of operands of one shape,
- * keeping the last axis (a column sum, a bias gradient; a layer norm's gain and bias
- * gradients side by side): element by element the reduced axes would be walked with a
- * stride of a whole row, so it keeps a row of accumulators per root instead and walks the
- * operands row by row, contiguous and vectorised across the kept last axis. The roots
- * share the reduce loops, so what their operands have in common is computed once. */
-static bool column_reduction(const kiln_graph *g, const fkernel *k) {
-    if (!k->n_roots) return false;
-    const ir_node *n0 = &g->nodes[k->roots[0]];
-    const ir_shape *x0 = &g->nodes[ir_in(n0)[0]].shape;
-    for (uint32_t i = 0; i < k->n_roots; i++) {
-        const ir_node *n = &g->nodes[k->roots[i]];
-        if (ir_ops[n->op].kind != IRK_REDUCE || n->a.reduce_axes != n0->a.reduce_axes) return false;
-        const ir_shape *xs = &g->nodes[ir_in(n)[0]].shape;
-        if (xs->rank != x0->rank || memcmp(xs->dims, x0->dims, (size_t)xs->rank * sizeof *xs->dims))
-            return false;
+/* The column form. A kernel whose reductions keep the last axis (a column sum, a bias
+ * gradient; a layer norm's gain and bias gradients side by side; the mean over a sequence
+ * of gathered embedding rows) would, element by element, walk its reduced axes with a
+ * stride of a whole row (of the table, for a gather). It keeps a row of accumulators per
+ * reduction instead and walks the operands row by row: reduce loops outside, the chunk of
+ * the last axis inside, contiguous and vectorised. Then a second loop over the chunk
+ * takes each reduction's result and computes the roots from them (a mean's scaling, a
+ * bias added). The reductions share the reduce loops, so what their operands have in
+ * common is computed once.
+ *
+ * It applies when the reductions reached from the roots through elementwise ops (so
+ * needed at the roots' own index) all reduce the same axes of operands of one shape, have
+ * the roots' shape and keep the last axis; they are returned in reds[]. Any other
+ * reduction (under a broadcast, say) is lowered per element in the second loop as usual. */
+static uint32_t column_reductions(const lw *l, uint32_t *reds) {
+    enum { MAX_WALK = 256 };
+    const kiln_graph *g = l->g;
+    const fkernel *k = l->k;
+    uint32_t n = 0, stack[MAX_WALK], top = 0, steps = 0;
+    const ir_shape *rs = &g->nodes[k->roots[0]].shape;
+    if (rs->rank < 1 || k->n_roots > MAX_WALK) return 0;
+    for (uint32_t r = 0; r < k->n_roots; r++) {
+        const ir_shape *s = &g->nodes[k->roots[r]].shape;
+        if (s->rank != rs->rank || memcmp(s->dims, rs->dims, (size_t)s->rank * sizeof *s->dims))
+            return 0;
+        stack[top++] = k->roots[r];
     }
-    return n0->shape.rank >= 1 && !(n0->a.reduce_axes >> (x0->rank - 1) & 1u);
+    while (top) {
+        uint32_t id = stack[--top];
+        const ir_node *nd = &g->nodes[id];
+        if (++steps > 4 * MAX_WALK) return 0; /* a huge elementwise tree: not worth it */
+        bool root = false;
+        for (uint32_t r = 0; r < k->n_roots; r++) root |= k->roots[r] == id;
+        if (l->p->inline_const[id] || (l->p->materialised[id] && !root)) continue;
+        if (ir_ops[nd->op].kind == IRK_REDUCE) {
+            bool seen = false;
+            for (uint32_t i = 0; i < n; i++) seen |= reds[i] == id;
+            if (seen) continue;
+            if (n == KD_MAX_COLUMN_ROOTS) return 0;
+            reds[n++] = id;
+            continue;
+        }
+        if (!(ir_ops[nd->op].flags & IRF_ELEMENTWISE)) continue;
+        for (uint32_t i = 0; i < nd->n_in; i++) {
+            if (top == MAX_WALK) return 0;
+            stack[top++] = ir_in(nd)[i];
+        }
+    }
+    if (!n) return 0;
+    const ir_node *n0 = &g->nodes[reds[0]];
+    const ir_shape *x0 = &g->nodes[ir_in(n0)[0]].shape;
+    for (uint32_t i = 0; i < n; i++) {
+        const ir_node *nd = &g->nodes[reds[i]];
+        const ir_shape *xs = &g->nodes[ir_in(nd)[0]].shape;
+        if (nd->a.reduce_axes != n0->a.reduce_axes || nd->shape.rank != rs->rank ||
+            memcmp(nd->shape.dims, rs->dims, (size_t)rs->rank * sizeof *rs->dims) ||
+            xs->rank != x0->rank || memcmp(xs->dims, x0->dims, (size_t)xs->rank * sizeof *xs->dims))
+            return 0;
+    }
+    return n0->a.reduce_axes >> (x0->rank - 1) & 1u ? 0 : n;
 }
 
-static void lower_columns(lw *l, const uint32_t *ix, uint32_t store_ix) {
+static void lower_columns(lw *l, const uint32_t *reds, uint32_t n_reds, const uint32_t *ix,
+                          uint32_t store_ix) {
     kd_kernel *kd = l->kd;
     const fkernel *k = l->k;
     uint32_t acc[KD_MAX_COLUMN_ROOTS], sub[KILN_MAX_RANK];
-    for (uint32_t i = 0; i < k->n_roots; i++) {
-        const ir_node *n = &l->g->nodes[k->roots[i]];
-        prov_add(l, k->roots[i]);
+    kd->columns = true;
+    for (uint32_t i = 0; i < n_reds; i++) {
+        const ir_node *n = &l->g->nodes[reds[i]];
+        prov_add(l, reds[i]);
         acc[i] = emit(l, (kd_stmt){.kind = KS_ACC,
                                    .dtype = n->dtype,
-                                   .node = k->roots[i],
+                                   .node = reds[i],
                                    .red = reduce_of(n),
                                    .column = true,
                                    .var = kd->last_var});
     }
     int opened;
-    open_reduce_loops(l, k->roots[0], ix, sub, &opened);
+    uint32_t inner = open_reduce_loops(l, reds[0], ix, sub, &opened);
+    if (inner) kd->stmts[inner].col_block = true;
     l->int_arith = false;
     uint32_t loop = emit(l, (kd_stmt){.kind = KS_LOOP, .var = kd->last_var, .n = -1});
     scope_open(l);
-    for (uint32_t i = 0; i < k->n_roots; i++) {
-        uint32_t id = k->roots[i];
-        uint32_t xv = lower_value(l, ir_in(&l->g->nodes[id])[0], sub);
-        emit(l, (kd_stmt){.kind = KS_ACCUM, .node = id, .n_args = 2, .args = {acc[i], xv}});
+    for (uint32_t i = 0; i < n_reds; i++) {
+        uint32_t xv = lower_value(l, ir_in(&l->g->nodes[reds[i]])[0], sub);
+        emit(l, (kd_stmt){.kind = KS_ACCUM, .node = reds[i], .n_args = 2, .args = {acc[i], xv}});
     }
     kd->stmts[loop].simd = !l->int_arith;
     scope_close(l);
     while (opened--) scope_close(l);
     emit(l, (kd_stmt){.kind = KS_LOOP, .var = kd->last_var, .n = -1});
     scope_open(l);
-    for (uint32_t i = 0; i < k->n_roots; i++) {
-        uint32_t id = k->roots[i];
+    for (uint32_t i = 0; i < n_reds; i++) {
         uint32_t v = emit(l, (kd_stmt){.kind = KS_RESULT,
-                                       .dtype = l->g->nodes[id].dtype,
-                                       .node = id,
+                                       .dtype = l->g->nodes[reds[i]].dtype,
+                                       .node = reds[i],
                                        .n_args = 1,
                                        .args = {acc[i]}});
+        memo_add(l, reds[i], ix, v);
+    }
+    /* in place, every root's element before any store, as in lower_elements */
+    for (uint32_t i = 0; kd->in_place && k->n_roots > 1 && i < k->n_roots; i++)
+        lower_value(l, k->roots[i], ix);
+    for (uint32_t i = 0; i < k->n_roots; i++) {
+        uint32_t v = lower_value(l, k->roots[i], ix);
         emit(l, (kd_stmt){.kind = KS_STORE, .slot = i, .ix = store_ix, .n_args = 1, .args = {v}});
     }
     scope_close(l);
@@ -505,6 +556,67 @@ static void lower_space(lw *l, const ir_node *rn, uint32_t *ix, uint32_t *store_
     *store_ix = kd_ix_affine(kd, row, kd->inner, last, 1, 0);
 }
 
+bool kd_ix_is_last(const kd_kernel *kd, uint32_t ix) {
+    const kd_index *x = &kd->ixs[ix];
+    if (x->c || x->n != 1 || kd->terms[x->first].coef != 1) return false;
+    const kd_atom *a = &kd->atoms[kd->terms[x->first].atom];
+    return a->kind == KD_ATOM_VAR && a->arg == kd->last_var;
+}
+
+/* kd->split (kdesc.h): the one divisor the last axis' variable is divided by, when the
+ * item's chunk of it splits evenly; 0 when there is none or more than one. */
+static int64_t last_split(const kd_kernel *kd) {
+    int64_t k = 0;
+    for (uint32_t i = 0; i < kd->n_atoms; i++) {
+        const kd_atom *a = &kd->atoms[i];
+        if ((a->kind != KD_ATOM_DIV && a->kind != KD_ATOM_MOD) || !kd_ix_is_last(kd, a->arg))
+            continue;
+        if (k && a->n != k) return 0;
+        k = a->n;
+    }
+    if (k < 2 || kd->inner % k || (kd->chunks > 1 && KD_CHUNK % k)) return 0;
+    return k;
+}
+
+/* kd->parts (kdesc.h): a one-item kernel whose element loop opens with a scalar
+ * reduction over enough elements: that reduction's outermost loop is split. */
+static void find_parts(kd_kernel *kd) {
+    if (kd->items != 1 || kd->columns || kd->n_stmts < 4) return;
+    /* statement 1 is the element loop; find the first accumulator directly inside it */
+    int depth = 0;
+    for (uint32_t s = 2; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_ACC && !depth && !st->column && s + 1 < kd->n_stmts &&
+            kd->stmts[s + 1].kind == KS_LOOP && kd->stmts[s + 1].n >= 2) {
+            /* the work: the most iterations of any loop nested in the split one */
+            int64_t prod[64] = {kd->inner}, work = 0;
+            int d = 0;
+            for (uint32_t l = s + 1; l < kd->n_stmts && d >= 0; l++) {
+                kd_stmt_kind k = kd->stmts[l].kind;
+                if ((k == KS_LOOP || k == KS_IF) && d + 1 < 64) {
+                    int64_t n = k == KS_LOOP && kd->stmts[l].n > 0 ? kd->stmts[l].n : 1;
+                    prod[d + 1] = prod[d] > INT64_MAX / n ? INT64_MAX : prod[d] * n;
+                    work = prod[d + 1] > work ? prod[d + 1] : work;
+                    d++;
+                } else if (k == KS_END)
+                    d--;
+                if (!d) break; /* the split loop closed */
+            }
+            if (work < KD_PART_MIN_WORK) return;
+            kd->part_acc = s;
+            kd->part_loop = s + 1;
+            kd->parts = kd->stmts[s + 1].n < KD_PARTS ? kd->stmts[s + 1].n : KD_PARTS;
+            return;
+        }
+        /* a store before it: the part function would store (and, in place, could
+         * overwrite an input another part still reads) */
+        if (st->kind == KS_STORE) return;
+        if (st->kind == KS_LOOP || st->kind == KS_IF) depth++;
+        if (st->kind == KS_END) depth--;
+        if (depth < 0) return; /* left the element loop */
+    }
+}
+
 kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_kernel *kd) {
     const fkernel *k = &p->kernels[ki];
     *kd = (kd_kernel){.ctx = g->ctx,
@@ -529,12 +641,16 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
     if (!kd->oom) {
         uint32_t ix[KILN_MAX_RANK] = {0}, store_ix = 0;
         lower_space(&l, &g->nodes[k->roots[0]], ix, &store_ix);
-        if (k->n_roots <= KD_MAX_COLUMN_ROOTS && column_reduction(g, k))
-            lower_columns(&l, ix, store_ix);
+        uint32_t reds[KD_MAX_COLUMN_ROOTS];
+        uint32_t n_reds = column_reductions(&l, reds);
+        if (n_reds)
+            lower_columns(&l, reds, n_reds, ix, store_ix);
         else
             lower_elements(&l, ix, store_ix);
     }
     host_free(kd->ctx, l.memo, l.cap_memo * sizeof *l.memo);
+    if (!kd->oom) kd->split = last_split(kd);
+    if (!kd->oom) find_parts(kd);
     if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);
     return KILN_STATUS_OK;
 }

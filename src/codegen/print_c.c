@@ -10,7 +10,8 @@
  *  - per-op syntax lives in c_op_expr alone (with c_literal for constants);
  *  - numerics follow the reference interpreter: integer arithmetic wraps (through unsigned
  *    types), integer x/0 is -1 and INT_MIN/-1 is INT_MIN, float->int conversion saturates
- *    with NaN -> 0, max/min propagate NaN, float sums and products accumulate in double;
+ *    with NaN -> 0, max/min propagate NaN, float sums and products accumulate in double
+ *    (f32 sums in the C dialect: f32 blocks added in double, kd_reduce.blocked);
  *  - speed: f32 exp and tanh are inline polynomials (kiln_exp_f32, kiln_tanh_f32) so loops that
  *    call them vectorise; a loop the description marks `simd` gets `#pragma omp simd`
  *    (with reduction clauses for its accumulator), which vectorises reductions without
@@ -283,9 +284,10 @@ typedef enum cuda_form {
     CF_BLOCK,   /* the whole block per element (few elements, long reductions) */
 } cuda_form;
 
-#define F_STRIPED 1 /* ACC: its innermost loop was lane-strided */
-#define F_VLOAD   2 /* LOAD: one 16-byte load for four consecutive elements */
-#define F_VSTORE  4 /* STORE: likewise */
+#define PR_MAX_BLOCKS 8 /* f32 blocks open at once; deeper nests sum in f64 */
+#define F_STRIPED     1 /* ACC: its innermost loop was lane-strided */
+#define F_VLOAD       2 /* LOAD: one 16-byte load for four consecutive elements */
+#define F_VSTORE      4 /* STORE: likewise */
 
 typedef struct pr {
     const kd_kernel *kd;
@@ -300,7 +302,24 @@ typedef struct pr {
     uint8_t *flags;        /* per statement: F_* below */
     bool vec;              /* the element loop is printed four elements at a time */
     int lane;              /* vec: which of the four is being printed (-1: none) */
+    /* C only: the f32 blocks open (kd_reduce.blocked), innermost last: the depth of the
+     * block's body and its accumulator (0: every blocked column accumulator) */
+    struct {
+        int depth;
+        uint32_t acc;
+    } blk[PR_MAX_BLOCKS];
+    int n_blk;
+    /* C, kd->parts: 1 while printing kiln_k<i>_part, 2 while printing kiln_k<i> */
+    int part_mode;
 } pr;
+
+/* Whether accumulator a sums into its f32 block here. */
+static bool in_block(const pr *p, uint32_t a) {
+    const kd_stmt *s = &p->kd->stmts[a];
+    for (int i = 0; i < p->n_blk; i++)
+        if (p->blk[i].acc == a || (!p->blk[i].acc && s->column && s->red.blocked)) return true;
+    return false;
+}
 
 static void var_name(const kd_kernel *kd, uint32_t v, char *out) {
     const kd_var *x = &kd->vars[v];
@@ -350,6 +369,11 @@ static void print_atom(const kd_kernel *kd, strbuf *sb, uint32_t atom) {
     case KD_ATOM_VAL: sb_printf(sb, "v%u", a->arg); break;
     case KD_ATOM_DIV:
     case KD_ATOM_MOD:
+        if (kd->split && a->n == kd->split && kd_ix_is_last(kd, a->arg)) {
+            var_name(kd, kd->last_var, name); /* the element loop defines these (split_names) */
+            sb_printf(sb, "%s%c", name, a->kind == KD_ATOM_DIV ? 'q' : 'r');
+            break;
+        }
         print_operand(kd, sb, a->arg);
         sb_printf(sb, " %s %lld", a->kind == KD_ATOM_DIV ? "/" : "%", (long long)a->n);
         break;
@@ -404,13 +428,13 @@ static void acc_name(const pr *p, uint32_t a, bool nan, char *out) {
     const kd_stmt *s = &kd->stmts[a];
     char v[NAME_LEN];
     var_name(kd, s->var, v);
+    const char *suffix = nan ? "_nan" : in_block(p, a) ? "_b" : "";
     if (s->column && p->dialect == KN_DIALECT_CUDA) /* this thread's elements of the chunk */
-        snprintf(out, ACC_LEN, "acc%u%s[(%s - jb) / %d]", a, nan ? "_nan" : "", v,
-                 CGEN_CUDA_THREADS);
+        snprintf(out, ACC_LEN, "acc%u%s[(%s - jb) / %d]", a, suffix, v, CGEN_CUDA_THREADS);
     else if (s->column)
-        snprintf(out, ACC_LEN, "acc%u%s[%s - jb]", a, nan ? "_nan" : "", v);
+        snprintf(out, ACC_LEN, "acc%u%s[%s - jb]", a, suffix, v);
     else
-        snprintf(out, ACC_LEN, "acc%u%s", a, nan ? "_nan" : "");
+        snprintf(out, ACC_LEN, "acc%u%s", a, suffix);
 }
 
 static void print_acc(pr *p, uint32_t id) {
@@ -433,6 +457,7 @@ static void print_acc(pr *p, uint32_t id) {
     }
     if (s->column) {
         line(p, "%s acc%u[%d];", at, id, KD_CHUNK);
+        if (s->red.blocked) line(p, "float acc%u_b[%d];", id, KD_CHUNK);
         if (s->red.nan_flag) line(p, "uint8_t acc%u_nan[%d];", id, KD_CHUNK);
         line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u[j] = %s;", id, init);
         if (s->red.nan_flag) line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u_nan[j] = 0;", id);
@@ -455,7 +480,9 @@ static void print_accum(pr *p, const kd_stmt *s) {
     acc_name(p, s->args[0], false, a);
     acc_name(p, s->args[0], true, nan);
     val_name(p->kd, s->args[1], x);
-    if (acc->red.arith)
+    if (in_block(p, s->args[0]))
+        line(p, "%s += %s;", a, x);
+    else if (acc->red.arith)
         line(p, "%s %s= (%s)%s;", a, omp_op(acc->red.op), acc_ctype(acc), x);
     else
         line(p, "%s = %s %s %s ? %s : %s;", a, x, acc->red.op == IR_REDUCE_MAX ? ">" : "<", a, x,
@@ -485,11 +512,121 @@ static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
     p->depth++;
 }
 
-static void print_loop(pr *p, const kd_stmt *s) {
+/* kd->split: the last axis' variable's quotient and remainder (the names print_atom
+ * uses), from the variable, in a loop that runs over the variable itself. */
+static void split_names(pr *p) {
+    const kd_kernel *kd = p->kd;
+    if (!kd->split) return;
     char v[NAME_LEN];
+    var_name(kd, kd->last_var, v);
+    line(p, "const int64_t %sq = %s / %lld, %sr = %s %% %lld;", v, v, (long long)kd->split, v, v,
+         (long long)kd->split);
+}
+
+/* C: a reduce loop of n iterations as blocks (kd_reduce.blocked): the block loop, the
+ * block's accumulators cleared, and the loop over the block's iterations (not closed). */
+static void print_block_open(pr *p, const kd_stmt *s, const char *v, uint32_t acc, const char *from,
+                             const char *to) {
+    const kd_kernel *kd = p->kd;
+    int64_t bs = acc ? KD_SUM_BLOCK : KD_COL_BLOCK;
+    bool one = s->n <= bs; /* a single block: a plain scope */
+    if (one)
+        line(p, "{");
+    else
+        line(p, "for (int64_t %sb = %s; %sb < %s; %sb += %lld) {", v, from, v, to, v,
+             (long long)bs);
+    p->depth++;
+    if (!one)
+        line(p, "const int64_t %se = %sb + %lld < %s ? %sb + %lld : %s;", v, v, (long long)bs, to,
+             v, (long long)bs, to);
+    for (uint32_t a = 1; a < kd->n_stmts; a++) {
+        const kd_stmt *x = &kd->stmts[a];
+        if (x->kind != KS_ACC || !x->red.blocked || (acc ? a != acc : !x->column)) continue;
+        if (acc)
+            line(p, "float acc%u_b = 0;", a);
+        else
+            line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u_b[j] = 0;", a);
+    }
+    if (acc && s->simd) line(p, "#pragma omp simd reduction(+:acc%u_b)", acc);
+    if (one)
+        line(p, "for (int64_t %s = %s; %s < %s; %s++) {", v, from, v, to, v);
+    else
+        line(p, "for (int64_t %s = %sb; %s < %se; %s++) {", v, v, v, v, v);
+    p->depth++;
+    p->blk[p->n_blk].depth = p->depth;
+    p->blk[p->n_blk++].acc = acc;
+}
+
+/* C: the end of a block's loop: its sums added into the f64 accumulators. */
+static void print_block_close(pr *p) {
+    const kd_kernel *kd = p->kd;
+    uint32_t acc = p->blk[--p->n_blk].acc;
+    p->depth--;
+    line(p, "}");
+    for (uint32_t a = 1; a < kd->n_stmts; a++) {
+        const kd_stmt *x = &kd->stmts[a];
+        if (x->kind != KS_ACC || !x->red.blocked || (acc ? a != acc : !x->column)) continue;
+        if (acc)
+            line(p, "acc%u += (double)acc%u_b;", a, a);
+        else
+            line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u[j] += (double)acc%u_b[j];", a, a);
+    }
+    p->depth--;
+    line(p, "}");
+}
+
+static void print_loop(pr *p, const kd_stmt *s) {
+    char v[NAME_LEN], from[32] = "0", to[32];
     var_name(p->kd, s->var, v);
     if (p->dialect == KN_DIALECT_CUDA) {
         print_cuda_loop(p, s, v);
+        if (s->n < 0) split_names(p);
+        return;
+    }
+    snprintf(to, sizeof to, "%lld", (long long)s->n);
+    if (p->part_mode == 1 && s == &p->kd->stmts[p->kd->part_loop]) {
+        /* this part's slice of the loop */
+        line(p, "const int64_t kiln_lo = it * %lld / %lld, kiln_hi = (it + 1) * %lld / %lld;",
+             (long long)s->n, (long long)p->kd->parts, (long long)s->n, (long long)p->kd->parts);
+        snprintf(from, sizeof from, "kiln_lo");
+        snprintf(to, sizeof to, "kiln_hi");
+        if (s->acc && p->kd->stmts[s->acc].red.blocked && p->n_blk < PR_MAX_BLOCKS) {
+            /* always blocked: a slice may be longer than a block */
+            kd_stmt t = *s;
+            t.n = INT64_MAX;
+            print_block_open(p, &t, v, s->acc, from, to);
+            return;
+        }
+        if (s->simd && s->acc) {
+            const kd_stmt *acc = &p->kd->stmts[s->acc];
+            indent(p);
+            sb_printf(p->sb, "#pragma omp simd reduction(%s:acc%u)", omp_op(acc->red.op), s->acc);
+            if (acc->red.nan_flag) sb_printf(p->sb, " reduction(|:acc%u_nan)", s->acc);
+            sb_append(p->sb, "\n");
+        }
+        line(p, "for (int64_t %s = kiln_lo; %s < kiln_hi; %s++) {", v, v, v);
+        p->depth++;
+        return;
+    }
+    if (s->n >= 0 && p->n_blk < PR_MAX_BLOCKS) {
+        bool col = false;
+        for (uint32_t a = 1; s->col_block && a < p->kd->n_stmts; a++)
+            col |= p->kd->stmts[a].kind == KS_ACC && p->kd->stmts[a].column &&
+                   p->kd->stmts[a].red.blocked;
+        if (col || (s->acc && p->kd->stmts[s->acc].red.blocked)) {
+            print_block_open(p, s, v, col ? 0 : s->acc, from, to);
+            return;
+        }
+    }
+    int64_t k = p->kd->split;
+    if (s->n < 0 && k && !s->simd) {
+        /* the real axes as two loops: no division per element, and the inner loop's
+         * constant trip count lets the compiler unroll it and decide its branches */
+        line(p, "for (int64_t %sq = jb / %lld; %sq < je / %lld; %sq++)", v, (long long)k, v,
+             (long long)k, v);
+        line(p, "for (int64_t %sr = 0; %sr < %lld; %sr++) {", v, v, (long long)k, v);
+        p->depth++;
+        line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, (long long)k, v);
         return;
     }
     if (s->simd && s->acc) {
@@ -505,6 +642,7 @@ static void print_loop(pr *p, const kd_stmt *s) {
     else
         line(p, "for (int64_t %s = 0; %s < %lld; %s++) {", v, v, (long long)s->n, v);
     p->depth++;
+    if (s->n < 0) split_names(p);
 }
 
 static void print_guards(pr *p, const kd_stmt *s) {
@@ -639,6 +777,10 @@ static void print_stmt(pr *p, uint32_t id) {
     case KS_LOOP: print_loop(p, s); break;
     case KS_END:
         if (p->stripe_depth && p->depth == p->stripe_depth) p->stripe_depth = 0;
+        if (p->n_blk && p->blk[p->n_blk - 1].depth == p->depth) {
+            print_block_close(p);
+            break;
+        }
         p->depth--;
         line(p, "}");
         break;
@@ -743,7 +885,9 @@ static void print_buffers(pr *p, bool params) {
 /* row, the chunk [jb, je) of the last axis and the leading axes' indices of item `it`. */
 static void print_item(pr *p) {
     const kd_kernel *kd = p->kd;
-    if (p->chunks > 1) {
+    if (p->part_mode == 1) /* items are parts of the kernel's one item */
+        line(p, "const int64_t row = 0, jb = 0, je = %lld;", (long long)kd->inner);
+    else if (p->chunks > 1) {
         line(p, "const int64_t row = it / %lld, jb = (it %% %lld) * %lld;", (long long)p->chunks,
              (long long)p->chunks, (long long)p->chunk);
         line(p, "const int64_t je = jb + %lld < %lld ? jb + %lld : %lld;", (long long)p->chunk,
@@ -870,6 +1014,9 @@ static void print_vec(pr *p) {
     }
     line(p, "{");
     line(p, "    const int64_t %s = kiln_j;", last);
+    p->depth++;
+    split_names(p);
+    p->depth--;
     for (uint32_t s = 2; s < n; s++) {
         const kd_stmt *st = &kd->stmts[s];
         if (!(p->flags[s] & F_VLOAD)) continue;
@@ -884,6 +1031,7 @@ static void print_vec(pr *p) {
         line(p, "{");
         p->depth++;
         line(p, "const int64_t %s = kiln_j + %d;", last, k);
+        split_names(p);
         for (uint32_t s = 2; s < n; s++) print_stmt(p, s);
         p->depth--;
         line(p, "}");
@@ -891,6 +1039,9 @@ static void print_vec(pr *p) {
     p->lane = -1;
     line(p, "{");
     line(p, "    const int64_t %s = kiln_j;", last);
+    p->depth++;
+    split_names(p);
+    p->depth--;
     for (uint32_t s = 2; s < n; s++) {
         const kd_stmt *st = &kd->stmts[s];
         if (!(p->flags[s] & F_VSTORE)) continue;
@@ -900,6 +1051,72 @@ static void print_vec(pr *p) {
         sb_printf(p->sb, "] = st%u;\n", s);
     }
     line(p, "}");
+    p->depth--;
+    line(p, "}");
+}
+
+/* kd->parts: the statement closing the split reduce loop. */
+static uint32_t part_loop_end(const kd_kernel *kd) {
+    int depth = 0;
+    for (uint32_t s = kd->part_loop + 1; s < kd->n_stmts; s++) {
+        kd_stmt_kind k = kd->stmts[s].kind;
+        if (k == KS_LOOP || k == KS_IF) depth++;
+        if (k == KS_END && depth-- == 0) return s;
+    }
+    return kd->n_stmts - 1;
+}
+
+/* Element v's partial accumulator of part `part` in the scratch buffer. */
+static void part_slot(pr *p, const char *part, char *out, size_t n) {
+    char v[NAME_LEN];
+    var_name(p->kd, p->kd->last_var, v);
+    snprintf(out, n, "kiln_part + (%s * %lld + (%s - jb)) * %d", part, (long long)p->kd->inner, v,
+             KD_PART_BYTES);
+}
+
+/* C, kd->parts: kiln_k<i>_part, the element loop up to the split reduction's end over
+ * this part's slice, storing each element's accumulator. */
+static void print_part_fn(pr *p) {
+    const kd_kernel *kd = p->kd;
+    const kd_stmt *acc = &kd->stmts[kd->part_acc];
+    char slot[ACC_LEN + 64];
+    sb_printf(p->sb,
+              "KILN_EXPORT void kiln_k%u_part(void *const *b, int64_t begin, int64_t end) {\n",
+              kd->index);
+    print_buffers(p, false);
+    line(p, "unsigned char *restrict kiln_part = (unsigned char *)b[%u];",
+         kd->n_inputs + kd->n_outputs);
+    line(p, "for (int64_t it = begin; it < end; it++) {");
+    p->depth++;
+    p->part_mode = 1;
+    print_item(p);
+    uint32_t last = part_loop_end(kd);
+    for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
+    part_slot(p, "it", slot, sizeof slot);
+    line(p, "memcpy(%s, &acc%u, sizeof acc%u);", slot, kd->part_acc, kd->part_acc);
+    if (acc->red.nan_flag) line(p, "(%s)[8] = acc%u_nan;", slot, kd->part_acc);
+    p->depth--;
+    line(p, "}"); /* the element loop */
+    p->depth--;
+    line(p, "}");
+    sb_append(p->sb, "}\n");
+    p->part_mode = 2;
+}
+
+/* C, kd->parts: in kiln_k<i>, the parts' accumulators combined in order instead of the
+ * split loop. */
+static void print_part_combine(pr *p) {
+    const kd_kernel *kd = p->kd;
+    const kd_stmt *acc = &kd->stmts[kd->part_acc];
+    char slot[ACC_LEN + 64], a[ACC_LEN];
+    snprintf(a, sizeof a, "acc%u", kd->part_acc);
+    line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++) {", (long long)kd->parts);
+    p->depth++;
+    part_slot(p, "kiln_q", slot, sizeof slot);
+    line(p, "%s t;", acc_ctype(acc));
+    line(p, "memcpy(&t, %s, sizeof t);", slot);
+    combine_line(p, acc, a, "t");
+    if (acc->red.nan_flag) line(p, "acc%u_nan |= (%s)[8];", kd->part_acc, slot);
     p->depth--;
     line(p, "}");
 }
@@ -923,9 +1140,13 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
         sb_append(sb, "int64_t items) {\n");
         line(&p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
     } else {
+        if (kd->parts) print_part_fn(&p);
         sb_printf(sb, "KILN_EXPORT void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n",
                   kd->index);
         print_buffers(&p, false);
+        if (kd->parts)
+            line(&p, "const unsigned char *restrict kiln_part = (const unsigned char *)b[%u];",
+                 kd->n_inputs + kd->n_outputs);
         line(&p, "for (int64_t it = begin; it < end; it++) {");
     }
     p.depth++;
@@ -934,10 +1155,20 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     if (p.vec)
         print_vec(&p);
     else
-        for (uint32_t s = 1; s < kd->n_stmts; s++) print_stmt(&p, s);
+        for (uint32_t s = 1; s < kd->n_stmts; s++) {
+            if (p.part_mode == 2 && s == kd->part_loop) {
+                print_part_combine(&p);
+                s = part_loop_end(kd);
+                continue;
+            }
+            print_stmt(&p, s);
+        }
     p.depth--;
     line(&p, "}");
     sb_append(sb, "}\n");
+    if (p.part_mode)
+        sb_printf(sb, "KILN_EXPORT const int64_t kiln_k%u_parts[2] = {%lld, %lld};\n", kd->index,
+                  (long long)kd->parts, (long long)(kd->inner * KD_PART_BYTES));
     host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
     *items = kd->items ? kd->rows * p.chunks : 0;
     return p.hole;

@@ -17,6 +17,8 @@
  *     output in a file we read back for the error message. */
 #include "cc.h"
 
+#include <stddef.h>
+
 #include "base/sha256.h"
 #include "cc_cache.h"
 
@@ -88,7 +90,15 @@ struct cc_module {
     int fd; /* the fd it was opened through, held until unload (open_module); -1: none */
     size_t code_bytes;
     char key[SHA256_HEX_BYTES];
+    struct cc_owned *owned; /* cc_module_alloc's blocks */
 };
+
+/* A block of cc_module_alloc, the header before its bytes. */
+typedef struct cc_owned {
+    struct cc_owned *next;
+    size_t n;
+    max_align_t bytes[];
+} cc_owned;
 
 /* One call of cc_module_load. */
 typedef struct cc_load {
@@ -774,8 +784,22 @@ const char *cc_module_key(const cc_module *m) {
     return m->key;
 }
 
+void *cc_module_alloc(cc_module *m, size_t n) {
+    cc_owned *o = host_calloc(m->ctx, 1, sizeof *o + n);
+    if (!o) return NULL;
+    o->n = n;
+    o->next = m->owned;
+    m->owned = o;
+    return o->bytes;
+}
+
 void cc_module_unload(cc_module *m) {
     if (!m) return;
+    while (m->owned) {
+        cc_owned *o = m->owned;
+        m->owned = o->next;
+        host_free(m->ctx, o, sizeof *o + o->n);
+    }
     dlclose(m->handle);
     if (m->fd >= 0) close(m->fd);
     host_free(m->ctx, m, sizeof *m);

@@ -33,6 +33,9 @@ void *cc_module_sym(const cc_module *m, const char *name); /* NULL if absent */
 size_t cc_module_code_bytes(const cc_module *m);           /* size of the .so */
 const char *cc_module_key(const cc_module *m);             /* the cache key, 64 hex digits */
 void cc_module_unload(cc_module *m);                       /* NULL is a no-op */
+/* n bytes, zeroed, owned by m and freed by cc_module_unload (the CPU backend's kernel
+ * handles); NULL on OOM. */
+void *cc_module_alloc(cc_module *m, size_t n);
 
 typedef struct cc_stats {
     uint64_t compiles;        /* compiler runs, failed ones included */

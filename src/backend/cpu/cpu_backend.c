@@ -1,8 +1,9 @@
 /* cpu_backend.c — the CPU backend's table (backend_impl.h) and its per-context state.
  *
  * A program is a shared object built by the system C compiler (cc.c, with its on-disk
- * cache); a kernel handle is the address dlsym gives for "kiln_k<i>"; a launch splits the
- * kernel's work items over the thread pool (pool.c); gemm, permute and scatter-add are the
+ * cache); a kernel handle (cpu_kernel) holds the address dlsym gives for "kiln_k<i>", and
+ * for a split reduction its part function; a launch splits the kernel's work items (or
+ * parts) over the thread pool (pool.c); gemm, permute and scatter-add are the
  * hand-written kernels of cpu_ops.c, gemm through the GEMM provider of KILN_BLAS (blas.h).
  * Every call is synchronous, so there is no synchronize.
  *
@@ -38,6 +39,15 @@ typedef struct cpu_state {
 
 /* Loop kernels, as src/codegen prints them. */
 typedef void (*cpu_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);
+
+/* A kernel handle (kernel_get): the kernel, and for a kernel whose reduction is split
+ * across threads (kd_kernel.parts in src/codegen/kdesc.h) its part function, the number
+ * of parts and the scratch bytes of one part, from kiln_k<i>_part and kiln_k<i>_parts.
+ * Owned by the program (cc_module_alloc). */
+typedef struct cpu_kernel {
+    cpu_kernel_fn fn, part;
+    int64_t parts, part_bytes;
+} cpu_kernel;
 
 static kiln_status cpu_open(kiln_context *ctx, void **out) {
     cpu_state *st = host_calloc(ctx, 1, sizeof *st);
@@ -140,11 +150,33 @@ static void cpu_program_free(void *state, kn_program *prog) {
 
 static kiln_status cpu_kernel_get(void *state, kn_program *prog, const char *name, void **kernel) {
     cpu_state *st = state;
-    *kernel = cc_module_sym((cc_module *)prog, name);
-    if (*kernel) return KILN_STATUS_OK;
-    return ctx_error(st->ctx, KILN_STATUS_INTERNAL,
-                     "CPU backend: compiled program %s has no kernel %s",
-                     cc_module_key((cc_module *)prog), name);
+    cc_module *m = (cc_module *)prog;
+    *kernel = NULL;
+    void *fn = cc_module_sym(m, name);
+    if (!fn)
+        return ctx_error(st->ctx, KILN_STATUS_INTERNAL,
+                         "CPU backend: compiled program %s has no kernel %s", cc_module_key(m),
+                         name);
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s_part", name);
+    void *part = cc_module_sym(m, sub);
+    snprintf(sub, sizeof sub, "%s_parts", name);
+    const int64_t *parts = cc_module_sym(m, sub);
+    if (part && (!parts || parts[0] < 1 || parts[1] < 1))
+        return ctx_error(st->ctx, KILN_STATUS_INTERNAL,
+                         "CPU backend: compiled program %s: kernel %s has a part function but "
+                         "no valid %s",
+                         cc_module_key(m), name, sub);
+    cpu_kernel *k = cc_module_alloc(m, sizeof *k);
+    if (!k) return ctx_oom(st->ctx, "CPU backend: kernel handle", sizeof *k);
+    memcpy(&k->fn, &fn, sizeof k->fn); /* object -> function pointer, as dlsym needs */
+    if (part) {
+        memcpy(&k->part, &part, sizeof k->part);
+        k->parts = parts[0];
+        k->part_bytes = parts[1];
+    }
+    *kernel = k;
+    return KILN_STATUS_OK;
 }
 
 static kiln_status cpu_launch_prepare(void *state, int device) {
@@ -164,15 +196,29 @@ static void run_chunk(void *arg, int64_t begin, int64_t end) {
     c->fn(c->bufs, begin, end);
 }
 
-/* launch_prepare has made the pool: a run calls it before its first launch. */
+/* launch_prepare has made the pool: a run calls it before its first launch. A split
+ * kernel runs its parts on the pool, each into its own slice of a scratch buffer passed
+ * after the kernel's buffers, then the kernel itself, which combines them in order. */
 static kiln_status cpu_launch(void *state, int device, void *kernel, void *const *bufs, int n_bufs,
                               int64_t items, int64_t grain) {
     cpu_state *st = state;
-    (void)n_bufs; /* the C kernel reads its buffers from the array */
-    cpu_call c = {.bufs = bufs};
-    memcpy(&c.fn, &kernel, sizeof c.fn); /* object -> function pointer, as dlsym needs */
-    pool_parallel_for(atomic_load_explicit(&st->pool[device], memory_order_acquire), items, grain,
-                      run_chunk, &c);
+    const cpu_kernel *k = kernel;
+    kn_pool *pool = atomic_load_explicit(&st->pool[device], memory_order_acquire);
+    if (!k->part) {
+        cpu_call c = {.fn = k->fn, .bufs = bufs};
+        pool_parallel_for(pool, items, grain, run_chunk, &c);
+        return KILN_STATUS_OK;
+    }
+    size_t ptrs = ((size_t)n_bufs + 1) * sizeof(void *);
+    size_t bytes = ptrs + (size_t)k->parts * (size_t)k->part_bytes;
+    void **all = host_alloc(st->ctx, bytes);
+    if (!all) return ctx_oom(st->ctx, "CPU backend: partial results of a split reduction", bytes);
+    memcpy(all, bufs, (size_t)n_bufs * sizeof *all);
+    all[n_bufs] = (char *)all + ptrs;
+    cpu_call c = {.fn = k->part, .bufs = all};
+    pool_parallel_for(pool, k->parts, 1, run_chunk, &c);
+    k->fn(all, 0, items);
+    host_free(st->ctx, all, bytes);
     return KILN_STATUS_OK;
 }
 

@@ -1,0 +1,262 @@
+/* bench_programs.c — kiln's side of the five programs of issue 14, run side by side with
+ * JAX and NumPy by bench/programs/run.sh (programs.py is the other side).
+ *
+ * Usage: bench_programs DIR REPS PROGRAM SIZES...
+ *   embed B T V D H C   take_rows of a [V, D] table by [B, T] tokens, mean over T, then
+ *                       relu(x W1 + b1) W2 + b2 with W1 [D, H], W2 [H, C]
+ *   rope B T NH DH      rotary embedding of x [B, T, NH, DH] with the pairs (2i, 2i+1)
+ *                       rotated: reshape to [..., DH/2, 2], slice, rotate, concatenate
+ *                       back on a new last axis, reshape to [B, T, NH, DH]
+ *   block B T C         a LLaMA-style block forward: rms-norm (from primitives), causal
+ *                       attention with C/64 heads, residual, rms-norm, SwiGLU MLP of
+ *                       hidden 8C/3 rounded to 64, residual
+ *   xent N V            mean softmax cross-entropy of logits [N, V] and its gradient
+ *   adam P              one Adam step over P f32 parameters, parameters and state donated
+ * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
+ * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
+ * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
+ * run a whole kiln_executable_run (the donated program feeds its outputs back). Sizes come
+ * from the command line: nothing here is tuned for one shape. Not a test: never fails on
+ * time. */
+#include "kiln.h"
+#include "../bench_util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_ARGS = 16, WARMUP = 3 };
+
+typedef struct prog {
+    kiln_context *ctx;
+    const char *dir;
+    int n_args;
+    kiln_array *args[MAX_ARGS];
+    int n_donate;
+    uint64_t rng;
+} prog;
+
+static double uniform(uint64_t *s) { /* xorshift64*, in [0, 1) */
+    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+    return (double)((*s * 0x2545f4914f6cdd1du) >> 11) * 0x1p-53;
+}
+
+static void write_file(const char *dir, const char *name, const void *p, size_t n) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
+        fprintf(stderr, "bench_programs: cannot write %s\n", path);
+        exit(1);
+    }
+}
+
+/* A parameter of g and its argument: f32 uniform in [lo, hi), written to DIR/in<i>.bin. */
+static kiln_value arg_f32(prog *p, kiln_graph *g, int rank, const int64_t *dims, double lo,
+                          double hi) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    float *v = malloc((size_t)n * 4 + 4);
+    if (!v) exit(1);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * uniform(&p->rng));
+    char name[32];
+    snprintf(name, sizeof name, "in%d.bin", p->n_args);
+    write_file(p->dir, name, v, (size_t)n * 4);
+    DIE(p->ctx, kiln_array_create(p->ctx, KILN_DTYPE_F32, rank, dims, v, &p->args[p->n_args]));
+    free(v);
+    snprintf(name, sizeof name, "a%d", p->n_args++);
+    return kiln_parameter(g, name, KILN_DTYPE_F32, rank, dims);
+}
+
+/* i32 uniform in [0, n). */
+static kiln_value arg_i32(prog *p, kiln_graph *g, int rank, const int64_t *dims, int64_t hi) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    int32_t *v = malloc((size_t)n * 4 + 4);
+    if (!v) exit(1);
+    for (int64_t i = 0; i < n; i++) v[i] = (int32_t)(uniform(&p->rng) * (double)hi);
+    char name[32];
+    snprintf(name, sizeof name, "in%d.bin", p->n_args);
+    write_file(p->dir, name, v, (size_t)n * 4);
+    DIE(p->ctx, kiln_array_create(p->ctx, KILN_DTYPE_I32, rank, dims, v, &p->args[p->n_args]));
+    free(v);
+    snprintf(name, sizeof name, "a%d", p->n_args++);
+    return kiln_parameter(g, name, KILN_DTYPE_I32, rank, dims);
+}
+
+static kiln_value dense(kiln_graph *g, kiln_value x, kiln_value w, kiln_value b) {
+    return kiln_add(g, kiln_matmul(g, x, w), b);
+}
+
+static kiln_value rms_norm(kiln_graph *g, kiln_value x, kiln_value gain) {
+    int last = -1;
+    kiln_value ms = kiln_mean(g, kiln_mul(g, x, x), 1, &last, true);
+    kiln_value r = kiln_rsqrt(g, kiln_add(g, ms, kiln_scalar(g, KILN_DTYPE_F32, 1e-6)));
+    return kiln_mul(g, kiln_mul(g, x, r), gain);
+}
+
+static int trace_embed(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    int64_t B = s[0], T = s[1], V = s[2], D = s[3], H = s[4], C = s[5];
+    kiln_value tok = arg_i32(p, g, 2, (int64_t[]){B, T}, V);
+    kiln_value table = arg_f32(p, g, 2, (int64_t[]){V, D}, -1, 1);
+    kiln_value w1 = arg_f32(p, g, 2, (int64_t[]){D, H}, -0.1, 0.1);
+    kiln_value b1 = arg_f32(p, g, 1, (int64_t[]){H}, -0.1, 0.1);
+    kiln_value w2 = arg_f32(p, g, 2, (int64_t[]){H, C}, -0.1, 0.1);
+    kiln_value b2 = arg_f32(p, g, 1, (int64_t[]){C}, -0.1, 0.1);
+    int ax = 1;
+    kiln_value x = kiln_mean(g, kiln_take_rows(g, table, tok), 1, &ax, false);
+    outs[0] = dense(g, kiln_relu(g, dense(g, x, w1, b1)), w2, b2);
+    return 1;
+}
+
+static int trace_rope(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    int64_t B = s[0], T = s[1], NH = s[2], DH = s[3], P = DH / 2;
+    kiln_value x = arg_f32(p, g, 4, (int64_t[]){B, T, NH, DH}, -1, 1);
+    kiln_value cs = arg_f32(p, g, 2, (int64_t[]){T, P}, -1, 1);
+    kiln_value sn = arg_f32(p, g, 2, (int64_t[]){T, P}, -1, 1);
+    int64_t d5[5] = {B, T, NH, P, 2}, d4[4] = {B, T, NH, P};
+    kiln_value x5 = kiln_reshape(g, x, 5, d5);
+    int64_t lo0[5] = {0}, lo1[5] = {0, 0, 0, 0, 1}, hi0[5] = {B, T, NH, P, 1},
+            hi1[5] = {B, T, NH, P, 2};
+    kiln_value x0 = kiln_reshape(g, kiln_slice(g, x5, lo0, hi0, NULL), 4, d4);
+    kiln_value x1 = kiln_reshape(g, kiln_slice(g, x5, lo1, hi1, NULL), 4, d4);
+    int bd[2] = {1, 3};
+    kiln_value c = kiln_broadcast_in_dim(g, cs, 4, d4, bd);
+    kiln_value sv = kiln_broadcast_in_dim(g, sn, 4, d4, bd);
+    kiln_value y0 = kiln_sub(g, kiln_mul(g, x0, c), kiln_mul(g, x1, sv));
+    kiln_value y1 = kiln_add(g, kiln_mul(g, x0, sv), kiln_mul(g, x1, c));
+    kiln_value parts[2] = {kiln_reshape(g, y0, 5, (int64_t[]){B, T, NH, P, 1}),
+                           kiln_reshape(g, y1, 5, (int64_t[]){B, T, NH, P, 1})};
+    outs[0] = kiln_reshape(g, kiln_concatenate(g, 2, parts, 4), 4, (int64_t[]){B, T, NH, DH});
+    return 1;
+}
+
+static int trace_block(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    int64_t B = s[0], T = s[1], C = s[2], NH = C / 64 ? C / 64 : 1, DH = C / NH;
+    int64_t F = (8 * C / 3 + 63) / 64 * 64;
+    double sc = 1 / sqrt((double)C), sf = 1 / sqrt((double)F);
+    kiln_value x = arg_f32(p, g, 3, (int64_t[]){B, T, C}, -1, 1);
+    kiln_value g1 = arg_f32(p, g, 1, (int64_t[]){C}, 0.5, 1.5);
+    kiln_value wq = arg_f32(p, g, 2, (int64_t[]){C, C}, -sc, sc);
+    kiln_value wk = arg_f32(p, g, 2, (int64_t[]){C, C}, -sc, sc);
+    kiln_value wv = arg_f32(p, g, 2, (int64_t[]){C, C}, -sc, sc);
+    kiln_value wo = arg_f32(p, g, 2, (int64_t[]){C, C}, -sc, sc);
+    kiln_value g2 = arg_f32(p, g, 1, (int64_t[]){C}, 0.5, 1.5);
+    kiln_value w1 = arg_f32(p, g, 2, (int64_t[]){C, F}, -sc, sc);
+    kiln_value w3 = arg_f32(p, g, 2, (int64_t[]){C, F}, -sc, sc);
+    kiln_value w2 = arg_f32(p, g, 2, (int64_t[]){F, C}, -sf, sf);
+    kiln_value h = rms_norm(g, x, g1);
+    int64_t d4[4] = {B, T, NH, DH};
+    int to_heads[4] = {0, 2, 1, 3}, kt[4] = {0, 1, 3, 2};
+    kiln_value q = kiln_transpose(g, kiln_reshape(g, kiln_matmul(g, h, wq), 4, d4), to_heads);
+    kiln_value k = kiln_transpose(g, kiln_reshape(g, kiln_matmul(g, h, wk), 4, d4), to_heads);
+    kiln_value v = kiln_transpose(g, kiln_reshape(g, kiln_matmul(g, h, wv), 4, d4), to_heads);
+    kiln_value att = kiln_mul(g, kiln_matmul(g, q, kiln_transpose(g, k, kt)),
+                              kiln_scalar(g, KILN_DTYPE_F32, 1 / sqrt((double)DH)));
+    int64_t tt[2] = {T, T}, d4a[4] = {B, NH, T, T};
+    kiln_value causal = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, tt, 1),
+                                     kiln_iota(g, KILN_DTYPE_I32, 2, tt, 0), KILN_CMP_LE);
+    att = kiln_select(g, kiln_broadcast_to(g, causal, 4, d4a), att,
+                      kiln_full(g, KILN_DTYPE_F32, 4, d4a, -1e30));
+    kiln_value y = kiln_matmul(g, kiln_softmax(g, att, -1), v);
+    y = kiln_reshape(g, kiln_transpose(g, y, to_heads), 3, (int64_t[]){B, T, C});
+    kiln_value x2 = kiln_add(g, x, kiln_matmul(g, y, wo));
+    kiln_value h2 = rms_norm(g, x2, g2);
+    kiln_value a = kiln_matmul(g, h2, w1);
+    kiln_value gate = kiln_mul(g, a, kiln_logistic(g, a));
+    outs[0] = kiln_add(g, x2, kiln_matmul(g, kiln_mul(g, gate, kiln_matmul(g, h2, w3)), w2));
+    return 1;
+}
+
+static int trace_xent(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    int64_t N = s[0], V = s[1];
+    kiln_value logits = arg_f32(p, g, 2, (int64_t[]){N, V}, -4, 4);
+    kiln_value labels = arg_i32(p, g, 1, (int64_t[]){N}, V);
+    kiln_value loss = kiln_mean(g, kiln_softmax_cross_entropy(g, logits, labels), 0, NULL, false);
+    outs[0] = loss;
+    DIE(p->ctx, kiln_grad(g, loss, 1, &logits, &outs[1]));
+    return 2;
+}
+
+static int trace_adam(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    int64_t P = s[0];
+    kiln_value w = arg_f32(p, g, 1, &P, -1, 1);
+    kiln_value m = arg_f32(p, g, 1, &P, -0.01, 0.01);
+    kiln_value v = arg_f32(p, g, 1, &P, 0, 1e-4);
+    kiln_value gr = arg_f32(p, g, 1, &P, -0.1, 0.1);
+    kiln_adam_options o = {.lr = kiln_scalar(g, KILN_DTYPE_F64, 1e-3),
+                           .step = kiln_scalar(g, KILN_DTYPE_I32, 10)};
+    DIE(p->ctx, kiln_optim_adam(g, &o, 1, &w, &gr, &m, &v, &outs[0], &outs[1], &outs[2]));
+    p->n_donate = 3; /* w, m, v: updated in place as a training loop does */
+    return 3;
+}
+
+int main(int argc, char **argv) {
+    static const struct {
+        const char *name;
+        int n_sizes;
+        int (*trace)(prog *, kiln_graph *, const int64_t *, kiln_value *);
+    } progs[] = {{"embed", 6, trace_embed},
+                 {"rope", 4, trace_rope},
+                 {"block", 3, trace_block},
+                 {"xent", 2, trace_xent},
+                 {"adam", 1, trace_adam}};
+    int which = -1;
+    for (int i = 0; argc > 3 && i < 5; i++)
+        if (!strcmp(argv[3], progs[i].name)) which = i;
+    if (which < 0 || argc != 4 + progs[which].n_sizes) {
+        fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
+                        "block B T C | xent N V | adam P\n");
+        return 2;
+    }
+    int64_t sizes[8];
+    for (int i = 0; i < progs[which].n_sizes; i++) sizes[i] = atoll(argv[4 + i]);
+    int reps = atoi(argv[2]);
+    reps = reps < 20 ? 20 : reps > 1000 ? 1000 : reps;
+    char err[256];
+    prog p = {.dir = argv[1], .rng = 42};
+    if (kiln_context_create(NULL, &p.ctx, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+    kiln_graph *g;
+    DIE(p.ctx, kiln_graph_create(p.ctx, progs[which].name, &g));
+    kiln_value outs[4];
+    int n_outs = progs[which].trace(&p, g, sizes, outs);
+    DIE(p.ctx, kiln_graph_finish(g, n_outs, outs));
+    int donate[MAX_ARGS];
+    for (int i = 0; i < p.n_donate; i++) donate[i] = i;
+    kiln_compile_options o = {.n_donate = p.n_donate, .donate_argnums = donate};
+    kiln_executable *e;
+    DIE(p.ctx, kiln_compile(g, &o, &e));
+    kiln_graph_destroy(g);
+    double t[1000 + WARMUP];
+    for (int r = 0; r < WARMUP + reps; r++) {
+        kiln_array *res[4];
+        double t0 = now();
+        DIE(p.ctx, kiln_executable_run(e, p.n_args, p.args, n_outs, res));
+        t[r] = now() - t0;
+        if (r == 0)
+            for (int i = 0; i < n_outs; i++) {
+                size_t n = kiln_array_nbytes(res[i]);
+                void *h = malloc(n + 1);
+                char name[32];
+                snprintf(name, sizeof name, "out%d.bin", i);
+                if (!h) exit(1);
+                DIE(p.ctx, kiln_array_copy_to_host(res[i], h, n));
+                write_file(p.dir, name, h, n);
+                free(h);
+            }
+        for (int i = 0; i < n_outs; i++) {
+            if (i < p.n_donate) { /* the new state replaces the consumed argument */
+                p.args[i] = res[i];
+                continue;
+            }
+            kiln_array_destroy(res[i]);
+        }
+    }
+    printf("kiln_ms %.4f\n", 1e3 * median(t + WARMUP, reps));
+    for (int i = 0; i < p.n_args; i++) kiln_array_destroy(p.args[i]);
+    kiln_executable_destroy(e);
+    kiln_context_destroy(p.ctx);
+    return 0;
+}

@@ -1,0 +1,350 @@
+/* test_loops.c — the loop forms of fused kernels (issue 14): the column form of a
+ * reduction fused with a gather (rows outside, features inside) and with elementwise ops
+ * after it, f32 sums in f32 blocks added in f64 and the accuracy that keeps, and an
+ * interleave (reshape, slice, concatenate on a split-off axis: RoPE's) looped over its
+ * real axes with no division per element, and reductions with one work item split across
+ * threads (partial results combined in a fixed order).
+ *
+ * Each form is checked on its text (the loop order, the block, no `/` or `%` in the
+ * element's index) and on its numbers through cmp_graph (compiled and run against the
+ * reference interpreter), at odd sizes that leave partial blocks and chunks. The long f32
+ * sums are held to a bound that the sequential f32 sum fails (the test shows it does), and
+ * their results must be the same bits with 1, 2 and 3 threads. */
+#define KILN_NO_LOCATION_MACROS
+#include "test.h"
+#include "compare.h"
+#include "codegen/cgen.h"
+
+#include <stdint.h>
+
+#define CHECK_LACKS(hay, needle)                                                                   \
+    CHECK_MSG(!strstr((hay), (needle)), "\"%s\" contains \"%s\"", (hay), (needle))
+
+static kiln_context *ctx;
+static char cache_dir[] = "/tmp/kiln-test-loops-XXXXXX";
+
+/* The kernels' C source of finished graph g (caller frees). */
+static char *source_of(kiln_graph *g) {
+    fusion_plan p;
+    CHECK_OK(ctx, fusion_plan_build(g, &(fusion_options){0}, &p));
+    cgen_kernel info[64];
+    strbuf sb;
+    sb_init(&sb, ctx);
+    CHECK(p.n_kernels <= 64);
+    CHECK_OK(ctx, cgen_program(g, &p, &sb, info));
+    fusion_plan_free(&p);
+    char *src = sb_take(&sb);
+    sb_free(&sb);
+    char *out = strdup(src ? src : "");
+    kiln_string_free(ctx, src);
+    return out;
+}
+
+/* The text of the function kiln_k<k> in src (caller frees). */
+static char *kernel_text(const char *src, int k) {
+    char head[64];
+    snprintf(head, sizeof head, "void kiln_k%d(", k);
+    const char *a = strstr(src, head), *e = a ? strstr(a, "\n}\n") : NULL;
+    return a && e ? strndup(a, (size_t)(e - a) + 3) : strdup("");
+}
+
+/* ---------------------------------------------------- gather + mean ---- */
+
+/* take_rows of a [V, D] table by [B, T] tokens, mean over T, scaled and shifted after:
+ * one column-form kernel (the reduction outside, the features inside), right at sizes
+ * with a partial f32 block (T > KD_COL_BLOCK) and a partial chunk (D > KD_CHUNK). */
+static void gather_mean(int64_t B, int64_t T, int64_t V, int64_t D) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "gather_mean", &g));
+    int64_t td[2] = {V, D}, kd[2] = {B, T}, bd[1] = {D};
+    kiln_value table = kiln_parameter(g, "table", KILN_DTYPE_F32, 2, td);
+    kiln_value tok = kiln_parameter(g, "tok", KILN_DTYPE_I32, 2, kd);
+    kiln_value bias = kiln_parameter(g, "bias", KILN_DTYPE_F32, 1, bd);
+    int ax = 1;
+    kiln_value m = kiln_mean(g, kiln_take_rows(g, table, tok), 1, &ax, false);
+    kiln_value y = kiln_add(g, kiln_mul(g, m, kiln_scalar(g, KILN_DTYPE_F32, 3)),
+                            kiln_broadcast_to(g, bias, 2, (int64_t[]){B, D}));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    char *src = source_of(g), *k0 = kernel_text(src, 0);
+    /* the reduce loop opens before the element loop, which reads a contiguous table row */
+    const char *red = strstr(k0, "for (int64_t r"), *elem = strstr(k0, "#pragma omp simd\n");
+    CHECK_MSG(red && elem && red < elem, "%s", k0);
+    CHECK_CONTAINS(k0, "_b[i1 - jb] += v");
+    CHECK_CONTAINS(k0, "[j] += (double)acc");
+    free(k0);
+    free(src);
+    uint64_t seed = 7;
+    kiln_array *args[3] = {cmp_random_array(ctx, KILN_DTYPE_F32, 2, td, &seed), NULL,
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 1, bd, &seed)};
+    int32_t *ids = malloc((size_t)(B * T) * sizeof *ids);
+    for (int64_t i = 0; i < B * T; i++) ids[i] = (int32_t)test_rng_int(&seed, (int)V + 2) - 1;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_I32, 2, kd, ids, &args[1]));
+    free(ids);
+    int n_kernels = 0;
+    CHECK(cmp_graph(ctx, g, 3, args, NULL, 1e-5, &n_kernels));
+    CHECK_MSG(n_kernels == 1, "%d kernels", n_kernels);
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_graph_destroy(g);
+}
+
+static void test_gather_mean(void) {
+    gather_mean(3, 300, 37, 45);
+    gather_mean(2, 129, 11, 2500);
+    gather_mean(1, 1, 1, 1);
+}
+
+/* ------------------------------------------------- long f32 sums ---- */
+
+/* x[i] = 0.1 + a little, all positive (so sum |x| is the sum). */
+static float *ramp(int64_t n) {
+    float *x = malloc((size_t)n * sizeof *x);
+    uint64_t s = 11;
+    for (int64_t i = 0; i < n; i++) x[i] = 0.1f + 0.01f * (float)test_rng_unit(&s);
+    return x;
+}
+
+/* The sum of x in f32, one element after another, as a naive loop would. */
+static float sequential_f32(const float *x, int64_t n, int64_t stride) {
+    volatile float acc = 0; /* no reassociation, no vector lanes */
+    for (int64_t i = 0; i < n; i++) acc += x[i * stride];
+    return acc;
+}
+
+/* A full sum (to a scalar) of n f32 values and a column sum of an [n/cols, cols] array,
+ * each against the sum in f64: the error must stay within 2^-16 of sum |x|, which a
+ * block of KD_SUM_BLOCK (scalar, in 16 lanes or fewer) or KD_COL_BLOCK (column) f32
+ * additions keeps by a wide margin (their bound is block * 2^-24 at worst) and which the
+ * sequential f32 sum, whose bound is n * 2^-24, fails at these n. The same bits come out
+ * with 1, 2 and 3 threads. */
+static void test_long_f32_sums(void) {
+    const int64_t n = 3000017, cols = 7, rows = n / cols;
+    float *x = ramp(n);
+    double want = 0, want_col[7] = {0};
+    for (int64_t i = 0; i < n; i++) want += x[i];
+    for (int64_t i = 0; i < rows * cols; i++) want_col[i % cols] += x[i];
+    const double bound = 0x1p-16;
+    /* the bound means something: the naive sum misses it */
+    float naive = sequential_f32(x, n, 1), naive_col = sequential_f32(x, rows, cols);
+    CHECK_MSG(fabs(naive - want) > bound * want, "sequential f32 %.9g vs %.9g", naive, want);
+    CHECK_MSG(fabs(naive_col - want_col[0]) > bound * want_col[0], "sequential column %.9g vs %.9g",
+              naive_col, want_col[0]);
+    float first[1 + 7];
+    for (int threads = 1; threads <= 3; threads++) {
+        kiln_context_options o;
+        memset(&o, 0, sizeof o);
+        o.ignore_environment = true;
+        o.cache_dir = cache_dir;
+        o.num_threads = threads;
+        kiln_context *c = NULL;
+        char err[256];
+        CHECK_OK(c, kiln_context_create(&o, &c, err, sizeof err));
+        if (!c) continue;
+        kiln_graph *g = NULL;
+        CHECK_OK(c, kiln_graph_create(c, "long_sums", &g));
+        int64_t d1[1] = {n}, d2[2] = {rows, cols};
+        kiln_value v = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d1);
+        kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F32, 2, d2);
+        int ax0 = 0;
+        kiln_value outs[2] = {kiln_reduce_sum(g, v, 0, NULL, false),
+                              kiln_reduce_sum(g, m, 1, &ax0, false)};
+        CHECK_OK(c, kiln_graph_finish(g, 2, outs));
+        kiln_executable *e = NULL;
+        CHECK_OK(c, kiln_compile(g, NULL, &e));
+        kiln_array *a[2] = {NULL, NULL}, *r[2] = {NULL, NULL};
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 1, d1, x, &a[0]));
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 2, d2, x, &a[1]));
+        float got[1 + 7] = {0};
+        if (e && a[0] && a[1] && !kiln_executable_run(e, 2, a, 2, r)) {
+            CHECK_OK(c, kiln_array_copy_to_host(r[0], got, sizeof(float)));
+            CHECK_OK(c, kiln_array_copy_to_host(r[1], got + 1, 7 * sizeof(float)));
+        } else
+            CHECK_MSG(false, "run: %s", kiln_last_error(c));
+        CHECK_MSG(fabs(got[0] - want) <= bound * want, "%d threads: %.9g vs %.9g", threads, got[0],
+                  want);
+        for (int j = 0; j < cols; j++)
+            CHECK_MSG(fabs(got[1 + j] - want_col[j]) <= bound * want_col[j],
+                      "%d threads, column %d: %.9g vs %.9g", threads, j, got[1 + j], want_col[j]);
+        if (threads == 1)
+            memcpy(first, got, sizeof got);
+        else
+            CHECK_MSG(!memcmp(first, got, sizeof got), "%d threads: other bits than 1", threads);
+        for (int i = 0; i < 2; i++) kiln_array_destroy(a[i]), kiln_array_destroy(r[i]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+        kiln_context_destroy(c);
+    }
+    free(x);
+}
+
+/* ---------------------------------------------- split reductions ---- */
+
+/* Reductions with one work item (to a scalar; to [3] from [3, n]) split across threads
+ * (kd_kernel.parts): a float sum of exps, a float max with a NaN in one row, a wrapping
+ * i32 sum, a mean, a min. Each kernel has its part function; the results agree with the
+ * reference interpreter and are the same bits with 1, 2 and 3 threads. */
+static void test_split_reductions(void) {
+    const int64_t n = 100003;
+    int64_t d1[1] = {n}, d2[2] = {3, n};
+    uint64_t seed = 5;
+    float *x = malloc((size_t)(3 * n) * sizeof *x);
+    int32_t *k = malloc((size_t)n * sizeof *k);
+    for (int64_t i = 0; i < 3 * n; i++) x[i] = (float)(2 * test_rng_unit(&seed) - 1);
+    for (int64_t i = 0; i < n; i++) k[i] = (int32_t)(test_rng_next(&seed) >> 1);
+    x[n + 777] = NAN;
+    float first[1 + 3 + 3 + 3];
+    int32_t first_k = 0;
+    for (int threads = 1; threads <= 3; threads++) {
+        kiln_context_options o;
+        memset(&o, 0, sizeof o);
+        o.ignore_environment = true;
+        o.cache_dir = cache_dir;
+        o.num_threads = threads;
+        kiln_context *c = NULL;
+        char err[256];
+        CHECK_OK(c, kiln_context_create(&o, &c, err, sizeof err));
+        if (!c) continue;
+        kiln_graph *g = NULL;
+        CHECK_OK(c, kiln_graph_create(c, "split", &g));
+        kiln_value v = kiln_parameter(g, "v", KILN_DTYPE_F32, 1, d1);
+        kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F32, 2, d2);
+        kiln_value ki = kiln_parameter(g, "k", KILN_DTYPE_I32, 1, d1);
+        int ax1 = 1;
+        kiln_value outs[5] = {
+            kiln_reduce_sum(g, kiln_exp(g, v), 0, NULL, false),
+            kiln_reduce_max(g, m, 1, &ax1, false), kiln_reduce_sum(g, ki, 0, NULL, false),
+            kiln_mean(g, kiln_mul(g, m, m), 1, &ax1, false), kiln_reduce_min(g, m, 1, &ax1, false)};
+        CHECK_OK(c, kiln_graph_finish(g, 5, outs));
+        if (threads == 1) {
+            kiln_context *saved = ctx;
+            ctx = c;
+            char *src = source_of(g);
+            ctx = saved;
+            int parts = 0, fns = 0;
+            for (const char *at = src; (at = strstr(at, "_part(void")); at++) parts++;
+            for (const char *at = src; (at = strstr(at, "(void *const *b,")); at++) fns++;
+            /* fusion puts the three [3] reductions in one kernel: its first is split */
+            CHECK_MSG(parts == 3 && fns == 6, "%d parts, %d functions:\n%s", parts, fns, src);
+            free(src);
+        }
+        kiln_array *a[3] = {NULL, NULL, NULL}, *r[5] = {NULL};
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 1, d1, x, &a[0]));
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 2, d2, x, &a[1]));
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_I32, 1, d1, k, &a[2]));
+        CHECK(cmp_graph(c, g, 3, a, NULL, 1e-5, NULL));
+        kiln_executable *e = NULL;
+        CHECK_OK(c, kiln_compile(g, NULL, &e));
+        float got[1 + 3 + 3 + 3] = {0};
+        int32_t got_k = 0;
+        if (e && !kiln_executable_run(e, 3, a, 5, r)) {
+            CHECK_OK(c, kiln_array_copy_to_host(r[0], got, sizeof(float)));
+            CHECK_OK(c, kiln_array_copy_to_host(r[1], got + 1, 3 * sizeof(float)));
+            CHECK_OK(c, kiln_array_copy_to_host(r[2], &got_k, sizeof got_k));
+            CHECK_OK(c, kiln_array_copy_to_host(r[3], got + 4, 3 * sizeof(float)));
+            CHECK_OK(c, kiln_array_copy_to_host(r[4], got + 7, 3 * sizeof(float)));
+        } else
+            CHECK_MSG(false, "run: %s", kiln_last_error(c));
+        CHECK_MSG(isnan(got[2]) && isnan(got[8]) && !isnan(got[1]) && !isnan(got[3]),
+                  "NaN rows: max %g %g %g, min %g", got[1], got[2], got[3], got[8]);
+        if (threads == 1) {
+            memcpy(first, got, sizeof got);
+            first_k = got_k;
+        } else {
+            CHECK_MSG(!memcmp(first, got, sizeof got) && first_k == got_k,
+                      "%d threads: other bits than 1", threads);
+        }
+        for (int i = 0; i < 3; i++) kiln_array_destroy(a[i]);
+        for (int i = 0; i < 5; i++) kiln_array_destroy(r[i]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+        kiln_context_destroy(c);
+    }
+    free(x);
+    free(k);
+}
+
+/* A one-item kernel storing an elementwise root before its reduction is not split (its
+ * parts would store too), and is right either way; donated, so that the root may be
+ * written over the input the reduction reads. */
+static void test_split_after_store(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "store_first", &g));
+    int64_t d1[1] = {3}, d2[2] = {3, 70001};
+    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 1, d1);
+    kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F32, 2, d2);
+    int ax1 = 1;
+    kiln_value outs[2] = {kiln_mul(g, a, kiln_scalar(g, KILN_DTYPE_F32, 2)),
+                          kiln_add(g, kiln_reduce_sum(g, m, 1, &ax1, false), a)};
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    uint64_t seed = 9;
+    kiln_array *args[2] = {cmp_random_array(ctx, KILN_DTYPE_F32, 1, d1, &seed),
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 2, d2, &seed)};
+    CHECK(cmp_graph(ctx, g, 2, args, NULL, 1e-5, NULL));
+    for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]);
+    kiln_graph_destroy(g);
+}
+
+/* ------------------------------------------------------- interleave ---- */
+
+/* RoPE's interleave: pairs (2i, 2i+1) of the last axis rotated, through a reshape to
+ * [..., P, 2], slices, and a concatenation on a new last axis reshaped back. One kernel,
+ * looped over the pair and its two members: no division or remainder per element. */
+static void interleave(int64_t B, int64_t T, int64_t P) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "interleave", &g));
+    int64_t xd[3] = {B, T, 2 * P}, cd[2] = {T, P}, d4[4] = {B, T, P, 2}, d3[3] = {B, T, P},
+            d4one[4] = {B, T, P, 1};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 3, xd);
+    kiln_value cs = kiln_parameter(g, "cos", KILN_DTYPE_F32, 2, cd);
+    kiln_value sn = kiln_parameter(g, "sin", KILN_DTYPE_F32, 2, cd);
+    kiln_value x4 = kiln_reshape(g, x, 4, d4);
+    int64_t lo0[4] = {0, 0, 0, 0}, lo1[4] = {0, 0, 0, 1}, hi0[4] = {B, T, P, 1},
+            hi1[4] = {B, T, P, 2};
+    kiln_value x0 = kiln_reshape(g, kiln_slice(g, x4, lo0, hi0, NULL), 3, d3);
+    kiln_value x1 = kiln_reshape(g, kiln_slice(g, x4, lo1, hi1, NULL), 3, d3);
+    int bd[2] = {1, 2};
+    kiln_value c = kiln_broadcast_in_dim(g, cs, 3, d3, bd);
+    kiln_value s = kiln_broadcast_in_dim(g, sn, 3, d3, bd);
+    kiln_value parts[2] = {
+        kiln_reshape(g, kiln_sub(g, kiln_mul(g, x0, c), kiln_mul(g, x1, s)), 4, d4one),
+        kiln_reshape(g, kiln_add(g, kiln_mul(g, x0, s), kiln_mul(g, x1, c)), 4, d4one)};
+    kiln_value y = kiln_reshape(g, kiln_concatenate(g, 2, parts, 3), 3, xd);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    char *src = source_of(g), *k0 = kernel_text(src, 0);
+    if (P > 1) { /* else the last axis is the pair's two members and nothing divides */
+        CHECK_CONTAINS(k0, "for (int64_t i2r = 0; i2r < 2; i2r++)");
+        CHECK_CONTAINS(k0, "if (i2r < 1)");
+    }
+    /* the element's indices use the pair and the member, never i2 / 2 or i2 % 2 */
+    CHECK_LACKS(k0, "i2 /");
+    CHECK_LACKS(k0, "i2 %");
+    free(k0);
+    free(src);
+    uint64_t seed = 3;
+    kiln_array *args[3] = {cmp_random_array(ctx, KILN_DTYPE_F32, 3, xd, &seed),
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 2, cd, &seed),
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 2, cd, &seed)};
+    int n_kernels = 0;
+    CHECK(cmp_graph(ctx, g, 3, args, NULL, 1e-6, &n_kernels));
+    CHECK_MSG(n_kernels == 1, "%d kernels", n_kernels);
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_graph_destroy(g);
+}
+
+static void test_interleave(void) {
+    interleave(2, 3, 5);
+    interleave(1, 7, 1);
+    interleave(3, 2, 1100); /* 2200 > KD_CHUNK: the split loop within chunks */
+}
+
+int main(void) {
+    ctx = test_private_context(cache_dir);
+    if (!ctx) return 1;
+    RUN(test_gather_mean);
+    RUN(test_long_f32_sums);
+    RUN(test_split_reductions);
+    RUN(test_split_after_store);
+    RUN(test_interleave);
+    kiln_context_destroy(ctx);
+    test_remove_dir(cache_dir);
+    return test_summary("test_loops");
+}

@@ -385,21 +385,17 @@ static kiln_value random_indices(kiln_graph *g, kiln_dtype t, int rank, const in
 static const kiln_dtype data_types[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
                                         KILN_DTYPE_I64};
 
-/* One random program using every op (and an elementwise consumer, so fusion has work),
- * compiled and compared with the reference. */
-static void random_case(int trial) {
-    kiln_graph *g = new_graph();
-    kiln_dtype t = data_types[rnd(4)];
+/* Appends one random use of every op (and elementwise consumers, so fusion has work) on
+ * a new parameter of g to outs; returns how many outputs it added. */
+static int random_case(kiln_graph *g, kiln_value *outs, kiln_dtype *t, int *rank, int64_t *dims) {
+    *t = data_types[rnd(4)];
     kiln_dtype it = rnd(2) ? KILN_DTYPE_I32 : KILN_DTYPE_I64;
-    int rank = 1 + rnd(3);
-    int64_t dims[KILN_MAX_RANK];
-    random_shape(rank, dims, true);
-    kiln_value x = kiln_parameter(g, "x", t, rank, dims);
+    *rank = 1 + rnd(3);
+    random_shape(*rank, dims, true);
+    kiln_value x = kiln_parameter(g, "x", *t, *rank, dims);
     kiln_value y = kiln_add(g, x, x); /* a computed operand, not only a parameter */
-    int axis = rnd(rank);
+    int r = *rank, axis = rnd(r);
     int64_t n = dims[axis];
-    kiln_gather_mode mode = (kiln_gather_mode)rnd(3);
-    kiln_value outs[8];
     int no = 0;
     /* take: indices of rank 0..2; an empty axis only with empty indices */
     int irank = rnd(3);
@@ -408,34 +404,52 @@ static void random_case(int trial) {
     if (n == 0 && irank) idims[0] = 0;
     if (n == 0 && !irank) irank = 1, idims[0] = 0;
     outs[no++] = kiln_take(g, y, random_indices(g, it, irank, idims, n ? n : 1),
-                           axis - (rnd(2) ? rank : 0), mode);
+                           axis - (rnd(2) ? r : 0), (kiln_gather_mode)rnd(3));
     /* take_along_axis: indices of x's rank, broadcasting where either side has 1 */
     int64_t jd[KILN_MAX_RANK];
-    for (int i = 0; i < rank; i++) jd[i] = i == axis ? rnd(4) : rnd(3) == 0 ? 1 : dims[i];
     bool empty_out = false;
-    for (int i = 0; i < rank; i++)
+    for (int i = 0; i < r; i++) {
+        jd[i] = i == axis ? rnd(4) : rnd(3) == 0 ? 1 : dims[i];
         empty_out |= (i == axis ? jd[i] : dims[i] > jd[i] ? dims[i] : jd[i]) == 0;
+    }
     if (n == 0 && !empty_out) jd[axis] = 0;
-    outs[no++] = kiln_take_along_axis(g, y, random_indices(g, it, rank, jd, n ? n : 1), axis,
+    outs[no++] = kiln_take_along_axis(g, y, random_indices(g, it, r, jd, n ? n : 1), axis,
                                       (kiln_gather_mode)rnd(3));
     kiln_value parts[3] = {x, kiln_neg(g, x), y};
-    outs[no++] = kiln_stack(g, 1 + rnd(3), parts, rnd(rank + 1));
+    outs[no++] = kiln_stack(g, 1 + rnd(3), parts, rnd(r + 1));
     outs[no++] = kiln_cumsum(g, kiln_mul(g, y, x), axis, rnd(2));
-    if (n > 0) {
-        outs[no++] = kiln_add(g, kiln_argmax(g, y, axis), kiln_argmin(g, x, axis));
+    if (n > 0) outs[no++] = kiln_add(g, kiln_argmax(g, y, axis), kiln_argmin(g, x, axis));
+    outs[no++] = kiln_one_hot(g, random_indices(g, it, irank, idims, 4), 1 + rnd(4), *t);
+    return no;
+}
+
+/* Several random cases per graph (one compile for all of them), compiled and compared
+ * with the reference. KILN_TEST_PROGRAMS sets the number of graphs. */
+static void random_graphs(void) {
+    enum { PER_GRAPH = 6 };
+    int count = 8;
+    const char *env = getenv("KILN_TEST_PROGRAMS");
+    if (env && *env) count = atoi(env);
+    for (int gi = 0; gi < count; gi++) {
+        kiln_graph *g = new_graph();
+        kiln_value outs[PER_GRAPH * 6];
+        kiln_array *args[PER_GRAPH];
+        kiln_dtype t[PER_GRAPH];
+        int rank[PER_GRAPH], no = 0;
+        int64_t dims[PER_GRAPH][KILN_MAX_RANK];
+        for (int c = 0; c < PER_GRAPH; c++)
+            no += random_case(g, outs + no, &t[c], &rank[c], dims[c]);
+        kiln_status s = kiln_graph_finish(g, no, outs);
+        CHECK_MSG(s == KILN_STATUS_OK, "graph %d: %s", gi, kiln_last_error(C));
+        if (!s) {
+            for (int c = 0; c < PER_GRAPH; c++)
+                args[c] = cmp_random_array(C, t[c], rank[c], dims[c], &seed);
+            CHECK_MSG(cmp_graph(C, g, PER_GRAPH, args, NULL, 1e-5, NULL),
+                      "random graph %d: compiled differs from the reference", gi);
+            for (int c = 0; c < PER_GRAPH; c++) kiln_array_destroy(args[c]);
+        }
+        kiln_graph_destroy(g);
     }
-    kiln_value oh = random_indices(g, it, irank, idims, 4);
-    outs[no++] = kiln_one_hot(g, oh, 1 + rnd(4), t);
-    kiln_status s = kiln_graph_finish(g, no, outs);
-    CHECK_MSG(s == KILN_STATUS_OK, "trial %d: %s", trial, kiln_last_error(C));
-    if (!s) {
-        kiln_array *a = cmp_random_array(C, t, rank, dims, &seed);
-        int ok = cmp_graph(C, g, 1, &a, NULL, 1e-5, NULL);
-        CHECK_MSG(ok, "trial %d (%s, axis %d of rank %d, mode %d): compiled differs", trial,
-                  kiln_dtype_name(t), axis, rank, (int)mode);
-        kiln_array_destroy(a);
-    }
-    kiln_graph_destroy(g);
 }
 
 /* Rank 0 where it is legal: taking with rank-0 indices from a vector, stacking scalars,
@@ -671,7 +685,7 @@ int main(void) {
     RUN(jax_argmax);
     RUN(jax_cumsum);
     RUN(jax_one_hot);
-    for (int i = 0; i < 40; i++) random_case(i);
+    RUN(random_graphs);
     RUN(rank0_case);
     RUN(fusion);
     RUN(errors);

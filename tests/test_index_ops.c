@@ -503,6 +503,28 @@ static void fusion(void) {
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 
+    /* take along axis 1 and take_along_axis gather from the parameter where it lies: the
+     * transpose and the flattening are index rewrites, not copies (fusion's gather_view) */
+    g = new_graph();
+    int64_t xd[] = {64, 128}, idd[] = {32};
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, xd);
+    kiln_value ix = kiln_parameter(g, "i", KILN_DTYPE_I32, 1, idd);
+    kiln_value gouts[2] = {kiln_take(g, x, ix, 1, KILN_GATHER_CLIP),
+                           kiln_take_along_axis(g, x,
+                                                kiln_reshape(g, ix, 2, (const int64_t[]){1, 32}), 1,
+                                                KILN_GATHER_WRAP)};
+    CHECK_OK(C, kiln_graph_finish(g, 2, gouts));
+    e = NULL;
+    CHECK_OK(C, kiln_compile(g, NULL, &e));
+    if (e) {
+        kiln_memory_analysis a;
+        kiln_executable_get_memory_analysis(e, &a);
+        CHECK_MSG(a.temp_bytes < 64 * 128 * 4, "the gathers keep %llu temporary bytes",
+                  (unsigned long long)a.temp_bytes);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+
     g = new_graph();
     int64_t l[] = {8, 16};
     kiln_value lab = kiln_parameter(g, "labels", KILN_DTYPE_I32, 2, l);

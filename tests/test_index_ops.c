@@ -541,6 +541,27 @@ static void fusion(void) {
     kiln_graph_destroy(g);
 }
 
+/* Many calls on one graph, so that the node array grows in the middle of an expansion
+ * (fuzz/findings/builder-argmax-dangling-node: argmax and cumsum read their operand's
+ * node after appending nodes; under ASan this is a use after free). */
+static void growing_graph(void) {
+    kiln_graph *g = new_graph();
+    int64_t d[] = {3, 4};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value acc = kiln_scalar(g, KILN_DTYPE_I32, 0);
+    kiln_value s = x;
+    for (int i = 0; i < 120; i++) {
+        acc = kiln_add(g, acc, kiln_reduce_sum(g, kiln_argmax(g, s, i % 2), 0, NULL, false));
+        s = kiln_cumsum(g, s, i % 2, i % 3 == 0);
+        s = kiln_take(g, s, kiln_argmin(g, s, 1), 1, KILN_GATHER_CLIP);
+        s = kiln_slice(g, kiln_concatenate(g, 2, (kiln_value[]){s, s}, 1), (const int64_t[]){0, 0},
+                       (const int64_t[]){3, 4}, NULL);
+    }
+    kiln_value outs[2] = {acc, s};
+    CHECK_OK(C, kiln_graph_finish(g, 2, outs));
+    kiln_graph_destroy(g);
+}
+
 /* ----------------------------------------------------------- errors ---- */
 
 /* Runs `call` on a fresh graph holding the values below and checks the sticky error:
@@ -710,6 +731,7 @@ int main(void) {
     RUN(random_graphs);
     RUN(rank0_case);
     RUN(fusion);
+    RUN(growing_graph);
     RUN(errors);
     kiln_context_destroy(C);
     test_remove_dir(dir);

@@ -283,7 +283,8 @@ kiln_value kiln_stack(kiln_graph *g, int n, const kiln_value *xs, int axis) {
 static kiln_value arg_reduce(kiln_graph *g, const char *op, kiln_value x, int axis, bool is_max) {
     const ir_node *xn = operand(g, op, x, "the operand");
     if (!xn) return KN_NONE;
-    const ir_shape s = xn->shape;
+    const ir_shape s = xn->shape; /* copies: xn dangles once a node is appended */
+    const kiln_dtype t = xn->dtype;
     int a;
     if (!trace_axis(axis, s.rank, &a))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
@@ -296,13 +297,12 @@ static kiln_value arg_reduce(kiln_graph *g, const char *op, kiln_value x, int ax
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
                              "axis %d has %lld elements; an i32 index cannot name them all", a,
                              (long long)n);
-    kiln_value v = xn->dtype == KILN_DTYPE_BOOL ? kiln_convert(g, x, KILN_DTYPE_I32) : x;
+    kiln_value v = t == KILN_DTYPE_BOOL ? kiln_convert(g, x, KILN_DTYPE_I32) : x;
     kiln_value m = is_max ? kiln_reduce_max(g, v, 1, &a, true) : kiln_reduce_min(g, v, 1, &a, true);
     kiln_value hit = kiln_compare(g, v, m, KILN_CMP_EQ);
     /* reduce_max/min let NaN win: then m is NaN, equal to nothing, and the NaNs are the
      * hits; without a NaN in the row no element is unequal to itself */
-    if (ir_dtype_is_float(xn->dtype))
-        hit = kiln_logical_or(g, hit, kiln_compare(g, v, v, KILN_CMP_NE));
+    if (ir_dtype_is_float(t)) hit = kiln_logical_or(g, hit, kiln_compare(g, v, v, KILN_CMP_NE));
     kiln_value pos = kiln_iota(g, KILN_DTYPE_I32, s.rank, s.dims, a);
     kiln_value cand = kiln_select(g, hit, pos, scalar(g, KILN_DTYPE_I32, (double)n));
     return kiln_reduce_min(g, cand, 1, &a, false);
@@ -323,7 +323,8 @@ kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse) {
     if (!ir_dtype_accepts(IRT_NUMERIC, xn->dtype))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op,
                              "takes f32, f64, i32 or i64, not %s", kiln_dtype_name(xn->dtype));
-    const ir_shape s = xn->shape;
+    const ir_shape s = xn->shape; /* copies: xn dangles once a node is appended */
+    const kiln_dtype t = xn->dtype;
     int a;
     if (!trace_axis(axis, s.rank, &a))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
@@ -338,13 +339,13 @@ kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse) {
         td[i] = i == a + 1 ? n : s.dims[k];
         if (i != a) bd[k] = i, k++;
     }
-    if (!result_shape_ok(g, op, &x.id, 1, s.rank + 1, td, xn->dtype)) return KN_NONE;
+    if (!result_shape_ok(g, op, &x.id, 1, s.rank + 1, td, t)) return KN_NONE;
     kiln_dtype it = n > INT32_MAX ? KILN_DTYPE_I64 : KILN_DTYPE_I32;
     kiln_value xb = kiln_broadcast_in_dim(g, x, s.rank + 1, td, bd);
     kiln_value keep =
         kiln_compare(g, kiln_iota(g, it, s.rank + 1, td, a + 1),
                      kiln_iota(g, it, s.rank + 1, td, a), reverse ? KILN_CMP_GE : KILN_CMP_LE);
-    kiln_value sel = kiln_select(g, keep, xb, scalar(g, xn->dtype, 0));
+    kiln_value sel = kiln_select(g, keep, xb, scalar(g, t, 0));
     int k = a + 1;
     return kiln_reduce_sum(g, sel, 1, &k, false);
 }

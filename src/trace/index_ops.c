@@ -69,13 +69,12 @@ static double fill_value(kiln_dtype t) {
     }
 }
 
-/* Index tensor idx (integer) for an axis of n elements, brought into [0, n) as `mode`
+/* Index tensor idx (integer, of dtype it) for an axis of n elements, brought into [0, n) as `mode`
  * says; *valid receives the FILL mask (bool, idx's shape) and is left invalid otherwise.
  * CLIP is left to take_rows' clamp unless `clamp` (take_along_axis computes a linear index
  * from it, which take_rows' clamp would not keep on the axis). */
-static kiln_value normalise(kiln_graph *g, kiln_value idx, int64_t n, kiln_gather_mode mode,
-                            bool clamp, kiln_value *valid) {
-    kiln_dtype it = g->nodes[idx.id].dtype;
+static kiln_value normalise(kiln_graph *g, kiln_value idx, kiln_dtype it, int64_t n,
+                            kiln_gather_mode mode, bool clamp, kiln_value *valid) {
     kiln_value zero = scalar(g, it, 0), nv = scalar(g, it, (double)n);
     *valid = KN_NONE;
     switch (mode) {
@@ -145,9 +144,11 @@ kiln_value kiln_take(kiln_graph *g, kiln_value x, kiln_value indices, int axis,
                              "cannot take %lld elements from axis %d, which is empty",
                              (long long)numel_of(&is), a);
     kiln_value idx = indices;
-    if (n > INT32_MAX && in->dtype == KILN_DTYPE_I32) idx = kiln_convert(g, idx, KILN_DTYPE_I64);
+    kiln_dtype it = in->dtype;
+    if (n > INT32_MAX && it == KILN_DTYPE_I32) /* n itself must be an index value */
+        idx = kiln_convert(g, idx, KILN_DTYPE_I64), it = KILN_DTYPE_I64;
     kiln_value valid;
-    kiln_value j = normalise(g, idx, n, mode, false, &valid);
+    kiln_value j = normalise(g, idx, it, n, mode, false, &valid);
     /* take_rows gathers along axis 0: bring `axis` to the front, then put the index axes
      * where it was */
     kiln_value table = x;
@@ -215,7 +216,7 @@ kiln_value kiln_take_along_axis(kiln_graph *g, kiln_value x, kiln_value indices,
                           kiln_add(g, idx, scalar(g, KILN_DTYPE_I64, (double)n)), idx);
     }
     kiln_value valid;
-    kiln_value j = normalise(g, idx, n, mode, true, &valid);
+    kiln_value j = normalise(g, idx, KILN_DTYPE_I64, n, mode, true, &valid);
     int64_t stride[KILN_MAX_RANK] = {0}, st = 1;
     for (int i = xs.rank; i-- > 0;) stride[i] = st, st *= xs.dims[i];
     kiln_value lin =

@@ -491,6 +491,59 @@ static void op_composite(fz_state *s) {
     }
 }
 
+/* kiln_take, take_along_axis, stack, argmax/argmin, cumsum, one_hot (index_ops.c). */
+static void op_index(fz_state *s) {
+    fz_val x = pick(s);
+    int axis = draw_axis(s, x.rank);
+    uint8_t m = fz_u8(&s->in);
+    kiln_gather_mode mode = (kiln_gather_mode)(m < 250 ? m % 3 : m % 2 ? 3 : -1);
+    switch (fz_u8(&s->in) % 6) {
+    case 0:
+    case 1: {
+        int64_t idims[FZ_ARR];
+        int irank;
+        draw_shape(s, &irank, idims);
+        if (irank > 2 || irank < 0) irank = 1;
+        bool along = fz_u8(&s->in) % 2;
+        if (along) { /* indices of x's rank, mostly */
+            irank = x.rank >= 0 && x.rank <= KILN_MAX_RANK ? x.rank : 1;
+            for (int i = 0; i < irank; i++) idims[i] = fz_u8(&s->in) % 3 ? x.dims[i] : 1;
+        }
+        fz_val idx = pick_indices(s, irank, idims);
+        int lv = idx.lv >= LV_ULP ? LV_LOOSE : lv_max(x.lv, idx.lv);
+        push(s,
+             along ? kiln_take_along_axis(s->g, x.v, idx.v, axis, mode)
+                   : kiln_take(s->g, x.v, idx.v, axis, mode),
+             lv);
+        break;
+    }
+    case 2: {
+        fz_val y = pick(s);
+        int n = 1 + fz_u8(&s->in) % 3;
+        kiln_value xs[3] = {x.v, y.v, x.v};
+        push(s, kiln_stack(s->g, fz_u8(&s->in) == 7 ? 0 : n, xs, axis), lv_max(x.lv, y.lv));
+        break;
+    }
+    case 3: {
+        /* a float input that is not exact may tie differently, or not tie */
+        int lv = is_float(x.t) && x.lv != LV_EXACT ? LV_LOOSE : LV_EXACT;
+        push(s, fz_u8(&s->in) % 2 ? kiln_argmax(s->g, x.v, axis) : kiln_argmin(s->g, x.v, axis),
+             lv);
+        break;
+    }
+    case 4: /* floats: sums whose order the compiled reduction may change */
+        push(s, kiln_cumsum(s->g, x.v, axis, fz_u8(&s->in) % 2), is_float(x.t) ? LV_LOOSE : x.lv);
+        break;
+    default: {
+        int64_t d[FZ_ARR] = {3};
+        fz_val idx = pick_indices(s, 1, d);
+        push(s, kiln_one_hot(s->g, idx.v, draw_attr(s, 0, 6), draw_dtype(s)),
+             idx.lv >= LV_ULP ? LV_LOOSE : idx.lv);
+        break;
+    }
+    }
+}
+
 static void step(fz_state *s) {
     static void (*const ops[])(fz_state *) = {op_source,
                                               op_source,
@@ -508,6 +561,7 @@ static void step(fz_state *s) {
                                               op_reduce,
                                               op_dot,
                                               op_gather,
+                                              op_index,
                                               op_composite};
     uint8_t b = fz_u8(&s->in);
     if (b == 255) kiln_graph_at(s->g, b % 2 ? "fuzz.c" : NULL, (int)fz_u8(&s->in) - 8);

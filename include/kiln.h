@@ -512,7 +512,8 @@ KILN_API kiln_value kiln_dot_general(kiln_graph *g, kiln_value lhs, kiln_value r
 KILN_API kiln_value kiln_matmul(kiln_graph *g, kiln_value a, kiln_value b);
 
 /* Indexing along axis 0. take_rows: out[i..., :] = table[clamp(idx[i...]), :] (embedding
- * lookup; indices i32/i64, clamped into range as jnp.take does by default).
+ * lookup; indices i32/i64, clamped into [0, rows - 1]: jnp.take's mode="clip", which is
+ * not jnp.take's default; kiln_take below offers every mode on any axis).
  * scatter_add_rows: out = operand; out[idx[i...], :] += updates[i..., :], indices out of
  * range are dropped (its transpose). */
 KILN_API kiln_value kiln_take_rows(kiln_graph *g, kiln_value table, kiln_value indices);
@@ -531,6 +532,53 @@ typedef enum kiln_reduce_kind {
     KILN_REDUCE_MAX,
 } kiln_reduce_kind;
 KILN_API kiln_value kiln_all_reduce(kiln_graph *g, kiln_value x, kiln_reduce_kind kind);
+/* Indexing and shape ops (docs/ops.md). They are composites of the ops above, so they fuse,
+ * differentiate and save as those do; errors name the call (kiln_take, ...).
+ *
+ * What an index outside [0, n) of an axis of n elements does. FILL is jnp.take's and
+ * jnp.take_along_axis' default: a negative index wraps once (-1 is n - 1, as in NumPy), and
+ * what is still out of range reads the fill value: NaN for floats, the dtype's minimum for
+ * i32/i64, true for bool (JAX's fill values). CLIP clamps into [0, n - 1] (no wrap). WRAP
+ * takes the index modulo n (non-negative). Gradients reach the element that was read: none
+ * for a filled one, the clamped or wrapped one otherwise. */
+typedef enum kiln_gather_mode {
+    KILN_GATHER_FILL = 0,
+    KILN_GATHER_CLIP,
+    KILN_GATHER_WRAP,
+} kiln_gather_mode;
+/* jnp.take(x, indices, axis, mode): out has shape x.shape[:axis] + indices.shape +
+ * x.shape[axis+1:], out[p..., i..., q...] = x[p..., indices[i...], q...]. x has rank >= 1,
+ * indices are i32 or i64 of any shape; axis may be negative. Taking a non-empty set from
+ * an empty axis is an error (as in JAX), in every mode. */
+KILN_API kiln_value kiln_take(kiln_graph *g, kiln_value x, kiln_value indices, int axis,
+                              kiln_gather_mode mode);
+/* jnp.take_along_axis(x, indices, axis, mode): indices (i32/i64) has x's rank; along every
+ * other axis the two broadcast (dims equal, or 1); out[..., j, ...] = x[..., indices[..., j,
+ * ...], ...] with the shape of that broadcast and indices' extent on `axis`. As in JAX, a
+ * negative index wraps once in CLIP mode too (-1 is the last, not the first). WRAP is
+ * kiln's (JAX's take_along_axis has fill and clip only). */
+KILN_API kiln_value kiln_take_along_axis(kiln_graph *g, kiln_value x, kiln_value indices, int axis,
+                                         kiln_gather_mode mode);
+/* jnp.stack: n >= 1 values of one dtype and shape joined along a new axis `axis` of the
+ * result (in [-(rank + 1), rank]; negative counts from the end of the result). */
+KILN_API kiln_value kiln_stack(kiln_graph *g, int n, const kiln_value *xs, int axis);
+/* jnp.argmax / jnp.argmin along one axis, i32, that axis removed. Ties give the first
+ * index; a NaN wins over every number, so a row holding NaN gives its first NaN (as JAX).
+ * Numeric or bool x; the axis must be non-empty and shorter than 2^31. No gradient. */
+KILN_API kiln_value kiln_argmax(kiln_graph *g, kiln_value x, int axis);
+KILN_API kiln_value kiln_argmin(kiln_graph *g, kiln_value x, int axis);
+/* lax.cumsum: out[..., j, ...] = sum of x[..., k, ...] over k <= j (reverse: k >= j), the
+ * dtype and shape of x (numeric). Built from reductions: floats accumulate in f64 (an f32
+ * cumsum is rounded once, at the end, so it is more accurate than a sequential f32 scan),
+ * integers wrap. Up to 32 elements along the axis each output sums its prefix directly;
+ * longer axes are summed in blocks of ~sqrt(n) plus a prefix sum of the block totals, so
+ * the work is O(n sqrt(n)) per row, not a linear scan (docs/ops.md). The gradient is the
+ * reverse cumsum of the cotangent. */
+KILN_API kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse);
+/* jax.nn.one_hot(indices, n, dtype): indices (i32/i64) of shape [...] -> [..., n] of dtype,
+ * 1 where the last index equals the value, else 0; an index outside [0, n) gives a row of
+ * zeros (-1 does not wrap). */
+KILN_API kiln_value kiln_one_hot(kiln_graph *g, kiln_value indices, int64_t n, kiln_dtype dtype);
 
 /* Composites, built from the ops above (so autodiff and fusion see their parts). */
 KILN_API kiln_value kiln_relu(kiln_graph *g, kiln_value x);
@@ -1242,6 +1290,13 @@ KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name
 #define kiln_take_rows(g, ...)        (KILN__AT(g), kiln_take_rows((g), __VA_ARGS__))
 #define kiln_scatter_add_rows(g, ...) (KILN__AT(g), kiln_scatter_add_rows((g), __VA_ARGS__))
 #define kiln_all_reduce(g, ...)       (KILN__AT(g), kiln_all_reduce((g), __VA_ARGS__))
+#define kiln_take(g, ...)             (KILN__AT(g), kiln_take((g), __VA_ARGS__))
+#define kiln_take_along_axis(g, ...)  (KILN__AT(g), kiln_take_along_axis((g), __VA_ARGS__))
+#define kiln_stack(g, ...)            (KILN__AT(g), kiln_stack((g), __VA_ARGS__))
+#define kiln_argmax(g, ...)           (KILN__AT(g), kiln_argmax((g), __VA_ARGS__))
+#define kiln_argmin(g, ...)           (KILN__AT(g), kiln_argmin((g), __VA_ARGS__))
+#define kiln_cumsum(g, ...)           (KILN__AT(g), kiln_cumsum((g), __VA_ARGS__))
+#define kiln_one_hot(g, ...)          (KILN__AT(g), kiln_one_hot((g), __VA_ARGS__))
 #define kiln_relu(g, ...)             (KILN__AT(g), kiln_relu((g), __VA_ARGS__))
 #define kiln_softmax(g, ...)          (KILN__AT(g), kiln_softmax((g), __VA_ARGS__))
 #define kiln_log_softmax(g, ...)      (KILN__AT(g), kiln_log_softmax((g), __VA_ARGS__))

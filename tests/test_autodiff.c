@@ -103,6 +103,55 @@ U(f_xent, kiln_softmax_cross_entropy(g, x[0],
                                                    (const int32_t[]){2, 0, 3})))
 U(f_stop, kiln_mul(g, x[0], kiln_stop_gradient(g, kiln_exp(g, x[0]))))
 U(f_floor, kiln_add(g, kiln_floor(g, x[0]), kiln_mul(g, kiln_sign(g, x[0]), x[0])))
+/* indexing and shape ops (src/trace/index_ops.c); a fill-mode NaN is replaced by 0 so the
+ * loss stays finite (the select passes no gradient to it either way) */
+static kiln_value no_nan(kiln_graph *g, kiln_value y) {
+    kiln_dtype t;
+    int r;
+    int64_t d[KILN_MAX_RANK];
+    kiln_value_type(g, y, &t, &r, d);
+    return kiln_select(g, kiln_compare(g, y, y, KILN_CMP_EQ), y, kiln_scalar(g, t, 0));
+}
+static kiln_value idx_i32(kiln_graph *g, int rank, const int64_t *dims, const int32_t *v) {
+    return kiln_constant(g, KILN_DTYPE_I32, rank, dims, v);
+}
+static kiln_value like(kiln_graph *g, kiln_value v, kiln_value as) {
+    kiln_dtype t;
+    int r;
+    int64_t d[KILN_MAX_RANK];
+    kiln_value_type(g, as, &t, &r, d);
+    return kiln_convert(g, v, t);
+}
+U(f_take_fill,
+  no_nan(g, kiln_take(g, kiln_tanh(g, x[0]),
+                      idx_i32(g, 2, (const int64_t[]){2, 2}, (const int32_t[]){0, -1, 5, 0}), 1,
+                      KILN_GATHER_FILL)))
+U(f_take_clip,
+  kiln_take(g, x[0], idx_i32(g, 1, (const int64_t[]){4}, (const int32_t[]){-3, 1, 9, 1}), 0,
+            KILN_GATHER_CLIP))
+U(f_take_wrap, kiln_take(g, x[0], idx_i32(g, 1, (const int64_t[]){3}, (const int32_t[]){-1, 4, 2}),
+                         -1, KILN_GATHER_WRAP))
+U(f_tal_fill, no_nan(g, kiln_take_along_axis(g, x[0],
+                                             idx_i32(g, 2, (const int64_t[]){1, 3},
+                                                     (const int32_t[]){2, -4, 0}),
+                                             0, KILN_GATHER_FILL)))
+U(f_tal_clip,
+  kiln_take_along_axis(g, x[0],
+                       idx_i32(g, 2, (const int64_t[]){3, 2}, (const int32_t[]){0, 0, 7, -1, 1, 2}),
+                       1, KILN_GATHER_CLIP))
+U(f_stack, kiln_stack(g, 3, (kiln_value[]){x[0], kiln_exp(g, x[1]), x[0]}, 1))
+U(f_cumsum, kiln_cumsum(g, kiln_mul(g, x[0], x[0]), 1, false))
+U(f_cumsum_rev, kiln_cumsum(g, x[0], 0, true))
+U(f_cumsum_blocks, kiln_cumsum(g, kiln_tanh(g, x[0]), -1, true)) /* 40 > 32: in blocks */
+U(f_argmax,
+  kiln_mul(g, x[0],
+           like(g, kiln_reshape(g, kiln_argmax(g, x[0], 1), 2, (const int64_t[]){3, 1}), x[0])))
+U(f_one_hot,
+  kiln_mul(g, x[0],
+           like(g,
+                kiln_one_hot(g, idx_i32(g, 1, (const int64_t[]){3}, (const int32_t[]){2, -1, 0}), 4,
+                             KILN_DTYPE_I32),
+                x[0])))
 #undef U
 
 /* dot_general layouts: (lhs contract, rhs contract, batch pairs) */
@@ -199,6 +248,17 @@ static const grad_case cases[] = {
     {"dot vectors", f_dot_vec, 2, {1, 1}, {{3}, {3}}, ANY},
     {"take_rows", f_take, 1, {2}, {{4, 2}}, ANY},
     {"scatter_add_rows", f_scatter, 2, {2, 2}, {{3, 2}, {4, 2}}, ANY},
+    {"take fill", f_take_fill, 1, {2}, {{3, 4}}, ANY},
+    {"take clip", f_take_clip, 1, {2}, {{3, 2}}, ANY},
+    {"take wrap", f_take_wrap, 1, {3}, {{2, 1, 3}}, ANY},
+    {"take_along_axis fill", f_tal_fill, 1, {2}, {{3, 3}}, ANY},
+    {"take_along_axis clip", f_tal_clip, 1, {2}, {{3, 3}}, ANY},
+    {"stack", f_stack, 2, {2, 2}, {{2, 3}, {2, 3}}, ANY},
+    {"cumsum", f_cumsum, 1, {2}, {{2, 5}}, ANY},
+    {"cumsum reverse", f_cumsum_rev, 1, {2}, {{4, 2}}, ANY},
+    {"cumsum in blocks", f_cumsum_blocks, 1, {2}, {{2, 40}}, ANY},
+    {"argmax", f_argmax, 1, {2}, {{3, 4}}, DISTINCT},
+    {"one_hot", f_one_hot, 1, {2}, {{3, 4}}, ANY},
     {"softmax", f_softmax, 1, {2}, {{2, 4}}, ANY},
     {"log_softmax", f_log_softmax, 1, {2}, {{3, 2}}, ANY},
     {"logsumexp", f_logsumexp, 1, {2}, {{2, 3}}, LARGE},

@@ -170,6 +170,32 @@ static void constants(kiln_context *ctx) {
     kiln_graph_destroy(g);
 }
 
+/* The indexing and shape ops (composites: their parts are saved), fill values (NaN and
+ * the integer minimum) included. */
+static void index_ops(kiln_context *ctx) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "index ops", &g);
+    int64_t d[] = {3, 4}, n2[] = {2};
+    const int32_t iv[] = {-1, 9};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value k = kiln_parameter(g, "k", KILN_DTYPE_I64, 2, d);
+    kiln_value ix = kiln_constant(g, KILN_DTYPE_I32, 1, n2, iv);
+    kiln_value outs[8] = {
+        kiln_take(g, x, ix, 1, KILN_GATHER_FILL),
+        kiln_take(g, k, ix, 0, KILN_GATHER_FILL),
+        kiln_take_along_axis(g, x, kiln_reshape(g, ix, 2, (const int64_t[]){1, 2}), 1,
+                             KILN_GATHER_WRAP),
+        kiln_stack(g, 2, (kiln_value[]){x, x}, -1),
+        kiln_argmax(g, x, 0),
+        kiln_argmin(g, k, 1),
+        kiln_cumsum(g, k, 1, true),
+        kiln_one_hot(g, ix, 10, KILN_DTYPE_BOOL),
+    };
+    CHECK_OK(ctx, kiln_graph_finish(g, 8, outs));
+    round_trip(ctx, g, "index ops", 5);
+    kiln_graph_destroy(g);
+}
+
 /* Broken texts: each must fail with `status` and a message holding `want`. */
 typedef struct bad_text {
     const char *text, *want;
@@ -339,6 +365,7 @@ int main(void) {
     example_models(ctx);
     new_ops(ctx);
     constants(ctx);
+    index_ops(ctx);
     broken_texts(ctx);
     file_errors(ctx);
     kiln_context_destroy(ctx);

@@ -125,6 +125,18 @@ static bool reshape_view(const kiln_graph *g, uint32_t id) {
            n->op == IR_ALL_REDUCE || (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
+/* A chain of reshapes and transposes of a value that always has a buffer only renames its
+ * elements: a take_rows reading it as its table loads from that buffer through the
+ * rewritten index, so it needs no copy (kiln_take and kiln_take_along_axis gather from a
+ * transposed or flattened operand this way). */
+static bool gather_view(const kiln_graph *g, uint32_t id) {
+    const ir_node *n = &g->nodes[id];
+    if (n->op != IR_RESHAPE && n->op != IR_TRANSPOSE) return false;
+    while (n->op == IR_RESHAPE || n->op == IR_TRANSPOSE) n = &g->nodes[ir_in(n)[0]];
+    return n->op == IR_PARAMETER || n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS ||
+           (n->op == IR_CONSTANT && numel(n) != 1);
+}
+
 static bool must_materialise(decide_state *s, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
     if (n->op == IR_PARAMETER || s->is_output[id] || n->remat == IR_REMAT_KEEP) return true;
@@ -136,6 +148,7 @@ static bool must_materialise(decide_state *s, uint32_t id) {
             const ir_node *c = &s->g->nodes[s->users.users[k]];
             if (!expanding_use(s->g, c, id)) continue;
             if (c->op == IR_DOT && reshape_view(s->g, id)) continue;
+            if (c->op == IR_TAKE_ROWS && gather_view(s->g, id)) continue;
             return true;
         }
     if (ir_ops[n->op].kind == IRK_REDUCE && s->nk[id] > 1) return true;

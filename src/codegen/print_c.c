@@ -220,7 +220,9 @@ static const char math_f64[] = "KILN_FN double kiln_exp_f64(double x) { return e
                                "}\n";
 
 /* CONVERT's kernel expression is kiln_cvt_<from>_<to>: float -> int saturates (NaN -> 0),
- * to bool tests != 0, i64 -> i32 wraps; the rest are C conversions. */
+ * to bool tests != 0, i64 -> i32 wraps; the rest are C conversions. bool -> float goes
+ * through int32: gcc 12 has no vector form of a byte -> float conversion and leaves the
+ * whole loop scalar (a one-hot mask in cross-entropy's gradient ran at 3 GB/s). */
 static const char converts[] =
     "KILN_FN float kiln_cvt_f32_f32(float a) { return (float)a; }\n"
     "KILN_FN double kiln_cvt_f32_f64(float a) { return (double)a; }\n"
@@ -242,8 +244,8 @@ static const char converts[] =
     "KILN_FN int32_t kiln_cvt_i64_i32(int64_t a) { return (int32_t)(uint32_t)(uint64_t)a; }\n"
     "KILN_FN int64_t kiln_cvt_i64_i64(int64_t a) { return (int64_t)a; }\n"
     "KILN_FN uint8_t kiln_cvt_i64_bool(int64_t a) { return (uint8_t)(a != 0); }\n"
-    "KILN_FN float kiln_cvt_bool_f32(uint8_t a) { return (float)a; }\n"
-    "KILN_FN double kiln_cvt_bool_f64(uint8_t a) { return (double)a; }\n"
+    "KILN_FN float kiln_cvt_bool_f32(uint8_t a) { return (float)(int32_t)a; }\n"
+    "KILN_FN double kiln_cvt_bool_f64(uint8_t a) { return (double)(int32_t)a; }\n"
     "KILN_FN int32_t kiln_cvt_bool_i32(uint8_t a) { return (int32_t)a; }\n"
     "KILN_FN int64_t kiln_cvt_bool_i64(uint8_t a) { return (int64_t)a; }\n"
     "KILN_FN uint8_t kiln_cvt_bool_bool(uint8_t a) { return (uint8_t)(a != 0); }\n";

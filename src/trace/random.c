@@ -38,16 +38,7 @@ static const ir_node *key_node(kiln_graph *g, const char *op, kiln_value key) {
 
 /* The shape of a draw: rank and dims checked, at most RANDOM_MAX_ELEMENTS elements. */
 static bool draw_shape(kiln_graph *g, const char *op, int rank, const int64_t *dims, ir_shape *s) {
-    if (rank < 0 || rank > KILN_MAX_RANK) {
-        trace_fail(g, KILN_STATUS_SHAPE, op, "rank %d is outside [0, %d]", rank, KILN_MAX_RANK);
-        return false;
-    }
-    if (rank > 0 && !dims) {
-        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "dims is NULL for rank %d", rank);
-        return false;
-    }
-    s->rank = rank;
-    for (int i = 0; i < rank; i++) s->dims[i] = dims[i];
+    if (!trace_make_shape(g, op, rank, dims, s)) return false;
     char msg[256];
     int64_t n = 0;
     /* f64 is the widest result: a shape whose f64 bytes fit fits every draw */

@@ -136,7 +136,7 @@ bool trace_axis(int axis, int rank, int *out) {
 
 /* -------------------------------------------------------------- sources ---- */
 
-static bool make_shape(kiln_graph *g, const char *op, int rank, const int64_t *dims, ir_shape *s) {
+bool trace_make_shape(kiln_graph *g, const char *op, int rank, const int64_t *dims, ir_shape *s) {
     if (rank < 0 || rank > KILN_MAX_RANK) {
         trace_fail(g, KILN_STATUS_SHAPE, op, "rank %d is outside [0, %d]", rank, KILN_MAX_RANK);
         return false;
@@ -155,7 +155,7 @@ kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int
     const char *op = "kiln_parameter";
     if (!trace_ready(g, op)) return KN_NONE;
     ir_node n = {.op = IR_PARAMETER, .dtype = dtype};
-    if (!make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
+    if (!trace_make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
     n.a.param_index = (int)g->n_params;
     if (name && !(n.name = host_strdup(g->ctx, name)))
         return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for the name failed");
@@ -169,7 +169,7 @@ kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_
     const char *op = "kiln_constant";
     if (!trace_ready(g, op)) return KN_NONE;
     ir_node n = {.op = IR_CONSTANT, .dtype = dtype};
-    if (!make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
+    if (!trace_make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
     char msg[256];
     size_t bytes;
     kiln_status s = ir_infer(g, &n, msg, sizeof msg);
@@ -223,7 +223,7 @@ kiln_value kiln_full(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *d
     if (!trace_ready(g, op)) return KN_NONE;
     ir_shape shape; /* checked up front, so that errors name kiln_full */
     char msg[256];
-    if (!make_shape(g, op, rank, dims, &shape)) return KN_NONE;
+    if (!trace_make_shape(g, op, rank, dims, &shape)) return KN_NONE;
     kiln_status st = ir_dtype_valid(dtype) ? ir_check_shape(&shape, dtype, msg, sizeof msg)
                                            : KILN_STATUS_OK; /* trace_scalar names a bad dtype */
     if (st) return trace_fail(g, st, op, "%s", msg);
@@ -236,7 +236,7 @@ kiln_value kiln_iota(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *d
     const char *op = "kiln_iota";
     if (!trace_ready(g, op)) return KN_NONE;
     ir_node n = {.op = IR_IOTA, .dtype = dtype};
-    if (!make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
+    if (!trace_make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
     if (!trace_axis(axis, rank, &n.a.axis))
         return trace_fail(g, KILN_STATUS_SHAPE, op, "axis %d is out of range for rank %d", axis,
                           rank);

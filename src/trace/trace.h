@@ -43,6 +43,10 @@ static inline void trace_set_role(kiln_graph *g, kiln_value v, ir_role r) {
 
 /* Normalises an axis (negative counts from the end); false if out of range. */
 bool trace_axis(int axis, int rank, int *out);
+/* s = the shape (rank, dims) a source builder was given; false, with op's sticky error,
+ * when the rank is out of range or dims is NULL for a positive rank. Dims are checked
+ * later, with the dtype (ir_check_shape). */
+bool trace_make_shape(kiln_graph *g, const char *op, int rank, const int64_t *dims, ir_shape *s);
 /* The user's reduction axes of value x as a mask (negative axes count from the end; NULL
  * means every axis); false after recording the error. */
 bool trace_axes_mask(kiln_graph *g, const char *op, kiln_value x, int naxes, const int *axes,

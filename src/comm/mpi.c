@@ -1,5 +1,13 @@
 /* mpi.c — the MPI transport: one rank per process over a duplicate of MPI_COMM_WORLD
- * (built when CMake found MPI: KILN_HAVE_MPI; otherwise only comm_mpi_built, false).
+ * (built when CMake found MPICH: KILN_HAVE_MPI; otherwise only comm_mpi_built, false).
+ *
+ * libkiln does not link MPI: kiln_comm_create_mpi loads it with dlopen (the library CMake
+ * found, KILN_MPI_LIBRARY, then MPICH's soname), as the CUDA backend loads the driver, so
+ * a program that never asks for MPI never loads it (nor UCX's memory hooks, which crash
+ * sanitizer runtimes). Only MPICH's ABI allows this: its handles (MPI_COMM_WORLD,
+ * MPI_FLOAT, MPI_SUM, ...) are integer constants of mpi.h, where Open MPI's are addresses
+ * of library symbols. The library stays loaded once opened: MPI cannot be unloaded after
+ * MPI_Init, and the entry points live in each communicator's own table.
  *
  * MPI's blocking collectives wait forever for a dead or stalled peer, so every collective
  * is the nonblocking one (MPI_Iallreduce, MPI_Ibarrier) polled with MPI_Test until it
@@ -23,14 +31,39 @@ kiln_status comm_mpi_open(kiln_comm *c) {
 
 #else
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#ifndef MPICH_VERSION
+#error "kiln's MPI transport loads MPI at run time, which needs MPICH's ABI (CMake checks this)"
+#endif
+
+/* The MPI entry points kiln calls, from the loaded library. */
+typedef struct mpi_api {
+    int (*Initialized)(int *);
+    int (*Finalized)(int *);
+    int (*Init_thread)(int *, char ***, int, int *);
+    int (*Finalize)(void);
+    int (*Abort)(MPI_Comm, int);
+    int (*Error_string)(int, char *, int *);
+    int (*Comm_dup)(MPI_Comm, MPI_Comm *);
+    int (*Comm_free)(MPI_Comm *);
+    int (*Comm_set_errhandler)(MPI_Comm, MPI_Errhandler);
+    int (*Comm_rank)(MPI_Comm, int *);
+    int (*Comm_size)(MPI_Comm, int *);
+    int (*Iallreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*Ibarrier)(MPI_Comm, MPI_Request *);
+    int (*Test)(MPI_Request *, int *, MPI_Status *);
+} mpi_api;
+
 typedef struct mpi_impl {
+    mpi_api api;
     MPI_Comm comm;
     bool initialised_here;
 } mpi_impl;
@@ -39,10 +72,53 @@ bool comm_mpi_built(void) {
     return true;
 }
 
-static kiln_status mpi_fail(kiln_comm *c, int rc, const char *what) {
+/* Opens MPI and fills api; the message names the libraries tried or the missing symbol. */
+static kiln_status mpi_load(kiln_comm *c, mpi_api *api) {
+    static const char *const libs[] = {KILN_MPI_LIBRARY, "libmpich.so.12", "libmpi.so.12"};
+    char tried[512] = "", why[256] = "";
+    void *lib = NULL;
+    for (size_t i = 0; !lib && i < sizeof libs / sizeof libs[0]; i++) {
+        lib = dlopen(libs[i], RTLD_NOW | RTLD_GLOBAL); /* GLOBAL: MPICH loads plugins */
+        if (lib) break;
+        const char *e = dlerror();
+        size_t at = strlen(tried);
+        snprintf(tried + at, sizeof tried - at, "%s%s", i ? ", " : "", libs[i]);
+        snprintf(why, sizeof why, "%s", e ? e : "");
+    }
+    if (!lib)
+        return ctx_error(c->ctx, KILN_STATUS_BACKEND,
+                         "kiln_comm_create_mpi: cannot load MPI (tried %s): %s (install MPICH: "
+                         "apt-get install -y libmpich12 mpich)",
+                         tried, why);
+#define MPI_SYM(name)                                                                              \
+    do {                                                                                           \
+        *(void **)&api->name = dlsym(lib, "MPI_" #name);                                           \
+        if (!api->name)                                                                            \
+            return ctx_error(c->ctx, KILN_STATUS_BACKEND,                                          \
+                             "kiln_comm_create_mpi: the MPI library has no MPI_" #name);           \
+    } while (0)
+    MPI_SYM(Initialized);
+    MPI_SYM(Finalized);
+    MPI_SYM(Init_thread);
+    MPI_SYM(Finalize);
+    MPI_SYM(Abort);
+    MPI_SYM(Error_string);
+    MPI_SYM(Comm_dup);
+    MPI_SYM(Comm_free);
+    MPI_SYM(Comm_set_errhandler);
+    MPI_SYM(Comm_rank);
+    MPI_SYM(Comm_size);
+    MPI_SYM(Iallreduce);
+    MPI_SYM(Ibarrier);
+    MPI_SYM(Test);
+#undef MPI_SYM
+    return KILN_STATUS_OK;
+}
+
+static kiln_status mpi_fail(kiln_comm *c, const mpi_api *api, int rc, const char *what) {
     char text[MPI_MAX_ERROR_STRING];
     int n = 0;
-    if (MPI_Error_string(rc, text, &n) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
+    if (api->Error_string(rc, text, &n) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
     return ctx_error(c->ctx, KILN_STATUS_BACKEND, "%s on rank %d of %d (mpi): %s", what, c->rank,
                      c->size, text);
 }
@@ -50,11 +126,12 @@ static kiln_status mpi_fail(kiln_comm *c, int rc, const char *what) {
 /* Polls req until done or the deadline: spins briefly (a collective between processes of
  * one machine completes in microseconds), then sleeps in growing steps up to 1 ms. */
 static kiln_status wait_request(kiln_comm *c, MPI_Request *req, const char *what) {
+    const mpi_api *api = &((mpi_impl *)c->impl)->api;
     double deadline = comm_now() + c->timeout_s;
     long nap = 1000; /* ns */
     for (int spin = 0;; spin++) {
-        int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) return mpi_fail(c, rc, what);
+        int done = 0, rc = api->Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_fail(c, api, rc, what);
         if (done) return KILN_STATUS_OK;
         if (comm_now() > deadline)
             return ctx_error(c->ctx, KILN_STATUS_TIMEOUT,
@@ -89,9 +166,9 @@ static kiln_status mpi_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k
         size_t n = count - at < (size_t)INT_MAX ? count - at : (size_t)INT_MAX;
         MPI_Request req;
         int rc =
-            MPI_Iallreduce((const char *)send + at * item, (char *)recv + at * item, (int)n,
-                           mpi_type(t), k == KILN_REDUCE_MAX ? MPI_MAX : MPI_SUM, m->comm, &req);
-        if (rc != MPI_SUCCESS) return mpi_fail(c, rc, what);
+            m->api.Iallreduce((const char *)send + at * item, (char *)recv + at * item, (int)n,
+                              mpi_type(t), k == KILN_REDUCE_MAX ? MPI_MAX : MPI_SUM, m->comm, &req);
+        if (rc != MPI_SUCCESS) return mpi_fail(c, &m->api, rc, what);
         kiln_status s = wait_request(c, &req, what);
         if (s) return s;
         at += n;
@@ -102,23 +179,23 @@ static kiln_status mpi_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k
 static kiln_status mpi_barrier(kiln_comm *c, const char *what) {
     mpi_impl *m = c->impl;
     MPI_Request req;
-    int rc = MPI_Ibarrier(m->comm, &req);
-    return rc != MPI_SUCCESS ? mpi_fail(c, rc, what) : wait_request(c, &req, what);
+    int rc = m->api.Ibarrier(m->comm, &req);
+    return rc != MPI_SUCCESS ? mpi_fail(c, &m->api, rc, what) : wait_request(c, &req, what);
 }
 
 static void mpi_abort(kiln_comm *c, int code) {
-    (void)c;
+    mpi_impl *m = c->impl;
     fflush(NULL);
-    MPI_Abort(MPI_COMM_WORLD, code);
+    m->api.Abort(MPI_COMM_WORLD, code);
 }
 
 static void mpi_destroy(kiln_comm *c) {
     mpi_impl *m = c->impl;
     if (!c->failed) {
-        MPI_Comm_free(&m->comm);
+        m->api.Comm_free(&m->comm);
         int fin = 0;
-        MPI_Finalized(&fin);
-        if (m->initialised_here && !fin) MPI_Finalize();
+        m->api.Finalized(&fin);
+        if (m->initialised_here && !fin) m->api.Finalize();
     }
     host_free(c->ctx, m, sizeof *m);
 }
@@ -134,9 +211,15 @@ static const kn_comm_ops mpi_ops = {
 kiln_status comm_mpi_open(kiln_comm *c) {
     mpi_impl *m = host_calloc(c->ctx, 1, sizeof *m);
     if (!m) return ctx_oom(c->ctx, "kiln_comm_create_mpi", sizeof *m);
+    kiln_status s = mpi_load(c, &m->api);
+    if (s) {
+        host_free(c->ctx, m, sizeof *m);
+        return s;
+    }
+    const mpi_api *api = &m->api;
     int init = 0, fin = 0, rc = MPI_SUCCESS;
-    MPI_Initialized(&init);
-    MPI_Finalized(&fin);
+    api->Initialized(&init);
+    api->Finalized(&fin);
     if (fin) {
         host_free(c->ctx, m, sizeof *m);
         return ctx_error(c->ctx, KILN_STATUS_BACKEND,
@@ -144,15 +227,15 @@ kiln_status comm_mpi_open(kiln_comm *c) {
     }
     if (!init) {
         int provided = 0;
-        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        rc = api->Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
         m->initialised_here = rc == MPI_SUCCESS;
     }
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_dup(MPI_COMM_WORLD, &m->comm);
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(m->comm, &c->rank);
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_size(m->comm, &c->size);
+    if (rc == MPI_SUCCESS) rc = api->Comm_dup(MPI_COMM_WORLD, &m->comm);
+    if (rc == MPI_SUCCESS) rc = api->Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
+    if (rc == MPI_SUCCESS) rc = api->Comm_rank(m->comm, &c->rank);
+    if (rc == MPI_SUCCESS) rc = api->Comm_size(m->comm, &c->size);
     if (rc != MPI_SUCCESS) {
-        kiln_status s = mpi_fail(c, rc, "kiln_comm_create_mpi");
+        s = mpi_fail(c, api, rc, "kiln_comm_create_mpi");
         host_free(c->ctx, m, sizeof *m);
         return s;
     }

@@ -330,11 +330,10 @@ char *kiln_executable_to_string(const kiln_executable *e) {
     ir_print(e->g, &sb);
     sb_printf(&sb, "\n%u kernels (%u ops fused away), in schedule order:\n", e->plan.n_kernels,
               e->plan.n_fused_away);
-    static const char *const kinds[] = {"loop", "dot", "scatter", "collective"};
     for (uint32_t s = 0; s < e->plan.n_kernels; s++) {
         uint32_t i = e->mem.order[s];
         const fkernel *k = &e->plan.kernels[i];
-        sb_printf(&sb, "  %3u: k%u %-7s writes", s, i, kinds[k->kind]);
+        sb_printf(&sb, "  %3u: k%u %-7s writes", s, i, fusion_kind_name(k->kind));
         for (uint32_t j = 0; j < k->n_roots; j++) sb_printf(&sb, " %%%u", k->roots[j]);
         sb_printf(&sb, " (%u ops) reads", k->n_members);
         for (uint32_t j = 0; j < k->n_inputs; j++) sb_printf(&sb, " %%%u", k->inputs[j]);

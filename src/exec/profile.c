@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-/* The kind names and per-kind totals below list every fk_kind. */
-_Static_assert(FK_COLLECTIVE == 3, "profile.c: a new fk_kind needs its name here");
+/* The per-kind totals' names (report_totals) list every fk_kind. */
+_Static_assert(FK_NUM_KINDS == 4, "profile.c: a new fk_kind needs its plural name here");
 
 struct exec_profile {
     atomic_uint_fast64_t runs;    /* runs that finished with profiling on */
@@ -100,10 +100,9 @@ static void kernel_work(const kiln_executable *e, uint32_t ki, double *flops, do
 /* "dot_general f32[256,512] <- f32[256,784] f32[784,512]" or "loop f32[256,512] (7 ops:
  * add max ...)": the roots' types, and for a loop the distinct ops of its roots. */
 static void kernel_label(const kiln_executable *e, uint32_t ki, strbuf *sb) {
-    static const char *const kinds[] = {"loop", "dot", "scatter", "collective"};
     const fkernel *k = &e->plan.kernels[ki];
     char t[IR_TYPE_STR_MAX];
-    sb_printf(sb, "k%-3u %-7s", ki, kinds[k->kind]);
+    sb_printf(sb, "k%-3u %-7s", ki, fusion_kind_name(k->kind));
     for (uint32_t j = 0; j < k->n_roots && j < 3; j++) {
         const ir_node *r = &e->g->nodes[k->roots[j]];
         sb_printf(sb, " %s %s", ir_ops[r->op].name, ir_type_str(r->dtype, &r->shape, t, sizeof t));
@@ -116,7 +115,8 @@ static void kernel_label(const kiln_executable *e, uint32_t ki, strbuf *sb) {
 
 typedef struct prof_row {
     uint32_t ki;
-    uint64_t ns;
+    uint64_t ns;         /* summed over the runs */
+    double flops, bytes; /* per run (kernel_work) */
 } prof_row;
 
 static int by_time_desc(const void *a, const void *b) {
@@ -133,9 +133,8 @@ kiln_status kiln_executable_get_kernel_profile(const kiln_executable *e, int i,
                          "kiln_executable_get_kernel_profile: kernel %d of an executable with "
                          "%u kernels%s",
                          i, e->plan.n_kernels, out ? "" : " (out is NULL)");
-    static const char *const kinds[] = {"loop", "dot", "scatter", "collective"};
     memset(out, 0, sizeof *out);
-    out->kind = kinds[e->plan.kernels[i].kind];
+    out->kind = fusion_kind_name(e->plan.kernels[i].kind);
     out->num_ops = (int)e->plan.kernels[i].n_members;
     kernel_work(e, (uint32_t)i, &out->flops, &out->bytes);
     if (e->prof) {
@@ -173,16 +172,16 @@ static char *profile_report(const kiln_executable *e) {
         sb.oom = true;
         return sb_take(&sb);
     }
-    uint64_t sum = 0, by_kind_ns[4] = {0};
-    double by_kind_flops[4] = {0}, by_kind_bytes[4] = {0};
+    uint64_t sum = 0, by_kind_ns[FK_NUM_KINDS] = {0};
+    double by_kind_flops[FK_NUM_KINDS] = {0}, by_kind_bytes[FK_NUM_KINDS] = {0};
     for (uint32_t i = 0; i < nk; i++) {
-        rows[i].ki = i;
-        rows[i].ns = atomic_load_explicit(&e->prof->ns[i], memory_order_relaxed);
-        sum += rows[i].ns;
-        double f, b;
-        kernel_work(e, i, &f, &b);
+        prof_row *r = &rows[i];
+        r->ki = i;
+        r->ns = atomic_load_explicit(&e->prof->ns[i], memory_order_relaxed);
+        kernel_work(e, i, &r->flops, &r->bytes);
+        sum += r->ns;
         fk_kind kd = e->plan.kernels[i].kind;
-        by_kind_ns[kd] += rows[i].ns, by_kind_flops[kd] += f, by_kind_bytes[kd] += b;
+        by_kind_ns[kd] += r->ns, by_kind_flops[kd] += r->flops, by_kind_bytes[kd] += r->bytes;
     }
     qsort(rows, nk, sizeof *rows, by_time_desc);
     double per_run = 1e-6 / (double)runs; /* ns summed over runs -> ms per run */
@@ -191,8 +190,9 @@ static char *profile_report(const kiln_executable *e) {
               "profile: %" PRIu64 " runs, %.3f ms per run on %s (kernels %.3f ms; the rest is "
               "launch and bookkeeping)\n",
               runs, wall, e->dev->name, (double)sum * per_run);
-    static const char *const kind_names[] = {"loops", "products", "scatters", "collectives"};
-    for (int kd = 0; kd < 4; kd++) {
+    static const char *const kind_names[FK_NUM_KINDS] = {"loops", "products", "scatters",
+                                                         "collectives"};
+    for (int kd = 0; kd < FK_NUM_KINDS; kd++) {
         if (!by_kind_ns[kd]) continue;
         double ms = (double)by_kind_ns[kd] * per_run;
         sb_printf(&sb, "  %-8s %8.3f ms  %5.1f%%", kind_names[kd], ms,
@@ -207,8 +207,7 @@ static char *profile_report(const kiln_executable *e) {
     uint64_t cum = 0;
     for (uint32_t j = 0; j < nk; j++) {
         uint32_t i = rows[j].ki;
-        double ms = (double)rows[j].ns * per_run, f, b;
-        kernel_work(e, i, &f, &b);
+        double ms = (double)rows[j].ns * per_run, f = rows[j].flops, b = rows[j].bytes;
         cum += rows[j].ns;
         sb_printf(&sb, "  %9.3f  %5.1f%%  %5.1f%%", ms,
                   sum ? 100.0 * (double)rows[j].ns / (double)sum : 0.0,

@@ -17,15 +17,15 @@
 
 /* Op kinds: how an op's shape and dtype follow from its inputs. */
 typedef enum ir_kind {
-    IRK_SOURCE, /* parameter, constant, iota: no inputs */
-    IRK_UNARY,  /* elementwise, one input, same shape */
-    IRK_BINARY, /* elementwise, two inputs of identical shape and dtype */
-    IRK_SELECT, /* elementwise, three inputs of one shape: select (pred + two values),
-                 * random (the key's two words and a counter) */
-    IRK_SHAPE,  /* moves elements: broadcast, reshape, transpose, slice, concat, pad */
-    IRK_REDUCE, /* reduce over a set of axes */
-    IRK_DOT,    /* dot_general */
-    IRK_INDEX,  /* take_rows, scatter_add_rows */
+    IRK_SOURCE,     /* parameter, constant, iota: no inputs */
+    IRK_UNARY,      /* elementwise, one input, same shape */
+    IRK_BINARY,     /* elementwise, two inputs of identical shape and dtype */
+    IRK_SELECT,     /* elementwise, three inputs of one shape: select (pred + two values),
+                     * random (the key's two words and a counter) */
+    IRK_SHAPE,      /* moves elements: broadcast, reshape, transpose, slice, concat, pad */
+    IRK_REDUCE,     /* reduce over a set of axes */
+    IRK_DOT,        /* dot_general */
+    IRK_INDEX,      /* take_rows, scatter_add_rows */
     IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica */
 } ir_kind;
 

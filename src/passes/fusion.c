@@ -512,6 +512,11 @@ done:
     return s;
 }
 
+const char *fusion_kind_name(fk_kind k) {
+    static const char *const names[FK_NUM_KINDS] = {"loop", "dot", "scatter", "collective"};
+    return (unsigned)k < FK_NUM_KINDS ? names[k] : "?";
+}
+
 kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusion_plan *p) {
     kiln_context *ctx = g->ctx;
     memset(p, 0, sizeof *p);

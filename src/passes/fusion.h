@@ -19,11 +19,15 @@
 #include "ir/ir.h"
 
 typedef enum fk_kind {
-    FK_LOOP,    /* generated loop nest over the roots' shape */
-    FK_DOT,     /* dot_general: BLAS for floats, a generated loop for integers */
-    FK_SCATTER, /* scatter_add_rows: runtime loop */
+    FK_LOOP,       /* generated loop nest over the roots' shape */
+    FK_DOT,        /* dot_general: BLAS for floats, a generated loop for integers */
+    FK_SCATTER,    /* scatter_add_rows: runtime loop */
     FK_COLLECTIVE, /* all_reduce: the communicator, out of place, its own step */
 } fk_kind;
+#define FK_NUM_KINDS (FK_COLLECTIVE + 1)
+
+/* "loop", "dot", "scatter" or "collective": a kernel's kind in reports. */
+const char *fusion_kind_name(fk_kind k);
 
 typedef struct fkernel {
     fk_kind kind;

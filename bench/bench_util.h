@@ -7,10 +7,29 @@
 #include "kiln.h"
 
 #include <cblas.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+/* xorshift64*, in [0, 1): the benchmarks' inputs, reproducible from a seed. */
+static inline double bench_uniform(uint64_t *s) {
+    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+    return (double)((*s * 0x2545f4914f6cdd1du) >> 11) * 0x1p-53;
+}
+
+/* Writes n bytes to dir/name (the inputs and outputs the Python sides read); exits saying
+ * which file on failure. */
+static inline void bench_write_file(const char *dir, const char *name, const void *p, size_t n) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
+}
 
 static inline double now(void) {
     struct timespec ts;

@@ -37,26 +37,11 @@ static int64_t size_of(int i) {
     return dims[i][0] * (i % 2 ? 1 : dims[i][1]);
 }
 
-static double uniform(uint64_t *s) { /* xorshift64*, in [0, 1) */
-    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
-    return (double)((*s * 0x2545f4914f6cdd1du) >> 11) * 0x1p-53;
-}
-
-static void write_file(const char *dir, const char *name, const void *p, size_t n) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
-        fprintf(stderr, "bench_mlp_train: cannot write %s\n", path);
-        exit(1);
-    }
-}
-
 static void write_array(const char *dir, const char *name, const kiln_array *a) {
     size_t n = kiln_array_nbytes(a);
     void *p = malloc(n);
     if (!p || kiln_array_copy_to_host(a, p, n)) exit(1);
-    write_file(dir, name, p, n);
+    bench_write_file(dir, name, p, n);
     free(p);
 }
 
@@ -136,11 +121,11 @@ int main(int argc, char **argv) {
         float *w = malloc((size_t)n * 4);
         if (!w) return 1;
         double bound = 1 / sqrt((double)dims[i - i % 2][0]);
-        for (int64_t j = 0; j < n; j++) w[j] = (float)(bound * (2 * uniform(&rng) - 1));
+        for (int64_t j = 0; j < n; j++) w[j] = (float)(bound * (2 * bench_uniform(&rng) - 1));
         DIE(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, rank_of(i), dims[i], w, &state[i]));
         char fname[32];
         snprintf(fname, sizeof fname, "init_%s.f32", names[i]);
-        write_file(dir, fname, w, (size_t)n * 4);
+        bench_write_file(dir, fname, w, (size_t)n * 4);
         free(w);
         for (int k = 1; k < 3; k++)
             DIE(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, rank_of(i), dims[i], NULL,
@@ -149,13 +134,13 @@ int main(int argc, char **argv) {
     {
         static float xb[B * D0];
         static int32_t yb[B];
-        for (int j = 0; j < B * D0; j++) xb[j] = (float)uniform(&rng);
-        for (int j = 0; j < B; j++) yb[j] = (int32_t)(uniform(&rng) * D3);
+        for (int j = 0; j < B * D0; j++) xb[j] = (float)bench_uniform(&rng);
+        for (int j = 0; j < B; j++) yb[j] = (int32_t)(bench_uniform(&rng) * D3);
         int64_t xd[2] = {B, D0}, yd[1] = {B};
         DIE(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, xd, xb, &x));
         DIE(ctx, kiln_array_create(ctx, KILN_DTYPE_I32, 1, yd, yb, &y));
-        write_file(dir, "x.f32", xb, sizeof xb);
-        write_file(dir, "y.i32", yb, sizeof yb);
+        bench_write_file(dir, "x.f32", xb, sizeof xb);
+        bench_write_file(dir, "y.i32", yb, sizeof yb);
     }
 
     /* Loss and gradients at step 0. */

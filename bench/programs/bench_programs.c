@@ -38,21 +38,6 @@ typedef struct prog {
     uint64_t rng;
 } prog;
 
-static double uniform(uint64_t *s) { /* xorshift64*, in [0, 1) */
-    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
-    return (double)((*s * 0x2545f4914f6cdd1du) >> 11) * 0x1p-53;
-}
-
-static void write_file(const char *dir, const char *name, const void *p, size_t n) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
-        fprintf(stderr, "bench_programs: cannot write %s\n", path);
-        exit(1);
-    }
-}
-
 /* A parameter of g and its argument: f32 uniform in [lo, hi), written to DIR/in<i>.bin. */
 static kiln_value arg_f32(prog *p, kiln_graph *g, int rank, const int64_t *dims, double lo,
                           double hi) {
@@ -60,10 +45,10 @@ static kiln_value arg_f32(prog *p, kiln_graph *g, int rank, const int64_t *dims,
     for (int i = 0; i < rank; i++) n *= dims[i];
     float *v = malloc((size_t)n * 4 + 4);
     if (!v) exit(1);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * uniform(&p->rng));
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * bench_uniform(&p->rng));
     char name[32];
     snprintf(name, sizeof name, "in%d.bin", p->n_args);
-    write_file(p->dir, name, v, (size_t)n * 4);
+    bench_write_file(p->dir, name, v, (size_t)n * 4);
     DIE(p->ctx, kiln_array_create(p->ctx, KILN_DTYPE_F32, rank, dims, v, &p->args[p->n_args]));
     free(v);
     snprintf(name, sizeof name, "a%d", p->n_args++);
@@ -76,10 +61,10 @@ static kiln_value arg_i32(prog *p, kiln_graph *g, int rank, const int64_t *dims,
     for (int i = 0; i < rank; i++) n *= dims[i];
     int32_t *v = malloc((size_t)n * 4 + 4);
     if (!v) exit(1);
-    for (int64_t i = 0; i < n; i++) v[i] = (int32_t)(uniform(&p->rng) * (double)hi);
+    for (int64_t i = 0; i < n; i++) v[i] = (int32_t)(bench_uniform(&p->rng) * (double)hi);
     char name[32];
     snprintf(name, sizeof name, "in%d.bin", p->n_args);
-    write_file(p->dir, name, v, (size_t)n * 4);
+    bench_write_file(p->dir, name, v, (size_t)n * 4);
     DIE(p->ctx, kiln_array_create(p->ctx, KILN_DTYPE_I32, rank, dims, v, &p->args[p->n_args]));
     free(v);
     snprintf(name, sizeof name, "a%d", p->n_args++);
@@ -243,7 +228,7 @@ int main(int argc, char **argv) {
                 snprintf(name, sizeof name, "out%d.bin", i);
                 if (!h) exit(1);
                 DIE(p.ctx, kiln_array_copy_to_host(res[i], h, n));
-                write_file(p.dir, name, h, n);
+                bench_write_file(p.dir, name, h, n);
                 free(h);
             }
         for (int i = 0; i < n_outs; i++) {

@@ -502,7 +502,7 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
         return need_inputs(p, name, 2) ? binary_builders[op](g, in[0], in[1]) : KN_NONE;
     switch (op) {
     case IR_IOTA: {
-        int axis;
+        int axis = 0;
         if (!need_inputs(p, name, 0) || !int_attr(p, name, "axis", &axis)) return KN_NONE;
         return kiln_iota(g, t, rank, dims, axis);
     }
@@ -543,7 +543,7 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
         return kiln_slice(g, in[0], st, li, sd);
     }
     case IR_CONCAT: {
-        int axis;
+        int axis = 0;
         if (!int_attr(p, name, "axis", &axis)) return KN_NONE;
         if (p->n_ins > INT32_MAX) return fail(p, "too many operands"), KN_NONE;
         return kiln_concatenate(g, (int)p->n_ins, in, axis);
@@ -637,7 +637,7 @@ static bool same_type(parser *p, uint32_t id, kiln_value v, kiln_dtype t, int ra
 
 /* One "%N = op ... : type  # file:line" line. */
 static bool node_line(parser *p) {
-    uint32_t id;
+    uint32_t id = 0;
     if (!ref_id(p, &id)) return false;
     if (p->n_ids && id <= p->ids[p->n_ids - 1].text_id)
         return fail(p, "%%%u after %%%u: values are numbered in increasing order", id,
@@ -668,7 +668,7 @@ static bool node_line(parser *p) {
         if (!expect(p, '(')) return false;
         if (!accept(p, ')')) {
             do {
-                uint32_t in;
+                uint32_t in = 0;
                 kiln_value v;
                 if (!ref_id(p, &in) || !lookup(p, in, &v) || !push_input(p, v)) return false;
             } while (accept(p, ','));
@@ -820,7 +820,7 @@ static bool parse_graph(parser *p, const char *graph_name_fallback) {
         ok = expect(p, '(');
         if (ok && !accept(p, ')')) {
             do {
-                uint32_t id;
+                uint32_t id = 0;
                 kiln_value v;
                 ok = ref_id(p, &id) && lookup(p, id, &v) && push_input(p, v);
             } while (ok && accept(p, ','));

@@ -120,8 +120,8 @@ static double now_seconds(void) {
 /* ---------------------------------------------------- running a program ---- */
 
 /* Starts argv[0] (an absolute path) in the folder cwd (NULL: ours) with stdin from
- * /dev/null and stdout+stderr into out_fd (when >= 0, which is then closed here) or the
- * file out_path (absolute). Returns 0 or the errno that kept it from starting. */
+ * /dev/null and stdout+stderr into the file out_path (absolute) or, when out_path is NULL,
+ * out_fd (which is then closed here; callers pass -1 with a path). Returns 0 or the errno that kept it from starting. */
 static int spawn_program(char *const argv[], const char *cwd, int out_fd, const char *out_path,
                          pid_t *pid) {
     posix_spawn_file_actions_t fa;
@@ -132,10 +132,10 @@ static int spawn_program(char *const argv[], const char *cwd, int out_fd, const 
     (void)cwd;
 #endif
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (out_fd >= 0)
-        posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    else
+    if (out_path)
         posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    else
+        posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     int err = posix_spawn(pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);

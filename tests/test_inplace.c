@@ -151,6 +151,11 @@ static void check_adam(int64_t n, bool fused, bool run) {
         const fkernel *k = kernel_writing(e, e->g->outputs[0], NULL);
         CHECK_MSG(e->plan.n_kernels == 1 && k && k->n_roots == 3 && k->alias,
                   "%s: one 3-output kernel (%u kernels)", g->name, e->plan.n_kernels);
+        /* its pointers cannot be restrict, so its element loop is declared simd (lower.c:
+         * gcc left the fused update scalar without it) */
+        CHECK_MSG(e->source && strstr(e->source, "#pragma omp simd\n"),
+                  "%s: the in-place kernel's loop is not marked simd:\n%s", g->name,
+                  e->source ? e->source : "(no source)");
     }
     char *report = kiln_executable_memory_report(e), *json = kiln_executable_plan_json(e),
          *svg = kiln_executable_plan_svg(e), want[64];

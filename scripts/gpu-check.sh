@@ -98,7 +98,7 @@ export KILN_CACHE_DIR=$build/kcache
 # timeout runs programs, not shell functions: the build is one bash -c with its arguments
 step build 300 bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release "${@:4}" &&
     cmake --build "$2" -j"$3" --target test_cuda test_cuda_nvrtc bench_cuda test_registry \
-        test_compile_ops test_autodiff test_backend' \
+        test_compile_ops test_autodiff test_backend test_gpt' \
     build "$root" "$build" "$(nproc)" "${cmake_deps[@]}"
 
 # ---- conformance, then the figures, then the broader suites with the time left ---------
@@ -121,6 +121,9 @@ if [ -x "$build/test_registry" ]; then
     step compile_ops_all_devices 90 "$build/test_compile_ops"
     step autodiff_all_devices 60 "$build/test_autodiff"
 fi
+# the GPT training step of the main job (forward, backward, clipping, AdamW, donated) on
+# every device against the reference interpreter
+[ -x "$build/test_gpt" ] && step gpt_all_devices 90 "$build/test_gpt"
 
 # ---- summary -------------------------------------------------------------------------------
 note ""
@@ -133,7 +136,8 @@ if [ -f "$out/conformance.log" ]; then
     note "conformance: $(grep -c '^PASS' "$out/conformance.log") PASS, $(grep -c '^FAIL' "$out/conformance.log") FAIL"
     grep '^FAIL' "$out/conformance.log" | head -n 40 | while IFS= read -r l; do note "  $l"; done
 fi
-for t in registry_all_devices compile_ops_all_devices autodiff_all_devices nvrtc_sm90; do
+for t in registry_all_devices compile_ops_all_devices autodiff_all_devices gpt_all_devices \
+    nvrtc_sm90; do
     [ -f "$out/$t.log" ] && note "$t: $(grep -E 'passed, [0-9]+ failed' "$out/$t.log" | tail -n 1)"
 done
 if [ -f "$out/bench.log" ]; then

@@ -262,7 +262,10 @@ API CUresult cuModuleUnload(void *m) {
 }
 API CUresult cuModuleGetFunction(void **f, void *m, const char *name);
 API CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
-    if (!m || strncmp(name, "kiln_", 5)) return 500; /* CUDA_ERROR_NOT_FOUND */
+    size_t n = strlen(name);
+    /* no program of the mock test splits a reduction (cgen.h): no kiln_k<i>_part */
+    if (!m || strncmp(name, "kiln_", 5) || (n > 5 && !strcmp(name + n - 5, "_part")))
+        return 500; /* CUDA_ERROR_NOT_FOUND */
     *f = m;
     return 0;
 }

@@ -146,7 +146,10 @@ static void test_reductions(void) {
         outs[n++] = kiln_reduce_sum(g, x, 1, ax0, false);
         outs[n++] = kiln_reduce_max(g, y, 1, ax0, true);
         outs[n++] = kiln_reduce_sum(g, y, 0, NULL, false);
-        outs[n++] = kiln_reduce_min(g, z, 2, ax02, false);
+        outs[n++] = kiln_reduce_min(g, z, 2, ax02, false); /* few values: split */
+        outs[n++] = kiln_reduce_sum(g, x, 0, NULL, false); /* one value: split */
+        outs[n++] = kiln_reduce_max(g, kiln_reshape(g, z, 1, (int64_t[]){4 * 33 * 1000}), 0, NULL,
+                                    true); /* 1-D, split */
         kiln_value m = kiln_reduce_max(g, y, 1, ax1, true);
         outs[n++] = kiln_reduce_sum(g, kiln_sub(g, y, m), 1, ax1, false);
         if (!finish(g, n, outs, name)) continue;
@@ -335,7 +338,7 @@ static void test_models(void) {
         run_case(name, m.g, NULL, &o, strcmp(models[i].name, "transformer") ? 2e-2 : 1e-1);
         kiln_graph_destroy(m.g);
     }
-    /* GPT training step of the main job: add it here once its model is in examples/. */
+    /* the GPT training step of the main job: tests/test_gpt.c runs it on every device */
 }
 
 /* ---------------------------------------------------- copies and errors ---- */

@@ -18,6 +18,7 @@
  * itself has); KILN_EMU_KERNELS=lo-hi emulates only those kernels (to bisect). Skipped (77)
  * otherwise, or without g++. */
 #define KILN_NO_LOCATION_MACROS
+#include "backend/cpu/cpu.h"
 #include "compare.h"
 #include "randprog.h"
 #include "test.h"
@@ -126,7 +127,8 @@ static const char shim[] =
     "float expf(float); float logf(float); float log1pf(float); float sqrtf(float);\n"
     "float powf(float, float); float floorf(float); float fabsf(float);\n"
     "float sinf(float); float cosf(float); float erff(float);\n"
-    "double sin(double); double cos(double); double erf(double);\n"
+    "double sin(double); double cos(double); double erf(double); double erfc(double);\n"
+    "double nextafter(double, double);\n"
     "double exp(double); double log(double); double log1p(double); double sqrt(double);\n"
     "double pow(double, double); double floor(double); double fabs(double); double "
     "tanh(double); }\n"
@@ -164,26 +166,33 @@ static char *emulation_source(kiln_executable *e, cgen_kernel *cuda) {
     for (uint32_t i = 0; i < e->plan.n_kernels; i++) {
         const fkernel *k = &e->plan.kernels[i];
         if (k->kind != FK_LOOP || !cuda[i].items) continue;
-        long long items = (long long)cuda[i].items;
-        unsigned grid = (unsigned)(items < 3 ? items : 3);
+        uint32_t nb = k->n_inputs + k->n_roots;
         sb_printf(&sb, "struct emu_args%u { void *const *b; };\n", i);
-        sb_printf(&sb,
-                  "static void emu_body%u(void *a) {\n    void *const *b = ((emu_args%u *)a)->b;\n"
-                  "    kiln_k%u(",
-                  i, i, i);
-        for (uint32_t j = 0; j < k->n_inputs + k->n_roots; j++)
-            sb_printf(&sb, "kiln_emu_any{b[%u]}, ", j);
-        sb_printf(&sb, "%lldLL);\n}\n", items);
-        sb_printf(&sb,
-                  "extern \"C\" void emu_k%u(void *const *b, long long begin, long long end) {\n"
-                  "    (void)end; if (begin) return;\n"
-                  "    emu_args%u a = {b}; kiln_emu_run(%uu, emu_body%u, &a);\n}\n",
-                  i, i, grid, i);
+        /* a split reduction: its part kernel first, both with the scratch buffer the CPU
+         * backend passes after the buffers (the handle says one part of all the bytes) */
+        for (int part = cuda[i].parts ? 1 : 0; part >= 0; part--) {
+            const char *sfx = part ? "_part" : "";
+            long long items = (long long)cuda[i].items * (part ? cuda[i].parts : 1);
+            unsigned grid = (unsigned)(items < 3 ? items : 3);
+            sb_printf(&sb,
+                      "static void emu_body%u%s(void *a) {\n"
+                      "    void *const *b = ((emu_args%u *)a)->b;\n    kiln_k%u%s(",
+                      i, sfx, i, i, sfx);
+            for (uint32_t j = 0; j < nb + (cuda[i].parts ? 1 : 0); j++)
+                sb_printf(&sb, "kiln_emu_any{b[%u]}, ", j);
+            sb_printf(&sb, "%lldLL);\n}\n", items);
+            sb_printf(&sb,
+                      "extern \"C\" void emu_k%u%s(void *const *b, long long begin, long long "
+                      "end) {\n"
+                      "    (void)end; if (begin) return;\n"
+                      "    emu_args%u a = {b}; kiln_emu_run(%uu, emu_body%u%s, &a);\n}\n",
+                      i, sfx, i, grid, i, sfx);
+        }
     }
     return sb_take(&sb);
 }
 
-static int n_programs;
+static int n_programs, n_split;
 
 /* g compiled for the CPU, its loop kernels replaced by the emulated CUDA ones, run on
  * random arguments and compared with the reference. */
@@ -215,12 +224,24 @@ static void check(kiln_graph *g, const char *name, const kiln_compile_options *o
     const char *range = getenv("KILN_EMU_KERNELS"); /* "lo-hi": only those, to bisect */
     unsigned lo = 0, hi = ~0u;
     if (range) sscanf(range, "%u-%u", &lo, &hi);
+    /* the emulated kernels behind CPU kernel handles (cpu.h) */
+    cpu_kernel *handles = calloc(nk + 1, sizeof *handles);
     for (uint32_t i = 0; lib && i < nk && !getenv("KILN_EMU_CPU"); i++) {
         if (e->plan.kernels[i].kind != FK_LOOP || !cuda[i].items || i < lo || i > hi) continue;
         char sym[32];
         snprintf(sym, sizeof sym, "emu_k%u", i);
-        e->kernels[i] = dlsym(lib, sym);
-        e->info[i] = (cgen_kernel){cuda[i].items, cuda[i].items}; /* one call for the range */
+        void *fn = dlsym(lib, sym);
+        memcpy(&handles[i].fn, &fn, sizeof fn);
+        if (cuda[i].parts) {
+            snprintf(sym, sizeof sym, "emu_k%u_part", i);
+            fn = dlsym(lib, sym);
+            memcpy(&handles[i].part, &fn, sizeof fn);
+            handles[i].parts = 1;
+            handles[i].part_bytes = cuda[i].parts * cuda[i].items * KN_CUDA_PART_BYTES;
+            n_split++;
+        }
+        e->kernels[i] = &handles[i];
+        e->info[i] = (cgen_kernel){cuda[i].items, cuda[i].items, 0}; /* one call for the range */
     }
     if (lib) {
         int np = kiln_graph_num_parameters(g), n_out = kiln_graph_num_outputs(g), ok = 1;
@@ -250,6 +271,7 @@ static void check(kiln_graph *g, const char *name, const kiln_compile_options *o
     kiln_executable_destroy(e);
     if (lib) dlclose(lib);
     free(cuda);
+    free(handles);
 }
 
 static bool finish(kiln_graph *g, int n, kiln_value *outs, const char *name) {
@@ -290,6 +312,30 @@ static void test_forms(void) {
         outs[n++] = kiln_reduce_sum(g, kiln_sub(g, y, m), 1, ax1, false); /* nested */
         if (finish(g, n, outs, name)) {
             check(g, name, NULL, 1e-5);
+            kiln_graph_destroy(g);
+        }
+    }
+    /* reductions to one value or a few, split over KN_CUDA_PARTS blocks: the split loop
+     * outer (its inner loop lane-strided), the split loop itself lane-strided (1-D), a
+     * few values at once, NaN flags through the parts, wrapping integer sums */
+    {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "split", &g);
+        int64_t d2[2] = {300, 400}, d1 = 70001, d3[3] = {40, 3, 600};
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d2);
+        kiln_value v = kiln_parameter(g, "v", KILN_DTYPE_F32, 1, &d1);
+        kiln_value c = kiln_parameter(g, "c", KILN_DTYPE_F32, 3, d3);
+        kiln_value k = kiln_parameter(g, "k", KILN_DTYPE_I64, 1, &d1);
+        int ax02[2] = {0, 2};
+        kiln_value outs[6] = {
+            kiln_reduce_sum(g, kiln_mul(g, x, x), 0, NULL, false),
+            kiln_reduce_max(g, v, 0, NULL, false),
+            kiln_reduce_sum(g, c, 2, ax02, false),
+            kiln_reduce_min(g, kiln_log(g, x), 0, NULL, true), /* NaN: some x < 0 */
+            kiln_reduce_sum(g, k, 0, NULL, false),
+            kiln_reduce_max(g, kiln_exp(g, c), 0, NULL, false)};
+        if (finish(g, 6, outs, "split")) {
+            check(g, "split", NULL, 1e-5);
             kiln_graph_destroy(g);
         }
     }
@@ -388,8 +434,13 @@ int main(void) {
     test_forms();
     test_programs(rp_program_count(1));
     gpu_stop();
-    printf("test_cuda_emulate: %d programs run as emulated CUDA\n", n_programs);
+    printf("test_cuda_emulate: %d programs run as emulated CUDA (%d split reductions)\n",
+           n_programs, n_split);
     kiln_context_destroy(ctx);
-    test_remove_dir(dir);
-    return test_summary("test_cuda_emulate");
+    int rc = test_summary("test_cuda_emulate");
+    if (rc)
+        printf("test_cuda_emulate: kept %s (the printed sources and g++'s logs)\n", dir);
+    else
+        test_remove_dir(dir);
+    return rc;
 }

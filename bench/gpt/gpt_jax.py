@@ -11,6 +11,7 @@ memory_analysis() (argument, output, temp and alias bytes).
 Usage: gpt_jax.py --init F --batches F --batch B --steps N --out DIR [--lr --warmup
        --clip --threads]
 """
+import os
 import time
 
 import gpt_common as gc
@@ -21,7 +22,13 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-jax.config.update("jax_platforms", "cpu")
+# GPT_JAX_PLATFORM=cuda runs it on a GPU (scripts: .gpu/), there with exact f32 matmuls
+# by default (GPT_JAX_PRECISION: XLA's GPU default would be TF32), as kiln's default is
+platform = os.environ.get("GPT_JAX_PLATFORM", "cpu")
+jax.config.update("jax_platforms", platform)
+if platform != "cpu":
+    jax.config.update("jax_default_matmul_precision",
+                      os.environ.get("GPT_JAX_PRECISION", "highest"))
 
 init, cfg = gc.load_init(args.init)
 L, H, C, T = cfg["layers"], cfg["heads"], cfg["channels"], cfg["context"]

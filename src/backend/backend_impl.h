@@ -40,6 +40,12 @@ typedef enum kn_dialect {
 /* Threads per block of every CUDA kernel: the printer's warp and block code
  * (src/codegen/print_c.c) and the GPU backend's launches agree on it. */
 #define KN_CUDA_BLOCK 256
+/* A CUDA reduction to one value or a few, split over blocks (src/codegen/cgen.h): the parts
+ * per value, and the scratch bytes of one part's partial result (the value, then its NaN
+ * flag at byte 8). 512 parts keep every multiprocessor of a large GPU busy; the parts are a
+ * constant, not the grid, so the result does not depend on the device. */
+#define KN_CUDA_PARTS      512
+#define KN_CUDA_PART_BYTES 16
 
 /* A compiled program: each backend defines its own struct behind this name. */
 typedef struct kn_program kn_program;

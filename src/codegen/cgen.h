@@ -29,7 +29,14 @@
  *     extern "C" __global__ void kiln_k<i>(const T *in0, ..., U *out0, ..., int64_t items);
  *
  * launched with CGEN_CUDA_THREADS threads per block and any number of blocks (they take
- * items in a grid-stride loop); its items are the dialect's own (cgen_kernel.items). */
+ * items in a grid-stride loop); its items are the dialect's own (cgen_kernel.items). A
+ * split reduction (cgen_kernel.parts = KN_CUDA_PARTS) also has
+ *
+ *     extern "C" __global__ void kiln_k<i>_part(<the same buffers>, unsigned char *part,
+ *                                               int64_t items);
+ *
+ * run first over KN_CUDA_PARTS * items items, and kiln_k<i> takes `part` (KN_CUDA_PARTS *
+ * items * KN_CUDA_PART_BYTES bytes of scratch) before its item count. */
 #define CGEN_CUDA_THREADS KN_CUDA_BLOCK
 /* Fewer elements than this with a reduction inside: a block per element, not a warp. */
 #define CGEN_CUDA_WARP_MIN 4096
@@ -37,6 +44,7 @@
 typedef struct cgen_kernel {
     int64_t items; /* work items of the kernel (0: nothing to do) */
     int64_t grain; /* items per parallel chunk worth a thread */
+    int64_t parts; /* > 0: a reduction split into this many parts per element (kiln_k<i>_part) */
 } cgen_kernel;
 
 /* Appends the program's source in `dialect` to sb; fills info[k] for every kernel (DOT and

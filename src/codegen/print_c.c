@@ -29,7 +29,13 @@
  * by every lane alike and stored by lane 0. Combining happens in a fixed order, so a
  * kernel's result does not depend on scheduling. An elementwise kernel whose element loop
  * is straight-line code takes four elements per thread, its contiguous 4-byte loads and
- * stores as 16-byte vector accesses (print_vec). Every shuffle and __syncthreads is
+ * stores as 16-byte vector accesses (print_vec). A reduction to a scalar or a few values
+ * that the description splits (kd_kernel.parts) runs as two kernels, as on the CPU:
+ * kiln_k<i>_part gives each of KN_CUDA_PARTS slices of the split loop (per element) a
+ * block, whose lanes combine their accumulators and store one partial result, and
+ * kiln_k<i> combines the parts, lane l taking parts l, l + 256, ... and the lanes then
+ * combining as above: a fixed order, so the result does not depend on the grid either,
+ * and the reduction runs on every multiprocessor instead of one. Every shuffle and __syncthreads is
  * reached by all the lanes it names: the code around it depends only on the item and the
  * element, never on the lane. */
 #include "cgen.h"
@@ -38,6 +44,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+_Static_assert(KN_CUDA_PART_BYTES == KD_PART_BYTES, "one partial result's slot, both dialects");
 
 #define NAME_LEN 64 /* a value's name or literal */
 #define ACC_LEN  (2 * NAME_LEN)
@@ -580,6 +588,23 @@ static void print_block_close(pr *p) {
 static void print_loop(pr *p, const kd_stmt *s) {
     char v[NAME_LEN], from[32] = "0", to[32];
     var_name(p->kd, s->var, v);
+    if (p->dialect == KN_DIALECT_CUDA && p->part_mode == 1 &&
+        s == &p->kd->stmts[p->kd->part_loop]) {
+        /* this block's slice of the split loop, strided over the lanes when it is the
+         * reduction's innermost loop */
+        long long n = (long long)s->n;
+        line(p, "const int64_t kiln_lo = kiln_q * %lld / %d, kiln_hi = (kiln_q + 1) * %lld / %d;",
+             n, KN_CUDA_PARTS, n, KN_CUDA_PARTS);
+        if (s->acc && !p->stripe_depth) {
+            p->stripe_depth = p->depth + 1;
+            p->flags[s->acc] |= F_STRIPED;
+            line(p, "for (int64_t %s = kiln_lo + threadIdx.x; %s < kiln_hi; %s += blockDim.x) {", v,
+                 v, v);
+        } else
+            line(p, "for (int64_t %s = kiln_lo; %s < kiln_hi; %s++) {", v, v, v);
+        p->depth++;
+        return;
+    }
     if (p->dialect == KN_DIALECT_CUDA) {
         print_cuda_loop(p, s, v);
         if (s->n < 0) split_names(p);
@@ -887,7 +912,10 @@ static void print_buffers(pr *p, bool params) {
 /* row, the chunk [jb, je) of the last axis and the leading axes' indices of item `it`. */
 static void print_item(pr *p) {
     const kd_kernel *kd = p->kd;
-    if (p->part_mode == 1) /* items are parts of the kernel's one item */
+    if (p->part_mode == 1 && p->dialect == KN_DIALECT_CUDA) /* items: (part, element) */
+        line(p, "const int64_t kiln_q = it / %lld, row = 0, jb = it %% %lld, je = jb + 1;",
+             (long long)kd->inner, (long long)kd->inner);
+    else if (p->part_mode == 1) /* items are parts of the kernel's one item */
         line(p, "const int64_t row = 0, jb = 0, je = %lld;", (long long)kd->inner);
     else if (p->chunks > 1) {
         line(p, "const int64_t row = it / %lld, jb = (it %% %lld) * %lld;", (long long)p->chunks,
@@ -1068,11 +1096,12 @@ static uint32_t part_loop_end(const kd_kernel *kd) {
     return kd->n_stmts - 1;
 }
 
-/* Element v's partial accumulator of part `part` in the scratch buffer. */
+/* Element v's partial accumulator of part `part` in the scratch buffer (v counts from 0:
+ * a split kernel's items are its elements, or in C its one item starts at 0). */
 static void part_slot(pr *p, const char *part, char *out, size_t n) {
     char v[NAME_LEN];
     var_name(p->kd, p->kd->last_var, v);
-    snprintf(out, n, "kiln_part + (%s * %lld + (%s - jb)) * %d", part, (long long)p->kd->inner, v,
+    snprintf(out, n, "kiln_part + (%s * %lld + %s) * %d", part, (long long)p->kd->inner, v,
              KD_PART_BYTES);
 }
 
@@ -1105,6 +1134,39 @@ static void print_part_fn(pr *p) {
     p->part_mode = 2;
 }
 
+/* CUDA, kd->parts: kiln_k<i>_part, a block per (part, element): the element loop up to
+ * the split reduction's end over the part's slice, the lanes' accumulators combined, and
+ * lane 0 storing the element's partial result. Leaves p ready to print kiln_k<i>. */
+static void print_cuda_part_fn(pr *p) {
+    const kd_kernel *kd = p->kd;
+    const kd_stmt *acc = &kd->stmts[kd->part_acc];
+    char slot[ACC_LEN + 64];
+    sb_printf(p->sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u_part(",
+              CGEN_CUDA_THREADS, kd->index);
+    print_buffers(p, true);
+    sb_append(p->sb, "unsigned char *__restrict__ kiln_part, int64_t items) {\n");
+    line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
+    p->depth++;
+    p->part_mode = 1;
+    print_item(p);
+    uint32_t last = part_loop_end(kd);
+    for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
+    if (p->flags[kd->part_acc] & F_STRIPED) print_combine(p, kd->part_acc);
+    part_slot(p, "kiln_q", slot, sizeof slot);
+    line(p, "if (threadIdx.x == 0) {");
+    line(p, "    *(%s *)(%s) = acc%u;", acc_ctype(acc), slot, kd->part_acc);
+    if (acc->red.nan_flag) line(p, "    (%s)[8] = acc%u_nan;", slot, kd->part_acc);
+    line(p, "}");
+    p->depth--;
+    line(p, "}"); /* the element loop */
+    p->depth--;
+    line(p, "}");
+    sb_append(p->sb, "}\n");
+    p->part_mode = 2;
+    p->stripe_depth = 0;
+    memset(p->flags, 0, kd->n_stmts + 1);
+}
+
 /* C, kd->parts: in kiln_k<i>, the parts' accumulators combined in order instead of the
  * split loop. */
 static void print_part_combine(pr *p) {
@@ -1112,20 +1174,32 @@ static void print_part_combine(pr *p) {
     const kd_stmt *acc = &kd->stmts[kd->part_acc];
     char slot[ACC_LEN + 64], a[ACC_LEN];
     snprintf(a, sizeof a, "acc%u", kd->part_acc);
-    line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++) {", (long long)kd->parts);
+    if (p->dialect == KN_DIALECT_CUDA) {
+        /* the lanes take the parts in turn; the RESULT's combine adds up the lanes */
+        line(p, "for (int64_t kiln_q = threadIdx.x; kiln_q < %d; kiln_q += blockDim.x) {",
+             KN_CUDA_PARTS);
+        p->flags[kd->part_acc] |= F_STRIPED;
+    } else
+        line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++) {", (long long)kd->parts);
     p->depth++;
     part_slot(p, "kiln_q", slot, sizeof slot);
-    line(p, "%s t;", acc_ctype(acc));
-    line(p, "memcpy(&t, %s, sizeof t);", slot);
+    if (p->dialect == KN_DIALECT_CUDA) /* slots are 16-byte aligned */
+        line(p, "const %s t = *(const %s *)(%s);", acc_ctype(acc), acc_ctype(acc), slot);
+    else {
+        line(p, "%s t;", acc_ctype(acc));
+        line(p, "memcpy(&t, %s, sizeof t);", slot);
+    }
     combine_line(p, acc, a, "t");
     if (acc->red.nan_flag) line(p, "acc%u_nan |= (%s)[8];", kd->part_acc, slot);
     p->depth--;
     line(p, "}");
 }
 
-/* Prints kernel kd; *items receives its work items in this dialect. Returns the op (+1)
+/* Prints kernel kd; *items receives its work items in this dialect, *parts its split
+ * reduction's parts (0: not split). Returns the op (+1)
  * that had no kernel expression, 0, or -1 on host OOM. */
-static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int64_t *items) {
+static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int64_t *items,
+                        int64_t *parts) {
     pr p = {.kd = kd,
             .sb = sb,
             .dialect = dialect,
@@ -1136,9 +1210,16 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     if (dialect == KN_DIALECT_CUDA) {
         if (!(p.flags = host_calloc(kd->ctx, kd->n_stmts + 1, 1))) return -1;
         cuda_form_of(&p);
+        if (kd->parts) { /* a block per element in both kernels */
+            p.form = CF_BLOCK;
+            p.chunk = 1;
+            p.chunks = kd->inner;
+            print_cuda_part_fn(&p);
+        }
         sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u(",
                   CGEN_CUDA_THREADS, kd->index);
         print_buffers(&p, true);
+        if (kd->parts) sb_append(sb, "const unsigned char *__restrict__ kiln_part, ");
         sb_append(sb, "int64_t items) {\n");
         line(&p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
     } else {
@@ -1168,11 +1249,12 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     p.depth--;
     line(&p, "}");
     sb_append(sb, "}\n");
-    if (p.part_mode)
+    if (p.part_mode && dialect == KN_DIALECT_C)
         sb_printf(sb, "KILN_EXPORT const int64_t kiln_k%u_parts[2] = {%lld, %lld};\n", kd->index,
                   (long long)kd->parts, (long long)(kd->inner * KD_PART_BYTES));
     host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
     *items = kd->items ? kd->rows * p.chunks : 0;
+    *parts = !kd->parts ? 0 : dialect == KN_DIALECT_CUDA ? KN_CUDA_PARTS : kd->parts;
     return p.hole;
 }
 
@@ -1185,15 +1267,15 @@ kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, kn_d
     sb_append(sb, converts);
     sb_append(sb, cgen_random_prelude);
     for (uint32_t i = 0; i < p->n_kernels; i++) {
-        info[i] = (cgen_kernel){0, 1};
+        info[i] = (cgen_kernel){0, 1, 0};
         if (p->kernels[i].kind != FK_LOOP) continue;
         kd_kernel kd;
         kiln_status s = kd_lower(g, p, i, &kd);
         int hole = 0;
-        int64_t items = 0;
+        int64_t items = 0, parts = 0;
         if (!s) {
-            hole = print_kernel(&kd, dialect, sb, &items);
-            info[i] = (cgen_kernel){items, kd.grain};
+            hole = print_kernel(&kd, dialect, sb, &items, &parts);
+            info[i] = (cgen_kernel){items, kd.grain, parts};
         }
         if (!s && hole < 0) s = ctx_oom(g->ctx, "codegen: kernel", kd.n_stmts + 1);
         if (!s && hole > 0)

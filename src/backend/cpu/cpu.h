@@ -10,6 +10,19 @@
 #include "cc.h"
 #include "pool.h"
 
+/* Loop kernels, as src/codegen prints them. */
+typedef void (*cpu_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);
+
+/* A kernel handle (kernel_get): the kernel, and for a kernel whose reduction is split
+ * across threads (kd_kernel.parts in src/codegen/kdesc.h) its part function, the number
+ * of parts and the scratch bytes of one part, from kiln_k<i>_part and kiln_k<i>_parts.
+ * Owned by the program (cc_module_alloc). Here, not in cpu_backend.c, for
+ * tests/test_cuda_emulate.c, which puts emulated kernels behind such handles. */
+typedef struct cpu_kernel {
+    cpu_kernel_fn fn, part;
+    int64_t parts, part_bytes;
+} cpu_kernel;
+
 /* cpu_memory.c: the memory slots of the CPU backend. */
 kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *free_b);
 kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t align, void **out);

@@ -37,18 +37,6 @@ typedef struct cpu_state {
     cpu_blas blas;
 } cpu_state;
 
-/* Loop kernels, as src/codegen prints them. */
-typedef void (*cpu_kernel_fn)(void *const *bufs, int64_t begin, int64_t end);
-
-/* A kernel handle (kernel_get): the kernel, and for a kernel whose reduction is split
- * across threads (kd_kernel.parts in src/codegen/kdesc.h) its part function, the number
- * of parts and the scratch bytes of one part, from kiln_k<i>_part and kiln_k<i>_parts.
- * Owned by the program (cc_module_alloc). */
-typedef struct cpu_kernel {
-    cpu_kernel_fn fn, part;
-    int64_t parts, part_bytes;
-} cpu_kernel;
-
 static kiln_status cpu_open(kiln_context *ctx, void **out) {
     cpu_state *st = host_calloc(ctx, 1, sizeof *st);
     *out = st;

@@ -25,6 +25,7 @@ typedef int CUresult; /* CUDA_SUCCESS = 0 */
 #define CUDA_ERROR_OUT_OF_MEMORY   2
 #define CUDA_ERROR_NOT_INITIALIZED 3
 #define CUDA_ERROR_NO_DEVICE       100
+#define CUDA_ERROR_NOT_FOUND       500
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2 on 64-bit hosts */
 typedef struct CUctx_st *CUcontext;

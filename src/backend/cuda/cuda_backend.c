@@ -86,6 +86,7 @@ static kiln_status cuda_open(kiln_context *ctx, void **out) {
         cu_dev *d = &st->devs[i];
         pthread_mutex_init(&d->lock, NULL);
         pthread_mutex_init(&d->stage_lock, NULL);
+        pthread_mutex_init(&d->part_lock, NULL);
     }
     for (int i = 0; i < n; i++) {
         cu_dev *d = &st->devs[i];
@@ -118,6 +119,9 @@ static void dev_release(cu_state *st, cu_dev *d) {
     D->cuStreamSynchronize(d->copy);
     cu_lib_release(st, d);
     if (d->blas) st->blas.cublasDestroy(d->blas);
+    if (d->part_scratch) D->cuMemFree(d->part_scratch);
+    d->part_scratch = 0;
+    d->part_bytes = 0;
     for (int b = 0; b < 2; b++) {
         if (d->stage[b]) D->cuMemFreeHost(d->stage[b]);
         if (d->stage_ev[b]) D->cuEventDestroy(d->stage_ev[b]);
@@ -138,6 +142,7 @@ static void cuda_close(kiln_context *ctx, void *state) {
         dev_release(st, &st->devs[i]);
         pthread_mutex_destroy(&st->devs[i].lock);
         pthread_mutex_destroy(&st->devs[i].stage_lock);
+        pthread_mutex_destroy(&st->devs[i].part_lock);
     }
     host_free(ctx, st->devs, (size_t)st->n_alloc * sizeof *st->devs);
     if (st->blas.lib) cu_cublas_unload(&st->blas);
@@ -438,24 +443,62 @@ static kiln_status cuda_launch_prepare(void *state, int device) {
     return cu_dev_ready(state, device, "preparing a run");
 }
 
+/* The device's scratch for split reductions, at least `bytes` (under part_lock). Growing
+ * waits for the kernels queued before: cuMemFree does not wait for a kernel still using
+ * the old buffer. The scratch is the backend's, like cuBLAS's workspace, outside the
+ * memory plan: at most KN_CUDA_PARTS * KN_CUDA_PART_BYTES (8 KiB) per reduced value. */
+static kiln_status part_scratch(cu_state *st, cu_dev *d, size_t bytes) {
+    if (d->part_bytes >= bytes) return KILN_STATUS_OK;
+    const cu_driver *D = &st->drv;
+    if (d->part_scratch) {
+        CU_TRY(st, D->cuStreamSynchronize(d->compute), "growing a split reduction's scratch");
+        D->cuMemFree(d->part_scratch);
+        d->part_scratch = 0;
+        d->part_bytes = 0;
+    }
+    CU_TRY(st, D->cuMemAlloc(&d->part_scratch, bytes), "a split reduction's scratch");
+    d->part_bytes = bytes;
+    return KILN_STATUS_OK;
+}
+
+static kiln_status launch_fn(cu_state *st, cu_dev *d, CUfunction f, void **params, int64_t items) {
+    CUresult e = st->drv.cuLaunchKernel(f, cu_grid(d, items), 1, 1, KN_CUDA_BLOCK, 1, 1, 0,
+                                        d->compute, params, NULL);
+    return e ? cu_fail(st, e, "cuLaunchKernel", "launching a kernel") : KILN_STATUS_OK;
+}
+
+/* A split reduction (cgen.h) is two launches over one scratch: its parts over
+ * KN_CUDA_PARTS * items blocks' worth of items, then the kernel combining them. */
 static kiln_status cuda_launch(void *state, int device, void *kernel, void *const *bufs, int n_bufs,
                                int64_t items, int64_t grain) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
+    const cu_kernel *k = kernel;
     (void)grain; /* the kernel's grid-stride loop balances items itself */
     if (items <= 0) return KILN_STATUS_OK;
     enum { INLINE = 64 };
-    void *inline_params[INLINE + 1], **params = inline_params;
-    size_t pbytes = ((size_t)n_bufs + 1) * sizeof *params;
+    void *inline_params[INLINE + 2], **params = inline_params;
+    size_t pbytes = ((size_t)n_bufs + 2) * sizeof *params;
     if (n_bufs > INLINE && !(params = host_alloc(st->ctx, pbytes)))
         return ctx_oom(st->ctx, "cuda: kernel parameters", pbytes);
     for (int i = 0; i < n_bufs; i++) params[i] = (void *)&bufs[i]; /* the driver copies them */
-    params[n_bufs] = &items;
-    CUresult e = st->drv.cuLaunchKernel((CUfunction)kernel, cu_grid(d, items), 1, 1, KN_CUDA_BLOCK,
-                                        1, 1, 0, d->compute, params, NULL);
+    kiln_status s;
+    if (!k->part) {
+        params[n_bufs] = &items;
+        s = launch_fn(st, d, k->fn, params, items);
+    } else {
+        int64_t part_items = items * KN_CUDA_PARTS;
+        pthread_mutex_lock(&d->part_lock);
+        s = part_scratch(st, d, (size_t)part_items * KN_CUDA_PART_BYTES);
+        params[n_bufs] = &d->part_scratch;
+        params[n_bufs + 1] = &part_items;
+        if (!s) s = launch_fn(st, d, k->part, params, part_items);
+        params[n_bufs + 1] = &items;
+        if (!s) s = launch_fn(st, d, k->fn, params, items);
+        pthread_mutex_unlock(&d->part_lock);
+    }
     if (params != inline_params) host_free(st->ctx, params, pbytes);
-    if (e) return cu_fail(st, e, "cuLaunchKernel", "launching a kernel");
-    return KILN_STATUS_OK;
+    return s;
 }
 
 static kiln_status cuda_synchronize(void *state, int device) {

@@ -37,6 +37,11 @@ typedef struct cu_dev {
     CUevent stage_ev[2];
     bool stage_busy[2];
     cublasHandle_t blas; /* at the first product */
+    /* the partial results of split reductions (cgen.h), grown on demand; part_lock keeps a
+     * split kernel's two launches together, so another thread's cannot come between */
+    pthread_mutex_t part_lock;
+    CUdeviceptr part_scratch;
+    size_t part_bytes;
     bool lib_ready;
     cu_libk lib;
 } cu_dev;
@@ -70,16 +75,27 @@ kiln_status cu_dev_ready(cu_state *st, int i, const char *what);
 /* Loads NVRTC once per state; KILN_STATUS_BACKEND naming the library otherwise. */
 kiln_status cu_nvrtc_ready(cu_state *st, const char *what);
 
+/* A loop kernel's handle (kernel_get): the kernel, and for a reduction split over blocks
+ * (src/codegen/cgen.h) its part kernel, kiln_k<i>_part. Owned by the program. */
+typedef struct cu_kernel {
+    CUfunction fn, part;
+    struct cu_kernel *next; /* the program's handles */
+} cu_kernel;
+
 /* cuda_program.c: a program is a loaded module of one device. */
 struct kn_program {
     CUmodule mod;
     int device;
     size_t bytes;
+    cu_kernel *kernels;
 };
 kiln_status cu_program_compile(void *state, int device, const char *source, size_t len,
                                kn_program **out, kn_program_info *info);
 void cu_program_free(void *state, kn_program *prog);
+/* kernel_get: a cu_kernel handle for a printed loop kernel. */
 kiln_status cu_kernel_get(void *state, kn_program *prog, const char *name, void **kernel);
+/* The function `name` of prog (the library's kernels). */
+kiln_status cu_function_get(cu_state *st, kn_program *prog, const char *name, CUfunction *f);
 
 /* cuda_lib.c */
 kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *d, const void *a,

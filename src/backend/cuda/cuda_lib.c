@@ -126,14 +126,14 @@ static kiln_status lib_ready(cu_state *st, int device, const char *what) {
                                              {"kiln_scatter_i32_i32", "kiln_scatter_i32_i64"},
                                              {"kiln_scatter_i64_i32", "kiln_scatter_i64_i64"}};
         static const char *const ig[2] = {"kiln_igemm_i32", "kiln_igemm_i64"};
-        void *f;
+        CUfunction f;
         for (int i = 0; i < 4 && !s; i++)
-            if (perm[i] && !(s = cu_kernel_get(st, p, perm[i], &f))) d->lib.permute[i] = f;
+            if (perm[i] && !(s = cu_function_get(st, p, perm[i], &f))) d->lib.permute[i] = f;
         for (int i = 0; i < 4 && !s; i++)
             for (int j = 0; j < 2 && !s; j++)
-                if (!(s = cu_kernel_get(st, p, sc[i][j], &f))) d->lib.scatter[i][j] = f;
+                if (!(s = cu_function_get(st, p, sc[i][j], &f))) d->lib.scatter[i][j] = f;
         for (int i = 0; i < 2 && !s; i++)
-            if (!(s = cu_kernel_get(st, p, ig[i], &f))) d->lib.igemm[i] = f;
+            if (!(s = cu_function_get(st, p, ig[i], &f))) d->lib.igemm[i] = f;
         if (s)
             cu_program_free(st, p);
         else {

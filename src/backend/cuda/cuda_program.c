@@ -214,6 +214,10 @@ kiln_status cu_program_compile(void *state, int device, const char *source, size
 void cu_program_free(void *state, kn_program *prog) {
     cu_state *st = state;
     if (!prog) return;
+    for (cu_kernel *k = prog->kernels, *next; k; k = next) {
+        next = k->next;
+        host_free(st->ctx, k, sizeof *k);
+    }
     if (!cu_dev_ready(st, prog->device, "freeing a program")) {
         st->drv.cuStreamSynchronize(st->devs[prog->device].compute); /* no kernel of it runs */
         st->drv.cuModuleUnload(prog->mod);
@@ -221,18 +225,36 @@ void cu_program_free(void *state, kn_program *prog) {
     host_free(st->ctx, prog, sizeof *prog);
 }
 
-kiln_status cu_kernel_get(void *state, kn_program *prog, const char *name, void **kernel) {
-    cu_state *st = state;
-    *kernel = NULL;
+kiln_status cu_function_get(cu_state *st, kn_program *prog, const char *name, CUfunction *f) {
+    *f = NULL;
     kiln_status s = cu_dev_ready(st, prog->device, "kiln_compile");
     if (s) return s;
-    CUfunction f = NULL;
-    CUresult e = st->drv.cuModuleGetFunction(&f, prog->mod, name);
+    CUresult e = st->drv.cuModuleGetFunction(f, prog->mod, name);
     if (e) {
         char t[160];
         return ctx_error(st->ctx, KILN_STATUS_INTERNAL, "cuda: the program has no kernel %s: %s",
                          name, cu_error_text(&st->drv, e, t, sizeof t));
     }
-    *kernel = f;
+    return KILN_STATUS_OK;
+}
+
+kiln_status cu_kernel_get(void *state, kn_program *prog, const char *name, void **kernel) {
+    cu_state *st = state;
+    *kernel = NULL;
+    CUfunction fn, part = NULL;
+    kiln_status s = cu_function_get(st, prog, name, &fn);
+    if (s) return s;
+    /* a split reduction's part kernel, if the printer made one (cgen.h) */
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s_part", name);
+    CUresult e = st->drv.cuModuleGetFunction(&part, prog->mod, sub);
+    if (e && e != CUDA_ERROR_NOT_FOUND) return cu_fail(st, e, "cuModuleGetFunction", sub);
+    cu_kernel *k = host_calloc(st->ctx, 1, sizeof *k);
+    if (!k) return ctx_oom(st->ctx, "cuda: kernel handle", sizeof *k);
+    k->fn = fn;
+    k->part = e ? NULL : part;
+    k->next = prog->kernels;
+    prog->kernels = k;
+    *kernel = k;
     return KILN_STATUS_OK;
 }

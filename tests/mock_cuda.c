@@ -269,6 +269,11 @@ API CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     *f = m;
     return 0;
 }
+API CUresult cuModuleGetGlobal_v2(unsigned long long *p, size_t *bytes, void *m, const char *name);
+API CUresult cuModuleGetGlobal_v2(unsigned long long *p, size_t *bytes, void *m, const char *name) {
+    (void)p, (void)bytes, (void)m, (void)name;
+    return 500; /* CUDA_ERROR_NOT_FOUND: the mock's programs have no split reductions */
+}
 API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned sh, void *s, void **params,
                             void **extra);

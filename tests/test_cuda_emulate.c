@@ -15,7 +15,8 @@
  * gradient), and more with KILN_TEST_PROGRAMS=n as well (every dtype, n random programs,
  * two gradients, the small models). KILN_EMU_ONLY=<name> runs one program;
  * KILN_EMU_CPU=1 keeps the CPU's kernels (the same comparison, for the error the CPU
- * itself has); KILN_EMU_KERNELS=lo-hi emulates only those kernels (to bisect). Skipped (77)
+ * itself has); KILN_EMU_KERNELS=lo-hi emulates only those kernels (to bisect);
+ * KILN_EMU_KEEP=1 keeps the printed sources (kept anyway when a check fails). Skipped (77)
  * otherwise, or without g++. */
 #define KILN_NO_LOCATION_MACROS
 #include "backend/cpu/cpu.h"
@@ -172,15 +173,20 @@ static char *emulation_source(kiln_executable *e, cgen_kernel *cuda) {
          * backend passes after the buffers (the handle says one part of all the bytes) */
         for (int part = cuda[i].parts ? 1 : 0; part >= 0; part--) {
             const char *sfx = part ? "_part" : "";
-            long long items = (long long)cuda[i].items * (part ? cuda[i].parts : 1);
-            unsigned grid = (unsigned)(items < 3 ? items : 3);
+            char items[64];
+            long long n = (long long)cuda[i].items;
+            unsigned grid = (unsigned)(n < 3 && !part ? n : 3);
+            if (part) /* the part kernel's items, as the program states them (cgen.h) */
+                snprintf(items, sizeof items, "kiln_k%u_parts[0]", i);
+            else
+                snprintf(items, sizeof items, "%lldLL", n);
             sb_printf(&sb,
                       "static void emu_body%u%s(void *a) {\n"
                       "    void *const *b = ((emu_args%u *)a)->b;\n    kiln_k%u%s(",
                       i, sfx, i, i, sfx);
             for (uint32_t j = 0; j < nb + (cuda[i].parts ? 1 : 0); j++)
                 sb_printf(&sb, "kiln_emu_any{b[%u]}, ", j);
-            sb_printf(&sb, "%lldLL);\n}\n", items);
+            sb_printf(&sb, "%s);\n}\n", items);
             sb_printf(&sb,
                       "extern \"C\" void emu_k%u%s(void *const *b, long long begin, long long "
                       "end) {\n"
@@ -236,8 +242,11 @@ static void check(kiln_graph *g, const char *name, const kiln_compile_options *o
             snprintf(sym, sizeof sym, "emu_k%u_part", i);
             fn = dlsym(lib, sym);
             memcpy(&handles[i].part, &fn, sizeof fn);
-            handles[i].parts = 1;
-            handles[i].part_bytes = cuda[i].parts * cuda[i].items * KN_CUDA_PART_BYTES;
+            snprintf(sym, sizeof sym, "kiln_k%u_parts", i);
+            const int64_t *pp = dlsym(lib, sym);
+            CHECK_MSG(pp != NULL, "%s: kernel %u has a part kernel but no %s", name, i, sym);
+            handles[i].parts = 1; /* one call: the emulated grid covers the parts */
+            handles[i].part_bytes = pp ? pp[1] : 0;
             n_split++;
         }
         e->kernels[i] = &handles[i];
@@ -327,14 +336,19 @@ static void test_forms(void) {
         kiln_value c = kiln_parameter(g, "c", KILN_DTYPE_F32, 3, d3);
         kiln_value k = kiln_parameter(g, "k", KILN_DTYPE_I64, 1, &d1);
         int ax02[2] = {0, 2};
-        kiln_value outs[6] = {
+        int64_t dcol[2] = {3000, 300};
+        kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, dcol);
+        int ax0[1] = {0};
+        kiln_value outs[8] = {
+            kiln_reduce_sum(g, w, 1, ax0, false), /* columns: few, long (a bias gradient) */
+            kiln_reduce_max(g, kiln_exp(g, w), 1, ax0, true),
             kiln_reduce_sum(g, kiln_mul(g, x, x), 0, NULL, false),
             kiln_reduce_max(g, v, 0, NULL, false),
             kiln_reduce_sum(g, c, 2, ax02, false),
             kiln_reduce_min(g, kiln_log(g, x), 0, NULL, true), /* NaN: some x < 0 */
             kiln_reduce_sum(g, k, 0, NULL, false),
             kiln_reduce_max(g, kiln_exp(g, c), 0, NULL, false)};
-        if (finish(g, 6, outs, "split")) {
+        if (finish(g, 8, outs, "split")) {
             check(g, "split", NULL, 1e-5);
             kiln_graph_destroy(g);
         }
@@ -438,7 +452,7 @@ int main(void) {
            n_programs, n_split);
     kiln_context_destroy(ctx);
     int rc = test_summary("test_cuda_emulate");
-    if (rc)
+    if (rc || getenv("KILN_EMU_KEEP"))
         printf("test_cuda_emulate: kept %s (the printed sources and g++'s logs)\n", dir);
     else
         test_remove_dir(dir);

@@ -30,16 +30,22 @@
  *
  * launched with CGEN_CUDA_THREADS threads per block and any number of blocks (they take
  * items in a grid-stride loop); its items are the dialect's own (cgen_kernel.items). A
- * split reduction (cgen_kernel.parts = KN_CUDA_PARTS) also has
+ * split reduction (cgen_kernel.parts > 0: one to a few values split KN_CUDA_PARTS ways,
+ * or a column reduction of few items split over its rows) also has
  *
  *     extern "C" __global__ void kiln_k<i>_part(<the same buffers>, unsigned char *part,
  *                                               int64_t items);
+ *     extern "C" __device__ const int64_t kiln_k<i>_parts[2]; // {its items, part's bytes}
  *
- * run first over KN_CUDA_PARTS * items items, and kiln_k<i> takes `part` (KN_CUDA_PARTS *
- * items * KN_CUDA_PART_BYTES bytes of scratch) before its item count. */
+ * the part kernel run first over kiln_k<i>_parts[0] items, and kiln_k<i> taking `part`
+ * (kiln_k<i>_parts[1] bytes of scratch the two share) before its item count. */
 #define CGEN_CUDA_THREADS KN_CUDA_BLOCK
 /* Fewer elements than this with a reduction inside: a block per element, not a warp. */
 #define CGEN_CUDA_WARP_MIN 4096
+/* A column reduction of fewer items than this (blocks of 256 columns) is split over its
+ * rows, at least this many rows a part (print_c.c, cuda_column_split). */
+#define CGEN_CUDA_COL_SPLIT_ITEMS 128
+#define CGEN_CUDA_COL_PART_ROWS   16
 
 typedef struct cgen_kernel {
     int64_t items; /* work items of the kernel (0: nothing to do) */

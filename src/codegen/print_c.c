@@ -319,8 +319,12 @@ typedef struct pr {
         uint32_t acc;
     } blk[PR_MAX_BLOCKS];
     int n_blk;
-    /* C, kd->parts: 1 while printing kiln_k<i>_part, 2 while printing kiln_k<i> */
+    /* a split reduction (kd->parts; in CUDA also a column reduction of few items, see
+     * cuda_column_split): 1 while printing kiln_k<i>_part, 2 while printing kiln_k<i> */
     int part_mode;
+    uint32_t split_loop; /* the split loop's statement */
+    int64_t split_parts; /* its parts: kd->parts in C; KN_CUDA_PARTS or the column split's */
+    int64_t base_items;  /* CUDA: kiln_k<i>'s own items (the part kernel runs parts x them) */
 } pr;
 
 /* Whether accumulator a sums into its f32 block here. */
@@ -588,13 +592,12 @@ static void print_block_close(pr *p) {
 static void print_loop(pr *p, const kd_stmt *s) {
     char v[NAME_LEN], from[32] = "0", to[32];
     var_name(p->kd, s->var, v);
-    if (p->dialect == KN_DIALECT_CUDA && p->part_mode == 1 &&
-        s == &p->kd->stmts[p->kd->part_loop]) {
+    if (p->dialect == KN_DIALECT_CUDA && p->part_mode == 1 && s == &p->kd->stmts[p->split_loop]) {
         /* this block's slice of the split loop, strided over the lanes when it is the
          * reduction's innermost loop */
         long long n = (long long)s->n;
         line(p, "const int64_t kiln_lo = kiln_q * %lld / %d, kiln_hi = (kiln_q + 1) * %lld / %d;",
-             n, KN_CUDA_PARTS, n, KN_CUDA_PARTS);
+             n, (int)p->split_parts, n, (int)p->split_parts);
         if (s->acc && !p->stripe_depth) {
             p->stripe_depth = p->depth + 1;
             p->flags[s->acc] |= F_STRIPED;
@@ -611,7 +614,7 @@ static void print_loop(pr *p, const kd_stmt *s) {
         return;
     }
     snprintf(to, sizeof to, "%lld", (long long)s->n);
-    if (p->part_mode == 1 && s == &p->kd->stmts[p->kd->part_loop]) {
+    if (p->part_mode == 1 && s == &p->kd->stmts[p->split_loop]) {
         /* this part's slice of the loop */
         line(p, "const int64_t kiln_lo = it * %lld / %lld, kiln_hi = (it + 1) * %lld / %lld;",
              (long long)s->n, (long long)p->kd->parts, (long long)s->n, (long long)p->kd->parts);
@@ -912,18 +915,21 @@ static void print_buffers(pr *p, bool params) {
 /* row, the chunk [jb, je) of the last axis and the leading axes' indices of item `it`. */
 static void print_item(pr *p) {
     const kd_kernel *kd = p->kd;
-    if (p->part_mode == 1 && p->dialect == KN_DIALECT_CUDA) /* items: (part, element) */
-        line(p, "const int64_t kiln_q = it / %lld, row = 0, jb = it %% %lld, je = jb + 1;",
-             (long long)kd->inner, (long long)kd->inner);
-    else if (p->part_mode == 1) /* items are parts of the kernel's one item */
+    const char *it = "it";
+    if (p->part_mode == 1 && p->dialect == KN_DIALECT_CUDA) { /* items: (part, item) */
+        line(p, "const int64_t kiln_q = it / %lld, kiln_it = it %% %lld;", (long long)p->base_items,
+             (long long)p->base_items);
+        it = "kiln_it";
+    }
+    if (p->part_mode == 1 && p->dialect == KN_DIALECT_C) /* items: parts of the one item */
         line(p, "const int64_t row = 0, jb = 0, je = %lld;", (long long)kd->inner);
     else if (p->chunks > 1) {
-        line(p, "const int64_t row = it / %lld, jb = (it %% %lld) * %lld;", (long long)p->chunks,
-             (long long)p->chunks, (long long)p->chunk);
+        line(p, "const int64_t row = %s / %lld, jb = (%s %% %lld) * %lld;", it,
+             (long long)p->chunks, it, (long long)p->chunks, (long long)p->chunk);
         line(p, "const int64_t je = jb + %lld < %lld ? jb + %lld : %lld;", (long long)p->chunk,
              (long long)kd->inner, (long long)p->chunk, (long long)kd->inner);
     } else
-        line(p, "const int64_t row = it, jb = 0, je = %lld;", (long long)kd->inner);
+        line(p, "const int64_t row = %s, jb = 0, je = %lld;", it, (long long)kd->inner);
     for (int a = 0; a + 1 < kd->rank; a++) {
         if (kd->dims[a] == 1) continue; /* its index is the constant 0 */
         indent(p);
@@ -1085,10 +1091,10 @@ static void print_vec(pr *p) {
     line(p, "}");
 }
 
-/* kd->parts: the statement closing the split reduce loop. */
-static uint32_t part_loop_end(const kd_kernel *kd) {
+/* The statement closing the split reduce loop. */
+static uint32_t part_loop_end(const kd_kernel *kd, uint32_t split_loop) {
     int depth = 0;
-    for (uint32_t s = kd->part_loop + 1; s < kd->n_stmts; s++) {
+    for (uint32_t s = split_loop + 1; s < kd->n_stmts; s++) {
         kd_stmt_kind k = kd->stmts[s].kind;
         if (k == KS_LOOP || k == KS_IF) depth++;
         if (k == KS_END && depth-- == 0) return s;
@@ -1096,12 +1102,16 @@ static uint32_t part_loop_end(const kd_kernel *kd) {
     return kd->n_stmts - 1;
 }
 
-/* Element v's partial accumulator of part `part` in the scratch buffer (v counts from 0:
- * a split kernel's items are its elements, or in C its one item starts at 0). */
-static void part_slot(pr *p, const char *part, char *out, size_t n) {
+/* The partial result of part `part` for accumulator number `k` (0 but in a column split
+ * with several) at element (row, v) in the scratch buffer: slot ((k * parts + part) *
+ * rows * inner + row * inner + v) of KD_PART_BYTES, the value then its NaN flag. */
+static void part_slot(pr *p, int k, const char *part, char *out, size_t n) {
+    const kd_kernel *kd = p->kd;
     char v[NAME_LEN];
-    var_name(p->kd, p->kd->last_var, v);
-    snprintf(out, n, "kiln_part + (%s * %lld + %s) * %d", part, (long long)p->kd->inner, v,
+    var_name(kd, kd->last_var, v);
+    long long elems = (long long)(kd->rows * kd->inner);
+    snprintf(out, n, "kiln_part + ((%lld + %s) * %lld + row * %lld + %s) * %d",
+             (long long)k * (long long)p->split_parts, part, elems, (long long)kd->inner, v,
              KD_PART_BYTES);
 }
 
@@ -1121,9 +1131,9 @@ static void print_part_fn(pr *p) {
     p->depth++;
     p->part_mode = 1;
     print_item(p);
-    uint32_t last = part_loop_end(kd);
+    uint32_t last = part_loop_end(kd, p->split_loop);
     for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
-    part_slot(p, "it", slot, sizeof slot);
+    part_slot(p, 0, "it", slot, sizeof slot);
     line(p, "memcpy(%s, &acc%u, sizeof acc%u);", slot, kd->part_acc, kd->part_acc);
     if (acc->red.nan_flag) line(p, "(%s)[8] = acc%u_nan;", slot, kd->part_acc);
     p->depth--;
@@ -1149,10 +1159,10 @@ static void print_cuda_part_fn(pr *p) {
     p->depth++;
     p->part_mode = 1;
     print_item(p);
-    uint32_t last = part_loop_end(kd);
+    uint32_t last = part_loop_end(kd, p->split_loop);
     for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
     if (p->flags[kd->part_acc] & F_STRIPED) print_combine(p, kd->part_acc);
-    part_slot(p, "kiln_q", slot, sizeof slot);
+    part_slot(p, 0, "kiln_q", slot, sizeof slot);
     line(p, "if (threadIdx.x == 0) {");
     line(p, "    *(%s *)(%s) = acc%u;", acc_ctype(acc), slot, kd->part_acc);
     if (acc->red.nan_flag) line(p, "    (%s)[8] = acc%u_nan;", slot, kd->part_acc);
@@ -1167,6 +1177,107 @@ static void print_cuda_part_fn(pr *p) {
     memset(p->flags, 0, kd->n_stmts + 1);
 }
 
+/* CUDA: whether a column reduction has too few items to fill the device and rows enough
+ * to split. A bias gradient, [4096, 512] summed over its rows, is two items of 256
+ * columns: two blocks, each thread adding 4096 rows alone. Split, its outermost reduce
+ * loop gives each of split_parts slices a block per item (kiln_k<i>_part, every thread
+ * storing its columns' partial results), and kiln_k<i> adds the parts of each column in
+ * order. The description is the same for both dialects; the split is how this dialect
+ * spreads it (the C dialect's threads already share the columns). */
+static bool cuda_column_split(pr *p) {
+    const kd_kernel *kd = p->kd;
+    if (!kd->columns) return false;
+    int64_t items = kd->rows * p->chunks;
+    if (items >= CGEN_CUDA_COL_SPLIT_ITEMS) return false;
+    uint32_t loop = 0; /* the outermost reduce loop, right after the accumulators */
+    for (uint32_t s = 1; s < kd->n_stmts && !loop; s++) {
+        if (kd->stmts[s].kind == KS_LOOP)
+            loop = s;
+        else if (kd->stmts[s].kind != KS_ACC)
+            return false;
+    }
+    if (!loop || kd->stmts[loop].n < 2 * CGEN_CUDA_COL_PART_ROWS) return false;
+    int64_t n = kd->stmts[loop].n, parts = KN_CUDA_PARTS / items;
+    if (parts > n / CGEN_CUDA_COL_PART_ROWS) parts = n / CGEN_CUDA_COL_PART_ROWS;
+    if (parts < 2 || items * p->chunk * n < KD_PART_MIN_WORK) return false;
+    p->split_loop = loop;
+    p->split_parts = parts;
+    return true;
+}
+
+/* The column accumulators' count (a column split stores each). */
+static int column_accs(const kd_kernel *kd) {
+    int n = 0;
+    for (uint32_t a = 1; a < kd->n_stmts; a++)
+        n += kd->stmts[a].kind == KS_ACC && kd->stmts[a].column;
+    return n;
+}
+
+/* CUDA, a column split: kiln_k<i>_part, a block per (part, item): the reduce loops over
+ * the part's slice, then every thread's columns' accumulators stored. */
+static void print_cuda_col_part_fn(pr *p) {
+    const kd_kernel *kd = p->kd;
+    char v[NAME_LEN], slot[ACC_LEN + 96], a[ACC_LEN], nan[ACC_LEN];
+    var_name(kd, kd->last_var, v);
+    sb_printf(p->sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u_part(",
+              CGEN_CUDA_THREADS, kd->index);
+    print_buffers(p, true);
+    sb_append(p->sb, "unsigned char *__restrict__ kiln_part, int64_t items) {\n");
+    line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
+    p->depth++;
+    p->part_mode = 1;
+    print_item(p);
+    uint32_t last = part_loop_end(kd, p->split_loop);
+    for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
+    line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
+    p->depth++;
+    int k = 0;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (acc->kind != KS_ACC || !acc->column) continue;
+        part_slot(p, k++, "kiln_q", slot, sizeof slot);
+        acc_name(p, s, false, a);
+        acc_name(p, s, true, nan);
+        line(p, "*(%s *)(%s) = %s;", acc_ctype(acc), slot, a);
+        if (acc->red.nan_flag) line(p, "(%s)[8] = %s;", slot, nan);
+    }
+    p->depth--;
+    line(p, "}");
+    p->depth--;
+    line(p, "}");
+    sb_append(p->sb, "}\n");
+    p->part_mode = 2;
+    memset(p->flags, 0, kd->n_stmts + 1);
+}
+
+/* CUDA, a column split: in kiln_k<i>, each thread's columns' parts added in order instead
+ * of the reduce loops. */
+static void print_col_combine(pr *p) {
+    const kd_kernel *kd = p->kd;
+    char v[NAME_LEN], slot[ACC_LEN + 96], a[ACC_LEN], nan[ACC_LEN];
+    var_name(kd, kd->last_var, v);
+    line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++)", (long long)p->split_parts);
+    line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
+    p->depth++;
+    int k = 0;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (acc->kind != KS_ACC || !acc->column) continue;
+        part_slot(p, k++, "kiln_q", slot, sizeof slot);
+        acc_name(p, s, false, a);
+        acc_name(p, s, true, nan);
+        line(p, "{");
+        p->depth++;
+        line(p, "const %s t = *(const %s *)(%s);", acc_ctype(acc), acc_ctype(acc), slot);
+        combine_line(p, acc, a, "t");
+        if (acc->red.nan_flag) line(p, "%s |= (%s)[8];", nan, slot);
+        p->depth--;
+        line(p, "}");
+    }
+    p->depth--;
+    line(p, "}");
+}
+
 /* C, kd->parts: in kiln_k<i>, the parts' accumulators combined in order instead of the
  * split loop. */
 static void print_part_combine(pr *p) {
@@ -1176,13 +1287,13 @@ static void print_part_combine(pr *p) {
     snprintf(a, sizeof a, "acc%u", kd->part_acc);
     if (p->dialect == KN_DIALECT_CUDA) {
         /* the lanes take the parts in turn; the RESULT's combine adds up the lanes */
-        line(p, "for (int64_t kiln_q = threadIdx.x; kiln_q < %d; kiln_q += blockDim.x) {",
-             KN_CUDA_PARTS);
+        line(p, "for (int64_t kiln_q = threadIdx.x; kiln_q < %lld; kiln_q += blockDim.x) {",
+             (long long)p->split_parts);
         p->flags[kd->part_acc] |= F_STRIPED;
     } else
-        line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++) {", (long long)kd->parts);
+        line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++) {", (long long)p->split_parts);
     p->depth++;
-    part_slot(p, "kiln_q", slot, sizeof slot);
+    part_slot(p, 0, "kiln_q", slot, sizeof slot);
     if (p->dialect == KN_DIALECT_CUDA) /* slots are 16-byte aligned */
         line(p, "const %s t = *(const %s *)(%s);", acc_ctype(acc), acc_ctype(acc), slot);
     else {
@@ -1214,16 +1325,28 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
             p.form = CF_BLOCK;
             p.chunk = 1;
             p.chunks = kd->inner;
-            print_cuda_part_fn(&p);
+            p.split_loop = kd->part_loop;
+            p.split_parts = KN_CUDA_PARTS;
+        }
+        if (kd->parts || cuda_column_split(&p)) {
+            p.base_items = kd->rows * p.chunks;
+            if (kd->columns)
+                print_cuda_col_part_fn(&p);
+            else
+                print_cuda_part_fn(&p);
         }
         sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u(",
                   CGEN_CUDA_THREADS, kd->index);
         print_buffers(&p, true);
-        if (kd->parts) sb_append(sb, "const unsigned char *__restrict__ kiln_part, ");
+        if (p.split_parts) sb_append(sb, "const unsigned char *__restrict__ kiln_part, ");
         sb_append(sb, "int64_t items) {\n");
         line(&p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
     } else {
-        if (kd->parts) print_part_fn(&p);
+        if (kd->parts) {
+            p.split_loop = kd->part_loop;
+            p.split_parts = kd->parts;
+            print_part_fn(&p);
+        }
         sb_printf(sb, "KILN_EXPORT void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n",
                   kd->index);
         print_buffers(&p, false);
@@ -1239,9 +1362,12 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
         print_vec(&p);
     else
         for (uint32_t s = 1; s < kd->n_stmts; s++) {
-            if (p.part_mode == 2 && s == kd->part_loop) {
-                print_part_combine(&p);
-                s = part_loop_end(kd);
+            if (p.part_mode == 2 && s == p.split_loop) {
+                if (kd->columns)
+                    print_col_combine(&p);
+                else
+                    print_part_combine(&p);
+                s = part_loop_end(kd, p.split_loop);
                 continue;
             }
             print_stmt(&p, s);
@@ -1252,9 +1378,14 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     if (p.part_mode && dialect == KN_DIALECT_C)
         sb_printf(sb, "KILN_EXPORT const int64_t kiln_k%u_parts[2] = {%lld, %lld};\n", kd->index,
                   (long long)kd->parts, (long long)(kd->inner * KD_PART_BYTES));
+    else if (p.part_mode) /* the part kernel's items and the scratch's bytes (cgen.h) */
+        sb_printf(sb, "extern \"C\" __device__ const int64_t kiln_k%u_parts[2] = {%lld, %lld};\n",
+                  kd->index, (long long)(p.split_parts * p.base_items),
+                  (long long)(p.split_parts * (kd->columns ? column_accs(kd) : 1) * kd->rows *
+                              kd->inner * KD_PART_BYTES));
     host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
     *items = kd->items ? kd->rows * p.chunks : 0;
-    *parts = !kd->parts ? 0 : dialect == KN_DIALECT_CUDA ? KN_CUDA_PARTS : kd->parts;
+    *parts = p.split_parts;
     return p.hole;
 }
 

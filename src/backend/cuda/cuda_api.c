@@ -91,6 +91,7 @@ bool cu_driver_load(cu_driver *d, char *why, size_t m) {
         S(cu_driver, cuModuleUnload, "cuModuleUnload"),
         S(cu_driver, cuModuleGetFunction, "cuModuleGetFunction"),
         S(cu_driver, cuLaunchKernel, "cuLaunchKernel"),
+        S(cu_driver, cuModuleGetGlobal, "cuModuleGetGlobal_v2"),
     };
     *d = (cu_driver){0};
     if (!(d->lib = open_first(why, m, "the CUDA driver", names, 2))) return false;

@@ -86,6 +86,8 @@ typedef struct cu_driver {
     CUresult (*cuModuleLoadData)(CUmodule *m, const void *image);
     CUresult (*cuModuleUnload)(CUmodule m);
     CUresult (*cuModuleGetFunction)(CUfunction *f, CUmodule m, const char *name);
+    CUresult (*cuModuleGetGlobal)(CUdeviceptr *p, size_t *bytes, CUmodule m,
+                                  const char *name); /* _v2 */
     CUresult (*cuLaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                unsigned by, unsigned bz, unsigned shared, CUstream s, void **params,
                                void **extra);

@@ -446,7 +446,8 @@ static kiln_status cuda_launch_prepare(void *state, int device) {
 /* The device's scratch for split reductions, at least `bytes` (under part_lock). Growing
  * waits for the kernels queued before: cuMemFree does not wait for a kernel still using
  * the old buffer. The scratch is the backend's, like cuBLAS's workspace, outside the
- * memory plan: at most KN_CUDA_PARTS * KN_CUDA_PART_BYTES (8 KiB) per reduced value. */
+ * memory plan: KN_CUDA_PARTS * KN_CUDA_PART_BYTES (8 KiB) per value reduced to one or a
+ * few, and at most as much per item of 256 columns of a split column reduction (2 MiB). */
 static kiln_status part_scratch(cu_state *st, cu_dev *d, size_t bytes) {
     if (d->part_bytes >= bytes) return KILN_STATUS_OK;
     const cu_driver *D = &st->drv;
@@ -467,8 +468,8 @@ static kiln_status launch_fn(cu_state *st, cu_dev *d, CUfunction f, void **param
     return e ? cu_fail(st, e, "cuLaunchKernel", "launching a kernel") : KILN_STATUS_OK;
 }
 
-/* A split reduction (cgen.h) is two launches over one scratch: its parts over
- * KN_CUDA_PARTS * items blocks' worth of items, then the kernel combining them. */
+/* A split reduction (cgen.h) is two launches over one scratch: its part kernel, then the
+ * kernel combining the parts. */
 static kiln_status cuda_launch(void *state, int device, void *kernel, void *const *bufs, int n_bufs,
                                int64_t items, int64_t grain) {
     cu_state *st = state;
@@ -487,9 +488,9 @@ static kiln_status cuda_launch(void *state, int device, void *kernel, void *cons
         params[n_bufs] = &items;
         s = launch_fn(st, d, k->fn, params, items);
     } else {
-        int64_t part_items = items * KN_CUDA_PARTS;
+        int64_t part_items = k->part_items;
         pthread_mutex_lock(&d->part_lock);
-        s = part_scratch(st, d, (size_t)part_items * KN_CUDA_PART_BYTES);
+        s = part_scratch(st, d, (size_t)k->part_bytes);
         params[n_bufs] = &d->part_scratch;
         params[n_bufs + 1] = &part_items;
         if (!s) s = launch_fn(st, d, k->part, params, part_items);

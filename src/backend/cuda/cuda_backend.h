@@ -79,7 +79,8 @@ kiln_status cu_nvrtc_ready(cu_state *st, const char *what);
  * (src/codegen/cgen.h) its part kernel, kiln_k<i>_part. Owned by the program. */
 typedef struct cu_kernel {
     CUfunction fn, part;
-    struct cu_kernel *next; /* the program's handles */
+    int64_t part_items, part_bytes; /* the part kernel's items, the scratch's bytes */
+    struct cu_kernel *next;         /* the program's handles */
 } cu_kernel;
 
 /* cuda_program.c: a program is a loaded module of one device. */

@@ -249,10 +249,29 @@ kiln_status cu_kernel_get(void *state, kn_program *prog, const char *name, void 
     snprintf(sub, sizeof sub, "%s_part", name);
     CUresult e = st->drv.cuModuleGetFunction(&part, prog->mod, sub);
     if (e && e != CUDA_ERROR_NOT_FOUND) return cu_fail(st, e, "cuModuleGetFunction", sub);
+    int64_t parts[2] = {0, 0}; /* {the part kernel's items, the scratch's bytes} */
+    if (!e) {
+        snprintf(sub, sizeof sub, "%s_parts", name);
+        CUdeviceptr p = 0;
+        size_t bytes = 0;
+        cu_dev *d = &st->devs[prog->device];
+        if ((e = st->drv.cuModuleGetGlobal(&p, &bytes, prog->mod, sub)))
+            return cu_fail(st, e, "cuModuleGetGlobal", sub);
+        if (bytes != sizeof parts)
+            return ctx_error(st->ctx, KILN_STATUS_INTERNAL, "cuda: %s is %zu bytes, not %zu", sub,
+                             bytes, sizeof parts);
+        CU_TRY(st, st->drv.cuMemcpyDtoHAsync(parts, p, sizeof parts, d->compute), sub);
+        CU_TRY(st, st->drv.cuStreamSynchronize(d->compute), sub);
+        if (parts[0] < 1 || parts[1] < 1)
+            return ctx_error(st->ctx, KILN_STATUS_INTERNAL, "cuda: %s = {%lld, %lld}", sub,
+                             (long long)parts[0], (long long)parts[1]);
+    }
     cu_kernel *k = host_calloc(st->ctx, 1, sizeof *k);
     if (!k) return ctx_oom(st->ctx, "cuda: kernel handle", sizeof *k);
     k->fn = fn;
-    k->part = e ? NULL : part;
+    k->part = parts[0] ? part : NULL;
+    k->part_items = parts[0];
+    k->part_bytes = parts[1];
     k->next = prog->kernels;
     prog->kernels = k;
     *kernel = k;

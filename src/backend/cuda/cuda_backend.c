@@ -469,6 +469,27 @@ static kiln_status cuda_synchronize(void *state, int device) {
     return KILN_STATUS_OK;
 }
 
+/* ----------------------------------------------------- device collectives ---- */
+
+static kiln_status cuda_compute_stream(void *state, int device, void **stream) {
+    cu_state *st = state;
+    kiln_status s = cu_dev_ready(st, device, "a collective on the device");
+    if (!s) *stream = st->devs[device].compute;
+    return s;
+}
+
+static kiln_status cuda_stream_done(void *state, int device, bool *done) {
+    cu_state *st = state;
+    kiln_status s = cu_dev_ready(st, device, "waiting for a collective");
+    if (s) return s;
+    CUresult e = st->drv.cuStreamQuery(st->devs[device].compute);
+    *done = e == CUDA_SUCCESS;
+    /* a kernel's fault surfaces here as well, named by the driver */
+    if (e && e != CUDA_ERROR_NOT_READY)
+        return cu_fail(st, e, "cuStreamQuery", "waiting for a collective");
+    return KILN_STATUS_OK;
+}
+
 const kn_backend kn_cuda_backend = {
     .name = "cuda",
     .dialect = KN_DIALECT_CUDA,
@@ -492,4 +513,6 @@ const kn_backend kn_cuda_backend = {
     .permute = cu_permute,
     .scatter_add_rows = cu_scatter_add_rows,
     .synchronize = cuda_synchronize,
+    .compute_stream = cuda_compute_stream,
+    .stream_done = cuda_stream_done,
 };

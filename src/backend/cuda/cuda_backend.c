@@ -13,8 +13,11 @@
  * the copy stream wait for everything already on the compute stream and then makes the
  * compute stream wait for the copy, with events: every slot's work is ordered as if on one
  * stream while the host goes on. launch returns once the kernel is queued; synchronize
- * waits for both streams. A host->device copy returns once the source is staged (the
- * caller may reuse it); a device->host copy returns with the bytes in place.
+ * waits for both streams. A communicator's collective (src/comm/nccl.c) is enqueued on the
+ * compute stream too (compute_stream), and the run waits for it with stream_done, which
+ * never blocks, so a collective whose peer stalls can be given up at a deadline. A host->device
+ * copy returns once the source is staged (the caller may reuse it); a device->host copy returns
+ * with the bytes in place.
  *
  * Threads: driver calls are thread-safe when the context is current on the calling
  * thread, which every slot makes so (cuCtxSetCurrent is cheap); lazy set-up and the

@@ -848,9 +848,10 @@ typedef struct kiln_compile_options {
      * of its arguments. */
     int device;
     /* The replicas this program's collectives (kiln_all_reduce) run over: one communicator
-     * of a group (kiln_comm_create_local, kiln_comm_create_mpi), borrowed, which must
-     * outlive the executable. NULL: one replica. Every replica compiles the same graph, so
-     * all of them run the collectives in the same order. */
+     * of a group (kiln_comm_create_local, kiln_comm_create_mpi; for a GPU program of
+     * several replicas, kiln_comm_create_nccl or _nccl_rank, bound to that GPU), borrowed,
+     * which must outlive the executable. NULL: one replica. Every replica compiles the same
+     * graph, so all of them run the collectives in the same order. */
     struct kiln_comm *comm;
 } kiln_compile_options;
 

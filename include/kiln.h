@@ -923,7 +923,8 @@ KILN_API const char *kiln_comm_get_kind(const kiln_comm *c);
  * may not overlap. Every rank gets bitwise the same result. MEAN needs a float dtype. */
 KILN_API kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
                                           const void *send, void *recv, int64_t count);
-/* What this rank's collectives did so far: calls, bytes it contributed, wall time inside. */
+/* What this rank's collectives did so far: calls, bytes it contributed, wall time inside
+ * (for a GPU program's all-reduces over NCCL, which are only enqueued: the time to enqueue). */
 typedef struct kiln_comm_stats {
     uint64_t calls, bytes;
     double seconds;

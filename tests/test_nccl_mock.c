@@ -365,12 +365,18 @@ static void test_no_library(void) {
     kiln_context_destroy(c);
 }
 
-/* Making and destroying a group, failing each host allocation. */
+/* Making and destroying a group, and a rank from a one-rank bootstrap group, failing each
+ * host allocation. */
 static kiln_status fault_body(kiln_context *c, int *bad) {
     int devs[3] = {GPU0, GPU0 + 1, GPU0 + 2};
-    kiln_comm *comms[3] = {0};
+    kiln_comm *comms[3] = {0}, *boot = NULL, *rank = NULL;
     kiln_status s = kiln_comm_create_nccl(c, 3, devs, 1, comms);
     if (!s) *bad = kiln_comm_get_rank(comms[2]) != 2;
+    if (!s) s = kiln_comm_create_local(c, 1, 1, &boot);
+    if (!s) s = kiln_comm_create_nccl_rank(c, boot, GPU0 + 3, 1, &rank);
+    if (!s) *bad |= kiln_comm_get_size(rank) != 1 || strcmp(kiln_comm_get_kind(rank), "nccl");
+    kiln_comm_destroy(rank);
+    kiln_comm_destroy(boot);
     for (int i = 0; i < 3; i++) kiln_comm_destroy(comms[i]);
     return s;
 }
@@ -398,7 +404,7 @@ int main(void) {
     RUN(test_failures);
     RUN(test_wrong_kinds);
     RUN(test_no_library);
-    fault_ctx_case fc = {dir, fault_body, "rank 2 has the wrong rank"};
+    fault_ctx_case fc = {dir, fault_body, "a communicator has the wrong rank, size or kind"};
     fault_sweep sw = {"nccl group", fault_in_context, &fc, 500, NULL};
     CHECK(fault_sweep_run(&sw) > 3);
     CHECK_MSG(live() == 0, "%d NCCL communicators left", live());

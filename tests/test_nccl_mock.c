@@ -6,11 +6,11 @@
  * memory enqueued on the compute stream; host buffers staged through the device
  * (kiln_comm_all_reduce, barrier); ranks made from a host bootstrap communicator
  * (ncclCommInitRank after the unique id's exchange); mismatched calls, an asynchronous
- * error and a stall end in clear errors (the stall at the timeout) and abort the NCCL
- * communicators; a GPU program with no communicator copies; the wrong kinds of
- * communicator or device are refused at compile; a missing library is named; and the
- * fault sweep of making a group. Skipped (77) when the loaded libcuda.so.1 is not the
- * stand-in. */
+ * error, a stall and a peer that never runs end in clear errors (at the timeout for the
+ * last two) and abort the NCCL communicators; a GPU program with no communicator copies;
+ * the wrong kinds of communicator or device are refused at compile; a missing library is
+ * named; and the fault sweep of making a group and a bootstrapped rank. Skipped (77) when
+ * the loaded libcuda.so.1 is not the stand-in. */
 #include "fault.h"
 #include "test.h"
 
@@ -288,6 +288,30 @@ static void check_failure(int fault, bool mismatch, kiln_status want, const char
     }
 }
 
+/* A rank whose peer never runs (died before the step) ends with the timeout, not a hang. */
+static void test_lonely_rank(void) {
+    int devs[2] = {GPU0, GPU0 + 1};
+    kiln_comm *comms[2] = {0};
+    CHECK_OK(ctx, kiln_comm_create_nccl(ctx, 2, devs, 0.2, comms));
+    if (!comms[0]) return;
+    int64_t n = 16;
+    kiln_graph *g = program("lonely", KILN_DTYPE_F32, n, KILN_REDUCE_SUM, false);
+    replica r = {0};
+    kiln_compile_options o = {.device = GPU0, .comm = comms[0]};
+    CHECK_OK(ctx, kiln_compile(g, &o, &r.e));
+    CHECK_OK(ctx, kiln_array_create_on(ctx, GPU0, KILN_DTYPE_F32, 1, &n, NULL, &r.in));
+    run_replica(&r);
+    CHECK_STATUS(r.s, KILN_STATUS_TIMEOUT);
+    CHECK_CONTAINS(r.err, "waiting for collective #1 of 'lonely' on rank 0 of 2 (nccl, cuda:0)");
+    CHECK_CONTAINS(r.err, "not finished after 0.2 s");
+    CHECK(r.out == NULL);
+    kiln_array_destroy(r.in);
+    kiln_executable_destroy(r.e);
+    kiln_graph_destroy(g);
+    for (int i = 0; i < 2; i++) kiln_comm_destroy(comms[i]);
+    CHECK_MSG(live() == 0, "%d NCCL communicators left", live());
+}
+
 static void test_failures(void) {
     check_failure(0, true, KILN_STATUS_BACKEND, "different collectives");
     check_failure(1, false, KILN_STATUS_TIMEOUT, "not finished after 0.3 s");
@@ -402,6 +426,7 @@ int main(void) {
     RUN(test_ranks);
     RUN(test_bootstrap);
     RUN(test_failures);
+    RUN(test_lonely_rank);
     RUN(test_wrong_kinds);
     RUN(test_no_library);
     fault_ctx_case fc = {dir, fault_body, "a communicator has the wrong rank, size or kind"};

@@ -22,7 +22,7 @@
 struct kn_device;
 
 typedef struct kn_comm_ops {
-    const char *kind; /* "local", "mpi" */
+    const char *kind; /* "local", "mpi", "nccl" */
     /* recv = reduction (KILN_REDUCE_SUM or _MAX) of send over the ranks; `what` names the
      * call for messages ("collective #3, all_reduce f32[128] sum"). */
     kiln_status (*all_reduce)(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,

@@ -165,6 +165,9 @@ typedef struct kiln_context_options {
      * (kiln_executable_set_profiling) and prints its profile report to stderr when it is
      * destroyed, if it ran. */
     bool profile;
+    /* KILN_NCCL_LIBRARY: the NCCL library kiln_comm_create_nccl loads (a path or a soname);
+     * NULL: libnccl.so.2 from the loader's search path. */
+    const char *nccl_library;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,
@@ -845,9 +848,10 @@ typedef struct kiln_compile_options {
      * of its arguments. */
     int device;
     /* The replicas this program's collectives (kiln_all_reduce) run over: one communicator
-     * of a group (kiln_comm_create_local, kiln_comm_create_mpi), borrowed, which must
-     * outlive the executable. NULL: one replica. Every replica compiles the same graph, so
-     * all of them run the collectives in the same order. */
+     * of a group (kiln_comm_create_local, kiln_comm_create_mpi; for a GPU program of
+     * several replicas, kiln_comm_create_nccl or _nccl_rank, bound to that GPU), borrowed,
+     * which must outlive the executable. NULL: one replica. Every replica compiles the same
+     * graph, so all of them run the collectives in the same order. */
     struct kiln_comm *comm;
 } kiln_compile_options;
 
@@ -891,19 +895,36 @@ KILN_API kiln_status kiln_comm_create_local(kiln_context *ctx, int size, double 
 KILN_API kiln_status kiln_comm_create_mpi(kiln_context *ctx, double timeout_s, kiln_comm **out);
 /* Whether this build has MPI (kiln_comm_create_mpi can succeed). */
 KILN_API bool kiln_comm_mpi_available(void);
+/* NCCL over GPUs (docs/scaling.md), libnccl.so.2 loaded at run time (KILN_NCCL_LIBRARY,
+ * kiln_context_options.nccl_library, names another file): `n` ranks in this process, rank i
+ * on devices[i] (a "cuda:K" device of ctx, all different: NCCL puts one rank on a GPU);
+ * comms receives n communicators, each bound to its device, to be used by one thread each
+ * (as a local group's). A program compiled with one runs its all-reduces on the device's
+ * compute stream between its kernels; kiln_comm_all_reduce's host buffers are staged
+ * through the device. Fails naming the library and the loader's reason when NCCL cannot
+ * be loaded, the device when it is not a GPU. timeout_s <= 0: 60 seconds. */
+KILN_API kiln_status kiln_comm_create_nccl(kiln_context *ctx, int n, const int *devices,
+                                           double timeout_s, kiln_comm **comms);
+/* One NCCL rank per process on `device`, in the group of `boot` (a host communicator,
+ * usually kiln_comm_create_mpi's: the rank and size are its own, and NCCL's unique id goes
+ * from its rank 0 to the others over it). Every rank of boot calls this together. boot is
+ * borrowed only during the call. */
+KILN_API kiln_status kiln_comm_create_nccl_rank(kiln_context *ctx, kiln_comm *boot, int device,
+                                                double timeout_s, kiln_comm **out);
 /* Destroys it (NULL is ignored). The MPI communicator finalises MPI if it initialised it,
  * unless a collective failed (an unfinished collective cannot be finalised). */
 KILN_API void kiln_comm_destroy(kiln_comm *c);
 KILN_API int kiln_comm_get_rank(const kiln_comm *c);
 KILN_API int kiln_comm_get_size(const kiln_comm *c);
-/* "local" or "mpi". */
+/* "local", "mpi" or "nccl". */
 KILN_API const char *kiln_comm_get_kind(const kiln_comm *c);
 /* recv = the reduction over every rank of send: `count` elements of dtype (f32, f64, i32,
  * i64) in host-addressable memory (a CPU device's array data or host memory); send and recv
  * may not overlap. Every rank gets bitwise the same result. MEAN needs a float dtype. */
 KILN_API kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
                                           const void *send, void *recv, int64_t count);
-/* What this rank's collectives did so far: calls, bytes it contributed, wall time inside. */
+/* What this rank's collectives did so far: calls, bytes it contributed, wall time inside
+ * (for a GPU program's all-reduces over NCCL, which are only enqueued: the time to enqueue). */
 typedef struct kiln_comm_stats {
     uint64_t calls, bytes;
     double seconds;
@@ -912,7 +933,7 @@ KILN_API void kiln_comm_get_stats(const kiln_comm *c, kiln_comm_stats *out);
 /* Waits until every rank has arrived (or the timeout). */
 KILN_API kiln_status kiln_comm_barrier(kiln_comm *c);
 /* Ends every rank of the group now (MPI_Abort for MPI; the process exits with `code` for
- * a local group): for a program that cannot go on after a rank failed. */
+ * a local or NCCL group): for a program that cannot go on after a rank failed. */
 KILN_API void kiln_comm_abort(kiln_comm *c, int code);
 
 typedef struct kiln_executable_info {

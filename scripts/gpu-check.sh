@@ -77,6 +77,22 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/loc
     [ -d "$d" ] && LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
 done
 export LD_LIBRARY_PATH
+# NCCL is dlopen'd as well: pip's wheel (nvidia-nccl-cu13 / -cu12) keeps libnccl.so.2 inside
+# site-packages, where the loader does not look, so KILN_NCCL_LIBRARY names the file
+if [ -z "${KILN_NCCL_LIBRARY:-}" ]; then
+    for py in python3 "$root/bench/.venv/bin/python"; do
+        command -v "$py" >/dev/null || continue
+        for d in $("$py" -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null); do
+            f=$(find "$d" -name 'libnccl.so.2*' 2>/dev/null | head -n 1)
+            [ -n "$f" ] && KILN_NCCL_LIBRARY=$f && break 2
+        done
+    done
+fi
+if [ -z "${KILN_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2'; then
+    f=$(find /opt /usr/local /usr/lib -name 'libnccl.so.2*' 2>/dev/null | head -n 1)
+    [ -n "$f" ] && KILN_NCCL_LIBRARY=$f
+fi
+[ -n "${KILN_NCCL_LIBRARY:-}" ] && export KILN_NCCL_LIBRARY
 mkdir -p "$build/kcache" && chmod 700 "$build/kcache"
 export KILN_CACHE_DIR=$build/kcache
 
@@ -92,13 +108,14 @@ export KILN_CACHE_DIR=$build/kcache
     fi
     command -v nvcc >/dev/null && nvcc --version | tail -n 1 | sed 's/^/nvcc: /'
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    echo "KILN_NCCL_LIBRARY=${KILN_NCCL_LIBRARY:-(unset: libnccl.so.2 from the loader path)}"
 } | tee "$out/machine.txt"
 
 # ---- build ---------------------------------------------------------------------------------
 # timeout runs programs, not shell functions: the build is one bash -c with its arguments
 step build 300 bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release "${@:4}" &&
     cmake --build "$2" -j"$3" --target test_cuda test_cuda_nvrtc bench_cuda test_registry \
-        test_compile_ops test_autodiff test_backend test_gpt' \
+        test_compile_ops test_autodiff test_backend test_gpt test_nccl' \
     build "$root" "$build" "$(nproc)" "${cmake_deps[@]}"
 
 # ---- conformance, then the figures, then the broader suites with the time left ---------
@@ -109,6 +126,13 @@ if [ -x "$build/test_cuda" ]; then
     step conformance 180 "$build/test_cuda"
 else
     summary+=("NOT RUN  the conformance tests (the build did not make test_cuda)")
+fi
+if [ -x "$build/test_nccl" ]; then
+    # one rank on cuda:0 (NCCL puts one rank on a GPU): load, init, all-reduce on the
+    # compute stream between kernels, destroy; SKIP says why when libnccl is not found
+    step nccl_one_rank 60 "$build/test_nccl"
+else
+    summary+=("NOT RUN  nccl_one_rank (the build did not make test_nccl)")
 fi
 if [ -x "$build/bench_cuda" ]; then
     step bench 150 "$build/bench_cuda"
@@ -137,7 +161,7 @@ if [ -f "$out/conformance.log" ]; then
     grep '^FAIL' "$out/conformance.log" | head -n 40 | while IFS= read -r l; do note "  $l"; done
 fi
 for t in registry_all_devices compile_ops_all_devices autodiff_all_devices gpt_all_devices \
-    nvrtc_sm90; do
+    nvrtc_sm90 nccl_one_rank; do
     [ -f "$out/$t.log" ] && note "$t: $(grep -E 'passed, [0-9]+ failed' "$out/$t.log" | tail -n 1)"
 done
 if [ -f "$out/bench.log" ]; then

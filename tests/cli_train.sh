@@ -105,6 +105,8 @@ fi
 expect 2 "--batch (2) must split evenly over --devices (3)" -- train $tiny --devices 3
 expect 2 "--devices: '0' is not a valid value" -- train --devices 0
 expect 2 "--devices and --mpi exclude each other" -- train --devices 2 --mpi
+expect 2 "--device: 'gpu' is neither cpu nor cuda" -- train --device gpu
+expect 1 "--device cuda: " -- train $tiny --devices 64 --batch 64 --device cuda
 if ! "$KILN" train $tiny --devices 2 --steps 2 --eval-every 0 --out "$dir/dp" >"$dir/dp.out" 2>&1 ||
     ! grep -q "data parallel over 2 CPU devices (batch 1 per rank)" "$dir/dp.out" ||
     [ ! -s "$dir/dp/model.safetensors" ]; then

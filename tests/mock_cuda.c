@@ -7,18 +7,27 @@
  * Device memory is mmap'd with MAP_NORESERVE, so "preallocating" 75% of the pretend 8 GiB
  * device costs nothing until touched. Every object made is counted; mock_cuda_live()
  * tells the test whether the backend released everything. KILN_MOCK_CUDA_FAIL=<name>
- * makes that entry point fail (cuInit, cuDevicePrimaryCtxRetain, cuMemAlloc). Test code:
- * single-threaded use, plain counters. */
+ * makes that entry point fail (cuInit, cuDevicePrimaryCtxRetain, cuMemAlloc), and
+ * KILN_MOCK_CUDA_DEVICES=N pretends N devices (default 1) that share the 8 GiB.
+ *
+ * For tests/mock_nccl.c, which stands in for NCCL over this "device" memory: a stream can
+ * be held (mock_cuda_stream_hold) while a collective enqueued on it has not completed;
+ * cuStreamQuery then says CUDA_ERROR_NOT_READY and cuStreamSynchronize waits (at most 30 s,
+ * then fails, where a real driver would wait for ever), and mock_cuda_owns says whether a
+ * pointer is device memory. The counters are guarded by one mutex: the ranks of a group
+ * use the mock from several threads. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 #define TOTAL ((size_t)8 << 30)
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t released = PTHREAD_COND_INITIALIZER; /* a stream's hold went to 0 */
 static long live_objects, live_retains, launches;
 static size_t used;
 
@@ -41,6 +50,39 @@ long mock_cuda_live(void) {
 long mock_cuda_launches(void);
 long mock_cuda_launches(void) {
     return launches;
+}
+
+/* A stream object: its first word counts the collectives enqueued on it and not done. */
+typedef struct mstream {
+    long hold;
+    long pad;
+} mstream;
+
+void mock_cuda_stream_hold(void *s, long delta);
+void mock_cuda_stream_hold(void *s, long delta) {
+    pthread_mutex_lock(&mu);
+    ((mstream *)s)->hold += delta;
+    if (((mstream *)s)->hold <= 0) {
+        ((mstream *)s)->hold = 0;
+        pthread_cond_broadcast(&released);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+int mock_cuda_owns(const void *p, size_t n);
+int mock_cuda_owns(const void *p, size_t n) {
+    int yes = 0;
+    pthread_mutex_lock(&mu);
+    for (region *r = regions; r && !yes; r = r->next)
+        yes = (const char *)p >= (char *)r->p && (const char *)p + n <= (char *)r->p + r->n;
+    pthread_mutex_unlock(&mu);
+    return yes;
+}
+
+static int device_count(void) {
+    const char *v = getenv("KILN_MOCK_CUDA_DEVICES");
+    int n = v ? atoi(v) : 1;
+    return n > 0 ? n : 1;
 }
 
 #define API __attribute__((visibility("default")))
@@ -68,13 +110,13 @@ API CUresult cuGetErrorString(CUresult e, const char **s) {
 }
 API CUresult cuDeviceGetCount(int *n);
 API CUresult cuDeviceGetCount(int *n) {
-    *n = 1;
+    *n = device_count();
     return 0;
 }
 API CUresult cuDeviceGet(int *d, int i);
 API CUresult cuDeviceGet(int *d, int i) {
     *d = i;
-    return i == 0 ? 0 : 101;
+    return i >= 0 && i < device_count() ? 0 : 101;
 }
 API CUresult cuDeviceGetName(char *name, int len, int d);
 API CUresult cuDeviceGetName(char *name, int len, int d) {
@@ -99,13 +141,17 @@ API CUresult cuDevicePrimaryCtxRetain(void **c, int d) {
     (void)d;
     if (failing("cuDevicePrimaryCtxRetain")) return 2;
     *c = (void *)&live_retains;
+    pthread_mutex_lock(&mu);
     live_retains++;
+    pthread_mutex_unlock(&mu);
     return 0;
 }
 API CUresult cuDevicePrimaryCtxRelease_v2(int d);
 API CUresult cuDevicePrimaryCtxRelease_v2(int d) {
     (void)d;
+    pthread_mutex_lock(&mu);
     live_retains--;
+    pthread_mutex_unlock(&mu);
     return 0;
 }
 API CUresult cuCtxSetCurrent(void *c);
@@ -121,7 +167,11 @@ API CUresult cuMemGetInfo_v2(size_t *f, size_t *t) {
 }
 API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n);
 API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
-    if (failing("cuMemAlloc") || n > TOTAL - used) return 2;
+    if (failing("cuMemAlloc")) return 2;
+    pthread_mutex_lock(&mu);
+    int full = n > TOTAL - used;
+    pthread_mutex_unlock(&mu);
+    if (full) return 2;
     void *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     region *r = malloc(sizeof *r);
@@ -164,13 +214,17 @@ API CUresult cuMemHostAlloc(void **p, size_t n, unsigned f);
 API CUresult cuMemHostAlloc(void **p, size_t n, unsigned f) {
     (void)f;
     *p = malloc(n);
+    pthread_mutex_lock(&mu);
     live_objects += *p != NULL;
+    pthread_mutex_unlock(&mu);
     return *p ? 0 : 2;
 }
 API CUresult cuMemFreeHost(void *p);
 API CUresult cuMemFreeHost(void *p) {
     free(p);
+    pthread_mutex_lock(&mu);
     live_objects--;
+    pthread_mutex_unlock(&mu);
     return 0;
 }
 API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st);
@@ -205,14 +259,18 @@ API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st)
     return 0;
 }
 static CUresult make(void **o) {
-    *o = malloc(16);
+    *o = calloc(1, sizeof(mstream));
+    pthread_mutex_lock(&mu);
     live_objects += *o != NULL;
+    pthread_mutex_unlock(&mu);
     return *o ? 0 : 2;
 }
 static CUresult unmake(void *o) {
     if (!o) return 400; /* CUDA_ERROR_INVALID_HANDLE */
     free(o);
+    pthread_mutex_lock(&mu);
     live_objects--;
+    pthread_mutex_unlock(&mu);
     return 0;
 }
 API CUresult cuStreamCreate(void **s, unsigned f);
@@ -226,7 +284,24 @@ API CUresult cuStreamDestroy_v2(void *s) {
 }
 API CUresult cuStreamSynchronize(void *s);
 API CUresult cuStreamSynchronize(void *s) {
-    return s ? 0 : 400;
+    if (!s) return 400;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 30;
+    int rc = 0;
+    pthread_mutex_lock(&mu);
+    while (((mstream *)s)->hold > 0 && rc == 0) rc = pthread_cond_timedwait(&released, &mu, &dl);
+    int held = ((mstream *)s)->hold > 0;
+    pthread_mutex_unlock(&mu);
+    return held ? 999 : 0; /* CUDA_ERROR_UNKNOWN: a real driver would wait for ever */
+}
+API CUresult cuStreamQuery(void *s);
+API CUresult cuStreamQuery(void *s) {
+    if (!s) return 400;
+    pthread_mutex_lock(&mu);
+    int held = ((mstream *)s)->hold > 0;
+    pthread_mutex_unlock(&mu);
+    return held ? 600 : 0; /* CUDA_ERROR_NOT_READY */
 }
 API CUresult cuStreamWaitEvent(void *s, void *e, unsigned f);
 API CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
@@ -283,7 +358,9 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
     (void)sh, (void)extra;
     if (!f || !s || !params || !gx || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1)
         return 1;
+    pthread_mutex_lock(&mu);
     launches++;
+    pthread_mutex_unlock(&mu);
     return 0;
 }
 

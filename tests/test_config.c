@@ -13,7 +13,7 @@ static const char *const vars[] = {"KILN_ALLOCATOR",    "KILN_PREALLOCATE",     
                                    "KILN_MEMORY_LIMIT", "KILN_NUM_THREADS",     "KILN_CACHE_DIR",
                                    "KILN_ALLOC_TRACE",  "KILN_CACHE_MAX_BYTES", "KILN_CC",
                                    "KILN_CC_FLAGS",     "KILN_VERIFY_PASSES",   "KILN_DUMP",
-                                   "KILN_BLAS"};
+                                   "KILN_BLAS",         "KILN_NCCL_LIBRARY"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -97,10 +97,12 @@ static void test_bad_options(void) {
     char long_path[1100];
     memset(long_path, 'x', sizeof long_path - 1);
     long_path[sizeof long_path - 1] = 0;
-    static const char *const fields[] = {"cache_dir", "cc", "cc_flags", "alloc_trace", "dump_dir"};
-    for (int i = 0; i < 5; i++) {
+    static const char *const fields[] = {"cache_dir",   "cc",       "cc_flags",
+                                         "alloc_trace", "dump_dir", "nccl_library"};
+    for (int i = 0; i < 6; i++) {
         o = (kiln_context_options){0};
-        const char **f[] = {&o.cache_dir, &o.cc, &o.cc_flags, &o.alloc_trace, &o.dump_dir};
+        const char **f[] = {&o.cache_dir,   &o.cc,       &o.cc_flags,
+                            &o.alloc_trace, &o.dump_dir, &o.nccl_library};
         *f[i] = long_path;
         CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_CONFIG);
         CHECK(ctx == NULL);
@@ -133,6 +135,7 @@ static void test_option_fields(void) {
     kiln_context_options o = {.cc = "/bin/sh",
                               .cc_flags = "-fno-math-errno",
                               .dump_dir = "/tmp/kiln-dump-opt",
+                              .nccl_library = "/opt/nccl/libnccl.so.2",
                               .cache_max_bytes = 5 << 20,
                               .verify_passes = true,
                               .blas = KILN_BLAS_KILN};
@@ -148,6 +151,9 @@ static void test_option_fields(void) {
 
     c = config_with("KILN_DUMP", "/tmp/kiln-dump-env", &o);
     CHECK(!strcmp(c.dump_dir, "/tmp/kiln-dump-env"));
+    CHECK(!strcmp(c.nccl_library, "/opt/nccl/libnccl.so.2"));
+    c = config_with("KILN_NCCL_LIBRARY", "libnccl.so.2.27", &o);
+    CHECK(!strcmp(c.nccl_library, "libnccl.so.2.27"));
     c = config_with("KILN_CC", "sh", &o);
     CHECK(!strcmp(c.cc, "sh"));
     c = config_with("KILN_CC_FLAGS", "-O1", &o);

@@ -53,7 +53,9 @@ static const char train_usage[] =
     "  --no-summary         leave the summary out of the output (it is still written to\n"
     "                       DIR/summary.txt)\n"
     "data parallel (docs/scaling.md): --batch is the global batch, split over the ranks\n"
-    "  --devices N          N replicas in this process, one CPU device and thread each\n"
+    "  --devices N          N replicas in this process, one device and thread each\n"
+    "  --device cpu|cuda    what the replicas run on (cpu): cuda puts rank r on GPU cuda:r\n"
+    "                       (cuda:(r mod GPUs) under MPI) and all-reduces over NCCL\n"
     "  --mpi                one replica per MPI process (implied under mpirun -np N > 1)\n"
     "  --comm-timeout X     a rank that waits X seconds for the others fails (60)\n"
     "  --check-every N      compare the ranks' parameter hashes every N steps (100)\n"
@@ -236,26 +238,30 @@ static void *replica_main(void *p) {
     return NULL;
 }
 
-/* --devices N: N replicas in this process, rank r on CPU device r; rank 0 prints and
- * writes. The first error is rank 0's if it failed, else the first failing rank's. */
+/* --devices N: N replicas in this process, rank r on CPU device r (local communicator) or,
+ * given gpus, on GPU gpus[r] (NCCL); rank 0 prints and writes. The first error is rank 0's
+ * if it failed, else the first failing rank's. */
 static kiln_status train_devices(kiln_context *ctx, const gpt_train_options *o, int n,
-                                 double timeout, gpt_train_result *res, char *err) {
+                                 double timeout, const int *gpus, gpt_train_result *res,
+                                 char *err) {
     kiln_comm *comms[64] = {0};
     replica *x = calloc((size_t)n, sizeof *x);
     pthread_t th[64];
-    kiln_status st = x ? kiln_comm_create_local(ctx, n, timeout, comms) : KILN_STATUS_HOST_OOM;
+    kiln_status st = !x     ? KILN_STATUS_HOST_OOM
+                     : gpus ? kiln_comm_create_nccl(ctx, n, gpus, timeout, comms)
+                            : kiln_comm_create_local(ctx, n, timeout, comms);
     if (st) {
         snprintf(err, GPT_ERR_SIZE, "%s", x ? kiln_last_error(ctx) : "out of host memory");
         free(x);
         return st;
     }
-    print_recipe(o, n, "CPU devices");
+    print_recipe(o, n, gpus ? "GPUs over NCCL" : "CPU devices");
     int started = 0;
     for (int i = 0; i < n; i++) {
         x[i].ctx = ctx;
         x[i].o = *o;
         x[i].o.comm = comms[i];
-        x[i].o.device = i;
+        x[i].o.device = gpus ? gpus[i] : i;
         x[i].o.progress = i ? NULL : stdout;
         if (pthread_create(&th[i], NULL, replica_main, &x[i])) break;
         started++;
@@ -279,7 +285,7 @@ int kiln_tool_train(int argc, char **argv) {
     gpt_train_defaults(&o);
     long long threads = 0, devices = 1;
     double timeout = 60, bucket_mb = -1;
-    const char *budget = NULL;
+    const char *budget = NULL, *device = "cpu";
     bool no_summary = false, mpi = false;
     char err[GPT_ERR_SIZE];
 
@@ -332,8 +338,8 @@ int kiln_tool_train(int argc, char **argv) {
             {"--warmup", 0, INT_MAX},     {"--seed", 0, LLONG_MAX},     {"--threads", 1, 4096},
             {"--eval-every", 0, INT_MAX}, {"--save-every", 0, INT_MAX}, {"--devices", 1, 64},
             {"--check-every", 0, INT_MAX}};
-        static const char *const strs[] = {"--data", "--out",     "--resume",
-                                           "--init", "--batches", "--memory-budget"};
+        static const char *const strs[] = {"--data",    "--out",           "--resume", "--init",
+                                           "--batches", "--memory-budget", "--device"};
         static const char *const dbls[] = {"--lr", "--weight-decay", "--clip", "--comm-timeout",
                                            "--bucket-mb"};
         int which = -1, kind = 0;
@@ -351,7 +357,7 @@ int kiln_tool_train(int argc, char **argv) {
                 "--save-every",   "--data",        "--out",           "--resume",
                 "--init",         "--batches",     "--memory-budget", "--lr",
                 "--weight-decay", "--clip",        "--devices",       "--mpi",
-                "--comm-timeout", "--check-every", "--bucket-mb"};
+                "--comm-timeout", "--check-every", "--bucket-mb",     "--device"};
             return unknown_flag("train", argv[it.i], f, all, sizeof all / sizeof all[0]);
         }
         const char *v = value_of(&it);
@@ -379,7 +385,8 @@ int kiln_tool_train(int argc, char **argv) {
             else
                 devices = x;
         } else if (kind == 2) {
-            const char **dst[] = {&o.data, &o.out_dir, &o.resume, &o.init, &o.batches, &budget};
+            const char **dst[] = {&o.data,    &o.out_dir, &o.resume, &o.init,
+                                  &o.batches, &budget,    &device};
             *dst[which] = v;
         } else {
             double *dst[] = {&o.lr, &o.weight_decay, &o.clip, &timeout, &bucket_mb};
@@ -419,9 +426,25 @@ int kiln_tool_train(int argc, char **argv) {
                 o.batch, devices);
         return 2;
     }
+    bool cuda = !strcmp(device, "cuda");
+    if (!cuda && strcmp(device, "cpu"))
+        return usage_error("train", "--device: '%s' is neither cpu nor cuda%s", device, "");
     if (bucket_mb >= 0) o.bucket_bytes = bucket_mb > 0 ? (int64_t)(bucket_mb * 1048576) : -1;
-    kiln_context *ctx = make_context("train", (int)threads, (int)devices);
+    kiln_context *ctx = make_context("train", (int)threads, cuda ? 1 : (int)devices);
     if (!ctx) return 1;
+    int gpus[64], n_gpus = 0;
+    for (int i = 0; cuda && i < kiln_device_count(ctx) && n_gpus < 64; i++)
+        if (!strncmp(kiln_device_name(ctx, i), "cuda:", 5)) gpus[n_gpus++] = i;
+    if (cuda && n_gpus < (mpi ? 1 : devices)) {
+        kiln_array *none = NULL; /* asking for the missing device gets the reason it is missing */
+        int64_t one = 1;
+        if (!n_gpus)
+            kiln_array_create_on(ctx, kiln_device_count(ctx), KILN_DTYPE_F32, 1, &one, NULL, &none);
+        fprintf(stderr, "kiln train: --device cuda: %d GPU(s) here, %lld wanted%s%s\n", n_gpus,
+                mpi ? 1 : devices, n_gpus ? "" : ": ", n_gpus ? "" : kiln_last_error(ctx));
+        kiln_context_destroy(ctx);
+        return 1;
+    }
     struct sigaction sa = {0}, old;
     sa.sa_handler = on_sigint;
     sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills as usual */
@@ -439,20 +462,34 @@ int kiln_tool_train(int argc, char **argv) {
             kiln_context_destroy(ctx);
             return 1;
         }
-        o.comm = comm;
         int rank = kiln_comm_get_rank(comm);
+        kiln_comm *nccl = NULL; /* --device cuda: gradients over NCCL, MPI carried its id */
+        if (cuda &&
+            (st = kiln_comm_create_nccl_rank(ctx, comm, gpus[rank % n_gpus], timeout, &nccl))) {
+            fprintf(stderr, "kiln train: rank %d: --device cuda: %s\n", rank, kiln_last_error(ctx));
+            if (kiln_comm_get_size(comm) > 1) kiln_comm_abort(comm, 1);
+            kiln_comm_destroy(comm);
+            kiln_context_destroy(ctx);
+            return 1;
+        }
+        o.comm = nccl ? nccl : comm;
+        o.device = nccl ? gpus[rank % n_gpus] : 0;
         o.progress = rank ? NULL : stdout;
-        if (!rank) print_recipe(&o, kiln_comm_get_size(comm), "MPI processes");
+        if (!rank)
+            print_recipe(&o, kiln_comm_get_size(comm),
+                         nccl ? "MPI processes, GPUs over NCCL" : "MPI processes");
         st = gpt_train(ctx, &o, &r, err);
         if (st) {
             fprintf(stderr, "kiln train: rank %d: %s\n", rank, err);
             /* the other ranks would wait for this one until their timeout: end them now */
             if (kiln_comm_get_size(comm) > 1) kiln_comm_abort(comm, 1);
         }
+        kiln_comm_destroy(nccl);
         kiln_comm_destroy(comm);
     } else if (devices > 1) {
-        st = train_devices(ctx, &o, (int)devices, timeout, &r, err);
+        st = train_devices(ctx, &o, (int)devices, timeout, cuda ? gpus : NULL, &r, err);
     } else {
+        o.device = cuda ? gpus[0] : 0;
         o.progress = stdout;
         print_recipe(&o, 1, NULL);
         st = gpt_train(ctx, &o, &r, err);

@@ -170,6 +170,18 @@ typedef struct kn_backend {
      * Waits for everything launched on the device; a run calls it before handing its
      * outputs back. */
     kiln_status (*synchronize)(void *state, int device);
+
+    /* ---- device collectives (a GPU communicator, src/comm/nccl.c) ---- */
+
+    /* Optional; NULL: the device offers no stream to a communicator. Makes the device
+     * ready and current on the calling thread and gives its compute stream (a CUstream):
+     * a collective enqueued there is ordered after the kernels launched before it and
+     * before those launched after it. Sets ctx's message on failure. */
+    kiln_status (*compute_stream)(void *state, int device, void **stream);
+    /* Required with compute_stream. *done: whether everything queued on the compute stream
+     * so far has finished. Never waits, so a caller can bound a wait for a collective that
+     * never ends (a stalled peer) where synchronize would block. */
+    kiln_status (*stream_done)(void *state, int device, bool *done);
 } kn_backend;
 
 /* The backends compiled into this build, in the order their devices are numbered (the CPU

@@ -43,6 +43,7 @@ typedef struct kn_config {
     kiln_blas blas;           /* KILN_BLAS: the CPU backend's GEMM library */
     bool matmul_tf32;         /* KILN_MATMUL_PRECISION=tf32: GPU f32 products on TF32 cores */
     bool profile;             /* KILN_PROFILE: profile every executable, report at destroy */
+    char nccl_library[1024];  /* KILN_NCCL_LIBRARY; "": libnccl.so.2 */
 } kn_config;
 
 #define KN_MAX_CPU_DEVICES 64

@@ -113,6 +113,7 @@ KN_SAME_CAP(cc);
 KN_SAME_CAP(cc_flags);
 KN_SAME_CAP(alloc_trace);
 KN_SAME_CAP(dump_dir);
+KN_SAME_CAP(nccl_library);
 
 static kiln_status check_options(const kiln_context_options *o, char *err, size_t n) {
     if ((unsigned)o->alloc_mode > KILN_ALLOC_MODE_PLATFORM)
@@ -137,7 +138,8 @@ static kiln_status check_options(const kiln_context_options *o, char *err, size_
                 {"cc", offsetof(kiln_context_options, cc)},
                 {"cc_flags", offsetof(kiln_context_options, cc_flags)},
                 {"alloc_trace", offsetof(kiln_context_options, alloc_trace)},
-                {"dump_dir", offsetof(kiln_context_options, dump_dir)}};
+                {"dump_dir", offsetof(kiln_context_options, dump_dir)},
+                {"nccl_library", offsetof(kiln_context_options, nccl_library)}};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         const char *s = *(const char *const *)((const char *)o + strs[i].offset);
         if (s && strlen(s) >= PATH_CAP) {
@@ -174,7 +176,10 @@ static kiln_status apply_env_strings(kn_config *c, char *err, size_t n) {
         (s = env_str(c->cache_dir, "KILN_CACHE_DIR", "a path shorter than 1024 bytes", err, n)) ||
         (s = env_str(c->alloc_trace, "KILN_ALLOC_TRACE", "a path shorter than 1024 bytes", err,
                      n)) ||
-        (s = env_str(c->dump_dir, "KILN_DUMP", "a directory path shorter than 1024 bytes", err, n)))
+        (s = env_str(c->dump_dir, "KILN_DUMP", "a directory path shorter than 1024 bytes", err,
+                     n)) ||
+        (s = env_str(c->nccl_library, "KILN_NCCL_LIBRARY", "a path shorter than 1024 bytes", err,
+                     n)))
         return s;
     return KILN_STATUS_OK;
 }
@@ -308,6 +313,8 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
     if (o->cc_flags) snprintf(cfg->cc_flags, sizeof cfg->cc_flags, "%s", o->cc_flags);
     if (o->alloc_trace) snprintf(cfg->alloc_trace, sizeof cfg->alloc_trace, "%s", o->alloc_trace);
     if (o->dump_dir) snprintf(cfg->dump_dir, sizeof cfg->dump_dir, "%s", o->dump_dir);
+    if (o->nccl_library)
+        snprintf(cfg->nccl_library, sizeof cfg->nccl_library, "%s", o->nccl_library);
     if (!o->ignore_environment && (s = apply_env(cfg, err, err_size))) return s;
     if (cfg->mem_fraction == 0) cfg->mem_fraction = 0.75;
     if (cfg->cpu_devices == 0) cfg->cpu_devices = 1;

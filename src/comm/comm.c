@@ -1,6 +1,8 @@
 /* comm.c — the public communicator API over the transports' tables (comm.h): argument
- * checks, the MEAN division, call numbering, timing and the refusal after a failure. */
+ * checks, the MEAN division, call numbering, timing and the refusal after a failure, and
+ * the routing of a program's collective on device memory to a device transport. */
 #include "comm.h"
+#include "backend/device.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -83,6 +85,51 @@ kiln_status comm_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, cons
     return KILN_STATUS_OK;
 }
 
+kiln_status comm_all_reduce_on(kiln_context *ctx, kiln_comm *c, kn_device *dev, kiln_dtype t,
+                               kiln_reduce_kind k, const void *send, void *recv, size_t count,
+                               const char *node) {
+    size_t bytes = count * kiln_dtype_itemsize(t);
+    if (!c || (c->size == 1 && !c->ops->all_reduce_device)) /* one replica: a copy */
+        return bytes && recv != send ? device_copy(ctx, dev, recv, dev, send, bytes)
+                                     : KILN_STATUS_OK;
+    if (!c->ops->all_reduce_device)
+        return ctx_error(ctx, KILN_STATUS_UNIMPLEMENTED,
+                         "all_reduce (%s) on %s: the %s communicator reduces host memory, and "
+                         "the host cannot address %s's buffers (kiln_comm_create_nccl makes a "
+                         "communicator for GPUs)",
+                         node, dev->name, c->ops->kind, dev->name);
+    if (c->dev != dev)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "all_reduce (%s): rank %d of the %s communicator is bound to %s, but the "
+                         "program runs on %s",
+                         node, c->rank, c->ops->kind, c->dev ? c->dev->name : "the host",
+                         dev->name);
+    kiln_status s = check_args(c, "all_reduce", t, k, send, recv, (int64_t)count);
+    if (s) return s;
+    char what[160];
+    snprintf(what, sizeof what, "collective #%llu, all_reduce %s of %zu %s (%s)",
+             (unsigned long long)c->calls + 1, kind_name(k), count, kiln_dtype_name(t), node);
+    double t0 = comm_now();
+    if ((s = c->ops->all_reduce_device(c, t, k, send, recv, count, what))) {
+        c->failed = true;
+        return s;
+    }
+    c->calls++;
+    c->bytes += bytes;
+    c->seconds += comm_now() - t0;
+    return KILN_STATUS_OK;
+}
+
+kiln_status comm_wait_on(kiln_comm *c, kn_device *dev, const char *name) {
+    if (!c || !c->ops->wait_device || c->dev != dev) return KILN_STATUS_OK;
+    char what[160];
+    snprintf(what, sizeof what, "waiting for collective #%llu of '%s'",
+             (unsigned long long)c->calls, name);
+    kiln_status s = c->ops->wait_device(c, what);
+    if (s) c->failed = true;
+    return s;
+}
+
 /* --------------------------------------------------------------- public ---- */
 
 kiln_status kiln_comm_create_local(kiln_context *ctx, int size, double timeout_s,
@@ -127,6 +174,59 @@ kiln_status kiln_comm_create_mpi(kiln_context *ctx, double timeout_s, kiln_comm 
     c->timeout_s = timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S;
     kiln_status s = comm_mpi_open(c);
     if (s) {
+        host_free(ctx, c, sizeof *c);
+        return s;
+    }
+    *out = c;
+    return KILN_STATUS_OK;
+}
+
+static kiln_status check_timeout(kiln_context *ctx, const char *op, double timeout_s) {
+    if (timeout_s <= 1e9) return KILN_STATUS_OK;
+    return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                     "%s: timeout %g s is not a number of seconds", op, timeout_s);
+}
+
+kiln_status kiln_comm_create_nccl(kiln_context *ctx, int n, const int *devices, double timeout_s,
+                                  kiln_comm **comms) {
+    const char *op = "kiln_comm_create_nccl";
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!comms || !devices)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", op,
+                         comms ? "devices" : "comms");
+    if (n < 1 || n > KN_MAX_DEVICES)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: n %d is outside [1, %d]", op, n,
+                         KN_MAX_DEVICES);
+    kiln_status s = check_timeout(ctx, op, timeout_s);
+    if (s) return s;
+    for (int i = 0; i < n; i++) comms[i] = NULL;
+    return comm_nccl_group(ctx, n, devices, timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S,
+                           comms);
+}
+
+kiln_status kiln_comm_create_nccl_rank(kiln_context *ctx, kiln_comm *boot, int device,
+                                       double timeout_s, kiln_comm **out) {
+    const char *op = "kiln_comm_create_nccl_rank";
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!out || !boot)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", op,
+                         out ? "boot" : "out");
+    *out = NULL;
+    if (boot->ctx != ctx)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: the bootstrap communicator belongs to another context", op);
+    if (boot->dev)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: the bootstrap communicator must be a host one (mpi or local), not "
+                         "%s",
+                         op, boot->ops->kind);
+    kiln_status s = check_timeout(ctx, op, timeout_s);
+    if (s) return s;
+    kiln_comm *c = host_calloc(ctx, 1, sizeof *c);
+    if (!c) return ctx_oom(ctx, op, sizeof *c);
+    c->ctx = ctx;
+    c->timeout_s = timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S;
+    if ((s = comm_nccl_rank(c, boot, device))) {
         host_free(ctx, c, sizeof *c);
         return s;
     }

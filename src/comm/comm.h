@@ -2,11 +2,13 @@
  *
  * The interface is a table of function pointers (kn_comm_ops), as the backends are, so a
  * transport is one more table: local.c (threads of one process, one CPU device each),
- * mpi.c (processes, MPI_COMM_WORLD; only when CMake found MPI), and NCCL later (GPUs,
- * dlopen'd like the rest of CUDA; docs/scaling.md says what it needs). An implementation
- * reduces with SUM or MAX only; MEAN is SUM then a division here, so every transport gives
- * the same mean. Buffers are host-addressable (a CPU device's memory); a GPU transport
- * would take device pointers and a stream instead.
+ * mpi.c (processes, MPI_COMM_WORLD; only when CMake found MPI) and nccl.c (GPUs, one rank
+ * per GPU, libnccl dlopen'd like the rest of CUDA). A host transport reduces with SUM or
+ * MAX only; MEAN is SUM then a division here, so every host transport gives the same mean.
+ * Host buffers are host-addressable (a CPU device's memory). A device transport (NCCL) is
+ * bound to one device (`dev`) and also reduces that device's memory: all_reduce_device
+ * enqueues on the device's compute stream and returns, and wait_device is where a run
+ * that enqueued collectives waits, bounded by the group's timeout.
  *
  * Invariants: every rank of a group calls the same collectives in the same order with the
  * same dtype, count and reduction (a mismatch that the transport can see is an error on
@@ -17,8 +19,10 @@
 
 #include "base/base.h"
 
+struct kn_device;
+
 typedef struct kn_comm_ops {
-    const char *kind; /* "local", "mpi" */
+    const char *kind; /* "local", "mpi", "nccl" */
     /* recv = reduction (KILN_REDUCE_SUM or _MAX) of send over the ranks; `what` names the
      * call for messages ("collective #3, all_reduce f32[128] sum"). */
     kiln_status (*all_reduce)(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
@@ -26,6 +30,15 @@ typedef struct kn_comm_ops {
     kiln_status (*barrier)(kiln_comm *c, const char *what);
     void (*abort)(kiln_comm *c, int code);
     void (*destroy)(kiln_comm *c); /* frees impl (not c) */
+    /* Optional (a device transport); NULL: host memory only. recv = reduction (SUM, MAX or
+     * MEAN) of send, `count` elements at device pointers of c->dev, enqueued on its compute
+     * stream after the work queued there; returns once enqueued. */
+    kiln_status (*all_reduce_device)(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k,
+                                     const void *send, void *recv, size_t count, const char *what);
+    /* Required with all_reduce_device: returns once the work queued on c->dev's compute
+     * stream has finished; KILN_STATUS_TIMEOUT after the group's timeout (the group is then
+     * aborted), a transport error as soon as the transport reports one. */
+    kiln_status (*wait_device)(kiln_comm *c, const char *what);
 } kn_comm_ops;
 
 struct kiln_comm {
@@ -34,10 +47,11 @@ struct kiln_comm {
     void *impl;
     int rank, size;
     double timeout_s;
-    bool failed;    /* a call failed: later ones are refused */
-    uint64_t calls; /* collectives made, numbering them in messages */
-    uint64_t bytes; /* bytes reduced (this rank's send size, summed) */
-    double seconds; /* wall time inside collectives */
+    bool failed;           /* a call failed: later ones are refused */
+    uint64_t calls;        /* collectives made, numbering them in messages */
+    uint64_t bytes;        /* bytes reduced (this rank's send size, summed) */
+    double seconds;        /* wall time inside collectives (a device collective's: to enqueue) */
+    struct kn_device *dev; /* a device transport's device; NULL: a host transport */
 };
 
 /* The timeout used when none is given. */
@@ -48,10 +62,28 @@ struct kiln_comm {
 kiln_status comm_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
                             void *recv, size_t count, const char *node);
 
+/* A collective of a running program on a device whose memory the host cannot address
+ * (dev's backend has copy_h2d): enqueued on dev by c's device transport; c NULL (or a host
+ * transport of one rank): a device copy. Sets the message naming the transport when c
+ * cannot reduce device memory. */
+kiln_status comm_all_reduce_on(kiln_context *ctx, kiln_comm *c, struct kn_device *dev, kiln_dtype t,
+                               kiln_reduce_kind k, const void *send, void *recv, size_t count,
+                               const char *node);
+/* After a run of program `name` enqueued collectives on dev: waits for them through the
+ * device transport (bounded by the group's timeout); KILN_STATUS_OK at once for a host
+ * transport. */
+kiln_status comm_wait_on(kiln_comm *c, struct kn_device *dev, const char *name);
+
 /* The transports' constructors: fill c (rank, size, ops, impl) or set a message. */
 kiln_status comm_local_group(kiln_context *ctx, int size, double timeout_s, kiln_comm **comms);
 kiln_status comm_mpi_open(kiln_comm *c);
 bool comm_mpi_built(void);
+/* NCCL (nccl.c): ranks of this process on `devices` (context device ids of GPUs), or one
+ * rank on `device` whose group and rank are those of `boot` (a host communicator that
+ * carries NCCL's unique id). Each fills whole kiln_comm structs (allocated by the caller). */
+kiln_status comm_nccl_group(kiln_context *ctx, int n, const int *devices, double timeout_s,
+                            kiln_comm **comms);
+kiln_status comm_nccl_rank(kiln_comm *c, kiln_comm *boot, int device);
 
 /* Seconds on the monotonic clock. */
 double comm_now(void);

@@ -176,29 +176,38 @@ static kiln_status upload_constants(kiln_executable *e) {
     return s;
 }
 
-/* Checks donate_argnums against the parameters and keeps them as a per-parameter mask. */
-/* The communicator must belong to this context, and the transports reduce host-addressable
- * memory: a device whose memory the host cannot address (a GPU) needs a device transport
- * (NCCL), which does not exist yet. */
+/* The communicator must belong to this context. A device whose memory the host cannot
+ * address (a GPU) needs a device transport bound to it (NCCL) once there is more than one
+ * replica; a device transport runs only on its own device. */
 static kiln_status check_comm(const kiln_executable *e) {
     const kiln_comm *c = e->comm;
     if (!c) return KILN_STATUS_OK;
     if (c->ctx != e->ctx)
         return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_compile: kiln_compile_options.comm belongs to another context");
-    if (c->size == 1 || !e->dev->backend->copy_h2d) return KILN_STATUS_OK;
-    for (uint32_t id = 1; id < e->g->n_nodes; id++)
-        if (ir_ops[e->g->nodes[id].op].kind == IRK_COLLECTIVE)
-            return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
-                             "kiln_compile: %%%u (%s) of '%s' would run over the %s communicator "
-                             "on %s, whose memory the host cannot address; collectives on GPUs "
-                             "need the NCCL transport, which kiln does not have yet "
-                             "(docs/scaling.md)",
-                             id, ir_ops[e->g->nodes[id].op].name, e->g->name, c->ops->kind,
-                             e->dev->name);
+    bool device_memory = e->dev->backend->copy_h2d != NULL;
+    if (!c->dev && (c->size == 1 || !device_memory)) return KILN_STATUS_OK;
+    if (c->dev == e->dev) return KILN_STATUS_OK;
+    for (uint32_t id = 1; id < e->g->n_nodes; id++) {
+        if (ir_ops[e->g->nodes[id].op].kind != IRK_COLLECTIVE) continue;
+        if (c->dev)
+            return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                             "kiln_compile: %%%u (%s) of '%s' would run over rank %d of the %s "
+                             "communicator, which is bound to %s, but the program is compiled "
+                             "for %s (kiln_compile_options.device)",
+                             id, ir_ops[e->g->nodes[id].op].name, e->g->name, c->rank, c->ops->kind,
+                             c->dev->name, e->dev->name);
+        return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
+                         "kiln_compile: %%%u (%s) of '%s' would run over the %s communicator on "
+                         "%s, whose memory the host cannot address; collectives on GPUs need an "
+                         "NCCL communicator (kiln_comm_create_nccl, docs/scaling.md)",
+                         id, ir_ops[e->g->nodes[id].op].name, e->g->name, c->ops->kind,
+                         e->dev->name);
+    }
     return KILN_STATUS_OK;
 }
 
+/* Checks donate_argnums against the parameters and keeps them as a per-parameter mask. */
 static kiln_status take_donations(kiln_executable *e, const kiln_compile_options *o) {
     const kiln_graph *g = e->g;
     if (o->n_donate < 0 || (o->n_donate && !o->donate_argnums))

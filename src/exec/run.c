@@ -106,7 +106,9 @@ static kiln_status run_scatter(run_state *r, uint32_t ki) {
 
 /* A collective: the communicator reduces the operand's buffer into the result's (out of
  * place; the planner keeps both alive across the step). Every replica runs the same plan,
- * so every replica reaches its collectives in the same order. */
+ * so every replica reaches its collectives in the same order. On a device whose memory the
+ * host cannot address (a GPU) the communicator's device transport enqueues it between the
+ * kernels, and run_kernels waits for it (comm_wait_on) before the device is synchronised. */
 static kiln_status run_collective(run_state *r, uint32_t ki) {
     const kiln_executable *e = r->e;
     uint32_t id = e->plan.kernels[ki].roots[0];
@@ -115,8 +117,12 @@ static kiln_status run_collective(run_state *r, uint32_t ki) {
     ir_shape_numel(&n->shape, &count);
     char node[96];
     snprintf(node, sizeof node, "%%%u of '%.40s'", id, e->g->name);
-    return comm_all_reduce(e->comm, n->dtype, (kiln_reduce_kind)n->a.reduce_kind,
-                           r->buf[view_base(e, ir_in(n)[0])], r->buf[id], (size_t)count, node);
+    const void *send = r->buf[view_base(e, ir_in(n)[0])];
+    kiln_reduce_kind k = (kiln_reduce_kind)n->a.reduce_kind;
+    if (e->dev->backend->copy_h2d)
+        return comm_all_reduce_on(e->ctx, e->comm, e->dev, n->dtype, k, send, r->buf[id],
+                                  (size_t)count, node);
+    return comm_all_reduce(e->comm, n->dtype, k, send, r->buf[id], (size_t)count, node);
 }
 
 /* ------------------------------------------------------------ buffers ---- */
@@ -316,6 +322,7 @@ static kiln_status run_kernels(run_state *r) {
     kiln_executable *pe =
         atomic_load_explicit(&e->profiling, memory_order_acquire) ? (kiln_executable *)e : NULL;
     uint64_t t_run = pe ? exec_profile_now_ns() : 0;
+    bool collectives = false; /* enqueued on the device: waited for with the group's timeout */
     for (uint32_t step = 0; step < e->mem.n_kernels && !s; step++) {
         uint32_t ki = e->mem.order[step];
         uint64_t t0 = pe ? exec_profile_now_ns() : 0;
@@ -323,11 +330,16 @@ static kiln_status run_kernels(run_state *r) {
         case FK_LOOP: s = run_loop(r, ki); break;
         case FK_DOT: s = run_dot(r, ki); break;
         case FK_SCATTER: s = run_scatter(r, ki); break;
-        case FK_COLLECTIVE: s = run_collective(r, ki); break;
+        case FK_COLLECTIVE:
+            s = run_collective(r, ki);
+            collectives = true;
+            break;
         }
+        if (pe && !s && collectives) s = comm_wait_on(e->comm, e->dev, e->g->name);
         if (pe && !s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
         if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0);
     }
+    if (!s && collectives) s = comm_wait_on(e->comm, e->dev, e->g->name);
     if (!s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
     if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run);
     return s;

@@ -82,6 +82,7 @@ bool cu_driver_load(cu_driver *d, char *why, size_t m) {
         S(cu_driver, cuStreamCreate, "cuStreamCreate"),
         S(cu_driver, cuStreamDestroy, "cuStreamDestroy_v2"),
         S(cu_driver, cuStreamSynchronize, "cuStreamSynchronize"),
+        S(cu_driver, cuStreamQuery, "cuStreamQuery"),
         S(cu_driver, cuStreamWaitEvent, "cuStreamWaitEvent"),
         S(cu_driver, cuEventCreate, "cuEventCreate"),
         S(cu_driver, cuEventDestroy, "cuEventDestroy_v2"),

@@ -26,6 +26,7 @@ typedef int CUresult; /* CUDA_SUCCESS = 0 */
 #define CUDA_ERROR_NOT_INITIALIZED 3
 #define CUDA_ERROR_NO_DEVICE       100
 #define CUDA_ERROR_NOT_FOUND       500
+#define CUDA_ERROR_NOT_READY       600
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2 on 64-bit hosts */
 typedef struct CUctx_st *CUcontext;
@@ -78,6 +79,7 @@ typedef struct cu_driver {
     CUresult (*cuStreamCreate)(CUstream *s, unsigned flags);
     CUresult (*cuStreamDestroy)(CUstream s); /* _v2 */
     CUresult (*cuStreamSynchronize)(CUstream s);
+    CUresult (*cuStreamQuery)(CUstream s); /* CUDA_ERROR_NOT_READY: work still queued */
     CUresult (*cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags);
     CUresult (*cuEventCreate)(CUevent *e, unsigned flags);
     CUresult (*cuEventDestroy)(CUevent e); /* _v2 */

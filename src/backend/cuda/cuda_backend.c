@@ -13,8 +13,11 @@
  * the copy stream wait for everything already on the compute stream and then makes the
  * compute stream wait for the copy, with events: every slot's work is ordered as if on one
  * stream while the host goes on. launch returns once the kernel is queued; synchronize
- * waits for both streams. A host->device copy returns once the source is staged (the
- * caller may reuse it); a device->host copy returns with the bytes in place.
+ * waits for both streams. A communicator's collective (src/comm/nccl.c) is enqueued on the
+ * compute stream too (compute_stream), and the run waits for it with stream_done, which
+ * never blocks, so a collective whose peer stalls can be given up at a deadline. A host->device
+ * copy returns once the source is staged (the caller may reuse it); a device->host copy returns
+ * with the bytes in place.
  *
  * Threads: driver calls are thread-safe when the context is current on the calling
  * thread, which every slot makes so (cuCtxSetCurrent is cheap); lazy set-up and the
@@ -513,6 +516,27 @@ static kiln_status cuda_synchronize(void *state, int device) {
     return KILN_STATUS_OK;
 }
 
+/* ----------------------------------------------------- device collectives ---- */
+
+static kiln_status cuda_compute_stream(void *state, int device, void **stream) {
+    cu_state *st = state;
+    kiln_status s = cu_dev_ready(st, device, "a collective on the device");
+    if (!s) *stream = st->devs[device].compute;
+    return s;
+}
+
+static kiln_status cuda_stream_done(void *state, int device, bool *done) {
+    cu_state *st = state;
+    kiln_status s = cu_dev_ready(st, device, "waiting for a collective");
+    if (s) return s;
+    CUresult e = st->drv.cuStreamQuery(st->devs[device].compute);
+    *done = e == CUDA_SUCCESS;
+    /* a kernel's fault surfaces here as well, named by the driver */
+    if (e && e != CUDA_ERROR_NOT_READY)
+        return cu_fail(st, e, "cuStreamQuery", "waiting for a collective");
+    return KILN_STATUS_OK;
+}
+
 const kn_backend kn_cuda_backend = {
     .name = "cuda",
     .dialect = KN_DIALECT_CUDA,
@@ -536,4 +560,6 @@ const kn_backend kn_cuda_backend = {
     .permute = cu_permute,
     .scatter_add_rows = cu_scatter_add_rows,
     .synchronize = cuda_synchronize,
+    .compute_stream = cuda_compute_stream,
+    .stream_done = cuda_stream_done,
 };

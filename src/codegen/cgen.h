@@ -30,8 +30,8 @@
  *
  * launched with CGEN_CUDA_THREADS threads per block and any number of blocks (they take
  * items in a grid-stride loop); its items are the dialect's own (cgen_kernel.items). A
- * split reduction (cgen_kernel.parts > 0: one to a few values split KN_CUDA_PARTS ways,
- * or a column reduction of few items split over its rows) also has
+ * split reduction (cgen_kernel.parts > 0: one to a few values split up to KN_CUDA_PARTS
+ * ways in all, or a column reduction of few items split over its rows) also has
  *
  *     extern "C" __global__ void kiln_k<i>_part(<the same buffers>, unsigned char *part,
  *                                               int64_t items);
@@ -46,6 +46,8 @@
  * rows, at least this many rows a part (print_c.c, cuda_column_split). */
 #define CGEN_CUDA_COL_SPLIT_ITEMS 128
 #define CGEN_CUDA_COL_PART_ROWS   16
+/* A reduction to few values split over blocks: at least this many iterations a block. */
+#define CGEN_CUDA_PART_WORK 4096
 
 typedef struct cgen_kernel {
     int64_t items; /* work items of the kernel (0: nothing to do) */

@@ -31,11 +31,14 @@
  * is straight-line code takes four elements per thread, its contiguous 4-byte loads and
  * stores as 16-byte vector accesses (print_vec). A reduction to a scalar or a few values
  * that the description splits (kd_kernel.parts) runs as two kernels, as on the CPU:
- * kiln_k<i>_part gives each of KN_CUDA_PARTS slices of the split loop (per element) a
+ * kiln_k<i>_part gives each of up to KN_CUDA_PARTS slices of the split loop (in all) a
  * block, whose lanes combine their accumulators and store one partial result, and
  * kiln_k<i> combines the parts, lane l taking parts l, l + 256, ... and the lanes then
  * combining as above: a fixed order, so the result does not depend on the grid either,
- * and the reduction runs on every multiprocessor instead of one. Every shuffle and __syncthreads is
+ * and the reduction runs on every multiprocessor instead of one. A column reduction of
+ * few items (a bias gradient) is split over its rows the same way (cuda_column_split). The
+ * part kernel's items and the scratch's bytes are stated in the program (kiln_k<i>_parts)
+ * for the backend, which runs the two kernels (cgen.h). Every shuffle and __syncthreads is
  * reached by all the lanes it names: the code around it depends only on the item and the
  * element, never on the lane. */
 #include "cgen.h"
@@ -1177,6 +1180,43 @@ static void print_cuda_part_fn(pr *p) {
     memset(p->flags, 0, kd->n_stmts + 1);
 }
 
+/* The most iterations of any loop nest inside statement `loop` (a LOOP), itself included:
+ * the work of one item of a reduction split at that loop. */
+static int64_t loop_work(const kd_kernel *kd, uint32_t loop) {
+    int64_t prod[64] = {1}, work = 0;
+    int d = 0;
+    for (uint32_t l = loop; l < kd->n_stmts && d >= 0; l++) {
+        kd_stmt_kind k = kd->stmts[l].kind;
+        if ((k == KS_LOOP || k == KS_IF) && d + 1 < 64) {
+            int64_t n = k == KS_LOOP && kd->stmts[l].n > 0 ? kd->stmts[l].n : 1;
+            prod[d + 1] = prod[d] > INT64_MAX / n ? INT64_MAX : prod[d] * n;
+            work = prod[d + 1] > work ? prod[d + 1] : work;
+            d++;
+        } else if (k == KS_END && --d == 0)
+            break; /* the loop closed */
+    }
+    return work;
+}
+
+/* CUDA: whether a reduction the description splits (kd->parts: to one value or a few) has
+ * too few values to fill the device: then its split loop gives each of split_parts slices
+ * a block per value, at least CGEN_CUDA_PART_WORK iterations each, at most
+ * KN_CUDA_PARTS blocks in all (a reduction to 300 values already has 300 blocks). */
+static bool cuda_element_split(pr *p) {
+    const kd_kernel *kd = p->kd;
+    if (!kd->parts) return false;
+    int64_t items = kd->rows * kd->inner, parts = KN_CUDA_PARTS / items;
+    int64_t most = loop_work(kd, kd->part_loop) / CGEN_CUDA_PART_WORK;
+    if (parts > most) parts = most;
+    if (parts < 2) return false;
+    p->form = CF_BLOCK; /* a block per value in both kernels */
+    p->chunk = 1;
+    p->chunks = kd->inner;
+    p->split_loop = kd->part_loop;
+    p->split_parts = parts;
+    return true;
+}
+
 /* CUDA: whether a column reduction has too few items to fill the device and rows enough
  * to split. A bias gradient, [4096, 512] summed over its rows, is two items of 256
  * columns: two blocks, each thread adding 4096 rows alone. Split, its outermost reduce
@@ -1321,14 +1361,7 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     if (dialect == KN_DIALECT_CUDA) {
         if (!(p.flags = host_calloc(kd->ctx, kd->n_stmts + 1, 1))) return -1;
         cuda_form_of(&p);
-        if (kd->parts) { /* a block per element in both kernels */
-            p.form = CF_BLOCK;
-            p.chunk = 1;
-            p.chunks = kd->inner;
-            p.split_loop = kd->part_loop;
-            p.split_parts = KN_CUDA_PARTS;
-        }
-        if (kd->parts || cuda_column_split(&p)) {
+        if (cuda_element_split(&p) || cuda_column_split(&p)) {
             p.base_items = kd->rows * p.chunks;
             if (kd->columns)
                 print_cuda_col_part_fn(&p);

@@ -297,10 +297,12 @@ typedef enum cuda_form {
     CF_BLOCK,   /* the whole block per element (few elements, long reductions) */
 } cuda_form;
 
-#define PR_MAX_BLOCKS 8 /* f32 blocks open at once; deeper nests sum in f64 */
-#define F_STRIPED     1 /* ACC: its innermost loop was lane-strided */
-#define F_VLOAD       2 /* LOAD: one 16-byte load for four consecutive elements */
-#define F_VSTORE      4 /* STORE: likewise */
+#define PR_MAX_BLOCKS 8  /* f32 blocks open at once; deeper nests sum in f64 */
+#define F_STRIPED     1  /* ACC: its innermost loop was lane-strided */
+#define F_VLOAD       2  /* LOAD: one 16-byte load for four consecutive elements */
+#define F_VSTORE      4  /* STORE: likewise */
+#define F_SPLIT       8  /* CUDA, ACC: a reduction split over blocks (cuda_element_split) */
+#define F_SPLIT_LOOP  16 /* CUDA, LOOP: the loop that split is at (also a column split's) */
 
 typedef struct pr {
     const kd_kernel *kd;
@@ -325,7 +327,9 @@ typedef struct pr {
     /* a split reduction (kd->parts; in CUDA also a column reduction of few items, see
      * cuda_column_split): 1 while printing kiln_k<i>_part, 2 while printing kiln_k<i> */
     int part_mode;
-    uint32_t split_loop; /* the split loop's statement */
+    uint32_t split_loop; /* the split loop's statement (C; CUDA marks them F_SPLIT_LOOP) */
+    uint32_t *split_k;   /* CUDA: per F_SPLIT accumulator, its number among them */
+    uint32_t n_split;    /* CUDA: how many accumulators are split */
     int64_t split_parts; /* its parts: kd->parts in C; KN_CUDA_PARTS or the column split's */
     int64_t base_items;  /* CUDA: kiln_k<i>'s own items (the part kernel runs parts x them) */
 } pr;
@@ -595,7 +599,8 @@ static void print_block_close(pr *p) {
 static void print_loop(pr *p, const kd_stmt *s) {
     char v[NAME_LEN], from[32] = "0", to[32];
     var_name(p->kd, s->var, v);
-    if (p->dialect == KN_DIALECT_CUDA && p->part_mode == 1 && s == &p->kd->stmts[p->split_loop]) {
+    if (p->dialect == KN_DIALECT_CUDA && p->part_mode == 1 &&
+        p->flags[s - p->kd->stmts] & F_SPLIT_LOOP) {
         /* this block's slice of the split loop, strided over the lanes when it is the
          * reduction's innermost loop */
         long long n = (long long)s->n;
@@ -1147,13 +1152,13 @@ static void print_part_fn(pr *p) {
     p->part_mode = 2;
 }
 
-/* CUDA, kd->parts: kiln_k<i>_part, a block per (part, element): the element loop up to
- * the split reduction's end over the part's slice, the lanes' accumulators combined, and
- * lane 0 storing the element's partial result. Leaves p ready to print kiln_k<i>. */
+/* CUDA, split reductions (cuda_element_split): kiln_k<i>_part, a block per (part,
+ * element): each split reduction's loops over the part's slice, the lanes' accumulators
+ * combined, and lane 0 storing the element's partial results. Leaves p ready to print
+ * kiln_k<i>. */
 static void print_cuda_part_fn(pr *p) {
     const kd_kernel *kd = p->kd;
-    const kd_stmt *acc = &kd->stmts[kd->part_acc];
-    char slot[ACC_LEN + 64];
+    char slot[ACC_LEN + 96], a[ACC_LEN], nan[ACC_LEN];
     sb_printf(p->sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u_part(",
               CGEN_CUDA_THREADS, kd->index);
     print_buffers(p, true);
@@ -1162,14 +1167,25 @@ static void print_cuda_part_fn(pr *p) {
     p->depth++;
     p->part_mode = 1;
     print_item(p);
-    uint32_t last = part_loop_end(kd, p->split_loop);
-    for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
-    if (p->flags[kd->part_acc] & F_STRIPED) print_combine(p, kd->part_acc);
-    part_slot(p, 0, "kiln_q", slot, sizeof slot);
-    line(p, "if (threadIdx.x == 0) {");
-    line(p, "    *(%s *)(%s) = acc%u;", acc_ctype(acc), slot, kd->part_acc);
-    if (acc->red.nan_flag) line(p, "    (%s)[8] = acc%u_nan;", slot, kd->part_acc);
-    line(p, "}");
+    print_stmt(p, 1); /* the element loop */
+    for (uint32_t s = 2; s < kd->n_stmts; s++) {
+        if (!(p->flags[s] & F_SPLIT)) continue;
+        uint32_t last = part_loop_end(kd, s + 1);
+        for (uint32_t t = s; t <= last; t++) print_stmt(p, t);
+        s = last;
+    }
+    for (uint32_t s = 2; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (!(p->flags[s] & F_SPLIT)) continue;
+        if (p->flags[s] & F_STRIPED) print_combine(p, s);
+        part_slot(p, (int)p->split_k[s], "kiln_q", slot, sizeof slot);
+        acc_name(p, s, false, a);
+        acc_name(p, s, true, nan);
+        line(p, "if (threadIdx.x == 0) {");
+        line(p, "    *(%s *)(%s) = %s;", acc_ctype(acc), slot, a);
+        if (acc->red.nan_flag) line(p, "    (%s)[8] = %s;", slot, nan);
+        line(p, "}");
+    }
     p->depth--;
     line(p, "}"); /* the element loop */
     p->depth--;
@@ -1177,7 +1193,7 @@ static void print_cuda_part_fn(pr *p) {
     sb_append(p->sb, "}\n");
     p->part_mode = 2;
     p->stripe_depth = 0;
-    memset(p->flags, 0, kd->n_stmts + 1);
+    for (uint32_t s = 0; s <= kd->n_stmts; s++) p->flags[s] &= F_SPLIT | F_SPLIT_LOOP;
 }
 
 /* The most iterations of any loop nest inside statement `loop` (a LOOP), itself included:
@@ -1198,21 +1214,81 @@ static int64_t loop_work(const kd_kernel *kd, uint32_t loop) {
     return work;
 }
 
-/* CUDA: whether a reduction the description splits (kd->parts: to one value or a few) has
- * too few values to fill the device: then its split loop gives each of split_parts slices
- * a block per value, at least CGEN_CUDA_PART_WORK iterations each, at most
- * KN_CUDA_PARTS blocks in all (a reduction to 300 values already has 300 blocks). */
+/* Whether index ix refers to no statement outside (lo, hi] (its values: KD_ATOM_VAL). */
+static bool ix_within(const kd_kernel *kd, uint32_t ix, uint32_t lo, uint32_t hi) {
+    const kd_index *x = &kd->ixs[ix];
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_atom *a = &kd->atoms[kd->terms[x->first + i].atom];
+        if (a->kind == KD_ATOM_VAL && (a->arg <= lo || a->arg > hi)) return false;
+        if ((a->kind == KD_ATOM_DIV || a->kind == KD_ATOM_MOD) && !ix_within(kd, a->arg, lo, hi))
+            return false;
+    }
+    return true;
+}
+
+/* Whether the reduction of accumulator `acc`, its loops ending at statement `end`, reads
+ * nothing computed outside them (then a part kernel can compute it alone: a softmax's sum
+ * of exp(x - max) cannot be, its max being another reduction's result). */
+static bool span_alone(const kd_kernel *kd, uint32_t acc, uint32_t end) {
+    for (uint32_t t = acc + 1; t <= end; t++) {
+        const kd_stmt *st = &kd->stmts[t];
+        if (st->kind == KS_STORE) return false;
+        for (uint32_t i = 0; i < st->n_args; i++) {
+            uint32_t a = st->args[i];
+            if ((a < acc || a > end) && kd->stmts[a].kind != KS_LIT) return false;
+        }
+        if ((st->kind == KS_LOAD || st->kind == KS_IOTA) && !ix_within(kd, st->ix, acc, end))
+            return false;
+        for (uint32_t g = 0; (st->kind == KS_IF || st->kind == KS_ELSE_IF) && g < st->n_guards; g++)
+            if (!ix_within(kd, kd->guards[st->guard + g].ix, acc, end)) return false;
+    }
+    return true;
+}
+
+/* CUDA: whether a kernel with few values to compute (one item in C; a global norm: 76
+ * sums of squares fused into one kernel that outputs one value) spends its time
+ * in reductions one block would run alone. Every reduction directly inside the element
+ * loop, before any store, that reads nothing from outside its own loops is split: the
+ * part kernel gives each of split_parts slices of their loops a block per value, at least
+ * CGEN_CUDA_PART_WORK iterations a block, at most KN_CUDA_PARTS blocks in all (a
+ * reduction to 300 values already has 300 blocks); the rest of the kernel stays in
+ * kiln_k<i>. Marks them F_SPLIT (their loops F_SPLIT_LOOP) and numbers them. */
 static bool cuda_element_split(pr *p) {
     const kd_kernel *kd = p->kd;
-    if (!kd->parts) return false;
+    if (kd->items != 1 || kd->columns || kd->n_stmts < 4 || kd->stmts[1].kind != KS_LOOP ||
+        kd->stmts[1].n >= 0)
+        return false;
+    int64_t work = 0;
+    int depth = 0;
+    for (uint32_t s = 2; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_STORE) break; /* the part kernel would store */
+        if (!depth && st->kind == KS_ACC && !st->column && s + 1 < kd->n_stmts &&
+            kd->stmts[s + 1].kind == KS_LOOP && kd->stmts[s + 1].n >= 2) {
+            uint32_t end = part_loop_end(kd, s + 1);
+            if (span_alone(kd, s, end)) {
+                p->flags[s] |= F_SPLIT;
+                p->flags[s + 1] |= F_SPLIT_LOOP;
+                p->split_k[s] = p->n_split++;
+                int64_t w = loop_work(kd, s + 1);
+                work = work > INT64_MAX - w ? INT64_MAX : work + w;
+            }
+            s = end;
+            continue;
+        }
+        if (st->kind == KS_LOOP || st->kind == KS_IF) depth++;
+        if (st->kind == KS_END && depth-- == 0) break; /* the element loop closed */
+    }
     int64_t items = kd->rows * kd->inner, parts = KN_CUDA_PARTS / items;
-    int64_t most = loop_work(kd, kd->part_loop) / CGEN_CUDA_PART_WORK;
-    if (parts > most) parts = most;
-    if (parts < 2) return false;
+    if (parts > work / CGEN_CUDA_PART_WORK) parts = work / CGEN_CUDA_PART_WORK;
+    if (!p->n_split || parts < 2) {
+        for (uint32_t s = 0; s <= kd->n_stmts; s++) p->flags[s] &= ~(F_SPLIT | F_SPLIT_LOOP);
+        p->n_split = 0;
+        return false;
+    }
     p->form = CF_BLOCK; /* a block per value in both kernels */
     p->chunk = 1;
     p->chunks = kd->inner;
-    p->split_loop = kd->part_loop;
     p->split_parts = parts;
     return true;
 }
@@ -1241,6 +1317,7 @@ static bool cuda_column_split(pr *p) {
     if (parts > n / CGEN_CUDA_COL_PART_ROWS) parts = n / CGEN_CUDA_COL_PART_ROWS;
     if (parts < 2 || items * p->chunk * n < KD_PART_MIN_WORK) return false;
     p->split_loop = loop;
+    p->flags[loop] |= F_SPLIT_LOOP;
     p->split_parts = parts;
     return true;
 }
@@ -1320,20 +1397,19 @@ static void print_col_combine(pr *p) {
 
 /* C, kd->parts: in kiln_k<i>, the parts' accumulators combined in order instead of the
  * split loop. */
-static void print_part_combine(pr *p) {
-    const kd_kernel *kd = p->kd;
-    const kd_stmt *acc = &kd->stmts[kd->part_acc];
-    char slot[ACC_LEN + 64], a[ACC_LEN];
-    snprintf(a, sizeof a, "acc%u", kd->part_acc);
+static void print_part_combine(pr *p, uint32_t acc_id, int k) {
+    const kd_stmt *acc = &p->kd->stmts[acc_id];
+    char slot[ACC_LEN + 96], a[ACC_LEN];
+    snprintf(a, sizeof a, "acc%u", acc_id);
     if (p->dialect == KN_DIALECT_CUDA) {
         /* the lanes take the parts in turn; the RESULT's combine adds up the lanes */
         line(p, "for (int64_t kiln_q = threadIdx.x; kiln_q < %lld; kiln_q += blockDim.x) {",
              (long long)p->split_parts);
-        p->flags[kd->part_acc] |= F_STRIPED;
+        p->flags[acc_id] |= F_STRIPED;
     } else
         line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++) {", (long long)p->split_parts);
     p->depth++;
-    part_slot(p, 0, "kiln_q", slot, sizeof slot);
+    part_slot(p, k, "kiln_q", slot, sizeof slot);
     if (p->dialect == KN_DIALECT_CUDA) /* slots are 16-byte aligned */
         line(p, "const %s t = *(const %s *)(%s);", acc_ctype(acc), acc_ctype(acc), slot);
     else {
@@ -1341,7 +1417,7 @@ static void print_part_combine(pr *p) {
         line(p, "memcpy(&t, %s, sizeof t);", slot);
     }
     combine_line(p, acc, a, "t");
-    if (acc->red.nan_flag) line(p, "acc%u_nan |= (%s)[8];", kd->part_acc, slot);
+    if (acc->red.nan_flag) line(p, "acc%u_nan |= (%s)[8];", acc_id, slot);
     p->depth--;
     line(p, "}");
 }
@@ -1360,6 +1436,10 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     print_provenance(kd, sb);
     if (dialect == KN_DIALECT_CUDA) {
         if (!(p.flags = host_calloc(kd->ctx, kd->n_stmts + 1, 1))) return -1;
+        if (!(p.split_k = host_calloc(kd->ctx, kd->n_stmts + 1, sizeof *p.split_k))) {
+            host_free(kd->ctx, p.flags, kd->n_stmts + 1);
+            return -1;
+        }
         cuda_form_of(&p);
         if (cuda_element_split(&p) || cuda_column_split(&p)) {
             p.base_items = kd->rows * p.chunks;
@@ -1395,12 +1475,16 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
         print_vec(&p);
     else
         for (uint32_t s = 1; s < kd->n_stmts; s++) {
-            if (p.part_mode == 2 && s == p.split_loop) {
+            bool cuda_split = dialect == KN_DIALECT_CUDA && (p.flags[s] & F_SPLIT_LOOP);
+            if (p.part_mode == 2 &&
+                (cuda_split || (dialect == KN_DIALECT_C && s == p.split_loop))) {
                 if (kd->columns)
                     print_col_combine(&p);
+                else if (dialect == KN_DIALECT_CUDA)
+                    print_part_combine(&p, s - 1, (int)p.split_k[s - 1]);
                 else
-                    print_part_combine(&p);
-                s = part_loop_end(kd, p.split_loop);
+                    print_part_combine(&p, kd->part_acc, 0);
+                s = part_loop_end(kd, s);
                 continue;
             }
             print_stmt(&p, s);
@@ -1414,9 +1498,10 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     else if (p.part_mode) /* the part kernel's items and the scratch's bytes (cgen.h) */
         sb_printf(sb, "extern \"C\" __device__ const int64_t kiln_k%u_parts[2] = {%lld, %lld};\n",
                   kd->index, (long long)(p.split_parts * p.base_items),
-                  (long long)(p.split_parts * (kd->columns ? column_accs(kd) : 1) * kd->rows *
-                              kd->inner * KD_PART_BYTES));
+                  (long long)(p.split_parts * (kd->columns ? column_accs(kd) : (int)p.n_split) *
+                              kd->rows * kd->inner * KD_PART_BYTES));
     host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
+    host_free(kd->ctx, p.split_k, p.split_k ? (kd->n_stmts + 1) * sizeof *p.split_k : 0);
     *items = kd->items ? kd->rows * p.chunks : 0;
     *parts = p.split_parts;
     return p.hole;

@@ -30,6 +30,12 @@
 
 #include <string.h>
 
+/* A collective of this call: its request, while in flight, and where the run waits. */
+typedef struct run_coll {
+    kn_comm_req req;
+    int32_t wait_step;
+} run_coll;
+
 typedef struct run_state {
     kiln_executable *e;
     kiln_array *const *args;
@@ -38,6 +44,8 @@ typedef struct run_state {
     void **kbufs;      /* every loop kernel's buffer list, back to back */
     uint32_t *kbuf_at; /* kernel -> its list in kbufs */
     size_t n_kbufs;
+    run_coll *coll; /* one per collective kernel, in the order they start */
+    uint32_t n_coll, n_started;
     void *arena;
 } run_state;
 
@@ -105,9 +113,11 @@ static kiln_status run_scatter(run_state *r, uint32_t ki) {
 }
 
 /* A collective: the communicator reduces the operand's buffer into the result's (out of
- * place; the planner keeps both alive across the step). Every replica runs the same plan,
- * so every replica reaches its collectives in the same order. */
-static kiln_status run_collective(run_state *r, uint32_t ki) {
+ * place). Every replica runs the same plan, so every replica starts its collectives in
+ * the same order. One that overlaps (the plan's wait step is later than its own) is only
+ * started here: the kernels up to its wait step run while it is in flight, and the plan
+ * keeps both buffers live until then (plan.h). */
+static kiln_status run_collective(run_state *r, uint32_t ki, uint32_t step) {
     const kiln_executable *e = r->e;
     uint32_t id = e->plan.kernels[ki].roots[0];
     const ir_node *n = &e->g->nodes[id];
@@ -115,8 +125,26 @@ static kiln_status run_collective(run_state *r, uint32_t ki) {
     ir_shape_numel(&n->shape, &count);
     char node[96];
     snprintf(node, sizeof node, "%%%u of '%.40s'", id, e->g->name);
-    return comm_all_reduce(e->comm, n->dtype, (kiln_reduce_kind)n->a.reduce_kind,
-                           r->buf[view_base(e, ir_in(n)[0])], r->buf[id], (size_t)count, node);
+    run_coll *c = &r->coll[r->n_started++];
+    c->wait_step = e->mem.wait_step[ki];
+    kiln_status s = comm_all_reduce_start(e->comm, n->dtype, (kiln_reduce_kind)n->a.reduce_kind,
+                                          r->buf[view_base(e, ir_in(n)[0])], r->buf[id],
+                                          (size_t)count, node, &c->req);
+    return s || c->wait_step > (int32_t)step ? s : comm_wait(&c->req);
+}
+
+/* Completes the collectives in flight that the kernel at `step` may need (every one, with
+ * INT32_MAX), oldest first; after a failure still every one (the other replicas need this
+ * one's part, and the transport may be writing into the arena until then). The first
+ * error is kept. */
+static kiln_status finish_collectives(run_state *r, int32_t step, kiln_status s) {
+    for (uint32_t i = 0; i < r->n_started; i++) {
+        run_coll *c = &r->coll[i];
+        if (!c->req.c || c->wait_step > step) continue;
+        kiln_status w = comm_wait(&c->req);
+        if (!s) s = w;
+    }
+    return s;
 }
 
 /* ------------------------------------------------------------ buffers ---- */
@@ -165,6 +193,13 @@ static kiln_status make_outputs(run_state *r) {
     return KILN_STATUS_OK;
 }
 
+static uint32_t count_collectives(const kiln_executable *e) {
+    uint32_t n = 0;
+    for (uint32_t ki = 0; ki < e->plan.n_kernels; ki++)
+        n += e->plan.kernels[ki].kind == FK_COLLECTIVE;
+    return n;
+}
+
 static size_t count_kbufs(const kiln_executable *e) {
     size_t n = 0;
     for (uint32_t ki = 0; ki < e->plan.n_kernels; ki++)
@@ -190,7 +225,9 @@ static kiln_status alloc_state(run_state *r) {
     r->buf = host_calloc(e->ctx, g->n_nodes, sizeof *r->buf);
     r->kbufs = host_calloc(e->ctx, r->n_kbufs + 1, sizeof *r->kbufs);
     r->kbuf_at = host_calloc(e->ctx, nk + 1, sizeof *r->kbuf_at);
-    if (!r->buf || !r->kbufs || !r->kbuf_at)
+    r->n_coll = count_collectives(e);
+    r->coll = r->n_coll ? host_calloc(e->ctx, r->n_coll, sizeof *r->coll) : NULL;
+    if (!r->buf || !r->kbufs || !r->kbuf_at || (r->n_coll && !r->coll))
         return ctx_oom(e->ctx, "kiln_executable_run", g->n_nodes * sizeof *r->buf);
     fill_kbuf_at(e, r->kbuf_at);
     return KILN_STATUS_OK;
@@ -201,6 +238,7 @@ static void free_state(run_state *r) {
     host_free(e->ctx, r->buf, e->g->n_nodes * sizeof *r->buf);
     host_free(e->ctx, r->kbufs, (r->n_kbufs + 1) * sizeof *r->kbufs);
     host_free(e->ctx, r->kbuf_at, (e->plan.n_kernels + 1) * sizeof *r->kbuf_at);
+    if (r->coll) host_free(e->ctx, r->coll, r->n_coll * sizeof *r->coll);
 }
 
 /* ---------------------------------------------------------------- call ---- */
@@ -316,18 +354,21 @@ static kiln_status run_kernels(run_state *r) {
     kiln_executable *pe =
         atomic_load_explicit(&e->profiling, memory_order_acquire) ? (kiln_executable *)e : NULL;
     uint64_t t_run = pe ? exec_profile_now_ns() : 0;
+    r->n_started = 0;
     for (uint32_t step = 0; step < e->mem.n_kernels && !s; step++) {
         uint32_t ki = e->mem.order[step];
+        if (r->n_started && (s = finish_collectives(r, (int32_t)step, s))) break;
         uint64_t t0 = pe ? exec_profile_now_ns() : 0;
         switch (e->plan.kernels[ki].kind) {
         case FK_LOOP: s = run_loop(r, ki); break;
         case FK_DOT: s = run_dot(r, ki); break;
         case FK_SCATTER: s = run_scatter(r, ki); break;
-        case FK_COLLECTIVE: s = run_collective(r, ki); break;
+        case FK_COLLECTIVE: s = run_collective(r, ki, step); break;
         }
         if (pe && !s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
         if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0);
     }
+    s = finish_collectives(r, INT32_MAX, s);
     if (!s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
     if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run);
     return s;
@@ -395,14 +436,15 @@ static void run_release(kn_task *tk) {
  * event and output handles). */
 static run_task *task_alloc(kiln_executable *e, kiln_array *const *args) {
     const kiln_graph *g = e->g;
-    size_t nk = e->plan.n_kernels, n_kbufs = count_kbufs(e);
+    size_t nk = e->plan.n_kernels, n_kbufs = count_kbufs(e), n_coll = count_collectives(e);
     size_t ptrs = g->n_params + g->n_outputs + g->n_params + g->n_nodes + n_kbufs + 1;
-    size_t bytes = sizeof(run_task) + ptrs * sizeof(void *) + (nk + 1) * sizeof(uint32_t);
+    size_t bytes = sizeof(run_task) + ptrs * sizeof(void *) + n_coll * sizeof(run_coll) +
+                   (nk + 1) * sizeof(uint32_t);
     run_task *t = host_calloc(e->ctx, 1, bytes);
     if (!t) return NULL;
     void **p = (void **)(t + 1);
     t->bytes = bytes;
-    t->r = (run_state){.e = e, .n_kbufs = n_kbufs};
+    t->r = (run_state){.e = e, .n_kbufs = n_kbufs, .n_coll = (uint32_t)n_coll};
     kiln_array **a = (kiln_array **)p;
     memcpy(a, args, g->n_params * sizeof *a);
     t->r.args = a;
@@ -410,7 +452,8 @@ static run_task *task_alloc(kiln_executable *e, kiln_array *const *args) {
     t->after = (kn_event **)(p += g->n_outputs);
     t->r.buf = (p += g->n_params);
     t->r.kbufs = (p += g->n_nodes);
-    t->r.kbuf_at = (uint32_t *)(p + n_kbufs + 1);
+    t->r.coll = (run_coll *)(p + n_kbufs + 1); /* pointer-aligned, as run_coll needs */
+    t->r.kbuf_at = (uint32_t *)(t->r.coll + n_coll);
     fill_kbuf_at(e, t->r.kbuf_at);
     return t;
 }

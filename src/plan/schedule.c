@@ -209,8 +209,10 @@ static bool listed(const uint32_t *list, uint32_t from, uint32_t to, uint32_t k)
  *
  * Forward, each collective (and a kernel that only feeds collectives, before it) moves up
  * to just after the latest of its producers; backward, each reader of a collective moves
- * down to just before the earliest of its readers. Both moves keep every producer before
- * its readers, and both are deterministic, so every replica gets the same order. */
+ * down to just before the earliest of its readers (or of the readers of collectives moved
+ * already, so that they keep their order and the run waits for the collectives roughly in
+ * the order it started them). Both moves keep every producer before its readers, and both
+ * are deterministic, so every replica gets the same order. */
 void plan_overlap_order(const plan_ctx *c, uint32_t *order) {
     uint32_t nk = c->nk;
     for (uint32_t s = 0; s < nk; s++) {
@@ -228,9 +230,10 @@ void plan_overlap_order(const plan_ctx *c, uint32_t *order) {
     for (uint32_t s = nk; s-- > 0;) {
         uint32_t k = order[s];
         if (!reads_a_collective(c, k) || is_collective(c, k)) continue;
-        uint32_t to = nk - 1; /* just before the earliest reader */
+        uint32_t to = nk - 1; /* just before the earliest reader, or a reader moved before */
         for (uint32_t j = s + 1; j < nk; j++)
-            if (listed(c->succs, c->succ_start[k], c->succ_start[k + 1], order[j])) {
+            if (listed(c->succs, c->succ_start[k], c->succ_start[k + 1], order[j]) ||
+                reads_a_collective(c, order[j])) {
                 to = j - 1;
                 break;
             }

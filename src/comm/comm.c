@@ -117,6 +117,11 @@ kiln_status comm_wait(kn_comm_req *r) {
     return KILN_STATUS_OK;
 }
 
+void comm_progress(kn_comm_req *r) {
+    kiln_comm *c = r->c;
+    if (c && c->ops->progress) c->ops->progress(c, r);
+}
+
 kiln_status comm_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
                             void *recv, size_t count, const char *node) {
     kn_comm_req r;

@@ -49,6 +49,7 @@ typedef struct kn_comm_req {
             int handle;  /* MPI_Request (an int in MPICH's ABI) */
             size_t at;   /* elements whose piece was issued before the current one */
             bool active; /* handle is a request MPI still owns */
+            bool failed; /* issuing the next piece failed in progress (the message is set) */
         } mpi;
     } u;
 } kn_comm_req;
@@ -64,6 +65,10 @@ typedef struct kn_comm_ops {
      * which comm.c then calls at the start. */
     kiln_status (*start)(kiln_comm *c, kn_comm_req *r);
     kiln_status (*wait)(kiln_comm *c, kn_comm_req *r);
+    /* Optional: lets the transport move r along without blocking (MPI progresses a
+     * nonblocking collective only inside MPI calls of the process); an error here is
+     * reported again by the wait. */
+    void (*progress)(kiln_comm *c, kn_comm_req *r);
     /* recv = reduction (KILN_REDUCE_SUM or _MAX) of send over the ranks; `what` names the
      * call for messages ("collective #3, all_reduce f32[128] sum"). Optional when start
      * and wait exist (comm.c does start + wait). */
@@ -103,6 +108,8 @@ kiln_status comm_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, cons
 kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
                                   void *recv, size_t count, const char *node, kn_comm_req *r);
 kiln_status comm_wait(kn_comm_req *r);
+/* Between kernels: gives the transport of r (in flight) a chance to progress. */
+void comm_progress(kn_comm_req *r);
 
 /* The transports' constructors: fill c (rank, size, ops, impl) or set a message. */
 kiln_status comm_local_group(kiln_context *ctx, int size, double timeout_s, kiln_comm **comms);

@@ -12,12 +12,13 @@
  * MPI's blocking collectives wait forever for a dead or stalled peer, so every collective
  * is the nonblocking one (MPI_Iallreduce, MPI_Ibarrier): an all-reduce's start issues it,
  * its wait polls it with MPI_Test until it completes or the group's deadline passes
- * (counted from the wait); then the call fails with KILN_STATUS_TIMEOUT
- * and the communicator is marked failed (the request cannot be cancelled, so it is neither
- * freed nor is MPI finalised afterwards). Errors are returned, not fatal
- * (MPI_ERRORS_RETURN on the duplicate), and become KILN_STATUS_BACKEND with MPI's text.
- * MPI is initialised with MPI_THREAD_FUNNELED when the program has not done so, and
- * finalised by the communicator that initialised it. */
+ * (counted from the wait); between kernels the run calls MPI_Test on it once (progress),
+ * since MPICH moves a nonblocking collective only inside MPI calls of the process; then the call
+ * fails with KILN_STATUS_TIMEOUT and the communicator is marked failed (the request cannot be
+ * cancelled, so it is neither freed nor is MPI finalised afterwards). Errors are returned, not
+ * fatal (MPI_ERRORS_RETURN on the duplicate), and become KILN_STATUS_BACKEND with MPI's text. MPI
+ * is initialised with MPI_THREAD_FUNNELED when the program has not done so, and finalised by the
+ * communicator that initialised it. */
 #include "comm.h"
 
 #ifndef KILN_HAVE_MPI
@@ -181,11 +182,27 @@ static kiln_status issue_piece(kiln_comm *c, kn_comm_req *r) {
  * and the run polls at the wait). */
 static kiln_status mpi_start(kiln_comm *c, kn_comm_req *r) {
     r->u.mpi.at = 0;
-    r->u.mpi.active = false;
+    r->u.mpi.active = r->u.mpi.failed = false;
     return r->count ? issue_piece(c, r) : KILN_STATUS_OK;
 }
 
+/* One MPI_Test of the piece in flight (MPICH moves every pending operation of the process
+ * inside it); a finished piece makes way for the next. Errors are left to the wait, which
+ * tests the same request again. */
+static void mpi_progress(kiln_comm *c, kn_comm_req *r) {
+    mpi_impl *m = c->impl;
+    if (!r->u.mpi.active) return;
+    MPI_Request req = (MPI_Request)r->u.mpi.handle;
+    int done = 0;
+    if (m->api.Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) return;
+    r->u.mpi.active = false;
+    size_t end = r->count - r->u.mpi.at < (size_t)INT_MAX ? r->count : r->u.mpi.at + INT_MAX;
+    r->u.mpi.at = end;
+    if (end < r->count && issue_piece(c, r)) r->u.mpi.failed = true;
+}
+
 static kiln_status mpi_wait(kiln_comm *c, kn_comm_req *r) {
+    if (r->u.mpi.failed) return KILN_STATUS_BACKEND; /* issue_piece set the message */
     while (r->u.mpi.active) {
         MPI_Request req = (MPI_Request)r->u.mpi.handle;
         kiln_status s = wait_request(c, &req, r->what);
@@ -226,6 +243,7 @@ static const kn_comm_ops mpi_ops = {
     .kind = "mpi",
     .start = mpi_start,
     .wait = mpi_wait,
+    .progress = mpi_progress,
     .barrier = mpi_barrier,
     .abort = mpi_abort,
     .destroy = mpi_destroy,

@@ -133,6 +133,16 @@ static kiln_status run_collective(run_state *r, uint32_t ki, uint32_t step) {
     return s || c->wait_step > (int32_t)step ? s : comm_wait(&c->req);
 }
 
+/* Between kernels: the oldest collective in flight may progress (one MPI_Test moves all
+ * of MPICH's). */
+static void progress_collectives(run_state *r) {
+    for (uint32_t i = 0; i < r->n_started; i++)
+        if (r->coll[i].req.c) {
+            comm_progress(&r->coll[i].req);
+            return;
+        }
+}
+
 /* Completes the collectives in flight that the kernel at `step` may need (every one, with
  * INT32_MAX), oldest first; after a failure still every one (the other replicas need this
  * one's part, and the transport may be writing into the arena until then). The first
@@ -367,6 +377,7 @@ static kiln_status run_kernels(run_state *r) {
         }
         if (pe && !s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
         if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0);
+        if (r->n_started) progress_collectives(r);
     }
     s = finish_collectives(r, INT32_MAX, s);
     if (!s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);

@@ -922,6 +922,9 @@ typedef struct kiln_comm_stats {
      * (kiln_compile_options.disable_overlap), so this exceeds `seconds` by the time the
      * collectives were in flight while this rank computed. */
     double span_seconds;
+    /* The part of `seconds` spent by compiled programs' all-reduces (kiln_all_reduce in a
+     * step, not kiln_comm_all_reduce): the communication time a step did not hide. */
+    double program_seconds;
 } kiln_comm_stats;
 KILN_API void kiln_comm_get_stats(const kiln_comm *c, kiln_comm_stats *out);
 /* Waits until every rank has arrived (or the timeout). */

@@ -460,6 +460,8 @@ static void test_overlap_bitwise(void) {
         kiln_comm_get_stats(comms[0], &after);
         CHECK(after.calls - before.calls == 6 * (L + 1));
         CHECK(after.span_seconds >= after.seconds);
+        CHECK(after.program_seconds > before.program_seconds &&
+              after.program_seconds <= after.seconds);
         for (int i = 0; i < n; i++) {
             CHECK_MSG(!memcmp(out[0][i], out[1][i], bytes),
                       "%d ranks: rank %d's outputs differ with and without overlap", n, i);

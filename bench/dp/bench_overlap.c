@@ -5,7 +5,10 @@
  * repetition, so drift on a shared machine falls on both), and prints from rank 0, per
  * mode, the medians over the repetitions of: the step time (gpt_train's median), the time
  * rank 0 spent inside collective calls per step (blocked or reducing: kiln_comm_stats
- * .seconds) and the time its all-reduces were in flight per step (.span_seconds).
+ * .seconds; it includes the per-step stop-flag all-reduce of gpt_train, where a rank that
+ * finished its step early waits for the others), the part of it inside the compiled step
+ * (.program_seconds: what the step did not hide), and the mean time an all-reduce was in
+ * flight, from its start to its completion (.span_seconds / .calls).
  *
  * Usage: bench_overlap mpi STEPS BATCH BUCKET_KB REPS        (under mpiexec -np N)
  *        bench_overlap local N STEPS BATCH BUCKET_KB REPS    (N threads, one CPU device each)
@@ -64,6 +67,8 @@ int main(int argc, char **argv) {
     if (mpi) n = kiln_comm_get_size(comms[0]);
     int rank = kiln_comm_get_rank(comms[0]), local = mpi ? 1 : n;
     double step_ms[2][MAX_REPS], coll_ms[2][MAX_REPS], span_ms[2][MAX_REPS], loss[2] = {0, 0};
+    double prog_ms[2][MAX_REPS];
+    double calls[2] = {0, 0};
     for (int rep = 0; rep < reps; rep++)
         for (int i = 0; i < 2; i++) {
             int off = rep % 2 ? 1 - i : i; /* 0: overlapped, 1: blocking */
@@ -87,17 +92,22 @@ int main(int argc, char **argv) {
             /* per step; compile and the first step are in the counters too, a few calls */
             step_ms[off][rep] = jobs[0].r.ms_per_step_median;
             coll_ms[off][rep] = (s1.seconds - s0.seconds) * 1e3 / steps;
-            span_ms[off][rep] = (s1.span_seconds - s0.span_seconds) * 1e3 / steps;
+            prog_ms[off][rep] = (s1.program_seconds - s0.program_seconds) * 1e3 / steps;
+            calls[off] = (double)(s1.calls - s0.calls) / steps;
+            span_ms[off][rep] =
+                (s1.span_seconds - s0.span_seconds) * 1e3 / (double)(s1.calls - s0.calls);
             loss[off] = jobs[0].r.final_loss;
         }
     if (rank == 0) {
         const char *how = mpi ? "MPI processes" : "in-process devices";
         for (int off = 0; off < 2; off++)
             printf("%d %s, bucket %s, %d steps x %d reps, overlap %-3s: step %.2f ms, in "
-                   "collectives %.2f ms/step, all-reduces in flight %.2f ms/step, loss %.6f\n",
+                   "collectives %.2f ms/step (in the step %.2f), %.1f calls/step, each in flight "
+                   "%.3f ms (mean), loss "
+                   "%.6f\n",
                    n, how, bucket ? argv[a + 2] : "per-gradient", steps, reps, off ? "off" : "on",
                    median(step_ms[off], reps), median(coll_ms[off], reps),
-                   median(span_ms[off], reps), loss[off]);
+                   median(prog_ms[off], reps), calls[off], median(span_ms[off], reps), loss[off]);
         if (loss[0] != loss[1]) printf("bench_overlap: the losses differ!\n");
     }
     for (int k = 0; k < local; k++) kiln_comm_destroy(comms[k]);

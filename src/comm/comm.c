@@ -77,7 +77,8 @@ kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k
                        .send = send,
                        .recv = recv,
                        .count = count,
-                       .t0 = comm_now()};
+                       .t0 = comm_now(),
+                       .in_program = node != NULL};
     snprintf(r->what, sizeof r->what, "collective #%llu, all_reduce %s of %zu %s (%s)",
              (unsigned long long)c->calls + 1, kind_name(k), count, kiln_dtype_name(t),
              node ? node : "host buffer");
@@ -87,7 +88,9 @@ kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k
     } else { /* a blocking transport: the whole call happens here, the wait only finishes */
         s = c->ops->all_reduce(c, t, r->op, send, recv, count, r->what);
     }
-    c->seconds += comm_now() - r->t0;
+    double took = comm_now() - r->t0;
+    c->seconds += took;
+    if (r->in_program) c->program += took;
     if (s) {
         c->failed = true;
         r->c = NULL;
@@ -104,15 +107,15 @@ kiln_status comm_wait(kn_comm_req *r) {
     kiln_status s = c->ops->start ? c->ops->wait(c, r) : KILN_STATUS_OK;
     r->c = NULL;
     c->in_flight--;
+    if (!s && r->kind == KILN_REDUCE_MEAN) divide(r->dtype, r->recv, r->count, c->size);
+    double t1 = comm_now();
+    c->seconds += t1 - t0;
+    if (r->in_program) c->program += t1 - t0;
     if (s) {
         c->failed = true;
-        c->seconds += comm_now() - t0;
         return s;
     }
-    if (r->kind == KILN_REDUCE_MEAN) divide(r->dtype, r->recv, r->count, c->size);
-    double t1 = comm_now();
     c->bytes += r->count * kiln_dtype_itemsize(r->dtype);
-    c->seconds += t1 - t0;
     c->span += t1 - r->t0;
     return KILN_STATUS_OK;
 }
@@ -207,6 +210,7 @@ void kiln_comm_get_stats(const kiln_comm *c, kiln_comm_stats *out) {
     out->bytes = c->bytes;
     out->seconds = c->seconds;
     out->span_seconds = c->span;
+    out->program_seconds = c->program;
 }
 
 kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,

@@ -34,8 +34,9 @@ typedef struct kn_comm_req {
     const void *send;
     void *recv;
     size_t count;
-    double t0;      /* when it started */
-    char what[160]; /* "collective #3, all_reduce sum of 128 f32 (%7 of 'step')" */
+    double t0;       /* when it started */
+    bool in_program; /* a compiled program's (node given): counted in `program` */
+    char what[160];  /* "collective #3, all_reduce sum of 128 f32 (%7 of 'step')" */
     union {
         struct {                      /* local.c: the request is the rank's post for its round */
             struct kn_comm_req *next; /* this rank's requests in flight, oldest first */
@@ -90,6 +91,7 @@ struct kiln_comm {
     uint64_t bytes; /* bytes reduced (this rank's send size, summed) */
     double seconds; /* wall time inside collective calls: starts, waits, blocking calls */
     double span;    /* per all-reduce, from its start to its wait's return, summed */
+    double program; /* the part of seconds spent by compiled programs' collectives */
     int in_flight;  /* all-reduces started and not yet waited for */
 };
 

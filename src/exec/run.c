@@ -7,6 +7,14 @@
  * arena at the peak of a call, which is the plan's peak. Kernels run through the device's
  * backend table (launch for loop kernels, gemm/permute/scatter_add_rows for the rest).
  *
+ * Collectives: an all-reduce whose plan waits for it later than its own step (mem_plan
+ * .wait_step) is started at its step and completed before the kernel at its wait step, so
+ * the kernels in between (the rest of the backward pass) run while it is in flight; the
+ * plan keeps its operand and result live until then. Between kernels the oldest one in
+ * flight may progress (MPI moves only inside MPI calls). Every started collective is
+ * waited for before the call returns, also after a failure, since the transport may be
+ * writing into the arena and the other replicas need this one's part.
+ *
  * Failure: everything that can fail on the CPU (host bookkeeping, output arrays, the
  * arena, the backend's launch_prepare, which starts the thread pool) happens before the
  * first kernel runs, so a failed call has written nothing, and in particular has not

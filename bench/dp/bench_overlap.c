@@ -8,7 +8,8 @@
  * .seconds; it includes the per-step stop-flag all-reduce of gpt_train, where a rank that
  * finished its step early waits for the others), the part of it inside the compiled step
  * (.program_seconds: what the step did not hide), and the mean time an all-reduce was in
- * flight, from its start to its completion (.span_seconds / .calls).
+ * flight, from its start to its completion (.span_seconds / .calls); and the step's planned
+ * peak (overlap keeps buffers longer).
  *
  * Usage: bench_overlap mpi STEPS BATCH BUCKET_KB REPS        (under mpiexec -np N)
  *        bench_overlap local N STEPS BATCH BUCKET_KB REPS    (N threads, one CPU device each)
@@ -67,7 +68,7 @@ int main(int argc, char **argv) {
     if (mpi) n = kiln_comm_get_size(comms[0]);
     int rank = kiln_comm_get_rank(comms[0]), local = mpi ? 1 : n;
     double step_ms[2][MAX_REPS], coll_ms[2][MAX_REPS], span_ms[2][MAX_REPS], loss[2] = {0, 0};
-    double prog_ms[2][MAX_REPS];
+    double prog_ms[2][MAX_REPS], peak_mib[2] = {0, 0};
     double calls[2] = {0, 0};
     for (int rep = 0; rep < reps; rep++)
         for (int i = 0; i < 2; i++) {
@@ -97,17 +98,19 @@ int main(int argc, char **argv) {
             span_ms[off][rep] =
                 (s1.span_seconds - s0.span_seconds) * 1e3 / (double)(s1.calls - s0.calls);
             loss[off] = jobs[0].r.final_loss;
+            peak_mib[off] = (double)jobs[0].r.planned_peak_bytes / 1048576.0;
         }
     if (rank == 0) {
         const char *how = mpi ? "MPI processes" : "in-process devices";
         for (int off = 0; off < 2; off++)
             printf("%d %s, bucket %s, %d steps x %d reps, overlap %-3s: step %.2f ms, in "
                    "collectives %.2f ms/step (in the step %.2f), %.1f calls/step, each in flight "
-                   "%.3f ms (mean), loss "
-                   "%.6f\n",
+                   "%.3f ms (mean), planned "
+                   "peak %.2f MiB, loss %.6f\n",
                    n, how, bucket ? argv[a + 2] : "per-gradient", steps, reps, off ? "off" : "on",
                    median(step_ms[off], reps), median(coll_ms[off], reps),
-                   median(prog_ms[off], reps), calls[off], median(span_ms[off], reps), loss[off]);
+                   median(prog_ms[off], reps), calls[off], median(span_ms[off], reps),
+                   peak_mib[off], loss[off]);
         if (loss[0] != loss[1]) printf("bench_overlap: the losses differ!\n");
     }
     for (int k = 0; k < local; k++) kiln_comm_destroy(comms[k]);

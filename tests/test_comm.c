@@ -371,6 +371,12 @@ static void test_overlap_keeps_buffers(void) {
               "all-reduce at step %d, waited for at %d; the dot at step %d", sa, p->wait_step[ka],
               sd);
     CHECK_OK(ctx, plan_check(e[0]->g, &e[0]->plan, p));
+    char *text = kiln_executable_to_string(e[0]), line[160];
+    snprintf(line, sizeof line,
+             "collective writes %%%u (1 ops) reads %%%u (in flight until step %d)",
+             e[0]->plan.kernels[ka].roots[0], e[0]->plan.kernels[ka].inputs[0], p->wait_step[ka]);
+    CHECK_CONTAINS(text, line);
+    kiln_string_free(ctx, text);
     const plan_buffer *op = &p->buffers[p->buffer_of[e[0]->plan.kernels[ka].inputs[0]]];
     CHECK_MSG(op->last >= p->wait_step[ka], "the operand is live in [%d, %d], the wait is at %d",
               op->def, op->last, p->wait_step[ka]);

@@ -297,15 +297,6 @@ static kiln_status local_wait(kiln_comm *c, kn_comm_req *r) {
     return s;
 }
 
-static kiln_status local_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k,
-                                    const void *send, void *recv, size_t count, const char *what) {
-    kn_comm_req r = {
-        .c = c, .dtype = t, .kind = k, .op = k, .send = send, .recv = recv, .count = count};
-    snprintf(r.what, sizeof r.what, "%s", what);
-    kiln_status s = local_start(c, &r);
-    return s ? s : local_wait(c, &r);
-}
-
 static kiln_status local_barrier(kiln_comm *c, const char *what) {
     return meet(c, what);
 }
@@ -331,7 +322,6 @@ static const kn_comm_ops local_ops = {
     .kind = "local",
     .start = local_start,
     .wait = local_wait,
-    .all_reduce = local_all_reduce,
     .barrier = local_barrier,
     .abort = local_abort,
     .destroy = local_destroy,

@@ -176,10 +176,17 @@ static kiln_status issue_piece(kiln_comm *c, kn_comm_req *r) {
     return KILN_STATUS_OK;
 }
 
-/* MPI_Iallreduce of the first piece; MPI moves it while the program runs other kernels
- * (as far as the MPI library progresses without being called: MPICH's shared-memory path
- * between processes of one machine makes progress when any MPI call of the process polls,
- * and the run polls at the wait). */
+/* The piece in flight completed: the next one goes, if any. */
+static kiln_status next_piece(kiln_comm *c, kn_comm_req *r) {
+    size_t left = r->count - r->u.mpi.at;
+    r->u.mpi.active = false;
+    r->u.mpi.at += left < (size_t)INT_MAX ? left : (size_t)INT_MAX;
+    return r->u.mpi.at < r->count ? issue_piece(c, r) : KILN_STATUS_OK;
+}
+
+/* MPI_Iallreduce of the first piece. MPI moves it only as far as it progresses on its own:
+ * MPICH between processes of one machine progresses inside MPI calls of the process, which
+ * the run makes between kernels (mpi_progress) and at the wait. */
 static kiln_status mpi_start(kiln_comm *c, kn_comm_req *r) {
     r->u.mpi.at = 0;
     r->u.mpi.active = r->u.mpi.failed = false;
@@ -195,10 +202,7 @@ static void mpi_progress(kiln_comm *c, kn_comm_req *r) {
     MPI_Request req = (MPI_Request)r->u.mpi.handle;
     int done = 0;
     if (m->api.Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) return;
-    r->u.mpi.active = false;
-    size_t end = r->count - r->u.mpi.at < (size_t)INT_MAX ? r->count : r->u.mpi.at + INT_MAX;
-    r->u.mpi.at = end;
-    if (end < r->count && issue_piece(c, r)) r->u.mpi.failed = true;
+    if (next_piece(c, r)) r->u.mpi.failed = true;
 }
 
 static kiln_status mpi_wait(kiln_comm *c, kn_comm_req *r) {
@@ -207,10 +211,7 @@ static kiln_status mpi_wait(kiln_comm *c, kn_comm_req *r) {
         MPI_Request req = (MPI_Request)r->u.mpi.handle;
         kiln_status s = wait_request(c, &req, r->what);
         if (s) return s; /* the request stays MPI's: it cannot be cancelled */
-        r->u.mpi.active = false;
-        size_t done = r->count - r->u.mpi.at < (size_t)INT_MAX ? r->count : r->u.mpi.at + INT_MAX;
-        r->u.mpi.at = done;
-        if (done < r->count && (s = issue_piece(c, r))) return s;
+        if ((s = next_piece(c, r))) return s;
     }
     return KILN_STATUS_OK;
 }

@@ -853,6 +853,14 @@ typedef struct kiln_compile_options {
      * which must outlive the executable. NULL: one replica. Every replica compiles the same
      * graph, so all of them run the collectives in the same order. */
     struct kiln_comm *comm;
+    /* Run every all-reduce to completion where it stands in the schedule. By default (with a
+     * communicator of more than one rank) an all-reduce is started as soon as its operand
+     * exists, the kernels that do not need its result run while it is in flight, and the
+     * run waits for it only before the first kernel that reads the result, as PyTorch's
+     * DDP overlaps gradient buckets with the backward pass (docs/scaling.md). Results are
+     * bitwise the same either way; overlap keeps the operand and result buffers alive
+     * until the wait, which can raise the planned peak. */
+    bool disable_overlap;
 } kiln_compile_options;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
@@ -923,11 +931,21 @@ KILN_API const char *kiln_comm_get_kind(const kiln_comm *c);
  * may not overlap. Every rank gets bitwise the same result. MEAN needs a float dtype. */
 KILN_API kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
                                           const void *send, void *recv, int64_t count);
-/* What this rank's collectives did so far: calls, bytes it contributed, wall time inside
- * (for a GPU program's all-reduces over NCCL, which are only enqueued: the time to enqueue). */
+/* What this rank's collectives did so far: calls, bytes it contributed, and times. */
 typedef struct kiln_comm_stats {
     uint64_t calls, bytes;
+    /* Wall time this rank spent inside collective calls (waiting for the others, or
+     * reducing): the time the collectives cost the program. For a GPU program's
+     * all-reduces over NCCL, which are only enqueued: the time to enqueue them. */
     double seconds;
+    /* Per all-reduce, the time from its start to its completion, summed. A compiled
+     * program overlaps an all-reduce with the kernels that run before its result is needed
+     * (kiln_compile_options.disable_overlap), so this exceeds `seconds` by the time the
+     * collectives were in flight while this rank computed. */
+    double span_seconds;
+    /* The part of `seconds` spent by compiled programs' all-reduces (kiln_all_reduce in a
+     * step, not kiln_comm_all_reduce): the communication time a step did not hide. */
+    double program_seconds;
 } kiln_comm_stats;
 KILN_API void kiln_comm_get_stats(const kiln_comm *c, kiln_comm_stats *out);
 /* Waits until every rank has arrived (or the timeout). */

@@ -1,6 +1,8 @@
 #!/bin/sh
 # mpi_dp.sh — data-parallel training over MPI on loopback (ctest: test_mpi_dp): 2 and 4
-# ranks give the parameters of one process on the combined batch (test_dp mpi); a rank
+# ranks give the parameters of one process on the combined batch (test_dp mpi); 2 ranks
+# give bitwise the same parameters with the all-reduces overlapped and not
+# (test_dp mpi-overlap); a rank
 # that stalls ends the others with kiln's timeout error within the timeout (2 s here), and
 # a rank that dies ends the job rather than hanging it.
 # Usage: mpi_dp.sh MPIEXEC TEST_DP   (exit 77, a skip, when MPIEXEC is empty: no MPI)
@@ -25,6 +27,12 @@ for n in 2 4; do
         echo "$out" | grep "parameters after"
     fi
 done
+out=$("$mpiexec" -np 2 "$test_dp" mpi-overlap 2>&1)
+if [ $? -ne 0 ] || ! echo "$out" | grep -q "bitwise the same with and without overlap"; then
+    echo "mpi_dp: overlapped and blocking all-reduces over 2 ranks:"; echo "$out"; fail=1
+else
+    echo "$out" | grep "bitwise the same"
+fi
 start=$(date +%s)
 out=$(timeout 60 "$mpiexec" -np 3 "$test_dp" mpi-stall stop 2>&1)
 took=$(( $(date +%s) - start ))

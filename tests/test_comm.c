@@ -2,7 +2,12 @@
  * input over 4 in-process CPU devices (random shapes, dtypes and reductions, fused with
  * the ops around it), its VJP, the single-replica identity (reference, no communicator),
  * the text form, timeouts and mismatched calls, and the fault sweep of the group and the
- * compile. Also run under ThreadSanitizer (label tsan). */
+ * compile; all-reduces overlapped with the kernels after them (the default) against the
+ * same programs with kiln_compile_options.disable_overlap, bitwise, the lifetime of an
+ * overlapped all-reduce's buffers, and a peer that never comes while several are in
+ * flight. Also run under ThreadSanitizer (label tsan). */
+#include "comm/comm.h"
+#include "exec/executable.h"
 #include "fault.h"
 #include "rng.h"
 #include "test.h"
@@ -303,6 +308,212 @@ static void test_program_timeout(void) {
     for (int i = 0; i < 2; i++) kiln_comm_destroy(comms[i]);
 }
 
+/* ---------------------------------------------------------------- overlap ---- */
+
+/* Runs rank i's executable e[i] on in[i] (n_in arguments each) in a thread per rank; the
+ * outputs' bytes go to out[i] (bytes each). */
+static void run_ranks(kiln_executable **e, int n, kiln_array *(*in)[2], int n_in, void **out,
+                      size_t bytes) {
+    replica r[RANKS];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < n; i++) {
+        r[i].e = e[i], r[i].n_in = n_in;
+        for (int a = 0; a < n_in; a++) r[i].in[a] = in[i][a];
+    }
+    run_all(r, n);
+    for (int i = 0; i < n; i++) {
+        CHECK_MSG(r[i].s == KILN_STATUS_OK, "rank %d: %s", i, r[i].err);
+        if (!r[i].s) kiln_array_copy_to_host(r[i].out, out[i], bytes);
+        kiln_array_destroy(r[i].out);
+    }
+}
+
+/* The kernel of the first all-reduce and its dot's, in e's plan. */
+static uint32_t kernel_of_kind(const kiln_executable *e, int kind) {
+    for (uint32_t k = 0; k < e->plan.n_kernels; k++)
+        if ((int)e->plan.kernels[k].kind == kind) return k;
+    return UINT32_MAX;
+}
+
+/* The all-reduce's operand dies at the all-reduce (nothing else reads it) and a dot of the
+ * same size runs while the all-reduce is in flight: unless the plan keeps the operand live
+ * until the wait, the dot's result takes its bytes, and the local transport, which reduces
+ * at the wait, would sum the dot's result instead. out = all_reduce(3 x) + x @ x. */
+static void test_overlap_keeps_buffers(void) {
+    enum { N = 48, RK = 2 };
+    kiln_comm *comms[RK];
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, RK, 30, comms));
+    int64_t d[2] = {N, N};
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "lifetime", &g));
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value r =
+        kiln_all_reduce(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 3)), KILN_REDUCE_SUM);
+    kiln_value y = kiln_add(g, r, kiln_matmul(g, x, x));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    float host[RK][N * N], got[RK][N * N];
+    uint64_t seed = test_seed(0x11fe);
+    kiln_executable *e[RK] = {0};
+    kiln_array *in[RK][2] = {{0}};
+    for (int i = 0; i < RK; i++) {
+        test_fill_uniform(KILN_DTYPE_F32, N * N, host[i], &seed);
+        kiln_compile_options o = {.device = i, .comm = comms[i]};
+        CHECK_OK(ctx, kiln_compile(g, &o, &e[i]));
+        CHECK_OK(ctx, kiln_array_create_on(ctx, i, KILN_DTYPE_F32, 2, d, host[i], &in[i][0]));
+    }
+    /* the plan this test is about: the dot runs between the all-reduce's start and wait */
+    const mem_plan *p = &e[0]->mem;
+    uint32_t ka = kernel_of_kind(e[0], FK_COLLECTIVE), kd = kernel_of_kind(e[0], FK_DOT);
+    CHECK(ka != UINT32_MAX && kd != UINT32_MAX);
+    if (ka == UINT32_MAX || kd == UINT32_MAX) return;
+    int32_t sa = (int32_t)p->step_of[ka], sd = (int32_t)p->step_of[kd];
+    CHECK_MSG(sa < sd && sd < p->wait_step[ka],
+              "all-reduce at step %d, waited for at %d; the dot at step %d", sa, p->wait_step[ka],
+              sd);
+    CHECK_OK(ctx, plan_check(e[0]->g, &e[0]->plan, p));
+    char *text = kiln_executable_to_string(e[0]), line[160];
+    snprintf(line, sizeof line,
+             "collective writes %%%u (1 ops) reads %%%u (in flight until step %d)",
+             e[0]->plan.kernels[ka].roots[0], e[0]->plan.kernels[ka].inputs[0], p->wait_step[ka]);
+    CHECK_CONTAINS(text, line);
+    kiln_string_free(ctx, text);
+    const plan_buffer *op = &p->buffers[p->buffer_of[e[0]->plan.kernels[ka].inputs[0]]];
+    CHECK_MSG(op->last >= p->wait_step[ka], "the operand is live in [%d, %d], the wait is at %d",
+              op->def, op->last, p->wait_step[ka]);
+    void *outs[RK] = {got[0], got[1]};
+    for (int rep = 0; rep < 3; rep++) { /* the arena is reused: stale bytes would show */
+        run_ranks(e, RK, in, 1, outs, sizeof got[0]);
+        int bad = 0;
+        for (int i = 0; i < RK && !bad; i++)
+            for (int a = 0; a < N && !bad; a++)
+                for (int b = 0; b < N && !bad; b++) {
+                    double want = 3.0 * host[0][a * N + b] + 3.0 * host[1][a * N + b];
+                    for (int k = 0; k < N; k++)
+                        want += (double)host[i][a * N + k] * host[i][k * N + b];
+                    double have = got[i][a * N + b];
+                    bad = !test_close(have, want, 1e-4, 1e-4);
+                    CHECK_MSG(!bad, "rank %d [%d, %d]: %g, want %g", i, a, b, have, want);
+                }
+    }
+    for (int i = 0; i < RK; i++) {
+        kiln_array_destroy(in[i][0]);
+        kiln_executable_destroy(e[i]);
+        kiln_comm_destroy(comms[i]);
+    }
+    kiln_graph_destroy(g);
+}
+
+/* A backward-pass-like program: a chain of layers, each giving a "gradient" that is
+ * all-reduced (mean) and applied to its own parameter at the end, plus a summed loss;
+ * one output, the updates and the loss (broadcast) stacked. */
+static kiln_graph *layered_program(int layers, int64_t n) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "layers", &g));
+    int64_t d[2] = {n, n};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, d);
+    kiln_value h = x, outs[8], grads[8];
+    for (int l = 0; l < layers; l++) {
+        h = kiln_tanh(g, kiln_matmul(g, h, w));
+        grads[l] = kiln_all_reduce(g, kiln_mul(g, h, kiln_scalar(g, KILN_DTYPE_F32, 0.5 + l)),
+                                   KILN_REDUCE_MEAN);
+    }
+    for (int l = 0; l < layers; l++)
+        outs[l] = kiln_sub(g, w, kiln_mul(g, grads[l], kiln_scalar(g, KILN_DTYPE_F32, 0.1)));
+    kiln_value loss = kiln_all_reduce(g, kiln_reduce_sum(g, h, 0, NULL, false), KILN_REDUCE_SUM);
+    outs[layers] = kiln_broadcast_to(g, loss, 2, d);
+    kiln_value all = kiln_concatenate(g, layers + 1, outs, 0);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &all));
+    return g;
+}
+
+/* Overlapped and not: the same bits on every rank, at 2 and 4 ranks, over three runs. */
+static void test_overlap_bitwise(void) {
+    enum { L = 5, N = 40 };
+    kiln_graph *g = layered_program(L, N);
+    int64_t d[2] = {N, N};
+    size_t bytes = (size_t)(L + 1) * N * N * sizeof(float);
+    for (int n = 2; n <= RANKS; n += 2) {
+        kiln_comm *comms[RANKS];
+        CHECK_OK(ctx, kiln_comm_create_local(ctx, n, 30, comms));
+        kiln_executable *e[2][RANKS] = {{0}};
+        kiln_array *in[RANKS][2] = {{0}};
+        void *out[2][RANKS];
+        uint64_t seed = test_seed(0x0de7 + (uint64_t)n);
+        for (int i = 0; i < n; i++) {
+            float xs[N * N], ws[N * N];
+            test_fill_uniform(KILN_DTYPE_F32, N * N, xs, &seed);
+            test_fill_uniform(KILN_DTYPE_F32, N * N, ws, &seed);
+            CHECK_OK(ctx, kiln_array_create_on(ctx, i, KILN_DTYPE_F32, 2, d, xs, &in[i][0]));
+            CHECK_OK(ctx, kiln_array_create_on(ctx, i, KILN_DTYPE_F32, 2, d, ws, &in[i][1]));
+            for (int m = 0; m < 2; m++) {
+                kiln_compile_options o = {.device = i, .comm = comms[i], .disable_overlap = m};
+                CHECK_OK(ctx, kiln_compile(g, &o, &e[m][i]));
+                out[m][i] = calloc(1, bytes);
+            }
+        }
+        int overlapped = 0; /* collectives of the overlapped plan waited for later */
+        for (uint32_t k = 0; k < e[0][0]->plan.n_kernels; k++) {
+            overlapped += e[0][0]->mem.wait_step[k] > (int32_t)e[0][0]->mem.step_of[k];
+            CHECK(e[1][0]->mem.wait_step[k] == (int32_t)e[1][0]->mem.step_of[k]);
+        }
+        CHECK_MSG(overlapped >= L, "%d of the %d all-reduces overlap", overlapped, L + 1);
+        CHECK_OK(ctx, plan_check(e[0][0]->g, &e[0][0]->plan, &e[0][0]->mem));
+        kiln_comm_stats before, after;
+        kiln_comm_get_stats(comms[0], &before);
+        for (int rep = 0; rep < 3; rep++)
+            for (int m = 0; m < 2; m++) run_ranks(e[m], n, in, 2, out[m], bytes);
+        kiln_comm_get_stats(comms[0], &after);
+        CHECK(after.calls - before.calls == 6 * (L + 1));
+        CHECK(after.span_seconds >= after.seconds);
+        CHECK(after.program_seconds > before.program_seconds &&
+              after.program_seconds <= after.seconds);
+        for (int i = 0; i < n; i++) {
+            CHECK_MSG(!memcmp(out[0][i], out[1][i], bytes),
+                      "%d ranks: rank %d's outputs differ with and without overlap", n, i);
+            size_t loss_at = (size_t)L * N * N; /* the all-reduced loss, broadcast */
+            CHECK_MSG(!memcmp((float *)out[0][i] + loss_at, (float *)out[0][0] + loss_at,
+                              N * N * sizeof(float)),
+                      "%d ranks: rank %d's loss differs from rank 0's", n, i);
+        }
+        for (int i = 0; i < n; i++) {
+            for (int m = 0; m < 2; m++) kiln_executable_destroy(e[m][i]), free(out[m][i]);
+            kiln_array_destroy(in[i][0]);
+            kiln_array_destroy(in[i][1]);
+            kiln_comm_destroy(comms[i]);
+        }
+    }
+    kiln_graph_destroy(g);
+}
+
+/* Several all-reduces in flight when the peer never comes: the run ends with the timeout
+ * naming it (nothing hangs), nothing is left in flight, and a later run says the group
+ * failed. */
+static void test_overlap_timeout(void) {
+    kiln_comm *comms[2];
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, 2, 0.2, comms));
+    kiln_graph *g = layered_program(3, 8);
+    kiln_executable *e = NULL;
+    kiln_compile_options o = {.comm = comms[0]};
+    CHECK_OK(ctx, kiln_compile(g, &o, &e));
+    int64_t d[2] = {8, 8};
+    replica r = {.e = e, .n_in = 2};
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, NULL, &r.in[0]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, NULL, &r.in[1]));
+    run_replica(&r);
+    CHECK_STATUS(r.s, KILN_STATUS_TIMEOUT);
+    CHECK_CONTAINS(r.err, "rank(s) 1, which never arrived");
+    CHECK(r.out == NULL && comms[0]->in_flight == 0);
+    run_replica(&r);
+    CHECK_STATUS(r.s, KILN_STATUS_TIMEOUT);
+    CHECK_CONTAINS(r.err, "already failed a collective");
+    kiln_array_destroy(r.in[0]);
+    kiln_array_destroy(r.in[1]);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    for (int i = 0; i < 2; i++) kiln_comm_destroy(comms[i]);
+}
+
 static void test_mpi_absent_or_present(void) {
     kiln_comm *c = (kiln_comm *)1;
     if (kiln_comm_mpi_available()) return; /* tests/mpi_train.sh runs it under mpiexec */
@@ -359,6 +570,9 @@ int main(void) {
     RUN(test_vjp);
     RUN(test_timeout_and_mismatch);
     RUN(test_program_timeout);
+    RUN(test_overlap_keeps_buffers);
+    RUN(test_overlap_bitwise);
+    RUN(test_overlap_timeout);
     RUN(test_mpi_absent_or_present);
     test_fault_sweep(dir);
     kiln_context_destroy(ctx);

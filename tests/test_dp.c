@@ -1,10 +1,12 @@
 /* test_dp.c — data-parallel training of models/gpt: N replicas give the parameters one
  * process gets on the combined batch, to f32 tolerance, after 20 steps; replicas that
- * diverge are caught by the parameter hash.
+ * diverge are caught by the parameter hash; the all-reduces overlapped with the backward
+ * pass give bitwise the parameters of blocking ones.
  *
  *   test_dp              4 in-process CPU devices (threads; also under ThreadSanitizer)
  *   test_dp mpi          under mpiexec -np N: one replica per process over MPI; rank 0
  *                        also trains the single process and compares (tests/mpi_dp.sh)
+ *   test_dp mpi-overlap  under mpiexec: overlapped and blocking all-reduces, bitwise
  *   test_dp mpi-stall S  under mpiexec: rank 1 stops itself (SIGSTOP) at its 4th
  *                        collective, or kills itself (SIGKILL) when S is "kill"; the
  *                        others must fail with the timeout error (tests/mpi_dp.sh) */
@@ -90,10 +92,17 @@ static void *replica_main(void *p) {
     return NULL;
 }
 
+/* How a run differs from options(): steps (0: STEPS), buckets, blocking all-reduces. */
+typedef struct variant {
+    int steps;
+    int64_t bucket_bytes;
+    bool no_overlap;
+} variant;
+
 /* Runs n replicas on devices 0..n-1; seed_skew changes rank 1's seed (diverging);
  * quit_after > 0 makes rank 1 leave after that many steps (a rank that dies). */
 static void run_devices(kiln_context *ctx, int n, const char *out, int seed_skew, int quit_after,
-                        replica *x) {
+                        const variant *v, replica *x) {
     kiln_comm *comms[8];
     CHECK_OK(ctx, kiln_comm_create_local(ctx, n, quit_after ? 1.0 : 60, comms));
     pthread_t th[8];
@@ -103,10 +112,69 @@ static void run_devices(kiln_context *ctx, int n, const char *out, int seed_skew
         x[i].o.comm = comms[i], x[i].o.device = i;
         if (i == 1) x[i].o.seed += (uint64_t)seed_skew, x[i].o.stop_after = quit_after;
         if (quit_after) x[i].o.save_every = 1;
+        if (v && v->steps) x[i].o.steps = v->steps, x[i].o.warmup = 1;
+        if (v) x[i].o.bucket_bytes = v->bucket_bytes, x[i].o.no_overlap = v->no_overlap;
         pthread_create(&th[i], NULL, replica_main, &x[i]);
     }
     for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < n; i++) kiln_comm_destroy(comms[i]);
+}
+
+/* Rank 0's checkpoints in dirs a and b hold bitwise the same parameters: how many are. */
+static int same_parameters(kiln_context *ctx, const char *dir_a, const char *dir_b) {
+    gpt_train_options o;
+    options(&o, NULL);
+    int P = gpt_num_params(&o.model), same = 0;
+    kiln_array **a = calloc((size_t)(2 * P), sizeof *a), **b = a + P;
+    char path[700], err[GPT_ERR_SIZE];
+    for (int m = 0; m < 2; m++) {
+        snprintf(path, sizeof path, "%s/model.safetensors", m ? dir_b : dir_a);
+        CHECK_MSG(gpt_checkpoint_load(ctx, path, &o.model, m ? b : a, NULL, NULL, err) ==
+                      KILN_STATUS_OK,
+                  "%s", err);
+    }
+    for (int i = 0; i < P && a[i] && b[i]; i++) {
+        size_t bytes = (size_t)kiln_array_size(a[i]) * 4;
+        char *x0 = malloc(2 * bytes), *x1 = x0 + bytes;
+        kiln_array_copy_to_host(a[i], x0, bytes);
+        kiln_array_copy_to_host(b[i], x1, bytes);
+        CHECK_MSG(!memcmp(x0, x1, bytes), "parameter %d differs with overlap (%s, %s)", i, dir_a,
+                  dir_b);
+        same += !memcmp(x0, x1, bytes);
+        free(x0);
+    }
+    CHECK_MSG(same == P, "%d of %d parameters bitwise the same", same, P);
+    for (int i = 0; i < 2 * P; i++) kiln_array_destroy(a[i]);
+    free(a);
+    return same;
+}
+
+/* The all-reduces overlapped with the backward pass (the default) and not: bitwise the
+ * same parameters and loss, at 2 ranks with small buckets (several concatenations) and at
+ * 4 with one all-reduce per gradient. */
+static void overlap_bitwise(kiln_context *ctx, const char *dir) {
+    static const variant vs[2][2] = {{{6, 8 << 10, false}, {6, 8 << 10, true}},
+                                     {{6, -1, false}, {6, -1, true}}};
+    for (int c = 0; c < 2; c++) {
+        int n = c ? 4 : 2;
+        replica x[4];
+        double loss[2] = {0, 0};
+        char out[2][600];
+        for (int m = 0; m < 2; m++) {
+            snprintf(out[m], sizeof out[m], "%s/ovl%d-%d", dir, n, m);
+            run_devices(ctx, n, out[m], 0, 0, &vs[c][m], x);
+            for (int i = 0; i < n; i++)
+                CHECK_MSG(x[i].st == KILN_STATUS_OK, "%d ranks, overlap %s, rank %d: %s", n,
+                          m ? "off" : "on", i, x[i].err);
+            loss[m] = x[0].r.final_loss;
+        }
+        CHECK_MSG(loss[0] == loss[1], "%d ranks: loss %.9g with overlap, %.9g without", n, loss[0],
+                  loss[1]);
+        int same = same_parameters(ctx, out[0], out[1]);
+        printf("test_dp: %d ranks, %d steps: %d parameters bitwise the same with and without "
+               "overlap\n",
+               n, vs[c][0].steps, same);
+    }
 }
 
 static int in_process(void) {
@@ -126,14 +194,16 @@ static int in_process(void) {
     }
     replica x[4];
     snprintf(out, sizeof out, "%s/dp", dir);
-    run_devices(ctx, 4, out, 0, 0, x);
+    run_devices(ctx, 4, out, 0, 0, NULL, x);
     for (int i = 0; i < 4; i++) CHECK_MSG(x[i].st == KILN_STATUS_OK, "rank %d: %s", i, x[i].err);
     CHECK(x[0].r.steps_done == STEPS);
     if (!x[0].st) compare_with_one_process(ctx, dir, x[0].r.final_loss);
 
+    overlap_bitwise(ctx, dir);
+
     /* a replica that started elsewhere: the hash check stops every rank at step 5 */
     snprintf(out, sizeof out, "%s/diverged", dir);
-    run_devices(ctx, 4, out, 1, 0, x);
+    run_devices(ctx, 4, out, 1, 0, NULL, x);
     for (int i = 0; i < 4; i++) {
         CHECK_STATUS(x[i].st, KILN_STATUS_INTERNAL);
         CHECK_CONTAINS(x[i].err, "step 5: the parameters of the 4 ranks differ");
@@ -143,7 +213,7 @@ static int in_process(void) {
      * naming it, and rank 0 keeps the checkpoint of step 3 (step 4 is torn: its kernels
      * may have updated the donated state before the collective failed) */
     snprintf(out, sizeof out, "%s/quit", dir);
-    run_devices(ctx, 4, out, 0, 3, x);
+    run_devices(ctx, 4, out, 0, 3, NULL, x);
     CHECK_MSG(x[1].st == KILN_STATUS_OK && x[1].r.steps_done == 3, "rank 1: %s", x[1].err);
     for (int i = 0; i < 4; i += 1 + (i == 0)) {
         CHECK_STATUS(x[i].st, KILN_STATUS_TIMEOUT);
@@ -195,6 +265,51 @@ static int under_mpi(void) {
     return test_summary("test_dp mpi");
 }
 
+/* Under mpiexec: the same 6 steps with the all-reduces overlapped and not (8 KiB buckets,
+ * so there are several) give bitwise the same loss and parameters (rank 0's checkpoints;
+ * the hash check keeps the other ranks' equal to rank 0's). */
+static int under_mpi_overlap(void) {
+    char dir[] = "/tmp/kiln-test-dp-ovl-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    kiln_context_options co;
+    memset(&co, 0, sizeof co);
+    co.ignore_environment = true;
+    co.cache_dir = dir;
+    co.num_threads = 1;
+    kiln_context *ctx = NULL;
+    char err[GPT_ERR_SIZE], out[2][600];
+    if (kiln_context_create(&co, &ctx, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    kiln_comm *comm = NULL;
+    CHECK_OK(ctx, kiln_comm_create_mpi(ctx, 60, &comm));
+    int rank = kiln_comm_get_rank(comm);
+    double loss[2] = {0, 0};
+    for (int m = 0; m < 2; m++) {
+        snprintf(out[m], sizeof out[m], "%s/ovl-%d", dir, m);
+        gpt_train_options o;
+        options(&o, out[m]);
+        o.comm = comm, o.steps = 6, o.warmup = 1, o.check_every = 3;
+        o.bucket_bytes = 8 << 10, o.no_overlap = m;
+        gpt_train_result r;
+        CHECK_MSG(gpt_train(ctx, &o, &r, err) == KILN_STATUS_OK, "rank %d: %s", rank, err);
+        loss[m] = r.final_loss;
+    }
+    CHECK_MSG(loss[0] == loss[1], "rank %d: loss %.9g with overlap, %.9g without", rank, loss[0],
+              loss[1]);
+    if (rank == 0) {
+        int same = same_parameters(ctx, out[0], out[1]);
+        printf("test_dp: %d MPI ranks, 6 steps: %d parameters bitwise the same with and without "
+               "overlap\n",
+               kiln_comm_get_size(comm), same);
+    }
+    kiln_comm_destroy(comm);
+    kiln_context_destroy(ctx);
+    test_remove_dir(dir);
+    return test_summary("test_dp mpi-overlap");
+}
+
 static int stall(const char *how) {
     kiln_context *ctx = test_context();
     kiln_comm *comm = NULL;
@@ -222,6 +337,7 @@ static int stall(const char *how) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "mpi")) return under_mpi();
+    if (argc > 1 && !strcmp(argv[1], "mpi-overlap")) return under_mpi_overlap();
     if (argc > 2 && !strcmp(argv[1], "mpi-stall")) return stall(argv[2]);
     return in_process();
 }

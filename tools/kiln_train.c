@@ -60,7 +60,9 @@ static const char train_usage[] =
     "  --comm-timeout X     a rank that waits X seconds for the others fails (60)\n"
     "  --check-every N      compare the ranks' parameter hashes every N steps (100)\n"
     "  --bucket-mb X        gradients per all-reduce, in MiB (0: one per gradient; default\n"
-    "                       25 over MPI, 0 for --devices)\n";
+    "                       25 over MPI, 0 for --devices)\n"
+    "  --no-overlap         finish each all-reduce before the next kernel, instead of\n"
+    "                       running the rest of the backward pass while it is in flight\n";
 
 static const char sample_usage[] =
     "usage: kiln sample [flags] [CHECKPOINT]\n"
@@ -329,6 +331,10 @@ int kiln_tool_train(int argc, char **argv) {
             mpi = true;
             continue;
         }
+        if (!strcmp(f, "--no-overlap")) {
+            o.no_overlap = true;
+            continue;
+        }
         static const struct {
             const char *name;
             long long lo, hi;
@@ -357,7 +363,8 @@ int kiln_tool_train(int argc, char **argv) {
                 "--save-every",   "--data",        "--out",           "--resume",
                 "--init",         "--batches",     "--memory-budget", "--lr",
                 "--weight-decay", "--clip",        "--devices",       "--mpi",
-                "--comm-timeout", "--check-every", "--bucket-mb",     "--device"};
+                "--comm-timeout", "--check-every", "--bucket-mb",     "--device",
+                "--no-overlap"};
             return unknown_flag("train", argv[it.i], f, all, sizeof all / sizeof all[0]);
         }
         const char *v = value_of(&it);

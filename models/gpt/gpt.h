@@ -153,6 +153,9 @@ typedef struct gpt_train_options {
      * alone); a negative value: one all-reduce per gradient; 0 (the default): 25 MiB as
      * DDP's between processes, one per gradient between threads (local). */
     int64_t bucket_bytes;
+    /* Each all-reduce completes where it stands (kiln_compile_options.disable_overlap)
+     * instead of overlapping the rest of the backward pass. */
+    bool no_overlap;
 } gpt_train_options;
 
 /* What a run did (filled by gpt_train, also on most failures, as far as it got). */

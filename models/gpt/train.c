@@ -298,7 +298,8 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
                                    .memory_budget = r->o->memory_budget,
                                    .memory_budget_fraction = r->o->memory_budget_fraction,
                                    .device = r->dev,
-                                   .comm = r->comm};
+                                   .comm = r->comm,
+                                   .disable_overlap = r->o->no_overlap};
         st = kiln_compile(g, &co, &r->step);
         free(donate);
         if (st) gpt_errf(r->err, "compiling the training step: %s", kiln_last_error(r->ctx));

@@ -1,12 +1,16 @@
 /* comm.c — the public communicator API over the transports' tables (comm.h): argument
  * checks, the MEAN division, call numbering, timing and the refusal after a failure, and
- * the routing of a program's collective on device memory to a device transport. */
+ * the routing of a program's collective on device memory to a device transport.
+ * A blocking all-reduce is its start and its wait; the MEAN division happens at the wait,
+ * when the sum is there. Calls are numbered when they start (the order every rank issues
+ * them in), bytes are counted when they complete. */
 #include "comm.h"
 #include "backend/device.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 double comm_now(void) {
@@ -58,30 +62,63 @@ static kiln_status check_args(kiln_comm *c, const char *op, kiln_dtype t, kiln_r
     return KILN_STATUS_OK;
 }
 
-kiln_status comm_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
-                            void *recv, size_t count, const char *node) {
+kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
+                                  void *recv, size_t count, const char *node, kn_comm_req *r) {
     size_t bytes = count * kiln_dtype_itemsize(t);
+    memset(r, 0, sizeof *r);
     if (!c || c->size == 1) { /* one replica: every reduction is the value itself */
         if (bytes && recv != send) memmove(recv, send, bytes);
         return KILN_STATUS_OK;
     }
     kiln_status s = check_args(c, "all_reduce", t, k, send, recv, (int64_t)count);
     if (s) return s;
-    char what[160];
-    snprintf(what, sizeof what, "collective #%llu, all_reduce %s of %zu %s (%s)",
+    *r = (kn_comm_req){.c = c,
+                       .dtype = t,
+                       .kind = k,
+                       .op = k == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : k,
+                       .send = send,
+                       .recv = recv,
+                       .count = count,
+                       .t0 = comm_now(),
+                       .in_program = node != NULL};
+    snprintf(r->what, sizeof r->what, "collective #%llu, all_reduce %s of %zu %s (%s)",
              (unsigned long long)c->calls + 1, kind_name(k), count, kiln_dtype_name(t),
              node ? node : "host buffer");
+    c->calls++; /* numbered at the start: the order every rank issues them in */
+    if (c->ops->start) {
+        s = c->ops->start(c, r);
+    } else { /* a blocking transport: the whole call happens here, the wait only finishes */
+        s = c->ops->all_reduce(c, t, r->op, send, recv, count, r->what);
+    }
+    double took = comm_now() - r->t0;
+    c->seconds += took;
+    if (r->in_program) c->program += took;
+    if (s) {
+        c->failed = true;
+        r->c = NULL;
+        return s;
+    }
+    c->in_flight++;
+    return KILN_STATUS_OK;
+}
+
+kiln_status comm_wait(kn_comm_req *r) {
+    kiln_comm *c = r->c;
+    if (!c) return KILN_STATUS_OK;
     double t0 = comm_now();
-    s = c->ops->all_reduce(c, t, k == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : k, send, recv, count,
-                           what);
+    kiln_status s = c->ops->start ? c->ops->wait(c, r) : KILN_STATUS_OK;
+    r->c = NULL;
+    c->in_flight--;
+    if (!s && r->kind == KILN_REDUCE_MEAN) divide(r->dtype, r->recv, r->count, c->size);
+    double t1 = comm_now();
+    c->seconds += t1 - t0;
+    if (r->in_program) c->program += t1 - t0;
     if (s) {
         c->failed = true;
         return s;
     }
-    if (k == KILN_REDUCE_MEAN) divide(t, recv, count, c->size);
-    c->calls++;
-    c->bytes += bytes;
-    c->seconds += comm_now() - t0;
+    c->bytes += r->count * kiln_dtype_itemsize(r->dtype);
+    c->span += t1 - r->t0;
     return KILN_STATUS_OK;
 }
 
@@ -128,6 +165,18 @@ kiln_status comm_wait_on(kiln_comm *c, kn_device *dev, const char *name) {
     kiln_status s = c->ops->wait_device(c, what);
     if (s) c->failed = true;
     return s;
+}
+
+void comm_progress(kn_comm_req *r) {
+    kiln_comm *c = r->c;
+    if (c && c->ops->progress) c->ops->progress(c, r);
+}
+
+kiln_status comm_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
+                            void *recv, size_t count, const char *node) {
+    kn_comm_req r;
+    kiln_status s = comm_all_reduce_start(c, t, k, send, recv, count, node, &r);
+    return s ? s : comm_wait(&r);
 }
 
 /* --------------------------------------------------------------- public ---- */
@@ -260,6 +309,8 @@ void kiln_comm_get_stats(const kiln_comm *c, kiln_comm_stats *out) {
     out->calls = c->calls;
     out->bytes = c->bytes;
     out->seconds = c->seconds;
+    out->span_seconds = c->span;
+    out->program_seconds = c->program;
 }
 
 kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,

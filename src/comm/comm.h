@@ -13,7 +13,12 @@
  * Invariants: every rank of a group calls the same collectives in the same order with the
  * same dtype, count and reduction (a mismatch that the transport can see is an error on
  * every rank); every rank gets bitwise the same result; no call waits longer than the
- * group's timeout; once a call failed, the communicator refuses every later one. */
+ * group's timeout; once a call failed, the communicator refuses every later one.
+ *
+ * Nonblocking: an all-reduce may be started (comm_all_reduce_start) and completed later
+ * (comm_wait), with other work and other collectives started in between, so a program's
+ * all-reduces overlap its remaining kernels (run.c). Ranks start their collectives in the
+ * same order; they may wait for them in any order. */
 #ifndef KILN_COMM_H
 #define KILN_COMM_H
 
@@ -21,10 +26,57 @@
 
 struct kn_device;
 
+/* One all-reduce in flight, from comm_all_reduce_start to comm_wait. The storage is the
+ * caller's (run.c makes one per collective kernel before the run starts, so starting a
+ * collective never allocates) and must stay put, with the send and recv buffers, until
+ * comm_wait returns. The transports keep their state in the union. */
+typedef struct kn_comm_req {
+    kiln_comm *c;          /* NULL: nothing in flight (one replica: done at the start) */
+    kiln_dtype dtype;      /* what was asked */
+    kiln_reduce_kind kind; /* as asked: MEAN divides at the wait */
+    kiln_reduce_kind op;   /* what the transport reduces with: SUM or MAX */
+    const void *send;
+    void *recv;
+    size_t count;
+    double t0;       /* when it started */
+    bool in_program; /* a compiled program's (node given): counted in `program` */
+    char what[160];  /* "collective #3, all_reduce sum of 128 f32 (%7 of 'step')" */
+    union {
+        struct {                      /* local.c: the request is the rank's post for its round */
+            struct kn_comm_req *next; /* this rank's requests in flight, oldest first */
+            struct kn_comm_req *round_next; /* the next rank's request of the same round */
+            uint64_t seq;                   /* the round: the rank's collectives numbered */
+            bool linked;                    /* round_next is set for the whole round */
+            bool claimed, reduced;          /* slice `rank` of the round: taken, written */
+            bool complete;                  /* every slice written: recv is the result */
+        } local;
+        struct {         /* mpi.c */
+            int handle;  /* MPI_Request (an int in MPICH's ABI) */
+            size_t at;   /* elements whose piece was issued before the current one */
+            bool active; /* handle is a request MPI still owns */
+            bool failed; /* issuing the next piece failed in progress (the message is set) */
+        } mpi;
+    } u;
+} kn_comm_req;
+
 typedef struct kn_comm_ops {
     const char *kind; /* "local", "mpi", "nccl" */
+    /* The nonblocking pair: start posts r (r->op is SUM or MAX; r->what names the call in
+     * messages) and returns at once; wait returns once r->recv holds the reduction over
+     * the ranks, or fails at the group's timeout. After a failed start, wait is not called;
+     * a wait that fails has still stopped every use of r's buffers by the transport that
+     * it can stop (an MPI request that timed out cannot be cancelled: comm.c marks the
+     * communicator failed). NULL start: the transport only has the blocking all_reduce,
+     * which comm.c then calls at the start. */
+    kiln_status (*start)(kiln_comm *c, kn_comm_req *r);
+    kiln_status (*wait)(kiln_comm *c, kn_comm_req *r);
+    /* Optional: lets the transport move r along without blocking (MPI progresses a
+     * nonblocking collective only inside MPI calls of the process); an error here is
+     * reported again by the wait. */
+    void (*progress)(kiln_comm *c, kn_comm_req *r);
     /* recv = reduction (KILN_REDUCE_SUM or _MAX) of send over the ranks; `what` names the
-     * call for messages ("collective #3, all_reduce f32[128] sum"). */
+     * call for messages ("collective #3, all_reduce f32[128] sum"). Optional when start
+     * and wait exist (comm.c does start + wait). */
     kiln_status (*all_reduce)(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
                               void *recv, size_t count, const char *what);
     kiln_status (*barrier)(kiln_comm *c, const char *what);
@@ -47,10 +99,15 @@ struct kiln_comm {
     void *impl;
     int rank, size;
     double timeout_s;
-    bool failed;           /* a call failed: later ones are refused */
-    uint64_t calls;        /* collectives made, numbering them in messages */
-    uint64_t bytes;        /* bytes reduced (this rank's send size, summed) */
-    double seconds;        /* wall time inside collectives (a device collective's: to enqueue) */
+    bool failed;    /* a call failed: later ones are refused */
+    uint64_t calls; /* collectives made, numbering them in messages */
+    uint64_t bytes; /* bytes reduced (this rank's send size, summed) */
+    /* wall time inside collective calls: starts, waits, blocking calls (a device
+     * collective's: the time to enqueue it) */
+    double seconds;
+    double span;           /* per all-reduce, from its start to its wait's return, summed */
+    double program;        /* the part of seconds spent by compiled programs' collectives */
+    int in_flight;         /* all-reduces started and not yet waited for */
     struct kn_device *dev; /* a device transport's device; NULL: a host transport */
 };
 
@@ -73,6 +130,15 @@ kiln_status comm_all_reduce_on(kiln_context *ctx, kiln_comm *c, struct kn_device
  * device transport (bounded by the group's timeout); KILN_STATUS_OK at once for a host
  * transport. */
 kiln_status comm_wait_on(kiln_comm *c, struct kn_device *dev, const char *name);
+/* The same in two halves: the start posts the all-reduce and returns, comm_wait (on the
+ * same thread, before send or recv are touched again) completes it. Every started request
+ * must be waited for, also after an error elsewhere: the other ranks need this rank's part.
+ * A start that fails leaves nothing in flight (r->c NULL; comm_wait of it is a no-op). */
+kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
+                                  void *recv, size_t count, const char *node, kn_comm_req *r);
+kiln_status comm_wait(kn_comm_req *r);
+/* Between kernels: gives the transport of r (in flight) a chance to progress. */
+void comm_progress(kn_comm_req *r);
 
 /* The transports' constructors: fill c (rank, size, ops, impl) or set a message. */
 kiln_status comm_local_group(kiln_context *ctx, int size, double timeout_s, kiln_comm **comms);

@@ -1,48 +1,52 @@
 /* local.c — the in-process transport: `size` ranks, one thread each, sharing one group.
  *
- * An all-reduce is two meetings. Each rank posts its send and recv pointers and arrives;
- * once all have, rank r reduces slice r of the elements over every rank's send buffer, in
- * rank order (so every element is summed in the same order whoever computes it, and every
- * rank gets the same bits), and writes it into every rank's recv buffer; the second meeting
- * keeps every send buffer alive until nobody reads it. Memory traffic per rank is that of
- * a reduce-scatter plus an all-gather, as in a ring, with no copies.
+ * An all-reduce is a round: the ranks' k-th all-reduces form round k. Starting one posts
+ * the rank's request (send, recv, count) in its queue and returns. Waiting for it: once
+ * every rank has posted the round, its requests are chained in rank order, and the element
+ * range is cut into one slice per rank. A waiting rank reduces every slice nobody has taken
+ * yet (its own first), each element over every rank's send buffer in rank order (so every
+ * element is combined in the same order whoever computes it, and every rank gets the same
+ * bits), and writes it into every rank's recv; the round is complete when every slice is
+ * written. So the ranks that wait first do the work while the others still run kernels
+ * (the overlap of run.c), and with every rank waiting at once the work is split as a
+ * reduce-scatter plus an all-gather would be, with no copies. Rounds may be waited for in
+ * any order.
  *
- * A meeting waits on a condition variable until the deadline. A rank that times out marks
- * the group failed with a message naming the ranks that never arrived and wakes the others;
- * every later call on the group fails at once. The group is freed with its last
- * communicator. All shared fields are guarded by the mutex; the buffers posted in a round
- * are read only between its two meetings, which order them (also for ThreadSanitizer). */
+ * Waits use a condition variable until the deadline. A rank that times out waiting for a
+ * round some rank never posted marks the group failed with a message naming those ranks
+ * and wakes the others; every later call on the group fails at once. A request leaves its
+ * rank's queue only when its round is complete or the group failed and nobody is reducing
+ * anything (another rank may be writing this rank's recv), so the caller may reuse the
+ * buffers when the wait returns. Barriers are meetings (every rank arrives). The group is
+ * freed with its last communicator. All shared fields and the requests' transport fields
+ * are guarded by the mutex; a slice's buffers are read and written outside it only between
+ * the claim and the `reduced` mark, which the mutex orders (also for ThreadSanitizer). */
 #include "comm.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
-
-typedef struct local_post {
-    const void *send;
-    void *recv;
-    size_t count;
-    kiln_dtype dtype;
-    int kind;
-} local_post;
 
 typedef struct local_group {
     kiln_context *ctx;
     int size, alive; /* communicators not yet destroyed */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t gen;   /* meetings completed */
-    int arrived;    /* in the current meeting */
-    uint64_t *seen; /* per rank: 1 + the meeting it last arrived at */
-    local_post *post;
+    uint64_t gen;        /* meetings (barriers) completed */
+    int arrived;         /* in the current meeting */
+    uint64_t *seen;      /* per rank: 1 + the meeting it last arrived at */
+    uint64_t *posted;    /* per rank: all-reduces started (the next round's number) */
+    kn_comm_req **queue; /* per rank: its requests in flight, oldest first */
+    int reducing;        /* slices being reduced outside the mutex, any round */
     bool failed;
     char why[512];
 } local_group;
 
 static size_t group_bytes(int size) {
-    return sizeof(local_group) + (size_t)size * (sizeof(uint64_t) + sizeof(local_post));
+    return sizeof(local_group) + (size_t)size * (2 * sizeof(uint64_t) + sizeof(kn_comm_req *));
 }
 
 static void deadline_after(double s, struct timespec *ts) {
@@ -97,74 +101,200 @@ static kiln_status meet(kiln_comm *c, const char *what) {
     return s;
 }
 
-/* Element i of every rank's send buffer, reduced in rank order, written to every recv. */
-#define REDUCE_SLICE(T, COMBINE)                                                                   \
-    for (size_t i = lo; i < hi; i++) {                                                             \
-        T acc = ((const T *)p[0].send)[i];                                                         \
-        for (int r = 1; r < n; r++) {                                                              \
-            T x = ((const T *)p[r].send)[i];                                                       \
-            acc = COMBINE;                                                                         \
+/* Elements [lo, hi) of round `first` (rank 0's request; round_next leads through the
+ * ranks in order): the reduction in rank order into acc, then copied to every rank's recv.
+ * Rank-major over cache-sized pieces; each element is still combined in rank order, so
+ * every rank gets the same bits whoever reduces its slice. */
+#define REDUCE_PIECE(T, COMBINE)                                                                   \
+    do {                                                                                           \
+        T *acc = (T *)acc_recv;                                                                    \
+        const T *x0 = first->send;                                                                 \
+        for (size_t i = lo; i < hi; i++) acc[i] = x0[i];                                           \
+        for (const kn_comm_req *q = first->u.local.round_next; q; q = q->u.local.round_next) {     \
+            const T *xs = q->send;                                                                 \
+            for (size_t i = lo; i < hi; i++) {                                                     \
+                T a = acc[i], x = xs[i];                                                           \
+                acc[i] = COMBINE;                                                                  \
+            }                                                                                      \
         }                                                                                          \
-        for (int r = 0; r < n; r++) ((T *)p[r].recv)[i] = acc;                                     \
-    }
+    } while (0)
 
-static void reduce_slice(const local_post *p, int n, kiln_dtype t, int kind, size_t lo, size_t hi) {
-    bool sum = kind == KILN_REDUCE_SUM;
-    switch (t) {
+static void reduce_piece(const kn_comm_req *first, void *acc_recv, size_t lo, size_t hi) {
+    bool sum = first->op == KILN_REDUCE_SUM;
+    switch (first->dtype) {
     case KILN_DTYPE_F32:
         if (sum)
-            REDUCE_SLICE(float, acc + x)
+            REDUCE_PIECE(float, a + x);
         else
-            REDUCE_SLICE(float, isnan(acc) || isnan(x) ? acc + x : acc > x ? acc : x)
+            REDUCE_PIECE(float, isnan(a) || isnan(x) ? a + x : a > x ? a : x);
         break;
     case KILN_DTYPE_F64:
         if (sum)
-            REDUCE_SLICE(double, acc + x)
+            REDUCE_PIECE(double, a + x);
         else
-            REDUCE_SLICE(double, isnan(acc) || isnan(x) ? acc + x : acc > x ? acc : x)
+            REDUCE_PIECE(double, isnan(a) || isnan(x) ? a + x : a > x ? a : x);
         break;
     case KILN_DTYPE_I32:
         if (sum)
-            REDUCE_SLICE(int32_t, (int32_t)((uint32_t)acc + (uint32_t)x))
+            REDUCE_PIECE(int32_t, (int32_t)((uint32_t)a + (uint32_t)x));
         else
-            REDUCE_SLICE(int32_t, acc > x ? acc : x)
+            REDUCE_PIECE(int32_t, a > x ? a : x);
         break;
     default:
         if (sum)
-            REDUCE_SLICE(int64_t, (int64_t)((uint64_t)acc + (uint64_t)x))
+            REDUCE_PIECE(int64_t, (int64_t)((uint64_t)a + (uint64_t)x));
         else
-            REDUCE_SLICE(int64_t, acc > x ? acc : x)
+            REDUCE_PIECE(int64_t, a > x ? a : x);
         break;
     }
 }
 
-static kiln_status local_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k,
-                                    const void *send, void *recv, size_t count, const char *what) {
+/* Slice `slice` of the round: reduced into the slice's own rank's recv, then copied into
+ * every other rank's, a piece at a time so the piece is still in cache. */
+static void reduce_slice(const kn_comm_req *first, const kn_comm_req *owner, int size, int slice) {
+    size_t count = first->count, item = kiln_dtype_itemsize(first->dtype);
+    size_t per = count / (size_t)size, extra = count % (size_t)size, r = (size_t)slice;
+    size_t lo = r * per + (r < extra ? r : extra), hi = lo + per + (r < extra);
+    const size_t piece = 8192; /* elements: 32-64 KiB, an L2's share */
+    for (size_t at = lo; at < hi; at += piece) {
+        size_t end = hi - at < piece ? hi : at + piece;
+        reduce_piece(first, owner->recv, at, end);
+        for (const kn_comm_req *q = first; q; q = q->u.local.round_next)
+            if (q != owner)
+                memcpy((char *)q->recv + at * item, (const char *)owner->recv + at * item,
+                       (end - at) * item);
+    }
+}
+
+/* This rank's request of round `seq`, while it is in flight (under the mutex). */
+static kn_comm_req *find_req(const local_group *g, int rank, uint64_t seq) {
+    kn_comm_req *q = g->queue[rank];
+    while (q && q->u.local.seq != seq) q = q->u.local.next;
+    return q;
+}
+
+static void unqueue(local_group *g, int rank, kn_comm_req *r) {
+    kn_comm_req **at = &g->queue[rank];
+    while (*at && *at != r) at = &(*at)->u.local.next;
+    if (*at) *at = r->u.local.next;
+}
+
+static kiln_status local_start(kiln_comm *c, kn_comm_req *r) {
     local_group *g = c->impl;
-    g->post[c->rank] = (local_post){send, recv, count, t, (int)k};
-    kiln_status s = meet(c, what);
-    if (s) return s;
-    /* every rank checks every post the same way, so a mismatch fails them all alike */
-    for (int r = 1; r < g->size; r++) {
-        const local_post *a = &g->post[0], *b = &g->post[r];
-        if (a->count == b->count && a->dtype == b->dtype && a->kind == b->kind) continue;
-        pthread_mutex_lock(&g->mu);
-        if (!g->failed)
-            snprintf(g->why, sizeof g->why,
-                     "ranks called different collectives: rank 0 all_reduce %zu %s (reduction "
-                     "%d), rank %d all_reduce %zu %s (reduction %d)",
-                     a->count, kiln_dtype_name(a->dtype), a->kind, r, b->count,
-                     kiln_dtype_name(b->dtype), b->kind);
-        g->failed = true;
-        s = failed_error(c, g, what);
+    pthread_mutex_lock(&g->mu);
+    if (g->failed) {
+        kiln_status s = failed_error(c, g, r->what);
         pthread_mutex_unlock(&g->mu);
         return s;
     }
-    size_t per = count / (size_t)g->size, extra = count % (size_t)g->size;
-    size_t r = (size_t)c->rank;
-    size_t lo = r * per + (r < extra ? r : extra), hi = lo + per + (r < extra);
-    reduce_slice(g->post, g->size, t, (int)k, lo, hi);
-    return meet(c, what);
+    r->u.local.seq = g->posted[c->rank]++;
+    kn_comm_req **at = &g->queue[c->rank];
+    while (*at) at = &(*at)->u.local.next;
+    *at = r;
+    pthread_cond_broadcast(&g->cv); /* a rank may be waiting for this round to be posted */
+    pthread_mutex_unlock(&g->mu);
+    return KILN_STATUS_OK;
+}
+
+/* Under the mutex, once every rank has posted round seq: chains its requests in rank
+ * order. Every rank's post must describe the same call; a mismatch fails the group. */
+static kn_comm_req *link_round(local_group *g, uint64_t seq) {
+    kn_comm_req *first = find_req(g, 0, seq), *prev = first;
+    for (int p = 1; p < g->size; p++) {
+        kn_comm_req *q = find_req(g, p, seq);
+        if (q->count != first->count || q->dtype != first->dtype || q->op != first->op) {
+            snprintf(g->why, sizeof g->why,
+                     "ranks called different collectives: rank 0 all_reduce %zu %s (reduction "
+                     "%d), rank %d all_reduce %zu %s (reduction %d)",
+                     first->count, kiln_dtype_name(first->dtype), (int)first->op, p, q->count,
+                     kiln_dtype_name(q->dtype), (int)q->op);
+            g->failed = true;
+            pthread_cond_broadcast(&g->cv);
+            return NULL;
+        }
+        prev->u.local.round_next = q;
+        prev = q;
+    }
+    prev->u.local.round_next = NULL;
+    for (kn_comm_req *q = first; q; q = q->u.local.round_next) q->u.local.linked = true;
+    return first;
+}
+
+static bool all_posted(const local_group *g, uint64_t seq) {
+    for (int p = 0; p < g->size; p++)
+        if (g->posted[p] <= seq) return false;
+    return true;
+}
+
+static void timed_out(kiln_comm *c, local_group *g, uint64_t seq, const char *what) {
+    g->failed = true;
+    int k = snprintf(g->why, sizeof g->why, "rank %d waited %.3g s at %s for rank(s)", c->rank,
+                     c->timeout_s, what);
+    for (int p = 0; p < g->size && k < (int)sizeof g->why; p++)
+        if (g->posted[p] <= seq) k += snprintf(g->why + k, sizeof g->why - (size_t)k, " %d", p);
+    if (k < (int)sizeof g->why)
+        snprintf(g->why + k, sizeof g->why - (size_t)k,
+                 ", which never arrived (died, stalled, or called other collectives)");
+    pthread_cond_broadcast(&g->cv);
+}
+
+/* Completes r: once every rank has posted its round, this rank reduces every slice of the
+ * round nobody has taken yet (its own first), so the ranks that wait first do the work
+ * while the others still compute; then it waits until the last slice is written. On a
+ * failure of the group it still waits until nobody reduces anything (another rank may be
+ * writing this rank's recv), so the caller may free the buffers when this returns. */
+static kiln_status local_wait(kiln_comm *c, kn_comm_req *r) {
+    local_group *g = c->impl;
+    uint64_t seq = r->u.local.seq;
+    struct timespec dl;
+    deadline_after(c->timeout_s, &dl);
+    kiln_status s = KILN_STATUS_OK;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        if (r->u.local.complete) break;
+        /* not complete: no rank has left the round, so its requests are all in flight */
+        kn_comm_req *first = r->u.local.linked ? find_req(g, 0, seq) : NULL;
+        if (g->failed) {
+            while (g->reducing) pthread_cond_wait(&g->cv, &g->mu);
+            s = failed_error(c, g, r->what);
+            break;
+        }
+        if (!first && all_posted(g, seq) && !(first = link_round(g, seq))) continue;
+        if (first) { /* a slice nobody has taken: this rank's own first, then the others' */
+            kn_comm_req *take = r->u.local.claimed ? NULL : r;
+            int slice = c->rank, p = 0;
+            for (kn_comm_req *q = first; q && !take; q = q->u.local.round_next, p++)
+                if (!q->u.local.claimed) take = q, slice = p;
+            if (take) {
+                take->u.local.claimed = true;
+                g->reducing++;
+                pthread_mutex_unlock(&g->mu);
+                reduce_slice(first, take, g->size, slice);
+                pthread_mutex_lock(&g->mu);
+                take->u.local.reduced = true;
+                g->reducing--;
+                bool done = true;
+                for (const kn_comm_req *q = first; q && done; q = q->u.local.round_next)
+                    done = q->u.local.reduced;
+                for (kn_comm_req *q = first; q && done; q = q->u.local.round_next)
+                    q->u.local.complete = true;
+                pthread_cond_broadcast(&g->cv);
+                continue;
+            }
+        }
+        /* Once the round is posted every slice is taken by a waiter, so only reductions in
+         * progress remain, which end without anyone's help: no deadline for those. Before,
+         * the deadline names the ranks that never came. */
+        if (first) {
+            pthread_cond_wait(&g->cv, &g->mu);
+        } else if (pthread_cond_timedwait(&g->cv, &g->mu, &dl) == ETIMEDOUT && !g->failed &&
+                   !all_posted(g, seq)) {
+            timed_out(c, g, seq, r->what);
+        }
+    }
+    unqueue(g, c->rank, r);
+    pthread_mutex_unlock(&g->mu);
+    return s;
 }
 
 static kiln_status local_barrier(kiln_comm *c, const char *what) {
@@ -190,7 +320,8 @@ static void local_destroy(kiln_comm *c) {
 
 static const kn_comm_ops local_ops = {
     .kind = "local",
-    .all_reduce = local_all_reduce,
+    .start = local_start,
+    .wait = local_wait,
     .barrier = local_barrier,
     .abort = local_abort,
     .destroy = local_destroy,
@@ -202,7 +333,8 @@ kiln_status comm_local_group(kiln_context *ctx, int size, double timeout_s, kiln
     g->ctx = ctx;
     g->size = size;
     g->seen = (uint64_t *)(g + 1);
-    g->post = (local_post *)(g->seen + size);
+    g->posted = g->seen + size;
+    g->queue = (kn_comm_req **)(g->posted + size);
     int r = 0;
     for (; r < size; r++) {
         if (!(comms[r] = host_calloc(ctx, 1, sizeof **comms))) break;

@@ -10,13 +10,15 @@
  * MPI_Init, and the entry points live in each communicator's own table.
  *
  * MPI's blocking collectives wait forever for a dead or stalled peer, so every collective
- * is the nonblocking one (MPI_Iallreduce, MPI_Ibarrier) polled with MPI_Test until it
- * completes or the group's deadline passes; then the call fails with KILN_STATUS_TIMEOUT
- * and the communicator is marked failed (the request cannot be cancelled, so it is neither
- * freed nor is MPI finalised afterwards). Errors are returned, not fatal
- * (MPI_ERRORS_RETURN on the duplicate), and become KILN_STATUS_BACKEND with MPI's text.
- * MPI is initialised with MPI_THREAD_FUNNELED when the program has not done so, and
- * finalised by the communicator that initialised it. */
+ * is the nonblocking one (MPI_Iallreduce, MPI_Ibarrier): an all-reduce's start issues it,
+ * its wait polls it with MPI_Test until it completes or the group's deadline passes
+ * (counted from the wait); between kernels the run calls MPI_Test on it once (progress),
+ * since MPICH moves a nonblocking collective only inside MPI calls of the process; then the call
+ * fails with KILN_STATUS_TIMEOUT and the communicator is marked failed (the request cannot be
+ * cancelled, so it is neither freed nor is MPI finalised afterwards). Errors are returned, not
+ * fatal (MPI_ERRORS_RETURN on the duplicate), and become KILN_STATUS_BACKEND with MPI's text. MPI
+ * is initialised with MPI_THREAD_FUNNELED when the program has not done so, and finalised by the
+ * communicator that initialised it. */
 #include "comm.h"
 
 #ifndef KILN_HAVE_MPI
@@ -43,6 +45,7 @@ kiln_status comm_mpi_open(kiln_comm *c) {
 #ifndef MPICH_VERSION
 #error "kiln's MPI transport loads MPI at run time, which needs MPICH's ABI (CMake checks this)"
 #endif
+_Static_assert(sizeof(MPI_Request) == sizeof(int), "kn_comm_req keeps an MPI_Request in an int");
 
 /* The MPI entry points kiln calls, from the loaded library. */
 typedef struct mpi_api {
@@ -157,21 +160,58 @@ static MPI_Datatype mpi_type(kiln_dtype t) {
     }
 }
 
-static kiln_status mpi_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
-                                  void *recv, size_t count, const char *what) {
+/* Issues the piece of r that starts at element r->u.mpi.at (MPI counts are int: larger
+ * buffers go in pieces, one in flight at a time). */
+static kiln_status issue_piece(kiln_comm *c, kn_comm_req *r) {
     mpi_impl *m = c->impl;
-    size_t item = kiln_dtype_itemsize(t);
-    /* MPI counts are int: larger buffers go in pieces */
-    for (size_t at = 0; at < count;) {
-        size_t n = count - at < (size_t)INT_MAX ? count - at : (size_t)INT_MAX;
-        MPI_Request req;
-        int rc =
-            m->api.Iallreduce((const char *)send + at * item, (char *)recv + at * item, (int)n,
-                              mpi_type(t), k == KILN_REDUCE_MAX ? MPI_MAX : MPI_SUM, m->comm, &req);
-        if (rc != MPI_SUCCESS) return mpi_fail(c, &m->api, rc, what);
-        kiln_status s = wait_request(c, &req, what);
-        if (s) return s;
-        at += n;
+    size_t item = kiln_dtype_itemsize(r->dtype), at = r->u.mpi.at;
+    size_t n = r->count - at < (size_t)INT_MAX ? r->count - at : (size_t)INT_MAX;
+    MPI_Request req;
+    int rc = m->api.Iallreduce((const char *)r->send + at * item, (char *)r->recv + at * item,
+                               (int)n, mpi_type(r->dtype),
+                               r->op == KILN_REDUCE_MAX ? MPI_MAX : MPI_SUM, m->comm, &req);
+    if (rc != MPI_SUCCESS) return mpi_fail(c, &m->api, rc, r->what);
+    r->u.mpi.handle = (int)req;
+    r->u.mpi.active = true;
+    return KILN_STATUS_OK;
+}
+
+/* The piece in flight completed: the next one goes, if any. */
+static kiln_status next_piece(kiln_comm *c, kn_comm_req *r) {
+    size_t left = r->count - r->u.mpi.at;
+    r->u.mpi.active = false;
+    r->u.mpi.at += left < (size_t)INT_MAX ? left : (size_t)INT_MAX;
+    return r->u.mpi.at < r->count ? issue_piece(c, r) : KILN_STATUS_OK;
+}
+
+/* MPI_Iallreduce of the first piece. MPI moves it only as far as it progresses on its own:
+ * MPICH between processes of one machine progresses inside MPI calls of the process, which
+ * the run makes between kernels (mpi_progress) and at the wait. */
+static kiln_status mpi_start(kiln_comm *c, kn_comm_req *r) {
+    r->u.mpi.at = 0;
+    r->u.mpi.active = r->u.mpi.failed = false;
+    return r->count ? issue_piece(c, r) : KILN_STATUS_OK;
+}
+
+/* One MPI_Test of the piece in flight (MPICH moves every pending operation of the process
+ * inside it); a finished piece makes way for the next. Errors are left to the wait, which
+ * tests the same request again. */
+static void mpi_progress(kiln_comm *c, kn_comm_req *r) {
+    mpi_impl *m = c->impl;
+    if (!r->u.mpi.active) return;
+    MPI_Request req = (MPI_Request)r->u.mpi.handle;
+    int done = 0;
+    if (m->api.Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) return;
+    if (next_piece(c, r)) r->u.mpi.failed = true;
+}
+
+static kiln_status mpi_wait(kiln_comm *c, kn_comm_req *r) {
+    if (r->u.mpi.failed) return KILN_STATUS_BACKEND; /* issue_piece set the message */
+    while (r->u.mpi.active) {
+        MPI_Request req = (MPI_Request)r->u.mpi.handle;
+        kiln_status s = wait_request(c, &req, r->what);
+        if (s) return s; /* the request stays MPI's: it cannot be cancelled */
+        if ((s = next_piece(c, r))) return s;
     }
     return KILN_STATUS_OK;
 }
@@ -202,7 +242,9 @@ static void mpi_destroy(kiln_comm *c) {
 
 static const kn_comm_ops mpi_ops = {
     .kind = "mpi",
-    .all_reduce = mpi_all_reduce,
+    .start = mpi_start,
+    .wait = mpi_wait,
+    .progress = mpi_progress,
     .barrier = mpi_barrier,
     .abort = mpi_abort,
     .destroy = mpi_destroy,

@@ -104,7 +104,10 @@ static kiln_status plan_memory(kiln_executable *e) {
         lower_dot_plan(e->g, k->roots[0], &e->dots[i]);
         scratch[i] = e->dots[i].scratch;
     }
-    plan_options po = {.donated = e->donated, .scratch = scratch, .granule = BFC_ALIGN};
+    plan_options po = {.donated = e->donated,
+                       .scratch = scratch,
+                       .granule = BFC_ALIGN,
+                       .overlap_collectives = e->overlap};
     if (!s) s = check_backend(e);
     if (!s) s = plan_build(e->g, &e->plan, &po, &e->mem);
     if (!s) s = plan_apply_aliases(&e->mem, &e->plan);
@@ -265,6 +268,8 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     atomic_init(&e->refs, 1);
     e->dev = dev;
     e->comm = o->comm;
+    /* one replica copies at the start: nothing to overlap */
+    e->overlap = o->comm && o->comm->size > 1 && !o->disable_overlap;
     exec_dump dump;
     kiln_status s = dump_begin(ctx, g, &dump);
     if (!s) s = pass_clone(g, &e->g);
@@ -350,6 +355,8 @@ char *kiln_executable_to_string(const kiln_executable *e) {
             if (k->alias[j])
                 sb_printf(&sb, " (%%%u in place over %%%u)", k->roots[j],
                           k->inputs[k->alias[j] - 1]);
+        if (e->mem.wait_step[i] != (int32_t)s) /* an overlapped collective (run.c) */
+            sb_printf(&sb, " (in flight until step %d)", e->mem.wait_step[i]);
         sb_append(&sb, "\n");
     }
     char *report = exec_memory_report(e);

@@ -23,6 +23,7 @@ struct kiln_executable {
     atomic_int refs; /* the user's (or jit entry's) + one per run in flight */
     kn_device *dev;  /* where it runs: kiln_compile_options.device */
     kiln_comm *comm; /* its collectives' replicas (borrowed); NULL: one replica */
+    bool overlap;    /* all-reduces run beside later kernels (mem.wait_step; run.c) */
     kiln_graph *g;   /* the optimised graph (owned) */
     fusion_plan plan;
     cgen_kernel *info; /* per kernel */

@@ -7,6 +7,14 @@
  * arena at the peak of a call, which is the plan's peak. Kernels run through the device's
  * backend table (launch for loop kernels, gemm/permute/scatter_add_rows for the rest).
  *
+ * Collectives: an all-reduce whose plan waits for it later than its own step (mem_plan
+ * .wait_step) is started at its step and completed before the kernel at its wait step, so
+ * the kernels in between (the rest of the backward pass) run while it is in flight; the
+ * plan keeps its operand and result live until then. Between kernels the oldest one in
+ * flight may progress (MPI moves only inside MPI calls). Every started collective is
+ * waited for before the call returns, also after a failure, since the transport may be
+ * writing into the arena and the other replicas need this one's part.
+ *
  * Failure: everything that can fail on the CPU (host bookkeeping, output arrays, the
  * arena, the backend's launch_prepare, which starts the thread pool) happens before the
  * first kernel runs, so a failed call has written nothing, and in particular has not
@@ -30,6 +38,12 @@
 
 #include <string.h>
 
+/* A collective of this call: its request, while in flight, and where the run waits. */
+typedef struct run_coll {
+    kn_comm_req req;
+    int32_t wait_step;
+} run_coll;
+
 typedef struct run_state {
     kiln_executable *e;
     kiln_array *const *args;
@@ -38,6 +52,8 @@ typedef struct run_state {
     void **kbufs;      /* every loop kernel's buffer list, back to back */
     uint32_t *kbuf_at; /* kernel -> its list in kbufs */
     size_t n_kbufs;
+    run_coll *coll; /* one per collective kernel, in the order they start */
+    uint32_t n_coll, n_started;
     void *arena;
 } run_state;
 
@@ -105,11 +121,14 @@ static kiln_status run_scatter(run_state *r, uint32_t ki) {
 }
 
 /* A collective: the communicator reduces the operand's buffer into the result's (out of
- * place; the planner keeps both alive across the step). Every replica runs the same plan,
- * so every replica reaches its collectives in the same order. On a device whose memory the
- * host cannot address (a GPU) the communicator's device transport enqueues it between the
- * kernels, and run_kernels waits for it (comm_wait_on) before the device is synchronised. */
-static kiln_status run_collective(run_state *r, uint32_t ki) {
+ * place). Every replica runs the same plan, so every replica starts its collectives in
+ * the same order. One that overlaps (the plan's wait step is later than its own) is only
+ * started here: the kernels up to its wait step run while it is in flight, and the plan
+ * keeps both buffers live until then (plan.h). On a device whose memory the host cannot
+ * address (a GPU) the communicator's device transport enqueues it on the device's stream
+ * between the kernels instead (*on_device), and run_kernels waits for it (comm_wait_on)
+ * before the device is synchronised. */
+static kiln_status run_collective(run_state *r, uint32_t ki, uint32_t step, bool *on_device) {
     const kiln_executable *e = r->e;
     uint32_t id = e->plan.kernels[ki].roots[0];
     const ir_node *n = &e->g->nodes[id];
@@ -119,10 +138,40 @@ static kiln_status run_collective(run_state *r, uint32_t ki) {
     snprintf(node, sizeof node, "%%%u of '%.40s'", id, e->g->name);
     const void *send = r->buf[view_base(e, ir_in(n)[0])];
     kiln_reduce_kind k = (kiln_reduce_kind)n->a.reduce_kind;
-    if (e->dev->backend->copy_h2d)
+    if (e->dev->backend->copy_h2d) {
+        *on_device = true;
         return comm_all_reduce_on(e->ctx, e->comm, e->dev, n->dtype, k, send, r->buf[id],
                                   (size_t)count, node);
-    return comm_all_reduce(e->comm, n->dtype, k, send, r->buf[id], (size_t)count, node);
+    }
+    run_coll *c = &r->coll[r->n_started++];
+    c->wait_step = e->mem.wait_step[ki];
+    kiln_status s =
+        comm_all_reduce_start(e->comm, n->dtype, k, send, r->buf[id], (size_t)count, node, &c->req);
+    return s || c->wait_step > (int32_t)step ? s : comm_wait(&c->req);
+}
+
+/* Between kernels: the oldest collective in flight may progress (one MPI_Test moves all
+ * of MPICH's). */
+static void progress_collectives(run_state *r) {
+    for (uint32_t i = 0; i < r->n_started; i++)
+        if (r->coll[i].req.c) {
+            comm_progress(&r->coll[i].req);
+            return;
+        }
+}
+
+/* Completes the collectives in flight that the kernel at `step` may need (every one, with
+ * INT32_MAX), oldest first; after a failure still every one (the other replicas need this
+ * one's part, and the transport may be writing into the arena until then). The first
+ * error is kept. */
+static kiln_status finish_collectives(run_state *r, int32_t step, kiln_status s) {
+    for (uint32_t i = 0; i < r->n_started; i++) {
+        run_coll *c = &r->coll[i];
+        if (!c->req.c || c->wait_step > step) continue;
+        kiln_status w = comm_wait(&c->req);
+        if (!s) s = w;
+    }
+    return s;
 }
 
 /* ------------------------------------------------------------ buffers ---- */
@@ -171,6 +220,13 @@ static kiln_status make_outputs(run_state *r) {
     return KILN_STATUS_OK;
 }
 
+static uint32_t count_collectives(const kiln_executable *e) {
+    uint32_t n = 0;
+    for (uint32_t ki = 0; ki < e->plan.n_kernels; ki++)
+        n += e->plan.kernels[ki].kind == FK_COLLECTIVE;
+    return n;
+}
+
 static size_t count_kbufs(const kiln_executable *e) {
     size_t n = 0;
     for (uint32_t ki = 0; ki < e->plan.n_kernels; ki++)
@@ -196,7 +252,9 @@ static kiln_status alloc_state(run_state *r) {
     r->buf = host_calloc(e->ctx, g->n_nodes, sizeof *r->buf);
     r->kbufs = host_calloc(e->ctx, r->n_kbufs + 1, sizeof *r->kbufs);
     r->kbuf_at = host_calloc(e->ctx, nk + 1, sizeof *r->kbuf_at);
-    if (!r->buf || !r->kbufs || !r->kbuf_at)
+    r->n_coll = count_collectives(e);
+    r->coll = r->n_coll ? host_calloc(e->ctx, r->n_coll, sizeof *r->coll) : NULL;
+    if (!r->buf || !r->kbufs || !r->kbuf_at || (r->n_coll && !r->coll))
         return ctx_oom(e->ctx, "kiln_executable_run", g->n_nodes * sizeof *r->buf);
     fill_kbuf_at(e, r->kbuf_at);
     return KILN_STATUS_OK;
@@ -207,6 +265,7 @@ static void free_state(run_state *r) {
     host_free(e->ctx, r->buf, e->g->n_nodes * sizeof *r->buf);
     host_free(e->ctx, r->kbufs, (r->n_kbufs + 1) * sizeof *r->kbufs);
     host_free(e->ctx, r->kbuf_at, (e->plan.n_kernels + 1) * sizeof *r->kbuf_at);
+    if (r->coll) host_free(e->ctx, r->coll, r->n_coll * sizeof *r->coll);
 }
 
 /* ---------------------------------------------------------------- call ---- */
@@ -323,22 +382,23 @@ static kiln_status run_kernels(run_state *r) {
         atomic_load_explicit(&e->profiling, memory_order_acquire) ? (kiln_executable *)e : NULL;
     uint64_t t_run = pe ? exec_profile_now_ns() : 0;
     bool collectives = false; /* enqueued on the device: waited for with the group's timeout */
+    r->n_started = 0;
     for (uint32_t step = 0; step < e->mem.n_kernels && !s; step++) {
         uint32_t ki = e->mem.order[step];
+        if (r->n_started && (s = finish_collectives(r, (int32_t)step, s))) break;
         uint64_t t0 = pe ? exec_profile_now_ns() : 0;
         switch (e->plan.kernels[ki].kind) {
         case FK_LOOP: s = run_loop(r, ki); break;
         case FK_DOT: s = run_dot(r, ki); break;
         case FK_SCATTER: s = run_scatter(r, ki); break;
-        case FK_COLLECTIVE:
-            s = run_collective(r, ki);
-            collectives = true;
-            break;
+        case FK_COLLECTIVE: s = run_collective(r, ki, step, &collectives); break;
         }
         if (pe && !s && collectives) s = comm_wait_on(e->comm, e->dev, e->g->name);
         if (pe && !s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
         if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0);
+        if (r->n_started) progress_collectives(r);
     }
+    s = finish_collectives(r, INT32_MAX, s);
     if (!s && collectives) s = comm_wait_on(e->comm, e->dev, e->g->name);
     if (!s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
     if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run);
@@ -407,14 +467,15 @@ static void run_release(kn_task *tk) {
  * event and output handles). */
 static run_task *task_alloc(kiln_executable *e, kiln_array *const *args) {
     const kiln_graph *g = e->g;
-    size_t nk = e->plan.n_kernels, n_kbufs = count_kbufs(e);
+    size_t nk = e->plan.n_kernels, n_kbufs = count_kbufs(e), n_coll = count_collectives(e);
     size_t ptrs = g->n_params + g->n_outputs + g->n_params + g->n_nodes + n_kbufs + 1;
-    size_t bytes = sizeof(run_task) + ptrs * sizeof(void *) + (nk + 1) * sizeof(uint32_t);
+    size_t bytes = sizeof(run_task) + ptrs * sizeof(void *) + n_coll * sizeof(run_coll) +
+                   (nk + 1) * sizeof(uint32_t);
     run_task *t = host_calloc(e->ctx, 1, bytes);
     if (!t) return NULL;
     void **p = (void **)(t + 1);
     t->bytes = bytes;
-    t->r = (run_state){.e = e, .n_kbufs = n_kbufs};
+    t->r = (run_state){.e = e, .n_kbufs = n_kbufs, .n_coll = (uint32_t)n_coll};
     kiln_array **a = (kiln_array **)p;
     memcpy(a, args, g->n_params * sizeof *a);
     t->r.args = a;
@@ -422,7 +483,8 @@ static run_task *task_alloc(kiln_executable *e, kiln_array *const *args) {
     t->after = (kn_event **)(p += g->n_outputs);
     t->r.buf = (p += g->n_params);
     t->r.kbufs = (p += g->n_nodes);
-    t->r.kbuf_at = (uint32_t *)(p + n_kbufs + 1);
+    t->r.coll = (run_coll *)(p + n_kbufs + 1); /* pointer-aligned, as run_coll needs */
+    t->r.kbuf_at = (uint32_t *)(t->r.coll + n_coll);
     fill_kbuf_at(e, t->r.kbuf_at);
     return t;
 }

@@ -6,7 +6,9 @@
  * aligned; and no two buffers of the same place that are live at the same step share a
  * byte, except a result written in place over an input that dies at that very step
  * (same offset, same size, the input's last step is the result's first), where the
- * in-place analysis (inplace.c, run again here) allows it, one root per input. All pairs
+ * in-place analysis (inplace.c, run again here) allows it, one root per input; and a
+ * collective waited for after its step keeps its operand and result live until then and
+ * has no reader before it. All pairs
  * are compared — O(buffers^2) per place — which is fine for a check that runs in debug
  * builds and tests; the planner itself never relies on it. */
 #include "plan.h"
@@ -49,6 +51,35 @@ static kiln_status check_schedule(const kiln_graph *g, const fusion_plan *fp, co
         int32_t sb = p->scratch_of[k];
         if (sb >= 0 && (p->buffers[sb].def != (int32_t)s || p->buffers[sb].last != (int32_t)s))
             return fail(g, "kernel %u's scratch is not live exactly at its step %u", k, s);
+    }
+    return KILN_STATUS_OK;
+}
+
+/* A collective waited for after its step (an overlapping one: run.c starts it at its step
+ * and waits before the kernel at its wait step) is read and written by the transport until
+ * then: its wait comes before every reader of its result, and its operand and result are
+ * live through the wait step, so no buffer defined in between shares their bytes. */
+static kiln_status check_waits(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
+    for (uint32_t k = 0; k < p->n_kernels; k++) {
+        const fkernel *kn = &fp->kernels[k];
+        int32_t s = (int32_t)p->step_of[k], w = p->wait_step[k];
+        if (w == s) continue;
+        if (kn->kind != FK_COLLECTIVE || w < s || w >= (int32_t)p->n_kernels)
+            return fail(g, "kernel %u at step %d is waited for at step %d", k, s, w);
+        for (uint32_t r = 0; r < fp->n_kernels; r++)
+            for (uint32_t i = 0; i < fp->kernels[r].n_inputs; i++)
+                if (fp->kernels[r].inputs[i] == kn->roots[0] && (int32_t)p->step_of[r] < w)
+                    return fail(g, "kernel %u at step %u reads collective %%%u before its wait at "
+                                   "step %d",
+                                r, p->step_of[r], kn->roots[0], w);
+        for (uint32_t i = 0; i < kn->n_inputs + kn->n_roots; i++) {
+            uint32_t id = i < kn->n_inputs ? kn->inputs[i] : kn->roots[i - kn->n_inputs];
+            const plan_buffer *x = &p->buffers[p->buffer_of[id]];
+            if (x->last < w)
+                return fail(g, "%%%u, which collective kernel %u uses until its wait at step %d, "
+                               "is live only in [%d, %d]",
+                            id, k, w, x->def, x->last);
+        }
     }
     return KILN_STATUS_OK;
 }
@@ -200,6 +231,7 @@ kiln_status plan_check(const kiln_graph *g, const fusion_plan *fp, const mem_pla
     if (p->n_kernels != fp->n_kernels)
         return fail(g, "the plan has %u kernels, fusion %u", p->n_kernels, fp->n_kernels);
     kiln_status s = check_schedule(g, fp, p);
+    if (!s) s = check_waits(g, fp, p);
     for (uint32_t i = 0; !s && i < p->n_buffers; i++) s = check_place(g, p, &p->buffers[i]);
     if (!s) s = check_aliases(g, fp, p);
     if (!s) s = check_overlaps(g, p);

@@ -2,7 +2,10 @@
  * schedule planned in full, and the choice between them.
  *
  * Planning one schedule:
- *  1. liveness: each buffer's interval [def, last] in steps;
+ *  0. with overlapping collectives, the schedule moves them early and their readers late
+ *     (plan_overlap_order);
+ *  1. liveness: each buffer's interval [def, last] in steps (an overlapping collective's
+ *     operand and result through its wait step);
  *  2. in place: walking the steps in order, a LOOP or SCATTER kernel whose input dies
  *     at that step, has a result's byte size and may legally be overwritten (inplace.c),
  *     writes that result over it. The result joins the input's unit (they share bytes),
@@ -155,6 +158,7 @@ static void ctx_free(plan_ctx *c) {
 static void cand_layout(const plan_ctx *c, plan_cand *cd, plan_bump *b) {
     cd->order = plan_take(b, c->nk + 1, sizeof *cd->order);
     cd->step_of = plan_take(b, c->nk + 1, sizeof *cd->step_of);
+    cd->wait_step = plan_take(b, c->nk + 1, sizeof *cd->wait_step);
     cd->buf = plan_take(b, c->nb + 1, sizeof *cd->buf);
     cd->leader = plan_take(b, c->nb + 1, sizeof *cd->leader);
     cd->unit_last = plan_take(b, c->nb + 1, sizeof *cd->unit_last);
@@ -181,6 +185,35 @@ static void cand_free(const plan_ctx *c, plan_cand *cd) {
 
 static bool is_donated(const plan_ctx *c, uint32_t param) {
     return c->o->donated && c->o->donated[param];
+}
+
+/* Where the run waits for each collective (plan.h, wait_step): before its first reader,
+ * and before the last step at the latest, so that the last kernel never runs beside a
+ * transfer (an in-place write there over the operand, whose interval ends at that step,
+ * would be a write under the transfer). The operand and the result are read and written
+ * by the transport until the wait: their intervals reach the wait step, so no buffer
+ * defined in between may take their bytes (the in-place rule lets the kernel at the wait
+ * step itself write over the operand: it runs after the wait). */
+static void collective_waits(const plan_ctx *c, plan_cand *cd) {
+    for (uint32_t k = 0; k < c->nk; k++) {
+        int32_t s = (int32_t)cd->step_of[k], w = s;
+        const fkernel *kn = &c->fp->kernels[k];
+        cd->wait_step[k] = s;
+        if (kn->kind != FK_COLLECTIVE || !c->o->overlap_collectives) continue;
+        w = (int32_t)c->nk - 1;
+        for (uint32_t e = c->succ_start[k]; e < c->succ_start[k + 1]; e++)
+            if ((int32_t)cd->step_of[c->succs[e]] < w) w = (int32_t)cd->step_of[c->succs[e]];
+        if (w <= s) continue;
+        cd->wait_step[k] = w;
+        for (uint32_t i = 0; i < kn->n_inputs; i++) {
+            plan_buffer *x = &cd->buf[c->buffer_of[kn->inputs[i]]];
+            if (x->last < w) x->last = w;
+        }
+        for (uint32_t r = 0; r < kn->n_roots; r++) {
+            plan_buffer *x = &cd->buf[c->buffer_of[kn->roots[r]]];
+            if (x->last < w) x->last = w;
+        }
+    }
 }
 
 /* Intervals: def is the writing kernel's step (-1 for parameters and constants), last the
@@ -215,6 +248,7 @@ static void liveness(const plan_ctx *c, plan_cand *cd) {
             if (x->last < s) x->last = s;
         }
     }
+    collective_waits(c, cd);
     memset(cd->alias_of, 0, c->n_nodes * sizeof *cd->alias_of);
     for (uint32_t p = 0; p < c->n_params; p++)
         cd->donor_state[p] = is_donated(c, p) ? DONOR_FREE : DONOR_NONE;
@@ -370,6 +404,7 @@ static void result_layout(const plan_ctx *c, mem_plan *p, plan_bump *b) {
     uint32_t no = c->g->n_outputs + 1, np = c->n_params + 1;
     p->order = plan_take(b, c->nk + 1, sizeof *p->order);
     p->step_of = plan_take(b, c->nk + 1, sizeof *p->step_of);
+    p->wait_step = plan_take(b, c->nk + 1, sizeof *p->wait_step);
     p->buffers = plan_take(b, c->nb + 1, sizeof *p->buffers);
     p->buffer_of = plan_take(b, c->n_nodes, sizeof *p->buffer_of);
     p->scratch_of = plan_take(b, c->nk + 1, sizeof *p->scratch_of);
@@ -396,6 +431,7 @@ static kiln_status fill_result(const plan_ctx *c, const plan_cand *cd, mem_plan 
     p->n_params = c->n_params, p->n_outputs = c->g->n_outputs, p->strategy = cd->strategy;
     memcpy(p->order, cd->order, c->nk * sizeof *p->order);
     memcpy(p->step_of, cd->step_of, c->nk * sizeof *p->step_of);
+    memcpy(p->wait_step, cd->wait_step, c->nk * sizeof *p->wait_step);
     memcpy(p->buffers, cd->buf, c->nb * sizeof *p->buffers);
     memcpy(p->buffer_of, c->buffer_of, c->n_nodes * sizeof *p->buffer_of);
     memcpy(p->scratch_of, c->scratch_of, c->nk * sizeof *p->scratch_of);
@@ -436,6 +472,7 @@ static kiln_status plan_one(const plan_ctx *c, int strategy, plan_cand *cd) {
     cd->strategy = plan_strategy_names[strategy];
     kiln_status s = plan_schedule(c, strategy, cd->order);
     if (s) return s;
+    if (c->o->overlap_collectives) plan_overlap_order(c, cd->order);
     liveness(c, cd);
     assign_inplace(c, cd);
     assign_donations(c, cd);

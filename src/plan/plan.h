@@ -22,7 +22,10 @@
  * "before the first step": parameters and constants; n_steps is "after the last": graph
  * outputs, which the caller keeps). Two buffers in the same place may overlap in bytes
  * only if their intervals are disjoint, or if one is written in place over the other at
- * the one step where both are live (plan_check proves this after every plan).
+ * the one step where both are live (plan_check proves this after every plan). A
+ * collective that overlaps the kernels after it (plan_options.overlap_collectives) reads
+ * its operand and writes its result until its wait step: both intervals reach that step,
+ * so no kernel in between can take their bytes while the transfer is in flight.
  *
  * Sizes: every buffer has its exact byte size; offsets in the arena and in donated
  * buffers are multiples of PLAN_ALIGN. The analysis's argument, output and temp bytes are
@@ -83,6 +86,11 @@ typedef struct plan_options {
     const uint8_t *donated;  /* per parameter index: 1 if the caller donates it; NULL: none */
     const uint64_t *scratch; /* per kernel: scratch bytes while it runs; NULL: none */
     uint64_t granule;        /* the device allocator's rounding (256); 0: 1 */
+    /* Collectives overlap the kernels after them: an all-reduce is started at its step and
+     * waited for at its wait step (mem_plan.wait_step), so its operand and result stay
+     * live until then; the schedule starts each as soon as its operand exists and runs its
+     * readers as late as their own readers allow (schedule.c). */
+    bool overlap_collectives;
 } plan_options;
 
 /* One schedule strategy's outcome, kept for the report. */
@@ -110,6 +118,10 @@ typedef struct mem_plan {
     uint8_t *donated;       /* per parameter: donated by the caller */
     uint8_t *donation_used; /* per parameter: the plan put something in its buffer */
     uint64_t *live_bytes;   /* per step: bytes of temporaries and scratch live there */
+    /* per kernel: the step before whose kernel the run waits for it to complete. A
+     * collective that overlaps waits before its first reader (the last step at the
+     * latest); every other kernel, and a collective that does not, has its own step. */
+    int32_t *wait_step;
 
     /* the analysis (bytes; argument/output/temp rounded per allocation to the granule) */
     uint64_t arena; /* exact extent of the arena */

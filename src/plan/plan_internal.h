@@ -36,6 +36,7 @@ typedef struct plan_ctx {
 typedef struct plan_cand {
     const char *strategy;
     uint32_t *order, *step_of;
+    int32_t *wait_step; /* kernel -> step whose kernel waits for it (mem_plan.wait_step) */
     plan_buffer *buf;
     int32_t *leader;       /* buffer -> the buffer whose memory it shares (itself if none) */
     int32_t *unit_last;    /* leader -> last step of its whole in-place chain */
@@ -72,6 +73,10 @@ extern const char *const plan_strategy_names[PLAN_S_COUNT];
 
 /* Writes a topological order of the kernels (step -> kernel) for strategy s. */
 kiln_status plan_schedule(const plan_ctx *c, int s, uint32_t *order);
+/* With overlapping collectives: moves each collective (and the kernels that only feed
+ * collectives) to just after its last producer, and each reader of a collective to just
+ * before its first reader, keeping the order topological. */
+void plan_overlap_order(const plan_ctx *c, uint32_t *order);
 
 /* Places every temporary and scratch buffer of cand (def/last/leader/places of in-place
  * and donation already decided): tries several orders of decreasing-size best fit and

@@ -170,3 +170,74 @@ kiln_status plan_schedule(const plan_ctx *c, int s, uint32_t *order) {
         return KILN_STATUS_OK;
     }
 }
+
+/* ------------------------------------------------ overlapping collectives ---- */
+
+static bool is_collective(const plan_ctx *c, uint32_t k) {
+    return c->fp->kernels[k].kind == FK_COLLECTIVE;
+}
+
+/* k exists only to feed collectives (a bucket's concatenation of gradients). */
+static bool feeds_only_collectives(const plan_ctx *c, uint32_t k) {
+    uint32_t a = c->succ_start[k], b = c->succ_start[k + 1];
+    if (a == b) return false;
+    for (uint32_t e = a; e < b; e++)
+        if (!is_collective(c, c->succs[e])) return false;
+    return true;
+}
+
+static bool reads_a_collective(const plan_ctx *c, uint32_t k) {
+    for (uint32_t e = c->pred_start[k]; e < c->pred_start[k + 1]; e++)
+        if (is_collective(c, c->preds[e])) return true;
+    return false;
+}
+
+static bool listed(const uint32_t *list, uint32_t from, uint32_t to, uint32_t k) {
+    for (uint32_t e = from; e < to; e++)
+        if (list[e] == k) return true;
+    return false;
+}
+
+/* Why: a collective that overlaps (run.c starts it at its step and waits before its first
+ * reader) hides its transfer behind the kernels between those two steps, so it should
+ * start as soon as its operand exists — DDP issues a gradient bucket the moment its last
+ * gradient is written — and its readers (the optimiser's updates, the global norm) should
+ * run as late as their own readers allow, after the rest of the backward pass. The
+ * memory-driven strategies place them by bytes freed instead (an all-reduce frees as much
+ * as it defines), often right before their readers, which would leave nothing to overlap.
+ * The cost: operands and results live longer, and the planner's peak counts that.
+ *
+ * Forward, each collective (and a kernel that only feeds collectives, before it) moves up
+ * to just after the latest of its producers; backward, each reader of a collective moves
+ * down to just before the earliest of its readers (or of the readers of collectives moved
+ * already, so that they keep their order and the run waits for the collectives roughly in
+ * the order it started them). Both moves keep every producer before its readers, and both
+ * are deterministic, so every replica gets the same order. */
+void plan_overlap_order(const plan_ctx *c, uint32_t *order) {
+    uint32_t nk = c->nk;
+    for (uint32_t s = 0; s < nk; s++) {
+        uint32_t k = order[s];
+        if (!is_collective(c, k) && !feeds_only_collectives(c, k)) continue;
+        uint32_t to = 0; /* just after the latest producer */
+        for (uint32_t j = s; j-- > 0;)
+            if (listed(c->preds, c->pred_start[k], c->pred_start[k + 1], order[j])) {
+                to = j + 1;
+                break;
+            }
+        memmove(order + to + 1, order + to, (s - to) * sizeof *order);
+        order[to] = k;
+    }
+    for (uint32_t s = nk; s-- > 0;) {
+        uint32_t k = order[s];
+        if (!reads_a_collective(c, k) || is_collective(c, k)) continue;
+        uint32_t to = nk - 1; /* just before the earliest reader, or a reader moved before */
+        for (uint32_t j = s + 1; j < nk; j++)
+            if (listed(c->succs, c->succ_start[k], c->succ_start[k + 1], order[j]) ||
+                reads_a_collective(c, order[j])) {
+                to = j - 1;
+                break;
+            }
+        memmove(order + s, order + s + 1, (to - s) * sizeof *order);
+        order[to] = k;
+    }
+}

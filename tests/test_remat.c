@@ -233,7 +233,13 @@ static void test_budgets(void) {
         CHECK_MSG(same_bits(got, want, n_out, "budget"), "budget %d%%", pct);
         CHECK_MSG(a.peak_bytes <= a.memory_budget, "%d%%: peak %llu over the budget %llu", pct,
                   (unsigned long long)a.peak_bytes, (unsigned long long)a.memory_budget);
-        CHECK(a.memory_budget == (uint64_t)(pct / 100.0 * (double)a0.peak_bytes));
+        /* the share is of the peak with nothing recomputed, not of the default's */
+        uint64_t without = a0.remat_peak_without ? a0.remat_peak_without : a0.peak_bytes;
+        CHECK(a.memory_budget == (uint64_t)(pct / 100.0 * (double)without));
+        CHECK(a.remat_peak_without == without);
+        /* a budget never plans a higher peak than no budget at all */
+        CHECK_MSG(a.peak_bytes <= a0.peak_bytes, "%d%%: peak %llu over the default's %llu", pct,
+                  (unsigned long long)a.peak_bytes, (unsigned long long)a0.peak_bytes);
         CHECK_MSG(a.peak_bytes <= prev, "%d%%: peak %llu rose from %llu", pct,
                   (unsigned long long)a.peak_bytes, (unsigned long long)prev);
         prev = a.peak_bytes;
@@ -467,6 +473,61 @@ static void test_stacks(void) {
     kiln_graph_destroy(g0), kiln_graph_destroy(g1);
 }
 
+/* ------------------------------------------------------------ cheap values ---- */
+
+/* The default recomputation of cheap elementwise values: bitwise the gradients of the
+ * program with nothing recomputed, measured == planned, a peak never higher, and on the
+ * transformer stack (layer norm and gelu outputs read by the weights' gradients) lower;
+ * disable_cheap_remat turns it off. */
+static void cheap_case(kiln_graph *g, const char *what, bool must_lower) {
+    kiln_array **args = make_args(g);
+    int n_out = kiln_graph_num_outputs(g);
+    kiln_array *o0[1 + MODEL_MAX_PARAMS] = {0}, *o1[1 + MODEL_MAX_PARAMS] = {0};
+    kiln_memory_analysis a0, a1;
+    kiln_compile_options off = {.disable_cheap_remat = true};
+    CHECK(run_planned(g, args, &off, o0, &a0));
+    CHECK(run_planned(g, args, NULL, o1, &a1));
+    CHECK_MSG(same_bits(o1, o0, n_out, what), "%s", what);
+    CHECK_MSG(a0.remat_num_recomputed == 0 && !strcmp(a0.remat_strategy, "none"), "%s: %s", what,
+              a0.remat_strategy);
+    CHECK_MSG(a1.peak_bytes <= a0.peak_bytes, "%s: default peak %llu over %llu", what,
+              (unsigned long long)a1.peak_bytes, (unsigned long long)a0.peak_bytes);
+    if (a1.remat_num_recomputed) {
+        CHECK_MSG(!strcmp(a1.remat_strategy, "elementwise"), "%s: %s", what, a1.remat_strategy);
+        CHECK(a1.remat_peak_without == a0.peak_bytes);
+        CHECK(a1.remat_bytes_saved == (int64_t)(a0.peak_bytes - a1.peak_bytes));
+        CHECK(a1.remat_bytes_saved > 0);
+        /* elementwise work only: a few FLOPs per element, never a product */
+        CHECK_MSG(a1.remat_flops_share < 0.01, "%s: %.4f of the FLOPs", what, a1.remat_flops_share);
+    } else {
+        CHECK(a1.remat_peak_without == 0 && !strcmp(a1.remat_strategy, "none"));
+    }
+    if (must_lower) {
+        CHECK_MSG(a1.peak_bytes < a0.peak_bytes, "%s: peak %llu not lowered", what,
+                  (unsigned long long)a0.peak_bytes);
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        char *rep = kiln_executable_memory_report(e);
+        CHECK_CONTAINS(rep, "rematerialisation (elementwise)");
+        CHECK_CONTAINS(rep, "cheap elementwise value (disable_cheap_remat), own buffer");
+        kiln_string_free(ctx, rep);
+        kiln_executable_destroy(e);
+    }
+    free_outs(o0, n_out), free_outs(o1, n_out);
+    free_args(g, args);
+}
+
+static void test_cheap(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, -1);
+    cheap_case(g, "mlp", false);
+    kiln_graph_destroy(g);
+    model m;
+    g = transformer_step(&m, false);
+    cheap_case(g, "transformer", true);
+    kiln_graph_destroy(g);
+}
+
 /* -------------------------------------------------------- random programs ---- */
 
 static void test_random_programs(void) {
@@ -578,6 +639,7 @@ int main(void) {
     RUN(test_errors);
     RUN(test_nested);
     RUN(test_stacks);
+    RUN(test_cheap);
     RUN(test_random_programs);
     RUN(test_fault_injection);
     kiln_context_destroy(ctx);

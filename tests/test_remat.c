@@ -207,17 +207,29 @@ static void test_report(void) {
 
 /* ----------------------------------------------------------------- budgets ---- */
 
-static void test_budgets(void) {
-    step s;
-    kiln_graph *g = mlp_step(&s, -1);
+static kiln_graph *transformer_step(model *m, bool regions);
+
+/* Budgets from 100% of the peak without recomputation down to `lowest`% in steps of
+ * `stride`: every plan fits its budget, is bitwise the gradients of the program with nothing
+ * recomputed, plans a peak the allocator measures, never above the default's, and never
+ * above the plan of a higher budget. Returns how many budgets fitted; *smallest receives
+ * the lowest peak and *a0 the default's analysis. */
+static int budget_sweep(kiln_graph *g, int lowest, int stride, uint64_t *smallest,
+                        kiln_memory_analysis *a0_out) {
     int n_out = kiln_graph_num_outputs(g);
     kiln_array **args = make_args(g);
-    kiln_array *want[1 + MODEL_MAX_PARAMS] = {0};
-    kiln_memory_analysis a0;
-    CHECK(run_planned(g, args, NULL, want, &a0));
-    uint64_t prev = UINT64_MAX, smallest = UINT64_MAX;
+    kiln_array *want[1 + MODEL_MAX_PARAMS] = {0}, *dflt[1 + MODEL_MAX_PARAMS] = {0};
+    kiln_memory_analysis a0, plain;
+    kiln_compile_options off = {.disable_cheap_remat = true};
+    CHECK(run_planned(g, args, &off, want, &plain));
+    CHECK(run_planned(g, args, NULL, dflt, &a0));
+    CHECK(same_bits(dflt, want, n_out, "default"));
+    free_outs(dflt, n_out);
+    *a0_out = a0;
+    uint64_t prev = UINT64_MAX;
+    *smallest = UINT64_MAX;
     int fitted = 0;
-    for (int pct = 100; pct >= 40; pct -= 5) {
+    for (int pct = 100; pct >= lowest; pct -= stride) {
         kiln_compile_options o = {.memory_budget_fraction = pct / 100.0};
         kiln_array *got[1 + MODEL_MAX_PARAMS] = {0};
         kiln_executable *e = NULL;
@@ -243,11 +255,22 @@ static void test_budgets(void) {
         CHECK_MSG(a.peak_bytes <= prev, "%d%%: peak %llu rose from %llu", pct,
                   (unsigned long long)a.peak_bytes, (unsigned long long)prev);
         prev = a.peak_bytes;
-        if (a.peak_bytes < smallest) smallest = a.peak_bytes;
+        if (a.peak_bytes < *smallest) *smallest = a.peak_bytes;
         fitted++;
         free_outs(got, n_out);
     }
-    CHECK(fitted >= 3);
+    CHECK(plain.peak_bytes == (a0.remat_peak_without ? a0.remat_peak_without : a0.peak_bytes));
+    free_outs(want, n_out);
+    free_args(g, args);
+    return fitted;
+}
+
+static void test_budgets(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, -1);
+    kiln_memory_analysis a0;
+    uint64_t smallest = 0;
+    CHECK(budget_sweep(g, 40, 5, &smallest, &a0) >= 3);
     CHECK_MSG(smallest < a0.peak_bytes, "no budget lowered the peak (%llu)",
               (unsigned long long)a0.peak_bytes);
     /* a budget below the arguments themselves cannot be met */
@@ -262,8 +285,13 @@ static void test_budgets(void) {
     kiln_compile_options bad = {.memory_budget_fraction = 1.5};
     CHECK_STATUS(kiln_compile(g, &bad, &e), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "memory_budget_fraction");
-    free_outs(want, n_out);
-    free_args(g, args);
+    kiln_graph_destroy(g);
+    /* the transformer stack: the default's cheap values, then greedy and segments */
+    model m;
+    g = transformer_step(&m, false);
+    CHECK(budget_sweep(g, 30, 10, &smallest, &a0) >= 3);
+    CHECK_MSG(smallest < a0.peak_bytes, "transformer: no budget lowered the peak (%llu)",
+              (unsigned long long)a0.peak_bytes);
     kiln_graph_destroy(g);
 }
 

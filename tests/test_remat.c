@@ -603,6 +603,17 @@ static void test_random_programs(void) {
             if (st == KILN_STATUS_DEVICE_OOM) o.memory_budget_fraction = 0; /* too tight */
             CHECK_MSG(cmp_graph(ctx, g, nw, args, &o, 2e-3, NULL), "program %d (seed %llu)", p,
                       (unsigned long long)s->seed);
+            /* the default's cheap values: bitwise the program with nothing recomputed,
+             * measured == planned, never a higher peak */
+            kiln_compile_options off = {.disable_cheap_remat = true};
+            kiln_array *da[1 + RP_MAX_PARAMS] = {0}, *db[1 + RP_MAX_PARAMS] = {0};
+            kiln_memory_analysis ma, mb;
+            CHECK(run_planned(g, args, NULL, da, &ma));
+            CHECK(run_planned(g, args, &off, db, &mb));
+            CHECK_MSG(same_bits(da, db, 1 + nw, "random program, default"),
+                      "program %d (seed %llu)", p, (unsigned long long)s->seed);
+            CHECK(ma.peak_bytes <= mb.peak_bytes);
+            free_outs(da, 1 + nw), free_outs(db, 1 + nw);
             for (int i = 0; i < nw; i++) kiln_array_destroy(args[i]);
             free(args);
         }

@@ -247,8 +247,8 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
  * base set, spread downwards and closed upwards. */
 static void propose(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
                     const uint8_t *base, uint8_t *extra) {
-    for (uint32_t id = 1; id < g->n_nodes; id++)
-        if (base[id] && !extra[id]) extra[id] = base[id];
+    for (uint32_t id = 1; id < g->n_nodes; id++) /* the base's reason wins: it is the default's */
+        if (base[id] && extra[id] != IR_WHY_KEEP) extra[id] = base[id];
     spread(g, mat, extra);
     close_up(g, mat, is_out, extra);
 }

@@ -177,11 +177,13 @@ static kiln_status adopt(kiln_executable *e, const uint8_t *extra, const char *s
 }
 
 /* Is v held through the backward pass whatever else is dropped: a source, a graph output,
- * a backward value, a checkpoint the budget keeps, or an activation (mat 2) not dropped. */
+ * a backward value, a region's output, a checkpoint the budget keeps, or an activation
+ * (mat 2) not dropped. */
 static bool kept(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
                  const uint8_t *extra, uint32_t v) {
     const ir_node *n = &g->nodes[v];
     if (n->backward || (is_out[v] & 1) || ir_ops[n->op].kind == IRK_SOURCE) return true;
+    if (n->remat == IR_REMAT_KEEP) return true; /* a region's output: recomputed from */
     if (n->remat == IR_REMAT_DROP) return false;
     if (extra[v] == IR_WHY_KEEP) return true;
     return mat[v] == 2 && !extra[v];

@@ -861,6 +861,12 @@ typedef struct kiln_compile_options {
      * bitwise the same either way; overlap keeps the operand and result buffers alive
      * until the wait, which can raise the planned peak. */
     bool disable_overlap;
+    /* By default a training step's activations that are cheap elementwise functions of
+     * values the backward pass holds anyway (a gelu's or a layer norm's output, read by a
+     * weight's gradient) are recomputed in the backward pass instead of kept, when that
+     * lowers the planned peak by 1% or more (docs/memory.md, "Cheap values, recomputed
+     * by default"). true: keep them. */
+    bool disable_cheap_remat;
 } kiln_compile_options;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
@@ -1053,7 +1059,7 @@ typedef struct kiln_memory_analysis {
     double remat_added_flops;    /* their FLOPs (2 M N K per product, 1 per element else) */
     double remat_flops_share;    /* remat_added_flops / the FLOPs of the whole step */
     uint64_t memory_budget;      /* the budget it was planned under in bytes; 0: none */
-    const char *remat_strategy;  /* "none", "checkpoint", "greedy", "segments" */
+    const char *remat_strategy;  /* "none", "elementwise", "checkpoint", "greedy", "segments" */
 } kiln_memory_analysis;
 
 typedef enum kiln_buffer_kind {

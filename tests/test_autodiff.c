@@ -1088,8 +1088,10 @@ static uint64_t grad_peak(kiln_context *ctx, int kind, bool primitive, bool fuse
     for (int i = 0; i < n; i++) outs[1 + i] = gr[i];
     CHECK_OK(ctx, kiln_graph_finish(g, 1 + n, outs));
     kiln_executable *e = NULL;
-    kiln_compile_options unfused = {.disable_fusion = true};
-    CHECK_OK(ctx, kiln_compile(g, fused ? NULL : &unfused, &e));
+    /* the rules' own saved values: no default recomputation of cheap ones on top */
+    kiln_compile_options fused_o = {.disable_cheap_remat = true},
+                         unfused = {.disable_fusion = true, .disable_cheap_remat = true};
+    CHECK_OK(ctx, kiln_compile(g, fused ? &fused_o : &unfused, &e));
     kiln_memory_analysis ma;
     uint64_t peak = 0;
     if (e && !kiln_executable_get_memory_analysis(e, &ma)) peak = ma.peak_bytes;

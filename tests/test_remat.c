@@ -207,17 +207,29 @@ static void test_report(void) {
 
 /* ----------------------------------------------------------------- budgets ---- */
 
-static void test_budgets(void) {
-    step s;
-    kiln_graph *g = mlp_step(&s, -1);
+static kiln_graph *transformer_step(model *m, bool regions);
+
+/* Budgets from 100% of the peak without recomputation down to `lowest`% in steps of
+ * `stride`: every plan fits its budget, is bitwise the gradients of the program with nothing
+ * recomputed, plans a peak the allocator measures, never above the default's, and never
+ * above the plan of a higher budget. Returns how many budgets fitted; *smallest receives
+ * the lowest peak and *a0 the default's analysis. */
+static int budget_sweep(kiln_graph *g, int lowest, int stride, uint64_t *smallest,
+                        kiln_memory_analysis *a0_out) {
     int n_out = kiln_graph_num_outputs(g);
     kiln_array **args = make_args(g);
-    kiln_array *want[1 + MODEL_MAX_PARAMS] = {0};
-    kiln_memory_analysis a0;
-    CHECK(run_planned(g, args, NULL, want, &a0));
-    uint64_t prev = UINT64_MAX, smallest = UINT64_MAX;
+    kiln_array *want[1 + MODEL_MAX_PARAMS] = {0}, *dflt[1 + MODEL_MAX_PARAMS] = {0};
+    kiln_memory_analysis a0, plain;
+    kiln_compile_options off = {.disable_cheap_remat = true};
+    CHECK(run_planned(g, args, &off, want, &plain));
+    CHECK(run_planned(g, args, NULL, dflt, &a0));
+    CHECK(same_bits(dflt, want, n_out, "default"));
+    free_outs(dflt, n_out);
+    *a0_out = a0;
+    uint64_t prev = UINT64_MAX;
+    *smallest = UINT64_MAX;
     int fitted = 0;
-    for (int pct = 100; pct >= 40; pct -= 5) {
+    for (int pct = 100; pct >= lowest; pct -= stride) {
         kiln_compile_options o = {.memory_budget_fraction = pct / 100.0};
         kiln_array *got[1 + MODEL_MAX_PARAMS] = {0};
         kiln_executable *e = NULL;
@@ -233,15 +245,32 @@ static void test_budgets(void) {
         CHECK_MSG(same_bits(got, want, n_out, "budget"), "budget %d%%", pct);
         CHECK_MSG(a.peak_bytes <= a.memory_budget, "%d%%: peak %llu over the budget %llu", pct,
                   (unsigned long long)a.peak_bytes, (unsigned long long)a.memory_budget);
-        CHECK(a.memory_budget == (uint64_t)(pct / 100.0 * (double)a0.peak_bytes));
+        /* the share is of the peak with nothing recomputed, not of the default's */
+        uint64_t without = a0.remat_peak_without ? a0.remat_peak_without : a0.peak_bytes;
+        CHECK(a.memory_budget == (uint64_t)(pct / 100.0 * (double)without));
+        CHECK(a.remat_peak_without == without);
+        /* a budget never plans a higher peak than no budget at all */
+        CHECK_MSG(a.peak_bytes <= a0.peak_bytes, "%d%%: peak %llu over the default's %llu", pct,
+                  (unsigned long long)a.peak_bytes, (unsigned long long)a0.peak_bytes);
         CHECK_MSG(a.peak_bytes <= prev, "%d%%: peak %llu rose from %llu", pct,
                   (unsigned long long)a.peak_bytes, (unsigned long long)prev);
         prev = a.peak_bytes;
-        if (a.peak_bytes < smallest) smallest = a.peak_bytes;
+        if (a.peak_bytes < *smallest) *smallest = a.peak_bytes;
         fitted++;
         free_outs(got, n_out);
     }
-    CHECK(fitted >= 3);
+    CHECK(plain.peak_bytes == (a0.remat_peak_without ? a0.remat_peak_without : a0.peak_bytes));
+    free_outs(want, n_out);
+    free_args(g, args);
+    return fitted;
+}
+
+static void test_budgets(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, -1);
+    kiln_memory_analysis a0;
+    uint64_t smallest = 0;
+    CHECK(budget_sweep(g, 40, 5, &smallest, &a0) >= 3);
     CHECK_MSG(smallest < a0.peak_bytes, "no budget lowered the peak (%llu)",
               (unsigned long long)a0.peak_bytes);
     /* a budget below the arguments themselves cannot be met */
@@ -256,8 +285,13 @@ static void test_budgets(void) {
     kiln_compile_options bad = {.memory_budget_fraction = 1.5};
     CHECK_STATUS(kiln_compile(g, &bad, &e), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "memory_budget_fraction");
-    free_outs(want, n_out);
-    free_args(g, args);
+    kiln_graph_destroy(g);
+    /* the transformer stack: the default's cheap values, then greedy and segments */
+    model m;
+    g = transformer_step(&m, false);
+    CHECK(budget_sweep(g, 30, 10, &smallest, &a0) >= 3);
+    CHECK_MSG(smallest < a0.peak_bytes, "transformer: no budget lowered the peak (%llu)",
+              (unsigned long long)a0.peak_bytes);
     kiln_graph_destroy(g);
 }
 
@@ -467,6 +501,61 @@ static void test_stacks(void) {
     kiln_graph_destroy(g0), kiln_graph_destroy(g1);
 }
 
+/* ------------------------------------------------------------ cheap values ---- */
+
+/* The default recomputation of cheap elementwise values: bitwise the gradients of the
+ * program with nothing recomputed, measured == planned, a peak never higher, and on the
+ * transformer stack (layer norm and gelu outputs read by the weights' gradients) lower;
+ * disable_cheap_remat turns it off. */
+static void cheap_case(kiln_graph *g, const char *what, bool must_lower) {
+    kiln_array **args = make_args(g);
+    int n_out = kiln_graph_num_outputs(g);
+    kiln_array *o0[1 + MODEL_MAX_PARAMS] = {0}, *o1[1 + MODEL_MAX_PARAMS] = {0};
+    kiln_memory_analysis a0, a1;
+    kiln_compile_options off = {.disable_cheap_remat = true};
+    CHECK(run_planned(g, args, &off, o0, &a0));
+    CHECK(run_planned(g, args, NULL, o1, &a1));
+    CHECK_MSG(same_bits(o1, o0, n_out, what), "%s", what);
+    CHECK_MSG(a0.remat_num_recomputed == 0 && !strcmp(a0.remat_strategy, "none"), "%s: %s", what,
+              a0.remat_strategy);
+    CHECK_MSG(a1.peak_bytes <= a0.peak_bytes, "%s: default peak %llu over %llu", what,
+              (unsigned long long)a1.peak_bytes, (unsigned long long)a0.peak_bytes);
+    if (a1.remat_num_recomputed) {
+        CHECK_MSG(!strcmp(a1.remat_strategy, "elementwise"), "%s: %s", what, a1.remat_strategy);
+        CHECK(a1.remat_peak_without == a0.peak_bytes);
+        CHECK(a1.remat_bytes_saved == (int64_t)(a0.peak_bytes - a1.peak_bytes));
+        CHECK(a1.remat_bytes_saved > 0);
+        /* elementwise work only: a few FLOPs per element, never a product */
+        CHECK_MSG(a1.remat_flops_share < 0.01, "%s: %.4f of the FLOPs", what, a1.remat_flops_share);
+    } else {
+        CHECK(a1.remat_peak_without == 0 && !strcmp(a1.remat_strategy, "none"));
+    }
+    if (must_lower) {
+        CHECK_MSG(a1.peak_bytes < a0.peak_bytes, "%s: peak %llu not lowered", what,
+                  (unsigned long long)a0.peak_bytes);
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        char *rep = kiln_executable_memory_report(e);
+        CHECK_CONTAINS(rep, "rematerialisation (elementwise)");
+        CHECK_CONTAINS(rep, "cheap elementwise value (disable_cheap_remat), own buffer");
+        kiln_string_free(ctx, rep);
+        kiln_executable_destroy(e);
+    }
+    free_outs(o0, n_out), free_outs(o1, n_out);
+    free_args(g, args);
+}
+
+static void test_cheap(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, -1);
+    cheap_case(g, "mlp", false);
+    kiln_graph_destroy(g);
+    model m;
+    g = transformer_step(&m, false);
+    cheap_case(g, "transformer", true);
+    kiln_graph_destroy(g);
+}
+
 /* -------------------------------------------------------- random programs ---- */
 
 static void test_random_programs(void) {
@@ -514,6 +603,17 @@ static void test_random_programs(void) {
             if (st == KILN_STATUS_DEVICE_OOM) o.memory_budget_fraction = 0; /* too tight */
             CHECK_MSG(cmp_graph(ctx, g, nw, args, &o, 2e-3, NULL), "program %d (seed %llu)", p,
                       (unsigned long long)s->seed);
+            /* the default's cheap values: bitwise the program with nothing recomputed,
+             * measured == planned, never a higher peak */
+            kiln_compile_options off = {.disable_cheap_remat = true};
+            kiln_array *da[1 + RP_MAX_PARAMS] = {0}, *db[1 + RP_MAX_PARAMS] = {0};
+            kiln_memory_analysis ma, mb;
+            CHECK(run_planned(g, args, NULL, da, &ma));
+            CHECK(run_planned(g, args, &off, db, &mb));
+            CHECK_MSG(same_bits(da, db, 1 + nw, "random program, default"),
+                      "program %d (seed %llu)", p, (unsigned long long)s->seed);
+            CHECK(ma.peak_bytes <= mb.peak_bytes);
+            free_outs(da, 1 + nw), free_outs(db, 1 + nw);
             for (int i = 0; i < nw; i++) kiln_array_destroy(args[i]);
             free(args);
         }
@@ -578,6 +678,7 @@ int main(void) {
     RUN(test_errors);
     RUN(test_nested);
     RUN(test_stacks);
+    RUN(test_cheap);
     RUN(test_random_programs);
     RUN(test_fault_injection);
     kiln_context_destroy(ctx);

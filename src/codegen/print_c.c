@@ -1248,11 +1248,11 @@ static bool span_alone(const kd_kernel *kd, uint32_t acc, uint32_t end) {
 /* CUDA: whether a kernel with few values to compute (one item in C; a global norm: 76
  * sums of squares fused into one kernel that outputs one value) spends its time
  * in reductions one block would run alone. Every reduction directly inside the element
- * loop, before any store, that reads nothing from outside its own loops is split: the
- * part kernel gives each of split_parts slices of their loops a block per value, at least
- * CGEN_CUDA_PART_WORK iterations a block, at most KN_CUDA_PARTS blocks in all (a
- * reduction to 300 values already has 300 blocks); the rest of the kernel stays in
- * kiln_k<i>. Marks them F_SPLIT (their loops F_SPLIT_LOOP) and numbers them. */
+ * loop that reads nothing from outside its own loops is split (in place, only those before
+ * the first store): the part kernel gives each of split_parts slices of their loops a
+ * block per value, at least CGEN_CUDA_PART_WORK iterations a block, at most KN_CUDA_PARTS
+ * blocks in all (a reduction to 300 values already has 300 blocks); the rest of the
+ * kernel stays in kiln_k<i>. Marks them F_SPLIT (their loops F_SPLIT_LOOP), numbers them. */
 static bool cuda_element_split(pr *p) {
     const kd_kernel *kd = p->kd;
     if (kd->items != 1 || kd->columns || kd->n_stmts < 4 || kd->stmts[1].kind != KS_LOOP ||
@@ -1262,7 +1262,9 @@ static bool cuda_element_split(pr *p) {
     int depth = 0;
     for (uint32_t s = 2; s < kd->n_stmts; s++) {
         const kd_stmt *st = &kd->stmts[s];
-        if (st->kind == KS_STORE) break; /* the part kernel would store */
+        /* the part kernel runs before every store of kiln_k<i>, so a reduction after a
+         * store may be split too, unless a store may write over an input (in place) */
+        if (st->kind == KS_STORE && kd->in_place) break;
         if (!depth && st->kind == KS_ACC && !st->column && s + 1 < kd->n_stmts &&
             kd->stmts[s + 1].kind == KS_LOOP && kd->stmts[s + 1].n >= 2) {
             uint32_t end = part_loop_end(kd, s + 1);

@@ -1,15 +1,20 @@
-/* remat_budget.c — choosing what to recompute: checkpoint regions as traced, and the
- * automatic mode that fits a memory budget (kiln_compile_options.memory_budget,
- * KILN_MEMORY_BUDGET), in the spirit of XLA's HloRematerialization and PyTorch's
- * activation_memory_budget, but judged by the real planner rather than an estimate.
+/* remat_budget.c — choosing what to recompute: checkpoint regions as traced, cheap
+ * elementwise values by default, and the automatic mode that fits a memory budget
+ * (kiln_compile_options.memory_budget, KILN_MEMORY_BUDGET), in the spirit of XLA's
+ * HloRematerialization and PyTorch's activation_memory_budget, but judged by the real
+ * planner rather than an estimate.
  *
  * The candidates are the materialised forward values a backward kernel reads and no
- * region dropped already (the activations saved for the backward pass). Two strategies
- * propose sets of values to drop:
- *  - greedy: the candidates ranked by bytes freed per unit of cost (cost = FLOPs to
- *    recompute + elements written, so cheap elementwise values come first and matrix
- *    products last), and prefixes of that ranking of growing length; with each buffer go
- *    the values computed inline from it;
+ * region dropped already (the activations saved for the backward pass). A dropped value's
+ * closure is what its recomputation needs that the backward pass does not hold anyway
+ * (close_up drops it too, so a recomputation never keeps a forward temporary alive).
+ *  - The base (the default, unless disable_cheap_remat): every candidate whose closure is
+ *    elementwise and shape ops (and gathers) of at most CHEAP_FLOPS per element, kept
+ *    only when it lowers the planned peak by 1% or more.
+ *  - greedy: the candidates ranked by bytes freed per unit of closure cost (FLOPs +
+ *    elements written, so cheap elementwise values come first and matrix products last),
+ *    and prefixes of that ranking, each adding about 1/GREEDY_STEPS of the candidates'
+ *    bytes, over the base; with each buffer go the values computed inline from it;
  *  - segments: the sqrt(n) checkpointing of Chen et al. (2016) over the cuts, the values
  *    no forward edge jumps over (the residual stream between blocks): every other forward
  *    value is dropped, and of the cuts in forward order every s-th is kept, with a buffer
@@ -17,11 +22,12 @@
  *    recomputed from the cut kept before it).
  * Every proposal is rewritten (src/passes/remat.c), fused and planned in full (all four
  * schedules, packing): its planned peak and its added FLOPs are exact, not guessed. Of
- * the proposals whose peak fits, the one adding the fewest FLOPs wins (ties: lower peak,
- * then the earlier proposal). The proposals do not depend on the budget, so a lower
- * budget can only choose a proposal with a peak at most the higher budget's choice: the
- * planned peak never rises as the budget falls. When none fits, the error names the
- * budget, the smallest peak any proposal reached and the buffers live at its peak step. */
+ * the proposals whose peak fits (the base is the first), the one adding the fewest FLOPs
+ * wins (ties: lower peak, then the earlier proposal). The proposals do not depend on the
+ * budget, so a lower budget can only choose a proposal with a peak at most the higher
+ * budget's choice: the planned peak never rises as the budget falls, and never exceeds
+ * the peak without a budget. When none fits, the error names the budget, the smallest
+ * peak any proposal reached and the buffers live at its peak step. */
 #include "executable.h"
 #include "passes/passes.h"
 #include "base/strbuf.h"
@@ -170,6 +176,85 @@ static kiln_status adopt(kiln_executable *e, const uint8_t *extra, const char *s
     return KILN_STATUS_OK;
 }
 
+/* Is v held through the backward pass whatever else is dropped: a source, a graph output,
+ * a backward value, a region's output, a checkpoint the budget keeps, or an activation
+ * (mat 2) not dropped. */
+static bool kept(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
+                 const uint8_t *extra, uint32_t v) {
+    const ir_node *n = &g->nodes[v];
+    if (n->backward || (is_out[v] & 1) || ir_ops[n->op].kind == IRK_SOURCE) return true;
+    if (n->remat == IR_REMAT_KEEP) return true; /* a region's output: recomputed from */
+    if (n->remat == IR_REMAT_DROP) return false;
+    if (extra[v] == IR_WHY_KEEP) return true;
+    return mat[v] == 2 && !extra[v];
+}
+
+/* Drops, with each dropped value, the forward values its recomputation would otherwise
+ * read from the forward pass and so keep alive (the scores under a softmax, the product
+ * under a bias add): they are recomputed too, back to values held anyway. Inputs have
+ * lower ids, so one pass downwards closes the set. */
+static void close_up(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
+                     uint8_t *extra) {
+    for (uint32_t id = g->n_nodes; id-- > 1;) {
+        uint8_t why = extra[id];
+        if (!why || why == IR_WHY_KEEP) continue;
+        const ir_node *n = &g->nodes[id];
+        const uint32_t *in = ir_in(n);
+        for (uint32_t k = 0; k < n->n_in; k++)
+            if (!extra[in[k]] && !kept(g, mat, is_out, extra, in[k])) extra[in[k]] = why;
+    }
+}
+
+/* The cost of recomputing v alone (every other activation kept): the FLOPs of v and of
+ * the forward values close_up would add, plus the elements those with buffers write.
+ * *cheap: only elementwise and shape ops (and gathers) at most CHEAP_FLOPS per element of
+ * v, the kind of value the default recomputes. seen/stack are scratch of n_nodes. */
+#define CHEAP_FLOPS 32
+static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
+                           const uint8_t *none, uint32_t v, uint32_t stamp, uint32_t *seen,
+                           uint32_t *stack, bool *cheap) {
+    double flops = 0, written = 0;
+    bool elementwise = true;
+    uint32_t sp = 0;
+    stack[sp++] = v;
+    seen[v] = stamp;
+    while (sp) {
+        uint32_t u = stack[--sp];
+        const ir_node *n = &g->nodes[u];
+        ir_kind kd = ir_ops[n->op].kind;
+        if (kd == IRK_DOT || kd == IRK_REDUCE || kd == IRK_COLLECTIVE ||
+            (kd == IRK_INDEX && n->op != IR_TAKE_ROWS))
+            elementwise = false;
+        flops += remat_node_flops(g, u);
+        if (mat[u]) {
+            int64_t el = 0;
+            ir_shape_numel(&n->shape, &el);
+            written += (double)el;
+        }
+        const uint32_t *in = ir_in(n);
+        for (uint32_t k = 0; k < n->n_in; k++) {
+            uint32_t w = in[k];
+            if (seen[w] == stamp || kept(g, mat, is_out, none, w)) continue;
+            seen[w] = stamp;
+            stack[sp++] = w;
+        }
+    }
+    int64_t el = 0;
+    ir_shape_numel(&g->nodes[v].shape, &el);
+    *cheap = elementwise && flops <= (double)CHEAP_FLOPS * (double)el;
+    return flops + written + 1;
+}
+
+/* Completes a proposal: `extra` (the values chosen, with their reasons) joined with the
+ * base set, spread downwards and closed upwards. */
+static void propose(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
+                    const uint8_t *base, uint8_t *extra) {
+    for (uint32_t id = 1; id < g->n_nodes; id++) /* the base's reason wins: it is the default's */
+        if (base[id] && extra[id] != IR_WHY_KEEP) extra[id] = base[id];
+    spread(g, mat, extra);
+    close_up(g, mat, is_out, extra);
+}
+
 kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
     kiln_context *ctx = e->ctx;
     uint64_t budget_bytes = o->memory_budget;
@@ -183,13 +268,16 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         budget_bytes = ctx->config.memory_budget;
         frac = ctx->config.memory_budget_fraction;
     }
-    bool regions = remat_any(e->g), budgeted = budget_bytes || frac > 0;
-    if (!regions && !budgeted) return KILN_STATUS_OK;
+    bool regions = remat_any(e->g), budgeted = budget_bytes || frac > 0, backward = false;
+    for (uint32_t id = 1; id < e->g->n_nodes && !backward; id++)
+        backward = e->g->nodes[id].backward;
+    bool cheap_on = !o->disable_cheap_remat && backward;
+    if (!regions && !budgeted && !cheap_on) return KILN_STATUS_OK;
 
     uint64_t without = 0;
     uint32_t nn = e->g->n_nodes;
-    uint8_t *mat = budgeted ? host_calloc(ctx, nn, 1) : NULL;
-    if (budgeted && !mat) return ctx_oom(ctx, "kiln_compile: rematerialisation", nn);
+    uint8_t *mat = host_calloc(ctx, nn, 1);
+    if (!mat) return ctx_oom(ctx, "kiln_compile: rematerialisation", nn);
     kiln_status s = plain_peak(e, o, &without, mat);
     if (s) {
         host_free(ctx, mat, nn);
@@ -202,8 +290,7 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         (uint64_t)(frac * (double)without) < budget)
         budget = (uint64_t)(frac * (double)without); /* both given: the tighter */
     e->remat.budget = budgeted ? budget : 0;
-    if (!budgeted) return adopt(e, NULL, "checkpoint");
-    if (!budget) { /* a fraction so small that it rounds to nothing */
+    if (budgeted && !budget) { /* a fraction so small that it rounds to nothing */
         host_free(ctx, mat, nn);
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_compile: a memory budget of %g of %" PRIu64 " bytes is 0 bytes",
@@ -213,11 +300,15 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
     /* the candidates: materialised forward values a backward kernel reads */
     uint8_t *is_out = host_calloc(ctx, nn, 1); /* 1: a graph output; 2: of constants alone */
     uint8_t *extra = host_calloc(ctx, nn, 1), *best_extra = host_calloc(ctx, nn, 1),
-            *min_extra = host_calloc(ctx, nn, 1);
+            *min_extra = host_calloc(ctx, nn, 1), *base = host_calloc(ctx, nn, 1),
+            *none = host_calloc(ctx, nn, 1), *last = host_calloc(ctx, nn, 1);
     cand *c = host_calloc(ctx, nn, sizeof *c);
     uint32_t *cuts = host_calloc(ctx, nn, sizeof *cuts),
-             *reach = host_calloc(ctx, nn, sizeof *reach);
-    if (!is_out || !extra || !best_extra || !min_extra || !c || !cuts || !reach) {
+             *reach = host_calloc(ctx, nn, sizeof *reach),
+             *seen = host_calloc(ctx, nn, sizeof *seen),
+             *stack = host_calloc(ctx, nn, sizeof *stack);
+    if (!is_out || !extra || !best_extra || !min_extra || !base || !none || !last || !c || !cuts ||
+        !reach || !seen || !stack) {
         s = ctx_oom(ctx, "kiln_compile: rematerialisation candidates", (size_t)nn * sizeof *c);
         goto done;
     }
@@ -245,7 +336,8 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
      * forward edge jumps over it. Dropping consecutive cuts chains the recomputations
      * (each needs the one before), which greedy's plans show and segments avoid by
      * keeping every s-th of them, as Chen et al. keep every s-th node of a chain. */
-    uint32_t nc = 0, ncut = 0, jump = 0;
+    uint32_t nc = 0, ncut = 0, jump = 0, n_cheap = 0;
+    double cand_bytes = 0;
     for (uint32_t id = 1; id < nn; id++) {
         const ir_node *n = &g->nodes[id];
         bool cut = !n->backward && jump <= id;
@@ -254,19 +346,70 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         if (cut) cuts[ncut++] = id;
         if (mat[id] != 2) continue;
         size_t bytes = 0;
-        int64_t elems = 0;
         ir_shape_nbytes(&n->shape, n->dtype, &bytes);
-        ir_shape_numel(&n->shape, &elems);
-        double cost = remat_node_flops(g, id) + (double)elems + 1;
+        bool cheap = false;
+        double cost = closure_cost(g, mat, is_out, none, id, nc + 1, seen, stack, &cheap);
         c[nc++] = (cand){id, (double)bytes / cost};
+        cand_bytes += (double)bytes;
+        if (cheap && cheap_on) base[id] = IR_WHY_CHEAP, n_cheap++;
     }
     qsort(c, nc, sizeof *c, by_score);
 
-    /* proposal 0 is the regions alone; then greedy prefixes; then segments */
+    /* The default: regions alone, or with the cheap elementwise values recomputed when
+     * that lowers the peak by 1% or more (the trial says; else base is cleared). */
+    uint64_t base_peak = without;
+    double base_flops = 0;
+    if (regions || n_cheap) {
+        kiln_executable t;
+        remat_stats st = {0};
+        if (regions) {
+            s = trial(e, o, none, &t, &base_peak, &st);
+            trial_free(&t);
+            base_flops = st.added_flops;
+        }
+        if (!s && n_cheap) {
+            uint64_t peak = 0;
+            memset(extra, 0, nn);
+            propose(g, mat, is_out, base, extra);
+            s = trial(e, o, extra, &t, &peak, &st);
+            trial_free(&t);
+            /* worth it only when it lowers the peak by 1% or more: recomputing to save a
+             * few KiB at the peak (the MLP of docs/memory.md saves 20 KiB of 11 MiB) is work
+             * no one asked for */
+            if (!s && peak < base_peak && (base_peak - peak) * 100 >= base_peak)
+                base_peak = peak, base_flops = st.added_flops, memcpy(base, extra, nn);
+            else
+                memset(base, 0, nn);
+        }
+        if (s) goto done;
+    }
+    if (!budgeted) {
+        s = adopt(e, base, regions ? "checkpoint" : "elementwise");
+        if (!s && !e->remat.n_recomputed) e->remat = (exec_remat_info){0}; /* nothing done */
+        goto done;
+    }
+
+    /* Proposal 0 is the default; then greedy prefixes over it, each adding about a
+     * GREEDY_STEPS-th of the candidates' bytes (so the step from one to the next is a
+     * few buffers, not a jump from elementwise values to whole blocks); then segments. */
+    enum { GREEDY_STEPS = 32 };
     uint64_t best_peak = UINT64_MAX, min_peak = UINT64_MAX;
     double best_flops = 0;
     const char *best_strategy = NULL;
-    uint32_t n_greedy = nc < 16 ? nc : 16;
+    uint32_t prefix[GREEDY_STEPS + 1], n_greedy = 0;
+    {
+        double acc = 0;
+        uint32_t k = 1;
+        for (uint32_t i = 0; i < nc && k <= GREEDY_STEPS; i++) {
+            size_t bytes = 0;
+            ir_shape_nbytes(&g->nodes[c[i].id].shape, g->nodes[c[i].id].dtype, &bytes);
+            acc += (double)bytes;
+            if (acc >= cand_bytes * k / GREEDY_STEPS || i + 1 == nc) {
+                prefix[n_greedy++] = i + 1;
+                while (k <= GREEDY_STEPS && acc >= cand_bytes * k / GREEDY_STEPS) k++;
+            }
+        }
+    }
     /* s = 1 keeps every cut: each stretch between two cuts is recomputed from the one
      * before it, as a nothing_saveable region per block would */
     uint32_t seg[5] = {0, 0, 0, 0, 0};
@@ -277,31 +420,38 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
     }
     for (uint32_t p = 0; p <= n_greedy + 5 && !s; p++) {
         memset(extra, 0, nn);
-        const char *strategy = "checkpoint";
-        if (p >= 1 && p <= n_greedy) {
-            uint32_t len = (uint32_t)(((uint64_t)nc * p + n_greedy - 1) / n_greedy);
-            for (uint32_t i = 0; i < len; i++) extra[c[i].id] = IR_WHY_BUDGET_GREEDY;
-            strategy = "greedy";
-        } else if (p > n_greedy) {
-            uint32_t step = seg[p - n_greedy - 1];
-            if (!step) continue;
-            /* every forward value but the kept cuts, as a region's policy would drop */
-            for (uint32_t id = 1; id < nn; id++) {
-                const ir_node *n = &g->nodes[id];
-                if (!n->backward && !n->remat && !is_out[id] && ir_ops[n->op].kind != IRK_SOURCE)
-                    extra[id] = IR_WHY_BUDGET_SEGMENT;
-            }
-            for (uint32_t i = 0; i < ncut; i++)
-                if (i % step == step - 1) extra[cuts[i]] = IR_WHY_KEEP;
-            strategy = "segments";
-        }
-        spread(g, mat, extra);
-        kiln_executable t;
+        const char *strategy = regions ? "checkpoint" : "elementwise";
         uint64_t peak = 0;
         remat_stats st = {0};
-        s = trial(e, o, extra, &t, &peak, &st);
-        trial_free(&t);
-        if (s) break;
+        if (p == 0) {
+            memcpy(extra, base, nn);
+            peak = base_peak, st.added_flops = base_flops;
+        } else {
+            if (p <= n_greedy) {
+                for (uint32_t i = 0; i < prefix[p - 1]; i++) extra[c[i].id] = IR_WHY_BUDGET_GREEDY;
+                strategy = "greedy";
+            } else {
+                uint32_t step = seg[p - n_greedy - 1];
+                if (!step) continue;
+                /* every forward value but the kept cuts, as a region's policy would drop */
+                for (uint32_t id = 1; id < nn; id++) {
+                    const ir_node *n = &g->nodes[id];
+                    if (!n->backward && !n->remat && !is_out[id] &&
+                        ir_ops[n->op].kind != IRK_SOURCE)
+                        extra[id] = IR_WHY_BUDGET_SEGMENT;
+                }
+                for (uint32_t i = 0; i < ncut; i++)
+                    if (i % step == step - 1) extra[cuts[i]] = IR_WHY_KEEP;
+                strategy = "segments";
+            }
+            propose(g, mat, is_out, base, extra);
+            if (!memcmp(extra, last, nn)) continue; /* the proposal before it again */
+            memcpy(last, extra, nn);
+            kiln_executable t;
+            s = trial(e, o, extra, &t, &peak, &st);
+            trial_free(&t);
+            if (s) break;
+        }
         if (peak < min_peak) min_peak = peak, memcpy(min_extra, extra, nn);
         if (peak <= budget && (!best_strategy || st.added_flops < best_flops ||
                                (st.added_flops == best_flops && peak < best_peak))) {
@@ -317,9 +467,14 @@ done:
     host_free(ctx, extra, nn);
     host_free(ctx, best_extra, nn);
     host_free(ctx, min_extra, nn);
+    host_free(ctx, base, nn);
+    host_free(ctx, none, nn);
+    host_free(ctx, last, nn);
     host_free(ctx, c, (size_t)nn * sizeof *c);
     host_free(ctx, cuts, (size_t)nn * sizeof *cuts);
     host_free(ctx, reach, (size_t)nn * sizeof *reach);
+    host_free(ctx, seen, (size_t)nn * sizeof *seen);
+    host_free(ctx, stack, (size_t)nn * sizeof *stack);
     return s;
 }
 
@@ -349,7 +504,8 @@ char *exec_memory_report(const kiln_executable *e) {
         char ty[IR_TYPE_STR_MAX];
         const char *why = n->why == IR_WHY_BUDGET_GREEDY    ? "memory budget, greedy"
                           : n->why == IR_WHY_BUDGET_SEGMENT ? "memory budget, sqrt(n) segments"
-                                                            : NULL;
+                          : n->why == IR_WHY_CHEAP ? "cheap elementwise value (disable_cheap_remat)"
+                                                   : NULL;
         sb_printf(&sb, "  %%%u %s %s: ", id, ir_ops[n->op].name,
                   ir_type_str(n->dtype, &n->shape, ty, sizeof ty));
         if (why)
@@ -361,7 +517,7 @@ char *exec_memory_report(const kiln_executable *e) {
                   e->plan.materialised && e->plan.materialised[id]
                       ? "own buffer"
                       : "fused into its consumer (no buffer)");
-        if (n->file) sb_printf(&sb, " (%s:%d)", n->file, n->line);
+        if (n->file) sb_printf(&sb, " (%s:%d)", kn_path_base(n->file), n->line);
         sb_append(&sb, "\n");
     }
     if (table) sb_printf(&sb, "\n%s", base + head);

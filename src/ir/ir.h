@@ -293,6 +293,7 @@ typedef enum ir_remat {
 } ir_remat;
 #define IR_WHY_BUDGET_GREEDY  100 /* chosen by the memory budget: greedy by bytes per FLOP */
 #define IR_WHY_BUDGET_SEGMENT 101 /* chosen by the memory budget: sqrt(n) segments */
+#define IR_WHY_CHEAP          102 /* a cheap elementwise value, recomputed by default */
 #define IR_WHY_KEEP           200 /* in the remat pass's `extra`: keep it (IR_REMAT_KEEP) */
 
 /* An open checkpoint region (kiln_checkpoint_begin .. _end). */

@@ -135,7 +135,23 @@ static void test_forms(void) {
         outs[n++] = kiln_reduce_sum(g, kiln_sub(g, y, m), 1, ax1, false);
         check_outputs(g, name, n, outs, false);
     }
+    /* reductions split over blocks: several in one kernel (a global norm), one after a
+     * store, a column reduction of few items, and one reading another's result */
     kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "split", &g);
+    int64_t da = 500, db[2] = {300, 200}, dc[2] = {4000, 300};
+    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 1, &da);
+    kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 2, db);
+    kiln_value c = kiln_parameter(g, "c", KILN_DTYPE_F32, 2, dc);
+    int ax0[1] = {0};
+    kiln_value sq = kiln_add(g, kiln_reduce_sum(g, kiln_mul(g, a, a), 0, NULL, false),
+                             kiln_reduce_sum(g, kiln_mul(g, b, b), 0, NULL, false));
+    kiln_value m = kiln_reduce_max(g, b, 0, NULL, false);
+    kiln_value so[4] = {kiln_sqrt(g, sq), m,
+                        kiln_reduce_sum(g, kiln_exp(g, kiln_sub(g, b, m)), 0, NULL, false),
+                        kiln_reduce_sum(g, c, 1, ax0, false)};
+    check_outputs(g, "split", 4, so, false);
+    g = NULL;
     kiln_graph_create(ctx, "movement", &g);
     int64_t d2[2] = {6, 9}, di[1] = {4};
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d2);

@@ -604,15 +604,18 @@ static void print_loop(pr *p, const kd_stmt *s) {
         /* this block's slice of the split loop, strided over the lanes when it is the
          * reduction's innermost loop */
         long long n = (long long)s->n;
-        line(p, "const int64_t kiln_lo = kiln_q * %lld / %d, kiln_hi = (kiln_q + 1) * %lld / %d;",
-             n, (int)p->split_parts, n, (int)p->split_parts);
+        unsigned id = (unsigned)(s - p->kd->stmts); /* several split loops share a scope */
+        line(p,
+             "const int64_t kiln_lo%u = kiln_q * %lld / %d, kiln_hi%u = (kiln_q + 1) * %lld / %d;",
+             id, n, (int)p->split_parts, id, n, (int)p->split_parts);
         if (s->acc && !p->stripe_depth) {
             p->stripe_depth = p->depth + 1;
             p->flags[s->acc] |= F_STRIPED;
-            line(p, "for (int64_t %s = kiln_lo + threadIdx.x; %s < kiln_hi; %s += blockDim.x) {", v,
-                 v, v);
+            line(p,
+                 "for (int64_t %s = kiln_lo%u + threadIdx.x; %s < kiln_hi%u; %s += blockDim.x) {",
+                 v, id, v, id, v);
         } else
-            line(p, "for (int64_t %s = kiln_lo; %s < kiln_hi; %s++) {", v, v, v);
+            line(p, "for (int64_t %s = kiln_lo%u; %s < kiln_hi%u; %s++) {", v, id, v, id, v);
         p->depth++;
         return;
     }

@@ -315,6 +315,7 @@ static kiln_status run_kernels(run_state *r) {
     /* Profiling waits for the device after each kernel, so each is timed on its own. */
     kiln_executable *pe =
         atomic_load_explicit(&e->profiling, memory_order_acquire) ? (kiln_executable *)e : NULL;
+    bool first = pe && exec_profile_begin_run(pe); /* kept apart: it pays one-time work */
     uint64_t t_run = pe ? exec_profile_now_ns() : 0;
     for (uint32_t step = 0; step < e->mem.n_kernels && !s; step++) {
         uint32_t ki = e->mem.order[step];
@@ -326,10 +327,10 @@ static kiln_status run_kernels(run_state *r) {
         case FK_COLLECTIVE: s = run_collective(r, ki); break;
         }
         if (pe && !s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
-        if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0);
+        if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0, first);
     }
     if (!s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
-    if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run);
+    if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run, first);
     return s;
 }
 

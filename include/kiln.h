@@ -977,9 +977,11 @@ KILN_API char *kiln_executable_to_string(const kiln_executable *e);
  * e's totals; the device is waited for after each kernel, so a GPU's kernels are timed on
  * their own (and the run is slower than an unprofiled one). Several threads may run a
  * profiled executable at once. KILN_PROFILE (kiln_context_options.profile) turns it on for
- * every executable of a context. */
+ * every executable of a context. The first profiled run is kept apart once another has
+ * finished: it pays one-time work (a GEMM library generating its kernels, first touches of
+ * memory); the report shows it on a line of its own. */
 KILN_API kiln_status kiln_executable_set_profiling(kiln_executable *e, bool on);
-/* Zeroes the totals (e.g. after warm-up runs). */
+/* Zeroes the totals (e.g. after warm-up runs); no later run is set apart as the first. */
 KILN_API void kiln_executable_profile_reset(kiln_executable *e);
 /* A table of the kernels by time: per run, share, rate (GFLOP/s of a product, GB/s of a
  * loop: the bytes of every buffer it reads and writes, once), what each computes and
@@ -991,7 +993,7 @@ typedef struct kiln_kernel_profile {
     int num_ops;      /* ops computed in it (fused) */
     double flops;     /* per run: 2*M*N*K summed over batches for a dot, else 0 */
     double bytes;     /* per run: bytes of its input and output buffers, each once */
-    uint64_t runs;    /* profiled runs so far (the same for every kernel) */
+    uint64_t runs;    /* profiled runs counted: after the first, or the first alone */
     double seconds;   /* its time summed over those runs */
 } kiln_kernel_profile;
 /* Kernel i (0 <= i < kiln_executable_info.num_kernels, in the order of

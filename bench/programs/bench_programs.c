@@ -17,17 +17,28 @@
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
  * run a whole kiln_executable_run (the donated program feeds its outputs back). Sizes come
  * from the command line: nothing here is tuned for one shape. Not a test: never fails on
- * time. */
+ * time. BENCH_CLOCK=cpu times each run in the process's CPU time instead of the wall clock:
+ * with one thread that is the run's time on an idle core, which a loaded machine does not
+ * inflate by preempting it (run.sh, CLOCK=cpu; programs.py does the same for JAX). */
 #include "kiln.h"
 #include "../bench_util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { MAX_ARGS = 16, WARMUP = 3 };
+
+/* Seconds of CPU time used by every thread of the process. */
+static double process_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 typedef struct prog {
     kiln_context *ctx;
@@ -214,12 +225,14 @@ int main(int argc, char **argv) {
     kiln_executable *e;
     DIE(p.ctx, kiln_compile(g, &o, &e));
     kiln_graph_destroy(g);
+    const char *clk = getenv("BENCH_CLOCK");
+    bool cpu_clock = clk && !strcmp(clk, "cpu");
     double t[1000 + WARMUP];
     for (int r = 0; r < WARMUP + reps; r++) {
         kiln_array *res[4];
-        double t0 = now();
+        double t0 = cpu_clock ? process_cpu_now() : now();
         DIE(p.ctx, kiln_executable_run(e, p.n_args, p.args, n_outs, res));
-        t[r] = now() - t0;
+        t[r] = (cpu_clock ? process_cpu_now() : now()) - t0;
         if (r == 0)
             for (int i = 0; i < n_outs; i++) {
                 size_t n = kiln_array_nbytes(res[i]);

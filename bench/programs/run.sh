@@ -10,7 +10,10 @@
 # Environment: PROGRAMS, a "|"-separated list of "name sizes..." to run instead of the
 # default sizes below (two per program); BEFORE, another build folder whose bench_programs
 # (an older kiln) runs right before this one on each program, adding "before" columns, so
-# that before and after see the same machine load.
+# that before and after see the same machine load. CLOCK=cpu: every side is timed in its
+# process's CPU time instead of the wall clock (BENCH_CLOCK=cpu); with threads = 1 that is
+# each run's time on an idle core, which holds on a loaded machine where wall-clock
+# medians do not (with more threads it would count spinning and waiting threads too).
 set -e
 cd "$(dirname "$0")/../.."
 reps=${1:-30}
@@ -30,9 +33,10 @@ programs=${PROGRAMS:-"embed 64 128 32000 256 512 256|embed 16 512 50000 512 256 
 work=$(mktemp -d /tmp/kiln-programs-XXXXXX)
 cache=$work/kcache
 mkdir -m 0700 "$cache"
+export BENCH_CLOCK=${CLOCK:-wall}
 echo "# machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores;" \
     "$(date -u '+%Y-%m-%d %H:%M UTC'); load average $(cut -d' ' -f1-3 /proc/loadavg);" \
-    "$threads threads each, medians of $reps runs"
+    "$threads threads each, medians of $reps runs, $BENCH_CLOCK-clock times"
 echo
 if [ -n "$BEFORE" ]; then
     echo "| program | sizes | kiln before ms | kiln ms | JAX ms | NumPy ms | before / JAX | kiln / JAX | kiln / NumPy | max rel. diff vs JAX |"

@@ -70,8 +70,11 @@ void exec_devices_str(kiln_context *ctx, int n_args, kiln_array *const *args, ch
 /* Profiling counters (profile.c). */
 typedef struct exec_profile exec_profile;
 uint64_t exec_profile_now_ns(void);
-void exec_profile_add_kernel(kiln_executable *e, uint32_t ki, uint64_t ns);
-void exec_profile_add_run(kiln_executable *e, uint64_t ns);
+/* True for exactly one run of a profiled executable, its first: that run's times go to
+ * counters of their own (`first` below), since it pays one-time work. */
+bool exec_profile_begin_run(kiln_executable *e);
+void exec_profile_add_kernel(kiln_executable *e, uint32_t ki, uint64_t ns, bool first);
+void exec_profile_add_run(kiln_executable *e, uint64_t ns, bool first);
 void exec_profile_free(kiln_executable *e);
 
 /* A run in flight holds the executable: the last reference frees it. */

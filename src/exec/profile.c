@@ -6,7 +6,17 @@
  * per-kernel totals here. The totals are atomics: several threads may run the same
  * executable at once, and the report reads them while runs go on. The counters are
  * allocated the first time profiling is turned on and live as long as the executable, so a
- * run that read the flag before it was turned off still has somewhere to add its time. */
+ * run that read the flag before it was turned off still has somewhere to add its time.
+ *
+ * The first profiled run is kept apart (its own counters): it pays one-time work that the
+ * runs after it do not, chiefly a GEMM library's first call (oneDNN generates its kernels
+ * then: ~45 ms on the AVX-512 machine of bench/RESULTS.md, ten times a LLaMA-style block's
+ * run), which averaged in made whichever product came first look 3x slower in every run.
+ * Once another run has finished, the totals, the report's table and the getter count the
+ * runs after the first; the report shows the first run's excess on a line of its own.
+ * Exactly one run claims "first" (an atomic exchange), however many threads run at once;
+ * kiln_executable_profile_reset leaves no first run to set apart (the runs after a reset
+ * are warm by intent). */
 #include "exec/executable.h"
 #include "base/strbuf.h"
 
@@ -20,11 +30,20 @@
 _Static_assert(FK_NUM_KINDS == 4, "profile.c: a new fk_kind needs its plural name here");
 
 struct exec_profile {
-    atomic_uint_fast64_t runs;    /* runs that finished with profiling on */
+    atomic_uint_fast64_t runs;    /* runs that finished with profiling on, not the first */
     atomic_uint_fast64_t wall_ns; /* their time from the first kernel to the last one's end */
-    atomic_uint_fast64_t *ns;     /* per kernel: its time summed over those runs */
+    atomic_uint_fast64_t *ns;     /* per kernel: its time summed over those runs; then, from
+                                     ns[n_kernels], the first run's per kernel */
+    atomic_bool first_claimed;    /* a run has been (or will never be) the first */
+    atomic_bool first_done;       /* the first run finished: first_wall_ns is final */
+    atomic_uint_fast64_t first_wall_ns;
     uint32_t n_kernels;
 };
+
+/* Counters: n_kernels for the runs after the first, n_kernels for the first, at least one. */
+static size_t counter_count(uint32_t nk) {
+    return nk ? 2 * (size_t)nk : 1;
+}
 
 uint64_t exec_profile_now_ns(void) {
     struct timespec ts;
@@ -32,11 +51,21 @@ uint64_t exec_profile_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void exec_profile_add_kernel(kiln_executable *e, uint32_t ki, uint64_t ns) {
-    atomic_fetch_add_explicit(&e->prof->ns[ki], ns, memory_order_relaxed);
+bool exec_profile_begin_run(kiln_executable *e) {
+    return !atomic_exchange_explicit(&e->prof->first_claimed, true, memory_order_relaxed);
 }
 
-void exec_profile_add_run(kiln_executable *e, uint64_t ns) {
+void exec_profile_add_kernel(kiln_executable *e, uint32_t ki, uint64_t ns, bool first) {
+    atomic_fetch_add_explicit(&e->prof->ns[first ? e->prof->n_kernels + ki : ki], ns,
+                              memory_order_relaxed);
+}
+
+void exec_profile_add_run(kiln_executable *e, uint64_t ns, bool first) {
+    if (first) {
+        atomic_store_explicit(&e->prof->first_wall_ns, ns, memory_order_relaxed);
+        atomic_store_explicit(&e->prof->first_done, true, memory_order_release);
+        return;
+    }
     atomic_fetch_add_explicit(&e->prof->wall_ns, ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&e->prof->runs, 1, memory_order_relaxed);
 }
@@ -44,7 +73,7 @@ void exec_profile_add_run(kiln_executable *e, uint64_t ns) {
 void exec_profile_free(kiln_executable *e) {
     exec_profile *p = e->prof;
     if (!p) return;
-    host_free(e->ctx, p->ns, (p->n_kernels ? p->n_kernels : 1) * sizeof *p->ns);
+    host_free(e->ctx, p->ns, counter_count(p->n_kernels) * sizeof *p->ns);
     host_free(e->ctx, p, sizeof *p);
     e->prof = NULL;
 }
@@ -54,7 +83,7 @@ kiln_status kiln_executable_set_profiling(kiln_executable *e, bool on) {
     if (on && !e->prof) {
         uint32_t nk = e->plan.n_kernels;
         exec_profile *p = host_calloc(e->ctx, 1, sizeof *p);
-        atomic_uint_fast64_t *ns = p ? host_calloc(e->ctx, nk ? nk : 1, sizeof *ns) : NULL;
+        atomic_uint_fast64_t *ns = p ? host_calloc(e->ctx, counter_count(nk), sizeof *ns) : NULL;
         if (!ns) {
             if (p) host_free(e->ctx, p, sizeof *p);
             return ctx_error(e->ctx, KILN_STATUS_HOST_OOM,
@@ -71,10 +100,37 @@ kiln_status kiln_executable_set_profiling(kiln_executable *e, bool on) {
 
 void kiln_executable_profile_reset(kiln_executable *e) {
     if (!e || !e->prof) return;
-    for (uint32_t i = 0; i < e->prof->n_kernels; i++)
-        atomic_store_explicit(&e->prof->ns[i], 0, memory_order_relaxed);
-    atomic_store_explicit(&e->prof->wall_ns, 0, memory_order_relaxed);
-    atomic_store_explicit(&e->prof->runs, 0, memory_order_relaxed);
+    exec_profile *p = e->prof;
+    atomic_store_explicit(&p->first_claimed, true, memory_order_relaxed);
+    atomic_store_explicit(&p->first_done, false, memory_order_relaxed);
+    for (size_t i = 0; i < counter_count(p->n_kernels); i++)
+        atomic_store_explicit(&p->ns[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&p->first_wall_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->wall_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->runs, 0, memory_order_relaxed);
+}
+
+/* Which runs the figures count, read once so a report or getter is consistent while runs
+ * go on: those after the first (first_apart: the first finished and is left out), or the
+ * first alone while no other has finished (from_first). runs == 0: none yet. */
+typedef struct prof_view {
+    uint64_t runs;
+    bool from_first, first_apart;
+} prof_view;
+
+static prof_view view_of(const exec_profile *p) {
+    prof_view v = {.runs = atomic_load_explicit(&p->runs, memory_order_relaxed)};
+    bool first = atomic_load_explicit(&p->first_done, memory_order_acquire);
+    v.first_apart = first && v.runs;
+    v.from_first = first && !v.runs;
+    if (v.from_first) v.runs = 1;
+    return v;
+}
+
+/* Kernel ki's time summed over the counted runs. */
+static uint64_t counted_ns(const exec_profile *p, prof_view v, uint32_t ki) {
+    return atomic_load_explicit(&p->ns[v.from_first ? p->n_kernels + ki : ki],
+                                memory_order_relaxed);
 }
 
 /* What kernel ki does, in numbers: FLOPs of a product, bytes a loop or scatter moves
@@ -138,13 +194,46 @@ kiln_status kiln_executable_get_kernel_profile(const kiln_executable *e, int i,
     out->num_ops = (int)e->plan.kernels[i].n_members;
     kernel_work(e, (uint32_t)i, &out->flops, &out->bytes);
     if (e->prof) {
-        out->runs = atomic_load_explicit(&e->prof->runs, memory_order_relaxed);
-        out->seconds = (double)atomic_load_explicit(&e->prof->ns[i], memory_order_relaxed) * 1e-9;
+        prof_view v = view_of(e->prof);
+        out->runs = v.runs;
+        out->seconds = (double)counted_ns(e->prof, v, (uint32_t)i) * 1e-9;
     }
     return KILN_STATUS_OK;
 }
 
 static char *profile_report(const kiln_executable *e);
+
+/* The line on the first run, which the figures leave out: its time, how much more it took
+ * than the mean of the others, and the (at most three) kernels that took most of that. rows
+ * are the counted runs' totals, sorted or not; per_run turns them into ms per run. */
+static void report_first_run(const kiln_executable *e, const prof_row *rows, uint32_t nk,
+                             double per_run, strbuf *sb) {
+    const exec_profile *p = e->prof;
+    double first = (double)atomic_load_explicit(&p->first_wall_ns, memory_order_relaxed) * 1e-6;
+    double mean = (double)atomic_load_explicit(&p->wall_ns, memory_order_relaxed) * per_run;
+    sb_printf(sb,
+              "  the first run, left out of these figures: %.3f ms (%+.3f ms against the "
+              "others' mean",
+              first, first - mean);
+    uint32_t top[3];
+    double extra[3];
+    int n_top = 0;
+    for (uint32_t j = 0; j < nk; j++) {
+        uint32_t ki = rows[j].ki;
+        double x = (double)atomic_load_explicit(&p->ns[nk + ki], memory_order_relaxed) * 1e-6 -
+                   (double)rows[j].ns * per_run;
+        if (x < 0.001) continue; /* ms: under a microsecond is noise */
+        int at = n_top < 3 ? n_top++ : 3;
+        while (at > 0 && extra[at - 1] < x) {
+            if (at < 3) top[at] = top[at - 1], extra[at] = extra[at - 1];
+            at--;
+        }
+        if (at < 3) top[at] = ki, extra[at] = x;
+    }
+    for (int i = 0; i < n_top; i++)
+        sb_printf(sb, "%s k%u %+.3f ms", i ? "," : "; most in", top[i], extra[i]);
+    sb_append(sb, "): one-time work such as a GEMM library's first call\n");
+}
 
 char *kiln_executable_profile_report(const kiln_executable *e) {
     if (!e) return NULL;
@@ -159,7 +248,8 @@ static char *profile_report(const kiln_executable *e) {
     strbuf sb;
     sb_init(&sb, e->ctx);
     uint32_t nk = e->plan.n_kernels;
-    uint64_t runs = e->prof ? atomic_load_explicit(&e->prof->runs, memory_order_relaxed) : 0;
+    prof_view v = e->prof ? view_of(e->prof) : (prof_view){0};
+    uint64_t runs = v.runs;
     if (!runs) {
         sb_printf(&sb,
                   "profile: no profiled run yet (%u kernels; turn profiling on with "
@@ -177,7 +267,7 @@ static char *profile_report(const kiln_executable *e) {
     for (uint32_t i = 0; i < nk; i++) {
         prof_row *r = &rows[i];
         r->ki = i;
-        r->ns = atomic_load_explicit(&e->prof->ns[i], memory_order_relaxed);
+        r->ns = counted_ns(e->prof, v, i);
         kernel_work(e, i, &r->flops, &r->bytes);
         sum += r->ns;
         fk_kind kd = e->plan.kernels[i].kind;
@@ -185,11 +275,16 @@ static char *profile_report(const kiln_executable *e) {
     }
     qsort(rows, nk, sizeof *rows, by_time_desc);
     double per_run = 1e-6 / (double)runs; /* ns summed over runs -> ms per run */
-    double wall = (double)atomic_load_explicit(&e->prof->wall_ns, memory_order_relaxed) * per_run;
+    double wall =
+        (double)atomic_load_explicit(v.from_first ? &e->prof->first_wall_ns : &e->prof->wall_ns,
+                                     memory_order_relaxed) *
+        per_run;
     sb_printf(&sb,
-              "profile: %" PRIu64 " runs, %.3f ms per run on %s (kernels %.3f ms; the rest is "
+              "profile: %" PRIu64 " runs%s, %.3f ms per run on %s (kernels %.3f ms; the rest is "
               "launch and bookkeeping)\n",
-              runs, wall, e->dev->name, (double)sum * per_run);
+              runs, v.from_first ? " (the first: it may include one-time work)" : "", wall,
+              e->dev->name, (double)sum * per_run);
+    if (v.first_apart) report_first_run(e, rows, nk, per_run, &sb);
     static const char *const kind_names[FK_NUM_KINDS] = {"loops", "products", "scatters",
                                                          "collectives"};
     for (int kd = 0; kd < FK_NUM_KINDS; kd++) {

@@ -380,6 +380,7 @@ static kiln_status run_kernels(run_state *r) {
     /* Profiling waits for the device after each kernel, so each is timed on its own. */
     kiln_executable *pe =
         atomic_load_explicit(&e->profiling, memory_order_acquire) ? (kiln_executable *)e : NULL;
+    bool first = pe && exec_profile_begin_run(pe); /* kept apart: it pays one-time work */
     uint64_t t_run = pe ? exec_profile_now_ns() : 0;
     bool collectives = false; /* enqueued on the device: waited for with the group's timeout */
     r->n_started = 0;
@@ -395,13 +396,13 @@ static kiln_status run_kernels(run_state *r) {
         }
         if (pe && !s && collectives) s = comm_wait_on(e->comm, e->dev, e->g->name);
         if (pe && !s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
-        if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0);
+        if (pe) exec_profile_add_kernel(pe, ki, exec_profile_now_ns() - t0, first);
         if (r->n_started) progress_collectives(r);
     }
     s = finish_collectives(r, INT32_MAX, s);
     if (!s && collectives) s = comm_wait_on(e->comm, e->dev, e->g->name);
     if (!s && b->synchronize) s = b->synchronize(e->dev->state, e->dev->index);
-    if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run);
+    if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run, first);
     return s;
 }
 

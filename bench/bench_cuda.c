@@ -283,7 +283,8 @@ static void mlp_figure(kiln_context *c, const char *precision, bool rows_loss, c
 /* The GPT training step of `kiln train` (models/gpt) on the GPU: parameters from
  * gpt_init_params copied there, moments zero, everything donated as train.c does; a fixed
  * random batch (the figure is time, not learning). */
-static void gpt_figure(kiln_context *c, const gpt_config cfg, const int B, const int T) {
+static void gpt_figure(kiln_context *c, const gpt_config cfg, const int B, const int T,
+                       bool keep_cheap) {
     enum { WARM = 3, STEPS = 20 };
     char err[GPT_ERR_SIZE];
     int P = gpt_num_params(&cfg), n_args = 3 * P + 4, n_out = 3 * P + 1;
@@ -303,7 +304,10 @@ static void gpt_figure(kiln_context *c, const gpt_config cfg, const int B, const
         return;
     }
     for (int i = 0; i < 3 * P; i++) donate[i] = i;
-    kiln_compile_options co = {.device = gpu, .n_donate = 3 * P, .donate_argnums = donate};
+    kiln_compile_options co = {.device = gpu,
+                               .n_donate = 3 * P,
+                               .donate_argnums = donate,
+                               .disable_cheap_remat = keep_cheap};
     double t0 = now();
     kiln_executable *e = NULL;
     DIE(c, kiln_compile(g, &co, &e));
@@ -372,11 +376,12 @@ static void gpt_figure(kiln_context *c, const gpt_config cfg, const int B, const
         kiln_array_destroy(outs[3 * P]);
     }
     double ms = median(t, STEPS) * 1e3;
-    printf("RESULT GPT step (B=%d T=%d L=%d H=%d C=%d, %.1fM parameters, %d kernels, compile "
+    printf("RESULT GPT step%s (B=%d T=%d L=%d H=%d C=%d, %.1fM parameters, %d kernels, compile "
            "%.1f s): %.2f ms/step, %.0f tokens/s; peak planned %.1f MiB, measured %.1f MiB\n",
-           B, T, cfg.layers, cfg.heads, cfg.channels, (double)gpt_count_scalars(&cfg) / 1e6,
-           info.num_kernels, compile_s, ms, (double)B * T / (ms / 1e3),
-           (double)ma.peak_bytes / 1048576.0, (double)measured / 1048576.0);
+           keep_cheap ? ", cheap values kept" : "", B, T, cfg.layers, cfg.heads, cfg.channels,
+           (double)gpt_count_scalars(&cfg) / 1e6, info.num_kernels, compile_s, ms,
+           (double)B * T / (ms / 1e3), (double)ma.peak_bytes / 1048576.0,
+           (double)measured / 1048576.0);
     free(tok);
     for (int i = 0; i < 3 * P; i++) kiln_array_destroy(state[i]);
     kiln_executable_destroy(e);
@@ -398,7 +403,10 @@ int main(void) {
         mlp_figure(c, "f32 exact", true, 256, 128);
         gpt_figure(
             c, (gpt_config){.vocab = 256, .context = 32, .layers = 1, .heads = 2, .channels = 64},
-            2, 32);
+            2, 32, false);
+        gpt_figure(
+            c, (gpt_config){.vocab = 256, .context = 32, .layers = 1, .heads = 2, .channels = 64},
+            2, 32, true);
         kiln_context_destroy(c);
         return 0;
     }
@@ -421,7 +429,10 @@ int main(void) {
             fprintf(stderr, "bench_cuda: %s\n", err);
             return 1;
         }
-        gpt_figure(c, gpt_gpu, 16, 256);
+        gpt_figure(c, gpt_gpu, 16, 256, false);
+        /* and with the cheap values kept (docs/memory.md): their recomputation trades bytes
+         * of memory for bytes read, which a GPU's step pays for in time */
+        gpt_figure(c, gpt_gpu, 16, 256, true);
         kiln_context_destroy(c);
         return 0;
     }
@@ -438,7 +449,7 @@ int main(void) {
     mlp_figure(c, "tf32", false, 8192, 4096);
     kiln_context_destroy(c);
     c = make_context(KILN_ALLOC_MODE_DEFAULT, 0, false);
-    gpt_figure(c, gpt_gpu, 16, 256);
+    gpt_figure(c, gpt_gpu, 16, 256, false);
     fflush(stdout);
     kiln_context_destroy(c);
     printf("bench_cuda: chain at %.1f%% of the copy: %s\n", 100 * ratio,

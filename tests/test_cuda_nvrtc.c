@@ -28,7 +28,7 @@
 
 static kiln_context *ctx;
 static cu_nvrtc nvrtc;
-static int n_compiled;
+static int n_compiled, n_split;
 
 /* CUDA source of g as kiln_compile would generate it (passes, fusion), compiled. */
 static void check_graph(kiln_graph *g, const char *name, bool fuse) {
@@ -46,6 +46,20 @@ static void check_graph(kiln_graph *g, const char *name, bool fuse) {
     CHECK_MSG(!s, "%s: generating CUDA: %s", name, kiln_last_error(ctx));
     char *src = s ? NULL : sb_take(&sb);
     sb_free(&sb);
+    /* a split reduction's kiln_k<i> combines the parts (kiln_q) instead of reducing again */
+    for (uint32_t i = 0; src && have_plan && i < p.n_kernels; i++) {
+        if (!info[i].parts) continue;
+        char head[80];
+        snprintf(head, sizeof head, "void __launch_bounds__(256) kiln_k%u(", i);
+        const char *k = strstr(src, head), *end = k ? strstr(k, "extern \"C\"") : NULL;
+        bool combines = false;
+        for (const char *q = k ? strstr(k, "kiln_q") : NULL; q && (!end || q < end);
+             q = strstr(q + 1, "kiln_q"))
+            combines = true;
+        CHECK_MSG(combines, "%s: kernel %u is split but kiln_k%u does not combine its parts", name,
+                  i, i);
+        n_split++;
+    }
     if (src) {
         char *cubin = NULL;
         size_t bytes = 0;
@@ -234,7 +248,9 @@ int main(void) {
     test_forms();
     test_random(rp_program_count(24));
     test_models();
-    printf("test_cuda_nvrtc: %d programs compiled\n", n_compiled);
+    printf("test_cuda_nvrtc: %d programs compiled, %d split reductions among them\n", n_compiled,
+           n_split);
+    CHECK_MSG(n_split >= 3, "only %d split reductions: the split program has more", n_split);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     cu_nvrtc_unload(&nvrtc);

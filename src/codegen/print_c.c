@@ -1032,8 +1032,8 @@ static void vec_plan(pr *p) {
         default: return;
         }
     }
-    if (first != 1 || !n_vec) {
-        memset(p->flags, 0, kd->n_stmts + 1);
+    if (first != 1 || !n_vec) { /* its own marks only: a split's stay */
+        for (uint32_t s = 0; s <= kd->n_stmts; s++) p->flags[s] &= ~(F_VLOAD | F_VSTORE);
         return;
     }
     p->vec = true;
@@ -1369,7 +1369,7 @@ static void print_cuda_col_part_fn(pr *p) {
     line(p, "}");
     sb_append(p->sb, "}\n");
     p->part_mode = 2;
-    memset(p->flags, 0, kd->n_stmts + 1);
+    for (uint32_t s = 0; s <= kd->n_stmts; s++) p->flags[s] &= F_SPLIT | F_SPLIT_LOOP;
 }
 
 /* CUDA, a column split: in kiln_k<i>, each thread's columns' parts added in order instead

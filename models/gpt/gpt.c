@@ -270,33 +270,45 @@ kiln_value gpt_loss(kiln_graph *g, const gpt_config *cfg, const kiln_value *p, k
  * one all-reduce per bucket, and sliced back. A call costs a latency per step of the ring
  * (docs/scaling.md), so few large calls beat one per gradient; the price is one copy of the
  * gradients into the bucket (the slices are read in place by the optimiser's kernels).
+ * Buckets are formed from the last parameter back, as PyTorch's DDP forms them: the
+ * backward pass finishes the last layers' gradients first, so the first bucket can start
+ * while the earlier layers' backward still runs (the plan overlaps them, run.c). Every
+ * element is reduced alike whatever its bucket, so the order changes no result.
  * cap 0: one all-reduce per gradient. */
 static void all_reduce_buckets(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, uint64_t cap,
                                kiln_value *grads) {
+    enum { MAX_BUCKET = 64 };
     int P = gpt_num_params(cfg);
     uint64_t item = kiln_dtype_itemsize(dtype);
-    for (int i = 0, j; i < P; i = j) {
-        int64_t n[64], dims[64][2];
-        int rank[64];
+    for (int hi = P, lo; hi > 0; hi = lo) { /* the bucket [lo, hi) */
+        int64_t n[MAX_BUCKET], dims[MAX_BUCKET][2];
+        int rank[MAX_BUCKET];
         char name[GPT_NAME_MAX];
         uint64_t bytes = 0;
-        for (j = i; j < P && j - i < 64; j++) {
-            gpt_param_info(cfg, j, name, &rank[j - i], dims[j - i]);
-            n[j - i] = rank[j - i] == 2 ? dims[j - i][0] * dims[j - i][1] : dims[j - i][0];
-            if (j > i && (!cap || bytes + (uint64_t)n[j - i] * item > cap)) break;
-            bytes += (uint64_t)n[j - i] * item;
+        for (lo = hi; lo > 0 && hi - lo < MAX_BUCKET; lo--) {
+            int r;
+            int64_t d[2];
+            gpt_param_info(cfg, lo - 1, name, &r, d);
+            uint64_t b = (uint64_t)(r == 2 ? d[0] * d[1] : d[0]) * item;
+            if (lo < hi && (!cap || bytes + b > cap)) break;
+            bytes += b;
         }
-        if (j - i == 1) {
-            grads[i] = kiln_all_reduce(g, grads[i], KILN_REDUCE_MEAN);
+        for (int k = lo; k < hi; k++) {
+            gpt_param_info(cfg, k, name, &rank[k - lo], dims[k - lo]);
+            n[k - lo] = rank[k - lo] == 2 ? dims[k - lo][0] * dims[k - lo][1] : dims[k - lo][0];
+        }
+        if (hi - lo == 1) {
+            grads[lo] = kiln_all_reduce(g, grads[lo], KILN_REDUCE_MEAN);
             continue;
         }
-        kiln_value flat[64];
-        for (int k = i; k < j; k++) flat[k - i] = kiln_reshape(g, grads[k], 1, &n[k - i]);
-        kiln_value sum = kiln_all_reduce(g, kiln_concatenate(g, j - i, flat, 0), KILN_REDUCE_MEAN);
-        for (int k = i, at = 0; k < j; at += (int)n[k - i], k++) {
-            int64_t lo = at, hi = at + n[k - i];
+        kiln_value flat[MAX_BUCKET];
+        for (int k = lo; k < hi; k++) flat[k - lo] = kiln_reshape(g, grads[k], 1, &n[k - lo]);
+        kiln_value sum =
+            kiln_all_reduce(g, kiln_concatenate(g, hi - lo, flat, 0), KILN_REDUCE_MEAN);
+        for (int k = lo, at = 0; k < hi; at += (int)n[k - lo], k++) {
+            int64_t a = at, b = at + n[k - lo];
             grads[k] =
-                kiln_reshape(g, kiln_slice(g, sum, &lo, &hi, NULL), rank[k - i], dims[k - i]);
+                kiln_reshape(g, kiln_slice(g, sum, &a, &b, NULL), rank[k - lo], dims[k - lo]);
         }
     }
 }

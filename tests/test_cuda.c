@@ -11,6 +11,7 @@
 #define KILN_NO_LOCATION_MACROS
 #include "compare.h"
 #include "randprog.h"
+#include "split_programs.h"
 #include "test.h"
 #include "ewops.h"
 #include "trace/trace.h"
@@ -169,23 +170,16 @@ static void test_reductions(void) {
     }
 }
 
-/* Reductions to one value split over blocks (print_c.c, cuda_element_split): a global
- * norm's independent sums fused into one kernel, the first too small to split alone, and
- * a sum that reads another reduction's result, which stays whole. */
+/* Reductions to one value split over blocks (tests/split_programs.h). */
 static void test_split_reductions(void) {
-    kiln_graph *g = graph("norm");
-    int64_t da = 500, db[2] = {300, 200}, dc[3] = {4, 50, 400};
-    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 1, &da);
-    kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 2, db);
-    kiln_value c = kiln_parameter(g, "c", KILN_DTYPE_F32, 3, dc);
-    kiln_value sq = kiln_add(g, kiln_reduce_sum(g, kiln_mul(g, a, a), 0, NULL, false),
-                             kiln_reduce_sum(g, kiln_mul(g, b, b), 0, NULL, false));
-    sq = kiln_add(g, sq, kiln_reduce_sum(g, kiln_mul(g, c, c), 0, NULL, false));
-    kiln_value m = kiln_reduce_max(g, b, 0, NULL, false);
-    kiln_value lse = kiln_reduce_sum(g, kiln_exp(g, kiln_sub(g, b, m)), 0, NULL, false);
-    kiln_value outs[2] = {kiln_sqrt(g, sq), kiln_add(g, lse, m)};
-    if (!finish(g, 2, outs, "split reductions (a global norm, logsumexp)")) return;
-    run_case("split reductions (a global norm, logsumexp)", g, NULL, NULL, 1e-5);
+    const char *name = "split reductions (a global norm, logsumexp)";
+    kiln_graph *g = split_norm_program(ctx);
+    if (!g) {
+        fprintf(stderr, "%s did not build: %s\n", name, kiln_last_error(ctx));
+        report(name, 0);
+        return;
+    }
+    run_case(name, g, NULL, NULL, 1e-5);
     kiln_graph_destroy(g);
 }
 

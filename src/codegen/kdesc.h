@@ -222,6 +222,9 @@ typedef struct kd_kernel {
  * context's message; *kd must be freed with kd_free either way. */
 kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_kernel *kd);
 void kd_free(kd_kernel *kd);
+/* The most iterations of any loop nest inside statement `loop` (a LOOP), itself included
+ * (saturating): the work of one element of a reduction split at that loop. */
+int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop);
 
 /* ---- index expressions (kindex.c); every builder returns an index id, 0 on OOM ---- */
 

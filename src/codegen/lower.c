@@ -578,6 +578,22 @@ static int64_t last_split(const kd_kernel *kd) {
     return k;
 }
 
+int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop) {
+    int64_t prod[64] = {1}, work = 0;
+    int d = 0;
+    for (uint32_t l = loop; l < kd->n_stmts && d >= 0; l++) {
+        kd_stmt_kind k = kd->stmts[l].kind;
+        if ((k == KS_LOOP || k == KS_IF) && d + 1 < 64) {
+            int64_t n = k == KS_LOOP && kd->stmts[l].n > 0 ? kd->stmts[l].n : 1;
+            prod[d + 1] = prod[d] > INT64_MAX / n ? INT64_MAX : prod[d] * n;
+            work = prod[d + 1] > work ? prod[d + 1] : work;
+            d++;
+        } else if (k == KS_END && --d == 0)
+            break; /* the loop closed */
+    }
+    return work;
+}
+
 /* kd->parts (kdesc.h): a one-item kernel whose element loop opens with a scalar
  * reduction over enough elements: that reduction's outermost loop is split. */
 static void find_parts(kd_kernel *kd) {
@@ -588,20 +604,10 @@ static void find_parts(kd_kernel *kd) {
         const kd_stmt *st = &kd->stmts[s];
         if (st->kind == KS_ACC && !depth && !st->column && s + 1 < kd->n_stmts &&
             kd->stmts[s + 1].kind == KS_LOOP && kd->stmts[s + 1].n >= 2) {
-            /* the work: the most iterations of any loop nested in the split one */
-            int64_t prod[64] = {kd->inner}, work = 0;
-            int d = 0;
-            for (uint32_t l = s + 1; l < kd->n_stmts && d >= 0; l++) {
-                kd_stmt_kind k = kd->stmts[l].kind;
-                if ((k == KS_LOOP || k == KS_IF) && d + 1 < 64) {
-                    int64_t n = k == KS_LOOP && kd->stmts[l].n > 0 ? kd->stmts[l].n : 1;
-                    prod[d + 1] = prod[d] > INT64_MAX / n ? INT64_MAX : prod[d] * n;
-                    work = prod[d + 1] > work ? prod[d + 1] : work;
-                    d++;
-                } else if (k == KS_END)
-                    d--;
-                if (!d) break; /* the split loop closed */
-            }
+            /* the work: the most iterations of any loop nested in the split one, for
+             * every element of the item */
+            int64_t w = kd_loop_work(kd, s + 1);
+            int64_t work = kd->inner > 0 && w > INT64_MAX / kd->inner ? INT64_MAX : w * kd->inner;
             if (work < KD_PART_MIN_WORK) return;
             kd->part_acc = s;
             kd->part_loop = s + 1;

@@ -1199,24 +1199,6 @@ static void print_cuda_part_fn(pr *p) {
     for (uint32_t s = 0; s <= kd->n_stmts; s++) p->flags[s] &= F_SPLIT | F_SPLIT_LOOP;
 }
 
-/* The most iterations of any loop nest inside statement `loop` (a LOOP), itself included:
- * the work of one item of a reduction split at that loop. */
-static int64_t loop_work(const kd_kernel *kd, uint32_t loop) {
-    int64_t prod[64] = {1}, work = 0;
-    int d = 0;
-    for (uint32_t l = loop; l < kd->n_stmts && d >= 0; l++) {
-        kd_stmt_kind k = kd->stmts[l].kind;
-        if ((k == KS_LOOP || k == KS_IF) && d + 1 < 64) {
-            int64_t n = k == KS_LOOP && kd->stmts[l].n > 0 ? kd->stmts[l].n : 1;
-            prod[d + 1] = prod[d] > INT64_MAX / n ? INT64_MAX : prod[d] * n;
-            work = prod[d + 1] > work ? prod[d + 1] : work;
-            d++;
-        } else if (k == KS_END && --d == 0)
-            break; /* the loop closed */
-    }
-    return work;
-}
-
 /* Whether index ix refers to no statement outside (lo, hi] (its values: KD_ATOM_VAL). */
 static bool ix_within(const kd_kernel *kd, uint32_t ix, uint32_t lo, uint32_t hi) {
     const kd_index *x = &kd->ixs[ix];
@@ -1275,7 +1257,7 @@ static bool cuda_element_split(pr *p) {
                 p->flags[s] |= F_SPLIT;
                 p->flags[s + 1] |= F_SPLIT_LOOP;
                 p->split_k[s] = p->n_split++;
-                int64_t w = loop_work(kd, s + 1);
+                int64_t w = kd_loop_work(kd, s + 1);
                 work = work > INT64_MAX - w ? INT64_MAX : work + w;
             }
             s = end;

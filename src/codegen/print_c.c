@@ -29,9 +29,10 @@
  * by every lane alike and stored by lane 0. Combining happens in a fixed order, so a
  * kernel's result does not depend on scheduling. An elementwise kernel whose element loop
  * is straight-line code takes four elements per thread, its contiguous 4-byte loads and
- * stores as 16-byte vector accesses (print_vec). A reduction to a scalar or a few values
- * that the description splits (kd_kernel.parts) runs as two kernels, as on the CPU:
- * kiln_k<i>_part gives each of up to KN_CUDA_PARTS slices of the split loop (in all) a
+ * stores as 16-byte vector accesses (print_vec). A kernel with few values to compute and
+ * long reductions (a loss, a global norm) runs as two kernels, as a split reduction does
+ * on the CPU (kd_kernel.parts), but split by this dialect (cuda_element_split):
+ * kiln_k<i>_part gives each of up to KN_CUDA_PARTS slices of the split loops (in all) a
  * block, whose lanes combine their accumulators and store one partial result, and
  * kiln_k<i> combines the parts, lane l taking parts l, l + 256, ... and the lanes then
  * combining as above: a fixed order, so the result does not depend on the grid either,
@@ -327,10 +328,10 @@ typedef struct pr {
     /* a split reduction (kd->parts; in CUDA also a column reduction of few items, see
      * cuda_column_split): 1 while printing kiln_k<i>_part, 2 while printing kiln_k<i> */
     int part_mode;
-    uint32_t split_loop; /* the split loop's statement (C; CUDA marks them F_SPLIT_LOOP) */
+    uint32_t split_loop; /* the split loop: C's, and a CUDA column split's (also F_SPLIT_LOOP) */
     uint32_t *split_k;   /* CUDA: per F_SPLIT accumulator, its number among them */
     uint32_t n_split;    /* CUDA: how many accumulators are split */
-    int64_t split_parts; /* its parts: kd->parts in C; KN_CUDA_PARTS or the column split's */
+    int64_t split_parts; /* the parts: kd->parts in C; CUDA: cuda_*_split's choice */
     int64_t base_items;  /* CUDA: kiln_k<i>'s own items (the part kernel runs parts x them) */
 } pr;
 
@@ -1317,22 +1318,12 @@ static int column_accs(const kd_kernel *kd) {
     return n;
 }
 
-/* CUDA, a column split: kiln_k<i>_part, a block per (part, item): the reduce loops over
- * the part's slice, then every thread's columns' accumulators stored. */
-static void print_cuda_col_part_fn(pr *p) {
+/* CUDA, a column split: for each of this thread's columns, every column accumulator's
+ * slot of part kiln_q: stored (the part kernel) or added in (kiln_k<i>). */
+static void print_col_slots(pr *p, bool store) {
     const kd_kernel *kd = p->kd;
     char v[NAME_LEN], slot[ACC_LEN + 96], a[ACC_LEN], nan[ACC_LEN];
     var_name(kd, kd->last_var, v);
-    sb_printf(p->sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u_part(",
-              CGEN_CUDA_THREADS, kd->index);
-    print_buffers(p, true);
-    sb_append(p->sb, "unsigned char *__restrict__ kiln_part, int64_t items) {\n");
-    line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
-    p->depth++;
-    p->part_mode = 1;
-    print_item(p);
-    uint32_t last = part_loop_end(kd, p->split_loop);
-    for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
     line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
     p->depth++;
     int k = 0;
@@ -1342,34 +1333,11 @@ static void print_cuda_col_part_fn(pr *p) {
         part_slot(p, k++, "kiln_q", slot, sizeof slot);
         acc_name(p, s, false, a);
         acc_name(p, s, true, nan);
-        line(p, "*(%s *)(%s) = %s;", acc_ctype(acc), slot, a);
-        if (acc->red.nan_flag) line(p, "(%s)[8] = %s;", slot, nan);
-    }
-    p->depth--;
-    line(p, "}");
-    p->depth--;
-    line(p, "}");
-    sb_append(p->sb, "}\n");
-    p->part_mode = 2;
-    for (uint32_t s = 0; s <= kd->n_stmts; s++) p->flags[s] &= F_SPLIT | F_SPLIT_LOOP;
-}
-
-/* CUDA, a column split: in kiln_k<i>, each thread's columns' parts added in order instead
- * of the reduce loops. */
-static void print_col_combine(pr *p) {
-    const kd_kernel *kd = p->kd;
-    char v[NAME_LEN], slot[ACC_LEN + 96], a[ACC_LEN], nan[ACC_LEN];
-    var_name(kd, kd->last_var, v);
-    line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++)", (long long)p->split_parts);
-    line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
-    p->depth++;
-    int k = 0;
-    for (uint32_t s = 1; s < kd->n_stmts; s++) {
-        const kd_stmt *acc = &kd->stmts[s];
-        if (acc->kind != KS_ACC || !acc->column) continue;
-        part_slot(p, k++, "kiln_q", slot, sizeof slot);
-        acc_name(p, s, false, a);
-        acc_name(p, s, true, nan);
+        if (store) {
+            line(p, "*(%s *)(%s) = %s;", acc_ctype(acc), slot, a);
+            if (acc->red.nan_flag) line(p, "(%s)[8] = %s;", slot, nan);
+            continue;
+        }
         line(p, "{");
         p->depth++;
         line(p, "const %s t = *(const %s *)(%s);", acc_ctype(acc), acc_ctype(acc), slot);
@@ -1380,6 +1348,35 @@ static void print_col_combine(pr *p) {
     }
     p->depth--;
     line(p, "}");
+}
+
+/* CUDA, a column split: kiln_k<i>_part, a block per (part, item): the reduce loops over
+ * the part's slice, then every thread's columns' accumulators stored. */
+static void print_cuda_col_part_fn(pr *p) {
+    const kd_kernel *kd = p->kd;
+    sb_printf(p->sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u_part(",
+              CGEN_CUDA_THREADS, kd->index);
+    print_buffers(p, true);
+    sb_append(p->sb, "unsigned char *__restrict__ kiln_part, int64_t items) {\n");
+    line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
+    p->depth++;
+    p->part_mode = 1;
+    print_item(p);
+    uint32_t last = part_loop_end(kd, p->split_loop);
+    for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
+    print_col_slots(p, true);
+    p->depth--;
+    line(p, "}");
+    sb_append(p->sb, "}\n");
+    p->part_mode = 2;
+    for (uint32_t s = 0; s <= kd->n_stmts; s++) p->flags[s] &= F_SPLIT | F_SPLIT_LOOP;
+}
+
+/* CUDA, a column split: in kiln_k<i>, each thread's columns' parts added in order instead
+ * of the reduce loops. */
+static void print_col_combine(pr *p) {
+    line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++)", (long long)p->split_parts);
+    print_col_slots(p, false);
 }
 
 /* C, kd->parts: in kiln_k<i>, the parts' accumulators combined in order instead of the

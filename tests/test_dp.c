@@ -231,20 +231,25 @@ static int in_process(void) {
     return test_summary("test_dp");
 }
 
-static int under_mpi(void) {
-    char dir[] = "/tmp/kiln-test-dp-mpi-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
-    kiln_context_options co;
-    memset(&co, 0, sizeof co);
-    co.ignore_environment = true;
-    co.cache_dir = dir;
-    co.num_threads = 1;
+/* An MPI rank's context: one thread (the ranks share the cores), its own kernel cache in
+ * dir (a mkdtemp template, filled in). NULL after saying why. */
+static kiln_context *rank_context(char *dir) {
+    if (!mkdtemp(dir)) return NULL;
+    kiln_context_options co = {.ignore_environment = true, .cache_dir = dir, .num_threads = 1};
     kiln_context *ctx = NULL;
-    char err[GPT_ERR_SIZE], out[600];
+    char err[512];
     if (kiln_context_create(&co, &ctx, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
-        return 1;
+        return NULL;
     }
+    return ctx;
+}
+
+static int under_mpi(void) {
+    char dir[] = "/tmp/kiln-test-dp-mpi-XXXXXX";
+    kiln_context *ctx = rank_context(dir);
+    if (!ctx) return 1;
+    char err[GPT_ERR_SIZE], out[600];
     kiln_comm *comm = NULL;
     CHECK_OK(ctx, kiln_comm_create_mpi(ctx, 60, &comm));
     int rank = kiln_comm_get_rank(comm);
@@ -270,18 +275,9 @@ static int under_mpi(void) {
  * the hash check keeps the other ranks' equal to rank 0's). */
 static int under_mpi_overlap(void) {
     char dir[] = "/tmp/kiln-test-dp-ovl-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
-    kiln_context_options co;
-    memset(&co, 0, sizeof co);
-    co.ignore_environment = true;
-    co.cache_dir = dir;
-    co.num_threads = 1;
-    kiln_context *ctx = NULL;
+    kiln_context *ctx = rank_context(dir);
+    if (!ctx) return 1;
     char err[GPT_ERR_SIZE], out[2][600];
-    if (kiln_context_create(&co, &ctx, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
     kiln_comm *comm = NULL;
     CHECK_OK(ctx, kiln_comm_create_mpi(ctx, 60, &comm));
     int rank = kiln_comm_get_rank(comm);

@@ -69,15 +69,17 @@ static kiln_status check_waits(const kiln_graph *g, const fusion_plan *fp, const
         for (uint32_t r = 0; r < fp->n_kernels; r++)
             for (uint32_t i = 0; i < fp->kernels[r].n_inputs; i++)
                 if (fp->kernels[r].inputs[i] == kn->roots[0] && (int32_t)p->step_of[r] < w)
-                    return fail(g, "kernel %u at step %u reads collective %%%u before its wait at "
-                                   "step %d",
+                    return fail(g,
+                                "kernel %u at step %u reads collective %%%u before its wait at "
+                                "step %d",
                                 r, p->step_of[r], kn->roots[0], w);
         for (uint32_t i = 0; i < kn->n_inputs + kn->n_roots; i++) {
             uint32_t id = i < kn->n_inputs ? kn->inputs[i] : kn->roots[i - kn->n_inputs];
             const plan_buffer *x = &p->buffers[p->buffer_of[id]];
             if (x->last < w)
-                return fail(g, "%%%u, which collective kernel %u uses until its wait at step %d, "
-                               "is live only in [%d, %d]",
+                return fail(g,
+                            "%%%u, which collective kernel %u uses until its wait at step %d, "
+                            "is live only in [%d, %d]",
                             id, k, w, x->def, x->last);
         }
     }

@@ -121,7 +121,8 @@ static double now_seconds(void) {
 
 /* Starts argv[0] (an absolute path) in the folder cwd (NULL: ours) with stdin from
  * /dev/null and stdout+stderr into the file out_path (absolute) or, when out_path is NULL,
- * out_fd (which is then closed here; callers pass -1 with a path). Returns 0 or the errno that kept it from starting. */
+ * out_fd (which is then closed here; callers pass -1 with a path). Returns 0 or the errno that kept
+ * it from starting. */
 static int spawn_program(char *const argv[], const char *cwd, int out_fd, const char *out_path,
                          pid_t *pid) {
     posix_spawn_file_actions_t fa;

@@ -7,8 +7,10 @@
  * Device memory is mmap'd with MAP_NORESERVE, so "preallocating" 75% of the pretend 8 GiB
  * device costs nothing until touched. Every object made is counted; mock_cuda_live()
  * tells the test whether the backend released everything. KILN_MOCK_CUDA_FAIL=<name>
- * makes that entry point fail (cuInit, cuDevicePrimaryCtxRetain, cuMemAlloc), and
- * KILN_MOCK_CUDA_DEVICES=N pretends N devices (default 1) that share the 8 GiB.
+ * makes that entry point fail (cuInit, cuDevicePrimaryCtxRetain, cuMemAlloc,
+ * cuModuleGetGlobal), KILN_MOCK_CUDA_DEVICES=N pretends N devices (default 1) that share
+ * the 8 GiB, and KILN_MOCK_CUDA_SPLIT=1 makes every loop kernel a split reduction with a
+ * part kernel (src/codegen/cgen.h).
  *
  * For tests/mock_nccl.c, which stands in for NCCL over this "device" memory: a stream can
  * be held (mock_cuda_stream_hold) while a collective enqueued on it has not completed;
@@ -336,18 +338,28 @@ API CUresult cuModuleUnload(void *m) {
     return unmake(m);
 }
 API CUresult cuModuleGetFunction(void **f, void *m, const char *name);
+/* Whether every kernel pretends to be a split reduction (cgen.h): KILN_MOCK_CUDA_SPLIT=1. */
+static int split(void) {
+    const char *v = getenv("KILN_MOCK_CUDA_SPLIT");
+    return v && !strcmp(v, "1");
+}
+API CUresult cuModuleGetFunction(void **f, void *m, const char *name);
 API CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     size_t n = strlen(name);
-    /* no program of the mock test splits a reduction (cgen.h): no kiln_k<i>_part */
-    if (!m || strncmp(name, "kiln_", 5) || (n > 5 && !strcmp(name + n - 5, "_part")))
+    if (!m || strncmp(name, "kiln_", 5) || (!split() && n > 5 && !strcmp(name + n - 5, "_part")))
         return 500; /* CUDA_ERROR_NOT_FOUND */
     *f = m;
     return 0;
 }
+/* A split kernel's kiln_k<i>_parts: its part kernel's items and scratch bytes. */
+static const int64_t parts_global[2] = {3, 48};
 API CUresult cuModuleGetGlobal_v2(unsigned long long *p, size_t *bytes, void *m, const char *name);
 API CUresult cuModuleGetGlobal_v2(unsigned long long *p, size_t *bytes, void *m, const char *name) {
-    (void)p, (void)bytes, (void)m, (void)name;
-    return 500; /* CUDA_ERROR_NOT_FOUND: the mock's programs have no split reductions */
+    if (!m || !split() || failing("cuModuleGetGlobal") || strncmp(name, "kiln_", 5))
+        return 500; /* CUDA_ERROR_NOT_FOUND */
+    *p = (unsigned long long)(size_t)parts_global;
+    *bytes = sizeof parts_global;
+    return 0;
 }
 API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned sh, void *s, void **params,

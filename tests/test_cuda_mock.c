@@ -155,6 +155,46 @@ static void test_programs(kiln_context *c, long (*launches)(void)) {
     kiln_graph_destroy(g);
 }
 
+/* Split reductions (src/codegen/cgen.h): a kernel with a part kernel is two launches over
+ * the device's scratch, and a program whose kiln_k<i>_parts cannot be read fails to
+ * compile, naming it. */
+static void test_split(kiln_context *c, long (*launches)(void)) {
+    setenv("KILN_MOCK_CUDA_SPLIT", "1", 1);
+    kiln_graph *g = NULL;
+    kiln_graph_create(c, "split", &g);
+    int64_t d[1] = {1000};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+    kiln_value y = kiln_reduce_sum(g, kiln_exp(g, x), 0, NULL, false);
+    CHECK_OK(c, kiln_graph_finish(g, 1, &y));
+    kiln_compile_options o = {.device = 1};
+    kiln_executable *e = NULL;
+    kiln_status s = kiln_compile(g, &o, &e);
+    if (s && strstr(kiln_last_error(c), "NVRTC")) {
+        printf("test_cuda_mock: no NVRTC, the split case is skipped\n");
+    } else {
+        CHECK_OK(c, s);
+        kiln_executable_info info;
+        kiln_executable_get_info(e, &info);
+        kiln_array *arg = NULL, *r = NULL;
+        CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, d, NULL, &arg));
+        long before = launches();
+        CHECK_OK(c, kiln_executable_run(e, 1, &arg, 1, &r));
+        CHECK_MSG(launches() - before == 2L * info.num_kernels, "%ld launches for %d split kernels",
+                  launches() - before, info.num_kernels);
+        kiln_array_destroy(r), kiln_array_destroy(arg);
+        setenv("KILN_MOCK_CUDA_FAIL", "cuModuleGetGlobal", 1);
+        kiln_executable *bad = NULL;
+        CHECK_STATUS(kiln_compile(g, &o, &bad), KILN_STATUS_BACKEND);
+        CHECK_CONTAINS(kiln_last_error(c), "cuModuleGetGlobal failed");
+        CHECK_CONTAINS(kiln_last_error(c), "kiln_k0_parts");
+        CHECK(bad == NULL);
+        unsetenv("KILN_MOCK_CUDA_FAIL");
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    unsetenv("KILN_MOCK_CUDA_SPLIT");
+}
+
 /* The stand-in driver failing one entry point: the message names it. */
 static void test_failures(void) {
     setenv("KILN_MOCK_CUDA_FAIL", "cuInit", 1);
@@ -214,6 +254,7 @@ int main(void) {
     }
     test_copies(c);
     test_programs(c, launches);
+    test_split(c, launches);
     kiln_context_destroy(c);
     CHECK_MSG(live() == 0, "%ld driver objects were not released", live());
     test_memory();

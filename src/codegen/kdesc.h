@@ -108,12 +108,13 @@ typedef struct kd_guard {
  * floats with a separate NaN flag so that NaN wins while the loop still vectorises.
  *
  * `blocked` (f32 sums): the C dialect sums each block of the innermost reduce loop (
- * KD_SUM_BLOCK iterations, KD_COL_BLOCK in the column form) in f32, vectorised (so in 16
- * f32 lanes under AVX-512), and adds the blocks' sums into the f64 accumulator: the bulk
- * of the additions run at f32 width while the error stays that of a block, at most
- * (block / lanes + log2 lanes) * 2^-24 * sum |x|, so 2^-16 even where the loop does not
- * vectorise (docs/architecture.md), not n * 2^-24 as a sequential f32 sum's. CUDA keeps
- * f64 throughout. */
+ * KD_SUM_BLOCK iterations, KD_COL_BLOCK in the column form) in f32 (a scalar accumulator's
+ * block staged and added in 16 lanes, then the lanes pairwise: print_block_open; a column
+ * block row by row, vectorised across the columns), and adds the blocks' sums into the f64
+ * accumulator: the bulk of the additions run at f32 width while the error stays that of a
+ * block, at most (block / lanes + log2 lanes) * 2^-24 * sum |x|, so 2^-20 for a scalar
+ * block and 2^-17 for a column block (docs/architecture.md), not n * 2^-24 as a
+ * sequential f32 sum's. CUDA keeps f64 throughout. */
 enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128 };
 
 /* kd_kernel.parts: how many, the least work (reduced elements) worth splitting, the bytes

@@ -571,12 +571,10 @@ KILN_API kiln_value kiln_stack(kiln_graph *g, int n, const kiln_value *xs, int a
 KILN_API kiln_value kiln_argmax(kiln_graph *g, kiln_value x, int axis);
 KILN_API kiln_value kiln_argmin(kiln_graph *g, kiln_value x, int axis);
 /* lax.cumsum: out[..., j, ...] = sum of x[..., k, ...] over k <= j (reverse: k >= j), the
- * dtype and shape of x (numeric). Built from reductions: floats accumulate in f64 (an f32
- * cumsum is rounded once, at the end, so it is more accurate than a sequential f32 scan),
- * integers wrap. Up to 32 elements along the axis each output sums its prefix directly;
- * longer axes are summed in blocks of ~sqrt(n) plus a prefix sum of the block totals, so
- * the work is O(n sqrt(n)) per row, not a linear scan (docs/ops.md). The gradient is the
- * reverse cumsum of the cotangent. */
+ * dtype and shape of x (numeric; axis may count from the end). One pass per row, in order:
+ * floats accumulate in f64 and each output is rounded once (an f32 cumsum is more accurate
+ * than a sequential f32 scan), integers wrap; the same bits on every device and thread
+ * count (docs/ops.md). The gradient is the reverse cumsum of the cotangent. */
 KILN_API kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse);
 /* jax.nn.one_hot(indices, n, dtype): indices (i32/i64) of shape [...] -> [..., n] of dtype,
  * 1 where the last index equals the value, else 0; an index outside [0, n) gives a row of

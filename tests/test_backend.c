@@ -253,6 +253,16 @@ static void test_missing_slots(void) {
     b = kn_cpu_backend, b.scatter_add_rows = NULL;
     CHECK_STATUS(compile_with(ctx, &b, sg), KILN_STATUS_UNIMPLEMENTED);
     CHECK_CONTAINS(kiln_last_error(ctx), "scatter_add_rows");
+    kiln_graph *cg = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "scan", &cg));
+    kiln_value cs =
+        kiln_cumsum(cg, kiln_parameter(cg, "x", KILN_DTYPE_F32, 2, (int64_t[]){4, 3}), 1, false);
+    CHECK_OK(ctx, kiln_graph_finish(cg, 1, &cs));
+    b = kn_cpu_backend, b.cumsum = NULL;
+    CHECK_STATUS(compile_with(ctx, &b, cg), KILN_STATUS_UNIMPLEMENTED);
+    CHECK_CONTAINS(kiln_last_error(ctx), "cumsum");
+    CHECK_CONTAINS(kiln_last_error(ctx), "cpu backend's cumsum");
+    kiln_graph_destroy(cg);
     kiln_graph_destroy(sg), kiln_graph_destroy(plain), kiln_graph_destroy(packed);
     kiln_context_destroy(ctx);
 }

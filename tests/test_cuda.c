@@ -221,8 +221,8 @@ static void test_composites(void) {
 }
 
 /* gemm (cuBLAS f32/f64, kiln's kernel for i32/i64; batched, transposed operands that
- * need a permute), gathers, scatter-adds with repeated and out-of-range rows, pads and
- * concatenations. */
+ * need a permute), gathers, scatter-adds with repeated and out-of-range rows, cumsums
+ * along every axis (one in place), pads and concatenations. */
 static void test_library(void) {
     static const kiln_dtype types[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
                                        KILN_DTYPE_I64};
@@ -270,6 +270,18 @@ static void test_library(void) {
                           d % 2 ? (const void *)iv : (const void *)iv32, &args[1]);
         run_case(name, g, args, NULL, 1e-5);
         for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+        kiln_graph_destroy(g);
+
+        /* cumsum along each axis, reversed, and over a temporary it may overwrite */
+        snprintf(name, sizeof name, "cumsum on %s", kiln_dtype_name(t));
+        g = graph("scan");
+        int64_t ds[3] = {5, 300, 3};
+        kiln_value xs = kiln_parameter(g, "x", t, 3, ds);
+        kiln_value so[4] = {kiln_cumsum(g, xs, 1, false), kiln_cumsum(g, xs, 0, true),
+                            kiln_cumsum(g, xs, -1, false),
+                            kiln_mul(g, kiln_cumsum(g, kiln_add(g, xs, xs), 1, true), xs)};
+        if (!finish(g, 4, so, name)) continue;
+        run_case(name, g, NULL, NULL, 1e-5);
         kiln_graph_destroy(g);
     }
     kiln_graph *g = graph("movement");

@@ -12,6 +12,7 @@
  *                       hidden 8C/3 rounded to 64, residual
  *   xent N V            mean softmax cross-entropy of logits [N, V] and its gradient
  *   adam P              one Adam step over P f32 parameters, parameters and state donated
+ *   cumsum R N          x [R, N] f32: cumsum along N, and cumsum along R reversed
  * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
  * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
@@ -176,6 +177,13 @@ static int trace_xent(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs
     return 2;
 }
 
+static int trace_cumsum(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    kiln_value x = arg_f32(p, g, 2, (int64_t[]){s[0], s[1]}, -1, 1);
+    outs[0] = kiln_cumsum(g, x, 1, false);
+    outs[1] = kiln_cumsum(g, x, 0, true);
+    return 2;
+}
+
 static int trace_adam(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     int64_t P = s[0];
     kiln_value w = arg_f32(p, g, 1, &P, -1, 1);
@@ -194,17 +202,14 @@ int main(int argc, char **argv) {
         const char *name;
         int n_sizes;
         int (*trace)(prog *, kiln_graph *, const int64_t *, kiln_value *);
-    } progs[] = {{"embed", 6, trace_embed},
-                 {"rope", 4, trace_rope},
-                 {"block", 3, trace_block},
-                 {"xent", 2, trace_xent},
-                 {"adam", 1, trace_adam}};
+    } progs[] = {{"embed", 6, trace_embed}, {"rope", 4, trace_rope}, {"block", 3, trace_block},
+                 {"xent", 2, trace_xent},   {"adam", 1, trace_adam}, {"cumsum", 2, trace_cumsum}};
     int which = -1;
-    for (int i = 0; argc > 3 && i < 5; i++)
+    for (int i = 0; argc > 3 && i < 6; i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
     if (which < 0 || argc != 4 + progs[which].n_sizes) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
-                        "block B T C | xent N V | adam P\n");
+                        "block B T C | xent N V | adam P | cumsum R N\n");
         return 2;
     }
     int64_t sizes[8];

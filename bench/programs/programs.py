@@ -147,6 +147,17 @@ elif name == "adam":
         w -= np.float32(lr / (1 - b1 ** t)) * m / (np.sqrt(v) / np.float32(np.sqrt(1 - b2 ** t)) +
                                                    np.float32(eps))
         return w, m, v
+elif name == "cumsum":
+    R, N = sizes
+    args = [load(0, np.float32, (R, N))]
+
+    def f(x):
+        return jnp.cumsum(x, axis=1), jax.lax.cumsum(x, axis=0, reverse=True)
+
+    shapes = [(R, N), (R, N)]
+
+    def np_fn(x):
+        return np.cumsum(x, axis=1), np.flip(np.cumsum(np.flip(x, 0), axis=0), 0)
 else:
     sys.exit(f"programs.py: unknown program {name}")
 

@@ -502,6 +502,14 @@ static void vjp_scatter_add_rows(kiln_graph *g, uint32_t id, const ir_node *n, k
     out[2] = kiln_select(g, okb, kiln_take_rows(g, ct, idx), zeros(g, n->dtype, &us));
 }
 
+/* y = cumsum(x) along an axis: x_k reaches every y_j with j >= k (j <= k reversed), so its
+ * cotangent is the cumsum of ct the other way. */
+static void vjp_cumsum(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                       const bool *need, kiln_value *out) {
+    (void)id;
+    if (need[0]) out[0] = kiln_cumsum(g, ct, n->a.scan.axis, !n->a.scan.reverse);
+}
+
 /* y = all_reduce(x) over replicas, each with its own loss L_r; the program's loss is their
  * sum. SUM: dL/dx_r = sum over replicas of ct; MEAN: their mean. MAX: the summed cotangent
  * goes to the replicas holding the maximum, split evenly among ties (reduce_max's rule
@@ -557,6 +565,7 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_DOT] = vjp_dot,
     [IR_TAKE_ROWS] = vjp_take_rows,
     [IR_SCATTER_ADD_ROWS] = vjp_scatter_add_rows,
+    [IR_CUMSUM] = vjp_cumsum,
     [IR_ALL_REDUCE] = vjp_all_reduce,
 };
 

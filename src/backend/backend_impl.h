@@ -166,6 +166,14 @@ typedef struct kn_backend {
                                     const void *operand, int64_t rows, int64_t row_len,
                                     const void *idx, int64_t n_idx, const void *upd, void *out);
 
+    /* Prefix sums of x viewed as [outer, n, inner] (row-major) along its middle axis:
+     * out[o, j, i] = sum of x[o, k, i] over k <= j (k >= j when reverse), dtype f32, f64,
+     * i32 or i64. Floats add in a running f64 sum, in order, and round each output once;
+     * integers wrap: the reference interpreter's bits. out may be x itself (planned in
+     * place). */
+    kiln_status (*cumsum)(void *state, int device, kiln_dtype dtype, const void *x, void *out,
+                          int64_t outer, int64_t n, int64_t inner, bool reverse);
+
     /* Optional; NULL: every slot above has finished its work when it returns (the CPU).
      * Waits for everything launched on the device; a run calls it before handing its
      * outputs back. */

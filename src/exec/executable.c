@@ -77,6 +77,7 @@ static kiln_status check_backend(const kiln_executable *e) {
         if (k->kind == FK_DOT && !b->permute && (e->dots[i].pack_a || e->dots[i].pack_b))
             slot = "permute";
         if (k->kind == FK_SCATTER && !b->scatter_add_rows) slot = "scatter_add_rows";
+        if (k->kind == FK_SCAN && !b->cumsum) slot = "cumsum";
         if (slot)
             return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
                              "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s, "

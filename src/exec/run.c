@@ -120,6 +120,20 @@ static kiln_status run_scatter(run_state *r, uint32_t ki) {
                                              r->buf[in[1]], n_idx, r->buf[in[2]], r->buf[id]);
 }
 
+/* Cumsum: x as [outer, n, inner] around the summed axis; the plan may have put the result
+ * over x (the backend scans in place then). */
+static kiln_status run_scan(run_state *r, uint32_t ki) {
+    const kiln_executable *e = r->e;
+    uint32_t id = e->plan.kernels[ki].roots[0];
+    const ir_node *n = &e->g->nodes[id];
+    int ax = n->a.scan.axis;
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < ax; i++) outer *= n->shape.dims[i];
+    for (int i = ax + 1; i < n->shape.rank; i++) inner *= n->shape.dims[i];
+    return e->dev->backend->cumsum(e->dev->state, e->dev->index, n->dtype, r->buf[ir_in(n)[0]],
+                                   r->buf[id], outer, n->shape.dims[ax], inner, n->a.scan.reverse);
+}
+
 /* A collective: the communicator reduces the operand's buffer into the result's (out of
  * place). Every replica runs the same plan, so every replica starts its collectives in
  * the same order. One that overlaps (the plan's wait step is later than its own) is only
@@ -392,6 +406,7 @@ static kiln_status run_kernels(run_state *r) {
         case FK_LOOP: s = run_loop(r, ki); break;
         case FK_DOT: s = run_dot(r, ki); break;
         case FK_SCATTER: s = run_scatter(r, ki); break;
+        case FK_SCAN: s = run_scan(r, ki); break;
         case FK_COLLECTIVE: s = run_collective(r, ki, step, &collectives); break;
         }
         if (pe && !s && collectives) s = comm_wait_on(e->comm, e->dev, e->g->name);

@@ -343,6 +343,19 @@ static kiln_status infer_collective(const kiln_graph *g, ir_node *n, char *msg, 
     return KILN_STATUS_OK;
 }
 
+static kiln_status infer_scan(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    const ir_node *x = input(g, n, 0);
+    if (!ir_dtype_accepts(IRT_NUMERIC, x->dtype))
+        FAIL(KILN_STATUS_DTYPE, "cumsum takes f32, f64, i32 or i64, not %s",
+             kiln_dtype_name(x->dtype));
+    if (n->a.scan.axis < 0 || n->a.scan.axis >= x->shape.rank)
+        FAIL(KILN_STATUS_SHAPE, "cumsum: axis %d is out of range for rank %d", n->a.scan.axis,
+             x->shape.rank);
+    n->dtype = x->dtype;
+    n->shape = x->shape;
+    return KILN_STATUS_OK;
+}
+
 static kiln_status infer_index(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_node *t = input(g, n, 0), *idx = input(g, n, 1);
     if (t->shape.rank < 1) FAIL(KILN_STATUS_SHAPE, "the table/operand must have rank >= 1");
@@ -397,6 +410,7 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_DOT: s = infer_dot(g, n, msg, msg_size); break;
     case IRK_INDEX: s = infer_index(g, n, msg, msg_size); break;
     case IRK_COLLECTIVE: s = infer_collective(g, n, msg, msg_size); break;
+    case IRK_SCAN: s = infer_scan(g, n, msg, msg_size); break;
     default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");
     }
     return s ? s : ir_check_shape(&n->shape, n->dtype, msg, msg_size);

@@ -26,6 +26,7 @@ typedef enum ir_kind {
     IRK_REDUCE,     /* reduce over a set of axes */
     IRK_DOT,        /* dot_general */
     IRK_INDEX,      /* take_rows, scatter_add_rows */
+    IRK_SCAN,       /* cumsum: same type as its operand, prefix sums along one axis */
     IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica */
 } ir_kind;
 
@@ -173,6 +174,8 @@ enum {
     X(TAKE_ROWS, "take_rows", take_rows, 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)      \
     X(SCATTER_ADD_ROWS, "scatter_add_rows", scatter_add_rows, 3, IRK_INDEX, IRT_NUMERIC,           \
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
+    /* prefix sums along attribute scan.axis (src/trace/index_ops.c): a library kernel */       \
+    X(CUMSUM, "cumsum", cumsum, 1, IRK_SCAN, IRT_NUMERIC, IRF_EXPENSIVE, 1, NULL, NULL)            \
     KN_RANDOM_OPS(X)                                                                               \
     /* collectives (src/comm): a step of their own, run by the executable's communicator */     \
     X(ALL_REDUCE, "all_reduce", all_reduce, 1, IRK_COLLECTIVE, IRT_NUMERIC, IRF_EXPENSIVE, 1,      \
@@ -243,6 +246,10 @@ typedef union ir_attrs {
     kiln_dot_dims dot;    /* DOT */
     int rng;              /* RANDOM: ir_rng */
     int reduce_kind;      /* ALL_REDUCE: kiln_reduce_kind */
+    struct {
+        int axis;     /* the summed axis */
+        bool reverse; /* sums over k >= j instead of k <= j */
+    } scan;           /* CUMSUM */
 } ir_attrs;
 
 #define IR_INLINE_INPUTS 3

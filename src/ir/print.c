@@ -142,6 +142,9 @@ static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
                   (unsigned)n->a.reduce_kind <= KILN_REDUCE_MAX ? kinds[n->a.reduce_kind] : "?");
         break;
     }
+    case IR_CUMSUM:
+        sb_printf(sb, " axis=%d%s", n->a.scan.axis, n->a.scan.reverse ? " reverse" : "");
+        break;
     case IR_DOT:
         if ((unsigned)n->a.dot.n_batch > KILN_MAX_RANK ||
             (unsigned)n->a.dot.n_contract > KILN_MAX_RANK) {

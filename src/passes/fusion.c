@@ -4,11 +4,11 @@
  * spirit of XLA's instruction fusion, but decided per node rather than per edge:
  *
  *  1. A node gets a buffer when it must: parameters, non-scalar constants, graph outputs,
- *     dots and scatters (library calls read and write memory), and operands of an
- *     "expanding" use — a broadcast that repeats it, the table of a gather, the operands
- *     of a dot or scatter — unless the operand is a source (parameter/constant/iota),
- *     which costs nothing to re-read; but a dot or scatter reads memory, so an iota or a
- *     scalar constant it reads gets a buffer too.
+ *     dots, scatters and cumsums (library calls read and write memory), and operands of
+ *     an "expanding" use — a broadcast that repeats it, the table of a gather, the
+ *     operands of a library call — unless the operand is a source (parameter/constant/
+ *     iota), which costs nothing to re-read; but a library call reads memory, so an iota
+ *     or a scalar constant it reads gets a buffer too.
  *  2. A reduction with more than one consumer gets a buffer; with one, it is computed
  *     inline by that consumer (reduction fusion with elementwise consumers: mean,
  *     rsqrt(var + eps), the keepdims reshape).
@@ -79,16 +79,19 @@ static bool is_source(const ir_node *n) {
     return n->op == IR_PARAMETER || n->op == IR_CONSTANT || n->op == IR_IOTA;
 }
 
+/* Ops the backend runs as library calls, reading and writing memory (they root a kernel
+ * of their own, and what they read has a buffer). */
+static bool library_op(ir_op op) {
+    return op == IR_DOT || op == IR_SCATTER_ADD_ROWS || op == IR_CUMSUM || op == IR_ALL_REDUCE;
+}
+
 /* Does consumer c read operand x more than once per element of x, or need it in memory? */
 static bool expanding_use(const kiln_graph *g, const ir_node *c, uint32_t x) {
     const uint32_t *in = ir_in(c);
     switch (c->op) {
     case IR_BROADCAST: return numel(c) > numel(&g->nodes[x]);
     case IR_TAKE_ROWS: return in[0] == x;
-    case IR_DOT:
-    case IR_SCATTER_ADD_ROWS:
-    case IR_ALL_REDUCE: return true;
-    default: return false;
+    default: return library_op(c->op);
     }
 }
 
@@ -104,13 +107,12 @@ typedef struct decide_state {
 
 #define KSET_MANY UINT32_MAX
 
-/* Does a library call (dot, scatter) read x? They read memory, so x needs a buffer even
- * when it is a source (an iota, a scalar constant) that loop kernels recompute for free. */
+/* Does a library call (dot, scatter, cumsum) read x? They read memory, so x needs a buffer
+ * even when it is a source (an iota, a scalar constant) that loop kernels recompute for
+ * free. */
 static bool library_use(const decide_state *s, uint32_t x) {
-    for (uint32_t k = s->users.start[x]; k < s->users.start[x + 1]; k++) {
-        ir_op op = s->g->nodes[s->users.users[k]].op;
-        if (op == IR_DOT || op == IR_SCATTER_ADD_ROWS || op == IR_ALL_REDUCE) return true;
-    }
+    for (uint32_t k = s->users.start[x]; k < s->users.start[x + 1]; k++)
+        if (library_op(s->g->nodes[s->users.users[k]].op)) return true;
     return false;
 }
 
@@ -121,8 +123,7 @@ static bool reshape_view(const kiln_graph *g, uint32_t id) {
     const ir_node *n = &g->nodes[id];
     if (n->op != IR_RESHAPE) return false;
     while (n->op == IR_RESHAPE) n = &g->nodes[ir_in(n)[0]];
-    return n->op == IR_PARAMETER || n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS ||
-           n->op == IR_ALL_REDUCE || (n->op == IR_CONSTANT && numel(n) != 1);
+    return n->op == IR_PARAMETER || library_op(n->op) || (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
 /* A chain of reshapes and transposes of a value that always has a buffer only renames its
@@ -134,7 +135,7 @@ static bool gather_view(const kiln_graph *g, uint32_t id) {
     if (n->op != IR_RESHAPE && n->op != IR_TRANSPOSE) return false;
     while (n->op == IR_RESHAPE || n->op == IR_TRANSPOSE) n = &g->nodes[ir_in(n)[0]];
     return n->op == IR_PARAMETER || n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS ||
-           (n->op == IR_CONSTANT && numel(n) != 1);
+           n->op == IR_CUMSUM || (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
 static bool must_materialise(decide_state *s, uint32_t id) {
@@ -142,7 +143,7 @@ static bool must_materialise(decide_state *s, uint32_t id) {
     if (n->op == IR_PARAMETER || s->is_output[id] || n->remat == IR_REMAT_KEEP) return true;
     if (n->op == IR_CONSTANT) return numel(n) != 1 || library_use(s, id);
     if (n->op == IR_IOTA && library_use(s, id)) return true;
-    if (n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS || n->op == IR_ALL_REDUCE) return true;
+    if (library_op(n->op)) return true;
     if (!is_source(n))
         for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++) {
             const ir_node *c = &s->g->nodes[s->users.users[k]];
@@ -304,6 +305,7 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
         fkernel *k = &p->kernels[p->n_kernels];
         k->kind = n->op == IR_DOT                ? FK_DOT
                   : n->op == IR_SCATTER_ADD_ROWS ? FK_SCATTER
+                  : n->op == IR_CUMSUM           ? FK_SCAN
                   : n->op == IR_ALL_REDUCE       ? FK_COLLECTIVE
                                                  : FK_LOOP;
         if (!(k->roots = host_alloc(ctx, sizeof *k->roots))) {
@@ -513,7 +515,7 @@ done:
 }
 
 const char *fusion_kind_name(fk_kind k) {
-    static const char *const names[FK_NUM_KINDS] = {"loop", "dot", "scatter", "collective"};
+    static const char *const names[FK_NUM_KINDS] = {"loop", "dot", "scatter", "scan", "collective"};
     return (unsigned)k < FK_NUM_KINDS ? names[k] : "?";
 }
 

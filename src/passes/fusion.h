@@ -22,6 +22,7 @@ typedef enum fk_kind {
     FK_LOOP,       /* generated loop nest over the roots' shape */
     FK_DOT,        /* dot_general: BLAS for floats, a generated loop for integers */
     FK_SCATTER,    /* scatter_add_rows: runtime loop */
+    FK_SCAN,       /* cumsum: the backend's scan, in place when the plan allows */
     FK_COLLECTIVE, /* all_reduce: the communicator, out of place, its own step */
 } fk_kind;
 #define FK_NUM_KINDS (FK_COLLECTIVE + 1)

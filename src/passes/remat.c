@@ -57,6 +57,7 @@ double remat_node_flops(const kiln_graph *g, uint32_t id) {
         return 2.0 * (double)out * k;
     }
     case IRK_INDEX: return n->op == IR_SCATTER_ADD_ROWS ? (double)out : 0;
+    case IRK_SCAN: return (double)out;
     default: return 0; /* sources and shape ops move data only */
     }
 }

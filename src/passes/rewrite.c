@@ -228,6 +228,7 @@ static int canonical_attrs(ir_op op, int r, const ir_attrs *a, int64_t *buf) {
         break;
     }
     case IR_ALL_REDUCE: buf[n++] = a->reduce_kind; break;
+    case IR_CUMSUM: buf[n++] = a->scan.axis, buf[n++] = a->scan.reverse; break;
     default: break; /* elementwise (the dtype says what CONVERT does), constants */
     }
     return n;

@@ -111,6 +111,11 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
             scatter_legal(g, kn, out + at);
             continue;
         }
+        if (kn->kind == FK_SCAN) { /* a scan reads each element before it writes it */
+            int slot = input_slot(kn, ir_in(&g->nodes[kn->roots[0]])[0]);
+            if (slot >= 0) out[at + slot] = 1;
+            continue;
+        }
         w.k = kn;
         w.bad = flags;
         w.seen = flags + kn->n_inputs;

@@ -49,6 +49,7 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_DOT] = ref_dot,
     [IR_TAKE_ROWS] = ref_take_rows,
     [IR_SCATTER_ADD_ROWS] = ref_scatter_add_rows,
+    [IR_CUMSUM] = ref_cumsum,
     [IR_RANDOM] = ref_random,
     [IR_ALL_REDUCE] = ref_all_reduce,
 };

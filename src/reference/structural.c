@@ -392,3 +392,33 @@ kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_val
                     ref_in_data(vals, n, 2), out);
     return KILN_STATUS_OK;
 }
+
+/* Prefix sums along attribute scan.axis, each row scanned in order (from the end when
+ * reverse): floats in a running f64 sum, each output rounded once to its dtype (so an f32
+ * cumsum has one rounding per element); integers in a running sum that wraps. */
+kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    const void *x = IN_OF(n);
+    int ax = n->a.scan.axis;
+    int64_t len = n->shape.dims[ax], outer = 1, inner = 1;
+    for (int i = 0; i < ax; i++) outer *= n->shape.dims[i];
+    for (int i = ax + 1; i < n->shape.rank; i++) inner *= n->shape.dims[i];
+    bool fl = ir_dtype_is_float(n->dtype);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t q = 0; q < inner; q++) {
+            double f = 0;
+            uint64_t u = 0;
+            for (int64_t k = 0; k < len; k++) {
+                int64_t j = n->a.scan.reverse ? len - 1 - k : k;
+                int64_t at = (o * len + j) * inner + q;
+                if (fl) {
+                    f += ref_fget(x, n->dtype, at);
+                    ref_fput(out, n->dtype, at, f);
+                } else {
+                    u += (uint64_t)ref_iget(x, n->dtype, at);
+                    ref_iput(out, n->dtype, at, u);
+                }
+            }
+        }
+    return KILN_STATUS_OK;
+}

@@ -1,6 +1,7 @@
 /* index_ops.c — indexing and shape ops real models need (jnp.take, take_along_axis, stack,
  * argmax/argmin, cumsum, jax.nn.one_hot), built from primitive ops so that fusion, the
- * reference interpreter, autodiff and graph text files need nothing new for them.
+ * reference interpreter, autodiff and graph text files need nothing new for them; cumsum
+ * alone is its own op (IR_CUMSUM), because no fusion of primitives makes a scan linear.
  *
  * Invariants: every user mistake is found before the first node is emitted, so an error
  * names the public call (kiln_take, ...), the operands' types and the bad argument, and
@@ -317,32 +318,8 @@ kiln_value kiln_argmin(kiln_graph *g, kiln_value x, int axis) {
     return arg_reduce(g, "kiln_argmin", x, axis, false);
 }
 
-/* Prefix sums of v (rank `rank`, dims d, dtype t) along axis ax: out[.., j, ..] = sum of
- * v[.., k, ..] over k <= j (k >= j when reverse; k < j, k > j when exclusive). A
- * reduce_sum over a new axis k (ax + 1) of select(k <= j, v_k, 0): fusion keeps the pairs
- * inside the reduction's loop, so nothing of that shape is stored. O(L^2) for L = d[ax]. */
-static kiln_value prefix_sums(kiln_graph *g, kiln_value v, kiln_dtype t, int rank, const int64_t *d,
-                              int ax, bool reverse, bool exclusive) {
-    int64_t td[KILN_MAX_RANK];
-    int bd[KILN_MAX_RANK];
-    for (int i = 0, k = 0; i <= rank; i++) {
-        td[i] = i == ax + 1 ? d[ax] : d[k];
-        if (i != ax + 1) bd[k++] = i == ax ? ax + 1 : i;
-    }
-    kiln_cmp dir =
-        reverse ? (exclusive ? KILN_CMP_GT : KILN_CMP_GE) : (exclusive ? KILN_CMP_LT : KILN_CMP_LE);
-    kiln_dtype it = d[ax] > INT32_MAX ? KILN_DTYPE_I64 : KILN_DTYPE_I32;
-    kiln_value keep = kiln_compare(g, kiln_iota(g, it, rank + 1, td, ax + 1),
-                                   kiln_iota(g, it, rank + 1, td, ax), dir);
-    kiln_value sel =
-        kiln_select(g, keep, kiln_broadcast_in_dim(g, v, rank + 1, td, bd), scalar(g, t, 0));
-    int k = ax + 1;
-    return kiln_reduce_sum(g, sel, 1, &k, false);
-}
-
-/* Axes up to this long are summed directly (O(n^2)); longer ones in blocks. */
-#define CUMSUM_DIRECT_MAX 32
-
+/* lax.cumsum as one op (IR_CUMSUM): a scan the backend runs as a library kernel in one
+ * pass, O(n) per row (docs/ops.md, "cumsum"). */
 kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse) {
     const char *op = "kiln_cumsum";
     const ir_node *xn = operand(g, op, x, "the operand");
@@ -350,45 +327,14 @@ kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse) {
     if (!ir_dtype_accepts(IRT_NUMERIC, xn->dtype))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op,
                              "takes f32, f64, i32 or i64, not %s", kiln_dtype_name(xn->dtype));
-    const ir_shape s = xn->shape; /* copies: xn dangles once a node is appended */
-    const kiln_dtype t = xn->dtype;
     int a;
-    if (!trace_axis(axis, s.rank, &a))
+    if (!trace_axis(axis, xn->shape.rank, &a))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
-                             "axis %d is out of range for rank %d", axis, s.rank);
-    /* As [P, n, Q] (a free reshape), so any rank works; f32 is summed in f64 and rounded
-     * once at the end. A long axis is cut into B blocks of m ~ sqrt(n) (zero-padded to
-     * B * m): prefix sums within each block, plus the exclusive prefix sums of the block
-     * totals, O(n sqrt(n)) instead of O(n^2). */
-    int64_t n = s.dims[a], P = 1, Q = 1;
-    for (int i = 0; i < a; i++) P *= s.dims[i];
-    for (int i = a + 1; i < s.rank; i++) Q *= s.dims[i];
-    kiln_dtype w = t == KILN_DTYPE_F32 ? KILN_DTYPE_F64 : t;
-    /* without a trailing axis of 1 when Q is 1: the summed axis is then the kernels' last,
-     * which they split into chunks, rather than one element per work item */
-    int r3 = Q == 1 ? 2 : 3;
-    int64_t d3[] = {P, n, Q};
-    kiln_value v = kiln_reshape(g, x, r3, d3);
-    if (w != t) v = kiln_convert(g, v, w);
-    kiln_value r;
-    if (n <= CUMSUM_DIRECT_MAX) {
-        r = prefix_sums(g, v, w, r3, d3, 1, reverse, false);
-    } else {
-        int64_t m = (int64_t)ceil(sqrt((double)n)), B = (n + m - 1) / m;
-        int64_t bd4[] = {P, B, m, Q}, bd3[] = {P, B, Q}, zero3[] = {0, 0, 0};
-        int64_t hi[] = {0, B * m - n, 0}, flat[] = {P, B * m, Q};
-        kiln_value vp = kiln_pad(g, v, scalar(g, w, 0), zero3, hi, NULL);
-        kiln_value blocks = kiln_reshape(g, vp, r3 + 1, bd4);
-        kiln_value local = prefix_sums(g, blocks, w, r3 + 1, bd4, 2, reverse, false);
-        int two = 2;
-        kiln_value totals = kiln_reduce_sum(g, blocks, 1, &two, false);
-        kiln_value offsets = prefix_sums(g, totals, w, r3, bd3, 1, reverse, true);
-        r = kiln_add(g, local,
-                     kiln_broadcast_in_dim(g, offsets, r3 + 1, bd4, (const int[]){0, 1, 3}));
-        r = kiln_slice(g, kiln_reshape(g, r, r3, flat), zero3, d3, NULL);
-    }
-    if (w != t) r = kiln_convert(g, r, t);
-    return kiln_reshape(g, r, s.rank, s.dims);
+                             "axis %d is out of range for rank %d", axis, xn->shape.rank);
+    ir_node n = {.op = IR_CUMSUM};
+    n.a.scan.axis = a;
+    n.a.scan.reverse = reverse;
+    return trace_emit(g, op, &n, &x.id, 1);
 }
 
 kiln_value kiln_one_hot(kiln_graph *g, kiln_value indices, int64_t n, kiln_dtype dtype) {

@@ -600,6 +600,15 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
                    ? trace_random(g, "kiln_graph_load", d, t, in[0], in[1], in[2])
                    : KN_NONE;
     }
+    case IR_CUMSUM: {
+        int axis = 0;
+        bool reverse = false;
+        for (int i = 0; i < p->n_attrs; i++)
+            if (!p->attrs[i].list && !p->attrs[i].n && !strcmp(p->attrs[i].name, "reverse"))
+                reverse = p->attrs[i].used = true;
+        if (!need_inputs(p, name, 1) || !int_attr(p, name, "axis", &axis)) return KN_NONE;
+        return kiln_cumsum(g, in[0], axis, reverse);
+    }
     case IR_TAKE_ROWS: return need_inputs(p, name, 2) ? kiln_take_rows(g, in[0], in[1]) : KN_NONE;
     case IR_SCATTER_ADD_ROWS:
         return need_inputs(p, name, 3) ? kiln_scatter_add_rows(g, in[0], in[1], in[2]) : KN_NONE;

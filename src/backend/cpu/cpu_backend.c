@@ -263,6 +263,35 @@ static kiln_status cpu_scatter_slot(void *state, int device, kiln_dtype t, kiln_
     return KILN_STATUS_OK;
 }
 
+typedef struct scan_call {
+    kiln_dtype t;
+    const void *x;
+    void *out;
+    int64_t outer, n, inner;
+    bool reverse;
+} scan_call;
+
+static void scan_chunk(void *arg, int64_t begin, int64_t end) {
+    const scan_call *c = arg;
+    cpu_cumsum_part(c->t, c->x, c->out, c->outer, c->n, c->inner, c->reverse, begin, end);
+}
+
+/* Rows (and chunks of columns) of the scan on the pool; each item is scanned in order, so
+ * the result does not depend on the threads. */
+static kiln_status cpu_cumsum_slot(void *state, int device, kiln_dtype t, const void *x, void *out,
+                                   int64_t outer, int64_t n, int64_t inner, bool reverse) {
+    cpu_state *st = state;
+    int64_t items = cpu_cumsum_items(outer, inner);
+    if (!items || !n) return KILN_STATUS_OK;
+    scan_call c = {t, x, out, outer, n, inner, reverse};
+    kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
+    if (p && items > 1)
+        pool_parallel_for(p, items, 1, scan_chunk, &c);
+    else
+        scan_chunk(&c, 0, items);
+    return KILN_STATUS_OK;
+}
+
 const kn_backend kn_cpu_backend = {
     .name = "cpu",
     .default_alloc_mode = KILN_ALLOC_MODE_GROW,
@@ -280,4 +309,5 @@ const kn_backend kn_cpu_backend = {
     .gemm = cpu_gemm_slot,
     .permute = cpu_permute_slot,
     .scatter_add_rows = cpu_scatter_slot,
+    .cumsum = cpu_cumsum_slot,
 };

@@ -137,3 +137,45 @@ void cpu_scatter_add_rows(kiln_dtype t, kiln_dtype it, const void *operand, int6
         }
     }
 }
+
+/* Cumsum: a work item is one row o and one chunk of up to CPU_SCAN_CHUNK columns of the
+ * inner axes, scanned along n with a running accumulator per column (f64 for floats, wrapping
+ * unsigned for integers): consecutive columns side by side, so the inner loop is contiguous
+ * and vectorises; with inner = 1 it is a plain sequential scan of the row. Each output is
+ * stored right after its input is read, so out may be x. */
+#define SCAN(T, A, U)                                                                              \
+    static void scan_##T(const T *x, T *out, int64_t n, int64_t inner, int64_t o, int64_t c0,      \
+                         int64_t c1, bool reverse) {                                               \
+        A acc[CPU_SCAN_CHUNK] = {0};                                                               \
+        for (int64_t k = 0; k < n; k++) {                                                          \
+            int64_t at = (o * n + (reverse ? n - 1 - k : k)) * inner;                              \
+            for (int64_t c = c0; c < c1; c++) {                                                    \
+                acc[c - c0] += (A)x[at + c];                                                       \
+                out[at + c] = (T)(U)acc[c - c0];                                                   \
+            }                                                                                      \
+        }                                                                                          \
+    }
+SCAN(float, double, float)
+SCAN(double, double, double)
+SCAN(int32_t, uint64_t, uint32_t)
+SCAN(int64_t, uint64_t, uint64_t)
+
+int64_t cpu_cumsum_items(int64_t outer, int64_t inner) {
+    return outer * ((inner + CPU_SCAN_CHUNK - 1) / CPU_SCAN_CHUNK);
+}
+
+void cpu_cumsum_part(kiln_dtype t, const void *x, void *out, int64_t outer, int64_t n,
+                     int64_t inner, bool reverse, int64_t begin, int64_t end) {
+    (void)outer;
+    int64_t chunks = (inner + CPU_SCAN_CHUNK - 1) / CPU_SCAN_CHUNK;
+    for (int64_t it = begin; it < end; it++) {
+        int64_t o = it / chunks, c0 = it % chunks * CPU_SCAN_CHUNK;
+        int64_t c1 = c0 + CPU_SCAN_CHUNK < inner ? c0 + CPU_SCAN_CHUNK : inner;
+        switch (t) {
+        case KILN_DTYPE_F32: scan_float(x, out, n, inner, o, c0, c1, reverse); break;
+        case KILN_DTYPE_F64: scan_double(x, out, n, inner, o, c0, c1, reverse); break;
+        case KILN_DTYPE_I32: scan_int32_t(x, out, n, inner, o, c0, c1, reverse); break;
+        default: scan_int64_t(x, out, n, inner, o, c0, c1, reverse); break;
+        }
+    }
+}

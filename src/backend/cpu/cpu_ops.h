@@ -1,14 +1,14 @@
 /* cpu_ops.h — the CPU backend's hand-written kernels: batched matrix products (the
  * context's GEMM provider, blas.h, for floats, plain loops with wrapping arithmetic for integers),
- * a strided permute used to bring dot operands into a layout BLAS accepts, and scatter-add of rows.
- */
+ * a strided permute used to bring dot operands into a layout BLAS accepts, scatter-add of rows
+ * and cumsum's scan. */
 #ifndef KILN_CPU_OPS_H
 #define KILN_CPU_OPS_H
 
 #include "backend/backend_impl.h"
 #include "blas.h"
 
-/* The backend's gemm, permute and scatter_add_rows slots (backend_impl.h says what each
+/* The backend's gemm, permute, scatter_add_rows and cumsum slots (backend_impl.h says what each
  * computes), without the state and device arguments the CPU does not need. */
 void cpu_gemm(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b,
               void *c);
@@ -22,6 +22,14 @@ void cpu_gemm_part(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, cons
 /* dst = transpose(src, perm): dst axis i is src axis perm[i]. */
 void cpu_permute(kiln_dtype t, const void *src, int rank, const int64_t *dims, const int *perm,
                  void *dst);
+
+/* The cumsum slot as independent work items (a row of the outer axes times a chunk of
+ * CPU_SCAN_CHUNK inner columns; cpu_cumsum_items of them) and cpu_cumsum_part computing
+ * items [begin, end): the same bits however the items are spread over threads. */
+#define CPU_SCAN_CHUNK 64
+int64_t cpu_cumsum_items(int64_t outer, int64_t inner);
+void cpu_cumsum_part(kiln_dtype t, const void *x, void *out, int64_t outer, int64_t n,
+                     int64_t inner, bool reverse, int64_t begin, int64_t end);
 
 /* out = operand; out[idx[i], :] += upd[i, :] for every i; indices out of range are skipped. */
 void cpu_scatter_add_rows(kiln_dtype t, kiln_dtype idx_t, const void *operand, int64_t rows,

@@ -559,6 +559,7 @@ const kn_backend kn_cuda_backend = {
     .gemm = cu_gemm,
     .permute = cu_permute,
     .scatter_add_rows = cu_scatter_add_rows,
+    .cumsum = cu_cumsum,
     .synchronize = cuda_synchronize,
     .compute_stream = cuda_compute_stream,
     .stream_done = cuda_stream_done,

@@ -20,6 +20,7 @@ typedef struct cu_libk {
     CUfunction permute[4];    /* by element size: 1, 4, 8 (index 0, 2, 3) */
     CUfunction scatter[4][2]; /* [f32 f64 i32 i64][idx i32 i64] */
     CUfunction igemm[2];      /* i32, i64 */
+    CUfunction scan[4];       /* cumsum: f32 f64 i32 i64 */
 } cu_libk;
 
 typedef struct cu_dev {
@@ -103,6 +104,8 @@ kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_gemm_des
                     const void *b, void *c);
 kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const void *src, int rank,
                        const int64_t *dims, const int *perm, void *dst);
+kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const void *x, void *out,
+                      int64_t outer, int64_t n, int64_t inner, bool reverse);
 kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_dtype idx_dtype,
                                 const void *operand, int64_t rows, int64_t row_len, const void *idx,
                                 int64_t n_idx, const void *upd, void *out);

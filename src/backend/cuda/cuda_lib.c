@@ -1,5 +1,5 @@
 /* cuda_lib.c — the GPU's library kernels: matrix products (cuBLAS for f32 and f64, a
- * kernel of kiln's own for wrapping i32/i64 products), permute and scatter_add_rows.
+ * kernel of kiln's own for wrapping i32/i64 products), permute, scatter_add_rows and cumsum.
  *
  * cuBLAS is column-major; kiln's C = A B is row-major, which cuBLAS sees as
  * C^T = B^T A^T: the operands swap places and each keeps its own transpose flag and
@@ -11,7 +11,9 @@
  * kiln's own kernels are one CUDA source compiled through the same NVRTC path and disk
  * cache as generated programs, at a device's first library call. scatter_add_rows gives
  * each column a thread that walks the indices in order, so rows that repeat are added in
- * the reference's order (deterministic, as on the CPU). */
+ * the reference's order (deterministic, as on the CPU); cumsum gives each column a thread
+ * that scans it in order, in f64 for floats, so its bits are the CPU's and the reference's.
+ * A scan of few columns (one long row) runs on few threads: correct, not fast. */
 #include "cuda_backend.h"
 #include "cuda_program.h"
 
@@ -79,6 +81,28 @@ static const char lib_source[] =
     "SCATTER(kiln_scatter_i32_i64, int32_t, uint32_t, int64_t)\n"
     "SCATTER(kiln_scatter_i64_i32, int64_t, uint64_t, int32_t)\n"
     "SCATTER(kiln_scatter_i64_i64, int64_t, uint64_t, int64_t)\n"
+    /* cumsum: a thread per column (o, i) of x as [outer, n, inner], scanning n in order with
+     * an f64 (floats) or wrapping (integers) running sum: consecutive threads take
+     * consecutive inner columns, so wide rows load coalesced */
+    "template <typename T, typename A, typename U> __device__ void scan(const T *x, T *o, "
+    "int64_t outer, int64_t n, int64_t inner, int64_t rev) {\n"
+    "    GRID_STRIDE(c, outer * inner) {\n"
+    "        int64_t base = c / inner * n * inner + c % inner;\n"
+    "        A acc = 0;\n"
+    "        for (int64_t k = 0; k < n; k++) {\n"
+    "            int64_t at = base + (rev ? n - 1 - k : k) * inner;\n"
+    "            acc += (A)x[at];\n"
+    "            o[at] = (T)(U)acc;\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "#define SCAN(name, T, A, U) extern \"C\" __global__ void name(const T *x, T *o, int64_t "
+    "outer, int64_t n, int64_t inner, int64_t rev) { scan<T, A, U>(x, o, outer, n, inner, rev); "
+    "}\n"
+    "SCAN(kiln_scan_f32, float, double, float)\n"
+    "SCAN(kiln_scan_f64, double, double, double)\n"
+    "SCAN(kiln_scan_i32, int32_t, uint64_t, uint32_t)\n"
+    "SCAN(kiln_scan_i64, int64_t, uint64_t, uint64_t)\n"
     "template <typename T, typename U> __device__ void igemm(const T *a, const T *b, T *c, const "
     "lib_gemm &g, int64_t total) {\n"
     "    GRID_STRIDE(x, total) {\n"
@@ -126,6 +150,8 @@ static kiln_status lib_ready(cu_state *st, int device, const char *what) {
                                              {"kiln_scatter_i32_i32", "kiln_scatter_i32_i64"},
                                              {"kiln_scatter_i64_i32", "kiln_scatter_i64_i64"}};
         static const char *const ig[2] = {"kiln_igemm_i32", "kiln_igemm_i64"};
+        static const char *const scan[4] = {"kiln_scan_f32", "kiln_scan_f64", "kiln_scan_i32",
+                                            "kiln_scan_i64"};
         CUfunction f;
         for (int i = 0; i < 4 && !s; i++)
             if (perm[i] && !(s = cu_function_get(st, p, perm[i], &f))) d->lib.permute[i] = f;
@@ -134,6 +160,8 @@ static kiln_status lib_ready(cu_state *st, int device, const char *what) {
                 if (!(s = cu_function_get(st, p, sc[i][j], &f))) d->lib.scatter[i][j] = f;
         for (int i = 0; i < 2 && !s; i++)
             if (!(s = cu_function_get(st, p, ig[i], &f))) d->lib.igemm[i] = f;
+        for (int i = 0; i < 4 && !s; i++)
+            if (!(s = cu_function_get(st, p, scan[i], &f))) d->lib.scan[i] = f;
         if (s)
             cu_program_free(st, p);
         else {
@@ -336,4 +364,22 @@ kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_
                                       : 3;
     void *params[] = {(void *)&idx, &n_idx, (void *)&upd, &out, &rows, &row_len};
     return launch_lib(st, d, d->lib.scatter[t][idx_dtype == KILN_DTYPE_I64], params, row_len);
+}
+
+/* ---------------------------------------------------------------- scan ---- */
+
+kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const void *x, void *out,
+                      int64_t outer, int64_t n, int64_t inner, bool reverse) {
+    cu_state *st = state;
+    cu_dev *d = &st->devs[device];
+    int64_t cols = outer * inner, rev = reverse;
+    if (!cols || !n) return KILN_STATUS_OK;
+    kiln_status s = lib_ready(st, device, "kiln_executable_run: cumsum");
+    if (s) return s;
+    int t = dtype == KILN_DTYPE_F32   ? 0
+            : dtype == KILN_DTYPE_F64 ? 1
+            : dtype == KILN_DTYPE_I32 ? 2
+                                      : 3;
+    void *params[] = {(void *)&x, &out, &outer, &n, &inner, &rev};
+    return launch_lib(st, d, d->lib.scan[t], params, cols);
 }

@@ -1,11 +1,12 @@
-"""programs.py — the JAX and NumPy sides of bench/programs (issue 14's five programs).
+"""programs.py — the JAX and NumPy sides of bench/programs (issue 14's programs).
 
 Usage: programs.py DIR REPS THREADS PROGRAM SIZES...   (the same PROGRAM and SIZES as
 bench_programs, which wrote its inputs DIR/in<i>.bin and outputs DIR/out<i>.bin first).
 Computes each program with jax.jit (the donated Adam update with donate_argnums) and, where
 it is simple, with NumPy, on kiln's inputs; prints "jax_ms", "numpy_ms" (medians of REPS
 runs after 3 warm-ups, each blocked until ready) and "err", the largest difference between
-kiln's outputs and JAX's relative to the largest magnitude of JAX's output. Run by run.sh
+kiln's outputs and JAX's relative to the largest magnitude of JAX's output, and
+"jax_first_ms", the first call of a fresh jax.jit (trace, compile, run). Run by run.sh
 inside bench/.venv; the library never needs Python.
 """
 import os
@@ -161,8 +162,15 @@ elif name == "cumsum":
 else:
     sys.exit(f"programs.py: unknown program {name}")
 
-# The reference results, from the inputs before any donated run changes them.
-ref = jax.jit(f)(*[jnp.asarray(a) for a in args])
+# The reference results, from the inputs before any donated run changes them; this first
+# call of a fresh jax.jit (trace, XLA compile, run; the backend is already up) is JAX's
+# first-call time.
+first_args = [jnp.asarray(a) for a in args]
+jax.block_until_ready(first_args)
+t0 = time.perf_counter()
+ref = jax.jit(f)(*first_args)
+jax.block_until_ready(ref)
+jax_first_ms = 1e3 * (time.perf_counter() - t0)
 ref = ref if isinstance(ref, tuple) else (ref,)
 err = 0.0
 for i, (r, s) in enumerate(zip(ref, shapes)):
@@ -189,3 +197,4 @@ numpy_ms = timed(np_fn, [a.copy() for a in args], lambda r: None) if np_fn else 
 print(f"jax_ms {jax_ms:.4f}")
 print(f"numpy_ms {numpy_ms:.4f}")
 print(f"err {err:.3g}")
+print(f"jax_first_ms {jax_first_ms:.1f}")

@@ -3,8 +3,9 @@
 # program at each size, kiln's side (bench_programs writes the inputs and its outputs to a
 # temporary folder) and then JAX's and NumPy's on the same inputs (programs.py, which also
 # compares the numbers), every side on the same `threads` cores. Prints a Markdown table:
-# medians of `reps` (>= 20) whole runs per side, kiln / JAX, kiln / NumPy, and the largest
-# difference from JAX relative to the output's largest magnitude.
+# medians of `reps` (>= 20) whole runs per side, kiln / JAX, kiln / NumPy, the largest
+# difference from JAX relative to the output's largest magnitude, and each side's first
+# call (trace + compile + run; kiln with an empty compile cache, JAX a fresh jax.jit).
 #
 # Usage: bench/programs/run.sh [reps] [threads] [BUILD]  (defaults: 30, 2, build-bench)
 # Environment: PROGRAMS, a "|"-separated list of "name sizes..." to run instead of the
@@ -39,21 +40,22 @@ echo "# machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cor
     "$threads threads each, medians of $reps runs, $BENCH_CLOCK-clock times"
 echo
 if [ -n "$BEFORE" ]; then
-    echo "| program | sizes | kiln before ms | kiln ms | JAX ms | NumPy ms | before / JAX | kiln / JAX | kiln / NumPy | max rel. diff vs JAX |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| program | sizes | kiln before ms | kiln ms | JAX ms | NumPy ms | before / JAX | kiln / JAX | kiln / NumPy | max rel. diff vs JAX | kiln first call ms | JAX first call ms |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 else
-    echo "| program | sizes | kiln ms | JAX ms | NumPy ms | kiln / JAX | kiln / NumPy | max rel. diff vs JAX |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| program | sizes | kiln ms | JAX ms | NumPy ms | kiln / JAX | kiln / NumPy | max rel. diff vs JAX | kiln first call ms | JAX first call ms |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 fi
 echo "$programs" | tr '|' '\n' | while read -r name sizes; do
     d=$work/run
-    rm -rf "$d" && mkdir -p "$d"
+    rm -rf "$d" "$cache" && mkdir -p "$d" && mkdir -m 0700 "$cache" # an empty cache each
     echo "before_ms -1" >"$d/before.txt"
     if [ -n "$BEFORE" ]; then
         # shellcheck disable=SC2086
         KILN_CACHE_DIR=$cache KILN_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
             taskset -c "0-$((threads - 1))" "$BEFORE/bench_programs" "$d" "$reps" $name $sizes |
-            sed 's/^kiln_ms/before_ms/' >"$d/before.txt"
+            sed 's/^kiln_ms/before_ms/; s/^kiln_first_ms/before_first_ms/' >"$d/before.txt"
+        rm -rf "$cache" && mkdir -m 0700 "$cache"
     fi
     # shellcheck disable=SC2086
     KILN_CACHE_DIR=$cache KILN_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
@@ -66,10 +68,11 @@ echo "$programs" | tr '|' '\n' | while read -r name sizes; do
             b = v["before_ms"]; k = v["kiln_ms"]; j = v["jax_ms"]; n = v["numpy_ms"]
             nr = (n == "nan" || n + 0 == 0) ? "-" : sprintf("%.2fx", k / n)
             ns = (n == "nan") ? "-" : sprintf("%.3f", n)
+            first = sprintf("%.0f | %.0f", v["kiln_first_ms"], v["jax_first_ms"])
             if (b + 0 >= 0)
-                printf "| %s | %s | %.3f | %.3f | %.3f | %s | %.2fx | %.2fx | %s | %s |\n", name, sizes, b, k, j, ns, b / j, k / j, nr, v["err"]
+                printf "| %s | %s | %.3f | %.3f | %.3f | %s | %.2fx | %.2fx | %s | %s | %s |\n", name, sizes, b, k, j, ns, b / j, k / j, nr, v["err"], first
             else
-                printf "| %s | %s | %.3f | %.3f | %s | %.2fx | %s | %s |\n", name, sizes, k, j, ns, k / j, nr, v["err"]
+                printf "| %s | %s | %.3f | %.3f | %s | %.2fx | %s | %s | %s |\n", name, sizes, k, j, ns, k / j, nr, v["err"], first
         }'
 done
 rm -rf "$work"

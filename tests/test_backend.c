@@ -46,7 +46,7 @@ static void test_cpu_slots(void) {
     CHECK(b->region_alloc && b->region_free);
     CHECK(b->program_compile && b->program_free && b->kernel_get && b->launch);
     CHECK(b->launch_prepare); /* the pool starts there, before a run's first kernel */
-    CHECK(b->gemm && b->permute && b->scatter_add_rows);
+    CHECK(b->gemm && b->permute && b->scatter_add_rows && b->cumsum && b->gemm_warm);
     int n = 0;
     const kn_backend *const *list = backend_list(&n);
     CHECK(n >= 1 && list[0] == &kn_cpu_backend); /* device 0 is the CPU */
@@ -71,6 +71,26 @@ static void test_lazy_state(void) {
     CHECK(p && p == again && pool_num_threads(p) == 3 && thread_count() == before + 2);
     kiln_context_destroy(ctx);
     CHECK(thread_count() == before);
+
+    /* gemm_warm (oneDNN's one-time set-up while the compiler runs) leaves no thread behind:
+     * program_compile joins it, and so does close when no compile came */
+    for (int compile = 0; compile < 2; compile++) {
+        ctx = context_with_threads(1);
+        st = ctx->devices[0].state;
+        kn_cpu_backend.gemm_warm(st, 0, KILN_DTYPE_F32);
+        kn_cpu_backend.gemm_warm(st, 0, KILN_DTYPE_F32); /* once per state */
+        kn_cpu_backend.gemm_warm(st, 0, KILN_DTYPE_I32); /* nothing to warm */
+        if (compile) {
+            kn_program *prog = NULL;
+            kn_program_info info;
+            static const char src[] = "void kiln_k0(void) {}\n";
+            CHECK_OK(ctx, kn_cpu_backend.program_compile(st, 0, src, sizeof src - 1, &prog, &info));
+            CHECK(thread_count() == before);
+            kn_cpu_backend.program_free(st, prog);
+        }
+        kiln_context_destroy(ctx);
+        CHECK(thread_count() == before);
+    }
 }
 
 #define SRC_SQUARE                                                                                 \

@@ -151,6 +151,13 @@ typedef struct kn_backend {
      * it: kiln_compile fails with KILN_STATUS_UNIMPLEMENTED, naming the op, when the slot a
      * program needs is NULL. Pointers are device memory of `device`. */
 
+    /* Optional; NULL: the gemm slot has no one-time set-up worth hiding. Starts what the
+     * first product of `dtype` would otherwise pay once per process (oneDNN generates its
+     * kernels in its first call: 30-45 ms), so that it runs while the program compiles:
+     * kiln_compile calls it before program_compile for a program with products of that
+     * dtype. The backend may do it on a thread of its own, which program_compile and close
+     * wait for. Never fails: what goes wrong is left for the first product to report. */
+    void (*gemm_warm)(void *state, int device, kiln_dtype dtype);
     /* Batched strided product over the descriptor (see kn_gemm_desc), dtype f32, f64, i32
      * or i64. */
     kiln_status (*gemm)(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *d,

@@ -144,6 +144,14 @@ static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
     }
     if (!(e->source = sb_take(&sb))) return ctx_oom(ctx, "kiln_compile: source", 0);
     if ((s = dump_write(ctx, dump, "2-kernels.c", e->source))) return s;
+    /* a GEMM library's one-time set-up, on the backend's time while the compiler runs */
+    unsigned warmed = 0;
+    for (uint32_t i = 0; i < e->plan.n_kernels && b->gemm_warm; i++) {
+        kiln_dtype t = e->g->nodes[e->plan.kernels[i].roots[0]].dtype;
+        if (e->plan.kernels[i].kind != FK_DOT || warmed >> t & 1u) continue;
+        warmed |= 1u << t;
+        b->gemm_warm(e->dev->state, e->dev->index, t);
+    }
     kn_program_info pi;
     s = b->program_compile(e->dev->state, e->dev->index, e->source, strlen(e->source), &e->prog,
                            &pi);

@@ -35,7 +35,13 @@ typedef struct cpu_state {
     _Atomic(kn_pool *) pool[KN_MAX_CPU_DEVICES]; /* per device; NULL until its first launch */
     _Atomic(bool) blas_ready;                    /* blas is set: written once, after blas */
     cpu_blas blas;
+    /* cpu_gemm_warm's thread: 0 not started, 1 running (warm_thread to join), 2 done */
+    pthread_mutex_t warm_mu;
+    int warm;
+    pthread_t warm_thread;
 } cpu_state;
+
+static void warm_join(cpu_state *st);
 
 static kiln_status cpu_open(kiln_context *ctx, void **out) {
     cpu_state *st = host_calloc(ctx, 1, sizeof *st);
@@ -44,11 +50,13 @@ static kiln_status cpu_open(kiln_context *ctx, void **out) {
     st->ctx = ctx;
     st->n_devices = ctx->config.cpu_devices > 0 ? ctx->config.cpu_devices : 1;
     pthread_mutex_init(&st->pool_mu, NULL);
+    pthread_mutex_init(&st->warm_mu, NULL);
     for (int i = 0; i < KN_MAX_CPU_DEVICES; i++) atomic_init(&st->pool[i], NULL);
     atomic_init(&st->blas_ready, false);
     kiln_status s = cc_compiler_create(ctx, &st->cc);
     if (s) {
         pthread_mutex_destroy(&st->pool_mu);
+        pthread_mutex_destroy(&st->warm_mu);
         host_free(ctx, st, sizeof *st);
         *out = NULL;
     }
@@ -58,11 +66,13 @@ static kiln_status cpu_open(kiln_context *ctx, void **out) {
 static void cpu_close(kiln_context *ctx, void *state) {
     cpu_state *st = state;
     if (!st) return;
+    warm_join(st);                          /* it calls the provider closed below */
     for (int i = 0; i < st->n_devices; i++) /* before anything the workers might still reach */
         pool_destroy(atomic_load(&st->pool[i]));
     if (atomic_load(&st->blas_ready)) cpu_blas_close(ctx, &st->blas);
     cc_compiler_destroy(st->cc);
     pthread_mutex_destroy(&st->pool_mu);
+    pthread_mutex_destroy(&st->warm_mu);
     host_free(ctx, st, sizeof *st);
 }
 
@@ -115,6 +125,42 @@ static kiln_status cpu_backend_blas(cpu_state *st, const cpu_blas **out) {
     return s;
 }
 
+/* oneDNN generates its sgemm kernels, all of them, in the first call of a process that
+ * takes its JIT path (any product of 8 or more; bench/RESULTS.md measured 30-45 ms): one
+ * such call on a thread of its own, started by kiln_compile before the compiler runs
+ * (gemm_warm) and joined when it is done (cpu_program_compile), moves that cost off the
+ * first run. The other providers generate nothing. */
+static void *warm_main(void *arg) {
+    const cpu_blas *bl = arg;
+    float a[64] = {0}, b[64] = {0}, c[64];
+    cpu_blas_sgemm(bl, false, false, 8, 8, 8, a, 8, b, 8, c, 8);
+    return NULL;
+}
+
+static void cpu_gemm_warm(void *state, int device, kiln_dtype t) {
+    cpu_state *st = state;
+    const cpu_blas *bl;
+    (void)device;
+    if (t != KILN_DTYPE_F32) return;
+    pthread_mutex_lock(&st->warm_mu);
+    if (!st->warm) {
+        st->warm = 2;
+        if (!cpu_backend_blas(st, &bl) && bl->f32 == KILN_BLAS_ONEDNN &&
+            !pthread_create(&st->warm_thread, NULL, warm_main, (void *)bl))
+            st->warm = 1;
+    }
+    pthread_mutex_unlock(&st->warm_mu);
+}
+
+static void warm_join(cpu_state *st) {
+    pthread_mutex_lock(&st->warm_mu);
+    if (st->warm == 1) {
+        pthread_join(st->warm_thread, NULL);
+        st->warm = 2;
+    }
+    pthread_mutex_unlock(&st->warm_mu);
+}
+
 /* ------------------------------------------------------------ programs ---- */
 
 /* A kn_program of this backend is a cc_module: the casts below are the only place that
@@ -126,6 +172,7 @@ static kiln_status cpu_program_compile(void *state, int device, const char *sour
     cc_module *m = NULL;
     *info = (kn_program_info){0};
     kiln_status s = cc_module_load(st->cc, source, len, &m, &info->from_cache);
+    warm_join(st);
     if (!s) info->code_bytes = cc_module_code_bytes(m);
     *out = (kn_program *)m;
     return s;
@@ -306,6 +353,7 @@ const kn_backend kn_cpu_backend = {
     .kernel_get = cpu_kernel_get,
     .launch_prepare = cpu_launch_prepare,
     .launch = cpu_launch,
+    .gemm_warm = cpu_gemm_warm,
     .gemm = cpu_gemm_slot,
     .permute = cpu_permute_slot,
     .scatter_add_rows = cpu_scatter_slot,

@@ -590,6 +590,34 @@ static void fusion(void) {
     kiln_graph_destroy(g);
 }
 
+/* A gather at an index computed with wrapping integer arithmetic from an iota, in a
+ * column-form kernel: gcc 12.2 -O3 failed to compile `reduce_sum(take_rows(x, 2 * iota(n) -
+ * 1), axes=[])` for every n >= 17 (an internal compiler error), and -O2 gave wrong rows
+ * (print_c.c, wraps_into_gather). Several lengths, multipliers and index dtypes. */
+static void computed_gather(void) {
+    int64_t two = 2;
+    int none = 0;
+    kiln_graph *g = new_graph();
+    kiln_value outs[24];
+    int n_out = 0;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &two);
+    static const int64_t ns[] = {4, 17, 33, 64};
+    for (int i = 0; i < 4; i++)
+        for (int m = 2; m <= 3; m++) {
+            kiln_dtype it = m == 2 ? KILN_DTYPE_I32 : KILN_DTYPE_I64;
+            kiln_value k = kiln_iota(g, it, 1, &ns[i], 0);
+            kiln_value idx =
+                kiln_sub(g, kiln_mul(g, k, kiln_scalar(g, it, m)), kiln_scalar(g, it, 1));
+            outs[n_out++] = kiln_reduce_sum(g, kiln_take_rows(g, x, idx), 0, &none, false);
+            outs[n_out++] = kiln_take_rows(g, x, kiln_neg(g, idx));
+        }
+    CHECK_OK(C, kiln_graph_finish(g, n_out, outs));
+    kiln_array *arg = cmp_random_array(C, KILN_DTYPE_F32, 1, &two, &seed);
+    CHECK_MSG(cmp_graph(C, g, 1, &arg, NULL, 0, NULL), "gathers at computed indices differ");
+    kiln_array_destroy(arg);
+    kiln_graph_destroy(g);
+}
+
 /* Many calls on one graph, so that the node array grows in the middle of an expansion
  * (fuzz/findings/builder-argmax-dangling-node: argmax and cumsum read their operand's
  * node after appending nodes; under ASan this is a use after free). */
@@ -783,6 +811,7 @@ int main(void) {
     RUN(rank0_case);
     RUN(fusion);
     RUN(growing_graph);
+    RUN(computed_gather);
     RUN(errors);
     kiln_context_destroy(C);
     test_remove_dir(dir);

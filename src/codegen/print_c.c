@@ -170,6 +170,10 @@ static const char head_c[] =
     "double exp(double); double tanh(double); double nextafter(double, double);\n"
     "#else\n#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#endif\n"
     "#define KILN_EXPORT __attribute__((visibility(\"default\")))\n"
+    /* gather_guard: see wraps_into_gather */
+    "#if defined(__GNUC__) && !defined(__clang__)\n"
+    "#define KILN_GATHER_GUARD __attribute__((optimize(\"no-tree-vrp\")))\n"
+    "#else\n#define KILN_GATHER_GUARD\n#endif\n"
     "#define KILN_FN static inline\n"
     "KILN_FN uint32_t kiln_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }\n"
     "KILN_FN float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
@@ -1219,15 +1223,39 @@ static void part_slot(pr *p, int k, const char *part, char *out, size_t n) {
              KD_PART_BYTES);
 }
 
+/* C: whether the kernel gathers (a take_rows row, clamped) in a kernel that does wrapping
+ * integer arithmetic. gcc 12.2 at -O3 miscompiles, or fails on (an internal compiler error
+ * in vector-builder.h), a vectorised loop that gathers at a clamped index computed with
+ * wrapping int32 arithmetic from the loop's variable: `reduce_sum(take_rows(x, 2 * iota(n)
+ * - 1), axes=[])` failed to compile for every n >= 17 (tests/test_index_ops.c, "gather at
+ * a computed index"), and at -O2 it gave wrong rows. The value ranges gcc derives for the
+ * wrapped index are what goes wrong; such kernels are printed KILN_GATHER_GUARD, which
+ * turns the range propagation off for them alone (everywhere it costs: cross-entropy 30%
+ * slower). */
+static bool wraps_into_gather(const kd_kernel *kd) {
+    bool clamp = false, arith = false;
+    for (uint32_t i = 1; i < kd->n_stmts; i++) {
+        const kd_stmt *s = &kd->stmts[i];
+        clamp |= s->kind == KS_CLAMP;
+        arith |= s->kind == KS_OP && ir_dtype_is_int(s->in_dtype) && s->op != IR_COMPARE &&
+                 s->op != IR_SELECT && s->op != IR_CONVERT;
+    }
+    return clamp && arith;
+}
+
+/* C: the kernel's qualifiers before `void`. */
+static const char *c_qualifiers(const kd_kernel *kd) {
+    return wraps_into_gather(kd) ? "KILN_EXPORT KILN_GATHER_GUARD" : "KILN_EXPORT";
+}
+
 /* C, kd->parts: kiln_k<i>_part, the element loop up to the split reduction's end over
  * this part's slice, storing each element's accumulator. */
 static void print_part_fn(pr *p) {
     const kd_kernel *kd = p->kd;
     const kd_stmt *acc = &kd->stmts[kd->part_acc];
     char slot[ACC_LEN + 64];
-    sb_printf(p->sb,
-              "KILN_EXPORT void kiln_k%u_part(void *const *b, int64_t begin, int64_t end) {\n",
-              kd->index);
+    sb_printf(p->sb, "%s void kiln_k%u_part(void *const *b, int64_t begin, int64_t end) {\n",
+              c_qualifiers(kd), kd->index);
     print_buffers(p, false);
     line(p, "unsigned char *restrict kiln_part = (unsigned char *)b[%u];",
          kd->n_inputs + kd->n_outputs);
@@ -1536,8 +1564,8 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
             p.split_parts = kd->parts;
             print_part_fn(&p);
         }
-        sb_printf(sb, "KILN_EXPORT void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n",
-                  kd->index);
+        sb_printf(sb, "%s void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n",
+                  c_qualifiers(kd), kd->index);
         print_buffers(&p, false);
         if (kd->parts)
             line(&p, "const unsigned char *restrict kiln_part = (const unsigned char *)b[%u];",

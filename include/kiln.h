@@ -959,7 +959,7 @@ KILN_API kiln_status kiln_comm_barrier(kiln_comm *c);
 KILN_API void kiln_comm_abort(kiln_comm *c, int code);
 
 typedef struct kiln_executable_info {
-    int num_kernels;        /* kernels run per call (loops, matrix products, scatters) */
+    int num_kernels;        /* kernels run per call (loops, products, scatters, scans, ...) */
     int num_ops;            /* ops in the optimised graph */
     int num_fused_away;     /* ops that got no buffer of their own */
     size_t code_bytes;      /* size of the loaded machine code (the shared object) */

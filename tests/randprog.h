@@ -170,11 +170,14 @@ static inline kiln_value rp_reduce(rp_state *s, kiln_graph *g, const rp_val *x) 
         if (rp_int(s, 2)) axes[n++] = rp_int(s, 2) ? i : i - x->rank;
     bool keep = rp_int(s, 2);
     const int *ax = rp_int(s, 6) == 0 ? NULL : axes;
-    switch (rp_int(s, rp_is_int(x) ? 3 : 5)) { /* mean and softmax are float-only */
+    switch (rp_int(s, rp_is_int(x) ? 4 : 6)) { /* mean and softmax are float-only */
     case 0: return kiln_reduce_sum(g, x->v, n, ax, keep);
     case 1: return kiln_reduce_max(g, x->v, n, ax, keep);
     case 2: return kiln_reduce_min(g, x->v, n, ax, keep);
-    case 3: return kiln_mean(g, x->v, n, ax, keep);
+    case 3: /* a scan, along any axis, either way */
+        return x->rank ? kiln_cumsum(g, x->v, rp_int(s, 2 * x->rank) - x->rank, rp_int(s, 2))
+                       : kiln_reduce_sum(g, x->v, n, ax, keep);
+    case 4: return kiln_mean(g, x->v, n, ax, keep);
     default:
         return x->rank ? kiln_softmax(g, x->v, rp_int(s, x->rank))
                        : kiln_reduce_sum(g, x->v, n, ax, keep);

@@ -1276,6 +1276,29 @@ static void print_part_fn(pr *p) {
     p->part_mode = 2;
 }
 
+/* CUDA: the opening of kiln_k<i>_part (a block per (part, item)) up to the item's names,
+ * and its end, after which p prints kiln_k<i> (flags of the printing cleared but the split
+ * marks). Shared by the element split and the column split. */
+static void cuda_part_open(pr *p) {
+    sb_printf(p->sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u_part(",
+              CGEN_CUDA_THREADS, p->kd->index);
+    print_buffers(p, true);
+    sb_append(p->sb, "unsigned char *__restrict__ kiln_part, int64_t items) {\n");
+    line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
+    p->depth++;
+    p->part_mode = 1;
+    print_item(p);
+}
+
+static void cuda_part_close(pr *p) {
+    p->depth--;
+    line(p, "}");
+    sb_append(p->sb, "}\n");
+    p->part_mode = 2;
+    p->stripe_depth = 0;
+    for (uint32_t s = 0; s <= p->kd->n_stmts; s++) p->flags[s] &= F_SPLIT | F_SPLIT_LOOP;
+}
+
 /* CUDA, split reductions (cuda_element_split): kiln_k<i>_part, a block per (part,
  * element): each split reduction's loops over the part's slice, the lanes' accumulators
  * combined, and lane 0 storing the element's partial results. Leaves p ready to print
@@ -1283,14 +1306,7 @@ static void print_part_fn(pr *p) {
 static void print_cuda_part_fn(pr *p) {
     const kd_kernel *kd = p->kd;
     char slot[ACC_LEN + 96], a[ACC_LEN], nan[ACC_LEN];
-    sb_printf(p->sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u_part(",
-              CGEN_CUDA_THREADS, kd->index);
-    print_buffers(p, true);
-    sb_append(p->sb, "unsigned char *__restrict__ kiln_part, int64_t items) {\n");
-    line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
-    p->depth++;
-    p->part_mode = 1;
-    print_item(p);
+    cuda_part_open(p);
     print_stmt(p, 1); /* the element loop */
     for (uint32_t s = 2; s < kd->n_stmts; s++) {
         if (!(p->flags[s] & F_SPLIT)) continue;
@@ -1312,12 +1328,7 @@ static void print_cuda_part_fn(pr *p) {
     }
     p->depth--;
     line(p, "}"); /* the element loop */
-    p->depth--;
-    line(p, "}");
-    sb_append(p->sb, "}\n");
-    p->part_mode = 2;
-    p->stripe_depth = 0;
-    for (uint32_t s = 0; s <= kd->n_stmts; s++) p->flags[s] &= F_SPLIT | F_SPLIT_LOOP;
+    cuda_part_close(p);
 }
 
 /* Whether index ix refers to no statement outside (lo, hi] (its values: KD_ATOM_VAL). */
@@ -1473,23 +1484,11 @@ static void print_col_slots(pr *p, bool store) {
 /* CUDA, a column split: kiln_k<i>_part, a block per (part, item): the reduce loops over
  * the part's slice, then every thread's columns' accumulators stored. */
 static void print_cuda_col_part_fn(pr *p) {
-    const kd_kernel *kd = p->kd;
-    sb_printf(p->sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u_part(",
-              CGEN_CUDA_THREADS, kd->index);
-    print_buffers(p, true);
-    sb_append(p->sb, "unsigned char *__restrict__ kiln_part, int64_t items) {\n");
-    line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
-    p->depth++;
-    p->part_mode = 1;
-    print_item(p);
-    uint32_t last = part_loop_end(kd, p->split_loop);
+    cuda_part_open(p);
+    uint32_t last = part_loop_end(p->kd, p->split_loop);
     for (uint32_t s = 1; s <= last; s++) print_stmt(p, s);
     print_col_slots(p, true);
-    p->depth--;
-    line(p, "}");
-    sb_append(p->sb, "}\n");
-    p->part_mode = 2;
-    for (uint32_t s = 0; s <= kd->n_stmts; s++) p->flags[s] &= F_SPLIT | F_SPLIT_LOOP;
+    cuda_part_close(p);
 }
 
 /* CUDA, a column split: in kiln_k<i>, each thread's columns' parts added in order instead

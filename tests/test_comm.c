@@ -180,6 +180,17 @@ static void test_text_and_errors(void) {
     CHECK_CONTAINS(kiln_last_error(ctx), "kiln_all_reduce");
     CHECK_CONTAINS(kiln_last_error(ctx), "needs f32 or f64");
     kiln_graph_destroy(g);
+
+    /* a timeout that is not a number of seconds, refused by every constructor before it
+     * makes anything (NCCL's before it loads the library) */
+    kiln_comm *comms[2] = {NULL, NULL};
+    int devs[2] = {0, 1};
+    CHECK_STATUS(kiln_comm_create_local(ctx, 2, NAN, comms), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_comm_create_local: timeout nan s");
+    CHECK(!comms[0] && !comms[1]);
+    CHECK_STATUS(kiln_comm_create_nccl(ctx, 2, devs, 1e10, comms), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_comm_create_nccl: timeout 1e+10 s");
+    CHECK_CONTAINS(kiln_last_error(ctx), "is not a number of seconds");
 }
 
 /* Each replica r has loss L_r = sum(w_r * all_reduce(x_r)); the program's loss is their
@@ -516,7 +527,12 @@ static void test_overlap_timeout(void) {
 
 static void test_mpi_absent_or_present(void) {
     kiln_comm *c = (kiln_comm *)1;
-    if (kiln_comm_mpi_available()) return; /* tests/mpi_train.sh runs it under mpiexec */
+    if (kiln_comm_mpi_available()) { /* tests/mpi_train.sh runs it under mpiexec */
+        CHECK_STATUS(kiln_comm_create_mpi(ctx, -NAN, &c), KILN_STATUS_INVALID_ARGUMENT);
+        CHECK(c == NULL); /* refused before MPI is started */
+        CHECK_CONTAINS(kiln_last_error(ctx), "kiln_comm_create_mpi: timeout");
+        return;
+    }
     CHECK_STATUS(kiln_comm_create_mpi(ctx, 1, &c), KILN_STATUS_UNIMPLEMENTED);
     CHECK(c == NULL);
     CHECK_CONTAINS(kiln_last_error(ctx), "built without MPI");

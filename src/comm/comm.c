@@ -181,6 +181,15 @@ kiln_status comm_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, cons
 
 /* --------------------------------------------------------------- public ---- */
 
+/* A constructor's timeout: NaN or over 1e9 s is refused; <= 0 means the default. */
+static kiln_status group_timeout(kiln_context *ctx, const char *op, double timeout_s, double *out) {
+    if (!(timeout_s <= 1e9))
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: timeout %g s is not a number of seconds", op, timeout_s);
+    *out = timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S;
+    return KILN_STATUS_OK;
+}
+
 kiln_status kiln_comm_create_local(kiln_context *ctx, int size, double timeout_s,
                                    kiln_comm **comms) {
     if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
@@ -190,13 +199,11 @@ kiln_status kiln_comm_create_local(kiln_context *ctx, int size, double timeout_s
     if (size < 1 || size > 4096)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_comm_create_local: size %d is outside [1, 4096]", size);
-    if (!(timeout_s <= 1e9))
-        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "kiln_comm_create_local: timeout %g s is not a number of seconds",
-                         timeout_s);
+    double timeout = 0;
+    kiln_status s = group_timeout(ctx, "kiln_comm_create_local", timeout_s, &timeout);
+    if (s) return s;
     for (int i = 0; i < size; i++) comms[i] = NULL;
-    return comm_local_group(ctx, size, timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S,
-                            comms);
+    return comm_local_group(ctx, size, timeout, comms);
 }
 
 bool kiln_comm_mpi_available(void) {
@@ -213,27 +220,19 @@ kiln_status kiln_comm_create_mpi(kiln_context *ctx, double timeout_s, kiln_comm 
                          "kiln_comm_create_mpi: this kiln was built without MPI (CMake did not "
                          "find it); install MPICH (sudo apt-get install -y libmpich-dev mpich, "
                          "or scripts/deps.sh as root) and reconfigure");
-    if (!(timeout_s <= 1e9))
-        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "kiln_comm_create_mpi: timeout %g s is not a number of seconds",
-                         timeout_s);
+    double timeout = 0;
+    kiln_status s = group_timeout(ctx, "kiln_comm_create_mpi", timeout_s, &timeout);
+    if (s) return s;
     kiln_comm *c = host_calloc(ctx, 1, sizeof *c);
     if (!c) return ctx_oom(ctx, "kiln_comm_create_mpi", sizeof *c);
     c->ctx = ctx;
-    c->timeout_s = timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S;
-    kiln_status s = comm_mpi_open(c);
-    if (s) {
+    c->timeout_s = timeout;
+    if ((s = comm_mpi_open(c))) {
         host_free(ctx, c, sizeof *c);
         return s;
     }
     *out = c;
     return KILN_STATUS_OK;
-}
-
-static kiln_status check_timeout(kiln_context *ctx, const char *op, double timeout_s) {
-    if (timeout_s <= 1e9) return KILN_STATUS_OK;
-    return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-                     "%s: timeout %g s is not a number of seconds", op, timeout_s);
 }
 
 kiln_status kiln_comm_create_nccl(kiln_context *ctx, int n, const int *devices, double timeout_s,
@@ -246,11 +245,11 @@ kiln_status kiln_comm_create_nccl(kiln_context *ctx, int n, const int *devices, 
     if (n < 1 || n > KN_MAX_DEVICES)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: n %d is outside [1, %d]", op, n,
                          KN_MAX_DEVICES);
-    kiln_status s = check_timeout(ctx, op, timeout_s);
+    double timeout = 0;
+    kiln_status s = group_timeout(ctx, op, timeout_s, &timeout);
     if (s) return s;
     for (int i = 0; i < n; i++) comms[i] = NULL;
-    return comm_nccl_group(ctx, n, devices, timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S,
-                           comms);
+    return comm_nccl_group(ctx, n, devices, timeout, comms);
 }
 
 kiln_status kiln_comm_create_nccl_rank(kiln_context *ctx, kiln_comm *boot, int device,
@@ -269,12 +268,13 @@ kiln_status kiln_comm_create_nccl_rank(kiln_context *ctx, kiln_comm *boot, int d
                          "%s: the bootstrap communicator must be a host one (mpi or local), not "
                          "%s",
                          op, boot->ops->kind);
-    kiln_status s = check_timeout(ctx, op, timeout_s);
+    double timeout = 0;
+    kiln_status s = group_timeout(ctx, op, timeout_s, &timeout);
     if (s) return s;
     kiln_comm *c = host_calloc(ctx, 1, sizeof *c);
     if (!c) return ctx_oom(ctx, op, sizeof *c);
     c->ctx = ctx;
-    c->timeout_s = timeout_s > 0 ? timeout_s : KN_COMM_DEFAULT_TIMEOUT_S;
+    c->timeout_s = timeout;
     if ((s = comm_nccl_rank(c, boot, device))) {
         host_free(ctx, c, sizeof *c);
         return s;

@@ -581,6 +581,32 @@ KILN_API kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reve
  * zeros (-1 does not wrap). */
 KILN_API kiln_value kiln_one_hot(kiln_graph *g, kiln_value indices, int64_t n, kiln_dtype dtype);
 
+/* jax.nn.dot_product_attention (torch's scaled_dot_product_attention). For batch b, query
+ * head n and query position i, with kv = n / G the key/value head it reads:
+ *   p_j = softmax over j of scale * (q[b, i, n, :] . k[b, j, kv, :])
+ *   out[b, i, n, :] = sum over j of p_j v[b, j, kv, :]
+ * over the key positions j (only j <= i when is_causal: the lower triangle, aligned at the
+ * top left as JAX and PyTorch align it). q is [B, T, N, H], k [B, S, K, H], v [B, S, K, Hv]
+ * (or all three without B), f32 or f64; the N query heads share the K key/value heads in
+ * groups of G = N / K (grouped-query attention; K = N is plain multi-head attention). The
+ * result is [B, T, N, Hv]. Errors (builder errors): mixed dtypes, ranks other than 3 or 4,
+ * shapes that disagree, N not a multiple of K, S = 0, a scale that is not finite.
+ *
+ * One op, not a composite: the CPU runs it as a fused kernel that keeps each block of
+ * scores in cache, never stores the [T, S] probabilities, and with is_causal skips the
+ * key blocks a query block cannot see (about half the products at T = S); a backend
+ * without that kernel (CUDA today) runs the same primitives a user would write. The
+ * gradient recomputes the probabilities from q and k (as FlashAttention's backward does),
+ * so training keeps q, k, v and the output, not the [T, S] scores. A mask or bias other
+ * than causal: write it with kiln_dot_general, kiln_where and kiln_softmax (docs/ops.md). */
+typedef struct kiln_attention_options {
+    double scale;   /* multiplies q . k; 0 means 1 / sqrt(H), JAX's default (scale=None) */
+    bool is_causal; /* query i attends to keys j <= i only */
+} kiln_attention_options;
+/* o may be NULL: scale 1 / sqrt(H), not causal. */
+KILN_API kiln_value kiln_dot_product_attention(kiln_graph *g, kiln_value q, kiln_value k,
+                                               kiln_value v, const kiln_attention_options *o);
+
 /* Composites, built from the ops above (so autodiff and fusion see their parts). */
 KILN_API kiln_value kiln_relu(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_softmax(kiln_graph *g, kiln_value x, int axis);
@@ -1359,6 +1385,8 @@ KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name
     (KILN__AT(g), kiln_optim_clip_by_global_norm((g), __VA_ARGS__))
 #define kiln_softmax_cross_entropy(g, ...)                                                         \
     (KILN__AT(g), kiln_softmax_cross_entropy((g), __VA_ARGS__))
+#define kiln_dot_product_attention(g, ...)                                                         \
+    (KILN__AT(g), kiln_dot_product_attention((g), __VA_ARGS__))
 #define kiln_grad(g, ...)             (KILN__AT(g), kiln_grad((g), __VA_ARGS__))
 #define kiln_checkpoint_begin(g, ...) (KILN__AT(g), kiln_checkpoint_begin((g), __VA_ARGS__))
 #define kiln_checkpoint_end(g)        (KILN__AT(g), kiln_checkpoint_end(g))

@@ -24,7 +24,7 @@ allowed() { # room -> the rooms it may include besides itself
     reference) echo "base ir" ;;
     trace) echo "base ir" ;;
     autodiff) echo "base ir trace" ;;
-    passes) echo "base ir reference" ;;
+    passes) echo "base ir reference trace" ;; # trace: expand.c builds primitive forms
     plan) echo "base ir passes" ;;
     codegen) echo "base ir passes plan backend" ;;
     io) echo "base" ;;

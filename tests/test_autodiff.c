@@ -143,6 +143,14 @@ U(f_stack, kiln_stack(g, 3, (kiln_value[]){x[0], kiln_exp(g, x[1]), x[0]}, 1))
 U(f_cumsum, kiln_cumsum(g, kiln_mul(g, x[0], x[0]), 1, false))
 U(f_cumsum_rev, kiln_cumsum(g, x[0], 0, true))
 U(f_cumsum_long, kiln_cumsum(g, kiln_tanh(g, x[0]), -1, true))
+/* dot_product_attention (src/trace/attention.c): the gradient is the primitive form's,
+ * the finite differences the reference's fused definition */
+U(f_attn_causal_gqa,
+  kiln_dot_product_attention(g, x[0], x[1], x[2], &(kiln_attention_options){.is_causal = true}))
+U(f_attn_rank3, kiln_dot_product_attention(g, kiln_tanh(g, x[0]), x[1], x[2],
+                                           &(kiln_attention_options){.scale = 0.7}))
+U(f_attn_causal_long, kiln_dot_product_attention(g, x[0], x[1], kiln_exp(g, x[1]),
+                                                 &(kiln_attention_options){.is_causal = true}))
 U(f_argmax,
   kiln_mul(g, x[0],
            like(g, kiln_reshape(g, kiln_argmax(g, x[0], 1), 2, (const int64_t[]){3, 1}), x[0])))
@@ -257,6 +265,24 @@ static const grad_case cases[] = {
     {"cumsum", f_cumsum, 1, {2}, {{2, 5}}, ANY},
     {"cumsum reverse", f_cumsum_rev, 1, {2}, {{4, 2}}, ANY},
     {"cumsum of tanh, reversed", f_cumsum_long, 1, {2}, {{2, 40}}, ANY},
+    {"attention causal, 4 heads over 2",
+     f_attn_causal_gqa,
+     3,
+     {4, 4, 4},
+     {{2, 3, 4, 2}, {2, 3, 2, 2}, {2, 3, 2, 3}},
+     ANY},
+    {"attention rank 3, T < S, Hv != H",
+     f_attn_rank3,
+     3,
+     {3, 3, 3},
+     {{2, 2, 3}, {4, 1, 3}, {4, 1, 2}},
+     ANY},
+    {"attention causal, T > S, v = exp(k)",
+     f_attn_causal_long,
+     2,
+     {4, 4},
+     {{1, 5, 1, 2}, {1, 3, 1, 2}},
+     ANY},
     {"argmax", f_argmax, 1, {2}, {{3, 4}}, DISTINCT},
     {"one_hot", f_one_hot, 1, {2}, {{3, 4}}, ANY},
     {"softmax", f_softmax, 1, {2}, {{2, 4}}, ANY},

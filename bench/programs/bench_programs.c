@@ -10,6 +10,8 @@
  *   block B T C         a LLaMA-style block forward: rms-norm (from primitives), causal
  *                       attention with C/64 heads, residual, rms-norm, SwiGLU MLP of
  *                       hidden 8C/3 rounded to 64, residual
+ *   block_sdpa B T C    the same block with its attention as one call:
+ *                       kiln_dot_product_attention (causal), jax.nn.dot_product_attention
  *   xent N V            mean softmax cross-entropy of logits [N, V] and its gradient
  *   adam P              one Adam step over P f32 parameters, parameters and state donated
  *   cumsum R N          x [R, N] f32: cumsum along N, and cumsum along R reversed
@@ -134,7 +136,9 @@ static int trace_rope(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs
     return 1;
 }
 
-static int trace_block(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+/* The block; sdpa: its attention as one call (kiln_dot_product_attention, JAX's side
+ * jax.nn.dot_product_attention), not written out with products, a select and softmax. */
+static int block_of(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs, bool sdpa) {
     int64_t B = s[0], T = s[1], C = s[2], NH = C / 64 ? C / 64 : 1, DH = C / NH;
     int64_t F = (8 * C / 3 + 63) / 64 * 64;
     double sc = 1 / sqrt((double)C), sf = 1 / sqrt((double)F);
@@ -150,25 +154,42 @@ static int trace_block(prog *p, kiln_graph *g, const int64_t *s, kiln_value *out
     kiln_value w2 = arg_f32(p, g, 2, (int64_t[]){F, C}, -sf, sf);
     kiln_value h = rms_norm(g, x, g1);
     int64_t d4[4] = {B, T, NH, DH};
-    int to_heads[4] = {0, 2, 1, 3}, kt[4] = {0, 1, 3, 2};
-    kiln_value q = kiln_transpose(g, kiln_reshape(g, kiln_matmul(g, h, wq), 4, d4), to_heads);
-    kiln_value k = kiln_transpose(g, kiln_reshape(g, kiln_matmul(g, h, wk), 4, d4), to_heads);
-    kiln_value v = kiln_transpose(g, kiln_reshape(g, kiln_matmul(g, h, wv), 4, d4), to_heads);
-    kiln_value att = kiln_mul(g, kiln_matmul(g, q, kiln_transpose(g, k, kt)),
-                              kiln_scalar(g, KILN_DTYPE_F32, 1 / sqrt((double)DH)));
-    int64_t tt[2] = {T, T}, d4a[4] = {B, NH, T, T};
-    kiln_value causal = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, tt, 1),
-                                     kiln_iota(g, KILN_DTYPE_I32, 2, tt, 0), KILN_CMP_LE);
-    att = kiln_select(g, kiln_broadcast_to(g, causal, 4, d4a), att,
-                      kiln_full(g, KILN_DTYPE_F32, 4, d4a, -1e30));
-    kiln_value y = kiln_matmul(g, kiln_softmax(g, att, -1), v);
-    y = kiln_reshape(g, kiln_transpose(g, y, to_heads), 3, (int64_t[]){B, T, C});
+    kiln_value y;
+    if (sdpa) {
+        y = kiln_dot_product_attention(g, kiln_reshape(g, kiln_matmul(g, h, wq), 4, d4),
+                                       kiln_reshape(g, kiln_matmul(g, h, wk), 4, d4),
+                                       kiln_reshape(g, kiln_matmul(g, h, wv), 4, d4),
+                                       &(kiln_attention_options){.is_causal = true});
+        y = kiln_reshape(g, y, 3, (int64_t[]){B, T, C});
+    } else {
+        int to_heads[4] = {0, 2, 1, 3}, kt[4] = {0, 1, 3, 2};
+        kiln_value q = kiln_transpose(g, kiln_reshape(g, kiln_matmul(g, h, wq), 4, d4), to_heads);
+        kiln_value k = kiln_transpose(g, kiln_reshape(g, kiln_matmul(g, h, wk), 4, d4), to_heads);
+        kiln_value v = kiln_transpose(g, kiln_reshape(g, kiln_matmul(g, h, wv), 4, d4), to_heads);
+        kiln_value att = kiln_mul(g, kiln_matmul(g, q, kiln_transpose(g, k, kt)),
+                                  kiln_scalar(g, KILN_DTYPE_F32, 1 / sqrt((double)DH)));
+        int64_t tt[2] = {T, T}, d4a[4] = {B, NH, T, T};
+        kiln_value causal = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, tt, 1),
+                                         kiln_iota(g, KILN_DTYPE_I32, 2, tt, 0), KILN_CMP_LE);
+        att = kiln_select(g, kiln_broadcast_to(g, causal, 4, d4a), att,
+                          kiln_full(g, KILN_DTYPE_F32, 4, d4a, -1e30));
+        y = kiln_matmul(g, kiln_softmax(g, att, -1), v);
+        y = kiln_reshape(g, kiln_transpose(g, y, to_heads), 3, (int64_t[]){B, T, C});
+    }
     kiln_value x2 = kiln_add(g, x, kiln_matmul(g, y, wo));
     kiln_value h2 = rms_norm(g, x2, g2);
     kiln_value a = kiln_matmul(g, h2, w1);
     kiln_value gate = kiln_mul(g, a, kiln_logistic(g, a));
     outs[0] = kiln_add(g, x2, kiln_matmul(g, kiln_mul(g, gate, kiln_matmul(g, h2, w3)), w2));
     return 1;
+}
+
+static int trace_block(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    return block_of(p, g, s, outs, false);
+}
+
+static int trace_block_sdpa(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    return block_of(p, g, s, outs, true);
 }
 
 static int trace_xent(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
@@ -206,14 +227,16 @@ int main(int argc, char **argv) {
         const char *name;
         int n_sizes;
         int (*trace)(prog *, kiln_graph *, const int64_t *, kiln_value *);
-    } progs[] = {{"embed", 6, trace_embed}, {"rope", 4, trace_rope}, {"block", 3, trace_block},
-                 {"xent", 2, trace_xent},   {"adam", 1, trace_adam}, {"cumsum", 2, trace_cumsum}};
+    } progs[] = {{"embed", 6, trace_embed},  {"rope", 4, trace_rope},
+                 {"block", 3, trace_block},  {"block_sdpa", 3, trace_block_sdpa},
+                 {"xent", 2, trace_xent},    {"adam", 1, trace_adam},
+                 {"cumsum", 2, trace_cumsum}};
     int which = -1;
-    for (int i = 0; argc > 3 && i < 6; i++)
+    for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
     if (which < 0 || argc != 4 + progs[which].n_sizes) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
-                        "block B T C | xent N V | adam P | cumsum R N\n");
+                        "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N\n");
         return 2;
     }
     int64_t sizes[8];

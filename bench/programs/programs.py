@@ -85,7 +85,7 @@ elif name == "rope":
 
     shapes = [(B, T, NH, DH)]
     np_fn = lambda *a: f(*a, xp=np)  # noqa: E731
-elif name == "block":
+elif name in ("block", "block_sdpa"):
     B, T, C = sizes
     NH = max(C // 64, 1)
     DH, F = C // NH, (8 * C // 3 + 63) // 64 * 64
@@ -95,11 +95,16 @@ elif name == "block":
     def f(x, g1, wq, wk, wv, wo, g2, w1, w3, w2):
         h = rms_norm(x, g1, jnp)
         heads = lambda z: z.reshape(B, T, NH, DH).transpose(0, 2, 1, 3)  # noqa: E731
-        q, k, v = heads(h @ wq), heads(h @ wk), heads(h @ wv)
-        att = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1 / np.sqrt(DH))
-        causal = jnp.arange(T)[None, :] <= jnp.arange(T)[:, None]
-        att = jnp.where(causal, att, np.float32(-1e30))
-        y = (jax.nn.softmax(att, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(B, T, C)
+        if name == "block_sdpa":  # [B, T, N, H] in and out, as the library call takes them
+            sh = lambda z: z.reshape(B, T, NH, DH)  # noqa: E731
+            y = jax.nn.dot_product_attention(sh(h @ wq), sh(h @ wk), sh(h @ wv), is_causal=True)
+            y = y.reshape(B, T, C)
+        else:
+            q, k, v = heads(h @ wq), heads(h @ wk), heads(h @ wv)
+            att = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1 / np.sqrt(DH))
+            causal = jnp.arange(T)[None, :] <= jnp.arange(T)[:, None]
+            att = jnp.where(causal, att, np.float32(-1e30))
+            y = (jax.nn.softmax(att, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(B, T, C)
         x2 = x + y @ wo
         h2 = rms_norm(x2, g2, jnp)
         a = h2 @ w1

@@ -510,6 +510,15 @@ static void vjp_cumsum(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value 
     if (need[0]) out[0] = kiln_cumsum(g, ct, n->a.scan.axis, !n->a.scan.reverse);
 }
 
+/* dot_product_attention: the primitive form's gradient, with the probabilities recomputed
+ * from q and k (src/trace/attention.c). */
+static void vjp_attention(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                          const bool *need, kiln_value *out) {
+    const uint32_t *in = ir_in(n);
+    trace_attention_vjp(g, n, val(g, in[0]), val(g, in[1]), val(g, in[2]), val(g, id), ct, need,
+                        out);
+}
+
 /* y = all_reduce(x) over replicas, each with its own loss L_r; the program's loss is their
  * sum. SUM: dL/dx_r = sum over replicas of ct; MEAN: their mean. MAX: the summed cotangent
  * goes to the replicas holding the maximum, split evenly among ties (reduce_max's rule
@@ -566,6 +575,7 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_TAKE_ROWS] = vjp_take_rows,
     [IR_SCATTER_ADD_ROWS] = vjp_scatter_add_rows,
     [IR_CUMSUM] = vjp_cumsum,
+    [IR_ATTENTION] = vjp_attention,
     [IR_ALL_REDUCE] = vjp_all_reduce,
 };
 

@@ -71,6 +71,16 @@ typedef struct kn_gemm_desc {
     int64_t batch, m, n, k; /* batch = product of bdims */
 } kn_gemm_desc;
 
+/* One dot_product_attention (include/kiln.h): q [batch, t, heads, h], k [batch, s,
+ * kv_heads, h], v [batch, s, kv_heads, hv], out [batch, t, heads, hv], all contiguous
+ * row-major, query head n reading key/value head n / (heads / kv_heads). */
+typedef struct kn_attention_desc {
+    kiln_dtype dtype; /* f32 or f64 */
+    int64_t batch, t, s, heads, kv_heads, h, hv;
+    double scale;
+    bool causal; /* query i sees keys j <= i */
+} kn_attention_desc;
+
 typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
     const char *name;
@@ -180,6 +190,17 @@ typedef struct kn_backend {
      * place). */
     kiln_status (*cumsum)(void *state, int device, kiln_dtype dtype, const void *x, void *out,
                           int64_t outer, int64_t n, int64_t inner, bool reverse);
+
+    /* Optional; NULL: kiln_compile rewrites each dot_product_attention into its primitive
+     * form (products, a select and a softmax: src/passes/expand.c) before fusion. The fused
+     * attention of the descriptor; `scratch` is attention_scratch(d) bytes of device memory
+     * the memory plan set aside for this call (the backend says how much, the planner
+     * where). Must give the reference's values to f32/f64 rounding. */
+    kiln_status (*attention)(void *state, int device, const kn_attention_desc *d, const void *q,
+                             const void *k, const void *v, void *out, void *scratch);
+    /* Required with attention: the scratch bytes one call of d needs (may be 0). Depends only
+     * on d and the device's configuration, so kiln_compile plans it once. */
+    uint64_t (*attention_scratch)(void *state, int device, const kn_attention_desc *d);
 
     /* Optional; NULL: every slot above has finished its work when it returns (the CPU).
      * Waits for everything launched on the device; a run calls it before handing its

@@ -78,6 +78,7 @@ static kiln_status check_backend(const kiln_executable *e) {
             slot = "permute";
         if (k->kind == FK_SCATTER && !b->scatter_add_rows) slot = "scatter_add_rows";
         if (k->kind == FK_SCAN && !b->cumsum) slot = "cumsum";
+        if (k->kind == FK_ATTENTION && (!b->attention || !b->attention_scratch)) slot = "attention";
         if (slot)
             return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
                              "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s, "
@@ -86,6 +87,22 @@ static kiln_status check_backend(const kiln_executable *e) {
                              b->name, slot, e->dev->name);
     }
     return KILN_STATUS_OK;
+}
+
+void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d) {
+    const ir_node *n = &g->nodes[id];
+    const ir_shape *q = &g->nodes[ir_in(n)[0]].shape, *k = &g->nodes[ir_in(n)[1]].shape;
+    int o = q->rank - 3;
+    *d = (kn_attention_desc){.dtype = n->dtype,
+                             .batch = o ? q->dims[0] : 1,
+                             .t = q->dims[o],
+                             .s = k->dims[o],
+                             .heads = q->dims[o + 1],
+                             .kv_heads = k->dims[o + 1],
+                             .h = q->dims[o + 2],
+                             .hv = n->shape.dims[o + 2],
+                             .scale = n->a.attn.scale,
+                             .causal = n->a.attn.causal};
 }
 
 /* Plans the memory (src/plan) and tells codegen which kernels run in place. */
@@ -101,6 +118,11 @@ static kiln_status plan_memory(kiln_executable *e) {
         s = ctx_oom(ctx, "kiln_compile", nk * sizeof *e->dots);
     for (uint32_t i = 0; !s && i < e->plan.n_kernels; i++) {
         const fkernel *k = &e->plan.kernels[i];
+        if (k->kind == FK_ATTENTION && e->dev->backend->attention_scratch) {
+            kn_attention_desc d; /* the backend says how much scratch, the planner where */
+            exec_attention_desc(e->g, k->roots[0], &d);
+            scratch[i] = e->dev->backend->attention_scratch(e->dev->state, e->dev->index, &d);
+        }
         if (k->kind != FK_DOT) continue;
         lower_dot_plan(e->g, k->roots[0], &e->dots[i]);
         scratch[i] = e->dots[i].scratch;
@@ -282,6 +304,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     exec_dump dump;
     kiln_status s = dump_begin(ctx, g, &dump);
     if (!s) s = pass_clone(g, &e->g);
+    if (!s) s = pass_expand(&e->g, !dev->backend->attention); /* what the device lacks */
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
     if (!s) s = dump_graph(ctx, &dump, "1-optimized.ir", e->g);
     if (!s) s = check_comm(e);

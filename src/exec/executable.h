@@ -50,6 +50,8 @@ struct kiln_executable {
 kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o);
 /* Fusion, dot layouts and the memory plan of e->g into e (executable.c). */
 kiln_status exec_fuse_and_plan(kiln_executable *e, const kiln_compile_options *o);
+/* The backend's description of attention node id of g. */
+void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d);
 /* Frees what exec_fuse_and_plan made (a trial plan of the budget search). */
 void exec_plan_release(kiln_executable *e);
 /* The memory report (plan_report) with the rematerialisation lines; NULL on host OOM. */

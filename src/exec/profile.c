@@ -18,6 +18,7 @@
  * kiln_executable_profile_reset leaves no first run to set apart (the runs after a reset
  * are warm by intent). */
 #include "exec/executable.h"
+#include "passes/passes.h"
 #include "base/strbuf.h"
 
 #include <inttypes.h>
@@ -27,7 +28,7 @@
 #include <time.h>
 
 /* The per-kind totals' names (report_totals) list every fk_kind. */
-_Static_assert(FK_NUM_KINDS == 5, "profile.c: a new fk_kind needs its plural name here");
+_Static_assert(FK_NUM_KINDS == 6, "profile.c: a new fk_kind needs its plural name here");
 
 struct exec_profile {
     atomic_uint_fast64_t runs;    /* runs that finished with profiling on, not the first */
@@ -133,8 +134,8 @@ static uint64_t counted_ns(const exec_profile *p, prof_view v, uint32_t ki) {
                                 memory_order_relaxed);
 }
 
-/* What kernel ki does, in numbers: FLOPs of a product, bytes a loop or scatter moves
- * (every buffer it reads once plus every buffer it writes: the least it can touch). */
+/* What kernel ki does, in numbers: FLOPs of a product or an attention, bytes a loop or scatter
+ * moves (every buffer it reads once plus every buffer it writes: the least it can touch). */
 static void kernel_work(const kiln_executable *e, uint32_t ki, double *flops, double *bytes) {
     const fkernel *k = &e->plan.kernels[ki];
     *flops = 0, *bytes = 0;
@@ -142,6 +143,8 @@ static void kernel_work(const kiln_executable *e, uint32_t ki, double *flops, do
         const kn_gemm_desc *d = &e->dots[ki].gemm;
         *flops = 2.0 * (double)d->batch * (double)d->m * (double)d->n * (double)d->k;
     }
+    if (k->kind == FK_ATTENTION) /* both products, over the key positions each query sees */
+        *flops = remat_node_flops(e->g, k->roots[0]);
     for (int pass = 0; pass < 2; pass++) {
         uint32_t n = pass ? k->n_roots : k->n_inputs;
         const uint32_t *ids = pass ? k->roots : k->inputs;
@@ -285,14 +288,14 @@ static char *profile_report(const kiln_executable *e) {
               runs, v.from_first ? " (the first: it may include one-time work)" : "", wall,
               e->dev->name, (double)sum * per_run);
     if (v.first_apart) report_first_run(e, rows, nk, per_run, &sb);
-    static const char *const kind_names[FK_NUM_KINDS] = {"loops", "products", "scatters", "scans",
-                                                         "collectives"};
+    static const char *const kind_names[FK_NUM_KINDS] = {"loops", "products",  "scatters",
+                                                         "scans", "attention", "collectives"};
     for (int kd = 0; kd < FK_NUM_KINDS; kd++) {
         if (!by_kind_ns[kd]) continue;
         double ms = (double)by_kind_ns[kd] * per_run;
         sb_printf(&sb, "  %-8s %8.3f ms  %5.1f%%", kind_names[kd], ms,
                   sum ? 100.0 * (double)by_kind_ns[kd] / (double)sum : 0.0);
-        if (kd == FK_DOT)
+        if (kd == FK_DOT || kd == FK_ATTENTION)
             sb_printf(&sb, "  %7.1f GFLOP/s", by_kind_flops[kd] / ms * 1e-6);
         else
             sb_printf(&sb, "  %7.1f GB/s", by_kind_bytes[kd] / ms * 1e-6);
@@ -309,7 +312,7 @@ static char *profile_report(const kiln_executable *e) {
                   sum ? 100.0 * (double)cum / (double)sum : 0.0);
         if (ms <= 0)
             sb_append(&sb, "              ");
-        else if (e->plan.kernels[i].kind == FK_DOT)
+        else if (e->plan.kernels[i].kind == FK_DOT || e->plan.kernels[i].kind == FK_ATTENTION)
             sb_printf(&sb, "  %6.1f GFLOP/s", f / ms * 1e-6);
         else
             sb_printf(&sb, "  %6.1f GB/s   ", b / ms * 1e-6);

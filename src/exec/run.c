@@ -76,6 +76,17 @@ static kiln_status run_loop(run_state *r, uint32_t ki) {
                                    e->info[ki].items, e->info[ki].grain);
 }
 
+/* Kernel ki's planned scratch (in the arena, or in a donated argument's free bytes), or
+ * NULL when it has none. */
+static void *kernel_scratch(const run_state *r, uint32_t ki) {
+    const kiln_executable *e = r->e;
+    int32_t sb = e->mem.scratch_of[ki];
+    if (sb < 0) return NULL;
+    const plan_buffer *b = &e->mem.buffers[sb];
+    if (b->place == PLAN_P_DONATED) return (char *)r->args[b->place_index]->data + b->offset;
+    return (char *)r->arena + b->offset;
+}
+
 /* A dot kernel: operands the gemm cannot read as they are were planned a scratch buffer
  * (lower_dot.h) and are permuted into it first. */
 static kiln_status run_dot(run_state *r, uint32_t ki) {
@@ -85,10 +96,7 @@ static kiln_status run_dot(run_state *r, uint32_t ki) {
     const ir_node *n = &e->g->nodes[id];
     const lower_dot *d = &e->dots[ki];
     const void *ops[2] = {r->buf[view_base(e, ir_in(n)[0])], r->buf[view_base(e, ir_in(n)[1])]};
-    int32_t sb = e->mem.scratch_of[ki];
-    char *scratch = sb >= 0 ? (char *)r->arena + e->mem.buffers[sb].offset : NULL;
-    if (sb >= 0 && e->mem.buffers[sb].place == PLAN_P_DONATED)
-        scratch = (char *)r->args[e->mem.buffers[sb].place_index]->data + e->mem.buffers[sb].offset;
+    char *scratch = kernel_scratch(r, ki);
     kiln_status s = KILN_STATUS_OK;
     for (int i = 0; i < 2 && !s; i++) {
         if (!(i ? d->pack_b : d->pack_a)) continue;
@@ -132,6 +140,19 @@ static kiln_status run_scan(run_state *r, uint32_t ki) {
     for (int i = ax + 1; i < n->shape.rank; i++) inner *= n->shape.dims[i];
     return e->dev->backend->cumsum(e->dev->state, e->dev->index, n->dtype, r->buf[ir_in(n)[0]],
                                    r->buf[id], outer, n->shape.dims[ax], inner, n->a.scan.reverse);
+}
+
+/* dot_product_attention: the backend's fused kernel over q, k, v where they lie (a
+ * reshape view reads its buffer), with the scratch the plan set aside. */
+static kiln_status run_attention(run_state *r, uint32_t ki) {
+    const kiln_executable *e = r->e;
+    uint32_t id = e->plan.kernels[ki].roots[0];
+    const uint32_t *in = ir_in(&e->g->nodes[id]);
+    kn_attention_desc d;
+    exec_attention_desc(e->g, id, &d);
+    return e->dev->backend->attention(e->dev->state, e->dev->index, &d, r->buf[view_base(e, in[0])],
+                                      r->buf[view_base(e, in[1])], r->buf[view_base(e, in[2])],
+                                      r->buf[id], kernel_scratch(r, ki));
 }
 
 /* A collective: the communicator reduces the operand's buffer into the result's (out of
@@ -407,6 +428,7 @@ static kiln_status run_kernels(run_state *r) {
         case FK_DOT: s = run_dot(r, ki); break;
         case FK_SCATTER: s = run_scatter(r, ki); break;
         case FK_SCAN: s = run_scan(r, ki); break;
+        case FK_ATTENTION: s = run_attention(r, ki); break;
         case FK_COLLECTIVE: s = run_collective(r, ki, step, &collectives); break;
         }
         if (pe && !s && collectives) s = comm_wait_on(e->comm, e->dev, e->g->name);

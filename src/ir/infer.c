@@ -7,6 +7,7 @@
  * implicit broadcasting, -1 in reshape) are the tracer's job. */
 #include "ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -356,6 +357,50 @@ static kiln_status infer_scan(const kiln_graph *g, ir_node *n, char *msg, size_t
     return KILN_STATUS_OK;
 }
 
+/* q [B, T, N, H], k [B, S, K, H], v [B, S, K, Hv] (or all without B) -> [B, T, N, Hv]: N
+ * query heads share K key/value heads in groups of N / K (jax.nn.dot_product_attention). */
+static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    const ir_node *q = input(g, n, 0), *k = input(g, n, 1), *v = input(g, n, 2);
+    int r = q->shape.rank;
+    if (!ir_dtype_accepts(IRT_FLOAT, q->dtype))
+        FAIL(KILN_STATUS_DTYPE, "dot_product_attention takes f32 or f64, not %s",
+             kiln_dtype_name(q->dtype));
+    if (k->dtype != q->dtype || v->dtype != q->dtype)
+        FAIL(KILN_STATUS_DTYPE, "query, key and value must have one dtype, not %s, %s and %s",
+             kiln_dtype_name(q->dtype), kiln_dtype_name(k->dtype), kiln_dtype_name(v->dtype));
+    if ((r != 3 && r != 4) || k->shape.rank != r || v->shape.rank != r)
+        FAIL(KILN_STATUS_SHAPE,
+             "query, key and value must all be [B, T, N, H] or all [T, N, H], not of ranks %d, %d "
+             "and %d",
+             r, k->shape.rank, v->shape.rank);
+    const int64_t *qd = q->shape.dims, *kd = k->shape.dims, *vd = v->shape.dims;
+    if (r == 4 && (kd[0] != qd[0] || vd[0] != qd[0]))
+        FAIL(KILN_STATUS_SHAPE,
+             "query, key and value must have one batch size, not %lld, %lld and "
+             "%lld",
+             (long long)qd[0], (long long)kd[0], (long long)vd[0]);
+    int t = r - 3; /* the sequence axis */
+    if (vd[t] != kd[t] || vd[t + 1] != kd[t + 1])
+        FAIL(KILN_STATUS_SHAPE,
+             "key and value must agree on [S, K], not [%lld, %lld] and [%lld, %lld]",
+             (long long)kd[t], (long long)kd[t + 1], (long long)vd[t], (long long)vd[t + 1]);
+    if (kd[t + 2] != qd[t + 2])
+        FAIL(KILN_STATUS_SHAPE, "query and key must have one head size H, not %lld and %lld",
+             (long long)qd[t + 2], (long long)kd[t + 2]);
+    if (kd[t] == 0) FAIL(KILN_STATUS_SHAPE, "the key length S is 0: there is nothing to attend to");
+    if (kd[t + 1] == 0 || qd[t + 1] % kd[t + 1])
+        FAIL(KILN_STATUS_SHAPE,
+             "the %lld query heads must be a multiple of the %lld key/value heads (grouped-query "
+             "attention)",
+             (long long)qd[t + 1], (long long)kd[t + 1]);
+    if (!isfinite(n->a.attn.scale))
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "the scale %g is not finite", n->a.attn.scale);
+    n->dtype = q->dtype;
+    n->shape = q->shape;
+    n->shape.dims[r - 1] = vd[r - 1];
+    return KILN_STATUS_OK;
+}
+
 static kiln_status infer_index(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_node *t = input(g, n, 0), *idx = input(g, n, 1);
     if (t->shape.rank < 1) FAIL(KILN_STATUS_SHAPE, "the table/operand must have rank >= 1");
@@ -411,6 +456,7 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_INDEX: s = infer_index(g, n, msg, msg_size); break;
     case IRK_COLLECTIVE: s = infer_collective(g, n, msg, msg_size); break;
     case IRK_SCAN: s = infer_scan(g, n, msg, msg_size); break;
+    case IRK_ATTENTION: s = infer_attention(g, n, msg, msg_size); break;
     default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");
     }
     return s ? s : ir_check_shape(&n->shape, n->dtype, msg, msg_size);

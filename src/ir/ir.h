@@ -27,6 +27,8 @@ typedef enum ir_kind {
     IRK_DOT,        /* dot_general */
     IRK_INDEX,      /* take_rows, scatter_add_rows */
     IRK_SCAN,       /* cumsum: same type as its operand, prefix sums along one axis */
+    IRK_ATTENTION,  /* dot_product_attention: q [.., T, N, H], k [.., S, K, H], v [.., S, K, Hv]
+                     * -> [.., T, N, Hv] */
     IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica */
 } ir_kind;
 
@@ -176,6 +178,10 @@ enum {
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
     /* prefix sums along attribute scan.axis (src/trace/index_ops.c): a library kernel */       \
     X(CUMSUM, "cumsum", cumsum, 1, IRK_SCAN, IRT_NUMERIC, IRF_EXPENSIVE, 1, NULL, NULL)            \
+    /* softmax(scale q k^T, causal mask) v over heads (src/trace/attention.c): a library     \
+     * kernel, or its primitive form on a backend without one (src/passes/expand.c) */      \
+    X(ATTENTION, "dot_product_attention", dot_product_attention, 3, IRK_ATTENTION, IRT_FLOAT,      \
+      IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
     KN_RANDOM_OPS(X)                                                                               \
     /* collectives (src/comm): a step of their own, run by the executable's communicator */     \
     X(ALL_REDUCE, "all_reduce", all_reduce, 1, IRK_COLLECTIVE, IRT_NUMERIC, IRF_EXPENSIVE, 1,      \
@@ -250,6 +256,10 @@ typedef union ir_attrs {
         int axis;     /* the summed axis */
         bool reverse; /* sums over k >= j instead of k <= j */
     } scan;           /* CUMSUM */
+    struct {
+        double scale; /* multiplies q k^T before the softmax */
+        bool causal;  /* query i sees keys j <= i only */
+    } attn;           /* ATTENTION */
 } ir_attrs;
 
 #define IR_INLINE_INPUTS 3

@@ -145,6 +145,9 @@ static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
     case IR_CUMSUM:
         sb_printf(sb, " axis=%d%s", n->a.scan.axis, n->a.scan.reverse ? " reverse" : "");
         break;
+    case IR_ATTENTION: /* %.17g reads back as the same double */
+        sb_printf(sb, " scale=%.17g%s", n->a.attn.scale, n->a.attn.causal ? " causal" : "");
+        break;
     case IR_DOT:
         if ((unsigned)n->a.dot.n_batch > KILN_MAX_RANK ||
             (unsigned)n->a.dot.n_contract > KILN_MAX_RANK) {

@@ -4,7 +4,7 @@
  * spirit of XLA's instruction fusion, but decided per node rather than per edge:
  *
  *  1. A node gets a buffer when it must: parameters, non-scalar constants, graph outputs,
- *     dots, scatters and cumsums (library calls read and write memory), and operands of
+ *     dots, scatters, cumsums and attention (library calls read and write memory), and operands of
  *     an "expanding" use — a broadcast that repeats it, the table of a gather, the
  *     operands of a library call — unless the operand is a source (parameter/constant/
  *     iota), which costs nothing to re-read; but a library call reads memory, so an iota
@@ -82,7 +82,8 @@ static bool is_source(const ir_node *n) {
 /* Ops the backend runs as library calls, reading and writing memory (they root a kernel
  * of their own, and what they read has a buffer). */
 static bool library_op(ir_op op) {
-    return op == IR_DOT || op == IR_SCATTER_ADD_ROWS || op == IR_CUMSUM || op == IR_ALL_REDUCE;
+    return op == IR_DOT || op == IR_SCATTER_ADD_ROWS || op == IR_CUMSUM || op == IR_ATTENTION ||
+           op == IR_ALL_REDUCE;
 }
 
 /* Does consumer c read operand x more than once per element of x, or need it in memory? */
@@ -117,8 +118,8 @@ static bool library_use(const decide_state *s, uint32_t x) {
 }
 
 /* A reshape (or a chain of them) of a value that always has a buffer is those same bytes
- * under another shape: a dot reads it where it lies (the run follows the view to the
- * buffer), so it needs no copy kernel of its own (XLA calls these bitcasts). */
+ * under another shape: a dot or an attention reads it where it lies (the run follows the view to
+ * the buffer), so it needs no copy kernel of its own (XLA calls these bitcasts). */
 static bool reshape_view(const kiln_graph *g, uint32_t id) {
     const ir_node *n = &g->nodes[id];
     if (n->op != IR_RESHAPE) return false;
@@ -135,7 +136,7 @@ static bool gather_view(const kiln_graph *g, uint32_t id) {
     if (n->op != IR_RESHAPE && n->op != IR_TRANSPOSE) return false;
     while (n->op == IR_RESHAPE || n->op == IR_TRANSPOSE) n = &g->nodes[ir_in(n)[0]];
     return n->op == IR_PARAMETER || n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS ||
-           n->op == IR_CUMSUM || (n->op == IR_CONSTANT && numel(n) != 1);
+           n->op == IR_CUMSUM || n->op == IR_ATTENTION || (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
 static bool must_materialise(decide_state *s, uint32_t id) {
@@ -148,7 +149,7 @@ static bool must_materialise(decide_state *s, uint32_t id) {
         for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++) {
             const ir_node *c = &s->g->nodes[s->users.users[k]];
             if (!expanding_use(s->g, c, id)) continue;
-            if (c->op == IR_DOT && reshape_view(s->g, id)) continue;
+            if ((c->op == IR_DOT || c->op == IR_ATTENTION) && reshape_view(s->g, id)) continue;
             if (c->op == IR_TAKE_ROWS && gather_view(s->g, id)) continue;
             return true;
         }
@@ -306,6 +307,7 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
         k->kind = n->op == IR_DOT                ? FK_DOT
                   : n->op == IR_SCATTER_ADD_ROWS ? FK_SCATTER
                   : n->op == IR_CUMSUM           ? FK_SCAN
+                  : n->op == IR_ATTENTION        ? FK_ATTENTION
                   : n->op == IR_ALL_REDUCE       ? FK_COLLECTIVE
                                                  : FK_LOOP;
         if (!(k->roots = host_alloc(ctx, sizeof *k->roots))) {
@@ -515,7 +517,8 @@ done:
 }
 
 const char *fusion_kind_name(fk_kind k) {
-    static const char *const names[FK_NUM_KINDS] = {"loop", "dot", "scatter", "scan", "collective"};
+    static const char *const names[FK_NUM_KINDS] = {"loop", "dot",       "scatter",
+                                                    "scan", "attention", "collective"};
     return (unsigned)k < FK_NUM_KINDS ? names[k] : "?";
 }
 

@@ -23,6 +23,7 @@ typedef enum fk_kind {
     FK_DOT,        /* dot_general: BLAS for floats, a generated loop for integers */
     FK_SCATTER,    /* scatter_add_rows: runtime loop */
     FK_SCAN,       /* cumsum: the backend's scan, in place when the plan allows */
+    FK_ATTENTION,  /* dot_product_attention: the backend's fused kernel, with planned scratch */
     FK_COLLECTIVE, /* all_reduce: the communicator, out of place, its own step */
 } fk_kind;
 #define FK_NUM_KINDS (FK_COLLECTIVE + 1)

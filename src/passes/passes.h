@@ -53,6 +53,12 @@ kiln_status pass_cse(kiln_graph **g);
 kiln_status pass_simplify(kiln_graph **g);
 
 kiln_status pass_dce_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
+
+/* Expansion (expand.c): with `attention`, every dot_product_attention becomes its
+ * primitive form, for a backend without the fused kernel (kiln_compile decides). Unlike
+ * the passes above it may change rounding, not values. */
+kiln_status pass_expand(kiln_graph **g, bool attention);
+kiln_status pass_expand_run(const kiln_graph *g, bool attention, kiln_graph **out);
 kiln_status pass_cse_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 kiln_status pass_simplify_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 

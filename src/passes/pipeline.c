@@ -107,6 +107,15 @@ static kiln_status apply(kiln_graph **g, const char *name, pass_run_fn run) {
     return s;
 }
 
+static kiln_status expand_attention_run(const kiln_graph *g, kiln_graph **out, pass_stats *st) {
+    (void)st;
+    return pass_expand_run(g, true, out);
+}
+
+kiln_status pass_expand(kiln_graph **g, bool attention) {
+    return attention ? apply(g, "expand", expand_attention_run) : KILN_STATUS_OK;
+}
+
 kiln_status pass_dce(kiln_graph **g) {
     return apply(g, "dce", pass_dce_run);
 }

@@ -58,6 +58,17 @@ double remat_node_flops(const kiln_graph *g, uint32_t id) {
     }
     case IRK_INDEX: return n->op == IR_SCATTER_ADD_ROWS ? (double)out : 0;
     case IRK_SCAN: return (double)out;
+    case IRK_ATTENTION: { /* q k^T and p v over the (b, n, i, j) pairs seen */
+        const ir_node *q = &g->nodes[ir_in(n)[0]], *k = &g->nodes[ir_in(n)[1]];
+        int r = q->shape.rank;
+        double T = (double)q->shape.dims[r - 3], S = (double)k->shape.dims[r - 3];
+        double H = (double)q->shape.dims[r - 1], Hv = (double)n->shape.dims[r - 1];
+        double heads = (double)q->shape.dims[r - 2] * (r == 4 ? (double)q->shape.dims[0] : 1);
+        double pairs = !n->a.attn.causal ? T * S
+                       : T <= S          ? T * (T + 1) / 2
+                                         : S * (S + 1) / 2 + (T - S) * S;
+        return heads * pairs * 2 * (H + Hv);
+    }
     default: return 0; /* sources and shape ops move data only */
     }
 }

@@ -229,6 +229,12 @@ static int canonical_attrs(ir_op op, int r, const ir_attrs *a, int64_t *buf) {
     }
     case IR_ALL_REDUCE: buf[n++] = a->reduce_kind; break;
     case IR_CUMSUM: buf[n++] = a->scan.axis, buf[n++] = a->scan.reverse; break;
+    case IR_ATTENTION: { /* the scale's bits: -0.0 and 0.0 scale alike but are kept apart */
+        int64_t bits;
+        memcpy(&bits, &a->attn.scale, sizeof bits);
+        buf[n++] = bits, buf[n++] = a->attn.causal;
+        break;
+    }
     default: break; /* elementwise (the dtype says what CONVERT does), constants */
     }
     return n;

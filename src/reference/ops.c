@@ -50,6 +50,7 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_TAKE_ROWS] = ref_take_rows,
     [IR_SCATTER_ADD_ROWS] = ref_scatter_add_rows,
     [IR_CUMSUM] = ref_cumsum,
+    [IR_ATTENTION] = ref_attention,
     [IR_RANDOM] = ref_random,
     [IR_ALL_REDUCE] = ref_all_reduce,
 };

@@ -68,6 +68,7 @@ kiln_status ref_take_rows(const kiln_graph *g, uint32_t id, const ref_value *val
 kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_value *vals,
                                  void *out);
 kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 
 /* ------------------------------------------------------- element access ---- */
 

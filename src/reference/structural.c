@@ -422,3 +422,46 @@ kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value *vals, 
         }
     return KILN_STATUS_OK;
 }
+
+/* dot_product_attention straight from its definition (include/kiln.h): per (b, i, n),
+ * the scores s_j = scale * (q . k_j) in f64 over the keys it sees (j <= i when causal),
+ * p_j = exp(s_j - max s) / sum, out = sum_j p_j v_j, each output rounded once. */
+kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    const ir_node *qn = ref_in_node(g, n, 0), *kn = ref_in_node(g, n, 1),
+                  *vn = ref_in_node(g, n, 2);
+    const void *q = IN_OF(n), *k = ref_in_data(vals, n, 1), *v = ref_in_data(vals, n, 2);
+    int o = qn->shape.rank - 3;
+    int64_t B = o ? qn->shape.dims[0] : 1, T = qn->shape.dims[o], N = qn->shape.dims[o + 1],
+            H = qn->shape.dims[o + 2], S = kn->shape.dims[o], K = kn->shape.dims[o + 1],
+            Hv = vn->shape.dims[o + 2], G = N / K;
+    kiln_dtype t = n->dtype;
+    size_t bytes = (size_t)(S + Hv) * sizeof(double);
+    double *s = host_alloc(g->ctx, bytes ? bytes : 1), *acc = s + S;
+    if (!s) return ctx_oom(g->ctx, "reference interpreter: dot_product_attention's scores", bytes);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < T; i++)
+            for (int64_t h = 0; h < N; h++) {
+                int64_t kh = h / G, seen = n->a.attn.causal && i + 1 < S ? i + 1 : S;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < seen; j++) {
+                    double d = 0;
+                    for (int64_t e = 0; e < H; e++)
+                        d += ref_fget(q, t, ((b * T + i) * N + h) * H + e) *
+                             ref_fget(k, t, ((b * S + j) * K + kh) * H + e);
+                    s[j] = n->a.attn.scale * d;
+                    mx = s[j] > mx || s[j] != s[j] ? s[j] : mx; /* NaN propagates */
+                }
+                for (int64_t e = 0; e < Hv; e++) acc[e] = 0;
+                for (int64_t j = 0; j < seen; j++) {
+                    double p = exp(s[j] - mx);
+                    sum += p;
+                    for (int64_t e = 0; e < Hv; e++)
+                        acc[e] += p * ref_fget(v, t, ((b * S + j) * K + kh) * Hv + e);
+                }
+                for (int64_t e = 0; e < Hv; e++)
+                    ref_fput(out, t, ((b * T + i) * N + h) * Hv + e, acc[e] / sum);
+            }
+    host_free(g->ctx, s, bytes ? bytes : 1);
+    return KILN_STATUS_OK;
+}

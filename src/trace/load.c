@@ -40,6 +40,8 @@ typedef struct attr {
     char name[MAX_IDENT];
     int n;
     int64_t v[KILN_MAX_RANK];
+    double f;  /* a single value as a double: the integer's, or a real one ("0.125") */
+    bool real; /* the value had a fraction or an exponent: only f holds it */
     bool list;
     bool used;
 } attr;
@@ -311,6 +313,31 @@ static bool lookup(parser *p, uint32_t id, kiln_value *v) {
 
 /* ------------------------------------------------------------ attributes ---- */
 
+/* A single attribute value: an integer, or a real number as the printer writes %.17g
+ * ("0.125", "1e-05"), which only float_attr reads. */
+static bool attr_number(parser *p, attr *a) {
+    skip_blanks(p);
+    size_t n = 0;
+    bool real = false;
+    while (p->pos + n < p->len && n < 63 && strchr("0123456789+-.eE", p->src[p->pos + n])) {
+        char c = p->src[p->pos + n++];
+        real |= c == '.' || c == 'e' || c == 'E';
+    }
+    if (!real) {
+        if (!integer(p, &a->v[0], "a number")) return false;
+        a->f = (double)a->v[0];
+        return true;
+    }
+    char buf[64], *end;
+    memcpy(buf, p->src + p->pos, n);
+    buf[n] = 0;
+    a->f = strtod(buf, &end);
+    if (*end) return fail(p, "\"%s\" is not a number", buf);
+    a->real = true;
+    p->pos += n;
+    return true;
+}
+
 static bool parse_attrs(parser *p) {
     p->n_attrs = 0;
     for (;;) {
@@ -333,7 +360,7 @@ static bool parse_attrs(parser *p) {
             if (!expect(p, ']')) return false;
         } else {
             a->n = 1;
-            if (!integer(p, &a->v[0], "a number")) return false;
+            if (!attr_number(p, a)) return false;
         }
     }
 }
@@ -367,12 +394,28 @@ static bool list_attr(parser *p, const char *op, const char *name, bool required
 
 static bool int_attr(parser *p, const char *op, const char *name, int *v) {
     attr *a = find_attr(p, name);
-    if (!a || a->list || a->n != 1) return fail(p, "%s needs %s=N", op, name);
+    if (!a || a->list || a->n != 1 || a->real) return fail(p, "%s needs %s=N", op, name);
     if (a->v[0] < INT32_MIN || a->v[0] > INT32_MAX)
         return fail(p, "%s of %s out of range", name, op);
     a->used = true;
     *v = (int)a->v[0];
     return true;
+}
+
+static bool float_attr(parser *p, const char *op, const char *name, double *v) {
+    attr *a = find_attr(p, name);
+    if (!a || a->list || a->n != 1) return fail(p, "%s needs %s=X (a number)", op, name);
+    a->used = true;
+    *v = a->f;
+    return true;
+}
+
+/* A bare word the op may carry ("reverse", "causal"): true if present. */
+static bool flag_attr(parser *p, const char *name) {
+    for (int i = 0; i < p->n_attrs; i++)
+        if (!p->attrs[i].list && !p->attrs[i].n && !strcmp(p->attrs[i].name, name))
+            return p->attrs[i].used = true;
+    return false;
 }
 
 static bool no_unused_attrs(parser *p, const char *op) {
@@ -602,12 +645,15 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
     }
     case IR_CUMSUM: {
         int axis = 0;
-        bool reverse = false;
-        for (int i = 0; i < p->n_attrs; i++)
-            if (!p->attrs[i].list && !p->attrs[i].n && !strcmp(p->attrs[i].name, "reverse"))
-                reverse = p->attrs[i].used = true;
+        bool reverse = flag_attr(p, "reverse");
         if (!need_inputs(p, name, 1) || !int_attr(p, name, "axis", &axis)) return KN_NONE;
         return kiln_cumsum(g, in[0], axis, reverse);
+    }
+    case IR_ATTENTION: {
+        double scale = 0;
+        bool causal = flag_attr(p, "causal");
+        if (!need_inputs(p, name, 3) || !float_attr(p, name, "scale", &scale)) return KN_NONE;
+        return trace_attention(g, in[0], in[1], in[2], scale, causal); /* scale as written */
     }
     case IR_TAKE_ROWS: return need_inputs(p, name, 2) ? kiln_take_rows(g, in[0], in[1]) : KN_NONE;
     case IR_SCATTER_ADD_ROWS:

@@ -74,6 +74,18 @@ void trace_composite(kiln_graph *g, const char *op, const ir_composite *c);
 kiln_value trace_random(kiln_graph *g, const char *op, int what, kiln_dtype t, kiln_value k0,
                         kiln_value k1, kiln_value c);
 
+/* attention.c. trace_attention: the IR_ATTENTION node with the scale as given (the public
+ * builder resolves its default). trace_attention_primitives: the same computation in
+ * primitive ops (dot_general, select, softmax) on values q, k, v of g, with the attributes
+ * and dtype of attention node n (which may belong to another graph). trace_attention_vjp:
+ * the cotangents of q, k, v (grads[i] where need[i]) of attention node n of g, whose
+ * output is `out`, given its cotangent ct; the probabilities are recomputed. */
+kiln_value trace_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value v, double scale,
+                           bool causal);
+kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k,
+                                      kiln_value v);
+void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k, kiln_value v,
+                         kiln_value out, kiln_value ct, const bool *need, kiln_value *grads);
 /* Keeps the outputs of checkpoint regions (checkpoint.c): kiln_graph_finish calls it. */
 void trace_checkpoint_outputs(kiln_graph *g);
 

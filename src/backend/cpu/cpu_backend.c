@@ -339,6 +339,26 @@ static kiln_status cpu_cumsum_slot(void *state, int device, kiln_dtype t, const 
     return KILN_STATUS_OK;
 }
 
+/* The fused attention (cpu_attention.c) on the device's pool, one scratch slot per thread
+ * of its share: what attention_scratch planned. */
+static uint64_t cpu_attention_scratch_slot(void *state, int device, const kn_attention_desc *d) {
+    return cpu_attention_scratch(d, pool_share(state, device));
+}
+
+static kiln_status cpu_attention_slot(void *state, int device, const kn_attention_desc *d,
+                                      const void *q, const void *k, const void *v, void *out,
+                                      void *scratch) {
+    cpu_state *st = state;
+    const cpu_blas *bl;
+    kiln_status s = cpu_backend_blas(st, &bl);
+    if (s) return s;
+    kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
+    int threads = pool_share(st, device);
+    if (p && pool_num_threads(p) < threads) threads = pool_num_threads(p);
+    cpu_attention(bl, p, p ? threads : 1, d, q, k, v, out, scratch);
+    return KILN_STATUS_OK;
+}
+
 const kn_backend kn_cpu_backend = {
     .name = "cpu",
     .default_alloc_mode = KILN_ALLOC_MODE_GROW,
@@ -358,4 +378,6 @@ const kn_backend kn_cpu_backend = {
     .permute = cpu_permute_slot,
     .scatter_add_rows = cpu_scatter_slot,
     .cumsum = cpu_cumsum_slot,
+    .attention = cpu_attention_slot,
+    .attention_scratch = cpu_attention_scratch_slot,
 };

@@ -1,12 +1,13 @@
 /* cpu_ops.h — the CPU backend's hand-written kernels: batched matrix products (the
  * context's GEMM provider, blas.h, for floats, plain loops with wrapping arithmetic for integers),
- * a strided permute used to bring dot operands into a layout BLAS accepts, scatter-add of rows
- * and cumsum's scan. */
+ * a strided permute used to bring dot operands into a layout BLAS accepts, scatter-add of rows,
+ * cumsum's scan and the fused attention (cpu_attention.c). */
 #ifndef KILN_CPU_OPS_H
 #define KILN_CPU_OPS_H
 
 #include "backend/backend_impl.h"
 #include "blas.h"
+#include "pool.h"
 
 /* The backend's gemm, permute, scatter_add_rows and cumsum slots (backend_impl.h says what each
  * computes), without the state and device arguments the CPU does not need. */
@@ -30,6 +31,17 @@ void cpu_permute(kiln_dtype t, const void *src, int rank, const int64_t *dims, c
 int64_t cpu_cumsum_items(int64_t outer, int64_t inner);
 void cpu_cumsum_part(kiln_dtype t, const void *x, void *out, int64_t outer, int64_t n,
                      int64_t inner, bool reverse, int64_t begin, int64_t end);
+
+/* The attention slot (cpu_attention.c): work items of CPU_ATTN_TQ query rows, keys in
+ * chunks of CPU_ATTN_SK. cpu_attention_scratch: the bytes `threads` threads need (one
+ * slot each); cpu_attention runs on up to `threads` of the pool's threads (pool may be
+ * NULL: the calling thread), scratch holding cpu_attention_scratch(d, threads) bytes. */
+#define CPU_ATTN_TQ 64
+#define CPU_ATTN_SK 512
+uint64_t cpu_attention_scratch(const kn_attention_desc *d, int threads);
+int64_t cpu_attention_items(const kn_attention_desc *d);
+void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,
+                   const void *q, const void *k, const void *v, void *out, void *scratch);
 
 /* out = operand; out[idx[i], :] += upd[i, :] for every i; indices out of range are skipped. */
 void cpu_scatter_add_rows(kiln_dtype t, kiln_dtype idx_t, const void *operand, int64_t rows,

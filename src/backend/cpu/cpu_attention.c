@@ -1,0 +1,251 @@
+/* cpu_attention.c — dot_product_attention as one fused kernel (the backend's attention
+ * slot; the op is in include/kiln.h, its primitive form in src/trace/attention.c).
+ *
+ * A work item is one (batch, query head, block of CPU_ATTN_TQ query rows). It walks the
+ * keys the block can see in chunks of CPU_ATTN_SK: the chunk's scores S = Q K^T come from
+ * the GEMM provider (one thread, blas.h) into a scratch tile that stays in cache, each row
+ * is scaled, masked and exponentiated against its running maximum (the online softmax:
+ * rows already summed are rescaled when the maximum grows), and P V is added into the
+ * block's accumulator; the end divides by the row sums. So the [T, S] probabilities are
+ * never stored, and with a causal mask the chunks right of the block's diagonal are never
+ * computed: at T = S that is about half of both products.
+ *
+ * Threads: the pool runs one task per thread, each with its own slot of the planned
+ * scratch, taking work items from a shared counter, the last query blocks (the most keys,
+ * when causal) first. Each item reads only its own rows of q and writes only its own rows
+ * of out, so the result does not depend on how items are spread over threads. */
+#include "cpu_ops.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+/* Not under ThreadSanitizer, as in gemm_kiln.c: the ifunc resolver of the clones runs
+ * before TSan's runtime is up. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define KILN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KILN_CLONES
+#endif
+
+/* Entries of a scratch piece rounded up to 64 bytes. */
+static int64_t pad16(int64_t n) {
+    return (n + 15) / 16 * 16;
+}
+
+/* One thread's scratch, in elements: the score tile, the chunk's P V, the accumulator,
+ * and per row the running maximum, sum and rescale factor. */
+static int64_t slot_elems(const kn_attention_desc *d) {
+    int64_t sk = d->s < CPU_ATTN_SK ? d->s : CPU_ATTN_SK;
+    return pad16(CPU_ATTN_TQ * sk) + 2 * pad16(CPU_ATTN_TQ * d->hv) + 3 * pad16(CPU_ATTN_TQ);
+}
+
+static int64_t elem_size(kiln_dtype t) {
+    return t == KILN_DTYPE_F64 ? 8 : 4;
+}
+
+uint64_t cpu_attention_scratch(const kn_attention_desc *d, int threads) {
+    return (uint64_t)(threads > 0 ? threads : 1) * (uint64_t)slot_elems(d) *
+           (uint64_t)elem_size(d->dtype);
+}
+
+int64_t cpu_attention_items(const kn_attention_desc *d) {
+    return d->batch * d->heads * ((d->t + CPU_ATTN_TQ - 1) / CPU_ATTN_TQ);
+}
+
+/* The two passes over a row of scores: *_max scales the first n entries in place and
+ * returns their maximum (NaN if any is NaN); *_exp replaces them by exp(s - m), zeroes
+ * entries [n, w) (keys the row may not see) and returns their sum. f32 is written with
+ * GCC's vector extensions, 16 lanes (AVX-512 in the x86-64-v4 clone, two or four narrower
+ * registers in the others), because the NaN-propagating max and the exp do not vectorise
+ * from scalar code; f64 is scalar (libm's exp), for tests and the rare f64 model. */
+/* The helpers below pass 64-byte vectors by value; they are static and inlined, so the
+ * ABI gcc warns about (-Wpsabi: AVX-512 registers or memory) is never a boundary. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float vf32 __attribute__((vector_size(64)));
+typedef int32_t vi32 __attribute__((vector_size(64)));
+
+static inline vf32 vblend(vi32 take, vf32 a, vf32 b) { /* take ? a : b, per lane */
+    return (vf32)(((vi32)a & take) | ((vi32)b & ~take));
+}
+
+/* exp(x) for x <= 0 (what the softmax feeds it): the generated kernels' kiln_exp_f32
+ * (src/codegen/print_c.c: Cody-Waite reduction, the Cephes degree-6 polynomial, 2^k into
+ * the exponent bits; ~1 ulp) with round-to-nearest by the 1.5 * 2^23 trick, and results
+ * below 2^-125 (x < -86.6, far under one ulp of a softmax's sum) flushed to 0; NaN stays. */
+static inline vf32 vexp_le0(vf32 x) {
+    vi32 tiny = x < -86.6f;
+    vf32 xc = vblend(tiny, (vf32){0} - 86.6f, x);
+    vf32 kf = xc * 1.44269504088896341f + 12582912.0f;
+    kf = kf - 12582912.0f;
+    vf32 r = xc - kf * 0.693359375f;
+    r = r + kf * 2.12194440e-4f;
+    vf32 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    vf32 y = p * r * r + r + 1.0f;
+    y = (vf32)((vi32)y + (__builtin_convertvector(kf, vi32) << 23));
+    y = (vf32)((vi32)y & ~tiny);
+    return vblend(x != x, x, y);
+}
+
+KILN_CLONES static float rows_f32_max(float *s, int64_t n, float scale) {
+    vf32 m = (vf32){0} - INFINITY;
+    vi32 nan = {0}; /* kept apart: (t > m) | (t != t) made gcc 12 compare lane by lane */
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        vf32 t;
+        memcpy(&t, s + i, sizeof t);
+        t *= scale;
+        memcpy(s + i, &t, sizeof t);
+        m = vblend(t > m, t, m);
+        nan |= t != t;
+    }
+    float r = -INFINITY;
+    for (int j = 0; j < 16; j++) r = m[j] > r || nan[j] ? (nan[j] ? NAN : m[j]) : r;
+    for (; i < n; i++) {
+        float t = s[i] * scale;
+        s[i] = t;
+        r = t > r || t != t ? t : r;
+    }
+    return r;
+}
+
+KILN_CLONES static float rows_f32_exp(float *s, int64_t n, int64_t w, float mx) {
+    vf32 l = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        vf32 t;
+        memcpy(&t, s + i, sizeof t);
+        t = vexp_le0(t - mx);
+        memcpy(s + i, &t, sizeof t);
+        l += t;
+    }
+    if (i < n) { /* the tail, as a padded vector */
+        vf32 t = {0};
+        memcpy(&t, s + i, (size_t)(n - i) * sizeof(float));
+        t = vexp_le0(t - mx);
+        for (int j = (int)(n - i); j < 16; j++) t[j] = 0;
+        memcpy(s + i, &t, (size_t)(n - i) * sizeof(float));
+        l += t;
+    }
+    for (int64_t j = n; j < w; j++) s[j] = 0;
+    for (int h = 8; h; h /= 2)
+        for (int j = 0; j < h; j++) l[j] += l[j + h];
+    return l[0];
+}
+
+static double rows_f64_max(double *s, int64_t n, double scale) {
+    double r = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        double t = s[i] * scale;
+        s[i] = t;
+        r = t > r || t != t ? t : r;
+    }
+    return r;
+}
+
+static double rows_f64_exp(double *s, int64_t n, int64_t w, double mx) {
+    double l = 0;
+    for (int64_t i = 0; i < n; i++) l += s[i] = exp(s[i] - mx);
+    for (int64_t j = n; j < w; j++) s[j] = 0;
+    return l;
+}
+
+typedef struct attn_call {
+    const cpu_blas *bl;
+    const kn_attention_desc *d;
+    const void *q, *k, *v;
+    void *out, *scratch;
+    int64_t items;
+    atomic_int_fast64_t next; /* the next work item to take */
+} attn_call;
+
+/* One work item, per dtype. GEMM(ta, tb, m, n, k, a, lda, b, ldb, c, ldc) is the
+ * provider's product on the calling thread. */
+#define ATTN_ITEM(T, NAME, GEMM)                                                                   \
+    static void NAME##_item(const attn_call *c, int64_t it, T *ws) {                               \
+        const kn_attention_desc *d = c->d;                                                         \
+        int64_t nqb = (d->t + CPU_ATTN_TQ - 1) / CPU_ATTN_TQ, bh = it % (d->batch * d->heads);     \
+        int64_t qb = nqb - 1 - it / (d->batch * d->heads), b = bh / d->heads, n = bh % d->heads;   \
+        int64_t kh = n / (d->heads / d->kv_heads), i0 = qb * CPU_ATTN_TQ;                          \
+        int64_t rows = d->t - i0 < CPU_ATTN_TQ ? d->t - i0 : CPU_ATTN_TQ;                          \
+        int64_t seen = d->causal && i0 + rows < d->s ? i0 + rows : d->s; /* keys [0, seen) */      \
+        int64_t sk = d->s < CPU_ATTN_SK ? d->s : CPU_ATTN_SK, h = d->h, hv = d->hv;                \
+        T *sc = ws, *po = sc + pad16(CPU_ATTN_TQ * sk), *acc = po + pad16(CPU_ATTN_TQ * hv);       \
+        T *mx = acc + pad16(CPU_ATTN_TQ * hv), *sum = mx + pad16(CPU_ATTN_TQ),                     \
+          *al = sum + pad16(CPU_ATTN_TQ);                                                          \
+        const T *q = (const T *)c->q + ((b * d->t + i0) * d->heads + n) * h;                       \
+        int64_t ldq = d->heads * h, ldk = d->kv_heads * h, ldv = d->kv_heads * hv;                 \
+        for (int64_t r = 0; r < rows; r++) mx[r] = -INFINITY, sum[r] = 0;                          \
+        for (int64_t j0 = 0; j0 < seen; j0 += sk) {                                                \
+            int64_t w = seen - j0 < sk ? seen - j0 : sk;                                           \
+            const T *kc = (const T *)c->k + ((b * d->s + j0) * d->kv_heads + kh) * h;              \
+            const T *vc = (const T *)c->v + ((b * d->s + j0) * d->kv_heads + kh) * hv;             \
+            if (h)                                                                                 \
+                GEMM(false, true, rows, w, h, q, ldq, kc, ldk, sc, w);                             \
+            else /* no features: every score is 0 (not every provider writes C when k = 0) */      \
+                memset(sc, 0, (size_t)(rows * w) * sizeof(T));                                     \
+            for (int64_t r = 0; r < rows; r++) {                                                   \
+                int64_t cols = d->causal ? i0 + r + 1 - j0 : w; /* keys j <= i */                  \
+                cols = cols < 0 ? 0 : cols > w ? w : cols;                                         \
+                T *row = sc + r * w;                                                               \
+                if (!cols) { /* none of this chunk's keys: nothing changes */                      \
+                    memset(row, 0, (size_t)w * sizeof(T));                                         \
+                    al[r] = 1;                                                                     \
+                    continue;                                                                      \
+                }                                                                                  \
+                T m = NAME##_max(row, cols, (T)d->scale), mo = mx[r];                              \
+                m = m > mo || m != m ? m : mo;                                                     \
+                al[r] = j0 ? (T)exp(mo - m) : 0; /* the rows so far, rescaled */                   \
+                sum[r] = sum[r] * al[r] + NAME##_exp(row, cols, w, m);                             \
+                mx[r] = m;                                                                         \
+            }                                                                                      \
+            if (!j0) {                                                                             \
+                GEMM(false, false, rows, hv, w, sc, w, vc, ldv, acc, hv);                          \
+                continue;                                                                          \
+            }                                                                                      \
+            GEMM(false, false, rows, hv, w, sc, w, vc, ldv, po, hv);                               \
+            for (int64_t r = 0; r < rows; r++)                                                     \
+                for (int64_t e = 0; e < hv; e++)                                                   \
+                    acc[r * hv + e] = acc[r * hv + e] * al[r] + po[r * hv + e];                    \
+        }                                                                                          \
+        T *o = (T *)c->out + ((b * d->t + i0) * d->heads + n) * hv;                                \
+        for (int64_t r = 0; r < rows; r++)                                                         \
+            for (int64_t e = 0; e < hv; e++) o[r * d->heads * hv + e] = acc[r * hv + e] / sum[r];  \
+    }
+
+#define SGEMM(...) cpu_blas_sgemm(c->bl, __VA_ARGS__)
+#define DGEMM(...) cpu_blas_dgemm(c->bl, __VA_ARGS__)
+ATTN_ITEM(float, rows_f32, SGEMM)
+ATTN_ITEM(double, rows_f64, DGEMM)
+
+/* Pool task `slot` (one per thread): items from the shared counter until none is left. */
+static void attn_task(void *arg, int64_t begin, int64_t end) {
+    attn_call *c = arg;
+    int64_t elems = slot_elems(c->d);
+    for (int64_t slot = begin; slot < end; slot++) {
+        void *ws = (char *)c->scratch + slot * elems * elem_size(c->d->dtype);
+        int64_t it;
+        while ((it = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed)) < c->items) {
+            if (c->d->dtype == KILN_DTYPE_F64)
+                rows_f64_item(c, it, ws);
+            else
+                rows_f32_item(c, it, ws);
+        }
+    }
+}
+
+void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,
+                   const void *q, const void *k, const void *v, void *out, void *scratch) {
+    attn_call c = {bl, d, q, k, v, out, scratch, d->hv ? cpu_attention_items(d) : 0};
+    atomic_init(&c.next, 0);
+    if (!c.items) return;
+    if (threads > c.items) threads = (int)c.items;
+    if (pool && threads > 1)
+        pool_parallel_for(pool, threads, 1, attn_task, &c);
+    else
+        attn_task(&c, 0, 1);
+}

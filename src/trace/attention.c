@@ -1,0 +1,215 @@
+/* attention.c — jax.nn.dot_product_attention as one op (IR_ATTENTION), its primitive form
+ * and its gradient.
+ *
+ * The op is one node so that a backend can run it as a fused kernel (the CPU's keeps each
+ * block of scores in cache and skips the key blocks a causal query block cannot see:
+ * src/backend/cpu/cpu_attention.c). The same computation written with primitives is built
+ * here once and used twice: by the expansion a backend without the kernel gets
+ * (src/passes/expand.c), and by the gradient, which recomputes the probabilities from q
+ * and k instead of keeping them (so training saves q, k, v and the output, not [T, S]).
+ *
+ * Layout: q [B, T, N, H], k [B, S, K, H], v [B, S, K, Hv], out [B, T, N, Hv], query head
+ * n reading key/value head n / G with G = N / K; rank-3 operands are the same with B = 1. */
+#include "trace.h"
+
+#include <math.h>
+
+kiln_value trace_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value v, double scale,
+                           bool causal) {
+    const char *op = "kiln_dot_product_attention";
+    if (!trace_ready(g, op)) return KN_NONE;
+    if (!trace_node(g, op, q, "the query") || !trace_node(g, op, k, "the key") ||
+        !trace_node(g, op, v, "the value"))
+        return KN_NONE;
+    ir_node n = {.op = IR_ATTENTION};
+    n.a.attn.scale = scale;
+    n.a.attn.causal = causal;
+    uint32_t in[3] = {q.id, k.id, v.id};
+    return trace_emit(g, op, &n, in, 3);
+}
+
+kiln_value kiln_dot_product_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value v,
+                                      const kiln_attention_options *o) {
+    const char *op = "kiln_dot_product_attention";
+    if (!trace_ready(g, op)) return KN_NONE;
+    const ir_node *qn = trace_node(g, op, q, "the query");
+    if (!qn) return KN_NONE;
+    double scale = o ? o->scale : 0;
+    if (scale == 0 && qn->shape.rank >= 1) /* JAX's scale=None; a bad rank fails below */
+        scale = 1 / sqrt((double)(qn->shape.dims[qn->shape.rank - 1]
+                                      ? qn->shape.dims[qn->shape.rank - 1]
+                                      : 1));
+    return trace_attention(g, q, k, v, scale, o && o->is_causal);
+}
+
+/* ------------------------------------------------------- primitive form ---- */
+
+/* The operands as rank 4 and the sizes, read once. */
+typedef struct attn_form {
+    kiln_graph *g;
+    kiln_dtype t;
+    bool rank3; /* the op's operands had no batch axis */
+    int64_t B, T, S, N, K, H, Hv;
+    double scale;
+    bool causal;
+    kiln_value q, k, v;    /* rank 4 */
+    kiln_value krep, vrep; /* k, v with each key/value head repeated for its G query heads */
+} attn_form;
+
+static kiln_value to_rank4(kiln_graph *g, kiln_value x) {
+    const ir_shape *s = &g->nodes[x.id].shape;
+    if (s->rank == 4) return x;
+    int64_t d[4] = {1, s->dims[0], s->dims[1], s->dims[2]};
+    return kiln_reshape(g, x, 4, d);
+}
+
+/* [B, S, K, X] -> [B, S, N, X], head n = k G + g holding head k (JAX's grouping). */
+static kiln_value repeat_heads(const attn_form *f, kiln_value x, int64_t X) {
+    if (f->N == f->K) return x;
+    kiln_graph *g = f->g;
+    int64_t G = f->N / f->K, d5[5] = {f->B, f->S, f->K, G, X}, d4[4] = {f->B, f->S, f->N, X};
+    int bd[4] = {0, 1, 2, 4};
+    return kiln_reshape(g, kiln_broadcast_in_dim(g, x, 5, d5, bd), 4, d4);
+}
+
+/* The inverse's adjoint: [B, S, N, X] -> [B, S, K, X], summing each group of G heads. */
+static kiln_value sum_groups(const attn_form *f, kiln_value x, int64_t X) {
+    if (f->N == f->K) return x;
+    kiln_graph *g = f->g;
+    int64_t d5[5] = {f->B, f->S, f->K, f->N / f->K, X};
+    int ax = 3;
+    return kiln_reduce_sum(g, kiln_reshape(g, x, 5, d5), 1, &ax, false);
+}
+
+static void form_open(attn_form *f, kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k,
+                      kiln_value v) {
+    const ir_shape *qs = &g->nodes[q.id].shape, *ks = &g->nodes[k.id].shape,
+                   *vs = &g->nodes[v.id].shape;
+    int r = qs->rank, o = r - 3;
+    *f = (attn_form){.g = g,
+                     .t = n->dtype,
+                     .rank3 = r == 3,
+                     .B = o ? qs->dims[0] : 1,
+                     .T = qs->dims[o],
+                     .S = ks->dims[o],
+                     .N = qs->dims[o + 1],
+                     .K = ks->dims[o + 1],
+                     .H = qs->dims[o + 2],
+                     .Hv = vs->dims[o + 2],
+                     .scale = n->a.attn.scale,
+                     .causal = n->a.attn.causal};
+    f->q = to_rank4(g, q), f->k = to_rank4(g, k), f->v = to_rank4(g, v);
+    f->krep = repeat_heads(f, f->k, f->H);
+    f->vrep = repeat_heads(f, f->v, f->Hv);
+}
+
+/* The probabilities [B, N, T, S]: softmax over j of scale q.k, keys j > i set to -inf
+ * first when causal (exp(-inf - max) is exactly 0, and j = 0 is always there). */
+static kiln_value probabilities(const attn_form *f) {
+    kiln_graph *g = f->g;
+    kiln_dot_dims qk = {.n_contract = 1,
+                        .lhs_contract = {3},
+                        .rhs_contract = {3},
+                        .n_batch = 2,
+                        .lhs_batch = {0, 2},
+                        .rhs_batch = {0, 2}};
+    kiln_value s =
+        kiln_mul(g, kiln_dot_general(g, f->q, f->krep, &qk), kiln_scalar(g, f->t, f->scale));
+    if (f->causal) {
+        int64_t ts[2] = {f->T, f->S}, d4[4] = {f->B, f->N, f->T, f->S};
+        int bd[2] = {2, 3};
+        kiln_value seen = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I64, 2, ts, 1),
+                                       kiln_iota(g, KILN_DTYPE_I64, 2, ts, 0), KILN_CMP_LE);
+        s = kiln_select(g, kiln_broadcast_in_dim(g, seen, 4, d4, bd), s,
+                        kiln_full(g, f->t, 4, d4, -INFINITY));
+    }
+    return kiln_softmax(g, s, -1);
+}
+
+/* [B, N, T, X] -> [B, T, N, X], and to rank 3 when the op's operands were. */
+static kiln_value to_output(const attn_form *f, kiln_value x, int64_t X) {
+    int perm[4] = {0, 2, 1, 3};
+    kiln_value y = kiln_transpose(f->g, x, perm);
+    if (!f->rank3) return y;
+    int64_t d[3] = {f->T, f->N, X};
+    return kiln_reshape(f->g, y, 3, d);
+}
+
+/* [B, S, K, X] back to the operand's rank. */
+static kiln_value to_operand(const attn_form *f, kiln_value x, int64_t L, int64_t heads,
+                             int64_t X) {
+    if (!f->rank3) return x;
+    int64_t d[3] = {L, heads, X};
+    return kiln_reshape(f->g, x, 3, d);
+}
+
+kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k,
+                                      kiln_value v) {
+    attn_form f;
+    form_open(&f, g, n, q, k, v);
+    kiln_dot_dims pv = {.n_contract = 1,
+                        .lhs_contract = {3},
+                        .rhs_contract = {1},
+                        .n_batch = 2,
+                        .lhs_batch = {0, 1},
+                        .rhs_batch = {0, 2}};
+    return to_output(&f, kiln_dot_general(g, probabilities(&f), f.vrep, &pv), f.Hv);
+}
+
+/* out = P V with P = softmax(scale Q K^T) per (b, n); given ct = d out:
+ *   dV = P^T ct, dP = ct V^T, dS = P (dP - rowsum(ct * out)), dQ = scale dS K,
+ *   dK = scale dS^T Q,
+ * rowsum(ct * out) being rowsum(dP * P) (FlashAttention's D) without a [T, S] product;
+ * dK and dV sum over the G query heads that share a key/value head. */
+void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k, kiln_value v,
+                         kiln_value out, kiln_value ct, const bool *need, kiln_value *grads) {
+    attn_form f;
+    form_open(&f, g, n, q, k, v);
+    kiln_value p = probabilities(&f), o4 = to_rank4(g, out), c4 = to_rank4(g, ct);
+    if (need[2]) { /* dV [B, N, S, Hv] = P^T ct */
+        kiln_dot_dims d = {.n_contract = 1,
+                           .lhs_contract = {2},
+                           .rhs_contract = {1},
+                           .n_batch = 2,
+                           .lhs_batch = {0, 1},
+                           .rhs_batch = {0, 2}};
+        int perm[4] = {0, 2, 1, 3};
+        kiln_value dv = kiln_transpose(g, kiln_dot_general(g, p, c4, &d), perm);
+        grads[2] = to_operand(&f, sum_groups(&f, dv, f.Hv), f.S, f.K, f.Hv);
+    }
+    if (!need[0] && !need[1]) return;
+    kiln_dot_dims cv = {.n_contract = 1,
+                        .lhs_contract = {3},
+                        .rhs_contract = {3},
+                        .n_batch = 2,
+                        .lhs_batch = {0, 2},
+                        .rhs_batch = {0, 2}};
+    kiln_value dp = kiln_dot_general(g, c4, f.vrep, &cv); /* [B, N, T, S] */
+    int h = 3, perm3[3] = {0, 2, 1}, bd[3] = {0, 1, 2};
+    kiln_value rows = kiln_transpose(g, kiln_reduce_sum(g, kiln_mul(g, c4, o4), 1, &h, false),
+                                     perm3); /* [B, N, T] */
+    int64_t d4[4] = {f.B, f.N, f.T, f.S};
+    kiln_value ds =
+        kiln_mul(g, kiln_mul(g, p, kiln_sub(g, dp, kiln_broadcast_in_dim(g, rows, 4, d4, bd))),
+                 kiln_scalar(g, f.t, f.scale));
+    if (need[0]) { /* dQ [B, N, T, H] = dS K */
+        kiln_dot_dims d = {.n_contract = 1,
+                           .lhs_contract = {3},
+                           .rhs_contract = {1},
+                           .n_batch = 2,
+                           .lhs_batch = {0, 1},
+                           .rhs_batch = {0, 2}};
+        grads[0] = to_output(&f, kiln_dot_general(g, ds, f.krep, &d), f.H);
+    }
+    if (need[1]) { /* dK [B, N, S, H] = dS^T Q */
+        kiln_dot_dims d = {.n_contract = 1,
+                           .lhs_contract = {2},
+                           .rhs_contract = {1},
+                           .n_batch = 2,
+                           .lhs_batch = {0, 1},
+                           .rhs_batch = {0, 2}};
+        int perm[4] = {0, 2, 1, 3};
+        kiln_value dk = kiln_transpose(g, kiln_dot_general(g, ds, f.q, &d), perm);
+        grads[1] = to_operand(&f, sum_groups(&f, dk, f.H), f.S, f.K, f.H);
+    }
+}

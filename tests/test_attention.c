@@ -1,0 +1,461 @@
+/* test_attention.c — kiln_dot_product_attention (src/trace/attention.c, the CPU's fused
+ * kernel in src/backend/cpu/cpu_attention.c, the primitive form of src/passes/expand.c):
+ *  - the reference interpreter against values computed once with JAX 0.10.2
+ *    (jax.nn.dot_product_attention, jax_enable_x64; bench/.venv), causal and not;
+ *  - compiled against the reference on shapes that reach every path of the kernel: rank 3
+ *    and 4, grouped heads, T and S not multiples of the kernel's blocks, keys in several
+ *    chunks, T < S and T > S with a causal mask, H != Hv, zero-size and H = 0 operands,
+ *    f32 and f64, operands that are reshapes of products (read where they lie), held to
+ *    the memory plan (cmp_graph);
+ *  - the primitive form (what a backend without the kernel runs) against the reference,
+ *    interpreted and compiled, and that it leaves no attention node;
+ *  - the same bits with one thread and with three;
+ *  - the memory the fused kernel saves: no [B, N, T, S] temporary, its scratch planned;
+ *  - the graph text round trip, every builder error, and every host allocation of build +
+ *    compile + run failed in turn.
+ * Gradients are test_autodiff.c's (its per-op harness, against finite differences). */
+#include "compare.h"
+#include "fault.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
+
+#include <math.h>
+#include <stdint.h>
+
+static kiln_context *C;
+static uint64_t seed;
+
+static kiln_graph *new_graph(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(C, kiln_graph_create(C, "attention", &g));
+    return g;
+}
+
+/* ------------------------------------------------------------- JAX values ---- */
+
+static kiln_value f64_const(kiln_graph *g, int rank, const int64_t *dims, const double *v) {
+    return kiln_constant(g, KILN_DTYPE_F64, rank, dims, v);
+}
+
+/* q [1, 3, 2, 2] (two query heads), k and v [1, 3, 1, 2] (one shared head). */
+static void jax_values(void) {
+    static const double q[12] = {0.5, -1.0, 2.0, 0.25, -0.75, 1.5, 0.0, -2.0, 1.25, 0.5, -1.0, 1.0};
+    static const double k[6] = {1.0, 0.5, -0.5, 2.0, 0.25, -1.5};
+    static const double v[6] = {2.0, -1.0, 0.5, 3.0, -2.5, 1.0};
+    static const double causal[12] = {2.0,
+                                      -1.0,
+                                      2.0,
+                                      -1.0,
+                                      0.6263136118650436,
+                                      2.6631636694073677,
+                                      1.8394372314214706,
+                                      -0.5718327462673187,
+                                      0.9325483217835426,
+                                      0.35660479962825775,
+                                      0.5267007201910019,
+                                      2.5052594989538193};
+    static const double scaled[12] = {-0.5788311809301376, 0.6871013641357422,  0.4269210547208786,
+                                      0.4560123383998871,  0.5132455863058567,  1.8278526440262794,
+                                      -1.2899115532636642, 0.748902216553688,   0.42185820639133453,
+                                      0.7479284405708313,  0.36450864374637604, 1.7039502561092377};
+    for (int c = 0; c < 2; c++) {
+        kiln_graph *g = new_graph();
+        int64_t qd[4] = {1, 3, 2, 2}, kd[4] = {1, 3, 1, 2};
+        kiln_attention_options o = {.scale = c ? 0.3 : 0, .is_causal = !c};
+        kiln_value out = kiln_dot_product_attention(
+            g, f64_const(g, 4, qd, q), f64_const(g, 4, kd, k), f64_const(g, 4, kd, v), &o);
+        CHECK_OK(C, kiln_graph_finish(g, 1, &out));
+        kiln_array *r = NULL;
+        CHECK_OK(C, kiln_interpret(g, 0, NULL, 1, &r));
+        double got[12] = {0};
+        if (r) kiln_array_copy_to_host(r, got, sizeof got);
+        /* JAX rounds its scale=0.3 case through f32 in places: 1e-6 holds both */
+        for (int i = 0; i < 12; i++)
+            CHECK_MSG(fabs(got[i] - (c ? scaled : causal)[i]) <= 1e-6,
+                      "%s: element %d is %.17g, JAX gives %.17g", c ? "scale 0.3" : "causal", i,
+                      got[i], (c ? scaled : causal)[i]);
+        kiln_array_destroy(r);
+        kiln_graph_destroy(g);
+    }
+}
+
+/* ------------------------------------------------------- compiled cases ---- */
+
+typedef struct shape_case {
+    int rank;
+    int64_t B, T, S, N, K, H, Hv;
+    bool causal;
+    double scale; /* 0: the default */
+} shape_case;
+
+static const shape_case cases[] = {
+    {4, 2, 8, 8, 4, 4, 16, 16, true, 0},      /* plain multi-head, causal */
+    {4, 1, 130, 130, 2, 1, 32, 32, true, 0},  /* T = S past two query blocks, GQA 2:1 */
+    {4, 2, 70, 600, 4, 2, 8, 24, false, 0.2}, /* keys in two chunks, Hv != H */
+    {4, 1, 600, 600, 1, 1, 16, 16, true, 0},  /* causal over several key chunks */
+    {4, 1, 5, 200, 3, 3, 8, 8, true, 0},      /* T < S causal: keys past T never seen */
+    {4, 1, 200, 70, 2, 2, 8, 8, true, 0},     /* T > S causal: the last rows see all */
+    {3, 1, 65, 65, 6, 2, 8, 4, false, 0},     /* rank 3, 3 query heads per key head */
+    {3, 1, 1, 513, 4, 4, 64, 64, false, 0},   /* one query (decoding) over 513 keys */
+    {4, 3, 0, 4, 2, 2, 4, 4, true, 0},        /* no queries */
+    {4, 1, 4, 4, 2, 2, 0, 3, true, 0},        /* H = 0: every score is 0 */
+    {4, 1, 4, 4, 2, 2, 4, 0, false, 0},       /* Hv = 0: an empty result */
+};
+
+static void case_dims(const shape_case *c, int64_t *qd, int64_t *kd, int64_t *vd) {
+    int o = c->rank - 3;
+    if (o) qd[0] = kd[0] = vd[0] = c->B;
+    qd[o] = c->T, qd[o + 1] = c->N, qd[o + 2] = c->H;
+    kd[o] = c->S, kd[o + 1] = c->K, kd[o + 2] = c->H;
+    vd[o] = c->S, vd[o + 1] = c->K, vd[o + 2] = c->Hv;
+}
+
+/* Builds out = attention(q, k, v) of case c over three parameters of dtype t. */
+static kiln_graph *case_graph(const shape_case *c, kiln_dtype t) {
+    kiln_graph *g = new_graph();
+    int64_t qd[4], kd[4], vd[4];
+    case_dims(c, qd, kd, vd);
+    kiln_attention_options o = {.scale = c->scale, .is_causal = c->causal};
+    kiln_value q = kiln_parameter(g, "q", t, c->rank, qd); /* in this order: the arguments' */
+    kiln_value k = kiln_parameter(g, "k", t, c->rank, kd);
+    kiln_value v = kiln_parameter(g, "v", t, c->rank, vd);
+    kiln_value out = kiln_dot_product_attention(g, q, k, v, &o);
+    CHECK_OK(C, kiln_graph_finish(g, 1, &out));
+    return g;
+}
+
+static void case_args(const shape_case *c, kiln_dtype t, kiln_array **args) {
+    int64_t qd[4], kd[4], vd[4];
+    case_dims(c, qd, kd, vd);
+    args[0] = cmp_random_array(C, t, c->rank, qd, &seed);
+    args[1] = cmp_random_array(C, t, c->rank, kd, &seed);
+    args[2] = cmp_random_array(C, t, c->rank, vd, &seed);
+}
+
+static void compiled_cases(void) {
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int d = 0; d < 2; d++) {
+            kiln_dtype t = d ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+            kiln_graph *g = case_graph(&cases[i], t);
+            kiln_array *args[3];
+            case_args(&cases[i], t, args);
+            int nk = 0;
+            CHECK_MSG(cmp_graph(C, g, 3, args, NULL, 1e-5, &nk), "case %zu, %s", i,
+                      kiln_dtype_name(t));
+            CHECK_MSG(nk == 1, "case %zu: %d kernels, one fused attention expected", i, nk);
+            for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
+            kiln_graph_destroy(g);
+        }
+}
+
+/* A LLaMA-style use: q, k, v are reshapes of products (read in place, no copy kernel),
+ * the result goes through a product again. */
+static void in_a_block_of(kiln_dtype t) {
+    kiln_graph *g = new_graph();
+    int64_t B = 2, T = 70, C_ = 64, N = 4, K = 2, H = 16;
+    int64_t xd[3] = {B, T, C_}, wq[2] = {C_, N * H}, wk[2] = {C_, K * H};
+    kiln_value x = kiln_parameter(g, "x", t, 3, xd);
+    kiln_value w[4] = {kiln_parameter(g, "wq", t, 2, wq), kiln_parameter(g, "wk", t, 2, wk),
+                       kiln_parameter(g, "wv", t, 2, wk),
+                       kiln_parameter(g, "wo", t, 2, (int64_t[]){N * H, C_})};
+    for (int i = 0; i < 4; i++) /* weights of a trained model's scale: scores of a few units */
+        w[i] = kiln_mul(g, w[i], kiln_scalar(g, t, 0.125));
+    kiln_value q = kiln_reshape(g, kiln_matmul(g, x, w[0]), 4, (int64_t[]){B, T, N, H});
+    kiln_value k = kiln_reshape(g, kiln_matmul(g, x, w[1]), 4, (int64_t[]){B, T, K, H});
+    kiln_value v = kiln_reshape(g, kiln_matmul(g, x, w[2]), 4, (int64_t[]){B, T, K, H});
+    kiln_value y =
+        kiln_dot_product_attention(g, q, k, v, &(kiln_attention_options){.is_causal = true});
+    kiln_value out = kiln_matmul(g, kiln_reshape(g, y, 3, (int64_t[]){B, T, N * H}), w[3]);
+    CHECK_OK(C, kiln_graph_finish(g, 1, &out));
+    kiln_array *args[5] = {
+        cmp_random_array(C, t, 3, xd, &seed), cmp_random_array(C, t, 2, wq, &seed),
+        cmp_random_array(C, t, 2, wk, &seed), cmp_random_array(C, t, 2, wk, &seed),
+        cmp_random_array(C, t, 2, (int64_t[]){N * H, C_}, &seed)};
+    int nk = 0;
+    CHECK_MSG(cmp_graph(C, g, 5, args, NULL, 1e-5, &nk), "%s", kiln_dtype_name(t));
+    CHECK_MSG(nk == 9, "%d kernels: 4 weight scalings, 3 products, the attention, a product", nk);
+    for (int a = 0; a < 5; a++) kiln_array_destroy(args[a]);
+    kiln_graph_destroy(g);
+}
+
+static void in_a_block(void) {
+    in_a_block_of(KILN_DTYPE_F32);
+    in_a_block_of(KILN_DTYPE_F64);
+}
+
+/* --------------------------------------------------------- primitive form ---- */
+
+static bool has_attention(const kiln_graph *g) {
+    for (uint32_t id = 1; id < g->n_nodes; id++)
+        if (g->nodes[id].op == IR_ATTENTION) return true;
+    return false;
+}
+
+static void primitive_form(void) {
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (cases[i].S > 256) continue; /* the interpreter's [T, S] products are slow */
+        kiln_graph *g = case_graph(&cases[i], KILN_DTYPE_F64), *x = NULL;
+        CHECK_OK(C, pass_expand_run(g, true, &x));
+        if (!x) {
+            kiln_graph_destroy(g);
+            continue;
+        }
+        CHECK_MSG(!has_attention(x), "case %zu: an attention node is left", i);
+        CHECK_OK(C, ir_verify(x));
+        kiln_array *args[3], *want = NULL, *got = NULL;
+        case_args(&cases[i], KILN_DTYPE_F64, args);
+        CHECK_OK(C, kiln_interpret(g, 3, args, 1, &want));
+        CHECK_OK(C, kiln_interpret(x, 3, args, 1, &got));
+        if (want && got)
+            CHECK_MSG(cmp_arrays(got, want, 1e-6, 1e-12, "primitive form"), "case %zu", i);
+        /* and compiled: what a backend without the kernel runs */
+        CHECK_MSG(cmp_graph(C, x, 3, args, NULL, 1e-5, NULL), "case %zu compiled", i);
+        kiln_array_destroy(want), kiln_array_destroy(got);
+        for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
+        kiln_graph_destroy(x);
+        kiln_graph_destroy(g);
+    }
+    kiln_graph *g = new_graph(), *x = NULL; /* nothing to expand: no new graph */
+    kiln_value p = kiln_parameter(g, "p", KILN_DTYPE_F32, 1, (int64_t[]){3});
+    kiln_value e = kiln_exp(g, p);
+    CHECK_OK(C, kiln_graph_finish(g, 1, &e));
+    CHECK_OK(C, pass_expand_run(g, true, &x));
+    CHECK(x == NULL);
+    kiln_graph_destroy(g);
+}
+
+/* ---------------------------------------------------------------- threads ---- */
+
+static kiln_context *threads_context(int n, char *dir) {
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.num_threads = n;
+    o.cache_dir = dir;
+    kiln_context *ctx = NULL;
+    char err[512];
+    CHECK_MSG(kiln_context_create(&o, &ctx, err, sizeof err) == KILN_STATUS_OK, "%s", err);
+    return ctx;
+}
+
+/* Each work item reads its own rows and writes its own rows: any thread count gives the
+ * same bits. */
+static void same_bits_any_threads(void) {
+    char dir[] = "/tmp/kiln-test-attention-threads-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    const shape_case *c = &cases[3];
+    float *res[2] = {0};
+    size_t bytes = 0;
+    for (int r = 0; r < 2; r++) {
+        kiln_context *ctx = threads_context(r ? 3 : 1, dir);
+        if (!ctx) break;
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "threads", &g));
+        int64_t qd[4], kd[4], vd[4];
+        case_dims(c, qd, kd, vd);
+        kiln_attention_options o = {.is_causal = true};
+        kiln_value q = kiln_parameter(g, "q", KILN_DTYPE_F32, 4, qd);
+        kiln_value k = kiln_parameter(g, "k", KILN_DTYPE_F32, 4, kd);
+        kiln_value v = kiln_parameter(g, "v", KILN_DTYPE_F32, 4, vd);
+        kiln_value out = kiln_dot_product_attention(g, q, k, v, &o);
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
+        uint64_t s = 77;
+        kiln_array *args[3] = {cmp_random_array(ctx, KILN_DTYPE_F32, 4, qd, &s),
+                               cmp_random_array(ctx, KILN_DTYPE_F32, 4, kd, &s),
+                               cmp_random_array(ctx, KILN_DTYPE_F32, 4, vd, &s)};
+        kiln_executable *e = NULL;
+        kiln_array *y = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        if (e) CHECK_OK(ctx, kiln_executable_run(e, 3, args, 1, &y));
+        if (y) {
+            bytes = kiln_array_nbytes(y);
+            res[r] = malloc(bytes);
+            kiln_array_copy_to_host(y, res[r], bytes);
+        }
+        kiln_array_destroy(y);
+        for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+        kiln_context_destroy(ctx);
+    }
+    CHECK(res[0] && res[1] && !memcmp(res[0], res[1], bytes));
+    free(res[0]), free(res[1]);
+    test_remove_dir(dir);
+}
+
+/* ----------------------------------------------------------------- memory ---- */
+
+/* The fused kernel keeps no [B, N, T, S] value: its temporaries are its scratch, a few
+ * score tiles, where the primitive form holds the scores and probabilities. */
+static void memory(void) {
+    shape_case c = {4, 2, 256, 256, 4, 4, 32, 32, true, 0};
+    kiln_graph *g = case_graph(&c, KILN_DTYPE_F32), *x = NULL;
+    CHECK_OK(C, pass_expand_run(g, true, &x));
+    kiln_executable *fused = NULL, *prims = NULL;
+    CHECK_OK(C, kiln_compile(g, NULL, &fused));
+    if (x) CHECK_OK(C, kiln_compile(x, NULL, &prims));
+    if (fused && prims) {
+        kiln_memory_analysis a, b;
+        CHECK_OK(C, kiln_executable_get_memory_analysis(fused, &a));
+        CHECK_OK(C, kiln_executable_get_memory_analysis(prims, &b));
+        uint64_t scores = (uint64_t)(c.B * c.N * c.T * c.S) * 4;
+        CHECK_MSG(a.temp_bytes > 0 && a.temp_bytes < scores / 4,
+                  "fused: %llu temporary bytes, the scores are %llu",
+                  (unsigned long long)a.temp_bytes, (unsigned long long)scores);
+        CHECK_MSG(b.temp_bytes >= scores, "primitive form: %llu temporary bytes",
+                  (unsigned long long)b.temp_bytes);
+    }
+    kiln_executable_destroy(fused), kiln_executable_destroy(prims);
+    kiln_graph_destroy(x), kiln_graph_destroy(g);
+}
+
+/* ------------------------------------------------------------- graph text ---- */
+
+static void graph_text(void) {
+    kiln_graph *g = case_graph(&cases[2], KILN_DTYPE_F32); /* scale 0.2, not causal */
+    kiln_graph *h = case_graph(&cases[1], KILN_DTYPE_F32); /* the default scale, causal */
+    for (int i = 0; i < 2; i++) {
+        char *text = kiln_graph_to_string(i ? h : g), *again = NULL;
+        CHECK(text && strstr(text, "dot_product_attention"));
+        CHECK(text && (i ? strstr(text, " causal") != NULL : strstr(text, "causal") == NULL));
+        kiln_graph *l = NULL;
+        CHECK_OK(C, kiln_graph_parse(C, text, strlen(text), "text", &l));
+        if (l) again = kiln_graph_to_string(l);
+        CHECK_MSG(again && !strcmp(text, again), "round trip:\n%s\n%s", text, again ? again : "");
+        kiln_string_free(C, text), kiln_string_free(C, again);
+        kiln_graph_destroy(l);
+    }
+    kiln_graph_destroy(g), kiln_graph_destroy(h);
+    /* a scale that is not a number, and an integer one */
+#define ATTN_HDR "graph t(%1: f32[2,1,4] \"q\") {\n  %1 = parameter 0 \"q\" : f32[2,1,4]\n"
+    static const char *const bad[] = {
+        ATTN_HDR "  %2 = dot_product_attention(%1, %1, %1) scale=[1] : f32[2,1,4]\n"
+                 "  return (%2)\n}\n",
+        ATTN_HDR "  %2 = dot_product_attention(%1, %1, %1) scale=1.5e : f32[2,1,4]\n"
+                 "  return (%2)\n}\n",
+        ATTN_HDR "  %2 = dot_product_attention(%1, %1) scale=1 : f32[2,1,4]\n  return (%2)\n}\n",
+    };
+    for (int i = 0; i < 3; i++) {
+        kiln_graph *l = NULL;
+        CHECK_MSG(kiln_graph_parse(C, bad[i], strlen(bad[i]), "bad", &l) != KILN_STATUS_OK,
+                  "text %d loaded", i);
+        kiln_graph_destroy(l);
+    }
+    kiln_graph *l = NULL;
+    const char *ok = ATTN_HDR "  %2 = dot_product_attention(%1, %1, %1) scale=2 causal : "
+                              "f32[2,1,4]\n  return (%2)\n}\n";
+    CHECK_OK(C, kiln_graph_parse(C, ok, strlen(ok), "int scale", &l));
+    kiln_graph_destroy(l);
+}
+
+/* ---------------------------------------------------------------- errors ---- */
+
+static void expect_error(kiln_graph *g, kiln_value v, kiln_status want, const char *part) {
+    CHECK(!kiln_value_ok(v));
+    kiln_value out = v;
+    kiln_status s = kiln_graph_finish(g, 1, &out);
+    CHECK_MSG(s == want, "status %s, want %s", kiln_status_name(s), kiln_status_name(want));
+    const char *m = kiln_last_error(C);
+    CHECK_MSG(strstr(m, "kiln_dot_product_attention") && strstr(m, part), "message: %s", m);
+    kiln_graph_destroy(g);
+}
+
+static void errors(void) {
+    int64_t q4[4] = {2, 8, 4, 16}, k4[4] = {2, 8, 2, 16}, q3[3] = {8, 4, 16};
+    struct {
+        kiln_dtype tq, tk;
+        int rq, rk;
+        const int64_t *dq, *dk, *dv;
+        double scale;
+        kiln_status want;
+        const char *part;
+    } bad[] = {
+        {KILN_DTYPE_F32, KILN_DTYPE_F64, 4, 4, q4, k4, k4, 0, KILN_STATUS_DTYPE, "one dtype"},
+        {KILN_DTYPE_I32, KILN_DTYPE_I32, 4, 4, q4, k4, k4, 0, KILN_STATUS_DTYPE, "f32 or f64"},
+        {KILN_DTYPE_F32, KILN_DTYPE_F32, 4, 3, q4, q3, q3, 0, KILN_STATUS_SHAPE, "ranks 4, 3"},
+        {KILN_DTYPE_F32, KILN_DTYPE_F32, 4, 4, q4, (int64_t[]){2, 8, 3, 16},
+         (int64_t[]){2, 8, 3, 16}, 0, KILN_STATUS_SHAPE, "multiple of the 3 key/value heads"},
+        {KILN_DTYPE_F32, KILN_DTYPE_F32, 4, 4, q4, (int64_t[]){2, 8, 2, 8}, (int64_t[]){2, 8, 2, 8},
+         0, KILN_STATUS_SHAPE, "head size H, not 16 and 8"},
+        {KILN_DTYPE_F32, KILN_DTYPE_F32, 4, 4, q4, k4, (int64_t[]){2, 7, 2, 16}, 0,
+         KILN_STATUS_SHAPE, "agree on [S, K]"},
+        {KILN_DTYPE_F32, KILN_DTYPE_F32, 4, 4, q4, (int64_t[]){3, 8, 2, 16},
+         (int64_t[]){3, 8, 2, 16}, 0, KILN_STATUS_SHAPE, "one batch size"},
+        {KILN_DTYPE_F32, KILN_DTYPE_F32, 4, 4, q4, (int64_t[]){2, 0, 2, 16},
+         (int64_t[]){2, 0, 2, 16}, 0, KILN_STATUS_SHAPE, "key length S is 0"},
+        {KILN_DTYPE_F32, KILN_DTYPE_F32, 4, 4, q4, k4, k4, NAN, KILN_STATUS_INVALID_ARGUMENT,
+         "not finite"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kiln_graph *g = new_graph();
+        kiln_value q = kiln_parameter(g, "q", bad[i].tq, bad[i].rq, bad[i].dq); /* in order */
+        kiln_value k = kiln_parameter(g, "k", bad[i].tk, bad[i].rk, bad[i].dk);
+        kiln_value v = kiln_parameter(g, "v", bad[i].tk, bad[i].rk, bad[i].dv);
+        kiln_attention_options o = {.scale = bad[i].scale};
+        expect_error(g, kiln_dot_product_attention(g, q, k, v, &o), bad[i].want, bad[i].part);
+    }
+    kiln_graph *g = new_graph(); /* a value of another graph */
+    kiln_graph *h = new_graph();
+    kiln_value q = kiln_parameter(g, "q", KILN_DTYPE_F32, 4, q4);
+    kiln_value k = kiln_parameter(h, "k", KILN_DTYPE_F32, 4, k4);
+    expect_error(g, kiln_dot_product_attention(g, q, k, k, NULL), KILN_STATUS_INVALID_ARGUMENT,
+                 "key");
+    kiln_graph_destroy(h);
+}
+
+/* ------------------------------------------------------- fault injection ---- */
+
+static kiln_status build_and_run(kiln_context *c, int *bad) {
+    kiln_graph *g = NULL;
+    kiln_status s = kiln_graph_create(c, "faults", &g);
+    if (s) return s;
+    int64_t d[4] = {1, 3, 1, 2};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, d);
+    kiln_value out =
+        kiln_dot_product_attention(g, x, x, x, &(kiln_attention_options){.is_causal = true});
+    s = kiln_graph_finish(g, 1, &out);
+    kiln_executable *e = NULL;
+    kiln_array *a = NULL, *r = NULL;
+    float xv[6] = {1, 2, 3, 4, 5, 6}, y[6] = {0};
+    if (!s) s = kiln_compile(g, NULL, &e);
+    if (!s) s = kiln_array_create(c, KILN_DTYPE_F32, 4, d, xv, &a);
+    if (!s) s = kiln_executable_run(e, 1, &a, 1, &r);
+    if (!s) {
+        kiln_array_copy_to_host(r, y, sizeof y);
+        *bad = y[0] != 1 || y[1] != 2; /* the first query sees only the first key */
+    }
+    kiln_array_destroy(r);
+    kiln_array_destroy(a);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return s;
+}
+
+static void faults(void) {
+    char dir[] = "/tmp/kiln-test-attention-faults-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    fault_ctx_case fc = {dir, build_and_run, "the run succeeded with wrong results"};
+    fault_sweep sw = {.name = "attention", .run = fault_in_context, .user = &fc, .max_runs = 5000};
+    long n = fault_sweep_run(&sw);
+    CHECK_MSG(n > 0, "no run completed");
+    test_remove_dir(dir);
+}
+
+int main(void) {
+    char dir[] = "/tmp/kiln-test-attention-XXXXXX";
+    C = test_private_context(dir);
+    if (!C) return 1;
+    seed = test_seed(31);
+    RUN(jax_values);
+    RUN(compiled_cases);
+    RUN(in_a_block);
+    RUN(primitive_form);
+    RUN(same_bits_any_threads);
+    RUN(memory);
+    RUN(graph_text);
+    RUN(errors);
+    kiln_context_destroy(C);
+    test_remove_dir(dir);
+    RUN(faults);
+    return test_summary("test_attention");
+}

@@ -59,13 +59,17 @@ int64_t cpu_attention_items(const kn_attention_desc *d) {
  * GCC's vector extensions, 16 lanes (AVX-512 in the x86-64-v4 clone, two or four narrower
  * registers in the others), because the NaN-propagating max and the exp do not vectorise
  * from scalar code; f64 is scalar (libm's exp), for tests and the rare f64 model. */
-/* The helpers below pass 64-byte vectors by value; they are static and inlined, so the
- * ABI gcc warns about (-Wpsabi: AVX-512 registers or memory) is never a boundary. */
+/* The helpers below pass 64-byte vectors by value, which the clones would pass in
+ * different ways (zmm registers in the AVX-512 clone, memory in the others): they are
+ * always inlined, so no call crosses that boundary (at -O0 an ordinary inline function is
+ * called, and the AVX-512 clone then read its arguments from where the baseline callee
+ * did not put them). So the ABI gcc warns about (-Wpsabi) is never a boundary. */
+#define KILN_VINLINE __attribute__((always_inline)) static inline
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float vf32 __attribute__((vector_size(64)));
 typedef int32_t vi32 __attribute__((vector_size(64)));
 
-static inline vf32 vblend(vi32 take, vf32 a, vf32 b) { /* take ? a : b, per lane */
+KILN_VINLINE vf32 vblend(vi32 take, vf32 a, vf32 b) { /* take ? a : b, per lane */
     return (vf32)(((vi32)a & take) | ((vi32)b & ~take));
 }
 
@@ -73,7 +77,7 @@ static inline vf32 vblend(vi32 take, vf32 a, vf32 b) { /* take ? a : b, per lane
  * (src/codegen/print_c.c: Cody-Waite reduction, the Cephes degree-6 polynomial, 2^k into
  * the exponent bits; ~1 ulp) with round-to-nearest by the 1.5 * 2^23 trick, and results
  * below 2^-125 (x < -86.6, far under one ulp of a softmax's sum) flushed to 0; NaN stays. */
-static inline vf32 vexp_le0(vf32 x) {
+KILN_VINLINE vf32 vexp_le0(vf32 x) {
     vi32 tiny = x < -86.6f;
     vf32 xc = vblend(tiny, (vf32){0} - 86.6f, x);
     vf32 kf = xc * 1.44269504088896341f + 12582912.0f;

@@ -468,10 +468,33 @@ static void op_gather(fz_state *s) {
     push(s, kiln_scatter_add_rows(s->g, x.v, idx.v, up.v), lv_max(lv, up.lv));
 }
 
+/* kiln_dot_product_attention with x as the query: keys and values made to fit it (S
+ * drawn, the heads shared by 1 or all), or any two values (mostly a builder error). */
+static void op_attention(fz_state *s, fz_val x) {
+    kiln_value k, v;
+    if (fz_u8(&s->in) < 200 && (x.rank == 3 || x.rank == 4)) {
+        int64_t kd[4], vd[4];
+        int o = x.rank - 3;
+        for (int i = 0; i < x.rank; i++) kd[i] = vd[i] = x.dims[i];
+        kd[o] = vd[o] = draw_attr(s, 1, 5);                            /* S */
+        kd[o + 1] = vd[o + 1] = fz_u8(&s->in) % 2 ? 1 : x.dims[o + 1]; /* K */
+        vd[o + 2] = draw_attr(s, 0, 4);                                /* Hv */
+        k = make_param(s, x.t, x.rank, kd);
+        v = make_param(s, x.t, x.rank, vd);
+    } else {
+        k = pick(s).v;
+        v = pick(s).v;
+    }
+    uint8_t b = fz_u8(&s->in);
+    kiln_attention_options o = {.scale = b < 200 ? 0 : draw_double(s), .is_causal = b % 2};
+    push(s, kiln_dot_product_attention(s->g, x.v, k, v, b % 5 == 4 ? NULL : &o), LV_LOOSE);
+}
+
 static void op_composite(fz_state *s) {
     fz_val x = pick(s);
     int axis = draw_axis(s, x.rank);
-    switch (fz_u8(&s->in) % 4) {
+    switch (fz_u8(&s->in) % 5) {
+    case 4: op_attention(s, x); break;
     case 0: push(s, kiln_softmax(s->g, x.v, axis), LV_LOOSE); break;
     case 1: push(s, kiln_log_softmax(s->g, x.v, axis), LV_LOOSE); break;
     case 2: {

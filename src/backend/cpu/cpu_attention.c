@@ -170,7 +170,7 @@ typedef struct attn_call {
 /* One work item, per dtype. GEMM(ta, tb, m, n, k, a, lda, b, ldb, c, ldc) is the
  * provider's product on the calling thread. */
 #define ATTN_ITEM(T, NAME, GEMM)                                                                   \
-    static void NAME##_item(const attn_call *c, int64_t it, T *ws) {                               \
+    KILN_CLONES static void NAME##_item(const attn_call *c, int64_t it, T *ws) {                   \
         const kn_attention_desc *d = c->d;                                                         \
         int64_t nqb = (d->t + CPU_ATTN_TQ - 1) / CPU_ATTN_TQ, bh = it % (d->batch * d->heads);     \
         int64_t qb = nqb - 1 - it / (d->batch * d->heads), b = bh / d->heads, n = bh % d->heads;   \
@@ -217,8 +217,11 @@ typedef struct attn_call {
                     acc[r * hv + e] = acc[r * hv + e] * al[r] + po[r * hv + e];                    \
         }                                                                                          \
         T *o = (T *)c->out + ((b * d->t + i0) * d->heads + n) * hv;                                \
-        for (int64_t r = 0; r < rows; r++)                                                         \
-            for (int64_t e = 0; e < hv; e++) o[r * d->heads * hv + e] = acc[r * hv + e] / sum[r];  \
+        for (int64_t r = 0; r < rows; r++) {                                                       \
+            T inv = 1 / sum[r], *orow = o + r * d->heads * hv; /* one rounding more than a /: */   \
+            const T *arow = acc + r * hv;                      /* within f32's tolerance */        \
+            for (int64_t e = 0; e < hv; e++) orow[e] = arow[e] * inv;                              \
+        }                                                                                          \
     }
 
 #define SGEMM(...) cpu_blas_sgemm(c->bl, __VA_ARGS__)

@@ -195,7 +195,8 @@ typedef struct kn_backend {
      * form (products, a select and a softmax: src/passes/expand.c) before fusion. The fused
      * attention of the descriptor; `scratch` is attention_scratch(d) bytes of device memory
      * the memory plan set aside for this call (the backend says how much, the planner
-     * where). Must give the reference's values to f32/f64 rounding. */
+     * where). out never overlaps q, k or v. Must give the reference's values to f32/f64
+     * rounding. */
     kiln_status (*attention)(void *state, int device, const kn_attention_desc *d, const void *q,
                              const void *k, const void *v, void *out, void *scratch);
     /* Required with attention: the scratch bytes one call of d needs (may be 0). Depends only

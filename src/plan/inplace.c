@@ -105,8 +105,9 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
     uint8_t *flags = (uint8_t *)(mem + words);
     for (uint32_t ki = 0, at = 0; ki < fp->n_kernels; at += fp->kernels[ki++].n_inputs) {
         const fkernel *kn = &fp->kernels[ki];
-        /* a collective runs out of place: other replicas read its operand while it writes */
-        if (kn->kind == FK_DOT || kn->kind == FK_COLLECTIVE) continue;
+        /* a collective runs out of place: other replicas read its operand while it writes;
+         * an attention's every work item reads all of k and v */
+        if (kn->kind == FK_DOT || kn->kind == FK_ATTENTION || kn->kind == FK_COLLECTIVE) continue;
         if (kn->kind == FK_SCATTER) {
             scatter_legal(g, kn, out + at);
             continue;

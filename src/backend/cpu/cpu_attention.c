@@ -59,27 +59,24 @@ int64_t cpu_attention_items(const kn_attention_desc *d) {
  * GCC's vector extensions, 16 lanes (AVX-512 in the x86-64-v4 clone, two or four narrower
  * registers in the others), because the NaN-propagating max and the exp do not vectorise
  * from scalar code; f64 is scalar (libm's exp), for tests and the rare f64 model. */
-/* The helpers below pass 64-byte vectors by value, which the clones would pass in
- * different ways (zmm registers in the AVX-512 clone, memory in the others): they are
- * always inlined, so no call crosses that boundary (at -O0 an ordinary inline function is
- * called, and the AVX-512 clone then read its arguments from where the baseline callee
- * did not put them). So the ABI gcc warns about (-Wpsabi) is never a boundary. */
-#define KILN_VINLINE __attribute__((always_inline)) static inline
-#pragma GCC diagnostic ignored "-Wpsabi"
 typedef float vf32 __attribute__((vector_size(64)));
 typedef int32_t vi32 __attribute__((vector_size(64)));
 
-KILN_VINLINE vf32 vblend(vi32 take, vf32 a, vf32 b) { /* take ? a : b, per lane */
-    return (vf32)(((vi32)a & take) | ((vi32)b & ~take));
-}
+/* take ? a : b, per lane (take: lanes of all ones or zeros, as a vector compare gives) */
+#define VBLEND(take, a, b) ((vf32)(((vi32)(a) & (take)) | ((vi32)(b) & ~(take))))
 
 /* exp(x) for x <= 0 (what the softmax feeds it): the generated kernels' kiln_exp_f32
  * (src/codegen/print_c.c: Cody-Waite reduction, the Cephes degree-6 polynomial, 2^k into
  * the exponent bits; ~1 ulp) with round-to-nearest by the 1.5 * 2^23 trick, and results
  * below 2^-125 (x < -86.6, far under one ulp of a softmax's sum) flushed to 0; NaN stays. */
-KILN_VINLINE vf32 vexp_le0(vf32 x) {
+/* In place, through a pointer: a 64-byte vector passed by value would cross the clones'
+ * differing ABIs (zmm registers in the AVX-512 clone, memory in the others) wherever gcc
+ * does not inline the call (at -O0 it called the baseline helper from the AVX-512 clone,
+ * which read its argument from where the caller had not put it). */
+__attribute__((always_inline)) static inline void vexp_le0(vf32 *v) {
+    vf32 x = *v;
     vi32 tiny = x < -86.6f;
-    vf32 xc = vblend(tiny, (vf32){0} - 86.6f, x);
+    vf32 xc = VBLEND(tiny, (vf32){0} - 86.6f, x);
     vf32 kf = xc * 1.44269504088896341f + 12582912.0f;
     kf = kf - 12582912.0f;
     vf32 r = xc - kf * 0.693359375f;
@@ -92,7 +89,7 @@ KILN_VINLINE vf32 vexp_le0(vf32 x) {
     vf32 y = p * r * r + r + 1.0f;
     y = (vf32)((vi32)y + (__builtin_convertvector(kf, vi32) << 23));
     y = (vf32)((vi32)y & ~tiny);
-    return vblend(x != x, x, y);
+    *v = VBLEND(x != x, x, y);
 }
 
 KILN_CLONES static float rows_f32_max(float *s, int64_t n, float scale) {
@@ -104,7 +101,7 @@ KILN_CLONES static float rows_f32_max(float *s, int64_t n, float scale) {
         memcpy(&t, s + i, sizeof t);
         t *= scale;
         memcpy(s + i, &t, sizeof t);
-        m = vblend(t > m, t, m);
+        m = VBLEND(t > m, t, m);
         nan |= t != t;
     }
     float r = -INFINITY;
@@ -123,14 +120,16 @@ KILN_CLONES static float rows_f32_exp(float *s, int64_t n, int64_t w, float mx) 
     for (; i + 16 <= n; i += 16) {
         vf32 t;
         memcpy(&t, s + i, sizeof t);
-        t = vexp_le0(t - mx);
+        t -= mx;
+        vexp_le0(&t);
         memcpy(s + i, &t, sizeof t);
         l += t;
     }
     if (i < n) { /* the tail, as a padded vector */
         vf32 t = {0};
         memcpy(&t, s + i, (size_t)(n - i) * sizeof(float));
-        t = vexp_le0(t - mx);
+        t -= mx;
+        vexp_le0(&t);
         for (int j = (int)(n - i); j < 16; j++) t[j] = 0;
         memcpy(s + i, &t, (size_t)(n - i) * sizeof(float));
         l += t;

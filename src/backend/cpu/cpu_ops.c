@@ -146,6 +146,17 @@ void cpu_scatter_add_rows(kiln_dtype t, kiln_dtype it, const void *operand, int6
 #define SCAN(T, A, U)                                                                              \
     static void scan_##T(const T *x, T *out, int64_t n, int64_t inner, int64_t o, int64_t c0,      \
                          int64_t c1, bool reverse) {                                               \
+        if (inner == 1) { /* one column: the running sum in a register, not a stack array */       \
+            const T *xr = x + o * n;                                                               \
+            T *yr = out + o * n;                                                                   \
+            A a = 0;                                                                               \
+            for (int64_t k = 0; k < n; k++) {                                                      \
+                int64_t j = reverse ? n - 1 - k : k;                                               \
+                a += (A)xr[j];                                                                     \
+                yr[j] = (T)(U)a;                                                                   \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
         A acc[CPU_SCAN_CHUNK] = {0};                                                               \
         for (int64_t k = 0; k < n; k++) {                                                          \
             int64_t at = (o * n + (reverse ? n - 1 - k : k)) * inner;                              \

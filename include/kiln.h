@@ -597,8 +597,10 @@ KILN_API kiln_value kiln_one_hot(kiln_graph *g, kiln_value indices, int64_t n, k
  * key blocks a query block cannot see (about half the products at T = S); a backend
  * without that kernel (CUDA today) runs the same primitives a user would write. The
  * gradient recomputes the probabilities from q and k (as FlashAttention's backward does),
- * so training keeps q, k, v and the output, not the [T, S] scores. A mask or bias other
- * than causal: write it with kiln_dot_general, kiln_where and kiln_softmax (docs/ops.md). */
+ * so training keeps q, k, v and the output, not the [T, S] scores: less memory for one more
+ * [T, S] product per call in the backward pass, which has no fused kernel yet (docs/ops.md
+ * measures both). A mask or bias other than causal: write it with kiln_dot_general,
+ * kiln_where and kiln_softmax. */
 typedef struct kiln_attention_options {
     double scale;   /* multiplies q . k; 0 means 1 / sqrt(H), JAX's default (scale=None) */
     bool is_causal; /* query i attends to keys j <= i only */

@@ -1,4 +1,4 @@
-/* bench_programs.c — kiln's side of the five programs of issue 14, run side by side with
+/* bench_programs.c — kiln's side of issue 14's programs, run side by side with
  * JAX and NumPy by bench/programs/run.sh (programs.py is the other side).
  *
  * Usage: bench_programs DIR REPS PROGRAM SIZES...
@@ -12,6 +12,8 @@
  *                       hidden 8C/3 rounded to 64, residual
  *   block_sdpa B T C    the same block with its attention as one call:
  *                       kiln_dot_product_attention (causal), jax.nn.dot_product_attention
+ *   attn B T N K H      causal dot_product_attention alone: q [B, T, N, H], k and v
+ *                       [B, T, K, H] (N / K query heads per key/value head)
  *   xent N V            mean softmax cross-entropy of logits [N, V] and its gradient
  *   adam P              one Adam step over P f32 parameters, parameters and state donated
  *   cumsum R N          x [R, N] f32: cumsum along N, and cumsum along R reversed
@@ -192,6 +194,15 @@ static int trace_block_sdpa(prog *p, kiln_graph *g, const int64_t *s, kiln_value
     return block_of(p, g, s, outs, true);
 }
 
+static int trace_attn(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    int64_t B = s[0], T = s[1], N = s[2], K = s[3], H = s[4];
+    kiln_value q = arg_f32(p, g, 4, (int64_t[]){B, T, N, H}, -1, 1);
+    kiln_value k = arg_f32(p, g, 4, (int64_t[]){B, T, K, H}, -1, 1);
+    kiln_value v = arg_f32(p, g, 4, (int64_t[]){B, T, K, H}, -1, 1);
+    outs[0] = kiln_dot_product_attention(g, q, k, v, &(kiln_attention_options){.is_causal = true});
+    return 1;
+}
+
 static int trace_xent(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     int64_t N = s[0], V = s[1];
     kiln_value logits = arg_f32(p, g, 2, (int64_t[]){N, V}, -4, 4);
@@ -227,16 +238,17 @@ int main(int argc, char **argv) {
         const char *name;
         int n_sizes;
         int (*trace)(prog *, kiln_graph *, const int64_t *, kiln_value *);
-    } progs[] = {{"embed", 6, trace_embed},  {"rope", 4, trace_rope},
-                 {"block", 3, trace_block},  {"block_sdpa", 3, trace_block_sdpa},
-                 {"xent", 2, trace_xent},    {"adam", 1, trace_adam},
-                 {"cumsum", 2, trace_cumsum}};
+    } progs[] = {{"embed", 6, trace_embed},   {"rope", 4, trace_rope},
+                 {"block", 3, trace_block},   {"block_sdpa", 3, trace_block_sdpa},
+                 {"xent", 2, trace_xent},     {"adam", 1, trace_adam},
+                 {"cumsum", 2, trace_cumsum}, {"attn", 5, trace_attn}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
     if (which < 0 || argc != 4 + progs[which].n_sizes) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
-                        "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N\n");
+                        "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
+                        "attn B T N K H\n");
         return 2;
     }
     int64_t sizes[8];

@@ -112,6 +112,16 @@ elif name in ("block", "block_sdpa"):
 
     shapes = [(B, T, C)]
     np_fn = None
+elif name == "attn":
+    B, T, N, K, H = sizes
+    args = [load(0, np.float32, (B, T, N, H)), load(1, np.float32, (B, T, K, H)),
+            load(2, np.float32, (B, T, K, H))]
+
+    def f(q, k, v):
+        return jax.nn.dot_product_attention(q, k, v, is_causal=True)
+
+    shapes = [(B, T, N, H)]
+    np_fn = None
 elif name == "xent":
     N, V = sizes
     args = [load(0, np.float32, (N, V)), load(1, np.int32, (N,))]

@@ -170,7 +170,7 @@ static inline kiln_value rp_reduce(rp_state *s, kiln_graph *g, const rp_val *x) 
         if (rp_int(s, 2)) axes[n++] = rp_int(s, 2) ? i : i - x->rank;
     bool keep = rp_int(s, 2);
     const int *ax = rp_int(s, 6) == 0 ? NULL : axes;
-    switch (rp_int(s, rp_is_int(x) ? 4 : 6)) { /* mean and softmax are float-only */
+    switch (rp_int(s, rp_is_int(x) ? 4 : 7)) { /* mean, attention, softmax: float-only */
     case 0: return kiln_reduce_sum(g, x->v, n, ax, keep);
     case 1: return kiln_reduce_max(g, x->v, n, ax, keep);
     case 2: return kiln_reduce_min(g, x->v, n, ax, keep);
@@ -178,6 +178,13 @@ static inline kiln_value rp_reduce(rp_state *s, kiln_graph *g, const rp_val *x) 
         return x->rank ? kiln_cumsum(g, x->v, rp_int(s, 2 * x->rank) - x->rank, rp_int(s, 2))
                        : kiln_reduce_sum(g, x->v, n, ax, keep);
     case 4: return kiln_mean(g, x->v, n, ax, keep);
+    case 5: { /* self-attention over x as [.., T, N, H], causal or not (S = T must be > 0) */
+        int r = x->rank;
+        kiln_attention_options o = {.is_causal = rp_int(s, 2)};
+        if ((r == 3 || r == 4) && x->dims[r - 3] > 0 && x->dims[r - 2] > 0)
+            return kiln_dot_product_attention(g, x->v, x->v, x->v, &o);
+        return r ? kiln_softmax(g, x->v, rp_int(s, r)) : kiln_reduce_sum(g, x->v, n, ax, keep);
+    }
     default:
         return x->rank ? kiln_softmax(g, x->v, rp_int(s, x->rank))
                        : kiln_reduce_sum(g, x->v, n, ax, keep);

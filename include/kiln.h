@@ -602,7 +602,8 @@ KILN_API kiln_value kiln_one_hot(kiln_graph *g, kiln_value indices, int64_t n, k
  * measures both). A mask or bias other than causal: write it with kiln_dot_general,
  * kiln_where and kiln_softmax. */
 typedef struct kiln_attention_options {
-    double scale;   /* multiplies q . k; 0 means 1 / sqrt(H), JAX's default (scale=None) */
+    double scale;   /* multiplies q . k; 0 means 1 / sqrt(H), JAX's default (scale=None); 1
+                     * when H = 0 */
     bool is_causal; /* query i attends to keys j <= i only */
 } kiln_attention_options;
 /* o may be NULL: scale 1 / sqrt(H), not causal. */

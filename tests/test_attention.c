@@ -309,6 +309,39 @@ static void memory(void) {
     kiln_graph_destroy(x), kiln_graph_destroy(g);
 }
 
+/* Scores of -inf (q . k with k = -inf) in the first key chunk and finite ones after it:
+ * the running maximum is -inf until the second chunk, which must not make the row NaN
+ * (-inf - -inf); a row whose every score is -inf is NaN, as in the reference. */
+static void infinite_scores(void) {
+    int64_t S = 600, qd[4] = {1, 2, 1, 1}, kd[4] = {1, 600, 1, 1};
+    float q[2] = {1, 1}, k[600], v[600];
+    for (int64_t j = 0; j < S; j++) k[j] = j < 512 ? -INFINITY : 1, v[j] = (float)j;
+    q[1] = 1;
+    kiln_graph *g = new_graph();
+    kiln_value qv = kiln_parameter(g, "q", KILN_DTYPE_F32, 4, qd);
+    kiln_value kv = kiln_parameter(g, "k", KILN_DTYPE_F32, 4, kd);
+    kiln_value vv = kiln_parameter(g, "v", KILN_DTYPE_F32, 4, kd);
+    kiln_value out = kiln_dot_product_attention(g, qv, kv, vv, NULL);
+    CHECK_OK(C, kiln_graph_finish(g, 1, &out));
+    kiln_array *args[3] = {NULL, NULL, NULL};
+    CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, qd, q, &args[0]));
+    CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, kd, k, &args[1]));
+    CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, kd, v, &args[2]));
+    kiln_executable *e = NULL;
+    kiln_array *y = NULL;
+    CHECK_OK(C, kiln_compile(g, NULL, &e));
+    if (e) CHECK_OK(C, kiln_executable_run(e, 3, args, 1, &y));
+    float got[2] = {0};
+    if (y) kiln_array_copy_to_host(y, got, sizeof got);
+    /* keys 512..599 alike: the mean of their values, 555.5 */
+    CHECK_MSG(fabsf(got[0] - 555.5f) < 1e-3f && fabsf(got[1] - 555.5f) < 1e-3f, "%g %g", got[0],
+              got[1]);
+    kiln_array_destroy(y);
+    kiln_executable_destroy(e);
+    for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
+    kiln_graph_destroy(g);
+}
+
 /* ------------------------------------------------------------- graph text ---- */
 
 static void graph_text(void) {
@@ -346,6 +379,23 @@ static void graph_text(void) {
                               "f32[2,1,4]\n  return (%2)\n}\n";
     CHECK_OK(C, kiln_graph_parse(C, ok, strlen(ok), "int scale", &l));
     kiln_graph_destroy(l);
+    /* -0 stays -0 (CSE keys on the scale's bits), exponents and signs read back */
+    static const char *const scales[] = {"-0", "1e-05", "-2.5", "0.125"};
+    for (int i = 0; i < 4; i++) {
+        char text[512], want[64];
+        snprintf(text, sizeof text,
+                 "%s  %%2 = dot_product_attention(%%1, %%1, %%1) scale=%s : f32[2,1,4]\n"
+                 "  return (%%2)\n}\n",
+                 ATTN_HDR, scales[i]);
+        snprintf(want, sizeof want, "scale=%.17g", strtod(scales[i], NULL));
+        l = NULL;
+        CHECK_OK(C, kiln_graph_parse(C, text, strlen(text), "scale", &l));
+        char *back = l ? kiln_graph_to_string(l) : NULL;
+        CHECK_MSG(back && strstr(back, want), "scale %s printed back as: %s", scales[i],
+                  back ? back : "(none)");
+        kiln_string_free(C, back);
+        kiln_graph_destroy(l);
+    }
 }
 
 /* ---------------------------------------------------------------- errors ---- */
@@ -452,6 +502,7 @@ int main(void) {
     RUN(primitive_form);
     RUN(same_bits_any_threads);
     RUN(memory);
+    RUN(infinite_scores);
     RUN(graph_text);
     RUN(errors);
     kiln_context_destroy(C);

@@ -906,6 +906,9 @@ static void test_random_programs(void) {
                                 kiln_array_destroy(a2);
                             }
                             h[at] = x0;
+                            /* a loss that is infinite there (a min over an empty axis is
+                             * +inf) has no difference quotient to compare with */
+                            if (!isfinite(l[0]) || !isfinite(l[1])) continue;
                             double fd = (l[0] - l[1]) / (2 * step), got = read_f64(res[1 + i], at);
                             double scale = 1 + fabs(l[0]) + fabs(l[1]);
                             CHECK_MSG(fabs(got - fd) <= 1e-5 * (fabs(fd) + scale),

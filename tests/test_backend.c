@@ -5,6 +5,7 @@
  * loops on the layouts lower_dot chooses; and a backend that lacks a slot a program needs
  * makes kiln_compile fail with a message naming the op and the slot. */
 #include "test.h"
+#include "rng.h"
 
 #include "backend/cpu/cpu.h"
 #include "backend/device.h"
@@ -47,6 +48,7 @@ static void test_cpu_slots(void) {
     CHECK(b->program_compile && b->program_free && b->kernel_get && b->launch);
     CHECK(b->launch_prepare); /* the pool starts there, before a run's first kernel */
     CHECK(b->gemm && b->permute && b->scatter_add_rows && b->cumsum && b->gemm_warm);
+    CHECK(b->attention && b->attention_scratch);
     int n = 0;
     const kn_backend *const *list = backend_list(&n);
     CHECK(n >= 1 && list[0] == &kn_cpu_backend); /* device 0 is the CPU */
@@ -287,8 +289,55 @@ static void test_missing_slots(void) {
     kiln_context_destroy(ctx);
 }
 
+/* Attention without the backend's kernel (either slot NULL) compiles to its primitive
+ * form, not to an error; and the kernel fits its work into the scratch it was given when
+ * the pool has more threads than the plan had slots for (the pool follows the process's
+ * affinity when it is made, which may be after the compile): the same bits with 1 slot as
+ * with 3. */
+static void test_attention_slot(void) {
+    kiln_context *ctx = context_with_threads(3);
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "attn", &g));
+    int64_t d[4] = {1, 200, 4, 8};
+    kiln_value q = kiln_parameter(g, "q", KILN_DTYPE_F32, 4, d);
+    kiln_value out =
+        kiln_dot_product_attention(g, q, q, q, &(kiln_attention_options){.is_causal = true});
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
+    kn_backend b = kn_cpu_backend;
+    b.attention = NULL;
+    CHECK_OK(ctx, compile_with(ctx, &b, g));
+    b = kn_cpu_backend, b.attention_scratch = NULL;
+    CHECK_OK(ctx, compile_with(ctx, &b, g));
+    kiln_graph_destroy(g);
+
+    void *st = ctx->devices[0].state;
+    CHECK_OK(ctx, kn_cpu_backend.launch_prepare(st, 0)); /* the pool: 3 threads */
+    kn_attention_desc ad = {.dtype = KILN_DTYPE_F32,
+                            .batch = 1,
+                            .t = 200,
+                            .s = 200,
+                            .heads = 4,
+                            .kv_heads = 4,
+                            .h = 8,
+                            .hv = 8,
+                            .scale = 0.35,
+                            .causal = true};
+    uint64_t three = kn_cpu_backend.attention_scratch(st, 0, &ad), one = three / 3;
+    size_t n = 200 * 4 * 8;
+    float *x = malloc(n * sizeof *x), *y1 = malloc(n * sizeof *y1), *y3 = malloc(n * sizeof *y3);
+    uint64_t seed = 5;
+    test_fill_uniform(KILN_DTYPE_F32, (int64_t)n, x, &seed);
+    void *ws = malloc(three), *ws1 = malloc(one); /* exact sizes: ASan sees any overrun */
+    CHECK_OK(ctx, kn_cpu_backend.attention(st, 0, &ad, x, x, x, y3, ws, three));
+    CHECK_OK(ctx, kn_cpu_backend.attention(st, 0, &ad, x, x, x, y1, ws1, one));
+    CHECK(!memcmp(y1, y3, n * sizeof *y1));
+    free(x), free(y1), free(y3), free(ws), free(ws1);
+    kiln_context_destroy(ctx);
+}
+
 int main(void) {
     RUN(test_cpu_slots);
+    RUN(test_attention_slot);
     RUN(test_lazy_state);
     RUN(test_program_through_table);
     RUN(test_lower_dot);

@@ -191,16 +191,20 @@ typedef struct kn_backend {
     kiln_status (*cumsum)(void *state, int device, kiln_dtype dtype, const void *x, void *out,
                           int64_t outer, int64_t n, int64_t inner, bool reverse);
 
-    /* Optional; NULL: kiln_compile rewrites each dot_product_attention into its primitive
-     * form (products, a select and a softmax: src/passes/expand.c) before fusion. The fused
-     * attention of the descriptor; `scratch` is attention_scratch(d) bytes of device memory
-     * the memory plan set aside for this call (the backend says how much, the planner
-     * where). out never overlaps q, k or v. Must give the reference's values to f32/f64
-     * rounding. */
+    /* Optional (with attention_scratch; either NULL: kiln_compile rewrites each
+     * dot_product_attention into its primitive form, products, a select and a softmax, in
+     * src/passes/expand.c before fusion). The fused attention of the descriptor; `scratch`
+     * is the scratch_bytes of device memory the memory plan set aside for this call, what
+     * attention_scratch asked for when the program was compiled (the backend says how
+     * much, the planner where): a backend whose resources changed since (the CPU's thread
+     * count follows the process's affinity) must fit its work into what it got. out never
+     * overlaps q, k or v. Must give the reference's values to f32/f64 rounding, except
+     * that a NaN or infinity in v at a key a query does not see may reach that query (as it
+     * reaches every query in the primitive form, and in JAX's). */
     kiln_status (*attention)(void *state, int device, const kn_attention_desc *d, const void *q,
-                             const void *k, const void *v, void *out, void *scratch);
-    /* Required with attention: the scratch bytes one call of d needs (may be 0). Depends only
-     * on d and the device's configuration, so kiln_compile plans it once. */
+                             const void *k, const void *v, void *out, void *scratch,
+                             uint64_t scratch_bytes);
+    /* The scratch bytes one call of d needs (may be 0), asked once, by kiln_compile. */
     uint64_t (*attention_scratch)(void *state, int device, const kn_attention_desc *d);
 
     /* Optional; NULL: every slot above has finished its work when it returns (the CPU).

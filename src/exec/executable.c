@@ -304,7 +304,8 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     exec_dump dump;
     kiln_status s = dump_begin(ctx, g, &dump);
     if (!s) s = pass_clone(g, &e->g);
-    if (!s) s = pass_expand(&e->g, !dev->backend->attention); /* what the device lacks */
+    if (!s) /* what the device has no kernel for */
+        s = pass_expand(&e->g, !dev->backend->attention || !dev->backend->attention_scratch);
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
     if (!s) s = dump_graph(ctx, &dump, "1-optimized.ir", e->g);
     if (!s) s = check_comm(e);

@@ -293,7 +293,7 @@ static char *profile_report(const kiln_executable *e) {
     for (int kd = 0; kd < FK_NUM_KINDS; kd++) {
         if (!by_kind_ns[kd]) continue;
         double ms = (double)by_kind_ns[kd] * per_run;
-        sb_printf(&sb, "  %-8s %8.3f ms  %5.1f%%", kind_names[kd], ms,
+        sb_printf(&sb, "  %-11s %8.3f ms  %5.1f%%", kind_names[kd], ms,
                   sum ? 100.0 * (double)by_kind_ns[kd] / (double)sum : 0.0);
         if (kd == FK_DOT || kd == FK_ATTENTION)
             sb_printf(&sb, "  %7.1f GFLOP/s", by_kind_flops[kd] / ms * 1e-6);

@@ -150,9 +150,11 @@ static kiln_status run_attention(run_state *r, uint32_t ki) {
     const uint32_t *in = ir_in(&e->g->nodes[id]);
     kn_attention_desc d;
     exec_attention_desc(e->g, id, &d);
+    int32_t sb = e->mem.scratch_of[ki];
     return e->dev->backend->attention(e->dev->state, e->dev->index, &d, r->buf[view_base(e, in[0])],
                                       r->buf[view_base(e, in[1])], r->buf[view_base(e, in[2])],
-                                      r->buf[id], kernel_scratch(r, ki));
+                                      r->buf[id], kernel_scratch(r, ki),
+                                      sb >= 0 ? e->mem.buffers[sb].size : 0);
 }
 
 /* A collective: the communicator reduces the operand's buffer into the result's (out of

@@ -24,10 +24,12 @@ static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
     kiln_value r = trace_attention_primitives(g, o, trace_value(g, pass_input(rb, id, 0)),
                                               trace_value(g, pass_input(rb, id, 1)),
                                               trace_value(g, pass_input(rb, id, 2)));
-    if (g->status || !r.id) /* the op was typed, so its primitives are too: a bug if not */
+    if (g->status) /* a host allocation failed; the message is the builder's */
+        return ctx_error(g->ctx, g->status, "pass expand: dot_product_attention %%%u: %s", id,
+                         g->error ? g->error : kiln_status_name(g->status));
+    if (!r.id) /* the op was typed, so its primitives are too: a bug if not */
         return ctx_error(g->ctx, KILN_STATUS_INTERNAL,
-                         "pass expand: dot_product_attention %%%u has no primitive form: %s", id,
-                         g->error ? g->error : "no value");
+                         "pass expand: dot_product_attention %%%u has no primitive form", id);
     for (uint32_t k = first; k < g->n_nodes; k++) {
         ir_node *n = &g->nodes[k];
         n->backward = o->backward;

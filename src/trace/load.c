@@ -319,19 +319,16 @@ static bool attr_number(parser *p, attr *a) {
     skip_blanks(p);
     size_t n = 0;
     bool real = false;
-    while (p->pos + n < p->len && n < 63 && strchr("0123456789+-.eE", p->src[p->pos + n])) {
+    while (p->pos + n < p->len && strchr("0123456789+-.eE", p->src[p->pos + n])) {
         char c = p->src[p->pos + n++];
         real |= c == '.' || c == 'e' || c == 'E';
     }
-    if (!real) {
-        if (!integer(p, &a->v[0], "a number")) return false;
-        a->f = (double)a->v[0];
-        return true;
-    }
     char buf[64], *end;
+    if (n >= sizeof buf) return fail(p, "a number of %zu characters is too long", n);
     memcpy(buf, p->src + p->pos, n);
     buf[n] = 0;
-    a->f = strtod(buf, &end);
+    a->f = strtod(buf, &end); /* also for integers: "-0" is -0.0 to float_attr */
+    if (!real) return integer(p, &a->v[0], "a number");
     if (*end) return fail(p, "\"%s\" is not a number", buf);
     a->real = true;
     p->pos += n;

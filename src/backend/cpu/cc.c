@@ -384,12 +384,14 @@ static void build_argv_n(const cc_load *ld, cc_argv *a, bool compile_only, const
      * the module has no constructors, and memcpy is a builtin), naming libm and libgcc
      * itself: half the link's time (12 -> 8 ms of a 60 ms compile, bench/RESULTS.md). The
      * module still records libm where it calls it, so a host that loaded kiln with
-     * RTLD_LOCAL resolves logf and the rest. */
-    if (!compile_only && ld->st->is_gcc) a->v[n++] = "-nostdlib";
+     * RTLD_LOCAL resolves logf and the rest. Not with KILN_CC_FLAGS: -fsanitize=... and
+     * other flags bring runtimes that gcc links only without -nostdlib. */
+    bool lean = !compile_only && ld->st->is_gcc && !ld->ctx->config.cc_flags[0];
+    if (lean) a->v[n++] = "-nostdlib";
     a->v[n++] = "-o", a->v[n++] = (char *)out;
     for (int i = 0; i < n_inputs; i++) a->v[n++] = inputs[i];
     if (!compile_only) a->v[n++] = "-lm";
-    if (!compile_only && ld->st->is_gcc) a->v[n++] = "-lgcc";
+    if (lean) a->v[n++] = "-lgcc";
     a->v[n] = NULL;
 }
 

@@ -6,12 +6,13 @@
  * the GEMM provider (one thread, blas.h) into a scratch tile that stays in cache, each row
  * is scaled, masked and exponentiated against its running maximum (the online softmax:
  * rows already summed are rescaled when the maximum grows), and P V is added into the
- * block's accumulator; the end divides by the row sums. So the [T, S] probabilities are
- * never stored, and with a causal mask the chunks right of the block's diagonal are never
- * computed: at T = S that is about half of both products.
+ * block's accumulator; the end multiplies each row by the reciprocal of its sum. So the
+ * [T, S] probabilities are never stored, and with a causal mask the chunks right of the
+ * block's diagonal are never computed: at T = S that is about half of both products.
  *
  * Threads: the pool runs one task per thread, each with its own slot of the planned
- * scratch, taking work items from a shared counter, the last query blocks (the most keys,
+ * scratch (no more threads than the scratch has slots: the pool may have grown since the
+ * compile), taking work items from a shared counter, the last query blocks (the most keys,
  * when causal) first. Each item reads only its own rows of q and writes only its own rows
  * of out, so the result does not depend on how items are spread over threads. */
 #include "cpu_ops.h"
@@ -47,6 +48,11 @@ static int64_t elem_size(kiln_dtype t) {
 uint64_t cpu_attention_scratch(const kn_attention_desc *d, int threads) {
     return (uint64_t)(threads > 0 ? threads : 1) * (uint64_t)slot_elems(d) *
            (uint64_t)elem_size(d->dtype);
+}
+
+int64_t cpu_attention_slots(const kn_attention_desc *d, uint64_t bytes) {
+    uint64_t slot = (uint64_t)slot_elems(d) * (uint64_t)elem_size(d->dtype);
+    return slot ? (int64_t)(bytes / slot) : 1;
 }
 
 int64_t cpu_attention_items(const kn_attention_desc *d) {
@@ -202,6 +208,11 @@ typedef struct attn_call {
                 }                                                                                  \
                 T m = NAME##_max(row, cols, (T)d->scale), mo = mx[r];                              \
                 m = m > mo || m != m ? m : mo;                                                     \
+                if (m == -INFINITY) { /* every score so far -inf: nothing seen yet (not NaN) */    \
+                    memset(row, 0, (size_t)w * sizeof(T));                                         \
+                    al[r] = 1;                                                                     \
+                    continue;                                                                      \
+                }                                                                                  \
                 al[r] = j0 ? (T)exp(mo - m) : 0; /* the rows so far, rescaled */                   \
                 sum[r] = sum[r] * al[r] + NAME##_exp(row, cols, w, m);                             \
                 mx[r] = m;                                                                         \

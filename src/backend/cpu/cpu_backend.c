@@ -340,22 +340,25 @@ static kiln_status cpu_cumsum_slot(void *state, int device, kiln_dtype t, const 
 }
 
 /* The fused attention (cpu_attention.c) on the device's pool, one scratch slot per thread
- * of its share: what attention_scratch planned. */
+ * of its share as compile time saw it. */
 static uint64_t cpu_attention_scratch_slot(void *state, int device, const kn_attention_desc *d) {
     return cpu_attention_scratch(d, pool_share(state, device));
 }
 
 static kiln_status cpu_attention_slot(void *state, int device, const kn_attention_desc *d,
                                       const void *q, const void *k, const void *v, void *out,
-                                      void *scratch) {
+                                      void *scratch, uint64_t scratch_bytes) {
     cpu_state *st = state;
     const cpu_blas *bl;
     kiln_status s = cpu_backend_blas(st, &bl);
     if (s) return s;
     kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
-    int threads = pool_share(st, device);
-    if (p && pool_num_threads(p) < threads) threads = pool_num_threads(p);
-    cpu_attention(bl, p, p ? threads : 1, d, q, k, v, out, scratch);
+    /* as many threads as the pool has and the planned scratch has slots for (the pool's
+     * size follows the affinity when it is made, which may be after the compile) */
+    int threads = p ? pool_num_threads(p) : 1;
+    int64_t slots = cpu_attention_slots(d, scratch_bytes);
+    if (slots < threads) threads = slots > 0 ? (int)slots : 1;
+    cpu_attention(bl, p, threads, d, q, k, v, out, scratch);
     return KILN_STATUS_OK;
 }
 

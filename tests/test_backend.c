@@ -335,8 +335,34 @@ static void test_attention_slot(void) {
     kiln_context_destroy(ctx);
 }
 
+/* A mapped region (1 MiB or more) is readable a little before its start and after its
+ * end: gcc's vectoriser may load a whole vector around an access it if-converted (a
+ * concatenate kernel read 12 bytes before its operand's first row, which faulted when the
+ * operand began a region right after unmapped memory). A read outside would crash here. */
+static void test_region_margins(void) {
+    kiln_context *ctx = test_context();
+    void *st = ctx->devices[0].state;
+    size_t sizes[3] = {(size_t)1 << 20, ((size_t)1 << 20) + 12345, (size_t)3 << 20};
+    size_t aligns[2] = {256, (size_t)1 << 16};
+    for (int i = 0; i < 3; i++)
+        for (int a = 0; a < 2; a++) {
+            void *p = NULL;
+            CHECK_OK(ctx, kn_cpu_backend.region_alloc(st, 0, sizes[i], aligns[a], &p));
+            if (!p) continue;
+            CHECK(((uintptr_t)p & (aligns[a] - 1)) == 0);
+            const volatile unsigned char *c = p;
+            unsigned sum = 0;
+            for (int k = 1; k <= 64; k++) sum += c[-k] + c[sizes[i] - 1 + k];
+            CHECK(sum == 0); /* fresh anonymous memory reads as zeros */
+            memset(p, 1, sizes[i]);
+            kn_cpu_backend.region_free(st, 0, p, sizes[i]);
+        }
+    kiln_context_destroy(ctx);
+}
+
 int main(void) {
     RUN(test_cpu_slots);
+    RUN(test_region_margins);
     RUN(test_attention_slot);
     RUN(test_lazy_state);
     RUN(test_program_through_table);

@@ -8,6 +8,9 @@
  * the machine's memory: each reports an equal part of it as its total and free memory, so
  * that preallocating a fraction on every device cannot ask for more than there is.
  *
+ * A mapped region has a page of readable memory on each side (map_aligned says why), so
+ * a vector load that reaches a little before or after a buffer never faults.
+ *
  * Invariant: region_free receives the size region_alloc was asked for, which decides again
  * which of the two ways the region was made. */
 #include "cpu.h"
@@ -46,20 +49,36 @@ kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *
     return KILN_STATUS_OK;
 }
 
-/* Maps exactly [p, p + size) with p aligned to `align`: a larger alignment than a page is
- * had by mapping more and unmapping the ends, so region_free can munmap(ptr, size). */
+/* Maps [p - page, p + size + page) with p aligned to `align`, and returns p: a larger
+ * alignment than a page is had by mapping more and unmapping the ends. The page on each
+ * side stays mapped (untouched, so it costs no memory) because gcc's vectoriser may load a
+ * whole vector around an access it if-converted: the concatenate kernel of a [22, 3]
+ * operand read 12 bytes before the operand's first row (a masked blend of one unmasked
+ * 32-byte load), which faulted when that operand began a region right after unmapped
+ * memory. unmap_aligned undoes exactly this. */
+static size_t page_size(void) {
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
+
 static void *map_aligned(size_t size, size_t align) {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), extra = align > page ? align : 0, total;
+    size_t page = page_size(), extra = align > page ? align : 0, total, body;
     size = (size + page - 1) & ~(page - 1); /* so the tail left to unmap starts on a page */
-    if (size < page || !kn_add_size(size, extra, &total)) return NULL;
+    if (size < page || !kn_add_size(size, 2 * page, &body) || !kn_add_size(body, extra, &total))
+        return NULL;
     char *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
-    if (!extra) return p;
-    char *a = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
-    size_t tail = (size_t)(p + total - (a + size));
-    if (a > p) munmap(p, (size_t)(a - p));
-    if (tail) munmap(a + size, tail);
+    if (!extra) return p + page;
+    char *a = (char *)(((uintptr_t)p + page + align - 1) & ~(uintptr_t)(align - 1));
+    size_t tail = (size_t)(p + total - (a + size + page));
+    if (a - page > p) munmap(p, (size_t)(a - page - p));
+    if (tail) munmap(a + size + page, tail);
     return a;
+}
+
+static void unmap_aligned(void *ptr, size_t size) {
+    size_t page = page_size();
+    size = (size + page - 1) & ~(page - 1);
+    munmap((char *)ptr - page, size + 2 * page);
 }
 
 kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t align, void **out) {
@@ -81,7 +100,7 @@ void cpu_region_free(void *state, int device, void *ptr, size_t size) {
     (void)state, (void)device;
     if (!ptr) return;
     if (size >= CPU_MMAP_MIN)
-        munmap(ptr, size);
+        unmap_aligned(ptr, size);
     else
         free(ptr);
 }

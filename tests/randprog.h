@@ -137,7 +137,8 @@ static inline kiln_value rp_unary(rp_state *s, kiln_graph *g, const rp_val *x) {
     case 3: return kiln_logistic(g, v);
     case 4: return kiln_exp(g, kiln_tanh(g, v));
     case 5: return kiln_log(g, kiln_add(g, one, kiln_abs(g, v)));
-    case 6: return kiln_sqrt(g, kiln_abs(g, v));
+    case 6: /* + 1: sqrt'(0) is infinite, and x - x is an exact 0 random programs do make */
+        return kiln_sqrt(g, kiln_add(g, one, kiln_abs(g, v)));
     case 7: return kiln_floor(g, v);
     case 8: return kiln_sign(g, v);
     case 9: return kiln_convert(g, kiln_convert(g, v, KILN_DTYPE_F64), x->t);

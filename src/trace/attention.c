@@ -143,17 +143,37 @@ static kiln_value to_operand(const attn_form *f, kiln_value x, int64_t L, int64_
     return kiln_reshape(f->g, x, 3, d);
 }
 
+/* Per (b, n): [B, N, T, S] x times [B, S, N, X] y over S -> [B, N, T, X] (P V, dS K). */
+static kiln_value over_keys(const attn_form *f, kiln_value x, kiln_value y) {
+    kiln_dot_dims d = {.n_contract = 1,
+                       .lhs_contract = {3},
+                       .rhs_contract = {1},
+                       .n_batch = 2,
+                       .lhs_batch = {0, 1},
+                       .rhs_batch = {0, 2}};
+    return kiln_dot_general(f->g, x, y, &d);
+}
+
+/* Per (b, n): [B, N, T, S] x transposed times [B, T, N, X] y over T, as a cotangent of
+ * k or v: [B, S, K, X] after summing each group's heads, at the operand's rank (P^T ct,
+ * dS^T Q). */
+static kiln_value over_queries(const attn_form *f, kiln_value x, kiln_value y, int64_t X) {
+    kiln_dot_dims d = {.n_contract = 1,
+                       .lhs_contract = {2},
+                       .rhs_contract = {1},
+                       .n_batch = 2,
+                       .lhs_batch = {0, 1},
+                       .rhs_batch = {0, 2}};
+    int perm[4] = {0, 2, 1, 3};
+    kiln_value r = kiln_transpose(f->g, kiln_dot_general(f->g, x, y, &d), perm);
+    return to_operand(f, sum_groups(f, r, X), f->S, f->K, X);
+}
+
 kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k,
                                       kiln_value v) {
     attn_form f;
     form_open(&f, g, n, q, k, v);
-    kiln_dot_dims pv = {.n_contract = 1,
-                        .lhs_contract = {3},
-                        .rhs_contract = {1},
-                        .n_batch = 2,
-                        .lhs_batch = {0, 1},
-                        .rhs_batch = {0, 2}};
-    return to_output(&f, kiln_dot_general(g, probabilities(&f), f.vrep, &pv), f.Hv);
+    return to_output(&f, over_keys(&f, probabilities(&f), f.vrep), f.Hv);
 }
 
 /* out = P V with P = softmax(scale Q K^T) per (b, n); given ct = d out:
@@ -166,17 +186,7 @@ void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_val
     attn_form f;
     form_open(&f, g, n, q, k, v);
     kiln_value p = probabilities(&f), o4 = to_rank4(g, out), c4 = to_rank4(g, ct);
-    if (need[2]) { /* dV [B, N, S, Hv] = P^T ct */
-        kiln_dot_dims d = {.n_contract = 1,
-                           .lhs_contract = {2},
-                           .rhs_contract = {1},
-                           .n_batch = 2,
-                           .lhs_batch = {0, 1},
-                           .rhs_batch = {0, 2}};
-        int perm[4] = {0, 2, 1, 3};
-        kiln_value dv = kiln_transpose(g, kiln_dot_general(g, p, c4, &d), perm);
-        grads[2] = to_operand(&f, sum_groups(&f, dv, f.Hv), f.S, f.K, f.Hv);
-    }
+    if (need[2]) grads[2] = over_queries(&f, p, c4, f.Hv);
     if (!need[0] && !need[1]) return;
     kiln_dot_dims cv = {.n_contract = 1,
                         .lhs_contract = {3},
@@ -192,24 +202,6 @@ void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_val
     kiln_value ds =
         kiln_mul(g, kiln_mul(g, p, kiln_sub(g, dp, kiln_broadcast_in_dim(g, rows, 4, d4, bd))),
                  kiln_scalar(g, f.t, f.scale));
-    if (need[0]) { /* dQ [B, N, T, H] = dS K */
-        kiln_dot_dims d = {.n_contract = 1,
-                           .lhs_contract = {3},
-                           .rhs_contract = {1},
-                           .n_batch = 2,
-                           .lhs_batch = {0, 1},
-                           .rhs_batch = {0, 2}};
-        grads[0] = to_output(&f, kiln_dot_general(g, ds, f.krep, &d), f.H);
-    }
-    if (need[1]) { /* dK [B, N, S, H] = dS^T Q */
-        kiln_dot_dims d = {.n_contract = 1,
-                           .lhs_contract = {2},
-                           .rhs_contract = {1},
-                           .n_batch = 2,
-                           .lhs_batch = {0, 1},
-                           .rhs_batch = {0, 2}};
-        int perm[4] = {0, 2, 1, 3};
-        kiln_value dk = kiln_transpose(g, kiln_dot_general(g, ds, f.q, &d), perm);
-        grads[1] = to_operand(&f, sum_groups(&f, dk, f.H), f.S, f.K, f.H);
-    }
+    if (need[0]) grads[0] = to_output(&f, over_keys(&f, ds, f.krep), f.H);
+    if (need[1]) grads[1] = over_queries(&f, ds, f.q, f.H);
 }

@@ -331,6 +331,10 @@ static void test_attention_slot(void) {
     CHECK_OK(ctx, kn_cpu_backend.attention(st, 0, &ad, x, x, x, y3, ws, three));
     CHECK_OK(ctx, kn_cpu_backend.attention(st, 0, &ad, x, x, x, y1, ws1, one));
     CHECK(!memcmp(y1, y3, n * sizeof *y1));
+    /* less scratch than one thread's slot is refused, never overrun */
+    CHECK_STATUS(kn_cpu_backend.attention(st, 0, &ad, x, x, x, y1, ws1, one / 2),
+                 KILN_STATUS_INTERNAL);
+    CHECK_CONTAINS(kiln_last_error(ctx), "scratch hold no thread's slot");
     free(x), free(y1), free(y3), free(ws), free(ws1);
     kiln_context_destroy(ctx);
 }

@@ -78,7 +78,6 @@ static kiln_status check_backend(const kiln_executable *e) {
             slot = "permute";
         if (k->kind == FK_SCATTER && !b->scatter_add_rows) slot = "scatter_add_rows";
         if (k->kind == FK_SCAN && !b->cumsum) slot = "cumsum";
-        if (k->kind == FK_ATTENTION && (!b->attention || !b->attention_scratch)) slot = "attention";
         if (slot)
             return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
                              "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s, "
@@ -118,8 +117,8 @@ static kiln_status plan_memory(kiln_executable *e) {
         s = ctx_oom(ctx, "kiln_compile", nk * sizeof *e->dots);
     for (uint32_t i = 0; !s && i < e->plan.n_kernels; i++) {
         const fkernel *k = &e->plan.kernels[i];
-        if (k->kind == FK_ATTENTION && e->dev->backend->attention_scratch) {
-            kn_attention_desc d; /* the backend says how much scratch, the planner where */
+        if (k->kind == FK_ATTENTION) { /* only with both slots: kiln_compile expanded it else */
+            kn_attention_desc d;       /* the backend says how much scratch, the planner where */
             exec_attention_desc(e->g, k->roots[0], &d);
             scratch[i] = e->dev->backend->attention_scratch(e->dev->state, e->dev->index, &d);
         }
@@ -304,7 +303,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     exec_dump dump;
     kiln_status s = dump_begin(ctx, g, &dump);
     if (!s) s = pass_clone(g, &e->g);
-    if (!s) /* what the device has no kernel for */
+    if (!s) /* what the device has no kernel for becomes primitives (check_backend: none) */
         s = pass_expand(&e->g, !dev->backend->attention || !dev->backend->attention_scratch);
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
     if (!s) s = dump_graph(ctx, &dump, "1-optimized.ir", e->g);

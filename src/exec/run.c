@@ -76,11 +76,12 @@ static kiln_status run_loop(run_state *r, uint32_t ki) {
                                    e->info[ki].items, e->info[ki].grain);
 }
 
-/* Kernel ki's planned scratch (in the arena, or in a donated argument's free bytes), or
- * NULL when it has none. */
-static void *kernel_scratch(const run_state *r, uint32_t ki) {
+/* Kernel ki's planned scratch (in the arena, or in a donated argument's free bytes) and
+ * its size in *bytes (may be NULL), or NULL and 0 when it has none. */
+static void *kernel_scratch(const run_state *r, uint32_t ki, uint64_t *bytes) {
     const kiln_executable *e = r->e;
     int32_t sb = e->mem.scratch_of[ki];
+    if (bytes) *bytes = sb < 0 ? 0 : e->mem.buffers[sb].size;
     if (sb < 0) return NULL;
     const plan_buffer *b = &e->mem.buffers[sb];
     if (b->place == PLAN_P_DONATED) return (char *)r->args[b->place_index]->data + b->offset;
@@ -96,7 +97,7 @@ static kiln_status run_dot(run_state *r, uint32_t ki) {
     const ir_node *n = &e->g->nodes[id];
     const lower_dot *d = &e->dots[ki];
     const void *ops[2] = {r->buf[view_base(e, ir_in(n)[0])], r->buf[view_base(e, ir_in(n)[1])]};
-    char *scratch = kernel_scratch(r, ki);
+    char *scratch = kernel_scratch(r, ki, NULL);
     kiln_status s = KILN_STATUS_OK;
     for (int i = 0; i < 2 && !s; i++) {
         if (!(i ? d->pack_b : d->pack_a)) continue;
@@ -150,11 +151,11 @@ static kiln_status run_attention(run_state *r, uint32_t ki) {
     const uint32_t *in = ir_in(&e->g->nodes[id]);
     kn_attention_desc d;
     exec_attention_desc(e->g, id, &d);
-    int32_t sb = e->mem.scratch_of[ki];
+    uint64_t bytes;
+    void *scratch = kernel_scratch(r, ki, &bytes);
     return e->dev->backend->attention(e->dev->state, e->dev->index, &d, r->buf[view_base(e, in[0])],
                                       r->buf[view_base(e, in[1])], r->buf[view_base(e, in[2])],
-                                      r->buf[id], kernel_scratch(r, ki),
-                                      sb >= 0 ? e->mem.buffers[sb].size : 0);
+                                      r->buf[id], scratch, bytes);
 }
 
 /* A collective: the communicator reduces the operand's buffer into the result's (out of

@@ -35,10 +35,10 @@ kiln_value kiln_dot_product_attention(kiln_graph *g, kiln_value q, kiln_value k,
     const ir_node *qn = trace_node(g, op, q, "the query");
     if (!qn) return KN_NONE;
     double scale = o ? o->scale : 0;
-    if (scale == 0 && qn->shape.rank >= 1) /* JAX's scale=None; a bad rank fails below */
-        scale = 1 / sqrt((double)(qn->shape.dims[qn->shape.rank - 1]
-                                      ? qn->shape.dims[qn->shape.rank - 1]
-                                      : 1));
+    if (scale == 0 && qn->shape.rank >= 1) { /* JAX's scale=None; a bad rank fails below */
+        int64_t h = qn->shape.dims[qn->shape.rank - 1];
+        scale = 1 / sqrt((double)(h ? h : 1));
+    }
     return trace_attention(g, q, k, v, scale, o && o->is_causal);
 }
 

@@ -51,8 +51,7 @@ uint64_t cpu_attention_scratch(const kn_attention_desc *d, int threads) {
 }
 
 int64_t cpu_attention_slots(const kn_attention_desc *d, uint64_t bytes) {
-    uint64_t slot = (uint64_t)slot_elems(d) * (uint64_t)elem_size(d->dtype);
-    return slot ? (int64_t)(bytes / slot) : 1;
+    return (int64_t)(bytes / ((uint64_t)slot_elems(d) * (uint64_t)elem_size(d->dtype)));
 }
 
 int64_t cpu_attention_items(const kn_attention_desc *d) {

@@ -357,7 +357,11 @@ static kiln_status cpu_attention_slot(void *state, int device, const kn_attentio
      * size follows the affinity when it is made, which may be after the compile) */
     int threads = p ? pool_num_threads(p) : 1;
     int64_t slots = cpu_attention_slots(d, scratch_bytes);
-    if (slots < threads) threads = slots > 0 ? (int)slots : 1;
+    if (slots < 1)
+        return ctx_error(st->ctx, KILN_STATUS_INTERNAL,
+                         "cpu attention: %llu bytes of scratch hold no thread's slot",
+                         (unsigned long long)scratch_bytes);
+    if (slots < threads) threads = (int)slots;
     cpu_attention(bl, p, threads, d, q, k, v, out, scratch);
     return KILN_STATUS_OK;
 }

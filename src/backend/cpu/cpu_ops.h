@@ -39,7 +39,7 @@ void cpu_cumsum_part(kiln_dtype t, const void *x, void *out, int64_t outer, int6
 #define CPU_ATTN_TQ 64
 #define CPU_ATTN_SK 512
 uint64_t cpu_attention_scratch(const kn_attention_desc *d, int threads);
-/* How many threads' slots `bytes` of scratch hold (at least 1 when the kernel needs none). */
+/* How many threads' slots `bytes` of scratch hold (a slot is never empty). */
 int64_t cpu_attention_slots(const kn_attention_desc *d, uint64_t bytes);
 int64_t cpu_attention_items(const kn_attention_desc *d);
 void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,

@@ -16,6 +16,7 @@
  * Gradients are test_autodiff.c's (its per-op harness, against finite differences). */
 #include "compare.h"
 #include "fault.h"
+#include "backend/device.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 
@@ -367,11 +368,16 @@ static void graph_text(void) {
         ATTN_HDR "  %2 = dot_product_attention(%1, %1, %1) scale=1.5e : f32[2,1,4]\n"
                  "  return (%2)\n}\n",
         ATTN_HDR "  %2 = dot_product_attention(%1, %1) scale=1 : f32[2,1,4]\n  return (%2)\n}\n",
+        ATTN_HDR
+        "  %2 = dot_product_attention(%1, %1, %1) scale=0.1250000000000000000000000000000000"
+        "00000000000000000000000000000001 : f32[2,1,4]\n  return (%2)\n}\n",
     };
-    for (int i = 0; i < 3; i++) {
+    static const char *const why[] = {"scale=X", "is not a number", "takes 3 operands", "too long"};
+    for (int i = 0; i < 4; i++) {
         kiln_graph *l = NULL;
         CHECK_MSG(kiln_graph_parse(C, bad[i], strlen(bad[i]), "bad", &l) != KILN_STATUS_OK,
                   "text %d loaded", i);
+        CHECK_CONTAINS(kiln_last_error(C), why[i]);
         kiln_graph_destroy(l);
     }
     kiln_graph *l = NULL;
@@ -481,6 +487,23 @@ static kiln_status build_and_run(kiln_context *c, int *bad) {
     return s;
 }
 
+/* The same on a backend without the kernel: every allocation of the expansion into the
+ * primitive form (src/passes/expand.c) failed in turn is that failure, named, never
+ * INTERNAL (fault_sweep_run checks the status and message of each failed run). */
+static kiln_status build_and_run_expanded(kiln_context *c, int *bad) {
+    kn_backend *b = malloc(sizeof *b);
+    if (!b) return KILN_STATUS_HOST_OOM;
+    *b = kn_cpu_backend;
+    b->attention = NULL;
+    const kn_backend *real = c->devices[0].backend;
+    c->devices[0].backend = b; /* same state: only the table's slots differ */
+    kiln_status s = build_and_run(c, bad);
+    if (s == KILN_STATUS_INTERNAL) *bad = 1;
+    c->devices[0].backend = real;
+    free(b);
+    return s;
+}
+
 static void faults(void) {
     char dir[] = "/tmp/kiln-test-attention-faults-XXXXXX";
     if (!mkdtemp(dir)) return;
@@ -488,6 +511,10 @@ static void faults(void) {
     fault_sweep sw = {.name = "attention", .run = fault_in_context, .user = &fc, .max_runs = 5000};
     long n = fault_sweep_run(&sw);
     CHECK_MSG(n > 0, "no run completed");
+    fault_ctx_case fe = {dir, build_and_run_expanded, "wrong results, or INTERNAL"};
+    fault_sweep se = {
+        .name = "attention expanded", .run = fault_in_context, .user = &fe, .max_runs = 8000};
+    CHECK_MSG(fault_sweep_run(&se) > 0, "no expanded run completed");
     test_remove_dir(dir);
 }
 

@@ -7,9 +7,12 @@
  *   test_dp mpi          under mpiexec -np N: one replica per process over MPI; rank 0
  *                        also trains the single process and compares (tests/mpi_dp.sh)
  *   test_dp mpi-overlap  under mpiexec: overlapped and blocking all-reduces, bitwise
- *   test_dp mpi-stall S  under mpiexec: rank 1 stops itself (SIGSTOP) at its 4th
+ *   test_dp mpi-stall S [DIR]  under mpiexec: rank 1 stops itself (SIGSTOP) at its 4th
  *                        collective, or kills itself (SIGKILL) when S is "kill"; the
- *                        others must fail with the timeout error (tests/mpi_dp.sh) */
+ *                        others must fail with the timeout error, which each also
+ *                        writes to DIR/rank<r> before aborting the job (tests/mpi_dp.sh:
+ *                        MPI_Abort may end the job before mpiexec forwards a rank's
+ *                        stdout, so a file is the only record that cannot be lost) */
 #include "gpt.h"
 #include "test.h"
 
@@ -306,7 +309,7 @@ static int under_mpi_overlap(void) {
     return test_summary("test_dp mpi-overlap");
 }
 
-static int stall(const char *how) {
+static int stall(const char *how, const char *dir) {
     kiln_context *ctx = test_context();
     kiln_comm *comm = NULL;
     if (!ctx || kiln_comm_create_mpi(ctx, 2.0, &comm)) {
@@ -322,6 +325,16 @@ static int stall(const char *how) {
             /* the expected end: say so, then end the job (the stalled rank too) */
             printf("test_dp: rank %d: %s: %s\n", rank, kiln_status_name(st), kiln_last_error(ctx));
             fflush(stdout);
+            if (dir) {
+                char path[600];
+                snprintf(path, sizeof path, "%s/rank%d", dir, rank);
+                FILE *f = fopen(path, "w");
+                if (f) {
+                    fprintf(f, "test_dp: rank %d: %s: %s\n", rank, kiln_status_name(st),
+                            kiln_last_error(ctx));
+                    fclose(f);
+                }
+            }
             kiln_comm_abort(comm, 3);
         }
     }
@@ -334,6 +347,6 @@ static int stall(const char *how) {
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "mpi")) return under_mpi();
     if (argc > 1 && !strcmp(argv[1], "mpi-overlap")) return under_mpi_overlap();
-    if (argc > 2 && !strcmp(argv[1], "mpi-stall")) return stall(argv[2]);
+    if (argc > 2 && !strcmp(argv[1], "mpi-stall")) return stall(argv[2], argc > 3 ? argv[3] : NULL);
     return in_process();
 }

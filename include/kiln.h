@@ -600,7 +600,10 @@ KILN_API kiln_value kiln_one_hot(kiln_graph *g, kiln_value indices, int64_t n, k
  * so training keeps q, k, v and the output, not the [T, S] scores: less memory for one more
  * [T, S] product per call in the backward pass, which has no fused kernel yet (docs/ops.md
  * measures both). A mask or bias other than causal: write it with kiln_dot_general,
- * kiln_where and kiln_softmax. */
+ * kiln_where and kiln_softmax. Written out (q k^T, a scale, a causal where with -inf or a
+ * finite fill such as -1e9, softmax, times v), a forward-only program gets this op's
+ * kernel anyway: kiln_compile recognises the pattern when nothing else reads the scores
+ * or probabilities, keeping a finite fill's meaning exactly (docs/ops.md). */
 typedef struct kiln_attention_options {
     double scale;   /* multiplies q . k; 0 means 1 / sqrt(H), JAX's default (scale=None); 1
                      * when H = 0 */
@@ -852,7 +855,7 @@ typedef struct kiln_executable kiln_executable;
 
 typedef struct kiln_compile_options {
     bool disable_fusion; /* one kernel per op: for comparisons and debugging */
-    bool disable_passes; /* no simplify/CSE/DCE */
+    bool disable_passes; /* no simplify/CSE/DCE, no recognising written-out attention */
     /* Arguments each call consumes, by parameter index (jax.jit's donate_argnums). Their
      * buffers may hold outputs or temporaries, which lowers the peak; a successful run
      * marks those arrays consumed (KILN_STATUS_CONSUMED afterwards). A donation the plan could

@@ -11,6 +11,11 @@
  *    interpreted and compiled, and that it leaves no attention node;
  *  - the same bits with one thread and with three;
  *  - the memory the fused kernel saves: no [B, N, T, S] temporary, its scratch planned;
+ *  - attention written out with primitives (src/passes/attention.c): recognised in each
+ *    spelling a user writes (layouts, scale forms, masks as compares, a negation or a
+ *    constant triangle, -inf or finite fills), compiled against the reference of the
+ *    written-out graph, finite fills close to the scores included; left alone where it is
+ *    not the op (another mask, a mask from a parameter, probabilities read elsewhere);
  *  - the graph text round trip, every builder error, and every host allocation of build +
  *    compile + run failed in turn.
  * Gradients are test_autodiff.c's (its per-op harness, against finite differences). */
@@ -19,6 +24,8 @@
 #include "backend/device.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
+#include "trace/trace.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -192,6 +199,22 @@ static bool has_attention(const kiln_graph *g) {
     return false;
 }
 
+/* The CPU device of context c as a backend without the kernel: kiln_compile then expands
+ * the op and does not recognise written-out attention (the same state; only the table's
+ * slots differ). Undone by without_kernel_end. */
+static kn_backend *without_kernel(kiln_context *c) {
+    kn_backend *b = malloc(sizeof *b);
+    if (!b) return NULL;
+    *b = *c->devices[0].backend;
+    b->attention = NULL;
+    c->devices[0].backend = b;
+    return b;
+}
+
+static void without_kernel_end(kiln_context *c, kn_backend *b) {
+    if (b) c->devices[0].backend = &kn_cpu_backend, free(b);
+}
+
 static void primitive_form(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         if (cases[i].S > 256) continue; /* the interpreter's [T, S] products are slow */
@@ -210,7 +233,9 @@ static void primitive_form(void) {
         if (want && got)
             CHECK_MSG(cmp_arrays(got, want, 1e-6, 1e-12, "primitive form"), "case %zu", i);
         /* and compiled: what a backend without the kernel runs */
-        CHECK_MSG(cmp_graph(C, x, 3, args, NULL, 1e-5, NULL), "case %zu compiled", i);
+        kn_backend *b = without_kernel(C);
+        CHECK_MSG(cmp_graph(C, g, 3, args, NULL, 1e-5, NULL), "case %zu compiled", i);
+        without_kernel_end(C, b);
         kiln_array_destroy(want), kiln_array_destroy(got);
         for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
         kiln_graph_destroy(x);
@@ -290,11 +315,12 @@ static void same_bits_any_threads(void) {
  * score tiles, where the primitive form holds the scores and probabilities. */
 static void memory(void) {
     shape_case c = {4, 2, 256, 256, 4, 4, 32, 32, true, 0};
-    kiln_graph *g = case_graph(&c, KILN_DTYPE_F32), *x = NULL;
-    CHECK_OK(C, pass_expand_run(g, true, &x));
+    kiln_graph *g = case_graph(&c, KILN_DTYPE_F32);
     kiln_executable *fused = NULL, *prims = NULL;
     CHECK_OK(C, kiln_compile(g, NULL, &fused));
-    if (x) CHECK_OK(C, kiln_compile(x, NULL, &prims));
+    kn_backend *nk = without_kernel(C);
+    CHECK_OK(C, kiln_compile(g, NULL, &prims));
+    without_kernel_end(C, nk);
     if (fused && prims) {
         kiln_memory_analysis a, b;
         CHECK_OK(C, kiln_executable_get_memory_analysis(fused, &a));
@@ -307,7 +333,7 @@ static void memory(void) {
                   (unsigned long long)b.temp_bytes);
     }
     kiln_executable_destroy(fused), kiln_executable_destroy(prims);
-    kiln_graph_destroy(x), kiln_graph_destroy(g);
+    kiln_graph_destroy(g);
 }
 
 /* Scores of -inf (q . k with k = -inf) in the first key chunk and finite ones after it:
@@ -341,6 +367,264 @@ static void infinite_scores(void) {
     kiln_executable_destroy(e);
     for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
     kiln_graph_destroy(g);
+}
+
+/* ---------------------------------------------------- written out, recognised ---- */
+
+typedef enum {
+    MASK_NONE,
+    MASK_LE,
+    MASK_GT_SWAPPED,
+    MASK_CONSTANT,
+    MASK_WINDOW,
+    MASK_BOTTOM_RIGHT,
+    MASK_PARAMETER,
+    MASK_KEYS_ALL,
+    MASK_KEYS_PADDED
+} mask_form;
+
+typedef struct written {
+    int rank;         /* 4: q [B, T, N, H] as a model makes it; 3: [N, T, H], heads batched */
+    bool heads_first; /* rank 4: q, k, v given as [B, N, T, H] (no transposes to fold) */
+    int64_t B, T, S, N, H, Hv;
+    mask_form mask;
+    double fill;
+    int scale_form; /* 0: none, 1: s * c, 2: c * s, 3: s / c */
+    bool p_output;  /* the probabilities are an output too: not the op */
+    bool jax_where; /* kiln_where(mask [T, S], s, scalar fill), broadcasting */
+    bool match;     /* what the pass must decide */
+} written;
+
+static const written writtens[] = {
+    /* rank, hf, B, T, S, N, H, Hv, mask, fill, scale, p_out, where, match */
+    {4, false, 2, 70, 70, 4, 16, 16, MASK_LE, -1e30, 1, false, false, true},
+    {4, false, 1, 130, 130, 2, 8, 12, MASK_GT_SWAPPED, -INFINITY, 2, false, false, true},
+    {4, true, 2, 33, 33, 3, 8, 8, MASK_LE, -1e9, 3, false, true, true},
+    {3, false, 1, 65, 65, 4, 8, 8, MASK_CONSTANT, -1e4, 0, false, false, true},
+    {4, false, 1, 20, 90, 2, 8, 8, MASK_NONE, 0, 1, false, false, true},
+    /* fills among the scores: the keys a query does not see weigh in */
+    {4, false, 1, 130, 130, 2, 8, 8, MASK_LE, 0.25, 1, false, true, true},
+    {4, false, 1, 600, 600, 1, 8, 8, MASK_LE, -2, 1, false, false, true},
+    {4, false, 1, 5, 200, 2, 8, 8, MASK_LE, 0, 1, false, false, true},
+    {4, false, 1, 200, 70, 2, 8, 8, MASK_LE, -0.5, 3, false, false, true},
+    {3, false, 1, 40, 40, 2, 8, 8, MASK_LE, 1.5, 0, false, false, true},
+    /* not the op */
+    {4, false, 1, 40, 40, 2, 8, 8, MASK_WINDOW, -1e30, 1, false, false, false},
+    {4, false, 1, 20, 40, 2, 8, 8, MASK_BOTTOM_RIGHT, -1e30, 1, false, false, false},
+    {4, false, 1, 40, 40, 2, 8, 8, MASK_PARAMETER, -1e30, 1, false, false, false},
+    {4, false, 1, 40, 40, 2, 8, 8, MASK_LE, -1e30, 1, true, false, false},
+    /* a [1, S] mask broadcast over the queries: all true is no mask; padding is not causal */
+    {4, false, 2, 24, 40, 2, 8, 8, MASK_KEYS_ALL, -1e30, 1, false, true, true},
+    {4, false, 2, 24, 40, 2, 8, 8, MASK_KEYS_PADDED, -1e30, 1, false, true, false},
+};
+
+/* The written-out attention of case w over parameters q, k, v (and a mask). */
+static kiln_graph *written_graph(const written *w, kiln_dtype t) {
+    kiln_graph *g = new_graph();
+    int64_t B = w->B, T = w->T, S = w->S, N = w->N, H = w->H, Hv = w->Hv;
+    kiln_value q, k, v;
+    if (w->rank == 3) {
+        q = kiln_parameter(g, "q", t, 3, (int64_t[]){N, T, H});
+        k = kiln_parameter(g, "k", t, 3, (int64_t[]){N, S, H});
+        v = kiln_parameter(g, "v", t, 3, (int64_t[]){N, S, Hv});
+        k = kiln_transpose(g, k, (int[]){0, 2, 1});
+    } else if (w->heads_first) {
+        q = kiln_parameter(g, "q", t, 4, (int64_t[]){B, N, T, H});
+        k = kiln_parameter(g, "k", t, 4, (int64_t[]){B, N, S, H});
+        v = kiln_parameter(g, "v", t, 4, (int64_t[]){B, N, S, Hv});
+        k = kiln_transpose(g, k, (int[]){0, 1, 3, 2});
+    } else {
+        q = kiln_parameter(g, "q", t, 4, (int64_t[]){B, T, N, H});
+        k = kiln_parameter(g, "k", t, 4, (int64_t[]){B, S, N, H});
+        v = kiln_parameter(g, "v", t, 4, (int64_t[]){B, S, N, Hv});
+        q = kiln_transpose(g, q, (int[]){0, 2, 1, 3});
+        k = kiln_transpose(g, k, (int[]){0, 2, 3, 1});
+        v = kiln_transpose(g, v, (int[]){0, 2, 1, 3});
+    }
+    kiln_value s = kiln_matmul(g, q, k), c = kiln_scalar(g, t, 1 / sqrt((double)H));
+    s = w->scale_form == 1   ? kiln_mul(g, s, c)
+        : w->scale_form == 2 ? kiln_mul(g, c, s)
+        : w->scale_form == 3 ? kiln_div(g, s, kiln_scalar(g, t, sqrt((double)H)))
+                             : s;
+    int64_t ts[2] = {T, S};
+    kiln_value i = kiln_iota(g, KILN_DTYPE_I32, 2, ts, 0),
+               j = kiln_iota(g, KILN_DTYPE_I32, 2, ts, 1);
+    kiln_value seen = {0};
+    bool *tri = NULL;
+    switch (w->mask) {
+    case MASK_NONE: break;
+    case MASK_LE:
+    case MASK_GT_SWAPPED: seen = kiln_compare(g, j, i, KILN_CMP_LE); break;
+    case MASK_CONSTANT:
+        tri = malloc((size_t)(T * S));
+        for (int64_t a = 0; a < T * S; a++) tri[a] = a % S <= a / S;
+        seen = kiln_constant(g, KILN_DTYPE_BOOL, 2, ts, tri);
+        free(tri);
+        break;
+    case MASK_WINDOW: /* i - 4 < j <= i */
+        seen = kiln_logical_and(
+            g, kiln_compare(g, j, i, KILN_CMP_LE),
+            kiln_compare(g, kiln_add(g, j, kiln_scalar(g, KILN_DTYPE_I32, 4)), i, KILN_CMP_GT));
+        break;
+    case MASK_BOTTOM_RIGHT: /* j <= i + S - T */
+        seen = kiln_compare(g, j, kiln_add(g, i, kiln_scalar(g, KILN_DTYPE_I32, (double)(S - T))),
+                            KILN_CMP_LE);
+        break;
+    case MASK_PARAMETER: seen = kiln_parameter(g, "mask", KILN_DTYPE_BOOL, 2, ts); break;
+    case MASK_KEYS_ALL:
+    case MASK_KEYS_PADDED:
+        tri = malloc((size_t)S);
+        for (int64_t a = 0; a < S; a++) tri[a] = w->mask == MASK_KEYS_ALL || a < S - 3;
+        seen = kiln_constant(g, KILN_DTYPE_BOOL, 2, (int64_t[]){1, S}, tri);
+        free(tri);
+        break;
+    }
+    ir_shape shape = g->nodes[s.id].shape, *ss = &shape; /* a copy: nodes may move */
+    if (w->mask != MASK_NONE) {
+        kiln_value fill = kiln_scalar(g, t, w->fill);
+        if (w->jax_where)
+            s = kiln_where(g, seen, s, fill);
+        else if (w->mask == MASK_GT_SWAPPED)
+            s = kiln_select(
+                g, kiln_broadcast_to(g, kiln_compare(g, j, i, KILN_CMP_GT), ss->rank, ss->dims),
+                kiln_broadcast_to(g, fill, ss->rank, ss->dims), s);
+        else
+            s = kiln_select(g, kiln_broadcast_to(g, seen, ss->rank, ss->dims), s,
+                            kiln_broadcast_to(g, fill, ss->rank, ss->dims));
+    }
+    kiln_value p = kiln_softmax(g, s, -1), o = kiln_matmul(g, p, v);
+    if (w->rank == 4 && !w->heads_first) o = kiln_transpose(g, o, (int[]){0, 2, 1, 3});
+    kiln_value outs[2] = {o, p};
+    CHECK_OK(C, kiln_graph_finish(g, w->p_output ? 2 : 1, outs));
+    return g;
+}
+
+/* The pipeline, then the pass, as kiln_compile runs them: whether an attention appears. */
+static bool recognised(kiln_graph *g) {
+    kiln_graph *x = NULL;
+    CHECK_OK(C, pass_clone(g, &x));
+    if (!x) return false;
+    CHECK_OK(C, passes_run(&x, NULL));
+    bool changed = false;
+    pass_stats st = {0};
+    CHECK_OK(C, pass_attention(&x, &changed, &st));
+    bool r = has_attention(x);
+    CHECK_MSG(r == changed && st.attention == (uint32_t)changed, "changed %d, stats %u, found %d",
+              changed, st.attention, r);
+    kiln_graph_destroy(x);
+    return r;
+}
+
+static void written_out(void) {
+    for (size_t c = 0; c < sizeof writtens / sizeof *writtens; c++)
+        for (int d = 0; d < 2; d++) {
+            const written *w = &writtens[c];
+            kiln_dtype t = d ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+            kiln_graph *g = written_graph(w, t);
+            CHECK_MSG(recognised(g) == w->match, "case %zu (%s): recognised %d, want %d", c,
+                      kiln_dtype_name(t), !w->match, w->match);
+            int n_args = 3 + (w->mask == MASK_PARAMETER);
+            kiln_array *args[4];
+            for (int a = 0; a < n_args; a++) {
+                const ir_node *pn = &g->nodes[g->params[a]];
+                args[a] = cmp_random_array(C, pn->dtype, pn->shape.rank, pn->shape.dims, &seed);
+            }
+            CHECK_MSG(cmp_graph(C, g, n_args, args, NULL, 1e-5, NULL), "case %zu, %s", c,
+                      kiln_dtype_name(t));
+            for (int a = 0; a < n_args; a++) kiln_array_destroy(args[a]);
+            kiln_graph_destroy(g);
+        }
+}
+
+/* A finite fill kept, not taken for -inf: one query, two keys, the second unseen with a
+ * fill of 0 and a seen score of 0 too, so each key weighs one half. */
+static void finite_fill_weighs_in(void) {
+    written w = {4, false, 1, 2, 2, 1, 1, 1, MASK_LE, 0, 0, false, false, true};
+    kiln_graph *g = written_graph(&w, KILN_DTYPE_F32);
+    int64_t d[4] = {1, 2, 1, 1};
+    float qv[2] = {0, 0}, kv[2] = {1, 1}, vv[2] = {2, 6}, y[2] = {0};
+    kiln_array *args[3] = {NULL, NULL, NULL}, *out = NULL;
+    CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, d, qv, &args[0]));
+    CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, d, kv, &args[1]));
+    CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, d, vv, &args[2]));
+    kiln_executable *e = NULL;
+    CHECK_OK(C, kiln_compile(g, NULL, &e));
+    char *listing = e ? kiln_executable_to_string(e) : NULL;
+    CHECK_MSG(listing && strstr(listing, "dot_product_attention"), "not fused:\n%s",
+              listing ? listing : "");
+    kiln_string_free(C, listing);
+    if (e) CHECK_OK(C, kiln_executable_run(e, 3, args, 1, &out));
+    if (out) kiln_array_copy_to_host(out, y, sizeof y);
+    /* query 0: keys 0 (seen, 2) and 1 (unseen, scored 0: 6) alike -> 4; query 1: 4 */
+    CHECK_MSG(y[0] == 4 && y[1] == 4, "%g %g", y[0], y[1]);
+    kiln_array_destroy(out);
+    kiln_executable_destroy(e);
+    for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
+    kiln_graph_destroy(g);
+}
+
+/* The op with a finite fill, as the recognition makes it: the fused kernel (compiled)
+ * and the primitive form (expanded, interpreted) against the reference's definition, on
+ * the kernel's paths (several key chunks, T < S, T > S, grouped heads); the graph text
+ * keeps the fill; a NaN or +inf fill is refused. */
+static void fill_attribute(void) {
+    static const shape_case fc[] = {
+        {4, 1, 130, 130, 2, 1, 8, 8, true, 0.3}, {4, 1, 600, 600, 1, 1, 8, 4, true, 0.2},
+        {4, 2, 5, 200, 2, 2, 8, 8, true, 0.3},   {4, 1, 200, 70, 4, 2, 8, 8, true, 0.3},
+        {3, 1, 9, 9, 2, 2, 4, 4, true, 0.5},
+    };
+    static const double fills[] = {0.25, -1.5, -1e30};
+    for (size_t i = 0; i < sizeof fc / sizeof *fc; i++)
+        for (int d = 0; d < 2; d++) {
+            const shape_case *c = &fc[i];
+            kiln_dtype t = d ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+            double fill = fills[(i + (size_t)d) % 3];
+            kiln_graph *g = new_graph();
+            int64_t qd[4], kd[4], vd[4];
+            case_dims(c, qd, kd, vd);
+            kiln_value q = kiln_parameter(g, "q", t, c->rank, qd);
+            kiln_value k = kiln_parameter(g, "k", t, c->rank, kd);
+            kiln_value v = kiln_parameter(g, "v", t, c->rank, vd);
+            kiln_value out = trace_attention(g, q, k, v, c->scale, true, fill);
+            CHECK_OK(C, kiln_graph_finish(g, 1, &out));
+            kiln_array *args[3], *want = NULL, *got = NULL;
+            case_args(c, t, args);
+            CHECK_MSG(cmp_graph(C, g, 3, args, NULL, 1e-5, NULL), "case %zu, fill %g, %s", i, fill,
+                      kiln_dtype_name(t));
+            kiln_graph *x = NULL;
+            CHECK_OK(C, pass_expand_run(g, true, &x));
+            if (x && c->S <= 256) {
+                CHECK_OK(C, kiln_interpret(g, 3, args, 1, &want));
+                CHECK_OK(C, kiln_interpret(x, 3, args, 1, &got));
+                if (want && got)
+                    CHECK_MSG(
+                        cmp_arrays(got, want, d ? 1e-9 : 1e-5, d ? 1e-12 : 1e-6, "primitive form"),
+                        "case %zu, fill %g", i, fill);
+            }
+            char *text = kiln_graph_to_string(g), *again = NULL;
+            kiln_graph *l = NULL;
+            char want_fill[64];
+            snprintf(want_fill, sizeof want_fill, " fill=%.17g", fill);
+            CHECK_MSG(text && strstr(text, want_fill), "%s not in:\n%s", want_fill, text);
+            CHECK_OK(C, kiln_graph_parse(C, text, strlen(text), "fill", &l));
+            if (l) again = kiln_graph_to_string(l);
+            CHECK_MSG(again && !strcmp(text, again), "round trip:\n%s\n%s", text, again);
+            kiln_string_free(C, text), kiln_string_free(C, again);
+            kiln_graph_destroy(l), kiln_graph_destroy(x);
+            kiln_array_destroy(want), kiln_array_destroy(got);
+            for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
+            kiln_graph_destroy(g);
+        }
+    static const double bad[] = {NAN, INFINITY};
+    for (int i = 0; i < 2; i++) {
+        kiln_graph *g = new_graph();
+        kiln_value q = kiln_parameter(g, "q", KILN_DTYPE_F32, 3, (int64_t[]){4, 1, 2});
+        kiln_value out = trace_attention(g, q, q, q, 1, true, bad[i]);
+        CHECK(!kiln_value_ok(out));
+        CHECK(kiln_graph_finish(g, 1, &out) == KILN_STATUS_INVALID_ARGUMENT);
+        CHECK_CONTAINS(kiln_last_error(C), "must be -inf or finite");
+        kiln_graph_destroy(g);
+    }
 }
 
 /* ------------------------------------------------------------- graph text ---- */
@@ -461,14 +745,27 @@ static void errors(void) {
 
 /* ------------------------------------------------------- fault injection ---- */
 
-static kiln_status build_and_run(kiln_context *c, int *bad) {
+/* Causal self-attention of x [1, 3, 1, 2] as the op, or (by_hand) written out with a
+ * -1e30 fill and a constant triangle for the mask, which kiln_compile recognises
+ * (src/passes/attention.c) by evaluating the mask. */
+static kiln_status build_and_run_of(kiln_context *c, bool by_hand, int *bad) {
     kiln_graph *g = NULL;
     kiln_status s = kiln_graph_create(c, "faults", &g);
     if (s) return s;
-    int64_t d[4] = {1, 3, 1, 2};
-    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, d);
-    kiln_value out =
-        kiln_dot_product_attention(g, x, x, x, &(kiln_attention_options){.is_causal = true});
+    int64_t d[4] = {1, 3, 1, 2}, ts[2] = {3, 3};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, d), out;
+    if (by_hand) {
+        int heads[4] = {0, 2, 1, 3}, kt[4] = {0, 1, 3, 2};
+        kiln_value xt = kiln_transpose(g, x, heads);
+        kiln_value sc = kiln_mul(g, kiln_matmul(g, xt, kiln_transpose(g, xt, kt)),
+                                 kiln_scalar(g, KILN_DTYPE_F32, 0.7));
+        static const bool tri[9] = {1, 0, 0, 1, 1, 0, 1, 1, 1};
+        kiln_value seen = kiln_constant(g, KILN_DTYPE_BOOL, 2, ts, tri);
+        sc = kiln_where(g, seen, sc, kiln_scalar(g, KILN_DTYPE_F32, -1e30));
+        out = kiln_transpose(g, kiln_matmul(g, kiln_softmax(g, sc, -1), xt), heads);
+    } else {
+        out = kiln_dot_product_attention(g, x, x, x, &(kiln_attention_options){.is_causal = true});
+    }
     s = kiln_graph_finish(g, 1, &out);
     kiln_executable *e = NULL;
     kiln_array *a = NULL, *r = NULL;
@@ -487,20 +784,25 @@ static kiln_status build_and_run(kiln_context *c, int *bad) {
     return s;
 }
 
+static kiln_status build_and_run(kiln_context *c, int *bad) {
+    return build_and_run_of(c, false, bad);
+}
+
+/* Every allocation of the recognition (src/passes/attention.c: its tables, the mask's
+ * evaluation, the rebuilt graph) failed in turn. */
+static kiln_status build_and_run_written(kiln_context *c, int *bad) {
+    return build_and_run_of(c, true, bad);
+}
+
 /* The same on a backend without the kernel: every allocation of the expansion into the
  * primitive form (src/passes/expand.c) failed in turn is that failure, named, never
  * INTERNAL (fault_sweep_run checks the status and message of each failed run). */
 static kiln_status build_and_run_expanded(kiln_context *c, int *bad) {
-    kn_backend *b = malloc(sizeof *b);
+    kn_backend *b = without_kernel(c);
     if (!b) return KILN_STATUS_HOST_OOM;
-    *b = kn_cpu_backend;
-    b->attention = NULL;
-    const kn_backend *real = c->devices[0].backend;
-    c->devices[0].backend = b; /* same state: only the table's slots differ */
     kiln_status s = build_and_run(c, bad);
     if (s == KILN_STATUS_INTERNAL) *bad = 1;
-    c->devices[0].backend = real;
-    free(b);
+    without_kernel_end(c, b);
     return s;
 }
 
@@ -515,6 +817,10 @@ static void faults(void) {
     fault_sweep se = {
         .name = "attention expanded", .run = fault_in_context, .user = &fe, .max_runs = 8000};
     CHECK_MSG(fault_sweep_run(&se) > 0, "no expanded run completed");
+    fault_ctx_case fw = {dir, build_and_run_written, "wrong results"};
+    fault_sweep sr = {
+        .name = "attention written out", .run = fault_in_context, .user = &fw, .max_runs = 8000};
+    CHECK_MSG(fault_sweep_run(&sr) > 0, "no written-out run completed");
     test_remove_dir(dir);
 }
 
@@ -530,6 +836,9 @@ int main(void) {
     RUN(same_bits_any_threads);
     RUN(memory);
     RUN(infinite_scores);
+    RUN(written_out);
+    RUN(finite_fill_weighs_in);
+    RUN(fill_attribute);
     RUN(graph_text);
     RUN(errors);
     kiln_context_destroy(C);

@@ -12,6 +12,7 @@
 #include "fault.h"
 #include "randprog.h"
 #include "ir/ir.h"
+#include "trace/trace.h"
 
 #include <stdint.h>
 
@@ -151,6 +152,9 @@ U(f_attn_rank3, kiln_dot_product_attention(g, kiln_tanh(g, x[0]), x[1], x[2],
                                            &(kiln_attention_options){.scale = 0.7}))
 U(f_attn_causal_long, kiln_dot_product_attention(g, x[0], x[1], kiln_exp(g, x[1]),
                                                  &(kiln_attention_options){.is_causal = true}))
+/* a finite fill (what src/passes/attention.c keeps from a written-out select): the unseen
+ * keys weigh in, but their score is a constant, so no gradient reaches q or k through it */
+U(f_attn_fill, trace_attention(g, x[0], x[1], x[2], 0.6, true, 0.3))
 U(f_argmax,
   kiln_mul(g, x[0],
            like(g, kiln_reshape(g, kiln_argmax(g, x[0], 1), 2, (const int64_t[]){3, 1}), x[0])))
@@ -282,6 +286,12 @@ static const grad_case cases[] = {
      2,
      {4, 4},
      {{1, 5, 1, 2}, {1, 3, 1, 2}},
+     ANY},
+    {"attention causal, a finite fill, T < S",
+     f_attn_fill,
+     3,
+     {4, 4, 4},
+     {{1, 3, 2, 2}, {1, 5, 1, 2}, {1, 5, 1, 3}},
      ANY},
     {"argmax", f_argmax, 1, {2}, {{3, 4}}, DISTINCT},
     {"one_hot", f_one_hot, 1, {2}, {{3, 4}}, ANY},

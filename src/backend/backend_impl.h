@@ -79,6 +79,7 @@ typedef struct kn_attention_desc {
     int64_t batch, t, s, heads, kv_heads, h, hv;
     double scale;
     bool causal; /* query i sees keys j <= i */
+    double fill; /* with causal, the score of a key j > i: -inf (not there) or finite */
 } kn_attention_desc;
 
 typedef struct kn_backend {

@@ -101,7 +101,8 @@ void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d)
                              .h = q->dims[o + 2],
                              .hv = n->shape.dims[o + 2],
                              .scale = n->a.attn.scale,
-                             .causal = n->a.attn.causal};
+                             .causal = n->a.attn.causal,
+                             .fill = n->a.attn.fill};
 }
 
 /* Plans the memory (src/plan) and tells codegen which kernels run in place. */
@@ -306,6 +307,11 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     if (!s) /* what the device has no kernel for becomes primitives (check_backend: none) */
         s = pass_expand(&e->g, !dev->backend->attention || !dev->backend->attention_scratch);
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
+    if (!s && !o->disable_passes && dev->backend->attention && dev->backend->attention_scratch) {
+        bool changed = false; /* written-out attention becomes the op the device has a kernel for */
+        s = pass_attention(&e->g, &changed, NULL);
+        if (!s && changed) s = passes_run(&e->g, NULL);
+    }
     if (!s) s = dump_graph(ctx, &dump, "1-optimized.ir", e->g);
     if (!s) s = check_comm(e);
     if (!s) s = take_donations(e, o);

@@ -395,6 +395,11 @@ static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, s
              (long long)qd[t + 1], (long long)kd[t + 1]);
     if (!isfinite(n->a.attn.scale))
         FAIL(KILN_STATUS_INVALID_ARGUMENT, "the scale %g is not finite", n->a.attn.scale);
+    if (!isfinite(n->a.attn.fill) && n->a.attn.fill != -INFINITY)
+        FAIL(KILN_STATUS_INVALID_ARGUMENT,
+             "the score of a key a causal query does not see (fill) must be -inf or finite, "
+             "not %g",
+             n->a.attn.fill);
     n->dtype = q->dtype;
     n->shape = q->shape;
     n->shape.dims[r - 1] = vd[r - 1];

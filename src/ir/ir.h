@@ -259,6 +259,10 @@ typedef union ir_attrs {
     struct {
         double scale; /* multiplies q k^T before the softmax */
         bool causal;  /* query i sees keys j <= i only */
+        double fill;  /* with causal: the score of a key j > i. -inf (what the public
+                       * builder sets) leaves it out; a finite value is what a written-out
+                       * attention put there (select(mask, s, -1e30)) and the op recognised
+                       * from it (src/passes/attention.c) keeps that meaning exactly */
     } attn;           /* ATTENTION */
 } ir_attrs;
 

@@ -13,6 +13,7 @@
 #include "ir.h"
 #include "base/strbuf.h"
 
+#include <math.h>
 #include <string.h>
 
 static void list_i64(strbuf *sb, const char *name, const int64_t *v, int n) {
@@ -147,6 +148,8 @@ static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
         break;
     case IR_ATTENTION: /* %.17g reads back as the same double */
         sb_printf(sb, " scale=%.17g%s", n->a.attn.scale, n->a.attn.causal ? " causal" : "");
+        if (n->a.attn.causal && n->a.attn.fill != -INFINITY)
+            sb_printf(sb, " fill=%.17g", n->a.attn.fill);
         break;
     case IR_DOT:
         if ((unsigned)n->a.dot.n_batch > KILN_MAX_RANK ||

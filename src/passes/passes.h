@@ -26,6 +26,7 @@ typedef struct pass_stats {
     uint32_t folded;       /* nodes replaced by a computed constant */
     uint32_t cse_merged;   /* nodes merged into an equal earlier node */
     uint32_t dce_removed;  /* dead nodes removed */
+    uint32_t attention;    /* written-out attentions made dot_product_attention */
     uint32_t nodes_before; /* node counts around passes_run */
     uint32_t nodes_after;
 } pass_stats;
@@ -58,6 +59,14 @@ kiln_status pass_dce_run(const kiln_graph *g, kiln_graph **out, pass_stats *stat
  * primitive form, for a backend without the fused kernel (kiln_compile decides). Unlike
  * the passes above it may change rounding, not values. */
 kiln_status pass_expand(kiln_graph **g, bool attention);
+
+/* Attention (attention.c): a written-out attention (q k^T, scale, causal select, softmax,
+ * times v, none of it read elsewhere) becomes dot_product_attention, for a backend with
+ * the fused kernel (kiln_compile decides, after passes_run, and runs the pipeline again
+ * when it changed something). Like expansion it may change rounding, not values. *changed
+ * says whether it found any; stats may be NULL. */
+kiln_status pass_attention(kiln_graph **g, bool *changed, pass_stats *stats);
+kiln_status pass_attention_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 kiln_status pass_expand_run(const kiln_graph *g, bool attention, kiln_graph **out);
 kiln_status pass_cse_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 kiln_status pass_simplify_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);

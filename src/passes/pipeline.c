@@ -116,6 +116,15 @@ kiln_status pass_expand(kiln_graph **g, bool attention) {
     return attention ? apply(g, "expand", expand_attention_run) : KILN_STATUS_OK;
 }
 
+kiln_status pass_attention(kiln_graph **g, bool *changed, pass_stats *stats) {
+    if (!g || !*g) return KILN_STATUS_INVALID_ARGUMENT;
+    kiln_graph *cur = *g;
+    *changed = false;
+    kiln_status s = step(&cur, NULL, "attention", pass_attention_run, stats, changed);
+    if (!s) *g = cur;
+    return s;
+}
+
 kiln_status pass_dce(kiln_graph **g) {
     return apply(g, "dce", pass_dce_run);
 }

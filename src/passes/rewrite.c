@@ -15,6 +15,7 @@
 #include "rewrite.h"
 #include "base/hashmap.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Replaces the context's message m by "pass <name>: m", keeping the status. */
@@ -230,9 +231,11 @@ static int canonical_attrs(ir_op op, int r, const ir_attrs *a, int64_t *buf) {
     case IR_ALL_REDUCE: buf[n++] = a->reduce_kind; break;
     case IR_CUMSUM: buf[n++] = a->scan.axis, buf[n++] = a->scan.reverse; break;
     case IR_ATTENTION: { /* the scale's bits: -0.0 and 0.0 scale alike but are kept apart */
-        int64_t bits;
+        int64_t bits, fill;
+        double f = a->attn.causal ? a->attn.fill : -INFINITY; /* meaningless without causal */
         memcpy(&bits, &a->attn.scale, sizeof bits);
-        buf[n++] = bits, buf[n++] = a->attn.causal;
+        memcpy(&fill, &f, sizeof fill);
+        buf[n++] = bits, buf[n++] = a->attn.causal, buf[n++] = fill;
         break;
     }
     default: break; /* elementwise (the dtype says what CONVERT does), constants */

@@ -424,8 +424,9 @@ kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value *vals, 
 }
 
 /* dot_product_attention straight from its definition (include/kiln.h): per (b, i, n),
- * the scores s_j = scale * (q . k_j) in f64 over the keys it sees (j <= i when causal),
- * p_j = exp(s_j - max s) / sum, out = sum_j p_j v_j, each output rounded once. */
+ * the scores s_j = scale * (q . k_j) in f64 over the keys it sees (j <= i when causal;
+ * a key j > i scores the fill instead when that is finite), p_j = exp(s_j - max s) / sum,
+ * out = sum_j p_j v_j, each output rounded once. */
 kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     const ir_node *qn = ref_in_node(g, n, 0), *kn = ref_in_node(g, n, 1),
@@ -443,7 +444,12 @@ kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *val
         for (int64_t i = 0; i < T; i++)
             for (int64_t h = 0; h < N; h++) {
                 int64_t kh = h / G, seen = n->a.attn.causal && i + 1 < S ? i + 1 : S;
-                double mx = -INFINITY, sum = 0;
+                double mx = -INFINITY, sum = 0, fill = n->a.attn.fill;
+                int64_t keys = isfinite(fill) ? S : seen; /* j >= seen score the fill */
+                for (int64_t j = seen; j < keys; j++) {
+                    s[j] = fill;
+                    mx = fill > mx ? fill : mx;
+                }
                 for (int64_t j = 0; j < seen; j++) {
                     double d = 0;
                     for (int64_t e = 0; e < H; e++)
@@ -453,7 +459,7 @@ kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *val
                     mx = s[j] > mx || s[j] != s[j] ? s[j] : mx; /* NaN propagates */
                 }
                 for (int64_t e = 0; e < Hv; e++) acc[e] = 0;
-                for (int64_t j = 0; j < seen; j++) {
+                for (int64_t j = 0; j < keys; j++) {
                     double p = exp(s[j] - mx);
                     sum += p;
                     for (int64_t e = 0; e < Hv; e++)

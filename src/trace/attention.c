@@ -15,7 +15,7 @@
 #include <math.h>
 
 kiln_value trace_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value v, double scale,
-                           bool causal) {
+                           bool causal, double fill) {
     const char *op = "kiln_dot_product_attention";
     if (!trace_ready(g, op)) return KN_NONE;
     if (!trace_node(g, op, q, "the query") || !trace_node(g, op, k, "the key") ||
@@ -24,6 +24,7 @@ kiln_value trace_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value
     ir_node n = {.op = IR_ATTENTION};
     n.a.attn.scale = scale;
     n.a.attn.causal = causal;
+    n.a.attn.fill = fill;
     uint32_t in[3] = {q.id, k.id, v.id};
     return trace_emit(g, op, &n, in, 3);
 }
@@ -39,7 +40,7 @@ kiln_value kiln_dot_product_attention(kiln_graph *g, kiln_value q, kiln_value k,
         int64_t h = qn->shape.dims[qn->shape.rank - 1];
         scale = 1 / sqrt((double)(h ? h : 1));
     }
-    return trace_attention(g, q, k, v, scale, o && o->is_causal);
+    return trace_attention(g, q, k, v, scale, o && o->is_causal, -INFINITY);
 }
 
 /* ------------------------------------------------------- primitive form ---- */
@@ -52,6 +53,7 @@ typedef struct attn_form {
     int64_t B, T, S, N, K, H, Hv;
     double scale;
     bool causal;
+    double fill;           /* the score of a key j > i when causal (-inf or finite) */
     kiln_value q, k, v;    /* rank 4 */
     kiln_value krep, vrep; /* k, v with each key/value head repeated for its G query heads */
 } attn_form;
@@ -97,14 +99,25 @@ static void form_open(attn_form *f, kiln_graph *g, const ir_node *n, kiln_value 
                      .H = qs->dims[o + 2],
                      .Hv = vs->dims[o + 2],
                      .scale = n->a.attn.scale,
-                     .causal = n->a.attn.causal};
+                     .causal = n->a.attn.causal,
+                     .fill = n->a.attn.fill};
     f->q = to_rank4(g, q), f->k = to_rank4(g, k), f->v = to_rank4(g, v);
     f->krep = repeat_heads(f, f->k, f->H);
     f->vrep = repeat_heads(f, f->v, f->Hv);
 }
 
-/* The probabilities [B, N, T, S]: softmax over j of scale q.k, keys j > i set to -inf
- * first when causal (exp(-inf - max) is exactly 0, and j = 0 is always there). */
+/* Whether query i sees key j, [B, N, T, S]: j <= i. */
+static kiln_value seen_mask(const attn_form *f) {
+    kiln_graph *g = f->g;
+    int64_t ts[2] = {f->T, f->S}, d4[4] = {f->B, f->N, f->T, f->S};
+    int bd[2] = {2, 3};
+    kiln_value seen = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I64, 2, ts, 1),
+                                   kiln_iota(g, KILN_DTYPE_I64, 2, ts, 0), KILN_CMP_LE);
+    return kiln_broadcast_in_dim(g, seen, 4, d4, bd);
+}
+
+/* The probabilities [B, N, T, S]: softmax over j of scale q.k, keys j > i set to the fill
+ * first when causal (with -inf, exp(-inf - max) is exactly 0, and j = 0 is always there). */
 static kiln_value probabilities(const attn_form *f) {
     kiln_graph *g = f->g;
     kiln_dot_dims qk = {.n_contract = 1,
@@ -116,12 +129,8 @@ static kiln_value probabilities(const attn_form *f) {
     kiln_value s =
         kiln_mul(g, kiln_dot_general(g, f->q, f->krep, &qk), kiln_scalar(g, f->t, f->scale));
     if (f->causal) {
-        int64_t ts[2] = {f->T, f->S}, d4[4] = {f->B, f->N, f->T, f->S};
-        int bd[2] = {2, 3};
-        kiln_value seen = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I64, 2, ts, 1),
-                                       kiln_iota(g, KILN_DTYPE_I64, 2, ts, 0), KILN_CMP_LE);
-        s = kiln_select(g, kiln_broadcast_in_dim(g, seen, 4, d4, bd), s,
-                        kiln_full(g, f->t, 4, d4, -INFINITY));
+        int64_t d4[4] = {f->B, f->N, f->T, f->S};
+        s = kiln_select(g, seen_mask(f), s, kiln_full(g, f->t, 4, d4, f->fill));
     }
     return kiln_softmax(g, s, -1);
 }
@@ -180,7 +189,9 @@ kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, kiln_valu
  *   dV = P^T ct, dP = ct V^T, dS = P (dP - rowsum(ct * out)), dQ = scale dS K,
  *   dK = scale dS^T Q,
  * rowsum(ct * out) being rowsum(dP * P) (FlashAttention's D) without a [T, S] product;
- * dK and dV sum over the G query heads that share a key/value head. */
+ * dK and dV sum over the G query heads that share a key/value head. A finite fill gives
+ * the keys a query does not see a probability, but their score is a constant: dS is 0
+ * there. */
 void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k, kiln_value v,
                          kiln_value out, kiln_value ct, const bool *need, kiln_value *grads) {
     attn_form f;
@@ -202,6 +213,8 @@ void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_val
     kiln_value ds =
         kiln_mul(g, kiln_mul(g, p, kiln_sub(g, dp, kiln_broadcast_in_dim(g, rows, 4, d4, bd))),
                  kiln_scalar(g, f.t, f.scale));
+    if (f.causal && f.fill != -INFINITY)
+        ds = kiln_select(g, seen_mask(&f), ds, kiln_full(g, f.t, 4, d4, 0));
     if (need[0]) grads[0] = to_output(&f, over_keys(&f, ds, f.krep), f.H);
     if (need[1]) grads[1] = over_queries(&f, ds, f.q, f.H);
 }

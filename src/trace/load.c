@@ -647,10 +647,12 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
         return kiln_cumsum(g, in[0], axis, reverse);
     }
     case IR_ATTENTION: {
-        double scale = 0;
+        double scale = 0, fill = -INFINITY;
         bool causal = flag_attr(p, "causal");
         if (!need_inputs(p, name, 3) || !float_attr(p, name, "scale", &scale)) return KN_NONE;
-        return trace_attention(g, in[0], in[1], in[2], scale, causal); /* scale as written */
+        if (find_attr(p, "fill") && !float_attr(p, name, "fill", &fill)) return KN_NONE;
+        /* scale as written */
+        return trace_attention(g, in[0], in[1], in[2], scale, causal, fill);
     }
     case IR_TAKE_ROWS: return need_inputs(p, name, 2) ? kiln_take_rows(g, in[0], in[1]) : KN_NONE;
     case IR_SCATTER_ADD_ROWS:

@@ -81,7 +81,7 @@ kiln_value trace_random(kiln_graph *g, const char *op, int what, kiln_dtype t, k
  * the cotangents of q, k, v (grads[i] where need[i]) of attention node n of g, whose
  * output is `out`, given its cotangent ct; the probabilities are recomputed. */
 kiln_value trace_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value v, double scale,
-                           bool causal);
+                           bool causal, double fill);
 kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k,
                                       kiln_value v);
 void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k, kiln_value v,

@@ -9,6 +9,10 @@
  * block's accumulator; the end multiplies each row by the reciprocal of its sum. So the
  * [T, S] probabilities are never stored, and with a causal mask the chunks right of the
  * block's diagonal are never computed: at T = S that is about half of both products.
+ * A finite fill (the score a written-out attention gave the keys a query does not see,
+ * e.g. -1e30) is added at the end, where it is not lost: all those keys share one score,
+ * so they add (count) exp(fill - m) to the sum and exp(fill - m) times the sum of their
+ * value rows to the accumulator; with any realistic fill that weight is exactly 0.
  *
  * Threads: the pool runs one task per thread, each with its own slot of the planned
  * scratch (no more threads than the scratch has slots: the pool may have grown since the
@@ -171,6 +175,37 @@ typedef struct attn_call {
     atomic_int_fast64_t next; /* the next work item to take */
 } attn_call;
 
+/* The keys rows i0 .. i0 + rows - 1 do not see, scored `fill`, added to their running
+ * maximum mx, sum and accumulator acc (rows of hv); vs: hv entries of scratch. Rows are
+ * taken last to first so that vs, the sum of the value rows j > i, grows by one row a step. */
+#define ATTN_FILL(T, NAME)                                                                         \
+    static void NAME##_fill(const attn_call *c, int64_t b, int64_t kh, int64_t i0, int64_t rows,   \
+                            const T *mx, T *sum, T *acc, T *vs) {                                  \
+        const kn_attention_desc *d = c->d;                                                         \
+        int64_t hv = d->hv, ldv = d->kv_heads * hv;                                                \
+        const T *v = (const T *)c->v + (b * d->s * d->kv_heads + kh) * hv; /* row j: v + j ldv */  \
+        double fill = d->fill;                                                                     \
+        bool any = false; /* exp(fill - max) is 0 for every row: nothing to add */                 \
+        for (int64_t r = 0; r < rows && !any; r++)                                                 \
+            any = i0 + r + 1 < d->s && (fill > mx[r] || (T)exp(fill - mx[r]) != 0);                \
+        if (!any) return;                                                                          \
+        for (int64_t e = 0; e < hv; e++) vs[e] = 0;                                                \
+        for (int64_t j = i0 + rows; j < d->s; j++)                                                 \
+            for (int64_t e = 0; e < hv; e++) vs[e] += v[j * ldv + e];                              \
+        for (int64_t r = rows - 1; r >= 0; r--) {                                                  \
+            int64_t i = i0 + r;                                                                    \
+            double m = mx[r], top = m > fill ? m : fill;                                           \
+            if (i + 1 < d->s && m == m) { /* (a NaN row stays NaN) */                              \
+                T a = (T)exp(m - top), w = (T)exp(fill - top);                                     \
+                sum[r] = sum[r] * a + (T)(d->s - 1 - i) * w;                                       \
+                for (int64_t e = 0; e < hv; e++)                                                   \
+                    acc[r * hv + e] = acc[r * hv + e] * a + w * vs[e];                             \
+            }                                                                                      \
+            if (i < d->s) /* the row above does not see key i either */                            \
+                for (int64_t e = 0; e < hv; e++) vs[e] += v[i * ldv + e];                          \
+        }                                                                                          \
+    }
+
 /* One work item, per dtype. GEMM(ta, tb, m, n, k, a, lda, b, ldb, c, ldc) is the
  * provider's product on the calling thread. */
 #define ATTN_ITEM(T, NAME, GEMM)                                                                   \
@@ -225,6 +260,7 @@ typedef struct attn_call {
                 for (int64_t e = 0; e < hv; e++)                                                   \
                     acc[r * hv + e] = acc[r * hv + e] * al[r] + po[r * hv + e];                    \
         }                                                                                          \
+        if (d->causal && d->fill != -INFINITY) NAME##_fill(c, b, kh, i0, rows, mx, sum, acc, po);  \
         T *o = (T *)c->out + ((b * d->t + i0) * d->heads + n) * hv;                                \
         for (int64_t r = 0; r < rows; r++) {                                                       \
             T inv = 1 / sum[r], *orow = o + r * d->heads * hv; /* one rounding more than a /: */   \
@@ -235,6 +271,8 @@ typedef struct attn_call {
 
 #define SGEMM(...) cpu_blas_sgemm(c->bl, __VA_ARGS__)
 #define DGEMM(...) cpu_blas_dgemm(c->bl, __VA_ARGS__)
+ATTN_FILL(float, rows_f32)
+ATTN_FILL(double, rows_f64)
 ATTN_ITEM(float, rows_f32, SGEMM)
 ATTN_ITEM(double, rows_f64, DGEMM)
 

@@ -380,7 +380,9 @@ typedef enum {
     MASK_BOTTOM_RIGHT,
     MASK_PARAMETER,
     MASK_KEYS_ALL,
-    MASK_KEYS_PADDED
+    MASK_KEYS_PADDED,
+    MASK_IOTA_ROW,   /* compare(iota, iota) over [1, S]: the query iota is 0, so j <= 0 */
+    MASK_IOTA_COLUMN /* over [T, 1]: the key iota is 0, so 0 <= i, every key seen */
 } mask_form;
 
 typedef struct written {
@@ -416,6 +418,11 @@ static const written writtens[] = {
     /* a [1, S] mask broadcast over the queries: all true is no mask; padding is not causal */
     {4, false, 2, 24, 40, 2, 8, 8, MASK_KEYS_ALL, -1e30, 1, false, true, true},
     {4, false, 2, 24, 40, 2, 8, 8, MASK_KEYS_PADDED, -1e30, 1, false, true, false},
+    /* iotas along a broadcast axis of size 1 are not the triangle's */
+    {4, false, 1, 6, 6, 2, 4, 4, MASK_IOTA_ROW, -1e30, 1, false, true, false},
+    {4, false, 1, 6, 6, 2, 4, 4, MASK_IOTA_COLUMN, -1e30, 1, false, true, true},
+    /* no heads: a valid program the op's shape check would refuse */
+    {3, false, 1, 6, 6, 0, 4, 4, MASK_LE, -1e30, 1, false, false, false},
 };
 
 /* The written-out attention of case w over parameters q, k, v (and a mask). */
@@ -471,6 +478,13 @@ static kiln_graph *written_graph(const written *w, kiln_dtype t) {
                             KILN_CMP_LE);
         break;
     case MASK_PARAMETER: seen = kiln_parameter(g, "mask", KILN_DTYPE_BOOL, 2, ts); break;
+    case MASK_IOTA_ROW:
+    case MASK_IOTA_COLUMN: {
+        int64_t d[2] = {w->mask == MASK_IOTA_ROW ? 1 : T, w->mask == MASK_IOTA_ROW ? S : 1};
+        seen = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, d, 1),
+                            kiln_iota(g, KILN_DTYPE_I32, 2, d, 0), KILN_CMP_LE);
+        break;
+    }
     case MASK_KEYS_ALL:
     case MASK_KEYS_PADDED:
         tri = malloc((size_t)S);
@@ -566,7 +580,7 @@ static void finite_fill_weighs_in(void) {
 /* The op with a finite fill, as the recognition makes it: the fused kernel (compiled)
  * and the primitive form (expanded, interpreted) against the reference's definition, on
  * the kernel's paths (several key chunks, T < S, T > S, grouped heads); the graph text
- * keeps the fill; a NaN or +inf fill is refused. */
+ * keeps the fill; a NaN, +inf or out-of-range fill is refused. */
 static void fill_attribute(void) {
     static const shape_case fc[] = {
         {4, 1, 130, 130, 2, 1, 8, 8, true, 0.3}, {4, 1, 600, 600, 1, 1, 8, 4, true, 0.2},
@@ -615,14 +629,14 @@ static void fill_attribute(void) {
             for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
             kiln_graph_destroy(g);
         }
-    static const double bad[] = {NAN, INFINITY};
-    for (int i = 0; i < 2; i++) {
+    static const double bad[] = {NAN, INFINITY, 1e39}; /* 1e39: not an f32 */
+    for (int i = 0; i < 3; i++) {
         kiln_graph *g = new_graph();
         kiln_value q = kiln_parameter(g, "q", KILN_DTYPE_F32, 3, (int64_t[]){4, 1, 2});
         kiln_value out = trace_attention(g, q, q, q, 1, true, bad[i]);
         CHECK(!kiln_value_ok(out));
         CHECK(kiln_graph_finish(g, 1, &out) == KILN_STATUS_INVALID_ARGUMENT);
-        CHECK_CONTAINS(kiln_last_error(C), "must be -inf or finite");
+        CHECK_CONTAINS(kiln_last_error(C), "must be -inf or finite in f32");
         kiln_graph_destroy(g);
     }
 }

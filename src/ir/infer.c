@@ -395,11 +395,12 @@ static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, s
              (long long)qd[t + 1], (long long)kd[t + 1]);
     if (!isfinite(n->a.attn.scale))
         FAIL(KILN_STATUS_INVALID_ARGUMENT, "the scale %g is not finite", n->a.attn.scale);
-    if (!isfinite(n->a.attn.fill) && n->a.attn.fill != -INFINITY)
+    double fill = n->a.attn.fill; /* finite in the operands' dtype: the primitive form's */
+    if (fill != -INFINITY && !(q->dtype == KILN_DTYPE_F32 ? isfinite((float)fill) : isfinite(fill)))
         FAIL(KILN_STATUS_INVALID_ARGUMENT,
-             "the score of a key a causal query does not see (fill) must be -inf or finite, "
-             "not %g",
-             n->a.attn.fill);
+             "the score of a key a causal query does not see (fill) must be -inf or finite in "
+             "%s, not %g",
+             kiln_dtype_name(q->dtype), fill);
     n->dtype = q->dtype;
     n->shape = q->shape;
     n->shape.dims[r - 1] = vd[r - 1];

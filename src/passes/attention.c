@@ -53,6 +53,11 @@ typedef struct attn_match {
 typedef struct attn_scan {
     const kiln_graph *g;
     uint32_t *uses; /* readers of each node, an output counting as one more */
+    struct {        /* the last mask decided: CSE leaves the layers of a model one mask */
+        uint32_t pred;
+        int nb;
+        bool negated, known, causal;
+    } memo;
 } attn_scan;
 
 static const ir_node *node(const attn_scan *a, uint32_t id) {
@@ -147,9 +152,10 @@ static kiln_status copy_cone(const kiln_graph *g, uint32_t m, kiln_graph *t, uin
 
 /* Whether bool value `pred` ([batch..., T, S]) says "query i sees key j" as j <= i
  * (*causal) or is true everywhere (!*causal); `negated`: it says the opposite (the fill on
- * its true side). It is evaluated, so it must be computed from constants only. */
-static kiln_status mask_kind(const attn_scan *a, uint32_t pred, int nb, bool negated, bool *known,
-                             bool *causal) {
+ * its true side). A compare of two iotas is read from its spelling; anything else is
+ * evaluated, so it must be computed from constants only. */
+static kiln_status mask_decide(const attn_scan *a, uint32_t pred, int nb, bool negated, bool *known,
+                               bool *causal) {
     const kiln_graph *g = a->g;
     const ir_node *p = node(a, pred);
     int64_t T = p->shape.dims[nb], S = p->shape.dims[nb + 1];
@@ -176,12 +182,14 @@ static kiln_status mask_kind(const attn_scan *a, uint32_t pred, int nb, bool neg
         stride *= mn->shape.dims[i];
     }
     if (mn->dtype != KILN_DTYPE_BOOL) return KILN_STATUS_OK;
-    /* The usual spelling, decided without evaluating: compare(iota, iota) with one iota
-     * along T (i) and one along S (j); j <= i and i >= j are the triangle, j > i and i < j
-     * its negation. */
-    if (mn->op == IR_COMPARE && ti >= 0 && si >= 0) {
+    /* The usual spelling, decided without evaluating: compare(integer iota, integer iota)
+     * with one iota along T (i) and one along S (j), both axes at full length (an iota
+     * along a broadcast axis of size 1 is 0); j <= i and i >= j are the triangle, j > i
+     * and i < j its negation. */
+    if (mn->op == IR_COMPARE && ti >= 0 && si >= 0 && mn->shape.dims[ti] == T &&
+        mn->shape.dims[si] == S) {
         const ir_node *x = node(a, ir_in(mn)[0]), *y = node(a, ir_in(mn)[1]);
-        if (x->op == IR_IOTA && y->op == IR_IOTA) {
+        if (x->op == IR_IOTA && y->op == IR_IOTA && ir_dtype_is_int(x->dtype)) {
             bool ji = x->a.axis == si && y->a.axis == ti, ij = x->a.axis == ti && y->a.axis == si;
             kiln_cmp c = mn->a.cmp;
             bool tri = (ji && c == KILN_CMP_LE) || (ij && c == KILN_CMP_GE);
@@ -228,9 +236,24 @@ static kiln_status mask_kind(const attn_scan *a, uint32_t pred, int nb, bool neg
     return s;
 }
 
+/* mask_decide, remembering the last answer. */
+static kiln_status mask_kind(attn_scan *a, uint32_t pred, int nb, bool negated, bool *known,
+                             bool *causal) {
+    if (a->memo.pred == pred && a->memo.nb == nb && a->memo.negated == negated) {
+        *known = a->memo.known, *causal = a->memo.causal;
+        return KILN_STATUS_OK;
+    }
+    kiln_status s = mask_decide(a, pred, nb, negated, known, causal);
+    if (!s) {
+        a->memo.pred = pred, a->memo.nb = nb, a->memo.negated = negated;
+        a->memo.known = *known, a->memo.causal = *known && *causal;
+    }
+    return s;
+}
+
 /* Whether O, a dot_general, ends a written-out attention (the pattern at the top); fills
  * *m. Fails only on host OOM while evaluating a mask. */
-static kiln_status match(const attn_scan *a, uint32_t o, attn_match *m) {
+static kiln_status match(attn_scan *a, uint32_t o, attn_match *m) {
     const ir_node *on = node(a, o);
     *m = (attn_match){0};
     if (on->op != IR_DOT || (on->dtype != KILN_DTYPE_F32 && on->dtype != KILN_DTYPE_F64) ||
@@ -293,8 +316,10 @@ static kiln_status match(const attn_scan *a, uint32_t o, attn_match *m) {
     int qt = free_axis(nb, sd->lhs_batch, sd->lhs_contract[0]);
     int ks = free_axis(nb, sd->rhs_batch, sd->rhs_contract[0]);
     int vh = free_axis(nb, od->rhs_batch, od->rhs_contract[0]);
-    int64_t S = node(a, k)->shape.dims[ks];
-    if (S < 1) return KILN_STATUS_OK; /* the op has keys to attend to */
+    /* what the op's shape check asks beyond what the products already hold: keys to
+     * attend to, and heads (nb = 2: batch, heads; nb = 1: heads) */
+    int64_t S = node(a, k)->shape.dims[ks], heads = node(a, q)->shape.dims[sd->lhs_batch[nb - 1]];
+    if (S < 1 || heads < 1) return KILN_STATUS_OK;
     /* the op's order: [B, T, N, H] (nb = 2) or [T, N, H] (nb = 1, the heads batched) */
     if (nb == 2) {
         int qp[4] = {sd->lhs_batch[0], qt, sd->lhs_batch[1], sd->lhs_contract[0]};
@@ -333,7 +358,7 @@ static kiln_status attention_visit(pass_rebuild *rb, uint32_t id, void *user) {
     kiln_value v = permuted(g, rb->map[m->v], r, m->vperm);
     kiln_value y = trace_attention(g, q, k, v, m->scale, m->causal, m->fill);
     y = kiln_transpose(g, y, m->nb == 2 ? back4 : back3); /* back to [batch..., T, Hv] */
-    if (g->status) /* a host allocation failed (the operands were checked) */
+    if (g->status) /* a host allocation failed (match checked what the op's shapes need) */
         return ctx_error(g->ctx, g->status, "pass attention: dot_general %%%u: %s", id,
                          g->error ? g->error : kiln_status_name(g->status));
     for (uint32_t n = first; n < g->n_nodes; n++) g->nodes[n].backward = o->backward;
@@ -343,7 +368,7 @@ static kiln_status attention_visit(pass_rebuild *rb, uint32_t id, void *user) {
 
 kiln_status pass_attention_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats) {
     *out = NULL;
-    attn_scan a = {g, host_calloc(g->ctx, g->n_nodes, sizeof *a.uses)};
+    attn_scan a = {.g = g, .uses = host_calloc(g->ctx, g->n_nodes, sizeof *a.uses)};
     attn_match *m = host_calloc(g->ctx, g->n_nodes, sizeof *m);
     kiln_status s = KILN_STATUS_OK;
     if (!a.uses || !m)

@@ -17,6 +17,7 @@
 
 #include "rng.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -165,6 +166,29 @@ static inline kiln_value rp_binary(rp_state *s, kiln_graph *g, const rp_val *x) 
     }
 }
 
+/* The same self-attention written out as a user would (kiln_compile may recognise it:
+ * src/passes/attention.c): heads first, q k^T, a scale, for causal a where against -inf,
+ * -1e9 or -1 (a fill among the scores), softmax, times v, heads back. x is [.., T, N, H]. */
+static inline kiln_value rp_attention_written(rp_state *s, kiln_graph *g, const rp_val *x,
+                                              bool causal) {
+    int r = x->rank, o = r - 3;
+    int heads[4] = {0, 2, 1, 3}, keys[4] = {0, 2, 3, 1}, heads3[3] = {1, 0, 2},
+        keys3[3] = {1, 2, 0};
+    int64_t T = x->dims[o], H = x->dims[r - 1], tt[2] = {T, T};
+    kiln_value q = kiln_transpose(g, x->v, r == 4 ? heads : heads3);
+    kiln_value kt = kiln_transpose(g, x->v, r == 4 ? keys : keys3);
+    kiln_value sc =
+        kiln_mul(g, kiln_matmul(g, q, kt), kiln_scalar(g, x->t, H > 0 ? 1 / sqrt((double)H) : 1));
+    if (causal) {
+        static const double fills[3] = {-INFINITY, -1e9, -1};
+        kiln_value seen = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, tt, 1),
+                                       kiln_iota(g, KILN_DTYPE_I32, 2, tt, 0), KILN_CMP_LE);
+        sc = kiln_where(g, seen, sc, kiln_scalar(g, x->t, fills[rp_int(s, 3)]));
+    }
+    kiln_value y = kiln_matmul(g, kiln_softmax(g, sc, -1), q);
+    return kiln_transpose(g, y, r == 4 ? heads : heads3);
+}
+
 static inline kiln_value rp_reduce(rp_state *s, kiln_graph *g, const rp_val *x) {
     int axes[KILN_MAX_RANK], n = 0;
     for (int i = 0; i < x->rank; i++)
@@ -183,7 +207,8 @@ static inline kiln_value rp_reduce(rp_state *s, kiln_graph *g, const rp_val *x) 
         int r = x->rank;
         kiln_attention_options o = {.is_causal = rp_int(s, 2)};
         if ((r == 3 || r == 4) && x->dims[r - 3] > 0 && x->dims[r - 2] > 0)
-            return kiln_dot_product_attention(g, x->v, x->v, x->v, &o);
+            return rp_int(s, 2) ? kiln_dot_product_attention(g, x->v, x->v, x->v, &o)
+                                : rp_attention_written(s, g, x, o.is_causal);
         return r ? kiln_softmax(g, x->v, rp_int(s, r)) : kiln_reduce_sum(g, x->v, n, ax, keep);
     }
     default:

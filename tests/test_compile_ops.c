@@ -503,6 +503,32 @@ static void test_fuzz_findings(void) {
     }
 }
 
+/* A concatenate of one operand twice along the rows, which gcc 12 without loop splitting
+ * if-converted and vectorised wrongly (rows 10-15 of concatenate(x, x) of an f32[10, 2]
+ * came out 0; found by a long test_compile_random run, KILN_TEST_SEED=7): print_c.c's
+ * KILN_BRANCH_GUARD. Row counts on either side of the vector widths, three dtypes, and a
+ * pad, the other kernel that branches on the index. */
+static void test_concatenate_twice(void) {
+    static const int64_t shapes[][2] = {{10, 2}, {9, 2}, {20, 2}, {100, 2}, {7, 3}, {33, 1}};
+    static const kiln_dtype types[3] = {KILN_DTYPE_F32, KILN_DTYPE_I32, KILN_DTYPE_F64};
+    for (int t = 0; t < 3; t++)
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            kiln_graph *g = NULL;
+            kiln_graph_create(ctx, "concatenate twice", &g);
+            kiln_value x = kiln_parameter(g, "x", types[t], 2, shapes[i]);
+            kiln_value outs[2] = {kiln_concatenate(g, 2, (kiln_value[]){x, kiln_neg(g, x)}, 0),
+                                  kiln_pad(g, x, kiln_scalar(g, types[t], 0), (int64_t[]){0, -1},
+                                           (int64_t[]){1, 1}, (int64_t[]){1, 0})};
+            CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+            uint64_t rs = 5;
+            kiln_array *a = cmp_random_array(ctx, types[t], 2, shapes[i], &rs);
+            CHECK_MSG(cmp_graph(ctx, g, 1, &a, NULL, 0, NULL), "%s [%lld, %lld]",
+                      kiln_dtype_name(types[t]), (long long)shapes[i][0], (long long)shapes[i][1]);
+            kiln_array_destroy(a);
+            kiln_graph_destroy(g);
+        }
+}
+
 /* Products large enough to be split into row blocks across the pool (cpu_gemm_blocks),
  * in every operand layout, against the reference: each block must read its own rows of
  * op(A) (rows of A, or columns when A is read transposed) and write its own rows of C. */
@@ -641,6 +667,7 @@ int main(void) {
     RUN(test_kernel_counts);
     RUN(test_int64_edges);
     RUN(test_fuzz_findings);
+    RUN(test_concatenate_twice);
     RUN(test_split_products);
     RUN(test_errors);
     test_second_process(dir);

@@ -170,10 +170,14 @@ static const char head_c[] =
     "double exp(double); double tanh(double); double nextafter(double, double);\n"
     "#else\n#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#endif\n"
     "#define KILN_EXPORT __attribute__((visibility(\"default\")))\n"
-    /* gather_guard: see wraps_into_gather */
+    /* the guards: see c_qualifiers */
     "#if defined(__GNUC__) && !defined(__clang__)\n"
     "#define KILN_GATHER_GUARD __attribute__((optimize(\"no-tree-vrp\")))\n"
-    "#else\n#define KILN_GATHER_GUARD\n#endif\n"
+    "#define KILN_BRANCH_GUARD __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
+    "#define KILN_GATHER_BRANCH_GUARD \\\n"
+    "    __attribute__((optimize(\"no-tree-vrp\", \"no-tree-loop-if-convert\")))\n"
+    "#else\n#define KILN_GATHER_GUARD\n#define KILN_BRANCH_GUARD\n"
+    "#define KILN_GATHER_BRANCH_GUARD\n#endif\n"
     "#define KILN_FN static inline\n"
     "KILN_FN uint32_t kiln_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }\n"
     "KILN_FN float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
@@ -1243,9 +1247,28 @@ static bool wraps_into_gather(const kd_kernel *kd) {
     return clamp && arith;
 }
 
+/* C: whether the kernel branches on an element's index (a concatenate's chain of operands,
+ * a pad's edges). gcc 12.2 -O3 without loop splitting (cc.c: -fno-split-loops, for the
+ * miscompile of a concatenate it splits) if-converts and vectorises such a loop wrongly:
+ * concatenate(x, x) along axis 0 of an f32[10, 2] lost rows 10-15 (zeros) whenever x and
+ * the result did not overlap (AVX2 and AVX-512 alike; -O2, clang, and gcc without the
+ * loop if-conversion are right; tests/test_compile_ops.c, "concatenate of one operand
+ * twice"). Such kernels are printed KILN_BRANCH_GUARD, which turns the loop if-conversion
+ * off for them alone; RoPE's interleave (a concatenate) kept its speed (its two-way branch
+ * is unrolled, not if-converted). */
+static bool branches(const kd_kernel *kd) {
+    for (uint32_t i = 1; i < kd->n_stmts; i++)
+        if (kd->stmts[i].kind == KS_IF) return true;
+    return false;
+}
+
 /* C: the kernel's qualifiers before `void`. */
 static const char *c_qualifiers(const kd_kernel *kd) {
-    return wraps_into_gather(kd) ? "KILN_EXPORT KILN_GATHER_GUARD" : "KILN_EXPORT";
+    bool gather = wraps_into_gather(kd), branch = branches(kd);
+    return gather && branch ? "KILN_EXPORT KILN_GATHER_BRANCH_GUARD"
+           : gather         ? "KILN_EXPORT KILN_GATHER_GUARD"
+           : branch         ? "KILN_EXPORT KILN_BRANCH_GUARD"
+                            : "KILN_EXPORT";
 }
 
 /* C, kd->parts: kiln_k<i>_part, the element loop up to the split reduction's end over

@@ -140,7 +140,7 @@ static void class_lines(strbuf *sb, const kiln_graph *g, const mem_plan *p) {
         const plan_buffer *b = &p->buffers[i];
         const ir_node *n = &g->nodes[b->node];
         char t[IR_TYPE_STR_MAX];
-        sb_printf(sb, "    %%%-5u %-18s %-22s %12" PRIu64 " B  live [%d, %d]  from ", b->node,
+        sb_printf(sb, "    %%%-5u %-21s %-22s %12" PRIu64 " B  live [%d, %d]  from ", b->node,
                   plan_buffer_op(g, b), ir_type_str(n->dtype, &n->shape, t, sizeof t), b->size,
                   b->def, b->last);
         if (n->file)
@@ -166,7 +166,7 @@ char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
     for (uint32_t i = 0; i < p->n_params; i++)
         if (p->donated[i]) donation_line(&sb, g, p, i);
     class_lines(&sb, g, p);
-    sb_printf(&sb, "  %-6s %-18s %-22s %12s %-10s %12s %11s %-15s %s\n", "value", "op", "type",
+    sb_printf(&sb, "  %-6s %-21s %-22s %12s %-10s %12s %11s %-15s %s\n", "value", "op", "type",
               "bytes", "place", "offset", "live", "class", "in place over");
     for (uint32_t i = 0; i < p->n_buffers; i++) {
         const plan_buffer *b = &p->buffers[i];
@@ -178,7 +178,7 @@ char *plan_report(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p,
         if (b->place == PLAN_P_ARG || b->place == PLAN_P_OUTPUT || b->place == PLAN_P_DONATED)
             snprintf(pl, sizeof pl, "%s %u", place_name(b->place), b->place_index);
         snprintf(live, sizeof live, "[%d, %d]", b->def, b->last);
-        sb_printf(&sb, "  %%%-5u %-18s %-22s %12" PRIu64 " %-10s %12" PRIu64 " %11s ", b->node,
+        sb_printf(&sb, "  %%%-5u %-21s %-22s %12" PRIu64 " %-10s %12" PRIu64 " %11s ", b->node,
                   plan_buffer_op(g, b), t, b->size, pl, b->offset, live);
         if (b->shares >= 0)
             sb_printf(&sb, "%-15s %%%u", plan_class_name(p->buffer_class[i]),

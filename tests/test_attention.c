@@ -395,6 +395,8 @@ typedef struct written {
     bool p_output;  /* the probabilities are an output too: not the op */
     bool jax_where; /* kiln_where(mask [T, S], s, scalar fill), broadcasting */
     bool match;     /* what the pass must decide */
+    int64_t group;  /* rank 4, not heads_first: k and v have N / group heads, repeated
+                     * (LLaMA's repeat_kv); the op must read them unrepeated */
 } written;
 
 static const written writtens[] = {
@@ -423,6 +425,9 @@ static const written writtens[] = {
     {4, false, 1, 6, 6, 2, 4, 4, MASK_IOTA_COLUMN, -1e30, 1, false, true, true},
     /* no heads: a valid program the op's shape check would refuse */
     {3, false, 1, 6, 6, 0, 4, 4, MASK_LE, -1e30, 1, false, false, false},
+    /* grouped heads written as a repeat: 4 query heads over 2, and 6 over 1 */
+    {4, false, 2, 70, 70, 4, 8, 8, MASK_LE, -1e30, 1, false, true, true, 2},
+    {4, false, 1, 33, 40, 6, 8, 4, MASK_NONE, 0, 3, false, false, true, 6},
 };
 
 /* The written-out attention of case w over parameters q, k, v (and a mask). */
@@ -442,8 +447,17 @@ static kiln_graph *written_graph(const written *w, kiln_dtype t) {
         k = kiln_transpose(g, k, (int[]){0, 1, 3, 2});
     } else {
         q = kiln_parameter(g, "q", t, 4, (int64_t[]){B, T, N, H});
-        k = kiln_parameter(g, "k", t, 4, (int64_t[]){B, S, N, H});
-        v = kiln_parameter(g, "v", t, 4, (int64_t[]){B, S, N, Hv});
+        int64_t K = w->group ? N / w->group : N;
+        k = kiln_parameter(g, "k", t, 4, (int64_t[]){B, S, K, H});
+        v = kiln_parameter(g, "v", t, 4, (int64_t[]){B, S, K, Hv});
+        if (w->group) { /* repeat_kv: [B, S, K, X] -> [B, S, K, G, X] -> [B, S, N, X] */
+            int bd[4] = {0, 1, 2, 4};
+            int64_t G = w->group;
+            k = kiln_reshape(g, kiln_broadcast_in_dim(g, k, 5, (int64_t[]){B, S, K, G, H}, bd), 4,
+                             (int64_t[]){B, S, N, H});
+            v = kiln_reshape(g, kiln_broadcast_in_dim(g, v, 5, (int64_t[]){B, S, K, G, Hv}, bd), 4,
+                             (int64_t[]){B, S, N, Hv});
+        }
         q = kiln_transpose(g, q, (int[]){0, 2, 1, 3});
         k = kiln_transpose(g, k, (int[]){0, 2, 3, 1});
         v = kiln_transpose(g, v, (int[]){0, 2, 1, 3});
@@ -513,8 +527,9 @@ static kiln_graph *written_graph(const written *w, kiln_dtype t) {
     return g;
 }
 
-/* The pipeline, then the pass, as kiln_compile runs them: whether an attention appears. */
-static bool recognised(kiln_graph *g) {
+/* The pipeline, then the pass, as kiln_compile runs them: whether an attention appears,
+ * and the key/value heads it reads in *kv_heads (when it does). */
+static bool recognised(kiln_graph *g, int64_t *kv_heads) {
     kiln_graph *x = NULL;
     CHECK_OK(C, pass_clone(g, &x));
     if (!x) return false;
@@ -525,6 +540,11 @@ static bool recognised(kiln_graph *g) {
     bool r = has_attention(x);
     CHECK_MSG(r == changed && st.attention == (uint32_t)changed, "changed %d, stats %u, found %d",
               changed, st.attention, r);
+    for (uint32_t id = 1; id < x->n_nodes; id++)
+        if (x->nodes[id].op == IR_ATTENTION) {
+            const ir_shape *ks = &x->nodes[ir_in(&x->nodes[id])[1]].shape;
+            *kv_heads = ks->dims[ks->rank - 2];
+        }
     kiln_graph_destroy(x);
     return r;
 }
@@ -535,8 +555,12 @@ static void written_out(void) {
             const written *w = &writtens[c];
             kiln_dtype t = d ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
             kiln_graph *g = written_graph(w, t);
-            CHECK_MSG(recognised(g) == w->match, "case %zu (%s): recognised %d, want %d", c,
+            int64_t kv = 0;
+            CHECK_MSG(recognised(g, &kv) == w->match, "case %zu (%s): recognised %d, want %d", c,
                       kiln_dtype_name(t), !w->match, w->match);
+            if (w->match && w->rank == 4)
+                CHECK_MSG(kv == (w->group ? w->N / w->group : w->N),
+                          "case %zu: the op reads %lld key/value heads", c, (long long)kv);
             int n_args = 3 + (w->mask == MASK_PARAMETER);
             kiln_array *args[4];
             for (int a = 0; a < n_args; a++) {

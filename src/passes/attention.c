@@ -18,6 +18,10 @@
  *   p  = softmax(x) over S       as kiln_softmax writes it: exp(x - max) / sum
  *   O  = dot_general(p, V)       contracting S; result [batch..., T, Hv]
  *
+ * K and V may be repeats of values with fewer heads (reshape of a broadcast that splits
+ * the head axis into (K, G): grouped-query attention written out); the op then reads those
+ * values, with K heads, and the repeated copies are never made.
+ *
  * where s, sc, x, the exponentials and p have no other reader (in a training program the
  * backward pass reads p, and nothing is recognised: the op's gradient recomputes the
  * probabilities, which costs more than keeping them). The mask may be written any way
@@ -236,6 +240,31 @@ static kiln_status mask_decide(const attn_scan *a, uint32_t pred, int nb, bool n
     return s;
 }
 
+/* Whether id, the key or value operand with `head` its head axis, repeats the heads of
+ * a value with fewer: reshape(broadcast_in_dim(x)) that splits the head axis into (K, G)
+ * and broadcasts x (K heads) over G, each head k becoming heads k G .. k G + G - 1, as
+ * grouped-query attention written out does (LLaMA's repeat_kv). Then *x is that value,
+ * whose axes are id's with K heads, so the op reads it as it is. */
+static bool repeated_heads(const attn_scan *a, uint32_t id, int head, uint32_t *x, int64_t *G) {
+    const ir_node *r = node(a, id);
+    if (r->op != IR_RESHAPE) return false;
+    const ir_node *b = node(a, ir_in(r)[0]);
+    if (b->op != IR_BROADCAST) return false;
+    const ir_node *s = node(a, ir_in(b)[0]);
+    int R = r->shape.rank;
+    if (b->shape.rank != R + 1 || s->shape.rank != R) return false;
+    int64_t K = b->shape.dims[head], g = b->shape.dims[head + 1];
+    if (g < 2 || K * g != r->shape.dims[head] || s->shape.dims[head] != K) return false;
+    for (int i = 0; i < R; i++) {
+        int to = i <= head ? i : i + 1; /* x's axis i in the broadcast: all but the G axis */
+        if (b->a.bcast_dims[i] != to || b->shape.dims[to] != s->shape.dims[i] ||
+            (i != head && r->shape.dims[i] != s->shape.dims[i]))
+            return false;
+    }
+    *x = ir_in(b)[0], *G = g;
+    return true;
+}
+
 /* mask_decide, remembering the last answer. */
 static kiln_status mask_kind(attn_scan *a, uint32_t pred, int nb, bool negated, bool *known,
                              bool *causal) {
@@ -335,6 +364,13 @@ static kiln_status match(attn_scan *a, uint32_t o, attn_match *m) {
         memcpy(m->vperm, vp, sizeof vp);
     }
     if (!m->causal) m->fill = -INFINITY; /* means nothing without the mask */
+    /* grouped heads written as a repeat of k and v: the op reads them unrepeated */
+    uint32_t k0, v0;
+    int64_t gk, gv;
+    int head_k = m->kperm[nb], head_v = m->vperm[nb]; /* the op's N axis: 2 of 4, 1 of 3 */
+    if (repeated_heads(a, k, head_k, &k0, &gk) && repeated_heads(a, v, head_v, &v0, &gv) &&
+        gk == gv)
+        k = k0, v = v0;
     m->nb = nb, m->q = q, m->k = k, m->v = v, m->found = true;
     return KILN_STATUS_OK;
 }

@@ -116,18 +116,23 @@ static kiln_value seen_mask(const attn_form *f) {
     return kiln_broadcast_in_dim(g, seen, 4, d4, bd);
 }
 
+/* Per (b, n): [B, T, N, X] x times [B, S, N, X] y transposed, over X -> [B, N, T, S]
+ * (Q K^T, dO V^T). */
+static kiln_value over_features(const attn_form *f, kiln_value x, kiln_value y) {
+    kiln_dot_dims d = {.n_contract = 1,
+                       .lhs_contract = {3},
+                       .rhs_contract = {3},
+                       .n_batch = 2,
+                       .lhs_batch = {0, 2},
+                       .rhs_batch = {0, 2}};
+    return kiln_dot_general(f->g, x, y, &d);
+}
+
 /* The probabilities [B, N, T, S]: softmax over j of scale q.k, keys j > i set to the fill
  * first when causal (with -inf, exp(-inf - max) is exactly 0, and j = 0 is always there). */
 static kiln_value probabilities(const attn_form *f) {
     kiln_graph *g = f->g;
-    kiln_dot_dims qk = {.n_contract = 1,
-                        .lhs_contract = {3},
-                        .rhs_contract = {3},
-                        .n_batch = 2,
-                        .lhs_batch = {0, 2},
-                        .rhs_batch = {0, 2}};
-    kiln_value s =
-        kiln_mul(g, kiln_dot_general(g, f->q, f->krep, &qk), kiln_scalar(g, f->t, f->scale));
+    kiln_value s = kiln_mul(g, over_features(f, f->q, f->krep), kiln_scalar(g, f->t, f->scale));
     if (f->causal) {
         int64_t d4[4] = {f->B, f->N, f->T, f->S};
         s = kiln_select(g, seen_mask(f), s, kiln_full(g, f->t, 4, d4, f->fill));
@@ -199,13 +204,7 @@ void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_val
     kiln_value p = probabilities(&f), o4 = to_rank4(g, out), c4 = to_rank4(g, ct);
     if (need[2]) grads[2] = over_queries(&f, p, c4, f.Hv);
     if (!need[0] && !need[1]) return;
-    kiln_dot_dims cv = {.n_contract = 1,
-                        .lhs_contract = {3},
-                        .rhs_contract = {3},
-                        .n_batch = 2,
-                        .lhs_batch = {0, 2},
-                        .rhs_batch = {0, 2}};
-    kiln_value dp = kiln_dot_general(g, c4, f.vrep, &cv); /* [B, N, T, S] */
+    kiln_value dp = over_features(&f, c4, f.vrep); /* [B, N, T, S] */
     int h = 3, perm3[3] = {0, 2, 1}, bd[3] = {0, 1, 2};
     kiln_value rows = kiln_transpose(g, kiln_reduce_sum(g, kiln_mul(g, c4, o4), 1, &h, false),
                                      perm3); /* [B, N, T] */

@@ -97,14 +97,21 @@ kiln_status passes_run(kiln_graph **g, const pass_options *o) {
     return KILN_STATUS_OK;
 }
 
-/* pass_X(&g): one pass, replacing *g on success. */
-static kiln_status apply(kiln_graph **g, const char *name, pass_run_fn run) {
+/* pass_X(&g): one pass, replacing *g on success; *changed (may be NULL) says whether it
+ * rewrote anything, stats (may be NULL) gathers its counts. */
+static kiln_status apply_counted(kiln_graph **g, const char *name, pass_run_fn run,
+                                 pass_stats *stats, bool *changed) {
     if (!g || !*g) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_graph *cur = *g;
-    bool changed = false;
-    kiln_status s = step(&cur, NULL, name, run, NULL, &changed);
+    bool any = false;
+    kiln_status s = step(&cur, NULL, name, run, stats, &any);
     if (!s) *g = cur;
+    if (changed) *changed = !s && any;
     return s;
+}
+
+static kiln_status apply(kiln_graph **g, const char *name, pass_run_fn run) {
+    return apply_counted(g, name, run, NULL, NULL);
 }
 
 static kiln_status expand_attention_run(const kiln_graph *g, kiln_graph **out, pass_stats *st) {
@@ -117,12 +124,7 @@ kiln_status pass_expand(kiln_graph **g, bool attention) {
 }
 
 kiln_status pass_attention(kiln_graph **g, bool *changed, pass_stats *stats) {
-    if (!g || !*g) return KILN_STATUS_INVALID_ARGUMENT;
-    kiln_graph *cur = *g;
-    *changed = false;
-    kiln_status s = step(&cur, NULL, "attention", pass_attention_run, stats, changed);
-    if (!s) *g = cur;
-    return s;
+    return apply_counted(g, "attention", pass_attention_run, stats, changed);
 }
 
 kiln_status pass_dce(kiln_graph **g) {

@@ -432,9 +432,10 @@ static int call_t(const cc_module *m, int i, int x) {
     return f(x);
 }
 
-/* A source with many kernels compiles as several translation units at once (one per
- * thread): every kernel works and can call the prelude, and the split is part of the key
- * (so one thread and two make different entries). A top-level line the split cannot
+/* A source with two or more kernels compiles as several translation units at once (one
+ * per thread, at most one per kernel): every kernel works and can call the prelude, and
+ * the split is part of the key (so one thread and two make different entries; a single
+ * kernel is one unit, the same entry for any thread count). A top-level line the split cannot
  * place (a table after the prelude) keeps one unit: the same key for any thread count. A
  * compiler error in one part is reported as for an unsplit source. */
 static void test_split_compile(void) {
@@ -447,6 +448,17 @@ static void test_split_compile(void) {
     for (int i = 0; m1 && m2 && i < 12; i++)
         CHECK_MSG(call_t(m1, i, 5) == 15 + i && call_t(m2, i, 5) == 15 + i, "kernel %d", i);
     if (m1 && m2) CHECK(strcmp(cc_module_key(m1), cc_module_key(m2)) != 0);
+    cc_module_unload(m1), cc_module_unload(m2);
+    free(src);
+    src = kernels_source(2, "", -1);
+    m1 = load(one, src, false), m2 = load(two, src, false);
+    CHECK(m1 && m2 && call_t(m1, 1, 5) == 16 && call_t(m2, 0, 5) == 15 && call_t(m2, 1, 5) == 16);
+    if (m1 && m2) CHECK(strcmp(cc_module_key(m1), cc_module_key(m2)) != 0);
+    cc_module_unload(m1), cc_module_unload(m2);
+    free(src);
+    src = kernels_source(1, "", -1);
+    m1 = load(one, src, false), m2 = load(two, src, true);
+    CHECK(m1 && m2 && call_t(m2, 0, 5) == 15);
     cc_module_unload(m1), cc_module_unload(m2);
     free(src);
 

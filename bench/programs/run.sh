@@ -40,8 +40,8 @@ echo "# machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cor
     "$threads threads each, medians of $reps runs, $BENCH_CLOCK-clock times"
 echo
 if [ -n "$BEFORE" ]; then
-    echo "| program | sizes | kiln before ms | kiln ms | JAX ms | NumPy ms | before / JAX | kiln / JAX | kiln / NumPy | max rel. diff vs JAX | kiln first call ms | JAX first call ms |"
-    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| program | sizes | kiln before ms | kiln ms | JAX ms | NumPy ms | before / JAX | kiln / JAX | kiln / NumPy | max rel. diff vs JAX | kiln before first call ms | kiln first call ms | JAX first call ms |"
+    echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 else
     echo "| program | sizes | kiln ms | JAX ms | NumPy ms | kiln / JAX | kiln / NumPy | max rel. diff vs JAX | kiln first call ms | JAX first call ms |"
     echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
@@ -69,9 +69,10 @@ echo "$programs" | tr '|' '\n' | while read -r name sizes; do
             nr = (n == "nan" || n + 0 == 0) ? "-" : sprintf("%.2fx", k / n)
             ns = (n == "nan") ? "-" : sprintf("%.3f", n)
             first = sprintf("%.0f | %.0f", v["kiln_first_ms"], v["jax_first_ms"])
-            if (b + 0 >= 0)
+            if (b + 0 >= 0) {
+                first = sprintf("%.0f | %s", v["before_first_ms"], first)
                 printf "| %s | %s | %.3f | %.3f | %.3f | %s | %.2fx | %.2fx | %s | %s | %s |\n", name, sizes, b, k, j, ns, b / j, k / j, nr, v["err"], first
-            else
+            } else
                 printf "| %s | %s | %.3f | %.3f | %s | %.2fx | %s | %s | %s |\n", name, sizes, k, j, ns, k / j, nr, v["err"], first
         }'
 done

@@ -45,11 +45,14 @@
 #endif
 #define ERR_LINES 40
 #define MAX_ARGS  600 /* the fixed flags, up to ~512 from KILN_CC_FLAGS, the file names */
-/* A source with many kernels is compiled as up to CC_MAX_PARTS translation units at once
- * (one per thread of the context), each with at least CC_KERNELS_PER_PART kernels: fewer
- * would spend more on the extra compiler start (~35 ms) than the split saves. */
-#define CC_MAX_PARTS        8
-#define CC_KERNELS_PER_PART 4
+/* A source of two or more kernels is compiled as up to CC_MAX_PARTS translation units at
+ * once (one per thread of the context, never more than one per kernel), the prelude in
+ * each, then linked. An extra part costs a compiler start and the prelude again (~12 ms
+ * of CPU with gcc 12), which idle cores run side by side; a kernel costs 10-25 ms of gcc's
+ * -O3 on its own, so even a 3-kernel source is done sooner in two parts (bench/programs,
+ * first call: embedding classifier 70-84 -> 63-70 ms, cross-entropy 162-169 -> 131-137,
+ * LLaMA block 148-162 -> 116-160; bench/RESULTS.md). With one thread there is one part. */
+#define CC_MAX_PARTS 8
 
 /* Never -ffast-math, -ffinite-math-only or -fassociative-math: the generated code tests
  * for NaN explicitly, keeps signed zeros, and its exp range reduction (Cody-Waite) loses
@@ -468,8 +471,7 @@ static int plan_parts(const char *src, size_t len, int max_parts, size_t cuts[CC
             return 1;
         }
     }
-    int parts = (int)(kernels / CC_KERNELS_PER_PART);
-    if (parts > max_parts) parts = max_parts;
+    int parts = kernels < max_parts ? (int)kernels : max_parts;
     if (parts < 2) return 1;
     /* cut at the first kernel starting past each equal share of the kernels' bytes */
     int n = 0;

@@ -5,7 +5,8 @@
  * By default a dense sweep: every exponent of both signs with its first, last and 61
  * spread mantissas, plus the neighbourhoods (+-64 ulps) of every threshold the kernels
  * select on (exp's overflow at ln(FLT_MAX), its subnormal and zero ranges, tanh's switch
- * to the exp form, logistic's change of form at 0) — about 50,000 inputs per op.
+ * to the exp form, logistic's change of form at 0) — about 50,000 inputs per op. NaN,
+ * infinities and zeros, with the sign of a zero, must be the reference's exactly.
  * KILN_TEST_EXHAUSTIVE=1 runs all 2^32 floats instead (minutes). The bounds asserted are
  * the ones docs/architecture.md states. */
 #include "compare.h"
@@ -42,7 +43,7 @@ static int64_t ordinal(float f) {
 typedef struct stats {
     int64_t worst[N_OPS];
     float worst_at[N_OPS];
-    int64_t mismatched_specials[N_OPS]; /* NaN vs number, inf vs finite */
+    int64_t mismatched_specials[N_OPS]; /* NaN vs number, inf vs finite, +0 vs -0 */
     int64_t checked;
 } stats;
 
@@ -69,8 +70,11 @@ static void check_chunk(const float *xs, int64_t n, stats *st) {
         kiln_array_copy_to_host(got[op], g, (size_t)n * 4);
         kiln_array_copy_to_host(want[op], w, (size_t)n * 4);
         for (int64_t i = 0; i < n; i++) {
-            if (isnan(g[i]) || isnan(w[i]) || isinf(g[i]) || isinf(w[i])) {
-                bool same = (isnan(g[i]) && isnan(w[i])) || g[i] == w[i];
+            /* NaN, infinities and zeros (with their sign: tanh(-0) is -0) must agree */
+            if (isnan(g[i]) || isnan(w[i]) || isinf(g[i]) || isinf(w[i]) ||
+                (g[i] == 0 && w[i] == 0)) {
+                bool same = (isnan(g[i]) && isnan(w[i])) ||
+                            (g[i] == w[i] && signbit(g[i]) == signbit(w[i]));
                 if (!same && st->mismatched_specials[op]++ < 3)
                     fprintf(stderr, "%s(%.9g = 0x%08x): got %.9g, want %.9g\n", op_names[op],
                             (double)xs[i], bits_of(xs[i]), (double)g[i], (double)w[i]);
@@ -131,7 +135,7 @@ static void report(const stats *st, const char *what) {
                (long long)st->mismatched_specials[op]);
         CHECK_MSG(st->worst[op] <= ulp_bound[op], "%s: %lld ulp > bound %lld", op_names[op],
                   (long long)st->worst[op], (long long)ulp_bound[op]);
-        CHECK_MSG(st->mismatched_specials[op] == 0, "%s: %lld NaN/inf mismatches", op_names[op],
+        CHECK_MSG(st->mismatched_specials[op] == 0, "%s: %lld NaN/inf/signed-zero mismatches", op_names[op],
                   (long long)st->mismatched_specials[op]);
     }
 }

@@ -181,6 +181,8 @@ static const char head_c[] =
     "#define KILN_FN static inline\n"
     "KILN_FN uint32_t kiln_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }\n"
     "KILN_FN float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
+    "KILN_FN uint64_t kiln_f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }\n"
+    "KILN_FN double kiln_bits_f64(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }\n"
     /* an f32 block's staged values summed in 16 lanes, then the lanes pairwise
      * (print_block_open). Not inlined: inlined, gcc could contract the product that made a
      * value into this sum (-ffp-contract=fast) in one kernel and not in another, and a
@@ -210,6 +212,8 @@ static const char head_cuda[] =
     "#define KILN_FN static __device__ __forceinline__\n"
     "KILN_FN uint32_t kiln_f32_bits(float f) { return __float_as_uint(f); }\n"
     "KILN_FN float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }\n"
+    "KILN_FN uint64_t kiln_f64_bits(double f) { return (uint64_t)__double_as_longlong(f); }\n"
+    "KILN_FN double kiln_bits_f64(uint64_t u) { return __longlong_as_double((long long)u); }\n"
     /* a lane's accumulator exchanged with lane ^ o (every lane of the warp takes part) */
     "KILN_FN double kiln_shfl(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }\n"
     "KILN_FN float kiln_shfl(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }\n"
@@ -225,8 +229,10 @@ static const char head_cuda[] =
  * |r| <= ln2/2, a degree-6 polynomial for exp(r) (the Cephes coefficients), and 2^k put
  * into the exponent bits (two steps below 2^-120 so subnormal results come out right).
  * Max error ~1 ulp against exp in double rounded to f32; NaN and +-inf handled by selects.
- * tanh: an odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1). The GPU runs the
- * same code, so both devices give the same bits. */
+ * tanh: an odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1), and x itself below
+ * 2^-12, where tanh(x) rounds to x (the polynomial's p z x + x would turn -0 into +0). The
+ * GPU runs the same code, without contracting products into FMAs as gcc does on the CPU,
+ * so the two can differ in the last bit. */
 static const char math_f32[] = "KILN_FN float kiln_exp_f32(float x) {\n"
                                "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x;\n"
                                "    float kf = floorf(xc * 1.44269504088896341f + 0.5f);\n"
@@ -252,7 +258,7 @@ static const char math_f32[] = "KILN_FN float kiln_exp_f32(float x) {\n"
                                "    p = p * z - 5.37397155531e-2f;\n"
                                "    p = p * z + 1.33314422036e-1f;\n"
                                "    p = p * z - 3.33332819422e-1f;\n"
-                               "    float small = p * z * x + x;\n"
+                               "    float small = a < 0x1p-12f ? x : p * z * x + x;\n"
                                "    float big = 1.0f - 2.0f / (kiln_exp_f32(2.0f * a) + 1.0f);\n"
                                "    big = x < 0 ? -big : big;\n"
                                "    return a < 0.625f ? small : big;\n"
@@ -318,11 +324,17 @@ static const char prelude[] =
     "    return (T)r; }\n"
     "typedef int32_t i32; typedef int64_t i64;\n"
     "KILN_IPOW(i32, uint32_t)\nKILN_IPOW(i64, uint64_t)\n"
-    /* one select each: NaN in a wins by the test, NaN in b because both compares fail */
-    "KILN_FN float kiln_max_f32(float a, float b) { return (a > b || a != a) ? a : b; }\n"
-    "KILN_FN float kiln_min_f32(float a, float b) { return (a < b || a != a) ? a : b; }\n"
-    "KILN_FN double kiln_max_f64(double a, double b) { return (a > b || a != a) ? a : b; }\n"
-    "KILN_FN double kiln_min_f64(double a, double b) { return (a < b || a != a) ? a : b; }\n"
+    /* NaN in a wins by the first test, NaN in b because every compare fails; equal
+     * operands are combined bitwise, so that -0 < +0 as in jnp.maximum / jnp.minimum
+     * (max: +0 unless both are -0, min: -0 if either is) and any other tie gives itself */
+    "KILN_FN float kiln_max_f32(float a, float b) { return (a > b || a != a) ? a : a == b ? "
+    "kiln_bits_f32(kiln_f32_bits(a) & kiln_f32_bits(b)) : b; }\n"
+    "KILN_FN float kiln_min_f32(float a, float b) { return (a < b || a != a) ? a : a == b ? "
+    "kiln_bits_f32(kiln_f32_bits(a) | kiln_f32_bits(b)) : b; }\n"
+    "KILN_FN double kiln_max_f64(double a, double b) { return (a > b || a != a) ? a : a == b ? "
+    "kiln_bits_f64(kiln_f64_bits(a) & kiln_f64_bits(b)) : b; }\n"
+    "KILN_FN double kiln_min_f64(double a, double b) { return (a < b || a != a) ? a : a == b ? "
+    "kiln_bits_f64(kiln_f64_bits(a) | kiln_f64_bits(b)) : b; }\n"
     "KILN_FN int32_t kiln_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }\n"
     "KILN_FN int32_t kiln_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }\n"
     "KILN_FN int64_t kiln_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n"

@@ -97,11 +97,13 @@ static double f_div(double a, double b) {
 static double f_pow(double a, double b) {
     return pow(a, b);
 }
+/* NaN propagates; -0 < +0 (jnp.maximum / jnp.minimum): of two equal operands max takes
+ * the one without a sign bit, min the one with. */
 static double f_max(double a, double b) {
-    return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    return isnan(a) || isnan(b) ? NAN : a > b ? a : a < b ? b : signbit(a) ? b : a;
 }
 static double f_min(double a, double b) {
-    return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+    return isnan(a) || isnan(b) ? NAN : a < b ? a : a > b ? b : signbit(a) ? a : b;
 }
 
 /* Integer power by squaring, wrapping. A negative exponent gives 0, except for the bases

@@ -715,8 +715,9 @@ KILN_API kiln_value kiln_checkpoint_name(kiln_graph *g, kiln_value x, const char
  * parameter and return the next one, and a jitted function never retraces for a new key.
  * Draws are Threefry-2x32 of the key on each element's row-major position, computed inside
  * the compiled program (fused into whatever consumes them, on every backend); kiln_random_bits
- * and f32 kiln_random_uniform give the same bits as jax.random for the same key, and every
- * backend and the interpreter give the same bits. A draw holds at most 2^32 elements. The
+ * and f32 kiln_random_uniform on [0, 1) give the same bits as jax.random for the same key,
+ * on every backend and in the interpreter (other bounds and normal draws: to a few ulp,
+ * docs/random.md). A draw holds at most 2^32 elements. The
  * draws have no gradient (the key is not differentiable). Errors (a key that is not i32[2],
  * p or rate outside [0, 1], lo >= hi) are the builder's, named after the function. */
 

@@ -643,7 +643,9 @@ KILN_API kiln_value kiln_where(kiln_graph *g, kiln_value cond, kiln_value x, kil
  * bound where they are equal (docs/autodiff.md). */
 KILN_API kiln_value kiln_clip(kiln_graph *g, kiln_value x, kiln_value lo, kiln_value hi);
 /* logits [..., C] float, labels [...] integer in [0, C): per-example
- * logsumexp(logits) - logits[label], shape [...]. */
+ * logsumexp(logits) - logits[label], shape [...]. A label outside [0, C) picks no logit:
+ * its loss is logsumexp(logits) and its gradient softmax(logits), as if that logit were 0
+ * (optax's formula would wrap -1 to the last class and give NaN past C; PyTorch raises). */
 KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_value labels);
 
 /* --------------------------------------------------------------- autodiff ---- */

@@ -391,7 +391,8 @@ typedef struct written {
     int64_t B, T, S, N, H, Hv;
     mask_form mask;
     double fill;
-    int scale_form; /* 0: none, 1: s * c, 2: c * s, 3: s / c */
+    int scale_form; /* 0: none, 1: s * c, 2: c * s, 3: s / c; after the mask: 4: c * x,
+                     * 5: x / c, where x is the masked scores */
     bool p_output;  /* the probabilities are an output too: not the op */
     bool jax_where; /* kiln_where(mask [T, S], s, scalar fill), broadcasting */
     bool match;     /* what the pass must decide */
@@ -425,6 +426,11 @@ static const written writtens[] = {
     {4, false, 1, 6, 6, 2, 4, 4, MASK_IOTA_COLUMN, -1e30, 1, false, true, true},
     /* no heads: a valid program the op's shape check would refuse */
     {3, false, 1, 6, 6, 0, 4, 4, MASK_LE, -1e30, 1, false, false, false},
+    /* the mask first, then the scale (the fill scaled with the scores) */
+    {4, false, 1, 70, 70, 2, 8, 8, MASK_LE, -1e9, 4, false, true, true},
+    {4, true, 2, 33, 33, 3, 8, 8, MASK_GT_SWAPPED, -INFINITY, 5, false, false, true},
+    {4, false, 1, 130, 130, 2, 8, 8, MASK_LE, 0.5, 4, false, false, true},
+    {3, false, 1, 40, 40, 2, 8, 8, MASK_LE, -3, 5, false, true, true},
     /* grouped heads written as a repeat: 4 query heads over 2, and 6 over 1 */
     {4, false, 2, 70, 70, 4, 8, 8, MASK_LE, -1e30, 1, false, true, true, 2},
     {4, false, 1, 33, 40, 6, 8, 4, MASK_NONE, 0, 3, false, false, true, 6},
@@ -520,6 +526,8 @@ static kiln_graph *written_graph(const written *w, kiln_dtype t) {
             s = kiln_select(g, kiln_broadcast_to(g, seen, ss->rank, ss->dims), s,
                             kiln_broadcast_to(g, fill, ss->rank, ss->dims));
     }
+    if (w->scale_form == 4) s = kiln_mul(g, c, s);
+    if (w->scale_form == 5) s = kiln_div(g, s, kiln_scalar(g, t, sqrt((double)H)));
     kiln_value p = kiln_softmax(g, s, -1), o = kiln_matmul(g, p, v);
     if (w->rank == 4 && !w->heads_first) o = kiln_transpose(g, o, (int[]){0, 2, 1, 3});
     kiln_value outs[2] = {o, p};

@@ -1425,6 +1425,16 @@ static void test_softmax_cross_entropy(void) {
     if (run1(g, kiln_softmax_cross_entropy(g, lg, lb), 2, args, &out))
         check_values(out, (const double[]){log(1 + M_E), log(1 + M_E) - 1}, 2, 1e-6);
     kiln_array_destroy(out);
+    /* a label outside [0, C) picks no logit: the row's logsumexp (kiln.h) */
+    g = new_graph();
+    lg = kiln_parameter(g, "logits", KILN_DTYPE_F64, 2, d24);
+    lb = kiln_parameter(g, "labels", KILN_DTYPE_I32, 1, d2);
+    const double lo[] = {0, 1, 2, 3, 0, 1, 2, 3}, yo[] = {-1, 4};
+    kiln_array *oargs[2] = {mkd(KILN_DTYPE_F64, 2, d24, lo), mkd(KILN_DTYPE_I32, 1, d2, yo)};
+    double lse = log(1 + M_E + exp(2.0) + exp(3.0));
+    if (run1(g, kiln_softmax_cross_entropy(g, lg, lb), 2, oargs, &out))
+        check_values(out, (const double[]){lse, lse}, 2, 1e-12);
+    kiln_array_destroy(out);
 }
 
 /* ----------------------------------------------------- memory and errors ---- */

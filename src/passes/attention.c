@@ -14,7 +14,9 @@
  *   sc = s * c | c * s | s / c   c a scalar constant (optional: a scale folded into q)
  *   x  = select(mask, sc, f)     f a scalar constant, -inf or finite; mask (or its negation,
  *      | select(mask, f, sc)     with the branches swapped) the causal triangle j <= i,
- *                                broadcast over the batch axes (optional: no mask)
+ *                                broadcast over the batch axes (optional: no mask); or
+ *                                the scale after the mask, c * select(mask, s, f) etc.,
+ *                                the op's fill then being f * c rounded to the dtype
  *   p  = softmax(x) over S       as kiln_softmax writes it: exp(x - max) / sum
  *   O  = dot_general(p, V)       contracting S; result [batch..., T, Hv]
  *
@@ -307,10 +309,25 @@ static kiln_status match(attn_scan *a, uint32_t o, attn_match *m) {
     if (dn->op != IR_SUB || !read_by(a, ir_in(en)[0], 1)) return KILN_STATUS_OK;
     uint32_t x = ir_in(dn)[0];
     if (!row_stat(a, ir_in(dn)[1], IR_REDUCE_MAX, x) || !read_by(a, x, 2)) return KILN_STATUS_OK;
-    /* x = select(mask, sc, fill), select(!mask, fill, sc) or sc */
+    /* x = select(mask, sc, fill), select(!mask, fill, sc) or sc; or the mask first and the
+     * scale after it, x = c * select(mask, s, fill) (or / c): the same scores, with the
+     * fill scaled as the program rounds it */
     uint32_t sc = x;
     m->fill = -INFINITY;
+    double outer = 1;
+    bool outer_div = false;
     const ir_node *xn = node(a, x);
+    if (xn->op == IR_MUL || xn->op == IR_DIV) {
+        bool div = xn->op == IR_DIV;
+        int ci = scalar_constant(a, ir_in(xn)[1], xn->dtype, &outer)           ? 1
+                 : !div && scalar_constant(a, ir_in(xn)[0], xn->dtype, &outer) ? 0
+                                                                               : -1;
+        uint32_t in = ci >= 0 ? ir_in(xn)[1 - ci] : x;
+        if (ci >= 0 && outer != 1 && node(a, in)->op == IR_SELECT && read_by(a, in, 1))
+            x = in, xn = node(a, x), outer_div = div;
+        else
+            outer = 1;
+    }
     if (xn->op == IR_SELECT) {
         uint32_t pred = ir_in(xn)[0], t = ir_in(xn)[1], f = ir_in(xn)[2];
         bool negated = scalar_constant(a, t, xn->dtype, &m->fill);
@@ -318,16 +335,25 @@ static kiln_status match(attn_scan *a, uint32_t o, attn_match *m) {
         if (isnan(m->fill) || m->fill == INFINITY) return KILN_STATUS_OK;
         sc = negated ? f : t;
         if (!read_by(a, sc, 1)) return KILN_STATUS_OK;
+        if (outer != 1) { /* the fill as the program scales it, in its dtype */
+            if (xn->dtype == KILN_DTYPE_F32)
+                m->fill = outer_div ? (float)m->fill / (float)outer : (float)m->fill * (float)outer;
+            else
+                m->fill = outer_div ? m->fill / outer : m->fill * outer;
+            if (isnan(m->fill) || m->fill == INFINITY) return KILN_STATUS_OK;
+        }
         bool known = false;
         kiln_status s = mask_kind(a, pred, nb, negated, &known, &m->causal);
         if (s || !known) return s;
     }
-    /* sc = s * c, c * s, s / c or s */
+    /* sc = s * c, c * s, s / c or s (s itself when the scale came after the mask) */
     uint32_t s = sc;
     m->scale = 1;
     const ir_node *cn = node(a, sc);
     double c;
-    if (cn->op == IR_MUL && scalar_constant(a, ir_in(cn)[1], cn->dtype, &c))
+    if (outer != 1)
+        m->scale = outer_div ? 1 / outer : outer;
+    else if (cn->op == IR_MUL && scalar_constant(a, ir_in(cn)[1], cn->dtype, &c))
         s = ir_in(cn)[0], m->scale = c;
     else if (cn->op == IR_MUL && scalar_constant(a, ir_in(cn)[0], cn->dtype, &c))
         s = ir_in(cn)[1], m->scale = c;

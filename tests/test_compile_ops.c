@@ -529,6 +529,37 @@ static void test_concatenate_twice(void) {
         }
 }
 
+/* Reductions whose elements each reduce thousands of values get smaller chunks of the
+ * last axis per work item (lower.c, choose_chunk): rows of a last-axis sum, max and
+ * mean split into items of 64 outputs, a column sum into items of 512 columns, a softmax
+ * fused after its row reductions, and reductions over a middle axis whose 2500 outputs
+ * per row are not a multiple of the chunk; every item's outputs against the reference. */
+static void test_chunked_reductions(void) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "chunked reductions", &g);
+    const int64_t rd[2] = {300, 5000}, cd[2] = {5000, 700}, td[3] = {2, 300, 2500};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, rd);
+    kiln_value y = kiln_parameter(g, "y", KILN_DTYPE_F32, 2, cd);
+    kiln_value z = kiln_parameter(g, "z", KILN_DTYPE_F64, 3, td);
+    int last = -1, first = 0, middle = 1;
+    kiln_value outs[7] = {kiln_reduce_sum(g, x, 1, &last, false),
+                          kiln_reduce_max(g, x, 1, &last, true),
+                          kiln_mean(g, x, 1, &last, false),
+                          kiln_reduce_sum(g, y, 1, &first, false),
+                          kiln_softmax(g, x, -1),
+                          kiln_reduce_min(g, z, 1, &middle, false),
+                          kiln_reduce_sum(g, kiln_exp(g, z), 1, &middle, false)};
+    CHECK_OK(ctx, kiln_graph_finish(g, 7, outs));
+    uint64_t rs = 11;
+    kiln_array *args[3] = {cmp_random_array(ctx, KILN_DTYPE_F32, 2, rd, &rs),
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 2, cd, &rs),
+                           cmp_random_array(ctx, KILN_DTYPE_F64, 3, td, &rs)};
+    /* f32 sums of thousands of values: to 1e-4 of (1 + |sum|) (the blocked sums, kdesc.h) */
+    CHECK_MSG(cmp_graph(ctx, g, 3, args, NULL, 1e-4, NULL), "chunked reductions differ");
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_graph_destroy(g);
+}
+
 /* max and min order -0 below +0, as jnp.maximum / jnp.minimum (and IEEE 754-2019's
  * maximum / minimum) do: max(+0, -0) and max(-0, +0) are +0, min of either order -0,
  * compiled and interpreted alike, in f32 and f64, through a loop long enough to be
@@ -738,6 +769,7 @@ int main(void) {
     RUN(test_fuzz_findings);
     RUN(test_concatenate_twice);
     RUN(test_signed_zero_max_min);
+    RUN(test_chunked_reductions);
     RUN(test_split_products);
     RUN(test_errors);
     test_second_process(dir);

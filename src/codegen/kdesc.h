@@ -5,8 +5,9 @@
  * holds:
  *
  *  - the index space and its work split: the roots' shape, seen as rows (every axis but
- *    the last) times chunks of KD_CHUNK elements of the last axis, so both tall and wide
- *    outputs parallelise. A work item is one (row, chunk); items are independent;
+ *    the last) times chunks of kd_kernel.chunk elements of the last axis (KD_CHUNK, less
+ *    for a reduction's few heavy elements), so both tall and wide outputs parallelise. A
+ *    work item is one (row, chunk); items are independent;
  *  - index expressions (kd_index) in a canonical affine form c + sum coef * atom, where an
  *    atom is a loop variable, a division or remainder of another index by a constant, or
  *    an integer value computed by a statement (a take_rows row). Building one simplifies
@@ -26,7 +27,13 @@
 
 #include "passes/fusion.h"
 
-#define KD_CHUNK 2048 /* elements of the last axis per work item */
+#define KD_CHUNK 2048 /* elements of the last axis per work item, at most */
+/* A kernel whose elements each reduce many (kd_loop_work of the element loop) halves its
+ * chunk, down to KD_CHUNK_MIN (KD_COLUMN_CHUNK_MIN in the column form, whose items read
+ * a chunk-wide run of every reduced row), while an item's work exceeds KD_ITEM_WORK: a
+ * sum over the last axis of [2048, 4096] is 32 items of 64 rows, not one item whose
+ * reduction only a split into parts could share (each part reading a slice of every row). */
+enum { KD_CHUNK_MIN = 64, KD_COLUMN_CHUNK_MIN = 512, KD_ITEM_WORK = 1 << 18 };
 
 /* ------------------------------------------------------------ indices ---- */
 
@@ -175,13 +182,14 @@ typedef struct kd_kernel {
     /* index space: rank and dims of the roots; rows x chunks work items */
     int rank;
     int64_t dims[KILN_MAX_RANK];
-    int64_t inner, rows, chunks, items, grain; /* grain: items per parallel chunk */
+    int64_t inner, rows, chunk, chunks, items; /* chunk: the last axis' elements per item */
+    int64_t grain;                             /* items per parallel chunk of the pool */
     bool columns;                              /* the column-reduction form (lower.c) */
     /* > 1: the last axis' variable is used (also) as last / split and last % split (a
      * reshape split it, an interleave concatenates on the split-off axis); the printer
      * names those two, and the C dialect loops over them as two nested loops, the inner
      * of constant trip count, instead of dividing per element. The last axis (and
-     * KD_CHUNK, when it is chunked) is a multiple of it. 0 otherwise */
+     * the chunk, when it is chunked) is a multiple of it. 0 otherwise */
     int64_t split;
     /* > 1: parts, the C dialect's split of one reduction across threads (a reduction to a
      * scalar or to few outputs is one work item, so one thread otherwise). The kernel has

@@ -513,7 +513,7 @@ static void lower_elements(lw *l, const uint32_t *ix, uint32_t store_ix) {
 
 /* Enough items per parallel chunk for ~32K element-operations. */
 static int64_t grain(const kiln_graph *g, const fkernel *k, const kd_kernel *kd, int64_t numel) {
-    int64_t per_item = (kd->chunks > 1 ? KD_CHUNK : kd->inner) * (k->n_members ? k->n_members : 1);
+    int64_t per_item = (kd->chunks > 1 ? kd->chunk : kd->inner) * (k->n_members ? k->n_members : 1);
     int64_t red = 1;
     for (uint32_t i = 0; i < k->n_inputs; i++) {
         int64_t m = 0;
@@ -533,7 +533,8 @@ static void lower_space(lw *l, const ir_node *rn, uint32_t *ix, uint32_t *store_
     kd->rank = r;
     memcpy(kd->dims, rn->shape.dims, (size_t)r * sizeof *kd->dims);
     kd->inner = r ? rn->shape.dims[r - 1] : 1;
-    kd->chunks = kd->inner > KD_CHUNK ? (kd->inner + KD_CHUNK - 1) / KD_CHUNK : 1;
+    kd->chunk = KD_CHUNK; /* choose_chunk may lower it once the statements are known */
+    kd->chunks = kd->inner > kd->chunk ? (kd->inner + kd->chunk - 1) / kd->chunk : 1;
     kd->rows = kd->inner ? numel / kd->inner : 0;
     kd->items = numel ? kd->rows * kd->chunks : 0;
     kd->grain = grain(l->g, l->k, kd, numel);
@@ -574,7 +575,7 @@ static int64_t last_split(const kd_kernel *kd) {
         if (k && a->n != k) return 0;
         k = a->n;
     }
-    if (k < 2 || kd->inner % k || (kd->chunks > 1 && KD_CHUNK % k)) return 0;
+    if (k < 2 || kd->inner % k || (kd->chunks > 1 && kd->chunk % k)) return 0;
     return k;
 }
 
@@ -592,6 +593,21 @@ int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop) {
             break; /* the loop closed */
     }
     return work;
+}
+
+/* kd->chunk (kdesc.h, KD_ITEM_WORK): halved while an item of heavy elements holds more
+ * work than one thread should take alone; then the items and the pool's grain again.
+ * Shapes only decide it, so the result does not depend on the thread count (and an
+ * element's reduction runs whole, in one item, in the same order whatever its chunk). */
+static void choose_chunk(lw *l) {
+    kd_kernel *kd = l->kd;
+    int64_t w = kd->n_stmts > 1 ? kd_loop_work(kd, 1) : 1, numel = kd->rows * kd->inner;
+    if (w <= 1) return;
+    int64_t least = kd->columns ? KD_COLUMN_CHUNK_MIN : KD_CHUNK_MIN;
+    while (kd->chunk > least && w > KD_ITEM_WORK / kd->chunk) kd->chunk /= 2;
+    kd->chunks = kd->inner > kd->chunk ? (kd->inner + kd->chunk - 1) / kd->chunk : 1;
+    kd->items = numel ? kd->rows * kd->chunks : 0;
+    kd->grain = grain(l->g, l->k, kd, numel);
 }
 
 /* kd->parts (kdesc.h): a one-item kernel whose element loop opens with a scalar
@@ -655,6 +671,7 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
             lower_elements(&l, ix, store_ix);
     }
     host_free(kd->ctx, l.memo, l.cap_memo * sizeof *l.memo);
+    if (!kd->oom) choose_chunk(&l);
     if (!kd->oom) kd->split = last_split(kd);
     if (!kd->oom) find_parts(kd);
     if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);

@@ -546,9 +546,9 @@ static void print_acc(pr *p, uint32_t id) {
         return;
     }
     if (s->column) {
-        line(p, "%s acc%u[%d];", at, id, KD_CHUNK);
-        if (s->red.blocked) line(p, "float acc%u_b[%d];", id, KD_CHUNK);
-        if (s->red.nan_flag) line(p, "uint8_t acc%u_nan[%d];", id, KD_CHUNK);
+        line(p, "%s acc%u[%lld];", at, id, (long long)p->chunk);
+        if (s->red.blocked) line(p, "float acc%u_b[%lld];", id, (long long)p->chunk);
+        if (s->red.nan_flag) line(p, "uint8_t acc%u_nan[%lld];", id, (long long)p->chunk);
         line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u[j] = %s;", id, init);
         if (s->red.nan_flag) line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u_nan[j] = 0;", id);
         return;
@@ -1568,7 +1568,7 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     pr p = {.kd = kd,
             .sb = sb,
             .dialect = dialect,
-            .chunk = KD_CHUNK,
+            .chunk = kd->chunk,
             .chunks = kd->chunks,
             .lane = -1};
     print_provenance(kd, sb);

@@ -17,6 +17,7 @@
  *   xent N V            mean softmax cross-entropy of logits [N, V] and its gradient
  *   adam P              one Adam step over P f32 parameters, parameters and state donated
  *   cumsum R N          x [R, N] f32: cumsum along N, and cumsum along R reversed
+ *   reduce R N          x [R, N] f32: sum and max along N, sum along R, softmax along N
  * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
  * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
@@ -220,6 +221,16 @@ static int trace_cumsum(prog *p, kiln_graph *g, const int64_t *s, kiln_value *ou
     return 2;
 }
 
+static int trace_reduce(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    kiln_value x = arg_f32(p, g, 2, (int64_t[]){s[0], s[1]}, -1, 1);
+    int rows = 0, cols = 1;
+    outs[0] = kiln_reduce_sum(g, x, 1, &cols, false);
+    outs[1] = kiln_reduce_max(g, x, 1, &cols, false);
+    outs[2] = kiln_reduce_sum(g, x, 1, &rows, false);
+    outs[3] = kiln_softmax(g, x, 1);
+    return 4;
+}
+
 static int trace_adam(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     int64_t P = s[0];
     kiln_value w = arg_f32(p, g, 1, &P, -1, 1);
@@ -238,17 +249,17 @@ int main(int argc, char **argv) {
         const char *name;
         int n_sizes;
         int (*trace)(prog *, kiln_graph *, const int64_t *, kiln_value *);
-    } progs[] = {{"embed", 6, trace_embed},   {"rope", 4, trace_rope},
-                 {"block", 3, trace_block},   {"block_sdpa", 3, trace_block_sdpa},
-                 {"xent", 2, trace_xent},     {"adam", 1, trace_adam},
-                 {"cumsum", 2, trace_cumsum}, {"attn", 5, trace_attn}};
+    } progs[] = {
+        {"embed", 6, trace_embed},           {"rope", 4, trace_rope}, {"block", 3, trace_block},
+        {"block_sdpa", 3, trace_block_sdpa}, {"xent", 2, trace_xent}, {"adam", 1, trace_adam},
+        {"cumsum", 2, trace_cumsum},         {"attn", 5, trace_attn}, {"reduce", 2, trace_reduce}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
     if (which < 0 || argc != 4 + progs[which].n_sizes) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
                         "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
-                        "attn B T N K H\n");
+                        "attn B T N K H | reduce R N\n");
         return 2;
     }
     int64_t sizes[8];

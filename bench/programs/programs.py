@@ -174,6 +174,18 @@ elif name == "cumsum":
 
     def np_fn(x):
         return np.cumsum(x, axis=1), np.flip(np.cumsum(np.flip(x, 0), axis=0), 0)
+elif name == "reduce":
+    R, N = sizes
+    args = [load(0, np.float32, (R, N))]
+
+    def f(x):
+        return jnp.sum(x, axis=1), jnp.max(x, axis=1), jnp.sum(x, axis=0), jax.nn.softmax(x, axis=1)
+
+    shapes = [(R,), (R,), (N,), (R, N)]
+
+    def np_fn(x):
+        e = np.exp(x - np.max(x, axis=1, keepdims=True))
+        return np.sum(x, axis=1), np.max(x, axis=1), np.sum(x, axis=0), e / np.sum(e, axis=1, keepdims=True)
 else:
     sys.exit(f"programs.py: unknown program {name}")
 

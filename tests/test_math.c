@@ -1,5 +1,5 @@
 /* test_math.c — the compiled f32 transcendental kernels (exp, tanh, logistic, log, log1p,
- * rsqrt: kiln's own polynomials or libm's f32 functions) against the reference
+ * rsqrt: kiln's own polynomials, rsqrt as 1 / sqrtf) against the reference
  * interpreter (libm in double, rounded once to f32), measured in ulps.
  *
  * By default a dense sweep: every exponent of both signs with its first, last and 61

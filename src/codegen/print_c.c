@@ -12,8 +12,8 @@
  *    types), integer x/0 is -1 and INT_MIN/-1 is INT_MIN, float->int conversion saturates
  *    with NaN -> 0, max/min propagate NaN, float sums and products accumulate in double
  *    (f32 sums in the C dialect: f32 blocks added in double, kd_reduce.blocked);
- *  - speed: f32 exp and tanh are inline polynomials (kiln_exp_f32, kiln_tanh_f32) so loops that
- *    call them vectorise; a loop the description marks `simd` gets `#pragma omp simd`
+ *  - speed: f32 exp, tanh, logistic, log and log1p are inline polynomials (kiln_exp_f32, ...)
+ *    so loops that call them vectorise; a loop the description marks `simd` gets `#pragma omp simd`
  *    (with reduction clauses for its accumulator), which vectorises reductions without
  *    -fassociative-math; buffers are `restrict` except an input the planner overwrites in
  *    place and the output written over it.
@@ -233,47 +233,82 @@ static const char head_cuda[] =
  * 2^-12, where tanh(x) rounds to x (the polynomial's p z x + x would turn -0 into +0). The
  * GPU runs the same code, without contracting products into FMAs as gcc does on the CPU,
  * so the two can differ in the last bit. */
-static const char math_f32[] = "KILN_FN float kiln_exp_f32(float x) {\n"
-                               "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x;\n"
-                               "    float kf = floorf(xc * 1.44269504088896341f + 0.5f);\n"
-                               "    float r = xc - kf * 0.693359375f;\n"
-                               "    r = r + kf * 2.12194440e-4f;\n"
-                               "    float p = 1.9875691500e-4f;\n"
-                               "    p = p * r + 1.3981999507e-3f;\n"
-                               "    p = p * r + 8.3334519073e-3f;\n"
-                               "    p = p * r + 4.1665795894e-2f;\n"
-                               "    p = p * r + 1.6666665459e-1f;\n"
-                               "    p = p * r + 5.0000001201e-1f;\n"
-                               "    float y = p * r * r + r + 1.0f;\n"
-                               "    int32_t k = (int32_t)kf, kk = k < -120 ? k + 100 : k;\n"
-                               "    y = kiln_bits_f32(kiln_f32_bits(y) + ((uint32_t)kk << 23));\n"
-                               "    y = k < -120 ? y * 7.8886090522101181e-31f : y;\n"
-                               "    y = x >= 88.72283935546875f ? INFINITY : y;\n"
-                               "    return x != x ? x : y;\n"
-                               "}\n"
-                               "KILN_FN float kiln_tanh_f32(float x) {\n"
-                               "    float a = fabsf(x), z = x * x;\n"
-                               "    float p = -5.70498872745e-3f;\n"
-                               "    p = p * z + 2.06390887954e-2f;\n"
-                               "    p = p * z - 5.37397155531e-2f;\n"
-                               "    p = p * z + 1.33314422036e-1f;\n"
-                               "    p = p * z - 3.33332819422e-1f;\n"
-                               "    float small = a < 0x1p-12f ? x : p * z * x + x;\n"
-                               "    float big = 1.0f - 2.0f / (kiln_exp_f32(2.0f * a) + 1.0f);\n"
-                               "    big = x < 0 ? -big : big;\n"
-                               "    return a < 0.625f ? small : big;\n"
-                               "}\n"
-                               /* 1/(1+exp(-x)), as exp(x)/(1+exp(x)) for x < 0 (the reference's
-                                * form), so it does not flush to 0 before exp(x) does; one
-                                * division whose numerator is selected (a vectorised loop
-                                * computes both arms of a select) */
-                               "KILN_FN float kiln_logistic_f32(float x) {\n"
-                               "    float e = kiln_exp_f32(-fabsf(x));\n"
-                               "    return (x >= 0 ? 1.0f : e) / (1.0f + e);\n"
-                               "}\n";
+static const char math_f32[] =
+    "KILN_FN float kiln_exp_f32(float x) {\n"
+    "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x;\n"
+    "    float kf = floorf(xc * 1.44269504088896341f + 0.5f);\n"
+    "    float r = xc - kf * 0.693359375f;\n"
+    "    r = r + kf * 2.12194440e-4f;\n"
+    "    float p = 1.9875691500e-4f;\n"
+    "    p = p * r + 1.3981999507e-3f;\n"
+    "    p = p * r + 8.3334519073e-3f;\n"
+    "    p = p * r + 4.1665795894e-2f;\n"
+    "    p = p * r + 1.6666665459e-1f;\n"
+    "    p = p * r + 5.0000001201e-1f;\n"
+    "    float y = p * r * r + r + 1.0f;\n"
+    "    int32_t k = (int32_t)kf, kk = k < -120 ? k + 100 : k;\n"
+    "    y = kiln_bits_f32(kiln_f32_bits(y) + ((uint32_t)kk << 23));\n"
+    "    y = k < -120 ? y * 7.8886090522101181e-31f : y;\n"
+    "    y = x >= 88.72283935546875f ? INFINITY : y;\n"
+    "    return x != x ? x : y;\n"
+    "}\n"
+    "KILN_FN float kiln_tanh_f32(float x) {\n"
+    "    float a = fabsf(x), z = x * x;\n"
+    "    float p = -5.70498872745e-3f;\n"
+    "    p = p * z + 2.06390887954e-2f;\n"
+    "    p = p * z - 5.37397155531e-2f;\n"
+    "    p = p * z + 1.33314422036e-1f;\n"
+    "    p = p * z - 3.33332819422e-1f;\n"
+    "    float small = a < 0x1p-12f ? x : p * z * x + x;\n"
+    "    float big = 1.0f - 2.0f / (kiln_exp_f32(2.0f * a) + 1.0f);\n"
+    "    big = x < 0 ? -big : big;\n"
+    "    return a < 0.625f ? small : big;\n"
+    "}\n"
+    /* ln x, branch-free so that loops calling it vectorise (libm's logf is a scalar call,
+     * and kept a whole fused loop scalar): Cephes' logf, x = m 2^e with m in [sqrt(1/2),
+     * sqrt(2)), a degree-9 polynomial in m - 1 and ln 2 in two parts; subnormals scaled
+     * by 2^23 first, and 0, negatives, +inf and NaN by selects. A positive normal x takes
+     * exactly the arithmetic the random normals were drawn with (print_random.c), so their
+     * bits do not move */
+    "KILN_FN float kiln_log_f32(float x) {\n"
+    "    int sub = x < 0x1p-126f;\n"
+    "    uint32_t b = kiln_f32_bits(sub ? x * 0x1p23f : x);\n"
+    "    float e = (float)((int32_t)(b >> 23) - 126) - (sub ? 23.0f : 0.0f);\n"
+    "    float m = kiln_bits_f32((b & 0x007fffffu) | 0x3f000000u);\n"
+    "    int small = m < 0.707106781186547524f;\n"
+    "    e = small ? e - 1.0f : e;\n"
+    "    m = small ? m + m - 1.0f : m - 1.0f;\n"
+    "    float z = m * m, y = 7.0376836292e-2f;\n"
+    "    y = y * m - 1.1514610310e-1f; y = y * m + 1.1676998740e-1f;\n"
+    "    y = y * m - 1.2420140846e-1f; y = y * m + 1.4249322787e-1f;\n"
+    "    y = y * m - 1.6668057665e-1f; y = y * m + 2.0000714765e-1f;\n"
+    "    y = y * m - 2.4999993993e-1f; y = y * m + 3.3333331174e-1f;\n"
+    "    y = y * m * z - 2.12194440e-4f * e - 0.5f * z;\n"
+    "    float r = m + y + 0.693359375f * e;\n"
+    "    r = x == 0 ? -INFINITY : x < 0 ? NAN : x == INFINITY ? x : r;\n"
+    "    return x != x ? x : r;\n"
+    "}\n"
+    /* ln(1 + x) as ln u + (x - (u - 1)) / u, u = 1 + x rounded: the quotient puts back
+     * what rounding u lost; x itself where u is 1 (keeps -0), -inf at -1, +inf at +inf */
+    "KILN_FN float kiln_log1p_f32(float x) {\n"
+    "    float u = 1.0f + x;\n"
+    "    float r = kiln_log_f32(u) + (x - (u - 1.0f)) / u;\n"
+    "    r = u == 1.0f ? x : x == -1.0f ? -INFINITY : x == INFINITY ? x : r;\n"
+    "    return x != x ? x : r;\n"
+    "}\n"
+    /* 1/(1+exp(-x)), as exp(x)/(1+exp(x)) for x < 0 (the reference's
+     * form), so it does not flush to 0 before exp(x) does; one
+     * division whose numerator is selected (a vectorised loop
+     * computes both arms of a select) */
+    "KILN_FN float kiln_logistic_f32(float x) {\n"
+    "    float e = kiln_exp_f32(-fabsf(x));\n"
+    "    return (x >= 0 ? 1.0f : e) / (1.0f + e);\n"
+    "}\n";
 
 /* The f64 forms of the helpers the registry's kernel expressions name. */
 static const char math_f64[] = "KILN_FN double kiln_exp_f64(double x) { return exp(x); }\n"
+                               "KILN_FN double kiln_log_f64(double x) { return log(x); }\n"
+                               "KILN_FN double kiln_log1p_f64(double x) { return log1p(x); }\n"
                                "KILN_FN double kiln_tanh_f64(double x) { return tanh(x); }\n"
                                "KILN_FN double kiln_logistic_f64(double x) {\n"
                                "    double e = exp(-fabs(x));\n"

@@ -61,25 +61,7 @@ const char cgen_random_prelude[] =
     "    return (double)(kiln_random_words(k0, k1, c) >> 12) * "
     "2.220446049250313080847263336181640625e-16;\n"
     "}\n"
-    /* ln x of a positive normal float, branch-free so that loops calling it vectorise
-     * (libm's log1pf is a scalar call, and cost five times the whole Threefry): Cephes'
-     * logf, x = m 2^e with m in [sqrt(1/2), sqrt(2)), a degree-9 polynomial in m - 1 and
-     * ln 2 in two parts; within 1 ulp of ln in double */
-    "KILN_FN float kiln_log_f32(float x) {\n"
-    "    uint32_t b = kiln_f32_bits(x);\n"
-    "    float e = (float)((int32_t)(b >> 23) - 126);\n"
-    "    float m = kiln_bits_f32((b & 0x007fffffu) | 0x3f000000u);\n"
-    "    int small = m < 0.707106781186547524f;\n"
-    "    e = small ? e - 1.0f : e;\n"
-    "    m = small ? m + m - 1.0f : m - 1.0f;\n"
-    "    float z = m * m, y = 7.0376836292e-2f;\n"
-    "    y = y * m - 1.1514610310e-1f; y = y * m + 1.1676998740e-1f;\n"
-    "    y = y * m - 1.2420140846e-1f; y = y * m + 1.4249322787e-1f;\n"
-    "    y = y * m - 1.6668057665e-1f; y = y * m + 2.0000714765e-1f;\n"
-    "    y = y * m - 2.4999993993e-1f; y = y * m + 3.3333331174e-1f;\n"
-    "    y = y * m * z - 2.12194440e-4f * e - 0.5f * z;\n"
-    "    return m + y + 0.693359375f * e;\n"
-    "}\n"
+    /* (kiln_log_f32, ln x branch-free, is the math prelude's: src/codegen/print_c.c) */
     /* XLA's ErfInv32: both polynomials evaluated and one selected, so loops vectorise.
      * XLA's w = -log1p(-x^2) is taken as -ln((1 - x)(1 + x)): the product is within an
      * ulp of 1 - x^2 (1 - x is exact near x = 1, 1 + x near -1), and an absolute error

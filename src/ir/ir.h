@@ -92,9 +92,9 @@ enum {
     X(EXP, "exp", exp, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
       "kiln_exp_$S($0)", NULL)                                                                     \
     X(LOG, "log", log, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
-      "log$F($0)", NULL)                                                                           \
+      "kiln_log_$S($0)", NULL)                                                                     \
     X(LOG1P, "log1p", log1p, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
-      "log1p$F($0)", NULL)                                                                         \
+      "kiln_log1p_$S($0)", NULL)                                                                   \
     X(SQRT, "sqrt", sqrt, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
       "sqrt$F($0)", NULL)                                                                          \
     X(RSQRT, "rsqrt", rsqrt, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \

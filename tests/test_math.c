@@ -135,8 +135,8 @@ static void report(const stats *st, const char *what) {
                (long long)st->mismatched_specials[op]);
         CHECK_MSG(st->worst[op] <= ulp_bound[op], "%s: %lld ulp > bound %lld", op_names[op],
                   (long long)st->worst[op], (long long)ulp_bound[op]);
-        CHECK_MSG(st->mismatched_specials[op] == 0, "%s: %lld NaN/inf/signed-zero mismatches", op_names[op],
-                  (long long)st->mismatched_specials[op]);
+        CHECK_MSG(st->mismatched_specials[op] == 0, "%s: %lld NaN/inf/signed-zero mismatches",
+                  op_names[op], (long long)st->mismatched_specials[op]);
     }
 }
 

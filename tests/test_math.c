@@ -1,5 +1,5 @@
 /* test_math.c — the compiled f32 transcendental kernels (exp, tanh, logistic, log, log1p,
- * rsqrt: kiln's own polynomials, rsqrt as 1 / sqrtf) against the reference
+ * erf, rsqrt: kiln's own polynomials, rsqrt as 1 / sqrtf) against the reference
  * interpreter (libm in double, rounded once to f32), measured in ulps.
  *
  * By default a dense sweep: every exponent of both signs with its first, last and 61
@@ -14,10 +14,11 @@
 #include <float.h>
 #include <stdint.h>
 
-enum { N_OPS = 6 };
-static const char *const op_names[N_OPS] = {"exp", "tanh", "logistic", "log", "log1p", "rsqrt"};
+enum { N_OPS = 7 };
+static const char *const op_names[N_OPS] = {"exp",   "tanh",  "logistic", "log",
+                                            "log1p", "rsqrt", "erf"};
 /* Largest error allowed, in ulps of the correctly rounded result. */
-static const int64_t ulp_bound[N_OPS] = {1, 1, 2, 1, 1, 1};
+static const int64_t ulp_bound[N_OPS] = {1, 1, 2, 1, 1, 1, 1};
 
 static kiln_context *ctx;
 
@@ -54,7 +55,8 @@ static void build(int64_t n) {
     kiln_graph_create(ctx, "math", &graph);
     kiln_value x = kiln_parameter(graph, "x", KILN_DTYPE_F32, 1, &n);
     kiln_value outs[N_OPS] = {kiln_exp(graph, x), kiln_tanh(graph, x),  kiln_logistic(graph, x),
-                              kiln_log(graph, x), kiln_log1p(graph, x), kiln_rsqrt(graph, x)};
+                              kiln_log(graph, x), kiln_log1p(graph, x), kiln_rsqrt(graph, x),
+                              kiln_erf(graph, x)};
     CHECK_OK(ctx, kiln_graph_finish(graph, N_OPS, outs));
     CHECK_OK(ctx, kiln_compile(graph, NULL, &exe));
 }

@@ -108,7 +108,7 @@ enum {
     X(COS, "cos", cos, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
       "cos$F($0)", NULL)                                                                           \
     X(ERF, "erf", erf, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
-      "erf$F($0)", NULL)                                                                           \
+      "kiln_erf_$S($0)", NULL)                                                                     \
     X(FLOOR, "floor", floor, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1,\
       "floor$F($0)", NULL)                                                                         \
     X(NOT, "not", logical_not, 1, IRK_UNARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,  \

@@ -304,7 +304,7 @@ static void test_provenance(void) {
 /* The whole text of one small kernel, so any change to the generated code shows here. */
 static void test_stable_text(void) {
     kiln_graph *g = graph();
-    int64_t d[2] = {4, 32}; /* past PR_SMALL_SUM: the staged block */
+    int64_t d[2] = {4, 32}; /* past KD_SMALL_SUM: the staged block */
     int ax = 1;
     kiln_graph_at(g, "m.c", 3);
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
@@ -336,6 +336,16 @@ static void test_stable_text(void) {
         "    }\n"
         "}\n";
     CHECK_MSG(!strcmp(src, want), "got:\n%s", src);
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* a sum of KD_SMALL_SUM values or fewer is added straight into the f64 accumulator */
+    g = graph();
+    int64_t d8[2] = {4, 8};
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d8);
+    src = finish(g, kiln_reduce_sum(g, x, 1, &ax, false));
+    CHECK_CONTAINS(src, "acc2 += (double)v4;");
+    CHECK(strstr(src, "acc2_t[") == NULL);
     free(src);
     kiln_graph_destroy(g);
 }

@@ -121,9 +121,11 @@ typedef struct kd_guard {
  * accumulator: the bulk of the additions run at f32 width while the error stays that of a
  * block, at most (block / lanes + log2 lanes) * 2^-24 * sum |x|, so 2^-20 for a scalar
  * block and 2^-17 for a column block (docs/architecture.md), not n * 2^-24 as a
- * sequential f32 sum's. A sum of at most PR_SMALL_SUM values in all (print_c.c) is added
- * straight into the f64 accumulator instead. CUDA keeps f64 throughout. */
-enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128 };
+ * sequential f32 sum's. A scalar sum of at most KD_SMALL_SUM values in all is not
+ * blocked: it goes straight into the f64 accumulator (exact enough, and a staged block
+ * would cost a kiln_sum_f32 call per element: softmax rows of 3 took 15 ms a million).
+ * CUDA keeps f64 throughout. */
+enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128, KD_SMALL_SUM = 16 };
 
 /* kd_kernel.parts: how many, the least work (reduced elements) worth splitting, the bytes
  * of one element's partial accumulator. */

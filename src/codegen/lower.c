@@ -300,8 +300,13 @@ static uint32_t open_reduce_loops(lw *l, uint32_t id, const uint32_t *ix, uint32
 static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
     const ir_node *n = &l->g->nodes[id];
     uint32_t sub[KILN_MAX_RANK];
-    uint32_t acc =
-        emit(l, (kd_stmt){.kind = KS_ACC, .dtype = n->dtype, .node = id, .red = reduce_of(n)});
+    kd_reduce red = reduce_of(n);
+    /* a scalar sum of at most KD_SMALL_SUM values goes straight into its f64 accumulator */
+    int64_t in = 0, out = 0;
+    if (red.blocked && ir_shape_numel(&l->g->nodes[ir_in(n)[0]].shape, &in) &&
+        ir_shape_numel(&n->shape, &out) && out && in / out <= KD_SMALL_SUM)
+        red.blocked = false;
+    uint32_t acc = emit(l, (kd_stmt){.kind = KS_ACC, .dtype = n->dtype, .node = id, .red = red});
     bool saved = l->int_arith;
     l->int_arith = false;
     int opened;
@@ -524,6 +529,16 @@ static int64_t grain(const kiln_graph *g, const fkernel *k, const kd_kernel *kd,
     return per_item >= 32768 ? 1 : 32768 / (per_item ? per_item : 1);
 }
 
+/* The work split for a chunk of the last axis: chunks per row, items, the pool's grain. */
+static void set_chunk(lw *l, int64_t chunk) {
+    kd_kernel *kd = l->kd;
+    int64_t numel = kd->rows * kd->inner;
+    kd->chunk = chunk;
+    kd->chunks = kd->inner > chunk ? (kd->inner + chunk - 1) / chunk : 1;
+    kd->items = numel ? kd->rows * kd->chunks : 0;
+    kd->grain = grain(l->g, l->k, kd, numel);
+}
+
 /* The index space, its split into items and the leading axes' values from the row. */
 static void lower_space(lw *l, const ir_node *rn, uint32_t *ix, uint32_t *store_ix) {
     kd_kernel *kd = l->kd;
@@ -533,11 +548,8 @@ static void lower_space(lw *l, const ir_node *rn, uint32_t *ix, uint32_t *store_
     kd->rank = r;
     memcpy(kd->dims, rn->shape.dims, (size_t)r * sizeof *kd->dims);
     kd->inner = r ? rn->shape.dims[r - 1] : 1;
-    kd->chunk = KD_CHUNK; /* choose_chunk may lower it once the statements are known */
-    kd->chunks = kd->inner > kd->chunk ? (kd->inner + kd->chunk - 1) / kd->chunk : 1;
     kd->rows = kd->inner ? numel / kd->inner : 0;
-    kd->items = numel ? kd->rows * kd->chunks : 0;
-    kd->grain = grain(l->g, l->k, kd, numel);
+    set_chunk(l, KD_CHUNK); /* choose_chunk may lower it once the statements are known */
     kd->row_var = kd_var_new(kd, (kd_var){.kind = KD_VAR_ROW});
     kd->last_var = kd_var_new(kd, (kd_var){KD_VAR_AXIS, r ? r - 1 : 0, 0});
     uint32_t row = kd_ix_var(kd, kd->row_var, 0, kd->rows - 1);
@@ -601,13 +613,11 @@ int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop) {
  * element's reduction runs whole, in one item, in the same order whatever its chunk). */
 static void choose_chunk(lw *l) {
     kd_kernel *kd = l->kd;
-    int64_t w = kd->n_stmts > 1 ? kd_loop_work(kd, 1) : 1, numel = kd->rows * kd->inner;
+    int64_t w = kd->n_stmts > 1 ? kd_loop_work(kd, 1) : 1, chunk = kd->chunk;
     if (w <= 1) return;
     int64_t least = kd->columns ? KD_COLUMN_CHUNK_MIN : KD_CHUNK_MIN;
-    while (kd->chunk > least && w > KD_ITEM_WORK / kd->chunk) kd->chunk /= 2;
-    kd->chunks = kd->inner > kd->chunk ? (kd->inner + kd->chunk - 1) / kd->chunk : 1;
-    kd->items = numel ? kd->rows * kd->chunks : 0;
-    kd->grain = grain(l->g, l->k, kd, numel);
+    while (chunk > least && w > KD_ITEM_WORK / chunk) chunk /= 2;
+    set_chunk(l, chunk);
 }
 
 /* kd->parts (kdesc.h): a one-item kernel whose element loop opens with a scalar

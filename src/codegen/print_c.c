@@ -410,7 +410,6 @@ typedef enum cuda_form {
 } cuda_form;
 
 #define PR_MAX_BLOCKS 8  /* f32 blocks open at once; deeper nests sum in f64 */
-#define PR_SMALL_SUM  16 /* scalar f32 sums of at most this many values go straight to f64 */
 #define F_STRIPED     1  /* ACC: its innermost loop was lane-strided */
 #define F_VLOAD       2  /* LOAD: one 16-byte load for four consecutive elements */
 #define F_VSTORE      4  /* STORE: likewise */
@@ -824,14 +823,7 @@ static void print_loop(pr *p, const kd_stmt *s) {
         for (uint32_t a = 1; s->col_block && a < p->kd->n_stmts; a++)
             col |= p->kd->stmts[a].kind == KS_ACC && p->kd->stmts[a].column &&
                    p->kd->stmts[a].red.blocked;
-        uint32_t at = (uint32_t)(s - p->kd->stmts);
-        /* a scalar sum of at most PR_SMALL_SUM values in all (the accumulator's only
-         * loop, or the outermost of its loops): added straight into the f64 accumulator,
-         * exactly enough, where a staged block would cost a kiln_sum_f32 call per element
-         * (softmax rows of 3: 15 ms for a million rows) */
-        bool small = s->acc && s->acc + 1 == at && !p->kd->stmts[s->acc].column &&
-                     kd_loop_work(p->kd, at) <= PR_SMALL_SUM;
-        if (col || (s->acc && p->kd->stmts[s->acc].red.blocked && !small)) {
+        if (col || (s->acc && p->kd->stmts[s->acc].red.blocked)) {
             print_block_open(p, s, (uint32_t)(s - p->kd->stmts), v, col ? 0 : s->acc, from, to);
             return;
         }

@@ -534,6 +534,74 @@ static void test_concatenate_twice(void) {
  * mean split into items of 64 outputs, a column sum into items of 512 columns, a softmax
  * fused after its row reductions, and reductions over a middle axis whose 2500 outputs
  * per row are not a multiple of the chunk; every item's outputs against the reference. */
+/* Scatters large enough to split into parts of rows (cpu_ops.h, CPU_SCATTER_PART), with
+ * repeated, negative and too-large rows: into a parameter, and into zeros, which fusion
+ * gives no buffer (the backend fills them in). Every row adds in index order, so the
+ * results are the interpreter's bits, and no temporary the size of the table is planned;
+ * the gradient of a gather is such a scatter. */
+static void test_scatter_parts(void) {
+    const int64_t rows = 3001, len = 96, n_idx = 4000;
+    for (int t = 0; t < 3; t++) {
+        kiln_dtype dt = t == 0 ? KILN_DTYPE_F32 : t == 1 ? KILN_DTYPE_F64 : KILN_DTYPE_I32;
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "scatter_parts", &g);
+        const int64_t td[2] = {rows, len}, ud[2] = {n_idx, len};
+        kiln_value table = kiln_parameter(g, "table", dt, 2, td);
+        kiln_value ix = kiln_parameter(g, "ix", KILN_DTYPE_I32, 1, &n_idx);
+        kiln_value up = kiln_parameter(g, "up", dt, 2, ud);
+        kiln_value zeros = kiln_full(g, dt, 2, td, 0.0);
+        kiln_value outs[2] = {kiln_scatter_add_rows(g, table, ix, up),
+                              kiln_scatter_add_rows(g, zeros, ix, up)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        int32_t *iv = malloc((size_t)n_idx * sizeof *iv);
+        for (int64_t i = 0; i < n_idx; i++) /* every row about once, some twice, 1% outside */
+            iv[i] = (int32_t)((i * 7919) % (rows + 60)) - 30;
+        uint64_t rs = 5;
+        kiln_array *args[3] = {cmp_random_array(ctx, dt, 2, td, &rs), NULL,
+                               cmp_random_array(ctx, dt, 2, ud, &rs)};
+        CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_I32, 1, &n_idx, iv, &args[1]));
+        CHECK(cmp_graph(ctx, g, 3, args, NULL, 0, NULL));
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        kiln_memory_analysis m;
+        CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &m));
+        CHECK_MSG(m.temp_bytes == 0, "%s: a scatter into zeros plans %llu temporary bytes",
+                  kiln_dtype_name(dt), (unsigned long long)m.temp_bytes);
+        kiln_executable_destroy(e);
+        for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+        free(iv);
+        kiln_graph_destroy(g);
+    }
+    /* the gradient of a gather, clamped indices and all */
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "gather_grad", &g);
+    const int64_t td[2] = {rows, len};
+    kiln_value table = kiln_parameter(g, "table", KILN_DTYPE_F32, 2, td);
+    kiln_value ix = kiln_parameter(g, "ix", KILN_DTYPE_I32, 1, &n_idx);
+    kiln_value e = kiln_take_rows(g, table, ix);
+    kiln_value loss = kiln_reduce_sum(g, kiln_mul(g, e, e), 0, NULL, false), grad;
+    CHECK_OK(ctx, kiln_grad(g, loss, 1, &table, &grad));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &grad));
+    int32_t *iv = malloc((size_t)n_idx * sizeof *iv);
+    for (int64_t i = 0; i < n_idx; i++) iv[i] = (int32_t)((i * 7919) % (rows + 60)) - 30;
+    uint64_t rs = 9;
+    kiln_array *args[2] = {cmp_random_array(ctx, KILN_DTYPE_F32, 2, td, &rs), NULL};
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_I32, 1, &n_idx, iv, &args[1]));
+    CHECK(cmp_graph(ctx, g, 2, args, NULL, 0, NULL));
+    kiln_executable *x = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &x));
+    kiln_memory_analysis m;
+    CHECK_OK(ctx, kiln_executable_get_memory_analysis(x, &m));
+    /* the temporaries are the updates (2 e) and the clamped indices, not the table's zeros */
+    uint64_t want = (uint64_t)(n_idx * len) * sizeof(float) + (uint64_t)n_idx * sizeof(int32_t);
+    CHECK_MSG(m.temp_bytes <= want + 512, "a gather's gradient plans %llu temporary bytes, not %llu",
+              (unsigned long long)m.temp_bytes, (unsigned long long)want);
+    kiln_executable_destroy(x);
+    for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]);
+    free(iv);
+    kiln_graph_destroy(g);
+}
+
 static void test_chunked_reductions(void) {
     kiln_graph *g = NULL;
     kiln_graph_create(ctx, "chunked reductions", &g);
@@ -770,6 +838,7 @@ int main(void) {
     RUN(test_concatenate_twice);
     RUN(test_signed_zero_max_min);
     RUN(test_chunked_reductions);
+    RUN(test_scatter_parts);
     RUN(test_split_products);
     RUN(test_errors);
     test_second_process(dir);

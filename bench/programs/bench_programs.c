@@ -18,6 +18,9 @@
  *   adam P              one Adam step over P f32 parameters, parameters and state donated
  *   cumsum R N          x [R, N] f32: cumsum along N, and cumsum along R reversed
  *   reduce R N          x [R, N] f32: sum and max along N, sum along R, softmax along N
+ *   embed_grad B T V D  mean of the squares of a [V, D] table's rows gathered by [B, T]
+ *                       tokens, and its gradient with respect to the table (a scatter-add
+ *                       of the rows into zeros, as an embedding's backward pass is)
  * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
  * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
@@ -231,6 +234,16 @@ static int trace_reduce(prog *p, kiln_graph *g, const int64_t *s, kiln_value *ou
     return 4;
 }
 
+static int trace_embed_grad(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    int64_t B = s[0], T = s[1], V = s[2], D = s[3];
+    kiln_value tok = arg_i32(p, g, 2, (int64_t[]){B, T}, V);
+    kiln_value table = arg_f32(p, g, 2, (int64_t[]){V, D}, -1, 1);
+    kiln_value h = kiln_take_rows(g, table, tok);
+    outs[0] = kiln_mean(g, kiln_mul(g, h, h), 0, NULL, false);
+    DIE(p->ctx, kiln_grad(g, outs[0], 1, &table, &outs[1]));
+    return 2;
+}
+
 static int trace_adam(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     int64_t P = s[0];
     kiln_value w = arg_f32(p, g, 1, &P, -1, 1);
@@ -252,14 +265,15 @@ int main(int argc, char **argv) {
     } progs[] = {
         {"embed", 6, trace_embed},           {"rope", 4, trace_rope}, {"block", 3, trace_block},
         {"block_sdpa", 3, trace_block_sdpa}, {"xent", 2, trace_xent}, {"adam", 1, trace_adam},
-        {"cumsum", 2, trace_cumsum},         {"attn", 5, trace_attn}, {"reduce", 2, trace_reduce}};
+        {"cumsum", 2, trace_cumsum},         {"attn", 5, trace_attn}, {"reduce", 2, trace_reduce},
+        {"embed_grad", 4, trace_embed_grad}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
     if (which < 0 || argc != 4 + progs[which].n_sizes) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
                         "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
-                        "attn B T N K H | reduce R N\n");
+                        "attn B T N K H | reduce R N | embed_grad B T V D\n");
         return 2;
     }
     int64_t sizes[8];

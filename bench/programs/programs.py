@@ -186,6 +186,20 @@ elif name == "reduce":
     def np_fn(x):
         e = np.exp(x - np.max(x, axis=1, keepdims=True))
         return np.sum(x, axis=1), np.max(x, axis=1), np.sum(x, axis=0), e / np.sum(e, axis=1, keepdims=True)
+elif name == "embed_grad":
+    B, T, V, D = sizes
+    args = [load(0, np.int32, (B, T)), load(1, np.float32, (V, D))]
+
+    def f(tok, table):
+        return jax.value_and_grad(lambda t: jnp.mean(jnp.square(jnp.take(t, tok, axis=0))))(table)
+
+    shapes = [(), (V, D)]
+
+    def np_fn(tok, table):
+        h = table[tok]
+        grad = np.zeros_like(table)
+        np.add.at(grad, tok.reshape(-1), (h * np.float32(2 / h.size)).reshape(-1, D))
+        return np.mean(h * h), grad
 else:
     sys.exit(f"programs.py: unknown program {name}")
 

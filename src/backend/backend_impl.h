@@ -179,7 +179,9 @@ typedef struct kn_backend {
                            const int64_t *dims, const int *perm, void *dst);
     /* out = operand ([rows, row_len]); then out[idx[i], :] += upd[i, :] for i < n_idx in
      * order, skipping indices outside [0, rows); idx_dtype is i32 or i64. out may be
-     * operand itself (a scatter planned in place): the copy is then skipped. */
+     * operand itself (a scatter planned in place): the copy is then skipped. operand NULL:
+     * out starts as zeros (all bytes 0; a gather's gradient). Each row's additions happen
+     * in index order, whatever the threads, so the result is the interpreter's bits. */
     kiln_status (*scatter_add_rows)(void *state, int device, kiln_dtype dtype, kiln_dtype idx_dtype,
                                     const void *operand, int64_t rows, int64_t row_len,
                                     const void *idx, int64_t n_idx, const void *upd, void *out);

@@ -113,7 +113,8 @@ static kiln_status run_dot(run_state *r, uint32_t ki) {
 }
 
 /* Scatter: when the plan put the result over the operand, the backend skips the copy and
- * adds the rows in place. */
+ * adds the rows in place; an operand fusion left without a buffer is zeros (fusion.c,
+ * scatter_into_zeros), which the backend fills in itself. */
 static kiln_status run_scatter(run_state *r, uint32_t ki) {
     const kiln_executable *e = r->e;
     const kiln_graph *g = e->g;
@@ -124,8 +125,9 @@ static kiln_status run_scatter(run_state *r, uint32_t ki) {
     int64_t rows = op->shape.dims[0], total = 0, n_idx = 0;
     ir_shape_numel(&op->shape, &total);
     ir_shape_numel(&idx->shape, &n_idx);
+    const void *operand = e->plan.materialised[in[0]] ? r->buf[in[0]] : NULL;
     return e->dev->backend->scatter_add_rows(e->dev->state, e->dev->index, n->dtype, idx->dtype,
-                                             r->buf[in[0]], rows, rows ? total / rows : 0,
+                                             operand, rows, rows ? total / rows : 0,
                                              r->buf[in[1]], n_idx, r->buf[in[2]], r->buf[id]);
 }
 

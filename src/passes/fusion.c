@@ -8,7 +8,8 @@
  *     an "expanding" use — a broadcast that repeats it, the table of a gather, the
  *     operands of a library call — unless the operand is a source (parameter/constant/
  *     iota), which costs nothing to re-read; but a library call reads memory, so an iota
- *     or a scalar constant it reads gets a buffer too.
+ *     or a scalar constant it reads gets a buffer too. The zeros a scatter adds into get
+ *     none: the scatter fills its result with zeros itself.
  *  2. A reduction with more than one consumer gets a buffer; with one, it is computed
  *     inline by that consumer (reduction fusion with elementwise consumers: mean,
  *     rsqrt(var + eps), the keepdims reshape).
@@ -139,6 +140,28 @@ static bool gather_view(const kiln_graph *g, uint32_t id) {
            n->op == IR_CUMSUM || n->op == IR_ATTENTION || (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
+/* A broadcast (or a chain of them) of a scalar constant whose bytes are all zero: +0.0, or
+ * an integer 0. A scatter into it (the gradient of a gather, kiln_grad of take_rows) needs
+ * no buffer of zeros copied into its result: the backend fills the result with zeros
+ * itself (run.c passes no operand), which saves a table-sized temporary and a copy. */
+static bool zero_fill(const kiln_graph *g, uint32_t id) {
+    const ir_node *n = &g->nodes[id];
+    if (n->op != IR_BROADCAST) return false;
+    while (n->op == IR_BROADCAST) n = &g->nodes[ir_in(n)[0]];
+    if (n->op != IR_CONSTANT || numel(n) != 1) return false;
+    const unsigned char *b = n->data;
+    for (size_t i = 0; i < kiln_dtype_itemsize(n->dtype); i++)
+        if (b[i]) return false;
+    return true;
+}
+
+/* Whether consumer c, a scatter, takes x only as the zeros it adds into. */
+static bool scatter_into_zeros(const kiln_graph *g, const ir_node *c, uint32_t x) {
+    const uint32_t *in = ir_in(c);
+    return c->op == IR_SCATTER_ADD_ROWS && in[0] == x && in[1] != x && in[2] != x &&
+           zero_fill(g, x);
+}
+
 static bool must_materialise(decide_state *s, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
     if (n->op == IR_PARAMETER || s->is_output[id] || n->remat == IR_REMAT_KEEP) return true;
@@ -151,6 +174,7 @@ static bool must_materialise(decide_state *s, uint32_t id) {
             if (!expanding_use(s->g, c, id)) continue;
             if ((c->op == IR_DOT || c->op == IR_ATTENTION) && reshape_view(s->g, id)) continue;
             if (c->op == IR_TAKE_ROWS && gather_view(s->g, id)) continue;
+            if (scatter_into_zeros(s->g, c, id)) continue;
             return true;
         }
     if (ir_ops[n->op].kind == IRK_REDUCE && s->nk[id] > 1) return true;

@@ -302,11 +302,34 @@ static kiln_status cpu_permute_slot(void *state, int device, kiln_dtype t, const
     return KILN_STATUS_OK;
 }
 
+typedef struct scatter_call {
+    kiln_dtype t, it;
+    const void *operand, *idx, *upd;
+    void *out;
+    int64_t rows, row_len, n_idx, parts;
+} scatter_call;
+
+static void scatter_chunk(void *arg, int64_t begin, int64_t end) {
+    const scatter_call *c = arg;
+    cpu_scatter_add_rows_part(c->t, c->it, c->operand, c->rows, c->row_len, c->idx, c->n_idx,
+                              c->upd, c->out, c->parts, begin, end);
+}
+
+/* Runs of the table's rows on the pool (cpu_ops.h): each row is filled and updated by one
+ * part, in index order, so the result does not depend on the threads. */
 static kiln_status cpu_scatter_slot(void *state, int device, kiln_dtype t, kiln_dtype it,
                                     const void *operand, int64_t rows, int64_t row_len,
                                     const void *idx, int64_t n_idx, const void *upd, void *out) {
-    (void)state, (void)device;
-    cpu_scatter_add_rows(t, it, operand, rows, row_len, idx, n_idx, upd, out);
+    cpu_state *st = state;
+    /* empty rows or operand: the buffers may be NULL, and there is nothing to add */
+    if (!rows || !row_len) return KILN_STATUS_OK;
+    scatter_call c = {t,   it,      operand, idx, upd, out, rows, row_len, n_idx,
+                      cpu_scatter_parts(rows, row_len, n_idx)};
+    kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
+    if (p && c.parts > 1)
+        pool_parallel_for(p, c.parts, 1, scatter_chunk, &c);
+    else
+        scatter_chunk(&c, 0, c.parts);
     return KILN_STATUS_OK;
 }
 

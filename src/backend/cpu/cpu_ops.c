@@ -110,30 +110,58 @@ void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, con
     }
 }
 
+/* Scatter-add over the rows [lo, hi) of the table: those rows of out start as the
+ * operand's (or zeros), then every update whose index falls among them is added, in index
+ * order. Parts own disjoint rows, so each row sees the sequential order whatever the
+ * threads: the interpreter's bits. */
 #define SCATTER(T, U)                                                                              \
-    static void scatter_##T(int64_t rows, int64_t len, int64_t row, const T *u, T *o) {            \
-        if (row < 0 || row >= rows) return;                                                        \
-        for (int64_t j = 0; j < len; j++) o[row * len + j] = (T)((U)o[row * len + j] + (U)u[j]);   \
+    static void scatter_##T(const T *operand, int64_t len, const int64_t lo, const int64_t hi,     \
+                            bool wide, const void *idx, int64_t n_idx, const T *upd, T *o) {       \
+        T *rows = o + lo * len;                                                                    \
+        size_t bytes = (size_t)((hi - lo) * len) * sizeof(T);                                      \
+        if (!operand)                                                                              \
+            memset(rows, 0, bytes);                                                                \
+        else if (operand != o)                                                                     \
+            memcpy(rows, operand + lo * len, bytes);                                               \
+        for (int64_t i = 0; i < n_idx; i++) {                                                      \
+            int64_t row = wide ? ((const int64_t *)idx)[i] : ((const int32_t *)idx)[i];            \
+            if (row < lo || row >= hi) continue;                                                   \
+            T *dst = o + row * len;                                                                \
+            const T *u = upd + i * len;                                                            \
+            for (int64_t j = 0; j < len; j++) dst[j] = (T)((U)dst[j] + (U)u[j]);                   \
+        }                                                                                          \
     }
 SCATTER(float, float)
 SCATTER(double, double)
 SCATTER(int32_t, uint32_t)
 SCATTER(int64_t, uint64_t)
 
-void cpu_scatter_add_rows(kiln_dtype t, kiln_dtype it, const void *operand, int64_t rows,
-                          int64_t len, const void *idx, int64_t n_idx, const void *upd, void *out) {
-    size_t es = kiln_dtype_itemsize(t);
-    /* empty rows or operand: the buffers may be NULL, and there is nothing to add */
-    if (!rows || !len) return;
-    if (out != operand) memcpy(out, operand, (size_t)(rows * len) * es);
-    for (int64_t i = 0; i < n_idx; i++) {
-        int64_t row = it == KILN_DTYPE_I32 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
-        const char *u = (const char *)upd + (size_t)(i * len) * es;
+int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx) {
+    /* a part's fixed cost is a pass over all the indices: worth it from CPU_SCATTER_PART
+     * elements of fill and additions a part */
+    int64_t work = (rows + n_idx) * row_len, parts = work / CPU_SCATTER_PART;
+    if (parts > CPU_SCATTER_MAX_PARTS) parts = CPU_SCATTER_MAX_PARTS;
+    if (parts > rows) parts = rows;
+    return parts < 1 ? 1 : parts;
+}
+
+void cpu_scatter_add_rows_part(kiln_dtype t, kiln_dtype it, const void *operand, int64_t rows,
+                               int64_t len, const void *idx, int64_t n_idx, const void *upd,
+                               void *out, int64_t parts, int64_t begin, int64_t end) {
+    bool wide = it == KILN_DTYPE_I64;
+    for (int64_t p = begin; p < end; p++) {
+        int64_t lo = rows * p / parts, hi = rows * (p + 1) / parts;
         switch (t) {
-        case KILN_DTYPE_F32: scatter_float(rows, len, row, (const float *)u, out); break;
-        case KILN_DTYPE_F64: scatter_double(rows, len, row, (const double *)u, out); break;
-        case KILN_DTYPE_I32: scatter_int32_t(rows, len, row, (const int32_t *)u, out); break;
-        default: scatter_int64_t(rows, len, row, (const int64_t *)u, out); break;
+        case KILN_DTYPE_F32:
+            scatter_float(operand, len, lo, hi, wide, idx, n_idx, upd, out);
+            break;
+        case KILN_DTYPE_F64:
+            scatter_double(operand, len, lo, hi, wide, idx, n_idx, upd, out);
+            break;
+        case KILN_DTYPE_I32:
+            scatter_int32_t(operand, len, lo, hi, wide, idx, n_idx, upd, out);
+            break;
+        default: scatter_int64_t(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
         }
     }
 }

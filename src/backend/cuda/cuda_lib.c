@@ -351,11 +351,15 @@ kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_
     if (!rows || !row_len) return KILN_STATUS_OK;
     kiln_status s = lib_ready(st, device, "kiln_executable_run: scatter_add_rows");
     if (s) return s;
-    if (out != operand)
+    size_t bytes = (size_t)(rows * row_len) * kiln_dtype_itemsize(dtype);
+    if (!operand)
+        CU_TRY(st, st->drv.cuMemsetD8Async((CUdeviceptr)(uintptr_t)out, 0, bytes, d->compute),
+               "zeroing scatter_add_rows' result");
+    else if (out != operand)
         CU_TRY(st,
                st->drv.cuMemcpyDtoDAsync(
-                   (CUdeviceptr)(uintptr_t)out, (CUdeviceptr)(uintptr_t)operand,
-                   (size_t)(rows * row_len) * kiln_dtype_itemsize(dtype), d->compute),
+                   (CUdeviceptr)(uintptr_t)out, (CUdeviceptr)(uintptr_t)operand, bytes,
+                   d->compute),
                "copying scatter_add_rows' operand");
     if (!n_idx) return KILN_STATUS_OK;
     int t = dtype == KILN_DTYPE_F32   ? 0

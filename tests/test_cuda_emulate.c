@@ -378,6 +378,26 @@ static void test_forms(void) {
         check(g, "nan", NULL, 1e-5);
         kiln_graph_destroy(g);
     }
+    /* row values (CF_ROW, a block per row): a softmax with NaN rows, a rank-3 layer norm,
+     * and a softmax over a product's dying result, in place (a barrier after the
+     * prologue) */
+    g = NULL;
+    kiln_graph_create(ctx, "rows", &g);
+    {
+        int64_t dr[2] = {40, 700}, dn[3] = {3, 9, 70}, dk = 70, dw[2] = {700, 700};
+        kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 2, dr);
+        kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 3, dn);
+        kiln_value s = kiln_parameter(g, "s", KILN_DTYPE_F32, 1, &dk);
+        kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, dw);
+        kiln_value p = kiln_mul(g, kiln_matmul(g, a, w), kiln_scalar(g, KILN_DTYPE_F32, 0.01));
+        kiln_value rows[3] = {kiln_softmax(g, kiln_log(g, a), -1),
+                              kiln_layer_norm(g, b, s, s, 1e-5),
+                              kiln_matmul(g, kiln_softmax(g, p, -1), w)};
+        if (finish(g, 3, rows, "rows")) {
+            check(g, "rows", NULL, 1e-5);
+            kiln_graph_destroy(g);
+        }
+    }
     /* sin, cos, erf and the composites over them: libm's names in CUDA C (sinf, erff) */
     g = NULL;
     kiln_graph_create(ctx, "new_ops", &g);

@@ -262,6 +262,74 @@ static void test_split_reductions(void) {
     free(k);
 }
 
+/* A long float sum adds in the same slices whether or not its kernel splits it across
+ * threads (kd_stmt.slices), so its bits depend on the sum alone: sum(exp(m)) over the rows
+ * of [64, n] as the root of a one-item kernel (split into parts) and as [64, 1] (64 items,
+ * not split), with 2 threads, are the same bits (without slices, 2 of the 64 were not).
+ * And a float sum too short for slices is not split (the [10, 8000] sum below, whose work
+ * would be split otherwise). */
+static void test_split_same_bits(void) {
+    enum { R = 64 };
+    const int64_t n = 100003;
+    int64_t d2[2] = {R, n}, d31[2] = {R, 1}, s2[2] = {10, 8000};
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.cache_dir = cache_dir;
+    o.num_threads = 2;
+    kiln_context *c = NULL;
+    char err[256];
+    CHECK_OK(c, kiln_context_create(&o, &c, err, sizeof err));
+    if (!c) return;
+    uint64_t seed = 11;
+    kiln_array *x = cmp_random_array(c, KILN_DTYPE_F32, 2, d2, &seed);
+    float got[2][R];
+    for (int form = 0; form < 2; form++) {
+        kiln_graph *g = NULL;
+        CHECK_OK(c, kiln_graph_create(c, "sliced", &g));
+        kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F32, 2, d2);
+        int ax1 = 1;
+        kiln_value sum = kiln_reduce_sum(g, kiln_exp(g, m), 1, &ax1, false);
+        kiln_value out = form ? kiln_reshape(g, sum, 2, d31) : sum;
+        CHECK_OK(c, kiln_graph_finish(g, 1, &out));
+        kiln_context *saved = ctx;
+        ctx = c;
+        char *src = source_of(g);
+        ctx = saved;
+        CHECK_MSG(!strstr(src, "_part(void") == (form == 1), "form %d:\n%s", form, src);
+        CHECK_MSG(strstr(src, "kiln_prev") != NULL || form == 0, "no slices:\n%s", src);
+        free(src);
+        kiln_executable *e = NULL;
+        kiln_array *r = NULL;
+        CHECK_OK(c, kiln_compile(g, NULL, &e));
+        if (e && !kiln_executable_run(e, 1, &x, 1, &r))
+            CHECK_OK(c, kiln_array_copy_to_host(r, got[form], sizeof got[form]));
+        else
+            CHECK_MSG(false, "run: %s", kiln_last_error(c));
+        kiln_array_destroy(r);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    int differ = 0;
+    for (int i = 0; i < R; i++) differ += memcmp(&got[0][i], &got[1][i], sizeof(float)) != 0;
+    CHECK_MSG(!differ, "%d of %d sums differ split and not", differ, R);
+    kiln_graph *g = NULL;
+    CHECK_OK(c, kiln_graph_create(c, "short", &g));
+    int ax1 = 1;
+    kiln_value out =
+        kiln_reduce_sum(g, kiln_parameter(g, "s", KILN_DTYPE_F32, 2, s2), 1, &ax1, false);
+    CHECK_OK(c, kiln_graph_finish(g, 1, &out));
+    kiln_context *saved = ctx;
+    ctx = c;
+    char *src = source_of(g);
+    ctx = saved;
+    CHECK_MSG(!strstr(src, "_part(void"), "an 8000-value sum split:\n%s", src);
+    free(src);
+    kiln_graph_destroy(g);
+    kiln_array_destroy(x);
+    kiln_context_destroy(c);
+}
+
 /* A one-item kernel storing an elementwise root before its reduction is not split (its
  * parts would store too), and is right either way; donated, so that the root may be
  * written over the input the reduction reads. */
@@ -281,6 +349,130 @@ static void test_split_after_store(void) {
     CHECK(cmp_graph(ctx, g, 2, args, NULL, 1e-5, NULL));
     for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]);
     kiln_graph_destroy(g);
+}
+
+/* ------------------------------------------------------- row values ---- */
+
+/* Loop kernels of finished graph g, after fusion. */
+static int loop_kernels(kiln_graph *g) {
+    fusion_plan p;
+    CHECK_OK(ctx, fusion_plan_build(g, &(fusion_options){0}, &p));
+    int n = 0;
+    for (uint32_t k = 0; k < p.n_kernels; k++) n += p.kernels[k].kind == FK_LOOP;
+    fusion_plan_free(&p);
+    return n;
+}
+
+typedef struct row_case {
+    const char *name;
+    int rank;
+    int64_t d[3];
+    kiln_dtype t;
+    int kernels; /* loop kernels expected */
+} row_case;
+
+/* The outputs of row case c over its parameter x (and y, [d0, 3, d1] for the column form). */
+static int row_outputs(kiln_graph *g, const row_case *c, kiln_value x, kiln_value *o) {
+    int last = -1, ax0 = 0;
+    int64_t n = c->d[c->rank - 1];
+    const char *m = c->name;
+    if (!strcmp(m, "layer_norm") || !strcmp(m, "rms_norm")) {
+        kiln_value s = kiln_parameter(g, "s", c->t, 1, &n), b = kiln_parameter(g, "b", c->t, 1, &n);
+        o[0] = m[0] == 'l' ? kiln_layer_norm(g, x, s, b, 1e-5) : kiln_rms_norm(g, x, s, -1, 1e-6);
+        return 1;
+    }
+    if (!strcmp(m, "max_and_softmax")) {
+        o[0] = kiln_reduce_max(g, x, 1, &last, false);
+        o[1] = kiln_softmax(g, x, -1);
+        return 2;
+    }
+    if (!strcmp(m, "logsumexp_and_softmax")) {
+        o[0] = kiln_logsumexp(g, x, 1, &last, false);
+        o[1] = kiln_softmax(g, x, -1);
+        return 2;
+    }
+    if (!strcmp(m, "centred_ints")) {
+        o[0] = kiln_sub(g, x, kiln_reduce_sum(g, x, 1, &last, true));
+        return 1;
+    }
+    if (!strcmp(m, "transposed_softmax")) {
+        o[0] = kiln_transpose(g, kiln_softmax(g, x, -1), (const int[]){1, 0});
+        return 1;
+    }
+    if (!strcmp(m, "column_form")) { /* x - mean(x) + a column sum: the column form's prologue */
+        int64_t yd[3] = {c->d[0], 3, n};
+        int mid = 1;
+        kiln_value y = kiln_parameter(g, "y", c->t, 3, yd);
+        o[0] = kiln_add(g, kiln_sub(g, x, kiln_mean(g, x, 1, &last, true)),
+                        kiln_reduce_sum(g, y, 1, &mid, false));
+        return 1;
+    }
+    if (!strcmp(m, "column_sum_of_softmax")) {
+        o[0] = kiln_reduce_sum(g, kiln_softmax(g, x, -1), 1, &ax0, false);
+        return 1;
+    }
+    o[0] = kiln_softmax(g, x, -1);
+    return 1;
+}
+
+/* Row values (fusion.h): a softmax's max and sum, a norm's mean and variance, computed once
+ * per row in the consumer's kernel before the row's elements. Each program is checked
+ * against the reference interpreter and counted: one kernel where the rows allow it
+ * (rank 3, rows longer than a chunk, f64, integers, a softmax next to its max, an input
+ * row with NaN and -inf), the old kernels where they do not (too few rows, a transposed
+ * result, a column sum of the softmax). */
+static void test_row_values(void) {
+    static const row_case cases[] = {
+        {"softmax", 2, {17, 3001}, KILN_DTYPE_F32, 1},
+        {"softmax", 2, {16, 1}, KILN_DTYPE_F32, 1},
+        {"softmax", 3, {4, 5, 33}, KILN_DTYPE_F64, 1},
+        {"layer_norm", 3, {4, 5, 33}, KILN_DTYPE_F32, 1},
+        {"rms_norm", 2, {20, 64}, KILN_DTYPE_F32, 1},
+        {"max_and_softmax", 2, {32, 50}, KILN_DTYPE_F32, 2},
+        {"logsumexp_and_softmax", 2, {40, 7}, KILN_DTYPE_F32, 2},
+        {"centred_ints", 2, {20, 9}, KILN_DTYPE_I32, 1},
+        {"column_form", 2, {20, 40}, KILN_DTYPE_F32, 1},
+        {"softmax", 2, {15, 100}, KILN_DTYPE_F32, 3},
+        {"transposed_softmax", 2, {32, 24}, KILN_DTYPE_F32, 3},
+        {"column_sum_of_softmax", 2, {32, 24}, KILN_DTYPE_F32, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const row_case *c = &cases[i];
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx, kiln_graph_create(ctx, c->name, &g));
+        kiln_value x = kiln_parameter(g, "x", c->t, c->rank, c->d), o[2];
+        int n_out = row_outputs(g, c, x, o);
+        CHECK_OK(ctx, kiln_graph_finish(g, n_out, o));
+        int k = loop_kernels(g);
+        CHECK_MSG(k == c->kernels, "%s [%lld, ..., %lld]: %d loop kernels, not %d", c->name,
+                  (long long)c->d[0], (long long)c->d[c->rank - 1], k, c->kernels);
+        int n_par = kiln_graph_num_parameters(g);
+        kiln_array *args[3] = {NULL, NULL, NULL};
+        uint64_t seed = 21 + i;
+        for (int a = 0; a < n_par; a++) {
+            kiln_dtype t;
+            int rank;
+            int64_t d[KILN_MAX_RANK];
+            CHECK(kiln_value_type(g, kiln_graph_parameter(g, a), &t, &rank, d));
+            args[a] = cmp_random_array(ctx, t, rank, d, &seed);
+        }
+        if (!strcmp(c->name, "softmax") && c->d[1] == 3001) { /* NaN and -inf rows */
+            float *h = malloc((size_t)(17 * 3001) * sizeof *h);
+            CHECK_OK(ctx, kiln_array_copy_to_host(args[0], h, (size_t)(17 * 3001) * sizeof *h));
+            h[3 * 3001 + 17] = NAN;
+            h[5 * 3001 + 2999] = -INFINITY;
+            for (int j = 0; j < 3001; j++) h[7 * 3001 + j] = -INFINITY;
+            kiln_array_destroy(args[0]);
+            CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, c->d, h, &args[0]));
+            free(h);
+            char *src = source_of(g);
+            CHECK_MSG(strstr(src, "jb = 0, je = 3001;"), "an item is not a whole row:\n%s", src);
+            free(src);
+        }
+        CHECK_MSG(cmp_graph(ctx, g, n_par, args, NULL, 1e-5, NULL), "%s differs", c->name);
+        for (int a = 0; a < n_par; a++) kiln_array_destroy(args[a]);
+        kiln_graph_destroy(g);
+    }
 }
 
 /* ------------------------------------------------------- interleave ---- */
@@ -342,7 +534,9 @@ int main(void) {
     RUN(test_gather_mean);
     RUN(test_long_f32_sums);
     RUN(test_split_reductions);
+    RUN(test_split_same_bits);
     RUN(test_split_after_store);
+    RUN(test_row_values);
     RUN(test_interleave);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);

@@ -131,6 +131,22 @@ static int b_row_sums(kiln_graph *g, kiln_value *o) { /* row sums in a kernel of
     kiln_value s = kiln_reduce_sum(g, d, 1, &ax, true);
     return finish_with_dot(g, kiln_sub(g, d, s), o);
 }
+static int b_row_sums_few(kiln_graph *g, kiln_value *o) { /* 8 rows: sums in their own kernel */
+    int64_t xd[2] = {8, 64};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, xd);
+    kiln_value d = kiln_matmul(g, x, kiln_parameter(g, "w", KILN_DTYPE_F32, 2, d16));
+    int ax = 1;
+    return finish_with_dot(g, kiln_sub(g, d, kiln_reduce_sum(g, d, 1, &ax, true)), o);
+}
+static int b_softmax_rows(kiln_graph *g, kiln_value *o) { /* max and sum in the prologue */
+    return finish_with_dot(g, kiln_softmax(g, dot_temp(g), -1), o);
+}
+static int b_row_value_columns(kiln_graph *g, kiln_value *o) { /* a row value reading columns */
+    kiln_value d = dot_temp(g);
+    int ax = 1;
+    kiln_value s = kiln_reduce_sum(g, kiln_transpose(g, d, (const int[]){1, 0}), 1, &ax, true);
+    return finish_with_dot(g, kiln_sub(g, d, s), o);
+}
 static int b_still_needed(kiln_graph *g, kiln_value *o) { /* d is read after exp(d) is used */
     kiln_value d = dot_temp(g);
     finish_with_dot(g, kiln_exp(g, d), o);
@@ -217,7 +233,13 @@ static void test_inplace(void) {
     CHECK_MSG(!in_place("reduction", b_reduction, IR_REDUCE_MAX),
               "a fused reduction reads other indices");
     CHECK_MSG(in_place("row_sums", b_row_sums, IR_SUB),
+              "row sums broadcast back are a row value, read before the row is written");
+    CHECK_MSG(in_place("row_sums_few", b_row_sums_few, IR_SUB),
               "a reduction in its own kernel, broadcast back, reads only its own buffer");
+    CHECK_MSG(in_place("softmax_rows", b_softmax_rows, IR_DIV),
+              "a softmax's max and sum are read before the row is written");
+    CHECK_MSG(!in_place("row_value_columns", b_row_value_columns, IR_SUB),
+              "a row value that reads a column of its input reads other rows");
     CHECK_MSG(!in_place("still_needed", b_still_needed, IR_EXP),
               "an input read later cannot be overwritten");
     CHECK_MSG(in_place("scatter", b_scatter, IR_SCATTER_ADD_ROWS),

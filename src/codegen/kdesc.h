@@ -15,7 +15,9 @@
  *    0 <= b < N, (x / N) * N + x % N -> x, zero terms vanish; a variable whose range is one
  *    value is that constant;
  *  - a flat list of statements (kd_stmt), SSA-like: statement i defines value i (0 is "no
- *    value"); structure is given by LOOP/IF ... END brackets, as in the source to come;
+ *    value"); structure is given by LOOP/IF ... END brackets, as in the source to come. The
+ *    loop over the item's elements (a LOOP of n < 0) is statement 1, or comes after a
+ *    prologue computing the row's values (kd_kernel.prologue);
  *  - per-kernel provenance: the IR nodes computed, their op names and user file:line.
  *
  * Invariants: a statement only uses values defined before it in an enclosing or the same
@@ -81,7 +83,7 @@ typedef struct kd_index {
 
 typedef enum kd_stmt_kind {
     KS_LIT,    /* a scalar constant (lit, dtype): printed where it is used */
-    KS_LOAD,   /* input `slot` at linear index `ix` */
+    KS_LOAD,   /* input `slot` at linear index `ix` (`keep`: output `slot`, a kept value) */
     KS_IOTA,   /* the value of index `ix` as dtype */
     KS_OP,     /* elementwise `op` (select included) of args, result dtype, operands in_dtype */
     KS_CLAMP,  /* int64: args[0] clamped to [0, n] (a take_rows row) */
@@ -95,7 +97,7 @@ typedef enum kd_stmt_kind {
     KS_ACC,    /* reduction accumulator: see red; `column`: one per element of a chunk */
     KS_ACCUM,  /* accumulator args[0] takes in args[1] */
     KS_RESULT, /* the reduction's value (dtype) from accumulator args[0] */
-    KS_STORE,  /* output `slot` at linear index `ix` = args[0] */
+    KS_STORE,  /* output `slot` at linear index `ix` = args[0] (`keep`: a kept value) */
 } kd_stmt_kind;
 
 typedef enum kd_guard_kind {
@@ -130,6 +132,14 @@ enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128, KD_SMALL_SUM = 16 };
 /* kd_kernel.parts: how many, the least work (reduced elements) worth splitting, the bytes
  * of one element's partial accumulator. */
 enum { KD_PARTS = 32, KD_PART_MIN_WORK = 1 << 16, KD_PART_BYTES = 16 };
+/* kd_stmt.slices: a float sum or product of at least KD_SLICE_WORK values per element is
+ * added in slices of its outermost loop, min(n, KD_PARTS) of them ([q n / P, (q + 1) n /
+ * P)), each from the initial value, the slices' results then combined in order: the order
+ * in which a split across threads (kd_kernel.parts) adds. So a reduction's bits depend on
+ * the reduction alone, never on whether the kernel it is computed in (its own, or another
+ * one's prologue or a recomputation's) splits it: rematerialisation stays bitwise. Only
+ * such reductions are split (or exact ones: max, min, integers). */
+enum { KD_SLICE_WORK = KD_PARTS * KD_SUM_BLOCK };
 typedef enum kd_init { KD_INIT_ZERO, KD_INIT_ONE, KD_INIT_LOWEST, KD_INIT_HIGHEST } kd_init;
 typedef struct kd_reduce {
     ir_op op;            /* IR_REDUCE_SUM / _PROD / _MAX / _MIN */
@@ -160,9 +170,15 @@ typedef struct kd_stmt {
      * clamped, then gathered from), and clang and gcc without the pragma are right. */
     bool simd;
     uint32_t acc;
-    bool col_block; /* LOOP: the innermost reduce loop of the column form */
-    bool column;    /* ACC */
-    kd_reduce red;  /* ACC */
+    bool col_block;     /* LOOP: the innermost reduce loop of the column form */
+    bool column;        /* ACC */
+    kd_reduce red;      /* ACC */
+    int64_t slices;     /* ACC: > 1, added in this many slices of its outermost loop (above) */
+    uint32_t slice_acc; /* LOOP: the ACC whose slices it runs over (its outermost loop), or 0 */
+    /* STORE in the prologue, LOAD in the element loop: a value kept for the row's elements
+     * (kd_kernel.prologue) in the output row, where the element then stores its result.
+     * CUDA: the lane that computed it stores it, whatever the form */
+    bool keep;
     union {
         int64_t i;
         double f;
@@ -186,8 +202,13 @@ typedef struct kd_kernel {
     int rank;
     int64_t dims[KILN_MAX_RANK];
     int64_t inner, rows, chunk, chunks, items; /* chunk: the last axis' elements per item */
-    int64_t grain;                             /* items per parallel chunk of the pool */
-    bool columns;                              /* the column-reduction form (lower.c) */
+    /* the statements before the element loop compute row values (fusion.h) once per item,
+     * which is then a whole row (chunk = inner) but in the column form. A row value's
+     * reduction over the row may keep its operand there (a softmax's exp(x - max), read
+     * back instead of computed again: kd_stmt.keep) */
+    bool prologue;
+    int64_t grain; /* items per parallel chunk of the pool */
+    bool columns;  /* the column-reduction form (lower.c) */
     /* > 1: the last axis' variable is used (also) as last / split and last % split (a
      * reshape split it, an interleave concatenates on the split-off axis); the printer
      * names those two, and the C dialect loops over them as two nested loops, the inner

@@ -11,8 +11,10 @@
  *
  * Values are memoised per (node, index) within the current bracket (loop or branch), so a
  * node used twice at the same index is computed once; leaving a bracket forgets what was
- * computed inside it, since it is out of scope after. Numerics are decided by the printer
- * per op (print_c.c), except the accumulator types, fixed here for every dialect. */
+ * computed inside it, since it is out of scope after. Row values (fusion.h) are computed
+ * first, at the row's index, before the loop over the row's elements: every use inside
+ * finds them memoised (lower_rows), so they are computed once per row. Numerics are decided by the
+ * printer per op (print_c.c), except the accumulator types, fixed here for every dialect. */
 #include "kdesc.h"
 
 #include <string.h>
@@ -35,6 +37,11 @@ typedef struct lw {
     uint32_t n_memo, cap_memo;
     int depth;
     bool int_arith; /* integer elementwise code was lowered (see kd_stmt.simd) */
+    /* a kept value (lower_rows): reduction keep_red of the prologue stores its operand
+     * keep_node in output keep_slot; the element loop loads it at the element's index */
+    uint32_t keep_red, keep_node, keep_slot;
+    bool in_prologue, kept;                  /* kept: the prologue stored it */
+    uint32_t row_ix, elem_ix[KILN_MAX_RANK]; /* the row's index, the element's multi-index */
 } lw;
 
 static uint32_t emit(lw *l, kd_stmt s) {
@@ -313,12 +320,33 @@ static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
     uint32_t loop = open_reduce_loops(l, id, ix, sub, &opened);
     uint32_t xv = lower_value(l, ir_in(n)[0], sub);
     emit(l, (kd_stmt){.kind = KS_ACCUM, .node = id, .n_args = 2, .args = {acc, xv}});
+    if (id == l->keep_red && l->in_prologue && opened == 1 && l->depth == 1) { /* kept */
+        kd_kernel *kd = l->kd;
+        uint32_t at = kd_ix_affine(kd, l->row_ix, kd->inner, sub[kd->rank - 1], 1, 0);
+        emit(l, (kd_stmt){.kind = KS_STORE,
+                          .slot = l->keep_slot,
+                          .ix = at,
+                          .n_args = 1,
+                          .args = {xv},
+                          .keep = true});
+        l->kept = true;
+    }
     if (loop) {
         l->kd->stmts[loop].acc = acc;
         l->kd->stmts[loop].simd = !l->int_arith;
     }
     l->int_arith |= saved;
     while (opened--) scope_close(l);
+    kd_kernel *kd = l->kd;
+    /* a long float sum or product adds in slices (kdesc.h, KD_SLICE_WORK); its loops
+     * start right after the accumulator */
+    if (loop && red.arith && ir_dtype_is_float(n->dtype) && !kd->oom) {
+        int64_t outer = kd->stmts[acc + 1].n;
+        if (outer >= 2 && kd_loop_work(kd, acc + 1) >= KD_SLICE_WORK) {
+            kd->stmts[acc].slices = outer < KD_PARTS ? outer : KD_PARTS;
+            kd->stmts[acc + 1].slice_acc = acc;
+        }
+    }
     return emit(
         l, (kd_stmt){.kind = KS_RESULT, .dtype = n->dtype, .node = id, .n_args = 1, .args = {acc}});
 }
@@ -361,6 +389,22 @@ static uint32_t lower_value(lw *l, uint32_t id, const uint32_t *ix) {
     if (l->p->inline_const[id]) return lower_literal(l, id);
     uint32_t hit = memo_find(l, id, ix);
     if (hit) return hit;
+    if (id == l->keep_node && l->kept && !l->in_prologue) {
+        bool at_element = true;
+        for (int a = 0; a < l->kd->rank && at_element; a++)
+            at_element = kd_ix_equal(l->kd, ix[a], l->elem_ix[a]);
+        if (at_element) { /* the value the prologue kept in the output row */
+            uint32_t at = kd_ix_affine(l->kd, l->row_ix, l->kd->inner, ix[l->kd->rank - 1], 1, 0);
+            uint32_t v = emit(l, (kd_stmt){.kind = KS_LOAD,
+                                           .dtype = l->g->nodes[id].dtype,
+                                           .node = id,
+                                           .slot = l->keep_slot,
+                                           .ix = at,
+                                           .keep = true});
+            memo_add(l, id, ix, v);
+            return v;
+        }
+    }
     bool root = false; /* a kernel computes its roots; other buffers it reads */
     for (uint32_t r = 0; r < l->k->n_roots; r++) root |= l->k->roots[r] == id;
     uint32_t v;
@@ -375,6 +419,104 @@ static uint32_t lower_value(lw *l, uint32_t id, const uint32_t *ix) {
 }
 
 /* ---------------------------------------------------------- kernel ---- */
+
+/* Whether inlined node u of the kernel costs at least KEEP_COST per element (with what it
+ * computes inline: a transcendental, a division), so that keeping it beats recomputing. */
+enum { KEEP_COST = 4 };
+static bool costly(const lw *l, uint32_t u, int budget) {
+    const ir_node *n = &l->g->nodes[u];
+    budget -= ir_ops[n->op].cost;
+    for (uint32_t i = 0; i < n->n_in && budget > 0; i++) {
+        uint32_t x = ir_in(n)[i];
+        if (!l->p->materialised[x] && !l->p->inline_const[x] && costly(l, x, budget)) return true;
+    }
+    return budget <= 0;
+}
+
+/* A kept value for the kernel (kd_stmt.keep): the operand u of a reduction over the row
+ * that the kernel's elements also read (a softmax's exp(x - max), in its sum and in its
+ * result), costly to compute again, kept in a root's output row of u's dtype. Not in place
+ * (the output row may be an input row the elements still read) nor in the column form
+ * (its items are chunks of a row). `uses` counts each node's consumers in the kernel. */
+static void choose_keep(lw *l, const uint8_t *seen, const uint8_t *uses) {
+    const kiln_graph *g = l->g;
+    const kd_kernel *kd = l->kd;
+    int r = kd->rank;
+    if (kd->in_place) return;
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (!seen[id] || ir_ops[n->op].kind != IRK_REDUCE) continue;
+        uint32_t u = ir_in(n)[0];
+        const ir_shape *us = &g->nodes[u].shape;
+        if (n->a.reduce_axes != 1u << (r - 1) || us->rank != r ||
+            memcmp(us->dims, kd->dims, (size_t)r * sizeof *us->dims) || l->p->materialised[u] ||
+            l->p->inline_const[u] || uses[u] < 2 || !costly(l, u, KEEP_COST))
+            continue;
+        for (uint32_t o = 0; o < l->k->n_roots; o++)
+            if (kd->out_type[o] == g->nodes[u].dtype) {
+                l->keep_red = id, l->keep_node = u, l->keep_slot = o;
+                return;
+            }
+    }
+}
+
+/* The kernel's row values (fusion.h), computed at the row's index ahead of its elements:
+ * walks the kernel's inlined expression from its roots and lowers each row value it finds
+ * (in node order, so one that another's reduction reads comes first) at the leading axes'
+ * indices (and 0 for a kept unit axis). A row value of a kernel whose index space is its
+ * own shape (a logsumexp's max, in the kernel of the logsumexp) is one per element there
+ * and is left to the element loop. Sets kd->prologue when it lowered any; `keep`: the
+ * prologue may keep a value for the elements (choose_keep). */
+static void lower_rows(lw *l, const uint32_t *ix, bool keep) {
+    const kiln_graph *g = l->g;
+    kd_kernel *kd = l->kd;
+    if (kd->rank < 2) return;
+    /* seen: 1 inlined here, 2 a row value; uses: consumers in the kernel (up to 2) */
+    uint8_t *seen = host_calloc(kd->ctx, g->n_nodes, 1),
+            *uses = host_calloc(kd->ctx, g->n_nodes, 1);
+    uint32_t *stack = host_calloc(kd->ctx, g->n_nodes, sizeof *stack), sp = 0, lo = UINT32_MAX;
+    if (!seen || !uses || !stack) kd->oom = true;
+    for (uint32_t r = 0; !kd->oom && r < l->k->n_roots; r++) {
+        stack[sp++] = l->k->roots[r];
+        seen[l->k->roots[r]] = 1;
+    }
+    while (sp) {
+        uint32_t id = stack[--sp];
+        const ir_node *n = &g->nodes[id];
+        if (l->p->row[id]) {
+            seen[id] = 2;
+            lo = id < lo ? id : lo;
+        }
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t x = ir_in(n)[i];
+            bool again = false;
+            for (uint32_t j = 0; j < i; j++) again |= ir_in(n)[j] == x;
+            if (!again && uses[x] < 2) uses[x]++;
+            if (seen[x] || l->p->materialised[x] || l->p->inline_const[x]) continue;
+            seen[x] = 1;
+            stack[sp++] = x;
+        }
+    }
+    if (keep && lo != UINT32_MAX && !kd->oom) choose_keep(l, seen, uses);
+    l->in_prologue = true;
+    for (uint32_t id = lo; !kd->oom && id < g->n_nodes; id++) {
+        if (seen[id] != 2) continue;
+        const ir_shape *s = &g->nodes[id].shape;
+        int r = kd->rank;
+        bool lead = s->rank == r - 1 || (s->rank == r && s->dims[r - 1] == 1);
+        for (int a = 0; lead && a < r - 1; a++) lead = s->dims[a] == kd->dims[a];
+        if (!lead) continue;
+        uint32_t sub[KILN_MAX_RANK];
+        memcpy(sub, ix, (size_t)(r - 1) * sizeof *sub);
+        if (s->rank == r) sub[r - 1] = kd_ix_const(kd, 0);
+        lower_value(l, id, sub);
+        kd->prologue = true;
+    }
+    l->in_prologue = false;
+    host_free(kd->ctx, seen, g->n_nodes);
+    host_free(kd->ctx, uses, g->n_nodes);
+    host_free(kd->ctx, stack, g->n_nodes * sizeof *stack);
+}
 
 /* The column form. A kernel whose reductions keep the last axis (a column sum, a bias
  * gradient; a layer norm's gain and bias gradients side by side; the mean over a sequence
@@ -492,7 +634,8 @@ static void lower_columns(lw *l, const uint32_t *reds, uint32_t n_reds, const ui
  * that another root reads after it (a root not lowered yet, or a load of that element
  * through another index expression). The second pass finds the values memoised. */
 static void lower_elements(lw *l, const uint32_t *ix, uint32_t store_ix) {
-    bool defer = l->kd->in_place && l->k->n_roots > 1;
+    /* with a kept value, too: it lies in a root's output, which that root's store overwrites */
+    bool defer = (l->kd->in_place || l->kept) && l->k->n_roots > 1;
     bool saved = l->int_arith;
     l->int_arith = false;
     uint32_t loop = emit(l, (kd_stmt){.kind = KS_LOOP, .var = l->kd->last_var, .n = -1});
@@ -567,6 +710,8 @@ static void lower_space(lw *l, const ir_node *rn, uint32_t *ix, uint32_t *store_
     }
     if (r) ix[r - 1] = last;
     *store_ix = kd_ix_affine(kd, row, kd->inner, last, 1, 0);
+    l->row_ix = row;
+    memcpy(l->elem_ix, ix, (size_t)r * sizeof *ix);
 }
 
 bool kd_ix_is_last(const kd_kernel *kd, uint32_t ix) {
@@ -621,7 +766,9 @@ static void choose_chunk(lw *l) {
 }
 
 /* kd->parts (kdesc.h): a one-item kernel whose element loop opens with a scalar
- * reduction over enough elements: that reduction's outermost loop is split. */
+ * reduction over enough elements: that reduction's outermost loop is split, into the
+ * slices it adds in anyway when it is a float sum or product (kd_stmt.slices), so that
+ * splitting changes no bit; a float sum too short to have slices is not split. */
 static void find_parts(kd_kernel *kd) {
     if (kd->items != 1 || kd->columns || kd->n_stmts < 4) return;
     /* statement 1 is the element loop; find the first accumulator directly inside it */
@@ -635,6 +782,8 @@ static void find_parts(kd_kernel *kd) {
             int64_t w = kd_loop_work(kd, s + 1);
             int64_t work = kd->inner > 0 && w > INT64_MAX / kd->inner ? INT64_MAX : w * kd->inner;
             if (work < KD_PART_MIN_WORK) return;
+            bool exact = !st->red.arith || !ir_dtype_is_float(st->dtype);
+            if (!exact && !st->slices) return;
             kd->part_acc = s;
             kd->part_loop = s + 1;
             kd->parts = kd->stmts[s + 1].n < KD_PARTS ? kd->stmts[s + 1].n : KD_PARTS;
@@ -675,13 +824,20 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
         lower_space(&l, &g->nodes[k->roots[0]], ix, &store_ix);
         uint32_t reds[KD_MAX_COLUMN_ROOTS];
         uint32_t n_reds = column_reductions(&l, reds);
+        lower_rows(&l, ix, !n_reds);
         if (n_reds)
             lower_columns(&l, reds, n_reds, ix, store_ix);
         else
             lower_elements(&l, ix, store_ix);
     }
     host_free(kd->ctx, l.memo, l.cap_memo * sizeof *l.memo);
-    if (!kd->oom) choose_chunk(&l);
+    /* a row's values are computed once per item, so with them an item is a whole row (but
+     * in the column form, whose accumulators are a chunk wide: there each chunk computes
+     * them again) */
+    if (!kd->oom && kd->prologue && !kd->columns)
+        set_chunk(&l, kd->inner > 0 ? kd->inner : 1);
+    else if (!kd->oom)
+        choose_chunk(&l);
     if (!kd->oom) kd->split = last_split(kd);
     if (!kd->oom) find_parts(kd);
     if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);

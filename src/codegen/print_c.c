@@ -26,7 +26,10 @@
  * element a warp (or, when there are few elements, the whole block), whose lanes stride
  * the reduction's innermost loop and combine their accumulators with warp shuffles (and
  * shared memory across warps) at the result; everything else in the element is computed
- * by every lane alike and stored by lane 0. Combining happens in a fixed order, so a
+ * by every lane alike and stored by lane 0. A kernel with row values (kd_kernel.prologue)
+ * gives each row a block: the whole block strides the prologue's reductions and combines
+ * them as above, so that every thread holds the row's values, and then each thread takes
+ * elements of the row as in an elementwise kernel. Combining happens in a fixed order, so a
  * kernel's result does not depend on scheduling. An elementwise kernel whose element loop
  * is straight-line code takes four elements per thread, its contiguous 4-byte loads and
  * stores as 16-byte vector accesses (print_vec). A kernel with few values to compute and
@@ -407,6 +410,7 @@ typedef enum cuda_form {
     CF_THREADS, /* a thread per element of the chunk (elementwise, column reductions) */
     CF_WARP,    /* a warp per element; lanes share its reductions */
     CF_BLOCK,   /* the whole block per element (few elements, long reductions) */
+    CF_ROW,     /* the block per row: its values by the block, then a thread per element */
 } cuda_form;
 
 #define PR_MAX_BLOCKS 8  /* f32 blocks open at once; deeper nests sum in f64 */
@@ -436,12 +440,20 @@ typedef struct pr {
     cuda_form form;
     int64_t chunk, chunks; /* the last axis' split (C: the description's) */
     int stripe_depth;      /* depth of the lane-strided loop being printed (0: none) */
+    bool in_elems;         /* CF_ROW: printing the element loop (after the prologue) */
     uint8_t *flags;        /* per statement: F_* below */
     bool vec;              /* the element loop is printed four elements at a time */
     int lane;              /* vec: which of the four is being printed (-1: none) */
     /* C only: the f32 blocks open, innermost last */
     pr_block blk[PR_MAX_BLOCKS];
     int n_blk;
+    /* C only: the slices open (kd_stmt.slices), innermost last: the depth of the slice
+     * loop's body and the loop's statement */
+    struct {
+        int depth;
+        uint32_t loop;
+    } slice[PR_MAX_BLOCKS];
+    int n_slice;
     /* a split reduction (kd->parts; in CUDA also a column reduction of few items, see
      * cuda_column_split): 1 while printing kiln_k<i>_part, 2 while printing kiln_k<i> */
     int part_mode;
@@ -583,15 +595,20 @@ static void acc_name(const pr *p, uint32_t a, bool nan, char *out) {
         snprintf(out, ACC_LEN, "acc%u%s", a, suffix);
 }
 
+/* The initial value of accumulator s. */
+static const char *acc_init(const kd_stmt *s) {
+    bool i32 = s->dtype == KILN_DTYPE_I32, fl = ir_dtype_is_float(s->dtype);
+    return s->red.init == KD_INIT_ZERO  ? "0"
+           : s->red.init == KD_INIT_ONE ? "1"
+           : fl                         ? (s->red.init == KD_INIT_LOWEST ? "-INFINITY" : "INFINITY")
+           : s->red.init == KD_INIT_LOWEST ? (i32 ? "INT32_MIN" : "INT64_MIN")
+                                           : (i32 ? "INT32_MAX" : "INT64_MAX");
+}
+
 static void print_acc(pr *p, uint32_t id) {
     const kd_stmt *s = &p->kd->stmts[id];
     const char *at = acc_ctype(s);
-    bool i32 = s->dtype == KILN_DTYPE_I32, fl = ir_dtype_is_float(s->dtype);
-    const char *init = s->red.init == KD_INIT_ZERO  ? "0"
-                       : s->red.init == KD_INIT_ONE ? "1"
-                       : fl ? (s->red.init == KD_INIT_LOWEST ? "-INFINITY" : "INFINITY")
-                       : s->red.init == KD_INIT_LOWEST ? (i32 ? "INT32_MIN" : "INT64_MIN")
-                                                       : (i32 ? "INT32_MAX" : "INT64_MAX");
+    const char *init = acc_init(s);
     if (s->column && p->dialect == KN_DIALECT_CUDA) {
         int64_t slots = (p->chunk + CGEN_CUDA_THREADS - 1) / CGEN_CUDA_THREADS;
         line(p, "%s acc%u[%lld];", at, id, (long long)slots);
@@ -639,19 +656,30 @@ static void print_accum(pr *p, const kd_stmt *s) {
     if (acc->red.nan_flag) line(p, "%s |= %s != %s;", nan, x, x);
 }
 
+/* CUDA: whether each thread computes elements of its own here: everywhere in CF_THREADS,
+ * and in CF_ROW's element loop (the prologue before it is the whole block's). */
+static bool thread_per_element(const pr *p) {
+    return p->form == CF_THREADS || (p->form == CF_ROW && p->in_elems);
+}
+
 /* CUDA's loops: the chunk's elements spread over the threads, warps or (one at a time) the
  * block, and a reduction's innermost loop strided over the lanes sharing an element. */
 static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
     const char *lane = p->form == CF_WARP ? "(threadIdx.x & 31)" : "threadIdx.x";
     const char *group = p->form == CF_WARP ? "32" : "blockDim.x";
-    if (s->n < 0 && p->form == CF_THREADS)
+    if (s->n < 0 && p->form == CF_ROW && !p->in_elems) {
+        p->in_elems = true;
+        /* in place, every thread's prologue reads of the row before any thread's stores */
+        if (p->kd->in_place) line(p, "__syncthreads();");
+    }
+    if (s->n < 0 && thread_per_element(p))
         line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
     else if (s->n < 0 && p->form == CF_WARP)
         line(p, "for (int64_t %s = jb + (threadIdx.x >> 5); %s < je; %s += blockDim.x >> 5) {", v,
              v, v);
     else if (s->n < 0)
         line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
-    else if (s->acc && p->form != CF_THREADS && !p->stripe_depth) {
+    else if (s->acc && !thread_per_element(p) && !p->stripe_depth) {
         p->stripe_depth = p->depth + 1;
         p->flags[s->acc] |= F_STRIPED;
         line(p, "for (int64_t %s = %s; %s < %lld; %s += %s) {", v, lane, v, (long long)s->n, v,
@@ -765,6 +793,64 @@ static void print_block_close(pr *p) {
     line(p, "}");
 }
 
+static void combine_line(pr *p, const kd_stmt *acc, const char *a, const char *t);
+
+/* C: loop s over [from, to), a slice of its iterations (a part's, kd_kernel.parts, or one
+ * of a reduction's slices, kd_stmt.slices), always blocked when its reduction is: a slice
+ * may be longer than a block. */
+static void print_range_loop(pr *p, const kd_stmt *s, const char *v, const char *from,
+                             const char *to) {
+    if (s->acc && p->kd->stmts[s->acc].red.blocked && p->n_blk < PR_MAX_BLOCKS) {
+        kd_stmt t = *s;
+        t.n = INT64_MAX;
+        print_block_open(p, &t, (uint32_t)(s - p->kd->stmts), v, s->acc, from, to);
+        return;
+    }
+    if (s->simd && s->acc) {
+        const kd_stmt *acc = &p->kd->stmts[s->acc];
+        indent(p);
+        sb_printf(p->sb, "#pragma omp simd reduction(%s:acc%u)", omp_op(acc->red.op), s->acc);
+        if (acc->red.nan_flag) sb_printf(p->sb, " reduction(|:acc%u_nan)", s->acc);
+        sb_append(p->sb, "\n");
+    }
+    line(p, "for (int64_t %s = %s; %s < %s; %s++) {", v, from, v, to, v);
+    p->depth++;
+}
+
+/* C, kd_stmt.slices: the loop over the slices of outermost reduce loop s, each starting
+ * its accumulator afresh (the value so far kept aside), then the loop over the slice's
+ * iterations. print_slice_close adds the slice's result to the value kept. */
+static void print_slice_open(pr *p, const kd_stmt *s, const char *v) {
+    const kd_kernel *kd = p->kd;
+    uint32_t loop = (uint32_t)(s - kd->stmts), a = s->slice_acc;
+    const kd_stmt *acc = &kd->stmts[a];
+    long long n = (long long)s->n, k = (long long)acc->slices;
+    char from[32], to[32];
+    line(p, "for (int64_t kiln_s%u = 0; kiln_s%u < %lld; kiln_s%u++) {", loop, loop, k, loop);
+    p->depth++;
+    line(p, "const %s kiln_prev%u = acc%u;", acc_ctype(acc), loop, a);
+    line(p, "acc%u = %s;", a, acc_init(acc));
+    line(p,
+         "const int64_t kiln_lo%u = kiln_s%u * %lld / %lld, kiln_hi%u = (kiln_s%u + 1) * %lld / "
+         "%lld;",
+         loop, loop, n, k, loop, loop, n, k);
+    p->slice[p->n_slice].depth = p->depth;
+    p->slice[p->n_slice++].loop = loop;
+    snprintf(from, sizeof from, "kiln_lo%u", loop);
+    snprintf(to, sizeof to, "kiln_hi%u", loop);
+    print_range_loop(p, s, v, from, to);
+}
+
+static void print_slice_close(pr *p) {
+    uint32_t loop = p->slice[--p->n_slice].loop, a = p->kd->stmts[loop].slice_acc;
+    char acc[ACC_LEN], prev[32];
+    snprintf(acc, sizeof acc, "acc%u", a);
+    snprintf(prev, sizeof prev, "kiln_prev%u", loop);
+    combine_line(p, &p->kd->stmts[a], acc, prev);
+    p->depth--;
+    line(p, "}");
+}
+
 static void print_loop(pr *p, const kd_stmt *s) {
     char v[NAME_LEN], from[32] = "0", to[32];
     var_name(p->kd, s->var, v);
@@ -798,24 +884,11 @@ static void print_loop(pr *p, const kd_stmt *s) {
         /* this part's slice of the loop */
         line(p, "const int64_t kiln_lo = it * %lld / %lld, kiln_hi = (it + 1) * %lld / %lld;",
              (long long)s->n, (long long)p->kd->parts, (long long)s->n, (long long)p->kd->parts);
-        snprintf(from, sizeof from, "kiln_lo");
-        snprintf(to, sizeof to, "kiln_hi");
-        if (s->acc && p->kd->stmts[s->acc].red.blocked && p->n_blk < PR_MAX_BLOCKS) {
-            /* always blocked: a slice may be longer than a block */
-            kd_stmt t = *s;
-            t.n = INT64_MAX;
-            print_block_open(p, &t, (uint32_t)(s - p->kd->stmts), v, s->acc, from, to);
-            return;
-        }
-        if (s->simd && s->acc) {
-            const kd_stmt *acc = &p->kd->stmts[s->acc];
-            indent(p);
-            sb_printf(p->sb, "#pragma omp simd reduction(%s:acc%u)", omp_op(acc->red.op), s->acc);
-            if (acc->red.nan_flag) sb_printf(p->sb, " reduction(|:acc%u_nan)", s->acc);
-            sb_append(p->sb, "\n");
-        }
-        line(p, "for (int64_t %s = kiln_lo; %s < kiln_hi; %s++) {", v, v, v);
-        p->depth++;
+        print_range_loop(p, s, v, "kiln_lo", "kiln_hi");
+        return;
+    }
+    if (s->slice_acc && p->n_slice < PR_MAX_BLOCKS) {
+        print_slice_open(p, s, v);
         return;
     }
     if (s->n >= 0 && p->n_blk < PR_MAX_BLOCKS) {
@@ -897,7 +970,7 @@ static void print_combine(pr *p, uint32_t a_id) {
     if (acc->red.nan_flag) line(p, "%s |= kiln_shfl(%s, o);", nan, nan);
     p->depth--;
     line(p, "}");
-    if (p->form != CF_BLOCK) return;
+    if (p->form != CF_BLOCK && p->form != CF_ROW) return;
     int warps = CGEN_CUDA_THREADS / 32;
     line(p, "{");
     p->depth++;
@@ -940,7 +1013,7 @@ static void print_stmt(pr *p, uint32_t id) {
             break;
         }
         if (s->kind == KS_LOAD) {
-            sb_printf(p->sb, "const %s v%u = in%u[", ct, id, s->slot);
+            sb_printf(p->sb, "const %s v%u = %s%u[", ct, id, s->keep ? "out" : "in", s->slot);
             print_ix(kd, p->sb, s->ix);
             sb_append(p->sb, "];\n");
         } else {
@@ -987,12 +1060,13 @@ static void print_stmt(pr *p, uint32_t id) {
     case KS_LOOP: print_loop(p, s); break;
     case KS_END:
         if (p->stripe_depth && p->depth == p->stripe_depth) p->stripe_depth = 0;
-        if (p->n_blk && p->blk[p->n_blk - 1].depth == p->depth) {
+        if (p->n_blk && p->blk[p->n_blk - 1].depth == p->depth)
             print_block_close(p);
-            break;
+        else {
+            p->depth--;
+            line(p, "}");
         }
-        p->depth--;
-        line(p, "}");
+        if (p->n_slice && p->slice[p->n_slice - 1].depth == p->depth) print_slice_close(p);
         break;
     case KS_ACC: print_acc(p, id); break;
     case KS_ACCUM: print_accum(p, s); break;
@@ -1016,7 +1090,7 @@ static void print_stmt(pr *p, uint32_t id) {
             sb_printf(p->sb, "st%u.%c = %s;\n", id, "xyzw"[p->lane], a[0]);
             break;
         }
-        if (p->dialect == KN_DIALECT_CUDA && p->form != CF_THREADS) /* lanes agree: one writes */
+        if (p->dialect == KN_DIALECT_CUDA && !thread_per_element(p) && !s->keep) /* one writes */
             sb_append(p->sb, p->form == CF_WARP ? "if ((threadIdx.x & 31) == 0) "
                                                 : "if (threadIdx.x == 0) ");
         sb_printf(p->sb, "out%u[", s->slot);
@@ -1129,7 +1203,10 @@ static void cuda_form_of(pr *p) {
     for (uint32_t s = 1; s < kd->n_stmts; s++)
         inner_red |= kd->stmts[s].kind == KS_ACC && !kd->stmts[s].column;
     int64_t elems = kd->rows * kd->inner;
-    if (!inner_red) {
+    if (kd->prologue && !kd->columns) {
+        p->form = CF_ROW;
+        p->chunk = kd->inner > 0 ? kd->inner : 1;
+    } else if (!inner_red) {
         bool column = false;
         for (uint32_t s = 1; s < kd->n_stmts; s++)
             column |= kd->stmts[s].kind == KS_ACC && kd->stmts[s].column;

@@ -17,6 +17,13 @@
  *     expressions; a node with several consumers gets a buffer when its inlined expression
  *     contains a reduction or costs more than DUP_COST (in rough op units).
  *
+ * Two kinds of broadcast operand need no buffer after all: a reshape of a value that has
+ * one (the broadcast reads that buffer), and a row value (fusion.h), computed once per
+ * row of its consumer's kernel. Row values are decided optimistically: every operand of a
+ * row broadcast may be one; once the decisions settle, a candidate whose uses do not keep
+ * the rows (row_uses_keep_rows) is struck off and everything is decided again, until no
+ * candidate left fails.
+ *
  * Every materialised node that is not a parameter or constant roots one kernel. */
 #include "fusion.h"
 
@@ -103,8 +110,10 @@ typedef struct decide_state {
     uint8_t *is_output;
     int32_t *cost; /* inlined expression cost, 0 for materialised nodes */
     uint8_t *has_reduce;
-    uint32_t *kset; /* the kernel its consumers run in (node id), or KSET_MANY */
-    uint8_t *nk;    /* how many kernels need its value: 0, 1 or 2 (= several) */
+    uint32_t *kset;                /* the kernel its consumers run in (node id), or KSET_MANY */
+    uint8_t *nk;                   /* how many kernels need its value: 0, 1 or 2 (= several) */
+    uint8_t *row_ok;               /* may be a row value (a candidate not struck off yet) */
+    uint32_t *mark, *stack, stamp; /* row_uses_keep_rows' walk */
 } decide_state;
 
 #define KSET_MANY UINT32_MAX
@@ -140,6 +149,93 @@ static bool gather_view(const kiln_graph *g, uint32_t id) {
            n->op == IR_CUMSUM || n->op == IR_ATTENTION || (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
+/* A reshape (or a chain of them) of a node decided before it to have a buffer: reading it
+ * under a broadcast loads that buffer at the rewritten index, so the reshape needs no
+ * buffer and no copy kernel of its own (a softmax's max that is also an output). */
+static bool buffer_view(const kiln_graph *g, const fusion_plan *p, uint32_t id) {
+    const ir_node *n = &g->nodes[id];
+    if (n->op != IR_RESHAPE) return false;
+    while (n->op == IR_RESHAPE) {
+        id = ir_in(n)[0];
+        n = &g->nodes[id];
+    }
+    return p->materialised[id];
+}
+
+/* Whether broadcast c takes [A..., 1] or [A...] to [A..., n], the leading axes A in order,
+ * over at least FUSION_ROW_MIN rows (prod A): its operand is one value per row. */
+static bool row_broadcast(const kiln_graph *g, const ir_node *c) {
+    int r = c->shape.rank;
+    if (c->op != IR_BROADCAST || r < 2) return false;
+    const ir_shape *x = &g->nodes[ir_in(c)[0]].shape;
+    if (x->rank != r && x->rank != r - 1) return false;
+    if (x->rank == r && (x->dims[r - 1] != 1 || c->a.bcast_dims[r - 1] != r - 1)) return false;
+    int64_t rows = 1;
+    for (int a = 0; a < r - 1; a++) {
+        if (c->a.bcast_dims[a] != a || x->dims[a] != c->shape.dims[a]) return false;
+        rows *= c->shape.dims[a];
+    }
+    return rows >= FUSION_ROW_MIN;
+}
+
+/* A shape against the rows A of a row broadcast to rank r: ROWS_FULL, [A..., m] for any m;
+ * ROWS_ONE, [A...] (also [A..., 1], a full shape of one element per row); 0, neither. */
+enum { ROWS_FULL = 1, ROWS_ONE = 2 };
+static int rows_class(const ir_shape *s, const ir_shape *lead) {
+    int r = lead->rank;
+    if (s->rank != r && s->rank != r - 1) return 0;
+    for (int a = 0; a < r - 1; a++)
+        if (s->dims[a] != lead->dims[a]) return 0;
+    if (s->rank == r - 1) return ROWS_ONE;
+    return ROWS_FULL | (s->dims[r - 1] == 1 ? ROWS_ONE : 0);
+}
+
+/* Whether consumer w of u (a value with the rows of lead) reads it keeping the rows: w
+ * computes its element of row i from u's row i only, and itself has those rows. */
+static bool keeps_rows(const ir_node *u, const ir_node *w, const ir_shape *lead) {
+    int cu = rows_class(&u->shape, lead), cw = rows_class(&w->shape, lead);
+    if (!cu || !cw) return false;
+    if (ir_ops[w->op].flags & IRF_ELEMENTWISE) return ir_shape_eq(&u->shape, &w->shape);
+    int r = lead->rank;
+    switch (w->op) {
+    case IR_BROADCAST: /* along the last axis only: the leading axes in order */
+        if (!(cu & ROWS_ONE) || !(cw & ROWS_FULL)) return false;
+        for (int a = 0; a < u->shape.rank; a++)
+            if (w->a.bcast_dims[a] != a) return false;
+        return true;
+    case IR_RESHAPE: return (cu & ROWS_ONE) && (cw & ROWS_ONE);
+    default: /* a reduction over the last axis alone */
+        return ir_ops[w->op].kind == IRK_REDUCE && u->shape.rank == r &&
+               w->a.reduce_axes == 1u << (r - 1) && cw == ROWS_ONE;
+    }
+}
+
+/* Whether every use of candidate x, up to the roots of the kernels it is computed in,
+ * keeps the rows of its row broadcast: then its index there never depends on the last
+ * axis of a kernel that iterates over it, and lower.c computes it once per row. */
+static bool row_uses_keep_rows(decide_state *s, const fusion_plan *p, uint32_t x) {
+    const kiln_graph *g = s->g;
+    const ir_shape *lead = NULL;
+    for (uint32_t k = s->users.start[x]; k < s->users.start[x + 1] && !lead; k++)
+        if (row_broadcast(g, &g->nodes[s->users.users[k]]))
+            lead = &g->nodes[s->users.users[k]].shape;
+    if (!lead) return false;
+    uint32_t sp = 0, stamp = ++s->stamp;
+    s->stack[sp++] = x;
+    s->mark[x] = stamp;
+    while (sp) {
+        uint32_t u = s->stack[--sp];
+        for (uint32_t k = s->users.start[u]; k < s->users.start[u + 1]; k++) {
+            uint32_t w = s->users.users[k];
+            if (s->mark[w] == stamp) continue;
+            s->mark[w] = stamp;
+            if (!keeps_rows(&g->nodes[u], &g->nodes[w], lead)) return false;
+            if (!p->materialised[w]) s->stack[sp++] = w; /* else a root: its kernel ends */
+        }
+    }
+    return true;
+}
+
 /* A broadcast (or a chain of them) of a scalar constant whose bytes are all zero: +0.0, or
  * an integer 0. A scatter into it (the gradient of a gather, kiln_grad of take_rows) needs
  * no buffer of zeros copied into its result: the backend fills the result with zeros
@@ -162,7 +258,7 @@ static bool scatter_into_zeros(const kiln_graph *g, const ir_node *c, uint32_t x
            zero_fill(g, x);
 }
 
-static bool must_materialise(decide_state *s, uint32_t id) {
+static bool must_materialise(decide_state *s, const fusion_plan *p, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
     if (n->op == IR_PARAMETER || s->is_output[id] || n->remat == IR_REMAT_KEEP) return true;
     if (n->op == IR_CONSTANT) return numel(n) != 1 || library_use(s, id);
@@ -175,10 +271,35 @@ static bool must_materialise(decide_state *s, uint32_t id) {
             if ((c->op == IR_DOT || c->op == IR_ATTENTION) && reshape_view(s->g, id)) continue;
             if (c->op == IR_TAKE_ROWS && gather_view(s->g, id)) continue;
             if (scatter_into_zeros(s->g, c, id)) continue;
+            if (c->op == IR_BROADCAST &&
+                (buffer_view(s->g, p, id) || (s->row_ok[id] && row_broadcast(s->g, c))))
+                continue;
             return true;
         }
     if (ir_ops[n->op].kind == IRK_REDUCE && s->nk[id] > 1) return true;
     return false;
+}
+
+/* The cost of node id's inlined expression and whether it holds a reduction, from what
+ * its operands pass on. */
+static int32_t own_cost(const decide_state *s, uint32_t id, bool *red) {
+    const ir_node *n = &s->g->nodes[id];
+    int32_t cost = ir_ops[n->op].cost;
+    *red = ir_ops[n->op].kind == IRK_REDUCE;
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        cost += s->cost[ir_in(n)[k]];
+        *red |= s->has_reduce[ir_in(n)[k]];
+    }
+    return cost;
+}
+
+/* What node id passes on to its consumers' cost: nothing when it has a buffer, nor when it
+ * is a row value, computed once per row rather than per element of its consumers (its
+ * own reduction still counts for itself: needed in several kernels, it gets a buffer). */
+static void pass_on(decide_state *s, const fusion_plan *p, uint32_t id, int32_t cost, bool red) {
+    bool free = p->materialised[id] || p->inline_const[id] || s->row_ok[id];
+    s->cost[id] = free ? 0 : cost;
+    s->has_reduce[id] = !free && red;
 }
 
 static void decide(decide_state *s, fusion_plan *p, const fusion_options *o) {
@@ -191,18 +312,12 @@ static void decide(decide_state *s, fusion_plan *p, const fusion_options *o) {
             p->inline_const[id] = 1;
             continue;
         }
-        bool mat = (o && o->disable && n->op != IR_CONSTANT) ? true : must_materialise(s, id);
-        int32_t cost = ir_ops[n->op].cost;
-        bool red = ir_ops[n->op].kind == IRK_REDUCE;
-        const uint32_t *in = ir_in(n);
-        for (uint32_t k = 0; k < n->n_in; k++) {
-            cost += s->cost[in[k]];
-            red |= s->has_reduce[in[k]];
-        }
+        bool mat = (o && o->disable && n->op != IR_CONSTANT) ? true : must_materialise(s, p, id);
+        bool red;
+        int32_t cost = own_cost(s, id, &red);
         if (!mat && s->nk[id] > 1 && (red || cost > DUP_COST)) mat = true;
         p->materialised[id] = mat;
-        s->cost[id] = mat ? 0 : cost;
-        s->has_reduce[id] = mat ? 0 : red;
+        pass_on(s, p, id, cost, red);
     }
 }
 
@@ -229,16 +344,9 @@ static bool count_kernels(decide_state *s, const fusion_plan *p) {
 /* Recomputes the inlined cost and reduction flag of every node from the decisions. */
 static void recost(decide_state *s, const fusion_plan *p) {
     for (uint32_t id = 1; id < s->g->n_nodes; id++) {
-        const ir_node *n = &s->g->nodes[id];
-        int32_t cost = ir_ops[n->op].cost;
-        bool red = ir_ops[n->op].kind == IRK_REDUCE;
-        for (uint32_t k = 0; k < n->n_in; k++) {
-            cost += s->cost[ir_in(n)[k]];
-            red |= s->has_reduce[ir_in(n)[k]];
-        }
-        bool inl = !p->materialised[id] && !p->inline_const[id];
-        s->cost[id] = inl ? cost : 0;
-        s->has_reduce[id] = inl && red;
+        bool red;
+        int32_t cost = own_cost(s, id, &red);
+        pass_on(s, p, id, cost, red);
     }
 }
 
@@ -258,13 +366,34 @@ static void decide_all(decide_state *s, fusion_plan *p, const fusion_options *o)
         recost(s, p);
         for (uint32_t id = 1; id < s->g->n_nodes; id++) {
             if (p->materialised[id] || p->inline_const[id] || s->nk[id] < 2) continue;
-            if (s->has_reduce[id] || s->cost[id] > DUP_COST) {
+            bool red;
+            if (own_cost(s, id, &red) > DUP_COST || red) {
                 p->materialised[id] = 1;
                 again = true;
                 break; /* one at a time: it changes the counts of everything above it */
             }
         }
     }
+}
+
+/* decide_all with row values (fusion.h): candidates are the operands of row broadcasts;
+ * one whose uses turn out not to keep the rows is struck off and the decisions are made
+ * again (candidates only go, so this ends; a program has few). */
+static void decide_rows(decide_state *s, fusion_plan *p, const fusion_options *o) {
+    const kiln_graph *g = s->g;
+    for (uint32_t id = 1; id < g->n_nodes && !(o && o->disable); id++)
+        if (row_broadcast(g, &g->nodes[id])) s->row_ok[ir_in(&g->nodes[id])[0]] = 1;
+    for (bool again = true; again;) {
+        decide_all(s, p, o);
+        again = false;
+        for (uint32_t id = 1; id < g->n_nodes; id++)
+            if (s->row_ok[id] && !p->materialised[id] && !row_uses_keep_rows(s, p, id)) {
+                s->row_ok[id] = 0;
+                again = true;
+            }
+    }
+    for (uint32_t id = 1; id < g->n_nodes; id++)
+        p->row[id] = s->row_ok[id] && !p->materialised[id] && !p->inline_const[id];
 }
 
 /* Collects the materialised nodes the inlined expression of `root` reads. */
@@ -561,13 +690,17 @@ kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusi
     s.has_reduce = host_calloc(ctx, g->n_nodes, 1);
     s.kset = host_calloc(ctx, g->n_nodes, sizeof *s.kset);
     s.nk = host_calloc(ctx, g->n_nodes, 1);
+    p->row = host_calloc(ctx, g->n_nodes, 1);
+    s.row_ok = host_calloc(ctx, g->n_nodes, 1);
+    s.mark = host_calloc(ctx, g->n_nodes, sizeof *s.mark);
+    s.stack = host_calloc(ctx, g->n_nodes, sizeof *s.stack);
     if (!p->materialised || !p->inline_const || !s.is_output || !s.cost || !s.has_reduce ||
-        !s.kset || !s.nk) {
+        !s.kset || !s.nk || !p->row || !s.row_ok || !s.mark || !s.stack) {
         st = ctx_oom(ctx, "fusion", g->n_nodes * sizeof *s.cost);
         goto done;
     }
     for (uint32_t i = 0; i < g->n_outputs; i++) s.is_output[g->outputs[i]] = 1;
-    decide_all(&s, p, o);
+    decide_rows(&s, p, o);
     st = form_kernels(g, p);
     if (!st && !(o && o->disable)) st = merge_siblings(g, p);
     for (uint32_t id = 1; id < g->n_nodes; id++)
@@ -579,6 +712,9 @@ done:
     host_free(ctx, s.has_reduce, g->n_nodes);
     host_free(ctx, s.kset, g->n_nodes * sizeof *s.kset);
     host_free(ctx, s.nk, g->n_nodes);
+    host_free(ctx, s.row_ok, g->n_nodes);
+    host_free(ctx, s.mark, g->n_nodes * sizeof *s.mark);
+    host_free(ctx, s.stack, g->n_nodes * sizeof *s.stack);
     if (st) fusion_plan_free(p);
     return st;
 }
@@ -594,5 +730,6 @@ void fusion_plan_free(fusion_plan *p) {
     host_free(p->ctx, p->kernels, p->cap_kernels * sizeof *p->kernels);
     host_free(p->ctx, p->materialised, p->n_nodes);
     host_free(p->ctx, p->inline_const, p->n_nodes);
+    host_free(p->ctx, p->row, p->n_nodes);
     memset(p, 0, sizeof *p);
 }

@@ -9,8 +9,9 @@
  * materialised operands.
  *
  * Invariants: parameters and graph outputs are materialised; an inlined node is evaluated
- * at most once per output element of any kernel that contains a reduction (so a
- * reduction is never recomputed per broadcast element); expensive nodes (dot, scatter) and
+ * at most once per output element of any kernel that contains a reduction, or once per
+ * row when it is a row value (so a reduction is never recomputed per broadcast element);
+ * expensive nodes (dot, scatter) and
  * nodes whose inlined expression contains a reduction are never duplicated into several
  * kernels. */
 #ifndef KILN_FUSION_H
@@ -44,11 +45,24 @@ typedef struct fkernel {
     uint32_t *alias;
 } fkernel;
 
+/* Row values. A value broadcast along the last axis of a kernel's index space, [A..., 1]
+ * or [A...] -> [A..., n] (a softmax's max and sum, a norm's mean and variance), is one
+ * value per row of that kernel. Instead of a buffer and a kernel of its own it may be
+ * computed in the consumer's kernel once per row, before the row's elements (lower.c):
+ * then a softmax or a layer norm is one kernel that reads its input row while it is in
+ * cache, not one kernel per reduction each reading the whole input again. Fusion allows it
+ * when every use of the value, up to the kernel's roots, keeps the leading axes A (through
+ * elementwise ops, broadcasts along the last axis, reductions over the last axis and the
+ * keepdims reshape) and there are at least FUSION_ROW_MIN rows (with fewer, the kernel's
+ * work items, one per row, would leave threads idle). */
+#define FUSION_ROW_MIN 16
+
 typedef struct fusion_plan {
     kiln_context *ctx;
     uint32_t n_nodes;      /* the graph's n_nodes (slot 0 unused) */
     uint8_t *materialised; /* per node: 1 if it has a buffer */
     uint8_t *inline_const; /* per node: 1 if a scalar constant emitted as a literal */
+    uint8_t *row;          /* per node: 1 if a row value (above) computed once per row */
     fkernel *kernels;
     uint32_t n_kernels, cap_kernels;
     uint32_t n_fused_away; /* non-source nodes that got no buffer */

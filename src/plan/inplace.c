@@ -21,22 +21,37 @@
  * same element size and the very bytes of each element it is read for. Which root takes
  * which legal input is the planner's choice (plan.c: one root per input).
  *
- * A node can be reached both ways through different paths, so the walk keeps two visited
- * marks per node. DOT kernels never run in place (BLAS reads whole rows and columns while
- * writing). A SCATTER kernel copies its operand to the output and then adds rows into it,
- * so the operand may be overwritten unless it also serves as indices or updates. */
+ * A row kernel (one with row values, fusion.h) has a third way: its work items are whole
+ * rows, and it computes a row's values (lower.c's prologue) before it stores any element
+ * of that row. So an input read inside a row value at positions of the same row only —
+ * through ops that keep the rows: elementwise ops, reductions and broadcasts along the
+ * last axis, the keepdims reshape — has been read before the row is written, and may be
+ * overwritten too (x - mean(x) in place over x). Not when a reduction is read at the
+ * element being computed (the column form, lower.c, whose items are chunks of a row that
+ * each compute the row's values again).
+ *
+ * A node can be reached in several ways through different paths, so the walk keeps a
+ * visited mark per node and way. DOT kernels never run in place (BLAS reads whole rows and columns
+ * while writing). A SCATTER kernel copies its operand to the output and then adds rows into it, so
+ * the operand may be overwritten unless it also serves as indices or updates. */
 #include "plan.h"
 
 #include <string.h>
+
+/* How a node is read: at the element being computed, at some element of the same row
+ * inside a row value, or anywhere. */
+typedef enum read_at { AT_ELEMENT, AT_ROW, AT_ANY } read_at;
 
 typedef struct walk {
     const kiln_graph *g;
     const fusion_plan *fp;
     const fkernel *k;
-    uint32_t *mark_id, *mark_any; /* visited with identity / any index, stamped k + 1 */
-    uint32_t *stack;              /* (node << 1 | identity) pairs */
-    uint8_t *bad;                 /* per input slot: read at some other index */
-    uint8_t *seen;                /* per input slot: read at all */
+    uint32_t *mark[3];   /* visited, per read_at, stamped k + 1 */
+    uint32_t *stack;     /* (node << 2 | read_at) pairs */
+    uint8_t *bad;        /* per input slot: read at some other index */
+    uint8_t *row;        /* per input slot: read at another element of the same row */
+    uint8_t *seen;       /* per input slot: read at all */
+    bool element_reduce; /* a reduction is read at the element being computed */
 } walk;
 
 static int input_slot(const fkernel *k, uint32_t id) {
@@ -51,20 +66,59 @@ static bool is_root(const fkernel *k, uint32_t id) {
     return false;
 }
 
-/* Pushes operand x of a node read with `ident`, or records the read of an input. */
-static void visit(walk *w, uint32_t x, bool ident, uint32_t stamp, uint32_t *sp) {
+/* Pushes operand x of a node read at `at`, or records the read of an input. */
+static void visit(walk *w, uint32_t x, read_at at, uint32_t stamp, uint32_t *sp) {
     if (w->fp->inline_const[x]) return;
     if (w->fp->materialised[x] && !is_root(w->k, x)) {
         int slot = input_slot(w->k, x);
         if (slot < 0) return; /* not an input: cannot happen for a well-formed kernel */
         w->seen[slot] = 1;
-        if (!ident) w->bad[slot] = 1;
+        if (at == AT_ANY) w->bad[slot] = 1;
+        if (at == AT_ROW) w->row[slot] = 1;
         return;
     }
-    uint32_t *mark = ident ? w->mark_id : w->mark_any;
-    if (mark[x] == stamp) return;
-    mark[x] = stamp;
-    w->stack[(*sp)++] = x << 1 | (ident ? 1u : 0u);
+    if (w->mark[at][x] == stamp) return;
+    w->mark[at][x] = stamp;
+    w->stack[(*sp)++] = x << 2 | at;
+}
+
+/* Whether row value x (fusion.h) is computed in the kernel's prologue: it has the rows of
+ * the kernel's index space, [A...] or [A..., 1] of its [A..., n] (lower.c, lower_rows). */
+static bool in_prologue(const walk *w, uint32_t x) {
+    const ir_shape *s = &w->g->nodes[x].shape, *k = &w->g->nodes[w->k->roots[0]].shape;
+    int r = k->rank;
+    if (!w->fp->row[x] || r < 2 || (s->rank != r - 1 && !(s->rank == r && s->dims[r - 1] == 1)))
+        return false;
+    for (int a = 0; a < r - 1; a++)
+        if (s->dims[a] != k->dims[a]) return false;
+    return true;
+}
+
+/* Where node n, read at `at`, reads its operand x. */
+static read_at operand_at(const walk *w, const ir_node *n, uint32_t x, read_at at) {
+    if (at == AT_ANY) return AT_ANY;
+    bool elementwise = (ir_ops[n->op].flags & IRF_ELEMENTWISE) != 0;
+    if (at == AT_ELEMENT && (elementwise || n->op == IR_RESHAPE)) return AT_ELEMENT;
+    /* AT_ROW below: ops that keep the rows as a prefix of their shapes, as fusion's row
+     * values do (keeps_rows) */
+    const ir_shape *o = &w->g->nodes[x].shape;
+    int r = n->shape.rank;
+    bool along_last = n->op == IR_BROADCAST && (o->rank == r || o->rank == r - 1);
+    for (int a = 0; along_last && a < o->rank; a++)
+        along_last = n->a.bcast_dims[a] == a && (a == r - 1 || o->dims[a] == n->shape.dims[a]);
+    if (at == AT_ELEMENT) /* a row value's own reads are of its row */
+        return along_last && in_prologue(w, x) ? AT_ROW : AT_ANY;
+    if (elementwise) return AT_ROW;
+    if (n->op == IR_RESHAPE && (o->rank == r + 1 || o->rank == r - 1)) {
+        const ir_shape *hi = o->rank > r ? o : &n->shape, *lo = o->rank > r ? &n->shape : o;
+        bool unit = hi->dims[hi->rank - 1] == 1;
+        for (int a = 0; unit && a < lo->rank; a++) unit = lo->dims[a] == hi->dims[a];
+        return unit ? AT_ROW : AT_ANY;
+    }
+    if (n->op == IR_BROADCAST) return along_last ? AT_ROW : AT_ANY;
+    if (ir_ops[n->op].kind == IRK_REDUCE)
+        return o->rank == r + 1 && n->a.reduce_axes == 1u << r ? AT_ROW : AT_ANY;
+    return AT_ANY;
 }
 
 /* Same element count and element size (a belt to the walk's braces). */
@@ -77,13 +131,15 @@ static bool same_elements(const ir_node *a, const ir_node *b) {
 
 static void walk_loop(walk *w, uint32_t stamp) {
     uint32_t sp = 0;
-    for (uint32_t r = 0; r < w->k->n_roots; r++) visit(w, w->k->roots[r], true, stamp, &sp);
+    w->element_reduce = false;
+    for (uint32_t r = 0; r < w->k->n_roots; r++) visit(w, w->k->roots[r], AT_ELEMENT, stamp, &sp);
     while (sp) {
-        uint32_t top = w->stack[--sp], id = top >> 1;
-        bool ident = top & 1u;
+        uint32_t top = w->stack[--sp], id = top >> 2;
+        read_at at = (read_at)(top & 3u);
         const ir_node *n = &w->g->nodes[id];
-        bool keeps = ident && ((ir_ops[n->op].flags & IRF_ELEMENTWISE) || n->op == IR_RESHAPE);
-        for (uint32_t i = 0; i < n->n_in; i++) visit(w, ir_in(n)[i], keeps, stamp, &sp);
+        w->element_reduce |= at == AT_ELEMENT && ir_ops[n->op].kind == IRK_REDUCE;
+        for (uint32_t i = 0; i < n->n_in; i++)
+            visit(w, ir_in(n)[i], operand_at(w, n, ir_in(n)[i], at), stamp, &sp);
     }
 }
 
@@ -98,10 +154,10 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
     uint32_t n = g->n_nodes, ni = 0;
     for (uint32_t i = 0; i < fp->n_kernels; i++) ni += fp->kernels[i].n_inputs;
     memset(out, 0, ni ? ni : 1);
-    size_t words = (size_t)4 * n, bytes = words * sizeof(uint32_t) + 2 * (size_t)(ni + 1);
+    size_t words = (size_t)4 * n, bytes = words * sizeof(uint32_t) + 3 * (size_t)(ni + 1);
     uint32_t *mem = host_calloc(ctx, 1, bytes);
     if (!mem) return ctx_oom(ctx, "kiln_compile: in-place analysis", bytes);
-    walk w = {.g = g, .fp = fp, .mark_id = mem, .mark_any = mem + n, .stack = mem + 2 * n};
+    walk w = {.g = g, .fp = fp, .mark = {mem, mem + n, mem + 2 * n}, .stack = mem + 3 * n};
     uint8_t *flags = (uint8_t *)(mem + words);
     for (uint32_t ki = 0, at = 0; ki < fp->n_kernels; at += fp->kernels[ki++].n_inputs) {
         const fkernel *kn = &fp->kernels[ki];
@@ -120,12 +176,14 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
         w.k = kn;
         w.bad = flags;
         w.seen = flags + kn->n_inputs;
-        memset(flags, 0, 2 * (size_t)kn->n_inputs);
+        w.row = flags + 2 * (size_t)kn->n_inputs;
+        memset(flags, 0, 3 * (size_t)kn->n_inputs);
         walk_loop(&w, ki + 1);
         const ir_node *rn = &g->nodes[kn->roots[0]];
         for (uint32_t i = 0; i < kn->n_inputs; i++) {
             const ir_node *x = &g->nodes[kn->inputs[i]];
-            out[at + i] = w.seen[i] && !w.bad[i] && same_elements(x, rn);
+            out[at + i] =
+                w.seen[i] && !w.bad[i] && !(w.row[i] && w.element_reduce) && same_elements(x, rn);
         }
     }
     host_free(ctx, mem, bytes);

@@ -1,11 +1,12 @@
 /* test_math.c — the compiled f32 transcendental kernels (exp, tanh, logistic, log, log1p,
- * erf, rsqrt: kiln's own polynomials, rsqrt as 1 / sqrtf) against the reference
+ * erf, sin, cos: kiln's own polynomials; rsqrt as 1 / sqrtf) against the reference
  * interpreter (libm in double, rounded once to f32), measured in ulps.
  *
  * By default a dense sweep: every exponent of both signs with its first, last and 61
  * spread mantissas, plus the neighbourhoods (+-64 ulps) of every threshold the kernels
  * select on (exp's overflow at ln(FLT_MAX), its subnormal and zero ranges, tanh's switch
- * to the exp form, logistic's change of form at 0) — about 50,000 inputs per op. NaN,
+ * to the exp form, logistic's change of form at 0, sin's at pi/4 and 2^-12, the floats
+ * closest to multiples of pi/2) — about 50,000 inputs per op. NaN,
  * infinities and zeros, with the sign of a zero, must be the reference's exactly.
  * KILN_TEST_EXHAUSTIVE=1 runs all 2^32 floats instead (minutes). The bounds asserted are
  * the ones docs/architecture.md states. */
@@ -14,11 +15,11 @@
 #include <float.h>
 #include <stdint.h>
 
-enum { N_OPS = 7 };
-static const char *const op_names[N_OPS] = {"exp",   "tanh",  "logistic", "log",
-                                            "log1p", "rsqrt", "erf"};
+enum { N_OPS = 9 };
+static const char *const op_names[N_OPS] = {"exp",   "tanh", "logistic", "log", "log1p",
+                                            "rsqrt", "erf",  "sin",      "cos"};
 /* Largest error allowed, in ulps of the correctly rounded result. */
-static const int64_t ulp_bound[N_OPS] = {1, 1, 2, 1, 1, 1, 1};
+static const int64_t ulp_bound[N_OPS] = {1, 1, 2, 1, 1, 1, 1, 1, 1};
 
 static kiln_context *ctx;
 
@@ -56,7 +57,7 @@ static void build(int64_t n) {
     kiln_value x = kiln_parameter(graph, "x", KILN_DTYPE_F32, 1, &n);
     kiln_value outs[N_OPS] = {kiln_exp(graph, x), kiln_tanh(graph, x),  kiln_logistic(graph, x),
                               kiln_log(graph, x), kiln_log1p(graph, x), kiln_rsqrt(graph, x),
-                              kiln_erf(graph, x)};
+                              kiln_erf(graph, x), kiln_sin(graph, x),   kiln_cos(graph, x)};
     CHECK_OK(ctx, kiln_graph_finish(graph, N_OPS, outs));
     CHECK_OK(ctx, kiln_compile(graph, NULL, &exe));
 }
@@ -108,7 +109,17 @@ static const float thresholds[] = {88.72283935546875f,
                                    -1.0f,
                                    0.3465736f,
                                    -0.3465736f,
-                                   FLT_MIN};
+                                   FLT_MIN,
+                                   0.785398185f,
+                                   -0.785398185f,
+                                   0x1p-12f,
+                                   1.57079637f,
+                                   3.14159274f,
+                                   4.71238899f,
+                                   6.28318548f,
+                                   102618.0f,
+                                   16367173.0f,
+                                   1.0e22f};
 
 static int64_t dense_inputs(float *xs) {
     int64_t n = 0;

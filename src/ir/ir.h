@@ -104,9 +104,9 @@ enum {
     X(LOGISTIC, "logistic", logistic, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,     \
       "kiln_logistic_$S($0)", NULL)                                                                \
     X(SIN, "sin", sin, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
-      "sin$F($0)", NULL)                                                                           \
+      "kiln_sin_$S($0)", NULL)                                                                           \
     X(COS, "cos", cos, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
-      "cos$F($0)", NULL)                                                                           \
+      "kiln_cos_$S($0)", NULL)                                                                           \
     X(ERF, "erf", erf, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
       "kiln_erf_$S($0)", NULL)                                                                     \
     X(FLOOR, "floor", floor, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1,\

@@ -15,6 +15,7 @@
 #include "compare.h"
 #include "codegen/cgen.h"
 
+#include <math.h>
 #include <stdint.h>
 
 #define CHECK_LACKS(hay, needle)                                                                   \
@@ -479,7 +480,9 @@ static void test_row_values(void) {
 
 /* RoPE's interleave: pairs (2i, 2i+1) of the last axis rotated, through a reshape to
  * [..., P, 2], slices, and a concatenation on a new last axis reshaped back. One kernel,
- * looped over the pair and its two members: no division or remainder per element. */
+ * looped over the pair, the body printed once for each member (the member a constant, so
+ * the concatenation's branch folds and the kernel needs no if-conversion guard): no
+ * division or remainder per element. */
 static void interleave(int64_t B, int64_t T, int64_t P) {
     kiln_graph *g = NULL;
     CHECK_OK(ctx, kiln_graph_create(ctx, "interleave", &g));
@@ -503,8 +506,11 @@ static void interleave(int64_t B, int64_t T, int64_t P) {
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
     char *src = source_of(g), *k0 = kernel_text(src, 0);
     if (P > 1) { /* else the last axis is the pair's two members and nothing divides */
-        CHECK_CONTAINS(k0, "for (int64_t i2r = 0; i2r < 2; i2r++)");
+        CHECK_CONTAINS(k0, "for (int64_t i2q = jb / 2; i2q < je / 2; i2q++)");
+        CHECK_CONTAINS(k0, "const int64_t i2r = 0, i2 = i2q * 2 + 0;");
+        CHECK_CONTAINS(k0, "const int64_t i2r = 1, i2 = i2q * 2 + 1;");
         CHECK_CONTAINS(k0, "if (i2r < 1)");
+        CHECK_LACKS(src, "KILN_BRANCH_GUARD void kiln_k0(");
     }
     /* the element's indices use the pair and the member, never i2 / 2 or i2 % 2 */
     CHECK_LACKS(k0, "i2 /");
@@ -522,10 +528,54 @@ static void interleave(int64_t B, int64_t T, int64_t P) {
     kiln_graph_destroy(g);
 }
 
+/* Sinusoidal positional encodings computed in the program: sin and cos of t / 10000^(2i/D)
+ * stacked on a new last axis, reshaped to [T, D] and added to x [T, D]. The stack is a
+ * concatenation on the split-off axis, so the kernel is the interleave's form: unrolled
+ * over the member, no guard, sin in one copy and cos in the other (and vectorised, which
+ * the text cannot show: bench/programs, posenc). `exact`: the angles t 2^20 (i + 1)
+ * instead, exact in f32 on both sides (the exp of the frequencies rounds differently
+ * compiled, and a float's difference in an angle of 1e5 is 0.01 in its sin), up to 1.3e8:
+ * both of sin's reductions. */
+static void positional_encodings(int64_t T, int64_t D, bool exact) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "posenc", &g));
+    int64_t xd[2] = {T, D}, hd[2] = {T, D / 2};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, xd);
+    kiln_value pos = kiln_iota(g, KILN_DTYPE_F32, 2, hd, 0);
+    kiln_value i = kiln_iota(g, KILN_DTYPE_F32, 2, hd, 1), ang;
+    if (exact)
+        ang = kiln_mul(g, kiln_mul(g, pos, kiln_scalar(g, KILN_DTYPE_F32, 0x1p20)),
+                       kiln_add(g, i, kiln_scalar(g, KILN_DTYPE_F32, 1)));
+    else
+        ang = kiln_mul(
+            g, pos,
+            kiln_exp(g, kiln_mul(g, i,
+                                 kiln_scalar(g, KILN_DTYPE_F32, -2.0 * log(10000.0) / (double)D))));
+    kiln_value pair[2] = {kiln_sin(g, ang), kiln_cos(g, ang)};
+    kiln_value y = kiln_add(g, x, kiln_reshape(g, kiln_stack(g, 2, pair, 2), 2, xd));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    char *src = source_of(g), *k0 = kernel_text(src, 0);
+    CHECK_CONTAINS(k0, "kiln_sin_f32(");
+    CHECK_CONTAINS(k0, "kiln_cos_f32(");
+    CHECK_CONTAINS(k0, "const int64_t i1r = 1, i1 = i1q * 2 + 1;");
+    CHECK_LACKS(src, "KILN_BRANCH_GUARD void kiln_k0(");
+    free(k0);
+    free(src);
+    uint64_t seed = 17;
+    kiln_array *arg = cmp_random_array(ctx, KILN_DTYPE_F32, 2, xd, &seed);
+    int n_kernels = 0;
+    CHECK(cmp_graph(ctx, g, 1, &arg, NULL, 1e-5, &n_kernels));
+    CHECK_MSG(n_kernels == 1, "%d kernels", n_kernels);
+    kiln_array_destroy(arg);
+    kiln_graph_destroy(g);
+}
+
 static void test_interleave(void) {
     interleave(2, 3, 5);
     interleave(1, 7, 1);
     interleave(3, 2, 1100); /* 2200 > KD_CHUNK: the split loop within chunks */
+    positional_encodings(300, 64, false);
+    positional_encodings(2, 128, true);
 }
 
 int main(void) {

@@ -21,6 +21,8 @@
  *   embed_grad B T V D  mean of the squares of a [V, D] table's rows gathered by [B, T]
  *                       tokens, and its gradient with respect to the table (a scatter-add
  *                       of the rows into zeros, as an embedding's backward pass is)
+ *   posenc B T D        x [B, T, D] plus sinusoidal positional encodings computed in the
+ *                       program: sin and cos of t / 10000^(2i / D), interleaved
  * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
  * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
@@ -234,6 +236,23 @@ static int trace_reduce(prog *p, kiln_graph *g, const int64_t *s, kiln_value *ou
     return 4;
 }
 
+/* Sinusoidal positional encodings computed in the program (Vaswani et al.'s, as many JAX
+ * models build them): angle t / 10000^(2i / D) for position t and pair i, sin and cos of
+ * it interleaved along the features, added to activations x [B, T, D]. */
+static int trace_posenc(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    int64_t B = s[0], T = s[1], D = s[2], H = D / 2;
+    kiln_value x = arg_f32(p, g, 3, (int64_t[]){B, T, D}, -1, 1);
+    kiln_value pos = kiln_iota(g, KILN_DTYPE_F32, 2, (int64_t[]){T, H}, 0);
+    kiln_value i2 = kiln_mul(g, kiln_iota(g, KILN_DTYPE_F32, 2, (int64_t[]){T, H}, 1),
+                             kiln_scalar(g, KILN_DTYPE_F32, 2.0 / (double)D));
+    kiln_value inv = kiln_exp(g, kiln_mul(g, i2, kiln_scalar(g, KILN_DTYPE_F32, -log(10000.0))));
+    kiln_value ang = kiln_mul(g, pos, inv);
+    kiln_value pair[2] = {kiln_sin(g, ang), kiln_cos(g, ang)};
+    kiln_value pe = kiln_reshape(g, kiln_stack(g, 2, pair, 2), 2, (int64_t[]){T, D});
+    outs[0] = kiln_add(g, x, kiln_broadcast_to(g, pe, 3, (int64_t[]){B, T, D}));
+    return 1;
+}
+
 static int trace_embed_grad(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     int64_t B = s[0], T = s[1], V = s[2], D = s[3];
     kiln_value tok = arg_i32(p, g, 2, (int64_t[]){B, T}, V);
@@ -262,18 +281,19 @@ int main(int argc, char **argv) {
         const char *name;
         int n_sizes;
         int (*trace)(prog *, kiln_graph *, const int64_t *, kiln_value *);
-    } progs[] = {
-        {"embed", 6, trace_embed},           {"rope", 4, trace_rope}, {"block", 3, trace_block},
-        {"block_sdpa", 3, trace_block_sdpa}, {"xent", 2, trace_xent}, {"adam", 1, trace_adam},
-        {"cumsum", 2, trace_cumsum},         {"attn", 5, trace_attn}, {"reduce", 2, trace_reduce},
-        {"embed_grad", 4, trace_embed_grad}};
+    } progs[] = {{"embed", 6, trace_embed},   {"rope", 4, trace_rope},
+                 {"block", 3, trace_block},   {"block_sdpa", 3, trace_block_sdpa},
+                 {"xent", 2, trace_xent},     {"adam", 1, trace_adam},
+                 {"cumsum", 2, trace_cumsum}, {"attn", 5, trace_attn},
+                 {"reduce", 2, trace_reduce}, {"embed_grad", 4, trace_embed_grad},
+                 {"posenc", 3, trace_posenc}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
     if (which < 0 || argc != 4 + progs[which].n_sizes) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
                         "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
-                        "attn B T N K H | reduce R N | embed_grad B T V D\n");
+                        "attn B T N K H | reduce R N | embed_grad B T V D | posenc B T D\n");
         return 2;
     }
     int64_t sizes[8];

@@ -186,6 +186,22 @@ elif name == "reduce":
     def np_fn(x):
         e = np.exp(x - np.max(x, axis=1, keepdims=True))
         return np.sum(x, axis=1), np.max(x, axis=1), np.sum(x, axis=0), e / np.sum(e, axis=1, keepdims=True)
+elif name == "posenc":
+    B, T, D = sizes
+    args = [load(0, np.float32, (B, T, D))]
+
+    def f(x, xp=jnp):
+        pos = xp.arange(T, dtype=xp.float32)[:, None]
+        inv = xp.exp(xp.arange(D // 2, dtype=xp.float32) * xp.float32(2.0 / D)
+                     * xp.float32(-np.log(10000.0)))
+        ang = pos * inv
+        pe = xp.stack([xp.sin(ang), xp.cos(ang)], axis=-1).reshape(T, D)
+        return x + pe[None]
+
+    shapes = [(B, T, D)]
+
+    def np_fn(x):
+        return f(x, np)
 elif name == "embed_grad":
     B, T, V, D = sizes
     args = [load(0, np.int32, (B, T)), load(1, np.float32, (V, D))]

@@ -1467,6 +1467,60 @@ static bool wraps_into_gather(const kd_kernel *kd) {
     return clamp && arith;
 }
 
+/* C, kd->split: the element loop, when it is printed unrolled over the split's remainder
+ * (print_split_unrolled): a split of at most SPLIT_UNROLL_MAX whose element loop holds a
+ * branch (an interleave's concatenate on the split-off axis, RoPE's or sin and cos of
+ * positional encodings stacked). Then each copy of the body has the remainder as a
+ * constant, its branches fold away, and the loop vectorises whatever the body's size:
+ * left to gcc, the inner loop of k was unrolled only when the body was small, and a
+ * body with sin and cos stayed a scalar loop with a branch per element. 0 otherwise. */
+enum { SPLIT_UNROLL_MAX = 4 };
+static uint32_t split_unrolled_loop(const kd_kernel *kd) {
+    if (kd->split < 2 || kd->split > SPLIT_UNROLL_MAX || kd->columns || kd->parts) return 0;
+    uint32_t loop = 0;
+    bool branch = false;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (!loop && st->kind == KS_LOOP && st->n < 0)
+            loop = s;
+        else if (loop && st->kind == KS_IF)
+            branch = true;
+    }
+    return loop && branch && !kd->stmts[loop].simd ? loop : 0;
+}
+
+/* Whether index ix is a constant once the split's remainder (last % split) is one. */
+static bool on_remainder(const kd_kernel *kd, uint32_t ix) {
+    const kd_index *x = &kd->ixs[ix];
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_atom *a = &kd->atoms[kd->terms[x->first + i].atom];
+        if (a->kind != KD_ATOM_MOD || a->n != kd->split || !kd_ix_is_last(kd, a->arg)) return false;
+    }
+    return true;
+}
+
+/* C: the element loop `loop` over the split's quotient, its body printed once for each
+ * remainder r < k, r a constant there (split_unrolled_loop). */
+static void print_split_unrolled(pr *p, uint32_t loop) {
+    const kd_kernel *kd = p->kd;
+    char v[NAME_LEN];
+    var_name(kd, kd->last_var, v);
+    long long k = (long long)kd->split;
+    uint32_t end = part_loop_end(kd, loop);
+    line(p, "for (int64_t %sq = jb / %lld; %sq < je / %lld; %sq++) {", v, k, v, k, v);
+    p->depth++;
+    for (long long r = 0; r < k; r++) {
+        line(p, "{");
+        p->depth++;
+        line(p, "const int64_t %sr = %lld, %s = %sq * %lld + %lld;", v, r, v, v, k, r);
+        for (uint32_t t = loop + 1; t < end; t++) print_stmt(p, t);
+        p->depth--;
+        line(p, "}");
+    }
+    p->depth--;
+    line(p, "}");
+}
+
 /* C: whether the kernel branches on an element's index (a concatenate's chain of operands,
  * a pad's edges). gcc 12.2 -O3 without loop splitting (cc.c: -fno-split-loops, for the
  * miscompile of a concatenate it splits) if-converts and vectorises such a loop wrongly:
@@ -1474,12 +1528,19 @@ static bool wraps_into_gather(const kd_kernel *kd) {
  * the result did not overlap (AVX2 and AVX-512 alike; -O2, clang, and gcc without the
  * loop if-conversion are right; tests/test_compile_ops.c, "concatenate of one operand
  * twice"). Such kernels are printed KILN_BRANCH_GUARD, which turns the loop if-conversion
- * off for them alone; RoPE's interleave (a concatenate) kept its speed (its two-way branch
- * is unrolled, not if-converted). */
+ * off for them alone. An interleave printed unrolled (split_unrolled_loop) whose branches
+ * all test the split's remainder has none left once each copy's constant folds, and is
+ * not guarded: the if-conversion it keeps is what vectorises sin's reduction there. */
 static bool branches(const kd_kernel *kd) {
-    for (uint32_t i = 1; i < kd->n_stmts; i++)
-        if (kd->stmts[i].kind == KS_IF) return true;
-    return false;
+    bool unrolled = split_unrolled_loop(kd) != 0;
+    for (uint32_t i = 1; i < kd->n_stmts; i++) {
+        const kd_stmt *st = &kd->stmts[i];
+        if (st->kind != KS_IF && st->kind != KS_ELSE_IF) continue;
+        if (!unrolled) return true;
+        for (uint32_t g = 0; g < st->n_guards; g++)
+            if (!on_remainder(kd, kd->guards[st->guard + g].ix)) return true;
+    }
+    return false; /* none, or all decided in each copy of an unrolled split loop */
 }
 
 /* C: the kernel's qualifiers before `void`. */
@@ -1817,10 +1878,16 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     p.depth++;
     print_item(&p);
     if (dialect == KN_DIALECT_CUDA) vec_plan(&p);
+    uint32_t unroll = dialect == KN_DIALECT_C ? split_unrolled_loop(kd) : 0;
     if (p.vec)
         print_vec(&p);
     else
         for (uint32_t s = 1; s < kd->n_stmts; s++) {
+            if (s == unroll) {
+                print_split_unrolled(&p, s);
+                s = part_loop_end(kd, s);
+                continue;
+            }
             bool cuda_split = dialect == KN_DIALECT_CUDA && (p.flags[s] & F_SPLIT_LOOP);
             if (p.part_mode == 2 &&
                 (cuda_split || (dialect == KN_DIALECT_C && s == p.split_loop))) {

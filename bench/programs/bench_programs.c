@@ -23,6 +23,7 @@
  *                       of the rows into zeros, as an embedding's backward pass is)
  *   posenc B T D        x [B, T, D] plus sinusoidal positional encodings computed in the
  *                       program: sin and cos of t / 10000^(2i / D), interleaved
+ *   trig N              x [N] in [-60, 60]: sin x, cos x, and sin x cos x + x
  * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
  * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
@@ -253,6 +254,16 @@ static int trace_posenc(prog *p, kiln_graph *g, const int64_t *s, kiln_value *ou
     return 1;
 }
 
+/* sin and cos of x [N] uniform in [-60, 60], and sin(x) cos(x) + x: each its own kernel
+ * (three outputs of one shape from one input merge into one kernel: read once) */
+static int trace_trig(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    kiln_value x = arg_f32(p, g, 1, s, -60, 60);
+    outs[0] = kiln_sin(g, x);
+    outs[1] = kiln_cos(g, x);
+    outs[2] = kiln_add(g, kiln_mul(g, kiln_sin(g, x), kiln_cos(g, x)), x);
+    return 3;
+}
+
 static int trace_embed_grad(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     int64_t B = s[0], T = s[1], V = s[2], D = s[3];
     kiln_value tok = arg_i32(p, g, 2, (int64_t[]){B, T}, V);
@@ -286,14 +297,15 @@ int main(int argc, char **argv) {
                  {"xent", 2, trace_xent},     {"adam", 1, trace_adam},
                  {"cumsum", 2, trace_cumsum}, {"attn", 5, trace_attn},
                  {"reduce", 2, trace_reduce}, {"embed_grad", 4, trace_embed_grad},
-                 {"posenc", 3, trace_posenc}};
+                 {"posenc", 3, trace_posenc}, {"trig", 1, trace_trig}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
     if (which < 0 || argc != 4 + progs[which].n_sizes) {
-        fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
-                        "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
-                        "attn B T N K H | reduce R N | embed_grad B T V D | posenc B T D\n");
+        fprintf(stderr,
+                "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
+                "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
+                "attn B T N K H | reduce R N | embed_grad B T V D | posenc B T D | trig N\n");
         return 2;
     }
     int64_t sizes[8];

@@ -202,6 +202,17 @@ elif name == "posenc":
 
     def np_fn(x):
         return f(x, np)
+elif name == "trig":
+    (N,) = sizes
+    args = [load(0, np.float32, (N,))]
+
+    def f(x, xp=jnp):
+        return xp.sin(x), xp.cos(x), xp.sin(x) * xp.cos(x) + x
+
+    shapes = [(N,), (N,), (N,)]
+
+    def np_fn(x):
+        return f(x, np)
 elif name == "embed_grad":
     B, T, V, D = sizes
     args = [load(0, np.int32, (B, T)), load(1, np.float32, (V, D))]

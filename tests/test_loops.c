@@ -570,6 +570,43 @@ static void positional_encodings(int64_t T, int64_t D, bool exact) {
     kiln_graph_destroy(g);
 }
 
+/* A transpose (a read across the last axis with a long stride) takes few columns per item
+ * and goes down the rows first (kd_kernel.tiled) when a row is several items or the
+ * stride is a multiple of 1 KiB, and keeps whole rows otherwise: the source says which, and
+ * the numbers are the reference's at odd sizes, rank 3, f64 and i32, with a second root. */
+static void test_tiled_transposes(void) {
+    static const struct {
+        int rank;
+        int64_t d[3];
+        int perm[3];
+        kiln_dtype t;
+        const char *item; /* how the item's row and columns are printed */
+    } cases[] = {
+        {2, {4097, 333}, {1, 0}, KILN_DTYPE_F32, "row = it % 333, jb = (it / 333) * 64;"},
+        {2, {256, 512}, {1, 0}, KILN_DTYPE_F32, "row = it % 512, jb = (it / 512) * 32;"},
+        {3, {2, 3000, 70}, {0, 2, 1}, KILN_DTYPE_F64, "row = it % 140, jb = (it / 140) * 64;"},
+        {3, {3, 70, 90}, {0, 2, 1}, KILN_DTYPE_F64, "row = it, jb = 0, je = 70;"},
+        {2, {100, 300}, {1, 0}, KILN_DTYPE_I32, "row = it, jb = 0, je = 100;"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "tiled", &g));
+        kiln_value x = kiln_parameter(g, "x", cases[i].t, cases[i].rank, cases[i].d);
+        kiln_value y = kiln_transpose(g, x, cases[i].perm);
+        kiln_value outs[2] = {y, kiln_add(g, y, y)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        char *src = source_of(g), *k0 = kernel_text(src, 0);
+        CHECK_CONTAINS(k0, cases[i].item);
+        free(k0);
+        free(src);
+        uint64_t seed = 40 + i;
+        kiln_array *arg = cmp_random_array(ctx, cases[i].t, cases[i].rank, cases[i].d, &seed);
+        CHECK_MSG(cmp_graph(ctx, g, 1, &arg, NULL, 1e-6, NULL), "case %zu", i);
+        kiln_array_destroy(arg);
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_interleave(void) {
     interleave(2, 3, 5);
     interleave(1, 7, 1);
@@ -588,6 +625,7 @@ int main(void) {
     RUN(test_split_after_store);
     RUN(test_row_values);
     RUN(test_interleave);
+    RUN(test_tiled_transposes);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);
     return test_summary("test_loops");

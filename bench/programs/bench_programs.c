@@ -24,6 +24,7 @@
  *   posenc B T D        x [B, T, D] plus sinusoidal positional encodings computed in the
  *                       program: sin and cos of t / 10000^(2i / D), interleaved
  *   trig N              x [N] in [-60, 60]: sin x, cos x, and sin x cos x + x
+ *   transpose R C       x [R, C] f32 transposed
  * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
  * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
@@ -264,6 +265,12 @@ static int trace_trig(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs
     return 3;
 }
 
+static int trace_transpose(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    kiln_value x = arg_f32(p, g, 2, (int64_t[]){s[0], s[1]}, -1, 1);
+    outs[0] = kiln_transpose(g, x, (const int[]){1, 0});
+    return 1;
+}
+
 static int trace_embed_grad(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     int64_t B = s[0], T = s[1], V = s[2], D = s[3];
     kiln_value tok = arg_i32(p, g, 2, (int64_t[]){B, T}, V);
@@ -292,20 +299,21 @@ int main(int argc, char **argv) {
         const char *name;
         int n_sizes;
         int (*trace)(prog *, kiln_graph *, const int64_t *, kiln_value *);
-    } progs[] = {{"embed", 6, trace_embed},   {"rope", 4, trace_rope},
-                 {"block", 3, trace_block},   {"block_sdpa", 3, trace_block_sdpa},
-                 {"xent", 2, trace_xent},     {"adam", 1, trace_adam},
-                 {"cumsum", 2, trace_cumsum}, {"attn", 5, trace_attn},
-                 {"reduce", 2, trace_reduce}, {"embed_grad", 4, trace_embed_grad},
-                 {"posenc", 3, trace_posenc}, {"trig", 1, trace_trig}};
+    } progs[] = {{"embed", 6, trace_embed},        {"rope", 4, trace_rope},
+                 {"block", 3, trace_block},        {"block_sdpa", 3, trace_block_sdpa},
+                 {"xent", 2, trace_xent},          {"adam", 1, trace_adam},
+                 {"cumsum", 2, trace_cumsum},      {"attn", 5, trace_attn},
+                 {"reduce", 2, trace_reduce},      {"embed_grad", 4, trace_embed_grad},
+                 {"posenc", 3, trace_posenc},      {"trig", 1, trace_trig},
+                 {"transpose", 2, trace_transpose}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
     if (which < 0 || argc != 4 + progs[which].n_sizes) {
-        fprintf(stderr,
-                "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
-                "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
-                "attn B T N K H | reduce R N | embed_grad B T V D | posenc B T D | trig N\n");
+        fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
+                        "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
+                        "attn B T N K H | reduce R N | embed_grad B T V D | posenc B T D | trig N "
+                        "| transpose R C\n");
         return 2;
     }
     int64_t sizes[8];

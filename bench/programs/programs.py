@@ -213,6 +213,17 @@ elif name == "trig":
 
     def np_fn(x):
         return f(x, np)
+elif name == "transpose":
+    R, C = sizes
+    args = [load(0, np.float32, (R, C))]
+
+    def f(x):
+        return x.T
+
+    shapes = [(C, R)]
+
+    def np_fn(x):
+        return np.ascontiguousarray(x.T)
 elif name == "embed_grad":
     B, T, V, D = sizes
     args = [load(0, np.int32, (B, T)), load(1, np.float32, (V, D))]

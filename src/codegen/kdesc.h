@@ -36,6 +36,17 @@
  * sum over the last axis of [2048, 4096] is 32 items of 64 rows, not one item whose
  * reduction only a split into parts could share (each part reading a slice of every row). */
 enum { KD_CHUNK_MIN = 64, KD_COLUMN_CHUNK_MIN = 512, KD_ITEM_WORK = 1 << 18 };
+/* An elementwise kernel that reads an input across the last axis with a stride of at
+ * least KD_TILE_STRIDE elements (a transpose) may take few columns per item, its items
+ * going down the rows first (kd_kernel.tiled): consecutive items then read the next
+ * element of the same cache lines. Row-major items of 2048 columns fetched each line again
+ * for every row (a row's lines were evicted by its other chunks before the next row came),
+ * and lines a multiple of 4 KiB apart fall into few cache sets, so that even one row's
+ * thrashed. KD_TILE columns, or KD_TILE_POW2 when the stride in bytes is a multiple of
+ * 1 KiB (4096 x 4096 transposed: 62 ms as rows, 24 with 64 columns, 17 with 32; 30000 x
+ * 1000: 60, 13 with 64, 19 with 32); none when a row is one item and the stride is not
+ * such a multiple (lower.c, tile_columns). */
+enum { KD_TILE = 64, KD_TILE_POW2 = 32, KD_TILE_STRIDE = 16 };
 
 /* ------------------------------------------------------------ indices ---- */
 
@@ -209,6 +220,7 @@ typedef struct kd_kernel {
     bool prologue;
     int64_t grain; /* items per parallel chunk of the pool */
     bool columns;  /* the column-reduction form (lower.c) */
+    bool tiled;    /* items go down the rows first: item it is row it % rows, chunk it / rows */
     /* > 1: the last axis' variable is used (also) as last / split and last % split (a
      * reshape split it, an interleave concatenates on the split-off axis); the printer
      * names those two, and the C dialect loops over them as two nested loops, the inner

@@ -1252,7 +1252,12 @@ static void print_item(pr *p) {
     }
     if (p->part_mode == 1 && p->dialect == KN_DIALECT_C) /* items: parts of the one item */
         line(p, "const int64_t row = 0, jb = 0, je = %lld;", (long long)kd->inner);
-    else if (p->chunks > 1) {
+    else if (p->chunks > 1 && kd->tiled && p->dialect == KN_DIALECT_C) {
+        line(p, "const int64_t row = %s %% %lld, jb = (%s / %lld) * %lld;", it, (long long)kd->rows,
+             it, (long long)kd->rows, (long long)p->chunk);
+        line(p, "const int64_t je = jb + %lld < %lld ? jb + %lld : %lld;", (long long)p->chunk,
+             (long long)kd->inner, (long long)p->chunk, (long long)kd->inner);
+    } else if (p->chunks > 1) {
         line(p, "const int64_t row = %s / %lld, jb = (%s %% %lld) * %lld;", it,
              (long long)p->chunks, it, (long long)p->chunks, (long long)p->chunk);
         line(p, "const int64_t je = jb + %lld < %lld ? jb + %lld : %lld;", (long long)p->chunk,

@@ -870,6 +870,18 @@ static void print_block_close(pr *p) {
 
 static void combine_line(pr *p, const kd_stmt *acc, const char *a, const char *t);
 
+/* C: `#pragma omp simd` with the reduction clauses of loop s, the innermost loop of a
+ * reduction the description lets vectorise; false (nothing printed) for any other loop. */
+static bool print_simd_pragma(pr *p, const kd_stmt *s) {
+    if (!s->simd || !s->acc) return false;
+    const kd_stmt *acc = &p->kd->stmts[s->acc];
+    indent(p);
+    sb_printf(p->sb, "#pragma omp simd reduction(%s:acc%u)", omp_op(acc->red.op), s->acc);
+    if (acc->red.nan_flag) sb_printf(p->sb, " reduction(|:acc%u_nan)", s->acc);
+    sb_append(p->sb, "\n");
+    return true;
+}
+
 /* C: loop s over [from, to), a slice of its iterations (a part's, kd_kernel.parts, or one
  * of a reduction's slices, kd_stmt.slices), always blocked when its reduction is: a slice
  * may be longer than a block. */
@@ -881,13 +893,7 @@ static void print_range_loop(pr *p, const kd_stmt *s, const char *v, const char 
         print_block_open(p, &t, (uint32_t)(s - p->kd->stmts), v, s->acc, from, to);
         return;
     }
-    if (s->simd && s->acc) {
-        const kd_stmt *acc = &p->kd->stmts[s->acc];
-        indent(p);
-        sb_printf(p->sb, "#pragma omp simd reduction(%s:acc%u)", omp_op(acc->red.op), s->acc);
-        if (acc->red.nan_flag) sb_printf(p->sb, " reduction(|:acc%u_nan)", s->acc);
-        sb_append(p->sb, "\n");
-    }
+    print_simd_pragma(p, s);
     line(p, "for (int64_t %s = %s; %s < %s; %s++) {", v, from, v, to, v);
     p->depth++;
 }
@@ -987,14 +993,7 @@ static void print_loop(pr *p, const kd_stmt *s) {
         line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, (long long)k, v);
         return;
     }
-    if (s->simd && s->acc) {
-        const kd_stmt *acc = &p->kd->stmts[s->acc];
-        indent(p);
-        sb_printf(p->sb, "#pragma omp simd reduction(%s:acc%u)", omp_op(acc->red.op), s->acc);
-        if (acc->red.nan_flag) sb_printf(p->sb, " reduction(|:acc%u_nan)", s->acc);
-        sb_append(p->sb, "\n");
-    } else if (s->simd)
-        line(p, "#pragma omp simd");
+    if (!print_simd_pragma(p, s) && s->simd) line(p, "#pragma omp simd");
     if (s->n < 0)
         line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
     else

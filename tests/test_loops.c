@@ -476,6 +476,32 @@ static void test_row_values(void) {
     }
 }
 
+/* A reduction of at most KD_TINY_REDUCE values per element gets no vectorising pragma
+ * (gcc unrolls it and vectorises across the elements), a longer one keeps it; both agree
+ * with the reference, a softmax over rows of 3 and sums and maxima over 4 and 5. */
+static void test_tiny_reductions(void) {
+    for (int64_t n = 3; n <= 5; n++) {
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "tiny", &g));
+        int64_t d[2] = {1000, n};
+        int last = 1;
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+        kiln_value outs[3] = {kiln_softmax(g, x, -1), kiln_reduce_sum(g, x, 1, &last, false),
+                              kiln_reduce_max(g, x, 1, &last, false)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
+        char *src = source_of(g);
+        const char *body = strstr(src, "KILN_EXPORT");
+        CHECK_MSG(body && (strstr(body, "#pragma omp simd reduction") != NULL) == (n > 4),
+                  "rows of %lld:\n%s", (long long)n, src);
+        free(src);
+        uint64_t seed = 60 + (uint64_t)n;
+        kiln_array *arg = cmp_random_array(ctx, KILN_DTYPE_F32, 2, d, &seed);
+        CHECK_MSG(cmp_graph(ctx, g, 1, &arg, NULL, 1e-6, NULL), "rows of %lld", (long long)n);
+        kiln_array_destroy(arg);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* ------------------------------------------------------- interleave ---- */
 
 /* RoPE's interleave: pairs (2i, 2i+1) of the last axis rotated, through a reshape to
@@ -624,6 +650,7 @@ int main(void) {
     RUN(test_split_same_bits);
     RUN(test_split_after_store);
     RUN(test_row_values);
+    RUN(test_tiny_reductions);
     RUN(test_interleave);
     RUN(test_tiled_transposes);
     kiln_context_destroy(ctx);

@@ -139,6 +139,12 @@ typedef struct kd_guard {
  * would cost a kiln_sum_f32 call per element: softmax rows of 3 took 15 ms a million).
  * CUDA keeps f64 throughout. */
 enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128, KD_SMALL_SUM = 16 };
+/* A reduction of at most KD_TINY_REDUCE values per element (a softmax over rows of 3) gets
+ * no vectorising pragma (kd_stmt.simd): gcc then unrolls its loop and vectorises the loop
+ * around it, across elements, where the pragma made a masked vector of 3 lanes per
+ * element (one thread, a million rows of 3: softmax 24 -> 4 ms, row sum and max 4.7 ->
+ * 1.5). From 5 values gcc's vectorising across elements fails and the pragma is better. */
+enum { KD_TINY_REDUCE = 4 };
 
 /* kd_kernel.parts: how many, the least work (reduced elements) worth splitting, the bytes
  * of one element's partial accumulator. */

@@ -310,9 +310,9 @@ static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
     kd_reduce red = reduce_of(n);
     /* a scalar sum of at most KD_SMALL_SUM values goes straight into its f64 accumulator */
     int64_t in = 0, out = 0;
-    if (red.blocked && ir_shape_numel(&l->g->nodes[ir_in(n)[0]].shape, &in) &&
-        ir_shape_numel(&n->shape, &out) && out && in / out <= KD_SMALL_SUM)
-        red.blocked = false;
+    bool sized = ir_shape_numel(&l->g->nodes[ir_in(n)[0]].shape, &in) &&
+                 ir_shape_numel(&n->shape, &out) && out;
+    if (red.blocked && sized && in / out <= KD_SMALL_SUM) red.blocked = false;
     uint32_t acc = emit(l, (kd_stmt){.kind = KS_ACC, .dtype = n->dtype, .node = id, .red = red});
     bool saved = l->int_arith;
     l->int_arith = false;
@@ -333,7 +333,7 @@ static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
     }
     if (loop) {
         l->kd->stmts[loop].acc = acc;
-        l->kd->stmts[loop].simd = !l->int_arith;
+        l->kd->stmts[loop].simd = !l->int_arith && !(sized && in / out <= KD_TINY_REDUCE);
     }
     l->int_arith |= saved;
     while (opened--) scope_close(l);

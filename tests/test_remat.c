@@ -507,6 +507,43 @@ static void test_stacks(void) {
  * program with nothing recomputed, measured == planned, a peak never higher, and on the
  * transformer stack (layer norm and gelu outputs read by the weights' gradients) lower;
  * disable_cheap_remat turns it off. */
+/* Whether loop kernel k's root `from` reads (through what k computes inline) its root `to`. */
+static bool reads_root(const kiln_executable *e, const fkernel *k, uint32_t from, uint32_t to) {
+    uint32_t stack[4096], sp = 0;
+    stack[sp++] = k->roots[from];
+    for (int steps = 0; sp && steps < 100000; steps++) {
+        const ir_node *n = &e->g->nodes[stack[--sp]];
+        for (uint32_t i = 0; i < n->n_in; i++) {
+            uint32_t x = ir_in(n)[i];
+            if (x == k->roots[to]) return true;
+            if (!e->plan.materialised[x] && sp < 4096) stack[sp++] = x;
+        }
+    }
+    return false;
+}
+
+/* A recomputation (IR_REMAT_CLONE) is placed by the remat pass right before its first
+ * reader; fusion may merge it into an earlier kernel it reads from (producer-consumer),
+ * but not into an earlier sibling merely reading the same input, which would compute it
+ * early and keep it long (a GPT step's layer norms recomputed together at the start of the
+ * backward pass: 1 MiB on a 21 MiB peak). A merged kernel lists the earlier kernel's roots
+ * first, so a recomputed root after the first reads another root of its kernel. */
+static void check_recomputations_apart(kiln_graph *g, const char *what) {
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    for (uint32_t ki = 0; e && ki < e->plan.n_kernels; ki++) {
+        const fkernel *k = &e->plan.kernels[ki];
+        for (uint32_t r = 1; r < k->n_roots; r++) {
+            if (e->g->nodes[k->roots[r]].remat != IR_REMAT_CLONE) continue;
+            bool linked = false;
+            for (uint32_t o = 0; o < r && !linked; o++) linked = reads_root(e, k, r, o);
+            CHECK_MSG(linked, "%s: kernel %u joins recomputed %%%u to unrelated roots", what, ki,
+                      k->roots[r]);
+        }
+    }
+    kiln_executable_destroy(e);
+}
+
 static void cheap_case(kiln_graph *g, const char *what, bool must_lower) {
     kiln_array **args = make_args(g);
     int n_out = kiln_graph_num_outputs(g);
@@ -553,6 +590,7 @@ static void test_cheap(void) {
     model m;
     g = transformer_step(&m, false);
     cheap_case(g, "transformer", true);
+    check_recomputations_apart(g, "transformer");
     kiln_graph_destroy(g);
 }
 

@@ -14,6 +14,7 @@
 #include "test.h"
 #include "compare.h"
 #include "codegen/cgen.h"
+#include "codegen/kdesc.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -476,6 +477,47 @@ static void test_row_values(void) {
     }
 }
 
+/* A row value in a kernel whose index space is its own shape (logsumexp without keepdims:
+ * the max, in the kernel of [R] results) is computed once per element: no reduce loop
+ * holds more than a row's work (it was the row's max again for every value summed, R N^2:
+ * 8 s at 64 x 50000). Also a variance written out, mean((x - mean(x))^2), and a logsumexp
+ * by hand. */
+static void test_row_values_per_element(void) {
+    const int64_t R = 40, N = 3000;
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "per_element", &g));
+    int64_t d[2] = {R, N}, dk[2] = {R, 1};
+    int ax = 1;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value m = kiln_reduce_max(g, x, 1, &ax, false);
+    kiln_value c = kiln_sub(g, x, kiln_mean(g, x, 1, &ax, true));
+    kiln_value outs[3] = {
+        kiln_logsumexp(g, x, 1, &ax, false), kiln_mean(g, kiln_mul(g, c, c), 1, &ax, false),
+        kiln_add(
+            g, m,
+            kiln_log(g, kiln_reduce_sum(g, kiln_exp(g, kiln_sub(g, x, kiln_reshape(g, m, 2, dk))),
+                                        1, &ax, false)))};
+    CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
+    fusion_plan p;
+    CHECK_OK(ctx, fusion_plan_build(g, &(fusion_options){0}, &p));
+    for (uint32_t k = 0; k < p.n_kernels; k++) {
+        if (p.kernels[k].kind != FK_LOOP) continue;
+        kd_kernel kd;
+        CHECK_OK(ctx, kd_lower(g, &p, k, &kd));
+        for (uint32_t s = 1; s < kd.n_stmts; s++)
+            if (kd.stmts[s].kind == KS_LOOP && kd.stmts[s].n > 0)
+                CHECK_MSG(kd_loop_work(&kd, s) <= N, "kernel %u: a loop of %lld iterations", k,
+                          (long long)kd_loop_work(&kd, s));
+        kd_free(&kd);
+    }
+    fusion_plan_free(&p);
+    uint64_t seed = 71;
+    kiln_array *arg = cmp_random_array(ctx, KILN_DTYPE_F32, 2, d, &seed);
+    CHECK(cmp_graph(ctx, g, 1, &arg, NULL, 1e-5, NULL));
+    kiln_array_destroy(arg);
+    kiln_graph_destroy(g);
+}
+
 /* A reduction of at most KD_TINY_REDUCE values per element gets no vectorising pragma
  * (gcc unrolls it and vectorises across the elements), a longer one keeps it; both agree
  * with the reference, a softmax over rows of 3 and sums and maxima over 4 and 5. */
@@ -651,6 +693,7 @@ int main(void) {
     RUN(test_split_after_store);
     RUN(test_row_values);
     RUN(test_tiny_reductions);
+    RUN(test_row_values_per_element);
     RUN(test_interleave);
     RUN(test_tiled_transposes);
     kiln_context_destroy(ctx);

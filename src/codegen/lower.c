@@ -21,6 +21,8 @@
 
 /* reductions of one column-form kernel (lower_columns); more are lowered element by element */
 enum { KD_MAX_COLUMN_ROOTS = 8 };
+/* row values a kernel computes once per element (lower_rows); more are computed where used */
+enum { KD_MAX_ELEM_ROWS = 16 };
 
 typedef struct memo {
     uint32_t node, stmt;
@@ -42,6 +44,11 @@ typedef struct lw {
     uint32_t keep_red, keep_node, keep_slot;
     bool in_prologue, kept;                  /* kept: the prologue stored it */
     uint32_t row_ix, elem_ix[KILN_MAX_RANK]; /* the row's index, the element's multi-index */
+    /* row values one per element of this kernel (lower_rows), computed first in the element
+     * loop; unit: lowered at the element's index and a 0 for a kept unit axis */
+    uint32_t elem_rows[KD_MAX_ELEM_ROWS];
+    bool elem_unit[KD_MAX_ELEM_ROWS];
+    uint32_t n_elem_rows;
 } lw;
 
 static uint32_t emit(lw *l, kd_stmt s) {
@@ -464,13 +471,16 @@ static void choose_keep(lw *l, const uint8_t *seen, const uint8_t *uses) {
  * walks the kernel's inlined expression from its roots and lowers each row value it finds
  * (in node order, so one that another's reduction reads comes first) at the leading axes'
  * indices (and 0 for a kept unit axis). A row value of a kernel whose index space is its
- * own shape (a logsumexp's max, in the kernel of the logsumexp) is one per element there
- * and is left to the element loop. Sets kd->prologue when it lowered any; `keep`: the
- * prologue may keep a value for the elements (choose_keep). */
+ * own shape (a logsumexp's max, in the kernel of a logsumexp without keepdims) is one per
+ * element there: it is recorded for lower_row_elements, which computes it first in the
+ * element loop. Else the first use to lower it might be inside the loop of the row's sum,
+ * whose scope forgets it: it was computed again for every value summed, N^2 a row. Sets
+ * kd->prologue when it lowered any; `keep`: the prologue may keep a value for the elements
+ * (choose_keep). */
 static void lower_rows(lw *l, const uint32_t *ix, bool keep) {
     const kiln_graph *g = l->g;
     kd_kernel *kd = l->kd;
-    if (kd->rank < 2) return;
+    if (kd->rank < 1) return;
     /* seen: 1 inlined here, 2 a row value; uses: consumers in the kernel (up to 2) */
     uint8_t *seen = host_calloc(kd->ctx, g->n_nodes, 1),
             *uses = host_calloc(kd->ctx, g->n_nodes, 1);
@@ -503,8 +513,14 @@ static void lower_rows(lw *l, const uint32_t *ix, bool keep) {
         if (seen[id] != 2) continue;
         const ir_shape *s = &g->nodes[id].shape;
         int r = kd->rank;
-        bool lead = s->rank == r - 1 || (s->rank == r && s->dims[r - 1] == 1);
+        bool lead = r >= 2 && (s->rank == r - 1 || (s->rank == r && s->dims[r - 1] == 1));
         for (int a = 0; lead && a < r - 1; a++) lead = s->dims[a] == kd->dims[a];
+        bool elem = s->rank == r || (s->rank == r + 1 && s->dims[r] == 1);
+        for (int a = 0; elem && a < r; a++) elem = s->dims[a] == kd->dims[a];
+        if (!lead && elem && l->n_elem_rows < KD_MAX_ELEM_ROWS) {
+            l->elem_unit[l->n_elem_rows] = s->rank == r + 1;
+            l->elem_rows[l->n_elem_rows++] = id;
+        }
         if (!lead) continue;
         uint32_t sub[KILN_MAX_RANK];
         memcpy(sub, ix, (size_t)(r - 1) * sizeof *sub);
@@ -580,6 +596,8 @@ static uint32_t column_reductions(const lw *l, uint32_t *reds) {
     return n0->a.reduce_axes >> (x0->rank - 1) & 1u ? 0 : n;
 }
 
+static void lower_row_elements(lw *l, const uint32_t *ix);
+
 static void lower_columns(lw *l, const uint32_t *reds, uint32_t n_reds, const uint32_t *ix,
                           uint32_t store_ix) {
     kd_kernel *kd = l->kd;
@@ -611,6 +629,7 @@ static void lower_columns(lw *l, const uint32_t *reds, uint32_t n_reds, const ui
     while (opened--) scope_close(l);
     emit(l, (kd_stmt){.kind = KS_LOOP, .var = kd->last_var, .n = -1});
     scope_open(l);
+    lower_row_elements(l, ix);
     for (uint32_t i = 0; i < n_reds; i++) {
         uint32_t v = emit(l, (kd_stmt){.kind = KS_RESULT,
                                        .dtype = l->g->nodes[reds[i]].dtype,
@@ -633,6 +652,17 @@ static void lower_columns(lw *l, const uint32_t *reds, uint32_t n_reds, const ui
  * first and then the stores: a root written over an input must not clobber an element
  * that another root reads after it (a root not lowered yet, or a load of that element
  * through another index expression). The second pass finds the values memoised. */
+/* The row values recorded as one per element (lower_rows), at the element's index: first
+ * in the element loop, so every later use there finds them memoised. */
+static void lower_row_elements(lw *l, const uint32_t *ix) {
+    for (uint32_t i = 0; i < l->n_elem_rows; i++) {
+        uint32_t sub[KILN_MAX_RANK];
+        memcpy(sub, ix, (size_t)l->kd->rank * sizeof *sub);
+        if (l->elem_unit[i]) sub[l->kd->rank] = kd_ix_const(l->kd, 0);
+        lower_value(l, l->elem_rows[i], sub);
+    }
+}
+
 static void lower_elements(lw *l, const uint32_t *ix, uint32_t store_ix) {
     /* with a kept value, too: it lies in a root's output, which that root's store overwrites */
     bool defer = (l->kd->in_place || l->kept) && l->k->n_roots > 1;
@@ -640,6 +670,7 @@ static void lower_elements(lw *l, const uint32_t *ix, uint32_t store_ix) {
     l->int_arith = false;
     uint32_t loop = emit(l, (kd_stmt){.kind = KS_LOOP, .var = l->kd->last_var, .n = -1});
     scope_open(l);
+    lower_row_elements(l, ix);
     for (uint32_t i = 0; defer && i < l->k->n_roots; i++) lower_value(l, l->k->roots[i], ix);
     for (uint32_t i = 0; i < l->k->n_roots; i++) {
         uint32_t v = lower_value(l, l->k->roots[i], ix);

@@ -229,10 +229,45 @@ static void test_guards(void) {
     kiln_value p = kiln_parameter(g, "p", KILN_DTYPE_F32, 2, d0);
     kiln_value q = kiln_parameter(g, "q", KILN_DTYPE_F32, 2, d1);
     src = finish(g, kiln_exp(g, kiln_concatenate(g, 2, (kiln_value[]){p, q}, 1)));
-    CHECK_CONTAINS(src, "if (i1 < 3) {");
-    CHECK_CONTAINS(src, "} else {");
+    /* along the last axis: one loop per operand, no branch per element (segmented_loop) */
+    CHECK(!strstr(src, "if (i1 < 3)") && !strstr(src, "KILN_BRANCH_GUARD"));
+    CHECK_CONTAINS(src, "for (int64_t i1 = jb > 0 ? jb : 0; i1 < (je < 3 ? je : 3); i1++)");
+    CHECK_CONTAINS(src, "for (int64_t i1 = jb > 3 ? jb : 3; i1 < (je < 8 ? je : 8); i1++)");
     CHECK_CONTAINS(src, "in0[i0 * 3 + i1]");
     CHECK_CONTAINS(src, "in1[i0 * 5 + i1 - 3]");
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* rows long enough to split in work items: each segment clipped to the item's chunk */
+    g = graph();
+    p = kiln_parameter(g, "p", KILN_DTYPE_F32, 2, (int64_t[]){2, 3});
+    q = kiln_parameter(g, "q", KILN_DTYPE_F32, 2, (int64_t[]){2, 50000});
+    src = finish(g, kiln_exp(g, kiln_concatenate(g, 2, (kiln_value[]){p, q}, 1)));
+    CHECK_CONTAINS(src, "jb = (it % "); /* the items split the rows */
+    CHECK_CONTAINS(src, "for (int64_t i1 = jb > 0 ? jb : 0; i1 < (je < 3 ? je : 3); i1++)");
+    CHECK_CONTAINS(src, "i1 < (je < 50003 ? je : 50003)");
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* along the first axis the branch stays */
+    g = graph();
+    p = kiln_parameter(g, "p", KILN_DTYPE_F32, 2, (int64_t[]){3, 4});
+    q = kiln_parameter(g, "q", KILN_DTYPE_F32, 2, (int64_t[]){5, 4});
+    src = finish(g, kiln_exp(g, kiln_concatenate(g, 2, (kiln_value[]){p, q}, 0)));
+    CHECK_CONTAINS(src, "if (i0 < 3) {");
+    CHECK_CONTAINS(src, "} else {");
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* a pad of the last axis: three segments, the middle one reading x, the others 0 */
+    g = graph();
+    p = kiln_parameter(g, "p", KILN_DTYPE_F32, 2, (int64_t[]){4, 6});
+    src = finish(g, kiln_exp(g, kiln_pad(g, p, kiln_scalar(g, KILN_DTYPE_F32, 0),
+                                         (int64_t[]){0, 2}, (int64_t[]){0, 1}, NULL)));
+    CHECK(!strstr(src, "if (") && !strstr(src, "KILN_BRANCH_GUARD"));
+    CHECK_CONTAINS(src, "i1 < (je < 2 ? je : 2)");
+    CHECK_CONTAINS(src, "for (int64_t i1 = jb > 8 ? jb : 8; i1 < (je < 9 ? je : 9); i1++)");
+    CHECK_CONTAINS(src, "in0[i0 * 6 + i1 - 2]");
     free(src);
     kiln_graph_destroy(g);
 }

@@ -530,6 +530,44 @@ static void test_concatenate_twice(void) {
         }
 }
 
+/* Concatenations and pads along the last axis print their element loop in segments of
+ * that axis, each with its branches decided (print_c.c, segmented_loop): boundaries on
+ * either side of the vector widths and of the work items' chunks of a long axis (rows of
+ * 50001 split in items), three and five parts, a pad that crops one end and grows the
+ * other, a pad whose boundaries fall outside a row, the segments of a row reading
+ * one operand twice, three dtypes; every element against the reference. */
+static void test_last_axis_segments(void) {
+    static const int64_t lens[][3] = {{3, 5, 1}, {7, 9, 17}, {1, 50000, 1}, {4093, 8, 4099}};
+    static const kiln_dtype types[3] = {KILN_DTYPE_F32, KILN_DTYPE_I32, KILN_DTYPE_F64};
+    for (int t = 0; t < 3; t++)
+        for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+            kiln_graph *g = NULL;
+            kiln_graph_create(ctx, "last-axis segments", &g);
+            kiln_value x[3];
+            for (int k = 0; k < 3; k++)
+                x[k] = kiln_parameter(g, "x", types[t], 2, (int64_t[]){3, lens[i][k]});
+            kiln_value zero = kiln_scalar(g, types[t], 0), seven = kiln_scalar(g, types[t], 7);
+            kiln_value five[5] = {x[0], kiln_neg(g, x[1]), x[2], kiln_abs(g, x[0]), x[1]};
+            int64_t lo[2] = {0, -1}, hi[2] = {0, 6}, lo2[2] = {1, 2}, hi2[2] = {0, -1};
+            kiln_value outs[4] = {
+                kiln_mul(g, kiln_concatenate(g, 3, x, 1), seven),
+                kiln_concatenate(g, 5, five, 1),
+                kiln_add(g, kiln_pad(g, x[1], zero, lo, hi, NULL), seven),
+                kiln_pad(g, kiln_neg(g, x[2]), seven, lo2, hi2, NULL),
+            };
+            CHECK_OK(ctx, kiln_graph_finish(g, 4, outs));
+            uint64_t rs = 9;
+            kiln_array *a[3];
+            for (int k = 0; k < 3; k++)
+                a[k] = cmp_random_array(ctx, types[t], 2, (int64_t[]){3, lens[i][k]}, &rs);
+            CHECK_MSG(cmp_graph(ctx, g, 3, a, NULL, 0, NULL), "%s, rows of %lld, %lld, %lld",
+                      kiln_dtype_name(types[t]), (long long)lens[i][0], (long long)lens[i][1],
+                      (long long)lens[i][2]);
+            for (int k = 0; k < 3; k++) kiln_array_destroy(a[k]);
+            kiln_graph_destroy(g);
+        }
+}
+
 /* Reductions whose elements each reduce thousands of values get smaller chunks of the
  * last axis per work item (lower.c, choose_chunk): rows of a last-axis sum, max and
  * mean split into items of 64 outputs, a column sum into items of 512 columns, a softmax
@@ -838,6 +876,7 @@ int main(void) {
     RUN(test_int64_edges);
     RUN(test_fuzz_findings);
     RUN(test_concatenate_twice);
+    RUN(test_last_axis_segments);
     RUN(test_signed_zero_max_min);
     RUN(test_chunked_reductions);
     RUN(test_scatter_parts);

@@ -1503,6 +1503,127 @@ static bool on_remainder(const kd_kernel *kd, uint32_t ix) {
     return true;
 }
 
+/* Whether index ix is the last axis' variable plus a constant, *c. */
+static bool last_plus(const kd_kernel *kd, uint32_t ix, int64_t *c) {
+    const kd_index *x = &kd->ixs[ix];
+    if (x->n != 1 || kd->terms[x->first].coef != 1) return false;
+    const kd_atom *a = &kd->atoms[kd->terms[x->first].atom];
+    *c = x->c;
+    return a->kind == KD_ATOM_VAR && a->arg == kd->last_var;
+}
+
+/* C: the element loop, when it is printed in segments of the last axis (print_segments):
+ * a kernel, not interleaved (split_unrolled_loop) nor in the column form or split in
+ * parts, whose element loop branches only on the last axis' variable plus a constant
+ * against constants (a concatenation or a pad along the last axis: sin and cos of Fourier
+ * features side by side). The boundaries where a guard changes, strictly inside the axis
+ * and sorted, go to b (at most SEG_MAX); 0 when the form does not apply. Each segment then
+ * has every branch decided: it is printed without them, and vectorises, where the kernel
+ * was a scalar loop with a branch per element (the concatenation's if-conversion guard). */
+enum { SEG_MAX = 8 };
+static uint32_t segmented_loop(const kd_kernel *kd, int64_t *b, int *nb) {
+    *nb = 0;
+    if (kd->split || kd->columns || kd->parts) return 0;
+    uint32_t loop = 0;
+    for (uint32_t s = 1; s < kd->n_stmts && !loop; s++)
+        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) loop = s;
+    if (!loop) return 0;
+    uint32_t end = part_loop_end(kd, loop);
+    bool any = false;
+    for (uint32_t s = loop + 1; s < end; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind != KS_IF && st->kind != KS_ELSE_IF) continue;
+        for (uint32_t g = 0; g < st->n_guards; g++) {
+            const kd_guard *gd = &kd->guards[st->guard + g];
+            int64_t c;
+            if (gd->kind == KD_GUARD_DIVIDES || !last_plus(kd, gd->ix, &c)) return 0;
+            int64_t v = gd->kind == KD_GUARD_LT ? gd->n - c : -c;
+            any = true;
+            if (v <= 0 || v >= kd->inner) continue;
+            int at = 0;
+            while (at < *nb && b[at] < v) at++;
+            if (at < *nb && b[at] == v) continue;
+            if (*nb == SEG_MAX) return 0;
+            memmove(&b[at + 1], &b[at], (size_t)(*nb - at) * sizeof *b);
+            b[at] = v;
+            (*nb)++;
+        }
+    }
+    return any ? loop : 0;
+}
+
+/* 1: guard g holds for every value of the last axis in [lo, hi); 0: for none; -1: some. */
+static int guard_over(const kd_kernel *kd, const kd_guard *g, int64_t lo, int64_t hi) {
+    int64_t c;
+    if (g->kind == KD_GUARD_DIVIDES || !last_plus(kd, g->ix, &c)) return -1;
+    int64_t a = lo + c, z = hi - 1 + c;
+    if (g->kind == KD_GUARD_LT) return z < g->n ? 1 : a >= g->n ? 0 : -1;
+    return a >= 0 ? 1 : z < 0 ? 0 : -1;
+}
+
+/* The statement after part s of an if-chain (an IF, ELSE_IF or ELSE): the chain's next
+ * part or its END. */
+static uint32_t chain_next(const kd_kernel *kd, uint32_t s) {
+    int depth = 0;
+    for (uint32_t t = s + 1; t < kd->n_stmts; t++) {
+        kd_stmt_kind k = kd->stmts[t].kind;
+        if (!depth && (k == KS_ELSE_IF || k == KS_ELSE || k == KS_END)) return t;
+        if (k == KS_LOOP || k == KS_IF) depth++;
+        if (k == KS_END) depth--;
+    }
+    return kd->n_stmts - 1;
+}
+
+/* Statements [from, to) for the last axis in [lo, hi): an if-chain decided there is
+ * printed as the branch taken alone. */
+static void print_decided(pr *p, uint32_t from, uint32_t to, int64_t lo, int64_t hi) {
+    const kd_kernel *kd = p->kd;
+    for (uint32_t t = from; t < to; t++) {
+        if (kd->stmts[t].kind != KS_IF) {
+            print_stmt(p, t);
+            continue;
+        }
+        uint32_t part = t, taken = 0;
+        bool decided = true;
+        while (kd->stmts[part].kind != KS_END && decided) {
+            const kd_stmt *ps = &kd->stmts[part];
+            bool all = true;
+            for (uint32_t g = 0; ps->kind != KS_ELSE && g < ps->n_guards; g++) {
+                int v = guard_over(kd, &kd->guards[ps->guard + g], lo, hi);
+                decided &= v >= 0;
+                all &= v == 1;
+            }
+            if (decided && all && !taken) taken = part;
+            part = chain_next(kd, part);
+        }
+        if (!decided) { /* printed as it is; its branches, in turn, may be decided */
+            print_stmt(p, t);
+            continue;
+        }
+        if (taken) print_decided(p, taken + 1, chain_next(kd, taken), lo, hi);
+        t = part; /* the chain's END */
+    }
+}
+
+/* C: the element loop `loop` as one loop per segment of the last axis (segmented_loop),
+ * each over the item's chunk within the segment, its branches decided. */
+static void print_segments(pr *p, uint32_t loop, const int64_t *b, int nb) {
+    const kd_kernel *kd = p->kd;
+    char v[NAME_LEN];
+    var_name(kd, kd->last_var, v);
+    uint32_t end = part_loop_end(kd, loop);
+    for (int i = 0; i <= nb; i++) {
+        long long lo = i ? (long long)b[i - 1] : 0, hi = i < nb ? (long long)b[i] : kd->inner;
+        if (kd->stmts[loop].simd) line(p, "#pragma omp simd");
+        line(p, "for (int64_t %s = jb > %lld ? jb : %lld; %s < (je < %lld ? je : %lld); %s++) {", v,
+             lo, lo, v, hi, hi, v);
+        p->depth++;
+        print_decided(p, loop + 1, end, lo, hi);
+        p->depth--;
+        line(p, "}");
+    }
+}
+
 /* C: the element loop `loop` over the split's quotient, its body printed once for each
  * remainder r < k, r a constant there (split_unrolled_loop). */
 static void print_split_unrolled(pr *p, uint32_t loop) {
@@ -1537,9 +1658,14 @@ static void print_split_unrolled(pr *p, uint32_t loop) {
  * not guarded: the if-conversion it keeps is what vectorises sin's reduction there. */
 static bool branches(const kd_kernel *kd) {
     bool unrolled = split_unrolled_loop(kd) != 0;
+    int64_t b[SEG_MAX];
+    int nb;
+    uint32_t seg = unrolled ? 0 : segmented_loop(kd, b, &nb);
+    uint32_t seg_end = seg ? part_loop_end(kd, seg) : 0;
     for (uint32_t i = 1; i < kd->n_stmts; i++) {
         const kd_stmt *st = &kd->stmts[i];
         if (st->kind != KS_IF && st->kind != KS_ELSE_IF) continue;
+        if (seg && i > seg && i < seg_end) continue; /* decided in each segment */
         if (!unrolled) return true;
         for (uint32_t g = 0; g < st->n_guards; g++)
             if (!on_remainder(kd, kd->guards[st->guard + g].ix)) return true;
@@ -1883,12 +2009,20 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     print_item(&p);
     if (dialect == KN_DIALECT_CUDA) vec_plan(&p);
     uint32_t unroll = dialect == KN_DIALECT_C ? split_unrolled_loop(kd) : 0;
+    int64_t seg_b[SEG_MAX];
+    int seg_n = 0;
+    uint32_t seg = dialect == KN_DIALECT_C && !unroll ? segmented_loop(kd, seg_b, &seg_n) : 0;
     if (p.vec)
         print_vec(&p);
     else
         for (uint32_t s = 1; s < kd->n_stmts; s++) {
             if (s == unroll) {
                 print_split_unrolled(&p, s);
+                s = part_loop_end(kd, s);
+                continue;
+            }
+            if (s == seg) {
+                print_segments(&p, s, seg_b, seg_n);
                 s = part_loop_end(kd, s);
                 continue;
             }

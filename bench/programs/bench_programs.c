@@ -25,6 +25,8 @@
  *                       program: sin and cos of t / 10000^(2i / D), interleaved
  *   trig N              x [N] in [-60, 60]: sin x, cos x, and sin x cos x + x
  *   transpose R C       x [R, C] f32 transposed
+ *   fourier N D F       random Fourier features of points x [N, D] with frequencies
+ *                       B [D, F]: sin and cos of 2 pi x B side by side, [N, 2F]
  * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
  * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
@@ -265,6 +267,18 @@ static int trace_trig(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs
     return 3;
 }
 
+/* Random Fourier features (Tancik et al.'s input mapping, as NeRF-style models build it):
+ * z = 2 pi x B for points x [N, D] and frequencies B [D, F], then sin z and cos z side by
+ * side along the features: [N, 2F], a concatenation along the last axis. */
+static int trace_fourier(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    int64_t N = s[0], D = s[1], F = s[2];
+    kiln_value x = arg_f32(p, g, 2, (int64_t[]){N, D}, -1, 1);
+    kiln_value b = arg_f32(p, g, 2, (int64_t[]){D, F}, -3, 3);
+    kiln_value z = kiln_mul(g, kiln_matmul(g, x, b), kiln_scalar(g, KILN_DTYPE_F32, 6.283185307179586));
+    outs[0] = kiln_concatenate(g, 2, (kiln_value[]){kiln_sin(g, z), kiln_cos(g, z)}, 1);
+    return 1;
+}
+
 static int trace_transpose(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     kiln_value x = arg_f32(p, g, 2, (int64_t[]){s[0], s[1]}, -1, 1);
     outs[0] = kiln_transpose(g, x, (const int[]){1, 0});
@@ -305,7 +319,7 @@ int main(int argc, char **argv) {
                  {"cumsum", 2, trace_cumsum},      {"attn", 5, trace_attn},
                  {"reduce", 2, trace_reduce},      {"embed_grad", 4, trace_embed_grad},
                  {"posenc", 3, trace_posenc},      {"trig", 1, trace_trig},
-                 {"transpose", 2, trace_transpose}};
+                 {"transpose", 2, trace_transpose}, {"fourier", 3, trace_fourier}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
@@ -313,7 +327,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
                         "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
                         "attn B T N K H | reduce R N | embed_grad B T V D | posenc B T D | trig N "
-                        "| transpose R C\n");
+                        "| transpose R C | fourier N D F\n");
         return 2;
     }
     int64_t sizes[8];

@@ -224,6 +224,18 @@ elif name == "transpose":
 
     def np_fn(x):
         return np.ascontiguousarray(x.T)
+elif name == "fourier":
+    N, D, F = sizes
+    args = [load(0, np.float32, (N, D)), load(1, np.float32, (D, F))]
+
+    def f(x, b, xp=jnp):
+        z = (x @ b) * xp.float32(2 * np.pi)
+        return xp.concatenate([xp.sin(z), xp.cos(z)], axis=-1)
+
+    shapes = [(N, 2 * F)]
+
+    def np_fn(x, b):
+        return f(x, b, np)
 elif name == "embed_grad":
     B, T, V, D = sizes
     args = [load(0, np.int32, (B, T)), load(1, np.float32, (V, D))]

@@ -338,6 +338,18 @@ static int b_siblings(kiln_graph *g, kiln_value *o) {
     return 4;
 }
 
+/* row and column reductions of one square input, all f32[128]: a kernel for the rows and
+ * one for the columns, each reading in its own order (fusion.c, reads_apart) */
+static int b_rows_and_columns(kiln_graph *g, kiln_value *o) {
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, (int64_t[]){128, 128});
+    int rows = 0, cols = 1;
+    o[0] = kiln_reduce_sum(g, x, 1, &cols, false);
+    o[1] = kiln_reduce_sum(g, x, 1, &rows, false);
+    o[2] = kiln_reduce_max(g, x, 1, &cols, false);
+    o[3] = kiln_exp(g, kiln_reduce_max(g, x, 1, &rows, false));
+    return 4;
+}
+
 /* an Adam-style update: m' and v' are outputs, and p' reads them at the same element:
  * one kernel computing all three (producer-consumer multi-output fusion) */
 static int b_adam_like(kiln_graph *g, kiln_value *o) {
@@ -392,6 +404,8 @@ static void test_kernel_counts(void) {
     int ks = check_case("siblings", b_siblings, NULL);
     CHECK_MSG(ks == 2, "two elementwise and two row reductions of one input: 2 kernels (got %d)",
               ks);
+    ks = check_case("rows_and_columns", b_rows_and_columns, NULL);
+    CHECK_MSG(ks == 2, "row and column reductions of one input: 2 kernels (got %d)", ks);
     int kt = check_case("dot_transposed", b_dot_transposed, NULL);
     CHECK_MSG(kt == 2, "transposes feeding a dot fold into it (got %d kernels)", kt);
     int k;

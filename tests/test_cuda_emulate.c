@@ -398,6 +398,20 @@ static void test_forms(void) {
             kiln_graph_destroy(g);
         }
     }
+    /* normalisations over a middle axis: the column form through keepdims reshapes */
+    g = NULL;
+    kiln_graph_create(ctx, "axes", &g);
+    {
+        int64_t dm[3] = {3, 50, 70};
+        kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 3, dm);
+        int mid = 1;
+        kiln_value o[3] = {kiln_softmax(g, a, 1), kiln_logsumexp(g, a, 1, &mid, false),
+                           kiln_rms_norm(g, a, (kiln_value){0, 0}, 1, 1e-6)};
+        if (finish(g, 3, o, "axes")) {
+            check(g, "axes", NULL, 1e-5);
+            kiln_graph_destroy(g);
+        }
+    }
     /* sin, cos, erf and the composites over them: libm's names in CUDA C (sinf, erff) */
     g = NULL;
     kiln_graph_create(ctx, "new_ops", &g);

@@ -160,22 +160,26 @@ static uint32_t lower_elementwise(lw *l, uint32_t id, const uint32_t *ix) {
 /* Linearises the output index, then splits the linear position over the operand's axes;
  * the simplifier turns the pair back into plain axes wherever the reshape only merges,
  * splits whole axes or adds and removes unit axes. */
-static uint32_t lower_reshape(lw *l, uint32_t id, const uint32_t *ix) {
-    const ir_node *n = &l->g->nodes[id];
-    uint32_t x = ir_in(n)[0];
-    const ir_shape *is = &l->g->nodes[x].shape;
-    uint32_t lin = kd_ix_const(l->kd, 0), sub[KILN_MAX_RANK];
+static void reshape_index(kd_kernel *kd, const ir_shape *os, const uint32_t *ix,
+                          const ir_shape *is, uint32_t *sub) {
+    uint32_t lin = kd_ix_const(kd, 0);
     int64_t stride = 1;
-    for (int a = n->shape.rank - 1; a >= 0; a--) {
-        lin = kd_ix_affine(l->kd, lin, 1, ix[a], stride, 0);
-        stride *= n->shape.dims[a];
+    for (int a = os->rank - 1; a >= 0; a--) {
+        lin = kd_ix_affine(kd, lin, 1, ix[a], stride, 0);
+        stride *= os->dims[a];
     }
     stride = 1;
     for (int a = is->rank - 1; a >= 0; a--) {
         int64_t d = is->dims[a] ? is->dims[a] : 1;
-        sub[a] = kd_ix_mod(l->kd, kd_ix_div(l->kd, lin, stride), d);
+        sub[a] = kd_ix_mod(kd, kd_ix_div(kd, lin, stride), d);
         stride *= d;
     }
+}
+
+static uint32_t lower_reshape(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    uint32_t x = ir_in(n)[0], sub[KILN_MAX_RANK];
+    reshape_index(l->kd, &n->shape, ix, &l->g->nodes[x].shape, sub);
     return lower_value(l, x, sub);
 }
 
@@ -544,10 +548,24 @@ static void lower_rows(lw *l, const uint32_t *ix, bool keep) {
  * bias added). The reductions share the reduce loops, so what their operands have in
  * common is computed once.
  *
- * It applies when the reductions reached from the roots through elementwise ops (so
- * needed at the roots' own index) all reduce the same axes of operands of one shape, have
- * the roots' shape and keep the last axis; they are returned in reds[]. Any other
- * reduction (under a broadcast, say) is lowered per element in the second loop as usual. */
+ * It applies when the reductions reached from the roots through elementwise ops and
+ * reshapes that only add or drop unit axes (keepdims; so needed at the roots' own index)
+ * all reduce the same axes of operands of one shape, have the roots' shape but for unit
+ * axes, the roots' last axis as theirs, and keep their operand's last axis; they are
+ * returned in reds[]. Any other reduction (under a broadcast, say) is lowered per element
+ * in the second loop as usual. */
+
+/* Whether shapes a and b are the same but for axes of size 1. */
+static bool same_but_units(const ir_shape *a, const ir_shape *b) {
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < a->rank && a->dims[i] == 1) i++;
+        while (j < b->rank && b->dims[j] == 1) j++;
+        if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
+        if (a->dims[i++] != b->dims[j++]) return false;
+    }
+}
+
 static uint32_t column_reductions(const lw *l, uint32_t *reds) {
     enum { MAX_WALK = 256 };
     const kiln_graph *g = l->g;
@@ -576,7 +594,9 @@ static uint32_t column_reductions(const lw *l, uint32_t *reds) {
             reds[n++] = id;
             continue;
         }
-        if (!(ir_ops[nd->op].flags & IRF_ELEMENTWISE)) continue;
+        bool unit_reshape =
+            nd->op == IR_RESHAPE && same_but_units(&nd->shape, &g->nodes[ir_in(nd)[0]].shape);
+        if (!(ir_ops[nd->op].flags & IRF_ELEMENTWISE) && !unit_reshape) continue;
         for (uint32_t i = 0; i < nd->n_in; i++) {
             if (top == MAX_WALK) return 0;
             stack[top++] = ir_in(nd)[i];
@@ -585,13 +605,16 @@ static uint32_t column_reductions(const lw *l, uint32_t *reds) {
     if (!n) return 0;
     const ir_node *n0 = &g->nodes[reds[0]];
     const ir_shape *x0 = &g->nodes[ir_in(n0)[0]].shape;
+    /* a last axis of 1: an element's reduction walks its operand's contiguous axes */
+    if (!same_but_units(&n0->shape, rs) || !n0->shape.rank || rs->dims[rs->rank - 1] == 1 ||
+        n0->shape.dims[n0->shape.rank - 1] != rs->dims[rs->rank - 1])
+        return 0;
     for (uint32_t i = 0; i < n; i++) {
         const ir_node *nd = &g->nodes[reds[i]];
         const ir_shape *xs = &g->nodes[ir_in(nd)[0]].shape;
-        if (nd->a.reduce_axes != n0->a.reduce_axes || nd->shape.rank != rs->rank ||
-            memcmp(nd->shape.dims, rs->dims, (size_t)rs->rank * sizeof *rs->dims) ||
-            xs->rank != x0->rank || memcmp(xs->dims, x0->dims, (size_t)xs->rank * sizeof *xs->dims))
-            return 0;
+        if (nd->a.reduce_axes != n0->a.reduce_axes || xs->rank != x0->rank ||
+            memcmp(xs->dims, x0->dims, (size_t)xs->rank * sizeof *xs->dims))
+            return 0; /* so of n0's shape, too */
     }
     return n0->a.reduce_axes >> (x0->rank - 1) & 1u ? 0 : n;
 }
@@ -614,8 +637,11 @@ static void lower_columns(lw *l, const uint32_t *reds, uint32_t n_reds, const ui
                                    .column = true,
                                    .var = kd->last_var});
     }
+    /* the reductions' index: the roots' but for unit axes, as their reshapes compute it */
+    uint32_t rix[KILN_MAX_RANK];
+    reshape_index(kd, &l->g->nodes[k->roots[0]].shape, ix, &l->g->nodes[reds[0]].shape, rix);
     int opened;
-    uint32_t inner = open_reduce_loops(l, reds[0], ix, sub, &opened);
+    uint32_t inner = open_reduce_loops(l, reds[0], rix, sub, &opened);
     if (inner) kd->stmts[inner].col_block = true;
     l->int_arith = false;
     uint32_t loop = emit(l, (kd_stmt){.kind = KS_LOOP, .var = kd->last_var, .n = -1});
@@ -636,7 +662,7 @@ static void lower_columns(lw *l, const uint32_t *reds, uint32_t n_reds, const ui
                                        .node = reds[i],
                                        .n_args = 1,
                                        .args = {acc[i]}});
-        memo_add(l, reds[i], ix, v);
+        memo_add(l, reds[i], rix, v);
     }
     /* in place, every root's element before any store, as in lower_elements */
     for (uint32_t i = 0; kd->in_place && k->n_roots > 1 && i < k->n_roots; i++)

@@ -27,6 +27,8 @@
  *   transpose R C       x [R, C] f32 transposed
  *   fourier N D F       random Fourier features of points x [N, D] with frequencies
  *                       B [D, F]: sin and cos of 2 pi x B side by side, [N, 2F]
+ *   axes B N C          x [B, N, C] normalised along its middle axis N: softmax,
+ *                       logsumexp and an RMS norm (B = 1: a matrix's first axis)
  * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
  * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
@@ -279,6 +281,18 @@ static int trace_fourier(prog *p, kiln_graph *g, const int64_t *s, kiln_value *o
     return 1;
 }
 
+/* Normalisations over a middle axis (attention over the keys of a [B, Tk, Tq] layout, a
+ * norm over channels of NCHW-style data): x [B, N, C], along N: softmax, logsumexp, and
+ * an RMS norm. B = 1 is the first axis of a matrix. */
+static int trace_axes(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    kiln_value x = arg_f32(p, g, 3, (int64_t[]){s[0], s[1], s[2]}, -3, 3);
+    int mid = 1;
+    outs[0] = kiln_softmax(g, x, 1);
+    outs[1] = kiln_logsumexp(g, x, 1, &mid, false);
+    outs[2] = kiln_rms_norm(g, x, (kiln_value){0, 0}, 1, 1e-6);
+    return 3;
+}
+
 static int trace_transpose(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     kiln_value x = arg_f32(p, g, 2, (int64_t[]){s[0], s[1]}, -1, 1);
     outs[0] = kiln_transpose(g, x, (const int[]){1, 0});
@@ -319,7 +333,8 @@ int main(int argc, char **argv) {
                  {"cumsum", 2, trace_cumsum},      {"attn", 5, trace_attn},
                  {"reduce", 2, trace_reduce},      {"embed_grad", 4, trace_embed_grad},
                  {"posenc", 3, trace_posenc},      {"trig", 1, trace_trig},
-                 {"transpose", 2, trace_transpose}, {"fourier", 3, trace_fourier}};
+                 {"transpose", 2, trace_transpose}, {"fourier", 3, trace_fourier},
+                 {"axes", 3, trace_axes}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
@@ -327,7 +342,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
                         "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
                         "attn B T N K H | reduce R N | embed_grad B T V D | posenc B T D | trig N "
-                        "| transpose R C | fourier N D F\n");
+                        "| transpose R C | fourier N D F | axes B N C\n");
         return 2;
     }
     int64_t sizes[8];

@@ -236,6 +236,23 @@ elif name == "fourier":
 
     def np_fn(x, b):
         return f(x, b, np)
+elif name == "axes":
+    B, N, C = sizes
+    args = [load(0, np.float32, (B, N, C))]
+
+    def f(x):
+        ms = jnp.mean(x * x, axis=1, keepdims=True)
+        return (jax.nn.softmax(x, axis=1), jax.nn.logsumexp(x, axis=1),
+                x * jax.lax.rsqrt(ms + np.float32(1e-6)))
+
+    shapes = [(B, N, C), (B, C), (B, N, C)]
+
+    def np_fn(x):
+        e = np.exp(x - np.max(x, axis=1, keepdims=True))
+        m = np.max(x, axis=1, keepdims=True)
+        lse = np.log(np.sum(np.exp(x - m), axis=1)) + m[:, 0]
+        ms = np.mean(x * x, axis=1, keepdims=True)
+        return e / np.sum(e, axis=1, keepdims=True), lse, x / np.sqrt(ms + np.float32(1e-6))
 elif name == "embed_grad":
     B, T, V, D = sizes
     args = [load(0, np.int32, (B, T)), load(1, np.float32, (V, D))]

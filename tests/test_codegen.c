@@ -280,6 +280,28 @@ static void test_simd_pragma(void) {
     char *src = finish(g, kiln_reduce_max(g, kiln_exp(g, x), 1, &ax, false));
     CHECK_CONTAINS(src, "#pragma omp simd reduction(max:acc");
     CHECK_CONTAINS(src, " reduction(|:acc");
+    CHECK_CONTAINS(src, "uint32_t acc"); /* the NaN flag as wide as an f32 lane */
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* f64: a 64-bit NaN flag, in the column form's row of them too */
+    g = graph();
+    x = kiln_parameter(g, "x", KILN_DTYPE_F64, 2, d);
+    int first = 0;
+    kiln_value mm[2] = {kiln_reduce_min(g, x, 1, &ax, false), kiln_reduce_max(g, x, 1, &first, false)};
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, mm));
+    src = kernels_of(g, NULL);
+    CHECK(src && strstr(src, "uint64_t acc2_nan = 0;") && strstr(src, "uint64_t acc1_nan[2048]"));
+    CHECK(src && !strstr(src, "uint8_t acc"));
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* a softmax over rows of 16: the elements that read the kept exp back are a simd
+     * loop too (gcc unrolled it whole and divided one lane at a time) */
+    g = graph();
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, (int64_t[]){64, 16});
+    src = finish(g, kiln_softmax(g, x, -1));
+    CHECK_CONTAINS(src, "#pragma omp simd\n        for (int64_t i1 = jb; i1 < je; i1++) {");
     free(src);
     kiln_graph_destroy(g);
 

@@ -582,6 +582,41 @@ static void test_last_axis_segments(void) {
         }
 }
 
+/* A NaN in any lane of a row or a column wins its max and min (the NaN flag, as wide as
+ * the value since print_c.c's nan_ctype): rows of 8, 16 and 37 with one NaN each, at
+ * every position in turn, and rows without; f32 and f64; through a softmax too. */
+static void test_nan_lanes(void) {
+    static const int64_t widths[3] = {8, 16, 37};
+    static const kiln_dtype types[2] = {KILN_DTYPE_F32, KILN_DTYPE_F64};
+    for (int t = 0; t < 2; t++)
+        for (int w = 0; w < 3; w++) {
+            int64_t n = widths[w], d[2] = {2 * n, n};
+            kiln_graph *g = NULL;
+            kiln_graph_create(ctx, "nan lanes", &g);
+            kiln_value x = kiln_parameter(g, "x", types[t], 2, d);
+            int rows = 1, cols = 0;
+            kiln_value o[5] = {kiln_reduce_max(g, x, 1, &rows, false),
+                               kiln_reduce_min(g, x, 1, &rows, true),
+                               kiln_reduce_max(g, x, 1, &cols, false),
+                               kiln_reduce_min(g, x, 1, &cols, false), kiln_softmax(g, x, -1)};
+            CHECK_OK(ctx, kiln_graph_finish(g, 5, o));
+            uint64_t rs = 17;
+            double *v = malloc((size_t)(2 * n * n) * sizeof *v);
+            float *f = malloc((size_t)(2 * n * n) * sizeof *f);
+            for (int64_t i = 0; i < 2 * n * n; i++) v[i] = 4 * test_rng_unit(&rs) - 2;
+            for (int64_t i = 0; i < n; i++) v[i * n + i] = NAN; /* row i: lane i; column i: row i */
+            for (int64_t i = 0; i < 2 * n * n; i++) f[i] = (float)v[i];
+            kiln_array *a = NULL;
+            CHECK_OK(ctx, kiln_array_create(ctx, types[t], 2, d, t ? (void *)v : (void *)f, &a));
+            free(v);
+            free(f);
+            CHECK_MSG(cmp_graph(ctx, g, 1, &a, NULL, 1e-5, NULL), "%s, rows of %lld",
+                      kiln_dtype_name(types[t]), (long long)n);
+            kiln_array_destroy(a);
+            kiln_graph_destroy(g);
+        }
+}
+
 /* Reductions whose elements each reduce thousands of values get smaller chunks of the
  * last axis per work item (lower.c, choose_chunk): rows of a last-axis sum, max and
  * mean split into items of 64 outputs, a column sum into items of 512 columns, a softmax
@@ -891,6 +926,7 @@ int main(void) {
     RUN(test_fuzz_findings);
     RUN(test_concatenate_twice);
     RUN(test_last_axis_segments);
+    RUN(test_nan_lanes);
     RUN(test_signed_zero_max_min);
     RUN(test_chunked_reductions);
     RUN(test_scatter_parts);

@@ -707,11 +707,15 @@ static void lower_elements(lw *l, const uint32_t *ix, uint32_t store_ix) {
      * update stayed scalar: 4x slower than the copy bandwidth). The planner only writes
      * in place where element e of an output reads nothing but element e of the buffer it
      * overwrites, so iterations are independent and the loop may be declared simd. Only
-     * for a straight-line body without integer arithmetic (see kd_stmt.simd). */
+     * for a straight-line body without integer arithmetic (see kd_stmt.simd). So too where
+     * the elements read a kept value back from their output row (choose_keep), element e
+     * of it only: over rows of 16 gcc unrolled the loop completely and left a softmax's
+     * division as 16 scalar divides (131072 rows: 3.6 -> 2.6 ms with the pragma). */
     bool straight = true;
     for (uint32_t s = loop + 1; s < l->kd->n_stmts && straight; s++)
         straight = l->kd->stmts[s].kind != KS_LOOP;
-    if (l->kd->in_place && straight && !l->int_arith && !l->kd->oom) l->kd->stmts[loop].simd = true;
+    if ((l->kd->in_place || l->kept) && straight && !l->int_arith && !l->kd->oom)
+        l->kd->stmts[loop].simd = true;
     l->int_arith |= saved;
     scope_close(l);
 }

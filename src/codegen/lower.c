@@ -839,6 +839,19 @@ static int64_t tile_columns(const kd_kernel *kd) {
     return tile == KD_TILE && kd->chunks == 1 ? 0 : tile;
 }
 
+/* kd->row_block (kdesc.h, KD_ROW_BLOCK) of a tiled kernel: its element loop is statement
+ * 1 and holds no loop or branch, so an item's rows can go inside its columns. */
+static int64_t row_block(const kd_kernel *kd) {
+    if (kd->rows % KD_ROW_BLOCK || kd->n_stmts < 3 || kd->stmts[1].kind != KS_LOOP ||
+        kd->stmts[1].n >= 0 || kd->stmts[kd->n_stmts - 1].kind != KS_END)
+        return 0;
+    for (uint32_t s = 2; s + 1 < kd->n_stmts; s++) {
+        kd_stmt_kind k = kd->stmts[s].kind;
+        if (k == KS_LOOP || k == KS_IF || k == KS_ELSE_IF || k == KS_ELSE || k == KS_END) return 0;
+    }
+    return KD_ROW_BLOCK;
+}
+
 /* kd->chunk (kdesc.h, KD_ITEM_WORK): halved while an item of heavy elements holds more
  * work than one thread should take alone; then the items and the pool's grain again.
  * Shapes only decide it, so the result does not depend on the thread count (and an
@@ -931,6 +944,7 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
         set_chunk(&l, tile);
     }
     if (!kd->oom) kd->split = last_split(kd);
+    if (!kd->oom && kd->tiled && !kd->split) kd->row_block = row_block(kd);
     if (!kd->oom) find_parts(kd);
     if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);
     return KILN_STATUS_OK;

@@ -190,6 +190,41 @@ static const char head_c[] =
      * (print_block_open). Not inlined: inlined, gcc could contract the product that made a
      * value into this sum (-ffp-contract=fast) in one kernel and not in another, and a
      * reduction recomputed elsewhere would not give the same bits. */
+    /* an 8 x 8 block of 4-byte elements transposed through registers: row j of `in` (its
+     * rows si elements apart) becomes column j of `out` (rows so apart): three rounds of
+     * two-vector shuffles (print_row_block) */
+    "#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)\n"
+    "typedef uint32_t kiln_v8u __attribute__((vector_size(32)));\n"
+    "__attribute__((unused)) KILN_FN void kiln_transpose8x8_4(const void *in, int64_t si,\n"
+    "                                                         void *out, int64_t so) {\n"
+    "    kiln_v8u r[8], t[8], u[8];\n"
+    "    for (int k = 0; k < 8; k++) memcpy(&r[k], (const char *)in + 4 * k * si, 32);\n"
+    "    for (int k = 0; k < 8; k += 2) { /* pairs of rows interleaved */\n"
+    "        t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);\n"
+    "        t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);\n"
+    "    }\n"
+    "    for (int k = 0; k < 8; k += 4) /* then pairs of pairs */\n"
+    "        for (int h = 0; h < 2; h++) {\n"
+    "            u[k + 2 * h] = __builtin_shufflevector(t[k + h], t[k + h + 2], 0, 1, 8, 9, 4, 5,\n"
+    "                                                   12, 13);\n"
+    "            u[k + 2 * h + 1] = __builtin_shufflevector(t[k + h], t[k + h + 2], 2, 3, 10, 11,\n"
+    "                                                       6, 7, 14, 15);\n"
+    "        }\n"
+    "    for (int k = 0; k < 4; k++) { /* then the two halves */\n"
+    "        kiln_v8u lo = __builtin_shufflevector(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);\n"
+    "        kiln_v8u hi = __builtin_shufflevector(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);\n"
+    "        memcpy((char *)out + 4 * k * so, &lo, 32);\n"
+    "        memcpy((char *)out + 4 * (k + 4) * so, &hi, 32);\n"
+    "    }\n"
+    "}\n"
+    "#else\n"
+    "__attribute__((unused)) KILN_FN void kiln_transpose8x8_4(const void *in, int64_t si,\n"
+    "                                                         void *out, int64_t so) {\n"
+    "    for (int j = 0; j < 8; j++)\n"
+    "        for (int k = 0; k < 8; k++)\n"
+    "            memcpy((char *)out + 4 * (k * so + j), (const char *)in + 4 * (j * si + k), 4);\n"
+    "}\n"
+    "#endif\n"
     "__attribute__((noinline, unused)) static float kiln_sum_f32(const float *t, int64_t n) {\n"
     "    float l[16] = {0};\n"
     "    int64_t i = 0;\n"
@@ -1250,7 +1285,25 @@ static void print_buffers(pr *p, bool params) {
     }
 }
 
-/* row, the chunk [jb, je) of the last axis and the leading axes' indices of item `it`. */
+/* Whether the C dialect takes kd->row_block rows per item (kdesc.h, KD_ROW_BLOCK). */
+static bool row_blocks(const pr *p) {
+    return p->dialect == KN_DIALECT_C && p->kd->row_block > 1 && !p->part_mode;
+}
+
+/* The leading axes' indices from the row. */
+static void print_row_axes(pr *p) {
+    const kd_kernel *kd = p->kd;
+    for (int a = 0; a + 1 < kd->rank; a++) {
+        if (kd->dims[a] == 1) continue; /* its index is the constant 0 */
+        indent(p);
+        sb_printf(p->sb, "const int64_t i%d = ", a);
+        print_ix(kd, p->sb, kd->axis_def[a]);
+        sb_append(p->sb, ";\n");
+    }
+}
+
+/* row, the chunk [jb, je) of the last axis and the leading axes' indices of item `it`
+ * (with row blocks, the block's first row, row0: print_row_block). */
 static void print_item(pr *p) {
     const kd_kernel *kd = p->kd;
     const char *it = "it";
@@ -1261,7 +1314,14 @@ static void print_item(pr *p) {
     }
     if (p->part_mode == 1 && p->dialect == KN_DIALECT_C) /* items: parts of the one item */
         line(p, "const int64_t row = 0, jb = 0, je = %lld;", (long long)kd->inner);
-    else if (p->chunks > 1 && kd->tiled && p->dialect == KN_DIALECT_C) {
+    else if (row_blocks(p)) { /* rows row0.. of the block: print_row_block */
+        long long blocks = (long long)(kd->rows / kd->row_block);
+        line(p, "const int64_t row0 = (%s %% %lld) * %lld, jb = (%s / %lld) * %lld;", it, blocks,
+             (long long)kd->row_block, it, blocks, (long long)p->chunk);
+        line(p, "const int64_t je = jb + %lld < %lld ? jb + %lld : %lld;", (long long)p->chunk,
+             (long long)kd->inner, (long long)p->chunk, (long long)kd->inner);
+        return;
+    } else if (p->chunks > 1 && kd->tiled && p->dialect == KN_DIALECT_C) {
         line(p, "const int64_t row = %s %% %lld, jb = (%s / %lld) * %lld;", it, (long long)kd->rows,
              it, (long long)kd->rows, (long long)p->chunk);
         line(p, "const int64_t je = jb + %lld < %lld ? jb + %lld : %lld;", (long long)p->chunk,
@@ -1273,13 +1333,82 @@ static void print_item(pr *p) {
              (long long)kd->inner, (long long)p->chunk, (long long)kd->inner);
     } else
         line(p, "const int64_t row = %s, jb = 0, je = %lld;", it, (long long)kd->inner);
-    for (int a = 0; a + 1 < kd->rank; a++) {
-        if (kd->dims[a] == 1) continue; /* its index is the constant 0 */
-        indent(p);
-        sb_printf(p->sb, "const int64_t i%d = ", a);
-        print_ix(kd, p->sb, kd->axis_def[a]);
-        sb_append(p->sb, ";\n");
+    print_row_axes(p);
+}
+
+static uint32_t part_loop_end(const kd_kernel *kd, uint32_t loop);
+
+/* Whether index ix is a * last + b * (another axis or the row) + c: *across = a, *along = b. */
+static bool two_axes(const kd_kernel *kd, uint32_t ix, int64_t *across, int64_t *along) {
+    const kd_index *x = &kd->ixs[ix];
+    *across = *along = 0;
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_term *t = &kd->terms[x->first + i];
+        const kd_atom *a = &kd->atoms[t->atom];
+        if (a->kind != KD_ATOM_VAR || kd->vars[a->arg].kind == KD_VAR_REDUCE) return false;
+        *(a->arg == kd->last_var ? across : along) = t->coef;
     }
+    return x->n == 2 && *across && *along;
+}
+
+/* Whether a row-blocked kernel (kd->row_block of 8) is a plain transpose of 4-byte
+ * elements that kiln_transpose8x8_4 can move 8 x 8 at a time: rank 2, its body one load
+ * and the store of it, the load contiguous along the rows and at least 8 elements apart
+ * across them (*stride), the store a row of the output, the chunk and the last axis
+ * multiples of 8. *load and *store: its two statements. */
+static bool block_transpose(const pr *p, const kd_stmt **load, const kd_stmt **store,
+                            int64_t *stride) {
+    const kd_kernel *kd = p->kd;
+    if (kd->row_block != 8 || kd->rank != 2 || p->chunk % 8 || kd->inner % 8 ||
+        part_loop_end(kd, 1) != 4)
+        return false;
+    *load = &kd->stmts[2], *store = &kd->stmts[3];
+    if ((*load)->kind != KS_LOAD || (*load)->keep || (*store)->kind != KS_STORE ||
+        (*store)->args[0] != 2 || kiln_dtype_itemsize((*load)->dtype) != 4 ||
+        kiln_dtype_itemsize(kd->out_type[(*store)->slot]) != 4)
+        return false;
+    int64_t along, s_along, s_across;
+    return two_axes(kd, (*load)->ix, stride, &along) && along == 1 && *stride >= 8 &&
+           two_axes(kd, (*store)->ix, &s_across, &s_along) && s_across == 1 &&
+           s_along == kd->inner && kd->ixs[(*store)->ix].c == 0;
+}
+
+/* C, kd->row_block: the element loop (statement 1, straight-line) over the item's
+ * columns, and inside it one iteration per row of the block, whose leading axes' indices
+ * are computed there; a constant trip count, so the compiler vectorises across rows. */
+static void print_row_block(pr *p) {
+    const kd_kernel *kd = p->kd;
+    char v[NAME_LEN];
+    var_name(kd, kd->last_var, v);
+    const kd_stmt *load, *store;
+    int64_t stride;
+    if (block_transpose(p, &load, &store, &stride)) { /* 8 x 8 blocks through registers */
+        line(p, "for (int64_t %s = jb; %s < je; %s += 8) {", v, v, v);
+        p->depth++;
+        line(p, "const int64_t row = row0;");
+        print_row_axes(p);
+        indent(p);
+        sb_printf(p->sb, "kiln_transpose8x8_4(in%u + (", load->slot);
+        print_ix(kd, p->sb, load->ix);
+        sb_printf(p->sb, "), %lld, out%u + (", (long long)stride, store->slot);
+        print_ix(kd, p->sb, store->ix);
+        sb_printf(p->sb, "), %lld);\n", (long long)kd->inner);
+        p->depth--;
+        line(p, "}");
+        return;
+    }
+    line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
+    p->depth++;
+    line(p, "for (int64_t kiln_r = 0; kiln_r < %lld; kiln_r++) {", (long long)kd->row_block);
+    p->depth++;
+    line(p, "const int64_t row = row0 + kiln_r;");
+    print_row_axes(p);
+    uint32_t end = part_loop_end(kd, 1);
+    for (uint32_t s = 2; s < end; s++) print_stmt(p, s);
+    p->depth--;
+    line(p, "}");
+    p->depth--;
+    line(p, "}");
 }
 
 /* The CUDA form of a kernel and its chunk of the last axis: a reduction inside the
@@ -2036,6 +2165,11 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
                 s = part_loop_end(kd, s);
                 continue;
             }
+            if (s == 1 && row_blocks(&p)) {
+                print_row_block(&p);
+                s = part_loop_end(kd, s);
+                continue;
+            }
             bool cuda_split = dialect == KN_DIALECT_CUDA && (p.flags[s] & F_SPLIT_LOOP);
             if (p.part_mode == 2 &&
                 (cuda_split || (dialect == KN_DIALECT_C && s == p.split_loop))) {
@@ -2063,7 +2197,7 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
                               kd->rows * kd->inner * KD_PART_BYTES));
     host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
     host_free(kd->ctx, p.split_k, p.split_k ? (kd->n_stmts + 1) * sizeof *p.split_k : 0);
-    *items = kd->items ? kd->rows * p.chunks : 0;
+    *items = !kd->items ? 0 : row_blocks(&p) ? kd->rows / kd->row_block * p.chunks : kd->rows * p.chunks;
     *parts = p.split_parts;
     return p.hole;
 }
@@ -2085,7 +2219,10 @@ kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, kn_d
         int64_t items = 0, parts = 0;
         if (!s) {
             hole = print_kernel(&kd, dialect, sb, &items, &parts);
-            info[i] = (cgen_kernel){items, kd.grain, parts};
+            int64_t grain = kd.grain; /* items per parallel chunk: of row blocks in C */
+            if (dialect == KN_DIALECT_C && kd.row_block > 1 && !parts)
+                grain = grain > kd.row_block ? grain / kd.row_block : 1;
+            info[i] = (cgen_kernel){items, grain, parts};
         }
         if (!s && hole < 0) s = ctx_oom(g->ctx, "codegen: kernel", kd.n_stmts + 1);
         if (!s && hole > 0)

@@ -642,15 +642,16 @@ static void positional_encodings(int64_t T, int64_t D, bool exact) {
 /* A transpose (a read across the last axis with a long stride) takes few columns per item
  * and goes down the rows first (kd_kernel.tiled) when a row is several items or the
  * stride is a multiple of 1 KiB, and keeps whole rows otherwise; with rows in eights the
- * C dialect takes 8 per item, inside the columns (kd_kernel.row_block), and a plain 2-D
- * transpose of 4-byte elements moves 8 x 8 blocks through registers (kiln_transpose8x8_4).
+ * C dialect takes 8 per item, inside the columns (kd_kernel.row_block), and a plain
+ * transpose of the two minor axes (2-D, batched, NCHW to NHWC) of 4- or 8-byte elements
+ * moves 8 x 8 blocks through registers (kiln_transpose8x8_4 and _8).
  * The source says which form each case takes, and the numbers are the reference's at odd
  * sizes, rank 3, f64 and i32, with one root or a second one. */
 static void test_tiled_transposes(void) {
     static const struct {
         int rank;
-        int64_t d[3];
-        int perm[3];
+        int64_t d[4];
+        int perm[4];
         kiln_dtype t;
         int roots;
         const char *item; /* how the item's row and columns are printed */
@@ -664,10 +665,21 @@ static void test_tiled_transposes(void) {
         {2, {1000, 4096}, {1, 0}, KILN_DTYPE_I32, 1, "row0 = (it % 512) * 8, jb = (it / 512) * 32;",
          "kiln_transpose8x8_4(in0 + (i0 + i1 * 4096), 4096, out0 + (row * 1000 + i1), 1000);"},
         {2, {1004, 4096}, {1, 0}, KILN_DTYPE_F32, 1, "row0 = (it % 512) * 8", "kiln_r < 8"},
-        {2, {1024, 256}, {1, 0}, KILN_DTYPE_F64, 1, "row0 = (it % 32) * 8", "kiln_r < 8"},
+        {2, {1024, 256}, {1, 0}, KILN_DTYPE_F64, 1, "row0 = (it % 32) * 8",
+         "kiln_transpose8x8_8(in0 + (i0 + i1 * 256), 256, out0 + (row * 1024 + i1), 1024);"},
+        {2, {1024, 256}, {1, 0}, KILN_DTYPE_F64, 2, "row0 = (it % 32) * 8", "kiln_r < 8"},
         {3, {2, 3000, 70}, {0, 2, 1}, KILN_DTYPE_F64, 2, "row = it % 140, jb = (it / 140) * 64;",
          NULL},
-        {3, {2, 4096, 64}, {0, 2, 1}, KILN_DTYPE_F32, 1, "row0 = (it % 16) * 8", "kiln_r < 8"},
+        {3, {2, 4096, 64}, {0, 2, 1}, KILN_DTYPE_F32, 1, "row0 = (it % 16) * 8",
+         "kiln_transpose8x8_4(in0 + (i0 * 262144 + i1 + i2 * 64), 64"},
+        {3, {2, 4096, 60}, {0, 2, 1}, KILN_DTYPE_I64, 1, "row0 = (it % 15) * 8", "kiln_r < 8"},
+        {4, {2, 128, 16, 16}, {0, 2, 3, 1}, KILN_DTYPE_F32, 1, "row0 = (it % 64) * 8", /* NHWC */
+         "kiln_transpose8x8_4(in0 + (i0 * 32768 + i1 * 16 + i2 + i3 * 256), 256"},
+        /* a row is one item (not tiled): rows go in blocks of 8 where the stride is a
+         * multiple of 1 KiB (lower.c, row_block), and stay one per item otherwise */
+        {4, {2, 32, 16, 64}, {0, 2, 3, 1}, KILN_DTYPE_F32, 1, "row0 = (it % 256) * 8",
+         "kiln_transpose8x8_4(in0 + (i0 * 32768 + i1 * 64 + i2 + i3 * 1024), 1024"},
+        {4, {2, 24, 16, 40}, {0, 2, 3, 1}, KILN_DTYPE_F32, 1, "row = it, jb = 0, je = 24;", NULL},
         {3, {3, 70, 90}, {0, 2, 1}, KILN_DTYPE_F64, 2, "row = it, jb = 0, je = 70;", NULL},
         {2, {100, 300}, {1, 0}, KILN_DTYPE_I32, 2, "row = it, jb = 0, je = 100;", NULL},
     };

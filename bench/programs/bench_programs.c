@@ -25,6 +25,7 @@
  *                       program: sin and cos of t / 10000^(2i / D), interleaved
  *   trig N              x [N] in [-60, 60]: sin x, cos x, and sin x cos x + x
  *   transpose R C       x [R, C] f32 transposed
+ *   nhwc N C H W        x [N, C, H, W] f32 to [N, H, W, C]
  *   fourier N D F       random Fourier features of points x [N, D] with frequencies
  *                       B [D, F]: sin and cos of 2 pi x B side by side, [N, 2F]
  *   axes B N C          x [B, N, C] normalised along its middle axis N: softmax,
@@ -293,6 +294,13 @@ static int trace_axes(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs
     return 3;
 }
 
+/* An image batch from NCHW to NHWC, as a convolutional model's layout change is. */
+static int trace_nhwc(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    kiln_value x = arg_f32(p, g, 4, (int64_t[]){s[0], s[1], s[2], s[3]}, -1, 1);
+    outs[0] = kiln_transpose(g, x, (const int[]){0, 2, 3, 1});
+    return 1;
+}
+
 static int trace_transpose(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     kiln_value x = arg_f32(p, g, 2, (int64_t[]){s[0], s[1]}, -1, 1);
     outs[0] = kiln_transpose(g, x, (const int[]){1, 0});
@@ -334,7 +342,7 @@ int main(int argc, char **argv) {
                  {"reduce", 2, trace_reduce},      {"embed_grad", 4, trace_embed_grad},
                  {"posenc", 3, trace_posenc},      {"trig", 1, trace_trig},
                  {"transpose", 2, trace_transpose}, {"fourier", 3, trace_fourier},
-                 {"axes", 3, trace_axes}};
+                 {"axes", 3, trace_axes},          {"nhwc", 4, trace_nhwc}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
@@ -342,7 +350,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
                         "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
                         "attn B T N K H | reduce R N | embed_grad B T V D | posenc B T D | trig N "
-                        "| transpose R C | fourier N D F | axes B N C\n");
+                        "| transpose R C | fourier N D F | axes B N C | nhwc N C H W\n");
         return 2;
     }
     int64_t sizes[8];

@@ -253,6 +253,17 @@ elif name == "axes":
         lse = np.log(np.sum(np.exp(x - m), axis=1)) + m[:, 0]
         ms = np.mean(x * x, axis=1, keepdims=True)
         return e / np.sum(e, axis=1, keepdims=True), lse, x / np.sqrt(ms + np.float32(1e-6))
+elif name == "nhwc":
+    N, C, H, W = sizes
+    args = [load(0, np.float32, (N, C, H, W))]
+
+    def f(x):
+        return jnp.transpose(x, (0, 2, 3, 1))
+
+    shapes = [(N, H, W, C)]
+
+    def np_fn(x):
+        return np.ascontiguousarray(np.transpose(x, (0, 2, 3, 1)))
 elif name == "embed_grad":
     B, T, V, D = sizes
     args = [load(0, np.int32, (B, T)), load(1, np.float32, (V, D))]

@@ -47,8 +47,9 @@ enum { KD_CHUNK_MIN = 64, KD_COLUMN_CHUNK_MIN = 512, KD_ITEM_WORK = 1 << 18 };
  * 1000: 60, 13 with 64, 19 with 32); none when a row is one item and the stride is not
  * such a multiple (lower.c, tile_columns). */
 enum { KD_TILE = 64, KD_TILE_POW2 = 32, KD_TILE_STRIDE = 16 };
-/* A tiled kernel whose element loop is straight-line code and whose rows are a multiple
- * of KD_ROW_BLOCK takes that many rows per item in the C dialect (kd_kernel.row_block):
+/* A kernel reading across the last axis with such a stride (tiled or not) whose element
+ * loop is straight-line code and whose rows are a multiple of KD_ROW_BLOCK takes that
+ * many rows per item in the C dialect (kd_kernel.row_block):
  * it loops over the item's columns, and inside over its rows, so each column reads a run
  * of KD_ROW_BLOCK contiguous elements of the transposed input and gcc vectorises across
  * the rows (1024 x 1024 transposed: 1.9 -> 0.5 ms on one thread). */
@@ -233,7 +234,7 @@ typedef struct kd_kernel {
     int64_t grain; /* items per parallel chunk of the pool */
     bool columns;  /* the column-reduction form (lower.c) */
     bool tiled;    /* items go down the rows first: item it is row it % rows, chunk it / rows */
-    /* C, tiled: > 1, rows per item (KD_ROW_BLOCK), the item's columns looped outside its
+    /* C: > 1, rows per item (KD_ROW_BLOCK), the item's columns looped outside its
      * rows; the C dialect's items are then rows / row_block x chunks (CUDA's stay rows x
      * chunks) */
     int64_t row_block;

@@ -192,7 +192,7 @@ static const char head_c[] =
      * reduction recomputed elsewhere would not give the same bits. */
     /* an 8 x 8 block of 4-byte elements transposed through registers: row j of `in` (its
      * rows si elements apart) becomes column j of `out` (rows so apart): three rounds of
-     * two-vector shuffles (print_row_block) */
+     * two-vector shuffles (print_row_block); kiln_transpose8x8_8 below for 8 bytes */
     "#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)\n"
     "typedef uint32_t kiln_v8u __attribute__((vector_size(32)));\n"
     "__attribute__((unused)) KILN_FN void kiln_transpose8x8_4(const void *in, int64_t si,\n"
@@ -217,7 +217,37 @@ static const char head_c[] =
     "        memcpy((char *)out + 4 * (k + 4) * so, &hi, 32);\n"
     "    }\n"
     "}\n"
+    /* and of 8-byte elements, as four 4 x 4 blocks of two rounds */
+    "typedef uint64_t kiln_v4u __attribute__((vector_size(32)));\n"
+    "__attribute__((unused)) KILN_FN void kiln_transpose4x4_8(const char *in, int64_t si,\n"
+    "                                                         char *out, int64_t so) {\n"
+    "    kiln_v4u r[4], t[4];\n"
+    "    for (int k = 0; k < 4; k++) memcpy(&r[k], in + 8 * k * si, 32);\n"
+    "    for (int k = 0; k < 4; k += 2) {\n"
+    "        t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 4, 2, 6);\n"
+    "        t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 1, 5, 3, 7);\n"
+    "    }\n"
+    "    for (int k = 0; k < 2; k++) {\n"
+    "        kiln_v4u lo = __builtin_shufflevector(t[k], t[k + 2], 0, 1, 4, 5);\n"
+    "        kiln_v4u hi = __builtin_shufflevector(t[k], t[k + 2], 2, 3, 6, 7);\n"
+    "        memcpy(out + 8 * k * so, &lo, 32);\n"
+    "        memcpy(out + 8 * (k + 2) * so, &hi, 32);\n"
+    "    }\n"
+    "}\n"
+    "__attribute__((unused)) KILN_FN void kiln_transpose8x8_8(const void *in, int64_t si,\n"
+    "                                                         void *out, int64_t so) {\n"
+    "    for (int i = 0; i < 8; i += 4)\n"
+    "        for (int j = 0; j < 8; j += 4)\n"
+    "            kiln_transpose4x4_8((const char *)in + 8 * (j * si + i), si,\n"
+    "                                (char *)out + 8 * (i * so + j), so);\n"
+    "}\n"
     "#else\n"
+    "__attribute__((unused)) KILN_FN void kiln_transpose8x8_8(const void *in, int64_t si,\n"
+    "                                                         void *out, int64_t so) {\n"
+    "    for (int j = 0; j < 8; j++)\n"
+    "        for (int k = 0; k < 8; k++)\n"
+    "            memcpy((char *)out + 8 * (k * so + j), (const char *)in + 8 * (j * si + k), 8);\n"
+    "}\n"
     "__attribute__((unused)) KILN_FN void kiln_transpose8x8_4(const void *in, int64_t si,\n"
     "                                                         void *out, int64_t so) {\n"
     "    for (int j = 0; j < 8; j++)\n"
@@ -1338,39 +1368,52 @@ static void print_item(pr *p) {
 
 static uint32_t part_loop_end(const kd_kernel *kd, uint32_t loop);
 
-/* Whether index ix is a * last + b * (another axis or the row) + c: *across = a, *along = b. */
-static bool two_axes(const kd_kernel *kd, uint32_t ix, int64_t *across, int64_t *along) {
-    const kd_index *x = &kd->ixs[ix];
-    *across = *along = 0;
-    for (uint32_t i = 0; i < x->n; i++) {
-        const kd_term *t = &kd->terms[x->first + i];
-        const kd_atom *a = &kd->atoms[t->atom];
-        if (a->kind != KD_ATOM_VAR || kd->vars[a->arg].kind == KD_VAR_REDUCE) return false;
-        *(a->arg == kd->last_var ? across : along) = t->coef;
-    }
-    return x->n == 2 && *across && *along;
-}
-
-/* Whether a row-blocked kernel (kd->row_block of 8) is a plain transpose of 4-byte
- * elements that kiln_transpose8x8_4 can move 8 x 8 at a time: rank 2, its body one load
- * and the store of it, the load contiguous along the rows and at least 8 elements apart
- * across them (*stride), the store a row of the output, the chunk and the last axis
- * multiples of 8. *load and *store: its two statements. */
+/* Whether a row-blocked kernel (kd->row_block of 8) is a plain transpose that
+ * kiln_transpose8x8_<4 or 8> can move 8 x 8 at a time (a 2-D transpose, the minor axes of
+ * a batched one, NCHW to NHWC): its body one load of 4- or 8-byte elements and the store
+ * of it; the load's index a sum of the axes' variables (and a constant), the last axis'
+ * at least 8 elements apart (*stride), the second-to-last's contiguous and in eights, so
+ * a block's 8 rows read 8 consecutive elements; the store a row of the output; the chunk
+ * and the last axis multiples of 8. *load and *store: its two statements. */
 static bool block_transpose(const pr *p, const kd_stmt **load, const kd_stmt **store,
                             int64_t *stride) {
     const kd_kernel *kd = p->kd;
-    if (kd->row_block != 8 || kd->rank != 2 || p->chunk % 8 || kd->inner % 8 ||
-        part_loop_end(kd, 1) != 4)
+    if (kd->row_block != 8 || kd->rank < 2 || kd->dims[kd->rank - 2] % 8 || p->chunk % 8 ||
+        kd->inner % 8 || part_loop_end(kd, 1) != 4)
         return false;
     *load = &kd->stmts[2], *store = &kd->stmts[3];
+    size_t bytes = kiln_dtype_itemsize((*load)->dtype);
     if ((*load)->kind != KS_LOAD || (*load)->keep || (*store)->kind != KS_STORE ||
-        (*store)->args[0] != 2 || kiln_dtype_itemsize((*load)->dtype) != 4 ||
-        kiln_dtype_itemsize(kd->out_type[(*store)->slot]) != 4)
+        (*store)->args[0] != 2 || (bytes != 4 && bytes != 8) ||
+        kiln_dtype_itemsize(kd->out_type[(*store)->slot]) != bytes)
         return false;
-    int64_t along, s_along, s_across;
-    return two_axes(kd, (*load)->ix, stride, &along) && along == 1 && *stride >= 8 &&
-           two_axes(kd, (*store)->ix, &s_across, &s_along) && s_across == 1 &&
-           s_along == kd->inner && kd->ixs[(*store)->ix].c == 0;
+    const kd_index *x = &kd->ixs[(*load)->ix];
+    *stride = 0;
+    bool along = false;
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_term *t = &kd->terms[x->first + i];
+        const kd_atom *a = &kd->atoms[t->atom];
+        if (a->kind != KD_ATOM_VAR) return false;
+        const kd_var *v = &kd->vars[a->arg];
+        if (a->arg == kd->last_var)
+            *stride = t->coef;
+        else if (v->kind != KD_VAR_AXIS)
+            return false;
+        else if (v->axis == kd->rank - 2)
+            along = t->coef == 1;
+    }
+    if (!along || *stride < 8) return false;
+    const kd_index *y = &kd->ixs[(*store)->ix];
+    if (y->n != 2 || y->c) return false;
+    for (uint32_t i = 0; i < 2; i++) {
+        const kd_term *t = &kd->terms[y->first + i];
+        const kd_atom *a = &kd->atoms[t->atom];
+        if (a->kind != KD_ATOM_VAR) return false;
+        if (t->coef != (a->arg == kd->last_var ? 1 : kd->inner) ||
+            (a->arg != kd->last_var && kd->vars[a->arg].kind != KD_VAR_ROW))
+            return false;
+    }
+    return true;
 }
 
 /* C, kd->row_block: the element loop (statement 1, straight-line) over the item's
@@ -1388,7 +1431,8 @@ static void print_row_block(pr *p) {
         line(p, "const int64_t row = row0;");
         print_row_axes(p);
         indent(p);
-        sb_printf(p->sb, "kiln_transpose8x8_4(in%u + (", load->slot);
+        sb_printf(p->sb, "kiln_transpose8x8_%zu(in%u + (", kiln_dtype_itemsize(load->dtype),
+                  load->slot);
         print_ix(kd, p->sb, load->ix);
         sb_printf(p->sb, "), %lld, out%u + (", (long long)stride, store->slot);
         print_ix(kd, p->sb, store->ix);

@@ -249,11 +249,13 @@ static int trace_reduce(prog *p, kiln_graph *g, const int64_t *s, kiln_value *ou
 static int trace_posenc(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
     int64_t B = s[0], T = s[1], D = s[2], H = D / 2;
     kiln_value x = arg_f32(p, g, 3, (int64_t[]){B, T, D}, -1, 1);
-    kiln_value pos = kiln_iota(g, KILN_DTYPE_F32, 2, (int64_t[]){T, H}, 0);
-    kiln_value i2 = kiln_mul(g, kiln_iota(g, KILN_DTYPE_F32, 2, (int64_t[]){T, H}, 1),
+    /* as the JAX side writes it: positions [T, 1] times frequencies [1, H] */
+    kiln_value pos = kiln_iota(g, KILN_DTYPE_F32, 2, (int64_t[]){T, 1}, 0);
+    kiln_value i2 = kiln_mul(g, kiln_iota(g, KILN_DTYPE_F32, 2, (int64_t[]){1, H}, 1),
                              kiln_scalar(g, KILN_DTYPE_F32, 2.0 / (double)D));
     kiln_value inv = kiln_exp(g, kiln_mul(g, i2, kiln_scalar(g, KILN_DTYPE_F32, -log(10000.0))));
-    kiln_value ang = kiln_mul(g, pos, inv);
+    kiln_value ang = kiln_mul(g, kiln_broadcast_to(g, pos, 2, (int64_t[]){T, H}),
+                              kiln_broadcast_to(g, inv, 2, (int64_t[]){T, H}));
     kiln_value pair[2] = {kiln_sin(g, ang), kiln_cos(g, ang)};
     kiln_value pe = kiln_reshape(g, kiln_stack(g, 2, pair, 2), 2, (int64_t[]){T, D});
     outs[0] = kiln_add(g, x, kiln_broadcast_to(g, pe, 3, (int64_t[]){B, T, D}));

@@ -819,24 +819,30 @@ int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop) {
  * rows are one item each and whose stride is not a multiple of 1 KiB: consecutive items
  * are then consecutive rows already, reading the next element of the row's lines, which
  * fit the cache (1000 x 30000 transposed: 17 ms as rows, 22 tiled). */
+/* Whether load st reads across the last axis with a stride of at least KD_TILE_STRIDE
+ * elements (*strided), and one of a multiple of 1 KiB (*sets: its lines fall into few
+ * cache sets); both are or-ed in. */
+static void load_strides(const kd_kernel *kd, const kd_stmt *st, bool *strided, bool *sets) {
+    const kd_index *x = &kd->ixs[st->ix];
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_term *t = &kd->terms[x->first + i];
+        const kd_atom *a = &kd->atoms[t->atom];
+        int64_t c = t->coef < 0 ? -t->coef : t->coef;
+        if (a->kind != KD_ATOM_VAR || a->arg != kd->last_var || c < KD_TILE_STRIDE) continue;
+        *strided = true;
+        *sets |= (int64_t)kiln_dtype_itemsize(st->dtype) * c % 1024 == 0;
+    }
+}
+
 static int64_t tile_columns(const kd_kernel *kd) {
     if (kd->prologue || kd->columns || kd->split || kd->inner <= KD_TILE) return 0;
-    int64_t tile = 0;
+    bool strided = false, sets = false;
     for (uint32_t s = 1; s < kd->n_stmts; s++) {
         const kd_stmt *st = &kd->stmts[s];
         if (st->kind == KS_ACC) return 0;
-        if (st->kind != KS_LOAD || st->keep) continue;
-        const kd_index *x = &kd->ixs[st->ix];
-        for (uint32_t i = 0; i < x->n; i++) {
-            const kd_term *t = &kd->terms[x->first + i];
-            const kd_atom *a = &kd->atoms[t->atom];
-            int64_t c = t->coef < 0 ? -t->coef : t->coef;
-            if (a->kind != KD_ATOM_VAR || a->arg != kd->last_var || c < KD_TILE_STRIDE) continue;
-            int64_t w = (int64_t)kiln_dtype_itemsize(st->dtype) * c % 1024 ? KD_TILE : KD_TILE_POW2;
-            tile = tile && tile < w ? tile : w;
-        }
+        if (st->kind == KS_LOAD && !st->keep) load_strides(kd, st, &strided, &sets);
     }
-    return tile == KD_TILE && kd->chunks == 1 ? 0 : tile;
+    return !strided || (!sets && kd->chunks == 1) ? 0 : sets ? KD_TILE_POW2 : KD_TILE;
 }
 
 /* kd->row_block (kdesc.h, KD_ROW_BLOCK): for a kernel that reads across the last axis
@@ -847,22 +853,13 @@ static int64_t row_block(const kd_kernel *kd) {
     if (kd->rows % KD_ROW_BLOCK || kd->n_stmts < 3 || kd->stmts[1].kind != KS_LOOP ||
         kd->stmts[1].n >= 0 || kd->stmts[kd->n_stmts - 1].kind != KS_END)
         return 0;
-    bool strided = false, sets = false; /* sets: a stride of a multiple of 1 KiB */
+    bool strided = false, sets = false;
     for (uint32_t s = 2; s + 1 < kd->n_stmts; s++) {
         const kd_stmt *st = &kd->stmts[s];
         if (st->kind == KS_LOOP || st->kind == KS_IF || st->kind == KS_ELSE_IF ||
             st->kind == KS_ELSE || st->kind == KS_END || st->kind == KS_ACC)
             return 0;
-        if (st->kind != KS_LOAD || st->keep) continue;
-        const kd_index *x = &kd->ixs[st->ix];
-        for (uint32_t i = 0; i < x->n; i++) {
-            const kd_term *t = &kd->terms[x->first + i];
-            const kd_atom *a = &kd->atoms[t->atom];
-            int64_t c = t->coef < 0 ? -t->coef : t->coef;
-            if (a->kind != KD_ATOM_VAR || a->arg != kd->last_var || c < KD_TILE_STRIDE) continue;
-            strided = true;
-            sets |= (int64_t)kiln_dtype_itemsize(st->dtype) * c % 1024 == 0;
-        }
+        if (st->kind == KS_LOAD && !st->keep) load_strides(kd, st, &strided, &sets);
     }
     /* Untiled (a row is one item), blocks pay only where the stride crowds the rows' lines
      * into few cache sets: NCHW to NHWC, one thread, [16, 32, 64, 64] 5.5 -> 0.8 ms, but

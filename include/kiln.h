@@ -482,7 +482,9 @@ KILN_API kiln_value kiln_slice(kiln_graph *g, kiln_value x, const int64_t *start
                                const int64_t *limit, const int64_t *stride);
 KILN_API kiln_value kiln_concatenate(kiln_graph *g, int n, const kiln_value *xs, int axis);
 /* XLA's pad: lo/hi elements of pad_value (a rank-0 value of x's dtype) before/after each
- * axis, `interior` between elements (NULL: 0). Negative lo/hi crop. */
+ * axis, `interior` between elements (NULL: 0). Negative lo/hi crop, past the operand too
+ * (lax.pad of 3 elements with lo = -4, hi = 5 is 4 padding values), as long as each
+ * axis comes out of size >= 0; crops of 2^62 or more are refused. */
 KILN_API kiln_value kiln_pad(kiln_graph *g, kiln_value x, kiln_value pad_value, const int64_t *lo,
                              const int64_t *hi, const int64_t *interior);
 

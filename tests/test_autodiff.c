@@ -69,6 +69,9 @@ U(f_pad, kiln_pad(g, x[0], x[1], (const int64_t[]){1, -1}, (const int64_t[]){2, 
                   (const int64_t[]){1, 2}))
 U(f_pad_pos, kiln_pad(g, x[0], x[1], (const int64_t[]){0, 2}, (const int64_t[]){1, 0},
                       (const int64_t[]){2, 0}))
+U(f_pad_past, kiln_pad(g, x[0], x[1], (const int64_t[]){-4, 1}, (const int64_t[]){5, -1}, NULL))
+U(f_pad_past_interior, kiln_pad(g, kiln_exp(g, x[0]), x[1], (const int64_t[]){-6, -1},
+                                (const int64_t[]){8, 2}, (const int64_t[]){1, 0}))
 U(f_concat, kiln_concatenate(g, 3, (kiln_value[]){x[0], kiln_tanh(g, x[1]), x[0]}, 1))
 U(f_convert, kiln_convert(g, kiln_mul(g, x[0], x[0]), KILN_DTYPE_F64))
 U(f_matmul, kiln_matmul(g, x[0], x[1]))
@@ -248,6 +251,8 @@ static const grad_case cases[] = {
     {"slice strided", f_slice, 1, {2}, {{6, 3}}, ANY},
     {"pad crop interior", f_pad, 2, {2, 0}, {{3, 2}, {0}}, ANY},
     {"pad", f_pad_pos, 2, {2, 0}, {{2, 3}, {0}}, ANY},
+    {"pad cropping past the operand", f_pad_past, 2, {2, 0}, {{3, 2}, {0}}, ANY},
+    {"pad cropping past, interior", f_pad_past_interior, 2, {2, 0}, {{3, 2}, {0}}, ANY},
     {"concatenate", f_concat, 2, {2, 2}, {{2, 1}, {2, 3}}, ANY},
     {"convert", f_convert, 1, {1}, {{3}}, ANY},
     {"matmul", f_matmul, 2, {2, 2}, {{2, 3}, {3, 4}}, ANY},

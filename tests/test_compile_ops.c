@@ -477,6 +477,31 @@ static void test_int64_edges(void) {
     CHECK_CONTAINS(kiln_last_error(ctx), "kiln_pad");
     kiln_graph_destroy(g);
 
+    /* cropping past the operand, as lax.pad allows (all padding then along that axis):
+     * [3, 20] with lo -4 / hi 5 on axis 0 (4 rows), lo -23 / hi 26 on axis 1 of exp(y) (23
+     * columns), and with interior padding, lo -6 / hi 8 past its 5 (7 rows) */
+    kiln_graph_create(ctx, "edges", &g);
+    const int64_t d320[2] = {3, 20};
+    y = kiln_parameter(g, "y", KILN_DTYPE_F32, 2, d320);
+    kiln_value past[3] = {
+        kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 7.0), (int64_t[]){-4, 0}, (int64_t[]){5, 0},
+                 NULL),
+        kiln_pad(g, kiln_exp(g, y), kiln_scalar(g, KILN_DTYPE_F32, 7.0), (int64_t[]){0, -23},
+                 (int64_t[]){0, 26}, NULL),
+        kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 7.0), (int64_t[]){-6, 2}, (int64_t[]){8, -1},
+                 (int64_t[]){1, 1})};
+    CHECK_OK(ctx, kiln_graph_finish(g, 3, past));
+    int64_t pd[3][2];
+    for (int i = 0; i < 3; i++) CHECK(kiln_value_type(g, past[i], NULL, NULL, pd[i]));
+    CHECK(pd[0][0] == 4 && pd[0][1] == 20 && pd[1][0] == 3 && pd[1][1] == 23 && pd[2][0] == 7 &&
+          pd[2][1] == 40);
+    rs = 8;
+    args[0] = cmp_random_array(ctx, KILN_DTYPE_F32, 2, d320, &rs);
+    CHECK(cmp_graph(ctx, g, 1, args, NULL, 2e-5, NULL));
+    CHECK(cmp_graph(ctx, g, 1, args, &unfused, 2e-5, NULL));
+    kiln_array_destroy(args[0]);
+    kiln_graph_destroy(g);
+
     /* padding each side by almost 2^62: the sum overflows int64 unless checked (fuzz_builder) */
     kiln_graph_create(ctx, "edges", &g);
     const int64_t three[1] = {3}, big[1] = {((int64_t)1 << 62) - 1};

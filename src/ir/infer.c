@@ -200,11 +200,12 @@ static kiln_status infer_pad(const kiln_graph *g, ir_node *n, char *msg, size_t 
         if (!kn_mul_i64(gaps, in, &inner) || __builtin_add_overflow(d, inner, &extent) ||
             extent > IR_DIM_MAX || lo > IR_DIM_MAX || hi > IR_DIM_MAX)
             FAIL(KILN_STATUS_SHAPE, "axis %d: the padded size overflows", i);
-        /* cropping more than the whole operand is not padding (and keeps i - lo in range) */
-        if (lo < -extent || hi < -extent)
-            FAIL(KILN_STATUS_SHAPE,
-                 "axis %d: lo %lld / hi %lld crop more than the operand's %lld elements", i,
-                 (long long)lo, (long long)hi, (long long)extent);
+        /* As XLA's: a side may crop past the operand (lo = -4, hi = 5 on 3 elements is 4
+         * elements of padding) as long as the size comes out >= 0; a crop of 2^62 or more
+         * is refused, which keeps an index minus lo within int64. */
+        if (lo < -IR_DIM_MAX || hi < -IR_DIM_MAX)
+            FAIL(KILN_STATUS_SHAPE, "axis %d: lo %lld / hi %lld crop 2^62 elements or more", i,
+                 (long long)lo, (long long)hi);
         if (__builtin_add_overflow(extent, lo, &out) || __builtin_add_overflow(out, hi, &out) ||
             out > IR_DIM_MAX)
             FAIL(KILN_STATUS_SHAPE, "axis %d: the padded size overflows", i);

@@ -328,6 +328,30 @@ static void test_simd_pragma(void) {
     kiln_graph_destroy(g);
 }
 
+/* f32 sin and cos in an element loop: Cody and Waite alone first, the flag of an argument
+ * past 2^21, and the exact rerun kept scalar (print_c.c, fast_trig_loop); not in place,
+ * where the rerun would read what the first pass overwrote. */
+static void test_fast_trig_form(void) {
+    kiln_graph *g = graph();
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, (int64_t[]){1000});
+    char *src = finish(g, kiln_add(g, kiln_sin(g, x), kiln_cos(g, x)));
+    CHECK_CONTAINS(src, "uint32_t kiln_big = 0;");
+    CHECK_CONTAINS(src, "= kiln_sin_fast_f32(v");
+    CHECK_CONTAINS(src, "kiln_big |= kiln_trig_big_f32(v");
+    CHECK_CONTAINS(src, "if (kiln_big) {");
+    CHECK_CONTAINS(src, "KILN_SCALAR_LOOP();");
+    CHECK_CONTAINS(src, "= kiln_cos_f32(v");
+    free(src);
+    kiln_graph_destroy(g);
+
+    g = graph(); /* f64: libm's, no fast form */
+    x = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, (int64_t[]){1000});
+    src = finish(g, kiln_sin(g, x));
+    CHECK_LACKS(src, "kiln_big");
+    free(src);
+    kiln_graph_destroy(g);
+}
+
 static void test_provenance(void) {
     kiln_graph *g = graph();
     int64_t d[2] = {8, 32};
@@ -560,6 +584,7 @@ int main(void) {
     RUN(test_reshape_index);
     RUN(test_guards);
     RUN(test_simd_pragma);
+    RUN(test_fast_trig_form);
     RUN(test_provenance);
     RUN(test_stable_text);
     RUN(test_run_divmod);

@@ -607,6 +607,31 @@ static void test_last_axis_segments(void) {
         }
 }
 
+/* f32 sin and cos in an element loop run first by Cody and Waite alone, and the loop runs
+ * again exactly when an argument is 2^21 or more (print_c.c, fast_trig_loop): items of
+ * small arguments only, one with a single huge argument among small ones, inf and NaN
+ * (which need no rerun), through fused expressions, against the reference. */
+static void test_fast_trig(void) {
+    enum { N = 9000 };
+    float *v = malloc(N * sizeof *v);
+    uint64_t rs = 23;
+    for (int i = 0; i < N; i++) v[i] = (float)(100 * test_rng_unit(&rs) - 50);
+    v[100] = INFINITY, v[101] = -INFINITY, v[102] = NAN, v[103] = -0.0f;
+    v[5000] = 3.0e7f, v[8999] = -1.0e38f; /* past 2^21: the items holding them run again */
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "fast trig", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, (int64_t[]){N});
+    kiln_value o[3] = {kiln_sin(g, x), kiln_cos(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 3))),
+                       kiln_add(g, kiln_mul(g, kiln_sin(g, x), kiln_cos(g, x)), x)};
+    CHECK_OK(ctx, kiln_graph_finish(g, 3, o));
+    kiln_array *a = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, (int64_t[]){N}, v, &a));
+    CHECK_MSG(cmp_graph(ctx, g, 1, &a, NULL, 1e-6, NULL), "sin and cos with a rerun");
+    kiln_array_destroy(a);
+    kiln_graph_destroy(g);
+    free(v);
+}
+
 /* A NaN in any lane of a row or a column wins its max and min (the NaN flag, as wide as
  * the value since print_c.c's nan_ctype): rows of 8, 16 and 37 with one NaN each, at
  * every position in turn, and rows without; f32 and f64; through a softmax too. */
@@ -952,6 +977,7 @@ int main(void) {
     RUN(test_concatenate_twice);
     RUN(test_last_axis_segments);
     RUN(test_nan_lanes);
+    RUN(test_fast_trig);
     RUN(test_signed_zero_max_min);
     RUN(test_chunked_reductions);
     RUN(test_scatter_parts);

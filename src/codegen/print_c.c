@@ -182,6 +182,11 @@ static const char head_c[] =
     "#else\n#define KILN_GATHER_GUARD\n#define KILN_BRANCH_GUARD\n"
     "#define KILN_GATHER_BRANCH_GUARD\n#endif\n"
     "#define KILN_FN static inline\n"
+    /* in a loop, keeps the compiler from vectorising it: the rarely run exact rerun of a
+     * loop with fast sin and cos (fast_trig_loop), which vectorised would double the
+     * kernel's compile time */
+    "#if defined(__GNUC__)\n#define KILN_SCALAR_LOOP() __asm__ volatile(\"\" ::: \"memory\")\n"
+    "#else\n#define KILN_SCALAR_LOOP()\n#endif\n"
     "KILN_FN uint32_t kiln_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }\n"
     "KILN_FN float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
     "KILN_FN uint64_t kiln_f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }\n"
@@ -399,16 +404,17 @@ static const char math_f32[] =
      * and signed by the quadrant, and rounded once to f32; sin keeps x below 2^-12 (and
      * so -0), inf and NaN give NaN */
     "typedef struct kiln_pio2 { double r; uint32_t quadrant; } kiln_pio2;\n"
+    "KILN_FN kiln_pio2 kiln_reduce_pio2_small_f32(float a) { /* 0 <= a < 2^21 */\n"
+    "    kiln_pio2 v;\n"
+    "    double d = a, k = (d * 0x1.45f306dc9c883p-1 + 0x1.8p52) - 0x1.8p52;\n"
+    "    v.r = ((d - k * 0x1.921fb544p+0) - k * 0x1.0b4611a626331p-34) - k * 0x1.1701b839a2520p-88;\n"
+    "    v.quadrant = (uint32_t)(int64_t)k;\n"
+    "    return v;\n"
+    "}\n"
     "KILN_FN kiln_pio2 kiln_reduce_pio2_f32(float x) {\n"
     "    float a = fabsf(x);\n"
     "    kiln_pio2 v;\n"
-    "    if (a < 0x1p21f) {\n"
-    "        double d = a, k = (d * 0x1.45f306dc9c883p-1 + 0x1.8p52) - 0x1.8p52;\n"
-    "        v.r = ((d - k * 0x1.921fb544p+0) - k * 0x1.0b4611a626331p-34) -\n"
-    "              k * 0x1.1701b839a2520p-88;\n"
-    "        v.quadrant = (uint32_t)(int64_t)k;\n"
-    "        return v;\n"
-    "    }\n"
+    "    if (a < 0x1p21f) return kiln_reduce_pio2_small_f32(a);\n"
     "    uint32_t b = kiln_f32_bits(a);\n"
     "    int32_t e = (int32_t)(b >> 23) - 127;\n"
     "    e = e > 127 ? 127 : e;\n"
@@ -443,20 +449,33 @@ static const char math_f32[] =
     "    p = p * z - 1.3888888888888889e-03; p = p * z + 4.1666666666666667e-02;\n"
     "    return 1.0 - 0.5 * z + z * z * p;\n"
     "}\n"
-    "KILN_FN float kiln_sin_f32(float x) {\n"
-    "    kiln_pio2 p = kiln_reduce_pio2_f32(x);\n"
+    "KILN_FN float kiln_sin_of_f32(float x, kiln_pio2 p) {\n"
     "    uint32_t n = p.quadrant;\n"
     "    double v = n & 1u ? kiln_cos_poly(p.r) : kiln_sin_poly(p.r);\n"
     "    v = (n & 2u) != (x < 0 ? 2u : 0u) ? -v : v;\n"
     "    return fabsf(x) < 0x1p-12f ? x : x - x != 0 ? x - x : (float)v;\n"
     "}\n"
-    "KILN_FN float kiln_cos_f32(float x) {\n"
-    "    kiln_pio2 p = kiln_reduce_pio2_f32(x);\n"
+    "KILN_FN float kiln_cos_of_f32(float x, kiln_pio2 p) {\n"
     "    uint32_t n = p.quadrant;\n"
     "    double v = n & 1u ? kiln_sin_poly(p.r) : kiln_cos_poly(p.r);\n"
     "    v = ((n + 1u) & 2u) ? -v : v;\n"
     "    return x - x != 0 ? x - x : (float)v;\n"
     "}\n"
+    "KILN_FN float kiln_sin_f32(float x) { return kiln_sin_of_f32(x, kiln_reduce_pio2_f32(x)); }\n"
+    "KILN_FN float kiln_cos_f32(float x) { return kiln_cos_of_f32(x, kiln_reduce_pio2_f32(x)); }\n"
+    /* the same below 2^21 (and for inf and NaN) by Cody and Waite alone: the loop that calls
+     * them also ors kiln_trig_big_f32 of each argument, and runs again with the exact ones
+     * when it is set (fast_trig_loop) */
+    "KILN_FN kiln_pio2 kiln_reduce_fast_f32(float x) {\n"
+    "    float a = fabsf(x);\n"
+    "    return kiln_reduce_pio2_small_f32(a < 0x1p21f ? a : 0.0f);\n"
+    "}\n"
+    "KILN_FN uint32_t kiln_trig_big_f32(float x) {\n"
+    "    float a = fabsf(x);\n"
+    "    return a >= 0x1p21f && a <= 0x1.fffffep127f;\n"
+    "}\n"
+    "KILN_FN float kiln_sin_fast_f32(float x) { return kiln_sin_of_f32(x, kiln_reduce_fast_f32(x)); }\n"
+    "KILN_FN float kiln_cos_fast_f32(float x) { return kiln_cos_of_f32(x, kiln_reduce_fast_f32(x)); }\n"
     /* 1/(1+exp(-x)), as exp(x)/(1+exp(x)) for x < 0 (the reference's
      * form), so it does not flush to 0 before exp(x) does; one
      * division whose numerator is selected (a vectorised loop
@@ -602,6 +621,8 @@ typedef struct pr {
     uint32_t n_split;    /* CUDA: how many accumulators are split */
     int64_t split_parts; /* the parts: kd->parts in C; CUDA: cuda_*_split's choice */
     int64_t base_items;  /* CUDA: kiln_k<i>'s own items (the part kernel runs parts x them) */
+    bool fast_trig;      /* C: f32 sin and cos without Payne-Hanek (fast_trig_loop) */
+    bool trig_rerun;     /* C: printing that loop's exact rerun, kept scalar */
 } pr;
 
 /* Whether accumulator a sums into its f32 block here. */
@@ -1177,6 +1198,13 @@ static void print_stmt(pr *p, uint32_t id) {
             p->hole = (int)s->op + 1;
             snprintf(ex, sizeof ex, "0");
         }
+        if (p->fast_trig && s->dtype == KILN_DTYPE_F32 && (s->op == IR_SIN || s->op == IR_COS)) {
+            line(p, "const float v%u = kiln_%s_fast_f32(%s);", id, s->op == IR_SIN ? "sin" : "cos",
+                 a[0]);
+            line(p, "kiln_big |= kiln_trig_big_f32(%s);", a[0]);
+            break;
+        }
+        if (p->trig_rerun && (s->op == IR_SIN || s->op == IR_COS)) line(p, "KILN_SCALAR_LOOP();");
         line(p, "const %s v%u = %s;", ct, id, ex);
         break;
     }
@@ -1757,6 +1785,29 @@ static uint32_t chain_next(const kd_kernel *kd, uint32_t s) {
     return kd->n_stmts - 1;
 }
 
+/* C: the element loop of a kernel whose f32 sin and cos (directly in it: not in a reduce
+ * loop) are printed first by Cody and Waite alone, which is exact below 2^21 and, in a
+ * vectorised loop, half the work of computing both reductions and keeping one per lane:
+ * the loop ors kiln_trig_big_f32 of each argument, and when that is set it runs again
+ * with the exact functions, overwriting every output of the item. Not in place, not
+ * with a prologue (the kept value it reads back is overwritten), not in the column form
+ * or split in parts (kiln_k<i>_part), nor where the loop carries a simd pragma (the flag
+ * would need a reduction clause). 0: none. */
+static uint32_t fast_trig_loop(const kd_kernel *kd) {
+    if (kd->in_place || kd->prologue || kd->columns || kd->parts || kd->n_stmts < 3 ||
+        kd->stmts[1].kind != KS_LOOP || kd->stmts[1].n >= 0 || kd->stmts[1].simd)
+        return 0;
+    uint32_t end = part_loop_end(kd, 1);
+    bool trig = false;
+    for (uint32_t s = 2; s < end; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_LOOP) return 0;
+        trig |= st->kind == KS_OP && st->dtype == KILN_DTYPE_F32 &&
+                (st->op == IR_SIN || st->op == IR_COS);
+    }
+    return trig ? 1 : 0;
+}
+
 /* Statements [from, to) for the last axis in [lo, hi): an if-chain decided there is
  * printed as the branch taken alone. */
 static void print_decided(pr *p, uint32_t from, uint32_t to, int64_t lo, int64_t hi) {
@@ -2145,6 +2196,20 @@ static void print_part_combine(pr *p, uint32_t acc_id, int k) {
 /* Prints kernel kd; *items receives its work items in this dialect, *parts its split
  * reduction's parts (0: not split). Returns the op (+1)
  * that had no kernel expression, 0, or -1 on host OOM. */
+/* C: element loop s (statement 1), in the form print_kernel would print it. */
+static void print_element_loop(pr *p, uint32_t s, uint32_t unroll, uint32_t seg,
+                               const int64_t *seg_b, int seg_n) {
+    const kd_kernel *kd = p->kd;
+    if (s == unroll)
+        print_split_unrolled(p, s);
+    else if (s == seg)
+        print_segments(p, s, seg_b, seg_n);
+    else if (s == 1 && row_blocks(p))
+        print_row_block(p);
+    else
+        for (uint32_t t = s, end = part_loop_end(kd, s); t <= end; t++) print_stmt(p, t);
+}
+
 static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int64_t *items,
                         int64_t *parts) {
     pr p = {.kd = kd,
@@ -2195,10 +2260,26 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     int64_t seg_b[SEG_MAX];
     int seg_n = 0;
     uint32_t seg = dialect == KN_DIALECT_C && !unroll ? segmented_loop(kd, seg_b, &seg_n) : 0;
+    uint32_t fast = dialect == KN_DIALECT_C ? fast_trig_loop(kd) : 0;
     if (p.vec)
         print_vec(&p);
     else
         for (uint32_t s = 1; s < kd->n_stmts; s++) {
+            if (s == fast) { /* the element loop with fast sin and cos, again if it must */
+                line(&p, "uint32_t kiln_big = 0;");
+                p.fast_trig = true;
+                print_element_loop(&p, s, unroll, seg, seg_b, seg_n);
+                p.fast_trig = false;
+                line(&p, "if (kiln_big) { /* an argument of 2^21 or more: exactly */");
+                p.depth++;
+                p.trig_rerun = true;
+                print_element_loop(&p, s, unroll, seg, seg_b, seg_n);
+                p.trig_rerun = false;
+                p.depth--;
+                line(&p, "}");
+                s = part_loop_end(kd, s);
+                continue;
+            }
             if (s == unroll) {
                 print_split_unrolled(&p, s);
                 s = part_loop_end(kd, s);

@@ -262,8 +262,8 @@ static void test_guards(void) {
     /* a pad of the last axis: three segments, the middle one reading x, the others 0 */
     g = graph();
     p = kiln_parameter(g, "p", KILN_DTYPE_F32, 2, (int64_t[]){4, 6});
-    src = finish(g, kiln_exp(g, kiln_pad(g, p, kiln_scalar(g, KILN_DTYPE_F32, 0),
-                                         (int64_t[]){0, 2}, (int64_t[]){0, 1}, NULL)));
+    src = finish(g, kiln_exp(g, kiln_pad(g, p, kiln_scalar(g, KILN_DTYPE_F32, 0), (int64_t[]){0, 2},
+                                         (int64_t[]){0, 1}, NULL)));
     CHECK(!strstr(src, "if (") && !strstr(src, "KILN_BRANCH_GUARD"));
     CHECK_CONTAINS(src, "i1 < (je < 2 ? je : 2)");
     CHECK_CONTAINS(src, "for (int64_t i1 = jb > 8 ? jb : 8; i1 < (je < 9 ? je : 9); i1++)");
@@ -288,7 +288,8 @@ static void test_simd_pragma(void) {
     g = graph();
     x = kiln_parameter(g, "x", KILN_DTYPE_F64, 2, d);
     int first = 0;
-    kiln_value mm[2] = {kiln_reduce_min(g, x, 1, &ax, false), kiln_reduce_max(g, x, 1, &first, false)};
+    kiln_value mm[2] = {kiln_reduce_min(g, x, 1, &ax, false),
+                        kiln_reduce_max(g, x, 1, &first, false)};
     CHECK_OK(ctx, kiln_graph_finish(g, 2, mm));
     src = kernels_of(g, NULL);
     CHECK(src && strstr(src, "uint64_t acc2_nan = 0;") && strstr(src, "uint64_t acc1_nan[2048]"));

@@ -483,13 +483,12 @@ static void test_int64_edges(void) {
     kiln_graph_create(ctx, "edges", &g);
     const int64_t d320[2] = {3, 20};
     y = kiln_parameter(g, "y", KILN_DTYPE_F32, 2, d320);
-    kiln_value past[3] = {
-        kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 7.0), (int64_t[]){-4, 0}, (int64_t[]){5, 0},
-                 NULL),
-        kiln_pad(g, kiln_exp(g, y), kiln_scalar(g, KILN_DTYPE_F32, 7.0), (int64_t[]){0, -23},
-                 (int64_t[]){0, 26}, NULL),
-        kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 7.0), (int64_t[]){-6, 2}, (int64_t[]){8, -1},
-                 (int64_t[]){1, 1})};
+    kiln_value past[3] = {kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 7.0), (int64_t[]){-4, 0},
+                                   (int64_t[]){5, 0}, NULL),
+                          kiln_pad(g, kiln_exp(g, y), kiln_scalar(g, KILN_DTYPE_F32, 7.0),
+                                   (int64_t[]){0, -23}, (int64_t[]){0, 26}, NULL),
+                          kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 7.0), (int64_t[]){-6, 2},
+                                   (int64_t[]){8, -1}, (int64_t[]){1, 1})};
     CHECK_OK(ctx, kiln_graph_finish(g, 3, past));
     int64_t pd[3][2];
     for (int i = 0; i < 3; i++) CHECK(kiln_value_type(g, past[i], NULL, NULL, pd[i]));
@@ -621,7 +620,8 @@ static void test_fast_trig(void) {
     kiln_graph *g = NULL;
     kiln_graph_create(ctx, "fast trig", &g);
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, (int64_t[]){N});
-    kiln_value o[3] = {kiln_sin(g, x), kiln_cos(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 3))),
+    kiln_value o[3] = {kiln_sin(g, x),
+                       kiln_cos(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 3))),
                        kiln_add(g, kiln_mul(g, kiln_sin(g, x), kiln_cos(g, x)), x)};
     CHECK_OK(ctx, kiln_graph_finish(g, 3, o));
     kiln_array *a = NULL;

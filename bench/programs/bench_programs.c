@@ -279,7 +279,8 @@ static int trace_fourier(prog *p, kiln_graph *g, const int64_t *s, kiln_value *o
     int64_t N = s[0], D = s[1], F = s[2];
     kiln_value x = arg_f32(p, g, 2, (int64_t[]){N, D}, -1, 1);
     kiln_value b = arg_f32(p, g, 2, (int64_t[]){D, F}, -3, 3);
-    kiln_value z = kiln_mul(g, kiln_matmul(g, x, b), kiln_scalar(g, KILN_DTYPE_F32, 6.283185307179586));
+    kiln_value z =
+        kiln_mul(g, kiln_matmul(g, x, b), kiln_scalar(g, KILN_DTYPE_F32, 6.283185307179586));
     outs[0] = kiln_concatenate(g, 2, (kiln_value[]){kiln_sin(g, z), kiln_cos(g, z)}, 1);
     return 1;
 }
@@ -337,14 +338,14 @@ int main(int argc, char **argv) {
         const char *name;
         int n_sizes;
         int (*trace)(prog *, kiln_graph *, const int64_t *, kiln_value *);
-    } progs[] = {{"embed", 6, trace_embed},        {"rope", 4, trace_rope},
-                 {"block", 3, trace_block},        {"block_sdpa", 3, trace_block_sdpa},
-                 {"xent", 2, trace_xent},          {"adam", 1, trace_adam},
-                 {"cumsum", 2, trace_cumsum},      {"attn", 5, trace_attn},
-                 {"reduce", 2, trace_reduce},      {"embed_grad", 4, trace_embed_grad},
-                 {"posenc", 3, trace_posenc},      {"trig", 1, trace_trig},
+    } progs[] = {{"embed", 6, trace_embed},         {"rope", 4, trace_rope},
+                 {"block", 3, trace_block},         {"block_sdpa", 3, trace_block_sdpa},
+                 {"xent", 2, trace_xent},           {"adam", 1, trace_adam},
+                 {"cumsum", 2, trace_cumsum},       {"attn", 5, trace_attn},
+                 {"reduce", 2, trace_reduce},       {"embed_grad", 4, trace_embed_grad},
+                 {"posenc", 3, trace_posenc},       {"trig", 1, trace_trig},
                  {"transpose", 2, trace_transpose}, {"fourier", 3, trace_fourier},
-                 {"axes", 3, trace_axes},          {"nhwc", 4, trace_nhwc}};
+                 {"axes", 3, trace_axes},           {"nhwc", 4, trace_nhwc}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;

@@ -160,8 +160,8 @@ static uint32_t lower_elementwise(lw *l, uint32_t id, const uint32_t *ix) {
 /* Linearises the output index, then splits the linear position over the operand's axes;
  * the simplifier turns the pair back into plain axes wherever the reshape only merges,
  * splits whole axes or adds and removes unit axes. */
-static void reshape_index(kd_kernel *kd, const ir_shape *os, const uint32_t *ix,
-                          const ir_shape *is, uint32_t *sub) {
+static void reshape_index(kd_kernel *kd, const ir_shape *os, const uint32_t *ix, const ir_shape *is,
+                          uint32_t *sub) {
     uint32_t lin = kd_ix_const(kd, 0);
     int64_t stride = 1;
     for (int a = os->rank - 1; a >= 0; a--) {

@@ -407,7 +407,8 @@ static const char math_f32[] =
     "KILN_FN kiln_pio2 kiln_reduce_pio2_small_f32(float a) { /* 0 <= a < 2^21 */\n"
     "    kiln_pio2 v;\n"
     "    double d = a, k = (d * 0x1.45f306dc9c883p-1 + 0x1.8p52) - 0x1.8p52;\n"
-    "    v.r = ((d - k * 0x1.921fb544p+0) - k * 0x1.0b4611a626331p-34) - k * 0x1.1701b839a2520p-88;\n"
+    "    v.r = ((d - k * 0x1.921fb544p+0) - k * 0x1.0b4611a626331p-34) - k * "
+    "0x1.1701b839a2520p-88;\n"
     "    v.quadrant = (uint32_t)(int64_t)k;\n"
     "    return v;\n"
     "}\n"
@@ -474,8 +475,10 @@ static const char math_f32[] =
     "    float a = fabsf(x);\n"
     "    return a >= 0x1p21f && a <= 0x1.fffffep127f;\n"
     "}\n"
-    "KILN_FN float kiln_sin_fast_f32(float x) { return kiln_sin_of_f32(x, kiln_reduce_fast_f32(x)); }\n"
-    "KILN_FN float kiln_cos_fast_f32(float x) { return kiln_cos_of_f32(x, kiln_reduce_fast_f32(x)); }\n"
+    "KILN_FN float kiln_sin_fast_f32(float x) { return kiln_sin_of_f32(x, "
+    "kiln_reduce_fast_f32(x)); }\n"
+    "KILN_FN float kiln_cos_fast_f32(float x) { return kiln_cos_of_f32(x, "
+    "kiln_reduce_fast_f32(x)); }\n"
     /* 1/(1+exp(-x)), as exp(x)/(1+exp(x)) for x < 0 (the reference's
      * form), so it does not flush to 0 before exp(x) does; one
      * division whose numerator is selected (a vectorised loop
@@ -790,8 +793,7 @@ static void print_acc(pr *p, uint32_t id) {
     if (s->column) {
         line(p, "%s acc%u[%lld];", at, id, (long long)p->chunk);
         if (s->red.blocked) line(p, "float acc%u_b[%lld];", id, (long long)p->chunk);
-        if (s->red.nan_flag)
-            line(p, "%s acc%u_nan[%lld];", nan_ctype(s), id, (long long)p->chunk);
+        if (s->red.nan_flag) line(p, "%s acc%u_nan[%lld];", nan_ctype(s), id, (long long)p->chunk);
         line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u[j] = %s;", id, init);
         if (s->red.nan_flag) line(p, "for (int64_t j = 0; j < je - jb; j++) acc%u_nan[j] = 0;", id);
         return;
@@ -2322,7 +2324,9 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
                               kd->rows * kd->inner * KD_PART_BYTES));
     host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
     host_free(kd->ctx, p.split_k, p.split_k ? (kd->n_stmts + 1) * sizeof *p.split_k : 0);
-    *items = !kd->items ? 0 : row_blocks(&p) ? kd->rows / kd->row_block * p.chunks : kd->rows * p.chunks;
+    *items = !kd->items       ? 0
+             : row_blocks(&p) ? kd->rows / kd->row_block * p.chunks
+                              : kd->rows * p.chunks;
     *parts = p.split_parts;
     return p.hole;
 }

@@ -599,7 +599,7 @@ static unsigned form_visit(pc_walk *w, const fkernel *k, uint32_t id) {
     if (ir_ops[n->op].kind == IRK_REDUCE) {
         const ir_node *x = &w->g->nodes[ir_in(n)[0]];
         form = x->shape.rank && n->a.reduce_axes >> (x->shape.rank - 1) & 1u ? FORM_ROWS
-                                                                            : FORM_COLUMNS;
+                                                                             : FORM_COLUMNS;
     }
     for (uint32_t i = 0; i < n->n_in; i++) form |= form_visit(w, k, ir_in(n)[i]);
     return form;

@@ -469,12 +469,19 @@ static void test_int64_edges(void) {
     for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
     kiln_graph_destroy(g);
 
-    /* padding that crops more than the operand has, with the padded size in range */
+    /* padding at int64's edge with the padded size in range, and a crop of 2^62 or more:
+     * refused, saying so */
     kiln_graph_create(ctx, "edges", &g);
     y = kiln_parameter(g, "y", KILN_DTYPE_F32, 1, one);
     const int64_t lo2[1] = {INT64_MIN + 2}, hi2[1] = {INT64_MAX};
     CHECK(kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 0.0), lo2, hi2, NULL).id == 0);
     CHECK_CONTAINS(kiln_last_error(ctx), "kiln_pad");
+    kiln_graph_destroy(g);
+    kiln_graph_create(ctx, "edges", &g); /* a graph keeps its first error */
+    y = kiln_parameter(g, "y", KILN_DTYPE_F32, 1, one);
+    const int64_t lo3[1] = {-((int64_t)1 << 62) - 1}, hi3[1] = {(int64_t)1 << 62}; /* size 0 */
+    CHECK(kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 0.0), lo3, hi3, NULL).id == 0);
+    CHECK_CONTAINS(kiln_last_error(ctx), "crop 2^62 elements or more");
     kiln_graph_destroy(g);
 
     /* cropping past the operand, as lax.pad allows (all padding then along that axis):

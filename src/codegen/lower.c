@@ -538,6 +538,17 @@ static void lower_rows(lw *l, const uint32_t *ix, bool keep) {
     host_free(kd->ctx, stack, g->n_nodes * sizeof *stack);
 }
 
+/* Whether shapes a and b are the same but for axes of size 1. */
+static bool same_but_units(const ir_shape *a, const ir_shape *b) {
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < a->rank && a->dims[i] == 1) i++;
+        while (j < b->rank && b->dims[j] == 1) j++;
+        if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
+        if (a->dims[i++] != b->dims[j++]) return false;
+    }
+}
+
 /* The column form. A kernel whose reductions keep the last axis (a column sum, a bias
  * gradient; a layer norm's gain and bias gradients side by side; the mean over a sequence
  * of gathered embedding rows) would, element by element, walk its reduced axes with a
@@ -554,17 +565,6 @@ static void lower_rows(lw *l, const uint32_t *ix, bool keep) {
  * axes, the roots' last axis as theirs, and keep their operand's last axis; they are
  * returned in reds[]. Any other reduction (under a broadcast, say) is lowered per element
  * in the second loop as usual. */
-
-/* Whether shapes a and b are the same but for axes of size 1. */
-static bool same_but_units(const ir_shape *a, const ir_shape *b) {
-    int i = 0, j = 0;
-    for (;;) {
-        while (i < a->rank && a->dims[i] == 1) i++;
-        while (j < b->rank && b->dims[j] == 1) j++;
-        if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
-        if (a->dims[i++] != b->dims[j++]) return false;
-    }
-}
 
 static uint32_t column_reductions(const lw *l, uint32_t *reds) {
     enum { MAX_WALK = 256 };
@@ -674,10 +674,6 @@ static void lower_columns(lw *l, const uint32_t *reds, uint32_t n_reds, const ui
     scope_close(l);
 }
 
-/* Each root's element, then its store. In place with several roots, every root's element
- * first and then the stores: a root written over an input must not clobber an element
- * that another root reads after it (a root not lowered yet, or a load of that element
- * through another index expression). The second pass finds the values memoised. */
 /* The row values recorded as one per element (lower_rows), at the element's index: first
  * in the element loop, so every later use there finds them memoised. */
 static void lower_row_elements(lw *l, const uint32_t *ix) {
@@ -689,6 +685,10 @@ static void lower_row_elements(lw *l, const uint32_t *ix) {
     }
 }
 
+/* Each root's element, then its store. In place with several roots, every root's element
+ * first and then the stores: a root written over an input must not clobber an element
+ * that another root reads after it (a root not lowered yet, or a load of that element
+ * through another index expression). The second pass finds the values memoised. */
 static void lower_elements(lw *l, const uint32_t *ix, uint32_t store_ix) {
     /* with a kept value, too: it lies in a root's output, which that root's store overwrites */
     bool defer = (l->kd->in_place || l->kept) && l->k->n_roots > 1;
@@ -813,12 +813,6 @@ int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop) {
     return work;
 }
 
-/* kd->tiled (kdesc.h, KD_TILE): for an elementwise kernel (no reduction, no split, no
- * prologue) with a load whose index steps by at least KD_TILE_STRIDE elements along the
- * last axis, the columns an item should take; 0 for any other kernel, and for one whose
- * rows are one item each and whose stride is not a multiple of 1 KiB: consecutive items
- * are then consecutive rows already, reading the next element of the row's lines, which
- * fit the cache (1000 x 30000 transposed: 17 ms as rows, 22 tiled). */
 /* Whether load st reads across the last axis with a stride of at least KD_TILE_STRIDE
  * elements (*strided), and one of a multiple of 1 KiB (*sets: its lines fall into few
  * cache sets); both are or-ed in. */
@@ -834,6 +828,12 @@ static void load_strides(const kd_kernel *kd, const kd_stmt *st, bool *strided, 
     }
 }
 
+/* kd->tiled (kdesc.h, KD_TILE): for an elementwise kernel (no reduction, no split, no
+ * prologue) with a load whose index steps by at least KD_TILE_STRIDE elements along the
+ * last axis, the columns an item should take; 0 for any other kernel, and for one whose
+ * rows are one item each and whose stride is not a multiple of 1 KiB: consecutive items
+ * are then consecutive rows already, reading the next element of the row's lines, which
+ * fit the cache (1000 x 30000 transposed: 17 ms as rows, 22 tiled). */
 static int64_t tile_columns(const kd_kernel *kd) {
     if (kd->prologue || kd->columns || kd->split || kd->inner <= KD_TILE) return 0;
     bool strided = false, sets = false;

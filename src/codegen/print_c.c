@@ -2195,9 +2195,6 @@ static void print_part_combine(pr *p, uint32_t acc_id, int k) {
     line(p, "}");
 }
 
-/* Prints kernel kd; *items receives its work items in this dialect, *parts its split
- * reduction's parts (0: not split). Returns the op (+1)
- * that had no kernel expression, 0, or -1 on host OOM. */
 /* C: element loop s (statement 1), in the form print_kernel would print it. */
 static void print_element_loop(pr *p, uint32_t s, uint32_t unroll, uint32_t seg,
                                const int64_t *seg_b, int seg_n) {
@@ -2212,8 +2209,11 @@ static void print_element_loop(pr *p, uint32_t s, uint32_t unroll, uint32_t seg,
         for (uint32_t t = s, end = part_loop_end(kd, s); t <= end; t++) print_stmt(p, t);
 }
 
+/* Prints kernel kd; *items receives its work items in this dialect, *grain the items per
+ * parallel chunk, *parts its split reduction's parts (0: not split). Returns the op (+1)
+ * that had no kernel expression, 0, or -1 on host OOM. */
 static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int64_t *items,
-                        int64_t *parts) {
+                        int64_t *grain, int64_t *parts) {
     pr p = {.kd = kd,
             .sb = sb,
             .dialect = dialect,
@@ -2282,18 +2282,8 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
                 s = part_loop_end(kd, s);
                 continue;
             }
-            if (s == unroll) {
-                print_split_unrolled(&p, s);
-                s = part_loop_end(kd, s);
-                continue;
-            }
-            if (s == seg) {
-                print_segments(&p, s, seg_b, seg_n);
-                s = part_loop_end(kd, s);
-                continue;
-            }
-            if (s == 1 && row_blocks(&p)) {
-                print_row_block(&p);
+            if (s == unroll || s == seg || (s == 1 && row_blocks(&p))) { /* a form of its own */
+                print_element_loop(&p, s, unroll, seg, seg_b, seg_n);
                 s = part_loop_end(kd, s);
                 continue;
             }
@@ -2324,9 +2314,10 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
                               kd->rows * kd->inner * KD_PART_BYTES));
     host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
     host_free(kd->ctx, p.split_k, p.split_k ? (kd->n_stmts + 1) * sizeof *p.split_k : 0);
-    *items = !kd->items       ? 0
-             : row_blocks(&p) ? kd->rows / kd->row_block * p.chunks
-                              : kd->rows * p.chunks;
+    /* the dialect's items, and so its grain: row blocks of them in C */
+    bool blocks = row_blocks(&p);
+    *items = !kd->items ? 0 : blocks ? kd->rows / kd->row_block * p.chunks : kd->rows * p.chunks;
+    *grain = !blocks ? kd->grain : kd->grain > kd->row_block ? kd->grain / kd->row_block : 1;
     *parts = p.split_parts;
     return p.hole;
 }
@@ -2345,12 +2336,9 @@ kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, kn_d
         kd_kernel kd;
         kiln_status s = kd_lower(g, p, i, &kd);
         int hole = 0;
-        int64_t items = 0, parts = 0;
+        int64_t items = 0, grain = 1, parts = 0;
         if (!s) {
-            hole = print_kernel(&kd, dialect, sb, &items, &parts);
-            int64_t grain = kd.grain; /* items per parallel chunk: of row blocks in C */
-            if (dialect == KN_DIALECT_C && kd.row_block > 1 && !parts)
-                grain = grain > kd.row_block ? grain / kd.row_block : 1;
+            hole = print_kernel(&kd, dialect, sb, &items, &grain, &parts);
             info[i] = (cgen_kernel){items, grain, parts};
         }
         if (!s && hole < 0) s = ctx_oom(g->ctx, "codegen: kernel", kd.n_stmts + 1);

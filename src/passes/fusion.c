@@ -621,9 +621,6 @@ static bool reads_apart(pc_walk *w, const fkernel *a, const fkernel *b) {
     return fa && fb && fa != fb;
 }
 
-/* A recomputation must stay in the backward pass: a kernel writing one (IR_REMAT_CLONE)
- * never joins a kernel of the forward pass, which would compute it while the forward
- * values it replaces are still live and undo the saving. */
 /* Whether kernel k writes a recomputation (IR_REMAT_CLONE), which the remat pass placed
  * right before its first reader: it joins no earlier sibling, which would compute it early
  * and keep it long (a GPT step's layer norms recomputed together at the start of the
@@ -635,12 +632,13 @@ static bool recomputes(const kiln_graph *g, const fkernel *k) {
     return false;
 }
 
+/* A recomputation must stay in the backward pass: a kernel writing one never joins a
+ * kernel of the forward pass as its consumer, which would compute it while the forward
+ * values it replaces are still live and undo the saving. */
 static bool keeps_remat_apart(const kiln_graph *g, const fkernel *ka, const fkernel *kb) {
-    bool clone = false, late = false;
-    for (uint32_t r = 0; r < kb->n_roots; r++)
-        clone |= g->nodes[kb->roots[r]].remat == IR_REMAT_CLONE;
+    bool late = false;
     for (uint32_t r = 0; r < ka->n_roots; r++) late |= g->nodes[ka->roots[r]].backward;
-    return clone && !late;
+    return !late && recomputes(g, kb);
 }
 
 /* Multi-output fusion, two kinds, both for loop kernels over the same index space:
@@ -689,10 +687,9 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
                 continue;
             }
         }
-        for (uint32_t a = (uint32_t)(ready + 1); a < b; a++) {
+        for (uint32_t a = (uint32_t)(ready + 1); a < b && !recomputes(g, kb); a++) {
             fkernel *ka = &p->kernels[a];
             if (gone[a] || ka->kind != FK_LOOP || !ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) ||
-                keeps_remat_apart(g, ka, kb) || recomputes(g, kb) ||
                 !shares_large_input(g, ka, kb) || reads_apart(&pw, ka, kb))
                 continue;
             if ((s = absorb(ctx, ka, kb))) break;

@@ -821,7 +821,10 @@ static kiln_status build_and_run_of(kiln_context *c, bool by_hand, int *bad) {
     if (!s) s = kiln_executable_run(e, 1, &a, 1, &r);
     if (!s) {
         kiln_array_copy_to_host(r, y, sizeof y);
-        *bad = y[0] != 1 || y[1] != 2; /* the first query sees only the first key */
+        /* the first query sees only the first key: its weight is 1 but for the last bit
+         * that a multiply-add contracted in one kernel and not in another may take from
+         * x * scale - max (docs/ops.md, "Fused multiply-adds") */
+        *bad = fabsf(y[0] - 1) > 2e-7f || fabsf(y[1] - 2) > 4e-7f;
     }
     kiln_array_destroy(r);
     kiln_array_destroy(a);

@@ -412,6 +412,23 @@ static void test_forms(void) {
             kiln_graph_destroy(g);
         }
     }
+    /* NCHW -> NHWC with 3 channels, normalised per channel: a short last axis merged into
+     * the one before (kdesc.h, KD_SHORT_ROW), its chunks whole rows of channels */
+    g = NULL;
+    kiln_graph_create(ctx, "short_rows", &g);
+    {
+        int64_t dn[4] = {2, 3, 30, 41}, nhwc[4] = {2, 30, 41, 3}, dch = 3;
+        int perm[4] = {0, 2, 3, 1}, last = 3;
+        kiln_value t = kiln_transpose(g, kiln_parameter(g, "x", KILN_DTYPE_F32, 4, dn), perm);
+        kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F32, 1, &dch);
+        kiln_value o[2] = {t,
+                           kiln_mul(g, kiln_sub(g, t, kiln_broadcast_in_dim(g, m, 4, nhwc, &last)),
+                                    kiln_broadcast_in_dim(g, m, 4, nhwc, &last))};
+        if (finish(g, 2, o, "short_rows")) {
+            check(g, "short_rows", NULL, 1e-6);
+            kiln_graph_destroy(g);
+        }
+    }
     /* sin, cos, erf and the composites over them: libm's names in CUDA C (sinf, erff) */
     g = NULL;
     kiln_graph_create(ctx, "new_ops", &g);

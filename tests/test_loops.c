@@ -744,6 +744,130 @@ static void test_tiled_transposes(void) {
     }
 }
 
+/* --------------------------------------------------- short last axes ---- */
+
+/* Elementwise kernels whose roots end in a short axis (kdesc.h, KD_SHORT_ROW) that a load
+ * reads across their leading axes (NCHW -> NHWC): the index space merges the short axis
+ * into the one before, so an item is a run of whole rows, looped as (pair, member) with no
+ * division per row; and where merging does not pay, the rows stay as they were. Each case
+ * is checked on its text and against the reference, one output or two (the second root
+ * reads the first's values again), at sizes whose merged axis splits into chunks. */
+static void test_short_rows(void) {
+    static const struct {
+        int rank;
+        int64_t d[4];
+        int perm[4];
+        kiln_dtype t;
+        const char *item; /* how the item's row and columns are printed */
+        const char *loop; /* the element loop (NULL: the rows are not merged) */
+    } cases[] = {
+        {4,
+         {2, 3, 20, 22},
+         {0, 2, 3, 1},
+         KILN_DTYPE_F32,
+         "row = it, jb = 0, je = 66;",
+         "for (int64_t i2q = jb / 3; i2q < je / 3; i2q++)"},
+        {4,
+         {3, 2, 7, 9},
+         {0, 2, 3, 1},
+         KILN_DTYPE_F64,
+         "row = it, jb = 0, je = 18;",
+         "for (int64_t i2r = 0; i2r < 2; i2r++)"},
+        {4,
+         {2, 15, 5, 6},
+         {0, 2, 3, 1},
+         KILN_DTYPE_I32,
+         "row = it, jb = 0, je = 90;",
+         "for (int64_t i2r = 0; i2r < 15; i2r++)"},
+        /* 3 x 1000: the merged axis is two chunks of whole rows (2046 = 682 x 3) */
+        {3,
+         {2, 3, 1000},
+         {0, 2, 1},
+         KILN_DTYPE_F32,
+         "jb = (it % 2) * 2046;",
+         "for (int64_t i1q = jb / 3; i1q < je / 3; i1q++)"},
+        {3,
+         {4, 5, 6},
+         {2, 0, 1},
+         KILN_DTYPE_I64,
+         "row = it, jb = 0, je = 20;",
+         "for (int64_t i1r = 0; i1r < 5; i1r++)"},
+        /* 2-D: a row's index is the row itself, no division to save: rows stay */
+        {2, {5, 300}, {1, 0}, KILN_DTYPE_F32, "row = it, jb = 0, je = 5;", NULL},
+        /* a last axis of KD_SHORT_ROW is not short */
+        {4, {2, 16, 4, 4}, {0, 2, 3, 1}, KILN_DTYPE_F32, "je = 16;", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        for (int roots = 1; roots <= 2; roots++) {
+            kiln_graph *g = NULL;
+            CHECK_OK(ctx, kiln_graph_create(ctx, "short", &g));
+            kiln_value x = kiln_parameter(g, "x", cases[i].t, cases[i].rank, cases[i].d);
+            kiln_value y = kiln_transpose(g, x, cases[i].perm);
+            kiln_value outs[2] = {y, kiln_add(g, kiln_mul(g, y, y), y)};
+            CHECK_OK(ctx, kiln_graph_finish(g, roots, outs));
+            char *src = source_of(g), *k0 = kernel_text(src, 0);
+            CHECK_MSG(strstr(k0, cases[i].item), "case %zu:\n%s", i, k0);
+            if (cases[i].loop)
+                CHECK_MSG(strstr(k0, cases[i].loop), "case %zu:\n%s", i, k0);
+            else
+                CHECK_LACKS(k0, "q = jb /");
+            free(k0);
+            free(src);
+            uint64_t seed = 70 + i;
+            kiln_array *arg = cmp_random_array(ctx, cases[i].t, cases[i].rank, cases[i].d, &seed);
+            CHECK_MSG(cmp_graph(ctx, g, 1, &arg, NULL, 1e-6, NULL), "case %zu", i);
+            kiln_array_destroy(arg);
+            kiln_graph_destroy(g);
+        }
+    }
+
+    /* normalising NHWC images per channel after the transpose: the channel's mean and
+     * scale are read at the member, the pixel at the pair */
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "short", &g));
+    int64_t d[4] = {2, 3, 9, 11}, c[1] = {3};
+    int perm[4] = {0, 2, 3, 1}, last[1] = {3};
+    kiln_value x = kiln_transpose(g, kiln_parameter(g, "x", KILN_DTYPE_F32, 4, d), perm);
+    kiln_value m = kiln_parameter(g, "mean", KILN_DTYPE_F32, 1, c);
+    kiln_value sd = kiln_parameter(g, "scale", KILN_DTYPE_F32, 1, c);
+    const int64_t *nhwc = (const int64_t[]){2, 9, 11, 3};
+    kiln_value y = kiln_mul(g, kiln_sub(g, x, kiln_broadcast_in_dim(g, m, 4, nhwc, last)),
+                            kiln_broadcast_in_dim(g, sd, 4, nhwc, last));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    char *src = source_of(g), *k0 = kernel_text(src, 0);
+    CHECK_CONTAINS(k0, "for (int64_t i2r = 0; i2r < 3; i2r++)");
+    CHECK_CONTAINS(k0, "[i2r]");
+    free(k0);
+    free(src);
+    uint64_t seed = 90;
+    kiln_array *args[3] = {cmp_random_array(ctx, KILN_DTYPE_F32, 4, d, &seed),
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 1, c, &seed),
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 1, c, &seed)};
+    CHECK(cmp_graph(ctx, g, 3, args, NULL, 1e-6, NULL));
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_graph_destroy(g);
+
+    /* concatenated along the short axis after the transpose: the element loop branches on
+     * the member, so the rows stay rows (their segmented loop) */
+    CHECK_OK(ctx, kiln_graph_create(ctx, "short", &g));
+    int64_t e[4] = {2, 2, 9, 11};
+    kiln_value a = kiln_transpose(g, kiln_parameter(g, "a", KILN_DTYPE_F32, 4, d), perm);
+    kiln_value b = kiln_transpose(g, kiln_parameter(g, "b", KILN_DTYPE_F32, 4, e), perm);
+    y = kiln_exp(g, kiln_concatenate(g, 2, (kiln_value[]){a, b}, 3));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    src = source_of(g);
+    k0 = kernel_text(src, 0);
+    CHECK_CONTAINS(k0, "row = it, jb = 0, je = 5;");
+    CHECK_LACKS(k0, "q = jb /");
+    free(k0);
+    free(src);
+    kiln_array *ab[2] = {cmp_random_array(ctx, KILN_DTYPE_F32, 4, d, &seed),
+                         cmp_random_array(ctx, KILN_DTYPE_F32, 4, e, &seed)};
+    CHECK(cmp_graph(ctx, g, 2, ab, NULL, 1e-6, NULL));
+    for (int i = 0; i < 2; i++) kiln_array_destroy(ab[i]);
+    kiln_graph_destroy(g);
+}
+
 static void test_interleave(void) {
     interleave(2, 3, 5);
     interleave(1, 7, 1);
@@ -812,6 +936,7 @@ int main(void) {
     RUN(test_interleave);
     RUN(test_tiled_transposes);
     RUN(test_axis_norms);
+    RUN(test_short_rows);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);
     return test_summary("test_loops");

@@ -4,10 +4,11 @@
  * CPU; a CUDA printer prints the same description) turns it into source. The description
  * holds:
  *
- *  - the index space and its work split: the roots' shape, seen as rows (every axis but
- *    the last) times chunks of kd_kernel.chunk elements of the last axis (KD_CHUNK, less
- *    for a reduction's few heavy elements), so both tall and wide outputs parallelise. A
- *    work item is one (row, chunk); items are independent;
+ *  - the index space and its work split: the roots' shape (a short last axis merged into
+ *    the one before: KD_SHORT_ROW), seen as rows (every axis but the last) times chunks of
+ * kd_kernel.chunk elements of the last axis (KD_CHUNK, less for a reduction's few heavy elements),
+ * so both tall and wide outputs parallelise. A work item is one (row, chunk); items are
+ * independent;
  *  - index expressions (kd_index) in a canonical affine form c + sum coef * atom, where an
  *    atom is a loop variable, a division or remainder of another index by a constant, or
  *    an integer value computed by a statement (a take_rows row). Building one simplifies
@@ -54,6 +55,14 @@ enum { KD_TILE = 64, KD_TILE_POW2 = 32, KD_TILE_STRIDE = 16 };
  * of KD_ROW_BLOCK contiguous elements of the transposed input and gcc vectorises across
  * the rows (1024 x 1024 transposed: 1.9 -> 0.5 ms on one thread). */
 enum { KD_ROW_BLOCK = 8 };
+/* An elementwise kernel (no reduction, no row value inlined) whose roots' last axis is
+ * shorter than KD_SHORT_ROW may fold it into the axis before (kd_kernel.merged): its index
+ * space is [..., A * B] for roots [..., A, B], the element's two axes the last axis'
+ * variable / B and % B (so kd_kernel.split is B and the C dialect loops over both). Rows
+ * of B elements were items of their own, each dividing its leading axes out of the row,
+ * and too short to vectorise: NCHW -> NHWC of [8, 3, 224, 224], one thread, 0.73 -> 0.13
+ * ms. kd_lower decides where it pays (lower.c). */
+enum { KD_SHORT_ROW = 16 };
 
 /* ------------------------------------------------------------ indices ---- */
 
@@ -222,9 +231,13 @@ typedef struct kd_prov {
 typedef struct kd_kernel {
     kiln_context *ctx;
     uint32_t index; /* number of the kernel in the fusion plan */
-    /* index space: rank and dims of the roots; rows x chunks work items */
+    /* index space: rank and dims of the roots (but for a merged last axis); rows x chunks
+     * work items */
     int rank;
     int64_t dims[KILN_MAX_RANK];
+    /* > 1: the roots' last axis (of this many elements, < KD_SHORT_ROW) is merged into the
+     * space's last, whose variable v gives the roots' two axes as v / merged, v % merged */
+    int64_t merged;
     int64_t inner, rows, chunk, chunks, items; /* chunk: the last axis' elements per item */
     /* the statements before the element loop compute row values (fusion.h) once per item,
      * which is then a whole row (chunk = inner) but in the column form. A row value's

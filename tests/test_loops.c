@@ -552,6 +552,51 @@ static void test_tiny_reductions(void) {
  * looped over the pair, the body printed once for each member (the member a constant, so
  * the concatenation's branch folds and the kernel needs no if-conversion guard): no
  * division or remainder per element. */
+/* Row reductions of at most KD_SHORT_REDUCE values of a cheap operand, computed in the
+ * element loop, get no vectorising pragma either (nor does the element loop) (gcc unrolls them and
+ * vectorises across rows); a costly operand (an exp) or a longer row keeps it. Checked on the text
+ * and, with a NaN in some rows, against the reference, f32 and f64. */
+static void test_short_reductions(void) {
+    static const int64_t widths[4] = {6, 16, 17, 32};
+    for (int t = 0; t < 2; t++)
+        for (int w = 0; w < 4; w++) {
+            kiln_dtype dt = t ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+            int64_t n = widths[w], d[2] = {1001, n};
+            int last = 1;
+            for (int costly = 0; costly < 2; costly++) {
+                kiln_graph *g = NULL;
+                CHECK_OK(ctx, kiln_graph_create(ctx, "short", &g));
+                kiln_value x = kiln_parameter(g, "x", dt, 2, d);
+                kiln_value c = kiln_sub(g, x, kiln_scalar(g, dt, 0.5));
+                kiln_value outs[3] = {
+                    kiln_reduce_sum(g, costly ? kiln_exp(g, x) : x, 1, &last, false),
+                    kiln_reduce_max(g, x, 1, &last, false),
+                    kiln_reduce_sum(g, kiln_mul(g, c, c), 1, &last, false)};
+                CHECK_OK(ctx, kiln_graph_finish(g, costly ? 1 : 3, outs));
+                char *src = source_of(g);
+                const char *body = strstr(src, "KILN_EXPORT");
+                bool pragma = body && strstr(body, "#pragma omp simd");
+                CHECK_MSG(pragma == (costly || n > 16), "rows of %lld%s:\n%s", (long long)n,
+                          costly ? ", exp" : "", src);
+                free(src);
+                uint64_t seed = 80 + (uint64_t)n;
+                double *v = malloc((size_t)(1001 * n) * sizeof *v);
+                float *f = malloc((size_t)(1001 * n) * sizeof *f);
+                for (int64_t i = 0; i < 1001 * n; i++) v[i] = 4 * test_rng_unit(&seed) - 2;
+                v[3 * n + 1] = v[1000 * n + n - 1] = NAN; /* a NaN in two rows' lanes */
+                for (int64_t i = 0; i < 1001 * n; i++) f[i] = (float)v[i];
+                kiln_array *arg = NULL;
+                CHECK_OK(ctx, kiln_array_create(ctx, dt, 2, d, t ? (void *)v : (void *)f, &arg));
+                free(v);
+                free(f);
+                CHECK_MSG(cmp_graph(ctx, g, 1, &arg, NULL, 1e-6, NULL), "rows of %lld",
+                          (long long)n);
+                kiln_array_destroy(arg);
+                kiln_graph_destroy(g);
+            }
+        }
+}
+
 static void interleave(int64_t B, int64_t T, int64_t P) {
     kiln_graph *g = NULL;
     CHECK_OK(ctx, kiln_graph_create(ctx, "interleave", &g));
@@ -937,6 +982,7 @@ int main(void) {
     RUN(test_tiled_transposes);
     RUN(test_axis_norms);
     RUN(test_short_rows);
+    RUN(test_short_reductions);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);
     return test_summary("test_loops");

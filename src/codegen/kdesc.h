@@ -161,6 +161,14 @@ enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128, KD_SMALL_SUM = 16 };
  * element (one thread, a million rows of 3: softmax 24 -> 4 ms, row sum and max 4.7 ->
  * 1.5). From 5 values gcc's vectorising across elements fails and the pragma is better. */
 enum { KD_TINY_REDUCE = 4 };
+/* Nor does one of at most KD_SHORT_REDUCE values per element computed in the element loop
+ * (not in a prologue, whose item is one row) from an operand that costs less than a
+ * transcendental: gcc unrolls it too and vectorises across the elements, where the
+ * pragma's horizontal reduction per element was most of the work (one thread, an f64 sum
+ * and a max of each of 131072 rows of 16: 0.80 -> 0.22 ms; rows of 8 0.96 -> 0.26; rows
+ * of 24 only 1.7 -> 1.3, and rows of 32 0.46 -> 1.4; with an exp per value the pragma
+ * wins at every length). Longer f32 sums are blocked (KD_SMALL_SUM) and keep theirs. */
+enum { KD_SHORT_REDUCE = KD_SMALL_SUM };
 
 /* kd_kernel.parts: how many, the least work (reduced elements) worth splitting, the bytes
  * of one element's partial accumulator. */

@@ -317,6 +317,9 @@ static uint32_t open_reduce_loops(lw *l, uint32_t id, const uint32_t *ix, uint32
     return loop;
 }
 
+enum { KEEP_COST = 4 };
+static bool costly(const lw *l, uint32_t u, int budget);
+
 static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
     const ir_node *n = &l->g->nodes[id];
     uint32_t sub[KILN_MAX_RANK];
@@ -346,7 +349,12 @@ static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
     }
     if (loop) {
         l->kd->stmts[loop].acc = acc;
-        l->kd->stmts[loop].simd = !l->int_arith && !(sized && in / out <= KD_TINY_REDUCE);
+        /* few values an element: gcc unrolls the loop and vectorises the one around it */
+        uint32_t x = ir_in(n)[0];
+        bool cheap = l->p->materialised[x] || l->p->inline_const[x] || !costly(l, x, KEEP_COST);
+        bool tiny = sized && in / out <= KD_TINY_REDUCE;
+        bool few = sized && in / out <= KD_SHORT_REDUCE && cheap && !l->in_prologue;
+        l->kd->stmts[loop].simd = !l->int_arith && !tiny && !few;
     }
     l->int_arith |= saved;
     while (opened--) scope_close(l);
@@ -433,9 +441,9 @@ static uint32_t lower_value(lw *l, uint32_t id, const uint32_t *ix) {
 
 /* ---------------------------------------------------------- kernel ---- */
 
-/* Whether inlined node u of the kernel costs at least KEEP_COST per element (with what it
- * computes inline: a transcendental, a division), so that keeping it beats recomputing. */
-enum { KEEP_COST = 4 };
+/* Whether inlined node u of the kernel costs at least budget per element (with what it
+ * computes inline: a transcendental, a division, at KEEP_COST), so that keeping it beats
+ * recomputing. */
 static bool costly(const lw *l, uint32_t u, int budget) {
     const ir_node *n = &l->g->nodes[u];
     budget -= ir_ops[n->op].cost;

@@ -519,11 +519,14 @@ static void test_row_values_per_element(void) {
     kiln_graph_destroy(g);
 }
 
-/* A reduction of at most KD_TINY_REDUCE values per element gets no vectorising pragma
- * (gcc unrolls it and vectorises across the elements), a longer one keeps it; both agree
- * with the reference, a softmax over rows of 3 and sums and maxima over 4 and 5. */
+/* A softmax, a row sum and a row max over rows of n: up to KD_SHORT_REDUCE values, none
+ * gets a reduction pragma (gcc unrolls them and vectorises across the elements; the
+ * softmax's item is KD_PROLOGUE_ROWS rows, the last one partial), 17 do; every form
+ * agrees with the reference. */
 static void test_tiny_reductions(void) {
-    for (int64_t n = 3; n <= 5; n++) {
+    static const int64_t widths[5] = {3, 4, 5, 16, 17};
+    for (int w = 0; w < 5; w++) {
+        int64_t n = widths[w];
         kiln_graph *g = NULL;
         CHECK_OK(ctx, kiln_graph_create(ctx, "tiny", &g));
         int64_t d[2] = {1000, n};
@@ -534,7 +537,7 @@ static void test_tiny_reductions(void) {
         CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
         char *src = source_of(g);
         const char *body = strstr(src, "KILN_EXPORT");
-        CHECK_MSG(body && (strstr(body, "#pragma omp simd reduction") != NULL) == (n > 4),
+        CHECK_MSG(body && (strstr(body, "#pragma omp simd reduction") != NULL) == (n > 16),
                   "rows of %lld:\n%s", (long long)n, src);
         free(src);
         uint64_t seed = 60 + (uint64_t)n;
@@ -595,6 +598,50 @@ static void test_short_reductions(void) {
                 kiln_graph_destroy(g);
             }
         }
+}
+
+/* Row values over short rows, KD_PROLOGUE_ROWS rows an item (kd_kernel.prologue_rows):
+ * softmax, log_softmax, layer and RMS norms and logsumexp over rows of 2, 7 and 16, each in
+ * its own graph so that each is one kernel of that form, f32 and f64, 1001 rows (the last
+ * item partial) with a NaN row and a row of -inf; against the reference. */
+static void test_prologue_rows(void) {
+    static const int64_t widths[3] = {2, 7, 16};
+    for (int t = 0; t < 2; t++)
+        for (int w = 0; w < 3; w++)
+            for (int op = 0; op < 5; op++) {
+                kiln_dtype dt = t ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+                int64_t n = widths[w], d[2] = {1001, n};
+                int last = 1;
+                kiln_graph *g = NULL;
+                CHECK_OK(ctx, kiln_graph_create(ctx, "prologue rows", &g));
+                kiln_value x = kiln_parameter(g, "x", dt, 2, d), none = {0, 0};
+                kiln_value y = op == 0   ? kiln_softmax(g, x, -1)
+                               : op == 1 ? kiln_log_softmax(g, x, -1)
+                               : op == 2 ? kiln_layer_norm(g, x, none, none, 1e-5)
+                               : op == 3 ? kiln_rms_norm(g, x, none, -1, 1e-6)
+                                         : kiln_logsumexp(g, x, 1, &last, true);
+                CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+                char *src = source_of(g), *k0 = kernel_text(src, 0);
+                CHECK_MSG(strstr(k0, "kiln_r < rn"), "op %d, rows of %lld:\n%s", op, (long long)n,
+                          k0);
+                free(k0);
+                free(src);
+                uint64_t seed = 100 + (uint64_t)(op * 10 + w);
+                double *v = malloc((size_t)(1001 * n) * sizeof *v);
+                float *f = malloc((size_t)(1001 * n) * sizeof *f);
+                for (int64_t i = 0; i < 1001 * n; i++) v[i] = 8 * test_rng_unit(&seed) - 4;
+                v[5 * n + n / 2] = NAN;
+                for (int64_t i = 0; i < n; i++) v[17 * n + i] = -INFINITY;
+                for (int64_t i = 0; i < 1001 * n; i++) f[i] = (float)v[i];
+                kiln_array *arg = NULL;
+                CHECK_OK(ctx, kiln_array_create(ctx, dt, 2, d, t ? (void *)v : (void *)f, &arg));
+                free(v);
+                free(f);
+                CHECK_MSG(cmp_graph(ctx, g, 1, &arg, NULL, 1e-5, NULL), "op %d, rows of %lld, %s",
+                          op, (long long)n, kiln_dtype_name(dt));
+                kiln_array_destroy(arg);
+                kiln_graph_destroy(g);
+            }
 }
 
 static void interleave(int64_t B, int64_t T, int64_t P) {
@@ -983,6 +1030,7 @@ int main(void) {
     RUN(test_axis_norms);
     RUN(test_short_rows);
     RUN(test_short_reductions);
+    RUN(test_prologue_rows);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);
     return test_summary("test_loops");

@@ -169,6 +169,15 @@ enum { KD_TINY_REDUCE = 4 };
  * of 24 only 1.7 -> 1.3, and rows of 32 0.46 -> 1.4; with an exp per value the pragma
  * wins at every length). Longer f32 sums are blocked (KD_SMALL_SUM) and keep theirs. */
 enum { KD_SHORT_REDUCE = KD_SMALL_SUM };
+/* A kernel whose item is one short row (at most KD_SHORT_REDUCE elements) and whose
+ * prologue computes its row values (fusion.h) takes KD_PROLOGUE_ROWS rows per item in the
+ * C dialect (kd_kernel.prologue_rows): each prologue step then runs for all of them
+ * before the next, its few-valued reductions (kd_stmt.few) without the pragma, vectorised
+ * across the rows, and a kept value's reduction (a softmax's sum of exp(x - max)) split
+ * into the loop that computes and keeps the values, vectorised along the row, and the
+ * sum of the kept row, across the rows (one thread, a softmax over 131072 rows of 16:
+ * 2.0 -> 1.1 ms; rows of 8 2.4 -> 1.6, rows of 3 10.9 -> 9.0). */
+enum { KD_PROLOGUE_ROWS = 16 };
 
 /* kd_kernel.parts: how many, the least work (reduced elements) worth splitting, the bytes
  * of one element's partial accumulator. */
@@ -210,6 +219,9 @@ typedef struct kd_stmt {
      * of small constant trip count that compute a wrapped integer index (an iota,
      * clamped, then gathered from), and clang and gcc without the pragma are right. */
     bool simd;
+    /* LOOP of a reduction: at most KD_SHORT_REDUCE values per element of an operand
+     * cheaper than a transcendental (kdesc.h, above), whatever the form */
+    bool few;
     uint32_t acc;
     bool col_block;     /* LOOP: the innermost reduce loop of the column form */
     bool column;        /* ACC */
@@ -259,6 +271,11 @@ typedef struct kd_kernel {
      * rows; the C dialect's items are then rows / row_block x chunks (CUDA's stay rows x
      * chunks) */
     int64_t row_block;
+    /* C: > 1, rows per item (KD_PROLOGUE_ROWS) of a kernel with a prologue over short rows
+     * (kd_lower, prologue_rows): the printer runs each of the prologue's steps for all the
+     * item's rows before the next, so that a row value's reduction vectorises across rows,
+     * and a kept reduction stores its operand in one loop and sums it in another */
+    int64_t prologue_rows;
     /* > 1: the last axis' variable is used (also) as last / split and last % split (a
      * reshape split it, an interleave concatenates on the split-off axis); the printer
      * names those two, and the C dialect loops over them as two nested loops, the inner

@@ -353,8 +353,9 @@ static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
         uint32_t x = ir_in(n)[0];
         bool cheap = l->p->materialised[x] || l->p->inline_const[x] || !costly(l, x, KEEP_COST);
         bool tiny = sized && in / out <= KD_TINY_REDUCE;
-        bool few = sized && in / out <= KD_SHORT_REDUCE && cheap && !l->in_prologue;
-        l->kd->stmts[loop].simd = !l->int_arith && !tiny && !few;
+        bool few = sized && in / out <= KD_SHORT_REDUCE && cheap;
+        l->kd->stmts[loop].few = few && opened == 1;
+        l->kd->stmts[loop].simd = !l->int_arith && !tiny && !(few && !l->in_prologue);
     }
     l->int_arith |= saved;
     while (opened--) scope_close(l);
@@ -968,6 +969,57 @@ static void find_parts(kd_kernel *kd) {
     }
 }
 
+/* kd->prologue_rows (kdesc.h, KD_PROLOGUE_ROWS): for a kernel whose items are whole rows of
+ * at most KD_SHORT_REDUCE elements, with a prologue of plain statements and reductions of
+ * one loop each (of loads, ops, the accumulation and a kept value's store) and then the
+ * element loop to the end; 0 for any other. Its few-valued prologue reductions lose their
+ * pragma: they are printed across the item's rows. */
+static int64_t prologue_rows(kd_kernel *kd) {
+    if (!kd->prologue || kd->columns || kd->in_place || kd->parts || kd->split || kd->chunks != 1 ||
+        kd->inner > KD_SHORT_REDUCE || kd->rows < 2 * KD_PROLOGUE_ROWS)
+        return 0;
+    uint32_t s = 1;
+    for (; s < kd->n_stmts && !(kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0); s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_LOAD && st->keep) return 0;
+        if (st->kind == KS_LOAD || st->kind == KS_LIT || st->kind == KS_IOTA || st->kind == KS_OP ||
+            st->kind == KS_RESULT)
+            continue;
+        /* ACC, then its one loop of loads, ops, the accumulation and a kept store, END */
+        if (st->kind != KS_ACC || s + 1 >= kd->n_stmts || kd->stmts[s + 1].kind != KS_LOOP ||
+            kd->stmts[s + 1].acc != s || kd->stmts[s + 1].slice_acc)
+            return 0;
+        uint32_t acc = s, summed = 0, kept = 0;
+        for (s += 2; s < kd->n_stmts && kd->stmts[s].kind != KS_END; s++) {
+            const kd_stmt *t = &kd->stmts[s];
+            bool plain = (t->kind == KS_LOAD && !t->keep) || t->kind == KS_LIT ||
+                         t->kind == KS_IOTA || t->kind == KS_OP;
+            if (t->kind == KS_ACCUM && t->args[0] == acc && !summed)
+                summed = t->args[1];
+            else if (t->kind == KS_STORE && t->keep && !kept)
+                kept = t->args[0];
+            else if (!plain)
+                return 0;
+        }
+        /* the kept value is the one summed (the printer sums it back from the row), and
+         * the reduction's result follows its loop */
+        if (s + 1 >= kd->n_stmts || !summed || (kept && kept != summed) ||
+            kd->stmts[s + 1].kind != KS_RESULT || kd->stmts[s + 1].args[0] != acc)
+            return 0;
+    }
+    /* the element loop, straight to the last statement */
+    if (s >= kd->n_stmts || kd->stmts[kd->n_stmts - 1].kind != KS_END) return 0;
+    int depth = 0;
+    for (uint32_t t = s; t < kd->n_stmts; t++) {
+        kd_stmt_kind k = kd->stmts[t].kind;
+        depth += k == KS_LOOP || k == KS_IF ? 1 : k == KS_END ? -1 : 0;
+        if (!depth && t + 1 < kd->n_stmts) return 0;
+    }
+    for (uint32_t t = 1; t < s; t++)
+        if (kd->stmts[t].kind == KS_LOOP && kd->stmts[t].few) kd->stmts[t].simd = false;
+    return KD_PROLOGUE_ROWS;
+}
+
 static kiln_status lower_kernel(const kiln_graph *g, const fusion_plan *p, uint32_t ki,
                                 kd_kernel *kd, bool merge, bool *can_merge) {
     const fkernel *k = &p->kernels[ki];
@@ -1018,6 +1070,7 @@ static kiln_status lower_kernel(const kiln_graph *g, const fusion_plan *p, uint3
     if (!kd->oom) kd->split = last_split(kd);
     if (!kd->oom && !kd->split && !kd->columns && !kd->prologue) kd->row_block = row_block(kd);
     if (!kd->oom) find_parts(kd);
+    if (!kd->oom) kd->prologue_rows = prologue_rows(kd);
     if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);
     return KILN_STATUS_OK;
 }

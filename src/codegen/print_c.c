@@ -1350,6 +1350,11 @@ static bool row_blocks(const pr *p) {
     return p->dialect == KN_DIALECT_C && p->kd->row_block > 1 && !p->part_mode;
 }
 
+/* Whether the C dialect takes kd->prologue_rows rows per item (kdesc.h, KD_PROLOGUE_ROWS). */
+static bool prologue_blocks(const pr *p) {
+    return p->dialect == KN_DIALECT_C && p->kd->prologue_rows > 1 && !p->part_mode;
+}
+
 /* The leading axes' indices from the row. */
 static void print_row_axes(pr *p) {
     const kd_kernel *kd = p->kd;
@@ -1374,7 +1379,13 @@ static void print_item(pr *p) {
     }
     if (p->part_mode == 1 && p->dialect == KN_DIALECT_C) /* items: parts of the one item */
         line(p, "const int64_t row = 0, jb = 0, je = %lld;", (long long)kd->inner);
-    else if (row_blocks(p)) { /* rows row0.. of the block: print_row_block */
+    else if (prologue_blocks(p)) { /* rows row0.. row0 + rn - 1: print_prologue_rows */
+        long long k = (long long)kd->prologue_rows;
+        line(p, "const int64_t row0 = %s * %lld, rn = row0 + %lld < %lld ? %lld : %lld - row0;", it,
+             k, k, (long long)kd->rows, k, (long long)kd->rows);
+        line(p, "const int64_t jb = 0, je = %lld;", (long long)kd->inner);
+        return;
+    } else if (row_blocks(p)) { /* rows row0.. of the block: print_row_block */
         long long blocks = (long long)(kd->rows / kd->row_block);
         line(p, "const int64_t row0 = (%s %% %lld) * %lld, jb = (%s / %lld) * %lld;", it, blocks,
              (long long)kd->row_block, it, blocks, (long long)p->chunk);
@@ -1483,6 +1494,102 @@ static void print_row_block(pr *p) {
     line(p, "}");
     p->depth--;
     line(p, "}");
+}
+
+/* Whether statement t is a value of the prologue's top level (a row value or what one is
+ * computed from), which print_prologue_rows keeps per row of the item in v<t>_b. */
+static bool row_level_value(const kd_stmt *t) {
+    return t->kind == KS_LOAD || t->kind == KS_IOTA || t->kind == KS_OP || t->kind == KS_RESULT;
+}
+
+/* Opens the loop over the item's rows of print_prologue_rows, in which the prologue's top
+ * level values before statement `upto` are read back from their rows' arrays. */
+static void open_rows(pr *p, uint32_t upto, const uint8_t *top) {
+    const kd_kernel *kd = p->kd;
+    line(p, "for (int64_t kiln_r = 0; kiln_r < rn; kiln_r++) {");
+    p->depth++;
+    line(p, "const int64_t row = row0 + kiln_r;");
+    print_row_axes(p);
+    for (uint32_t d = 1; d < upto; d++)
+        if (top[d]) line(p, "const %s v%u = v%u_b[kiln_r];", cgen_ctype(kd->stmts[d].dtype), d, d);
+}
+
+static void close_rows(pr *p) {
+    p->depth--;
+    line(p, "}");
+}
+
+/* C, kd->prologue_rows: the item's rows taken step by step (kdesc.h, KD_PROLOGUE_ROWS).
+ * Each top-level statement and each reduction of the prologue runs in a loop over the
+ * item's rows of its own, its values kept per row (v<t>_b), so that a reduction over a
+ * short row vectorises across the rows (its loop has no pragma: kd_stmt.few, lower.c);
+ * a kept value's reduction is two such loops, one computing and keeping the values with
+ * the row vectorised, one summing the kept row; then the element loop, row by row. */
+static void print_prologue_rows(pr *p) {
+    const kd_kernel *kd = p->kd;
+    uint32_t e = 1;
+    while (!(kd->stmts[e].kind == KS_LOOP && kd->stmts[e].n < 0)) e++;
+    uint8_t *top = host_calloc(kd->ctx, e, 1); /* top-level values of the prologue */
+    if (!top) {
+        p->hole = -1;
+        return;
+    }
+    for (uint32_t t = 1, depth = 0; t < e; t++) {
+        const kd_stmt *st = &kd->stmts[t];
+        if (!depth && row_level_value(st)) {
+            top[t] = 1;
+            line(p, "%s v%u_b[%lld];", cgen_ctype(st->dtype), t, (long long)kd->prologue_rows);
+        }
+        depth += st->kind == KS_LOOP ? 1 : st->kind == KS_END ? -1 : 0;
+    }
+    for (uint32_t t = 1; t < e; t++) {
+        const kd_stmt *st = &kd->stmts[t];
+        if (st->kind == KS_LIT) continue; /* printed where used */
+        open_rows(p, t, top);
+        if (st->kind != KS_ACC) {
+            print_stmt(p, t);
+            line(p, "v%u_b[kiln_r] = v%u;", t, t);
+            close_rows(p);
+            continue;
+        }
+        uint32_t loop = t + 1, end = loop + 1;
+        while (kd->stmts[end].kind != KS_END) end++;
+        const kd_stmt *keep = NULL;
+        for (uint32_t u = loop + 1; u < end; u++)
+            if (kd->stmts[u].kind == KS_STORE) keep = &kd->stmts[u];
+        if (keep) { /* the values computed and kept, the row vectorised */
+            kd_stmt plain = kd->stmts[loop];
+            plain.acc = 0, plain.simd = true;
+            print_loop(p, &plain);
+            for (uint32_t u = loop + 1; u <= end; u++)
+                if (kd->stmts[u].kind != KS_ACCUM) print_stmt(p, u);
+            close_rows(p);
+            open_rows(p, t, top);
+        }
+        print_stmt(p, t);
+        if (keep) { /* then summed back from the row, across the rows */
+            kd_stmt across = kd->stmts[loop];
+            across.simd = false;
+            print_loop(p, &across);
+            indent(p);
+            sb_printf(p->sb, "const %s v%u = out%u[", cgen_ctype(kd->stmts[keep->args[0]].dtype),
+                      keep->args[0], keep->slot);
+            print_ix(kd, p->sb, keep->ix);
+            sb_append(p->sb, "];\n");
+            for (uint32_t u = loop + 1; u < end; u++)
+                if (kd->stmts[u].kind == KS_ACCUM) print_stmt(p, u);
+            print_stmt(p, end);
+        } else
+            for (uint32_t u = loop; u <= end; u++) print_stmt(p, u);
+        print_stmt(p, end + 1); /* the result */
+        line(p, "v%u_b[kiln_r] = v%u;", end + 1, end + 1);
+        close_rows(p);
+        t = end + 1;
+    }
+    open_rows(p, e, top);
+    for (uint32_t t = e; t < kd->n_stmts; t++) print_stmt(p, t);
+    close_rows(p);
+    host_free(kd->ctx, top, e);
 }
 
 /* The CUDA form of a kernel and its chunk of the last axis: a reduction inside the
@@ -2282,6 +2389,10 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
                 s = part_loop_end(kd, s);
                 continue;
             }
+            if (s == 1 && prologue_blocks(&p)) { /* the whole kernel, in a form of its own */
+                print_prologue_rows(&p);
+                break;
+            }
             if (s == unroll || s == seg || (s == 1 && row_blocks(&p))) { /* a form of its own */
                 print_element_loop(&p, s, unroll, seg, seg_b, seg_n);
                 s = part_loop_end(kd, s);
@@ -2315,9 +2426,13 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
     host_free(kd->ctx, p.flags, p.flags ? kd->n_stmts + 1 : 0);
     host_free(kd->ctx, p.split_k, p.split_k ? (kd->n_stmts + 1) * sizeof *p.split_k : 0);
     /* the dialect's items, and so its grain: row blocks of them in C */
-    bool blocks = row_blocks(&p);
-    *items = !kd->items ? 0 : blocks ? kd->rows / kd->row_block * p.chunks : kd->rows * p.chunks;
-    *grain = !blocks ? kd->grain : kd->grain > kd->row_block ? kd->grain / kd->row_block : 1;
+    bool blocks = row_blocks(&p), prows = prologue_blocks(&p);
+    int64_t k = prows ? kd->prologue_rows : kd->row_block;
+    *items = !kd->items ? 0
+             : blocks   ? kd->rows / kd->row_block * p.chunks
+             : prows    ? (kd->rows + k - 1) / k
+                        : kd->rows * p.chunks;
+    *grain = !blocks && !prows ? kd->grain : kd->grain > k ? kd->grain / k : 1;
     *parts = p.split_parts;
     return p.hole;
 }

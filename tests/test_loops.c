@@ -521,8 +521,8 @@ static void test_row_values_per_element(void) {
 
 /* A softmax, a row sum and a row max over rows of n: up to KD_SHORT_REDUCE values, none
  * gets a reduction pragma (gcc unrolls them and vectorises across the elements; the
- * softmax's item is KD_PROLOGUE_ROWS rows, the last one partial), 17 do; every form
- * agrees with the reference. */
+ * softmax's item is KD_PROLOGUE_ROWS rows, the last one partial), 17 do, and up to
+ * KD_TINY_REDUCE no loop has a pragma at all; every form agrees with the reference. */
 static void test_tiny_reductions(void) {
     static const int64_t widths[5] = {3, 4, 5, 16, 17};
     for (int w = 0; w < 5; w++) {
@@ -538,6 +538,9 @@ static void test_tiny_reductions(void) {
         char *src = source_of(g);
         const char *body = strstr(src, "KILN_EXPORT");
         CHECK_MSG(body && (strstr(body, "#pragma omp simd reduction") != NULL) == (n > 16),
+                  "rows of %lld:\n%s", (long long)n, src);
+        /* up to KD_TINY_REDUCE, the softmax's loops along its rows have none either */
+        CHECK_MSG(body && (strstr(body, "#pragma omp simd") != NULL) == (n > 4),
                   "rows of %lld:\n%s", (long long)n, src);
         free(src);
         uint64_t seed = 60 + (uint64_t)n;

@@ -1529,6 +1529,10 @@ static void print_prologue_rows(pr *p) {
     const kd_kernel *kd = p->kd;
     uint32_t e = 1;
     while (!(kd->stmts[e].kind == KS_LOOP && kd->stmts[e].n < 0)) e++;
+    /* rows of at most KD_TINY_REDUCE: no pragma along them either, gcc vectorises across
+     * the rows (a softmax over a million rows of 3: 9.1 -> 2.0 ms; from rows of 5 the
+     * pragma is as good or better) */
+    bool tiny = kd->inner <= KD_TINY_REDUCE;
     uint8_t *top = host_calloc(kd->ctx, e, 1); /* top-level values of the prologue */
     if (!top) {
         p->hole = -1;
@@ -1559,7 +1563,7 @@ static void print_prologue_rows(pr *p) {
             if (kd->stmts[u].kind == KS_STORE) keep = &kd->stmts[u];
         if (keep) { /* the values computed and kept, the row vectorised */
             kd_stmt plain = kd->stmts[loop];
-            plain.acc = 0, plain.simd = true;
+            plain.acc = 0, plain.simd = !tiny;
             print_loop(p, &plain);
             for (uint32_t u = loop + 1; u <= end; u++)
                 if (kd->stmts[u].kind != KS_ACCUM) print_stmt(p, u);
@@ -1587,7 +1591,10 @@ static void print_prologue_rows(pr *p) {
         t = end + 1;
     }
     open_rows(p, e, top);
-    for (uint32_t t = e; t < kd->n_stmts; t++) print_stmt(p, t);
+    kd_stmt elements = kd->stmts[e];
+    elements.simd = elements.simd && !tiny;
+    print_loop(p, &elements);
+    for (uint32_t t = e + 1; t < kd->n_stmts; t++) print_stmt(p, t);
     close_rows(p);
     host_free(kd->ctx, top, e);
 }

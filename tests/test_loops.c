@@ -645,6 +645,26 @@ static void test_prologue_rows(void) {
                 kiln_array_destroy(arg);
                 kiln_graph_destroy(g);
             }
+
+    /* a row value reduced from a wider operand ([40, 300] summed onto rows of 4): its loop
+     * is too long for the form, which the kernel does not take */
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "prologue rows", &g));
+    int64_t dw[2] = {40, 300}, dz[2] = {40, 4};
+    int last = 1;
+    kiln_value wide = kiln_parameter(g, "wide", KILN_DTYPE_F32, 2, dw);
+    kiln_value z = kiln_parameter(g, "z", KILN_DTYPE_F32, 2, dz);
+    kiln_value y = kiln_mul(g, kiln_softmax(g, z, -1), kiln_reduce_sum(g, wide, 1, &last, true));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    char *src = source_of(g);
+    CHECK_LACKS(src, "kiln_r < rn");
+    free(src);
+    uint64_t seed = 150;
+    kiln_array *args[2] = {cmp_random_array(ctx, KILN_DTYPE_F32, 2, dw, &seed),
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 2, dz, &seed)};
+    CHECK(cmp_graph(ctx, g, 2, args, NULL, 1e-5, NULL));
+    for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]);
+    kiln_graph_destroy(g);
 }
 
 static void interleave(int64_t B, int64_t T, int64_t P) {

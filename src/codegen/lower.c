@@ -971,9 +971,9 @@ static void find_parts(kd_kernel *kd) {
 
 /* kd->prologue_rows (kdesc.h, KD_PROLOGUE_ROWS): for a kernel whose items are whole rows of
  * at most KD_SHORT_REDUCE elements, with a prologue of plain statements and reductions of
- * one loop each (of loads, ops, the accumulation and a kept value's store) and then the
- * element loop to the end; 0 for any other. Its few-valued prologue reductions lose their
- * pragma: they are printed across the item's rows. */
+ * one loop each of at most as many values (of loads, ops, the accumulation and a kept
+ * value's store) and then the element loop to the end; 0 for any other. Its few-valued prologue
+ * reductions lose their pragma: they are printed across the item's rows. */
 static int64_t prologue_rows(kd_kernel *kd) {
     if (!kd->prologue || kd->columns || kd->in_place || kd->parts || kd->split || kd->chunks != 1 ||
         kd->inner > KD_SHORT_REDUCE || kd->rows < 2 * KD_PROLOGUE_ROWS)
@@ -986,8 +986,9 @@ static int64_t prologue_rows(kd_kernel *kd) {
             st->kind == KS_RESULT)
             continue;
         /* ACC, then its one loop of loads, ops, the accumulation and a kept store, END */
-        if (st->kind != KS_ACC || s + 1 >= kd->n_stmts || kd->stmts[s + 1].kind != KS_LOOP ||
-            kd->stmts[s + 1].acc != s || kd->stmts[s + 1].slice_acc)
+        if (st->kind != KS_ACC || st->red.blocked || s + 1 >= kd->n_stmts ||
+            kd->stmts[s + 1].kind != KS_LOOP || kd->stmts[s + 1].acc != s ||
+            kd->stmts[s + 1].slice_acc || kd->stmts[s + 1].n > KD_SHORT_REDUCE)
             return 0;
         uint32_t acc = s, summed = 0, kept = 0;
         for (s += 2; s < kd->n_stmts && kd->stmts[s].kind != KS_END; s++) {

@@ -717,6 +717,36 @@ static void test_scatter_parts(void) {
         free(iv);
         kiln_graph_destroy(g);
     }
+    /* the parts follow the threads (cpu_scatter_parts); every row's updates still come in
+     * index order, so 1, 2 and 3 threads give the reference's bits */
+    for (int threads = 1; threads <= 3; threads++) {
+        kiln_context_options o;
+        memset(&o, 0, sizeof o);
+        o.ignore_environment = true;
+        o.num_threads = threads;
+        kiln_context *c = NULL;
+        char err[256];
+        CHECK_OK(c, kiln_context_create(&o, &c, err, sizeof err));
+        if (!c) continue;
+        kiln_graph *g = NULL;
+        CHECK_OK(c, kiln_graph_create(c, "scatter_threads", &g));
+        const int64_t td[2] = {rows, len}, ud[2] = {n_idx, len};
+        kiln_value up = kiln_parameter(g, "up", KILN_DTYPE_F32, 2, ud);
+        kiln_value ix = kiln_parameter(g, "ix", KILN_DTYPE_I32, 1, &n_idx);
+        kiln_value zeros = kiln_full(g, KILN_DTYPE_F32, 2, td, 0.0);
+        kiln_value out = kiln_scatter_add_rows(g, zeros, ix, up);
+        CHECK_OK(c, kiln_graph_finish(g, 1, &out));
+        int32_t *iv = malloc((size_t)n_idx * sizeof *iv);
+        for (int64_t i = 0; i < n_idx; i++) iv[i] = (int32_t)((i * 7919) % rows);
+        uint64_t rs = 9;
+        kiln_array *args[2] = {cmp_random_array(c, KILN_DTYPE_F32, 2, ud, &rs), NULL};
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_I32, 1, &n_idx, iv, &args[1]));
+        CHECK_MSG(cmp_graph(c, g, 2, args, NULL, 0, NULL), "%d threads", threads);
+        for (int i = 0; i < 2; i++) kiln_array_destroy(args[i]);
+        free(iv);
+        kiln_graph_destroy(g);
+        kiln_context_destroy(c);
+    }
     /* the gradient of a gather, clamped indices and all */
     kiln_graph *g = NULL;
     kiln_graph_create(ctx, "gather_grad", &g);

@@ -323,9 +323,10 @@ static kiln_status cpu_scatter_slot(void *state, int device, kiln_dtype t, kiln_
     cpu_state *st = state;
     /* empty rows or operand: the buffers may be NULL, and there is nothing to add */
     if (!rows || !row_len) return KILN_STATUS_OK;
-    scatter_call c = {t,   it,      operand, idx, upd, out, rows, row_len, n_idx,
-                      cpu_scatter_parts(rows, row_len, n_idx)};
     kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
+    int threads = p ? pool_num_threads(p) : 1;
+    scatter_call c = {t,   it,   operand, idx,   upd,
+                      out, rows, row_len, n_idx, cpu_scatter_parts(rows, row_len, n_idx, threads)};
     if (p && c.parts > 1)
         pool_parallel_for(p, c.parts, 1, scatter_chunk, &c);
     else

@@ -136,11 +136,14 @@ SCATTER(double, double)
 SCATTER(int32_t, uint32_t)
 SCATTER(int64_t, uint64_t)
 
-int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx) {
+int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx, int threads) {
     /* a part's fixed cost is a pass over all the indices: worth it from CPU_SCATTER_PART
-     * elements of fill and additions a part */
+     * elements of fill and additions a part, and no more parts than threads (each would
+     * pass over the indices once more: 39 parts on one thread, 32000 rows of 128 and
+     * 8192 indices, took 1.64 ms against 0.66 in one part) */
     int64_t work = (rows + n_idx) * row_len, parts = work / CPU_SCATTER_PART;
     if (parts > CPU_SCATTER_MAX_PARTS) parts = CPU_SCATTER_MAX_PARTS;
+    if (parts > threads) parts = threads;
     if (parts > rows) parts = rows;
     return parts < 1 ? 1 : parts;
 }
@@ -152,9 +155,7 @@ void cpu_scatter_add_rows_part(kiln_dtype t, kiln_dtype it, const void *operand,
     for (int64_t p = begin; p < end; p++) {
         int64_t lo = rows * p / parts, hi = rows * (p + 1) / parts;
         switch (t) {
-        case KILN_DTYPE_F32:
-            scatter_float(operand, len, lo, hi, wide, idx, n_idx, upd, out);
-            break;
+        case KILN_DTYPE_F32: scatter_float(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
         case KILN_DTYPE_F64:
             scatter_double(operand, len, lo, hi, wide, idx, n_idx, upd, out);
             break;

@@ -48,12 +48,13 @@ void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_atte
 /* out = operand (zeros when operand is NULL); out[idx[i], :] += upd[i, :] for every i in
  * order; indices out of range are skipped. The table's rows are split into `parts` runs of
  * rows (cpu_scatter_parts: a part reads every index once, so a part is at least
- * CPU_SCATTER_PART elements of work, and there are at most CPU_SCATTER_MAX_PARTS); part p
- * fills its rows and adds the updates that land in them, so parts run on any threads and
- * every row still sees its updates in index order. */
+ * CPU_SCATTER_PART elements of work, and there are at most CPU_SCATTER_MAX_PARTS and no
+ * more than `threads`); part p fills its rows and adds the updates that land in them, so
+ * parts run on any threads and every row still sees its updates in index order: the
+ * result is the same bits whatever the parts. */
 #define CPU_SCATTER_PART      (1 << 17)
 #define CPU_SCATTER_MAX_PARTS 64
-int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx);
+int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx, int threads);
 void cpu_scatter_add_rows_part(kiln_dtype t, kiln_dtype idx_t, const void *operand, int64_t rows,
                                int64_t row_len, const void *idx, int64_t n_idx, const void *upd,
                                void *out, int64_t parts, int64_t begin, int64_t end);

@@ -646,6 +646,32 @@ static void test_prologue_rows(void) {
                 kiln_graph_destroy(g);
             }
 
+    /* beside a softmax over rows of 5, x - max and x / sum(x^2) of the same rows as
+     * outputs of their own (their reductions shared with it or not, as fusion decides):
+     * the softmax's kernel takes the form, and all agree with the reference */
+    for (int t = 0; t < 2; t++) {
+        kiln_dtype dt = t ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "prologue rows", &g));
+        int64_t d[2] = {333, 5};
+        int last = 1;
+        kiln_value x = kiln_parameter(g, "x", dt, 2, d);
+        kiln_value m =
+            kiln_broadcast_in_dim(g, kiln_reduce_max(g, x, 1, &last, true), 2, d, (int[]){0, 1});
+        kiln_value q = kiln_broadcast_in_dim(
+            g, kiln_reduce_sum(g, kiln_mul(g, x, x), 1, &last, true), 2, d, (int[]){0, 1});
+        kiln_value outs[3] = {kiln_softmax(g, x, -1), kiln_sub(g, x, m), kiln_div(g, x, q)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
+        char *src = source_of(g);
+        CHECK_MSG(strstr(src, "kiln_r < rn"), "%s", src);
+        free(src);
+        uint64_t seed = 140 + (uint64_t)t;
+        kiln_array *arg = cmp_random_array(ctx, dt, 2, d, &seed);
+        CHECK_MSG(cmp_graph(ctx, g, 1, &arg, NULL, 1e-6, NULL), "%s", kiln_dtype_name(dt));
+        kiln_array_destroy(arg);
+        kiln_graph_destroy(g);
+    }
+
     /* a row value reduced from a wider operand ([40, 300] summed onto rows of 4): its loop
      * is too long for the form, which the kernel does not take */
     kiln_graph *g = NULL;

@@ -972,8 +972,8 @@ static void find_parts(kd_kernel *kd) {
 /* kd->prologue_rows (kdesc.h, KD_PROLOGUE_ROWS): for a kernel whose items are whole rows of
  * at most KD_SHORT_REDUCE elements, with a prologue of plain statements and reductions of
  * one loop each of at most as many values (of loads, ops, the accumulation and a kept
- * value's store) and then the element loop to the end; 0 for any other. Its few-valued prologue
- * reductions lose their pragma: they are printed across the item's rows. */
+ * value's store) and then the element loop to the end; 0 for any other. Its few-valued
+ * prologue reductions lose their pragma: they are printed across the item's rows. */
 static int64_t prologue_rows(kd_kernel *kd) {
     if (!kd->prologue || kd->columns || kd->in_place || kd->parts || kd->split || kd->chunks != 1 ||
         kd->inner > KD_SHORT_REDUCE || kd->rows < 2 * KD_PROLOGUE_ROWS)

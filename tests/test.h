@@ -112,6 +112,20 @@ static inline kiln_context *test_private_context(char *dir) {
     return c;
 }
 
+/* A context of `threads` threads, no environment, kernels cached in cache_dir (a folder
+ * test_private_context made). NULL, with the reason on stderr, when it cannot be made. */
+static inline kiln_context *test_threads_context(const char *cache_dir, int threads) {
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.cache_dir = cache_dir;
+    o.num_threads = threads;
+    kiln_context *c = NULL;
+    char err[512];
+    if (kiln_context_create(&o, &c, err, sizeof err)) fprintf(stderr, "%s\n", err);
+    return c;
+}
+
 /* Removes a folder test_private_context made, with everything in it. */
 static inline void test_remove_dir(const char *dir) {
     char cmd[512];

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 static kiln_context *ctx;
+static char cache_dir[] = "/tmp/kiln-test-compile-XXXXXX"; /* main makes it */
 static uint64_t seed; /* random argument data: test_seed in main */
 /* f32 tolerance of check_case: relative to 1 + |want|. Chained f32 matrix products (BLAS
  * accumulates in f32, the reference in double) need more than single ops. */
@@ -720,13 +721,8 @@ static void test_scatter_parts(void) {
     /* the parts follow the threads (cpu_scatter_parts); every row's updates still come in
      * index order, so 1, 2 and 3 threads give the reference's bits */
     for (int threads = 1; threads <= 3; threads++) {
-        kiln_context_options o;
-        memset(&o, 0, sizeof o);
-        o.ignore_environment = true;
-        o.num_threads = threads;
-        kiln_context *c = NULL;
-        char err[256];
-        CHECK_OK(c, kiln_context_create(&o, &c, err, sizeof err));
+        kiln_context *c = test_threads_context(cache_dir, threads);
+        CHECK_MSG(c, "a context of %d threads", threads);
         if (!c) continue;
         kiln_graph *g = NULL;
         CHECK_OK(c, kiln_graph_create(c, "scatter_threads", &g));
@@ -1005,7 +1001,7 @@ static void test_second_process(const char *dir) {
 
 int main(void) {
     seed = test_seed(0x9e3779b97f4a7c15ull);
-    char dir[] = "/tmp/kiln-test-compile-XXXXXX";
+    char *dir = cache_dir;
     if (!(ctx = test_private_context(dir))) return 2;
     RUN(test_every_op);
     RUN(test_kernel_counts);

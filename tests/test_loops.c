@@ -133,14 +133,8 @@ static void test_long_f32_sums(void) {
               naive_col, want_col[0]);
     float first[1 + 7];
     for (int threads = 1; threads <= 3; threads++) {
-        kiln_context_options o;
-        memset(&o, 0, sizeof o);
-        o.ignore_environment = true;
-        o.cache_dir = cache_dir;
-        o.num_threads = threads;
-        kiln_context *c = NULL;
-        char err[256];
-        CHECK_OK(c, kiln_context_create(&o, &c, err, sizeof err));
+        kiln_context *c = test_threads_context(cache_dir, threads);
+        CHECK_MSG(c, "a context of %d threads", threads);
         if (!c) continue;
         kiln_graph *g = NULL;
         CHECK_OK(c, kiln_graph_create(c, "long_sums", &g));
@@ -197,14 +191,8 @@ static void test_split_reductions(void) {
     float first[1 + 3 + 3 + 3];
     int32_t first_k = 0;
     for (int threads = 1; threads <= 3; threads++) {
-        kiln_context_options o;
-        memset(&o, 0, sizeof o);
-        o.ignore_environment = true;
-        o.cache_dir = cache_dir;
-        o.num_threads = threads;
-        kiln_context *c = NULL;
-        char err[256];
-        CHECK_OK(c, kiln_context_create(&o, &c, err, sizeof err));
+        kiln_context *c = test_threads_context(cache_dir, threads);
+        CHECK_MSG(c, "a context of %d threads", threads);
         if (!c) continue;
         kiln_graph *g = NULL;
         CHECK_OK(c, kiln_graph_create(c, "split", &g));

@@ -1096,7 +1096,7 @@ static bool reads_row_axes(const kd_kernel *kd) {
 }
 
 /* Whether some statement opens a branch. */
-static bool branches(const kd_kernel *kd) {
+static bool has_branch(const kd_kernel *kd) {
     for (uint32_t s = 1; s < kd->n_stmts; s++)
         if (kd->stmts[s].kind == KS_IF) return true;
     return false;
@@ -1117,7 +1117,7 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
     if (s != KILN_STATUS_OK || !can || !reads_row_axes(kd)) return s;
     kd_free(kd);
     s = lower_kernel(g, p, ki, kd, true, &can);
-    if (s != KILN_STATUS_OK || (kd->split == kd->merged && !branches(kd))) return s;
+    if (s != KILN_STATUS_OK || (kd->split == kd->merged && !has_branch(kd))) return s;
     kd_free(kd);
     return lower_kernel(g, p, ki, kd, false, &can);
 }

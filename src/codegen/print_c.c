@@ -1504,14 +1504,18 @@ static bool row_level_value(const kd_stmt *t) {
 
 /* Opens the loop over the item's rows of print_prologue_rows, in which the prologue's top
  * level values before statement `upto` are read back from their rows' arrays. */
-static void open_rows(pr *p, uint32_t upto, const uint8_t *top) {
+static void open_rows(pr *p, uint32_t upto) {
     const kd_kernel *kd = p->kd;
     line(p, "for (int64_t kiln_r = 0; kiln_r < rn; kiln_r++) {");
     p->depth++;
     line(p, "const int64_t row = row0 + kiln_r;");
     print_row_axes(p);
-    for (uint32_t d = 1; d < upto; d++)
-        if (top[d]) line(p, "const %s v%u = v%u_b[kiln_r];", cgen_ctype(kd->stmts[d].dtype), d, d);
+    for (uint32_t d = 1, depth = 0; d < upto; d++) {
+        const kd_stmt *st = &kd->stmts[d];
+        if (!depth && row_level_value(st))
+            line(p, "const %s v%u = v%u_b[kiln_r];", cgen_ctype(st->dtype), d, d);
+        depth += st->kind == KS_LOOP ? 1 : st->kind == KS_END ? -1 : 0;
+    }
 }
 
 static void close_rows(pr *p) {
@@ -1533,23 +1537,16 @@ static void print_prologue_rows(pr *p) {
      * the rows (a softmax over a million rows of 3: 9.1 -> 2.0 ms; from rows of 5 the
      * pragma is as good or better) */
     bool tiny = kd->inner <= KD_TINY_REDUCE;
-    uint8_t *top = host_calloc(kd->ctx, e, 1); /* top-level values of the prologue */
-    if (!top) {
-        p->hole = -1;
-        return;
-    }
-    for (uint32_t t = 1, depth = 0; t < e; t++) {
+    for (uint32_t t = 1, depth = 0; t < e; t++) { /* the top-level values' arrays */
         const kd_stmt *st = &kd->stmts[t];
-        if (!depth && row_level_value(st)) {
-            top[t] = 1;
+        if (!depth && row_level_value(st))
             line(p, "%s v%u_b[%lld];", cgen_ctype(st->dtype), t, (long long)kd->prologue_rows);
-        }
         depth += st->kind == KS_LOOP ? 1 : st->kind == KS_END ? -1 : 0;
     }
     for (uint32_t t = 1; t < e; t++) {
         const kd_stmt *st = &kd->stmts[t];
         if (st->kind == KS_LIT) continue; /* printed where used */
-        open_rows(p, t, top);
+        open_rows(p, t);
         if (st->kind != KS_ACC) {
             print_stmt(p, t);
             line(p, "v%u_b[kiln_r] = v%u;", t, t);
@@ -1568,7 +1565,7 @@ static void print_prologue_rows(pr *p) {
             for (uint32_t u = loop + 1; u <= end; u++)
                 if (kd->stmts[u].kind != KS_ACCUM) print_stmt(p, u);
             close_rows(p);
-            open_rows(p, t, top);
+            open_rows(p, t);
         }
         print_stmt(p, t);
         if (keep) { /* then summed back from the row, across the rows */
@@ -1590,13 +1587,12 @@ static void print_prologue_rows(pr *p) {
         close_rows(p);
         t = end + 1;
     }
-    open_rows(p, e, top);
+    open_rows(p, e);
     kd_stmt elements = kd->stmts[e];
     elements.simd = elements.simd && !tiny;
     print_loop(p, &elements);
     for (uint32_t t = e + 1; t < kd->n_stmts; t++) print_stmt(p, t);
     close_rows(p);
-    host_free(kd->ctx, top, e);
 }
 
 /* The CUDA form of a kernel and its chunk of the last axis: a reduction inside the

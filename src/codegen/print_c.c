@@ -45,6 +45,7 @@
  * for the backend, which runs the two kernels (cgen.h). Every shuffle and __syncthreads is
  * reached by all the lanes it names: the code around it depends only on the item and the
  * element, never on the lane. */
+#include "backend/c_runtime.h"
 #include "cgen.h"
 #include "kdesc.h"
 
@@ -191,10 +192,6 @@ static const char head_c[] =
     "KILN_FN float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
     "KILN_FN uint64_t kiln_f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }\n"
     "KILN_FN double kiln_bits_f64(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }\n"
-    /* an f32 block's staged values summed in 16 lanes, then the lanes pairwise
-     * (print_block_open). Not inlined: inlined, gcc could contract the product that made a
-     * value into this sum (-ffp-contract=fast) in one kernel and not in another, and a
-     * reduction recomputed elsewhere would not give the same bits. */
     /* an 8 x 8 block of 4-byte elements transposed through registers: row j of `in` (its
      * rows si elements apart) becomes column j of `out` (rows so apart): three rounds of
      * two-vector shuffles (print_row_block); kiln_transpose8x8_8 below for 8 bytes */
@@ -260,15 +257,22 @@ static const char head_c[] =
     "            memcpy((char *)out + 4 * (k * so + j), (const char *)in + 4 * (j * si + k), 4);\n"
     "}\n"
     "#endif\n"
-    "__attribute__((noinline, unused)) static float kiln_sum_f32(const float *t, int64_t n) {\n"
-    "    float l[16] = {0};\n"
-    "    int64_t i = 0;\n"
-    "    for (; i + 16 <= n; i += 16)\n"
-    "        for (int j = 0; j < 16; j++) l[j] += t[i + j];\n"
-    "    for (int j = 0; i + j < n; j++) l[j] += t[i + j];\n"
-    "    for (int w = 8; w; w /= 2)\n"
-    "        for (int j = 0; j < w; j++) l[j] += l[j + w];\n"
-    "    return l[0];\n"
+    /* the runtime table (c_runtime.h), set by the loader; weak, as every part of a split
+     * compile defines it. kiln_sum_f32 adds an f32 block's staged values (print_block_open)
+     * through it: compiled once with the library rather than in every module, and never
+     * inlined, so gcc cannot contract the product that made a value into the sum
+     * (-ffp-contract=fast) in one kernel and not in another: a reduction recomputed
+     * elsewhere gives the same bits. Pure, so the call does not make the kernel reload
+     * what it read before it. */
+    "struct kiln_runtime { " KN_C_RUNTIME_STR(KN_C_RUNTIME_FIELDS) " };\n"
+    "__attribute__((weak, visibility(\"default\")))\n"
+    "const struct kiln_runtime *kiln_module_runtime;\n"
+    "#if defined(__GNUC__)\n"
+    "#define KILN_RUNTIME() __atomic_load_n(&kiln_module_runtime, __ATOMIC_RELAXED)\n"
+    "#else\n#define KILN_RUNTIME() kiln_module_runtime\n#endif\n"
+    "__attribute__((noinline, pure, unused))\n"
+    "static float kiln_sum_f32(const float *t, int64_t n) {\n"
+    "    return KILN_RUNTIME()->sum_f32(t, n);\n"
     "}\n";
 
 static const char head_cuda[] =

@@ -23,6 +23,10 @@ typedef struct cpu_kernel {
     int64_t parts, part_bytes;
 } cpu_kernel;
 
+/* cpu_runtime.c: points a loaded module's kiln_module_runtime at the table of helpers its
+ * kernels call (src/codegen/c_runtime.h); before any of its kernels runs. */
+void cpu_runtime_bind(cc_module *m);
+
 /* cpu_memory.c: the memory slots of the CPU backend. */
 kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *free_b);
 kiln_status cpu_region_alloc(void *state, int device, size_t size, size_t align, void **out);

@@ -173,7 +173,10 @@ static kiln_status cpu_program_compile(void *state, int device, const char *sour
     *info = (kn_program_info){0};
     kiln_status s = cc_module_load(st->cc, source, len, &m, &info->from_cache);
     warm_join(st);
-    if (!s) info->code_bytes = cc_module_code_bytes(m);
+    if (!s) {
+        cpu_runtime_bind(m);
+        info->code_bytes = cc_module_code_bytes(m);
+    }
     *out = (kn_program *)m;
     return s;
 }

@@ -1,0 +1,40 @@
+/* cpu_runtime.c — the helpers generated C kernels call instead of compiling them
+ * (src/codegen/c_runtime.h says which and why), and their binding to a loaded module. */
+#include "cpu.h"
+
+#include "backend/c_runtime.h"
+
+/* Not under ThreadSanitizer, as in gemm_kiln.c: the ifunc resolver of the clones runs
+ * before TSan's runtime is up. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define KILN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KILN_CLONES
+#endif
+
+struct kiln_runtime {
+    KN_C_RUNTIME_FIELDS
+};
+
+/* Lane j adds t[j], t[j + 16], ... in order, then the lanes pairwise: every addition is
+ * the same rounded f32 addition whatever the vector width, so each clone gives the bits of
+ * the others and of the loop the kernels compiled before this table existed. */
+KILN_CLONES static float sum_f32(const float *t, int64_t n) {
+    float l[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) l[j] += t[i + j];
+    for (int j = 0; i + j < n; j++) l[j] += t[i + j];
+    for (int w = 8; w; w /= 2)
+        for (int j = 0; j < w; j++) l[j] += l[j + w];
+    return l[0];
+}
+
+static const struct kiln_runtime table = {.sum_f32 = sum_f32};
+
+void cpu_runtime_bind(cc_module *m) {
+    /* A module loaded twice (two contexts, one cache entry) is one object: the store may
+     * meet another thread's, of the same value, or a running kernel's load. */
+    const struct kiln_runtime **slot = cc_module_sym(m, "kiln_module_runtime");
+    if (slot) __atomic_store_n(slot, &table, __ATOMIC_RELAXED);
+}

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 static int test_passed, test_failed;
@@ -124,6 +125,25 @@ static inline kiln_context *test_threads_context(const char *cache_dir, int thre
     char err[512];
     if (kiln_context_create(&o, &c, err, sizeof err)) fprintf(stderr, "%s\n", err);
     return c;
+}
+
+/* Whether `what` occurs in src other than on the line after `#if !KILN_ACROSS_ROWS` (the
+ * pragmas a target with AVX-512 goes without: src/codegen/kdesc.h, KD_SHORT_REDUCE);
+ * *guarded (may be NULL) counts the occurrences that are. */
+static inline bool test_has_unguarded(const char *src, const char *what, int *guarded) {
+    static const char guard[] = "#if !KILN_ACROSS_ROWS\n";
+    bool found = false;
+    if (guarded) *guarded = 0;
+    for (const char *at = src ? strstr(src, what) : NULL; at; at = strstr(at + 1, what)) {
+        const char *line = at, *prev;
+        while (line > src && line[-1] != '\n') line--;
+        for (prev = line > src ? line - 1 : line; prev > src && prev[-1] != '\n';) prev--;
+        while (prev < line && (*prev == ' ' || *prev == '\t')) prev++;
+        bool after = line > src && !strncmp(prev, guard, sizeof guard - 1);
+        if (after && guarded) ++*guarded;
+        found |= !after;
+    }
+    return found;
 }
 
 /* Removes a folder test_private_context made, with everything in it. */

@@ -163,11 +163,15 @@ enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128, KD_SMALL_SUM = 16 };
 enum { KD_TINY_REDUCE = 4 };
 /* Nor does one of at most KD_SHORT_REDUCE values per element computed in the element loop
  * (not in a prologue, whose item is one row) from an operand that costs less than a
- * transcendental: gcc unrolls it too and vectorises across the elements, where the
- * pragma's horizontal reduction per element was most of the work (one thread, an f64 sum
- * and a max of each of 131072 rows of 16: 0.80 -> 0.22 ms; rows of 8 0.96 -> 0.26; rows
- * of 24 only 1.7 -> 1.3, and rows of 32 0.46 -> 1.4; with an exp per value the pragma
- * wins at every length). Longer f32 sums are blocked (KD_SMALL_SUM) and keep theirs. */
+ * transcendental, on a target with AVX-512 (kd_stmt.simd_narrow): gcc unrolls it too and
+ * vectorises across the elements, where the pragma's horizontal reduction per element
+ * was most of the work (Zen 4, one thread, an f64 sum and a max of each of 131072 rows of
+ * 16: 0.80 -> 0.22 ms; rows of 8 0.96 -> 0.26; rows of 24 only 1.7 -> 1.3, and rows of 32
+ * 0.46 -> 1.4; with an exp per value the pragma wins at every length). With AVX2 only
+ * (Zen 3) the same form is twice as slow as the pragma's (rows of 16: 2.6 against 1.3 ms)
+ * and three times as long to compile (gcc 12 -O3: 220 against 67 ms, the permutes of a
+ * 16-strided group): there the pragma stays. Longer f32 sums are blocked (KD_SMALL_SUM)
+ * and keep theirs. */
 enum { KD_SHORT_REDUCE = KD_SMALL_SUM };
 /* A kernel whose item is one short row (at most KD_SHORT_REDUCE elements) and whose
  * prologue computes its row values (fusion.h) takes KD_PROLOGUE_ROWS rows per item in the
@@ -222,6 +226,10 @@ typedef struct kd_stmt {
     /* LOOP of a reduction: at most KD_SHORT_REDUCE values per element of an operand
      * cheaper than a transcendental (kdesc.h, above), whatever the form */
     bool few;
+    /* LOOP: the pragma `simd` would give it is left to the target (C: printed under
+     * `#if !KILN_ACROSS_ROWS`, see KD_SHORT_REDUCE): a few-valued reduction without it is
+     * vectorised across the elements, which pays on AVX-512 only */
+    bool simd_narrow;
     uint32_t acc;
     bool col_block;     /* LOOP: the innermost reduce loop of the column form */
     bool column;        /* ACC */

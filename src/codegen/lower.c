@@ -355,7 +355,9 @@ static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
         bool tiny = sized && in / out <= KD_TINY_REDUCE;
         bool few = sized && in / out <= KD_SHORT_REDUCE && cheap;
         l->kd->stmts[loop].few = few && opened == 1;
-        l->kd->stmts[loop].simd = !l->int_arith && !tiny && !(few && !l->in_prologue);
+        bool across = !l->int_arith && !tiny && few && !l->in_prologue;
+        l->kd->stmts[loop].simd = !l->int_arith && !tiny && !across;
+        l->kd->stmts[loop].simd_narrow = across;
     }
     l->int_arith |= saved;
     while (opened--) scope_close(l);
@@ -1017,7 +1019,10 @@ static int64_t prologue_rows(kd_kernel *kd) {
         if (!depth && t + 1 < kd->n_stmts) return 0;
     }
     for (uint32_t t = 1; t < s; t++)
-        if (kd->stmts[t].kind == KS_LOOP && kd->stmts[t].few) kd->stmts[t].simd = false;
+        if (kd->stmts[t].kind == KS_LOOP && kd->stmts[t].few && kd->stmts[t].simd) {
+            kd->stmts[t].simd = false;
+            kd->stmts[t].simd_narrow = true;
+        }
     return KD_PROLOGUE_ROWS;
 }
 

@@ -183,6 +183,11 @@ static const char head_c[] =
     "#else\n#define KILN_GATHER_GUARD\n#define KILN_BRANCH_GUARD\n"
     "#define KILN_GATHER_BRANCH_GUARD\n#endif\n"
     "#define KILN_FN static inline\n"
+    /* a reduction over a short row left unvectorised so that gcc vectorises across the
+     * rows: only with AVX-512 (kdesc.h, KD_SHORT_REDUCE); elsewhere the row keeps its
+     * pragma. -DKILN_ACROSS_ROWS=0 or 1 in KILN_CC_FLAGS chooses (the tests run both) */
+    "#ifndef KILN_ACROSS_ROWS\n#if defined(__AVX512F__)\n#define KILN_ACROSS_ROWS 1\n#else\n"
+    "#define KILN_ACROSS_ROWS 0\n#endif\n#endif\n"
     /* in a loop, keeps the compiler from vectorising it: the rarely run exact rerun of a
      * loop with fast sin and cos (fast_trig_loop), which vectorised would double the
      * kernel's compile time */
@@ -1095,7 +1100,14 @@ static void print_loop(pr *p, const kd_stmt *s) {
         line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, (long long)k, v);
         return;
     }
-    if (!print_simd_pragma(p, s) && s->simd) line(p, "#pragma omp simd");
+    if (s->simd_narrow && !s->simd) { /* the target decides (KILN_ACROSS_ROWS) */
+        kd_stmt narrow = *s;
+        narrow.simd = true;
+        line(p, "#if !KILN_ACROSS_ROWS");
+        if (!print_simd_pragma(p, &narrow)) line(p, "#pragma omp simd");
+        line(p, "#endif");
+    } else if (!print_simd_pragma(p, s) && s->simd)
+        line(p, "#pragma omp simd");
     if (s->n < 0)
         line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
     else
@@ -1575,6 +1587,7 @@ static void print_prologue_rows(pr *p) {
         if (keep) { /* then summed back from the row, across the rows */
             kd_stmt across = kd->stmts[loop];
             across.simd = false;
+            across.simd_narrow = !tiny;
             print_loop(p, &across);
             indent(p);
             sb_printf(p->sb, "const %s v%u = out%u[", cgen_ctype(kd->stmts[keep->args[0]].dtype),

@@ -467,6 +467,44 @@ static void test_run_divmod(void) {
     kiln_graph_destroy(g);
 }
 
+/* A float iota converts its coordinate through int32 (print_stmt: AVX2 has no int64
+ * vector conversion) and gets the value the int64 one would: exact below 2^24, rounded to
+ * even above it, f32 and f64; an integer iota stays int64. */
+static void test_run_float_iota(void) {
+    int64_t n = (1 << 24) + 40;
+    for (int t = 0; t < 2; t++) {
+        kiln_dtype dt = t ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+        kiln_graph *g = graph();
+        kiln_value y = kiln_mul(g, kiln_iota(g, dt, 1, &n, 0), kiln_scalar(g, dt, 1.0));
+        char *src = finish(g, y);
+        CHECK_CONTAINS(src, t ? "= (double)(int32_t)(" : "= (float)(int32_t)(");
+        free(src);
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        kiln_array *o = NULL;
+        size_t bytes = (size_t)n * (t ? 8 : 4);
+        void *out = malloc(bytes);
+        if (e && out && !kiln_executable_run(e, 0, NULL, 1, &o) &&
+            !kiln_array_copy_to_host(o, out, bytes)) {
+            int bad = 0;
+            for (int64_t i = 0; i < n; i += i < 1000 || i > n - 1000 ? 1 : 997)
+                bad += t ? ((double *)out)[i] != (double)i : ((float *)out)[i] != (float)i;
+            CHECK_MSG(!bad, "%d wrong values", bad);
+        }
+        free(out);
+        kiln_array_destroy(o);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    kiln_graph *g = graph();
+    int64_t d = 100;
+    char *src = finish(
+        g, kiln_add(g, kiln_iota(g, KILN_DTYPE_I64, 1, &d, 0), kiln_scalar(g, KILN_DTYPE_I64, 1)));
+    CHECK_LACKS(src, "(int32_t)(");
+    free(src);
+    kiln_graph_destroy(g);
+}
+
 /* Two column sums of one operand (a layer norm's gain and bias gradients): rows of
  * accumulators walked contiguously (no per-column strided reduction loop) whether fusion
  * puts both roots in one kernel or not, and the sums right. */
@@ -598,6 +636,7 @@ int main(void) {
     RUN(test_provenance);
     RUN(test_stable_text);
     RUN(test_run_divmod);
+    RUN(test_run_float_iota);
     RUN(test_run_two_column_sums);
     RUN(test_fault_injection);
     kiln_context_destroy(ctx);

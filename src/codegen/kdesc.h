@@ -214,7 +214,8 @@ typedef struct kd_stmt {
     uint32_t slot;  /* LOAD, STORE */
     uint32_t ix;    /* LOAD, IOTA, STORE */
     uint32_t var;   /* LOOP; ACC (column): the last axis' variable */
-    int64_t n;      /* LOOP: trip count (< 0: the chunk); CLAMP: the largest row */
+    int64_t n;      /* LOOP: trip count (< 0: the chunk); CLAMP: the largest row; IOTA: the
+                     * axis' length (its values are below it) */
     uint32_t guard; /* IF, ELSE_IF */
     uint32_t n_guards;
     /* LOOP: the innermost loop of a reduction (acc: its ACC statement, 0 for a column

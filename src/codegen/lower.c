@@ -384,8 +384,11 @@ static uint32_t lower_compute(lw *l, uint32_t id, const uint32_t *ix) {
     int rank = n->n_in ? l->g->nodes[in[0]].shape.rank : 0;
     switch (n->op) {
     case IR_IOTA:
-        return emit(l,
-                    (kd_stmt){.kind = KS_IOTA, .dtype = n->dtype, .node = id, .ix = ix[n->a.axis]});
+        return emit(l, (kd_stmt){.kind = KS_IOTA,
+                                 .dtype = n->dtype,
+                                 .node = id,
+                                 .ix = ix[n->a.axis],
+                                 .n = n->shape.dims[n->a.axis]});
     case IR_BROADCAST:
         for (int a = 0; a < rank; a++)
             sub[a] = l->g->nodes[in[0]].shape.dims[a] == 1 ? kd_ix_const(l->kd, 0)

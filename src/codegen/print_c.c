@@ -418,7 +418,7 @@ static const char math_f32[] =
     "    double d = a, k = (d * 0x1.45f306dc9c883p-1 + 0x1.8p52) - 0x1.8p52;\n"
     "    v.r = ((d - k * 0x1.921fb544p+0) - k * 0x1.0b4611a626331p-34) - k * "
     "0x1.1701b839a2520p-88;\n"
-    "    v.quadrant = (uint32_t)(int64_t)k;\n"
+    "    v.quadrant = (uint32_t)(int32_t)k; /* k < 2^21: AVX2 converts it */\n"
     "    return v;\n"
     "}\n"
     "KILN_FN kiln_pio2 kiln_reduce_pio2_f32(float x) {\n"
@@ -1205,9 +1205,12 @@ static void print_stmt(pr *p, uint32_t id) {
             print_ix(kd, p->sb, s->ix);
             sb_append(p->sb, "];\n");
         } else {
-            sb_printf(p->sb, "const %s v%u = (%s)", ct, id, ct);
+            /* a float iota of an axis shorter than 2^31 through int32: the same value, and
+             * only AVX-512 converts int64 vectors (a loop over sin(iota) stayed scalar) */
+            bool narrow = ir_dtype_is_float(s->dtype) && s->n > 0 && s->n <= INT32_MAX;
+            sb_printf(p->sb, "const %s v%u = (%s)%s", ct, id, ct, narrow ? "(int32_t)(" : "");
             print_operand(kd, p->sb, s->ix);
-            sb_append(p->sb, ";\n");
+            sb_append(p->sb, narrow ? ");\n" : ";\n");
         }
         break;
     case KS_OP: {

@@ -53,9 +53,11 @@ const char cgen_random_prelude[] =
     "KILN_FN int32_t kiln_random_word1_i32(int32_t k0, int32_t k1, int32_t c) {\n"
     "    return (int32_t)(uint32_t)kiln_random_words(k0, k1, c);\n"
     "}\n"
+    /* b >> 9 < 2^23 converted as int32: the same value, and AVX2 has no unsigned vector
+     * conversion (the loop would stay scalar) */
     "KILN_FN float kiln_random_uniform_f32(int32_t k0, int32_t k1, int32_t c) {\n"
     "    uint32_t b = (uint32_t)kiln_random_bits_i32(k0, k1, c);\n"
-    "    return (float)(b >> 9) * 1.1920928955078125e-7f;\n"
+    "    return (float)(int32_t)(b >> 9) * 1.1920928955078125e-7f;\n"
     "}\n"
     "KILN_FN double kiln_random_uniform_f64(int32_t k0, int32_t k1, int32_t c) {\n"
     "    return (double)(kiln_random_words(k0, k1, c) >> 12) * "

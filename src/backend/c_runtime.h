@@ -22,5 +22,7 @@
 
 #define KN_C_RUNTIME_STR_(...) #__VA_ARGS__
 #define KN_C_RUNTIME_STR(x)    KN_C_RUNTIME_STR_(x)
+/* the struct as the prelude prints it */
+#define KN_C_RUNTIME_TEXT "struct kiln_runtime { " KN_C_RUNTIME_STR(KN_C_RUNTIME_FIELDS) " };\n"
 
 #endif

@@ -269,8 +269,7 @@ static const char head_c[] =
      * (-ffp-contract=fast) in one kernel and not in another: a reduction recomputed
      * elsewhere gives the same bits. Pure, so the call does not make the kernel reload
      * what it read before it. */
-    "struct kiln_runtime { " KN_C_RUNTIME_STR(KN_C_RUNTIME_FIELDS) " };\n"
-    "__attribute__((weak, visibility(\"default\")))\n"
+    KN_C_RUNTIME_TEXT "__attribute__((weak, visibility(\"default\")))\n"
     "const struct kiln_runtime *kiln_module_runtime;\n"
     "#if defined(__GNUC__)\n"
     "#define KILN_RUNTIME() __atomic_load_n(&kiln_module_runtime, __ATOMIC_RELAXED)\n"

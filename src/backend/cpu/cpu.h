@@ -24,7 +24,7 @@ typedef struct cpu_kernel {
 } cpu_kernel;
 
 /* cpu_runtime.c: points a loaded module's kiln_module_runtime at the table of helpers its
- * kernels call (src/codegen/c_runtime.h); before any of its kernels runs. */
+ * kernels call (src/backend/c_runtime.h); before any of its kernels runs. */
 void cpu_runtime_bind(cc_module *m);
 
 /* cpu_memory.c: the memory slots of the CPU backend. */

@@ -19,19 +19,12 @@
  * compile), taking work items from a shared counter, the last query blocks (the most keys,
  * when causal) first. Each item reads only its own rows of q and writes only its own rows
  * of out, so the result does not depend on how items are spread over threads. */
+#include "clones.h"
 #include "cpu_ops.h"
 
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
-
-/* Not under ThreadSanitizer, as in gemm_kiln.c: the ifunc resolver of the clones runs
- * before TSan's runtime is up. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define KILN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KILN_CLONES
-#endif
 
 /* Entries of a scratch piece rounded up to 64 bytes. */
 static int64_t pad16(int64_t n) {

@@ -1,16 +1,9 @@
 /* cpu_runtime.c — the helpers generated C kernels call instead of compiling them
- * (src/codegen/c_runtime.h says which and why), and their binding to a loaded module. */
+ * (src/backend/c_runtime.h says which and why), and their binding to a loaded module. */
+#include "clones.h"
 #include "cpu.h"
 
 #include "backend/c_runtime.h"
-
-/* Not under ThreadSanitizer, as in gemm_kiln.c: the ifunc resolver of the clones runs
- * before TSan's runtime is up. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define KILN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KILN_CLONES
-#endif
 
 struct kiln_runtime {
     KN_C_RUNTIME_FIELDS

@@ -11,17 +11,9 @@
  * inside the 8 MiB glibc gives threads) so the kernel allocates nothing; padded lanes of
  * a packed panel are zeros and the tile's padded rows and columns are never stored. */
 #include "blas.h"
+#include "clones.h"
 
 #include <string.h>
-
-/* Not under ThreadSanitizer: the clones' ifunc resolver runs while the dynamic loader
- * relocates the program, before TSan's runtime is up, and its instrumented code crashes
- * there (every program linking libkiln died at startup in the -DKILN_TSAN=ON build). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define KILN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KILN_CLONES
-#endif
 
 #define MR 6
 #define KC 128

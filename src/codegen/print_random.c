@@ -17,7 +17,8 @@
  * From the two output words, as jax.random does with jax_threefry_partitionable (the
  * default since JAX 0.5): bits are x0 ^ x1; an f32 in [0, 1) puts the top 23 bits in the
  * mantissa of a float in [1, 2) and subtracts 1, which is exactly (bits >> 9) * 2^-23 and
- * is written so (no bit casts); an f64 uses all 64 bits, x0:x1 >> 12 times 2^-52. Normal
+ * is written so (no bit casts); an f64 uses all 64 bits, x0:x1 >> 12 times 2^-52 (built
+ * as the bits of 1 + that, less 1: the same number). Normal
  * f32 is XLA's: sqrt(2) erfinv(u) with u uniform on [nextafter(-1, 0), 1), erfinv by
  * Giles' single-precision polynomials ("Approximating the erfinv function", GPU Computing
  * Gems, 2011). Normal f64 is the quantile Phi^-1((1 + u) / 2), the same number, by
@@ -59,9 +60,12 @@ const char cgen_random_prelude[] =
     "    uint32_t b = (uint32_t)kiln_random_bits_i32(k0, k1, c);\n"
     "    return (float)(int32_t)(b >> 9) * 1.1920928955078125e-7f;\n"
     "}\n"
+    /* (w >> 12) * 2^-52 as the double 1 + (w >> 12) * 2^-52, built from its bits, less 1:
+     * both steps are exact, so the same value, and AVX2 has no 64-bit integer to double
+     * vector conversion (the loop would stay scalar) */
     "KILN_FN double kiln_random_uniform_f64(int32_t k0, int32_t k1, int32_t c) {\n"
-    "    return (double)(kiln_random_words(k0, k1, c) >> 12) * "
-    "2.220446049250313080847263336181640625e-16;\n"
+    "    return kiln_bits_f64(0x3FF0000000000000ull | kiln_random_words(k0, k1, c) >> 12) - "
+    "1.0;\n"
     "}\n"
     /* (kiln_log_f32, ln x branch-free, is the math prelude's: src/codegen/print_c.c) */
     /* XLA's ErfInv32: both polynomials evaluated and one selected, so loops vectorise.

@@ -282,6 +282,11 @@ typedef enum kiln_dtype {
 
 KILN_API const char *kiln_dtype_name(kiln_dtype t); /* "f32", ...; "invalid" */
 KILN_API size_t kiln_dtype_itemsize(kiln_dtype t);  /* bytes; 0 if invalid */
+/* jnp.promote_types over kiln's dtypes, with x64 on: the least dtype both convert to on
+ * JAX's lattice bool < i32 < i64 < f32 < f64, where an integer joined with a float is that
+ * float (i64 with f32 is f32, as in JAX; NumPy says f64). KILN_DTYPE_INVALID if either is
+ * invalid. kiln's ops never promote on their own: kiln_promote asks for it. */
+KILN_API kiln_dtype kiln_promote_types(kiln_dtype a, kiln_dtype b);
 
 /* ----------------------------------------------------------------- arrays ---- */
 
@@ -437,6 +442,13 @@ KILN_API kiln_value kiln_stop_gradient(kiln_graph *g, kiln_value x);
 /* Converts between any two dtypes: float->int truncates toward zero and saturates (NaN
  * gives 0), anything->bool is x != 0. */
 KILN_API kiln_value kiln_convert(kiln_graph *g, kiln_value x, kiln_dtype to);
+/* Promotion, asked for: out[i] is xs[i] converted to the kiln_promote_types of all n
+ * operands' dtypes (n >= 1), or xs[i] itself when it has that dtype already; out may be
+ * xs. What JAX does implicitly to the operands of `x + n`, done where the user can see it
+ * (docs/ops.md, "Mixed dtypes"): kiln_promote(g, 2, (kiln_value[]){x, n}, v), then
+ * kiln_add(g, v[0], v[1]). Shapes are left alone (the op broadcasts). Returns the graph's
+ * status; on an error every out[i] is the invalid value. */
+KILN_API kiln_status kiln_promote(kiln_graph *g, int n, const kiln_value *xs, kiln_value *out);
 
 /* Elementwise binary with NumPy broadcasting; both operands must have the same dtype.
  * Integer division truncates; x/0 is -1 and INT_MIN/-1 is INT_MIN (as in XLA). Integer
@@ -1344,6 +1356,7 @@ KILN_API kiln_status kiln_safetensors_read(kiln_safetensors *f, const char *name
 #define kiln_logical_not(g, ...)      (KILN__AT(g), kiln_logical_not((g), __VA_ARGS__))
 #define kiln_stop_gradient(g, ...)    (KILN__AT(g), kiln_stop_gradient((g), __VA_ARGS__))
 #define kiln_convert(g, ...)          (KILN__AT(g), kiln_convert((g), __VA_ARGS__))
+#define kiln_promote(g, ...)          (KILN__AT(g), kiln_promote((g), __VA_ARGS__))
 #define kiln_add(g, ...)              (KILN__AT(g), kiln_add((g), __VA_ARGS__))
 #define kiln_sub(g, ...)              (KILN__AT(g), kiln_sub((g), __VA_ARGS__))
 #define kiln_mul(g, ...)              (KILN__AT(g), kiln_mul((g), __VA_ARGS__))

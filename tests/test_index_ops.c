@@ -101,6 +101,24 @@ static const int64_t d5[] = {5}, d6[] = {6}, d23[] = {2, 3}, d21[] = {2, 1};
 static const kiln_dtype data_types[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
                                         KILN_DTYPE_I64};
 
+/* Promotion asked for (kiln_promote), then the op: what JAX does implicitly, with the
+ * values JAX 0.10.2 (x64 on) gave: int64 [2^40 + 1, -7, 2^24 + 1] + float32 [0.5, 0.25, 1]
+ * is float32 [2^40, -6.75, 2^24], and bool [1, 0, 1] * int32 [3, 4, 5] int32 [3, 0, 5]. */
+static void jax_promote(void) {
+    static const int64_t n[] = {((int64_t)1 << 40) + 1, -7, (1 << 24) + 1};
+    static const double x[] = {0.5, 0.25, 1.0}, want[] = {1099511627776.0, -6.75, 16777216.0};
+    const int64_t d3[] = {3};
+    kiln_graph *g = new_graph();
+    kiln_value v[2] = {cst_i(g, KILN_DTYPE_I64, 1, d3, n), cst_d(g, KILN_DTYPE_F32, 1, d3, x)};
+    CHECK_OK(C, kiln_promote(g, 2, v, v));
+    expect(g, kiln_add(g, v[0], v[1]), "promote(i64, f32) + ", KILN_DTYPE_F32, 1, d3, want);
+    static const double b[] = {1, 0, 1}, i[] = {3, 4, 5}, want2[] = {3, 0, 5};
+    g = new_graph();
+    v[0] = cst_d(g, KILN_DTYPE_BOOL, 1, d3, b), v[1] = cst_d(g, KILN_DTYPE_I32, 1, d3, i);
+    CHECK_OK(C, kiln_promote(g, 2, v, v));
+    expect(g, kiln_mul(g, v[0], v[1]), "promote(bool, i32) *", KILN_DTYPE_I32, 1, d3, want2);
+}
+
 static void jax_take(void) {
     /* jnp.take(jnp.arange(5.), [-6, -1, 0, 4, 5, 7], mode=...) */
     static const int64_t ix[] = {-6, -1, 0, 4, 5, 7};
@@ -800,6 +818,7 @@ int main(void) {
     if (!C) return 1;
     seed = test_seed(14);
     RUN(jax_take);
+    RUN(jax_promote);
     RUN(jax_take_along_axis);
     RUN(jax_stack);
     RUN(jax_argmax);

@@ -251,6 +251,63 @@ static void test_elementwise_errors(void) {
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_convert", "f32[2]", "not a kiln_dtype");
 }
 
+/* kiln_promote_types is jnp.promote_types with x64 on: this table is what JAX 0.10.2
+ * printed for [jnp.promote_types(a, b) for b in ts] over ts = bool, int32, int64,
+ * float32, float64. */
+static void test_promotion(void) {
+    const kiln_dtype ts[5] = {KILN_DTYPE_BOOL, KILN_DTYPE_I32, KILN_DTYPE_I64, KILN_DTYPE_F32,
+                              KILN_DTYPE_F64};
+    const char *const jax[5][5] = {{"bool", "i32", "i64", "f32", "f64"},
+                                   {"i32", "i32", "i64", "f32", "f64"},
+                                   {"i64", "i64", "i64", "f32", "f64"},
+                                   {"f32", "f32", "f32", "f32", "f64"},
+                                   {"f64", "f64", "f64", "f64", "f64"}};
+    for (int a = 0; a < 5; a++)
+        for (int b = 0; b < 5; b++) {
+            const char *got = kiln_dtype_name(kiln_promote_types(ts[a], ts[b]));
+            CHECK_MSG(!strcmp(got, jax[a][b]), "promote_types(%s, %s) = %s, jax %s",
+                      kiln_dtype_name(ts[a]), kiln_dtype_name(ts[b]), got, jax[a][b]);
+        }
+    CHECK(kiln_promote_types(KILN_DTYPE_F32, KILN_DTYPE_INVALID) == KILN_DTYPE_INVALID);
+    CHECK(kiln_promote_types((kiln_dtype)77, KILN_DTYPE_F32) == KILN_DTYPE_INVALID);
+
+    /* the operands convert to their join; one already of it passes through unchanged */
+    kiln_graph *g = fresh();
+    kiln_value x = P(g, KILN_DTYPE_F32, 2, 3), n = P(g, KILN_DTYPE_I32, 3),
+               l = P0(g, KILN_DTYPE_I64), v[3];
+    CHECK_STATUS(kiln_promote(g, 2, (kiln_value[]){x, n}, v), KILN_STATUS_OK);
+    CHECK(v[0].id == x.id);
+    CHECK_TYPE(g, v[1], "f32[3]");
+    CHECK_TYPE(g, kiln_add(g, v[0], v[1]), "f32[2,3]");
+    kiln_value three[3] = {n, l, n};
+    CHECK_STATUS(kiln_promote(g, 3, three, three), KILN_STATUS_OK); /* in place */
+    CHECK_TYPE(g, three[0], "i64[3]");
+    CHECK_TYPE(g, three[1], "i64[]");
+    CHECK(three[1].id == l.id);
+    CHECK_TYPE(g, three[2], "i64[3]");
+    CHECK_STATUS(kiln_promote(g, 1, &n, v), KILN_STATUS_OK);
+    CHECK(v[0].id == n.id);
+    CHECK_STATUS(kiln_graph_status(g), KILN_STATUS_OK);
+
+    /* errors name the call, the bad operand and the caller's line; results are invalid */
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2);
+    v[0] = v[1] = x;
+    op_line = __LINE__, kiln_promote(g, 2, (kiln_value[]){x, NONE}, v);
+    last = v[0];
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_promote", "xs[1]");
+    CHECK(!kiln_value_ok(v[1]));
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2);
+    v[0] = x;
+    op_line = __LINE__, kiln_promote(g, 0, &x, v);
+    last = NONE;
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_promote", "n >= 1", "n = 0");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2);
+    kiln_status st;
+    op_line = __LINE__, st = kiln_promote(g, 1, &x, NULL);
+    CHECK_STATUS(st, KILN_STATUS_INVALID_ARGUMENT);
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_promote", "out NULL");
+}
+
 /* --------------------------------------------------------------- sources ---- */
 
 static void test_sources(void) {
@@ -1345,6 +1402,7 @@ int main(void) {
     RUN(test_binary_broadcasting);
     RUN(test_select_types);
     RUN(test_elementwise_errors);
+    RUN(test_promotion);
     RUN(test_sources);
     RUN(test_source_errors);
     RUN(test_broadcast_ops);

@@ -34,6 +34,24 @@ size_t kiln_dtype_itemsize(kiln_dtype t) {
     }
 }
 
+/* The rank of t on JAX's promotion lattice (a chain over kiln's dtypes), 0 if invalid. */
+static int promote_rank(kiln_dtype t) {
+    switch (t) {
+    case KILN_DTYPE_BOOL: return 1;
+    case KILN_DTYPE_I32: return 2;
+    case KILN_DTYPE_I64: return 3;
+    case KILN_DTYPE_F32: return 4;
+    case KILN_DTYPE_F64: return 5;
+    default: return 0;
+    }
+}
+
+kiln_dtype kiln_promote_types(kiln_dtype a, kiln_dtype b) {
+    int ra = promote_rank(a), rb = promote_rank(b);
+    if (!ra || !rb) return KILN_DTYPE_INVALID;
+    return ra >= rb ? a : b;
+}
+
 bool ir_dtype_valid(kiln_dtype t) {
     return kiln_dtype_itemsize(t) != 0;
 }

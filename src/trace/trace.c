@@ -271,6 +271,36 @@ kiln_value kiln_convert(kiln_graph *g, kiln_value x, kiln_dtype to) {
     return trace_emit(g, op, &n, &x.id, 1);
 }
 
+kiln_status kiln_promote(kiln_graph *g, int n, const kiln_value *xs, kiln_value *out) {
+    const char *op = "kiln_promote";
+    if (!trace_ready(g, op)) {
+        for (int i = 0; out && i < n; i++) out[i] = KN_NONE;
+        kiln_status st = g ? kiln_graph_status(g) : KILN_STATUS_OK;
+        return st ? st : KILN_STATUS_INVALID_ARGUMENT;
+    }
+    if (n < 1 || !xs || !out) {
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                   "needs n >= 1 operands and an array of n results (n = %d%s%s)", n,
+                   xs ? "" : ", xs NULL", out ? "" : ", out NULL");
+        for (int i = 0; out && i < n; i++) out[i] = KN_NONE;
+        return kiln_graph_status(g);
+    }
+    kiln_dtype to = KILN_DTYPE_INVALID;
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "xs[%d]", i);
+        const ir_node *x = trace_node(g, op, xs[i], what);
+        ok = x != NULL;
+        if (ok) to = i ? kiln_promote_types(to, x->dtype) : x->dtype;
+    }
+    /* out may be xs: element i is read before it is written */
+    for (int i = 0; i < n; i++) out[i] = ok ? kiln_convert(g, xs[i], to) : KN_NONE;
+    kiln_status st = kiln_graph_status(g);
+    for (int i = 0; st && i < n; i++) out[i] = KN_NONE;
+    return st;
+}
+
 /* The NumPy broadcast of shapes a and b; false (with the axis in *bad) if they clash. */
 static bool broadcast_shapes(const ir_shape *a, const ir_shape *b, ir_shape *out, int *bad) {
     out->rank = a->rank > b->rank ? a->rank : b->rank;

@@ -1,6 +1,7 @@
 /* test_math.c — the compiled f32 transcendental kernels (exp, tanh, logistic, log, log1p,
  * erf, sin, cos: kiln's own polynomials; rsqrt as 1 / sqrtf) against the reference
- * interpreter (libm in double, rounded once to f32), measured in ulps.
+ * interpreter (libm in double, rounded once to f32), measured in ulps; and the f64 exp,
+ * tanh and logistic, also kiln's own, against long double libm.
  *
  * By default a dense sweep: every exponent of both signs with its first, last and 61
  * spread mantissas, plus the neighbourhoods (+-64 ulps) of every threshold the kernels
@@ -182,10 +183,130 @@ static void test_named_values(void) {
     (void)st;
 }
 
+/* ------------------------------------------------------------------ f64 ---- */
+
+/* exp, tanh and logistic of f64 are kiln's own on the CPU (print_c.c, math_f64_exp_cpu),
+ * so they are measured against long double expl and tanhl (64 mantissa bits or more), in
+ * ulps of the double nearest to that: every exponent of both signs with 31 spread
+ * mantissas, the neighbourhoods (+-64 ulps) of where the kernels change form (exp's
+ * overflow, its subnormal results and zero, tanh's switch at 0.55, the clamps), and 2^16
+ * pseudo-random arguments in [-40, 40]. */
+static int64_t ordinal64(double f) {
+    int64_t i;
+    memcpy(&i, &f, 8);
+    return i < 0 ? -(i & INT64_MAX) : i;
+}
+
+static double want64(int op, double x) {
+    long double l = (long double)x;
+    switch (op) {
+    case 0: return (double)expl(l);
+    case 1: return (double)tanhl(l);
+    default: return (double)(x >= 0 ? 1.0L / (1.0L + expl(-l)) : expl(l) / (1.0L + expl(l)));
+    }
+}
+
+static void test_f64_exp_tanh_logistic(void) {
+    static const char *const names[3] = {"exp", "tanh", "logistic"};
+    static const int64_t bound[3] = {1, 3, 3};
+    static const double edges[] = {709.782712893384,
+                                   -708.3964185322641,
+                                   -745.1332191019411,
+                                   -745.1332191019412,
+                                   710.0,
+                                   -746.0,
+                                   0.55,
+                                   -0.55,
+                                   1.0,
+                                   0.3465735902799727,
+                                   0.0,
+                                   -20.0};
+    int64_t cap = 2 * 2048 * 32 + (int64_t)(sizeof edges / sizeof *edges) * 129 + 65536, n = 0;
+    double *xs = malloc((size_t)cap * sizeof *xs);
+    for (uint64_t sign = 0; sign < 2; sign++)
+        for (uint64_t e = 0; e < 2047; e++) /* every finite exponent, subnormals included */
+            for (uint64_t k = 0; k < 32; k++) {
+                uint64_t m = k == 31 ? 0xfffffffffffffull : k * (0xfffffffffffffull / 30);
+                uint64_t u = sign << 63 | e << 52 | m;
+                memcpy(&xs[n++], &u, 8);
+            }
+    for (size_t t = 0; t < sizeof edges / sizeof *edges; t++)
+        for (int d = -64; d <= 64; d++) {
+            int64_t i;
+            memcpy(&i, &edges[t], 8);
+            i += edges[t] == 0 ? (d < 0 ? INT64_MIN - d : d) : d; /* around 0: both signs */
+            memcpy(&xs[n++], &i, 8);
+        }
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 65536; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        xs[n++] = ((double)(r >> 11) * 0x1p-53 - 0.5) * 80;
+    }
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "math64", &g));
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, &n);
+    kiln_value outs[3] = {kiln_exp(g, x), kiln_tanh(g, x), kiln_logistic(g, x)};
+    CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
+    kiln_executable *e = NULL;
+    kiln_array *arg = NULL, *got[3] = {0};
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F64, 1, &n, xs, &arg));
+    if (e && arg) CHECK_OK(ctx, kiln_executable_run(e, 1, &arg, 3, got));
+    double *v = malloc((size_t)n * sizeof *v);
+    for (int op = 0; op < 3 && got[op]; op++) {
+        kiln_array_copy_to_host(got[op], v, (size_t)n * sizeof *v);
+        int64_t worst = 0, bad_specials = 0;
+        double at = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double w = want64(op, xs[i]);
+            if (isnan(v[i]) || isnan(w) || isinf(v[i]) || isinf(w) || (v[i] == 0 && w == 0)) {
+                bool same = (isnan(v[i]) && isnan(w)) || (v[i] == w && signbit(v[i]) == signbit(w));
+                if (!same && bad_specials++ < 3)
+                    fprintf(stderr, "f64 %s(%.17g): got %.17g, want %.17g\n", names[op], xs[i],
+                            v[i], w);
+                continue;
+            }
+            int64_t d = llabs(ordinal64(v[i]) - ordinal64(w));
+            if (d > worst) worst = d, at = xs[i];
+        }
+        printf("  f64 %-8s max error %lld ulp (at %.17g) over %lld inputs\n", names[op],
+               (long long)worst, at, (long long)n);
+        CHECK_MSG(worst <= bound[op], "f64 %s: %lld ulp at %.17g > bound %lld", names[op],
+                  (long long)worst, at, (long long)bound[op]);
+        CHECK_MSG(bad_specials == 0, "f64 %s: %lld NaN/inf/signed-zero mismatches", names[op],
+                  (long long)bad_specials);
+    }
+    /* the special values themselves */
+    double sp[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0}, out[3][5];
+    int64_t five = 5;
+    kiln_array *sa = NULL, *so[3] = {0};
+    kiln_graph *g5 = NULL;
+    kiln_executable *e5 = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "math64s", &g5));
+    x = kiln_parameter(g5, "x", KILN_DTYPE_F64, 1, &five);
+    kiln_value o5[3] = {kiln_exp(g5, x), kiln_tanh(g5, x), kiln_logistic(g5, x)};
+    CHECK_OK(ctx, kiln_graph_finish(g5, 3, o5));
+    CHECK_OK(ctx, kiln_compile(g5, NULL, &e5));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F64, 1, &five, sp, &sa));
+    if (e5 && sa && !kiln_executable_run(e5, 1, &sa, 3, so)) {
+        for (int op = 0; op < 3; op++) kiln_array_copy_to_host(so[op], out[op], sizeof out[op]);
+        CHECK(isnan(out[0][0]) && isnan(out[1][0]) && isnan(out[2][0]));
+        CHECK(isinf(out[0][1]) && out[0][2] == 0 && out[0][3] == 1 && out[0][4] == 1);
+        CHECK(out[1][1] == 1 && out[1][2] == -1 && out[1][3] == 0 && signbit(out[1][4]));
+        CHECK(out[2][1] == 1 && out[2][2] == 0 && out[2][3] == 0.5 && out[2][4] == 0.5);
+    }
+    for (int op = 0; op < 3; op++) kiln_array_destroy(got[op]), kiln_array_destroy(so[op]);
+    kiln_array_destroy(arg), kiln_array_destroy(sa);
+    kiln_executable_destroy(e), kiln_executable_destroy(e5);
+    kiln_graph_destroy(g), kiln_graph_destroy(g5);
+    free(xs), free(v);
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln_test_math_XXXXXX";
     if (!(ctx = test_private_context(dir))) return 1;
     RUN(test_named_values);
+    RUN(test_f64_exp_tanh_logistic);
     const char *ex = getenv("KILN_TEST_EXHAUSTIVE");
     stats st = {0};
     if (ex && *ex && strcmp(ex, "0")) {

@@ -1151,6 +1151,58 @@ static void test_composite_errors(void) {
 
 /* ------------------------------------------------ the builder's error rules ---- */
 
+/* A builder made in a helper on another line, as an argument: the error of the op that
+ * uses it names the op's line (the location is pushed before the arguments run and
+ * popped after), and a location set by hand comes back after a macro call. */
+static int helper_line;
+static kiln_value make_param(kiln_graph *g, kiln_dtype t) {
+    helper_line = __LINE__ + 1;
+    return kiln_parameter(g, NULL, t, 1, DIMS(3));
+}
+
+static void test_nested_locations(void) {
+    kiln_graph *g = fresh();
+    OP(kiln_add(g, make_param(g, KILN_DTYPE_F32), make_param(g, KILN_DTYPE_I32)));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_add", "f32[3], i32[3]", "dtypes differ");
+    char helper[64];
+    snprintf(helper, sizeof helper, "test_trace.c:%d", helper_line);
+    CHECK_MSG(!strstr(kiln_graph_error(g), helper), "blames the helper: %s", kiln_graph_error(g));
+
+    /* nested builders on later lines of one call */
+    g = fresh();
+    kiln_value x = P(g, KILN_DTYPE_F32, 4);
+    /* clang-format off */
+    op_line = __LINE__ + 1;
+    last = kiln_softmax(g,
+                        kiln_exp(g,
+                                 kiln_neg(g, x)),
+                        3);
+    /* clang-format on */
+    const char *e = kiln_graph_error(g);
+    char l1[64], l2[64], l3[64];
+    snprintf(l1, sizeof l1, "test_trace.c:%d", op_line);
+    snprintf(l2, sizeof l2, "test_trace.c:%d", op_line + 1);
+    snprintf(l3, sizeof l3, "test_trace.c:%d", op_line + 2);
+    CHECK_MSG(strstr(e, "kiln_softmax") && !strstr(e, l2) && !strstr(e, l3),
+              "softmax's error at its arguments' lines: %s", e);
+    char l4[64]; /* a call over several lines: gcc's __LINE__ is its first, clang's its last */
+    snprintf(l4, sizeof l4, "test_trace.c:%d", op_line + 3);
+    CHECK_MSG(strstr(e, l1) || strstr(e, l4), "not softmax's line: %s", e);
+
+    /* a location set by hand is current again after a macro call */
+    g = fresh();
+    kiln_graph_at(g, "model.c", 7);
+    x = P(g, KILN_DTYPE_F32, 2);
+    kiln_value (*const neg)(kiln_graph *, kiln_value) = kiln_neg; /* no macro: no push */
+    kiln_value y = neg(g, x);
+    char buf[4096];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    kiln_graph_print(g, f);
+    fclose(f);
+    CHECK_MSG(strstr(buf, "model.c:7"), "the neg keeps the location set by hand:\n%s", buf);
+}
+
 static void test_first_error_wins(void) {
     kiln_graph *g = fresh();
     kiln_value a = P(g, KILN_DTYPE_F32, 2, 3), b = P(g, KILN_DTYPE_F32, 4);
@@ -1419,6 +1471,7 @@ int main(void) {
     RUN(test_indexing);
     RUN(test_composites);
     RUN(test_composite_errors);
+    RUN(test_nested_locations);
     RUN(test_first_error_wins);
     RUN(test_mixing_and_invalid_values);
     RUN(test_finish);

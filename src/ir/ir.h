@@ -360,6 +360,7 @@ typedef struct ir_composite {
     bool keepdims;
 } ir_composite;
 
+#define KN_LOC_SAVED 64 /* kiln_graph_push_at: nested calls whose callers' locations are kept */
 struct kiln_graph {
     kiln_context *ctx;
     uint32_t id; /* unique per context: tells values of two graphs apart */
@@ -374,6 +375,13 @@ struct kiln_graph {
     char error_buf[KN_ERR_MAX]; /* held in the graph so an out-of-memory error keeps it */
     const char *cur_file;       /* user location of the latest public call (kiln_graph_at) */
     int cur_line;
+    /* the locations kiln_graph_push_at saved, innermost last (loc_depth may exceed the
+     * array: those pushes saved nothing) */
+    struct {
+        const char *file;
+        int line;
+    } loc_saved[KN_LOC_SAVED];
+    uint32_t loc_depth;
     ir_composite *composites; /* in the order they were traced; owned */
     uint32_t n_composites, cap_composites;
     bool ad_primitive_rules_only; /* tests: differentiate composites through their parts */

@@ -20,6 +20,33 @@ void kiln_graph_at(kiln_graph *g, const char *file, int line) {
     g->cur_line = line;
 }
 
+void kiln_graph_push_at(kiln_graph *g, const char *file, int line) {
+    if (!g) return;
+    if (g->loc_depth < KN_LOC_SAVED) {
+        g->loc_saved[g->loc_depth].file = g->cur_file;
+        g->loc_saved[g->loc_depth].line = g->cur_line;
+    }
+    g->loc_depth++;
+    kiln_graph_at(g, file, line);
+}
+
+/* The call that pushed has returned: its caller's location is current again. */
+static void pop_at(kiln_graph *g) {
+    if (!g || !g->loc_depth) return;
+    if (--g->loc_depth < KN_LOC_SAVED)
+        kiln_graph_at(g, g->loc_saved[g->loc_depth].file, g->loc_saved[g->loc_depth].line);
+}
+
+kiln_value kiln_graph_pop_at(kiln_graph *g, kiln_value v) {
+    pop_at(g);
+    return v;
+}
+
+kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s) {
+    pop_at(g);
+    return s;
+}
+
 /* Where the current public call came from, for messages: " (at file:line)" or "". */
 static void location(const kiln_graph *g, char *buf, size_t size) {
     if (g->cur_file)

@@ -1,11 +1,13 @@
 /* trace.h — the tracer's internals shared by its files: checking the values a user
  * passes, recording the builder's first error, and emitting typed nodes.
  *
- * Location handling: kiln_graph_at (called by the header's macros) records the user's
- * file and line, and every node and error carries them until the next kiln_graph_at. The
- * location is never cleared after an op: in kiln_add(g, x, kiln_scalar(g, ...)) the
- * macros record the line for kiln_add, then kiln_scalar runs first, and kiln_add must
- * still find the line. Composites and implicit broadcasts thus get the caller's line. */
+ * Location handling: the header's macros push the user's file and line before a
+ * builder's arguments are evaluated and pop it when the builder returns
+ * (kiln_graph_push_at, kiln_graph_pop_at), so a builder called among the arguments (from
+ * a helper on another line) records its own line while it runs and then gives the outer
+ * call its line back. Every node and error carries the current location (g->cur_file,
+ * g->cur_line); composites and implicit broadcasts, made by calls without the macros,
+ * thus get the caller's line. kiln_graph_at sets the current location by hand. */
 #ifndef KILN_TRACE_H
 #define KILN_TRACE_H
 

@@ -102,6 +102,25 @@ static double ndtri_tail(double t) {
     return x - h / (1.0 + 0.5 * x * h);
 }
 
+/* Phi^-1(1/2 + r) for |r| < 0.45, r = u / 2 exactly: Acklam's central form in r itself and
+ * one Halley step on erf, so a result near 0 keeps its relative precision (1/2 + r
+ * rounded first would leave it an absolute error of ~1e-16). */
+static double ndtri_central(double r) {
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01, 1.0};
+    double s = r * r, num = a[0], den = b[0];
+    for (int i = 1; i < 6; i++) num = num * s + a[i];
+    for (int i = 1; i < 6; i++) den = den * s + b[i];
+    double x = num * r / den;
+    double e = 0.5 * erf(x * 0.70710678118654752440) - r;
+    double h = e * 2.50662827463100050242 * exp(0.5 * x * x);
+    return x - h / (1.0 + 0.5 * x * h);
+}
+
 /* One element: the draw `what` of dtype t for key (k0, k1) and counter c. */
 static void draw(int what, kiln_dtype t, uint32_t k0, uint32_t k1, uint32_t c, void *out,
                  int64_t i) {
@@ -129,8 +148,12 @@ static void draw(int what, kiln_dtype t, uint32_t k0, uint32_t k1, uint32_t c, v
         const double lo = -0.99999999999999988897769753748434595763683319091796875;
         u = u * 2.0 + lo;
         u = u < lo ? lo : u;
-        double p = (1.0 + u) * 0.5, q = (1.0 - u) * 0.5, x = ndtri_tail(p < q ? p : q);
-        u = p < q ? x : -x;
+        if (fabs(u) < 0.9) {
+            u = ndtri_central(0.5 * u);
+        } else {
+            double p = (1.0 + u) * 0.5, q = (1.0 - u) * 0.5, x = ndtri_tail(p < q ? p : q);
+            u = p < q ? x : -x;
+        }
     }
     ((double *)out)[i] = u;
 }

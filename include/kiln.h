@@ -644,7 +644,8 @@ KILN_API kiln_value kiln_rms_norm(kiln_graph *g, kiln_value x, kiln_value scale,
                                   double eps);
 /* jax.nn.gelu. approximate: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2's);
  * otherwise the exact 0.5 x (1 + erf(x / sqrt 2)), which reaches 0 rather than a tiny
- * negative value far left (below about -5.6 in f32; JAX's erfc form keeps those). */
+ * negative value far left (below about -5.6 in f32 and -8.4 in f64, with its relative
+ * error growing on the way there; JAX's erfc form keeps those: docs/ops.md). */
 KILN_API kiln_value kiln_gelu(kiln_graph *g, kiln_value x, bool approximate);
 /* x * logistic(x) (jax.nn.silu, a.k.a. swish). */
 KILN_API kiln_value kiln_silu(kiln_graph *g, kiln_value x);

@@ -228,7 +228,8 @@ kiln_value kiln_random_bernoulli(kiln_graph *g, kiln_value key, double p, int ra
     ir_shape s;
     if (!key_node(g, op, key) || !draw_shape(g, op, rank, dims, &s)) return KN_NONE;
     if (!(p >= 0 && p <= 1))
-        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "p = %g is outside [0, 1]", p);
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "p = %g is outside [0, 1]",
+                          isnan(p) ? fabs(p) : p); /* a NaN prints as "nan", not "-nan" */
     /* jax.random.bernoulli: uniform f32 < p, so p = 0 is never and p = 1 always true */
     kiln_value u = draw(g, op, key, IR_RNG_UNIFORM, KILN_DTYPE_F32, &s);
     return kiln_compare(g, u, kiln_scalar(g, KILN_DTYPE_F32, (float)p), KILN_CMP_LT);
@@ -243,7 +244,8 @@ kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, double rate
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op, "takes f32 or f64, not %s",
                              kiln_dtype_name(xn->dtype));
     if (!(rate >= 0 && rate <= 1))
-        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "rate = %g is outside [0, 1]", rate);
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "rate = %g is outside [0, 1]",
+                          isnan(rate) ? fabs(rate) : rate);
     kiln_dtype t = xn->dtype;
     ir_shape s = xn->shape;
     if (rate == 0) return x;

@@ -125,10 +125,17 @@ const ir_node *trace_node(kiln_graph *g, const char *op, kiln_value v, const cha
                    "%s is the invalid value (an earlier op failed, or it was never set)", what);
         return NULL;
     }
-    if (v.graph != g->id || v.id >= g->n_nodes) {
+    if (v.graph != g->id) {
         trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                    "%s is not a value of graph '%s' (values cannot be mixed between graphs)", what,
                    g->name);
+        return NULL;
+    }
+    if (v.id >= g->n_nodes) {
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                   "%s is no value graph '%s' made (id %u, and it has %u values): a kiln_value "
+                   "comes from a builder, not from its fields",
+                   what, g->name, v.id, g->n_nodes - 1);
         return NULL;
     }
     return &g->nodes[v.id];

@@ -30,6 +30,7 @@
  *                       B [D, F]: sin and cos of 2 pi x B side by side, [N, 2F]
  *   axes B N C          x [B, N, C] normalised along its middle axis N: softmax,
  *                       logsumexp and an RMS norm (B = 1: a matrix's first axis)
+ *   math64 N            x [N] f64 in [-8, 8]: exp x, tanh x, logistic x, log(x^2 + 1)
  * Writes the inputs to DIR (raw little-endian, names in programs.py) so every side computes
  * on the same numbers, and kiln's outputs after the first run (out<i>.bin) for the
  * comparison; then prints "kiln_ms <median>" over REPS (>= 20) runs after 3 warm-ups, each
@@ -86,6 +87,23 @@ static kiln_value arg_f32(prog *p, kiln_graph *g, int rank, const int64_t *dims,
     free(v);
     snprintf(name, sizeof name, "a%d", p->n_args++);
     return kiln_parameter(g, name, KILN_DTYPE_F32, rank, dims);
+}
+
+/* f64 uniform in [lo, hi). */
+static kiln_value arg_f64(prog *p, kiln_graph *g, int rank, const int64_t *dims, double lo,
+                          double hi) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    double *v = malloc((size_t)n * 8 + 8);
+    if (!v) exit(1);
+    for (int64_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * bench_uniform(&p->rng);
+    char name[32];
+    snprintf(name, sizeof name, "in%d.bin", p->n_args);
+    bench_write_file(p->dir, name, v, (size_t)n * 8);
+    DIE(p->ctx, kiln_array_create(p->ctx, KILN_DTYPE_F64, rank, dims, v, &p->args[p->n_args]));
+    free(v);
+    snprintf(name, sizeof name, "a%d", p->n_args++);
+    return kiln_parameter(g, name, KILN_DTYPE_F64, rank, dims);
 }
 
 /* i32 uniform in [0, n). */
@@ -272,6 +290,17 @@ static int trace_trig(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs
     return 3;
 }
 
+/* f64 elementwise functions (JAX with x64 on): exp, tanh and logistic of one array, the
+ * three kiln computes with its own vectorised f64 kernels, and a log. */
+static int trace_math64(prog *p, kiln_graph *g, const int64_t *s, kiln_value *outs) {
+    kiln_value x = arg_f64(p, g, 1, s, -8, 8);
+    outs[0] = kiln_exp(g, x);
+    outs[1] = kiln_tanh(g, x);
+    outs[2] = kiln_logistic(g, x);
+    outs[3] = kiln_log(g, kiln_add(g, kiln_mul(g, x, x), kiln_scalar(g, KILN_DTYPE_F64, 1)));
+    return 4;
+}
+
 /* Random Fourier features (Tancik et al.'s input mapping, as NeRF-style models build it):
  * z = 2 pi x B for points x [N, D] and frequencies B [D, F], then sin z and cos z side by
  * side along the features: [N, 2F], a concatenation along the last axis. */
@@ -345,7 +374,8 @@ int main(int argc, char **argv) {
                  {"reduce", 2, trace_reduce},       {"embed_grad", 4, trace_embed_grad},
                  {"posenc", 3, trace_posenc},       {"trig", 1, trace_trig},
                  {"transpose", 2, trace_transpose}, {"fourier", 3, trace_fourier},
-                 {"axes", 3, trace_axes},           {"nhwc", 4, trace_nhwc}};
+                 {"axes", 3, trace_axes},           {"nhwc", 4, trace_nhwc},
+                 {"math64", 1, trace_math64}};
     int which = -1;
     for (int i = 0; argc > 3 && i < (int)(sizeof progs / sizeof *progs); i++)
         if (!strcmp(argv[3], progs[i].name)) which = i;
@@ -353,7 +383,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_programs DIR REPS embed B T V D H C | rope B T NH DH | "
                         "block B T C | block_sdpa B T C | xent N V | adam P | cumsum R N | "
                         "attn B T N K H | reduce R N | embed_grad B T V D | posenc B T D | trig N "
-                        "| transpose R C | fourier N D F | axes B N C | nhwc N C H W\n");
+                        "| transpose R C | fourier N D F | axes B N C | nhwc N C H W | math64 N\n");
         return 2;
     }
     int64_t sizes[8];

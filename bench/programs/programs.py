@@ -32,8 +32,8 @@ def load(i, dtype, shape):
     return np.fromfile(os.path.join(d, f"in{i}.bin"), dtype=dtype).reshape(shape)
 
 
-def out(i, shape):
-    return np.fromfile(os.path.join(d, f"out{i}.bin"), dtype=np.float32).reshape(shape)
+def out(i, shape, dtype=np.float32):
+    return np.fromfile(os.path.join(d, f"out{i}.bin"), dtype=dtype).reshape(shape)
 
 
 # BENCH_CLOCK=cpu: the process's CPU time (every thread: XLA's pool and the dispatching
@@ -53,6 +53,9 @@ def timed(fn, args, block):
 
 def jblock(r):
     jax.block_until_ready(r)
+
+
+out_dtype = np.float32  # kiln's outputs as bench_programs wrote them (math64: float64)
 
 
 def rms_norm(x, g, xp):
@@ -213,6 +216,20 @@ elif name == "trig":
 
     def np_fn(x):
         return f(x, np)
+elif name == "math64":
+    jax.config.update("jax_enable_x64", True)
+    (N,) = sizes
+    args = [np.fromfile(os.path.join(d, "in0.bin"), dtype=np.float64).reshape((N,))]
+
+    def f(x, xp=jnp):
+        sig = jax.nn.sigmoid(x) if xp is jnp else 1 / (1 + np.exp(-x))
+        return xp.exp(x), xp.tanh(x), sig, xp.log(x * x + 1)
+
+    shapes = [(N,)] * 4
+    out_dtype = np.float64
+
+    def np_fn(x):
+        return f(x, np)
 elif name == "transpose":
     R, C = sizes
     args = [load(0, np.float32, (R, C))]
@@ -294,7 +311,7 @@ ref = ref if isinstance(ref, tuple) else (ref,)
 err = 0.0
 for i, (r, s) in enumerate(zip(ref, shapes)):
     r = np.asarray(r, dtype=np.float64)
-    k = out(i, s).astype(np.float64)
+    k = out(i, s, out_dtype).astype(np.float64)
     err = max(err, float(np.max(np.abs(k - r)) / max(np.max(np.abs(r)), 1e-30)))
 
 if name == "adam":

@@ -31,7 +31,7 @@ if [ "$build" = build-bench ]; then
     cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build build-bench -j 2 --target bench_programs >/dev/null
 fi
-programs=${PROGRAMS:-"embed 64 128 32000 256 512 256|embed 16 512 50000 512 256 64|rope 4 128 8 64|rope 8 512 16 128|block 4 128 256|block 2 256 512|block_sdpa 4 128 256|block_sdpa 2 256 512|attn 4 256 8 8 64|attn 1 1024 8 2 64|xent 512 32000|xent 256 50304|adam 4000000|adam 1000003|cumsum 64 2048|cumsum 1 1000000|reduce 8192 512|reduce 1000003 3|reduce 131072 16|embed_grad 16 512 32000 128|posenc 8 512 256|posenc 1 4096 1024|trig 1000000|transpose 4096 4096|transpose 1000 30000|fourier 65536 3 128|fourier 4096 64 512|axes 1 4096 1024|axes 16 128 512|nhwc 32 64 56 56|nhwc 8 3 224 224"}
+programs=${PROGRAMS:-"embed 64 128 32000 256 512 256|embed 16 512 50000 512 256 64|rope 4 128 8 64|rope 8 512 16 128|block 4 128 256|block 2 256 512|block_sdpa 4 128 256|block_sdpa 2 256 512|attn 4 256 8 8 64|attn 1 1024 8 2 64|xent 512 32000|xent 256 50304|adam 4000000|adam 1000003|cumsum 64 2048|cumsum 1 1000000|reduce 8192 512|reduce 1000003 3|reduce 131072 16|embed_grad 16 512 32000 128|posenc 8 512 256|posenc 1 4096 1024|trig 1000000|transpose 4096 4096|transpose 1000 30000|fourier 65536 3 128|fourier 4096 64 512|axes 1 4096 1024|axes 16 128 512|nhwc 32 64 56 56|nhwc 8 3 224 224|math64 4194304"}
 work=$(mktemp -d /tmp/kiln-programs-XXXXXX)
 cache=$work/kcache
 mkdir -m 0700 "$cache"

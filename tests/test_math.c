@@ -1,7 +1,7 @@
 /* test_math.c — the compiled f32 transcendental kernels (exp, tanh, logistic, log, log1p,
  * erf, sin, cos: kiln's own polynomials; rsqrt as 1 / sqrtf) against the reference
  * interpreter (libm in double, rounded once to f32), measured in ulps; and the f64 exp,
- * tanh, logistic and log, also kiln's own, against long double libm.
+ * tanh, logistic, log and log1p, also kiln's own, against long double libm.
  *
  * By default a dense sweep: every exponent of both signs with its first, last and 61
  * spread mantissas, plus the neighbourhoods (+-64 ulps) of every threshold the kernels
@@ -185,8 +185,9 @@ static void test_named_values(void) {
 
 /* ------------------------------------------------------------------ f64 ---- */
 
-/* exp, tanh and logistic of f64 are kiln's own on the CPU (print_c.c, math_f64_exp_cpu),
- * so they are measured against long double expl and tanhl (64 mantissa bits or more), in
+/* exp, tanh, logistic, log and log1p of f64 are kiln's own on the CPU (print_c.c,
+ * math_f64_cpu), so they are measured against long double expl, tanhl, logl and log1pl
+ * (64 mantissa bits or more), in
  * ulps of the double nearest to that: every exponent of both signs with 31 spread
  * mantissas, the neighbourhoods (+-64 ulps) of where the kernels change form (exp's
  * overflow, its subnormal results and zero, tanh's switch at 0.55, the clamps), and 2^16
@@ -203,13 +204,14 @@ static double want64(int op, double x) {
     case 0: return (double)expl(l);
     case 1: return (double)tanhl(l);
     case 3: return (double)logl(l);
+    case 4: return (double)log1pl(l);
     default: return (double)(x >= 0 ? 1.0L / (1.0L + expl(-l)) : expl(l) / (1.0L + expl(l)));
     }
 }
 
 static void test_f64_exp_tanh_logistic(void) {
-    static const char *const names[4] = {"exp", "tanh", "logistic", "log"};
-    static const int64_t bound[4] = {1, 3, 3, 1};
+    static const char *const names[5] = {"exp", "tanh", "logistic", "log", "log1p"};
+    static const int64_t bound[5] = {1, 3, 3, 1, 2};
     static const double edges[] = {709.782712893384,
                                    -708.3964185322641,
                                    -745.1332191019411,
@@ -246,15 +248,16 @@ static void test_f64_exp_tanh_logistic(void) {
     kiln_graph *g = NULL;
     CHECK_OK(ctx, kiln_graph_create(ctx, "math64", &g));
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, &n);
-    kiln_value outs[4] = {kiln_exp(g, x), kiln_tanh(g, x), kiln_logistic(g, x), kiln_log(g, x)};
-    CHECK_OK(ctx, kiln_graph_finish(g, 4, outs));
+    kiln_value outs[5] = {kiln_exp(g, x), kiln_tanh(g, x), kiln_logistic(g, x), kiln_log(g, x),
+                          kiln_log1p(g, x)};
+    CHECK_OK(ctx, kiln_graph_finish(g, 5, outs));
     kiln_executable *e = NULL;
-    kiln_array *arg = NULL, *got[4] = {0};
+    kiln_array *arg = NULL, *got[5] = {0};
     CHECK_OK(ctx, kiln_compile(g, NULL, &e));
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F64, 1, &n, xs, &arg));
-    if (e && arg) CHECK_OK(ctx, kiln_executable_run(e, 1, &arg, 4, got));
+    if (e && arg) CHECK_OK(ctx, kiln_executable_run(e, 1, &arg, 5, got));
     double *v = malloc((size_t)n * sizeof *v);
-    for (int op = 0; op < 4 && got[op]; op++) {
+    for (int op = 0; op < 5 && got[op]; op++) {
         kiln_array_copy_to_host(got[op], v, (size_t)n * sizeof *v);
         int64_t worst = 0, bad_specials = 0;
         double at = 0;
@@ -278,27 +281,31 @@ static void test_f64_exp_tanh_logistic(void) {
                   (long long)bad_specials);
     }
     /* the special values themselves */
-    double sp[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0}, out[4][5];
+    double sp[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0}, out[5][5];
     int64_t five = 5;
-    kiln_array *sa = NULL, *so[4] = {0};
+    kiln_array *sa = NULL, *so[5] = {0};
     kiln_graph *g5 = NULL;
     kiln_executable *e5 = NULL;
     CHECK_OK(ctx, kiln_graph_create(ctx, "math64s", &g5));
     x = kiln_parameter(g5, "x", KILN_DTYPE_F64, 1, &five);
-    kiln_value o5[4] = {kiln_exp(g5, x), kiln_tanh(g5, x), kiln_logistic(g5, x), kiln_log(g5, x)};
-    CHECK_OK(ctx, kiln_graph_finish(g5, 4, o5));
+    kiln_value o5[5] = {kiln_exp(g5, x), kiln_tanh(g5, x), kiln_logistic(g5, x), kiln_log(g5, x),
+                        kiln_log1p(g5, x)};
+    CHECK_OK(ctx, kiln_graph_finish(g5, 5, o5));
     CHECK_OK(ctx, kiln_compile(g5, NULL, &e5));
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F64, 1, &five, sp, &sa));
-    if (e5 && sa && !kiln_executable_run(e5, 1, &sa, 4, so)) {
-        for (int op = 0; op < 4; op++) kiln_array_copy_to_host(so[op], out[op], sizeof out[op]);
+    if (e5 && sa && !kiln_executable_run(e5, 1, &sa, 5, so)) {
+        for (int op = 0; op < 5; op++) kiln_array_copy_to_host(so[op], out[op], sizeof out[op]);
         CHECK(isnan(out[0][0]) && isnan(out[1][0]) && isnan(out[2][0]));
         CHECK(isinf(out[0][1]) && out[0][2] == 0 && out[0][3] == 1 && out[0][4] == 1);
         CHECK(out[1][1] == 1 && out[1][2] == -1 && out[1][3] == 0 && signbit(out[1][4]));
         CHECK(out[2][1] == 1 && out[2][2] == 0 && out[2][3] == 0.5 && out[2][4] == 0.5);
         CHECK(isinf(out[3][1]) && out[3][1] > 0 && isnan(out[3][2]));
         CHECK(isinf(out[3][3]) && out[3][3] < 0 && isinf(out[3][4]) && out[3][4] < 0);
+        CHECK(isnan(out[4][0]) && isinf(out[4][1]) && out[4][1] > 0 && isnan(out[4][2]));
+        CHECK(out[4][3] == 0 && !signbit(out[4][3]) && out[4][4] == 0 && signbit(out[4][4]));
     }
-    for (int op = 0; op < 4; op++) kiln_array_destroy(got[op]), kiln_array_destroy(so[op]);
+    for (int op = 0; op < 5; op++) kiln_array_destroy(got[op]);
+    for (int op = 0; op < 5; op++) kiln_array_destroy(so[op]);
     kiln_array_destroy(arg), kiln_array_destroy(sa);
     kiln_executable_destroy(e), kiln_executable_destroy(e5);
     kiln_graph_destroy(g), kiln_graph_destroy(g5);

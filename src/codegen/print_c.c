@@ -497,23 +497,22 @@ static const char math_f32[] =
     "    return (x >= 0 ? 1.0f : e) / (1.0f + e);\n"
     "}\n";
 
-/* f64 exp, tanh and log on the CPU: kiln's own, so that loops over them vectorise (libm's
- * are calls, one element at a time, and one in a fused loop keeps all of it scalar: exp
- * and log 2x slower, tanh 2x and 1.8x XLA's time, and a loop of four f64 functions 2.7x
- * NumPy's, whose own are vectorised). exp: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, the first with trailing
- * zeros so n ln2_hi is exact), n rounded by adding and subtracting 1.5 * 2^52 (its bits
- * then hold n, read without a float-to-int conversion), e^r by Taylor's series to r^13
- * (the rest below 2^-57 relative), and 2^n applied in two factors, so that a result in
- * the subnormals is rounded once; x is clamped to [-746, 710] first (0 and inf beyond,
- * NaN stays NaN). tanh: 1 - 2 / (e^2|x| + 1) for |x| >= 0.55, where it is at least 1/2
- * and nothing cancels; below, e / (e + 2) with e = expm1(2|x|) by its series to the 19th
- * power; both computed and one chosen, then the sign of x put back (-0 stays -0). Against
- * long double expl and tanhl over 4e7 arguments (tests/test_math.c): exp within 1 ulp,
- * tanh within 2.4 ulp (glibc's: 1 and 2.2). log: x = 2^k m with m in [sqrt(2)/2,
- * sqrt(2)) read from the bits (subnormals scaled by 2^54 first), f = m - 1, and
- * log(1 + f) = f - f^2/2 + s (f^2/2 + R) with s = f / (2 + f) and R = 2 atanh(s)/s - 2 by
- * its series in s^2 (|s| < 0.172, eleven terms), k ln2 in two parts: within 1 ulp, as
- * glibc's; 0 gives -inf, a negative NaN. On the GPU, CUDA's own functions. */
+/* f64 exp, tanh, log and log1p on the CPU: kiln's own, so that loops over them vectorise (libm's
+ * are calls, one element at a time, and one in a fused loop keeps all of it scalar: exp and log 2x
+ * slower, tanh 2x and 1.8x XLA's time, and a loop of four f64 functions 2.7x NumPy's, whose own
+ * are vectorised). exp: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, the first with trailing
+ * zeros so n ln2_hi is exact), n rounded by adding and subtracting 1.5 * 2^52 (its bits then hold
+ * n, read without a float-to-int conversion), e^r by Taylor's series to r^13 (the rest below 2^-57
+ * relative), and 2^n applied in two factors, so that a result in the subnormals is rounded once; x
+ * is clamped to [-746, 710] first (0 and inf beyond, NaN stays NaN). tanh: 1 - 2 / (e^2|x| + 1)
+ * for |x| >= 0.55, where it is at least 1/2 and nothing cancels; below, e / (e + 2) with e =
+ * expm1(2|x|) by its series to the 19th power; both computed and one chosen, then the sign of x
+ * put back (-0 stays -0). log: x = 2^k m with m in [sqrt(2)/2, sqrt(2)) read from the bits
+ * (subnormals scaled by 2^54 first), f = m - 1, and log(1 + f) = f - f^2/2 + s (f^2/2 + R) with s
+ * = f / (2 + f) and R = 2 atanh(s)/s - 2 by its series in s^2 (|s| < 0.172, eleven terms), k ln2
+ * in two parts; 0 gives -inf, a negative NaN. log1p through log, below. Against long double libm
+ * (tests/test_math.c; and 4e7 random arguments standalone): exp and log within 1 ulp as glibc's,
+ * tanh and log1p within 2.4 and 2 ulp (glibc's: 2.2 and 1). On the GPU, CUDA's own functions. */
 static const char math_f64_cpu[] =
     "KILN_FN double kiln_exp_f64(double x) {\n"
     "    x = x > 710.0 ? 710.0 : x;\n"
@@ -569,17 +568,25 @@ static const char math_f64_cpu[] =
     "    r = x == 0 ? -(double)INFINITY : r;\n"
     "    r = x < 0 ? (double)NAN : r;\n"
     "    return x == (double)INFINITY || x != x ? x : r;\n"
+    "}\n"
+    /* log1p(x) = log(u) x / (u - 1) with u = 1 + x rounded (Goldberg, "What every computer
+     * scientist should know about floating-point arithmetic", theorem 4): within 2 ulp */
+    "KILN_FN double kiln_log1p_f64(double x) {\n"
+    "    double u = 1.0 + x, d = u - 1.0;\n"
+    "    double r = kiln_log_f64(u) * (x / (d == 0 ? 1.0 : d));\n"
+    "    r = d == 0 ? x : r;\n"
+    "    return x == (double)INFINITY ? x : r;\n"
     "}\n";
 static const char math_f64_cuda[] =
     "KILN_FN double kiln_exp_f64(double x) { return exp(x); }\n"
     "KILN_FN double kiln_tanh_f64(double x) { return tanh(x); }\n"
-    "KILN_FN double kiln_log_f64(double x) { return log(x); }\n";
+    "KILN_FN double kiln_log_f64(double x) { return log(x); }\n"
+    "KILN_FN double kiln_log1p_f64(double x) { return log1p(x); }\n";
 
 /* The f64 forms of the helpers the registry's kernel expressions name (kiln_exp_f64,
- * kiln_tanh_f64 and kiln_log_f64 above, by dialect). */
+ * kiln_tanh_f64, kiln_log_f64 and kiln_log1p_f64 above, by dialect). */
 static const char math_f64[] = "KILN_FN double kiln_sin_f64(double x) { return sin(x); }\n"
                                "KILN_FN double kiln_cos_f64(double x) { return cos(x); }\n"
-                               "KILN_FN double kiln_log1p_f64(double x) { return log1p(x); }\n"
                                "KILN_FN double kiln_erf_f64(double x) { return erf(x); }\n"
                                "KILN_FN double kiln_logistic_f64(double x) {\n"
                                "    double e = kiln_exp_f64(-fabs(x));\n"

@@ -67,10 +67,11 @@ while :; do
     rm -rf "$dir/run"
     "$KILN" train $small --steps 400 --eval-every 0 --out "$dir/run" >"$dir/train.out" 2>&1 &
     pid=$!
-    i=0
-    while [ $i -lt 3000 ] && ! grep -q "step .*/400" "$dir/train.out" 2>/dev/null; do
+    # up to two minutes for the first progress line (compiling comes first, and a loaded
+    # machine or a sanitizer build is slow at it), checked every 10 ms
+    deadline=$(($(date +%s) + 120))
+    while [ "$(date +%s)" -lt $deadline ] && ! grep -q "step .*/400" "$dir/train.out" 2>/dev/null; do
         sleep 0.01
-        i=$((i + 1))
     done
     kill -INT $pid 2>/dev/null
     wait $pid

@@ -640,6 +640,47 @@ static void test_fast_trig(void) {
     free(v);
 }
 
+/* The exact rerun reduces arguments of 2^21 and more through the runtime table (c_runtime.h,
+ * pio2_f32), the other exact paths inline (kiln_reduce_pio2_f32): the same bits. An
+ * in-place kernel has no fast form (fast_trig_loop), so sin and cos of x donated are the
+ * inline ones; of x kept, the rerun's. Arguments from 2^21 to FLT_MAX and a few small. */
+static void test_trig_rerun_bits(void) {
+    enum { N = 4096 };
+    float *v = malloc(N * sizeof *v), *got[2][2];
+    uint64_t rs = 41;
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)(0x4a000000u + (uint32_t)(test_rng_unit(&rs) * 0x35000000u));
+        u |= i & 1 ? 0x80000000u : 0; /* 2^21 .. 3.4e38, both signs */
+        memcpy(&v[i], &u, 4);
+    }
+    v[0] = 1.5f, v[1] = -0.25f, v[2] = 0x1p21f, v[3] = 0x1.fffffep127f;
+    for (int donate = 0; donate < 2; donate++)
+        for (int op = 0; op < 2; op++) {
+            kiln_graph *g = NULL;
+            kiln_graph_create(ctx, "rerun bits", &g);
+            kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, (int64_t[]){N});
+            kiln_value o = op ? kiln_cos(g, x) : kiln_sin(g, x);
+            CHECK_OK(ctx, kiln_graph_finish(g, 1, &o));
+            int zero = 0;
+            kiln_compile_options opt = {.n_donate = donate, .donate_argnums = &zero};
+            kiln_executable *e = NULL;
+            kiln_array *a = NULL, *r = NULL;
+            got[donate][op] = calloc(N, sizeof(float));
+            CHECK_OK(ctx, kiln_compile(g, &opt, &e));
+            CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, (int64_t[]){N}, v, &a));
+            if (e && a && !kiln_executable_run(e, 1, &a, 1, &r))
+                kiln_array_copy_to_host(r, got[donate][op], N * sizeof(float));
+            kiln_array_destroy(a), kiln_array_destroy(r);
+            kiln_executable_destroy(e);
+            kiln_graph_destroy(g);
+        }
+    for (int op = 0; op < 2; op++)
+        CHECK_MSG(!memcmp(got[0][op], got[1][op], N * sizeof(float)),
+                  "%s: the rerun's bits differ from the inline exact path's", op ? "cos" : "sin");
+    for (int d = 0; d < 2; d++) free(got[d][0]), free(got[d][1]);
+    free(v);
+}
+
 /* A NaN in any lane of a row or a column wins its max and min (the NaN flag, as wide as
  * the value since print_c.c's nan_ctype): rows of 8, 16 and 37 with one NaN each, at
  * every position in turn, and rows without; f32 and f64; through a softmax too. */
@@ -1011,6 +1052,7 @@ int main(void) {
     RUN(test_last_axis_segments);
     RUN(test_nan_lanes);
     RUN(test_fast_trig);
+    RUN(test_trig_rerun_bits);
     RUN(test_signed_zero_max_min);
     RUN(test_chunked_reductions);
     RUN(test_scatter_parts);

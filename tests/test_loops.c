@@ -759,8 +759,10 @@ static void positional_encodings(int64_t T, int64_t D, bool exact) {
     kiln_value y = kiln_add(g, x, kiln_reshape(g, kiln_stack(g, 2, pair, 2), 2, xd));
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
     char *src = source_of(g), *k0 = kernel_text(src, 0);
-    CHECK_CONTAINS(k0, "kiln_sin_f32(");
-    CHECK_CONTAINS(k0, "kiln_cos_f32(");
+    CHECK_CONTAINS(k0, "kiln_sin_fast_f32(");
+    CHECK_CONTAINS(k0, "kiln_cos_fast_f32(");
+    CHECK_CONTAINS(k0, "kiln_sin_rerun_f32("); /* the exact rerun (fast_trig_loop) */
+    CHECK_CONTAINS(k0, "kiln_cos_rerun_f32(");
     CHECK_CONTAINS(k0, "const int64_t i1r = 1, i1 = i1q * 2 + 1;");
     CHECK_LACKS(src, "KILN_BRANCH_GUARD void kiln_k0(");
     free(k0);

@@ -513,6 +513,23 @@ static const char math_f32[] =
  * in two parts; 0 gives -inf, a negative NaN. log1p through log, below. Against long double libm
  * (tests/test_math.c; and 4e7 random arguments standalone): exp and log within 1 ulp as glibc's,
  * tanh and log1p within 2.4 and 2 ulp (glibc's: 2.2 and 1). On the GPU, CUDA's own functions. */
+/* C only: the exact rerun of a fast-trig loop (fast_trig_loop), scalar anyway, reduces an
+ * argument of 2^21 or more through the runtime table (c_runtime.h, pio2_f32) rather than
+ * inline; the same bits as kiln_sin_f32 and kiln_cos_f32, which vectorised loops keep. */
+static const char math_f32_cpu[] = "KILN_FN kiln_pio2 kiln_reduce_pio2_rerun_f32(float x) {\n"
+                                   "    float a = fabsf(x);\n"
+                                   "    if (a < 0x1p21f) return kiln_reduce_pio2_small_f32(a);\n"
+                                   "    kiln_pio2 v;\n"
+                                   "    v.r = KILN_RUNTIME()->pio2_f32(a, &v.quadrant);\n"
+                                   "    return v;\n"
+                                   "}\n"
+                                   "KILN_FN float kiln_sin_rerun_f32(float x) {\n"
+                                   "    return kiln_sin_of_f32(x, kiln_reduce_pio2_rerun_f32(x));\n"
+                                   "}\n"
+                                   "KILN_FN float kiln_cos_rerun_f32(float x) {\n"
+                                   "    return kiln_cos_of_f32(x, kiln_reduce_pio2_rerun_f32(x));\n"
+                                   "}\n";
+
 static const char math_f64_cpu[] =
     "KILN_FN double kiln_exp_f64(double x) {\n"
     "    x = x > 710.0 ? 710.0 : x;\n"
@@ -1306,6 +1323,12 @@ static void print_stmt(pr *p, uint32_t id) {
             line(p, "const float v%u = kiln_%s_fast_f32(%s);", id, s->op == IR_SIN ? "sin" : "cos",
                  a[0]);
             line(p, "kiln_big |= kiln_trig_big_f32(%s);", a[0]);
+            break;
+        }
+        if (p->trig_rerun && s->dtype == KILN_DTYPE_F32 && (s->op == IR_SIN || s->op == IR_COS)) {
+            line(p, "KILN_SCALAR_LOOP();");
+            line(p, "const float v%u = kiln_%s_rerun_f32(%s);", id, s->op == IR_SIN ? "sin" : "cos",
+                 a[0]);
             break;
         }
         if (p->trig_rerun && (s->op == IR_SIN || s->op == IR_COS)) line(p, "KILN_SCALAR_LOOP();");
@@ -2548,6 +2571,7 @@ kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, kn_d
     sb_append(sb, dialect == KN_DIALECT_CUDA ? head_cuda : head_c);
     sb_append(sb, prelude);
     sb_append(sb, math_f32);
+    if (dialect == KN_DIALECT_C) sb_append(sb, math_f32_cpu);
     sb_append(sb, dialect == KN_DIALECT_CUDA ? math_f64_cuda : math_f64_cpu);
     sb_append(sb, math_f64);
     sb_append(sb, converts);

@@ -361,10 +361,13 @@ static inline bool kiln_value_ok(kiln_value v) {
 KILN_API kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **out);
 KILN_API void kiln_graph_destroy(kiln_graph *g);
 
-/* Records the user's source location for the ops that follow (the macros at the end of
- * this file call it for you, so error messages and the printed IR say "model.c:42"). file
- * is kept, not copied: it must outlive the graph, as a string literal such as __FILE__
- * does. NULL clears the location. */
+/* Sets the user's source location for the ops that follow, until the next call or macro
+ * (error messages and the printed IR say "model.c:42"). The macros at the end of this
+ * file do it for you around each builder call (kiln_graph_push_at, kiln_graph_pop_at): a
+ * location set here is replaced during every macro call and is current again after it;
+ * for code calling the plain functions (KILN_NO_LOCATION_MACROS, a binding) this is the
+ * only way. file is kept, not copied: it must outlive the graph, as a string literal such
+ * as __FILE__ does. NULL clears the location. */
 KILN_API void kiln_graph_at(kiln_graph *g, const char *file, int line);
 
 /* Marks the outputs, checks the graph and closes it to further ops. Returns the builder's

@@ -71,6 +71,7 @@ while :; do
     # machine or a sanitizer build is slow at it), checked every 10 ms
     deadline=$(($(date +%s) + 120))
     while [ "$(date +%s)" -lt $deadline ] && ! grep -q "step .*/400" "$dir/train.out" 2>/dev/null; do
+        kill -0 $pid 2>/dev/null || break # it ended (failed) before its first progress line
         sleep 0.01
     done
     kill -INT $pid 2>/dev/null

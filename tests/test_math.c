@@ -210,8 +210,13 @@ static double want64(int op, double x) {
 }
 
 static void test_f64_exp_tanh_logistic(void) {
+#if LDBL_MANT_DIG < 64
+    printf("  f64: skipped, long double has %d mantissa bits, too few for a reference\n",
+           LDBL_MANT_DIG);
+    return;
+#endif
     static const char *const names[5] = {"exp", "tanh", "logistic", "log", "log1p"};
-    static const int64_t bound[5] = {1, 3, 3, 1, 2};
+    static const int64_t bound[5] = {1, 2, 2, 1, 2};
     static const double edges[] = {709.782712893384,
                                    -708.3964185322641,
                                    -745.1332191019411,

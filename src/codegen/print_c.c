@@ -317,7 +317,9 @@ static const char head_cuda[] =
  * so the two can differ in the last bit. */
 static const char math_f32[] =
     "KILN_FN float kiln_exp_f32(float x) {\n"
-    "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x;\n"
+    /* a NaN becomes 0 here, so no NaN reaches the conversion to int32 (undefined in C);
+     * the last line returns it */
+    "    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x == x ? x : 0.0f;\n"
     "    float kf = floorf(xc * 1.44269504088896341f + 0.5f);\n"
     "    float r = xc - kf * 0.693359375f;\n"
     "    r = r + kf * 2.12194440e-4f;\n"

@@ -72,54 +72,55 @@ typedef struct prog {
     uint64_t rng;
 } prog;
 
-/* A parameter of g and its argument: f32 uniform in [lo, hi), written to DIR/in<i>.bin. */
-static kiln_value arg_f32(prog *p, kiln_graph *g, int rank, const int64_t *dims, double lo,
-                          double hi) {
+static int64_t numel(int rank, const int64_t *dims) {
     int64_t n = 1;
     for (int i = 0; i < rank; i++) n *= dims[i];
-    float *v = malloc((size_t)n * 4 + 4);
-    if (!v) exit(1);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * bench_uniform(&p->rng));
+    return n;
+}
+
+/* A parameter of g and its argument, the n elements of v (malloc'd, freed here), written
+ * to DIR/in<i>.bin for the other sides. */
+static kiln_value arg_of(prog *p, kiln_graph *g, kiln_dtype t, int rank, const int64_t *dims,
+                         void *v) {
     char name[32];
     snprintf(name, sizeof name, "in%d.bin", p->n_args);
-    bench_write_file(p->dir, name, v, (size_t)n * 4);
-    DIE(p->ctx, kiln_array_create(p->ctx, KILN_DTYPE_F32, rank, dims, v, &p->args[p->n_args]));
+    bench_write_file(p->dir, name, v, (size_t)numel(rank, dims) * kiln_dtype_itemsize(t));
+    DIE(p->ctx, kiln_array_create(p->ctx, t, rank, dims, v, &p->args[p->n_args]));
     free(v);
     snprintf(name, sizeof name, "a%d", p->n_args++);
-    return kiln_parameter(g, name, KILN_DTYPE_F32, rank, dims);
+    return kiln_parameter(g, name, t, rank, dims);
+}
+
+static void *buffer(int64_t n, size_t item) {
+    void *v = malloc((size_t)n * item + item);
+    if (!v) exit(1);
+    return v;
+}
+
+/* f32 uniform in [lo, hi). */
+static kiln_value arg_f32(prog *p, kiln_graph *g, int rank, const int64_t *dims, double lo,
+                          double hi) {
+    int64_t n = numel(rank, dims);
+    float *v = buffer(n, sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * bench_uniform(&p->rng));
+    return arg_of(p, g, KILN_DTYPE_F32, rank, dims, v);
 }
 
 /* f64 uniform in [lo, hi). */
 static kiln_value arg_f64(prog *p, kiln_graph *g, int rank, const int64_t *dims, double lo,
                           double hi) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= dims[i];
-    double *v = malloc((size_t)n * 8 + 8);
-    if (!v) exit(1);
+    int64_t n = numel(rank, dims);
+    double *v = buffer(n, sizeof *v);
     for (int64_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * bench_uniform(&p->rng);
-    char name[32];
-    snprintf(name, sizeof name, "in%d.bin", p->n_args);
-    bench_write_file(p->dir, name, v, (size_t)n * 8);
-    DIE(p->ctx, kiln_array_create(p->ctx, KILN_DTYPE_F64, rank, dims, v, &p->args[p->n_args]));
-    free(v);
-    snprintf(name, sizeof name, "a%d", p->n_args++);
-    return kiln_parameter(g, name, KILN_DTYPE_F64, rank, dims);
+    return arg_of(p, g, KILN_DTYPE_F64, rank, dims, v);
 }
 
 /* i32 uniform in [0, n). */
 static kiln_value arg_i32(prog *p, kiln_graph *g, int rank, const int64_t *dims, int64_t hi) {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= dims[i];
-    int32_t *v = malloc((size_t)n * 4 + 4);
-    if (!v) exit(1);
+    int64_t n = numel(rank, dims);
+    int32_t *v = buffer(n, sizeof *v);
     for (int64_t i = 0; i < n; i++) v[i] = (int32_t)(bench_uniform(&p->rng) * (double)hi);
-    char name[32];
-    snprintf(name, sizeof name, "in%d.bin", p->n_args);
-    bench_write_file(p->dir, name, v, (size_t)n * 4);
-    DIE(p->ctx, kiln_array_create(p->ctx, KILN_DTYPE_I32, rank, dims, v, &p->args[p->n_args]));
-    free(v);
-    snprintf(name, sizeof name, "a%d", p->n_args++);
-    return kiln_parameter(g, name, KILN_DTYPE_I32, rank, dims);
+    return arg_of(p, g, KILN_DTYPE_I32, rank, dims, v);
 }
 
 static kiln_value dense(kiln_graph *g, kiln_value x, kiln_value w, kiln_value b) {

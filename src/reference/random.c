@@ -70,42 +70,8 @@ static float erfinv_f32(float x) {
     return p * x;
 }
 
-/* Phi^-1(t) for a tail mass t in (0, 1/2]: Acklam's approximation and one Halley step. */
-static double ndtri_tail(double t) {
-    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
-                               -2.759285104469687e+02, 1.383577518672690e+02,
-                               -3.066479806614716e+01, 2.506628277459239e+00};
-    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
-                               -1.556989798598866e+02, 6.680131188771972e+01,
-                               -1.328068155288572e+01, 1.0};
-    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
-                               -2.400758277161838e+00, -2.549732539343734e+00,
-                               4.374664141464968e+00,  2.938163982698783e+00};
-    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                               3.754408661907416e+00, 1.0};
-    double x, num, den;
-    if (t < 0.02425) {
-        double r = sqrt(-2.0 * log(t));
-        num = c[0], den = d[0];
-        for (int i = 1; i < 6; i++) num = num * r + c[i];
-        for (int i = 1; i < 5; i++) den = den * r + d[i];
-        x = num / den;
-    } else {
-        double r = t - 0.5, s = r * r;
-        num = a[0], den = b[0];
-        for (int i = 1; i < 6; i++) num = num * s + a[i];
-        for (int i = 1; i < 6; i++) den = den * s + b[i];
-        x = num * r / den;
-    }
-    double e = 0.5 * erfc(-x * 0.70710678118654752440) - t;
-    double h = e * 2.50662827463100050242 * exp(0.5 * x * x);
-    return x - h / (1.0 + 0.5 * x * h);
-}
-
-/* Phi^-1(1/2 + r) for |r| < 0.45, r = u / 2 exactly: Acklam's central form in r itself and
- * one Halley step on erf, so a result near 0 keeps its relative precision (1/2 + r
- * rounded first would leave it an absolute error of ~1e-16). */
-static double ndtri_central(double r) {
+/* Acklam's central rational: Phi^-1(1/2 + r) for |r| <= 0.47575, relative error 1.2e-9. */
+static double acklam_central(double r) {
     static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
                                -2.759285104469687e+02, 1.383577518672690e+02,
                                -3.066479806614716e+01, 2.506628277459239e+00};
@@ -115,10 +81,40 @@ static double ndtri_central(double r) {
     double s = r * r, num = a[0], den = b[0];
     for (int i = 1; i < 6; i++) num = num * s + a[i];
     for (int i = 1; i < 6; i++) den = den * s + b[i];
-    double x = num * r / den;
-    double e = 0.5 * erf(x * 0.70710678118654752440) - r;
+    return num * r / den;
+}
+
+/* One Halley step towards Phi(x) = target, given e = Phi(x) - target. */
+static double ndtri_halley(double x, double e) {
     double h = e * 2.50662827463100050242 * exp(0.5 * x * x);
     return x - h / (1.0 + 0.5 * x * h);
+}
+
+/* Phi^-1(t) for a tail mass t in (0, 1/2]: Acklam's approximation and one Halley step. */
+static double ndtri_tail(double t) {
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00,  2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                               3.754408661907416e+00, 1.0};
+    double x;
+    if (t < 0.02425) {
+        double r = sqrt(-2.0 * log(t)), num = c[0], den = d[0];
+        for (int i = 1; i < 6; i++) num = num * r + c[i];
+        for (int i = 1; i < 5; i++) den = den * r + d[i];
+        x = num / den;
+    } else {
+        x = acklam_central(t - 0.5);
+    }
+    return ndtri_halley(x, 0.5 * erfc(-x * 0.70710678118654752440) - t);
+}
+
+/* Phi^-1(1/2 + r) for |r| < 0.45, r = u / 2 exactly: Acklam's central form in r itself and
+ * one Halley step on erf, so a result near 0 keeps its relative precision (1/2 + r
+ * rounded first would leave it an absolute error of ~1e-16). */
+static double ndtri_central(double r) {
+    double x = acklam_central(r);
+    return ndtri_halley(x, 0.5 * erf(x * 0.70710678118654752440) - r);
 }
 
 /* One element: the draw `what` of dtype t for key (k0, k1) and counter c. */

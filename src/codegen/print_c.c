@@ -404,16 +404,13 @@ static const char math_f32[] =
      * quadrant: below 2^21 by Cody and Waite in double (pi/2 in three parts, the first of
      * 32 bits so that k times it is exact), within 1e-14 of r at the floats closest to
      * multiples of pi/2 (mpmath); from 2^21 exactly for every finite float (Payne and
-     * Hanek), |x| = m 2^(e-23): the product of the 24-bit m with a 96-bit window of the
-     * bits of 2/pi starting at bit e + 1 of a string of 26 zero bits and then 294 of 2/pi
-     * (five words chosen by masks, not a table: a gather of its words cost more than the
-     * rest) gives |x| 2/pi modulo 4 in 64-bit fixed point, 62 bits of fraction, in integer
-     * arithmetic that vectorises; its quadrant rounded, the rest times pi/2 is r, within
-     * 6e-12 of it. A loop that vectorises computes both reductions and keeps one per lane
-     * (gcc's if-conversion); scalar code takes the branch and is as fast as libm's sinf.
-     * sin r and cos r are Taylor polynomials in double (truncation 1e-11 at pi/4), chosen
-     * and signed by the quadrant, and rounded once to f32; sin keeps x below 2^-12 (and
-     * so -0), inf and NaN give NaN */
+     * Hanek in 64-bit integer arithmetic that vectorises, within 6e-12 of r:
+     * KN_C_PIO2_BIG in src/backend/c_runtime.h, the steps the CPU backend's runtime table
+     * runs for the exact rerun of a fast-trig loop, printed here). A loop that vectorises computes
+     * both reductions and keeps one per lane (gcc's if-conversion); scalar code takes the branch
+     * and is as fast as libm's sinf. sin r and cos r are Taylor polynomials in double (truncation
+     * 1e-11 at pi/4), chosen and signed by the quadrant, and rounded once to f32; sin keeps x below
+     * 2^-12 (and so -0), inf and NaN give NaN */
     "typedef struct kiln_pio2 { double r; uint32_t quadrant; } kiln_pio2;\n"
     "KILN_FN kiln_pio2 kiln_reduce_pio2_small_f32(float a) { /* 0 <= a < 2^21 */\n"
     "    kiln_pio2 v;\n"
@@ -427,77 +424,62 @@ static const char math_f32[] =
     "    float a = fabsf(x);\n"
     "    kiln_pio2 v;\n"
     "    if (a < 0x1p21f) return kiln_reduce_pio2_small_f32(a);\n"
-    "    uint32_t b = kiln_f32_bits(a);\n"
-    "    int32_t e = (int32_t)(b >> 23) - 127;\n"
-    "    e = e > 127 ? 127 : e;\n"
-    "    uint64_t m = (b & 0x007fffffu) | 0x00800000u;\n"
-    "    int32_t o = e + 1, q = o >> 6, s = o & 63;\n"
-    /* the window's three words, q = 0, 1 or 2, chosen by masks (gcc turns a chain of
-     * selects into a load from a table of its own, which it then cannot vectorise) */
-    "    uint64_t a1 = -(uint64_t)(q >= 1), a2 = -(uint64_t)(q >= 2), a0 = ~a1, am = a1 & ~a2;\n"
-    "    uint64_t hi = (0x00000028be60db93ull & a0) | (0x91054a7f09d5f47dull & am) |\n"
-    "                  (0x4d377036d8a5664full & a2);\n"
-    "    uint64_t mid = (0x91054a7f09d5f47dull & a0) | (0x4d377036d8a5664full & am) |\n"
-    "                   (0x10e4107f9458eaf7ull & a2);\n"
-    "    uint64_t lo = (0x4d377036d8a5664full & a0) | (0x10e4107f9458eaf7ull & am) |\n"
-    "                  (0xaef1586dc91b8e90ull & a2);\n"
-    "    uint64_t w = (hi << s) | ((mid >> 1) >> (63 - s));\n"
-    "    uint64_t w2 = ((mid << s) | ((lo >> 1) >> (63 - s))) >> 32;\n"
-    "    uint64_t f = m * w + ((m * w2) >> 32);\n"
-    "    uint64_t k = (f + ((uint64_t)1 << 61)) >> 62;\n"
-    "    v.r = (double)(int64_t)(f - (k << 62)) * 0x1.921fb54442d18p-62;\n"
-    "    v.quadrant = (uint32_t)k;\n"
-    "    return v;\n"
-    "}\n"
-    "KILN_FN double kiln_sin_poly(double r) {\n"
-    "    double z = r * r, p = -2.5052108385441720e-08;\n"
-    "    p = p * z + 2.7557319223985893e-06; p = p * z - 1.9841269841269841e-04;\n"
-    "    p = p * z + 8.3333333333333333e-03; p = p * z - 1.6666666666666667e-01;\n"
-    "    return r + r * z * p;\n"
-    "}\n"
-    "KILN_FN double kiln_cos_poly(double r) {\n"
-    "    double z = r * r, p = 2.0876756987868099e-09;\n"
-    "    p = p * z - 2.7557319223985888e-07; p = p * z + 2.4801587301587302e-05;\n"
-    "    p = p * z - 1.3888888888888889e-03; p = p * z + 4.1666666666666667e-02;\n"
-    "    return 1.0 - 0.5 * z + z * z * p;\n"
-    "}\n"
-    "KILN_FN float kiln_sin_of_f32(float x, kiln_pio2 p) {\n"
-    "    uint32_t n = p.quadrant;\n"
-    "    double v = n & 1u ? kiln_cos_poly(p.r) : kiln_sin_poly(p.r);\n"
-    "    v = (n & 2u) != (x < 0 ? 2u : 0u) ? -v : v;\n"
-    "    return fabsf(x) < 0x1p-12f ? x : x - x != 0 ? x - x : (float)v;\n"
-    "}\n"
-    "KILN_FN float kiln_cos_of_f32(float x, kiln_pio2 p) {\n"
-    "    uint32_t n = p.quadrant;\n"
-    "    double v = n & 1u ? kiln_sin_poly(p.r) : kiln_cos_poly(p.r);\n"
-    "    v = ((n + 1u) & 2u) ? -v : v;\n"
-    "    return x - x != 0 ? x - x : (float)v;\n"
-    "}\n"
-    "KILN_FN float kiln_sin_f32(float x) { return kiln_sin_of_f32(x, kiln_reduce_pio2_f32(x)); }\n"
-    "KILN_FN float kiln_cos_f32(float x) { return kiln_cos_of_f32(x, kiln_reduce_pio2_f32(x)); }\n"
-    /* the same below 2^21 (and for inf and NaN) by Cody and Waite alone: the loop that calls
-     * them also ors kiln_trig_big_f32 of each argument, and runs again with the exact ones
-     * when it is set (fast_trig_loop) */
-    "KILN_FN kiln_pio2 kiln_reduce_fast_f32(float x) {\n"
-    "    float a = fabsf(x);\n"
-    "    return kiln_reduce_pio2_small_f32(a < 0x1p21f ? a : 0.0f);\n"
-    "}\n"
-    "KILN_FN uint32_t kiln_trig_big_f32(float x) {\n"
-    "    float a = fabsf(x);\n"
-    "    return a >= 0x1p21f && a <= 0x1.fffffep127f;\n"
-    "}\n"
-    "KILN_FN float kiln_sin_fast_f32(float x) { return kiln_sin_of_f32(x, "
-    "kiln_reduce_fast_f32(x)); }\n"
-    "KILN_FN float kiln_cos_fast_f32(float x) { return kiln_cos_of_f32(x, "
-    "kiln_reduce_fast_f32(x)); }\n"
-    /* 1/(1+exp(-x)), as exp(x)/(1+exp(x)) for x < 0 (the reference's
-     * form), so it does not flush to 0 before exp(x) does; one
-     * division whose numerator is selected (a vectorised loop
-     * computes both arms of a select) */
-    "KILN_FN float kiln_logistic_f32(float x) {\n"
-    "    float e = kiln_exp_f32(-fabsf(x));\n"
-    "    return (x >= 0 ? 1.0f : e) / (1.0f + e);\n"
-    "}\n";
+    "    " KN_C_RUNTIME_STR(KN_C_PIO2_BIG(
+        a, v.r,
+        v.quadrant)) ";\n" /* c_runtime.h */
+                     "    return v;\n"
+                     "}\n"
+                     "KILN_FN double kiln_sin_poly(double r) {\n"
+                     "    double z = r * r, p = -2.5052108385441720e-08;\n"
+                     "    p = p * z + 2.7557319223985893e-06; p = p * z - 1.9841269841269841e-04;\n"
+                     "    p = p * z + 8.3333333333333333e-03; p = p * z - 1.6666666666666667e-01;\n"
+                     "    return r + r * z * p;\n"
+                     "}\n"
+                     "KILN_FN double kiln_cos_poly(double r) {\n"
+                     "    double z = r * r, p = 2.0876756987868099e-09;\n"
+                     "    p = p * z - 2.7557319223985888e-07; p = p * z + 2.4801587301587302e-05;\n"
+                     "    p = p * z - 1.3888888888888889e-03; p = p * z + 4.1666666666666667e-02;\n"
+                     "    return 1.0 - 0.5 * z + z * z * p;\n"
+                     "}\n"
+                     "KILN_FN float kiln_sin_of_f32(float x, kiln_pio2 p) {\n"
+                     "    uint32_t n = p.quadrant;\n"
+                     "    double v = n & 1u ? kiln_cos_poly(p.r) : kiln_sin_poly(p.r);\n"
+                     "    v = (n & 2u) != (x < 0 ? 2u : 0u) ? -v : v;\n"
+                     "    return fabsf(x) < 0x1p-12f ? x : x - x != 0 ? x - x : (float)v;\n"
+                     "}\n"
+                     "KILN_FN float kiln_cos_of_f32(float x, kiln_pio2 p) {\n"
+                     "    uint32_t n = p.quadrant;\n"
+                     "    double v = n & 1u ? kiln_sin_poly(p.r) : kiln_cos_poly(p.r);\n"
+                     "    v = ((n + 1u) & 2u) ? -v : v;\n"
+                     "    return x - x != 0 ? x - x : (float)v;\n"
+                     "}\n"
+                     "KILN_FN float kiln_sin_f32(float x) { return kiln_sin_of_f32(x, "
+                     "kiln_reduce_pio2_f32(x)); }\n"
+                     "KILN_FN float kiln_cos_f32(float x) { return kiln_cos_of_f32(x, "
+                     "kiln_reduce_pio2_f32(x)); }\n"
+                     /* the same below 2^21 (and for inf and NaN) by Cody and Waite alone: the loop
+                      * that calls them also ors kiln_trig_big_f32 of each argument, and runs again
+                      * with the exact ones when it is set (fast_trig_loop) */
+                     "KILN_FN kiln_pio2 kiln_reduce_fast_f32(float x) {\n"
+                     "    float a = fabsf(x);\n"
+                     "    return kiln_reduce_pio2_small_f32(a < 0x1p21f ? a : 0.0f);\n"
+                     "}\n"
+                     "KILN_FN uint32_t kiln_trig_big_f32(float x) {\n"
+                     "    float a = fabsf(x);\n"
+                     "    return a >= 0x1p21f && a <= 0x1.fffffep127f;\n"
+                     "}\n"
+                     "KILN_FN float kiln_sin_fast_f32(float x) { return kiln_sin_of_f32(x, "
+                     "kiln_reduce_fast_f32(x)); }\n"
+                     "KILN_FN float kiln_cos_fast_f32(float x) { return kiln_cos_of_f32(x, "
+                     "kiln_reduce_fast_f32(x)); }\n"
+                     /* 1/(1+exp(-x)), as exp(x)/(1+exp(x)) for x < 0 (the reference's
+                      * form), so it does not flush to 0 before exp(x) does; one
+                      * division whose numerator is selected (a vectorised loop
+                      * computes both arms of a select) */
+                     "KILN_FN float kiln_logistic_f32(float x) {\n"
+                     "    float e = kiln_exp_f32(-fabsf(x));\n"
+                     "    return (x >= 0 ? 1.0f : e) / (1.0f + e);\n"
+                     "}\n";
 
 /* f64 exp, tanh, log and log1p on the CPU: kiln's own, so that loops over them vectorise (libm's
  * are calls, one element at a time, and one in a fused loop keeps all of it scalar: exp and log 2x

@@ -25,31 +25,17 @@ KILN_CLONES static float sum_f32(const float *t, int64_t n) {
     return l[0];
 }
 
-/* The prelude's kiln_reduce_pio2_f32 past 2^21, step for step (print_c.c, math_f32): the
- * product of the 24-bit mantissa with a 96-bit window of 2/pi, chosen from five words by
- * masks, is |a| 2/pi modulo 4 in 64-bit fixed point; all of it integer arithmetic but the
- * last conversion and product, so it gives the inline version's bits. */
+static inline uint32_t kiln_f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* The prelude's kiln_reduce_pio2_f32 past 2^21: the same steps (c_runtime.h). */
 static double pio2_f32(float a, uint32_t *quadrant) {
-    uint32_t b;
-    memcpy(&b, &a, 4);
-    b &= 0x7fffffffu;
-    int32_t e = (int32_t)(b >> 23) - 127;
-    e = e > 127 ? 127 : e;
-    uint64_t m = (b & 0x007fffffu) | 0x00800000u;
-    int32_t o = e + 1, q = o >> 6, s = o & 63;
-    uint64_t a1 = -(uint64_t)(q >= 1), a2 = -(uint64_t)(q >= 2), a0 = ~a1, am = a1 & ~a2;
-    uint64_t hi =
-        (0x00000028be60db93ull & a0) | (0x91054a7f09d5f47dull & am) | (0x4d377036d8a5664full & a2);
-    uint64_t mid =
-        (0x91054a7f09d5f47dull & a0) | (0x4d377036d8a5664full & am) | (0x10e4107f9458eaf7ull & a2);
-    uint64_t lo =
-        (0x4d377036d8a5664full & a0) | (0x10e4107f9458eaf7ull & am) | (0xaef1586dc91b8e90ull & a2);
-    uint64_t w = (hi << s) | ((mid >> 1) >> (63 - s));
-    uint64_t w2 = ((mid << s) | ((lo >> 1) >> (63 - s))) >> 32;
-    uint64_t f = m * w + ((m * w2) >> 32);
-    uint64_t k = (f + ((uint64_t)1 << 61)) >> 62;
-    *quadrant = (uint32_t)k;
-    return (double)(int64_t)(f - (k << 62)) * 0x1.921fb54442d18p-62;
+    double r;
+    KN_C_PIO2_BIG(a, r, *quadrant);
+    return r;
 }
 
 static const struct kiln_runtime table = {.sum_f32 = sum_f32, .pio2_f32 = pio2_f32};

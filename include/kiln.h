@@ -1296,9 +1296,11 @@ typedef struct kiln_safetensors kiln_safetensors;
 
 /* Writes n arrays under names[i] to path, with n_meta string pairs meta_kv[2*i] = key,
  * meta_kv[2*i+1] = value in the header's "__metadata__" map (n_meta may be 0). The file
- * appears whole or not at all: it is written to a temporary file in the same folder,
- * fsync'd, then renamed over path; on any failure the temporary file is removed and a file
- * already at path is left as it was. Tensors lie back to back in the order given, the data
+ * appears whole or not at all: it is written to a temporary file in the same folder, named
+ * "<path>.tmp-<pid>-<hex>" (pid: the writing process's, in decimal), fsync'd, then renamed
+ * over path; on any failure the temporary file is removed and a file already at path is
+ * left as it was (a process killed while writing leaves its temporary file: the name says
+ * whose it was, so a later run can remove it). Tensors lie back to back in the order given, the data
  * section 8-byte aligned (the header padded with spaces). Duplicate, empty or non-UTF-8
  * names, the name "__metadata__" and duplicate metadata keys are
  * KILN_STATUS_INVALID_ARGUMENT; a folder that cannot be written is KILN_STATUS_IO. */

@@ -484,7 +484,9 @@ kiln_status kiln_safetensors_open(kiln_context *ctx, const char *path, kiln_safe
     if (!f->path) s = ctx_oom(ctx, "safetensors open: path", strlen(path) + 1);
     struct stat sb;
     if (!s) {
-        f->fd = open(path, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO in the file's place must be refused below, not wait for a
+         * writer forever; on a regular file it changes nothing */
+        f->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (f->fd < 0)
             s = ctx_error(ctx, KILN_STATUS_IO, "safetensors %s: cannot open: %s", path,
                           strerror(errno));
@@ -493,7 +495,11 @@ kiln_status kiln_safetensors_open(kiln_context *ctx, const char *path, kiln_safe
         s = ctx_error(ctx, KILN_STATUS_IO, "safetensors %s: cannot stat: %s", path,
                       strerror(errno));
     if (!s && !S_ISREG(sb.st_mode))
-        s = ctx_error(ctx, KILN_STATUS_IO, "safetensors %s: not a regular file", path);
+        s = ctx_error(ctx, KILN_STATUS_IO, "safetensors %s: not a regular file (%s)", path,
+                      S_ISFIFO(sb.st_mode)  ? "a FIFO"
+                      : S_ISDIR(sb.st_mode) ? "a folder"
+                      : S_ISCHR(sb.st_mode) ? "a character device"
+                                            : "a device or socket");
     uint64_t size = s ? 0 : (uint64_t)sb.st_size, hlen = 0;
     unsigned char len8[8];
     if (!s && size < 8)

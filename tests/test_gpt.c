@@ -2,8 +2,10 @@
  * interpreter, a whole training step against it too (on every device present), gradients
  * (f64) against central finite differences, a few training steps
  * lowering the loss, checkpoints (round trip bit-exact, resume identical to an
- * uninterrupted run, corrupt / truncated / wrong-shape files refused with a message that
- * says what is wrong). Tiny configurations: every part runs in about a second. */
+ * uninterrupted run with one log of every step, corrupt / truncated / wrong-shape /
+ * non-finite files refused with a message that says what is wrong, a diverged run never
+ * replacing its last good checkpoint, 64-bit step counts). Tiny configurations: every part
+ * runs in about a second. */
 #include "compare.h"
 #include "gpt.h"
 #include "test.h"
@@ -327,8 +329,8 @@ static void test_resume_identical(kiln_context *ctx, const char *dir) {
     CHECK_MSG(gpt_train(ctx, &o2, &r, err) == KILN_STATUS_OK, "%s", err);
     CHECK(r.steps_done == 20);
 
-    /* losses.csv of the resumed part (steps 10..20) equals the same lines of the whole run,
-     * the ms column aside. */
+    /* losses.csv of the stopped and resumed run (steps 1..9, then 10..20 appended) equals
+     * the whole run's line for line, the ms column aside. */
     char pa[700], pb[700];
     long na, nb;
     snprintf(pa, sizeof pa, "%s/losses.csv", a), snprintf(pb, sizeof pb, "%s/losses.csv", b);
@@ -345,7 +347,7 @@ static void test_resume_identical(kiln_context *ctx, const char *dir) {
             ea = strchr(ea + 1, ','), eb = strchr(eb + 1, ',');
         same += la && ea && eb && ea - la == eb - lb && !memcmp(la, lb, (size_t)(ea - la));
     }
-    CHECK_MSG(lines == 11 && same == lines, "%d lines, %d the same", lines, same);
+    CHECK_MSG(lines == 20 && same == lines, "%d lines, %d the same", lines, same);
     free(ta), free(tb);
 
     /* The final checkpoints: parameters and moments equal bit for bit. */
@@ -373,6 +375,107 @@ static void test_resume_identical(kiln_context *ctx, const char *dir) {
     CHECK_CONTAINS(err, "another lr");
 }
 
+/* Every value of a checkpoint is finite: saving refuses a NaN (the file already there is
+ * kept), and loading refuses a file holding one, naming the tensor (sampling from it once
+ * printed NUL bytes and exited 0). */
+static void test_non_finite(kiln_context *ctx, const char *dir) {
+    int P = gpt_num_params(&tiny);
+    kiln_array *p[64], *q[64];
+    char path[600], err[GPT_ERR_SIZE];
+    snprintf(path, sizeof path, "%s/finite.safetensors", dir);
+    random_params(ctx, &tiny, KILN_DTYPE_F32, p);
+    CHECK_OK(ctx, gpt_checkpoint_save(ctx, path, &tiny, p, NULL, NULL, 0, NULL, err));
+    long n0, n1;
+    char *before = slurp(path, &n0);
+
+    /* a NaN in h.1.mlp.c_fc.bias, element 3 */
+    int which = 2 + GPT_PARAMS_PER_LAYER + 9;
+    size_t nb = kiln_array_nbytes(p[which]);
+    float *v = malloc(nb);
+    kiln_array_copy_to_host(p[which], v, nb);
+    v[3] = NAN;
+    char name[GPT_NAME_MAX];
+    int rank;
+    int64_t dims[2];
+    gpt_param_info(&tiny, which, name, &rank, dims);
+    kiln_array_destroy(p[which]);
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, rank, dims, v, &p[which]));
+    kiln_status st = gpt_checkpoint_save(ctx, path, &tiny, p, NULL, NULL, 0, NULL, err);
+    CHECK_STATUS(st, KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err, "'h.1.mlp.c_fc.bias': element 3 is not finite");
+    char *after = slurp(path, &n1);
+    CHECK(before && after && n0 == n1 && !memcmp(before, after, (size_t)n0));
+    free(after);
+
+    /* the same NaN written into the file's bytes behind kiln's back */
+    char bad[620];
+    snprintf(bad, sizeof bad, "%s/nan.safetensors", dir);
+    uint64_t hlen = 0;
+    for (int i = 0; before && i < 8; i++) hlen |= (uint64_t)(unsigned char)before[i] << (8 * i);
+    const float inf = INFINITY;
+    if (before) memcpy(before + 8 + hlen + 4 * 5, &inf, 4); /* wte, element 5 */
+    FILE *f = fopen(bad, "wb");
+    if (f && before) fwrite(before, 1, (size_t)n0, f);
+    if (f) fclose(f);
+    st = gpt_checkpoint_load(ctx, bad, &tiny, q, NULL, NULL, err);
+    CHECK_STATUS(st, KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err, "nan.safetensors: reading 'wte': element 5 is not finite");
+    gpt_sample_options so = {.checkpoint = bad, .prompt = "a", .length = 4, .temperature = 0};
+    unsigned char out[4];
+    CHECK_STATUS(gpt_sample(ctx, &so, out, err), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err, "'wte': element 5 is not finite");
+    free(before), free(v);
+    for (int i = 0; i < P; i++) kiln_array_destroy(p[i]);
+}
+
+/* A run that diverges (a learning rate far too high) stops with the loss named, and the
+ * checkpoint it saved every step before is the last good one: whole, finite, of a step
+ * before the divergence (once the step's checkpoint was written before its loss was
+ * looked at, so NaN parameters replaced it). */
+static void test_diverged_keeps_checkpoint(kiln_context *ctx, const char *dir) {
+    gpt_train_options o;
+    gpt_train_result r;
+    char out[600], ck[700], err[GPT_ERR_SIZE];
+    snprintf(out, sizeof out, "%s/diverge", dir);
+    tiny_options(&o, out);
+    o.lr = 1e30, o.warmup = 0, o.steps = 30, o.save_every = 1;
+    kiln_status st = gpt_train(ctx, &o, &r, err);
+    CHECK_MSG(st == KILN_STATUS_INVALID_ARGUMENT &&
+                  (strstr(err, "diverged") || strstr(err, "not finite")),
+              "%s: %s", kiln_status_name(st), err);
+    CHECK(r.steps_done < 30);
+    snprintf(ck, sizeof ck, "%s/model.safetensors", out);
+    int P = gpt_num_params(&o.model);
+    kiln_array *s[3 * 64];
+    st = gpt_checkpoint_load(ctx, ck, &o.model, s, s + P, s + 2 * P, err);
+    CHECK_MSG(st == KILN_STATUS_OK, "the last checkpoint: %s", err);
+    for (int i = 0; !st && i < 3 * P; i++) kiln_array_destroy(s[i]);
+}
+
+/* Step counts are 64-bit: a checkpoint saying 2^32 + 3 steps is a run of 2^32 + 3 steps
+ * (once: 3), and one past GPT_MAX_STEPS is refused. */
+static void test_checkpoint_counts(kiln_context *ctx, const char *dir) {
+    kiln_array *p[64];
+    char path[600], err[GPT_ERR_SIZE];
+    snprintf(path, sizeof path, "%s/counts.safetensors", dir);
+    CHECK_OK(ctx, gpt_init_params(ctx, &tiny, KILN_DTYPE_F32, 1, p, err));
+    const char *kv[] = {"batch", "4",  "steps", "4294967299",   "warmup", "4294967296", "seed",
+                        "1",     "lr", "0.001", "weight_decay", "0",      "clip",       "0"};
+    CHECK_OK(ctx, gpt_checkpoint_save(ctx, path, &tiny, p, NULL, NULL, 7, kv, err));
+    gpt_train_options o;
+    gpt_train_defaults(&o);
+    CHECK_MSG(gpt_checkpoint_read_options(ctx, path, &o, err) == KILN_STATUS_OK, "%s", err);
+    CHECK(o.steps == 4294967299LL && o.warmup == 4294967296LL);
+    kv[3] = "1000000000001";
+    CHECK_OK(ctx, gpt_checkpoint_save(ctx, path, &tiny, p, NULL, NULL, 7, kv, err));
+    CHECK_STATUS(gpt_checkpoint_read_options(ctx, path, &o, err), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err, "metadata 'steps' is '1000000000001'");
+    for (int i = 0; i < gpt_num_params(&tiny); i++) kiln_array_destroy(p[i]);
+    /* the schedule at a step past 2^31 is the schedule, not a wrapped one */
+    double lr = gpt_lr_at(3000000000LL, 4000000000LL, 10, 1.0);
+    CHECK_MSG(lr > 0.1 && lr < 1.0, "lr %g", lr);
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln-test-gpt-XXXXXX";
     kiln_context *ctx = test_private_context(dir);
@@ -383,6 +486,9 @@ int main(void) {
     test_checkpoint_round_trip(ctx, dir);
     test_training_lowers_loss(ctx, dir);
     test_resume_identical(ctx, dir);
+    test_non_finite(ctx, dir);
+    test_diverged_keeps_checkpoint(ctx, dir);
+    test_checkpoint_counts(ctx, dir);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     return test_summary("test_gpt");

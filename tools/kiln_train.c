@@ -1,9 +1,10 @@
 /* kiln_train.c — `kiln train` and `kiln sample`: command-line flags onto models/gpt
  * (gpt_train, gpt_sample), nothing more. docs/training.md documents the flags.
  *
- * Exit status: 0 done (also after Ctrl-C: the run stops after the current step and saves),
- * 1 a runtime error (a file that cannot be read, a bad checkpoint, a kiln error: the
- * message says which), 2 a usage error (unknown flag, missing value, bad number). */
+ * Exit status: 0 done, 1 a runtime error (a file that cannot be read, a bad checkpoint, a
+ * kiln error: the message says which), 2 a usage error (unknown flag, missing value, bad
+ * number), 130 / 143 stopped by SIGINT / SIGTERM after the step in progress, saved
+ * (tools/stop_signals.c). */
 #include "kiln_train.h"
 
 #include "gpt.h"
@@ -15,14 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* The one mutable global of the tool: a signal handler can reach nothing else. */
-static volatile sig_atomic_t interrupted;
-
-static void on_sigint(int sig) {
-    (void)sig;
-    interrupted = 1;
-}
 
 static const char train_usage[] =
     "usage: kiln train [flags]\n"
@@ -216,9 +209,9 @@ static kiln_context *make_context(const char *cmd, int threads, int devices) {
 }
 
 static void print_recipe(const gpt_train_options *o, int ranks, const char *what) {
-    printf("kiln train: %d layers, %d heads, %d channels, context %d, batch %d, %d steps%s%s",
-           o->model.layers, o->model.heads, o->model.channels, o->model.context, o->batch, o->steps,
-           o->resume ? ", resuming " : "", o->resume ? o->resume : "");
+    printf("kiln train: %d layers, %d heads, %d channels, context %d, batch %d, %lld steps%s%s",
+           o->model.layers, o->model.heads, o->model.channels, o->model.context, o->batch,
+           (long long)o->steps, o->resume ? ", resuming " : "", o->resume ? o->resume : "");
     if (ranks > 1)
         printf(", data parallel over %d %s (batch %d per rank)", ranks, what, o->batch / ranks);
     printf("\n");
@@ -290,6 +283,11 @@ int kiln_tool_train(int argc, char **argv) {
     const char *budget = NULL, *device = "cpu";
     bool no_summary = false, mpi = false;
     char err[GPT_ERR_SIZE];
+    /* Before any thread is made (the first context's below): they all inherit the mask. */
+    if (kiln_tool_block_stop_signals()) {
+        fprintf(stderr, "kiln train: cannot start the thread that takes SIGINT and SIGTERM\n");
+        return 1;
+    }
 
     /* A resumed run takes its recipe from the checkpoint; flags given with --resume must
      * agree with it (gpt_train says which one does not). So --resume is read first. */
@@ -338,12 +336,19 @@ int kiln_tool_train(int argc, char **argv) {
         static const struct {
             const char *name;
             long long lo, hi;
-        } ints[] = {
-            {"--layers", 1, 1024},        {"--heads", 1, 1024},         {"--channels", 1, 65536},
-            {"--context", 1, 65536},      {"--batch", 1, 1 << 20},      {"--steps", 1, INT_MAX},
-            {"--warmup", 0, INT_MAX},     {"--seed", 0, LLONG_MAX},     {"--threads", 1, 4096},
-            {"--eval-every", 0, INT_MAX}, {"--save-every", 0, INT_MAX}, {"--devices", 1, 64},
-            {"--check-every", 0, INT_MAX}};
+        } ints[] = {{"--layers", 1, 1024},
+                    {"--heads", 1, 1024},
+                    {"--channels", 1, 65536},
+                    {"--context", 1, 65536},
+                    {"--batch", 1, 1 << 20},
+                    {"--steps", 1, GPT_MAX_STEPS},
+                    {"--warmup", 0, GPT_MAX_STEPS},
+                    {"--seed", 0, LLONG_MAX},
+                    {"--threads", 1, 4096},
+                    {"--eval-every", 0, GPT_MAX_STEPS},
+                    {"--save-every", 0, GPT_MAX_STEPS},
+                    {"--devices", 1, 64},
+                    {"--check-every", 0, GPT_MAX_STEPS}};
         static const char *const strs[] = {"--data",    "--out",           "--resume", "--init",
                                            "--batches", "--memory-budget", "--device"};
         static const char *const dbls[] = {"--lr", "--weight-decay", "--clip", "--comm-timeout",
@@ -378,13 +383,15 @@ int kiln_tool_train(int argc, char **argv) {
                 fprintf(stderr, "kiln train: %s: '%s' is not a valid value%s\n", f, v, range);
                 return 2;
             }
-            int *dst[] = {&o.model.layers,  &o.model.heads, &o.model.channels,
-                          &o.model.context, &o.batch,       &o.steps,
-                          &o.warmup,        NULL,           NULL,
-                          &o.eval_every,    &o.save_every,  NULL,
-                          &o.check_every};
-            if (dst[which])
-                *dst[which] = (int)x;
+            /* the int flags (ranges within int), then the 64-bit counts */
+            int *small[] = {&o.model.layers, &o.model.heads, &o.model.channels, &o.model.context,
+                            &o.batch};
+            int64_t *count[] = {&o.steps,      &o.warmup,     NULL, NULL,
+                                &o.eval_every, &o.save_every, NULL, &o.check_every};
+            if (which < 5)
+                *small[which] = (int)x;
+            else if (count[which - 5])
+                *count[which - 5] = x;
             else if (which == 7)
                 o.seed = (uint64_t)x;
             else if (which == 8)
@@ -395,6 +402,7 @@ int kiln_tool_train(int argc, char **argv) {
             const char **dst[] = {&o.data,    &o.out_dir, &o.resume, &o.init,
                                   &o.batches, &budget,    &device};
             *dst[which] = v;
+            if (which == 0) o.data_explicit = true;
         } else {
             double *dst[] = {&o.lr, &o.weight_decay, &o.clip, &timeout, &bucket_mb};
             if (which == 3   ? !parse_double(v, 1e-3, 1e6, &timeout)
@@ -452,12 +460,12 @@ int kiln_tool_train(int argc, char **argv) {
         kiln_context_destroy(ctx);
         return 1;
     }
-    struct sigaction sa = {0}, old;
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills as usual */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old);
-    o.stop = &interrupted;
+    o.stop = kiln_tool_stop_flag();
+    if (o.out_dir) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/model.safetensors", o.out_dir);
+        kiln_tool_set_checkpoint_path(path);
+    }
     o.progress_is_tty = isatty(fileno(stdout));
     o.no_summary = no_summary;
     kiln_status st;
@@ -501,17 +509,18 @@ int kiln_tool_train(int argc, char **argv) {
         print_recipe(&o, 1, NULL);
         st = gpt_train(ctx, &o, &r, err);
     }
-    sigaction(SIGINT, &old, NULL);
     kiln_context_destroy(ctx);
     if (st) {
         if (!mpi) fprintf(stderr, "kiln train: %s\n", err);
         return 1;
     }
-    if (r.interrupted && o.progress)
-        printf("interrupted after step %d of %d: saved %s/model.safetensors (continue with "
+    if (!r.interrupted) return 0;
+    if (o.progress)
+        printf("interrupted after step %lld of %lld: saved %s/model.safetensors (continue with "
                "--resume)\n",
-               r.steps_done, o.steps, o.out_dir);
-    return 0;
+               (long long)r.steps_done, (long long)o.steps, o.out_dir);
+    /* a rank of an MPI run can stop because another one was signalled */
+    return 128 + (*o.stop ? *o.stop : SIGINT);
 }
 
 int kiln_tool_sample(int argc, char **argv) {

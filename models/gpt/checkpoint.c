@@ -2,13 +2,81 @@
  * under their spec names, the AdamW moments under "opt.m.<name>" / "opt.v.<name>", and the
  * model config and training state as "__metadata__" strings. kiln_safetensors_* does the
  * format and the atomic write; this file checks that a file is a checkpoint of the model
- * asked for: every tensor present, f32, of the right shape, and every number in the
- * metadata a number in range. */
+ * asked for: every tensor present, f32, of the right shape and finite, and every number in
+ * the metadata a number in range. Non-finite values are never written either: a diverged
+ * state must not replace a good checkpoint. */
 #include "gpt_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+int gpt_checkpoint_remove_temps(const char *path, long pid) {
+    /* kiln_safetensors_save's temporary files: "<path>.tmp-<pid>-<hex>" (kiln.h) */
+    const char *slash = strrchr(path, '/');
+    char dir[4200], prefix[512];
+    if (slash && (size_t)(slash - path) >= sizeof dir) return 0;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path) snprintf(dir, sizeof dir, "/");
+    int np = snprintf(prefix, sizeof prefix, "%s.tmp-", slash ? slash + 1 : path);
+    if (np < 0 || (size_t)np >= sizeof prefix) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, prefix, (size_t)np)) continue;
+        char *end;
+        errno = 0;
+        long owner = strtol(e->d_name + np, &end, 10);
+        if (errno || end == e->d_name + np || *end != '-' || owner <= 0) continue;
+        /* pid 0: only a dead process's (kill says ESRCH); a live run may be writing it */
+        if (pid ? owner != pid : !(kill((pid_t)owner, 0) && errno == ESRCH)) continue;
+        char full[4200 + 256];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        removed += !unlink(full);
+    }
+    closedir(d);
+    return removed;
+}
+
+/* The first element of a that is not finite (NaN or inf), as its index; -1 if none. */
+static int64_t first_non_finite(kiln_array *a, kiln_status *st) {
+    size_t n = kiln_array_nbytes(a) / sizeof(float);
+    float *b = malloc(n ? n * sizeof *b : 1);
+    if (!b) {
+        *st = KILN_STATUS_HOST_OOM;
+        return -1;
+    }
+    int64_t at = -1;
+    *st = kiln_array_copy_to_host(a, b, n * sizeof *b);
+    for (size_t i = 0; i < n && !*st && at < 0; i++)
+        if (!isfinite(b[i])) at = (int64_t)i;
+    free(b);
+    return at;
+}
+
+/* INVALID_ARGUMENT naming the tensor if a holds a NaN or an infinity. */
+static kiln_status check_finite(kiln_context *ctx, kiln_array *a, const char *path,
+                                const char *name, const char *doing, char *err) {
+    kiln_status st;
+    int64_t at = first_non_finite(a, &st);
+    if (st) {
+        gpt_errf(err, "%s: %s '%s': %s", path, doing, name,
+                 st == KILN_STATUS_HOST_OOM ? "out of host memory" : kiln_last_error(ctx));
+        return st;
+    }
+    if (at < 0) return KILN_STATUS_OK;
+    gpt_errf(err, "%s: %s '%s': element %lld is not finite (NaN or infinity)%s", path, doing, name,
+             (long long)at,
+             !strcmp(doing, "saving") ? "; a diverged state is not saved, the last checkpoint "
+                                        "is kept"
+                                      : "");
+    return KILN_STATUS_INVALID_ARGUMENT;
+}
 
 /* A metadata number: the whole string a decimal integer in [lo, hi]. */
 static kiln_status meta_int(kiln_safetensors *f, const char *path, const char *key, long long lo,
@@ -81,8 +149,8 @@ kiln_status gpt_checkpoint_read_options(kiln_context *ctx, const char *path, gpt
     long long batch = 0, steps = 0, warmup = 0, seed = 0;
     if (!(st = read_config(f, path, &o->model, err)) &&
         !(st = meta_int(f, path, "batch", 1, 1 << 20, &batch, err)) &&
-        !(st = meta_int(f, path, "steps", 1, 1LL << 40, &steps, err)) &&
-        !(st = meta_int(f, path, "warmup", 0, 1LL << 40, &warmup, err)) &&
+        !(st = meta_int(f, path, "steps", 1, GPT_MAX_STEPS, &steps, err)) &&
+        !(st = meta_int(f, path, "warmup", 0, GPT_MAX_STEPS, &warmup, err)) &&
         !(st = meta_int(f, path, "seed", 0, (long long)(~0ULL >> 1), &seed, err))) {
         const char *keys[3] = {"lr", "weight_decay", "clip"};
         double *dst[3] = {&o->lr, &o->weight_decay, &o->clip};
@@ -97,7 +165,7 @@ kiln_status gpt_checkpoint_read_options(kiln_context *ctx, const char *path, gpt
             } else
                 *dst[i] = x;
         }
-        o->batch = (int)batch, o->steps = (int)steps, o->warmup = (int)warmup;
+        o->batch = (int)batch, o->steps = steps, o->warmup = warmup;
         o->seed = (uint64_t)seed;
     }
     kiln_safetensors_close(f);
@@ -144,6 +212,9 @@ kiln_status gpt_checkpoint_save(kiln_context *ctx, const char *path, const gpt_c
         kv[k++] = keys[i], kv[k++] = num[i];
     }
     for (int i = 0; i < 2 * n_meta; i++) kv[k++] = meta_kv[i];
+    for (int i = 0; i < n && !st; i++)
+        st = check_finite(ctx, arrays[i], path, np[i], "saving", err);
+    if (st) goto done;
     st = kiln_safetensors_save(ctx, path, n, np, arrays, k / 2, kv);
     if (st) gpt_errf(err, "saving the checkpoint: %s", kiln_last_error(ctx));
 done:
@@ -181,6 +252,7 @@ static kiln_status read_tensor(kiln_context *ctx, kiln_safetensors *f, const cha
     }
     kiln_status st = kiln_safetensors_read(f, name, out);
     if (st) gpt_errf(err, "%s: reading '%s': %s", path, name, kiln_last_error(ctx));
+    if (!st) st = check_finite(ctx, *out, path, name, "reading", err);
     return st;
 }
 

@@ -12,10 +12,13 @@
 #include "gpt_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void gpt_errf(char *err, const char *fmt, ...) {
     va_list ap;
@@ -391,10 +394,67 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
     return st;
 }
 
-double gpt_lr_at(int s, int total, int warmup, double peak) {
-    if (s < warmup) return peak * (s + 1) / warmup;
-    double min_lr = 0.1 * peak, span = total - warmup > 1 ? total - warmup : 1;
-    return min_lr + 0.5 * (1 + cos(3.141592653589793 * (s - warmup) / span)) * (peak - min_lr);
+double gpt_lr_at(int64_t s, int64_t total, int64_t warmup, double peak) {
+    if (s < warmup) return peak * (double)(s + 1) / (double)warmup;
+    double min_lr = 0.1 * peak, span = total - warmup > 1 ? (double)(total - warmup) : 1;
+    return min_lr +
+           0.5 * (1 + cos(3.141592653589793 * (double)(s - warmup) / span)) * (peak - min_lr);
+}
+
+kiln_status gpt_open_regular(const char *path, const char *what, FILE **out, int64_t *size,
+                             char *err) {
+    *out = NULL;
+    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer forever */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        gpt_errf(err, "cannot open %s '%s': %s", what, path, strerror(errno));
+        return KILN_STATUS_IO;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        gpt_errf(err, "%s '%s' is not a regular file (%s): kiln reads only files", what, path,
+                 S_ISFIFO(sb.st_mode)   ? "a FIFO"
+                 : S_ISDIR(sb.st_mode)  ? "a folder"
+                 : S_ISCHR(sb.st_mode)  ? "a character device"
+                 : S_ISBLK(sb.st_mode)  ? "a block device"
+                 : S_ISSOCK(sb.st_mode) ? "a socket"
+                                        : "not a file");
+        close(fd);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        gpt_errf(err, "cannot open %s '%s': %s", what, path, strerror(errno));
+        close(fd);
+        return KILN_STATUS_IO;
+    }
+    *size = (int64_t)sb.st_size;
+    *out = f;
+    return KILN_STATUS_OK;
+}
+
+/* Reads the whole regular file f of size bytes (as fstat said; a file that grows or
+ * shrinks meanwhile is read as far as it is). */
+static kiln_status read_corpus(FILE *f, const char *p, int64_t size, gpt_data *d, char *err) {
+    unsigned char *buf = malloc(size ? (size_t)size : 1);
+    if (!buf) {
+        fclose(f);
+        gpt_errf(err, "out of host memory reading the corpus '%s' (%lld bytes)", p,
+                 (long long)size);
+        return KILN_STATUS_HOST_OOM;
+    }
+    size_t got = fread(buf, 1, (size_t)size, f);
+    bool bad = ferror(f);
+    int e = errno;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        gpt_errf(err, "cannot read the corpus '%s': %s", p, strerror(e));
+        return KILN_STATUS_IO;
+    }
+    d->bytes = buf, d->n = (int64_t)got;
+    return KILN_STATUS_OK;
 }
 
 /* ---------------------------------------------------------------- data ---- */
@@ -435,42 +495,29 @@ kiln_status gpt_data_load(kiln_context *ctx, const char *path, int context, gpt_
     const char *fallback = "/usr/share/common-licenses/GPL-3";
     bool user = path && *path;
     const char *p = user ? path : fallback;
-    FILE *f = fopen(p, "rb");
-    if (!f && user) {
-        gpt_errf(err, "cannot open the corpus '%s': %s", p, strerror(errno));
-        return KILN_STATUS_IO;
-    }
-    if (f) {
-        int64_t cap = 1 << 16, n = 0;
-        unsigned char *buf = malloc((size_t)cap);
-        size_t got;
-        while (buf && (got = fread(buf + n, 1, (size_t)(cap - n), f)) > 0) {
-            n += (int64_t)got;
-            if (n == cap) {
-                unsigned char *nb = realloc(buf, (size_t)cap * 2);
-                if (!nb) free(buf);
-                buf = nb, cap *= 2;
-            }
-        }
-        bool bad = ferror(f);
+    int64_t size = 0;
+    FILE *f;
+    kiln_status st = gpt_open_regular(p, "the corpus", &f, &size, err);
+    /* without the default file, a generated text */
+    if (st && (user || access(p, F_OK) == 0)) return st;
+    if (f && size > GPT_MAX_CORPUS_BYTES) {
         fclose(f);
-        if (!buf) {
-            gpt_errf(err, "out of host memory reading the corpus '%s'", p);
-            return KILN_STATUS_HOST_OOM;
-        }
-        if (bad) {
-            free(buf);
-            gpt_errf(err, "cannot read the corpus '%s': %s", p, strerror(errno));
-            return KILN_STATUS_IO;
-        }
-        d->bytes = buf, d->n = n;
-    } else {
+        gpt_errf(err,
+                 "the corpus '%s' has %lld bytes, more than the %lld kiln train reads (it "
+                 "holds the whole corpus in memory): give it a part of the file",
+                 p, (long long)size, (long long)GPT_MAX_CORPUS_BYTES);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    if (f && (st = read_corpus(f, p, size, d, err))) return st;
+    if (!f) {
         d->bytes = generated_corpus(&d->n);
         if (!d->bytes) {
             gpt_errf(err, "out of host memory making the generated corpus");
             return KILN_STATUS_HOST_OOM;
         }
     }
+    d->hash = 0xcbf29ce484222325ull;
+    for (int64_t i = 0; i < d->n; i++) d->hash = (d->hash ^ d->bytes[i]) * 0x100000001b3ull;
     d->n_train = d->n - d->n / 10;
     if (d->n_train < context + 2 || d->n - d->n_train < context + 2) {
         gpt_errf(err,

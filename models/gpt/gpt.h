@@ -95,7 +95,11 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
 
 /* The learning rate at step s (0-based) of total: linear warmup over warmup steps, then
  * cosine decay to 0.1 peak. */
-double gpt_lr_at(int s, int total, int warmup, double peak);
+double gpt_lr_at(int64_t s, int64_t total, int64_t warmup, double peak);
+
+/* The most steps a run may have (a checkpoint saying more is refused): counts are 64-bit
+ * throughout, and this keeps every product of steps and a batch's bytes in range. */
+#define GPT_MAX_STEPS 1000000000000LL
 
 /* ---------------------------------------------------------------- data ---- */
 
@@ -103,11 +107,15 @@ double gpt_lr_at(int s, int total, int warmup, double peak);
 typedef struct gpt_data {
     unsigned char *bytes;
     int64_t n, n_train;
+    uint64_t hash; /* FNV-1a of the bytes: which corpus a checkpoint was trained on */
 } gpt_data;
 
 /* Reads path (NULL or "": the default corpus, /usr/share/common-licenses/GPL-3, else a
  * generated English-like text). KILN_STATUS_IO naming the file if it cannot be read;
- * INVALID_ARGUMENT if either split is too short for a window of context + 1 bytes. */
+ * INVALID_ARGUMENT if it is not a regular file (a FIFO or a device would block or never
+ * end), is larger than GPT_MAX_CORPUS_BYTES, or either split is too short for a window of
+ * context + 1 bytes. */
+#define GPT_MAX_CORPUS_BYTES (4LL << 30)
 kiln_status gpt_data_load(kiln_context *ctx, const char *path, int context, gpt_data *d, char *err);
 void gpt_data_free(kiln_context *ctx, gpt_data *d);
 /* The seeded generator of the batches (splitmix64): its whole state is one uint64. */
@@ -119,28 +127,31 @@ void gpt_data_batch(const gpt_data *d, bool validation, uint64_t *rng, int B, in
 
 typedef struct gpt_train_options {
     gpt_config model;
-    int batch, steps, warmup;
+    int batch;
+    int64_t steps, warmup; /* steps in [1, GPT_MAX_STEPS] */
     double lr, weight_decay, clip;
     uint64_t seed;
-    const char *data;    /* corpus file; NULL: the default */
+    const char *data; /* corpus file; NULL: the default */
+    /* Resuming on a corpus other than the one the checkpoint records (its size and hash
+     * differ) is refused unless this is set: the user named the new file on purpose. */
+    bool data_explicit;
     const char *out_dir; /* where losses.csv, summary.json, the SVGs and model.safetensors go */
     const char *init;    /* start from these parameters (safetensors), or NULL */
     const char *batches; /* raw int32 [steps, B, T+1] training batches, or NULL */
     const char *resume;  /* a checkpoint to continue from, or NULL */
-    int eval_every;      /* validation loss every N steps (and at the last); 0: never */
+    int64_t eval_every;  /* validation loss every N steps (and at the last); 0: never */
     int eval_batches;    /* batches of B in each validation; 0: 4 */
-    int save_every;      /* checkpoint every N steps; 0: at the end only */
-    int stop_after;      /* stop (and save) after this many steps in this run; 0: none */
-    /* A device memory budget for the step (rematerialisation): bytes, or a share of the
-     * device in (0, 1]; 0: none. Not available yet: a budget is KILN_STATUS_UNIMPLEMENTED
-     * until kiln_compile_options has one (compile_programs in train.c passes it on). */
+    int64_t save_every;  /* checkpoint every N steps; 0: at the end only */
+    int64_t stop_after;  /* stop (and save) after this many steps in this run; 0: none */
+    /* A device memory budget for the step (rematerialisation, docs/memory.md): bytes, or a
+     * share in (0, 1] of the step's peak without recomputation; 0: none. */
     uint64_t memory_budget;
     double memory_budget_fraction;
     FILE *progress;              /* where progress lines and the summary go; NULL: none */
     bool progress_is_tty;        /* \r-updated line instead of one line per report */
     int print_every;             /* plain-line progress every N steps; 0: 10 */
     bool no_summary;             /* the summary to DIR/summary.txt only, not to progress */
-    volatile sig_atomic_t *stop; /* set (by a SIGINT handler) to stop after this step */
+    volatile sig_atomic_t *stop; /* set (by a signal's thread) to stop after this step */
     /* Data parallel (docs/scaling.md): this replica's communicator (NULL: one replica) and
      * the device it runs on. batch is the global batch, split evenly over the ranks; rank
      * r trains on rows [r B/N, (r+1) B/N) of every batch. Only rank 0 evaluates, prints
@@ -148,7 +159,7 @@ typedef struct gpt_train_options {
      * steps (0: 100) the ranks compare a hash of their parameters. */
     kiln_comm *comm;
     int device;
-    int check_every;
+    int64_t check_every;
     /* Gradients are all-reduced in buckets of at most this many bytes (a larger gradient
      * alone); a negative value: one all-reduce per gradient; 0 (the default): 25 MiB as
      * DDP's between processes, one per gradient between threads (local). */
@@ -160,7 +171,7 @@ typedef struct gpt_train_options {
 
 /* What a run did (filled by gpt_train, also on most failures, as far as it got). */
 typedef struct gpt_train_result {
-    int steps_done; /* the step count of the final state (includes resumed steps) */
+    int64_t steps_done; /* the step count of the final state (includes resumed steps) */
     double first_loss, final_loss, final_val_loss; /* val NaN if never evaluated */
     double compile_ms, ms_per_step_median, tokens_per_s;
     uint64_t planned_peak_bytes, measured_peak_bytes;
@@ -184,9 +195,14 @@ kiln_status gpt_checkpoint_save(kiln_context *ctx, const char *path, const gpt_c
                                 kiln_array *const *v, int n_meta, const char *const *meta_kv,
                                 char *err);
 /* Loads the parameters of cfg from path (every name present, every dtype f32 and shape
- * right, else INVALID_ARGUMENT naming the tensor); m and v likewise when not NULL. */
+ * right, every value finite, else INVALID_ARGUMENT naming the tensor); m and v likewise
+ * when not NULL. Saving refuses non-finite values the same way. */
 kiln_status gpt_checkpoint_load(kiln_context *ctx, const char *path, const gpt_config *cfg,
                                 kiln_array **params, kiln_array **m, kiln_array **v, char *err);
+/* Removes the temporary files that kiln_safetensors_save left next to the checkpoint path
+ * ("<path>.tmp-<pid>-<hex>"): those of process pid, or with pid 0 those whose process is
+ * gone (a run killed while saving). Returns how many it removed. */
+int gpt_checkpoint_remove_temps(const char *path, long pid);
 /* The model config stored in a checkpoint's metadata. */
 kiln_status gpt_checkpoint_config(kiln_context *ctx, const char *path, gpt_config *cfg, char *err);
 

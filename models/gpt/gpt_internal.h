@@ -7,4 +7,31 @@
 /* printf into err (GPT_ERR_SIZE bytes). */
 void gpt_errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Opens path for reading if it is a regular file (without blocking on a FIFO first), and
+ * gives its size. KILN_STATUS_IO if it cannot be opened, INVALID_ARGUMENT if it is not a
+ * regular file ("the corpus 'x' is not a regular file (a FIFO) ..."), err saying so. */
+kiln_status gpt_open_regular(const char *path, const char *what, FILE **f, int64_t *size,
+                             char *err);
+
+/* run_log.c: a file of --out written under a temporary name and renamed into place on
+ * close (the previous file stays on any failure; err says why). */
+typedef struct gpt_out {
+    char path[4200], tmp[4232];
+} gpt_out;
+FILE *gpt_out_open(const char *dir, const char *name, gpt_out *o, char *err);
+kiln_status gpt_out_close(FILE *f, const gpt_out *o, char *err);
+
+/* losses.csv, appended as the run goes. Open keeps the lines of steps 1..keep_through of a
+ * log already there (a resumed run's) and drops the rest. */
+typedef struct gpt_log {
+    FILE *f; /* NULL: no log (a rank other than 0, no --out) */
+    char path[4200];
+} gpt_log;
+kiln_status gpt_log_open(gpt_log *l, const char *dir, int64_t keep_through, char *err);
+kiln_status gpt_log_step(gpt_log *l, int64_t step, double loss, double val, double ms, char *err);
+kiln_status gpt_log_flush(gpt_log *l, char *err);
+kiln_status gpt_log_close(gpt_log *l, char *err);
+/* dir/loss.svg from dir/losses.csv: the whole run, resumed parts included. */
+kiln_status gpt_log_svg(const char *dir, char *err);
+
 #endif

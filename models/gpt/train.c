@@ -11,15 +11,30 @@
  * done and the batch generator's state, and the step is a pure function of those and the
  * step number, so a resumed run computes the same losses bit for bit as an uninterrupted
  * one (the test suite checks it). The recipe (model, batch, steps, warmup, lr, decay, clip,
- * seed) is stored too, and a resumed run must use the same one. */
+ * seed) and the corpus (its path, size and hash) are stored too, and a resumed run uses
+ * them: another recipe is refused, except more steps (a finished run can be extended: the
+ * schedule then runs over the new total, which the run says), and another corpus only when
+ * named on purpose (gpt_train_options.data_explicit).
+ *
+ * A checkpoint is only ever written from a state whose loss and values are finite, so a
+ * diverged step never replaces the last good one; the folder it goes to is checked to be
+ * a writable folder before anything else, so a run cannot train for hours and then find it
+ * cannot save. */
 #include "gpt_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+/* ms/step is the median of this run's last MEDIAN_WINDOW steps: steady state, in bounded
+ * memory, however long the run. */
+#define MEDIAN_WINDOW 1001
 
 void gpt_train_defaults(gpt_train_options *o) {
     memset(o, 0, sizeof *o);
@@ -63,6 +78,28 @@ static kiln_status make_dirs(const char *dir, char *err) {
     return KILN_STATUS_OK;
 }
 
+/* --out must be a folder this process can create files in (a regular file of that name, a
+ * read-only file system or a folder of another user would only fail the final save). */
+static kiln_status check_out_dir(const char *dir, char *err) {
+    kiln_status st = make_dirs(dir, err);
+    if (st) return st;
+    struct stat sb;
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
+        gpt_errf(err, "the output folder '%s' is not a folder", dir);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.kiln-write-check-%ld", dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        gpt_errf(err, "cannot write in the output folder '%s': %s", dir, strerror(errno));
+        return KILN_STATUS_IO;
+    }
+    close(fd);
+    unlink(probe);
+    return KILN_STATUS_OK;
+}
+
 static void human_bytes(uint64_t b, char *out, size_t n) {
     if (b >= (1u << 30))
         snprintf(out, n, "%.2f GiB", (double)b / (1u << 30));
@@ -85,14 +122,26 @@ typedef struct run {
     kiln_array **state;   /* params, m, v: 3P */
     kiln_executable *step, *eval;
     gpt_data data;
-    FILE *batches; /* the --batches file, or NULL */
+    char data_path[4200]; /* the corpus as the checkpoint records it ("": the default) */
+    FILE *batches;        /* the --batches file, or NULL */
     uint64_t rng;
-    int done;                /* steps done */
-    double *loss, *val, *ms; /* per step of this run (val NaN when not evaluated) */
-    int n_rec, first_rec;    /* records kept; the step number of record 0 */
-    double last_print;       /* when the progress line was last drawn (now_ms) */
+    int64_t done;                 /* steps done */
+    int64_t n_rec;                /* steps run by this run */
+    double ms_win[MEDIAN_WINDOW]; /* the last steps' times, a ring */
+    gpt_log log;                  /* losses.csv */
+    double last_print;            /* when the progress line was last drawn (now_ms) */
     char *err;
 } run;
+
+/* The median of the times in the window. */
+static double median_ms(const run *r) {
+    int n = r->n_rec < MEDIAN_WINDOW ? (int)r->n_rec : MEDIAN_WINDOW;
+    if (!n) return 0;
+    double sorted[MEDIAN_WINDOW];
+    memcpy(sorted, r->ms_win, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    return sorted[n / 2];
+}
 
 static void state_free(run *r) {
     if (!r->state) return;
@@ -103,21 +152,87 @@ static void state_free(run *r) {
 
 static kiln_status save(run *r, const char *path) {
     char step[24], seed[24], rng[24], batch[24], steps[24], warm[24], lr[32], wd[32], clip[32];
-    snprintf(step, sizeof step, "%d", r->done);
+    char dbytes[24], dhash[24];
+    snprintf(step, sizeof step, "%lld", (long long)r->done);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->o->seed);
     snprintf(rng, sizeof rng, "%llu", (unsigned long long)r->rng);
     snprintf(batch, sizeof batch, "%d", r->GB);
-    snprintf(steps, sizeof steps, "%d", r->o->steps);
-    snprintf(warm, sizeof warm, "%d", r->o->warmup);
+    snprintf(steps, sizeof steps, "%lld", (long long)r->o->steps);
+    snprintf(warm, sizeof warm, "%lld", (long long)r->o->warmup);
     snprintf(lr, sizeof lr, "%.17g", r->o->lr);
     snprintf(wd, sizeof wd, "%.17g", r->o->weight_decay);
     snprintf(clip, sizeof clip, "%.17g", r->o->clip);
-    const char *kv[] = {"step",  step,  "seed",         seed,  "rng_state", rng,
-                        "batch", batch, "steps",        steps, "warmup",    warm,
-                        "lr",    lr,    "weight_decay", wd,    "clip",      clip};
+    snprintf(dbytes, sizeof dbytes, "%lld", (long long)r->data.n);
+    snprintf(dhash, sizeof dhash, "%016llx", (unsigned long long)r->data.hash);
+    /* the log covers at least the steps of the checkpoint */
+    kiln_status st = gpt_log_flush(&r->log, r->err);
+    if (st) return st;
+    const char *kv[] = {"step",  step,         "seed",         seed,   "rng_state", rng,
+                        "batch", batch,        "steps",        steps,  "warmup",    warm,
+                        "lr",    lr,           "weight_decay", wd,     "clip",      clip,
+                        "data",  r->data_path, "data_bytes",   dbytes, "data_hash", dhash};
     return gpt_checkpoint_save(r->ctx, path, &r->cfg, r->state, r->state + r->P,
                                r->state + 2 * r->P, (int)(sizeof kv / sizeof kv[0]) / 2, kv,
                                r->err);
+}
+
+/* A resumed run is checked to train on the corpus its checkpoint records (size and hash; a
+ * checkpoint from before they were recorded is not checked). Another file is refused
+ * unless it was named on purpose, and then said once. */
+static kiln_status same_corpus(run *r, kiln_safetensors *f) {
+    const char *b = kiln_safetensors_get_metadata(f, "data_bytes");
+    const char *h = kiln_safetensors_get_metadata(f, "data_hash");
+    if (!b || !h) return KILN_STATUS_OK;
+    char now[24];
+    snprintf(now, sizeof now, "%016llx", (unsigned long long)r->data.hash);
+    if (atoll(b) == r->data.n && !strcmp(h, now)) return KILN_STATUS_OK;
+    const char *was = kiln_safetensors_get_metadata(f, "data");
+    const char *is = r->o->data && *r->o->data ? r->o->data : "the default corpus";
+    was = was && *was ? was : "the default corpus";
+    if (r->o->data_explicit) {
+        if (r->o->progress)
+            fprintf(r->o->progress,
+                    "note: resuming on %s (%lld bytes), not on the corpus the run trained on "
+                    "(%s, %s bytes), as --data asks\n",
+                    is, (long long)r->data.n, was, b);
+        return KILN_STATUS_OK;
+    }
+    gpt_errf(r->err,
+             "%s: the run trained on %s (%s bytes, hash %s); %s is another file (%lld bytes, "
+             "hash %s): give --data FILE to resume on another corpus on purpose",
+             r->o->resume, was, b, h, is, (long long)r->data.n, now);
+    return KILN_STATUS_INVALID_ARGUMENT;
+}
+
+/* The corpus a run reads: the one named, else the one a resumed checkpoint records, else
+ * the default. r->data_path receives it as a checkpoint records it: an absolute path, or
+ * "" for the default. */
+static kiln_status load_corpus(run *r) {
+    const gpt_train_options *o = r->o;
+    const char *path = o->data;
+    if (!(path && *path) && o->resume) {
+        kiln_safetensors *f;
+        if (!kiln_safetensors_open(r->ctx, o->resume, &f)) {
+            const char *was = kiln_safetensors_get_metadata(f, "data");
+            snprintf(r->data_path, sizeof r->data_path, "%s", was ? was : "");
+            kiln_safetensors_close(f);
+        }
+        path = r->data_path;
+    }
+    kiln_status st = gpt_data_load(r->ctx, path, r->T, &r->data, r->err);
+    if (st && path == r->data_path && *path) {
+        char why[GPT_ERR_SIZE];
+        snprintf(why, sizeof why, "%s", r->err);
+        gpt_errf(r->err, "%s: the corpus the run trained on: %.900s (give --data FILE)", o->resume,
+                 why);
+    }
+    if (st || path == r->data_path) return st;
+    char real[PATH_MAX];
+    snprintf(r->data_path, sizeof r->data_path, "%s",
+             !(path && *path)       ? ""
+             : realpath(path, real) ? real
+                                    : path);
+    return KILN_STATUS_OK;
 }
 
 /* The parameters and moments a run starts from: a checkpoint, an --init file or the
@@ -138,8 +253,6 @@ static kiln_status load_state(run *r) {
             what = "model shape (vocab, context, layers, heads, channels)";
         else if (saved.batch != o->batch)
             what = "batch";
-        else if (saved.steps != o->steps)
-            what = "steps";
         else if (saved.warmup != o->warmup)
             what = "warmup";
         else if (saved.lr != o->lr)
@@ -171,15 +284,32 @@ static kiln_status load_state(run *r) {
         errno = 0;
         long long s = sv ? strtoll(sv, &e1, 10) : -1;
         unsigned long long rs = rv ? strtoull(rv, &e2, 10) : 0;
-        bool ok =
-            sv && rv && !*e1 && !*e2 && e1 != sv && e2 != rv && !errno && s >= 0 && s <= o->steps;
+        bool ok = sv && rv && !*e1 && !*e2 && e1 != sv && e2 != rv && !errno && s >= 0 &&
+                  s <= GPT_MAX_STEPS && s <= saved.steps;
+        if (ok) st = same_corpus(r, f);
         kiln_safetensors_close(f);
         if (!ok) {
             gpt_errf(r->err, "%s: metadata 'step' or 'rng_state' missing or not a number in range",
                      o->resume);
             return KILN_STATUS_INVALID_ARGUMENT;
         }
-        r->done = (int)s, r->rng = rs;
+        if (st) return st;
+        if (s > o->steps) {
+            gpt_errf(r->err,
+                     "%s: the run has done %lld steps; --steps %lld would end it before that "
+                     "(give at least %lld)",
+                     o->resume, s, (long long)o->steps, s);
+            return KILN_STATUS_INVALID_ARGUMENT;
+        }
+        r->done = s, r->rng = rs;
+        if (saved.steps != o->steps && o->progress)
+            fprintf(o->progress,
+                    "%s the run from %lld to %lld steps: the learning rate now follows the "
+                    "schedule over %lld steps (%.3g at step %lld, where it was %.3g)\n",
+                    o->steps > saved.steps ? "extending" : "shortening", (long long)saved.steps,
+                    (long long)o->steps, (long long)o->steps,
+                    gpt_lr_at(s, o->steps, o->warmup, o->lr), s + 1,
+                    gpt_lr_at(s, saved.steps, o->warmup, o->lr));
         return KILN_STATUS_OK;
     }
     if (o->init)
@@ -336,15 +466,15 @@ kiln_fail:
 
 /* Fills tok [GB, T+1] with the (global) training batch of step s: every replica draws the
  * whole batch, so the generator's state stays the same on all of them. */
-static kiln_status next_batch(run *r, int s, int32_t *tok) {
+static kiln_status next_batch(run *r, int64_t s, int32_t *tok) {
     size_t n = (size_t)r->GB * (size_t)(r->T + 1);
     if (!r->batches) {
         gpt_data_batch(&r->data, false, &r->rng, r->GB, r->T, tok);
         return KILN_STATUS_OK;
     }
-    if (fseeko(r->batches, (off_t)((size_t)s * n * 4), SEEK_SET) ||
+    if (fseeko(r->batches, (off_t)s * (off_t)n * 4, SEEK_SET) ||
         fread(tok, 4, n, r->batches) != n) {
-        gpt_errf(r->err, "%s: cannot read the batch of step %d", r->o->batches, s);
+        gpt_errf(r->err, "%s: cannot read the batch of step %lld", r->o->batches, (long long)s);
         return KILN_STATUS_IO;
     }
     unsigned char *b = (unsigned char *)tok; /* the file is little-endian */
@@ -353,8 +483,8 @@ static kiln_status next_batch(run *r, int s, int32_t *tok) {
                      (uint32_t)b[4 * i + 2] << 16 | (uint32_t)b[4 * i + 3] << 24;
         int32_t v = (int32_t)u;
         if (v < 0 || v >= r->cfg.vocab) {
-            gpt_errf(r->err, "%s: step %d holds token %d, outside [0, %d)", r->o->batches, s, v,
-                     r->cfg.vocab);
+            gpt_errf(r->err, "%s: step %lld holds token %d, outside [0, %d)", r->o->batches,
+                     (long long)s, v, r->cfg.vocab);
             return KILN_STATUS_INVALID_ARGUMENT;
         }
         tok[i] = v;
@@ -423,122 +553,21 @@ static kiln_status evaluate(run *r, double *out) {
 
 /* ------------------------------------------------------------- outputs ---- */
 
-static FILE *open_out(run *r, const char *name, char *path, size_t n) {
-    snprintf(path, n, "%s/%s", r->o->out_dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) gpt_errf(r->err, "cannot write '%s': %s", path, strerror(errno));
-    return f;
-}
-
-static kiln_status close_out(run *r, FILE *f, const char *path) {
-    if (ferror(f) | fclose(f)) {
-        gpt_errf(r->err, "writing '%s' failed", path);
-        return KILN_STATUS_IO;
-    }
-    return KILN_STATUS_OK;
-}
-
-static kiln_status write_losses(run *r) {
-    char path[4200];
-    FILE *f = open_out(r, "losses.csv", path, sizeof path);
-    if (!f) return KILN_STATUS_IO;
-    fprintf(f, "step,loss,val_loss,ms\n");
-    for (int i = 0; i < r->n_rec; i++) {
-        fprintf(f, "%d,%.6f,", r->first_rec + i + 1, r->loss[i]);
-        if (!isnan(r->val[i])) fprintf(f, "%.6f", r->val[i]);
-        fprintf(f, ",%.3f\n", r->ms[i]);
-    }
-    return close_out(r, f, path);
-}
-
-/* A "nice" tick step: 1, 2 or 5 times a power of ten, about span / 5. */
-static double tick_step(double span) {
-    double raw = span / 5, p = pow(10, floor(log10(raw))), m = raw / p;
-    return p * (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10);
-}
-
-static kiln_status write_loss_svg(run *r) {
-    char path[4200];
-    FILE *f = open_out(r, "loss.svg", path, sizeof path);
-    if (!f) return KILN_STATUS_IO;
-    const double W = 720, H = 420, L = 70, R = 20, TOP = 40, BOT = 60;
-    double lo = INFINITY, hi = -INFINITY;
-    for (int i = 0; i < r->n_rec; i++) {
-        double v[2] = {r->loss[i], r->val[i]};
-        for (int k = 0; k < 2; k++)
-            if (isfinite(v[k])) lo = fmin(lo, v[k]), hi = fmax(hi, v[k]);
-    }
-    if (!(lo < hi)) lo = isfinite(lo) ? lo - 1 : 0, hi = isfinite(hi) ? hi + 1 : 1;
-    double ystep = tick_step(hi - lo);
-    lo = floor(lo / ystep) * ystep, hi = ceil(hi / ystep) * ystep;
-    double x0 = r->first_rec + 1, x1 = r->first_rec + (r->n_rec > 1 ? r->n_rec : 2);
-    double xstep = tick_step(x1 - x0 > 1 ? x1 - x0 : 1);
-#define PX(s) (L + ((s)-x0) / (x1 - x0) * (W - L - R))
-#define PY(v) (TOP + (hi - (v)) / (hi - lo) * (H - TOP - BOT))
-    fprintf(f,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" "
-            "font-family=\"sans-serif\" font-size=\"12\">\n"
-            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-            "<text x=\"%g\" y=\"22\" font-size=\"15\">kiln train: loss (cross-entropy, nats "
-            "per byte)</text>\n",
-            W, H, L);
-    for (double y = lo; y <= hi + ystep / 2; y += ystep)
-        fprintf(f,
-                "<line x1=\"%g\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                "<text x=\"%g\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                L, W - R, PY(y), PY(y), L - 6, PY(y) + 4, y);
-    for (double x = ceil(x0 / xstep) * xstep; x <= x1; x += xstep)
-        fprintf(f,
-                "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" stroke=\"#333\"/>"
-                "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%g</text>\n",
-                PX(x), PX(x), H - BOT, H - BOT + 5, PX(x), H - BOT + 19, x);
-    fprintf(f,
-            "<line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\" stroke=\"#333\"/>"
-            "<line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\" stroke=\"#333\"/>\n"
-            "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n"
-            "<text transform=\"translate(18 %g) rotate(-90)\" text-anchor=\"middle\">loss</text>\n",
-            L, W - R, H - BOT, H - BOT, L, L, TOP, H - BOT, (L + W - R) / 2, H - 18,
-            (TOP + H - BOT) / 2);
-    const char *colour[2] = {"#1f77b4", "#d62728"};
-    for (int k = 0; k < 2; k++) {
-        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" points=\"", colour[k],
-                k ? "2" : "1.2");
-        for (int i = 0; i < r->n_rec; i++) {
-            double v = k ? r->val[i] : r->loss[i];
-            if (isfinite(v)) fprintf(f, "%.1f,%.1f ", PX(r->first_rec + i + 1), PY(v));
-        }
-        fprintf(f, "\"/>\n");
-        for (int i = 0; k && i < r->n_rec; i++)
-            if (isfinite(r->val[i]))
-                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
-                        PX(r->first_rec + i + 1), PY(r->val[i]), colour[1]);
-        fprintf(f,
-                "<line x1=\"%g\" x2=\"%g\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/>"
-                "<text x=\"%g\" y=\"%d\">%s</text>\n",
-                W - R - 170, W - R - 145, 52 + 18 * k, 52 + 18 * k, colour[k], W - R - 140,
-                56 + 18 * k, k ? "validation loss" : "training loss");
-    }
-#undef PX
-#undef PY
-    fprintf(f, "</svg>\n");
-    return close_out(r, f, path);
-}
-
 static kiln_status write_text(run *r, const char *name, const char *text) {
-    char path[4200];
     if (!text) {
         gpt_errf(r->err, "out of host memory writing %s", name);
         return KILN_STATUS_HOST_OOM;
     }
-    FILE *f = open_out(r, name, path, sizeof path);
+    gpt_out out;
+    FILE *f = gpt_out_open(r->o->out_dir, name, &out, r->err);
     if (!f) return KILN_STATUS_IO;
     fputs(text, f);
-    return close_out(r, f, path);
+    return gpt_out_close(f, &out, r->err);
 }
 
 /* ---------------------------------------------------------------- loop ---- */
 
-static void progress(run *r, int s, double loss, double val, double ms_med, uint64_t planned,
+static void progress(run *r, int64_t s, double loss, double val, uint64_t planned,
                      uint64_t measured, bool final) {
     FILE *p = r->o->progress;
     if (!p) return;
@@ -550,16 +579,18 @@ static void progress(run *r, int s, double loss, double val, double ms_med, uint
     double t = now_ms();
     if (tty && !final && isnan(val) && t - r->last_print < 100) return;
     r->last_print = t;
+    double ms_med = median_ms(r);
     char pl[32], me[32], v[32] = "", eta[32] = "";
     human_bytes(planned, pl, sizeof pl), human_bytes(measured, me, sizeof me);
     if (!isnan(val)) snprintf(v, sizeof v, " | val %.4f", val);
-    double left = ms_med * (r->o->steps - s) / 1e3;
+    double left = ms_med * (double)(r->o->steps - s) / 1e3;
     if (!final) snprintf(eta, sizeof eta, " | ETA %.0f s", left);
     fprintf(p,
-            "%sstep %*d/%d | loss %.4f%s | %.1f ms/step | %.0f tok/s | peak %s planned, %s "
+            "%sstep %*lld/%lld | loss %.4f%s | %.1f ms/step | %.0f tok/s | peak %s planned, %s "
             "measured%s%s",
-            tty ? "\r\033[K" : "", (int)snprintf(NULL, 0, "%d", r->o->steps), s, r->o->steps, loss,
-            v, ms_med, ms_med > 0 ? r->GB * r->T / (ms_med / 1e3) : 0, pl, me, eta,
+            tty ? "\r\033[K" : "", (int)snprintf(NULL, 0, "%lld", (long long)r->o->steps),
+            (long long)s, (long long)r->o->steps, loss, v, ms_med,
+            ms_med > 0 ? r->GB * r->T / (ms_med / 1e3) : 0, pl, me, eta,
             tty && !final && isnan(val) ? "" : "\n");
     fflush(p);
 }
@@ -615,7 +646,8 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
         fprintf(p, "time: %.1f ms/step median, %.0f tokens/s; loss %.4f -> %.4f",
                 res->ms_per_step_median, res->tokens_per_s, res->first_loss, res->final_loss);
     else
-        fprintf(p, "no step run: the checkpoint had done all %d steps", res->steps_done);
+        fprintf(p, "no step run: the checkpoint had done all %lld steps",
+                (long long)res->steps_done);
     if (!isnan(res->final_val_loss)) fprintf(p, ", validation %.4f", res->final_val_loss);
     fprintf(p,
             "\nfiles: %s/{losses.csv, summary.txt, summary.json, loss.svg, plan.svg, "
@@ -632,21 +664,48 @@ static void json_num(FILE *f, const char *key, double v, bool last) {
         fprintf(f, "  \"%s\": null%s\n", key, last ? "" : ",");
 }
 
+/* s as a JSON string (quotes, backslashes and control bytes escaped). */
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    fputc('"', f);
+}
+
 static kiln_status write_summary_json(run *r, const gpt_train_result *res,
                                       const kiln_memory_analysis *ma, bool cache_step) {
-    char path[4200];
-    FILE *f = open_out(r, "summary.json", path, sizeof path);
+    gpt_out out;
+    FILE *f = gpt_out_open(r->o->out_dir, "summary.json", &out, r->err);
     if (!f) return KILN_STATUS_IO;
+    const gpt_train_options *o = r->o;
     fprintf(
         f,
         "{\n  \"layers\": %d, \"heads\": %d, \"channels\": %d, \"context\": %d, \"batch\": %d,\n"
-        "  \"steps\": %d, \"params\": %lld,\n  \"planned_peak_bytes\": %llu,\n"
+        "  \"steps\": %lld, \"params\": %lld,\n  \"planned_peak_bytes\": %llu,\n"
         "  \"measured_peak_bytes\": %llu,\n  \"compile_ms\": %.1f,\n"
         "  \"step_from_disk_cache\": %s,\n",
-        r->cfg.layers, r->cfg.heads, r->cfg.channels, r->cfg.context, r->GB, res->steps_done,
-        (long long)res->params, (unsigned long long)res->planned_peak_bytes,
-        (unsigned long long)res->measured_peak_bytes, res->compile_ms,
-        cache_step ? "true" : "false");
+        r->cfg.layers, r->cfg.heads, r->cfg.channels, r->cfg.context, r->GB,
+        (long long)res->steps_done, (long long)res->params,
+        (unsigned long long)res->planned_peak_bytes, (unsigned long long)res->measured_peak_bytes,
+        res->compile_ms, cache_step ? "true" : "false");
+    fprintf(f, "  \"data\": {\"path\": ");
+    json_str(f, r->data_path);
+    fprintf(f, ", \"bytes\": %lld, \"hash\": \"%016llx\"},\n", (long long)r->data.n,
+            (unsigned long long)r->data.hash);
+    fprintf(f,
+            "  \"optimizer\": {\"name\": \"adamw\", \"lr\": %.9g, \"warmup\": %lld, "
+            "\"weight_decay\": %.9g, \"clip\": %.9g, \"seed\": %llu},\n",
+            o->lr, (long long)o->warmup, o->weight_decay, o->clip, (unsigned long long)o->seed);
+    fprintf(f,
+            "  \"memory_budget_bytes\": %llu, \"remat_strategy\": \"%s\", "
+            "\"remat_ops_recomputed\": %d, \"remat_peak_without_bytes\": %llu,\n",
+            (unsigned long long)ma->memory_budget, ma->remat_strategy ? ma->remat_strategy : "none",
+            ma->remat_num_recomputed, (unsigned long long)ma->remat_peak_without);
     json_num(f, "ms_per_step_median", r->n_rec ? res->ms_per_step_median : NAN, false);
     json_num(f, "tokens_per_s", r->n_rec ? res->tokens_per_s : NAN, false);
     json_num(f, "first_loss", res->first_loss, false);
@@ -657,7 +716,241 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
         fprintf(f, "%s\"%s\": %llu", c ? ", " : "", kiln_memory_class_name((kiln_memory_class)c),
                 (unsigned long long)ma->class_bytes_at_peak[c]);
     fprintf(f, "}\n}\n");
-    return close_out(r, f, path);
+    return gpt_out_close(f, &out, r->err);
+}
+
+static kiln_status check_options(const gpt_train_options *o, char *err) {
+    kiln_status st = gpt_config_check(&o->model, err);
+    if (st) return st;
+    if (o->batch < 1 || o->steps < 1 || o->steps > GPT_MAX_STEPS || o->warmup < 0 ||
+        o->warmup > GPT_MAX_STEPS || !(o->lr > 0) || !(o->weight_decay >= 0) || !(o->clip >= 0)) {
+        gpt_errf(err,
+                 "gpt_train: batch (%d) must be >= 1, steps (%lld) in [1, %lld], warmup (%lld) "
+                 "in [0, %lld], lr (%g) > 0, weight decay (%g) and clip (%g) >= 0",
+                 o->batch, (long long)o->steps, GPT_MAX_STEPS, (long long)o->warmup, GPT_MAX_STEPS,
+                 o->lr, o->weight_decay, o->clip);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    if (o->model.vocab != 256) {
+        gpt_errf(err, "gpt_train: the corpus is bytes, so vocab must be 256 (not %d)",
+                 o->model.vocab);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    return KILN_STATUS_OK;
+}
+
+/* --batches: a regular file of exactly [steps, batch, context + 1] int32. */
+static kiln_status open_batches(run *r) {
+    const gpt_train_options *o = r->o;
+    int64_t size = 0, want;
+    kiln_status st = gpt_open_regular(o->batches, "the batches file", &r->batches, &size, r->err);
+    if (st) return st;
+    bool over = __builtin_mul_overflow(o->steps, (int64_t)r->GB * (r->T + 1) * 4, &want);
+    if (over || size != want) {
+        gpt_errf(r->err,
+                 "the batches file '%s' has %lld bytes; [steps %lld, batch %d, context + 1 "
+                 "%d] int32 is %s%lld",
+                 o->batches, (long long)size, (long long)o->steps, r->GB, r->T + 1,
+                 over ? "more than " : "", over ? (long long)INT64_MAX : (long long)want);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    return KILN_STATUS_OK;
+}
+
+/* Refuses, before a byte of state is allocated, a run whose step cannot fit the device:
+ * the plan's peak holds the parameters, both moments, the batch and the step's
+ * temporaries. */
+static kiln_status check_fits(run *r, const kiln_memory_analysis *ma) {
+    kiln_memory_stats ms;
+    if (kiln_device_get_memory_stats(r->ctx, r->dev, &ms) || !ms.bytes_limit) return 0;
+    kiln_memory_analysis ea = {0};
+    if (r->eval) kiln_executable_get_memory_analysis(r->eval, &ea);
+    uint64_t state = 3 * (uint64_t)gpt_count_scalars(&r->cfg) * sizeof(float);
+    uint64_t eval_extra = ea.temp_bytes + ea.output_bytes;
+    uint64_t need = ma->peak_bytes > state + eval_extra ? ma->peak_bytes : state + eval_extra;
+    if (need <= ms.bytes_limit) return KILN_STATUS_OK;
+    char n[32], l[32], p[32], rest[32];
+    human_bytes(need, n, sizeof n), human_bytes(ms.bytes_limit, l, sizeof l);
+    human_bytes(state, p, sizeof p);
+    human_bytes(need > state ? need - state : 0, rest, sizeof rest);
+    if (state >= ms.bytes_limit)
+        gpt_errf(r->err,
+                 "the model cannot fit device %d (%s): its parameters and AdamW moments alone "
+                 "take %s (3 x %lld f32 values), and the step %s more; no memory budget can go "
+                 "below the state: train a smaller model (--layers, --channels)",
+                 r->dev, l, p, (long long)gpt_count_scalars(&r->cfg), rest);
+    else
+        gpt_errf(r->err,
+                 "the training step cannot fit device %d (%s): its planned peak is %s "
+                 "(parameters and AdamW moments %s, activations and temporaries %s); give "
+                 "--memory-budget %lluMiB or less to recompute activations instead of keeping "
+                 "them (docs/memory.md), or a smaller --batch or --context",
+                 r->dev, l, n, p, rest, (unsigned long long)(ms.bytes_limit >> 20));
+    return KILN_STATUS_DEVICE_OOM;
+}
+
+/* One training step: s (0-based) from the state in r->state to the next; *loss receives
+ * the step's loss, *ms its time. A collective that fails mid-step may have updated donated
+ * state in place: *torn says so. */
+static kiln_status run_step(run *r, int64_t s, int32_t *tok, kiln_array **args, float *loss,
+                            double *ms, uint64_t *peak, bool *torn) {
+    const gpt_train_options *o = r->o;
+    int P = r->P, nargs = 3 * P + 4;
+    kiln_context *ctx = r->ctx;
+    kiln_status st = next_batch(r, s, tok);
+    if (st) return st;
+    for (int i = 0; i < 3 * P; i++) args[i] = r->state[i];
+    if ((st = batch_arrays(r, tok + (size_t)r->rank * r->B * (r->T + 1), r->B, &args[3 * P],
+                           &args[3 * P + 1])))
+        return st;
+    float lr = (float)gpt_lr_at(s, o->steps, o->warmup, o->lr);
+    int32_t t = (int32_t)(s + 1 > INT32_MAX ? INT32_MAX : s + 1); /* Adam's bias correction
+                                                                   * is 1 long before */
+    args[3 * P + 2] = args[3 * P + 3] = NULL;
+    if (!(st = kiln_array_create_on(ctx, r->dev, KILN_DTYPE_F32, 0, NULL, &lr, &args[3 * P + 2])))
+        st = kiln_array_create_on(ctx, r->dev, KILN_DTYPE_I32, 0, NULL, &t, &args[3 * P + 3]);
+    kiln_memory_stats ms1;
+    kiln_array **outs = NULL;
+    if (!st) st = kiln_device_reset_peak(ctx, r->dev);
+    if (!st && !(outs = malloc((size_t)(3 * P + 1) * sizeof *outs))) st = KILN_STATUS_HOST_OOM;
+    double t0 = now_ms();
+    if (!st) st = kiln_executable_run(r->step, nargs, args, 3 * P + 1, outs);
+    *ms = now_ms() - t0;
+    for (int i = 3 * P; i < nargs; i++) kiln_array_destroy(args[i]);
+    if (st) {
+        gpt_errf(r->err, "step %lld: %s", (long long)s + 1,
+                 st == KILN_STATUS_HOST_OOM ? "out of host memory" : kiln_last_error(ctx));
+        *torn = st == KILN_STATUS_TIMEOUT || st == KILN_STATUS_BACKEND;
+        free(outs);
+        return st;
+    }
+    kiln_device_get_memory_stats(ctx, r->dev, &ms1);
+    if (ms1.peak_bytes_in_use > *peak) *peak = ms1.peak_bytes_in_use;
+    for (int i = 0; i < 3 * P; i++) {
+        kiln_array_destroy(r->state[i]); /* consumed by the call */
+        r->state[i] = outs[i];
+    }
+    *loss = NAN;
+    st = kiln_array_copy_to_host(outs[3 * P], loss, sizeof *loss);
+    kiln_array_destroy(outs[3 * P]);
+    free(outs);
+    if (st) gpt_errf(r->err, "step %lld: %s", (long long)s + 1, kiln_last_error(ctx));
+    return st;
+}
+
+/* The steps from r->done to o->steps. *diverged: the state must not be saved. */
+static kiln_status train_loop(run *r, gpt_train_result *res, const kiln_memory_analysis *ma,
+                              kiln_array **args, int32_t *tok, bool *diverged) {
+    const gpt_train_options *o = r->o;
+    kiln_status st = KILN_STATUS_OK;
+    for (int64_t s = r->done; s < o->steps; s++) {
+        int32_t stop = o->stop && *o->stop, any = stop;
+        /* a signal reaches the ranks at different steps: they stop together, at the first
+         * step any of them saw it */
+        if (r->ranks > 1 &&
+            (st = kiln_comm_all_reduce(r->comm, KILN_DTYPE_I32, KILN_REDUCE_MAX, &stop, &any, 1))) {
+            gpt_errf(r->err, "step %lld: %s", (long long)s + 1, kiln_last_error(r->ctx));
+            return st;
+        }
+        if (any || (o->stop_after && s - res->steps_done >= o->stop_after)) {
+            res->interrupted = any;
+            return KILN_STATUS_OK;
+        }
+        float loss;
+        double ms;
+        if ((st = run_step(r, s, tok, args, &loss, &ms, &res->measured_peak_bytes, diverged)))
+            return st;
+        if (!isfinite(loss)) {
+            gpt_errf(r->err,
+                     "step %lld: the loss is %g (diverged: try a lower --lr); the last "
+                     "checkpoint was kept",
+                     (long long)s + 1, (double)loss);
+            *diverged = true;
+            return KILN_STATUS_INVALID_ARGUMENT;
+        }
+        r->done = s + 1;
+        int64_t every = o->check_every > 0 ? o->check_every : 100;
+        if (r->ranks > 1 && (r->done % every == 0 || r->done == o->steps) &&
+            (st = check_replicas(r, r->done))) {
+            *diverged = true;
+            return st;
+        }
+        r->ms_win[r->n_rec++ % MEDIAN_WINDOW] = ms;
+        if (r->n_rec == 1) res->first_loss = loss;
+        res->final_loss = loss;
+        bool last = s + 1 == o->steps;
+        double val = NAN;
+        if (o->eval_every > 0 && ((s + 1) % o->eval_every == 0 || last)) {
+            if ((st = evaluate(r, &val))) return st;
+            res->final_val_loss = val;
+        }
+        if ((st = gpt_log_step(&r->log, s + 1, loss, val, ms, r->err))) return st;
+        progress(r, s + 1, loss, val, ma->peak_bytes, res->measured_peak_bytes, last);
+        if (o->progress && r->log.f && (st = gpt_log_flush(&r->log, r->err))) return st;
+        if (o->save_every > 0 && (s + 1) % o->save_every == 0 && !last && o->out_dir) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
+            /* a state that cannot be saved (non-finite values) has diverged */
+            if ((st = save(r, path))) {
+                *diverged = st == KILN_STATUS_INVALID_ARGUMENT;
+                return st;
+            }
+        }
+    }
+    return st;
+}
+
+/* The end of a run: the checkpoint (unless the state is torn or diverged), then the
+ * summaries and pictures. */
+static kiln_status finish(run *r, kiln_status st, bool diverged, gpt_train_result *res,
+                          const kiln_memory_analysis *ma, const kiln_executable_info *si,
+                          const kiln_executable_info *ei) {
+    const gpt_train_options *o = r->o;
+    char *err = r->err, e2[GPT_ERR_SIZE];
+    if (o->out_dir && !diverged && r->state && r->state[0] &&
+        !kiln_array_is_consumed(r->state[0])) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
+        r->err = st ? e2 : err; /* after a failure, keep the first error's message */
+        kiln_status s2 = save(r, path);
+        if (!st) st = s2;
+        r->err = err;
+    }
+    kiln_status s3 = gpt_log_close(&r->log, st ? e2 : err);
+    if (!st) st = s3;
+    if (st || !o->out_dir) return st;
+    gpt_out out;
+    FILE *f = gpt_out_open(o->out_dir, "summary.txt", &out, err);
+    if (!o->no_summary) summary(r, o->progress, res, ma, si, ei);
+    if (!f) return KILN_STATUS_IO;
+    summary(r, f, res, ma, si, ei);
+    if ((st = gpt_out_close(f, &out, err)) || (st = gpt_log_svg(o->out_dir, err)) ||
+        (st = write_summary_json(r, res, ma, si->from_disk_cache)))
+        return st;
+    char *svg = kiln_executable_plan_svg(r->step);
+    st = write_text(r, "plan.svg", svg);
+    kiln_string_free(r->ctx, svg);
+    return st;
+}
+
+/* Before anything is computed: the output folder (writable, no stale temporaries), the
+ * corpus, the batches file. */
+static kiln_status prepare_files(run *r) {
+    const gpt_train_options *o = r->o;
+    kiln_status st;
+    if (o->out_dir) {
+        if ((st = check_out_dir(o->out_dir, r->err))) return st;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
+        int n = gpt_checkpoint_remove_temps(path, 0);
+        if (n && o->progress)
+            fprintf(o->progress,
+                    "removed %d temporary checkpoint file%s left in %s by a run killed while "
+                    "saving\n",
+                    n, n > 1 ? "s" : "", o->out_dir);
+    }
+    if ((st = load_corpus(r))) return st;
+    return o->batches ? open_batches(r) : KILN_STATUS_OK;
 }
 
 kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_train_result *res,
@@ -666,68 +959,39 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
     if (kiln_comm_get_rank(o->comm) > 0) { /* rank 0 alone validates, prints and writes */
         o->progress = NULL, o->out_dir = NULL, o->eval_every = 0;
     }
-    run rr = {.ctx = ctx, .o = o, .cfg = o->model, .err = err}, *r = &rr;
+    run *r = calloc(1, sizeof *r);
     memset(res, 0, sizeof *res);
     res->final_val_loss = res->first_loss = res->final_loss = NAN;
-    kiln_status st = gpt_config_check(&o->model, err);
-    if (st) return st;
-    if (o->batch < 1 || o->steps < 1 || o->warmup < 0 || !(o->lr > 0) || !(o->weight_decay >= 0) ||
-        !(o->clip >= 0)) {
-        gpt_errf(err,
-                 "gpt_train: batch (%d) and steps (%d) must be >= 1, warmup (%d) >= 0, lr "
-                 "(%g) > 0, weight decay (%g) and clip (%g) >= 0",
-                 o->batch, o->steps, o->warmup, o->lr, o->weight_decay, o->clip);
-        return KILN_STATUS_INVALID_ARGUMENT;
+    if (!r) {
+        gpt_errf(err, "out of host memory");
+        return KILN_STATUS_HOST_OOM;
     }
-    if (o->model.vocab != 256) {
-        gpt_errf(err, "gpt_train: the corpus is bytes, so vocab must be 256 (not %d)",
-                 o->model.vocab);
-        return KILN_STATUS_INVALID_ARGUMENT;
+    *r = (run){.ctx = ctx, .o = o, .cfg = o->model, .err = err};
+    kiln_status st = check_options(o, err);
+    if (st) {
+        free(r);
+        return st;
     }
     r->P = gpt_num_params(&r->cfg), r->T = r->cfg.context;
     r->comm = o->comm, r->dev = o->device;
     r->rank = kiln_comm_get_rank(o->comm), r->ranks = kiln_comm_get_size(o->comm);
     r->GB = o->batch, r->B = o->batch / r->ranks;
-    if (o->batch % r->ranks) {
-        gpt_errf(err, "gpt_train: the batch (%d) must split evenly over the %d ranks", o->batch,
-                 r->ranks);
-        return KILN_STATUS_INVALID_ARGUMENT;
-    }
     res->params = gpt_count_scalars(&r->cfg);
     kiln_array **args = NULL;
     int32_t *tok = NULL;
     kiln_memory_analysis ma = {0};
     kiln_executable_info si = {0}, ei = {0};
-    double *sorted = NULL;
-
-    if (o->out_dir && (st = make_dirs(o->out_dir, err))) return st;
-    if ((st = gpt_data_load(ctx, o->data, r->T, &r->data, err))) return st;
-    if (o->batches) {
-        if (!(r->batches = fopen(o->batches, "rb"))) {
-            gpt_errf(err, "cannot open the batches file '%s': %s", o->batches, strerror(errno));
-            st = KILN_STATUS_IO;
-            goto out;
-        }
-        struct stat sb;
-        int64_t want = (int64_t)o->steps * r->GB * (r->T + 1) * 4;
-        if (fstat(fileno(r->batches), &sb) || sb.st_size != want) {
-            gpt_errf(err,
-                     "the batches file '%s' has %lld bytes; [steps %d, batch %d, context + 1 "
-                     "%d] int32 is %lld",
-                     o->batches, (long long)sb.st_size, o->steps, r->GB, r->T + 1, (long long)want);
-            st = KILN_STATUS_INVALID_ARGUMENT;
-            goto out;
-        }
+    bool diverged = false;
+    if (o->batch % r->ranks) {
+        gpt_errf(err, "gpt_train: the batch (%d) must split evenly over the %d ranks", o->batch,
+                 r->ranks);
+        st = KILN_STATUS_INVALID_ARGUMENT;
+        goto out;
     }
-    if ((st = load_state(r)) || (st = state_to_device(r))) goto out;
-    int first = r->done, todo = o->steps - first;
-    r->first_rec = first;
-    r->loss = malloc((size_t)(3 * (todo > 0 ? todo : 1)) * sizeof(double));
-    r->val = r->loss + todo, r->ms = r->val + todo;
-    sorted = malloc((size_t)(todo > 0 ? todo : 1) * sizeof *sorted);
+    if ((st = prepare_files(r))) goto out;
     args = malloc((size_t)(3 * r->P + 4) * sizeof *args);
     tok = malloc((size_t)r->GB * (size_t)(r->T + 1) * sizeof *tok);
-    if (!r->loss || !sorted || !args || !tok) {
+    if (!args || !tok) {
         gpt_errf(err, "out of host memory");
         st = KILN_STATUS_HOST_OOM;
         goto out;
@@ -737,144 +1001,24 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
     kiln_executable_get_info(r->step, &si);
     if (r->eval) kiln_executable_get_info(r->eval, &ei);
     res->planned_peak_bytes = ma.peak_bytes;
-
-    int P = r->P, nargs = 3 * P + 4;
-    double med = 0;
-    bool diverged = false;
-    for (int s = first; s < o->steps; s++) {
-        int32_t stop = o->stop && *o->stop, any = stop;
-        /* Ctrl-C reaches the ranks at different steps: they stop together, at the first
-         * step any of them saw it */
-        if (r->ranks > 1 &&
-            (st = kiln_comm_all_reduce(r->comm, KILN_DTYPE_I32, KILN_REDUCE_MAX, &stop, &any, 1))) {
-            gpt_errf(err, "step %d: %s", s + 1, kiln_last_error(ctx));
-            break;
-        }
-        if (any || (o->stop_after && s - first >= o->stop_after)) {
-            res->interrupted = any;
-            break;
-        }
-        if ((st = next_batch(r, s, tok))) break;
-        for (int i = 0; i < 3 * P; i++) args[i] = r->state[i];
-        if ((st = batch_arrays(r, tok + (size_t)r->rank * r->B * (r->T + 1), r->B, &args[3 * P],
-                               &args[3 * P + 1])))
-            break;
-        float lr = (float)gpt_lr_at(s, o->steps, o->warmup, o->lr);
-        int32_t t = s + 1;
-        args[3 * P + 2] = args[3 * P + 3] = NULL;
-        if (!(st = kiln_array_create_on(ctx, r->dev, KILN_DTYPE_F32, 0, NULL, &lr,
-                                        &args[3 * P + 2])))
-            st = kiln_array_create_on(ctx, r->dev, KILN_DTYPE_I32, 0, NULL, &t, &args[3 * P + 3]);
-        kiln_memory_stats ms1;
-        kiln_array **outs = NULL;
-        if (!st) st = kiln_device_reset_peak(ctx, r->dev);
-        if (!st && !(outs = malloc((size_t)(3 * P + 1) * sizeof *outs))) st = KILN_STATUS_HOST_OOM;
-        double t0 = now_ms();
-        if (!st) st = kiln_executable_run(r->step, nargs, args, 3 * P + 1, outs);
-        double dt = now_ms() - t0;
-        for (int i = 3 * P; i < nargs; i++) kiln_array_destroy(args[i]);
-        if (st) {
-            gpt_errf(err, "step %d: %s", s + 1,
-                     st == KILN_STATUS_HOST_OOM ? "out of host memory" : kiln_last_error(ctx));
-            /* a collective fails mid-step: kernels before it may have updated donated
-             * state in place, so the state is torn and must not replace the checkpoint */
-            diverged |= st == KILN_STATUS_TIMEOUT || st == KILN_STATUS_BACKEND;
-            free(outs);
-            break;
-        }
-        kiln_device_get_memory_stats(ctx, r->dev, &ms1);
-        if (ms1.peak_bytes_in_use > res->measured_peak_bytes)
-            res->measured_peak_bytes = ms1.peak_bytes_in_use;
-        for (int i = 0; i < 3 * P; i++) {
-            kiln_array_destroy(r->state[i]); /* consumed by the call */
-            r->state[i] = outs[i];
-        }
-        float loss = NAN;
-        st = kiln_array_copy_to_host(outs[3 * P], &loss, sizeof loss);
-        kiln_array_destroy(outs[3 * P]);
-        free(outs);
-        if (st) {
-            gpt_errf(err, "step %d: %s", s + 1, kiln_last_error(ctx));
-            break;
-        }
-        r->done = s + 1;
-        int every = o->check_every > 0 ? o->check_every : 100;
-        if (r->ranks > 1 && (r->done % every == 0 || r->done == o->steps) &&
-            (st = check_replicas(r, r->done))) {
-            diverged = true;
-            break;
-        }
-        int k = r->n_rec++;
-        r->loss[k] = loss, r->ms[k] = dt, r->val[k] = NAN;
-        if (k == 0) res->first_loss = loss;
-        res->final_loss = loss;
-        bool last = s + 1 == o->steps;
-        if (o->eval_every > 0 && ((s + 1) % o->eval_every == 0 || last)) {
-            if ((st = evaluate(r, &r->val[k]))) break;
-            res->final_val_loss = r->val[k];
-        }
-        memcpy(sorted, r->ms, (size_t)r->n_rec * sizeof *sorted);
-        qsort(sorted, (size_t)r->n_rec, sizeof *sorted, cmp_double);
-        med = sorted[r->n_rec / 2];
-        progress(r, s + 1, loss, r->val[k], med, ma.peak_bytes, res->measured_peak_bytes, last);
-        if (o->save_every > 0 && (s + 1) % o->save_every == 0 && !last && o->out_dir) {
-            char path[4200];
-            snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
-            if ((st = save(r, path))) break;
-        }
-        if (!isfinite(loss)) {
-            gpt_errf(err,
-                     "step %d: the loss is %g (diverged: try a lower --lr); the last "
-                     "checkpoint was kept",
-                     s + 1, (double)loss);
-            st = KILN_STATUS_INVALID_ARGUMENT;
-            diverged = true;
-            break;
-        }
-    }
+    if ((st = check_fits(r, &ma)) || (st = load_state(r)) || (st = state_to_device(r))) goto out;
     res->steps_done = r->done;
-    res->ms_per_step_median = med;
-    res->tokens_per_s = med > 0 ? r->GB * r->T / (med / 1e3) : 0;
+    if (o->out_dir && (st = gpt_log_open(&r->log, o->out_dir, r->done, err))) goto out;
+    st = train_loop(r, res, &ma, args, tok, &diverged);
+    res->steps_done = r->done;
+    res->ms_per_step_median = median_ms(r);
+    res->tokens_per_s =
+        res->ms_per_step_median > 0 ? r->GB * r->T / (res->ms_per_step_median / 1e3) : 0;
     if (o->progress && o->progress_is_tty && r->n_rec && r->done < o->steps)
         fputc('\n', o->progress); /* end the \r-updated line */
-    /* The checkpoint is saved even after a failing step, when the state is whole: a run
-     * stopped by a bad batch can be resumed once the file is fixed. A diverged state (a
-     * loss gone to inf, replicas that differ, a step torn by a failed collective) is not
-     * worth keeping: it would replace the last good checkpoint. */
-    if (o->out_dir && !diverged && r->state && r->state[0] &&
-        !kiln_array_is_consumed(r->state[0])) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
-        if (!st)
-            st = save(r, path);
-        else { /* keep the first error's message */
-            char e2[GPT_ERR_SIZE];
-            r->err = e2;
-            save(r, path);
-            r->err = err;
-        }
-    }
-    if (!st && o->out_dir) {
-        char path[4200];
-        FILE *f = open_out(r, "summary.txt", path, sizeof path);
-        if (!o->no_summary) summary(r, o->progress, res, &ma, &si, &ei);
-        summary(r, f, res, &ma, &si, &ei);
-        if (!f)
-            st = KILN_STATUS_IO;
-        else if (!(st = close_out(r, f, path)) && !(st = write_losses(r)) &&
-                 !(st = write_loss_svg(r)) &&
-                 !(st = write_summary_json(r, res, &ma, si.from_disk_cache))) {
-            char *svg = kiln_executable_plan_svg(r->step);
-            st = write_text(r, "plan.svg", svg);
-            kiln_string_free(ctx, svg);
-        }
-    }
+    st = finish(r, st, diverged, res, &ma, &si, &ei);
 out:
+    if (r->log.f) fclose(r->log.f);
     if (r->batches) fclose(r->batches);
     state_free(r);
     kiln_executable_destroy(r->step);
     kiln_executable_destroy(r->eval);
     gpt_data_free(ctx, &r->data);
-    free(r->loss), free(sorted), free(args), free(tok);
+    free(args), free(tok), free(r);
     return st;
 }

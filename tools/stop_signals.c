@@ -1,0 +1,89 @@
+/* stop_signals.c — how `kiln train` takes SIGINT and SIGTERM.
+ *
+ * A signal handler runs on whatever thread the kernel picks, in the middle of whatever it
+ * was doing: with oneDNN's GEMM on the main thread, even a handler that only set a flag
+ * ended runs in heap corruption about one Ctrl-C in four. So no thread of the run ever
+ * takes these signals: they are blocked before the first thread (kiln's pool, oneDNN's,
+ * the replicas) is made, and every thread inherits the mask; one thread of this file
+ * takes them with sigwait, where any code may run.
+ *
+ * Threads that libraries start before main (OpenBLAS's, from its constructor) never had
+ * the mask, and the kernel gives a process's signal to any thread that does not block it.
+ * On those the handler below runs: it only sends the signal on to the waiting thread
+ * (pthread_kill is async-signal-safe), where sigwait takes it. They are idle: kiln runs
+ * BLAS on its own threads, with OpenBLAS's count set to one.
+ *
+ * The first SIGINT or SIGTERM asks the run to stop after the step in progress (it saves,
+ * then the tool exits 128 + the signal: 130, 143, as a shell reports a process that a
+ * signal ended). A second one ends the process at once: the checkpoint being written, if
+ * any, is a temporary file next to the last good one (kiln_safetensors_save renames it
+ * into place only when whole), so the temporary files of this process are removed and the
+ * last good checkpoint stays. */
+#include "kiln_train.h"
+
+#include "gpt.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The tool's mutable globals: the waiting thread reaches nothing else. */
+static volatile sig_atomic_t first_signal;
+static char checkpoint_path[4200];
+static sigset_t stop_set;
+static pthread_t waiter;
+
+static void forward(int sig) {
+    int e = errno;
+    pthread_kill(waiter, sig);
+    errno = e;
+}
+
+static void *wait_signals(void *arg) {
+    (void)arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&stop_set, &sig)) continue;
+        if (!first_signal) {
+            first_signal = sig;
+            continue;
+        }
+        /* the second one: whatever is half written goes, the last good checkpoint stays */
+        static const char msg[] = "\nkiln train: interrupted again: stopping now, without "
+                                  "saving (the last checkpoint is kept)\n";
+        if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing more can be said */
+        }
+        if (checkpoint_path[0]) gpt_checkpoint_remove_temps(checkpoint_path, getpid());
+        _exit(128 + first_signal);
+    }
+    return NULL;
+}
+
+int kiln_tool_block_stop_signals(void) {
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGINT);
+    sigaddset(&stop_set, SIGTERM);
+    if (pthread_sigmask(SIG_BLOCK, &stop_set, NULL)) return -1;
+    pthread_attr_t at;
+    if (pthread_attr_init(&at)) return -1;
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&waiter, &at, wait_signals, NULL);
+    pthread_attr_destroy(&at);
+    if (rc) return -1;
+    struct sigaction sa = {0};
+    sa.sa_handler = forward;
+    sa.sa_flags = SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    return sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ? -1 : 0;
+}
+
+void kiln_tool_set_checkpoint_path(const char *path) {
+    snprintf(checkpoint_path, sizeof checkpoint_path, "%s", path ? path : "");
+}
+
+volatile sig_atomic_t *kiln_tool_stop_flag(void) {
+    return &first_signal;
+}

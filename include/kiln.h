@@ -48,6 +48,15 @@ extern "C" {
 #define KILN_API __attribute__((visibility("default")))
 #endif
 
+/* Marks an old name kept for programs written against an earlier header (the "Deprecated
+ * names" section at the end of this file): GCC and clang warn where it is used, naming
+ * its replacement; other compilers accept it silently. */
+#if defined(__GNUC__) || defined(__clang__)
+#define KILN_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define KILN_DEPRECATED(msg)
+#endif
+
 /* The version of this header. The build reads it from here (CMakeLists.txt), so it is the
  * one place the version is written; the shared library's SONAME carries the major part. */
 #define KILN_VERSION_MAJOR 0
@@ -1433,6 +1442,118 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_checkpoint_name(g, ...)       KILN__V(g, kiln_checkpoint_name((g), __VA_ARGS__))
 #define kiln_vjp(g, ...)                   KILN__S(g, kiln_vjp((g), __VA_ARGS__))
 #endif
+
+/* ------------------------------------------------------ deprecated names ---- */
+
+/* Names an earlier header used, kept so that programs written against it still build
+ * (CHANGELOG.md: a renamed name keeps its old spelling here for at least one release
+ * before it may go). Each one means exactly its replacement. New code uses the
+ * replacements; define KILN_NO_DEPRECATED before including kiln.h to hide this section
+ * and find every old name a program still uses (kiln's own build does). Error messages
+ * name the replacement, which is what runs.
+ *
+ * Functions are real exported functions that call their replacement, so a program may
+ * take their address and one linked against an older libkiln.so.0 still finds them;
+ * GCC and clang warn at each use (-Wdeprecated-declarations). The enum values are
+ * macros, which GCC cannot mark: they compile without a warning there, while clang 14
+ * and later warn through its "deprecated" pragma (-Wdeprecated-pragma). A typedef keeps
+ * the old enum type name (the tag spelling "enum kiln_compare_dir" is not kept).
+ *
+ * Not kept, having no alias that could mean the same: KILN__AT(g), an internal helper of
+ * the location macros (its public form is kiln_graph_at(g, __FILE__, __LINE__)), and the
+ * two-argument kiln_gelu(g, x), whose name stayed when it gained `approximate` (pass true
+ * for the tanh form the old call computed). */
+#ifndef KILN_NO_DEPRECATED
+
+/* Renamed before 0.1.0 (to the naming rule at the top of this file), without aliases at the
+ * time; kept here since 0.2.0. */
+#define KILN_OK                   KILN_STATUS_OK
+#define KILN_ERR_INVALID_ARGUMENT KILN_STATUS_INVALID_ARGUMENT
+#define KILN_ERR_SHAPE            KILN_STATUS_SHAPE
+#define KILN_ERR_DTYPE            KILN_STATUS_DTYPE
+#define KILN_ERR_HOST_OOM         KILN_STATUS_HOST_OOM
+#define KILN_ERR_DEVICE_OOM       KILN_STATUS_DEVICE_OOM
+#define KILN_ERR_CONFIG           KILN_STATUS_CONFIG
+#define KILN_ERR_UNIMPLEMENTED    KILN_STATUS_UNIMPLEMENTED
+#define KILN_ERR_INTERNAL         KILN_STATUS_INTERNAL
+#define KILN_ERR_IO               KILN_STATUS_IO
+#define KILN_ERR_BACKEND          KILN_STATUS_BACKEND
+#define KILN_ERR_CONSUMED         KILN_STATUS_CONSUMED
+#define KILN_ALLOC_DEFAULT        KILN_ALLOC_MODE_DEFAULT
+#define KILN_ALLOC_GROW           KILN_ALLOC_MODE_GROW
+#define KILN_ALLOC_PREALLOCATE    KILN_ALLOC_MODE_PREALLOCATE
+#define KILN_ALLOC_PLATFORM       KILN_ALLOC_MODE_PLATFORM
+#define KILN_INVALID_DTYPE        KILN_DTYPE_INVALID
+#define KILN_F32                  KILN_DTYPE_F32
+#define KILN_F64                  KILN_DTYPE_F64
+#define KILN_I32                  KILN_DTYPE_I32
+#define KILN_I64                  KILN_DTYPE_I64
+#define KILN_BOOL                 KILN_DTYPE_BOOL
+#define KILN_BUFFER_ARGUMENT      KILN_BUFFER_KIND_ARGUMENT
+#define KILN_BUFFER_CONSTANT      KILN_BUFFER_KIND_CONSTANT
+#define KILN_BUFFER_OUTPUT        KILN_BUFFER_KIND_OUTPUT
+#define KILN_BUFFER_TEMP          KILN_BUFFER_KIND_TEMP
+#define KILN_BUFFER_SCRATCH       KILN_BUFFER_KIND_SCRATCH
+#define KILN_PLACE_ARGUMENT       KILN_BUFFER_PLACE_ARGUMENT
+#define KILN_PLACE_CONSTANT       KILN_BUFFER_PLACE_CONSTANT
+#define KILN_PLACE_OUTPUT         KILN_BUFFER_PLACE_OUTPUT
+#define KILN_PLACE_ARENA          KILN_BUFFER_PLACE_ARENA
+#define KILN_PLACE_DONATED        KILN_BUFFER_PLACE_DONATED
+
+typedef kiln_cmp kiln_compare_dir KILN_DEPRECATED("use kiln_cmp");
+
+KILN_DEPRECATED("use kiln_array_destroy") KILN_API void kiln_array_free(kiln_array *a);
+KILN_DEPRECATED("use kiln_dtype_itemsize") KILN_API size_t kiln_dtype_size(kiln_dtype t);
+KILN_DEPRECATED("use kiln_device_get_memory_stats")
+KILN_API kiln_status kiln_device_memory_stats(kiln_context *ctx, int device,
+                                              kiln_memory_stats *out);
+KILN_DEPRECATED("use kiln_device_memory_report")
+KILN_API char *kiln_device_memory_summary(kiln_context *ctx, int device);
+KILN_DEPRECATED("use kiln_executable_get_memory_analysis")
+KILN_API kiln_status kiln_executable_memory_analysis(const kiln_executable *e,
+                                                     kiln_memory_analysis *out);
+KILN_DEPRECATED("use kiln_executable_get_buffer_info")
+KILN_API kiln_status kiln_executable_buffer_info(const kiln_executable *e, int i,
+                                                 kiln_buffer_info *out);
+
+#if defined(__clang__) && defined(__has_warning)
+#if __has_warning("-Wdeprecated-pragma")
+#pragma clang deprecated(KILN_OK, "use KILN_STATUS_OK")
+#pragma clang deprecated(KILN_ERR_INVALID_ARGUMENT, "use KILN_STATUS_INVALID_ARGUMENT")
+#pragma clang deprecated(KILN_ERR_SHAPE, "use KILN_STATUS_SHAPE")
+#pragma clang deprecated(KILN_ERR_DTYPE, "use KILN_STATUS_DTYPE")
+#pragma clang deprecated(KILN_ERR_HOST_OOM, "use KILN_STATUS_HOST_OOM")
+#pragma clang deprecated(KILN_ERR_DEVICE_OOM, "use KILN_STATUS_DEVICE_OOM")
+#pragma clang deprecated(KILN_ERR_CONFIG, "use KILN_STATUS_CONFIG")
+#pragma clang deprecated(KILN_ERR_UNIMPLEMENTED, "use KILN_STATUS_UNIMPLEMENTED")
+#pragma clang deprecated(KILN_ERR_INTERNAL, "use KILN_STATUS_INTERNAL")
+#pragma clang deprecated(KILN_ERR_IO, "use KILN_STATUS_IO")
+#pragma clang deprecated(KILN_ERR_BACKEND, "use KILN_STATUS_BACKEND")
+#pragma clang deprecated(KILN_ERR_CONSUMED, "use KILN_STATUS_CONSUMED")
+#pragma clang deprecated(KILN_ALLOC_DEFAULT, "use KILN_ALLOC_MODE_DEFAULT")
+#pragma clang deprecated(KILN_ALLOC_GROW, "use KILN_ALLOC_MODE_GROW")
+#pragma clang deprecated(KILN_ALLOC_PREALLOCATE, "use KILN_ALLOC_MODE_PREALLOCATE")
+#pragma clang deprecated(KILN_ALLOC_PLATFORM, "use KILN_ALLOC_MODE_PLATFORM")
+#pragma clang deprecated(KILN_INVALID_DTYPE, "use KILN_DTYPE_INVALID")
+#pragma clang deprecated(KILN_F32, "use KILN_DTYPE_F32")
+#pragma clang deprecated(KILN_F64, "use KILN_DTYPE_F64")
+#pragma clang deprecated(KILN_I32, "use KILN_DTYPE_I32")
+#pragma clang deprecated(KILN_I64, "use KILN_DTYPE_I64")
+#pragma clang deprecated(KILN_BOOL, "use KILN_DTYPE_BOOL")
+#pragma clang deprecated(KILN_BUFFER_ARGUMENT, "use KILN_BUFFER_KIND_ARGUMENT")
+#pragma clang deprecated(KILN_BUFFER_CONSTANT, "use KILN_BUFFER_KIND_CONSTANT")
+#pragma clang deprecated(KILN_BUFFER_OUTPUT, "use KILN_BUFFER_KIND_OUTPUT")
+#pragma clang deprecated(KILN_BUFFER_TEMP, "use KILN_BUFFER_KIND_TEMP")
+#pragma clang deprecated(KILN_BUFFER_SCRATCH, "use KILN_BUFFER_KIND_SCRATCH")
+#pragma clang deprecated(KILN_PLACE_ARGUMENT, "use KILN_BUFFER_PLACE_ARGUMENT")
+#pragma clang deprecated(KILN_PLACE_CONSTANT, "use KILN_BUFFER_PLACE_CONSTANT")
+#pragma clang deprecated(KILN_PLACE_OUTPUT, "use KILN_BUFFER_PLACE_OUTPUT")
+#pragma clang deprecated(KILN_PLACE_ARENA, "use KILN_BUFFER_PLACE_ARENA")
+#pragma clang deprecated(KILN_PLACE_DONATED, "use KILN_BUFFER_PLACE_DONATED")
+#endif
+#endif
+
+#endif /* KILN_NO_DEPRECATED */
 
 #ifdef __cplusplus
 }

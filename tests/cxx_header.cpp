@@ -1,4 +1,6 @@
-// The public header must be usable from C++ (extern "C", no C-only constructs).
+// The public header must be usable from C++ (extern "C", no C-only constructs), its
+// "Deprecated names" section included (the build hides it elsewhere).
+#undef KILN_NO_DEPRECATED
 #include "kiln.h"
 
 #include <cstdio>

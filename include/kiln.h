@@ -60,7 +60,7 @@ extern "C" {
 /* The version of this header. The build reads it from here (CMakeLists.txt), so it is the
  * one place the version is written; the shared library's SONAME carries the major part. */
 #define KILN_VERSION_MAJOR 0
-#define KILN_VERSION_MINOR 1
+#define KILN_VERSION_MINOR 2
 #define KILN_VERSION_PATCH 0
 #define KILN_MAX_RANK      8
 

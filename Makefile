@@ -36,8 +36,12 @@ build: deps
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Headers, libkiln.so/.a, the kiln tool, kiln.pc and the CMake package into PREFIX
-# (make install PREFIX=$$HOME/.local). pkg-config --cflags --libs kiln, or find_package(kiln).
-install: build
+# (make install PREFIX=$$HOME/.local): pkg-config --cflags --libs kiln, or
+# find_package(kiln). Builds only what it installs (the kiln_installed target), not the
+# tests and benchmarks.
+install: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target kiln_installed
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 # The demo's run: 2 layers, 4 heads, 128 channels, context 64, batch 16, 1000 steps, on

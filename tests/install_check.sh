@@ -93,6 +93,11 @@ CM
 "$cmake" -S "$tmp/proj" -B "$tmp/proj/build" -DCMAKE_C_COMPILER="$cc" \
     -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 "$cmake" --build "$tmp/proj/build" >/dev/null
+# No path of the machine kiln was built on in the package: its dependencies are found anew.
+! grep -q "/libopenblas\|/libcjson" "$(find "$prefix" -name kilnConfig.cmake)" || {
+    echo "kilnConfig.cmake names a library path of the build machine"
+    exit 1
+}
 "$tmp/proj/build/consumer_shared"
 "$tmp/proj/build/consumer_static"
 echo "install check: pkg-config (shared, static) and find_package (kiln::kiln, kiln::kiln_static) ok"

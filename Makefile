@@ -35,10 +35,10 @@ build: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# Headers, libkiln.so/.a, the kiln tool, kiln.pc and the CMake package into PREFIX
-# (make install PREFIX=$$HOME/.local): pkg-config --cflags --libs kiln, or
-# find_package(kiln). Builds only what it installs (the kiln_installed target), not the
-# tests and benchmarks.
+# Headers, libkiln.so/.a, libkiln_gpt.a, the kiln tool, kiln.pc, kiln-static.pc,
+# kiln-gpt.pc and the CMake package into PREFIX (make install PREFIX=$$HOME/.local):
+# pkg-config --cflags --libs kiln (or kiln-static), or find_package(kiln). Builds only what
+# it installs (the kiln_installed target), not the tests and benchmarks.
 install: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target kiln_installed

@@ -1,8 +1,9 @@
 /* test_cc.c — the CPU backend's JIT compiler and its disk cache: compile and call, cache
  * hits in this process and in a second one (no compiler run), corrupt entries rebuilt and
  * never loaded, compiler errors, a missing compiler, the size cap, concurrent loads, host
- * OOM, and SHA-256 against the standard vectors. Every test uses its own mkdtemp cache.
- * Compiles take tens of milliseconds, so the tests share few distinct sources. */
+ * OOM, entries truncated under loaded modules, and SHA-256 against the standard vectors.
+ * Every test uses its own mkdtemp cache. Compiles take tens of milliseconds, so the tests
+ * share few distinct sources. */
 #include "fault.h"
 
 #include "backend/cpu/cpu.h"
@@ -12,6 +13,7 @@
 #include "base/sha256.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -176,7 +178,7 @@ static void test_compile_and_hit(void) {
     CHECK(s.compiles == 1 && s.disk_misses == 1 && s.disk_hits == 0 && s.compile_seconds > 0);
 
     t0 = seconds_now();
-    cc_module *m2 = load(ctx, SRC_ADD, true); /* while m is loaded: the same object */
+    cc_module *m2 = load(ctx, SRC_ADD, true); /* while m is loaded: a copy of its own */
     double warm = seconds_now() - t0;
     CHECK(m2 && call_add(m2, 1, 2) == 3);
     cc_module_unload(m);
@@ -194,8 +196,9 @@ out:
 }
 
 /* Two different cached modules held at once (a program's training step and its
- * evaluation): each is opened through the fd that verified it, and the second one's fd
- * number is the first one's, reused. Both must come from the cache, each its own code. */
+ * evaluation): each is opened through the fd of its verified copy, which it holds; were
+ * the first one's fd closed, the second copy would get its number, and with it the name
+ * dlopen knows the first by. Both must come from the cache, each its own code. */
 static void test_two_held(void) {
     char dir[PATH_MAX];
     make_tmpdir(dir);
@@ -300,7 +303,7 @@ static void test_corrupt(void) {
     if (!m) goto out;
     entry_path(so, dir, m, ".so");
     entry_path(meta, dir, m, ".meta");
-    cc_module_unload(m); /* damaging a mapped object in place would crash us, not test us */
+    cc_module_unload(m);
     static const damage kinds[] = {TRUNCATE, FLIP_MAGIC, GARBAGE_META, WRONG_SIZE_META, EMPTY_SO};
     for (int i = 0; i < 5; i++) {
         do_damage(kinds[i], so, meta);
@@ -874,6 +877,160 @@ static void test_unwritable_dir(void) {
     rm_rf(dir);
 }
 
+/* ------------------------------------------- entries rewritten under a loaded module ---- */
+
+/* Runs body(dir) in a child process and checks that it exits cleanly: a module still mapped
+ * from a file another process truncates dies of SIGBUS, which must fail this test, not end
+ * the suite. The child's CHECKs print their own failures; its exit status says whether any
+ * failed. */
+static void in_child(const char *what, void (*body)(const char *), const char *dir) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int failed = test_failed;
+        body(dir);
+        fflush(NULL);
+        _exit(test_failed != failed);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the child %s %d", what,
+              WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
+              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+
+/* What another process may do to a cache file after truncating it (`truncate -s 0`):
+ * write garbage over the same inode (open(O_TRUNC) + write), n bytes, as many as it had.
+ * 0xcc is int3: code run from it traps. */
+static void clobber(const char *path, long n) {
+    CHECK(n > 0);
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0);
+    char junk[4096];
+    memset(junk, 0xcc, sizeof junk);
+    for (long left = n; fd >= 0 && left > 0;) {
+        ssize_t w = write(fd, junk, left < (long)sizeof junk ? (size_t)left : sizeof junk);
+        if (w <= 0) break;
+        left -= w;
+    }
+    if (fd >= 0) close(fd);
+    CHECK(file_bytes(path) == n);
+}
+
+/* The module still runs its own code and reads its own data. */
+static void check_add_module(const cc_module *m, const char *when) {
+    const int *magic = m ? cc_module_sym(m, "kiln_magic") : NULL;
+    CHECK_MSG(magic && *magic == 0x5a17c0de, "%s: kiln_magic reads back wrong", when);
+    CHECK_MSG(m && call_add(m, 19, 23) == 42, "%s: kiln_add is wrong", when);
+}
+
+/* Two contexts hold modules loaded from the entry (cache hits); the entry's .so is then
+ * truncated, and rewritten with garbage. */
+static void truncate_hits(const char *dir) {
+    kiln_context *a = cache_context(dir, NULL), *b = cache_context(dir, NULL);
+    cc_module *ma = load(a, SRC_ADD, true), *mb = load(b, SRC_ADD, true);
+    char so[PATH_MAX];
+    if (!ma || !mb) goto out;
+    entry_path(so, dir, ma, ".so");
+    long n = file_bytes(so);
+    check_add_module(ma, "before");
+    CHECK(truncate(so, 0) == 0);
+    check_add_module(ma, "truncated, first context");
+    check_add_module(mb, "truncated, second context");
+    clobber(so, n);
+    check_add_module(ma, "garbage, first context");
+    check_add_module(mb, "garbage, second context");
+    /* The damaged entry is not loaded: rebuilt, and the held modules are untouched. */
+    cc_module *mc = load(a, SRC_ADD, false);
+    check_add_module(mc, "rebuilt");
+    CHECK(stats_of(a).corrupt_rebuilt == 1);
+    cc_module_unload(mc);
+out:
+    cc_module_unload(ma), cc_module_unload(mb);
+    kiln_context_destroy(a), kiln_context_destroy(b);
+}
+
+/* A module compiled here (not a hit): the entry it published is truncated and rewritten. */
+static void truncate_fresh(const char *dir) {
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module *m = load(ctx, SRC_ADD, false);
+    char so[PATH_MAX];
+    if (m) {
+        entry_path(so, dir, m, ".so");
+        long n = file_bytes(so);
+        CHECK(truncate(so, 0) == 0);
+        check_add_module(m, "fresh, truncated");
+        clobber(so, n);
+        check_add_module(m, "fresh, garbage");
+    }
+    cc_module_unload(m);
+    kiln_context_destroy(ctx);
+}
+
+/* Another process truncates or rewrites a cache entry while modules loaded from it run
+ * (4 of 4 concurrent runs died of SIGBUS): what a module maps is a private copy, so
+ * nothing done to the cache's files reaches it. */
+static void test_entry_truncated_while_loaded(void) {
+    char dir[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module_unload(load(ctx, SRC_ADD, false));
+    kiln_context_destroy(ctx);
+    in_child("cache hits", truncate_hits, dir);
+    rm_rf(dir);
+    make_tmpdir(dir);
+    in_child("a fresh compile", truncate_fresh, dir);
+    rm_rf(dir);
+}
+
+/* The copy a module is loaded from, both kinds: the sealed memfd (its size and bytes
+ * cannot change) and the fallback, an unlinked file in the given folder. Each holds the
+ * object's bytes, loads through /proc/self/fd, and outlives the entry's truncation. */
+static void test_private_copy(void) {
+    char dir[PATH_MAX], so[PATH_MAX];
+    make_tmpdir(dir);
+    kiln_context *ctx = cache_context(dir, NULL);
+    cc_module *m = load(ctx, SRC_ADD, false);
+    if (!m) goto out;
+    entry_path(so, dir, m, ".so");
+    cc_module_unload(m);
+    long n = file_bytes(so);
+    for (int kind = 0; kind < 2; kind++) {
+        int fd = open(so, O_RDONLY);
+        int copy = kind ? cc_cache_file_copy(fd, dir) : cc_cache_private_copy(fd, dir, "t");
+        close(fd);
+        struct stat sb;
+        CHECK_MSG(copy >= 0 && !fstat(copy, &sb) && sb.st_size == n && sb.st_nlink == 0,
+                  "copy %d: not a nameless copy of %ld bytes", kind, n);
+        CHECK(lseek(copy, 0, SEEK_CUR) == 0);
+        if (!kind) {
+            int seals = fcntl(copy, F_GET_SEALS);
+            CHECK_MSG(seals >= 0 && (seals & F_SEAL_SHRINK) && (seals & F_SEAL_WRITE),
+                      "memfd seals %#x", seals);
+            CHECK(ftruncate(copy, 0) != 0);
+        }
+        char via[64];
+        snprintf(via, sizeof via, "/proc/self/fd/%d", copy);
+        void *h = dlopen(via, RTLD_NOW | RTLD_LOCAL);
+        CHECK_MSG(h != NULL, "copy %d: %s", kind, dlerror());
+        CHECK(truncate(so, 0) == 0);
+        int (*add)(int, int) = NULL;
+        void *p = h ? dlsym(h, "kiln_add") : NULL;
+        if (p) memcpy(&add, &p, sizeof add);
+        CHECK(add && add(20, 22) == 42);
+        if (h) dlclose(h);
+        close(copy);
+        cc_module_unload(load(ctx, SRC_ADD, false)); /* the truncated entry, rebuilt */
+    }
+    DIR *d = opendir(dir); /* the fallback's file left no name behind */
+    for (struct dirent *e; d && (e = readdir(d));)
+        CHECK_MSG(strncmp(e->d_name, ".tmp-", 5), "left behind: %s", e->d_name);
+    if (d) closedir(d);
+out:
+    kiln_context_destroy(ctx);
+    rm_rf(dir);
+}
+
 int main(void) {
     RUN(test_sha256);
     RUN(test_config);
@@ -894,5 +1051,7 @@ int main(void) {
     RUN(test_odd_entries);
     RUN(test_unwritable_dir);
     RUN(test_concurrent);
+    RUN(test_entry_truncated_while_loaded);
+    RUN(test_private_copy);
     return test_summary("test_cc");
 }

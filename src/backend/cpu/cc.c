@@ -8,8 +8,12 @@
  *     changing KILN_CC_FLAGS can never load an object built by another setup;
  *   - the compiled source ends with `kiln_module_key`, the key as a string; after dlopen
  *     the module's copy must equal the key asked for, or it is not used;
- *   - a freshly compiled object is dlopen'd and checked from its temp folder before it is
- *     published, so an object that fails to load never enters the cache;
+ *   - every module is dlopen'd from a private copy of its object that it holds open
+ *     (cc_cache_private_copy), never from a file in the cache or one about to be published
+ *     there: others may truncate or rewrite those, and a mapping of them would then raise
+ *     SIGBUS in a running program;
+ *   - a freshly compiled object is loaded and checked before it is published, so an
+ *     object that fails to load never enters the cache;
  *   - two threads or processes compiling the same source both compile into their own
  *     temp folders and both rename into place; compilers are deterministic, so whichever
  *     rename lands last leaves the same bytes, and each caller holds a working module;
@@ -98,7 +102,7 @@ struct cc_compiler {
 struct cc_module {
     kiln_context *ctx;
     void *handle;
-    int fd; /* the fd it was opened through, held until unload (open_module); -1: none */
+    int fd; /* the private copy it was opened through, held until unload (open_module) */
     size_t code_bytes;
     char key[SHA256_HEX_BYTES];
     struct cc_owned *owned; /* cc_module_alloc's blocks */
@@ -609,53 +613,60 @@ static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *
     return compile_failed(ld, a.v, status, output, kept);
 }
 
-/* dlopen + the key check. The module takes the handle. A file already checked and held
- * open (fd >= 0) is loaded through /proc/self/fd, so the bytes loaded are the bytes that
- * were checked; `so` names it in messages. */
+/* dlopen + the key check. fd is a private copy of the object (cc_cache_private_copy),
+ * never a file of the cache: that one another process may truncate while it is mapped,
+ * and the mapping would then raise SIGBUS. The module takes the handle and fd (closed
+ * here on failure); `so` names the object in messages. */
 static kiln_status open_module(const cc_load *ld, const char *so, int fd, size_t bytes,
                                cc_module **out) {
-    /* dlopen knows loaded objects by the name they were opened under. A verified entry is
-     * opened as /proc/self/fd/N through a copy of its fd that stays open until the module
-     * is unloaded: were N closed, the next module opened while this one is held could get
-     * the same name and this module's handle back (which the key check below would
-     * refuse, compiling a cache hit again). */
+    /* dlopen knows loaded objects by the name they were opened under: the copy is opened
+     * as /proc/self/fd/N, and fd stays open until the module is unloaded. Were N closed,
+     * the next module opened while this one is held could get the same name and this
+     * module's handle back (which the key check below would refuse, compiling a cache hit
+     * again). */
     char via_fd[64];
-    int held = -1;
-    if (fd >= 0 && (held = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
-        return ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot load compiled kernels %s: %s", so,
-                         strerror(errno));
-    if (held >= 0) snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d", held);
-    const char *path = held >= 0 ? via_fd : so;
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d", fd);
+    void *h = dlopen(via_fd, RTLD_NOW | RTLD_LOCAL);
+    kiln_status s = KILN_STATUS_OK;
     if (!h) {
         const char *why = dlerror();
-        if (held >= 0) close(held);
-        return ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot load compiled kernels %s: %s", so,
-                         why ? why : "dlopen failed");
+        s = ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot load compiled kernels %s: %s", so,
+                      why ? why : "dlopen failed");
+    } else {
+        const char *key = dlsym(h, "kiln_module_key");
+        if (!key || memcmp(key, ld->key, SHA256_HEX_BYTES))
+            s = ctx_error(ld->ctx, KILN_STATUS_BACKEND,
+                          "compiled kernels %s do not carry the key %s they were built for", so,
+                          ld->key);
     }
-    const char *key = dlsym(h, "kiln_module_key");
-    if (!key || memcmp(key, ld->key, SHA256_HEX_BYTES)) {
-        dlclose(h);
-        if (held >= 0) close(held);
-        return ctx_error(ld->ctx, KILN_STATUS_BACKEND,
-                         "compiled kernels %s do not carry the key %s they were built for", so,
-                         ld->key);
+    cc_module *m = s ? NULL : host_alloc(ld->ctx, sizeof *m);
+    if (!s && !m) s = ctx_oom(ld->ctx, "compiled module", sizeof *m);
+    if (s) {
+        if (h) dlclose(h);
+        close(fd);
+        return s;
     }
-    cc_module *m = host_alloc(ld->ctx, sizeof *m);
-    if (!m) {
-        dlclose(h);
-        if (held >= 0) close(held);
-        return ctx_oom(ld->ctx, "compiled module", sizeof *m);
-    }
-    *m = (cc_module){.ctx = ld->ctx, .handle = h, .code_bytes = bytes, .fd = held};
+    *m = (cc_module){.ctx = ld->ctx, .handle = h, .code_bytes = bytes, .fd = fd};
     memcpy(m->key, ld->key, sizeof m->key);
     *out = m;
     return KILN_STATUS_OK;
 }
 
-static size_t file_size(const char *path) {
+/* open_module for the object at `so`, through a private copy made here. */
+static kiln_status open_copy(const cc_load *ld, const char *so, cc_module **out) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", so);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0; /* the fallback copy goes beside the object */
+    int fd = open(so, O_RDONLY | O_CLOEXEC), copy = -1;
+    if (fd >= 0) copy = cc_cache_private_copy(fd, slash ? dir : ".", "kiln-cc-object");
+    int err = errno;
+    if (fd >= 0) close(fd);
+    if (copy < 0)
+        return ctx_error(ld->ctx, err == ENOMEM ? KILN_STATUS_HOST_OOM : KILN_STATUS_BACKEND,
+                         "cannot load compiled kernels %s: %s", so, strerror(err));
     struct stat sb;
-    return stat(path, &sb) ? 0 : (size_t)sb.st_size;
+    return open_module(ld, so, copy, fstat(copy, &sb) ? 0 : (size_t)sb.st_size, out);
 }
 
 /* ------------------------------------------------------------- loading ---- */
@@ -682,7 +693,7 @@ static kiln_status open_fresh(const cc_load *ld, const char *tmp, const char *ke
                               cc_module **out) {
     char so[PATH_MAX], src[PATH_MAX];
     cc_path(so, tmp, NULL, CC_TMP_OBJECT);
-    kiln_status s = open_module(ld, so, -1, file_size(so), out);
+    kiln_status s = open_copy(ld, so, out);
     if (!s || s == KILN_STATUS_HOST_OOM) return s;
     char why[1024];
     kiln_last_error_copy(ld->ctx, why, sizeof why);
@@ -757,8 +768,7 @@ static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **o
     cc_entry_state e = cc_cache_verify(dir, ld->key, &bytes, &fd);
     if (e == CC_ENTRY_OK) {
         cc_path(so, dir, ld->key, ".so");
-        s = open_module(ld, so, fd, bytes, out);
-        close(fd);
+        s = open_module(ld, so, fd, bytes, out); /* fd: the verified copy, the module's now */
         if (!s) {
             bump(ld->st, &ld->st->stats.disk_hits, 1);
             if (from_cache) *from_cache = true;
@@ -821,7 +831,7 @@ void cc_module_unload(cc_module *m) {
         host_free(m->ctx, o, sizeof *o + o->n);
     }
     dlclose(m->handle);
-    if (m->fd >= 0) close(m->fd);
+    close(m->fd);
     host_free(m->ctx, m, sizeof *m);
 }
 

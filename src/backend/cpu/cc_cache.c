@@ -8,11 +8,14 @@
  *     (a FIFO in an entry's place must not hang a compile), then fstat'ed to be a regular
  *     file that the user owns and nobody else may write; the directory itself may not be
  *     writable by its group or by anyone; anything else is treated as a corrupt entry;
- *   - the object that was hashed is the object that is loaded: the verified file stays
- *     open and is dlopen'ed through /proc/self/fd, so swapping the file between the check
- *     and the load changes nothing;
- *   - every file is written under a private temp folder and renamed into place, so other
- *     processes see an old entry, a new one, or none — never half of one;
+ *   - no file of the cache is ever mapped: an entry's object is read (never mmap'ed) into a
+ *     private copy, a sealed memfd or else an unlinked file, and that copy is hashed and
+ *     then loaded (cc.c dlopens it through /proc/self/fd). The bytes checked are the bytes
+ *     loaded, and another process truncating or rewriting the entry meanwhile cannot
+ *     reach a running module (a mapping of a file cut short raises SIGBUS);
+ *   - no file of the cache is written in place: every file is written under a private
+ *     temp folder and renamed into place, so other processes see an old entry, a new one,
+ *     or none — never half of one (nothing here opens an entry's file for writing);
  *   - LRU by mtime: a hit touches its .so, eviction removes the oldest entries first and
  *     never the one just written; two processes evicting at once only race on unlink,
  *     and a missing file is not an error. */
@@ -26,12 +29,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define META_MAX          512
 #define STALE_TMP_SECONDS (24 * 3600) /* a temp folder this old belongs to a dead writer */
+
+/* memfd_create's flag for an executable memfd: without it a kernel whose
+ * vm.memfd_noexec is 1 seals the copy against exec and dlopen fails (Linux 6.3; older
+ * kernels refuse the unknown flag with EINVAL and are asked again without it). */
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+/* A private copy cannot change size or bytes, nor its seals, once made. */
+#define COPY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
 bool cc_path(char out[PATH_MAX], const char *dir, const char *key, const char *suffix) {
     int n = key ? snprintf(out, PATH_MAX, "%s/%s%s", dir, key, suffix)
@@ -98,6 +111,73 @@ kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir) {
         return ctx_error(ctx, KILN_STATUS_IO, "kernel cache directory \"%s\" (KILN_CACHE_DIR): %s",
                          dir, strerror(errno));
     return dir_usable(ctx, dir, &sb);
+}
+
+/* -------------------------------------------------------- private copies ---- */
+
+/* Writes all len bytes or returns false with errno set. */
+static bool write_all(int fd, const void *data, size_t len) {
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (!w) errno = EIO;
+            return false;
+        }
+        p += w, len -= (size_t)w;
+    }
+    return true;
+}
+
+/* Appends to `to` everything `from` holds from offset 0 (read with pread: from's offset
+ * is left alone); false with errno set. A file cut short meanwhile just ends sooner: it
+ * is read, never mapped, so nothing another process does to it can raise a signal here. */
+static bool copy_fd(int from, int to) {
+    char buf[16384];
+    for (off_t off = 0;;) {
+        ssize_t r = pread(from, buf, sizeof buf, off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return false;
+        if (r == 0) return true;
+        if (!write_all(to, buf, (size_t)r)) return false;
+        off += r;
+    }
+}
+
+/* fd, rewound, if ok; else fd closed and -1, errno kept. */
+static int finish_copy(int fd, bool ok) {
+    if (ok && lseek(fd, 0, SEEK_SET) == 0) return fd;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+/* The copy in memory, sealed: nobody, this process included, can change its bytes or
+ * size while it is mapped. */
+static int memfd_copy(int from, const char *name) {
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+    if (fd < 0 && errno == EINVAL) fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return -1;
+    return finish_copy(fd, copy_fd(from, fd) && !fcntl(fd, F_ADD_SEALS, COPY_SEALS));
+}
+
+int cc_cache_file_copy(int from, const char *dir) {
+    char path[PATH_MAX];
+    if (!cc_path(path, dir, NULL, ".tmp-copy-XXXXXX")) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0) return -1;
+    unlink(path); /* nameless from here on: only this fd reaches it */
+    return finish_copy(fd, copy_fd(from, fd));
+}
+
+int cc_cache_private_copy(int from, const char *dir, const char *name) {
+    int fd = memfd_copy(from, name);
+    return fd >= 0 ? fd : cc_cache_file_copy(from, dir);
 }
 
 /* ---------------------------------------------------------- one entry ---- */
@@ -176,53 +256,72 @@ void cc_cache_remove_entry(const char *dir, const char *key) {
     if (cc_path(p, dir, key, ".so")) unlink(p);
 }
 
-/* The .so behind fd matches (size, hex)? */
-static bool object_matches(int fd, uint64_t size, const char *hex) {
+static bool has_size(int fd, uint64_t size) {
     struct stat sb;
+    return !fstat(fd, &sb) && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == size;
+}
+
+/* The copy behind fd (at offset 0) matches (size, hex)? */
+static bool object_matches(int fd, uint64_t size, const char *hex) {
     uint8_t digest[SHA256_BYTES];
     char got[SHA256_HEX_BYTES];
     uint64_t n;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != size) return false;
-    if (!hash_fd(fd, digest, &n) || n != size) return false;
+    if (!has_size(fd, size) || !hash_fd(fd, digest, &n) || n != size) return false;
     sha256_hex(digest, got);
     return !memcmp(got, hex, CC_KEY_HEX);
 }
 
+/* The sidecar of key, parsed: MISS when there is none, CORRUPT when it is not what a
+ * writer writes. */
+static cc_entry_state read_meta(const char *path, const char *key, uint64_t *size,
+                                char hex[SHA256_HEX_BYTES]) {
+    char text[META_MAX];
+    ssize_t len = read_small(path, text, sizeof text - 1);
+    if (len == -1) return CC_ENTRY_MISS; /* no sidecar: absent, or not yet published */
+    if (len < 0) return CC_ENTRY_CORRUPT;
+    text[len] = 0;
+    return parse_meta(text, (size_t)len, key, size, hex) ? CC_ENTRY_OK : CC_ENTRY_CORRUPT;
+}
+
+/* A private copy of the object at so_path, checked against (size, hex): OK with *copy
+ * set, MISS (no object, or no copy could be made: not the entry's fault) or CORRUPT. The
+ * object's mtime is set to now when it is good (the LRU clock). */
+static cc_entry_state copy_object(const char *dir, const char *so_path, uint64_t size,
+                                  const char *hex, int *copy) {
+    int fd = open_private(so_path);
+    if (fd == -1) return CC_ENTRY_MISS; /* evicted meanwhile */
+    if (fd < 0) return CC_ENTRY_CORRUPT;
+    cc_entry_state e = has_size(fd, size) ? CC_ENTRY_OK : CC_ENTRY_CORRUPT;
+    *copy = e == CC_ENTRY_OK ? cc_cache_private_copy(fd, dir, "kiln-cc-object") : -1;
+    if (e == CC_ENTRY_OK && *copy < 0) e = CC_ENTRY_MISS;
+    if (*copy >= 0 && !object_matches(*copy, size, hex)) {
+        close(*copy);
+        *copy = -1;
+        e = CC_ENTRY_CORRUPT;
+    }
+    if (e == CC_ENTRY_OK) futimens(fd, NULL);
+    close(fd);
+    return e;
+}
+
 cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes, int *fd_out) {
-    char meta_path[PATH_MAX], so_path[PATH_MAX], text[META_MAX], hex[SHA256_HEX_BYTES];
+    char meta_path[PATH_MAX], so_path[PATH_MAX], hex[SHA256_HEX_BYTES];
     *fd_out = -1;
     if (!cc_path(meta_path, dir, key, ".meta") || !cc_path(so_path, dir, key, ".so"))
         return CC_ENTRY_MISS;
-    ssize_t len = read_small(meta_path, text, sizeof text - 1);
-    if (len == -1) return CC_ENTRY_MISS; /* no sidecar: absent, or not yet published */
     uint64_t size;
-    bool ok = len >= 0;
-    if (ok) text[len] = 0;
-    ok = ok && parse_meta(text, (size_t)len, key, &size, hex);
-    int fd = ok ? open_private(so_path) : -2;
-    if (ok && fd == -1) return CC_ENTRY_MISS; /* evicted meanwhile */
-    ok = ok && fd >= 0 && object_matches(fd, size, hex);
-    if (!ok) {
-        if (fd >= 0) close(fd);
-        cc_cache_remove_entry(dir, key);
-        return CC_ENTRY_CORRUPT;
-    }
-    futimens(fd, NULL); /* the LRU clock */
-    *bytes = (size_t)size;
-    *fd_out = fd;
-    return CC_ENTRY_OK;
+    cc_entry_state e = read_meta(meta_path, key, &size, hex);
+    if (e == CC_ENTRY_OK) e = copy_object(dir, so_path, size, hex, fd_out);
+    if (e == CC_ENTRY_CORRUPT) cc_cache_remove_entry(dir, key);
+    if (e == CC_ENTRY_OK) *bytes = (size_t)size;
+    return e;
 }
 
 static bool write_file(const char *path, const char *data, size_t len) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return false;
-    while (len) {
-        ssize_t w = write(fd, data, len);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        data += w, len -= (size_t)w;
-    }
-    return !close(fd) && !len;
+    bool ok = write_all(fd, data, len);
+    return !close(fd) && ok;
 }
 
 bool cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t *bytes) {
@@ -292,11 +391,14 @@ static bool entry_file_name(const char *name) {
     return name[CC_KEY_HEX] == '.';
 }
 
+/* A writer's temp folder, or a private copy's file a crash left named, long abandoned. */
 static void drop_stale_tmp(const char *dir, const char *name, const struct stat *sb) {
     char p[PATH_MAX];
-    if (S_ISDIR(sb->st_mode) && time(NULL) - sb->st_mtime > STALE_TMP_SECONDS &&
-        cc_path(p, dir, NULL, name))
+    if (time(NULL) - sb->st_mtime <= STALE_TMP_SECONDS || !cc_path(p, dir, NULL, name)) return;
+    if (S_ISDIR(sb->st_mode))
         cc_cache_remove_tmp(p);
+    else if (S_ISREG(sb->st_mode))
+        unlink(p);
 }
 
 /* One item per file of an entry; false on host OOM. */

@@ -37,11 +37,20 @@ kiln_status cc_cache_dir_check(kiln_context *ctx, const char *dir);
 typedef enum cc_entry_state { CC_ENTRY_MISS, CC_ENTRY_OK, CC_ENTRY_CORRUPT } cc_entry_state;
 
 /* Checks <dir>/<key>.so against its sidecar without loading it: both private regular
- * files (see cc_cache.c), the object's size and SHA-256 those the sidecar records. OK:
- * *bytes is its size, its mtime is now (the LRU clock) and *fd is the checked object, open
- * (the caller loads that very file through /proc/self/fd and closes it). CORRUPT: the
- * entry has been removed. */
+ * files (see cc_cache.c), and a private copy of the object (cc_cache_private_copy) of the
+ * size and SHA-256 the sidecar records. OK: *bytes is its size, the object's mtime is now
+ * (the LRU clock) and *fd is the checked copy, at offset 0 (the caller loads or reads that
+ * copy, never the entry's file, and closes it). CORRUPT: the entry has been removed. MISS:
+ * no entry, or no copy could be made (out of memory or file descriptors). */
 cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes, int *fd);
+
+/* A private copy of everything `from` holds, to map instead of a file that others may
+ * truncate or rewrite (a mapping of a truncated file raises SIGBUS): a sealed memfd
+ * (name is what /proc shows), or where none can be made an unlinked file in dir. The new
+ * fd (close-on-exec, at offset 0), or -1 with errno set. */
+int cc_cache_private_copy(int from, const char *dir, const char *name);
+/* cc_cache_private_copy's fallback alone: the unlinked file in dir (for its test). */
+int cc_cache_file_copy(int from, const char *dir);
 
 /* Hashes <tmp>/CC_TMP_OBJECT, writes its sidecar and renames both into dir. *bytes gets the
  * .so's size either way; false when the entry could not be published (the caller's

@@ -1,9 +1,9 @@
 /* test_cc.c — the CPU backend's JIT compiler and its disk cache: compile and call, cache
  * hits in this process and in a second one (no compiler run), corrupt entries rebuilt and
  * never loaded, compiler errors, a missing compiler, the size cap, concurrent loads, host
- * OOM, entries truncated under loaded modules, and SHA-256 against the standard vectors.
- * Every test uses its own mkdtemp cache. Compiles take tens of milliseconds, so the tests
- * share few distinct sources. */
+ * OOM, entries truncated under loaded modules, relative paths, and SHA-256 against the
+ * standard vectors. Every test uses its own mkdtemp cache. Compiles take tens of
+ * milliseconds, so the tests share few distinct sources. */
 #include "fault.h"
 
 #include "backend/cpu/cpu.h"
@@ -1031,10 +1031,56 @@ out:
     rm_rf(dir);
 }
 
+/* --------------------------------------------------------------- relative paths ---- */
+
+/* A relative KILN_CACHE_DIR (and a relative TMPDIR) is taken against the folder the
+ * context was made in: compiles work (the compiler runs in a temp folder, elsewhere), and
+ * a later chdir of the process still finds the same entries. */
+static void test_relative_dir(void) {
+    char base[PATH_MAX], old_cwd[PATH_MAX], abs_so[PATH_MAX + 64];
+    make_tmpdir(base);
+    char *old_tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    CHECK(getcwd(old_cwd, sizeof old_cwd) != NULL);
+    CHECK(chdir(base) == 0);
+    kiln_context *ctx = cache_context("rel/cache", NULL);
+    CHECK(ctx != NULL);
+    cc_module *m = ctx ? load(ctx, SRC_ADD, false) : NULL;
+    CHECK(m && call_add(m, 40, 2) == 42);
+    if (m) {
+        snprintf(abs_so, sizeof abs_so, "%s/rel/cache/%s.so", base, cc_module_key(m));
+        CHECK_MSG(exists(abs_so), "no entry at %s", abs_so);
+    }
+    cc_module_unload(m);
+    CHECK(chdir("/") == 0); /* the context keeps the folder it was given, not "./rel/cache" */
+    m = ctx ? load(ctx, SRC_ADD, true) : NULL;
+    CHECK(m && call_add(m, 1, 2) == 3);
+    cc_module_unload(m);
+    kiln_context_destroy(ctx);
+    /* No disk cache: the private temp folder under a relative TMPDIR. */
+    CHECK(chdir(base) == 0);
+    CHECK(mkdir("rel-tmp", 0700) == 0);
+    setenv("TMPDIR", "rel-tmp", 1);
+    ctx = cache_context("rel/cache", NULL);
+    if (ctx) {
+        ctx->config.cache_max_bytes = 0;
+        m = load(ctx, SRC_MUL, false);
+        CHECK(m && cc_module_sym(m, "kiln_mul"));
+        cc_module_unload(m);
+    }
+    kiln_context_destroy(ctx);
+    if (old_tmpdir)
+        setenv("TMPDIR", old_tmpdir, 1), free(old_tmpdir);
+    else
+        unsetenv("TMPDIR");
+    CHECK(chdir(old_cwd) == 0);
+    rm_rf(base);
+}
+
 int main(void) {
     RUN(test_sha256);
     RUN(test_config);
     RUN(test_missing_compiler); /* touches the environment: before any thread starts */
+    RUN(test_relative_dir);     /* so does this (TMPDIR), and it changes folder */
     RUN(test_compile_and_hit);
     RUN(test_second_process);
     RUN(test_two_held);

@@ -134,29 +134,57 @@ static double now_seconds(void) {
 
 /* ---------------------------------------------------- running a program ---- */
 
-/* Starts argv[0] (an absolute path) in the folder cwd (NULL: ours) with stdin from
- * /dev/null and stdout+stderr into the file out_path (absolute) or, when out_path is NULL,
- * out_fd (which is then closed here; callers pass -1 with a path). Returns 0 or the errno that kept
- * it from starting. */
-static int spawn_program(char *const argv[], const char *cwd, int out_fd, const char *out_path,
-                         pid_t *pid) {
+/* Starts argv[0] (an absolute path) with stdin from /dev/null and stdout+stderr into
+ * out_fd, inside the folder open as dir_fd (-1: ours). out_fd is closed here: the child
+ * has its copy, and a pipe's reader sees EOF at its exit. Returns 0 or the errno that kept
+ * the program from starting (the folder and the output are open already: that errno is
+ * about the program). */
+static int spawn_program(char *const argv[], int dir_fd, int out_fd, pid_t *pid) {
     posix_spawn_file_actions_t fa;
-    if (posix_spawn_file_actions_init(&fa)) return ENOMEM;
+    int err = posix_spawn_file_actions_init(&fa);
+    if (!err) {
 #if HAVE_SPAWN_CHDIR
-    if (cwd) posix_spawn_file_actions_addchdir_np(&fa, cwd);
+        if (dir_fd >= 0) posix_spawn_file_actions_addfchdir_np(&fa, dir_fd);
 #else
-    (void)cwd;
+        (void)dir_fd;
 #endif
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (out_path)
-        posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    else
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    int err = posix_spawn(pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (out_fd >= 0) close(out_fd); /* the child has its copy; the reader sees EOF at its exit */
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        err = posix_spawn(pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    close(out_fd);
     return err;
+}
+
+/* What start_in could not do. */
+typedef enum start_step { STARTED, START_FOLDER, START_OUTPUT, START_PROGRAM } start_step;
+
+/* spawn_program inside the folder dir (an absolute path), its output into the new file
+ * out_path (absolute). On failure, why (when not NULL) says which step failed and how:
+ * entering the folder and creating the output are tried here first, so that a missing
+ * folder is not reported as a missing compiler. */
+static start_step start_in(char *const argv[], const char *dir, const char *out_path, pid_t *pid,
+                           char *why, size_t cap) {
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+    if (dir_fd < 0) {
+        if (why) snprintf(why, cap, "cannot enter the compile folder %s: %s", dir, strerror(errno));
+        return START_FOLDER;
+    }
+    int out_fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (out_fd < 0) {
+        if (why)
+            snprintf(why, cap, "cannot create the compiler's output file %s: %s", out_path,
+                     strerror(errno));
+        close(dir_fd);
+        return START_OUTPUT;
+    }
+    err = spawn_program(argv, dir_fd, out_fd, pid);
+    close(dir_fd);
+    if (!err) return STARTED;
+    if (why) snprintf(why, cap, "cannot run the C compiler %s: %s", argv[0], strerror(err));
+    return START_PROGRAM;
 }
 
 /* The wait status, or -1 when it cannot be known (the process ignores SIGCHLD). */
@@ -231,7 +259,7 @@ static kiln_status version_line(kiln_context *ctx, const char *cc, char *line, s
         return ctx_error(ctx, KILN_STATUS_BACKEND, "C compiler probe: pipe: %s", strerror(errno));
     char *argv[] = {(char *)cc, "--version", NULL};
     pid_t pid;
-    int err = spawn_program(argv, NULL, fds[1], NULL, &pid);
+    int err = spawn_program(argv, -1, fds[1], &pid);
     char buf[1024] = "";
     if (!err) read_all(fds[0], buf, sizeof buf); /* before waiting: the pipe could fill */
     close(fds[0]);
@@ -299,7 +327,8 @@ static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
 /* What can be judged of KILN_CC, KILN_CC_FLAGS and KILN_CACHE_DIR without running
  * anything, at context creation: a mistake there is reported by kiln_context_create, not
  * by whichever call compiles first. (A missing default compiler is not an error yet: a
- * context may only ever run the reference interpreter or another device.) */
+ * context may only ever run the reference interpreter or another device.) A relative
+ * KILN_CACHE_DIR is made absolute here, once, for every backend of the context. */
 _Static_assert(MAX_ARGS - 7 - CC_MAX_PARTS - N_OPT_FLAGS(1) - N_BASE_FLAGS >= 512,
                "room for the most flags KILN_CC_FLAGS can hold");
 static kiln_status check_settings(kiln_context *ctx) {
@@ -316,7 +345,11 @@ static kiln_status check_settings(kiln_context *ctx) {
                              "compiler makes and where)",
                              c->cc_flags, t);
     }
-    return c->cache_max_bytes ? cc_cache_dir_check(ctx, c->cache_dir) : KILN_STATUS_OK;
+    if (!c->cache_max_bytes) return KILN_STATUS_OK;
+    /* absolute from here on: against the folder the context is made in, whatever folder
+     * the process or the compiler is in later */
+    s = cc_cache_dir_absolute(ctx, ctx->config.cache_dir, sizeof ctx->config.cache_dir);
+    return s ? s : cc_cache_dir_check(ctx, c->cache_dir);
 }
 
 kiln_status cc_compiler_create(kiln_context *ctx, cc_compiler **out) {
@@ -562,7 +595,7 @@ static bool run_parts(const cc_load *ld, const char *tmp, int parts, const size_
         if (!ok) break;
         char *in = HAVE_SPAWN_CHDIR ? w->rel_src[i] : w->src[i];
         build_argv_n(ld, &w->argv[i], true, HAVE_SPAWN_CHDIR ? w->rel_obj[i] : w->obj[i], &in, 1);
-        ok = !spawn_program(w->argv[i].v, tmp, -1, w->out[i], &pid[started]);
+        ok = start_in(w->argv[i].v, tmp, w->out[i], &pid[started], NULL, 0) == STARTED;
         started += ok;
     }
     for (int i = 0; i < started; i++)
@@ -572,7 +605,7 @@ static bool run_parts(const cc_load *ld, const char *tmp, int parts, const size_
     for (int i = 0; i < parts; i++) objs[i] = HAVE_SPAWN_CHDIR ? w->rel_obj[i] : w->obj[i];
     build_argv_n(ld, &w->argv[parts], false, HAVE_SPAWN_CHDIR ? CC_TMP_OBJECT : so, objs, parts);
     pid_t link;
-    return !spawn_program(w->argv[parts].v, tmp, -1, link_out, &link) &&
+    return start_in(w->argv[parts].v, tmp, link_out, &link, NULL, 0) == STARTED &&
            ran_ok(wait_program(link)) && !access(so, R_OK);
 }
 
@@ -603,11 +636,13 @@ static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *
     build_argv(ld, &a, HAVE_SPAWN_CHDIR ? CC_TMP_OBJECT : so,
                HAVE_SPAWN_CHDIR ? CC_TMP_SOURCE : src);
     pid_t pid;
-    int err = spawn_program(a.v, tmp, -1, output, &pid), status = err ? 0 : wait_program(pid);
+    char why[2 * PATH_MAX];
+    start_step step = start_in(a.v, tmp, output, &pid, why, sizeof why);
+    int status = step == STARTED ? wait_program(pid) : 0;
     count_compile(ld->st, now_seconds() - t0);
-    if (err)
-        return ctx_error(ld->ctx, KILN_STATUS_BACKEND, "cannot run the C compiler %s: %s",
-                         ld->st->path, strerror(err));
+    if (step != STARTED)
+        return ctx_error(ld->ctx, step == START_PROGRAM ? KILN_STATUS_BACKEND : KILN_STATUS_IO,
+                         "%s", why);
     if (ran_ok(status) && !access(so, R_OK)) return KILN_STATUS_OK;
     const char *kept = keep && !rename(src, keep) ? keep : src;
     return compile_failed(ld, a.v, status, output, kept);
@@ -705,9 +740,11 @@ static kiln_status open_fresh(const cc_load *ld, const char *tmp, const char *ke
 /* KILN_CACHE_MAX_BYTES=0: compile in a private temp folder, removed once loaded (the
  * mapping outlives the file). On failure the folder stays for inspection. */
 static kiln_status load_private(const cc_load *ld, cc_module **out) {
-    const char *parent = getenv("TMPDIR");
-    char tmp[PATH_MAX];
-    kiln_status s = make_tmp(ld, parent && *parent ? parent : "/tmp", "kiln-cc-", tmp);
+    const char *env = getenv("TMPDIR");
+    char parent[PATH_MAX], tmp[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", env && *env ? env : "/tmp");
+    make_absolute(parent); /* the compiler runs inside the folder: paths must not be relative */
+    kiln_status s = make_tmp(ld, parent, "kiln-cc-", tmp);
     if (!s) s = run_compiler(ld, tmp, NULL);
     if (!s && !(s = open_fresh(ld, tmp, NULL, out))) cc_cache_remove_tmp(tmp);
     return s;

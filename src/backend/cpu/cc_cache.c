@@ -85,6 +85,27 @@ static kiln_status dir_usable(kiln_context *ctx, const char *dir, const struct s
     return KILN_STATUS_OK;
 }
 
+kiln_status cc_cache_dir_absolute(kiln_context *ctx, char *dir, size_t cap) {
+    char cwd[PATH_MAX], joined[PATH_MAX], real[PATH_MAX];
+    if (dir[0] == '/') return KILN_STATUS_OK;
+    if (!getcwd(cwd, sizeof cwd))
+        return ctx_error(ctx, KILN_STATUS_CONFIG,
+                         "kernel cache directory \"%s\" (KILN_CACHE_DIR) is relative, and the "
+                         "current folder it is relative to cannot be found: %s",
+                         dir, strerror(errno));
+    int n = snprintf(joined, sizeof joined, "%s/%s", cwd, dir);
+    /* an existing one without its "." and ".." (and links); a missing one is made as
+     * joined, at the first compile */
+    const char *abs = n > 0 && n < PATH_MAX && realpath(joined, real) ? real : joined;
+    if (n <= 0 || n >= PATH_MAX || strlen(abs) >= cap)
+        return ctx_error(ctx, KILN_STATUS_CONFIG,
+                         "kernel cache directory \"%s\" (KILN_CACHE_DIR) is too long once made "
+                         "absolute (against %s)",
+                         dir, cwd);
+    memmove(dir, abs, strlen(abs) + 1);
+    return KILN_STATUS_OK;
+}
+
 kiln_status cc_cache_dir_check(kiln_context *ctx, const char *dir) {
     struct stat sb;
     if (stat(dir, &sb)) {

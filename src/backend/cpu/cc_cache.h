@@ -30,6 +30,11 @@ bool cc_path(char out[PATH_MAX], const char *dir, const char *key, const char *s
  * owns or that its group or anyone may write to: kiln loads code from it.
  * KILN_STATUS_CONFIG names KILN_CACHE_DIR. */
 kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir);
+/* Makes a relative dir (a buffer of cap bytes) absolute in place, against the current
+ * folder: the compiler runs in other folders, and the process may change its own later.
+ * An existing dir is resolved by realpath. KILN_STATUS_CONFIG when there is no current
+ * folder or the result does not fit. */
+kiln_status cc_cache_dir_absolute(kiln_context *ctx, char *dir, size_t cap);
 /* The same refusals for a directory that already exists, creating nothing (a missing one
  * is fine): kiln_context_create reports a bad KILN_CACHE_DIR before the first compile. */
 kiln_status cc_cache_dir_check(kiln_context *ctx, const char *dir);

@@ -1,9 +1,9 @@
 /* test_cc.c — the CPU backend's JIT compiler and its disk cache: compile and call, cache
  * hits in this process and in a second one (no compiler run), corrupt entries rebuilt and
  * never loaded, compiler errors, a missing compiler, the size cap, concurrent loads, host
- * OOM, entries truncated under loaded modules, relative paths, and SHA-256 against the
- * standard vectors. Every test uses its own mkdtemp cache. Compiles take tens of
- * milliseconds, so the tests share few distinct sources. */
+ * OOM, entries truncated under loaded modules, full and read-only caches, relative paths,
+ * and SHA-256 against the standard vectors. Every test uses its own mkdtemp cache.
+ * Compiles take tens of milliseconds, so the tests share few distinct sources. */
 #include "fault.h"
 
 #include "backend/cpu/cpu.h"
@@ -16,6 +16,8 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <errno.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -877,6 +879,99 @@ static void test_unwritable_dir(void) {
     rm_rf(dir);
 }
 
+/* --------------------------------------------------------------- a full disk ---- */
+
+/* Fills the file system under dir: *filler is the open filler file, *bytes what it holds.
+ * Leaving room for n bytes is then ftruncate(filler, bytes - n). */
+static bool fill_disk(const char *dir, int *filler, long *bytes) {
+    char p[PATH_MAX + 16], block[4096];
+    snprintf(p, sizeof p, "%s/filler", dir);
+    memset(block, 'f', sizeof block);
+    *filler = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    *bytes = 0;
+    for (ssize_t w; *filler >= 0 && (w = write(*filler, block, sizeof block)) > 0;) *bytes += w;
+    return *filler >= 0 && errno == ENOSPC;
+}
+
+/* Counts the unwritable-cache notices in what was written to stderr (the file `log`). */
+static int count_notices(const char *log) {
+    FILE *f = fopen(log, "r");
+    char line[2048];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) n += strstr(line, "cannot be written") != NULL;
+    if (f) fclose(f);
+    return n;
+}
+
+/* The loads of test_full_dir, on a cache whose file system has `room` bytes left. */
+static void full_disk_loads(kiln_context *ctx, const char *cache) {
+    cc_module *m = load(ctx, SRC_ADD, false);
+    CHECK(m && call_add(m, 2, 2) == 4);
+    cc_module_unload(m);
+    m = load(ctx, SRC_MUL, false);
+    CHECK(m && cc_module_sym(m, "kiln_mul"));
+    cc_module_unload(m);
+    /* A source that does not compile is still reported, and kept where it can be. */
+    const char *bad = "int kiln_broken(int x) { return x +; }\n";
+    CHECK_STATUS(cc_module_load(cc_of(ctx), bad, strlen(bad), &m, NULL), KILN_STATUS_BACKEND);
+    const char *kept = strstr(kiln_last_error(ctx), "kept at ");
+    char path[PATH_MAX] = "";
+    if (kept) sscanf(kept + 8, "%4095s", path);
+    CHECK_MSG(exists(path), "source not kept: \"%s\"", path);
+    if (strncmp(path, cache, strlen(cache))) { /* kept in a private folder: remove it */
+        char *slash = strrchr(path, '/');
+        if (slash) *slash = 0, rm_rf(path);
+    }
+    DIR *d = opendir(cache);
+    for (struct dirent *e; d && (e = readdir(d));)
+        CHECK_MSG(e->d_name[0] != '.' || !strncmp(e->d_name, ".", 2) || !strcmp(e->d_name, ".."),
+                  "left in the full cache: %s", e->d_name);
+    if (d) closedir(d);
+}
+
+/* A cache directory on a full file system (as full as it gets, then with room for a
+ * source but not for an object) is no error: every load compiles in a private temporary
+ * folder and works, once-per-context notice; when room comes back the cache fills again.
+ * Needs a small tmpfs, so root and a kernel that lets us mount one; else skipped. */
+static void test_full_dir(void) {
+    char mnt[PATH_MAX], cache[PATH_MAX + 8], log[PATH_MAX + 8];
+    make_tmpdir(mnt);
+    snprintf(cache, sizeof cache, "%s/cache", mnt);
+    snprintf(log, sizeof log, "%s.log", mnt);
+    if (mount("kiln-test", mnt, "tmpfs", 0, "size=256k,mode=0700")) {
+        printf("test_full_dir: cannot mount a small tmpfs (%s); skipped\n", strerror(errno));
+        rmdir(mnt);
+        return;
+    }
+    kiln_context *ctx = cache_context(cache, NULL);
+    int filler = -1;
+    long filled = 0;
+    CHECK(mkdir(cache, 0700) == 0 && fill_disk(mnt, &filler, &filled));
+    fflush(stderr);
+    int saved = dup(2), logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(logfd, 2);
+    full_disk_loads(ctx, cache); /* no room at all */
+    CHECK(ftruncate(filler, filled - 4096) == 0);
+    full_disk_loads(ctx, cache); /* room for the source, not for the object */
+    cc_stats s = stats_of(ctx);
+    CHECK_MSG(s.unwritable == 4 && s.disk_hits == 0, "unwritable %llu, hits %llu",
+              (unsigned long long)s.unwritable, (unsigned long long)s.disk_hits);
+    CHECK(ftruncate(filler, 0) == 0); /* room again: published, then a hit */
+    cc_module_unload(load(ctx, SRC_ADD, false));
+    cc_module_unload(load(ctx, SRC_ADD, true));
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved), close(logfd), close(filler);
+    FILE *f = fopen(log, "r"); /* what was said meanwhile, failed CHECKs included */
+    for (int c; f && (c = fgetc(f)) != EOF;) fputc(c, stderr);
+    if (f) fclose(f);
+    CHECK_MSG(count_notices(log) == 1, "%d notices, want 1 per context", count_notices(log));
+    kiln_context_destroy(ctx);
+    unlink(log);
+    CHECK(umount(mnt) == 0);
+    rm_rf(mnt);
+}
+
 /* ------------------------------------------- entries rewritten under a loaded module ---- */
 
 /* Runs body(dir) in a child process and checks that it exits cleanly: a module still mapped
@@ -1096,6 +1191,7 @@ int main(void) {
     RUN(test_group_writable_dir);
     RUN(test_odd_entries);
     RUN(test_unwritable_dir);
+    RUN(test_full_dir);
     RUN(test_concurrent);
     RUN(test_entry_truncated_while_loaded);
     RUN(test_private_copy);

@@ -3,20 +3,27 @@
  *
  * Invariants:
  *   - the compiler is found and identified (first line of `--version`, path as found and
- *     real path) once per cc_compiler (one per context), under cc_compiler.mu, and never changes
- * afterwards; the identity and the flags are part of every cache key, so upgrading the compiler or
- *     changing KILN_CC_FLAGS can never load an object built by another setup;
+ *     real path) once per cc_compiler (one per context), under cc_compiler.mu, and never
+ *     changes afterwards; the identity and the flags are part of every cache key, so
+ *     upgrading the compiler or changing KILN_CC_FLAGS can never load an object built by
+ *     another setup;
  *   - the compiled source ends with `kiln_module_key`, the key as a string; after dlopen
  *     the module's copy must equal the key asked for, or it is not used;
+ *   - the compiler always runs in a private temp folder under TMPDIR (which it needs for
+ *     its own temporaries anyway), never in the cache, and every path it is given is
+ *     absolute (the cache directory is made absolute when the context is made): so a
+ *     cache that cannot be written (read-only, full, over quota) can never fail a
+ *     compile, it only means the entry is not kept, said once per context;
  *   - every module is dlopen'd from a private copy of its object that it holds open
  *     (cc_cache_private_copy), never from a file in the cache or one about to be published
  *     there: others may truncate or rewrite those, and a mapping of them would then raise
  *     SIGBUS in a running program;
- *   - a freshly compiled object is loaded and checked before it is published, so an
- *     object that fails to load never enters the cache;
- *   - two threads or processes compiling the same source both compile into their own
- *     temp folders and both rename into place; compilers are deterministic, so whichever
- *     rename lands last leaves the same bytes, and each caller holds a working module;
+ *   - a freshly compiled object is loaded and checked before a copy of it is published,
+ *     so an object that fails to load never enters the cache;
+ *   - two threads or processes compiling the same source both compile in their own
+ *     folders and both publish (cc_cache_publish_fd: a temp folder in the cache, then
+ *     renames); compilers are deterministic, so whichever rename lands last leaves the
+ *     same bytes, and each caller holds a working module;
  *   - the compiler runs through posix_spawn (not system(): no shell, no quoting), with its
  *     output in a file we read back for the error message. */
 #include "cc.h"
@@ -609,15 +616,50 @@ static bool run_parts(const cc_load *ld, const char *tmp, int parts, const size_
            ran_ok(wait_program(link)) && !access(so, R_OK);
 }
 
+/* One compile in a private temp folder (load_private). */
+typedef struct cc_work {
+    char tmp[PATH_MAX];   /* the folder, under TMPDIR */
+    const char *keep_dir; /* the cache, which keeps a source that fails; NULL: none */
+    bool keep_tmp;        /* a message names a file in tmp: the folder stays */
+} cc_work;
+
+/* A fresh folder <parent>/<prefix><pid>-<n>-XXXXXX: pid and counter tell processes and
+ * threads apart, mkdtemp's random suffix tells apart whatever else shares the parent.
+ * 0 or an errno. */
+static int make_tmp(const cc_load *ld, const char *parent, const char *prefix, char out[PATH_MAX]) {
+    unsigned n = atomic_fetch_add(&ld->st->next_tmp, 1);
+    int w = snprintf(out, PATH_MAX, "%s/%s%ld-%u-XXXXXX", parent, prefix, (long)getpid(), n);
+    if (w <= 0 || w >= PATH_MAX) return ENAMETOOLONG;
+    return mkdtemp(out) ? 0 : errno;
+}
+
+/* Where a source that failed to compile or load is left for the user (the message names
+ * it): <keep_dir>/<key>.failed.c, mode 0600, written in a temp folder of the cache and
+ * renamed like every file of the cache; or, with no cache or one that cannot take it, src
+ * itself, and its private folder then stays. */
+static const char *keep_source(const cc_load *ld, cc_work *w, const char *src,
+                               char kept[PATH_MAX]) {
+    char tmp[PATH_MAX], file[PATH_MAX];
+    if (w->keep_dir && !make_tmp(ld, w->keep_dir, ".tmp-", tmp)) {
+        bool ok = cc_path(file, tmp, NULL, CC_TMP_SOURCE) &&
+                  cc_path(kept, w->keep_dir, ld->key, ".failed.c") && write_source(ld, file) &&
+                  !rename(file, kept);
+        cc_cache_remove_tmp(tmp);
+        if (ok) return kept;
+    }
+    w->keep_tmp = true;
+    return src;
+}
+
 /* Runs the compiler on <tmp>/CC_TMP_SOURCE into <tmp>/CC_TMP_OBJECT: as one unit, or as
  * parts compiled in parallel and linked when the source has enough kernels. On failure
- * the source is moved to `keep` (when not NULL; else it stays in tmp) and named in the
- * message. */
-static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *keep) {
-    char src[PATH_MAX], so[PATH_MAX], output[PATH_MAX];
+ * the source is kept (keep_source) and named in the message. */
+static kiln_status run_compiler(const cc_load *ld, cc_work *wk) {
+    const char *tmp = wk->tmp;
+    char src[PATH_MAX], so[PATH_MAX], output[PATH_MAX], kept[PATH_MAX];
     if (!cc_path(src, tmp, NULL, CC_TMP_SOURCE) || !cc_path(so, tmp, NULL, CC_TMP_OBJECT) ||
         !cc_path(output, tmp, NULL, "compiler-output.txt"))
-        return ctx_error(ld->ctx, KILN_STATUS_IO, "kernel cache path under %s is too long", tmp);
+        return ctx_error(ld->ctx, KILN_STATUS_IO, "temp folder path %s is too long", tmp);
     if (!write_source(ld, src))
         return ctx_error(ld->ctx, KILN_STATUS_IO, "cannot write generated source %s: %s", src,
                          strerror(errno));
@@ -644,8 +686,7 @@ static kiln_status run_compiler(const cc_load *ld, const char *tmp, const char *
         return ctx_error(ld->ctx, step == START_PROGRAM ? KILN_STATUS_BACKEND : KILN_STATUS_IO,
                          "%s", why);
     if (ran_ok(status) && !access(so, R_OK)) return KILN_STATUS_OK;
-    const char *kept = keep && !rename(src, keep) ? keep : src;
-    return compile_failed(ld, a.v, status, output, kept);
+    return compile_failed(ld, a.v, status, output, keep_source(ld, wk, src, kept));
 }
 
 /* dlopen + the key check. fd is a private copy of the object (cc_cache_private_copy),
@@ -712,81 +753,73 @@ static void bump(cc_compiler *st, uint64_t *counter, uint64_t by) {
     pthread_mutex_unlock(&st->mu);
 }
 
-/* A fresh folder <parent>/<prefix><pid>-<n>-XXXXXX: pid and counter tell processes and
- * threads apart, mkdtemp's random suffix tells apart whatever else shares the parent. */
-static kiln_status make_tmp(const cc_load *ld, const char *parent, const char *prefix,
-                            char out[PATH_MAX]) {
-    unsigned n = atomic_fetch_add(&ld->st->next_tmp, 1);
-    int w = snprintf(out, PATH_MAX, "%s/%s%ld-%u-XXXXXX", parent, prefix, (long)getpid(), n);
-    if (w > 0 && w < PATH_MAX && mkdtemp(out)) return KILN_STATUS_OK;
-    return ctx_error(ld->ctx, KILN_STATUS_IO, "cannot create a temp folder under %s: %s", parent,
-                     w > 0 && w < PATH_MAX ? strerror(errno) : "path too long");
-}
-
-/* open_module for a fresh object; a failure keeps the source at `keep` and says so. */
-static kiln_status open_fresh(const cc_load *ld, const char *tmp, const char *keep,
-                              cc_module **out) {
-    char so[PATH_MAX], src[PATH_MAX];
-    cc_path(so, tmp, NULL, CC_TMP_OBJECT);
+/* open_module for a fresh object; a failure keeps the source and says where. */
+static kiln_status open_fresh(const cc_load *ld, cc_work *w, cc_module **out) {
+    char so[PATH_MAX], src[PATH_MAX], kept[PATH_MAX];
+    cc_path(so, w->tmp, NULL, CC_TMP_OBJECT);
     kiln_status s = open_copy(ld, so, out);
     if (!s || s == KILN_STATUS_HOST_OOM) return s;
     char why[1024];
     kiln_last_error_copy(ld->ctx, why, sizeof why);
-    cc_path(src, tmp, NULL, CC_TMP_SOURCE);
-    const char *kept = keep && !rename(src, keep) ? keep : src;
-    return ctx_error(ld->ctx, s, "%s (generated source kept at %s)", why, kept);
+    cc_path(src, w->tmp, NULL, CC_TMP_SOURCE);
+    return ctx_error(ld->ctx, s, "%s (generated source kept at %s)", why,
+                     keep_source(ld, w, src, kept));
 }
 
-/* KILN_CACHE_MAX_BYTES=0: compile in a private temp folder, removed once loaded (the
- * mapping outlives the file). On failure the folder stays for inspection. */
-static kiln_status load_private(const cc_load *ld, cc_module **out) {
+/* Every compile: in a private temp folder under TMPDIR (made absolute: the compiler runs
+ * inside it), never in the cache, so that a cache that cannot be written cannot fail it;
+ * the object is loaded from a private copy (open_copy). The folder is removed, unless a
+ * message names a file in it. A source that fails is kept in keep_dir (the cache; NULL:
+ * none). */
+static kiln_status load_private(const cc_load *ld, const char *keep_dir, cc_module **out) {
     const char *env = getenv("TMPDIR");
-    char parent[PATH_MAX], tmp[PATH_MAX];
+    char parent[PATH_MAX];
+    cc_work w = {.keep_dir = keep_dir};
     snprintf(parent, sizeof parent, "%s", env && *env ? env : "/tmp");
-    make_absolute(parent); /* the compiler runs inside the folder: paths must not be relative */
-    kiln_status s = make_tmp(ld, parent, "kiln-cc-", tmp);
-    if (!s) s = run_compiler(ld, tmp, NULL);
-    if (!s && !(s = open_fresh(ld, tmp, NULL, out))) cc_cache_remove_tmp(tmp);
+    make_absolute(parent);
+    int err = make_tmp(ld, parent, "kiln-cc-", w.tmp);
+    if (err)
+        return ctx_error(ld->ctx, KILN_STATUS_IO, "cannot create a temp folder under %s: %s",
+                         parent, strerror(err));
+    kiln_status s = run_compiler(ld, &w);
+    if (!s) s = open_fresh(ld, &w, out);
+    if (!w.keep_tmp) cc_cache_remove_tmp(w.tmp);
     return s;
 }
 
-/* The cache directory cannot be written (read-only, full, not ours to create): compile
- * privately instead, and say so once per context on stderr — the program still runs, only
- * without the disk cache's help next time. */
-static kiln_status load_uncached(const cc_load *ld, const char *dir, const char *why,
-                                 cc_module **out) {
+/* The cache cannot be written (read-only, full, over quota, not ours to create): the
+ * program still runs, only later runs compile again. Said once per context, on stderr. */
+static void say_unwritable(const cc_load *ld, const char *dir, const char *why) {
     if (!atomic_exchange(&ld->st->warned_unwritable, true))
         fprintf(stderr,
                 "kiln: the kernel cache \"%s\" (KILN_CACHE_DIR) cannot be written (%s); "
-                "compiling in a private temporary folder instead (said once per context)\n",
+                "kernels are compiled in a private temporary folder and not kept for later "
+                "runs (said once per context)\n",
                 dir, why);
     bump(ld->st, &ld->st->stats.unwritable, 1);
-    return load_private(ld, out);
 }
 
+/* A miss: compile, then publish a copy of the very object loaded. Publishing is best
+ * effort: when any write or rename of it fails the module is still good, and the cache is
+ * only said to be unwritable. */
 static kiln_status compile_into_cache(const cc_load *ld, const char *dir, cc_module **out) {
-    char tmp[PATH_MAX], keep[PATH_MAX];
-    kiln_status s = make_tmp(ld, dir, ".tmp-", tmp);
-    if (s == KILN_STATUS_IO) {
-        char why[256];
-        kiln_last_error_copy(ld->ctx, why, sizeof why);
-        return load_uncached(ld, dir, why, out);
-    }
+    kiln_status s = load_private(ld, dir, out);
     if (s) return s;
-    cc_path(keep, dir, ld->key, ".failed.c");
-    if (!(s = run_compiler(ld, tmp, keep))) s = open_fresh(ld, tmp, keep, out);
     size_t bytes;
-    if (!s && cc_cache_publish(tmp, dir, ld->key, &bytes)) {
-        (*out)->code_bytes = bytes;
-        uint64_t gone = 0;
-        s = cc_cache_evict(ld->ctx, dir, ld->ctx->config.cache_max_bytes, ld->key, &gone);
-        if (gone) bump(ld->st, &ld->st->stats.evictions, gone);
-        if (s) { /* out of host memory: the entry is published, but this load fails */
-            cc_module_unload(*out);
-            *out = NULL;
-        }
+    int err = cc_cache_publish_fd(dir, ld->key, (*out)->fd, &bytes);
+    if (err) {
+        char why[256];
+        snprintf(why, sizeof why, "publishing an entry: %s", strerror(err));
+        say_unwritable(ld, dir, why);
+        return KILN_STATUS_OK;
     }
-    cc_cache_remove_tmp(tmp);
+    uint64_t gone = 0;
+    s = cc_cache_evict(ld->ctx, dir, ld->ctx->config.cache_max_bytes, ld->key, &gone);
+    if (gone) bump(ld->st, &ld->st->stats.evictions, gone);
+    if (s) { /* out of host memory: the entry is published, but this load fails */
+        cc_module_unload(*out);
+        *out = NULL;
+    }
     return s;
 }
 
@@ -796,7 +829,8 @@ static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **o
     if (s == KILN_STATUS_IO) { /* cannot be made or read: an insecure one is still an error */
         char why[512];
         kiln_last_error_copy(ld->ctx, why, sizeof why);
-        return load_uncached(ld, dir, why, out);
+        say_unwritable(ld, dir, why);
+        return load_private(ld, NULL, out);
     }
     if (s) return s;
     size_t bytes;
@@ -833,7 +867,7 @@ kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_m
     if (s) return s;
     ld.parts = plan_parts(ld.source, ld.len, compile_jobs(&ld), ld.cuts);
     compute_key(&ld);
-    if (!ctx->config.cache_max_bytes) return load_private(&ld, out);
+    if (!ctx->config.cache_max_bytes) return load_private(&ld, NULL, out);
     return load_cached(&ld, ctx->config.cache_dir, out, from_cache);
 }
 

@@ -43,7 +43,7 @@ typedef struct cc_stats {
     uint64_t disk_misses;     /* lookups that found no usable entry (corrupt ones included) */
     uint64_t corrupt_rebuilt; /* entries that failed their checks, removed and rebuilt */
     uint64_t evictions;       /* entries removed to keep the cache under its cap */
-    uint64_t unwritable;      /* compiles done privately: the cache could not be written */
+    uint64_t unwritable;      /* loads whose object the cache could not keep (not writable) */
     double compile_seconds;   /* wall time spent in the compiler */
 } cc_stats;
 void cc_get_stats(cc_compiler *cc, cc_stats *out);

@@ -338,33 +338,56 @@ cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes, 
     return e;
 }
 
+/* A new file of the temp folder (O_EXCL: never one already there) holding len bytes;
+ * false with errno set. */
 static bool write_file(const char *path, const char *data, size_t len) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return false;
     bool ok = write_all(fd, data, len);
-    return !close(fd) && ok;
+    int err = errno;
+    if (close(fd) && ok) return false;
+    errno = err;
+    return ok;
 }
 
-bool cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t *bytes) {
+int cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t *bytes) {
     char tmp_so[PATH_MAX], tmp_meta[PATH_MAX], so[PATH_MAX], meta[PATH_MAX], text[META_MAX];
+    *bytes = 0;
     if (!cc_path(tmp_so, tmp, NULL, CC_TMP_OBJECT) ||
         !cc_path(tmp_meta, tmp, NULL, "kernels.meta") || !cc_path(so, dir, key, ".so") ||
         !cc_path(meta, dir, key, ".meta"))
-        return false;
+        return ENAMETOOLONG;
     uint8_t digest[SHA256_BYTES];
     char hex[SHA256_HEX_BYTES];
     uint64_t size = 0;
     int fd = open(tmp_so, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
     /* private whatever the umask gave it: the loader refuses a group-writable object */
-    bool ok = fd >= 0 && !fchmod(fd, 0700) && hash_fd(fd, digest, &size);
-    if (fd >= 0) close(fd);
+    int err = !fchmod(fd, 0700) && hash_fd(fd, digest, &size) ? 0 : errno;
+    close(fd);
     *bytes = (size_t)size;
-    if (!ok) return false;
+    if (err) return err;
     sha256_hex(digest, hex);
     int n = format_meta(text, key, size, hex);
+    if (n <= 0 || !write_file(tmp_meta, text, (size_t)n)) return n <= 0 ? EINVAL : errno;
     /* The .so goes first: a sidecar must never describe an object not yet in place. */
-    return n > 0 && write_file(tmp_meta, text, (size_t)n) && !rename(tmp_so, so) &&
-           !rename(tmp_meta, meta);
+    return rename(tmp_so, so) || rename(tmp_meta, meta) ? errno : 0;
+}
+
+int cc_cache_publish_fd(const char *dir, const char *key, int fd, size_t *bytes) {
+    char tmp[PATH_MAX], obj[PATH_MAX];
+    *bytes = 0;
+    int w = snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-XXXXXX", dir, (long)getpid());
+    if (w <= 0 || w >= PATH_MAX) return ENAMETOOLONG;
+    if (!mkdtemp(tmp)) return errno;
+    int out = cc_path(obj, tmp, NULL, CC_TMP_OBJECT)
+                  ? open(obj, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700)
+                  : (errno = ENAMETOOLONG, -1);
+    int err = out >= 0 && copy_fd(fd, out) ? 0 : errno;
+    if (out >= 0 && close(out) && !err) err = errno;
+    if (!err) err = cc_cache_publish(tmp, dir, key, bytes);
+    cc_cache_remove_tmp(tmp);
+    return err;
 }
 
 void cc_cache_remove_tmp(const char *tmp) {

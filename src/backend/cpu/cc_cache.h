@@ -18,8 +18,9 @@
 
 #define CC_KEY_HEX 64
 
-/* Inside a writer's temp folder the source and object have fixed short names: compiler
- * messages stay short, and the object's bytes do not depend on the folder's name. */
+/* Inside a compile's temp folder (cc.c) and a writer's, the source and object have fixed
+ * short names: compiler messages stay short, and the object's bytes do not depend on the
+ * folder's name. */
 #define CC_TMP_SOURCE "kernels.c"
 #define CC_TMP_OBJECT "kernels.so"
 
@@ -57,10 +58,14 @@ int cc_cache_private_copy(int from, const char *dir, const char *name);
 /* cc_cache_private_copy's fallback alone: the unlinked file in dir (for its test). */
 int cc_cache_file_copy(int from, const char *dir);
 
-/* Hashes <tmp>/CC_TMP_OBJECT, writes its sidecar and renames both into dir. *bytes gets the
- * .so's size either way; false when the entry could not be published (the caller's
- * module is still good: publishing is best effort). */
-bool cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t *bytes);
+/* Hashes <tmp>/CC_TMP_OBJECT (tmp: a temp folder inside dir), writes its sidecar and
+ * renames both into dir. *bytes gets the .so's size when it could be read. 0, or the errno
+ * of the step that failed (ENOSPC, EDQUOT, EROFS, ...): the entry was not published, and
+ * the caller's module is still good (publishing is best effort). */
+int cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t *bytes);
+/* cc_cache_publish of everything fd holds (read from offset 0: a loaded module's private
+ * copy), through a temp folder of its own in dir, removed afterwards. 0 or an errno. */
+int cc_cache_publish_fd(const char *dir, const char *key, int fd, size_t *bytes);
 
 /* Removes <dir>/<key>.{meta,so} (sidecar first). */
 void cc_cache_remove_entry(const char *dir, const char *key);

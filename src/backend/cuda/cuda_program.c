@@ -141,7 +141,7 @@ static kiln_status publish(kiln_context *ctx, const char *dir, const char *key, 
     }
     size_t n;
     kiln_status s = KILN_STATUS_OK;
-    if (f && ok && cc_cache_publish(tmp, dir, key, &n)) {
+    if (f && ok && !cc_cache_publish(tmp, dir, key, &n)) {
         uint64_t gone = 0;
         s = cc_cache_evict(ctx, dir, ctx->config.cache_max_bytes, key, &gone);
     }

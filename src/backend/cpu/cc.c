@@ -467,8 +467,9 @@ static void join_argv(char *const *v, char *buf, size_t cap) {
 static bool write_part(const cc_load *ld, const char *path, size_t prelude, size_t begin,
                        size_t end, bool with_key) {
     /* 0600: a source that fails to compile stays in the cache for the user to read, and
-     * only the user (the cache is private, so is what it keeps). */
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+     * only the user (the cache is private, so is what it keeps). O_EXCL: always a new file
+     * of a fresh temp folder, never one rewritten in place. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         if (fd >= 0) close(fd);

@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <errno.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -881,6 +882,26 @@ static void test_unwritable_dir(void) {
 
 /* --------------------------------------------------------------- a full disk ---- */
 
+/* Runs body(dir) in a child process and checks that it exits cleanly: a module still mapped
+ * from a file another process truncates dies of SIGBUS, which must fail this test, not end
+ * the suite. The child's CHECKs print their own failures; its exit status says whether any
+ * failed. */
+static void in_child(const char *what, void (*body)(const char *), const char *dir) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int failed = test_failed;
+        body(dir);
+        fflush(NULL);
+        _exit(test_failed != failed);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the child %s %d", what,
+              WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
+              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+
 /* Fills the file system under dir: *filler is the open filler file, *bytes what it holds.
  * Leaving room for n bytes is then ftruncate(filler, bytes - n). */
 static bool fill_disk(const char *dir, int *filler, long *bytes) {
@@ -929,18 +950,15 @@ static void full_disk_loads(kiln_context *ctx, const char *cache) {
     if (d) closedir(d);
 }
 
-/* A cache directory on a full file system (as full as it gets, then with room for a
- * source but not for an object) is no error: every load compiles in a private temporary
- * folder and works, once-per-context notice; when room comes back the cache fills again.
- * Needs a small tmpfs, so root and a kernel that lets us mount one; else skipped. */
-static void test_full_dir(void) {
-    char mnt[PATH_MAX], cache[PATH_MAX + 8], log[PATH_MAX + 8];
-    make_tmpdir(mnt);
+/* test_full_dir in a child with a mount namespace of its own: the small tmpfs at mnt goes
+ * away with the child, however it ends. */
+static void full_disk_child(const char *mnt) {
+    char cache[PATH_MAX + 8], log[PATH_MAX + 8];
     snprintf(cache, sizeof cache, "%s/cache", mnt);
     snprintf(log, sizeof log, "%s.log", mnt);
-    if (mount("kiln-test", mnt, "tmpfs", 0, "size=256k,mode=0700")) {
+    if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+        mount("kiln-test", mnt, "tmpfs", 0, "size=256k,mode=0700")) {
         printf("test_full_dir: cannot mount a small tmpfs (%s); skipped\n", strerror(errno));
-        rmdir(mnt);
         return;
     }
     kiln_context *ctx = cache_context(cache, NULL);
@@ -967,32 +985,22 @@ static void test_full_dir(void) {
     if (f) fclose(f);
     CHECK_MSG(count_notices(log) == 1, "%d notices, want 1 per context", count_notices(log));
     kiln_context_destroy(ctx);
+}
+
+/* A cache directory on a full file system (as full as it gets, then with room for a
+ * source but not for an object) is no error: every load compiles in a private temporary
+ * folder and works, once-per-context notice; when room comes back the cache fills again.
+ * Needs a small tmpfs, so root and a kernel that lets us mount one; else skipped. */
+static void test_full_dir(void) {
+    char mnt[PATH_MAX], log[PATH_MAX + 8];
+    make_tmpdir(mnt);
+    in_child("a full cache", full_disk_child, mnt);
+    snprintf(log, sizeof log, "%s.log", mnt);
     unlink(log);
-    CHECK(umount(mnt) == 0);
     rm_rf(mnt);
 }
 
 /* ------------------------------------------- entries rewritten under a loaded module ---- */
-
-/* Runs body(dir) in a child process and checks that it exits cleanly: a module still mapped
- * from a file another process truncates dies of SIGBUS, which must fail this test, not end
- * the suite. The child's CHECKs print their own failures; its exit status says whether any
- * failed. */
-static void in_child(const char *what, void (*body)(const char *), const char *dir) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int failed = test_failed;
-        body(dir);
-        fflush(NULL);
-        _exit(test_failed != failed);
-    }
-    int status = -1;
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the child %s %d", what,
-              WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
-              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-}
 
 /* What another process may do to a cache file after truncating it (`truncate -s 0`):
  * write garbage over the same inode (open(O_TRUNC) + write), n bytes, as many as it had.

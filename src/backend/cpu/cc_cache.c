@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define META_MAX          512
-#define STALE_TMP_SECONDS (24 * 3600) /* a temp folder this old belongs to a dead writer */
+#define STALE_TMP_SECONDS (24 * 3600) /* a .tmp- folder or file this old: its writer died */
 
 /* memfd_create's flag for an executable memfd: without it a kernel whose
  * vm.memfd_noexec is 1 seals the copy against exec and dlopen fails (Linux 6.3; older

@@ -335,6 +335,8 @@ KILN_API kiln_status kiln_array_create_async(kiln_context *ctx, int device, kiln
 KILN_API kiln_status kiln_array_copy_to_device(const kiln_array *a, int device, kiln_array **out);
 /* The device the array lives on (-1 for NULL). */
 KILN_API int kiln_array_device(const kiln_array *a);
+/* The context that made the array (NULL for NULL): the only one whose calls take it. */
+KILN_API kiln_context *kiln_array_context(const kiln_array *a);
 /* Waits until the work that writes the array is done. When that work failed (or work it
  * depended on), returns its status with its full message; the array then holds nothing
  * usable. */
@@ -871,8 +873,9 @@ KILN_API kiln_status kiln_optim_clip_by_global_norm(kiln_graph *g, kiln_value ma
 /* ------------------------------------------------------------ interpreter ---- */
 
 /* Evaluates a finished graph op by op on the host (the reference every backend is tested
- * against). args match the parameters in order, by dtype and shape. outs receives
- * kiln_graph_num_outputs(g) new arrays, owned by the caller; on failure none is made. */
+ * against). args match the parameters in order, by dtype and shape, and belong to the
+ * graph's context. outs receives kiln_graph_num_outputs(g) new arrays, owned by the
+ * caller; on failure none is made. */
 KILN_API kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
                                     kiln_array **outs);
 
@@ -934,8 +937,9 @@ typedef struct kiln_compile_options {
  * kernels run in, where every buffer lives, what is written in place. */
 KILN_API kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts,
                                   kiln_executable **out);
-/* Runs it: args match the parameters by dtype and shape and live on the executable's
- * device (kiln_compile_options.device; else KILN_STATUS_INVALID_ARGUMENT naming every
+/* Runs it: args match the parameters by dtype and shape, belong to the executable's
+ * context (else KILN_STATUS_INVALID_ARGUMENT naming the argument) and live on its device
+ * (kiln_compile_options.device; else KILN_STATUS_INVALID_ARGUMENT naming every
  * argument's device); outs receives new arrays on that device, owned by the caller (on
  * failure none is made, and no donated argument is consumed). During the call the device
  * holds the arguments, the outputs and one temporary arena (taken with a single allocation
@@ -1212,7 +1216,8 @@ typedef struct kiln_jit kiln_jit;
 KILN_API kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts,
                                      kiln_jit **out);
 /* Calls the function: traces and compiles on a new signature, else reuses. outs receives
- * n_outs new arrays (n_outs must equal what the trace function returned). The call runs on
+ * n_outs new arrays (n_outs must equal what the trace function returned). The arguments
+ * belong to the jit's context (else KILN_STATUS_INVALID_ARGUMENT). The call runs on
  * the device of its arguments (all on one: else KILN_STATUS_INVALID_ARGUMENT naming each
  * argument's device), compiling once per device; without arguments on compile.device. */
 KILN_API kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args,
@@ -1311,7 +1316,7 @@ typedef struct kiln_safetensors kiln_safetensors;
  * left as it was (a process killed while writing leaves its temporary file: the name says
  * whose it was, so a later run can remove it). Tensors lie back to back in the order given, the data
  * section 8-byte aligned (the header padded with spaces). Duplicate, empty or non-UTF-8
- * names, the name "__metadata__" and duplicate metadata keys are
+ * names, the name "__metadata__", duplicate metadata keys and arrays of another context are
  * KILN_STATUS_INVALID_ARGUMENT; a folder that cannot be written is KILN_STATUS_IO. */
 KILN_API kiln_status kiln_safetensors_save(kiln_context *ctx, const char *path, int n,
                                            const char *const *names, kiln_array *const *arrays,

@@ -2,7 +2,8 @@
  * arguments, declared signatures and their errors, clearing, builder errors surfacing
  * through a call, many threads calling one jit at once, and lowering (kiln_jit_lower,
  * kiln_jit_lower_shapes): the executable a call then runs, its analysis what the call
- * measures, errors as a call's, donation, devices, and a fault sweep. */
+ * measures, errors as a call's, donation, devices, and a fault sweep; arrays of another
+ * context refused. */
 #include "compare.h"
 #include "fault.h"
 
@@ -460,6 +461,45 @@ static void test_lower_donation_devices(void) {
     test_remove_dir(dir);
 }
 
+/* Arguments of another context (here on its cpu:2, a device this one does not have) are
+ * refused by a call and a lowering, naming the argument, with nothing consumed. */
+static void test_other_context(void) {
+    char dir[] = "/tmp/kiln-test-jit-other-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    kiln_context_options co = {.ignore_environment = true, .cache_dir = dir, .cpu_devices = 3};
+    kiln_context *c;
+    char err[256];
+    if (kiln_context_create(&co, &c, err, sizeof err)) {
+        CHECK_MSG(0, "%s", err);
+        return;
+    }
+    int donate[1] = {0};
+    kiln_jit_options o = {
+        .name = "axpy", .fn = trace_axpy, .compile = {.n_donate = 1, .donate_argnums = donate}};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    kiln_array *theirs[2], *out = NULL;
+    kiln_executable *e = NULL;
+    f32_array(c, 2, 4, 4, 1, &theirs[0]);
+    f32_array(c, 2, 4, 4, 2, &theirs[1]);
+    CHECK_STATUS(kiln_jit_call(j, 2, theirs, NULL, 0, 1, &out), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_call: argument 0 belongs to another context");
+    CHECK(out == NULL && !kiln_array_is_consumed(theirs[0]));
+    CHECK_STATUS(kiln_jit_lower(j, 2, theirs, NULL, 0, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_lower: argument 0 belongs to another context");
+    CHECK(e == NULL);
+    kiln_jit_stats st;
+    kiln_jit_get_stats(j, &st);
+    CHECK(st.traces == 0 && st.compiles == 0);
+    kiln_jit_destroy(j);
+    for (int i = 0; i < 2; i++) kiln_array_destroy(theirs[i]);
+    kiln_context_destroy(c);
+    test_remove_dir(dir);
+}
+
 /* Every host allocation of create, lower, lower_shapes (a hit) and reading the plan fails
  * in turn: each a clean KILN_STATUS_HOST_OOM, nothing leaked. */
 static kiln_status lower_body(kiln_context *c, int *bad) {
@@ -507,6 +547,7 @@ int main(void) {
     RUN(test_lower_names);
     RUN(test_lower_errors);
     RUN(test_lower_donation_devices);
+    RUN(test_other_context);
     test_lower_fault_sweep(dir);
     kiln_context_destroy(ctx);
     char cmd[256];

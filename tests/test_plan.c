@@ -1,9 +1,10 @@
 /* test_plan.c — the memory planner (src/plan) through kiln_compile and kiln_executable_run:
  * in-place legality (what may and may not be overwritten, checked numerically too),
  * donation (outputs in donated buffers, consumed arrays, unusable donations reported,
- * failed calls consume nothing), schedules that matter (many branches into one
- * reduction), determinism, the memory analysis API, random programs with random
- * donations, and fault injection over compile + run with the planner.
+ * failed calls consume nothing, arrays of another context refused), schedules that matter
+ * (many branches into one reduction), determinism, the memory analysis API, random
+ * programs with random donations, and fault injection over compile + run with the
+ * planner.
  *
  * Every compiled program here is held to its plan: plan_check proves it sound (no two
  * buffers live at one step overlap; exhaustive), and the device allocator's measured peak
@@ -468,6 +469,58 @@ static void test_donate_errors(void) {
     kiln_context_destroy(small);
 }
 
+/* An argument made by another context: refused, naming it, before anything is consumed.
+ * Accepted, a donated one would hand the other context's memory to this call's output,
+ * which would read it after that context freed it and give it to the wrong allocator. */
+static void test_other_context(void) {
+    char dir[] = "/tmp/kiln-test-plan-other-XXXXXX";
+    kiln_context *other = test_private_context(dir);
+    if (!other) return;
+    int64_t n = 1000;
+    kiln_graph *g[2];
+    kiln_executable *e[2] = {NULL, NULL};
+    kiln_context *cs[2] = {ctx, other};
+    for (int c = 0; c < 2; c++) { /* the same program in both */
+        kiln_graph_create(cs[c], "twice", &g[c]);
+        kiln_value a = kiln_parameter(g[c], "a", KILN_DTYPE_F32, 1, &n),
+                   b = kiln_parameter(g[c], "b", KILN_DTYPE_F32, 1, &n);
+        kiln_value s = kiln_add(g[c], a, b);
+        CHECK_OK(cs[c], kiln_graph_finish(g[c], 1, &s));
+        kiln_compile_options o = {.n_donate = 1, .donate_argnums = (int[]){1}};
+        CHECK_OK(cs[c], kiln_compile(g[c], &o, &e[c]));
+    }
+    kiln_array *mine = cmp_random_array(ctx, KILN_DTYPE_F32, 1, &n, &seed);
+    kiln_array *theirs = cmp_random_array(other, KILN_DTYPE_F32, 1, &n, &seed), *out = NULL;
+    kiln_array *iout = NULL;
+    CHECK(kiln_array_context(mine) == ctx && kiln_array_context(theirs) == other);
+    CHECK_STATUS(kiln_executable_run(e[0], 2, (kiln_array *[]){mine, theirs}, 1, &out),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx),
+                   "kiln_executable_run: argument 1 belongs to another context");
+    CHECK(out == NULL && !kiln_array_is_consumed(mine) && !kiln_array_is_consumed(theirs));
+    CHECK_STATUS(kiln_interpret(g[0], 2, (kiln_array *[]){theirs, mine}, 1, &iout),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_interpret: argument 0 belongs to another context");
+    CHECK(iout == NULL);
+    /* the other context goes first: nothing of it may be left in this one (an output
+     * holding its memory would be read after free here) */
+    kiln_array_destroy(theirs);
+    kiln_executable_destroy(e[1]);
+    kiln_graph_destroy(g[1]);
+    kiln_context_destroy(other);
+    test_remove_dir(dir);
+    float back[1000];
+    if (out) kiln_array_copy_to_host(out, back, sizeof back);
+    kiln_array_destroy(out), kiln_array_destroy(iout);
+    out = NULL;
+    kiln_array *again = cmp_random_array(ctx, KILN_DTYPE_F32, 1, &n, &seed);
+    CHECK_OK(ctx, kiln_executable_run(e[0], 2, (kiln_array *[]){mine, again}, 1, &out));
+    CHECK(!kiln_array_is_consumed(mine) && kiln_array_is_consumed(again));
+    kiln_array_destroy(out), kiln_array_destroy(mine), kiln_array_destroy(again);
+    kiln_executable_destroy(e[0]);
+    kiln_graph_destroy(g[0]);
+}
+
 static int jit_scale(kiln_graph *g, const kiln_value *a, int n, const void *st, void *u,
                      kiln_value *o) {
     (void)n, (void)st, (void)u;
@@ -734,6 +787,7 @@ int main(void) {
     RUN(test_donate_unused);
     RUN(test_donate_temps);
     RUN(test_donate_errors);
+    RUN(test_other_context);
     RUN(test_donate_jit);
     RUN(test_schedule_matters);
     RUN(test_deterministic);

@@ -1,9 +1,10 @@
 /* test_safetensors.c — kiln_safetensors_*: bit-exact round trips (every dtype, ranks 0..4,
  * metadata, no tensors, names with escapes and non-ASCII), a table of corrupt files each
  * refused with the right status and a message naming the fault, truncation at every byte,
- * atomic saves (a failed save leaves the old file and no temporary), host-allocation fault
- * sweeps of save and of open+read, and, with `--interop PYTHON`, files exchanged with the
- * Python safetensors package (exit 77, a skip, when that interpreter or package is absent). */
+ * atomic saves (a failed save leaves the old file and no temporary), arrays of another
+ * context refused, host-allocation fault sweeps of save and of open+read, and, with
+ * `--interop PYTHON`, files exchanged with the Python safetensors package (exit 77, a skip,
+ * when that interpreter or package is absent). */
 #include "fault.h"
 #include "rng.h"
 #include "test.h"
@@ -252,6 +253,14 @@ static void test_save_errors(void) {
     CHECK_STATUS(kiln_safetensors_save(ctx, path, 2, badutf, ab, 0, NULL),
                  KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "not UTF-8");
+    kiln_context *other = test_context(); /* an array of another context */
+    kiln_array *theirs = NULL;
+    CHECK_OK(other, kiln_array_create(other, KILN_DTYPE_F32, 0, NULL, &v, &theirs));
+    CHECK_STATUS(kiln_safetensors_save(ctx, path, 2, ok, (kiln_array *[]){a, theirs}, 0, NULL),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "array 1 (\"v\") belongs to another context");
+    kiln_array_destroy(theirs);
+    kiln_context_destroy(other);
     CHECK(access(path, F_OK) != 0); /* nothing was written */
     kiln_array_destroy(a);
     kiln_array_destroy(b);

@@ -100,6 +100,15 @@ kiln_status array_check_live(const kiln_array *a, const char *op, int index) {
                      op, at, ir_type_str(a->dtype, &a->shape, t, sizeof t), a->consumed_by);
 }
 
+kiln_status array_check_owner(const kiln_array *a, kiln_context *ctx, const char *op, int index) {
+    if (a->ctx == ctx) return KILN_STATUS_OK;
+    return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                     "%s: argument %d belongs to another context (an array is used only with "
+                     "the context that made it; to move data between contexts, copy it to the "
+                     "host and create an array from it)",
+                     op, index);
+}
+
 /* The checks every creation call makes, and the shape. */
 static kiln_status check_create(kiln_context *ctx, const char *op, int device, int rank,
                                 const int64_t *dims, kiln_array **out, ir_shape *s) {
@@ -299,6 +308,10 @@ kiln_status kiln_array_copy_to_device(const kiln_array *a, int device, kiln_arra
 
 int kiln_array_device(const kiln_array *a) {
     return a ? a->device : -1;
+}
+
+kiln_context *kiln_array_context(const kiln_array *a) {
+    return a ? a->ctx : NULL;
 }
 
 kiln_status kiln_array_block_until_ready(const kiln_array *a) {

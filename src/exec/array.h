@@ -56,5 +56,11 @@ void array_unref(kiln_array *a);
 /* KILN_STATUS_CONSUMED with a message naming `op` and argument `index` (-1: none) if a was
  * donated to an earlier call; else KILN_STATUS_OK. */
 kiln_status array_check_live(const kiln_array *a, const char *op, int index);
+/* KILN_STATUS_INVALID_ARGUMENT with a message on ctx naming `op` and argument `index` if a
+ * belongs to another context than ctx; else KILN_STATUS_OK. Every call that takes arrays
+ * together with an object of a context (graph, executable, jit) checks this first: a
+ * donated array of another context would hand that context's memory to this one's
+ * outputs, and an array's device index means nothing in another context's table. */
+kiln_status array_check_owner(const kiln_array *a, kiln_context *ctx, const char *op, int index);
 
 #endif

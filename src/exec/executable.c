@@ -31,8 +31,8 @@ kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,
         if (!args[i])
             return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: argument %d (\"%s\") is NULL",
                              op, i, p->name ? p->name : "");
-        kiln_status s = array_check_live(args[i], op, i);
-        if (s) return s;
+        kiln_status s = array_check_owner(args[i], ctx, op, i);
+        if (s || (s = array_check_live(args[i], op, i))) return s;
         if (args[i]->dtype != p->dtype || !ir_shape_eq(&args[i]->shape, &p->shape))
             return ctx_error(ctx,
                              args[i]->dtype != p->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,

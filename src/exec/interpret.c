@@ -37,8 +37,8 @@ static kiln_status check_args(const kiln_graph *g, int n_args, kiln_array *const
         param_label(g, k, label, sizeof label);
         if (!args[k])
             return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: %s is NULL", op, label);
-        kiln_status s = array_check_live(args[k], op, k);
-        if (s) return s;
+        kiln_status s = array_check_owner(args[k], g->ctx, op, k);
+        if (s || (s = array_check_live(args[k], op, k))) return s;
         if (args[k]->dtype == p->dtype && ir_shape_eq(&args[k]->shape, &p->shape)) continue;
         return ctx_error(g->ctx, args[k]->dtype != p->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
                          "%s: %s is %s, the parameter is %s", op, label,

@@ -142,7 +142,7 @@ static const int64_t *sig_dims(const jit_sig *s, int i) {
     return s->args ? s->args[i]->shape.dims : s->specs[i].dims;
 }
 
-/* Checks the arrays of a call or lowering: present and not consumed. */
+/* Checks the arrays of a call or lowering: present, the jit's context's, not consumed. */
 static kiln_status check_arrays(kiln_jit *j, const jit_sig *s) {
     if (s->n < 0 || (s->n && !s->args))
         return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s '%s': bad args (%d)", s->op,
@@ -151,8 +151,8 @@ static kiln_status check_arrays(kiln_jit *j, const jit_sig *s) {
         if (!s->args[i])
             return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s '%s': argument %d is NULL",
                              s->op, j->name, i);
-        kiln_status st = array_check_live(s->args[i], s->op, i);
-        if (st) return st;
+        kiln_status st = array_check_owner(s->args[i], j->ctx, s->op, i);
+        if (st || (st = array_check_live(s->args[i], s->op, i))) return st;
     }
     return KILN_STATUS_OK;
 }

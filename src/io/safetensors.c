@@ -669,6 +669,10 @@ static kiln_status st_save_check(kiln_context *ctx, const char *path, int n,
         if (!arrays[i])
             return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s %s: array %d (\"%s\") is NULL",
                              w, path, i, names[i]);
+        if (kiln_array_context(arrays[i]) != ctx)
+            return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                             "%s %s: array %d (\"%s\") belongs to another context", w, path, i,
+                             names[i]);
         if (!st_dtype_name(kiln_array_dtype(arrays[i])))
             return ctx_error(ctx, KILN_STATUS_DTYPE,
                              "%s %s: \"%s\" has dtype %s, which has no "

@@ -369,6 +369,45 @@ static void infinite_scores(void) {
     kiln_graph_destroy(g);
 }
 
+/* Every score of every row far below -88: a row's maximum m is then far below too, so a
+ * lane past the row's end that still held 0 would reach the exponent at -m > 88, and 2^k
+ * put into the exponent bits overflows int32 (UB; gcc's UBSan reports the vector add
+ * when m is about -90 to -177, as with scores of -120; at -1e4, k << 23 first wraps).
+ * Lengths that are not multiples of the kernel's 16 lanes, causal (rows of every length)
+ * and not, one key chunk and several: against the reference. The scores are exact in f32
+ * (q . k = -qs (10 + (j % 7) / 128)), so the kernel's products match the reference's. */
+static void very_negative_scores(void) {
+    static const int64_t lens[][2] = {{20, 20}, {3, 37}, {70, 600}};
+    static const float qs[] = {12, 1000}; /* scores about -120 and -1e4 */
+    for (int c = 0; c < 3 * 2 * 2; c++) {
+        int64_t T = lens[c % 3][0], S = lens[c % 3][1];
+        bool causal = c / 3 % 2;
+        int64_t qd[4] = {1, T, 2, 1}, kd[4] = {1, S, 1, 1};
+        float *q = malloc((size_t)(2 * T) * sizeof *q), *k = malloc((size_t)S * sizeof *k);
+        float *v = malloc((size_t)S * sizeof *v);
+        for (int64_t i = 0; i < 2 * T; i++) q[i] = qs[c / 6];
+        for (int64_t j = 0; j < S; j++) k[j] = -10 - (float)(j % 7) / 128, v[j] = (float)j;
+        kiln_graph *g = new_graph();
+        kiln_value qv = kiln_parameter(g, "q", KILN_DTYPE_F32, 4, qd);
+        kiln_value kv = kiln_parameter(g, "k", KILN_DTYPE_F32, 4, kd);
+        kiln_value vv = kiln_parameter(g, "v", KILN_DTYPE_F32, 4, kd);
+        kiln_attention_options o = {.is_causal = causal};
+        kiln_value out = kiln_dot_product_attention(g, qv, kv, vv, &o);
+        CHECK_OK(C, kiln_graph_finish(g, 1, &out));
+        kiln_array *args[3] = {NULL, NULL, NULL};
+        CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, qd, q, &args[0]));
+        CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, kd, k, &args[1]));
+        CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, kd, v, &args[2]));
+        int nk = 0;
+        CHECK_MSG(cmp_graph(C, g, 3, args, NULL, 1e-5, &nk), "T %lld, S %lld, causal %d, q %g",
+                  (long long)T, (long long)S, causal, (double)qs[c / 6]);
+        CHECK_MSG(nk == 1, "%d kernels, one fused attention expected", nk);
+        for (int a = 0; a < 3; a++) kiln_array_destroy(args[a]);
+        kiln_graph_destroy(g);
+        free(q), free(k), free(v);
+    }
+}
+
 /* ---------------------------------------------------- written out, recognised ---- */
 
 typedef enum {
@@ -885,6 +924,7 @@ int main(void) {
     RUN(same_bits_any_threads);
     RUN(memory);
     RUN(infinite_scores);
+    RUN(very_negative_scores);
     RUN(written_out);
     RUN(finite_fill_weighs_in);
     RUN(fill_attribute);

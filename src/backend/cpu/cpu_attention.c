@@ -63,6 +63,7 @@ int64_t cpu_attention_items(const kn_attention_desc *d) {
  * from scalar code; f64 is scalar (libm's exp), for tests and the rare f64 model. */
 typedef float vf32 __attribute__((vector_size(64)));
 typedef int32_t vi32 __attribute__((vector_size(64)));
+typedef uint32_t vu32 __attribute__((vector_size(64)));
 
 /* take ? a : b, per lane (take: lanes of all ones or zeros, as a vector compare gives) */
 #define VBLEND(take, a, b) ((vf32)(((vi32)(a) & (take)) | ((vi32)(b) & ~(take))))
@@ -70,7 +71,10 @@ typedef int32_t vi32 __attribute__((vector_size(64)));
 /* exp(x) for x <= 0 (what the softmax feeds it): the generated kernels' kiln_exp_f32
  * (src/codegen/print_c.c: Cody-Waite reduction, the Cephes degree-6 polynomial, 2^k into
  * the exponent bits; ~1 ulp) with round-to-nearest by the 1.5 * 2^23 trick, and results
- * below 2^-125 (x < -86.6, far under one ulp of a softmax's sum) flushed to 0; NaN stays. */
+ * below 2^-125 (x < -86.6, far under one ulp of a softmax's sum) flushed to 0; NaN stays.
+ * Every lane is clamped into [-86.6, 0] before k is converted to int32 (a NaN and, against
+ * the contract, a positive x are taken as 0), so k is in [-125, 0] and 2^k added into the
+ * exponent bits cannot overflow, whatever a lane holds; the bits are added unsigned. */
 /* In place, through a pointer: a 64-byte vector passed by value would cross the clones'
  * differing ABIs (zmm registers in the AVX-512 clone, memory in the others) wherever gcc
  * does not inline the call (at -O0 it called the baseline helper from the AVX-512 clone,
@@ -78,7 +82,8 @@ typedef int32_t vi32 __attribute__((vector_size(64)));
 __attribute__((always_inline)) static inline void vexp_le0(vf32 *v) {
     vf32 x = *v;
     vi32 tiny = x < -86.6f;
-    vf32 xc = VBLEND(tiny, (vf32){0} - 86.6f, x);
+    vf32 xc = VBLEND(x <= 0.0f, x, (vf32){0});
+    xc = VBLEND(tiny, (vf32){0} - 86.6f, xc);
     vf32 kf = xc * 1.44269504088896341f + 12582912.0f;
     kf = kf - 12582912.0f;
     vf32 r = xc - kf * 0.693359375f;
@@ -89,7 +94,7 @@ __attribute__((always_inline)) static inline void vexp_le0(vf32 *v) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     vf32 y = p * r * r + r + 1.0f;
-    y = (vf32)((vi32)y + (__builtin_convertvector(kf, vi32) << 23));
+    y = (vf32)((vu32)y + ((vu32) __builtin_convertvector(kf, vi32) << 23));
     y = (vf32)((vi32)y & ~tiny);
     *v = VBLEND(x != x, x, y);
 }
@@ -127,12 +132,12 @@ KILN_CLONES static float rows_f32_exp(float *s, int64_t n, int64_t w, float mx) 
         memcpy(s + i, &t, sizeof t);
         l += t;
     }
-    if (i < n) { /* the tail, as a padded vector */
-        vf32 t = {0};
+    if (i < n) { /* the tail, as a vector padded with -inf: exp gives those lanes 0 (a lane
+                  * of 0 would reach the exp at -mx, far above 0 when every score is low) */
+        vf32 t = (vf32){0} - INFINITY;
         memcpy(&t, s + i, (size_t)(n - i) * sizeof(float));
         t -= mx;
         vexp_le0(&t);
-        for (int j = (int)(n - i); j < 16; j++) t[j] = 0;
         memcpy(s + i, &t, (size_t)(n - i) * sizeof(float));
         l += t;
     }

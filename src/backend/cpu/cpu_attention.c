@@ -181,12 +181,12 @@ typedef struct attn_call {
                             const T *mx, T *sum, T *acc, T *vs) {                                  \
         const kn_attention_desc *d = c->d;                                                         \
         int64_t hv = d->hv, ldv = d->kv_heads * hv;                                                \
-        const T *v = (const T *)c->v + (b * d->s * d->kv_heads + kh) * hv; /* row j: v + j ldv */  \
         double fill = d->fill;                                                                     \
         bool any = false; /* exp(fill - max) is 0 for every row: nothing to add */                 \
         for (int64_t r = 0; r < rows && !any; r++)                                                 \
             any = i0 + r + 1 < d->s && (fill > mx[r] || (T)exp(fill - mx[r]) != 0);                \
-        if (!any) return;                                                                          \
+        if (!any) return; /* (and with no keys, v may be NULL: no offset taken from it) */         \
+        const T *v = (const T *)c->v + (b * d->s * d->kv_heads + kh) * hv; /* row j: v + j ldv */  \
         for (int64_t e = 0; e < hv; e++) vs[e] = 0;                                                \
         for (int64_t j = i0 + rows; j < d->s; j++)                                                 \
             for (int64_t e = 0; e < hv; e++) vs[e] += v[j * ldv + e];                              \
@@ -218,12 +218,13 @@ typedef struct attn_call {
         T *sc = ws, *po = sc + pad16(CPU_ATTN_TQ * sk), *acc = po + pad16(CPU_ATTN_TQ * hv);       \
         T *mx = acc + pad16(CPU_ATTN_TQ * hv), *sum = mx + pad16(CPU_ATTN_TQ),                     \
           *al = sum + pad16(CPU_ATTN_TQ);                                                          \
-        const T *q = (const T *)c->q + ((b * d->t + i0) * d->heads + n) * h;                       \
+        /* with h = 0 (no features) q and k may be NULL: no offset is taken from them */           \
+        const T *q = h ? (const T *)c->q + ((b * d->t + i0) * d->heads + n) * h : NULL;            \
         int64_t ldq = d->heads * h, ldk = d->kv_heads * h, ldv = d->kv_heads * hv;                 \
         for (int64_t r = 0; r < rows; r++) mx[r] = -INFINITY, sum[r] = 0;                          \
         for (int64_t j0 = 0; j0 < seen; j0 += sk) {                                                \
             int64_t w = seen - j0 < sk ? seen - j0 : sk;                                           \
-            const T *kc = (const T *)c->k + ((b * d->s + j0) * d->kv_heads + kh) * h;              \
+            const T *kc = h ? (const T *)c->k + ((b * d->s + j0) * d->kv_heads + kh) * h : NULL;   \
             const T *vc = (const T *)c->v + ((b * d->s + j0) * d->kv_heads + kh) * hv;             \
             if (h)                                                                                 \
                 GEMM(false, true, rows, w, h, q, ldq, kc, ldk, sc, w);                             \

@@ -310,7 +310,9 @@ typedef struct kiln_array kiln_array;
  * in JAX), and kiln_array_destroy still frees the handle. */
 
 /* Creates an array of the given dtype and shape (row-major) on device 0 and copies data
- * into it; data NULL gives zeros. */
+ * into it; data NULL gives zeros. The shape obeys the builder's rules (as kiln_parameter's:
+ * non-negative dimensions whose product, a zero counted as 1, is at most 2^62; else
+ * KILN_STATUS_SHAPE naming the dimension). */
 KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                                        const int64_t *dims, const void *data, kiln_array **out);
 /* The same on device `device`: data has been copied when it returns. */
@@ -1316,7 +1318,9 @@ typedef struct kiln_safetensors kiln_safetensors;
  * left as it was (a process killed while writing leaves its temporary file: the name says
  * whose it was, so a later run can remove it). Tensors lie back to back in the order given, the data
  * section 8-byte aligned (the header padded with spaces). Duplicate, empty or non-UTF-8
- * names, the name "__metadata__", duplicate metadata keys and arrays of another context are
+ * names, the name "__metadata__", duplicate metadata keys, arrays of another context and
+ * what open would refuse (a dimension or an offset above 2^53, where JSON numbers stop
+ * being exact; dimensions whose product overflows before a zero among them) are
  * KILN_STATUS_INVALID_ARGUMENT; a folder that cannot be written is KILN_STATUS_IO. */
 KILN_API kiln_status kiln_safetensors_save(kiln_context *ctx, const char *path, int n,
                                            const char *const *names, kiln_array *const *arrays,

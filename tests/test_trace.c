@@ -336,6 +336,32 @@ static void test_sources(void) {
     CHECK_STATUS(kiln_graph_status(g), KILN_STATUS_OK);
 }
 
+/* An array can be made of exactly the shapes a parameter can have (kiln_array_create
+ * applies the builder's extent limit, 2^62 with zeros counted as 1), so no array exists
+ * that no program can take. */
+static void test_array_shapes_as_parameters(void) {
+    const int64_t e53 = (int64_t)1 << 53, e61 = (int64_t)1 << 61, e62 = (int64_t)1 << 62;
+    const int64_t shapes[][3] = {{0, e62, 1},   {0, e62, 2},       {1ll << 31, 0, 1ll << 31},
+                                 {0, e53, 512}, {0, INT64_MAX, 1}, {e61, 0, 2},
+                                 {0, 0, 0},     {e62, 0, 2}};
+    int refused = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        kiln_graph *g = fresh();
+        kiln_parameter(g, "x", KILN_DTYPE_F32, 3, shapes[i]);
+        kiln_status traced = kiln_graph_status(g);
+        kiln_array *a = NULL;
+        kiln_status made = kiln_array_create(ctx, KILN_DTYPE_F32, 3, shapes[i], NULL, &a);
+        CHECK_MSG(made == traced, "[%lld, %lld, %lld]: kiln_array_create %s, kiln_parameter %s",
+                  (long long)shapes[i][0], (long long)shapes[i][1], (long long)shapes[i][2],
+                  kiln_status_name(made), kiln_status_name(traced));
+        if (made) CHECK_CONTAINS(kiln_last_error(ctx), "extent overflows 2^62");
+        CHECK((made == KILN_STATUS_OK) == (a != NULL));
+        kiln_array_destroy(a);
+        refused += made != KILN_STATUS_OK;
+    }
+    CHECK_MSG(refused == 3, "%d refused: [0, 2^62, 2], [0, INT64_MAX, 1], [2^62, 0, 2]", refused);
+}
+
 static void test_source_errors(void) {
     kiln_graph *g = fresh();
     OP(kiln_parameter(g, "x", KILN_DTYPE_F32, 9, DIMS(1, 1, 1, 1, 1, 1, 1, 1, 1)));
@@ -1458,6 +1484,7 @@ int main(void) {
     RUN(test_promotion);
     RUN(test_sources);
     RUN(test_source_errors);
+    RUN(test_array_shapes_as_parameters);
     RUN(test_broadcast_ops);
     RUN(test_reshape);
     RUN(test_transpose);

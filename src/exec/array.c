@@ -11,24 +11,22 @@
 
 #include <string.h>
 
-/* Checks the type and makes the handle, without storage. */
+/* Checks the type and makes the handle, without storage. The shape obeys the builder's
+ * rules (ir_check_shape: extent at most 2^62, zeros counted as 1), so an array can always
+ * be passed for a parameter of its type, and no shape exists only as an array. */
 static kiln_status new_handle(kiln_context *ctx, const char *what, kiln_dtype dtype,
                               const ir_shape *s, kiln_array **out) {
     *out = NULL;
-    char t[IR_TYPE_STR_MAX];
+    char t[IR_TYPE_STR_MAX], why[160];
     if (!ir_dtype_valid(dtype))
         return ctx_error(ctx, KILN_STATUS_DTYPE, "%s: dtype %d is not a kiln_dtype", what, dtype);
     if (s->rank < 0 || s->rank > KILN_MAX_RANK)
         return ctx_error(ctx, KILN_STATUS_SHAPE, "%s: rank %d is outside [0, %d]", what, s->rank,
                          KILN_MAX_RANK);
-    for (int i = 0; i < s->rank; i++)
-        if (s->dims[i] < 0)
-            return ctx_error(ctx, KILN_STATUS_SHAPE, "%s: dimension %d of %s is negative", what, i,
-                             ir_type_str(dtype, s, t, sizeof t));
+    kiln_status st = ir_check_shape(s, dtype, why, sizeof why);
+    if (st) return ctx_error(ctx, st, "%s: %s: %s", what, ir_type_str(dtype, s, t, sizeof t), why);
     size_t bytes;
-    if (!ir_shape_nbytes(s, dtype, &bytes))
-        return ctx_error(ctx, KILN_STATUS_SHAPE, "%s: the byte size of %s overflows", what,
-                         ir_type_str(dtype, s, t, sizeof t));
+    ir_shape_nbytes(s, dtype, &bytes);
     kiln_array *a = host_calloc(ctx, 1, sizeof *a);
     if (!a) return ctx_oom(ctx, what, sizeof *a);
     a->ctx = ctx;

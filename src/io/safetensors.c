@@ -48,7 +48,7 @@
 /* The reference implementation refuses headers above 100 MB; so do we, before allocating. */
 #define KN_ST_HEADER_MAX 100000000u
 /* Offsets and dims travel as JSON numbers (doubles in cJSON): exact up to 2^53. */
-#define KN_ST_INT_MAX 9007199254740992.0
+#define KN_ST_INT_MAX ((uint64_t)1 << 53)
 
 typedef struct kn_st_tensor {
     char *name; /* host_strdup'd */
@@ -184,9 +184,19 @@ static size_t st_utf8_check(const unsigned char *s, size_t n) {
 static bool st_json_count(const cJSON *j, uint64_t *out) {
     if (!cJSON_IsNumber(j)) return false;
     double v = j->valuedouble;
-    if (!(v >= 0.0) || v > KN_ST_INT_MAX || floor(v) != v) return false;
+    if (!(v >= 0.0) || v > (double)KN_ST_INT_MAX || floor(v) != v) return false;
     *out = (uint64_t)v;
     return true;
+}
+
+/* The byte size of a shape as the format's reference reader computes it: the element size
+ * times each dimension in order, every product checked, so a zero after a product that
+ * overflows does not save it. The axis where it overflows, or -1 with *nbytes set. */
+static int st_overflow_axis(kiln_dtype t, int rank, const int64_t *dims, uint64_t *nbytes) {
+    *nbytes = kiln_dtype_itemsize(t);
+    for (int i = 0; i < rank; i++)
+        if (__builtin_mul_overflow(*nbytes, (uint64_t)dims[i], nbytes)) return i;
+    return -1;
 }
 
 /* "[2, 3]" for messages. */
@@ -231,9 +241,7 @@ static kiln_status st_parse_tensor(kiln_context *ctx, const char *path, const cJ
                          "safetensors %s: tensor \"%s\": rank %d is above kiln's limit of %d", path,
                          name, rank, KILN_MAX_RANK);
     t->rank = rank;
-    uint64_t nbytes = kiln_dtype_itemsize(t->dtype);
     int axis = 0;
-    bool overflow = false;
     for (const cJSON *d = sh->child; d; d = d->next, axis++) {
         uint64_t v;
         if (!st_json_count(d, &v))
@@ -244,11 +252,11 @@ static kiln_status st_parse_tensor(kiln_context *ctx, const char *path, const cJ
                              cJSON_IsNumber(d) ? "negative, fractional or above 2^53"
                                                : "not a number");
         t->dims[axis] = (int64_t)v;
-        overflow |= __builtin_mul_overflow(nbytes, v, &nbytes);
     }
     char shape[160];
     st_shape_str(t, shape, sizeof shape);
-    if (overflow)
+    uint64_t nbytes;
+    if (st_overflow_axis(t->dtype, t->rank, t->dims, &nbytes) >= 0)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "safetensors %s: tensor \"%s\": the byte size of %s %s overflows", path,
                          name, dt->valuestring, shape);
@@ -705,6 +713,42 @@ static kiln_status st_save_check(kiln_context *ctx, const char *path, int n,
     return KILN_STATUS_OK;
 }
 
+/* What open would refuse in a header save is about to write, named: a dimension or an
+ * offset above 2^53 (JSON numbers are doubles to most readers), or a byte size whose
+ * product overflows on the way (the builder allows extents up to 2^62, zeros counted as 1,
+ * so a zero-size array can have both). Rank and dtype are within open's limits for any
+ * array. */
+static kiln_status st_save_limits(kiln_context *ctx, const char *path, int n,
+                                  const char *const *names, kiln_array *const *arrays) {
+    const char *w = "kiln_safetensors_save";
+    uint64_t end = 0, nbytes;
+    for (int i = 0; i < n; i++) {
+        int64_t dims[KILN_MAX_RANK];
+        int rank = kiln_array_rank(arrays[i]);
+        for (int d = 0; d < rank; d++) {
+            dims[d] = kiln_array_dim(arrays[i], d);
+            if ((uint64_t)dims[d] > KN_ST_INT_MAX)
+                return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                                 "%s %s: \"%s\": dimension %d is %lld, above 2^53, the largest "
+                                 "a safetensors header holds exactly",
+                                 w, path, names[i], d, (long long)dims[d]);
+        }
+        int at = st_overflow_axis(kiln_array_dtype(arrays[i]), rank, dims, &nbytes);
+        if (at >= 0)
+            return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                             "%s %s: \"%s\": the byte size overflows at dimension %d (%lld), "
+                             "multiplied in order as safetensors readers do (a zero after it "
+                             "does not help)",
+                             w, path, names[i], at, (long long)dims[at]);
+        if ((end += nbytes) > KN_ST_INT_MAX)
+            return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                             "%s %s: \"%s\" would end at byte %llu of the data, above 2^53, the "
+                             "largest a safetensors header holds exactly",
+                             w, path, names[i], (unsigned long long)end);
+    }
+    return KILN_STATUS_OK;
+}
+
 /* Duplicate names, found by sorting a copy of the name pointers. */
 static kiln_status st_save_unique(kiln_context *ctx, const char *path, int n,
                                   const char *const *names) {
@@ -722,6 +766,15 @@ static kiln_status st_save_unique(kiln_context *ctx, const char *path, int n,
                           tab[i].name);
     host_free(ctx, tab, sz);
     return s;
+}
+
+/* A JSON integer written exactly: cJSON_CreateNumber prints a double with 15 significant
+ * digits whenever that reads back within a relative DBL_EPSILON, which changes integers
+ * above 10^15 (9007199254740991 became 9007199254740990). */
+static cJSON *st_json_uint(uint64_t v) {
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    return cJSON_CreateRaw(text);
 }
 
 /* The header's JSON text (cJSON's allocation: free with cJSON_free), or NULL when cJSON
@@ -744,19 +797,19 @@ static char *st_build_header(int n, const char *const *names, kiln_array *const 
         cJSON *shape = e ? cJSON_AddArrayToObject(e, "shape") : NULL;
         ok = e && cJSON_AddStringToObject(e, "dtype", st_dtype_name(kiln_array_dtype(a))) && shape;
         for (int d = 0; d < kiln_array_rank(a) && ok; d++) {
-            cJSON *v = cJSON_CreateNumber((double)kiln_array_dim(a, d));
+            cJSON *v = st_json_uint((uint64_t)kiln_array_dim(a, d));
             ok = v && cJSON_AddItemToArray(shape, v);
             if (!ok) cJSON_Delete(v);
         }
         uint64_t end = at + kiln_array_nbytes(a);
         cJSON *off = ok ? cJSON_AddArrayToObject(e, "data_offsets") : NULL;
-        cJSON *b = off ? cJSON_CreateNumber((double)at) : NULL;
+        cJSON *b = off ? st_json_uint(at) : NULL;
         ok = b && cJSON_AddItemToArray(off, b);
         if (!ok) {
             cJSON_Delete(b);
             break;
         }
-        cJSON *en = cJSON_CreateNumber((double)end);
+        cJSON *en = st_json_uint(end);
         ok = en && cJSON_AddItemToArray(off, en);
         if (!ok) cJSON_Delete(en);
         at = end;
@@ -816,6 +869,7 @@ kiln_status kiln_safetensors_save(kiln_context *ctx, const char *path, int n,
     if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_status s = st_save_check(ctx, path, n, names, arrays, n_meta, meta_kv);
     if (!s) s = st_save_unique(ctx, path, n, names);
+    if (!s) s = st_save_limits(ctx, path, n, names, arrays);
     if (s) return s;
     char *json = st_build_header(n, names, arrays, n_meta, meta_kv);
     if (!json)

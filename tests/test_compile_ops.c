@@ -942,6 +942,46 @@ static void test_split_products(void) {
     }
 }
 
+/* Products with a zero in each position (batch, M, N, K), for operands read in place and
+ * for operands the lowering packs into scratch first (free axes split around the
+ * contracting one), three dtypes, fused and not: against the reference. An empty product
+ * must not touch its buffers (NULL when empty: no offset may be taken from them, which
+ * clang's UBSan reports), and one with K = 0 must still write zeros into its output. */
+static void test_empty_products(void) {
+    static const kiln_dtype types[3] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32};
+    for (int c = 0; c < 5 * 2 * 3; c++) {
+        int zero = c % 5, packed = c / 5 % 2; /* zero: 0 batch, 1 M, 2 N, 3 K, 4 none */
+        kiln_dtype t = types[c / 10];
+        int64_t n[4] = {2, 3, 4, 5};
+        if (zero < 4) n[zero] = 0;
+        int64_t B = n[0], M = n[1], N = n[2], K = n[3];
+        int64_t ld[4] = {B, M, K, 2}, rd[4] = {K, N, B, 2}; /* packed: [B,M,K,2] [K,N,B,2] */
+        if (!packed) rd[0] = B, rd[1] = K, rd[2] = N;       /* [B, M, K] [B, K, N]: strided views */
+        kiln_dot_dims dd = {.n_contract = 1, .lhs_contract = {2}, .n_batch = 1}; /* lhs batch 0 */
+        dd.rhs_contract[0] = packed ? 0 : 1, dd.rhs_batch[0] = packed ? 2 : 0;
+        int rank = packed ? 4 : 3;
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "empty products", &g);
+        kiln_value a = kiln_parameter(g, "a", t, rank, ld), b = kiln_parameter(g, "b", t, rank, rd);
+        kiln_value m2a = kiln_parameter(g, "m2a", t, 2, (int64_t[]){M, K});
+        kiln_value m2b = kiln_parameter(g, "m2b", t, 2, (int64_t[]){K, N});
+        kiln_value outs[2] = {kiln_dot_general(g, a, b, &dd), kiln_matmul(g, m2a, m2b)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        uint64_t rs = 17 + (uint64_t)c;
+        kiln_array *args[4] = {cmp_random_array(ctx, t, rank, ld, &rs),
+                               cmp_random_array(ctx, t, rank, rd, &rs),
+                               cmp_random_array(ctx, t, 2, (int64_t[]){M, K}, &rs),
+                               cmp_random_array(ctx, t, 2, (int64_t[]){K, N}, &rs)};
+        kiln_compile_options unfused = {.disable_fusion = true};
+        CHECK_MSG(cmp_graph(ctx, g, 4, args, NULL, 1e-5, NULL), "zero %d, packed %d, %s", zero,
+                  packed, kiln_dtype_name(t));
+        CHECK_MSG(cmp_graph(ctx, g, 4, args, &unfused, 1e-5, NULL), "unfused: zero %d, packed %d",
+                  zero, packed);
+        for (int i = 0; i < 4; i++) kiln_array_destroy(args[i]);
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_errors(void) {
     kiln_graph *g;
     kiln_graph_create(ctx, "unfinished", &g);
@@ -1057,6 +1097,7 @@ int main(void) {
     RUN(test_chunked_reductions);
     RUN(test_scatter_parts);
     RUN(test_split_products);
+    RUN(test_empty_products);
     RUN(test_errors);
     test_second_process(dir);
     test_fault_injection(dir);

@@ -89,17 +89,21 @@ static void *kernel_scratch(const run_state *r, uint32_t ki, uint64_t *bytes) {
 }
 
 /* A dot kernel: operands the gemm cannot read as they are were planned a scratch buffer
- * (lower_dot.h) and are permuted into it first. */
+ * (lower_dot.h) and are permuted into it first. An empty product touches no buffer (an
+ * empty one is NULL, and its scratch too: no offset may be taken from either): with an
+ * empty output there is nothing to do, and with K = 0 the gemm writes zeros into the
+ * output without reading its operands, so they are not packed. */
 static kiln_status run_dot(run_state *r, uint32_t ki) {
     const kiln_executable *e = r->e;
     const kn_backend *b = e->dev->backend;
     uint32_t id = e->plan.kernels[ki].roots[0];
     const ir_node *n = &e->g->nodes[id];
     const lower_dot *d = &e->dots[ki];
+    if (!d->gemm.batch || !d->gemm.m || !d->gemm.n) return KILN_STATUS_OK;
     const void *ops[2] = {r->buf[view_base(e, ir_in(n)[0])], r->buf[view_base(e, ir_in(n)[1])]};
     char *scratch = kernel_scratch(r, ki, NULL);
     kiln_status s = KILN_STATUS_OK;
-    for (int i = 0; i < 2 && !s; i++) {
+    for (int i = 0; i < 2 && !s && d->gemm.k; i++) {
         if (!(i ? d->pack_b : d->pack_a)) continue;
         const ir_node *x = &e->g->nodes[ir_in(n)[i]];
         void *dst = scratch + (i ? d->rhs_offset : 0);

@@ -149,7 +149,8 @@ typedef struct kiln_context_options {
     bool verify_passes;      /* KILN_VERIFY_PASSES: IR verifier after every pass (always in
                                 debug builds) */
     const char *alloc_trace; /* KILN_ALLOC_TRACE: record device 0's allocations to this file
-                                from creation on (kiln_device_trace_start); NULL: none */
+                                from creation on (kiln_device_trace_start, with its rules on
+                                existing files); NULL: none */
     const char *dump_dir;    /* KILN_DUMP: a directory where each compiled program's IR,
                                 kernels and memory plan are written; NULL: none */
     /* KILN_MEMORY_BUDGET ("268435456", "256MiB" or "50%"): the default of
@@ -273,7 +274,9 @@ KILN_API char *kiln_device_memory_report(kiln_context *ctx, int device);
 /* Records every allocation and free of the device to a text file (one event a line: see
  * docs/memory.md) until kiln_device_trace_stop; bench/alloc replays such a file. Live
  * allocations are written first, so the file stands alone. The variable KILN_ALLOC_TRACE
- * starts a trace of device 0 at context creation. */
+ * starts a trace of device 0 at context creation. path is created, or replaces a previous
+ * trace; a symbolic link, a file that is not regular or an existing file that is not a
+ * kiln trace is KILN_STATUS_INVALID_ARGUMENT and left as it was. */
 KILN_API kiln_status kiln_device_trace_start(kiln_context *ctx, int device, const char *path);
 KILN_API kiln_status kiln_device_trace_stop(kiln_context *ctx, int device);
 

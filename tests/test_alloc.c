@@ -750,6 +750,56 @@ static void test_trace(void) {
     kiln_context_destroy(ctx);
 }
 
+/* A trace never writes over anything but a previous trace: a symbolic link is refused
+ * (even one to a previous trace), as is an existing file that is not a trace (left as it
+ * was) or not a regular file; a previous trace is replaced by the new one. */
+static void test_trace_refuses_other_files(void) {
+    kiln_context *ctx = test_context();
+    char dir[] = "/tmp/kiln-test-alloc-trace-XXXXXX", path[96], link[96];
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/precious.txt", dir);
+    snprintf(link, sizeof link, "%s/link.txt", dir);
+    static const char precious[] = "root:x:0:0:root:/root:/bin/sh\n";
+    FILE *f = fopen(path, "w");
+    if (f) fputs(precious, f), fclose(f);
+    CHECK_STATUS(kiln_device_trace_start(ctx, 0, path), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), path);
+    CHECK_CONTAINS(kiln_last_error(ctx), "is not a kiln allocation trace");
+    const char *t = read_file(path);
+    CHECK(t && !strcmp(t, precious)); /* untouched */
+    CHECK(symlink(path, link) == 0);
+    CHECK_STATUS(kiln_device_trace_start(ctx, 0, link), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "is a symbolic link");
+    t = read_file(path);
+    CHECK(t && !strcmp(t, precious));
+    CHECK_STATUS(kiln_device_trace_start(ctx, 0, dir), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "is not a regular file");
+    /* a previous trace (here one whose context is gone) is replaced */
+    unlink(link), unlink(path);
+    void *p;
+    CHECK_OK(ctx, kiln_device_trace_start(ctx, 0, path));
+    CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 4321, "first", &p));
+    CHECK_OK(ctx, kiln_device_free(ctx, 0, p));
+    CHECK_OK(ctx, kiln_device_trace_stop(ctx, 0));
+    CHECK(symlink(path, link) == 0); /* a link to a trace is still a link */
+    CHECK_STATUS(kiln_device_trace_start(ctx, 0, link), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_OK(ctx, kiln_device_trace_start(ctx, 0, path));
+    CHECK_OK(ctx, kiln_device_alloc(ctx, 0, 1234, "second", &p));
+    CHECK_OK(ctx, kiln_device_free(ctx, 0, p));
+    CHECK_OK(ctx, kiln_device_trace_stop(ctx, 0));
+    t = read_file(path);
+    CHECK_CONTAINS(t, "# kiln alloc trace v1 ");
+    CHECK_CONTAINS(t, " 1234 ");
+    CHECK_CONTAINS(t, " second\n");
+    CHECK(t && !strstr(t, "first") && !strstr(t + 1, "# kiln")); /* replaced, not appended */
+    unlink(link), unlink(path);
+    rmdir(dir);
+    kiln_context_destroy(ctx);
+}
+
 int main(void) {
     RUN(test_bins);
     RUN(test_preallocate_oom_message);
@@ -777,5 +827,6 @@ int main(void) {
     RUN(test_public_api);
     RUN(test_modes_and_limit_options);
     RUN(test_trace);
+    RUN(test_trace_refuses_other_files);
     return test_summary("test_alloc");
 }

@@ -273,6 +273,20 @@ static void test_alloc_trace_variable(void) {
     CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_STATUS_IO);
     CHECK_CONTAINS(err, "KILN_ALLOC_TRACE");
     CHECK_CONTAINS(err, "/nonexistent/dir/t.txt");
+    /* a file that is not a trace is refused, naming the variable and the file, and kept */
+    static const char other[] = "not a trace\n";
+    f = fopen(path, "w");
+    if (f) fputs(other, f), fclose(f);
+    setenv("KILN_ALLOC_TRACE", path, 1);
+    CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err, "KILN_ALLOC_TRACE");
+    CHECK_CONTAINS(err, path);
+    CHECK_CONTAINS(err, "is not a kiln allocation trace");
+    f = fopen(path, "r");
+    text[0] = 0;
+    if (f) text[fread(text, 1, sizeof text - 1, f)] = 0, fclose(f);
+    CHECK(!strcmp(text, other));
+    unlink(path);
     clear_env();
 }
 

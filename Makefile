@@ -53,9 +53,12 @@ DEMO_FLAGS ?= --layers 2 --heads 4 --channels 128 --context 64 --batch 16 --step
 DEMO_DATA  ?=
 
 # Only the tool is built (the whole build with tests takes longer than the training).
+# The build is quiet: its output goes to $(BUILD)/demo-build.log, shown only if it fails.
 demo: deps
-	@cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS) --target kiln_tool
+	@echo "building the kiln tool (output in $(BUILD)/demo-build.log) ..."
+	@mkdir -p $(BUILD)
+	@{ cmake -S . -B $(BUILD) $(CMAKE_ARGS) && cmake --build $(BUILD) -j $(JOBS) --target kiln_tool; } \
+		>$(BUILD)/demo-build.log 2>&1 || { cat $(BUILD)/demo-build.log; echo "make demo: the build failed (above)"; exit 1; }
 	@mkdir -p -m 700 $(BUILD)/kcache
 	@KILN_CACHE_DIR=$(CURDIR)/$(BUILD)/kcache ./$(BUILD)/kiln train $(DEMO_FLAGS) --no-summary \
 		$(if $(DEMO_DATA),--data $(DEMO_DATA)) --out $(DEMO_OUT)
@@ -90,7 +93,7 @@ test-tsan: deps
 
 # ---- fuzzing (fuzz/, README "Fuzzing"): libFuzzer needs clang ----
 FUZZ_BUILD   ?= $(BUILD)-fuzz
-FUZZ_TARGETS  = builder config sidecar graph_text safetensors
+FUZZ_TARGETS  = builder config sidecar graph_text safetensors checkpoint
 FUZZ_SECONDS ?= 1800
 
 fuzz:

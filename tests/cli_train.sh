@@ -48,6 +48,32 @@ expect 1 "junk.safetensors" -- sample "$dir/junk.safetensors"
 expect 1 "too short for a context of 16" -- train $tiny --data "$dir/junk.safetensors" --out "$dir/o"
 head -c 1000 /dev/zero >"$dir/batches.bin"
 expect 1 "batches file" -- train $tiny --steps 3 --batches "$dir/batches.bin" --out "$dir/o"
+# The optimiser and schedule flags, and --remat per block: a bad value is a usage error; a
+# run recomputing every block (nothing_saveable) computes the same parameters bit for bit
+# as one that keeps everything, and records its settings; a resume with other settings is
+# refused, naming them.
+expect 2 "--schedule: 'warm' is not cosine, linear or constant" -- train --schedule warm
+expect 2 "--beta1: '1' is not a valid value" -- train --beta1 1
+expect 2 "--eps: '0' is not a valid value" -- train --eps 0
+expect 2 "--remat: 'dots' is not a policy" -- train --remat dots
+expect 2 "--remat: 'save_only_these_names' is not a policy" -- train --remat save_only_these_names
+opt="$tiny --steps 6 --eval-every 0 --schedule linear --min-lr 0 --beta2 0.99 --eps 1e-6"
+if ! "$KILN" train $opt --out "$dir/keep" >"$dir/opt.out" 2>&1 ||
+    ! "$KILN" train $opt --remat nothing_saveable --out "$dir/remat" >"$dir/opt.out" 2>&1 ||
+    ! grep -q "rematerialisation (checkpoint)" "$dir/opt.out" ||
+    ! cmp -s "$dir/keep/model.safetensors" "$dir/remat/model.safetensors" ||
+    ! grep -q '"remat_policy": "nothing_saveable"' "$dir/remat/summary.json" ||
+    ! grep -q '"schedule": "linear", "min_lr": 0' "$dir/remat/summary.json" ||
+    ! "$KILN" train $tiny --steps 3 --eval-every 0 --remat save_only_these_names:qkv,mlp_fc \
+        --out "$dir/named" >"$dir/opt.out" 2>&1; then
+    echo "FAIL: --schedule, --beta2, --eps, --remat"
+    cat "$dir/opt.out"
+    fail=1
+fi
+expect 1 "the run to resume used another beta1 or beta2" -- train --resume \
+    "$dir/keep/model.safetensors" --beta2 0.95 --steps 8 --out "$dir/keep"
+expect 1 "the run to resume used another schedule" -- train --resume \
+    "$dir/keep/model.safetensors" --schedule cosine --steps 8 --out "$dir/keep"
 # Counts are 64-bit: a step count past 2^31 (once a segfault) is taken, and the batches
 # file's size check does not overflow (once UB) however large the product.
 expect 2 "--steps: '1000000000001' is not a valid value" -- train --steps 1000000000001

@@ -476,6 +476,35 @@ static void test_checkpoint_counts(kiln_context *ctx, const char *dir) {
     CHECK_MSG(lr > 0.1 && lr < 1.0, "lr %g", lr);
 }
 
+/* The schedules: warmup from peak / warmup to peak, then cosine and linear from peak (at
+ * the end of the warmup) to min_lr (at the last step), constant at peak; gpt_lr_at is the
+ * cosine to peak / 10. */
+static void test_schedules(void) {
+    const double peak = 2.0, lo = 0.5;
+    const int64_t total = 101, warm = 10;
+    CHECK(fabs(gpt_lr_schedule(0, total, warm, peak, lo, GPT_SCHEDULE_LINEAR) - 0.2) < 1e-12);
+    CHECK(fabs(gpt_lr_schedule(9, total, warm, peak, lo, GPT_SCHEDULE_COSINE) - peak) < 1e-12);
+    gpt_schedule kinds[2] = {GPT_SCHEDULE_COSINE, GPT_SCHEDULE_LINEAR};
+    for (int k = 0; k < 2; k++) {
+        CHECK(fabs(gpt_lr_schedule(warm, total, warm, peak, lo, kinds[k]) - peak) < 1e-12);
+        CHECK(fabs(gpt_lr_schedule(total, total, warm, peak, lo, kinds[k]) - lo) < 1e-12);
+        double prev = peak + 1;
+        for (int64_t s = warm; s <= total; s++) { /* never rising after the warmup */
+            double v = gpt_lr_schedule(s, total, warm, peak, lo, kinds[k]);
+            CHECK(v <= prev + 1e-15 && v >= lo - 1e-15);
+            prev = v;
+        }
+    }
+    /* the midpoint: linear halfway, cosine too (cos(pi/2) = 0) */
+    double mid = (peak + lo) / 2;
+    CHECK(fabs(gpt_lr_schedule(warm + 45, 100, warm, peak, lo, GPT_SCHEDULE_LINEAR) - mid) < 1e-12);
+    CHECK(fabs(gpt_lr_schedule(warm + 45, 100, warm, peak, lo, GPT_SCHEDULE_COSINE) - mid) < 1e-12);
+    CHECK(gpt_lr_schedule(70, total, warm, peak, lo, GPT_SCHEDULE_CONSTANT) == peak);
+    CHECK(gpt_lr_at(70, total, warm, peak) ==
+          gpt_lr_schedule(70, total, warm, peak, 0.1 * peak, GPT_SCHEDULE_COSINE));
+    CHECK(!strcmp(gpt_schedule_name(GPT_SCHEDULE_LINEAR), "linear"));
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln-test-gpt-XXXXXX";
     kiln_context *ctx = test_private_context(dir);
@@ -489,6 +518,7 @@ int main(void) {
     test_non_finite(ctx, dir);
     test_diverged_keeps_checkpoint(ctx, dir);
     test_checkpoint_counts(ctx, dir);
+    test_schedules();
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     return test_summary("test_gpt");

@@ -28,7 +28,11 @@ static const char train_usage[] =
     "  --batch N            sequences per step B (16)\n"
     "  --steps N            training steps (1000)\n"
     "  --lr X               peak learning rate of AdamW (3e-3)\n"
-    "  --warmup N           linear warmup steps, then cosine decay to lr/10 (30)\n"
+    "  --warmup N           linear warmup steps (30), then the schedule\n"
+    "  --schedule S         after the warmup: cosine (default), linear or constant\n"
+    "  --min-lr X           the rate cosine and linear decay to (default lr/10)\n"
+    "  --beta1 X, --beta2 X AdamW's moment decays (0.9, 0.95)\n"
+    "  --eps X              AdamW's epsilon (1e-8)\n"
     "  --weight-decay X     AdamW decay of the matrices (0.1)\n"
     "  --clip X             clip gradients to global norm X (default: no clipping)\n"
     "  --seed N             initialisation and batches (1337)\n"
@@ -43,6 +47,10 @@ static const char train_usage[] =
     "  --memory-budget X    the step's peak device memory at most X bytes (64MiB, 2GB) or X%\n"
     "                       of its peak without recomputation (50%): kiln recomputes\n"
     "                       activations in the backward pass to fit (docs/memory.md)\n"
+    "  --remat POLICY       each block a checkpoint region of POLICY: nothing_saveable,\n"
+    "                       dots_saveable, dots_with_no_batch_dims_saveable,\n"
+    "                       everything_saveable, save_only_these_names:qkv,attn,mlp_fc\n"
+    "                       or save_any_names_but_these:NAMES (docs/memory.md)\n"
     "  --no-summary         leave the summary out of the output (it is still written to\n"
     "                       DIR/summary.txt)\n"
     "data parallel (docs/scaling.md): --batch is the global batch, split over the ranks\n"
@@ -197,6 +205,37 @@ static const char *value_of(flag_iter *it) {
     return it->value = it->argv[++it->i];
 }
 
+/* --remat POLICY or POLICY:NAME,NAME (the names policies): each block a checkpoint region
+ * of that policy. names receive pointers into buf. Nonzero (having said why) if it is not
+ * one. */
+static int parse_remat(const char *v, gpt_train_options *o, char *buf, size_t cap,
+                       const char **names, int max_names) {
+    snprintf(buf, cap, "%s", v);
+    char *colon = strchr(buf, ':');
+    if (colon) *colon = 0;
+    int p = 0;
+    while (p <= KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE &&
+           strcmp(buf, kiln_checkpoint_policy_name((kiln_checkpoint_policy)p)))
+        p++;
+    bool named = p == KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES ||
+                 p == KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE;
+    if (p > KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE || named != (colon != NULL)) {
+        fprintf(stderr,
+                "kiln train: --remat: '%s' is not a policy: nothing_saveable, "
+                "everything_saveable, dots_saveable, dots_with_no_batch_dims_saveable, or "
+                "save_only_these_names:NAMES / save_any_names_but_these:NAMES (NAMES: a comma "
+                "list of qkv, attn, mlp_fc)\n",
+                v);
+        return 2;
+    }
+    int n = 0;
+    for (char *t = colon ? strtok(colon + 1, ",") : NULL; t && n < max_names; t = strtok(NULL, ","))
+        names[n++] = t;
+    o->remat = true, o->remat_policy = (kiln_checkpoint_policy)p;
+    o->remat_n_names = n, o->remat_names = n ? names : NULL;
+    return 0;
+}
+
 static kiln_context *make_context(const char *cmd, int threads, int devices) {
     kiln_context_options co = {.num_threads = threads, .cpu_devices = devices};
     kiln_context *ctx = NULL;
@@ -280,7 +319,9 @@ int kiln_tool_train(int argc, char **argv) {
     gpt_train_defaults(&o);
     long long threads = 0, devices = 1;
     double timeout = 60, bucket_mb = -1;
-    const char *budget = NULL, *device = "cpu";
+    const char *budget = NULL, *device = "cpu", *schedule = NULL, *remat = NULL;
+    char remat_buf[512];
+    const char *remat_names[16];
     bool no_summary = false, mpi = false;
     char err[GPT_ERR_SIZE];
     /* Before any thread is made (the first context's below): they all inherit the mask. */
@@ -349,17 +390,28 @@ int kiln_tool_train(int argc, char **argv) {
                     {"--save-every", 0, GPT_MAX_STEPS},
                     {"--devices", 1, 64},
                     {"--check-every", 0, GPT_MAX_STEPS}};
-        static const char *const strs[] = {"--data",    "--out",           "--resume", "--init",
-                                           "--batches", "--memory-budget", "--device"};
-        static const char *const dbls[] = {"--lr", "--weight-decay", "--clip", "--comm-timeout",
-                                           "--bucket-mb"};
+        static const char *const strs[] = {"--data",   "--out",      "--resume",
+                                           "--init",   "--batches",  "--memory-budget",
+                                           "--device", "--schedule", "--remat"};
+        static const struct {
+            const char *name;
+            double lo, hi;
+        } dbls[] = {{"--lr", 1e-12, 10},
+                    {"--weight-decay", 0, 10},
+                    {"--clip", 0, 10},
+                    {"--comm-timeout", 1e-3, 1e6},
+                    {"--bucket-mb", 0, 1e6},
+                    {"--beta1", 0, 0.999999999999},
+                    {"--beta2", 0, 0.999999999999},
+                    {"--eps", 1e-30, 1},
+                    {"--min-lr", 0, 10}};
         int which = -1, kind = 0;
         for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
             if (!strcmp(f, ints[j].name)) which = (int)j, kind = 1;
         for (size_t j = 0; j < sizeof strs / sizeof strs[0]; j++)
             if (!strcmp(f, strs[j])) which = (int)j, kind = 2;
         for (size_t j = 0; j < sizeof dbls / sizeof dbls[0]; j++)
-            if (!strcmp(f, dbls[j])) which = (int)j, kind = 3;
+            if (!strcmp(f, dbls[j].name)) which = (int)j, kind = 3;
         if (which < 0) {
             static const char *const all[] = {
                 "--help",         "--no-summary",  "--layers",        "--heads",
@@ -369,7 +421,8 @@ int kiln_tool_train(int argc, char **argv) {
                 "--init",         "--batches",     "--memory-budget", "--lr",
                 "--weight-decay", "--clip",        "--devices",       "--mpi",
                 "--comm-timeout", "--check-every", "--bucket-mb",     "--device",
-                "--no-overlap"};
+                "--no-overlap",   "--beta1",       "--beta2",         "--eps",
+                "--schedule",     "--min-lr",      "--remat"};
             return unknown_flag("train", argv[it.i], f, all, sizeof all / sizeof all[0]);
         }
         const char *v = value_of(&it);
@@ -399,20 +452,19 @@ int kiln_tool_train(int argc, char **argv) {
             else
                 devices = x;
         } else if (kind == 2) {
-            const char **dst[] = {&o.data,    &o.out_dir, &o.resume, &o.init,
-                                  &o.batches, &budget,    &device};
+            const char **dst[] = {&o.data, &o.out_dir, &o.resume, &o.init, &o.batches,
+                                  &budget, &device,    &schedule, &remat};
             *dst[which] = v;
             if (which == 0) o.data_explicit = true;
         } else {
-            double *dst[] = {&o.lr, &o.weight_decay, &o.clip, &timeout, &bucket_mb};
-            if (which == 3   ? !parse_double(v, 1e-3, 1e6, &timeout)
-                : which == 4 ? !parse_double(v, 0, 1e6, &bucket_mb)
-                             : !parse_double(v, which == 0 ? 1e-12 : 0, 10, dst[which]))
-                return usage_error("train",
-                                   "%s: '%s' is not a valid value (a number: lr > 0, "
-                                   "the others >= 0, all <= 10; a timeout in [0.001, 1e6] s, "
-                                   "a bucket in [0, 1e6] MiB)",
-                                   f, v);
+            double *dst[] = {&o.lr,    &o.weight_decay, &o.clip, &timeout, &bucket_mb,
+                             &o.beta1, &o.beta2,        &o.eps,  &o.min_lr};
+            if (!parse_double(v, dbls[which].lo, dbls[which].hi, dst[which])) {
+                fprintf(stderr,
+                        "kiln train: %s: '%s' is not a valid value (a number in [%g, %g])\n", f, v,
+                        dbls[which].lo, dbls[which].hi);
+                return 2;
+            }
         }
     }
     if (o.model.channels % o.model.heads) {
@@ -422,6 +474,15 @@ int kiln_tool_train(int argc, char **argv) {
     }
     if (o.init && o.resume)
         return usage_error("train", "--init and --resume exclude each other%s%s", "", "");
+    if (schedule) {
+        int k = 0;
+        while (k <= GPT_SCHEDULE_CONSTANT && strcmp(schedule, gpt_schedule_name(k))) k++;
+        if (k > GPT_SCHEDULE_CONSTANT)
+            return usage_error("train", "--schedule: '%s' is not cosine, linear or constant%s",
+                               schedule, "");
+        o.schedule = (gpt_schedule)k;
+    }
+    if (remat && parse_remat(remat, &o, remat_buf, sizeof remat_buf, remat_names, 16)) return 2;
     if (budget && !kiln_tool_parse_bytes(budget, &o.memory_budget, &o.memory_budget_fraction))
         return usage_error("train",
                            "--memory-budget: '%s' is not a size (bytes such as 64MiB, 2GB, "

@@ -152,19 +152,33 @@ kiln_status gpt_checkpoint_read_options(kiln_context *ctx, const char *path, gpt
         !(st = meta_int(f, path, "steps", 1, GPT_MAX_STEPS, &steps, err)) &&
         !(st = meta_int(f, path, "warmup", 0, GPT_MAX_STEPS, &warmup, err)) &&
         !(st = meta_int(f, path, "seed", 0, (long long)(~0ULL >> 1), &seed, err))) {
-        const char *keys[3] = {"lr", "weight_decay", "clip"};
-        double *dst[3] = {&o->lr, &o->weight_decay, &o->clip};
-        for (int i = 0; i < 3 && !st; i++) {
+        /* lr, weight decay and clip are always there; the rest (later additions) keep
+         * their defaults when missing */
+        const char *keys[7] = {"lr", "weight_decay", "clip", "beta1", "beta2", "eps", "min_lr"};
+        double *dst[7] = {&o->lr,    &o->weight_decay, &o->clip,  &o->beta1,
+                          &o->beta2, &o->eps,          &o->min_lr};
+        double hi[7] = {1e6, 1e6, 1e6, 0.999999999999, 0.999999999999, 1, 1e6};
+        for (int i = 0; i < 7 && !st; i++) {
             const char *v = kiln_safetensors_get_metadata(f, keys[i]);
+            if (!v && i >= 3) continue;
             char *end = NULL;
             double x = v ? strtod(v, &end) : 0;
-            if (!v || end == v || *end || !(x >= 0) || x > 1e6) {
-                gpt_errf(err, "%s: metadata '%s' is %s; want a number >= 0", path, keys[i],
-                         v ? v : "missing");
+            if (!v || end == v || *end || !(x >= 0) || x > hi[i] || (i == 5 && !(x > 0))) {
+                gpt_errf(err, "%s: metadata '%s' is %s; want a number in [0, %g]", path, keys[i],
+                         v ? v : "missing", hi[i]);
                 st = KILN_STATUS_INVALID_ARGUMENT;
             } else
                 *dst[i] = x;
         }
+        const char *sched = kiln_safetensors_get_metadata(f, "schedule");
+        int k = 0;
+        while (sched && k <= GPT_SCHEDULE_CONSTANT && strcmp(sched, gpt_schedule_name(k))) k++;
+        if (!st && sched && k > GPT_SCHEDULE_CONSTANT) {
+            gpt_errf(err, "%s: metadata 'schedule' is '%s'; want cosine, linear or constant", path,
+                     sched);
+            st = KILN_STATUS_INVALID_ARGUMENT;
+        } else if (sched)
+            o->schedule = (gpt_schedule)k;
         o->batch = (int)batch, o->steps = steps, o->warmup = warmup;
         o->seed = (uint64_t)seed;
     }

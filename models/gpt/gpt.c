@@ -207,7 +207,7 @@ static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const kiln_val
                             kiln_value a, int64_t B, int64_t S) {
     int64_t C = cfg->channels, H = cfg->heads, hs = C / H;
     kiln_dtype dt = dtype_of(g, a);
-    kiln_value qkv = linear(g, a, lp[ATTN_W], lp[ATTN_B]); /* [B*S, 3C] */
+    kiln_value qkv = kiln_checkpoint_name(g, linear(g, a, lp[ATTN_W], lp[ATTN_B]), "qkv");
     kiln_value part[3];
     for (int j = 0; j < 3; j++) {
         int64_t lo[2] = {0, j * C}, hi[2] = {B * S, (j + 1) * C};
@@ -236,10 +236,15 @@ static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const kiln_val
                         .rhs_batch = {0, 2}};
     kiln_value y = kiln_dot_general(g, p, part[2], &pv); /* [B, H, S, hs] */
     int perm[4] = {0, 2, 1, 3};
-    return reshape2(g, kiln_transpose(g, y, perm), B * S, C);
+    return kiln_checkpoint_name(g, reshape2(g, kiln_transpose(g, y, perm), B * S, C), "attn");
 }
 
 kiln_value gpt_hidden(kiln_graph *g, const gpt_config *cfg, const kiln_value *p, kiln_value idx) {
+    return gpt_hidden_hooked(g, cfg, p, idx, NULL);
+}
+
+kiln_value gpt_hidden_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_value *p,
+                             kiln_value idx, const gpt_block_hook *hook) {
     int64_t d[KILN_MAX_RANK] = {0};
     int rank = 0;
     kiln_value_type(g, idx, NULL, &rank, d);
@@ -250,11 +255,14 @@ kiln_value gpt_hidden(kiln_graph *g, const gpt_config *cfg, const kiln_value *p,
     x = reshape2(g, x, B * S, C);
     for (int l = 0; l < cfg->layers; l++) {
         const kiln_value *lp = p + 2 + GPT_PARAMS_PER_LAYER * l;
+        if (hook && hook->fn) hook->fn(g, l, true, hook->user);
         kiln_value a = kiln_layer_norm(g, x, lp[LN1_W], lp[LN1_B], 1e-5);
         x = kiln_add(g, x, linear(g, attention(g, cfg, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]));
         kiln_value m = kiln_layer_norm(g, x, lp[LN2_W], lp[LN2_B], 1e-5);
-        m = kiln_gelu(g, linear(g, m, lp[FC_W], lp[FC_B]), true);
+        m = kiln_checkpoint_name(g, linear(g, m, lp[FC_W], lp[FC_B]), "mlp_fc");
+        m = kiln_gelu(g, m, true);
         x = kiln_add(g, x, linear(g, m, lp[MPROJ_W], lp[MPROJ_B]));
+        if (hook && hook->fn) hook->fn(g, l, false, hook->user);
     }
     int n = gpt_num_params(cfg);
     return kiln_layer_norm(g, x, p[n - 2], p[n - 1], 1e-5);
@@ -267,7 +275,12 @@ kiln_value gpt_head(kiln_graph *g, const kiln_value *p, kiln_value h) {
 
 kiln_value gpt_loss(kiln_graph *g, const gpt_config *cfg, const kiln_value *p, kiln_value idx,
                     kiln_value targets) {
-    kiln_value logits = gpt_head(g, p, gpt_hidden(g, cfg, p, idx));
+    return gpt_loss_hooked(g, cfg, p, idx, targets, NULL);
+}
+
+kiln_value gpt_loss_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_value *p,
+                           kiln_value idx, kiln_value targets, const gpt_block_hook *hook) {
+    kiln_value logits = gpt_head(g, p, gpt_hidden_hooked(g, cfg, p, idx, hook));
     int64_t n = -1;
     kiln_value flat = kiln_reshape(g, targets, 1, &n);
     return kiln_mean(g, kiln_softmax_cross_entropy(g, logits, flat), 0, NULL, false);
@@ -351,7 +364,7 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
     kiln_value lr = kiln_parameter(g, "lr", KILN_DTYPE_F32, 0, NULL);
     kiln_value step = kiln_parameter(g, "step", KILN_DTYPE_I32, 0, NULL);
 
-    kiln_value loss = gpt_loss(g, cfg, a, idx, targets);
+    kiln_value loss = gpt_loss_hooked(g, cfg, a, idx, targets, s->hook);
     kiln_grad(g, loss, P, a, grads);
     /* Data parallel: each replica's loss is the mean over its shard of the batch, so the
      * mean of the replicas' gradients is the gradient of the whole batch's mean loss, and
@@ -379,9 +392,9 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
         kiln_adamw_options o = {
             .lr = lr,
             .step = step,
-            .b1 = kiln_scalar(g, KILN_DTYPE_F64, 0.9),
-            .b2 = kiln_scalar(g, KILN_DTYPE_F64, 0.95),
-            .eps = kiln_scalar(g, KILN_DTYPE_F64, 1e-8),
+            .b1 = kiln_scalar(g, KILN_DTYPE_F64, s->beta1 > 0 ? s->beta1 : 0.9),
+            .b2 = kiln_scalar(g, KILN_DTYPE_F64, s->beta2 > 0 ? s->beta2 : 0.95),
+            .eps = kiln_scalar(g, KILN_DTYPE_F64, s->eps > 0 ? s->eps : 1e-8),
             .weight_decay = kiln_scalar(g, KILN_DTYPE_F64, group == 0 ? s->weight_decay : 0.0)};
         kiln_optim_adamw(g, &o, k, gp, gg, gm, gv, np, nm, nv);
         for (int j = 0; j < k; j++)
@@ -395,10 +408,28 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
 }
 
 double gpt_lr_at(int64_t s, int64_t total, int64_t warmup, double peak) {
+    return gpt_lr_schedule(s, total, warmup, peak, 0.1 * peak, GPT_SCHEDULE_COSINE);
+}
+
+double gpt_lr_schedule(int64_t s, int64_t total, int64_t warmup, double peak, double min_lr,
+                       gpt_schedule kind) {
     if (s < warmup) return peak * (double)(s + 1) / (double)warmup;
-    double min_lr = 0.1 * peak, span = total - warmup > 1 ? (double)(total - warmup) : 1;
-    return min_lr +
-           0.5 * (1 + cos(3.141592653589793 * (double)(s - warmup) / span)) * (peak - min_lr);
+    double span = total - warmup > 1 ? (double)(total - warmup) : 1;
+    double t = (double)(s - warmup) / span; /* 0 at the end of warmup, to 1 at the end */
+    switch (kind) {
+    case GPT_SCHEDULE_CONSTANT: return peak;
+    case GPT_SCHEDULE_LINEAR: return peak + (min_lr - peak) * t;
+    default: return min_lr + 0.5 * (1 + cos(3.141592653589793 * t)) * (peak - min_lr);
+    }
+}
+
+const char *gpt_schedule_name(gpt_schedule kind) {
+    switch (kind) {
+    case GPT_SCHEDULE_COSINE: return "cosine";
+    case GPT_SCHEDULE_LINEAR: return "linear";
+    case GPT_SCHEDULE_CONSTANT: return "constant";
+    }
+    return "?";
 }
 
 kiln_status gpt_open_regular(const char *path, const char *what, FILE **out, int64_t *size,

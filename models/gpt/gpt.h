@@ -67,6 +67,21 @@ kiln_status gpt_init_params(kiln_context *ctx, const gpt_config *cfg, kiln_dtype
  * after ln_f, [B*S, C] (the invalid value on a builder error, sticky on g). */
 kiln_value gpt_hidden(kiln_graph *g, const gpt_config *cfg, const kiln_value *params,
                       kiln_value idx);
+/* Called as each transformer block is traced: before its first op (begin true) and after
+ * its last (begin false), on the graph being traced. A hook can open and close a
+ * checkpoint region per block (kiln_checkpoint_begin/end: what `kiln train --remat` does),
+ * name values, or count; it changes no value. Inside a block these values carry
+ * kiln_checkpoint_name names for the names policies: "qkv" (the qkv product), "attn" (the
+ * heads' output before c_proj), "mlp_fc" (the MLP's first product, before the GELU). */
+typedef struct gpt_block_hook {
+    void (*fn)(kiln_graph *g, int layer, bool begin, void *user);
+    void *user;
+} gpt_block_hook;
+/* gpt_hidden and gpt_loss with a hook around each block (NULL: none). */
+kiln_value gpt_hidden_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_value *params,
+                             kiln_value idx, const gpt_block_hook *hook);
+kiln_value gpt_loss_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_value *params,
+                           kiln_value idx, kiln_value targets, const gpt_block_hook *hook);
 /* The logits of hidden rows h [N, C] through the tied head: [N, V]. */
 kiln_value gpt_head(kiln_graph *g, const kiln_value *params, kiln_value h);
 /* The mean cross-entropy of the next-byte prediction: idx, targets [B, S] i32. Rank 0. */
@@ -79,22 +94,36 @@ void gpt_make_params(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, kil
 /* The training step as one graph: arguments params (P), m (P), v (P), idx [B, T] i32,
  * targets [B, T] i32, lr (rank 0, f32), step (rank 0 i32: the 1-based update number);
  * outputs new params (P), new m (P), new v (P), then the loss (the loss before the update).
- * AdamW with b1 0.9, b2 0.95, eps 1e-8, weight decay wd on the decayed parameters and 0 on
- * the rest; clip (> 0) clips the gradients by their global norm first. */
+ * AdamW with beta1, beta2 and eps (0: 0.9, 0.95, 1e-8), weight decay wd on the decayed
+ * parameters and 0 on the rest; clip (> 0) clips the gradients by their global norm
+ * first. */
 typedef struct gpt_step_spec {
     int batch;
     int seq; /* T of the batches; <= context */
     double weight_decay;
-    double clip;           /* 0: none */
-    bool all_reduce;       /* data parallel: average gradients and loss over the replicas */
-    uint64_t bucket_bytes; /* gradients per all-reduce, at most (one alone if larger); 0:
-                            * one all-reduce per gradient */
+    double clip;                /* 0: none */
+    bool all_reduce;            /* data parallel: average gradients and loss over the replicas */
+    uint64_t bucket_bytes;      /* gradients per all-reduce, at most (one alone if larger); 0:
+                                 * one all-reduce per gradient */
+    double beta1, beta2, eps;   /* AdamW's; 0: the defaults above */
+    const gpt_block_hook *hook; /* around each block of the forward pass; NULL: none */
 } gpt_step_spec;
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err);
 
-/* The learning rate at step s (0-based) of total: linear warmup over warmup steps, then
- * cosine decay to 0.1 peak. */
+/* The learning-rate schedules after the warmup (torch's and optax's names). */
+typedef enum gpt_schedule {
+    GPT_SCHEDULE_COSINE,   /* cosine decay from peak to min_lr (the default) */
+    GPT_SCHEDULE_LINEAR,   /* linear decay from peak to min_lr */
+    GPT_SCHEDULE_CONSTANT, /* peak throughout */
+} gpt_schedule;
+/* "cosine", "linear", "constant"; "?" for anything else. */
+const char *gpt_schedule_name(gpt_schedule kind);
+/* The learning rate at step s (0-based) of total: linear warmup from peak / warmup to peak
+ * over warmup steps, then the schedule, reaching min_lr at the last step. */
+double gpt_lr_schedule(int64_t s, int64_t total, int64_t warmup, double peak, double min_lr,
+                       gpt_schedule kind);
+/* gpt_lr_schedule with cosine decay to 0.1 peak. */
 double gpt_lr_at(int64_t s, int64_t total, int64_t warmup, double peak);
 
 /* The most steps a run may have (a checkpoint saying more is refused): counts are 64-bit
@@ -167,6 +196,18 @@ typedef struct gpt_train_options {
     /* Each all-reduce completes where it stands (kiln_compile_options.disable_overlap)
      * instead of overlapping the rest of the backward pass. */
     bool no_overlap;
+    /* AdamW and the schedule (gpt_train_defaults: 0.9, 0.95, 1e-8, cosine, min_lr NaN =
+     * lr / 10). Part of the recipe a checkpoint records. */
+    double beta1, beta2, eps;
+    gpt_schedule schedule;
+    double min_lr;
+    /* Rematerialisation per block: each transformer block a checkpoint region of this
+     * policy (names: the names policies' names, the values gpt_block_hook lists). Not part
+     * of the recipe: a resumed run may recompute differently. */
+    bool remat;
+    kiln_checkpoint_policy remat_policy;
+    int remat_n_names;
+    const char *const *remat_names;
 } gpt_train_options;
 
 /* What a run did (filled by gpt_train, also on most failures, as far as it got). */
@@ -182,7 +223,8 @@ typedef struct gpt_train_result {
 /* Sets the defaults the CLI documents (a small model that trains on 2 cores). */
 void gpt_train_defaults(gpt_train_options *o);
 /* Reads a checkpoint's recipe (model config, batch, steps, warmup, lr, weight decay,
- * clip, seed) into o, so that a resumed run is the same run. */
+ * clip, seed, betas, eps, schedule, min lr) into o, so that a resumed run is the same run;
+ * what an older checkpoint does not record keeps its default. */
 kiln_status gpt_checkpoint_read_options(kiln_context *ctx, const char *path, gpt_train_options *o,
                                         char *err);
 kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o, gpt_train_result *r,

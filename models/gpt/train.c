@@ -44,6 +44,17 @@ void gpt_train_defaults(gpt_train_options *o) {
     o->seed = 1337;
     o->eval_every = 100, o->eval_batches = 4;
     o->out_dir = "kiln-train";
+    o->beta1 = 0.9, o->beta2 = 0.95, o->eps = 1e-8;
+    o->schedule = GPT_SCHEDULE_COSINE, o->min_lr = NAN;
+}
+
+/* The rate the schedule ends at: min_lr, or lr / 10 when it is NaN (the default). */
+static double min_lr_of(const gpt_train_options *o) {
+    return isnan(o->min_lr) ? 0.1 * o->lr : o->min_lr;
+}
+
+static double lr_at(const gpt_train_options *o, int64_t s, int64_t total) {
+    return gpt_lr_schedule(s, total, o->warmup, o->lr, min_lr_of(o), o->schedule);
 }
 
 static double now_ms(void) {
@@ -152,7 +163,7 @@ static void state_free(run *r) {
 
 static kiln_status save(run *r, const char *path) {
     char step[24], seed[24], rng[24], batch[24], steps[24], warm[24], lr[32], wd[32], clip[32];
-    char dbytes[24], dhash[24];
+    char dbytes[24], dhash[24], b1[32], b2[32], eps[32], minlr[32];
     snprintf(step, sizeof step, "%lld", (long long)r->done);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->o->seed);
     snprintf(rng, sizeof rng, "%llu", (unsigned long long)r->rng);
@@ -164,13 +175,22 @@ static kiln_status save(run *r, const char *path) {
     snprintf(clip, sizeof clip, "%.17g", r->o->clip);
     snprintf(dbytes, sizeof dbytes, "%lld", (long long)r->data.n);
     snprintf(dhash, sizeof dhash, "%016llx", (unsigned long long)r->data.hash);
+    snprintf(b1, sizeof b1, "%.17g", r->o->beta1);
+    snprintf(b2, sizeof b2, "%.17g", r->o->beta2);
+    snprintf(eps, sizeof eps, "%.17g", r->o->eps);
+    snprintf(minlr, sizeof minlr, "%.17g", min_lr_of(r->o));
     /* the log covers at least the steps of the checkpoint */
     kiln_status st = gpt_log_flush(&r->log, r->err);
     if (st) return st;
-    const char *kv[] = {"step",  step,         "seed",         seed,   "rng_state", rng,
-                        "batch", batch,        "steps",        steps,  "warmup",    warm,
-                        "lr",    lr,           "weight_decay", wd,     "clip",      clip,
-                        "data",  r->data_path, "data_bytes",   dbytes, "data_hash", dhash};
+    const char *kv[] = {"step",       step,   "seed",         seed,
+                        "rng_state",  rng,    "batch",        batch,
+                        "steps",      steps,  "warmup",       warm,
+                        "lr",         lr,     "weight_decay", wd,
+                        "clip",       clip,   "data",         r->data_path,
+                        "data_bytes", dbytes, "data_hash",    dhash,
+                        "beta1",      b1,     "beta2",        b2,
+                        "eps",        eps,    "schedule",     gpt_schedule_name(r->o->schedule),
+                        "min_lr",     minlr};
     return gpt_checkpoint_save(r->ctx, path, &r->cfg, r->state, r->state + r->P,
                                r->state + 2 * r->P, (int)(sizeof kv / sizeof kv[0]) / 2, kv,
                                r->err);
@@ -263,6 +283,14 @@ static kiln_status load_state(run *r) {
             what = "clip";
         else if (saved.seed != o->seed)
             what = "seed";
+        else if (saved.beta1 != o->beta1 || saved.beta2 != o->beta2)
+            what = "beta1 or beta2";
+        else if (saved.eps != o->eps)
+            what = "eps";
+        else if (saved.schedule != o->schedule)
+            what = "schedule";
+        else if (min_lr_of(&saved) != min_lr_of(o))
+            what = "min lr";
         if (what) {
             gpt_errf(r->err,
                      "%s: the run to resume used another %s; a resumed run continues the same "
@@ -307,9 +335,8 @@ static kiln_status load_state(run *r) {
                     "%s the run from %lld to %lld steps: the learning rate now follows the "
                     "schedule over %lld steps (%.3g at step %lld, where it was %.3g)\n",
                     o->steps > saved.steps ? "extending" : "shortening", (long long)saved.steps,
-                    (long long)o->steps, (long long)o->steps,
-                    gpt_lr_at(s, o->steps, o->warmup, o->lr), s + 1,
-                    gpt_lr_at(s, saved.steps, o->warmup, o->lr));
+                    (long long)o->steps, (long long)o->steps, lr_at(o, s, o->steps), s + 1,
+                    lr_at(o, s, saved.steps));
         return KILN_STATUS_OK;
     }
     if (o->init)
@@ -401,6 +428,16 @@ static uint64_t bucket_bytes(const run *r) {
     return strcmp(kiln_comm_get_kind(r->comm), "local") ? (uint64_t)25 << 20 : 0;
 }
 
+/* --remat: each block a checkpoint region of the run's policy. */
+static void remat_block(kiln_graph *g, int layer, bool begin, void *user) {
+    const gpt_train_options *o = user;
+    (void)layer;
+    if (begin)
+        kiln_checkpoint_begin(g, o->remat_policy, o->remat_n_names, o->remat_names);
+    else
+        kiln_checkpoint_end(g);
+}
+
 static kiln_status compile_programs(run *r, double *compile_ms) {
     kiln_graph *g;
     kiln_status st;
@@ -411,7 +448,12 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
                           .weight_decay = r->o->weight_decay,
                           .clip = r->o->clip,
                           .all_reduce = r->ranks > 1,
-                          .bucket_bytes = bucket_bytes(r)};
+                          .bucket_bytes = bucket_bytes(r),
+                          .beta1 = r->o->beta1,
+                          .beta2 = r->o->beta2,
+                          .eps = r->o->eps};
+    gpt_block_hook hook = {remat_block, (void *)r->o};
+    if (r->o->remat) spec.hook = &hook;
     st = gpt_trace_step(g, &r->cfg, KILN_DTYPE_F32, &spec, r->err);
     if (!st) {
         int *donate = malloc((size_t)(3 * r->P) * sizeof *donate);
@@ -698,12 +740,16 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
     fprintf(f, ", \"bytes\": %lld, \"hash\": \"%016llx\"},\n", (long long)r->data.n,
             (unsigned long long)r->data.hash);
     fprintf(f,
-            "  \"optimizer\": {\"name\": \"adamw\", \"lr\": %.9g, \"warmup\": %lld, "
-            "\"weight_decay\": %.9g, \"clip\": %.9g, \"seed\": %llu},\n",
-            o->lr, (long long)o->warmup, o->weight_decay, o->clip, (unsigned long long)o->seed);
+            "  \"optimizer\": {\"name\": \"adamw\", \"lr\": %.9g, \"beta1\": %.9g, "
+            "\"beta2\": %.9g, \"eps\": %.9g, \"weight_decay\": %.9g, \"clip\": %.9g, "
+            "\"warmup\": %lld, \"schedule\": \"%s\", \"min_lr\": %.9g, \"seed\": %llu},\n",
+            o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->clip, (long long)o->warmup,
+            gpt_schedule_name(o->schedule), min_lr_of(o), (unsigned long long)o->seed);
     fprintf(f,
-            "  \"memory_budget_bytes\": %llu, \"remat_strategy\": \"%s\", "
-            "\"remat_ops_recomputed\": %d, \"remat_peak_without_bytes\": %llu,\n",
+            "  \"remat_policy\": \"%s\", \"memory_budget_bytes\": %llu, "
+            "\"remat_strategy\": \"%s\", \"remat_ops_recomputed\": %d, "
+            "\"remat_peak_without_bytes\": %llu,\n",
+            o->remat ? kiln_checkpoint_policy_name(o->remat_policy) : "none",
             (unsigned long long)ma->memory_budget, ma->remat_strategy ? ma->remat_strategy : "none",
             ma->remat_num_recomputed, (unsigned long long)ma->remat_peak_without);
     json_num(f, "ms_per_step_median", r->n_rec ? res->ms_per_step_median : NAN, false);
@@ -722,6 +768,15 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
 static kiln_status check_options(const gpt_train_options *o, char *err) {
     kiln_status st = gpt_config_check(&o->model, err);
     if (st) return st;
+    if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1) || !(o->eps > 0) ||
+        !(isnan(o->min_lr) || o->min_lr >= 0) ||
+        (unsigned)o->schedule > (unsigned)GPT_SCHEDULE_CONSTANT) {
+        gpt_errf(err,
+                 "gpt_train: beta1 (%g) and beta2 (%g) must be in [0, 1), eps (%g) > 0, min lr "
+                 "(%g) >= 0 (NaN: lr / 10), the schedule one of gpt_schedule (%d)",
+                 o->beta1, o->beta2, o->eps, o->min_lr, (int)o->schedule);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
     if (o->batch < 1 || o->steps < 1 || o->steps > GPT_MAX_STEPS || o->warmup < 0 ||
         o->warmup > GPT_MAX_STEPS || !(o->lr > 0) || !(o->weight_decay >= 0) || !(o->clip >= 0)) {
         gpt_errf(err,
@@ -803,7 +858,7 @@ static kiln_status run_step(run *r, int64_t s, int32_t *tok, kiln_array **args, 
     if ((st = batch_arrays(r, tok + (size_t)r->rank * r->B * (r->T + 1), r->B, &args[3 * P],
                            &args[3 * P + 1])))
         return st;
-    float lr = (float)gpt_lr_at(s, o->steps, o->warmup, o->lr);
+    float lr = (float)lr_at(o, s, o->steps);
     int32_t t = (int32_t)(s + 1 > INT32_MAX ? INT32_MAX : s + 1); /* Adam's bias correction
                                                                    * is 1 long before */
     args[3 * P + 2] = args[3 * P + 3] = NULL;

@@ -10,6 +10,11 @@
 # tree; stderr is included. Without --update a block that differs from what its command
 # prints now fails the check with a diff (ctest check_docs runs it on README.md and
 # docs/*.md); with --update the blocks are rewritten in place.
+#
+# Two more checks need no marker: every path into the tree a document names (src/...,
+# tests/..., docs/..., and the other top folders) must exist, and every flag `kiln train`
+# and `kiln sample` accept (their --help) must be named in docs/training.md, and every flag
+# its tables list must be accepted.
 set -eu
 kiln=$1
 shift
@@ -70,5 +75,41 @@ for doc in "$@"; do
         cp "$tmp/out" "$doc"
         echo "updated $doc"
     fi
+done
+
+# Paths a document names that are not in the tree (a file moved or removed since).
+for doc in "$@"; do
+    # (a path with a placeholder, fuzz/fuzz_<target>.c, is a pattern: left out)
+    grep -oE '(^|[^A-Za-z0-9_./-])(src|tests|tools|models|scripts|bench|fuzz|examples|docs|include|cmake)/[A-Za-z0-9_./-]*[A-Za-z0-9_/<]' \
+        "$doc" | grep -v '<$' | sed -E 's/^[^a-z]//' | sort -u >"$tmp/paths"
+    while read -r p; do
+        case $p in *.venv*) continue ;; esac # made by scripts, not in the tree
+        [ -e "$SRC/$p" ] || {
+            echo "$doc: names $p, which is not in the tree"
+            status=1
+        }
+    done <"$tmp/paths"
+done
+
+# The tool's flags against docs/training.md: each accepted flag documented, each flag of
+# its tables accepted.
+for doc in "$@"; do
+    case $doc in */training.md) ;; *) continue ;; esac
+    for cmd in train sample; do
+        "$kiln" $cmd --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u >"$tmp/flags"
+        while read -r f; do
+            grep -qE -- "(^|[^a-z-])$f([^a-z-]|\$)" "$doc" || {
+                echo "$doc: kiln $cmd accepts $f, which the page does not name"
+                status=1
+            }
+        done <"$tmp/flags"
+    done
+    { "$kiln" train --help; "$kiln" sample --help; } | grep -oE -- '--[a-z][a-z0-9-]*' |
+        sort -u >"$tmp/flags"
+    grep -E '^\| `--' "$doc" | grep -oE -- '`--[a-z][a-z0-9-]*' | tr -d '`' | sort -u >"$tmp/table"
+    for f in $(comm -13 "$tmp/flags" "$tmp/table"); do
+        echo "$doc: its table lists $f, which kiln train and kiln sample do not accept"
+        status=1
+    done
 done
 exit $status

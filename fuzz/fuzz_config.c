@@ -7,10 +7,12 @@
  * bool) directly. What must hold: no crash; a refused configuration comes with a message
  * (naming the variable or field); a parsed byte count reads back the same when printed.
  *
- * Paths (KILN_ALLOC_TRACE, KILN_CACHE_DIR, KILN_DUMP and the fields) are confined to a
- * private folder under /tmp: the input supplies a name with its slashes replaced, so the
- * fuzzer never writes outside that folder. Context creation runs no compiler and starts
- * no thread, so KILN_CC and KILN_NUM_THREADS are safe to set to anything. */
+ * Paths (KILN_ALLOC_TRACE, KILN_CACHE_DIR, KILN_DUMP, KILN_NCCL_LIBRARY and the fields)
+ * are confined to a private folder under /tmp: the input supplies a name with its slashes
+ * replaced, so the fuzzer never writes outside that folder or loads a library from
+ * elsewhere. Context creation runs no compiler, so KILN_CC is safe to set to anything;
+ * the threads it starts (the pool, the queues of KILN_ASYNC, one device each of
+ * KILN_CPU_DEVICES) end with the context. */
 #include "fuzz_common.h"
 
 #include "base/base.h"
@@ -23,16 +25,19 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const vars[] = {"KILN_ALLOCATOR",    "KILN_PREALLOCATE",     "KILN_MEM_FRACTION",
-                                   "KILN_MEMORY_LIMIT", "KILN_ALLOC_TRACE",     "KILN_NUM_THREADS",
-                                   "KILN_CACHE_DIR",    "KILN_CACHE_MAX_BYTES", "KILN_CC",
-                                   "KILN_CC_FLAGS",     "KILN_VERIFY_PASSES",   "KILN_DUMP"};
+/* Every variable of README's table. */
+static const char *const vars[] = {
+    "KILN_ALLOCATOR",     "KILN_PREALLOCATE",      "KILN_MEM_FRACTION", "KILN_MEMORY_LIMIT",
+    "KILN_ALLOC_TRACE",   "KILN_NUM_THREADS",      "KILN_CACHE_DIR",    "KILN_CACHE_MAX_BYTES",
+    "KILN_CC",            "KILN_CC_FLAGS",         "KILN_VERIFY_PASSES", "KILN_DUMP",
+    "KILN_NCCL_LIBRARY",  "KILN_MEMORY_BUDGET",    "KILN_BLAS",         "KILN_CPU_DEVICES",
+    "KILN_ASYNC",         "KILN_PROFILE",          "KILN_MATMUL_PRECISION"};
 #define N_VARS ((int)(sizeof vars / sizeof vars[0]))
 
 static char fz_dir[64]; /* the private folder; set once */
 
 static bool is_path_var(int i) {
-    return i == 4 || i == 6 || i == 11;
+    return i == 4 || i == 6 || i == 11 || i == 12;
 }
 
 /* A path inside fz_dir named by the input (slashes replaced: no way out of the folder). */
@@ -67,7 +72,17 @@ static void draw_value(fz_bytes *b, char *out, size_t cap) {
                                         "18446744073709551615",
                                         "16E",
                                         "cc",
-                                        "-O2 -g"};
+                                        "-O2 -g",
+                                        "50%",
+                                        "openblas",
+                                        "onednn",
+                                        "blis",
+                                        "kiln",
+                                        "64",
+                                        "65",
+                                        "tf32",
+                                        "highest",
+                                        "1"};
     size_t at = 0;
     uint8_t k = fz_u8(b);
     if (k < 2 * (sizeof seeds / sizeof seeds[0]))
@@ -122,7 +137,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static char values[N_VARS][1200], fields[5][1200], tmp[1200];
     fz_bytes b = {data, size, 0};
-    uint16_t set = (uint16_t)(fz_u8(&b) << 8 | fz_u8(&b));
+    uint32_t set = (uint32_t)fz_u8(&b) << 16 | (uint32_t)fz_u8(&b) << 8 | fz_u8(&b);
     for (int i = 0; i < N_VARS; i++) {
         if (!(set >> i & 1)) {
             fz_setenv(vars[i], NULL);

@@ -594,7 +594,7 @@ int kiln_tool_sample(int argc, char **argv) {
     /* One thread: generating a byte runs ~100 kernels of a few microseconds each, and
      * waking pool threads for each cost more than it saved (300 bytes of the demo's model:
      * 0.35 s on one thread, 15 s on two of a loaded 2-core machine). */
-    long long threads = 1, x;
+    long long threads = 1, x = 0; /* x: what the last parse_long read */
     flag_iter it = {.argc = argc, .argv = argv, .i = 1, .cmd = "sample"};
     bool positional = false;
     for (int k; (k = next_arg(&it)) >= 0;) {

@@ -13,11 +13,12 @@ export KILN_CACHE_DIR="$dir/cache"
 mkdir -m 700 "$KILN_CACHE_DIR"
 fail=0
 
-# expect STATUS TEXT -- ARGS: runs kiln ARGS, wants exit STATUS and TEXT in its stderr.
+# expect STATUS TEXT -- ARGS: runs kiln ARGS, wants exit STATUS and TEXT in its stderr;
+# a run longer than $BOUND seconds (default 600) is ended (status 124: a hang).
 expect() {
     want=$1 text=$2
     shift 3
-    "$KILN" "$@" >"$dir/out" 2>"$dir/err"
+    timeout "${BOUND:-600}" "$KILN" "$@" >"$dir/out" 2>"$dir/err"
     got=$?
     if [ "$got" != "$want" ] || ! grep -qF -- "$text" "$dir/err"; then
         echo "FAIL: kiln $*: exit $got (want $want), stderr:"
@@ -84,14 +85,14 @@ expect 1 "[steps 1000000000000, batch 1048576, context + 1 65537] int32 is more 
 # Files that are not regular files are refused before they are read: a FIFO would block
 # forever, /dev/zero never end; a corpus larger than the cap is refused by its size.
 mkfifo "$dir/fifo"
-expect 1 "the corpus '$dir/fifo' is not a regular file (a FIFO)" -- train $tiny --data "$dir/fifo" \
+BOUND=30 expect 1 "the corpus '$dir/fifo' is not a regular file (a FIFO)" -- train $tiny --data "$dir/fifo" \
     --out "$dir/o"
-expect 1 "is not a regular file (a character device)" -- train $tiny --data /dev/zero --out "$dir/o"
-expect 1 "the batches file '$dir/fifo' is not a regular file (a FIFO)" -- train $tiny --steps 2 \
+BOUND=30 expect 1 "is not a regular file (a character device)" -- train $tiny --data /dev/zero --out "$dir/o"
+BOUND=30 expect 1 "the batches file '$dir/fifo' is not a regular file (a FIFO)" -- train $tiny --steps 2 \
     --batches "$dir/fifo" --out "$dir/o"
-expect 1 "$dir/fifo: not a regular file (a FIFO)" -- train --resume "$dir/fifo"
-expect 1 "$dir/fifo: not a regular file (a FIFO)" -- train $tiny --init "$dir/fifo" --out "$dir/o"
-expect 1 "$dir/fifo: not a regular file (a FIFO)" -- sample "$dir/fifo"
+BOUND=30 expect 1 "$dir/fifo: not a regular file (a FIFO)" -- train --resume "$dir/fifo"
+BOUND=30 expect 1 "$dir/fifo: not a regular file (a FIFO)" -- train $tiny --init "$dir/fifo" --out "$dir/o"
+BOUND=30 expect 1 "$dir/fifo: not a regular file (a FIFO)" -- sample "$dir/fifo"
 truncate -s 5G "$dir/huge.txt"
 expect 1 "has 5368709120 bytes, more than the 4294967296" -- train $tiny --data "$dir/huge.txt" \
     --out "$dir/o"

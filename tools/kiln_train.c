@@ -592,8 +592,9 @@ int kiln_tool_sample(int argc, char **argv) {
                             .top_k = 40,
                             .seed = 1};
     /* One thread: generating a byte runs ~100 kernels of a few microseconds each, and
-     * waking pool threads for each cost more than it saved (300 bytes of the demo's model:
-     * 0.35 s on one thread, 15 s on two of a loaded 2-core machine). */
+     * waking pool threads for each cost far more than it saved (300 bytes of the demo's
+     * model on one thread and on two of a loaded 2-core machine: docs/training.md;
+     * bench/RESULTS.md, "Figures moved out of code comments (2026-12-03)"). */
     long long threads = 1, x = 0; /* x: what the last parse_long read */
     flag_iter it = {.argc = argc, .argv = argv, .i = 1, .cmd = "sample"};
     bool positional = false;

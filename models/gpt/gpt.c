@@ -199,10 +199,10 @@ static kiln_value linear(kiln_graph *g, kiln_value x, kiln_value w, kiln_value b
 
 /* Causal self-attention of a [B*S, C] input; returns [B*S, C] before c_proj. Written out
  * rather than kiln_dot_product_attention: in training that op's gradient recomputes the
- * probabilities with no fused backward kernel, and the step measured 164-171 against
- * 142-159 ms (for 83.6 against 92.3 MiB; docs/ops.md, "Attention"). Programs without the
- * backward pass (evaluation, sampling) get the op's fused kernel all the same:
- * kiln_compile recognises this form (src/passes/attention.c). */
+ * probabilities with no fused backward kernel, and the step measured slower, for a smaller
+ * peak (bench/RESULTS.md, "Training with the op: a trade, not yet a gain"; docs/ops.md,
+ * "Attention"). Programs without the backward pass (evaluation, sampling) get the op's
+ * fused kernel all the same: kiln_compile recognises this form (src/passes/attention.c). */
 static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const kiln_value *lp,
                             kiln_value a, int64_t B, int64_t S) {
     int64_t C = cfg->channels, H = cfg->heads, hs = C / H;

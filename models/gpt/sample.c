@@ -5,9 +5,10 @@
  * is causal, what follows that position in the window (zeros) cannot change its logits,
  * so the same program serves every prompt length; once the text is longer than the
  * context, the window slides. Each new byte costs one forward pass over the window: no
- * KV cache: a pass takes about 1 ms of CPU at the demo's size (14 ms at 4 layers x 256
- * channels x context 128), and a cache would only serve the first `context` bytes, since
- * a sliding window moves every byte's learned position (docs/training.md).
+ * KV cache: a pass is cheap at the demo's size (docs/training.md and bench/RESULTS.md,
+ * "Figures moved out of code comments (2026-12-03)", have the measurements), and a cache
+ * would only serve the first `context` bytes, since a sliding window moves every byte's
+ * learned position (docs/training.md).
  * Sampling itself (temperature, top-k, the seeded draw) happens on the host over 256
  * logits. */
 #include "gpt_internal.h"

@@ -183,10 +183,11 @@ static uint64_t headroom(const bfc_allocator *a) {
  * the device refuses, halve towards need.
  *
  * Why not TensorFlow's doubling: a region that doubles the last one can leave up to half
- * of everything reserved unused at the peak (measured: peak reserved 1.72x the peak in use
- * on bench/alloc's training trace). Growing by a sixteenth of what is held bounds that
- * overshoot to about 6% (measured 1.08x) while the number of regions stays logarithmic in
- * the footprint: at most about 55 for 330 MiB, 140 for 64 GiB, each one call of the source. */
+ * of everything reserved unused at the peak, and on bench/alloc's training trace it held
+ * far more than the peak in use. Growing by a sixteenth of what is held bounds that
+ * overshoot to about 6% (bench/RESULTS.md, "Device allocator (bench/alloc)", measured both
+ * on that trace) while the number of regions stays logarithmic in the footprint: at most
+ * about 55 for 330 MiB, 140 for 64 GiB, each one call of the source. */
 static kiln_status grow(bfc_allocator *a, size_t need) {
     uint64_t room = headroom(a);
     if (need > room) return KILN_STATUS_DEVICE_OOM;

@@ -164,7 +164,8 @@ typedef struct kn_backend {
 
     /* Optional; NULL: the gemm slot has no one-time set-up worth hiding. Starts what the
      * first product of `dtype` would otherwise pay once per process (oneDNN generates its
-     * kernels in its first call: 30-45 ms), so that it runs while the program compiles:
+     * kernels in its first call: bench/RESULTS.md, "First calls: where they go, and what was
+     * cut"), so that it runs while the program compiles:
      * kiln_compile calls it before program_compile for a program with products of that
      * dtype. The backend may do it on a thread of its own, which program_compile and close
      * wait for. Never fails: what goes wrong is left for the first product to report. */

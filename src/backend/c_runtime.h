@@ -5,9 +5,11 @@
  * and the backend points it at its table right after dlopen, before any kernel runs
  * (cpu_runtime_bind in src/backend/cpu/cpu_runtime.c). A helper lives here, compiled once
  * with the library, when compiling it into every module would cost more than calling it:
- * kiln_sum_f32, the staged f32 block sum, was 30-60 ms of gcc -O3 in each translation
- * unit that used it, against one indirect call per block of up to 256 values; the exact
- * f32 reduction modulo pi/2 of huge arguments, ~12 ms, against a call per such argument.
+ * kiln_sum_f32, the staged f32 block sum, was a large part of gcc -O3's time in each
+ * translation unit that used it (bench/RESULTS.md, "Where a small program's compile goes"),
+ * against one indirect call per block of up to 256 values; the exact f32 reduction modulo
+ * pi/2 of huge arguments cost a kernel's compile noticeably too (bench/RESULTS.md, "The
+ * exact trig rerun without its inline Payne-Hanek"), against a call per such argument.
  *
  * The fields are spelled once, in KN_C_RUNTIME_FIELDS: the prelude prints them as text
  * and the backend compiles them, so the two cannot disagree; the text is part of every
@@ -22,8 +24,9 @@
  * pio2_f32(a, &quadrant): a >= 2^21 (inf and NaN too) modulo pi/2 by Payne and Hanek, the
  * remainder as the double it returns and the quadrant (KN_C_PIO2_BIG below, which the
  * prelude's kiln_reduce_pio2_f32 inlines for such an a). The exact rerun of a fast-trig loop
- * (print_c.c, fast_trig_loop) calls it: inline there it cost ~12 ms of gcc -O3 in every kernel with
- * f32 sin or cos, for a loop that runs only when an argument is that large. */
+ * (print_c.c, fast_trig_loop) calls it: inline there it lengthened gcc -O3's compile of every
+ * kernel with f32 sin or cos (bench/RESULTS.md, "The exact trig rerun without its inline
+ * Payne-Hanek"), for a loop that runs only when an argument is that large. */
 #define KN_C_RUNTIME_FIELDS                                                                        \
     float (*sum_f32)(const float *t, int64_t n);                                                   \
     double (*pio2_f32)(float a, uint32_t *quadrant);

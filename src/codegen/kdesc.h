@@ -44,24 +44,26 @@ enum { KD_CHUNK_MIN = 64, KD_COLUMN_CHUNK_MIN = 512, KD_ITEM_WORK = 1 << 18 };
  * for every row (a row's lines were evicted by its other chunks before the next row came),
  * and lines a multiple of 4 KiB apart fall into few cache sets, so that even one row's
  * thrashed. KD_TILE columns, or KD_TILE_POW2 when the stride in bytes is a multiple of
- * 1 KiB (4096 x 4096 transposed: 62 ms as rows, 24 with 64 columns, 17 with 32; 30000 x
- * 1000: 60, 13 with 64, 19 with 32); none when a row is one item and the stride is not
- * such a multiple (lower.c, tile_columns). */
+ * 1 KiB (the narrower tile won at every power-of-two stride measured, a wider one at the
+ * others: bench/RESULTS.md, "Transposes: few columns per item, down the rows first"); none
+ * when a row is one item and the stride is not such a multiple (lower.c, tile_columns). */
 enum { KD_TILE = 64, KD_TILE_POW2 = 32, KD_TILE_STRIDE = 16 };
 /* A kernel reading across the last axis with such a stride (tiled or not) whose element
  * loop is straight-line code and whose rows are a multiple of KD_ROW_BLOCK takes that
  * many rows per item in the C dialect (kd_kernel.row_block):
  * it loops over the item's columns, and inside over its rows, so each column reads a run
  * of KD_ROW_BLOCK contiguous elements of the transposed input and gcc vectorises across
- * the rows (1024 x 1024 transposed: 1.9 -> 0.5 ms on one thread). */
+ * the rows (several times faster on one thread: bench/RESULTS.md, "Transposes: 8 rows per
+ * item, and 8 x 8 blocks through registers"). */
 enum { KD_ROW_BLOCK = 8 };
 /* An elementwise kernel (no reduction, no row value inlined) whose roots' last axis is
  * shorter than KD_SHORT_ROW may fold it into the axis before (kd_kernel.merged): its index
  * space is [..., A * B] for roots [..., A, B], the element's two axes the last axis'
  * variable / B and % B (so kd_kernel.split is B and the C dialect loops over both). Rows
  * of B elements were items of their own, each dividing its leading axes out of the row,
- * and too short to vectorise: NCHW -> NHWC of [8, 3, 224, 224], one thread, 0.73 -> 0.13
- * ms. kd_lower decides where it pays (lower.c). */
+ * and too short to vectorise (NCHW -> NHWC with few channels runs several times faster
+ * merged: bench/RESULTS.md, "NCHW to NHWC with few channels: the short axis merged into
+ * the one before"). kd_lower decides where it pays (lower.c). */
 enum { KD_SHORT_ROW = 16 };
 
 /* ------------------------------------------------------------ indices ---- */
@@ -152,26 +154,28 @@ typedef struct kd_guard {
  * block and 2^-17 for a column block (docs/architecture.md), not n * 2^-24 as a
  * sequential f32 sum's. A scalar sum of at most KD_SMALL_SUM values in all is not
  * blocked: it goes straight into the f64 accumulator (exact enough, and a staged block
- * would cost a kiln_sum_f32 call per element: softmax rows of 3 took 15 ms a million).
+ * would cost a kiln_sum_f32 call per element, which made a softmax over short rows slow:
+ * bench/RESULTS.md, "Outside checks, and what they changed", reductions over the last axis).
  * CUDA keeps f64 throughout. */
 enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128, KD_SMALL_SUM = 16 };
 /* A reduction of at most KD_TINY_REDUCE values per element (a softmax over rows of 3) gets
  * no vectorising pragma (kd_stmt.simd): gcc then unrolls its loop and vectorises the loop
  * around it, across elements, where the pragma made a masked vector of 3 lanes per
- * element (one thread, a million rows of 3: softmax 24 -> 4 ms, row sum and max 4.7 ->
- * 1.5). From 5 values gcc's vectorising across elements fails and the pragma is better. */
+ * element (a softmax and a row sum and max over rows of 3 ran several times faster without
+ * it: bench/RESULTS.md, "Reductions of at most 4 values: no pragma, vectorised across
+ * rows"). From 5 values gcc's vectorising across elements fails and the pragma is better. */
 enum { KD_TINY_REDUCE = 4 };
 /* Nor does one of at most KD_SHORT_REDUCE values per element computed in the element loop
  * (not in a prologue, whose item is one row) from an operand that costs less than a
  * transcendental, on a target with AVX-512 (kd_stmt.simd_narrow): gcc unrolls it too and
  * vectorises across the elements, where the pragma's horizontal reduction per element
- * was most of the work (Zen 4, one thread, an f64 sum and a max of each of 131072 rows of
- * 16: 0.80 -> 0.22 ms; rows of 8 0.96 -> 0.26; rows of 24 only 1.7 -> 1.3, and rows of 32
- * 0.46 -> 1.4; with an exp per value the pragma wins at every length). With AVX2 only
- * (Zen 3) the same form is twice as slow as the pragma's (rows of 16: 2.6 against 1.3 ms)
- * and three times as long to compile (gcc 12 -O3: 220 against 67 ms, the permutes of a
- * 16-strided group): there the pragma stays. Longer f32 sums are blocked (KD_SMALL_SUM)
- * and keep theirs. */
+ * was most of the work (Zen 4, one thread, an f64 sum and a max per row: several times
+ * faster at rows of 8 and 16, a little at 24, slower at 32; with an exp per value the
+ * pragma wins at every length; bench/RESULTS.md, "Row reductions of at most 16 cheap
+ * values: no pragma"). With AVX2 only (Zen 3) the same form is twice as slow as the
+ * pragma's and three times as long to compile (the permutes of a 16-strided group;
+ * bench/RESULTS.md, "Short rows: the AVX-512 form is the wrong one on AVX2"): there the
+ * pragma stays. Longer f32 sums are blocked (KD_SMALL_SUM) and keep theirs. */
 enum { KD_SHORT_REDUCE = KD_SMALL_SUM };
 /* A kernel whose item is one short row (at most KD_SHORT_REDUCE elements) and whose
  * prologue computes its row values (fusion.h) takes KD_PROLOGUE_ROWS rows per item in the
@@ -179,8 +183,9 @@ enum { KD_SHORT_REDUCE = KD_SMALL_SUM };
  * before the next, its few-valued reductions (kd_stmt.few) without the pragma, vectorised
  * across the rows, and a kept value's reduction (a softmax's sum of exp(x - max)) split
  * into the loop that computes and keeps the values, vectorised along the row, and the
- * sum of the kept row, across the rows (one thread, a softmax over 131072 rows of 16:
- * 2.0 -> 1.1 ms; rows of 8 2.4 -> 1.6; rows of 3, with no pragma along them, 15 -> 2.6). */
+ * sum of the kept row, across the rows (one thread: a softmax over rows of 16 or 8 ran
+ * faster, over rows of 3, with no pragma along them, several times faster;
+ * bench/RESULTS.md, "A prologue over short rows, 16 rows an item, step by step"). */
 enum { KD_PROLOGUE_ROWS = 16 };
 
 /* kd_kernel.parts: how many, the least work (reduced elements) worth splitting, the bytes

@@ -720,13 +720,16 @@ static void lower_elements(lw *l, const uint32_t *ix, uint32_t store_ix) {
     }
     /* In place, the outputs written over inputs are not restrict, and the compiler will
      * not vectorise the loop behind so many possibly-aliasing pointers (a fused Adam
-     * update stayed scalar: 4x slower than the copy bandwidth). The planner only writes
+     * update stayed scalar, far below the copy bandwidth: bench/RESULTS.md, "Quiet machine,
+     * all branches merged: the figures that close issues 9, 10 and 14"). The planner only writes
      * in place where element e of an output reads nothing but element e of the buffer it
      * overwrites, so iterations are independent and the loop may be declared simd. Only
      * for a straight-line body without integer arithmetic (see kd_stmt.simd). So too where
      * the elements read a kept value back from their output row (choose_keep), element e
      * of it only: over rows of 16 gcc unrolled the loop completely and left a softmax's
-     * division as 16 scalar divides (131072 rows: 3.6 -> 2.6 ms with the pragma). */
+     * division as 16 scalar divides (the pragma measured clearly faster: bench/RESULTS.md,
+     * "Rows of 8 and 16: a NaN flag as wide as the value, and simd elements after a kept
+     * value"). */
     bool straight = true;
     for (uint32_t s = loop + 1; s < l->kd->n_stmts && straight; s++)
         straight = l->kd->stmts[s].kind != KS_LOOP;
@@ -894,7 +897,8 @@ static void load_strides(const kd_kernel *kd, const kd_stmt *st, bool *strided, 
  * last axis, the columns an item should take; 0 for any other kernel, and for one whose
  * rows are one item each and whose stride is not a multiple of 1 KiB: consecutive items
  * are then consecutive rows already, reading the next element of the row's lines, which
- * fit the cache (1000 x 30000 transposed: 17 ms as rows, 22 tiled). */
+ * fit the cache (a 1000 x 30000 transpose ran faster as rows than tiled: bench/RESULTS.md,
+ * "Transposes: few columns per item, down the rows first"). */
 static int64_t tile_columns(const kd_kernel *kd) {
     if (kd->prologue || kd->columns || kd->split || kd->inner <= KD_TILE) return 0;
     bool strided = false, sets = false;
@@ -923,8 +927,10 @@ static int64_t row_block(const kd_kernel *kd) {
         if (st->kind == KS_LOAD && !st->keep) load_strides(kd, st, &strided, &sets);
     }
     /* Untiled (a row is one item), blocks pay only where the stride crowds the rows' lines
-     * into few cache sets: NCHW to NHWC, one thread, [16, 32, 64, 64] 5.5 -> 0.8 ms, but
-     * [32, 64, 56, 56] 5.1 -> 5.8 and [8, 3, 224, 224] 0.96 -> 2.5 in blocks. */
+     * into few cache sets: NCHW to NHWC, one thread, several times faster in blocks at
+     * [16, 32, 64, 64] (a 16 KiB stride), but slower at [32, 64, 56, 56] and
+     * [8, 3, 224, 224] (bench/RESULTS.md, "Transposes: 8 rows per item, and 8 x 8 blocks
+     * through registers"). */
     return strided && (kd->tiled || (kd->inner % KD_ROW_BLOCK == 0 && sets)) ? KD_ROW_BLOCK : 0;
 }
 
@@ -1112,13 +1118,14 @@ static bool has_branch(const kd_kernel *kd) {
 
 /* A short last axis is merged (kdesc.h, KD_SHORT_ROW) only where it pays: where the rows'
  * loads read at their leading axes' divisions (NCHW -> NHWC; a plain [R, 3] row form runs
- * without a division and gcc vectorises its unrolled rows: a broadcast (x - m) * m over a
- * million rows of 3, 0.46 ms as rows, 0.83 merged), and where the merged elements index it
+ * without a division and gcc vectorises its unrolled rows: a broadcast (x - m) * m over
+ * rows of 3 ran faster as rows than merged), and where the merged elements index it
  * through the split alone and run straight through. Where they also divide the merged
  * variable otherwise (a reshape's other axes: [T, 2P] seen as [T, P, 2]) or branch (a
  * concatenate or pad along the short axis, which the segmented loop serves better: [R, 4]
- * and [R, 4] concatenated, a million rows, 2.5 ms as rows, 3.8 merged), the kernel is
- * lowered on the roots' shape. */
+ * and [R, 4] concatenated ran faster as rows), the kernel is lowered on the roots' shape
+ * (bench/RESULTS.md, "NCHW to NHWC with few channels: the short axis merged into the one
+ * before"). */
 kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_kernel *kd) {
     bool can = false;
     kiln_status s = lower_kernel(g, p, ki, kd, false, &can);

@@ -10,8 +10,9 @@
  *
  * The first profiled run is kept apart (its own counters): it pays one-time work that the
  * runs after it do not, chiefly a GEMM library's first call (oneDNN generates its kernels
- * then: ~45 ms on the AVX-512 machine of bench/RESULTS.md, ten times a LLaMA-style block's
- * run), which averaged in made whichever product came first look 3x slower in every run.
+ * then, for many times a LLaMA-style block's whole run: bench/RESULTS.md, "The lead was an
+ * averaging artifact, not a slow product"), which averaged in made whichever product came
+ * first look several times slower in every run.
  * Once another run has finished, the totals, the report's table and the getter count the
  * runs after the first; the report shows the first run's excess on a line of its own.
  * Exactly one run claims "first" (an atomic exchange), however many threads run at once;

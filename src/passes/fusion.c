@@ -614,8 +614,9 @@ static unsigned reduction_form(pc_walk *w, const fkernel *k) {
 
 /* Siblings whose reductions read the shared buffer in different orders do not merge: the
  * sums of a matrix's rows and of its columns, both f32[n], in one kernel walked the
- * columns element by element, a stride of a whole row per value (0.5 GB/s, 10x slower
- * than the two kernels apart, each reading in its own order). */
+ * columns element by element, a stride of a whole row per value, an order of magnitude
+ * slower than the two kernels apart, each reading in its own order (bench/RESULTS.md, "Row
+ * and column reductions of one matrix: no longer one kernel"). */
 static bool reads_apart(pc_walk *w, const fkernel *a, const fkernel *b) {
     unsigned fa = reduction_form(w, a), fb = fa ? reduction_form(w, b) : 0;
     return fa && fb && fa != fb;

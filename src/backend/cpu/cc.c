@@ -58,11 +58,12 @@
 #define MAX_ARGS  600 /* the fixed flags, up to ~512 from KILN_CC_FLAGS, the file names */
 /* A source of two or more kernels is compiled as up to CC_MAX_PARTS translation units at
  * once (one per thread of the context, never more than one per kernel), the prelude in
- * each, then linked. An extra part costs a compiler start and the prelude again (~12 ms
- * of CPU with gcc 12), which idle cores run side by side; a kernel costs 10-25 ms of gcc's
- * -O3 on its own, so even a 3-kernel source is done sooner in two parts (bench/programs,
- * first call: embedding classifier 70-84 -> 63-70 ms, cross-entropy 162-169 -> 131-137,
- * LLaMA block 148-162 -> 116-160; bench/RESULTS.md). With one thread there is one part. */
+ * each, then linked. An extra part costs a compiler start and the prelude again, which
+ * idle cores run side by side; a kernel costs about as much or more of gcc's -O3 on its
+ * own, so even a 3-kernel source is done sooner in two parts (bench/programs' first calls
+ * of the embedding classifier, cross-entropy and the LLaMA block all came sooner:
+ * bench/RESULTS.md, "First calls: a source of 2-7 kernels now compiles in parts too").
+ * With one thread there is one part. */
 #define CC_MAX_PARTS 8
 
 /* Never -ffast-math, -ffinite-math-only or -fassociative-math: the generated code tests
@@ -79,17 +80,19 @@ static const char *const base_flags[] = {
  * at the branches' bounds: a concatenate of one f64[7,2,2] operand three times lost two
  * rows of the third copy (found by fuzz/fuzz_builder; -O2, clang, and gcc without loop
  * splitting are right), so gcc gets -fno-split-loops. -O2 with -O3's vectoriser cost model
- * takes 10-20% less compile time, and its wrong result on test_compile_random's graph 63
- * was a gcc bug that -O3 has too (print_c.c, wraps_into_gather, now worked around); but
- * measured on bench/programs it left RoPE's interleave 2.4x slower and cross-entropy 7%
- * (and made the embedding classifier faster), so -O3 stays (bench/RESULTS.md, "First
- * call"). gcc's -O3 unroll-and-jam takes apart the column form's loop order (reduce loop
- * outside, the chunk's columns inside and vectorised): the embedding classifier's gather
- * + mean kernel ran 5-10x slower with it (bench/programs, 1 thread: the program 1.4-3.3 ms
- * -> 0.50 ms; nothing else moved), so gcc also gets -fno-loop-unroll-and-jam. And -pipe:
- * cc1 hands the assembly to as through a pipe, not a temporary file, and the two overlap
- * (RoPE's source: 67-73 -> 61-69 ms a compile, 4 x 20 alternated). These flags are part
- * of the compiler identity hashed into every key. */
+ * takes less compile time, and its wrong result on test_compile_random's graph 63 was a
+ * gcc bug that -O3 has too (print_c.c, wraps_into_gather, now worked around); but measured
+ * on bench/programs it left RoPE's interleave and cross-entropy slower (and made the
+ * embedding classifier faster), so -O3 stays (bench/RESULTS.md, "First calls: where they
+ * go, and what was cut" and "First calls: -O2 measured again, and left"). gcc's -O3
+ * unroll-and-jam takes apart the column form's loop order (reduce loop outside, the
+ * chunk's columns inside and vectorised): the embedding classifier's gather + mean kernel
+ * ran several times slower with it, and nothing else moved (bench/RESULTS.md, "gcc -O3's
+ * unroll-and-jam and the column form"), so gcc also gets -fno-loop-unroll-and-jam. And
+ * -pipe: cc1 hands the assembly to as through a pipe, not a temporary file, and the two
+ * overlap (RoPE's source compiled a little sooner, alternated runs: bench/RESULTS.md,
+ * "Figures moved out of code comments (2026-12-03)"). These flags are part of the compiler
+ * identity hashed into every key. */
 static const char *const gcc_opt_flags[] = {"-O3", "-fno-split-loops", "-fno-loop-unroll-and-jam",
                                             "-pipe"};
 static const char *const other_opt_flags[] = {"-O3"};
@@ -432,7 +435,8 @@ static void build_argv_n(const cc_load *ld, cc_argv *a, bool compile_only, const
     if (compile_only) a->v[n++] = "-c";
     /* gcc links a kernel module without the C runtime's start files and libc (-nostdlib:
      * the module has no constructors, and memcpy is a builtin), naming libm and libgcc
-     * itself: half the link's time (12 -> 8 ms of a 60 ms compile, bench/RESULTS.md). The
+     * itself: a good part of the link's time, which is a visible share of a small program's
+     * compile (bench/RESULTS.md, "Two smaller changes found on the way"). The
      * module still records libm where it calls it, so a host that loaded kiln with
      * RTLD_LOCAL resolves logf and the rest. Not with KILN_CC_FLAGS: -fsanitize=... and
      * other flags bring runtimes that gcc links only without -nostdlib. */

@@ -126,10 +126,11 @@ static kiln_status cpu_backend_blas(cpu_state *st, const cpu_blas **out) {
 }
 
 /* oneDNN generates its sgemm kernels, all of them, in the first call of a process that
- * takes its JIT path (any product of 8 or more; bench/RESULTS.md measured 30-45 ms): one
- * such call on a thread of its own, started by kiln_compile before the compiler runs
- * (gemm_warm) and joined when it is done (cpu_program_compile), moves that cost off the
- * first run. The other providers generate nothing. */
+ * takes its JIT path (any product of 8 or more; what it costs is measured in
+ * bench/RESULTS.md, "First calls: where they go, and what was cut"): one such call on a
+ * thread of its own, started by kiln_compile before the compiler runs (gemm_warm) and
+ * joined when it is done (cpu_program_compile), moves that cost off the first run. The
+ * other providers generate nothing. */
 static void *warm_main(void *arg) {
     const cpu_blas *bl = arg;
     float a[64] = {0}, b[64] = {0}, c[64];

@@ -139,8 +139,8 @@ SCATTER(int64_t, uint64_t)
 int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx, int threads) {
     /* a part's fixed cost is a pass over all the indices: worth it from CPU_SCATTER_PART
      * elements of fill and additions a part, and no more parts than threads (each would
-     * pass over the indices once more: 39 parts on one thread, 32000 rows of 128 and
-     * 8192 indices, took 1.64 ms against 0.66 in one part) */
+     * pass over the indices once more: 39 parts on one thread took more than twice as long
+     * as one part; bench/RESULTS.md, "Scatter-add of rows: no more parts than threads") */
     int64_t work = (rows + n_idx) * row_len, parts = work / CPU_SCATTER_PART;
     if (parts > CPU_SCATTER_MAX_PARTS) parts = CPU_SCATTER_MAX_PARTS;
     if (parts > threads) parts = threads;

@@ -370,6 +370,18 @@ typedef struct kiln_value {
     uint32_t id;
 } kiln_value;
 
+/* The invalid value, {0, 0}, by name: what an optional operand is given to leave it out
+ * (kiln_layer_norm's scale and bias, kiln_rms_norm's scale; an unset optimiser
+ * hyperparameter is the same zero value) and what ops return after an error. It is the
+ * zero value, so a zero-initialised kiln_value or options struct holds it already. An
+ * expression (a compound literal in C, a temporary in C++), not a constant for a static
+ * initialiser: write {0, 0} there. */
+#ifdef __cplusplus
+#define KILN_VALUE_NONE (kiln_value{0, 0})
+#else
+#define KILN_VALUE_NONE ((kiln_value){0, 0})
+#endif
+
 static inline bool kiln_value_ok(kiln_value v) {
     return v.id != 0;
 }
@@ -653,12 +665,12 @@ KILN_API kiln_value kiln_log_softmax(kiln_graph *g, kiln_value x, int axis);
 KILN_API kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axes,
                                    bool keepdims);
 /* Normalises over the last axis: (x - mean) / sqrt(var + eps) * scale + bias. scale and
- * bias have the last axis's shape; pass an invalid value ({0, 0}) to leave either out. */
+ * bias have the last axis's shape; pass KILN_VALUE_NONE to leave either out. */
 KILN_API kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_value bias,
                                     double eps);
 /* LLaMA's RMSNorm along `axis` (negative counts from the end):
  * x * rsqrt(mean(x^2 over axis) + eps) * scale. scale has the shape [dim of that axis] and
- * is broadcast along it; pass an invalid value ({0, 0}) to leave it out. */
+ * is broadcast along it; pass KILN_VALUE_NONE to leave it out. */
 KILN_API kiln_value kiln_rms_norm(kiln_graph *g, kiln_value x, kiln_value scale, int axis,
                                   double eps);
 /* jax.nn.gelu. approximate: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2's);
@@ -810,9 +822,9 @@ KILN_API kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, do
  *
  * Hyperparameters are rank-0 values of the graph, of any numeric dtype: a parameter fed
  * each call (a learning-rate schedule, the step count: no retrace, no recompile) or a
- * constant (kiln_scalar(g, KILN_DTYPE_F64, 3e-4)). An unset one (the zero value, as in a
- * zero-initialised options struct) takes the default named beside it. Scalar arithmetic
- * on them (bias corrections, products of hyperparameters) is done in f64; the
+ * constant (kiln_scalar(g, KILN_DTYPE_F64, 3e-4)). An unset one (KILN_VALUE_NONE, the zero
+ * value a zero-initialised options struct holds) takes the default named beside it. Scalar
+ * arithmetic on them (bias corrections, products of hyperparameters) is done in f64; the
  * elementwise update in each parameter's dtype.
  *
  * Arrays: params[i], grads[i] and the state arrays' [i] must agree in dtype (f32 or f64)

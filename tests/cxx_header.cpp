@@ -15,7 +15,9 @@ int main() {
     int64_t dims[1] = {3};
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, dims);
     kiln_value y = kiln_add(g, x, kiln_scalar(g, KILN_DTYPE_F32, 1.0));
-    int ok = kiln_graph_finish(g, 1, &y) == KILN_STATUS_OK;
+    kiln_value none = KILN_VALUE_NONE; /* the C++ spelling of the macro */
+    y = kiln_layer_norm(g, y, none, KILN_VALUE_NONE, 1e-5);
+    int ok = !kiln_value_ok(none) && kiln_graph_finish(g, 1, &y) == KILN_STATUS_OK;
     kiln_graph_destroy(g);
     kiln_context_destroy(ctx);
     std::printf("cxx_header: %d passed, %d failed\n", ok, !ok);

@@ -1038,6 +1038,31 @@ static void test_composites(void) {
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &x)); /* the verifier accepts every composite */
 }
 
+/* KILN_VALUE_NONE is the invalid value {0, 0} by name: optional operands left out with it
+ * trace the same graph as with {0, 0}, and a required operand given it is the same error. */
+static void test_value_none(void) {
+    kiln_value none = KILN_VALUE_NONE;
+    CHECK(none.graph == 0 && none.id == 0 && !kiln_value_ok(KILN_VALUE_NONE));
+    char *text[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        kiln_graph *g = fresh();
+        kiln_value x = P(g, KILN_DTYPE_F32, 2, 4), s = P(g, KILN_DTYPE_F32, 4);
+        kiln_value out[3], v = k ? (kiln_value){0, 0} : KILN_VALUE_NONE; /* one line: the */
+        out[0] = kiln_layer_norm(g, x, v, s, 1e-5); /* graph text holds locations */
+        out[1] = kiln_rms_norm(g, x, v, -1, 1e-5);
+        kiln_sgd_options o = {.lr = v, .momentum = v};
+        CHECK_OK(ctx, kiln_optim_sgd(g, &o, 1, &s, &s, NULL, &out[2], NULL));
+        CHECK_OK(ctx, kiln_graph_finish(g, 3, out));
+        text[k] = kiln_graph_to_string(g);
+    }
+    CHECK(text[0] && text[1] && !strcmp(text[0], text[1]));
+    kiln_string_free(ctx, text[0]), kiln_string_free(ctx, text[1]);
+    kiln_graph *g = fresh();
+    kiln_value x = P(g, KILN_DTYPE_F32, 3);
+    OP(kiln_add(g, x, KILN_VALUE_NONE));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_add", "the invalid value");
+}
+
 static void test_composite_errors(void) {
     kiln_graph *g;
     kiln_value x, y;
@@ -1499,6 +1524,7 @@ int main(void) {
     RUN(test_indexing);
     RUN(test_composites);
     RUN(test_composite_errors);
+    RUN(test_value_none);
     RUN(test_nested_locations);
     RUN(test_first_error_wins);
     RUN(test_mixing_and_invalid_values);

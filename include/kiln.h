@@ -1143,6 +1143,13 @@ typedef struct kiln_memory_analysis {
     double remat_flops_share;    /* remat_added_flops / the FLOPs of the whole step */
     uint64_t memory_budget;      /* the budget it was planned under in bytes; 0: none */
     const char *remat_strategy;  /* "none", "elementwise", "checkpoint", "greedy", "segments" */
+    /* Under a memory budget: the smallest planned peak any recomputation kiln_compile tried
+     * reaches (every proposal is planned in full, whichever fits), the figure a budget
+     * that cannot be met is refused with ("the smallest planned peak reachable is ...").
+     * It may lie below peak_bytes: the plan kept is the one adding the fewest FLOPs among
+     * those that fit. 0 when no budget was set (no search was made). Fields are only ever
+     * appended to this struct. */
+    uint64_t remat_min_peak_bytes;
 } kiln_memory_analysis;
 
 typedef enum kiln_buffer_kind {
@@ -1184,6 +1191,12 @@ typedef struct kiln_buffer_info {
     /* the parameter's name, or the kiln_checkpoint_name given to the value; NULL if none
      * (valid while the executable lives) */
     const char *name;
+    /* true for a value recomputed in the backward pass (rematerialisation: a checkpoint
+     * region, the memory budget or a cheap elementwise value; the memory report lists each
+     * with its reason): this buffer holds the second computation of the value, made from
+     * kept values just before its first backward reader. false for scratch. Fields are only
+     * ever appended to this struct. */
+    bool recomputed;
 } kiln_buffer_info;
 
 KILN_API kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,

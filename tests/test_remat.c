@@ -6,7 +6,9 @@
  * without recomputation (a recomputation is the same kernel code on the same inputs);
  * the measured allocator peak equals the planned peak of every plan (cmp_run_planned);
  * the planned peak never rises as the budget falls and always fits it; an infeasible
- * budget fails with the budget, the smallest reachable peak and the buffers holding it;
+ * budget fails with the budget, the smallest reachable peak and the buffers holding it,
+ * and that peak is the analysis's remat_min_peak_bytes (buffer_info marks what is
+ * recomputed);
  * nothing_saveable per layer lowers the planned and the measured peak of a deep MLP and
  * of a transformer stack; random programs with random regions and budgets agree with the
  * reference interpreter; a compile under a budget survives every host allocation
@@ -292,6 +294,64 @@ static void test_budgets(void) {
     CHECK(budget_sweep(g, 30, 10, &smallest, &a0) >= 3);
     CHECK_MSG(smallest < a0.peak_bytes, "transformer: no budget lowered the peak (%llu)",
               (unsigned long long)a0.peak_bytes);
+    kiln_graph_destroy(g);
+}
+
+/* The smallest reachable peak and the recomputed buffers as fields, not only text: the
+ * figure a budget too small is refused with is remat_min_peak_bytes of every budgeted
+ * compile of the program (the proposals do not depend on the budget), a budget of exactly
+ * that figure is met at it, and no budget leaves it 0. kiln_buffer_info.recomputed marks
+ * the buffers the report lists as recomputed with a buffer of their own. */
+static void test_min_peak_fields(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, -1);
+    kiln_executable *e = NULL;
+    kiln_compile_options tiny = {.memory_budget = 4096};
+    CHECK_STATUS(kiln_compile(g, &tiny, &e), KILN_STATUS_DEVICE_OOM);
+    const char *msg = kiln_last_error(ctx), *at = strstr(msg, "reachable is ");
+    unsigned long long reach = at ? strtoull(at + strlen("reachable is "), NULL, 10) : 0;
+    CHECK_MSG(reach > 4096, "no smallest peak in: %s", msg);
+    kiln_compile_options exact = {.memory_budget = reach}, loose = {.memory_budget_fraction = 1};
+    kiln_memory_analysis a;
+    CHECK_OK(ctx, kiln_compile(g, &exact, &e));
+    kiln_executable_get_memory_analysis(e, &a);
+    CHECK_MSG(a.remat_min_peak_bytes == reach && a.peak_bytes == reach,
+              "min %llu, peak %llu, want %llu", (unsigned long long)a.remat_min_peak_bytes,
+              (unsigned long long)a.peak_bytes, reach);
+    CHECK(a.remat_num_recomputed > 0);
+    int recomputed = 0;
+    char *report = kiln_executable_memory_report(e);
+    for (int i = 0; i < a.num_buffers; i++) {
+        kiln_buffer_info b;
+        CHECK_OK(ctx, kiln_executable_get_buffer_info(e, i, &b));
+        if (!b.recomputed) continue;
+        recomputed++;
+        char line[64];
+        snprintf(line, sizeof line, "  %%%d %s ", b.node, b.op);
+        CHECK_CONTAINS(report, line);
+        CHECK(b.kind == KILN_BUFFER_KIND_TEMP);
+    }
+    int own = 0;
+    for (const char *p = report; p && (p = strstr(p, ", own buffer")); p++) own++;
+    CHECK_MSG(recomputed > 0 && recomputed == own, "%d buffers recomputed, the report lists %d",
+              recomputed, own);
+    kiln_string_free(ctx, report);
+    kiln_executable_destroy(e);
+    CHECK_OK(ctx, kiln_compile(g, &loose, &e));
+    kiln_executable_get_memory_analysis(e, &a);
+    CHECK(a.remat_min_peak_bytes == reach && a.peak_bytes >= reach);
+    kiln_executable_destroy(e);
+    /* no budget: no search, no recomputation here, nothing marked */
+    kiln_compile_options off = {.disable_cheap_remat = true};
+    CHECK_OK(ctx, kiln_compile(g, &off, &e));
+    kiln_executable_get_memory_analysis(e, &a);
+    CHECK(a.remat_min_peak_bytes == 0);
+    for (int i = 0; i < a.num_buffers; i++) {
+        kiln_buffer_info b;
+        kiln_executable_get_buffer_info(e, i, &b);
+        CHECK(!b.recomputed);
+    }
+    kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 }
 
@@ -712,6 +772,7 @@ int main(void) {
     RUN(test_policies);
     RUN(test_report);
     RUN(test_budgets);
+    RUN(test_min_peak_fields);
     RUN(test_environment);
     RUN(test_errors);
     RUN(test_nested);

@@ -51,6 +51,7 @@ kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
         out->remat_added_flops = r->added_flops;
         out->remat_flops_share = r->step_flops > 0 ? r->added_flops / r->step_flops : 0;
         out->memory_budget = r->budget;
+        out->remat_min_peak_bytes = r->min_peak;
     }
     out->remat_strategy = r->strategy ? r->strategy : "none";
     for (int c = 0; c < PLAN_NUM_CLASSES; c++) {
@@ -91,6 +92,7 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
         .file = n->file,
         .line = n->line,
         .name = scratch || !n->name || !*n->name ? NULL : n->name,
+        .recomputed = !scratch && n->remat == IR_REMAT_CLONE,
     };
     for (int a = 0; a < out->rank; a++) out->dims[a] = n->shape.dims[a];
     return KILN_STATUS_OK;

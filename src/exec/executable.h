@@ -13,6 +13,7 @@
 typedef struct exec_remat_info {
     uint64_t peak_without; /* the planned peak with nothing recomputed (0: not planned) */
     uint64_t budget;       /* the budget in bytes (0: none) */
+    uint64_t min_peak;     /* the smallest peak a proposal reached under a budget (0: none) */
     uint32_t n_recomputed;
     double added_flops, step_flops;
     const char *strategy; /* NULL: nothing recomputed */

@@ -459,6 +459,7 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
             memcpy(best_extra, extra, nn);
         }
     }
+    e->remat.min_peak = min_peak == UINT64_MAX ? 0 : min_peak;
     if (!s && !best_strategy) s = budget_error(e, o, budget, without, min_extra, min_peak);
     if (!s) s = adopt(e, best_extra, best_strategy);
 done:

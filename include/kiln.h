@@ -1274,6 +1274,21 @@ KILN_API kiln_status kiln_jit_lower_shapes(kiln_jit *j, int device, int n_args,
                                            const kiln_arg_spec *specs, const void *static_args,
                                            size_t static_size, kiln_executable **out);
 
+/* The graph a call with these arguments would compile (jax.jit(f).trace(*args).jaxpr, or
+ * jax.make_jaxpr): the trace function is called on a new graph exactly as for a call of a
+ * new signature (parameters named as kiln_jit_call names them, the same static bytes), and
+ * the finished graph, not optimised, is returned in *out, ready for kiln_interpret (the
+ * reference interpreter), kiln_graph_print, kiln_graph_save or kiln_compile. The cache
+ * keeps executables, not graphs, so this traces again each time (counted in
+ * kiln_jit_stats.traces), compiles nothing and leaves the cache as it was. Same checks and
+ * errors as kiln_jit_call for the arguments and static bytes (arity, dtype and shape
+ * against a declared signature, NULL or consumed arrays); the arrays are only read for
+ * their types and names, so they may be on any devices, and nothing is consumed. *out is
+ * the caller's: destroy it with kiln_graph_destroy (before the context; it does not
+ * depend on the jit). On failure *out is NULL. */
+KILN_API kiln_status kiln_jit_trace(kiln_jit *j, int n_args, kiln_array *const *args,
+                                    const void *static_args, size_t static_size, kiln_graph **out);
+
 typedef struct kiln_jit_stats {
     uint64_t traces;   /* trace function calls */
     uint64_t compiles; /* executables built (each may still hit the disk cache) */

@@ -3,7 +3,7 @@
  * through a call, many threads calling one jit at once, and lowering (kiln_jit_lower,
  * kiln_jit_lower_shapes): the executable a call then runs, its analysis what the call
  * measures, errors as a call's, donation, devices, and a fault sweep; arrays of another
- * context refused. */
+ * context refused; kiln_jit_trace: the traced graph, interpreted, gives the call's results. */
 #include "compare.h"
 #include "fault.h"
 
@@ -392,6 +392,98 @@ static void test_lower_errors(void) {
     kiln_jit_destroy(j);
 }
 
+/* kiln_jit_trace: the graph a call compiles, for the reference interpreter. Interpreted, it
+ * gives the call's results (to the compiled code's rounding); it is traced anew each time
+ * (counted), compiles nothing, leaves the cache alone, names its parameters as a call
+ * would, and fails as a call fails. */
+static void test_trace_graph(void) {
+    int traces = 0;
+    kiln_jit_options o = {.name = "traced", .fn = trace_f, .user = &traces};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    int64_t d[2] = {3, 4};
+    float xv[12], yv[12];
+    for (int i = 0; i < 12; i++) xv[i] = 0.1f * (float)i - 0.4f, yv[i] = 1.0f - 0.07f * (float)i;
+    kiln_array *args[2], *outs[2], *ref[2] = {NULL, NULL};
+    CHECK_OK(ctx, kiln_array_create_named(ctx, "x", 0, KILN_DTYPE_F32, 2, d, xv, &args[0]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, yv, &args[1]));
+    int layers = 2;
+    CHECK_OK(ctx, kiln_jit_call(j, 2, args, &layers, sizeof layers, 2, outs));
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_jit_trace(j, 2, args, &layers, sizeof layers, &g));
+    CHECK(g != NULL && traces == 2);
+    if (g) {
+        CHECK(kiln_graph_num_parameters(g) == 2 && kiln_graph_num_outputs(g) == 2);
+        char *text = kiln_graph_to_string(g);
+        CHECK_CONTAINS(text, "\"x\"");
+        CHECK_CONTAINS(text, "\"arg1\"");
+        kiln_string_free(ctx, text);
+        CHECK_OK(ctx, kiln_interpret(g, 2, args, 2, ref));
+        for (int k = 0; k < 2 && ref[1]; k++) {
+            float got[12] = {0}, want[12] = {0};
+            size_t nb = kiln_array_nbytes(outs[k]);
+            CHECK(nb == kiln_array_nbytes(ref[k]));
+            kiln_array_copy_to_host(outs[k], got, nb);
+            kiln_array_copy_to_host(ref[k], want, nb);
+            for (size_t i = 0; i < nb / sizeof(float); i++) CHECK_NEAR(got[i], want[i], 1e-6);
+            CHECK_NEAR(want[k ? 5 : 0],
+                       k ? host_f(xv[5], yv[5], 2)
+                         : host_f(xv[0], yv[0], 2) + host_f(xv[1], yv[1], 2) +
+                               host_f(xv[2], yv[2], 2) + host_f(xv[3], yv[3], 2),
+                       1e-5);
+        }
+        for (int k = 0; k < 2; k++) kiln_array_destroy(ref[k]);
+        kiln_graph_destroy(g);
+    }
+    kiln_jit_stats st;
+    kiln_jit_get_stats(j, &st);
+    CHECK_MSG(st.traces == 2 && st.compiles == 1 && st.entries == 1 && st.misses == 1 &&
+                  st.hits == 0,
+              "traces %llu compiles %llu entries %llu", (unsigned long long)st.traces,
+              (unsigned long long)st.compiles, (unsigned long long)st.entries);
+    /* errors: as a call's, named kiln_jit_trace; *out stays NULL */
+    g = (kiln_graph *)1;
+    CHECK_STATUS(kiln_jit_trace(j, 2, args, NULL, 4, &g), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_trace 'traced': static_args is NULL");
+    CHECK(g == NULL);
+    kiln_array *null_arg[2] = {args[0], NULL};
+    CHECK_STATUS(kiln_jit_trace(j, 2, null_arg, NULL, 0, &g), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "argument 1 is NULL");
+    CHECK_STATUS(kiln_jit_trace(j, 2, args, NULL, 0, NULL), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_trace 'traced': out is NULL");
+    CHECK_STATUS(kiln_jit_trace(NULL, 2, args, NULL, 0, &g), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_trace");
+    /* the trace function's own failure (one argument: trace_f returns -1) */
+    CHECK_STATUS(kiln_jit_trace(j, 1, args, NULL, 0, &g), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_trace 'traced': the trace function reported");
+    CHECK(g == NULL);
+    for (int k = 0; k < 2; k++) kiln_array_destroy(outs[k]), kiln_array_destroy(args[k]);
+    kiln_jit_destroy(j);
+    /* a declared signature is checked; a builder error surfaces with the user's line */
+    kiln_arg_spec specs[2] = {{KILN_DTYPE_F32, 2, {-1, 4}}, {KILN_DTYPE_F32, 2, {-1, 4}}};
+    kiln_jit_options od = {
+        .name = "decl", .fn = trace_f, .user = &traces, .n_args = 2, .arg_specs = specs};
+    CHECK_OK(ctx, kiln_jit_create(ctx, &od, &j));
+    kiln_array *wide[2];
+    f32_array(ctx, 0, 3, 5, 0, &wide[0]);
+    f32_array(ctx, 0, 3, 5, 0, &wide[1]);
+    CHECK_STATUS(kiln_jit_trace(j, 2, wide, NULL, 0, &g), KILN_STATUS_SHAPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_trace 'decl': argument 0 is f32[3,5], declared");
+    kiln_jit_destroy(j);
+    kiln_jit_options ob = {.name = "bad", .fn = trace_bad};
+    CHECK_OK(ctx, kiln_jit_create(ctx, &ob, &j));
+    int64_t three = 3;
+    kiln_array *v3;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, &three, NULL, &v3));
+    CHECK_STATUS(kiln_jit_trace(j, 1, &v3, NULL, 0, &g), KILN_STATUS_SHAPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "operands: f32[3], f32[5]");
+    CHECK_CONTAINS(kiln_last_error(ctx), "test_jit.c:");
+    CHECK(g == NULL);
+    kiln_array_destroy(v3);
+    kiln_array_destroy(wide[0]), kiln_array_destroy(wide[1]);
+    kiln_jit_destroy(j);
+}
+
 /* x * 2 + y, x donated: its buffer can hold the output. */
 static int trace_axpy(kiln_graph *g, const kiln_value *args, int n_args, const void *st, void *user,
                       kiln_value *outs) {
@@ -548,6 +640,7 @@ int main(void) {
     RUN(test_lower_errors);
     RUN(test_lower_donation_devices);
     RUN(test_other_context);
+    RUN(test_trace_graph);
     test_lower_fault_sweep(dir);
     kiln_context_destroy(ctx);
     char cmd[256];

@@ -263,8 +263,12 @@ static unsigned char *make_key(kiln_jit *j, const jit_sig *s, size_t *len) {
     return k;
 }
 
-static kiln_status trace_and_compile(kiln_jit *j, const jit_sig *sg, kiln_executable **exe) {
+/* Traces the function for signature sg into a new finished graph (*out, the caller's);
+ * on failure *out is NULL and the graph is destroyed. Called with j->mu held: one trace
+ * at a time per jit, as the trace function may not be reentrant. */
+static kiln_status trace_graph(kiln_jit *j, const jit_sig *sg, kiln_graph **out) {
     kiln_graph *g;
+    *out = NULL;
     kiln_status s = kiln_graph_create(j->ctx, j->name, &g);
     if (s) return s;
     int n_args = sg->n;
@@ -295,12 +299,21 @@ static kiln_status trace_and_compile(kiln_jit *j, const jit_sig *sg, kiln_execut
                       n_outs, KILN_MAX_OUTPUTS);
     else
         s = kiln_graph_finish(g, n_outs, outs);
-    if (!s) {
-        j->stats.compiles++;
-        kiln_compile_options co = j->o.compile;
-        co.device = sg->device;
-        s = kiln_compile(g, &co, exe);
-    }
+    if (s)
+        kiln_graph_destroy(g);
+    else
+        *out = g;
+    return s;
+}
+
+static kiln_status trace_and_compile(kiln_jit *j, const jit_sig *sg, kiln_executable **exe) {
+    kiln_graph *g;
+    kiln_status s = trace_graph(j, sg, &g);
+    if (s) return s;
+    j->stats.compiles++;
+    kiln_compile_options co = j->o.compile;
+    co.device = sg->device;
+    s = kiln_compile(g, &co, exe);
     kiln_graph_destroy(g);
     return s;
 }
@@ -423,4 +436,24 @@ kiln_status kiln_jit_lower_shapes(kiln_jit *j, int device, int n_args, const kil
     snprintf(what, sizeof what, "kiln_jit_lower_shapes '%s'", j->name);
     if (!device_get(j->ctx, device, what)) return KILN_STATUS_INVALID_ARGUMENT;
     return lower(j, &sg, out);
+}
+
+/* The graph a call would compile, traced anew (the cache keeps executables, not graphs,
+ * and a trace is cheap next to a compile): the same checks and parameter names as
+ * kiln_jit_call, the same trace under the jit's lock, no cache entry touched. */
+kiln_status kiln_jit_trace(kiln_jit *j, int n_args, kiln_array *const *args,
+                           const void *static_args, size_t static_size, kiln_graph **out) {
+    if (!j) return exec_null_object("kiln_jit_trace", "the jit", n_args, args);
+    if (!out)
+        return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_jit_trace '%s': out is NULL",
+                         j->name);
+    *out = NULL;
+    jit_sig sg = {"kiln_jit_trace", n_args, args, NULL, 0, static_args, static_size};
+    kiln_status s;
+    if ((s = check_arrays(j, &sg)) || (s = check_declared(j, &sg)) || (s = check_static(j, &sg)))
+        return s;
+    pthread_mutex_lock(&j->mu);
+    s = trace_graph(j, &sg, out);
+    pthread_mutex_unlock(&j->mu);
+    return s;
 }

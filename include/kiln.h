@@ -668,6 +668,12 @@ KILN_API kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const
  * bias have the last axis's shape; pass KILN_VALUE_NONE to leave either out. */
 KILN_API kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_value bias,
                                     double eps);
+/* kiln_layer_norm along `axis` (negative counts from the end), as flax's
+ * LayerNorm(reduction_axes=axis, feature_axes=axis): mean and variance over that axis,
+ * scale and bias of shape [dim of that axis] broadcast along it (KILN_VALUE_NONE leaves
+ * either out). axis -1 is kiln_layer_norm. Direct rule, as kiln_layer_norm's. */
+KILN_API kiln_value kiln_layer_norm_axis(kiln_graph *g, kiln_value x, kiln_value scale,
+                                         kiln_value bias, int axis, double eps);
 /* LLaMA's RMSNorm along `axis` (negative counts from the end):
  * x * rsqrt(mean(x^2 over axis) + eps) * scale. scale has the shape [dim of that axis] and
  * is broadcast along it; pass KILN_VALUE_NONE to leave it out. */
@@ -680,6 +686,8 @@ KILN_API kiln_value kiln_rms_norm(kiln_graph *g, kiln_value x, kiln_value scale,
 KILN_API kiln_value kiln_gelu(kiln_graph *g, kiln_value x, bool approximate);
 /* x * logistic(x) (jax.nn.silu, a.k.a. swish). */
 KILN_API kiln_value kiln_silu(kiln_graph *g, kiln_value x);
+/* jnp.square: x * x, numeric (integers wrap); the gradient is 2 x. */
+KILN_API kiln_value kiln_square(kiln_graph *g, kiln_value x);
 /* jnp.where: x where cond else y, all three broadcast together. cond is bool, or any
  * dtype and then true where nonzero (NaN counts as nonzero); x and y share a dtype. */
 KILN_API kiln_value kiln_where(kiln_graph *g, kiln_value cond, kiln_value x, kiln_value y);
@@ -1476,6 +1484,8 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_log_softmax(g, ...)      KILN__V(g, kiln_log_softmax((g), __VA_ARGS__))
 #define kiln_logsumexp(g, ...)        KILN__V(g, kiln_logsumexp((g), __VA_ARGS__))
 #define kiln_layer_norm(g, ...)       KILN__V(g, kiln_layer_norm((g), __VA_ARGS__))
+#define kiln_layer_norm_axis(g, ...)  KILN__V(g, kiln_layer_norm_axis((g), __VA_ARGS__))
+#define kiln_square(g, ...)           KILN__V(g, kiln_square((g), __VA_ARGS__))
 #define kiln_gelu(g, ...)             KILN__V(g, kiln_gelu((g), __VA_ARGS__))
 #define kiln_silu(g, ...)             KILN__V(g, kiln_silu((g), __VA_ARGS__))
 #define kiln_rms_norm(g, ...)         KILN__V(g, kiln_rms_norm((g), __VA_ARGS__))

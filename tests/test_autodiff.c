@@ -87,6 +87,9 @@ U(f_softmax, kiln_softmax(g, x[0], -1))
 U(f_log_softmax, kiln_log_softmax(g, x[0], 0))
 U(f_logsumexp, kiln_logsumexp(g, x[0], 1, (const int[]){1}, false))
 U(f_layer_norm, kiln_layer_norm(g, x[0], x[1], x[2], 1e-5))
+U(f_layer_norm0, kiln_layer_norm_axis(g, x[0], x[1], x[2], 0, 1e-3))
+U(f_layer_norm_mid, kiln_layer_norm_axis(g, x[0], x[1], KILN_VALUE_NONE, -2, 1e-5))
+U(f_square, kiln_square(g, x[0]))
 U(f_gelu, kiln_gelu(g, x[0], true))
 U(f_gelu_exact, kiln_gelu(g, x[0], false))
 U(f_silu, kiln_silu(g, x[0]))
@@ -304,6 +307,9 @@ static const grad_case cases[] = {
     {"log_softmax", f_log_softmax, 1, {2}, {{3, 2}}, ANY},
     {"logsumexp", f_logsumexp, 1, {2}, {{2, 3}}, LARGE},
     {"layer_norm", f_layer_norm, 3, {2, 1, 1}, {{2, 4}, {4}, {4}}, ANY},
+    {"layer_norm axis 0", f_layer_norm0, 3, {3, 1, 1}, {{3, 2, 2}, {3}, {3}}, ANY},
+    {"layer_norm axis -2, no bias", f_layer_norm_mid, 2, {3, 1}, {{2, 3, 2}, {3}}, ANY},
+    {"square", f_square, 1, {2}, {{2, 3}}, ANY},
     {"gelu", f_gelu, 1, {1}, {{5}}, ANY},
     {"gelu exact", f_gelu_exact, 1, {1}, {{5}}, ANY},
     {"gelu exact large", f_gelu_exact, 1, {1}, {{4}}, LARGE},
@@ -1038,6 +1044,14 @@ static kiln_value c_ln(kiln_graph *g, const kiln_value *x) {
 static kiln_value c_ln_bare(kiln_graph *g, const kiln_value *x) {
     return kiln_layer_norm(g, x[0], (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-3);
 }
+/* over axis 0 of x^T [6, 4]: scale and bias [6] broadcast along it */
+static kiln_value c_ln_axis0(kiln_graph *g, const kiln_value *x) {
+    return kiln_layer_norm_axis(g, kiln_transpose(g, x[0], (const int[]){1, 0}), x[1], x[2], 0,
+                                1e-5);
+}
+static kiln_value c_ln_axis0_bare(kiln_graph *g, const kiln_value *x) {
+    return kiln_layer_norm_axis(g, x[0], KILN_VALUE_NONE, KILN_VALUE_NONE, -2, 1e-3);
+}
 
 static kiln_value c_relu(kiln_graph *g, const kiln_value *x) {
     return kiln_relu(g, x[0]);
@@ -1057,6 +1071,8 @@ static const comp_case comp_cases[] = {
     {"cross-entropy", 1, c_xent},
     {"layer_norm", 3, c_ln},
     {"layer_norm bare", 1, c_ln_bare},
+    {"layer_norm axis 0", 3, c_ln_axis0},
+    {"layer_norm bare, axis -2", 1, c_ln_axis0_bare},
     {"relu", 1, c_relu},
     {"rms_norm", 2, c_rms},
     {"rms_norm bare, axis 0", 1, c_rms_bare},

@@ -28,7 +28,7 @@ typedef int (*build_fn)(kiln_graph *g, kiln_value *outs);
 static int check_case(const char *name, build_fn build, const kiln_compile_options *opts) {
     kiln_graph *g;
     kiln_graph_create(ctx, name, &g);
-    kiln_value outs[16];
+    kiln_value outs[32];
     int n = build(g, outs);
     if (kiln_graph_finish(g, n, outs) != KILN_STATUS_OK) {
         fprintf(stderr, "%s: %s\n", name, kiln_last_error(ctx));
@@ -214,6 +214,11 @@ static int b_composites(kiln_graph *g, kiln_value *o) {
     o[n++] = kiln_where(g, c, x, kiln_sin(g, s));
     o[n++] = kiln_clip(g, x, kiln_cos(g, s), kiln_scalar(g, KILN_DTYPE_F32, 0.5f));
     o[n++] = kiln_erf(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 3)));
+    /* layer_norm along axis 0 (scale [4] broadcast along it), square */
+    kiln_value s4 = kiln_parameter(g, "s4", KILN_DTYPE_F32, 1, d45);
+    o[n++] = kiln_layer_norm_axis(g, x, s4, s4, 0, 1e-5);
+    o[n++] = kiln_square(g, x);
+    o[n++] = kiln_square(g, lab);
     return n;
 }
 

@@ -1034,6 +1034,14 @@ static void test_composites(void) {
     CHECK_TYPE(g,
                kiln_softmax_cross_entropy(g, P(g, KILN_DTYPE_F32, 0, 3), P(g, KILN_DTYPE_I32, 0)),
                "f32[0]");
+    /* layer_norm along any axis; square */
+    CHECK_TYPE(g, kiln_layer_norm_axis(g, x, P(g, KILN_DTYPE_F32, 3), NONE, 1, 1e-5), "f32[2,3,4]");
+    CHECK_TYPE(g, kiln_layer_norm_axis(g, x, NONE, P(g, KILN_DTYPE_F32, 2), -3, 0), "f32[2,3,4]");
+    CHECK_TYPE(g, kiln_layer_norm_axis(g, x, sc, bi, -1, 1e-5), "f32[2,3,4]");
+    CHECK_TYPE(g, kiln_layer_norm_axis(g, d, NONE, NONE, 0, 1e-5), "f64[5]");
+    CHECK_TYPE(g, kiln_square(g, x), "f32[2,3,4]");
+    CHECK_TYPE(g, kiln_square(g, P(g, KILN_DTYPE_I64, 2)), "i64[2]");
+    CHECK_TYPE(g, kiln_square(g, s), "f32[]");
     CHECK_STATUS(kiln_graph_status(g), KILN_STATUS_OK);
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &x)); /* the verifier accepts every composite */
 }
@@ -1114,6 +1122,41 @@ static void test_composite_errors(void) {
     g = fresh(), x = P(g, KILN_DTYPE_F32, 4);
     OP(kiln_layer_norm(g, x, NONE, NONE, NAN));
     EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_layer_norm", "eps");
+    /* layer_norm_axis: the axis in range, scale and bias [dim of that axis] */
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 4), y = P(g, KILN_DTYPE_F32, 4);
+    OP(kiln_layer_norm_axis(g, x, y, NONE, 0, 1e-5));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_layer_norm_axis",
+               "scale must be f32[2] (axis 0 of x), not f32[4]", "f32[2,4], f32[4]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 4), y = P(g, KILN_DTYPE_F64, 2);
+    OP(kiln_layer_norm_axis(g, x, NONE, y, -2, 1e-5));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_layer_norm_axis", "bias must be f32[2] (axis 0 of x)",
+               "not f64[2]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 4);
+    OP(kiln_layer_norm_axis(g, x, NONE, NONE, 2, 1e-5));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_layer_norm_axis", "axis 2 is out of range for rank 2",
+               "f32[2,4]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 4);
+    OP(kiln_layer_norm_axis(g, x, NONE, NONE, -3, 1e-5));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_layer_norm_axis", "axis -3");
+    g = fresh(), x = P0(g, KILN_DTYPE_F64);
+    OP(kiln_layer_norm_axis(g, x, NONE, NONE, 0, 1e-5));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_layer_norm_axis", "rank >= 1", "f64[]");
+    g = fresh(), x = P(g, KILN_DTYPE_I64, 3);
+    OP(kiln_layer_norm_axis(g, x, NONE, NONE, 0, 1e-5));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_layer_norm_axis", "i64[3]", "f32 or f64");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 3);
+    OP(kiln_layer_norm_axis(g, x, NONE, NONE, 0, -0.5));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_layer_norm_axis", "eps -0.5");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 3);
+    OP(kiln_layer_norm_axis(g, NONE, NONE, NONE, 0, 1e-5));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_layer_norm_axis", "the operand", "invalid");
+    /* square: numeric */
+    g = fresh(), x = P(g, KILN_DTYPE_BOOL, 2, 2);
+    OP(kiln_square(g, x));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_square", "bool[2,2]", "f32, f64, i32 or i64");
+    g = fresh();
+    OP(kiln_square(g, NONE));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_square", "invalid");
     g = fresh(), x = P(g, KILN_DTYPE_I32, 4);
     OP(kiln_gelu(g, x, true));
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_gelu", "i32[4]");

@@ -81,27 +81,46 @@ static kiln_value relu_rule(kiln_graph *g, const ir_composite *c, kiln_value ct)
     return kiln_select(g, kiln_compare(g, x, zeros, KILN_CMP_GT), ct, zeros);
 }
 
-/* Sums v over every axis but the last (the rows of a layer norm): a [C] vector. */
-static kiln_value sum_rows(kiln_graph *g, kiln_value v, int rank) {
-    int axes[KILN_MAX_RANK];
-    for (int a = 0; a + 1 < rank; a++) axes[a] = a;
-    return rank > 1 ? kiln_reduce_sum(g, v, rank - 1, axes, false) : v;
+/* The one axis of a norm composite (*a) and the others (returned: how many). */
+static int norm_axes(const ir_composite *c, int rank, int *a, int *others) {
+    int n = 0;
+    for (int i = 0; i < rank; i++) {
+        if (c->axes >> i & 1u)
+            *a = i;
+        else
+            others[n++] = i;
+    }
+    return n;
 }
 
+/* v [dim of axis a] to broadcast along axis a of xs: as it is for the last axis (the
+ * product's NumPy broadcasting puts it there), else broadcast explicitly. */
+static kiln_value along(kiln_graph *g, uint32_t v, const ir_shape *xs, int a) {
+    kiln_value val = {g->id, v};
+    if (a == xs->rank - 1) return val;
+    return kiln_broadcast_in_dim(g, val, xs->rank, xs->dims, &a);
+}
+
+/* layer norm over axis a: sums over the other axes give the [dim of a] gradients of scale
+ * and bias. */
 static void layer_norm_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, const bool *need,
                             kiln_value *out) {
-    int rank = g->nodes[c->in[0]].shape.rank, last = rank - 1;
-    kiln_value x = {g->id, c->in[0]}, scale = {g->id, c->in[1]};
+    ir_shape xs = g->nodes[c->in[0]].shape;
+    int a = 0, others[KILN_MAX_RANK], n = norm_axes(c, xs.rank, &a, others);
+    kiln_value x = {g->id, c->in[0]};
     kiln_value mean = {g->id, c->aux[0]}, rstd = {g->id, c->aux[1]};
     kiln_value xhat = kiln_mul(g, kiln_sub(g, x, mean), rstd);
     if (need[0]) {
-        kiln_value gy = c->in[1] ? kiln_mul(g, ct, scale) : ct;
-        kiln_value m1 = kiln_mean(g, gy, 1, &last, true);
-        kiln_value m2 = kiln_mean(g, kiln_mul(g, gy, xhat), 1, &last, true);
+        kiln_value gy = c->in[1] ? kiln_mul(g, ct, along(g, c->in[1], &xs, a)) : ct;
+        kiln_value m1 = kiln_mean(g, gy, 1, &a, true);
+        kiln_value m2 = kiln_mean(g, kiln_mul(g, gy, xhat), 1, &a, true);
         out[0] = kiln_mul(g, rstd, kiln_sub(g, kiln_sub(g, gy, m1), kiln_mul(g, xhat, m2)));
     }
-    if (need[1]) out[1] = sum_rows(g, kiln_mul(g, ct, xhat), rank);
-    if (need[2]) out[2] = sum_rows(g, ct, rank);
+    if (need[1]) {
+        kiln_value p = kiln_mul(g, ct, xhat);
+        out[1] = n ? kiln_reduce_sum(g, p, n, others, false) : p;
+    }
+    if (need[2]) out[2] = n ? kiln_reduce_sum(g, ct, n, others, false) : ct;
 }
 
 /* rms norm over axis a: xhat = x * r, gy = g * scale; dx = r * (gy - xhat * mean(gy * xhat)),
@@ -109,21 +128,12 @@ static void layer_norm_rule(kiln_graph *g, const ir_composite *c, kiln_value ct,
 static void rms_norm_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, const bool *need,
                           kiln_value *out) {
     ir_shape xs = g->nodes[c->in[0]].shape;
-    int a = 0, others[KILN_MAX_RANK], n = 0;
-    for (int i = 0; i < xs.rank; i++) {
-        if (c->axes >> i & 1u)
-            a = i;
-        else
-            others[n++] = i;
-    }
+    int a = 0, others[KILN_MAX_RANK], n = norm_axes(c, xs.rank, &a, others);
     kiln_value x = {g->id, c->in[0]}, r = {g->id, c->aux[0]};
     kiln_value xhat = kiln_mul(g, x, r);
     if (need[0]) {
         kiln_value gy = ct;
-        if (c->in[1])
-            gy = kiln_mul(
-                g, ct,
-                kiln_broadcast_in_dim(g, (kiln_value){g->id, c->in[1]}, xs.rank, xs.dims, &a));
+        if (c->in[1]) gy = kiln_mul(g, ct, along(g, c->in[1], &xs, a));
         kiln_value m = kiln_mean(g, kiln_mul(g, gy, xhat), 1, &a, true);
         out[0] = kiln_mul(g, r, kiln_sub(g, gy, kiln_mul(g, xhat, m)));
     }

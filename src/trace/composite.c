@@ -5,6 +5,7 @@
 #include "trace.h"
 
 #include <math.h>
+#include <stdio.h>
 
 /* The operand if it is of the dtype class `types` (IRT_FLOAT or IRT_NUMERIC), else NULL
  * after recording an error that names the composite. */
@@ -110,6 +111,52 @@ kiln_value kiln_log_softmax(kiln_graph *g, kiln_value x, int axis) {
     return r;
 }
 
+/* Checks layer norm's scale or bias (the invalid value: absent): dtype t, shape [dim]
+ * where dim is x's size along axis a; `which` says how the message names that axis. */
+static bool norm_param_ok(kiln_graph *g, const char *op, kiln_value x, kiln_value p,
+                          const char *what, kiln_dtype t, int64_t dim, const char *which) {
+    if (!p.id) return true;
+    const ir_node *pn = trace_node(g, op, p, what);
+    if (!pn) return false;
+    if (pn->shape.rank == 1 && pn->shape.dims[0] == dim && pn->dtype == t) return true;
+    char have[IR_TYPE_STR_MAX];
+    uint32_t in[2] = {x.id, p.id};
+    trace_fail_on(g, in, 2, pn->dtype != t ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE, op,
+                  "%s must be %s[%lld] (%s of x), not %s", what, kiln_dtype_name(t), (long long)dim,
+                  which, ir_type_str(pn->dtype, &pn->shape, have, sizeof have));
+    return false;
+}
+
+/* v [dim of axis a] broadcast along axis a of shape xs: NumPy broadcasting does it for the
+ * last axis (the graph kiln_layer_norm always made), broadcast_in_dim for any other. */
+static kiln_value along_axis(kiln_graph *g, kiln_value v, const ir_shape *xs, int a) {
+    if (a == xs->rank - 1) return v;
+    return kiln_broadcast_in_dim(g, v, xs->rank, xs->dims, &a);
+}
+
+/* Layer norm over axis a (normalised, in range) of x, checked: the composite both public
+ * forms trace. The mean and the reciprocal standard deviation, one value a row, are kept
+ * for the direct rule (src/autodiff/composite_rules.c). */
+static kiln_value layer_norm_at(kiln_graph *g, const char *op, kiln_value x, kiln_value scale,
+                                kiln_value bias, int a, double eps) {
+    const ir_node *xn = &g->nodes[x.id];
+    ir_shape xs = xn->shape;
+    ir_composite c = {.kind = IR_COMP_LAYER_NORM,
+                      .first = g->n_nodes,
+                      .in = {x.id, scale.id, bias.id},
+                      .axes = 1u << a};
+    kiln_value mean = kiln_mean(g, x, 1, &a, true);
+    kiln_value xc = kiln_sub(g, x, mean);
+    kiln_value var = kiln_mean(g, kiln_mul(g, xc, xc), 1, &a, true);
+    kiln_value rstd = kiln_rsqrt(g, kiln_add(g, var, scalar_like(g, op, x, eps)));
+    kiln_value y = kiln_mul(g, xc, rstd);
+    if (scale.id) y = kiln_mul(g, y, along_axis(g, scale, &xs, a));
+    if (bias.id) y = kiln_add(g, y, along_axis(g, bias, &xs, a));
+    c.out = y.id, c.aux[0] = mean.id, c.aux[1] = rstd.id;
+    trace_composite(g, op, &c);
+    return y;
+}
+
 kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_value bias,
                            double eps) {
     const char *op = "kiln_layer_norm";
@@ -121,38 +168,44 @@ kiln_value kiln_layer_norm(kiln_graph *g, kiln_value x, kiln_value scale, kiln_v
     if (!(eps >= 0))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_INVALID_ARGUMENT, op, "eps %g must be >= 0",
                              eps);
-    int64_t last = xn->shape.dims[xn->shape.rank - 1];
-    kiln_dtype t = xn->dtype;
-    kiln_value parts[2] = {scale, bias};
-    static const char *const names[2] = {"scale", "bias"};
-    for (int i = 0; i < 2; i++) {
-        if (!parts[i].id) continue;
-        const ir_node *p = trace_node(g, op, parts[i], names[i]);
-        if (!p) return KN_NONE;
-        if (p->shape.rank != 1 || p->shape.dims[0] != last || p->dtype != t) {
-            char have[IR_TYPE_STR_MAX];
-            uint32_t in[2] = {x.id, parts[i].id};
-            return trace_fail_on(g, in, 2, p->dtype != t ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
-                                 op, "%s must be %s[%lld] (the last axis of x), not %s", names[i],
-                                 kiln_dtype_name(t), (long long)last,
-                                 ir_type_str(p->dtype, &p->shape, have, sizeof have));
-        }
-    }
-    int ax = -1;
-    ir_composite c = {.kind = IR_COMP_LAYER_NORM,
-                      .first = g->n_nodes,
-                      .in = {x.id, scale.id, bias.id},
-                      .axes = 1u << (xn->shape.rank - 1)};
-    kiln_value mean = kiln_mean(g, x, 1, &ax, true);
-    kiln_value xc = kiln_sub(g, x, mean);
-    kiln_value var = kiln_mean(g, kiln_mul(g, xc, xc), 1, &ax, true);
-    kiln_value rstd = kiln_rsqrt(g, kiln_add(g, var, scalar_like(g, op, x, eps)));
-    kiln_value y = kiln_mul(g, xc, rstd);
-    if (scale.id) y = kiln_mul(g, y, scale);
-    if (bias.id) y = kiln_add(g, y, bias);
-    c.out = y.id, c.aux[0] = mean.id, c.aux[1] = rstd.id;
-    trace_composite(g, op, &c);
-    return y;
+    int last = xn->shape.rank - 1;
+    int64_t dim = xn->shape.dims[last];
+    if (!norm_param_ok(g, op, x, scale, "scale", xn->dtype, dim, "the last axis") ||
+        !norm_param_ok(g, op, x, bias, "bias", xn->dtype, dim, "the last axis"))
+        return KN_NONE;
+    return layer_norm_at(g, op, x, scale, bias, last, eps);
+}
+
+/* flax's LayerNorm(reduction_axes=axis, feature_axes=axis): kiln_layer_norm along any one
+ * axis, scale and bias broadcast along it. */
+kiln_value kiln_layer_norm_axis(kiln_graph *g, kiln_value x, kiln_value scale, kiln_value bias,
+                                int axis, double eps) {
+    const char *op = "kiln_layer_norm_axis";
+    const ir_node *xn = float_operand(g, op, x);
+    if (!xn) return KN_NONE;
+    int a;
+    if (xn->shape.rank < 1)
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
+                             "needs rank >= 1 (it normalises along an axis)");
+    if (!trace_axis(axis, xn->shape.rank, &a))
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
+                             "axis %d is out of range for rank %d", axis, xn->shape.rank);
+    if (!(eps >= 0))
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_INVALID_ARGUMENT, op, "eps %g must be >= 0",
+                             eps);
+    char which[32];
+    snprintf(which, sizeof which, "axis %d", a);
+    int64_t dim = xn->shape.dims[a];
+    if (!norm_param_ok(g, op, x, scale, "scale", xn->dtype, dim, which) ||
+        !norm_param_ok(g, op, x, bias, "bias", xn->dtype, dim, which))
+        return KN_NONE;
+    return layer_norm_at(g, op, x, scale, bias, a, eps);
+}
+
+/* jnp.square: x * x, whose product rule gives the gradient 2 x g. */
+kiln_value kiln_square(kiln_graph *g, kiln_value x) {
+    if (!checked_operand(g, "kiln_square", x, IRT_NUMERIC)) return KN_NONE;
+    return kiln_mul(g, x, x);
 }
 
 /* approximate: jax.nn.gelu(approximate=True), GPT-2's tanh form. Exact: 0.5 x (1 + erf(x /

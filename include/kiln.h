@@ -625,6 +625,26 @@ KILN_API kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reve
  * 1 where the last index equals the value, else 0; an index outside [0, n) gives a row of
  * zeros (-1 does not wrap). */
 KILN_API kiln_value kiln_one_hot(kiln_graph *g, kiln_value indices, int64_t n, kiln_dtype dtype);
+/* jnp.split(x, sections or indices, axis): outs receives n parts of x along `axis`
+ * (negative counts from the end), each a slice of x (composite: the gradient of each part
+ * goes back to its place). indices NULL: n equal parts, the axis's size a multiple of n
+ * (jnp.split(x, n)). Otherwise n - 1 split points indices[0] <= ... <= indices[n - 2] in
+ * [0, size]: part i runs from indices[i - 1] to indices[i], the first from 0 and the last
+ * to the size (jnp.split(x, indices)); equal points give empty parts. Returns the graph's
+ * status; errors are builder errors naming kiln_split (n < 1, outs NULL, rank 0, axis out
+ * of range, a size that does not divide, points out of order or of range), and on an error
+ * every outs[i] is the invalid value. */
+KILN_API kiln_status kiln_split(kiln_graph *g, kiln_value x, int n, const int64_t *indices,
+                                int axis, kiln_value *outs);
+/* flax.linen.make_causal_mask's values, for T query and S key positions: a [T, S] mask,
+ * true (or 1 in a numeric dtype, as flax's dtype= gives) where key j <= query i and false
+ * (0) above the diagonal: the lower triangle aligned at the top left, the mask
+ * jax.nn.dot_product_attention's is_causal applies (jnp.tril(jnp.ones((T, S), bool))).
+ * It broadcasts against [..., T, S] scores; flax's [batch..., 1, L, L] is a reshape away.
+ * Use it as kiln_where(g, mask, scores, fill) with a bool mask (written-out attention with
+ * this mask gets the fused kernel: docs/ops.md), or multiply by a 0/1 one. Built from two
+ * iotas and a compare (no constant is stored). T, S >= 0; any dtype. */
+KILN_API kiln_value kiln_make_causal_mask(kiln_graph *g, int64_t T, int64_t S, kiln_dtype dtype);
 
 /* jax.nn.dot_product_attention (torch's scaled_dot_product_attention). For batch b, query
  * head n and query position i, with kv = n / G the key/value head it reads:
@@ -1479,6 +1499,8 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_argmin(g, ...)           KILN__V(g, kiln_argmin((g), __VA_ARGS__))
 #define kiln_cumsum(g, ...)           KILN__V(g, kiln_cumsum((g), __VA_ARGS__))
 #define kiln_one_hot(g, ...)          KILN__V(g, kiln_one_hot((g), __VA_ARGS__))
+#define kiln_split(g, ...)            KILN__S(g, kiln_split((g), __VA_ARGS__))
+#define kiln_make_causal_mask(g, ...) KILN__V(g, kiln_make_causal_mask((g), __VA_ARGS__))
 #define kiln_relu(g, ...)             KILN__V(g, kiln_relu((g), __VA_ARGS__))
 #define kiln_softmax(g, ...)          KILN__V(g, kiln_softmax((g), __VA_ARGS__))
 #define kiln_log_softmax(g, ...)      KILN__V(g, kiln_log_softmax((g), __VA_ARGS__))

@@ -420,8 +420,9 @@ typedef enum {
     MASK_PARAMETER,
     MASK_KEYS_ALL,
     MASK_KEYS_PADDED,
-    MASK_IOTA_ROW,   /* compare(iota, iota) over [1, S]: the query iota is 0, so j <= 0 */
-    MASK_IOTA_COLUMN /* over [T, 1]: the key iota is 0, so 0 <= i, every key seen */
+    MASK_IOTA_ROW,    /* compare(iota, iota) over [1, S]: the query iota is 0, so j <= 0 */
+    MASK_IOTA_COLUMN, /* over [T, 1]: the key iota is 0, so 0 <= i, every key seen */
+    MASK_HELPER       /* kiln_make_causal_mask(g, T, S, bool) */
 } mask_form;
 
 typedef struct written {
@@ -470,6 +471,9 @@ static const written writtens[] = {
     {4, true, 2, 33, 33, 3, 8, 8, MASK_GT_SWAPPED, -INFINITY, 5, false, false, true},
     {4, false, 1, 130, 130, 2, 8, 8, MASK_LE, 0.5, 4, false, false, true},
     {3, false, 1, 40, 40, 2, 8, 8, MASK_LE, -3, 5, false, true, true},
+    /* the mask from kiln_make_causal_mask, as bool, T = S and T < S */
+    {4, false, 2, 70, 70, 4, 8, 8, MASK_HELPER, -1e30, 1, false, true, true},
+    {4, false, 1, 5, 200, 2, 8, 8, MASK_HELPER, -INFINITY, 2, false, true, true},
     /* grouped heads written as a repeat: 4 query heads over 2, and 6 over 1 */
     {4, false, 2, 70, 70, 4, 8, 8, MASK_LE, -1e30, 1, false, true, true, 2},
     {4, false, 1, 33, 40, 6, 8, 4, MASK_NONE, 0, 3, false, false, true, 6},
@@ -537,6 +541,7 @@ static kiln_graph *written_graph(const written *w, kiln_dtype t) {
                             KILN_CMP_LE);
         break;
     case MASK_PARAMETER: seen = kiln_parameter(g, "mask", KILN_DTYPE_BOOL, 2, ts); break;
+    case MASK_HELPER: seen = kiln_make_causal_mask(g, T, S, KILN_DTYPE_BOOL); break;
     case MASK_IOTA_ROW:
     case MASK_IOTA_COLUMN: {
         int64_t d[2] = {w->mask == MASK_IOTA_ROW ? 1 : T, w->mask == MASK_IOTA_ROW ? S : 1};

@@ -90,6 +90,13 @@ U(f_layer_norm, kiln_layer_norm(g, x[0], x[1], x[2], 1e-5))
 U(f_layer_norm0, kiln_layer_norm_axis(g, x[0], x[1], x[2], 0, 1e-3))
 U(f_layer_norm_mid, kiln_layer_norm_axis(g, x[0], x[1], KILN_VALUE_NONE, -2, 1e-5))
 U(f_square, kiln_square(g, x[0]))
+/* each part of a split through its own function, then put back together */
+static kiln_value split_mix(kiln_graph *g, kiln_value x) {
+    kiln_value p[3];
+    kiln_split(g, x, 3, (const int64_t[]){1, 4}, 1, p);
+    return kiln_concatenate(g, 3, (kiln_value[]){kiln_tanh(g, p[2]), kiln_exp(g, p[0]), p[1]}, 1);
+}
+U(f_split, split_mix(g, x[0]))
 U(f_gelu, kiln_gelu(g, x[0], true))
 U(f_gelu_exact, kiln_gelu(g, x[0], false))
 U(f_silu, kiln_silu(g, x[0]))
@@ -310,6 +317,7 @@ static const grad_case cases[] = {
     {"layer_norm axis 0", f_layer_norm0, 3, {3, 1, 1}, {{3, 2, 2}, {3}, {3}}, ANY},
     {"layer_norm axis -2, no bias", f_layer_norm_mid, 2, {3, 1}, {{2, 3, 2}, {3}}, ANY},
     {"square", f_square, 1, {2}, {{2, 3}}, ANY},
+    {"split", f_split, 1, {2}, {{2, 6}}, ANY},
     {"gelu", f_gelu, 1, {1}, {{5}}, ANY},
     {"gelu exact", f_gelu_exact, 1, {1}, {{5}}, ANY},
     {"gelu exact large", f_gelu_exact, 1, {1}, {{4}}, LARGE},

@@ -214,11 +214,15 @@ static int b_composites(kiln_graph *g, kiln_value *o) {
     o[n++] = kiln_where(g, c, x, kiln_sin(g, s));
     o[n++] = kiln_clip(g, x, kiln_cos(g, s), kiln_scalar(g, KILN_DTYPE_F32, 0.5f));
     o[n++] = kiln_erf(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 3)));
-    /* layer_norm along axis 0 (scale [4] broadcast along it), square */
+    /* layer_norm along axis 0 (scale [4] broadcast along it), square, split, causal mask */
     kiln_value s4 = kiln_parameter(g, "s4", KILN_DTYPE_F32, 1, d45);
     o[n++] = kiln_layer_norm_axis(g, x, s4, s4, 0, 1e-5);
     o[n++] = kiln_square(g, x);
     o[n++] = kiln_square(g, lab);
+    kiln_value parts[2];
+    kiln_split(g, kiln_exp(g, x), 2, (const int64_t[]){3}, -1, parts);
+    o[n++] = kiln_mul(g, parts[0], kiln_make_causal_mask(g, 4, 3, KILN_DTYPE_F32));
+    o[n++] = parts[1];
     return n;
 }
 

@@ -1,5 +1,6 @@
-/* test_index_ops.c — kiln_take, kiln_take_along_axis, kiln_stack, kiln_argmax/argmin,
- * kiln_cumsum and kiln_one_hot (src/trace/index_ops.c):
+/* test_index_ops.c — kiln_take, kiln_take_along_axis, kiln_stack, kiln_split,
+ * kiln_argmax/argmin, kiln_cumsum, kiln_one_hot and kiln_make_causal_mask
+ * (src/trace/index_ops.c):
  *  - the reference interpreter against small cases whose values were computed once with
  *    JAX 0.10.2 (bench/.venv, jax_enable_x64) and are written here (fill values, negative
  *    indices, NaN in argmax/argmin, ties, the one-hot of out-of-range indices, ...);
@@ -259,6 +260,84 @@ static void jax_stack(void) {
     xs[0] = cst_d(g, KILN_DTYPE_F32, 2, d23, (const double[]){0, 1, 2, 3, 4, 5});
     expect(g, kiln_stack(g, 1, xs, 1), "stack one", KILN_DTYPE_F32, 3, (const int64_t[]){2, 1, 3},
            (const double[]){0, 1, 2, 3, 4, 5});
+}
+
+/* jnp.split(x, 3, axis=1) of a [2, 6] -> three [2, 2]; jnp.split(x, [1, 1, 4], axis=-1) ->
+ * [2, 1], [2, 0], [2, 3], [2, 2]; of a [3, 2] along axis 0 at [2] -> [2, 2], [1, 2]. */
+static void jax_split(void) {
+    static const double x[] = {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15};
+    static const double want3[3][4] = {{0, 1, 10, 11}, {2, 3, 12, 13}, {4, 5, 14, 15}};
+    for (int i = 0; i < 3; i++) {
+        kiln_graph *g = new_graph();
+        kiln_value p[3];
+        CHECK_OK(C, kiln_split(g, cst_d(g, KILN_DTYPE_F32, 2, (const int64_t[]){2, 6}, x), 3, NULL,
+                               1, p));
+        expect(g, p[i], "split 3", KILN_DTYPE_F32, 2, (const int64_t[]){2, 2}, want3[i]);
+    }
+    static const int64_t at[] = {1, 1, 4}, width[] = {1, 0, 3, 2};
+    static const double want4[4][6] = {{0, 10}, {0}, {1, 2, 3, 11, 12, 13}, {4, 5, 14, 15}};
+    for (int i = 0; i < 4; i++) {
+        kiln_graph *g = new_graph();
+        kiln_value p[4];
+        CHECK_OK(C, kiln_split(g, cst_d(g, KILN_DTYPE_I64, 2, (const int64_t[]){2, 6}, x), 4, at,
+                               -1, p));
+        expect(g, p[i], "split at", KILN_DTYPE_I64, 2, (const int64_t[]){2, width[i]}, want4[i]);
+    }
+    static const double bools[2][4] = {{0, 1, 1, 1}, {1, 1}}; /* x != 0, rows 0-1 and 2 */
+    for (int i = 0; i < 2; i++) {
+        kiln_graph *g = new_graph();
+        kiln_value p[2];
+        CHECK_OK(C, kiln_split(g, cst_d(g, KILN_DTYPE_BOOL, 2, (const int64_t[]){3, 2}, x), 2,
+                               (const int64_t[]){2}, 0, p));
+        expect(g, p[i], "split bool", KILN_DTYPE_BOOL, 2, (const int64_t[]){i ? 1 : 2, 2},
+               bools[i]);
+    }
+}
+
+/* flax.linen.make_causal_mask's values (jnp.tril(jnp.ones((T, S)))): T = 3, S = 4 as bool
+ * and as f32 1/0; T > S; and an empty one. */
+static void jax_causal_mask(void) {
+    static const double tri34[] = {1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0};
+    static const double tri32[] = {1, 0, 1, 1, 1, 1};
+    kiln_graph *g = new_graph();
+    expect(g, kiln_make_causal_mask(g, 3, 4, KILN_DTYPE_BOOL), "causal bool", KILN_DTYPE_BOOL, 2,
+           (const int64_t[]){3, 4}, tri34);
+    g = new_graph();
+    expect(g, kiln_make_causal_mask(g, 3, 4, KILN_DTYPE_F32), "causal f32", KILN_DTYPE_F32, 2,
+           (const int64_t[]){3, 4}, tri34);
+    g = new_graph();
+    expect(g, kiln_make_causal_mask(g, 3, 2, KILN_DTYPE_I32), "causal T > S", KILN_DTYPE_I32, 2,
+           (const int64_t[]){3, 2}, tri32);
+    g = new_graph();
+    expect(g, kiln_make_causal_mask(g, 0, 5, KILN_DTYPE_BOOL), "causal empty", KILN_DTYPE_BOOL, 2,
+           (const int64_t[]){0, 5}, tri34);
+}
+
+/* split and the causal mask compiled, against the reference: parts of a computed value put
+ * to different uses, an uneven split along a middle axis, and a mask applied by where and by
+ * a product (one_hot-like: a compare of iotas fused into its consumer). */
+static void split_mask_compiled(void) {
+    kiln_graph *g = new_graph();
+    int64_t d[3] = {3, 7, 5};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 3, d), y = kiln_exp(g, x), p[3], q[1];
+    CHECK_OK(C, kiln_split(g, y, 3, (const int64_t[]){2, 6}, 1, p));
+    CHECK_OK(C, kiln_split(g, x, 1, NULL, 0, q)); /* one part: x itself, as a slice */
+    kiln_value scores =
+        kiln_slice(g, x, (const int64_t[]){0, 0, 0}, (const int64_t[]){3, 5, 5}, NULL);
+    kiln_value outs[6] = {
+        kiln_mul(g, p[0], kiln_scalar(g, KILN_DTYPE_F32, 2)),
+        p[1],
+        kiln_tanh(g, p[2]),
+        kiln_where(g, kiln_make_causal_mask(g, 5, 5, KILN_DTYPE_BOOL), scores,
+                   kiln_scalar(g, KILN_DTYPE_F32, -1e9)),
+        kiln_mul(g, kiln_make_causal_mask(g, 7, 5, KILN_DTYPE_F32), x),
+        q[0],
+    };
+    CHECK_OK(C, kiln_graph_finish(g, 6, outs));
+    kiln_array *a = cmp_random_array(C, KILN_DTYPE_F32, 3, d, &seed);
+    CHECK_MSG(cmp_graph(C, g, 1, &a, NULL, 1e-6, NULL), "split and mask: compiled differs");
+    kiln_array_destroy(a);
+    kiln_graph_destroy(g);
 }
 
 static void jax_argmax(void) {
@@ -772,7 +851,9 @@ static kiln_status build_and_run(kiln_context *c, int *bad) {
     int64_t d[] = {3, 4}, i2[] = {2};
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
     kiln_value ix = cst_i(g, KILN_DTYPE_I64, 1, i2, (const int64_t[]){-1, 7});
-    kiln_value outs[6] = {
+    kiln_value parts[2];
+    kiln_split(g, x, 2, (const int64_t[]){1}, 0, parts);
+    kiln_value outs[8] = {
         kiln_take(g, x, ix, 1, KILN_GATHER_FILL),
         kiln_take_along_axis(g, x, kiln_broadcast_to(g, ix, 2, (const int64_t[]){3, 2}), 1,
                              KILN_GATHER_WRAP),
@@ -780,22 +861,24 @@ static kiln_status build_and_run(kiln_context *c, int *bad) {
         kiln_cumsum(g, x, 0, true),
         kiln_argmax(g, x, 1),
         kiln_one_hot(g, ix, 5, KILN_DTYPE_F32),
+        kiln_exp(g, parts[1]),
+        kiln_make_causal_mask(g, 3, 4, KILN_DTYPE_F32),
     };
-    s = kiln_graph_finish(g, 6, outs);
+    s = kiln_graph_finish(g, 8, outs);
     kiln_executable *e = NULL;
-    kiln_array *a = NULL, *r[6] = {0};
+    kiln_array *a = NULL, *r[8] = {0};
     float xv[12];
     for (int i = 0; i < 12; i++) xv[i] = (float)i;
     if (!s) s = kiln_compile(g, NULL, &e);
     if (!s) s = kiln_array_create(c, KILN_DTYPE_F32, 2, d, xv, &a);
-    if (!s) s = kiln_executable_run(e, 1, &a, 6, r);
+    if (!s) s = kiln_executable_run(e, 1, &a, 8, r);
     if (!s) {
         /* argmax of rows 0..3, 4..7, 8..11 is 3 each */
         int32_t am[3] = {0};
         kiln_array_copy_to_host(r[4], am, sizeof am);
         *bad = am[0] != 3 || am[1] != 3 || am[2] != 3;
     }
-    for (int i = 0; i < 6; i++) kiln_array_destroy(r[i]);
+    for (int i = 0; i < 8; i++) kiln_array_destroy(r[i]);
     kiln_array_destroy(a);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
@@ -824,6 +907,9 @@ int main(void) {
     RUN(jax_argmax);
     RUN(jax_cumsum);
     RUN(jax_one_hot);
+    RUN(jax_split);
+    RUN(jax_causal_mask);
+    RUN(split_mask_compiled);
     RUN(long_cumsum);
     RUN(long_cumsum_compiled);
     RUN(random_graphs);

@@ -1034,7 +1034,7 @@ static void test_composites(void) {
     CHECK_TYPE(g,
                kiln_softmax_cross_entropy(g, P(g, KILN_DTYPE_F32, 0, 3), P(g, KILN_DTYPE_I32, 0)),
                "f32[0]");
-    /* layer_norm along any axis; square */
+    /* layer_norm along any axis; square; split; the causal mask */
     CHECK_TYPE(g, kiln_layer_norm_axis(g, x, P(g, KILN_DTYPE_F32, 3), NONE, 1, 1e-5), "f32[2,3,4]");
     CHECK_TYPE(g, kiln_layer_norm_axis(g, x, NONE, P(g, KILN_DTYPE_F32, 2), -3, 0), "f32[2,3,4]");
     CHECK_TYPE(g, kiln_layer_norm_axis(g, x, sc, bi, -1, 1e-5), "f32[2,3,4]");
@@ -1042,6 +1042,22 @@ static void test_composites(void) {
     CHECK_TYPE(g, kiln_square(g, x), "f32[2,3,4]");
     CHECK_TYPE(g, kiln_square(g, P(g, KILN_DTYPE_I64, 2)), "i64[2]");
     CHECK_TYPE(g, kiln_square(g, s), "f32[]");
+    kiln_value parts[4];
+    CHECK_STATUS(kiln_split(g, x, 2, NULL, 0, parts), KILN_STATUS_OK);
+    CHECK_TYPE(g, parts[0], "f32[1,3,4]");
+    CHECK_TYPE(g, parts[1], "f32[1,3,4]");
+    CHECK_STATUS(kiln_split(g, x, 4, DIMS(1, 1, 4), -1, parts), KILN_STATUS_OK);
+    CHECK_TYPE(g, parts[0], "f32[2,3,1]");
+    CHECK_TYPE(g, parts[1], "f32[2,3,0]");
+    CHECK_TYPE(g, parts[2], "f32[2,3,3]");
+    CHECK_TYPE(g, parts[3], "f32[2,3,0]");
+    CHECK_STATUS(kiln_split(g, P(g, KILN_DTYPE_I32, 0, 2), 3, NULL, 0, parts), KILN_STATUS_OK);
+    CHECK_TYPE(g, parts[2], "i32[0,2]");
+    CHECK_STATUS(kiln_split(g, d, 1, NULL, 0, parts), KILN_STATUS_OK);
+    CHECK_TYPE(g, parts[0], "f64[5]");
+    CHECK_TYPE(g, kiln_make_causal_mask(g, 3, 5, KILN_DTYPE_BOOL), "bool[3,5]");
+    CHECK_TYPE(g, kiln_make_causal_mask(g, 4, 2, KILN_DTYPE_F32), "f32[4,2]");
+    CHECK_TYPE(g, kiln_make_causal_mask(g, 0, 0, KILN_DTYPE_I64), "i64[0,0]");
     CHECK_STATUS(kiln_graph_status(g), KILN_STATUS_OK);
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &x)); /* the verifier accepts every composite */
 }
@@ -1157,6 +1173,53 @@ static void test_composite_errors(void) {
     g = fresh();
     OP(kiln_square(g, NONE));
     EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_square", "invalid");
+    /* split: n parts that divide the axis, or indices in order within it; every part
+     * invalid and the status the graph's on an error */
+    kiln_value parts[3] = {{1, 1}, {1, 1}, {1, 1}};
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 5);
+    OP((kiln_split(g, x, 2, NULL, 1, parts), parts[0]));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_split", "axis 1 of size 5 does not split into 2 equal",
+               "f32[2,5]");
+    CHECK(!kiln_value_ok(parts[1]));
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 5);
+    OP((kiln_split(g, x, 3, DIMS(3, 2), -1, parts), parts[0]));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_split", "indices[1] = 2 must lie in [3, 5]",
+               "f32[2,5]");
+    CHECK(!kiln_value_ok(parts[1]) && !kiln_value_ok(parts[2]));
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 5);
+    OP((kiln_split(g, x, 2, DIMS(-1), 1, parts), parts[0]));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_split", "indices[0] = -1");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 5);
+    OP((kiln_split(g, x, 2, DIMS(6), 1, parts), parts[0]));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_split", "indices[0] = 6 must lie in [0, 5]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 5);
+    OP((kiln_split(g, x, 2, NULL, 2, parts), parts[0]));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_split", "axis 2 is out of range for rank 2");
+    g = fresh(), x = P0(g, KILN_DTYPE_F32);
+    OP((kiln_split(g, x, 1, NULL, 0, parts), parts[0]));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_split", "rank >= 1", "f32[]");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 4);
+    parts[0] = x;
+    OP((kiln_split(g, x, 0, NULL, 0, parts), NONE));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_split", "n = 0");
+    CHECK(kiln_value_ok(parts[0])); /* n = 0: nothing written */
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 4);
+    OP((kiln_split(g, x, 2, NULL, 0, NULL), NONE));
+    EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_split", "outs NULL");
+    g = fresh(), x = P(g, KILN_DTYPE_F32, 4);
+    CHECK_STATUS(kiln_split(g, x, 2, NULL, 1, parts), KILN_STATUS_SHAPE);
+    CHECK(!kiln_value_ok(parts[0]) && !kiln_value_ok(parts[1]));
+    CHECK_STATUS(kiln_split(NULL, x, 2, NULL, 0, parts), KILN_STATUS_INVALID_ARGUMENT);
+    /* make_causal_mask: sizes >= 0, a real dtype */
+    g = fresh();
+    OP(kiln_make_causal_mask(g, -1, 4, KILN_DTYPE_BOOL));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_make_causal_mask", "T = -1");
+    g = fresh();
+    OP(kiln_make_causal_mask(g, 4, 4, (kiln_dtype)42));
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_make_causal_mask", "dtype 42");
+    g = fresh();
+    OP(kiln_make_causal_mask(g, INT64_MAX / 2, 4, KILN_DTYPE_F64));
+    EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_make_causal_mask");
     g = fresh(), x = P(g, KILN_DTYPE_I32, 4);
     OP(kiln_gelu(g, x, true));
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_gelu", "i32[4]");

@@ -1,7 +1,8 @@
 /* index_ops.c — indexing and shape ops real models need (jnp.take, take_along_axis, stack,
- * argmax/argmin, cumsum, jax.nn.one_hot), built from primitive ops so that fusion, the
- * reference interpreter, autodiff and graph text files need nothing new for them; cumsum
- * alone is its own op (IR_CUMSUM), because no fusion of primitives makes a scan linear.
+ * split, argmax/argmin, cumsum, jax.nn.one_hot, flax's make_causal_mask), built from
+ * primitive ops so that fusion, the reference interpreter, autodiff and graph text files
+ * need nothing new for them; cumsum alone is its own op (IR_CUMSUM), because no fusion of
+ * primitives makes a scan linear.
  *
  * Invariants: every user mistake is found before the first node is emitted, so an error
  * names the public call (kiln_take, ...), the operands' types and the bad argument, and
@@ -363,4 +364,100 @@ kiln_value kiln_one_hot(kiln_graph *g, kiln_value indices, int64_t n, kiln_dtype
     kiln_value hit = kiln_compare(g, kiln_broadcast_in_dim(g, idx, s.rank + 1, od, bd),
                                   kiln_iota(g, it, s.rank + 1, od, s.rank), KILN_CMP_EQ);
     return dtype == KILN_DTYPE_BOOL ? hit : kiln_convert(g, hit, dtype);
+}
+
+/* The status a multi-output builder returns when it could not start: the graph's first
+ * error, else (a NULL or finished graph, whose message is on the context) invalid. */
+static kiln_status not_started(const kiln_graph *g) {
+    kiln_status st = g ? kiln_graph_status(g) : KILN_STATUS_OK;
+    return st ? st : KILN_STATUS_INVALID_ARGUMENT;
+}
+
+/* The split points of kiln_split into bounds[0..n]: 0, the n - 1 cuts, size. False after
+ * recording the error when the parts are not equal or the indices not in order. */
+static bool split_bounds(kiln_graph *g, const char *op, kiln_value x, int n, const int64_t *indices,
+                         int a, int64_t size, int64_t *bounds) {
+    bounds[0] = 0, bounds[n] = size;
+    if (!indices) {
+        if (size % n) {
+            trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
+                          "axis %d of size %lld does not split into %d equal parts (pass "
+                          "indices to split it unevenly)",
+                          a, (long long)size, n);
+            return false;
+        }
+        for (int i = 1; i < n; i++) bounds[i] = size / n * i;
+        return true;
+    }
+    for (int i = 1; i < n; i++) {
+        int64_t v = indices[i - 1];
+        if (v < bounds[i - 1] || v > size) {
+            trace_fail_on(g, &x.id, 1, KILN_STATUS_INVALID_ARGUMENT, op,
+                          "indices[%d] = %lld must lie in [%lld, %lld] (indices in order, "
+                          "within axis %d of size %lld)",
+                          i - 1, (long long)v, (long long)bounds[i - 1], (long long)size, a,
+                          (long long)size);
+            return false;
+        }
+        bounds[i] = v;
+    }
+    return true;
+}
+
+/* jnp.split: checked whole before the first slice is emitted; each part is a slice. */
+kiln_status kiln_split(kiln_graph *g, kiln_value x, int n, const int64_t *indices, int axis,
+                       kiln_value *outs) {
+    const char *op = "kiln_split";
+    for (int i = 0; outs && i < n; i++) outs[i] = KN_NONE;
+    const ir_node *xn = operand(g, op, x, "x");
+    if (!xn) return not_started(g);
+    ir_shape s = xn->shape;
+    int a = 0;
+    if (n < 1 || !outs)
+        trace_fail_on(g, &x.id, 1, KILN_STATUS_INVALID_ARGUMENT, op,
+                      "needs n >= 1 and an array of n values (n = %d%s)", n,
+                      outs ? "" : ", outs NULL");
+    else if (s.rank < 1)
+        trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op, "needs rank >= 1 (it splits an axis)");
+    else if (!trace_axis(axis, s.rank, &a))
+        trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op, "axis %d is out of range for rank %d",
+                      axis, s.rank);
+    if (kiln_graph_status(g)) return kiln_graph_status(g);
+    int64_t small[17], *bounds = small;
+    if (n >= 17 && !(bounds = host_alloc(g->ctx, ((size_t)n + 1) * sizeof *bounds))) {
+        trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %d split points failed", n);
+        return kiln_graph_status(g);
+    }
+    if (split_bounds(g, op, x, n, indices, a, s.dims[a], bounds)) {
+        int64_t start[KILN_MAX_RANK] = {0}, limit[KILN_MAX_RANK];
+        for (int d = 0; d < s.rank; d++) limit[d] = s.dims[d];
+        for (int i = 0; i < n; i++) {
+            start[a] = bounds[i], limit[a] = bounds[i + 1];
+            outs[i] = kiln_slice(g, x, start, limit, NULL);
+        }
+    }
+    if (bounds != small) host_free(g->ctx, bounds, ((size_t)n + 1) * sizeof *bounds);
+    kiln_status st = kiln_graph_status(g);
+    for (int i = 0; st && i < n; i++) outs[i] = KN_NONE;
+    return st;
+}
+
+/* flax's make_causal_mask and jax.nn.dot_product_attention's is_causal mask: i >= j as a
+ * compare of two iotas, the spelling the attention pass reads without evaluating it
+ * (src/passes/attention.c), then converted when dtype is not bool. */
+kiln_value kiln_make_causal_mask(kiln_graph *g, int64_t T, int64_t S, kiln_dtype dtype) {
+    const char *op = "kiln_make_causal_mask";
+    if (!trace_ready(g, op)) return KN_NONE;
+    if (!ir_dtype_valid(dtype))
+        return trace_fail(g, KILN_STATUS_DTYPE, op, "dtype %d is not a kiln_dtype", (int)dtype);
+    if (T < 0 || S < 0)
+        return trace_fail(g, KILN_STATUS_SHAPE, op,
+                          "T = %lld query and S = %lld key positions must be >= 0", (long long)T,
+                          (long long)S);
+    int64_t dims[2] = {T, S};
+    if (!result_shape_ok(g, op, NULL, 0, 2, dims, dtype)) return KN_NONE;
+    kiln_dtype it = T > INT32_MAX || S > INT32_MAX ? KILN_DTYPE_I64 : KILN_DTYPE_I32;
+    kiln_value mask =
+        kiln_compare(g, kiln_iota(g, it, 2, dims, 0), kiln_iota(g, it, 2, dims, 1), KILN_CMP_GE);
+    return dtype == KILN_DTYPE_BOOL ? mask : kiln_convert(g, mask, dtype);
 }

@@ -1,6 +1,7 @@
 /* test_registry.c — the op registry (src/ir/ir.h) is complete: every op of IR_NUM_OPS has
  * every part each stage needs (reference evaluation, kernel expression, VJP rule or
- * NONDIFF), and the public header declares every plain op's builder.
+ * NONDIFF), and the public header declares every plain op's builder; every builder, plain or
+ * composite, has its location macro.
  *
  * It walks the registry rather than a hand-kept list, so a new row is checked (and its
  * kernel expression compiled against its reference evaluation on every dtype it accepts)
@@ -107,6 +108,36 @@ static void test_header(void) {
     KN_BINARY_OPS(KN_CHECK_BINARY)
 #undef KN_CHECK_UNARY
 #undef KN_CHECK_BINARY
+    free(h);
+}
+
+/* Every builder, plain op or composite (kiln_layer_norm_axis, kiln_split, ...), has a
+ * location macro: a declaration "KILN_API kiln_value|kiln_status kiln_X(kiln_graph *g, ..."
+ * needs "#define kiln_X(g, ...)", or its errors would name kiln's line, not the caller's.
+ * Composites are not rows of the registry, so test_header cannot see them. */
+static void test_builder_macros(void) {
+    static const char *const not_builders[] = {"kiln_compile", "kiln_interpret",
+                                               "kiln_graph_pop_at", "kiln_graph_pop_at_status"};
+    char *h = test_read_file(KILN_SOURCE_DIR "/include/kiln.h");
+    if (!h) return;
+    int builders = 0;
+    for (const char *p = strstr(h, "KILN_API kiln_"); p; p = strstr(p + 1, "KILN_API kiln_")) {
+        const char *name = p + strlen("KILN_API ");
+        if (strncmp(name, "kiln_value ", 11) && strncmp(name, "kiln_status ", 12)) continue;
+        name = strchr(name, ' ') + 1;
+        size_t len = strcspn(name, "(");
+        if (strncmp(name + len, "(kiln_graph *g,", 15) || len >= 64) continue;
+        char fn[64], want[96];
+        snprintf(fn, sizeof fn, "%.*s", (int)len, name);
+        bool skip = false;
+        for (size_t i = 0; i < sizeof not_builders / sizeof *not_builders; i++)
+            skip |= !strcmp(fn, not_builders[i]);
+        if (skip) continue;
+        builders++;
+        snprintf(want, sizeof want, "#define %s(g, ...)", fn);
+        CHECK_MSG(strstr(h, want), "kiln.h lacks the location macro of %s: %s", fn, want);
+    }
+    CHECK_MSG(builders > 80, "only %d builders found in kiln.h", builders);
     free(h);
 }
 
@@ -224,6 +255,7 @@ int main(void) {
     test_vjp_rules();
     test_kernel_expressions();
     test_header();
+    test_builder_macros();
     test_compiled_against_reference(ctx);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);

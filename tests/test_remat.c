@@ -18,7 +18,9 @@
 #include "randprog.h"
 #include "../examples/models.h"
 #include "ir/ir.h"
+#include "passes/passes.h"
 
+#include <math.h>
 #include <stdint.h>
 
 static kiln_context *ctx;
@@ -495,6 +497,242 @@ static void test_nested(void) {
     kiln_graph_destroy(g0);
 }
 
+/* -------------------------------------------------------------- spellings ---- */
+
+/* A policy decides on what a value is, not on how the user spelled it: attention's two
+ * products written as the canonical dot_general over [B, T, H, hs], as kiln_matmul of
+ * transposes, as dot_general of transposes (the [B, H, T, hs] layout), as a batched
+ * product of transposed-then-reshaped operands, and einsum-like (the result's axes
+ * permuted after the product) give, under every policy, the same recomputed products;
+ * the spellings the passes bring to the canonical program (simplify folds an operand's
+ * transpose into the product) give the same memory analysis too; and every spelling's
+ * gradients are bitwise its own without recomputation. */
+enum { SP_B = 2, SP_T = 16, SP_H = 4, SP_HS = 8, SP_D = SP_H * SP_HS, SP_LAYERS = 2 };
+enum { SP_CANONICAL, SP_MATMUL_T, SP_DOT_T, SP_RESHAPED, SP_EINSUM, SP_N };
+static const char *const sp_names[SP_N] = {"dot_general", "matmul of transposes",
+                                           "dot_general of transposes",
+                                           "matmul of transposed-then-reshaped operands",
+                                           "einsum-like (result permuted)"};
+
+static kiln_value sp_perm(kiln_graph *g, kiln_value x, int a, int b, int c, int d) {
+    int perm[4] = {a, b, c, d};
+    return kiln_transpose(g, x, perm);
+}
+
+static kiln_value sp_reshape(kiln_graph *g, kiln_value x, int rank, int64_t a, int64_t b,
+                             int64_t c, int64_t d) {
+    int64_t dims[4] = {a, b, c, d};
+    return kiln_reshape(g, x, rank, dims);
+}
+
+/* scores [B, H, T, S] = q . k over hs; q, k, v are [B, T, H, hs]. */
+static kiln_value sp_scores(kiln_graph *g, int how, kiln_value q, kiln_value k) {
+    kiln_dot_dims d = {.n_contract = 1, .lhs_contract = {3}, .rhs_contract = {3}, .n_batch = 2};
+    kiln_value s;
+    switch (how) {
+    case SP_MATMUL_T:
+        s = kiln_matmul(g, sp_perm(g, q, 0, 2, 1, 3), sp_perm(g, k, 0, 2, 3, 1));
+        break;
+    case SP_DOT_T:
+        d.lhs_batch[1] = d.rhs_batch[1] = 1;
+        s = kiln_dot_general(g, sp_perm(g, q, 0, 2, 1, 3), sp_perm(g, k, 0, 2, 1, 3), &d);
+        break;
+    case SP_RESHAPED: {
+        kiln_value qr = sp_reshape(g, sp_perm(g, q, 0, 2, 1, 3), 3, SP_B * SP_H, SP_T, SP_HS, 0);
+        kiln_value kr = sp_reshape(g, sp_perm(g, k, 0, 2, 3, 1), 3, SP_B * SP_H, SP_HS, SP_T, 0);
+        s = kiln_checkpoint_name(g, kiln_matmul(g, qr, kr), "qk");
+        return sp_reshape(g, s, 4, SP_B, SP_H, SP_T, SP_T);
+    }
+    case SP_EINSUM: /* "bthd,bshd->bhts" as [H, B, S, T] = k . q, then permuted */
+        d.lhs_batch[0] = d.rhs_batch[0] = 2;
+        s = kiln_checkpoint_name(g, kiln_dot_general(g, k, q, &d), "qk");
+        return sp_perm(g, s, 1, 0, 3, 2);
+    default:
+        d.lhs_batch[1] = d.rhs_batch[1] = 2;
+        s = kiln_dot_general(g, q, k, &d);
+        break;
+    }
+    return kiln_checkpoint_name(g, s, "qk");
+}
+
+/* y [B, T, H, hs] = p . v over S. */
+static kiln_value sp_values(kiln_graph *g, int how, kiln_value p, kiln_value v) {
+    kiln_dot_dims d = {.n_contract = 1, .lhs_contract = {3}, .rhs_contract = {1}, .n_batch = 2};
+    kiln_value y;
+    switch (how) {
+    case SP_MATMUL_T: y = kiln_matmul(g, p, sp_perm(g, v, 0, 2, 1, 3)); break;
+    case SP_DOT_T:
+        d.rhs_contract[0] = 2, d.lhs_batch[1] = d.rhs_batch[1] = 1;
+        y = kiln_dot_general(g, p, sp_perm(g, v, 0, 2, 1, 3), &d);
+        break;
+    case SP_RESHAPED: {
+        kiln_value pr = sp_reshape(g, p, 3, SP_B * SP_H, SP_T, SP_T, 0);
+        kiln_value vr = sp_reshape(g, sp_perm(g, v, 0, 2, 1, 3), 3, SP_B * SP_H, SP_T, SP_HS, 0);
+        y = kiln_checkpoint_name(g, kiln_matmul(g, pr, vr), "pv");
+        return sp_perm(g, sp_reshape(g, y, 4, SP_B, SP_H, SP_T, SP_HS), 0, 2, 1, 3);
+    }
+    case SP_EINSUM: /* "bhts,bshd->bthd" as [B, H, T, hs] = p . v, then permuted */
+    default:
+        d.lhs_batch[1] = 1, d.rhs_batch[1] = 2;
+        y = kiln_checkpoint_name(g, kiln_dot_general(g, p, v, &d), "pv");
+        return sp_perm(g, y, 0, 2, 1, 3);
+    }
+    return sp_perm(g, kiln_checkpoint_name(g, y, "pv"), 0, 2, 1, 3);
+}
+
+/* Causal attention of x [B*T, D], spelled `how`, plus x. */
+static kiln_value sp_block(step *s, int how, kiln_value x) {
+    kiln_graph *g = s->g;
+    int64_t wd[2] = {SP_D, SP_D}, tt[2] = {SP_T, SP_T};
+    kiln_value w[4], qkv[3];
+    for (int i = 0; i < 4; i++)
+        s->params[s->n_params++] = w[i] = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, wd);
+    for (int i = 0; i < 3; i++)
+        qkv[i] = sp_reshape(g, kiln_matmul(g, kiln_tanh(g, x), w[i]), 4, SP_B, SP_T, SP_H, SP_HS);
+    kiln_value sc = kiln_mul(g, sp_scores(g, how, qkv[0], qkv[1]),
+                             kiln_scalar(g, KILN_DTYPE_F32, 1.0 / sqrt((double)SP_HS)));
+    kiln_value causal = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, tt, 0),
+                                     kiln_iota(g, KILN_DTYPE_I32, 2, tt, 1), KILN_CMP_GE);
+    sc = kiln_select(g, causal, sc, kiln_scalar(g, KILN_DTYPE_F32, -1e9));
+    kiln_value y = sp_values(g, how, kiln_softmax(g, sc, -1), qkv[2]);
+    int64_t nd[2] = {SP_B * SP_T, SP_D};
+    return kiln_add(g, x, kiln_matmul(g, kiln_reshape(g, y, 2, nd), w[3]));
+}
+
+/* Layers of sp_block, one region each under `policy` (-1: none); loss = mean(x^2). */
+static kiln_graph *sp_step(step *s, int how, int policy) {
+    memset(s, 0, sizeof *s);
+    kiln_graph_create(ctx, "spelling", &s->g);
+    int64_t xd[2] = {SP_B * SP_T, SP_D};
+    kiln_value x = kiln_parameter(s->g, "x", KILN_DTYPE_F32, 2, xd);
+    const char *names[1] = {"qk"};
+    int named = policy == KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES ||
+                policy == KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE;
+    for (int l = 0; l < SP_LAYERS; l++) {
+        if (policy >= 0)
+            kiln_checkpoint_begin(s->g, (kiln_checkpoint_policy)policy, named,
+                                  named ? names : NULL);
+        x = sp_block(s, how, x);
+        if (policy >= 0) kiln_checkpoint_end(s->g);
+    }
+    kiln_value loss = kiln_mean(s->g, kiln_mul(s->g, x, x), 0, NULL, false);
+    kiln_value outs[1 + MODEL_MAX_PARAMS] = {loss};
+    CHECK_OK(ctx, kiln_grad(s->g, loss, s->n_params, s->params, outs + 1));
+    CHECK_OK(ctx, kiln_graph_finish(s->g, 1 + s->n_params, outs));
+    return s->g;
+}
+
+/* What a compile recomputed: the memory analysis, and the products among the
+ * recomputations (how many, their FLOPs, how many have batch axes). */
+typedef struct sp_outcome {
+    kiln_memory_analysis a;
+    int dots, batched_dots;
+    double dot_flops;
+} sp_outcome;
+
+static void sp_compile(kiln_graph *g, sp_outcome *out) {
+    kiln_executable *e = NULL;
+    memset(out, 0, sizeof *out);
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    if (!e) return;
+    kiln_executable_get_memory_analysis(e, &out->a);
+    for (uint32_t id = 1; id < e->g->n_nodes; id++) {
+        const ir_node *n = &e->g->nodes[id];
+        if (n->remat != IR_REMAT_CLONE || n->op != IR_DOT) continue;
+        out->dots++;
+        out->batched_dots += n->a.dot.n_batch > 0;
+        out->dot_flops += remat_node_flops(e->g, id);
+    }
+    kiln_executable_destroy(e);
+}
+
+/* Spelling `how` under `policy` against the canonical spelling's outcome `c`. */
+static void sp_case(int how, int policy, const sp_outcome *c) {
+    const char *pn = kiln_checkpoint_policy_name((kiln_checkpoint_policy)policy);
+    step s0, s1;
+    kiln_graph *g0 = sp_step(&s0, how, -1), *g1 = sp_step(&s1, how, policy);
+    sp_outcome o;
+    sp_compile(g1, &o);
+    CHECK_MSG(o.dots == c->dots && o.batched_dots == c->batched_dots && o.dot_flops == c->dot_flops,
+              "%s, %s: %d products recomputed (%d batched, %g FLOPs), canonically %d (%d, %g)", pn,
+              sp_names[how], o.dots, o.batched_dots, o.dot_flops, c->dots, c->batched_dots,
+              c->dot_flops);
+    /* the passes fold these spellings' transposes into the products: the same program */
+    if (how == SP_MATMUL_T || how == SP_DOT_T)
+        CHECK_MSG(o.a.peak_bytes == c->a.peak_bytes &&
+                      o.a.remat_peak_without == c->a.remat_peak_without &&
+                      o.a.remat_num_recomputed == c->a.remat_num_recomputed &&
+                      o.a.remat_added_flops == c->a.remat_added_flops &&
+                      !strcmp(o.a.remat_strategy, c->a.remat_strategy),
+                  "%s, %s: peak %llu (without %llu), %d recomputed, %g FLOPs, %s; canonically "
+                  "%llu (%llu), %d, %g, %s",
+                  pn, sp_names[how], (unsigned long long)o.a.peak_bytes,
+                  (unsigned long long)o.a.remat_peak_without, o.a.remat_num_recomputed,
+                  o.a.remat_added_flops, o.a.remat_strategy, (unsigned long long)c->a.peak_bytes,
+                  (unsigned long long)c->a.remat_peak_without, c->a.remat_num_recomputed,
+                  c->a.remat_added_flops, c->a.remat_strategy);
+    kiln_array **args = make_args(g0);
+    int n_out = kiln_graph_num_outputs(g0);
+    kiln_array *want[1 + MODEL_MAX_PARAMS] = {0}, *got[1 + MODEL_MAX_PARAMS] = {0};
+    kiln_memory_analysis a0, a1;
+    kiln_compile_options off = {.disable_cheap_remat = true};
+    CHECK(run_planned(g0, args, &off, want, &a0));
+    CHECK(run_planned(g1, args, NULL, got, &a1));
+    CHECK_MSG(same_bits(got, want, n_out, sp_names[how]), "%s, %s", pn, sp_names[how]);
+    free_outs(want, n_out), free_outs(got, n_out);
+    free_args(g0, args);
+    kiln_graph_destroy(g0), kiln_graph_destroy(g1);
+}
+
+static void test_spellings(void) {
+    /* the batched products each policy recomputes in the canonical form: both of every
+     * layer, none, or one (the names policies keep "qk", or all named values but it) */
+    static const int want_dots[] = {2 * SP_LAYERS, 0, 0, 2 * SP_LAYERS, SP_LAYERS, SP_LAYERS};
+    for (int p = KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE;
+         p <= KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE; p++) {
+        step s;
+        kiln_graph *g = sp_step(&s, SP_CANONICAL, p);
+        sp_outcome c;
+        sp_compile(g, &c);
+        kiln_graph_destroy(g);
+        CHECK_MSG(c.batched_dots == want_dots[p], "%s: %d batched products recomputed",
+                  kiln_checkpoint_policy_name((kiln_checkpoint_policy)p), c.batched_dots);
+        for (int how = 0; how < SP_N; how++) sp_case(how, p, &c);
+    }
+}
+
+/* A value a policy saves stays saved when a pass maps it onto another node: here the
+ * named h * 1 becomes h (simplify), which the region would drop unnamed. Returns the
+ * recomputation's FLOPs (the h * 1 program also recomputes the broadcast 1 for the
+ * backward pass, at no cost). */
+static double named_recomputed(bool times_one) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "named", &g);
+    int64_t d[2] = {32, 32};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, d);
+    const char *names[1] = {"h"};
+    kiln_checkpoint_begin(g, KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES, 1, names);
+    kiln_value h = kiln_tanh(g, kiln_matmul(g, x, w));
+    if (times_one) h = kiln_mul(g, h, kiln_scalar(g, KILN_DTYPE_F32, 1));
+    h = kiln_checkpoint_name(g, h, "h");
+    kiln_value y = kiln_tanh(g, kiln_matmul(g, h, w));
+    kiln_checkpoint_end(g);
+    kiln_value loss = kiln_reduce_sum(g, kiln_mul(g, y, y), 0, NULL, false);
+    kiln_value outs[2] = {loss};
+    CHECK_OK(ctx, kiln_grad(g, loss, 1, &w, outs + 1));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    sp_outcome o;
+    sp_compile(g, &o);
+    kiln_graph_destroy(g);
+    return o.a.remat_added_flops;
+}
+
+static void test_merged_marks(void) {
+    double plain = named_recomputed(false), times_one = named_recomputed(true);
+    CHECK_MSG(plain == times_one, "h: %g FLOPs recomputed, h * 1: %g", plain, times_one);
+}
+
 /* ------------------------------------------------------------ transformer ---- */
 
 /* Two transformer blocks (examples/models.h) and loss = mean(out^2): with and without
@@ -776,6 +1014,8 @@ int main(void) {
     RUN(test_environment);
     RUN(test_errors);
     RUN(test_nested);
+    RUN(test_spellings);
+    RUN(test_merged_marks);
     RUN(test_stacks);
     RUN(test_cheap);
     RUN(test_random_programs);

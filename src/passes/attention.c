@@ -412,7 +412,6 @@ static kiln_status attention_visit(pass_rebuild *rb, uint32_t id, void *user) {
     if (!m->found) return pass_copy(rb, id);
     const ir_node *o = &rb->old->nodes[id];
     kiln_graph *g = rb->g;
-    uint32_t first = g->n_nodes;
     g->cur_file = o->file, g->cur_line = o->line;
     int r = m->nb + 2, back4[4] = {0, 2, 1, 3}, back3[3] = {1, 0, 2};
     kiln_value q = permuted(g, rb->map[m->q], r, m->qperm);
@@ -423,8 +422,7 @@ static kiln_status attention_visit(pass_rebuild *rb, uint32_t id, void *user) {
     if (g->status) /* a host allocation failed (match checked what the op's shapes need) */
         return ctx_error(g->ctx, g->status, "pass attention: dot_general %%%u: %s", id,
                          g->error ? g->error : kiln_status_name(g->status));
-    for (uint32_t n = first; n < g->n_nodes; n++) g->nodes[n].backward = o->backward;
-    rb->map[id] = y.id;
+    rb->map[id] = y.id; /* the walker gives the new nodes o's backward flag and marks */
     return KILN_STATUS_OK;
 }
 

@@ -6,9 +6,9 @@
  * what the device runs.
  *
  * The new nodes are built with the tracer's own builders on the graph being rebuilt (it
- * is not finished until the walk ends); they take the replaced node's source location
- * and its rematerialisation marks (a value a checkpoint region dropped stays dropped, a
- * backward node stays backward). Unlike the optimisation passes it changes rounding
+ * is not finished until the walk ends); they take the replaced node's source location,
+ * and the walker gives them its rematerialisation marks (a value a checkpoint region
+ * dropped stays dropped, a backward node stays backward: rewrite.c). Unlike the optimisation passes it changes rounding
  * (the op's fused kernel and its primitives add in different orders), never values. */
 #include "passes.h"
 #include "rewrite.h"
@@ -19,7 +19,6 @@ static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
     const ir_node *o = &rb->old->nodes[id];
     if (o->op != IR_ATTENTION) return pass_copy(rb, id);
     kiln_graph *g = rb->g;
-    uint32_t first = g->n_nodes;
     g->cur_file = o->file, g->cur_line = o->line;
     kiln_value r = trace_attention_primitives(g, o, trace_value(g, pass_input(rb, id, 0)),
                                               trace_value(g, pass_input(rb, id, 1)),
@@ -30,12 +29,7 @@ static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
     if (!r.id) /* the op was typed, so its primitives are too: a bug if not */
         return ctx_error(g->ctx, KILN_STATUS_INTERNAL,
                          "pass expand: dot_product_attention %%%u has no primitive form", id);
-    for (uint32_t k = first; k < g->n_nodes; k++) {
-        ir_node *n = &g->nodes[k];
-        n->backward = o->backward;
-        if (o->remat) n->remat = o->remat, n->why = o->why, n->remat_end = o->remat_end;
-    }
-    rb->map[id] = r.id;
+    rb->map[id] = r.id; /* the walker gives the new nodes o's backward flag and marks */
     return KILN_STATUS_OK;
 }
 

@@ -7,11 +7,17 @@
  * freed in either order; on any failure the half-built graph is freed and the old graph
  * was never written to.
  *
- * Roles and the backward flag (ir.h) survive every pass: a copy carries them, a node a
- * pass makes in place of another gets that node's (simplify's like()), and when a pass
+ * Roles, the backward flag and the checkpoint marks (remat and why, ir.h) survive every
+ * pass, and the walker carries them so that no rewrite can forget to (carry_marks): a copy
+ * has them already; every node a visit makes in place of an old one (simplify folding a
+ * transpose into a product, expand's primitives, attention's op) takes that node's
+ * backward flag and, unless the pass marked it itself, its remat and why; and when a pass
  * maps a node onto another (CSE merging duplicates, simplify replacing x * 1 by x) the
- * kept node takes the role if it had none and is forward if either was: a value the
- * forward pass computes anyway is not a backward temporary. */
+ * kept node takes the role if it had none, is forward if either was (a value the forward
+ * pass computes anyway is not a backward temporary), and is saved if a forward node
+ * merged into it was (merge_remat). Without that, whether a checkpoint policy saved a
+ * value would depend on how the user spelled it: kiln_matmul(q, kiln_transpose(k)) lost
+ * its region's mark when simplify made the product read k directly. */
 #include "rewrite.h"
 #include "base/hashmap.h"
 
@@ -140,6 +146,40 @@ static kiln_status set_outputs(pass_rebuild *rb) {
     return KILN_STATUS_OK;
 }
 
+/* Old node o was mapped onto t, a node made before: t keeps o's value in the checkpoint
+ * sense too. A forward o that was kept (or is a region's output, IR_REMAT_KEEP) keeps t:
+ * a policy that saved one spelling of a value saves the value. A backward o changes
+ * nothing (the forward value it duplicates is what a recomputation would give it), nor
+ * does a recomputation on either side. */
+static void merge_remat(ir_node *t, const ir_node *o) {
+    if (o->backward || o->remat == IR_REMAT_CLONE || t->remat == IR_REMAT_CLONE) return;
+    if (o->remat == IR_REMAT_KEEP && t->remat != IR_REMAT_KEEP) {
+        t->remat = IR_REMAT_KEEP;
+        if (!t->why) t->why = o->why;
+    } else if (o->remat == IR_REMAT_NONE && t->remat == IR_REMAT_DROP) {
+        t->remat = IR_REMAT_NONE, t->why = 0;
+    }
+}
+
+/* After old node id's visit (the new graph had `first` nodes before it): the role,
+ * backward flag and checkpoint marks go where id went (see the top of the file). */
+static void carry_marks(pass_rebuild *rb, uint32_t id, uint32_t first) {
+    const ir_node *o = &rb->old->nodes[id];
+    ir_node *t = &rb->g->nodes[rb->map[id]];
+    if (!t->role) t->role = o->role;
+    if (!o->backward) t->backward = false;
+    if (rb->map[id] < first) {
+        merge_remat(t, o);
+        return;
+    }
+    for (uint32_t k = first; k < rb->g->n_nodes; k++) {
+        ir_node *n = &rb->g->nodes[k];
+        if (n->remat == IR_REMAT_CLONE || ir_ops[n->op].kind == IRK_SOURCE) continue;
+        n->backward = o->backward;
+        if (!n->remat) n->remat = o->remat, n->why = o->why;
+    }
+}
+
 kiln_status pass_rebuild_graph(const kiln_graph *old, const char *pass, pass_visit_fn visit,
                                void *user, kiln_graph **out) {
     kiln_context *ctx = old->ctx;
@@ -154,13 +194,9 @@ kiln_status pass_rebuild_graph(const kiln_graph *old, const char *pass, pass_vis
     kiln_status s = kiln_graph_create(ctx, old->name, &rb.g);
     if (s) s = prefixed(ctx, s, pass);
     for (uint32_t id = 1; !s && id < old->n_nodes; id++) {
+        uint32_t first = rb.g->n_nodes;
         s = old->nodes[id].op == IR_PARAMETER ? pass_copy(&rb, id) : visit(&rb, id, user);
-        if (!s && rb.map[id]) {
-            ir_node *t = &rb.g->nodes[rb.map[id]];
-            const ir_node *o = &old->nodes[id];
-            if (!t->role) t->role = o->role;
-            if (!o->backward) t->backward = false;
-        }
+        if (!s && rb.map[id]) carry_marks(&rb, id, first);
     }
     if (!s) s = set_outputs(&rb);
     host_free(ctx, rb.map, old->n_nodes * sizeof *rb.map);

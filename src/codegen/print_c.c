@@ -199,6 +199,16 @@ static const char head_c[] =
     "KILN_FN float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }\n"
     "KILN_FN uint64_t kiln_f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }\n"
     "KILN_FN double kiln_bits_f64(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }\n"
+    /* a product's value, rounded where its node computes it: gcc (-ffp-contract=fast)
+     * fuses a product into a sum that reads it in the same function, so, without this, a
+     * value's bits would depend on whether its reader is in its kernel (inline) or reads
+     * its buffer; a recomputation fused elsewhere than the forward value would round
+     * differently. An xor with a zero the compiler cannot see (kiln_fence, read once per
+     * kernel into kiln_z) hides where the value came from and costs one vector xor;
+     * products inside a helper (the polynomials) still fuse. print_stmt, product_valued */
+    "__attribute__((weak, visibility(\"hidden\"))) uint32_t kiln_fence;\n"
+    "#define KILN_ROUNDED_f32(x) kiln_bits_f32(kiln_f32_bits(x) ^ kiln_z)\n"
+    "#define KILN_ROUNDED_f64(x) kiln_bits_f64(kiln_f64_bits(x) ^ (uint64_t)kiln_z)\n"
     /* an 8 x 8 block of 4-byte elements transposed through registers: row j of `in` (its
      * rows si elements apart) becomes column j of `out` (rows so apart): three rounds of
      * two-vector shuffles (print_row_block); kiln_transpose8x8_8 below for 8 bytes */
@@ -1274,6 +1284,24 @@ static void print_combine(pr *p, uint32_t a_id) {
     line(p, "}");
 }
 
+/* Whether a float value of op may end in a multiplication, which gcc would fuse into a
+ * sum reading it inline (head_c, KILN_ROUNDED): a product, kiln_exp_f64 (2^n applied by
+ * multiplying) and a random float (bits scaled into [0, 1)). Every other op ends in a
+ * sum, a quotient, a select or a call: nothing for a reader to fuse with. */
+static bool product_valued(ir_op op, kiln_dtype t) {
+    return ir_dtype_is_float(t) && (op == IR_MUL || op == IR_EXP || op == IR_RANDOM);
+}
+
+/* C: the kernel's copy of kiln_fence, when a statement rounds through it. */
+static void print_fence(pr *p) {
+    const kd_kernel *kd = p->kd;
+    for (uint32_t s = 1; s < kd->n_stmts; s++)
+        if (kd->stmts[s].kind == KS_OP && product_valued(kd->stmts[s].op, kd->stmts[s].dtype)) {
+            line(p, "const uint32_t kiln_z = kiln_fence;");
+            return;
+        }
+}
+
 static void print_stmt(pr *p, uint32_t id) {
     const kd_kernel *kd = p->kd;
     const kd_stmt *s = &kd->stmts[id];
@@ -1309,6 +1337,7 @@ static void print_stmt(pr *p, uint32_t id) {
             p->hole = (int)s->op + 1;
             snprintf(ex, sizeof ex, "0");
         }
+
         if (p->fast_trig && s->dtype == KILN_DTYPE_F32 && (s->op == IR_SIN || s->op == IR_COS)) {
             line(p, "const float v%u = kiln_%s_fast_f32(%s);", id, s->op == IR_SIN ? "sin" : "cos",
                  a[0]);
@@ -1322,7 +1351,10 @@ static void print_stmt(pr *p, uint32_t id) {
             break;
         }
         if (p->trig_rerun && (s->op == IR_SIN || s->op == IR_COS)) line(p, "KILN_SCALAR_LOOP();");
-        line(p, "const %s v%u = %s;", ct, id, ex);
+        if (p->dialect == KN_DIALECT_C && product_valued(s->op, s->dtype))
+            line(p, "const %s v%u = KILN_ROUNDED_%s(%s);", ct, id, dtype_suffix(s->dtype), ex);
+        else
+            line(p, "const %s v%u = %s;", ct, id, ex);
         break;
     }
     case KS_CLAMP:
@@ -2155,6 +2187,7 @@ static void print_part_fn(pr *p) {
     sb_printf(p->sb, "%s void kiln_k%u_part(void *const *b, int64_t begin, int64_t end) {\n",
               c_qualifiers(kd), kd->index);
     print_buffers(p, false);
+    print_fence(p);
     line(p, "unsigned char *restrict kiln_part = (unsigned char *)b[%u];",
          kd->n_inputs + kd->n_outputs);
     line(p, "for (int64_t it = begin; it < end; it++) {");
@@ -2478,6 +2511,7 @@ static int print_kernel(const kd_kernel *kd, kn_dialect dialect, strbuf *sb, int
         sb_printf(sb, "%s void kiln_k%u(void *const *b, int64_t begin, int64_t end) {\n",
                   c_qualifiers(kd), kd->index);
         print_buffers(&p, false);
+        print_fence(&p);
         if (kd->parts)
             line(&p, "const unsigned char *restrict kiln_part = (const unsigned char *)b[%u];",
                  kd->n_inputs + kd->n_outputs);

@@ -363,10 +363,13 @@ static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
     while (opened--) scope_close(l);
     kd_kernel *kd = l->kd;
     /* a long float sum or product adds in slices (kdesc.h, KD_SLICE_WORK); its loops
-     * start right after the accumulator */
-    if (loop && red.arith && ir_dtype_is_float(n->dtype) && !kd->oom) {
+     * start right after the accumulator. Long by the values it reduces, never by the work
+     * of what the kernel computes inline to make them (kd_loop_work would count a fused
+     * row reduction's loop too): the same reduction must add in the same order in every
+     * kernel that computes it, its own or a recomputation's */
+    if (loop && red.arith && ir_dtype_is_float(n->dtype) && !kd->oom && sized) {
         int64_t outer = kd->stmts[acc + 1].n;
-        if (outer >= 2 && kd_loop_work(kd, acc + 1) >= KD_SLICE_WORK) {
+        if (outer >= 2 && in / out >= KD_SLICE_WORK) {
             kd->stmts[acc].slices = outer < KD_PARTS ? outer : KD_PARTS;
             kd->stmts[acc + 1].slice_acc = acc;
         }

@@ -12,11 +12,14 @@
  * nothing_saveable per layer lowers the planned and the measured peak of a deep MLP and
  * of a transformer stack; random programs with random regions and budgets agree with the
  * reference interpreter; a compile under a budget survives every host allocation
- * failure. KILN_TEST_PROGRAMS raises the number of random programs. */
+ * failure; a policy recomputes the same products however attention's products are
+ * spelled; the GPT of `kiln train` gives bitwise the same steps under every strategy.
+ * KILN_TEST_PROGRAMS raises the number of random programs. */
 #include "compare.h"
 #include "fault.h"
 #include "randprog.h"
 #include "../examples/models.h"
+#include "gpt.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 
@@ -958,6 +961,159 @@ static void test_random_programs(void) {
     }
 }
 
+/* ------------------------------------------------------------- GPT step ---- */
+
+/* The GPT of `kiln train` (models/gpt): its training step compiled with nothing recomputed,
+ * and with each strategy (the default's cheap values, a checkpoint region per block under
+ * each policy, and budgets from 100% down, which choose greedy and then segments), run
+ * for a few steps from the same state (each step's new parameters and moments are the
+ * next one's arguments): every one of the 3P + 1 outputs is bitwise the same at every
+ * step. The model is small: softmax rows short enough to be summed unblocked
+ * (KD_SMALL_SUM), and a loss whose sum over the rows is computed with the rows' own sums
+ * inline in one plan and reads them from a buffer in another (which must not change how
+ * it adds: kd_stmt.slices). */
+static const gpt_config gpt_small = {
+    .vocab = 256, .context = 16, .layers = 3, .heads = 2, .channels = 32};
+enum { GPT_B = 4, GPT_STEPS = 3 };
+
+static kiln_graph *gpt_step_graph(int checkpoint) {
+    kiln_graph *g = NULL;
+    char err[GPT_ERR_SIZE];
+    CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_step", &g));
+    gpt_step_spec spec = {.batch = GPT_B,
+                          .seq = gpt_small.context,
+                          .weight_decay = 0.1,
+                          .clip = 1.0,
+                          .checkpoint = checkpoint};
+    CHECK_MSG(gpt_trace_step(g, &gpt_small, KILN_DTYPE_F32, &spec, err) == KILN_STATUS_OK, "%s",
+              err);
+    return g;
+}
+
+static kiln_array *host_array(kiln_dtype t, int rank, const int64_t *dims, const void *data) {
+    kiln_array *a = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, t, rank, dims, data, &a));
+    return a;
+}
+
+/* The step's arguments: initial parameters, zero moments, tokens, lr, step 1. */
+static void gpt_args(kiln_array **a) {
+    int P = gpt_num_params(&gpt_small);
+    char err[GPT_ERR_SIZE];
+    CHECK_MSG(gpt_init_params(ctx, &gpt_small, KILN_DTYPE_F32, 7, a, err) == KILN_STATUS_OK, "%s",
+              err);
+    for (int i = 0; i < P; i++) {
+        float *z = calloc((size_t)kiln_array_size(a[i]), sizeof *z);
+        for (int j = 1; j <= 2; j++)
+            a[j * P + i] = host_array(KILN_DTYPE_F32, a[i]->shape.rank, a[i]->shape.dims, z);
+        free(z);
+    }
+    int32_t tok[2][GPT_B * 16];
+    uint64_t seed = 11;
+    for (int i = 0; i < GPT_B * gpt_small.context; i++)
+        for (int k = 0; k < 2; k++) tok[k][i] = (int32_t)test_rng_int(&seed, gpt_small.vocab);
+    int64_t bt[2] = {GPT_B, gpt_small.context};
+    float lr = 1e-2f; /* large, so that the steps move the parameters */
+    int32_t first = 1;
+    a[3 * P] = host_array(KILN_DTYPE_I32, 2, bt, tok[0]);
+    a[3 * P + 1] = host_array(KILN_DTYPE_I32, 2, bt, tok[1]);
+    a[3 * P + 2] = host_array(KILN_DTYPE_F32, 0, NULL, &lr);
+    a[3 * P + 3] = host_array(KILN_DTYPE_I32, 0, NULL, &first);
+}
+
+/* A copy of device array x as a new array. */
+static kiln_array *copy_of(kiln_array *x) {
+    size_t n = kiln_array_nbytes(x);
+    void *h = malloc(n ? n : 1);
+    kiln_array_copy_to_host(x, h, n);
+    kiln_array *c = host_array(kiln_array_dtype(x), x->shape.rank, x->shape.dims, h);
+    free(h);
+    return c;
+}
+
+/* Compiles g with o and runs GPT_STEPS steps from gpt_args, each from the state the step
+ * before it left (measured peak == planned inside); outs receives every step's outputs
+ * (caller frees), *an the memory analysis. The compile's status (a budget may not fit). */
+static kiln_status gpt_run(kiln_graph *g, const kiln_compile_options *o, kiln_array **outs,
+                           kiln_memory_analysis *an) {
+    int P = gpt_num_params(&gpt_small), n_out = 3 * P + 1, n_arg = 3 * P + 4;
+    kiln_executable *e = NULL;
+    kiln_status st = kiln_compile(g, o, &e);
+    if (st) return st;
+    kiln_executable_get_memory_analysis(e, an);
+    kiln_array **a = calloc((size_t)n_arg, sizeof *a);
+    gpt_args(a);
+    for (int s = 0; s < GPT_STEPS; s++) {
+        kiln_array **out = outs + s * n_out;
+        int planned = 1;
+        CHECK_OK(ctx, cmp_run_planned(ctx, e, n_arg, a, n_out, out, &planned));
+        CHECK(planned);
+        for (int i = 0; i < 3 * P && out[i]; i++) {
+            kiln_array_destroy(a[i]);
+            a[i] = copy_of(out[i]);
+        }
+    }
+    kiln_executable_destroy(e);
+    for (int i = 0; i < n_arg; i++) kiln_array_destroy(a[i]);
+    free(a);
+    return KILN_STATUS_OK;
+}
+
+/* One compile of the step against the outputs want of the step with nothing recomputed. */
+static void gpt_case(kiln_graph *g, const kiln_compile_options *o, kiln_array **want,
+                     const char *what, char *strategy, size_t strategy_size) {
+    int n = GPT_STEPS * (3 * gpt_num_params(&gpt_small) + 1);
+    kiln_array **got = calloc((size_t)n, sizeof *got);
+    kiln_memory_analysis a;
+    kiln_status st = gpt_run(g, o, got, &a);
+    if (st == KILN_STATUS_DEVICE_OOM) { /* a budget below every plan */
+        snprintf(strategy, strategy_size, "none fits");
+        free(got);
+        return;
+    }
+    CHECK_OK(ctx, st);
+    snprintf(strategy, strategy_size, "%s", a.remat_strategy);
+    CHECK_MSG(same_bits(got, want, n, what), "%s (%s, %d ops recomputed)", what, a.remat_strategy,
+              a.remat_num_recomputed);
+    free_outs(got, n);
+    free(got);
+}
+
+static void test_gpt_strategies(void) {
+    int n = GPT_STEPS * (3 * gpt_num_params(&gpt_small) + 1);
+    kiln_array **want = calloc((size_t)n, sizeof *want);
+    kiln_graph *g = gpt_step_graph(0);
+    kiln_memory_analysis a0;
+    kiln_compile_options off = {.disable_cheap_remat = true};
+    CHECK_OK(ctx, gpt_run(g, &off, want, &a0));
+    CHECK(!strcmp(a0.remat_strategy, "none"));
+    char strategy[32], what[64];
+    bool seen[4] = {false}; /* elementwise, checkpoint, greedy, segments */
+    gpt_case(g, NULL, want, "the default", strategy, sizeof strategy);
+    seen[0] = !strcmp(strategy, "elementwise");
+    for (int pct = 100; pct >= 40; pct -= 3) {
+        kiln_compile_options o = {.memory_budget_fraction = pct / 100.0};
+        snprintf(what, sizeof what, "budget %d%%", pct);
+        gpt_case(g, &o, want, what, strategy, sizeof strategy);
+        seen[2] |= !strcmp(strategy, "greedy");
+        seen[3] |= !strcmp(strategy, "segments");
+    }
+    kiln_graph_destroy(g);
+    for (int p = KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE;
+         p <= KILN_CHECKPOINT_POLICY_DOTS_WITH_NO_BATCH_DIMS_SAVEABLE; p++) {
+        g = gpt_step_graph(p + 1);
+        const char *pn = kiln_checkpoint_policy_name((kiln_checkpoint_policy)p);
+        gpt_case(g, NULL, want, pn, strategy, sizeof strategy);
+        seen[1] |= !strcmp(strategy, "checkpoint");
+        kiln_graph_destroy(g);
+    }
+    CHECK_MSG(seen[0] && seen[1] && seen[2] && seen[3],
+              "strategies seen: elementwise %d, checkpoint %d, greedy %d, segments %d", seen[0],
+              seen[1], seen[2], seen[3]);
+    free_outs(want, n);
+    free(want);
+}
+
 /* ------------------------------------------------------- fault injection ---- */
 
 static kiln_status fault_body(kiln_context *c, int *bad) {
@@ -1019,6 +1175,7 @@ int main(void) {
     RUN(test_stacks);
     RUN(test_cheap);
     RUN(test_random_programs);
+    RUN(test_gpt_strategies);
     RUN(test_fault_injection);
     kiln_context_destroy(ctx);
     return test_summary("test_remat");

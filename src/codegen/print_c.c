@@ -11,7 +11,9 @@
  *  - numerics follow the reference interpreter: integer arithmetic wraps (through unsigned
  *    types), integer x/0 is -1 and INT_MIN/-1 is INT_MIN, float->int conversion saturates
  *    with NaN -> 0, max/min propagate NaN, float sums and products accumulate in double
- *    (f32 sums in the C dialect: f32 blocks added in double, kd_reduce.blocked);
+ *    (f32 sums in the C dialect: f32 blocks added in double, kd_reduce.blocked), and a
+ *    product is rounded where its op computes it, never fused into a reader's sum
+ *    (KILN_ROUNDED: a value's bits do not depend on the kernel it is computed in);
  *  - speed: f32 exp, tanh, logistic, log, log1p and erf are inline polynomials (kiln_exp_f32, ...)
  *    so loops that call them vectorise; a loop the description marks `simd` gets `#pragma omp simd`
  *    (with reduction clauses for its accumulator), which vectorises reductions without

@@ -440,6 +440,18 @@ static void test_stable_text(void) {
     CHECK(strstr(src, "acc2_t[") == NULL);
     free(src);
     kiln_graph_destroy(g);
+
+    /* a product's value is rounded where it is made, so the sum reading it cannot fuse it
+     * into an FMA in one kernel and not in another (KILN_ROUNDED): a mul and a product */
+    g = graph();
+    x = kiln_parameter(g, "x", KILN_DTYPE_F64, 2, d8);
+    kiln_value p = kiln_reduce_prod(g, kiln_mul(g, x, x), 1, &ax, false);
+    src = finish(g, kiln_add(g, p, kiln_scalar(g, KILN_DTYPE_F64, 1)));
+    CHECK_CONTAINS(src, "const uint32_t kiln_z = kiln_fence;");
+    CHECK_CONTAINS(src, "= KILN_ROUNDED_f64((v4 * v4));");
+    CHECK_CONTAINS(src, "= KILN_ROUNDED_f64((double)acc");
+    free(src);
+    kiln_graph_destroy(g);
 }
 
 /* --------------------------------------------------- compiled and run ---- */

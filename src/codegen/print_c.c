@@ -1288,17 +1288,20 @@ static void print_combine(pr *p, uint32_t a_id) {
 
 /* Whether a float value of op may end in a multiplication, which gcc would fuse into a
  * sum reading it inline (head_c, KILN_ROUNDED): a product, kiln_exp_f64 (2^n applied by
- * multiplying) and a random float (bits scaled into [0, 1)). Every other op ends in a
- * sum, a quotient, a select or a call: nothing for a reader to fuse with. */
+ * multiplying), a random float (bits scaled into [0, 1)) and a reduce_prod's result.
+ * Every other op ends in a sum, a quotient, a select or a call: nothing to fuse with. */
 static bool product_valued(ir_op op, kiln_dtype t) {
-    return ir_dtype_is_float(t) && (op == IR_MUL || op == IR_EXP || op == IR_RANDOM);
+    return ir_dtype_is_float(t) &&
+           (op == IR_MUL || op == IR_EXP || op == IR_RANDOM || op == IR_REDUCE_PROD);
 }
 
 /* C: the kernel's copy of kiln_fence, when a statement rounds through it. */
 static void print_fence(pr *p) {
     const kd_kernel *kd = p->kd;
     for (uint32_t s = 1; s < kd->n_stmts; s++)
-        if (kd->stmts[s].kind == KS_OP && product_valued(kd->stmts[s].op, kd->stmts[s].dtype)) {
+        if ((kd->stmts[s].kind == KS_OP && product_valued(kd->stmts[s].op, kd->stmts[s].dtype)) ||
+            (kd->stmts[s].kind == KS_ACC &&
+             product_valued(kd->stmts[s].red.op, kd->stmts[s].dtype))) {
             line(p, "const uint32_t kiln_z = kiln_fence;");
             return;
         }
@@ -1408,6 +1411,9 @@ static void print_stmt(pr *p, uint32_t id) {
             line(p, "const %s v%u = %s ? (%s)NAN : %s;", ct, id, nan, ct, v);
         else if (acc->red.nan_flag)
             line(p, "const %s v%u = %s ? (%s)NAN : (%s)%s;", ct, id, nan, ct, ct, v);
+        else if (p->dialect == KN_DIALECT_C && product_valued(acc->red.op, s->dtype))
+            line(p, "const %s v%u = KILN_ROUNDED_%s((%s)%s);", ct, id, dtype_suffix(s->dtype), ct,
+                 v);
         else
             line(p, "const %s v%u = (%s)%s;", ct, id, ct, v);
         break;

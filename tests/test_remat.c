@@ -512,18 +512,17 @@ static void test_nested(void) {
  * gradients are bitwise its own without recomputation. */
 enum { SP_B = 2, SP_T = 16, SP_H = 4, SP_HS = 8, SP_D = SP_H * SP_HS, SP_LAYERS = 2 };
 enum { SP_CANONICAL, SP_MATMUL_T, SP_DOT_T, SP_RESHAPED, SP_EINSUM, SP_N };
-static const char *const sp_names[SP_N] = {"dot_general", "matmul of transposes",
-                                           "dot_general of transposes",
-                                           "matmul of transposed-then-reshaped operands",
-                                           "einsum-like (result permuted)"};
+static const char *const sp_names[SP_N] = {
+    "dot_general", "matmul of transposes", "dot_general of transposes",
+    "matmul of transposed-then-reshaped operands", "einsum-like (result permuted)"};
 
 static kiln_value sp_perm(kiln_graph *g, kiln_value x, int a, int b, int c, int d) {
     int perm[4] = {a, b, c, d};
     return kiln_transpose(g, x, perm);
 }
 
-static kiln_value sp_reshape(kiln_graph *g, kiln_value x, int rank, int64_t a, int64_t b,
-                             int64_t c, int64_t d) {
+static kiln_value sp_reshape(kiln_graph *g, kiln_value x, int rank, int64_t a, int64_t b, int64_t c,
+                             int64_t d) {
     int64_t dims[4] = {a, b, c, d};
     return kiln_reshape(g, x, rank, dims);
 }

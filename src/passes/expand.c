@@ -8,8 +8,9 @@
  * The new nodes are built with the tracer's own builders on the graph being rebuilt (it
  * is not finished until the walk ends); they take the replaced node's source location,
  * and the walker gives them its rematerialisation marks (a value a checkpoint region
- * dropped stays dropped, a backward node stays backward: rewrite.c). Unlike the optimisation passes it changes rounding
- * (the op's fused kernel and its primitives add in different orders), never values. */
+ * dropped stays dropped, a backward node stays backward: rewrite.c). Unlike the optimisation passes
+ * it changes rounding (the op's fused kernel and its primitives add in different orders), never
+ * values. */
 #include "passes.h"
 #include "rewrite.h"
 #include "trace/trace.h"

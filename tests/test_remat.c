@@ -975,15 +975,27 @@ static const gpt_config gpt_small = {
     .vocab = 256, .context = 16, .layers = 3, .heads = 2, .channels = 32};
 enum { GPT_B = 4, GPT_STEPS = 3 };
 
+/* A checkpoint region of the policy in user around each block (gpt_block_hook). */
+static void region_per_block(kiln_graph *g, int layer, bool begin, void *user) {
+    (void)layer;
+    if (begin)
+        kiln_checkpoint_begin(g, *(const kiln_checkpoint_policy *)user, 0, NULL);
+    else
+        kiln_checkpoint_end(g);
+}
+
+/* The step; checkpoint 0: no regions, else a region per block of policy checkpoint - 1. */
 static kiln_graph *gpt_step_graph(int checkpoint) {
     kiln_graph *g = NULL;
     char err[GPT_ERR_SIZE];
     CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_step", &g));
+    kiln_checkpoint_policy policy = (kiln_checkpoint_policy)(checkpoint - 1);
+    gpt_block_hook hook = {region_per_block, &policy};
     gpt_step_spec spec = {.batch = GPT_B,
                           .seq = gpt_small.context,
                           .weight_decay = 0.1,
                           .clip = 1.0,
-                          .checkpoint = checkpoint};
+                          .hook = checkpoint ? &hook : NULL};
     CHECK_MSG(gpt_trace_step(g, &gpt_small, KILN_DTYPE_F32, &spec, err) == KILN_STATUS_OK, "%s",
               err);
     return g;

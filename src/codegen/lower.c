@@ -320,6 +320,16 @@ static uint32_t open_reduce_loops(lw *l, uint32_t id, const uint32_t *ix, uint32
 enum { KEEP_COST = 4 };
 static bool costly(const lw *l, uint32_t u, int budget);
 
+/* A float sum to one value (a loss) whose outer loop is long enough to cut into KD_PARTS
+ * slices of KD_SMALL_SUM values or more is added in slices too: a kernel that computes
+ * such a sum can split only by its slices, and one that computes its values inline (a
+ * cross-entropy's rows of 32000 logits, fused into the mean over 512 rows) would otherwise
+ * run on one thread. Decided by the reduction's own counts, as KD_SLICE_WORK is, so every
+ * kernel that computes it adds it in the same order. */
+static bool one_output_long(int64_t in, int64_t out, int64_t outer) {
+    return out == 1 && outer >= KD_PARTS && in >= KD_PARTS * KD_SMALL_SUM;
+}
+
 static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
     const ir_node *n = &l->g->nodes[id];
     uint32_t sub[KILN_MAX_RANK];
@@ -369,7 +379,7 @@ static uint32_t lower_reduce(lw *l, uint32_t id, const uint32_t *ix) {
      * kernel that computes it, its own or a recomputation's */
     if (loop && red.arith && ir_dtype_is_float(n->dtype) && !kd->oom && sized) {
         int64_t outer = kd->stmts[acc + 1].n;
-        if (outer >= 2 && in / out >= KD_SLICE_WORK) {
+        if (outer >= 2 && (in / out >= KD_SLICE_WORK || one_output_long(in, out, outer))) {
             kd->stmts[acc].slices = outer < KD_PARTS ? outer : KD_PARTS;
             kd->stmts[acc + 1].slice_acc = acc;
         }

@@ -196,7 +196,9 @@ enum { KD_PARTS = 32, KD_PART_MIN_WORK = 1 << 16, KD_PART_BYTES = 16 };
  * P)), each from the initial value, the slices' results then combined in order: the order
  * in which a split across threads (kd_kernel.parts) adds. So a reduction's bits depend on
  * the reduction alone, never on whether the kernel it is computed in (its own, or another
- * one's prologue or a recomputation's) splits it: rematerialisation stays bitwise. Only
+ * one's prologue or a recomputation's) splits it: rematerialisation stays bitwise. A float
+ * sum to one value whose outer loop has KD_PARTS x KD_SMALL_SUM values or more is sliced
+ * too (lower.c, one_output_long): a kernel can split such a sum only by its slices. Only
  * such reductions are split (or exact ones: max, min, integers). */
 enum { KD_SLICE_WORK = KD_PARTS * KD_SUM_BLOCK };
 typedef enum kd_init { KD_INIT_ZERO, KD_INIT_ONE, KD_INIT_LOWEST, KD_INIT_HIGHEST } kd_init;

@@ -1387,12 +1387,12 @@ typedef struct kiln_safetensors kiln_safetensors;
  * "<path>.tmp-<pid>-<hex>" (pid: the writing process's, in decimal), fsync'd, then renamed
  * over path; on any failure the temporary file is removed and a file already at path is
  * left as it was (a process killed while writing leaves its temporary file: the name says
- * whose it was, so a later run can remove it). Tensors lie back to back in the order given, the data
- * section 8-byte aligned (the header padded with spaces). Duplicate, empty or non-UTF-8
- * names, the name "__metadata__", duplicate metadata keys, arrays of another context and
- * what open would refuse (a dimension or an offset above 2^53, where JSON numbers stop
- * being exact; dimensions whose product overflows before a zero among them) are
- * KILN_STATUS_INVALID_ARGUMENT; a folder that cannot be written is KILN_STATUS_IO. */
+ * whose it was, so a later run can remove it). Tensors lie back to back in the order
+ * given, the data section 8-byte aligned (the header padded with spaces). Duplicate, empty
+ * or non-UTF-8 names, the name "__metadata__", duplicate metadata keys, arrays of another
+ * context and what open would refuse (a dimension or an offset above 2^53, where JSON
+ * numbers stop being exact; dimensions whose product overflows before a zero among them)
+ * are KILN_STATUS_INVALID_ARGUMENT; a folder that cannot be written is KILN_STATUS_IO. */
 KILN_API kiln_status kiln_safetensors_save(kiln_context *ctx, const char *path, int n,
                                            const char *const *names, kiln_array *const *arrays,
                                            int n_meta, const char *const *meta_kv);

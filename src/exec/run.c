@@ -131,8 +131,8 @@ static kiln_status run_scatter(run_state *r, uint32_t ki) {
     ir_shape_numel(&idx->shape, &n_idx);
     const void *operand = e->plan.materialised[in[0]] ? r->buf[in[0]] : NULL;
     return e->dev->backend->scatter_add_rows(e->dev->state, e->dev->index, n->dtype, idx->dtype,
-                                             operand, rows, rows ? total / rows : 0,
-                                             r->buf[in[1]], n_idx, r->buf[in[2]], r->buf[id]);
+                                             operand, rows, rows ? total / rows : 0, r->buf[in[1]],
+                                             n_idx, r->buf[in[2]], r->buf[id]);
 }
 
 /* Cumsum: x as [outer, n, inner] around the summed axis; the plan may have put the result

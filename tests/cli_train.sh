@@ -275,6 +275,10 @@ if ! "$KILN" train $tiny --steps 6 --save-every 3 --eval-every 0 --data "$dir/co
 fi
 echo "more text" >>"$dir/corpus.txt"
 expect 1 "is another file" -- train --resume "$dir/data/model.safetensors" --steps 9 --out "$dir/data"
+mv "$dir/corpus.txt" "$dir/moved.txt"
+expect 1 "the corpus the run trained on: cannot open the corpus '$dir/corpus.txt'" -- train \
+    --resume "$dir/data/model.safetensors" --steps 9 --out "$dir/data"
+mv "$dir/moved.txt" "$dir/corpus.txt"
 if ! "$KILN" train --resume "$dir/data/model.safetensors" --steps 9 --data "$dir/corpus.txt" \
     --out "$dir/data" >"$dir/data.out" 2>&1 ||
     ! grep -q "note: resuming on $dir/corpus.txt" "$dir/data.out"; then

@@ -59,9 +59,11 @@ static int64_t first_non_finite(kiln_array *a, kiln_status *st) {
     return at;
 }
 
-/* INVALID_ARGUMENT naming the tensor if a holds a NaN or an infinity. */
+/* INVALID_ARGUMENT naming the tensor if a holds a NaN or an infinity; saving: the tensor
+ * is about to be written (the message then says the last checkpoint is kept). */
 static kiln_status check_finite(kiln_context *ctx, kiln_array *a, const char *path,
-                                const char *name, const char *doing, char *err) {
+                                const char *name, bool saving, char *err) {
+    const char *doing = saving ? "saving" : "reading";
     kiln_status st;
     int64_t at = first_non_finite(a, &st);
     if (st) {
@@ -72,9 +74,7 @@ static kiln_status check_finite(kiln_context *ctx, kiln_array *a, const char *pa
     if (at < 0) return KILN_STATUS_OK;
     gpt_errf(err, "%s: %s '%s': element %lld is not finite (NaN or infinity)%s", path, doing, name,
              (long long)at,
-             !strcmp(doing, "saving") ? "; a diverged state is not saved, the last checkpoint "
-                                        "is kept"
-                                      : "");
+             saving ? "; a diverged state is not saved, the last checkpoint is kept" : "");
     return KILN_STATUS_INVALID_ARGUMENT;
 }
 
@@ -226,8 +226,7 @@ kiln_status gpt_checkpoint_save(kiln_context *ctx, const char *path, const gpt_c
         kv[k++] = keys[i], kv[k++] = num[i];
     }
     for (int i = 0; i < 2 * n_meta; i++) kv[k++] = meta_kv[i];
-    for (int i = 0; i < n && !st; i++)
-        st = check_finite(ctx, arrays[i], path, np[i], "saving", err);
+    for (int i = 0; i < n && !st; i++) st = check_finite(ctx, arrays[i], path, np[i], true, err);
     if (st) goto done;
     st = kiln_safetensors_save(ctx, path, n, np, arrays, k / 2, kv);
     if (st) gpt_errf(err, "saving the checkpoint: %s", kiln_last_error(ctx));
@@ -266,7 +265,7 @@ static kiln_status read_tensor(kiln_context *ctx, kiln_safetensors *f, const cha
     }
     kiln_status st = kiln_safetensors_read(f, name, out);
     if (st) gpt_errf(err, "%s: reading '%s': %s", path, name, kiln_last_error(ctx));
-    if (!st) st = check_finite(ctx, *out, path, name, "reading", err);
+    if (!st) st = check_finite(ctx, *out, path, name, false, err);
     return st;
 }
 

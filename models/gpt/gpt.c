@@ -442,7 +442,12 @@ kiln_status gpt_open_regular(const char *path, const char *what, FILE **out, int
         return KILN_STATUS_IO;
     }
     struct stat sb;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+    if (fstat(fd, &sb)) {
+        gpt_errf(err, "cannot read %s '%s': %s", what, path, strerror(errno));
+        close(fd);
+        return KILN_STATUS_IO;
+    }
+    if (!S_ISREG(sb.st_mode)) {
         gpt_errf(err, "%s '%s' is not a regular file (%s): kiln reads only files", what, path,
                  S_ISFIFO(sb.st_mode)   ? "a FIFO"
                  : S_ISDIR(sb.st_mode)  ? "a folder"

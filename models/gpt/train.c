@@ -229,30 +229,26 @@ static kiln_status same_corpus(run *r, kiln_safetensors *f) {
  * "" for the default. */
 static kiln_status load_corpus(run *r) {
     const gpt_train_options *o = r->o;
-    const char *path = o->data;
-    if (!(path && *path) && o->resume) {
+    bool named = o->data && *o->data, recorded = !named && o->resume;
+    if (recorded) { /* the checkpoint's corpus, already absolute ("": the default) */
         kiln_safetensors *f;
         if (!kiln_safetensors_open(r->ctx, o->resume, &f)) {
             const char *was = kiln_safetensors_get_metadata(f, "data");
             snprintf(r->data_path, sizeof r->data_path, "%s", was ? was : "");
             kiln_safetensors_close(f);
         }
-        path = r->data_path;
+    } else if (named) {
+        char real[PATH_MAX];
+        snprintf(r->data_path, sizeof r->data_path, "%s", realpath(o->data, real) ? real : o->data);
     }
-    kiln_status st = gpt_data_load(r->ctx, path, r->T, &r->data, r->err);
-    if (st && path == r->data_path && *path) {
+    kiln_status st = gpt_data_load(r->ctx, named ? o->data : r->data_path, r->T, &r->data, r->err);
+    if (st && recorded && r->data_path[0]) {
         char why[GPT_ERR_SIZE];
         snprintf(why, sizeof why, "%s", r->err);
         gpt_errf(r->err, "%s: the corpus the run trained on: %.900s (give --data FILE)", o->resume,
                  why);
     }
-    if (st || path == r->data_path) return st;
-    char real[PATH_MAX];
-    snprintf(r->data_path, sizeof r->data_path, "%s",
-             !(path && *path)       ? ""
-             : realpath(path, real) ? real
-                                    : path);
-    return KILN_STATUS_OK;
+    return st;
 }
 
 /* The parameters and moments a run starts from: a checkpoint, an --init file or the
@@ -609,17 +605,18 @@ static kiln_status write_text(run *r, const char *name, const char *text) {
 
 /* ---------------------------------------------------------------- loop ---- */
 
-static void progress(run *r, int64_t s, double loss, double val, uint64_t planned,
+/* Draws the progress line when it is due; true if it did (the log is flushed with it). */
+static bool progress(run *r, int64_t s, double loss, double val, uint64_t planned,
                      uint64_t measured, bool final) {
     FILE *p = r->o->progress;
-    if (!p) return;
+    if (!p) return false;
     int every = r->o->print_every > 0 ? r->o->print_every : 10;
     bool tty = r->o->progress_is_tty;
-    if (!tty && !final && s % every && isnan(val)) return;
+    if (!tty && !final && s % every && isnan(val)) return false;
     /* A terminal line is redrawn at most ten times a second (small models run thousands of
      * steps a second). */
     double t = now_ms();
-    if (tty && !final && isnan(val) && t - r->last_print < 100) return;
+    if (tty && !final && isnan(val) && t - r->last_print < 100) return false;
     r->last_print = t;
     double ms_med = median_ms(r);
     char pl[32], me[32], v[32] = "", eta[32] = "";
@@ -635,6 +632,7 @@ static void progress(run *r, int64_t s, double loss, double val, uint64_t planne
             ms_med > 0 ? r->GB * r->T / (ms_med / 1e3) : 0, pl, me, eta,
             tty && !final && isnan(val) ? "" : "\n");
     fflush(p);
+    return true;
 }
 
 static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_memory_analysis *ma,
@@ -817,7 +815,7 @@ static kiln_status open_batches(run *r) {
  * temporaries. */
 static kiln_status check_fits(run *r, const kiln_memory_analysis *ma) {
     kiln_memory_stats ms;
-    if (kiln_device_get_memory_stats(r->ctx, r->dev, &ms) || !ms.bytes_limit) return 0;
+    if (kiln_device_get_memory_stats(r->ctx, r->dev, &ms) || !ms.bytes_limit) return KILN_STATUS_OK;
     kiln_memory_analysis ea = {0};
     if (r->eval) kiln_executable_get_memory_analysis(r->eval, &ea);
     uint64_t state = 3 * (uint64_t)gpt_count_scalars(&r->cfg) * sizeof(float);
@@ -898,7 +896,8 @@ static kiln_status train_loop(run *r, gpt_train_result *res, const kiln_memory_a
                               kiln_array **args, int32_t *tok, bool *diverged) {
     const gpt_train_options *o = r->o;
     kiln_status st = KILN_STATUS_OK;
-    for (int64_t s = r->done; s < o->steps; s++) {
+    const int64_t first = r->done;
+    for (int64_t s = first; s < o->steps; s++) {
         int32_t stop = o->stop && *o->stop, any = stop;
         /* a signal reaches the ranks at different steps: they stop together, at the first
          * step any of them saw it */
@@ -907,7 +906,7 @@ static kiln_status train_loop(run *r, gpt_train_result *res, const kiln_memory_a
             gpt_errf(r->err, "step %lld: %s", (long long)s + 1, kiln_last_error(r->ctx));
             return st;
         }
-        if (any || (o->stop_after && s - res->steps_done >= o->stop_after)) {
+        if (any || (o->stop_after && s - first >= o->stop_after)) {
             res->interrupted = any;
             return KILN_STATUS_OK;
         }
@@ -940,8 +939,10 @@ static kiln_status train_loop(run *r, gpt_train_result *res, const kiln_memory_a
             res->final_val_loss = val;
         }
         if ((st = gpt_log_step(&r->log, s + 1, loss, val, ms, r->err))) return st;
-        progress(r, s + 1, loss, val, ma->peak_bytes, res->measured_peak_bytes, last);
-        if (o->progress && r->log.f && (st = gpt_log_flush(&r->log, r->err))) return st;
+        /* the log is flushed as often as progress is drawn, not every step */
+        if (progress(r, s + 1, loss, val, ma->peak_bytes, res->measured_peak_bytes, last) &&
+            (st = gpt_log_flush(&r->log, r->err)))
+            return st;
         if (o->save_every > 0 && (s + 1) % o->save_every == 0 && !last && o->out_dir) {
             char path[4200];
             snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);

@@ -492,22 +492,27 @@ static int trace_axpy(kiln_graph *g, const kiln_value *args, int n_args, const v
     return 1;
 }
 
+/* A context of n CPU devices caching into a fresh folder made from the template dir; NULL
+ * (a failed check) if either cannot be made. */
+static kiln_context *devices_context(char *dir, int n) {
+    if (!mkdtemp(dir)) {
+        CHECK(0);
+        return NULL;
+    }
+    kiln_context_options co = {.ignore_environment = true, .cache_dir = dir, .cpu_devices = n};
+    kiln_context *c = NULL;
+    char err[256];
+    if (kiln_context_create(&co, &c, err, sizeof err)) CHECK_MSG(0, "%s", err);
+    return c;
+}
+
 /* Lowering with donation consumes nothing; the call that follows does, and its analysis
  * says the donated buffer holds the output. With several devices the signature's device
  * is the arguments', and shapes lower for the device named. */
 static void test_lower_donation_devices(void) {
     char dir[] = "/tmp/kiln-test-jit-dev-XXXXXX";
-    if (!mkdtemp(dir)) {
-        CHECK(0);
-        return;
-    }
-    kiln_context_options co = {.ignore_environment = true, .cache_dir = dir, .cpu_devices = 2};
-    kiln_context *c;
-    char err[256];
-    if (kiln_context_create(&co, &c, err, sizeof err)) {
-        CHECK_MSG(0, "%s", err);
-        return;
-    }
+    kiln_context *c = devices_context(dir, 2);
+    if (!c) return;
     int donate[1] = {0};
     kiln_jit_options o = {
         .name = "axpy", .fn = trace_axpy, .compile = {.n_donate = 1, .donate_argnums = donate}};
@@ -557,17 +562,8 @@ static void test_lower_donation_devices(void) {
  * refused by a call and a lowering, naming the argument, with nothing consumed. */
 static void test_other_context(void) {
     char dir[] = "/tmp/kiln-test-jit-other-XXXXXX";
-    if (!mkdtemp(dir)) {
-        CHECK(0);
-        return;
-    }
-    kiln_context_options co = {.ignore_environment = true, .cache_dir = dir, .cpu_devices = 3};
-    kiln_context *c;
-    char err[256];
-    if (kiln_context_create(&co, &c, err, sizeof err)) {
-        CHECK_MSG(0, "%s", err);
-        return;
-    }
+    kiln_context *c = devices_context(dir, 3);
+    if (!c) return;
     int donate[1] = {0};
     kiln_jit_options o = {
         .name = "axpy", .fn = trace_axpy, .compile = {.n_donate = 1, .donate_argnums = donate}};

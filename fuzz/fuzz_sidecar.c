@@ -1,19 +1,19 @@
 /* fuzz_sidecar.c — libFuzzer target: the kernel cache's sidecar (.meta) parser and the
- * entry check around it (cc_cache_verify in src/backend/cpu/cc_cache.c).
+ * entry check around it (objcache_verify in src/backend/objcache.c).
  *
  * Each input writes one cache entry into a private folder: a .meta sidecar and a .so
  * object, both from the input's bytes. The sidecar is either taken raw or written as a
  * writer would ("kiln-cc-entry 1", key, size, SHA-256 of the object) and then edited at
  * one place, so the fuzzer reaches both the parser's rejections and the object checks
  * behind it; now and then the object is missing, a folder or a symbolic link. Then
- * cc_cache_verify judges the entry. What must hold: OK only for an entry a writer could
+ * objcache_verify judges the entry. What must hold: OK only for an entry a writer could
  * have made (the sidecar exactly canonical, the object a regular file of that size and
  * hash); CORRUPT leaves neither file behind; no crash, no read past a buffer.
  *
  * Keys are always hex digits, as cc.c makes them: the folder is the only place touched. */
 #include "fuzz_common.h"
 
-#include "backend/cpu/cc_cache.h"
+#include "backend/objcache.h"
 #include "base/sha256.h"
 
 #include <stdio.h>
@@ -76,8 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char hexd[] = "0123456789abcdef";
     fz_bytes b = {data, size, 0};
     uint8_t mode = fz_u8(&b);
-    char key[CC_KEY_HEX + 1];
-    int key_len = mode & 0x80 ? 1 + fz_int(&b, CC_KEY_HEX) : CC_KEY_HEX;
+    char key[OBJCACHE_KEY_HEX + 1];
+    int key_len = mode & 0x80 ? 1 + fz_int(&b, OBJCACHE_KEY_HEX) : OBJCACHE_KEY_HEX;
     for (int i = 0; i < key_len; i++) key[i] = hexd[mode & 0x40 ? fz_u8(&b) % 16 : i % 16];
     key[key_len] = 0;
 
@@ -94,7 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
 
     char so_path[PATH_MAX], meta_path[PATH_MAX];
-    if (!cc_path(so_path, fz_dir, key, ".so") || !cc_path(meta_path, fz_dir, key, ".meta")) abort();
+    if (!objcache_path(so_path, fz_dir, key, ".so") ||
+        !objcache_path(meta_path, fz_dir, key, ".meta"))
+        abort();
     clear(so_path), clear(meta_path);
     write_bytes(meta_path, meta, meta_n);
     switch (mode >> 1 & 7) {
@@ -113,9 +115,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     size_t bytes = 0;
     int fd = -1;
-    cc_entry_state st = cc_cache_verify(fz_dir, key, &bytes, &fd);
+    objcache_state st = objcache_verify(fz_dir, key, ".so", &bytes, &fd);
     if (fd >= 0) close(fd);
-    if (st == CC_ENTRY_OK) {
+    if (st == OBJCACHE_OK) {
         char want[1200];
         uint8_t digest[SHA256_BYTES];
         char hex[SHA256_HEX_BYTES];
@@ -126,12 +128,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* only a private regular file is ever accepted: not a folder, link or FIFO */
         if ((mode >> 1 & 7) < 4 || bytes != obj_n || (size_t)n != meta_n ||
             memcmp(want, meta, meta_n)) {
-            fprintf(stderr, "cc_cache_verify accepted an entry no writer makes\n");
+            fprintf(stderr, "objcache_verify accepted an entry no writer makes\n");
             abort();
         }
-    } else if (st == CC_ENTRY_CORRUPT &&
+    } else if (st == OBJCACHE_CORRUPT &&
                (exists(meta_path) || (exists(so_path) && (mode >> 1 & 7) != 1))) {
-        fprintf(stderr, "cc_cache_verify called an entry corrupt but left it in place\n");
+        fprintf(stderr, "objcache_verify called an entry corrupt but left it in place\n");
         abort();
     }
     clear(so_path), clear(meta_path);

@@ -8,7 +8,7 @@
 
 #include "backend/cpu/cpu.h"
 #include "backend/device.h"
-#include "backend/cpu/cc_cache.h"
+#include "backend/objcache.h"
 #include "base/base.h"
 #include "base/sha256.h"
 
@@ -1100,7 +1100,7 @@ static void test_private_copy(void) {
     long n = file_bytes(so);
     for (int kind = 0; kind < 2; kind++) {
         int fd = open(so, O_RDONLY);
-        int copy = kind ? cc_cache_file_copy(fd, dir) : cc_cache_private_copy(fd, dir, "t");
+        int copy = kind ? objcache_file_copy(fd, dir) : objcache_private_copy(fd, dir, "t");
         close(fd);
         struct stat sb;
         CHECK_MSG(copy >= 0 && !fstat(copy, &sb) && sb.st_size == n && sb.st_nlink == 0,

@@ -1,5 +1,5 @@
 /* cc.c — the CPU backend's JIT compiler: C source -> shared object -> dlopen, through the
- * disk cache of cc_cache.c.
+ * disk cache of backend/objcache.c (entries <key>.so).
  *
  * Invariants:
  *   - the compiler is found and identified (first line of `--version`, path as found and
@@ -15,13 +15,13 @@
  *     cache that cannot be written (read-only, full, over quota) can never fail a
  *     compile, it only means the entry is not kept, said once per context;
  *   - every module is dlopen'd from a private copy of its object that it holds open
- *     (cc_cache_private_copy), never from a file in the cache or one about to be published
+ *     (objcache_private_copy), never from a file in the cache or one about to be published
  *     there: others may truncate or rewrite those, and a mapping of them would then raise
  *     SIGBUS in a running program;
  *   - a freshly compiled object is loaded and checked before a copy of it is published,
  *     so an object that fails to load never enters the cache;
  *   - two threads or processes compiling the same source both compile in their own
- *     folders and both publish (cc_cache_publish_fd: a temp folder in the cache, then
+ *     folders and both publish (objcache_publish_fd: a temp folder in the cache, then
  *     renames); compilers are deterministic, so whichever rename lands last leaves the
  *     same bytes, and each caller holds a working module;
  *   - the compiler runs through posix_spawn (not system(): no shell, no quoting), with its
@@ -31,7 +31,7 @@
 #include <stddef.h>
 
 #include "base/sha256.h"
-#include "cc_cache.h"
+#include "backend/objcache.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -46,6 +46,11 @@
 #include <unistd.h>
 
 #define CC_FORMAT_VERSION "kiln-cc-1" /* bump when the entry layout or the key changes */
+/* A shared object's name in the cache (<key>.so), and inside a compile's temp folder the
+ * source's and the object's fixed short names (objcache.h says why they are fixed). */
+#define CC_SUFFIX     ".so"
+#define CC_TMP_SOURCE OBJCACHE_TMP_STEM ".c"
+#define CC_TMP_OBJECT OBJCACHE_TMP_STEM CC_SUFFIX
 
 /* posix_spawn can start the compiler inside its temp folder (glibc >= 2.29), so that its
  * messages name "kernels.c" rather than a long temp path. */
@@ -358,8 +363,8 @@ static kiln_status check_settings(kiln_context *ctx) {
     if (!c->cache_max_bytes) return KILN_STATUS_OK;
     /* absolute from here on: against the folder the context is made in, whatever folder
      * the process or the compiler is in later */
-    s = cc_cache_dir_absolute(ctx, ctx->config.cache_dir, sizeof ctx->config.cache_dir);
-    return s ? s : cc_cache_dir_check(ctx, c->cache_dir);
+    s = objcache_dir_absolute(ctx, ctx->config.cache_dir, sizeof ctx->config.cache_dir);
+    return s ? s : objcache_dir_check(ctx, c->cache_dir);
 }
 
 kiln_status cc_compiler_create(kiln_context *ctx, cc_compiler **out) {
@@ -593,16 +598,16 @@ static bool run_parts(const cc_load *ld, const char *tmp, int parts, const size_
     char so[PATH_MAX], link_out[PATH_MAX];
     pid_t pid[CC_MAX_PARTS];
     int started = 0;
-    bool ok = cc_path(so, tmp, NULL, CC_TMP_OBJECT) &&
-              cc_path(link_out, tmp, NULL, "compiler-output.txt");
+    bool ok = objcache_path(so, tmp, NULL, CC_TMP_OBJECT) &&
+              objcache_path(link_out, tmp, NULL, "compiler-output.txt");
     for (int i = 0; ok && i < parts; i++) {
         char out_name[48];
         snprintf(w->rel_src[i], sizeof w->rel_src[i], "part%d.c", i);
         snprintf(w->rel_obj[i], sizeof w->rel_obj[i], "part%d.o", i);
         snprintf(out_name, sizeof out_name, "compiler-output-%d.txt", i);
-        ok = cc_path(w->src[i], tmp, NULL, w->rel_src[i]) &&
-             cc_path(w->obj[i], tmp, NULL, w->rel_obj[i]) &&
-             cc_path(w->out[i], tmp, NULL, out_name) &&
+        ok = objcache_path(w->src[i], tmp, NULL, w->rel_src[i]) &&
+             objcache_path(w->obj[i], tmp, NULL, w->rel_obj[i]) &&
+             objcache_path(w->out[i], tmp, NULL, out_name) &&
              write_part(ld, w->src[i], cuts[0], cuts[i], cuts[i + 1], i == 0);
         if (!ok) break;
         char *in = HAVE_SPAWN_CHDIR ? w->rel_src[i] : w->src[i];
@@ -646,10 +651,10 @@ static const char *keep_source(const cc_load *ld, cc_work *w, const char *src,
                                char kept[PATH_MAX]) {
     char tmp[PATH_MAX], file[PATH_MAX];
     if (w->keep_dir && !make_tmp(ld, w->keep_dir, ".tmp-", tmp)) {
-        bool ok = cc_path(file, tmp, NULL, CC_TMP_SOURCE) &&
-                  cc_path(kept, w->keep_dir, ld->key, ".failed.c") && write_source(ld, file) &&
-                  !rename(file, kept);
-        cc_cache_remove_tmp(tmp);
+        bool ok = objcache_path(file, tmp, NULL, CC_TMP_SOURCE) &&
+                  objcache_path(kept, w->keep_dir, ld->key, ".failed.c") &&
+                  write_source(ld, file) && !rename(file, kept);
+        objcache_remove_tmp(tmp);
         if (ok) return kept;
     }
     w->keep_tmp = true;
@@ -662,8 +667,9 @@ static const char *keep_source(const cc_load *ld, cc_work *w, const char *src,
 static kiln_status run_compiler(const cc_load *ld, cc_work *wk) {
     const char *tmp = wk->tmp;
     char src[PATH_MAX], so[PATH_MAX], output[PATH_MAX], kept[PATH_MAX];
-    if (!cc_path(src, tmp, NULL, CC_TMP_SOURCE) || !cc_path(so, tmp, NULL, CC_TMP_OBJECT) ||
-        !cc_path(output, tmp, NULL, "compiler-output.txt"))
+    if (!objcache_path(src, tmp, NULL, CC_TMP_SOURCE) ||
+        !objcache_path(so, tmp, NULL, CC_TMP_OBJECT) ||
+        !objcache_path(output, tmp, NULL, "compiler-output.txt"))
         return ctx_error(ld->ctx, KILN_STATUS_IO, "temp folder path %s is too long", tmp);
     if (!write_source(ld, src))
         return ctx_error(ld->ctx, KILN_STATUS_IO, "cannot write generated source %s: %s", src,
@@ -694,7 +700,7 @@ static kiln_status run_compiler(const cc_load *ld, cc_work *wk) {
     return compile_failed(ld, a.v, status, output, keep_source(ld, wk, src, kept));
 }
 
-/* dlopen + the key check. fd is a private copy of the object (cc_cache_private_copy),
+/* dlopen + the key check. fd is a private copy of the object (objcache_private_copy),
  * never a file of the cache: that one another process may truncate while it is mapped,
  * and the mapping would then raise SIGBUS. The module takes the handle and fd (closed
  * here on failure); `so` names the object in messages. */
@@ -740,7 +746,7 @@ static kiln_status open_copy(const cc_load *ld, const char *so, cc_module **out)
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0; /* the fallback copy goes beside the object */
     int fd = open(so, O_RDONLY | O_CLOEXEC), copy = -1;
-    if (fd >= 0) copy = cc_cache_private_copy(fd, slash ? dir : ".", "kiln-cc-object");
+    if (fd >= 0) copy = objcache_private_copy(fd, slash ? dir : ".", "kiln-cc-object");
     int err = errno;
     if (fd >= 0) close(fd);
     if (copy < 0)
@@ -761,12 +767,12 @@ static void bump(cc_compiler *st, uint64_t *counter, uint64_t by) {
 /* open_module for a fresh object; a failure keeps the source and says where. */
 static kiln_status open_fresh(const cc_load *ld, cc_work *w, cc_module **out) {
     char so[PATH_MAX], src[PATH_MAX], kept[PATH_MAX];
-    cc_path(so, w->tmp, NULL, CC_TMP_OBJECT);
+    objcache_path(so, w->tmp, NULL, CC_TMP_OBJECT);
     kiln_status s = open_copy(ld, so, out);
     if (!s || s == KILN_STATUS_HOST_OOM) return s;
     char why[1024];
     kiln_last_error_copy(ld->ctx, why, sizeof why);
-    cc_path(src, w->tmp, NULL, CC_TMP_SOURCE);
+    objcache_path(src, w->tmp, NULL, CC_TMP_SOURCE);
     return ctx_error(ld->ctx, s, "%s (generated source kept at %s)", why,
                      keep_source(ld, w, src, kept));
 }
@@ -788,7 +794,7 @@ static kiln_status load_private(const cc_load *ld, const char *keep_dir, cc_modu
                          parent, strerror(err));
     kiln_status s = run_compiler(ld, &w);
     if (!s) s = open_fresh(ld, &w, out);
-    if (!w.keep_tmp) cc_cache_remove_tmp(w.tmp);
+    if (!w.keep_tmp) objcache_remove_tmp(w.tmp);
     return s;
 }
 
@@ -811,7 +817,7 @@ static kiln_status compile_into_cache(const cc_load *ld, const char *dir, cc_mod
     kiln_status s = load_private(ld, dir, out);
     if (s) return s;
     size_t bytes;
-    int err = cc_cache_publish_fd(dir, ld->key, (*out)->fd, &bytes);
+    int err = objcache_publish_fd(dir, ld->key, CC_SUFFIX, (*out)->fd, &bytes);
     if (err) {
         char why[256];
         snprintf(why, sizeof why, "publishing an entry: %s", strerror(err));
@@ -819,7 +825,7 @@ static kiln_status compile_into_cache(const cc_load *ld, const char *dir, cc_mod
         return KILN_STATUS_OK;
     }
     uint64_t gone = 0;
-    s = cc_cache_evict(ld->ctx, dir, ld->ctx->config.cache_max_bytes, ld->key, &gone);
+    s = objcache_evict(ld->ctx, dir, ld->ctx->config.cache_max_bytes, ld->key, &gone);
     if (gone) bump(ld->st, &ld->st->stats.evictions, gone);
     if (s) { /* out of host memory: the entry is published, but this load fails */
         cc_module_unload(*out);
@@ -830,7 +836,7 @@ static kiln_status compile_into_cache(const cc_load *ld, const char *dir, cc_mod
 
 static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **out,
                                bool *from_cache) {
-    kiln_status s = cc_cache_dir_ready(ld->ctx, dir);
+    kiln_status s = objcache_dir_ready(ld->ctx, dir);
     if (s == KILN_STATUS_IO) { /* cannot be made or read: an insecure one is still an error */
         char why[512];
         kiln_last_error_copy(ld->ctx, why, sizeof why);
@@ -841,9 +847,9 @@ static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **o
     size_t bytes;
     int fd;
     char so[PATH_MAX];
-    cc_entry_state e = cc_cache_verify(dir, ld->key, &bytes, &fd);
-    if (e == CC_ENTRY_OK) {
-        cc_path(so, dir, ld->key, ".so");
+    objcache_state e = objcache_verify(dir, ld->key, CC_SUFFIX, &bytes, &fd);
+    if (e == OBJCACHE_OK) {
+        objcache_path(so, dir, ld->key, CC_SUFFIX);
         s = open_module(ld, so, fd, bytes, out); /* fd: the verified copy, the module's now */
         if (!s) {
             bump(ld->st, &ld->st->stats.disk_hits, 1);
@@ -851,11 +857,12 @@ static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **o
             return KILN_STATUS_OK;
         }
         if (s == KILN_STATUS_HOST_OOM) return s;
-        cc_cache_remove_entry(dir, ld->key); /* intact bytes that will not load: rebuild */
-        e = CC_ENTRY_CORRUPT;
+        objcache_remove_entry(dir, ld->key,
+                              CC_SUFFIX); /* intact bytes that will not load: rebuild */
+        e = OBJCACHE_CORRUPT;
     }
     bump(ld->st, &ld->st->stats.disk_misses, 1);
-    if (e == CC_ENTRY_CORRUPT) bump(ld->st, &ld->st->stats.corrupt_rebuilt, 1);
+    if (e == OBJCACHE_CORRUPT) bump(ld->st, &ld->st->stats.corrupt_rebuilt, 1);
     return compile_into_cache(ld, dir, out);
 }
 

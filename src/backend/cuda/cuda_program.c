@@ -1,17 +1,16 @@
 /* cuda_program.c — CUDA C source -> a loaded module: NVRTC compiles it for the device's
  * compute capability (sm_XY) into a cubin, kept in the same disk cache as the CPU's shared
- * objects (backend/cpu/cc_cache.h: atomic publish, SHA-256-verified reads, one size cap
- * over both kinds of entry). The key hashes a format tag, NVRTC's version, the
+ * objects (backend/objcache.h: atomic publish, SHA-256-verified reads, one size cap over
+ * both kinds of entry) as <key>.cubin. The key hashes a format tag, NVRTC's version, the
  * architecture, the compile options and the source, so a new toolkit or another GPU
- * never loads a stale cubin. An entry is stored under the cache's fixed object name
- * (<key>.so, though it holds a cubin): the cache's code never looks inside it.
+ * never loads a stale cubin.
  *
  * cu_nvrtc_compile is also what tests/test_cuda_nvrtc.c calls on machines without a GPU,
  * so a dialect mistake fails there. */
 #include "cuda_backend.h"
 #include "cuda_program.h"
 
-#include "backend/cpu/cc_cache.h"
+#include "backend/objcache.h"
 #include "base/sha256.h"
 
 #include <errno.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #define CU_FORMAT "kiln-cubin 1"
+#define CU_SUFFIX ".cubin" /* an entry's object in the cache: <key>.cubin */
 
 /* No FMA contraction: the reference interpreter and the CPU round every operation, and the
  * conformance tests hold the GPU to them. Costs nothing for memory-bound kernels. */
@@ -96,7 +96,7 @@ kiln_status cu_nvrtc_compile(kiln_context *ctx, const cu_nvrtc *r, const char *s
 /* ------------------------------------------------------------- cache ---- */
 
 static void compute_key(const cu_nvrtc *r, int maj, int min, const char *source, size_t len,
-                        char key[CC_KEY_HEX + 1]) {
+                        char key[OBJCACHE_KEY_HEX + 1]) {
     sha256_ctx c;
     uint8_t digest[SHA256_BYTES];
     char head[128];
@@ -133,7 +133,7 @@ static kiln_status publish(kiln_context *ctx, const char *dir, const char *key, 
     char tmp[PATH_MAX], obj[PATH_MAX];
     int w = snprintf(tmp, sizeof tmp, "%s/.tmp-cu%ld-XXXXXX", dir, (long)getpid());
     if (w <= 0 || w >= (int)sizeof tmp || !mkdtemp(tmp)) return KILN_STATUS_OK;
-    bool ok = cc_path(obj, tmp, NULL, CC_TMP_OBJECT);
+    bool ok = objcache_tmp_object(obj, tmp, CU_SUFFIX);
     FILE *f = ok ? fopen(obj, "wb") : NULL;
     if (f) {
         ok = fwrite(cubin, 1, bytes, f) == bytes;
@@ -141,11 +141,11 @@ static kiln_status publish(kiln_context *ctx, const char *dir, const char *key, 
     }
     size_t n;
     kiln_status s = KILN_STATUS_OK;
-    if (f && ok && !cc_cache_publish(tmp, dir, key, &n)) {
+    if (f && ok && !objcache_publish(tmp, dir, key, CU_SUFFIX, &n)) {
         uint64_t gone = 0;
-        s = cc_cache_evict(ctx, dir, ctx->config.cache_max_bytes, key, &gone);
+        s = objcache_evict(ctx, dir, ctx->config.cache_max_bytes, key, &gone);
     }
-    cc_cache_remove_tmp(tmp);
+    objcache_remove_tmp(tmp);
     return s;
 }
 
@@ -154,14 +154,14 @@ static kiln_status publish(kiln_context *ctx, const char *dir, const char *key, 
 static kiln_status get_cubin(cu_state *st, const cu_dev *d, const char *source, size_t len,
                              char **cubin, size_t *bytes, bool *from_cache) {
     kiln_context *ctx = st->ctx;
-    char key[CC_KEY_HEX + 1];
+    char key[OBJCACHE_KEY_HEX + 1];
     compute_key(&st->nvrtc, d->cc_major, d->cc_minor, source, len, key);
     const char *dir = ctx->config.cache_dir;
-    bool cache = ctx->config.cache_max_bytes && !cc_cache_dir_ready(ctx, dir);
+    bool cache = ctx->config.cache_max_bytes && !objcache_dir_ready(ctx, dir);
     if (cache) {
         size_t n;
         int fd;
-        if (cc_cache_verify(dir, key, &n, &fd) == CC_ENTRY_OK) {
+        if (objcache_verify(dir, key, CU_SUFFIX, &n, &fd) == OBJCACHE_OK) {
             *cubin = read_entry(ctx, fd, n);
             close(fd);
             if (!*cubin) return ctx_oom(ctx, "cuda: cubin from the cache", n);

@@ -1,6 +1,6 @@
-/* cc_cache.c — the on-disk cache of compiled objects: checking, publishing, evicting.
+/* objcache.c — the on-disk cache of compiled objects: checking, publishing, evicting.
  *
- * Layout and write protocol are in cc_cache.h. What this file keeps true:
+ * Layout and write protocol are in objcache.h. What this file keeps true:
  *   - nothing is trusted before its bytes match the sidecar's size and SHA-256; a
  *     mismatch, a truncated object or a sidecar that is not exactly what a writer would
  *     have written removes the entry, so the next writer starts clean;
@@ -10,16 +10,16 @@
  *     writable by its group or by anyone; anything else is treated as a corrupt entry;
  *   - no file of the cache is ever mapped: an entry's object is read (never mmap'ed) into a
  *     private copy, a sealed memfd or else an unlinked file, and that copy is hashed and
- *     then loaded (cc.c dlopens it through /proc/self/fd). The bytes checked are the bytes
- *     loaded, and another process truncating or rewriting the entry meanwhile cannot
- *     reach a running module (a mapping of a file cut short raises SIGBUS);
+ *     then loaded (the CPU's cc.c dlopens it through /proc/self/fd; CUDA reads it). The bytes
+ * checked are the bytes loaded, and another process truncating or rewriting the entry meanwhile
+ * cannot reach a running module (a mapping of a file cut short raises SIGBUS);
  *   - no file of the cache is written in place: every file is written under a private
  *     temp folder and renamed into place, so other processes see an old entry, a new one,
  *     or none — never half of one (nothing here opens an entry's file for writing);
- *   - LRU by mtime: a hit touches its .so, eviction removes the oldest entries first and
+ *   - LRU by mtime: a hit touches its object, eviction removes the oldest entries first and
  *     never the one just written; two processes evicting at once only race on unlink,
  *     and a missing file is not an error. */
-#include "cc_cache.h"
+#include "objcache.h"
 
 #include "base/sha256.h"
 
@@ -46,7 +46,7 @@
 /* A private copy cannot change size or bytes, nor its seals, once made. */
 #define COPY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
-bool cc_path(char out[PATH_MAX], const char *dir, const char *key, const char *suffix) {
+bool objcache_path(char out[PATH_MAX], const char *dir, const char *key, const char *suffix) {
     int n = key ? snprintf(out, PATH_MAX, "%s/%s%s", dir, key, suffix)
                 : snprintf(out, PATH_MAX, "%s/%s", dir, suffix);
     return n > 0 && n < PATH_MAX;
@@ -85,7 +85,7 @@ static kiln_status dir_usable(kiln_context *ctx, const char *dir, const struct s
     return KILN_STATUS_OK;
 }
 
-kiln_status cc_cache_dir_absolute(kiln_context *ctx, char *dir, size_t cap) {
+kiln_status objcache_dir_absolute(kiln_context *ctx, char *dir, size_t cap) {
     char cwd[PATH_MAX], joined[PATH_MAX], real[PATH_MAX];
     if (dir[0] == '/') return KILN_STATUS_OK;
     if (!getcwd(cwd, sizeof cwd))
@@ -106,7 +106,7 @@ kiln_status cc_cache_dir_absolute(kiln_context *ctx, char *dir, size_t cap) {
     return KILN_STATUS_OK;
 }
 
-kiln_status cc_cache_dir_check(kiln_context *ctx, const char *dir) {
+kiln_status objcache_dir_check(kiln_context *ctx, const char *dir) {
     struct stat sb;
     if (stat(dir, &sb)) {
         if (errno == ENOTDIR)
@@ -119,7 +119,7 @@ kiln_status cc_cache_dir_check(kiln_context *ctx, const char *dir) {
     return dir_usable(ctx, dir, &sb);
 }
 
-kiln_status cc_cache_dir_ready(kiln_context *ctx, const char *dir) {
+kiln_status objcache_dir_ready(kiln_context *ctx, const char *dir) {
     struct stat sb;
     if (stat(dir, &sb) && errno == ENOENT) {
         int err = mkdir_parents(dir);
@@ -184,9 +184,9 @@ static int memfd_copy(int from, const char *name) {
     return finish_copy(fd, copy_fd(from, fd) && !fcntl(fd, F_ADD_SEALS, COPY_SEALS));
 }
 
-int cc_cache_file_copy(int from, const char *dir) {
+int objcache_file_copy(int from, const char *dir) {
     char path[PATH_MAX];
-    if (!cc_path(path, dir, NULL, ".tmp-copy-XXXXXX")) {
+    if (!objcache_path(path, dir, NULL, ".tmp-copy-XXXXXX")) {
         errno = ENAMETOOLONG;
         return -1;
     }
@@ -196,9 +196,9 @@ int cc_cache_file_copy(int from, const char *dir) {
     return finish_copy(fd, copy_fd(from, fd));
 }
 
-int cc_cache_private_copy(int from, const char *dir, const char *name) {
+int objcache_private_copy(int from, const char *dir, const char *name) {
     int fd = memfd_copy(from, name);
-    return fd >= 0 ? fd : cc_cache_file_copy(from, dir);
+    return fd >= 0 ? fd : objcache_file_copy(from, dir);
 }
 
 /* ---------------------------------------------------------- one entry ---- */
@@ -229,7 +229,7 @@ static int format_meta(char out[META_MAX], const char *key, uint64_t size, const
 /* Accepts exactly what format_meta writes for this key, nothing more or less. */
 static bool parse_meta(const char *text, size_t len, const char *key, uint64_t *size,
                        char hex[SHA256_HEX_BYTES]) {
-    char k[CC_KEY_HEX + 1], h[SHA256_HEX_BYTES], canon[META_MAX];
+    char k[OBJCACHE_KEY_HEX + 1], h[SHA256_HEX_BYTES], canon[META_MAX];
     unsigned long long sz;
     if (memchr(text, 0, len)) return false;
     if (sscanf(text, "kiln-cc-entry 1 key %64s size %llu sha256 %64s", k, &sz, h) != 3)
@@ -271,10 +271,10 @@ static ssize_t read_small(const char *path, char *buf, size_t cap) {
     return (ssize_t)got;
 }
 
-void cc_cache_remove_entry(const char *dir, const char *key) {
+void objcache_remove_entry(const char *dir, const char *key, const char *suffix) {
     char p[PATH_MAX];
-    if (cc_path(p, dir, key, ".meta")) unlink(p);
-    if (cc_path(p, dir, key, ".so")) unlink(p);
+    if (objcache_path(p, dir, key, ".meta")) unlink(p);
+    if (objcache_path(p, dir, key, suffix)) unlink(p);
 }
 
 static bool has_size(int fd, uint64_t size) {
@@ -289,52 +289,53 @@ static bool object_matches(int fd, uint64_t size, const char *hex) {
     uint64_t n;
     if (!has_size(fd, size) || !hash_fd(fd, digest, &n) || n != size) return false;
     sha256_hex(digest, got);
-    return !memcmp(got, hex, CC_KEY_HEX);
+    return !memcmp(got, hex, OBJCACHE_KEY_HEX);
 }
 
 /* The sidecar of key, parsed: MISS when there is none, CORRUPT when it is not what a
  * writer writes. */
-static cc_entry_state read_meta(const char *path, const char *key, uint64_t *size,
+static objcache_state read_meta(const char *path, const char *key, uint64_t *size,
                                 char hex[SHA256_HEX_BYTES]) {
     char text[META_MAX];
     ssize_t len = read_small(path, text, sizeof text - 1);
-    if (len == -1) return CC_ENTRY_MISS; /* no sidecar: absent, or not yet published */
-    if (len < 0) return CC_ENTRY_CORRUPT;
+    if (len == -1) return OBJCACHE_MISS; /* no sidecar: absent, or not yet published */
+    if (len < 0) return OBJCACHE_CORRUPT;
     text[len] = 0;
-    return parse_meta(text, (size_t)len, key, size, hex) ? CC_ENTRY_OK : CC_ENTRY_CORRUPT;
+    return parse_meta(text, (size_t)len, key, size, hex) ? OBJCACHE_OK : OBJCACHE_CORRUPT;
 }
 
 /* A private copy of the object at so_path, checked against (size, hex): OK with *copy
  * set, MISS (no object, or no copy could be made: not the entry's fault) or CORRUPT. The
  * object's mtime is set to now when it is good (the LRU clock). */
-static cc_entry_state copy_object(const char *dir, const char *so_path, uint64_t size,
+static objcache_state copy_object(const char *dir, const char *so_path, uint64_t size,
                                   const char *hex, int *copy) {
     int fd = open_private(so_path);
-    if (fd == -1) return CC_ENTRY_MISS; /* evicted meanwhile */
-    if (fd < 0) return CC_ENTRY_CORRUPT;
-    cc_entry_state e = has_size(fd, size) ? CC_ENTRY_OK : CC_ENTRY_CORRUPT;
-    *copy = e == CC_ENTRY_OK ? cc_cache_private_copy(fd, dir, "kiln-cc-object") : -1;
-    if (e == CC_ENTRY_OK && *copy < 0) e = CC_ENTRY_MISS;
+    if (fd == -1) return OBJCACHE_MISS; /* evicted meanwhile */
+    if (fd < 0) return OBJCACHE_CORRUPT;
+    objcache_state e = has_size(fd, size) ? OBJCACHE_OK : OBJCACHE_CORRUPT;
+    *copy = e == OBJCACHE_OK ? objcache_private_copy(fd, dir, "kiln-cache-object") : -1;
+    if (e == OBJCACHE_OK && *copy < 0) e = OBJCACHE_MISS;
     if (*copy >= 0 && !object_matches(*copy, size, hex)) {
         close(*copy);
         *copy = -1;
-        e = CC_ENTRY_CORRUPT;
+        e = OBJCACHE_CORRUPT;
     }
-    if (e == CC_ENTRY_OK) futimens(fd, NULL);
+    if (e == OBJCACHE_OK) futimens(fd, NULL);
     close(fd);
     return e;
 }
 
-cc_entry_state cc_cache_verify(const char *dir, const char *key, size_t *bytes, int *fd_out) {
+objcache_state objcache_verify(const char *dir, const char *key, const char *suffix, size_t *bytes,
+                               int *fd_out) {
     char meta_path[PATH_MAX], so_path[PATH_MAX], hex[SHA256_HEX_BYTES];
     *fd_out = -1;
-    if (!cc_path(meta_path, dir, key, ".meta") || !cc_path(so_path, dir, key, ".so"))
-        return CC_ENTRY_MISS;
+    if (!objcache_path(meta_path, dir, key, ".meta") || !objcache_path(so_path, dir, key, suffix))
+        return OBJCACHE_MISS;
     uint64_t size;
-    cc_entry_state e = read_meta(meta_path, key, &size, hex);
-    if (e == CC_ENTRY_OK) e = copy_object(dir, so_path, size, hex, fd_out);
-    if (e == CC_ENTRY_CORRUPT) cc_cache_remove_entry(dir, key);
-    if (e == CC_ENTRY_OK) *bytes = (size_t)size;
+    objcache_state e = read_meta(meta_path, key, &size, hex);
+    if (e == OBJCACHE_OK) e = copy_object(dir, so_path, size, hex, fd_out);
+    if (e == OBJCACHE_CORRUPT) objcache_remove_entry(dir, key, suffix);
+    if (e == OBJCACHE_OK) *bytes = (size_t)size;
     return e;
 }
 
@@ -350,12 +351,18 @@ static bool write_file(const char *path, const char *data, size_t len) {
     return ok;
 }
 
-int cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t *bytes) {
+bool objcache_tmp_object(char out[PATH_MAX], const char *tmp, const char *suffix) {
+    int n = snprintf(out, PATH_MAX, "%s/" OBJCACHE_TMP_STEM "%s", tmp, suffix);
+    return n > 0 && n < PATH_MAX;
+}
+
+int objcache_publish(const char *tmp, const char *dir, const char *key, const char *suffix,
+                     size_t *bytes) {
     char tmp_so[PATH_MAX], tmp_meta[PATH_MAX], so[PATH_MAX], meta[PATH_MAX], text[META_MAX];
     *bytes = 0;
-    if (!cc_path(tmp_so, tmp, NULL, CC_TMP_OBJECT) ||
-        !cc_path(tmp_meta, tmp, NULL, "kernels.meta") || !cc_path(so, dir, key, ".so") ||
-        !cc_path(meta, dir, key, ".meta"))
+    if (!objcache_tmp_object(tmp_so, tmp, suffix) ||
+        !objcache_path(tmp_meta, tmp, NULL, OBJCACHE_TMP_STEM ".meta") ||
+        !objcache_path(so, dir, key, suffix) || !objcache_path(meta, dir, key, ".meta"))
         return ENAMETOOLONG;
     uint8_t digest[SHA256_BYTES];
     char hex[SHA256_HEX_BYTES];
@@ -370,27 +377,28 @@ int cc_cache_publish(const char *tmp, const char *dir, const char *key, size_t *
     sha256_hex(digest, hex);
     int n = format_meta(text, key, size, hex);
     if (n <= 0 || !write_file(tmp_meta, text, (size_t)n)) return n <= 0 ? EINVAL : errno;
-    /* The .so goes first: a sidecar must never describe an object not yet in place. */
+    /* The object goes first: a sidecar must never describe an object not yet in place. */
     return rename(tmp_so, so) || rename(tmp_meta, meta) ? errno : 0;
 }
 
-int cc_cache_publish_fd(const char *dir, const char *key, int fd, size_t *bytes) {
+int objcache_publish_fd(const char *dir, const char *key, const char *suffix, int fd,
+                        size_t *bytes) {
     char tmp[PATH_MAX], obj[PATH_MAX];
     *bytes = 0;
     int w = snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-XXXXXX", dir, (long)getpid());
     if (w <= 0 || w >= PATH_MAX) return ENAMETOOLONG;
     if (!mkdtemp(tmp)) return errno;
-    int out = cc_path(obj, tmp, NULL, CC_TMP_OBJECT)
+    int out = objcache_tmp_object(obj, tmp, suffix)
                   ? open(obj, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700)
                   : (errno = ENAMETOOLONG, -1);
     int err = out >= 0 && copy_fd(fd, out) ? 0 : errno;
     if (out >= 0 && close(out) && !err) err = errno;
-    if (!err) err = cc_cache_publish(tmp, dir, key, bytes);
-    cc_cache_remove_tmp(tmp);
+    if (!err) err = objcache_publish(tmp, dir, key, suffix, bytes);
+    objcache_remove_tmp(tmp);
     return err;
 }
 
-void cc_cache_remove_tmp(const char *tmp) {
+void objcache_remove_tmp(const char *tmp) {
     DIR *d = opendir(tmp);
     if (d) {
         struct dirent *e;
@@ -403,10 +411,16 @@ void cc_cache_remove_tmp(const char *tmp) {
 
 /* ------------------------------------------------------------- eviction ---- */
 
+/* One file of an entry. Items are grouped by key without a second allocation: every file
+ * of an entry carries its entry's total size and newest mtime, so sorting by (entry age,
+ * key) keeps an entry's files together, oldest entry first. */
 typedef struct cache_item {
-    char key[CC_KEY_HEX + 1];
-    uint64_t bytes;
-    int64_t mtime_ns; /* the newest of the entry's files */
+    char key[OBJCACHE_KEY_HEX + 1];
+    char suffix[OBJCACHE_SUFFIX_MAX]; /* ".so", ".cubin", ".meta", ".failed.c" */
+    uint64_t bytes;                   /* this file's */
+    int64_t mtime_ns;                 /* this file's */
+    uint64_t entry_bytes;             /* all files of the entry */
+    int64_t entry_mtime_ns;           /* the newest of the entry's files */
 } cache_item;
 
 typedef struct item_list {
@@ -427,20 +441,22 @@ static bool push_item(item_list *l, const cache_item *it) {
     return true;
 }
 
-/* "<64 hex digits>.<anything>": a file of a cache entry (.so, .meta, .failed.c). */
+/* "<64 hex digits>.<anything short>": a file of a cache entry (.so, .cubin, .meta,
+ * .failed.c). */
 static bool entry_file_name(const char *name) {
-    for (int i = 0; i < CC_KEY_HEX; i++)
+    for (int i = 0; i < OBJCACHE_KEY_HEX; i++)
         if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
             return false;
-    return name[CC_KEY_HEX] == '.';
+    return name[OBJCACHE_KEY_HEX] == '.' && strlen(name + OBJCACHE_KEY_HEX) < OBJCACHE_SUFFIX_MAX;
 }
 
 /* A writer's temp folder, or a private copy's file a crash left named, long abandoned. */
 static void drop_stale_tmp(const char *dir, const char *name, const struct stat *sb) {
     char p[PATH_MAX];
-    if (time(NULL) - sb->st_mtime <= STALE_TMP_SECONDS || !cc_path(p, dir, NULL, name)) return;
+    if (time(NULL) - sb->st_mtime <= STALE_TMP_SECONDS || !objcache_path(p, dir, NULL, name))
+        return;
     if (S_ISDIR(sb->st_mode))
-        cc_cache_remove_tmp(p);
+        objcache_remove_tmp(p);
     else if (S_ISREG(sb->st_mode))
         unlink(p);
 }
@@ -455,8 +471,9 @@ static bool scan_dir(DIR *d, const char *dir, item_list *l) {
         if (!S_ISREG(sb.st_mode) || !entry_file_name(e->d_name)) continue;
         cache_item it = {.bytes = (uint64_t)sb.st_size,
                          .mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec};
-        memcpy(it.key, e->d_name, CC_KEY_HEX);
-        it.key[CC_KEY_HEX] = 0;
+        memcpy(it.key, e->d_name, OBJCACHE_KEY_HEX);
+        it.key[OBJCACHE_KEY_HEX] = 0;
+        snprintf(it.suffix, sizeof it.suffix, "%s", e->d_name + OBJCACHE_KEY_HEX);
         if (!push_item(l, &it)) return false;
     }
     return true;
@@ -466,30 +483,45 @@ static int by_key(const void *a, const void *b) {
     return strcmp(((const cache_item *)a)->key, ((const cache_item *)b)->key);
 }
 
+/* Oldest entry first; within an entry its sidecar first (removers unlink it first). */
 static int by_age(const void *a, const void *b) {
-    int64_t x = ((const cache_item *)a)->mtime_ns, y = ((const cache_item *)b)->mtime_ns;
-    return (x > y) - (x < y);
+    const cache_item *x = a, *y = b;
+    if (x->entry_mtime_ns != y->entry_mtime_ns)
+        return (x->entry_mtime_ns > y->entry_mtime_ns) - (x->entry_mtime_ns < y->entry_mtime_ns);
+    int k = strcmp(x->key, y->key);
+    if (k) return k;
+    return strcmp(y->suffix, ".meta") == 0 ? 1 : strcmp(x->suffix, ".meta") == 0 ? -1 : 0;
 }
 
-/* Folds the files of each entry into one item; returns the total bytes. */
+/* Gives every file its entry's size and newest mtime; returns the total bytes. */
 static uint64_t group_entries(item_list *l) {
     qsort(l->v, l->n, sizeof *l->v, by_key);
-    size_t out = 0;
     uint64_t total = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        total += l->v[i].bytes;
-        if (out && !strcmp(l->v[out - 1].key, l->v[i].key)) {
-            cache_item *g = &l->v[out - 1];
-            g->bytes += l->v[i].bytes;
-            if (l->v[i].mtime_ns > g->mtime_ns) g->mtime_ns = l->v[i].mtime_ns;
-        } else
-            l->v[out++] = l->v[i];
+    for (size_t i = 0, j; i < l->n; i = j) {
+        uint64_t bytes = 0;
+        int64_t mtime = l->v[i].mtime_ns;
+        for (j = i; j < l->n && !strcmp(l->v[j].key, l->v[i].key); j++) {
+            bytes += l->v[j].bytes;
+            if (l->v[j].mtime_ns > mtime) mtime = l->v[j].mtime_ns;
+        }
+        for (size_t k = i; k < j; k++) l->v[k].entry_bytes = bytes, l->v[k].entry_mtime_ns = mtime;
+        total += bytes;
     }
-    l->n = out;
     return total;
 }
 
-kiln_status cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, const char *keep,
+/* Unlinks the files of the entry starting at v[i] (sidecar first); returns the index
+ * after it. */
+static size_t remove_files(const char *dir, const item_list *l, size_t i) {
+    size_t j = i;
+    for (; j < l->n && !strcmp(l->v[j].key, l->v[i].key); j++) {
+        char p[PATH_MAX];
+        if (objcache_path(p, dir, l->v[j].key, l->v[j].suffix)) unlink(p);
+    }
+    return j;
+}
+
+kiln_status objcache_evict(kiln_context *ctx, const char *dir, uint64_t cap, const char *keep,
                            uint64_t *removed) {
     *removed = 0;
     DIR *d = opendir(dir);
@@ -500,12 +532,13 @@ kiln_status cc_cache_evict(kiln_context *ctx, const char *dir, uint64_t cap, con
     uint64_t total = scanned ? group_entries(&l) : 0;
     if (scanned && total > cap) {
         qsort(l.v, l.n, sizeof *l.v, by_age);
-        for (size_t i = 0; i < l.n && total > cap; i++) {
-            if (keep && !strcmp(l.v[i].key, keep)) continue;
-            char p[PATH_MAX];
-            cc_cache_remove_entry(dir, l.v[i].key);
-            if (cc_path(p, dir, l.v[i].key, ".failed.c")) unlink(p);
-            total -= l.v[i].bytes;
+        for (size_t i = 0, next; i < l.n && total > cap; i = next) {
+            if (keep && !strcmp(l.v[i].key, keep)) {
+                for (next = i; next < l.n && !strcmp(l.v[next].key, keep);) next++;
+                continue;
+            }
+            total -= l.v[i].entry_bytes;
+            next = remove_files(dir, &l, i);
             (*removed)++;
         }
     }

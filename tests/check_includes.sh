@@ -6,10 +6,13 @@
 # passes < plan < codegen < exec; io (files: safetensors) needs only base, comm (communicators)
 # base and backend (a GPU transport enqueues on a device's stream). A room may include
 # its own headers, those of the rooms listed for it below, and the public kiln.h; exec/ may
-# include anything. backend/cpu/ is private to backend/: nothing else in src/ reaches the CPU
-# backend but through the table in backend_impl.h. Only quoted includes count ("room/file.h"); a name without a slash is the
-# room's own. One exception: base/ may include backend/device.h, because the context (base/
-# context.c) makes and closes its devices; never the backends themselves.
+# include anything. base/ includes nothing above it: it defines the context and resolves
+# its configuration, and exec/context.c makes and closes the devices and hands each backend
+# its options. backend/ holds what every backend shares (the table in backend_impl.h, the
+# devices, the object cache objcache.h); each backend's own folder (backend/cpu/,
+# backend/cuda/) is private to it: nothing else in src/, another backend included, reaches
+# it but through the table. Only quoted includes count ("room/file.h"); a name without a
+# slash is the room's own.
 #
 # Usage: check_includes.sh <src folder>
 src=${1:-src}
@@ -48,15 +51,17 @@ for f in $(find "$src" -name '*.[ch]' | sort); do
         case $inc in */*) ;; *) continue ;; esac
         to=${inc%%/*}
         case $inc in
-        backend/cpu/*)
-            if [ "$room" != backend ]; then
-                echo "check_includes: $rel includes \"$inc\": only src/backend/ may reach the CPU backend's internals; go through backend_impl.h" >&2
-                bad=1
-            fi
+        backend/cpu/* | backend/cuda/*)
+            owner=${inc%/*}
+            case $rel in
+            "$owner"/*) ;;
+            *)
+                echo "check_includes: $rel includes \"$inc\": only src/$owner/ may reach that backend's internals; go through backend_impl.h" >&2
+                bad=1 ;;
+            esac
             continue ;;
         esac
         [ "$to" = "$room" ] && continue
-        [ "$room" = base ] && [ "$inc" = backend/device.h ] && continue
         [ "$ok" = "*" ] && continue
         case " $ok " in *" $to "*) continue ;; esac
         echo "check_includes: $rel includes \"$inc\": $room/ may include only ${ok:-nothing} besides itself" >&2

@@ -76,6 +76,11 @@ static cc_compiler *cc_of(kiln_context *ctx) {
     return cpu_backend_compiler(ctx->devices[0].state);
 }
 
+/* The CPU backend's options, which its compiler reads at every load. */
+static kn_cpu_options *opt_of(kiln_context *ctx) {
+    return cpu_backend_options(ctx->devices[0].state);
+}
+
 static cc_stats stats_of(kiln_context *ctx) {
     cc_stats s;
     cc_get_stats(cc_of(ctx), &s);
@@ -575,14 +580,14 @@ static void test_extra_flags(void) {
     make_tmpdir(dir);
     kiln_context *ctx = cache_context(dir, NULL);
     const char *src = "int kiln_value(void) { return KILN_TEST_VALUE; }\n";
-    snprintf(ctx->config.cc_flags, sizeof ctx->config.cc_flags, " -DKILN_TEST_VALUE=7\t-g0 ");
+    snprintf(opt_of(ctx)->cc_flags, sizeof opt_of(ctx)->cc_flags, " -DKILN_TEST_VALUE=7\t-g0 ");
     cc_module *m = load(ctx, src, false);
     int (*f)(void) = NULL;
     void *p = m ? cc_module_sym(m, "kiln_value") : NULL;
     if (p) memcpy(&f, &p, sizeof f);
     CHECK(f && f() == 7);
     cc_module_unload(m);
-    snprintf(ctx->config.cc_flags, sizeof ctx->config.cc_flags, "-DKILN_TEST_VALUE=8");
+    snprintf(opt_of(ctx)->cc_flags, sizeof opt_of(ctx)->cc_flags, "-DKILN_TEST_VALUE=8");
     m = load(ctx, src, false);
     p = m ? cc_module_sym(m, "kiln_value") : NULL;
     if (p) memcpy(&f, &p, sizeof f);
@@ -617,7 +622,7 @@ static void test_eviction(void) {
     set_age(dir, b, 100); /* b is newer ... */
     cc_module_unload(a);
     cc_module_unload(load(ctx, SRC_ADD, true)); /* ... until a hit makes a the newest */
-    ctx->config.cache_max_bytes = (uint64_t)(entry * 5 / 2); /* room for two entries */
+    opt_of(ctx)->cache.max_bytes = (uint64_t)(entry * 5 / 2); /* room for two entries */
     cc_module *c = load(ctx, SRC_SUB, false);
     CHECK(c != NULL);
     CHECK(stats_of(ctx).evictions == 1);
@@ -630,7 +635,7 @@ static void test_eviction(void) {
     cc_module_unload(b);
     cc_module_unload(c);
     /* A cap smaller than one entry keeps the entry just written. */
-    ctx->config.cache_max_bytes = 1;
+    opt_of(ctx)->cache.max_bytes = 1;
     cc_module_unload(load(ctx, SRC_MUL, false));
     CHECK(exists(b_so) && !exists(a_so));
 out:
@@ -645,7 +650,7 @@ static void test_cache_off(void) {
     char sub[PATH_MAX + 8];
     snprintf(sub, sizeof sub, "%s/cache", dir);
     kiln_context *ctx = cache_context(sub, NULL);
-    ctx->config.cache_max_bytes = 0;
+    opt_of(ctx)->cache.max_bytes = 0;
     cc_module *m = load(ctx, SRC_ADD, false);
     CHECK(m && call_add(m, 5, 6) == 11);
     cc_module_unload(m);
@@ -1165,7 +1170,7 @@ static void test_relative_dir(void) {
     setenv("TMPDIR", "rel-tmp", 1);
     ctx = cache_context("rel/cache", NULL);
     if (ctx) {
-        ctx->config.cache_max_bytes = 0;
+        opt_of(ctx)->cache.max_bytes = 0;
         m = load(ctx, SRC_MUL, false);
         CHECK(m && cc_module_sym(m, "kiln_mul"));
         cc_module_unload(m);

@@ -151,7 +151,7 @@ static void *caller_main(void *arg) {
 
 static void test_concurrent_callers(void) {
     kiln_context *ctx = test_context();
-    ctx->config.num_threads = 3;
+    cpu_backend_options(ctx->devices[0].state)->num_threads = 3;
     kn_pool *p = NULL, *again = NULL;
     CHECK_OK(ctx, cpu_backend_pool(ctx->devices[0].state, &p));
     CHECK_OK(ctx, cpu_backend_pool(ctx->devices[0].state, &again));

@@ -82,6 +82,41 @@ typedef struct kn_attention_desc {
     double fill; /* with causal, the score of a key j > i: -inf (not there) or finite */
 } kn_attention_desc;
 
+/* ---- options: what each backend's open receives ----
+ * Each backend has a plain struct of its own settings. kiln_context_create (exec/context.c)
+ * fills them once from kiln_context_options and the KILN_* environment, whose precedence
+ * base/config.c resolves, and open copies what it keeps: no backend reads ctx->config. */
+
+/* The disk cache of compiled objects (objcache.h), one folder and one cap shared by the
+ * backends of a context. */
+typedef struct kn_cache_options {
+    char dir[1024];     /* KILN_CACHE_DIR, absolute (made so when the context is made) */
+    uint64_t max_bytes; /* KILN_CACHE_MAX_BYTES; 0: no disk cache */
+} kn_cache_options;
+
+/* The CPU backend's settings (src/backend/cpu/). */
+typedef struct kn_cpu_options {
+    int devices;         /* KILN_CPU_DEVICES: 1 .. KN_MAX_CPU_DEVICES */
+    int num_threads;     /* KILN_NUM_THREADS, over all CPU devices; 0: every core */
+    kiln_blas blas;      /* KILN_BLAS: the GEMM library */
+    char cc[1024];       /* KILN_CC; "": cc, gcc or clang from PATH */
+    char cc_flags[1024]; /* KILN_CC_FLAGS: appended to the compiler's flags */
+    kn_cache_options cache;
+} kn_cpu_options;
+
+/* The CUDA backend's settings (src/backend/cuda/). */
+typedef struct kn_cuda_options {
+    bool platform_alloc; /* KILN_ALLOCATOR=platform: regions from the stream-ordered pool */
+    bool matmul_tf32;    /* KILN_MATMUL_PRECISION=tf32: f32 products on TF32 cores */
+    kn_cache_options cache;
+} kn_cuda_options;
+
+/* Every backend's options, one member per backend: a backend's open reads its own. */
+typedef struct kn_backend_options {
+    kn_cpu_options cpu;
+    kn_cuda_options cuda;
+} kn_backend_options;
+
 typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
     const char *name;
@@ -94,8 +129,9 @@ typedef struct kn_backend {
     kiln_alloc_mode default_alloc_mode;
 
     /* Optional; NULL: the backend needs no state and `state` is NULL. Makes the per-context
-     * state (driver handles, streams, caches). Sets ctx's message on failure. */
-    kiln_status (*open)(kiln_context *ctx, void **state);
+     * state (driver handles, streams, caches) with the backend's member of opts, which it
+     * copies: opts lives only for the call. Sets ctx's message on failure. */
+    kiln_status (*open)(kiln_context *ctx, const kn_backend_options *opts, void **state);
     /* Optional; NULL: nothing to release. Called once, after every device of the backend is
      * closed and every program freed; no other call is in flight. */
     void (*close)(kiln_context *ctx, void *state);

@@ -16,10 +16,11 @@
 #include <stdio.h>
 #include <string.h>
 
-static kiln_status open_backend(kiln_context *ctx, const kn_backend *b, kn_device *devs, int *n) {
+static kiln_status open_backend(kiln_context *ctx, const kn_backend *b,
+                                const kn_backend_options *opts, kn_device *devs, int *n) {
     void *state = NULL;
     if (b->open) {
-        kiln_status s = b->open(ctx, &state);
+        kiln_status s = b->open(ctx, opts, &state);
         if (s) return s;
     }
     int count = b->device_count(state), first = *n;
@@ -55,40 +56,40 @@ static kiln_status source_info(void *user, uint64_t *total, uint64_t *free_b) {
     return d->backend->memory_info(d->state, d->index, total, free_b);
 }
 
-static kiln_status make_allocator(kiln_context *ctx, kn_device *d) {
-    kiln_alloc_mode mode = ctx->config.alloc_mode;
+static kiln_status make_allocator(kiln_context *ctx, const kn_device_options *opts, kn_device *d) {
+    kiln_alloc_mode mode = opts->alloc_mode;
     if (mode == KILN_ALLOC_MODE_DEFAULT) mode = d->backend->default_alloc_mode;
     if (mode == KILN_ALLOC_MODE_DEFAULT) mode = KILN_ALLOC_MODE_PREALLOCATE;
     bfc_options o = {.mode = mode,
-                     .mem_fraction = ctx->config.mem_fraction,
-                     .limit = ctx->config.memory_limit,
+                     .mem_fraction = opts->mem_fraction,
+                     .limit = opts->memory_limit,
                      .name = d->name};
     bfc_region_source src = {d, source_alloc, source_free, source_info};
     return bfc_create(ctx, &src, &o, &d->alloc);
 }
 
-kiln_status device_open_all(kiln_context *ctx) {
+kiln_status device_open_all(kiln_context *ctx, const kn_device_options *o) {
     int nb, n = 0;
     const kn_backend *const *list = backend_list(&nb);
     kn_device *devs = host_calloc(ctx, KN_MAX_DEVICES, sizeof *devs);
     if (!devs) return ctx_oom(ctx, "kiln_context_create: devices", KN_MAX_DEVICES * sizeof *devs);
     ctx->devices = devs;
     kiln_status s = KILN_STATUS_OK;
-    for (int i = 0; i < nb && !s; i++) s = open_backend(ctx, list[i], devs, &n);
+    for (int i = 0; i < nb && !s; i++) s = open_backend(ctx, list[i], &o->backends, devs, &n);
     ctx->n_devices = n;
-    for (int i = 0; i < n && !s; i++) s = make_allocator(ctx, &devs[i]);
-    for (int i = 0; i < n && !s && ctx->config.async_dispatch; i++) {
+    for (int i = 0; i < n && !s; i++) s = make_allocator(ctx, o, &devs[i]);
+    for (int i = 0; i < n && !s && o->async_dispatch; i++) {
         s = queue_create(ctx, &devs[i], "compute", &devs[i].compute);
         if (!s) s = queue_create(ctx, &devs[i], "copy", &devs[i].copy);
     }
     if (!s && n == 0) s = ctx_error(ctx, KILN_STATUS_BACKEND, "kiln_context_create: no device");
-    if (!s && ctx->config.alloc_trace[0]) {
-        s = bfc_trace_start(devs[0].alloc, ctx->config.alloc_trace);
+    if (!s && o->alloc_trace[0]) {
+        s = bfc_trace_start(devs[0].alloc, o->alloc_trace);
         char why[KN_ERR_MAX];
         snprintf(why, sizeof why, "%s", kiln_last_error(ctx));
         if (s)
-            ctx_error(ctx, s, "environment variable KILN_ALLOC_TRACE=\"%s\": %s",
-                      ctx->config.alloc_trace, why);
+            ctx_error(ctx, s, "environment variable KILN_ALLOC_TRACE=\"%s\": %s", o->alloc_trace,
+                      why);
     }
     if (s) device_close_all(ctx);
     return s;

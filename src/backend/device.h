@@ -1,6 +1,6 @@
 /* device.h — the devices of a context. Each device is one device of one backend, with its
  * own allocator and, in asynchronous mode, its two work queues (queue.h); the devices of
- * the first backend in backend_list (the CPU: config.cpu_devices of them) come first, so
+ * the first backend in backend_list (the CPU: KILN_CPU_DEVICES of them) come first, so
  * ctx->devices[0] is a CPU. Devices are made with the context and destroyed with it, after
  * their queues have finished every task. What the rest of kiln calls to get device memory
  * (device_alloc) and to move bytes between devices (device_copy), and the public
@@ -27,12 +27,24 @@ typedef struct kn_device {
     bool owns_state; /* closes the backend state on destroy */
     char name[32];   /* "cpu:0" */
     bfc_allocator *alloc;
-    kn_queue *compute, *copy; /* asynchronous mode only (config.async_dispatch), else NULL */
+    kn_queue *compute, *copy; /* asynchronous mode only (KILN_ASYNC), else NULL */
 } kn_device;
 
-/* Makes every device of every compiled-in backend, each with an allocator configured from
- * ctx->config; starts the KILN_ALLOC_TRACE trace on device 0. Sets ctx's message. */
-kiln_status device_open_all(kiln_context *ctx);
+/* What making the devices needs: the allocators' settings and each backend's options,
+ * filled once by kiln_context_create (exec/context.c) from the resolved configuration. */
+typedef struct kn_device_options {
+    kiln_alloc_mode alloc_mode; /* KILN_ALLOCATOR; DEFAULT: each backend's default */
+    double mem_fraction;        /* KILN_MEM_FRACTION: what preallocate reserves */
+    uint64_t memory_limit;      /* KILN_MEMORY_LIMIT per device; 0: none */
+    char alloc_trace[1024];     /* KILN_ALLOC_TRACE: trace device 0's allocations here */
+    bool async_dispatch;        /* KILN_ASYNC: every device gets its two queues */
+    kn_backend_options backends;
+} kn_device_options;
+
+/* Makes every device of every compiled-in backend (opening each backend with
+ * o->backends), each with an allocator configured from o; starts the KILN_ALLOC_TRACE
+ * trace on device 0. Sets ctx's message. */
+kiln_status device_open_all(kiln_context *ctx, const kn_device_options *o);
 /* Releases every device, its allocator and its memory. */
 void device_close_all(kiln_context *ctx);
 /* The device with context index `device`, or NULL with ctx's message set (naming `what`). */

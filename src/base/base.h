@@ -23,7 +23,10 @@
 #define KN_PRINTF(f, a)
 #endif
 
-/* The resolved configuration: options overridden by the environment (config.c). */
+/* The resolved configuration: options overridden by the environment (config.c), resolved
+ * once per context. The rooms above base read their settings here (passes, exec, comm);
+ * the backends never do: exec/context.c copies theirs into each backend's own options
+ * (backend_impl.h), which its open receives. */
 typedef struct kn_config {
     kiln_alloc_mode alloc_mode; /* never KILN_ALLOC_MODE_DEFAULT once resolved per device */
     double mem_fraction;

@@ -103,8 +103,9 @@ static const char *const gcc_opt_flags[] = {"-O3", "-fno-split-loops", "-fno-loo
 static const char *const other_opt_flags[] = {"-O3"};
 #define N_OPT_FLAGS(gcc) ((gcc) ? 4 : 1)
 struct cc_compiler {
-    kiln_context *ctx;  /* the owner, whose allocator made this */
-    pthread_mutex_t mu; /* guards everything below but next_tmp */
+    kiln_context *ctx;         /* the owner, whose allocator made this */
+    const kn_cpu_options *opt; /* the CPU backend's options, which outlive this */
+    pthread_mutex_t mu;        /* guards everything below but next_tmp */
     bool probed;
     bool is_gcc;         /* the compiler's version line says gcc: it gets gcc_opt_flags */
     char path[PATH_MAX]; /* the compiler, as found on PATH or given */
@@ -287,8 +288,7 @@ static kiln_status version_line(kiln_context *ctx, const char *cc, char *line, s
     return KILN_STATUS_OK;
 }
 
-static kiln_status locate_compiler(kiln_context *ctx, char out[PATH_MAX]) {
-    const char *want = ctx->config.cc;
+static kiln_status locate_compiler(kiln_context *ctx, const char *want, char out[PATH_MAX]) {
     if (*want) {
         if (find_program(want, out)) return KILN_STATUS_OK;
         return ctx_error(ctx, KILN_STATUS_CONFIG,
@@ -318,7 +318,7 @@ static void make_absolute(char path[PATH_MAX]) {
 /* Called under st->mu. */
 static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
     char found[PATH_MAX], line[512], real[PATH_MAX];
-    kiln_status s = locate_compiler(ctx, found);
+    kiln_status s = locate_compiler(ctx, st->opt->cc, found);
     if (s) return s;
     make_absolute(found);
     if ((s = version_line(ctx, found, line, sizeof line))) return s;
@@ -342,15 +342,14 @@ static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
 /* What can be judged of KILN_CC, KILN_CC_FLAGS and KILN_CACHE_DIR without running
  * anything, at context creation: a mistake there is reported by kiln_context_create, not
  * by whichever call compiles first. (A missing default compiler is not an error yet: a
- * context may only ever run the reference interpreter or another device.) A relative
- * KILN_CACHE_DIR is made absolute here, once, for every backend of the context. */
+ * context may only ever run the reference interpreter or another device.) KILN_CACHE_DIR
+ * is absolute by now (exec/context.c made it so for every backend of the context). */
 _Static_assert(MAX_ARGS - 7 - CC_MAX_PARTS - N_OPT_FLAGS(1) - N_BASE_FLAGS >= 512,
                "room for the most flags KILN_CC_FLAGS can hold");
-static kiln_status check_settings(kiln_context *ctx) {
-    const kn_config *c = &ctx->config;
+static kiln_status check_settings(kiln_context *ctx, const kn_cpu_options *c) {
     char found[PATH_MAX], flags[sizeof c->cc_flags];
     kiln_status s;
-    if (c->cc[0] && (s = locate_compiler(ctx, found))) return s;
+    if (c->cc[0] && (s = locate_compiler(ctx, c->cc, found))) return s;
     /* (Their number needs no check: 1024 bytes hold at most 512, and MAX_ARGS has room.) */
     snprintf(flags, sizeof flags, "%s", c->cc_flags);
     for (char *save, *t = strtok_r(flags, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
@@ -360,21 +359,18 @@ static kiln_status check_settings(kiln_context *ctx) {
                              "compiler makes and where)",
                              c->cc_flags, t);
     }
-    if (!c->cache_max_bytes) return KILN_STATUS_OK;
-    /* absolute from here on: against the folder the context is made in, whatever folder
-     * the process or the compiler is in later */
-    s = objcache_dir_absolute(ctx, ctx->config.cache_dir, sizeof ctx->config.cache_dir);
-    return s ? s : objcache_dir_check(ctx, c->cache_dir);
+    return c->cache.max_bytes ? objcache_dir_check(ctx, c->cache.dir) : KILN_STATUS_OK;
 }
 
-kiln_status cc_compiler_create(kiln_context *ctx, cc_compiler **out) {
+kiln_status cc_compiler_create(kiln_context *ctx, const kn_cpu_options *opt, cc_compiler **out) {
     *out = NULL;
-    kiln_status s = check_settings(ctx);
+    kiln_status s = check_settings(ctx, opt);
     if (s) return s;
     cc_compiler *cc = host_calloc(ctx, 1, sizeof *cc);
     *out = cc;
     if (!cc) return ctx_oom(ctx, "C compiler state", sizeof *cc);
     cc->ctx = ctx;
+    cc->opt = opt;
     pthread_mutex_init(&cc->mu, NULL);
     atomic_init(&cc->next_tmp, 0);
     return KILN_STATUS_OK;
@@ -407,7 +403,7 @@ static void compute_key(cc_load *ld) {
     sha256_update(&c, ld->st->identity, strlen(ld->st->identity) + 1);
     for (int i = 0; i < N_BASE_FLAGS; i++)
         sha256_update(&c, base_flags[i], strlen(base_flags[i]) + 1);
-    sha256_update(&c, ld->ctx->config.cc_flags, strlen(ld->ctx->config.cc_flags) + 1);
+    sha256_update(&c, ld->st->opt->cc_flags, strlen(ld->st->opt->cc_flags) + 1);
     /* a split compile builds other bytes than one unit: its own entry keeps "same key,
      * same bytes" true between processes with other thread counts */
     char parts[16];
@@ -420,7 +416,7 @@ static void compute_key(cc_load *ld) {
 
 typedef struct cc_argv {
     char *v[MAX_ARGS];
-    char extra[sizeof((kn_config *)0)->cc_flags]; /* KILN_CC_FLAGS, split in place */
+    char extra[sizeof((kn_cpu_options *)0)->cc_flags]; /* KILN_CC_FLAGS, split in place */
 } cc_argv;
 
 /* <cc> <base flags> <KILN_CC_FLAGS split on blanks> then the tail: `-c -o <obj> <src>`
@@ -433,7 +429,7 @@ static void build_argv_n(const cc_load *ld, cc_argv *a, bool compile_only, const
     for (int i = 0; i < N_OPT_FLAGS(ld->st->is_gcc); i++)
         a->v[n++] = (char *)(ld->st->is_gcc ? gcc_opt_flags : other_opt_flags)[i];
     for (int i = 0; i < N_BASE_FLAGS; i++) a->v[n++] = (char *)base_flags[i];
-    snprintf(a->extra, sizeof a->extra, "%s", ld->ctx->config.cc_flags);
+    snprintf(a->extra, sizeof a->extra, "%s", ld->st->opt->cc_flags);
     for (char *save, *t = strtok_r(a->extra, " \t\n", &save); t && n < MAX_ARGS - 6 - CC_MAX_PARTS;
          t = strtok_r(NULL, " \t\n", &save))
         a->v[n++] = t;
@@ -445,7 +441,7 @@ static void build_argv_n(const cc_load *ld, cc_argv *a, bool compile_only, const
      * module still records libm where it calls it, so a host that loaded kiln with
      * RTLD_LOCAL resolves logf and the rest. Not with KILN_CC_FLAGS: -fsanitize=... and
      * other flags bring runtimes that gcc links only without -nostdlib. */
-    bool lean = !compile_only && ld->st->is_gcc && !ld->ctx->config.cc_flags[0];
+    bool lean = !compile_only && ld->st->is_gcc && !ld->st->opt->cc_flags[0];
     if (lean) a->v[n++] = "-nostdlib";
     a->v[n++] = "-o", a->v[n++] = (char *)out;
     for (int i = 0; i < n_inputs; i++) a->v[n++] = inputs[i];
@@ -573,7 +569,7 @@ static void count_compile(cc_compiler *st, double seconds) {
 
 /* The compiler's share of the context's threads: KILN_NUM_THREADS, else every core. */
 static int compile_jobs(const cc_load *ld) {
-    int t = ld->ctx->config.num_threads;
+    int t = ld->st->opt->num_threads;
     if (t <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         t = n > 0 ? (int)n : 1;
@@ -825,7 +821,7 @@ static kiln_status compile_into_cache(const cc_load *ld, const char *dir, cc_mod
         return KILN_STATUS_OK;
     }
     uint64_t gone = 0;
-    s = objcache_evict(ld->ctx, dir, ld->ctx->config.cache_max_bytes, ld->key, &gone);
+    s = objcache_evict(ld->ctx, dir, ld->st->opt->cache.max_bytes, ld->key, &gone);
     if (gone) bump(ld->st, &ld->st->stats.evictions, gone);
     if (s) { /* out of host memory: the entry is published, but this load fails */
         cc_module_unload(*out);
@@ -879,8 +875,8 @@ kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_m
     if (s) return s;
     ld.parts = plan_parts(ld.source, ld.len, compile_jobs(&ld), ld.cuts);
     compute_key(&ld);
-    if (!ctx->config.cache_max_bytes) return load_private(&ld, NULL, out);
-    return load_cached(&ld, ctx->config.cache_dir, out, from_cache);
+    if (!cc->opt->cache.max_bytes) return load_private(&ld, NULL, out);
+    return load_cached(&ld, cc->opt->cache.dir, out, from_cache);
 }
 
 /* ---------------------------------------------------------- the module ---- */

@@ -12,13 +12,16 @@
 #ifndef KILN_CPU_CC_H
 #define KILN_CPU_CC_H
 
-#include "base/base.h"
+#include "backend/backend_impl.h"
 
 typedef struct cc_compiler cc_compiler;
 typedef struct cc_module cc_module;
 
-/* Makes the compiler state of ctx (one host allocation; runs nothing). */
-kiln_status cc_compiler_create(kiln_context *ctx, cc_compiler **out);
+/* Makes the compiler state of ctx (one host allocation; runs nothing), checking KILN_CC,
+ * KILN_CC_FLAGS and the cache folder first. opt (the compiler, its flags, its threads, the
+ * disk cache) is the CPU backend's and must outlive the compiler; it is read at every
+ * load. */
+kiln_status cc_compiler_create(kiln_context *ctx, const kn_cpu_options *opt, cc_compiler **out);
 /* Every module loaded through cc must be unloaded first. NULL is a no-op. */
 void cc_compiler_destroy(cc_compiler *cc);
 

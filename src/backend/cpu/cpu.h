@@ -35,11 +35,14 @@ void cpu_region_free(void *state, int device, void *ptr, size_t size);
 /* The compiler of a CPU backend state (the `state` of a device whose backend is
  * kn_cpu_backend): for its statistics, and for tests that load modules directly. */
 cc_compiler *cpu_backend_compiler(void *state);
-/* Device `device`'s thread pool, started on first use with its share of config.num_threads
+/* The options the state was opened with (backend_impl.h); the compiler reads them at
+ * every load and a pool at its start, so a test may change one after open through this. */
+kn_cpu_options *cpu_backend_options(void *state);
+/* Device `device`'s thread pool, started on first use with its share of opt.num_threads
  * threads (cpu_backend.c); cpu_backend_pool is device 0's. */
 kiln_status cpu_backend_device_pool(void *state, int device, kn_pool **out);
 kiln_status cpu_backend_pool(void *state, kn_pool **out);
-/* How many devices the state drives (config.cpu_devices). */
+/* How many devices the state drives (opt.devices). */
 int cpu_backend_device_count(void *state);
 
 #endif

@@ -8,7 +8,7 @@
  * Every call is synchronous, so there is no synchronize.
  *
  * Invariants:
- *   - the backend drives config.cpu_devices devices (KILN_CPU_DEVICES), all host memory;
+ *   - the backend drives opt.devices devices (KILN_CPU_DEVICES), all host memory;
  *     they share the compiler and its cache (a program runs on any of them), and each has
  *     its own thread pool with an equal share of the KILN_NUM_THREADS threads (the first
  *     devices take one more when they do not divide evenly; every device has at least
@@ -29,6 +29,7 @@
 
 typedef struct cpu_state {
     kiln_context *ctx;
+    kn_cpu_options opt; /* as open received them; the compiler reads them too */
     cc_compiler *cc;
     int n_devices;
     pthread_mutex_t pool_mu;                     /* guards the pools' and the provider's creation */
@@ -43,17 +44,18 @@ typedef struct cpu_state {
 
 static void warm_join(cpu_state *st);
 
-static kiln_status cpu_open(kiln_context *ctx, void **out) {
+static kiln_status cpu_open(kiln_context *ctx, const kn_backend_options *opts, void **out) {
     cpu_state *st = host_calloc(ctx, 1, sizeof *st);
     *out = st;
     if (!st) return ctx_oom(ctx, "kiln_context_create: CPU backend state", sizeof *st);
     st->ctx = ctx;
-    st->n_devices = ctx->config.cpu_devices > 0 ? ctx->config.cpu_devices : 1;
+    st->opt = opts->cpu;
+    st->n_devices = st->opt.devices > 0 ? st->opt.devices : 1;
     pthread_mutex_init(&st->pool_mu, NULL);
     pthread_mutex_init(&st->warm_mu, NULL);
     for (int i = 0; i < KN_MAX_CPU_DEVICES; i++) atomic_init(&st->pool[i], NULL);
     atomic_init(&st->blas_ready, false);
-    kiln_status s = cc_compiler_create(ctx, &st->cc);
+    kiln_status s = cc_compiler_create(ctx, &st->opt, &st->cc);
     if (s) {
         pthread_mutex_destroy(&st->pool_mu);
         pthread_mutex_destroy(&st->warm_mu);
@@ -80,13 +82,17 @@ cc_compiler *cpu_backend_compiler(void *state) {
     return ((cpu_state *)state)->cc;
 }
 
+kn_cpu_options *cpu_backend_options(void *state) {
+    return &((cpu_state *)state)->opt;
+}
+
 int cpu_backend_device_count(void *state) {
     return ((cpu_state *)state)->n_devices;
 }
 
 /* Device d's share of the threads: KILN_NUM_THREADS (0: every core) split evenly. */
 static int pool_share(const cpu_state *st, int device) {
-    int total = st->ctx->config.num_threads ? st->ctx->config.num_threads : pool_online_cores();
+    int total = st->opt.num_threads ? st->opt.num_threads : pool_online_cores();
     int share = total / st->n_devices + (device < total % st->n_devices);
     return share > 0 ? share : 1;
 }
@@ -117,7 +123,7 @@ static kiln_status cpu_backend_blas(cpu_state *st, const cpu_blas **out) {
     if (!atomic_load_explicit(&st->blas_ready, memory_order_acquire)) {
         pthread_mutex_lock(&st->pool_mu);
         if (!atomic_load_explicit(&st->blas_ready, memory_order_relaxed) &&
-            !(s = cpu_blas_open(st->ctx, st->ctx->config.blas, &st->blas)))
+            !(s = cpu_blas_open(st->ctx, st->opt.blas, &st->blas)))
             atomic_store_explicit(&st->blas_ready, true, memory_order_release);
         pthread_mutex_unlock(&st->pool_mu);
     }

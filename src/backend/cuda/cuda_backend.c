@@ -46,10 +46,11 @@ unsigned cu_grid(const cu_dev *d, int64_t items) {
 
 /* ---------------------------------------------------------- open/close ---- */
 
-static kiln_status cuda_open(kiln_context *ctx, void **out) {
+static kiln_status cuda_open(kiln_context *ctx, const kn_backend_options *opts, void **out) {
     cu_state *st = host_calloc(ctx, 1, sizeof *st);
     if (!st) return ctx_oom(ctx, "kiln_context_create: cuda backend", sizeof *st);
     st->ctx = ctx;
+    st->opt = opts->cuda;
     pthread_mutex_init(&st->lock, NULL);
     *out = st;
     if (!cu_driver_load(&st->drv, st->absent, sizeof st->absent)) return KILN_STATUS_OK;
@@ -257,7 +258,7 @@ static kiln_status cuda_region_alloc(void *state, int device, size_t size, size_
     kiln_status s = cu_dev_ready(st, device, "allocating device memory");
     if (s) return s;
     CUdeviceptr p = 0;
-    bool platform = st->ctx->config.alloc_mode == KILN_ALLOC_MODE_PLATFORM && d->pools;
+    bool platform = st->opt.platform_alloc && d->pools;
     CUresult e =
         platform ? st->drv.cuMemAllocAsync(&p, size, d->compute) : st->drv.cuMemAlloc(&p, size);
     if (e == CUDA_ERROR_OUT_OF_MEMORY) return KILN_STATUS_DEVICE_OOM; /* a refusal: no message */
@@ -281,7 +282,7 @@ static void cuda_region_free(void *state, int device, void *ptr, size_t size) {
     cu_dev *d = &st->devs[device];
     (void)size;
     if (cu_dev_ready(st, device, "freeing device memory")) return;
-    bool platform = st->ctx->config.alloc_mode == KILN_ALLOC_MODE_PLATFORM && d->pools;
+    bool platform = st->opt.platform_alloc && d->pools;
     if (platform)
         st->drv.cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, d->compute);
     else {

@@ -49,6 +49,7 @@ typedef struct cu_dev {
 
 typedef struct cu_state {
     kiln_context *ctx;
+    kn_cuda_options opt; /* as open received them */
     cu_driver drv;
     int driver_version;
     int n, n_alloc;

@@ -207,9 +207,8 @@ static kiln_status blas_ready(cu_state *st, int device) {
     cublasStatus_t b = st->blas.cublasCreate(&d->blas);
     if (!b) b = st->blas.cublasSetStream(d->blas, d->compute);
     if (!b)
-        b = st->blas.cublasSetMathMode(d->blas, st->ctx->config.matmul_tf32
-                                                    ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                    : CUBLAS_DEFAULT_MATH);
+        b = st->blas.cublasSetMathMode(d->blas, st->opt.matmul_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                    : CUBLAS_DEFAULT_MATH);
     if (b) {
         if (d->blas) st->blas.cublasDestroy(d->blas);
         d->blas = NULL;
@@ -357,9 +356,8 @@ kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_
                "zeroing scatter_add_rows' result");
     else if (out != operand)
         CU_TRY(st,
-               st->drv.cuMemcpyDtoDAsync(
-                   (CUdeviceptr)(uintptr_t)out, (CUdeviceptr)(uintptr_t)operand, bytes,
-                   d->compute),
+               st->drv.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)out,
+                                         (CUdeviceptr)(uintptr_t)operand, bytes, d->compute),
                "copying scatter_add_rows' operand");
     if (!n_idx) return KILN_STATUS_OK;
     int t = dtype == KILN_DTYPE_F32   ? 0

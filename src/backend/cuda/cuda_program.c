@@ -128,8 +128,8 @@ static char *read_entry(kiln_context *ctx, int fd, size_t bytes) {
 
 /* Publishes cubin under key, best effort (a cache that cannot be written only costs the
  * next process a compile), then keeps the cache under its cap. */
-static kiln_status publish(kiln_context *ctx, const char *dir, const char *key, const char *cubin,
-                           size_t bytes) {
+static kiln_status publish(kiln_context *ctx, const char *dir, uint64_t cap, const char *key,
+                           const char *cubin, size_t bytes) {
     char tmp[PATH_MAX], obj[PATH_MAX];
     int w = snprintf(tmp, sizeof tmp, "%s/.tmp-cu%ld-XXXXXX", dir, (long)getpid());
     if (w <= 0 || w >= (int)sizeof tmp || !mkdtemp(tmp)) return KILN_STATUS_OK;
@@ -143,7 +143,7 @@ static kiln_status publish(kiln_context *ctx, const char *dir, const char *key, 
     kiln_status s = KILN_STATUS_OK;
     if (f && ok && !objcache_publish(tmp, dir, key, CU_SUFFIX, &n)) {
         uint64_t gone = 0;
-        s = objcache_evict(ctx, dir, ctx->config.cache_max_bytes, key, &gone);
+        s = objcache_evict(ctx, dir, cap, key, &gone);
     }
     objcache_remove_tmp(tmp);
     return s;
@@ -156,8 +156,9 @@ static kiln_status get_cubin(cu_state *st, const cu_dev *d, const char *source, 
     kiln_context *ctx = st->ctx;
     char key[OBJCACHE_KEY_HEX + 1];
     compute_key(&st->nvrtc, d->cc_major, d->cc_minor, source, len, key);
-    const char *dir = ctx->config.cache_dir;
-    bool cache = ctx->config.cache_max_bytes && !objcache_dir_ready(ctx, dir);
+    const kn_cache_options *c = &st->opt.cache;
+    const char *dir = c->dir;
+    bool cache = c->max_bytes && !objcache_dir_ready(ctx, dir);
     if (cache) {
         size_t n;
         int fd;
@@ -172,7 +173,7 @@ static kiln_status get_cubin(cu_state *st, const cu_dev *d, const char *source, 
     }
     kiln_status s =
         cu_nvrtc_compile(ctx, &st->nvrtc, source, len, d->cc_major, d->cc_minor, cubin, bytes);
-    if (!s && cache) s = publish(ctx, dir, key, *cubin, *bytes);
+    if (!s && cache) s = publish(ctx, dir, c->max_bytes, key, *cubin, *bytes);
     if (s && *cubin) {
         host_free(ctx, *cubin, *bytes);
         *cubin = NULL;

@@ -356,8 +356,9 @@ kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_
                "zeroing scatter_add_rows' result");
     else if (out != operand)
         CU_TRY(st,
-               st->drv.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)out,
-                                         (CUdeviceptr)(uintptr_t)operand, bytes, d->compute),
+               st->drv.cuMemcpyDtoDAsync(
+                   (CUdeviceptr)(uintptr_t)out, (CUdeviceptr)(uintptr_t)operand, bytes,
+                   d->compute),
                "copying scatter_add_rows' operand");
     if (!n_idx) return KILN_STATUS_OK;
     int t = dtype == KILN_DTYPE_F32   ? 0

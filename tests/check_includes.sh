@@ -3,7 +3,7 @@
 # depend on, so the layering cannot drift back (run by ctest as check_includes).
 #
 # The rooms in dependency order: base < ir < alloc < backend < reference, trace < autodiff <
-# passes < plan < codegen < exec; io (files: safetensors) needs only base, comm (communicators)
+# passes < plan < remat < codegen < exec; io (files: safetensors) needs only base, comm (communicators)
 # base and backend (a GPU transport enqueues on a device's stream). A room may include
 # its own headers, those of the rooms listed for it below, and the public kiln.h; exec/ may
 # include anything. base/ includes nothing above it: it defines the context and resolves
@@ -28,7 +28,8 @@ allowed() { # room -> the rooms it may include besides itself
     trace) echo "base ir" ;;
     autodiff) echo "base ir trace" ;;
     passes) echo "base ir reference trace" ;; # trace: expand.c builds primitive forms
-    plan) echo "base ir passes" ;;
+    plan) echo "base ir trace passes" ;; # trace: the roles a value was given (trace/role.h)
+    remat) echo "base ir trace passes plan" ;; # checkpoint regions trace, the budget plans
     codegen) echo "base ir passes plan backend" ;;
     io) echo "base" ;;
     comm) echo "base backend" ;;

@@ -11,6 +11,7 @@
 #include "compare.h"
 #include "fault.h"
 #include "randprog.h"
+#include "autodiff/autodiff.h"
 #include "ir/ir.h"
 #include "trace/trace.h"
 
@@ -1103,7 +1104,7 @@ static kiln_graph *comp_graph(kiln_context *ctx, const comp_case *c, bool primit
                               uint32_t *mark) {
     kiln_graph *g = NULL;
     kiln_graph_create(ctx, c->name, &g);
-    g->ad_primitive_rules_only = primitive;
+    ad_set_primitive_rules_only(g, primitive);
     kiln_value x[3];
     x[0] = kiln_parameter(g, "x", KILN_DTYPE_F64, 2, (const int64_t[]){4, 6});
     for (int i = 1; i < c->n_in; i++)
@@ -1128,7 +1129,7 @@ static kiln_graph *comp_graph(kiln_context *ctx, const comp_case *c, bool primit
 static uint64_t grad_peak(kiln_context *ctx, int kind, bool primitive, bool fused) {
     kiln_graph *g = NULL;
     kiln_graph_create(ctx, "peak", &g);
-    g->ad_primitive_rules_only = primitive;
+    ad_set_primitive_rules_only(g, primitive);
     kiln_value p[5], gr[5], loss;
     int n = kind == 0 ? 1 : kind == 1 ? 2 : 5;
     if (kind == 2) {

@@ -6,6 +6,7 @@
 #include "test.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "trace/role.h"
 
 #include <stdlib.h>
 
@@ -194,7 +195,7 @@ static void test_cse_forward_backward(void) {
         kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &n);
         kiln_value a = kiln_tanh(g, x), b = kiln_tanh(g, x);
         g->nodes[(backward_first ? a : b).id].backward = true;
-        g->nodes[(backward_first ? b : a).id].role = IR_ROLE_GRADIENT;
+        trace_role_put(g, (backward_first ? b : a).id, TRACE_ROLE_GRADIENT);
         kiln_value outs[2] = {kiln_exp(g, a), kiln_exp(g, b)};
         CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
         pass_stats st = {0};
@@ -208,7 +209,7 @@ static void test_cse_forward_backward(void) {
                 tanhs++;
                 CHECK_MSG(!nd->backward, "the merged tanh is backward (backward first: %d)",
                           backward_first);
-                CHECK(nd->role == IR_ROLE_GRADIENT);
+                CHECK(trace_role_of(out, id) == TRACE_ROLE_GRADIENT);
             }
             CHECK(tanhs == 1);
         }
@@ -256,10 +257,10 @@ static void test_roles_recorded(void) {
     kiln_value wrt[2] = {x, s}, grads[2];
     uint32_t before = g->n_nodes;
     CHECK_OK(ctx, kiln_grad(g, loss, 2, wrt, grads));
-    CHECK(g->nodes[x.id].role == IR_ROLE_PARAMETER);
-    CHECK(g->nodes[s.id].role == IR_ROLE_NONE && !g->nodes[s.id].backward);
-    CHECK(g->nodes[grads[0].id].role == IR_ROLE_GRADIENT);
-    CHECK(g->nodes[grads[1].id].role == IR_ROLE_GRADIENT);
+    CHECK(trace_role_of(g, x.id) == TRACE_ROLE_PARAMETER);
+    CHECK(trace_role_of(g, s.id) == TRACE_ROLE_NONE && !g->nodes[s.id].backward);
+    CHECK(trace_role_of(g, grads[0].id) == TRACE_ROLE_GRADIENT);
+    CHECK(trace_role_of(g, grads[1].id) == TRACE_ROLE_GRADIENT);
     for (uint32_t id = 1; id < g->n_nodes; id++)
         CHECK_MSG(g->nodes[id].backward == (id >= before), "%%%u backward %d", id,
                   g->nodes[id].backward);

@@ -22,6 +22,7 @@
 #include "gpt.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "remat/remat.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -640,7 +641,7 @@ static void sp_compile(kiln_graph *g, sp_outcome *out) {
     kiln_executable_get_memory_analysis(e, &out->a);
     for (uint32_t id = 1; id < e->g->n_nodes; id++) {
         const ir_node *n = &e->g->nodes[id];
-        if (n->remat != IR_REMAT_CLONE || n->op != IR_DOT) continue;
+        if (remat_mark_of(e->g, id) != REMAT_CLONE || n->op != IR_DOT) continue;
         out->dots++;
         out->batched_dots += n->a.dot.n_batch > 0;
         out->dot_flops += remat_node_flops(e->g, id);
@@ -822,7 +823,7 @@ static bool reads_root(const kiln_executable *e, const fkernel *k, uint32_t from
     return false;
 }
 
-/* A recomputation (IR_REMAT_CLONE) is placed by the remat pass right before its first
+/* A recomputation (REMAT_CLONE) is placed by the remat pass right before its first
  * reader; fusion may merge it into an earlier kernel it reads from (producer-consumer),
  * but not into an earlier sibling merely reading the same input, which would compute it
  * early and keep it long (a GPT step's layer norms recomputed together at the start of the
@@ -834,7 +835,7 @@ static void check_recomputations_apart(kiln_graph *g, const char *what) {
     for (uint32_t ki = 0; e && ki < e->plan.n_kernels; ki++) {
         const fkernel *k = &e->plan.kernels[ki];
         for (uint32_t r = 1; r < k->n_roots; r++) {
-            if (e->g->nodes[k->roots[r]].remat != IR_REMAT_CLONE) continue;
+            if (remat_mark_of(e->g, k->roots[r]) != REMAT_CLONE) continue;
             bool linked = false;
             for (uint32_t o = 0; o < r && !linked; o++) linked = reads_root(e, k, r, o);
             CHECK_MSG(linked, "%s: kernel %u joins recomputed %%%u to unrelated roots", what, ki,

@@ -33,6 +33,12 @@ ad_rule ad_rule_for(ir_op op);
 void ad_composite_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, const bool *need,
                        kiln_value *out);
 
+/* Tests: whether kiln_grad on g differentiates composites through their parts rather than
+ * their direct rules (grad.c). An option of autodiff's own, held in a side table of g
+ * (ir/side.h), not in the graph's core; setting it is false on host OOM. */
+bool ad_set_primitive_rules_only(kiln_graph *g, bool on);
+bool ad_primitive_rules_only(const kiln_graph *g);
+
 /* The name backward nodes' errors carry. */
 #define AD_OP "kiln_grad"
 

@@ -24,6 +24,7 @@
  * only grows: ids below the first new node keep their meaning, which is all the sweeps need. Errors
  * are the builder's (sticky, first one kept, message names the call). */
 #include "autodiff.h"
+#include "ir/side.h"
 #include "trace/trace.h"
 
 #include <stdio.h>
@@ -118,10 +119,29 @@ static bool check_contribution(ad_work *w, uint32_t node, uint32_t input, kiln_v
     return false;
 }
 
+/* Autodiff's options of a graph (ad_set_primitive_rules_only). */
+typedef struct ad_options {
+    bool primitive_rules_only;
+} ad_options;
+
+static const ir_side_kind ad_options_kind = {.name = "autodiff options",
+                                             .state_size = sizeof(ad_options)};
+
+bool ad_set_primitive_rules_only(kiln_graph *g, bool on) {
+    ad_options *o = ir_side_state_make(g, &ad_options_kind);
+    if (o) o->primitive_rules_only = on;
+    return o != NULL;
+}
+
+bool ad_primitive_rules_only(const kiln_graph *g) {
+    const ad_options *o = ir_side_state(g, &ad_options_kind);
+    return o && o->primitive_rules_only;
+}
+
 /* The composite whose result is id and whose interior nothing after it reads, or NULL. */
 static const ir_composite *closed_composite(const ad_work *w, uint32_t id) {
     const kiln_graph *g = w->g;
-    if (g->ad_primitive_rules_only) return NULL;
+    if (ad_primitive_rules_only(g)) return NULL;
     for (uint32_t i = g->n_composites; i-- > 0;) {
         const ir_composite *c = &g->composites[i];
         if (c->out != id || c->first >= id) continue;
@@ -274,8 +294,9 @@ static kiln_status transform(kiln_graph *g, const char *op, uint32_t first_new, 
     }
     for (uint32_t id = first_new; id < g->n_nodes; id++) g->nodes[id].backward = true;
     for (int i = 0; i < n_wrt && !g->status; i++) {
-        if (g->nodes[wrt[i].id].op == IR_PARAMETER) trace_set_role(g, wrt[i], IR_ROLE_PARAMETER);
-        trace_set_role(g, grads[i], IR_ROLE_GRADIENT);
+        if (g->nodes[wrt[i].id].op == IR_PARAMETER)
+            trace_set_role(g, op, wrt[i], TRACE_ROLE_PARAMETER);
+        trace_set_role(g, op, grads[i], TRACE_ROLE_GRADIENT);
     }
 done:
     if (wids && wids != wid) host_free(g->ctx, wids, wbytes);

@@ -43,7 +43,7 @@ kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
         .schedule = p->strategy,
         .peak_step = p->peak_step,
     };
-    const exec_remat_info *r = &e->remat;
+    const remat_info *r = &e->remat;
     if (r->peak_without) {
         out->remat_peak_without = r->peak_without;
         out->remat_bytes_saved = (int64_t)r->peak_without - (int64_t)p->peak;
@@ -92,7 +92,7 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
         .file = n->file,
         .line = n->line,
         .name = scratch || !n->name || !*n->name ? NULL : n->name,
-        .recomputed = !scratch && n->remat == IR_REMAT_CLONE,
+        .recomputed = !scratch && remat_mark_of(e->g, b->node) == REMAT_CLONE,
     };
     for (int a = 0; a < out->rank; a++) out->dims[a] = n->shape.dims[a];
     return KILN_STATUS_OK;

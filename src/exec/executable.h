@@ -8,16 +8,7 @@
 #include "codegen/lower_dot.h"
 #include "exec/array.h"
 #include "plan/plan.h"
-
-/* What rematerialisation did, for the memory analysis and the report. */
-typedef struct exec_remat_info {
-    uint64_t peak_without; /* the planned peak with nothing recomputed (0: not planned) */
-    uint64_t budget;       /* the budget in bytes (0: none) */
-    uint64_t min_peak;     /* the smallest peak a proposal reached under a budget (0: none) */
-    uint32_t n_recomputed;
-    double added_flops, step_flops;
-    const char *strategy; /* NULL: nothing recomputed */
-} exec_remat_info;
+#include "remat/remat.h"
 
 struct kiln_executable {
     kiln_context *ctx;
@@ -35,7 +26,7 @@ struct kiln_executable {
     kiln_executable_info stats;
     mem_plan mem;     /* schedule, buffers, arena (src/plan) */
     uint8_t *donated; /* per parameter (n_params + 1 bytes): consumed by every call */
-    exec_remat_info remat;
+    remat_info remat; /* what rematerialisation did (src/remat) */
     /* A device whose memory is not the host's gets the constants copied at compile time:
      * per node (n_nodes entries) its device copy or NULL; NULL when not needed. */
     void **consts;
@@ -45,9 +36,9 @@ struct kiln_executable {
     struct exec_profile *prof;
 };
 
-/* Chooses and applies the recomputation (remat_budget.c): the checkpoint regions of e->g
- * and, under a budget, the cheapest extra choice whose planned peak fits. On return e->g
- * is the graph to fuse and plan, e->remat says what was done. */
+/* Chooses and applies the recomputation (remat.c, through remat_choose): the checkpoint
+ * regions of e->g and, under a budget, the cheapest extra choice whose planned peak fits.
+ * On return e->g is the graph to fuse and plan, e->remat says what was done. */
 kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o);
 /* Fusion, dot layouts and the memory plan of e->g into e (executable.c). */
 kiln_status exec_fuse_and_plan(kiln_executable *e, const kiln_compile_options *o);
@@ -55,7 +46,8 @@ kiln_status exec_fuse_and_plan(kiln_executable *e, const kiln_compile_options *o
 void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d);
 /* Frees what exec_fuse_and_plan made (a trial plan of the budget search). */
 void exec_plan_release(kiln_executable *e);
-/* The memory report (plan_report) with the rematerialisation lines; NULL on host OOM. */
+/* The memory report (plan_report) with the rematerialisation lines (remat.c); NULL on host
+ * OOM. */
 char *exec_memory_report(const kiln_executable *e);
 
 /* The error of a call whose own object (executable, jit) is NULL: the message goes to the

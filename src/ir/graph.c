@@ -3,6 +3,7 @@
  * Nodes live in one growable array (index = id, slot 0 unused). Growth doubles, through
  * the context's host allocator; a failed growth leaves the graph exactly as it was. */
 #include "ir.h"
+#include "side.h"
 #include "base/strbuf.h"
 
 #include <string.h>
@@ -55,21 +56,6 @@ void ir_node_release(kiln_context *ctx, ir_node *n) {
     n->in_heap = NULL, n->name = NULL, n->data = NULL;
 }
 
-void ir_checkpoint_release(kiln_graph *g) {
-    kiln_context *ctx = g->ctx;
-    for (uint32_t i = 0; i < g->n_ckpt; i++) {
-        ir_checkpoint *c = &g->ckpt[i];
-        for (int k = 0; k < c->n_names; k++) host_free(ctx, c->names[k], strlen(c->names[k]) + 1);
-        host_free(ctx, c->names, (size_t)c->n_names * sizeof *c->names);
-    }
-    host_free(ctx, g->ckpt, g->cap_ckpt * sizeof *g->ckpt);
-    for (uint32_t i = 0; i < g->n_ckpt_names; i++)
-        host_free(ctx, g->ckpt_names[i].name, strlen(g->ckpt_names[i].name) + 1);
-    host_free(ctx, g->ckpt_names, g->cap_ckpt_names * sizeof *g->ckpt_names);
-    g->ckpt = NULL, g->n_ckpt = g->cap_ckpt = 0;
-    g->ckpt_names = NULL, g->n_ckpt_names = g->cap_ckpt_names = 0;
-}
-
 void kiln_graph_destroy(kiln_graph *g) {
     if (!g) return;
     kiln_context *ctx = g->ctx;
@@ -80,7 +66,7 @@ void kiln_graph_destroy(kiln_graph *g) {
     host_free(ctx, g->composites, g->cap_composites * sizeof *g->composites);
     for (uint32_t i = 0; i < g->n_files; i++) host_free(ctx, g->files[i], strlen(g->files[i]) + 1);
     host_free(ctx, g->files, g->cap_files * sizeof *g->files);
-    ir_checkpoint_release(g);
+    ir_side_free_all(g);
     if (g->name) host_free(ctx, g->name, strlen(g->name) + 1);
     host_free(ctx, g, sizeof *g);
 }

@@ -268,17 +268,6 @@ typedef union ir_attrs {
 
 #define IR_INLINE_INPUTS 3
 
-/* What a value is to a training step, recorded by whoever knows: kiln_grad/kiln_vjp (the
- * parameters they differentiate with respect to, the gradients they return) and the
- * optimisers (their state, the new parameters). Passes carry it; the planner reports it
- * (src/plan/classes.c). First writer wins: a value keeps the first role it was given. */
-typedef enum ir_role {
-    IR_ROLE_NONE,
-    IR_ROLE_PARAMETER,
-    IR_ROLE_GRADIENT,
-    IR_ROLE_OPT_STATE,
-} ir_role;
-
 typedef struct ir_node {
     ir_op op;
     kiln_dtype dtype;
@@ -291,47 +280,8 @@ typedef struct ir_node {
     void *data;       /* CONSTANT: owned, row-major, nbytes of the shape */
     const char *file; /* user source location (a string literal: not owned) */
     int line;
-    uint8_t role;       /* ir_role */
-    bool backward;      /* appended by kiln_grad/kiln_vjp: a forward value it reads is saved */
-    uint8_t remat;      /* ir_remat: not saved for the backward pass, or a recomputation */
-    uint8_t why;        /* IR_REMAT_DROP: the kiln_checkpoint_policy + 1 that dropped it, or
-                         * IR_WHY_BUDGET_*; IR_REMAT_CLONE: the same, copied from its original */
-    uint32_t remat_end; /* IR_REMAT_DROP while tracing: the end (first id after) of the
-                         * outermost region that dropped it; kiln_graph_finish keeps the
-                         * value when a forward node at or after that id reads it */
+    bool backward; /* appended by kiln_grad/kiln_vjp: a forward value it reads is saved */
 } ir_node;
-
-/* Rematerialisation (src/passes/remat.c). A checkpoint region's end marks the forward
- * values its policy does not save IR_REMAT_DROP (src/trace/checkpoint.c); the remat pass
- * then gives every backward read of a dropped value a recomputation of it, flagged
- * IR_REMAT_CLONE (and `backward`), which CSE never merges back into the forward value. */
-typedef enum ir_remat {
-    IR_REMAT_NONE,
-    IR_REMAT_DROP,
-    IR_REMAT_CLONE,
-    IR_REMAT_KEEP, /* a checkpoint the memory budget keeps: fusion gives it a buffer, so
-                    * recomputations read it rather than the buffers it is made from */
-} ir_remat;
-#define IR_WHY_BUDGET_GREEDY  100 /* chosen by the memory budget: greedy by bytes per FLOP */
-#define IR_WHY_BUDGET_SEGMENT 101 /* chosen by the memory budget: sqrt(n) segments */
-#define IR_WHY_CHEAP          102 /* a cheap elementwise value, recomputed by default */
-#define IR_WHY_KEEP           200 /* in the remat pass's `extra`: keep it (IR_REMAT_KEEP) */
-
-/* An open checkpoint region (kiln_checkpoint_begin .. _end). */
-typedef struct ir_checkpoint {
-    int policy;     /* kiln_checkpoint_policy */
-    uint32_t first; /* the first node traced inside it */
-    char **names;   /* the policy's names (owned copies) */
-    int n_names;
-    const char *file; /* where it began */
-    int line;
-} ir_checkpoint;
-
-/* A value named by kiln_checkpoint_name. */
-typedef struct ir_ckpt_name {
-    uint32_t id;
-    char *name; /* owned */
-} ir_ckpt_name;
 
 /* A composite the tracer expanded into primitives (src/trace/composite.c). Autodiff may
  * differentiate it as one op with a direct rule (src/autodiff/composite_rules.c) when no
@@ -384,22 +334,17 @@ struct kiln_graph {
     uint32_t loc_depth;
     ir_composite *composites; /* in the order they were traced; owned */
     uint32_t n_composites, cap_composites;
-    bool ad_primitive_rules_only; /* tests: differentiate composites through their parts */
     char **files; /* source file names the graph owns (a loaded graph's locations) */
     uint32_t n_files, cap_files;
-    ir_checkpoint *ckpt; /* open checkpoint regions, innermost last; owned */
-    uint32_t n_ckpt, cap_ckpt;
-    ir_ckpt_name *ckpt_names; /* values named by kiln_checkpoint_name; owned */
-    uint32_t n_ckpt_names, cap_ckpt_names;
+    /* side tables (side.h): what the rooms above ir/ record about the graph and its nodes
+     * (checkpoint marks, roles, builder options); owned */
+    struct ir_side *side;
+    uint32_t n_side, cap_side;
 };
 
 /* A copy of file name [s, s+n) owned by g and freed with it, for node locations of a graph
  * read from text; one copy per distinct name. NULL on host OOM (no message set). */
 const char *ir_graph_own_file(kiln_graph *g, const char *s, size_t n);
-
-/* Frees the checkpoint bookkeeping of g (open regions and names): graph destruction, and
- * kiln_graph_finish once no region can use it any more. */
-void ir_checkpoint_release(kiln_graph *g);
 
 /* dtypes and shapes */
 bool ir_dtype_valid(kiln_dtype t);

@@ -37,6 +37,7 @@
  * it only for a device whose backend has the fused kernel, after the pipeline and before
  * the pipeline runs again (which folds the new transposes and drops the dead scores). */
 #include "passes.h"
+#include "ir/side.h"
 #include "rewrite.h"
 #include "reference/reference.h"
 #include "trace/trace.h"
@@ -75,7 +76,7 @@ static bool read_by(const attn_scan *a, uint32_t id, uint32_t n) {
     if (a->uses[id] != n) return false;
     for (uint32_t i = 0; i < a->g->n_outputs; i++)
         if (a->g->outputs[i] == id) return false;
-    return node(a, id)->remat == IR_REMAT_NONE;
+    return !(ir_side_hints(a->g, id) & IR_HINT_PINNED);
 }
 
 /* A one-element constant, or a broadcast of one, of dtype t: its value in *v. */
@@ -140,7 +141,7 @@ static kiln_status copy_cone(const kiln_graph *g, uint32_t m, kiln_graph *t, uin
         uint32_t in[16];
         for (uint32_t k = 0; k < n->n_in; k++) in[k] = map[ir_in(n)[k]];
         ir_node c = *n;
-        c.name = NULL, c.data = NULL, c.in_heap = NULL, c.remat = IR_REMAT_NONE;
+        c.name = NULL, c.data = NULL, c.in_heap = NULL;
         size_t bytes = 0;
         ir_shape_nbytes(&n->shape, n->dtype, &bytes);
         if (n->data && bytes) {
@@ -288,7 +289,7 @@ static kiln_status match(attn_scan *a, uint32_t o, attn_match *m) {
     const ir_node *on = node(a, o);
     *m = (attn_match){0};
     if (on->op != IR_DOT || (on->dtype != KILN_DTYPE_F32 && on->dtype != KILN_DTYPE_F64) ||
-        on->remat != IR_REMAT_NONE)
+        (ir_side_hints(a->g, o) & IR_HINT_PINNED))
         return KILN_STATUS_OK;
     const kiln_dot_dims *od = &on->a.dot;
     int nb = od->n_batch;

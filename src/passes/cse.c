@@ -12,6 +12,7 @@
  * already merged when it is looked up, and chains of duplicates collapse in one pass. The
  * table maps a node's hash to the id of the first equal node in the new graph. */
 #include "passes.h"
+#include "ir/side.h"
 #include "rewrite.h"
 #include "base/hashmap.h"
 
@@ -64,7 +65,7 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     cs->rb = rb, cs->id = id;
     /* A recomputation is a duplicate on purpose (jax's prevent_cse): merging it into the
      * forward value would keep that value alive until the backward pass again. */
-    if (rb->old->nodes[id].remat == IR_REMAT_CLONE) return pass_copy(rb, id);
+    if (ir_side_hints(rb->old, id) & IR_HINT_RECOMPUTED) return pass_copy(rb, id);
     uint64_t h = node_hash(rb, id), found;
     if (hm_find(&cs->table, h, same_node, cs, &found, NULL)) {
         rb->map[id] = (uint32_t)found;

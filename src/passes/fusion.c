@@ -26,6 +26,7 @@
  *
  * Every materialised node that is not a parameter or constant roots one kernel. */
 #include "fusion.h"
+#include "ir/side.h"
 
 #include <string.h>
 
@@ -260,7 +261,9 @@ static bool scatter_into_zeros(const kiln_graph *g, const ir_node *c, uint32_t x
 
 static bool must_materialise(decide_state *s, const fusion_plan *p, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
-    if (n->op == IR_PARAMETER || s->is_output[id] || n->remat == IR_REMAT_KEEP) return true;
+    if (n->op == IR_PARAMETER || s->is_output[id] ||
+        (ir_side_hints(s->g, id) & IR_HINT_MATERIALISE))
+        return true;
     if (n->op == IR_CONSTANT) return numel(n) != 1 || library_use(s, id);
     if (n->op == IR_IOTA && library_use(s, id)) return true;
     if (library_op(n->op)) return true;
@@ -622,14 +625,14 @@ static bool reads_apart(pc_walk *w, const fkernel *a, const fkernel *b) {
     return fa && fb && fa != fb;
 }
 
-/* Whether kernel k writes a recomputation (IR_REMAT_CLONE), which the remat pass placed
+/* Whether kernel k writes a recomputation (IR_HINT_RECOMPUTED), which the remat pass placed
  * right before its first reader: it joins no earlier sibling, which would compute it early
  * and keep it long (a GPT step's layer norms recomputed together at the start of the
  * backward pass, 1 MiB on a 21 MiB peak). A later kernel may still join it: that is any
  * sibling merge's trade, and the same step plans lower with it (19.9 against 21.4 MiB). */
 static bool recomputes(const kiln_graph *g, const fkernel *k) {
     for (uint32_t r = 0; r < k->n_roots; r++)
-        if (g->nodes[k->roots[r]].remat == IR_REMAT_CLONE) return true;
+        if (ir_side_hints(g, k->roots[r]) & IR_HINT_RECOMPUTED) return true;
     return false;
 }
 

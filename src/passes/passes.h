@@ -80,21 +80,4 @@ kiln_status pass_simplify_run(const kiln_graph *g, kiln_graph **out, pass_stats 
 #define PASS_FOLD_SMALL_ELEMS     64
 #define PASS_FOLD_MAX_INPUT_ELEMS 65536
 
-/* Rematerialisation (remat.c): gives every backward read of a dropped forward value (one
- * a checkpoint region marked IR_REMAT_DROP, or with extra[id] != 0, extra's entry being
- * the reason, IR_WHY_*) a recomputation of it, made just before its first backward
- * reader. *out is always a new graph. What it added goes to *st (may be NULL). */
-typedef struct remat_stats {
-    uint32_t n_recomputed; /* nodes recomputed (IR_REMAT_CLONE) */
-    double added_flops;    /* their FLOPs (remat_node_flops) */
-    double step_flops;     /* FLOPs of the whole rewritten program */
-} remat_stats;
-kiln_status pass_remat_run(const kiln_graph *g, const uint8_t *extra, kiln_graph **out,
-                           remat_stats *st);
-/* True if a checkpoint region dropped any value of g. */
-bool remat_any(const kiln_graph *g);
-/* The cost model's FLOPs of one node: an element per elementwise op, an input element per
- * reduction, 2 M N K per matrix product, nothing for shape ops and sources. */
-double remat_node_flops(const kiln_graph *g, uint32_t id);
-
 #endif

@@ -7,18 +7,15 @@
  * freed in either order; on any failure the half-built graph is freed and the old graph
  * was never written to.
  *
- * Roles, the backward flag and the checkpoint marks (remat and why, ir.h) survive every
- * pass, and the walker carries them so that no rewrite can forget to (carry_marks): a copy
- * has them already; every node a visit makes in place of an old one (simplify folding a
- * transpose into a product, expand's primitives, attention's op) takes that node's
- * backward flag and, unless the pass marked it itself, its remat and why; and when a pass
- * maps a node onto another (CSE merging duplicates, simplify replacing x * 1 by x) the
- * kept node takes the role if it had none, is forward if either was (a value the forward
- * pass computes anyway is not a backward temporary), and is saved if a forward node
- * merged into it was (merge_remat). Without that, whether a checkpoint policy saved a
- * value would depend on how the user spelled it: kiln_matmul(q, kiln_transpose(k)) lost
- * its region's mark when simplify made the product read k directly. */
+ * The backward flag and the graph's side tables (ir/side.h: roles, checkpoint marks) survive
+ * every pass, and the walker carries them so that no rewrite can forget to (carry_marks):
+ * every node a visit makes in place of an old one takes that node's backward flag (unless
+ * it is a recomputation or a source), and each table is carried by its owner's rule, told
+ * whether the new node is what the old one became, another node made in its place, or an
+ * earlier node the old one was merged into (CSE, x * 1 -> x). A merged node is forward if
+ * either was: a value the forward pass computes anyway is not a backward temporary. */
 #include "rewrite.h"
+#include "ir/side.h"
 #include "base/hashmap.h"
 
 #include <math.h>
@@ -146,38 +143,21 @@ static kiln_status set_outputs(pass_rebuild *rb) {
     return KILN_STATUS_OK;
 }
 
-/* Old node o was mapped onto t, a node made before: t keeps o's value in the checkpoint
- * sense too. A forward o that was kept (or is a region's output, IR_REMAT_KEEP) keeps t:
- * a policy that saved one spelling of a value saves the value. A backward o changes
- * nothing (the forward value it duplicates is what a recomputation would give it), nor
- * does a recomputation on either side. */
-static void merge_remat(ir_node *t, const ir_node *o) {
-    if (o->backward || o->remat == IR_REMAT_CLONE || t->remat == IR_REMAT_CLONE) return;
-    if (o->remat == IR_REMAT_KEEP && t->remat != IR_REMAT_KEEP) {
-        t->remat = IR_REMAT_KEEP;
-        if (!t->why) t->why = o->why;
-    } else if (o->remat == IR_REMAT_NONE && t->remat == IR_REMAT_DROP) {
-        t->remat = IR_REMAT_NONE, t->why = 0;
-    }
-}
-
-/* After old node id's visit (the new graph had `first` nodes before it): the role,
- * backward flag and checkpoint marks go where id went (see the top of the file). */
-static void carry_marks(pass_rebuild *rb, uint32_t id, uint32_t first) {
+/* After old node id's visit (the new graph had `first` nodes before it): the backward flag
+ * and every side table go where id went (see the top of the file). */
+static bool carry_marks(pass_rebuild *rb, uint32_t id, uint32_t first) {
     const ir_node *o = &rb->old->nodes[id];
-    ir_node *t = &rb->g->nodes[rb->map[id]];
-    if (!t->role) t->role = o->role;
-    if (!o->backward) t->backward = false;
-    if (rb->map[id] < first) {
-        merge_remat(t, o);
-        return;
-    }
+    uint32_t nid = rb->map[id];
+    if (!o->backward) rb->g->nodes[nid].backward = false;
+    if (nid < first) return ir_side_carry(rb->old, id, rb->g, nid, IR_CARRY_MERGED);
     for (uint32_t k = first; k < rb->g->n_nodes; k++) {
         ir_node *n = &rb->g->nodes[k];
-        if (n->remat == IR_REMAT_CLONE || ir_ops[n->op].kind == IRK_SOURCE) continue;
-        n->backward = o->backward;
-        if (!n->remat) n->remat = o->remat, n->why = o->why;
+        if (!(ir_side_hints(rb->g, k) & IR_HINT_RECOMPUTED) && ir_ops[n->op].kind != IRK_SOURCE)
+            n->backward = o->backward;
+        if (!ir_side_carry(rb->old, id, rb->g, k, k == nid ? IR_CARRY_RESULT : IR_CARRY_PART))
+            return false;
     }
+    return true;
 }
 
 kiln_status pass_rebuild_graph(const kiln_graph *old, const char *pass, pass_visit_fn visit,
@@ -196,7 +176,8 @@ kiln_status pass_rebuild_graph(const kiln_graph *old, const char *pass, pass_vis
     for (uint32_t id = 1; !s && id < old->n_nodes; id++) {
         uint32_t first = rb.g->n_nodes;
         s = old->nodes[id].op == IR_PARAMETER ? pass_copy(&rb, id) : visit(&rb, id, user);
-        if (!s && rb.map[id]) carry_marks(&rb, id, first);
+        if (!s && rb.map[id] && !carry_marks(&rb, id, first))
+            s = oom(&rb, "the side tables", sizeof(uint64_t));
     }
     if (!s) s = set_outputs(&rb);
     host_free(ctx, rb.map, old->n_nodes * sizeof *rb.map);

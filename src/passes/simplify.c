@@ -48,6 +48,7 @@
 #include "passes.h"
 #include "rewrite.h"
 #include "reference/reference.h"
+#include "trace/role.h"
 
 #include <string.h>
 
@@ -101,16 +102,29 @@ static ir_node like(const ir_node *o, ir_op op) {
                      .shape = o->shape,
                      .file = o->file,
                      .line = o->line,
-                     .role = o->role,
                      .backward = o->backward};
+}
+
+/* pass_emit of template t made by like(o): the new node takes o's role too (the walker
+ * gives it only to the node o becomes; a folded or rewritten value stays what it was to
+ * the step). */
+static kiln_status emit_like(pass_rebuild *rb, const ir_node *o, ir_node *t, const uint32_t *in,
+                             uint32_t n_in, uint32_t *r) {
+    kiln_status s = pass_emit(rb, t, in, n_in, r);
+    if (s) return s;
+    t->data = NULL, t->name = NULL; /* the node owns them now, whatever follows */
+    if (!trace_role_put(rb->g, *r, trace_role_of(rb->old, (uint32_t)(o - rb->old->nodes))))
+        return ctx_oom(rb->g->ctx, "pass simplify: a node's role", 1);
+    return KILN_STATUS_OK;
 }
 
 /* Emits broadcast(x) to old node id's shape, operand axis i going to dims[i]. */
 static kiln_status emit_broadcast(pass_rebuild *rb, uint32_t id, uint32_t x, const int *dims,
                                   uint32_t *r) {
-    ir_node t = like(&rb->old->nodes[id], IR_BROADCAST);
+    const ir_node *o = &rb->old->nodes[id];
+    ir_node t = like(o, IR_BROADCAST);
     for (int i = 0; i < rb->g->nodes[x].shape.rank; i++) t.a.bcast_dims[i] = dims[i];
-    return pass_emit(rb, &t, &x, 1, r);
+    return emit_like(rb, o, &t, &x, 1, r);
 }
 
 /* ------------------------------------------------------------ identities ---- */
@@ -164,7 +178,7 @@ static kiln_status convert(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     if (!exact_widening(from, xn->dtype)) return KILN_STATUS_OK;
     if (from == o->dtype) return *r = src, KILN_STATUS_OK;
     ir_node t = like(o, IR_CONVERT);
-    return pass_emit(rb, &t, &src, 1, r);
+    return emit_like(rb, o, &t, &src, 1, r);
 }
 
 /* ------------------------------------------------------------- shape ops ---- */
@@ -190,7 +204,7 @@ static kiln_status transpose(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     if (!composed) return KILN_STATUS_OK;
     ir_node t = like(o, IR_TRANSPOSE);
     memcpy(t.a.perm, perm, sizeof perm);
-    return pass_emit(rb, &t, &x, 1, r);
+    return emit_like(rb, o, &t, &x, 1, r);
 }
 
 static kiln_status reshape(pass_rebuild *rb, uint32_t id, uint32_t *r) {
@@ -202,7 +216,7 @@ static kiln_status reshape(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     if (ir_shape_eq(&rb->g->nodes[x].shape, &o->shape)) return *r = x, KILN_STATUS_OK;
     if (!composed) return KILN_STATUS_OK;
     ir_node t = like(o, IR_RESHAPE);
-    return pass_emit(rb, &t, &x, 1, r);
+    return emit_like(rb, o, &t, &x, 1, r);
 }
 
 /* broadcast(broadcast(x)): x's axis i goes to mid axis inner[i], which goes to out axis
@@ -270,7 +284,7 @@ static kiln_status splat_constant(pass_rebuild *rb, uint32_t id, uint32_t *r) {
                          "pass simplify: host allocation of %zu bytes for a scalar failed", es);
     memcpy(t.data, p, es);
     uint32_t c;
-    kiln_status s = pass_emit(rb, &t, NULL, 0, &c);
+    kiln_status s = emit_like(rb, o, &t, NULL, 0, &c);
     if (s) {
         host_free(rb->g->ctx, t.data, es);
         return s;
@@ -288,7 +302,7 @@ static kiln_status splat_elementwise(pass_rebuild *rb, uint32_t id, uint32_t *r)
     t.a = o->a;
     t.shape.rank = 0;
     uint32_t scalar;
-    kiln_status s = pass_emit(rb, &t, in, o->n_in, &scalar);
+    kiln_status s = emit_like(rb, o, &t, in, o->n_in, &scalar);
     return s ? s : emit_broadcast(rb, id, scalar, NULL, r);
 }
 
@@ -325,7 +339,7 @@ static kiln_status dot(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     if (!l && !rr) return KILN_STATUS_OK;
     ir_node t = like(o, IR_DOT);
     t.a.dot = d;
-    return pass_emit(rb, &t, in, 2, r);
+    return emit_like(rb, o, &t, in, 2, r);
 }
 
 /* Rewrites old node id by the identities above; *r is its replacement, or 0. */
@@ -448,7 +462,7 @@ static kiln_status fold(pass_rebuild *rb, uint32_t id, uint32_t *r) {
     if (s || !done) return s;
     size_t bytes = 0;
     ir_shape_nbytes(&o->shape, o->dtype, &bytes);
-    if ((s = pass_emit(rb, &t, NULL, 0, r))) host_free(rb->g->ctx, t.data, bytes);
+    if ((s = emit_like(rb, o, &t, NULL, 0, r))) host_free(rb->g->ctx, t.data, bytes);
     return s;
 }
 

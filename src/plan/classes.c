@@ -3,7 +3,7 @@
  * gradient, optimizer state, activation, input, output, temporary).
  *
  * The planner only reports here: the tracer, kiln_grad/kiln_vjp and the optimisers
- * recorded roles and backward flags on the nodes (ir.h), the passes carried them. A
+ * recorded roles (trace/role.h) and backward flags on the nodes (ir.h), the passes carried them. A
  * buffer's class is decided in this order, the first that applies:
  *   scratch -> temporary; constant -> constant; a role -> that role; another parameter
  *   -> input; a saved activation -> activation; another output -> output; else temporary.
@@ -21,6 +21,7 @@
  * the arena's gaps and the allocator's rounding. Constants are host memory: in the totals
  * only. */
 #include "plan.h"
+#include "trace/role.h"
 
 #include <string.h>
 
@@ -51,12 +52,14 @@ static void mark_nodes(const kiln_graph *g, const fusion_plan *fp, uint8_t *mark
         if (n->backward || ((mark[id] & SAVED) && inline_value))
             for (uint32_t k = 0; k < n->n_in; k++)
                 if (!g->nodes[in[k]].backward) mark[in[k]] |= SAVED;
-        if (!inline_value || !(n->role == IR_ROLE_GRADIENT || (mark[id] & GRAD_STORE))) continue;
+        if (!inline_value ||
+            !(trace_role_of(g, id) == TRACE_ROLE_GRADIENT || (mark[id] & GRAD_STORE)))
+            continue;
         int64_t numel = 0, numel_in = 0;
         ir_shape_numel(&n->shape, &numel);
         for (uint32_t k = 0; k < n->n_in; k++) {
             const ir_node *x = &g->nodes[in[k]];
-            if (x->backward && !x->role && ir_shape_numel(&x->shape, &numel_in) &&
+            if (x->backward && !trace_role_of(g, in[k]) && ir_shape_numel(&x->shape, &numel_in) &&
                 numel_in == numel)
                 mark[in[k]] |= GRAD_STORE;
         }
@@ -67,10 +70,10 @@ static plan_class class_of(const kiln_graph *g, const mem_plan *p, const plan_bu
     if (b->kind == PLAN_K_SCRATCH) return PLAN_C_TEMPORARY;
     if (b->kind == PLAN_K_CONST) return PLAN_C_CONSTANT;
     const ir_node *n = &g->nodes[b->node];
-    switch (n->role) {
-    case IR_ROLE_PARAMETER: return PLAN_C_PARAMETER;
-    case IR_ROLE_GRADIENT: return PLAN_C_GRADIENT;
-    case IR_ROLE_OPT_STATE: return PLAN_C_OPT_STATE;
+    switch (trace_role_of(g, b->node)) {
+    case TRACE_ROLE_PARAMETER: return PLAN_C_PARAMETER;
+    case TRACE_ROLE_GRADIENT: return PLAN_C_GRADIENT;
+    case TRACE_ROLE_OPT_STATE: return PLAN_C_OPT_STATE;
     default: break;
     }
     if (b->kind == PLAN_K_PARAM) return PLAN_C_INPUT;

@@ -20,6 +20,7 @@
  * Every string built here goes through a strbuf, so host OOM anywhere gives NULL, with the
  * context's message saying which string could not be made. */
 #include "plan.h"
+#include "ir/side.h"
 #include "base/strbuf.h"
 
 #include <inttypes.h>
@@ -332,9 +333,9 @@ typedef struct svg {
     int n_margin;
 } svg;
 
-/* A buffer written by a recomputation (rematerialisation: src/passes/remat.c). */
+/* A buffer written by a recomputation (rematerialisation: src/remat). */
 static bool recomputed(const kiln_graph *g, const plan_buffer *b) {
-    return g->nodes[b->node].remat == IR_REMAT_CLONE;
+    return ir_side_hints(g, b->node) & IR_HINT_RECOMPUTED;
 }
 
 /* Bytes of a valid UTF-8 sequence at s, 0 if none starts there. */
@@ -693,7 +694,7 @@ static legend legend_of(const svg *v) {
     for (uint32_t k = 0; k < p->n_kernels && !l.recomputed; k++) { /* the step marks */
         const fkernel *kn = &v->fp->kernels[k];
         for (uint32_t r = 0; r < kn->n_roots; r++)
-            l.recomputed |= v->g->nodes[kn->roots[r]].remat == IR_REMAT_CLONE;
+            l.recomputed |= (ir_side_hints(v->g, kn->roots[r]) & IR_HINT_RECOMPUTED) != 0;
     }
     return l;
 }
@@ -764,7 +765,7 @@ static void svg_recompute_marks(svg *v) {
         const fkernel *kn = &v->fp->kernels[p->order[s]];
         bool again = false;
         for (uint32_t r = 0; r < kn->n_roots; r++)
-            again |= v->g->nodes[kn->roots[r]].remat == IR_REMAT_CLONE;
+            again |= (ir_side_hints(v->g, kn->roots[r]) & IR_HINT_RECOMPUTED) != 0;
         if (!again) continue;
         double x = SVG_LEFT + (s + 0.5) * v->sw;
         sb_printf(v->sb,

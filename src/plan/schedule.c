@@ -22,6 +22,7 @@
  * depends on (possible only with passes disabled) is scheduled after a post-order walk
  * from the outputs reaches nothing more, in kernel order. */
 #include "plan_internal.h"
+#include "ir/side.h"
 
 #include <string.h>
 
@@ -45,13 +46,13 @@ static int64_t net_freed(const plan_ctx *c, uint32_t k, const uint32_t *remainin
     return net;
 }
 
-/* A kernel writing a recomputation (IR_REMAT_CLONE): its inputs are ready from the forward
+/* A kernel writing a recomputation (IR_HINT_RECOMPUTED): its inputs are ready from the forward
  * pass on, but running it before the backward pass needs it would hold its result for
  * nothing, so the list scheduler runs it only when nothing else is ready. */
 static bool recomputes(const plan_ctx *c, uint32_t k) {
     const fkernel *kn = &c->fp->kernels[k];
     for (uint32_t i = 0; i < kn->n_roots; i++)
-        if (c->g->nodes[kn->roots[i]].remat == IR_REMAT_CLONE) return true;
+        if (ir_side_hints(c->g, kn->roots[i]) & IR_HINT_RECOMPUTED) return true;
     return false;
 }
 

@@ -1,4 +1,4 @@
-/* remat_budget.c — choosing what to recompute: checkpoint regions as traced, cheap
+/* budget.c — choosing what to recompute: checkpoint regions as traced, cheap
  * elementwise values by default, and the automatic mode that fits a memory budget
  * (kiln_compile_options.memory_budget, KILN_MEMORY_BUDGET), in the spirit of XLA's
  * HloRematerialization and PyTorch's activation_memory_budget, but judged by the real
@@ -20,17 +20,16 @@
  *    value is dropped, and of the cuts in forward order every s-th is kept, with a buffer
  *    of its own, for s of 1, 2, sqrt(n) and around it (the values of a segment are
  *    recomputed from the cut kept before it).
- * Every proposal is rewritten (src/passes/remat.c), fused and planned in full (all four
- * schedules, packing): its planned peak and its added FLOPs are exact, not guessed. Of
+ * Every proposal is rewritten (rewrite.c), fused and planned in full (all four schedules,
+ * packing) by the caller's remat_planner: its planned peak and its added FLOPs are exact,
+ * not guessed. Of
  * the proposals whose peak fits (the base is the first), the one adding the fewest FLOPs
  * wins (ties: lower peak, then the earlier proposal). The proposals do not depend on the
  * budget, so a lower budget can only choose a proposal with a peak at most the higher
  * budget's choice: the planned peak never rises as the budget falls, and never exceeds
  * the peak without a budget. When none fits, the error names the budget, the smallest
  * peak any proposal reached and the buffers live at its peak step. */
-#include "executable.h"
-#include "passes/passes.h"
-#include "base/strbuf.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -48,37 +47,46 @@ static int by_score(const void *x, const void *y) {
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* One trial: rewrite with `extra`, fuse, plan. *peak and *st receive the outcome; when
- * keep_peak_detail is set the trial's plan stays in *t for the caller to read (release
- * it with exec_plan_release and free t->g). */
-static kiln_status trial(kiln_executable *e, const kiln_compile_options *o, const uint8_t *extra,
-                         kiln_executable *t, uint64_t *peak, remat_stats *st) {
-    *t = (kiln_executable){.ctx = e->ctx, .dev = e->dev, .donated = e->donated};
-    kiln_status s = pass_remat_run(e->g, extra, &t->g, st);
-    if (!s) s = exec_fuse_and_plan(t, o);
-    if (!s) *peak = t->mem.peak;
+/* What the search works on: the graph (replaced at the end), the planner, the outcome. */
+typedef struct search {
+    kiln_context *ctx;
+    kiln_graph **g;
+    const remat_planner *pl;
+    remat_info *info;
+} search;
+
+/* One trial: rewrite with `extra`, fuse, plan. *peak and *st receive the outcome; the
+ * trial's graph goes to *tg and its plan to *mem (when not NULL) for the caller to read,
+ * until trial_free. */
+static kiln_status trial(const search *sr, const uint8_t *extra, kiln_graph **tg,
+                         const mem_plan **mem, uint64_t *peak, remat_stats *st) {
+    const mem_plan *m = NULL;
+    kiln_status s = remat_rewrite(*sr->g, extra, tg, st);
+    if (!s) s = sr->pl->plan(sr->pl->user, *tg, &m);
+    if (!s) *peak = m->peak;
+    if (mem) *mem = m;
     return s;
 }
 
-static void trial_free(kiln_executable *t) {
-    exec_plan_release(t);
-    kiln_graph_destroy(t->g);
-    t->g = NULL;
+static void trial_free(const search *sr, kiln_graph **tg) {
+    sr->pl->release(sr->pl->user);
+    kiln_graph_destroy(*tg);
+    *tg = NULL;
 }
 
-/* The plan with nothing recomputed: e->g as it is (drop marks alone change nothing).
+/* The plan with nothing recomputed: the graph as it is (drop marks alone change nothing).
  * When mat is not NULL it receives per node 1 for a materialised value, 2 for a
  * materialised activation saved for the backward pass (what the budget may drop). */
-static kiln_status plain_peak(kiln_executable *e, const kiln_compile_options *o, uint64_t *peak,
-                              uint8_t *mat) {
-    kiln_executable t = {.ctx = e->ctx, .dev = e->dev, .donated = e->donated, .g = e->g};
-    kiln_status s = exec_fuse_and_plan(&t, o);
-    if (!s) *peak = t.mem.peak;
-    for (uint32_t id = 1; !s && mat && id < e->g->n_nodes; id++) {
-        int32_t b = t.mem.buffer_of[id];
-        mat[id] = b < 0 ? 0 : t.mem.buffer_class[b] == PLAN_C_ACTIVATION ? 2 : 1;
+static kiln_status plain_peak(const search *sr, uint64_t *peak, uint8_t *mat) {
+    const kiln_graph *g = *sr->g;
+    const mem_plan *m = NULL;
+    kiln_status s = sr->pl->plan(sr->pl->user, g, &m);
+    if (!s) *peak = m->peak;
+    for (uint32_t id = 1; !s && mat && id < g->n_nodes; id++) {
+        int32_t b = m->buffer_of[id];
+        mat[id] = b < 0 ? 0 : m->buffer_class[b] == PLAN_C_ACTIVATION ? 2 : 1;
     }
-    exec_plan_release(&t);
+    sr->pl->release(sr->pl->user);
     return s;
 }
 
@@ -88,34 +96,28 @@ static kiln_status plain_peak(kiln_executable *e, const kiln_compile_options *o,
 static void spread(const kiln_graph *g, const uint8_t *mat, uint8_t *extra) {
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
-        if (extra[id] || mat[id] || n->backward || n->remat || ir_ops[n->op].kind == IRK_SOURCE)
+        if (extra[id] || mat[id] || n->backward || remat_mark_of(g, id) ||
+            ir_ops[n->op].kind == IRK_SOURCE)
             continue;
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++)
-            if (extra[in[k]] && extra[in[k]] != IR_WHY_KEEP) {
+            if (extra[in[k]] && extra[in[k]] != REMAT_WHY_KEEP) {
                 extra[id] = extra[in[k]];
                 break;
             }
     }
 }
 
-static const char *human(uint64_t v, char *buf, size_t n) {
-    if (v >= (1u << 20))
-        snprintf(buf, n, "%.2f MiB", (double)v / (1 << 20));
-    else
-        snprintf(buf, n, "%.2f KiB", (double)v / 1024);
-    return buf;
-}
-
 /* The infeasible-budget error: the budget, the best peak and what holds it. */
-static kiln_status budget_error(kiln_executable *e, const kiln_compile_options *o, uint64_t budget,
-                                uint64_t without, const uint8_t *best_extra, uint64_t best_peak) {
-    kiln_context *ctx = e->ctx;
-    kiln_executable t;
+static kiln_status budget_error(const search *sr, uint64_t budget, uint64_t without,
+                                const uint8_t *best_extra, uint64_t best_peak) {
+    kiln_context *ctx = sr->ctx;
+    kiln_graph *tg = NULL;
+    const mem_plan *p = NULL;
     uint64_t peak = 0;
-    kiln_status s = trial(e, o, best_extra, &t, &peak, NULL);
+    kiln_status s = trial(sr, best_extra, &tg, &p, &peak, NULL);
     if (s) {
-        trial_free(&t);
+        trial_free(sr, &tg);
         return s;
     }
     strbuf sb;
@@ -126,10 +128,9 @@ static kiln_status budget_error(kiln_executable *e, const kiln_compile_options *
               " bytes (%s) by rematerialisation: the smallest planned peak reachable is %" PRIu64
               " bytes (%s; without recomputation %s). At its peak (step %d of %u) the device "
               "holds, largest first:",
-              e->g->name, budget, human(budget, b1, sizeof b1), best_peak,
-              human(best_peak, b2, sizeof b2), human(without, b3, sizeof b3), t.mem.peak_step,
-              t.mem.n_kernels);
-    const mem_plan *p = &t.mem;
+              (*sr->g)->name, budget, remat_bytes_str(budget, b1, sizeof b1), best_peak,
+              remat_bytes_str(best_peak, b2, sizeof b2), remat_bytes_str(without, b3, sizeof b3),
+              p->peak_step, p->n_kernels);
     uint8_t *shown = host_calloc(ctx, p->n_buffers ? p->n_buffers : 1, 1);
     if (!shown) sb.oom = true; /* the message would lack its buffers: a host OOM instead */
     for (int n = 0; shown && n < 8; n++) {
@@ -144,16 +145,16 @@ static kiln_status budget_error(kiln_executable *e, const kiln_compile_options *
         if (best < 0) break;
         shown[best] = 1;
         const plan_buffer *b = &p->buffers[best];
-        const ir_node *nd = &t.g->nodes[b->node];
+        const ir_node *nd = &tg->nodes[b->node];
         char ty[IR_TYPE_STR_MAX];
         sb_printf(&sb, "%s %%%u %s %s %" PRIu64 " bytes (%s)", n ? ";" : "", b->node,
-                  plan_buffer_op(t.g, b),
+                  plan_buffer_op(tg, b),
                   b->kind == PLAN_K_SCRATCH ? "scratch"
                                             : ir_type_str(nd->dtype, &nd->shape, ty, sizeof ty),
                   b->size, plan_class_name(p->buffer_class[best]));
     }
     if (shown) host_free(ctx, shown, p->n_buffers ? p->n_buffers : 1);
-    trial_free(&t);
+    trial_free(sr, &tg);
     char *msg = sb_take(&sb);
     if (!msg) return ctx_oom(ctx, "kiln_compile: the budget error", 0);
     s = ctx_error(ctx, KILN_STATUS_DEVICE_OOM, "%s", msg);
@@ -161,18 +162,18 @@ static kiln_status budget_error(kiln_executable *e, const kiln_compile_options *
     return s;
 }
 
-/* Replaces e->g by its rewrite with `extra` and records what it added. */
-static kiln_status adopt(kiln_executable *e, const uint8_t *extra, const char *strategy) {
+/* Replaces the graph by its rewrite with `extra` and records what it added. */
+static kiln_status adopt(const search *sr, const uint8_t *extra, const char *strategy) {
     kiln_graph *ng;
     remat_stats st;
-    kiln_status s = pass_remat_run(e->g, extra, &ng, &st);
+    kiln_status s = remat_rewrite(*sr->g, extra, &ng, &st);
     if (s) return s;
-    kiln_graph_destroy(e->g);
-    e->g = ng;
-    e->remat.n_recomputed = st.n_recomputed;
-    e->remat.added_flops = st.added_flops;
-    e->remat.step_flops = st.step_flops;
-    e->remat.strategy = st.n_recomputed ? strategy : NULL;
+    kiln_graph_destroy(*sr->g);
+    *sr->g = ng;
+    sr->info->n_recomputed = st.n_recomputed;
+    sr->info->added_flops = st.added_flops;
+    sr->info->step_flops = st.step_flops;
+    sr->info->strategy = st.n_recomputed ? strategy : NULL;
     return KILN_STATUS_OK;
 }
 
@@ -183,9 +184,10 @@ static bool kept(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
                  const uint8_t *extra, uint32_t v) {
     const ir_node *n = &g->nodes[v];
     if (n->backward || (is_out[v] & 1) || ir_ops[n->op].kind == IRK_SOURCE) return true;
-    if (n->remat == IR_REMAT_KEEP) return true; /* a region's output: recomputed from */
-    if (n->remat == IR_REMAT_DROP) return false;
-    if (extra[v] == IR_WHY_KEEP) return true;
+    remat_mark m = remat_mark_of(g, v);
+    if (m == REMAT_KEEP) return true; /* a region's output: recomputed from */
+    if (m == REMAT_DROP) return false;
+    if (extra[v] == REMAT_WHY_KEEP) return true;
     return mat[v] == 2 && !extra[v];
 }
 
@@ -197,7 +199,7 @@ static void close_up(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_
                      uint8_t *extra) {
     for (uint32_t id = g->n_nodes; id-- > 1;) {
         uint8_t why = extra[id];
-        if (!why || why == IR_WHY_KEEP) continue;
+        if (!why || why == REMAT_WHY_KEEP) continue;
         const ir_node *n = &g->nodes[id];
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++)
@@ -250,13 +252,16 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
 static void propose(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
                     const uint8_t *base, uint8_t *extra) {
     for (uint32_t id = 1; id < g->n_nodes; id++) /* the base's reason wins: it is the default's */
-        if (base[id] && extra[id] != IR_WHY_KEEP) extra[id] = base[id];
+        if (base[id] && extra[id] != REMAT_WHY_KEEP) extra[id] = base[id];
     spread(g, mat, extra);
     close_up(g, mat, is_out, extra);
 }
 
-kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
-    kiln_context *ctx = e->ctx;
+kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const remat_planner *pl,
+                         remat_info *info) {
+    kiln_context *ctx = (*gp)->ctx;
+    search sr = {.ctx = ctx, .g = gp, .pl = pl, .info = info};
+    *info = (remat_info){0};
     uint64_t budget_bytes = o->memory_budget;
     double frac = o->memory_budget_fraction;
     if (!(frac >= 0 && frac <= 1))
@@ -268,28 +273,28 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         budget_bytes = ctx->config.memory_budget;
         frac = ctx->config.memory_budget_fraction;
     }
-    bool regions = remat_any(e->g), budgeted = budget_bytes || frac > 0, backward = false;
-    for (uint32_t id = 1; id < e->g->n_nodes && !backward; id++)
-        backward = e->g->nodes[id].backward;
+    bool regions = remat_any(*gp), budgeted = budget_bytes || frac > 0, backward = false;
+    for (uint32_t id = 1; id < (*gp)->n_nodes && !backward; id++)
+        backward = (*gp)->nodes[id].backward;
     bool cheap_on = !o->disable_cheap_remat && backward;
     if (!regions && !budgeted && !cheap_on) return KILN_STATUS_OK;
 
     uint64_t without = 0;
-    uint32_t nn = e->g->n_nodes;
+    uint32_t nn = (*gp)->n_nodes;
     uint8_t *mat = host_calloc(ctx, nn, 1);
     if (!mat) return ctx_oom(ctx, "kiln_compile: rematerialisation", nn);
-    kiln_status s = plain_peak(e, o, &without, mat);
+    kiln_status s = plain_peak(&sr, &without, mat);
     if (s) {
         host_free(ctx, mat, nn);
         return s;
     }
-    e->remat.peak_without = without;
+    info->peak_without = without;
     uint64_t budget = budget_bytes;
     if (!budget && frac > 0) budget = (uint64_t)floor(frac * (double)without);
     if (budgeted && budget && budget_bytes && frac > 0 &&
         (uint64_t)(frac * (double)without) < budget)
         budget = (uint64_t)(frac * (double)without); /* both given: the tighter */
-    e->remat.budget = budgeted ? budget : 0;
+    info->budget = budgeted ? budget : 0;
     if (budgeted && !budget) { /* a fraction so small that it rounds to nothing */
         host_free(ctx, mat, nn);
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
@@ -312,7 +317,7 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         s = ctx_oom(ctx, "kiln_compile: rematerialisation candidates", (size_t)nn * sizeof *c);
         goto done;
     }
-    const kiln_graph *g = e->g;
+    const kiln_graph *g = *gp;
     for (uint32_t i = 0; i < g->n_outputs; i++) is_out[g->outputs[i]] = 1;
     /* values of constants alone (a broadcast scalar shared by every layer) are held or
      * recomputed for nothing: they do not tie the forward pass together */
@@ -342,7 +347,8 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         const ir_node *n = &g->nodes[id];
         bool cut = !n->backward && jump <= id;
         if (!n->backward && reach[id] > jump) jump = reach[id];
-        if (n->backward || n->remat || is_out[id] || ir_ops[n->op].kind == IRK_SOURCE) continue;
+        if (n->backward || remat_mark_of(g, id) || is_out[id] || ir_ops[n->op].kind == IRK_SOURCE)
+            continue;
         if (cut) cuts[ncut++] = id;
         if (mat[id] != 2) continue;
         size_t bytes = 0;
@@ -351,7 +357,7 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         double cost = closure_cost(g, mat, is_out, none, id, nc + 1, seen, stack, &cheap);
         c[nc++] = (cand){id, (double)bytes / cost};
         cand_bytes += (double)bytes;
-        if (cheap && cheap_on) base[id] = IR_WHY_CHEAP, n_cheap++;
+        if (cheap && cheap_on) base[id] = REMAT_WHY_CHEAP, n_cheap++;
     }
     qsort(c, nc, sizeof *c, by_score);
 
@@ -360,19 +366,19 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
     uint64_t base_peak = without;
     double base_flops = 0;
     if (regions || n_cheap) {
-        kiln_executable t;
+        kiln_graph *tg = NULL;
         remat_stats st = {0};
         if (regions) {
-            s = trial(e, o, none, &t, &base_peak, &st);
-            trial_free(&t);
+            s = trial(&sr, none, &tg, NULL, &base_peak, &st);
+            trial_free(&sr, &tg);
             base_flops = st.added_flops;
         }
         if (!s && n_cheap) {
             uint64_t peak = 0;
             memset(extra, 0, nn);
             propose(g, mat, is_out, base, extra);
-            s = trial(e, o, extra, &t, &peak, &st);
-            trial_free(&t);
+            s = trial(&sr, extra, &tg, NULL, &peak, &st);
+            trial_free(&sr, &tg);
             /* worth it only when it lowers the peak by 1% or more: recomputing to save a
              * few KiB at the peak (the MLP of docs/memory.md saves 20 KiB of 11 MiB) is work
              * no one asked for */
@@ -384,8 +390,8 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
         if (s) goto done;
     }
     if (!budgeted) {
-        s = adopt(e, base, regions ? "checkpoint" : "elementwise");
-        if (!s && !e->remat.n_recomputed) e->remat = (exec_remat_info){0}; /* nothing done */
+        s = adopt(&sr, base, regions ? "checkpoint" : "elementwise");
+        if (!s && !info->n_recomputed) *info = (remat_info){0}; /* nothing done */
         goto done;
     }
 
@@ -428,7 +434,8 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
             peak = base_peak, st.added_flops = base_flops;
         } else {
             if (p <= n_greedy) {
-                for (uint32_t i = 0; i < prefix[p - 1]; i++) extra[c[i].id] = IR_WHY_BUDGET_GREEDY;
+                for (uint32_t i = 0; i < prefix[p - 1]; i++)
+                    extra[c[i].id] = REMAT_WHY_BUDGET_GREEDY;
                 strategy = "greedy";
             } else {
                 uint32_t step = seg[p - n_greedy - 1];
@@ -436,20 +443,20 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
                 /* every forward value but the kept cuts, as a region's policy would drop */
                 for (uint32_t id = 1; id < nn; id++) {
                     const ir_node *n = &g->nodes[id];
-                    if (!n->backward && !n->remat && !is_out[id] &&
+                    if (!n->backward && !remat_mark_of(g, id) && !is_out[id] &&
                         ir_ops[n->op].kind != IRK_SOURCE)
-                        extra[id] = IR_WHY_BUDGET_SEGMENT;
+                        extra[id] = REMAT_WHY_BUDGET_SEGMENT;
                 }
                 for (uint32_t i = 0; i < ncut; i++)
-                    if (i % step == step - 1) extra[cuts[i]] = IR_WHY_KEEP;
+                    if (i % step == step - 1) extra[cuts[i]] = REMAT_WHY_KEEP;
                 strategy = "segments";
             }
             propose(g, mat, is_out, base, extra);
             if (!memcmp(extra, last, nn)) continue; /* the proposal before it again */
             memcpy(last, extra, nn);
-            kiln_executable t;
-            s = trial(e, o, extra, &t, &peak, &st);
-            trial_free(&t);
+            kiln_graph *tg = NULL;
+            s = trial(&sr, extra, &tg, NULL, &peak, &st);
+            trial_free(&sr, &tg);
             if (s) break;
         }
         if (peak < min_peak) min_peak = peak, memcpy(min_extra, extra, nn);
@@ -459,9 +466,9 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
             memcpy(best_extra, extra, nn);
         }
     }
-    e->remat.min_peak = min_peak == UINT64_MAX ? 0 : min_peak;
-    if (!s && !best_strategy) s = budget_error(e, o, budget, without, min_extra, min_peak);
-    if (!s) s = adopt(e, best_extra, best_strategy);
+    info->min_peak = min_peak == UINT64_MAX ? 0 : min_peak;
+    if (!s && !best_strategy) s = budget_error(&sr, budget, without, min_extra, min_peak);
+    if (!s) s = adopt(&sr, best_extra, best_strategy);
 done:
     host_free(ctx, mat, nn);
     host_free(ctx, is_out, nn);
@@ -477,51 +484,4 @@ done:
     host_free(ctx, seen, (size_t)nn * sizeof *seen);
     host_free(ctx, stack, (size_t)nn * sizeof *stack);
     return s;
-}
-
-char *exec_memory_report(const kiln_executable *e) {
-    char *base = plan_report(e->g, &e->plan, &e->mem, e->stats.code_bytes);
-    if (!base || !e->remat.peak_without) return base;
-    strbuf sb;
-    sb_init(&sb, e->ctx);
-    /* before the per-buffer table, which readers (kiln plan) may cut off */
-    const char *table = strstr(base, "\n  value ");
-    size_t head = table ? (size_t)(table - base) + 1 : strlen(base);
-    sb_printf(&sb, "%.*s", (int)head, base);
-    char b1[32], b2[32], b3[32];
-    int64_t saved = (int64_t)e->remat.peak_without - (int64_t)e->mem.peak;
-    sb_printf(&sb, "rematerialisation (%s): peak %s without recomputation, %s with (%s %s)",
-              e->remat.strategy ? e->remat.strategy : "none",
-              human(e->remat.peak_without, b1, sizeof b1), human(e->mem.peak, b2, sizeof b2),
-              saved >= 0 ? "saves" : "costs", human((uint64_t)llabs(saved), b3, sizeof b3));
-    if (e->remat.budget) sb_printf(&sb, "; budget %s", human(e->remat.budget, b1, sizeof b1));
-    sb_printf(&sb, "\n  %u ops recomputed, %.4g FLOPs added (%.2f%% of the step's %.4g)\n",
-              e->remat.n_recomputed, e->remat.added_flops,
-              e->remat.step_flops > 0 ? 100 * e->remat.added_flops / e->remat.step_flops : 0.0,
-              e->remat.step_flops);
-    for (uint32_t id = 1; id < e->g->n_nodes; id++) {
-        const ir_node *n = &e->g->nodes[id];
-        if (n->remat != IR_REMAT_CLONE) continue;
-        char ty[IR_TYPE_STR_MAX];
-        const char *why = n->why == IR_WHY_BUDGET_GREEDY    ? "memory budget, greedy"
-                          : n->why == IR_WHY_BUDGET_SEGMENT ? "memory budget, sqrt(n) segments"
-                          : n->why == IR_WHY_CHEAP ? "cheap elementwise value (disable_cheap_remat)"
-                                                   : NULL;
-        sb_printf(&sb, "  %%%u %s %s: ", id, ir_ops[n->op].name,
-                  ir_type_str(n->dtype, &n->shape, ty, sizeof ty));
-        if (why)
-            sb_append(&sb, why);
-        else
-            sb_printf(&sb, "checkpoint %s",
-                      kiln_checkpoint_policy_name((kiln_checkpoint_policy)(n->why - 1)));
-        sb_printf(&sb, ", %s",
-                  e->plan.materialised && e->plan.materialised[id]
-                      ? "own buffer"
-                      : "fused into its consumer (no buffer)");
-        if (n->file) sb_printf(&sb, " (%s:%d)", kn_path_base(n->file), n->line);
-        sb_append(&sb, "\n");
-    }
-    if (table) sb_printf(&sb, "\n%s", base + head);
-    kiln_string_free(e->ctx, base);
-    return sb_take(&sb);
 }

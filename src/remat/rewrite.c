@@ -1,15 +1,15 @@
-/* remat.c — rematerialisation: every backward read of a forward value that is not saved
- * reads a recomputation of it instead (DESIGN §2.3).
+/* rewrite.c — the recomputation pass: every backward read of a forward value that is not
+ * saved reads a recomputation of it instead (DESIGN §2.3).
  *
- * A value is dropped when a checkpoint region marked it (IR_REMAT_DROP, by its policy:
- * src/trace/checkpoint.c) or when the caller's `extra` names it (the memory budget's
- * choice, src/exec/remat_budget.c); `extra` may instead mark a value IR_WHY_KEEP, a
- * checkpoint the budget keeps, which becomes IR_REMAT_KEEP (fusion gives it a buffer). Sources and
+ * A value is dropped when a checkpoint region marked it (REMAT_DROP, by its policy:
+ * checkpoint.c) or when the caller's `extra` names it (the memory budget's choice,
+ * budget.c); `extra` may instead mark a value REMAT_WHY_KEEP, a checkpoint the budget
+ * keeps, which becomes REMAT_KEEP (fusion gives it a buffer). Sources and
  * graph outputs are never dropped: they are held anyway. The pass rebuilds the graph in node order;
  * just before the first backward node (ir_node.backward) that reads a dropped value, it emits a
  * copy of that value, and, first, copies of each dropped value the copy needs in turn, so a
  * recomputation reads only values that are kept. Each dropped value is recomputed once and shared
- * by every later backward reader. The copies are IR_REMAT_CLONE and `backward`: CSE never merges
+ * by every later backward reader. The copies are REMAT_CLONE and `backward`: CSE never merges
  * them into the forward value (cse.c), fusion never joins them to a forward kernel
  * (fusion.c) but may inline them into their consumer, and the list scheduler runs them as
  * late as their readers allow (schedule.c). Forward nodes keep reading the originals, so
@@ -17,23 +17,25 @@
  *
  * Every copy computes exactly what its original did from the same inputs, so the
  * outputs are bitwise those of the graph without recomputation. */
-#include "passes.h"
-#include "rewrite.h"
+#include "internal.h"
+#include "passes/rewrite.h"
 
 #include <string.h>
 
 typedef struct remat_state {
-    const uint8_t *extra; /* per old node: a reason to drop it (IR_WHY_*), 0: none */
+    const uint8_t *extra; /* per old node: a reason to drop it (remat_why), 0: none */
     uint8_t *output;      /* per old node: a graph output */
     uint32_t *clone;      /* per old node: the new id of its recomputation, 0: none yet */
     remat_stats *st;
 } remat_state;
 
-static uint8_t drop_why(const pass_rebuild *rb, const remat_state *rs, uint32_t id) {
+/* Why old node id is dropped (REMAT_WHY_NONE: it is not). */
+static remat_why drop_why(const pass_rebuild *rb, const remat_state *rs, uint32_t id) {
     const ir_node *n = &rb->old->nodes[id];
-    if (n->backward || rs->output[id] || ir_ops[n->op].kind == IRK_SOURCE) return 0;
-    if (n->remat == IR_REMAT_DROP) return n->why ? n->why : 1;
-    return rs->extra && rs->extra[id] != IR_WHY_KEEP ? rs->extra[id] : 0;
+    if (n->backward || rs->output[id] || ir_ops[n->op].kind == IRK_SOURCE) return REMAT_WHY_NONE;
+    remat_row r = remat_row_of(rb->old, id);
+    if (r.mark == REMAT_DROP) return r.why ? (remat_why)r.why : REMAT_WHY_POLICY;
+    return rs->extra && rs->extra[id] != REMAT_WHY_KEEP ? (remat_why)rs->extra[id] : REMAT_WHY_NONE;
 }
 
 double remat_node_flops(const kiln_graph *g, uint32_t id) {
@@ -97,11 +99,12 @@ static kiln_status emit_clone(pass_rebuild *rb, remat_state *rs, uint32_t u) {
     rb->map[u] = saved_u;
     if (saved != stack) host_free(rb->g->ctx, saved, o->n_in * sizeof *saved);
     if (s) return s;
-    ir_node *t = &rb->g->nodes[nid];
-    t->remat = IR_REMAT_CLONE;
-    t->why = drop_why(rb, rs, u);
-    t->backward = true;
-    t->role = IR_ROLE_NONE;
+    remat_row *w = remat_row_make(rb->g, nid);
+    if (!w) return ctx_oom(rb->g->ctx, "pass remat: the marks", sizeof *w);
+    remat_row o_row = remat_row_of(rb->old, u);
+    *w = (remat_row){
+        .mark = REMAT_CLONE, .why = (uint8_t)drop_why(rb, rs, u), .policy = o_row.policy};
+    rb->g->nodes[nid].backward = true;
     rs->clone[u] = nid;
     rs->st->n_recomputed++;
     rs->st->added_flops += remat_node_flops(rb->old, u);
@@ -113,9 +116,12 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     const ir_node *o = &rb->old->nodes[id];
     if (!o->backward) {
         kiln_status s = pass_copy(rb, id);
-        if (!s && rs->extra && rs->extra[id] == IR_WHY_KEEP)
-            rb->g->nodes[rb->map[id]].remat = IR_REMAT_KEEP;
-        return s;
+        if (s || !rs->extra || rs->extra[id] != REMAT_WHY_KEEP) return s;
+        remat_row *w = remat_row_make(rb->g, rb->map[id]);
+        if (!w) return ctx_oom(rb->g->ctx, "pass remat: the marks", sizeof *w);
+        remat_row o_row = remat_row_of(rb->old, id); /* a dropped value kept keeps its reason */
+        *w = (remat_row){.mark = REMAT_KEEP, .why = o_row.why, .policy = o_row.policy};
+        return KILN_STATUS_OK;
     }
     const uint32_t *in = ir_in(o);
     bool any = false;
@@ -141,8 +147,8 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     return s;
 }
 
-kiln_status pass_remat_run(const kiln_graph *g, const uint8_t *extra, kiln_graph **out,
-                           remat_stats *st) {
+kiln_status remat_rewrite(const kiln_graph *g, const uint8_t *extra, kiln_graph **out,
+                          remat_stats *st) {
     kiln_context *ctx = g->ctx;
     *out = NULL;
     remat_stats local;
@@ -162,10 +168,4 @@ kiln_status pass_remat_run(const kiln_graph *g, const uint8_t *extra, kiln_graph
     host_free(ctx, rs.output, g->n_nodes);
     host_free(ctx, rs.clone, (size_t)g->n_nodes * sizeof *rs.clone);
     return s;
-}
-
-bool remat_any(const kiln_graph *g) {
-    for (uint32_t id = 1; id < g->n_nodes; id++)
-        if (g->nodes[id].remat == IR_REMAT_DROP) return true;
-    return false;
 }

@@ -163,10 +163,11 @@ static kiln_status finish(kiln_graph *g, int n, kiln_value *const *outs, int n_o
 }
 
 /* Records role r on v[0..n) (NULL: none); only graph parameters when params_only. */
-static void mark_roles(kiln_graph *g, int n, const kiln_value *v, ir_role r, bool params_only) {
+static void mark_roles(kiln_graph *g, const char *op, int n, const kiln_value *v, trace_role r,
+                       bool params_only) {
     for (int i = 0; v && i < n && !g->status; i++)
         if (!params_only || (v[i].id < g->n_nodes && g->nodes[v[i].id].op == IR_PARAMETER))
-            trace_set_role(g, v[i], r);
+            trace_set_role(g, op, v[i], r);
 }
 
 /* Rank-0 f64 arithmetic on hyperparameters. */
@@ -237,11 +238,11 @@ kiln_status kiln_optim_sgd(kiln_graph *g, const kiln_sgd_options *o, int n,
         }
         new_params[i] = kiln_sub(g, p, kiln_mul(g, k[SGD_LR], d));
     }
-    mark_roles(g, n, params, IR_ROLE_PARAMETER, true);
-    mark_roles(g, n, new_params, IR_ROLE_PARAMETER, false);
+    mark_roles(g, op, n, params, TRACE_ROLE_PARAMETER, true);
+    mark_roles(g, op, n, new_params, TRACE_ROLE_PARAMETER, false);
     if (use_mu) {
-        mark_roles(g, n, momentum, IR_ROLE_OPT_STATE, false);
-        mark_roles(g, n, new_momentum, IR_ROLE_OPT_STATE, false);
+        mark_roles(g, op, n, momentum, TRACE_ROLE_OPT_STATE, false);
+        mark_roles(g, op, n, new_momentum, TRACE_ROLE_OPT_STATE, false);
     }
     return finish(g, n, outs, 2);
 }
@@ -298,12 +299,12 @@ static kiln_status adam(kiln_graph *g, const char *op, bool decoupled, const kil
         new_m[i] = nm;
         new_v[i] = nv;
     }
-    mark_roles(g, n, params, IR_ROLE_PARAMETER, true);
-    mark_roles(g, n, new_params, IR_ROLE_PARAMETER, false);
-    mark_roles(g, n, m, IR_ROLE_OPT_STATE, false);
-    mark_roles(g, n, v, IR_ROLE_OPT_STATE, false);
-    mark_roles(g, n, new_m, IR_ROLE_OPT_STATE, false);
-    mark_roles(g, n, new_v, IR_ROLE_OPT_STATE, false);
+    mark_roles(g, op, n, params, TRACE_ROLE_PARAMETER, true);
+    mark_roles(g, op, n, new_params, TRACE_ROLE_PARAMETER, false);
+    mark_roles(g, op, n, m, TRACE_ROLE_OPT_STATE, false);
+    mark_roles(g, op, n, v, TRACE_ROLE_OPT_STATE, false);
+    mark_roles(g, op, n, new_m, TRACE_ROLE_OPT_STATE, false);
+    mark_roles(g, op, n, new_v, TRACE_ROLE_OPT_STATE, false);
     return finish(g, n, outs, 3);
 }
 
@@ -359,7 +360,7 @@ kiln_status kiln_optim_clip_by_global_norm(kiln_graph *g, kiln_value max_norm, i
         kiln_value scaled = kiln_mul(g, kiln_div(g, grads[i], k[0]), k[1]);
         clipped[i] = kiln_select(g, keep, grads[i], scaled);
     }
-    mark_roles(g, n, clipped, IR_ROLE_GRADIENT, false);
+    mark_roles(g, op, n, clipped, TRACE_ROLE_GRADIENT, false);
     kiln_status s = finish(g, n, outs, 1);
     if (global_norm) *global_norm = s ? KN_NONE : norm;
     return s;

@@ -7,6 +7,7 @@
  * that fails part-way can, but the graph is dead by then). */
 #include "trace.h"
 #include "base/strbuf.h"
+#include "ir/side.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -446,14 +447,8 @@ kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *ou
         return g->status;
     }
     if (!trace_ready(g, op)) return KILN_STATUS_INVALID_ARGUMENT; /* already finished */
-    if (g->n_ckpt)
-        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
-                          "%u checkpoint region%s still open (the innermost began at %s:%d); "
-                          "close each with kiln_checkpoint_end",
-                          g->n_ckpt, g->n_ckpt == 1 ? " is" : "s are",
-                          g->ckpt[g->n_ckpt - 1].file ? g->ckpt[g->n_ckpt - 1].file : "?",
-                          g->ckpt[g->n_ckpt - 1].line),
-               g->status;
+    kiln_status cs = ir_side_finish_check(g);                     /* open checkpoint regions, say */
+    if (cs) return cs;
     if (n_outputs < 1)
         return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                           "a graph needs at least one output (got %d)", n_outputs),
@@ -483,8 +478,7 @@ kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *ou
         kiln_last_error_copy(g->ctx, g->error_buf, sizeof g->error_buf);
         return s;
     }
-    trace_checkpoint_outputs(g);
-    ir_checkpoint_release(g); /* the names: no region can read them any more */
+    ir_side_finish(g); /* checkpoint regions keep their outputs and free their names */
     g->finished = true;
     return KILN_STATUS_OK;
 }

@@ -12,6 +12,7 @@
 #define KILN_TRACE_H
 
 #include "ir/ir.h"
+#include "role.h"
 
 static const kiln_value KN_NONE = {0, 0};
 
@@ -35,13 +36,11 @@ static inline kiln_value trace_value(const kiln_graph *g, uint32_t id) {
     return (kiln_value){g->id, id};
 }
 
-/* Records role r (ir_role) on value v of g unless it already has one (first writer wins:
- * a parameter passed back as a gradient stays a parameter). Checked values only: v must
- * be a valid value of g; the invalid value is ignored (the call that made it failed). */
-static inline void trace_set_role(kiln_graph *g, kiln_value v, ir_role r) {
-    if (v.id && v.graph == g->id && v.id < g->n_nodes && !g->nodes[v.id].role)
-        g->nodes[v.id].role = (uint8_t)r;
-}
+/* Records role r on value v of g unless it already has one (role.h: first writer wins: a
+ * parameter passed back as a gradient stays a parameter). Checked values only: v must be a
+ * valid value of g; the invalid value is ignored (the call that made it failed). A host
+ * OOM is the builder's error, named op. */
+void trace_set_role(kiln_graph *g, const char *op, kiln_value v, trace_role r);
 
 /* Normalises an axis (negative counts from the end); false if out of range. */
 bool trace_axis(int axis, int rank, int *out);
@@ -88,7 +87,5 @@ kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, kiln_valu
                                       kiln_value v);
 void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k, kiln_value v,
                          kiln_value out, kiln_value ct, const bool *need, kiln_value *grads);
-/* Keeps the outputs of checkpoint regions (checkpoint.c): kiln_graph_finish calls it. */
-void trace_checkpoint_outputs(kiln_graph *g);
 
 #endif

@@ -1,6 +1,6 @@
 /* test_remat.c — rematerialisation: checkpoint regions and their policies
- * (kiln_checkpoint_begin/_end/_name, src/trace/checkpoint.c), the recomputation pass
- * (src/passes/remat.c) and the memory budget (src/exec/remat_budget.c).
+ * (kiln_checkpoint_begin/_end/_name, src/remat/checkpoint.c), the recomputation pass
+ * (src/remat/rewrite.c) and the memory budget (src/remat/budget.c).
  *
  * What is held: gradients with every policy and every budget are bitwise the gradients
  * without recomputation (a recomputation is the same kernel code on the same inputs);

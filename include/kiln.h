@@ -519,6 +519,10 @@ KILN_API kiln_value kiln_broadcast_to(kiln_graph *g, kiln_value x, int rank, con
 KILN_API kiln_value kiln_reshape(kiln_graph *g, kiln_value x, int rank, const int64_t *dims);
 /* Output axis i is input axis perm[i]; perm has rank(x) entries. */
 KILN_API kiln_value kiln_transpose(kiln_graph *g, kiln_value x, const int *perm);
+/* jax.lax.rev / jnp.flip: the elements of x in reverse order along each of the n_axes axes
+ * (negative axes count from the end; axes NULL reverses every axis), same shape and dtype.
+ * An axis out of range, or given twice, is an error that names it and x's rank. */
+KILN_API kiln_value kiln_rev(kiln_graph *g, kiln_value x, int n_axes, const int *axes);
 /* Elements start[i], start[i]+stride[i], ... < limit[i]; stride NULL means all 1.
  * Requires 0 <= start <= limit <= dim and stride >= 1. */
 KILN_API kiln_value kiln_slice(kiln_graph *g, kiln_value x, const int64_t *start,
@@ -1479,6 +1483,7 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_broadcast_to(g, ...)     KILN__V(g, kiln_broadcast_to((g), __VA_ARGS__))
 #define kiln_reshape(g, ...)          KILN__V(g, kiln_reshape((g), __VA_ARGS__))
 #define kiln_transpose(g, ...)        KILN__V(g, kiln_transpose((g), __VA_ARGS__))
+#define kiln_rev(g, ...)              KILN__V(g, kiln_rev((g), __VA_ARGS__))
 #define kiln_slice(g, ...)            KILN__V(g, kiln_slice((g), __VA_ARGS__))
 #define kiln_concatenate(g, ...)      KILN__V(g, kiln_concatenate((g), __VA_ARGS__))
 #define kiln_pad(g, ...)              KILN__V(g, kiln_pad((g), __VA_ARGS__))

@@ -264,6 +264,16 @@ static void vjp_transpose(kiln_graph *g, uint32_t id, const ir_node *n, kiln_val
     out[0] = kiln_transpose(g, ct, inv);
 }
 
+/* rev is its own transpose: the cotangent reversed along the same axes. */
+static void vjp_rev(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id, (void)need;
+    int axes[KILN_MAX_RANK], k = 0;
+    for (int i = 0; i < n->shape.rank; i++)
+        if (n->a.rev_axes >> i & 1u) axes[k++] = i;
+    out[0] = kiln_rev(g, ct, k, axes);
+}
+
 /* A slice's cotangent is padded back to the operand: lo = start, interior = stride - 1,
  * hi whatever remains after the last element taken. */
 static void vjp_slice(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
@@ -567,6 +577,7 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_SLICE] = vjp_slice,
     [IR_CONCAT] = vjp_concat,
     [IR_PAD] = vjp_pad,
+    [IR_REV] = vjp_rev,
     [IR_REDUCE_SUM] = vjp_reduce_sum,
     [IR_REDUCE_MAX] = vjp_reduce_chooser,
     [IR_REDUCE_MIN] = vjp_reduce_chooser,

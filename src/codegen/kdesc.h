@@ -366,5 +366,9 @@ uint32_t kd_ix_mod(kd_kernel *kd, uint32_t a, int64_t n);
 bool kd_ix_equal(const kd_kernel *kd, uint32_t a, uint32_t b);
 /* Whether ix is the last axis' variable itself (any narrowing of it). */
 bool kd_ix_is_last(const kd_kernel *kd, uint32_t ix);
+/* The index map of a shape op that reads each operand axis at a function of the same
+ * output axis alone (rev): fills sub (one index per operand axis) from the output's ix and
+ * returns true; false for every op lowered otherwise (lower.c). */
+bool kd_ix_map(kd_kernel *kd, const ir_node *n, const uint32_t *ix, uint32_t *sub);
 
 #endif

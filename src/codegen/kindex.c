@@ -373,3 +373,17 @@ uint32_t kd_ix_mod(kd_kernel *kd, uint32_t a, int64_t n) {
     }
     return ix_atom(kd, atom_get(kd, KD_ATOM_MOD, a, n, -(n - 1), n - 1), 0);
 }
+
+/* ------------------------------------------------------------ index maps ---- */
+
+bool kd_ix_map(kd_kernel *kd, const ir_node *n, const uint32_t *ix, uint32_t *sub) {
+    switch (n->op) {
+    case IR_REV: /* element i of a reversed axis of size d is the operand's d - 1 - i */
+        for (int a = 0; a < n->shape.rank; a++)
+            sub[a] = n->a.rev_axes >> a & 1u
+                         ? kd_ix_affine(kd, ix[a], -1, 0, 0, n->shape.dims[a] - 1)
+                         : ix[a];
+        return true;
+    default: return false;
+    }
+}

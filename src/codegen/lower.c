@@ -418,7 +418,9 @@ static uint32_t lower_compute(lw *l, uint32_t id, const uint32_t *ix) {
     case IR_PAD: return lower_pad(l, id, ix);
     case IR_CONCAT: return lower_concat(l, id, ix);
     case IR_TAKE_ROWS: return lower_take(l, id, ix);
-    default: break;
+    default:
+        if (kd_ix_map(l->kd, n, ix, sub)) return lower_value(l, in[0], sub); /* rev */
+        break;
     }
     if (ir_ops[n->op].kind == IRK_REDUCE) return lower_reduce(l, id, ix);
     return lower_elementwise(l, id, ix);

@@ -244,7 +244,10 @@ static kiln_status infer_shape_op(const kiln_graph *g, ir_node *n, char *msg, si
     case IR_SLICE: return infer_slice(x, n, msg, msg_size);
     case IR_CONCAT: return infer_concat(g, n, msg, msg_size);
     case IR_PAD: return infer_pad(g, n, msg, msg_size);
-    default: FAIL(KILN_STATUS_INTERNAL, "not a shape op");
+    default: /* moves elements within the operand's shape (rev): its attributes' types say
+              * what to check (ir_attrs_check) */
+        n->shape = x->shape;
+        return KILN_STATUS_OK;
     }
 }
 
@@ -466,5 +469,6 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_ATTENTION: s = infer_attention(g, n, msg, msg_size); break;
     default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");
     }
+    if (!s) s = ir_attrs_check(n, n->n_in ? input(g, n, 0)->shape.rank : 0, msg, msg_size);
     return s ? s : ir_check_shape(&n->shape, n->dtype, msg, msg_size);
 }

@@ -137,6 +137,14 @@ enum {
     X(OR, "or", logical_or, 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,    \
       1, NULL, "(($T)($0 | $1))")
 
+/* Structural ops whose public builder kiln_<ident>(g, x, n_axes, axes) is generated from
+ * their row (src/trace/shape_ops.c): the axes (negative ones count from the end; NULL: all
+ * of them) become the op's one attribute, an IRA_AXES set. Shape inference, the builder's
+ * checks, the text form and CSE all follow from the row and its attribute declaration. */
+#define KN_AXES_OPS(X)                                                                             \
+    /* reverses the order of the elements along each axis of the set (jax.lax.rev) */             \
+    X(REV, "rev", rev, 1, IRK_SHAPE, IRT_ANY, 0, 0, NULL, NULL)
+
 /* Random numbers (src/trace/random.c, docs/random.md): RANDOM(k0, k1, c) is Threefry-2x32
  * (20 rounds) of the key (k0, k1) on the counter (0, c), all uint32 bit patterns in i32,
  * reduced to what the attribute `rng` (ir_rng) asks for. It is elementwise in the counter,
@@ -164,6 +172,7 @@ enum {
     X(SLICE, "slice", slice, 1, IRK_SHAPE, IRT_ANY, 0, 0, NULL, NULL)                              \
     X(CONCAT, "concatenate", concatenate, -1, IRK_SHAPE, IRT_ANY, 0, 1, NULL, NULL)                \
     X(PAD, "pad", pad, 2, IRK_SHAPE, IRT_ANY, 0, 1, NULL, NULL)                                    \
+    KN_AXES_OPS(X)                                                                                 \
     X(REDUCE_SUM, "reduce_sum", reduce_sum, 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE, 1,          \
       NULL, NULL)                                                                                  \
     X(REDUCE_MAX, "reduce_max", reduce_max, 1, IRK_REDUCE, IRT_NUMERIC, IRF_EXPENSIVE, 1,          \
@@ -197,6 +206,7 @@ typedef enum ir_op {
 
 typedef struct ir_op_info {
     const char *name;
+    const char *ident; /* the public builder is kiln_<ident> (messages of a loaded graph) */
     int arity;
     ir_kind kind;
     int types; /* IRT_*: what the first operand (the "data" operand) may be */
@@ -249,6 +259,7 @@ typedef union ir_attrs {
         int64_t lo[KILN_MAX_RANK], hi[KILN_MAX_RANK], interior[KILN_MAX_RANK];
     } pad;                /* PAD (inputs: operand, rank-0 pad value) */
     uint32_t reduce_axes; /* REDUCE_*: bit i set = axis i reduced (not kept) */
+    uint32_t rev_axes;    /* REV: bit i set = axis i reversed */
     kiln_dot_dims dot;    /* DOT */
     int rng;              /* RANDOM: ir_rng */
     int reduce_kind;      /* ALL_REDUCE: kiln_reduce_kind */
@@ -265,6 +276,80 @@ typedef union ir_attrs {
                        * from it (src/passes/attention.c) keeps that meaning exactly */
     } attn;           /* ATTENTION */
 } ir_attrs;
+
+/* The attribute table: every attribute of every op, declared once. Printing (ir_print),
+ * reading the text back (src/trace/load.c), the builders of KN_AXES_OPS, the verifier's
+ * attribute checks, and CSE's equality and hash (src/passes/rewrite.c) are all derived
+ * from it by attribute type (src/ir/attrs.c), so none of them has a switch over ops.
+ *
+ *   X(OP, type, "name", member, words)
+ *
+ * An op's attributes are written in the order of its rows, and flattened in that order
+ * for equality and hashing; an op without rows has none (elementwise ops: the dtype says
+ * what CONVERT does). `name` is the attribute's name in the text, or for an IRA_WORD what
+ * the op needs ("compare needs a direction: eq, ..."); `words` gives an IRA_WORD's words
+ * by value (NULL past the last). */
+typedef enum ir_attr_type {
+    IRA_PARAM, /* int: a parameter's position, which the parameter line writes itself */
+    IRA_INT,   /* int: " name=N" */
+    IRA_WORD,  /* int: one of the words, written bare (" lt"); "?" when out of range */
+    IRA_FLAG,  /* bool: a bare word, written when set (" reverse") */
+    IRA_INTS,  /* int[rank of the first operand]: " name=[a,b]" */
+    IRA_I64S,  /* int64_t[rank of the first operand]: " name=[a,b]" */
+    IRA_AXES,  /* uint32_t, bit i = axis i of the first operand: " name=[i,j]" */
+    IRA_REAL,  /* double: " name=X" (%.17g, exact); compared by its bits (-0.0 != 0.0) */
+    IRA_FILL,  /* double, meaningful only while the flag declared just before it is set
+                * (else -inf), and written only then and when it is not -inf */
+    IRA_DOT,   /* kiln_dot_dims: lhs_batch and rhs_batch (both left out when empty),
+                * lhs_contract, rhs_contract */
+} ir_attr_type;
+
+const char *ir_cmp_name(int cmp);          /* "eq" .. "ge", NULL out of range */
+const char *ir_reduce_kind_name(int kind); /* "sum", "mean", "max", NULL out of range */
+
+// clang-format off
+#define KN_ATTRS(X)                                                                                \
+    X(PARAMETER, IRA_PARAM, "index", param_index, NULL)                                            \
+    X(IOTA, IRA_INT, "axis", axis, NULL)                                                           \
+    X(COMPARE, IRA_WORD, "a direction", cmp, ir_cmp_name)                                          \
+    X(BROADCAST, IRA_INTS, "dims", bcast_dims, NULL)                                               \
+    X(TRANSPOSE, IRA_INTS, "perm", perm, NULL)                                                     \
+    X(SLICE, IRA_I64S, "start", slice.start, NULL)                                                 \
+    X(SLICE, IRA_I64S, "limit", slice.limit, NULL)                                                 \
+    X(SLICE, IRA_I64S, "stride", slice.stride, NULL)                                               \
+    X(CONCAT, IRA_INT, "axis", axis, NULL)                                                         \
+    X(PAD, IRA_I64S, "lo", pad.lo, NULL)                                                           \
+    X(PAD, IRA_I64S, "hi", pad.hi, NULL)                                                           \
+    X(PAD, IRA_I64S, "interior", pad.interior, NULL)                                               \
+    X(REV, IRA_AXES, "axes", rev_axes, NULL)                                                       \
+    X(REDUCE_SUM, IRA_AXES, "axes", reduce_axes, NULL)                                             \
+    X(REDUCE_MAX, IRA_AXES, "axes", reduce_axes, NULL)                                             \
+    X(REDUCE_MIN, IRA_AXES, "axes", reduce_axes, NULL)                                             \
+    X(REDUCE_PROD, IRA_AXES, "axes", reduce_axes, NULL)                                            \
+    X(DOT, IRA_DOT, "dims", dot, NULL)                                                             \
+    X(CUMSUM, IRA_INT, "axis", scan.axis, NULL)                                                    \
+    X(CUMSUM, IRA_FLAG, "reverse", scan.reverse, NULL)                                             \
+    X(ATTENTION, IRA_REAL, "scale", attn.scale, NULL)                                              \
+    X(ATTENTION, IRA_FLAG, "causal", attn.causal, NULL)                                            \
+    X(ATTENTION, IRA_FILL, "fill", attn.fill, NULL)                                                \
+    X(RANDOM, IRA_WORD, "what it draws", rng, ir_rng_name)                                         \
+    X(ALL_REDUCE, IRA_WORD, "a reduction", reduce_kind, ir_reduce_kind_name)
+// clang-format on
+
+typedef struct ir_attr_desc {
+    ir_op op;
+    ir_attr_type type;
+    const char *name;
+    size_t offset;               /* of the member in ir_attrs */
+    const char *(*words)(int v); /* IRA_WORD */
+} ir_attr_desc;
+
+/* The attributes of op in their declared order; the count in *n (0: none). */
+const ir_attr_desc *ir_op_attrs(ir_op op, int *n);
+/* The meaningful attribute values of op flattened into buf (IR_ATTRS_FLAT_MAX entries at
+ * most): equality and hashing share this one definition of "meaningful". Returns the count. */
+#define IR_ATTRS_FLAT_MAX 40
+int ir_attrs_flatten(ir_op op, int in_rank, const ir_attrs *a, int64_t *buf);
 
 #define IR_INLINE_INPUTS 3
 
@@ -387,6 +472,15 @@ kiln_status ir_check_shape(const ir_shape *s, kiln_dtype t, char *msg, size_t ms
  * dtype for CONVERT and receives the result dtype. */
 kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t n_in,
                                        kiln_dtype *out, char *msg, size_t msg_size);
+
+/* attributes (src/ir/attrs.c) */
+/* Appends the text of n's attributes (" axis=1 reverse"); in_rank is the rank of its first
+ * operand. Out-of-range values print as "?" or "(bad dims)": the verifier prints broken
+ * nodes too. */
+void ir_attrs_print(const ir_node *n, int in_rank, struct strbuf *sb);
+/* The checks an attribute's type implies (an axis set within the operand's rank), for the
+ * ops whose shape rule has none of its own: ir_infer runs it after every rule. */
+kiln_status ir_attrs_check(const ir_node *n, int in_rank, char *msg, size_t msg_size);
 
 /* Verifier: invariants of ir.h. Sets the context's message on failure. */
 kiln_status ir_verify(const kiln_graph *g);

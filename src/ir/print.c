@@ -13,20 +13,7 @@
 #include "ir.h"
 #include "base/strbuf.h"
 
-#include <math.h>
 #include <string.h>
-
-static void list_i64(strbuf *sb, const char *name, const int64_t *v, int n) {
-    sb_printf(sb, " %s=[", name);
-    for (int i = 0; i < n; i++) sb_printf(sb, i ? ",%lld" : "%lld", (long long)v[i]);
-    sb_append(sb, "]");
-}
-
-static void list_int(strbuf *sb, const char *name, const int *v, int n) {
-    sb_printf(sb, " %s=[", name);
-    for (int i = 0; i < n; i++) sb_printf(sb, i ? ",%d" : "%d", v[i]);
-    sb_append(sb, "]");
-}
 
 static double elem(const void *data, kiln_dtype t, int64_t i) {
     switch (t) {
@@ -101,71 +88,10 @@ static void print_graph_name(strbuf *sb, const char *s) {
 }
 
 static void print_attrs(const kiln_graph *g, const ir_node *n, strbuf *sb) {
-    static const char *const cmp[] = {"eq", "ne", "lt", "le", "gt", "ge"};
     /* guarded: the verifier prints broken nodes too */
     uint32_t in0 = n->n_in && (n->n_in <= IR_INLINE_INPUTS || n->in_heap) ? ir_in(n)[0] : 0;
     int in_rank = in0 && in0 < g->n_nodes ? g->nodes[in0].shape.rank : 0;
-    if (in_rank < 0 || in_rank > KILN_MAX_RANK) in_rank = 0;
-    switch (n->op) {
-    case IR_COMPARE:
-        sb_printf(sb, " %s", (unsigned)n->a.cmp <= KILN_CMP_GE ? cmp[n->a.cmp] : "?");
-        break;
-    case IR_RANDOM:
-        sb_printf(sb, " %s", ir_rng_name(n->a.rng) ? ir_rng_name(n->a.rng) : "?");
-        break;
-    case IR_IOTA:
-    case IR_CONCAT: sb_printf(sb, " axis=%d", n->a.axis); break;
-    case IR_BROADCAST: list_int(sb, "dims", n->a.bcast_dims, in_rank); break;
-    case IR_TRANSPOSE: list_int(sb, "perm", n->a.perm, in_rank); break;
-    case IR_SLICE:
-        list_i64(sb, "start", n->a.slice.start, in_rank);
-        list_i64(sb, "limit", n->a.slice.limit, in_rank);
-        list_i64(sb, "stride", n->a.slice.stride, in_rank);
-        break;
-    case IR_PAD:
-        list_i64(sb, "lo", n->a.pad.lo, in_rank);
-        list_i64(sb, "hi", n->a.pad.hi, in_rank);
-        list_i64(sb, "interior", n->a.pad.interior, in_rank);
-        break;
-    case IR_REDUCE_SUM:
-    case IR_REDUCE_MAX:
-    case IR_REDUCE_MIN:
-    case IR_REDUCE_PROD: {
-        sb_append(sb, " axes=[");
-        for (int i = 0, k = 0; i < in_rank; i++)
-            if (n->a.reduce_axes >> i & 1u) sb_printf(sb, k++ ? ",%d" : "%d", i);
-        sb_append(sb, "]");
-        break;
-    }
-    case IR_ALL_REDUCE: {
-        static const char *const kinds[] = {"sum", "mean", "max"};
-        sb_printf(sb, " %s",
-                  (unsigned)n->a.reduce_kind <= KILN_REDUCE_MAX ? kinds[n->a.reduce_kind] : "?");
-        break;
-    }
-    case IR_CUMSUM:
-        sb_printf(sb, " axis=%d%s", n->a.scan.axis, n->a.scan.reverse ? " reverse" : "");
-        break;
-    case IR_ATTENTION: /* %.17g reads back as the same double */
-        sb_printf(sb, " scale=%.17g%s", n->a.attn.scale, n->a.attn.causal ? " causal" : "");
-        if (n->a.attn.causal && n->a.attn.fill != -INFINITY)
-            sb_printf(sb, " fill=%.17g", n->a.attn.fill);
-        break;
-    case IR_DOT:
-        if ((unsigned)n->a.dot.n_batch > KILN_MAX_RANK ||
-            (unsigned)n->a.dot.n_contract > KILN_MAX_RANK) {
-            sb_append(sb, " (bad dims)");
-            break;
-        }
-        if (n->a.dot.n_batch) { /* most dots have none: leave the empty lists out */
-            list_int(sb, "lhs_batch", n->a.dot.lhs_batch, n->a.dot.n_batch);
-            list_int(sb, "rhs_batch", n->a.dot.rhs_batch, n->a.dot.n_batch);
-        }
-        list_int(sb, "lhs_contract", n->a.dot.lhs_contract, n->a.dot.n_contract);
-        list_int(sb, "rhs_contract", n->a.dot.rhs_contract, n->a.dot.n_contract);
-        break;
-    default: break;
-    }
+    if ((unsigned)n->op < IR_NUM_OPS) ir_attrs_print(n, in_rank, sb);
 }
 
 static void print_node(const kiln_graph *g, uint32_t id, strbuf *sb, bool all_values) {

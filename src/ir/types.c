@@ -7,7 +7,7 @@
 
 const ir_op_info ir_ops[IR_NUM_OPS] = {
 #define KN_OP_INFO(e, name, ident, arity, kind, types, flags, cost, kf, ki)                        \
-    {name, arity, kind, types, flags, cost, {kf, ki}},
+    {name, #ident, arity, kind, types, flags, cost, {kf, ki}},
     KN_OPS(KN_OP_INFO)
 #undef KN_OP_INFO
 };

@@ -18,7 +18,6 @@
 #include "ir/side.h"
 #include "base/hashmap.h"
 
-#include <math.h>
 #include <string.h>
 
 /* Replaces the context's message m by "pass <name>: m", keeping the status. */
@@ -201,73 +200,14 @@ kiln_status pass_clone(const kiln_graph *g, kiln_graph **out) {
 
 /* ----------------------------------------------------------- attributes ---- */
 
-/* The meaningful attribute entries of an op, flattened into buf (at most 40): equality
- * and hashing then share one definition of "meaningful". */
-static int canonical_attrs(ir_op op, int r, const ir_attrs *a, int64_t *buf) {
-    int n = 0;
-    r = r < 0 ? 0 : r > KILN_MAX_RANK ? KILN_MAX_RANK : r;
-    switch (op) {
-    case IR_PARAMETER: buf[n++] = a->param_index; break;
-    case IR_IOTA:
-    case IR_CONCAT: buf[n++] = a->axis; break;
-    case IR_COMPARE: buf[n++] = a->cmp; break;
-    case IR_RANDOM: buf[n++] = a->rng; break;
-    case IR_BROADCAST:
-        for (int i = 0; i < r; i++) buf[n++] = a->bcast_dims[i];
-        break;
-    case IR_TRANSPOSE:
-        for (int i = 0; i < r; i++) buf[n++] = a->perm[i];
-        break;
-    case IR_SLICE:
-        for (int i = 0; i < r; i++) buf[n++] = a->slice.start[i];
-        for (int i = 0; i < r; i++) buf[n++] = a->slice.limit[i];
-        for (int i = 0; i < r; i++) buf[n++] = a->slice.stride[i];
-        break;
-    case IR_PAD:
-        for (int i = 0; i < r; i++) buf[n++] = a->pad.lo[i];
-        for (int i = 0; i < r; i++) buf[n++] = a->pad.hi[i];
-        for (int i = 0; i < r; i++) buf[n++] = a->pad.interior[i];
-        break;
-    case IR_REDUCE_SUM:
-    case IR_REDUCE_MAX:
-    case IR_REDUCE_MIN:
-    case IR_REDUCE_PROD:
-        buf[n++] = r < 32 ? a->reduce_axes & ((1u << r) - 1) : a->reduce_axes;
-        break;
-    case IR_DOT: {
-        int c = a->dot.n_contract, b = a->dot.n_batch;
-        c = c < 0 ? 0 : c > KILN_MAX_RANK ? KILN_MAX_RANK : c;
-        b = b < 0 ? 0 : b > KILN_MAX_RANK ? KILN_MAX_RANK : b;
-        buf[n++] = c, buf[n++] = b;
-        for (int i = 0; i < c; i++) buf[n++] = a->dot.lhs_contract[i];
-        for (int i = 0; i < c; i++) buf[n++] = a->dot.rhs_contract[i];
-        for (int i = 0; i < b; i++) buf[n++] = a->dot.lhs_batch[i];
-        for (int i = 0; i < b; i++) buf[n++] = a->dot.rhs_batch[i];
-        break;
-    }
-    case IR_ALL_REDUCE: buf[n++] = a->reduce_kind; break;
-    case IR_CUMSUM: buf[n++] = a->scan.axis, buf[n++] = a->scan.reverse; break;
-    case IR_ATTENTION: { /* the scale's bits: -0.0 and 0.0 scale alike but are kept apart */
-        int64_t bits, fill;
-        double f = a->attn.causal ? a->attn.fill : -INFINITY; /* meaningless without causal */
-        memcpy(&bits, &a->attn.scale, sizeof bits);
-        memcpy(&fill, &f, sizeof fill);
-        buf[n++] = bits, buf[n++] = a->attn.causal, buf[n++] = fill;
-        break;
-    }
-    default: break; /* elementwise (the dtype says what CONVERT does), constants */
-    }
-    return n;
-}
-
 bool pass_attrs_equal(ir_op op, int in_rank, const ir_attrs *a, const ir_attrs *b) {
-    int64_t x[40], y[40];
-    int n = canonical_attrs(op, in_rank, a, x);
-    return n == canonical_attrs(op, in_rank, b, y) && !memcmp(x, y, (size_t)n * sizeof *x);
+    int64_t x[IR_ATTRS_FLAT_MAX], y[IR_ATTRS_FLAT_MAX];
+    int n = ir_attrs_flatten(op, in_rank, a, x);
+    return n == ir_attrs_flatten(op, in_rank, b, y) && !memcmp(x, y, (size_t)n * sizeof *x);
 }
 
 uint64_t pass_attrs_hash(ir_op op, int in_rank, const ir_attrs *a, uint64_t seed) {
-    int64_t x[40];
-    int n = canonical_attrs(op, in_rank, a, x);
+    int64_t x[IR_ATTRS_FLAT_MAX];
+    int n = ir_attrs_flatten(op, in_rank, a, x);
     return hm_hash_bytes(x, (size_t)n * sizeof *x, seed);
 }

@@ -1,7 +1,8 @@
 /* ops.c — the reference evaluation of every op, by op: the reference interpreter's part of
  * the op registry (src/ir/ir.h). Parameters and constants are never evaluated: the driver
  * (interp.c) binds them to their argument's or their own bytes. Every other op names its
- * evaluator here; tests/test_registry.c walks IR_NUM_OPS and fails for a missing one. */
+ * evaluator here, or in structural.c's table for the ops that move or combine elements
+ * (ref_structural_eval); tests/test_registry.c walks IR_NUM_OPS and fails for a missing one. */
 #include "reference.h"
 
 #include <string.h>
@@ -26,7 +27,6 @@ static kiln_status ref_all_reduce(const kiln_graph *g, uint32_t id, const ref_va
 static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_PARAMETER] = ref_bound,
     [IR_CONSTANT] = ref_bound,
-    [IR_IOTA] = ref_iota,
 #define KN_REF_UNARY(e, ...) [IR_##e] = ref_unary,
     KN_UNARY_OPS(KN_REF_UNARY)
 #undef KN_REF_UNARY
@@ -36,27 +36,13 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
 #undef KN_REF_BINARY
         [IR_COMPARE] = ref_compare,
     [IR_SELECT] = ref_select,
-    [IR_BROADCAST] = ref_broadcast,
-    [IR_RESHAPE] = ref_reshape,
-    [IR_TRANSPOSE] = ref_transpose,
-    [IR_SLICE] = ref_slice,
-    [IR_CONCAT] = ref_concat,
-    [IR_PAD] = ref_pad,
-    [IR_REDUCE_SUM] = ref_reduce,
-    [IR_REDUCE_MAX] = ref_reduce,
-    [IR_REDUCE_MIN] = ref_reduce,
-    [IR_REDUCE_PROD] = ref_reduce,
-    [IR_DOT] = ref_dot,
-    [IR_TAKE_ROWS] = ref_take_rows,
-    [IR_SCATTER_ADD_ROWS] = ref_scatter_add_rows,
-    [IR_CUMSUM] = ref_cumsum,
-    [IR_ATTENTION] = ref_attention,
     [IR_RANDOM] = ref_random,
     [IR_ALL_REDUCE] = ref_all_reduce,
 };
 
 ref_eval_fn ref_op_eval(ir_op op) {
-    return (unsigned)op < IR_NUM_OPS ? evals[op] : NULL;
+    if ((unsigned)op >= IR_NUM_OPS) return NULL;
+    return evals[op] ? evals[op] : ref_structural_eval(op);
 }
 
 kiln_status ref_eval(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {

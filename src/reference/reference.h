@@ -53,22 +53,12 @@ kiln_status ref_binary(const kiln_graph *g, uint32_t id, const ref_value *vals, 
 kiln_status ref_compare(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 kiln_status ref_convert(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 kiln_status ref_select(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-/* structural.c */
-kiln_status ref_iota(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_broadcast(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_reshape(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_transpose(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_slice(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_concat(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_pad(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_reduce(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_dot(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+/* structural.c: the evaluators of the ops that move or combine elements (the shape ops,
+ * reductions, dot_general, indexing, scans, attention), in a table of its own so that a new
+ * structural op is one function and one row there; NULL for an op it does not own. */
+ref_eval_fn ref_structural_eval(ir_op op);
+/* random.c */
 kiln_status ref_random(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_take_rows(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_value *vals,
-                                 void *out);
-kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
-kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 
 /* ------------------------------------------------------- element access ---- */
 

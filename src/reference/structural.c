@@ -1,5 +1,6 @@
 /* structural.c — the reference kernels of the ops that move or combine elements: iota,
- * the shape ops, reductions, dot_general and row indexing.
+ * the shape ops, reductions, dot_general, row indexing, cumsum and attention. Its own
+ * table at the end (ref_structural_eval) names each one's evaluator.
  *
  * Every kernel is written as plainly as possible in terms of row-major multi-indices:
  * walk the output (or input) index by index, and find the matching element of the other
@@ -324,69 +325,87 @@ static void run_scatter_add(const ir_node *n, const ir_node *ix, const void *ope
 #define X_OF(n)  ref_in_node(g, n, 0)
 #define IN_OF(n) ref_in_data(vals, n, 0)
 
-kiln_status ref_iota(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_iota(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     (void)vals;
     run_iota(&g->nodes[id], out);
     return KILN_STATUS_OK;
 }
 
-kiln_status ref_broadcast(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_broadcast(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                 void *out) {
     const ir_node *n = &g->nodes[id];
     run_broadcast(n, X_OF(n), IN_OF(n), out);
     return KILN_STATUS_OK;
 }
 
+/* Reversed axes read from the end: a gather whose stride on each of them is negative and
+ * whose base is the axis's last element. */
+static kiln_status ref_rev(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    int64_t st[KILN_MAX_RANK], base = 0;
+    strides_of(&n->shape, st);
+    for (int i = 0; i < n->shape.rank; i++)
+        if (n->a.rev_axes >> i & 1u) {
+            base += (n->shape.dims[i] - 1) * st[i];
+            st[i] = -st[i];
+        }
+    gather(out, &n->shape, IN_OF(n), base, st, kiln_dtype_itemsize(n->dtype));
+    return KILN_STATUS_OK;
+}
+
 /* Row-major on both sides: the bytes do not move. */
-kiln_status ref_reshape(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_reshape(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     if (ref_numel(&n->shape))
         memcpy(out, IN_OF(n), (size_t)ref_numel(&n->shape) * kiln_dtype_itemsize(n->dtype));
     return KILN_STATUS_OK;
 }
 
-kiln_status ref_transpose(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_transpose(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                 void *out) {
     const ir_node *n = &g->nodes[id];
     run_transpose(n, X_OF(n), IN_OF(n), out);
     return KILN_STATUS_OK;
 }
 
-kiln_status ref_slice(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_slice(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_slice(n, X_OF(n), IN_OF(n), out);
     return KILN_STATUS_OK;
 }
 
-kiln_status ref_concat(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_concat(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     run_concat(g, &g->nodes[id], vals, out);
     return KILN_STATUS_OK;
 }
 
-kiln_status ref_pad(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_pad(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_pad(n, X_OF(n), IN_OF(n), ref_in_data(vals, n, 1), out);
     return KILN_STATUS_OK;
 }
 
-kiln_status ref_reduce(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_reduce(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_reduce(n, X_OF(n), IN_OF(n), out);
     return KILN_STATUS_OK;
 }
 
-kiln_status ref_dot(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_dot(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     run_dot(n, X_OF(n), ref_in_node(g, n, 1), IN_OF(n), ref_in_data(vals, n, 1), out);
     return KILN_STATUS_OK;
 }
 
-kiln_status ref_take_rows(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_take_rows(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                 void *out) {
     const ir_node *n = &g->nodes[id];
     return run_take_rows(g, id, X_OF(n), ref_in_node(g, n, 1), IN_OF(n), ref_in_data(vals, n, 1),
                          out);
 }
 
-kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_value *vals,
-                                 void *out) {
+static kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                        void *out) {
     const ir_node *n = &g->nodes[id];
     run_scatter_add(n, ref_in_node(g, n, 1), IN_OF(n), ref_in_data(vals, n, 1),
                     ref_in_data(vals, n, 2), out);
@@ -396,7 +415,7 @@ kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const ref_val
 /* Prefix sums along attribute scan.axis, each row scanned in order (from the end when
  * reverse): floats in a running f64 sum, each output rounded once to its dtype (so an f32
  * cumsum has one rounding per element); integers in a running sum that wraps. */
-kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
     const ir_node *n = &g->nodes[id];
     const void *x = IN_OF(n);
     int ax = n->a.scan.axis;
@@ -427,7 +446,8 @@ kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value *vals, 
  * the scores s_j = scale * (q . k_j) in f64 over the keys it sees (j <= i when causal;
  * a key j > i scores the fill instead when that is finite), p_j = exp(s_j - max s) / sum,
  * out = sum_j p_j v_j, each output rounded once. */
-kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+static kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                 void *out) {
     const ir_node *n = &g->nodes[id];
     const ir_node *qn = ref_in_node(g, n, 0), *kn = ref_in_node(g, n, 1),
                   *vn = ref_in_node(g, n, 2);
@@ -470,4 +490,28 @@ kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *val
             }
     host_free(g->ctx, s, bytes ? bytes : 1);
     return KILN_STATUS_OK;
+}
+
+static const ref_eval_fn evals[IR_NUM_OPS] = {
+    [IR_IOTA] = ref_iota,
+    [IR_BROADCAST] = ref_broadcast,
+    [IR_RESHAPE] = ref_reshape,
+    [IR_TRANSPOSE] = ref_transpose,
+    [IR_SLICE] = ref_slice,
+    [IR_CONCAT] = ref_concat,
+    [IR_PAD] = ref_pad,
+    [IR_REV] = ref_rev,
+    [IR_REDUCE_SUM] = ref_reduce,
+    [IR_REDUCE_MAX] = ref_reduce,
+    [IR_REDUCE_MIN] = ref_reduce,
+    [IR_REDUCE_PROD] = ref_reduce,
+    [IR_DOT] = ref_dot,
+    [IR_TAKE_ROWS] = ref_take_rows,
+    [IR_SCATTER_ADD_ROWS] = ref_scatter_add_rows,
+    [IR_CUMSUM] = ref_cumsum,
+    [IR_ATTENTION] = ref_attention,
+};
+
+ref_eval_fn ref_structural_eval(ir_op op) {
+    return (unsigned)op < IR_NUM_OPS ? evals[op] : NULL;
 }

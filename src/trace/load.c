@@ -1,9 +1,9 @@
 /* load.c — graphs to and from text files: kiln_graph_save writes the IR's text form
  * (src/ir/print.c, with every constant value), kiln_graph_parse / kiln_graph_load read it
- * back. The text is replayed through the public builders, so a loaded graph is checked
- * exactly as a traced one is, and each node's printed type must equal the type its builder
- * gives: a hand-edited file that breaks a shape rule fails with the builder's own message,
- * prefixed with the file and line of the text.
+ * back. The text is replayed through the tracer (build: each op's attributes read as the
+ * table KN_ATTRS declares them), so a loaded graph is checked exactly as a traced one is,
+ * and each node's printed type must equal the type the tracer gives: a hand-edited file
+ * that breaks a shape rule fails with the builder's message, prefixed with the text's line.
  *
  * Invariants: the parser never reads past the text's length (it need not end in NUL); every
  * failure sets the context's message (file:line: what was expected, what was found) and
@@ -531,144 +531,114 @@ static bool location(parser *p) {
     return true;
 }
 
-/* Makes the node of one "%N = op ..." line, after its operands and attributes are read. */
+/* An IRA_WORD's value: the one of its words the text holds bare, or -1 with the words
+ * listed as a message lists them ("eq, ne, ... or ge") in buf. */
+static int word_attr(parser *p, const ir_attr_desc *d, char *buf, size_t n) {
+    size_t len = 0;
+    for (int k = 0; d->words(k); k++) {
+        if (flag_attr(p, d->words(k))) return k;
+        const char *sep = !k ? "" : d->words(k + 1) ? ", " : " or ";
+        if (len < n) len += (size_t)snprintf(buf + len, n - len, "%s%s", sep, d->words(k));
+    }
+    return -1;
+}
+
+/* A list attribute with one entry per axis of the first operand. */
+static bool axis_list(parser *p, const char *op, const ir_attr_desc *d, int rank, int64_t *v64,
+                      int *v32) {
+    int n;
+    if (!list_attr(p, op, d->name, true, &n, v64, v32)) return false;
+    return n == rank ||
+           fail(p, "%s: %s has %d entries for an operand of rank %d", op, d->name, n, rank);
+}
+
+static bool dot_attr(parser *p, const char *op, kiln_dot_dims *d) {
+    int nb2, nc2;
+    if (!list_attr(p, op, "lhs_batch", false, &d->n_batch, NULL, d->lhs_batch) ||
+        !list_attr(p, op, "rhs_batch", false, &nb2, NULL, d->rhs_batch) ||
+        !list_attr(p, op, "lhs_contract", true, &d->n_contract, NULL, d->lhs_contract) ||
+        !list_attr(p, op, "rhs_contract", true, &nc2, NULL, d->rhs_contract))
+        return false;
+    return (nb2 == d->n_batch && nc2 == d->n_contract) ||
+           fail(p, "%s: the lhs and rhs lists differ in length", op);
+}
+
+/* One attribute of node n, by its type, into the member the table names. An axis set is
+ * checked as the builder checks it (trace_axes_mask), which reports against the graph:
+ * false then leaves p->status unset and the caller takes the builder's message. */
+static bool read_attr(parser *p, ir_node *n, const ir_attr_desc *d, const char *builder) {
+    const char *op = ir_ops[n->op].name;
+    int rank = n->n_in ? p->g->nodes[p->ins[0].id].shape.rank : 0, iv = 0, ints[KILN_MAX_RANK];
+    void *m = (char *)&n->a + d->offset;
+    bool flag;
+    double real = -INFINITY;
+    uint32_t mask;
+    switch (d->type) {
+    case IRA_PARAM: return true; /* the parameter line's own */
+    case IRA_INT:
+        if (!int_attr(p, op, d->name, &iv)) return false;
+        return memcpy(m, &iv, sizeof iv), true;
+    case IRA_WORD: {
+        char words[128] = "";
+        if ((iv = word_attr(p, d, words, sizeof words)) < 0)
+            return fail(p, "%s needs %s: %s", op, d->name, words);
+        return memcpy(m, &iv, sizeof iv), true;
+    }
+    case IRA_FLAG: flag = flag_attr(p, d->name); return memcpy(m, &flag, sizeof flag), true;
+    case IRA_INTS: return axis_list(p, op, d, rank, NULL, m);
+    case IRA_I64S: return axis_list(p, op, d, rank, m, NULL);
+    case IRA_AXES:
+        if (!list_attr(p, op, d->name, true, &iv, NULL, ints)) return false;
+        if (!trace_axes_mask(p->g, builder, p->ins[0], iv, ints, &mask)) return false;
+        return memcpy(m, &mask, sizeof mask), true;
+    case IRA_FILL: /* optional: -inf when absent */
+    case IRA_REAL:
+        if ((d->type == IRA_REAL || find_attr(p, d->name)) && !float_attr(p, op, d->name, &real))
+            return false;
+        return memcpy(m, &real, sizeof real), true;
+    case IRA_DOT: return dot_attr(p, op, m);
+    }
+    return fail(p, "internal: attribute type %d of %s", (int)d->type, op);
+}
+
+/* Makes the node of one "%N = op ..." line, after its operands and attributes are read.
+ * The attributes are read as the table declares them (KN_ATTRS), and the node is emitted
+ * under its builder's name through the tracer's own path (trace_emit: ir_infer types and
+ * checks it); the few builders that do more than that (elide a no-op, broadcast their
+ * operands, resolve a default) are called themselves. */
 static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64_t *dims) {
-    const char *name = ir_ops[op].name;
+    const ir_op_info *info = &ir_ops[op];
     kiln_graph *g = p->g;
     const kiln_value *in = p->ins;
-    int n;
-    if (unary_builders[op]) return need_inputs(p, name, 1) ? unary_builders[op](g, in[0]) : KN_NONE;
+    if (unary_builders[op])
+        return need_inputs(p, info->name, 1) ? unary_builders[op](g, in[0]) : KN_NONE;
     if (binary_builders[op])
-        return need_inputs(p, name, 2) ? binary_builders[op](g, in[0], in[1]) : KN_NONE;
+        return need_inputs(p, info->name, 2) ? binary_builders[op](g, in[0], in[1]) : KN_NONE;
+    if (info->arity >= 0 && !need_inputs(p, info->name, (uint32_t)info->arity)) return KN_NONE;
+    if (p->n_ins > INT32_MAX) return fail(p, "too many operands"), KN_NONE;
+    char builder[MAX_IDENT + 8];
+    snprintf(builder, sizeof builder, "kiln_%s", info->ident);
+    ir_node n = {.op = op, .dtype = t, .shape = {.rank = rank}, .n_in = p->n_ins};
+    for (int i = 0; i < rank; i++) n.shape.dims[i] = dims[i];
+    int count;
+    const ir_attr_desc *d = ir_op_attrs(op, &count);
+    for (int i = 0; i < count; i++)
+        if (!read_attr(p, &n, &d[i], builder)) return KN_NONE;
     switch (op) {
-    case IR_IOTA: {
-        int axis = 0;
-        if (!need_inputs(p, name, 0) || !int_attr(p, name, "axis", &axis)) return KN_NONE;
-        return kiln_iota(g, t, rank, dims, axis);
+    case IR_CONVERT: return kiln_convert(g, in[0], t);
+    case IR_COMPARE: return kiln_compare(g, in[0], in[1], n.a.cmp);
+    case IR_SELECT: return kiln_select(g, in[0], in[1], in[2]);
+    case IR_RESHAPE: return kiln_reshape(g, in[0], rank, dims);
+    case IR_CONCAT: return kiln_concatenate(g, (int)p->n_ins, in, n.a.axis);
+    case IR_RANDOM: return trace_random(g, "kiln_graph_load", n.a.rng, t, in[0], in[1], in[2]);
+    case IR_ATTENTION: /* scale as written */
+        return trace_attention(g, in[0], in[1], in[2], n.a.attn.scale, n.a.attn.causal,
+                               n.a.attn.fill);
+    default: break;
     }
-    case IR_CONVERT: return need_inputs(p, name, 1) ? kiln_convert(g, in[0], t) : KN_NONE;
-    case IR_COMPARE: {
-        static const char *const dirs[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-        int d = -1;
-        for (int i = 0; i < p->n_attrs && d < 0; i++)
-            for (int k = 0; k < 6; k++)
-                if (!p->attrs[i].list && !p->attrs[i].n && !strcmp(p->attrs[i].name, dirs[k]))
-                    d = k, p->attrs[i].used = true;
-        if (d < 0) return fail(p, "compare needs a direction: eq, ne, lt, le, gt or ge"), KN_NONE;
-        return need_inputs(p, name, 2) ? kiln_compare(g, in[0], in[1], (kiln_cmp)d) : KN_NONE;
-    }
-    case IR_SELECT: return need_inputs(p, name, 3) ? kiln_select(g, in[0], in[1], in[2]) : KN_NONE;
-    case IR_BROADCAST: {
-        int bd[KILN_MAX_RANK];
-        if (!need_inputs(p, name, 1) || !list_attr(p, name, "dims", true, &n, NULL, bd))
-            return KN_NONE;
-        return kiln_broadcast_in_dim(g, in[0], rank, dims, bd);
-    }
-    case IR_RESHAPE: return need_inputs(p, name, 1) ? kiln_reshape(g, in[0], rank, dims) : KN_NONE;
-    case IR_TRANSPOSE: {
-        int perm[KILN_MAX_RANK];
-        if (!need_inputs(p, name, 1) || !list_attr(p, name, "perm", true, &n, NULL, perm))
-            return KN_NONE;
-        return kiln_transpose(g, in[0], perm);
-    }
-    case IR_SLICE: {
-        int64_t st[KILN_MAX_RANK], li[KILN_MAX_RANK], sd[KILN_MAX_RANK];
-        int a, b, c;
-        if (!need_inputs(p, name, 1) || !list_attr(p, name, "start", true, &a, st, NULL) ||
-            !list_attr(p, name, "limit", true, &b, li, NULL) ||
-            !list_attr(p, name, "stride", true, &c, sd, NULL))
-            return KN_NONE;
-        if (a != b || a != c)
-            return fail(p, "slice: start, limit and stride differ in length"), KN_NONE;
-        return kiln_slice(g, in[0], st, li, sd);
-    }
-    case IR_CONCAT: {
-        int axis = 0;
-        if (!int_attr(p, name, "axis", &axis)) return KN_NONE;
-        if (p->n_ins > INT32_MAX) return fail(p, "too many operands"), KN_NONE;
-        return kiln_concatenate(g, (int)p->n_ins, in, axis);
-    }
-    case IR_PAD: {
-        int64_t lo[KILN_MAX_RANK], hi[KILN_MAX_RANK], it[KILN_MAX_RANK];
-        int a, b, c;
-        if (!need_inputs(p, name, 2) || !list_attr(p, name, "lo", true, &a, lo, NULL) ||
-            !list_attr(p, name, "hi", true, &b, hi, NULL) ||
-            !list_attr(p, name, "interior", true, &c, it, NULL))
-            return KN_NONE;
-        if (a != b || a != c) return fail(p, "pad: lo, hi and interior differ in length"), KN_NONE;
-        return kiln_pad(g, in[0], in[1], lo, hi, it);
-    }
-    case IR_REDUCE_SUM:
-    case IR_REDUCE_MAX:
-    case IR_REDUCE_MIN:
-    case IR_REDUCE_PROD: {
-        int axes[KILN_MAX_RANK];
-        if (!need_inputs(p, name, 1) || !list_attr(p, name, "axes", true, &n, NULL, axes))
-            return KN_NONE;
-        kiln_value (*f)(kiln_graph *, kiln_value, int, const int *, bool) =
-            op == IR_REDUCE_SUM   ? kiln_reduce_sum
-            : op == IR_REDUCE_MAX ? kiln_reduce_max
-            : op == IR_REDUCE_MIN ? kiln_reduce_min
-                                  : kiln_reduce_prod;
-        return f(g, in[0], n, axes, false);
-    }
-    case IR_DOT: {
-        kiln_dot_dims d;
-        memset(&d, 0, sizeof d);
-        int nb2, nc2;
-        if (!need_inputs(p, name, 2) ||
-            !list_attr(p, name, "lhs_batch", false, &d.n_batch, NULL, d.lhs_batch) ||
-            !list_attr(p, name, "rhs_batch", false, &nb2, NULL, d.rhs_batch) ||
-            !list_attr(p, name, "lhs_contract", true, &d.n_contract, NULL, d.lhs_contract) ||
-            !list_attr(p, name, "rhs_contract", true, &nc2, NULL, d.rhs_contract))
-            return KN_NONE;
-        if (nb2 != d.n_batch || nc2 != d.n_contract)
-            return fail(p, "dot_general: the lhs and rhs lists differ in length"), KN_NONE;
-        return kiln_dot_general(g, in[0], in[1], &d);
-    }
-    case IR_RANDOM: {
-        int d = -1;
-        for (int i = 0; i < p->n_attrs && d < 0; i++)
-            for (int k = 0; k < IR_RNG_COUNT; k++)
-                if (!p->attrs[i].list && !p->attrs[i].n &&
-                    !strcmp(p->attrs[i].name, ir_rng_name(k)))
-                    d = k, p->attrs[i].used = true;
-        if (d < 0)
-            return fail(p, "random needs what it draws: bits, word0, word1, uniform or normal"),
-                   KN_NONE;
-        return need_inputs(p, name, 3)
-                   ? trace_random(g, "kiln_graph_load", d, t, in[0], in[1], in[2])
-                   : KN_NONE;
-    }
-    case IR_CUMSUM: {
-        int axis = 0;
-        bool reverse = flag_attr(p, "reverse");
-        if (!need_inputs(p, name, 1) || !int_attr(p, name, "axis", &axis)) return KN_NONE;
-        return kiln_cumsum(g, in[0], axis, reverse);
-    }
-    case IR_ATTENTION: {
-        double scale = 0, fill = -INFINITY;
-        bool causal = flag_attr(p, "causal");
-        if (!need_inputs(p, name, 3) || !float_attr(p, name, "scale", &scale)) return KN_NONE;
-        if (find_attr(p, "fill") && !float_attr(p, name, "fill", &fill)) return KN_NONE;
-        /* scale as written */
-        return trace_attention(g, in[0], in[1], in[2], scale, causal, fill);
-    }
-    case IR_TAKE_ROWS: return need_inputs(p, name, 2) ? kiln_take_rows(g, in[0], in[1]) : KN_NONE;
-    case IR_SCATTER_ADD_ROWS:
-        return need_inputs(p, name, 3) ? kiln_scatter_add_rows(g, in[0], in[1], in[2]) : KN_NONE;
-    case IR_ALL_REDUCE: {
-        static const char *const kinds[] = {"sum", "mean", "max"};
-        int k = -1;
-        for (int i = 0; i < p->n_attrs && k < 0; i++)
-            for (int j = 0; j < 3; j++)
-                if (!p->attrs[i].list && !p->attrs[i].n && !strcmp(p->attrs[i].name, kinds[j]))
-                    k = j, p->attrs[i].used = true;
-        if (k < 0) return fail(p, "all_reduce needs a reduction: sum, mean or max"), KN_NONE;
-        return need_inputs(p, name, 1) ? kiln_all_reduce(g, in[0], (kiln_reduce_kind)k) : KN_NONE;
-    }
-    default: return fail(p, "%s cannot be written in a graph's text", name), KN_NONE;
-    }
+    uint32_t ids[IR_INLINE_INPUTS]; /* variadic ops took their builder above */
+    for (uint32_t i = 0; i < p->n_ins && i < IR_INLINE_INPUTS; i++) ids[i] = in[i].id;
+    return trace_emit(g, builder, &n, ids, p->n_ins);
 }
 
 static bool same_type(parser *p, uint32_t id, kiln_value v, kiln_dtype t, int rank,

@@ -1,7 +1,8 @@
 /* shape_ops.c — the builder's structural ops: broadcasts, reshape, transpose, slice,
- * concatenate, pad, reductions, dot_general/matmul and row indexing. Each one turns the
- * user's convenient arguments (negative axes, NULL strides, -1 in reshape, keepdims) into
- * the IR's normalised attributes, then lets ir_infer type the node. */
+ * concatenate, pad, reductions, the ops of KN_AXES_OPS (rev), dot_general/matmul and row
+ * indexing. Each one turns the user's convenient arguments (negative axes, NULL strides, -1
+ * in reshape, keepdims) into the IR's normalised attributes, then lets ir_infer type the
+ * node. */
 #include "trace.h"
 
 #include <stdio.h>
@@ -243,6 +244,32 @@ kiln_value kiln_mean(kiln_graph *g, kiln_value x, int naxes, const int *axes, bo
     kiln_value r = s.id ? kiln_mul(g, s, trace_scalar(g, op, t, 1.0 / count)) : KN_NONE;
     return r;
 }
+
+/* -------------------------------------------------------------- axes ops ---- */
+
+/* The builder of an op of KN_AXES_OPS: its axes, checked and normalised as a reduction's
+ * are (trace_axes_mask: each in range, none twice), become the op's IRA_AXES attribute. */
+static kiln_value axes_op(kiln_graph *g, const char *op, ir_op code, kiln_value x, int n_axes,
+                          const int *axes) {
+    if (!operand(g, op, x)) return KN_NONE;
+    ir_node n = {.op = code};
+    uint32_t mask;
+    if (!trace_axes_mask(g, op, x, n_axes, axes, &mask)) return KN_NONE;
+    int count;
+    const ir_attr_desc *d = ir_op_attrs(code, &count);
+    for (int i = 0; i < count; i++)
+        if (d[i].type == IRA_AXES) memcpy((char *)&n.a + d[i].offset, &mask, sizeof mask);
+    return trace_emit(g, op, &n, &x.id, 1);
+}
+
+/* One public builder per row of KN_AXES_OPS: kiln_<ident>(g, x, n_axes, axes). A row whose
+ * declaration is missing from kiln.h fails the build (-Wmissing-prototypes). */
+#define KN_DEF_AXES(e, name, ident, ...)                                                           \
+    kiln_value kiln_##ident(kiln_graph *g, kiln_value x, int n_axes, const int *axes) {            \
+        return axes_op(g, "kiln_" #ident, IR_##e, x, n_axes, axes);                                \
+    }
+KN_AXES_OPS(KN_DEF_AXES)
+#undef KN_DEF_AXES
 
 /* ---------------------------------------------------------------- dots ---- */
 

@@ -39,6 +39,7 @@ typedef struct grad_case {
         return call;                                                                               \
     }
 U(f_neg, kiln_neg(g, x[0]))
+U(f_rev, kiln_rev(g, x[0], 2, (const int[]){-1, 0}))
 U(f_abs, kiln_abs(g, x[0]))
 U(f_exp, kiln_exp(g, x[0]))
 U(f_log, kiln_log(g, x[0]))
@@ -233,6 +234,7 @@ R(f_rprod, kiln_reduce_prod, true)
 #define S(...) __VA_ARGS__
 static const grad_case cases[] = {
     {"neg", f_neg, 1, {2}, {{2, 3}}, ANY},
+    {"rev", f_rev, 1, {3}, {{2, 3, 4}}, ANY},
     {"abs", f_abs, 1, {1}, {{5}}, ANY},
     {"exp", f_exp, 1, {0}, {{0}}, ANY},
     {"exp large", f_exp, 1, {1}, {{4}}, LARGE},

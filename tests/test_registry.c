@@ -82,6 +82,50 @@ static void test_kernel_expressions(void) {
     }
 }
 
+/* The attribute table (KN_ATTRS): an op's rows are adjacent (ir_op_attrs finds them by
+ * walking), their names distinct, an IRA_FILL follows the flag it depends on, and the ops
+ * of KN_AXES_OPS have the one axis set their generated builder fills. Elementwise ops have
+ * none: their dtype says everything. */
+static void test_attr_table(void) {
+    static const ir_op order[] = {
+#define KN_ATTR_OP(op, ...) IR_##op,
+        KN_ATTRS(KN_ATTR_OP)
+#undef KN_ATTR_OP
+    };
+    size_t n_rows = sizeof order / sizeof *order;
+    for (size_t i = 1; i < n_rows; i++)
+        for (size_t k = 0; k + 1 < i; k++)
+            CHECK_MSG(order[k] != order[i] || order[i - 1] == order[i],
+                      "%s: its attribute rows are not adjacent in KN_ATTRS", ir_ops[order[i]].name);
+    for (int op = 0; op < IR_NUM_OPS; op++) {
+        int n;
+        const ir_attr_desc *d = ir_op_attrs((ir_op)op, &n);
+        for (int i = 0; i < n; i++) {
+            CHECK_MSG(d[i].op == (ir_op)op && d[i].name, "%s: a bad attribute row",
+                      ir_ops[op].name);
+            for (int k = 0; k < i; k++)
+                CHECK_MSG(strcmp(d[i].name, d[k].name), "%s: attribute %s twice", ir_ops[op].name,
+                          d[i].name);
+            if (d[i].type == IRA_FILL)
+                CHECK_MSG(i > 0 && d[i - 1].type == IRA_FLAG, "%s: %s follows no flag",
+                          ir_ops[op].name, d[i].name);
+            if (d[i].type == IRA_WORD)
+                CHECK_MSG(d[i].words && d[i].words(0), "%s: no words", d[i].name);
+        }
+        if (ir_ops[op].flags & IRF_ELEMENTWISE && op != IR_COMPARE && op != IR_RANDOM)
+            CHECK_MSG(n == 0, "%s is elementwise but has attributes", ir_ops[op].name);
+    }
+#define KN_AXES_CHECK(e, ...)                                                                      \
+    {                                                                                              \
+        int n;                                                                                     \
+        const ir_attr_desc *d = ir_op_attrs(IR_##e, &n);                                           \
+        CHECK_MSG(n == 1 && d[0].type == IRA_AXES, "%s: not one IRA_AXES attribute",               \
+                  ir_ops[IR_##e].name);                                                            \
+    }
+    KN_AXES_OPS(KN_AXES_CHECK)
+#undef KN_AXES_CHECK
+}
+
 /* ------------------------------------------------------- public header ---- */
 
 /* Every plain op has a declaration kiln_<ident>(kiln_graph *g, kiln_value x[, b]) and a
@@ -104,10 +148,20 @@ static void test_header(void) {
     CHECK_MSG(strstr(h, want), "kiln.h lacks: %s", want);                                          \
     snprintf(want, sizeof want, "#define kiln_%s(g, ...) ", #ident);                               \
     CHECK_MSG(strstr(h, want), "kiln.h lacks the location macro: %s", want);
+#define KN_CHECK_AXES(e, name, ident, ...)                                                         \
+    snprintf(want, sizeof want,                                                                    \
+             "KILN_API kiln_value kiln_%s(kiln_graph *g, kiln_value x, int n_axes, const int "     \
+             "*axes);",                                                                            \
+             #ident);                                                                              \
+    CHECK_MSG(strstr(h, want), "kiln.h lacks: %s", want);                                          \
+    snprintf(want, sizeof want, "#define kiln_%s(g, ...) ", #ident);                               \
+    CHECK_MSG(strstr(h, want), "kiln.h lacks the location macro: %s", want);
     KN_UNARY_OPS(KN_CHECK_UNARY)
     KN_BINARY_OPS(KN_CHECK_BINARY)
+    KN_AXES_OPS(KN_CHECK_AXES)
 #undef KN_CHECK_UNARY
 #undef KN_CHECK_BINARY
+#undef KN_CHECK_AXES
     free(h);
 }
 
@@ -252,6 +306,7 @@ int main(void) {
     kiln_context *ctx = test_private_context(dir);
     if (!ctx) return 1;
     test_rows();
+    test_attr_table();
     test_vjp_rules();
     test_kernel_expressions();
     test_header();

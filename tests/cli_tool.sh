@@ -56,6 +56,11 @@ expect 2 err "unexpected argument 'x'" -- --version x
 expect 2 err "--budget needs a value" -- plan mlp --budget
 expect 2 err "--budget: 'lots' is not a size" -- plan mlp --budget lots
 expect 2 err "--donate: '1,x' is not a list" -- plan mlp --donate 1,x
+expect 2 err "--budget: 'lots' is not a size" -- plan mlp --budget=lots
+# Every bad value names its range, and every usage error says where the help is.
+expect 2 err "--length: '-1' is not a valid value (an integer in [0, 16777216])" -- sample --length -1
+expect 2 err "(kiln train --help lists the flags)" -- train --steps 0
+expect 2 err "unknown flag '-x'" -- train -x
 expect 2 err "no example or graph file 'mpl'; did you mean 'mlp'?" -- plan mpl
 expect 2 err "usage: kiln COMMAND" --
 

@@ -9,28 +9,22 @@
  *                                  plan as plan.svg (a timeline) and plan.json
  *   kiln plan FILE.kir [options]   the same for a graph a program saved (kiln_graph_save)
  *
- * Options of plan:
- *   -o DIR          write plan.svg and plan.json into DIR (default: the current folder)
- *   --no-fusion     one kernel per op (what fusion saves, side by side)
- *   --donate I,J    donate those arguments (jax.jit's donate_argnums); a training step's
- *                   example donates its weights and optimiser state unless this is given
- *   --run           also run it once: measured device peak against the plan, time per call
- *   --buffers       list every buffer (op, type, bytes, place, offset, live steps)
- *   --budget B      plan under a memory budget (rematerialisation): bytes with an optional
- *                   K/M/G unit (256M, 1.5GiB) or a share of the peak without it (50%);
- *                   recomputed kernels are outlined in plan.svg and listed in the report
- *
  *   kiln --help | help [COMMAND]   the commands, or one command's options, on stdout
  *   kiln --version                 kiln_version()
  *
+ * Each command's flags are one table (plan_flags here, train_flags and sample_flags in
+ * tools/kiln_train.c) from which tools/flags.c derives the parsing, the help and the
+ * suggestions; the commands are one table too (commands[], below).
  * The examples are examples/models.h, shared with `make demo` and the planner's benchmark.
  * Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error (the
  * message names the argument, and suggests the closest command or option to a typo).
  * A command prints its results only once every step that makes them has succeeded. */
 #include "../examples/models.h"
+#include "flags.h"
 #include "kiln_train.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <time.h>
@@ -44,110 +38,97 @@ typedef struct opts {
     int donate[KILN_MAX_OUTPUTS];
 } opts;
 
-static const char main_help[] =
-    "usage: kiln COMMAND [options]\n"
-    "\n"
-    "commands:\n"
-    "  train     train a GPT on a text file (docs/training.md)\n"
-    "  sample    generate text from a trained checkpoint\n"
-    "  list      the built-in example programs\n"
-    "  plan      compile an example or a saved graph (FILE.kir) and print its memory plan\n"
-    "  help      kiln help COMMAND: that command's options\n"
-    "\n"
-    "options:\n"
-    "  -h, --help     this text\n"
-    "  --version      the library's version\n"
-    "\n"
-    "Exit status: 0, 1 on a kiln error (the message says why), 2 on a usage error.\n";
+static bool parse_budget(const char *v, void *o_) {
+    opts *o = o_;
+    return kiln_tool_parse_bytes(v, &o->budget, &o->budget_fraction);
+}
 
-static const char plan_help[] =
-    "usage: kiln plan <example>|FILE.kir [options]\n"
-    "  Compiles a built-in example (kiln list) or a graph a program saved with\n"
-    "  kiln_graph_save, prints its memory analysis and writes plan.svg and plan.json.\n"
-    "  -o DIR          write plan.svg and plan.json into DIR (default: the current folder)\n"
-    "  --no-fusion     one kernel per op (what fusion saves, side by side)\n"
-    "  --donate I,J    donate those arguments (jax.jit's donate_argnums); a training step's\n"
-    "                  example donates its weights and optimiser state unless this is given\n"
-    "  --run           also run it once: measured device peak against the plan, time per call\n"
-    "  --buffers       list every buffer (op, type, bytes, place, offset, live steps)\n"
-    "  --budget B      plan under a memory budget (rematerialisation): bytes with an optional\n"
-    "                  K/M/G unit (256M, 1.5GiB) or a share of the peak without it (50%)\n"
-    "  -h, --help      this text\n";
+/* --donate I,J: appended to those given before. */
+static bool parse_donate(const char *v, void *o_) {
+    opts *o = o_;
+    for (const char *p = v; *p;) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x > 1000000 || (*end && *end != ',') ||
+            o->n_donate == KILN_MAX_OUTPUTS)
+            return false;
+        o->donate[o->n_donate++] = (int)x;
+        p = *end ? end + 1 : end;
+    }
+    return true;
+}
+
+/* The options after `kiln plan NAME`. */
+static const tool_flag plan_flags[] = {
+    {.name = "-o",
+     .arg = "DIR",
+     .kind = TOOL_FLAG_STRING,
+     .offset = offsetof(opts, dir),
+     .def = ".",
+     .help = "write plan.svg and plan.json into DIR (default: the current folder)"},
+    {.name = "--no-fusion",
+     .kind = TOOL_FLAG_SWITCH,
+     .offset = offsetof(opts, no_fusion),
+     .help = "one kernel per op (what fusion saves, side by side)"},
+    {.name = "--donate",
+     .arg = "I,J",
+     .kind = TOOL_FLAG_CUSTOM,
+     .parse = parse_donate,
+     .bad = "is not a list of argument numbers (0,2)",
+     .help = "donate those arguments (jax.jit's donate_argnums); a training step's\n"
+             "example donates its weights and optimiser state unless this is given"},
+    {.name = "--run",
+     .kind = TOOL_FLAG_SWITCH,
+     .offset = offsetof(opts, run),
+     .help = "also run it once: measured device peak against the plan, time per call"},
+    {.name = "--buffers",
+     .kind = TOOL_FLAG_SWITCH,
+     .offset = offsetof(opts, buffers),
+     .help = "list every buffer (op, type, bytes, place, offset, live steps)"},
+    {.name = "--budget",
+     .arg = "B",
+     .kind = TOOL_FLAG_CUSTOM,
+     .parse = parse_budget,
+     .bad = "is not a size (256M, 1.5GiB) or a share (50%)",
+     .help = "plan under a memory budget (rematerialisation): bytes with an optional\n"
+             "K/M/G unit (256M, 1.5GiB) or a share of the peak without it (50%)"},
+    {.name = "--help", .kind = TOOL_FLAG_HELP, .label = "-h, --help", .help = "this text"},
+};
+
+static int plan_positional(const tool_command *c, const char *arg, void *o) {
+    (void)o;
+    return kiln_tool_usage(c, "unexpected argument '%s' (one example or file at a time)", arg);
+}
+
+static const tool_command plan_command = {
+    .name = "plan",
+    .noun = "option",
+    .usage = "usage: kiln plan <example>|FILE.kir [options]\n"
+             "  Compiles a built-in example (kiln list) or a graph a program saved with\n"
+             "  kiln_graph_save, prints its memory analysis and writes plan.svg and plan.json.\n",
+    .column = 15,
+    .flags = plan_flags,
+    .n_flags = sizeof plan_flags / sizeof plan_flags[0],
+    .positional = plan_positional,
+};
+
+/* The options of `kiln` before any command (parsed by main: --version takes no other). */
+static const tool_flag main_flags[] = {
+    {.name = "--help", .kind = TOOL_FLAG_HELP, .label = "-h, --help", .help = "this text"},
+    {.name = "--version", .kind = TOOL_FLAG_SWITCH, .help = "the library's version"},
+};
+
+static const tool_command main_options = {
+    .name = "",
+    .noun = "option",
+    .column = 14,
+    .flags = main_flags,
+    .n_flags = sizeof main_flags / sizeof main_flags[0],
+};
 
 static const char list_help[] = "usage: kiln list\n"
                                 "  The built-in example programs kiln plan takes by name.\n";
-
-static const char *const commands[] = {"train", "sample", "list", "plan", "help"};
-
-/* A usage error of kiln plan: what was wrong (naming the argument), then where help is. */
-static int plan_usage(const char *what, const char *arg) {
-    fprintf(stderr, "kiln plan: ");
-    fprintf(stderr, what, arg);
-    fprintf(stderr, "\n(kiln plan --help lists the options)\n");
-    return 2;
-}
-
-static int unknown_command(const char *word) {
-    const char *near = kiln_tool_closest(word, commands, sizeof commands / sizeof commands[0]);
-    fprintf(stderr, "kiln: unknown command '%s'", word);
-    if (near) fprintf(stderr, "; did you mean '%s'?", near);
-    fprintf(stderr, "\n(kiln --help lists the commands)\n");
-    return 2;
-}
-
-static int list(void) {
-    for (int i = 0; i < N_MODELS; i++) printf("  %-12s %s\n", models[i].name, models[i].what);
-    return 0;
-}
-
-/* The options after `kiln plan NAME`: 0, or 2 after a message naming the bad argument. */
-static int parse(int argc, char **argv, opts *o) {
-    static const char *const names[] = {"-o",        "--no-fusion", "--donate", "--run",
-                                        "--buffers", "--budget",    "--help"};
-    memset(o, 0, sizeof *o);
-    o->dir = ".";
-    for (int i = 3; i < argc; i++) {
-        const char *a = argv[i];
-        bool takes_value = !strcmp(a, "-o") || !strcmp(a, "--budget") || !strcmp(a, "--donate");
-        if (takes_value && i + 1 >= argc) return plan_usage("%s needs a value", a);
-        if (!strcmp(a, "-o"))
-            o->dir = argv[++i];
-        else if (!strcmp(a, "--no-fusion"))
-            o->no_fusion = true;
-        else if (!strcmp(a, "--run"))
-            o->run = true;
-        else if (!strcmp(a, "--buffers"))
-            o->buffers = true;
-        else if (!strcmp(a, "--budget")) {
-            const char *v = argv[++i];
-            if (!kiln_tool_parse_bytes(v, &o->budget, &o->budget_fraction))
-                return plan_usage("--budget: '%s' is not a size (256M, 1.5GiB) or a share "
-                                  "(50%%)",
-                                  v);
-        } else if (!strcmp(a, "--donate")) {
-            const char *v = argv[++i];
-            for (const char *p = v; *p;) {
-                char *end;
-                errno = 0;
-                long x = strtol(p, &end, 10);
-                if (end == p || errno || x < 0 || x > 1000000 || (*end && *end != ',') ||
-                    o->n_donate == KILN_MAX_OUTPUTS)
-                    return plan_usage("--donate: '%s' is not a list of argument numbers (0,2)", v);
-                o->donate[o->n_donate++] = (int)x;
-                p = *end ? end + 1 : end;
-            }
-        } else if (a[0] != '-') {
-            return plan_usage("unexpected argument '%s' (one example or file at a time)", a);
-        } else {
-            const char *near = kiln_tool_closest(a, names, sizeof names / sizeof names[0]);
-            fprintf(stderr, "kiln plan: unknown option '%s'", a);
-            if (near) fprintf(stderr, "; did you mean %s?", near);
-            fprintf(stderr, "\n(kiln plan --help lists the options)\n");
-            return 2;
-        }
-    }
-    return 0;
-}
 
 /* mkdir -p: the -o folder is made if it is missing. */
 static int make_dirs(const char *dir) {
@@ -279,66 +260,32 @@ static bool is_help(const char *a) {
     return !strcmp(a, "--help") || !strcmp(a, "-h");
 }
 
-/* kiln help [COMMAND] */
-static int help(int argc, char **argv) {
-    if (argc < 3) return fputs(main_help, stdout), 0;
-    if (argc > 3) {
-        fprintf(stderr, "kiln help: unexpected argument '%s' (one command at a time)\n", argv[3]);
+static int run_list(int argc, char **argv) {
+    if (argc > 2 && is_help(argv[2])) return fputs(list_help, stdout), 0;
+    if (argc > 2) {
+        fprintf(stderr, "kiln list: unexpected argument '%s' (list takes none)\n", argv[2]);
         return 2;
     }
-    const char *c = argv[2];
-    if (!strcmp(c, "train") || !strcmp(c, "sample")) {
-        char *sub[] = {argv[0], argv[2], "--help", NULL};
-        return !strcmp(c, "train") ? kiln_tool_train(3, sub) : kiln_tool_sample(3, sub);
-    }
-    if (!strcmp(c, "plan")) return fputs(plan_help, stdout), 0;
-    if (!strcmp(c, "list")) return fputs(list_help, stdout), 0;
-    if (!strcmp(c, "help")) return fputs(main_help, stdout), 0;
-    return unknown_command(c);
+    for (int i = 0; i < N_MODELS; i++) printf("  %-12s %s\n", models[i].name, models[i].what);
+    return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        fputs(main_help, stderr);
-        return 2;
-    }
-    const char *c = argv[1];
-    if (is_help(c)) return fputs(main_help, stdout), 0;
-    if (!strcmp(c, "--version")) {
-        if (argc > 2) {
-            fprintf(stderr, "kiln: unexpected argument '%s' after --version\n", argv[2]);
-            return 2;
-        }
-        printf("kiln %s\n", kiln_version());
-        return 0;
-    }
-    if (!strcmp(c, "help")) return help(argc, argv);
-    if (!strcmp(c, "train")) return kiln_tool_train(argc, argv);
-    if (!strcmp(c, "sample")) return kiln_tool_sample(argc, argv);
-    if (!strcmp(c, "list")) {
-        if (argc > 2 && is_help(argv[2])) return fputs(list_help, stdout), 0;
-        if (argc > 2) {
-            fprintf(stderr, "kiln list: unexpected argument '%s' (list takes none)\n", argv[2]);
-            return 2;
-        }
-        return list();
-    }
-    if (strcmp(c, "plan")) {
-        if (c[0] == '-') {
-            static const char *const opts_[] = {"--help", "--version"};
-            const char *near = kiln_tool_closest(c, opts_, 2);
-            fprintf(stderr, "kiln: unknown option '%s'", c);
-            if (near) fprintf(stderr, "; did you mean %s?", near);
-            fprintf(stderr, "\n(kiln --help lists the commands and options)\n");
-            return 2;
-        }
-        return unknown_command(c);
-    }
+static void list_usage(FILE *f) {
+    fputs(list_help, f);
+}
+
+static void plan_usage(FILE *f) {
+    kiln_tool_flags_help(&plan_command, f);
+}
+
+/* kiln plan <example>|FILE.kir [options] */
+static int run_plan(int argc, char **argv) {
     for (int i = 2; i < argc; i++)
-        if (is_help(argv[i])) return fputs(plan_help, stdout), 0;
-    if (argc < 3) return plan_usage("which program? an example (kiln list) or a FILE.kir%s", "");
+        if (is_help(argv[i])) return plan_usage(stdout), 0;
+    if (argc < 3)
+        return kiln_tool_usage(&plan_command,
+                               "which program? an example (kiln list) or a FILE.kir");
     const model_entry *me = model_find(argv[2]);
-    opts o;
     struct stat sb;
     if (!me && stat(argv[2], &sb)) { /* neither an example nor a file */
         const char *names[N_MODELS];
@@ -351,14 +298,106 @@ int main(int argc, char **argv) {
             fprintf(stderr, "  %-12s %s\n", models[i].name, models[i].what);
         return 2;
     }
-    if (parse(argc, argv, &o)) return 2;
+    opts o = {0};
+    if (kiln_tool_flags_defaults(&plan_command, &o)) return 2;
+    int rc = kiln_tool_flags_parse(&plan_command, argc, argv, 3, &o);
+    if (rc) return rc == KILN_TOOL_HELP ? 0 : rc;
     kiln_context *ctx;
     char err[512];
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) {
         fprintf(stderr, "kiln: %s\n", err);
         return 1;
     }
-    int rc = plan(ctx, me, argv[2], &o);
+    rc = plan(ctx, me, argv[2], &o);
     kiln_context_destroy(ctx);
     return rc;
+}
+
+static int run_help(int argc, char **argv);
+static void main_usage(FILE *f);
+
+/* The commands, in the order the help lists them. */
+static const struct command {
+    const char *name, *summary;
+    int (*run)(int argc, char **argv); /* the whole command line */
+    void (*help)(FILE *f);
+} commands[] = {
+    {"train", "train a GPT on a text file (docs/training.md)", kiln_tool_train,
+     kiln_tool_train_help},
+    {"sample", "generate text from a trained checkpoint", kiln_tool_sample, kiln_tool_sample_help},
+    {"list", "the built-in example programs", run_list, list_usage},
+    {"plan", "compile an example or a saved graph (FILE.kir) and print its memory plan", run_plan,
+     plan_usage},
+    {"help", "kiln help COMMAND: that command's options", run_help, main_usage},
+};
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
+
+static void main_usage(FILE *f) {
+    fputs("usage: kiln COMMAND [options]\n\ncommands:\n", f);
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fputs("\noptions:\n", f);
+    kiln_tool_flags_rows(&main_options, f);
+    fputs("\nExit status: 0, 1 on a kiln error (the message says why), 2 on a usage error.\n", f);
+}
+
+static const struct command *find_command(const char *name) {
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(name, commands[i].name)) return &commands[i];
+    return NULL;
+}
+
+static int unknown_command(const char *word) {
+    const char *names[N_COMMANDS];
+    for (int i = 0; i < N_COMMANDS; i++) names[i] = commands[i].name;
+    const char *near = kiln_tool_closest(word, names, N_COMMANDS);
+    fprintf(stderr, "kiln: unknown command '%s'", word);
+    if (near) fprintf(stderr, "; did you mean '%s'?", near);
+    fprintf(stderr, "\n(kiln --help lists the commands)\n");
+    return 2;
+}
+
+/* kiln help [COMMAND] */
+static int run_help(int argc, char **argv) {
+    if (argc < 3) return main_usage(stdout), 0;
+    if (argc > 3) {
+        fprintf(stderr, "kiln help: unexpected argument '%s' (one command at a time)\n", argv[3]);
+        return 2;
+    }
+    const struct command *c = find_command(argv[2]);
+    if (!c) return unknown_command(argv[2]);
+    c->help(stdout);
+    return 0;
+}
+
+/* kiln --help, kiln --version: the options before any command. */
+static int run_option(int argc, char **argv) {
+    const char *a = argv[1];
+    const tool_flag *f = kiln_tool_flag_find(&main_options, a);
+    if (!f) {
+        const char *names[sizeof main_flags / sizeof main_flags[0]];
+        for (size_t i = 0; i < main_options.n_flags; i++) names[i] = main_flags[i].name;
+        const char *near = kiln_tool_closest(a, names, main_options.n_flags);
+        fprintf(stderr, "kiln: unknown option '%s'", a);
+        if (near) fprintf(stderr, "; did you mean %s?", near);
+        fprintf(stderr, "\n(kiln --help lists the commands and options)\n");
+        return 2;
+    }
+    if (f->kind == TOOL_FLAG_HELP) return main_usage(stdout), 0;
+    if (argc > 2) {
+        fprintf(stderr, "kiln: unexpected argument '%s' after --version\n", argv[2]);
+        return 2;
+    }
+    printf("kiln %s\n", kiln_version());
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        main_usage(stderr);
+        return 2;
+    }
+    if (argv[1][0] == '-') return run_option(argc, argv);
+    const struct command *c = find_command(argv[1]);
+    return c ? c->run(argc, argv) : unknown_command(argv[1]);
 }

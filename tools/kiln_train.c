@@ -1,5 +1,6 @@
 /* kiln_train.c — `kiln train` and `kiln sample`: command-line flags onto models/gpt
- * (gpt_train, gpt_sample), nothing more. docs/training.md documents the flags.
+ * (gpt_train, gpt_sample), nothing more. docs/training.md documents the flags; the tables
+ * train_flags and sample_flags below are the only list of them (tools/flags.h).
  *
  * Exit status: 0 done, 1 a runtime error (a file that cannot be read, a bad checkpoint, a
  * kiln error: the message says which), 2 a usage error (unknown flag, missing value, bad
@@ -7,210 +8,58 @@
  * (tools/stop_signals.c). */
 #include "kiln_train.h"
 
+#include "flags.h"
 #include "gpt.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char train_usage[] =
-    "usage: kiln train [flags]\n"
-    "  --data FILE          the corpus (any file: bytes); default "
-    "/usr/share/common-licenses/GPL-3\n"
-    "  --layers N           transformer blocks (default 2)\n"
-    "  --heads N            attention heads (4)\n"
-    "  --channels N         width C, a multiple of heads (128)\n"
-    "  --context N          sequence length T (64)\n"
-    "  --batch N            sequences per step B (16)\n"
-    "  --steps N            training steps (1000)\n"
-    "  --lr X               peak learning rate of AdamW (3e-3)\n"
-    "  --warmup N           linear warmup steps (30), then the schedule\n"
-    "  --schedule S         after the warmup: cosine (default), linear or constant\n"
-    "  --min-lr X           the rate cosine and linear decay to (default lr/10)\n"
-    "  --beta1 X, --beta2 X AdamW's moment decays (0.9, 0.95)\n"
-    "  --eps X              AdamW's epsilon (1e-8)\n"
-    "  --weight-decay X     AdamW decay of the matrices (0.1)\n"
-    "  --clip X             clip gradients to global norm X (default: no clipping)\n"
-    "  --seed N             initialisation and batches (1337)\n"
-    "  --threads N          kiln's threads (default: all cores)\n"
-    "  --out DIR            losses.csv, summary.json, loss.svg, plan.svg, model.safetensors\n"
-    "                       (default kiln-train)\n"
-    "  --eval-every N       validation loss every N steps (100; 0: never)\n"
-    "  --save-every N       checkpoint every N steps (default: at the end only)\n"
-    "  --resume FILE        continue a run from its checkpoint (same losses as never stopping)\n"
-    "  --init FILE          start from these parameters (safetensors, names as docs/training.md)\n"
-    "  --batches FILE       training batches from a raw int32 file [steps, batch, context+1]\n"
-    "  --memory-budget X    the step's peak device memory at most X bytes (64MiB, 2GB) or X%\n"
-    "                       of its peak without recomputation (50%): kiln recomputes\n"
-    "                       activations in the backward pass to fit (docs/memory.md)\n"
-    "  --remat POLICY       each block a checkpoint region of POLICY: nothing_saveable,\n"
-    "                       dots_saveable, dots_with_no_batch_dims_saveable,\n"
-    "                       everything_saveable, save_only_these_names:qkv,attn,mlp_fc\n"
-    "                       or save_any_names_but_these:NAMES (docs/memory.md)\n"
-    "  --no-summary         leave the summary out of the output (it is still written to\n"
-    "                       DIR/summary.txt)\n"
-    "data parallel (docs/scaling.md): --batch is the global batch, split over the ranks\n"
-    "  --devices N          N replicas in this process, one device and thread each\n"
-    "  --device cpu|cuda    what the replicas run on (cpu): cuda puts rank r on GPU cuda:r\n"
-    "                       (cuda:(r mod GPUs) under MPI) and all-reduces over NCCL\n"
-    "  --mpi                one replica per MPI process (implied under mpirun -np N > 1)\n"
-    "  --comm-timeout X     a rank that waits X seconds for the others fails (60)\n"
-    "  --check-every N      compare the ranks' parameter hashes every N steps (100)\n"
-    "  --bucket-mb X        gradients per all-reduce, in MiB (0: one per gradient; default\n"
-    "                       25 over MPI, 0 for --devices)\n"
-    "  --no-overlap         finish each all-reduce before the next kernel, instead of\n"
-    "                       running the rest of the backward pass while it is in flight\n";
+/* What `kiln train`'s flags set: gpt_train's options and the tool's own. */
+typedef struct train_args {
+    gpt_train_options o;
+    long long threads, devices;
+    double timeout, bucket_mb; /* bucket_mb < 0: not given */
+    bool cuda, mpi;
+    char remat_buf[512]; /* --remat's names point into it */
+    const char *remat_names[16];
+} train_args;
 
-static const char sample_usage[] =
-    "usage: kiln sample [flags] [CHECKPOINT]\n"
-    "  --checkpoint FILE    the model (default kiln-train/model.safetensors)\n"
-    "  --prompt TEXT        the text to continue (default: a newline)\n"
-    "  --length N           bytes to generate (300)\n"
-    "  --temperature X      0: always the likeliest byte (0.8)\n"
-    "  --top-k N            draw among the N likeliest (40; 0: all)\n"
-    "  --seed N             (1)\n"
-    "  --threads N          kiln's threads (default 1: a byte is ~100 tiny kernels, which\n"
-    "                       handing to a pool only slows)\n";
-
-static int usage_error(const char *cmd, const char *fmt, const char *a, const char *b) {
-    fprintf(stderr, "kiln %s: ", cmd);
-    fprintf(stderr, fmt, a, b);
-    fprintf(stderr, "\n(kiln %s --help lists the flags)\n", cmd);
-    return 2;
-}
-
-/* Edit distance with adjacent transpositions (optimal string alignment): "mpl" is one
- * typo from "mlp". Names longer than 64 bytes are never close. */
-static size_t edit_distance(const char *a, const char *b) {
-    size_t na = strlen(a), nb = strlen(b), d[65][65];
-    if (na > 64 || nb > 64) return SIZE_MAX;
-    for (size_t i = 0; i <= na; i++) d[i][0] = i;
-    for (size_t j = 0; j <= nb; j++) d[0][j] = j;
-    for (size_t i = 1; i <= na; i++)
-        for (size_t j = 1; j <= nb; j++) {
-            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    return d[na][nb];
-}
-
-const char *kiln_tool_closest(const char *word, const char *const *names, size_t n) {
-    const char *best = NULL;
-    size_t best_d = SIZE_MAX;
-    for (size_t i = 0; i < n; i++) {
-        size_t d = edit_distance(word, names[i]);
-        if (d < best_d) best_d = d, best = names[i];
-    }
-    /* A suggestion further than half the word away is noise, not a typo. */
-    size_t len = strlen(word);
-    return best && best_d <= (len < 4 ? 1 : len / 2) ? best : NULL;
-}
-
-/* "unknown flag '--layer'; did you mean --layers?" */
-static int unknown_flag(const char *cmd, const char *arg, const char *name,
-                        const char *const *names, size_t n) {
-    const char *near = kiln_tool_closest(name, names, n);
-    fprintf(stderr, "kiln %s: unknown flag '%s'", cmd, arg);
-    if (near) fprintf(stderr, "; did you mean %s?", near);
-    fprintf(stderr, "\n(kiln %s --help lists the flags)\n", cmd);
-    return 2;
-}
-
-static bool parse_long(const char *s, long long lo, long long hi, long long *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi) return false;
-    *out = v;
+static bool parse_data(const char *v, void *opts) {
+    train_args *a = opts;
+    a->o.data = v, a->o.data_explicit = true;
     return true;
 }
 
-static bool parse_double(const char *s, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !(v >= lo && v <= hi)) return false;
-    *out = v;
+static bool parse_schedule(const char *v, void *opts) {
+    int k = 0;
+    while (k <= GPT_SCHEDULE_CONSTANT && strcmp(v, gpt_schedule_name(k))) k++;
+    if (k > GPT_SCHEDULE_CONSTANT) return false;
+    ((train_args *)opts)->o.schedule = (gpt_schedule)k;
     return true;
 }
 
-bool kiln_tool_parse_bytes(const char *s, uint64_t *bytes, double *fraction) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v > 0)) return false;
-    *bytes = 0, *fraction = 0;
-    if (!strcmp(end, "%")) {
-        if (v > 100) return false;
-        *fraction = v / 100;
-        return true;
-    }
-    static const struct {
-        const char *suffix;
-        double scale;
-    } units[] = {{"", 1},          {"B", 1},
-                 {"K", 1024},      {"KB", 1e3},
-                 {"KiB", 1024},    {"M", 1 << 20},
-                 {"MB", 1e6},      {"MiB", 1 << 20},
-                 {"G", 1 << 30},   {"GB", 1e9},
-                 {"GiB", 1 << 30}, {"T", 1099511627776.0},
-                 {"TB", 1e12},     {"TiB", 1099511627776.0}};
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(end, units[i].suffix)) {
-            double b = v * units[i].scale;
-            if (b < 1 || b > 1.8e19) return false;
-            *bytes = (uint64_t)b;
-            return true;
-        }
-    return false;
+static bool parse_memory_budget(const char *v, void *opts) {
+    train_args *a = opts;
+    return kiln_tool_parse_bytes(v, &a->o.memory_budget, &a->o.memory_budget_fraction);
 }
 
-/* Flags take their value as the next argument or after '='. */
-typedef struct flag_iter {
-    int argc, i;
-    char **argv;
-    const char *cmd;
-    char name[64];
-    const char *value;
-} flag_iter;
-
-/* Advances to the next argument: 1 a flag (name, value filled lazily), 0 a positional,
- * -1 the end. */
-static int next_arg(flag_iter *it) {
-    if (++it->i >= it->argc) return -1;
-    const char *a = it->argv[it->i];
-    it->value = NULL;
-    if (strncmp(a, "--", 2)) return 0;
-    const char *eq = strchr(a, '=');
-    size_t n = eq ? (size_t)(eq - a) : strlen(a);
-    if (n >= sizeof it->name) n = sizeof it->name - 1;
-    memcpy(it->name, a, n);
-    it->name[n] = 0;
-    if (eq) it->value = eq + 1;
-    return 1;
-}
-
-static const char *value_of(flag_iter *it) {
-    if (it->value) return it->value;
-    if (it->i + 1 >= it->argc) return NULL;
-    return it->value = it->argv[++it->i];
+static bool parse_device(const char *v, void *opts) {
+    ((train_args *)opts)->cuda = !strcmp(v, "cuda");
+    return !strcmp(v, "cuda") || !strcmp(v, "cpu");
 }
 
 /* --remat POLICY or POLICY:NAME,NAME (the names policies): each block a checkpoint region
- * of that policy. names receive pointers into buf. Nonzero (having said why) if it is not
- * one. */
-static int parse_remat(const char *v, gpt_train_options *o, char *buf, size_t cap,
-                       const char **names, int max_names) {
-    snprintf(buf, cap, "%s", v);
+ * of that policy, the names pointing into remat_buf. */
+static bool parse_remat(const char *v, void *opts) {
+    train_args *a = opts;
+    char *buf = a->remat_buf;
+    snprintf(buf, sizeof a->remat_buf, "%s", v);
     char *colon = strchr(buf, ':');
     if (colon) *colon = 0;
     int p = 0;
@@ -219,21 +68,228 @@ static int parse_remat(const char *v, gpt_train_options *o, char *buf, size_t ca
         p++;
     bool named = p == KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES ||
                  p == KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE;
-    if (p > KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE || named != (colon != NULL)) {
-        fprintf(stderr,
-                "kiln train: --remat: '%s' is not a policy: nothing_saveable, "
-                "everything_saveable, dots_saveable, dots_with_no_batch_dims_saveable, or "
-                "save_only_these_names:NAMES / save_any_names_but_these:NAMES (NAMES: a comma "
-                "list of qkv, attn, mlp_fc)\n",
-                v);
-        return 2;
-    }
-    int n = 0;
-    for (char *t = colon ? strtok(colon + 1, ",") : NULL; t && n < max_names; t = strtok(NULL, ","))
-        names[n++] = t;
-    o->remat = true, o->remat_policy = (kiln_checkpoint_policy)p;
-    o->remat_n_names = n, o->remat_names = n ? names : NULL;
+    if (p > KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE || named != (colon != NULL))
+        return false;
+    int n = 0, max = (int)(sizeof a->remat_names / sizeof a->remat_names[0]);
+    for (char *t = colon ? strtok(colon + 1, ",") : NULL; t && n < max; t = strtok(NULL, ","))
+        a->remat_names[n++] = t;
+    a->o.remat = true, a->o.remat_policy = (kiln_checkpoint_policy)p;
+    a->o.remat_n_names = n, a->o.remat_names = n ? a->remat_names : NULL;
+    return true;
+}
+
+#define T_AT(field) offsetof(train_args, field)
+#define T_INT(n, f, l, h)                                                                          \
+    .name = n, .arg = "N", .kind = TOOL_FLAG_INT, .offset = T_AT(f), .lo = l, .hi = h
+#define T_I64(n, f, l, h)                                                                          \
+    .name = n, .arg = "N", .kind = TOOL_FLAG_INT64, .offset = T_AT(f), .lo = l, .hi = h
+#define T_DBL(n, f, l, h)                                                                          \
+    .name = n, .arg = "X", .kind = TOOL_FLAG_DOUBLE, .offset = T_AT(f), .flo = l, .fhi = h
+#define T_STR(n, a, f) .name = n, .arg = a, .kind = TOOL_FLAG_STRING, .offset = T_AT(f)
+#define T_FN(n, a, fn) .name = n, .arg = a, .kind = TOOL_FLAG_CUSTOM, .parse = fn
+#define T_SW(n, f)     .name = n, .kind = TOOL_FLAG_SWITCH, .offset = T_AT(f)
+
+/* The defaults are gpt_train_defaults's (the library's), said here for the help. */
+static const tool_flag train_flags[] = {
+    {T_FN("--data", "FILE", parse_data),
+     .help = "the corpus (any file: bytes); default /usr/share/common-licenses/GPL-3"},
+    {T_INT("--layers", o.model.layers, 1, 1024), .def = "2",
+     .help = "transformer blocks (default {})"},
+    {T_INT("--heads", o.model.heads, 1, 1024), .def = "4", .help = "attention heads ({})"},
+    {T_INT("--channels", o.model.channels, 1, 65536), .def = "128",
+     .help = "width C, a multiple of heads ({})"},
+    {T_INT("--context", o.model.context, 1, 65536), .def = "64", .help = "sequence length T ({})"},
+    {T_INT("--batch", o.batch, 1, 1 << 20), .def = "16", .help = "sequences per step B ({})"},
+    {T_I64("--steps", o.steps, 1, GPT_MAX_STEPS), .def = "1000", .help = "training steps ({})"},
+    {T_DBL("--lr", o.lr, 1e-12, 10), .def = "3e-3", .help = "peak learning rate of AdamW ({})"},
+    {T_I64("--warmup", o.warmup, 0, GPT_MAX_STEPS), .def = "30",
+     .help = "linear warmup steps ({}), then the schedule"},
+    {T_FN("--schedule", "S", parse_schedule), .def = "cosine",
+     .bad = "is not cosine, linear or constant",
+     .help = "after the warmup: {} (default), linear or constant"},
+    {T_DBL("--min-lr", o.min_lr, 0, 10),
+     .help = "the rate cosine and linear decay to (default lr/10)"},
+    {T_DBL("--beta1", o.beta1, 0, 0.999999999999), .def = "0.9", .label = "--beta1 X, --beta2 X",
+     .help = "AdamW's moment decays ({}, {--beta2})"},
+    {T_DBL("--beta2", o.beta2, 0, 0.999999999999), .def = "0.95"},
+    {T_DBL("--eps", o.eps, 1e-30, 1), .def = "1e-8", .help = "AdamW's epsilon ({})"},
+    {T_DBL("--weight-decay", o.weight_decay, 0, 10), .def = "0.1",
+     .help = "AdamW decay of the matrices ({})"},
+    {T_DBL("--clip", o.clip, 0, 10),
+     .help = "clip gradients to global norm X (default: no clipping)"},
+    {.name = "--seed",
+     .arg = "N",
+     .kind = TOOL_FLAG_UINT64,
+     .offset = T_AT(o.seed),
+     .lo = 0,
+     .hi = LLONG_MAX,
+     .def = "1337",
+     .help = "initialisation and batches ({})"},
+    {.name = "--threads",
+     .arg = "N",
+     .kind = TOOL_FLAG_LLONG,
+     .offset = T_AT(threads),
+     .lo = 1,
+     .hi = 4096,
+     .help = "kiln's threads (default: all cores)"},
+    {T_STR("--out", "DIR", o.out_dir), .def = "kiln-train",
+     .help = "losses.csv, summary.json, loss.svg, plan.svg, model.safetensors\n(default {})"},
+    {T_I64("--eval-every", o.eval_every, 0, GPT_MAX_STEPS), .def = "100",
+     .help = "validation loss every N steps ({}; 0: never)"},
+    {T_I64("--save-every", o.save_every, 0, GPT_MAX_STEPS),
+     .help = "checkpoint every N steps (default: at the end only)"},
+    {T_STR("--resume", "FILE", o.resume),
+     .help = "continue a run from its checkpoint (same losses as never stopping)"},
+    {T_STR("--init", "FILE", o.init),
+     .help = "start from these parameters (safetensors, names as docs/training.md)"},
+    {T_STR("--batches", "FILE", o.batches),
+     .help = "training batches from a raw int32 file [steps, batch, context+1]"},
+    {T_FN("--memory-budget", "X", parse_memory_budget),
+     .bad = "is not a size (bytes such as 64MiB, 2GB, 1000000, or a share such as 50%)",
+     .help = "the step's peak device memory at most X bytes (64MiB, 2GB) or X%\n"
+             "of its peak without recomputation (50%): kiln recomputes\n"
+             "activations in the backward pass to fit (docs/memory.md)"},
+    {T_FN("--remat", "POLICY", parse_remat),
+     .bad = "is not a policy: nothing_saveable, everything_saveable, dots_saveable, "
+            "dots_with_no_batch_dims_saveable, or save_only_these_names:NAMES / "
+            "save_any_names_but_these:NAMES (NAMES: a comma list of qkv, attn, mlp_fc)",
+     .help = "each block a checkpoint region of POLICY: nothing_saveable,\n"
+             "dots_saveable, dots_with_no_batch_dims_saveable,\n"
+             "everything_saveable, save_only_these_names:qkv,attn,mlp_fc\n"
+             "or save_any_names_but_these:NAMES (docs/memory.md)"},
+    {T_SW("--no-summary", o.no_summary),
+     .help = "leave the summary out of the output (it is still written to\nDIR/summary.txt)"},
+    {.kind = TOOL_FLAG_HEADING,
+     .help = "data parallel (docs/scaling.md): --batch is the global batch, split over the ranks"},
+    {.name = "--devices",
+     .arg = "N",
+     .kind = TOOL_FLAG_LLONG,
+     .offset = T_AT(devices),
+     .lo = 1,
+     .hi = 64,
+     .def = "1",
+     .help = "N replicas in this process, one device and thread each"},
+    {T_FN("--device", "cpu|cuda", parse_device), .def = "cpu", .bad = "is neither cpu nor cuda",
+     .help = "what the replicas run on ({}): cuda puts rank r on GPU cuda:r\n"
+             "(cuda:(r mod GPUs) under MPI) and all-reduces over NCCL"},
+    {T_SW("--mpi", mpi), .help = "one replica per MPI process (implied under mpirun -np N > 1)"},
+    {T_DBL("--comm-timeout", timeout, 1e-3, 1e6), .def = "60",
+     .help = "a rank that waits X seconds for the others fails ({})"},
+    {T_I64("--check-every", o.check_every, 0, GPT_MAX_STEPS), .def = "100",
+     .help = "compare the ranks' parameter hashes every N steps ({})"},
+    {T_DBL("--bucket-mb", bucket_mb, 0, 1e6),
+     .help = "gradients per all-reduce, in MiB (0: one per gradient; default\n"
+             "25 over MPI, 0 for --devices)"},
+    {T_SW("--no-overlap", o.no_overlap),
+     .help = "finish each all-reduce before the next kernel, instead of\n"
+             "running the rest of the backward pass while it is in flight"},
+    {.name = "--help", .kind = TOOL_FLAG_HELP},
+};
+
+static const tool_command train_command = {
+    .name = "train",
+    .noun = "flag",
+    .usage = "usage: kiln train [flags]\n",
+    .column = 20,
+    .flags = train_flags,
+    .n_flags = sizeof train_flags / sizeof train_flags[0],
+};
+
+/* What `kiln sample`'s flags set. */
+typedef struct sample_args {
+    gpt_sample_options o;
+    long long threads;
+    bool positional; /* the checkpoint was given as an argument */
+} sample_args;
+
+/* The checkpoint, once: kiln sample FILE. */
+static int sample_positional(const tool_command *c, const char *arg, void *opts) {
+    sample_args *a = opts;
+    if (a->positional)
+        return kiln_tool_usage(c, "unexpected argument '%s': the checkpoint is '%s'", arg,
+                               a->o.checkpoint);
+    a->o.checkpoint = arg, a->positional = true;
     return 0;
+}
+
+#define S_AT(field) offsetof(sample_args, field)
+/* One thread by default: generating a byte runs ~100 kernels of a few microseconds each,
+ * and waking pool threads for each cost far more than it saved (300 bytes of the demo's
+ * model on one thread and on two of a loaded 2-core machine: docs/training.md;
+ * bench/RESULTS.md, "Figures moved out of code comments (2026-12-03)"). */
+static const tool_flag sample_flags[] = {
+    {.name = "--checkpoint",
+     .arg = "FILE",
+     .kind = TOOL_FLAG_STRING,
+     .offset = S_AT(o.checkpoint),
+     .def = "kiln-train/model.safetensors",
+     .help = "the model (default {})"},
+    {.name = "--prompt",
+     .arg = "TEXT",
+     .kind = TOOL_FLAG_STRING,
+     .offset = S_AT(o.prompt),
+     .def = "\n",
+     .help = "the text to continue (default: a newline)"},
+    {.name = "--length",
+     .arg = "N",
+     .kind = TOOL_FLAG_INT,
+     .offset = S_AT(o.length),
+     .lo = 0,
+     .hi = 1 << 24,
+     .def = "300",
+     .help = "bytes to generate ({})"},
+    {.name = "--temperature",
+     .arg = "X",
+     .kind = TOOL_FLAG_DOUBLE,
+     .offset = S_AT(o.temperature),
+     .flo = 0,
+     .fhi = 100,
+     .def = "0.8",
+     .help = "0: always the likeliest byte ({})"},
+    {.name = "--top-k",
+     .arg = "N",
+     .kind = TOOL_FLAG_INT,
+     .offset = S_AT(o.top_k),
+     .lo = 0,
+     .hi = 1 << 20,
+     .def = "40",
+     .help = "draw among the N likeliest ({}; 0: all)"},
+    {.name = "--seed",
+     .arg = "N",
+     .kind = TOOL_FLAG_UINT64,
+     .offset = S_AT(o.seed),
+     .lo = 0,
+     .hi = LLONG_MAX,
+     .def = "1",
+     .help = "({})"},
+    {.name = "--threads",
+     .arg = "N",
+     .kind = TOOL_FLAG_LLONG,
+     .offset = S_AT(threads),
+     .lo = 1,
+     .hi = 4096,
+     .def = "1",
+     .help = "kiln's threads (default {}: a byte is ~100 tiny kernels, which\n"
+             "handing to a pool only slows)"},
+    {.name = "--help", .kind = TOOL_FLAG_HELP},
+};
+
+static const tool_command sample_command = {
+    .name = "sample",
+    .noun = "flag",
+    .usage = "usage: kiln sample [flags] [CHECKPOINT]\n",
+    .column = 20,
+    .flags = sample_flags,
+    .n_flags = sizeof sample_flags / sizeof sample_flags[0],
+    .positional = sample_positional,
+};
+
+void kiln_tool_train_help(FILE *f) {
+    kiln_tool_flags_help(&train_command, f);
+}
+
+void kiln_tool_sample_help(FILE *f) {
+    kiln_tool_flags_help(&sample_command, f);
 }
 
 static kiln_context *make_context(const char *cmd, int threads, int devices) {
@@ -314,197 +370,33 @@ static kiln_status train_devices(kiln_context *ctx, const gpt_train_options *o, 
     return st;
 }
 
-int kiln_tool_train(int argc, char **argv) {
-    gpt_train_options o;
-    gpt_train_defaults(&o);
-    long long threads = 0, devices = 1;
-    double timeout = 60, bucket_mb = -1;
-    const char *budget = NULL, *device = "cpu", *schedule = NULL, *remat = NULL;
-    char remat_buf[512];
-    const char *remat_names[16];
-    bool no_summary = false, mpi = false;
-    char err[GPT_ERR_SIZE];
-    /* Before any thread is made (the first context's below): they all inherit the mask. */
-    if (kiln_tool_block_stop_signals()) {
-        fprintf(stderr, "kiln train: cannot start the thread that takes SIGINT and SIGTERM\n");
-        return 1;
-    }
-
-    /* A resumed run takes its recipe from the checkpoint; flags given with --resume must
-     * agree with it (gpt_train says which one does not). So --resume is read first. */
-    for (int i = 2; i < argc; i++) {
-        const char *v = NULL;
-        if (!strcmp(argv[i], "--resume") && i + 1 < argc)
-            v = argv[i + 1];
-        else if (!strncmp(argv[i], "--resume=", 9))
-            v = argv[i] + 9;
-        if (!v) continue;
-        kiln_context *ctx = make_context("train", 1, 0);
-        if (!ctx) return 1;
-        kiln_status st = gpt_checkpoint_read_options(ctx, v, &o, err);
-        kiln_context_destroy(ctx);
-        if (st) {
-            fprintf(stderr, "kiln train: --resume: %s\n", err);
-            return 1;
-        }
-        o.resume = v;
-    }
-
-    flag_iter it = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
-    for (int k; (k = next_arg(&it)) >= 0;) {
-        if (k == 0 && !strcmp(argv[it.i], "-h")) {
-            fputs(train_usage, stdout);
-            return 0;
-        }
-        if (k == 0) return usage_error("train", "unexpected argument '%s'%s", argv[it.i], "");
-        const char *f = it.name;
-        if (!strcmp(f, "--help")) {
-            fputs(train_usage, stdout);
-            return 0;
-        }
-        if (!strcmp(f, "--no-summary")) {
-            no_summary = true;
-            continue;
-        }
-        if (!strcmp(f, "--mpi")) {
-            mpi = true;
-            continue;
-        }
-        if (!strcmp(f, "--no-overlap")) {
-            o.no_overlap = true;
-            continue;
-        }
-        static const struct {
-            const char *name;
-            long long lo, hi;
-        } ints[] = {{"--layers", 1, 1024},
-                    {"--heads", 1, 1024},
-                    {"--channels", 1, 65536},
-                    {"--context", 1, 65536},
-                    {"--batch", 1, 1 << 20},
-                    {"--steps", 1, GPT_MAX_STEPS},
-                    {"--warmup", 0, GPT_MAX_STEPS},
-                    {"--seed", 0, LLONG_MAX},
-                    {"--threads", 1, 4096},
-                    {"--eval-every", 0, GPT_MAX_STEPS},
-                    {"--save-every", 0, GPT_MAX_STEPS},
-                    {"--devices", 1, 64},
-                    {"--check-every", 0, GPT_MAX_STEPS}};
-        static const char *const strs[] = {"--data",   "--out",      "--resume",
-                                           "--init",   "--batches",  "--memory-budget",
-                                           "--device", "--schedule", "--remat"};
-        static const struct {
-            const char *name;
-            double lo, hi;
-        } dbls[] = {{"--lr", 1e-12, 10},
-                    {"--weight-decay", 0, 10},
-                    {"--clip", 0, 10},
-                    {"--comm-timeout", 1e-3, 1e6},
-                    {"--bucket-mb", 0, 1e6},
-                    {"--beta1", 0, 0.999999999999},
-                    {"--beta2", 0, 0.999999999999},
-                    {"--eps", 1e-30, 1},
-                    {"--min-lr", 0, 10}};
-        int which = -1, kind = 0;
-        for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
-            if (!strcmp(f, ints[j].name)) which = (int)j, kind = 1;
-        for (size_t j = 0; j < sizeof strs / sizeof strs[0]; j++)
-            if (!strcmp(f, strs[j])) which = (int)j, kind = 2;
-        for (size_t j = 0; j < sizeof dbls / sizeof dbls[0]; j++)
-            if (!strcmp(f, dbls[j].name)) which = (int)j, kind = 3;
-        if (which < 0) {
-            static const char *const all[] = {
-                "--help",         "--no-summary",  "--layers",        "--heads",
-                "--channels",     "--context",     "--batch",         "--steps",
-                "--warmup",       "--seed",        "--threads",       "--eval-every",
-                "--save-every",   "--data",        "--out",           "--resume",
-                "--init",         "--batches",     "--memory-budget", "--lr",
-                "--weight-decay", "--clip",        "--devices",       "--mpi",
-                "--comm-timeout", "--check-every", "--bucket-mb",     "--device",
-                "--no-overlap",   "--beta1",       "--beta2",         "--eps",
-                "--schedule",     "--min-lr",      "--remat"};
-            return unknown_flag("train", argv[it.i], f, all, sizeof all / sizeof all[0]);
-        }
-        const char *v = value_of(&it);
-        if (!v) return usage_error("train", "%s needs a value%s", f, "");
-        if (kind == 1) {
-            long long x;
-            if (!parse_long(v, ints[which].lo, ints[which].hi, &x)) {
-                char range[64];
-                snprintf(range, sizeof range, " (an integer in [%lld, %lld])", ints[which].lo,
-                         ints[which].hi);
-                fprintf(stderr, "kiln train: %s: '%s' is not a valid value%s\n", f, v, range);
-                return 2;
-            }
-            /* the int flags (ranges within int), then the 64-bit counts */
-            int *small[] = {&o.model.layers, &o.model.heads, &o.model.channels, &o.model.context,
-                            &o.batch};
-            int64_t *count[] = {&o.steps,      &o.warmup,     NULL, NULL,
-                                &o.eval_every, &o.save_every, NULL, &o.check_every};
-            if (which < 5)
-                *small[which] = (int)x;
-            else if (count[which - 5])
-                *count[which - 5] = x;
-            else if (which == 7)
-                o.seed = (uint64_t)x;
-            else if (which == 8)
-                threads = x;
-            else
-                devices = x;
-        } else if (kind == 2) {
-            const char **dst[] = {&o.data, &o.out_dir, &o.resume, &o.init, &o.batches,
-                                  &budget, &device,    &schedule, &remat};
-            *dst[which] = v;
-            if (which == 0) o.data_explicit = true;
-        } else {
-            double *dst[] = {&o.lr,    &o.weight_decay, &o.clip, &timeout, &bucket_mb,
-                             &o.beta1, &o.beta2,        &o.eps,  &o.min_lr};
-            if (!parse_double(v, dbls[which].lo, dbls[which].hi, dst[which])) {
-                fprintf(stderr,
-                        "kiln train: %s: '%s' is not a valid value (a number in [%g, %g])\n", f, v,
-                        dbls[which].lo, dbls[which].hi);
-                return 2;
-            }
-        }
-    }
-    if (o.model.channels % o.model.heads) {
-        fprintf(stderr, "kiln train: --channels (%d) must be a multiple of --heads (%d)\n",
-                o.model.channels, o.model.heads);
-        return 2;
-    }
-    if (o.init && o.resume)
-        return usage_error("train", "--init and --resume exclude each other%s%s", "", "");
-    if (schedule) {
-        int k = 0;
-        while (k <= GPT_SCHEDULE_CONSTANT && strcmp(schedule, gpt_schedule_name(k))) k++;
-        if (k > GPT_SCHEDULE_CONSTANT)
-            return usage_error("train", "--schedule: '%s' is not cosine, linear or constant%s",
-                               schedule, "");
-        o.schedule = (gpt_schedule)k;
-    }
-    if (remat && parse_remat(remat, &o, remat_buf, sizeof remat_buf, remat_names, 16)) return 2;
-    if (budget && !kiln_tool_parse_bytes(budget, &o.memory_budget, &o.memory_budget_fraction))
-        return usage_error("train",
-                           "--memory-budget: '%s' is not a size (bytes such as 64MiB, 2GB, "
-                           "1000000, or a share such as 50%%)%s",
-                           budget, "");
-
+/* The checks that take more than one flag (and the environment): 0, or 2 having said why. */
+static int train_checks(train_args *a) {
+    const tool_command *c = &train_command;
+    const gpt_train_options *o = &a->o;
+    if (o->model.channels % o->model.heads)
+        return kiln_tool_usage(c, "--channels (%d) must be a multiple of --heads (%d)",
+                               o->model.channels, o->model.heads);
+    if (o->init && o->resume) return kiln_tool_usage(c, "--init and --resume exclude each other");
     /* Under mpirun every process is a rank (MPICH's PMI_SIZE, Open MPI's variable). */
     const char *launched = getenv("PMI_SIZE") ? getenv("PMI_SIZE") : getenv("OMPI_COMM_WORLD_SIZE");
-    if (launched && atoi(launched) > 1) mpi = true;
-    if (mpi && devices > 1)
-        return usage_error("train",
-                           "--devices and --mpi exclude each other (one replica per "
-                           "process under MPI)%s%s",
-                           "", "");
-    if (o.batch % devices) {
-        fprintf(stderr, "kiln train: --batch (%d) must split evenly over --devices (%lld)\n",
-                o.batch, devices);
-        return 2;
-    }
-    bool cuda = !strcmp(device, "cuda");
-    if (!cuda && strcmp(device, "cpu"))
-        return usage_error("train", "--device: '%s' is neither cpu nor cuda%s", device, "");
+    if (launched && atoi(launched) > 1) a->mpi = true;
+    if (a->mpi && a->devices > 1)
+        return kiln_tool_usage(c, "--devices and --mpi exclude each other (one replica per "
+                                  "process under MPI)");
+    if (o->batch % a->devices)
+        return kiln_tool_usage(c, "--batch (%d) must split evenly over --devices (%lld)", o->batch,
+                               a->devices);
+    return 0;
+}
+
+/* kiln train once its flags are read and checked. */
+static int train_run(const train_args *a) {
+    gpt_train_options o = a->o;
+    long long threads = a->threads, devices = a->devices;
+    double timeout = a->timeout, bucket_mb = a->bucket_mb;
+    bool cuda = a->cuda, mpi = a->mpi;
+    char err[GPT_ERR_SIZE];
     if (bucket_mb >= 0) o.bucket_bytes = bucket_mb > 0 ? (int64_t)(bucket_mb * 1048576) : -1;
     kiln_context *ctx = make_context("train", (int)threads, cuda ? 1 : (int)devices);
     if (!ctx) return 1;
@@ -528,7 +420,6 @@ int kiln_tool_train(int argc, char **argv) {
         kiln_tool_set_checkpoint_path(path);
     }
     o.progress_is_tty = isatty(fileno(stdout));
-    o.no_summary = no_summary;
     kiln_status st;
     gpt_train_result r;
     if (mpi) {
@@ -584,63 +475,49 @@ int kiln_tool_train(int argc, char **argv) {
     return 128 + (*o.stop ? *o.stop : SIGINT);
 }
 
-int kiln_tool_sample(int argc, char **argv) {
-    gpt_sample_options o = {.checkpoint = "kiln-train/model.safetensors",
-                            .prompt = "\n",
-                            .length = 300,
-                            .temperature = 0.8,
-                            .top_k = 40,
-                            .seed = 1};
-    /* One thread: generating a byte runs ~100 kernels of a few microseconds each, and
-     * waking pool threads for each cost far more than it saved (300 bytes of the demo's
-     * model on one thread and on two of a loaded 2-core machine: docs/training.md;
-     * bench/RESULTS.md, "Figures moved out of code comments (2026-12-03)"). */
-    long long threads = 1, x = 0; /* x: what the last parse_long read */
-    flag_iter it = {.argc = argc, .argv = argv, .i = 1, .cmd = "sample"};
-    bool positional = false;
-    for (int k; (k = next_arg(&it)) >= 0;) {
-        if (k == 0 && !strcmp(argv[it.i], "-h")) {
-            fputs(sample_usage, stdout);
-            return 0;
-        }
-        if (k == 0) {
-            if (positional)
-                return usage_error("sample", "unexpected argument '%s': the checkpoint is '%s'",
-                                   argv[it.i], o.checkpoint);
-            o.checkpoint = argv[it.i];
-            positional = true;
-            continue;
-        }
-        const char *f = it.name;
-        if (!strcmp(f, "--help")) {
-            fputs(sample_usage, stdout);
-            return 0;
-        }
-        static const char *const known[] = {"--checkpoint", "--prompt", "--length", "--temperature",
-                                            "--top-k",      "--seed",   "--threads"};
-        int which = -1;
-        for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
-            if (!strcmp(f, known[j])) which = (int)j;
-        if (which < 0) {
-            static const char *const all[] = {"--help",   "--checkpoint",  "--prompt",
-                                              "--length", "--temperature", "--top-k",
-                                              "--seed",   "--threads"};
-            return unknown_flag("sample", argv[it.i], f, all, sizeof all / sizeof all[0]);
-        }
-        const char *v = value_of(&it);
-        if (!v) return usage_error("sample", "%s needs a value%s", f, "");
-        bool ok = true;
-        switch (which) {
-        case 0: o.checkpoint = v; break;
-        case 1: o.prompt = v; break;
-        case 2: ok = parse_long(v, 0, 1 << 24, &x), o.length = (int)x; break;
-        case 3: ok = parse_double(v, 0, 100, &o.temperature); break;
-        case 4: ok = parse_long(v, 0, 1 << 20, &x), o.top_k = (int)x; break;
-        case 5: ok = parse_long(v, 0, LLONG_MAX, &x), o.seed = (uint64_t)x; break;
-        default: ok = parse_long(v, 1, 4096, &threads); break;
-        }
-        if (!ok) return usage_error("sample", "%s: '%s' is not a valid value", f, v);
+int kiln_tool_train(int argc, char **argv) {
+    train_args a = {.bucket_mb = -1};
+    gpt_train_options *op = &a.o;
+    gpt_train_defaults(op);
+    if (kiln_tool_flags_defaults(&train_command, &a)) return 2;
+    char err[GPT_ERR_SIZE];
+    /* Before any thread is made (the first context's below): they all inherit the mask. */
+    if (kiln_tool_block_stop_signals()) {
+        fprintf(stderr, "kiln train: cannot start the thread that takes SIGINT and SIGTERM\n");
+        return 1;
     }
+
+    /* A resumed run takes its recipe from the checkpoint; flags given with --resume must
+     * agree with it (gpt_train says which one does not). So --resume is read first. */
+    for (int i = 2; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--resume") && i + 1 < argc)
+            v = argv[i + 1];
+        else if (!strncmp(argv[i], "--resume=", 9))
+            v = argv[i] + 9;
+        if (!v) continue;
+        kiln_context *ctx = make_context("train", 1, 0);
+        if (!ctx) return 1;
+        kiln_status st = gpt_checkpoint_read_options(ctx, v, op, err);
+        kiln_context_destroy(ctx);
+        if (st) {
+            fprintf(stderr, "kiln train: --resume: %s\n", err);
+            return 1;
+        }
+        op->resume = v;
+    }
+    int rc = kiln_tool_flags_parse(&train_command, argc, argv, 2, &a);
+    if (rc) return rc == KILN_TOOL_HELP ? 0 : rc;
+    return train_checks(&a) ? 2 : train_run(&a);
+}
+
+int kiln_tool_sample(int argc, char **argv) {
+    sample_args a = {0};
+    if (kiln_tool_flags_defaults(&sample_command, &a)) return 2;
+    int rc = kiln_tool_flags_parse(&sample_command, argc, argv, 2, &a);
+    if (rc) return rc == KILN_TOOL_HELP ? 0 : rc;
+    gpt_sample_options o = a.o;
+    long long threads = a.threads;
     kiln_context *ctx = make_context("sample", (int)threads, 0);
     if (!ctx) return 1;
     unsigned char *out = malloc((size_t)o.length + 1);

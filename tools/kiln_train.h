@@ -7,17 +7,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Each returns the process's exit status: 0, 1 (runtime error) or 2 (usage error); train
  * also 130 or 143 after SIGINT or SIGTERM stopped it (saved). */
 int kiln_tool_train(int argc, char **argv);
 int kiln_tool_sample(int argc, char **argv);
-/* "64MiB", "2GB", "1000000" -> bytes; "50%" -> fraction 0.5. False if it is neither. */
-bool kiln_tool_parse_bytes(const char *s, uint64_t *bytes, double *fraction);
-
-/* The name among names[0..n) closest to word by edit distance, or NULL when none is
- * near enough to be a typo of it: "did you mean ...?" in the tool's usage errors. */
-const char *kiln_tool_closest(const char *word, const char *const *names, size_t n);
+/* Their --help text (kiln help train). */
+void kiln_tool_train_help(FILE *f);
+void kiln_tool_sample_help(FILE *f);
 
 /* tools/stop_signals.c. Blocks SIGINT and SIGTERM in the calling thread (and so in every
  * thread it makes afterwards: call it before any) and starts the one thread that takes

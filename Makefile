@@ -5,6 +5,15 @@
 #   make test   builds and runs the whole test suite (under CI=true: twice, the second
 #               time with AddressSanitizer + UndefinedBehaviorSanitizer, then a short
 #               smoke run of every fuzz target)
+#   make check  the fast tier: builds and runs only the unit tests that call no C compiler
+#               (no kernel built by the system compiler, no NVRTC), in seconds (ctest -L
+#               fast): test_alloc, test_alloc_stress, test_config, test_errors, test_fault,
+#               test_hashmap, test_ir (its cases that compile nothing), test_passes,
+#               test_pool, test_reference, test_safetensors, test_trace, test_trace_fault,
+#               test_static_symbols, test_cxx_header, check_includes,
+#               check_comment_figures and its self-test (KILN_FAST_TESTS in CMakeLists.txt)
+# A test that cannot run here (no GPU, no MPI, no Python package, ...) is skipped, not
+# failed: ctest lists it as skipped and the reason it printed ("SKIP: ...") follows the run.
 # Each installs what it lacks when run as root (apt-get), and otherwise prints the exact
 # apt-get line to run. Other targets: install (PREFIX=...), demo-plan (the planner on a
 # transformer block), mlp-train, test-asan, test-tsan, fuzz, fuzz-long, test-fuzz-smoke,
@@ -22,7 +31,7 @@ else
 CMAKE_ARGS += -DKILN_WERROR=OFF
 endif
 
-.PHONY: all deps build install demo demo-plan mlp-train test test-normal test-asan test-tsan fuzz \
+.PHONY: all deps build install demo demo-plan mlp-train test test-normal check test-asan test-tsan fuzz \
 	fuzz-long test-fuzz-smoke \
 	bench format clean
 
@@ -79,6 +88,12 @@ mlp-train: build
 
 test-normal: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Only what the fast tier runs is built (the kiln_fast_tests target), not the whole tree.
+check: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target kiln_fast_tests
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L fast
 
 test-asan: deps
 	@cmake -S . -B $(BUILD)-asan -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_ARGS) >/dev/null

@@ -2,8 +2,9 @@
 # ctest_skips.sh BUILD — says why tests were skipped, wholly or in part, in the last ctest
 # run of BUILD. ctest names a skipped test under "The following tests did not run" but
 # shows its output only with -V, so the reason the test printed was lost. kiln's tests say
-# why in a line containing "skipped" (and exit 77 when the whole test is skipped): this
-# prints those lines from the run's log, at most 3 per test. ctest runs it after every run
+# why in a line of their own (tests/test.h, test_skip and test_skip_case): "SKIP: why" and
+# exit 77 when the whole test is skipped, "SKIP <case>: why" when one case is and the rest
+# ran. This prints those lines from the run's log, at most 3 per test. ctest runs it after every run
 # (CTEST_CUSTOM_POST_TEST in BUILD/CTestCustom.cmake, written by CMakeLists.txt), so `make
 # test` and a plain `ctest` both show them. Always exits 0: it only reports.
 #
@@ -16,14 +17,10 @@ awk '
     /^[0-9]+\/[0-9]+ Test: / { name = $3; n = 0; next }
     /^Output:$/ { getline; out = 1; next }          # getline: the dashes under "Output:"
     /^<end of output>$/ { out = 0; next }
-    out && tolower($0) ~ /skipped/ && n < 3 {
+    out && /^SKIP[ :]/ && n < 3 {
         n++
         if (!shown++) print "Why tests were skipped (their own words):"
-        line = $0
-        sub(/^[ \t]+/, "", line)
-        # Most lines start with the test name already; name the test otherwise.
-        if (index(line, name) == 1) print "  " line
-        else print "  " name ": " line
+        print "  " name ": " $0
     }
 ' "$log"
 exit 0

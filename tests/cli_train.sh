@@ -329,7 +329,7 @@ if unshare -m sh -c "mount -t tmpfs -o size=768k tmpfs '$dir/full'" 2>/dev/null;
         fail=1
     fi
 else
-    echo "test_cli_train: the full-disk case skipped: no tmpfs in a mount namespace here (needs root)"
+    echo "SKIP full-disk case: no tmpfs in a mount namespace here (needs root)"
 fi
 
 [ $fail = 0 ] && echo "test_cli_train: passed"

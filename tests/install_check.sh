@@ -13,7 +13,7 @@
 # Exit 77 (skipped) when pkg-config is missing.
 set -eu
 build=$1 compiler=$2 cmake=$3 src=$4
-command -v pkg-config >/dev/null 2>&1 || { echo "pkg-config not found: skipped"; exit 77; }
+command -v pkg-config >/dev/null 2>&1 || { echo "SKIP: pkg-config not found"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix

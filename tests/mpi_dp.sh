@@ -9,7 +9,7 @@
 mpiexec=$1
 test_dp=$2
 if [ -z "$mpiexec" ]; then
-    echo "mpi_dp: kiln was built without MPI (install libmpich-dev mpich and reconfigure): skipped"
+    echo "SKIP: kiln was built without MPI (install libmpich-dev mpich and reconfigure)"
     exit 77
 fi
 # Open MPI refuses root unless told; MPICH ignores these.

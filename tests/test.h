@@ -1,19 +1,24 @@
 /* test.h — the tiny harness every test file uses: CHECK macros that count and report
  * failures with file and line, RUN to call a test function, and a context free of the
  * environment. Fault injection lives in fault.h, random numbers and seeds in rng.h.
- * Each test file ends with `return test_summary("name");`. */
+ * Each test file ends with `return test_summary("name");`. A test that cannot run here
+ * says why through test_skip / test_skip_case, the one way tests skip. */
 #ifndef KILN_TEST_H
 #define KILN_TEST_H
 
 #include "kiln.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
 
 static int test_passed, test_failed;
+/* Which cases RUN and RUN_CC run (test_select_cases): 0 all, 1 only those that call no C
+ * compiler, 2 only those that do. */
+static int test_case_filter;
 /* Set by test_seed (rng.h): 0 no random test ran, 1 the defaults, 2 KILN_TEST_SEED's. */
 static int test_seed_chosen;
 static unsigned long long test_seed_env;
@@ -61,6 +66,41 @@ static unsigned long long test_seed_env;
                   (needle));                                                                       \
     } while (0)
 
+/* The exit status ctest counts as skipped (SKIP_RETURN_CODE, set for every test in
+ * CMakeLists.txt; the shell-script tests exit with it too). */
+#define TEST_SKIP_CODE 77
+
+/* The whole test cannot run here (no GPU, no NVRTC, no Python package, ...): one line
+ * "SKIP: why" on stdout, then main returns what this returns, so ctest lists the test as
+ * skipped and -V or --output-on-failure shows the line (scripts/ctest_skips.sh prints it
+ * after every run):   return test_skip("no NVRTC: %s", why); */
+static inline int test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int test_skip(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("SKIP: ", stdout);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+    va_end(ap);
+    return TEST_SKIP_CODE;
+}
+
+/* One case of a test that otherwise runs cannot (root only, no xmllint, ...): the line
+ * "SKIP <what>: why" on stdout; the test still passes or fails on the rest, and
+ * scripts/ctest_skips.sh prints the line after the run. */
+static inline void test_skip_case(const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static inline void test_skip_case(const char *what, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("SKIP %s: ", what);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+    va_end(ap);
+}
+
 /* |a-b| <= atol + rtol*|b|, with NaN == NaN and equal infinities. */
 static inline int test_close(double a, double b, double rtol, double atol) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
@@ -76,9 +116,26 @@ static inline int test_close(double a, double b, double rtol, double atol) {
 #define RUN(fn)                                                                                    \
     do {                                                                                           \
         int before_ = test_failed;                                                                 \
-        fn();                                                                                      \
+        if (test_case_filter != 2) fn();                                                           \
         if (test_failed != before_) fprintf(stderr, "  in %s\n", #fn);                             \
     } while (0)
+
+/* A case that calls the system C compiler or NVRTC (it compiles a kernel): left out of the
+ * fast tier (make check) when the program runs with --no-cc. */
+#define RUN_CC(fn)                                                                                 \
+    do {                                                                                           \
+        int before_ = test_failed;                                                                 \
+        if (test_case_filter != 1) fn();                                                           \
+        if (test_failed != before_) fprintf(stderr, "  in %s\n", #fn);                             \
+    } while (0)
+
+/* A test program whose cases are split between the tiers takes one argument: --no-cc runs
+ * the RUN cases alone (ctest's TEST, labelled fast), --cc the RUN_CC cases alone
+ * (TEST_cc); none runs both. CMakeLists.txt registers such a program under both names. */
+static inline void test_select_cases(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--no-cc")) test_case_filter = 1;
+    if (argc > 1 && !strcmp(argv[1], "--cc")) test_case_filter = 2;
+}
 
 /* A whole file as a string (malloc'd; NULL when it cannot be read). */
 static inline char *test_read_file(const char *path) {

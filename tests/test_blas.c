@@ -99,7 +99,7 @@ static bool provider_present(kiln_context *ctx, kiln_blas p) {
         CHECK_STATUS(s, KILN_STATUS_CONFIG);
         CHECK_CONTAINS(kiln_last_error(ctx), names[p]);
         CHECK_CONTAINS(kiln_last_error(ctx), "apt-get install");
-        printf("KILN_BLAS=%s not installed here: %s\n", names[p], kiln_last_error(ctx));
+        test_skip_case(names[p], "not installed here: %s", kiln_last_error(ctx));
     }
     kiln_array_destroy(out), kiln_array_destroy(x);
     kiln_executable_destroy(e);

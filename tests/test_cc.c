@@ -853,7 +853,7 @@ static void test_unwritable_dir(void) {
         locked = chmod(dir, 0500) == 0;
     }
     if (!locked) {
-        printf("test_unwritable_dir: cannot make a read-only directory here; skipped\n");
+        test_skip_case("test_unwritable_dir", "cannot make a read-only directory here");
         rm_rf(dir);
         return;
     }
@@ -963,7 +963,7 @@ static void full_disk_child(const char *mnt) {
     snprintf(log, sizeof log, "%s.log", mnt);
     if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
         mount("kiln-test", mnt, "tmpfs", 0, "size=256k,mode=0700")) {
-        printf("test_full_dir: cannot mount a small tmpfs (%s); skipped\n", strerror(errno));
+        test_skip_case("test_full_dir", "cannot mount a small tmpfs (%s)", strerror(errno));
         return;
     }
     kiln_context *ctx = cache_context(cache, NULL);

@@ -541,11 +541,11 @@ int main(void) {
         return 1;
     }
     if (kiln_device_count(ctx) < 2) {
-        printf("test_cuda: skipped: the CPU is the only device (%s)\n",
-               ctx->devices_absent[0] ? ctx->devices_absent : "no GPU backend");
+        int rc = test_skip("the CPU is the only device (%s)",
+                           ctx->devices_absent[0] ? ctx->devices_absent : "no GPU backend");
         kiln_context_destroy(ctx);
         test_remove_dir(cache_dir);
-        return 77;
+        return rc;
     }
     int n_random = rp_program_count(48);
     for (dev = 1; dev < kiln_device_count(ctx); dev++) {

@@ -497,14 +497,9 @@ static void test_programs(int n) {
 
 int main(void) {
     const char *on = getenv("KILN_TEST_CUDA_EMULATE");
-    if (!on || strcmp(on, "1")) {
-        printf("test_cuda_emulate: skipped: a long run; set KILN_TEST_CUDA_EMULATE=1\n");
-        return 77;
-    }
-    if (system("g++ --version >/dev/null 2>&1")) {
-        printf("test_cuda_emulate: skipped: no g++ to compile the CUDA C as C++\n");
-        return 77;
-    }
+    if (!on || strcmp(on, "1")) return test_skip("a long run; set KILN_TEST_CUDA_EMULATE=1");
+    if (system("g++ --version >/dev/null 2>&1"))
+        return test_skip("no g++ to compile the CUDA C as C++");
     ctx = test_private_context(dir);
     if (!ctx) return 1;
     gpu_start();

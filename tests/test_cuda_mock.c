@@ -130,8 +130,7 @@ static void test_programs(kiln_context *c, long (*launches)(void)) {
     e = NULL;
     kiln_status s = kiln_compile(g, &o, &e);
     if (s && strstr(kiln_last_error(c), "NVRTC")) {
-        printf("test_cuda_mock: no NVRTC, the compiled-program case is skipped: %s\n",
-               kiln_last_error(c));
+        test_skip_case("compiled program", "no NVRTC: %s", kiln_last_error(c));
     } else {
         CHECK_OK(c, s);
         kiln_executable_info info;
@@ -170,7 +169,7 @@ static void test_split(kiln_context *c, long (*launches)(void)) {
     kiln_executable *e = NULL;
     kiln_status s = kiln_compile(g, &o, &e);
     if (s && strstr(kiln_last_error(c), "NVRTC")) {
-        printf("test_cuda_mock: no NVRTC, the split case is skipped\n");
+        test_skip_case("split reduction", "no NVRTC: %s", kiln_last_error(c));
     } else {
         CHECK_OK(c, s);
         kiln_executable_info info;
@@ -246,11 +245,11 @@ int main(void) {
     long (*live)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_live") : NULL;
     long (*launches)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_launches") : NULL;
     if (!c || !live || !launches) {
-        printf("test_cuda_mock: skipped: the libcuda.so.1 loaded is not tests/mock_cuda.c\n");
+        int rc = test_skip("the libcuda.so.1 loaded is not tests/mock_cuda.c");
         kiln_context_destroy(c);
         if (lib) dlclose(lib);
         test_remove_dir(dir);
-        return 77;
+        return rc;
     }
     test_copies(c);
     test_programs(c, launches);

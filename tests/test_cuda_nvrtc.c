@@ -235,10 +235,7 @@ static void test_library(void) {
 
 int main(void) {
     char why[256];
-    if (!cu_nvrtc_load(&nvrtc, why, sizeof why)) {
-        printf("test_cuda_nvrtc: skipped: %s\n", why);
-        return 77;
-    }
+    if (!cu_nvrtc_load(&nvrtc, why, sizeof why)) return test_skip("no NVRTC: %s", why);
     printf("test_cuda_nvrtc: NVRTC %d.%d, compiling for sm_90\n", nvrtc.major, nvrtc.minor);
     char dir[] = "/tmp/kiln-nvrtc-XXXXXX";
     ctx = test_private_context(dir);

@@ -455,11 +455,12 @@ static void test_sizes(void) {
           0); /* truncated, terminated */
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_select_cases(argc, argv);
     ctx = test_context();
     RUN(test_print_small_graph);
     RUN(test_print_attributes);
-    RUN(test_print_graph_name_escaped);
+    RUN_CC(test_print_graph_name_escaped);
     RUN(test_verifier);
     RUN(test_dtypes_and_statuses);
     RUN(test_config_parsers);

@@ -211,8 +211,8 @@ static double want64(int op, double x) {
 
 static void test_f64_exp_tanh_logistic(void) {
 #if LDBL_MANT_DIG < 64
-    printf("  f64: skipped, long double has %d mantissa bits, too few for a reference\n",
-           LDBL_MANT_DIG);
+    test_skip_case("f64 exp, tanh, logistic, log, log1p",
+                   "long double has %d mantissa bits, too few for a reference", LDBL_MANT_DIG);
     return;
 #endif
     static const char *const names[5] = {"exp", "tanh", "logistic", "log", "log1p"};

@@ -87,11 +87,11 @@ int main(void) {
     kiln_status s =
         dev < 0 ? KILN_STATUS_INVALID_ARGUMENT : kiln_comm_create_nccl(ctx, 1, &dev, 30, &c);
     if (dev < 0 || (s == KILN_STATUS_BACKEND && strstr(kiln_last_error(ctx), "cannot load NCCL"))) {
-        printf("test_nccl: skipped: %s\n",
-               dev < 0 ? "no GPU (no cuda:0 device in this context)" : kiln_last_error(ctx));
+        int rc = test_skip("%s", dev < 0 ? "no GPU (no cuda:0 device in this context)"
+                                         : kiln_last_error(ctx));
         kiln_context_destroy(ctx);
         test_remove_dir(dir);
-        return 77;
+        return rc;
     }
     CHECK_MSG(s == KILN_STATUS_OK, "kiln_comm_create_nccl on cuda:0: %s", kiln_last_error(ctx));
     if (c) {

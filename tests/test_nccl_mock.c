@@ -416,12 +416,12 @@ int main(void) {
     }
     if (!ctx || !cuda || !dlsym(cuda, "mock_cuda_stream_hold") || !set_fault || !live ||
         kiln_device_count(ctx) != 1 + GPUS) {
-        printf("test_nccl_mock: skipped: the libcuda.so.1 and libnccl.so.2 loaded are not "
-               "tests/mock_cuda.c (with KILN_MOCK_CUDA_DEVICES=%d) and tests/mock_nccl.c\n",
-               GPUS);
+        int rc = test_skip("the libcuda.so.1 and libnccl.so.2 loaded are not tests/mock_cuda.c "
+                           "(with KILN_MOCK_CUDA_DEVICES=%d) and tests/mock_nccl.c",
+                           GPUS);
         kiln_context_destroy(ctx);
         test_remove_dir(dir);
-        return 77;
+        return rc;
     }
     RUN(test_ranks);
     RUN(test_bootstrap);

@@ -89,7 +89,9 @@ static bool parse_remat(const char *v, void *opts) {
 #define T_FN(n, a, fn) .name = n, .arg = a, .kind = TOOL_FLAG_CUSTOM, .parse = fn
 #define T_SW(n, f)     .name = n, .kind = TOOL_FLAG_SWITCH, .offset = T_AT(f)
 
-/* The defaults are gpt_train_defaults's (the library's), said here for the help. */
+/* The defaults equal gpt_train_defaults's (what C callers of the library get; a default of
+ * 100 for --check-every is its 0, "every 100"). They are stored before the flags are read,
+ * so the help shows the values a run uses. */
 static const tool_flag train_flags[] = {
     {T_FN("--data", "FILE", parse_data),
      .help = "the corpus (any file: bytes); default /usr/share/common-licenses/GPL-3"},

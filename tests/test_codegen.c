@@ -587,7 +587,7 @@ typedef struct cgen_case {
     const kiln_graph *g;
     const fusion_plan *p;
     cgen_kernel *info;
-    kn_dialect dialect;
+    cgen_dialect dialect;
 } cgen_case;
 
 static kiln_status cgen_scenario(fault_run *r) {
@@ -617,7 +617,7 @@ static void test_fault_injection(void) {
     cgen_kernel info[64];
     CHECK(p.n_kernels <= 64);
     for (int d = 0; d < 2; d++) {
-        cgen_case c = {g, &p, info, d ? KN_DIALECT_CUDA : KN_DIALECT_C};
+        cgen_case c = {g, &p, info, d ? CGEN_DIALECT_CUDA : CGEN_DIALECT_C};
         fault_sweep sw = {.name = d ? "cgen_program (CUDA)" : "cgen_program",
                           .run = cgen_scenario,
                           .user = &c,

@@ -165,7 +165,7 @@ static char *emulation_source(kiln_executable *e, cgen_kernel *cuda) {
     strbuf sb;
     sb_init(&sb, ctx);
     sb_append(&sb, shim);
-    if (cgen_program_dialect(e->g, &e->plan, KN_DIALECT_CUDA, &sb, cuda)) {
+    if (cgen_program_dialect(e->g, &e->plan, CGEN_DIALECT_CUDA, &sb, cuda)) {
         sb_free(&sb);
         return NULL;
     }

@@ -42,7 +42,7 @@ static void check_graph(kiln_graph *g, const char *name, bool fuse) {
     strbuf sb;
     sb_init(&sb, ctx);
     cgen_kernel *info = have_plan ? calloc(p.n_kernels + 1, sizeof *info) : NULL;
-    if (!s) s = cgen_program_dialect(c, &p, KN_DIALECT_CUDA, &sb, info);
+    if (!s) s = cgen_program_dialect(c, &p, CGEN_DIALECT_CUDA, &sb, info);
     CHECK_MSG(!s, "%s: generating CUDA: %s", name, kiln_last_error(ctx));
     char *src = s ? NULL : sb_take(&sb);
     sb_free(&sb);

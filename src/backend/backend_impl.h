@@ -31,14 +31,8 @@
 
 #include "base/base.h"
 
-/* The language a backend's programs are printed in (src/codegen/print_c.c). */
-typedef enum kn_dialect {
-    KN_DIALECT_C,    /* C99 for the system compiler: kernels take (b, begin, end) */
-    KN_DIALECT_CUDA, /* CUDA C for NVRTC: kernels take their buffers and the item count */
-} kn_dialect;
-
 /* Threads per block of every CUDA kernel: the printer's warp and block code
- * (src/codegen/print_c.c) and the GPU backend's launches agree on it. */
+ * (src/codegen/print_cuda.c) and the GPU backend's launches agree on it. */
 #define KN_CUDA_BLOCK 256
 /* A CUDA reduction to one value or a few, split over blocks (src/codegen/cgen.h): the parts
  * per value, and the scratch bytes of one part's partial result (the value, then its NaN
@@ -121,8 +115,9 @@ typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
     const char *name;
 
-    /* Optional; 0 means C. The dialect program_compile takes. */
-    kn_dialect dialect;
+    /* Optional; NULL means "c". The language program_compile takes, by name ("c", "cuda"):
+     * exec/ asks src/codegen for a program in that dialect (cgen_dialect_named). */
+    const char *source_language;
 
     /* Optional; 0 (KILN_ALLOC_MODE_DEFAULT) means PREALLOCATE, which suits a device whose memory
      * is its own. The CPU says GROW: its memory is shared with the rest of the machine. */

@@ -1,5 +1,6 @@
 /* c_runtime.h — what the C dialect's kernels call rather than compile: the contract
- * between the prelude print_c.c emits and the CPU backend that loads the module.
+ * between the prelude the C dialect's modules open with (src/codegen/prelude/c_head.h) and
+ * the CPU backend that loads the module.
  *
  * A generated module defines `kiln_module_runtime`, a pointer to a `struct kiln_runtime`,
  * and the backend points it at its table right after dlopen, before any kernel runs
@@ -24,7 +25,7 @@
  * pio2_f32(a, &quadrant): a >= 2^21 (inf and NaN too) modulo pi/2 by Payne and Hanek, the
  * remainder as the double it returns and the quadrant (KN_C_PIO2_BIG below, which the
  * prelude's kiln_reduce_pio2_f32 inlines for such an a). The exact rerun of a fast-trig loop
- * (print_c.c, fast_trig_loop) calls it: inline there it lengthened gcc -O3's compile of every
+ * (src/codegen/schedule.c, fast_trig_loop) calls it: inline there it lengthened gcc -O3's compile of every
  * kernel with f32 sin or cos (bench/RESULTS.md, "The exact trig rerun without its inline
  * Payne-Hanek"), for a loop that runs only when an argument is that large. */
 #define KN_C_RUNTIME_FIELDS                                                                        \
@@ -32,7 +33,7 @@
     double (*pio2_f32)(float a, uint32_t *quadrant);
 
 /* The Payne-Hanek steps of pio2_f32, spelled once: the backend compiles them (cpu_runtime.c)
- * and the prelude prints them into its inline kiln_reduce_pio2_f32 (print_c.c), which
+ * and the prelude prints them into its inline kiln_reduce_pio2_f32 (prelude/math_f32.h), which
  * vectorised loops use, so the two give the same bits. For a float a >= 2^21 (inf and NaN
  * too: garbage, which sin and cos then discard), |a| = m 2^(e-23): the product of the
  * 24-bit m with a 96-bit window of the bits of 2/pi starting at bit e + 1 (of a string of

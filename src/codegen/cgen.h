@@ -1,5 +1,6 @@
 /* cgen.h — fused kernels -> source text in a backend's dialect (lower.c describes each
- * kernel, print_c.c prints the description in C for the CPU or CUDA C for the GPU).
+ * kernel, schedule.c decides how the dialect's target runs it, print.c prints it, with
+ * print_c.c spelling C for the CPU and print_cuda.c CUDA C for the GPU).
  *
  * One translation unit holds every LOOP kernel of a program. Kernel i becomes
  *
@@ -24,6 +25,16 @@
 #include "passes/fusion.h"
 #include "base/strbuf.h"
 
+/* The language a program is printed in. A backend names the one its program_compile
+ * takes (kn_backend.source_language: "c", "cuda"); exec/ maps that name to a dialect here. */
+typedef enum cgen_dialect {
+    CGEN_DIALECT_C,    /* C99 for the system compiler: kernels take (b, begin, end) */
+    CGEN_DIALECT_CUDA, /* CUDA C for NVRTC: kernels take their buffers and the item count */
+} cgen_dialect;
+
+/* The dialect of a backend's source_language (NULL: C); false when there is none. */
+bool cgen_dialect_named(const char *language, cgen_dialect *dialect);
+
 /* CUDA: kernel i is instead
  *
  *     extern "C" __global__ void kiln_k<i>(const T *in0, ..., U *out0, ..., int64_t items);
@@ -43,7 +54,7 @@
 /* Fewer elements than this with a reduction inside: a block per element, not a warp. */
 #define CGEN_CUDA_WARP_MIN 4096
 /* A column reduction of fewer items than this (blocks of 256 columns) is split over its
- * rows, at least this many rows a part (print_c.c, cuda_column_split). */
+ * rows, at least this many rows a part (schedule.c, cuda_column_split). */
 #define CGEN_CUDA_COL_SPLIT_ITEMS 128
 #define CGEN_CUDA_COL_PART_ROWS   16
 /* A reduction to few values split over blocks: at least this many iterations a block. */
@@ -57,13 +68,11 @@ typedef struct cgen_kernel {
 
 /* Appends the program's source in `dialect` to sb; fills info[k] for every kernel (DOT and
  * SCATTER kernels get items = 0 and no function). */
-kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, kn_dialect dialect,
+kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, cgen_dialect dialect,
                                  strbuf *sb, cgen_kernel *info);
 /* The C dialect (the CPU's). */
 kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info);
 /* The C type of a dtype ("float", "int32_t", ...). */
 const char *cgen_ctype(kiln_dtype t);
-/* The helpers RANDOM's kernel expressions name (print_random.c), in both dialects. */
-extern const char cgen_random_prelude[];
 
 #endif

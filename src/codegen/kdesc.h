@@ -1,8 +1,9 @@
 /* kdesc.h — the kernel description: what a fused LOOP kernel computes, with no syntax.
  *
- * lower.c turns one fusion kernel into a kd_kernel; a dialect printer (print_c.c for the
- * CPU; a CUDA printer prints the same description) turns it into source. The description
- * holds:
+ * lower.c turns one fusion kernel into a kd_kernel; schedule.c records how a dialect's
+ * target splits and vectorises its work (kd_kernel.sched, kd_stmt.sched); the printer
+ * (print.c, with the renderers print_c.c and print_cuda.c) turns it into source. The
+ * description holds:
  *
  *  - the index space and its work split: the roots' shape (a short last axis merged into
  *    the one before: KD_SHORT_ROW), seen as rows (every axis but the last) times chunks of
@@ -28,7 +29,7 @@
 #ifndef KILN_KDESC_H
 #define KILN_KDESC_H
 
-#include "passes/fusion.h"
+#include "cgen.h"
 
 #define KD_CHUNK 2048 /* elements of the last axis per work item, at most */
 /* A kernel whose elements each reduce many (kd_loop_work of the element loop) halves its
@@ -253,7 +254,53 @@ typedef struct kd_stmt {
         double f;
     } lit;                 /* LIT: ints and bool in i, floats in f */
     const ir_attrs *attrs; /* OP: the node's attributes (a compare's direction) */
+    /* the target's schedule (kd_schedule): KD_SCHED_* marks, and for a CUDA split
+     * accumulator its number among them (KD_SCHED_SPLIT) */
+    uint8_t sched;
+    uint32_t split_k;
 } kd_stmt;
+
+/* kd_stmt.sched */
+enum {
+    KD_SCHED_VLOAD = 1,      /* CUDA, LOAD: one 16-byte load for four consecutive elements */
+    KD_SCHED_VSTORE = 2,     /* CUDA, STORE: likewise */
+    KD_SCHED_SPLIT = 4,      /* CUDA, ACC: a reduction split over blocks (element split) */
+    KD_SCHED_SPLIT_LOOP = 8, /* CUDA, LOOP: the loop a split is at (also a column split's) */
+};
+
+/* ------------------------------------------------- the target's schedule ---- */
+
+/* How a CUDA kernel spreads an item over its block (schedule.c, cuda_form). */
+typedef enum kd_cuda_form {
+    KD_CUDA_THREADS, /* a thread per element of the chunk (elementwise, column reductions) */
+    KD_CUDA_WARP,    /* a warp per element; lanes share its reductions */
+    KD_CUDA_BLOCK,   /* the whole block per element (few elements, long reductions) */
+    KD_CUDA_ROW,     /* the block per row: its values by the block, then a thread per element */
+} kd_cuda_form;
+
+/* Boundaries of a segmented element loop, at most (schedule.c, segmented_loop). */
+enum { KD_SEG_MAX = 8 };
+
+/* How the target runs the kernel: kd_schedule decides it for one dialect after kd_lower,
+ * and the printers only spell it. The description above is the same for every target. */
+typedef struct kd_sched {
+    int64_t chunk, chunks; /* the dialect's split of the last axis (C: the description's) */
+    /* a split reduction: its parts (C: kd_kernel.parts; CUDA: an element or a column split)
+     * and the split loop (C's, and a CUDA column split's); 0: none */
+    int64_t parts;
+    uint32_t split_loop;
+    /* C: the element loop printed unrolled over the split's remainder, or in segments of
+     * the last axis (seg_b: the n_seg boundaries), or with fast sin and cos and an exact
+     * rerun; 0: not so */
+    uint32_t unroll_loop, seg_loop, fast_trig_loop;
+    int n_seg;
+    int64_t seg_b[KD_SEG_MAX];
+    /* CUDA */
+    kd_cuda_form form;
+    int64_t base_items; /* a split's kiln_k<i> items (the part kernel runs parts x them) */
+    uint32_t n_split;   /* an element split's accumulators */
+    bool vec;           /* the element loop four elements per thread (KD_SCHED_VLOAD ...) */
+} kd_sched;
 
 /* --------------------------------------------------------- the kernel ---- */
 
@@ -331,7 +378,8 @@ typedef struct kd_kernel {
     kd_prov *prov;  /* sorted by node */
     uint32_t n_vars, n_atoms, n_terms, n_ixs, n_guards, n_stmts, n_prov;
     uint32_t cap_vars, cap_atoms, cap_terms, cap_ixs, cap_guards, cap_stmts, cap_prov;
-    bool oom; /* an allocation failed: the description is incomplete */
+    bool oom;       /* an allocation failed: the description is incomplete */
+    kd_sched sched; /* the target's schedule (kd_schedule), zero until it runs */
 } kd_kernel;
 
 /* Lowers kernel ki of the plan (a LOOP kernel) into *kd. On failure (host OOM) sets the
@@ -341,6 +389,22 @@ void kd_free(kd_kernel *kd);
 /* The most iterations of any loop nest inside statement `loop` (a LOOP), itself included
  * (saturating): the work of one element of a reduction split at that loop. */
 int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop);
+/* The END closing loop (or IF) statement `loop` (the last statement if none does). */
+uint32_t kd_loop_end(const kd_kernel *kd, uint32_t loop);
+
+/* ---- scheduling (schedule.c): how the work is split and vectorised ---- */
+
+/* The description-level choices kd_lower makes once the statements are there: kd->split,
+ * tiled columns (the chunk: returned, 0 for none), row blocks, parts, prologue rows. */
+int64_t kd_sched_split(const kd_kernel *kd);
+int64_t kd_sched_tile(const kd_kernel *kd);
+int64_t kd_sched_row_block(const kd_kernel *kd);
+void kd_sched_parts(kd_kernel *kd);
+int64_t kd_sched_prologue_rows(kd_kernel *kd);
+/* Whether index ix is the last axis' variable plus a constant, *c. */
+bool kd_last_plus(const kd_kernel *kd, uint32_t ix, int64_t *c);
+/* Fills kd->sched (and the statements' sched marks) for one dialect. */
+void kd_schedule(kd_kernel *kd, cgen_dialect dialect);
 
 /* ---- index expressions (kindex.c); every builder returns an index id, 0 on OOM ---- */
 

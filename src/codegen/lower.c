@@ -14,7 +14,9 @@
  * computed inside it, since it is out of scope after. Row values (fusion.h) are computed
  * first, at the row's index, before the loop over the row's elements: every use inside
  * finds them memoised (lower_rows), so they are computed once per row. Numerics are decided by the
- * printer per op (print_c.c), except the accumulator types, fixed here for every dialect. */
+ * printer per op (print.c), except the accumulator types, fixed here for every dialect. The
+ * schedule's choices made on the finished statements (tiles, row blocks, parts, prologue
+ * rows, the last axis' split) are schedule.c's (kd_sched_*). */
 #include "kdesc.h"
 
 #include <string.h>
@@ -861,94 +863,6 @@ bool kd_ix_is_last(const kd_kernel *kd, uint32_t ix) {
     return a->kind == KD_ATOM_VAR && a->arg == kd->last_var;
 }
 
-/* kd->split (kdesc.h): the one divisor the last axis' variable is divided by, when the
- * item's chunk of it splits evenly; 0 when there is none or more than one. */
-static int64_t last_split(const kd_kernel *kd) {
-    int64_t k = 0;
-    for (uint32_t i = 0; i < kd->n_atoms; i++) {
-        const kd_atom *a = &kd->atoms[i];
-        if ((a->kind != KD_ATOM_DIV && a->kind != KD_ATOM_MOD) || !kd_ix_is_last(kd, a->arg))
-            continue;
-        if (k && a->n != k) return 0;
-        k = a->n;
-    }
-    if (k < 2 || kd->inner % k || (kd->chunks > 1 && kd->chunk % k)) return 0;
-    return k;
-}
-
-int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop) {
-    int64_t prod[64] = {1}, work = 0;
-    int d = 0;
-    for (uint32_t l = loop; l < kd->n_stmts && d >= 0; l++) {
-        kd_stmt_kind k = kd->stmts[l].kind;
-        if ((k == KS_LOOP || k == KS_IF) && d + 1 < 64) {
-            int64_t n = k == KS_LOOP && kd->stmts[l].n > 0 ? kd->stmts[l].n : 1;
-            prod[d + 1] = prod[d] > INT64_MAX / n ? INT64_MAX : prod[d] * n;
-            work = prod[d + 1] > work ? prod[d + 1] : work;
-            d++;
-        } else if (k == KS_END && --d == 0)
-            break; /* the loop closed */
-    }
-    return work;
-}
-
-/* Whether load st reads across the last axis with a stride of at least KD_TILE_STRIDE
- * elements (*strided), and one of a multiple of 1 KiB (*sets: its lines fall into few
- * cache sets); both are or-ed in. */
-static void load_strides(const kd_kernel *kd, const kd_stmt *st, bool *strided, bool *sets) {
-    const kd_index *x = &kd->ixs[st->ix];
-    for (uint32_t i = 0; i < x->n; i++) {
-        const kd_term *t = &kd->terms[x->first + i];
-        const kd_atom *a = &kd->atoms[t->atom];
-        int64_t c = t->coef < 0 ? -t->coef : t->coef;
-        if (a->kind != KD_ATOM_VAR || a->arg != kd->last_var || c < KD_TILE_STRIDE) continue;
-        *strided = true;
-        *sets |= (int64_t)kiln_dtype_itemsize(st->dtype) * c % 1024 == 0;
-    }
-}
-
-/* kd->tiled (kdesc.h, KD_TILE): for an elementwise kernel (no reduction, no split, no
- * prologue) with a load whose index steps by at least KD_TILE_STRIDE elements along the
- * last axis, the columns an item should take; 0 for any other kernel, and for one whose
- * rows are one item each and whose stride is not a multiple of 1 KiB: consecutive items
- * are then consecutive rows already, reading the next element of the row's lines, which
- * fit the cache (a 1000 x 30000 transpose ran faster as rows than tiled: bench/RESULTS.md,
- * "Transposes: few columns per item, down the rows first"). */
-static int64_t tile_columns(const kd_kernel *kd) {
-    if (kd->prologue || kd->columns || kd->split || kd->inner <= KD_TILE) return 0;
-    bool strided = false, sets = false;
-    for (uint32_t s = 1; s < kd->n_stmts; s++) {
-        const kd_stmt *st = &kd->stmts[s];
-        if (st->kind == KS_ACC) return 0;
-        if (st->kind == KS_LOAD && !st->keep) load_strides(kd, st, &strided, &sets);
-    }
-    return !strided || (!sets && kd->chunks == 1) ? 0 : sets ? KD_TILE_POW2 : KD_TILE;
-}
-
-/* kd->row_block (kdesc.h, KD_ROW_BLOCK): for a kernel that reads across the last axis
- * with a stride of at least KD_TILE_STRIDE elements (tiled, or with rows in eights) and
- * whose element loop is statement 1 and holds no loop or branch, so an item's rows can go
- * inside its columns. */
-static int64_t row_block(const kd_kernel *kd) {
-    if (kd->rows % KD_ROW_BLOCK || kd->n_stmts < 3 || kd->stmts[1].kind != KS_LOOP ||
-        kd->stmts[1].n >= 0 || kd->stmts[kd->n_stmts - 1].kind != KS_END)
-        return 0;
-    bool strided = false, sets = false;
-    for (uint32_t s = 2; s + 1 < kd->n_stmts; s++) {
-        const kd_stmt *st = &kd->stmts[s];
-        if (st->kind == KS_LOOP || st->kind == KS_IF || st->kind == KS_ELSE_IF ||
-            st->kind == KS_ELSE || st->kind == KS_END || st->kind == KS_ACC)
-            return 0;
-        if (st->kind == KS_LOAD && !st->keep) load_strides(kd, st, &strided, &sets);
-    }
-    /* Untiled (a row is one item), blocks pay only where the stride crowds the rows' lines
-     * into few cache sets: NCHW to NHWC, one thread, several times faster in blocks at
-     * [16, 32, 64, 64] (a 16 KiB stride), but slower at [32, 64, 56, 56] and
-     * [8, 3, 224, 224] (bench/RESULTS.md, "Transposes: 8 rows per item, and 8 x 8 blocks
-     * through registers"). */
-    return strided && (kd->tiled || (kd->inner % KD_ROW_BLOCK == 0 && sets)) ? KD_ROW_BLOCK : 0;
-}
-
 /* kd->chunk (kdesc.h, KD_ITEM_WORK): halved while an item of heavy elements holds more
  * work than one thread should take alone; then the items and the pool's grain again.
  * Shapes only decide it, so the result does not depend on the thread count (and an
@@ -960,94 +874,6 @@ static void choose_chunk(lw *l) {
     int64_t least = kd->columns ? KD_COLUMN_CHUNK_MIN : KD_CHUNK_MIN;
     while (chunk > least && w > KD_ITEM_WORK / chunk) chunk /= 2;
     set_chunk(l, chunk);
-}
-
-/* kd->parts (kdesc.h): a one-item kernel whose element loop opens with a scalar
- * reduction over enough elements: that reduction's outermost loop is split, into the
- * slices it adds in anyway when it is a float sum or product (kd_stmt.slices), so that
- * splitting changes no bit; a float sum too short to have slices is not split. */
-static void find_parts(kd_kernel *kd) {
-    if (kd->items != 1 || kd->columns || kd->n_stmts < 4) return;
-    /* statement 1 is the element loop; find the first accumulator directly inside it */
-    int depth = 0;
-    for (uint32_t s = 2; s < kd->n_stmts; s++) {
-        const kd_stmt *st = &kd->stmts[s];
-        if (st->kind == KS_ACC && !depth && !st->column && s + 1 < kd->n_stmts &&
-            kd->stmts[s + 1].kind == KS_LOOP && kd->stmts[s + 1].n >= 2) {
-            /* the work: the most iterations of any loop nested in the split one, for
-             * every element of the item */
-            int64_t w = kd_loop_work(kd, s + 1);
-            int64_t work = kd->inner > 0 && w > INT64_MAX / kd->inner ? INT64_MAX : w * kd->inner;
-            if (work < KD_PART_MIN_WORK) return;
-            bool exact = !st->red.arith || !ir_dtype_is_float(st->dtype);
-            if (!exact && !st->slices) return;
-            kd->part_acc = s;
-            kd->part_loop = s + 1;
-            kd->parts = kd->stmts[s + 1].n < KD_PARTS ? kd->stmts[s + 1].n : KD_PARTS;
-            return;
-        }
-        /* a store before it: the part function would store (and, in place, could
-         * overwrite an input another part still reads) */
-        if (st->kind == KS_STORE) return;
-        if (st->kind == KS_LOOP || st->kind == KS_IF) depth++;
-        if (st->kind == KS_END) depth--;
-        if (depth < 0) return; /* left the element loop */
-    }
-}
-
-/* kd->prologue_rows (kdesc.h, KD_PROLOGUE_ROWS): for a kernel whose items are whole rows of
- * at most KD_SHORT_REDUCE elements, with a prologue of plain statements and reductions of
- * one loop each of at most as many values (of loads, ops, the accumulation and a kept
- * value's store) and then the element loop to the end; 0 for any other. Its few-valued
- * prologue reductions lose their pragma: they are printed across the item's rows. */
-static int64_t prologue_rows(kd_kernel *kd) {
-    if (!kd->prologue || kd->columns || kd->in_place || kd->parts || kd->split || kd->chunks != 1 ||
-        kd->inner > KD_SHORT_REDUCE || kd->rows < 2 * KD_PROLOGUE_ROWS)
-        return 0;
-    uint32_t s = 1;
-    for (; s < kd->n_stmts && !(kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0); s++) {
-        const kd_stmt *st = &kd->stmts[s];
-        if (st->kind == KS_LOAD && st->keep) return 0;
-        if (st->kind == KS_LOAD || st->kind == KS_LIT || st->kind == KS_IOTA || st->kind == KS_OP ||
-            st->kind == KS_RESULT)
-            continue;
-        /* ACC, then its one loop of loads, ops, the accumulation and a kept store, END */
-        if (st->kind != KS_ACC || st->red.blocked || s + 1 >= kd->n_stmts ||
-            kd->stmts[s + 1].kind != KS_LOOP || kd->stmts[s + 1].acc != s ||
-            kd->stmts[s + 1].slice_acc || kd->stmts[s + 1].n > KD_SHORT_REDUCE)
-            return 0;
-        uint32_t acc = s, summed = 0, kept = 0;
-        for (s += 2; s < kd->n_stmts && kd->stmts[s].kind != KS_END; s++) {
-            const kd_stmt *t = &kd->stmts[s];
-            bool plain = (t->kind == KS_LOAD && !t->keep) || t->kind == KS_LIT ||
-                         t->kind == KS_IOTA || t->kind == KS_OP;
-            if (t->kind == KS_ACCUM && t->args[0] == acc && !summed)
-                summed = t->args[1];
-            else if (t->kind == KS_STORE && t->keep && !kept)
-                kept = t->args[0];
-            else if (!plain)
-                return 0;
-        }
-        /* the kept value is the one summed (the printer sums it back from the row), and
-         * the reduction's result follows its loop */
-        if (s + 1 >= kd->n_stmts || !summed || (kept && kept != summed) ||
-            kd->stmts[s + 1].kind != KS_RESULT || kd->stmts[s + 1].args[0] != acc)
-            return 0;
-    }
-    /* the element loop, straight to the last statement */
-    if (s >= kd->n_stmts || kd->stmts[kd->n_stmts - 1].kind != KS_END) return 0;
-    int depth = 0;
-    for (uint32_t t = s; t < kd->n_stmts; t++) {
-        kd_stmt_kind k = kd->stmts[t].kind;
-        depth += k == KS_LOOP || k == KS_IF ? 1 : k == KS_END ? -1 : 0;
-        if (!depth && t + 1 < kd->n_stmts) return 0;
-    }
-    for (uint32_t t = 1; t < s; t++)
-        if (kd->stmts[t].kind == KS_LOOP && kd->stmts[t].few && kd->stmts[t].simd) {
-            kd->stmts[t].simd = false;
-            kd->stmts[t].simd_narrow = true;
-        }
-    return KD_PROLOGUE_ROWS;
 }
 
 static kiln_status lower_kernel(const kiln_graph *g, const fusion_plan *p, uint32_t ki,
@@ -1092,15 +918,16 @@ static kiln_status lower_kernel(const kiln_graph *g, const fusion_plan *p, uint3
         set_chunk(&l, kd->inner > 0 ? kd->inner : 1);
     else if (!kd->oom)
         choose_chunk(&l);
-    int64_t tile = kd->oom || kd->rows < 2 ? 0 : tile_columns(kd);
+    int64_t tile = kd->oom || kd->rows < 2 ? 0 : kd_sched_tile(kd);
     if (tile) {
         kd->tiled = true;
         set_chunk(&l, tile);
     }
-    if (!kd->oom) kd->split = last_split(kd);
-    if (!kd->oom && !kd->split && !kd->columns && !kd->prologue) kd->row_block = row_block(kd);
-    if (!kd->oom) find_parts(kd);
-    if (!kd->oom) kd->prologue_rows = prologue_rows(kd);
+    if (!kd->oom) kd->split = kd_sched_split(kd);
+    if (!kd->oom && !kd->split && !kd->columns && !kd->prologue)
+        kd->row_block = kd_sched_row_block(kd);
+    if (!kd->oom) kd_sched_parts(kd);
+    if (!kd->oom) kd->prologue_rows = kd_sched_prologue_rows(kd);
     if (kd->oom) return ctx_oom(g->ctx, "codegen: kernel description", 0);
     return KILN_STATUS_OK;
 }

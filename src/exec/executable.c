@@ -159,7 +159,12 @@ static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
     const kn_backend *b = e->dev->backend;
     strbuf sb;
     sb_init(&sb, ctx);
-    kiln_status s = cgen_program_dialect(e->g, &e->plan, b->dialect, &sb, e->info);
+    cgen_dialect dialect;
+    if (!cgen_dialect_named(b->source_language, &dialect))
+        return ctx_error(ctx, KILN_STATUS_INTERNAL,
+                         "kiln_compile: backend %s takes programs in %s, which kiln cannot print",
+                         b->name, b->source_language);
+    kiln_status s = cgen_program_dialect(e->g, &e->plan, dialect, &sb, e->info);
     if (s) {
         sb_free(&sb);
         return s;

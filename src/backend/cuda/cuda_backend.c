@@ -540,7 +540,7 @@ static kiln_status cuda_stream_done(void *state, int device, bool *done) {
 
 const kn_backend kn_cuda_backend = {
     .name = "cuda",
-    .dialect = KN_DIALECT_CUDA,
+    .source_language = "cuda",
     .default_alloc_mode = KILN_ALLOC_MODE_PREALLOCATE, /* JAX's 75% of the device */
     .open = cuda_open,
     .close = cuda_close,

@@ -1,0 +1,83 @@
+// c_math.h — C only. The exact rerun of a fast-trig loop (print_c.c), scalar anyway,
+// reduces an argument of 2^21 or more through the runtime table (pio2_f32) rather than
+// inline: the same bits as kiln_sin_f32 and kiln_cos_f32. Then kiln's own f64 exp, tanh, log
+// and log1p, so that loops over them vectorise (libm's are calls, one element at a time:
+// bench/RESULTS.md, "f64 elementwise functions against JAX, one core"): exp by Taylor's
+// series to r^13 after a reduction by ln2 in two parts, 2^n applied in two factors; tanh
+// from exp or, below 0.55, from expm1's series; log from the bits and an atanh series;
+// log1p as log(u) x / (u - 1) (Goldberg, theorem 4). Against long double libm
+// (tests/test_math.c): exp and log within 1 ulp, tanh and log1p within 2.4 and 2 ulp.
+KILN_FN kiln_pio2 kiln_reduce_pio2_rerun_f32(float x) {
+    float a = fabsf(x);
+    if (a < 0x1p21f) return kiln_reduce_pio2_small_f32(a);
+    kiln_pio2 v;
+    v.r = KILN_RUNTIME()->pio2_f32(a, &v.quadrant);
+    return v;
+}
+KILN_FN float kiln_sin_rerun_f32(float x) {
+    return kiln_sin_of_f32(x, kiln_reduce_pio2_rerun_f32(x));
+}
+KILN_FN float kiln_cos_rerun_f32(float x) {
+    return kiln_cos_of_f32(x, kiln_reduce_pio2_rerun_f32(x));
+}
+KILN_FN double kiln_exp_f64(double x) {
+    x = x > 710.0 ? 710.0 : x;
+    x = x < -746.0 ? -746.0 : x;
+    double t = x * 0x1.71547652b82fep+0 + 0x1.8p52, n = t - 0x1.8p52;
+    double r = x - n * 0x1.62e42fee00000p-1 - n * 0x1.a39ef35793c76p-33;
+    double p = 0x1.6124613a86d09p-33;
+    p = p * r + 0x1.1eed8eff8d898p-29; p = p * r + 0x1.ae64567f544e4p-26;
+    p = p * r + 0x1.27e4fb7789f5cp-22; p = p * r + 0x1.71de3a556c734p-19;
+    p = p * r + 0x1.a01a01a01a01ap-16; p = p * r + 0x1.a01a01a01a01ap-13;
+    p = p * r + 0x1.6c16c16c16c17p-10; p = p * r + 0x1.1111111111111p-7;
+    p = p * r + 0x1.5555555555555p-5; p = p * r + 0x1.5555555555555p-3;
+    p = p * r + 0.5; p = p * r + 1.0; p = p * r + 1.0;
+    int64_t k = (int64_t)(kiln_f64_bits(t) - kiln_f64_bits(0x1.8p52)), k1 = k >> 1;
+    return p * kiln_bits_f64((uint64_t)(k1 + 1023) << 52) *
+           kiln_bits_f64((uint64_t)(k - k1 + 1023) << 52);
+}
+KILN_FN double kiln_tanh_f64(double x) {
+    double a = fabs(x), y = 2.0 * a;
+    double big = 1.0 - 2.0 / (kiln_exp_f64(y) + 1.0);
+    double s = y < 1.1 ? y : 1.1, m = 0x1.2f49b46814157p-57;
+    m = m * s + 0x1.6827863b97d97p-53; m = m * s + 0x1.952c77030ad4ap-49;
+    m = m * s + 0x1.ae7f3e733b81fp-45; m = m * s + 0x1.ae7f3e733b81fp-41;
+    m = m * s + 0x1.93974a8c07c9dp-37; m = m * s + 0x1.6124613a86d09p-33;
+    m = m * s + 0x1.1eed8eff8d898p-29; m = m * s + 0x1.ae64567f544e4p-26;
+    m = m * s + 0x1.27e4fb7789f5cp-22; m = m * s + 0x1.71de3a556c734p-19;
+    m = m * s + 0x1.a01a01a01a01ap-16; m = m * s + 0x1.a01a01a01a01ap-13;
+    m = m * s + 0x1.6c16c16c16c17p-10; m = m * s + 0x1.1111111111111p-7;
+    m = m * s + 0x1.5555555555555p-5; m = m * s + 0x1.5555555555555p-3;
+    m = m * s + 0.5; m = m * s * s + s;
+    return copysign(a < 0.55 ? m / (m + 2.0) : big, x);
+}
+KILN_FN double kiln_log_f64(double x) {
+    int sub = x < 0x1p-1022;
+    uint64_t u = kiln_f64_bits(sub ? x * 0x1p54 : x);
+    int64_t k = (int64_t)(u >> 52) - (sub ? 1077 : 1023);
+    uint64_t m = (u & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+    int big = m >= 0x3ff6a09e667f3bcdull;
+    m = big ? m - 0x0010000000000000ull : m;
+    k += big;
+    double f = kiln_bits_f64(m) - 1.0, s = f / (2.0 + f), z = s * s, h = 0.5 * f * f;
+    double q = 0x1.642c8590b2164p-4;
+    q = q * z + 0x1.8618618618618p-4; q = q * z + 0x1.af286bca1af28p-4;
+    q = q * z + 0x1.e1e1e1e1e1e1ep-4; q = q * z + 0x1.1111111111111p-3;
+    q = q * z + 0x1.3b13b13b13b14p-3; q = q * z + 0x1.745d1745d1746p-3;
+    q = q * z + 0x1.c71c71c71c71cp-3; q = q * z + 0x1.2492492492492p-2;
+    q = q * z + 0x1.999999999999ap-2; q = q * z + 0x1.5555555555555p-1;
+    q *= z;
+    double dk = kiln_bits_f64(0x4330000000000000ull + (uint64_t)(k + 2048)) -
+                0x1.0000000000800p52;
+    double r = dk * 0x1.62e42fee00000p-1 +
+               (((dk * 0x1.a39ef35793c76p-33 + s * (h + q)) - h) + f);
+    r = x == 0 ? -(double)INFINITY : r;
+    r = x < 0 ? (double)NAN : r;
+    return x == (double)INFINITY || x != x ? x : r;
+}
+KILN_FN double kiln_log1p_f64(double x) {
+    double u = 1.0 + x, d = u - 1.0;
+    double r = kiln_log_f64(u) * (x / (d == 0 ? 1.0 : d));
+    r = d == 0 ? x : r;
+    return x == (double)INFINITY ? x : r;
+}

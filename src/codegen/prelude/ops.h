@@ -1,0 +1,26 @@
+// ops.h — the integer and comparison helpers the registry's kernel expressions name
+// (src/ir/ir.h), for both dialects: integer x/0 is -1 and INT_MIN/-1 is INT_MIN; integer
+// powers by squaring, wrapping; max and min propagate NaN (NaN in a wins by the first test,
+// NaN in b because every compare fails) and combine equal operands bitwise, so that -0 < +0
+// as in jnp.maximum / jnp.minimum; float -> int saturates with NaN -> 0.
+KILN_FN int32_t kiln_div_i32(int32_t a, int32_t b) { return b == 0 ? -1 : (a == INT32_MIN && b == -1) ? a : a / b; }
+KILN_FN int64_t kiln_div_i64(int64_t a, int64_t b) { return b == 0 ? -1 : (a == INT64_MIN && b == -1) ? a : a / b; }
+#define KILN_IPOW(T, U) \
+KILN_FN T kiln_pow_##T(T a, T b) { \
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; \
+    U r = 1, x = (U)a; \
+    for (; b; b >>= 1, x *= x) if (b & 1) r *= x; \
+    return (T)r; }
+typedef int32_t i32; typedef int64_t i64;
+KILN_IPOW(i32, uint32_t)
+KILN_IPOW(i64, uint64_t)
+KILN_FN float kiln_max_f32(float a, float b) { return (a > b || a != a) ? a : a == b ? kiln_bits_f32(kiln_f32_bits(a) & kiln_f32_bits(b)) : b; }
+KILN_FN float kiln_min_f32(float a, float b) { return (a < b || a != a) ? a : a == b ? kiln_bits_f32(kiln_f32_bits(a) | kiln_f32_bits(b)) : b; }
+KILN_FN double kiln_max_f64(double a, double b) { return (a > b || a != a) ? a : a == b ? kiln_bits_f64(kiln_f64_bits(a) & kiln_f64_bits(b)) : b; }
+KILN_FN double kiln_min_f64(double a, double b) { return (a < b || a != a) ? a : a == b ? kiln_bits_f64(kiln_f64_bits(a) | kiln_f64_bits(b)) : b; }
+KILN_FN int32_t kiln_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+KILN_FN int32_t kiln_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+KILN_FN int64_t kiln_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+KILN_FN int64_t kiln_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+KILN_FN int32_t kiln_f2i32(double x) { return x != x ? 0 : x >= 2147483647.0 ? INT32_MAX : x <= -2147483648.0 ? INT32_MIN : (int32_t)x; }
+KILN_FN int64_t kiln_f2i64(double x) { return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x; }

@@ -1,0 +1,490 @@
+/* print_cuda.c — the CUDA renderer (printer.h): what the GPU's dialect spells its own way.
+ *
+ * A kernel is `extern "C" __global__ void kiln_k<i>(in..., out..., int64_t items)` (cgen.h)
+ * whose blocks of CGEN_CUDA_THREADS threads take work items in a grid-stride loop. The
+ * schedule (kd_kernel.sched, schedule.c) gives the kernel its form and its own chunk of
+ * the last axis (the description's index expressions do not depend on the chunk):
+ * elementwise and column-reduction kernels give each thread one element of the chunk at
+ * a time (consecutive threads, consecutive elements: coalesced); a kernel with a
+ * reduction inside its element loop gives each element a warp (or, when there are few
+ * elements, the whole block), whose lanes stride the reduction's innermost loop and
+ * combine their accumulators with warp shuffles (and shared memory across warps) at the
+ * result; everything else in the element is computed by every lane alike and stored by
+ * lane 0. A kernel with row values (kd_kernel.prologue) gives each row a block: the whole
+ * block strides the prologue's reductions and combines them as above, so that every
+ * thread holds the row's values, and then each thread takes elements of the row as in an
+ * elementwise kernel. Combining happens in a fixed order, so a kernel's result does not
+ * depend on scheduling. An elementwise kernel the schedule marks `vec` takes four
+ * elements per thread, its contiguous 4-byte loads and stores as 16-byte vector accesses
+ * (print_vec). A split reduction (an element split of a kernel with few values and long
+ * reductions, or a column split of a column reduction of few items) runs as two kernels:
+ * kiln_k<i>_part gives each slice of the split loops a block, whose lanes combine their
+ * accumulators and store one partial result, and kiln_k<i> combines the parts, lane l
+ * taking parts l, l + 256, ... and the lanes then combining as above: a fixed order, so
+ * the result does not depend on the grid either. The part kernel's items and the
+ * scratch's bytes are stated in the program (kiln_k<i>_parts) for the backend, which runs
+ * the two kernels (cgen.h). Every shuffle and __syncthreads is reached by all the lanes it
+ * names: the code around it depends only on the item and the element, never on the lane. */
+#include "prelude.h"
+#include "printer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct cupr {
+    pr p;             /* first: a cupr is the pr the shared printer is given */
+    int stripe_depth; /* depth of the lane-strided loop being printed (0: none) */
+    bool in_elems;    /* KD_CUDA_ROW: printing the element loop (after the prologue) */
+    int lane;         /* sched.vec: which of the four elements is being printed (-1: none) */
+    uint8_t *striped; /* per ACC statement: its innermost loop was lane-strided */
+} cupr;
+
+#define CU(p) ((cupr *)(p))
+
+static void cu_stmt(pr *p, uint32_t id);
+
+/* The accumulator of ACC statement a: a column form's is this thread's element of the
+ * chunk. */
+static void cu_acc_name(const pr *p, uint32_t a, bool nan, char *out) {
+    const kd_kernel *kd = p->kd;
+    const kd_stmt *s = &kd->stmts[a];
+    char v[PR_NAME_LEN];
+    pr_var_name(kd, s->var, v);
+    const char *suffix = nan ? "_nan" : "";
+    if (s->column)
+        snprintf(out, PR_ACC_LEN, "acc%u%s[(%s - jb) / %d]", a, suffix, v, CGEN_CUDA_THREADS);
+    else
+        snprintf(out, PR_ACC_LEN, "acc%u%s", a, suffix);
+}
+
+static void cu_acc(pr *p, uint32_t id) {
+    const kd_stmt *s = &p->kd->stmts[id];
+    const char *at = pr_acc_ctype(s);
+    const char *init = pr_acc_init(s);
+    if (s->column) {
+        int64_t slots = (p->chunk + CGEN_CUDA_THREADS - 1) / CGEN_CUDA_THREADS;
+        pr_line(p, "%s acc%u[%lld];", at, id, (long long)slots);
+        if (s->red.nan_flag) pr_line(p, "uint8_t acc%u_nan[%lld];", id, (long long)slots);
+        pr_line(p, "for (int s = 0; s < %lld; s++) acc%u[s] = %s;", (long long)slots, id, init);
+        if (s->red.nan_flag)
+            pr_line(p, "for (int s = 0; s < %lld; s++) acc%u_nan[s] = 0;", (long long)slots, id);
+        return;
+    }
+    pr_line(p, "%s acc%u = %s;", at, id, init);
+    if (s->red.nan_flag) pr_line(p, "uint8_t acc%u_nan = 0;", id);
+}
+
+/* CUDA: whether each thread computes elements of its own here: everywhere in KD_CUDA_THREADS,
+ * and in KD_CUDA_ROW's element loop (the prologue before it is the whole block's). */
+static bool thread_per_element(const pr *p) {
+    return p->kd->sched.form == KD_CUDA_THREADS ||
+           (p->kd->sched.form == KD_CUDA_ROW && CU(p)->in_elems);
+}
+
+/* CUDA's loops: the chunk's elements spread over the threads, warps or (one at a time) the
+ * block, and a reduction's innermost loop strided over the lanes sharing an element. */
+static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
+    const char *lane = p->kd->sched.form == KD_CUDA_WARP ? "(threadIdx.x & 31)" : "threadIdx.x";
+    const char *group = p->kd->sched.form == KD_CUDA_WARP ? "32" : "blockDim.x";
+    if (s->n < 0 && p->kd->sched.form == KD_CUDA_ROW && !CU(p)->in_elems) {
+        CU(p)->in_elems = true;
+        /* in place, every thread's prologue reads of the row before any thread's stores */
+        if (p->kd->in_place) pr_line(p, "__syncthreads();");
+    }
+    if (s->n < 0 && thread_per_element(p))
+        pr_line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
+    else if (s->n < 0 && p->kd->sched.form == KD_CUDA_WARP)
+        pr_line(p, "for (int64_t %s = jb + (threadIdx.x >> 5); %s < je; %s += blockDim.x >> 5) {",
+                v, v, v);
+    else if (s->n < 0)
+        pr_line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
+    else if (s->acc && !thread_per_element(p) && !CU(p)->stripe_depth) {
+        CU(p)->stripe_depth = p->depth + 1;
+        CU(p)->striped[s->acc] = 1;
+        pr_line(p, "for (int64_t %s = %s; %s < %lld; %s += %s) {", v, lane, v, (long long)s->n, v,
+                group);
+    } else
+        pr_line(p, "for (int64_t %s = 0; %s < %lld; %s++) {", v, v, (long long)s->n, v);
+    p->depth++;
+}
+
+static void cu_loop(pr *p, const kd_stmt *s) {
+    char v[PR_NAME_LEN];
+    pr_var_name(p->kd, s->var, v);
+    if (p->part_mode == 1 && s->sched & KD_SCHED_SPLIT_LOOP) {
+        /* this block's slice of the split loop, strided over the lanes when it is the
+         * reduction's innermost loop */
+        long long n = (long long)s->n;
+        unsigned id = (unsigned)(s - p->kd->stmts); /* several split loops share a scope */
+        int parts = (int)p->kd->sched.parts;
+        pr_line(p,
+                "const int64_t kiln_lo%u = kiln_q * %lld / %d, kiln_hi%u = (kiln_q + 1) * %lld / "
+                "%d;",
+                id, n, parts, id, n, parts);
+        if (s->acc && !CU(p)->stripe_depth) {
+            CU(p)->stripe_depth = p->depth + 1;
+            CU(p)->striped[s->acc] = 1;
+            pr_line(p,
+                    "for (int64_t %s = kiln_lo%u + threadIdx.x; %s < kiln_hi%u; %s += blockDim.x) "
+                    "{",
+                    v, id, v, id, v);
+        } else
+            pr_line(p, "for (int64_t %s = kiln_lo%u; %s < kiln_hi%u; %s++) {", v, id, v, id, v);
+        p->depth++;
+        return;
+    }
+    print_cuda_loop(p, s, v);
+    if (s->n < 0) pr_split_names(p);
+}
+
+/* The item's indices: in a part kernel, items are (part, item). */
+static void cu_item(pr *p) {
+    const char *it = "it";
+    if (p->part_mode == 1) {
+        pr_line(p, "const int64_t kiln_q = it / %lld, kiln_it = it %% %lld;",
+                (long long)p->kd->sched.base_items, (long long)p->kd->sched.base_items);
+        it = "kiln_it";
+    }
+    pr_item(p, it, false);
+}
+
+/* CUDA: the lanes' partial accumulators of a lane-strided reduction, combined so that
+ * every lane holds the whole: a butterfly of warp shuffles, then (a block per element)
+ * the warps' results through shared memory, in warp order. */
+static void print_combine(pr *p, uint32_t a_id) {
+    const kd_stmt *acc = &p->kd->stmts[a_id];
+    const char *at = pr_acc_ctype(acc);
+    char a[PR_ACC_LEN], nan[PR_ACC_LEN];
+    p->acc_name(p, a_id, false, a);
+    p->acc_name(p, a_id, true, nan);
+    pr_line(p, "for (int o = 16; o > 0; o >>= 1) {");
+    p->depth++;
+    pr_line(p, "const %s t = kiln_shfl(%s, o);", at, a);
+    pr_combine_line(p, acc, a, "t");
+    if (acc->red.nan_flag) pr_line(p, "%s |= kiln_shfl(%s, o);", nan, nan);
+    p->depth--;
+    pr_line(p, "}");
+    if (p->kd->sched.form != KD_CUDA_BLOCK && p->kd->sched.form != KD_CUDA_ROW) return;
+    int warps = CGEN_CUDA_THREADS / 32;
+    pr_line(p, "{");
+    p->depth++;
+    pr_line(p, "__shared__ %s sh%u[%d];", at, a_id, warps);
+    if (acc->red.nan_flag) pr_line(p, "__shared__ uint8_t sh%u_nan[%d];", a_id, warps);
+    pr_line(p, "if ((threadIdx.x & 31) == 0) {");
+    pr_line(p, "    sh%u[threadIdx.x >> 5] = %s;", a_id, a);
+    if (acc->red.nan_flag) pr_line(p, "    sh%u_nan[threadIdx.x >> 5] = %s;", a_id, nan);
+    pr_line(p, "}");
+    pr_line(p, "__syncthreads();");
+    pr_line(p, "%s = sh%u[0];", a, a_id);
+    if (acc->red.nan_flag) pr_line(p, "%s = sh%u_nan[0];", nan, a_id);
+    pr_line(p, "for (int w = 1; w < %d; w++) {", warps);
+    p->depth++;
+    char t[32];
+    snprintf(t, sizeof t, "sh%u[w]", a_id);
+    pr_combine_line(p, acc, a, t);
+    if (acc->red.nan_flag) pr_line(p, "%s |= sh%u_nan[w];", nan, a_id);
+    p->depth--;
+    pr_line(p, "}");
+    pr_line(p, "__syncthreads(); /* before the next item writes sh%u */", a_id);
+    p->depth--;
+    pr_line(p, "}");
+}
+
+/* Whether a float value of op may end in a multiplication, which gcc would fuse into a
+ * sum reading it inline (head_c, KILN_ROUNDED): a product, kiln_exp_f64 (2^n applied by
+ * multiplying), a random float (bits scaled into [0, 1)) and a reduce_prod's result.
+ * Every other op ends in a sum, a quotient, a select or a call: nothing to fuse with. */
+static const char *vec_type(kiln_dtype t) {
+    return t == KILN_DTYPE_F32 ? "float4" : "int4";
+}
+
+/* The element loop four elements per thread: the vector loads (at the first element),
+ * the elements one by one (each its own block, where the last axis' variable names that
+ * element), the vector stores. */
+static void print_vec(pr *p) {
+    const kd_kernel *kd = p->kd;
+    char last[PR_NAME_LEN];
+    pr_var_name(kd, kd->last_var, last);
+    pr_line(p, "for (int64_t kiln_j = jb + 4 * (int64_t)threadIdx.x; kiln_j < je; kiln_j += 4 * "
+               "(int64_t)blockDim.x) {");
+    p->depth++;
+    uint32_t n = kd->n_stmts - 1; /* statements 2 .. n-1 are the element's */
+    for (uint32_t s = 2; s < n; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (p->kd->stmts[s].sched & KD_SCHED_VLOAD) pr_line(p, "%s q%u;", vec_type(st->dtype), s);
+        if (p->kd->stmts[s].sched & KD_SCHED_VSTORE)
+            pr_line(p, "%s st%u;", vec_type(kd->out_type[st->slot]), s);
+    }
+    pr_line(p, "{");
+    pr_line(p, "    const int64_t %s = kiln_j;", last);
+    p->depth++;
+    pr_split_names(p);
+    p->depth--;
+    for (uint32_t s = 2; s < n; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (!(p->kd->stmts[s].sched & KD_SCHED_VLOAD)) continue;
+        pr_indent(p);
+        sb_printf(p->sb, "    q%u = *(const %s *)&in%u[", s, vec_type(st->dtype), st->slot);
+        pr_ix(kd, p->sb, st->ix);
+        sb_append(p->sb, "];\n");
+    }
+    pr_line(p, "}");
+    for (int k = 0; k < 4; k++) {
+        CU(p)->lane = k;
+        pr_line(p, "{");
+        p->depth++;
+        pr_line(p, "const int64_t %s = kiln_j + %d;", last, k);
+        pr_split_names(p);
+        for (uint32_t s = 2; s < n; s++) cu_stmt(p, s);
+        p->depth--;
+        pr_line(p, "}");
+    }
+    CU(p)->lane = -1;
+    pr_line(p, "{");
+    pr_line(p, "    const int64_t %s = kiln_j;", last);
+    p->depth++;
+    pr_split_names(p);
+    p->depth--;
+    for (uint32_t s = 2; s < n; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (!(p->kd->stmts[s].sched & KD_SCHED_VSTORE)) continue;
+        pr_indent(p);
+        sb_printf(p->sb, "    *(%s *)&out%u[", vec_type(kd->out_type[st->slot]), st->slot);
+        pr_ix(kd, p->sb, st->ix);
+        sb_printf(p->sb, "] = st%u;\n", s);
+    }
+    pr_line(p, "}");
+    p->depth--;
+    pr_line(p, "}");
+}
+
+/* CUDA: the opening of kiln_k<i>_part (a block per (part, item)) up to the item's names,
+ * and its end, after which p prints kiln_k<i> (flags of the printing cleared but the split
+ * marks). Shared by the element split and the column split. */
+static void cuda_part_open(pr *p) {
+    sb_printf(p->sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u_part(",
+              CGEN_CUDA_THREADS, p->kd->index);
+    pr_buffers(p, true, "__restrict__ ");
+    sb_append(p->sb, "unsigned char *__restrict__ kiln_part, int64_t items) {\n");
+    pr_line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
+    p->depth++;
+    p->part_mode = 1;
+    cu_item(p);
+}
+
+static void cuda_part_close(pr *p) {
+    p->depth--;
+    pr_line(p, "}");
+    sb_append(p->sb, "}\n");
+    p->part_mode = 2;
+    CU(p)->stripe_depth = 0;
+    memset(CU(p)->striped, 0, p->kd->n_stmts + 1);
+}
+
+/* CUDA, split reductions (cuda_element_split): kiln_k<i>_part, a block per (part,
+ * element): each split reduction's loops over the part's slice, the lanes' accumulators
+ * combined, and lane 0 storing the element's partial results. Leaves p ready to print
+ * kiln_k<i>. */
+static void print_cuda_part_fn(pr *p) {
+    const kd_kernel *kd = p->kd;
+    char slot[PR_ACC_LEN + 96], a[PR_ACC_LEN], nan[PR_ACC_LEN];
+    cuda_part_open(p);
+    cu_stmt(p, 1); /* the element loop */
+    for (uint32_t s = 2; s < kd->n_stmts; s++) {
+        if (!(p->kd->stmts[s].sched & KD_SCHED_SPLIT)) continue;
+        uint32_t last = kd_loop_end(kd, s + 1);
+        for (uint32_t t = s; t <= last; t++) cu_stmt(p, t);
+        s = last;
+    }
+    for (uint32_t s = 2; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (!(p->kd->stmts[s].sched & KD_SCHED_SPLIT)) continue;
+        if (CU(p)->striped[s]) print_combine(p, s);
+        pr_part_slot(p, (int)p->kd->stmts[s].split_k, "kiln_q", slot, sizeof slot);
+        p->acc_name(p, s, false, a);
+        p->acc_name(p, s, true, nan);
+        pr_line(p, "if (threadIdx.x == 0) {");
+        pr_line(p, "    *(%s *)(%s) = %s;", pr_acc_ctype(acc), slot, a);
+        if (acc->red.nan_flag) pr_line(p, "    (%s)[8] = %s;", slot, nan);
+        pr_line(p, "}");
+    }
+    p->depth--;
+    pr_line(p, "}"); /* the element loop */
+    cuda_part_close(p);
+}
+
+/* The column accumulators' count (a column split stores each). */
+static int column_accs(const kd_kernel *kd) {
+    int n = 0;
+    for (uint32_t a = 1; a < kd->n_stmts; a++)
+        n += kd->stmts[a].kind == KS_ACC && kd->stmts[a].column;
+    return n;
+}
+
+/* CUDA, a column split: for each of this thread's columns, every column accumulator's
+ * slot of part kiln_q: stored (the part kernel) or added in (kiln_k<i>). */
+static void print_col_slots(pr *p, bool store) {
+    const kd_kernel *kd = p->kd;
+    char v[PR_NAME_LEN], slot[PR_ACC_LEN + 96], a[PR_ACC_LEN], nan[PR_ACC_LEN];
+    pr_var_name(kd, kd->last_var, v);
+    pr_line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
+    p->depth++;
+    int k = 0;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (acc->kind != KS_ACC || !acc->column) continue;
+        pr_part_slot(p, k++, "kiln_q", slot, sizeof slot);
+        p->acc_name(p, s, false, a);
+        p->acc_name(p, s, true, nan);
+        if (store) {
+            pr_line(p, "*(%s *)(%s) = %s;", pr_acc_ctype(acc), slot, a);
+            if (acc->red.nan_flag) pr_line(p, "(%s)[8] = %s;", slot, nan);
+            continue;
+        }
+        pr_line(p, "{");
+        p->depth++;
+        pr_line(p, "const %s t = *(const %s *)(%s);", pr_acc_ctype(acc), pr_acc_ctype(acc), slot);
+        pr_combine_line(p, acc, a, "t");
+        if (acc->red.nan_flag) pr_line(p, "%s |= (%s)[8];", nan, slot);
+        p->depth--;
+        pr_line(p, "}");
+    }
+    p->depth--;
+    pr_line(p, "}");
+}
+
+/* CUDA, a column split: kiln_k<i>_part, a block per (part, item): the reduce loops over
+ * the part's slice, then every thread's columns' accumulators stored. */
+static void print_cuda_col_part_fn(pr *p) {
+    cuda_part_open(p);
+    uint32_t last = kd_loop_end(p->kd, p->kd->sched.split_loop);
+    for (uint32_t s = 1; s <= last; s++) cu_stmt(p, s);
+    print_col_slots(p, true);
+    cuda_part_close(p);
+}
+
+/* CUDA, a column split: in kiln_k<i>, each thread's columns' parts added in order instead
+ * of the reduce loops. */
+static void print_col_combine(pr *p) {
+    pr_line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++)", (long long)p->kd->sched.parts);
+    print_col_slots(p, false);
+}
+
+/* C, kd->parts: in kiln_k<i>, the parts' accumulators combined in order instead of the
+ * split loop. */
+
+/* An element split: in kiln_k<i>, the parts' accumulators combined instead of the split
+ * loop, the lanes taking the parts in turn; the RESULT's combine adds up the lanes. */
+static void print_part_combine(pr *p, uint32_t acc_id, int k) {
+    const kd_stmt *acc = &p->kd->stmts[acc_id];
+    char slot[PR_ACC_LEN + 96], a[PR_ACC_LEN];
+    snprintf(a, sizeof a, "acc%u", acc_id);
+    pr_line(p, "for (int64_t kiln_q = threadIdx.x; kiln_q < %lld; kiln_q += blockDim.x) {",
+            (long long)p->kd->sched.parts);
+    CU(p)->striped[acc_id] = 1;
+    p->depth++;
+    pr_part_slot(p, k, "kiln_q", slot, sizeof slot);
+    /* slots are 16-byte aligned */
+    pr_line(p, "const %s t = *(const %s *)(%s);", pr_acc_ctype(acc), pr_acc_ctype(acc), slot);
+    pr_combine_line(p, acc, a, "t");
+    if (acc->red.nan_flag) pr_line(p, "acc%u_nan |= (%s)[8];", acc_id, slot);
+    p->depth--;
+    pr_line(p, "}");
+}
+
+static void cu_stmt(pr *p, uint32_t id) {
+    const kd_stmt *s = &p->kd->stmts[id];
+    char a[PR_NAME_LEN];
+    bool lane = CU(p)->lane >= 0;
+    switch (s->kind) {
+    case KS_LOOP: cu_loop(p, s); return;
+    case KS_ACC: cu_acc(p, id); return;
+    case KS_END:
+        if (CU(p)->stripe_depth && p->depth == CU(p)->stripe_depth) CU(p)->stripe_depth = 0;
+        break;
+    case KS_RESULT:
+        if (CU(p)->striped[s->args[0]]) print_combine(p, s->args[0]);
+        break;
+    case KS_LOAD:
+        if (!lane || !(s->sched & KD_SCHED_VLOAD)) break;
+        pr_line(p, "const %s v%u = q%u.%c;", cgen_ctype(s->dtype), id, id, "xyzw"[CU(p)->lane]);
+        return;
+    case KS_STORE:
+        if (lane && s->sched & KD_SCHED_VSTORE) {
+            pr_val_name(p->kd, s->args[0], a);
+            pr_line(p, "st%u.%c = %s;", id, "xyzw"[CU(p)->lane], a);
+        } else /* one lane writes what every lane computed */
+            pr_store(p, s,
+                     thread_per_element(p) || s->keep    ? ""
+                     : p->kd->sched.form == KD_CUDA_WARP ? "if ((threadIdx.x & 31) == 0) "
+                                                         : "if (threadIdx.x == 0) ");
+        return;
+    default: break;
+    }
+    pr_stmt(p, id);
+}
+
+/* The statements of kiln_k<i>: a split's parts combined in place of its loops. */
+static void print_body(pr *p) {
+    const kd_kernel *kd = p->kd;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        if (p->part_mode == 2 && kd->stmts[s].sched & KD_SCHED_SPLIT_LOOP) {
+            if (kd->columns)
+                print_col_combine(p);
+            else
+                print_part_combine(p, s - 1, (int)kd->stmts[s - 1].split_k);
+            s = kd_loop_end(kd, s);
+            continue;
+        }
+        cu_stmt(p, s);
+    }
+}
+
+/* kiln_k<i> (and kiln_k<i>_part and kiln_k<i>_parts for a split). */
+static int cu_kernel(const kd_kernel *kd, strbuf *sb, cgen_kernel *info) {
+    const kd_sched *sc = &kd->sched;
+    cupr c = {.p = {.kd = kd,
+                    .sb = sb,
+                    .stmt = cu_stmt,
+                    .acc_name = cu_acc_name,
+                    .chunk = sc->chunk,
+                    .chunks = sc->chunks},
+              .lane = -1};
+    pr *p = &c.p;
+    if (!(c.striped = host_calloc(kd->ctx, kd->n_stmts + 1, 1))) return -1;
+    if (sc->parts && kd->columns)
+        print_cuda_col_part_fn(p);
+    else if (sc->parts)
+        print_cuda_part_fn(p);
+    sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%d) kiln_k%u(", CGEN_CUDA_THREADS,
+              kd->index);
+    pr_buffers(p, true, "__restrict__ ");
+    if (sc->parts) sb_append(sb, "const unsigned char *__restrict__ kiln_part, ");
+    sb_append(sb, "int64_t items) {\n");
+    pr_line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
+    p->depth++;
+    cu_item(p);
+    if (sc->vec)
+        print_vec(p);
+    else
+        print_body(p);
+    p->depth--;
+    pr_line(p, "}");
+    sb_append(sb, "}\n");
+    if (p->part_mode) /* the part kernel's items and the scratch's bytes (cgen.h) */
+        sb_printf(sb, "extern \"C\" __device__ const int64_t kiln_k%u_parts[2] = {%lld, %lld};\n",
+                  kd->index, (long long)(sc->parts * sc->base_items),
+                  (long long)(sc->parts * (kd->columns ? column_accs(kd) : (int)sc->n_split) *
+                              kd->rows * kd->inner * KD_PART_BYTES));
+    host_free(kd->ctx, c.striped, kd->n_stmts + 1);
+    info->items = !kd->items ? 0 : kd->rows * p->chunks;
+    info->grain = kd->grain;
+    info->parts = sc->parts;
+    return p->hole;
+}
+
+static const char *const cuda_prelude[] = {
+    cgen_prelude_cuda_head, cgen_prelude_ops,     cgen_prelude_math_f32, cgen_prelude_cuda_math,
+    cgen_prelude_math_f64,  cgen_prelude_convert, cgen_prelude_random,   NULL};
+
+const pr_dialect pr_cuda_dialect = {cuda_prelude, cu_kernel};

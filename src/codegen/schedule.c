@@ -1,0 +1,534 @@
+/* schedule.c — how a kernel's work is split and vectorised: the lowering's decisions
+ * about the schedule, made on the finished statements, and recorded on the description
+ * (kdesc.h) for the printers, which only spell them.
+ *
+ * Two kinds. kd_lower asks for the description-level ones once its statements are there
+ * (kd_sched_*): the split of the last axis' variable, tiled columns, row blocks and
+ * prologue rows (the C dialect's ways through a transpose and short rows), a reduction's
+ * parts. kd_schedule then decides, for one dialect, what its target runs (kd_kernel.sched
+ * and kd_stmt.sched): in C the element loop's form (unrolled over an interleave's
+ * remainder, in segments of the last axis, or with fast sin and cos and an exact rerun),
+ * in CUDA the kernel's form (a thread, a warp or the block per element, or the block per
+ * row), its chunk of the last axis, a split of its reductions over blocks and four
+ * elements a thread.
+ *
+ * Invariant: every decision depends on the description (shapes, statements) alone, never
+ * on the machine or the thread count, so the printed source, and a result's bits, do not
+ * either. */
+#include "kdesc.h"
+
+#include <string.h>
+
+uint32_t kd_loop_end(const kd_kernel *kd, uint32_t loop) {
+    int depth = 0;
+    for (uint32_t s = loop + 1; s < kd->n_stmts; s++) {
+        kd_stmt_kind k = kd->stmts[s].kind;
+        if (k == KS_LOOP || k == KS_IF) depth++;
+        if (k == KS_END && depth-- == 0) return s;
+    }
+    return kd->n_stmts - 1;
+}
+
+/* ----------------------------------------------- the description's ---- */
+
+int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop) {
+    int64_t prod[64] = {1}, work = 0;
+    int d = 0;
+    for (uint32_t l = loop; l < kd->n_stmts && d >= 0; l++) {
+        kd_stmt_kind k = kd->stmts[l].kind;
+        if ((k == KS_LOOP || k == KS_IF) && d + 1 < 64) {
+            int64_t n = k == KS_LOOP && kd->stmts[l].n > 0 ? kd->stmts[l].n : 1;
+            prod[d + 1] = prod[d] > INT64_MAX / n ? INT64_MAX : prod[d] * n;
+            work = prod[d + 1] > work ? prod[d + 1] : work;
+            d++;
+        } else if (k == KS_END && --d == 0)
+            break; /* the loop closed */
+    }
+    return work;
+}
+
+/* kd->split (kdesc.h): the one divisor the last axis' variable is divided by, when the
+ * item's chunk of it splits evenly; 0 when there is none or more than one. */
+int64_t kd_sched_split(const kd_kernel *kd) {
+    int64_t k = 0;
+    for (uint32_t i = 0; i < kd->n_atoms; i++) {
+        const kd_atom *a = &kd->atoms[i];
+        if ((a->kind != KD_ATOM_DIV && a->kind != KD_ATOM_MOD) || !kd_ix_is_last(kd, a->arg))
+            continue;
+        if (k && a->n != k) return 0;
+        k = a->n;
+    }
+    if (k < 2 || kd->inner % k || (kd->chunks > 1 && kd->chunk % k)) return 0;
+    return k;
+}
+
+/* Whether load st reads across the last axis with a stride of at least KD_TILE_STRIDE
+ * elements (*strided), and one of a multiple of 1 KiB (*sets: its lines fall into few
+ * cache sets); both are or-ed in. */
+static void load_strides(const kd_kernel *kd, const kd_stmt *st, bool *strided, bool *sets) {
+    const kd_index *x = &kd->ixs[st->ix];
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_term *t = &kd->terms[x->first + i];
+        const kd_atom *a = &kd->atoms[t->atom];
+        int64_t c = t->coef < 0 ? -t->coef : t->coef;
+        if (a->kind != KD_ATOM_VAR || a->arg != kd->last_var || c < KD_TILE_STRIDE) continue;
+        *strided = true;
+        *sets |= (int64_t)kiln_dtype_itemsize(st->dtype) * c % 1024 == 0;
+    }
+}
+
+/* kd->tiled (kdesc.h, KD_TILE): for an elementwise kernel (no reduction, no split, no
+ * prologue) with a load whose index steps by at least KD_TILE_STRIDE elements along the
+ * last axis, the columns an item should take; 0 for any other kernel, and for one whose
+ * rows are one item each and whose stride is not a multiple of 1 KiB: consecutive items
+ * are then consecutive rows already, reading the next element of the row's lines, which
+ * fit the cache (a 1000 x 30000 transpose ran faster as rows than tiled: bench/RESULTS.md,
+ * "Transposes: few columns per item, down the rows first"). */
+int64_t kd_sched_tile(const kd_kernel *kd) {
+    if (kd->prologue || kd->columns || kd->split || kd->inner <= KD_TILE) return 0;
+    bool strided = false, sets = false;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_ACC) return 0;
+        if (st->kind == KS_LOAD && !st->keep) load_strides(kd, st, &strided, &sets);
+    }
+    return !strided || (!sets && kd->chunks == 1) ? 0 : sets ? KD_TILE_POW2 : KD_TILE;
+}
+
+/* kd->row_block (kdesc.h, KD_ROW_BLOCK): for a kernel that reads across the last axis
+ * with a stride of at least KD_TILE_STRIDE elements (tiled, or with rows in eights) and
+ * whose element loop is statement 1 and holds no loop or branch, so an item's rows can go
+ * inside its columns. */
+int64_t kd_sched_row_block(const kd_kernel *kd) {
+    if (kd->rows % KD_ROW_BLOCK || kd->n_stmts < 3 || kd->stmts[1].kind != KS_LOOP ||
+        kd->stmts[1].n >= 0 || kd->stmts[kd->n_stmts - 1].kind != KS_END)
+        return 0;
+    bool strided = false, sets = false;
+    for (uint32_t s = 2; s + 1 < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_LOOP || st->kind == KS_IF || st->kind == KS_ELSE_IF ||
+            st->kind == KS_ELSE || st->kind == KS_END || st->kind == KS_ACC)
+            return 0;
+        if (st->kind == KS_LOAD && !st->keep) load_strides(kd, st, &strided, &sets);
+    }
+    /* Untiled (a row is one item), blocks pay only where the stride crowds the rows' lines
+     * into few cache sets: NCHW to NHWC, one thread, several times faster in blocks at
+     * [16, 32, 64, 64] (a 16 KiB stride), but slower at [32, 64, 56, 56] and
+     * [8, 3, 224, 224] (bench/RESULTS.md, "Transposes: 8 rows per item, and 8 x 8 blocks
+     * through registers"). */
+    return strided && (kd->tiled || (kd->inner % KD_ROW_BLOCK == 0 && sets)) ? KD_ROW_BLOCK : 0;
+}
+
+/* kd->parts (kdesc.h): a one-item kernel whose element loop opens with a scalar
+ * reduction over enough elements: that reduction's outermost loop is split, into the
+ * slices it adds in anyway when it is a float sum or product (kd_stmt.slices), so that
+ * splitting changes no bit; a float sum too short to have slices is not split. */
+void kd_sched_parts(kd_kernel *kd) {
+    if (kd->items != 1 || kd->columns || kd->n_stmts < 4) return;
+    /* statement 1 is the element loop; find the first accumulator directly inside it */
+    int depth = 0;
+    for (uint32_t s = 2; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_ACC && !depth && !st->column && s + 1 < kd->n_stmts &&
+            kd->stmts[s + 1].kind == KS_LOOP && kd->stmts[s + 1].n >= 2) {
+            /* the work: the most iterations of any loop nested in the split one, for
+             * every element of the item */
+            int64_t w = kd_loop_work(kd, s + 1);
+            int64_t work = kd->inner > 0 && w > INT64_MAX / kd->inner ? INT64_MAX : w * kd->inner;
+            if (work < KD_PART_MIN_WORK) return;
+            bool exact = !st->red.arith || !ir_dtype_is_float(st->dtype);
+            if (!exact && !st->slices) return;
+            kd->part_acc = s;
+            kd->part_loop = s + 1;
+            kd->parts = kd->stmts[s + 1].n < KD_PARTS ? kd->stmts[s + 1].n : KD_PARTS;
+            return;
+        }
+        /* a store before it: the part function would store (and, in place, could
+         * overwrite an input another part still reads) */
+        if (st->kind == KS_STORE) return;
+        if (st->kind == KS_LOOP || st->kind == KS_IF) depth++;
+        if (st->kind == KS_END) depth--;
+        if (depth < 0) return; /* left the element loop */
+    }
+}
+
+/* kd->prologue_rows (kdesc.h, KD_PROLOGUE_ROWS): for a kernel whose items are whole rows of
+ * at most KD_SHORT_REDUCE elements, with a prologue of plain statements and reductions of
+ * one loop each of at most as many values (of loads, ops, the accumulation and a kept
+ * value's store) and then the element loop to the end; 0 for any other. Its few-valued
+ * prologue reductions lose their pragma: they are printed across the item's rows. */
+int64_t kd_sched_prologue_rows(kd_kernel *kd) {
+    if (!kd->prologue || kd->columns || kd->in_place || kd->parts || kd->split || kd->chunks != 1 ||
+        kd->inner > KD_SHORT_REDUCE || kd->rows < 2 * KD_PROLOGUE_ROWS)
+        return 0;
+    uint32_t s = 1;
+    for (; s < kd->n_stmts && !(kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0); s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_LOAD && st->keep) return 0;
+        if (st->kind == KS_LOAD || st->kind == KS_LIT || st->kind == KS_IOTA || st->kind == KS_OP ||
+            st->kind == KS_RESULT)
+            continue;
+        /* ACC, then its one loop of loads, ops, the accumulation and a kept store, END */
+        if (st->kind != KS_ACC || st->red.blocked || s + 1 >= kd->n_stmts ||
+            kd->stmts[s + 1].kind != KS_LOOP || kd->stmts[s + 1].acc != s ||
+            kd->stmts[s + 1].slice_acc || kd->stmts[s + 1].n > KD_SHORT_REDUCE)
+            return 0;
+        uint32_t acc = s, summed = 0, kept = 0;
+        for (s += 2; s < kd->n_stmts && kd->stmts[s].kind != KS_END; s++) {
+            const kd_stmt *t = &kd->stmts[s];
+            bool plain = (t->kind == KS_LOAD && !t->keep) || t->kind == KS_LIT ||
+                         t->kind == KS_IOTA || t->kind == KS_OP;
+            if (t->kind == KS_ACCUM && t->args[0] == acc && !summed)
+                summed = t->args[1];
+            else if (t->kind == KS_STORE && t->keep && !kept)
+                kept = t->args[0];
+            else if (!plain)
+                return 0;
+        }
+        /* the kept value is the one summed (the printer sums it back from the row), and
+         * the reduction's result follows its loop */
+        if (s + 1 >= kd->n_stmts || !summed || (kept && kept != summed) ||
+            kd->stmts[s + 1].kind != KS_RESULT || kd->stmts[s + 1].args[0] != acc)
+            return 0;
+    }
+    /* the element loop, straight to the last statement */
+    if (s >= kd->n_stmts || kd->stmts[kd->n_stmts - 1].kind != KS_END) return 0;
+    int depth = 0;
+    for (uint32_t t = s; t < kd->n_stmts; t++) {
+        kd_stmt_kind k = kd->stmts[t].kind;
+        depth += k == KS_LOOP || k == KS_IF ? 1 : k == KS_END ? -1 : 0;
+        if (!depth && t + 1 < kd->n_stmts) return 0;
+    }
+    for (uint32_t t = 1; t < s; t++)
+        if (kd->stmts[t].kind == KS_LOOP && kd->stmts[t].few && kd->stmts[t].simd) {
+            kd->stmts[t].simd = false;
+            kd->stmts[t].simd_narrow = true;
+        }
+    return KD_PROLOGUE_ROWS;
+}
+
+/* ---------------------------------------------------------------- C ---- */
+
+/* C, kd->split: the element loop, when it is printed unrolled over the split's remainder
+ * (print_c.c, print_split_unrolled): a split of at most SPLIT_UNROLL_MAX whose element loop
+ * holds a branch (an interleave's concatenate on the split-off axis, RoPE's or sin and cos
+ * of positional encodings stacked). Then each copy of the body has the remainder as a
+ * constant, its branches fold away, and the loop vectorises whatever the body's size:
+ * left to gcc, the inner loop of k was unrolled only when the body was small, and a
+ * body with sin and cos stayed a scalar loop with a branch per element. 0 otherwise. */
+enum { SPLIT_UNROLL_MAX = 4 };
+static uint32_t split_unrolled_loop(const kd_kernel *kd) {
+    if (kd->split < 2 || kd->split > SPLIT_UNROLL_MAX || kd->columns || kd->parts) return 0;
+    uint32_t loop = 0;
+    bool branch = false;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (!loop && st->kind == KS_LOOP && st->n < 0)
+            loop = s;
+        else if (loop && st->kind == KS_IF)
+            branch = true;
+    }
+    return loop && branch && !kd->stmts[loop].simd ? loop : 0;
+}
+
+bool kd_last_plus(const kd_kernel *kd, uint32_t ix, int64_t *c) {
+    const kd_index *x = &kd->ixs[ix];
+    if (x->n != 1 || kd->terms[x->first].coef != 1) return false;
+    const kd_atom *a = &kd->atoms[kd->terms[x->first].atom];
+    *c = x->c;
+    return a->kind == KD_ATOM_VAR && a->arg == kd->last_var;
+}
+
+/* C: the element loop, when it is printed in segments of the last axis (print_c.c,
+ * print_segments): a kernel, not interleaved (split_unrolled_loop) nor in the column form
+ * or split in parts, whose element loop branches only on the last axis' variable plus a
+ * constant against constants (a concatenation or a pad along the last axis: sin and cos
+ * of Fourier features side by side). The boundaries where a guard changes, strictly
+ * inside the axis and sorted, go to b (at most KD_SEG_MAX); 0 when the form does not
+ * apply. Each segment then has every branch decided: it is printed without them, and
+ * vectorises, where the kernel was a scalar loop with a branch per element (the
+ * concatenation's if-conversion guard). */
+static uint32_t segmented_loop(const kd_kernel *kd, int64_t *b, int *nb) {
+    *nb = 0;
+    if (kd->split || kd->columns || kd->parts) return 0;
+    uint32_t loop = 0;
+    for (uint32_t s = 1; s < kd->n_stmts && !loop; s++)
+        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) loop = s;
+    if (!loop) return 0;
+    uint32_t end = kd_loop_end(kd, loop);
+    bool any = false;
+    for (uint32_t s = loop + 1; s < end; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind != KS_IF && st->kind != KS_ELSE_IF) continue;
+        for (uint32_t g = 0; g < st->n_guards; g++) {
+            const kd_guard *gd = &kd->guards[st->guard + g];
+            int64_t c;
+            if (gd->kind == KD_GUARD_DIVIDES || !kd_last_plus(kd, gd->ix, &c)) return 0;
+            int64_t v = gd->kind == KD_GUARD_LT ? gd->n - c : -c;
+            any = true;
+            if (v <= 0 || v >= kd->inner) continue;
+            int at = 0;
+            while (at < *nb && b[at] < v) at++;
+            if (at < *nb && b[at] == v) continue;
+            if (*nb == KD_SEG_MAX) return 0;
+            memmove(&b[at + 1], &b[at], (size_t)(*nb - at) * sizeof *b);
+            b[at] = v;
+            (*nb)++;
+        }
+    }
+    return any ? loop : 0;
+}
+
+/* C: the element loop of a kernel whose f32 sin and cos (directly in it: not in a reduce
+ * loop) are printed first by Cody and Waite alone, which is exact below 2^21 and, in a
+ * vectorised loop, half the work of computing both reductions and keeping one per lane:
+ * the loop ors kiln_trig_big_f32 of each argument, and when that is set it runs again
+ * with the exact functions, overwriting every output of the item. Not in place, not
+ * with a prologue (the kept value it reads back is overwritten), not in the column form
+ * or split in parts (kiln_k<i>_part), nor where the loop carries a simd pragma (the flag
+ * would need a reduction clause). 0: none. */
+static uint32_t fast_trig_loop(const kd_kernel *kd) {
+    if (kd->in_place || kd->prologue || kd->columns || kd->parts || kd->n_stmts < 3 ||
+        kd->stmts[1].kind != KS_LOOP || kd->stmts[1].n >= 0 || kd->stmts[1].simd)
+        return 0;
+    uint32_t end = kd_loop_end(kd, 1);
+    bool trig = false;
+    for (uint32_t s = 2; s < end; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind == KS_LOOP) return 0;
+        trig |= st->kind == KS_OP && st->dtype == KILN_DTYPE_F32 &&
+                (st->op == IR_SIN || st->op == IR_COS);
+    }
+    return trig ? 1 : 0;
+}
+
+static void schedule_c(kd_kernel *kd) {
+    kd_sched *c = &kd->sched;
+    c->parts = kd->parts;
+    c->split_loop = kd->parts ? kd->part_loop : 0;
+    c->unroll_loop = split_unrolled_loop(kd);
+    c->seg_loop = c->unroll_loop ? 0 : segmented_loop(kd, c->seg_b, &c->n_seg);
+    c->fast_trig_loop = fast_trig_loop(kd);
+}
+
+/* ------------------------------------------------------------- CUDA ---- */
+
+/* The CUDA form of a kernel and its chunk of the last axis: a reduction inside the
+ * element loop (any non-column accumulator) takes a warp per element, or the block when
+ * the kernel has too few elements to fill the device with warps or its last axis too few
+ * to give each warp of a block one (a keepdims row reduction: [rows, 1]). */
+static void cuda_form(kd_kernel *kd) {
+    kd_sched *c = &kd->sched;
+    bool inner_red = false;
+    for (uint32_t s = 1; s < kd->n_stmts; s++)
+        inner_red |= kd->stmts[s].kind == KS_ACC && !kd->stmts[s].column;
+    int64_t elems = kd->rows * kd->inner;
+    if (kd->prologue && !kd->columns) {
+        c->form = KD_CUDA_ROW;
+        c->chunk = kd->inner > 0 ? kd->inner : 1;
+    } else if (!inner_red) {
+        bool column = false;
+        for (uint32_t s = 1; s < kd->n_stmts; s++)
+            column |= kd->stmts[s].kind == KS_ACC && kd->stmts[s].column;
+        c->form = KD_CUDA_THREADS;
+        c->chunk = column ? CGEN_CUDA_THREADS : 4 * CGEN_CUDA_THREADS;
+    } else if (elems >= CGEN_CUDA_WARP_MIN && kd->inner >= CGEN_CUDA_THREADS / 32) {
+        c->form = KD_CUDA_WARP;
+        c->chunk = CGEN_CUDA_THREADS / 32;
+    } else {
+        c->form = KD_CUDA_BLOCK;
+        c->chunk = 1;
+    }
+    c->chunks = kd->inner > c->chunk ? (kd->inner + c->chunk - 1) / c->chunk : 1;
+}
+
+/* Whether index ix refers to no statement outside (lo, hi] (its values: KD_ATOM_VAL). */
+static bool ix_within(const kd_kernel *kd, uint32_t ix, uint32_t lo, uint32_t hi) {
+    const kd_index *x = &kd->ixs[ix];
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_atom *a = &kd->atoms[kd->terms[x->first + i].atom];
+        if (a->kind == KD_ATOM_VAL && (a->arg <= lo || a->arg > hi)) return false;
+        if ((a->kind == KD_ATOM_DIV || a->kind == KD_ATOM_MOD) && !ix_within(kd, a->arg, lo, hi))
+            return false;
+    }
+    return true;
+}
+
+/* Whether the reduction of accumulator `acc`, its loops ending at statement `end`, reads
+ * nothing computed outside them (then a part kernel can compute it alone: a softmax's sum
+ * of exp(x - max) cannot be, its max being another reduction's result). */
+static bool span_alone(const kd_kernel *kd, uint32_t acc, uint32_t end) {
+    for (uint32_t t = acc + 1; t <= end; t++) {
+        const kd_stmt *st = &kd->stmts[t];
+        if (st->kind == KS_STORE) return false;
+        for (uint32_t i = 0; i < st->n_args; i++) {
+            uint32_t a = st->args[i];
+            if ((a < acc || a > end) && kd->stmts[a].kind != KS_LIT) return false;
+        }
+        if ((st->kind == KS_LOAD || st->kind == KS_IOTA) && !ix_within(kd, st->ix, acc, end))
+            return false;
+        for (uint32_t g = 0; (st->kind == KS_IF || st->kind == KS_ELSE_IF) && g < st->n_guards; g++)
+            if (!ix_within(kd, kd->guards[st->guard + g].ix, acc, end)) return false;
+    }
+    return true;
+}
+
+/* CUDA: whether a kernel with few values to compute (one item in C; a global norm: 76
+ * sums of squares fused into one kernel that outputs one value) spends its time
+ * in reductions one block would run alone. Every reduction directly inside the element
+ * loop that reads nothing from outside its own loops is split (in place, only those before
+ * the first store): the part kernel gives each of `parts` slices of their loops a
+ * block per value, at least CGEN_CUDA_PART_WORK iterations a block, at most KN_CUDA_PARTS
+ * blocks in all (a reduction to 300 values already has 300 blocks); the rest of the
+ * kernel stays in kiln_k<i>. Marks them KD_SCHED_SPLIT (their loops KD_SCHED_SPLIT_LOOP),
+ * numbers them. */
+static bool cuda_element_split(kd_kernel *kd) {
+    kd_sched *c = &kd->sched;
+    if (kd->items != 1 || kd->columns || kd->n_stmts < 4 || kd->stmts[1].kind != KS_LOOP ||
+        kd->stmts[1].n >= 0)
+        return false;
+    int64_t work = 0;
+    int depth = 0;
+    for (uint32_t s = 2; s < kd->n_stmts; s++) {
+        kd_stmt *st = &kd->stmts[s];
+        /* the part kernel runs before every store of kiln_k<i>, so a reduction after a
+         * store may be split too, unless a store may write over an input (in place) */
+        if (st->kind == KS_STORE && kd->in_place) break;
+        if (!depth && st->kind == KS_ACC && !st->column && s + 1 < kd->n_stmts &&
+            kd->stmts[s + 1].kind == KS_LOOP && kd->stmts[s + 1].n >= 2) {
+            uint32_t end = kd_loop_end(kd, s + 1);
+            if (span_alone(kd, s, end)) {
+                st->sched |= KD_SCHED_SPLIT;
+                kd->stmts[s + 1].sched |= KD_SCHED_SPLIT_LOOP;
+                st->split_k = c->n_split++;
+                int64_t w = kd_loop_work(kd, s + 1);
+                work = work > INT64_MAX - w ? INT64_MAX : work + w;
+            }
+            s = end;
+            continue;
+        }
+        if (st->kind == KS_LOOP || st->kind == KS_IF) depth++;
+        if (st->kind == KS_END && depth-- == 0) break; /* the element loop closed */
+    }
+    int64_t items = kd->rows * kd->inner, parts = KN_CUDA_PARTS / items;
+    if (parts > work / CGEN_CUDA_PART_WORK) parts = work / CGEN_CUDA_PART_WORK;
+    if (!c->n_split || parts < 2) {
+        for (uint32_t s = 0; s < kd->n_stmts; s++)
+            kd->stmts[s].sched &= (uint8_t) ~(KD_SCHED_SPLIT | KD_SCHED_SPLIT_LOOP);
+        c->n_split = 0;
+        return false;
+    }
+    c->form = KD_CUDA_BLOCK; /* a block per value in both kernels */
+    c->chunk = 1;
+    c->chunks = kd->inner;
+    c->parts = parts;
+    return true;
+}
+
+/* CUDA: whether a column reduction has too few items to fill the device and rows enough
+ * to split. A bias gradient, [4096, 512] summed over its rows, is two items of 256
+ * columns: two blocks, each thread adding 4096 rows alone. Split, its outermost reduce
+ * loop gives each of `parts` slices a block per item (kiln_k<i>_part, every thread
+ * storing its columns' partial results), and kiln_k<i> adds the parts of each column in
+ * order. The description is the same for both dialects; the split is how this dialect
+ * spreads it (the C dialect's threads already share the columns). */
+static bool cuda_column_split(kd_kernel *kd) {
+    kd_sched *c = &kd->sched;
+    if (!kd->columns) return false;
+    int64_t items = kd->rows * c->chunks;
+    if (items >= CGEN_CUDA_COL_SPLIT_ITEMS) return false;
+    uint32_t loop = 0; /* the outermost reduce loop, right after the accumulators */
+    for (uint32_t s = 1; s < kd->n_stmts && !loop; s++) {
+        if (kd->stmts[s].kind == KS_LOOP)
+            loop = s;
+        else if (kd->stmts[s].kind != KS_ACC)
+            return false;
+    }
+    if (!loop || kd->stmts[loop].n < 2 * CGEN_CUDA_COL_PART_ROWS) return false;
+    int64_t n = kd->stmts[loop].n, parts = KN_CUDA_PARTS / items;
+    if (parts > n / CGEN_CUDA_COL_PART_ROWS) parts = n / CGEN_CUDA_COL_PART_ROWS;
+    if (parts < 2 || items * c->chunk * n < KD_PART_MIN_WORK) return false;
+    c->split_loop = loop;
+    kd->stmts[loop].sched |= KD_SCHED_SPLIT_LOOP;
+    c->parts = parts;
+    return true;
+}
+
+/* c + last + sum of 4k * (other loop variables): four consecutive elements from a multiple
+ * of four, so one 16-byte access when the buffer is 16-byte aligned (every buffer is: the
+ * allocator and the planner align to 256 bytes). */
+static bool vec_index(const kd_kernel *kd, uint32_t ix) {
+    const kd_index *x = &kd->ixs[ix];
+    bool last = false;
+    if (x->c % 4) return false;
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_term *t = &kd->terms[x->first + i];
+        const kd_atom *a = &kd->atoms[t->atom];
+        if (a->kind != KD_ATOM_VAR) return false;
+        if (a->arg != kd->last_var && t->coef % 4) return false;
+        /* two atoms of last (it narrowed by a guard, kd_ix_within) would step by 2 */
+        if (a->arg == kd->last_var && (t->coef != 1 || last)) return false;
+        last |= a->arg == kd->last_var;
+    }
+    return last;
+}
+
+static bool four_bytes(kiln_dtype t) {
+    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_I32;
+}
+
+/* An elementwise kernel whose element loop is straight-line code and whose last axis is a
+ * multiple of four is printed four elements per thread, its contiguous 4-byte loads and
+ * stores as 16-byte vector accesses (vec_index). */
+static void vec_plan(kd_kernel *kd) {
+    kd_sched *c = &kd->sched;
+    if (c->form != KD_CUDA_THREADS || kd->inner % 4 || c->chunk % 4) return;
+    uint32_t first = 0, n_vec = 0;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        kd_stmt *st = &kd->stmts[s];
+        switch (st->kind) {
+        case KS_LOOP:
+            if (first || st->n >= 0) return;
+            first = s;
+            break;
+        case KS_END:
+            if (s + 1 != kd->n_stmts) return; /* the element loop's, and the last */
+            break;
+        case KS_LOAD:
+            if (four_bytes(st->dtype) && vec_index(kd, st->ix))
+                st->sched |= KD_SCHED_VLOAD, n_vec++;
+            break;
+        case KS_STORE:
+            if (four_bytes(kd->out_type[st->slot]) && vec_index(kd, st->ix))
+                st->sched |= KD_SCHED_VSTORE, n_vec++;
+            break;
+        case KS_LIT:
+        case KS_IOTA:
+        case KS_OP:
+        case KS_CLAMP: break;
+        default: return;
+        }
+    }
+    if (first != 1 || !n_vec) { /* its own marks only: a split's stay */
+        for (uint32_t s = 0; s < kd->n_stmts; s++)
+            kd->stmts[s].sched &= (uint8_t) ~(KD_SCHED_VLOAD | KD_SCHED_VSTORE);
+        return;
+    }
+    c->vec = true;
+}
+
+static void schedule_cuda(kd_kernel *kd) {
+    cuda_form(kd);
+    if (cuda_element_split(kd) || cuda_column_split(kd))
+        kd->sched.base_items = kd->rows * kd->sched.chunks;
+    vec_plan(kd);
+}
+
+void kd_schedule(kd_kernel *kd, cgen_dialect dialect) {
+    kd->sched = (kd_sched){.chunk = kd->chunk, .chunks = kd->chunks};
+    for (uint32_t s = 0; s < kd->n_stmts; s++) kd->stmts[s].sched = 0, kd->stmts[s].split_k = 0;
+    if (dialect == CGEN_DIALECT_CUDA)
+        schedule_cuda(kd);
+    else
+        schedule_c(kd);
+}

@@ -3,7 +3,8 @@
  * dispatch overhead of a cached jit call on a tiny function, and compile time cold and
  * from the disk cache; with the machine's copy bandwidth and sgemm rate measured in the
  * same run. Prints one "name value unit" line per figure (medians of --reps runs).
- * Not a test: it never fails on time. */
+ * `bench_jit REPS dispatch` prints the dispatch figure alone. Not a test: it never fails
+ * on time. */
 #include "kiln.h"
 #include "bench_util.h"
 
@@ -231,6 +232,11 @@ int main(int argc, char **argv) {
     if (argc > 1) reps = atoi(argv[1]) > 0 && atoi(argv[1]) < 32 ? atoi(argv[1]) : reps;
     char err[512];
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+    if (argc > 2 && !strcmp(argv[2], "dispatch")) { /* that figure alone: bench_jit 7 dispatch */
+        bench_dispatch();
+        kiln_context_destroy(ctx);
+        return 0;
+    }
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     cores = cores < 1 ? 1 : cores > 64 ? 64 : cores;
     printf("memcpy_1thread_GBps %.2f\n", copy_bandwidth(1, copy_main));

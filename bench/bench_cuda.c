@@ -190,18 +190,19 @@ static void rows_figure(kiln_context *c, const char *name, bool layer_norm) {
     kiln_graph_destroy(g);
 }
 
-/* cuBLAS alone through the backend's gemm slot: [m, k] x [k, n], TFLOP/s. */
+/* cuBLAS alone through the backend's library op gemm: [m, k] x [k, n], TFLOP/s. */
 static double bare_gemm(kiln_context *c, int64_t m, int64_t k, int64_t nn) {
     kn_device *d = &c->devices[gpu];
     void *a, *b, *out;
     DIE(c, kiln_device_alloc(c, gpu, (size_t)(m * k * 4), "a", &a));
     DIE(c, kiln_device_alloc(c, gpu, (size_t)(k * nn * 4), "b", &b));
     DIE(c, kiln_device_alloc(c, gpu, (size_t)(m * nn * 4), "c", &out));
-    kn_gemm_desc g = {.lda = k, .ldb = nn, .batch = 1, .m = m, .n = nn, .k = k};
+    kn_lib_desc g = {.op = KN_LIB_GEMM, .dtype = KILN_DTYPE_F32};
+    g.gemm = (kn_gemm_desc){.lda = k, .ldb = nn, .batch = 1, .m = m, .n = nn, .k = k};
     double t[REPS];
     for (int r = -2; r < REPS; r++) {
         double t0 = now();
-        DIE(c, d->backend->gemm(d->state, d->index, KILN_DTYPE_F32, &g, a, b, out));
+        DIE(c, d->backend->lib_run(d->state, d->index, &g, (void *[]){a, b, out}));
         if (d->backend->synchronize) /* the CPU's slots return when done: it has none */
             DIE(c, d->backend->synchronize(d->state, d->index));
         if (r >= 0) t[r] = now() - t0;

@@ -50,7 +50,7 @@ static uint64_t measure(kiln_executable *e, const model *m) {
 static void report(const char *name, const model_entry *me, int n_donate, const int *donate) {
     model m;
     DIE(ctx, model_build(ctx, me, &m));
-    kiln_compile_options fused = {.n_donate = n_donate, .donate_argnums = donate};
+    kiln_compile_options fused = {.n_donate = n_donate, .donate_argnums = donate, .keep_ir = true};
     kiln_compile_options unfused = fused;
     unfused.disable_fusion = true;
     kiln_executable *e, *u;

@@ -87,7 +87,8 @@ static void transformer(kiln_context *ctx, const char *out_dir) {
     kiln_compile_options unfused = {.disable_fusion = true};
     kiln_executable *e0, *e;
     TRY(ctx, kiln_compile(m.g, &unfused, &e0));
-    TRY(ctx, kiln_compile(m.g, NULL, &e));
+    /* keep_ir: the report, the buffer listing, the SVG and the JSON below read it */
+    TRY(ctx, kiln_compile(m.g, &(kiln_compile_options){.keep_ir = true}, &e));
     kiln_executable_info i0, i1;
     kiln_memory_analysis a0, a;
     kiln_executable_get_info(e0, &i0), kiln_executable_get_info(e, &i1);

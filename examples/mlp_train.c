@@ -187,7 +187,8 @@ int main(int argc, char **argv) {
     CHECK(ctx, trace_step(g));
     int donate[3 * NP];
     for (int i = 0; i < 3 * NP; i++) donate[i] = i;
-    kiln_compile_options co = {.n_donate = 3 * NP, .donate_argnums = donate};
+    /* keep_ir: the memory report below prints the plan */
+    kiln_compile_options co = {.n_donate = 3 * NP, .donate_argnums = donate, .keep_ir = true};
     CHECK(ctx, kiln_compile(g, &co, &step));
     kiln_graph_destroy(g);
     CHECK(ctx, kiln_graph_create(ctx, "mlp_eval", &g));

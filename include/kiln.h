@@ -979,6 +979,15 @@ typedef struct kiln_compile_options {
      * lowers the planned peak by 1% or more (docs/memory.md, "Cheap values, recomputed
      * by default"). true: keep them. */
     bool disable_cheap_remat;
+    /* Keep the optimised graph, its kernels' plan, the memory plan and the generated
+     * source after compiling, for the reports that print them: kiln_executable_to_string,
+     * kiln_executable_memory_report, kiln_executable_get_buffer_info,
+     * kiln_executable_plan_json and kiln_executable_plan_svg. By default (false) the
+     * executable keeps only what a call runs (a list of precomputed steps), the memory
+     * analysis, the info and the profile, and those five reports fail with
+     * KILN_STATUS_INVALID_ARGUMENT saying keep_ir is needed. KILN_DUMP's files are
+     * written either way. Running is the same either way. */
+    bool keep_ir;
 } kiln_compile_options;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
@@ -1082,7 +1091,8 @@ typedef struct kiln_executable_info {
     double compile_seconds; /* wall time of kiln_compile */
 } kiln_executable_info;
 KILN_API void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *info);
-/* The optimised graph, its kernels and the generated C source, as text. */
+/* The optimised graph, its kernels and the generated C source, as text. Needs
+ * kiln_compile_options.keep_ir (NULL with the context's message otherwise). */
 KILN_API char *kiln_executable_to_string(const kiln_executable *e);
 
 /* Profiling: where a program's time goes, kernel by kernel (docs/performance.md).
@@ -1233,12 +1243,15 @@ typedef struct kiln_buffer_info {
 
 KILN_API kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
                                                          kiln_memory_analysis *out);
-/* Buffer i, 0 <= i < num_buffers: values in graph order, then kernels' scratch. */
+/* Buffer i, 0 <= i < num_buffers: values in graph order, then kernels' scratch. Needs
+ * kiln_compile_options.keep_ir (KILN_STATUS_INVALID_ARGUMENT otherwise); the analysis
+ * above does not. */
 KILN_API kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
                                                      kiln_buffer_info *out);
 /* The analysis, the donations and the per-buffer listing as text; the plan as JSON; the
  * plan as an SVG timeline (x: schedule step, y: offset in the arena, one box per buffer).
- * docs/memory.md shows how to read them. Free with kiln_string_free; NULL on host OOM. */
+ * docs/memory.md shows how to read them. Free with kiln_string_free; NULL on host OOM, and
+ * (with the context's message) for an executable compiled without keep_ir. */
 KILN_API char *kiln_executable_memory_report(const kiln_executable *e);
 KILN_API char *kiln_executable_plan_json(const kiln_executable *e);
 KILN_API char *kiln_executable_plan_svg(const kiln_executable *e);

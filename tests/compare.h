@@ -72,7 +72,10 @@ static inline kiln_status cmp_run_planned(kiln_context *ctx, kiln_executable *e,
     kiln_memory_analysis a;
     kiln_memory_stats before, after;
     kiln_executable_get_memory_analysis(e, &a);
-    if (plan_check(e->g, &e->plan, &e->mem) != KILN_STATUS_OK) {
+    if (!e->g) {
+        fprintf(stderr, "plan_check: compile with keep_ir to check the plan\n");
+        *ok = 0;
+    } else if (plan_check(e->g, &e->plan, &e->mem) != KILN_STATUS_OK) {
         fprintf(stderr, "plan_check: %s\n", kiln_last_error(ctx));
         *ok = 0;
     }
@@ -101,6 +104,7 @@ static inline int cmp_on_device(kiln_context *ctx, kiln_graph *g, int n_args, ki
     int n_out = kiln_graph_num_outputs(g), ok = 1;
     kiln_compile_options o = opts ? *opts : (kiln_compile_options){0};
     o.device = dev;
+    o.keep_ir = true; /* the listing on a failure reads it */
     kiln_array **dargs = (kiln_array **)calloc((size_t)n_args + 1, sizeof *dargs);
     kiln_array **got = (kiln_array **)calloc((size_t)n_out + 1, sizeof *got);
     for (int i = 0; i < n_args && ok; i++) {
@@ -167,7 +171,9 @@ static inline int cmp_graph(kiln_context *ctx, kiln_graph *g, int n_args, kiln_a
     kiln_array **want = (kiln_array **)calloc((size_t)n_out, sizeof *want);
     kiln_array **got = (kiln_array **)calloc((size_t)n_out, sizeof *got);
     kiln_executable *e = NULL;
-    if (kiln_compile(g, opts, &e) != KILN_STATUS_OK) {
+    kiln_compile_options o = opts ? *opts : (kiln_compile_options){0};
+    o.keep_ir = true; /* plan_check and the listing on a failure read it */
+    if (kiln_compile(g, &o, &e) != KILN_STATUS_OK) {
         fprintf(stderr, "compile: %s\n", kiln_last_error(ctx));
         ok = 0;
     } else if (cmp_run_planned(ctx, e, n_args, args, n_out, got, &ok) != KILN_STATUS_OK) {

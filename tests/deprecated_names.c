@@ -138,7 +138,7 @@ int main(void) {
     kiln_graph *g = less_than_two(ctx);
     CHECK(g != NULL);
     kiln_executable *e = NULL;
-    if (g && kiln_compile(g, NULL, &e) != KILN_OK) {
+    if (g && kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e) != KILN_OK) {
         fprintf(stderr, "%s\n", kiln_last_error(ctx));
         failures++;
     }

@@ -199,6 +199,11 @@ static bool has_attention(const kiln_graph *g) {
     return false;
 }
 
+/* The CPU's library ops but attention. */
+static bool supports_but_attention(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
+    return op != KN_LIB_ATTENTION && kn_cpu_backend.lib_supports(state, device, op, d);
+}
+
 /* The CPU device of context c as a backend without the kernel: kiln_compile then expands
  * the op and does not recognise written-out attention (the same state; only the table's
  * slots differ). Undone by without_kernel_end. */
@@ -206,7 +211,7 @@ static kn_backend *without_kernel(kiln_context *c) {
     kn_backend *b = malloc(sizeof *b);
     if (!b) return NULL;
     *b = *c->devices[0].backend;
-    b->attention = NULL;
+    b->lib_supports = supports_but_attention;
     c->devices[0].backend = b;
     return b;
 }
@@ -291,7 +296,7 @@ static void same_bits_any_threads(void) {
                                cmp_random_array(ctx, KILN_DTYPE_F32, 4, vd, &s)};
         kiln_executable *e = NULL;
         kiln_array *y = NULL;
-        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
         if (e) CHECK_OK(ctx, kiln_executable_run(e, 3, args, 1, &y));
         if (y) {
             bytes = kiln_array_nbytes(y);
@@ -317,9 +322,9 @@ static void memory(void) {
     shape_case c = {4, 2, 256, 256, 4, 4, 32, 32, true, 0};
     kiln_graph *g = case_graph(&c, KILN_DTYPE_F32);
     kiln_executable *fused = NULL, *prims = NULL;
-    CHECK_OK(C, kiln_compile(g, NULL, &fused));
+    CHECK_OK(C, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &fused));
     kn_backend *nk = without_kernel(C);
-    CHECK_OK(C, kiln_compile(g, NULL, &prims));
+    CHECK_OK(C, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &prims));
     without_kernel_end(C, nk);
     if (fused && prims) {
         kiln_memory_analysis a, b;
@@ -356,7 +361,7 @@ static void infinite_scores(void) {
     CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, kd, v, &args[2]));
     kiln_executable *e = NULL;
     kiln_array *y = NULL;
-    CHECK_OK(C, kiln_compile(g, NULL, &e));
+    CHECK_OK(C, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     if (e) CHECK_OK(C, kiln_executable_run(e, 3, args, 1, &y));
     float got[2] = {0};
     if (y) kiln_array_copy_to_host(y, got, sizeof got);
@@ -638,7 +643,7 @@ static void finite_fill_weighs_in(void) {
     CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, d, kv, &args[1]));
     CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, d, vv, &args[2]));
     kiln_executable *e = NULL;
-    CHECK_OK(C, kiln_compile(g, NULL, &e));
+    CHECK_OK(C, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     char *listing = e ? kiln_executable_to_string(e) : NULL;
     CHECK_MSG(listing && strstr(listing, "dot_product_attention"), "not fused:\n%s",
               listing ? listing : "");
@@ -860,7 +865,7 @@ static kiln_status build_and_run_of(kiln_context *c, bool by_hand, int *bad) {
     kiln_executable *e = NULL;
     kiln_array *a = NULL, *r = NULL;
     float xv[6] = {1, 2, 3, 4, 5, 6}, y[6] = {0};
-    if (!s) s = kiln_compile(g, NULL, &e);
+    if (!s) s = kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e);
     if (!s) s = kiln_array_create(c, KILN_DTYPE_F32, 4, d, xv, &a);
     if (!s) s = kiln_executable_run(e, 1, &a, 1, &r);
     if (!s) {

@@ -47,8 +47,8 @@ static void test_cpu_slots(void) {
     CHECK(b->region_alloc && b->region_free);
     CHECK(b->program_compile && b->program_free && b->kernel_get && b->launch);
     CHECK(b->launch_prepare); /* the pool starts there, before a run's first kernel */
-    CHECK(b->gemm && b->permute && b->scatter_add_rows && b->cumsum && b->gemm_warm);
-    CHECK(b->attention && b->attention_scratch);
+    CHECK(b->lib_supports && b->lib_run && b->lib_scratch && b->gemm_warm);
+    for (int op = 0; op < KN_LIB_NUM_OPS; op++) CHECK(b->lib_supports(NULL, 0, op, NULL));
     int n = 0;
     const kn_backend *const *list = backend_list(&n);
     CHECK(n >= 1 && list[0] == &kn_cpu_backend); /* device 0 is the CPU */
@@ -172,11 +172,17 @@ static void check_lowered(kiln_context *ctx, kiln_graph *g, const lower_dot *d) 
     for (int i = 0; i < 2; i++) {
         if (!(i ? d->pack_b : d->pack_a)) continue;
         void *dst = (char *)scratch + (i ? d->rhs_offset : 0);
-        CHECK_OK(ctx, b->permute(st, 0, KILN_DTYPE_F64, ops[i], x[i]->shape.rank, x[i]->shape.dims,
-                                 i ? d->perm_b : d->perm_a, dst));
+        kn_lib_desc pd = {.op = KN_LIB_PERMUTE, .dtype = KILN_DTYPE_F64};
+        pd.permute.rank = x[i]->shape.rank;
+        for (int a = 0; a < pd.permute.rank; a++) {
+            pd.permute.dims[a] = x[i]->shape.dims[a];
+            pd.permute.perm[a] = i ? d->perm_b[a] : d->perm_a[a];
+        }
+        CHECK_OK(ctx, b->lib_run(st, 0, &pd, (void *[]){(void *)ops[i], dst}));
         ops[i] = dst;
     }
-    CHECK_OK(ctx, b->gemm(st, 0, KILN_DTYPE_F64, &d->gemm, ops[0], ops[1], c));
+    kn_lib_desc gd = {.op = KN_LIB_GEMM, .dtype = KILN_DTYPE_F64, .gemm = d->gemm};
+    CHECK_OK(ctx, b->lib_run(st, 0, &gd, (void *[]){(void *)ops[0], (void *)ops[1], c}));
     const double *want = ref ? ref->data : NULL;
     int wrong = 0;
     for (int64_t j = 0; want && j < outn; j++) wrong += c[j] != want[j];
@@ -248,17 +254,29 @@ static kiln_status compile_with(kiln_context *ctx, const kn_backend *b, kiln_gra
     return s;
 }
 
+/* The CPU's lib_supports saying no to one op: a backend without it (the same state). */
+static int refused_op = -1;
+static bool refusing_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
+    return (int)op != refused_op && kn_cpu_backend.lib_supports(state, device, op, d);
+}
+
+static kn_backend without_op(kn_lib_op op) {
+    kn_backend b = kn_cpu_backend;
+    refused_op = (int)op;
+    b.lib_supports = refusing_supports;
+    return b;
+}
+
 static void test_missing_slots(void) {
     kiln_context *ctx = test_context();
     kiln_dot_dims pk = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {0}};
     kiln_graph *plain = dot_graph(ctx, 2, (int64_t[]){4, 3}, 2, (int64_t[]){3, 5}, &pk);
     kiln_graph *packed = dot_graph(ctx, 3, (int64_t[]){3, 2, 4}, 2, (int64_t[]){2, 5}, &pk);
-    kn_backend b = kn_cpu_backend;
-    b.gemm = NULL;
+    kn_backend b = without_op(KN_LIB_GEMM);
     CHECK_STATUS(compile_with(ctx, &b, plain), KILN_STATUS_UNIMPLEMENTED);
     CHECK_CONTAINS(kiln_last_error(ctx), "dot_general");
     CHECK_CONTAINS(kiln_last_error(ctx), "cpu backend's gemm");
-    b = kn_cpu_backend, b.permute = NULL;
+    b = without_op(KN_LIB_PERMUTE);
     CHECK_STATUS(compile_with(ctx, &b, plain), KILN_STATUS_OK); /* read in place: no permute */
     CHECK_STATUS(compile_with(ctx, &b, packed), KILN_STATUS_UNIMPLEMENTED);
     CHECK_CONTAINS(kiln_last_error(ctx), "permute");
@@ -272,7 +290,7 @@ static void test_missing_slots(void) {
     kiln_value up = kiln_parameter(sg, "up", KILN_DTYPE_F32, 2, (int64_t[]){2, 3});
     kiln_value out = kiln_scatter_add_rows(sg, op, ix, up);
     CHECK_OK(ctx, kiln_graph_finish(sg, 1, &out));
-    b = kn_cpu_backend, b.scatter_add_rows = NULL;
+    b = without_op(KN_LIB_SCATTER_ADD_ROWS);
     CHECK_STATUS(compile_with(ctx, &b, sg), KILN_STATUS_UNIMPLEMENTED);
     CHECK_CONTAINS(kiln_last_error(ctx), "scatter_add_rows");
     kiln_graph *cg = NULL;
@@ -280,7 +298,7 @@ static void test_missing_slots(void) {
     kiln_value cs =
         kiln_cumsum(cg, kiln_parameter(cg, "x", KILN_DTYPE_F32, 2, (int64_t[]){4, 3}), 1, false);
     CHECK_OK(ctx, kiln_graph_finish(cg, 1, &cs));
-    b = kn_cpu_backend, b.cumsum = NULL;
+    b = without_op(KN_LIB_CUMSUM);
     CHECK_STATUS(compile_with(ctx, &b, cg), KILN_STATUS_UNIMPLEMENTED);
     CHECK_CONTAINS(kiln_last_error(ctx), "cumsum");
     CHECK_CONTAINS(kiln_last_error(ctx), "cpu backend's cumsum");
@@ -289,8 +307,8 @@ static void test_missing_slots(void) {
     kiln_context_destroy(ctx);
 }
 
-/* Attention without the backend's kernel (either slot NULL) compiles to its primitive
- * form, not to an error; and the kernel fits its work into the scratch it was given when
+/* Attention without the backend's kernel (lib_supports says no) compiles to its
+ * primitive form, not to an error; and the kernel fits its work into the scratch it was given when
  * the pool has more threads than the plan had slots for (the pool follows the process's
  * affinity when it is made, which may be after the compile): the same bits with 1 slot as
  * with 3. */
@@ -303,36 +321,37 @@ static void test_attention_slot(void) {
     kiln_value out =
         kiln_dot_product_attention(g, q, q, q, &(kiln_attention_options){.is_causal = true});
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
-    kn_backend b = kn_cpu_backend;
-    b.attention = NULL;
-    CHECK_OK(ctx, compile_with(ctx, &b, g));
-    b = kn_cpu_backend, b.attention_scratch = NULL;
+    kn_backend b = without_op(KN_LIB_ATTENTION);
     CHECK_OK(ctx, compile_with(ctx, &b, g));
     kiln_graph_destroy(g);
 
     void *st = ctx->devices[0].state;
     CHECK_OK(ctx, kn_cpu_backend.launch_prepare(st, 0)); /* the pool: 3 threads */
-    kn_attention_desc ad = {.dtype = KILN_DTYPE_F32,
-                            .batch = 1,
-                            .t = 200,
-                            .s = 200,
-                            .heads = 4,
-                            .kv_heads = 4,
-                            .h = 8,
-                            .hv = 8,
-                            .scale = 0.35,
-                            .causal = true};
-    uint64_t three = kn_cpu_backend.attention_scratch(st, 0, &ad), one = three / 3;
+    kn_lib_desc ad = {.op = KN_LIB_ATTENTION, .dtype = KILN_DTYPE_F32};
+    ad.attention = (kn_attention_desc){.dtype = KILN_DTYPE_F32,
+                                       .batch = 1,
+                                       .t = 200,
+                                       .s = 200,
+                                       .heads = 4,
+                                       .kv_heads = 4,
+                                       .h = 8,
+                                       .hv = 8,
+                                       .scale = 0.35,
+                                       .causal = true};
+    uint64_t three = kn_cpu_backend.lib_scratch(st, 0, &ad), one = three / 3;
     size_t n = 200 * 4 * 8;
     float *x = malloc(n * sizeof *x), *y1 = malloc(n * sizeof *y1), *y3 = malloc(n * sizeof *y3);
     uint64_t seed = 5;
     test_fill_uniform(KILN_DTYPE_F32, (int64_t)n, x, &seed);
     void *ws = malloc(three), *ws1 = malloc(one); /* exact sizes: ASan sees any overrun */
-    CHECK_OK(ctx, kn_cpu_backend.attention(st, 0, &ad, x, x, x, y3, ws, three));
-    CHECK_OK(ctx, kn_cpu_backend.attention(st, 0, &ad, x, x, x, y1, ws1, one));
+    ad.scratch_bytes = three;
+    CHECK_OK(ctx, kn_cpu_backend.lib_run(st, 0, &ad, (void *[]){x, x, x, y3, ws}));
+    ad.scratch_bytes = one;
+    CHECK_OK(ctx, kn_cpu_backend.lib_run(st, 0, &ad, (void *[]){x, x, x, y1, ws1}));
     CHECK(!memcmp(y1, y3, n * sizeof *y1));
     /* less scratch than one thread's slot is refused, never overrun */
-    CHECK_STATUS(kn_cpu_backend.attention(st, 0, &ad, x, x, x, y1, ws1, one / 2),
+    ad.scratch_bytes = one / 2;
+    CHECK_STATUS(kn_cpu_backend.lib_run(st, 0, &ad, (void *[]){x, x, x, y1, ws1}),
                  KILN_STATUS_INTERNAL);
     CHECK_CONTAINS(kiln_last_error(ctx), "scratch hold no thread's slot");
     free(x), free(y1), free(y3), free(ws), free(ws1);

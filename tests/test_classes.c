@@ -54,7 +54,8 @@ static kiln_graph *mlp_step(void) {
 static kiln_executable *compile(kiln_graph *g, bool passes, bool fusion) {
     int donate[3 * N_W];
     for (int i = 0; i < 3 * N_W; i++) donate[i] = 3 + i;
-    kiln_compile_options co = {.disable_passes = !passes,
+    kiln_compile_options co = {.keep_ir = true,
+                               .disable_passes = !passes,
                                .disable_fusion = !fusion,
                                .n_donate = 3 * N_W,
                                .donate_argnums = donate};
@@ -228,7 +229,7 @@ static void test_forward_only(void) {
     kiln_value out = kiln_tanh(g, kiln_relu(g, kiln_matmul(g, x, w)));
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
     kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     if (e) {
         kiln_memory_analysis a;
         CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &a));

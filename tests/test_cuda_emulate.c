@@ -8,7 +8,7 @@
  * accesses and the column form are checked for what they compute, not only that NVRTC
  * accepts them (test_cuda_nvrtc) — on machines without a GPU. Grids are 1 to 3 blocks, so
  * the grid-stride loops run more than once. Products, permutes and scatter-adds stay the
- * CPU's (they are library slots, not printed code).
+ * CPU's (they are library ops, not printed code).
  *
  * A long run (minutes: a barrier per warp shuffle, 256 threads on a few cores), so it runs
  * only with KILN_TEST_CUDA_EMULATE=1 (f32 and i64 forms, one random program and one
@@ -211,7 +211,9 @@ static void check(kiln_graph *g, const char *name, const kiln_compile_options *o
     const char *only = getenv("KILN_EMU_ONLY");
     if (only && strcmp(only, name)) return;
     kiln_executable *e = NULL;
-    kiln_status s = kiln_compile(g, opts, &e);
+    kiln_compile_options ko = opts ? *opts : (kiln_compile_options){0};
+    ko.keep_ir = true; /* the CUDA printer reads the graph and the fusion plan */
+    kiln_status s = kiln_compile(g, &ko, &e);
     CHECK_MSG(!s, "%s: compile: %s", name, kiln_last_error(ctx));
     if (s) return;
     uint32_t nk = e->plan.n_kernels;
@@ -254,8 +256,12 @@ static void check(kiln_graph *g, const char *name, const kiln_compile_options *o
             handles[i].part_bytes = pp ? pp[1] : 0;
             n_split++;
         }
-        e->kernels[i] = &handles[i];
-        e->info[i] = (cgen_kernel){cuda[i].items, cuda[i].items, 0}; /* one call for the range */
+        for (uint32_t k = 0; k < e->n_steps; k++) { /* the kernel's launch, one call */
+            exec_step *st = &e->steps[k];
+            if (st->kind != EXEC_STEP_LOOP || st->kernel != i) continue;
+            st->loop.fn = &handles[i];
+            st->loop.items = st->loop.grain = cuda[i].items;
+        }
     }
     if (lib) {
         int np = kiln_graph_num_parameters(g), n_out = kiln_graph_num_outputs(g), ok = 1;

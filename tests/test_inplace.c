@@ -70,7 +70,7 @@ static void adam_args(int64_t n, kiln_array **a) {
 }
 
 static kiln_executable *compile_donating(kiln_graph *g, int n, const int *argnums) {
-    kiln_compile_options o = {.n_donate = n, .donate_argnums = argnums};
+    kiln_compile_options o = {.keep_ir = true, .n_donate = n, .donate_argnums = argnums};
     kiln_executable *e = NULL;
     CHECK_OK(ctx, kiln_compile(g, &o, &e));
     return e;
@@ -182,7 +182,7 @@ static void check_adam(int64_t n, bool fused, bool run) {
 static void test_adam_not_donated(void) {
     kiln_graph *g = adam(1 << 14, true);
     kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     kiln_memory_analysis a;
     kiln_executable_get_memory_analysis(e, &a);
     CHECK(a.output_bytes == 3 * 4 * (1 << 14) && a.inplace_bytes == 0 && a.alias_bytes == 0);

@@ -231,7 +231,7 @@ static void test_print_graph_name_escaped(void) {
     CHECK(lines == 4); /* header, one op, return, closing brace */
     kiln_string_free(ctx, text);
     kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     char *report = kiln_executable_memory_report(e);
     CHECK(report && strncmp(report, "memory plan of 'two\\x0alines \\\"q\\\" \\\\':",
                             strlen("memory plan of 'two\\x0alines \\\"q\\\" \\\\':")) == 0);

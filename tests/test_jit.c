@@ -221,7 +221,8 @@ static void f32_array(kiln_context *c, int device, int64_t rows, int64_t cols, f
  * analysis read before the call is what the allocator measures during it. */
 static void test_lower(void) {
     int traces = 0;
-    kiln_jit_options o = {.name = "low", .fn = trace_f, .user = &traces};
+    kiln_jit_options o = {
+        .name = "low", .fn = trace_f, .user = &traces, .compile = {.keep_ir = true}};
     kiln_jit *j;
     CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
     kiln_array *args[2], *outs[2], *again[2];
@@ -296,7 +297,8 @@ static void test_lower(void) {
  * lowered plan's listing and picture show the user's names. */
 static void test_lower_names(void) {
     int traces = 0;
-    kiln_jit_options o = {.name = "named", .fn = trace_f, .user = &traces};
+    kiln_jit_options o = {
+        .name = "named", .fn = trace_f, .user = &traces, .compile = {.keep_ir = true}};
     kiln_jit *j;
     CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
     int64_t d[2] = {4, 8};
@@ -592,7 +594,8 @@ static void test_other_context(void) {
  * in turn: each a clean KILN_STATUS_HOST_OOM, nothing leaked. */
 static kiln_status lower_body(kiln_context *c, int *bad) {
     int traces = 0, layers = 2;
-    kiln_jit_options o = {.name = "sweep", .fn = trace_f, .user = &traces};
+    kiln_jit_options o = {
+        .name = "sweep", .fn = trace_f, .user = &traces, .compile = {.keep_ir = true}};
     kiln_jit *j = NULL;
     kiln_array *args[2] = {0};
     kiln_executable *e = NULL, *e2 = NULL;

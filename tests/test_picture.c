@@ -326,7 +326,7 @@ static kiln_executable *training_step(void) {
     kiln_executable *e = NULL;
     kiln_status s = kiln_graph_finish(g, 5, outs);
     int donate[4] = {2, 3, 4, 5};
-    kiln_compile_options co = {.n_donate = 4, .donate_argnums = donate};
+    kiln_compile_options co = {.keep_ir = true, .n_donate = 4, .donate_argnums = donate};
     if (!s) s = kiln_compile(g, &co, &e);
     if (s) fprintf(stderr, "training_step: %s\n", kiln_last_error(ctx));
     kiln_graph_destroy(g);
@@ -359,7 +359,7 @@ static kiln_executable *thin_arena(void) {
     }
     kiln_executable *e = NULL;
     kiln_status s = kiln_graph_finish(g, 13, outs);
-    kiln_compile_options co = {.n_donate = 13, .donate_argnums = donate};
+    kiln_compile_options co = {.keep_ir = true, .n_donate = 13, .donate_argnums = donate};
     if (!s) s = kiln_compile(g, &co, &e);
     if (s) fprintf(stderr, "thin_arena: %s\n", kiln_last_error(ctx));
     kiln_graph_destroy(g);
@@ -376,7 +376,7 @@ static kiln_executable *chain(void) {
     for (int i = 0; i < 4; i++) h = kiln_tanh(g, kiln_matmul(g, h, x));
     kiln_executable *e = NULL;
     kiln_status s = kiln_graph_finish(g, 1, &h);
-    if (!s) s = kiln_compile(g, NULL, &e);
+    if (!s) s = kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e);
     if (s) fprintf(stderr, "chain: %s\n", kiln_last_error(ctx));
     kiln_graph_destroy(g);
     return e;

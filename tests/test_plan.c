@@ -175,7 +175,7 @@ static int in_place(const char *name, build_fn fn, ir_op op) {
     kiln_graph *g = build(name, fn);
     CHECK_MSG(check_program(g, NULL), "%s: wrong result", name);
     kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     uint32_t root = 0;
     const fkernel *k = e ? kernel_of_op_at(e, op, &root) : NULL;
     CHECK_MSG(k, "%s: no kernel writes a %s", name, ir_ops[op].name);
@@ -214,7 +214,7 @@ static int b_sources(kiln_graph *g, kiln_value *o) {
 static void test_sources(void) {
     kiln_graph *g = build("sources", b_sources);
     CHECK_MSG(check_program(g, NULL), "an iota or scalar read by a product or a scatter");
-    kiln_compile_options unfused = {.disable_fusion = true};
+    kiln_compile_options unfused = {.keep_ir = true, .disable_fusion = true};
     CHECK(check_program(g, &unfused));
     kiln_graph_destroy(g);
 }
@@ -250,7 +250,7 @@ static void test_inplace(void) {
     /* products never run in place */
     kiln_graph *g = build("dots", b_still_needed);
     kiln_executable *e;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     for (uint32_t k = 0; k < e->plan.n_kernels; k++)
         if (e->plan.kernels[k].kind == FK_DOT) CHECK(!e->plan.kernels[k].alias);
     kiln_executable_destroy(e);
@@ -262,7 +262,7 @@ static void test_inplace(void) {
 static const int64_t d8[1] = {1000};
 
 static kiln_executable *compile_donating(kiln_graph *g, int n, const int *argnums) {
-    kiln_compile_options o = {.n_donate = n, .donate_argnums = argnums};
+    kiln_compile_options o = {.keep_ir = true, .n_donate = n, .donate_argnums = argnums};
     kiln_executable *e = NULL;
     CHECK_OK(ctx, kiln_compile(g, &o, &e));
     return e;
@@ -380,7 +380,7 @@ static int b_temps_in_donated(kiln_graph *g, kiln_value *o) {
 static void test_donate_temps(void) {
     kiln_graph *g = build("temps", b_temps_in_donated);
     kiln_executable *plain = NULL, *e = compile_donating(g, 1, (int[]){0});
-    CHECK_OK(ctx, kiln_compile(g, NULL, &plain));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &plain));
     kiln_memory_analysis a, b;
     kiln_executable_get_memory_analysis(e, &a);
     kiln_executable_get_memory_analysis(plain, &b);
@@ -414,7 +414,7 @@ static void test_donate_errors(void) {
     kiln_compile_options o = {.n_donate = 1, .donate_argnums = (int[]){2}};
     CHECK_STATUS(kiln_compile(g, &o, &e), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "donate_argnums[0] = 2 is not a parameter of 'errors'");
-    o = (kiln_compile_options){.n_donate = 2, .donate_argnums = (int[]){1, 1}};
+    o = (kiln_compile_options){.keep_ir = true, .n_donate = 2, .donate_argnums = (int[]){1, 1}};
     CHECK_STATUS(kiln_compile(g, &o, &e), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "argument 1 is donated twice");
     kiln_graph_destroy(g);
@@ -531,8 +531,9 @@ static int jit_scale(kiln_graph *g, const kiln_value *a, int n, const void *st, 
 /* jit: donate_argnums at jit time; every call consumes the argument. */
 static void test_donate_jit(void) {
     int argnums[1] = {0};
-    kiln_jit_options o = {
-        .name = "scale", .fn = jit_scale, .compile = {.n_donate = 1, .donate_argnums = argnums}};
+    kiln_jit_options o = {.name = "scale",
+                          .fn = jit_scale,
+                          .compile = {.keep_ir = true, .n_donate = 1, .donate_argnums = argnums}};
     kiln_jit *j;
     CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
     argnums[0] = 5; /* the jit keeps its own copy */
@@ -572,7 +573,7 @@ static void test_schedule_matters(void) {
     kiln_graph *g = build("branches", b_branches);
     CHECK(check_program(g, NULL));
     kiln_executable *e;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     const mem_plan *p = &e->mem;
     CHECK(p->n_tries == 4 && !strcmp(p->tries[0].strategy, "fusion"));
     uint64_t big = 64 * 64 * 4, best = p->peak;
@@ -591,6 +592,60 @@ static void test_schedule_matters(void) {
     kiln_graph_destroy(g);
 }
 
+/* A product, a constant read in place, an argument and a value returned twice: every kind
+ * of step and every place a step's buffer can lie. */
+static int b_freed(kiln_graph *g, kiln_value *o) {
+    int64_t d[2] = {16, 16};
+    float c[256];
+    for (int i = 0; i < 256; i++) c[i] = (float)(i % 13) * 0.25f;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d),
+               w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, d);
+    kiln_value y = kiln_tanh(g, kiln_add(g, kiln_matmul(g, x, kiln_transpose(g, w, (int[]){1, 0})),
+                                         kiln_constant(g, KILN_DTYPE_F32, 2, d, c)));
+    o[0] = y, o[1] = x, o[2] = y, o[3] = kiln_constant(g, KILN_DTYPE_F32, 2, d, c);
+    return 4;
+}
+
+/* By default the executable keeps its step list and frees the IR: the same results and
+ * analysis as one that kept it (keep_ir), a profile that still names its kernels, and the
+ * five reports that print the IR refused with a message naming keep_ir. */
+static void test_ir_freed(void) {
+    kiln_graph *g = build("freed", b_freed);
+    kiln_executable *e, *k;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &k));
+    CHECK(!e->g && k->g && e->n_steps == k->n_steps && e->n_consts == 1);
+    kiln_memory_analysis ae, ak;
+    CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &ae));
+    CHECK_OK(ctx, kiln_executable_get_memory_analysis(k, &ak));
+    CHECK(ae.peak_bytes == ak.peak_bytes && ae.arena_bytes == ak.arena_bytes &&
+          ae.num_buffers == ak.num_buffers && !strcmp(ae.schedule, ak.schedule));
+    CHECK_OK(ctx, kiln_executable_set_profiling(e, true));
+    kiln_array **a = random_args(g), *oe[4] = {0}, *ok[4] = {0};
+    CHECK_OK(ctx, kiln_executable_run(e, 2, a, 4, oe));
+    CHECK_OK(ctx, kiln_executable_run(k, 2, a, 4, ok));
+    for (int i = 0; i < 4; i++)
+        CHECK_MSG(oe[i] && ok[i] && !memcmp(oe[i]->data, ok[i]->data, 256 * sizeof(float)),
+                  "output %d differs", i);
+    char *prof = kiln_executable_profile_report(e);
+    CHECK(prof && strstr(prof, "k0") && strstr(prof, "tanh"));
+    kiln_string_free(ctx, prof);
+    CHECK(!kiln_executable_to_string(e));
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_compile_options.keep_ir");
+    CHECK(!kiln_executable_memory_report(e) && !kiln_executable_plan_json(e) &&
+          !kiln_executable_plan_svg(e));
+    kiln_buffer_info b;
+    CHECK_STATUS(kiln_executable_get_buffer_info(e, 0, &b), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_executable_get_buffer_info: 'freed'");
+    char *text = kiln_executable_to_string(k);
+    CHECK(text != NULL);
+    kiln_string_free(ctx, text);
+    for (int i = 0; i < 4; i++) kiln_array_destroy(oe[i]), kiln_array_destroy(ok[i]);
+    free_args(g, a);
+    kiln_executable_destroy(e), kiln_executable_destroy(k);
+    kiln_graph_destroy(g);
+}
+
 /* ------------------------------------------------- analysis, determinism ---- */
 
 /* The same graph planned twice (and in another context) gives the same plan, byte for byte. */
@@ -604,8 +659,8 @@ static void test_deterministic(void) {
         for (int i = 0; i < 12; i++) rp_sub(s, g);
         CHECK_OK(ctx, kiln_graph_finish(g, s->n_outs, s->outs));
         kiln_executable *e1, *e2;
-        CHECK_OK(ctx, kiln_compile(g, NULL, &e1));
-        CHECK_OK(ctx, kiln_compile(g, NULL, &e2));
+        CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e1));
+        CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e2));
         char *j1 = kiln_executable_plan_json(e1), *j2 = kiln_executable_plan_json(e2);
         char *s1 = kiln_executable_plan_svg(e1), *s2 = kiln_executable_plan_svg(e2);
         CHECK(j1 && j2 && !strcmp(j1, j2) && s1 && s2 && !strcmp(s1, s2));
@@ -634,7 +689,7 @@ static void test_listing(void) {
     kiln_graph *g = build("listing", b_listing);
     CHECK(check_program(g, NULL));
     kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     kiln_memory_analysis a;
     if (!e || kiln_executable_get_memory_analysis(e, &a)) {
         kiln_graph_destroy(g);
@@ -790,6 +845,7 @@ int main(void) {
     RUN(test_other_context);
     RUN(test_donate_jit);
     RUN(test_schedule_matters);
+    RUN(test_ir_freed);
     RUN(test_deterministic);
     RUN(test_listing);
     RUN(test_random_donations);

@@ -104,7 +104,9 @@ static int run_planned(kiln_graph *g, kiln_array **args, const kiln_compile_opti
                        kiln_array **outs, kiln_memory_analysis *an) {
     kiln_executable *e = NULL;
     int ok = 1;
-    if (kiln_compile(g, o, &e) != KILN_STATUS_OK) {
+    kiln_compile_options ko = o ? *o : (kiln_compile_options){0};
+    ko.keep_ir = true; /* cmp_run_planned's plan_check reads it */
+    if (kiln_compile(g, &ko, &e) != KILN_STATUS_OK) {
         fprintf(stderr, "compile: %s\n", kiln_last_error(ctx));
         return 0;
     }
@@ -199,7 +201,7 @@ static void test_report(void) {
     step s;
     kiln_graph *g = mlp_step(&s, KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE);
     kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     char *r = kiln_executable_memory_report(e);
     CHECK_CONTAINS(r, "rematerialisation (checkpoint)");
     CHECK_CONTAINS(r, "ops recomputed");
@@ -228,7 +230,7 @@ static int budget_sweep(kiln_graph *g, int lowest, int stride, uint64_t *smalles
     kiln_array **args = make_args(g);
     kiln_array *want[1 + MODEL_MAX_PARAMS] = {0}, *dflt[1 + MODEL_MAX_PARAMS] = {0};
     kiln_memory_analysis a0, plain;
-    kiln_compile_options off = {.disable_cheap_remat = true};
+    kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK(run_planned(g, args, &off, want, &plain));
     CHECK(run_planned(g, args, NULL, dflt, &a0));
     CHECK(same_bits(dflt, want, n_out, "default"));
@@ -238,7 +240,7 @@ static int budget_sweep(kiln_graph *g, int lowest, int stride, uint64_t *smalles
     *smallest = UINT64_MAX;
     int fitted = 0;
     for (int pct = 100; pct >= lowest; pct -= stride) {
-        kiln_compile_options o = {.memory_budget_fraction = pct / 100.0};
+        kiln_compile_options o = {.keep_ir = true, .memory_budget_fraction = pct / 100.0};
         kiln_array *got[1 + MODEL_MAX_PARAMS] = {0};
         kiln_executable *e = NULL;
         kiln_status st = kiln_compile(g, &o, &e);
@@ -282,7 +284,7 @@ static void test_budgets(void) {
     CHECK_MSG(smallest < a0.peak_bytes, "no budget lowered the peak (%llu)",
               (unsigned long long)a0.peak_bytes);
     /* a budget below the arguments themselves cannot be met */
-    kiln_compile_options tiny = {.memory_budget = 4096};
+    kiln_compile_options tiny = {.keep_ir = true, .memory_budget = 4096};
     kiln_executable *e = NULL;
     CHECK_STATUS(kiln_compile(g, &tiny, &e), KILN_STATUS_DEVICE_OOM);
     const char *msg = kiln_last_error(ctx);
@@ -290,7 +292,7 @@ static void test_budgets(void) {
     CHECK_CONTAINS(msg, "the smallest planned peak reachable is");
     CHECK_CONTAINS(msg, "f32[256,64] 65536 bytes (");
     CHECK(e == NULL);
-    kiln_compile_options bad = {.memory_budget_fraction = 1.5};
+    kiln_compile_options bad = {.keep_ir = true, .memory_budget_fraction = 1.5};
     CHECK_STATUS(kiln_compile(g, &bad, &e), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "memory_budget_fraction");
     kiln_graph_destroy(g);
@@ -312,12 +314,13 @@ static void test_min_peak_fields(void) {
     step s;
     kiln_graph *g = mlp_step(&s, -1);
     kiln_executable *e = NULL;
-    kiln_compile_options tiny = {.memory_budget = 4096};
+    kiln_compile_options tiny = {.keep_ir = true, .memory_budget = 4096};
     CHECK_STATUS(kiln_compile(g, &tiny, &e), KILN_STATUS_DEVICE_OOM);
     const char *msg = kiln_last_error(ctx), *at = strstr(msg, "reachable is ");
     unsigned long long reach = at ? strtoull(at + strlen("reachable is "), NULL, 10) : 0;
     CHECK_MSG(reach > 4096, "no smallest peak in: %s", msg);
-    kiln_compile_options exact = {.memory_budget = reach}, loose = {.memory_budget_fraction = 1};
+    kiln_compile_options exact = {.keep_ir = true, .memory_budget = reach},
+                         loose = {.keep_ir = true, .memory_budget_fraction = 1};
     kiln_memory_analysis a;
     CHECK_OK(ctx, kiln_compile(g, &exact, &e));
     kiln_executable_get_memory_analysis(e, &a);
@@ -348,7 +351,7 @@ static void test_min_peak_fields(void) {
     CHECK(a.remat_min_peak_bytes == reach && a.peak_bytes >= reach);
     kiln_executable_destroy(e);
     /* no budget: no search, no recomputation here, nothing marked */
-    kiln_compile_options off = {.disable_cheap_remat = true};
+    kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK_OK(ctx, kiln_compile(g, &off, &e));
     kiln_executable_get_memory_analysis(e, &a);
     CHECK(a.remat_min_peak_bytes == 0);
@@ -366,7 +369,7 @@ static void test_environment(void) {
     step s;
     kiln_graph *g = mlp_step(&s, -1);
     kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     kiln_memory_analysis a0, a;
     kiln_executable_get_memory_analysis(e, &a0);
     kiln_executable_destroy(e);
@@ -385,7 +388,7 @@ static void test_environment(void) {
         ctx = c;
         g2 = mlp_step(&s2, -1);
         ctx = keep;
-        CHECK_OK(c, kiln_compile(g2, NULL, &e));
+        CHECK_OK(c, kiln_compile(g2, &(kiln_compile_options){.keep_ir = true}, &e));
         kiln_executable_get_memory_analysis(e, &a);
         if (i == 0) {
             CHECK(a.memory_budget == (uint64_t)(0.75 * (double)a0.peak_bytes));
@@ -636,7 +639,7 @@ typedef struct sp_outcome {
 static void sp_compile(kiln_graph *g, sp_outcome *out) {
     kiln_executable *e = NULL;
     memset(out, 0, sizeof *out);
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     if (!e) return;
     kiln_executable_get_memory_analysis(e, &out->a);
     for (uint32_t id = 1; id < e->g->n_nodes; id++) {
@@ -678,7 +681,7 @@ static void sp_case(int how, int policy, const sp_outcome *c) {
     int n_out = kiln_graph_num_outputs(g0);
     kiln_array *want[1 + MODEL_MAX_PARAMS] = {0}, *got[1 + MODEL_MAX_PARAMS] = {0};
     kiln_memory_analysis a0, a1;
-    kiln_compile_options off = {.disable_cheap_remat = true};
+    kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK(run_planned(g0, args, &off, want, &a0));
     CHECK(run_planned(g1, args, NULL, got, &a1));
     CHECK_MSG(same_bits(got, want, n_out, sp_names[how]), "%s, %s", pn, sp_names[how]);
@@ -831,7 +834,7 @@ static bool reads_root(const kiln_executable *e, const fkernel *k, uint32_t from
  * first, so a recomputed root after the first reads another root of its kernel. */
 static void check_recomputations_apart(kiln_graph *g, const char *what) {
     kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     for (uint32_t ki = 0; e && ki < e->plan.n_kernels; ki++) {
         const fkernel *k = &e->plan.kernels[ki];
         for (uint32_t r = 1; r < k->n_roots; r++) {
@@ -850,7 +853,7 @@ static void cheap_case(kiln_graph *g, const char *what, bool must_lower) {
     int n_out = kiln_graph_num_outputs(g);
     kiln_array *o0[1 + MODEL_MAX_PARAMS] = {0}, *o1[1 + MODEL_MAX_PARAMS] = {0};
     kiln_memory_analysis a0, a1;
-    kiln_compile_options off = {.disable_cheap_remat = true};
+    kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK(run_planned(g, args, &off, o0, &a0));
     CHECK(run_planned(g, args, NULL, o1, &a1));
     CHECK_MSG(same_bits(o1, o0, n_out, what), "%s", what);
@@ -872,7 +875,7 @@ static void cheap_case(kiln_graph *g, const char *what, bool must_lower) {
         CHECK_MSG(a1.peak_bytes < a0.peak_bytes, "%s: peak %llu not lowered", what,
                   (unsigned long long)a0.peak_bytes);
         kiln_executable *e = NULL;
-        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
         char *rep = kiln_executable_memory_report(e);
         CHECK_CONTAINS(rep, "rematerialisation (elementwise)");
         CHECK_CONTAINS(rep, "cheap elementwise value (disable_cheap_remat), own buffer");
@@ -934,7 +937,7 @@ static void test_random_programs(void) {
             for (int i = 0; i < nw; i++)
                 args[i] = cmp_random_array(ctx, KILN_DTYPE_F32, s->params[i].rank,
                                            s->params[i].dims, &vs);
-            kiln_compile_options o = {0};
+            kiln_compile_options o = {.keep_ir = true};
             if (test_rng_int(&r, 2)) o.memory_budget_fraction = 0.5 + 0.5 * test_rng_unit(&r);
             kiln_executable *e = NULL;
             kiln_status st = kiln_compile(g, &o, &e);
@@ -944,7 +947,7 @@ static void test_random_programs(void) {
                       (unsigned long long)s->seed);
             /* the default's cheap values: bitwise the program with nothing recomputed,
              * measured == planned, never a higher peak */
-            kiln_compile_options off = {.disable_cheap_remat = true};
+            kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
             kiln_array *da[1 + RP_MAX_PARAMS] = {0}, *db[1 + RP_MAX_PARAMS] = {0};
             kiln_memory_analysis ma, mb;
             CHECK(run_planned(g, args, NULL, da, &ma));
@@ -1050,7 +1053,9 @@ static kiln_status gpt_run(kiln_graph *g, const kiln_compile_options *o, kiln_ar
                            kiln_memory_analysis *an) {
     int P = gpt_num_params(&gpt_small), n_out = 3 * P + 1, n_arg = 3 * P + 4;
     kiln_executable *e = NULL;
-    kiln_status st = kiln_compile(g, o, &e);
+    kiln_compile_options ko = o ? *o : (kiln_compile_options){0};
+    ko.keep_ir = true; /* cmp_run_planned's plan_check reads it */
+    kiln_status st = kiln_compile(g, &ko, &e);
     if (st) return st;
     kiln_executable_get_memory_analysis(e, an);
     kiln_array **a = calloc((size_t)n_arg, sizeof *a);
@@ -1096,7 +1101,7 @@ static void test_gpt_strategies(void) {
     kiln_array **want = calloc((size_t)n, sizeof *want);
     kiln_graph *g = gpt_step_graph(0);
     kiln_memory_analysis a0;
-    kiln_compile_options off = {.disable_cheap_remat = true};
+    kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK_OK(ctx, gpt_run(g, &off, want, &a0));
     CHECK(!strcmp(a0.remat_strategy, "none"));
     char strategy[32], what[64];
@@ -1104,7 +1109,7 @@ static void test_gpt_strategies(void) {
     gpt_case(g, NULL, want, "the default", strategy, sizeof strategy);
     seen[0] = !strcmp(strategy, "elementwise");
     for (int pct = 100; pct >= 40; pct -= 3) {
-        kiln_compile_options o = {.memory_budget_fraction = pct / 100.0};
+        kiln_compile_options o = {.keep_ir = true, .memory_budget_fraction = pct / 100.0};
         snprintf(what, sizeof what, "budget %d%%", pct);
         gpt_case(g, &o, want, what, strategy, sizeof strategy);
         seen[2] |= !strcmp(strategy, "greedy");
@@ -1145,7 +1150,7 @@ static kiln_status fault_body(kiln_context *c, int *bad) {
     kiln_grad(g, loss, 1, &w, outs + 1);
     s = kiln_graph_finish(g, 2, outs);
     kiln_executable *e = NULL;
-    kiln_compile_options o = {.memory_budget_fraction = 1};
+    kiln_compile_options o = {.keep_ir = true, .memory_budget_fraction = 1};
     if (!s) s = kiln_compile(g, &o, &e);
     if (!s) {
         kiln_memory_analysis a;

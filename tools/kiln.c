@@ -227,7 +227,8 @@ static int plan(kiln_context *ctx, const model_entry *me, const char *name, cons
                                .n_donate = own ? o->n_donate : m.n_donate,
                                .donate_argnums = own ? o->donate : m.donate,
                                .memory_budget = o->budget,
-                               .memory_budget_fraction = o->budget_fraction};
+                               .memory_budget_fraction = o->budget_fraction,
+                               .keep_ir = true}; /* the report, the SVG and the JSON read it */
     kiln_executable *e = NULL;
     int rc = 1;
     if (kiln_compile(m.g, &co, &e)) {

@@ -467,7 +467,9 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
                                    .memory_budget_fraction = r->o->memory_budget_fraction,
                                    .device = r->dev,
                                    .comm = r->comm,
-                                   .disable_overlap = r->o->no_overlap};
+                                   .disable_overlap = r->o->no_overlap,
+                                   /* the plan's SVG, written with the other files at the end */
+                                   .keep_ir = r->o->out_dir != NULL};
         st = kiln_compile(g, &co, &r->step);
         free(donate);
         if (st) gpt_errf(r->err, "compiling the training step: %s", kiln_last_error(r->ctx));

@@ -1,6 +1,7 @@
 /* backend_impl.h — the table of functions a backend provides (DESIGN §3). Code above the
  * backends (exec/) reaches a device only through this table: memory, compiling a program
- * and launching its kernels, the library kernels (gemm, permute, scatter-add) and waiting.
+ * and launching its kernels, the library kernels (one generic slot: gemm, permute,
+ * scatter-add, cumsum, attention) and waiting.
  * Adding a backend is one table plus its entry in registry.c.
  *
  * A backend is a const table of function pointers plus an opaque per-context state that
@@ -111,6 +112,73 @@ typedef struct kn_backend_options {
     kn_cuda_options cuda;
 } kn_backend_options;
 
+/* A dst = transpose(src, perm) of a contiguous row-major array of `rank` axes `dims`: dst
+ * axis i is src axis perm[i]. Packs a dot operand that no strided view reads. */
+typedef struct kn_permute_desc {
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    int perm[KILN_MAX_RANK];
+} kn_permute_desc;
+
+/* out = operand ([rows, row_len]); then out[idx[i], :] += upd[i, :] for i < n_idx in
+ * order, skipping indices outside [0, rows); idx_dtype is i32 or i64. out may be operand
+ * itself (a scatter planned in place): the copy is then skipped. operand NULL: out starts
+ * as zeros (all bytes 0; a gather's gradient). Each row's additions happen in index order,
+ * whatever the threads, so the result is the interpreter's bits. */
+typedef struct kn_scatter_desc {
+    kiln_dtype idx_dtype;
+    int64_t rows, row_len, n_idx;
+} kn_scatter_desc;
+
+/* Prefix sums of x viewed as [outer, n, inner] (row-major) along its middle axis:
+ * out[o, j, i] = sum of x[o, k, i] over k <= j (k >= j when reverse). Floats add in a
+ * running f64 sum, in order, and round each output once; integers wrap: the reference
+ * interpreter's bits. out may be x itself (planned in place). */
+typedef struct kn_cumsum_desc {
+    int64_t outer, n, inner;
+    bool reverse;
+} kn_cumsum_desc;
+
+/* The library ops (lib_run), each with its buffers in order:
+ *   GEMM              a, b, c                    (kn_gemm_desc; f32, f64, i32, i64)
+ *   PERMUTE           src, dst                   (kn_permute_desc)
+ *   SCATTER_ADD_ROWS  operand or NULL, idx, upd, out  (kn_scatter_desc; f32, f64, i32, i64)
+ *   CUMSUM            x, out                     (kn_cumsum_desc; f32, f64, i32, i64)
+ *   ATTENTION         q, k, v, out, scratch      (kn_attention_desc; f32, f64)
+ * ATTENTION's scratch is the scratch_bytes the memory plan set aside, what lib_scratch
+ * asked for when the program was compiled: a backend whose resources changed since (the
+ * CPU's thread count follows the process's affinity) must fit its work into what it got.
+ * Its out never overlaps q, k or v, and it must give the reference's values to f32/f64
+ * rounding, except that a NaN or infinity in v at a key a query does not see may reach
+ * that query (as it reaches every query in the primitive form, and in JAX's). */
+typedef enum kn_lib_op {
+    KN_LIB_GEMM,
+    KN_LIB_PERMUTE,
+    KN_LIB_SCATTER_ADD_ROWS,
+    KN_LIB_CUMSUM,
+    KN_LIB_ATTENTION,
+    KN_LIB_NUM_OPS
+} kn_lib_op;
+
+/* One library call, fully computed when the program is compiled. */
+typedef struct kn_lib_desc {
+    kn_lib_op op;
+    kiln_dtype dtype;       /* the values' (attention: also attention.dtype) */
+    uint64_t scratch_bytes; /* the scratch buffer's size (lib_scratch); 0: none */
+    union {
+        kn_gemm_desc gemm;
+        kn_permute_desc permute;
+        kn_scatter_desc scatter;
+        kn_cumsum_desc cumsum;
+        kn_attention_desc attention;
+    };
+} kn_lib_desc;
+
+/* "gemm", "permute", "scatter_add_rows", "cumsum", "attention" (messages). */
+const char *kn_lib_op_name(kn_lib_op op);
+/* How many buffers lib_run takes for op (the table above). */
+int kn_lib_op_buffers(kn_lib_op op);
+
 typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
     const char *name;
@@ -188,12 +256,15 @@ typedef struct kn_backend {
                           int64_t items, int64_t grain);
 
     /* ---- library kernels: the ops that are not generated loops ----
-     * Matrix products go to the vendor's BLAS; permute and scatter-add are data movement
-     * the emitter does not express yet. Each is required only for the programs that need
-     * it: kiln_compile fails with KILN_STATUS_UNIMPLEMENTED, naming the op, when the slot a
-     * program needs is NULL. Pointers are device memory of `device`. */
+     * Matrix products go to the vendor's BLAS; permute, scatter-add and cumsum are data
+     * movement the emitter does not express yet; attention is a fused kernel. They share
+     * two slots over kn_lib_desc (above), so a new library op is an enum value and a
+     * descriptor here plus a case in each backend that has it, not a new slot. Each op is
+     * required only for the programs that need it: kiln_compile fails with
+     * KILN_STATUS_UNIMPLEMENTED, naming the op, when lib_supports says no (attention is
+     * rewritten into primitives instead). Pointers are device memory of `device`. */
 
-    /* Optional; NULL: the gemm slot has no one-time set-up worth hiding. Starts what the
+    /* Optional; NULL: the gemm op has no one-time set-up worth hiding. Starts what the
      * first product of `dtype` would otherwise pay once per process (oneDNN generates its
      * kernels in its first call: bench/RESULTS.md, "First calls: where they go, and what was
      * cut"), so that it runs while the program compiles:
@@ -201,46 +272,18 @@ typedef struct kn_backend {
      * dtype. The backend may do it on a thread of its own, which program_compile and close
      * wait for. Never fails: what goes wrong is left for the first product to report. */
     void (*gemm_warm)(void *state, int device, kiln_dtype dtype);
-    /* Batched strided product over the descriptor (see kn_gemm_desc), dtype f32, f64, i32
-     * or i64. */
-    kiln_status (*gemm)(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *d,
-                        const void *a, const void *b, void *c);
-    /* dst = transpose(src, perm) of a contiguous row-major array of `rank` axes `dims`: dst
-     * axis i is src axis perm[i]. Used to pack a dot operand that no strided view reads. */
-    kiln_status (*permute)(void *state, int device, kiln_dtype dtype, const void *src, int rank,
-                           const int64_t *dims, const int *perm, void *dst);
-    /* out = operand ([rows, row_len]); then out[idx[i], :] += upd[i, :] for i < n_idx in
-     * order, skipping indices outside [0, rows); idx_dtype is i32 or i64. out may be
-     * operand itself (a scatter planned in place): the copy is then skipped. operand NULL:
-     * out starts as zeros (all bytes 0; a gather's gradient). Each row's additions happen
-     * in index order, whatever the threads, so the result is the interpreter's bits. */
-    kiln_status (*scatter_add_rows)(void *state, int device, kiln_dtype dtype, kiln_dtype idx_dtype,
-                                    const void *operand, int64_t rows, int64_t row_len,
-                                    const void *idx, int64_t n_idx, const void *upd, void *out);
-
-    /* Prefix sums of x viewed as [outer, n, inner] (row-major) along its middle axis:
-     * out[o, j, i] = sum of x[o, k, i] over k <= j (k >= j when reverse), dtype f32, f64,
-     * i32 or i64. Floats add in a running f64 sum, in order, and round each output once;
-     * integers wrap: the reference interpreter's bits. out may be x itself (planned in
-     * place). */
-    kiln_status (*cumsum)(void *state, int device, kiln_dtype dtype, const void *x, void *out,
-                          int64_t outer, int64_t n, int64_t inner, bool reverse);
-
-    /* Optional (with attention_scratch; either NULL: kiln_compile rewrites each
-     * dot_product_attention into its primitive form, products, a select and a softmax, in
-     * src/passes/expand.c before fusion). The fused attention of the descriptor; `scratch`
-     * is the scratch_bytes of device memory the memory plan set aside for this call, what
-     * attention_scratch asked for when the program was compiled (the backend says how
-     * much, the planner where): a backend whose resources changed since (the CPU's thread
-     * count follows the process's affinity) must fit its work into what it got. out never
-     * overlaps q, k or v. Must give the reference's values to f32/f64 rounding, except
-     * that a NaN or infinity in v at a key a query does not see may reach that query (as it
-     * reaches every query in the primitive form, and in JAX's). */
-    kiln_status (*attention)(void *state, int device, const kn_attention_desc *d, const void *q,
-                             const void *k, const void *v, void *out, void *scratch,
-                             uint64_t scratch_bytes);
-    /* The scratch bytes one call of d needs (may be 0), asked once, by kiln_compile. */
-    uint64_t (*attention_scratch)(void *state, int device, const kn_attention_desc *d);
+    /* Optional; NULL: no library op at all. Whether lib_run can do `op`: any call of it
+     * when d is NULL (kiln_compile asks so before fusion, to choose between the fused
+     * attention and its primitive form), else the call d describes (d->op == op). Cheap,
+     * no side effects; asked only while compiling. */
+    bool (*lib_supports)(void *state, int device, kn_lib_op op, const kn_lib_desc *d);
+    /* Optional; NULL: no op needs scratch. The scratch bytes one call of d needs (may be
+     * 0), asked once per call site by kiln_compile; the memory plan places them and the
+     * run passes them as the op's last buffer, with d->scratch_bytes set to this answer. */
+    uint64_t (*lib_scratch)(void *state, int device, const kn_lib_desc *d);
+    /* Required with lib_supports. Runs d over bufs, laid out as kn_lib_op says per op. A
+     * failure sets ctx's message. */
+    kiln_status (*lib_run)(void *state, int device, const kn_lib_desc *d, void *const *bufs);
 
     /* Optional; NULL: every slot above has finished its work when it returns (the CPU).
      * Waits for everything launched on the device; a run calls it before handing its

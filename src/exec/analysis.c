@@ -1,5 +1,9 @@
 /* analysis.c — the memory analysis API (kiln.h, "memory analysis"): the executable's
- * memory plan (src/plan) read back as public structs, text, JSON and SVG. */
+ * memory plan (src/plan) read back as public structs, text, JSON and SVG.
+ *
+ * The analysis itself is computed once when compiling (exec_analysis_compute) and kept:
+ * it is a few numbers. The per-buffer listing, the report, JSON and SVG print the graph
+ * and the plans, which the executable keeps only under kiln_compile_options.keep_ir. */
 #include "executable.h"
 
 /* The public enums mirror the planner's, so the listing is a cast. */
@@ -20,13 +24,9 @@ const char *kiln_memory_class_name(kiln_memory_class c) {
     return plan_class_name((int)c);
 }
 
-kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
-                                                kiln_memory_analysis *out) {
-    if (!e) return KILN_STATUS_INVALID_ARGUMENT;
-    if (!out)
-        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "kiln_executable_get_memory_analysis: out is NULL");
+void exec_analysis_compute(kiln_executable *e) {
     const mem_plan *p = &e->mem;
+    kiln_memory_analysis *out = &e->analysis;
     *out = (kiln_memory_analysis){
         .argument_bytes = p->argument_bytes,
         .output_bytes = p->output_bytes,
@@ -62,12 +62,23 @@ kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
         out->num_donated += p->donated[i];
         out->num_donations_unused += p->donated[i] && !p->donation_used[i];
     }
+}
+
+kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
+                                                kiln_memory_analysis *out) {
+    if (!e) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!out)
+        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_executable_get_memory_analysis: out is NULL");
+    *out = e->analysis;
     return KILN_STATUS_OK;
 }
 
 kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
                                             kiln_buffer_info *out) {
     if (!e) return KILN_STATUS_INVALID_ARGUMENT;
+    kiln_status s = exec_need_ir(e, "kiln_executable_get_buffer_info");
+    if (s) return s;
     if (!out || i < 0 || (uint32_t)i >= e->mem.n_buffers)
         return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_executable_get_buffer_info: buffer %d of %u%s", i, e->mem.n_buffers,
@@ -99,13 +110,16 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
 }
 
 char *kiln_executable_memory_report(const kiln_executable *e) {
-    return e ? exec_memory_report(e) : NULL;
+    if (!e || exec_need_ir(e, "kiln_executable_memory_report")) return NULL;
+    return exec_memory_report(e);
 }
 
 char *kiln_executable_plan_json(const kiln_executable *e) {
-    return e ? plan_json(e->g, &e->plan, &e->mem, e->stats.code_bytes) : NULL;
+    if (!e || exec_need_ir(e, "kiln_executable_plan_json")) return NULL;
+    return plan_json(e->g, &e->plan, &e->mem, e->stats.code_bytes);
 }
 
 char *kiln_executable_plan_svg(const kiln_executable *e) {
-    return e ? plan_svg(e->g, &e->plan, &e->mem) : NULL;
+    if (!e || exec_need_ir(e, "kiln_executable_plan_svg")) return NULL;
+    return plan_svg(e->g, &e->plan, &e->mem);
 }

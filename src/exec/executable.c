@@ -5,8 +5,10 @@
  * packing scratch it needs), plan the memory (src/plan: schedule, buffers, in place,
  * donation), generate the loop kernels' source (src/codegen; after planning, since a
  * kernel that runs in place must not declare its aliased pointers restrict), and have
- * the device's backend compile it into a program and find each kernel in it. Only the
- * backend table (backend_impl.h) is seen here: the program is an opaque handle. */
+ * the device's backend compile it into a program and find each kernel in it; then turn
+ * it all into the step list a call walks (steps.c) and free the IR, unless
+ * kiln_compile_options.keep_ir keeps it for the reports that print it. Only the backend
+ * table (backend_impl.h) is seen here: the program is an opaque handle. */
 #include "executable.h"
 #include "comm/comm.h"
 #include "exec/dump.h"
@@ -17,16 +19,16 @@
 #include <string.h>
 #include <time.h>
 
-kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,
+kiln_status exec_check_args(const kiln_executable *e, const char *op, int n_args,
                             kiln_array *const *args) {
-    kiln_context *ctx = g->ctx;
-    if (n_args != (int)g->n_params)
+    kiln_context *ctx = e->ctx;
+    if (n_args != (int)e->n_params)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: '%s' takes %u arguments, got %d",
-                         op, g->name, g->n_params, n_args);
+                         op, e->name, e->n_params, n_args);
     if (n_args && !args)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: args is NULL", op);
     for (int i = 0; i < n_args; i++) {
-        const ir_node *p = &g->nodes[g->params[i]];
+        const exec_value *p = &e->params[i];
         char want[IR_TYPE_STR_MAX], got[IR_TYPE_STR_MAX];
         if (!args[i])
             return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: argument %d (\"%s\") is NULL",
@@ -61,8 +63,14 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The library kernels this program calls, each a slot the backend may leave NULL: the
- * first one missing fails the compile, naming the op and the backend. */
+/* Whether the device's backend has library op `op` at all. */
+static bool lib_has(const kn_device *dev, kn_lib_op op) {
+    const kn_backend *b = dev->backend;
+    return b->lib_supports && b->lib_supports(dev->state, dev->index, op, NULL);
+}
+
+/* The library ops this program calls, each one the backend may not have: the first one
+ * missing fails the compile, naming the op and the backend. */
 static kiln_status check_backend(const kiln_executable *e) {
     const kn_backend *b = e->dev->backend;
     if (!b->program_compile)
@@ -72,18 +80,39 @@ static kiln_status check_backend(const kiln_executable *e) {
                          e->dev->name, b->name);
     for (uint32_t i = 0; i < e->plan.n_kernels; i++) {
         const fkernel *k = &e->plan.kernels[i];
-        const char *slot = NULL;
-        if (k->kind == FK_DOT && !b->gemm) slot = "gemm";
-        if (k->kind == FK_DOT && !b->permute && (e->dots[i].pack_a || e->dots[i].pack_b))
-            slot = "permute";
-        if (k->kind == FK_SCATTER && !b->scatter_add_rows) slot = "scatter_add_rows";
-        if (k->kind == FK_SCAN && !b->cumsum) slot = "cumsum";
-        if (slot)
+        int op = -1;
+        if (k->kind == FK_DOT && !lib_has(e->dev, KN_LIB_GEMM)) op = KN_LIB_GEMM;
+        if (k->kind == FK_DOT && !lib_has(e->dev, KN_LIB_PERMUTE) &&
+            (e->dots[i].pack_a || e->dots[i].pack_b))
+            op = KN_LIB_PERMUTE;
+        if (k->kind == FK_SCATTER && !lib_has(e->dev, KN_LIB_SCATTER_ADD_ROWS))
+            op = KN_LIB_SCATTER_ADD_ROWS;
+        if (k->kind == FK_SCAN && !lib_has(e->dev, KN_LIB_CUMSUM)) op = KN_LIB_CUMSUM;
+        if (op >= 0)
             return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
                              "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s, "
                              "which it does not have (device %s)",
                              k->roots[0], ir_ops[e->g->nodes[k->roots[0]].op].name, e->g->name,
-                             b->name, slot, e->dev->name);
+                             b->name, kn_lib_op_name((kn_lib_op)op), e->dev->name);
+    }
+    return KILN_STATUS_OK;
+}
+
+/* Each library call as the step list has it: one the backend refuses (a dtype or size it
+ * cannot do) fails the compile, naming the kernel, the op and its dtype. */
+static kiln_status check_lib_calls(const kiln_executable *e) {
+    const kn_backend *b = e->dev->backend;
+    for (uint32_t i = 0; i < e->n_steps; i++) {
+        const exec_step *st = &e->steps[i];
+        if (st->kind != EXEC_STEP_LIB) continue;
+        const kn_lib_desc *d = &e->libs[st->lib];
+        if (b->lib_supports(e->dev->state, e->dev->index, d->op, d)) continue;
+        uint32_t root = e->plan.kernels[st->kernel].roots[0];
+        return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
+                         "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s for %s, "
+                         "which it cannot do (device %s)",
+                         root, ir_ops[e->g->nodes[root].op].name, e->g->name, b->name,
+                         kn_lib_op_name(d->op), kiln_dtype_name(d->dtype), e->dev->name);
     }
     return KILN_STATUS_OK;
 }
@@ -118,10 +147,12 @@ static kiln_status plan_memory(kiln_executable *e) {
         s = ctx_oom(ctx, "kiln_compile", nk * sizeof *e->dots);
     for (uint32_t i = 0; !s && i < e->plan.n_kernels; i++) {
         const fkernel *k = &e->plan.kernels[i];
-        if (k->kind == FK_ATTENTION) { /* only with both slots: kiln_compile expanded it else */
-            kn_attention_desc d;       /* the backend says how much scratch, the planner where */
-            exec_attention_desc(e->g, k->roots[0], &d);
-            scratch[i] = e->dev->backend->attention_scratch(e->dev->state, e->dev->index, &d);
+        const kn_backend *b = e->dev->backend;
+        if (k->kind == FK_ATTENTION && b->lib_scratch) { /* the backend says how much scratch, */
+            kn_lib_desc d = {.op = KN_LIB_ATTENTION};    /* the planner where */
+            exec_attention_desc(e->g, k->roots[0], &d.attention);
+            d.dtype = d.attention.dtype;
+            scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
         }
         if (k->kind != FK_DOT) continue;
         lower_dot_plan(e->g, k->roots[0], &e->dots[i]);
@@ -194,27 +225,6 @@ static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
     return s;
 }
 
-/* A device with memory of its own gets a copy of every constant the plan reads in place
- * (run.c points PLAN_P_CONST buffers at it); the CPU reads the graph's own bytes. */
-static kiln_status upload_constants(kiln_executable *e) {
-    if (!e->dev->backend->copy_h2d) return KILN_STATUS_OK;
-    kiln_context *ctx = e->ctx;
-    if (!(e->consts = host_calloc(ctx, e->g->n_nodes, sizeof *e->consts)))
-        return ctx_oom(ctx, "kiln_compile: constants", e->g->n_nodes * sizeof *e->consts);
-    kiln_status s = KILN_STATUS_OK;
-    for (uint32_t i = 0; i < e->mem.n_buffers && !s; i++) {
-        const plan_buffer *b = &e->mem.buffers[i];
-        if (b->place != PLAN_P_CONST || !b->size || e->consts[b->node]) continue;
-        const ir_node *n = &e->g->nodes[b->node];
-        size_t bytes = 0;
-        ir_shape_nbytes(&n->shape, n->dtype, &bytes);
-        if (!bytes) continue;
-        s = device_alloc(e->dev, bytes, "constant", &e->consts[b->node]);
-        if (!s) s = device_copy_h2d(e->dev, e->consts[b->node], n->data, bytes);
-    }
-    return s;
-}
-
 /* The communicator must belong to this context. A device whose memory the host cannot
  * address (a GPU) needs a device transport bound to it (NCCL) once there is more than one
  * replica; a device transport runs only on its own device. */
@@ -253,6 +263,7 @@ static kiln_status take_donations(kiln_executable *e, const kiln_compile_options
         return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_compile: n_donate is %d but donate_argnums is %s", o->n_donate,
                          o->donate_argnums ? "set" : "NULL");
+    e->n_params = g->n_params;
     if (!(e->donated = host_calloc(e->ctx, g->n_params + 1, 1)))
         return ctx_oom(e->ctx, "kiln_compile: donations", g->n_params + 1);
     for (int i = 0; i < o->n_donate; i++) {
@@ -308,11 +319,12 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     e->overlap = o->comm && o->comm->size > 1 && !o->disable_overlap;
     exec_dump dump;
     kiln_status s = dump_begin(ctx, g, &dump);
+    bool attention = lib_has(dev, KN_LIB_ATTENTION);
     if (!s) s = pass_clone(g, &e->g);
     if (!s) /* what the device has no kernel for becomes primitives (check_backend: none) */
-        s = pass_expand(&e->g, !dev->backend->attention || !dev->backend->attention_scratch);
+        s = pass_expand(&e->g, !attention);
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
-    if (!s && !o->disable_passes && dev->backend->attention && dev->backend->attention_scratch) {
+    if (!s && !o->disable_passes && attention) {
         bool changed = false; /* written-out attention becomes the op the device has a kernel for */
         s = pass_attention(&e->g, &changed, NULL);
         if (!s && changed) s = passes_run(&e->g, NULL);
@@ -323,7 +335,10 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     if (!s) s = exec_remat(e, o);
     if (!s) s = exec_fuse_and_plan(e, o);
     if (!s) s = load_kernels(e, &dump);
-    if (!s) s = upload_constants(e);
+    if (!s) s = exec_steps_build(e);
+    if (!s) s = check_lib_calls(e);
+    if (!s) s = exec_profile_describe(e);
+    if (!s) exec_analysis_compute(e);
     if (!s && dump.on) s = dump_plan(e, &dump);
     if (s) {
         kiln_executable_destroy(e);
@@ -332,6 +347,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     e->stats.num_kernels = (int)e->plan.n_kernels;
     e->stats.num_ops = kiln_graph_num_nodes(e->g);
     e->stats.num_fused_away = (int)e->plan.n_fused_away;
+    if (!o->keep_ir) exec_ir_free(e);
     e->stats.compile_seconds = now_seconds() - t0;
     if (ctx->config.profile && (s = kiln_executable_set_profiling(e, true))) {
         kiln_executable_destroy(e);
@@ -349,30 +365,45 @@ void kiln_executable_destroy(kiln_executable *e) {
     if (e) exec_unref(e);
 }
 
-void exec_unref(kiln_executable *e) {
-    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
+void exec_ir_free(kiln_executable *e) {
     kiln_context *ctx = e->ctx;
     uint32_t nk = e->plan.n_kernels ? e->plan.n_kernels : 1;
-    if (ctx->config.profile && e->prof) {
-        char *rep = kiln_executable_profile_report(e);
-        if (rep)
-            fprintf(stderr, "kiln: KILN_PROFILE, executable %p (%u kernels):\n%s\n", (void *)e,
-                    e->plan.n_kernels, rep);
-        kiln_string_free(ctx, rep);
-    }
-    exec_profile_free(e);
-    if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);
-    for (uint32_t i = 0; e->consts && i < e->g->n_nodes; i++)
-        if (e->consts[i]) device_free(e->dev, e->consts[i]);
-    if (e->consts) host_free(ctx, e->consts, e->g->n_nodes * sizeof *e->consts);
     if (e->source) kiln_string_free(ctx, e->source);
     host_free(ctx, e->info, nk * sizeof *e->info);
     host_free(ctx, e->kernels, nk * sizeof *e->kernels);
     host_free(ctx, e->dots, nk * sizeof *e->dots);
     plan_free(&e->mem);
-    if (e->donated) host_free(ctx, e->donated, e->g->n_params + 1);
     fusion_plan_free(&e->plan);
     kiln_graph_destroy(e->g);
+    e->source = NULL, e->info = NULL, e->kernels = NULL, e->dots = NULL, e->g = NULL;
+    memset(&e->mem, 0, sizeof e->mem);
+    memset(&e->plan, 0, sizeof e->plan);
+}
+
+kiln_status exec_need_ir(const kiln_executable *e, const char *op) {
+    if (e->g) return KILN_STATUS_OK;
+    return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                     "%s: '%s' was compiled without kiln_compile_options.keep_ir, and this "
+                     "report reads the graph and plans that compiling frees otherwise",
+                     op, e->name);
+}
+
+void exec_unref(kiln_executable *e) {
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
+    kiln_context *ctx = e->ctx;
+    if (ctx->config.profile && e->prof) {
+        char *rep = kiln_executable_profile_report(e);
+        if (rep)
+            fprintf(stderr, "kiln: KILN_PROFILE, executable %p (%u kernels):\n%s\n", (void *)e,
+                    e->n_kernels, rep);
+        kiln_string_free(ctx, rep);
+    }
+    exec_profile_free(e);
+    if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);
+    exec_steps_free(e);
+    exec_profile_forget(e);
+    if (e->donated) host_free(ctx, e->donated, e->n_params + 1);
+    exec_ir_free(e);
     host_free(ctx, e, sizeof *e);
 }
 
@@ -381,7 +412,7 @@ void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *in
 }
 
 char *kiln_executable_to_string(const kiln_executable *e) {
-    if (!e) return NULL;
+    if (!e || exec_need_ir(e, "kiln_executable_to_string")) return NULL;
     strbuf sb;
     sb_init(&sb, e->ctx);
     ir_print(e->g, &sb);

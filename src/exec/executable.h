@@ -10,30 +10,120 @@
 #include "plan/plan.h"
 #include "remat/remat.h"
 
+/* Where one buffer of a step lies during a call: resolved once per call (run.c), since
+ * arguments, outputs and the arena move from call to call; everything else is fixed. */
+typedef enum exec_at {
+    EXEC_AT_NONE,   /* no bytes (an empty value, an operand fusion left as zeros): NULL */
+    EXEC_AT_ARG,    /* argument `index`'s data + offset (a donated argument's free bytes) */
+    EXEC_AT_CONST,  /* constant `index` (consts) */
+    EXEC_AT_OUTPUT, /* output array `index`'s data */
+    EXEC_AT_ARENA,  /* the call's arena + offset */
+} exec_at;
+
+typedef struct exec_loc {
+    uint8_t at; /* exec_at */
+    uint32_t index;
+    uint64_t offset;
+} exec_loc;
+
+typedef enum exec_step_kind {
+    EXEC_STEP_LOOP,       /* a generated loop kernel: the backend's launch */
+    EXEC_STEP_LIB,        /* a library op: the backend's lib_run over libs[lib] */
+    EXEC_STEP_COLLECTIVE, /* an all-reduce over the communicator: buffers send, recv */
+} exec_step_kind;
+
+/* One thing a call does, in order, with all it needs computed when compiling (steps.c). A
+ * kernel is one step, or none (nothing to compute), or several (a product whose operands
+ * are permuted first). */
+typedef struct exec_step {
+    uint8_t kind;    /* exec_step_kind */
+    uint32_t kernel; /* the kernel it belongs to (k<i>: profiling) */
+    uint32_t sched;  /* that kernel's place in the schedule: what collective waits count */
+    uint32_t at, n;  /* its buffers: locs[at, at + n) */
+    union {
+        struct {
+            void *fn; /* the backend's kernel handle */
+            int64_t items, grain;
+        } loop;
+        uint32_t lib; /* its descriptor: libs[lib] */
+        struct {
+            int32_t wait; /* the schedule place before which it must have completed */
+            uint32_t node;
+            kiln_dtype dtype;
+            kiln_reduce_kind kind;
+            int64_t count;
+        } coll;
+    };
+} exec_step;
+
+/* A parameter or output as a call sees it (the checks, the output arrays, messages). */
+typedef struct exec_value {
+    kiln_dtype dtype;
+    ir_shape shape;
+    const char *name; /* a parameter's (in names), or NULL */
+} exec_value;
+
+/* What the profile says of a kernel, computed when compiling (profile.c). */
+typedef struct exec_kernel_info {
+    uint8_t kind; /* fk_kind */
+    uint32_t n_members;
+    uint32_t label; /* its description: kernel_labels + label */
+    double flops, bytes;
+} exec_kernel_info;
+
+/* A compiled program. After kiln_compile it runs from the step list alone: the graph,
+ * the fusion and memory plans and the source (the IR part below) are freed unless
+ * kiln_compile_options.keep_ir asked for them, which the reports that print them need. */
 struct kiln_executable {
     kiln_context *ctx;
-    atomic_int refs; /* the user's (or jit entry's) + one per run in flight */
-    kn_device *dev;  /* where it runs: kiln_compile_options.device */
-    kiln_comm *comm; /* its collectives' replicas (borrowed); NULL: one replica */
-    bool overlap;    /* all-reduces run beside later kernels (mem.wait_step; run.c) */
-    kiln_graph *g;   /* the optimised graph (owned) */
+    atomic_int refs;  /* the user's (or jit entry's) + one per run in flight */
+    kn_device *dev;   /* where it runs: kiln_compile_options.device */
+    kiln_comm *comm;  /* its collectives' replicas (borrowed); NULL: one replica */
+    bool overlap;     /* all-reduces run beside later kernels (mem.wait_step; run.c) */
+    kn_program *prog; /* the backend's compiled program (owned; opaque here) */
+    kiln_executable_info stats;
+    remat_info remat; /* what rematerialisation did (src/remat) */
+    kiln_memory_analysis analysis; /* computed when compiling (analysis.c) */
+
+    /* ---- what a call needs (steps.c builds it, run.c walks it) ---- */
+    char *name; /* the graph's */
+    uint32_t n_params, n_outputs;
+    exec_value *params, *outputs;
+    char *names;           /* the parameters' names, back to back */
+    size_t names_size;     /* bytes of names */
+    uint8_t *donated;      /* per parameter (n_params + 1 bytes): consumed by every call */
+    int32_t *output_donor; /* per output: the donated argument whose buffer it takes, or -1 */
+    exec_loc *output_copy; /* per output: what to copy into it after the steps (NONE: no copy) */
+    uint64_t arena;        /* bytes of the call's temporary arena */
+    exec_step *steps;
+    uint32_t n_steps, n_coll; /* steps, of which collectives */
+    exec_loc *locs;           /* the steps' buffers, back to back */
+    uint32_t n_locs;
+    kn_lib_desc *libs; /* the library steps' descriptors */
+    uint32_t n_libs;
+    /* Constants read in place: per one, its bytes on the device (a copy in device memory
+     * on a device with memory of its own, else within const_block on the host). */
+    void **consts;
+    uint32_t n_consts;
+    void *const_block;
+    size_t const_block_size;
+    uint32_t n_kernels;
+    exec_kernel_info *kernel_info; /* per kernel */
+    char *kernel_labels;
+    size_t kernel_labels_size;
+    /* Profiling (profile.c): run.c times each step while `profiling` is set; the counters
+     * are made the first time it is turned on and freed with the executable. */
+    atomic_bool profiling;
+    struct exec_profile *prof;
+
+    /* ---- the IR part: NULL after compiling unless kiln_compile_options.keep_ir ---- */
+    kiln_graph *g; /* the optimised graph (owned) */
     fusion_plan plan;
     cgen_kernel *info; /* per kernel */
     void **kernels;    /* per kernel: the backend's handle of a LOOP kernel, else NULL */
     lower_dot *dots;   /* per kernel; meaningful for DOT */
-    kn_program *prog;  /* the backend's compiled program (owned; opaque here) */
     char *source;      /* the generated source (owned) */
-    kiln_executable_info stats;
-    mem_plan mem;     /* schedule, buffers, arena (src/plan) */
-    uint8_t *donated; /* per parameter (n_params + 1 bytes): consumed by every call */
-    remat_info remat; /* what rematerialisation did (src/remat) */
-    /* A device whose memory is not the host's gets the constants copied at compile time:
-     * per node (n_nodes entries) its device copy or NULL; NULL when not needed. */
-    void **consts;
-    /* Profiling (profile.c): run.c times each kernel while `profiling` is set; the counters
-     * are made the first time it is turned on and freed with the executable. */
-    atomic_bool profiling;
-    struct exec_profile *prof;
+    mem_plan mem;      /* schedule, buffers, arena (src/plan) */
 };
 
 /* Chooses and applies the recomputation (remat.c, through remat_choose): the checkpoint
@@ -55,10 +145,21 @@ char *exec_memory_report(const kiln_executable *e);
  * not an older one. KILN_STATUS_INVALID_ARGUMENT either way (with no argument there is no
  * context to hold a message). */
 kiln_status exec_null_object(const char *op, const char *what, int n_args, kiln_array *const *args);
-/* Checks that args match g's parameters; the message names `op`, the argument index,
+/* Checks that args match e's parameters; the message names `op`, the argument index,
  * the parameter's name and both types. */
-kiln_status exec_check_args(const kiln_graph *g, const char *op, int n_args,
+kiln_status exec_check_args(const kiln_executable *e, const char *op, int n_args,
                             kiln_array *const *args);
+/* The step list, constants and call signature of e from its IR (steps.c); then what the
+ * profile and the memory analysis say (profile.c, analysis.c). */
+kiln_status exec_steps_build(kiln_executable *e);
+void exec_steps_free(kiln_executable *e);
+kiln_status exec_profile_describe(kiln_executable *e);
+void exec_profile_forget(kiln_executable *e);
+void exec_analysis_compute(kiln_executable *e);
+/* Frees the IR part of e (what only compiling and the IR's reports read). */
+void exec_ir_free(kiln_executable *e);
+/* OK when e kept its IR; else INVALID_ARGUMENT saying that `op` needs keep_ir. */
+kiln_status exec_need_ir(const kiln_executable *e, const char *op);
 /* Writes "argument 0 on cpu:0, argument 1 on cpu:1" (for the mixed-device messages). */
 void exec_devices_str(kiln_context *ctx, int n_args, kiln_array *const *args, char *buf,
                       size_t size);

@@ -380,12 +380,11 @@ kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, cons
     jit_entry *en = NULL;
     if ((s = acquire(j, &sg, &en))) return s;
     /* Checked here too so the message names the call the user made. */
-    const kiln_graph *g = en->exe->g;
-    if (n_outs != (int)g->n_outputs || !outs)
+    uint32_t n_out = en->exe->n_outputs;
+    if (n_outs != (int)n_out || !outs)
         s = ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
                       "kiln_jit_call '%s': the traced function has %u output%s, %d asked for%s",
-                      j->name, g->n_outputs, g->n_outputs == 1 ? "" : "s", n_outs,
-                      outs ? "" : " (outs is NULL)");
+                      j->name, n_out, n_out == 1 ? "" : "s", n_outs, outs ? "" : " (outs is NULL)");
     else
         s = kiln_executable_run(en->exe, n_args, args, n_outs, outs);
     release(j, en);

@@ -17,7 +17,10 @@
  * runs after the first; the report shows the first run's excess on a line of its own.
  * Exactly one run claims "first" (an atomic exchange), however many threads run at once;
  * kiln_executable_profile_reset leaves no first run to set apart (the runs after a reset
- * are warm by intent). */
+ * are warm by intent).
+ *
+ * What each kernel is (its kind, work and label) is described once when compiling
+ * (exec_profile_describe), so the report reads no IR: the executable may have freed it. */
 #include "exec/executable.h"
 #include "passes/passes.h"
 #include "base/strbuf.h"
@@ -83,7 +86,7 @@ void exec_profile_free(kiln_executable *e) {
 kiln_status kiln_executable_set_profiling(kiln_executable *e, bool on) {
     if (!e) return exec_null_object("kiln_executable_set_profiling", "executable", 0, NULL);
     if (on && !e->prof) {
-        uint32_t nk = e->plan.n_kernels;
+        uint32_t nk = e->n_kernels;
         exec_profile *p = host_calloc(e->ctx, 1, sizeof *p);
         atomic_uint_fast64_t *ns = p ? host_calloc(e->ctx, counter_count(nk), sizeof *ns) : NULL;
         if (!ns) {
@@ -173,6 +176,37 @@ static void kernel_label(const kiln_executable *e, uint32_t ki, strbuf *sb) {
     if (r0->file) sb_printf(sb, "  %s:%d", kn_path_base(r0->file), r0->line);
 }
 
+kiln_status exec_profile_describe(kiln_executable *e) {
+    uint32_t nk = e->n_kernels = e->plan.n_kernels;
+    e->kernel_info = host_calloc(e->ctx, nk + 1, sizeof *e->kernel_info);
+    if (!e->kernel_info) return ctx_oom(e->ctx, "kiln_compile: kernel descriptions", nk);
+    strbuf sb;
+    sb_init(&sb, e->ctx);
+    for (uint32_t ki = 0; ki < nk; ki++) {
+        exec_kernel_info *d = &e->kernel_info[ki];
+        d->kind = (uint8_t)e->plan.kernels[ki].kind;
+        d->n_members = e->plan.kernels[ki].n_members;
+        kernel_work(e, ki, &d->flops, &d->bytes);
+        d->label = (uint32_t)sb.len;
+        kernel_label(e, ki, &sb);
+        sb_append(&sb, "\n"); /* the separator, made a NUL below */
+    }
+    size_t len = sb.len;
+    if (!(e->kernel_labels = sb_take(&sb)))
+        return ctx_oom(e->ctx, "kiln_compile: kernel descriptions", len);
+    e->kernel_labels_size = len + 1;
+    for (size_t i = 0; i < len; i++)
+        if (e->kernel_labels[i] == '\n') e->kernel_labels[i] = 0;
+    return KILN_STATUS_OK;
+}
+
+void exec_profile_forget(kiln_executable *e) {
+    if (e->kernel_info)
+        host_free(e->ctx, e->kernel_info, (e->n_kernels + 1) * sizeof *e->kernel_info);
+    if (e->kernel_labels) host_free(e->ctx, e->kernel_labels, e->kernel_labels_size);
+    e->kernel_info = NULL, e->kernel_labels = NULL;
+}
+
 typedef struct prof_row {
     uint32_t ki;
     uint64_t ns;         /* summed over the runs */
@@ -188,15 +222,16 @@ static int by_time_desc(const void *a, const void *b) {
 kiln_status kiln_executable_get_kernel_profile(const kiln_executable *e, int i,
                                                kiln_kernel_profile *out) {
     if (!e) return exec_null_object("kiln_executable_get_kernel_profile", "executable", 0, NULL);
-    if (!out || i < 0 || (uint32_t)i >= e->plan.n_kernels)
+    if (!out || i < 0 || (uint32_t)i >= e->n_kernels)
         return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_executable_get_kernel_profile: kernel %d of an executable with "
                          "%u kernels%s",
-                         i, e->plan.n_kernels, out ? "" : " (out is NULL)");
+                         i, e->n_kernels, out ? "" : " (out is NULL)");
     memset(out, 0, sizeof *out);
-    out->kind = fusion_kind_name(e->plan.kernels[i].kind);
-    out->num_ops = (int)e->plan.kernels[i].n_members;
-    kernel_work(e, (uint32_t)i, &out->flops, &out->bytes);
+    const exec_kernel_info *d = &e->kernel_info[i];
+    out->kind = fusion_kind_name((fk_kind)d->kind);
+    out->num_ops = (int)d->n_members;
+    out->flops = d->flops, out->bytes = d->bytes;
     if (e->prof) {
         prof_view v = view_of(e->prof);
         out->runs = v.runs;
@@ -251,7 +286,7 @@ char *kiln_executable_profile_report(const kiln_executable *e) {
 static char *profile_report(const kiln_executable *e) {
     strbuf sb;
     sb_init(&sb, e->ctx);
-    uint32_t nk = e->plan.n_kernels;
+    uint32_t nk = e->n_kernels;
     prof_view v = e->prof ? view_of(e->prof) : (prof_view){0};
     uint64_t runs = v.runs;
     if (!runs) {
@@ -272,9 +307,9 @@ static char *profile_report(const kiln_executable *e) {
         prof_row *r = &rows[i];
         r->ki = i;
         r->ns = counted_ns(e->prof, v, i);
-        kernel_work(e, i, &r->flops, &r->bytes);
+        r->flops = e->kernel_info[i].flops, r->bytes = e->kernel_info[i].bytes;
         sum += r->ns;
-        fk_kind kd = e->plan.kernels[i].kind;
+        fk_kind kd = (fk_kind)e->kernel_info[i].kind;
         by_kind_ns[kd] += r->ns, by_kind_flops[kd] += r->flops, by_kind_bytes[kd] += r->bytes;
     }
     qsort(rows, nk, sizeof *rows, by_time_desc);
@@ -313,13 +348,11 @@ static char *profile_report(const kiln_executable *e) {
                   sum ? 100.0 * (double)cum / (double)sum : 0.0);
         if (ms <= 0)
             sb_append(&sb, "              ");
-        else if (e->plan.kernels[i].kind == FK_DOT || e->plan.kernels[i].kind == FK_ATTENTION)
+        else if (e->kernel_info[i].kind == FK_DOT || e->kernel_info[i].kind == FK_ATTENTION)
             sb_printf(&sb, "  %6.1f GFLOP/s", f / ms * 1e-6);
         else
             sb_printf(&sb, "  %6.1f GB/s   ", b / ms * 1e-6);
-        sb_append(&sb, "  ");
-        kernel_label(e, i, &sb);
-        sb_append(&sb, "\n");
+        sb_printf(&sb, "  %s\n", e->kernel_labels + e->kernel_info[i].label);
     }
     host_free(e->ctx, rows, (nk ? nk : 1) * sizeof *rows);
     return sb_take(&sb);

@@ -1,5 +1,5 @@
 /* cpu_attention.c — dot_product_attention as one fused kernel (the backend's attention
- * slot; the op is in include/kiln.h, its primitive form in src/trace/attention.c).
+ * library op; the op is in include/kiln.h, its primitive form in src/trace/attention.c).
  *
  * A work item is one (batch, query head, block of CPU_ATTN_TQ query rows). It walks the
  * keys the block can see in chunks of CPU_ATTN_SK: the chunk's scores S = Q K^T come from

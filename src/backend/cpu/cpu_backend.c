@@ -3,8 +3,9 @@
  * A program is a shared object built by the system C compiler (cc.c, with its on-disk
  * cache); a kernel handle (cpu_kernel) holds the address dlsym gives for "kiln_k<i>", and
  * for a split reduction its part function; a launch splits the kernel's work items (or
- * parts) over the thread pool (pool.c); gemm, permute and scatter-add are the
- * hand-written kernels of cpu_ops.c, gemm through the GEMM provider of KILN_BLAS (blas.h).
+ * parts) over the thread pool (pool.c); the library ops (lib_run: gemm, permute,
+ * scatter-add, cumsum, attention) are the hand-written kernels of cpu_ops.c and
+ * cpu_attention.c, gemm through the GEMM provider of KILN_BLAS (blas.h).
  * Every call is synchronous, so there is no synchronize.
  *
  * Invariants:
@@ -117,7 +118,7 @@ kiln_status cpu_backend_pool(void *state, kn_pool **out) {
 }
 
 /* The GEMM provider, loaded on first use (blas.h); it runs single-threaded inside the
- * pool's threads (cpu_gemm_slot): its own threads would only compete with them. */
+ * pool's threads (cpu_lib_gemm): its own threads would only compete with them. */
 static kiln_status cpu_backend_blas(cpu_state *st, const cpu_blas **out) {
     kiln_status s = KILN_STATUS_OK;
     if (!atomic_load_explicit(&st->blas_ready, memory_order_acquire)) {
@@ -288,8 +289,8 @@ static void gemm_chunk(void *arg, int64_t begin, int64_t end) {
  * the pool's workers (which spin briefly between kernels) never fight a library's own
  * threads for the cores. A run calls launch_prepare first; without a pool (a direct call)
  * the product runs on the calling thread. */
-static kiln_status cpu_gemm_slot(void *state, int device, kiln_dtype t, const kn_gemm_desc *d,
-                                 const void *a, const void *b, void *c) {
+static kiln_status cpu_lib_gemm(void *state, int device, kiln_dtype t, const kn_gemm_desc *d,
+                                const void *a, const void *b, void *c) {
     cpu_state *st = state;
     const cpu_blas *bl;
     kiln_status s = cpu_backend_blas(st, &bl);
@@ -302,13 +303,6 @@ static kiln_status cpu_gemm_slot(void *state, int device, kiln_dtype t, const kn
     }
     gemm_call g = {bl, t, d, a, b, c, blocks};
     pool_parallel_for(p, d->batch * blocks, 1, gemm_chunk, &g);
-    return KILN_STATUS_OK;
-}
-
-static kiln_status cpu_permute_slot(void *state, int device, kiln_dtype t, const void *src,
-                                    int rank, const int64_t *dims, const int *perm, void *dst) {
-    (void)state, (void)device;
-    cpu_permute(t, src, rank, dims, perm, dst);
     return KILN_STATUS_OK;
 }
 
@@ -327,9 +321,9 @@ static void scatter_chunk(void *arg, int64_t begin, int64_t end) {
 
 /* Runs of the table's rows on the pool (cpu_ops.h): each row is filled and updated by one
  * part, in index order, so the result does not depend on the threads. */
-static kiln_status cpu_scatter_slot(void *state, int device, kiln_dtype t, kiln_dtype it,
-                                    const void *operand, int64_t rows, int64_t row_len,
-                                    const void *idx, int64_t n_idx, const void *upd, void *out) {
+static kiln_status cpu_lib_scatter(void *state, int device, kiln_dtype t, kiln_dtype it,
+                                   const void *operand, int64_t rows, int64_t row_len,
+                                   const void *idx, int64_t n_idx, const void *upd, void *out) {
     cpu_state *st = state;
     /* empty rows or operand: the buffers may be NULL, and there is nothing to add */
     if (!rows || !row_len) return KILN_STATUS_OK;
@@ -359,8 +353,8 @@ static void scan_chunk(void *arg, int64_t begin, int64_t end) {
 
 /* Rows (and chunks of columns) of the scan on the pool; each item is scanned in order, so
  * the result does not depend on the threads. */
-static kiln_status cpu_cumsum_slot(void *state, int device, kiln_dtype t, const void *x, void *out,
-                                   int64_t outer, int64_t n, int64_t inner, bool reverse) {
+static kiln_status cpu_lib_cumsum(void *state, int device, kiln_dtype t, const void *x, void *out,
+                                  int64_t outer, int64_t n, int64_t inner, bool reverse) {
     cpu_state *st = state;
     int64_t items = cpu_cumsum_items(outer, inner);
     if (!items || !n) return KILN_STATUS_OK;
@@ -374,14 +368,10 @@ static kiln_status cpu_cumsum_slot(void *state, int device, kiln_dtype t, const 
 }
 
 /* The fused attention (cpu_attention.c) on the device's pool, one scratch slot per thread
- * of its share as compile time saw it. */
-static uint64_t cpu_attention_scratch_slot(void *state, int device, const kn_attention_desc *d) {
-    return cpu_attention_scratch(d, pool_share(state, device));
-}
-
-static kiln_status cpu_attention_slot(void *state, int device, const kn_attention_desc *d,
-                                      const void *q, const void *k, const void *v, void *out,
-                                      void *scratch, uint64_t scratch_bytes) {
+ * of its share as compile time saw it (cpu_lib_scratch). */
+static kiln_status cpu_lib_attention(void *state, int device, const kn_attention_desc *d,
+                                     const void *q, const void *k, const void *v, void *out,
+                                     void *scratch, uint64_t scratch_bytes) {
     cpu_state *st = state;
     const cpu_blas *bl;
     kiln_status s = cpu_backend_blas(st, &bl);
@@ -400,6 +390,42 @@ static kiln_status cpu_attention_slot(void *state, int device, const kn_attentio
     return KILN_STATUS_OK;
 }
 
+/* Every library op, any dtype kiln gives it (backend_impl.h). */
+static bool cpu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
+    (void)state, (void)device, (void)d;
+    return (unsigned)op < KN_LIB_NUM_OPS;
+}
+
+static uint64_t cpu_lib_scratch(void *state, int device, const kn_lib_desc *d) {
+    if (d->op != KN_LIB_ATTENTION) return 0;
+    return cpu_attention_scratch(&d->attention, pool_share(state, device));
+}
+
+static kiln_status cpu_lib_run(void *state, int device, const kn_lib_desc *d, void *const *b) {
+    switch (d->op) {
+    case KN_LIB_GEMM: return cpu_lib_gemm(state, device, d->dtype, &d->gemm, b[0], b[1], b[2]);
+    case KN_LIB_PERMUTE:
+        cpu_permute(d->dtype, b[0], d->permute.rank, d->permute.dims, d->permute.perm, b[1]);
+        return KILN_STATUS_OK;
+    case KN_LIB_SCATTER_ADD_ROWS: {
+        const kn_scatter_desc *c = &d->scatter;
+        return cpu_lib_scatter(state, device, d->dtype, c->idx_dtype, b[0], c->rows, c->row_len,
+                               b[1], c->n_idx, b[2], b[3]);
+    }
+    case KN_LIB_CUMSUM: {
+        const kn_cumsum_desc *c = &d->cumsum;
+        return cpu_lib_cumsum(state, device, d->dtype, b[0], b[1], c->outer, c->n, c->inner,
+                              c->reverse);
+    }
+    case KN_LIB_ATTENTION:
+        return cpu_lib_attention(state, device, &d->attention, b[0], b[1], b[2], b[3], b[4],
+                                 d->scratch_bytes);
+    default: break;
+    }
+    cpu_state *st = state;
+    return ctx_error(st->ctx, KILN_STATUS_INTERNAL, "cpu backend: no library op %d", (int)d->op);
+}
+
 const kn_backend kn_cpu_backend = {
     .name = "cpu",
     .default_alloc_mode = KILN_ALLOC_MODE_GROW,
@@ -415,10 +441,7 @@ const kn_backend kn_cpu_backend = {
     .launch_prepare = cpu_launch_prepare,
     .launch = cpu_launch,
     .gemm_warm = cpu_gemm_warm,
-    .gemm = cpu_gemm_slot,
-    .permute = cpu_permute_slot,
-    .scatter_add_rows = cpu_scatter_slot,
-    .cumsum = cpu_cumsum_slot,
-    .attention = cpu_attention_slot,
-    .attention_scratch = cpu_attention_scratch_slot,
+    .lib_supports = cpu_lib_supports,
+    .lib_scratch = cpu_lib_scratch,
+    .lib_run = cpu_lib_run,
 };

@@ -9,8 +9,8 @@
 #include "blas.h"
 #include "pool.h"
 
-/* The backend's gemm, permute, scatter_add_rows and cumsum slots (backend_impl.h says what each
- * computes), without the state and device arguments the CPU does not need. */
+/* The backend's gemm, permute, scatter_add_rows and cumsum library ops (backend_impl.h
+ * says what each computes), without the state and device arguments the CPU does not need. */
 void cpu_gemm(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b,
               void *c);
 /* The product as independent work items for a pool of `threads`: batch entries times row
@@ -24,7 +24,7 @@ void cpu_gemm_part(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, cons
 void cpu_permute(kiln_dtype t, const void *src, int rank, const int64_t *dims, const int *perm,
                  void *dst);
 
-/* The cumsum slot as independent work items (a row of the outer axes times a chunk of
+/* The cumsum op as independent work items (a row of the outer axes times a chunk of
  * CPU_SCAN_CHUNK inner columns; cpu_cumsum_items of them) and cpu_cumsum_part computing
  * items [begin, end): the same bits however the items are spread over threads. */
 #define CPU_SCAN_CHUNK 64
@@ -32,7 +32,7 @@ int64_t cpu_cumsum_items(int64_t outer, int64_t inner);
 void cpu_cumsum_part(kiln_dtype t, const void *x, void *out, int64_t outer, int64_t n,
                      int64_t inner, bool reverse, int64_t begin, int64_t end);
 
-/* The attention slot (cpu_attention.c): work items of CPU_ATTN_TQ query rows, keys in
+/* The attention op (cpu_attention.c): work items of CPU_ATTN_TQ query rows, keys in
  * chunks of CPU_ATTN_SK. cpu_attention_scratch: the bytes `threads` threads need (one
  * slot each); cpu_attention runs on up to `threads` of the pool's threads (pool may be
  * NULL: the calling thread), scratch holding cpu_attention_scratch(d, threads) bytes. */

@@ -100,16 +100,10 @@ kiln_status cu_kernel_get(void *state, kn_program *prog, const char *name, void 
 /* The function `name` of prog (the library's kernels). */
 kiln_status cu_function_get(cu_state *st, kn_program *prog, const char *name, CUfunction *f);
 
-/* cuda_lib.c */
-kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *d, const void *a,
-                    const void *b, void *c);
-kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const void *src, int rank,
-                       const int64_t *dims, const int *perm, void *dst);
-kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const void *x, void *out,
-                      int64_t outer, int64_t n, int64_t inner, bool reverse);
-kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_dtype idx_dtype,
-                                const void *operand, int64_t rows, int64_t row_len, const void *idx,
-                                int64_t n_idx, const void *upd, void *out);
+/* cuda_lib.c: the library ops (backend_impl.h, lib_supports and lib_run): every one but
+ * attention, which kiln_compile rewrites into primitives for this backend. */
+bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d);
+kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *const *bufs);
 void cu_lib_release(cu_state *st, cu_dev *d);
 
 /* Grid size for `items` blocks' worth of work on device d. */

@@ -279,8 +279,8 @@ static kiln_status blas_gemm(cu_state *st, int device, kiln_dtype t, const kn_ge
     return s;
 }
 
-kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *g, const void *a,
-                    const void *b, void *c) {
+static kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *g,
+                           const void *a, const void *b, void *c) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
     if (!g->batch || !g->m || !g->n) return KILN_STATUS_OK;
@@ -319,8 +319,8 @@ kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_gemm_des
 
 /* ------------------------------------------------- permute, scatter-add ---- */
 
-kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const void *src, int rank,
-                       const int64_t *dims, const int *perm, void *dst) {
+static kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const void *src, int rank,
+                              const int64_t *dims, const int *perm, void *dst) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
     kiln_status s = lib_ready(st, device, "kiln_executable_run: permute");
@@ -342,9 +342,10 @@ kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const void *sr
     return launch_lib(st, d, f, params, n);
 }
 
-kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_dtype idx_dtype,
-                                const void *operand, int64_t rows, int64_t row_len, const void *idx,
-                                int64_t n_idx, const void *upd, void *out) {
+static kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype,
+                                       kiln_dtype idx_dtype, const void *operand, int64_t rows,
+                                       int64_t row_len, const void *idx, int64_t n_idx,
+                                       const void *upd, void *out) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
     if (!rows || !row_len) return KILN_STATUS_OK;
@@ -356,9 +357,8 @@ kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_
                "zeroing scatter_add_rows' result");
     else if (out != operand)
         CU_TRY(st,
-               st->drv.cuMemcpyDtoDAsync(
-                   (CUdeviceptr)(uintptr_t)out, (CUdeviceptr)(uintptr_t)operand, bytes,
-                   d->compute),
+               st->drv.cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)out,
+                                         (CUdeviceptr)(uintptr_t)operand, bytes, d->compute),
                "copying scatter_add_rows' operand");
     if (!n_idx) return KILN_STATUS_OK;
     int t = dtype == KILN_DTYPE_F32   ? 0
@@ -371,8 +371,8 @@ kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype, kiln_
 
 /* ---------------------------------------------------------------- scan ---- */
 
-kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const void *x, void *out,
-                      int64_t outer, int64_t n, int64_t inner, bool reverse) {
+static kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const void *x, void *out,
+                             int64_t outer, int64_t n, int64_t inner, bool reverse) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
     int64_t cols = outer * inner, rev = reverse;
@@ -385,4 +385,34 @@ kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const void *x, 
                                       : 3;
     void *params[] = {(void *)&x, &out, &outer, &n, &inner, &rev};
     return launch_lib(st, d, d->lib.scan[t], params, cols);
+}
+
+/* ------------------------------------------------------- the generic slot ---- */
+
+bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
+    (void)state, (void)device, (void)d;
+    return op == KN_LIB_GEMM || op == KN_LIB_PERMUTE || op == KN_LIB_SCATTER_ADD_ROWS ||
+           op == KN_LIB_CUMSUM;
+}
+
+kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *const *b) {
+    switch (d->op) {
+    case KN_LIB_GEMM: return cu_gemm(state, device, d->dtype, &d->gemm, b[0], b[1], b[2]);
+    case KN_LIB_PERMUTE:
+        return cu_permute(state, device, d->dtype, b[0], d->permute.rank, d->permute.dims,
+                          d->permute.perm, b[1]);
+    case KN_LIB_SCATTER_ADD_ROWS: {
+        const kn_scatter_desc *c = &d->scatter;
+        return cu_scatter_add_rows(state, device, d->dtype, c->idx_dtype, b[0], c->rows, c->row_len,
+                                   b[1], c->n_idx, b[2], b[3]);
+    }
+    case KN_LIB_CUMSUM: {
+        const kn_cumsum_desc *c = &d->cumsum;
+        return cu_cumsum(state, device, d->dtype, b[0], b[1], c->outer, c->n, c->inner, c->reverse);
+    }
+    default: break;
+    }
+    cu_state *st = state;
+    return ctx_error(st->ctx, KILN_STATUS_INTERNAL, "cuda backend: no library op %s",
+                     kn_lib_op_name(d->op));
 }

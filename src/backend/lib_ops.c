@@ -1,0 +1,25 @@
+/* lib_ops.c — what every backend and the executable agree on about the library ops
+ * (backend_impl.h, kn_lib_op): their names in messages and how many buffers lib_run takes.
+ * The tables are indexed by kn_lib_op, so a new op without an entry fails to compile. */
+#include "backend_impl.h"
+
+static const struct {
+    const char *name;
+    int buffers;
+} lib_ops[] = {
+    [KN_LIB_GEMM] = {"gemm", 3},
+    [KN_LIB_PERMUTE] = {"permute", 2},
+    [KN_LIB_SCATTER_ADD_ROWS] = {"scatter_add_rows", 4},
+    [KN_LIB_CUMSUM] = {"cumsum", 2},
+    [KN_LIB_ATTENTION] = {"attention", 5},
+};
+_Static_assert(sizeof lib_ops / sizeof lib_ops[0] == KN_LIB_NUM_OPS,
+               "lib_ops.c: every kn_lib_op needs its name and buffer count");
+
+const char *kn_lib_op_name(kn_lib_op op) {
+    return (unsigned)op < KN_LIB_NUM_OPS ? lib_ops[op].name : "?";
+}
+
+int kn_lib_op_buffers(kn_lib_op op) {
+    return (unsigned)op < KN_LIB_NUM_OPS ? lib_ops[op].buffers : 0;
+}

@@ -5,7 +5,8 @@
  * live, so the figure is exactly what the executable keeps (the backend's one-time state
  * is made by a first compile that is not counted). Also the planned peak and the
  * allocator's measured peak of one step, which a change to what the executable keeps must
- * not move. Prints "name value unit" lines. Usage: bench_exec_memory. Not a test. */
+ * not move; and what the step holds when compiled with keep_ir. Prints "name value unit"
+ * lines. Usage: bench_exec_memory. Not a test. */
 #include "gpt.h"
 
 #include <stdio.h>
@@ -116,6 +117,11 @@ int main(void) {
     printf("gpt_step_host_bytes_compile_peak %lld B\n", compile_peak);
     printf("gpt_step_planned_peak %llu B\n", (unsigned long long)ma.peak_bytes);
     printf("gpt_step_measured_peak %llu B\n", (unsigned long long)measured_peak(ctx, e));
+    kiln_executable_destroy(e);
+    base = c.live;
+    o.keep_ir = true; /* what the reports that print the IR need kept */
+    e = compile_step(ctx, &o);
+    printf("gpt_step_host_bytes_held_keep_ir %lld B\n", c.live - base);
     kiln_executable_destroy(e);
     kiln_context_destroy(ctx);
     return 0;

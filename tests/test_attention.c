@@ -296,7 +296,7 @@ static void same_bits_any_threads(void) {
                                cmp_random_array(ctx, KILN_DTYPE_F32, 4, vd, &s)};
         kiln_executable *e = NULL;
         kiln_array *y = NULL;
-        CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
         if (e) CHECK_OK(ctx, kiln_executable_run(e, 3, args, 1, &y));
         if (y) {
             bytes = kiln_array_nbytes(y);
@@ -322,9 +322,9 @@ static void memory(void) {
     shape_case c = {4, 2, 256, 256, 4, 4, 32, 32, true, 0};
     kiln_graph *g = case_graph(&c, KILN_DTYPE_F32);
     kiln_executable *fused = NULL, *prims = NULL;
-    CHECK_OK(C, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &fused));
+    CHECK_OK(C, kiln_compile(g, NULL, &fused));
     kn_backend *nk = without_kernel(C);
-    CHECK_OK(C, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &prims));
+    CHECK_OK(C, kiln_compile(g, NULL, &prims));
     without_kernel_end(C, nk);
     if (fused && prims) {
         kiln_memory_analysis a, b;
@@ -361,7 +361,7 @@ static void infinite_scores(void) {
     CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, kd, v, &args[2]));
     kiln_executable *e = NULL;
     kiln_array *y = NULL;
-    CHECK_OK(C, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
+    CHECK_OK(C, kiln_compile(g, NULL, &e));
     if (e) CHECK_OK(C, kiln_executable_run(e, 3, args, 1, &y));
     float got[2] = {0};
     if (y) kiln_array_copy_to_host(y, got, sizeof got);
@@ -865,7 +865,7 @@ static kiln_status build_and_run_of(kiln_context *c, bool by_hand, int *bad) {
     kiln_executable *e = NULL;
     kiln_array *a = NULL, *r = NULL;
     float xv[6] = {1, 2, 3, 4, 5, 6}, y[6] = {0};
-    if (!s) s = kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e);
+    if (!s) s = kiln_compile(g, NULL, &e);
     if (!s) s = kiln_array_create(c, KILN_DTYPE_F32, 4, d, xv, &a);
     if (!s) s = kiln_executable_run(e, 1, &a, 1, &r);
     if (!s) {

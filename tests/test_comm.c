@@ -76,7 +76,7 @@ static void check_random_case(uint64_t *seed, kiln_comm **comms) {
     for (int i = 0; i < RANKS; i++) {
         host[i] = malloc(bytes);
         test_fill_uniform(t, n, host[i], seed);
-        kiln_compile_options o = {.keep_ir = true, .device = i, .comm = comms[i]};
+        kiln_compile_options o = {.device = i, .comm = comms[i]};
         CHECK_OK(ctx, kiln_compile(g, &o, &r[i].e));
         CHECK_OK(ctx, kiln_array_create_on(ctx, i, t, rank, dims, host[i], &r[i].in[0]));
         r[i].n_in = 1;
@@ -143,7 +143,7 @@ static void test_one_replica_identity(void) {
         kiln_executable *e = NULL;
         CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d, in, &xa));
         CHECK_OK(ctx, kiln_interpret(g, 1, &xa, 1, &ya));
-        CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
         CHECK_OK(ctx, kiln_executable_run(e, 1, &xa, 1, &yb));
         kiln_array_copy_to_host(ya, a, sizeof a);
         kiln_array_copy_to_host(yb, b, sizeof b);
@@ -219,7 +219,7 @@ static void test_vjp(void) {
             for (int e = 0; e < n; e++)
                 xs[i][e] = (double)test_rng_int(&seed, 1000) + 0.25 * i, /* distinct */
                     ws[i][e] = test_rng_unit(&seed) - 0.5;
-            kiln_compile_options o = {.keep_ir = true, .device = i, .comm = comms[i]};
+            kiln_compile_options o = {.device = i, .comm = comms[i]};
             CHECK_OK(ctx, kiln_compile(g, &o, &r[i].e));
             CHECK_OK(ctx, kiln_array_create_on(ctx, i, KILN_DTYPE_F64, 1, &n, xs[i], &r[i].in[0]));
             CHECK_OK(ctx, kiln_array_create_on(ctx, i, KILN_DTYPE_F64, 1, &n, ws[i], &r[i].in[1]));
@@ -305,7 +305,7 @@ static void test_program_timeout(void) {
         kiln_all_reduce(g, kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &d), KILN_REDUCE_SUM);
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
     replica r = {.n_in = 1};
-    kiln_compile_options o = {.keep_ir = true, .comm = comms[0]};
+    kiln_compile_options o = {.comm = comms[0]};
     CHECK_OK(ctx, kiln_compile(g, &o, &r.e));
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, &d, NULL, &r.in[0]));
     run_replica(&r);
@@ -506,7 +506,7 @@ static void test_overlap_timeout(void) {
     CHECK_OK(ctx, kiln_comm_create_local(ctx, 2, 0.2, comms));
     kiln_graph *g = layered_program(3, 8);
     kiln_executable *e = NULL;
-    kiln_compile_options o = {.keep_ir = true, .comm = comms[0]};
+    kiln_compile_options o = {.comm = comms[0]};
     CHECK_OK(ctx, kiln_compile(g, &o, &e));
     int64_t d[2] = {8, 8};
     replica r = {.e = e, .n_in = 2};
@@ -552,7 +552,7 @@ static kiln_status fault_body(kiln_context *c, int *bad) {
         kiln_value y = kiln_exp(g, kiln_all_reduce(g, kiln_tanh(g, x), KILN_REDUCE_MEAN));
         s = kiln_graph_finish(g, 1, &y);
     }
-    kiln_compile_options o = {.keep_ir = true, .comm = comms[1]};
+    kiln_compile_options o = {.comm = comms[1]};
     if (!s) s = kiln_compile(g, &o, &e);
     if (!s) *bad = kiln_comm_get_rank(comms[1]) != 1;
     kiln_executable_destroy(e);

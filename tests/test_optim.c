@@ -248,7 +248,7 @@ static void test_schedule_without_retrace(void) {
     int donate[3] = {0, 2, 3};
     kiln_jit_options jo = {.name = "adamw_step",
                            .fn = trace_step,
-                           .compile = {.keep_ir = true, .n_donate = 3, .donate_argnums = donate}};
+                           .compile = {.n_donate = 3, .donate_argnums = donate}};
     kiln_jit *j;
     CHECK_OK(ctx, kiln_jit_create(ctx, &jo, &j));
     int64_t d[1] = {SCHED_N};
@@ -320,7 +320,7 @@ static void test_adamw_converges(void) {
     outs[3] = loss;
     CHECK_OK(ctx, kiln_graph_finish(g, 4, outs));
     int donate[3] = {0, 1, 2};
-    kiln_compile_options co = {.keep_ir = true, .n_donate = 3, .donate_argnums = donate};
+    kiln_compile_options co = {.n_donate = 3, .donate_argnums = donate};
     kiln_executable *e = NULL;
     CHECK_OK(ctx, kiln_compile(g, &co, &e));
     if (!e) {
@@ -568,7 +568,7 @@ static kiln_status fault_step(fault_run *r) {
         if (!s) s = kiln_graph_finish(g, 4, o);
     }
     int donate[3] = {0, 2, 3};
-    kiln_compile_options co = {.keep_ir = true, .n_donate = 3, .donate_argnums = donate};
+    kiln_compile_options co = {.n_donate = 3, .donate_argnums = donate};
     if (!s) s = kiln_compile(g, &co, &e);
     for (int i = 0; !s && i < 6; i++) {
         const ir_node *p = &g->nodes[g->params[i]];

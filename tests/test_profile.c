@@ -48,7 +48,7 @@ static double now(void) {
 static void test_counts_and_work(void) {
     kiln_graph *g = mlp_layer(ctx);
     kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
     kiln_array *a[3] = {0}, *out[2] = {0};
     make_args(ctx, a);
     kiln_executable_info info;
@@ -168,7 +168,7 @@ static void test_context_option(char *dir) {
     if (!c) return;
     kiln_graph *g = mlp_layer(c);
     kiln_executable *e = NULL;
-    CHECK_OK(c, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
+    CHECK_OK(c, kiln_compile(g, NULL, &e));
     kiln_array *a[3] = {0}, *out[2] = {0};
     make_args(c, a);
     CHECK_OK(c, kiln_executable_run(e, 3, a, 2, out));
@@ -201,7 +201,7 @@ static kiln_status profile_body(kiln_context *c, int *bad) {
     kiln_graph *g = mlp_layer(c);
     if (!g) return KILN_STATUS_HOST_OOM;
     kiln_executable *e = NULL;
-    kiln_status s = kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e);
+    kiln_status s = kiln_compile(g, NULL, &e);
     kiln_graph_destroy(g);
     if (s) return s;
     s = kiln_executable_set_profiling(e, true);

@@ -1150,7 +1150,7 @@ static kiln_status fault_body(kiln_context *c, int *bad) {
     kiln_grad(g, loss, 1, &w, outs + 1);
     s = kiln_graph_finish(g, 2, outs);
     kiln_executable *e = NULL;
-    kiln_compile_options o = {.keep_ir = true, .memory_budget_fraction = 1};
+    kiln_compile_options o = {.memory_budget_fraction = 1};
     if (!s) s = kiln_compile(g, &o, &e);
     if (!s) {
         kiln_memory_analysis a;

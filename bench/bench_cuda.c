@@ -23,7 +23,7 @@
 #include "bench_util.h"
 
 #include "backend/device.h"
-#include "exec/array.h"
+#include "runtime/array.h"
 #include "gpt.h"
 
 #include <string.h>

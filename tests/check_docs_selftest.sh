@@ -17,9 +17,9 @@ cmp -s "$tmp/a.md" "$tmp/want.md" || { echo "--update wrote:"; cat "$tmp/a.md"; 
 sh "$check" "$kiln" "$tmp/a.md" >/dev/null || { echo "an up-to-date block failed"; exit 1; }
 printf '<!-- output of: kiln list -->\nno fence\n' >"$tmp/b.md"
 sh "$check" "$kiln" "$tmp/b.md" >/dev/null 2>&1 && { echo "a marker without a block passed"; exit 1; }
-printf 'see src/exec/run.c and src/exec/no_such_file.c\n' >"$tmp/c.md"
+printf 'see src/runtime/run.c and src/runtime/no_such_file.c\n' >"$tmp/c.md"
 out=$(sh "$check" "$kiln" "$tmp/c.md" 2>&1) && { echo "a missing path passed"; exit 1; }
-echo "$out" | grep -q 'names src/exec/no_such_file.c' || { echo "wrong message: $out"; exit 1; }
+echo "$out" | grep -q 'names src/runtime/no_such_file.c' || { echo "wrong message: $out"; exit 1; }
 echo "$out" | grep -q 'run.c' && { echo "an existing path was named: $out"; exit 1; }
 mkdir "$tmp/docs"
 printf '| `--layers N` | 2 | blocks |\n| `--no-such-flag` | | |\n' >"$tmp/docs/training.md"

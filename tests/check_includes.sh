@@ -3,11 +3,14 @@
 # depend on, so the layering cannot drift back (run by ctest as check_includes).
 #
 # The rooms in dependency order: base < ir < alloc < backend < reference, trace < autodiff <
-# passes < plan < remat < codegen < exec; io (files: safetensors) needs only base, comm (communicators)
-# base and backend (a GPU transport enqueues on a device's stream). A room may include
-# its own headers, those of the rooms listed for it below, and the public kiln.h; exec/ may
-# include anything. base/ includes nothing above it: it defines the context and resolves
-# its configuration, and exec/context.c makes and closes the devices and hands each backend
+# passes < plan < remat < codegen < runtime < report < compile; io (files: safetensors)
+# needs only base, comm (communicators) base and backend (a GPU transport enqueues on a
+# device's stream). A room may include its own headers, those of the rooms listed for it
+# below, and the public kiln.h. runtime/ holds the executable and what a call does with
+# it (arrays, the context, running the step list, profiling counters); report/ the reports
+# that print an executable's IR and plans; compile/, the top room, may include anything:
+# it drives every stage to make an executable (kiln_compile, the jit). base/ includes nothing above it: it defines the context and resolves
+# its configuration, and runtime/context.c makes and closes the devices and hands each backend
 # its options. backend/ holds what every backend shares (the table in backend_impl.h, the
 # devices, the object cache objcache.h); each backend's own folder (backend/cpu/,
 # backend/cuda/) is private to it: nothing else in src/, another backend included, reaches
@@ -33,7 +36,9 @@ allowed() { # room -> the rooms it may include besides itself
     codegen) echo "base ir passes plan backend" ;;
     io) echo "base" ;;
     comm) echo "base backend" ;;
-    exec) echo "*" ;;
+    runtime) echo "base ir alloc backend reference passes plan remat codegen comm" ;;
+    report) echo "base ir passes plan remat codegen runtime" ;;
+    compile) echo "*" ;;
     *) echo "?" ;;
     esac
 }

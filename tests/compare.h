@@ -11,7 +11,7 @@
 #ifndef KILN_TEST_COMPARE_H
 #define KILN_TEST_COMPARE_H
 
-#include "exec/executable.h"
+#include "runtime/executable.h"
 #include "rng.h"
 
 /* A new array of the given type and shape with ordinary random values (test_fill_uniform

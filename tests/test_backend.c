@@ -10,7 +10,7 @@
 #include "backend/cpu/cpu.h"
 #include "backend/device.h"
 #include "codegen/lower_dot.h"
-#include "exec/array.h"
+#include "runtime/array.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -102,7 +102,7 @@ static void test_lazy_state(void) {
     "    for (int64_t i = begin; i < end; i++) y[i] = x[i] * x[i];\n"                              \
     "}\n"
 
-/* program_compile -> kernel_get -> launch_prepare -> launch, as exec/ drives them. */
+/* program_compile -> kernel_get -> launch_prepare -> launch, as src/runtime/ drives them. */
 static void test_program_through_table(void) {
     kiln_context *ctx = context_with_threads(3);
     const kn_backend *b = ctx->devices[0].backend;

@@ -7,7 +7,7 @@
  * overlapped all-reduce's buffers, and a peer that never comes while several are in
  * flight. Also run under ThreadSanitizer (label tsan). */
 #include "comm/comm.h"
-#include "exec/executable.h"
+#include "runtime/executable.h"
 #include "fault.h"
 #include "rng.h"
 #include "test.h"

@@ -11,8 +11,8 @@
  * test_cuda.c's, on a real GPU. Skipped (77) if the stand-in is not the libcuda.so.1
  * that loads (run outside ctest on a machine with a driver). */
 #include "test.h"
-#include "exec/array.h"
-#include "exec/executable.h"
+#include "runtime/array.h"
+#include "runtime/executable.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* test_dump.c — KILN_DUMP / kiln_context_options.dump_dir: every compiled program's
- * stages written to files (src/exec/dump.h): the file set and their contents, names made
+ * stages written to files (src/report/dump.h): the file set and their contents, names made
  * safe for a file system, the environment variable, a compile that fails part way, a
  * dump that cannot be written, and every host allocation of a dumping compile failed. */
 #include "fault.h"

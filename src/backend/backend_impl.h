@@ -1,5 +1,5 @@
 /* backend_impl.h — the table of functions a backend provides (DESIGN §3). Code above the
- * backends (exec/) reaches a device only through this table: memory, compiling a program
+ * backends (src/compile/, src/runtime/) reaches a device only through this table: memory, compiling a program
  * and launching its kernels, the library kernels (one generic slot: gemm, permute,
  * scatter-add, cumsum, attention) and waiting.
  * Adding a backend is one table plus its entry in registry.c.
@@ -20,7 +20,7 @@
  * allocator never writes into device memory, so a region need not be host-addressable.
  * region_free gets back exactly the pointer and size that region_alloc produced.
  *
- * Program contract (what exec/ relies on): a program is one translation unit holding every
+ * Program contract (what compile/ and runtime/ rely on): a program is one translation unit holding every
  * loop kernel of an executable, printed by src/codegen in the backend's dialect. Kernel i
  * is named "kiln_k<i>" and computes work items [begin, end) of its output given its
  * buffers (its inputs in order, then its outputs), as src/codegen/cgen.h describes; items
@@ -78,7 +78,7 @@ typedef struct kn_attention_desc {
 } kn_attention_desc;
 
 /* ---- options: what each backend's open receives ----
- * Each backend has a plain struct of its own settings. kiln_context_create (exec/context.c)
+ * Each backend has a plain struct of its own settings. kiln_context_create (runtime/context.c)
  * fills them once from kiln_context_options and the KILN_* environment, whose precedence
  * base/config.c resolves, and open copies what it keeps: no backend reads ctx->config. */
 
@@ -184,7 +184,7 @@ typedef struct kn_backend {
     const char *name;
 
     /* Optional; NULL means "c". The language program_compile takes, by name ("c", "cuda"):
-     * exec/ asks src/codegen for a program in that dialect (cgen_dialect_named). */
+     * src/compile/ asks src/codegen for a program in that dialect (cgen_dialect_named). */
     const char *source_language;
 
     /* Optional; 0 (KILN_ALLOC_MODE_DEFAULT) means PREALLOCATE, which suits a device whose memory

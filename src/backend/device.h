@@ -31,7 +31,7 @@ typedef struct kn_device {
 } kn_device;
 
 /* What making the devices needs: the allocators' settings and each backend's options,
- * filled once by kiln_context_create (exec/context.c) from the resolved configuration. */
+ * filled once by kiln_context_create (runtime/context.c) from the resolved configuration. */
 typedef struct kn_device_options {
     kiln_alloc_mode alloc_mode; /* KILN_ALLOCATOR; DEFAULT: each backend's default */
     double mem_fraction;        /* KILN_MEM_FRACTION: what preallocate reserves */

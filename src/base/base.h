@@ -25,7 +25,7 @@
 
 /* The resolved configuration: options overridden by the environment (config.c), resolved
  * once per context. The rooms above base read their settings here (passes, exec, comm);
- * the backends never do: exec/context.c copies theirs into each backend's own options
+ * the backends never do: runtime/context.c copies theirs into each backend's own options
  * (backend_impl.h), which its open receives. */
 typedef struct kn_config {
     kiln_alloc_mode alloc_mode; /* never KILN_ALLOC_MODE_DEFAULT once resolved per device */

@@ -114,7 +114,7 @@ struct kiln_comm {
 /* The timeout used when none is given. */
 #define KN_COMM_DEFAULT_TIMEOUT_S 60.0
 
-/* A collective of a running program (src/exec/run.c): recv = the reduction of send over
+/* A collective of a running program (src/runtime/run.c): recv = the reduction of send over
  * c's ranks (c NULL: one replica, a copy). `node` names the IR value in messages. */
 kiln_status comm_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
                             void *recv, size_t count, const char *node);

@@ -14,7 +14,7 @@
  * (mark_nodes says which): those are gradients too.
  *
  * Bytes in use at a step: every argument and output array (a call makes its output
- * arrays first, and they are held to the end, see src/exec/run.c), the temporaries and
+ * arrays first, and they are held to the end, see src/runtime/run.c), the temporaries and
  * scratch live there, each at its exact size. A donated argument's bytes are its own
  * until its last read; a buffer written in place over another has the bytes from the
  * step it is written, so no byte is counted twice. The difference to the planned peak is

@@ -2,7 +2,7 @@
  * out which nodes the outputs need and when each value is read for the last time, then
  * runs the needed nodes in id order (a topological order, ir.h) with the kernels of
  * elementwise.c and structural.c. It knows nothing of arrays or devices, so compile-time
- * passes can call it; kiln_interpret (src/exec/interpret.c) checks a call and wraps it.
+ * passes can call it; kiln_interpret (src/runtime/interpret.c) checks a call and wraps it.
  *
  * Invariants:
  *  - every buffer comes from the context's host allocator; a value is freed right after

@@ -30,7 +30,7 @@ typedef struct ref_value {
  * with host_free. Every output gets its own buffer, even when one value is listed twice
  * or is a parameter or constant. On failure every outs[i] is NULL, nothing is held, and
  * the context's message says what failed. Constant folding calls this directly (passes
- * never touch a device); kiln_interpret wraps it with arrays (src/exec/interpret.c). */
+ * never touch a device); kiln_interpret wraps it with arrays (src/runtime/interpret.c). */
 kiln_status ref_eval_host(const kiln_graph *g, const void *const *args, void **outs);
 
 /* The reference's part of the op registry (src/ir/ir.h): one evaluator per op that

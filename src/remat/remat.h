@@ -18,7 +18,7 @@
  *
  * Dependency order (tests/check_includes.sh): after plan/, before codegen/: it reads the
  * tracer (regions record builder errors), the passes (the rewrite walker) and the planner
- * (a trial's plan); exec/ calls it. */
+ * (a trial's plan); src/compile/remat.c calls it. */
 #ifndef KILN_REMAT_H
 #define KILN_REMAT_H
 

@@ -1,6 +1,6 @@
 /* collective.c — the builder of the collective ops (kiln_all_reduce). A collective is
  * typed like its operand; what it computes across replicas is decided when the program
- * runs, by the communicator it was compiled with (src/comm, src/exec/run.c). */
+ * runs, by the communicator it was compiled with (src/comm, src/runtime/run.c). */
 #include "trace.h"
 
 kiln_value kiln_all_reduce(kiln_graph *g, kiln_value x, kiln_reduce_kind kind) {

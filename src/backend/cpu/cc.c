@@ -343,7 +343,7 @@ static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
  * anything, at context creation: a mistake there is reported by kiln_context_create, not
  * by whichever call compiles first. (A missing default compiler is not an error yet: a
  * context may only ever run the reference interpreter or another device.) KILN_CACHE_DIR
- * is absolute by now (exec/context.c made it so for every backend of the context). */
+ * is absolute by now (runtime/context.c made it so for every backend of the context). */
 _Static_assert(MAX_ARGS - 7 - CC_MAX_PARTS - N_OPT_FLAGS(1) - N_BASE_FLAGS >= 512,
                "room for the most flags KILN_CC_FLAGS can hold");
 static kiln_status check_settings(kiln_context *ctx, const kn_cpu_options *c) {

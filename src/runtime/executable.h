@@ -1,12 +1,13 @@
-/* executable.h — a compiled program (see kiln_compile in kiln.h) and what the jit and
- * the memory planner need to see of it. */
+/* executable.h — a compiled program (kiln_compile in kiln.h): the step list a call walks
+ * (made by src/compile/, walked by run.c), its lifetime, and the IR part kept only under
+ * kiln_compile_options.keep_ir for the reports of src/report/. */
 #ifndef KILN_EXECUTABLE_H
 #define KILN_EXECUTABLE_H
 
 #include "backend/device.h"
 #include "codegen/cgen.h"
 #include "codegen/lower_dot.h"
-#include "exec/array.h"
+#include "runtime/array.h"
 #include "plan/plan.h"
 #include "remat/remat.h"
 
@@ -63,7 +64,7 @@ typedef struct exec_value {
     const char *name; /* a parameter's (in names), or NULL */
 } exec_value;
 
-/* What the profile says of a kernel, computed when compiling (profile.c). */
+/* What the profile says of a kernel, computed when compiling (src/compile/describe.c). */
 typedef struct exec_kernel_info {
     uint8_t kind; /* fk_kind */
     uint32_t n_members;
@@ -82,7 +83,7 @@ struct kiln_executable {
     bool overlap;     /* all-reduces run beside later kernels (mem.wait_step; run.c) */
     kn_program *prog; /* the backend's compiled program (owned; opaque here) */
     kiln_executable_info stats;
-    remat_info remat; /* what rematerialisation did (src/remat) */
+    remat_info remat;              /* what rematerialisation did (src/remat) */
     kiln_memory_analysis analysis; /* computed when compiling (analysis.c) */
 
     /* ---- what a call needs (steps.c builds it, run.c walks it) ---- */
@@ -126,20 +127,6 @@ struct kiln_executable {
     mem_plan mem;      /* schedule, buffers, arena (src/plan) */
 };
 
-/* Chooses and applies the recomputation (remat.c, through remat_choose): the checkpoint
- * regions of e->g and, under a budget, the cheapest extra choice whose planned peak fits.
- * On return e->g is the graph to fuse and plan, e->remat says what was done. */
-kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o);
-/* Fusion, dot layouts and the memory plan of e->g into e (executable.c). */
-kiln_status exec_fuse_and_plan(kiln_executable *e, const kiln_compile_options *o);
-/* The backend's description of attention node id of g. */
-void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d);
-/* Frees what exec_fuse_and_plan made (a trial plan of the budget search). */
-void exec_plan_release(kiln_executable *e);
-/* The memory report (plan_report) with the rematerialisation lines (remat.c); NULL on host
- * OOM. */
-char *exec_memory_report(const kiln_executable *e);
-
 /* The error of a call whose own object (executable, jit) is NULL: the message goes to the
  * context of its first argument that is not NULL, so kiln_last_error reads this failure and
  * not an older one. KILN_STATUS_INVALID_ARGUMENT either way (with no argument there is no
@@ -149,13 +136,9 @@ kiln_status exec_null_object(const char *op, const char *what, int n_args, kiln_
  * the parameter's name and both types. */
 kiln_status exec_check_args(const kiln_executable *e, const char *op, int n_args,
                             kiln_array *const *args);
-/* The step list, constants and call signature of e from its IR (steps.c); then what the
- * profile and the memory analysis say (profile.c, analysis.c). */
-kiln_status exec_steps_build(kiln_executable *e);
+/* Frees what exec_steps_build (src/compile/steps.c) and exec_profile_describe made. */
 void exec_steps_free(kiln_executable *e);
-kiln_status exec_profile_describe(kiln_executable *e);
 void exec_profile_forget(kiln_executable *e);
-void exec_analysis_compute(kiln_executable *e);
 /* Frees the IR part of e (what only compiling and the IR's reports read). */
 void exec_ir_free(kiln_executable *e);
 /* OK when e kept its IR; else INVALID_ARGUMENT saying that `op` needs keep_ir. */

@@ -4,7 +4,10 @@
  * The analysis itself is computed once when compiling (exec_analysis_compute) and kept:
  * it is a few numbers. The per-buffer listing, the report, JSON and SVG print the graph
  * and the plans, which the executable keeps only under kiln_compile_options.keep_ir. */
-#include "executable.h"
+#include "report.h"
+#include "base/strbuf.h"
+
+#include <string.h>
 
 /* The public enums mirror the planner's, so the listing is a cast. */
 _Static_assert(PLAN_K_SCRATCH == (int)KILN_BUFFER_KIND_SCRATCH &&
@@ -122,4 +125,19 @@ char *kiln_executable_plan_json(const kiln_executable *e) {
 char *kiln_executable_plan_svg(const kiln_executable *e) {
     if (!e || exec_need_ir(e, "kiln_executable_plan_svg")) return NULL;
     return plan_svg(e->g, &e->plan, &e->mem);
+}
+
+char *exec_memory_report(const kiln_executable *e) {
+    char *base = plan_report(e->g, &e->plan, &e->mem, e->stats.code_bytes);
+    if (!base || !e->remat.peak_without) return base;
+    strbuf sb;
+    sb_init(&sb, e->ctx);
+    /* before the per-buffer table, which readers (kiln plan) may cut off */
+    const char *table = strstr(base, "\n  value ");
+    size_t head = table ? (size_t)(table - base) + 1 : strlen(base);
+    sb_printf(&sb, "%.*s", (int)head, base);
+    remat_report(&sb, e->g, &e->remat, e->mem.peak, e->plan.materialised);
+    if (table) sb_printf(&sb, "\n%s", base + head);
+    kiln_string_free(e->ctx, base);
+    return sb_take(&sb);
 }

@@ -14,7 +14,7 @@
  * the graph's name, the donations, which outputs are copied after the steps) and the
  * constants read in place: into one host block on a device whose memory is the host's, a
  * device copy each on one with memory of its own, so the graph can go. */
-#include "executable.h"
+#include "compile.h"
 
 #include <string.h>
 
@@ -352,21 +352,4 @@ kiln_status exec_steps_build(kiln_executable *e) {
     host_free(ctx, b.of, nn * sizeof *b.of);
     host_free(ctx, b.const_of, nn * sizeof *b.const_of);
     return s;
-}
-
-void exec_steps_free(kiln_executable *e) {
-    kiln_context *ctx = e->ctx;
-    host_free(ctx, e->steps, (e->n_steps + 1) * sizeof *e->steps);
-    host_free(ctx, e->libs, (e->n_libs + 1) * sizeof *e->libs);
-    host_free(ctx, e->locs, (e->n_locs + 1) * sizeof *e->locs);
-    for (uint32_t i = 0; e->consts && !e->const_block && i < e->n_consts; i++)
-        if (e->consts[i]) device_free(e->dev, e->consts[i]);
-    if (e->consts) host_free(ctx, e->consts, e->n_consts * sizeof *e->consts);
-    host_free(ctx, e->const_block, e->const_block_size);
-    if (e->name) kiln_string_free(ctx, e->name);
-    host_free(ctx, e->params, (e->n_params + 1) * sizeof *e->params);
-    host_free(ctx, e->outputs, (e->n_outputs + 1) * sizeof *e->outputs);
-    host_free(ctx, e->names, e->names_size);
-    host_free(ctx, e->output_donor, (e->n_outputs + 1) * sizeof *e->output_donor);
-    host_free(ctx, e->output_copy, (e->n_outputs + 1) * sizeof *e->output_copy);
 }

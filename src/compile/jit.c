@@ -16,7 +16,7 @@
  * tracing and compiling happen under the lock (one compile at a time per jit). An
  * executable handed out by a lowering carries a reference of its own (the executable's
  * refcount, not the entry's), so it outlives the entry if the caller keeps it. */
-#include "executable.h"
+#include "compile.h"
 
 #include <pthread.h>
 #include <string.h>

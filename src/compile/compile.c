@@ -1,4 +1,5 @@
-/* executable.c — compiling a graph into an executable (running it: run.c).
+/* compile.c — kiln_compile: a graph into an executable (its lifetime and checks:
+ * src/runtime/executable.c; running it: src/runtime/run.c).
  *
  * Compile: copy and optimise the graph (src/passes), fuse it into kernels, lower each
  * dot_general onto the backend's batched gemm (src/codegen/lower_dot.c: layouts and the
@@ -9,53 +10,16 @@
  * it all into the step list a call walks (steps.c) and free the IR, unless
  * kiln_compile_options.keep_ir keeps it for the reports that print it. Only the backend
  * table (backend_impl.h) is seen here: the program is an opaque handle. */
-#include "executable.h"
+#include "compile.h"
 #include "comm/comm.h"
-#include "exec/dump.h"
+#include "report/dump.h"
+#include "report/report.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-kiln_status exec_check_args(const kiln_executable *e, const char *op, int n_args,
-                            kiln_array *const *args) {
-    kiln_context *ctx = e->ctx;
-    if (n_args != (int)e->n_params)
-        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: '%s' takes %u arguments, got %d",
-                         op, e->name, e->n_params, n_args);
-    if (n_args && !args)
-        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: args is NULL", op);
-    for (int i = 0; i < n_args; i++) {
-        const exec_value *p = &e->params[i];
-        char want[IR_TYPE_STR_MAX], got[IR_TYPE_STR_MAX];
-        if (!args[i])
-            return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: argument %d (\"%s\") is NULL",
-                             op, i, p->name ? p->name : "");
-        kiln_status s = array_check_owner(args[i], ctx, op, i);
-        if (s || (s = array_check_live(args[i], op, i))) return s;
-        if (args[i]->dtype != p->dtype || !ir_shape_eq(&args[i]->shape, &p->shape))
-            return ctx_error(ctx,
-                             args[i]->dtype != p->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
-                             "%s: argument %d (\"%s\") is %s, the parameter is %s", op, i,
-                             p->name ? p->name : "",
-                             ir_type_str(args[i]->dtype, &args[i]->shape, got, sizeof got),
-                             ir_type_str(p->dtype, &p->shape, want, sizeof want));
-    }
-    return KILN_STATUS_OK;
-}
-
-void exec_devices_str(kiln_context *ctx, int n_args, kiln_array *const *args, char *buf,
-                      size_t size) {
-    size_t k = 0;
-    buf[0] = 0;
-    for (int i = 0; i < n_args && k < size; i++)
-        k += (size_t)snprintf(buf + k, size - k, "%sargument %d on %s", i ? ", " : "", i,
-                              ctx->devices[args[i]->device].name);
-}
-
-/* ------------------------------------------------------------ compile ---- */
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -355,87 +319,4 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     }
     *out = e;
     return KILN_STATUS_OK;
-}
-
-void exec_ref(kiln_executable *e) {
-    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
-}
-
-void kiln_executable_destroy(kiln_executable *e) {
-    if (e) exec_unref(e);
-}
-
-void exec_ir_free(kiln_executable *e) {
-    kiln_context *ctx = e->ctx;
-    uint32_t nk = e->plan.n_kernels ? e->plan.n_kernels : 1;
-    if (e->source) kiln_string_free(ctx, e->source);
-    host_free(ctx, e->info, nk * sizeof *e->info);
-    host_free(ctx, e->kernels, nk * sizeof *e->kernels);
-    host_free(ctx, e->dots, nk * sizeof *e->dots);
-    plan_free(&e->mem);
-    fusion_plan_free(&e->plan);
-    kiln_graph_destroy(e->g);
-    e->source = NULL, e->info = NULL, e->kernels = NULL, e->dots = NULL, e->g = NULL;
-    memset(&e->mem, 0, sizeof e->mem);
-    memset(&e->plan, 0, sizeof e->plan);
-}
-
-kiln_status exec_need_ir(const kiln_executable *e, const char *op) {
-    if (e->g) return KILN_STATUS_OK;
-    return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                     "%s: '%s' was compiled without kiln_compile_options.keep_ir, and this "
-                     "report reads the graph and plans that compiling frees otherwise",
-                     op, e->name);
-}
-
-void exec_unref(kiln_executable *e) {
-    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) != 1) return;
-    kiln_context *ctx = e->ctx;
-    if (ctx->config.profile && e->prof) {
-        char *rep = kiln_executable_profile_report(e);
-        if (rep)
-            fprintf(stderr, "kiln: KILN_PROFILE, executable %p (%u kernels):\n%s\n", (void *)e,
-                    e->n_kernels, rep);
-        kiln_string_free(ctx, rep);
-    }
-    exec_profile_free(e);
-    if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);
-    exec_steps_free(e);
-    exec_profile_forget(e);
-    if (e->donated) host_free(ctx, e->donated, e->n_params + 1);
-    exec_ir_free(e);
-    host_free(ctx, e, sizeof *e);
-}
-
-void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *info) {
-    if (e && info) *info = e->stats;
-}
-
-char *kiln_executable_to_string(const kiln_executable *e) {
-    if (!e || exec_need_ir(e, "kiln_executable_to_string")) return NULL;
-    strbuf sb;
-    sb_init(&sb, e->ctx);
-    ir_print(e->g, &sb);
-    sb_printf(&sb, "\n%u kernels (%u ops fused away), in schedule order:\n", e->plan.n_kernels,
-              e->plan.n_fused_away);
-    for (uint32_t s = 0; s < e->plan.n_kernels; s++) {
-        uint32_t i = e->mem.order[s];
-        const fkernel *k = &e->plan.kernels[i];
-        sb_printf(&sb, "  %3u: k%u %-7s writes", s, i, fusion_kind_name(k->kind));
-        for (uint32_t j = 0; j < k->n_roots; j++) sb_printf(&sb, " %%%u", k->roots[j]);
-        sb_printf(&sb, " (%u ops) reads", k->n_members);
-        for (uint32_t j = 0; j < k->n_inputs; j++) sb_printf(&sb, " %%%u", k->inputs[j]);
-        for (uint32_t j = 0; k->alias && j < k->n_roots; j++)
-            if (k->alias[j])
-                sb_printf(&sb, " (%%%u in place over %%%u)", k->roots[j],
-                          k->inputs[k->alias[j] - 1]);
-        if (e->mem.wait_step[i] != (int32_t)s) /* an overlapped collective (run.c) */
-            sb_printf(&sb, " (in flight until step %d)", e->mem.wait_step[i]);
-        sb_append(&sb, "\n");
-    }
-    char *report = exec_memory_report(e);
-    sb_printf(&sb, "\n%s\n%s", report ? report : "", e->source ? e->source : "");
-    if (!report) sb.oom = true;
-    kiln_string_free(e->ctx, report);
-    return sb_take(&sb);
 }

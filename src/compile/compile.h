@@ -1,0 +1,26 @@
+/* compile.h — what the files of src/compile/ share while they make an executable: the
+ * recomputation choice, fusion and the memory plan, the step list and the kernels'
+ * descriptions. kiln_compile (compile.c) drives them in that order; the result is the
+ * object of src/runtime/executable.h. */
+#ifndef KILN_COMPILE_H
+#define KILN_COMPILE_H
+
+#include "runtime/executable.h"
+
+/* Chooses and applies the recomputation (remat.c, through remat_choose): the checkpoint
+ * regions of e->g and, under a budget, the cheapest extra choice whose planned peak fits.
+ * On return e->g is the graph to fuse and plan, e->remat says what was done. */
+kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o);
+/* Fusion, dot layouts and the memory plan of e->g into e (compile.c). */
+kiln_status exec_fuse_and_plan(kiln_executable *e, const kiln_compile_options *o);
+/* The backend's description of attention node id of g. */
+void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d);
+/* Frees what exec_fuse_and_plan made (a trial plan of the budget search). */
+void exec_plan_release(kiln_executable *e);
+/* The step list, constants and call signature of e from its IR (steps.c; freed with the
+ * executable, exec_steps_free). */
+kiln_status exec_steps_build(kiln_executable *e);
+/* What the profile says of each kernel (describe.c; freed by exec_profile_forget). */
+kiln_status exec_profile_describe(kiln_executable *e);
+
+#endif

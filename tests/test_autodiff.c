@@ -1182,9 +1182,11 @@ static void test_composite_rules(void) {
         kiln_graph *gd = comp_graph(ctx, c, false, &mark_d);
         kiln_graph *gp = comp_graph(ctx, c, true, &mark_p);
         /* the composite (the last recorded one is the outermost) and what backward reads */
-        CHECK_MSG(gd->n_composites > 0, "%s: not recorded", c->name);
-        const ir_composite *comp = &gd->composites[gd->n_composites - 1];
-        for (uint32_t id = mark_d; id < gd->n_nodes; id++) {
+        uint32_t n_comp;
+        const ir_composite *all = trace_composites(gd, &n_comp);
+        CHECK_MSG(n_comp > 0, "%s: not recorded", c->name);
+        const ir_composite *comp = n_comp ? &all[n_comp - 1] : NULL;
+        for (uint32_t id = mark_d; comp && id < gd->n_nodes; id++) {
             const ir_node *n = &gd->nodes[id];
             const uint32_t *in = ir_in(n);
             for (uint32_t k = 0; k < n->n_in; k++) {

@@ -16,6 +16,7 @@
 #define KILN_AUTODIFF_H
 
 #include "ir/ir.h"
+#include "trace/trace.h" /* ir_composite */
 
 /* The rule of one op. n is a copy of the forward node `id`; ct its cotangent (n's dtype
  * and shape); need[i] says whether input i wants a contribution, which the rule writes to

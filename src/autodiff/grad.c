@@ -142,8 +142,10 @@ bool ad_primitive_rules_only(const kiln_graph *g) {
 static const ir_composite *closed_composite(const ad_work *w, uint32_t id) {
     const kiln_graph *g = w->g;
     if (ad_primitive_rules_only(g)) return NULL;
-    for (uint32_t i = g->n_composites; i-- > 0;) {
-        const ir_composite *c = &g->composites[i];
+    uint32_t n;
+    const ir_composite *all = trace_composites(g, &n);
+    for (uint32_t i = n; i-- > 0;) {
+        const ir_composite *c = &all[i];
         if (c->out != id || c->first >= id) continue;
         bool closed = true;
         for (uint32_t k = c->first; closed && k < id; k++) closed = w->last_user[k] <= id;

@@ -63,7 +63,6 @@ void kiln_graph_destroy(kiln_graph *g) {
     host_free(ctx, g->nodes, g->cap_nodes * sizeof *g->nodes);
     host_free(ctx, g->params, g->cap_params * sizeof *g->params);
     host_free(ctx, g->outputs, g->n_outputs * sizeof *g->outputs);
-    host_free(ctx, g->composites, g->cap_composites * sizeof *g->composites);
     for (uint32_t i = 0; i < g->n_files; i++) host_free(ctx, g->files[i], strlen(g->files[i]) + 1);
     host_free(ctx, g->files, g->cap_files * sizeof *g->files);
     ir_side_free_all(g);

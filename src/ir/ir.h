@@ -368,33 +368,6 @@ typedef struct ir_node {
     bool backward; /* appended by kiln_grad/kiln_vjp: a forward value it reads is saved */
 } ir_node;
 
-/* A composite the tracer expanded into primitives (src/trace/composite.c). Autodiff may
- * differentiate it as one op with a direct rule (src/autodiff/composite_rules.c) when no
- * node outside it reads its interior: the rule is more stable or keeps less memory than
- * the primitives' rules would. Compiling ignores composites: they are a trace-time fact. */
-typedef enum ir_composite_kind {
-    IR_COMP_SOFTMAX,       /* in[0] x; axes: the one axis */
-    IR_COMP_LOG_SOFTMAX,   /* in[0] x; axes: the one axis */
-    IR_COMP_LOGSUMEXP,     /* in[0] x; axes; keepdims */
-    IR_COMP_CROSS_ENTROPY, /* in[0] logits, in[1] labels; aux[0] the logsumexp [...],
-                            * aux[1] the label hit mask bool [..., C] */
-    IR_COMP_LAYER_NORM,    /* in[0] x, in[1] scale, in[2] bias (0: none); aux[0] the mean,
-                            * aux[1] the reciprocal standard deviation, both [..., 1] */
-    IR_COMP_RELU,          /* in[0] x */
-    IR_COMP_RMS_NORM,      /* in[0] x, in[1] scale (0: none); aux[0] the reciprocal root mean
-                            * square [..., 1 at the axis, ...]; axes: the one axis */
-} ir_composite_kind;
-
-typedef struct ir_composite {
-    ir_composite_kind kind;
-    uint32_t first; /* its nodes are the ids first .. out */
-    uint32_t out;   /* its result */
-    uint32_t in[3]; /* its operands (ids below first; 0: absent) */
-    uint32_t aux[2];
-    uint32_t axes; /* reduced axes, a bit per axis */
-    bool keepdims;
-} ir_composite;
-
 #define KN_LOC_SAVED 64 /* kiln_graph_push_at: nested calls whose callers' locations are kept */
 struct kiln_graph {
     kiln_context *ctx;
@@ -417,12 +390,10 @@ struct kiln_graph {
         int line;
     } loc_saved[KN_LOC_SAVED];
     uint32_t loc_depth;
-    ir_composite *composites; /* in the order they were traced; owned */
-    uint32_t n_composites, cap_composites;
     char **files; /* source file names the graph owns (a loaded graph's locations) */
     uint32_t n_files, cap_files;
     /* side tables (side.h): what the rooms above ir/ record about the graph and its nodes
-     * (checkpoint marks, roles, builder options); owned */
+     * (checkpoint marks, roles, composites, builder options); owned */
     struct ir_side *side;
     uint32_t n_side, cap_side;
 };

@@ -224,21 +224,47 @@ kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_
     return v;
 }
 
+/* The composites of a graph: a side table of the tracer's (ir/side.h), state only. Not
+ * carried by passes: compiling ignores composites, and kiln_grad reads them on the graph
+ * it appends to, the traced one. */
+typedef struct composite_log {
+    ir_composite *v;
+    uint32_t n, cap;
+} composite_log;
+
+static void composite_log_release(kiln_context *ctx, void *state) {
+    composite_log *l = state;
+    host_free(ctx, l->v, l->cap * sizeof *l->v);
+}
+
+static const ir_side_kind composite_kind = {
+    .name = "composites", .state_size = sizeof(composite_log), .release = composite_log_release};
+
 void trace_composite(kiln_graph *g, const char *op, const ir_composite *c) {
     if (g->status || !c->out) return;
-    if (g->n_composites == g->cap_composites) {
-        uint32_t cap = g->cap_composites ? 2 * g->cap_composites : 8;
-        ir_composite *v =
-            host_realloc(g->ctx, g->composites, g->cap_composites * sizeof *v, cap * sizeof *v);
+    composite_log *l = ir_side_state_make(g, &composite_kind);
+    if (!l) {
+        trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of %zu bytes failed", sizeof *l);
+        return;
+    }
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 8;
+        ir_composite *v = host_realloc(g->ctx, l->v, l->cap * sizeof *v, cap * sizeof *v);
         if (!v) {
             trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of %zu bytes failed",
                        cap * sizeof *v);
             return;
         }
-        g->composites = v;
-        g->cap_composites = cap;
+        l->v = v;
+        l->cap = cap;
     }
-    g->composites[g->n_composites++] = *c;
+    l->v[l->n++] = *c;
+}
+
+const ir_composite *trace_composites(const kiln_graph *g, uint32_t *n) {
+    const composite_log *l = ir_side_state(g, &composite_kind);
+    *n = l ? l->n : 0;
+    return l ? l->v : NULL;
 }
 
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value) {

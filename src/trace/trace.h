@@ -66,9 +66,40 @@ kiln_value trace_nary(kiln_graph *g, const char *op, ir_node *n, const kiln_valu
 /* Rank-0 constant of dtype t. */
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value);
 
+/* A composite the tracer expanded into primitives (src/trace/composite.c). Autodiff may
+ * differentiate it as one op with a direct rule (src/autodiff/composite_rules.c) when no
+ * node outside it reads its interior: the rule is more stable or keeps less memory than
+ * the primitives' rules would. Compiling ignores composites: they are a trace-time fact, kept in a
+ * side table of the tracer's (trace_composites). */
+typedef enum ir_composite_kind {
+    IR_COMP_SOFTMAX,       /* in[0] x; axes: the one axis */
+    IR_COMP_LOG_SOFTMAX,   /* in[0] x; axes: the one axis */
+    IR_COMP_LOGSUMEXP,     /* in[0] x; axes; keepdims */
+    IR_COMP_CROSS_ENTROPY, /* in[0] logits, in[1] labels; aux[0] the logsumexp [...],
+                            * aux[1] the label hit mask bool [..., C] */
+    IR_COMP_LAYER_NORM,    /* in[0] x, in[1] scale, in[2] bias (0: none); aux[0] the mean,
+                            * aux[1] the reciprocal standard deviation, both [..., 1] */
+    IR_COMP_RELU,          /* in[0] x */
+    IR_COMP_RMS_NORM,      /* in[0] x, in[1] scale (0: none); aux[0] the reciprocal root mean
+                            * square [..., 1 at the axis, ...]; axes: the one axis */
+} ir_composite_kind;
+
+typedef struct ir_composite {
+    ir_composite_kind kind;
+    uint32_t first; /* its nodes are the ids first .. out */
+    uint32_t out;   /* its result */
+    uint32_t in[3]; /* its operands (ids below first; 0: absent) */
+    uint32_t aux[2];
+    uint32_t axes; /* reduced axes, a bit per axis */
+    bool keepdims;
+} ir_composite;
+
 /* Records composite c (its `first` and `out` set) on the graph for autodiff; a no-op after
  * an error. A host OOM is the builder's error, as for any node. */
 void trace_composite(kiln_graph *g, const char *op, const ir_composite *c);
+/* The composites traced on g, in the order they were traced; *n their count (0 and NULL
+ * when none). */
+const ir_composite *trace_composites(const kiln_graph *g, uint32_t *n);
 
 /* A RANDOM node (random.c): draw `what` (ir_rng) of dtype t (float draws; ignored for
  * the i32 ones) from key words k0, k1 at counters c, all i32 of one shape. */

@@ -383,13 +383,14 @@ static void test_region_margins(void) {
     kiln_context_destroy(ctx);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_select_cases(argc, argv);
     RUN(test_cpu_slots);
     RUN(test_region_margins);
-    RUN(test_attention_slot);
-    RUN(test_lazy_state);
-    RUN(test_program_through_table);
+    RUN_CC(test_attention_slot);
+    RUN_CC(test_lazy_state);
+    RUN_CC(test_program_through_table);
     RUN(test_lower_dot);
-    RUN(test_missing_slots);
+    RUN_CC(test_missing_slots);
     return test_summary("test_backend");
 }

@@ -271,14 +271,15 @@ static void test_roles_recorded(void) {
     CHECK(!strcmp(kiln_memory_class_name((kiln_memory_class)99), "?"));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_select_cases(argc, argv);
     char dir[] = "/tmp/kiln-test-classes-XXXXXX";
     if (!(ctx = test_private_context(dir))) return 2;
     RUN(test_roles_recorded);
     RUN(test_cse_forward_backward);
-    RUN(test_training_step);
-    RUN(test_configurations);
-    RUN(test_forward_only);
+    RUN_CC(test_training_step);
+    RUN_CC(test_configurations);
+    RUN_CC(test_forward_only);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     return test_summary("test_classes");

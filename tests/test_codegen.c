@@ -629,7 +629,8 @@ static void test_fault_injection(void) {
     kiln_graph_destroy(g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_select_cases(argc, argv);
     kiln_host_allocator a = test_allocator(&talloc);
     kiln_context_options o;
     memset(&o, 0, sizeof o);
@@ -648,9 +649,9 @@ int main(void) {
     RUN(test_fast_trig_form);
     RUN(test_provenance);
     RUN(test_stable_text);
-    RUN(test_run_divmod);
-    RUN(test_run_float_iota);
-    RUN(test_run_two_column_sums);
+    RUN_CC(test_run_divmod);
+    RUN_CC(test_run_float_iota);
+    RUN_CC(test_run_two_column_sums);
     RUN(test_fault_injection);
     kiln_context_destroy(ctx);
     CHECK(talloc.live == 0 && !talloc.bad_size);

@@ -216,13 +216,14 @@ static void test_oom_names_device(void) {
     kiln_context_destroy(c);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_select_cases(argc, argv);
     if (!mkdtemp(dir)) return 2;
     RUN(test_enumerate);
     RUN(test_config);
     RUN(test_own_allocator_and_threads);
-    RUN(test_placement);
-    RUN(test_jit_follows_arguments);
+    RUN_CC(test_placement);
+    RUN_CC(test_jit_follows_arguments);
     RUN(test_oom_names_device);
     test_remove_dir(dir);
     return test_summary("test_devices");

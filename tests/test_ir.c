@@ -215,13 +215,19 @@ static void expect_verify(int at, kiln_graph *g, const char *a, const char *b) {
             kiln_status_name(s), m, a, b ? b : "");
 }
 
-/* A graph name with a newline, quotes or a backslash is escaped, so the header stays on
- * its line (parameter names always were); a plain name prints bare. */
-static void test_print_graph_name_escaped(void) {
+/* The graph name the two cases below use: a newline, quotes and a backslash. */
+static kiln_graph *awkward_name_graph(void) {
     kiln_graph *g = NULL;
     CHECK_OK(ctx, kiln_graph_create(ctx, "two\nlines \"q\" \\", &g));
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, DIMS(2));
     CHECK_OK(ctx, kiln_graph_finish(g, 1, &x));
+    return g;
+}
+
+/* A graph name with a newline, quotes or a backslash is escaped, so the header stays on
+ * its line (parameter names always were); a plain name prints bare. */
+static void test_print_graph_name_escaped(void) {
+    kiln_graph *g = awkward_name_graph();
     char *text = kiln_graph_to_string(g);
     CHECK(text &&
           strncmp(text, "graph \"two\\x0alines \\\"q\\\" \\\\\"(%1: f32[2] \"x\") {\n",
@@ -230,6 +236,12 @@ static void test_print_graph_name_escaped(void) {
     for (const char *c = text ? text : ""; *c; c++) lines += *c == '\n';
     CHECK(lines == 4); /* header, one op, return, closing brace */
     kiln_string_free(ctx, text);
+    kiln_graph_destroy(g);
+}
+
+/* The memory report escapes the graph name the same way, keeping it on line one. */
+static void test_report_graph_name_escaped(void) {
+    kiln_graph *g = awkward_name_graph();
     kiln_executable *e = NULL;
     CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
     char *report = kiln_executable_memory_report(e);
@@ -460,7 +472,8 @@ int main(int argc, char **argv) {
     ctx = test_context();
     RUN(test_print_small_graph);
     RUN(test_print_attributes);
-    RUN_CC(test_print_graph_name_escaped);
+    RUN(test_print_graph_name_escaped);
+    RUN_CC(test_report_graph_name_escaped);
     RUN(test_verifier);
     RUN(test_dtypes_and_statuses);
     RUN(test_config_parsers);

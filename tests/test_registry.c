@@ -18,6 +18,9 @@ static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTY
                                         KILN_DTYPE_I64, KILN_DTYPE_BOOL};
 #define N_DTYPES 5
 
+/* test_compiled_against_reference's context, its kernels cached in a private folder */
+static kiln_context *compiled_ctx;
+
 static bool accepts_class(const ir_op_info *o, bool fl) {
     for (int i = 0; i < N_DTYPES; i++)
         if (ir_dtype_is_float(all_dtypes[i]) == fl && ir_dtype_accepts(o->types, all_dtypes[i]))
@@ -228,7 +231,8 @@ static kiln_array *edge_array(kiln_context *ctx, kiln_dtype t, int which) {
 /* One graph per data dtype whose outputs are every elementwise op the dtype accepts
  * (every compare direction, every conversion), compiled and checked against the
  * reference interpreter. */
-static void test_compiled_against_reference(kiln_context *ctx) {
+static void test_compiled_against_reference(void) {
+    kiln_context *ctx = compiled_ctx;
     for (int d = 0; d < N_DTYPES; d++) {
         kiln_dtype t = all_dtypes[d];
         kiln_graph *g = NULL;
@@ -301,17 +305,18 @@ static void test_vjp_rules(void) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_select_cases(argc, argv);
     char dir[] = "/tmp/kiln_test_registry_XXXXXX";
-    kiln_context *ctx = test_private_context(dir);
+    kiln_context *ctx = compiled_ctx = test_private_context(dir);
     if (!ctx) return 1;
-    test_rows();
-    test_attr_table();
-    test_vjp_rules();
-    test_kernel_expressions();
-    test_header();
-    test_builder_macros();
-    test_compiled_against_reference(ctx);
+    RUN(test_rows);
+    RUN(test_attr_table);
+    RUN(test_vjp_rules);
+    RUN(test_kernel_expressions);
+    RUN(test_header);
+    RUN(test_builder_macros);
+    RUN_CC(test_compiled_against_reference);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     return test_summary("test_registry");

@@ -1,4 +1,4 @@
-"""fit_erf.py — how the coefficients of kiln_erf_f32 (src/codegen/print_c.c) were made.
+"""fit_erf.py — how the coefficients of kiln_erf_f32 (src/codegen/prelude/math_f32.h) were made.
 
 Least squares on Chebyshev nodes against mpmath (40 digits):
   P (degree 6 in z = x^2, z in [0, 1]): erf(x) / x, fitted for relative error; the

@@ -1,5 +1,5 @@
 /* split_programs.h — programs whose reductions the CUDA dialect splits over blocks
- * (src/codegen/print_c.c: cuda_element_split), shared by the GPU conformance test
+ * (src/codegen/schedule.c: cuda_element_split), shared by the GPU conformance test
  * (test_cuda.c) and the emulator (test_cuda_emulate.c). */
 #ifndef KILN_TEST_SPLIT_PROGRAMS_H
 #define KILN_TEST_SPLIT_PROGRAMS_H

@@ -339,7 +339,7 @@ static void test_simd_pragma(void) {
 }
 
 /* f32 sin and cos in an element loop: Cody and Waite alone first, the flag of an argument
- * past 2^21, and the exact rerun kept scalar (print_c.c, fast_trig_loop); not in place,
+ * past 2^21, and the exact rerun kept scalar (schedule.c, fast_trig_loop); not in place,
  * where the rerun would read what the first pass overwrote. */
 static void test_fast_trig_form(void) {
     kiln_graph *g = graph();

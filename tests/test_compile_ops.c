@@ -561,9 +561,10 @@ static void test_fuzz_findings(void) {
 
 /* A concatenate of one operand twice along the rows, which gcc 12 without loop splitting
  * if-converted and vectorised wrongly (rows 10-15 of concatenate(x, x) of an f32[10, 2]
- * came out 0; found by a long test_compile_random run, KILN_TEST_SEED=7): print_c.c's
- * KILN_BRANCH_GUARD. Row counts on either side of the vector widths, three dtypes, and a
- * pad, the other kernel that branches on the index. */
+ * came out 0; found by a long test_compile_random run, KILN_TEST_SEED=7): KILN_BRANCH_GUARD
+ * (src/codegen/prelude/c_head.h, put on by print_c.c's c_qualifiers). Row counts on either
+ * side of the vector widths, three dtypes, and a pad, the other kernel that branches on
+ * the index. */
 static void test_concatenate_twice(void) {
     static const int64_t shapes[][2] = {{10, 2}, {9, 2}, {20, 2}, {100, 2}, {7, 3}, {33, 1}};
     static const kiln_dtype types[3] = {KILN_DTYPE_F32, KILN_DTYPE_I32, KILN_DTYPE_F64};
@@ -586,7 +587,7 @@ static void test_concatenate_twice(void) {
 }
 
 /* Concatenations and pads along the last axis print their element loop in segments of
- * that axis, each with its branches decided (print_c.c, segmented_loop): boundaries on
+ * that axis, each with its branches decided (schedule.c, segmented_loop): boundaries on
  * either side of the vector widths and of the work items' chunks of a long axis (rows of
  * 50001 split in items), three and five parts, a pad that crops one end and grows the
  * other, a pad whose boundaries fall outside a row, the segments of a row reading
@@ -624,7 +625,7 @@ static void test_last_axis_segments(void) {
 }
 
 /* f32 sin and cos in an element loop run first by Cody and Waite alone, and the loop runs
- * again exactly when an argument is 2^21 or more (print_c.c, fast_trig_loop): items of
+ * again exactly when an argument is 2^21 or more (schedule.c, fast_trig_loop): items of
  * small arguments only, one with a single huge argument among small ones, inf and NaN
  * (which need no rerun), through fused expressions, against the reference. */
 static void test_fast_trig(void) {

@@ -185,9 +185,9 @@ static void test_named_values(void) {
 
 /* ------------------------------------------------------------------ f64 ---- */
 
-/* exp, tanh, logistic, log and log1p of f64 are kiln's own on the CPU (print_c.c,
- * math_f64_cpu), so they are measured against long double expl, tanhl, logl and log1pl
- * (64 mantissa bits or more), in
+/* exp, tanh, logistic, log and log1p of f64 are kiln's own on the CPU
+ * (src/codegen/prelude/c_math.h; logistic on its exp in math_f64.h), so they are measured
+ * against long double expl, tanhl, logl and log1pl (64 mantissa bits or more), in
  * ulps of the double nearest to that: every exponent of both signs with 31 spread
  * mantissas, the neighbourhoods (+-64 ulps) of where the kernels change form (exp's
  * overflow, its subnormal results and zero, tanh's switch at 0.55, the clamps), and 2^16

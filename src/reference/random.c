@@ -1,7 +1,7 @@
 /* random.c — the reference evaluation of RANDOM (src/ir/ir.h): Threefry-2x32 of the key
  * (k0, k1) on the counter (0, c), reduced as the node's `rng` attribute says.
  *
- * The same functions as the kernel helpers (src/codegen/print_random.c, which explains
+ * The same functions as the kernel helpers (src/codegen/prelude/random.h, which explains
  * the algorithm and where each formula comes from), in plain C: tests/test_random.c holds
  * the two to the same bits (the normal forms to a few ulp, since the kernel compiler may
  * contract a*b+c into one rounding). Integer steps are on uint32_t/uint64_t only. */
@@ -34,8 +34,8 @@ static uint64_t threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1)
     return (uint64_t)x0 << 32 | x1;
 }
 
-/* ln x of a positive normal float: the kernel's branch-free Cephes logf (see
- * print_random.c for why it is not libm's). */
+/* ln x of a positive normal float: the kernel's branch-free Cephes logf (kiln_log_f32,
+ * src/codegen/prelude/math_f32.h, which says why it is not libm's). */
 static float log_f32(float x) {
     uint32_t b;
     memcpy(&b, &x, 4);

@@ -69,12 +69,13 @@ typedef uint32_t vu32 __attribute__((vector_size(64)));
 #define VBLEND(take, a, b) ((vf32)(((vi32)(a) & (take)) | ((vi32)(b) & ~(take))))
 
 /* exp(x) for x <= 0 (what the softmax feeds it): the generated kernels' kiln_exp_f32
- * (src/codegen/print_c.c: Cody-Waite reduction, the Cephes degree-6 polynomial, 2^k into
- * the exponent bits; ~1 ulp) with round-to-nearest by the 1.5 * 2^23 trick, and results
- * below 2^-125 (x < -86.6, far under one ulp of a softmax's sum) flushed to 0; NaN stays.
- * Every lane is clamped into [-86.6, 0] before k is converted to int32 (a NaN and, against
- * the contract, a positive x are taken as 0), so k is in [-125, 0] and 2^k added into the
- * exponent bits cannot overflow, whatever a lane holds; the bits are added unsigned. */
+ * (src/codegen/prelude/math_f32.h: Cody-Waite reduction, the Cephes degree-6 polynomial,
+ * 2^k into the exponent bits; ~1 ulp) with round-to-nearest by the 1.5 * 2^23 trick, and
+ * results below 2^-125 (x < -86.6, far under one ulp of a softmax's sum) flushed to 0;
+ * NaN stays. Every lane is clamped into [-86.6, 0] before k is converted to int32 (a NaN
+ * and, against the contract, a positive x are taken as 0), so k is in [-125, 0] and 2^k
+ * added into the exponent bits cannot overflow, whatever a lane holds; the bits are added
+ * unsigned. */
 /* In place, through a pointer: a 64-byte vector passed by value would cross the clones'
  * differing ABIs (zmm registers in the AVX-512 clone, memory in the others) wherever gcc
  * does not inline the call (at -O0 it called the baseline helper from the AVX-512 clone,

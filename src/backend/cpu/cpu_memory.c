@@ -55,8 +55,9 @@ kiln_status cpu_memory_info(void *state, int device, uint64_t *total, uint64_t *
  * whole vector around an access it if-converted: the concatenate kernel of a [22, 3]
  * operand read 12 bytes before the operand's first row (a masked blend of one unmasked
  * 32-byte load), which faulted when that operand began a region right after unmapped
- * memory. (Concatenate and pad kernels are no longer if-converted, print_c.c's
- * KILN_BRANCH_GUARD, but any other loop gcc if-converts may load the same way.)
+ * memory. (Concatenate and pad kernels are no longer if-converted: print_c.c's
+ * c_qualifiers marks them KILN_BRANCH_GUARD, src/codegen/prelude/c_head.h; but any other
+ * loop gcc if-converts may load the same way.)
  * unmap_aligned undoes exactly this. */
 static size_t page_size(void) {
     return (size_t)sysconf(_SC_PAGESIZE);

@@ -29,6 +29,13 @@ expect() {
 }
 
 tiny="--layers 1 --heads 2 --channels 16 --context 16 --batch 2"
+# The flag table's defaults (the help's) are gpt_train_defaults's: kiln train compares the
+# two before it reads a flag and refuses to run when they differ.
+if ! "$KILN" train --help >"$dir/out" 2>"$dir/err" || [ -s "$dir/err" ]; then
+    echo "FAIL: kiln train --help: the table's defaults and gpt_train_defaults's differ:"
+    cat "$dir/err"
+    fail=1
+fi
 expect 2 "unknown flag '--layer'" -- train --layer 2
 expect 2 "--steps: 'ten' is not a valid value" -- train --steps ten
 expect 2 "--steps: '0' is not a valid value" -- train --steps 0

@@ -29,6 +29,7 @@ typedef struct train_args {
     char remat_buf[512]; /* --remat's names point into it */
     const char *remat_names[16];
 } train_args;
+_Static_assert(offsetof(train_args, o) == 0, "train_defaults_agree reads o's offsets as o's");
 
 static bool parse_data(const char *v, void *opts) {
     train_args *a = opts;
@@ -89,9 +90,9 @@ static bool parse_remat(const char *v, void *opts) {
 #define T_FN(n, a, fn) .name = n, .arg = a, .kind = TOOL_FLAG_CUSTOM, .parse = fn
 #define T_SW(n, f)     .name = n, .kind = TOOL_FLAG_SWITCH, .offset = T_AT(f)
 
-/* The defaults equal gpt_train_defaults's (what C callers of the library get; a default of
- * 100 for --check-every is its 0, "every 100"). They are stored before the flags are read,
- * so the help shows the values a run uses. */
+/* The defaults are gpt_train_defaults's (what C callers of the library get), written out
+ * for the help; train_defaults_agree holds them to the library's on every run. They are
+ * stored before the flags are read, so the help shows the values a run uses. */
 static const tool_flag train_flags[] = {
     {T_FN("--data", "FILE", parse_data),
      .help = "the corpus (any file: bytes); default /usr/share/common-licenses/GPL-3"},
@@ -285,6 +286,46 @@ static const tool_command sample_command = {
     .n_flags = sizeof sample_flags / sizeof sample_flags[0],
     .positional = sample_positional,
 };
+
+/* Whether x and y, gpt_train_options one of whose fields f stored, agree: the field at
+ * `at` by its text for a string (two copies of one literal may differ as pointers), the
+ * whole struct's bytes otherwise (both were filled by gpt_train_defaults's memset). */
+static bool same_options(const tool_flag *f, const gpt_train_options *x, const gpt_train_options *y,
+                         size_t at) {
+    if (f->kind != TOOL_FLAG_STRING) return !memcmp(x, y, sizeof *x);
+    const char *s = *(const char *const *)((const char *)x + at),
+               *t = *(const char *const *)((const char *)y + at);
+    return t && !strcmp(s, t);
+}
+
+/* Each default of the table, stored alone over gpt_train_defaults's options, must leave
+ * them as they were; the defaults of the tool's own flags (--devices, --device,
+ * --comm-timeout) land outside them. 0, or 2 naming the flag: the table and
+ * models/gpt/train.c have drifted apart, and no run starts (every test of `kiln train`
+ * fails) until they agree again. */
+static int train_defaults_agree(void) {
+    gpt_train_options lib;
+    gpt_train_defaults(&lib);
+    for (size_t i = 0; i < train_command.n_flags; i++) {
+        const tool_flag *f = &train_flags[i];
+        size_t at = f->offset; /* o opens train_args; a custom row's 0 stands for all of o */
+        if (!f->def || at >= sizeof lib) continue;
+        train_args a;
+        memset(&a, 0, sizeof a);
+        memcpy(&a.o, &lib, sizeof lib);
+        tool_command one = train_command;
+        one.flags = f, one.n_flags = 1;
+        if (kiln_tool_flags_defaults(&one, &a)) return 2;
+        if (!same_options(f, &a.o, &lib, at)) {
+            fprintf(stderr,
+                    "kiln train: the default of %s, '%s', is not gpt_train_defaults's "
+                    "(tools/kiln_train.c and models/gpt/train.c must agree)\n",
+                    f->name, f->def);
+            return 2;
+        }
+    }
+    return 0;
+}
 
 void kiln_tool_train_help(FILE *f) {
     kiln_tool_flags_help(&train_command, f);
@@ -481,7 +522,7 @@ int kiln_tool_train(int argc, char **argv) {
     train_args a = {.bucket_mb = -1};
     gpt_train_options *op = &a.o;
     gpt_train_defaults(op);
-    if (kiln_tool_flags_defaults(&train_command, &a)) return 2;
+    if (train_defaults_agree() || kiln_tool_flags_defaults(&train_command, &a)) return 2;
     char err[GPT_ERR_SIZE];
     /* Before any thread is made (the first context's below): they all inherit the mask. */
     if (kiln_tool_block_stop_signals()) {

@@ -42,7 +42,7 @@ void gpt_train_defaults(gpt_train_options *o) {
     o->batch = 16, o->steps = 1000, o->warmup = 30;
     o->lr = 3e-3, o->weight_decay = 0.1, o->clip = 0;
     o->seed = 1337;
-    o->eval_every = 100, o->eval_batches = 4;
+    o->eval_every = 100, o->eval_batches = 4, o->check_every = 100;
     o->out_dir = "kiln-train";
     o->beta1 = 0.9, o->beta2 = 0.95, o->eps = 1e-8;
     o->schedule = GPT_SCHEDULE_COSINE, o->min_lr = NAN;

@@ -362,6 +362,17 @@ static void test_attention_slot(void) {
  * end: gcc's vectoriser may load a whole vector around an access it if-converted (a
  * concatenate kernel read 12 bytes before its operand's first row, which faulted when the
  * operand began a region right after unmapped memory). A read outside would crash here. */
+/* Every library op has a name and a buffer count (a hole in lib_ops.c's table, an op
+ * inserted before the last without its entry, would name it "?" and give it no buffers). */
+static void test_lib_op_table(void) {
+    for (int op = 0; op < KN_LIB_NUM_OPS; op++) {
+        CHECK_MSG(strcmp(kn_lib_op_name((kn_lib_op)op), "?") != 0, "kn_lib_op %d has no name", op);
+        CHECK_MSG(kn_lib_op_buffers((kn_lib_op)op) > 0, "kn_lib_op %d has no buffers", op);
+    }
+    CHECK(strcmp(kn_lib_op_name(KN_LIB_NUM_OPS), "?") == 0);
+    CHECK(kn_lib_op_buffers(KN_LIB_NUM_OPS) == 0);
+}
+
 static void test_region_margins(void) {
     kiln_context *ctx = test_context();
     void *st = ctx->devices[0].state;
@@ -387,6 +398,7 @@ int main(int argc, char **argv) {
     test_select_cases(argc, argv);
     RUN(test_cpu_slots);
     RUN(test_region_margins);
+    RUN(test_lib_op_table);
     RUN_CC(test_attention_slot);
     RUN_CC(test_lazy_state);
     RUN_CC(test_program_through_table);

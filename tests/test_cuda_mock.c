@@ -89,6 +89,26 @@ static void test_copies(kiln_context *c) {
     kiln_array_destroy(z);
 }
 
+/* A float product beyond cuBLAS's 32-bit interface (k = 2^31) is refused by kiln_compile,
+ * naming the node and the sizes, not by the first run (which, enqueued, would already have
+ * consumed donated arguments). No memory is touched: the operands are never made. */
+static void test_gemm_limits(kiln_context *c) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(c, "wide", &g);
+    int64_t da[2] = {1, (int64_t)1 << 31}, db[2] = {(int64_t)1 << 31, 1};
+    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 2, da);
+    kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 2, db);
+    kiln_value y = kiln_matmul(g, a, b);
+    CHECK_OK(c, kiln_graph_finish(g, 1, &y));
+    kiln_compile_options o = {.device = 1};
+    kiln_executable *e = NULL;
+    CHECK_STATUS(kiln_compile(g, &o, &e), KILN_STATUS_UNIMPLEMENTED);
+    CHECK(e == NULL);
+    CHECK_CONTAINS(kiln_last_error(c), "needs the cuda backend's gemm for f32 (m=1 n=1 "
+                                       "k=2147483648 batch=1)");
+    kiln_graph_destroy(g);
+}
+
 static void test_programs(kiln_context *c, long (*launches)(void)) {
     /* no kernels: outputs are the argument, a constant and the argument again */
     kiln_graph *g = NULL;
@@ -253,6 +273,7 @@ int main(void) {
     }
     test_copies(c);
     test_programs(c, launches);
+    test_gemm_limits(c);
     test_split(c, launches);
     kiln_context_destroy(c);
     CHECK_MSG(live() == 0, "%ld driver objects were not released", live());

@@ -1,6 +1,8 @@
 /* lib_ops.c — what every backend and the executable agree on about the library ops
  * (backend_impl.h, kn_lib_op): their names in messages and how many buffers lib_run takes.
- * The tables are indexed by kn_lib_op, so a new op without an entry fails to compile. */
+ * The table is indexed by kn_lib_op: a new op added last without an entry fails the
+ * static assert below, one inserted before the last leaves a hole, which
+ * tests/test_backend.c's test_lib_op_table finds (every op named, with buffers). */
 #include "backend_impl.h"
 
 static const struct {
@@ -17,7 +19,7 @@ _Static_assert(sizeof lib_ops / sizeof lib_ops[0] == KN_LIB_NUM_OPS,
                "lib_ops.c: every kn_lib_op needs its name and buffer count");
 
 const char *kn_lib_op_name(kn_lib_op op) {
-    return (unsigned)op < KN_LIB_NUM_OPS ? lib_ops[op].name : "?";
+    return (unsigned)op < KN_LIB_NUM_OPS && lib_ops[op].name ? lib_ops[op].name : "?";
 }
 
 int kn_lib_op_buffers(kn_lib_op op) {

@@ -72,11 +72,15 @@ static kiln_status check_lib_calls(const kiln_executable *e) {
         const kn_lib_desc *d = &e->libs[st->lib];
         if (b->lib_supports(e->dev->state, e->dev->index, d->op, d)) continue;
         uint32_t root = e->plan.kernels[st->kernel].roots[0];
+        char size[128] = "";
+        if (d->op == KN_LIB_GEMM)
+            snprintf(size, sizeof size, " (m=%lld n=%lld k=%lld batch=%lld)", (long long)d->gemm.m,
+                     (long long)d->gemm.n, (long long)d->gemm.k, (long long)d->gemm.batch);
         return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
-                         "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s for %s, "
-                         "which it cannot do (device %s)",
+                         "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s for "
+                         "%s%s, which it cannot do (device %s)",
                          root, ir_ops[e->g->nodes[root].op].name, e->g->name, b->name,
-                         kn_lib_op_name(d->op), kiln_dtype_name(d->dtype), e->dev->name);
+                         kn_lib_op_name(d->op), kiln_dtype_name(d->dtype), size, e->dev->name);
     }
     return KILN_STATUS_OK;
 }

@@ -295,11 +295,14 @@ static void count_steps(const kiln_executable *e, uint32_t ki, uint32_t *steps, 
     case FK_DOT:
         if (!d->gemm.batch || !d->gemm.m || !d->gemm.n) break;
         n = lib = 1 + (d->gemm.k ? d->pack_a + d->pack_b : 0);
-        bufs = 3 + 2 * (n - 1);
+        bufs = (uint32_t)(kn_lib_op_buffers(KN_LIB_GEMM) +
+                          (int)(n - 1) * kn_lib_op_buffers(KN_LIB_PERMUTE));
         break;
-    case FK_SCATTER: n = lib = 1, bufs = 4; break;
-    case FK_SCAN: n = lib = 1, bufs = 2; break;
-    case FK_ATTENTION: n = lib = 1, bufs = 5; break;
+    case FK_SCATTER:
+        n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_SCATTER_ADD_ROWS);
+        break;
+    case FK_SCAN: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_CUMSUM); break;
+    case FK_ATTENTION: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_ATTENTION); break;
     case FK_COLLECTIVE: n = 1, bufs = 2; break;
     }
     *steps += n, *libs += lib, *locs += bufs;
@@ -346,8 +349,9 @@ kiln_status exec_steps_build(kiln_executable *e) {
         for (uint32_t sched = 0; sched < e->mem.n_kernels; sched++) kernel_steps(&b, sched);
         if (b.n_steps != e->n_steps || b.n_libs != e->n_libs || b.n_locs != e->n_locs)
             s = ctx_error(ctx, KILN_STATUS_INTERNAL,
-                          "kiln_compile: '%s' made %u steps, %u expected", e->name, b.n_steps,
-                          e->n_steps);
+                          "kiln_compile: '%s' made %u steps, %u library calls and %u step "
+                          "buffers; %u, %u and %u were counted",
+                          e->name, b.n_steps, b.n_libs, b.n_locs, e->n_steps, e->n_libs, e->n_locs);
     }
     host_free(ctx, b.of, nn * sizeof *b.of);
     host_free(ctx, b.const_of, nn * sizeof *b.const_of);

@@ -136,8 +136,9 @@ kiln_status exec_null_object(const char *op, const char *what, int n_args, kiln_
  * the parameter's name and both types. */
 kiln_status exec_check_args(const kiln_executable *e, const char *op, int n_args,
                             kiln_array *const *args);
-/* Frees what exec_steps_build (src/compile/steps.c) and exec_profile_describe made. */
+/* Frees what exec_steps_build made (src/compile/steps.c). */
 void exec_steps_free(kiln_executable *e);
+/* Frees what exec_profile_describe made (src/compile/describe.c). */
 void exec_profile_forget(kiln_executable *e);
 /* Frees the IR part of e (what only compiling and the IR's reports read). */
 void exec_ir_free(kiln_executable *e);

@@ -337,7 +337,7 @@ static kiln_status run_exec(kn_task *tk) {
     if (!s) {
         bind_buffers(r);
         s = run_steps(r);
-        if (!s) finish_outputs(r);
+        if (!s) s = finish_outputs(r);
     }
     if (r->arena) device_free(e->dev, r->arena);
     take_donated_buffers(r, !s);

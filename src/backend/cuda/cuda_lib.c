@@ -389,8 +389,19 @@ static kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const vo
 
 /* ------------------------------------------------------- the generic slot ---- */
 
+/* Whether cuBLAS's 32-bit interface can take float product g (blas_gemm refuses the rest
+ * when run; asked here so that kiln_compile refuses it instead, before a call has consumed
+ * any donated argument). An empty product never reaches cuBLAS. */
+static bool blas_gemm_fits(kiln_dtype t, const kn_gemm_desc *g) {
+    if (t != KILN_DTYPE_F32 && t != KILN_DTYPE_F64) return true;
+    if (!g->batch || !g->m || !g->n || !g->k) return true;
+    return g->m <= INT_MAX && g->n <= INT_MAX && g->k <= INT_MAX && g->lda <= INT_MAX &&
+           g->ldb <= INT_MAX && g->batch <= INT_MAX;
+}
+
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
-    (void)state, (void)device, (void)d;
+    (void)state, (void)device;
+    if (op == KN_LIB_GEMM && d) return blas_gemm_fits(d->dtype, &d->gemm);
     return op == KN_LIB_GEMM || op == KN_LIB_PERMUTE || op == KN_LIB_SCATTER_ADD_ROWS ||
            op == KN_LIB_CUMSUM;
 }

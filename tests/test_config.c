@@ -247,6 +247,11 @@ static void test_alloc_trace_option(void) {
     if (f) text[fread(text, 1, sizeof text - 1, f)] = 0, fclose(f);
     CHECK_CONTAINS(text, "a 1 555 ");
     unlink(path);
+    /* a path that cannot be opened is named with where it came from: the field */
+    o.alloc_trace = "/nonexistent/dir/t.txt";
+    CHECK_STATUS(create(&ctx, &o, err, sizeof err), KILN_STATUS_IO);
+    CHECK_CONTAINS(err, "kiln_context_options.alloc_trace=\"/nonexistent/dir/t.txt\"");
+    CHECK(!strstr(err, "environment variable"));
 }
 
 static void test_alloc_trace_variable(void) {
@@ -271,7 +276,7 @@ static void test_alloc_trace_variable(void) {
     unlink(path);
     setenv("KILN_ALLOC_TRACE", "/nonexistent/dir/t.txt", 1);
     CHECK_STATUS(create(&ctx, NULL, err, sizeof err), KILN_STATUS_IO);
-    CHECK_CONTAINS(err, "KILN_ALLOC_TRACE");
+    CHECK_CONTAINS(err, "environment variable KILN_ALLOC_TRACE=");
     CHECK_CONTAINS(err, "/nonexistent/dir/t.txt");
     /* a file that is not a trace is refused, naming the variable and the file, and kept */
     static const char other[] = "not a trace\n";

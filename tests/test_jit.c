@@ -370,6 +370,11 @@ static void test_lower_errors(void) {
     s_bad[0] = (kiln_arg_spec){KILN_DTYPE_F32, 9, {3, 4}};
     CHECK_STATUS(kiln_jit_lower_shapes(j, 0, 2, s_bad, NULL, 0, &e), KILN_STATUS_SHAPE);
     CHECK_CONTAINS(kiln_last_error(ctx), "argument 0 has rank 9");
+    /* an extent over kiln's 2^62 whose bytes still fit a size_t (1-byte bool) */
+    s_bad[0] = (kiln_arg_spec){KILN_DTYPE_BOOL, 2, {(int64_t)1 << 60, 5}};
+    CHECK_STATUS(kiln_jit_lower_shapes(j, 0, 2, s_bad, NULL, 0, &e), KILN_STATUS_SHAPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_lower_shapes 'decl': argument 0 (bool): the "
+                                         "shape's extent overflows 2^62");
     kiln_arg_spec s_ok[2] = {{KILN_DTYPE_F32, 2, {3, 4}}, {KILN_DTYPE_F32, 2, {3, 4}}};
     CHECK_STATUS(kiln_jit_lower_shapes(j, 7, 2, s_ok, NULL, 0, &e), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_lower_shapes 'decl': device 7 does not exist");

@@ -88,8 +88,9 @@ kiln_status device_open_all(kiln_context *ctx, const kn_device_options *o) {
         char why[KN_ERR_MAX];
         snprintf(why, sizeof why, "%s", kiln_last_error(ctx));
         if (s)
-            ctx_error(ctx, s, "environment variable KILN_ALLOC_TRACE=\"%s\": %s", o->alloc_trace,
-                      why);
+            ctx_error(ctx, s, "%s=\"%s\": %s",
+                      o->alloc_trace_from ? o->alloc_trace_from : "KILN_ALLOC_TRACE",
+                      o->alloc_trace, why);
     }
     if (s) device_close_all(ctx);
     return s;

@@ -33,11 +33,12 @@ typedef struct kn_device {
 /* What making the devices needs: the allocators' settings and each backend's options,
  * filled once by kiln_context_create (runtime/context.c) from the resolved configuration. */
 typedef struct kn_device_options {
-    kiln_alloc_mode alloc_mode; /* KILN_ALLOCATOR; DEFAULT: each backend's default */
-    double mem_fraction;        /* KILN_MEM_FRACTION: what preallocate reserves */
-    uint64_t memory_limit;      /* KILN_MEMORY_LIMIT per device; 0: none */
-    char alloc_trace[1024];     /* KILN_ALLOC_TRACE: trace device 0's allocations here */
-    bool async_dispatch;        /* KILN_ASYNC: every device gets its two queues */
+    kiln_alloc_mode alloc_mode;   /* KILN_ALLOCATOR; DEFAULT: each backend's default */
+    double mem_fraction;          /* KILN_MEM_FRACTION: what preallocate reserves */
+    uint64_t memory_limit;        /* KILN_MEMORY_LIMIT per device; 0: none */
+    char alloc_trace[1024];       /* KILN_ALLOC_TRACE: trace device 0's allocations here */
+    const char *alloc_trace_from; /* where that path came from, for messages */
+    bool async_dispatch;          /* KILN_ASYNC: every device gets its two queues */
     kn_backend_options backends;
 } kn_device_options;
 

@@ -39,6 +39,7 @@ typedef struct kn_config {
     char cc[1024];            /* KILN_CC; "": cc, gcc or clang from PATH */
     char cc_flags[1024];      /* KILN_CC_FLAGS: appended to the compiler's flags */
     char alloc_trace[1024];   /* KILN_ALLOC_TRACE: record device 0's allocations here */
+    bool alloc_trace_env;     /* alloc_trace came from the variable, not the option field */
     char dump_dir[1024];      /* KILN_DUMP: write each compiled program's IR/kernels/plan */
     bool verify_passes;       /* KILN_VERIFY_PASSES: IR verifier after every pass */
     int cpu_devices;          /* KILN_CPU_DEVICES: 1..KN_MAX_CPU_DEVICES once resolved */

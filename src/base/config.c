@@ -181,6 +181,8 @@ static kiln_status apply_env_strings(kn_config *c, char *err, size_t n) {
         (s = env_str(c->nccl_library, "KILN_NCCL_LIBRARY", "a path shorter than 1024 bytes", err,
                      n)))
         return s;
+    const char *trace = getenv("KILN_ALLOC_TRACE");
+    c->alloc_trace_env = trace && *trace;
     return KILN_STATUS_OK;
 }
 

@@ -182,10 +182,11 @@ static kiln_status check_specs(kiln_jit *j, const jit_sig *s) {
                                  s->op, j->name, i, d, (long long)sp->dims[d]);
             sh.dims[d] = sp->dims[d];
         }
-        size_t bytes;
-        if (!ir_shape_nbytes(&sh, sp->dtype, &bytes))
-            return ctx_error(j->ctx, KILN_STATUS_SHAPE,
-                             "%s '%s': argument %d's byte size overflows", s->op, j->name, i);
+        char why[160];
+        kiln_status st = ir_check_shape(&sh, sp->dtype, why, sizeof why);
+        if (st)
+            return ctx_error(j->ctx, st, "%s '%s': argument %d (%s): %s", s->op, j->name, i,
+                             kiln_dtype_name(sp->dtype), why);
     }
     return KILN_STATUS_OK;
 }

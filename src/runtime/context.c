@@ -32,6 +32,8 @@ static kiln_status device_options(kiln_context *ctx, kn_device_options *o) {
                              .memory_limit = c->memory_limit,
                              .async_dispatch = c->async_dispatch};
     COPY_SETTING(o->alloc_trace, c->alloc_trace);
+    o->alloc_trace_from = c->alloc_trace_env ? "environment variable KILN_ALLOC_TRACE"
+                                             : "kiln_context_options.alloc_trace";
     kn_cache_options cache = {.max_bytes = c->cache_max_bytes};
     COPY_SETTING(cache.dir, c->cache_dir);
     if (cache.max_bytes) {

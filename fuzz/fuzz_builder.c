@@ -351,6 +351,25 @@ static void op_transpose(fz_state *s) {
     push(s, kiln_transpose(s->g, x.v, perm), x.lv);
 }
 
+/* kiln_rev (axes drawn, repeats and out-of-range ones sometimes, NULL for all) and
+ * kiln_split (indices drawn, out of order and out of range sometimes). */
+static void op_rev_split(fz_state *s) {
+    fz_val x = pick(s);
+    if (fz_u8(&s->in) % 2) {
+        int axes[FZ_ARR + 1], n = fz_int(&s->in, FZ_ARR + 2) - 1; /* -1: a bad count */
+        for (int i = 0; i < n && i <= FZ_ARR; i++) axes[i] = draw_axis(s, x.rank);
+        push(s, kiln_rev(s->g, x.v, n, fz_u8(&s->in) < 16 ? NULL : axes), x.lv);
+        return;
+    }
+    int64_t idx[3];
+    int n = 1 + fz_int(&s->in, 3);
+    for (int i = 0; i < n - 1; i++) idx[i] = draw_attr(s, -1, 8);
+    kiln_value outs[3] = {{0, 0}, {0, 0}, {0, 0}};
+    const int64_t *points = fz_u8(&s->in) < 64 ? NULL : idx; /* NULL: n equal parts */
+    if (kiln_split(s->g, x.v, n, points, draw_axis(s, x.rank), outs) == KILN_STATUS_OK)
+        for (int i = 0; i < n; i++) push(s, outs[i], x.lv);
+}
+
 static void op_slice(fz_state *s) {
     fz_val x = pick(s);
     int64_t start[FZ_ARR], limit[FZ_ARR], stride[FZ_ARR];
@@ -493,8 +512,22 @@ static void op_attention(fz_state *s, fz_val x) {
 static void op_composite(fz_state *s) {
     fz_val x = pick(s);
     int axis = draw_axis(s, x.rank);
-    switch (fz_u8(&s->in) % 5) {
+    switch (fz_u8(&s->in) % 7) {
     case 4: op_attention(s, x); break;
+    case 5: /* x * x: one correctly rounded product */
+        push(s, kiln_square(s->g, x.v),
+             is_float(x.t) ? (x.lv == LV_EXACT ? LV_ROUNDED : LV_LOOSE) : x.lv);
+        break;
+    case 6: {
+        int64_t d = x.rank > 0 && axis >= -x.rank && axis < x.rank
+                        ? x.dims[axis < 0 ? axis + x.rank : axis]
+                        : 1;
+        kiln_value none = {0, 0}, scale = none, bias = none;
+        if (fz_u8(&s->in) % 2) scale = make_param(s, x.t, 1, &d);
+        if (fz_u8(&s->in) % 2) bias = make_param(s, x.t, 1, &d);
+        push(s, kiln_layer_norm_axis(s->g, x.v, scale, bias, axis, 1e-5), LV_LOOSE);
+        break;
+    }
     case 0: push(s, kiln_softmax(s->g, x.v, axis), LV_LOOSE); break;
     case 1: push(s, kiln_log_softmax(s->g, x.v, axis), LV_LOOSE); break;
     case 2: {
@@ -514,13 +547,19 @@ static void op_composite(fz_state *s) {
     }
 }
 
-/* kiln_take, take_along_axis, stack, argmax/argmin, cumsum, one_hot (index_ops.c). */
+/* kiln_take, take_along_axis, stack, argmax/argmin, cumsum, one_hot, make_causal_mask
+ * (index_ops.c). */
 static void op_index(fz_state *s) {
     fz_val x = pick(s);
     int axis = draw_axis(s, x.rank);
     uint8_t m = fz_u8(&s->in);
     kiln_gather_mode mode = (kiln_gather_mode)(m < 250 ? m % 3 : m % 2 ? 3 : -1);
-    switch (fz_u8(&s->in) % 6) {
+    switch (fz_u8(&s->in) % 7) {
+    case 5:
+        push(s,
+             kiln_make_causal_mask(s->g, draw_attr(s, -1, 9), draw_attr(s, -1, 9), draw_dtype(s)),
+             LV_EXACT);
+        break;
     case 0:
     case 1: {
         int64_t idims[FZ_ARR];
@@ -585,7 +624,8 @@ static void step(fz_state *s) {
                                               op_dot,
                                               op_gather,
                                               op_index,
-                                              op_composite};
+                                              op_composite,
+                                              op_rev_split};
     uint8_t b = fz_u8(&s->in);
     if (b == 255) kiln_graph_at(s->g, b % 2 ? "fuzz.c" : NULL, (int)fz_u8(&s->in) - 8);
     ops[b % (sizeof ops / sizeof ops[0])](s);
@@ -670,7 +710,7 @@ static void evaluate(fz_state *s, int n_out, const fz_val *outs, bool compile, u
     }
     if (compile) {
         kiln_executable *e = NULL;
-        kiln_compile_options o = {.disable_fusion = seed % 7 == 0};
+        kiln_compile_options o = {.disable_fusion = seed % 7 == 0, .keep_ir = true};
         kiln_status st = kiln_compile(s->g, &o, &e);
         must(st, "kiln_compile");
         int ok = 1;

@@ -372,11 +372,12 @@ static void test_overlap_keeps_buffers(void) {
         CHECK_OK(ctx, kiln_compile(g, &o, &e[i]));
         CHECK_OK(ctx, kiln_array_create_on(ctx, i, KILN_DTYPE_F32, 2, d, host[i], &in[i][0]));
     }
+    if (!e[0] || !e[1]) goto done; /* a compile failed: CHECK_OK said why */
     /* the plan this test is about: the dot runs between the all-reduce's start and wait */
     const mem_plan *p = &e[0]->mem;
     uint32_t ka = kernel_of_kind(e[0], FK_COLLECTIVE), kd = kernel_of_kind(e[0], FK_DOT);
     CHECK(ka != UINT32_MAX && kd != UINT32_MAX);
-    if (ka == UINT32_MAX || kd == UINT32_MAX) return;
+    if (ka == UINT32_MAX || kd == UINT32_MAX) goto done;
     int32_t sa = (int32_t)p->step_of[ka], sd = (int32_t)p->step_of[kd];
     CHECK_MSG(sa < sd && sd < p->wait_step[ka],
               "all-reduce at step %d, waited for at %d; the dot at step %d", sa, p->wait_step[ka],
@@ -406,6 +407,7 @@ static void test_overlap_keeps_buffers(void) {
                     CHECK_MSG(!bad, "rank %d [%d, %d]: %g, want %g", i, a, b, have, want);
                 }
     }
+done:
     for (int i = 0; i < RK; i++) {
         kiln_array_destroy(in[i][0]);
         kiln_executable_destroy(e[i]);
@@ -451,6 +453,7 @@ static void test_overlap_bitwise(void) {
         kiln_array *in[RANKS][2] = {{0}};
         void *out[2][RANKS];
         uint64_t seed = test_seed(0x0de7 + (uint64_t)n);
+        bool compiled = true;
         for (int i = 0; i < n; i++) {
             float xs[N * N], ws[N * N];
             test_fill_uniform(KILN_DTYPE_F32, N * N, xs, &seed);
@@ -462,9 +465,11 @@ static void test_overlap_bitwise(void) {
                     .keep_ir = true, .device = i, .comm = comms[i], .disable_overlap = m};
                 CHECK_OK(ctx, kiln_compile(g, &o, &e[m][i]));
                 out[m][i] = calloc(1, bytes);
+                if (!e[m][i]) compiled = false;
             }
         }
-        int overlapped = 0; /* collectives of the overlapped plan waited for later */
+        if (!compiled) goto release; /* CHECK_OK said why */
+        int overlapped = 0;          /* collectives of the overlapped plan waited for later */
         for (uint32_t k = 0; k < e[0][0]->plan.n_kernels; k++) {
             overlapped += e[0][0]->mem.wait_step[k] > (int32_t)e[0][0]->mem.step_of[k];
             CHECK(e[1][0]->mem.wait_step[k] == (int32_t)e[1][0]->mem.step_of[k]);
@@ -488,6 +493,7 @@ static void test_overlap_bitwise(void) {
                               N * N * sizeof(float)),
                       "%d ranks: rank %d's loss differs from rank 0's", n, i);
         }
+    release:
         for (int i = 0; i < n; i++) {
             for (int m = 0; m < 2; m++) kiln_executable_destroy(e[m][i]), free(out[m][i]);
             kiln_array_destroy(in[i][0]);

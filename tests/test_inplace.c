@@ -183,9 +183,11 @@ static void test_adam_not_donated(void) {
     kiln_graph *g = adam(1 << 14, true);
     kiln_executable *e = NULL;
     CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
-    kiln_memory_analysis a;
-    kiln_executable_get_memory_analysis(e, &a);
-    CHECK(a.output_bytes == 3 * 4 * (1 << 14) && a.inplace_bytes == 0 && a.alias_bytes == 0);
+    kiln_memory_analysis a = {0};
+    if (e) { /* a failed compile: CHECK_OK said why */
+        CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &a));
+        CHECK(a.output_bytes == 3 * 4 * (1 << 14) && a.inplace_bytes == 0 && a.alias_bytes == 0);
+    }
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 }
@@ -305,8 +307,9 @@ static void test_still_read(void) {
     for (uint32_t r = 0; k && k->alias && r < k->n_roots; r++)
         CHECK_MSG(!k->alias[r] || k->inputs[k->alias[r] - 1] != e->g->params[0],
                   "x is read later: nothing is written over it");
-    CHECK(shares_of_output(e, 0) == (int)e->g->params[1] ||
-          shares_of_output(e, 1) == (int)e->g->params[1]);
+    if (e)
+        CHECK(shares_of_output(e, 0) == (int)e->g->params[1] ||
+              shares_of_output(e, 1) == (int)e->g->params[1]);
     kiln_array *args[2];
     for (int i = 0; i < 2; i++) args[i] = cmp_random_array(ctx, KILN_DTYPE_F32, 2, sq, &seed);
     if (e) CHECK(run_vs_reference(g, e, args, 1e-4));

@@ -66,9 +66,14 @@ static inline int cmp_arrays(const kiln_array *got, const kiln_array *want, doub
 /* Runs e and checks the memory plan: sound (plan_check, exhaustive), and the allocator's
  * peak during the call equal to the planned one. The rise over what the device held
  * before is outputs + arena; when the arguments are all it held, the peak itself is the
- * planned peak (arguments + outputs + arena). Returns the run's status. */
+ * planned peak (arguments + outputs + arena). Returns the run's status (an error, with *ok
+ * 0, for a NULL e: what a failed kiln_compile leaves). */
 static inline kiln_status cmp_run_planned(kiln_context *ctx, kiln_executable *e, int n_args,
                                           kiln_array **args, int n_out, kiln_array **got, int *ok) {
+    if (!e) { /* a failed compile: the run refuses it with a message, no plan to check */
+        *ok = 0;
+        return kiln_executable_run(e, n_args, args, n_out, got);
+    }
     kiln_memory_analysis a;
     kiln_memory_stats before, after;
     kiln_executable_get_memory_analysis(e, &a);

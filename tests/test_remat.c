@@ -97,6 +97,14 @@ static void free_args(kiln_graph *g, kiln_array **a) {
     free(a);
 }
 
+/* e's memory analysis; for a NULL e (a failed compile, reported where it happened) an
+ * analysis of nothing with empty strings, so the checks on it fail instead of crashing. */
+static void analysis_of(const kiln_executable *e, kiln_memory_analysis *an) {
+    memset(an, 0, sizeof *an);
+    an->schedule = an->remat_strategy = "";
+    if (e) kiln_executable_get_memory_analysis(e, an);
+}
+
 /* Compiles g with o, runs it with the plan checked and the peak measured (must equal the
  * planned one), and returns the outputs in outs (caller frees); 0 when anything failed.
  * *an receives the memory analysis. */
@@ -108,9 +116,10 @@ static int run_planned(kiln_graph *g, kiln_array **args, const kiln_compile_opti
     ko.keep_ir = true; /* cmp_run_planned's plan_check reads it */
     if (kiln_compile(g, &ko, &e) != KILN_STATUS_OK) {
         fprintf(stderr, "compile: %s\n", kiln_last_error(ctx));
+        analysis_of(NULL, an);
         return 0;
     }
-    kiln_executable_get_memory_analysis(e, an);
+    analysis_of(e, an);
     if (cmp_run_planned(ctx, e, kiln_graph_num_parameters(g), args, kiln_graph_num_outputs(g), outs,
                         &ok) != KILN_STATUS_OK) {
         fprintf(stderr, "run: %s\n", kiln_last_error(ctx));
@@ -149,7 +158,7 @@ static void test_policies(void) {
     int n_out = kiln_graph_num_outputs(g0);
     kiln_array **args = make_args(g0);
     kiln_array *want[1 + MODEL_MAX_PARAMS] = {0};
-    kiln_memory_analysis a0;
+    kiln_memory_analysis a0 = {0};
     CHECK(run_planned(g0, args, NULL, want, &a0));
     CHECK(a0.remat_num_recomputed == 0 && a0.remat_peak_without == 0);
     CHECK(!strcmp(a0.remat_strategy, "none"));
@@ -158,7 +167,7 @@ static void test_policies(void) {
         step s;
         kiln_graph *g = mlp_step(&s, p);
         kiln_array *got[1 + MODEL_MAX_PARAMS] = {0};
-        kiln_memory_analysis a;
+        kiln_memory_analysis a = {0};
         const char *name = kiln_checkpoint_policy_name((kiln_checkpoint_policy)p);
         CHECK_MSG(run_planned(g, args, NULL, got, &a), "%s", name);
         CHECK_MSG(same_bits(got, want, n_out, name), "%s", name);
@@ -229,7 +238,7 @@ static int budget_sweep(kiln_graph *g, int lowest, int stride, uint64_t *smalles
     int n_out = kiln_graph_num_outputs(g);
     kiln_array **args = make_args(g);
     kiln_array *want[1 + MODEL_MAX_PARAMS] = {0}, *dflt[1 + MODEL_MAX_PARAMS] = {0};
-    kiln_memory_analysis a0, plain;
+    kiln_memory_analysis a0 = {0}, plain = {0};
     kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK(run_planned(g, args, &off, want, &plain));
     CHECK(run_planned(g, args, NULL, dflt, &a0));
@@ -250,7 +259,7 @@ static int budget_sweep(kiln_graph *g, int lowest, int stride, uint64_t *smalles
             continue;
         }
         CHECK_OK(ctx, st);
-        kiln_memory_analysis a;
+        kiln_memory_analysis a = {0};
         CHECK_MSG(run_planned(g, args, &o, got, &a), "budget %d%%", pct);
         CHECK_MSG(same_bits(got, want, n_out, "budget"), "budget %d%%", pct);
         CHECK_MSG(a.peak_bytes <= a.memory_budget, "%d%%: peak %llu over the budget %llu", pct,
@@ -278,7 +287,7 @@ static int budget_sweep(kiln_graph *g, int lowest, int stride, uint64_t *smalles
 static void test_budgets(void) {
     step s;
     kiln_graph *g = mlp_step(&s, -1);
-    kiln_memory_analysis a0;
+    kiln_memory_analysis a0 = {0};
     uint64_t smallest = 0;
     CHECK(budget_sweep(g, 40, 5, &smallest, &a0) >= 3);
     CHECK_MSG(smallest < a0.peak_bytes, "no budget lowered the peak (%llu)",
@@ -321,9 +330,9 @@ static void test_min_peak_fields(void) {
     CHECK_MSG(reach > 4096, "no smallest peak in: %s", msg);
     kiln_compile_options exact = {.keep_ir = true, .memory_budget = reach},
                          loose = {.keep_ir = true, .memory_budget_fraction = 1};
-    kiln_memory_analysis a;
+    kiln_memory_analysis a = {0};
     CHECK_OK(ctx, kiln_compile(g, &exact, &e));
-    kiln_executable_get_memory_analysis(e, &a);
+    analysis_of(e, &a);
     CHECK_MSG(a.remat_min_peak_bytes == reach && a.peak_bytes == reach,
               "min %llu, peak %llu, want %llu", (unsigned long long)a.remat_min_peak_bytes,
               (unsigned long long)a.peak_bytes, reach);
@@ -347,13 +356,13 @@ static void test_min_peak_fields(void) {
     kiln_string_free(ctx, report);
     kiln_executable_destroy(e);
     CHECK_OK(ctx, kiln_compile(g, &loose, &e));
-    kiln_executable_get_memory_analysis(e, &a);
+    analysis_of(e, &a);
     CHECK(a.remat_min_peak_bytes == reach && a.peak_bytes >= reach);
     kiln_executable_destroy(e);
     /* no budget: no search, no recomputation here, nothing marked */
     kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK_OK(ctx, kiln_compile(g, &off, &e));
-    kiln_executable_get_memory_analysis(e, &a);
+    analysis_of(e, &a);
     CHECK(a.remat_min_peak_bytes == 0);
     for (int i = 0; i < a.num_buffers; i++) {
         kiln_buffer_info b;
@@ -370,8 +379,8 @@ static void test_environment(void) {
     kiln_graph *g = mlp_step(&s, -1);
     kiln_executable *e = NULL;
     CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
-    kiln_memory_analysis a0, a;
-    kiln_executable_get_memory_analysis(e, &a0);
+    kiln_memory_analysis a0 = {0}, a = {0};
+    analysis_of(e, &a0);
     kiln_executable_destroy(e);
     char dir[] = "/tmp/kiln-remat-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -389,7 +398,7 @@ static void test_environment(void) {
         g2 = mlp_step(&s2, -1);
         ctx = keep;
         CHECK_OK(c, kiln_compile(g2, &(kiln_compile_options){.keep_ir = true}, &e));
-        kiln_executable_get_memory_analysis(e, &a);
+        analysis_of(e, &a);
         if (i == 0) {
             CHECK(a.memory_budget == (uint64_t)(0.75 * (double)a0.peak_bytes));
             CHECK(a.peak_bytes <= a.memory_budget);
@@ -487,7 +496,7 @@ static void test_nested(void) {
         CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
         if (!v) args = make_args(g), g0 = g;
         kiln_array *got[2] = {0};
-        kiln_memory_analysis a_;
+        kiln_memory_analysis a_ = {0};
         CHECK(run_planned(g, args, NULL, v ? got : want, &a_));
         recomputed[v] = a_.remat_num_recomputed;
         if (v) {
@@ -640,8 +649,8 @@ static void sp_compile(kiln_graph *g, sp_outcome *out) {
     kiln_executable *e = NULL;
     memset(out, 0, sizeof *out);
     CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
+    analysis_of(e, &out->a);
     if (!e) return;
-    kiln_executable_get_memory_analysis(e, &out->a);
     for (uint32_t id = 1; id < e->g->n_nodes; id++) {
         const ir_node *n = &e->g->nodes[id];
         if (remat_mark_of(e->g, id) != REMAT_CLONE || n->op != IR_DOT) continue;
@@ -680,7 +689,7 @@ static void sp_case(int how, int policy, const sp_outcome *c) {
     kiln_array **args = make_args(g0);
     int n_out = kiln_graph_num_outputs(g0);
     kiln_array *want[1 + MODEL_MAX_PARAMS] = {0}, *got[1 + MODEL_MAX_PARAMS] = {0};
-    kiln_memory_analysis a0, a1;
+    kiln_memory_analysis a0 = {0}, a1 = {0};
     kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK(run_planned(g0, args, &off, want, &a0));
     CHECK(run_planned(g1, args, NULL, got, &a1));
@@ -777,7 +786,7 @@ static void test_stacks(void) {
     kiln_array **args = make_args(g0);
     int n_out = kiln_graph_num_outputs(g0);
     kiln_array *o0[1 + MODEL_MAX_PARAMS] = {0}, *o1[1 + MODEL_MAX_PARAMS] = {0};
-    kiln_memory_analysis a0, a1;
+    kiln_memory_analysis a0 = {0}, a1 = {0};
     CHECK(run_planned(g0, args, NULL, o0, &a0)); /* measured == planned inside */
     CHECK(run_planned(g1, args, NULL, o1, &a1));
     CHECK(same_bits(o1, o0, n_out, "mlp"));
@@ -852,7 +861,7 @@ static void cheap_case(kiln_graph *g, const char *what, bool must_lower) {
     kiln_array **args = make_args(g);
     int n_out = kiln_graph_num_outputs(g);
     kiln_array *o0[1 + MODEL_MAX_PARAMS] = {0}, *o1[1 + MODEL_MAX_PARAMS] = {0};
-    kiln_memory_analysis a0, a1;
+    kiln_memory_analysis a0 = {0}, a1 = {0};
     kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK(run_planned(g, args, &off, o0, &a0));
     CHECK(run_planned(g, args, NULL, o1, &a1));
@@ -949,7 +958,7 @@ static void test_random_programs(void) {
              * measured == planned, never a higher peak */
             kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
             kiln_array *da[1 + RP_MAX_PARAMS] = {0}, *db[1 + RP_MAX_PARAMS] = {0};
-            kiln_memory_analysis ma, mb;
+            kiln_memory_analysis ma = {0}, mb = {0};
             CHECK(run_planned(g, args, NULL, da, &ma));
             CHECK(run_planned(g, args, &off, db, &mb));
             CHECK_MSG(same_bits(da, db, 1 + nw, "random program, default"),
@@ -1056,8 +1065,8 @@ static kiln_status gpt_run(kiln_graph *g, const kiln_compile_options *o, kiln_ar
     kiln_compile_options ko = o ? *o : (kiln_compile_options){0};
     ko.keep_ir = true; /* cmp_run_planned's plan_check reads it */
     kiln_status st = kiln_compile(g, &ko, &e);
+    analysis_of(e, an);
     if (st) return st;
-    kiln_executable_get_memory_analysis(e, an);
     kiln_array **a = calloc((size_t)n_arg, sizeof *a);
     gpt_args(a);
     for (int s = 0; s < GPT_STEPS; s++) {
@@ -1081,7 +1090,7 @@ static void gpt_case(kiln_graph *g, const kiln_compile_options *o, kiln_array **
                      const char *what, char *strategy, size_t strategy_size) {
     int n = GPT_STEPS * (3 * gpt_num_params(&gpt_small) + 1);
     kiln_array **got = calloc((size_t)n, sizeof *got);
-    kiln_memory_analysis a;
+    kiln_memory_analysis a = {0};
     kiln_status st = gpt_run(g, o, got, &a);
     if (st == KILN_STATUS_DEVICE_OOM) { /* a budget below every plan */
         snprintf(strategy, strategy_size, "none fits");
@@ -1100,7 +1109,7 @@ static void test_gpt_strategies(void) {
     int n = GPT_STEPS * (3 * gpt_num_params(&gpt_small) + 1);
     kiln_array **want = calloc((size_t)n, sizeof *want);
     kiln_graph *g = gpt_step_graph(0);
-    kiln_memory_analysis a0;
+    kiln_memory_analysis a0 = {0};
     kiln_compile_options off = {.keep_ir = true, .disable_cheap_remat = true};
     CHECK_OK(ctx, gpt_run(g, &off, want, &a0));
     CHECK(!strcmp(a0.remat_strategy, "none"));
@@ -1153,8 +1162,8 @@ static kiln_status fault_body(kiln_context *c, int *bad) {
     kiln_compile_options o = {.memory_budget_fraction = 1};
     if (!s) s = kiln_compile(g, &o, &e);
     if (!s) {
-        kiln_memory_analysis a;
-        kiln_executable_get_memory_analysis(e, &a);
+        kiln_memory_analysis a = {0};
+        analysis_of(e, &a);
         *bad = a.peak_bytes > a.memory_budget || a.remat_num_recomputed == 0;
         if (*bad)
             fprintf(stderr, "peak %llu budget %llu recomputed %d strategy %s\n",

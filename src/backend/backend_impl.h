@@ -1,6 +1,6 @@
 /* backend_impl.h — the table of functions a backend provides (DESIGN §3). Code above the
- * backends (src/compile/, src/runtime/) reaches a device only through this table: memory, compiling a program
- * and launching its kernels, the library kernels (one generic slot: gemm, permute,
+ * backends (src/compile/, src/runtime/) reaches a device only through this table: memory, compiling
+ * a program and launching its kernels, the library kernels (one generic slot: gemm, permute,
  * scatter-add, cumsum, attention) and waiting.
  * Adding a backend is one table plus its entry in registry.c.
  *
@@ -20,13 +20,13 @@
  * allocator never writes into device memory, so a region need not be host-addressable.
  * region_free gets back exactly the pointer and size that region_alloc produced.
  *
- * Program contract (what compile/ and runtime/ rely on): a program is one translation unit holding every
- * loop kernel of an executable, printed by src/codegen in the backend's dialect. Kernel i
- * is named "kiln_k<i>" and computes work items [begin, end) of its output given its
- * buffers (its inputs in order, then its outputs), as src/codegen/cgen.h describes; items
- * are independent, so a backend may run them in any order and in parallel. The layouts a
- * library kernel sees (gemm strides, what to permute) are decided by the compiler's
- * lowering (src/codegen/lower_dot.c), never by the backend. */
+ * Program contract (what compile/ and runtime/ rely on): a program is one translation unit holding
+ * every loop kernel of an executable, printed by src/codegen in the backend's dialect. Kernel i is
+ * named "kiln_k<i>" and computes work items [begin, end) of its output given its buffers (its
+ * inputs in order, then its outputs), as src/codegen/cgen.h describes; items are independent, so a
+ * backend may run them in any order and in parallel. The layouts a library kernel sees (gemm
+ * strides, what to permute) are decided by the compiler's lowering (src/codegen/lower_dot.c), never
+ * by the backend. */
 #ifndef KILN_BACKEND_IMPL_H
 #define KILN_BACKEND_IMPL_H
 

@@ -25,8 +25,8 @@
  * pio2_f32(a, &quadrant): a >= 2^21 (inf and NaN too) modulo pi/2 by Payne and Hanek, the
  * remainder as the double it returns and the quadrant (KN_C_PIO2_BIG below, which the
  * prelude's kiln_reduce_pio2_f32 inlines for such an a). The exact rerun of a fast-trig loop
- * (src/codegen/schedule.c, fast_trig_loop) calls it: inline there it lengthened gcc -O3's compile of every
- * kernel with f32 sin or cos (bench/RESULTS.md, "The exact trig rerun without its inline
+ * (src/codegen/schedule.c, fast_trig_loop) calls it: inline there it lengthened gcc -O3's compile
+ * of every kernel with f32 sin or cos (bench/RESULTS.md, "The exact trig rerun without its inline
  * Payne-Hanek"), for a loop that runs only when an argument is that large. */
 #define KN_C_RUNTIME_FIELDS                                                                        \
     float (*sum_f32)(const float *t, int64_t n);                                                   \

@@ -26,7 +26,8 @@
 #include "base/strbuf.h"
 
 /* The language a program is printed in. A backend names the one its program_compile
- * takes (kn_backend.source_language: "c", "cuda"); src/compile/ maps that name to a dialect here. */
+ * takes (kn_backend.source_language: "c", "cuda"); src/compile/ maps that name to a dialect here.
+ */
 typedef enum cgen_dialect {
     CGEN_DIALECT_C,    /* C99 for the system compiler: kernels take (b, begin, end) */
     CGEN_DIALECT_CUDA, /* CUDA C for NVRTC: kernels take their buffers and the item count */

@@ -248,18 +248,26 @@ static kiln_status check_call(kiln_executable *e, int n_args, kiln_array *const 
     return check_donations(e, args);
 }
 
-/* Everything that can fail, before any kernel runs. */
-static kiln_status prepare(run_state *r) {
-    kiln_executable *e = r->e;
-    kiln_status s = alloc_state(r);
-    if (!s) s = make_outputs(r);
-    if (!s && e->arena) {
+/* The call's arena, then the backend's launch preparation: the last steps that can fail
+ * before the first kernel, for a call run now and one enqueued alike. */
+static kiln_status take_arena(run_state *r) {
+    const kiln_executable *e = r->e;
+    kiln_status s = KILN_STATUS_OK;
+    if (e->arena) {
         char tag[24];
         snprintf(tag, sizeof tag, "arena %s", e->name);
         s = device_alloc(e->dev, e->arena, tag, &r->arena);
     }
     const kn_backend *b = e->dev->backend;
     if (!s && b->launch_prepare) s = b->launch_prepare(e->dev->state, e->dev->index);
+    return s;
+}
+
+/* Everything that can fail, before any kernel runs. */
+static kiln_status prepare(run_state *r) {
+    kiln_status s = alloc_state(r);
+    if (!s) s = make_outputs(r);
+    if (!s) s = take_arena(r);
     return s;
 }
 
@@ -327,13 +335,7 @@ static kiln_status run_exec(kn_task *tk) {
                              e->name, e->dev->name, p);
     for (uint32_t p = 0; p < e->n_params; p++)
         if (t->after[p]) event_wait(t->after[p]); /* a read: its own failure is not ours */
-    if (!s && e->arena) {
-        char tag[24];
-        snprintf(tag, sizeof tag, "arena %s", e->name);
-        s = device_alloc(e->dev, e->arena, tag, &r->arena);
-    }
-    const kn_backend *b = e->dev->backend;
-    if (!s && b->launch_prepare) s = b->launch_prepare(e->dev->state, e->dev->index);
+    if (!s) s = take_arena(r);
     if (!s) {
         bind_buffers(r);
         s = run_steps(r);

@@ -190,12 +190,20 @@ static void print_combine(pr *p, uint32_t a_id) {
     pr_line(p, "}");
 }
 
-/* Whether a float value of op may end in a multiplication, which gcc would fuse into a
- * sum reading it inline (head_c, KILN_ROUNDED): a product, kiln_exp_f64 (2^n applied by
- * multiplying), a random float (bits scaled into [0, 1)) and a reduce_prod's result.
- * Every other op ends in a sum, a quotient, a select or a call: nothing to fuse with. */
+/* The CUDA type of four elements of t, which the vector plan gives only to f32 and
+ * 32-bit integers. */
 static const char *vec_type(kiln_dtype t) {
     return t == KILN_DTYPE_F32 ? "float4" : "int4";
+}
+
+/* Opens the block of the vector loads or stores: there the last axis' variable names the
+ * first of the four elements. */
+static void open_first_element(pr *p, const char *last) {
+    pr_line(p, "{");
+    pr_line(p, "    const int64_t %s = kiln_j;", last);
+    p->depth++;
+    pr_split_names(p);
+    p->depth--;
 }
 
 /* The element loop four elements per thread: the vector loads (at the first element),
@@ -215,11 +223,7 @@ static void print_vec(pr *p) {
         if (p->kd->stmts[s].sched & KD_SCHED_VSTORE)
             pr_line(p, "%s st%u;", vec_type(kd->out_type[st->slot]), s);
     }
-    pr_line(p, "{");
-    pr_line(p, "    const int64_t %s = kiln_j;", last);
-    p->depth++;
-    pr_split_names(p);
-    p->depth--;
+    open_first_element(p, last);
     for (uint32_t s = 2; s < n; s++) {
         const kd_stmt *st = &kd->stmts[s];
         if (!(p->kd->stmts[s].sched & KD_SCHED_VLOAD)) continue;
@@ -240,11 +244,7 @@ static void print_vec(pr *p) {
         pr_line(p, "}");
     }
     CU(p)->lane = -1;
-    pr_line(p, "{");
-    pr_line(p, "    const int64_t %s = kiln_j;", last);
-    p->depth++;
-    pr_split_names(p);
-    p->depth--;
+    open_first_element(p, last);
     for (uint32_t s = 2; s < n; s++) {
         const kd_stmt *st = &kd->stmts[s];
         if (!(p->kd->stmts[s].sched & KD_SCHED_VSTORE)) continue;

@@ -289,15 +289,22 @@ typedef enum kiln_dtype {
     KILN_DTYPE_I32,
     KILN_DTYPE_I64,
     KILN_DTYPE_BOOL, /* stored as one byte, 0 or 1 */
-    /* room for KILN_DTYPE_BF16, KILN_DTYPE_F16 (storage types) later: enums only grow here. */
+    /* 16-bit floats: bfloat16 (8 exponent bits, 7 mantissa bits: f32's range) and IEEE
+     * binary16 (5 and 10: largest finite 65504). Stored in 2 bytes (a uint16_t's bits),
+     * computed in f32 and rounded to nearest even after every op, as XLA on the CPU does:
+     * so a result is the same bits fused or not. Sums and products accumulate in f32 or
+     * wider. docs/ops.md, "16-bit floats". Enums only grow here. */
+    KILN_DTYPE_BF16,
+    KILN_DTYPE_F16,
 } kiln_dtype;
 
 KILN_API const char *kiln_dtype_name(kiln_dtype t); /* "f32", ...; "invalid" */
 KILN_API size_t kiln_dtype_itemsize(kiln_dtype t);  /* bytes; 0 if invalid */
 /* jnp.promote_types over kiln's dtypes, with x64 on: the least dtype both convert to on
- * JAX's lattice bool < i32 < i64 < f32 < f64, where an integer joined with a float is that
- * float (i64 with f32 is f32, as in JAX; NumPy says f64). KILN_DTYPE_INVALID if either is
- * invalid. kiln's ops never promote on their own: kiln_promote asks for it. */
+ * JAX's lattice bool < i32 < i64 < {bf16, f16} < f32 < f64, where an integer joined with a
+ * float is that float (i64 with f32 is f32, i32 with bf16 is bf16, as in JAX; NumPy says
+ * f64) and bf16 joined with f16 is f32. KILN_DTYPE_INVALID if either is invalid. kiln's ops
+ * never promote on their own: kiln_promote asks for it. */
 KILN_API kiln_dtype kiln_promote_types(kiln_dtype a, kiln_dtype b);
 
 /* ----------------------------------------------------------------- arrays ---- */

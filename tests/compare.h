@@ -34,11 +34,27 @@ static inline double cmp_elem(const void *p, kiln_dtype t, int64_t i) {
     case KILN_DTYPE_F64: return ((const double *)p)[i];
     case KILN_DTYPE_I32: return ((const int32_t *)p)[i];
     case KILN_DTYPE_I64: return (double)((const int64_t *)p)[i];
+    case KILN_DTYPE_BF16: return kn_bf16_to_f32(((const uint16_t *)p)[i]);
+    case KILN_DTYPE_F16: return kn_f16_to_f32(((const uint16_t *)p)[i]);
     default: return ((const unsigned char *)p)[i];
     }
 }
 
-/* Compares two arrays: exact for ints and bools; for floats |a-b| <= tol * (1 + |b|). */
+/* The tolerance of a 16-bit dtype, in units of its rounding: one op is computed in f32
+ * by a kernel and in f64 by the reference, then rounded to the dtype, so the two agree
+ * but where the f32 value lands within an f32 ulp of a rounding boundary (a double
+ * rounding), and then by one ulp of the dtype: 2^-7 relative for bf16, 2^-10 for f16. A
+ * chain of ops can carry such a difference on, so the tolerance is a few ulps, scaled by
+ * CMP_HALF_ULPS. */
+#ifndef CMP_HALF_ULPS
+#define CMP_HALF_ULPS 2
+#endif
+static inline double cmp_half_tol(kiln_dtype t) {
+    return t == KILN_DTYPE_BF16 ? CMP_HALF_ULPS * 0x1p-7 : CMP_HALF_ULPS * 0x1p-10;
+}
+
+/* Compares two arrays: exact for ints and bools; for floats |a-b| <= tol * (1 + |b|)
+ * (16-bit floats: cmp_half_tol, or the f32 tolerance if that is larger). */
 static inline int cmp_arrays(const kiln_array *got, const kiln_array *want, double tol_f32,
                              double tol_f64, const char *what) {
     size_t n = kiln_array_nbytes(want);
@@ -50,7 +66,11 @@ static inline int cmp_arrays(const kiln_array *got, const kiln_array *want, doub
     void *a = malloc(n ? n : 1), *b = malloc(n ? n : 1);
     kiln_array_copy_to_host(got, a, n);
     kiln_array_copy_to_host(want, b, n);
-    double tol = t == KILN_DTYPE_F32 ? tol_f32 : t == KILN_DTYPE_F64 ? tol_f64 : 0;
+    double tol = t == KILN_DTYPE_F32   ? tol_f32
+                 : t == KILN_DTYPE_F64 ? tol_f64
+                 : t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16
+                     ? (cmp_half_tol(t) > tol_f32 ? cmp_half_tol(t) : tol_f32)
+                     : 0;
     int ok = 1;
     for (int64_t i = 0; i < kiln_array_size(want) && ok; i++) {
         double x = cmp_elem(a, t, i), y = cmp_elem(b, t, i);

@@ -14,6 +14,7 @@
 #define KILN_TEST_RNG_H
 
 #include "test.h"
+#include "base/half.h"
 
 #include <stdint.h>
 #include <time.h>
@@ -45,6 +46,8 @@ static inline void test_fill_uniform(kiln_dtype t, int64_t n, void *p, uint64_t 
         case KILN_DTYPE_F64: ((double *)p)[i] = 4 * u - 2; break;
         case KILN_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)(u * 11) - 5; break;
         case KILN_DTYPE_I64: ((int64_t *)p)[i] = (int64_t)(u * 11) - 5; break;
+        case KILN_DTYPE_BF16: ((uint16_t *)p)[i] = kn_f64_to_bf16(4 * u - 2); break;
+        case KILN_DTYPE_F16: ((uint16_t *)p)[i] = kn_f64_to_f16(4 * u - 2); break;
         default: ((unsigned char *)p)[i] = u < 0.5; break;
         }
     }
@@ -68,6 +71,12 @@ static inline void test_fill_special(kiln_dtype t, int64_t n, void *p, uint64_t 
                                            0x0000000000000001ull,
                                            0x7fefffffffffffffull};
     static const int64_t int_special[] = {0, 1, -1, INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX};
+    /* NaN (two signs, a payload), infinities, signed zeros, +-1, the least subnormal, the
+     * largest finite value */
+    static const uint16_t bf16_special[] = {0x7fc0u, 0xffc0u, 0x7fc5u, 0x7f80u, 0xff80u, 0x8000u,
+                                            0x0000u, 0x3f80u, 0xbf80u, 0x0001u, 0x7f7fu, 0xff7fu};
+    static const uint16_t f16_special[] = {0x7e00u, 0xfe00u, 0x7e05u, 0x7c00u, 0xfc00u, 0x8000u,
+                                           0x0000u, 0x3c00u, 0xbc00u, 0x0001u, 0x7bffu, 0xfbffu};
     for (int64_t i = 0; i < n; i++) {
         uint64_t r = test_rng_next(seed);
         bool special = r % 3 == 0;
@@ -103,6 +112,12 @@ static inline void test_fill_special(kiln_dtype t, int64_t n, void *p, uint64_t 
             break;
         }
         case KILN_DTYPE_BOOL: ((uint8_t *)p)[i] = (r >> 9) & 1; break;
+        case KILN_DTYPE_BF16:
+            ((uint16_t *)p)[i] = special ? bf16_special[(r >> 8) % 12] : kn_f64_to_bf16(v);
+            break;
+        case KILN_DTYPE_F16:
+            ((uint16_t *)p)[i] = special ? f16_special[(r >> 8) % 12] : kn_f64_to_f16(v);
+            break;
         default: break;
         }
     }

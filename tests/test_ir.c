@@ -341,12 +341,29 @@ static void test_dtypes_and_statuses(void) {
         size_t size;
     } dt[] = {{KILN_DTYPE_F32, "f32", 4},    {KILN_DTYPE_F64, "f64", 8},
               {KILN_DTYPE_I32, "i32", 4},    {KILN_DTYPE_I64, "i64", 8},
-              {KILN_DTYPE_BOOL, "bool", 1},  {KILN_DTYPE_INVALID, "invalid", 0},
-              {(kiln_dtype)6, "invalid", 0}, {(kiln_dtype)-1, "invalid", 0}};
+              {KILN_DTYPE_BOOL, "bool", 1},  {KILN_DTYPE_BF16, "bf16", 2},
+              {KILN_DTYPE_F16, "f16", 2},    {KILN_DTYPE_INVALID, "invalid", 0},
+              {(kiln_dtype)8, "invalid", 0}, {(kiln_dtype)-1, "invalid", 0}};
     for (size_t i = 0; i < sizeof dt / sizeof dt[0]; i++) {
         CHECK(strcmp(kiln_dtype_name(dt[i].t), dt[i].name) == 0);
         CHECK(kiln_dtype_itemsize(dt[i].t) == dt[i].size);
     }
+    /* jnp.promote_types with the 16-bit floats: above every integer, below f32, and bf16
+     * with f16 is f32 */
+    static const kiln_dtype pr[][3] = {
+        {KILN_DTYPE_BF16, KILN_DTYPE_I32, KILN_DTYPE_BF16},
+        {KILN_DTYPE_I64, KILN_DTYPE_F16, KILN_DTYPE_F16},
+        {KILN_DTYPE_BOOL, KILN_DTYPE_BF16, KILN_DTYPE_BF16},
+        {KILN_DTYPE_BF16, KILN_DTYPE_F16, KILN_DTYPE_F32},
+        {KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F32},
+        {KILN_DTYPE_BF16, KILN_DTYPE_F32, KILN_DTYPE_F32},
+        {KILN_DTYPE_F64, KILN_DTYPE_F16, KILN_DTYPE_F64},
+        {KILN_DTYPE_BF16, KILN_DTYPE_BF16, KILN_DTYPE_BF16},
+        {KILN_DTYPE_F16, KILN_DTYPE_INVALID, KILN_DTYPE_INVALID},
+    };
+    for (size_t i = 0; i < sizeof pr / sizeof pr[0]; i++)
+        CHECK_MSG(kiln_promote_types(pr[i][0], pr[i][1]) == pr[i][2], "promote(%s, %s)",
+                  kiln_dtype_name(pr[i][0]), kiln_dtype_name(pr[i][1]));
     static const char *const names[] = {
         "KILN_STATUS_OK",      "KILN_STATUS_INVALID_ARGUMENT", "KILN_STATUS_SHAPE",
         "KILN_STATUS_DTYPE",   "KILN_STATUS_HOST_OOM",         "KILN_STATUS_DEVICE_OOM",

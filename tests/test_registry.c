@@ -14,9 +14,10 @@
 
 #include <stdint.h>
 
-static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
-                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL};
-#define N_DTYPES 5
+static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64,  KILN_DTYPE_I32,
+                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL, KILN_DTYPE_BF16,
+                                        KILN_DTYPE_F16};
+#define N_DTYPES 7
 
 /* test_compiled_against_reference's context, its kernels cached in a private folder */
 static kiln_context *compiled_ctx;
@@ -220,6 +221,8 @@ static kiln_array *edge_array(kiln_context *ctx, kiln_dtype t, int which) {
         case KILN_DTYPE_F64: ((double *)buf)[i] = fv[k]; break;
         case KILN_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)iv[k]; break;
         case KILN_DTYPE_I64: ((int64_t *)buf)[i] = iv[k]; break;
+        case KILN_DTYPE_BF16: ((uint16_t *)buf)[i] = kn_f64_to_bf16(fv[k]); break;
+        case KILN_DTYPE_F16: ((uint16_t *)buf)[i] = kn_f64_to_f16(fv[k]); break;
         default: buf[i] = (uint8_t)((i + which) % 3 == 0); break;
         }
     }

@@ -214,10 +214,18 @@ typedef struct kd_reduce {
 
 typedef struct kd_stmt {
     kd_stmt_kind kind;
-    kiln_dtype dtype;    /* of the value */
-    kiln_dtype in_dtype; /* OP: of the operands (select: of the values chosen) */
-    ir_op op;            /* OP */
-    uint32_t node;       /* IR node it computes a part of (0: none) */
+    /* of the value, and OP: of the operands (select: of the values chosen). The dtype a
+     * value is computed in: f32 for bf16 and f16 (ir_dtype_compute), whose buffers the
+     * printers read and write through conversions (in_type, out_type) */
+    kiln_dtype dtype;
+    kiln_dtype in_dtype;
+    /* OP, IOTA, RESULT of a 16-bit node: the value is computed in f32 and rounded to this
+     * dtype (nearest even) where it is made, as XLA rounds after every op, so that the bits
+     * do not depend on what is fused with what; KILN_DTYPE_INVALID: no rounding (not 16-bit,
+     * or an op that cannot leave the dtype's values: max, min, neg, abs, select, sign) */
+    kiln_dtype round;
+    ir_op op;      /* OP */
+    uint32_t node; /* IR node it computes a part of (0: none) */
     uint32_t args[3], n_args;
     uint32_t slot;  /* LOAD, STORE */
     uint32_t ix;    /* LOAD, IOTA, STORE */

@@ -55,8 +55,36 @@ typedef struct lw {
     uint32_t n_elem_rows;
 } lw;
 
+/* Whether statement s (before its dtypes become compute dtypes), on values of its 16-bit
+ * dtype, gives one of them again: no rounding needed. */
+static bool keeps_values(const kd_kernel *kd, const kd_stmt *s) {
+    if (s->kind == KS_RESULT) { /* a max or min picks one of the values */
+        ir_op r = kd->stmts[s->args[0]].red.op;
+        return r == IR_REDUCE_MAX || r == IR_REDUCE_MIN;
+    }
+    if (s->kind != KS_OP) return false;
+    switch (s->op) {
+    case IR_NEG:
+    case IR_ABS:
+    case IR_SIGN:
+    case IR_MAX:
+    case IR_MIN:
+    case IR_SELECT: return true;
+    case IR_CONVERT: return s->in_dtype == s->dtype || s->in_dtype == KILN_DTYPE_BOOL;
+    default: return false;
+    }
+}
+
 static uint32_t emit(lw *l, kd_stmt s) {
     kd_kernel *kd = l->kd;
+    /* 16-bit floats are computed in f32: the statement carries the compute dtype, and the
+     * ops that make a new value round it back (kd_stmt.round) */
+    if (ir_dtype_is_half(s.dtype)) {
+        if ((s.kind == KS_OP || s.kind == KS_IOTA || s.kind == KS_RESULT) && !keeps_values(kd, &s))
+            s.round = s.dtype;
+        s.dtype = KILN_DTYPE_F32;
+    }
+    s.in_dtype = ir_dtype_compute(s.in_dtype);
     if (!kd_reserve(kd, (void **)&kd->stmts, kd->n_stmts, &kd->cap_stmts, sizeof *kd->stmts))
         return 0;
     kd->stmts[kd->n_stmts] = s;
@@ -124,8 +152,7 @@ static uint32_t lower_literal(lw *l, uint32_t id) {
     case KILN_DTYPE_I32: s.lit.i = *(const int32_t *)n->data; break;
     case KILN_DTYPE_I64: s.lit.i = *(const int64_t *)n->data; break;
     case KILN_DTYPE_BOOL: s.lit.i = *(const uint8_t *)n->data; break;
-    case KILN_DTYPE_F32: s.lit.f = *(const float *)n->data; break;
-    default: s.lit.f = *(const double *)n->data; break;
+    default: s.lit.f = ir_scalar_load(n->dtype, n->data, 0); break;
     }
     return emit(l, s);
 }
@@ -284,13 +311,13 @@ static uint32_t lower_take(lw *l, uint32_t id, const uint32_t *ix) {
 static kd_reduce reduce_of(const ir_node *n) {
     bool fl = ir_dtype_is_float(n->dtype);
     kd_reduce r = {.op = n->op, .arith = n->op == IR_REDUCE_SUM || n->op == IR_REDUCE_PROD};
-    r.acc_type = r.arith ? (fl ? KILN_DTYPE_F64 : KILN_DTYPE_I64) : n->dtype;
+    r.acc_type = r.arith ? (fl ? KILN_DTYPE_F64 : KILN_DTYPE_I64) : ir_dtype_compute(n->dtype);
     r.init = n->op == IR_REDUCE_SUM    ? KD_INIT_ZERO
              : n->op == IR_REDUCE_PROD ? KD_INIT_ONE
              : n->op == IR_REDUCE_MAX  ? KD_INIT_LOWEST
                                        : KD_INIT_HIGHEST;
     r.nan_flag = fl && !r.arith;
-    r.blocked = n->op == IR_REDUCE_SUM && n->dtype == KILN_DTYPE_F32;
+    r.blocked = n->op == IR_REDUCE_SUM && ir_dtype_compute(n->dtype) == KILN_DTYPE_F32;
     return r;
 }
 

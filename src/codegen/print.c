@@ -37,6 +37,8 @@ const char *cgen_ctype(kiln_dtype t) {
     case KILN_DTYPE_F64: return "double";
     case KILN_DTYPE_I32: return "int32_t";
     case KILN_DTYPE_I64: return "int64_t";
+    case KILN_DTYPE_BF16:
+    case KILN_DTYPE_F16: return "uint16_t"; /* a buffer's: the values are computed in f32 */
     default: return "uint8_t";
     }
 }
@@ -75,6 +77,8 @@ const char *pr_dtype_suffix(kiln_dtype t) {
     case KILN_DTYPE_F64: return "f64";
     case KILN_DTYPE_I32: return "i32";
     case KILN_DTYPE_I64: return "i64";
+    case KILN_DTYPE_BF16: return "bf16";
+    case KILN_DTYPE_F16: return "f16";
     default: return "bool";
     }
 }
@@ -298,7 +302,28 @@ void pr_store(pr *p, const kd_stmt *s, const char *prefix) {
     pr_indent(p);
     sb_printf(p->sb, "%sout%u[", prefix, s->slot);
     pr_ix(p->kd, p->sb, s->ix);
-    sb_printf(p->sb, "] = %s;\n", a);
+    kiln_dtype t = p->kd->out_type[s->slot];
+    if (ir_dtype_is_half(t))
+        sb_printf(p->sb, "] = kiln_st_%s(%s);\n", pr_dtype_suffix(t), a);
+    else
+        sb_printf(p->sb, "] = %s;\n", a);
+}
+
+void pr_load_from(pr *p, kiln_dtype stored, const char *buf, uint32_t slot, uint32_t ix) {
+    bool half = ir_dtype_is_half(stored);
+    if (half) sb_printf(p->sb, "kiln_ld_%s(", pr_dtype_suffix(stored));
+    sb_printf(p->sb, "%s%u[", buf, slot);
+    pr_ix(p->kd, p->sb, ix);
+    sb_append(p->sb, half ? "])" : "]");
+}
+
+/* `kiln_rnd_bf16(` where s rounds its f32 value to a 16-bit dtype; "" otherwise. */
+static void round_open(pr *p, const kd_stmt *s, char *buf, size_t n) {
+    if (s->round)
+        snprintf(buf, n, "kiln_rnd_%s(", pr_dtype_suffix(s->round));
+    else
+        buf[0] = 0;
+    (void)p;
 }
 
 static void print_load(pr *p, uint32_t id) {
@@ -307,17 +332,20 @@ static void print_load(pr *p, uint32_t id) {
     const char *ct = cgen_ctype(s->dtype);
     pr_indent(p);
     if (s->kind == KS_LOAD) {
-        sb_printf(p->sb, "const %s v%u = %s%u[", ct, id, s->keep ? "out" : "in", s->slot);
-        pr_ix(kd, p->sb, s->ix);
-        sb_append(p->sb, "];\n");
+        sb_printf(p->sb, "const %s v%u = ", ct, id);
+        pr_load_from(p, s->keep ? kd->out_type[s->slot] : kd->in_type[s->slot],
+                     s->keep ? "out" : "in", s->slot, s->ix);
+        sb_append(p->sb, ";\n");
         return;
     }
     /* a float iota of an axis shorter than 2^31 through int32: the same value, and only
      * AVX-512 converts int64 vectors (a loop over sin(iota) stayed scalar) */
     bool narrow = ir_dtype_is_float(s->dtype) && s->n > 0 && s->n <= INT32_MAX;
-    sb_printf(p->sb, "const %s v%u = (%s)%s", ct, id, ct, narrow ? "(int32_t)(" : "");
+    char rnd[32];
+    round_open(p, s, rnd, sizeof rnd);
+    sb_printf(p->sb, "const %s v%u = %s(%s)%s", ct, id, rnd, ct, narrow ? "(int32_t)(" : "");
     pr_operand(kd, p->sb, s->ix);
-    sb_append(p->sb, narrow ? ");\n" : ";\n");
+    sb_printf(p->sb, "%s%s;\n", narrow ? ")" : "", rnd[0] ? ")" : "");
 }
 
 static void print_result(pr *p, uint32_t id) {
@@ -326,7 +354,9 @@ static void print_result(pr *p, uint32_t id) {
     char v[PR_ACC_LEN], nan[PR_ACC_LEN];
     p->acc_name(p, s->args[0], false, v);
     p->acc_name(p, s->args[0], true, nan);
-    if (acc->red.nan_flag && !acc->column)
+    if (s->round) /* a sum or product of a 16-bit dtype, rounded from its wide accumulator */
+        pr_line(p, "const %s v%u = kiln_rnd_%s((%s)%s);", ct, id, pr_dtype_suffix(s->round), ct, v);
+    else if (acc->red.nan_flag && !acc->column)
         pr_line(p, "const %s v%u = %s ? (%s)NAN : %s;", ct, id, nan, ct, v);
     else if (acc->red.nan_flag)
         pr_line(p, "const %s v%u = %s ? (%s)NAN : (%s)%s;", ct, id, nan, ct, ct, v);
@@ -354,7 +384,9 @@ void pr_stmt(pr *p, uint32_t id) {
             p->hole = (int)s->op + 1;
             snprintf(ex, sizeof ex, "0");
         }
-        if (p->rounded && pr_product_valued(s->op, s->dtype))
+        if (s->round)
+            pr_line(p, "const %s v%u = kiln_rnd_%s(%s);", ct, id, pr_dtype_suffix(s->round), ex);
+        else if (p->rounded && pr_product_valued(s->op, s->dtype))
             pr_line(p, "const %s v%u = KILN_ROUNDED_%s(%s);", ct, id, pr_dtype_suffix(s->dtype),
                     ex);
         else

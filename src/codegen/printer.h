@@ -69,6 +69,8 @@ void pr_stmt(pr *p, uint32_t id);
 void pr_accum(pr *p, const kd_stmt *s);
 /* STORE s: `prefix` (a guard, or "") then the store. */
 void pr_store(pr *p, const kd_stmt *s, const char *prefix);
+/* `in0[ix]` (buf "in" or "out", slot), widened to f32 when its dtype `stored` is 16-bit. */
+void pr_load_from(pr *p, kiln_dtype stored, const char *buf, uint32_t slot, uint32_t ix);
 /* kd->split: the last axis' variable's quotient and remainder, from the variable. */
 void pr_split_names(pr *p);
 /* The buffers: as parameters (params) or taken from the array b; `restrict_kw` on every

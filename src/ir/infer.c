@@ -400,7 +400,9 @@ static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, s
     if (!isfinite(n->a.attn.scale))
         FAIL(KILN_STATUS_INVALID_ARGUMENT, "the scale %g is not finite", n->a.attn.scale);
     double fill = n->a.attn.fill; /* finite in the operands' dtype: the primitive form's */
-    if (fill != -INFINITY && !(q->dtype == KILN_DTYPE_F32 ? isfinite((float)fill) : isfinite(fill)))
+    unsigned char fill_in[8];
+    if (fill != -INFINITY && (!ir_scalar_store(q->dtype, fill, fill_in) ||
+                              !isfinite(ir_scalar_load(q->dtype, fill_in, 0))))
         FAIL(KILN_STATUS_INVALID_ARGUMENT,
              "the score of a key a causal query does not see (fill) must be -inf or finite in "
              "%s, not %g",

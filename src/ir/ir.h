@@ -404,8 +404,13 @@ const char *ir_graph_own_file(kiln_graph *g, const char *s, size_t n);
 
 /* dtypes and shapes */
 bool ir_dtype_valid(kiln_dtype t);
-bool ir_dtype_is_float(kiln_dtype t);
+bool ir_dtype_is_float(kiln_dtype t); /* f32, f64, bf16, f16 */
 bool ir_dtype_is_int(kiln_dtype t);
+/* bf16 or f16: stored in 16 bits, computed in f32 (ir_dtype_compute) and rounded back to
+ * the dtype after every op. */
+bool ir_dtype_is_half(kiln_dtype t);
+/* The dtype an op on t computes in: f32 for bf16 and f16, t itself otherwise. */
+kiln_dtype ir_dtype_compute(kiln_dtype t);
 bool ir_dtype_accepts(int types, kiln_dtype t);
 /* Element count; false on int64 overflow. */
 bool ir_shape_numel(const ir_shape *s, int64_t *n);
@@ -415,6 +420,8 @@ bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
 /* Stores v as one element of dtype t at out (ints saturate, NaN -> 0, bool is v != 0);
  * false if t is not a dtype. out must hold 8 bytes. */
 bool ir_scalar_store(kiln_dtype t, double v, void *out);
+/* Element i of an array of dtype t at p, as a double (exact but for i64 beyond 2^53). */
+double ir_scalar_load(kiln_dtype t, const void *p, int64_t i);
 /* Writes "f32[2,3]" into buf (always terminated). Returns buf. */
 char *ir_type_str(kiln_dtype t, const ir_shape *s, char *buf, size_t n);
 #define IR_TYPE_STR_MAX 192

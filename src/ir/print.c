@@ -16,18 +16,11 @@
 #include <string.h>
 
 static double elem(const void *data, kiln_dtype t, int64_t i) {
-    switch (t) {
-    case KILN_DTYPE_F32: return ((const float *)data)[i];
-    case KILN_DTYPE_F64: return ((const double *)data)[i];
-    case KILN_DTYPE_I32: return ((const int32_t *)data)[i];
-    case KILN_DTYPE_I64: return (double)((const int64_t *)data)[i];
-    case KILN_DTYPE_BOOL: return ((const uint8_t *)data)[i];
-    default: return 0;
-    }
+    return ir_scalar_load(t, data, i);
 }
 
 /* Constants of up to 8 elements print their values, exactly enough to read them back:
- * f32 with 9 significant digits, f64 with 17, integers in full, bools as true/false. */
+ * f32 (and bf16, f16) with 9 significant digits, f64 with 17, integers in full, bools as true/false. */
 static void print_constant(const ir_node *n, strbuf *sb, bool all_values) {
     int64_t numel = 0;
     ir_shape_numel(&n->shape, &numel);

@@ -1,5 +1,6 @@
 /* types.c — the op table, dtypes and shapes. */
 #include "ir.h"
+#include "base/half.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,8 @@ const char *kiln_dtype_name(kiln_dtype t) {
     case KILN_DTYPE_I32: return "i32";
     case KILN_DTYPE_I64: return "i64";
     case KILN_DTYPE_BOOL: return "bool";
+    case KILN_DTYPE_BF16: return "bf16";
+    case KILN_DTYPE_F16: return "f16";
     default: return "invalid";
     }
 }
@@ -30,18 +33,23 @@ size_t kiln_dtype_itemsize(kiln_dtype t) {
     case KILN_DTYPE_F64:
     case KILN_DTYPE_I64: return 8;
     case KILN_DTYPE_BOOL: return 1;
+    case KILN_DTYPE_BF16:
+    case KILN_DTYPE_F16: return 2;
     default: return 0;
     }
 }
 
-/* The rank of t on JAX's promotion lattice (a chain over kiln's dtypes), 0 if invalid. */
+/* The rank of t on JAX's promotion lattice, 0 if invalid. It is a chain but for bf16 and
+ * f16, which share a rank and join at f32. */
 static int promote_rank(kiln_dtype t) {
     switch (t) {
     case KILN_DTYPE_BOOL: return 1;
     case KILN_DTYPE_I32: return 2;
     case KILN_DTYPE_I64: return 3;
-    case KILN_DTYPE_F32: return 4;
-    case KILN_DTYPE_F64: return 5;
+    case KILN_DTYPE_BF16:
+    case KILN_DTYPE_F16: return 4;
+    case KILN_DTYPE_F32: return 5;
+    case KILN_DTYPE_F64: return 6;
     default: return 0;
     }
 }
@@ -49,6 +57,7 @@ static int promote_rank(kiln_dtype t) {
 kiln_dtype kiln_promote_types(kiln_dtype a, kiln_dtype b) {
     int ra = promote_rank(a), rb = promote_rank(b);
     if (!ra || !rb) return KILN_DTYPE_INVALID;
+    if (ra == rb && a != b) return KILN_DTYPE_F32; /* bf16 with f16 */
     return ra >= rb ? a : b;
 }
 
@@ -56,7 +65,13 @@ bool ir_dtype_valid(kiln_dtype t) {
     return kiln_dtype_itemsize(t) != 0;
 }
 bool ir_dtype_is_float(kiln_dtype t) {
-    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64;
+    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || ir_dtype_is_half(t);
+}
+bool ir_dtype_is_half(kiln_dtype t) {
+    return t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
+}
+kiln_dtype ir_dtype_compute(kiln_dtype t) {
+    return ir_dtype_is_half(t) ? KILN_DTYPE_F32 : t;
 }
 bool ir_dtype_is_int(kiln_dtype t) {
     return t == KILN_DTYPE_I32 || t == KILN_DTYPE_I64;
@@ -112,9 +127,12 @@ bool ir_scalar_store(kiln_dtype t, double v, void *out) {
         int32_t i;
         int64_t l;
         uint8_t b;
+        uint16_t h;
     } u;
     switch (t) {
     case KILN_DTYPE_F32: u.f = (float)v; break;
+    case KILN_DTYPE_BF16: u.h = kn_f64_to_bf16(v); break;
+    case KILN_DTYPE_F16: u.h = kn_f64_to_f16(v); break;
     case KILN_DTYPE_F64: u.d = v; break;
     case KILN_DTYPE_I32:
         u.i = isnan(v)             ? 0
@@ -133,4 +151,17 @@ bool ir_scalar_store(kiln_dtype t, double v, void *out) {
     }
     memcpy(out, &u, kiln_dtype_itemsize(t)); /* out may be any buffer: no aliasing */
     return true;
+}
+
+double ir_scalar_load(kiln_dtype t, const void *p, int64_t i) {
+    switch (t) {
+    case KILN_DTYPE_F32: return ((const float *)p)[i];
+    case KILN_DTYPE_F64: return ((const double *)p)[i];
+    case KILN_DTYPE_I32: return ((const int32_t *)p)[i];
+    case KILN_DTYPE_I64: return (double)((const int64_t *)p)[i];
+    case KILN_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case KILN_DTYPE_BF16: return kn_bf16_to_f32(((const uint16_t *)p)[i]);
+    case KILN_DTYPE_F16: return kn_f16_to_f32(((const uint16_t *)p)[i]);
+    default: return 0;
+    }
 }

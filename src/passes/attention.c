@@ -86,7 +86,7 @@ static bool scalar_constant(const attn_scan *a, uint32_t id, kiln_dtype t, doubl
     int64_t e = 0;
     if (n->op != IR_CONSTANT || n->dtype != t || !ir_shape_numel(&n->shape, &e) || e != 1)
         return false;
-    *v = t == KILN_DTYPE_F64 ? *(const double *)n->data : *(const float *)n->data;
+    *v = ir_scalar_load(t, n->data, 0);
     return true;
 }
 

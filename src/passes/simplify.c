@@ -163,7 +163,9 @@ static uint32_t select_known(const pass_rebuild *rb, uint32_t id) {
 /* x -> T1 keeps x's value exactly, so converting that value on to any T2 is the same as
  * converting x directly (the reference converts by value: reference/elementwise.c). */
 static bool exact_widening(kiln_dtype from, kiln_dtype to) {
+    bool half = ir_dtype_is_half(from);
     return from == KILN_DTYPE_BOOL || (from == KILN_DTYPE_F32 && to == KILN_DTYPE_F64) ||
+           (half && (to == KILN_DTYPE_F32 || to == KILN_DTYPE_F64)) ||
            (from == KILN_DTYPE_I32 && (to == KILN_DTYPE_I64 || to == KILN_DTYPE_F64));
 }
 

@@ -232,11 +232,13 @@ static void convert_one(kiln_dtype from, const void *in, kiln_dtype to, void *ou
     bool ffrom = ir_dtype_is_float(from);
     if (ir_dtype_is_float(to)) {
         if (ffrom) ref_fput(out, to, i, ref_fget(in, from, i));
-        /* int -> float rounds once, directly (i64 -> f32 through double would round twice) */
-        else if (to == KILN_DTYPE_F32)
-            ((float *)out)[i] = (float)ref_iget(in, from, i);
+        /* int -> float rounds once, directly (i64 -> f32 through double would round
+         * twice); to bf16 through f32 and to f16 through f64, as XLA converts (an integer
+         * that f64 rounds is far beyond f16's range) */
+        else if (to == KILN_DTYPE_F32 || to == KILN_DTYPE_BF16)
+            ref_fput(out, to, i, (double)(float)ref_iget(in, from, i));
         else
-            ((double *)out)[i] = (double)ref_iget(in, from, i);
+            ref_fput(out, to, i, (double)ref_iget(in, from, i));
     } else if (to == KILN_DTYPE_BOOL) {
         ((uint8_t *)out)[i] = ffrom ? ref_fget(in, from, i) != 0 : ref_iget(in, from, i) != 0;
     } else {

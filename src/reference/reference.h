@@ -9,6 +9,7 @@
 #ifndef KILN_REFERENCE_H
 #define KILN_REFERENCE_H
 
+#include "base/half.h"
 #include "ir/ir.h"
 
 #include <string.h>
@@ -63,15 +64,26 @@ kiln_status ref_random(const kiln_graph *g, uint32_t id, const ref_value *vals, 
 /* ------------------------------------------------------- element access ---- */
 
 static inline double ref_fget(const void *p, kiln_dtype t, int64_t i) {
-    return t == KILN_DTYPE_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    switch (t) {
+    case KILN_DTYPE_F32: return (double)((const float *)p)[i];
+    case KILN_DTYPE_BF16: return (double)kn_bf16_to_f32(((const uint16_t *)p)[i]);
+    case KILN_DTYPE_F16: return (double)kn_f16_to_f32(((const uint16_t *)p)[i]);
+    default: return ((const double *)p)[i];
+    }
 }
 
-/* Rounds to the dtype (f64 -> f32 is one correctly rounded conversion). */
+/* Rounds to the dtype, to nearest even: f64 -> f32 and f64 -> f16 in one rounding, f64 ->
+ * bf16 through f32 (src/base/half.h says why). An op on bf16 or f16 is thus computed in
+ * f64 and rounded once to f32 and once more to 16 bits, where the kernels compute in f32
+ * (one rounding per arithmetic step): the two agree but for rare double roundings, within
+ * the tolerance tests/test_registry.c documents per op. */
 static inline void ref_fput(void *p, kiln_dtype t, int64_t i, double v) {
-    if (t == KILN_DTYPE_F32)
-        ((float *)p)[i] = (float)v;
-    else
-        ((double *)p)[i] = v;
+    switch (t) {
+    case KILN_DTYPE_F32: ((float *)p)[i] = (float)v; break;
+    case KILN_DTYPE_BF16: ((uint16_t *)p)[i] = kn_f64_to_bf16(v); break;
+    case KILN_DTYPE_F16: ((uint16_t *)p)[i] = kn_f64_to_f16(v); break;
+    default: ((double *)p)[i] = v; break;
+    }
 }
 
 /* Integers and bools as int64 (bool is 0 or 1). */

@@ -216,10 +216,7 @@ static bool number(parser *p, kiln_dtype t, void *out) {
         char *end;
         double v = strtod(buf, &end);
         if (*end) return fail(p, "\"%s\" is not a number", buf);
-        if (t == KILN_DTYPE_F32)
-            *(float *)out = (float)v;
-        else
-            *(double *)out = v;
+        ir_scalar_store(t, v, out); /* rounds to the dtype, to nearest even */
     }
     p->pos += n;
     return true;

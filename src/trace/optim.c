@@ -34,13 +34,7 @@ typedef enum hp_range {
 
 /* The value of a rank-0 constant node as a double. */
 static double constant_value(const ir_node *n) {
-    switch (n->dtype) {
-    case KILN_DTYPE_F32: return *(const float *)n->data;
-    case KILN_DTYPE_F64: return *(const double *)n->data;
-    case KILN_DTYPE_I32: return *(const int32_t *)n->data;
-    case KILN_DTYPE_I64: return (double)*(const int64_t *)n->data;
-    default: return *(const unsigned char *)n->data;
-    }
+    return ir_scalar_load(n->dtype, n->data, 0);
 }
 
 static bool in_range(double x, hp_range r, const char **want) {

@@ -1153,6 +1153,7 @@ typedef enum kiln_memory_class {
     KILN_MEMORY_CLASS_CONSTANT,        /* a constant held by the executable (host memory) */
 } kiln_memory_class;
 #define KILN_MAX_MEMORY_CLASSES 16 /* room in kiln_memory_analysis: the enum may grow */
+#define KILN_MAX_DTYPES 16         /* room in kiln_memory_analysis: kiln_dtype may grow */
 /* "parameter", "gradient", "optimizer_state", "activation", "input", "output",
  * "temporary", "constant"; "?" for anything else. Static. */
 KILN_API const char *kiln_memory_class_name(kiln_memory_class c);
@@ -1199,6 +1200,11 @@ typedef struct kiln_memory_analysis {
      * those that fit. 0 when no budget was set (no search was made). Fields are only ever
      * appended to this struct. */
     uint64_t remat_min_peak_bytes;
+    /* The same bytes as class_bytes_at_peak / class_bytes_total, by the values' dtype
+     * (index: kiln_dtype): what storing activations in bf16 saves shows here. Index 0
+     * (KILN_DTYPE_INVALID) holds the kernels' scratch, which has no dtype. */
+    uint64_t dtype_bytes_at_peak[KILN_MAX_DTYPES];
+    uint64_t dtype_bytes_total[KILN_MAX_DTYPES];
 } kiln_memory_analysis;
 
 typedef enum kiln_buffer_kind {

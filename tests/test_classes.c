@@ -64,6 +64,34 @@ static kiln_executable *compile(kiln_graph *g, bool passes, bool fusion) {
     return e;
 }
 
+/* Bytes by dtype: the buffers' own sizes summed by their dtype (scratch under index 0),
+ * at the peak step and in total, and the same sums as the classes'. */
+static void check_dtypes(kiln_executable *e, const char *what) {
+    kiln_memory_analysis a;
+    CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &a));
+    uint64_t total[KILN_MAX_DTYPES] = {0}, cls = 0, cls_peak = 0, dt = 0, dt_peak = 0;
+    for (int i = 0; i < a.num_buffers; i++) {
+        kiln_buffer_info b;
+        CHECK_OK(ctx, kiln_executable_get_buffer_info(e, i, &b));
+        int t = b.kind == KILN_BUFFER_KIND_SCRATCH ? 0 : (int)b.dtype;
+        CHECK(t >= 0 && t < KILN_MAX_DTYPES);
+        if (t >= 0 && t < KILN_MAX_DTYPES) total[t] += b.bytes;
+    }
+    for (int t = 0; t < KILN_MAX_DTYPES; t++) {
+        CHECK_MSG(a.dtype_bytes_total[t] == total[t], "%s: %s bytes %llu, the buffers' %llu", what,
+                  t ? kiln_dtype_name((kiln_dtype)t) : "scratch",
+                  (unsigned long long)a.dtype_bytes_total[t], (unsigned long long)total[t]);
+        CHECK(a.dtype_bytes_at_peak[t] <= a.dtype_bytes_total[t]);
+        dt += a.dtype_bytes_total[t], dt_peak += a.dtype_bytes_at_peak[t];
+    }
+    for (int c = 0; c < KILN_MAX_MEMORY_CLASSES; c++)
+        cls += a.class_bytes_total[c], cls_peak += a.class_bytes_at_peak[c];
+    CHECK_MSG(dt == cls && dt_peak == cls_peak,
+              "%s: by dtype %llu (%llu at peak), by class %llu (%llu)", what,
+              (unsigned long long)dt, (unsigned long long)dt_peak, (unsigned long long)cls,
+              (unsigned long long)cls_peak);
+}
+
 /* The classes every configuration agrees on, by construction: the weights and the new
  * weights are parameters (2P in total), m, v, m' and v' optimiser state (4P), x, y and the
  * step inputs, the loss the one output; the gradients have the weights' bytes. */
@@ -88,6 +116,7 @@ static void check_common(kiln_executable *e, const char *what) {
     CHECK_MSG(at_peak <= a.peak_bytes, "%s: %llu bytes by class at the peak > planned %llu", what,
               (unsigned long long)at_peak, (unsigned long long)a.peak_bytes);
     CHECK(a.class_bytes_at_peak[KILN_MEMORY_CLASS_CONSTANT] == 0); /* host memory */
+    check_dtypes(e, what);
     CHECK(a.peak_step >= 0 && a.peak_step < a.num_steps);
     /* every activation is a forward value the passes kept, never an argument */
     for (int i = 0; i < a.num_buffers; i++) {
@@ -271,6 +300,34 @@ static void test_roles_recorded(void) {
     CHECK(!strcmp(kiln_memory_class_name((kiln_memory_class)99), "?"));
 }
 
+/* A forward pass that stores its activations in bf16 and its loss in f32: the analysis,
+ * the text report and the JSON count each dtype's bytes apart. */
+static void test_bytes_by_dtype(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "mixed", &g));
+    int64_t d[2] = {64, 96};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value h = kiln_tanh(g, kiln_convert(g, x, KILN_DTYPE_BF16));
+    kiln_value y = kiln_exp(g, kiln_mul(g, h, h));
+    kiln_value s = kiln_reduce_sum(g, kiln_convert(g, y, KILN_DTYPE_F32), 0, NULL, false);
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, (kiln_value[]){s, h}));
+    kiln_compile_options co = {.keep_ir = true};
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, &co, &e));
+    if (e) {
+        kiln_memory_analysis a;
+        CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &a));
+        CHECK(a.dtype_bytes_total[KILN_DTYPE_BF16] >= 2 * 64 * 96); /* h, an output */
+        CHECK(a.dtype_bytes_total[KILN_DTYPE_F32] >= 4 * 64 * 96 + 4);
+        check_dtypes(e, "mixed");
+        char *r = kiln_executable_memory_report(e);
+        CHECK(r && strstr(r, "by dtype") && strstr(r, "bf16") && strstr(r, "f32"));
+        kiln_string_free(ctx, r);
+        kiln_executable_destroy(e);
+    }
+    kiln_graph_destroy(g);
+}
+
 int main(int argc, char **argv) {
     test_select_cases(argc, argv);
     char dir[] = "/tmp/kiln-test-classes-XXXXXX";
@@ -280,6 +337,7 @@ int main(int argc, char **argv) {
     RUN_CC(test_training_step);
     RUN_CC(test_configurations);
     RUN_CC(test_forward_only);
+    RUN_CC(test_bytes_by_dtype);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     return test_summary("test_classes");

@@ -170,6 +170,27 @@ static void constants(kiln_context *ctx) {
     kiln_graph_destroy(g);
 }
 
+/* bf16 and f16 parameters and constants, special values included (NaN, infinities, -0,
+ * the least subnormal, the largest finite): every bit pattern survives the text. */
+static void half_constants(kiln_context *ctx) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "halves", &g);
+    int64_t n = 12;
+    static const uint16_t bf[12] = {0x3f80, 0xbfc0, 0x7fc0, 0x7f80, 0xff80, 0x8000,
+                                    0x0001, 0x7f7f, 0x3dcd, 0x4049, 0x0080, 0xc2f7};
+    static const uint16_t hf[12] = {0x3c00, 0xbe00, 0x7e00, 0x7c00, 0xfc00, 0x8000,
+                                    0x0001, 0x7bff, 0x2e66, 0x4248, 0x0400, 0xd7bc};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_BF16, 1, &n);
+    kiln_value y = kiln_parameter(g, "y", KILN_DTYPE_F16, 1, &n);
+    kiln_value outs[4] = {kiln_add(g, x, kiln_constant(g, KILN_DTYPE_BF16, 1, &n, bf)),
+                          kiln_mul(g, y, kiln_constant(g, KILN_DTYPE_F16, 1, &n, hf)),
+                          kiln_constant(g, KILN_DTYPE_BF16, 1, &n, bf),
+                          kiln_constant(g, KILN_DTYPE_F16, 1, &n, hf)};
+    CHECK_OK(ctx, kiln_graph_finish(g, 4, outs));
+    round_trip(ctx, g, "16-bit constants", 5);
+    kiln_graph_destroy(g);
+}
+
 /* The indexing and shape ops (composites: their parts are saved), fill values (NaN and
  * the integer minimum) included. */
 static void index_ops(kiln_context *ctx) {
@@ -365,6 +386,7 @@ int main(void) {
     example_models(ctx);
     new_ops(ctx);
     constants(ctx);
+    half_constants(ctx);
     index_ops(ctx);
     broken_texts(ctx);
     file_errors(ctx);

@@ -136,12 +136,19 @@ void plan_classify(const kiln_graph *g, const fusion_plan *fp, mem_plan *p) {
     }
     memset(p->class_peak, 0, sizeof p->class_peak);
     memset(p->class_total, 0, sizeof p->class_total);
+    memset(p->dtype_peak, 0, sizeof p->dtype_peak);
+    memset(p->dtype_total, 0, sizeof p->dtype_total);
     for (uint32_t i = 0; i < p->n_buffers; i++) {
         int32_t first, last;
         resident(p, i, &first, &last);
-        uint64_t size = p->buffers[i].size;
-        p->class_total[p->buffer_class[i]] += size;
-        if (first <= p->peak_step && p->peak_step <= last)
-            p->class_peak[p->buffer_class[i]] += size;
+        const plan_buffer *b = &p->buffers[i];
+        unsigned t = b->kind == PLAN_K_SCRATCH ? 0u : (unsigned)g->nodes[b->node].dtype;
+        if (t >= PLAN_NUM_DTYPES) t = 0;
+        p->class_total[p->buffer_class[i]] += b->size;
+        p->dtype_total[t] += b->size;
+        if (first <= p->peak_step && p->peak_step <= last) {
+            p->class_peak[p->buffer_class[i]] += b->size;
+            p->dtype_peak[t] += b->size;
+        }
     }
 }

@@ -131,6 +131,14 @@ static void class_lines(strbuf *sb, const kiln_graph *g, const mem_plan *p) {
     if (at_peak <= p->peak)
         sb_printf(sb, "    %-16s %14" PRIu64 " B %11s at peak (arena gaps, rounding)\n", "unused",
                   p->peak - at_peak, human(p->peak - at_peak, h[0], sizeof h[0]));
+    sb_append(sb, "  by dtype (at the same step; in total):\n");
+    for (int t = 0; t < PLAN_NUM_DTYPES; t++) {
+        if (!p->dtype_total[t]) continue;
+        sb_printf(sb, "    %-16s %14" PRIu64 " B %11s at peak %14" PRIu64 " B %11s in total\n",
+                  t ? kiln_dtype_name((kiln_dtype)t) : "scratch", p->dtype_peak[t],
+                  human(p->dtype_peak[t], h[0], sizeof h[0]), p->dtype_total[t],
+                  human(p->dtype_total[t], h[1], sizeof h[1]));
+    }
     for (uint32_t i = 0; i < p->n_buffers; i++)
         if (p->buffer_class[i] == PLAN_C_ACTIVATION) n_saved++, saved_bytes += p->buffers[i].size;
     if (!n_saved) return;
@@ -224,6 +232,17 @@ static void json_analysis(strbuf *sb, const mem_plan *p, uint64_t code_bytes) {
     for (int c = 0; c < PLAN_NUM_CLASSES; c++)
         sb_printf(sb, "%s\"%s\": %" PRIu64, c ? ", " : "", plan_class_name(c), p->class_total[c]);
     sb_append(sb, "}},\n");
+    /* by dtype: only those with bytes ("scratch" for the kernels' raw scratch) */
+    for (int pass = 0; pass < 2; pass++) {
+        const uint64_t *v = pass ? p->dtype_total : p->dtype_peak;
+        sb_append(sb, pass ? ", \"total\": {" : "  \"dtypes\": {\"at_peak\": {");
+        for (int t = 0, k = 0; t < PLAN_NUM_DTYPES; t++)
+            if (p->dtype_total[t])
+                sb_printf(sb, "%s\"%s\": %" PRIu64, k++ ? ", " : "",
+                          t ? kiln_dtype_name((kiln_dtype)t) : "scratch", v[t]);
+        sb_append(sb, "}");
+    }
+    sb_append(sb, "},\n");
     sb_append(sb, "  \"schedules_tried\": [");
     for (int i = 0; i < p->n_tries; i++)
         sb_printf(sb,
@@ -837,6 +856,12 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
               human(p->output_bytes, h[2], sizeof h[2]), human(p->temp_bytes, h[3], sizeof h[3]));
     if (p->lower_bound)
         sb_printf(&sb, "; arena / lower bound %.3f", (double)p->arena / (double)p->lower_bound);
+    int n_dtypes = 0; /* by dtype at the peak step, when there is more than one */
+    for (int t = 1; t < PLAN_NUM_DTYPES; t++) n_dtypes += p->dtype_peak[t] != 0;
+    for (int t = 1, k = 0; t < PLAN_NUM_DTYPES && n_dtypes > 1; t++)
+        if (p->dtype_peak[t])
+            sb_printf(&sb, "%s%s %s", k++ ? ", " : "; at peak ", kiln_dtype_name((kiln_dtype)t),
+                      human(p->dtype_peak[t], h[0], sizeof h[0]));
     sb_append(&sb, "</text>\n");
     svg_legend(&v, &l, 62, true);
     v.y0 = v.bottom;

@@ -70,6 +70,9 @@ typedef enum plan_class {
     PLAN_NUM_CLASSES
 } plan_class;
 
+/* dtypes the plan counts bytes of (kiln_dtype values, 0 for scratch); room to grow */
+enum { PLAN_NUM_DTYPES = 16 };
+
 typedef struct plan_buffer {
     uint32_t node;        /* the value (for scratch: the kernel's root) */
     uint32_t kernel;      /* the kernel that writes it; UINT32_MAX for params/constants */
@@ -140,6 +143,8 @@ typedef struct mem_plan {
     uint64_t *in_use;       /* per step: device bytes in use (arguments, outputs, temps) */
     int32_t peak_step;
     uint64_t class_peak[PLAN_NUM_CLASSES], class_total[PLAN_NUM_CLASSES];
+    /* the same by the values' dtype (index: kiln_dtype; 0 holds scratch, raw bytes) */
+    uint64_t dtype_peak[PLAN_NUM_DTYPES], dtype_total[PLAN_NUM_DTYPES];
     void *block; /* the one allocation behind the arrays above */
     size_t block_size;
 } mem_plan;

@@ -61,6 +61,11 @@ void exec_analysis_compute(kiln_executable *e) {
         out->class_bytes_at_peak[c] = p->class_peak[c];
         out->class_bytes_total[c] = p->class_total[c];
     }
+    _Static_assert(PLAN_NUM_DTYPES == KILN_MAX_DTYPES, "one count per dtype, both sides");
+    for (int t = 0; t < PLAN_NUM_DTYPES; t++) {
+        out->dtype_bytes_at_peak[t] = p->dtype_peak[t];
+        out->dtype_bytes_total[t] = p->dtype_total[t];
+    }
     for (uint32_t i = 0; i < p->n_params; i++) {
         out->num_donated += p->donated[i];
         out->num_donations_unused += p->donated[i] && !p->donation_used[i];

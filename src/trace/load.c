@@ -255,19 +255,11 @@ static bool quoted(parser *p, char *out, size_t n) {
 static bool type(parser *p, kiln_dtype *t, int *rank, int64_t *dims) {
     char name[MAX_IDENT];
     if (!ident(p, name, "a type such as f32[2,3]")) return false;
-    static const struct {
-        const char *name;
-        kiln_dtype t;
-    } types[] = {{"f32", KILN_DTYPE_F32},
-                 {"f64", KILN_DTYPE_F64},
-                 {"i32", KILN_DTYPE_I32},
-                 {"i64", KILN_DTYPE_I64},
-                 {"bool", KILN_DTYPE_BOOL}};
-    size_t i = 0;
-    while (i < sizeof types / sizeof *types && strcmp(types[i].name, name)) i++;
-    if (i == sizeof types / sizeof *types)
-        return fail(p, "unknown dtype \"%s\" (f32, f64, i32, i64, bool)", name);
-    *t = types[i].t;
+    int t_ = KILN_DTYPE_INVALID + 1;
+    while (ir_dtype_valid((kiln_dtype)t_) && strcmp(kiln_dtype_name((kiln_dtype)t_), name)) t_++;
+    if (!ir_dtype_valid((kiln_dtype)t_))
+        return fail(p, "unknown dtype \"%s\" (f32, f64, i32, i64, bool, bf16, f16)", name);
+    *t = (kiln_dtype)t_;
     *rank = 0;
     if (p->pos >= p->len || p->src[p->pos] != '[') return expected(p, "\"[\" after the dtype");
     p->pos++;

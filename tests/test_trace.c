@@ -253,17 +253,20 @@ static void test_elementwise_errors(void) {
 
 /* kiln_promote_types is jnp.promote_types with x64 on: this table is what JAX 0.10.2
  * printed for [jnp.promote_types(a, b) for b in ts] over ts = bool, int32, int64,
- * float32, float64. */
+ * bfloat16, float16, float32, float64. */
 static void test_promotion(void) {
-    const kiln_dtype ts[5] = {KILN_DTYPE_BOOL, KILN_DTYPE_I32, KILN_DTYPE_I64, KILN_DTYPE_F32,
-                              KILN_DTYPE_F64};
-    const char *const jax[5][5] = {{"bool", "i32", "i64", "f32", "f64"},
-                                   {"i32", "i32", "i64", "f32", "f64"},
-                                   {"i64", "i64", "i64", "f32", "f64"},
-                                   {"f32", "f32", "f32", "f32", "f64"},
-                                   {"f64", "f64", "f64", "f64", "f64"}};
-    for (int a = 0; a < 5; a++)
-        for (int b = 0; b < 5; b++) {
+    enum { N = 7 };
+    const kiln_dtype ts[N] = {KILN_DTYPE_BOOL, KILN_DTYPE_I32, KILN_DTYPE_I64, KILN_DTYPE_BF16,
+                              KILN_DTYPE_F16,  KILN_DTYPE_F32, KILN_DTYPE_F64};
+    const char *const jax[N][N] = {{"bool", "i32", "i64", "bf16", "f16", "f32", "f64"},
+                                   {"i32", "i32", "i64", "bf16", "f16", "f32", "f64"},
+                                   {"i64", "i64", "i64", "bf16", "f16", "f32", "f64"},
+                                   {"bf16", "bf16", "bf16", "bf16", "f32", "f32", "f64"},
+                                   {"f16", "f16", "f16", "f32", "f16", "f32", "f64"},
+                                   {"f32", "f32", "f32", "f32", "f32", "f32", "f64"},
+                                   {"f64", "f64", "f64", "f64", "f64", "f64", "f64"}};
+    for (int a = 0; a < N; a++)
+        for (int b = 0; b < N; b++) {
             const char *got = kiln_dtype_name(kiln_promote_types(ts[a], ts[b]));
             CHECK_MSG(!strcmp(got, jax[a][b]), "promote_types(%s, %s) = %s, jax %s",
                       kiln_dtype_name(ts[a]), kiln_dtype_name(ts[b]), got, jax[a][b]);

@@ -1,6 +1,7 @@
 /* blas.h — the CPU backend's GEMM providers (KILN_BLAS): OpenBLAS (linked), BLIS and
  * oneDNN (loaded with dlopen when chosen, so neither is a build or run dependency), and
- * kiln's own blocked kernel (gemm_kiln.c).
+ * kiln's own blocked kernel (gemm_kiln.c); bf16 and f16 products are always kiln's own
+ * (gemm_half.c).
  *
  * Every provider is called single-threaded from kiln's pool (cpu_backend.c splits a
  * product into batch entries and row blocks), so each one's own threading is set to one
@@ -53,5 +54,10 @@ void cpu_kiln_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const flo
                     const float *b, int64_t ldb, float *c, int64_t ldc);
 void cpu_kiln_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
                     const double *b, int64_t ldb, double *c, int64_t ldc);
+
+/* gemm_half.c: C = op(A) op(B) for bf16 (bf16 true) or f16 matrices stored as bits, summed
+ * in f32 and rounded once to the type; otherwise the contract of cpu_blas_sgemm. */
+void cpu_half_gemm(bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                   int64_t lda, const uint16_t *b, int64_t ldb, uint16_t *c, int64_t ldc);
 
 #endif

@@ -1,5 +1,6 @@
 /* cpu_ops.c — see cpu_ops.h. Integer products wrap (unsigned arithmetic), as every
- * integer op in kiln does; float products go to the context's GEMM provider (blas.h),
+ * integer op in kiln does; f32 and f64 products go to the context's GEMM provider (blas.h),
+ * bf16 and f16 ones to gemm_half.c (f32 sums, rounded once),
  * called single-threaded from kiln's own pool (cpu_backend.c splits a product into batch
  * entries and row blocks). */
 #include "cpu_ops.h"
@@ -31,6 +32,12 @@ static void gemm_one(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, co
     case KILN_DTYPE_F64:
         cpu_blas_dgemm(bl, d->trans_a, d->trans_b, d->m, d->n, d->k, (const double *)a, d->lda,
                        (const double *)b, d->ldb, (double *)c, d->n);
+        break;
+    case KILN_DTYPE_BF16:
+    case KILN_DTYPE_F16:
+        cpu_half_gemm(t == KILN_DTYPE_BF16, d->trans_a, d->trans_b, d->m, d->n, d->k,
+                      (const uint16_t *)a, d->lda, (const uint16_t *)b, d->ldb, (uint16_t *)c,
+                      d->n);
         break;
     case KILN_DTYPE_I32:
         gemm_int32_t(d->trans_a, d->trans_b, d->m, d->n, d->k, (const int32_t *)a, d->lda,

@@ -742,7 +742,7 @@ KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits,
  * inside a kiln_jit trace function and on a graph that already holds a backward pass
  * (gradients of gradients). docs/autodiff.md gives the conventions at non-smooth points.
  *
- * kiln_grad: loss is a f32 or f64 scalar (rank 0) of g; grads[i] receives d loss / d
+ * kiln_grad: loss is a float scalar (rank 0) of g; grads[i] receives d loss / d
  * wrt[i], of wrt[i]'s dtype and shape. wrt[i] may be a parameter or any float value of g;
  * one the loss does not depend on gets zeros. Integer and bool values carry no gradient,
  * nor do values behind kiln_stop_gradient, compare, floor or sign.
@@ -866,8 +866,9 @@ KILN_API kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, do
  * arithmetic on them (bias corrections, products of hyperparameters) is done in f64; the
  * elementwise update in each parameter's dtype.
  *
- * Arrays: params[i], grads[i] and the state arrays' [i] must agree in dtype (f32 or f64)
- * and shape; outputs are written per index after its inputs are read, so an output array
+ * Arrays: params[i], grads[i] and the state arrays' [i] must agree in dtype (a float:
+ * f32, f64, bf16 or f16; mixed precision keeps f32 masters and state, docs/ops.md) and
+ * shape; outputs are written per index after its inputs are read, so an output array
  * may be the input array itself (new values replace the old, as in a training loop).
  * Optimiser state starts as zeros: kiln_array_create(ctx, dtype, rank, dims, NULL, &m)
  * for each parameter. Errors are builder errors (sticky; kiln_graph_finish returns the

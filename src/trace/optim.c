@@ -106,7 +106,7 @@ static bool check_arrays(kiln_graph *g, const char *op, int n, const optim_array
         ir_shape s = lead->shape;
         if (!ir_dtype_is_float(t)) {
             trace_fail_on(g, &arrays[0].v[i].id, 1, KILN_STATUS_DTYPE, op,
-                          "%s is %s: optimisers update f32 or f64 values only", what,
+                          "%s is %s: optimisers update float values only", what,
                           kiln_dtype_name(t));
             return false;
         }
@@ -174,12 +174,14 @@ static kiln_value one_minus(kiln_graph *g, const char *op, kiln_value x) {
 typedef struct coefs {
     kiln_value f64[MAX_COEF]; /* the rank-0 f64 values */
     int n;
-    kiln_value as[2][MAX_COEF]; /* [0]: converted to f32, [1]: f64 (the same values) */
-    bool made[2];
+    /* [t]: the same values converted to dtype t (made on first use): parameters of several
+     * float dtypes (f32 masters beside bf16 ones) each get their own */
+    kiln_value as[KILN_MAX_DTYPES][MAX_COEF];
+    bool made[KILN_MAX_DTYPES];
 } coefs;
 
 static const kiln_value *coefs_for(kiln_graph *g, coefs *c, kiln_dtype t) {
-    int k = t == KILN_DTYPE_F64;
+    int k = (unsigned)t < KILN_MAX_DTYPES ? (int)t : 0; /* float dtypes only reach here */
     if (!c->made[k]) {
         for (int i = 0; i < c->n; i++) /* an unused slot stays unset */
             c->as[k][i] = c->f64[i].id ? kiln_convert(g, c->f64[i], t) : KN_NONE;

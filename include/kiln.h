@@ -320,7 +320,9 @@ typedef struct kiln_array kiln_array;
  * in JAX), and kiln_array_destroy still frees the handle. */
 
 /* Creates an array of the given dtype and shape (row-major) on device 0 and copies data
- * into it; data NULL gives zeros. The shape obeys the builder's rules (as kiln_parameter's:
+ * into it; data NULL gives zeros. Elements are in the dtype's C form (float, double,
+ * int32_t, int64_t, one byte per bool); a bf16 or f16 element is its 16 bits as a
+ * uint16_t (as ml_dtypes stores them), and kiln_array_copy_to_host gives them back so. The shape obeys the builder's rules (as kiln_parameter's:
  * non-negative dimensions whose product, a zero counted as 1, is at most 2^62; else
  * KILN_STATUS_SHAPE naming the dimension). */
 KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank,

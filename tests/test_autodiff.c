@@ -413,6 +413,12 @@ static kiln_array *f64_array(kiln_context *ctx, kiln_dtype t, int rank, const in
     kiln_array *a = NULL;
     if (t == KILN_DTYPE_F64) {
         kiln_array_create(ctx, t, rank, dims, v, &a);
+    } else if (t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16) {
+        uint16_t *h = malloc((size_t)(n ? n : 1) * sizeof *h);
+        for (int64_t i = 0; i < n; i++)
+            h[i] = t == KILN_DTYPE_BF16 ? kn_f64_to_bf16(v[i]) : kn_f64_to_f16(v[i]);
+        kiln_array_create(ctx, t, rank, dims, h, &a);
+        free(h);
     } else {
         float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
         for (int64_t i = 0; i < n; i++) f[i] = (float)v[i];
@@ -521,8 +527,9 @@ static void test_finite_differences(void) {
 static void test_compiled(void) {
     kiln_context *ctx = test_context();
     uint64_t seed = test_seed(0xc0de);
-    static const kiln_dtype types[2] = {KILN_DTYPE_F32, KILN_DTYPE_F64};
-    for (int ti = 0; ti < 2; ti++) {
+    static const kiln_dtype types[4] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_BF16,
+                                        KILN_DTYPE_F16};
+    for (int ti = 0; ti < 4; ti++) {
         kiln_graph *g = NULL;
         kiln_graph_create(ctx, "all_cases", &g);
         kiln_value outs[KILN_MAX_OUTPUTS * 4];

@@ -13,6 +13,8 @@
 #include "compare.h"
 #include "ir/ir.h"
 
+#include "backend/cpu/cpu_ops.h"
+
 static kiln_context *ctx;
 static char cache_dir[] = "/tmp/kiln-test-half-ops-XXXXXX"; /* main makes it */
 static uint64_t seed;
@@ -119,11 +121,224 @@ static void test_products(void) {
     check_both("dot blocks", b_dot_blocks, 0);
 }
 
+/* ------------------------------------------------------- every other op ---- */
+
+static const int64_t d345[] = {3, 4, 5}, d45[] = {4, 5};
+
+static int b_sources(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    /* iota's values are small integers, exact in both types; a constant's bits are kept */
+    uint16_t bits[4] = {0x3f80u, 0xc040u, 0x0001u, 0x7bffu};
+    int64_t d4[1] = {4};
+    kiln_value x = param(g, "x", t, 3, d345);
+    o[0] = kiln_add(g, x, kiln_iota(g, t, 3, d345, 2));
+    o[1] = kiln_constant(g, t, 1, d4, bits);
+    o[2] = kiln_iota(g, t, 2, d45, 0);
+    return 3;
+}
+
+/* Shape ops move bits: equal to the reference's (the tolerance is cmp_half_tol's floor). */
+static int b_shapes(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    kiln_value x = param(g, "x", t, 3, d345), y = param(g, "y", t, 2, d45);
+    int n = 0;
+    int64_t d3445[4] = {3, 4, 4, 5}, d20[1] = {20}, st[3] = {1, 0, 1}, lim[3] = {3, 4, 5},
+            str[3] = {1, 2, 2}, lo[3] = {1, -1, 2}, hi[3] = {0, 2, -1}, in[3] = {0, 1, 1};
+    o[n++] = kiln_broadcast_in_dim(g, y, 4, d3445, (int[]){2, 3});
+    o[n++] = kiln_reshape(g, y, 1, d20);
+    o[n++] = kiln_transpose(g, x, (int[]){2, 0, 1});
+    o[n++] = kiln_slice(g, x, st, lim, str);
+    o[n++] = kiln_concatenate(g, 2, (kiln_value[]){x, kiln_neg(g, x)}, 1);
+    o[n++] = kiln_pad(g, x, kiln_scalar(g, t, -1.5), lo, hi, in);
+    o[n++] = kiln_rev(g, x, 2, (int[]){0, 2});
+    /* the same moves fused with arithmetic, so a kernel loads and stores the 16 bits */
+    o[n++] = kiln_mul(g, kiln_transpose(g, x, (int[]){1, 2, 0}), kiln_scalar(g, t, 3));
+    return n;
+}
+
+/* Reductions sum in f32 (blocked; the reference in f64) and round once: within an f32
+ * error of 5 terms of at most 2 of the result, far under a 16-bit ulp; max and min are
+ * exact; prod's f32 product of 4 or 5 factors differs by a few f32 ulps at most. */
+static int b_reductions(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    kiln_value x = param(g, "x", t, 3, d345);
+    int a0 = 0, a12[2] = {1, 2}, am1 = -1, n = 0;
+    o[n++] = kiln_reduce_sum(g, x, 1, &a0, false);
+    o[n++] = kiln_reduce_sum(g, x, 2, a12, true);
+    o[n++] = kiln_reduce_max(g, x, 2, a12, true);
+    o[n++] = kiln_reduce_min(g, x, 1, &am1, false);
+    o[n++] = kiln_reduce_prod(g, x, 1, &am1, false);
+    o[n++] = kiln_mean(g, x, 0, NULL, false);
+    return n;
+}
+
+/* A long row, so the blocked f32 sum runs over many blocks: 4096 terms in [-2, 2] sum in
+ * f32 within 4096 * 2 * 2^-24 < 2^-10 of the exact sum; relative to 1 + |want| that is
+ * half an f16 ulp at most, on top of the rounding: three ulps. */
+static int b_long_sum(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t d[2] = {3, 4096};
+    int a1 = 1;
+    o[0] = kiln_reduce_sum(g, param(g, "x", t, 2, d), 1, &a1, false);
+    return 1;
+}
+
+static int b_indexing(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t td[2] = {5, 3}, id[2] = {2, 4}, ud[3] = {2, 4, 3};
+    kiln_value tab = param(g, "t", t, 2, td), up = param(g, "up", t, 3, ud);
+    kiln_value idx = param(g, "idx", KILN_DTYPE_I32, 2, id); /* in [-5, 5]: some out of range */
+    int n = 0;
+    o[n++] = kiln_take_rows(g, tab, idx);
+    o[n++] = kiln_scatter_add_rows(g, tab, idx, up); /* duplicates: one rounding per add */
+    o[n++] = kiln_take_rows(g, kiln_exp(g, tab), kiln_convert(g, idx, KILN_DTYPE_I64));
+    return n;
+}
+
+/* Scatter-add with many updates per row, and large enough to be split into parts: every
+ * addition rounds to the type, in index order, in both, so the two differ only where an
+ * f32 sum of two 16-bit values is inexact and double-rounds (rare, one ulp, then carried
+ * on by the later additions to that element): four ulps. */
+static int b_scatter_many(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t td[2] = {64, 700}, id[1] = {300}, ud[2] = {300, 700};
+    kiln_value tab = param(g, "t", t, 2, td), up = param(g, "up", t, 2, ud);
+    kiln_value idx = param(g, "idx", KILN_DTYPE_I64, 1, id);
+    idx = kiln_min(g, kiln_abs(g, idx), kiln_scalar(g, KILN_DTYPE_I64, 63));
+    o[0] = kiln_scatter_add_rows(g, tab, idx, up);
+    return 1;
+}
+
+/* cumsum keeps an f64 running sum (as the reference) and rounds each output once: the
+ * same bits but for bf16's two roundings through f32, which both make. */
+static int b_cumsum(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t d[2] = {7, 300};
+    kiln_value x = param(g, "x", t, 3, d345), y = param(g, "y", t, 2, d);
+    o[0] = kiln_cumsum(g, x, 1, false);
+    o[1] = kiln_cumsum(g, x, 2, true);
+    o[2] = kiln_cumsum(g, y, 1, false); /* one column: the scalar scan */
+    o[3] = kiln_cumsum(g, y, 0, true);  /* 300 columns: chunks of CPU_SCAN_CHUNK */
+    return 4;
+}
+
+/* Attention in f32 (an exp of about one f32 ulp, f32 products and sums) on the widened
+ * operands, each output rounded once: the f32 error is far under a 16-bit ulp. */
+static int b_attention(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t qd[4] = {2, 70, 4, 8}, kd[4] = {2, 70, 2, 8}, vd[4] = {2, 70, 2, 6};
+    kiln_value q = param(g, "q", t, 4, qd), k = param(g, "k", t, 4, kd),
+               v = param(g, "v", t, 4, vd);
+    kiln_attention_options causal = {.is_causal = true}, plain = {.scale = 0.5};
+    o[0] = kiln_dot_product_attention(g, q, k, v, &causal);
+    o[1] = kiln_dot_product_attention(g, q, k, v, &plain);
+    return 2;
+}
+
+static int b_all_reduce(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    kiln_value x = param(g, "x", t, 2, d45);
+    o[0] = kiln_all_reduce(g, x, KILN_REDUCE_SUM); /* one replica: x itself */
+    o[1] = kiln_all_reduce(g, x, KILN_REDUCE_MEAN);
+    return 2;
+}
+
+/* Composites: every op rounds its result to the type in both the kernel and the reference,
+ * so a double rounding early in the chain (one ulp of an intermediate) is carried to the
+ * output scaled by the chain's sensitivity: softmax's exp and sum pass it on about
+ * unchanged (4 ulps); layer and RMS norm divide by a standard deviation computed from
+ * rounded moments, and over 5 elements a one-ulp change of the variance moves the result
+ * by half an ulp relatively, then the scale and bias by another: 8 ulps. */
+static int b_softmax_like(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    kiln_value x = param(g, "x", t, 3, d345), s = param(g, "s", t, 1, d345 + 2);
+    int am1 = -1, n = 0;
+    o[n++] = kiln_softmax(g, x, -1);
+    o[n++] = kiln_log_softmax(g, x, 1);
+    o[n++] = kiln_logsumexp(g, x, 1, &am1, false);
+    o[n++] =
+        kiln_select(g, kiln_compare(g, x, kiln_scalar(g, t, 0), KILN_CMP_GT), x, kiln_neg(g, s));
+    return n;
+}
+
+static int b_norms(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    kiln_value x = param(g, "x", t, 3, d345), s = param(g, "s", t, 1, d345 + 2),
+               b = param(g, "b", t, 1, d345 + 2);
+    o[0] = kiln_layer_norm(g, x, s, b, 1e-5);
+    o[1] = kiln_rms_norm(g, x, s, -1, 1e-5);
+    return 2;
+}
+
+/* Each op of the registry that is not elementwise (test_registry.c walks those), with the
+ * case that covers it and that case's tolerance in units of the 16-bit type's ulp (2^-7
+ * for bf16, 2^-10 for f16, relative to 1 + |want|). A new op without a row fails the
+ * walk. */
+typedef struct half_case {
+    int op; /* ir_op */
+    const char *name;
+    half_build build;
+    double ulps;
+} half_case;
+
+static const half_case cases[] = {
+    {IR_PARAMETER, "sources", b_sources, 2},
+    {IR_CONSTANT, "sources", b_sources, 2},
+    {IR_IOTA, "sources", b_sources, 2},
+    {IR_BROADCAST, "shapes", b_shapes, 2},
+    {IR_RESHAPE, "shapes", b_shapes, 2},
+    {IR_TRANSPOSE, "shapes", b_shapes, 2},
+    {IR_SLICE, "shapes", b_shapes, 2},
+    {IR_CONCAT, "shapes", b_shapes, 2},
+    {IR_PAD, "shapes", b_shapes, 2},
+    {IR_REV, "shapes", b_shapes, 2},
+    {IR_REDUCE_SUM, "reductions", b_reductions, 2},
+    {IR_REDUCE_SUM, "long sum", b_long_sum, 3},
+    {IR_REDUCE_MAX, "reductions", b_reductions, 2},
+    {IR_REDUCE_MIN, "reductions", b_reductions, 2},
+    {IR_REDUCE_PROD, "reductions", b_reductions, 2},
+    {IR_DOT, "dot layouts", b_dot_layouts, 2},
+    {IR_TAKE_ROWS, "indexing", b_indexing, 2},
+    {IR_SCATTER_ADD_ROWS, "indexing", b_indexing, 2},
+    {IR_SCATTER_ADD_ROWS, "scatter many", b_scatter_many, 4},
+    {IR_CUMSUM, "cumsum", b_cumsum, 2},
+    {IR_ATTENTION, "attention", b_attention, 2},
+    {IR_ALL_REDUCE, "all_reduce", b_all_reduce, 2},
+    {-1, "softmax-like", b_softmax_like, 4},
+    {-1, "norms", b_norms, 8},
+};
+#define N_CASES (int)(sizeof cases / sizeof cases[0])
+
+/* Every op has a row; every row runs once (rows sharing a case run it once). */
+static void test_every_op(void) {
+    for (int op = 0; op < IR_NUM_OPS; op++) {
+        if (ir_ops[op].flags & IRF_ELEMENTWISE) continue;
+        bool found = false;
+        for (int c = 0; c < N_CASES; c++) found |= cases[c].op == op;
+        CHECK_MSG(found, "%s has no bf16/f16 case in test_half_ops.c", ir_ops[op].name);
+    }
+    for (int c = 0; c < N_CASES; c++) {
+        bool seen = false;
+        for (int p = 0; p < c; p++) seen |= cases[p].build == cases[c].build;
+        if (seen) continue;
+        /* tol is relative to bf16's ulp; check_half takes the larger of it and two ulps of
+         * the type, so f16 gets its own ulps through the same scale */
+        for (int i = 0; i < 2; i++) {
+            double ulp = halves[i] == KILN_DTYPE_BF16 ? 0x1p-7 : 0x1p-10;
+            check_half(cases[c].name, cases[c].build, halves[i], cases[c].ulps * ulp);
+        }
+    }
+}
+
+/* What the CPU's library ops cannot compute is refused at compile (compile.c's
+ * check_lib_calls names the op and dtype) rather than run: bool products, integer
+ * attention. */
+static void test_refusals(void) {
+    CHECK(!cpu_lib_dtype_ok(KN_LIB_GEMM, KILN_DTYPE_BOOL));
+    CHECK(!cpu_lib_dtype_ok(KN_LIB_ATTENTION, KILN_DTYPE_I32));
+    CHECK(!cpu_lib_dtype_ok(KN_LIB_CUMSUM, KILN_DTYPE_INVALID));
+    for (int i = 0; i < 2; i++)
+        for (int op = 0; op < KN_LIB_NUM_OPS; op++)
+            CHECK_MSG(cpu_lib_dtype_ok((kn_lib_op)op, halves[i]), "%s refuses %s",
+                      kn_lib_op_name((kn_lib_op)op), kiln_dtype_name(halves[i]));
+}
+
 int main(int argc, char **argv) {
     test_select_cases(argc, argv);
     seed = test_seed(0x5eed16b16ull);
     if (!(ctx = test_private_context(cache_dir))) return 2;
+    RUN(test_refusals);
     RUN_CC(test_products);
+    RUN_CC(test_every_op);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);
     return test_summary("test_half_ops");

@@ -70,7 +70,7 @@ typedef struct kn_gemm_desc {
  * kv_heads, h], v [batch, s, kv_heads, hv], out [batch, t, heads, hv], all contiguous
  * row-major, query head n reading key/value head n / (heads / kv_heads). */
 typedef struct kn_attention_desc {
-    kiln_dtype dtype; /* f32 or f64 */
+    kiln_dtype dtype; /* f32, f64, bf16 or f16 */
     int64_t batch, t, s, heads, kv_heads, h, hv;
     double scale;
     bool causal; /* query i sees keys j <= i */
@@ -140,11 +140,14 @@ typedef struct kn_cumsum_desc {
 } kn_cumsum_desc;
 
 /* The library ops (lib_run), each with its buffers in order:
- *   GEMM              a, b, c                    (kn_gemm_desc; f32, f64, i32, i64)
+ *   GEMM              a, b, c                    (kn_gemm_desc; floats, i32, i64)
  *   PERMUTE           src, dst                   (kn_permute_desc)
- *   SCATTER_ADD_ROWS  operand or NULL, idx, upd, out  (kn_scatter_desc; f32, f64, i32, i64)
- *   CUMSUM            x, out                     (kn_cumsum_desc; f32, f64, i32, i64)
- *   ATTENTION         q, k, v, out, scratch      (kn_attention_desc; f32, f64)
+ *   SCATTER_ADD_ROWS  operand or NULL, idx, upd, out  (kn_scatter_desc; floats, i32, i64)
+ *   CUMSUM            x, out                     (kn_cumsum_desc; floats, i32, i64)
+ *   ATTENTION         q, k, v, out, scratch      (kn_attention_desc; floats)
+ * Floats are f32, f64, bf16 and f16: 16-bit ones sum in f32 (or wider) and round each
+ * result once, as the reference does; a backend refuses (lib_supports) a dtype it cannot
+ * compute, and the compile fails naming op and dtype.
  * ATTENTION's scratch is the scratch_bytes the memory plan set aside, what lib_scratch
  * asked for when the program was compiled: a backend whose resources changed since (the
  * CPU's thread count follows the process's affinity) must fit its work into what it got.

@@ -16,11 +16,14 @@ static kiln_status ref_bound(const kiln_graph *g, uint32_t id, const ref_value *
 }
 
 /* The reference runs one replica, and over one replica every reduction is the value
- * itself (the mean of one is itself too: x / 1 is exact). */
+ * itself (the mean of one is itself too: x / 1 is exact). The size comes from the node:
+ * a parameter's or constant's value is borrowed and holds no nbytes of its own. */
 static kiln_status ref_all_reduce(const kiln_graph *g, uint32_t id, const ref_value *vals,
                                   void *out) {
-    const ref_value *x = &vals[ir_in(&g->nodes[id])[0]];
-    if (x->nbytes) memcpy(out, x->data, x->nbytes);
+    const ir_node *n = &g->nodes[id];
+    size_t bytes = 0;
+    ir_shape_nbytes(&n->shape, n->dtype, &bytes);
+    if (bytes) memcpy(out, vals[ir_in(n)[0]].data, bytes);
     return KILN_STATUS_OK;
 }
 

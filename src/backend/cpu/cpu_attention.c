@@ -18,9 +18,13 @@
  * scratch (no more threads than the scratch has slots: the pool may have grown since the
  * compile), taking work items from a shared counter, the last query blocks (the most keys,
  * when causal) first. Each item reads only its own rows of q and writes only its own rows
- * of out, so the result does not depend on how items are spread over threads. */
+ * of out, so the result does not depend on how items are spread over threads.
+ *
+ * bf16 and f16 run the f32 kernel on f32 copies of q, k and v made in the scratch the plan
+ * set aside for them (wide_bytes), and round each output once. */
 #include "clones.h"
 #include "cpu_ops.h"
+#include "base/half.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -39,16 +43,39 @@ static int64_t slot_elems(const kn_attention_desc *d) {
 }
 
 static int64_t elem_size(kiln_dtype t) {
-    return t == KILN_DTYPE_F64 ? 8 : 4;
+    return t == KILN_DTYPE_F64 ? 8 : 4; /* bf16 and f16 are computed in f32 */
+}
+
+static bool is_half(kiln_dtype t) {
+    return t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
+}
+
+/* bf16 and f16: q, k, v and out widened to f32 (in that order, each contiguous) ahead of
+ * the threads' slots; 0 bytes for f32 and f64. */
+typedef struct wide_sizes {
+    int64_t q, k, v, out;
+} wide_sizes;
+
+static wide_sizes wide_of(const kn_attention_desc *d) {
+    return (wide_sizes){d->batch * d->t * d->heads * d->h, d->batch * d->s * d->kv_heads * d->h,
+                        d->batch * d->s * d->kv_heads * d->hv, d->batch * d->t * d->heads * d->hv};
+}
+
+static uint64_t wide_bytes(const kn_attention_desc *d) {
+    if (!is_half(d->dtype)) return 0;
+    wide_sizes w = wide_of(d);
+    return (uint64_t)pad16(w.q + w.k + w.v + w.out) * 4;
 }
 
 uint64_t cpu_attention_scratch(const kn_attention_desc *d, int threads) {
-    return (uint64_t)(threads > 0 ? threads : 1) * (uint64_t)slot_elems(d) *
-           (uint64_t)elem_size(d->dtype);
+    return wide_bytes(d) + (uint64_t)(threads > 0 ? threads : 1) * (uint64_t)slot_elems(d) *
+                               (uint64_t)elem_size(d->dtype);
 }
 
 int64_t cpu_attention_slots(const kn_attention_desc *d, uint64_t bytes) {
-    return (int64_t)(bytes / ((uint64_t)slot_elems(d) * (uint64_t)elem_size(d->dtype)));
+    uint64_t wide = wide_bytes(d);
+    if (bytes < wide) return 0;
+    return (int64_t)((bytes - wide) / ((uint64_t)slot_elems(d) * (uint64_t)elem_size(d->dtype)));
 }
 
 int64_t cpu_attention_items(const kn_attention_desc *d) {
@@ -292,8 +319,9 @@ static void attn_task(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,
-                   const void *q, const void *k, const void *v, void *out, void *scratch) {
+static void run_attention(const cpu_blas *bl, kn_pool *pool, int threads,
+                          const kn_attention_desc *d, const void *q, const void *k, const void *v,
+                          void *out, void *scratch) {
     attn_call c = {bl, d, q, k, v, out, scratch, d->hv ? cpu_attention_items(d) : 0};
     atomic_init(&c.next, 0);
     if (!c.items) return;
@@ -302,4 +330,27 @@ void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_atte
         pool_parallel_for(pool, threads, 1, attn_task, &c);
     else
         attn_task(&c, 0, 1);
+}
+
+static void widen_all(bool bf, const uint16_t *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = bf ? kn_bf16_to_f32(x[i]) : kn_f16_to_f32(x[i]);
+}
+
+/* bf16 and f16: the whole op in f32 on widened copies, each output rounded once. The
+ * copies are the scratch's first wide_bytes, planned with the rest. */
+void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,
+                   const void *q, const void *k, const void *v, void *out, void *scratch) {
+    if (!is_half(d->dtype)) {
+        run_attention(bl, pool, threads, d, q, k, v, out, scratch);
+        return;
+    }
+    bool bf = d->dtype == KILN_DTYPE_BF16;
+    wide_sizes w = wide_of(d);
+    float *wq = scratch, *wk = wq + w.q, *wv = wk + w.k, *wo = wv + w.v;
+    widen_all(bf, q, wq, w.q), widen_all(bf, k, wk, w.k), widen_all(bf, v, wv, w.v);
+    kn_attention_desc f = *d;
+    f.dtype = KILN_DTYPE_F32;
+    run_attention(bl, pool, threads, &f, wq, wk, wv, wo, (char *)scratch + wide_bytes(d));
+    uint16_t *o = out;
+    for (int64_t i = 0; i < w.out; i++) o[i] = bf ? kn_f32_to_bf16(wo[i]) : kn_f32_to_f16(wo[i]);
 }

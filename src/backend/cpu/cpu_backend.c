@@ -390,10 +390,10 @@ static kiln_status cpu_lib_attention(void *state, int device, const kn_attention
     return KILN_STATUS_OK;
 }
 
-/* Every library op, any dtype kiln gives it (backend_impl.h). */
+/* Every library op, in the dtypes cpu_lib_dtype_ok names (backend_impl.h). */
 static bool cpu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
-    (void)state, (void)device, (void)d;
-    return (unsigned)op < KN_LIB_NUM_OPS;
+    (void)state, (void)device;
+    return (unsigned)op < KN_LIB_NUM_OPS && (!d || cpu_lib_dtype_ok(op, d->dtype));
 }
 
 static uint64_t cpu_lib_scratch(void *state, int device, const kn_lib_desc *d) {

@@ -4,6 +4,7 @@
  * called single-threaded from kiln's own pool (cpu_backend.c splits a product into batch
  * entries and row blocks). */
 #include "cpu_ops.h"
+#include "base/half.h"
 
 #include <string.h>
 
@@ -43,10 +44,11 @@ static void gemm_one(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, co
         gemm_int32_t(d->trans_a, d->trans_b, d->m, d->n, d->k, (const int32_t *)a, d->lda,
                      (const int32_t *)b, d->ldb, (int32_t *)c);
         break;
-    default:
+    case KILN_DTYPE_I64:
         gemm_int64_t(d->trans_a, d->trans_b, d->m, d->n, d->k, (const int64_t *)a, d->lda,
                      (const int64_t *)b, d->ldb, (int64_t *)c);
         break;
+    default: break; /* refused at compile: cpu_lib_dtype_ok */
     }
 }
 
@@ -121,9 +123,9 @@ void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, con
  * operand's (or zeros), then every update whose index falls among them is added, in index
  * order. Parts own disjoint rows, so each row sees the sequential order whatever the
  * threads: the interpreter's bits. */
-#define SCATTER(T, U)                                                                              \
-    static void scatter_##T(const T *operand, int64_t len, const int64_t lo, const int64_t hi,     \
-                            bool wide, const void *idx, int64_t n_idx, const T *upd, T *o) {       \
+#define SCATTER(NAME, T, ADD)                                                                      \
+    static void scatter_##NAME(const T *operand, int64_t len, const int64_t lo, const int64_t hi,  \
+                               bool wide, const void *idx, int64_t n_idx, const T *upd, T *o) {    \
         T *rows = o + lo * len;                                                                    \
         size_t bytes = (size_t)((hi - lo) * len) * sizeof(T);                                      \
         if (!operand)                                                                              \
@@ -135,13 +137,22 @@ void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, con
             if (row < lo || row >= hi) continue;                                                   \
             T *dst = o + row * len;                                                                \
             const T *u = upd + i * len;                                                            \
-            for (int64_t j = 0; j < len; j++) dst[j] = (T)((U)dst[j] + (U)u[j]);                   \
+            for (int64_t j = 0; j < len; j++) dst[j] = ADD(dst[j], u[j]);                          \
         }                                                                                          \
     }
-SCATTER(float, float)
-SCATTER(double, double)
-SCATTER(int32_t, uint32_t)
-SCATTER(int64_t, uint64_t)
+/* Each addition rounds to the table's dtype, as the reference's does (16-bit values add in
+ * f32, where the sum of two of them is exact but for far-apart exponents). */
+#define ADD_PLAIN(x, y)  ((x) + (y))
+#define ADD_WRAP32(x, y) ((int32_t)((uint32_t)(x) + (uint32_t)(y)))
+#define ADD_WRAP64(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
+#define ADD_BF16(x, y)   kn_f32_to_bf16(kn_bf16_to_f32(x) + kn_bf16_to_f32(y))
+#define ADD_F16(x, y)    kn_f32_to_f16(kn_f16_to_f32(x) + kn_f16_to_f32(y))
+SCATTER(f32, float, ADD_PLAIN)
+SCATTER(f64, double, ADD_PLAIN)
+SCATTER(i32, int32_t, ADD_WRAP32)
+SCATTER(i64, int64_t, ADD_WRAP64)
+SCATTER(bf16, uint16_t, ADD_BF16)
+SCATTER(f16, uint16_t, ADD_F16)
 
 int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx, int threads) {
     /* a part's fixed cost is a pass over all the indices: worth it from CPU_SCATTER_PART
@@ -162,34 +173,35 @@ void cpu_scatter_add_rows_part(kiln_dtype t, kiln_dtype it, const void *operand,
     for (int64_t p = begin; p < end; p++) {
         int64_t lo = rows * p / parts, hi = rows * (p + 1) / parts;
         switch (t) {
-        case KILN_DTYPE_F32: scatter_float(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
-        case KILN_DTYPE_F64:
-            scatter_double(operand, len, lo, hi, wide, idx, n_idx, upd, out);
-            break;
-        case KILN_DTYPE_I32:
-            scatter_int32_t(operand, len, lo, hi, wide, idx, n_idx, upd, out);
-            break;
-        default: scatter_int64_t(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
+        case KILN_DTYPE_F32: scatter_f32(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
+        case KILN_DTYPE_F64: scatter_f64(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
+        case KILN_DTYPE_I32: scatter_i32(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
+        case KILN_DTYPE_I64: scatter_i64(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
+        case KILN_DTYPE_BF16: scatter_bf16(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
+        case KILN_DTYPE_F16: scatter_f16(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
+        default: break; /* refused at compile: cpu_lib_dtype_ok */
         }
     }
 }
 
 /* Cumsum: a work item is one row o and one chunk of up to CPU_SCAN_CHUNK columns of the
- * inner axes, scanned along n with a running accumulator per column (f64 for floats, wrapping
- * unsigned for integers): consecutive columns side by side, so the inner loop is contiguous
- * and vectorises; with inner = 1 it is a plain sequential scan of the row. Each output is
- * stored right after its input is read, so out may be x. */
-#define SCAN(T, A, U)                                                                              \
-    static void scan_##T(const T *x, T *out, int64_t n, int64_t inner, int64_t o, int64_t c0,      \
-                         int64_t c1, bool reverse) {                                               \
+ * inner axes, scanned along n with a running accumulator per column (f64 for floats, 16-bit
+ * ones included, so each output is the exact prefix sum rounded once, as the reference's;
+ * wrapping unsigned for integers): consecutive columns side by side, so the inner loop is
+ * contiguous and vectorises; with inner = 1 it is a plain sequential scan of the row. Each
+ * output is stored right after its input is read, so out may be x. LD widens an element
+ * to A, ST narrows the running sum back. */
+#define SCAN(NAME, T, A, LD, ST)                                                                   \
+    static void scan_##NAME(const T *x, T *out, int64_t n, int64_t inner, int64_t o, int64_t c0,   \
+                            int64_t c1, bool reverse) {                                            \
         if (inner == 1) { /* one column: the running sum in a register, not a stack array */       \
             const T *xr = x + o * n;                                                               \
             T *yr = out + o * n;                                                                   \
             A a = 0;                                                                               \
             for (int64_t k = 0; k < n; k++) {                                                      \
                 int64_t j = reverse ? n - 1 - k : k;                                               \
-                a += (A)xr[j];                                                                     \
-                yr[j] = (T)(U)a;                                                                   \
+                a += LD(xr[j]);                                                                    \
+                yr[j] = ST(a);                                                                     \
             }                                                                                      \
             return;                                                                                \
         }                                                                                          \
@@ -197,15 +209,25 @@ void cpu_scatter_add_rows_part(kiln_dtype t, kiln_dtype it, const void *operand,
         for (int64_t k = 0; k < n; k++) {                                                          \
             int64_t at = (o * n + (reverse ? n - 1 - k : k)) * inner;                              \
             for (int64_t c = c0; c < c1; c++) {                                                    \
-                acc[c - c0] += (A)x[at + c];                                                       \
-                out[at + c] = (T)(U)acc[c - c0];                                                   \
+                acc[c - c0] += LD(x[at + c]);                                                      \
+                out[at + c] = ST(acc[c - c0]);                                                     \
             }                                                                                      \
         }                                                                                          \
     }
-SCAN(float, double, float)
-SCAN(double, double, double)
-SCAN(int32_t, uint64_t, uint32_t)
-SCAN(int64_t, uint64_t, uint64_t)
+#define LD_F64(x)  ((double)(x))
+#define LD_U64(x)  ((uint64_t)(x))
+#define LD_BF16(x) ((double)kn_bf16_to_f32(x))
+#define LD_F16(x)  ((double)kn_f16_to_f32(x))
+#define ST_F32(a)  ((float)(a))
+#define ST_F64(a)  (a)
+#define ST_I32(a)  ((int32_t)(uint32_t)(a))
+#define ST_I64(a)  ((int64_t)(a))
+SCAN(f32, float, double, LD_F64, ST_F32)
+SCAN(f64, double, double, LD_F64, ST_F64)
+SCAN(i32, int32_t, uint64_t, LD_U64, ST_I32)
+SCAN(i64, int64_t, uint64_t, LD_U64, ST_I64)
+SCAN(bf16, uint16_t, double, LD_BF16, kn_f64_to_bf16)
+SCAN(f16, uint16_t, double, LD_F16, kn_f64_to_f16)
 
 int64_t cpu_cumsum_items(int64_t outer, int64_t inner) {
     return outer * ((inner + CPU_SCAN_CHUNK - 1) / CPU_SCAN_CHUNK);
@@ -219,10 +241,26 @@ void cpu_cumsum_part(kiln_dtype t, const void *x, void *out, int64_t outer, int6
         int64_t o = it / chunks, c0 = it % chunks * CPU_SCAN_CHUNK;
         int64_t c1 = c0 + CPU_SCAN_CHUNK < inner ? c0 + CPU_SCAN_CHUNK : inner;
         switch (t) {
-        case KILN_DTYPE_F32: scan_float(x, out, n, inner, o, c0, c1, reverse); break;
-        case KILN_DTYPE_F64: scan_double(x, out, n, inner, o, c0, c1, reverse); break;
-        case KILN_DTYPE_I32: scan_int32_t(x, out, n, inner, o, c0, c1, reverse); break;
-        default: scan_int64_t(x, out, n, inner, o, c0, c1, reverse); break;
+        case KILN_DTYPE_F32: scan_f32(x, out, n, inner, o, c0, c1, reverse); break;
+        case KILN_DTYPE_F64: scan_f64(x, out, n, inner, o, c0, c1, reverse); break;
+        case KILN_DTYPE_I32: scan_i32(x, out, n, inner, o, c0, c1, reverse); break;
+        case KILN_DTYPE_I64: scan_i64(x, out, n, inner, o, c0, c1, reverse); break;
+        case KILN_DTYPE_BF16: scan_bf16(x, out, n, inner, o, c0, c1, reverse); break;
+        case KILN_DTYPE_F16: scan_f16(x, out, n, inner, o, c0, c1, reverse); break;
+        default: break; /* refused at compile: cpu_lib_dtype_ok */
         }
+    }
+}
+
+bool cpu_lib_dtype_ok(kn_lib_op op, kiln_dtype t) {
+    bool fl =
+        t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
+    switch (op) {
+    case KN_LIB_GEMM:
+    case KN_LIB_SCATTER_ADD_ROWS:
+    case KN_LIB_CUMSUM: return fl || t == KILN_DTYPE_I32 || t == KILN_DTYPE_I64;
+    case KN_LIB_PERMUTE: return kiln_dtype_itemsize(t) != 0; /* moves bytes */
+    case KN_LIB_ATTENTION: return fl;
+    default: return false;
     }
 }

@@ -9,6 +9,11 @@
 #include "blas.h"
 #include "pool.h"
 
+/* Whether library op `op` computes dtype t (every dtype kiln has but bool, and attention on
+ * floats only): cpu_lib_supports refuses the rest at compile, naming op and dtype, rather
+ * than a kernel giving a wrong value. */
+bool cpu_lib_dtype_ok(kn_lib_op op, kiln_dtype t);
+
 /* The backend's gemm, permute, scatter_add_rows and cumsum library ops (backend_impl.h
  * says what each computes), without the state and device arguments the CPU does not need. */
 void cpu_gemm(const cpu_blas *bl, kiln_dtype t, const kn_gemm_desc *d, const void *a, const void *b,

@@ -1,0 +1,121 @@
+/* bench_half.c — 16-bit storage on the CPU (issue 31, item 2): element rates of one
+ * elementwise chain in f32, bf16 and f16 at a size far beyond the caches (the 16-bit
+ * chains move half the bytes), and GFLOP/s of one matrix product in the three types, with
+ * the machine's copy bandwidth and OpenBLAS's sgemm rate measured in the same run.
+ * bench/half/run.sh prints JAX's figures for the same work next to these. Prints only;
+ * nothing fails on time. Usage: bench_half [reps] (default 9; figures are medians). */
+#include "../bench_util.h"
+
+#include <string.h>
+
+#define CHAIN_N (64ll << 20) /* 64 Mi elements: 256 MiB in f32, 128 MiB in 16 bits */
+#define MM      2048
+
+static double run_s(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args, int reps) {
+    kiln_executable *e = NULL;
+    DIE(ctx, kiln_compile(g, NULL, &e));
+    double t[64];
+    for (int r = 0; r <= reps; r++) { /* the first run warms the pages and the pool */
+        kiln_array *out = NULL;
+        double t0 = now();
+        DIE(ctx, kiln_executable_run(e, n_args, args, 1, &out));
+        DIE(ctx, kiln_array_block_until_ready(out));
+        if (r) t[r - 1] = now() - t0;
+        kiln_array_destroy(out);
+    }
+    kiln_executable_destroy(e);
+    return median(t, reps);
+}
+
+/* y = ((x * 1.5 + 0.25) * x - 0.5) * 0.75: four ops, one read and one write per element. */
+static double chain_rate(kiln_context *ctx, kiln_dtype t, int reps) {
+    kiln_graph *g;
+    DIE(ctx, kiln_graph_create(ctx, "chain", &g));
+    int64_t d[1] = {CHAIN_N};
+    kiln_value x = kiln_parameter(g, "x", t, 1, d);
+    kiln_value y = kiln_add(g, kiln_mul(g, x, kiln_scalar(g, t, 1.5)), kiln_scalar(g, t, 0.25));
+    y = kiln_mul(g, kiln_sub(g, kiln_mul(g, y, x), kiln_scalar(g, t, 0.5)),
+                 kiln_scalar(g, t, 0.75));
+    DIE(ctx, kiln_graph_finish(g, 1, &y));
+    kiln_array *a = NULL;
+    void *zeros = calloc((size_t)CHAIN_N, kiln_dtype_itemsize(t));
+    DIE(ctx, kiln_array_create(ctx, t, 1, d, zeros, &a));
+    free(zeros);
+    double s = run_s(ctx, g, 1, &a, reps);
+    kiln_array_destroy(a);
+    kiln_graph_destroy(g);
+    return (double)CHAIN_N / s;
+}
+
+static double matmul_gflops(kiln_context *ctx, kiln_dtype t, int reps) {
+    kiln_graph *g;
+    DIE(ctx, kiln_graph_create(ctx, "matmul", &g));
+    int64_t d[2] = {MM, MM};
+    kiln_value y = kiln_matmul(g, kiln_parameter(g, "a", t, 2, d), kiln_parameter(g, "b", t, 2, d));
+    DIE(ctx, kiln_graph_finish(g, 1, &y));
+    kiln_array *args[2] = {0};
+    uint64_t seed = 7;
+    size_t n = (size_t)MM * MM, es = kiln_dtype_itemsize(t);
+    unsigned char *buf = malloc(n * es);
+    for (int i = 0; i < 2; i++) {
+        for (size_t j = 0; j < n; j++) {
+            float v = (float)(bench_uniform(&seed) * 2 - 1);
+            if (t == KILN_DTYPE_F32)
+                memcpy(buf + j * 4, &v, 4);
+            else { /* the top 16 bits: a bf16; for f16 any finite pattern below 1 will do */
+                uint32_t u;
+                memcpy(&u, &v, 4);
+                uint16_t h =
+                    t == KILN_DTYPE_BF16 ? (uint16_t)(u >> 16) : (uint16_t)(u >> 19 & 0x3bff);
+                memcpy(buf + j * 2, &h, 2);
+            }
+        }
+        DIE(ctx, kiln_array_create(ctx, t, 2, d, buf, &args[i]));
+    }
+    free(buf);
+    double s = run_s(ctx, g, 2, args, reps);
+    kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+    kiln_graph_destroy(g);
+    return 2.0 * MM * MM * MM / s / 1e9;
+}
+
+/* memcpy of 256 MiB on one thread: bytes read plus bytes written per second. */
+static double copy_gbs(int reps) {
+    size_t n = (size_t)CHAIN_N * 4;
+    char *a = malloc(n), *b = malloc(n);
+    memset(a, 1, n), memset(b, 2, n);
+    double t[64];
+    for (int r = 0; r <= reps; r++) {
+        double t0 = now();
+        memcpy(b, a, n);
+        if (r) t[r - 1] = now() - t0;
+    }
+    free(a), free(b);
+    return 2.0 * (double)n / median(t, reps) / 1e9;
+}
+
+int main(int argc, char **argv) {
+    int reps = argc > 1 ? atoi(argv[1]) : 9;
+    if (reps < 1 || reps > 63) reps = 9;
+    kiln_context *ctx = NULL;
+    char err[512];
+    if (kiln_context_create(NULL, &ctx, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    printf("copy (memcpy, 1 thread): %.1f GB/s read+write\n", copy_gbs(reps));
+    printf("OpenBLAS sgemm 1024^3: %.1f GFLOP/s\n", sgemm_ceiling(reps));
+    static const kiln_dtype ts[3] = {KILN_DTYPE_F32, KILN_DTYPE_BF16, KILN_DTYPE_F16};
+    double f32_chain = 0, f32_mm = 0;
+    printf("| dtype | chain 64Mi (Gelem/s) | vs f32 | matmul %d^3 (GFLOP/s) | vs f32 |\n", MM);
+    printf("|---|---|---|---|---|\n");
+    for (int i = 0; i < 3; i++) {
+        double c = chain_rate(ctx, ts[i], reps), m = matmul_gflops(ctx, ts[i], reps);
+        if (!i) f32_chain = c, f32_mm = m;
+        printf("| %s | %.3f | %.2fx | %.1f | %.2fx |\n", kiln_dtype_name(ts[i]), c / 1e9,
+               c / f32_chain, m, m / f32_mm);
+        fflush(stdout);
+    }
+    kiln_context_destroy(ctx);
+    return 0;
+}

@@ -1405,9 +1405,10 @@ KILN_API void kiln_prefetch_destroy(kiln_prefetch *p);
 /* Arrays to and from files in the safetensors format (the format PyTorch, JAX and the
  * Hugging Face hub exchange weights in: an 8-byte little-endian header length, a JSON header
  * naming each tensor's dtype, shape and byte range, then the bytes). kiln reads and writes
- * the safetensors dtypes F32, F64, I32, I64 and BOOL (KILN_DTYPE_BOOL, one byte 0 or 1); a
- * header naming another dtype (F16, BF16, U8, ...) is an error that says which tensor and
- * which dtype. A kiln_safetensors belongs to its context: use it from one thread at a time.
+ * the safetensors dtypes F32, F64, BF16 (KILN_DTYPE_BF16), F16 (KILN_DTYPE_F16), I32, I64
+ * and BOOL (KILN_DTYPE_BOOL, one byte 0 or 1), the 16-bit ones bit for bit as PyTorch and
+ * ml_dtypes store them; a header naming another dtype (U8, F8_E4M3, ...) is an error that
+ * says which tensor and which dtype. A kiln_safetensors belongs to its context: use it from one thread at a time.
  * The JSON is parsed and written with cJSON, whose own nodes live only inside each call and
  * come from cJSON's allocator (kiln never changes the process's cJSON hooks); everything
  * kiln keeps comes from the context's host allocator. */

@@ -1,11 +1,13 @@
 """safetensors_interop.py MINE THEIRS — the Python half of `test_safetensors --interop`.
 
 Checks that MINE, written by kiln_safetensors_save, reads with the safetensors package to
-the values test_safetensors.c put in it, then writes THEIRS with the package (same names,
+the values test_safetensors.c put in it (bf16 as ml_dtypes.bfloat16, f16 as numpy.float16,
+compared bit for bit), then writes THEIRS with the package (same names,
 dtypes and values) for kiln to read back. Exits non-zero, saying what differed, otherwise.
 """
 import sys
 
+import ml_dtypes
 import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import save_file
@@ -20,6 +22,10 @@ def expected():
         "i64": np.array([1 << 40, 1 << 41], dtype=np.int64),
         "bool": (np.arange(5) % 2).astype(np.bool_),
         "h.0.\u00e9scalar": np.array(-0.75, dtype=np.float32),
+        # every 16-bit pattern, NaN payloads and all: each side must keep the bits exactly
+        "bf16.every": np.arange(65536, dtype=np.uint16).view(ml_dtypes.bfloat16),
+        "f16.every": np.arange(65536, dtype=np.uint16).view(np.float16),
+        "f16": (i6 * np.float32(0.5) - np.float32(1.25)).astype(np.float16).reshape(2, 3),
     }
 
 

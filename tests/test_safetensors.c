@@ -75,9 +75,10 @@ static bool dir_has(const char *d, const char *prefix) {
 
 /* ---------------------------------------------------------------- round trips ---- */
 
-static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
-                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL};
-#define N_DTYPES 5
+static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64,  KILN_DTYPE_I32,
+                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL, KILN_DTYPE_BF16,
+                                        KILN_DTYPE_F16};
+#define N_DTYPES 7
 #define N_RANKS  5
 #define N_RT     (N_DTYPES * N_RANKS + 1)
 
@@ -373,8 +374,14 @@ static const bad_case bad_cases[] = {
     {"{\"a\": 1}", 0, "\"a\": its header entry is not an object"},
     {"{\"a\": {\"dtype\": \"F17\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
      "dtype \"F17\" is not a safetensors dtype"},
-    {"{\"a\": {\"dtype\": \"BF16\", \"shape\": [2], \"data_offsets\": [0, 4]}}", 4,
-     "dtype \"BF16\" has no kiln array type"},
+    {"{\"a\": {\"dtype\": \"U16\", \"shape\": [2], \"data_offsets\": [0, 4]}}", 4,
+     "dtype \"U16\" has no kiln array type"},
+    {"{\"w\": {\"dtype\": \"BF16\", \"shape\": [2, 3], \"data_offsets\": [0, 10]}}", 10,
+     "tensor \"w\": BF16 [2, 3] needs 12 bytes but \"data_offsets\" [0, 10] hold 10"},
+    {"{\"h\": {\"dtype\": \"F16\", \"shape\": [3], \"data_offsets\": [0, 5]}}", 5,
+     "tensor \"h\": F16 [3] needs 6 bytes but \"data_offsets\" [0, 5] hold 5"},
+    {"{\"w\": {\"dtype\": \"BF16\", \"shape\": [4], \"data_offsets\": [0, 8]}}", 6,
+     "tensor \"w\" (BF16 [4], 8 bytes) ends at byte 8 of the data section, which holds only 6"},
     {"{\"a\": {\"dtype\": 5, \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
      "\"dtype\" is of another type"},
     {"{\"a\": {\"shape\": [1], \"data_offsets\": [0, 4]}}", 4, "\"dtype\" is missing"},
@@ -403,7 +410,7 @@ static const bad_case bad_cases[] = {
     {"{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}", 8,
      "leaving bytes [0, 4) that no tensor holds"},
     {"{\"a\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", 8,
-     "\"a\" ends at byte 16 of the data section, which holds only 8 bytes"},
+     "\"a\" (F32 [4], 16 bytes) ends at byte 16 of the data section, which holds only 8 bytes"},
     {"{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 12,
      "8 bytes follow the last tensor"},
     {"{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}, "
@@ -649,17 +656,62 @@ static void test_fault_sweeps(void) {
     CHECK(fault_sweep_run(&sr) > 0);
 }
 
+/* ------------------------------------------------------ the Python-made fixture ---- */
+
+/* tests/data/half.safetensors, written by tests/data/make_half_safetensors.py with the
+ * safetensors package: edge values (0, -0, 1, -2.5, 1/3, NaN, inf, -inf, bf16's max, f16's
+ * max, 1e-40, f16's least and largest subnormals, 1e6) converted from f64 by ml_dtypes to
+ * bf16 and by NumPy to f16. The expected bits are the ones that script printed: ml_dtypes'
+ * and NumPy's, not kiln's. */
+static const uint16_t fixture_bf16[14] = {0x0000, 0x8000, 0x3f80, 0xc020, 0x3eab, 0x7fc0, 0x7f80,
+                                          0xff80, 0x7f7f, 0x4780, 0x0001, 0x3380, 0x3880, 0x4974};
+static const uint16_t fixture_f16[14] = {0x0000, 0x8000, 0x3c00, 0xc100, 0x3555, 0x7e00, 0x7c00,
+                                         0xfc00, 0x7c00, 0x7bff, 0x0000, 0x0001, 0x03ff, 0x7c00};
+
+static void test_half_fixture(void) {
+    kiln_safetensors *f = NULL;
+    CHECK_OK(ctx, kiln_safetensors_open(ctx, KILN_SOURCE_DIR "/tests/data/half.safetensors", &f));
+    if (!f) return;
+    CHECK(kiln_safetensors_count(f) == 3);
+    int64_t d14 = 14, d27[2] = {2, 7};
+    uint16_t scalar = 0xbfc0; /* -1.5 */
+    check_same(f, "bf16", KILN_DTYPE_BF16, 1, &d14, (const unsigned char *)fixture_bf16, 28);
+    check_same(f, "f16", KILN_DTYPE_F16, 2, d27, (const unsigned char *)fixture_f16, 28);
+    check_same(f, "bf16_scalar", KILN_DTYPE_BF16, 0, NULL, (const unsigned char *)&scalar, 2);
+    CHECK_CONTAINS(kiln_safetensors_get_metadata(f, "writer"), "make_half_safetensors.py");
+    /* and what kiln reads, it writes back the same bytes */
+    kiln_array *a[2] = {0};
+    CHECK_OK(ctx, kiln_safetensors_read(f, "bf16", &a[0]));
+    CHECK_OK(ctx, kiln_safetensors_read(f, "f16", &a[1]));
+    kiln_safetensors_close(f);
+    if (!a[0] || !a[1]) return;
+    char path[128];
+    path_in(path, sizeof path, "half-again.safetensors");
+    const char *names[] = {"bf16", "f16"};
+    CHECK_OK(ctx, kiln_safetensors_save(ctx, path, 2, names, a, 0, NULL));
+    kiln_array_destroy(a[0]);
+    kiln_array_destroy(a[1]);
+    CHECK_OK(ctx, kiln_safetensors_open(ctx, path, &f));
+    if (!f) return;
+    check_same(f, "bf16", KILN_DTYPE_BF16, 1, &d14, (const unsigned char *)fixture_bf16, 28);
+    check_same(f, "f16", KILN_DTYPE_F16, 2, d27, (const unsigned char *)fixture_f16, 28);
+    kiln_safetensors_close(f);
+}
+
 /* ---------------------------------------------------- Python interoperability ---- */
 
 /* Writes a file for Python to check, runs tests/safetensors_interop.py, which checks it and
  * writes one of its own, then checks that. 77 (skip) when the interpreter or its
  * safetensors/numpy packages are absent. Values: element i of each tensor is a formula of
  * i that both sides compute. */
+#define N_INTEROP 9
+
 static int interop(const char *python) {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' -c 'import safetensors.numpy, numpy' 2>/dev/null", python);
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import safetensors.numpy, numpy, ml_dtypes' 2>/dev/null",
+             python);
     if (access(python, X_OK) != 0 || system(cmd) != 0) {
-        return test_skip("%s cannot import safetensors and numpy", python);
+        return test_skip("%s cannot import safetensors, numpy and ml_dtypes", python);
     }
     char mine[128], theirs[128];
     path_in(mine, sizeof mine, "from-kiln.safetensors");
@@ -674,18 +726,28 @@ static int interop(const char *python) {
     for (int i = 0; i < 4; i++) i32[i] = -7 * i;
     for (int i = 0; i < 2; i++) i64[i] = (int64_t)1 << (40 + i);
     for (int i = 0; i < 5; i++) bl[i] = (unsigned char)(i % 2);
-    int64_t d23[2] = {2, 3}, d3 = 3, d4 = 4, d2 = 2, d5 = 5;
-    kiln_array *a[6] = {0};
+    /* bf16 and f16: every one of the 65536 bit patterns, in order (NaN payloads and all),
+     * so each side must keep the bits exactly; and a small f16 [2, 3] of -1.25 + 0.5 i, whose
+     * bits NumPy gave (f16 holds those exactly) */
+    static uint16_t every[65536];
+    for (int i = 0; i < 65536; i++) every[i] = (uint16_t)i;
+    static const uint16_t f16_small[6] = {0xbd00, 0xba00, 0xb400, 0x3400, 0x3a00, 0x3d00};
+    int64_t d23[2] = {2, 3}, d3 = 3, d4 = 4, d2 = 2, d5 = 5, d_every = 65536;
+    kiln_array *a[N_INTEROP] = {0};
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, d23, f32, &a[0]));
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F64, 1, &d3, f64, &a[1]));
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_I32, 1, &d4, i32, &a[2]));
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_I64, 1, &d2, i64, &a[3]));
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_BOOL, 1, &d5, bl, &a[4]));
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 0, NULL, f32 + 1, &a[5]));
-    const char *names[] = {"f32", "f64", "i32", "i64", "bool", "h.0.\xc3\xa9scalar"};
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_BF16, 1, &d_every, every, &a[6]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F16, 1, &d_every, every, &a[7]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F16, 2, d23, f16_small, &a[8]));
+    const char *names[N_INTEROP] = {
+        "f32", "f64", "i32", "i64", "bool", "h.0.\xc3\xa9scalar", "bf16.every", "f16.every", "f16"};
     const char *meta[] = {"format", "kiln-gpt", "step", "12"};
-    CHECK_OK(ctx, kiln_safetensors_save(ctx, mine, 6, names, a, 2, meta));
-    for (int i = 0; i < 6; i++) kiln_array_destroy(a[i]);
+    CHECK_OK(ctx, kiln_safetensors_save(ctx, mine, N_INTEROP, names, a, 2, meta));
+    for (int i = 0; i < N_INTEROP; i++) kiln_array_destroy(a[i]);
     snprintf(cmd, sizeof cmd, "'%s' '%s/tests/safetensors_interop.py' '%s' '%s'", python,
              KILN_SOURCE_DIR, mine, theirs);
     int rc = system(cmd);
@@ -694,7 +756,7 @@ static int interop(const char *python) {
     kiln_safetensors *f = NULL;
     CHECK_OK(ctx, kiln_safetensors_open(ctx, theirs, &f));
     if (!f) return 1;
-    CHECK(kiln_safetensors_count(f) == 6);
+    CHECK(kiln_safetensors_count(f) == N_INTEROP);
     check_same(f, "f32", KILN_DTYPE_F32, 2, d23, (const unsigned char *)f32, sizeof f32);
     check_same(f, "f64", KILN_DTYPE_F64, 1, &d3, (const unsigned char *)f64, sizeof f64);
     check_same(f, "i32", KILN_DTYPE_I32, 1, &d4, (const unsigned char *)i32, sizeof i32);
@@ -702,6 +764,12 @@ static int interop(const char *python) {
     check_same(f, "bool", KILN_DTYPE_BOOL, 1, &d5, bl, sizeof bl);
     check_same(f, "h.0.\xc3\xa9scalar", KILN_DTYPE_F32, 0, NULL, (const unsigned char *)(f32 + 1),
                4);
+    check_same(f, "bf16.every", KILN_DTYPE_BF16, 1, &d_every, (const unsigned char *)every,
+               sizeof every);
+    check_same(f, "f16.every", KILN_DTYPE_F16, 1, &d_every, (const unsigned char *)every,
+               sizeof every);
+    check_same(f, "f16", KILN_DTYPE_F16, 2, d23, (const unsigned char *)f16_small,
+               sizeof f16_small);
     CHECK_CONTAINS(kiln_safetensors_get_metadata(f, "writer"), "python safetensors");
     kiln_safetensors_close(f);
     return 0;
@@ -724,6 +792,7 @@ int main(int argc, char **argv) {
         RUN(test_save_errors);
         RUN(test_save_what_open_reads);
         RUN(test_corrupt_table);
+        RUN(test_half_fixture);
         RUN(test_truncated_everywhere);
         RUN(test_unwritable);
         RUN(test_fault_sweeps);

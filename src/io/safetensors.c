@@ -82,12 +82,13 @@ static const struct {
     kiln_dtype dtype;
 } kn_st_dtypes[] = {
     {"F32", KILN_DTYPE_F32}, {"F64", KILN_DTYPE_F64},   {"I32", KILN_DTYPE_I32},
-    {"I64", KILN_DTYPE_I64}, {"BOOL", KILN_DTYPE_BOOL},
+    {"I64", KILN_DTYPE_I64}, {"BOOL", KILN_DTYPE_BOOL}, {"BF16", KILN_DTYPE_BF16},
+    {"F16", KILN_DTYPE_F16},
 };
 
 /* Dtypes of the format that kiln has no array type for: named as such in the error. */
-static const char *const kn_st_foreign[] = {"F16", "BF16", "I8",      "U8",      "I16", "U16",
-                                            "U32", "U64",  "F8_E5M2", "F8_E4M3", "C64"};
+static const char *const kn_st_foreign[] = {"I8",  "U8",      "I16",     "U16", "U32",
+                                            "U64", "F8_E5M2", "F8_E4M3", "C64"};
 
 static const char *st_dtype_name(kiln_dtype d) {
     for (size_t i = 0; i < sizeof kn_st_dtypes / sizeof kn_st_dtypes[0]; i++)
@@ -225,12 +226,12 @@ static kiln_status st_parse_tensor(kiln_context *ctx, const char *path, const cJ
                          dt ? "of another type" : "missing");
     t->dtype = st_dtype_parse(dt->valuestring);
     if (t->dtype == KILN_DTYPE_INVALID)
-        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "safetensors %s: tensor \"%s\": dtype \"%s\" %s", path, name,
-                         dt->valuestring,
-                         st_dtype_foreign(dt->valuestring)
-                             ? "has no kiln array type (kiln reads F32, F64, I32, I64, BOOL)"
-                             : "is not a safetensors dtype");
+        return ctx_error(
+            ctx, KILN_STATUS_INVALID_ARGUMENT, "safetensors %s: tensor \"%s\": dtype \"%s\" %s",
+            path, name, dt->valuestring,
+            st_dtype_foreign(dt->valuestring)
+                ? "has no kiln array type (kiln reads F32, F64, BF16, F16, I32, I64, BOOL)"
+                : "is not a safetensors dtype");
     if (!cJSON_IsArray(sh))
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "safetensors %s: tensor \"%s\": \"shape\" is %s, not an array", path, name,
@@ -332,12 +333,16 @@ static kiln_status st_check_ranges(kiln_safetensors *f) {
     uint64_t at = 0;
     for (int i = 0; i < f->n; i++) {
         const kn_st_tensor *t = &f->t[i];
-        if (t->end > f->data_size)
+        if (t->end > f->data_size) {
+            char shape[160];
+            st_shape_str(t, shape, sizeof shape);
             return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-                             "safetensors %s: tensor \"%s\" ends at byte %llu of the data section, "
-                             "which holds only %llu bytes (truncated file?)",
-                             f->path, t->name, (unsigned long long)t->end,
+                             "safetensors %s: tensor \"%s\" (%s %s, %llu bytes) ends at byte %llu "
+                             "of the data section, which holds only %llu bytes (truncated file?)",
+                             f->path, t->name, st_dtype_name(t->dtype), shape,
+                             (unsigned long long)(t->end - t->begin), (unsigned long long)t->end,
                              (unsigned long long)f->data_size);
+        }
         if (t->begin < at)
             return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                              "safetensors %s: tensor \"%s\" [%llu, %llu] overlaps tensor \"%s\" "

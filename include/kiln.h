@@ -806,7 +806,7 @@ KILN_API kiln_value kiln_checkpoint_name(kiln_graph *g, kiln_value x, const char
  * the compiled program (fused into whatever consumes them, on every backend); kiln_random_bits
  * and f32 kiln_random_uniform on [0, 1) give the same bits as jax.random for the same key,
  * on every backend and in the interpreter (other bounds and normal draws: to a few ulp,
- * docs/random.md). A draw holds at most 2^32 elements. The
+ * docs/random.md), and so do bf16 and f16 uniform and normal draws. A draw holds at most 2^32 elements. The
  * draws have no gradient (the key is not differentiable). Errors (a key that is not i32[2],
  * p or rate outside [0, 1], lo >= hi) are the builder's, named after the function. */
 
@@ -823,13 +823,13 @@ KILN_API kiln_status kiln_random_split(kiln_graph *g, kiln_value key, int n, kil
 KILN_API kiln_value kiln_random_fold_in(kiln_graph *g, kiln_value key, kiln_value data);
 /* jax.random.bits: 32 random bits per element, as i32 bit patterns. */
 KILN_API kiln_value kiln_random_bits(kiln_graph *g, kiln_value key, int rank, const int64_t *dims);
-/* Uniform on [lo, hi) of dtype f32 or f64 (lo and hi rounded to it first; both finite,
- * lo < hi). The [0, 1) draw fills the mantissa as jax.random.uniform does; scaled bounds
+/* Uniform on [lo, hi) of dtype f32, f64, bf16 or f16 (lo and hi rounded to it first; both
+ * finite, lo < hi). The [0, 1) draw fills the mantissa as jax.random.uniform does; scaled bounds
  * are clamped below hi (where JAX's may round up to hi). */
 KILN_API kiln_value kiln_random_uniform(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,
                                         const int64_t *dims, double lo, double hi);
-/* Standard normal (mean 0, variance 1) of dtype f32 or f64: sqrt(2) erfinv(u), u uniform
- * on (-1, 1), as jax.random.normal. */
+/* Standard normal (mean 0, variance 1) of dtype f32, f64, bf16 or f16: sqrt(2) erfinv(u),
+ * u uniform on (-1, 1), as jax.random.normal (16-bit: rounded to the dtype as it does). */
 KILN_API kiln_value kiln_random_normal(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,
                                        const int64_t *dims);
 /* bool, true with probability p in [0, 1] (uniform f32 < p, as jax.random.bernoulli). */

@@ -454,6 +454,22 @@ static void test_forms(void) {
         check(g, "new_ops", NULL, 1e-5);
         kiln_graph_destroy(g);
     }
+    /* bf16 and f16 draws: kiln_random_*_bf16 / _f16 in CUDA C, the same bits as the
+     * reference's (so a tolerance of 0) */
+    g = NULL;
+    kiln_graph_create(ctx, "random16", &g);
+    {
+        int64_t dk = 2, dr[2] = {33, 70};
+        kiln_value key = kiln_parameter(g, "key", KILN_DTYPE_I32, 1, &dk);
+        kiln_value o[4] = {kiln_random_uniform(g, key, KILN_DTYPE_BF16, 2, dr, 0, 1),
+                           kiln_random_normal(g, key, KILN_DTYPE_BF16, 2, dr),
+                           kiln_random_uniform(g, key, KILN_DTYPE_F16, 2, dr, -3, 5.5),
+                           kiln_random_normal(g, key, KILN_DTYPE_F16, 2, dr)};
+        if (finish(g, 4, o, "random16")) {
+            check(g, "random16", NULL, 0);
+            kiln_graph_destroy(g);
+        }
+    }
 }
 
 static void test_programs(int n) {

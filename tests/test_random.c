@@ -1,6 +1,7 @@
 /* test_random.c — the counter-based generator (src/trace/random.c, the RANDOM op):
  *  - bits, f32 uniform, keys, split, fold_in and bernoulli equal jax.random's for the same
- *    keys (stored values, below), normal within a few ulp;
+ *    keys (stored values, below), normal within a few ulp; bf16 and f16 uniform (bounded
+ *    too) and normal bit for bit;
  *  - compiled and interpreted give the same bits (fused, unfused, without passes), and a
  *    draw's element depends only on its row-major position;
  *  - keys are traced values: one compiled program (and one jit trace) serves every key;
@@ -53,6 +54,33 @@ static const uint64_t jax_uniform64_k42[4] = {0x3fdb4f8123c40884ull, 0x3f8ebd996
                                               0x3fe25f641d41e71aull, 0x3fe75aad28c6a974ull};
 static const double jax_normal64_k42[4] = {-0.18471174528191162, -2.169824560397754,
                                            0.18693555179382582, 0.6122653570510959};
+
+/* The 16-bit draws, computed with the same jax (bit patterns of the bf16 / f16 results):
+ *   jax.random.uniform(K(42), (2, 3), d); jax.random.uniform(C, (4,), d)
+ *   jax.random.normal(K(42), (16,), d); jax.random.normal(C, (3, 5), d)
+ *   jax.random.uniform(K(0), (8,), d, -3.0, 5.5)
+ * for d = jnp.bfloat16 and jnp.float16. (Over 65536 draws of each from PRNGKey(1234),
+ * uniform, normal and the bounded uniform, kiln gave the same bits.) */
+static const uint16_t jax_uniform_bf16_k42[6] = {0x3f22, 0x3f58, 0x3f78, 0x3f56, 0x3da0, 0x3f58};
+static const uint16_t jax_uniform_bf16_kc[4] = {0x3f3a, 0x3f1e, 0x3f38, 0x3f50};
+static const uint16_t jax_uniform_f16_k42[6] = {0x2ce0, 0x3218, 0x3bce, 0x3a0e, 0x3730, 0x34ec};
+static const uint16_t jax_uniform_f16_kc[4] = {0x3708, 0x3a4c, 0x3b64, 0x3338};
+static const uint16_t jax_normal_bf16_k42[16] = {0x3eb0, 0x3f82, 0x3ff2, 0x3f7c, 0xbfb4, 0x3f82,
+                                                 0x3e77, 0x3efd, 0x3dfc, 0x3efd, 0xbf61, 0xbe1c,
+                                                 0xbf1f, 0xbf45, 0x3f86, 0x3ed1};
+static const uint16_t jax_normal_bf16_kc[15] = {0x3f1c, 0x3e9c, 0x3f16, 0x3f65, 0x3f0a,
+                                                0xbeec, 0xbf70, 0x3ba0, 0x3fa4, 0xbf69,
+                                                0x3f8b, 0xbf4c, 0xc039, 0xbecc, 0x3f3b};
+static const uint16_t jax_normal_f16_k42[16] = {0xbdb8, 0xbb01, 0x3fe6, 0x3993, 0xb011, 0xb804,
+                                                0x3898, 0xbc45, 0x4112, 0x4039, 0x3421, 0xbc6e,
+                                                0x3122, 0x2b9a, 0x40c5, 0xbf8d};
+static const uint16_t jax_normal_f16_kc[15] = {0xb0db, 0x3a61, 0x3dbc, 0xba05, 0x266d,
+                                               0xa43a, 0xbcac, 0xbcb6, 0xb4a3, 0x3b94,
+                                               0xbee6, 0x252c, 0xbd5c, 0x3701, 0x3440};
+static const uint16_t jax_bounded_bf16_k0[8] = {0x4020, 0x3fec, 0xbfd6, 0xbfa3,
+                                                0x4042, 0xbf50, 0x3f90, 0x40ae};
+static const uint16_t jax_bounded_f16_k0[8] = {0xb5c4, 0xbcc3, 0xc112, 0x4128,
+                                               0xbc19, 0x37ea, 0x44c7, 0x4399};
 
 /* ------------------------------------------------------------- helpers ---- */
 
@@ -172,6 +200,61 @@ static void test_matches_jax(void) {
     kiln_graph_destroy(g);
 }
 
+/* The bf16 and f16 draws equal jax.random's bit for bit: compiled fused, unfused and
+ * without passes, and interpreted. */
+static void test_half_matches_jax(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "jax16", &g));
+    kiln_value k0 = kiln_random_key(g, 0), k42 = kiln_random_key(g, 42),
+               kc = key_of(g, 0x12345678, 0x9abcdef0);
+    int64_t d23[2] = {2, 3}, d4[1] = {4}, d16[1] = {16}, d35[2] = {3, 5}, d8[1] = {8};
+    const kiln_dtype bf = KILN_DTYPE_BF16, h = KILN_DTYPE_F16;
+    kiln_value outs[] = {
+        kiln_random_uniform(g, k42, bf, 2, d23, 0, 1),
+        kiln_random_uniform(g, kc, bf, 1, d4, 0, 1),
+        kiln_random_uniform(g, k42, h, 2, d23, 0, 1),
+        kiln_random_uniform(g, kc, h, 1, d4, 0, 1),
+        kiln_random_normal(g, k42, bf, 1, d16),
+        kiln_random_normal(g, kc, bf, 2, d35),
+        kiln_random_normal(g, k42, h, 1, d16),
+        kiln_random_normal(g, kc, h, 2, d35),
+        kiln_random_uniform(g, k0, bf, 1, d8, -3, 5.5),
+        kiln_random_uniform(g, k0, h, 1, d8, -3, 5.5),
+    };
+    static const struct {
+        const uint16_t *bits;
+        size_t n;
+        const char *what;
+    } want[] = {
+        {jax_uniform_bf16_k42, 6, "uniform bf16(42)"},
+        {jax_uniform_bf16_kc, 4, "uniform bf16(C)"},
+        {jax_uniform_f16_k42, 6, "uniform f16(42)"},
+        {jax_uniform_f16_kc, 4, "uniform f16(C)"},
+        {jax_normal_bf16_k42, 16, "normal bf16(42)"},
+        {jax_normal_bf16_kc, 15, "normal bf16(C)"},
+        {jax_normal_f16_k42, 16, "normal f16(42)"},
+        {jax_normal_f16_kc, 15, "normal f16(C)"},
+        {jax_bounded_bf16_k0, 8, "uniform bf16(0) on [-3, 5.5)"},
+        {jax_bounded_f16_k0, 8, "uniform f16(0) on [-3, 5.5)"},
+    };
+    enum { N = sizeof outs / sizeof *outs };
+    CHECK_STATUS(kiln_graph_finish(g, N, outs), KILN_STATUS_OK);
+    kiln_compile_options variants[3] = {{0}, {.disable_fusion = true}, {.disable_passes = true}};
+    for (int v = 0; v < 3; v++) {
+        void *got[N] = {0}, *ref[N] = {0};
+        CHECK(run_graph(g, 0, NULL, &variants[v], got, v == 0 ? ref : NULL));
+        for (int i = 0; i < N && got[N - 1]; i++) {
+            CHECK_MSG(!memcmp(got[i], want[i].bits, 2 * want[i].n), "variant %d: %s", v,
+                      want[i].what);
+            if (v == 0)
+                CHECK_MSG(!memcmp(ref[i], want[i].bits, 2 * want[i].n), "interpreted: %s",
+                          want[i].what);
+        }
+        free_all(got, N), free_all(ref, N);
+    }
+    kiln_graph_destroy(g);
+}
+
 /* f64 normals near 0 keep their relative precision: the five draws of smallest magnitude
  * of jax.random.normal(PRNGKey(2147483647), (1000,), float64) (x64 on, jax 0.10.2), at
  * the indices below, against sqrt(2) erfinv(u) of the same u by mpmath at 40 digits,
@@ -218,6 +301,10 @@ static void test_compiled_equals_reference(void) {
         kiln_random_normal(g, key, KILN_DTYPE_F32, 3, d3),
         kiln_random_normal(g, key, KILN_DTYPE_F64, 3, d3),
         kiln_random_bernoulli(g, key, 0.5, 3, d3),
+        kiln_random_uniform(g, key, KILN_DTYPE_BF16, 3, d3, -2, 3),
+        kiln_random_normal(g, key, KILN_DTYPE_BF16, 3, d3),
+        kiln_random_uniform(g, key, KILN_DTYPE_F16, 3, d3, -2, 3),
+        kiln_random_normal(g, key, KILN_DTYPE_F16, 3, d3),
     };
     enum { N = sizeof outs / sizeof *outs };
     CHECK_STATUS(kiln_graph_finish(g, N, outs), KILN_STATUS_OK);
@@ -233,6 +320,8 @@ static void test_compiled_equals_reference(void) {
         CHECK_MSG(!memcmp(got[0], got[1], 240), "variant %d: bits of [3,4,5] != of [60]", v);
         CHECK_MSG(!memcmp(got[2], ref[2], 240), "variant %d: uniform f32 differs", v);
         CHECK_MSG(!memcmp(got[6], ref[6], 60), "variant %d: bernoulli differs", v);
+        for (int k = 7; k < 11; k++) /* 16-bit: the same bits, normal included */
+            CHECK_MSG(!memcmp(got[k], ref[k], 120), "variant %d: 16-bit draw %d differs", v, k);
         for (int i = 0; i < 60; i++) {
             double a = ((double *)got[3])[i], b = ((double *)ref[3])[i];
             CHECK_MSG(a >= -1 && a < 4 && fabs(a - b) <= 1e-15 * 4, "variant %d: uniform f64[%d]",
@@ -492,7 +581,7 @@ static void test_errors(void) {
         {"p = nan is outside [0, 1]", 3},
         {"kiln_dropout: rate = -0.1 is outside [0, 1]", 4},
         {"kiln_random_uniform: needs finite lo < hi", 5},
-        {"kiln_random_normal: draws f32 or f64, not i32", 6},
+        {"kiln_random_normal: draws f32, f64, bf16 or f16, not i32", 6},
         {"kiln_random_split: needs n >= 1", 7},
         {"kiln_random_fold_in: data must be a rank-0 i32 or i64 value, not f32", 8},
         {"kiln_dropout: takes f32 or f64, not i32", 9},
@@ -610,6 +699,7 @@ int main(void) {
     char dir[] = "/tmp/kiln-test-random-XXXXXX";
     if (!(ctx = test_private_context(dir))) return 2;
     RUN(test_matches_jax);
+    RUN(test_half_matches_jax);
     RUN(test_compiled_equals_reference);
     RUN(test_normal_f64_near_zero);
     RUN(test_key_is_traced);

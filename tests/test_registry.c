@@ -78,7 +78,7 @@ static void test_kernel_expressions(void) {
             /* Every placeholder is one the printers know. */
             for (const char *t = o->kexpr[cls]; t && *t; t++)
                 if (*t == '$') {
-                    CHECK_MSG(t[1] && strchr("012TUSRFCD", t[1]), "%s: bad placeholder $%c",
+                    CHECK_MSG(t[1] && strchr("012TUSRFCDH", t[1]), "%s: bad placeholder $%c",
                               o->name, t[1]);
                     t++;
                 }

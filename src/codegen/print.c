@@ -84,11 +84,11 @@ const char *pr_dtype_suffix(kiln_dtype t) {
 }
 
 /* The C expression of elementwise op `op` (result dtype t, data operand dtype in_t, the
- * node's attributes a) applied to the operand expressions x[]: the op's kernel expression
- * from the registry (src/ir/ir.h lists the placeholders) expanded with C's type names.
- * False when the op has none for that operand class (a registry hole, which
- * tests/test_registry.c keeps from happening). */
-static bool c_op_expr(ir_op op, kiln_dtype t, kiln_dtype in_t, const ir_attrs *a,
+ * 16-bit dtype the node stores or KILN_DTYPE_INVALID (kd_stmt.round), the node's attributes a)
+ * applied to the operand expressions x[]: the op's kernel expression from the registry (src/ir/ir.h
+ * lists the placeholders) expanded with C's type names. False when the op has none for that operand
+ * class (a registry hole, which tests/test_registry.c keeps from happening). */
+static bool c_op_expr(ir_op op, kiln_dtype t, kiln_dtype in_t, kiln_dtype stored, const ir_attrs *a,
                       const char *const *x, char *ex, size_t m) {
     static const char *const cmp[] = {"==", "!=", "<", "<=", ">", ">="};
     const char *tmpl = ir_ops[op].kexpr[ir_dtype_is_float(in_t) ? 0 : 1];
@@ -111,6 +111,8 @@ static bool c_op_expr(ir_op op, kiln_dtype t, kiln_dtype in_t, const ir_attrs *a
             r = pr_dtype_suffix(in_t);
         else if (c == 'R')
             r = pr_dtype_suffix(t);
+        else if (c == 'H')
+            r = pr_dtype_suffix(stored ? stored : t);
         else if (c == 'F')
             r = in_t == KILN_DTYPE_F32 ? "f" : "";
         else if (c == 'C')
@@ -380,7 +382,7 @@ void pr_stmt(pr *p, uint32_t id) {
     case KS_IOTA: print_load(p, id); break;
     case KS_OP: {
         const char *x[3] = {a[0], a[1], a[2]};
-        if (!c_op_expr(s->op, s->dtype, s->in_dtype, s->attrs, x, ex, sizeof ex)) {
+        if (!c_op_expr(s->op, s->dtype, s->in_dtype, s->round, s->attrs, x, ex, sizeof ex)) {
             p->hole = (int)s->op + 1;
             snprintf(ex, sizeof ex, "0");
         }

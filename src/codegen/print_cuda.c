@@ -485,6 +485,6 @@ static int cu_kernel(const kd_kernel *kd, strbuf *sb, cgen_kernel *info) {
 
 static const char *const cuda_prelude[] = {
     cgen_prelude_cuda_head, cgen_prelude_ops,     cgen_prelude_math_f32, cgen_prelude_cuda_math,
-    cgen_prelude_math_f64,  cgen_prelude_convert, cgen_prelude_random,   cgen_prelude_half, NULL};
+    cgen_prelude_math_f64,  cgen_prelude_convert, cgen_prelude_half,     cgen_prelude_random, NULL};
 
 const pr_dialect pr_cuda_dialect = {cuda_prelude, cu_kernel};

@@ -72,6 +72,8 @@ enum {
  *             $S  the operand's dtype suffix (f32 f64 i32 i64 bool)   $R  the result's
  *             $F  the libm suffix for the operand ("f" for f32)        $C  compare operator
  *             $D  what RANDOM draws (ir_rng_name of the node's attribute)
+ *             $H  the suffix of the dtype the node stores ($R but for a 16-bit result,
+ *                 which a kernel computes in f32: bf16 or f16 there, not f32)
  *
  * Two more parts of each op live in the room that owns them, in tables indexed by op and
  * checked for completeness by tests/test_registry.c: its reference evaluation
@@ -152,7 +154,7 @@ enum {
  * engineers add above do not collide with it. */
 #define KN_RANDOM_OPS(X)                                                                           \
     X(RANDOM, "random", random, 3, IRK_SELECT, IRT_I32, IRF_ELEMENTWISE | IRF_NONDIFF, 16, NULL,   \
-      "kiln_random_$D_$R($0, $1, $2)")
+      "kiln_random_$D_$H($0, $1, $2)")
 
 #define KN_OPS(X)                                                                                  \
     X(PARAMETER, "parameter", parameter, 0, IRK_SOURCE, IRT_ANY, 0, 1, NULL, NULL)                 \

@@ -117,6 +117,26 @@ static double ndtri_central(double r) {
     return ndtri_halley(x, 0.5 * erf(x * 0.70710678118654752440) - r);
 }
 
+/* rnd16(t, x): x rounded to the 16-bit dtype t (bf16 or f16), as a float. */
+static float rnd16(kiln_dtype t, float x) {
+    return t == KILN_DTYPE_BF16 ? kn_bf16_to_f32(kn_f32_to_bf16(x))
+                                : kn_f16_to_f32(kn_f32_to_f16(x));
+}
+
+/* A 16-bit draw from the random bits, as the kernels' kiln_random_{uniform,normal}_{bf16,
+ * f16} (prelude/random.h says why these bits and roundings): the value in f32, which the
+ * dtype holds exactly. */
+static float draw16(int what, kiln_dtype t, uint32_t bits) {
+    bool bf = t == KILN_DTYPE_BF16;
+    float u = bf ? (float)((bits & 0xffu) >> 1) * 0.0078125f
+                 : (float)((bits & 0xffffu) >> 6) * 0.0009765625f;
+    if (what != IR_RNG_NORMAL) return u;
+    const float lo = bf ? -0.99609375f : -0.99951171875f; /* nextafter(-1, 0) in t */
+    u = rnd16(t, u * 2.0f + lo);
+    u = u < lo ? lo : u;
+    return rnd16(t, 1.4140625f * rnd16(t, erfinv_f32(u))); /* sqrt(2) as t holds it */
+}
+
 /* One element: the draw `what` of dtype t for key (k0, k1) and counter c. */
 static void draw(int what, kiln_dtype t, uint32_t k0, uint32_t k1, uint32_t c, void *out,
                  int64_t i) {
@@ -127,6 +147,10 @@ static void draw(int what, kiln_dtype t, uint32_t k0, uint32_t k1, uint32_t c, v
     case IR_RNG_WORD0: ref_iput(out, t, i, (uint32_t)(w >> 32)); return;
     case IR_RNG_WORD1: ref_iput(out, t, i, (uint32_t)w); return;
     default: break;
+    }
+    if (ir_dtype_is_half(t)) {
+        ref_fput(out, t, i, (double)draw16(what, t, bits)); /* exact: a value of t */
+        return;
     }
     if (t == KILN_DTYPE_F32) {
         float u = (float)(bits >> 9) * 1.1920928955078125e-7f;

@@ -16,6 +16,8 @@
  * builder's first error stops all later ops (trace.h). */
 #include "trace.h"
 
+#include "base/half.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -180,14 +182,31 @@ kiln_value kiln_random_bits(kiln_graph *g, kiln_value key, int rank, const int64
 }
 
 static bool float_dtype(kiln_graph *g, const char *op, kiln_dtype t) {
-    if (t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64) return true;
-    trace_fail(g, KILN_STATUS_DTYPE, op, "draws f32 or f64, not %s", kiln_dtype_name(t));
+    if (ir_dtype_is_float(t)) return true;
+    trace_fail(g, KILN_STATUS_DTYPE, op, "draws f32, f64, bf16 or f16, not %s", kiln_dtype_name(t));
     return false;
 }
 
-/* v rounded to dtype t (f32 or f64). */
+/* v rounded to float dtype t (nearest even). */
 static double in_dtype(kiln_dtype t, double v) {
-    return t == KILN_DTYPE_F32 ? (double)(float)v : v;
+    switch (t) {
+    case KILN_DTYPE_F32: return (double)(float)v;
+    case KILN_DTYPE_BF16: return (double)kn_bf16_to_f32(kn_f64_to_bf16(v));
+    case KILN_DTYPE_F16: return (double)kn_f16_to_f32(kn_f64_to_f16(v));
+    default: return v;
+    }
+}
+
+/* The largest value of float dtype t below h, a finite value of t. */
+static double below(kiln_dtype t, double h) {
+    if (t == KILN_DTYPE_F64) return nextafter(h, -INFINITY);
+    if (t == KILN_DTYPE_F32) return (double)nextafterf((float)h, -INFINITY);
+    /* a 16-bit float is sign and magnitude: one step down is one more in magnitude for a
+     * negative value (and -0's neighbour), one less for a positive one */
+    bool bf = t == KILN_DTYPE_BF16;
+    uint16_t b = bf ? kn_f64_to_bf16(h) : kn_f64_to_f16(h);
+    b = (b & 0x7fffu) == 0 ? 0x8001u : (b & 0x8000u) ? (uint16_t)(b + 1) : (uint16_t)(b - 1);
+    return (double)(bf ? kn_bf16_to_f32(b) : kn_f16_to_f32(b));
 }
 
 kiln_value kiln_random_uniform(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,
@@ -206,11 +225,20 @@ kiln_value kiln_random_uniform(kiln_graph *g, kiln_value key, kiln_dtype dtype, 
     if (l == 0 && h == 1) return u; /* [0, 1) already */
     /* u * (hi - lo) + lo can round up to hi: clamp to the largest value below it, so the
      * result is in [lo, hi) as documented (JAX's can reach hi; the values differ only there) */
-    double below =
-        dtype == KILN_DTYPE_F32 ? (double)nextafterf((float)h, -INFINITY) : nextafter(h, -INFINITY);
-    kiln_value r =
-        kiln_add(g, kiln_mul(g, u, kiln_scalar(g, dtype, span)), kiln_scalar(g, dtype, l));
-    return kiln_max(g, kiln_scalar(g, dtype, l), kiln_min(g, r, kiln_scalar(g, dtype, below)));
+    kiln_value r;
+    if (dtype == KILN_DTYPE_F16) {
+        /* XLA's CPU backend contracts f16's u * span + lo into one f32 fma and rounds once
+         * (bf16's it rounds per op, as kiln does); u * span is exact in f32 (11 bits by
+         * 11), so the f32 product and sum, rounded to f16, give JAX's bits */
+        kiln_value u32 = kiln_convert(g, u, KILN_DTYPE_F32);
+        r = kiln_add(g, kiln_mul(g, u32, kiln_scalar(g, KILN_DTYPE_F32, span)),
+                     kiln_scalar(g, KILN_DTYPE_F32, l));
+        r = kiln_convert(g, r, KILN_DTYPE_F16);
+    } else {
+        r = kiln_add(g, kiln_mul(g, u, kiln_scalar(g, dtype, span)), kiln_scalar(g, dtype, l));
+    }
+    return kiln_max(g, kiln_scalar(g, dtype, l),
+                    kiln_min(g, r, kiln_scalar(g, dtype, below(dtype, h))));
 }
 
 kiln_value kiln_random_normal(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,

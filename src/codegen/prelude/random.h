@@ -11,7 +11,12 @@
 // (bits >> 9) * 2^-23; an f64 uses x0:x1 >> 12 times 2^-52. Normal f32 is XLA's:
 // sqrt(2) erfinv(u) with u uniform on [nextafter(-1, 0), 1), erfinv by Giles'
 // single-precision polynomials; normal f64 is Phi^-1((1 + u) / 2) by Acklam's rational
-// approximation and one Halley step.
+// approximation and one Halley step. The 16-bit draws (value in f32, a kernel's compute
+// dtype, already one of the dtype's values) are jax.random's for those dtypes: uniform
+// takes nmant random bits of x0 ^ x1 (JAX draws 8 bits for bf16, whose 7 mantissa bits are
+// fewer than 8, and 16 for f16) into the mantissa of 1.0 and subtracts 1; normal is the
+// f32 one's formula with each op rounded to the dtype as XLA does (u * 2 + lo, erfinv
+// computed in f32, its product with sqrt(2) as the dtype holds it: 1.4140625). Needs half.h.
 KILN_FN uint32_t kiln_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 #define KILN_TF(r) x0 += x1; x1 = kiln_rotl32(x1, r) ^ x0;
 #define KILN_TF_A KILN_TF(13) KILN_TF(15) KILN_TF(26) KILN_TF(6)
@@ -97,4 +102,24 @@ KILN_FN double kiln_random_normal_f64(int32_t k0, int32_t k1, int32_t c) {
     double p = (1.0 + u) * 0.5, q = (1.0 - u) * 0.5;
     double x = kiln_ndtri_tail_f64(p < q ? p : q);
     return p < q ? x : -x;
+}
+KILN_FN float kiln_random_uniform_bf16(int32_t k0, int32_t k1, int32_t c) {
+    uint32_t b = (uint32_t)kiln_random_bits_i32(k0, k1, c) & 0xffu;
+    return (float)(int32_t)(b >> 1) * 0.0078125f; /* 2^-7 */
+}
+KILN_FN float kiln_random_uniform_f16(int32_t k0, int32_t k1, int32_t c) {
+    uint32_t b = (uint32_t)kiln_random_bits_i32(k0, k1, c) & 0xffffu;
+    return (float)(int32_t)(b >> 6) * 0.0009765625f; /* 2^-10 */
+}
+KILN_FN float kiln_random_normal_bf16(int32_t k0, int32_t k1, int32_t c) {
+    const float lo = -0.99609375f; /* nextafter(-1, 0) in bf16 */
+    float u = kiln_rnd_bf16(kiln_random_uniform_bf16(k0, k1, c) * 2.0f + lo);
+    u = u < lo ? lo : u;
+    return kiln_rnd_bf16(1.4140625f * kiln_rnd_bf16(kiln_erfinv_f32(u)));
+}
+KILN_FN float kiln_random_normal_f16(int32_t k0, int32_t k1, int32_t c) {
+    const float lo = -0.99951171875f; /* nextafter(-1, 0) in f16 */
+    float u = kiln_rnd_f16(kiln_random_uniform_f16(k0, k1, c) * 2.0f + lo);
+    u = u < lo ? lo : u;
+    return kiln_rnd_f16(1.4140625f * kiln_rnd_f16(kiln_erfinv_f32(u)));
 }

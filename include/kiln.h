@@ -1064,9 +1064,12 @@ KILN_API int kiln_comm_get_rank(const kiln_comm *c);
 KILN_API int kiln_comm_get_size(const kiln_comm *c);
 /* "local", "mpi" or "nccl". */
 KILN_API const char *kiln_comm_get_kind(const kiln_comm *c);
-/* recv = the reduction over every rank of send: `count` elements of dtype (f32, f64, i32,
- * i64) in host-addressable memory (a CPU device's array data or host memory); send and recv
- * may not overlap. Every rank gets bitwise the same result. MEAN needs a float dtype. */
+/* recv = the reduction over every rank of send: `count` elements of dtype (f32, f64, bf16,
+ * f16, i32, i64) in host-addressable memory (a CPU device's array data or host memory); send
+ * and recv may not overlap. Every rank gets bitwise the same result. MEAN needs a float
+ * dtype. bf16 and f16 are summed (and a MEAN divided) in f32 and rounded once to the dtype,
+ * so this call allocates 8 bytes an element of host scratch for them; a program's
+ * all-reduce of them over NCCL reduces the device buffers with ncclBfloat16 / ncclFloat16. */
 KILN_API kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
                                           const void *send, void *recv, int64_t count);
 /* What this rank's collectives did so far: calls, bytes it contributed, and times. */

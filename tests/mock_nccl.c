@@ -17,6 +17,8 @@
  * 2, it stalls and ncclCommGetAsyncError reports ncclRemoteError, as a peer's death does.
  * mock_nccl_live counts the communicators not yet destroyed or aborted. Test code: one
  * mutex guards everything. */
+#include "base/half.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -91,7 +93,19 @@ static void find_cuda(void) {
 }
 
 static size_t item(int dtype) {
-    return dtype == 2 ? 4 : dtype == 4 ? 8 : dtype == 7 ? 4 : 8;
+    return dtype == 6 || dtype == 9 ? 2 : dtype == 2 ? 4 : dtype == 4 ? 8 : dtype == 7 ? 4 : 8;
+}
+
+/* ncclFloat16 (6) and ncclBfloat16 (9): widened to float, reduced there in rank order and
+ * rounded once (NCCL itself rounds after each step of its ring; the mock's rank-order
+ * reduction has no steps). */
+static float half_get(int dtype, const void *p, size_t i) {
+    uint16_t h = ((const uint16_t *)p)[i];
+    return dtype == 9 ? kn_bf16_to_f32(h) : kn_f16_to_f32(h);
+}
+
+static void half_put(int dtype, void *p, size_t i, float v) {
+    ((uint16_t *)p)[i] = dtype == 9 ? kn_f32_to_bf16(v) : kn_f32_to_f16(v);
 }
 
 #define REDUCE(T)                                                                                  \
@@ -120,6 +134,19 @@ static void progress(group *g) {
                 return;
             }
         switch (o[0]->dtype) {
+        case 6:
+        case 9:
+            for (size_t i = 0; i < o[0]->count; i++) {
+                int t = o[0]->dtype;
+                float acc = half_get(t, o[0]->send, i);
+                for (int r = 1; r < n; r++) {
+                    float x = half_get(t, o[r]->send, i);
+                    acc = o[0]->red == 2 ? (x > acc ? x : acc) : acc + x;
+                }
+                if (o[0]->red == 4) acc /= (float)n;
+                for (int r = 0; r < n; r++) half_put(t, o[r]->recv, i, acc);
+            }
+            break;
         case 2: REDUCE(int32_t) break;
         case 4: REDUCE(int64_t) break;
         case 7: REDUCE(float) break;
@@ -263,7 +290,7 @@ API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int d
                                struct ncclComm *c, void *stream);
 API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int dtype, int red,
                                struct ncclComm *c, void *stream) {
-    if (!c || !stream || (dtype != 2 && dtype != 4 && dtype != 7 && dtype != 8) ||
+    if (!c || !stream || dtype < 2 || dtype > 9 || dtype == 3 || dtype == 5 ||
         (red != 0 && red != 2 && red != 4) || (red == 4 && (dtype == 2 || dtype == 4)))
         return INVALID_ARGUMENT;
     pthread_mutex_lock(&mu);

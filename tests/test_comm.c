@@ -5,7 +5,8 @@
  * compile; all-reduces overlapped with the kernels after them (the default) against the
  * same programs with kiln_compile_options.disable_overlap, bitwise, the lifetime of an
  * overlapped all-reduce's buffers, and a peer that never comes while several are in
- * flight. Also run under ThreadSanitizer (label tsan). */
+ * flight; bf16 and f16 summed in f32 and rounded once. Also run under ThreadSanitizer
+ * (label tsan). */
 #include "comm/comm.h"
 #include "runtime/executable.h"
 #include "fault.h"
@@ -46,6 +47,8 @@ static void run_all(replica *r, int n) {
 
 static double elem(kiln_dtype t, const void *p, int64_t i) {
     switch (t) {
+    case KILN_DTYPE_BF16: return kn_bf16_to_f32(((const uint16_t *)p)[i]);
+    case KILN_DTYPE_F16: return kn_f16_to_f32(((const uint16_t *)p)[i]);
     case KILN_DTYPE_F32: return ((const float *)p)[i];
     case KILN_DTYPE_F64: return ((const double *)p)[i];
     case KILN_DTYPE_I32: return ((const int32_t *)p)[i];
@@ -53,11 +56,29 @@ static double elem(kiln_dtype t, const void *p, int64_t i) {
     }
 }
 
+/* v rounded to the 16-bit dtype t (from f32, as a kernel rounds). */
+static float rnd16(kiln_dtype t, float v) {
+    return t == KILN_DTYPE_BF16 ? kn_bf16_to_f32(kn_f32_to_bf16(v))
+                                : kn_f16_to_f32(kn_f32_to_f16(v));
+}
+
+/* What all_reduce(x * 2 + 1) * 3 gives in a 16-bit dtype, element e: every op rounded to
+ * the dtype, the all-reduce summed in f32 in rank order and rounded once. */
+static double half_case(kiln_dtype t, kiln_reduce_kind k, void *const *host, int64_t e) {
+    float acc = 0;
+    for (int q = 0; q < RANKS; q++) {
+        float v = rnd16(t, (float)elem(t, host[q], e) * 2 + 1);
+        acc = k == KILN_REDUCE_MAX ? (q ? fmaxf(acc, v) : v) : acc + v;
+    }
+    if (k == KILN_REDUCE_MEAN) acc /= RANKS;
+    return rnd16(t, rnd16(t, acc) * 3);
+}
+
 /* y = all_reduce(x * 2 + 1) * 3 on every replica vs the same on the host. */
 static void check_random_case(uint64_t *seed, kiln_comm **comms) {
-    static const kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
-                                     KILN_DTYPE_I64};
-    kiln_dtype t = dts[test_rng_int(seed, 4)];
+    static const kiln_dtype dts[] = {KILN_DTYPE_F32, KILN_DTYPE_F64,  KILN_DTYPE_I32,
+                                     KILN_DTYPE_I64, KILN_DTYPE_BF16, KILN_DTYPE_F16};
+    kiln_dtype t = dts[test_rng_int(seed, 6)];
     kiln_reduce_kind k = (kiln_reduce_kind)test_rng_int(seed, 3);
     if (k == KILN_REDUCE_MEAN && (t == KILN_DTYPE_I32 || t == KILN_DTYPE_I64)) k = KILN_REDUCE_SUM;
     int rank = test_rng_int(seed, 4);
@@ -98,7 +119,12 @@ static void check_random_case(uint64_t *seed, kiln_comm **comms) {
             }
             if (k == KILN_REDUCE_MEAN) acc /= RANKS;
             double want = acc * 3, have = elem(t, got, e);
-            bad = !test_close(have, want, t == KILN_DTYPE_F32 ? 1e-6 : 1e-13, 1e-6);
+            if (kiln_dtype_itemsize(t) == 2) { /* bf16, f16: the same bits */
+                want = half_case(t, k, host, e);
+                bad = !(have == want || (isnan(have) && isnan(want)));
+            } else {
+                bad = !test_close(have, want, t == KILN_DTYPE_F32 ? 1e-6 : 1e-13, 1e-6);
+            }
             CHECK_MSG(!bad, "%s[%lld] reduction %d rank %d: element %lld is %g, want %g",
                       kiln_dtype_name(t), (long long)n, (int)k, i, (long long)e, have, want);
         }
@@ -124,6 +150,91 @@ static void test_random_shapes(void) {
     kiln_comm_stats st;
     kiln_comm_get_stats(comms[1], &st);
     CHECK(st.calls == 24 && st.bytes > 0);
+    for (int i = 0; i < RANKS; i++) kiln_comm_destroy(comms[i]);
+}
+
+/* kiln_comm_all_reduce of bf16 and f16 host buffers over a local group: summed in f32 and
+ * rounded once. 256 + 1 + 1 + 1 is 259 in f32 and 260 in bf16 (a tie, to even), where
+ * adding in bf16 step by step would stay at 256; f16's 2048 + 1 + 1 + 1 likewise gives 2052
+ * (2048 step by step). MEAN divides the f32 sum; MAX picks. Also every finite bf16 pattern
+ * of a block, summed against a host f32 sum. */
+typedef struct half_call {
+    kiln_comm *c;
+    kiln_dtype t;
+    kiln_reduce_kind k;
+    const uint16_t *send;
+    uint16_t *recv;
+    int64_t n;
+    kiln_status s;
+} half_call;
+
+static void *half_call_run(void *p) {
+    half_call *h = p;
+    h->s = kiln_comm_all_reduce(h->c, h->t, h->k, h->send, h->recv, h->n);
+    return NULL;
+}
+
+static void half_reduce(kiln_comm **comms, kiln_dtype t, kiln_reduce_kind k, uint16_t (*send)[512],
+                        uint16_t (*recv)[512], int64_t n) {
+    half_call h[RANKS];
+    pthread_t th[RANKS];
+    for (int i = 0; i < RANKS; i++) {
+        h[i] = (half_call){comms[i], t, k, send[i], recv[i], n, KILN_STATUS_OK};
+        pthread_create(&th[i], NULL, half_call_run, &h[i]);
+    }
+    for (int i = 0; i < RANKS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < RANKS; i++)
+        CHECK_MSG(h[i].s == KILN_STATUS_OK, "rank %d: %s", i, kiln_status_name(h[i].s));
+    for (int i = 1; i < RANKS; i++)
+        CHECK_MSG(!memcmp(recv[0], recv[i], (size_t)n * 2), "rank %d's result differs", i);
+}
+
+static void test_half_host_all_reduce(void) {
+    kiln_comm *comms[RANKS];
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, RANKS, 30, comms));
+    static uint16_t send[RANKS][512], recv[RANKS][512];
+    /* bf16: 256 = 0x4380, 1 = 0x3f80; f16: 2048 = 0x6800, 1 = 0x3c00 */
+    for (int i = 0; i < RANKS; i++) send[i][0] = i ? 0x3f80 : 0x4380;
+    half_reduce(comms, KILN_DTYPE_BF16, KILN_REDUCE_SUM, send, recv, 1);
+    CHECK_MSG(recv[0][0] == 0x4382, "bf16 256+1+1+1 = 0x%04x, want 0x4382 (260)", recv[0][0]);
+    half_reduce(comms, KILN_DTYPE_BF16, KILN_REDUCE_MEAN, send, recv, 1);
+    CHECK_MSG(recv[0][0] == 0x4282, "bf16 mean = 0x%04x, want 0x4282 (65)", recv[0][0]);
+    half_reduce(comms, KILN_DTYPE_BF16, KILN_REDUCE_MAX, send, recv, 1);
+    CHECK_MSG(recv[0][0] == 0x4380, "bf16 max = 0x%04x, want 0x4380", recv[0][0]);
+    for (int i = 0; i < RANKS; i++) send[i][0] = i ? 0x3c00 : 0x6800;
+    half_reduce(comms, KILN_DTYPE_F16, KILN_REDUCE_SUM, send, recv, 1);
+    CHECK_MSG(recv[0][0] == 0x6802, "f16 2048+1+1+1 = 0x%04x, want 0x6802 (2052)", recv[0][0]);
+    half_reduce(comms, KILN_DTYPE_F16, KILN_REDUCE_MEAN, send, recv, 1);
+    CHECK_MSG(recv[0][0] == 0x6002, "f16 mean = 0x%04x, want 0x6002 (513)", recv[0][0]);
+    /* a block of random bits (NaN and inf included) in both dtypes */
+    uint64_t seed = test_seed(0x16b);
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype t = d ? KILN_DTYPE_F16 : KILN_DTYPE_BF16;
+        for (int i = 0; i < RANKS; i++)
+            for (int e = 0; e < 512; e++) send[i][e] = (uint16_t)(test_rng_next(&seed) >> 48);
+        for (int k = 0; k < 3; k++) {
+            half_reduce(comms, t, (kiln_reduce_kind)k, send, recv, 512);
+            for (int e = 0; e < 512; e++) {
+                float acc = 0;
+                for (int q = 0; q < RANKS; q++) {
+                    float v = (float)elem(t, send[q], e);
+                    acc = k == KILN_REDUCE_MAX ? (q == 0                   ? v
+                                                  : isnan(acc) || isnan(v) ? acc + v
+                                                                           : fmaxf(acc, v))
+                                               : acc + v;
+                }
+                if (k == KILN_REDUCE_MEAN) acc /= RANKS;
+                double want = rnd16(t, acc), have = elem(t, recv[0], e);
+                CHECK_MSG(have == want || (isnan(have) && isnan(want)),
+                          "%s reduction %d element %d: %g, want %g", kiln_dtype_name(t), k, e, have,
+                          want);
+            }
+        }
+    }
+    kiln_comm_stats st;
+    kiln_comm_get_stats(comms[0], &st);
+    CHECK_MSG(st.bytes == 5 * 2 + 6 * 512 * 2, "bytes %llu: the 16-bit sizes sent",
+              (unsigned long long)st.bytes);
     for (int i = 0; i < RANKS; i++) kiln_comm_destroy(comms[i]);
 }
 
@@ -178,7 +289,7 @@ static void test_text_and_errors(void) {
     kiln_value y = kiln_all_reduce(g, x, KILN_REDUCE_MEAN);
     CHECK_STATUS(kiln_graph_finish(g, 1, &y), KILN_STATUS_DTYPE);
     CHECK_CONTAINS(kiln_last_error(ctx), "kiln_all_reduce");
-    CHECK_CONTAINS(kiln_last_error(ctx), "needs f32 or f64");
+    CHECK_CONTAINS(kiln_last_error(ctx), "needs a float dtype (f32, f64, bf16, f16), not i32");
     kiln_graph_destroy(g);
 
     /* a timeout that is not a number of seconds, refused by every constructor before it
@@ -588,6 +699,7 @@ int main(void) {
         return 1;
     }
     RUN(test_random_shapes);
+    RUN(test_half_host_all_reduce);
     RUN(test_one_replica_identity);
     RUN(test_text_and_errors);
     RUN(test_vjp);

@@ -11,6 +11,7 @@
  * the wrong kinds of communicator or device are refused at compile; a missing library is
  * named; and the fault sweep of making a group and a bootstrapped rank. Skipped (77) when
  * the loaded libcuda.so.1 is not the stand-in. */
+#include "base/half.h"
 #include "fault.h"
 #include "test.h"
 
@@ -87,6 +88,8 @@ static void put(kiln_dtype t, void *p, int64_t i, double v) {
     case KILN_DTYPE_F32: ((float *)p)[i] = (float)v; break;
     case KILN_DTYPE_F64: ((double *)p)[i] = v; break;
     case KILN_DTYPE_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case KILN_DTYPE_BF16: ((uint16_t *)p)[i] = kn_f64_to_bf16(v); break;
+    case KILN_DTYPE_F16: ((uint16_t *)p)[i] = kn_f64_to_f16(v); break;
     default: ((int64_t *)p)[i] = (int64_t)v; break;
     }
 }
@@ -96,6 +99,8 @@ static double get(kiln_dtype t, const void *p, int64_t i) {
     case KILN_DTYPE_F32: return ((const float *)p)[i];
     case KILN_DTYPE_F64: return ((const double *)p)[i];
     case KILN_DTYPE_I32: return ((const int32_t *)p)[i];
+    case KILN_DTYPE_BF16: return kn_bf16_to_f32(((const uint16_t *)p)[i]);
+    case KILN_DTYPE_F16: return kn_f16_to_f32(((const uint16_t *)p)[i]);
     default: return (double)((const int64_t *)p)[i];
     }
 }
@@ -126,7 +131,10 @@ static void check_case(kiln_comm **comms, int ranks, kiln_dtype t, kiln_reduce_k
                 acc = k == KILN_REDUCE_MAX ? (q ? fmax(acc, value(t, q, e)) : value(t, q, e))
                                            : acc + value(t, q, e);
             if (k == KILN_REDUCE_MEAN) acc /= ranks;
-            bad = !test_close(get(t, got, e), acc, 1e-6, 1e-6);
+            /* the values are exact in every dtype; a 16-bit mean rounds once (the mock
+             * reduces in f32) */
+            double tol = t == KILN_DTYPE_BF16 ? 0x1p-8 : t == KILN_DTYPE_F16 ? 0x1p-11 : 1e-6;
+            bad = !test_close(get(t, got, e), acc, tol, 1e-6);
             CHECK_MSG(!bad, "%d ranks, %s reduction %d%s, rank %d: element %lld is %g, want %g",
                       ranks, kiln_dtype_name(t), (int)k, twice ? " then max" : "", i, (long long)e,
                       get(t, got, e), acc);
@@ -174,9 +182,14 @@ static void test_ranks(void) {
         check_case(comms, ranks, KILN_DTYPE_I32, KILN_REDUCE_SUM, false);
         check_case(comms, ranks, KILN_DTYPE_I64, KILN_REDUCE_MAX, false);
         check_case(comms, ranks, KILN_DTYPE_F32, KILN_REDUCE_SUM, true);
+        /* 16-bit device buffers: ncclBfloat16 and ncclFloat16 */
+        check_case(comms, ranks, KILN_DTYPE_BF16, KILN_REDUCE_SUM, false);
+        check_case(comms, ranks, KILN_DTYPE_BF16, KILN_REDUCE_MEAN, false);
+        check_case(comms, ranks, KILN_DTYPE_F16, KILN_REDUCE_MAX, false);
+        check_case(comms, ranks, KILN_DTYPE_F16, KILN_REDUCE_MEAN, false);
         kiln_comm_stats st;
         kiln_comm_get_stats(comms[0], &st);
-        CHECK_MSG(st.calls == 8 && st.bytes > 0, "%d ranks: %llu calls", ranks,
+        CHECK_MSG(st.calls == 12 && st.bytes > 0, "%d ranks: %llu calls", ranks,
                   (unsigned long long)st.calls);
         /* host buffers, through the device */
         host_case h[GPUS];

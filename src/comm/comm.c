@@ -2,10 +2,12 @@
  * checks, the MEAN division, call numbering, timing and the refusal after a failure, and
  * the routing of a program's collective on device memory to a device transport.
  * A blocking all-reduce is its start and its wait; the MEAN division happens at the wait,
- * when the sum is there. Calls are numbered when they start (the order every rank issues
- * them in), bytes are counted when they complete. */
+ * when the sum is there. bf16 and f16 travel as f32 on the host transports (half_begin):
+ * summed in f32, divided in f32, rounded once to the dtype at the wait. Calls are numbered when
+ * they start (the order every rank issues them in), bytes are counted when they complete. */
 #include "comm.h"
 #include "backend/device.h"
+#include "base/half.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,17 +35,24 @@ static void divide(kiln_dtype t, void *buf, size_t count, int size) {
     }
 }
 
+static bool is_half(kiln_dtype t) {
+    return t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
+}
+
 static kiln_status check_args(kiln_comm *c, const char *op, kiln_dtype t, kiln_reduce_kind k,
                               const void *send, void *recv, int64_t count) {
     kiln_context *ctx = c->ctx;
     if ((unsigned)k > KILN_REDUCE_MAX)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: the reduction %d is not KILN_REDUCE_SUM, _MEAN or _MAX", op, (int)k);
-    if (t != KILN_DTYPE_F32 && t != KILN_DTYPE_F64 && t != KILN_DTYPE_I32 && t != KILN_DTYPE_I64)
-        return ctx_error(ctx, KILN_STATUS_DTYPE, "%s: %s cannot be reduced (f32, f64, i32, i64)",
-                         op, kiln_dtype_name(t));
-    if (k == KILN_REDUCE_MEAN && t != KILN_DTYPE_F32 && t != KILN_DTYPE_F64)
-        return ctx_error(ctx, KILN_STATUS_DTYPE, "%s: a mean needs f32 or f64, not %s", op,
+    bool fl = t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || is_half(t);
+    if (!fl && t != KILN_DTYPE_I32 && t != KILN_DTYPE_I64)
+        return ctx_error(ctx, KILN_STATUS_DTYPE,
+                         "%s: %s cannot be reduced (f32, f64, bf16, f16, i32, i64)", op,
+                         kiln_dtype_name(t));
+    if (k == KILN_REDUCE_MEAN && !fl)
+        return ctx_error(ctx, KILN_STATUS_DTYPE,
+                         "%s: a mean needs a float dtype (f32, f64, bf16, f16), not %s", op,
                          kiln_dtype_name(t));
     if (count < 0 || (count && (!send || !recv)))
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
@@ -60,6 +69,37 @@ static kiln_status check_args(kiln_comm *c, const char *op, kiln_dtype t, kiln_r
                          "group cannot go on",
                          op, c->rank, c->ops->kind);
     return KILN_STATUS_OK;
+}
+
+/* A bf16/f16 request (after the checks): the transport will reduce f32 copies in r->wide,
+ * so that every rank's sum is taken in f32 and rounded once (half_finish), as kiln's own
+ * reductions of 16-bit values accumulate in f32. */
+static kiln_status half_begin(kiln_comm *c, kn_comm_req *r) {
+    size_t n = r->count;
+    r->half = r->dtype, r->half_recv = r->recv, r->dtype = KILN_DTYPE_F32;
+    if (!n) return KILN_STATUS_OK;
+    r->wide = host_alloc(c->ctx, 2 * n * sizeof(float));
+    if (!r->wide) return ctx_oom(c->ctx, r->what, 2 * n * sizeof(float));
+    const uint16_t *x = r->send;
+    for (size_t i = 0; i < n; i++)
+        r->wide[i] = r->half == KILN_DTYPE_BF16 ? kn_bf16_to_f32(x[i]) : kn_f16_to_f32(x[i]);
+    r->send = r->wide, r->recv = r->wide + n;
+    return KILN_STATUS_OK;
+}
+
+/* Rounds the f32 result into the caller's recv (when ok) and frees the block, unless a
+ * failed MPI request still owns it: MPI cannot cancel one that timed out (mpi.c), so the
+ * block is left to it, as the caller's buffers are. */
+static void half_finish(kiln_comm *c, kn_comm_req *r, bool ok) {
+    if (!r->half) return;
+    uint16_t *y = r->half_recv;
+    const float *v = r->recv;
+    for (size_t i = 0; ok && r->wide && i < r->count; i++)
+        y[i] = r->half == KILN_DTYPE_BF16 ? kn_f32_to_bf16(v[i]) : kn_f32_to_f16(v[i]);
+    bool held = !ok && !strcmp(c->ops->kind, "mpi") && r->u.mpi.active;
+    if (r->wide && !held) host_free(c->ctx, r->wide, 2 * r->count * sizeof(float));
+    r->wide = NULL;
+    r->dtype = r->half, r->recv = r->half_recv, r->half = KILN_DTYPE_INVALID;
 }
 
 kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
@@ -85,15 +125,21 @@ kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k
              (unsigned long long)c->calls + 1, kind_name(k), count, kiln_dtype_name(t),
              node ? node : "host buffer");
     c->calls++; /* numbered at the start: the order every rank issues them in */
+    if (is_half(t) && (s = half_begin(c, r))) { /* this rank misses the call: it cannot go on */
+        c->failed = true;
+        r->c = NULL;
+        return s;
+    }
     if (c->ops->start) {
         s = c->ops->start(c, r);
     } else { /* a blocking transport: the whole call happens here, the wait only finishes */
-        s = c->ops->all_reduce(c, t, r->op, send, recv, count, r->what);
+        s = c->ops->all_reduce(c, r->dtype, r->op, r->send, r->recv, count, r->what);
     }
     double took = comm_now() - r->t0;
     c->seconds += took;
     if (r->in_program) c->program += took;
     if (s) {
+        half_finish(c, r, false);
         c->failed = true;
         r->c = NULL;
         return s;
@@ -110,6 +156,7 @@ kiln_status comm_wait(kn_comm_req *r) {
     r->c = NULL;
     c->in_flight--;
     if (!s && r->kind == KILN_REDUCE_MEAN) divide(r->dtype, r->recv, r->count, c->size);
+    half_finish(c, r, !s);
     double t1 = comm_now();
     c->seconds += t1 - t0;
     if (r->in_program) c->program += t1 - t0;

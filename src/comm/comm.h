@@ -31,13 +31,22 @@ struct kn_device;
  * collective never allocates) and must stay put, with the send and recv buffers, until
  * comm_wait returns. The transports keep their state in the union. */
 typedef struct kn_comm_req {
-    kiln_comm *c;          /* NULL: nothing in flight (one replica: done at the start) */
-    kiln_dtype dtype;      /* what was asked */
+    kiln_comm *c; /* NULL: nothing in flight (one replica: done at the start) */
+    /* what the transport reduces: what was asked, but f32 for bf16 and f16, which travel
+     * widened (below) */
+    kiln_dtype dtype;
     kiln_reduce_kind kind; /* as asked: MEAN divides at the wait */
     kiln_reduce_kind op;   /* what the transport reduces with: SUM or MAX */
-    const void *send;
+    const void *send;      /* the transport's buffers: the caller's, or `wide` */
     void *recv;
     size_t count;
+    /* bf16/f16 on a host transport: the dtype asked, the caller's recv, and one host block
+     * of 2 * count floats (send widened, then the f32 result), so the sum is taken in f32
+     * and rounded once to the dtype at the wait, after a MEAN's division. The block is
+     * allocated at the start (the one allocation a start makes) and freed at the wait. */
+    kiln_dtype half;
+    void *half_recv;
+    float *wide;
     double t0;       /* when it started */
     bool in_program; /* a compiled program's (node given): counted in `program` */
     char what[160];  /* "collective #3, all_reduce sum of 128 f32 (%7 of 'step')" */

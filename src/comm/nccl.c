@@ -42,10 +42,12 @@ typedef int ncclResult_t; /* an enum of nccl.h: C passes it as an int */
 #define NCCL_SUCCESS     0
 #define NCCL_IN_PROGRESS 7
 typedef int ncclDataType_t;
-#define NCCL_INT32   2
-#define NCCL_INT64   4
-#define NCCL_FLOAT32 7
-#define NCCL_FLOAT64 8
+#define NCCL_INT32    2
+#define NCCL_INT64    4
+#define NCCL_FLOAT16  6
+#define NCCL_FLOAT32  7
+#define NCCL_FLOAT64  8
+#define NCCL_BFLOAT16 9 /* NCCL 2.10 on, built with CUDA 11 or later */
 typedef int ncclRedOp_t;
 #define NCCL_SUM 0
 #define NCCL_MAX 2
@@ -173,6 +175,8 @@ static ncclDataType_t nccl_type(kiln_dtype t) {
     case KILN_DTYPE_F32: return NCCL_FLOAT32;
     case KILN_DTYPE_F64: return NCCL_FLOAT64;
     case KILN_DTYPE_I32: return NCCL_INT32;
+    case KILN_DTYPE_F16: return NCCL_FLOAT16;
+    case KILN_DTYPE_BF16: return NCCL_BFLOAT16; /* device buffers: NCCL reduces them itself */
     default: return NCCL_INT64;
     }
 }

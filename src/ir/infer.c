@@ -341,8 +341,8 @@ static kiln_status infer_collective(const kiln_graph *g, ir_node *n, char *msg, 
         FAIL(KILN_STATUS_DTYPE, "all_reduce takes numeric dtypes, not %s",
              kiln_dtype_name(x->dtype));
     if (n->a.reduce_kind == KILN_REDUCE_MEAN && !ir_dtype_is_float(x->dtype))
-        FAIL(KILN_STATUS_DTYPE, "all_reduce %s needs f32 or f64, not %s", kinds[n->a.reduce_kind],
-             kiln_dtype_name(x->dtype));
+        FAIL(KILN_STATUS_DTYPE, "all_reduce %s needs a float dtype (f32, f64, bf16, f16), not %s",
+             kinds[n->a.reduce_kind], kiln_dtype_name(x->dtype));
     n->dtype = x->dtype;
     n->shape = x->shape;
     return KILN_STATUS_OK;

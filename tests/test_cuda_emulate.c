@@ -21,6 +21,7 @@
 #define KILN_NO_LOCATION_MACROS
 #include "backend/cpu/cpu.h"
 #include "compare.h"
+#include "ewops.h"
 #include "randprog.h"
 #include "split_programs.h"
 #include "test.h"
@@ -154,6 +155,8 @@ static const char shim[] =
     "    b = kiln_emu_xor(b, o); T r; __builtin_memcpy(&r, &b, sizeof r); return r; }\n"
     "struct alignas(16) float4 { float x, y, z, w; };\n"
     "struct alignas(16) int4 { int x, y, z, w; };\n"
+    "struct alignas(16) uint4 { unsigned x, y, z, w; };\n"
+    "struct alignas(8) uint2 { unsigned x, y; };\n"
     /* any buffer pointer, as the kernel's parameter type wants it */
     "struct kiln_emu_any { void *p; template <class T> operator T *() const { return (T *)p; } "
     "};\n";
@@ -472,6 +475,64 @@ static void test_forms(void) {
     }
 }
 
+/* bf16 and f16 (the kernels compute in f32, widening loads, narrowing stores, rounding
+ * each op): every elementwise op of the registry on a last axis of 64 (eight elements a
+ * thread, 16-byte accesses), 16-bit beside f32 (four a thread, 8- and 16-byte accesses),
+ * an odd last axis, rows by warps and blocks, columns, a split sum, and the row kernels
+ * (softmax, layer norm, RMS norm): against the reference within cmp_half_tol. */
+static void test_half(void) {
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype t = d ? KILN_DTYPE_F16 : KILN_DTYPE_BF16;
+        char name[32];
+        snprintf(name, sizeof name, "ops_%s", kiln_dtype_name(t));
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        int64_t n64 = 64;
+        kiln_value a = kiln_parameter(g, "a", t, 1, &n64), b = kiln_parameter(g, "b", t, 1, &n64);
+        kiln_value p = kiln_parameter(g, "pred", KILN_DTYPE_BOOL, 1, &n64);
+        kiln_value outs[128];
+        int n = ew_trace_all(g, t, a, b, p, outs, 128);
+        if (finish(g, n, outs, name)) {
+            check(g, name, NULL, 1e-5);
+            kiln_graph_destroy(g);
+        }
+        snprintf(name, sizeof name, "forms_%s", kiln_dtype_name(t));
+        g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        int64_t wide[2] = {40, 1000}, odd[2] = {5, 37}, col[2] = {700, 24}, big = 70001;
+        kiln_value x = kiln_parameter(g, "x", t, 2, wide), z = kiln_parameter(g, "z", t, 2, odd);
+        kiln_value f = kiln_parameter(g, "f", KILN_DTYPE_F32, 2, wide);
+        kiln_value c = kiln_parameter(g, "c", t, 2, col), v = kiln_parameter(g, "v", t, 1, &big);
+        int ax1[1] = {1}, ax0[1] = {0};
+        kiln_value fo[12];
+        int k = 0;
+        fo[k++] = kiln_add(g, kiln_mul(g, x, x), kiln_tanh(g, x));
+        fo[k++] = kiln_mul(g, kiln_convert(g, x, KILN_DTYPE_F32), f);
+        fo[k++] = kiln_convert(g, kiln_sub(g, f, kiln_convert(g, x, KILN_DTYPE_F32)), t);
+        fo[k++] = kiln_sub(g, z, kiln_mul(g, z, z));
+        fo[k++] = kiln_reduce_sum(g, x, 1, ax1, false);
+        fo[k++] = kiln_reduce_max(g, x, 1, ax1, true);
+        fo[k++] = kiln_reduce_sum(g, c, 1, ax0, false);
+        fo[k++] = kiln_reduce_sum(g, v, 0, NULL, false);
+        if (finish(g, k, fo, name)) {
+            check(g, name, NULL, 1e-5);
+            kiln_graph_destroy(g);
+        }
+        snprintf(name, sizeof name, "rows_%s", kiln_dtype_name(t));
+        g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        int64_t dn = 1000;
+        x = kiln_parameter(g, "x", t, 2, wide);
+        kiln_value sc = kiln_parameter(g, "s", t, 1, &dn);
+        kiln_value ro[3] = {kiln_softmax(g, x, -1), kiln_layer_norm(g, x, sc, sc, 1e-5),
+                            kiln_rms_norm(g, x, sc, -1, 1e-6)};
+        if (finish(g, 3, ro, name)) {
+            check(g, name, NULL, 1e-5);
+            kiln_graph_destroy(g);
+        }
+    }
+}
+
 static void test_programs(int n) {
     for (int k = 0; k < n; k += 4) {
         char name[32];
@@ -526,6 +587,7 @@ int main(void) {
     if (!ctx) return 1;
     gpu_start();
     test_forms();
+    test_half();
     test_programs(rp_program_count(1));
     gpu_stop();
     printf("test_cuda_emulate: %d programs run as emulated CUDA (%d split reductions)\n",

@@ -99,12 +99,13 @@ static void check_outputs(kiln_graph *g, const char *name, int n, kiln_value *ou
     kiln_graph_destroy(g);
 }
 
-static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
-                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL};
+static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64,  KILN_DTYPE_I32,
+                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL, KILN_DTYPE_BF16,
+                                        KILN_DTYPE_F16};
 
 /* Every elementwise op on each dtype, as test_registry.c builds them. */
 static void test_ops(void) {
-    for (int d = 0; d < 5; d++) {
+    for (int d = 0; d < 7; d++) {
         kiln_dtype t = all_dtypes[d];
         kiln_graph *g = NULL;
         char name[32];
@@ -120,13 +121,49 @@ static void test_ops(void) {
     }
 }
 
+/* 16-bit elementwise kernels in each vector form (vec_plan): all 16-bit (eight a thread,
+ * 16-byte accesses), 16-bit beside f32 (four a thread: 8-byte and 16-byte accesses), an
+ * odd last axis (scalar); and the row kernels (softmax, layer norm) and a split sum. Each
+ * form a program of its own, so that fusion does not merge them into one row kernel. */
+static void test_half_forms(void) {
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype t = d ? KILN_DTYPE_F16 : KILN_DTYPE_BF16;
+        for (int form = 0; form < 4; form++) {
+            kiln_graph *g = NULL;
+            char name[48];
+            snprintf(name, sizeof name, "half_form%d_%s", form, kiln_dtype_name(t));
+            kiln_graph_create(ctx, name, &g);
+            int64_t wide[2] = {300, 64}, odd[2] = {5, 37}, big = 300000;
+            kiln_value x = kiln_parameter(g, "x", t, 2, wide);
+            kiln_value outs[4];
+            int n = 0;
+            if (form == 0) {
+                outs[n++] = kiln_add(g, kiln_mul(g, x, x), kiln_exp(g, x));
+            } else if (form == 1) {
+                kiln_value f = kiln_parameter(g, "f", KILN_DTYPE_F32, 2, wide);
+                outs[n++] = kiln_mul(g, kiln_convert(g, x, KILN_DTYPE_F32), f);
+                outs[n++] = kiln_convert(g, kiln_add(g, f, f), t);
+            } else if (form == 2) {
+                kiln_value z = kiln_parameter(g, "z", t, 2, odd);
+                outs[n++] = kiln_sub(g, z, kiln_mul(g, z, z));
+                outs[n++] = kiln_reduce_sum(g, kiln_parameter(g, "v", t, 1, &big), 0, NULL, false);
+            } else {
+                outs[n++] = kiln_softmax(g, x, -1);
+                outs[n++] = kiln_layer_norm(g, kiln_mul(g, x, x), (kiln_value){0, 0},
+                                            (kiln_value){0, 0}, 1e-5);
+            }
+            check_outputs(g, name, n, outs, form < 2);
+        }
+    }
+}
+
 /* Reductions of each kind and dtype in each printed form: rows long and short (a warp or
  * the block per element), columns, to a scalar, nested inside another reduction; and the
  * data movement the printer guards (gathers, pads, concatenations, iota). */
 static void test_forms(void) {
-    static const kiln_dtype types[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
-                                       KILN_DTYPE_I64};
-    for (int d = 0; d < 4; d++) {
+    static const kiln_dtype types[] = {KILN_DTYPE_F32, KILN_DTYPE_F64,  KILN_DTYPE_I32,
+                                       KILN_DTYPE_I64, KILN_DTYPE_BF16, KILN_DTYPE_F16};
+    for (int d = 0; d < 6; d++) {
         kiln_dtype t = types[d];
         kiln_graph *g = NULL;
         char name[32];
@@ -179,6 +216,7 @@ static void test_forms(void) {
     outs[n++] = kiln_concatenate(g, 3, parts, 1);
     outs[n++] = kiln_add(g, x, kiln_iota(g, KILN_DTYPE_F32, 2, d2, 1));
     check_outputs(g, "movement", n, outs, true);
+    test_half_forms();
 }
 
 static void test_random(int subs) {

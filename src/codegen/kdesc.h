@@ -270,7 +270,7 @@ typedef struct kd_stmt {
 
 /* kd_stmt.sched */
 enum {
-    KD_SCHED_VLOAD = 1,      /* CUDA, LOAD: one 16-byte load for four consecutive elements */
+    KD_SCHED_VLOAD = 1,      /* CUDA, LOAD: one vector load for kd_sched.vec elements */
     KD_SCHED_VSTORE = 2,     /* CUDA, STORE: likewise */
     KD_SCHED_SPLIT = 4,      /* CUDA, ACC: a reduction split over blocks (element split) */
     KD_SCHED_SPLIT_LOOP = 8, /* CUDA, LOOP: the loop a split is at (also a column split's) */
@@ -307,7 +307,7 @@ typedef struct kd_sched {
     kd_cuda_form form;
     int64_t base_items; /* a split's kiln_k<i> items (the part kernel runs parts x them) */
     uint32_t n_split;   /* an element split's accumulators */
-    bool vec;           /* the element loop four elements per thread (KD_SCHED_VLOAD ...) */
+    int vec; /* > 0: the element loop this many elements per thread (KD_SCHED_VLOAD ...) */
 } kd_sched;
 
 /* --------------------------------------------------------- the kernel ---- */

@@ -14,17 +14,17 @@
  * block strides the prologue's reductions and combines them as above, so that every
  * thread holds the row's values, and then each thread takes elements of the row as in an
  * elementwise kernel. Combining happens in a fixed order, so a kernel's result does not
- * depend on scheduling. An elementwise kernel the schedule marks `vec` takes four
- * elements per thread, its contiguous 4-byte loads and stores as 16-byte vector accesses
- * (print_vec). A split reduction (an element split of a kernel with few values and long
- * reductions, or a column split of a column reduction of few items) runs as two kernels:
- * kiln_k<i>_part gives each slice of the split loops a block, whose lanes combine their
- * accumulators and store one partial result, and kiln_k<i> combines the parts, lane l
- * taking parts l, l + 256, ... and the lanes then combining as above: a fixed order, so
- * the result does not depend on the grid either. The part kernel's items and the
- * scratch's bytes are stated in the program (kiln_k<i>_parts) for the backend, which runs
- * the two kernels (cgen.h). Every shuffle and __syncthreads is reached by all the lanes it
- * names: the code around it depends only on the item and the element, never on the lane. */
+ * depend on scheduling. An elementwise kernel the schedule marks `vec` takes four or
+ * eight elements per thread, its contiguous loads and stores as vector accesses (print_vec:
+ * 16 bytes of f32 or i32, 8 or 16 of bf16 or f16). A split reduction (an element split of a kernel
+ * with few values and long reductions, or a column split of a column reduction of few items) runs
+ * as two kernels: kiln_k<i>_part gives each slice of the split loops a block, whose lanes combine
+ * their accumulators and store one partial result, and kiln_k<i> combines the parts, lane l taking
+ * parts l, l + 256, ... and the lanes then combining as above: a fixed order, so the result does
+ * not depend on the grid either. The part kernel's items and the scratch's bytes are stated in the
+ * program (kiln_k<i>_parts) for the backend, which runs the two kernels (cgen.h). Every shuffle and
+ * __syncthreads is reached by all the lanes it names: the code around it depends only on the item
+ * and the element, never on the lane. */
 #include "prelude.h"
 #include "printer.h"
 
@@ -35,7 +35,7 @@ typedef struct cupr {
     pr p;             /* first: a cupr is the pr the shared printer is given */
     int stripe_depth; /* depth of the lane-strided loop being printed (0: none) */
     bool in_elems;    /* KD_CUDA_ROW: printing the element loop (after the prologue) */
-    int lane;         /* sched.vec: which of the four elements is being printed (-1: none) */
+    int lane;         /* sched.vec: which of the elements is being printed (-1: none) */
     uint8_t *striped; /* per ACC statement: its innermost loop was lane-strided */
 } cupr;
 
@@ -190,14 +190,20 @@ static void print_combine(pr *p, uint32_t a_id) {
     pr_line(p, "}");
 }
 
-/* The CUDA type of four elements of t, which the vector plan gives only to f32 and
- * 32-bit integers. */
-static const char *vec_type(kiln_dtype t) {
+/* The storage dtype of the buffer vector access s reads or writes. */
+static kiln_dtype vec_stored(const kd_kernel *kd, const kd_stmt *s) {
+    return s->kind == KS_STORE || s->keep ? kd->out_type[s->slot] : kd->in_type[s->slot];
+}
+
+/* The CUDA type of w elements of t (vec_plan: 4 of a 4-byte type, 4 or 8 of a 16-bit
+ * one, whose halves sit in 32-bit words, the element of lower index in the low half). */
+static const char *vec_type(kiln_dtype t, int w) {
+    if (ir_dtype_is_half(t)) return w == 8 ? "uint4" : "uint2";
     return t == KILN_DTYPE_F32 ? "float4" : "int4";
 }
 
 /* Opens the block of the vector loads or stores: there the last axis' variable names the
- * first of the four elements. */
+ * first of the elements. */
 static void open_first_element(pr *p, const char *last) {
     pr_line(p, "{");
     pr_line(p, "    const int64_t %s = kiln_j;", last);
@@ -206,34 +212,37 @@ static void open_first_element(pr *p, const char *last) {
     p->depth--;
 }
 
-/* The element loop four elements per thread: the vector loads (at the first element),
+/* The element loop w elements per thread: the vector loads (at the first element),
  * the elements one by one (each its own block, where the last axis' variable names that
  * element), the vector stores. */
 static void print_vec(pr *p) {
     const kd_kernel *kd = p->kd;
+    int w = kd->sched.vec;
     char last[PR_NAME_LEN];
     pr_var_name(kd, kd->last_var, last);
-    pr_line(p, "for (int64_t kiln_j = jb + 4 * (int64_t)threadIdx.x; kiln_j < je; kiln_j += 4 * "
-               "(int64_t)blockDim.x) {");
+    pr_line(p,
+            "for (int64_t kiln_j = jb + %d * (int64_t)threadIdx.x; kiln_j < je; kiln_j += %d * "
+            "(int64_t)blockDim.x) {",
+            w, w);
     p->depth++;
     uint32_t n = kd->n_stmts - 1; /* statements 2 .. n-1 are the element's */
     for (uint32_t s = 2; s < n; s++) {
         const kd_stmt *st = &kd->stmts[s];
-        if (p->kd->stmts[s].sched & KD_SCHED_VLOAD) pr_line(p, "%s q%u;", vec_type(st->dtype), s);
-        if (p->kd->stmts[s].sched & KD_SCHED_VSTORE)
-            pr_line(p, "%s st%u;", vec_type(kd->out_type[st->slot]), s);
+        if (st->sched & KD_SCHED_VLOAD) pr_line(p, "%s q%u;", vec_type(vec_stored(kd, st), w), s);
+        if (st->sched & KD_SCHED_VSTORE) pr_line(p, "%s st%u;", vec_type(vec_stored(kd, st), w), s);
     }
     open_first_element(p, last);
     for (uint32_t s = 2; s < n; s++) {
         const kd_stmt *st = &kd->stmts[s];
-        if (!(p->kd->stmts[s].sched & KD_SCHED_VLOAD)) continue;
+        if (!(st->sched & KD_SCHED_VLOAD)) continue;
         pr_indent(p);
-        sb_printf(p->sb, "    q%u = *(const %s *)&in%u[", s, vec_type(st->dtype), st->slot);
+        sb_printf(p->sb, "    q%u = *(const %s *)&in%u[", s, vec_type(vec_stored(kd, st), w),
+                  st->slot);
         pr_ix(kd, p->sb, st->ix);
         sb_append(p->sb, "];\n");
     }
     pr_line(p, "}");
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < w; k++) {
         CU(p)->lane = k;
         pr_line(p, "{");
         p->depth++;
@@ -247,15 +256,39 @@ static void print_vec(pr *p) {
     open_first_element(p, last);
     for (uint32_t s = 2; s < n; s++) {
         const kd_stmt *st = &kd->stmts[s];
-        if (!(p->kd->stmts[s].sched & KD_SCHED_VSTORE)) continue;
+        if (!(st->sched & KD_SCHED_VSTORE)) continue;
         pr_indent(p);
-        sb_printf(p->sb, "    *(%s *)&out%u[", vec_type(kd->out_type[st->slot]), st->slot);
+        sb_printf(p->sb, "    *(%s *)&out%u[", vec_type(vec_stored(kd, st), w), st->slot);
         pr_ix(kd, p->sb, st->ix);
         sb_printf(p->sb, "] = st%u;\n", s);
     }
     pr_line(p, "}");
     p->depth--;
     pr_line(p, "}");
+}
+
+/* Lane k's element of vector load `id` (q<id>), or its share of vector store `id`
+ * (st<id> = value a): a 16-bit one is half of the 32-bit word k / 2, widened or narrowed
+ * through half.h; the stores' even lanes come first and set the whole word. */
+static void print_lane(pr *p, const kd_stmt *s, uint32_t id, const char *a) {
+    int k = CU(p)->lane;
+    kiln_dtype t = vec_stored(p->kd, s);
+    if (!ir_dtype_is_half(t)) {
+        if (s->kind == KS_LOAD)
+            pr_line(p, "const %s v%u = q%u.%c;", cgen_ctype(s->dtype), id, id, "xyzw"[k]);
+        else
+            pr_line(p, "st%u.%c = %s;", id, "xyzw"[k], a);
+        return;
+    }
+    const char *sfx = pr_dtype_suffix(t);
+    char word = "xyzw"[k / 2];
+    if (s->kind == KS_LOAD)
+        pr_line(p, "const float v%u = kiln_ld_%s((uint16_t)(q%u.%c%s));", id, sfx, id, word,
+                k % 2 ? " >> 16" : "");
+    else if (k % 2 == 0)
+        pr_line(p, "st%u.%c = (unsigned)kiln_st_%s(%s);", id, word, sfx, a);
+    else
+        pr_line(p, "st%u.%c |= (unsigned)kiln_st_%s(%s) << 16;", id, word, sfx, a);
 }
 
 /* CUDA: the opening of kiln_k<i>_part (a block per (part, item)) up to the item's names,
@@ -407,12 +440,12 @@ static void cu_stmt(pr *p, uint32_t id) {
         break;
     case KS_LOAD:
         if (!lane || !(s->sched & KD_SCHED_VLOAD)) break;
-        pr_line(p, "const %s v%u = q%u.%c;", cgen_ctype(s->dtype), id, id, "xyzw"[CU(p)->lane]);
+        print_lane(p, s, id, NULL);
         return;
     case KS_STORE:
         if (lane && s->sched & KD_SCHED_VSTORE) {
             pr_val_name(p->kd, s->args[0], a);
-            pr_line(p, "st%u.%c = %s;", id, "xyzw"[CU(p)->lane], a);
+            print_lane(p, s, id, a);
         } else /* one lane writes what every lane computed */
             pr_store(p, s,
                      thread_per_element(p) || s->keep    ? ""

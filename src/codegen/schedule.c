@@ -9,8 +9,8 @@
  * and kd_stmt.sched): in C the element loop's form (unrolled over an interleave's
  * remainder, in segments of the last axis, or with fast sin and cos and an exact rerun),
  * in CUDA the kernel's form (a thread, a warp or the block per element, or the block per
- * row), its chunk of the last axis, a split of its reductions over blocks and four
- * elements a thread.
+ * row), its chunk of the last axis, a split of its reductions over blocks and four or
+ * eight elements a thread.
  *
  * Invariant: every decision depends on the description (shapes, statements) alone, never
  * on the machine or the thread count, so the printed source, and a result's bits, do not
@@ -454,18 +454,18 @@ static bool cuda_column_split(kd_kernel *kd) {
     return true;
 }
 
-/* c + last + sum of 4k * (other loop variables): four consecutive elements from a multiple
- * of four, so one 16-byte access when the buffer is 16-byte aligned (every buffer is: the
+/* c + last + sum of w k * (other loop variables): w consecutive elements from a multiple
+ * of w, so one vector access when the buffer is 16-byte aligned (every buffer is: the
  * allocator and the planner align to 256 bytes). */
-static bool vec_index(const kd_kernel *kd, uint32_t ix) {
+static bool vec_index(const kd_kernel *kd, uint32_t ix, int64_t w) {
     const kd_index *x = &kd->ixs[ix];
     bool last = false;
-    if (x->c % 4) return false;
+    if (x->c % w) return false;
     for (uint32_t i = 0; i < x->n; i++) {
         const kd_term *t = &kd->terms[x->first + i];
         const kd_atom *a = &kd->atoms[t->atom];
         if (a->kind != KD_ATOM_VAR) return false;
-        if (a->arg != kd->last_var && t->coef % 4) return false;
+        if (a->arg != kd->last_var && t->coef % w) return false;
         /* two atoms of last (it narrowed by a guard, kd_ix_within) would step by 2 */
         if (a->arg == kd->last_var && (t->coef != 1 || last)) return false;
         last |= a->arg == kd->last_var;
@@ -473,48 +473,76 @@ static bool vec_index(const kd_kernel *kd, uint32_t ix) {
     return last;
 }
 
-static bool four_bytes(kiln_dtype t) {
-    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_I32;
+/* The bytes of one element of the buffer statement st reads or writes: its storage
+ * dtype's, not the statement's (a 16-bit buffer's values are computed in f32). */
+static size_t access_bytes(const kd_kernel *kd, const kd_stmt *st) {
+    kiln_dtype t =
+        st->kind == KS_STORE || st->keep ? kd->out_type[st->slot] : kd->in_type[st->slot];
+    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_I32 ? 4 : ir_dtype_is_half(t) ? 2 : 0;
 }
 
-/* An elementwise kernel whose element loop is straight-line code and whose last axis is a
- * multiple of four is printed four elements per thread, its contiguous 4-byte loads and
- * stores as 16-byte vector accesses (vec_index). */
-static void vec_plan(kd_kernel *kd) {
-    kd_sched *c = &kd->sched;
-    if (c->form != KD_CUDA_THREADS || kd->inner % 4 || c->chunk % 4) return;
-    uint32_t first = 0, n_vec = 0;
+/* Marks the vector accesses of an elementwise kernel at w elements a thread; the count
+ * of them, or -1 when the element loop is not straight-line code. *widest: the largest
+ * element of any 4- or 2-byte access, vector or not. */
+static int vec_marks(kd_kernel *kd, int64_t w, size_t *widest) {
+    uint32_t first = 0;
+    int n_vec = 0;
     for (uint32_t s = 1; s < kd->n_stmts; s++) {
         kd_stmt *st = &kd->stmts[s];
         switch (st->kind) {
         case KS_LOOP:
-            if (first || st->n >= 0) return;
+            if (first || st->n >= 0) return -1;
             first = s;
             break;
         case KS_END:
-            if (s + 1 != kd->n_stmts) return; /* the element loop's, and the last */
+            if (s + 1 != kd->n_stmts) return -1; /* the element loop's, and the last */
             break;
         case KS_LOAD:
-            if (four_bytes(st->dtype) && vec_index(kd, st->ix))
-                st->sched |= KD_SCHED_VLOAD, n_vec++;
+        case KS_STORE: {
+            size_t b = access_bytes(kd, st);
+            *widest = b > *widest ? b : *widest;
+            if (!b || (size_t)w * b > 16 || !vec_index(kd, st->ix, w)) break;
+            st->sched |= st->kind == KS_LOAD ? KD_SCHED_VLOAD : KD_SCHED_VSTORE;
+            n_vec++;
             break;
-        case KS_STORE:
-            if (four_bytes(kd->out_type[st->slot]) && vec_index(kd, st->ix))
-                st->sched |= KD_SCHED_VSTORE, n_vec++;
-            break;
+        }
         case KS_LIT:
         case KS_IOTA:
         case KS_OP:
         case KS_CLAMP: break;
-        default: return;
+        default: return -1;
         }
     }
-    if (first != 1 || !n_vec) { /* its own marks only: a split's stay */
-        for (uint32_t s = 0; s < kd->n_stmts; s++)
-            kd->stmts[s].sched &= (uint8_t) ~(KD_SCHED_VLOAD | KD_SCHED_VSTORE);
+    return first == 1 ? n_vec : -1;
+}
+
+static void vec_clear(kd_kernel *kd) { /* its own marks only: a split's stay */
+    for (uint32_t s = 0; s < kd->n_stmts; s++)
+        kd->stmts[s].sched &= (uint8_t) ~(KD_SCHED_VLOAD | KD_SCHED_VSTORE);
+}
+
+/* An elementwise kernel whose element loop is straight-line code is printed several
+ * elements per thread, its contiguous loads and stores as vector accesses (vec_index):
+ * four when it has 4-byte ones (16 bytes of f32 or i32, 8 of bf16 or f16), eight when
+ * all of them are 16-bit (16 bytes each), its chunk then eight times the threads. The
+ * last axis must be a multiple of the width. */
+static void vec_plan(kd_kernel *kd) {
+    kd_sched *c = &kd->sched;
+    if (c->form != KD_CUDA_THREADS) return;
+    size_t widest = 0;
+    if (kd->inner % 8 == 0 && vec_marks(kd, 8, &widest) > 0 && widest == 2) {
+        c->vec = 8;
+        c->chunk = 8 * CGEN_CUDA_THREADS;
+        c->chunks = kd->inner > c->chunk ? (kd->inner + c->chunk - 1) / c->chunk : 1;
         return;
     }
-    c->vec = true;
+    vec_clear(kd);
+    widest = 0;
+    if (kd->inner % 4 || c->chunk % 4 || vec_marks(kd, 4, &widest) <= 0) {
+        vec_clear(kd);
+        return;
+    }
+    c->vec = 4;
 }
 
 static void schedule_cuda(kd_kernel *kd) {

@@ -109,6 +109,74 @@ static void test_gemm_limits(kiln_context *c) {
     kiln_graph_destroy(g);
 }
 
+/* The library calls of 16-bit programs, against the stand-in cuBLAS (tests/mock_cublas.c):
+ * a bf16 product and a batched, transposed f16 one are cublasGemmStridedBatchedEx with
+ * 16-bit operands and result (CUDA_R_16BF 14, CUDA_R_16F 2) and f32 accumulation
+ * (CUBLAS_COMPUTE_32F 68), row-major as cuBLAS's column-major (operands swapped: m and n
+ * trade places); an f32 one stays Sgemm; cumsum, scatter-add and a permute of bf16 values
+ * launch kiln's own kernels. */
+static void test_half_library(kiln_context *c, long (*launches)(void)) {
+    void *lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcublas.so.13", RTLD_NOW);
+    const char *(*log)(void) = lib ? (const char *(*)(void))dlsym(lib, "mock_cublas_log") : NULL;
+    void (*clear)(void) = lib ? (void (*)(void))dlsym(lib, "mock_cublas_clear") : NULL;
+    if (!log || !clear) {
+        test_skip_case("16-bit library calls", "the libcublas.so.13 loaded is not the stand-in");
+        if (lib) dlclose(lib);
+        return;
+    }
+    kiln_graph *g = NULL;
+    kiln_graph_create(c, "half_lib", &g);
+    int64_t da[2] = {8, 16}, db[2] = {16, 4}, dq[3] = {3, 5, 32}, dk[3] = {3, 7, 32};
+    int64_t dv[2] = {6, 10}, di[1] = {4};
+    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_BF16, 2, da);
+    kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_BF16, 2, db);
+    kiln_value q = kiln_parameter(g, "q", KILN_DTYPE_F16, 3, dq);
+    kiln_value k = kiln_parameter(g, "k", KILN_DTYPE_F16, 3, dk);
+    kiln_value f = kiln_parameter(g, "f", KILN_DTYPE_F32, 2, da);
+    kiln_value fb = kiln_parameter(g, "fb", KILN_DTYPE_F32, 2, db);
+    kiln_value v = kiln_parameter(g, "v", KILN_DTYPE_BF16, 2, dv);
+    kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 1, di);
+    int perm[2] = {1, 0};
+    kiln_value outs[6] = {
+        kiln_matmul(g, a, b),      kiln_matmul(g, q, kiln_transpose(g, k, (int[]){0, 2, 1})),
+        kiln_matmul(g, f, fb),     kiln_cumsum(g, v, 1, false),
+        kiln_take_rows(g, v, idx), kiln_transpose(g, kiln_exp(g, v), perm)};
+    CHECK_OK(c, kiln_graph_finish(g, 6, outs));
+    int np = kiln_graph_num_parameters(g);
+    kiln_compile_options o = {.device = 1};
+    kiln_executable *e = NULL;
+    kiln_status s = kiln_compile(g, &o, &e);
+    if (s && strstr(kiln_last_error(c), "NVRTC")) {
+        test_skip_case("16-bit library calls", "no NVRTC: %s", kiln_last_error(c));
+    } else if (!s) {
+        kiln_array *args[8] = {0}, *res[6] = {0};
+        for (int i = 0; i < np; i++) {
+            kiln_dtype t = KILN_DTYPE_INVALID;
+            int64_t dims[KILN_MAX_RANK];
+            int rank = 0;
+            kiln_value_type(g, kiln_graph_parameter(g, i), &t, &rank, dims);
+            CHECK_OK(c, kiln_array_create_on(c, 1, t, rank, dims, NULL, &args[i]));
+        }
+        clear();
+        long before = launches();
+        CHECK_OK(c, kiln_executable_run(e, np, args, 6, res));
+        CHECK_MSG(launches() > before, "no kernel was launched");
+        const char *calls = log();
+        /* bf16 [8,16] x [16,4]: cuBLAS sees C^T (4 x 8) = B^T A^T */
+        CHECK_CONTAINS(calls, "GemmEx 0 0 4 8 16 1 14 14 14 68\n");
+        /* f16 [3,5,32] x [3,32,7] from k [3,7,32]: B read transposed, a batch of 3 */
+        CHECK_CONTAINS(calls, "GemmEx 1 0 7 5 32 3 2 2 2 68\n");
+        CHECK_CONTAINS(calls, "Sgemm 0 0 4 8 16 1\n");
+        for (int i = 0; i < 6; i++) kiln_array_destroy(res[i]);
+        for (int i = 0; i < np; i++) kiln_array_destroy(args[i]);
+    } else
+        CHECK_OK(c, s);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    dlclose(lib);
+}
+
 static void test_programs(kiln_context *c, long (*launches)(void)) {
     /* no kernels: outputs are the argument, a constant and the argument again */
     kiln_graph *g = NULL;
@@ -274,6 +342,7 @@ int main(void) {
     test_copies(c);
     test_programs(c, launches);
     test_gemm_limits(c);
+    test_half_library(c, launches);
     test_split(c, launches);
     kiln_context_destroy(c);
     CHECK_MSG(live() == 0, "%ld driver objects were not released", live());

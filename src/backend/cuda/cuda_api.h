@@ -125,6 +125,12 @@ typedef struct cublasContext *cublasHandle_t;
 #define CUBLAS_DEFAULT_MATH        0
 #define CUBLAS_PEDANTIC_MATH       2
 #define CUBLAS_TF32_TENSOR_OP_MATH 3
+/* cudaDataType (library_types.h), cublasComputeType_t and cublasGemmAlgo_t values */
+#define CUDA_R_32F          0
+#define CUDA_R_16F          2
+#define CUDA_R_16BF         14
+#define CUBLAS_COMPUTE_32F  68
+#define CUBLAS_GEMM_DEFAULT (-1)
 
 typedef struct cu_cublas {
     void *lib;
@@ -142,6 +148,14 @@ typedef struct cu_cublas {
                                                 int lda, long long sa, const double *b, int ldb,
                                                 long long sb, const double *beta, double *c,
                                                 int ldc, long long sc, int batch);
+    /* bf16 and f16 products: a, b and c of one type (CUDA_R_16BF / CUDA_R_16F), alpha and
+     * beta f32 as the compute type (CUBLAS_COMPUTE_32F) wants */
+    cublasStatus_t (*cublasGemmStridedBatchedEx)(cublasHandle_t h, int ta, int tb, int m, int n,
+                                                 int k, const void *alpha, const void *a,
+                                                 int a_type, int lda, long long sa, const void *b,
+                                                 int b_type, int ldb, long long sb,
+                                                 const void *beta, void *c, int c_type, int ldc,
+                                                 long long sc, int batch, int compute, int algo);
 } cu_cublas;
 
 /* Loads the driver (libcuda.so.1) and every entry point above. */

@@ -17,10 +17,10 @@
 /* A device's library kernels (cuda_lib.c), loaded together from one program. */
 typedef struct cu_libk {
     struct kn_program *prog;
-    CUfunction permute[4];    /* by element size: 1, 4, 8 (index 0, 2, 3) */
-    CUfunction scatter[4][2]; /* [f32 f64 i32 i64][idx i32 i64] */
+    CUfunction permute[4];    /* by element size: 1, 2, 4, 8 */
+    CUfunction scatter[6][2]; /* [f32 f64 i32 i64 bf16 f16][idx i32 i64] (cu_lib.c, lib_type) */
     CUfunction igemm[2];      /* i32, i64 */
-    CUfunction scan[4];       /* cumsum: f32 f64 i32 i64 */
+    CUfunction scan[6];       /* cumsum: f32 f64 i32 i64 bf16 f16 */
 } cu_libk;
 
 typedef struct cu_dev {

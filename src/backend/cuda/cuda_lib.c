@@ -1,5 +1,6 @@
-/* cuda_lib.c — the GPU's library kernels: matrix products (cuBLAS for f32 and f64, a
- * kernel of kiln's own for wrapping i32/i64 products), permute, scatter_add_rows and cumsum.
+/* cuda_lib.c — the GPU's library kernels: matrix products (cuBLAS for f32, f64, bf16 and
+ * f16, a kernel of kiln's own for wrapping i32/i64 products), permute, scatter_add_rows and
+ * cumsum.
  *
  * cuBLAS is column-major; kiln's C = A B is row-major, which cuBLAS sees as
  * C^T = B^T A^T: the operands swap places and each keeps its own transpose flag and
@@ -7,13 +8,20 @@
  * progression is one strided-batched call; otherwise one call per outer batch index.
  * f32 products are exact f32 (CUBLAS_DEFAULT_MATH never uses TF32 tensor cores) unless the
  * context asks for TF32 (KILN_MATMUL_PRECISION=tf32, like jax_default_matmul_precision).
+ * bf16 and f16 products are cublasGemmStridedBatchedEx with 16-bit operands and result and
+ * CUBLAS_COMPUTE_32F: tensor cores, f32 accumulation, the result rounded once to nearest
+ * even (the reference accumulates in f64: the two differ by f32 rounding of the sum).
  *
  * kiln's own kernels are one CUDA source compiled through the same NVRTC path and disk
  * cache as generated programs, at a device's first library call. scatter_add_rows gives
  * each column a thread that walks the indices in order, so rows that repeat are added in
  * the reference's order (deterministic, as on the CPU); cumsum gives each column a thread
  * that scans it in order, in f64 for floats, so its bits are the CPU's and the reference's.
- * A scan of few columns (one long row) runs on few threads: correct, not fast. */
+ * A scan of few columns (one long row) runs on few threads: correct, not fast. bf16 and
+ * f16 values are uint16_t in memory, widened to f32 exactly and narrowed to nearest even
+ * as src/base/half.h does (NaN kept quiet with its sign): scatter_add_rows rounds after each
+ * addition, as the reference stores each one; cumsum rounds the f64 running sum once per
+ * output, bf16 through f32 and f16 directly, as kn_f64_to_bf16 and kn_f64_to_f16 do. */
 #include "cuda_backend.h"
 #include "cuda_program.h"
 
@@ -37,6 +45,7 @@ static const char lib_source[] =
     "/* kiln's GPU library kernels (src/backend/cuda/cuda_lib.c) */\n"
     "typedef int int32_t; typedef unsigned int uint32_t; typedef long long int64_t;\n"
     "typedef unsigned long long uint64_t; typedef unsigned char uint8_t;\n"
+    "typedef unsigned short uint16_t;\n"
     "#define R 8\n"
     "struct lib_perm { int64_t rank, dims[R], sstride[R]; };\n"
     "struct lib_gemm { int64_t nb, m, n, k, lda, ldb, ta, tb, bdims[R], sa[R], sb[R]; };\n"
@@ -55,6 +64,8 @@ static const char lib_source[] =
     "}\n"
     "extern \"C\" __global__ void kiln_permute1(const uint8_t *s, uint8_t *d, lib_perm p, int64_t "
     "n) { permute(s, d, p, n); }\n"
+    "extern \"C\" __global__ void kiln_permute2(const uint16_t *s, uint16_t *d, lib_perm p, "
+    "int64_t n) { permute(s, d, p, n); }\n"
     "extern \"C\" __global__ void kiln_permute4(const uint32_t *s, uint32_t *d, lib_perm p, "
     "int64_t n) { permute(s, d, p, n); }\n"
     "extern \"C\" __global__ void kiln_permute8(const uint64_t *s, uint64_t *d, lib_perm p, "
@@ -81,6 +92,56 @@ static const char lib_source[] =
     "SCATTER(kiln_scatter_i32_i64, int32_t, uint32_t, int64_t)\n"
     "SCATTER(kiln_scatter_i64_i32, int64_t, uint64_t, int32_t)\n"
     "SCATTER(kiln_scatter_i64_i64, int64_t, uint64_t, int64_t)\n"
+    /* bf16 and f16: the bits in uint16_t, the values in f32 (src/base/half.h's
+     * conversions; a NaN keeps its payload, quieted, and its sign) */
+    "struct bf16 { uint16_t h; };\n"
+    "struct f16 { uint16_t h; };\n"
+    "__device__ __forceinline__ float wide(bf16 x) { return __uint_as_float((uint32_t)x.h << "
+    "16); }\n"
+    "__device__ __forceinline__ float wide(f16 x) {\n"
+    "    float r;\n"
+    "    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(r) : \"h\"((unsigned short)x.h));\n"
+    "    uint32_t s = (uint32_t)(x.h & 0x8000u) << 16, m = x.h & 0x3ffu;\n"
+    "    return (x.h & 0x7fffu) > 0x7c00u ? __uint_as_float(s | 0x7f800000u | (m << 13)) : r;\n"
+    "}\n"
+    "__device__ __forceinline__ void narrow(float f, bf16 &o) {\n"
+    "    uint32_t u = __float_as_uint(f);\n"
+    "    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n"
+    "    o.h = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x0040u : r);\n"
+    "}\n"
+    "__device__ __forceinline__ void narrow(float f, f16 &o) {\n"
+    "    unsigned short h;\n"
+    "    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
+    "    uint32_t u = __float_as_uint(f), s = (u >> 16) & 0x8000u;\n"
+    "    u &= 0x7fffffffu;\n"
+    "    o.h = u > 0x7f800000u ? (uint16_t)(s | 0x7e00u | ((u >> 13) & 0x3ffu)) : h;\n"
+    "}\n"
+    /* the f64 running sum of a scan: bf16 through f32 (two roundings, as XLA and
+     * ml_dtypes), f16 in one */
+    "__device__ __forceinline__ void narrow(double d, bf16 &o) { narrow((float)d, o); }\n"
+    "__device__ __forceinline__ void narrow(double d, f16 &o) {\n"
+    "    unsigned short h;\n"
+    "    asm(\"cvt.rn.f16.f64 %0, %1;\" : \"=h\"(h) : \"d\"(d));\n"
+    "    uint16_t s = (uint16_t)((unsigned long long)__double_as_longlong(d) >> 48) & 0x8000u;\n"
+    "    o.h = d != d ? (uint16_t)(s | 0x7e00u) : h;\n"
+    "}\n"
+    "template <typename T, typename I> __device__ void scatter_half(const I *idx, int64_t "
+    "n_idx, const T *u, T *o, int64_t rows, int64_t len) {\n"
+    "    GRID_STRIDE(j, len) {\n"
+    "        for (int64_t i = 0; i < n_idx; i++) {\n"
+    "            int64_t r = (int64_t)idx[i];\n"
+    "            if (r < 0 || r >= rows) continue;\n"
+    "            narrow(wide(o[r * len + j]) + wide(u[i * len + j]), o[r * len + j]);\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "#define SCATTER_HALF(name, T, I) extern \"C\" __global__ void name(const I *idx, int64_t "
+    "n_idx, const T *u, T *o, int64_t rows, int64_t len) { scatter_half<T, I>(idx, n_idx, u, o, "
+    "rows, len); }\n"
+    "SCATTER_HALF(kiln_scatter_bf16_i32, bf16, int32_t)\n"
+    "SCATTER_HALF(kiln_scatter_bf16_i64, bf16, int64_t)\n"
+    "SCATTER_HALF(kiln_scatter_f16_i32, f16, int32_t)\n"
+    "SCATTER_HALF(kiln_scatter_f16_i64, f16, int64_t)\n"
     /* cumsum: a thread per column (o, i) of x as [outer, n, inner], scanning n in order with
      * an f64 (floats) or wrapping (integers) running sum: consecutive threads take
      * consecutive inner columns, so wide rows load coalesced */
@@ -103,6 +164,22 @@ static const char lib_source[] =
     "SCAN(kiln_scan_f64, double, double, double)\n"
     "SCAN(kiln_scan_i32, int32_t, uint64_t, uint32_t)\n"
     "SCAN(kiln_scan_i64, int64_t, uint64_t, uint64_t)\n"
+    "template <typename T> __device__ void scan_half(const T *x, T *o, int64_t outer, int64_t "
+    "n, int64_t inner, int64_t rev) {\n"
+    "    GRID_STRIDE(c, outer * inner) {\n"
+    "        int64_t base = c / inner * n * inner + c % inner;\n"
+    "        double acc = 0;\n"
+    "        for (int64_t k = 0; k < n; k++) {\n"
+    "            int64_t at = base + (rev ? n - 1 - k : k) * inner;\n"
+    "            acc += (double)wide(x[at]);\n"
+    "            narrow(acc, o[at]);\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "extern \"C\" __global__ void kiln_scan_bf16(const bf16 *x, bf16 *o, int64_t outer, int64_t "
+    "n, int64_t inner, int64_t rev) { scan_half(x, o, outer, n, inner, rev); }\n"
+    "extern \"C\" __global__ void kiln_scan_f16(const f16 *x, f16 *o, int64_t outer, int64_t "
+    "n, int64_t inner, int64_t rev) { scan_half(x, o, outer, n, inner, rev); }\n"
     "template <typename T, typename U> __device__ void igemm(const T *a, const T *b, T *c, const "
     "lib_gemm &g, int64_t total) {\n"
     "    GRID_STRIDE(x, total) {\n"
@@ -134,6 +211,21 @@ const char *cu_lib_source(size_t *len) {
 
 /* ------------------------------------------------------- library module ---- */
 
+/* The dtypes scatter_add_rows and cumsum have kernels for, as indices of cu_libk's
+ * tables: f32 f64 i32 i64 bf16 f16; -1 for any other (cu_lib_supports refuses it). */
+enum { LIB_TYPES = 6 };
+static int lib_type(kiln_dtype t) {
+    switch (t) {
+    case KILN_DTYPE_F32: return 0;
+    case KILN_DTYPE_F64: return 1;
+    case KILN_DTYPE_I32: return 2;
+    case KILN_DTYPE_I64: return 3;
+    case KILN_DTYPE_BF16: return 4;
+    case KILN_DTYPE_F16: return 5;
+    default: return -1;
+    }
+}
+
 static kiln_status lib_ready(cu_state *st, int device, const char *what) {
     cu_dev *d = &st->devs[device];
     kiln_status s = cu_dev_ready(st, device, what);
@@ -143,24 +235,28 @@ static kiln_status lib_ready(cu_state *st, int device, const char *what) {
         kn_program_info info;
         kn_program *p = NULL;
         s = cu_program_compile(st, device, lib_source, sizeof lib_source - 1, &p, &info);
-        static const char *const perm[4] = {"kiln_permute1", NULL, "kiln_permute4",
+        static const char *const perm[4] = {"kiln_permute1", "kiln_permute2", "kiln_permute4",
                                             "kiln_permute8"};
-        static const char *const sc[4][2] = {{"kiln_scatter_f32_i32", "kiln_scatter_f32_i64"},
-                                             {"kiln_scatter_f64_i32", "kiln_scatter_f64_i64"},
-                                             {"kiln_scatter_i32_i32", "kiln_scatter_i32_i64"},
-                                             {"kiln_scatter_i64_i32", "kiln_scatter_i64_i64"}};
+        static const char *const sc[LIB_TYPES][2] = {
+            {"kiln_scatter_f32_i32", "kiln_scatter_f32_i64"},
+            {"kiln_scatter_f64_i32", "kiln_scatter_f64_i64"},
+            {"kiln_scatter_i32_i32", "kiln_scatter_i32_i64"},
+            {"kiln_scatter_i64_i32", "kiln_scatter_i64_i64"},
+            {"kiln_scatter_bf16_i32", "kiln_scatter_bf16_i64"},
+            {"kiln_scatter_f16_i32", "kiln_scatter_f16_i64"}};
         static const char *const ig[2] = {"kiln_igemm_i32", "kiln_igemm_i64"};
-        static const char *const scan[4] = {"kiln_scan_f32", "kiln_scan_f64", "kiln_scan_i32",
-                                            "kiln_scan_i64"};
+        static const char *const scan[LIB_TYPES] = {"kiln_scan_f32",  "kiln_scan_f64",
+                                                    "kiln_scan_i32",  "kiln_scan_i64",
+                                                    "kiln_scan_bf16", "kiln_scan_f16"};
         CUfunction f;
         for (int i = 0; i < 4 && !s; i++)
-            if (perm[i] && !(s = cu_function_get(st, p, perm[i], &f))) d->lib.permute[i] = f;
-        for (int i = 0; i < 4 && !s; i++)
+            if (!(s = cu_function_get(st, p, perm[i], &f))) d->lib.permute[i] = f;
+        for (int i = 0; i < LIB_TYPES && !s; i++)
             for (int j = 0; j < 2 && !s; j++)
                 if (!(s = cu_function_get(st, p, sc[i][j], &f))) d->lib.scatter[i][j] = f;
         for (int i = 0; i < 2 && !s; i++)
             if (!(s = cu_function_get(st, p, ig[i], &f))) d->lib.igemm[i] = f;
-        for (int i = 0; i < 4 && !s; i++)
+        for (int i = 0; i < LIB_TYPES && !s; i++)
             if (!(s = cu_function_get(st, p, scan[i], &f))) d->lib.scan[i] = f;
         if (s)
             cu_program_free(st, p);
@@ -190,6 +286,15 @@ static kiln_status launch_lib(cu_state *st, cu_dev *d, CUfunction f, void **para
 
 /* ---------------------------------------------------------------- gemm ---- */
 
+static bool is_half(kiln_dtype t) {
+    return t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
+}
+
+/* The dtypes whose products are cuBLAS's (the integers are kiln's own kernel). */
+static bool blas_dtype(kiln_dtype t) {
+    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || is_half(t);
+}
+
 static kiln_status blas_ready(cu_state *st, int device) {
     cu_dev *d = &st->devs[device];
     pthread_mutex_lock(&st->lock);
@@ -200,9 +305,11 @@ static kiln_status blas_ready(cu_state *st, int device) {
     bool ok = st->blas.lib != NULL;
     pthread_mutex_unlock(&st->lock);
     if (!ok)
-        return ctx_error(st->ctx, KILN_STATUS_BACKEND,
-                         "kiln_executable_run: %s (cuBLAS runs f32/f64 matrix products on the GPU)",
-                         st->blas_why);
+        return ctx_error(
+            st->ctx, KILN_STATUS_BACKEND,
+            "kiln_executable_run: %s (cuBLAS runs f32, f64, bf16 and f16 matrix products "
+            "on the GPU)",
+            st->blas_why);
     if (d->blas) return KILN_STATUS_OK;
     cublasStatus_t b = st->blas.cublasCreate(&d->blas);
     if (!b) b = st->blas.cublasSetStream(d->blas, d->compute);
@@ -226,7 +333,13 @@ static kiln_status blas_call(cu_state *st, cu_dev *d, kiln_dtype t, const kn_gem
     int ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     int m = (int)g->n, n = (int)g->m, k = (int)g->k;
     cublasStatus_t r;
-    if (t == KILN_DTYPE_F32) {
+    if (is_half(t)) {
+        const float one = 1, zero = 0;
+        int ct = t == KILN_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+        r = st->blas.cublasGemmStridedBatchedEx(
+            d->blas, ta, tb, m, n, k, &one, b, ct, (int)g->ldb, sb, a, ct, (int)g->lda, sa, &zero,
+            c, ct, m, (long long)m * n, (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    } else if (t == KILN_DTYPE_F32) {
         const float one = 1, zero = 0;
         r = st->blas.cublasSgemmStridedBatched(d->blas, ta, tb, m, n, k, &one, (const float *)b,
                                                (int)g->ldb, sb, (const float *)a, (int)g->lda, sa,
@@ -239,9 +352,12 @@ static kiln_status blas_call(cu_state *st, cu_dev *d, kiln_dtype t, const kn_gem
     }
     if (r)
         return ctx_error(st->ctx, KILN_STATUS_BACKEND,
-                         "cuda: cuBLAS %sgemmStridedBatched (m=%d n=%d k=%d batch=%lld) failed "
+                         "cuda: cuBLAS %sStridedBatched%s (m=%d n=%d k=%d batch=%lld) failed "
                          "(cublasStatus_t %d)",
-                         t == KILN_DTYPE_F32 ? "S" : "D", m, n, k, (long long)batch, r);
+                         t == KILN_DTYPE_F32   ? "Sgemm"
+                         : t == KILN_DTYPE_F64 ? "Dgemm"
+                                               : "Gemm",
+                         is_half(t) ? "Ex" : "", m, n, k, (long long)batch, r);
     return KILN_STATUS_OK;
 }
 
@@ -292,7 +408,7 @@ static kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_g
                "zeroing an empty product");
         return KILN_STATUS_OK;
     }
-    if (dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64) {
+    if (blas_dtype(dtype)) {
         pthread_mutex_lock(&d->lock); /* a cuBLAS handle is not for concurrent calls */
         s = blas_gemm(st, device, dtype, g, a, b, c);
         pthread_mutex_unlock(&d->lock);
@@ -337,7 +453,7 @@ static kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const v
     }
     if (!n) return KILN_STATUS_OK;
     size_t es = kiln_dtype_itemsize(dtype);
-    CUfunction f = d->lib.permute[es == 1 ? 0 : es == 4 ? 2 : 3];
+    CUfunction f = d->lib.permute[es == 1 ? 0 : es == 2 ? 1 : es == 4 ? 2 : 3];
     void *params[] = {(void *)&src, &dst, &p, &n};
     return launch_lib(st, d, f, params, n);
 }
@@ -361,12 +477,9 @@ static kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype
                                          (CUdeviceptr)(uintptr_t)operand, bytes, d->compute),
                "copying scatter_add_rows' operand");
     if (!n_idx) return KILN_STATUS_OK;
-    int t = dtype == KILN_DTYPE_F32   ? 0
-            : dtype == KILN_DTYPE_F64 ? 1
-            : dtype == KILN_DTYPE_I32 ? 2
-                                      : 3;
     void *params[] = {(void *)&idx, &n_idx, (void *)&upd, &out, &rows, &row_len};
-    return launch_lib(st, d, d->lib.scatter[t][idx_dtype == KILN_DTYPE_I64], params, row_len);
+    return launch_lib(st, d, d->lib.scatter[lib_type(dtype)][idx_dtype == KILN_DTYPE_I64], params,
+                      row_len);
 }
 
 /* ---------------------------------------------------------------- scan ---- */
@@ -379,12 +492,8 @@ static kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const vo
     if (!cols || !n) return KILN_STATUS_OK;
     kiln_status s = lib_ready(st, device, "kiln_executable_run: cumsum");
     if (s) return s;
-    int t = dtype == KILN_DTYPE_F32   ? 0
-            : dtype == KILN_DTYPE_F64 ? 1
-            : dtype == KILN_DTYPE_I32 ? 2
-                                      : 3;
     void *params[] = {(void *)&x, &out, &outer, &n, &inner, &rev};
-    return launch_lib(st, d, d->lib.scan[t], params, cols);
+    return launch_lib(st, d, d->lib.scan[lib_type(dtype)], params, cols);
 }
 
 /* ------------------------------------------------------- the generic slot ---- */
@@ -393,17 +502,29 @@ static kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const vo
  * when run; asked here so that kiln_compile refuses it instead, before a call has consumed
  * any donated argument). An empty product never reaches cuBLAS. */
 static bool blas_gemm_fits(kiln_dtype t, const kn_gemm_desc *g) {
-    if (t != KILN_DTYPE_F32 && t != KILN_DTYPE_F64) return true;
+    if (!blas_dtype(t)) return true;
     if (!g->batch || !g->m || !g->n || !g->k) return true;
     return g->m <= INT_MAX && g->n <= INT_MAX && g->k <= INT_MAX && g->lda <= INT_MAX &&
            g->ldb <= INT_MAX && g->batch <= INT_MAX;
 }
 
+/* Each op for the dtypes it has a kernel or a cuBLAS call for: a product of f32, f64,
+ * bf16, f16, i32 or i64 (within cuBLAS's sizes), a permute of 1-, 2-, 4- or 8-byte
+ * elements, scatter_add_rows and cumsum of lib_type's dtypes. kiln_compile names the op
+ * and the dtype of a call refused here (compile.c, check_lib_calls). */
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
     (void)state, (void)device;
-    if (op == KN_LIB_GEMM && d) return blas_gemm_fits(d->dtype, &d->gemm);
-    return op == KN_LIB_GEMM || op == KN_LIB_PERMUTE || op == KN_LIB_SCATTER_ADD_ROWS ||
-           op == KN_LIB_CUMSUM;
+    bool has = op == KN_LIB_GEMM || op == KN_LIB_PERMUTE || op == KN_LIB_SCATTER_ADD_ROWS ||
+               op == KN_LIB_CUMSUM;
+    if (!d || !has) return has;
+    size_t es = kiln_dtype_itemsize(d->dtype);
+    switch (op) {
+    case KN_LIB_GEMM:
+        return (blas_dtype(d->dtype) || d->dtype == KILN_DTYPE_I32 || d->dtype == KILN_DTYPE_I64) &&
+               blas_gemm_fits(d->dtype, &d->gemm);
+    case KN_LIB_PERMUTE: return es == 1 || es == 2 || es == 4 || es == 8;
+    default: return lib_type(d->dtype) >= 0;
+    }
 }
 
 kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *const *b) {

@@ -6,10 +6,12 @@
  *    (KILN_PREALLOCATE=false: ~0);
  *  - a fused 8-op elementwise chain over 256M f32 in GB/s against a device-to-device copy
  *    of the same bytes in the same run (target: >= 85% of the copy);
- *  - softmax and layer norm over 8192 x 8192 f32;
+ *  - softmax and layer norm over 8192 x 8192, f32 and bf16, against that copy's
+ *    bandwidth (target: >= 80%);
  *  - a GEMM-bound MLP training step (forward, kiln_grad, 6 products of 8192x4096x4096) in
  *    TFLOP/s against cuBLAS's own rate for that product measured bare through the same
- *    backend slot, exact f32 and with KILN_MATMUL_PRECISION=tf32;
+ *    backend slot, exact f32, with KILN_MATMUL_PRECISION=tf32, and in bf16 (tensor cores,
+ *    f32 accumulation; target: >= 90% of cuBLAS alone);
  *  - what the MLP step costs besides its products: its loss kernel alone (the mean of
  *    y*y over 8192x4096 to one scalar) against the same reduction kept per row, and the
  *    step with its loss replaced by per-row sums (no full reduction to a scalar);
@@ -23,6 +25,7 @@
 #include "bench_util.h"
 
 #include "backend/device.h"
+#include "base/half.h"
 #include "runtime/array.h"
 #include "gpt.h"
 
@@ -82,7 +85,8 @@ static void memory_figures(void) {
     }
 }
 
-/* Arguments for g's parameters on the GPU, filled with small values. */
+/* Arguments for g's parameters on the GPU, filled with small values (f32, or bf16 and f16
+ * rounded from them). */
 static void gpu_args(kiln_context *c, kiln_graph *g, kiln_array **args) {
     for (uint32_t i = 0; i < g->n_params; i++) {
         const ir_node *p = &g->nodes[g->params[i]];
@@ -90,7 +94,15 @@ static void gpu_args(kiln_context *c, kiln_graph *g, kiln_array **args) {
         ir_shape_nbytes(&p->shape, p->dtype, &bytes);
         float *h = malloc(bytes ? bytes : 4);
         if (!h) exit(1);
-        for (size_t k = 0; k < bytes / 4; k++) h[k] = (float)((k * 2654435761u) % 1000) * 1e-3f;
+        bool half = p->dtype == KILN_DTYPE_BF16 || p->dtype == KILN_DTYPE_F16;
+        for (size_t k = 0; k < bytes / (half ? 2 : 4); k++) {
+            float v = (float)((k * 2654435761u) % 1000) * 1e-3f;
+            if (!half)
+                h[k] = v;
+            else
+                ((uint16_t *)h)[k] =
+                    p->dtype == KILN_DTYPE_BF16 ? kn_f32_to_bf16(v) : kn_f32_to_f16(v);
+        }
         DIE(c, kiln_array_create_on(c, gpu, p->dtype, p->shape.rank, p->shape.dims, h, &args[i]));
         free(h);
     }
@@ -118,8 +130,8 @@ static kiln_executable *compile(kiln_context *c, kiln_graph *g) {
     return e;
 }
 
-/* The fused chain against a device copy of the same bytes. */
-static void chain_figures(kiln_context *c, double *ratio) {
+/* The fused chain against a device copy of the same bytes; *copy_gbs: the copy's GB/s. */
+static void chain_figures(kiln_context *c, double *ratio, double *copy_gbs_out) {
     int64_t n = (int64_t)256 << 20;
     kiln_graph *g = NULL;
     DIE(c, kiln_graph_create(c, "chain256", &g));
@@ -154,6 +166,7 @@ static void chain_figures(kiln_context *c, double *ratio) {
     double copy = median(tc, REPS), copy_gbs = 2.0 * (double)n * 4 / copy / 1e9;
     double gbs = bytes / t / 1e9;
     *ratio = gbs / copy_gbs;
+    *copy_gbs_out = copy_gbs;
     printf("RESULT chain 8 ops over 256M f32 (%d kernel%s): %.3f ms, %.0f GB/s = %.1f%% of the "
            "device copy (target >= 85%%)\n",
            info.num_kernels, info.num_kernels == 1 ? "" : "s", t * 1e3, gbs, 100 * *ratio);
@@ -164,14 +177,17 @@ static void chain_figures(kiln_context *c, double *ratio) {
     kiln_graph_destroy(g);
 }
 
-static void rows_figure(kiln_context *c, const char *name, bool layer_norm) {
+/* softmax or layer norm over 8192 x 8192 of dt: GB/s of one read and one write, against
+ * the device copy's (copy_gbs). */
+static void rows_figure(kiln_context *c, const char *name, bool layer_norm, kiln_dtype dt,
+                        double copy_gbs) {
     int64_t d2[2] = {8192, 8192}, dv[1] = {8192};
     kiln_graph *g = NULL;
     DIE(c, kiln_graph_create(c, name, &g));
-    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d2), y;
+    kiln_value x = kiln_parameter(g, "x", dt, 2, d2), y;
     if (layer_norm) {
-        kiln_value s = kiln_parameter(g, "scale", KILN_DTYPE_F32, 1, dv);
-        kiln_value b = kiln_parameter(g, "bias", KILN_DTYPE_F32, 1, dv);
+        kiln_value s = kiln_parameter(g, "scale", dt, 1, dv);
+        kiln_value b = kiln_parameter(g, "bias", dt, 1, dv);
         y = kiln_layer_norm(g, x, s, b, 1e-5);
     } else
         y = kiln_softmax(g, x, -1);
@@ -182,22 +198,25 @@ static void rows_figure(kiln_context *c, const char *name, bool layer_norm) {
     kiln_array *args[3];
     gpu_args(c, g, args);
     double t = time_runs(c, e, (int)g->n_params, args, 1);
-    double bytes = 2.0 * 8192 * 8192 * 4;
-    printf("RESULT %s 8192x8192 f32 (%d kernels): %.3f ms, %.0f GB/s (one read + one write)\n",
-           name, info.num_kernels, t * 1e3, bytes / t / 1e9);
+    double bytes = 2.0 * 8192 * 8192 * (double)kiln_dtype_itemsize(dt), gbs = bytes / t / 1e9;
+    printf("RESULT %s 8192x8192 %s (%d kernel%s): %.3f ms, %.0f GB/s (one read + one write) = "
+           "%.1f%% of the device copy (target >= 80%%)\n",
+           name, kiln_dtype_name(dt), info.num_kernels, info.num_kernels == 1 ? "" : "s", t * 1e3,
+           gbs, 100 * gbs / copy_gbs);
     for (uint32_t i = 0; i < g->n_params; i++) kiln_array_destroy(args[i]);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 }
 
-/* cuBLAS alone through the backend's library op gemm: [m, k] x [k, n], TFLOP/s. */
-static double bare_gemm(kiln_context *c, int64_t m, int64_t k, int64_t nn) {
+/* cuBLAS alone through the backend's library op gemm: [m, k] x [k, n] of dt, TFLOP/s. */
+static double bare_gemm(kiln_context *c, kiln_dtype dt, int64_t m, int64_t k, int64_t nn) {
     kn_device *d = &c->devices[gpu];
     void *a, *b, *out;
-    DIE(c, kiln_device_alloc(c, gpu, (size_t)(m * k * 4), "a", &a));
-    DIE(c, kiln_device_alloc(c, gpu, (size_t)(k * nn * 4), "b", &b));
-    DIE(c, kiln_device_alloc(c, gpu, (size_t)(m * nn * 4), "c", &out));
-    kn_lib_desc g = {.op = KN_LIB_GEMM, .dtype = KILN_DTYPE_F32};
+    size_t es = kiln_dtype_itemsize(dt);
+    DIE(c, kiln_device_alloc(c, gpu, (size_t)(m * k) * es, "a", &a));
+    DIE(c, kiln_device_alloc(c, gpu, (size_t)(k * nn) * es, "b", &b));
+    DIE(c, kiln_device_alloc(c, gpu, (size_t)(m * nn) * es, "c", &out));
+    kn_lib_desc g = {.op = KN_LIB_GEMM, .dtype = dt};
     g.gemm = (kn_gemm_desc){.lda = k, .ldb = nn, .batch = 1, .m = m, .n = nn, .k = k};
     double t[REPS];
     for (int r = -2; r < REPS; r++) {
@@ -247,20 +266,20 @@ static double reduce_figure(kiln_context *c, bool per_row, int64_t rows, int64_t
  * ones by kiln_vjp), so the step has no reduction to a scalar: the difference between the
  * two figures is what that reduction costs inside the step. */
 static void mlp_figure(kiln_context *c, const char *precision, bool rows_loss, const int64_t B,
-                       const int64_t D) {
+                       const int64_t D, kiln_dtype dt) {
     int64_t dx[2] = {B, D}, dw[2] = {D, D};
     kiln_graph *g = NULL;
     DIE(c, kiln_graph_create(c, "mlp_step", &g));
-    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, dx);
-    kiln_value w1 = kiln_parameter(g, "w1", KILN_DTYPE_F32, 2, dw);
-    kiln_value w2 = kiln_parameter(g, "w2", KILN_DTYPE_F32, 2, dw);
+    kiln_value x = kiln_parameter(g, "x", dt, 2, dx);
+    kiln_value w1 = kiln_parameter(g, "w1", dt, 2, dw);
+    kiln_value w2 = kiln_parameter(g, "w2", dt, 2, dw);
     kiln_value y = kiln_matmul(g, kiln_gelu(g, kiln_matmul(g, x, w1), true), w2);
     int axis = 1;
     kiln_value loss = rows_loss ? kiln_reduce_sum(g, kiln_mul(g, y, y), 1, &axis, false)
                                 : kiln_mean(g, kiln_mul(g, y, y), 0, NULL, false);
     kiln_value outs[3] = {loss}, wrt[2] = {w1, w2};
     if (rows_loss) {
-        kiln_value seed = kiln_full(g, KILN_DTYPE_F32, 1, &B, 1.0);
+        kiln_value seed = kiln_full(g, dt, 1, &B, 1.0);
         DIE(c, kiln_vjp(g, 1, &loss, &seed, 2, wrt, outs + 1));
     } else
         DIE(c, kiln_grad(g, loss, 2, wrt, outs + 1));
@@ -270,7 +289,7 @@ static void mlp_figure(kiln_context *c, const char *precision, bool rows_loss, c
     gpu_args(c, g, args);
     double t = time_runs(c, e, 3, args, 3);
     double flops = 6 * 2.0 * (double)B * (double)D * (double)D;
-    double cublas = bare_gemm(c, B, D, D);
+    double cublas = bare_gemm(c, dt, B, D, D);
     printf("RESULT MLP step (%s%s, 6 products %lldx%lldx%lld): %.2f ms, %.1f TFLOP/s = %.1f%% "
            "of cuBLAS alone (%.1f TFLOP/s; the 6 products alone: %.2f ms)\n",
            precision, rows_loss ? ", per-row loss: no scalar reduction" : "", (long long)B,
@@ -400,8 +419,9 @@ int main(void) {
         gpu = 0;
         reduce_figure(c, false, 256, 128);
         reduce_figure(c, true, 256, 128);
-        mlp_figure(c, "f32 exact", false, 256, 128);
-        mlp_figure(c, "f32 exact", true, 256, 128);
+        mlp_figure(c, "f32 exact", false, 256, 128, KILN_DTYPE_F32);
+        mlp_figure(c, "f32 exact", true, 256, 128, KILN_DTYPE_F32);
+        mlp_figure(c, "bf16", false, 256, 128, KILN_DTYPE_BF16);
         gpt_figure(
             c, (gpt_config){.vocab = 256, .context = 32, .layers = 1, .heads = 2, .channels = 64},
             2, 32, false);
@@ -440,14 +460,17 @@ int main(void) {
     memory_figures(); /* first: each context there takes the device for itself */
 
     kiln_context *c = make_context(KILN_ALLOC_MODE_DEFAULT, 0, false);
-    double ratio = 0;
-    chain_figures(c, &ratio);
-    rows_figure(c, "softmax", false);
-    rows_figure(c, "layer_norm", true);
-    mlp_figure(c, "f32 exact", false, 8192, 4096);
+    double ratio = 0, copy_gbs = 0;
+    chain_figures(c, &ratio, &copy_gbs);
+    rows_figure(c, "softmax", false, KILN_DTYPE_F32, copy_gbs);
+    rows_figure(c, "layer_norm", true, KILN_DTYPE_F32, copy_gbs);
+    rows_figure(c, "softmax", false, KILN_DTYPE_BF16, copy_gbs);
+    rows_figure(c, "layer_norm", true, KILN_DTYPE_BF16, copy_gbs);
+    mlp_figure(c, "f32 exact", false, 8192, 4096, KILN_DTYPE_F32);
+    mlp_figure(c, "bf16", false, 8192, 4096, KILN_DTYPE_BF16);
     kiln_context_destroy(c);
     c = make_context(KILN_ALLOC_MODE_GROW, 0, true);
-    mlp_figure(c, "tf32", false, 8192, 4096);
+    mlp_figure(c, "tf32", false, 8192, 4096, KILN_DTYPE_F32);
     kiln_context_destroy(c);
     c = make_context(KILN_ALLOC_MODE_DEFAULT, 0, false);
     gpt_figure(c, gpt_gpu, 16, 256, false);
@@ -460,7 +483,7 @@ int main(void) {
     fflush(stdout);
     reduce_figure(c, true, 8192, 4096);
     fflush(stdout);
-    mlp_figure(c, "tf32", true, 8192, 4096);
+    mlp_figure(c, "tf32", true, 8192, 4096, KILN_DTYPE_F32);
     kiln_context_destroy(c);
     return 0;
 }

@@ -10,6 +10,12 @@ memory_analysis() (argument, output, temp and alias bytes).
 
 Usage: gpt_jax.py --init F --batches F --batch B --steps N --out DIR [--lr --warmup
        --clip --threads]
+
+GPT_JAX_DTYPE=bf16 (or f16) trains in mixed precision as jmp's policy and torch.autocast
+do: parameters, gradients and the optimiser state stay f32; each step casts the
+parameters to the 16-bit dtype, and the activations, products (f32 accumulation, 16-bit
+results) and saved values are 16-bit, while layer norm's statistics, the softmax and the
+loss are computed in f32 (their results cast back). Default f32.
 """
 import os
 import time
@@ -30,6 +36,9 @@ if platform != "cpu":
     jax.config.update("jax_default_matmul_precision",
                       os.environ.get("GPT_JAX_PRECISION", "highest"))
 
+# the compute dtype of GPT_JAX_DTYPE (None: f32 throughout)
+half = {"bf16": jnp.bfloat16, "f16": jnp.float16}.get(os.environ.get("GPT_JAX_DTYPE", "f32"))
+
 init, cfg = gc.load_init(args.init)
 L, H, C, T = cfg["layers"], cfg["heads"], cfg["channels"], cfg["context"]
 B = args.batch
@@ -38,9 +47,11 @@ names = list(init)
 
 
 def layer_norm(x, w, b):
+    dt = x.dtype  # mixed precision: the statistics in f32, the result in x's dtype
+    x = x.astype(jnp.float32)
     mu = jnp.mean(x, axis=-1, keepdims=True)
     var = jnp.mean(jnp.square(x - mu), axis=-1, keepdims=True)
-    return (x - mu) * jax.lax.rsqrt(var + 1e-5) * w + b
+    return ((x - mu) * jax.lax.rsqrt(var + 1e-5)).astype(dt) * w + b
 
 
 def gelu_tanh(u):
@@ -48,6 +59,8 @@ def gelu_tanh(u):
 
 
 def loss_fn(p, idx, tgt):
+    if half is not None:
+        p = {k: x.astype(half) for k, x in p.items()}
     Tn = idx.shape[1]
     hs = C // H
     x = p["wte"][idx] + p["wpe"][:Tn]
@@ -58,15 +71,15 @@ def loss_fn(p, idx, tgt):
         qkv = a @ w("attn.c_attn.weight") + w("attn.c_attn.bias")
         q, k, v = (qkv[..., i * C:(i + 1) * C].reshape(B, Tn, H, hs).transpose(0, 2, 1, 3)
                    for i in range(3))
-        att = (q @ k.transpose(0, 1, 3, 2)) / np.sqrt(hs).astype(np.float32)
-        att = jax.nn.softmax(jnp.where(causal, att, -jnp.inf), axis=-1)
+        att = (q @ k.transpose(0, 1, 3, 2)).astype(jnp.float32) / np.sqrt(hs).astype(np.float32)
+        att = jax.nn.softmax(jnp.where(causal, att, -jnp.inf), axis=-1).astype(q.dtype)
         y = (att @ v).transpose(0, 2, 1, 3).reshape(B, Tn, C)
         x = x + (y @ w("attn.c_proj.weight") + w("attn.c_proj.bias"))
         m = layer_norm(x, w("ln_2.weight"), w("ln_2.bias"))
         m = gelu_tanh(m @ w("mlp.c_fc.weight") + w("mlp.c_fc.bias"))
         x = x + (m @ w("mlp.c_proj.weight") + w("mlp.c_proj.bias"))
     x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
-    logits = x @ p["wte"].T
+    logits = (x @ p["wte"].T).astype(jnp.float32)
     lse = jax.nn.logsumexp(logits, axis=-1)
     picked = jnp.take_along_axis(logits, tgt[..., None], axis=-1)[..., 0]
     return jnp.mean(lse - picked)
@@ -114,6 +127,8 @@ for s in range(args.steps):
 n_params = sum(int(np.prod(x.shape)) for x in init.values())
 gc.write_results(args.out, "jax", losses, ms, {
     "version": jax.__version__, "threads": args.threads, "parameters": n_params,
+    "dtype": os.environ.get("GPT_JAX_DTYPE", "f32"), "platform": platform,
+    "matmul_precision": os.environ.get("GPT_JAX_PRECISION", "highest"),
     "compile_s": round(compile_s, 2),
     "gflop_per_step": round(gc.flops_per_step(B, T, L, C) / 1e9, 2),
     "argument_bytes": ma.argument_size_in_bytes, "output_bytes": ma.output_size_in_bytes,

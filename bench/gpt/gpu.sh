@@ -1,0 +1,103 @@
+#!/bin/sh
+# gpu.sh — the GPT training step side by side with JAX on one GPU (issue 31, item 5):
+# B=16 T=256 L=6 H=8 C=512, the same initial weights and batches for both
+# (make_inputs.py), at three precisions: exact f32 (JAX: jax_default_matmul_precision
+# highest; kiln's default), TF32 products (JAX: tensorfloat32; kiln:
+# KILN_MATMUL_PRECISION=tf32) and bf16 mixed precision (JAX: GPT_JAX_DTYPE=bf16 in
+# gpt_jax.py; kiln: `kiln train --dtype bf16`). Prints one line per precision: each
+# side's median ms/step, kiln's time as a share of JAX's (target <= 0.8x), kiln's planned
+# peak against JAX's compiled step (arguments + outputs + temporaries - aliased; target
+# <= 0.7x) and kiln's measured peak against its planned one (target: equal).
+# scripts/gpu-check.sh runs it; the figures go to bench/RESULTS.md, "GPU".
+#
+# Usage: bench/gpt/gpu.sh BUILD_DIR OUT_DIR [steps]     (default 30 steps each)
+# Environment: GPU_SH_DEVICE=cpu with CONFIG="B T L H C" runs the same steps on the CPU
+# at a small size, to check the script on a machine without a GPU (its figures mean
+# nothing there).
+# Needs: BUILD_DIR/kiln, bench/.venv with numpy, safetensors and jax for CUDA. A side
+# that cannot run says why in its row (kiln train without --dtype: that option is
+# issue 31's mixed-precision policy) and the others still run; exit 77 when JAX cannot
+# see a GPU.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+build=$1
+out=$2
+steps=${3:-30}
+dev=${GPU_SH_DEVICE:-cuda}
+# shellcheck disable=SC2086
+set -- ${CONFIG:-16 256 6 8 512}
+B=$1 T=$2 L=$3 H=$4 C=$5
+py=${PYTHON:-bench/.venv/bin/python}
+[ -x "$py" ] || { echo "gpu.sh: no $py (python3 -m venv bench/.venv; pip install numpy safetensors 'jax[cuda13]')"; exit 77; }
+py=$(cd "$(dirname "$py")" && pwd)/$(basename "$py")
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+build=$(cd "$build" && pwd)
+if ! "$py" -c "import jax; jax.config.update('jax_platforms', '$dev'); print(jax.devices()[0])" \
+    >"$out/jax_devices.txt" 2>&1; then
+    echo "gpu.sh: JAX cannot see a GPU through $py:"
+    tail -n 3 "$out/jax_devices.txt"
+    exit 77
+fi
+echo "gpu.sh: JAX on $(tail -n 1 "$out/jax_devices.txt")"
+"$py" bench/gpt/make_inputs.py "$out" --batch "$B" --context "$T" --layers "$L" --heads "$H" \
+    --channels "$C" --steps "$steps" --seed 1337 >"$out/make_inputs.log" 2>&1 || {
+    echo "gpu.sh: make_inputs.py failed:"
+    tail -n 5 "$out/make_inputs.log"
+    exit 1
+}
+common="--init $out/init.safetensors --batches $out/batches.bin --batch $B --steps $steps --lr 1e-3 --warmup 3"
+has_dtype=0
+"$build/kiln" train --help 2>&1 | grep -q -- '--dtype' && has_dtype=1
+for prec in f32 tf32 bf16; do
+    case $prec in
+    f32) jprec=highest jdtype=f32 kenv="" kflag="" ;;
+    tf32) jprec=tensorfloat32 jdtype=f32 kenv="KILN_MATMUL_PRECISION=tf32" kflag="" ;;
+    bf16) jprec=highest jdtype=bf16 kenv="" kflag="--dtype bf16" ;;
+    esac
+    mkdir -p "$out/jax_$prec" "$out/kiln_$prec"
+    echo "== JAX, $prec" >&2
+    # shellcheck disable=SC2086 # $common is the flags, split on purpose
+    (cd bench/gpt && GPT_JAX_PLATFORM=$dev GPT_JAX_PRECISION=$jprec GPT_JAX_DTYPE=$jdtype \
+        timeout 150 "$py" gpt_jax.py $common --out "$out/jax_$prec") \
+        >"$out/jax_$prec.log" 2>&1 || echo "gpt_jax.py failed (see jax_$prec.log)" >"$out/jax_$prec/SKIPPED"
+    echo "== kiln, $prec" >&2
+    if [ "$prec" = bf16 ] && [ $has_dtype = 0 ]; then
+        echo "kiln train has no --dtype yet (issue 31's mixed-precision option)" >"$out/kiln_$prec/SKIPPED"
+        continue
+    fi
+    # shellcheck disable=SC2086
+    env $kenv timeout 150 "$build/kiln" train $common --device "$dev" --context $T --layers $L \
+        --heads $H --channels $C --seed 1337 --eval-every 0 --no-summary $kflag \
+        --out "$out/kiln_$prec" >"$out/kiln_$prec.log" 2>&1 ||
+        echo "kiln train failed (see kiln_$prec.log)" >"$out/kiln_$prec/SKIPPED"
+done
+"$py" - "$out" "$B" "$T" "$L" "$H" "$C" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+config = "B{} T{} L{} H{} C{}".format(*sys.argv[2:7])
+def load(side, prec):
+    d = os.path.join(out, f"{side}_{prec}")
+    if os.path.exists(os.path.join(d, "SKIPPED")):
+        return None, open(os.path.join(d, "SKIPPED")).read().strip()
+    try:
+        return json.load(open(os.path.join(d, "summary.json"))), ""
+    except OSError as e:
+        return None, str(e)
+mib = lambda b: f"{b / 2**20:.1f} MiB"
+for prec in ("f32", "tf32", "bf16"):
+    j, jwhy = load("jax", prec)
+    k, kwhy = load("kiln", prec)
+    parts = [f"RESULT GPT step {config} {prec}:"]
+    parts.append(f"JAX {j['ms_per_step_median']:.2f} ms" if j else f"JAX not run ({jwhy})")
+    parts.append(f"kiln {k['ms_per_step_median']:.2f} ms" if k else f"kiln not run ({kwhy})")
+    if j and k:
+        r = k["ms_per_step_median"] / j["ms_per_step_median"]
+        parts.append(f"= {r:.2f}x JAX's time ({'target met' if r <= 0.8 else 'target 0.8x NOT met'})")
+        p = k["planned_peak_bytes"] / j["peak_bytes"]
+        parts.append(f"; peak planned {mib(k['planned_peak_bytes'])} = {p:.2f}x JAX's "
+                     f"{mib(j['peak_bytes'])} ({'target met' if p <= 0.7 else 'target 0.7x NOT met'})")
+        parts.append(f"; measured {mib(k['measured_peak_bytes'])}")
+        parts.append(f"; loss {j['loss_last']:.4f} (JAX) / {k['final_loss'] if 'final_loss' in k else k.get('loss_last', float('nan')):.4f} (kiln)")
+    print(" ".join(parts).replace(" ;", ";"))
+PY

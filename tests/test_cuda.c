@@ -9,6 +9,7 @@
  * are made one at a time (each may preallocate most of the device). KILN_TEST_PROGRAMS
  * sets the number of random programs (default 48). */
 #define KILN_NO_LOCATION_MACROS
+#include "base/half.h"
 #include "compare.h"
 #include "randprog.h"
 #include "split_programs.h"
@@ -75,8 +76,11 @@ static bool finish(kiln_graph *g, int n, kiln_value *outs, const char *name) {
 
 /* ------------------------------------------------------------- the ops ---- */
 
-static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64, KILN_DTYPE_I32,
-                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL};
+/* bf16 and f16 last: the edge values through the hardware's conversions (prelude/half.h),
+ * which must give src/base/half.h's bits, NaN and signed zeros included */
+static const kiln_dtype all_dtypes[] = {KILN_DTYPE_F32, KILN_DTYPE_F64,  KILN_DTYPE_I32,
+                                        KILN_DTYPE_I64, KILN_DTYPE_BOOL, KILN_DTYPE_BF16,
+                                        KILN_DTYPE_F16};
 enum { N_EDGE = 40 };
 
 /* Edge values (signed zeros, infinities, NaN, integer extremes) as test_registry uses. */
@@ -96,6 +100,8 @@ static kiln_array *edge_array(kiln_dtype t, int which) {
         case KILN_DTYPE_F64: ((double *)buf)[i] = fv[k]; break;
         case KILN_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)iv[k]; break;
         case KILN_DTYPE_I64: ((int64_t *)buf)[i] = iv[k]; break;
+        case KILN_DTYPE_BF16: ((uint16_t *)buf)[i] = kn_f64_to_bf16(fv[k]); break;
+        case KILN_DTYPE_F16: ((uint16_t *)buf)[i] = kn_f64_to_f16(fv[k]); break;
         default: buf[i] = (uint8_t)((i + which) % 3 == 0); break;
         }
     }
@@ -105,7 +111,7 @@ static kiln_array *edge_array(kiln_dtype t, int which) {
 }
 
 static void test_ops(void) {
-    for (int d = 0; d < 5; d++) {
+    for (int d = 0; d < 7; d++) {
         kiln_dtype t = all_dtypes[d];
         char name[48];
         snprintf(name, sizeof name, "every elementwise op on %s", kiln_dtype_name(t));

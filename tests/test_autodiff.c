@@ -1,6 +1,8 @@
 /* test_autodiff.c — kiln_grad and kiln_vjp (src/autodiff): every differentiable op's
  * gradient against central finite differences in f64 (reference interpreter), compiled
- * gradients against the interpreter's (f32 and f64), random programs, second derivatives
+ * gradients against the interpreter's (f32, f64, bf16 and f16), every case's bf16 and f16
+ * gradient against its f64 one (the rules keep a cotangent in its primal's dtype and
+ * lose no more than the dtype's rounding), random programs, second derivatives
  * against closed forms, the conventions at non-smooth points, the builder errors, and
  * fault injection over build + grad + compile + run.
  *
@@ -520,6 +522,75 @@ static void test_finite_differences(void) {
             fd_case(ctx, &cases[i], seed + (uint64_t)i * 131);
         }
     }
+    kiln_context_destroy(ctx);
+}
+
+/* Every case's gradient traced in bf16 and f16 (cotangents in the primal's dtype) from
+ * the same inputs, rounded to the dtype, as its f64 gradient (checked against finite
+ * differences above): within a few of the dtype's rounding steps, measured against the
+ * gradient's largest element, since a chain of rounded ops carries each step's error on.
+ * Both interpreted: the compiled 16-bit gradients are held to the interpreter's below. */
+static void half_case(kiln_context *ctx, const grad_case *c, kiln_dtype t, uint64_t seed) {
+    kiln_graph *g64 = NULL, *g16 = NULL;
+    kiln_graph_create(ctx, c->name, &g64);
+    kiln_graph_create(ctx, c->name, &g16);
+    int64_t wdims[KILN_MAX_RANK];
+    int wrank = 0, n_out = build_case(g64, c, KILN_DTYPE_F64, wdims, &wrank);
+    int n16 = build_case(g16, c, t, wdims, &wrank);
+    CHECK_MSG(n_out > 0 && n16 == n_out, "%s in %s: %s", c->name, kiln_dtype_name(t),
+              kiln_last_error(ctx));
+    case_io io;
+    io_make(ctx, c, KILN_DTYPE_F64, wrank, wdims, seed, &io);
+    kiln_array *a16[MAX_IN + 1] = {0}, *o64[1 + MAX_IN] = {0}, *o16[1 + MAX_IN] = {0};
+    for (int i = 0; i < io.n_args && n_out > 0 && n16 == n_out; i++) {
+        for (int64_t e = 0; e < io.size[i]; e++) /* both see the dtype's values */
+            io.host[i][e] = t == KILN_DTYPE_BF16 ? kn_bf16_to_f32(kn_f64_to_bf16(io.host[i][e]))
+                                                 : kn_f16_to_f32(kn_f64_to_f16(io.host[i][e]));
+        int rank = i < c->n_in ? c->rank[i] : wrank;
+        const int64_t *dims = i < c->n_in ? c->dims[i] : wdims;
+        kiln_array_destroy(io.args[i]);
+        io.args[i] = f64_array(ctx, KILN_DTYPE_F64, rank, dims, io.host[i]);
+        a16[i] = f64_array(ctx, t, rank, dims, io.host[i]);
+    }
+    if (n_out > 0 && n16 == n_out) {
+        CHECK_OK(ctx, kiln_interpret(g64, io.n_args, io.args, n_out, o64));
+        CHECK_OK(ctx, kiln_interpret(g16, io.n_args, a16, n_out, o16));
+    }
+    double tol = t == KILN_DTYPE_BF16 ? 16 * 0x1p-8 : 16 * 0x1p-11; /* 16 rounding steps */
+    for (int k = 0; k < c->n_in && o64[1 + k] && o16[1 + k]; k++) {
+        CHECK(kiln_array_dtype(o16[1 + k]) == t);
+        double big = 0, err = 0;
+        int64_t worst = 0;
+        uint16_t *h = malloc((size_t)(io.size[k] ? io.size[k] : 1) * sizeof *h);
+        kiln_array_copy_to_host(o16[1 + k], h, (size_t)io.size[k] * sizeof *h);
+        for (int64_t e = 0; e < io.size[k]; e++) {
+            double want = read_f64(o64[1 + k], e);
+            double got = t == KILN_DTYPE_BF16 ? kn_bf16_to_f32(h[e]) : kn_f16_to_f32(h[e]);
+            if (fabs(want) > big) big = fabs(want);
+            if (!(fabs(got - want) <= err)) err = fabs(got - want), worst = e;
+        }
+        free(h);
+        if (t == KILN_DTYPE_F16 && big > 65504) continue; /* beyond f16's range: inf is right */
+        CHECK_MSG(err <= tol * (1 + big),
+                  "%s in %s: d/dx%d[%lld] off by %.6g (largest |grad| %.6g)", c->name,
+                  kiln_dtype_name(t), k, (long long)worst, err, big);
+    }
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(o64[i]), kiln_array_destroy(o16[i]);
+    for (int i = 0; i < io.n_args; i++) kiln_array_destroy(a16[i]);
+    io_free(&io);
+    kiln_graph_destroy(g64);
+    kiln_graph_destroy(g16);
+}
+
+static void test_half_gradients(void) {
+    kiln_context *ctx = test_context();
+    uint64_t seed = test_seed(0x16b);
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < N_CASES; i++) {
+            reduce_mask = 5;
+            half_case(ctx, &cases[i], d ? KILN_DTYPE_F16 : KILN_DTYPE_BF16,
+                      seed + (uint64_t)i * 131);
+        }
     kiln_context_destroy(ctx);
 }
 
@@ -1252,6 +1323,7 @@ static void test_composite_rules(void) {
 
 int main(void) {
     RUN(test_finite_differences);
+    RUN(test_half_gradients);
     RUN(test_conventions);
     RUN(test_stop_gradient);
     RUN(test_composite_rules);

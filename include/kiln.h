@@ -306,6 +306,17 @@ KILN_API size_t kiln_dtype_itemsize(kiln_dtype t);  /* bytes; 0 if invalid */
  * f64) and bf16 joined with f16 is f32. KILN_DTYPE_INVALID if either is invalid. kiln's ops
  * never promote on their own: kiln_promote asks for it. */
 KILN_API kiln_dtype kiln_promote_types(kiln_dtype a, kiln_dtype b);
+/* Converts n elements of dtype `from` at src into dtype `to` at dst, on the host, by exactly
+ * kiln_convert's rules (the same code as the reference's): floats round to nearest even
+ * (f64 -> bf16 through f32, as XLA: ml_dtypes rounds once, which differs in rare ties),
+ * float -> int truncates toward zero and
+ * saturates (NaN gives 0), int -> int wraps, anything -> bool is x != 0. For C programs
+ * that hold f32 data and want bf16 or f16 arrays (or read them back): convert, then
+ * kiln_array_create. ctx only receives the message (NULL: none is kept). n == 0 does
+ * nothing (src and dst may be NULL); src and dst must not overlap. An invalid dtype, n < 0,
+ * a NULL buffer or overlapping buffers are KILN_STATUS_INVALID_ARGUMENT. Thread-safe. */
+KILN_API kiln_status kiln_convert_host(kiln_context *ctx, kiln_dtype from, const void *src,
+                                       kiln_dtype to, void *dst, int64_t n);
 
 /* ----------------------------------------------------------------- arrays ---- */
 
@@ -806,9 +817,9 @@ KILN_API kiln_value kiln_checkpoint_name(kiln_graph *g, kiln_value x, const char
  * the compiled program (fused into whatever consumes them, on every backend); kiln_random_bits
  * and f32 kiln_random_uniform on [0, 1) give the same bits as jax.random for the same key,
  * on every backend and in the interpreter (other bounds and normal draws: to a few ulp,
- * docs/random.md), and so do bf16 and f16 uniform and normal draws. A draw holds at most 2^32 elements. The
- * draws have no gradient (the key is not differentiable). Errors (a key that is not i32[2],
- * p or rate outside [0, 1], lo >= hi) are the builder's, named after the function. */
+ * docs/random.md), and so do bf16 and f16 uniform and normal draws. A draw holds at most 2^32
+ * elements. The draws have no gradient (the key is not differentiable). Errors (a key that is not
+ * i32[2], p or rate outside [0, 1], lo >= hi) are the builder's, named after the function. */
 
 /* jax.random.PRNGKey(seed): the constant key {seed >> 32, seed & 0xffffffff}. */
 KILN_API kiln_value kiln_random_key(kiln_graph *g, uint64_t seed);
@@ -1411,10 +1422,10 @@ KILN_API void kiln_prefetch_destroy(kiln_prefetch *p);
  * the safetensors dtypes F32, F64, BF16 (KILN_DTYPE_BF16), F16 (KILN_DTYPE_F16), I32, I64
  * and BOOL (KILN_DTYPE_BOOL, one byte 0 or 1), the 16-bit ones bit for bit as PyTorch and
  * ml_dtypes store them; a header naming another dtype (U8, F8_E4M3, ...) is an error that
- * says which tensor and which dtype. A kiln_safetensors belongs to its context: use it from one thread at a time.
- * The JSON is parsed and written with cJSON, whose own nodes live only inside each call and
- * come from cJSON's allocator (kiln never changes the process's cJSON hooks); everything
- * kiln keeps comes from the context's host allocator. */
+ * says which tensor and which dtype. A kiln_safetensors belongs to its context: use it from one
+ * thread at a time. The JSON is parsed and written with cJSON, whose own nodes live only inside
+ * each call and come from cJSON's allocator (kiln never changes the process's cJSON hooks);
+ * everything kiln keeps comes from the context's host allocator. */
 
 typedef struct kiln_safetensors kiln_safetensors;
 

@@ -2,7 +2,9 @@
  * out by hand or by plain independent code in this file (never by the interpreter):
  * broadcasting, rank 0, zero-size dims, NaN/Inf, integer wrap and division edge cases,
  * conversions, every shape op, reductions, dot_general/matmul, row indexing, the
- * composites, memory released at last use, and the interpreter's own errors. */
+ * composites, memory released at last use, and the interpreter's own errors; and
+ * kiln_convert_host (the same conversions on the host) against ml_dtypes' and NumPy's bits,
+ * every dtype pair against the interpreter's kiln_convert, and its argument errors. */
 #include "fault.h"
 #include "rng.h"
 
@@ -1552,6 +1554,180 @@ static void test_dead_nodes_skipped(void) {
     kiln_array_destroy(out);
 }
 
+/* ------------------------------------------------------- kiln_convert_host ---- */
+
+/* Edge values converted to bf16 and f16. Expected bits from ml_dtypes 0.5 (bf16) and NumPy
+ * (f16) in bench/.venv: np.array(v, f64 or f32).astype(bfloat16 / float16), and for the
+ * integers np.array(i, int64).astype(float32).astype(bfloat16) / .astype(float16). One
+ * exception, marked: f64 -> bf16 of 1 + 2^-8 + 2^-30 is 0x3f81 in ml_dtypes (one rounding)
+ * and 0x3f80 in JAX (jnp.float64 array .astype(bfloat16), x64 on: through f32, two
+ * roundings), whose rule kiln_convert follows. */
+static const double cvt_edges[21] = {0.0,
+                                     -0.0,
+                                     1.0,
+                                     1.0 / 3.0,
+                                     -2.5,
+                                     NAN,
+                                     INFINITY,
+                                     -INFINITY,
+                                     65504.0,
+                                     65520.0,
+                                     65519.99,
+                                     3.3895313892515355e38,
+                                     3.4e38,
+                                     1e-40,
+                                     5.960464477539063e-08,
+                                     2.9802322387695312e-08,
+                                     3e-08,
+                                     1.00390625,
+                                     1.01171875,
+                                     1.0 + 0x1p-8 + 0x1p-30,
+                                     -1e-45};
+static const uint16_t cvt_f64_bf16[21] = {
+    0x0000, 0x8000, 0x3f80, 0x3eab, 0xc020,
+    0x7fc0, 0x7f80, 0xff80, 0x4780, 0x4780,
+    0x4780, 0x7f7f, 0x7f80, 0x0001, 0x3380,
+    0x3300, 0x3301, 0x3f80, 0x3f82, 0x3f80 /* JAX's; ml_dtypes 0x3f81 */,
+    0x8000};
+static const uint16_t cvt_f64_f16[21] = {0x0000, 0x8000, 0x3c00, 0x3555, 0xc100, 0x7e00, 0x7c00,
+                                         0xfc00, 0x7bff, 0x7c00, 0x7bff, 0x7c00, 0x7c00, 0x0000,
+                                         0x0001, 0x0000, 0x0001, 0x3c04, 0x3c0c, 0x3c04, 0x8000};
+static const uint16_t cvt_f32_bf16[21] = {0x0000, 0x8000, 0x3f80, 0x3eab, 0xc020, 0x7fc0, 0x7f80,
+                                          0xff80, 0x4780, 0x4780, 0x4780, 0x7f7f, 0x7f80, 0x0001,
+                                          0x3380, 0x3300, 0x3301, 0x3f80, 0x3f82, 0x3f80, 0x8000};
+static const int64_t cvt_ints[13] = {0,        1,         -1,        255,
+                                     257,      65519,     65520,     -65536,
+                                     16777217, INT32_MAX, INT32_MIN, (1LL << 53) + 1,
+                                     INT64_MAX};
+static const uint16_t cvt_i64_bf16[13] = {0x0000, 0x3f80, 0xbf80, 0x437f, 0x4380, 0x4780, 0x4780,
+                                          0xc780, 0x4b80, 0x4f00, 0xcf00, 0x5a00, 0x5f00};
+static const uint16_t cvt_i64_f16[13] = {0x0000, 0x3c00, 0xbc00, 0x5bf8, 0x5c04, 0x7bff, 0x7c00,
+                                         0xfc00, 0x7c00, 0x7c00, 0xfc00, 0x7c00, 0x7c00};
+
+static void check_bits16(const char *what, const uint16_t *got, const uint16_t *want, int n) {
+    for (int i = 0; i < n; i++)
+        CHECK_MSG(got[i] == want[i], "%s[%d] = 0x%04x, want 0x%04x", what, i, got[i], want[i]);
+}
+
+static void test_convert_host_edges(void) {
+    uint16_t out[21];
+    float f32[21];
+    for (int i = 0; i < 21; i++) f32[i] = (float)cvt_edges[i];
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_F64, cvt_edges, KILN_DTYPE_BF16, out, 21));
+    check_bits16("f64 -> bf16", out, cvt_f64_bf16, 21);
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_F64, cvt_edges, KILN_DTYPE_F16, out, 21));
+    check_bits16("f64 -> f16", out, cvt_f64_f16, 21);
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_F32, f32, KILN_DTYPE_BF16, out, 21));
+    check_bits16("f32 -> bf16", out, cvt_f32_bf16, 21);
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_F32, f32, KILN_DTYPE_F16, out, 21));
+    check_bits16("f32 -> f16", out, cvt_f64_f16, 21); /* NumPy gives the same from f32 */
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_I64, cvt_ints, KILN_DTYPE_BF16, out, 13));
+    check_bits16("i64 -> bf16", out, cvt_i64_bf16, 13);
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_I64, cvt_ints, KILN_DTYPE_F16, out, 13));
+    check_bits16("i64 -> f16", out, cvt_i64_f16, 13);
+
+    /* 16-bit to integers: truncation toward zero, saturation, NaN to 0 (bf16 0x4f00 is 2^31,
+     * 0x7f7f bf16's largest, 0x0001 its least subnormal) */
+    static const uint16_t b[7] = {0x7f7f, 0x4f00, 0xcf00, 0x3f80, 0xbfc0, 0x7fc0, 0x0001};
+    static const int32_t want_i32[7] = {INT32_MAX, INT32_MAX, INT32_MIN, 1, -1, 0, 0};
+    int32_t i32[7];
+    uint8_t bl[7];
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_BF16, b, KILN_DTYPE_I32, i32, 7));
+    for (int i = 0; i < 7; i++) CHECK_MSG(i32[i] == want_i32[i], "bf16 -> i32[%d] = %d", i, i32[i]);
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_BF16, b, KILN_DTYPE_BOOL, bl, 7));
+    for (int i = 0; i < 7; i++) CHECK_MSG(bl[i] == 1, "bf16 -> bool[%d] = %d", i, bl[i]);
+
+    /* widening is exact: every bf16 pattern is its f32 with 16 zero bits below; every f16
+     * pattern but NaN comes back from f32 and from f64 unchanged */
+    static uint16_t all[65536], back[65536];
+    static float wide[65536];
+    static double wider[65536];
+    for (int i = 0; i < 65536; i++) all[i] = (uint16_t)i;
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_BF16, all, KILN_DTYPE_F32, wide, 65536));
+    int bad = 0;
+    for (int i = 0; i < 65536 && bad < 5; i++) {
+        uint32_t u;
+        memcpy(&u, &wide[i], 4);
+        bool nan = (i & 0x7fff) > 0x7f80;
+        bool ok = nan ? isnan(wide[i]) : u == (uint32_t)i << 16;
+        CHECK_MSG(ok, "bf16 0x%04x -> f32 0x%08x", i, u);
+        bad += !ok;
+    }
+    kiln_dtype halves[2] = {KILN_DTYPE_BF16, KILN_DTYPE_F16};
+    for (int h = 0; h < 2; h++) {
+        kiln_dtype t = halves[h];
+        CHECK_OK(C, kiln_convert_host(C, t, all, KILN_DTYPE_F32, wide, 65536));
+        CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_F32, wide, t, back, 65536));
+        CHECK_OK(C, kiln_convert_host(C, t, all, KILN_DTYPE_F64, wider, 65536));
+        for (int i = 0, nb = 0; i < 65536 && nb < 5; i++) {
+            bool nan = h ? (i & 0x7fff) > 0x7c00 : (i & 0x7fff) > 0x7f80;
+            bool ok = nan ? isnan(wide[i]) && isnan(wider[i])
+                          : back[i] == i && (double)wide[i] == wider[i];
+            CHECK_MSG(ok, "%s 0x%04x -> f32 -> 0x%04x", kiln_dtype_name(t), i, back[i]);
+            nb += !ok;
+        }
+    }
+}
+
+/* Every pair of dtypes: the host helper gives the bytes the interpreter's kiln_convert
+ * gives, over special and ordinary values. */
+static void test_convert_host_every_pair(void) {
+    static const kiln_dtype all[7] = {KILN_DTYPE_F32, KILN_DTYPE_F64,  KILN_DTYPE_I32,
+                                      KILN_DTYPE_I64, KILN_DTYPE_BOOL, KILN_DTYPE_BF16,
+                                      KILN_DTYPE_F16};
+    uint64_t seed = test_seed(0xc0417);
+    const int64_t n = 300;
+    for (int a = 0; a < 7; a++)
+        for (int b = 0; b < 7; b++) {
+            kiln_dtype from = all[a], to = all[b];
+            unsigned char src[300 * 8], got[300 * 8], want[300 * 8];
+            test_fill_special(from, n, src, &seed);
+            memset(got, 0xa5, sizeof got);
+            CHECK_OK(C, kiln_convert_host(C, from, src, to, got, n));
+            kiln_graph *g = new_graph();
+            kiln_value y = kiln_convert(g, kiln_parameter(g, "x", from, 1, &n), to);
+            CHECK_OK(C, kiln_graph_finish(g, 1, &y));
+            kiln_array *x = NULL, *r = NULL;
+            CHECK_OK(C, kiln_array_create(C, from, 1, &n, src, &x));
+            CHECK_OK(C, kiln_interpret(g, 1, &x, 1, &r));
+            size_t bytes = (size_t)n * kiln_dtype_itemsize(to);
+            if (r) CHECK_OK(C, kiln_array_copy_to_host(r, want, bytes));
+            CHECK_MSG(r && !memcmp(got, want, bytes), "%s -> %s differs from kiln_convert",
+                      kiln_dtype_name(from), kiln_dtype_name(to));
+            kiln_array_destroy(x), kiln_array_destroy(r);
+            kiln_graph_destroy(g);
+        }
+}
+
+static void test_convert_host_errors(void) {
+    float f[4] = {1, 2, 3, 4};
+    uint16_t h[4];
+    CHECK_STATUS(kiln_convert_host(C, (kiln_dtype)77, f, KILN_DTYPE_BF16, h, 4),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(C), "kiln_convert_host: dtype 77 -> ");
+    CHECK_CONTAINS(kiln_last_error(C), "the source is not a kiln_dtype");
+    CHECK_STATUS(kiln_convert_host(C, KILN_DTYPE_F32, f, KILN_DTYPE_INVALID, h, 4),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(C), "the target is not a kiln_dtype");
+    CHECK_STATUS(kiln_convert_host(C, KILN_DTYPE_F32, f, KILN_DTYPE_BF16, h, -1),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(C), "kiln_convert_host: f32 -> bf16 of -1 elements");
+    CHECK_STATUS(kiln_convert_host(C, KILN_DTYPE_F32, NULL, KILN_DTYPE_F16, h, 4),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(C), "f32 -> f16 of 4 elements with src");
+    CHECK_STATUS(kiln_convert_host(C, KILN_DTYPE_F32, f, KILN_DTYPE_F16, NULL, 4),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_STATUS(kiln_convert_host(C, KILN_DTYPE_F32, f, KILN_DTYPE_BF16, (char *)f + 2, 4),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(C), "src and dst overlap");
+    /* no context: the status alone; nothing to do: no buffers needed */
+    CHECK_STATUS(kiln_convert_host(NULL, KILN_DTYPE_F32, NULL, KILN_DTYPE_BF16, h, 4),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_OK(C, kiln_convert_host(C, KILN_DTYPE_F32, NULL, KILN_DTYPE_BF16, NULL, 0));
+    CHECK_OK(C, kiln_convert_host(NULL, KILN_DTYPE_F32, f, KILN_DTYPE_BF16, h, 4));
+    CHECK(h[0] == 0x3f80 && h[3] == 0x4080);
+}
+
 int main(void) {
     C = test_context();
     RUN(test_unary_float);
@@ -1584,6 +1760,9 @@ int main(void) {
     RUN(test_memory_released_at_last_use);
     RUN(test_errors);
     RUN(test_dead_nodes_skipped);
+    RUN(test_convert_host_edges);
+    RUN(test_convert_host_every_pair);
+    RUN(test_convert_host_errors);
     kiln_context_destroy(C);
     return test_summary("test_reference");
 }

@@ -216,37 +216,6 @@ static bool compare_i(kiln_cmp d, int64_t a, int64_t b) {
 
 /* ---------------------------------------------------------------- convert ---- */
 
-/* Truncates toward zero and saturates at the dtype's range; NaN gives 0. The limits are
- * powers of two, so they are exact doubles. */
-static uint64_t float_to_int(double d, kiln_dtype to) {
-    if (isnan(d)) return 0;
-    bool i32 = to == KILN_DTYPE_I32;
-    double lim = i32 ? 2147483648.0 : 9223372036854775808.0;
-    d = trunc(d);
-    if (d >= lim) return i32 ? (uint64_t)INT32_MAX : (uint64_t)INT64_MAX;
-    if (d <= -lim) return i32 ? (uint64_t)(int64_t)INT32_MIN : (uint64_t)INT64_MIN;
-    return (uint64_t)(int64_t)d;
-}
-
-static void convert_one(kiln_dtype from, const void *in, kiln_dtype to, void *out, int64_t i) {
-    bool ffrom = ir_dtype_is_float(from);
-    if (ir_dtype_is_float(to)) {
-        if (ffrom) ref_fput(out, to, i, ref_fget(in, from, i));
-        /* int -> float rounds once, directly (i64 -> f32 through double would round
-         * twice); to bf16 through f32 and to f16 through f64, as XLA converts (an integer
-         * that f64 rounds is far beyond f16's range) */
-        else if (to == KILN_DTYPE_F32 || to == KILN_DTYPE_BF16)
-            ref_fput(out, to, i, (double)(float)ref_iget(in, from, i));
-        else
-            ref_fput(out, to, i, (double)ref_iget(in, from, i));
-    } else if (to == KILN_DTYPE_BOOL) {
-        ((uint8_t *)out)[i] = ffrom ? ref_fget(in, from, i) != 0 : ref_iget(in, from, i) != 0;
-    } else {
-        ref_iput(out, to, i,
-                 ffrom ? float_to_int(ref_fget(in, from, i), to) : (uint64_t)ref_iget(in, from, i));
-    }
-}
-
 /* ----------------------------------------------------------------- kernels ---- */
 
 static kiln_status no_scalar(const kiln_graph *g, const ir_node *n, kiln_dtype t) {
@@ -306,7 +275,7 @@ kiln_status ref_convert(const kiln_graph *g, uint32_t id, const ref_value *vals,
     kiln_dtype t = ref_in_node(g, n, 0)->dtype;
     const void *x = ref_in_data(vals, n, 0);
     int64_t count = ref_numel(&n->shape);
-    for (int64_t i = 0; i < count; i++) convert_one(t, x, n->dtype, out, i);
+    for (int64_t i = 0; i < count; i++) ir_convert_one(t, x, n->dtype, out, i);
     return KILN_STATUS_OK;
 }
 

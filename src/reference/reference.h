@@ -11,6 +11,7 @@
 
 #include "base/half.h"
 #include "ir/ir.h"
+#include "ir/scalar.h"
 
 #include <string.h>
 
@@ -63,50 +64,18 @@ kiln_status ref_random(const kiln_graph *g, uint32_t id, const ref_value *vals, 
 
 /* ------------------------------------------------------- element access ---- */
 
+/* The element access of src/ir/scalar.h, under the interpreter's names. */
 static inline double ref_fget(const void *p, kiln_dtype t, int64_t i) {
-    switch (t) {
-    case KILN_DTYPE_F32: return (double)((const float *)p)[i];
-    case KILN_DTYPE_BF16: return (double)kn_bf16_to_f32(((const uint16_t *)p)[i]);
-    case KILN_DTYPE_F16: return (double)kn_f16_to_f32(((const uint16_t *)p)[i]);
-    default: return ((const double *)p)[i];
-    }
+    return ir_fget(p, t, i);
 }
-
-/* Rounds to the dtype, to nearest even: f64 -> f32 and f64 -> f16 in one rounding, f64 ->
- * bf16 through f32 (src/base/half.h says why). An op on bf16 or f16 is thus computed in
- * f64 and rounded once to f32 and once more to 16 bits, where the kernels compute in f32
- * (one rounding per arithmetic step): the two agree but for rare double roundings, within
- * the tolerance tests/test_registry.c documents per op. */
 static inline void ref_fput(void *p, kiln_dtype t, int64_t i, double v) {
-    switch (t) {
-    case KILN_DTYPE_F32: ((float *)p)[i] = (float)v; break;
-    case KILN_DTYPE_BF16: ((uint16_t *)p)[i] = kn_f64_to_bf16(v); break;
-    case KILN_DTYPE_F16: ((uint16_t *)p)[i] = kn_f64_to_f16(v); break;
-    default: ((double *)p)[i] = v; break;
-    }
+    ir_fput(p, t, i, v);
 }
-
-/* Integers and bools as int64 (bool is 0 or 1). */
 static inline int64_t ref_iget(const void *p, kiln_dtype t, int64_t i) {
-    switch (t) {
-    case KILN_DTYPE_I32: return ((const int32_t *)p)[i];
-    case KILN_DTYPE_I64: return ((const int64_t *)p)[i];
-    case KILN_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
-    default: return 0;
-    }
+    return ir_iget(p, t, i);
 }
-
-/* Stores the low bits of v (two's complement wrap, with no signed overflow anywhere);
- * bool stores v != 0. */
 static inline void ref_iput(void *p, kiln_dtype t, int64_t i, uint64_t v) {
-    if (t == KILN_DTYPE_I32) {
-        uint32_t u = (uint32_t)v;
-        memcpy((char *)p + (size_t)i * 4, &u, 4);
-    } else if (t == KILN_DTYPE_I64) {
-        memcpy((char *)p + (size_t)i * 8, &v, 8);
-    } else if (t == KILN_DTYPE_BOOL) {
-        ((uint8_t *)p)[i] = v != 0;
-    }
+    ir_iput(p, t, i, v);
 }
 
 static inline int64_t ref_numel(const ir_shape *s) {

@@ -676,7 +676,7 @@ KILN_API kiln_value kiln_make_causal_mask(kiln_graph *g, int64_t T, int64_t S, k
  *   out[b, i, n, :] = sum over j of p_j v[b, j, kv, :]
  * over the key positions j (only j <= i when is_causal: the lower triangle, aligned at the
  * top left as JAX and PyTorch align it). q is [B, T, N, H], k [B, S, K, H], v [B, S, K, Hv]
- * (or all three without B), f32 or f64; the N query heads share the K key/value heads in
+ * (or all three without B), f32, f64, bf16 or f16; the N query heads share the K key/value heads in
  * groups of G = N / K (grouped-query attention; K = N is plain multi-head attention). The
  * result is [B, T, N, Hv]. Errors (builder errors): mixed dtypes, ranks other than 3 or 4,
  * shapes that disagree, N not a multiple of K, S = 0, a scale that is not finite.

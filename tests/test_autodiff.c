@@ -910,8 +910,8 @@ static void test_errors(void) {
         const char *want;
         kiln_status status;
     } expect[] = {
-        {"the loss must be a f32 or f64 scalar", KILN_STATUS_SHAPE},
-        {"the loss must be a f32 or f64 scalar", KILN_STATUS_DTYPE},
+        {"the loss must be a float scalar", KILN_STATUS_SHAPE},
+        {"the loss must be a float scalar", KILN_STATUS_DTYPE},
         {"not a value of graph", KILN_STATUS_INVALID_ARGUMENT},
         {"only f32 and f64 values have gradients", KILN_STATUS_DTYPE},
         {"needs at least one value", KILN_STATUS_INVALID_ARGUMENT},

@@ -584,7 +584,7 @@ static void test_errors(void) {
         {"kiln_random_normal: draws f32, f64, bf16 or f16, not i32", 6},
         {"kiln_random_split: needs n >= 1", 7},
         {"kiln_random_fold_in: data must be a rank-0 i32 or i64 value, not f32", 8},
-        {"kiln_dropout: takes f32 or f64, not i32", 9},
+        {"kiln_dropout: takes f32, f64, bf16 or f16, not i32", 9},
         {"the key is the invalid value", 10},
         {"elements in one draw; the counter numbers at most 2^32", 11},
     };

@@ -202,7 +202,7 @@ static void test_elementwise_errors(void) {
 
     g = fresh(), a = P(g, KILN_DTYPE_I32, 2, 2);
     OP(kiln_exp(g, a));
-    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_exp", "i32[2,2]", "takes f32 or f64, not i32");
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_exp", "i32[2,2]", "takes f32, f64, bf16 or f16, not i32");
     g = fresh(), a = P(g, KILN_DTYPE_I64, 1);
     OP(kiln_floor(g, a));
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_floor", "i64[1]", "not i64");
@@ -759,7 +759,7 @@ static void test_reduction_errors(void) {
     }
     g = fresh(), x = P(g, KILN_DTYPE_I32, 2, 3);
     OP(kiln_mean(g, x, 1, AXES(0), false));
-    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_mean", "i32[2,3]", "f32 or f64");
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_mean", "i32[2,3]", "f32, f64, bf16 or f16");
 }
 
 /* ------------------------------------------------------------------ dots ---- */
@@ -1095,7 +1095,7 @@ static void test_composite_errors(void) {
     kiln_value x, y;
     g = fresh(), x = P(g, KILN_DTYPE_I32, 2, 3);
     OP(kiln_softmax(g, x, -1));
-    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_softmax", "i32[2,3]", "f32 or f64");
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_softmax", "i32[2,3]", "f32, f64, bf16 or f16");
     g = fresh(), x = P(g, KILN_DTYPE_F32, 2, 3);
     OP(kiln_softmax(g, x, 2));
     EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_softmax", "f32[2,3]", "axis 2");
@@ -1162,7 +1162,7 @@ static void test_composite_errors(void) {
     EXPECT_ERR(g, KILN_STATUS_SHAPE, "kiln_layer_norm_axis", "rank >= 1", "f64[]");
     g = fresh(), x = P(g, KILN_DTYPE_I64, 3);
     OP(kiln_layer_norm_axis(g, x, NONE, NONE, 0, 1e-5));
-    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_layer_norm_axis", "i64[3]", "f32 or f64");
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_layer_norm_axis", "i64[3]", "f32, f64, bf16 or f16");
     g = fresh(), x = P(g, KILN_DTYPE_F32, 3);
     OP(kiln_layer_norm_axis(g, x, NONE, NONE, 0, -0.5));
     EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_layer_norm_axis", "eps -0.5");
@@ -1172,7 +1172,7 @@ static void test_composite_errors(void) {
     /* square: numeric */
     g = fresh(), x = P(g, KILN_DTYPE_BOOL, 2, 2);
     OP(kiln_square(g, x));
-    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_square", "bool[2,2]", "f32, f64, i32 or i64");
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_square", "bool[2,2]", "f32, f64, bf16, f16, i32 or i64");
     g = fresh();
     OP(kiln_square(g, NONE));
     EXPECT_ERR(g, KILN_STATUS_INVALID_ARGUMENT, "kiln_square", "invalid");
@@ -1231,7 +1231,7 @@ static void test_composite_errors(void) {
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_relu", "bool[4]");
     g = fresh(), x = P(g, KILN_DTYPE_I32, 4);
     OP(kiln_sin(g, x));
-    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_sin", "f32 or f64, not i32", "i32[4]");
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_sin", "f32, f64, bf16 or f16, not i32", "i32[4]");
     g = fresh(), x = P(g, KILN_DTYPE_I64, 4);
     OP(kiln_erf(g, x));
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_erf", "i64[4]");

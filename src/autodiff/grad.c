@@ -321,7 +321,7 @@ kiln_status kiln_grad(kiln_graph *g, kiln_value loss, int n, const kiln_value *w
     if (!ir_dtype_is_float(l->dtype) || l->shape.rank != 0) {
         trace_fail_on(g, &loss.id, 1,
                       ir_dtype_is_float(l->dtype) ? KILN_STATUS_SHAPE : KILN_STATUS_DTYPE, op,
-                      "the loss must be a f32 or f64 scalar (rank 0)");
+                      "the loss must be a float scalar (f32, f64, bf16 or f16; rank 0)");
         return g->status;
     }
     if (!check_wrt(g, op, n, wrt, grads)) return g->status;

@@ -60,10 +60,10 @@ kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t 
         FAIL(KILN_STATUS_DTYPE, "the predicate must be bool, not %s", kiln_dtype_name(in[0]));
     if (op != IR_CONVERT && !ir_dtype_accepts(info->types, x))
         FAIL(KILN_STATUS_DTYPE, "takes %s, not %s",
-             info->types == IRT_FLOAT  ? "f32 or f64"
+             info->types == IRT_FLOAT  ? "f32, f64, bf16 or f16"
              : info->types == IRT_BOOL ? "bool"
              : info->types == IRT_I32  ? "i32"
-                                       : "f32, f64, i32 or i64",
+                                       : "f32, f64, bf16, f16, i32 or i64",
              kiln_dtype_name(x));
     if (op == IR_CONVERT && !ir_dtype_valid(*out))
         FAIL(KILN_STATUS_DTYPE, "target dtype %d is not a kiln_dtype", *out);
@@ -88,7 +88,8 @@ static kiln_status random_dtype(ir_node *n, kiln_dtype *out, char *msg, size_t m
     else if (*out == KILN_DTYPE_INVALID)
         *out = KILN_DTYPE_F32;
     else if (!ir_dtype_is_float(*out))
-        FAIL(KILN_STATUS_DTYPE, "random %s gives f32 or f64, not %s", what, kiln_dtype_name(*out));
+        FAIL(KILN_STATUS_DTYPE, "random %s gives f32, f64, bf16 or f16, not %s", what,
+             kiln_dtype_name(*out));
     return KILN_STATUS_OK;
 }
 
@@ -367,7 +368,7 @@ static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, s
     const ir_node *q = input(g, n, 0), *k = input(g, n, 1), *v = input(g, n, 2);
     int r = q->shape.rank;
     if (!ir_dtype_accepts(IRT_FLOAT, q->dtype))
-        FAIL(KILN_STATUS_DTYPE, "dot_product_attention takes f32 or f64, not %s",
+        FAIL(KILN_STATUS_DTYPE, "dot_product_attention takes f32, f64, bf16 or f16, not %s",
              kiln_dtype_name(q->dtype));
     if (k->dtype != q->dtype || v->dtype != q->dtype)
         FAIL(KILN_STATUS_DTYPE, "query, key and value must have one dtype, not %s, %s and %s",

@@ -230,7 +230,7 @@ typedef struct ir_shape {
 } ir_shape;
 
 /* What RANDOM draws from its two Threefry output words (x0, x1). The uniform and normal
- * forms follow jax.random: the result dtype (f32 or f64) is the node's. */
+ * forms follow jax.random: the result dtype (a float) is the node's. */
 typedef enum ir_rng {
     IR_RNG_BITS,    /* i32: x0 ^ x1 (jax.random.bits, 32-bit) */
     IR_RNG_WORD0,   /* i32: x0 (the first word of a split or folded key) */

@@ -14,7 +14,8 @@ static const ir_node *checked_operand(kiln_graph *g, const char *op, kiln_value 
     const ir_node *n = trace_node(g, op, x, "the operand");
     if (n && !ir_dtype_accepts(types, n->dtype)) {
         trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op, "takes %s, not %s",
-                      types == IRT_FLOAT ? "f32 or f64" : "f32, f64, i32 or i64",
+                      types == IRT_FLOAT ? "f32, f64, bf16 or f16"
+                                         : "f32, f64, bf16, f16, i32 or i64",
                       kiln_dtype_name(n->dtype));
         return NULL;
     }

@@ -1,9 +1,18 @@
 // half.h — the 16-bit floats (bf16, f16) for both dialects: a buffer holds their bits as
 // uint16_t, a kernel computes in f32. kiln_ld_<t> widens (exact), kiln_st_<t> narrows to
 // nearest even (overflow to infinity, NaN kept quiet with its sign), kiln_rnd_<t> is the
-// two: the f32 value an op on t gives after rounding (kd_stmt.round). Integer arithmetic
-// only, with selects rather than branches so that loops over them vectorise; the same
-// arithmetic as src/base/half.h, which tests/test_half.c checks against these bit for bit.
+// two: the f32 value an op on t gives after rounding (kd_stmt.round). The same results as
+// src/base/half.h, which tests/test_half.c checks against these bit for bit; written so
+// that gcc 12 vectorises a loop of them (-fopt-info-vec): integer arithmetic in 32-bit
+// lanes, selects in sequence rather than ||, && or one nested chain (either left the f16
+// loop scalar), kiln_rnd_<t> without the trip through 16 bits (the pack and unpack cost
+// more than the rounding). The f16 subnormals round in f32 arithmetic: below 2^-14,
+// x + 0.5f lands where the f32 quantum is the f16 subnormal's (2^-24), so the add itself
+// rounds to nearest even, and the operands are normal numbers (a subnormal operand costs
+// x86 a microcode assist); this needs IEEE f32 in the default rounding mode without
+// flush-to-zero, which neither the kernels nor the runtime change. The hardware's
+// conversions (vcvtneps2bf16, vcvtps2ph) are not used here: gcc 12 vectorises neither from
+// scalar code, and vcvtneps2bf16 flushes f32 subnormals, which these must not.
 // On the GPU (__CUDA_ARCH__: NVRTC, not the C dialect nor the emulator of
 // tests/test_cuda_emulate.c) the conversions are the hardware's cvt, which rounds the same
 // way (to nearest even, subnormals kept: no .ftz) but makes a canonical NaN: NaN takes the
@@ -19,18 +28,28 @@ KILN_FN uint16_t kiln_st_bf16(float f) {
 #endif
     return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x0040u : r);
 }
-KILN_FN float kiln_rnd_bf16(float f) { return kiln_ld_bf16(kiln_st_bf16(f)); }
-KILN_FN float kiln_ld_f16(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, m = h & 0x3ffu;
+KILN_FN float kiln_rnd_bf16(float f) {
 #ifdef __CUDA_ARCH__
+    return kiln_ld_bf16(kiln_st_bf16(f));
+#else
+    uint32_t u = kiln_f32_bits(f);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    return kiln_bits_f32((u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) & 0xffff0000u : r);
+#endif
+}
+KILN_FN float kiln_ld_f16(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+#ifdef __CUDA_ARCH__
+    uint32_t m = h & 0x3ffu;
     float r;
     asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"((unsigned short)h));
     return (h & 0x7fffu) > 0x7c00u ? kiln_bits_f32(sign | 0x7f800000u | (m << 13)) : r;
 #else
-    uint32_t e = (h >> 10) & 0x1fu;
-    float sub = (float)(int32_t)m * 5.9604644775390625e-8f;
-    uint32_t norm = sign | (e == 0x1fu ? 0x7f800000u | (m << 13) : ((e + 112u) << 23) | (m << 13));
-    return e == 0 ? (sign ? -sub : sub) : kiln_bits_f32(norm);
+    uint32_t x = (uint32_t)(h & 0x7fffu) << 13; /* exponent and mantissa, f32-aligned */
+    float sub = kiln_bits_f32(0x3f000000u | x >> 13) - 0.5f; /* m 2^-24, exact */
+    uint32_t r = x + (x >= 0x0f800000u ? 0x70000000u : 0x38000000u); /* rebias */
+    r = x < 0x00800000u ? kiln_f32_bits(sub) : r;
+    return kiln_bits_f32(sign | r);
 #endif
 }
 KILN_FN uint16_t kiln_st_f16(float f) {
@@ -41,17 +60,23 @@ KILN_FN uint16_t kiln_st_f16(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return u > 0x7f800000u ? (uint16_t)(sign | 0x7e00u | ((u >> 13) & 0x3ffu)) : h;
 #else
-    uint32_t e = u >> 23, m = (u & 0x7fffffu) | 0x800000u;
-    uint32_t shift = e < 102u ? 24u : 126u - e; /* the subnormal case's, in 1..24 */
-    shift = shift > 24u ? 24u : shift < 1u ? 1u : shift;
-    uint32_t q = m >> shift, rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-    uint32_t sub = e < 102u ? 0u : q + (rest > half || (rest == half && (q & 1u)));
-    uint32_t norm = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;
-    uint32_t r = u > 0x7f800000u   ? 0x7e00u | ((u >> 13) & 0x3ffu)
-                 : u >= 0x477ff000u ? 0x7c00u
-                 : u < 0x38800000u  ? sub
-                                    : norm;
+    uint32_t r = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13; /* rebias, ties to even */
+    r = u < 0x38800000u ? kiln_f32_bits(kiln_bits_f32(u) + 0.5f) - 0x3f000000u : r;
+    r = u >= 0x477ff000u ? 0x7c00u : r; /* rounds to 65536 or more */
+    r = u > 0x7f800000u ? 0x7e00u | ((u >> 13) & 0x3ffu) : r;
     return (uint16_t)(sign | r);
 #endif
 }
-KILN_FN float kiln_rnd_f16(float f) { return kiln_ld_f16(kiln_st_f16(f)); }
+KILN_FN float kiln_rnd_f16(float f) {
+#ifdef __CUDA_ARCH__
+    return kiln_ld_f16(kiln_st_f16(f));
+#else
+    uint32_t u = kiln_f32_bits(f), sign = u & 0x80000000u;
+    u &= 0x7fffffffu;
+    uint32_t r = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+    r = u < 0x38800000u ? kiln_f32_bits((kiln_bits_f32(u) + 0.5f) - 0.5f) : r;
+    r = u >= 0x477ff000u ? 0x7f800000u : r;
+    r = u > 0x7f800000u ? (u | 0x00400000u) & 0xffffe000u : r;
+    return kiln_bits_f32(sign | r);
+#endif
+}

@@ -96,13 +96,17 @@ static int b_dot_layouts(kiln_graph *g, kiln_dtype t, kiln_value *o) {
 }
 
 /* Products past every block of gemm_half.c (rows past MC, columns past NC, K past KC and
- * odd), and large enough that cpu_backend.c splits them into row blocks over threads. */
+ * odd), and large enough that cpu_backend.c splits them into row blocks over threads
+ * (tall: each thread's block still past MC rows; its K odd and short of AMX's 32). */
 static int b_dot_blocks(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     int64_t ad[2] = {131, 301}, bd[2] = {301, 270}, btd[2] = {270, 301}, atd[2] = {301, 131};
     int64_t xd[3] = {3, 40, 129}, wd[3] = {3, 129, 33};
     kiln_value a = param(g, "a", t, 2, ad), b = param(g, "b", t, 2, bd);
     kiln_value bt = param(g, "bt", t, 2, btd), at = param(g, "at", t, 2, atd);
     kiln_value x = param(g, "x", t, 3, xd), w = param(g, "w", t, 3, wd);
+    int64_t td[2] = {900, 27}, ttd[2] = {27, 900}, sd[2] = {27, 45};
+    kiln_value tall = param(g, "tall", t, 2, td), tallt = param(g, "tallt", t, 2, ttd);
+    kiln_value s = param(g, "s", t, 2, sd);
     kiln_dot_dims abt = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {1}};
     kiln_dot_dims atb = {.n_contract = 1, .lhs_contract = {0}, .rhs_contract = {0}};
     kiln_dot_dims bat = {.n_contract = 1, .lhs_contract = {2}, .rhs_contract = {1}, .n_batch = 1};
@@ -111,6 +115,8 @@ static int b_dot_blocks(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     o[n++] = kiln_dot_general(g, a, bt, &abt);
     o[n++] = kiln_dot_general(g, at, b, &atb);
     o[n++] = kiln_dot_general(g, x, w, &bat);
+    o[n++] = kiln_matmul(g, tall, s);
+    o[n++] = kiln_dot_general(g, tallt, s, &atb);
     /* a product feeding elementwise work: the rounding happens once, at the product */
     o[n++] = kiln_tanh(g, kiln_add(g, kiln_matmul(g, a, b), kiln_scalar(g, t, 0.5)));
     return n;

@@ -3,7 +3,8 @@
  * chains move half the bytes), and GFLOP/s of one matrix product in the three types, with
  * the machine's copy bandwidth and OpenBLAS's sgemm rate measured in the same run.
  * bench/half/run.sh prints JAX's figures for the same work next to these. Prints only;
- * nothing fails on time. Usage: bench_half [reps] (default 9; figures are medians). */
+ * nothing fails on time. Usage: bench_half [reps] [chain|matmul] (default 9 reps, both;
+ * figures are medians; a skipped part prints zeros). */
 #include "../bench_util.h"
 
 #include <string.h>
@@ -96,6 +97,8 @@ static double copy_gbs(int reps) {
 
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 9;
+    const char *only = argc > 2 ? argv[2] : "";
+    bool chains = strcmp(only, "matmul") != 0, products = strcmp(only, "chain") != 0;
     if (reps < 1 || reps > 63) reps = 9;
     kiln_context *ctx = NULL;
     char err[512];
@@ -110,8 +113,11 @@ int main(int argc, char **argv) {
     printf("| dtype | chain 64Mi (Gelem/s) | vs f32 | matmul %d^3 (GFLOP/s) | vs f32 |\n", MM);
     printf("|---|---|---|---|---|\n");
     for (int i = 0; i < 3; i++) {
-        double c = chain_rate(ctx, ts[i], reps), m = matmul_gflops(ctx, ts[i], reps);
+        double c = chains ? chain_rate(ctx, ts[i], reps) : 0;
+        double m = products ? matmul_gflops(ctx, ts[i], reps) : 0;
         if (!i) f32_chain = c, f32_mm = m;
+        if (!chains) c = f32_chain = 1;
+        if (!products) m = f32_mm = 1;
         printf("| %s | %.3f | %.2fx | %.1f | %.2fx |\n", kiln_dtype_name(ts[i]), c / 1e9,
                c / f32_chain, m, m / f32_mm);
         fflush(stdout);

@@ -4,14 +4,24 @@
  *
  * The GotoBLAS blocking of gemm_kiln.c, with the loops ordered so that one MC x NC block of
  * C is finished over all of K before it is rounded: its f32 sums stay in a stack buffer
- * (cb) and C itself is written once. Packing widens the 16-bit operands to f32, so the
- * portable micro-kernel is gemm_kiln's f32 one (vector extensions, cloned per ISA). Where
- * the CPU has AVX512_BF16 (checked at run time), bf16 operands are packed as pairs along K
- * instead and multiplied with vdpbf16ps, which reads half the bytes and does two
- * multiply-adds per lane: the same f32 sums but for the order of two additions and the
- * flushing of bf16 subnormals to zero (inputs below 2^-126), which the instruction does.
+ * (cb) and C itself is written once. MC is large (a few hundred rows) because each block
+ * packs its own panels of B: a small MC repacked B for every few rows of A, and that
+ * packing, not the multiply-adds, was the product's cost. Packing widens the 16-bit
+ * operands to f32, so the portable micro-kernel is gemm_kiln's f32 one (vector extensions,
+ * cloned per ISA); on AVX-512 the packing converts 16 values per instruction (F16C's
+ * vcvtph2ps for f16, a shift for bf16). Where the CPU has AVX512_BF16 (checked at run
+ * time), bf16 operands are packed as pairs along K instead and multiplied with vdpbf16ps,
+ * which reads half the bytes and does two multiply-adds per lane: the same f32 sums but for
+ * the order of two additions and the flushing of bf16 subnormals to zero (inputs below
+ * 2^-126), which the instruction does. There an untransposed A is not packed at all: a
+ * pair along K is already one 32-bit word of its row, which the tile broadcasts straight
+ * from A. Where the CPU also has AMX-BF16 and the OS grants its tiles, products of more
+ * than AMX_MIN_MNK multiply-adds go to the AMX kernel (block_amx) instead, several times
+ * the rate of the others; vdpbf16ps alone is no faster than the f32 kernel on such a CPU
+ * (the f32 kernel widening bf16 was measured a little faster), so it is kept for small
+ * products and CPUs without AMX.
  *
- * Invariants: every buffer is on the calling thread's stack (at most ~300 KiB, well inside
+ * Invariants: every buffer is on the calling thread's stack (at most ~450 KiB, well inside
  * the 8 MiB glibc gives threads), so the kernel allocates nothing; padded lanes of a panel
  * are zeros and padded rows and columns of a tile are never stored. */
 #include "blas.h"
@@ -21,16 +31,21 @@
 #include <string.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define HALF_X86    1
 #define HALF_DPBF16 1
 #else
+#define HALF_X86    0
 #define HALF_DPBF16 0
 #endif
 
 #define MR 6
 #define NR 32  /* two vectors of 16 f32 */
 #define KC 128 /* even: the bf16 pairs never straddle a panel */
-#define MC 96  /* a multiple of MR */
+#define MC 192 /* a multiple of MR and MRB */
 #define NC 256 /* a multiple of NR */
 
 typedef float v16f __attribute__((vector_size(64), aligned(64)));
@@ -81,6 +96,7 @@ static inline void tile_f32(int64_t kc, const float *ap, const float *bp, float 
         v16f b0, b1;
         memcpy(&b0, bp + p * NR, sizeof b0);
         memcpy(&b1, bp + p * NR + 16, sizeof b1);
+#pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
             float av = ap[p * MR + i];
             acc[i][0] += av * b0;
@@ -98,16 +114,92 @@ static inline void tile_f32(int64_t kc, const float *ap, const float *bp, float 
     }
 }
 
-/* cb[0:mc, 0:nc] = op(A)[i0:i0+mc, :] op(B)[:, j0:j0+nc] in f32. */
-KILN_CLONES static void block_f32(bool bf, bool ta, bool tb, int64_t k, const uint16_t *a,
+/* ------------------------------------------------- AVX-512 packing ---- */
+
+#if HALF_X86
+#define TARGET_512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* src[0:n] (n <= 16, zeros past it: a masked load, which never touches memory past n)
+ * widened to f32: bf16 by a shift, f16 by vcvtph2ps (exact, as kn_f16_to_f32; a
+ * signalling NaN comes out quiet, which no product's result can tell). */
+TARGET_512 static inline __m512 widen16(bool bf, const uint16_t *src, int64_t n) {
+    __mmask16 m = n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+    __m256i h = _mm256_maskz_loadu_epi16(m, src);
+    return bf ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+              : _mm512_cvtph_ps(h);
+}
+
+/* dst[p * ld + r] = X[r][p] for r < nr, p < kc, widened, where row r of X starts at
+ * src + r * lds and runs along p; rows nr..ld are zero (a panel's padding). */
+TARGET_512 static void widen_across(bool bf, const uint16_t *src, int64_t lds, int64_t nr,
+                                    int64_t kc, float *dst, int64_t ld) {
+    _Alignas(64) float t[16];
+    for (int64_t r = 0; r < ld; r++)
+        for (int64_t p0 = 0; p0 < kc; p0 += 16) {
+            int64_t n = kc - p0 < 16 ? kc - p0 : 16;
+            if (r < nr) _mm512_store_ps(t, widen16(bf, src + r * lds + p0, n));
+            for (int64_t q = 0; q < n; q++) dst[(p0 + q) * ld + r] = r < nr ? t[q] : 0;
+        }
+}
+
+/* dst[p * ld : p * ld + ld] = src[p * lds : p * lds + w] widened, zeros past w (ld <= 32). */
+TARGET_512 static void widen_along(bool bf, const uint16_t *src, int64_t lds, int64_t w, int64_t kc,
+                                   float *dst, int64_t ld) {
+    __mmask16 lo = ld >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ld) - 1);
+    for (int64_t p = 0; p < kc; p++, src += lds, dst += ld) {
+        _mm512_mask_storeu_ps(dst, lo, widen16(bf, src, w));
+        if (ld > 16) _mm512_storeu_ps(dst + 16, widen16(bf, src + 16, w - 16));
+    }
+}
+
+/* pack_b_f32 and pack_a_f32 (below) with the conversions in AVX-512 registers. */
+TARGET_512 static void pack_b_f32_512(bool bf, bool tb, const uint16_t *b, int64_t ldb, int64_t p0,
+                                      int64_t kc, int64_t j0, int64_t nc, float *bp) {
+    for (int64_t jp = 0; jp < nc; jp += NR) {
+        int64_t w = nc - jp < NR ? nc - jp : NR;
+        if (tb)
+            widen_across(bf, b + (j0 + jp) * ldb + p0, ldb, w, kc, bp + jp * kc, NR);
+        else
+            widen_along(bf, b + p0 * ldb + j0 + jp, ldb, w, kc, bp + jp * kc, NR);
+    }
+}
+
+TARGET_512 static void pack_a_f32_512(bool bf, bool ta, const uint16_t *a, int64_t lda, int64_t i0,
+                                      int64_t mc, int64_t p0, int64_t kc, float *ap) {
+    for (int64_t ip = 0; ip < mc; ip += MR) {
+        int64_t h = mc - ip < MR ? mc - ip : MR;
+        if (ta)
+            widen_along(bf, a + p0 * lda + i0 + ip, lda, h, kc, ap + ip * kc, MR);
+        else
+            widen_across(bf, a + (i0 + ip) * lda + p0, lda, h, kc, ap + ip * kc, MR);
+    }
+}
+
+/* Whether this CPU has AVX-512 F, BW and VL (and the OS keeps their state). */
+static bool has_avx512(void) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+}
+#endif
+
+/* cb[0:mc, 0:nc] = op(A)[i0:i0+mc, :] op(B)[:, j0:j0+nc] in f32; vec: pack with AVX-512. */
+KILN_CLONES static void block_f32(bool bf, bool vec, bool ta, bool tb, int64_t k, const uint16_t *a,
                                   int64_t lda, const uint16_t *b, int64_t ldb, int64_t i0,
                                   int64_t mc, int64_t j0, int64_t nc, float *cb) {
     _Alignas(64) float bp[KC * NC];
     _Alignas(64) float ap[KC * MC];
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
         int64_t kc = k - p0 < KC ? k - p0 : KC;
-        pack_b_f32(bf, tb, b, ldb, p0, kc, j0, nc, bp);
-        pack_a_f32(bf, ta, a, lda, i0, mc, p0, kc, ap);
+#if HALF_X86
+        if (vec) {
+            pack_b_f32_512(bf, tb, b, ldb, p0, kc, j0, nc, bp);
+            pack_a_f32_512(bf, ta, a, lda, i0, mc, p0, kc, ap);
+        } else
+#endif
+        {
+            pack_b_f32(bf, tb, b, ldb, p0, kc, j0, nc, bp);
+            pack_a_f32(bf, ta, a, lda, i0, mc, p0, kc, ap);
+        }
         for (int64_t jp = 0; jp < nc; jp += NR)
             for (int64_t ip = 0; ip < mc; ip += MR)
                 tile_f32(kc, ap + ip * kc, bp + jp * kc, cb + ip * NC + jp, p0 > 0);
@@ -118,22 +210,45 @@ KILN_CLONES static void block_f32(bool bf, bool ta, bool tb, int64_t k, const ui
 
 #if HALF_DPBF16
 #define MRB         12 /* rows of the bf16 tile: 24 accumulators, two B vectors, a broadcast */
-#define TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-/* Bp[kc/2][NR][2]: for each pair of K rows, each column's two values side by side (the
- * pairs vdpbf16ps multiplies), zero beyond nc and past an odd kc. */
+/* The pairs of rows r0 and r1 (r1 NULL: zeros, past an odd kc) of a 16-bit matrix, n <= 16
+ * columns from each, as 32-bit words: r0's value low, r1's high; zeros past n. */
+TARGET_BF16 static inline __m512i pairs16(const uint16_t *r0, const uint16_t *r1, int64_t n) {
+    __mmask16 m = n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+    __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0));
+    if (!r1) return lo;
+    __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r1));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* One 32-bit word of two 16-bit values side by side, from any (2-byte aligned) address. */
+typedef uint32_t half_pair __attribute__((aligned(2), may_alias));
+
+/* Bp[kpp][NR][2]: for each pair of K rows, each column's two values side by side (the
+ * pairs vdpbf16ps and AMX multiply), zero beyond nc, past an odd kc and from pair kc/2 to
+ * kpp (AMX's tiles take 16 pairs at a time). Untransposed, a pair
+ * joins two rows of B; transposed (B stored n x k), it is already one word of a row. */
 TARGET_BF16 static void pack_b_pairs(bool tb, const uint16_t *b, int64_t ldb, int64_t p0,
-                                     int64_t kc, int64_t j0, int64_t nc, uint16_t *bp) {
+                                     int64_t kc, int64_t j0, int64_t nc, int64_t kpp,
+                                     uint16_t *bp) {
     int64_t kp = (kc + 1) / 2;
     for (int64_t jp = 0; jp < nc; jp += NR) {
         int64_t w = nc - jp < NR ? nc - jp : NR;
-        uint16_t *dst = bp + jp * 2 * kp;
-        for (int64_t p = 0; p < kp; p++, dst += 2 * NR) {
+        uint32_t *dst = (uint32_t *)(bp + jp * 2 * kpp);
+        memset(dst + kp * NR, 0, (size_t)(kpp - kp) * NR * 4);
+        for (int64_t p = 0; p < kp; p++, dst += NR) {
+            bool odd = 2 * p + 1 == kc;
+            if (!tb) {
+                const uint16_t *r0 = b + (p0 + 2 * p) * ldb + j0 + jp;
+                _mm512_storeu_si512(dst, pairs16(r0, odd ? NULL : r0 + ldb, w));
+                _mm512_storeu_si512(dst + 16, pairs16(r0 + 16, odd ? NULL : r0 + ldb + 16, w - 16));
+                continue;
+            }
+            const uint16_t *c0 = b + (j0 + jp) * ldb + p0 + 2 * p;
             for (int64_t j = 0; j < w; j++)
-                for (int64_t h = 0; h < 2; h++)
-                    dst[2 * j + h] =
-                        2 * p + h < kc ? at(b, tb, ldb, p0 + 2 * p + h, j0 + jp + j) : 0;
-            for (int64_t j = 2 * w; j < 2 * NR; j++) dst[j] = 0;
+                dst[j] = odd ? c0[j * ldb] : *(const half_pair *)(c0 + j * ldb);
+            for (int64_t j = w; j < NR; j++) dst[j] = 0;
         }
     }
 }
@@ -146,29 +261,42 @@ TARGET_BF16 static void pack_a_pairs(bool ta, const uint16_t *a, int64_t lda, in
         int64_t h = mc - ip < MRB ? mc - ip : MRB;
         uint32_t *dst = ap + ip * kp;
         for (int64_t p = 0; p < kp; p++, dst += MRB) {
+            bool odd = 2 * p + 1 == kc;
+            if (ta) {
+                const uint16_t *r0 = a + (p0 + 2 * p) * lda + i0 + ip;
+                _mm512_mask_storeu_epi32(dst, (1u << MRB) - 1,
+                                         pairs16(r0, odd ? NULL : r0 + lda, h));
+                continue;
+            }
             for (int64_t i = 0; i < h; i++) {
-                uint32_t lo = at(a, ta, lda, i0 + ip + i, p0 + 2 * p);
-                uint32_t hi = 2 * p + 1 < kc ? at(a, ta, lda, i0 + ip + i, p0 + 2 * p + 1) : 0;
-                dst[i] = lo | hi << 16;
+                const uint16_t *x = a + (i0 + ip + i) * lda + p0 + 2 * p;
+                dst[i] = odd ? x[0] : *(const half_pair *)x;
             }
             for (int64_t i = h; i < MRB; i++) dst[i] = 0;
         }
     }
 }
 
-TARGET_BF16 static void tile_bf16(int64_t kp, const uint32_t *ap, const uint16_t *bp, float *cb,
-                                  bool accumulate) {
-    __m512 acc[MRB][2];
+/* cb[0:MRB, 0:NR] (+)= A's rows times one B panel, the pair p of row i the word at
+ * ap + p * sp + i * si (in 16-bit units): a packed panel (sp 2 MRB, si 2) or A itself
+ * (sp 2, si lda). */
+TARGET_BF16 static void tile_bf16(int64_t kp, const uint16_t *ap, int64_t sp, int64_t si,
+                                  const uint16_t *bp, float *cb, bool accumulate) {
+    __m512 acc[MRB][2]; /* in registers only with the loops over i unrolled: -O2 does not */
+#pragma GCC unroll 12
     for (int i = 0; i < MRB; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (int64_t p = 0; p < kp; p++) {
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * 2 * NR);
         __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * 2 * NR + 32);
+#pragma GCC unroll 12
         for (int i = 0; i < MRB; i++) {
-            __m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[p * MRB + i]);
+            uint32_t w = *(const half_pair *)(ap + p * sp + i * si);
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)w);
             acc[i][0] = _mm512_dpbf16_ps(acc[i][0], av, b0);
             acc[i][1] = _mm512_dpbf16_ps(acc[i][1], av, b1);
         }
     }
+#pragma GCC unroll 12
     for (int i = 0; i < MRB; i++) {
         float *ci = cb + i * NC;
         if (accumulate) {
@@ -180,6 +308,9 @@ TARGET_BF16 static void tile_bf16(int64_t kp, const uint32_t *ap, const uint16_t
     }
 }
 
+/* An untransposed A's full tiles over an even kc read A in place (two bf16 of a row along K
+ * are the pair vdpbf16ps wants); the rest read the packed panel. lda odd still works: the
+ * words are loaded unaligned. */
 TARGET_BF16 static void block_bf16(bool ta, bool tb, int64_t k, const uint16_t *a, int64_t lda,
                                    const uint16_t *b, int64_t ldb, int64_t i0, int64_t mc,
                                    int64_t j0, int64_t nc, float *cb) {
@@ -187,17 +318,124 @@ TARGET_BF16 static void block_bf16(bool ta, bool tb, int64_t k, const uint16_t *
     _Alignas(64) uint32_t ap[KC / 2 * MC];
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
         int64_t kc = k - p0 < KC ? k - p0 : KC, kp = (kc + 1) / 2;
-        pack_b_pairs(tb, b, ldb, p0, kc, j0, nc, bp);
-        pack_a_pairs(ta, a, lda, i0, mc, p0, kc, ap);
+        bool direct = !ta && kc % 2 == 0;
+        pack_b_pairs(tb, b, ldb, p0, kc, j0, nc, kp, bp);
+        if (!direct || mc % MRB) pack_a_pairs(ta, a, lda, i0, mc, p0, kc, ap);
         for (int64_t jp = 0; jp < nc; jp += NR)
-            for (int64_t ip = 0; ip < mc; ip += MRB)
-                tile_bf16(kp, ap + ip * kp, bp + jp * 2 * kp, cb + ip * NC + jp, p0 > 0);
+            for (int64_t ip = 0; ip < mc; ip += MRB) {
+                bool in_place = direct && mc - ip >= MRB;
+                const uint16_t *x =
+                    in_place ? a + (i0 + ip) * lda + p0 : (const uint16_t *)(ap + ip * kp);
+                tile_bf16(kp, x, 2 * (in_place ? 1 : MRB), in_place ? lda : 2, bp + jp * 2 * kp,
+                          cb + ip * NC + jp, p0 > 0);
+            }
     }
+}
+
+/* ------------------------------------------------------------ AMX kernel ---- */
+
+/* With AMX (Sapphire Rapids on), a tile instruction multiplies a 16 x 32 bf16 tile of A by
+ * a 32 x 16 one of B (in the pair layout above) into a 16 x 16 f32 tile: 16 vdpbf16ps in
+ * one. A block of C is 32 x 32 (four accumulator tiles, two of A, two of B, all 16 rows of
+ * 64 bytes: one configuration). It sums each 32-long run of K in the tile unit's own
+ * order, and flushes bf16 subnormal inputs and f32 subnormal results to zero; the tests'
+ * tolerance for products covers both. Linux hands out the tile state only on request
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, once per process; repeating it is harmless), so the
+ * path is taken only when that request succeeds. */
+#define TARGET_AMX  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+#define AMX_K       32        /* K per tile */
+#define AMX_MIN_MNK (1 << 18) /* smaller products do not pay for the configuration */
+
+/* Ap[MC][KC]: op(A)[i0:i0+mc, p0:p0+kc] row-major, zero past kc up to kcp (a multiple of
+ * AMX_K) and from row mc to the next multiple of 32. */
+TARGET_AMX static void pack_a_rows(bool ta, const uint16_t *a, int64_t lda, int64_t i0, int64_t mc,
+                                   int64_t p0, int64_t kc, int64_t kcp, uint16_t *ap) {
+    int64_t rows = (mc + 31) / 32 * 32;
+    for (int64_t i = 0; i < rows; i++) {
+        uint16_t *dst = ap + i * KC;
+        if (i < mc && !ta)
+            memcpy(dst, a + (i0 + i) * lda + p0, (size_t)kc * 2);
+        else
+            for (int64_t p = 0; p < kc; p++) dst[p] = i < mc ? a[(p0 + p) * lda + i0 + i] : 0;
+        memset(dst + kc, 0, (size_t)(kcp - kc) * 2);
+    }
+}
+
+struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+};
+
+TARGET_AMX static void block_amx(bool ta, bool tb, int64_t k, const uint16_t *a, int64_t lda,
+                                 const uint16_t *b, int64_t ldb, int64_t i0, int64_t mc, int64_t j0,
+                                 int64_t nc, float *cb) {
+    _Alignas(64) uint16_t bp[KC * NC];
+    _Alignas(64) uint16_t ap[MC * KC];
+    for (int64_t p0 = 0; p0 < k; p0 += KC) {
+        int64_t kc = k - p0 < KC ? k - p0 : KC, kcp = (kc + AMX_K - 1) / AMX_K * AMX_K;
+        pack_b_pairs(tb, b, ldb, p0, kc, j0, nc, kcp / 2, bp);
+        pack_a_rows(ta, a, lda, i0, mc, p0, kc, kcp, ap);
+        for (int64_t jp = 0; jp < nc; jp += NR)
+            for (int64_t ip = 0; ip < mc; ip += 32) {
+                float *c = cb + ip * NC + jp;
+                if (p0 > 0) {
+                    _tile_loadd(0, c, NC * 4);
+                    _tile_loadd(1, c + 16, NC * 4);
+                    _tile_loadd(2, c + 16 * NC, NC * 4);
+                    _tile_loadd(3, c + 16 * NC + 16, NC * 4);
+                } else {
+                    _tile_zero(0);
+                    _tile_zero(1);
+                    _tile_zero(2);
+                    _tile_zero(3);
+                }
+                const uint16_t *bq = bp + jp * kcp, *aq = ap + ip * KC;
+                for (int64_t q = 0; q < kcp; q += AMX_K) {
+                    _tile_loadd(4, aq + q, KC * 2);
+                    _tile_loadd(5, aq + 16 * KC + q, KC * 2);
+                    _tile_loadd(6, bq + q * NR, NR * 4);
+                    _tile_loadd(7, bq + q * NR + 32, NR * 4);
+                    _tile_dpbf16ps(0, 4, 6);
+                    _tile_dpbf16ps(1, 4, 7);
+                    _tile_dpbf16ps(2, 5, 6);
+                    _tile_dpbf16ps(3, 5, 7);
+                }
+                _tile_stored(0, c, NC * 4);
+                _tile_stored(1, c + 16, NC * 4);
+                _tile_stored(2, c + 16 * NC, NC * 4);
+                _tile_stored(3, c + 16 * NC + 16, NC * 4);
+            }
+    }
+}
+
+/* Configures the eight tiles (16 rows of 64 bytes each) for this thread; false where the
+ * CPU has no AMX-BF16 or the OS does not grant the tile state. */
+TARGET_AMX static bool amx_begin(void) {
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 22)) ||
+        !(edx & (1u << 24)))
+        return false;
+    if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) != 0)
+        return false;
+    /* constant data: gcc 12's _tile_loadconfig tells the compiler it reads only 8 bytes of
+     * its operand, so stores into a local configuration could be dropped as dead */
+    static const struct amx_config cfg = {
+        .palette = 1,
+        .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+        .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+    };
+    _tile_loadconfig(&cfg);
+    return true;
+}
+
+TARGET_AMX static void amx_end(void) {
+    _tile_release();
 }
 
 /* Whether this CPU has vdpbf16ps (and the OS keeps AVX-512 state: cpu_supports checks). */
 static bool has_dpbf16(void) {
-    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+    return __builtin_cpu_supports("avx512bf16") && has_avx512();
 }
 #endif
 
@@ -215,9 +453,10 @@ void cpu_half_gemm(bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    int64_t lda, const uint16_t *b, int64_t ldb, uint16_t *c, int64_t ldc) {
     _Alignas(64) float cb[MC * NC];
 #if HALF_DPBF16
-    bool dp = bf16 && has_dpbf16();
+    bool dp = bf16 && has_dpbf16(), vec = has_avx512();
+    bool amx = dp && (double)m * (double)n * (double)k >= AMX_MIN_MNK && amx_begin();
 #else
-    bool dp = false;
+    bool dp = false, vec = false;
     (void)dp;
 #endif
     for (int64_t j0 = 0; j0 < n; j0 += NC) {
@@ -226,12 +465,17 @@ void cpu_half_gemm(bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
             int64_t mc = m - i0 < MC ? m - i0 : MC;
             if (k == 0) memset(cb, 0, sizeof cb);
 #if HALF_DPBF16
+            else if (amx)
+                block_amx(ta, tb, k, a, lda, b, ldb, i0, mc, j0, nc, cb);
             else if (dp)
                 block_bf16(ta, tb, k, a, lda, b, ldb, i0, mc, j0, nc, cb);
 #endif
             else
-                block_f32(bf16, ta, tb, k, a, lda, b, ldb, i0, mc, j0, nc, cb);
+                block_f32(bf16, vec, ta, tb, k, a, lda, b, ldb, i0, mc, j0, nc, cb);
             store_block(bf16, cb, mc, nc, c + i0 * ldc + j0, ldc);
         }
     }
+#if HALF_DPBF16
+    if (amx) amx_end();
+#endif
 }

@@ -388,8 +388,8 @@ static void test_forms(void) {
         kiln_graph_destroy(g);
     }
     /* row values (CF_ROW, a block per row): a softmax with NaN rows, a rank-3 layer norm,
-     * and a softmax over a product's dying result, in place (a barrier after the
-     * prologue) */
+     * a softmax over a product's dying result, in place (a barrier after the prologue),
+     * and rows held on chip or too long for it */
     g = NULL;
     kiln_graph_create(ctx, "rows", &g);
     {
@@ -399,10 +399,21 @@ static void test_forms(void) {
         kiln_value s = kiln_parameter(g, "s", KILN_DTYPE_F32, 1, &dk);
         kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, dw);
         kiln_value p = kiln_mul(g, kiln_matmul(g, a, w), kiln_scalar(g, KILN_DTYPE_F32, 0.01));
-        kiln_value rows[3] = {kiln_softmax(g, kiln_log(g, a), -1),
+        /* rows held on chip (schedule.c, row caches): two caches at once, one cache
+         * taking x then the kept exp(x - max) (rows of 8192), and rows too long for them */
+        int64_t dl[2] = {64, 8192}, dx[2] = {64, 12000};
+        kiln_value l = kiln_parameter(g, "l", KILN_DTYPE_F32, 2, dl);
+        kiln_value l2 = kiln_parameter(g, "l2", KILN_DTYPE_F32, 2, dl);
+        kiln_value lx = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, dx);
+        kiln_value rows[8] = {kiln_softmax(g, kiln_log(g, a), -1),
                               kiln_layer_norm(g, b, s, s, 1e-5),
-                              kiln_matmul(g, kiln_softmax(g, p, -1), w)};
-        if (finish(g, 3, rows, "rows")) {
+                              kiln_matmul(g, kiln_softmax(g, p, -1), w),
+                              kiln_log_softmax(g, a, -1),
+                              kiln_softmax(g, l, -1),
+                              kiln_log_softmax(g, l2, -1),
+                              kiln_softmax(g, lx, -1),
+                              kiln_rms_norm(g, lx, (kiln_value){0, 0}, -1, 1e-6)};
+        if (finish(g, 8, rows, "rows")) {
             check(g, "rows", NULL, 1e-5);
             kiln_graph_destroy(g);
         }
@@ -435,6 +446,22 @@ static void test_forms(void) {
                                     kiln_broadcast_in_dim(g, m, 4, nhwc, &last))};
         if (finish(g, 2, o, "short_rows")) {
             check(g, "short_rows", NULL, 1e-6);
+            kiln_graph_destroy(g);
+        }
+    }
+    /* short rows, several a block (schedule.c, row_groups): four at a time, eight at a
+     * time (16-bit), one at a time, their count no multiple of the rows a block takes */
+    g = NULL;
+    kiln_graph_create(ctx, "row_groups", &g);
+    {
+        int64_t d64[2] = {301, 64}, d24[2] = {77, 24}, d37[2] = {50, 37};
+        kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 2, d64);
+        kiln_value h = kiln_parameter(g, "h", KILN_DTYPE_BF16, 2, d24);
+        kiln_value o = kiln_parameter(g, "o", KILN_DTYPE_F32, 2, d37);
+        kiln_value rg[3] = {kiln_add(g, kiln_mul(g, a, a), kiln_exp(g, a)),
+                            kiln_mul(g, kiln_tanh(g, h), h), kiln_sub(g, o, kiln_mul(g, o, o))};
+        if (finish(g, 3, rg, "row_groups")) {
+            check(g, "row_groups", NULL, 1e-5);
             kiln_graph_destroy(g);
         }
     }

@@ -1059,6 +1059,98 @@ static void test_axis_norms(void) {
     axis_norms(3, (int64_t[]){2, 5, 33}, 0);
 }
 
+/* CUDA: softmax, log_softmax, layer norm and RMS norm are one kernel each, a block per row
+ * (KD_CUDA_ROW), whose row is held on chip (a row cache, schedule.c) when it fits
+ * KD_ROW_CACHE_BYTES: its elements are read from device memory once and written once (a
+ * norm's scale and bias, one read each, are shared by every row), where the passes read
+ * the row 3 times and a kept value went to the output and back. A row too long for the
+ * caches keeps the passes' reads. Counted on the scheduled description (kd_cuda_row_traffic);
+ * the printed code is checked against the reference by test_cuda_emulate. */
+static void row_traffic(int op, kiln_dtype t, int64_t n, int want_reads, int want_writes) {
+    static const char *const names[4] = {"softmax", "log_softmax", "layer_norm", "rms_norm"};
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, names[op], &g));
+    int64_t d[2] = {64, n};
+    kiln_value x = kiln_parameter(g, "x", t, 2, d), sc = kiln_parameter(g, "s", t, 1, &n);
+    kiln_value b = op == 2 ? kiln_parameter(g, "b", t, 1, &n) : sc;
+    kiln_value y = op == 0   ? kiln_softmax(g, x, -1)
+                   : op == 1 ? kiln_log_softmax(g, x, -1)
+                   : op == 2 ? kiln_layer_norm(g, x, sc, b, 1e-5)
+                             : kiln_rms_norm(g, x, sc, -1, 1e-6);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    fusion_plan p;
+    CHECK_OK(ctx, fusion_plan_build(g, &(fusion_options){0}, &p));
+    int rows = 0;
+    for (uint32_t k = 0; k < p.n_kernels; k++) {
+        if (p.kernels[k].kind != FK_LOOP) continue;
+        kd_kernel kd;
+        CHECK_OK(ctx, kd_lower(g, &p, k, &kd));
+        kd_schedule(&kd, CGEN_DIALECT_CUDA);
+        if (kd.sched.form == KD_CUDA_ROW) {
+            int r, w;
+            kd_cuda_row_traffic(&kd, &r, &w);
+            rows++;
+            CHECK_MSG(r == want_reads && w == want_writes,
+                      "%s %s [64, %lld]: %d reads and %d writes per element, not %d and %d",
+                      names[op], kiln_dtype_name(t), (long long)n, r, w, want_reads, want_writes);
+        }
+        kd_free(&kd);
+    }
+    CHECK_MSG(rows == 1, "%s: %d kernels with a block per row, not 1", names[op], rows);
+    fusion_plan_free(&p);
+    kiln_graph_destroy(g);
+}
+
+/* CUDA: an elementwise kernel over short rows gives a block several rows (schedule.c,
+ * row_groups), each as few threads as cover it: [301, 64] f32 four a thread is 16 rows of
+ * 16 threads, bf16 eight a thread 32 rows of 8, a row of 200 f32 4 rows of 64; a row of
+ * 2048 (a block's) and a row reduction keep a block per row (0). */
+static void row_group_of(kiln_dtype t, int64_t n, bool reduce, int64_t want) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "row_groups", &g));
+    int64_t d[2] = {301, n};
+    int ax = 1;
+    kiln_value x = kiln_parameter(g, "x", t, 2, d);
+    kiln_value y = reduce ? kiln_reduce_sum(g, x, 1, &ax, false) : kiln_mul(g, x, kiln_exp(g, x));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    fusion_plan p;
+    CHECK_OK(ctx, fusion_plan_build(g, &(fusion_options){0}, &p));
+    for (uint32_t k = 0; k < p.n_kernels; k++) {
+        if (p.kernels[k].kind != FK_LOOP) continue;
+        kd_kernel kd;
+        CHECK_OK(ctx, kd_lower(g, &p, k, &kd));
+        kd_schedule(&kd, CGEN_DIALECT_CUDA);
+        CHECK_MSG(kd.sched.row_group == want, "[301, %lld] %s: %lld rows a block, not %lld",
+                  (long long)n, kiln_dtype_name(t), (long long)kd.sched.row_group, (long long)want);
+        kd_free(&kd);
+    }
+    fusion_plan_free(&p);
+    kiln_graph_destroy(g);
+}
+
+static void test_cuda_rows_on_chip(void) {
+    row_group_of(KILN_DTYPE_F32, 64, false, 16);
+    row_group_of(KILN_DTYPE_BF16, 64, false, 32);
+    row_group_of(KILN_DTYPE_F32, 200, false, 4);
+    row_group_of(KILN_DTYPE_F32, 2048, false, 0);
+    row_group_of(KILN_DTYPE_F32, 64, true, 0);
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype t = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+        for (int64_t n = 1000; n <= 8192; n += 7192) {
+            row_traffic(0, t, n, 1, 1);
+            row_traffic(1, t, n, 1, 1);
+            row_traffic(2, t, n, 3, 1);
+            row_traffic(3, t, n, 2, 1);
+        }
+    }
+    /* too long for the caches: each pass reads the row again (a softmax's kept exp(x -
+     * max) goes to the output row and back) */
+    row_traffic(0, KILN_DTYPE_F32, 20000, 3, 2);
+    row_traffic(1, KILN_DTYPE_F32, 20000, 3, 1);
+    row_traffic(2, KILN_DTYPE_F32, 20000, 5, 1);
+    row_traffic(3, KILN_DTYPE_F32, 20000, 3, 1);
+}
+
 int main(void) {
     ctx = test_private_context(cache_dir);
     if (!ctx) return 1;
@@ -1076,6 +1168,7 @@ int main(void) {
     RUN(test_short_rows);
     RUN(test_short_reductions);
     RUN(test_prologue_rows);
+    RUN(test_cuda_rows_on_chip);
     /* the short-row forms of both kinds of target, whatever this one is: gcc vectorising
      * across the rows (AVX-512) and the rows' own pragmas (KD_SHORT_REDUCE) */
     kiln_context *native = ctx;

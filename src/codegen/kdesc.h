@@ -266,6 +266,9 @@ typedef struct kd_stmt {
      * accumulator its number among them (KD_SCHED_SPLIT) */
     uint8_t sched;
     uint32_t split_k;
+    /* CUDA, KD_SCHED_ROW_FILL / _ROW_HIT: the row cache (kd_sched.n_row_cache) and the
+     * variable over the row (a pass's reduce variable, or the last axis') indexing it */
+    uint32_t row_cache, row_var;
 } kd_stmt;
 
 /* kd_stmt.sched */
@@ -274,7 +277,16 @@ enum {
     KD_SCHED_VSTORE = 2,     /* CUDA, STORE: likewise */
     KD_SCHED_SPLIT = 4,      /* CUDA, ACC: a reduction split over blocks (element split) */
     KD_SCHED_SPLIT_LOOP = 8, /* CUDA, LOOP: the loop a split is at (also a column split's) */
+    /* CUDA, KD_CUDA_ROW: LOAD, also into its row cache; a kept STORE, into it instead */
+    KD_SCHED_ROW_FILL = 16,
+    KD_SCHED_ROW_HIT = 32, /* CUDA, KD_CUDA_ROW: LOAD (kept ones too) from its row cache */
 };
+
+/* KD_CUDA_ROW: the bytes of the row caches (schedule.c, row_cache_plan), at most. A
+ * block's static shared memory is at most 48 KiB; the rest is left for the combines. So a
+ * row of 10240 f32 (or two of 5120) is read from device memory once; an H200 SM's 228 KiB
+ * then holds five such blocks, 1280 threads. */
+enum { KD_ROW_CACHE_BYTES = 40 << 10 };
 
 /* ------------------------------------------------- the target's schedule ---- */
 
@@ -308,6 +320,10 @@ typedef struct kd_sched {
     int64_t base_items; /* a split's kiln_k<i> items (the part kernel runs parts x them) */
     uint32_t n_split;   /* an element split's accumulators */
     int vec; /* > 0: the element loop this many elements per thread (KD_SCHED_VLOAD ...) */
+    uint32_t n_row_cache; /* KD_CUDA_ROW: the row caches (KD_SCHED_ROW_FILL), each inner long */
+    /* KD_CUDA_THREADS, > 1: rows per block (schedule.c, row_groups), each taken by
+     * CGEN_CUDA_THREADS / row_group threads; the kernel's items are then groups of rows */
+    int64_t row_group;
 } kd_sched;
 
 /* --------------------------------------------------------- the kernel ---- */
@@ -413,6 +429,9 @@ int64_t kd_sched_prologue_rows(kd_kernel *kd);
 bool kd_last_plus(const kd_kernel *kd, uint32_t ix, int64_t *c);
 /* Fills kd->sched (and the statements' sched marks) for one dialect. */
 void kd_schedule(kd_kernel *kd, cgen_dialect dialect);
+/* CUDA, a KD_CUDA_ROW kernel as scheduled: the device-memory reads and writes per element
+ * of the row (the passes' and the element loop's accesses that no row cache serves). */
+void kd_cuda_row_traffic(const kd_kernel *kd, int *reads, int *writes);
 
 /* ---- index expressions (kindex.c); every builder returns an index id, 0 on OOM ---- */
 

@@ -918,7 +918,8 @@ static int c_kernel(const kd_kernel *kd, strbuf *sb, cgen_kernel *info) {
 }
 
 static const char *const c_prelude[] = {
-    cgen_prelude_c_head,   cgen_prelude_ops,     cgen_prelude_math_f32, cgen_prelude_c_math,
-    cgen_prelude_math_f64, cgen_prelude_convert, cgen_prelude_half,     cgen_prelude_random, NULL};
+    cgen_prelude_c_head, cgen_prelude_ops,      cgen_prelude_math_f32,
+    cgen_prelude_c_math, cgen_prelude_math_f64, cgen_prelude_convert,
+    cgen_prelude_half,   cgen_prelude_random,   NULL};
 
 const pr_dialect pr_c_dialect = {c_prelude, c_kernel};

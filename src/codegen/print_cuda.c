@@ -13,8 +13,12 @@
  * lane 0. A kernel with row values (kd_kernel.prologue) gives each row a block: the whole
  * block strides the prologue's reductions and combines them as above, so that every
  * thread holds the row's values, and then each thread takes elements of the row as in an
- * elementwise kernel. Combining happens in a fixed order, so a kernel's result does not
- * depend on scheduling. An elementwise kernel the schedule marks `vec` takes four or
+ * elementwise kernel; the row's elements that two passes read, and the values it keeps
+ * for the element loop, are held in __shared__ row caches (kiln_row<c>, element j thread
+ * j's: schedule.c, row_cache_plan) so that the row is read from device memory once. An
+ * elementwise kernel over short rows gives a block several rows (kd_sched.row_group),
+ * each a slice of its threads. Combining happens in a fixed order, so a kernel's result
+ * does not depend on scheduling. An elementwise kernel the schedule marks `vec` takes four or
  * eight elements per thread, its contiguous loads and stores as vector accesses (print_vec:
  * 16 bytes of f32 or i32, 8 or 16 of bf16 or f16). A split reduction (an element split of a kernel
  * with few values and long reductions, or a column split of a column reduction of few items) runs
@@ -91,7 +95,11 @@ static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
         /* in place, every thread's prologue reads of the row before any thread's stores */
         if (p->kd->in_place) pr_line(p, "__syncthreads();");
     }
-    if (s->n < 0 && thread_per_element(p))
+    if (s->n < 0 && thread_per_element(p) && p->kd->sched.row_group > 1) {
+        long long t = CGEN_CUDA_THREADS / p->kd->sched.row_group;
+        pr_line(p, "for (int64_t %s = jb + threadIdx.x %% %lld; %s < je; %s += %lld) {", v, t, v, v,
+                t);
+    } else if (s->n < 0 && thread_per_element(p))
         pr_line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
     else if (s->n < 0 && p->kd->sched.form == KD_CUDA_WARP)
         pr_line(p, "for (int64_t %s = jb + (threadIdx.x >> 5); %s < je; %s += blockDim.x >> 5) {",
@@ -220,10 +228,17 @@ static void print_vec(pr *p) {
     int w = kd->sched.vec;
     char last[PR_NAME_LEN];
     pr_var_name(kd, kd->last_var, last);
-    pr_line(p,
-            "for (int64_t kiln_j = jb + %d * (int64_t)threadIdx.x; kiln_j < je; kiln_j += %d * "
-            "(int64_t)blockDim.x) {",
-            w, w);
+    if (kd->sched.row_group > 1) {
+        long long t = CGEN_CUDA_THREADS / kd->sched.row_group;
+        pr_line(p,
+                "for (int64_t kiln_j = jb + %d * (int64_t)(threadIdx.x %% %lld); kiln_j < je; "
+                "kiln_j += %lld) {",
+                w, t, w * t);
+    } else
+        pr_line(p,
+                "for (int64_t kiln_j = jb + %d * (int64_t)threadIdx.x; kiln_j < je; kiln_j += %d "
+                "* (int64_t)blockDim.x) {",
+                w, w);
     p->depth++;
     uint32_t n = kd->n_stmts - 1; /* statements 2 .. n-1 are the element's */
     for (uint32_t s = 2; s < n; s++) {
@@ -425,8 +440,49 @@ static void print_part_combine(pr *p, uint32_t acc_id, int k) {
     pr_line(p, "}");
 }
 
+/* KD_CUDA_ROW, a row cache (schedule.c, row_cache_plan): a LOAD read from it, or filled
+ * by it, or a kept STORE into it instead of the output row (a 16-bit output's value as it
+ * would come back from there). False: s is not served by a cache. */
+static bool print_row_cache(pr *p, const kd_stmt *s, uint32_t id) {
+    const kd_kernel *kd = p->kd;
+    if (!(s->sched & (KD_SCHED_ROW_FILL | KD_SCHED_ROW_HIT))) return false;
+    char v[PR_NAME_LEN], a[PR_NAME_LEN];
+    pr_var_name(kd, s->row_var, v);
+    if (s->kind == KS_LOAD && s->sched & KD_SCHED_ROW_HIT) {
+        pr_line(p, "const %s v%u = kiln_row%u[%s];", cgen_ctype(s->dtype), id, s->row_cache, v);
+        return true;
+    }
+    if (s->kind == KS_LOAD) {
+        pr_stmt(p, id);
+        pr_line(p, "kiln_row%u[%s] = v%u;", s->row_cache, v, id);
+        return true;
+    }
+    pr_val_name(kd, s->args[0], a);
+    kiln_dtype t = kd->out_type[s->slot];
+    if (ir_dtype_is_half(t))
+        pr_line(p, "kiln_row%u[%s] = kiln_ld_%s(kiln_st_%s(%s));", s->row_cache, v,
+                pr_dtype_suffix(t), pr_dtype_suffix(t), a);
+    else
+        pr_line(p, "kiln_row%u[%s] = %s;", s->row_cache, v, a);
+    return true;
+}
+
+/* The row caches, at the top of the kernel: shared by the block, reused by its items. */
+static void print_row_caches(pr *p) {
+    const kd_kernel *kd = p->kd;
+    for (uint32_t c = 0; c < kd->sched.n_row_cache; c++)
+        for (uint32_t s = 1; s < kd->n_stmts; s++) {
+            const kd_stmt *st = &kd->stmts[s];
+            if (!(st->sched & KD_SCHED_ROW_FILL) || st->row_cache != c) continue;
+            kiln_dtype t = st->kind == KS_STORE ? kd->stmts[st->args[0]].dtype : st->dtype;
+            pr_line(p, "__shared__ %s kiln_row%u[%lld];", cgen_ctype(t), c, (long long)kd->inner);
+            break;
+        }
+}
+
 static void cu_stmt(pr *p, uint32_t id) {
     const kd_stmt *s = &p->kd->stmts[id];
+    if ((s->kind == KS_LOAD || s->kind == KS_STORE) && print_row_cache(p, s, id)) return;
     char a[PR_NAME_LEN];
     bool lane = CU(p)->lane >= 0;
     switch (s->kind) {
@@ -494,7 +550,14 @@ static int cu_kernel(const kd_kernel *kd, strbuf *sb, cgen_kernel *info) {
     pr_buffers(p, true, "__restrict__ ");
     if (sc->parts) sb_append(sb, "const unsigned char *__restrict__ kiln_part, ");
     sb_append(sb, "int64_t items) {\n");
-    pr_line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
+    print_row_caches(p);
+    if (sc->row_group > 1) { /* a group of rows per item, a row per slice of the block */
+        long long g = (long long)sc->row_group, t = CGEN_CUDA_THREADS / g;
+        pr_line(p, "for (int64_t kiln_g = blockIdx.x; kiln_g < items; kiln_g += gridDim.x) {");
+        pr_line(p, "    const int64_t it = kiln_g * %lld + threadIdx.x / %lld;", g, t);
+        pr_line(p, "    if (it >= %lld) break;", (long long)kd->rows);
+    } else
+        pr_line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
     p->depth++;
     cu_item(p);
     if (sc->vec)
@@ -510,14 +573,17 @@ static int cu_kernel(const kd_kernel *kd, strbuf *sb, cgen_kernel *info) {
                   (long long)(sc->parts * (kd->columns ? column_accs(kd) : (int)sc->n_split) *
                               kd->rows * kd->inner * KD_PART_BYTES));
     host_free(kd->ctx, c.striped, kd->n_stmts + 1);
-    info->items = !kd->items ? 0 : kd->rows * p->chunks;
+    info->items = !kd->items          ? 0
+                  : sc->row_group > 1 ? (kd->rows + sc->row_group - 1) / sc->row_group
+                                      : kd->rows * p->chunks;
     info->grain = kd->grain;
     info->parts = sc->parts;
     return p->hole;
 }
 
 static const char *const cuda_prelude[] = {
-    cgen_prelude_cuda_head, cgen_prelude_ops,     cgen_prelude_math_f32, cgen_prelude_cuda_math,
-    cgen_prelude_math_f64,  cgen_prelude_convert, cgen_prelude_half,     cgen_prelude_random, NULL};
+    cgen_prelude_cuda_head, cgen_prelude_ops,      cgen_prelude_math_f32,
+    cgen_prelude_cuda_math, cgen_prelude_math_f64, cgen_prelude_convert,
+    cgen_prelude_half,      cgen_prelude_random,   NULL};
 
 const pr_dialect pr_cuda_dialect = {cuda_prelude, cu_kernel};

@@ -545,16 +545,227 @@ static void vec_plan(kd_kernel *kd) {
     c->vec = 4;
 }
 
+/* ------------------------------------------------ CUDA: rows on chip ---- */
+
+/* A KD_CUDA_ROW kernel reads its row once per pass: each prologue reduction over the row
+ * (a softmax's max, then its sum of exp(x - max)) and the element loop load it again, and
+ * a kept value (kd_stmt.keep) goes to the output row and back. Held on chip instead, in a
+ * row cache (a __shared__ array of the row's elements), an element is read from device
+ * memory by the first pass that loads it and written once, by the element loop: 1 read and
+ * 1 write per element of a softmax or a layer norm where there were 3 and 2. Element j of
+ * a cache is only ever written and read by thread j % blockDim.x (every pass strides the
+ * row over the block's threads alike, from 0), so it needs no barrier, also from one item
+ * to the next. Shared memory, not registers: it takes any row length up to the budget
+ * with one form, and its bandwidth is far above device memory's. */
+
+/* The variable over the row of index ix in a pass over the row by variable v: whether ix
+ * is c + coef * v + terms in the row's variables alone (the leading axes', the row's). */
+static bool row_index(const kd_kernel *kd, uint32_t ix, uint32_t v) {
+    const kd_index *x = &kd->ixs[ix];
+    bool has_v = false;
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_atom *a = &kd->atoms[kd->terms[x->first + i].atom];
+        if (a->kind != KD_ATOM_VAR || a->narrowed) return false;
+        if (a->arg == v) {
+            has_v = true;
+            continue;
+        }
+        const kd_var *var = &kd->vars[a->arg];
+        if (var->kind == KD_VAR_REDUCE || a->arg == kd->last_var) return false;
+    }
+    return has_v;
+}
+
+/* Whether index a over the row by va and b by vb name the same element for va == vb. */
+static bool same_row_index(const kd_kernel *kd, uint32_t a, uint32_t va, uint32_t b, uint32_t vb) {
+    const kd_index *x = &kd->ixs[a], *y = &kd->ixs[b];
+    if (x->c != y->c || x->n != y->n) return false;
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_term *s = &kd->terms[x->first + i], *t = &kd->terms[y->first + i];
+        uint32_t sa = kd->atoms[s->atom].arg, ta = kd->atoms[t->atom].arg;
+        bool sv = sa == va, tv = ta == vb;
+        if (s->coef != t->coef || sv != tv || (!sv && s->atom != t->atom)) return false;
+    }
+    return true;
+}
+
+/* One access to a row (a LOAD, a kept LOAD or STORE) in a pass: its statement, the pass'
+ * variable, whether it can fill a cache (directly in a prologue pass) and its key (the
+ * first access to the same element). */
+typedef struct row_access {
+    uint32_t stmt, var, pass, key;
+    bool fill;
+} row_access;
+
+/* The passes over the row: each loop of the prologue directly in it whose n is the row's,
+ * lane-strided (the innermost loop of a reduction, acc) with no loop inside, and the
+ * element loop. Appends their accesses to acc (at most kd->n_stmts); their count. */
+static uint32_t row_accesses(const kd_kernel *kd, uint32_t el, row_access *acc) {
+    uint32_t n = 0, pass = 0;
+    int depth = 0;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        bool elem = s == el;
+        if (!elem && (depth || st->kind != KS_LOOP || !st->acc || st->n != kd->inner)) {
+            depth += st->kind == KS_LOOP || st->kind == KS_IF;
+            depth -= st->kind == KS_END;
+            continue;
+        }
+        uint32_t end = kd_loop_end(kd, s), v = elem ? kd->last_var : st->var, first = n;
+        int inner = 0;
+        for (uint32_t t = s + 1; t < end; t++) {
+            const kd_stmt *u = &kd->stmts[t];
+            if (u->kind == KS_LOOP && !elem) { /* not one lane-strided pass */
+                n = first;
+                break;
+            }
+            inner += u->kind == KS_LOOP || u->kind == KS_IF;
+            inner -= u->kind == KS_END;
+            bool load = u->kind == KS_LOAD, kept = u->kind == KS_STORE && u->keep && !elem;
+            if ((load || kept) && row_index(kd, u->ix, v))
+                acc[n++] = (row_access){t, v, pass, 0, !elem && !inner};
+        }
+        pass++;
+        s = end;
+    }
+    return n;
+}
+
+static bool same_row_element(const kd_kernel *kd, const row_access *a, const row_access *b) {
+    const kd_stmt *s = &kd->stmts[a->stmt], *t = &kd->stmts[b->stmt];
+    return s->slot == t->slot && s->keep == t->keep &&
+           same_row_index(kd, s->ix, a->var, t->ix, b->var);
+}
+
+/* The accesses of key k served by row cache `cache`: the first fills it. */
+static void row_cache_mark(kd_kernel *kd, const row_access *acc, uint32_t n, uint32_t k,
+                           uint32_t cache) {
+    for (uint32_t i = k; i < n; i++) {
+        if (acc[i].key != k) continue;
+        kd_stmt *st = &kd->stmts[acc[i].stmt];
+        st->sched |= i == k ? KD_SCHED_ROW_FILL : KD_SCHED_ROW_HIT;
+        st->row_cache = cache;
+        st->row_var = acc[i].var;
+    }
+}
+
+/* The value's dtype of a cached access (a 16-bit buffer's: f32). */
+static kiln_dtype row_elem_type(const kd_kernel *kd, const kd_stmt *st) {
+    return st->kind == KS_STORE ? kd->stmts[st->args[0]].dtype : st->dtype;
+}
+
+/* The last statement accessing key k (its first is acc[k].stmt). */
+static uint32_t row_key_last(const row_access *acc, uint32_t n, uint32_t k) {
+    uint32_t last = acc[k].stmt;
+    for (uint32_t i = k + 1; i < n; i++)
+        if (acc[i].key == k) last = acc[i].stmt;
+    return last;
+}
+
+/* A cache for key k: one of dtype t whose keys' statements all lie outside k's (element j
+ * of a cache is thread j's alone, which reads the last of one key before it writes the
+ * first of the next: a softmax's x, read by its max and its sum, then holds the kept exp(x -
+ * max)), or a new one while the caches fit KD_ROW_CACHE_BYTES; UINT32_MAX: none. */
+static uint32_t row_cache_for(kd_kernel *kd, const row_access *acc, uint32_t n, uint32_t k,
+                              int64_t *budget) {
+    kiln_dtype t = row_elem_type(kd, &kd->stmts[acc[k].stmt]);
+    uint32_t lo = acc[k].stmt, hi = row_key_last(acc, n, k);
+    for (uint32_t c = 0; c < kd->sched.n_row_cache; c++) {
+        bool free = true;
+        for (uint32_t j = 0; j < n && free; j++) {
+            const kd_stmt *st = &kd->stmts[acc[j].stmt];
+            if (acc[j].key != j || !(st->sched & KD_SCHED_ROW_FILL) || st->row_cache != c) continue;
+            free = row_elem_type(kd, st) == t && (row_key_last(acc, n, j) < lo || acc[j].stmt > hi);
+        }
+        if (free) return c;
+    }
+    int64_t bytes = kd->inner * (t == KILN_DTYPE_F64 || t == KILN_DTYPE_I64 ? 8 : 4);
+    if (bytes > *budget) return UINT32_MAX;
+    *budget -= bytes;
+    return kd->sched.n_row_cache++;
+}
+
+/* Marks the accesses served by a row cache: an element loaded in two passes or more, or
+ * kept (its first access a fill), kept ones first (each saves a write and a read). */
+static void row_cache_plan(kd_kernel *kd) {
+    kd_sched *c = &kd->sched;
+    uint32_t el = 0;
+    for (uint32_t s = 1; s < kd->n_stmts && !el; s++)
+        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) el = s;
+    if (c->form != KD_CUDA_ROW || !el || kd->split || kd->merged || kd->columns || c->parts ||
+        kd->inner < 2)
+        return;
+    row_access *acc = host_calloc(kd->ctx, kd->n_stmts, sizeof *acc);
+    if (!acc) return; /* no cache: the kernel as it was */
+    uint32_t n = row_accesses(kd, el, acc);
+    for (uint32_t i = 0; i < n; i++) {
+        acc[i].key = i;
+        for (uint32_t k = 0; k < i && acc[i].key == i; k++)
+            if (acc[k].key == k && same_row_element(kd, &acc[k], &acc[i])) acc[i].key = k;
+    }
+    int64_t budget = KD_ROW_CACHE_BYTES;
+    for (int round = 0; round < 2; round++)
+        for (uint32_t k = 0; k < n; k++) {
+            if (acc[k].key != k || !acc[k].fill) continue;
+            bool kept = kd->stmts[acc[k].stmt].keep, again = false;
+            if (kept != (round == 0)) continue;
+            for (uint32_t i = k + 1; i < n; i++)
+                again |= acc[i].key == k && acc[i].pass != acc[k].pass;
+            uint32_t cache = kept || again ? row_cache_for(kd, acc, n, k, &budget) : UINT32_MAX;
+            if (cache != UINT32_MAX) row_cache_mark(kd, acc, n, k, cache);
+        }
+    host_free(kd->ctx, acc, kd->n_stmts * sizeof *acc);
+}
+
+void kd_cuda_row_traffic(const kd_kernel *kd, int *reads, int *writes) {
+    *reads = *writes = 0;
+    uint32_t el = 0;
+    for (uint32_t s = 1; s < kd->n_stmts && !el; s++)
+        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) el = s;
+    row_access *acc = el ? host_calloc(kd->ctx, kd->n_stmts, sizeof *acc) : NULL;
+    uint32_t n = acc ? row_accesses(kd, el, acc) : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const kd_stmt *st = &kd->stmts[acc[i].stmt];
+        if (st->sched & (KD_SCHED_ROW_FILL | KD_SCHED_ROW_HIT) && st->kind == KS_STORE) continue;
+        if (st->kind == KS_LOAD && !(st->sched & KD_SCHED_ROW_HIT)) (*reads)++;
+        if (st->kind == KS_STORE) (*writes)++;
+    }
+    for (uint32_t s = el + 1; el && s < kd_loop_end(kd, el); s++) /* the results */
+        *writes += kd->stmts[s].kind == KS_STORE && !kd->stmts[s].keep;
+    if (acc) host_free(kd->ctx, acc, kd->n_stmts * sizeof *acc);
+}
+
+/* An elementwise kernel whose rows are short (a last axis of 64: 16 threads of f32 four at
+ * a time) gave each row a block of CGEN_CUDA_THREADS threads, most of them idle. Its block
+ * takes several rows instead, each the fewest threads (a power of two) that cover it at
+ * the kernel's elements per thread: a block then moves as many bytes as a long row's. Only
+ * with no reduction at all (nothing is shared across the block's threads). */
+static void row_groups(kd_kernel *kd) {
+    kd_sched *c = &kd->sched;
+    if (c->form != KD_CUDA_THREADS || c->chunks != 1 || c->parts || kd->rows < 2) return;
+    for (uint32_t s = 1; s < kd->n_stmts; s++)
+        if (kd->stmts[s].kind == KS_ACC) return;
+    int64_t w = c->vec ? c->vec : 1, need = (kd->inner + w - 1) / w, t = 1;
+    while (t < need) t *= 2;
+    if (2 * t > CGEN_CUDA_THREADS) return;
+    c->row_group = CGEN_CUDA_THREADS / t;
+}
+
 static void schedule_cuda(kd_kernel *kd) {
     cuda_form(kd);
     if (cuda_element_split(kd) || cuda_column_split(kd))
         kd->sched.base_items = kd->rows * kd->sched.chunks;
     vec_plan(kd);
+    row_cache_plan(kd);
+    row_groups(kd);
 }
 
 void kd_schedule(kd_kernel *kd, cgen_dialect dialect) {
     kd->sched = (kd_sched){.chunk = kd->chunk, .chunks = kd->chunks};
-    for (uint32_t s = 0; s < kd->n_stmts; s++) kd->stmts[s].sched = 0, kd->stmts[s].split_k = 0;
+    for (uint32_t s = 0; s < kd->n_stmts; s++) {
+        kd->stmts[s].sched = 0;
+        kd->stmts[s].split_k = kd->stmts[s].row_cache = kd->stmts[s].row_var = 0;
+    }
     if (dialect == CGEN_DIALECT_CUDA)
         schedule_cuda(kd);
     else

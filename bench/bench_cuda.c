@@ -6,8 +6,9 @@
  *    (KILN_PREALLOCATE=false: ~0);
  *  - a fused 8-op elementwise chain over 256M f32 in GB/s against a device-to-device copy
  *    of the same bytes in the same run (target: >= 85% of the copy);
- *  - softmax and layer norm over 8192 x 8192, f32 and bf16, against that copy's
- *    bandwidth (target: >= 80%);
+ *  - softmax and layer norm over 8192 x 8192, f32 and bf16 (log_softmax and RMS norm in
+ *    f32), against that copy's bandwidth (target: >= 80%), and an elementwise op over
+ *    rows of 64 (several rows a block);
  *  - a GEMM-bound MLP training step (forward, kiln_grad, 6 products of 8192x4096x4096) in
  *    TFLOP/s against cuBLAS's own rate for that product measured bare through the same
  *    backend slot, exact f32, with KILN_MATMUL_PRECISION=tf32, and in bf16 (tensor cores,
@@ -177,20 +178,21 @@ static void chain_figures(kiln_context *c, double *ratio, double *copy_gbs_out) 
     kiln_graph_destroy(g);
 }
 
-/* softmax or layer norm over 8192 x 8192 of dt: GB/s of one read and one write, against
- * the device copy's (copy_gbs). */
-static void rows_figure(kiln_context *c, const char *name, bool layer_norm, kiln_dtype dt,
-                        double copy_gbs) {
+/* A row kernel over 8192 x 8192 of dt (ROW_SOFTMAX ...: a block per row, the row held on
+ * chip): GB/s of one read and one write, against the device copy's (copy_gbs). */
+enum { ROW_SOFTMAX, ROW_LAYER_NORM, ROW_LOG_SOFTMAX, ROW_RMS_NORM };
+static void rows_figure(kiln_context *c, const char *name, int op, kiln_dtype dt, double copy_gbs) {
     int64_t d2[2] = {8192, 8192}, dv[1] = {8192};
     kiln_graph *g = NULL;
     DIE(c, kiln_graph_create(c, name, &g));
     kiln_value x = kiln_parameter(g, "x", dt, 2, d2), y;
-    if (layer_norm) {
+    if (op == ROW_LAYER_NORM || op == ROW_RMS_NORM) {
         kiln_value s = kiln_parameter(g, "scale", dt, 1, dv);
-        kiln_value b = kiln_parameter(g, "bias", dt, 1, dv);
-        y = kiln_layer_norm(g, x, s, b, 1e-5);
+        kiln_value b = op == ROW_LAYER_NORM ? kiln_parameter(g, "bias", dt, 1, dv) : s;
+        y = op == ROW_LAYER_NORM ? kiln_layer_norm(g, x, s, b, 1e-5)
+                                 : kiln_rms_norm(g, x, s, -1, 1e-6);
     } else
-        y = kiln_softmax(g, x, -1);
+        y = op == ROW_SOFTMAX ? kiln_softmax(g, x, -1) : kiln_log_softmax(g, x, -1);
     DIE(c, kiln_graph_finish(g, 1, &y));
     kiln_executable *e = compile(c, g);
     kiln_executable_info info;
@@ -204,6 +206,29 @@ static void rows_figure(kiln_context *c, const char *name, bool layer_norm, kiln
            name, kiln_dtype_name(dt), info.num_kernels, info.num_kernels == 1 ? "" : "s", t * 1e3,
            gbs, 100 * gbs / copy_gbs);
     for (uint32_t i = 0; i < g->n_params; i++) kiln_array_destroy(args[i]);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
+/* An elementwise kernel over short rows, [4M, 64] f32 (a block takes 16 rows): GB/s of
+ * one read and one write, against the device copy's. */
+static void short_rows_figure(kiln_context *c, double copy_gbs) {
+    int64_t d2[2] = {(int64_t)4 << 20, 64};
+    kiln_graph *g = NULL;
+    DIE(c, kiln_graph_create(c, "short_rows", &g));
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d2);
+    kiln_value y = kiln_add(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 1.5)),
+                            kiln_scalar(g, KILN_DTYPE_F32, 0.5));
+    DIE(c, kiln_graph_finish(g, 1, &y));
+    kiln_executable *e = compile(c, g);
+    kiln_array *args[1];
+    gpu_args(c, g, args);
+    double t = time_runs(c, e, 1, args, 1);
+    double gbs = 2.0 * (double)d2[0] * 64 * 4 / t / 1e9;
+    printf("RESULT elementwise over rows of 64, 4M x 64 f32: %.3f ms, %.0f GB/s (one read + one "
+           "write) = %.1f%% of the device copy\n",
+           t * 1e3, gbs, 100 * gbs / copy_gbs);
+    kiln_array_destroy(args[0]);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
 }
@@ -462,10 +487,13 @@ int main(void) {
     kiln_context *c = make_context(KILN_ALLOC_MODE_DEFAULT, 0, false);
     double ratio = 0, copy_gbs = 0;
     chain_figures(c, &ratio, &copy_gbs);
-    rows_figure(c, "softmax", false, KILN_DTYPE_F32, copy_gbs);
-    rows_figure(c, "layer_norm", true, KILN_DTYPE_F32, copy_gbs);
-    rows_figure(c, "softmax", false, KILN_DTYPE_BF16, copy_gbs);
-    rows_figure(c, "layer_norm", true, KILN_DTYPE_BF16, copy_gbs);
+    rows_figure(c, "softmax", ROW_SOFTMAX, KILN_DTYPE_F32, copy_gbs);
+    rows_figure(c, "layer_norm", ROW_LAYER_NORM, KILN_DTYPE_F32, copy_gbs);
+    rows_figure(c, "log_softmax", ROW_LOG_SOFTMAX, KILN_DTYPE_F32, copy_gbs);
+    rows_figure(c, "rms_norm", ROW_RMS_NORM, KILN_DTYPE_F32, copy_gbs);
+    rows_figure(c, "softmax", ROW_SOFTMAX, KILN_DTYPE_BF16, copy_gbs);
+    rows_figure(c, "layer_norm", ROW_LAYER_NORM, KILN_DTYPE_BF16, copy_gbs);
+    short_rows_figure(c, copy_gbs);
     mlp_figure(c, "f32 exact", false, 8192, 4096, KILN_DTYPE_F32);
     mlp_figure(c, "bf16", false, 8192, 4096, KILN_DTYPE_BF16);
     kiln_context_destroy(c);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check.sh — the one prepared run on a machine with an NVIDIA GPU (issues 13 and 31):
 # builds kiln (Release), runs the GPU conformance tests, then the GPU benchmarks
-# (bench_cuda: the chain, softmax and layer norm 8192^2 in f32 and bf16 against the device
-# copy, the MLP step in f32, TF32 and bf16 against cuBLAS alone; bench/gpt/gpu.sh: the GPT
+# (bench_cuda: the chain, softmax and layer norm 8192^2 in f32 and bf16, log_softmax and
+# RMS norm in f32, and an elementwise op over rows of 64 against the device copy, the MLP step in f32, TF32 and bf16 against cuBLAS alone; bench/gpt/gpu.sh: the GPT
 # step B16 T256 L6 H8 C512 at f32, TF32 and bf16 mixed precision side by side with JAX on
 # the same GPU, when bench/.venv has JAX for CUDA), and prints one summary. Made to finish in under 8 minutes: each step has its own time limit, and steps
 # still to come are skipped (and said so) once the overall budget is spent. A failing step

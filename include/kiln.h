@@ -940,6 +940,53 @@ KILN_API kiln_status kiln_optim_clip_by_global_norm(kiln_graph *g, kiln_value ma
                                                     const kiln_value *grads, kiln_value *clipped,
                                                     kiln_value *global_norm);
 
+/* ---------------------------------------------------------- loss scaling ---- */
+
+/* Mixed precision (docs/mixed_precision.md) keeps the parameters and the optimiser state
+ * in f32 and computes in bf16 or f16, converting each parameter where it is used
+ * (kiln_convert, whose gradient hands back an f32 gradient). f16's range is narrow (its
+ * smallest normal is 6.1e-5, its largest finite 65504), so small gradients of an f16
+ * backward pass flush to zero: loss scaling multiplies the loss by a scale S before
+ * kiln_grad, so every cotangent is S times larger, and divides the gradients by S again
+ * before the update (torch.amp.GradScaler, jmp.DynamicLossScale). bf16 has f32's range and
+ * needs none.
+ *
+ * kiln_loss_scale_unscale divides grads[i] by S into unscaled[i] (in each gradient's
+ * dtype, by 1 / S computed in f64 and rounded once), sets *finite (rank-0 bool) to whether
+ * every element of every gradient is finite, and gives the scale and counter of the next
+ * step by GradScaler's rule:
+ *   all finite:  good' = good + 1; when good' reaches growth_interval, S' = S *
+ *                growth_factor (S' = S if that product is not a finite f32) and good' = 0
+ *   otherwise:   S' = S * backoff_factor, good' = 0
+ * With good_steps unset the scale is static: *new_scale is S and *new_good_steps the
+ * invalid value. A step whose gradients are not all finite must be skipped: the
+ * parameters and optimiser state kept as they were (kiln_select_each with *finite, which
+ * fuses into the update: nothing is copied) and the optimiser's step count not advanced
+ * (step' = step + convert(*finite, i32)); GradScaler skips optimizer.step() so. The scale
+ * and the counter are state of the training step like the optimiser's: arguments fed each
+ * call, outputs fed to the next, saved with a checkpoint. S starts at 65536 in GradScaler.
+ * finite, new_scale and new_good_steps may each be NULL. Errors are builder errors naming
+ * the call and the bad entry; on any error every output is the invalid value. */
+typedef struct kiln_loss_scale_options {
+    kiln_value scale;        /* required: S, a rank-0 float value (f32 arithmetic) */
+    kiln_value good_steps;   /* rank-0 i32 or i64: finite steps since S last changed; unset:
+                              * a static scale */
+    double growth_factor;    /* > 1; 0: 2 */
+    double backoff_factor;   /* in (0, 1); 0: 0.5 */
+    int64_t growth_interval; /* >= 1; 0: 2000 */
+} kiln_loss_scale_options;
+KILN_API kiln_status kiln_loss_scale_unscale(kiln_graph *g, const kiln_loss_scale_options *o, int n,
+                                             const kiln_value *grads, kiln_value *unscaled,
+                                             kiln_value *finite, kiln_value *new_scale,
+                                             kiln_value *new_good_steps);
+/* out[i] = pred ? on_true[i] : on_false[i] for i < n (jmp.select_tree), pred a rank-0
+ * bool value; on_true[i] and on_false[i] share dtype and shape. Each out[i] keeps
+ * on_true[i]'s role in a training step (a new parameter, optimiser state) for the memory
+ * report. out may be on_true or on_false itself. */
+KILN_API kiln_status kiln_select_each(kiln_graph *g, kiln_value pred, int n,
+                                      const kiln_value *on_true, const kiln_value *on_false,
+                                      kiln_value *out);
+
 /* ------------------------------------------------------------ interpreter ---- */
 
 /* Evaluates a finished graph op by op on the host (the reference every backend is tested
@@ -1567,6 +1614,8 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_optim_adamw(g, ...)      KILN__S(g, kiln_optim_adamw((g), __VA_ARGS__))
 #define kiln_optim_clip_by_global_norm(g, ...)                                                     \
     KILN__S(g, kiln_optim_clip_by_global_norm((g), __VA_ARGS__))
+#define kiln_loss_scale_unscale(g, ...)    KILN__S(g, kiln_loss_scale_unscale((g), __VA_ARGS__))
+#define kiln_select_each(g, ...)           KILN__S(g, kiln_select_each((g), __VA_ARGS__))
 #define kiln_softmax_cross_entropy(g, ...) KILN__V(g, kiln_softmax_cross_entropy((g), __VA_ARGS__))
 #define kiln_dot_product_attention(g, ...) KILN__V(g, kiln_dot_product_attention((g), __VA_ARGS__))
 #define kiln_grad(g, ...)                  KILN__S(g, kiln_grad((g), __VA_ARGS__))

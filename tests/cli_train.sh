@@ -82,6 +82,34 @@ expect 1 "the run to resume used another beta1 or beta2" -- train --resume \
     "$dir/keep/model.safetensors" --beta2 0.95 --steps 8 --out "$dir/keep"
 expect 1 "the run to resume used another schedule" -- train --resume \
     "$dir/keep/model.safetensors" --schedule cosine --steps 8 --out "$dir/keep"
+# Mixed precision (--dtype): a bad value is a usage error; bf16 trains and records its
+# dtype, its checkpoint is f32 (kiln sample reads it), and a resume in another dtype is
+# refused; f16 scales its loss dynamically, and a run stopped and resumed ends with the
+# same checkpoint, bit for bit, as one that never stopped (the scale's state is saved).
+expect 2 "--dtype: 'f8' is not f32, bf16 or f16" -- train --dtype f8
+expect 2 "--loss-scaling: 'always' is not auto, none, static or dynamic" -- train \
+    --loss-scaling always
+expect 2 "--growth-interval: '0' is not a valid value" -- train --growth-interval 0
+mp="$tiny --eval-every 3 --schedule constant --warmup 0"
+if ! "$KILN" train $mp --steps 3 --dtype bf16 --out "$dir/bf16" >"$dir/mp.out" 2>&1 ||
+    ! grep -q "mixed precision: computed in bf16" "$dir/mp.out" ||
+    ! grep -q '"dtype": "bf16", "loss_scaling": "none"' "$dir/bf16/summary.json" ||
+    ! "$KILN" sample "$dir/bf16/model.safetensors" --length 8 >"$dir/mp.out" 2>&1 ||
+    ! "$KILN" train $mp --steps 6 --dtype f16 --growth-interval 2 --out "$dir/f16" \
+        >"$dir/mp.out" 2>&1 ||
+    ! grep -q "loss scaling: dynamic, scale 524288 at the end" "$dir/mp.out" ||
+    ! "$KILN" train $mp --steps 3 --dtype f16 --growth-interval 2 --out "$dir/f16r" \
+        >"$dir/mp.out" 2>&1 ||
+    ! "$KILN" train --resume "$dir/f16r/model.safetensors" --steps 6 --out "$dir/f16r" \
+        >"$dir/mp.out" 2>&1 ||
+    ! grep -q '"dtype": "f16", "loss_scaling": "dynamic"' "$dir/f16r/summary.json" ||
+    ! cmp -s "$dir/f16/model.safetensors" "$dir/f16r/model.safetensors"; then
+    echo "FAIL: --dtype bf16 and f16"
+    cat "$dir/mp.out"
+    fail=1
+fi
+expect 1 "the run to resume used another dtype" -- train --resume "$dir/bf16/model.safetensors" \
+    --dtype f32 --steps 4 --out "$dir/bf16"
 # Counts are 64-bit: a step count past 2^31 (once a segfault) is taken, and the batches
 # file's size check does not overflow (once UB) however large the product.
 expect 2 "--steps: '1000000000001' is not a valid value" -- train --steps 1000000000001

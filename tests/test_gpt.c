@@ -116,6 +116,169 @@ static void test_step_vs_reference(kiln_context *ctx) {
     kiln_graph_destroy(g);
 }
 
+/* The step's arguments as test_step_vs_reference makes them: random parameters, random
+ * moments (v away from 0), two batches, lr and the step number; then `extra` rank-0
+ * arguments (loss scaling's) from extra_f32 (the scale) and extra_i32 (its counter). */
+static int step_args(kiln_context *ctx, const gpt_config *c, int B, int T, kiln_array **args,
+                     int extra, float scale, int32_t good) {
+    int P = gpt_num_params(c);
+    random_params(ctx, c, KILN_DTYPE_F32, args);
+    uint64_t s = 5;
+    for (int i = 0; i < P; i++) {
+        int64_t n = kiln_array_size(args[i]);
+        float *m = malloc((size_t)n * sizeof *m), *v = malloc((size_t)n * sizeof *v);
+        for (int64_t j = 0; j < n; j++)
+            m[j] = (float)((test_rng_unit(&s) - 0.5) * 1e-2),
+            v[j] = (float)(1e-4 + test_rng_unit(&s) * 1e-3);
+        kiln_array_create(ctx, KILN_DTYPE_F32, args[i]->shape.rank, args[i]->shape.dims, m,
+                          &args[P + i]);
+        kiln_array_create(ctx, KILN_DTYPE_F32, args[i]->shape.rank, args[i]->shape.dims, v,
+                          &args[2 * P + i]);
+        free(m), free(v);
+    }
+    args[3 * P] = tokens(ctx, B, T, 3), args[3 * P + 1] = tokens(ctx, B, T, 4);
+    float lr = 1e-3f;
+    int32_t step = 3;
+    kiln_array_create(ctx, KILN_DTYPE_F32, 0, NULL, &lr, &args[3 * P + 2]);
+    kiln_array_create(ctx, KILN_DTYPE_I32, 0, NULL, &step, &args[3 * P + 3]);
+    if (extra > 0) kiln_array_create(ctx, KILN_DTYPE_F32, 0, NULL, &scale, &args[3 * P + 4]);
+    if (extra > 1) kiln_array_create(ctx, KILN_DTYPE_I32, 0, NULL, &good, &args[3 * P + 5]);
+    return 3 * P + 4 + extra;
+}
+
+static float scalar_f32(const kiln_array *a) {
+    float f = NAN;
+    kiln_array_copy_to_host(a, &f, sizeof f);
+    return f;
+}
+
+/* The policy of gpt_trace_options.compute: f32 parameters give f32 gradients through the
+ * bf16 model, the loss is f32; a whole bf16 training step keeps parameters and moments f32,
+ * agrees with the reference interpreter (which rounds every 16-bit value as the kernels
+ * do), and its loss and update are close to the f32 step's; the activations it saves for
+ * the backward pass take at most 0.55x the f32 step's bytes. */
+static void test_mixed_precision_step(kiln_context *ctx) {
+    const gpt_config c = {.vocab = 256, .context = 16, .layers = 1, .heads = 2, .channels = 32};
+    int P = gpt_num_params(&c), B = 4, T = 16;
+    kiln_graph *gl;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_loss_bf16", &gl));
+    kiln_value p[64], gr[64];
+    gpt_make_params(gl, &c, KILN_DTYPE_F32, p);
+    int64_t bt[2] = {B, T};
+    gpt_trace_options to = {.compute = KILN_DTYPE_BF16};
+    kiln_value h = gpt_hidden_with(gl, &c, p, kiln_parameter(gl, "i", KILN_DTYPE_I32, 2, bt), &to);
+    kiln_value loss = gpt_loss_with(gl, &c, p, kiln_parameter(gl, "idx", KILN_DTYPE_I32, 2, bt),
+                                    kiln_parameter(gl, "targets", KILN_DTYPE_I32, 2, bt), &to);
+    CHECK_OK(ctx, kiln_grad(gl, loss, P, p, gr));
+    kiln_dtype t = KILN_DTYPE_INVALID;
+    CHECK(kiln_value_type(gl, h, &t, NULL, NULL) && t == KILN_DTYPE_BF16);
+    CHECK(kiln_value_type(gl, loss, &t, NULL, NULL) && t == KILN_DTYPE_F32);
+    for (int i = 0; i < P; i++) {
+        kiln_value_type(gl, gr[i], &t, NULL, NULL);
+        CHECK_MSG(t == KILN_DTYPE_F32, "gradient %d is %s", i, kiln_dtype_name(t));
+    }
+    kiln_graph_destroy(gl);
+
+    kiln_executable *e[2] = {0};
+    kiln_array *args[3 * 64 + 4], *outs[2][3 * 64 + 1] = {{0}};
+    int n = step_args(ctx, &c, B, T, args, 0, 0, 0);
+    uint64_t act[2] = {0};
+    char err[GPT_ERR_SIZE];
+    for (int k = 0; k < 2; k++) {
+        kiln_graph *g;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+        gpt_step_spec spec = {.batch = B,
+                              .seq = T,
+                              .weight_decay = 0.1,
+                              .clip = 1.0,
+                              .compute = k ? KILN_DTYPE_BF16 : KILN_DTYPE_F32};
+        CHECK_MSG(gpt_trace_step(g, &c, KILN_DTYPE_F32, &spec, err) == KILN_STATUS_OK, "%s", err);
+        if (k) CHECK_MSG(cmp_graph(ctx, g, n, args, NULL, 2e-2, NULL), "the bf16 step");
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e[k]));
+        kiln_memory_analysis ma;
+        if (e[k] && !kiln_executable_get_memory_analysis(e[k], &ma))
+            act[k] = ma.class_bytes_total[KILN_MEMORY_CLASS_ACTIVATION];
+        if (e[k]) CHECK_OK(ctx, kiln_executable_run(e[k], n, args, 3 * P + 1, outs[k]));
+        kiln_graph_destroy(g);
+    }
+    CHECK_MSG(act[1] > 0 && act[1] <= 0.55 * (double)act[0],
+              "saved activations: bf16 %llu bytes, f32 %llu", (unsigned long long)act[1],
+              (unsigned long long)act[0]);
+    if (outs[0][3 * P] && outs[1][3 * P]) {
+        double l32 = scalar_f32(outs[0][3 * P]), l16 = scalar_f32(outs[1][3 * P]);
+        CHECK_MSG(fabs(l16 - l32) <= 5e-3 * l32, "loss: bf16 %.6f, f32 %.6f", l16, l32);
+        double worst = 0;
+        for (int i = 0; i < 3 * P; i++) {
+            CHECK(kiln_array_dtype(outs[1][i]) == KILN_DTYPE_F32);
+            int64_t m = kiln_array_size(outs[1][i]);
+            float *a = malloc((size_t)m * 4), *b = malloc((size_t)m * 4);
+            kiln_array_copy_to_host(outs[0][i], a, (size_t)m * 4);
+            kiln_array_copy_to_host(outs[1][i], b, (size_t)m * 4);
+            for (int64_t j = 0; j < m; j++) worst = fmax(worst, fabs((double)a[j] - b[j]));
+            free(a), free(b);
+        }
+        /* lr 1e-3: a tenth of one update at most */
+        CHECK_MSG(worst < 1e-4, "the bf16 step's state differs from f32's by %g", worst);
+    }
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 3 * P + 1; i++) kiln_array_destroy(outs[k][i]);
+        kiln_executable_destroy(e[k]);
+    }
+    for (int i = 0; i < n; i++) kiln_array_destroy(args[i]);
+}
+
+/* The step computed in f16 with dynamic loss scaling: at a scale of 2^30 the scaled
+ * cotangents overflow f16, the step is skipped (parameters and moments bit-identical, the
+ * step number kept, the scale halved and its counter reset); at 2^10 it is taken. */
+static void test_loss_scaled_step(kiln_context *ctx) {
+    int P = gpt_num_params(&tiny), B = 2, T = 8;
+    kiln_graph *g;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+    char err[GPT_ERR_SIZE];
+    gpt_step_spec spec = {.batch = B,
+                          .seq = T,
+                          .weight_decay = 0.1,
+                          .clip = 1.0,
+                          .compute = KILN_DTYPE_F16,
+                          .loss_scaling = GPT_LOSS_SCALING_DYNAMIC,
+                          .growth_interval = 100};
+    CHECK_MSG(gpt_trace_step(g, &tiny, KILN_DTYPE_F32, &spec, err) == KILN_STATUS_OK, "%s", err);
+    CHECK(kiln_graph_num_outputs(g) == 3 * P + 4);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    for (int round = 0; round < 2 && e; round++) {
+        kiln_array *args[3 * 64 + 6], *outs[3 * 64 + 4] = {0};
+        float scale = round ? 0x1p10f : 0x1p30f;
+        int n = step_args(ctx, &tiny, B, T, args, 2, scale, 41);
+        CHECK_OK(ctx, kiln_executable_run(e, n, args, 3 * P + 4, outs));
+        if (outs[3 * P + 3]) {
+            int same = 0;
+            for (int i = 0; i < 3 * P; i++) {
+                size_t nb = kiln_array_nbytes(args[i]);
+                char *x = malloc(nb), *y = malloc(nb);
+                kiln_array_copy_to_host(args[i], x, nb), kiln_array_copy_to_host(outs[i], y, nb);
+                same += !memcmp(x, y, nb);
+                free(x), free(y);
+            }
+            int32_t step = 0, good = 0;
+            kiln_array_copy_to_host(outs[3 * P + 1], &step, 4);
+            kiln_array_copy_to_host(outs[3 * P + 3], &good, 4);
+            CHECK(isfinite(scalar_f32(outs[3 * P])));
+            if (!round) {
+                CHECK_MSG(same == 3 * P, "%d of %d tensors kept by the skipped step", same, 3 * P);
+                CHECK(step == 3 && good == 0 && scalar_f32(outs[3 * P + 2]) == 0x1p29f);
+            } else {
+                CHECK_MSG(same < P, "the taken step kept %d tensors", same);
+                CHECK(step == 4 && good == 42 && scalar_f32(outs[3 * P + 2]) == 0x1p10f);
+            }
+        }
+        for (int i = 0; i < 3 * P + 4; i++) kiln_array_destroy(outs[i]);
+        for (int i = 0; i < n; i++) kiln_array_destroy(args[i]);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* The loss of the f64 model at params p (an executable compiled once, run per probe). */
 static double loss_at(kiln_executable *e, kiln_array **args, int n) {
     kiln_array *out = NULL;
@@ -512,6 +675,8 @@ int main(void) {
     if (!ctx) return 1;
     test_forward_vs_reference(ctx);
     test_step_vs_reference(ctx);
+    test_mixed_precision_step(ctx);
+    test_loss_scaled_step(ctx);
     test_gradients_fd(ctx);
     test_checkpoint_round_trip(ctx, dir);
     test_training_lowers_loss(ctx, dir);

@@ -45,6 +45,25 @@ static bool parse_schedule(const char *v, void *opts) {
     return true;
 }
 
+/* --dtype: the dtypes the model computes in (the parameters stay f32). */
+static bool parse_dtype(const char *v, void *opts) {
+    static const kiln_dtype ok[3] = {KILN_DTYPE_F32, KILN_DTYPE_BF16, KILN_DTYPE_F16};
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(v, kiln_dtype_name(ok[k]))) {
+            ((train_args *)opts)->o.dtype = ok[k];
+            return true;
+        }
+    return false;
+}
+
+static bool parse_loss_scaling(const char *v, void *opts) {
+    int k = 0;
+    while (k <= GPT_LOSS_SCALING_DYNAMIC && strcmp(v, gpt_loss_scaling_name(k))) k++;
+    if (k > GPT_LOSS_SCALING_DYNAMIC) return false;
+    ((train_args *)opts)->o.loss_scaling = (gpt_loss_scaling)k;
+    return true;
+}
+
 static bool parse_memory_budget(const char *v, void *opts) {
     train_args *a = opts;
     return kiln_tool_parse_bytes(v, &a->o.memory_budget, &a->o.memory_budget_fraction);
@@ -147,6 +166,18 @@ static const tool_flag train_flags[] = {
      .help = "start from these parameters (safetensors, names as docs/training.md)"},
     {T_STR("--batches", "FILE", o.batches),
      .help = "training batches from a raw int32 file [steps, batch, context+1]"},
+    {T_FN("--dtype", "T", parse_dtype), .def = "f32", .bad = "is not f32, bf16 or f16",
+     .help = "what the model computes in: {} (default), bf16 or f16 (mixed\n"
+             "precision: parameters, gradients, AdamW moments and the\n"
+             "checkpoint stay f32; docs/mixed_precision.md)"},
+    {T_FN("--loss-scaling", "S", parse_loss_scaling), .def = "auto",
+     .bad = "is not auto, none, static or dynamic",
+     .help = "none, static or dynamic (GradScaler's); {} (default): dynamic\n"
+             "for f16, none otherwise"},
+    {T_DBL("--loss-scale", o.loss_scale, 1e-30, 3.4e38), .def = "65536",
+     .help = "the static scale, or the dynamic one's first ({})"},
+    {T_I64("--growth-interval", o.loss_scale_growth_interval, 1, INT32_MAX), .def = "2000",
+     .help = "finite steps before a dynamic scale doubles ({})"},
     {T_FN("--memory-budget", "X", parse_memory_budget),
      .bad = "is not a size (bytes such as 64MiB, 2GB, 1000000, or a share such as 50%)",
      .help = "the step's peak device memory at most X bytes (64MiB, 2GB) or X%\n"

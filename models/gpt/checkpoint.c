@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -141,6 +142,50 @@ kiln_status gpt_checkpoint_config(kiln_context *ctx, const char *path, gpt_confi
     return st;
 }
 
+/* The mixed-precision part of the recipe (a checkpoint from before it was recorded
+ * trained in f32 without loss scaling: the defaults). */
+static kiln_status read_precision(kiln_safetensors *f, const char *path, gpt_train_options *o,
+                                  char *err) {
+    const char *dt = kiln_safetensors_get_metadata(f, "dtype");
+    const char *ls = kiln_safetensors_get_metadata(f, "loss_scaling");
+    if (dt) {
+        static const kiln_dtype ok[3] = {KILN_DTYPE_F32, KILN_DTYPE_BF16, KILN_DTYPE_F16};
+        int k = 0;
+        while (k < 3 && strcmp(dt, kiln_dtype_name(ok[k]))) k++;
+        if (k == 3) {
+            gpt_errf(err, "%s: metadata 'dtype' is '%s'; want f32, bf16 or f16", path, dt);
+            return KILN_STATUS_INVALID_ARGUMENT;
+        }
+        o->dtype = ok[k];
+    }
+    if (ls) {
+        int k = GPT_LOSS_SCALING_NONE;
+        while (k <= GPT_LOSS_SCALING_DYNAMIC && strcmp(ls, gpt_loss_scaling_name(k))) k++;
+        if (k > GPT_LOSS_SCALING_DYNAMIC) {
+            gpt_errf(err, "%s: metadata 'loss_scaling' is '%s'; want none, static or dynamic", path,
+                     ls);
+            return KILN_STATUS_INVALID_ARGUMENT;
+        }
+        o->loss_scaling = (gpt_loss_scaling)k;
+    }
+    const char *init = kiln_safetensors_get_metadata(f, "loss_scale_init");
+    char *end = NULL;
+    double x = init ? strtod(init, &end) : 0;
+    if (init && (end == init || *end || !(x > 0 && x <= 3.4e38))) {
+        gpt_errf(err, "%s: metadata 'loss_scale_init' is '%s'; want a number in (0, 3.4e38]", path,
+                 init);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    if (init) o->loss_scale = x;
+    long long every = 0;
+    if (kiln_safetensors_get_metadata(f, "loss_scale_growth_interval")) {
+        kiln_status st = meta_int(f, path, "loss_scale_growth_interval", 1, INT32_MAX, &every, err);
+        if (st) return st;
+        o->loss_scale_growth_interval = every;
+    }
+    return KILN_STATUS_OK;
+}
+
 kiln_status gpt_checkpoint_read_options(kiln_context *ctx, const char *path, gpt_train_options *o,
                                         char *err) {
     kiln_safetensors *f;
@@ -181,6 +226,7 @@ kiln_status gpt_checkpoint_read_options(kiln_context *ctx, const char *path, gpt
             o->schedule = (gpt_schedule)k;
         o->batch = (int)batch, o->steps = steps, o->warmup = warmup;
         o->seed = (uint64_t)seed;
+        if (!st) st = read_precision(f, path, o, err);
     }
     kiln_safetensors_close(f);
     return st;

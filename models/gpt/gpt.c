@@ -8,7 +8,16 @@
  * heads or batch entries exists anywhere. The causal mask is a compare of two iotas under
  * a select, which fusion folds into the softmax's loops (no [T, T] constant is stored).
  * Builder errors are sticky on the graph, so the tracing functions check nothing
- * themselves: kiln_graph_finish reports the first error. */
+ * themselves: kiln_graph_finish reports the first error.
+ *
+ * Mixed precision (gpt_trace_options.compute, docs/mixed_precision.md): the parameters
+ * keep their dtype (the f32 masters the optimiser updates) and each is converted to the
+ * compute dtype where it is used, so kiln_convert's gradient hands back f32 gradients. The
+ * residual stream, the products and what the backward pass saves are in the compute dtype;
+ * the embedding gather, the layer norms (statistics and affine), the attention softmax and
+ * the loss run in f32 ("wide"), as torch.autocast runs layer_norm, softmax and
+ * cross-entropy in f32, each island converted back as it ends. At compute == the
+ * parameters' dtype every conversion is the identity and the trace is the plain one. */
 #include "gpt_internal.h"
 
 #include <errno.h>
@@ -192,9 +201,34 @@ static kiln_value reshape4(kiln_graph *g, kiln_value x, int64_t a, int64_t b, in
     return kiln_reshape(g, x, 4, d);
 }
 
-/* x [N, in] @ w [in, out] + b [out] */
-static kiln_value linear(kiln_graph *g, kiln_value x, kiln_value w, kiln_value b) {
-    return kiln_add(g, kiln_matmul(g, x, w), b);
+/* The dtypes a trace works in: compute for the products, the residual stream and the
+ * saved activations; wide (f32 when compute is 16-bit, else compute) for the islands the
+ * file's opening comment lists. */
+typedef struct precision {
+    kiln_dtype compute, wide;
+} precision;
+
+static precision precision_of(kiln_graph *g, const kiln_value *p, kiln_dtype compute) {
+    precision pr = {.compute = compute ? compute : dtype_of(g, p[0])};
+    pr.wide =
+        pr.compute == KILN_DTYPE_BF16 || pr.compute == KILN_DTYPE_F16 ? KILN_DTYPE_F32 : pr.compute;
+    return pr;
+}
+
+/* x [N, in] @ w [in, out] + b [out], the parameters converted to the compute dtype */
+static kiln_value linear(kiln_graph *g, const precision *pr, kiln_value x, kiln_value w,
+                         kiln_value b) {
+    return kiln_add(g, kiln_matmul(g, x, kiln_convert(g, w, pr->compute)),
+                    kiln_convert(g, b, pr->compute));
+}
+
+/* LayerNorm over the channels, computed wide (the statistics of a 16-bit row in f32 and
+ * the affine with the f32 scale and bias), its result back in the compute dtype. */
+static kiln_value norm(kiln_graph *g, const precision *pr, kiln_value x, kiln_value w,
+                       kiln_value b) {
+    kiln_value y = kiln_layer_norm(g, kiln_convert(g, x, pr->wide), kiln_convert(g, w, pr->wide),
+                                   kiln_convert(g, b, pr->wide), 1e-5);
+    return kiln_convert(g, y, pr->compute);
 }
 
 /* Causal self-attention of a [B*S, C] input; returns [B*S, C] before c_proj. Written out
@@ -203,11 +237,11 @@ static kiln_value linear(kiln_graph *g, kiln_value x, kiln_value w, kiln_value b
  * peak (bench/RESULTS.md, "Training with the op: a trade, not yet a gain"; docs/ops.md,
  * "Attention"). Programs without the backward pass (evaluation, sampling) get the op's
  * fused kernel all the same: kiln_compile recognises this form (src/passes/attention.c). */
-static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const kiln_value *lp,
-                            kiln_value a, int64_t B, int64_t S) {
+static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const precision *pr,
+                            const kiln_value *lp, kiln_value a, int64_t B, int64_t S) {
     int64_t C = cfg->channels, H = cfg->heads, hs = C / H;
-    kiln_dtype dt = dtype_of(g, a);
-    kiln_value qkv = kiln_checkpoint_name(g, linear(g, a, lp[ATTN_W], lp[ATTN_B]), "qkv");
+    kiln_dtype dt = pr->wide;
+    kiln_value qkv = kiln_checkpoint_name(g, linear(g, pr, a, lp[ATTN_W], lp[ATTN_B]), "qkv");
     kiln_value part[3];
     for (int j = 0; j < 3; j++) {
         int64_t lo[2] = {0, j * C}, hi[2] = {B * S, (j + 1) * C};
@@ -220,13 +254,14 @@ static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const kiln_val
                         .n_batch = 2,
                         .lhs_batch = {0, 2},
                         .rhs_batch = {0, 2}};
-    kiln_value s = kiln_dot_general(g, part[0], part[1], &qk); /* [B, H, S, S] */
+    /* the scores widened before the scale and the mask: -1e9 is -inf in f16 */
+    kiln_value s = kiln_convert(g, kiln_dot_general(g, part[0], part[1], &qk), dt); /* [B,H,S,S] */
     s = kiln_mul(g, s, kiln_scalar(g, dt, 1.0 / sqrt((double)hs)));
     int64_t ss[2] = {S, S};
     kiln_value causal = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, ss, 0),
                                      kiln_iota(g, KILN_DTYPE_I32, 2, ss, 1), KILN_CMP_GE);
     s = kiln_select(g, causal, s, kiln_scalar(g, dt, -1e9));
-    kiln_value p = kiln_softmax(g, s, -1);
+    kiln_value p = kiln_convert(g, kiln_softmax(g, s, -1), pr->compute);
     /* y[b, h, t, :] = sum_s p[b, h, t, s] v[b, s, h, :] */
     kiln_dot_dims pv = {.n_contract = 1,
                         .lhs_contract = {3},
@@ -240,49 +275,73 @@ static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const kiln_val
 }
 
 kiln_value gpt_hidden(kiln_graph *g, const gpt_config *cfg, const kiln_value *p, kiln_value idx) {
-    return gpt_hidden_hooked(g, cfg, p, idx, NULL);
+    return gpt_hidden_with(g, cfg, p, idx, NULL);
 }
 
 kiln_value gpt_hidden_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_value *p,
                              kiln_value idx, const gpt_block_hook *hook) {
+    gpt_trace_options o = {.hook = hook};
+    return gpt_hidden_with(g, cfg, p, idx, &o);
+}
+
+kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_value *p,
+                           kiln_value idx, const gpt_trace_options *opts) {
+    gpt_trace_options none = {0};
+    if (!opts) opts = &none;
+    const gpt_block_hook *hook = opts->hook;
+    precision pr = precision_of(g, p, opts->compute);
     int64_t d[KILN_MAX_RANK] = {0};
     int rank = 0;
     kiln_value_type(g, idx, NULL, &rank, d);
     int64_t B = d[0], S = rank == 2 ? d[1] : 0, C = cfg->channels;
     int64_t lo[2] = {0, 0}, hi[2] = {S, C};
-    kiln_value pos = kiln_slice(g, p[1], lo, hi, NULL);            /* [S, C] */
+    kiln_value pos = kiln_slice(g, p[1], lo, hi, NULL); /* [S, C] */
+    /* the rows gathered from the parameters' dtype (the gradient's scatter-add stays
+     * there), the sum converted once */
     kiln_value x = kiln_add(g, kiln_take_rows(g, p[0], idx), pos); /* [B, S, C] */
-    x = reshape2(g, x, B * S, C);
+    x = kiln_convert(g, reshape2(g, x, B * S, C), pr.compute);
     for (int l = 0; l < cfg->layers; l++) {
         const kiln_value *lp = p + 2 + GPT_PARAMS_PER_LAYER * l;
         if (hook && hook->fn) hook->fn(g, l, true, hook->user);
-        kiln_value a = kiln_layer_norm(g, x, lp[LN1_W], lp[LN1_B], 1e-5);
-        x = kiln_add(g, x, linear(g, attention(g, cfg, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]));
-        kiln_value m = kiln_layer_norm(g, x, lp[LN2_W], lp[LN2_B], 1e-5);
-        m = kiln_checkpoint_name(g, linear(g, m, lp[FC_W], lp[FC_B]), "mlp_fc");
+        kiln_value a = norm(g, &pr, x, lp[LN1_W], lp[LN1_B]);
+        x = kiln_add(g, x,
+                     linear(g, &pr, attention(g, cfg, &pr, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]));
+        kiln_value m = norm(g, &pr, x, lp[LN2_W], lp[LN2_B]);
+        m = kiln_checkpoint_name(g, linear(g, &pr, m, lp[FC_W], lp[FC_B]), "mlp_fc");
         m = kiln_gelu(g, m, true);
-        x = kiln_add(g, x, linear(g, m, lp[MPROJ_W], lp[MPROJ_B]));
+        x = kiln_add(g, x, linear(g, &pr, m, lp[MPROJ_W], lp[MPROJ_B]));
         if (hook && hook->fn) hook->fn(g, l, false, hook->user);
     }
     int n = gpt_num_params(cfg);
-    return kiln_layer_norm(g, x, p[n - 2], p[n - 1], 1e-5);
+    return norm(g, &pr, x, p[n - 2], p[n - 1]);
 }
 
 kiln_value gpt_head(kiln_graph *g, const kiln_value *p, kiln_value h) {
     kiln_dot_dims nt = {.n_contract = 1, .lhs_contract = {1}, .rhs_contract = {1}};
-    return kiln_dot_general(g, h, p[0], &nt); /* h @ wte^T */
+    /* h @ wte^T, wte in h's dtype (the compute dtype's copy under mixed precision) */
+    return kiln_dot_general(g, h, kiln_convert(g, p[0], dtype_of(g, h)), &nt);
 }
 
 kiln_value gpt_loss(kiln_graph *g, const gpt_config *cfg, const kiln_value *p, kiln_value idx,
                     kiln_value targets) {
-    return gpt_loss_hooked(g, cfg, p, idx, targets, NULL);
+    return gpt_loss_with(g, cfg, p, idx, targets, NULL);
 }
 
 kiln_value gpt_loss_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_value *p,
                            kiln_value idx, kiln_value targets, const gpt_block_hook *hook) {
-    kiln_value logits = gpt_head(g, p, gpt_hidden_hooked(g, cfg, p, idx, hook));
+    gpt_trace_options o = {.hook = hook};
+    return gpt_loss_with(g, cfg, p, idx, targets, &o);
+}
+
+kiln_value gpt_loss_with(kiln_graph *g, const gpt_config *cfg, const kiln_value *p, kiln_value idx,
+                         kiln_value targets, const gpt_trace_options *opts) {
+    kiln_value logits = gpt_head(g, p, gpt_hidden_with(g, cfg, p, idx, opts));
     int64_t n = -1;
     kiln_value flat = kiln_reshape(g, targets, 1, &n);
+    /* the loss in the parameters' dtype (f32 under mixed precision): the log-softmax of
+     * 16-bit logits in f32 */
+    logits = kiln_convert(g, logits,
+                          dtype_of(g, p[0]) == KILN_DTYPE_F64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32);
     return kiln_mean(g, kiln_softmax_cross_entropy(g, logits, flat), 0, NULL, false);
 }
 
@@ -337,16 +396,16 @@ static void all_reduce_buckets(kiln_graph *g, const gpt_config *cfg, kiln_dtype 
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err) {
     int P = gpt_num_params(cfg);
-    /* a: params, m, v (3P); grads (P); outs (3P + 1); per group: 4 input lists, 3 output
-     * lists (7P) and the indices */
-    kiln_value *a = calloc((size_t)(14 * P + 1), sizeof *a);
+    /* a: params, m, v (3P); grads (P); outs (3P + 1, and 3 of loss scaling); per group: 4
+     * input lists, 3 output lists (7P) and the indices */
+    kiln_value *a = calloc((size_t)(14 * P + 4), sizeof *a);
     int *idxs = calloc((size_t)P, sizeof *idxs);
     if (!a || !idxs) {
         free(a), free(idxs);
         gpt_errf(err, "gpt step: out of host memory");
         return KILN_STATUS_HOST_OOM;
     }
-    kiln_value *grads = a + 3 * P, *outs = a + 4 * P, *lists = a + 7 * P + 1;
+    kiln_value *grads = a + 3 * P, *outs = a + 4 * P, *lists = a + 7 * P + 4;
     gpt_make_params(g, cfg, dtype, a);
     char name[GPT_NAME_MAX + 8];
     for (int k = 1; k < 3; k++)
@@ -363,9 +422,17 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
     kiln_value targets = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
     kiln_value lr = kiln_parameter(g, "lr", KILN_DTYPE_F32, 0, NULL);
     kiln_value step = kiln_parameter(g, "step", KILN_DTYPE_I32, 0, NULL);
+    bool scaled =
+        s->loss_scaling == GPT_LOSS_SCALING_STATIC || s->loss_scaling == GPT_LOSS_SCALING_DYNAMIC;
+    kiln_loss_scale_options ls = {.growth_interval = s->growth_interval};
+    if (scaled) ls.scale = kiln_parameter(g, "loss_scale", KILN_DTYPE_F32, 0, NULL);
+    if (s->loss_scaling == GPT_LOSS_SCALING_DYNAMIC)
+        ls.good_steps = kiln_parameter(g, "loss_scale_good", KILN_DTYPE_I32, 0, NULL);
 
-    kiln_value loss = gpt_loss_hooked(g, cfg, a, idx, targets, s->hook);
-    kiln_grad(g, loss, P, a, grads);
+    gpt_trace_options to = {.hook = s->hook, .compute = s->compute};
+    kiln_value loss = gpt_loss_with(g, cfg, a, idx, targets, &to);
+    kiln_grad(g, scaled ? kiln_mul(g, loss, kiln_convert(g, ls.scale, dtype_of(g, loss))) : loss, P,
+              a, grads);
     /* Data parallel: each replica's loss is the mean over its shard of the batch, so the
      * mean of the replicas' gradients is the gradient of the whole batch's mean loss, and
      * clipping and AdamW then see exactly what one process on the whole batch would. */
@@ -373,6 +440,10 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
         all_reduce_buckets(g, cfg, dtype, s->bucket_bytes, grads);
         loss = kiln_all_reduce(g, loss, KILN_REDUCE_MEAN);
     }
+    /* Unscaled after the all-reduce, so every replica sees the same sums and takes or
+     * skips the step alike. */
+    kiln_value finite = {0}, new_scale = {0}, new_good = {0};
+    if (scaled) kiln_loss_scale_unscale(g, &ls, P, grads, grads, &finite, &new_scale, &new_good);
     if (s->clip > 0)
         kiln_optim_clip_by_global_norm(g, kiln_scalar(g, KILN_DTYPE_F64, s->clip), P, grads, grads,
                                        NULL);
@@ -397,11 +468,20 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
             .eps = kiln_scalar(g, KILN_DTYPE_F64, s->eps > 0 ? s->eps : 1e-8),
             .weight_decay = kiln_scalar(g, KILN_DTYPE_F64, group == 0 ? s->weight_decay : 0.0)};
         kiln_optim_adamw(g, &o, k, gp, gg, gm, gv, np, nm, nv);
+        if (scaled) { /* a skipped step keeps the state it was given */
+            kiln_select_each(g, finite, k, np, gp, np);
+            kiln_select_each(g, finite, k, nm, gm, nm);
+            kiln_select_each(g, finite, k, nv, gv, nv);
+        }
         for (int j = 0; j < k; j++)
             outs[idxs[j]] = np[j], outs[P + idxs[j]] = nm[j], outs[2 * P + idxs[j]] = nv[j];
     }
     outs[3 * P] = loss;
-    kiln_status st = kiln_graph_finish(g, 3 * P + 1, outs);
+    int n_out = 3 * P + 1;
+    if (scaled) outs[n_out++] = kiln_add(g, step, kiln_convert(g, finite, KILN_DTYPE_I32));
+    if (s->loss_scaling == GPT_LOSS_SCALING_DYNAMIC)
+        outs[n_out++] = new_scale, outs[n_out++] = new_good;
+    kiln_status st = kiln_graph_finish(g, n_out, outs);
     if (st) gpt_errf(err, "gpt step: %s", kiln_graph_error(g));
     free(a), free(idxs);
     return st;
@@ -421,6 +501,16 @@ double gpt_lr_schedule(int64_t s, int64_t total, int64_t warmup, double peak, do
     case GPT_SCHEDULE_LINEAR: return peak + (min_lr - peak) * t;
     default: return min_lr + 0.5 * (1 + cos(3.141592653589793 * t)) * (peak - min_lr);
     }
+}
+
+const char *gpt_loss_scaling_name(gpt_loss_scaling k) {
+    switch (k) {
+    case GPT_LOSS_SCALING_AUTO: return "auto";
+    case GPT_LOSS_SCALING_NONE: return "none";
+    case GPT_LOSS_SCALING_STATIC: return "static";
+    case GPT_LOSS_SCALING_DYNAMIC: return "dynamic";
+    }
+    return "?";
 }
 
 const char *gpt_schedule_name(gpt_schedule kind) {

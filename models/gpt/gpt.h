@@ -82,7 +82,25 @@ kiln_value gpt_hidden_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_va
                              kiln_value idx, const gpt_block_hook *hook);
 kiln_value gpt_loss_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_value *params,
                            kiln_value idx, kiln_value targets, const gpt_block_hook *hook);
-/* The logits of hidden rows h [N, C] through the tied head: [N, V]. */
+/* How the model is traced (zero: the plain trace). compute is the mixed-precision policy's
+ * compute dtype (jmp.Policy's compute_dtype; docs/mixed_precision.md): 0 or the
+ * parameters' dtype traces the model in that dtype; KILN_DTYPE_BF16 or KILN_DTYPE_F16
+ * keeps the parameters as they are (the f32 masters) and converts each where it is used,
+ * so the products, the residual stream and the activations saved for the backward pass
+ * are 16-bit, while the layer norms, the attention softmax and the loss are computed in
+ * f32, and the gradients of the f32 parameters are f32. */
+typedef struct gpt_trace_options {
+    const gpt_block_hook *hook; /* around each block; NULL: none */
+    kiln_dtype compute;         /* 0: the parameters' dtype */
+} gpt_trace_options;
+/* gpt_hidden and gpt_loss with options (NULL: none). gpt_hidden_with's result is in the
+ * compute dtype; the loss is f32 (f64 for f64 parameters) whatever it is. */
+kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_value *params,
+                           kiln_value idx, const gpt_trace_options *o);
+kiln_value gpt_loss_with(kiln_graph *g, const gpt_config *cfg, const kiln_value *params,
+                         kiln_value idx, kiln_value targets, const gpt_trace_options *o);
+/* The logits of hidden rows h [N, C] through the tied head: [N, V], in h's dtype (wte is
+ * converted to it). */
 kiln_value gpt_head(kiln_graph *g, const kiln_value *params, kiln_value h);
 /* The mean cross-entropy of the next-byte prediction: idx, targets [B, S] i32. Rank 0. */
 kiln_value gpt_loss(kiln_graph *g, const gpt_config *cfg, const kiln_value *params, kiln_value idx,
@@ -91,12 +109,31 @@ kiln_value gpt_loss(kiln_graph *g, const gpt_config *cfg, const kiln_value *para
 /* Makes one parameter of g per model parameter, in order, with its spec name. */
 void gpt_make_params(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, kiln_value *params);
 
+/* Loss scaling of a training step (kiln_loss_scale_unscale; docs/mixed_precision.md):
+ * for a step computed in f16, whose small gradients would otherwise flush to zero. */
+typedef enum gpt_loss_scaling {
+    GPT_LOSS_SCALING_AUTO,    /* gpt_train: dynamic for f16, none otherwise */
+    GPT_LOSS_SCALING_NONE,    /* none */
+    GPT_LOSS_SCALING_STATIC,  /* a fixed scale */
+    GPT_LOSS_SCALING_DYNAMIC, /* torch.amp.GradScaler's: grows and backs off */
+} gpt_loss_scaling;
+/* "auto", "none", "static", "dynamic"; "?" for anything else. */
+const char *gpt_loss_scaling_name(gpt_loss_scaling k);
+
 /* The training step as one graph: arguments params (P), m (P), v (P), idx [B, T] i32,
  * targets [B, T] i32, lr (rank 0, f32), step (rank 0 i32: the 1-based update number);
  * outputs new params (P), new m (P), new v (P), then the loss (the loss before the update).
  * AdamW with beta1, beta2 and eps (0: 0.9, 0.95, 1e-8), weight decay wd on the decayed
  * parameters and 0 on the rest; clip (> 0) clips the gradients by their global norm
- * first. */
+ * first.
+ *
+ * With loss scaling (static or dynamic) the loss is multiplied by the scale before the
+ * gradients, which are unscaled after the all-reduce and before clipping, and a step whose
+ * gradients are not all finite is skipped: its outputs are the parameters and moments
+ * given, bit for bit. Further arguments after step: scale (rank 0 f32), then, dynamic,
+ * good (rank 0 i32, finite steps since the scale last changed); further outputs after the
+ * loss: the next step number (step + 1, or step for a skipped step), then, dynamic, the
+ * next scale and good (GradScaler's rule, growth every growth_interval finite steps). */
 typedef struct gpt_step_spec {
     int batch;
     int seq; /* T of the batches; <= context */
@@ -107,6 +144,12 @@ typedef struct gpt_step_spec {
                                  * one all-reduce per gradient */
     double beta1, beta2, eps;   /* AdamW's; 0: the defaults above */
     const gpt_block_hook *hook; /* around each block of the forward pass; NULL: none */
+    /* Mixed precision (gpt_trace_options.compute): the parameters, the gradients and the
+     * AdamW moments stay in the step's dtype, the model computes in this one. 0: the
+     * step's dtype. */
+    kiln_dtype compute;
+    gpt_loss_scaling loss_scaling; /* AUTO counts as NONE here */
+    int64_t growth_interval;       /* dynamic: 0: 2000 */
 } gpt_step_spec;
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err);
@@ -208,6 +251,18 @@ typedef struct gpt_train_options {
     kiln_checkpoint_policy remat_policy;
     int remat_n_names;
     const char *const *remat_names;
+    /* Mixed precision (docs/mixed_precision.md): the dtype the step and the validation
+     * compute in, KILN_DTYPE_F32 (0 counts as f32), KILN_DTYPE_BF16 or KILN_DTYPE_F16
+     * (gpt_trace_options.compute). The parameters, gradients and AdamW moments stay f32
+     * whatever it is, and so does the checkpoint. Loss scaling: AUTO is dynamic for f16
+     * and none otherwise; loss_scale is the static scale or the dynamic one's first (0:
+     * 65536, GradScaler's), loss_scale_growth_interval the finite steps before a dynamic
+     * scale doubles (0: 2000). Part of the recipe a checkpoint records, with the dynamic
+     * scale's state. */
+    kiln_dtype dtype;
+    gpt_loss_scaling loss_scaling;
+    double loss_scale;
+    int64_t loss_scale_growth_interval;
 } gpt_train_options;
 
 /* What a run did (filled by gpt_train, also on most failures, as far as it got). */
@@ -218,6 +273,10 @@ typedef struct gpt_train_result {
     uint64_t planned_peak_bytes, measured_peak_bytes;
     int64_t params;
     bool interrupted;
+    /* Loss scaling: steps skipped for a non-finite gradient (in this run), and the scale
+     * at the end (NaN without loss scaling). */
+    int64_t skipped_steps;
+    double final_loss_scale;
 } gpt_train_result;
 
 /* Sets the defaults the CLI documents (a small model that trains on 2 cores). */

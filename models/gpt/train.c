@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -46,6 +47,27 @@ void gpt_train_defaults(gpt_train_options *o) {
     o->out_dir = "kiln-train";
     o->beta1 = 0.9, o->beta2 = 0.95, o->eps = 1e-8;
     o->schedule = GPT_SCHEDULE_COSINE, o->min_lr = NAN;
+    o->dtype = KILN_DTYPE_F32, o->loss_scaling = GPT_LOSS_SCALING_AUTO;
+    o->loss_scale = 65536, o->loss_scale_growth_interval = 2000;
+}
+
+/* The dtype the model computes in (0: f32). */
+static kiln_dtype compute_of(const gpt_train_options *o) {
+    return o->dtype ? o->dtype : KILN_DTYPE_F32;
+}
+
+/* AUTO resolved: dynamic for f16, none otherwise. */
+static gpt_loss_scaling scaling_of(const gpt_train_options *o) {
+    if (o->loss_scaling != GPT_LOSS_SCALING_AUTO) return o->loss_scaling;
+    return compute_of(o) == KILN_DTYPE_F16 ? GPT_LOSS_SCALING_DYNAMIC : GPT_LOSS_SCALING_NONE;
+}
+
+static double first_scale_of(const gpt_train_options *o) {
+    return o->loss_scale > 0 ? o->loss_scale : 65536;
+}
+
+static int64_t interval_of(const gpt_train_options *o) {
+    return o->loss_scale_growth_interval > 0 ? o->loss_scale_growth_interval : 2000;
 }
 
 /* The rate the schedule ends at: min_lr, or lr / 10 when it is NaN (the default). */
@@ -136,7 +158,13 @@ typedef struct run {
     char data_path[4200]; /* the corpus as the checkpoint records it ("": the default) */
     FILE *batches;        /* the --batches file, or NULL */
     uint64_t rng;
-    int64_t done;                 /* steps done */
+    int64_t done; /* steps done */
+    /* Loss scaling (gpt_step_spec): updates applied (done less the skipped steps of the
+     * whole run), the scale and its counter of finite steps, steps skipped by this run. */
+    gpt_loss_scaling scaling; /* resolved: never AUTO */
+    int64_t applied, skipped;
+    float scale;
+    int32_t good;
     int64_t n_rec;                /* steps run by this run */
     double ms_win[MEDIAN_WINDOW]; /* the last steps' times, a ring */
     gpt_log log;                  /* losses.csv */
@@ -164,6 +192,7 @@ static void state_free(run *r) {
 static kiln_status save(run *r, const char *path) {
     char step[24], seed[24], rng[24], batch[24], steps[24], warm[24], lr[32], wd[32], clip[32];
     char dbytes[24], dhash[24], b1[32], b2[32], eps[32], minlr[32];
+    char ls0[32], lsi[24], lsn[32], lsg[24], applied[24];
     snprintf(step, sizeof step, "%lld", (long long)r->done);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->o->seed);
     snprintf(rng, sizeof rng, "%llu", (unsigned long long)r->rng);
@@ -179,18 +208,23 @@ static kiln_status save(run *r, const char *path) {
     snprintf(b2, sizeof b2, "%.17g", r->o->beta2);
     snprintf(eps, sizeof eps, "%.17g", r->o->eps);
     snprintf(minlr, sizeof minlr, "%.17g", min_lr_of(r->o));
+    snprintf(ls0, sizeof ls0, "%.17g", first_scale_of(r->o));
+    snprintf(lsi, sizeof lsi, "%lld", (long long)interval_of(r->o));
+    snprintf(lsn, sizeof lsn, "%.9g", (double)r->scale);
+    snprintf(lsg, sizeof lsg, "%d", (int)r->good);
+    snprintf(applied, sizeof applied, "%lld", (long long)r->applied);
     /* the log covers at least the steps of the checkpoint */
     kiln_status st = gpt_log_flush(&r->log, r->err);
     if (st) return st;
-    const char *kv[] = {"step",       step,   "seed",         seed,
-                        "rng_state",  rng,    "batch",        batch,
-                        "steps",      steps,  "warmup",       warm,
-                        "lr",         lr,     "weight_decay", wd,
-                        "clip",       clip,   "data",         r->data_path,
-                        "data_bytes", dbytes, "data_hash",    dhash,
-                        "beta1",      b1,     "beta2",        b2,
-                        "eps",        eps,    "schedule",     gpt_schedule_name(r->o->schedule),
-                        "min_lr",     minlr};
+    const char *kv[] = {
+        "step", step, "seed", seed, "rng_state", rng, "batch", batch, "steps", steps, "warmup",
+        warm, "lr", lr, "weight_decay", wd, "clip", clip, "data", r->data_path, "data_bytes",
+        dbytes, "data_hash", dhash, "beta1", b1, "beta2", b2, "eps", eps, "schedule",
+        gpt_schedule_name(r->o->schedule), "min_lr", minlr,
+        /* mixed precision: the recipe, then the loss scale's state */
+        "dtype", kiln_dtype_name(compute_of(r->o)), "loss_scaling",
+        gpt_loss_scaling_name(r->scaling), "loss_scale_init", ls0, "loss_scale_growth_interval",
+        lsi, "loss_scale", lsn, "loss_scale_good_steps", lsg, "optimizer_steps", applied};
     return gpt_checkpoint_save(r->ctx, path, &r->cfg, r->state, r->state + r->P,
                                r->state + 2 * r->P, (int)(sizeof kv / sizeof kv[0]) / 2, kv,
                                r->err);
@@ -251,6 +285,28 @@ static kiln_status load_corpus(run *r) {
     return st;
 }
 
+/* A resumed run's loss-scale state and update count (a checkpoint from before they were
+ * recorded skipped no step: its updates are its steps). */
+static kiln_status read_scale_state(run *r, kiln_safetensors *f, long long done) {
+    const char *keys[3] = {"optimizer_steps", "loss_scale", "loss_scale_good_steps"};
+    double v[3] = {(double)done, r->scale, r->good};
+    for (int i = 0; i < 3; i++) {
+        const char *t = kiln_safetensors_get_metadata(f, keys[i]);
+        if (!t) continue;
+        char *end = NULL;
+        double x = strtod(t, &end);
+        bool ok = end != t && !*end && (i == 1 ? x > 0 && x <= FLT_MAX : x >= 0 && x <= done);
+        if (!ok) {
+            gpt_errf(r->err, "%s: metadata '%s' is '%s'; want a number in %s", r->o->resume,
+                     keys[i], t, i == 1 ? "(0, 3.4e38]" : "[0, the steps done]");
+            return KILN_STATUS_INVALID_ARGUMENT;
+        }
+        v[i] = x;
+    }
+    r->applied = (int64_t)v[0], r->scale = (float)v[1], r->good = (int32_t)v[2];
+    return KILN_STATUS_OK;
+}
+
 /* The parameters and moments a run starts from: a checkpoint, an --init file or the
  * seeded initialisation. */
 static kiln_status load_state(run *r) {
@@ -287,6 +343,14 @@ static kiln_status load_state(run *r) {
             what = "schedule";
         else if (min_lr_of(&saved) != min_lr_of(o))
             what = "min lr";
+        else if (compute_of(&saved) != compute_of(o))
+            what = "dtype";
+        else if (scaling_of(&saved) != scaling_of(o) ||
+                 (scaling_of(o) != GPT_LOSS_SCALING_NONE &&
+                  first_scale_of(&saved) != first_scale_of(o)) ||
+                 (scaling_of(o) == GPT_LOSS_SCALING_DYNAMIC &&
+                  interval_of(&saved) != interval_of(o)))
+            what = "loss scaling";
         if (what) {
             gpt_errf(r->err,
                      "%s: the run to resume used another %s; a resumed run continues the same "
@@ -311,6 +375,7 @@ static kiln_status load_state(run *r) {
         bool ok = sv && rv && !*e1 && !*e2 && e1 != sv && e2 != rv && !errno && s >= 0 &&
                   s <= GPT_MAX_STEPS && s <= saved.steps;
         if (ok) st = same_corpus(r, f);
+        if (ok && !st) st = read_scale_state(r, f, s);
         kiln_safetensors_close(f);
         if (!ok) {
             gpt_errf(r->err, "%s: metadata 'step' or 'rng_state' missing or not a number in range",
@@ -447,7 +512,10 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
                           .bucket_bytes = bucket_bytes(r),
                           .beta1 = r->o->beta1,
                           .beta2 = r->o->beta2,
-                          .eps = r->o->eps};
+                          .eps = r->o->eps,
+                          .compute = compute_of(r->o),
+                          .loss_scaling = r->scaling,
+                          .growth_interval = interval_of(r->o)};
     gpt_block_hook hook = {remat_block, (void *)r->o};
     if (r->o->remat) spec.hook = &hook;
     st = gpt_trace_step(g, &r->cfg, KILN_DTYPE_F32, &spec, r->err);
@@ -491,7 +559,9 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
     int64_t bt[2] = {r->GB, r->T};
     kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
     kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
-    kiln_value loss = gpt_loss(g, &r->cfg, p, idx, tgt);
+    /* validated as it trains: in the compute dtype */
+    gpt_trace_options to = {.compute = compute_of(r->o)};
+    kiln_value loss = gpt_loss_with(g, &r->cfg, p, idx, tgt, &to);
     free(p);
     kiln_compile_options eo = {.device = r->dev};
     if ((st = kiln_graph_finish(g, 1, &loss)) || (st = kiln_compile(g, &eo, &r->eval)))
@@ -652,6 +722,15 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
     fprintf(p, "\nmodel: %d layers, %d heads, %d channels, context %d: %lld parameters (%.2f M)\n",
             r->cfg.layers, r->cfg.heads, r->cfg.channels, r->cfg.context, (long long)res->params,
             (double)res->params / 1e6);
+    if (compute_of(r->o) != KILN_DTYPE_F32)
+        fprintf(p,
+                "mixed precision: computed in %s; parameters, gradients and AdamW moments "
+                "f32\n",
+                kiln_dtype_name(compute_of(r->o)));
+    if (r->scaling != GPT_LOSS_SCALING_NONE)
+        fprintf(p, "loss scaling: %s, scale %g at the end, %lld step%s skipped in this run\n",
+                gpt_loss_scaling_name(r->scaling), (double)r->scale, (long long)r->skipped,
+                r->skipped == 1 ? "" : "s");
     fprintf(p, "training step: %d kernels; memory at the planned peak (step %d of %d), by class:\n",
             si->num_kernels, ma->peak_step, ma->num_steps);
     uint64_t sum = 0;
@@ -752,6 +831,10 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
             o->remat ? kiln_checkpoint_policy_name(o->remat_policy) : "none",
             (unsigned long long)ma->memory_budget, ma->remat_strategy ? ma->remat_strategy : "none",
             ma->remat_num_recomputed, (unsigned long long)ma->remat_peak_without);
+    fprintf(f, "  \"dtype\": \"%s\", \"loss_scaling\": \"%s\", \"skipped_steps\": %lld,\n",
+            kiln_dtype_name(compute_of(o)), gpt_loss_scaling_name(r->scaling),
+            (long long)r->skipped);
+    json_num(f, "final_loss_scale", res->final_loss_scale, false);
     json_num(f, "ms_per_step_median", r->n_rec ? res->ms_per_step_median : NAN, false);
     json_num(f, "tokens_per_s", r->n_rec ? res->tokens_per_s : NAN, false);
     json_num(f, "first_loss", res->first_loss, false);
@@ -784,6 +867,22 @@ static kiln_status check_options(const gpt_train_options *o, char *err) {
                  "in [0, %lld], lr (%g) > 0, weight decay (%g) and clip (%g) >= 0",
                  o->batch, (long long)o->steps, GPT_MAX_STEPS, (long long)o->warmup, GPT_MAX_STEPS,
                  o->lr, o->weight_decay, o->clip);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    kiln_dtype dt = compute_of(o);
+    if (dt != KILN_DTYPE_F32 && dt != KILN_DTYPE_BF16 && dt != KILN_DTYPE_F16) {
+        gpt_errf(err, "gpt_train: dtype %s; the model trains in f32, bf16 or f16",
+                 kiln_dtype_name(dt));
+        return KILN_STATUS_DTYPE;
+    }
+    if ((unsigned)o->loss_scaling > (unsigned)GPT_LOSS_SCALING_DYNAMIC ||
+        !(o->loss_scale >= 0 && o->loss_scale <= FLT_MAX) || o->loss_scale_growth_interval < 0 ||
+        o->loss_scale_growth_interval > INT32_MAX) {
+        gpt_errf(err,
+                 "gpt_train: the loss scaling must be one of gpt_loss_scaling (%d), the loss "
+                 "scale (%g) in [0, 3.4e38] (0: 65536), the growth interval (%lld) in [0, "
+                 "2^31 - 1] (0: 2000)",
+                 (int)o->loss_scaling, o->loss_scale, (long long)o->loss_scale_growth_interval);
         return KILN_STATUS_INVALID_ARGUMENT;
     }
     if (o->model.vocab != 256) {
@@ -847,10 +946,46 @@ static kiln_status check_fits(run *r, const kiln_memory_analysis *ma) {
 /* One training step: s (0-based) from the state in r->state to the next; *loss receives
  * the step's loss, *ms its time. A collective that fails mid-step may have updated donated
  * state in place: *torn says so. */
+/* The step's arguments after step and outputs after the loss that loss scaling adds. */
+static int scale_args(const run *r) {
+    return r->scaling == GPT_LOSS_SCALING_DYNAMIC ? 2 : r->scaling == GPT_LOSS_SCALING_STATIC;
+}
+static int scale_outs(const run *r) {
+    return r->scaling == GPT_LOSS_SCALING_DYNAMIC ? 3 : r->scaling == GPT_LOSS_SCALING_STATIC;
+}
+
+/* The rank-0 arguments after the batch: lr, the update's number, the loss scale and its
+ * counter (those of them the step takes). */
+static kiln_status scalar_args(run *r, int64_t s, kiln_array **a) {
+    float lr = (float)lr_at(r->o, s, r->o->steps);
+    /* Adam's bias correction is 1 long before the count overflows */
+    int32_t t = (int32_t)(r->applied + 1 > INT32_MAX ? INT32_MAX : r->applied + 1);
+    kiln_status st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, 0, NULL, &lr, &a[0]);
+    if (!st) st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_I32, 0, NULL, &t, &a[1]);
+    if (!st && scale_args(r))
+        st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, 0, NULL, &r->scale, &a[2]);
+    if (!st && scale_args(r) > 1)
+        st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_I32, 0, NULL, &r->good, &a[3]);
+    return st;
+}
+
+/* After a step with loss scaling: the update count, the scale and its counter the step
+ * returned (outs after the loss). */
+static kiln_status read_scale_outs(run *r, kiln_array **outs) {
+    int32_t next = 0;
+    kiln_status st = kiln_array_copy_to_host(outs[0], &next, sizeof next);
+    if (!st && scale_outs(r) > 1) st = kiln_array_copy_to_host(outs[1], &r->scale, sizeof r->scale);
+    if (!st && scale_outs(r) > 1) st = kiln_array_copy_to_host(outs[2], &r->good, sizeof r->good);
+    if (st) return st;
+    /* next is the number the next update will have: this one's, plus one if it was taken */
+    if (next == r->applied + 1) r->skipped++;
+    r->applied = next - 1;
+    return st;
+}
+
 static kiln_status run_step(run *r, int64_t s, int32_t *tok, kiln_array **args, float *loss,
                             double *ms, uint64_t *peak, bool *torn) {
-    const gpt_train_options *o = r->o;
-    int P = r->P, nargs = 3 * P + 4;
+    int P = r->P, nargs = 3 * P + 4 + scale_args(r), nouts = 3 * P + 1 + scale_outs(r);
     kiln_context *ctx = r->ctx;
     kiln_status st = next_batch(r, s, tok);
     if (st) return st;
@@ -858,18 +993,14 @@ static kiln_status run_step(run *r, int64_t s, int32_t *tok, kiln_array **args, 
     if ((st = batch_arrays(r, tok + (size_t)r->rank * r->B * (r->T + 1), r->B, &args[3 * P],
                            &args[3 * P + 1])))
         return st;
-    float lr = (float)lr_at(o, s, o->steps);
-    int32_t t = (int32_t)(s + 1 > INT32_MAX ? INT32_MAX : s + 1); /* Adam's bias correction
-                                                                   * is 1 long before */
-    args[3 * P + 2] = args[3 * P + 3] = NULL;
-    if (!(st = kiln_array_create_on(ctx, r->dev, KILN_DTYPE_F32, 0, NULL, &lr, &args[3 * P + 2])))
-        st = kiln_array_create_on(ctx, r->dev, KILN_DTYPE_I32, 0, NULL, &t, &args[3 * P + 3]);
+    for (int i = 3 * P + 2; i < nargs; i++) args[i] = NULL;
+    st = scalar_args(r, s, args + 3 * P + 2);
     kiln_memory_stats ms1;
     kiln_array **outs = NULL;
     if (!st) st = kiln_device_reset_peak(ctx, r->dev);
-    if (!st && !(outs = malloc((size_t)(3 * P + 1) * sizeof *outs))) st = KILN_STATUS_HOST_OOM;
+    if (!st && !(outs = calloc((size_t)nouts, sizeof *outs))) st = KILN_STATUS_HOST_OOM;
     double t0 = now_ms();
-    if (!st) st = kiln_executable_run(r->step, nargs, args, 3 * P + 1, outs);
+    if (!st) st = kiln_executable_run(r->step, nargs, args, nouts, outs);
     *ms = now_ms() - t0;
     for (int i = 3 * P; i < nargs; i++) kiln_array_destroy(args[i]);
     if (st) {
@@ -887,7 +1018,8 @@ static kiln_status run_step(run *r, int64_t s, int32_t *tok, kiln_array **args, 
     }
     *loss = NAN;
     st = kiln_array_copy_to_host(outs[3 * P], loss, sizeof *loss);
-    kiln_array_destroy(outs[3 * P]);
+    if (!st && scale_outs(r)) st = read_scale_outs(r, outs + 3 * P + 1);
+    for (int i = 3 * P; i < nouts; i++) kiln_array_destroy(outs[i]);
     free(outs);
     if (st) gpt_errf(r->err, "step %lld: %s", (long long)s + 1, kiln_last_error(ctx));
     return st;
@@ -1019,7 +1151,7 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
     }
     run *r = calloc(1, sizeof *r);
     memset(res, 0, sizeof *res);
-    res->final_val_loss = res->first_loss = res->final_loss = NAN;
+    res->final_val_loss = res->first_loss = res->final_loss = res->final_loss_scale = NAN;
     if (!r) {
         gpt_errf(err, "out of host memory");
         return KILN_STATUS_HOST_OOM;
@@ -1031,6 +1163,7 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
         return st;
     }
     r->P = gpt_num_params(&r->cfg), r->T = r->cfg.context;
+    r->scaling = scaling_of(o), r->scale = (float)first_scale_of(o);
     r->comm = o->comm, r->dev = o->device;
     r->rank = kiln_comm_get_rank(o->comm), r->ranks = kiln_comm_get_size(o->comm);
     r->GB = o->batch, r->B = o->batch / r->ranks;
@@ -1047,7 +1180,7 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
         goto out;
     }
     if ((st = prepare_files(r))) goto out;
-    args = malloc((size_t)(3 * r->P + 4) * sizeof *args);
+    args = malloc((size_t)(3 * r->P + 6) * sizeof *args);
     tok = malloc((size_t)r->GB * (size_t)(r->T + 1) * sizeof *tok);
     if (!args || !tok) {
         gpt_errf(err, "out of host memory");
@@ -1064,6 +1197,8 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
     if (o->out_dir && (st = gpt_log_open(&r->log, o->out_dir, r->done, err))) goto out;
     st = train_loop(r, res, &ma, args, tok, &diverged);
     res->steps_done = r->done;
+    res->skipped_steps = r->skipped;
+    res->final_loss_scale = r->scaling == GPT_LOSS_SCALING_NONE ? NAN : r->scale;
     res->ms_per_step_median = median_ms(r);
     res->tokens_per_s =
         res->ms_per_step_median > 0 ? r->GB * r->T / (res->ms_per_step_median / 1e3) : 0;

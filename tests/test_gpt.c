@@ -382,6 +382,16 @@ static void test_training_lowers_loss(kiln_context *ctx, const char *dir) {
     CHECK_MSG(r.final_loss < r.first_loss - 1.0, "loss %g -> %g", r.first_loss, r.final_loss);
     CHECK_MSG(r.final_val_loss < r.first_loss - 1.0, "validation %g", r.final_val_loss);
     CHECK(r.planned_peak_bytes > 0 && r.measured_peak_bytes == r.planned_peak_bytes);
+    /* without loss scaling every step is an AdamW update: the count fed as `step` (its bias
+     * correction) reached 40 */
+    char ck[700];
+    snprintf(ck, sizeof ck, "%s/model.safetensors", out);
+    kiln_safetensors *st_file = NULL;
+    CHECK_OK(ctx, kiln_safetensors_open(ctx, ck, &st_file));
+    const char *u = st_file ? kiln_safetensors_get_metadata(st_file, "optimizer_steps") : NULL;
+    CHECK_MSG(u && !strcmp(u, "40"), "optimizer_steps %s", u ? u : "missing");
+    kiln_safetensors_close(st_file);
+    CHECK(r.skipped_steps == 0 && isnan(r.final_loss_scale));
     static const char *const files[] = {"losses.csv", "summary.json", "loss.svg", "plan.svg",
                                         "model.safetensors"};
     for (int i = 0; i < 5; i++) {

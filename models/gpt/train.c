@@ -1018,7 +1018,10 @@ static kiln_status run_step(run *r, int64_t s, int32_t *tok, kiln_array **args, 
     }
     *loss = NAN;
     st = kiln_array_copy_to_host(outs[3 * P], loss, sizeof *loss);
-    if (!st && scale_outs(r)) st = read_scale_outs(r, outs + 3 * P + 1);
+    if (!st && scale_outs(r))
+        st = read_scale_outs(r, outs + 3 * P + 1);
+    else if (!st)
+        r->applied++; /* without loss scaling every step is an update */
     for (int i = 3 * P; i < nouts; i++) kiln_array_destroy(outs[i]);
     free(outs);
     if (st) gpt_errf(r->err, "step %lld: %s", (long long)s + 1, kiln_last_error(ctx));

@@ -13,10 +13,11 @@
  * Mixed precision (gpt_trace_options.compute, docs/mixed_precision.md): the parameters
  * keep their dtype (the f32 masters the optimiser updates) and each is converted to the
  * compute dtype where it is used, so kiln_convert's gradient hands back f32 gradients. The
- * residual stream, the products and what the backward pass saves are in the compute dtype;
- * the embedding gather, the layer norms (statistics and affine), the attention softmax and
- * the loss run in f32 ("wide"), as torch.autocast runs layer_norm, softmax and
- * cross-entropy in f32, each island converted back as it ends. At compute == the
+ * products and what the backward pass saves are in the compute dtype; the residual stream
+ * (and the embedding gather that starts it), the layer norms (statistics and affine), the
+ * attention softmax, the GELU and the loss run in f32 ("wide"), as torch.autocast runs
+ * layer_norm, softmax and cross-entropy in f32 and its adds promote, each island
+ * converted back where a product reads it. At compute == the
  * parameters' dtype every conversion is the identity and the trace is the plain one. */
 #include "gpt_internal.h"
 
@@ -201,9 +202,9 @@ static kiln_value reshape4(kiln_graph *g, kiln_value x, int64_t a, int64_t b, in
     return kiln_reshape(g, x, 4, d);
 }
 
-/* The dtypes a trace works in: compute for the products, the residual stream and the
- * saved activations; wide (f32 when compute is 16-bit, else compute) for the islands the
- * file's opening comment lists. */
+/* The dtypes a trace works in: compute for the products and the saved activations; wide
+ * (f32 when compute is 16-bit, else compute) for the islands the file's opening comment
+ * lists. */
 typedef struct precision {
     kiln_dtype compute, wide;
 } precision;
@@ -296,20 +297,28 @@ kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_valu
     int64_t B = d[0], S = rank == 2 ? d[1] : 0, C = cfg->channels;
     int64_t lo[2] = {0, 0}, hi[2] = {S, C};
     kiln_value pos = kiln_slice(g, p[1], lo, hi, NULL); /* [S, C] */
-    /* the rows gathered from the parameters' dtype (the gradient's scatter-add stays
-     * there), the sum converted once */
+    /* The residual stream is wide: the rows gathered from the f32 parameters (the
+     * gradient's scatter-add stays f32), each block's output widened before it is added,
+     * as torch.autocast's adds promote to f32. Its cotangent then accumulates in f32
+     * through the blocks (bf16 cotangents there measured several times the gradients'
+     * error), and it costs no saved bytes: the sums are cheap to recompute from the
+     * saved 16-bit products. */
     kiln_value x = kiln_add(g, kiln_take_rows(g, p[0], idx), pos); /* [B, S, C] */
-    x = kiln_convert(g, reshape2(g, x, B * S, C), pr.compute);
+    x = kiln_convert(g, reshape2(g, x, B * S, C), pr.wide);
     for (int l = 0; l < cfg->layers; l++) {
         const kiln_value *lp = p + 2 + GPT_PARAMS_PER_LAYER * l;
         if (hook && hook->fn) hook->fn(g, l, true, hook->user);
         kiln_value a = norm(g, &pr, x, lp[LN1_W], lp[LN1_B]);
-        x = kiln_add(g, x,
-                     linear(g, &pr, attention(g, cfg, &pr, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]));
+        kiln_value y =
+            linear(g, &pr, attention(g, cfg, &pr, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]);
+        x = kiln_add(g, x, kiln_convert(g, y, pr.wide));
         kiln_value m = norm(g, &pr, x, lp[LN2_W], lp[LN2_B]);
         m = kiln_checkpoint_name(g, linear(g, &pr, m, lp[FC_W], lp[FC_B]), "mlp_fc");
-        m = kiln_gelu(g, m, true);
-        x = kiln_add(g, x, linear(g, &pr, m, lp[MPROJ_W], lp[MPROJ_B]));
+        /* GELU-tanh is eight elementwise ops: in 16 bits each would round (kiln rounds
+         * every 16-bit op, fused or not); widened, the fused kernel rounds once, as
+         * torch's one-kernel GELU does. Its input, the product, is what is saved. */
+        m = kiln_convert(g, kiln_gelu(g, kiln_convert(g, m, pr.wide), true), pr.compute);
+        x = kiln_add(g, x, kiln_convert(g, linear(g, &pr, m, lp[MPROJ_W], lp[MPROJ_B]), pr.wide));
         if (hook && hook->fn) hook->fn(g, l, false, hook->user);
     }
     int n = gpt_num_params(cfg);

@@ -86,9 +86,9 @@ kiln_value gpt_loss_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_valu
  * compute dtype (jmp.Policy's compute_dtype; docs/mixed_precision.md): 0 or the
  * parameters' dtype traces the model in that dtype; KILN_DTYPE_BF16 or KILN_DTYPE_F16
  * keeps the parameters as they are (the f32 masters) and converts each where it is used,
- * so the products, the residual stream and the activations saved for the backward pass
- * are 16-bit, while the layer norms, the attention softmax and the loss are computed in
- * f32, and the gradients of the f32 parameters are f32. */
+ * so the products and the activations saved for the backward pass are 16-bit, while the
+ * residual stream, the layer norms, the attention softmax, the GELU and the loss are
+ * computed in f32, and the gradients of the f32 parameters are f32. */
 typedef struct gpt_trace_options {
     const gpt_block_hook *hook; /* around each block; NULL: none */
     kiln_dtype compute;         /* 0: the parameters' dtype */

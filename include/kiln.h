@@ -592,6 +592,24 @@ KILN_API kiln_value kiln_take_rows(kiln_graph *g, kiln_value table, kiln_value i
 KILN_API kiln_value kiln_scatter_add_rows(kiln_graph *g, kiln_value operand, kiln_value indices,
                                           kiln_value updates);
 
+/* Slices at traced offsets (jax.lax.dynamic_slice / dynamic_update_slice). start_indices
+ * holds n_indices rank-0 i32 or i64 values, one per axis of x (n_indices == rank(x)); the
+ * sizes are static. As XLA does, each start is clamped into [0, dim - size] (size: the
+ * slice's, or the update's dimension), so the window always lies inside x: a start past
+ * the end moves the window back, a negative one to 0.
+ * dynamic_slice: out[i] = x[start + i], shape sizes (0 <= sizes[a] <= dim a of x).
+ * dynamic_update_slice: x with update (x's dtype and rank, no dimension larger than x's)
+ * written at start; over a donated x it runs in place. Gradients: the slice's is its
+ * cotangent written into zeros; the update's operand gets the cotangent with the window
+ * zeroed and the update the window of the cotangent; the indices get none. A wrong count
+ * of indices, an index that is not a rank-0 integer, a size beyond its dimension, an
+ * update larger than x or of another dtype is an error naming the op, the shapes and the
+ * caller's line. */
+KILN_API kiln_value kiln_dynamic_slice(kiln_graph *g, kiln_value x, int n_indices,
+                                       const kiln_value *start_indices, const int64_t *sizes);
+KILN_API kiln_value kiln_dynamic_update_slice(kiln_graph *g, kiln_value x, kiln_value update,
+                                              int n_indices, const kiln_value *start_indices);
+
 /* Collectives (docs/scaling.md). all_reduce: every replica of the program gets the sum,
  * mean or maximum over all replicas of x (same dtype and shape; MEAN needs a float). Which
  * replicas take part is the communicator the executable was compiled with
@@ -1587,6 +1605,9 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_matmul(g, ...)           KILN__V(g, kiln_matmul((g), __VA_ARGS__))
 #define kiln_take_rows(g, ...)        KILN__V(g, kiln_take_rows((g), __VA_ARGS__))
 #define kiln_scatter_add_rows(g, ...) KILN__V(g, kiln_scatter_add_rows((g), __VA_ARGS__))
+#define kiln_dynamic_slice(g, ...)    KILN__V(g, kiln_dynamic_slice((g), __VA_ARGS__))
+#define kiln_dynamic_update_slice(g, ...)                                                          \
+    KILN__V(g, kiln_dynamic_update_slice((g), __VA_ARGS__))
 #define kiln_all_reduce(g, ...)       KILN__V(g, kiln_all_reduce((g), __VA_ARGS__))
 #define kiln_take(g, ...)             KILN__V(g, kiln_take((g), __VA_ARGS__))
 #define kiln_take_along_axis(g, ...)  KILN__V(g, kiln_take_along_axis((g), __VA_ARGS__))

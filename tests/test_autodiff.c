@@ -43,6 +43,32 @@ typedef struct grad_case {
 U(f_neg, kiln_neg(g, x[0]))
 U(f_rev, kiln_rev(g, x[0], 2, (const int[]){-1, 0}))
 U(f_abs, kiln_abs(g, x[0]))
+/* dynamic slices at constant starts: in range, and past the end / negative (clamped) */
+static kiln_value dyn_starts(kiln_graph *g, int a, int b, kiln_value *st) {
+    st[0] = kiln_scalar(g, KILN_DTYPE_I32, a);
+    st[1] = kiln_scalar(g, KILN_DTYPE_I64, b);
+    return st[0];
+}
+static kiln_value f_dslice(kiln_graph *g, const kiln_value *x) {
+    kiln_value st[2];
+    dyn_starts(g, 1, 3, st); /* column start 3 clamps to 2 */
+    return kiln_dynamic_slice(g, kiln_tanh(g, x[0]), 2, st, (const int64_t[]){2, 3});
+}
+static kiln_value f_dslice_neg(kiln_graph *g, const kiln_value *x) {
+    kiln_value st[2];
+    dyn_starts(g, -2, 1, st);
+    return kiln_dynamic_slice(g, x[0], 2, st, (const int64_t[]){3, 2});
+}
+static kiln_value f_dupdate(kiln_graph *g, const kiln_value *x) {
+    kiln_value st[2];
+    dyn_starts(g, 1, 1, st);
+    return kiln_mul(g, kiln_dynamic_update_slice(g, x[0], x[1], 2, st), x[0]);
+}
+static kiln_value f_dupdate_clamp(kiln_graph *g, const kiln_value *x) {
+    kiln_value st[2];
+    dyn_starts(g, 3, -1, st); /* clamps to (2, 0) */
+    return kiln_dynamic_update_slice(g, x[0], kiln_sin(g, x[1]), 2, st);
+}
 U(f_exp, kiln_exp(g, x[0]))
 U(f_log, kiln_log(g, x[0]))
 U(f_log1p, kiln_log1p(g, x[0]))
@@ -343,6 +369,10 @@ static const grad_case cases[] = {
     {"reduce_max", f_rmax, 1, {3}, {{2, 3, 4}}, DISTINCT},
     {"reduce_min", f_rmin, 1, {3}, {{2, 3, 4}}, DISTINCT},
     {"reduce_prod", f_rprod, 1, {3}, {{2, 3, 2}}, ANY},
+    {"dynamic_slice", f_dslice, 1, {2}, {{4, 5}}, ANY},
+    {"dynamic_slice, negative start", f_dslice_neg, 1, {2}, {{4, 5}}, ANY},
+    {"dynamic_update_slice", f_dupdate, 2, {2, 2}, {{4, 5}, {2, 3}}, ANY},
+    {"dynamic_update_slice, clamped", f_dupdate_clamp, 2, {2, 2}, {{4, 5}, {2, 3}}, ANY},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 

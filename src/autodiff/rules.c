@@ -487,6 +487,36 @@ static void vjp_take_rows(kiln_graph *g, uint32_t id, const ir_node *n, kiln_val
     out[0] = kiln_scatter_add_rows(g, zeros(g, n->dtype, &ts), idx, ct);
 }
 
+/* The traced starts of a dynamic slice, operands first.. of n. */
+static void starts_of(kiln_graph *g, const ir_node *n, uint32_t first, kiln_value *st) {
+    for (uint32_t i = first; i < n->n_in; i++) st[i - first] = val(g, ir_in(n)[i]);
+}
+
+/* The cotangent written into zeros at the same starts: they clamp as they did forward,
+ * since the window has the same size. The starts are integers: no cotangent. */
+static void vjp_dynamic_slice(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                              const bool *need, kiln_value *out) {
+    (void)id;
+    if (!need[0]) return;
+    kiln_value st[KILN_MAX_RANK];
+    starts_of(g, n, 1, st);
+    ir_shape xs = shape_of(g, ir_in(n)[0]);
+    out[0] = kiln_dynamic_update_slice(g, zeros(g, n->dtype, &xs), ct, (int)n->n_in - 1, st);
+}
+
+/* operand: the cotangent with the window zeroed (those elements were overwritten);
+ * update: the window of the cotangent. */
+static void vjp_dynamic_update_slice(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                                     const bool *need, kiln_value *out) {
+    (void)id;
+    kiln_value st[KILN_MAX_RANK];
+    starts_of(g, n, 2, st);
+    ir_shape us = shape_of(g, ir_in(n)[1]);
+    int k = (int)n->n_in - 2;
+    if (need[0]) out[0] = kiln_dynamic_update_slice(g, ct, zeros(g, n->dtype, &us), k, st);
+    if (need[1]) out[1] = kiln_dynamic_slice(g, ct, k, st, us.dims);
+}
+
 /* operand: the cotangent itself; updates: the rows they were added to, and zero for the
  * updates whose index was out of range (they were dropped). */
 static void vjp_scatter_add_rows(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
@@ -585,6 +615,8 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_DOT] = vjp_dot,
     [IR_TAKE_ROWS] = vjp_take_rows,
     [IR_SCATTER_ADD_ROWS] = vjp_scatter_add_rows,
+    [IR_DYNAMIC_SLICE] = vjp_dynamic_slice,
+    [IR_DYNAMIC_UPDATE_SLICE] = vjp_dynamic_update_slice,
     [IR_CUMSUM] = vjp_cumsum,
     [IR_ATTENTION] = vjp_attention,
     [IR_ALL_REDUCE] = vjp_all_reduce,

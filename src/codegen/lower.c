@@ -7,7 +7,9 @@
  * index (a transpose permutes it, a broadcast drops axes, a slice scales and offsets it,
  * a reshape linearises and splits it, which the index simplifier undoes where it can);
  * materialised inputs are loads; pad, concatenate and take_rows open guarded regions or
- * clamp a row; an inlined reduction opens loops with an accumulator.
+ * clamp a row; a dynamic slice adds its clamped starts (values read in the kernel) to the
+ * index, a dynamic update selects the update inside its window; an inlined reduction
+ * opens loops with an accumulator.
  *
  * Values are memoised per (node, index) within the current bracket (loop or branch), so a
  * node used twice at the same index is computed once; leaving a bracket forgets what was
@@ -306,6 +308,71 @@ static uint32_t lower_take(lw *l, uint32_t id, const uint32_t *ix) {
     return lower_value(l, table, sub);
 }
 
+/* A dynamic slice's start on axis a (operand k of node id), read in the kernel and clamped
+ * into [0, hi] as take_rows clamps its row; a constant 0 when the window fills the axis. */
+static uint32_t dynamic_start(lw *l, uint32_t id, uint32_t k, int64_t hi) {
+    if (hi <= 0) return kd_ix_const(l->kd, 0);
+    uint32_t scalar[1] = {0};
+    uint32_t raw = lower_value(l, ir_in(&l->g->nodes[id])[k], scalar);
+    uint32_t v = emit(l, (kd_stmt){.kind = KS_CLAMP,
+                                   .dtype = KILN_DTYPE_I64,
+                                   .node = id,
+                                   .n_args = 1,
+                                   .args = {raw},
+                                   .n = hi});
+    return kd_ix_val(l->kd, v, 0, hi);
+}
+
+/* dynamic_slice(x, starts): x at the index plus the clamped starts. */
+static uint32_t lower_dynamic_slice(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    uint32_t x = ir_in(n)[0], sub[KILN_MAX_RANK];
+    const ir_shape *xs = &l->g->nodes[x].shape;
+    for (int a = 0; a < xs->rank; a++) {
+        uint32_t st = dynamic_start(l, id, 1 + (uint32_t)a, xs->dims[a] - n->shape.dims[a]);
+        sub[a] = kd_ix_affine(l->kd, ix[a], 1, st, 1, 0);
+    }
+    return lower_value(l, x, sub);
+}
+
+/* dynamic_update_slice(x, u, starts): a select on whether the index falls in the window,
+ * u's element there, x's elsewhere. Axes whose window always holds the index need no
+ * guard; with none left the result is u itself. */
+static uint32_t lower_dynamic_update(lw *l, uint32_t id, const uint32_t *ix) {
+    const ir_node *n = &l->g->nodes[id];
+    kd_kernel *kd = l->kd;
+    uint32_t x = ir_in(n)[0], u = ir_in(n)[1], sub[KILN_MAX_RANK], first = kd->n_guards;
+    const ir_shape *us = &l->g->nodes[u].shape;
+    int64_t count = 0;
+    if (ir_shape_numel(us, &count) && count == 0) return lower_value(l, x, ix);
+    for (int a = 0; a < us->rank; a++) {
+        int64_t d = us->dims[a];
+        uint32_t st = dynamic_start(l, id, 2 + (uint32_t)a, n->shape.dims[a] - d);
+        uint32_t t = kd_ix_affine(kd, ix[a], 1, st, -1, 0);
+        kd_guard g[2];
+        int ng = 0;
+        if (kd->ixs[t].lo < 0) g[ng++] = (kd_guard){KD_GUARD_GE0, t, 0};
+        if (kd->ixs[t].hi >= d) g[ng++] = (kd_guard){KD_GUARD_LT, t, d};
+        for (int i = 0; i < ng; i++)
+            if (kd_reserve(kd, (void **)&kd->guards, kd->n_guards, &kd->cap_guards,
+                           sizeof *kd->guards))
+                kd->guards[kd->n_guards++] = g[i];
+        sub[a] = ng ? kd_ix_within(kd, t, 0, d - 1) : t;
+    }
+    if (kd->n_guards == first) return lower_value(l, u, sub);
+    uint32_t v = emit(l, (kd_stmt){.kind = KS_DECL, .dtype = n->dtype, .node = id});
+    emit(l, (kd_stmt){.kind = KS_IF, .guard = first, .n_guards = kd->n_guards - first});
+    scope_open(l);
+    uint32_t uv = lower_value(l, u, sub);
+    emit(l, (kd_stmt){.kind = KS_ASSIGN, .n_args = 2, .args = {v, uv}});
+    scope_forget(l);
+    emit(l, (kd_stmt){.kind = KS_ELSE});
+    uint32_t xv = lower_value(l, x, ix);
+    emit(l, (kd_stmt){.kind = KS_ASSIGN, .n_args = 2, .args = {v, xv}});
+    scope_close(l);
+    return v;
+}
+
 /* ------------------------------------------------------ reductions ---- */
 
 static kd_reduce reduce_of(const ir_node *n) {
@@ -447,6 +514,8 @@ static uint32_t lower_compute(lw *l, uint32_t id, const uint32_t *ix) {
     case IR_PAD: return lower_pad(l, id, ix);
     case IR_CONCAT: return lower_concat(l, id, ix);
     case IR_TAKE_ROWS: return lower_take(l, id, ix);
+    case IR_DYNAMIC_SLICE: return lower_dynamic_slice(l, id, ix);
+    case IR_DYNAMIC_UPDATE_SLICE: return lower_dynamic_update(l, id, ix);
     default:
         if (kd_ix_map(l->kd, n, ix, sub)) return lower_value(l, in[0], sub); /* rev */
         break;

@@ -414,7 +414,65 @@ static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, s
     return KILN_STATUS_OK;
 }
 
+/* Operands [x, (update,) starts...]: one rank-0 integer start per axis of x. */
+static kiln_status check_starts(const kiln_graph *g, const ir_node *n, uint32_t first, char *msg,
+                                size_t msg_size) {
+    const ir_node *x = input(g, n, 0);
+    char xs[IR_TYPE_STR_MAX];
+    ir_type_str(x->dtype, &x->shape, xs, sizeof xs);
+    if (n->n_in != first + (uint32_t)x->shape.rank)
+        FAIL(KILN_STATUS_SHAPE, "%u start indices for an operand of rank %d (%s): one per axis",
+             n->n_in - first, x->shape.rank, xs);
+    for (uint32_t i = first; i < n->n_in; i++) {
+        const ir_node *s = input(g, n, i);
+        if (s->shape.rank != 0 || (s->dtype != KILN_DTYPE_I32 && s->dtype != KILN_DTYPE_I64)) {
+            char ss[IR_TYPE_STR_MAX];
+            ir_type_str(s->dtype, &s->shape, ss, sizeof ss);
+            FAIL(KILN_STATUS_DTYPE, "start index %u is %s; it must be a rank-0 i32 or i64 value",
+                 i - first, ss);
+        }
+    }
+    return KILN_STATUS_OK;
+}
+
+static kiln_status infer_dynamic(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    if (n->n_in < 1) FAIL(KILN_STATUS_INVALID_ARGUMENT, "needs an operand");
+    bool update = n->op == IR_DYNAMIC_UPDATE_SLICE;
+    if (update && n->n_in < 2) FAIL(KILN_STATUS_INVALID_ARGUMENT, "needs an operand and an update");
+    kiln_status st = check_starts(g, n, update ? 2 : 1, msg, msg_size);
+    if (st) return st;
+    const ir_node *x = input(g, n, 0);
+    char xs[IR_TYPE_STR_MAX], us[IR_TYPE_STR_MAX];
+    ir_type_str(x->dtype, &x->shape, xs, sizeof xs);
+    n->dtype = x->dtype;
+    if (!update) {
+        n->shape.rank = x->shape.rank;
+        for (int a = 0; a < x->shape.rank; a++) {
+            int64_t sz = n->a.dyn_sizes[a];
+            if (sz < 0 || sz > x->shape.dims[a])
+                FAIL(KILN_STATUS_SHAPE, "axis %d: size %lld does not fit in the operand %s", a,
+                     (long long)sz, xs);
+            n->shape.dims[a] = sz;
+        }
+        return KILN_STATUS_OK;
+    }
+    const ir_node *u = input(g, n, 1);
+    ir_type_str(u->dtype, &u->shape, us, sizeof us);
+    if (u->dtype != x->dtype)
+        FAIL(KILN_STATUS_DTYPE, "the update %s and the operand %s differ in dtype", us, xs);
+    if (u->shape.rank != x->shape.rank)
+        FAIL(KILN_STATUS_SHAPE, "the update %s and the operand %s differ in rank", us, xs);
+    for (int a = 0; a < x->shape.rank; a++)
+        if (u->shape.dims[a] > x->shape.dims[a])
+            FAIL(KILN_STATUS_SHAPE, "axis %d: the update %s is larger than the operand %s", a, us,
+                 xs);
+    n->shape = x->shape;
+    return KILN_STATUS_OK;
+}
+
 static kiln_status infer_index(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    if (n->op == IR_DYNAMIC_SLICE || n->op == IR_DYNAMIC_UPDATE_SLICE)
+        return infer_dynamic(g, n, msg, msg_size);
     const ir_node *t = input(g, n, 0), *idx = input(g, n, 1);
     if (t->shape.rank < 1) FAIL(KILN_STATUS_SHAPE, "the table/operand must have rank >= 1");
     if (!ir_dtype_is_int(idx->dtype))

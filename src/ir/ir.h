@@ -25,7 +25,7 @@ typedef enum ir_kind {
     IRK_SHAPE,      /* moves elements: broadcast, reshape, transpose, slice, concat, pad */
     IRK_REDUCE,     /* reduce over a set of axes */
     IRK_DOT,        /* dot_general */
-    IRK_INDEX,      /* take_rows, scatter_add_rows */
+    IRK_INDEX,      /* take_rows, scatter_add_rows, dynamic_slice, dynamic_update_slice */
     IRK_SCAN,       /* cumsum: same type as its operand, prefix sums along one axis */
     IRK_ATTENTION,  /* dot_product_attention: q [.., T, N, H], k [.., S, K, H], v [.., S, K, Hv]
                      * -> [.., T, N, Hv] */
@@ -187,6 +187,13 @@ enum {
     X(TAKE_ROWS, "take_rows", take_rows, 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)      \
     X(SCATTER_ADD_ROWS, "scatter_add_rows", scatter_add_rows, 3, IRK_INDEX, IRT_NUMERIC,           \
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
+    /* x[start + i] for i < sizes, the starts traced rank-0 integers (operands 1..rank),         \
+     * clamped into [0, dim - size] as XLA clamps them (jax.lax.dynamic_slice) */                \
+    X(DYNAMIC_SLICE, "dynamic_slice", dynamic_slice, -1, IRK_INDEX, IRT_ANY, 0, 1, NULL, NULL)     \
+    /* x with update written at the clamped starts (operands 2..rank + 1)                      \
+     * (jax.lax.dynamic_update_slice) */                                                        \
+    X(DYNAMIC_UPDATE_SLICE, "dynamic_update_slice", dynamic_update_slice, -1, IRK_INDEX, IRT_ANY,  \
+      0, 1, NULL, NULL)                                                                            \
     /* prefix sums along attribute scan.axis (src/trace/index_ops.c): a library kernel */       \
     X(CUMSUM, "cumsum", cumsum, 1, IRK_SCAN, IRT_NUMERIC, IRF_EXPENSIVE, 1, NULL, NULL)            \
     /* softmax(scale q k^T, causal mask) v over heads (src/trace/attention.c): a library     \
@@ -262,6 +269,7 @@ typedef union ir_attrs {
     } pad;                /* PAD (inputs: operand, rank-0 pad value) */
     uint32_t reduce_axes; /* REDUCE_*: bit i set = axis i reduced (not kept) */
     uint32_t rev_axes;    /* REV: bit i set = axis i reversed */
+    int64_t dyn_sizes[KILN_MAX_RANK]; /* DYNAMIC_SLICE: the slice's static sizes */
     kiln_dot_dims dot;    /* DOT */
     int rng;              /* RANDOM: ir_rng */
     int reduce_kind;      /* ALL_REDUCE: kiln_reduce_kind */
@@ -329,6 +337,7 @@ const char *ir_reduce_kind_name(int kind); /* "sum", "mean", "max", NULL out of 
     X(REDUCE_MIN, IRA_AXES, "axes", reduce_axes, NULL)                                             \
     X(REDUCE_PROD, IRA_AXES, "axes", reduce_axes, NULL)                                            \
     X(DOT, IRA_DOT, "dims", dot, NULL)                                                             \
+    X(DYNAMIC_SLICE, IRA_I64S, "sizes", dyn_sizes, NULL)                                           \
     X(CUMSUM, IRA_INT, "axis", scan.axis, NULL)                                                    \
     X(CUMSUM, IRA_FLAG, "reverse", scan.reverse, NULL)                                             \
     X(ATTENTION, IRA_REAL, "scale", attn.scale, NULL)                                              \

@@ -101,6 +101,9 @@ static bool expanding_use(const kiln_graph *g, const ir_node *c, uint32_t x) {
     switch (c->op) {
     case IR_BROADCAST: return numel(c) > numel(&g->nodes[x]);
     case IR_TAKE_ROWS: return in[0] == x;
+    /* a start is read at every element: computed once into a scalar buffer */
+    case IR_DYNAMIC_SLICE: return in[0] != x && numel(c) > 1;
+    case IR_DYNAMIC_UPDATE_SLICE: return in[0] != x && in[1] != x && numel(c) > 1;
     default: return library_op(c->op);
     }
 }

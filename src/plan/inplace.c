@@ -12,14 +12,16 @@
  *
  * So the walk starts at every root with "same element" and keeps it only through ops that
  * read their operand at the same row-major position: elementwise ops (unary, binary,
- * select, convert: same multi-index, same shape) and reshape (a row-major reshape keeps
- * every element's position). Any other op — broadcast, transpose, slice, concatenate,
- * pad, a reduction, a gather — reads its operand at other positions, and everything below
- * it is read at "some position". An input reached even once at some position is not
- * legal. An input reached only at the same position has the root's element count (every
- * op on the way keeps it), hence, with equal byte sizes (the planner checks them), the
- * same element size and the very bytes of each element it is read for. Which root takes
- * which legal input is the planner's choice (plan.c: one root per input).
+ * select, convert: same multi-index, same shape), reshape (a row-major reshape keeps
+ * every element's position) and a dynamic update's operand (read, outside the window, at
+ * the element itself: a KV cache's update runs over the donated cache). Any other op —
+ * broadcast, transpose, slice, concatenate, pad, a reduction, a gather — reads its operand
+ * at other positions, and everything below it is read at "some position". An input
+ * reached even once at some position is not legal. An input reached only at the same
+ * position has the root's element count (every op on the way keeps it), hence, with equal
+ * byte sizes (the planner checks them), the same element size and the very bytes of each
+ * element it is read for. Which root takes which legal input is the planner's choice
+ * (plan.c: one root per input).
  *
  * A row kernel (one with row values, fusion.h) has a third way: its work items are whole
  * rows, and it computes a row's values (lower.c's prologue) before it stores any element
@@ -99,6 +101,10 @@ static read_at operand_at(const walk *w, const ir_node *n, uint32_t x, read_at a
     if (at == AT_ANY) return AT_ANY;
     bool elementwise = (ir_ops[n->op].flags & IRF_ELEMENTWISE) != 0;
     if (at == AT_ELEMENT && (elementwise || n->op == IR_RESHAPE)) return AT_ELEMENT;
+    /* a dynamic update reads its operand, outside the window, at the element itself */
+    if (at == AT_ELEMENT && n->op == IR_DYNAMIC_UPDATE_SLICE && x == ir_in(n)[0] &&
+        x != ir_in(n)[1])
+        return AT_ELEMENT;
     /* AT_ROW below: ops that keep the rows as a prefix of their shapes, as fusion's row
      * values do (keeps_rows) */
     const ir_shape *o = &w->g->nodes[x].shape;

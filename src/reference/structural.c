@@ -1,5 +1,6 @@
 /* structural.c — the reference kernels of the ops that move or combine elements: iota,
- * the shape ops, reductions, dot_general, row indexing, cumsum and attention. Its own
+ * the shape ops, reductions, dot_general, row indexing, dynamic slices, cumsum and
+ * attention. Its own
  * table at the end (ref_structural_eval) names each one's evaluator.
  *
  * Every kernel is written as plainly as possible in terms of row-major multi-indices:
@@ -412,6 +413,48 @@ static kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const 
     return KILN_STATUS_OK;
 }
 
+/* The window's offset in x: each start (operand first + a) clamped into [0, dim - size],
+ * as XLA clamps it, then dotted with x's strides. */
+static int64_t window_base(const kiln_graph *g, const ir_node *n, const ref_value *vals,
+                           uint32_t first, const ir_shape *win) {
+    const ir_node *x = X_OF(n);
+    int64_t st[KILN_MAX_RANK], base = 0;
+    strides_of(&x->shape, st);
+    for (int a = 0; a < x->shape.rank; a++) {
+        const ir_node *s = ref_in_node(g, n, first + (uint32_t)a);
+        int64_t v = ref_iget(ref_in_data(vals, n, first + (uint32_t)a), s->dtype, 0);
+        int64_t hi = x->shape.dims[a] - win->dims[a];
+        base += (v < 0 ? 0 : v > hi ? hi : v) * st[a];
+    }
+    return base;
+}
+
+static kiln_status ref_dynamic_slice(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                     void *out) {
+    const ir_node *n = &g->nodes[id];
+    if (!ref_numel(&n->shape)) return KILN_STATUS_OK;
+    int64_t st[KILN_MAX_RANK];
+    strides_of(&X_OF(n)->shape, st);
+    gather(out, &n->shape, IN_OF(n), window_base(g, n, vals, 1, &n->shape), st,
+           kiln_dtype_itemsize(n->dtype));
+    return KILN_STATUS_OK;
+}
+
+/* A copy of x with the update's elements scattered over the window. */
+static kiln_status ref_dynamic_update_slice(const kiln_graph *g, uint32_t id, const ref_value *vals,
+                                            void *out) {
+    const ir_node *n = &g->nodes[id], *u = ref_in_node(g, n, 1);
+    size_t es = kiln_dtype_itemsize(n->dtype);
+    if (!ref_numel(&n->shape)) return KILN_STATUS_OK;
+    memcpy(out, IN_OF(n), (size_t)ref_numel(&n->shape) * es);
+    int64_t st[KILN_MAX_RANK];
+    strides_of(&n->shape, st);
+    if (ref_numel(&u->shape))
+        scatter(out, window_base(g, n, vals, 2, &u->shape), st, ref_in_data(vals, n, 1), &u->shape,
+                es);
+    return KILN_STATUS_OK;
+}
+
 /* Prefix sums along attribute scan.axis, each row scanned in order (from the end when
  * reverse): floats in a running f64 sum, each output rounded once to its dtype (so an f32
  * cumsum has one rounding per element); integers in a running sum that wraps. */
@@ -508,6 +551,8 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_DOT] = ref_dot,
     [IR_TAKE_ROWS] = ref_take_rows,
     [IR_SCATTER_ADD_ROWS] = ref_scatter_add_rows,
+    [IR_DYNAMIC_SLICE] = ref_dynamic_slice,
+    [IR_DYNAMIC_UPDATE_SLICE] = ref_dynamic_update_slice,
     [IR_CUMSUM] = ref_cumsum,
     [IR_ATTENTION] = ref_attention,
 };

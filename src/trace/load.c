@@ -620,6 +620,17 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
     case IR_RESHAPE: return kiln_reshape(g, in[0], rank, dims);
     case IR_CONCAT: return kiln_concatenate(g, (int)p->n_ins, in, n.a.axis);
     case IR_RANDOM: return trace_random(g, "kiln_graph_load", n.a.rng, t, in[0], in[1], in[2]);
+    case IR_DYNAMIC_SLICE:
+    case IR_DYNAMIC_UPDATE_SLICE: {
+        uint32_t fixed = op == IR_DYNAMIC_SLICE ? 1 : 2;
+        if (p->n_ins < fixed)
+            return fail(p, "%s takes an operand%s and a start index per axis", info->name,
+                        fixed == 2 ? ", an update" : ""),
+                   KN_NONE;
+        int k = (int)(p->n_ins - fixed);
+        return fixed == 1 ? kiln_dynamic_slice(g, in[0], k, in + 1, n.a.dyn_sizes)
+                          : kiln_dynamic_update_slice(g, in[0], in[1], k, in + 2);
+    }
     case IR_ATTENTION: /* scale as written */
         return trace_attention(g, in[0], in[1], in[2], n.a.attn.scale, n.a.attn.causal,
                                n.a.attn.fill);

@@ -372,3 +372,55 @@ kiln_value kiln_scatter_add_rows(kiln_graph *g, kiln_value operand_, kiln_value 
     uint32_t in[3] = {operand_.id, indices.id, updates.id};
     return trace_emit(g, op, &n, in, 3);
 }
+
+/* --------------------------------------------------------- dynamic slices ---- */
+
+/* Gathers the operands [x, (update,) starts...] into in (n_fixed + n_indices entries):
+ * every value must be live on g. The count against x's rank, the indices' types and the
+ * sizes are ir_infer's checks, which name the shapes. */
+static uint32_t *dynamic_operands(kiln_graph *g, const char *op, const kiln_value *fixed,
+                                  int n_fixed, int n_indices, const kiln_value *starts,
+                                  uint32_t *in) {
+    if (!trace_ready(g, op)) return NULL;
+    static const char *const what[2] = {"the operand", "the update"};
+    for (int i = 0; i < n_fixed; i++) {
+        if (!trace_node(g, op, fixed[i], what[i])) return NULL;
+        in[i] = fixed[i].id;
+    }
+    if (n_indices < 0 || n_indices > KILN_MAX_RANK || (n_indices && !starts)) {
+        trace_fail_on(g, in, (uint32_t)n_fixed, KILN_STATUS_INVALID_ARGUMENT, op,
+                      "%d start indices (a NULL array, or outside [0, %d])", n_indices,
+                      KILN_MAX_RANK);
+        return NULL;
+    }
+    for (int i = 0; i < n_indices; i++) {
+        char w[32];
+        snprintf(w, sizeof w, "start index %d", i);
+        if (!trace_node(g, op, starts[i], w)) return NULL;
+        in[n_fixed + i] = starts[i].id;
+    }
+    return in;
+}
+
+kiln_value kiln_dynamic_slice(kiln_graph *g, kiln_value x, int n_indices,
+                              const kiln_value *start_indices, const int64_t *sizes) {
+    const char *op = "kiln_dynamic_slice";
+    uint32_t in[1 + KILN_MAX_RANK];
+    if (!dynamic_operands(g, op, &x, 1, n_indices, start_indices, in)) return KN_NONE;
+    int rank = g->nodes[x.id].shape.rank;
+    if (rank && !sizes)
+        return trace_fail_on(g, in, 1, KILN_STATUS_INVALID_ARGUMENT, op, "sizes is NULL");
+    ir_node n = {.op = IR_DYNAMIC_SLICE};
+    for (int i = 0; i < rank; i++) n.a.dyn_sizes[i] = sizes[i];
+    return trace_emit(g, op, &n, in, 1 + (uint32_t)n_indices);
+}
+
+kiln_value kiln_dynamic_update_slice(kiln_graph *g, kiln_value x, kiln_value update, int n_indices,
+                                     const kiln_value *start_indices) {
+    const char *op = "kiln_dynamic_update_slice";
+    uint32_t in[2 + KILN_MAX_RANK];
+    kiln_value xu[2] = {x, update};
+    if (!dynamic_operands(g, op, xu, 2, n_indices, start_indices, in)) return KN_NONE;
+    ir_node n = {.op = IR_DYNAMIC_UPDATE_SLICE};
+    return trace_emit(g, op, &n, in, 2 + (uint32_t)n_indices);
+}

@@ -305,6 +305,10 @@ static const tool_flag sample_flags[] = {
      .def = "1",
      .help = "kiln's threads (default {}: a byte is ~100 tiny kernels, which\n"
              "handing to a pool only slows)"},
+    {.name = "--no-kv-cache",
+     .kind = TOOL_FLAG_SWITCH,
+     .offset = S_AT(o.no_kv_cache),
+     .help = "recompute the whole window for every byte (no KV cache)"},
     {.name = "--help", .kind = TOOL_FLAG_HELP},
 };
 

@@ -34,4 +34,16 @@ kiln_status gpt_log_close(gpt_log *l, char *err);
 /* dir/loss.svg from dir/losses.csv: the whole run, resumed parts included. */
 kiln_status gpt_log_svg(const char *dir, char *err);
 
+/* decode.c: the model with a KV cache (sample.c). The graph of S new tokens at positions
+ * pos.. over per-layer key and value caches ([T, C] f32 each, 2L arrays: layer l's keys
+ * at 2l, values at 2l + 1), compiled with the caches donated; S = T is the prefill, S = 1
+ * a step. */
+kiln_status gpt_decode_compile(kiln_context *ctx, const gpt_config *cfg, int64_t S,
+                               kiln_executable **e, char *err);
+/* Runs it on S tokens at pos and writes the logits of new token `row` (vocab floats);
+ * caches[] are replaced by their updates (the old arrays are donated and destroyed). */
+kiln_status gpt_decode_run(kiln_context *ctx, kiln_executable *e, const gpt_config *cfg,
+                           kiln_array *const *params, kiln_array **caches, const int32_t *tokens,
+                           int64_t S, int32_t pos, int32_t row, float *logits, char *err);
+
 #endif

@@ -209,6 +209,18 @@ static int b_scatter_many(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     return 1;
 }
 
+/* Dynamic slices move 16-bit values unchanged: random i32 starts (clamped into range),
+ * fused with an op that rounds. */
+static int b_dynamic(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t ud[3] = {2, 2, 5};
+    kiln_value x = param(g, "x", t, 3, d345), u = param(g, "u", t, 3, ud), st[3];
+    static const char *const names[3] = {"i", "j", "k"};
+    for (int a = 0; a < 3; a++) st[a] = param(g, names[a], KILN_DTYPE_I32, 0, NULL);
+    o[0] = kiln_dynamic_slice(g, x, 3, st, (const int64_t[]){2, 3, 4});
+    o[1] = kiln_dynamic_update_slice(g, x, kiln_exp(g, u), 3, st);
+    return 2;
+}
+
 /* cumsum keeps an f64 running sum (as the reference) and rounds each output once: the
  * same bits but for bf16's two roundings through f32, which both make. */
 static int b_cumsum(kiln_graph *g, kiln_dtype t, kiln_value *o) {
@@ -296,6 +308,8 @@ static const half_case cases[] = {
     {IR_TAKE_ROWS, "indexing", b_indexing, 2},
     {IR_SCATTER_ADD_ROWS, "indexing", b_indexing, 2},
     {IR_SCATTER_ADD_ROWS, "scatter many", b_scatter_many, 4},
+    {IR_DYNAMIC_SLICE, "dynamic slices", b_dynamic, 2},
+    {IR_DYNAMIC_UPDATE_SLICE, "dynamic slices", b_dynamic, 2},
     {IR_CUMSUM, "cumsum", b_cumsum, 2},
     {IR_ATTENTION, "attention", b_attention, 2},
     {IR_ALL_REDUCE, "all_reduce", b_all_reduce, 2},

@@ -1,15 +1,15 @@
 /* sample.c — text generation from a checkpoint (gpt_sample).
  *
- * One program is compiled per checkpoint: the model over a full window of `context`
- * tokens, returning the logits at one position given as an argument. Because attention
- * is causal, what follows that position in the window (zeros) cannot change its logits,
- * so the same program serves every prompt length; once the text is longer than the
- * context, the window slides. That path (o->no_kv_cache) costs one forward pass over the
- * window per byte. By default the first `context` bytes are generated with a KV cache
- * instead (decode.c): a prefill over the prompt, then one step per byte that computes only
- * the new position and attends over the cached keys and values. Past the context the
- * window slides, which moves every byte's learned position, so there both paths recompute
- * (docs/training.md).
+ * The recomputing path (o->no_kv_cache, and every byte past the context) is one program
+ * per checkpoint: the model over a full window of `context` tokens, returning the logits at
+ * one position given as an argument. Because attention is causal, what follows that
+ * position in the window (zeros) cannot change its logits, so the same program serves every
+ * prompt length; once the text is longer than the context, the window slides. It costs one
+ * forward pass over the window per byte. By default the bytes that fit the context are
+ * generated with a KV cache instead (decode.c): a prefill over the prompt, then one step
+ * per byte that computes only the new position and attends over the cached keys and
+ * values. A sliding window moves every byte's learned position, so past the context both
+ * paths recompute (docs/training.md).
  * Sampling itself (temperature, top-k, the seeded draw) happens on the host over 256
  * logits. */
 #include "gpt_internal.h"

@@ -6,9 +6,11 @@
  * with the reference interpreter. So the thread-per-element, warp-per-element and
  * block-per-element forms, the shuffles and shared-memory combines, the 16-byte vector
  * accesses and the column form are checked for what they compute, not only that NVRTC
- * accepts them (test_cuda_nvrtc) — on machines without a GPU. Grids are 1 to 3 blocks, so
- * the grid-stride loops run more than once. Products, permutes and scatter-adds stay the
- * CPU's (they are library ops, not printed code).
+ * accepts them (test_cuda_nvrtc) — on machines without a GPU. The fused attention kernel
+ * (src/backend/cuda/cuda_attention.c) runs the same way, on host buffers, against the
+ * reference: tiles cut short, chunked head sizes, causal or not, grouped heads, fills. Grids are 1
+ * to 3 blocks, so the grid-stride loops run more than once. Products, permutes and scatter-adds
+ * stay the CPU's (they are library ops, not printed code).
  *
  * A long run (minutes: a barrier per warp shuffle, 256 threads on a few cores), so it runs
  * only with KILN_TEST_CUDA_EMULATE=1 (f32 and i64 forms, one random program and one
@@ -20,6 +22,7 @@
  * otherwise, or without g++. */
 #define KILN_NO_LOCATION_MACROS
 #include "backend/cpu/cpu.h"
+#include "backend/cuda/cuda_program.h"
 #include "compare.h"
 #include "ewops.h"
 #include "randprog.h"
@@ -605,6 +608,145 @@ static void test_programs(int n) {
     }
 }
 
+/* ------------------------------------------------------ fused attention ---- */
+
+/* The attention kernels' source with a function that runs one over `grid` blocks. */
+static const char attn_glue[] =
+    "struct emu_attn { int type; const void *q, *k, *v; void *o; attn_params p; };\n"
+    "static void emu_attn_body(void *a) {\n"
+    "    emu_attn *x = (emu_attn *)a;\n"
+    "    switch (x->type) {\n"
+    "    case 0: kiln_attn_f32((const float *)x->q, (const float *)x->k, (const float *)x->v, "
+    "(float *)x->o, x->p); break;\n"
+    "    case 1: kiln_attn_f64((const double *)x->q, (const double *)x->k, (const double *)x->v, "
+    "(double *)x->o, x->p); break;\n"
+    "    case 2: kiln_attn_bf16((const bf16 *)x->q, (const bf16 *)x->k, (const bf16 *)x->v, "
+    "(bf16 *)x->o, x->p); break;\n"
+    "    default: kiln_attn_f16((const f16 *)x->q, (const f16 *)x->k, (const f16 *)x->v, "
+    "(f16 *)x->o, x->p); break;\n"
+    "    }\n"
+    "}\n"
+    "extern \"C\" void emu_attention(int type, const void *q, const void *k, const void *v, "
+    "void *o, const long long *n, double scale, double fill, unsigned grid) {\n"
+    "    emu_attn a = {type, q, k, v, o, {n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], "
+    "scale, fill}};\n"
+    "    kiln_emu_run(grid, emu_attn_body, &a);\n"
+    "}\n";
+
+typedef void (*emu_attention_fn)(int type, const void *q, const void *k, const void *v, void *o,
+                                 const long long *n, double scale, double fill, unsigned grid);
+
+/* One case: dot_product_attention of the given shape, with the node's fill set to `fill`
+ * (what pass_attention gives a written-out attention), through the emulated kernel and the
+ * reference interpreter. */
+typedef struct attn_case {
+    kiln_dtype t;
+    int64_t b, t_len, s, n, k, h, hv;
+    bool causal;
+    double fill;
+} attn_case;
+
+static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
+    kiln_graph *g = NULL;
+    char name[32];
+    snprintf(name, sizeof name, "attention%d", which);
+    kiln_graph_create(ctx, name, &g);
+    int64_t dq[4] = {c->b, c->t_len, c->n, c->h}, dk[4] = {c->b, c->s, c->k, c->h};
+    int64_t dv[4] = {c->b, c->s, c->k, c->hv}, dout[4] = {c->b, c->t_len, c->n, c->hv};
+    kiln_value q = kiln_parameter(g, "q", c->t, 4, dq), k = kiln_parameter(g, "k", c->t, 4, dk);
+    kiln_value v = kiln_parameter(g, "v", c->t, 4, dv);
+    kiln_attention_options o = {.scale = 0, .is_causal = c->causal};
+    kiln_value y = kiln_dot_product_attention(g, q, k, v, &o);
+    kiln_status s = kiln_graph_finish(g, 1, &y);
+    CHECK_MSG(!s, "%s: %s", name, kiln_last_error(ctx));
+    double scale = 0;
+    for (uint32_t i = 0; !s && i < g->n_nodes; i++)
+        if (g->nodes[i].op == IR_ATTENTION) {
+            g->nodes[i].a.attn.fill = c->fill;
+            scale = g->nodes[i].a.attn.scale;
+        }
+    kiln_array *args[3] = {0}, *want = NULL, *got = NULL;
+    const int64_t *dims[3] = {dq, dk, dv};
+    for (int i = 0; i < 3 && !s; i++) args[i] = cmp_random_array(ctx, c->t, 4, dims[i], &seed);
+    if (!s) s = kiln_interpret(g, 3, args, 1, &want);
+    CHECK_MSG(!s, "%s: reference: %s", name, kiln_last_error(ctx));
+    if (!s) {
+        void *hb[4];
+        size_t bytes[4];
+        for (int i = 0; i < 3; i++) {
+            bytes[i] = kiln_array_nbytes(args[i]);
+            hb[i] = malloc(bytes[i]);
+            kiln_array_copy_to_host(args[i], hb[i], bytes[i]);
+        }
+        bytes[3] = kiln_array_nbytes(want);
+        hb[3] = calloc(1, bytes[3]);
+        long long nn[9] = {c->b,      c->t_len,         c->s, c->n, c->k, c->h, c->hv,
+                           c->causal, isfinite(c->fill)};
+        int type = c->t == KILN_DTYPE_F32    ? 0
+                   : c->t == KILN_DTYPE_F64  ? 1
+                   : c->t == KILN_DTYPE_BF16 ? 2
+                                             : 3;
+        run(type, hb[0], hb[1], hb[2], hb[3], nn, scale, c->fill, 3);
+        CHECK_OK(ctx, kiln_array_create(ctx, c->t, 4, dout, hb[3], &got));
+        CHECK_MSG(got && cmp_arrays(got, want, 1e-5, 1e-12, name),
+                  "%s: emulated attention != reference (%s, B%lld T%lld S%lld N%lld K%lld H%lld "
+                  "Hv%lld, causal %d, fill %g)",
+                  name, kiln_dtype_name(c->t), (long long)c->b, (long long)c->t_len,
+                  (long long)c->s, (long long)c->n, (long long)c->k, (long long)c->h,
+                  (long long)c->hv, c->causal, c->fill);
+        for (int i = 0; i < 4; i++) free(hb[i]);
+        n_programs++;
+    }
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_array_destroy(want), kiln_array_destroy(got);
+    kiln_graph_destroy(g);
+}
+
+static void test_attention(void) {
+    const char *only = getenv("KILN_EMU_ONLY");
+    if (only && strncmp(only, "attention", 9)) return;
+    size_t len;
+    const char *src = cu_attention_source(&len);
+    char cu[256], so[256], cmd[2048];
+    snprintf(cu, sizeof cu, "%s/attention.cpp", dir);
+    snprintf(so, sizeof so, "%s/attention.so", dir);
+    FILE *f = fopen(cu, "w");
+    if (f) fputs(shim, f), fwrite(src, 1, len, f), fputs(attn_glue, f), fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -ffp-contract=off -o '%s' "
+             "'%s' 2>'%s.log'",
+             so, cu, cu);
+    int rc = f ? system(cmd) : -1;
+    CHECK_MSG(rc == 0, "attention: g++ failed (see %s.log)", cu);
+    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    CHECK_MSG(rc || lib, "attention: dlopen: %s", dlerror());
+    void *fn = lib ? dlsym(lib, "emu_attention") : NULL;
+    emu_attention_fn run;
+    memcpy(&run, &fn, sizeof run);
+    /* tiles cut short (64 query rows, 32 keys a tile; 32 rows for f64), H over the 64
+     * (f64: 32) features staged at a time, Hv over the 128 (64) columns a pass, S != T,
+     * grouped heads; fills that count (above the scores) and that do not */
+    static const attn_case cases[] = {
+        {KILN_DTYPE_F32, 2, 37, 37, 4, 2, 16, 16, true, -INFINITY},
+        {KILN_DTYPE_F32, 1, 70, 45, 2, 2, 70, 130, false, -INFINITY},
+        {KILN_DTYPE_F32, 1, 70, 70, 4, 1, 8, 24, true, 0.25},
+        {KILN_DTYPE_F32, 1, 33, 20, 2, 1, 16, 8, true, -1e30},
+        {KILN_DTYPE_F32, 1, 40, 50, 2, 2, 4, 4, true, 3.0},
+        {KILN_DTYPE_F64, 1, 40, 40, 2, 1, 40, 70, true, -INFINITY},
+        {KILN_DTYPE_F64, 1, 33, 33, 2, 2, 8, 8, true, 0.5},
+        {KILN_DTYPE_BF16, 1, 70, 70, 4, 2, 32, 32, true, -INFINITY},
+        {KILN_DTYPE_BF16, 2, 19, 29, 2, 1, 16, 16, false, -INFINITY},
+        {KILN_DTYPE_F16, 1, 65, 65, 2, 1, 64, 64, true, 0.25},
+    };
+    for (int i = 0; fn && i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        char name[32];
+        snprintf(name, sizeof name, "attention%d", i);
+        if (only && strcmp(only, "attention") && strcmp(only, name)) continue;
+        attn_check(run, &cases[i], i);
+    }
+    if (lib) dlclose(lib);
+}
+
 int main(void) {
     const char *on = getenv("KILN_TEST_CUDA_EMULATE");
     if (!on || strcmp(on, "1")) return test_skip("a long run; set KILN_TEST_CUDA_EMULATE=1");
@@ -613,6 +755,7 @@ int main(void) {
     ctx = test_private_context(dir);
     if (!ctx) return 1;
     gpu_start();
+    test_attention();
     test_forms();
     test_half();
     test_programs(rp_program_count(1));

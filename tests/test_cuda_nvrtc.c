@@ -7,7 +7,8 @@
  * direction and conversion), reductions of every kind in each form the printer has
  * (lane-strided in a warp, in a block, columns, full, nested), gathers, pads and
  * concatenations, the random programs of randprog.h (fused and one op per kernel), their
- * gradients (kiln_grad), every model of examples/models.h, and the GPU's library kernels.
+ * gradients (kiln_grad), every model of examples/models.h, and the GPU's library and
+ * attention kernels.
  * Each is compiled fused and (the op graphs) unfused; a failure prints NVRTC's log and
  * keeps the source under the build folder, and the test goes on to the next program.
  * KILN_TEST_PROGRAMS sets the number of random sub-programs; KILN_TEST_KEEP_CUDA=<folder>
@@ -268,6 +269,12 @@ static void test_library(void) {
     size_t bytes = 0;
     kiln_status s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
     CHECK_MSG(!s, "library kernels: %s", kiln_last_error(ctx));
+    if (cubin) host_free(ctx, cubin, bytes);
+    cubin = NULL, bytes = 0;
+    src = cu_attention_source(&len);
+    s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
+    CHECK_MSG(!s, "attention kernels: %s", kiln_last_error(ctx));
+    CHECK_MSG(s || bytes > 0, "attention kernels: empty cubin");
     if (cubin) host_free(ctx, cubin, bytes);
 }
 

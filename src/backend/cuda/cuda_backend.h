@@ -1,6 +1,7 @@
 /* cuda_backend.h — the GPU backend's state, shared by its files: cuda_backend.c (devices,
  * memory, copies, launches), cuda_program.c (NVRTC, the cubin cache, kernel lookup) and
- * cuda_lib.c (cuBLAS products and kiln's own library kernels).
+ * cuda_lib.c (cuBLAS products and kiln's own library kernels) with cuda_attention.c (the
+ * fused attention).
  *
  * Invariants: a cu_dev's driver objects exist once `ready` is set (under its lock, by
  * cu_dev_ready) and live until the state is closed; st->n devices were counted at open,
@@ -17,10 +18,12 @@
 /* A device's library kernels (cuda_lib.c), loaded together from one program. */
 typedef struct cu_libk {
     struct kn_program *prog;
-    CUfunction permute[4];    /* by element size: 1, 2, 4, 8 */
-    CUfunction scatter[6][2]; /* [f32 f64 i32 i64 bf16 f16][idx i32 i64] (cu_lib.c, lib_type) */
-    CUfunction igemm[2];      /* i32, i64 */
-    CUfunction scan[6];       /* cumsum: f32 f64 i32 i64 bf16 f16 */
+    CUfunction permute[4];        /* by element size: 1, 2, 4, 8 */
+    CUfunction scatter[6][2];     /* [f32 f64 i32 i64 bf16 f16][idx i32 i64] (cu_lib.c, lib_type) */
+    CUfunction igemm[2];          /* i32, i64 */
+    CUfunction scan[6];           /* cumsum: f32 f64 i32 i64 bf16 f16 */
+    struct kn_program *attn_prog; /* cuda_attention.c's, loaded at the first attention */
+    CUfunction attn[4];           /* f32 f64 bf16 f16 */
 } cu_libk;
 
 typedef struct cu_dev {
@@ -100,12 +103,18 @@ kiln_status cu_kernel_get(void *state, kn_program *prog, const char *name, void 
 /* The function `name` of prog (the library's kernels). */
 kiln_status cu_function_get(cu_state *st, kn_program *prog, const char *name, CUfunction *f);
 
-/* cuda_lib.c: the library ops (backend_impl.h, lib_supports and lib_run): every one but
- * attention, which kiln_compile rewrites into primitives for this backend. */
+/* cuda_lib.c: the library ops (backend_impl.h, lib_supports and lib_run). */
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d);
 kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *const *bufs);
 void cu_lib_release(cu_state *st, cu_dev *d);
 
+/* cuda_attention.c: the fused attention's kernels, CU_ATTN_THREADS threads a block. */
+#define CU_ATTN_THREADS 256
+/* Whether the kernel takes a's dtype (f32, f64, bf16, f16: every shape). */
+bool cu_attention_supports(const kn_attention_desc *a);
+/* Enqueues a on the device's compute stream (compiling the kernels at the first call). */
+kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
+                             const void *k, const void *v, void *out);
 /* Grid size for `items` blocks' worth of work on device d. */
 unsigned cu_grid(const cu_dev *d, int64_t items);
 

@@ -1,6 +1,6 @@
 /* cuda_lib.c — the GPU's library kernels: matrix products (cuBLAS for f32, f64, bf16 and
  * f16, a kernel of kiln's own for wrapping i32/i64 products), permute, scatter_add_rows and
- * cumsum.
+ * cumsum; attention is cuda_attention.c's kernel, dispatched from here.
  *
  * cuBLAS is column-major; kiln's C = A B is row-major, which cuBLAS sees as
  * C^T = B^T A^T: the operands swap places and each keeps its own transpose flag and
@@ -272,6 +272,8 @@ static kiln_status lib_ready(cu_state *st, int device, const char *what) {
 void cu_lib_release(cu_state *st, cu_dev *d) {
     if (d->lib.prog) st->drv.cuModuleUnload(d->lib.prog->mod);
     if (d->lib.prog) host_free(st->ctx, d->lib.prog, sizeof *d->lib.prog);
+    if (d->lib.attn_prog) st->drv.cuModuleUnload(d->lib.attn_prog->mod);
+    if (d->lib.attn_prog) host_free(st->ctx, d->lib.attn_prog, sizeof *d->lib.attn_prog);
     d->lib = (cu_libk){0};
     d->lib_ready = false;
 }
@@ -510,12 +512,13 @@ static bool blas_gemm_fits(kiln_dtype t, const kn_gemm_desc *g) {
 
 /* Each op for the dtypes it has a kernel or a cuBLAS call for: a product of f32, f64,
  * bf16, f16, i32 or i64 (within cuBLAS's sizes), a permute of 1-, 2-, 4- or 8-byte
- * elements, scatter_add_rows and cumsum of lib_type's dtypes. kiln_compile names the op
- * and the dtype of a call refused here (compile.c, check_lib_calls). */
+ * elements, scatter_add_rows and cumsum of lib_type's dtypes, attention of any float
+ * (any shape: the kernel needs no scratch). kiln_compile names the op and the dtype of a
+ * call refused here (compile.c, check_lib_calls). */
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
     (void)state, (void)device;
     bool has = op == KN_LIB_GEMM || op == KN_LIB_PERMUTE || op == KN_LIB_SCATTER_ADD_ROWS ||
-               op == KN_LIB_CUMSUM;
+               op == KN_LIB_CUMSUM || op == KN_LIB_ATTENTION;
     if (!d || !has) return has;
     size_t es = kiln_dtype_itemsize(d->dtype);
     switch (op) {
@@ -523,6 +526,7 @@ bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d
         return (blas_dtype(d->dtype) || d->dtype == KILN_DTYPE_I32 || d->dtype == KILN_DTYPE_I64) &&
                blas_gemm_fits(d->dtype, &d->gemm);
     case KN_LIB_PERMUTE: return es == 1 || es == 2 || es == 4 || es == 8;
+    case KN_LIB_ATTENTION: return cu_attention_supports(&d->attention);
     default: return lib_type(d->dtype) >= 0;
     }
 }
@@ -542,6 +546,8 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
         const kn_cumsum_desc *c = &d->cumsum;
         return cu_cumsum(state, device, d->dtype, b[0], b[1], c->outer, c->n, c->inner, c->reverse);
     }
+    case KN_LIB_ATTENTION:
+        return cu_attention_run(state, device, &d->attention, b[0], b[1], b[2], b[3]);
     default: break;
     }
     cu_state *st = state;

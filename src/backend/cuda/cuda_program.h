@@ -14,5 +14,7 @@ kiln_status cu_nvrtc_compile(kiln_context *ctx, const cu_nvrtc *r, const char *s
 
 /* The CUDA source of the GPU's library kernels (cuda_lib.c), len bytes. */
 const char *cu_lib_source(size_t *len);
+/* The CUDA source of the fused attention's kernels (cuda_attention.c), len bytes. */
+const char *cu_attention_source(size_t *len);
 
 #endif

@@ -1,0 +1,305 @@
+/* cuda_attention.c — dot_product_attention on the GPU as one fused kernel (the backend's
+ * attention library op), after FlashAttention's forward pass: the [T, S] scores and
+ * probabilities are never written to device memory.
+ *
+ * A block (ATTN_THREADS threads) takes one (batch, query head, tile of BQ query rows) at
+ * a time, the tiles with the most keys (the last ones, when causal) first. L consecutive
+ * threads share a query row: each holds BK / L scores of a key tile and DV / L columns of
+ * the row's output accumulator in registers. Per tile of BK keys, the block stages the
+ * keys (and the queries, in chunks of DK features when H > DK) in shared memory, widened
+ * to the accumulation type; each row's scores are scaled, masked and reduced across its
+ * L threads by warp shuffles into the running maximum m and sum l (the online softmax:
+ * the accumulator and l are rescaled by exp(m_old - m_new) when the maximum grows); the
+ * probabilities go to shared memory only, and the value tile staged in the keys' place
+ * is multiplied into the accumulator. With a causal mask the key tiles right of the
+ * query tile's diagonal are never loaded. Hv wider than DV runs the key loop once per
+ * chunk of DV output columns (the scores recomputed: the accumulator stays on chip).
+ *
+ * Semantics are cpu_attention.c's: a row whose scores so far are all -inf has seen
+ * nothing (its sum stays 0, its result 0/0 = NaN as the reference's); NaN propagates; a
+ * finite fill (the score of a key j > i) is added at the end, all those keys sharing one
+ * score, and skipped per row when exp(fill - m) is 0. f32, bf16 and f16 accumulate in
+ * f32 (16-bit values widened on load, each output narrowed once, to nearest even), f64 in
+ * f64. The source is plain CUDA C++ without tensor-core instructions, so that
+ * tests/test_cuda_emulate.c runs this very code on the CPU. */
+#include "cuda_backend.h"
+#include "cuda_program.h"
+
+#include <math.h>
+
+/* The kernels' parameter, the same layout on both sides (8-byte fields only). */
+typedef struct attn_params {
+    int64_t batch, t, s, heads, kv_heads, h, hv, causal, fill_finite;
+    double scale, fill;
+} attn_params;
+
+static const char attn_source[] =
+    "/* kiln's fused attention (src/backend/cuda/cuda_attention.c) */\n"
+    "typedef int int32_t; typedef unsigned int uint32_t; typedef long long int64_t;\n"
+    "typedef unsigned short uint16_t;\n"
+    "#define ATTN_THREADS 256\n"
+    "#define ATTN_BK 32\n"
+    "struct attn_params { int64_t batch, t, s, heads, kv_heads, h, hv, causal, fill_finite;\n"
+    "    double scale, fill; };\n"
+    /* bf16 and f16: the bits in uint16_t; widened exactly, narrowed to nearest even as
+     * src/base/half.h does (NaN kept quiet with its sign), in integer arithmetic only, so
+     * that the emulator's C++ runs the same code */
+    "struct bf16 { uint16_t h; };\n"
+    "struct f16 { uint16_t h; };\n"
+    "__device__ __forceinline__ float wide(float x) { return x; }\n"
+    "__device__ __forceinline__ double wide(double x) { return x; }\n"
+    "__device__ __forceinline__ float wide(bf16 x) { return __uint_as_float((uint32_t)x.h << "
+    "16); }\n"
+    "__device__ __forceinline__ float wide(f16 x) {\n"
+    "    uint32_t s = (uint32_t)(x.h & 0x8000u) << 16, e = (x.h >> 10) & 31u, m = x.h & 0x3ffu;\n"
+    "    if (e == 31u) return __uint_as_float(s | 0x7f800000u | (m << 13));\n"
+    "    if (e) return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));\n"
+    "    float f = (float)m * 5.9604644775390625e-8f; /* m 2^-24, exact */\n"
+    "    return s ? -f : f;\n"
+    "}\n"
+    "__device__ __forceinline__ void narrow(float f, float &o) { o = f; }\n"
+    "__device__ __forceinline__ void narrow(double f, double &o) { o = f; }\n"
+    "__device__ __forceinline__ void narrow(float f, bf16 &o) {\n"
+    "    uint32_t u = __float_as_uint(f);\n"
+    "    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n"
+    "    o.h = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x0040u : r);\n"
+    "}\n"
+    "__device__ __forceinline__ void narrow(float f, f16 &o) {\n"
+    "    uint32_t u = __float_as_uint(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
+    "    if (a > 0x7f800000u) { o.h = (uint16_t)(s | 0x7e00u | ((a >> 13) & 0x3ffu)); return; }\n"
+    "    if (a >= 0x477ff000u) { o.h = (uint16_t)(s | 0x7c00u); return; } /* 65520 and up */\n"
+    "    if (a >= 0x38800000u) { /* normal: rebias, round the 13 bits dropped */\n"
+    "        uint32_t r = a - 0x38000000u;\n"
+    "        o.h = (uint16_t)(s | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));\n"
+    "        return;\n"
+    "    }\n"
+    "    /* subnormal: |f| 2^24 < 1024 is exact; adding 2^23 rounds it to nearest even */\n"
+    "    float big = __uint_as_float(a) * 16777216.0f + 8388608.0f;\n"
+    "    o.h = (uint16_t)(s | (uint32_t)(big - 8388608.0f));\n"
+    "}\n"
+    "__device__ __forceinline__ float ex(float x) { return expf(x); }\n"
+    "__device__ __forceinline__ double ex(double x) { return exp(x); }\n"
+    "__device__ __forceinline__ void neg_inf(float &x) { x = -__uint_as_float(0x7f800000u); }\n"
+    "__device__ __forceinline__ void neg_inf(double &x) { x = "
+    "-__longlong_as_double(0x7ff0000000000000LL); }\n"
+    "__device__ __forceinline__ int64_t lo(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+    /* the larger, NaN winning */
+    "template <typename A> __device__ __forceinline__ A nmax(A x, A m) { return x > m || x != x ? "
+    "x : m; }\n"
+    /* T: storage; A: accumulation; L threads a row; DK features and DV output columns a
+     * chunk */
+    "template <typename T, typename A, int L, int DK, int DV>\n"
+    "__device__ void attn(const T *q, const T *k, const T *v, T *out, const attn_params &p) {\n"
+    "    const int BQ = ATTN_THREADS / L, NS = ATTN_BK / L, NV = DV / L;\n"
+    "    const int KW = DK + 1 > DV ? DK + 1 : DV; /* a staged row: keys padded, values not */\n"
+    "    __shared__ A sq[BQ][DK + 1];\n"
+    "    __shared__ A skv[ATTN_BK * KW];\n"
+    "    __shared__ A sp[BQ][ATTN_BK + 1];\n"
+    "    const int tid = threadIdx.x, r = tid / L, lane = tid % L;\n"
+    "    A ninf;\n"
+    "    neg_inf(ninf);\n"
+    "    const int64_t nqb = (p.t + BQ - 1) / BQ, bn = p.batch * p.heads, items = nqb * bn;\n"
+    "    const int64_t ldq = p.heads * p.h, ldk = p.kv_heads * p.h, ldv = p.kv_heads * p.hv;\n"
+    "    const int64_t ldo = p.heads * p.hv, grp = p.heads / p.kv_heads;\n"
+    "    const A scale = (A)p.scale;\n"
+    "    for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {\n"
+    "        const int64_t qb = nqb - 1 - it / bn, b = it % bn / p.heads, n = it % p.heads;\n"
+    "        const int64_t kh = n / grp, i0 = qb * BQ, i = i0 + r, rows = lo(BQ, p.t - i0);\n"
+    "        const bool live = r < rows;\n"
+    "        /* keys [0, seen) of this row, [0, reach) of the tile */\n"
+    "        const int64_t reach = p.causal ? lo(i0 + rows, p.s) : p.s;\n"
+    "        const int64_t seen = !live ? 0 : p.causal ? lo(i + 1, p.s) : p.s;\n"
+    "        const int64_t qo = (b * p.t + i0) * ldq + n * p.h, ko = b * p.s * ldk + kh * p.h;\n"
+    "        const int64_t vo = b * p.s * ldv + kh * p.hv, oo = (b * p.t + i0) * ldo + n * p.hv;\n"
+    "        const bool one = p.h <= DK; /* the queries staged once per chunk of columns */\n"
+    "        for (int64_t c0 = 0; c0 < p.hv; c0 += DV) {\n"
+    "            const int64_t cw = lo(DV, p.hv - c0);\n"
+    "            A acc[NV], m = ninf, l = 0;\n"
+    "#pragma unroll\n"
+    "            for (int e = 0; e < NV; e++) acc[e] = 0;\n"
+    "            if (one) {\n"
+    "                for (int x = tid; x < BQ * DK; x += ATTN_THREADS) {\n"
+    "                    int rr = x / DK, e = x % DK;\n"
+    "                    sq[rr][e] = rr < rows && e < p.h ? wide(q[qo + rr * ldq + e]) : (A)0;\n"
+    "                }\n"
+    "            }\n"
+    "            for (int64_t j0 = 0; j0 < reach; j0 += ATTN_BK) {\n"
+    "                const int64_t kw = lo(ATTN_BK, reach - j0);\n"
+    "                A sc[NS];\n"
+    "#pragma unroll\n"
+    "                for (int c = 0; c < NS; c++) sc[c] = 0;\n"
+    "                for (int64_t d0 = 0; d0 < p.h; d0 += DK) { /* scores, DK features at a "
+    "time */\n"
+    "                    const int dw = (int)lo(DK, p.h - d0);\n"
+    "                    __syncthreads(); /* the last readers of sq and skv are done */\n"
+    "                    for (int x = tid; x < BQ * DK && !one; x += ATTN_THREADS) {\n"
+    "                        int rr = x / DK, e = x % DK;\n"
+    "                        sq[rr][e] = rr < rows && e < dw ? wide(q[qo + rr * ldq + d0 + e]) : "
+    "(A)0;\n"
+    "                    }\n"
+    "                    for (int x = tid; x < ATTN_BK * DK; x += ATTN_THREADS) {\n"
+    "                        int jj = x / DK, e = x % DK;\n"
+    "                        skv[jj * (DK + 1) + e] =\n"
+    "                            jj < kw && e < dw ? wide(k[ko + (j0 + jj) * ldk + d0 + e]) : "
+    "(A)0;\n"
+    "                    }\n"
+    "                    __syncthreads();\n"
+    "                    for (int e = 0; e < dw; e++) {\n"
+    "                        const A qv = sq[r][e];\n"
+    "#pragma unroll\n"
+    "                        for (int c = 0; c < NS; c++) sc[c] += qv * skv[(lane + c * L) * (DK "
+    "+ 1) + e];\n"
+    "                    }\n"
+    "                }\n"
+    /* the online softmax: the tile's maximum over the row's L threads, then exp */
+    "                A tm = ninf;\n"
+    "#pragma unroll\n"
+    "                for (int c = 0; c < NS; c++) {\n"
+    "                    const int64_t j = j0 + lane + c * L;\n"
+    "                    sc[c] = j < seen ? sc[c] * scale : ninf; /* seen <= reach */\n"
+    "                    tm = nmax(sc[c], tm);\n"
+    "                }\n"
+    "#pragma unroll\n"
+    "                for (int o = 1; o < L; o <<= 1) tm = nmax(__shfl_xor_sync(0xffffffffu, tm, "
+    "o), tm);\n"
+    "                const A mn = nmax(tm, m);\n"
+    "                A alpha = 1, rs = 0;\n"
+    "                if (mn != ninf) { /* (all -inf so far: nothing seen, nothing changes) */\n"
+    "                    alpha = ex(m - mn);\n"
+    "#pragma unroll\n"
+    "                    for (int c = 0; c < NS; c++) rs += sc[c] = ex(sc[c] - mn);\n"
+    "                } else {\n"
+    "#pragma unroll\n"
+    "                    for (int c = 0; c < NS; c++) sc[c] = 0;\n"
+    "                }\n"
+    "#pragma unroll\n"
+    "                for (int o = 1; o < L; o <<= 1) rs += __shfl_xor_sync(0xffffffffu, rs, o);\n"
+    "                l = l * alpha + rs;\n"
+    "                m = mn;\n"
+    "#pragma unroll\n"
+    "                for (int c = 0; c < NS; c++) sp[r][lane + c * L] = sc[c];\n"
+    "                __syncthreads(); /* the keys are read: the values take their place */\n"
+    "                for (int x = tid; x < ATTN_BK * DV; x += ATTN_THREADS) {\n"
+    "                    int jj = x / DV, e = x % DV;\n"
+    "                    skv[jj * DV + e] = jj < kw && e < cw ? wide(v[vo + (j0 + jj) * ldv + c0 "
+    "+ e]) : (A)0;\n"
+    "                }\n"
+    "                __syncthreads();\n"
+    "                const int64_t jn = lo(kw, seen - j0); /* this row's keys of the tile */\n"
+    "#pragma unroll\n"
+    "                for (int e = 0; e < NV; e++) acc[e] *= alpha;\n"
+    "                for (int jj = 0; jj < jn; jj++) {\n"
+    "                    const A pj = sp[r][jj];\n"
+    "#pragma unroll\n"
+    "                    for (int e = 0; e < NV; e++) acc[e] += pj * skv[jj * DV + lane + e * L];\n"
+    "                }\n"
+    "            }\n"
+    /* a finite fill: the keys j >= seen all score it (cpu_attention.c's rows_*_fill) */
+    "            if (p.causal && p.fill_finite && live && seen < p.s && m == m) {\n"
+    "                const A f = (A)p.fill, top = m > f ? m : f, w = ex(f - top);\n"
+    "                if (w != 0) {\n"
+    "                    const A a = ex(m - top);\n"
+    "                    l = l * a + (A)(p.s - seen) * w;\n"
+    "#pragma unroll\n"
+    "                    for (int e = 0; e < NV; e++) {\n"
+    "                        const int64_t col = lane + e * L;\n"
+    "                        A vs = 0;\n"
+    "                        for (int64_t j = seen; j < p.s && col < cw; j++)\n"
+    "                            vs += wide(v[vo + j * ldv + c0 + col]);\n"
+    "                        acc[e] = acc[e] * a + w * vs;\n"
+    "                    }\n"
+    "                }\n"
+    "            }\n"
+    "            if (live) {\n"
+    "                const A inv = (A)1 / l;\n"
+    "#pragma unroll\n"
+    "                for (int e = 0; e < NV; e++) {\n"
+    "                    const int64_t col = lane + e * L;\n"
+    "                    if (col < cw) narrow(acc[e] * inv, out[oo + r * ldo + c0 + col]);\n"
+    "                }\n"
+    "            }\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "#define ATTN(name, T, A, L, DK, DV) extern \"C\" __global__ void __launch_bounds__(256) "
+    "name(const T *q, const T *k, const T *v, T *out, attn_params p) { attn<T, A, L, DK, DV>(q, "
+    "k, v, out, p); }\n"
+    "ATTN(kiln_attn_f32, float, float, 4, 64, 128)\n"
+    "ATTN(kiln_attn_f64, double, double, 8, 32, 64)\n"
+    "ATTN(kiln_attn_bf16, bf16, float, 4, 64, 128)\n"
+    "ATTN(kiln_attn_f16, f16, float, 4, 64, 128)\n";
+
+const char *cu_attention_source(size_t *len) {
+    *len = sizeof attn_source - 1;
+    return attn_source;
+}
+
+/* The kernel's index for dtype t (cu_libk.attn), -1 for one it has none for. */
+static int attn_type(kiln_dtype t) {
+    switch (t) {
+    case KILN_DTYPE_F32: return 0;
+    case KILN_DTYPE_F64: return 1;
+    case KILN_DTYPE_BF16: return 2;
+    case KILN_DTYPE_F16: return 3;
+    default: return -1;
+    }
+}
+
+bool cu_attention_supports(const kn_attention_desc *a) {
+    return attn_type(a->dtype) >= 0;
+}
+
+/* Compiles and loads the attention kernels at the device's first attention call (their own
+ * program: most programs have none, and the library's compiles faster without them). */
+static kiln_status attn_ready(cu_state *st, int device) {
+    cu_dev *d = &st->devs[device];
+    kiln_status s = cu_dev_ready(st, device, "kiln_executable_run: attention");
+    if (s) return s;
+    pthread_mutex_lock(&d->lock);
+    if (!d->lib.attn_prog) {
+        static const char *const names[4] = {"kiln_attn_f32", "kiln_attn_f64", "kiln_attn_bf16",
+                                             "kiln_attn_f16"};
+        kn_program_info info;
+        kn_program *p = NULL;
+        CUfunction f[4] = {0};
+        s = cu_program_compile(st, device, attn_source, sizeof attn_source - 1, &p, &info);
+        for (int i = 0; i < 4 && !s; i++) s = cu_function_get(st, p, names[i], &f[i]);
+        if (s)
+            cu_program_free(st, p);
+        else {
+            for (int i = 0; i < 4; i++) d->lib.attn[i] = f[i];
+            d->lib.attn_prog = p;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
+static unsigned attn_grid(const cu_dev *d, const kn_attention_desc *a) {
+    int64_t rows = a->dtype == KILN_DTYPE_F64 ? CU_ATTN_THREADS / 8 : CU_ATTN_THREADS / 4;
+    return cu_grid(d, a->batch * a->heads * ((a->t + rows - 1) / rows));
+}
+
+kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
+                             const void *k, const void *v, void *out) {
+    cu_dev *d = &st->devs[device];
+    if (!a->batch || !a->t || !a->heads || !a->hv) return KILN_STATUS_OK; /* nothing to write */
+    kiln_status s = attn_ready(st, device);
+    if (s) return s;
+    attn_params p = {.batch = a->batch,
+                     .t = a->t,
+                     .s = a->s,
+                     .heads = a->heads,
+                     .kv_heads = a->kv_heads,
+                     .h = a->h,
+                     .hv = a->hv,
+                     .causal = a->causal,
+                     .fill_finite = isfinite(a->fill),
+                     .scale = a->scale,
+                     .fill = a->fill};
+    void *params[] = {(void *)&q, (void *)&k, (void *)&v, &out, &p};
+    CUresult e = st->drv.cuLaunchKernel(d->lib.attn[attn_type(a->dtype)], attn_grid(d, a), 1, 1,
+                                        CU_ATTN_THREADS, 1, 1, 0, d->compute, params, NULL);
+    if (e) return cu_fail(st, e, "cuLaunchKernel", "launching the attention kernel");
+    return KILN_STATUS_OK;
+}

@@ -31,6 +31,7 @@ typedef unsigned long long CUdeviceptr;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t released = PTHREAD_COND_INITIALIZER; /* a stream's hold went to 0 */
 static long live_objects, live_retains, launches;
+static unsigned last_grid, last_block; /* the last launch's shape */
 static size_t used;
 
 typedef struct region {
@@ -52,6 +53,14 @@ long mock_cuda_live(void) {
 long mock_cuda_launches(void);
 long mock_cuda_launches(void) {
     return launches;
+}
+/* The grid and block sizes of the last launch, as grid * 65536 + block. */
+long mock_cuda_last_launch(void);
+long mock_cuda_last_launch(void) {
+    pthread_mutex_lock(&mu);
+    long r = (long)last_grid * 65536 + (long)last_block;
+    pthread_mutex_unlock(&mu);
+    return r;
 }
 
 /* A stream object: its first word counts the collectives enqueued on it and not done. */
@@ -372,6 +381,7 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
         return 1;
     pthread_mutex_lock(&mu);
     launches++;
+    last_grid = gx, last_block = bx;
     pthread_mutex_unlock(&mu);
     return 0;
 }

@@ -5,11 +5,11 @@
  * platform allocator) and stats carry the driver's numbers; staged copies round-trip
  * sizes around the staging buffers; a program with no kernels returns its arguments and
  * constants through device copies; a compiled program (NVRTC, when present) loads and
- * launches; arguments on the wrong device are refused; driver failures (cuInit, the
- * context's creation, allocation) become messages that name the call; and every driver
- * object is released when the contexts go. Kernels do not run: their results are
- * test_cuda.c's, on a real GPU. Skipped (77) if the stand-in is not the libcuda.so.1
- * that loads (run outside ctest on a machine with a driver). */
+ * launches; attention is one launch of the fused kernel; arguments on the wrong device
+ * are refused; driver failures (cuInit, the context's creation, allocation) become
+ * messages that name the call; and every driver object is released when the contexts go. Kernels do
+ * not run: their results are test_cuda.c's, on a real GPU. Skipped (77) if the stand-in is not the
+ * libcuda.so.1 that loads (run outside ctest on a machine with a driver). */
 #include "test.h"
 #include "runtime/array.h"
 #include "runtime/executable.h"
@@ -177,6 +177,56 @@ static void test_half_library(kiln_context *c, long (*launches)(void)) {
     dlclose(lib);
 }
 
+/* dot_product_attention on cuda:0 is one launch of the fused kernel (no products, no
+ * softmax kernels), 256 threads a block and a block per (batch, head, tile of query
+ * rows): 64 rows a tile for f32, bf16 and f16, 32 for f64. */
+static void test_attention(kiln_context *c, long (*launches)(void), long (*last)(void)) {
+    static const struct {
+        kiln_dtype t;
+        int64_t tq, n, k;
+        bool causal;
+        long grid;
+    } cases[] = {{KILN_DTYPE_F32, 100, 4, 2, true, 2 * 4},
+                 {KILN_DTYPE_BF16, 64, 3, 1, false, 1 * 3},
+                 {KILN_DTYPE_F16, 130, 2, 2, true, 3 * 2},
+                 {KILN_DTYPE_F64, 70, 2, 1, true, 3 * 2}};
+    for (int i = 0; i < 4; i++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(c, "attention", &g);
+        int64_t dq[4] = {1, cases[i].tq, cases[i].n, 16}, dk[4] = {1, 50, cases[i].k, 16};
+        kiln_value q = kiln_parameter(g, "q", cases[i].t, 4, dq);
+        kiln_value k = kiln_parameter(g, "k", cases[i].t, 4, dk);
+        kiln_value v = kiln_parameter(g, "v", cases[i].t, 4, dk);
+        kiln_attention_options ao = {.is_causal = cases[i].causal};
+        kiln_value y = kiln_dot_product_attention(g, q, k, v, &ao);
+        CHECK_OK(c, kiln_graph_finish(g, 1, &y));
+        kiln_compile_options o = {.device = 1};
+        kiln_executable *e = NULL;
+        kiln_status s = kiln_compile(g, &o, &e);
+        if (s && strstr(kiln_last_error(c), "NVRTC")) {
+            test_skip_case("attention", "no NVRTC: %s", kiln_last_error(c));
+            kiln_graph_destroy(g);
+            return;
+        }
+        CHECK_OK(c, s);
+        kiln_array *args[3] = {0}, *r = NULL;
+        const int64_t *dims[3] = {dq, dk, dk};
+        for (int j = 0; j < 3; j++)
+            CHECK_OK(c, kiln_array_create_on(c, 1, cases[i].t, 4, dims[j], NULL, &args[j]));
+        long before = launches();
+        if (e) CHECK_OK(c, kiln_executable_run(e, 3, args, 1, &r));
+        CHECK_MSG(launches() == before + 1, "%s attention: %ld launches, want 1",
+                  kiln_dtype_name(cases[i].t), launches() - before);
+        CHECK_MSG(last() == cases[i].grid * 65536 + 256,
+                  "%s attention: grid %ld block %ld, want %ld 256", kiln_dtype_name(cases[i].t),
+                  last() / 65536, last() % 65536, cases[i].grid);
+        kiln_array_destroy(r);
+        for (int j = 0; j < 3; j++) kiln_array_destroy(args[j]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_programs(kiln_context *c, long (*launches)(void)) {
     /* no kernels: outputs are the argument, a constant and the argument again */
     kiln_graph *g = NULL;
@@ -332,7 +382,8 @@ int main(void) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     long (*live)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_live") : NULL;
     long (*launches)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_launches") : NULL;
-    if (!c || !live || !launches) {
+    long (*last)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_last_launch") : NULL;
+    if (!c || !live || !launches || !last) {
         int rc = test_skip("the libcuda.so.1 loaded is not tests/mock_cuda.c");
         kiln_context_destroy(c);
         if (lib) dlclose(lib);
@@ -344,6 +395,7 @@ int main(void) {
     test_gemm_limits(c);
     test_half_library(c, launches);
     test_split(c, launches);
+    test_attention(c, launches, last);
     kiln_context_destroy(c);
     CHECK_MSG(live() == 0, "%ld driver objects were not released", live());
     test_memory();

@@ -304,6 +304,46 @@ static void test_library(void) {
     }
 }
 
+/* dot_product_attention through the fused kernel (src/backend/cuda/cuda_attention.c):
+ * query tiles cut short, H and Hv over the chunks staged at a time, S != T, grouped heads,
+ * causal or not, fills that count and that do not (set on the node, as pass_attention
+ * sets a written-out attention's), each float dtype. */
+static void test_attention(void) {
+    static const struct {
+        kiln_dtype t;
+        int64_t b, tq, s, n, k, h, hv;
+        bool causal;
+        double fill;
+    } cases[] = {
+        {KILN_DTYPE_F32, 2, 300, 300, 4, 2, 64, 64, true, -INFINITY},
+        {KILN_DTYPE_F32, 1, 70, 45, 2, 2, 70, 130, false, -INFINITY},
+        {KILN_DTYPE_F32, 1, 130, 130, 4, 1, 8, 24, true, 0.25},
+        {KILN_DTYPE_F32, 1, 100, 100, 2, 1, 32, 32, true, -1e9},
+        {KILN_DTYPE_F64, 2, 77, 77, 2, 1, 40, 70, true, -INFINITY},
+        {KILN_DTYPE_BF16, 2, 257, 257, 8, 8, 64, 64, true, -INFINITY},
+        {KILN_DTYPE_BF16, 1, 50, 90, 4, 2, 128, 128, false, -INFINITY},
+        {KILN_DTYPE_F16, 1, 200, 200, 4, 1, 64, 64, true, 0.5},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        char name[96];
+        snprintf(name, sizeof name, "attention %d on %s", i, kiln_dtype_name(cases[i].t));
+        kiln_graph *g = graph("attention");
+        int64_t dq[4] = {cases[i].b, cases[i].tq, cases[i].n, cases[i].h};
+        int64_t dk[4] = {cases[i].b, cases[i].s, cases[i].k, cases[i].h};
+        int64_t dv[4] = {cases[i].b, cases[i].s, cases[i].k, cases[i].hv};
+        kiln_value q = kiln_parameter(g, "q", cases[i].t, 4, dq);
+        kiln_value k = kiln_parameter(g, "k", cases[i].t, 4, dk);
+        kiln_value v = kiln_parameter(g, "v", cases[i].t, 4, dv);
+        kiln_attention_options o = {.is_causal = cases[i].causal};
+        kiln_value y = kiln_dot_product_attention(g, q, k, v, &o);
+        if (!finish(g, 1, &y, name)) continue;
+        for (uint32_t j = 0; j < g->n_nodes; j++)
+            if (g->nodes[j].op == IR_ATTENTION) g->nodes[j].a.attn.fill = cases[i].fill;
+        run_case(name, g, NULL, NULL, 1e-5);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* ------------------------------------------------ programs and gradients ---- */
 
 static void test_random(int n) {
@@ -563,6 +603,7 @@ int main(void) {
         test_split_reductions();
         test_composites();
         test_library();
+        test_attention();
         test_random(n_random);
         test_gradients(6);
         test_models();

@@ -16,6 +16,8 @@
  *  - what the MLP step costs besides its products: its loss kernel alone (the mean of
  *    y*y over 8192x4096 to one scalar) against the same reduction kept per row, and the
  *    step with its loss replaced by per-row sums (no full reduction to a scalar);
+ *  - causal attention's forward pass, B=16 T=256 and 1024 N=8 H=64, f32 and bf16: the
+ *    fused kernel against the written-out products and softmax;
  *  - the GPT training step (models/gpt, gpt_trace_step) at B=16 T=256 L=6 H=8 C=512,
  *    parameters and AdamW moments donated: ms/step, tokens/s, planned vs measured peak.
  *
@@ -30,6 +32,7 @@
 #include "runtime/array.h"
 #include "gpt.h"
 
+#include <math.h>
 #include <string.h>
 
 #define REPS 9
@@ -231,6 +234,52 @@ static void short_rows_figure(kiln_context *c, double copy_gbs) {
     kiln_array_destroy(args[0]);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
+}
+
+/* Causal attention's forward pass, B x T x N heads of H features, ms and TFLOP/s (the
+ * products over the keys a query sees: 2 B N H T(T+1) flops): fused, the backend's
+ * kernel (kiln_dot_product_attention); or written out (q k^T, scale, causal where,
+ * softmax, times v, as [B, N, T, H]) and compiled without passes, so that it stays the
+ * products and softmax kernels the GPU ran before it had the fused kernel. */
+static double attention_figure(kiln_context *c, int64_t B, int64_t T, int64_t N, int64_t H,
+                               kiln_dtype dt, bool fused, double fused_ms) {
+    kiln_graph *g = NULL;
+    DIE(c, kiln_graph_create(c, "attention", &g));
+    int64_t d4[4] = {B, T, N, H}, w4[4] = {B, N, T, H};
+    kiln_value q = kiln_parameter(g, "q", dt, 4, fused ? d4 : w4);
+    kiln_value k = kiln_parameter(g, "k", dt, 4, fused ? d4 : w4);
+    kiln_value v = kiln_parameter(g, "v", dt, 4, fused ? d4 : w4), y;
+    if (fused) {
+        kiln_attention_options o = {.is_causal = true};
+        y = kiln_dot_product_attention(g, q, k, v, &o);
+    } else {
+        kiln_value s = kiln_matmul(g, q, kiln_transpose(g, k, (int[]){0, 1, 3, 2}));
+        s = kiln_mul(g, s, kiln_scalar(g, dt, 1 / sqrt((double)H)));
+        s = kiln_where(g, kiln_make_causal_mask(g, T, T, KILN_DTYPE_BOOL), s,
+                       kiln_scalar(g, dt, -INFINITY));
+        y = kiln_matmul(g, kiln_softmax(g, s, -1), v);
+    }
+    DIE(c, kiln_graph_finish(g, 1, &y));
+    kiln_compile_options o = {.device = gpu, .disable_passes = !fused};
+    kiln_executable *e = NULL;
+    DIE(c, kiln_compile(g, &o, &e));
+    kiln_executable_info info;
+    kiln_executable_get_info(e, &info);
+    kiln_array *args[3];
+    gpu_args(c, g, args);
+    double ms = time_runs(c, e, 3, args, 1) * 1e3;
+    double tflops = 2.0 * (double)(B * N * H) * (double)T * (double)(T + 1) / ms / 1e9;
+    printf("RESULT attention forward causal B=%lld T=%lld N=%lld H=%lld %s %s (%d kernel%s): "
+           "%.3f ms, %.1f TFLOP/s",
+           (long long)B, (long long)T, (long long)N, (long long)H, kiln_dtype_name(dt),
+           fused ? "fused" : "written out", info.num_kernels, info.num_kernels == 1 ? "" : "s", ms,
+           tflops);
+    if (!fused && fused_ms > 0) printf(" (fused takes %.2fx this time)", fused_ms / ms);
+    printf("\n");
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return ms;
 }
 
 /* cuBLAS alone through the backend's library op gemm: [m, k] x [k, n] of dt, TFLOP/s. */
@@ -453,6 +502,8 @@ int main(void) {
         gpt_figure(
             c, (gpt_config){.vocab = 256, .context = 32, .layers = 1, .heads = 2, .channels = 64},
             2, 32, true);
+        double ms = attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, true, 0);
+        attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, false, ms);
         kiln_context_destroy(c);
         return 0;
     }
@@ -496,6 +547,13 @@ int main(void) {
     short_rows_figure(c, copy_gbs);
     mlp_figure(c, "f32 exact", false, 8192, 4096, KILN_DTYPE_F32);
     mlp_figure(c, "bf16", false, 8192, 4096, KILN_DTYPE_BF16);
+    for (int64_t T = 256; T <= 1024; T *= 4) {
+        double ms = attention_figure(c, 16, T, 8, 64, KILN_DTYPE_F32, true, 0);
+        attention_figure(c, 16, T, 8, 64, KILN_DTYPE_F32, false, ms);
+        ms = attention_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, true, 0);
+        attention_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, false, ms);
+        fflush(stdout);
+    }
     kiln_context_destroy(c);
     c = make_context(KILN_ALLOC_MODE_GROW, 0, true);
     mlp_figure(c, "tf32", false, 8192, 4096, KILN_DTYPE_F32);

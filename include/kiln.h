@@ -701,8 +701,9 @@ KILN_API kiln_value kiln_make_causal_mask(kiln_graph *g, int64_t T, int64_t S, k
  *
  * One op, not a composite: the CPU runs it as a fused kernel that keeps each block of
  * scores in cache, never stores the [T, S] probabilities, and with is_causal skips the
- * key blocks a query block cannot see (about half the products at T = S); a backend
- * without that kernel (CUDA today) runs the same primitives a user would write. The
+ * key blocks a query block cannot see (about half the products at T = S); so does the
+ * GPU's forward kernel; a backend without such a kernel runs the same primitives a user
+ * would write. The
  * gradient recomputes the probabilities from q and k (as FlashAttention's backward does),
  * so training keeps q, k, v and the output, not the [T, S] scores: less memory for one more
  * [T, S] product per call in the backward pass, which has no fused kernel yet (docs/ops.md

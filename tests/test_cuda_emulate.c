@@ -125,7 +125,7 @@ static void gpu_stop(void) {
  * code declares its own int64_t, which must not meet glibc's). */
 static const char shim[] =
     "#define __global__\n#define __device__\n#define __forceinline__ inline\n"
-    "#define __restrict__\n#define __launch_bounds__(n)\n#define __shared__ static\n"
+    "#define __restrict__\n#define __launch_bounds__(...)\n#define __shared__ static\n"
     "extern \"C\" { unsigned kiln_emu_tid(void); unsigned kiln_emu_bid(void);\n"
     "unsigned kiln_emu_grid(void); void kiln_emu_sync(void);\n"
     "unsigned long long kiln_emu_xor(unsigned long long v, int o);\n"

@@ -79,7 +79,7 @@ static kiln_context *fz_ctx;
 static kiln_dtype draw_dtype(fz_state *s) {
     uint8_t b = fz_u8(&s->in);
     if (b >= 250) return b == 255 ? (kiln_dtype)77 : KILN_DTYPE_INVALID;
-    return (kiln_dtype)(1 + b % 5);
+    return (kiln_dtype)(1 + b % 7); /* f32 f64 i32 i64 bool bf16 f16 */
 }
 
 static int64_t draw_dim(fz_state *s) {
@@ -370,6 +370,33 @@ static void op_rev_split(fz_state *s) {
         for (int i = 0; i < n; i++) push(s, outs[i], x.lv);
 }
 
+/* kiln_dynamic_slice and kiln_dynamic_update_slice: starts are i32 or i64 constants (out of
+ * range sometimes, which clamps; now and then an f32 or a wrong count, which must fail),
+ * sizes drawn up to the dimension (beyond it sometimes); the update is a dynamic slice of
+ * the operand itself, or another value (a type mismatch the builder must name). */
+static void op_dynamic(fz_state *s) {
+    fz_val x = pick(s);
+    kiln_value starts[FZ_ARR + 1];
+    int64_t sizes[FZ_ARR + 1];
+    int n = x.rank;
+    uint8_t b = fz_u8(&s->in);
+    if (b < 8) n = fz_int(&s->in, FZ_ARR + 2) - 1; /* -1..FZ_ARR: often a wrong count */
+    for (int i = 0; i < n && i <= FZ_ARR; i++) {
+        uint8_t t = fz_u8(&s->in);
+        kiln_dtype it = t < 8 ? KILN_DTYPE_F32 : t % 2 ? KILN_DTYPE_I32 : KILN_DTYPE_I64;
+        starts[i] = kiln_scalar(s->g, it, (double)draw_attr(s, -3, 8));
+        int64_t d = i < x.rank ? x.dims[i] : 1, span = d >= 0 && d < 250 ? d + 1 : 250;
+        sizes[i] = fz_u8(&s->in) < 8 ? draw_attr(s, -1, 9) : (int64_t)(fz_u8(&s->in) % span);
+    }
+    kiln_value w = kiln_dynamic_slice(s->g, x.v, n, starts, sizes);
+    if (!(b & 0x10)) {
+        push(s, w, x.lv);
+        return;
+    }
+    kiln_value u = b & 0x20 ? pick(s).v : w;
+    push(s, kiln_dynamic_update_slice(s->g, x.v, u, n, starts), x.lv);
+}
+
 static void op_slice(fz_state *s) {
     fz_val x = pick(s);
     int64_t start[FZ_ARR], limit[FZ_ARR], stride[FZ_ARR];
@@ -625,7 +652,8 @@ static void step(fz_state *s) {
                                               op_gather,
                                               op_index,
                                               op_composite,
-                                              op_rev_split};
+                                              op_rev_split,
+                                              op_dynamic};
     uint8_t b = fz_u8(&s->in);
     if (b == 255) kiln_graph_at(s->g, b % 2 ? "fuzz.c" : NULL, (int)fz_u8(&s->in) - 8);
     ops[b % (sizeof ops / sizeof ops[0])](s);

@@ -188,6 +188,7 @@ KILN_CLONES static void block_f32(bool bf, bool vec, bool ta, bool tb, int64_t k
                                   int64_t mc, int64_t j0, int64_t nc, float *cb) {
     _Alignas(64) float bp[KC * NC];
     _Alignas(64) float ap[KC * MC];
+    (void)vec; /* the AVX-512 packing exists only on x86 (HALF_X86) */
     for (int64_t p0 = 0; p0 < k; p0 += KC) {
         int64_t kc = k - p0 < KC ? k - p0 : KC;
 #if HALF_X86

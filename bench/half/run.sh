@@ -6,6 +6,6 @@ build=${1:-build}
 reps=${2:-9}
 here=$(dirname "$0")
 "$build/bench_half" "$reps"
-py=${KILN_BENCH_PYTHON:-$here/../../../main/bench/.venv/bin/python}
+py=${KILN_BENCH_PYTHON:-$here/../.venv/bin/python}
 [ -x "$py" ] || py=python3
 "$py" "$here/half_jax.py" "$reps" || echo "(JAX not available: $py)"

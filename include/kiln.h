@@ -333,9 +333,9 @@ typedef struct kiln_array kiln_array;
 /* Creates an array of the given dtype and shape (row-major) on device 0 and copies data
  * into it; data NULL gives zeros. Elements are in the dtype's C form (float, double,
  * int32_t, int64_t, one byte per bool); a bf16 or f16 element is its 16 bits as a
- * uint16_t (as ml_dtypes stores them), and kiln_array_copy_to_host gives them back so. The shape obeys the builder's rules (as kiln_parameter's:
- * non-negative dimensions whose product, a zero counted as 1, is at most 2^62; else
- * KILN_STATUS_SHAPE naming the dimension). */
+ * uint16_t (as ml_dtypes stores them), and kiln_array_copy_to_host gives them back so. The shape
+ * obeys the builder's rules (as kiln_parameter's: non-negative dimensions whose product, a zero
+ * counted as 1, is at most 2^62; else KILN_STATUS_SHAPE naming the dimension). */
 KILN_API kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank,
                                        const int64_t *dims, const void *data, kiln_array **out);
 /* The same on device `device`: data has been copied when it returns. */
@@ -1236,7 +1236,7 @@ typedef enum kiln_memory_class {
     KILN_MEMORY_CLASS_CONSTANT,        /* a constant held by the executable (host memory) */
 } kiln_memory_class;
 #define KILN_MAX_MEMORY_CLASSES 16 /* room in kiln_memory_analysis: the enum may grow */
-#define KILN_MAX_DTYPES 16         /* room in kiln_memory_analysis: kiln_dtype may grow */
+#define KILN_MAX_DTYPES         16 /* room in kiln_memory_analysis: kiln_dtype may grow */
 /* "parameter", "gradient", "optimizer_state", "activation", "input", "output",
  * "temporary", "constant"; "?" for anything else. Static. */
 KILN_API const char *kiln_memory_class_name(kiln_memory_class c);
@@ -1606,9 +1606,6 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_matmul(g, ...)           KILN__V(g, kiln_matmul((g), __VA_ARGS__))
 #define kiln_take_rows(g, ...)        KILN__V(g, kiln_take_rows((g), __VA_ARGS__))
 #define kiln_scatter_add_rows(g, ...) KILN__V(g, kiln_scatter_add_rows((g), __VA_ARGS__))
-#define kiln_dynamic_slice(g, ...)    KILN__V(g, kiln_dynamic_slice((g), __VA_ARGS__))
-#define kiln_dynamic_update_slice(g, ...)                                                          \
-    KILN__V(g, kiln_dynamic_update_slice((g), __VA_ARGS__))
 #define kiln_all_reduce(g, ...)       KILN__V(g, kiln_all_reduce((g), __VA_ARGS__))
 #define kiln_take(g, ...)             KILN__V(g, kiln_take((g), __VA_ARGS__))
 #define kiln_take_along_axis(g, ...)  KILN__V(g, kiln_take_along_axis((g), __VA_ARGS__))
@@ -1638,6 +1635,8 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
     KILN__S(g, kiln_optim_clip_by_global_norm((g), __VA_ARGS__))
 #define kiln_loss_scale_unscale(g, ...)    KILN__S(g, kiln_loss_scale_unscale((g), __VA_ARGS__))
 #define kiln_select_each(g, ...)           KILN__S(g, kiln_select_each((g), __VA_ARGS__))
+#define kiln_dynamic_slice(g, ...)         KILN__V(g, kiln_dynamic_slice((g), __VA_ARGS__))
+#define kiln_dynamic_update_slice(g, ...)  KILN__V(g, kiln_dynamic_update_slice((g), __VA_ARGS__))
 #define kiln_softmax_cross_entropy(g, ...) KILN__V(g, kiln_softmax_cross_entropy((g), __VA_ARGS__))
 #define kiln_dot_product_attention(g, ...) KILN__V(g, kiln_dot_product_attention((g), __VA_ARGS__))
 #define kiln_grad(g, ...)                  KILN__S(g, kiln_grad((g), __VA_ARGS__))

@@ -806,7 +806,8 @@ static void errors(void) {
         const char *part;
     } bad[] = {
         {KILN_DTYPE_F32, KILN_DTYPE_F64, 4, 4, q4, k4, k4, 0, KILN_STATUS_DTYPE, "one dtype"},
-        {KILN_DTYPE_I32, KILN_DTYPE_I32, 4, 4, q4, k4, k4, 0, KILN_STATUS_DTYPE, "f32, f64, bf16 or f16"},
+        {KILN_DTYPE_I32, KILN_DTYPE_I32, 4, 4, q4, k4, k4, 0, KILN_STATUS_DTYPE,
+         "f32, f64, bf16 or f16"},
         {KILN_DTYPE_F32, KILN_DTYPE_F32, 4, 3, q4, q3, q3, 0, KILN_STATUS_SHAPE, "ranks 4, 3"},
         {KILN_DTYPE_F32, KILN_DTYPE_F32, 4, 4, q4, (int64_t[]){2, 8, 3, 16},
          (int64_t[]){2, 8, 3, 16}, 0, KILN_STATUS_SHAPE, "multiple of the 3 key/value heads"},

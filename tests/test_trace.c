@@ -202,7 +202,8 @@ static void test_elementwise_errors(void) {
 
     g = fresh(), a = P(g, KILN_DTYPE_I32, 2, 2);
     OP(kiln_exp(g, a));
-    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_exp", "i32[2,2]", "takes f32, f64, bf16 or f16, not i32");
+    EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_exp", "i32[2,2]",
+               "takes f32, f64, bf16 or f16, not i32");
     g = fresh(), a = P(g, KILN_DTYPE_I64, 1);
     OP(kiln_floor(g, a));
     EXPECT_ERR(g, KILN_STATUS_DTYPE, "kiln_floor", "i64[1]", "not i64");

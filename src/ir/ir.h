@@ -266,13 +266,13 @@ typedef union ir_attrs {
     } slice; /* SLICE */
     struct {
         int64_t lo[KILN_MAX_RANK], hi[KILN_MAX_RANK], interior[KILN_MAX_RANK];
-    } pad;                /* PAD (inputs: operand, rank-0 pad value) */
-    uint32_t reduce_axes; /* REDUCE_*: bit i set = axis i reduced (not kept) */
-    uint32_t rev_axes;    /* REV: bit i set = axis i reversed */
+    } pad;                            /* PAD (inputs: operand, rank-0 pad value) */
+    uint32_t reduce_axes;             /* REDUCE_*: bit i set = axis i reduced (not kept) */
+    uint32_t rev_axes;                /* REV: bit i set = axis i reversed */
     int64_t dyn_sizes[KILN_MAX_RANK]; /* DYNAMIC_SLICE: the slice's static sizes */
-    kiln_dot_dims dot;    /* DOT */
-    int rng;              /* RANDOM: ir_rng */
-    int reduce_kind;      /* ALL_REDUCE: kiln_reduce_kind */
+    kiln_dot_dims dot;                /* DOT */
+    int rng;                          /* RANDOM: ir_rng */
+    int reduce_kind;                  /* ALL_REDUCE: kiln_reduce_kind */
     struct {
         int axis;     /* the summed axis */
         bool reverse; /* sums over k >= j instead of k <= j */

@@ -20,7 +20,8 @@ static double elem(const void *data, kiln_dtype t, int64_t i) {
 }
 
 /* Constants of up to 8 elements print their values, exactly enough to read them back:
- * f32 (and bf16, f16) with 9 significant digits, f64 with 17, integers in full, bools as true/false. */
+ * f32 (and bf16, f16) with 9 significant digits, f64 with 17, integers in full, bools as
+ * true/false. */
 static void print_constant(const ir_node *n, strbuf *sb, bool all_values) {
     int64_t numel = 0;
     ir_shape_numel(&n->shape, &numel);

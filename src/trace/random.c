@@ -269,8 +269,8 @@ kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, double rate
     const ir_node *xn = trace_node(g, op, x, "the operand");
     if (!xn) return KN_NONE;
     if (!ir_dtype_is_float(xn->dtype))
-        return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op, "takes f32, f64, bf16 or f16, not %s",
-                             kiln_dtype_name(xn->dtype));
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op,
+                             "takes f32, f64, bf16 or f16, not %s", kiln_dtype_name(xn->dtype));
     if (!(rate >= 0 && rate <= 1))
         return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "rate = %g is outside [0, 1]",
                           isnan(rate) ? fabs(rate) : rate);

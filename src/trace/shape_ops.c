@@ -232,7 +232,8 @@ kiln_value kiln_mean(kiln_graph *g, kiln_value x, int naxes, const int *axes, bo
     const ir_node *xn = operand(g, op, x);
     if (!xn) return KN_NONE;
     if (!ir_dtype_is_float(xn->dtype))
-        return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op, "mean takes f32, f64, bf16 or f16, not %s",
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op,
+                             "mean takes f32, f64, bf16 or f16, not %s",
                              kiln_dtype_name(xn->dtype));
     uint32_t mask;
     if (!trace_axes_mask(g, op, x, naxes, axes, &mask)) return KN_NONE;

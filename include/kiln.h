@@ -765,6 +765,70 @@ KILN_API kiln_value kiln_clip(kiln_graph *g, kiln_value x, kiln_value lo, kiln_v
  * (optax's formula would wrap -1 to the last class and give NaN past C; PyTorch raises). */
 KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_value labels);
 
+/* ----------------------------------------------------------- control flow ---- */
+
+/* Loops and branches traced once (jax.lax.while_loop, fori_loop, scan, cond, switch):
+ * the body is traced into a graph of its own, compiled once, and run as many times as
+ * the loop needs, so a program's size and compile time do not grow with its trip count
+ * (docs/control_flow.md). Loop-carried values are updated in place where the body allows.
+ *
+ * A body is a kiln_fn: it receives its own graph g (a sub-graph of the one being traced)
+ * and n_in parameters kiln made for it, traces its computation on g, writes its results
+ * to outs (room for KILN_MAX_OUTPUTS) and returns how many, or -1 after an error (a
+ * builder error on g is reported as the loop's). user is passed through.
+ *
+ * A body reads a value of an enclosing graph (a weight, a mask) through kiln_capture;
+ * using such a value directly is an error that says so. Every builder's error inside a
+ * body becomes the error of the loop or branch on the enclosing graph, with the body's
+ * message and line. */
+typedef int (*kiln_fn)(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                       kiln_value *outs);
+
+/* Inside a body traced on g: value x of an enclosing graph (any level), as a value of g.
+ * Capturing the same value twice gives the same value. */
+KILN_API kiln_value kiln_capture(kiln_graph *g, kiln_value x);
+
+/* while cond(carry) is true: carry = body(carry) (jax.lax.while_loop). init holds the n
+ * carried values; cond returns one bool scalar; body returns n values of the carries'
+ * dtypes and shapes (a carry that changes type is an error naming both types and the
+ * body's line). out receives the n final carries. Not differentiable in reverse (as in
+ * JAX): kiln_grad through it is an error; use kiln_scan or kiln_fori_loop. */
+KILN_API kiln_status kiln_while_loop(kiln_graph *g, kiln_fn cond, kiln_fn body, void *user, int n,
+                                     const kiln_value *init, kiln_value *out);
+
+/* for i in [lower, upper): carry = body(i, carry) (jax.lax.fori_loop with static bounds).
+ * body receives n + 1 values: i (an i32 scalar), then the carries; it returns the n new
+ * carries. Run as a scan, so it is differentiable. out receives the n final carries. */
+KILN_API kiln_status kiln_fori_loop(kiln_graph *g, int64_t lower, int64_t upper, kiln_fn body,
+                                    void *user, int n, const kiln_value *init, kiln_value *out);
+
+/* Scan options: zero-initialised is jax.lax.scan's default. */
+typedef struct kiln_scan_options {
+    int64_t length; /* iterations; 0: the xs' leading axis (and 0 when there are none) */
+    bool reverse;   /* from the last slice to the first; ys are still stored in order */
+} kiln_scan_options;
+
+/* carry, ys = scan(body, init, xs) (jax.lax.scan): for each i, body receives the n_carry
+ * carries and the i-th slice of each of the n_xs arrays xs (their leading axis, of one
+ * length, dropped) and returns n_carry new carries followed by any number of
+ * per-iteration outputs. outs receives the n_carry final carries, then each per-iteration
+ * output stacked along a new leading axis; *n_outs their count. opts may be NULL. */
+KILN_API kiln_status kiln_scan(kiln_graph *g, kiln_fn body, void *user, int n_carry,
+                               const kiln_value *init, int n_xs, const kiln_value *xs,
+                               const kiln_scan_options *opts, int *n_outs, kiln_value *outs);
+
+/* One of two branches, by a bool scalar (jax.lax.cond): true_fn(operands) if pred, else
+ * false_fn(operands). Both are traced and must return values of the same dtypes and
+ * shapes; only the chosen one runs. outs receives them, *n_outs their count. */
+KILN_API kiln_status kiln_cond(kiln_graph *g, kiln_value pred, kiln_fn true_fn, kiln_fn false_fn,
+                               void *user, int n, const kiln_value *operands, int *n_outs,
+                               kiln_value *outs);
+/* branches[index](operands) (jax.lax.switch): index is an integer scalar, clamped into
+ * [0, n_branches). */
+KILN_API kiln_status kiln_switch(kiln_graph *g, kiln_value index, int n_branches,
+                                 const kiln_fn *branches, void *user, int n,
+                                 const kiln_value *operands, int *n_outs, kiln_value *outs);
+
 /* --------------------------------------------------------------- autodiff ---- */
 
 /* Reverse-mode differentiation inside the graph being traced (jax.grad / jax.vjp, but
@@ -1637,6 +1701,12 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_select_each(g, ...)           KILN__S(g, kiln_select_each((g), __VA_ARGS__))
 #define kiln_dynamic_slice(g, ...)         KILN__V(g, kiln_dynamic_slice((g), __VA_ARGS__))
 #define kiln_dynamic_update_slice(g, ...)  KILN__V(g, kiln_dynamic_update_slice((g), __VA_ARGS__))
+#define kiln_capture(g, ...)               KILN__V(g, kiln_capture((g), __VA_ARGS__))
+#define kiln_while_loop(g, ...)            KILN__S(g, kiln_while_loop((g), __VA_ARGS__))
+#define kiln_fori_loop(g, ...)             KILN__S(g, kiln_fori_loop((g), __VA_ARGS__))
+#define kiln_scan(g, ...)                  KILN__S(g, kiln_scan((g), __VA_ARGS__))
+#define kiln_cond(g, ...)                  KILN__S(g, kiln_cond((g), __VA_ARGS__))
+#define kiln_switch(g, ...)                KILN__S(g, kiln_switch((g), __VA_ARGS__))
 #define kiln_softmax_cross_entropy(g, ...) KILN__V(g, kiln_softmax_cross_entropy((g), __VA_ARGS__))
 #define kiln_dot_product_attention(g, ...) KILN__V(g, kiln_dot_product_attention((g), __VA_ARGS__))
 #define kiln_grad(g, ...)                  KILN__S(g, kiln_grad((g), __VA_ARGS__))

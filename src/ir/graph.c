@@ -47,13 +47,14 @@ kiln_status kiln_graph_create(kiln_context *ctx, const char *name, kiln_graph **
 
 void ir_node_release(kiln_context *ctx, ir_node *n) {
     if (n->in_heap) host_free(ctx, n->in_heap, n->n_in * sizeof *n->in_heap);
+    ir_region_unref(ctx, n->region);
     if (n->name) host_free(ctx, n->name, strlen(n->name) + 1);
     if (n->data) {
         size_t bytes = 0;
         ir_shape_nbytes(&n->shape, n->dtype, &bytes);
         host_free(ctx, n->data, bytes);
     }
-    n->in_heap = NULL, n->name = NULL, n->data = NULL;
+    n->in_heap = NULL, n->name = NULL, n->data = NULL, n->region = NULL;
 }
 
 void kiln_graph_destroy(kiln_graph *g) {
@@ -65,6 +66,7 @@ void kiln_graph_destroy(kiln_graph *g) {
     host_free(ctx, g->outputs, g->n_outputs * sizeof *g->outputs);
     for (uint32_t i = 0; i < g->n_files; i++) host_free(ctx, g->files[i], strlen(g->files[i]) + 1);
     host_free(ctx, g->files, g->cap_files * sizeof *g->files);
+    host_free(ctx, g->captures, g->cap_captures * sizeof *g->captures);
     ir_side_free_all(g);
     if (g->name) host_free(ctx, g->name, strlen(g->name) + 1);
     host_free(ctx, g, sizeof *g);

@@ -528,6 +528,8 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_COLLECTIVE: s = infer_collective(g, n, msg, msg_size); break;
     case IRK_SCAN: s = infer_scan(g, n, msg, msg_size); break;
     case IRK_ATTENTION: s = infer_attention(g, n, msg, msg_size); break;
+    case IRK_CONTROL: s = ir_infer_control(g, n, msg, msg_size); break;
+    case IRK_RESULT: s = ir_infer_result(g, n, msg, msg_size); break;
     default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");
     }
     if (!s) s = ir_attrs_check(n, n->n_in ? input(g, n, 0)->shape.rank : 0, msg, msg_size);

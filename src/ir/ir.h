@@ -30,6 +30,9 @@ typedef enum ir_kind {
     IRK_ATTENTION,  /* dot_product_attention: q [.., T, N, H], k [.., S, K, H], v [.., S, K, Hv]
                      * -> [.., T, N, Hv] */
     IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica */
+    IRK_CONTROL,    /* while, scan, cond: sub-graphs (the node's region) run by the node;
+                     * several results: the node is its result 0, a RESULT node each other */
+    IRK_RESULT,     /* result: result `index` (>= 1) of the control node that is its input */
 } ir_kind;
 
 /* Operand dtype classes an op accepts. */
@@ -201,6 +204,12 @@ enum {
     X(ATTENTION, "dot_product_attention", dot_product_attention, 3, IRK_ATTENTION, IRT_FLOAT,      \
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
     KN_RANDOM_OPS(X)                                                                               \
+    /* control flow (src/trace/control.c, docs/control_flow.md): the node's region holds the   \
+     * sub-graphs it runs; inputs and results are laid out as ir_control describes */          \
+    X(WHILE, "while", while_loop, -1, IRK_CONTROL, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)          \
+    X(SCAN, "scan", scan, -1, IRK_CONTROL, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)                  \
+    X(COND, "cond", cond, -1, IRK_CONTROL, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)                  \
+    X(RESULT, "result", result, 1, IRK_RESULT, IRT_ANY, 0, 0, NULL, NULL)                          \
     /* collectives (src/comm): a step of their own, run by the executable's communicator */     \
     X(ALL_REDUCE, "all_reduce", all_reduce, 1, IRK_COLLECTIVE, IRT_NUMERIC, IRF_EXPENSIVE, 1,      \
       NULL, NULL)
@@ -285,6 +294,13 @@ typedef union ir_attrs {
                        * attention put there (select(mask, s, -1e30)) and the op recognised
                        * from it (src/passes/attention.c) keeps that meaning exactly */
     } attn;           /* ATTENTION */
+    struct {
+        int n_carry; /* WHILE, SCAN: carried values; COND: operands passed to a branch */
+        int n_xs;    /* SCAN: arrays scanned over their leading axis */
+        int length;  /* SCAN: iterations */
+        bool reverse; /* SCAN: from the last slice to the first (lax.scan reverse=True) */
+    } ctl;           /* WHILE, SCAN, COND */
+    int result_index; /* RESULT */
 } ir_attrs;
 
 /* The attribute table: every attribute of every op, declared once. Printing (ir_print),
@@ -344,7 +360,14 @@ const char *ir_reduce_kind_name(int kind); /* "sum", "mean", "max", NULL out of 
     X(ATTENTION, IRA_FLAG, "causal", attn.causal, NULL)                                            \
     X(ATTENTION, IRA_FILL, "fill", attn.fill, NULL)                                                \
     X(RANDOM, IRA_WORD, "what it draws", rng, ir_rng_name)                                         \
-    X(ALL_REDUCE, IRA_WORD, "a reduction", reduce_kind, ir_reduce_kind_name)
+    X(ALL_REDUCE, IRA_WORD, "a reduction", reduce_kind, ir_reduce_kind_name)                      \
+    X(WHILE, IRA_INT, "carries", ctl.n_carry, NULL)                                                \
+    X(SCAN, IRA_INT, "carries", ctl.n_carry, NULL)                                                 \
+    X(SCAN, IRA_INT, "xs", ctl.n_xs, NULL)                                                         \
+    X(SCAN, IRA_INT, "length", ctl.length, NULL)                                                   \
+    X(SCAN, IRA_FLAG, "reverse", ctl.reverse, NULL)                                                \
+    X(COND, IRA_INT, "operands", ctl.n_carry, NULL)                                                \
+    X(RESULT, IRA_INT, "index", result_index, NULL)
 // clang-format on
 
 typedef struct ir_attr_desc {
@@ -376,8 +399,58 @@ typedef struct ir_node {
     void *data;       /* CONSTANT: owned, row-major, nbytes of the shape */
     const char *file; /* user source location (a string literal: not owned) */
     int line;
+    struct ir_region *region; /* control ops: the sub-graphs they run (a reference: owned) */
     bool backward; /* appended by kiln_grad/kiln_vjp: a forward value it reads is saved */
 } ir_node;
+
+/* The sub-graphs a control node runs. They are finished and never change, so the graphs a
+ * pass makes from one another share them by reference (copying a node takes a reference,
+ * releasing it drops one; the last drop destroys them). How a control node lays out its
+ * inputs, its sub-graphs' parameters and outputs, and its results:
+ *
+ *   WHILE  inputs: the n_carry initial values, then graphs[0]'s captures, then graphs[1]'s.
+ *          graphs[0], the condition: parameters the carries then its captures; one output,
+ *          a bool scalar. graphs[1], the body: the same parameters; outputs the new carries.
+ *          Results: the carries once the condition is false.
+ *   SCAN   inputs: the n_carry initial carries, the n_xs scanned arrays (leading axis of
+ *          `length`), then the body's captures. graphs[0], the body: parameters the carries,
+ *          one slice of each scanned array (its leading axis dropped), the captures; outputs
+ *          the new carries, then the per-iteration outputs (ys). Results: the final carries,
+ *          then each y stacked along a new leading axis of `length`.
+ *   COND   inputs: the branch index (an i32 scalar; clamped into range as lax.switch does),
+ *          the n_carry operands, then each branch's captures in branch order. graphs[b]:
+ *          parameters the operands then its captures; outputs of the same types in every
+ *          branch. Results: the chosen branch's outputs.
+ *
+ * A capture is a value of an enclosing graph a sub-graph reads (kiln_capture): a parameter
+ * of the sub-graph, and an input of the control node. */
+typedef struct ir_region {
+    atomic_int refs;
+    uint32_t n_graphs;
+    kiln_graph **graphs;
+} ir_region;
+
+/* A region holding graphs[0..n) (taken over: destroyed with the region); NULL on host OOM,
+ * when the graphs are destroyed. One reference, the caller's. */
+ir_region *ir_region_new(kiln_context *ctx, uint32_t n, kiln_graph *const *graphs);
+ir_region *ir_region_ref(ir_region *r);
+void ir_region_unref(kiln_context *ctx, ir_region *r);
+
+/* The number of results of control node n (ir_ops[n->op].kind == IRK_CONTROL). */
+uint32_t ir_control_n_results(const ir_node *n);
+/* The dtype and shape of its result i. */
+void ir_control_result_type(const ir_node *n, uint32_t i, kiln_dtype *dtype, ir_shape *shape);
+/* The first input of n that is a capture of sub-graph k. */
+uint32_t ir_control_capture_base(const ir_node *n, uint32_t k);
+/* The number of captures of sub-graph k (its parameters past the carried or passed ones). */
+uint32_t ir_control_n_captures(const ir_node *n, uint32_t k);
+/* The typing rules of control and RESULT nodes (ir_infer calls them). */
+kiln_status ir_infer_control(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size);
+kiln_status ir_infer_result(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size);
+/* The control node's results in g: ids[i] is the node that holds result i (ids[0] = id),
+ * 0 for a result nothing reads (no RESULT node was made or kept for it). ids holds
+ * ir_control_n_results entries. The RESULT nodes of a control node follow it. */
+void ir_control_results(const kiln_graph *g, uint32_t id, uint32_t *ids);
 
 #define KN_LOC_SAVED 64 /* kiln_graph_push_at: nested calls whose callers' locations are kept */
 struct kiln_graph {
@@ -403,6 +476,11 @@ struct kiln_graph {
     uint32_t loc_depth;
     char **files; /* source file names the graph owns (a loaded graph's locations) */
     uint32_t n_files, cap_files;
+    /* while this graph is traced as a sub-graph (a loop body, a branch: src/trace/control.c):
+     * the graph it is traced in, and per capture (kiln_capture) the outer value's id; the
+     * capture's parameter here is params[n_params - n_captures + i] */
+    kiln_graph *parent;
+    uint32_t *captures, n_captures, cap_captures;
     /* side tables (side.h): what the rooms above ir/ record about the graph and its nodes
      * (checkpoint marks, roles, composites, builder options); owned */
     struct ir_side *side;

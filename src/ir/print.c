@@ -117,9 +117,11 @@ void ir_print_node(const kiln_graph *g, uint32_t id, strbuf *sb) {
     print_node(g, id, sb, false);
 }
 
-void ir_print_ex(const kiln_graph *g, strbuf *sb, bool all_values) {
+/* A graph at `indent` spaces; a control node's sub-graphs follow its line, each a graph of
+ * its own, indented one level more (ids restart at %1 in each). */
+static void print_graph(const kiln_graph *g, strbuf *sb, bool all_values, int indent) {
     char type[IR_TYPE_STR_MAX];
-    sb_append(sb, "graph ");
+    sb_printf(sb, "%*sgraph ", indent, "");
     print_graph_name(sb, g->name ? g->name : "");
     sb_append(sb, "(");
     for (uint32_t i = 0; i < g->n_params; i++) {
@@ -130,13 +132,21 @@ void ir_print_ex(const kiln_graph *g, strbuf *sb, bool all_values) {
     }
     sb_append(sb, ") {\n");
     for (uint32_t id = 1; id < g->n_nodes; id++) {
-        sb_append(sb, "  ");
+        const ir_node *n = &g->nodes[id];
+        sb_printf(sb, "%*s", indent + 2, "");
         print_node(g, id, sb, all_values);
         sb_append(sb, "\n");
+        if ((unsigned)n->op < IR_NUM_OPS && ir_ops[n->op].kind == IRK_CONTROL && n->region)
+            for (uint32_t k = 0; k < n->region->n_graphs; k++)
+                print_graph(n->region->graphs[k], sb, all_values, indent + 4);
     }
-    sb_append(sb, "  return (");
+    sb_printf(sb, "%*s  return (", indent, "");
     for (uint32_t i = 0; i < g->n_outputs; i++) sb_printf(sb, i ? ", %%%u" : "%%%u", g->outputs[i]);
-    sb_append(sb, ")\n}\n");
+    sb_printf(sb, ")\n%*s}\n", indent, "");
+}
+
+void ir_print_ex(const kiln_graph *g, strbuf *sb, bool all_values) {
+    print_graph(g, sb, all_values, 0);
 }
 
 void ir_print(const kiln_graph *g, strbuf *sb) {

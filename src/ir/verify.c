@@ -43,6 +43,20 @@ static kiln_status verify_node(const kiln_graph *g, uint32_t id) {
         if (!ir_shape_nbytes(&n->shape, n->dtype, &bytes) || (bytes && !n->data))
             return bad(g, id, "constant without data");
     }
+    bool control = ir_ops[n->op].kind == IRK_CONTROL;
+    if (!control && n->region) return bad(g, id, "a region on an op that runs none");
+    if (control && n->region)
+        for (uint32_t k = 0; k < n->region->n_graphs; k++) {
+            kiln_status s = ir_verify(n->region->graphs[k]);
+            if (s) return s;
+        }
+    if (n->op == IR_RESULT)
+        for (uint32_t k = in[0] + 1; k < id; k++) {
+            const ir_node *r = &g->nodes[k];
+            if (r->op == IR_RESULT && ir_in(r)[0] == in[0] &&
+                r->a.result_index == n->a.result_index)
+                return bad(g, id, "a second node for one result of a control op");
+        }
     ir_node copy = *n;
     if (ir_infer(g, &copy, msg, sizeof msg)) return bad(g, id, msg);
     if (copy.dtype != n->dtype || !ir_shape_eq(&copy.shape, &n->shape)) {

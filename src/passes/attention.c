@@ -130,8 +130,9 @@ static kiln_status copy_cone(const kiln_graph *g, uint32_t m, kiln_graph *t, uin
         const ir_node *n = &g->nodes[id];
         int64_t e = 0;
         if (!map[id]) continue;
-        if (n->op == IR_PARAMETER || ir_ops[n->op].kind == IRK_COLLECTIVE ||
-            !ir_shape_numel(&n->shape, &e) || e > ATTN_MASK_MAX_ELEMS || n->n_in > 16)
+        ir_kind kind = ir_ops[n->op].kind;
+        if (n->op == IR_PARAMETER || kind == IRK_COLLECTIVE || kind == IRK_CONTROL ||
+            kind == IRK_RESULT || !ir_shape_numel(&n->shape, &e) || e > ATTN_MASK_MAX_ELEMS || n->n_in > 16)
             *ok = false;
         for (uint32_t k = 0; k < n->n_in; k++) map[ir_in(n)[k]] = 1;
     }

@@ -68,6 +68,7 @@ static bool copy_owned(kiln_context *ctx, const ir_node *o, ir_node *t, size_t *
         }
         memcpy(t->data, o->data, *bytes);
     }
+    t->region = ir_region_ref(o->region); /* shared: sub-graphs never change */
     return true;
 }
 

@@ -33,9 +33,39 @@ static void plan_lifetimes(const kiln_graph *g, ref_value *vals) {
     }
 }
 
-static void release(kiln_context *ctx, ref_value *v) {
-    if (!v->borrowed && !v->claimed) host_free(ctx, v->data, v->nbytes);
+/* The bytes of result i of control node n. */
+static size_t result_bytes(const ir_node *n, uint32_t i) {
+    kiln_dtype t;
+    ir_shape s;
+    size_t b = 0;
+    ir_control_result_type(n, i, &t, &s);
+    ir_shape_nbytes(&s, t, &b);
+    return b;
+}
+
+static void release(const kiln_graph *g, uint32_t id, ref_value *v) {
+    if (!v->borrowed && !v->claimed) host_free(g->ctx, v->data, v->nbytes);
     v->data = NULL;
+    for (uint32_t i = 0; i < v->n_extra; i++)
+        host_free(g->ctx, v->extra[i], result_bytes(&g->nodes[id], i + 1));
+    if (v->extra) host_free(g->ctx, v->extra, v->n_extra * sizeof *v->extra);
+    v->extra = NULL, v->n_extra = 0;
+}
+
+/* A control node's results past the first: a buffer each in v->extra (control.c). */
+static kiln_status make_extra(const kiln_graph *g, uint32_t id, ref_value *v) {
+    const ir_node *n = &g->nodes[id];
+    uint32_t count = ir_control_n_results(n) - 1;
+    if (!count) return KILN_STATUS_OK;
+    if (!(v->extra = host_calloc(g->ctx, count, sizeof *v->extra)))
+        return ctx_oom(g->ctx, "reference interpreter: a control node's results", count);
+    v->n_extra = count;
+    for (uint32_t i = 0; i < count; i++) {
+        size_t b = result_bytes(n, i + 1);
+        if (b && !(v->extra[i] = host_alloc(g->ctx, b)))
+            return ctx_oom(g->ctx, "reference interpreter: a control node's result", b);
+    }
+    return KILN_STATUS_OK;
 }
 
 /* Gives node id its bytes: borrowed for sources, else a fresh host buffer (none for zero
@@ -56,7 +86,7 @@ static kiln_status make_value(const kiln_graph *g, uint32_t id, ref_value *v,
                          "%s) failed",
                          v->nbytes, id, ir_ops[n->op].name,
                          ir_type_str(n->dtype, &n->shape, t, sizeof t));
-    return KILN_STATUS_OK;
+    return ir_ops[n->op].kind == IRK_CONTROL ? make_extra(g, id, v) : KILN_STATUS_OK;
 }
 
 static kiln_status run_node(const kiln_graph *g, uint32_t id, ref_value *vals,
@@ -67,7 +97,7 @@ static kiln_status run_node(const kiln_graph *g, uint32_t id, ref_value *vals,
     if ((s = ref_eval(g, id, vals, vals[id].data))) return s;
     const uint32_t *in = ir_in(n);
     for (uint32_t k = 0; k < n->n_in; k++)
-        if (vals[in[k]].last_use == id) release(g->ctx, &vals[in[k]]);
+        if (vals[in[k]].last_use == id) release(g, in[k], &vals[in[k]]);
     return KILN_STATUS_OK;
 }
 
@@ -105,8 +135,8 @@ static kiln_status collect_outputs(const kiln_graph *g, ref_value *vals, void **
 
 /* Frees every value not handed out. A claimed value is the caller's even on failure of a
  * later output: collect_outputs has freed it then. */
-static void free_values(kiln_context *ctx, ref_value *vals, uint32_t n) {
-    for (uint32_t id = 1; id < n; id++) release(ctx, &vals[id]);
+static void free_values(const kiln_graph *g, ref_value *vals, uint32_t n) {
+    for (uint32_t id = 1; id < n; id++) release(g, id, &vals[id]);
 }
 
 kiln_status ref_eval_host(const kiln_graph *g, const void *const *args, void **outs) {
@@ -119,7 +149,7 @@ kiln_status ref_eval_host(const kiln_graph *g, const void *const *args, void **o
     for (uint32_t id = 1; id < g->n_nodes && !s; id++)
         if (vals[id].last_use) s = run_node(g, id, vals, args);
     if (!s) s = collect_outputs(g, vals, outs);
-    free_values(g->ctx, vals, g->n_nodes);
+    free_values(g, vals, g->n_nodes);
     host_free(g->ctx, vals, g->n_nodes * sizeof *vals);
     return s;
 }

@@ -45,7 +45,9 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
 
 ref_eval_fn ref_op_eval(ir_op op) {
     if ((unsigned)op >= IR_NUM_OPS) return NULL;
-    return evals[op] ? evals[op] : ref_structural_eval(op);
+    if (evals[op]) return evals[op];
+    ref_eval_fn f = ref_structural_eval(op);
+    return f ? f : ref_control_eval(op);
 }
 
 kiln_status ref_eval(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {

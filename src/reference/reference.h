@@ -23,6 +23,8 @@ typedef struct ref_value {
                         * UINT32_MAX: a graph output, kept to the end */
     bool borrowed;     /* data is a parameter's argument or a constant's: not ours */
     bool claimed;      /* data has been handed to the caller as an output */
+    void **extra;      /* a control node: its results 1.. (control.c), owned; else NULL */
+    uint32_t n_extra;
 } ref_value;
 
 /* Evaluates the finished graph g on host memory, with no array and no device: args[k]
@@ -59,6 +61,8 @@ kiln_status ref_select(const kiln_graph *g, uint32_t id, const ref_value *vals, 
  * reductions, dot_general, indexing, scans, attention), in a table of its own so that a new
  * structural op is one function and one row there; NULL for an op it does not own. */
 ref_eval_fn ref_structural_eval(ir_op op);
+/* control.c: the evaluators of while, scan, cond and result (NULL for other ops) */
+ref_eval_fn ref_control_eval(ir_op op);
 /* random.c */
 kiln_status ref_random(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 

@@ -127,6 +127,14 @@ const ir_node *trace_node(kiln_graph *g, const char *op, kiln_value v, const cha
         return NULL;
     }
     if (v.graph != g->id) {
+        for (const kiln_graph *p = g->parent; p; p = p->parent)
+            if (p->id == v.graph) {
+                trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                           "%s is a value of graph '%s', which encloses the body '%s' being "
+                           "traced: read it through kiln_capture(g, value)",
+                           what, p->name, g->name);
+                return NULL;
+            }
         trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                    "%s is not a value of graph '%s' (values cannot be mixed between graphs)", what,
                    g->name);

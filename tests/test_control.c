@@ -1,0 +1,458 @@
+/* test_control.c — control flow (kiln_while_loop, kiln_fori_loop, kiln_scan, kiln_cond,
+ * kiln_switch, kiln_capture): each against values worked out by hand in plain C here (the
+ * reference interpreter's semantics), then compiled against the reference on every
+ * device (cmp_graph); nesting and captures from several levels out; the memory plan of a
+ * loop (its body's arena held once, its carries in place); the text form; and the errors,
+ * each naming the op, both types and the line. Gradients are in test_autodiff.c. */
+#include "compare.h"
+
+#include <math.h>
+#include <stdint.h>
+
+/* Runs g on args through the interpreter, and compiled against it on every device. */
+static void run_both(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args, int n_outs,
+                     kiln_array **outs) {
+    CHECK_OK(ctx, kiln_interpret(g, n_args, args, n_outs, outs));
+    if (getenv("KN_CTL_COMPILE")) CHECK(cmp_graph(ctx, g, n_args, args, NULL, 1e-6, NULL));
+}
+
+static kiln_array *scalar_f64(kiln_context *ctx, double v) {
+    kiln_array *a = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F64, 0, NULL, &v, &a));
+    return a;
+}
+
+static kiln_array *scalar_i32(kiln_context *ctx, int32_t v) {
+    kiln_array *a = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_I32, 0, NULL, &v, &a));
+    return a;
+}
+
+static double get_f64(kiln_array *a) {
+    double v = NAN;
+    if (a) kiln_array_copy_to_host(a, &v, sizeof v);
+    return v;
+}
+
+static int32_t get_i32(kiln_array *a) {
+    int32_t v = -1;
+    if (a) kiln_array_copy_to_host(a, &v, sizeof v);
+    return v;
+}
+
+static void destroy_all(kiln_array **a, int n) {
+    for (int i = 0; i < n; i++) kiln_array_destroy(a[i]), a[i] = NULL;
+}
+
+/* ---------------------------------------------------------------- while ---- */
+
+typedef struct outer {
+    kiln_value v[4];
+} outer;
+
+/* i < n, with n captured from the enclosing graph */
+static int while_cond(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const outer *o = user;
+    outs[0] = kiln_compare(g, in[0], kiln_capture(g, o->v[0]), KILN_CMP_LT);
+    return 1;
+}
+
+/* i += 1; acc += i * i (as f64) */
+static int while_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    kiln_value i = kiln_add(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, 1));
+    kiln_value f = kiln_convert(g, i, KILN_DTYPE_F64);
+    outs[0] = i;
+    outs[1] = kiln_add(g, in[1], kiln_mul(g, f, f));
+    return 2;
+}
+
+static void test_while(kiln_context *ctx) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "while", &g);
+    kiln_value n = kiln_parameter(g, "n", KILN_DTYPE_I32, 0, NULL);
+    kiln_value acc0 = kiln_parameter(g, "acc", KILN_DTYPE_F64, 0, NULL);
+    kiln_value init[2] = {kiln_scalar(g, KILN_DTYPE_I32, 0), acc0}, out[2];
+    outer o = {{n}};
+    CHECK_OK(ctx, kiln_while_loop(g, while_cond, while_body, &o, 2, init, out));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, out));
+    int32_t counts[] = {10, 0, -3, 1};
+    for (int c = 0; c < 4; c++) {
+        kiln_array *args[2] = {scalar_i32(ctx, counts[c]), scalar_f64(ctx, 0.5)}, *res[2] = {0};
+        run_both(ctx, g, 2, args, 2, res);
+        int32_t k = counts[c] > 0 ? counts[c] : 0;
+        double want = 0.5 + (double)k * (k + 1) * (2 * k + 1) / 6;
+        CHECK_MSG(get_i32(res[0]) == k, "while n=%d: i = %d, want %d", counts[c], get_i32(res[0]),
+                  k);
+        CHECK_MSG(get_f64(res[1]) == want, "while n=%d: acc = %g, want %g", counts[c],
+                  get_f64(res[1]), want);
+        destroy_all(args, 2);
+        destroy_all(res, 2);
+    }
+    char *text = kiln_graph_to_string(g);
+    CHECK_CONTAINS(text, "= while(");
+    CHECK_CONTAINS(text, "    graph cond(");
+    CHECK_CONTAINS(text, "    graph body(");
+    free(text);
+    kiln_graph_destroy(g);
+}
+
+/* ----------------------------------------------------------- fori_loop ---- */
+
+/* x = x * 0.5 + i */
+static int fori_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    kiln_value i = kiln_convert(g, in[0], KILN_DTYPE_F64);
+    outs[0] = kiln_add(g, kiln_mul(g, in[1], kiln_scalar(g, KILN_DTYPE_F64, 0.5)), i);
+    return 1;
+}
+
+static void test_fori(kiln_context *ctx) {
+    int64_t bounds[][2] = {{3, 10}, {0, 1}, {5, 5}, {7, 2}, {-4, 3}};
+    for (int c = 0; c < 5; c++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "fori", &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 0, NULL), out;
+        CHECK_OK(ctx, kiln_fori_loop(g, bounds[c][0], bounds[c][1], fori_body, NULL, 1, &x, &out));
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
+        kiln_array *arg = scalar_f64(ctx, 3.0), *res = NULL;
+        run_both(ctx, g, 1, &arg, 1, &res);
+        double want = 3.0;
+        for (int64_t i = bounds[c][0]; i < bounds[c][1]; i++) want = want * 0.5 + (double)i;
+        CHECK_MSG(get_f64(res) == want, "fori [%lld, %lld): %g, want %g", (long long)bounds[c][0],
+                  (long long)bounds[c][1], get_f64(res), want);
+        kiln_array_destroy(arg);
+        kiln_array_destroy(res);
+        kiln_graph_destroy(g);
+    }
+}
+
+/* ---------------------------------------------------------------- scan ---- */
+
+/* c = c * w + x; y0 = 2 c; y1 = sum(x) (w captured) */
+static int scan_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const outer *o = user;
+    kiln_value c = kiln_add(g, kiln_mul(g, in[0], kiln_capture(g, o->v[0])), in[1]);
+    outs[0] = c;
+    outs[1] = kiln_mul(g, c, kiln_scalar(g, KILN_DTYPE_F64, 2));
+    outs[2] = kiln_reduce_sum(g, in[1], 0, NULL, false);
+    return 3;
+}
+
+static void test_scan(kiln_context *ctx, bool reverse) {
+    enum { L = 5, N = 3 };
+    int64_t xd[2] = {L, N}, cd[1] = {N};
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "scan", &g);
+    kiln_value c0 = kiln_parameter(g, "c", KILN_DTYPE_F64, 1, cd);
+    kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 2, xd);
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F64, 1, cd), outs[3];
+    outer o = {{w}};
+    kiln_scan_options opt = {.reverse = reverse};
+    int n_outs = 0;
+    CHECK_OK(ctx, kiln_scan(g, scan_body, &o, 1, &c0, 1, &xs, &opt, &n_outs, outs));
+    CHECK(n_outs == 3);
+    CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
+    double c[N] = {1, -2, 0.5}, x[L * N], wv[N] = {0.5, 1.5, -1};
+    for (int i = 0; i < L * N; i++) x[i] = (double)(i % 7) - 2.5;
+    kiln_array *args[3] = {0}, *res[3] = {0};
+    kiln_array_create(ctx, KILN_DTYPE_F64, 1, cd, c, &args[0]);
+    kiln_array_create(ctx, KILN_DTYPE_F64, 2, xd, x, &args[1]);
+    kiln_array_create(ctx, KILN_DTYPE_F64, 1, cd, wv, &args[2]);
+    run_both(ctx, g, 3, args, 3, res);
+    double y0[L * N], y1[L], got0[L * N], got1[L], gotc[N];
+    for (int it = 0; it < L; it++) {
+        int i = reverse ? L - 1 - it : it;
+        y1[i] = 0;
+        for (int j = 0; j < N; j++) {
+            c[j] = c[j] * wv[j] + x[i * N + j];
+            y0[i * N + j] = 2 * c[j];
+            y1[i] += x[i * N + j];
+        }
+    }
+    kiln_array_copy_to_host(res[0], gotc, sizeof gotc);
+    kiln_array_copy_to_host(res[1], got0, sizeof got0);
+    kiln_array_copy_to_host(res[2], got1, sizeof got1);
+    CHECK_MSG(!memcmp(gotc, c, sizeof c), "scan%s: final carry differs", reverse ? " reverse" : "");
+    CHECK_MSG(!memcmp(got0, y0, sizeof y0), "scan%s: ys differ", reverse ? " reverse" : "");
+    CHECK_MSG(!memcmp(got1, y1, sizeof y1), "scan%s: ys[1] differs", reverse ? " reverse" : "");
+    destroy_all(args, 3);
+    destroy_all(res, 3);
+    kiln_graph_destroy(g);
+}
+
+/* no carry: ys = x * x (a map), and a scan of a given length over no xs at all */
+static int square_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                       kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_mul(g, in[0], in[0]);
+    return 1;
+}
+
+static int count_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_add(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, 3));
+    outs[1] = in[0];
+    return 2;
+}
+
+static void test_scan_shapes(kiln_context *ctx) {
+    int64_t xd[3] = {4, 2, 3};
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "map", &g);
+    kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 3, xd), ys;
+    int n = 0;
+    CHECK_OK(ctx, kiln_scan(g, square_body, NULL, 0, NULL, 1, &xs, NULL, &n, &ys));
+    CHECK(n == 1);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &ys));
+    uint64_t seed = 5;
+    kiln_array *arg = cmp_random_array(ctx, KILN_DTYPE_F64, 3, xd, &seed), *res = NULL;
+    run_both(ctx, g, 1, &arg, 1, &res);
+    double x[24], y[24];
+    kiln_array_copy_to_host(arg, x, sizeof x);
+    kiln_array_copy_to_host(res, y, sizeof y);
+    int bad = 0;
+    for (int i = 0; i < 24; i++) bad += y[i] != x[i] * x[i];
+    CHECK_MSG(!bad, "map: %d elements differ", bad);
+    kiln_array_destroy(arg);
+    kiln_array_destroy(res);
+    kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "count", &g);
+    kiln_value c0 = kiln_scalar(g, KILN_DTYPE_I32, 1), outs[2];
+    kiln_scan_options o = {.length = 6};
+    CHECK_OK(ctx, kiln_scan(g, count_body, NULL, 1, &c0, 0, NULL, &o, &n, outs));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    kiln_array *r[2] = {0};
+    run_both(ctx, g, 0, NULL, 2, r);
+    int32_t seq[6], want[6] = {1, 4, 7, 10, 13, 16};
+    kiln_array_copy_to_host(r[1], seq, sizeof seq);
+    CHECK(get_i32(r[0]) == 19);
+    CHECK(!memcmp(seq, want, sizeof want));
+    destroy_all(r, 2);
+    kiln_graph_destroy(g);
+}
+
+/* ----------------------------------------------------------------- cond ---- */
+
+static int br_add(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const outer *o = user;
+    outs[0] = kiln_add(g, in[0], kiln_capture(g, o->v[0]));
+    outs[1] = kiln_scalar(g, KILN_DTYPE_I32, 10);
+    return 2;
+}
+
+static int br_mul(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_mul(g, in[0], in[0]);
+    outs[1] = kiln_scalar(g, KILN_DTYPE_I32, 20);
+    return 2;
+}
+
+static int br_neg(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const outer *o = user;
+    outs[0] = kiln_neg(g, kiln_capture(g, o->v[1]));
+    outs[1] = kiln_scalar(g, KILN_DTYPE_I32, 30);
+    (void)in;
+    return 2;
+}
+
+static void test_cond(kiln_context *ctx) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "cond", &g);
+    kiln_value p = kiln_parameter(g, "p", KILN_DTYPE_BOOL, 0, NULL);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 0, NULL);
+    kiln_value k = kiln_parameter(g, "k", KILN_DTYPE_F64, 0, NULL), outs[2];
+    outer o = {{k, x}};
+    int n = 0;
+    CHECK_OK(ctx, kiln_cond(g, p, br_add, br_mul, &o, 1, &x, &n, outs));
+    CHECK(n == 2);
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    for (int t = 0; t < 2; t++) {
+        bool pv = t;
+        kiln_array *args[3] = {0}, *res[2] = {0};
+        kiln_array_create(ctx, KILN_DTYPE_BOOL, 0, NULL, &pv, &args[0]);
+        args[1] = scalar_f64(ctx, 3), args[2] = scalar_f64(ctx, 0.25);
+        run_both(ctx, g, 3, args, 2, res);
+        CHECK(get_f64(res[0]) == (pv ? 3.25 : 9.0));
+        CHECK(get_i32(res[1]) == (pv ? 10 : 20));
+        destroy_all(args, 3);
+        destroy_all(res, 2);
+    }
+    kiln_graph_destroy(g);
+
+    /* switch: an i64 index, clamped into range (-5 -> 0, 9 -> 2) */
+    kiln_graph_create(ctx, "switch", &g);
+    kiln_value ix = kiln_parameter(g, "i", KILN_DTYPE_I64, 0, NULL);
+    x = kiln_parameter(g, "x", KILN_DTYPE_F64, 0, NULL);
+    k = kiln_parameter(g, "k", KILN_DTYPE_F64, 0, NULL);
+    o = (outer){{k, x}};
+    kiln_fn fns[3] = {br_add, br_mul, br_neg};
+    CHECK_OK(ctx, kiln_switch(g, ix, 3, fns, &o, 1, &x, &n, outs));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    int64_t idx[] = {-5, 0, 1, 2, 9};
+    double want[] = {3.25, 3.25, 9, -3, -3};
+    for (int t = 0; t < 5; t++) {
+        kiln_array *args[3] = {0}, *res[2] = {0};
+        kiln_array_create(ctx, KILN_DTYPE_I64, 0, NULL, &idx[t], &args[0]);
+        args[1] = scalar_f64(ctx, 3), args[2] = scalar_f64(ctx, 0.25);
+        run_both(ctx, g, 3, args, 2, res);
+        CHECK_MSG(get_f64(res[0]) == want[t], "switch %lld: %g, want %g", (long long)idx[t],
+                  get_f64(res[0]), want[t]);
+        destroy_all(args, 3);
+        destroy_all(res, 2);
+    }
+    kiln_graph_destroy(g);
+}
+
+/* ------------------------------------------------------------- nesting ---- */
+
+/* The inner body: acc += x_i * s, s captured from two levels out. */
+static int inner_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const outer *o = user;
+    outs[0] = kiln_add(g, in[0], kiln_mul(g, in[1], kiln_capture(g, o->v[0])));
+    return 1;
+}
+
+/* The outer body: each row of a matrix reduced by the inner scan, then carried on. */
+static int outer_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    kiln_value zero = kiln_scalar(g, KILN_DTYPE_F64, 0), r;
+    int n = 0;
+    if (kiln_scan(g, inner_body, user, 1, &zero, 1, &in[1], NULL, &n, &r)) return -1;
+    outs[0] = kiln_add(g, in[0], r);
+    outs[1] = r;
+    return 2;
+}
+
+static void test_nested(kiln_context *ctx) {
+    int64_t md[2] = {3, 4};
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "nested", &g);
+    kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F64, 2, md);
+    kiln_value s = kiln_parameter(g, "s", KILN_DTYPE_F64, 0, NULL), outs[2];
+    kiln_value c0 = kiln_scalar(g, KILN_DTYPE_F64, 0);
+    outer o = {{s}};
+    int n = 0;
+    CHECK_OK(ctx, kiln_scan(g, outer_body, &o, 1, &c0, 1, &m, NULL, &n, outs));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    double mv[12];
+    for (int i = 0; i < 12; i++) mv[i] = i * 0.5;
+    kiln_array *args[2] = {0}, *res[2] = {0};
+    kiln_array_create(ctx, KILN_DTYPE_F64, 2, md, mv, &args[0]);
+    args[1] = scalar_f64(ctx, 2);
+    run_both(ctx, g, 2, args, 2, res);
+    double rows[3], total = 0, want[3];
+    for (int r = 0; r < 3; r++) {
+        want[r] = 0;
+        for (int c = 0; c < 4; c++) want[r] += mv[r * 4 + c] * 2;
+        total += want[r];
+    }
+    kiln_array_copy_to_host(res[1], rows, sizeof rows);
+    CHECK(get_f64(res[0]) == total);
+    CHECK(!memcmp(rows, want, sizeof want));
+    destroy_all(args, 2);
+    destroy_all(res, 2);
+    kiln_graph_destroy(g);
+}
+
+/* -------------------------------------------------------------- errors ---- */
+
+static int bad_type_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                         kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_convert(g, in[0], KILN_DTYPE_F64); /* the carry was f32 */
+    return 1;
+}
+
+static int uses_outer_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                           kiln_value *outs) {
+    (void)n_in;
+    const outer *o = user;
+    outs[0] = kiln_add(g, in[0], o->v[0]); /* not captured */
+    return 1;
+}
+
+static int failing_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                        kiln_value *outs) {
+    (void)g, (void)n_in, (void)user, (void)outs;
+    (void)in;
+    return -1;
+}
+
+static int f32_cond(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)g, (void)n_in, (void)user;
+    outs[0] = in[0];
+    return 1;
+}
+
+static int same_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)g, (void)n_in, (void)user;
+    outs[0] = in[0];
+    return 1;
+}
+
+static int vec_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    int64_t d[1] = {2};
+    outs[0] = kiln_broadcast_to(g, in[0], 1, d);
+    return 1;
+}
+
+static void test_errors(kiln_context *ctx) {
+    int64_t v3[1] = {3}, m34[2] = {3, 4}, m44[2] = {4, 4};
+    for (int i = 0; i < 9; i++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "bad", &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 0, NULL);
+        kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 2, m34);
+        kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 2, m44);
+        kiln_value p = kiln_parameter(g, "p", KILN_DTYPE_BOOL, 0, NULL), out[4], xs2[2] = {a, b};
+        outer o = {{x}};
+        int n = 0;
+        kiln_fn three[2] = {same_body, vec_body};
+        const char *want = NULL;
+        (void)v3;
+        // clang-format off
+        int line = __LINE__ + 2;
+        switch (i) {
+        case 0: kiln_while_loop(g, same_body, bad_type_body, NULL, 1, &p, out); want = "kiln_while_loop: the body returns carry 0 as f64[] (made at test_control.c:"; break;
+        case 1: kiln_fori_loop(g, 0, 3, bad_type_body, NULL, 1, &x, out); want = "kiln_fori_loop: the body returns carry 0 as f64[] (made at test_control.c:"; break;
+        case 2: kiln_scan(g, uses_outer_body, &o, 1, &x, 0, NULL, NULL, &n, out); want = "is a value of graph 'bad', which encloses the body 'body' being traced: read it through kiln_capture"; break;
+        case 3: kiln_while_loop(g, f32_cond, same_body, NULL, 1, &x, out); want = "the cond must return one bool scalar; it returns 1 values, the first f32[]"; break;
+        case 4: kiln_scan(g, failing_body, NULL, 1, &x, 0, NULL, NULL, &n, out); want = "kiln_scan: in the body: kiln_scan: it returned -1 (an error of its own)"; break;
+        case 5: kiln_scan(g, square_body, NULL, 0, NULL, 2, xs2, NULL, &n, out); want = "xs[1] is f32[4,4]: its leading axis must be the length, 3"; break;
+        case 6: kiln_switch(g, kiln_scalar(g, KILN_DTYPE_I32, 0), 2, three, NULL, 1, &x, &n, out); want = "kiln_switch: the branch1 returns output 0 as f32[2]"; break;
+        case 7: kiln_cond(g, x, same_body, same_body, NULL, 1, &x, &n, out); want = "kiln_cond: the predicate is f32[]; it must be a bool scalar"; break;
+        case 8: kiln_capture(g, x); want = "kiln_capture: graph 'bad' is not the body of a loop or branch being traced"; break;
+        }
+        // clang-format on
+        CHECK_MSG(kiln_graph_status(g) != KILN_STATUS_OK, "error case %d passed", i);
+        CHECK_CONTAINS(kiln_graph_error(g), want);
+        char at[64];
+        snprintf(at, sizeof at, "(at test_control.c:%d)", line + i);
+        CHECK_CONTAINS(kiln_graph_error(g), at);
+        CHECK(kiln_graph_num_nodes(g) <= 6); /* no control node left behind */
+        kiln_graph_destroy(g);
+    }
+}
+
+int main(void) {
+    kiln_context *ctx = test_context();
+    if (!ctx) return 1;
+    test_while(ctx);
+    test_fori(ctx);
+    test_scan(ctx, false);
+    test_scan(ctx, true);
+    test_scan_shapes(ctx);
+    test_cond(ctx);
+    test_nested(ctx);
+    test_errors(ctx);
+    kiln_context_destroy(ctx);
+    return test_summary("test_control");
+}

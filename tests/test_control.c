@@ -5,6 +5,7 @@
  * loop (its body's arena held once, its carries in place); the text form; and the errors,
  * each naming the op, both types and the line. Gradients are in test_autodiff.c. */
 #include "compare.h"
+#include "runtime/executable.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -13,7 +14,7 @@
 static void run_both(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args, int n_outs,
                      kiln_array **outs) {
     CHECK_OK(ctx, kiln_interpret(g, n_args, args, n_outs, outs));
-    if (getenv("KN_CTL_COMPILE")) CHECK(cmp_graph(ctx, g, n_args, args, NULL, 1e-6, NULL));
+    CHECK(cmp_graph(ctx, g, n_args, args, NULL, 1e-6, NULL));
 }
 
 static kiln_array *scalar_f64(kiln_context *ctx, double v) {
@@ -361,6 +362,105 @@ static void test_nested(kiln_context *ctx) {
     kiln_graph_destroy(g);
 }
 
+/* ---------------------------------------------------------------- memory ---- */
+
+/* x = x * 0.5 + slice: elementwise, so the body's plan writes the new carry over the old */
+static int decay_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_add(g, kiln_mul(g, in[0], kiln_scalar(g, KILN_DTYPE_F32, 0.5)), in[1]);
+    return 1;
+}
+
+/* x = rev(x) + 1: the new carry reads the old at other elements, so it needs a spare */
+static int rev_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    int ax = 0;
+    outs[0] = kiln_add(g, kiln_rev(g, in[0], 1, &ax), kiln_scalar(g, KILN_DTYPE_F32, 1));
+    return 1;
+}
+
+/* (a, b) -> (b, a + b): a carry becomes another's value; each keeps its own buffer */
+static int swap_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = in[1];
+    outs[1] = kiln_add(g, in[0], in[1]);
+    return 2;
+}
+
+static int swap_body_fori(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                          kiln_value *outs) {
+    return swap_body(g, n_in - 1, in + 1, user, outs);
+}
+
+/* The loop's memory: planned once (its body's arena and spares are the control step's
+ * scratch, so measured = planned holds, which cmp_graph checks), the carry updated in place
+ * where the body allows (no spare), with a spare where it does not, and carries that trade
+ * values kept apart. */
+static void test_memory(kiln_context *ctx) {
+    enum { L = 6, N = 1024 };
+    int64_t xd[2] = {L, N}, cd[1] = {N};
+    uint64_t seed = 11;
+    kiln_fn bodies[2] = {decay_body, rev_body};
+    for (int b = 0; b < 2; b++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "carry", &g);
+        kiln_value c0 = kiln_parameter(g, "c", KILN_DTYPE_F32, 1, cd), out;
+        kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F32, 2, xd);
+        int n = 0;
+        CHECK_OK(ctx, kiln_scan(g, bodies[b], NULL, 1, &c0, b ? 0 : 1, &xs,
+                                &(kiln_scan_options){.length = L}, &n, &out));
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
+        kiln_array *args[2] = {cmp_random_array(ctx, KILN_DTYPE_F32, 1, cd, &seed),
+                               cmp_random_array(ctx, KILN_DTYPE_F32, 2, xd, &seed)};
+        CHECK(cmp_graph(ctx, g, 2, args, NULL, 1e-6, NULL));
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
+        if (e && e->n_ctls == 1) {
+            const exec_control *c = &e->ctls[0];
+            CHECK_MSG(c->in_place[0] == !b, "%s body: in place %d", b ? "rev" : "decay",
+                      c->in_place[0]);
+            uint64_t spare = b ? N * sizeof(float) : 0;
+            CHECK_MSG(c->scratch >= spare && c->scratch < spare + N * sizeof(float),
+                      "scratch %llu bytes for a carry of %zu (spare %llu)",
+                      (unsigned long long)c->scratch, N * sizeof(float), (unsigned long long)spare);
+        } else {
+            CHECK_MSG(0, "expected one compiled control node");
+        }
+        kiln_executable_destroy(e);
+        destroy_all(args, 2);
+        kiln_graph_destroy(g);
+    }
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "fib", &g);
+    kiln_value init[2] = {kiln_parameter(g, "a", KILN_DTYPE_F64, 1, cd),
+                          kiln_parameter(g, "b", KILN_DTYPE_F64, 1, cd)},
+               out[2];
+    CHECK_OK(ctx, kiln_fori_loop(g, 0, 10, swap_body_fori, NULL, 2, init, out));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, out));
+    kiln_array *args[2] = {cmp_random_array(ctx, KILN_DTYPE_F64, 1, cd, &seed),
+                           cmp_random_array(ctx, KILN_DTYPE_F64, 1, cd, &seed)},
+               *res[2] = {0};
+    run_both(ctx, g, 2, args, 2, res);
+    double a[N], bb[N], ga[N], gb[N];
+    kiln_array_copy_to_host(args[0], a, sizeof a);
+    kiln_array_copy_to_host(args[1], bb, sizeof bb);
+    kiln_array_copy_to_host(res[0], ga, sizeof ga);
+    kiln_array_copy_to_host(res[1], gb, sizeof gb);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        double x = a[i], y = bb[i];
+        for (int k = 0; k < 10; k++) {
+            double t = x + y;
+            x = y, y = t;
+        }
+        bad += ga[i] != x || gb[i] != y;
+    }
+    CHECK_MSG(!bad, "fibonacci carries: %d elements differ", bad);
+    destroy_all(args, 2);
+    destroy_all(res, 2);
+    kiln_graph_destroy(g);
+}
+
 /* -------------------------------------------------------------- errors ---- */
 
 static int bad_type_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
@@ -452,6 +552,7 @@ int main(void) {
     test_scan_shapes(ctx);
     test_cond(ctx);
     test_nested(ctx);
+    test_memory(ctx);
     test_errors(ctx);
     kiln_context_destroy(ctx);
     return test_summary("test_control");

@@ -292,6 +292,65 @@ static void test_programs(kiln_context *c, long (*launches)(void)) {
     kiln_graph_destroy(g);
 }
 
+/* Control flow on a GPU, driven by the host: a switch reads its index from device memory
+ * (clamped; the branches return their operand or a constant: no kernels), and a while loop
+ * whose condition is false at once copies its carries into its results on the device. */
+static int pass_branch(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                       kiln_value *outs) {
+    (void)g, (void)n_in, (void)user;
+    outs[0] = in[0];
+    return 1;
+}
+
+static int const_branch(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                        kiln_value *outs) {
+    (void)n_in, (void)in;
+    int64_t d[1] = {1000};
+    outs[0] = kiln_constant(g, KILN_DTYPE_F32, 1, d, user);
+    return 1;
+}
+
+static int never(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)in, (void)user;
+    bool f = false;
+    outs[0] = kiln_constant(g, KILN_DTYPE_BOOL, 0, NULL, &f);
+    return 1;
+}
+
+static void test_control_flow(kiln_context *c) {
+    int64_t d[1] = {1000};
+    float cv[1000], xv[1000], got[1000];
+    for (int i = 0; i < 1000; i++) cv[i] = (float)i, xv[i] = (float)-i;
+    kiln_graph *g = NULL;
+    kiln_graph_create(c, "switch", &g);
+    kiln_value ix = kiln_parameter(g, "i", KILN_DTYPE_I32, 0, NULL);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d), outs[2];
+    kiln_fn fns[2] = {pass_branch, const_branch};
+    int n = 0;
+    CHECK_OK(c, kiln_switch(g, ix, 2, fns, cv, 1, &x, &n, outs));
+    CHECK_OK(c, kiln_while_loop(g, never, pass_branch, NULL, 1, &x, &outs[1]));
+    CHECK_OK(c, kiln_graph_finish(g, 2, outs));
+    kiln_executable *e = NULL;
+    CHECK_OK(c, kiln_compile(g, &(kiln_compile_options){.device = 1}, &e));
+    int32_t idx[3] = {0, 1, 7};
+    for (int t = 0; t < 3 && e; t++) {
+        kiln_array *args[2] = {0}, *res[2] = {0};
+        CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_I32, 0, NULL, &idx[t], &args[0]));
+        CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, d, xv, &args[1]));
+        CHECK_OK(c, kiln_executable_run(e, 2, args, 2, res));
+        for (int j = 0; j < 2 && res[j]; j++) {
+            CHECK_OK(c, kiln_array_copy_to_host(res[j], got, sizeof got));
+            const float *want = j == 0 && idx[t] ? cv : xv;
+            CHECK_MSG(!memcmp(got, want, sizeof got), "index %d, output %d", idx[t], j);
+            kiln_array_destroy(res[j]);
+        }
+        kiln_array_destroy(args[0]);
+        kiln_array_destroy(args[1]);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* Split reductions (src/codegen/cgen.h): a kernel with a part kernel is two launches over
  * the device's scratch, and a program whose kiln_k<i>_parts cannot be read fails to
  * compile, naming it. */
@@ -392,6 +451,7 @@ int main(void) {
     }
     test_copies(c);
     test_programs(c, launches);
+    test_control_flow(c);
     test_gemm_limits(c);
     test_half_library(c, launches);
     test_split(c, launches);

@@ -252,6 +252,62 @@ static int b_all_reduce(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     return 2;
 }
 
+/* Control flow moves 16-bit values between iterations as they are: a scan whose body
+ * rounds each new carry (x * 0.5 + slice, in bf16/f16 as the reference does it), stacks
+ * a per-iteration output, a while loop over a 16-bit carry and a cond choosing between
+ * two rounded branches. The bodies are the same ops as the unrolled program's, so the
+ * same roundings: two ulps, as for any op. */
+static int half_scan_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                          kiln_value *outs) {
+    (void)n_in, (void)user;
+    kiln_dtype t = KILN_DTYPE_F32;
+    kiln_value_type(g, in[0], &t, NULL, NULL);
+    outs[0] = kiln_add(g, kiln_mul(g, in[0], kiln_scalar(g, t, 0.5)), in[1]);
+    outs[1] = kiln_exp(g, in[1]);
+    return 2;
+}
+
+static int half_cond(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_compare(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, 3), KILN_CMP_LT);
+    return 1;
+}
+
+static int half_while_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                           kiln_value *outs) {
+    (void)n_in, (void)user;
+    kiln_dtype t = KILN_DTYPE_F32;
+    kiln_value_type(g, in[1], &t, NULL, NULL);
+    outs[0] = kiln_add(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, 1));
+    outs[1] = kiln_tanh(g, kiln_add(g, in[1], kiln_scalar(g, t, 0.25)));
+    return 2;
+}
+
+static int half_exp(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_exp(g, in[0]);
+    return 1;
+}
+
+static int half_neg(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_neg(g, in[0]);
+    return 1;
+}
+
+static int b_control(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    kiln_value x = param(g, "x", t, 3, d345), c = param(g, "c", t, 2, d345 + 1);
+    kiln_value p = param(g, "p", KILN_DTYPE_BOOL, 0, NULL), r[2];
+    int n = 0;
+    kiln_scan(g, half_scan_body, NULL, 1, &c, 1, &x, NULL, &n, r);
+    o[0] = r[0], o[1] = r[1];
+    kiln_value init[2] = {kiln_scalar(g, KILN_DTYPE_I32, 0), c};
+    kiln_while_loop(g, half_cond, half_while_body, NULL, 2, init, r);
+    o[2] = r[1];
+    kiln_cond(g, p, half_exp, half_neg, NULL, 1, &c, &n, &o[3]);
+    return 4;
+}
+
 /* Composites: every op rounds its result to the type in both the kernel and the reference,
  * so a double rounding early in the chain (one ulp of an intermediate) is carried to the
  * output scaled by the chain's sensitivity: softmax's exp and sum pass it on about
@@ -313,6 +369,10 @@ static const half_case cases[] = {
     {IR_CUMSUM, "cumsum", b_cumsum, 2},
     {IR_ATTENTION, "attention", b_attention, 2},
     {IR_ALL_REDUCE, "all_reduce", b_all_reduce, 2},
+    {IR_WHILE, "control flow", b_control, 2},
+    {IR_SCAN, "control flow", b_control, 2},
+    {IR_COND, "control flow", b_control, 2},
+    {IR_RESULT, "control flow", b_control, 2},
     {-1, "softmax-like", b_softmax_like, 4},
     {-1, "norms", b_norms, 8},
 };

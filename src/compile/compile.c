@@ -122,11 +122,13 @@ static kiln_status plan_memory(kiln_executable *e) {
             d.dtype = d.attention.dtype;
             scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
         }
+        if (k->kind == FK_CONTROL) scratch[i] = exec_control_scratch(e, &e->g->nodes[k->roots[0]]);
         if (k->kind != FK_DOT) continue;
         lower_dot_plan(e->g, k->roots[0], &e->dots[i]);
         scratch[i] = e->dots[i].scratch;
     }
     plan_options po = {.donated = e->donated,
+                       .donate_to = e->donate_to,
                        .scratch = scratch,
                        .granule = BFC_ALIGN,
                        .overlap_collectives = e->overlap};
@@ -263,6 +265,11 @@ static kiln_status dump_plan(const kiln_executable *e, const exec_dump *dump) {
 }
 
 kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_executable **out) {
+    return exec_compile(g, opts, NULL, out);
+}
+
+kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const int32_t *donate_to,
+                         kiln_executable **out) {
     if (!g) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_context *ctx = g->ctx;
     if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_compile: out is NULL");
@@ -283,6 +290,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     atomic_init(&e->refs, 1);
     e->dev = dev;
     e->comm = o->comm;
+    e->donate_to = donate_to;
     /* one replica copies at the start: nothing to overlap */
     e->overlap = o->comm && o->comm->size > 1 && !o->disable_overlap;
     exec_dump dump;
@@ -300,6 +308,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     if (!s) s = dump_graph(ctx, &dump, "1-optimized.ir", e->g);
     if (!s) s = check_comm(e);
     if (!s) s = take_donations(e, o);
+    if (!s) s = exec_controls_compile(e, o);
     if (!s) s = exec_remat(e, o);
     if (!s) s = exec_fuse_and_plan(e, o);
     if (!s) s = load_kernels(e, &dump);
@@ -315,6 +324,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_e
     e->stats.num_kernels = (int)e->plan.n_kernels;
     e->stats.num_ops = kiln_graph_num_nodes(e->g);
     e->stats.num_fused_away = (int)e->plan.n_fused_away;
+    e->donate_to = NULL; /* the caller's, read while compiling only */
     if (!o->keep_ir) exec_ir_free(e);
     e->stats.compile_seconds = now_seconds() - t0;
     if (ctx->config.profile && (s = kiln_executable_set_profiling(e, true))) {

@@ -20,6 +20,16 @@ void exec_plan_release(kiln_executable *e);
 /* The step list, constants and call signature of e from its IR (steps.c; freed with the
  * executable, exec_steps_free). */
 kiln_status exec_steps_build(kiln_executable *e);
+/* kiln_compile with the internal donation map of a loop body (control.c): donate_to[p]
+ * is the only output donated parameter p's buffer may become (-1: any; NULL: no map). */
+kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *o, const int32_t *donate_to,
+                         kiln_executable **out);
+/* Compiles every control node's sub-graphs of e->g (control.c), once per region. */
+kiln_status exec_controls_compile(kiln_executable *e, const kiln_compile_options *o);
+/* The compiled sub-graphs of region r (and their index in e->ctls), or NULL. */
+const exec_control *exec_control_of(const kiln_executable *e, const ir_region *r, uint32_t *index);
+/* The scratch bytes control node n's step needs (0 before exec_controls_compile). */
+uint64_t exec_control_scratch(const kiln_executable *e, const ir_node *n);
 /* What the profile says of each kernel (describe.c; freed by exec_profile_forget). */
 kiln_status exec_profile_describe(kiln_executable *e);
 

@@ -175,6 +175,22 @@ static void collective_step(build *b, exec_step st, uint32_t id) {
     add_step(b, st, (exec_loc[]){view_loc(b, ir_in(n)[0]), b->of[id]}, 2);
 }
 
+/* A while, scan or cond: one step over the node's inputs (as its layout orders them), its
+ * results (its kernel's roots) and its scratch; the sub-graphs' executables were compiled
+ * before planning (control.c), since the scratch holds their arenas. */
+static void control_step(build *b, exec_step st, const fkernel *k) {
+    kiln_executable *e = b->e;
+    const ir_node *n = &e->g->nodes[k->roots[0]];
+    st.kind = EXEC_STEP_CONTROL;
+    exec_control_of(e, n->region, &st.ctl);
+    st.at = b->n_locs, st.n = n->n_in + k->n_roots + 1;
+    for (uint32_t i = 0; i < n->n_in; i++) e->locs[b->n_locs++] = view_loc(b, ir_in(n)[i]);
+    for (uint32_t r = 0; r < k->n_roots; r++) e->locs[b->n_locs++] = b->of[k->roots[r]];
+    uint64_t bytes;
+    e->locs[b->n_locs++] = scratch_loc(b, st.kernel, &bytes);
+    e->steps[b->n_steps++] = st;
+}
+
 static void kernel_steps(build *b, uint32_t sched) {
     const kiln_executable *e = b->e;
     uint32_t ki = e->mem.order[sched];
@@ -187,6 +203,7 @@ static void kernel_steps(build *b, uint32_t sched) {
     case FK_SCAN: scan_step(b, st, k->roots[0]); break;
     case FK_ATTENTION: attention_step(b, st, k->roots[0]); break;
     case FK_COLLECTIVE: collective_step(b, st, k->roots[0]); break;
+    case FK_CONTROL: control_step(b, st, k); break;
     }
 }
 
@@ -304,6 +321,7 @@ static void count_steps(const kiln_executable *e, uint32_t ki, uint32_t *steps, 
     case FK_SCAN: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_CUMSUM); break;
     case FK_ATTENTION: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_ATTENTION); break;
     case FK_COLLECTIVE: n = 1, bufs = 2; break;
+    case FK_CONTROL: n = 1, bufs = e->g->nodes[k->roots[0]].n_in + k->n_roots + 1; break;
     }
     *steps += n, *libs += lib, *locs += bufs;
 }

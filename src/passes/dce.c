@@ -1,4 +1,5 @@
-/* dce.c — dead-code elimination: drops every node that no graph output depends on.
+/* dce.c — dead-code elimination: drops every node that no graph output depends on,
+ * except the results of a control node that stays (its kernel writes every one).
  *
  * Parameters stay even when dead: they are the graph's signature, and callers pass
  * arguments by position. Liveness is one backward sweep: ids are a topological order, so
@@ -20,6 +21,12 @@ static uint32_t mark_live(const kiln_graph *g, uint8_t *live) {
         }
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++) live[in[k]] = 1;
+    }
+    /* A control node writes all its results: one that is kept keeps them all (a result
+     * nothing reads is a buffer the loop writes and the plan frees at once). */
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (n->op == IR_RESULT && !live[id] && live[ir_in(n)[0]]) live[id] = 1, dead--;
     }
     return dead;
 }

@@ -92,7 +92,7 @@ static bool is_source(const ir_node *n) {
  * of their own, and what they read has a buffer). */
 static bool library_op(ir_op op) {
     return op == IR_DOT || op == IR_SCATTER_ADD_ROWS || op == IR_CUMSUM || op == IR_ATTENTION ||
-           op == IR_ALL_REDUCE;
+           op == IR_ALL_REDUCE || ir_ops[op].kind == IRK_CONTROL || op == IR_RESULT;
 }
 
 /* Does consumer c read operand x more than once per element of x, or need it in memory? */
@@ -443,6 +443,24 @@ static kiln_status collect_inputs(const kiln_graph *g, fusion_plan *p, uint32_t 
     return KILN_STATUS_OK;
 }
 
+/* A kernel's roots: node id, and for a control node each of its results after it, in
+ * result order (DCE keeps every result of a control node it keeps). */
+static kiln_status kernel_roots(const kiln_graph *g, uint32_t id, fkernel *k) {
+    kiln_context *ctx = g->ctx;
+    bool control = ir_ops[g->nodes[id].op].kind == IRK_CONTROL;
+    uint32_t n = control ? ir_control_n_results(&g->nodes[id]) : 1;
+    if (!(k->roots = host_alloc(ctx, n * sizeof *k->roots)))
+        return ctx_oom(ctx, "fusion: kernel roots", n * sizeof *k->roots);
+    k->roots[0] = id;
+    k->n_roots = n;
+    if (control) ir_control_results(g, id, k->roots);
+    for (uint32_t r = 0; r < n; r++)
+        if (!k->roots[r])
+            return ctx_error(ctx, KILN_STATUS_INTERNAL, "fusion: result %u of %s %%%u has no node",
+                             r, ir_ops[g->nodes[id].op].name, id);
+    return KILN_STATUS_OK;
+}
+
 static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
     kiln_context *ctx = p->ctx;
     uint32_t count = 0;
@@ -461,20 +479,18 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
     }
     for (uint32_t id = 1, stamp = 2; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
-        if (!p->materialised[id] || n->op == IR_PARAMETER || n->op == IR_CONSTANT) continue;
+        if (!p->materialised[id] || n->op == IR_PARAMETER || n->op == IR_CONSTANT ||
+            n->op == IR_RESULT) /* a result is a root of its control node's kernel */
+            continue;
         fkernel *k = &p->kernels[p->n_kernels];
-        k->kind = n->op == IR_DOT                ? FK_DOT
-                  : n->op == IR_SCATTER_ADD_ROWS ? FK_SCATTER
-                  : n->op == IR_CUMSUM           ? FK_SCAN
-                  : n->op == IR_ATTENTION        ? FK_ATTENTION
-                  : n->op == IR_ALL_REDUCE       ? FK_COLLECTIVE
-                                                 : FK_LOOP;
-        if (!(k->roots = host_alloc(ctx, sizeof *k->roots))) {
-            s = ctx_oom(ctx, "fusion: kernel roots", sizeof *k->roots);
-            goto done;
-        }
-        k->roots[0] = id;
-        k->n_roots = 1;
+        k->kind = n->op == IR_DOT                     ? FK_DOT
+                  : n->op == IR_SCATTER_ADD_ROWS      ? FK_SCATTER
+                  : n->op == IR_CUMSUM                ? FK_SCAN
+                  : n->op == IR_ATTENTION             ? FK_ATTENTION
+                  : n->op == IR_ALL_REDUCE            ? FK_COLLECTIVE
+                  : ir_ops[n->op].kind == IRK_CONTROL ? FK_CONTROL
+                                                      : FK_LOOP;
+        if ((s = kernel_roots(g, id, k))) goto done;
         p->n_kernels++;
         if ((s = collect_inputs(g, p, id, mark, stamp, stack, k))) goto done;
         stamp += 2;
@@ -724,8 +740,8 @@ done:
 }
 
 const char *fusion_kind_name(fk_kind k) {
-    static const char *const names[FK_NUM_KINDS] = {"loop", "dot",       "scatter",
-                                                    "scan", "attention", "collective"};
+    static const char *const names[FK_NUM_KINDS] = {"loop",      "dot",        "scatter", "scan",
+                                                    "attention", "collective", "control"};
     return (unsigned)k < FK_NUM_KINDS ? names[k] : "?";
 }
 

@@ -26,10 +26,12 @@ typedef enum fk_kind {
     FK_SCAN,       /* cumsum: the backend's scan, in place when the plan allows */
     FK_ATTENTION,  /* dot_product_attention: the backend's fused kernel, with planned scratch */
     FK_COLLECTIVE, /* all_reduce: the communicator, out of place, its own step */
+    FK_CONTROL,    /* while, scan, cond: its sub-graphs' executables, run by the host; its
+                    * roots are the control node and its RESULT nodes (all its results) */
 } fk_kind;
-#define FK_NUM_KINDS (FK_COLLECTIVE + 1)
+#define FK_NUM_KINDS (FK_CONTROL + 1)
 
-/* "loop", "dot", "scatter" or "collective": a kernel's kind in reports. */
+/* "loop", "dot", "scatter", ..., "control": a kernel's kind in reports. */
 const char *fusion_kind_name(fk_kind k);
 
 typedef struct fkernel {

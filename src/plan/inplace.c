@@ -34,8 +34,10 @@
  *
  * A node can be reached in several ways through different paths, so the walk keeps a
  * visited mark per node and way. DOT kernels never run in place (BLAS reads whole rows and columns
- * while writing). A SCATTER kernel copies its operand to the output and then adds rows into it, so
- * the operand may be overwritten unless it also serves as indices or updates. */
+ * while writing), nor CONTROL kernels (a loop copies its initial carries into its results
+ * before it reads any other input; its carries run in place inside, over its body's
+ * donated parameters). A SCATTER kernel copies its operand to the output and then adds rows into
+ * it, so the operand may be overwritten unless it also serves as indices or updates. */
 #include "plan.h"
 
 #include <string.h>
@@ -169,7 +171,9 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
         const fkernel *kn = &fp->kernels[ki];
         /* a collective runs out of place: other replicas read its operand while it writes;
          * an attention's every work item reads all of k and v */
-        if (kn->kind == FK_DOT || kn->kind == FK_ATTENTION || kn->kind == FK_COLLECTIVE) continue;
+        if (kn->kind == FK_DOT || kn->kind == FK_ATTENTION || kn->kind == FK_COLLECTIVE ||
+            kn->kind == FK_CONTROL)
+            continue;
         if (kn->kind == FK_SCATTER) {
             scatter_legal(g, kn, out + at);
             continue;

@@ -258,9 +258,18 @@ static void liveness(const plan_ctx *c, plan_cand *cd) {
 
 /* Result buffer rb (of root node `root`) takes over input buffer xb (its kernel's input
  * `slot`), if it can. */
-static bool take_over(plan_cand *cd, uint32_t root, uint32_t slot, int32_t rb, int32_t xb) {
+/* Whether donated parameter p's buffer may become output j (plan_options.donate_to). */
+static bool donation_fits(const plan_ctx *c, uint32_t p, uint32_t j) {
+    return !c->o->donate_to || c->o->donate_to[p] < 0 || c->o->donate_to[p] == (int32_t)j;
+}
+
+static bool take_over(const plan_ctx *c, plan_cand *cd, uint32_t root, uint32_t slot, int32_t rb,
+                      int32_t xb) {
     plan_buffer *r = &cd->buf[rb], *x = &cd->buf[xb];
     if (x->last != r->def || x->size != r->size) return false;
+    if (x->kind == PLAN_K_PARAM && r->kind == PLAN_K_OUTPUT &&
+        !donation_fits(c, x->place_index, r->place_index))
+        return false;
     if (x->kind == PLAN_K_TEMP) {
         if (r->kind != PLAN_K_TEMP) return false; /* an output must outlive the arena */
         cd->leader[rb] = cd->leader[xb];
@@ -297,7 +306,7 @@ static void place_root(const plan_ctx *c, plan_cand *cd, uint32_t k, uint32_t r,
     for (uint32_t i = 0; i < kn->n_inputs; i++) {
         int32_t xb = c->buffer_of[kn->inputs[i]];
         if (temps_only && cd->buf[xb].kind != PLAN_K_TEMP) continue;
-        if (may_take(c, cd, kn, k, r, i) && take_over(cd, kn->roots[r], i, rb, xb)) return;
+        if (may_take(c, cd, kn, k, r, i) && take_over(c, cd, kn->roots[r], i, rb, xb)) return;
     }
 }
 
@@ -308,7 +317,7 @@ static void assign_inplace(const plan_ctx *c, plan_cand *cd) {
     for (uint32_t s = 0; s < c->nk; s++) {
         uint32_t k = cd->order[s];
         const fkernel *kn = &c->fp->kernels[k];
-        if (kn->kind == FK_DOT || kn->kind == FK_COLLECTIVE) continue;
+        if (kn->kind == FK_DOT || kn->kind == FK_COLLECTIVE || kn->kind == FK_CONTROL) continue;
         for (int pass = 0; pass < 3; pass++)
             for (uint32_t r = 0; r < kn->n_roots; r++) {
                 bool out = cd->buf[c->buffer_of[kn->roots[r]]].kind == PLAN_K_OUTPUT;
@@ -324,7 +333,7 @@ static void assign_donations(const plan_ctx *c, plan_cand *cd) {
         int32_t b = c->buffer_of[g->outputs[j]];
         plan_buffer *x = &cd->buf[b];
         if (x->kind == PLAN_K_PARAM && c->first_output[x->node] == (int32_t)j && x->size &&
-            cd->donor_state[x->place_index] == DONOR_FREE) {
+            cd->donor_state[x->place_index] == DONOR_FREE && donation_fits(c, x->place_index, j)) {
             cd->output_donor[j] = (int32_t)x->place_index;
             cd->donor_state[x->place_index] = DONOR_OUTPUT;
         }
@@ -341,7 +350,7 @@ static void assign_donations(const plan_ctx *c, plan_cand *cd) {
         for (uint32_t b = 0; b < c->nb; b++) {
             const plan_buffer *x = &cd->buf[b];
             if (x->kind != PLAN_K_OUTPUT || x->place != PLAN_P_OUTPUT || x->size != pp->size ||
-                x->def <= pp->last)
+                x->def <= pp->last || !donation_fits(c, pp->place_index, x->place_index))
                 continue;
             if (ob < 0 || x->def < cd->buf[ob].def) ob = (int32_t)b;
         }

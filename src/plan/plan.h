@@ -86,7 +86,10 @@ typedef struct plan_buffer {
 } plan_buffer;
 
 typedef struct plan_options {
-    const uint8_t *donated;  /* per parameter index: 1 if the caller donates it; NULL: none */
+    const uint8_t *donated; /* per parameter index: 1 if the caller donates it; NULL: none */
+    /* per parameter index: the only output a donated parameter's buffer may become, -1 any
+     * (a loop body's carry becomes its own new value or nothing); NULL: any */
+    const int32_t *donate_to;
     const uint64_t *scratch; /* per kernel: scratch bytes while it runs; NULL: none */
     uint64_t granule;        /* the device allocator's rounding (256); 0: 1 */
     /* Collectives overlap the kernels after them: an all-reduce is started at its step and

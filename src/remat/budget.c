@@ -96,9 +96,7 @@ static kiln_status plain_peak(const search *sr, uint64_t *peak, uint8_t *mat) {
 static void spread(const kiln_graph *g, const uint8_t *mat, uint8_t *extra) {
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
-        if (extra[id] || mat[id] || n->backward || remat_mark_of(g, id) ||
-            ir_ops[n->op].kind == IRK_SOURCE)
-            continue;
+        if (extra[id] || mat[id] || n->backward || remat_mark_of(g, id) || remat_fixed(n)) continue;
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++)
             if (extra[in[k]] && extra[in[k]] != REMAT_WHY_KEEP) {
@@ -183,7 +181,7 @@ static kiln_status adopt(const search *sr, const uint8_t *extra, const char *str
 static bool kept(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
                  const uint8_t *extra, uint32_t v) {
     const ir_node *n = &g->nodes[v];
-    if (n->backward || (is_out[v] & 1) || ir_ops[n->op].kind == IRK_SOURCE) return true;
+    if (n->backward || (is_out[v] & 1) || remat_fixed(n)) return true;
     remat_mark m = remat_mark_of(g, v);
     if (m == REMAT_KEEP) return true; /* a region's output: recomputed from */
     if (m == REMAT_DROP) return false;
@@ -347,8 +345,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         const ir_node *n = &g->nodes[id];
         bool cut = !n->backward && jump <= id;
         if (!n->backward && reach[id] > jump) jump = reach[id];
-        if (n->backward || remat_mark_of(g, id) || is_out[id] || ir_ops[n->op].kind == IRK_SOURCE)
-            continue;
+        if (n->backward || remat_mark_of(g, id) || is_out[id] || remat_fixed(n)) continue;
         if (cut) cuts[ncut++] = id;
         if (mat[id] != 2) continue;
         size_t bytes = 0;
@@ -443,8 +440,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
                 /* every forward value but the kept cuts, as a region's policy would drop */
                 for (uint32_t id = 1; id < nn; id++) {
                     const ir_node *n = &g->nodes[id];
-                    if (!n->backward && !remat_mark_of(g, id) && !is_out[id] &&
-                        ir_ops[n->op].kind != IRK_SOURCE)
+                    if (!n->backward && !remat_mark_of(g, id) && !is_out[id] && !remat_fixed(n))
                         extra[id] = REMAT_WHY_BUDGET_SEGMENT;
                 }
                 for (uint32_t i = 0; i < ncut; i++)

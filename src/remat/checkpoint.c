@@ -129,7 +129,7 @@ kiln_status kiln_checkpoint_end(kiln_graph *g) {
     kiln_status s = KILN_STATUS_OK;
     for (uint32_t id = c.first; id < g->n_nodes && !s; id++) {
         const ir_node *n = &g->nodes[id];
-        if (n->backward || ir_ops[n->op].kind == IRK_SOURCE || saves(g, r, &c, id)) continue;
+        if (n->backward || remat_fixed(n) || saves(g, r, &c, id)) continue;
         remat_row *w = remat_row_make(g, id);
         if (!w) {
             trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of the marks failed");

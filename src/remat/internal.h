@@ -6,6 +6,14 @@
 #include "remat.h"
 #include "ir/side.h"
 
+/* A node recomputation never touches: a source (nothing to recompute), a control node or
+ * one of its results (a loop is run once; its results are kept, as its sub-graphs run
+ * their own checkpoint regions). */
+static inline bool remat_fixed(const ir_node *n) {
+    ir_kind k = ir_ops[n->op].kind;
+    return k == IRK_SOURCE || k == IRK_CONTROL || k == IRK_RESULT;
+}
+
 /* A node's row of the marks table (marks.c): all zero is "nothing". */
 typedef struct remat_row {
     uint8_t mark;        /* remat_mark */

@@ -32,7 +32,7 @@ typedef struct remat_state {
 /* Why old node id is dropped (REMAT_WHY_NONE: it is not). */
 static remat_why drop_why(const pass_rebuild *rb, const remat_state *rs, uint32_t id) {
     const ir_node *n = &rb->old->nodes[id];
-    if (n->backward || rs->output[id] || ir_ops[n->op].kind == IRK_SOURCE) return REMAT_WHY_NONE;
+    if (n->backward || rs->output[id] || remat_fixed(n)) return REMAT_WHY_NONE;
     remat_row r = remat_row_of(rb->old, id);
     if (r.mark == REMAT_DROP) return r.why ? (remat_why)r.why : REMAT_WHY_POLICY;
     return rs->extra && rs->extra[id] != REMAT_WHY_KEEP ? (remat_why)rs->extra[id] : REMAT_WHY_NONE;

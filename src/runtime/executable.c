@@ -62,6 +62,7 @@ void exec_ir_free(kiln_executable *e) {
     host_free(ctx, e->dots, nk * sizeof *e->dots);
     plan_free(&e->mem);
     fusion_plan_free(&e->plan);
+    exec_controls_forget_regions(e);
     kiln_graph_destroy(e->g);
     e->source = NULL, e->info = NULL, e->kernels = NULL, e->dots = NULL, e->g = NULL;
     memset(&e->mem, 0, sizeof e->mem);
@@ -89,6 +90,7 @@ void exec_unref(kiln_executable *e) {
     exec_profile_free(e);
     if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);
     exec_steps_free(e);
+    exec_controls_free(e);
     exec_profile_forget(e);
     if (e->donated) host_free(ctx, e->donated, e->n_params + 1);
     exec_ir_free(e);

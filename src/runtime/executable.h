@@ -31,6 +31,8 @@ typedef enum exec_step_kind {
     EXEC_STEP_LOOP,       /* a generated loop kernel: the backend's launch */
     EXEC_STEP_LIB,        /* a library op: the backend's lib_run over libs[lib] */
     EXEC_STEP_COLLECTIVE, /* an all-reduce over the communicator: buffers send, recv */
+    EXEC_STEP_CONTROL,    /* a while, scan or cond (ctls[ctl]): buffers its node's inputs,
+                           * its results, its scratch (run_control.c) */
 } exec_step_kind;
 
 /* One thing a call does, in order, with all it needs computed when compiling (steps.c). A
@@ -47,6 +49,7 @@ typedef struct exec_step {
             int64_t items, grain;
         } loop;
         uint32_t lib; /* its descriptor: libs[lib] */
+        uint32_t ctl; /* a control step's compiled sub-graphs: ctls[ctl] */
         struct {
             int32_t wait; /* the schedule place before which it must have completed */
             uint32_t node;
@@ -56,6 +59,29 @@ typedef struct exec_step {
         } coll;
     };
 } exec_step;
+
+/* A control node compiled (src/compile/control.c): its sub-graphs as executables for the
+ * same device, run by the host from the node's step with raw buffers (run_control.c):
+ * parameters where the loop's carries, slices and captures lie, outputs the loop's
+ * results, arena a part of the step's planned scratch. The scratch holds, at these
+ * offsets: the arena of whichever sub-graph runs (the largest), a spare buffer for each
+ * carry the body cannot update in place (the two alternate), the condition's flag. */
+typedef struct exec_control {
+    uint8_t op; /* IR_WHILE, IR_SCAN, IR_COND */
+    bool reverse;
+    uint32_t n_subs;
+    struct kiln_executable **subs; /* WHILE: cond, body; SCAN: body; COND: branches (owned) */
+    uint32_t n_in, n_res, n_carry, n_xs;
+    int64_t length;
+    uint64_t *res_bytes;            /* per result: its bytes (a stacked y: one slice's) */
+    uint64_t *x_bytes;              /* per scanned array: one slice's bytes */
+    uint32_t *cap_base;             /* per sub-graph: its first capture among the node's inputs */
+    uint8_t *in_place;              /* per carry: the body writes it over its own parameter */
+    uint64_t *spare_at;             /* per carry not in place: its spare's offset in the scratch */
+    uint64_t flag_at;               /* WHILE: the condition's bool, in the scratch */
+    uint64_t scratch;               /* bytes of scratch the step needs */
+    const struct ir_region *region; /* what it was compiled from (while compiling only) */
+} exec_control;
 
 /* A parameter or output as a call sees it (the checks, the output arrays, messages). */
 typedef struct exec_value {
@@ -102,6 +128,8 @@ struct kiln_executable {
     uint32_t n_locs;
     kn_lib_desc *libs; /* the library steps' descriptors */
     uint32_t n_libs;
+    exec_control *ctls; /* the control steps' sub-graphs (owned) */
+    uint32_t n_ctls, cap_ctls;
     /* Constants read in place: per one, its bytes on the device (a copy in device memory
      * on a device with memory of its own, else within const_block on the host). */
     void **consts;
@@ -120,11 +148,12 @@ struct kiln_executable {
     /* ---- the IR part: NULL after compiling unless kiln_compile_options.keep_ir ---- */
     kiln_graph *g; /* the optimised graph (owned) */
     fusion_plan plan;
-    cgen_kernel *info; /* per kernel */
-    void **kernels;    /* per kernel: the backend's handle of a LOOP kernel, else NULL */
-    lower_dot *dots;   /* per kernel; meaningful for DOT */
-    char *source;      /* the generated source (owned) */
-    mem_plan mem;      /* schedule, buffers, arena (src/plan) */
+    cgen_kernel *info;        /* per kernel */
+    void **kernels;           /* per kernel: the backend's handle of a LOOP kernel, else NULL */
+    lower_dot *dots;          /* per kernel; meaningful for DOT */
+    char *source;             /* the generated source (owned) */
+    mem_plan mem;             /* schedule, buffers, arena (src/plan) */
+    const int32_t *donate_to; /* while compiling a loop body: plan_options.donate_to */
 };
 
 /* The error of a call whose own object (executable, jit) is NULL: the message goes to the
@@ -147,6 +176,19 @@ kiln_status exec_need_ir(const kiln_executable *e, const char *op);
 /* Writes "argument 0 on cpu:0, argument 1 on cpu:1" (for the mixed-device messages). */
 void exec_devices_str(kiln_context *ctx, int n_args, kiln_array *const *args, char *buf,
                       size_t size);
+/* A sub-executable run inside a control step (run.c): its steps over raw buffers, no
+ * arena or output taken, no donation consumed, the device not synchronised. begin makes
+ * the host bookkeeping once for many runs. */
+typedef struct exec_raw exec_raw;
+kiln_status exec_raw_begin(kiln_executable *e, exec_raw **out);
+kiln_status exec_raw_run(exec_raw *r, void *const *args, void *const *outs, void *arena);
+void exec_raw_end(exec_raw *r);
+/* Runs control step st's sub-graphs over its buffers (run_control.c). */
+kiln_status exec_run_control(kiln_executable *e, const exec_step *st, void *const *bufs);
+/* Frees what exec_controls_compile made (src/compile/control.c); the second drops only
+ * its references to the IR's regions (when the IR goes). */
+void exec_controls_free(kiln_executable *e);
+void exec_controls_forget_regions(kiln_executable *e);
 /* Profiling counters (profile.c). */
 typedef struct exec_profile exec_profile;
 uint64_t exec_profile_now_ns(void);

@@ -50,8 +50,12 @@ typedef struct run_state {
     kiln_executable *e;
     kiln_array *const *args;
     kiln_array **res; /* this call's output arrays */
-    void **bufs;      /* the steps' buffers during this call (e->locs resolved) */
-    run_coll *coll;   /* one per collective, in the order they start */
+    /* a raw run (a control step's sub-graph, exec_raw_run): the arguments' and outputs'
+     * bytes given as they are, instead of args and res */
+    void *const *raw_args, *const *raw_outs;
+    bool raw;
+    void **bufs;    /* the steps' buffers during this call (e->locs resolved) */
+    run_coll *coll; /* one per collective, in the order they start */
     uint32_t n_started;
     void *arena;
 } run_state;
@@ -115,9 +119,10 @@ static kiln_status finish_collectives(run_state *r, int32_t step, kiln_status s)
 static void *place_of(const run_state *r, exec_loc l) {
     switch (l.at) {
     case EXEC_AT_NONE: return NULL;
-    case EXEC_AT_ARG: return (char *)r->args[l.index]->data + l.offset;
+    case EXEC_AT_ARG:
+        return (char *)(r->raw ? r->raw_args[l.index] : r->args[l.index]->data) + l.offset;
     case EXEC_AT_CONST: return r->e->consts[l.index];
-    case EXEC_AT_OUTPUT: return r->res[l.index]->data;
+    case EXEC_AT_OUTPUT: return r->raw ? r->raw_outs[l.index] : r->res[l.index]->data;
     default: return (char *)r->arena + l.offset;
     }
 }
@@ -170,8 +175,10 @@ static kiln_status finish_outputs(run_state *r) {
     kiln_status s = KILN_STATUS_OK;
     for (uint32_t j = 0; j < e->n_outputs && !s; j++) {
         const void *src = place_of(r, e->output_copy[j]);
-        if (r->res[j]->nbytes && src != r->res[j]->data)
-            s = device_copy(e->ctx, e->dev, r->res[j]->data, e->dev, src, r->res[j]->nbytes);
+        void *dst = r->raw ? r->raw_outs[j] : r->res[j]->data;
+        size_t bytes = 0;
+        ir_shape_nbytes(&e->outputs[j].shape, e->outputs[j].dtype, &bytes);
+        if (bytes && src != dst) s = device_copy(e->ctx, e->dev, dst, e->dev, src, bytes);
     }
     return s;
 }
@@ -272,7 +279,7 @@ static kiln_status prepare(run_state *r) {
 }
 
 /* The steps in order, then a wait for the device (a no-op on the CPU). */
-static kiln_status run_steps(run_state *r) {
+static kiln_status run_steps(run_state *r, bool sync) {
     const kiln_executable *e = r->e;
     kiln_status s = KILN_STATUS_OK;
     const kn_backend *b = e->dev->backend;
@@ -296,6 +303,7 @@ static kiln_status run_steps(run_state *r) {
                           st->loop.grain);
             break;
         case EXEC_STEP_LIB: s = b->lib_run(state, dev, &e->libs[st->lib], bufs); break;
+        case EXEC_STEP_CONTROL: s = exec_run_control((kiln_executable *)e, st, bufs); break;
         default: s = run_collective(r, st, &collectives); break;
         }
         if (pe && !s && collectives) s = comm_wait_on(e->comm, e->dev, e->name);
@@ -305,7 +313,7 @@ static kiln_status run_steps(run_state *r) {
     }
     s = finish_collectives(r, INT32_MAX, s);
     if (!s && collectives) s = comm_wait_on(e->comm, e->dev, e->name);
-    if (!s && b->synchronize) s = b->synchronize(state, dev);
+    if (!s && sync && b->synchronize) s = b->synchronize(state, dev);
     if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run, first);
     return s;
 }
@@ -338,7 +346,7 @@ static kiln_status run_exec(kn_task *tk) {
     if (!s) s = take_arena(r);
     if (!s) {
         bind_buffers(r);
-        s = run_steps(r);
+        s = run_steps(r, true);
         if (!s) s = finish_outputs(r);
     }
     if (r->arena) device_free(e->dev, r->arena);
@@ -456,7 +464,7 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
         return ctx_oom(ctx, "kiln_executable_run", n_out * sizeof *r.res);
     if (!(s = prepare(&r))) {
         bind_buffers(&r);
-        s = run_steps(&r);
+        s = run_steps(&r, true);
         if (!s) s = finish_outputs(&r);
     }
     if (r.arena) device_free(e->dev, r.arena);
@@ -470,4 +478,39 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
     }
     if (r.res != made) host_free(ctx, r.res, n_out * sizeof *r.res);
     return s;
+}
+
+/* ------------------------------------------------------------ raw runs ---- */
+
+struct exec_raw {
+    run_state r;
+};
+
+kiln_status exec_raw_begin(kiln_executable *e, exec_raw **out) {
+    exec_raw *x = host_calloc(e->ctx, 1, sizeof *x);
+    if (!x) return ctx_oom(e->ctx, "kiln_executable_run: a loop body's run", sizeof *x);
+    x->r = (run_state){.e = e, .raw = true};
+    kiln_status s = alloc_state(&x->r);
+    if (s) {
+        free_state(&x->r);
+        host_free(e->ctx, x, sizeof *x);
+        return s;
+    }
+    *out = x;
+    return KILN_STATUS_OK;
+}
+
+kiln_status exec_raw_run(exec_raw *x, void *const *args, void *const *outs, void *arena) {
+    run_state *r = &x->r;
+    r->raw_args = args, r->raw_outs = outs, r->arena = arena;
+    bind_buffers(r);
+    kiln_status s = run_steps(r, false);
+    return s ? s : finish_outputs(r);
+}
+
+void exec_raw_end(exec_raw *x) {
+    if (!x) return;
+    kiln_context *ctx = x->r.e->ctx;
+    free_state(&x->r);
+    host_free(ctx, x, sizeof *x);
 }

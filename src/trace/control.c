@@ -183,10 +183,10 @@ static kiln_status emit_control(kiln_graph *g, const char *op, ir_node *tmpl,
         trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for the node failed");
         return g->status;
     }
-    memcpy(in, passed, n_passed * sizeof *in);
+    if (n_passed) memcpy(in, passed, n_passed * sizeof *in);
     for (uint32_t k = 0, at = n_passed; k < n_subs; k++) {
         const kiln_graph *s = graphs[k];
-        memcpy(in + at, s->captures, s->n_captures * sizeof *in);
+        if (s->n_captures) memcpy(in + at, s->captures, s->n_captures * sizeof *in);
         at += s->n_captures;
     }
     tmpl->region = r;

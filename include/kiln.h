@@ -688,6 +688,125 @@ KILN_API kiln_status kiln_split(kiln_graph *g, kiln_value x, int n, const int64_
  * iotas and a compare (no constant is stored). T, S >= 0; any dtype. */
 KILN_API kiln_value kiln_make_causal_mask(kiln_graph *g, int64_t T, int64_t S, kiln_dtype dtype);
 
+/* ------------------------------------------------- convolutions and pooling ---- */
+
+/* Convolutions and windowed reductions (docs/ops.md, "Convolutions and pooling"). They
+ * are composites of the ops above (pad, strided slices, concatenate, dot_general), so
+ * they fuse, differentiate, plan and run on every backend as those do: the convolution
+ * is an im2col (the patches of every output position, a value of the graph and so a
+ * buffer of the memory plan) times the kernel through dot_general's GEMM; a window
+ * reduction is one strided slice per window position, reduced axis by axis. */
+#define KILN_CONV_MAX_SPATIAL 3
+
+/* How a convolution or window pads its operand, as JAX's padding strings: EXPLICIT uses
+ * the lo/hi pairs given (negative crops); VALID pads nothing; SAME pads so that each
+ * output spatial size is ceil(input size / stride), the odd element of padding at the end
+ * (lax.padtype_to_pads: pad = max(0, (out - 1) * stride + window - in), lo = pad / 2);
+ * SAME_LOWER puts the odd element first. The window is the dilated one
+ * ((k - 1) * dilation + 1); the input size is the undilated operand's, as in JAX. */
+typedef enum kiln_padding {
+    KILN_PADDING_EXPLICIT = 0,
+    KILN_PADDING_VALID,
+    KILN_PADDING_SAME,
+    KILN_PADDING_SAME_LOWER,
+} kiln_padding;
+
+/* Where the batch, feature and spatial axes are (lax.ConvDimensionNumbers). NCHW: lhs
+ * [N, C, spatial...], rhs [O, I, spatial...], out [N, O, spatial...] (lax's default,
+ * dimension_numbers=None); NHWC: lhs [N, spatial..., C], rhs [spatial..., I, O] (HWIO),
+ * out [N, spatial..., O] (flax's nn.Conv, ("NHWC", "HWIO", "NHWC")); SPECS: the
+ * permutations in kiln_conv_options lhs_spec, rhs_spec and out_spec, as
+ * ConvDimensionNumbers holds them. */
+typedef enum kiln_conv_layout {
+    KILN_CONV_NCHW = 0,
+    KILN_CONV_NHWC,
+    KILN_CONV_SPECS,
+} kiln_conv_layout;
+
+/* Options of kiln_conv_general_dilated; zero (or a NULL pointer) means the default of each
+ * field. Arrays hold one entry per spatial axis, in the order of the spatial axes of the
+ * layout (the "H", "W" of NCHW; lhs_spec[2..]). */
+typedef struct kiln_conv_options {
+    int64_t window_strides[KILN_CONV_MAX_SPATIAL]; /* >= 1; 0 means 1 */
+    kiln_padding padding;                          /* EXPLICIT (default): pad_lo/pad_hi */
+    int64_t pad_lo[KILN_CONV_MAX_SPATIAL];         /* EXPLICIT only; negative crops */
+    int64_t pad_hi[KILN_CONV_MAX_SPATIAL];
+    int64_t lhs_dilation[KILN_CONV_MAX_SPATIAL]; /* >= 1 (0 means 1): a transposed conv */
+    int64_t rhs_dilation[KILN_CONV_MAX_SPATIAL]; /* >= 1 (0 means 1): atrous */
+    int64_t feature_group_count;                 /* >= 1 (0 means 1) */
+    int64_t batch_group_count;                   /* 0 or 1: other counts are refused */
+    kiln_conv_layout layout;                     /* NCHW (default), NHWC or SPECS */
+    /* SPECS only: lhs_spec = {batch axis, feature axis, spatial axes...} of lhs, rhs_spec =
+     * {output feature axis, input feature axis, spatial axes...} of rhs, out_spec = {batch
+     * axis, feature axis, spatial axes...} of the result; each a permutation of 0..rank-1. */
+    int lhs_spec[KILN_CONV_MAX_SPATIAL + 2];
+    int rhs_spec[KILN_CONV_MAX_SPATIAL + 2];
+    int out_spec[KILN_CONV_MAX_SPATIAL + 2];
+} kiln_conv_options;
+
+/* jax.lax.conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation,
+ * rhs_dilation, dimension_numbers, feature_group_count). lhs and rhs have one numeric
+ * dtype (no promotion) and rank 2 + S, S = 1, 2 or 3 spatial axes. With lhs as [N, C, X...]
+ * and rhs as [O, I, K...] (whatever the layout), the base-dilated (lhs_dilation - 1 zeros
+ * between elements) and padded input xp and G = feature_group_count:
+ *   out[n, o, y...] = sum over i < I and k... of xp[n, g * I + i, y * stride + k * rhs_dilation]
+ *                     * rhs[o, i, k...],   g = o / (O / G)
+ * so C must be I * G and O a multiple of G; each output size is
+ * floor((padded - (K - 1) * rhs_dilation - 1) / stride) + 1, or 0 when the dilated kernel
+ * is longer than the padded input. String padding (VALID, SAME, SAME_LOWER) with an
+ * lhs_dilation other than 1 is refused, as JAX refuses it. Gradients to both operands
+ * (the patches' product's, carried back through the slices and the pad: for lhs the
+ * kernel's spread of the cotangent, for rhs the patches against the cotangent). Errors,
+ * naming kiln_conv_general_dilated, the operands' types and the caller's line: mixed or
+ * non-numeric dtypes, ranks, a spec that is not a permutation, channels that disagree,
+ * groups that do not divide the features, strides or dilations < 1, a padding that
+ * leaves a spatial axis of negative size, batch_group_count > 1, a kernel spatial size 0. */
+KILN_API kiln_value kiln_conv_general_dilated(kiln_graph *g, kiln_value lhs, kiln_value rhs,
+                                              const kiln_conv_options *opts);
+
+/* The reduction of kiln_reduce_window. The initial value is the reduction's identity: 0
+ * for SUM, -inf for MAX (the dtype's lowest for integers), +inf for MIN (the highest), so
+ * padding changes a max or a sum only where a window holds nothing but padding, as
+ * jax.lax.reduce_window with those init values (flax's max_pool, avg_pool). */
+typedef enum kiln_window_kind {
+    KILN_WINDOW_SUM = 0,
+    KILN_WINDOW_MAX,
+    KILN_WINDOW_MIN,
+} kiln_window_kind;
+
+/* Options of kiln_reduce_window and kiln_avg_pool: one entry per axis of the operand (up
+ * to its rank); zero (or a NULL pointer) means the default of each field. */
+typedef struct kiln_window_options {
+    int64_t window_dimensions[KILN_MAX_RANK]; /* >= 1; 0 means 1 (no window on that axis) */
+    int64_t window_strides[KILN_MAX_RANK];    /* >= 1; 0 means 1 */
+    kiln_padding padding;                     /* as kiln_conv_options' */
+    int64_t pad_lo[KILN_MAX_RANK];            /* EXPLICIT only; >= 0 */
+    int64_t pad_hi[KILN_MAX_RANK];
+    int64_t base_dilation[KILN_MAX_RANK];   /* >= 1; 0 means 1 */
+    int64_t window_dilation[KILN_MAX_RANK]; /* >= 1; 0 means 1 */
+} kiln_window_options;
+
+/* jax.lax.reduce_window(x, init, computation, window_dimensions, window_strides, padding,
+ * base_dilation, window_dilation) with computation add, max or min and its identity as
+ * init (kiln_window_kind). x is numeric, of any rank >= 1; with xp the base-dilated and
+ * padded x (the identity in the holes and the padding):
+ *   out[y...] = reduce over k... of xp[y * stride + k * window_dilation]
+ * each output size as in kiln_conv_general_dilated. Max pooling (flax's nn.max_pool over
+ * NHWC) is MAX with windows {1, h, w, 1}. Gradients: SUM spreads the cotangent over each
+ * window; MAX and MIN give each window's cotangent to its first extreme element in
+ * row-major window order, as XLA's select_and_scatter does (a NaN counts as the extreme).
+ * Errors name kiln_reduce_window, x's type, the caller's line and the bad option:
+ * bool x, windows, strides or dilations < 1, negative explicit padding, string padding
+ * with a base dilation. */
+KILN_API kiln_value kiln_reduce_window(kiln_graph *g, kiln_value x, kiln_window_kind kind,
+                                       const kiln_window_options *opts);
+/* flax.linen.avg_pool(x, window, strides, padding, count_include_pad) over the windows of
+ * opts: the SUM window reduction of a float x divided by the window's size
+ * (count_include_pad: padding counts, flax's default) or by how many elements of x each
+ * window holds (not counting padding or base-dilation holes). */
+KILN_API kiln_value kiln_avg_pool(kiln_graph *g, kiln_value x, const kiln_window_options *opts,
+                                  bool count_include_pad);
+
 /* jax.nn.dot_product_attention (torch's scaled_dot_product_attention). For batch b, query
  * head n and query position i, with kv = n / G the key/value head it reads:
  *   p_j = softmax over j of scale * (q[b, i, n, :] . k[b, j, kv, :])
@@ -1714,6 +1833,9 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_checkpoint_end(g)             KILN__S(g, kiln_checkpoint_end(g))
 #define kiln_checkpoint_name(g, ...)       KILN__V(g, kiln_checkpoint_name((g), __VA_ARGS__))
 #define kiln_vjp(g, ...)                   KILN__S(g, kiln_vjp((g), __VA_ARGS__))
+#define kiln_conv_general_dilated(g, ...)  KILN__V(g, kiln_conv_general_dilated((g), __VA_ARGS__))
+#define kiln_reduce_window(g, ...)         KILN__V(g, kiln_reduce_window((g), __VA_ARGS__))
+#define kiln_avg_pool(g, ...)              KILN__V(g, kiln_avg_pool((g), __VA_ARGS__))
 #endif
 
 /* ------------------------------------------------------ deprecated names ---- */

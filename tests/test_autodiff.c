@@ -69,6 +69,52 @@ static kiln_value f_dupdate_clamp(kiln_graph *g, const kiln_value *x) {
     dyn_starts(g, 3, -1, st); /* clamps to (2, 0) */
     return kiln_dynamic_update_slice(g, x[0], kiln_sin(g, x[1]), 2, st);
 }
+/* convolutions and windows (src/trace/conv.c): every layout, padding kind, dilation and
+ * groups reach the gradient through the composite's pieces */
+static kiln_value f_conv_nchw(kiln_graph *g, const kiln_value *x) {
+    kiln_conv_options o = {
+        .window_strides = {2, 1}, .padding = KILN_PADDING_SAME, .rhs_dilation = {1, 2}};
+    return kiln_conv_general_dilated(g, x[0], x[1], &o);
+}
+static kiln_value f_conv_nhwc(kiln_graph *g, const kiln_value *x) {
+    kiln_conv_options o = {.layout = KILN_CONV_NHWC,
+                           .pad_lo = {1, -1},
+                           .pad_hi = {0, 2},
+                           .lhs_dilation = {2, 1},
+                           .feature_group_count = 2};
+    return kiln_conv_general_dilated(g, x[0], x[1], &o);
+}
+static kiln_value f_conv_1d(kiln_graph *g, const kiln_value *x) {
+    kiln_conv_options o = {.window_strides = {2}, .padding = KILN_PADDING_SAME_LOWER};
+    return kiln_conv_general_dilated(g, x[0], x[1], &o);
+}
+static kiln_value f_conv_3d(kiln_graph *g, const kiln_value *x) {
+    kiln_conv_options o = {.padding = KILN_PADDING_SAME, .feature_group_count = 2};
+    return kiln_conv_general_dilated(g, x[0], x[1], &o);
+}
+static kiln_value f_maxpool(kiln_graph *g, const kiln_value *x) {
+    kiln_window_options o = {.window_dimensions = {1, 3, 2, 1},
+                             .window_strides = {1, 2, 1, 1},
+                             .padding = KILN_PADDING_SAME};
+    return kiln_reduce_window(g, x[0], KILN_WINDOW_MAX, &o);
+}
+static kiln_value f_sumwin(kiln_graph *g, const kiln_value *x) {
+    kiln_window_options o = {.window_dimensions = {2, 3},
+                             .window_strides = {1, 2},
+                             .pad_lo = {1, 0},
+                             .pad_hi = {0, 2},
+                             .base_dilation = {2, 1},
+                             .window_dilation = {1, 2}};
+    return kiln_reduce_window(g, x[0], KILN_WINDOW_SUM, &o);
+}
+static kiln_value f_minwin(kiln_graph *g, const kiln_value *x) {
+    kiln_window_options o = {.window_dimensions = {2, 3}, .window_strides = {1, 2}};
+    return kiln_reduce_window(g, x[0], KILN_WINDOW_MIN, &o);
+}
+static kiln_value f_avgpool(kiln_graph *g, const kiln_value *x) {
+    kiln_window_options o = {.window_dimensions = {1, 2, 3}, .padding = KILN_PADDING_SAME};
+    return kiln_avg_pool(g, x[0], &o, false);
+}
 U(f_exp, kiln_exp(g, x[0]))
 U(f_log, kiln_log(g, x[0]))
 U(f_log1p, kiln_log1p(g, x[0]))
@@ -369,6 +415,24 @@ static const grad_case cases[] = {
     {"reduce_max", f_rmax, 1, {3}, {{2, 3, 4}}, DISTINCT},
     {"reduce_min", f_rmin, 1, {3}, {{2, 3, 4}}, DISTINCT},
     {"reduce_prod", f_rprod, 1, {3}, {{2, 3, 2}}, ANY},
+    {"conv NCHW, SAME, strided, rhs-dilated",
+     f_conv_nchw,
+     2,
+     {4, 4},
+     {{2, 3, 5, 4}, {4, 3, 2, 2}},
+     ANY},
+    {"conv NHWC, groups, lhs-dilated, cropped",
+     f_conv_nhwc,
+     2,
+     {4, 4},
+     {{1, 4, 3, 4}, {2, 2, 2, 4}},
+     ANY},
+    {"conv 1-d, SAME_LOWER", f_conv_1d, 2, {3, 3}, {{2, 2, 6}, {3, 2, 3}}, ANY},
+    {"conv 3-d, groups", f_conv_3d, 2, {5, 5}, {{1, 2, 3, 3, 2}, {2, 1, 2, 2, 1}}, ANY},
+    {"reduce_window max (max pool)", f_maxpool, 1, {4}, {{1, 5, 4, 2}}, DISTINCT},
+    {"reduce_window sum, dilated", f_sumwin, 1, {2}, {{4, 5}}, ANY},
+    {"reduce_window min", f_minwin, 1, {2}, {{3, 6}}, DISTINCT},
+    {"avg_pool, padding not counted", f_avgpool, 1, {3}, {{2, 4, 5}}, ANY},
     {"dynamic_slice", f_dslice, 1, {2}, {{4, 5}}, ANY},
     {"dynamic_slice, negative start", f_dslice_neg, 1, {2}, {{4, 5}}, ANY},
     {"dynamic_update_slice", f_dupdate, 2, {2, 2}, {{4, 5}, {2, 3}}, ANY},

@@ -563,6 +563,40 @@ static void test_half(void) {
     }
 }
 
+/* A convolution (im2col slices, the patches' concatenation, the col2im sums of its
+ * gradient), a max pool (select chains) and an avg pool with their gradients, as the
+ * printed CUDA computes them (src/trace/conv.c; the products stay the CPU's). */
+static void test_conv(void) {
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype t = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+        char name[32];
+        snprintf(name, sizeof name, "conv_%s", kiln_dtype_name(t));
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        int64_t xd[4] = {2, 9, 8, 4}, wd[4] = {3, 3, 2, 6};
+        kiln_value x = kiln_parameter(g, "x", t, 4, xd), w = kiln_parameter(g, "w", t, 4, wd);
+        kiln_conv_options co = {.layout = KILN_CONV_NHWC,
+                                .padding = KILN_PADDING_SAME,
+                                .window_strides = {2, 1},
+                                .rhs_dilation = {1, 2},
+                                .feature_group_count = 2};
+        kiln_window_options mo = {.window_dimensions = {1, 3, 3, 1},
+                                  .window_strides = {1, 2, 2, 1},
+                                  .padding = KILN_PADDING_SAME};
+        kiln_value y = kiln_conv_general_dilated(g, x, w, &co);
+        kiln_value p = kiln_reduce_window(g, kiln_tanh(g, y), KILN_WINDOW_MAX, &mo);
+        kiln_value a = kiln_avg_pool(g, y, &mo, false);
+        kiln_value loss = kiln_add(g, kiln_reduce_sum(g, kiln_mul(g, p, p), 0, NULL, false),
+                                   kiln_reduce_sum(g, a, 0, NULL, false));
+        kiln_value outs[4] = {y, loss}, wrt[2] = {x, w};
+        CHECK_OK(ctx, kiln_grad(g, loss, 2, wrt, outs + 2));
+        if (finish(g, 4, outs, name)) {
+            check(g, name, NULL, d ? 1e-5 : 2e-4);
+            kiln_graph_destroy(g);
+        }
+    }
+}
+
 static void test_programs(int n) {
     for (int k = 0; k < n; k += 4) {
         char name[32];
@@ -758,6 +792,7 @@ int main(void) {
     test_attention();
     test_forms();
     test_half();
+    test_conv();
     test_programs(rp_program_count(1));
     gpu_stop();
     printf("test_cuda_emulate: %d programs run as emulated CUDA (%d split reductions)\n",

@@ -973,6 +973,29 @@ KILN_API kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs,
                               const kiln_value *cotangents, int n_wrt, const kiln_value *wrt,
                               kiln_value *grads);
 
+/* Forward-mode differentiation inside the graph being traced (jax.jvp, appended to g as
+ * kiln_vjp's backward pass is; docs/autodiff.md, "Forward mode"): the primal computation is
+ * the nodes g already holds, and tangents_out[j] receives
+ *   sum_i d outs[j] / d primals_in[i] . tangents_in[i],
+ * built as ordinary ops of g, so it fuses and compiles with the rest and may be
+ * differentiated again (kiln_jvp of a kiln_grad's gradient is a Hessian-vector product).
+ * primals_in[i] may be a parameter or any value of g; it is treated as an input of its own
+ * (its own inputs' tangents do not reach it). tangents_in[i] is a value of g of
+ * primals_in[i]'s dtype and shape (bf16/f16 tangents for bf16/f16 primals), or
+ * KILN_VALUE_NONE for a zero tangent, which builds nothing. Integer and bool values carry no
+ * tangent (JAX's float0): an integer primal's tangent is ignored, and an integer or bool
+ * output's tangents_out[j] is the invalid value. Values behind kiln_stop_gradient, compare,
+ * floor, sign, random numbers and constants have a zero tangent; a float output that does
+ * not depend on any primal gets zeros (a broadcast scalar: no buffer). Zero tangents are
+ * tracked symbolically, as JAX does: no node is built for them.
+ *
+ * Errors are builder errors (sticky on g): n_out or n_in <= 0, NULL arrays, a value of
+ * another graph, a tangent whose dtype or shape differs from its primal's (the message
+ * names both types). On error every tangents_out[j] is the invalid value. */
+KILN_API kiln_status kiln_jvp(kiln_graph *g, int n_out, const kiln_value *outs, int n_in,
+                              const kiln_value *primals_in, const kiln_value *tangents_in,
+                              kiln_value *tangents_out);
+
 /* ------------------------------------------------------------ checkpoints ---- */
 
 /* Rematerialisation (jax.checkpoint): the values traced between kiln_checkpoint_begin and
@@ -1836,6 +1859,7 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_conv_general_dilated(g, ...)  KILN__V(g, kiln_conv_general_dilated((g), __VA_ARGS__))
 #define kiln_reduce_window(g, ...)         KILN__V(g, kiln_reduce_window((g), __VA_ARGS__))
 #define kiln_avg_pool(g, ...)              KILN__V(g, kiln_avg_pool((g), __VA_ARGS__))
+#define kiln_jvp(g, ...)                   KILN__S(g, kiln_jvp((g), __VA_ARGS__))
 #endif
 
 /* ------------------------------------------------------ deprecated names ---- */

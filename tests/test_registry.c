@@ -308,6 +308,23 @@ static void test_vjp_rules(void) {
     }
 }
 
+/* Every op has a JVP rule (src/autodiff/jvp_rules.c) or is NONDIFF (a zero tangent),
+ * never both; no op refuses forward mode. PARAMETER, the leaf, has neither. */
+static void test_jvp_rules(void) {
+    for (int op = 0; op < IR_NUM_OPS; op++) {
+        const ir_op_info *o = &ir_ops[op];
+        bool rule = ad_jvp_rule_for((ir_op)op) != NULL, nondiff = (o->flags & IRF_NONDIFF) != 0;
+        if (op == IR_PARAMETER) {
+            CHECK_MSG(!rule && !nondiff, "parameter is the forward-mode leaf: no JVP rule");
+            continue;
+        }
+        CHECK_MSG(rule != nondiff, "%s: %s", o->name,
+                  rule ? "has a JVP rule but is marked NONDIFF"
+                       : "has no JVP rule (src/autodiff/jvp_rules.c) and is not marked "
+                         "IRF_NONDIFF");
+    }
+}
+
 int main(int argc, char **argv) {
     test_select_cases(argc, argv);
     char dir[] = "/tmp/kiln_test_registry_XXXXXX";
@@ -316,6 +333,7 @@ int main(int argc, char **argv) {
     RUN(test_rows);
     RUN(test_attr_table);
     RUN(test_vjp_rules);
+    RUN(test_jvp_rules);
     RUN(test_kernel_expressions);
     RUN(test_header);
     RUN(test_builder_macros);

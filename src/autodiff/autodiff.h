@@ -43,4 +43,26 @@ bool ad_primitive_rules_only(const kiln_graph *g);
 /* The name backward nodes' errors carry. */
 #define AD_OP "kiln_grad"
 
+/* Forward mode (jvp.c, jvp_rules.c). The rule of one op: n is a copy of forward node `id`,
+ * t[k] the tangent of its input k ({0, 0}: a symbolic zero, which has no node; at least one
+ * is not). Returns the tangent of n's result, of n's dtype and shape, or {0, 0} when it is
+ * structurally zero. Rules only append, through the public builders; a builder error is
+ * left on the graph, which the transform checks after each rule. */
+typedef kiln_value (*ad_jvp_rule)(kiln_graph *g, uint32_t id, const ir_node *n,
+                                  const kiln_value *t);
+
+/* The JVP rule of op, or NULL: IRF_NONDIFF ops (a zero tangent) and PARAMETER (a leaf: its
+ * tangent is the caller's or zero) have none. */
+ad_jvp_rule ad_jvp_rule_for(ir_op op);
+
+/* A nested forward sweep: the tangent of value `last`, where nodes first..last were just
+ * appended and read earlier values seeds[0..n) (distinct ids) whose tangents are
+ * tangents[i] ({0, 0} for zero). {0, 0} when it is zero or on error (left on g).
+ * Attention's rule differentiates its primitive form with it. */
+kiln_value ad_jvp_region(kiln_graph *g, uint32_t first, uint32_t last, int n,
+                         const uint32_t *seeds, const kiln_value *tangents);
+
+/* The name tangent nodes' errors carry. */
+#define AD_JVP_OP "kiln_jvp"
+
 #endif

@@ -59,8 +59,8 @@ ad_jvp_rule ad_jvp_rule_for(ir_op op);
  * appended and read earlier values seeds[0..n) (distinct ids) whose tangents are
  * tangents[i] ({0, 0} for zero). {0, 0} when it is zero or on error (left on g).
  * Attention's rule differentiates its primitive form with it. */
-kiln_value ad_jvp_region(kiln_graph *g, uint32_t first, uint32_t last, int n,
-                         const uint32_t *seeds, const kiln_value *tangents);
+kiln_value ad_jvp_region(kiln_graph *g, uint32_t first, uint32_t last, int n, const uint32_t *seeds,
+                         const kiln_value *tangents);
 
 /* The name tangent nodes' errors carry. */
 #define AD_JVP_OP "kiln_jvp"

@@ -67,13 +67,27 @@ static void seed(jvp_work *w, uint32_t id, kiln_value t) {
     w->tan[id] = w->tan[id].id ? kiln_add(w->g, w->tan[id], t) : t;
 }
 
+/* Whether node n carries a tangent: a float value, or a control node with a float result
+ * (a fori_loop's result 0 is its i32 index, its carries float). */
+static bool differentiable(const ir_node *n) {
+    if (ir_dtype_is_float(n->dtype)) return true;
+    if (ir_ops[n->op].kind != IRK_CONTROL) return false;
+    for (uint32_t i = 0; i < ir_control_n_results(n); i++) {
+        kiln_dtype t;
+        ir_shape s;
+        ir_control_result_type(n, i, &t, &s);
+        if (ir_dtype_is_float(t)) return true;
+    }
+    return false;
+}
+
 /* Sweep 1: from the needed nodes the caller marked (the outputs) down to lo, the nodes in
  * lo..hi whose tangent they read. */
 static void mark_needed(jvp_work *w, uint32_t lo, uint32_t hi) {
     for (uint32_t id = hi; id >= lo && id > 0; id--) {
         if ((w->flags[id] & (NEEDED | SEED)) != NEEDED) continue;
         const ir_node *n = &w->g->nodes[id];
-        if (!ir_dtype_is_float(n->dtype) || !ad_jvp_rule_for(n->op)) continue; /* always 0 */
+        if (!differentiable(n) || !ad_jvp_rule_for(n->op)) continue; /* always 0 */
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++) w->flags[in[k]] |= NEEDED;
     }
@@ -117,7 +131,7 @@ static bool step(jvp_work *w, uint32_t id) {
     kiln_graph *g = w->g;
     ir_node n = g->nodes[id]; /* a copy: builders may move the node array */
     ad_jvp_rule rule = ad_jvp_rule_for(n.op);
-    if (!rule || !ir_dtype_is_float(n.dtype)) return true; /* a symbolic zero */
+    if (!rule || !differentiable(&n)) return true; /* a symbolic zero */
     const uint32_t *in = ir_in(&n);
     kiln_value stack[16], *t = stack;
     if (n.n_in > 16 && !(t = host_alloc(g->ctx, n.n_in * sizeof *t))) {

@@ -412,6 +412,17 @@ RULE(jvp_all_reduce) {
 
 /* ---------------------------------------------------------------- table ---- */
 
+/* Control flow (while, scan, cond and their results): forward mode through a loop or a
+ * branch is not built yet; reverse mode is (kiln_grad, kiln_vjp). A refusal that names the
+ * op and the line of the kiln_jvp call, rather than a wrong zero. */
+static kiln_value jvp_control(kiln_graph *g, uint32_t id, const ir_node *n, const kiln_value *t) {
+    (void)t;
+    return trace_fail(g, KILN_STATUS_UNIMPLEMENTED, AD_JVP_OP,
+                      "forward mode through %s (%%%u) is not built yet; reverse mode "
+                      "(kiln_grad, kiln_vjp) differentiates it",
+                      ir_ops[n->op].name, id);
+}
+
 static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_NEG] = jvp_neg,
     [IR_ABS] = jvp_abs,
@@ -453,6 +464,10 @@ static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_CUMSUM] = jvp_cumsum,
     [IR_ATTENTION] = jvp_attention,
     [IR_ALL_REDUCE] = jvp_all_reduce,
+    [IR_WHILE] = jvp_control,
+    [IR_SCAN] = jvp_control,
+    [IR_COND] = jvp_control,
+    [IR_RESULT] = jvp_control,
 };
 
 ad_jvp_rule ad_jvp_rule_for(ir_op op) {

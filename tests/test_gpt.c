@@ -73,6 +73,41 @@ static void test_forward_vs_reference(kiln_context *ctx) {
     }
 }
 
+/* The blocks as one scan over the layers (gpt_trace_options.scan_layers): the same hidden
+ * states and loss as the unrolled form (f64: the two differ only in the order nothing
+ * changes), compiled against the reference, and the scanned program's body compiled once. */
+static void test_scanned_forward(kiln_context *ctx) {
+    gpt_config cfg = tiny;
+    cfg.layers = 3;
+    int P = gpt_num_params(&cfg), B = 2, T = 8;
+    kiln_array *args[64], *res[2][2] = {{0}};
+    random_params(ctx, &cfg, KILN_DTYPE_F64, args);
+    args[P] = tokens(ctx, B, T, 1), args[P + 1] = tokens(ctx, B, T, 2);
+    for (int scanned = 0; scanned < 2; scanned++) {
+        kiln_graph *g;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_forward", &g));
+        kiln_value p[64];
+        gpt_make_params(g, &cfg, KILN_DTYPE_F64, p);
+        int64_t bt[2] = {B, T};
+        kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
+        kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
+        gpt_trace_options o = {.scan_layers = scanned};
+        kiln_value outs[2] = {gpt_hidden_with(g, &cfg, p, idx, &o),
+                              gpt_loss_with(g, &cfg, p, idx, tgt, &o)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        CHECK_MSG(cmp_graph(ctx, g, P + 2, args, NULL, 1e-4, NULL), "scanned %d", scanned);
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        if (e) CHECK_OK(ctx, kiln_executable_run(e, P + 2, args, 2, res[scanned]));
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    CHECK(cmp_arrays(res[1][0], res[0][0], 1e-12, 1e-12, "scanned hidden"));
+    CHECK(cmp_arrays(res[1][1], res[0][1], 1e-12, 1e-12, "scanned loss"));
+    for (int i = 0; i < 4; i++) kiln_array_destroy(res[i / 2][i % 2]);
+    for (int i = 0; i < P + 2; i++) kiln_array_destroy(args[i]);
+}
+
 /* A whole training step as `kiln train` compiles it (forward, backward, global-norm
  * clipping, AdamW; parameters and moments donated) against the reference interpreter, on
  * every device of the context (cmp_graph: the CPU, and each GPU where there is one).
@@ -684,6 +719,7 @@ int main(void) {
     kiln_context *ctx = test_private_context(dir);
     if (!ctx) return 1;
     test_forward_vs_reference(ctx);
+    test_scanned_forward(ctx);
     test_step_vs_reference(ctx);
     test_mixed_precision_step(ctx);
     test_loss_scaled_step(ctx);

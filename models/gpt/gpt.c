@@ -285,6 +285,62 @@ kiln_value gpt_hidden_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_va
     return gpt_hidden_with(g, cfg, p, idx, &o);
 }
 
+/* One transformer block on the residual stream x [B*S, C] (wide); lp its 12 parameters. */
+static kiln_value block(kiln_graph *g, const gpt_config *cfg, const precision *pr,
+                        const kiln_value *lp, kiln_value x, int64_t B, int64_t S) {
+    kiln_value a = norm(g, pr, x, lp[LN1_W], lp[LN1_B]);
+    kiln_value y = linear(g, pr, attention(g, cfg, pr, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]);
+    x = kiln_add(g, x, kiln_convert(g, y, pr->wide));
+    kiln_value m = norm(g, pr, x, lp[LN2_W], lp[LN2_B]);
+    m = kiln_checkpoint_name(g, linear(g, pr, m, lp[FC_W], lp[FC_B]), "mlp_fc");
+    /* GELU-tanh is eight elementwise ops: in 16 bits each would round (kiln rounds
+     * every 16-bit op, fused or not); widened, the fused kernel rounds once, as
+     * torch's one-kernel GELU does. Its input, the product, is what is saved. */
+    m = kiln_convert(g, kiln_gelu(g, kiln_convert(g, m, pr->wide), true), pr->compute);
+    return kiln_add(g, x, kiln_convert(g, linear(g, pr, m, lp[MPROJ_W], lp[MPROJ_B]), pr->wide));
+}
+
+/* What the scanned block needs besides its carry and its layer's parameters. */
+typedef struct scan_block {
+    const gpt_config *cfg;
+    precision pr;
+    int64_t B, S;
+} scan_block;
+
+/* The scan's body: the carry x, then one layer's 12 parameters (slices of the stacks). */
+static int scan_block_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                           kiln_value *outs) {
+    const scan_block *sb = user;
+    if (n_in != 1 + GPT_PARAMS_PER_LAYER) return -1;
+    outs[0] = block(g, sb->cfg, &sb->pr, in + 1, in[0], sb->B, sb->S);
+    return 1;
+}
+
+/* The blocks as one kiln_scan over the layers: each of the 12 per-layer parameters stacked
+ * into [L, ...] (the parameters stay one array per layer, as the spec and the checkpoints
+ * have them; their gradients are the stacks' sliced back), the body traced and compiled
+ * once, whatever L. */
+static kiln_value scanned_blocks(kiln_graph *g, const gpt_config *cfg, const precision *pr,
+                                 const kiln_value *p, kiln_value x, int64_t B, int64_t S) {
+    kiln_value stacks[GPT_PARAMS_PER_LAYER], one[1024];
+    int L = cfg->layers;
+    for (int t = 0; t < GPT_PARAMS_PER_LAYER; t++) {
+        for (int l = 0; l < L; l++) {
+            kiln_value w = p[2 + GPT_PARAMS_PER_LAYER * l + t];
+            int64_t d[KILN_MAX_RANK + 1] = {1};
+            int rank = 0;
+            kiln_value_type(g, w, NULL, &rank, d + 1);
+            one[l] = kiln_reshape(g, w, rank + 1, d);
+        }
+        stacks[t] = L == 1 ? one[0] : kiln_concatenate(g, L, one, 0);
+    }
+    scan_block sb = {cfg, *pr, B, S};
+    kiln_value out = {0, 0};
+    int n = 0;
+    kiln_scan(g, scan_block_body, &sb, 1, &x, GPT_PARAMS_PER_LAYER, stacks, NULL, &n, &out);
+    return out;
+}
+
 kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_value *p,
                            kiln_value idx, const gpt_trace_options *opts) {
     gpt_trace_options none = {0};
@@ -305,21 +361,14 @@ kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_valu
      * saved 16-bit products. */
     kiln_value x = kiln_add(g, kiln_take_rows(g, p[0], idx), pos); /* [B, S, C] */
     x = kiln_convert(g, reshape2(g, x, B * S, C), pr.wide);
-    for (int l = 0; l < cfg->layers; l++) {
-        const kiln_value *lp = p + 2 + GPT_PARAMS_PER_LAYER * l;
-        if (hook && hook->fn) hook->fn(g, l, true, hook->user);
-        kiln_value a = norm(g, &pr, x, lp[LN1_W], lp[LN1_B]);
-        kiln_value y =
-            linear(g, &pr, attention(g, cfg, &pr, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]);
-        x = kiln_add(g, x, kiln_convert(g, y, pr.wide));
-        kiln_value m = norm(g, &pr, x, lp[LN2_W], lp[LN2_B]);
-        m = kiln_checkpoint_name(g, linear(g, &pr, m, lp[FC_W], lp[FC_B]), "mlp_fc");
-        /* GELU-tanh is eight elementwise ops: in 16 bits each would round (kiln rounds
-         * every 16-bit op, fused or not); widened, the fused kernel rounds once, as
-         * torch's one-kernel GELU does. Its input, the product, is what is saved. */
-        m = kiln_convert(g, kiln_gelu(g, kiln_convert(g, m, pr.wide), true), pr.compute);
-        x = kiln_add(g, x, kiln_convert(g, linear(g, &pr, m, lp[MPROJ_W], lp[MPROJ_B]), pr.wide));
-        if (hook && hook->fn) hook->fn(g, l, false, hook->user);
+    if (opts->scan_layers) {
+        x = scanned_blocks(g, cfg, &pr, p, x, B, S);
+    } else {
+        for (int l = 0; l < cfg->layers; l++) {
+            if (hook && hook->fn) hook->fn(g, l, true, hook->user);
+            x = block(g, cfg, &pr, p + 2 + GPT_PARAMS_PER_LAYER * l, x, B, S);
+            if (hook && hook->fn) hook->fn(g, l, false, hook->user);
+        }
     }
     int n = gpt_num_params(cfg);
     return norm(g, &pr, x, p[n - 2], p[n - 1]);

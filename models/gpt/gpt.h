@@ -90,8 +90,13 @@ kiln_value gpt_loss_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_valu
  * residual stream, the layer norms, the attention softmax, the GELU and the loss are
  * computed in f32, and the gradients of the f32 parameters are f32. */
 typedef struct gpt_trace_options {
-    const gpt_block_hook *hook; /* around each block; NULL: none */
+    const gpt_block_hook *hook; /* around each block; NULL: none (not called with scan_layers) */
     kiln_dtype compute;         /* 0: the parameters' dtype */
+    /* The blocks as one kiln_scan over the layers (jax.lax.scan over stacked layers): the
+     * block is traced and compiled once, so the program's size and compile time do not
+     * grow with L; its backward pass recomputes each block from the activations entering
+     * it, as jax.checkpoint on the scanned body does (docs/control_flow.md). */
+    bool scan_layers;
 } gpt_trace_options;
 /* gpt_hidden and gpt_loss with options (NULL: none). gpt_hidden_with's result is in the
  * compute dtype; the loss is f32 (f64 for f64 parameters) whatever it is. */

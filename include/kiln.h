@@ -1385,6 +1385,9 @@ typedef struct kiln_executable_info {
     size_t code_bytes;      /* size of the loaded machine code (the shared object) */
     bool from_disk_cache;   /* the code was loaded from KILN_CACHE_DIR, not compiled */
     double compile_seconds; /* wall time of kiln_compile */
+    /* kernels compiled for it: num_kernels plus, once each, those of the sub-graphs its
+     * loops and branches run (docs/control_flow.md), whatever their trip counts */
+    int num_kernels_compiled;
 } kiln_executable_info;
 KILN_API void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *info);
 /* The optimised graph, its kernels and the generated C source, as text. Needs

@@ -191,6 +191,10 @@ static const tool_flag train_flags[] = {
              "dots_saveable, dots_with_no_batch_dims_saveable,\n"
              "everything_saveable, save_only_these_names:qkv,attn,mlp_fc\n"
              "or save_any_names_but_these:NAMES (docs/memory.md)"},
+    {T_SW("--scan-layers", o.scan_layers),
+     .help = "the blocks as one scan over the layers: compiled once whatever the\n"
+             "depth, each block recomputed in the backward pass (not with\n"
+             "--remat; docs/control_flow.md)"},
     {T_SW("--no-summary", o.no_summary),
      .help = "leave the summary out of the output (it is still written to\nDIR/summary.txt)"},
     {.kind = TOOL_FLAG_HEADING,

@@ -487,7 +487,7 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
     if (s->loss_scaling == GPT_LOSS_SCALING_DYNAMIC)
         ls.good_steps = kiln_parameter(g, "loss_scale_good", KILN_DTYPE_I32, 0, NULL);
 
-    gpt_trace_options to = {.hook = s->hook, .compute = s->compute};
+    gpt_trace_options to = {.hook = s->hook, .compute = s->compute, .scan_layers = s->scan_layers};
     kiln_value loss = gpt_loss_with(g, cfg, a, idx, targets, &to);
     kiln_grad(g, scaled ? kiln_mul(g, loss, kiln_convert(g, ls.scale, dtype_of(g, loss))) : loss, P,
               a, grads);

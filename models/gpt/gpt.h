@@ -155,6 +155,7 @@ typedef struct gpt_step_spec {
     kiln_dtype compute;
     gpt_loss_scaling loss_scaling; /* AUTO counts as NONE here */
     int64_t growth_interval;       /* dynamic: 0: 2000 */
+    bool scan_layers;              /* gpt_trace_options.scan_layers (hook: not called) */
 } gpt_step_spec;
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err);
@@ -256,6 +257,10 @@ typedef struct gpt_train_options {
     kiln_checkpoint_policy remat_policy;
     int remat_n_names;
     const char *const *remat_names;
+    /* The blocks as one scan over the layers (gpt_trace_options.scan_layers): the program
+     * and its compile time stay the same size whatever the depth; the backward pass
+     * recomputes each block, so it excludes remat. Not part of the recipe. */
+    bool scan_layers;
     /* Mixed precision (docs/mixed_precision.md): the dtype the step and the validation
      * compute in, KILN_DTYPE_F32 (0 counts as f32), KILN_DTYPE_BF16 or KILN_DTYPE_F16
      * (gpt_trace_options.compute). The parameters, gradients and AdamW moments stay f32

@@ -515,7 +515,8 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
                           .eps = r->o->eps,
                           .compute = compute_of(r->o),
                           .loss_scaling = r->scaling,
-                          .growth_interval = interval_of(r->o)};
+                          .growth_interval = interval_of(r->o),
+                          .scan_layers = r->o->scan_layers};
     gpt_block_hook hook = {remat_block, (void *)r->o};
     if (r->o->remat) spec.hook = &hook;
     st = gpt_trace_step(g, &r->cfg, KILN_DTYPE_F32, &spec, r->err);
@@ -560,7 +561,7 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
     kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
     kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
     /* validated as it trains: in the compute dtype */
-    gpt_trace_options to = {.compute = compute_of(r->o)};
+    gpt_trace_options to = {.compute = compute_of(r->o), .scan_layers = r->o->scan_layers};
     kiln_value loss = gpt_loss_with(g, &r->cfg, p, idx, tgt, &to);
     free(p);
     kiln_compile_options eo = {.device = r->dev};
@@ -867,6 +868,11 @@ static kiln_status check_options(const gpt_train_options *o, char *err) {
                  "in [0, %lld], lr (%g) > 0, weight decay (%g) and clip (%g) >= 0",
                  o->batch, (long long)o->steps, GPT_MAX_STEPS, (long long)o->warmup, GPT_MAX_STEPS,
                  o->lr, o->weight_decay, o->clip);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    if (o->remat && o->scan_layers) {
+        gpt_errf(err, "gpt_train: remat and scan_layers together: a scanned block is recomputed "
+                      "in the backward pass already (docs/control_flow.md)");
         return KILN_STATUS_INVALID_ARGUMENT;
     }
     kiln_dtype dt = compute_of(o);

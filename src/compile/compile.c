@@ -322,6 +322,10 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
         return s;
     }
     e->stats.num_kernels = (int)e->plan.n_kernels;
+    e->stats.num_kernels_compiled = e->stats.num_kernels;
+    for (uint32_t i = 0; i < e->n_ctls; i++)
+        for (uint32_t k = 0; k < e->ctls[i].n_subs; k++)
+            e->stats.num_kernels_compiled += e->ctls[i].subs[k]->stats.num_kernels_compiled;
     e->stats.num_ops = kiln_graph_num_nodes(e->g);
     e->stats.num_fused_away = (int)e->plan.n_fused_away;
     e->donate_to = NULL; /* the caller's, read while compiling only */

@@ -40,6 +40,21 @@ void ad_composite_rule(kiln_graph *g, const ir_composite *c, kiln_value ct, cons
 bool ad_set_primitive_rules_only(kiln_graph *g, bool on);
 bool ad_primitive_rules_only(const kiln_graph *g);
 
+/* control_rules.c: the rules of the control ops (while, scan, cond; ir.h, "ir_region").
+ * A control node has several results, so its rule takes the cotangent of each:
+ * cts[i] for result i (ir_control_n_results of n; {0, 0} for a result with none), and
+ * writes the contributions of the inputs whose need is set, as an ad_rule does. The
+ * transform (grad.c) calls it with the cotangents of the node and its RESULT nodes.
+ * Unlike other rules, SCAN's may rebuild the forward node: control_rules.c says why. */
+void ad_control_vjp(kiln_graph *g, uint32_t id, const ir_node *n, const kiln_value *cts,
+                    const bool *need, kiln_value *out);
+/* The table's entries: ad_control_rule is ad_control_vjp with only result 0's cotangent;
+ * ad_result_rule does nothing (a RESULT node's cotangent is its control node's to use). */
+void ad_control_rule(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                     kiln_value *out);
+void ad_result_rule(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out);
+
 /* The name backward nodes' errors carry. */
 #define AD_OP "kiln_grad"
 

@@ -30,7 +30,10 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { VARYING = 1, LIVE = 2 };
+/* VARYING, LIVE: the node's value (its result 0) depends on a wrt, and gets a cotangent.
+ * CTL_VARYING, CTL_LIVE (control nodes only): some result of the node depends on a wrt,
+ * and some result gets a cotangent, so the node's rule runs. */
+enum { VARYING = 1, LIVE = 2, CTL_VARYING = 4, CTL_LIVE = 8 };
 
 /* Host memory of one transform: a flag byte and a cotangent per node of the forward graph. */
 typedef struct ad_work {
@@ -78,31 +81,56 @@ static void accumulate(ad_work *w, uint32_t id, kiln_value c) {
     w->ct[id] = w->ct[id].id ? kiln_add(w->g, w->ct[id], c) : c;
 }
 
+static bool any_input(const ad_work *w, const ir_node *n, uint8_t flag) {
+    const uint32_t *in = ir_in(n);
+    for (uint32_t k = 0; k < n->n_in; k++)
+        if (w->flags[in[k]] & flag) return true;
+    return false;
+}
+
+/* Sweep 1 for one node. A control node has several results (ir.h) of which only the float
+ * ones vary: CTL_VARYING says some do, VARYING keeps meaning "its result 0 does", so an
+ * integer result 0 (fori_loop's index) never varies. A RESULT node varies when it is a
+ * float and its control node has a varying input. */
+static void mark_varying(ad_work *w, uint32_t id) {
+    const ir_node *n = &w->g->nodes[id];
+    ir_kind kind = ir_ops[n->op].kind;
+    if (kind == IRK_RESULT) {
+        if (ir_dtype_is_float(n->dtype) && (w->flags[ir_in(n)[0]] & CTL_VARYING))
+            w->flags[id] |= VARYING;
+        return;
+    }
+    if ((w->flags[id] & VARYING) || !ad_rule_for(n->op)) return;
+    if (kind == IRK_CONTROL) {
+        if (any_input(w, n, VARYING)) w->flags[id] |= CTL_VARYING;
+        if ((w->flags[id] & CTL_VARYING) && ir_dtype_is_float(n->dtype)) w->flags[id] |= VARYING;
+        return;
+    }
+    if (ir_dtype_is_float(n->dtype) && any_input(w, n, VARYING)) w->flags[id] |= VARYING;
+}
+
+/* Sweep 2 for one node: a live RESULT node makes its control node's rule run (CTL_LIVE)
+ * without giving the control node's own result a cotangent. */
+static void mark_live(ad_work *w, uint32_t id) {
+    const ir_node *n = &w->g->nodes[id];
+    if (n->op == IR_RESULT) {
+        if (w->flags[id] & LIVE) w->flags[ir_in(n)[0]] |= CTL_LIVE;
+        return;
+    }
+    if (!(w->flags[id] & (LIVE | CTL_LIVE)) || !ad_rule_for(n->op)) return;
+    const uint32_t *in = ir_in(n);
+    for (uint32_t k = 0; k < n->n_in; k++)
+        if (w->flags[in[k]] & VARYING) w->flags[in[k]] |= LIVE;
+}
+
 /* Sweeps 1 and 2: marks the varying nodes from lo and the live ones below hi. */
 static void mark(ad_work *w, const uint32_t *wrt, int n_wrt, const uint32_t *outs, int n_out,
                  uint32_t lo, uint32_t hi) {
-    const kiln_graph *g = w->g;
     for (int i = 0; i < n_wrt; i++) w->flags[wrt[i]] |= VARYING;
-    for (uint32_t id = lo; id <= hi; id++) {
-        const ir_node *n = &g->nodes[id];
-        if ((w->flags[id] & VARYING) || !ir_dtype_is_float(n->dtype) || !ad_rule_for(n->op))
-            continue;
-        const uint32_t *in = ir_in(n);
-        for (uint32_t k = 0; k < n->n_in; k++)
-            if (w->flags[in[k]] & VARYING) {
-                w->flags[id] |= VARYING;
-                break;
-            }
-    }
+    for (uint32_t id = lo; id <= hi; id++) mark_varying(w, id);
     for (int i = 0; i < n_out; i++)
         if (w->flags[outs[i]] & VARYING) w->flags[outs[i]] |= LIVE;
-    for (uint32_t id = hi; id >= lo && id > 0; id--) {
-        const ir_node *n = &g->nodes[id];
-        if (!(w->flags[id] & LIVE) || !ad_rule_for(n->op)) continue;
-        const uint32_t *in = ir_in(n);
-        for (uint32_t k = 0; k < n->n_in; k++)
-            if (w->flags[in[k]] & VARYING) w->flags[in[k]] |= LIVE;
-    }
+    for (uint32_t id = hi; id >= lo && id > 0; id--) mark_live(w, id);
 }
 
 /* Checks one contribution's type against its input: a rule that got it wrong is a kiln
@@ -173,52 +201,93 @@ static bool composite_backward(ad_work *w, const ir_composite *c) {
     return g->status == KILN_STATUS_OK;
 }
 
-/* Sweep 3: runs the rules of the live nodes from hi down to lo. */
+/* The cotangents of control node id's results (cts[i] for result i, {0, 0} for none: a
+ * result nothing live reads), its own and its RESULT nodes'. */
+static kiln_value *result_cts(ad_work *w, uint32_t id, uint32_t *count) {
+    kiln_graph *g = w->g;
+    uint32_t nr = ir_control_n_results(&g->nodes[id]);
+    uint32_t *ids = host_calloc(g->ctx, nr, sizeof *ids);
+    kiln_value *cts = host_calloc(g->ctx, nr, sizeof *cts);
+    if (!ids || !cts) {
+        if (ids) host_free(g->ctx, ids, nr * sizeof *ids);
+        if (cts) host_free(g->ctx, cts, nr * sizeof *cts);
+        trace_fail(g, KILN_STATUS_HOST_OOM, w->op,
+                   "host allocation for the %u results of %%%u failed", nr, id);
+        return NULL;
+    }
+    ir_control_results(g, id, ids);
+    for (uint32_t i = 0; i < nr; i++)
+        if (ids[i] && ids[i] < w->n && (w->flags[ids[i]] & LIVE)) cts[i] = w->ct[ids[i]];
+    host_free(g->ctx, ids, nr * sizeof *ids);
+    *count = nr;
+    return cts;
+}
+
+/* Runs the rule of node id (a control node's with the cotangents of all its results) and
+ * adds its contributions to its live inputs. */
+static bool run_rule(ad_work *w, uint32_t id) {
+    kiln_graph *g = w->g;
+    ir_node n = g->nodes[id]; /* a copy: builders may move the node array */
+    bool control = ir_ops[n.op].kind == IRK_CONTROL;
+    ad_rule rule = ad_rule_for(n.op);
+    if (!rule) return true; /* a wrt that is a parameter or NONDIFF: nothing above it */
+    bool need[16];
+    kiln_value stack_out[16], *cts = NULL;
+    bool *needp = need;
+    kiln_value *out = stack_out;
+    uint32_t n_cts = 0;
+    if (n.n_in > 16) { /* a wide concatenate or control node */
+        needp = host_alloc(g->ctx, n.n_in * sizeof *needp);
+        out = host_alloc(g->ctx, n.n_in * sizeof *out);
+        if (!needp || !out) {
+            if (needp) host_free(g->ctx, needp, n.n_in * sizeof *needp);
+            if (out) host_free(g->ctx, out, n.n_in * sizeof *out);
+            trace_fail(g, KILN_STATUS_HOST_OOM, w->op,
+                       "host allocation for the %u inputs of %%%u failed", n.n_in, id);
+            return false;
+        }
+    }
+    const uint32_t *in = ir_in(&n);
+    for (uint32_t k = 0; k < n.n_in; k++) {
+        needp[k] = (w->flags[in[k]] & LIVE) != 0;
+        out[k] = KN_NONE;
+    }
+    if (control && (cts = result_cts(w, id, &n_cts)))
+        ad_control_vjp(g, id, &n, cts, needp, out);
+    else if (!control)
+        rule(g, id, &n, w->ct[id], needp, out);
+    bool ok = g->status == KILN_STATUS_OK;
+    for (uint32_t k = 0; ok && k < n.n_in; k++) {
+        if (!needp[k] || !out[k].id) continue;
+        if (!(ok = check_contribution(w, id, in[k], out[k]))) break;
+        accumulate(w, in[k], out[k]);
+        ok = g->status == KILN_STATUS_OK;
+    }
+    if (cts) host_free(g->ctx, cts, n_cts * sizeof *cts);
+    if (needp != need) {
+        host_free(g->ctx, needp, n.n_in * sizeof *needp);
+        host_free(g->ctx, out, n.n_in * sizeof *out);
+    }
+    return ok;
+}
+
+/* Sweep 3: runs the rules of the live nodes from hi down to lo. A RESULT node's cotangent
+ * stays on it: its control node's rule reads it (result_cts), as the control node comes
+ * first in the graph and so later in this sweep. */
 static bool backward(ad_work *w, uint32_t lo, uint32_t hi) {
     kiln_graph *g = w->g;
     for (uint32_t id = hi; id >= lo && id > 0; id--) {
-        if (!(w->flags[id] & LIVE) || !w->ct[id].id) continue;
-        const ir_composite *c = closed_composite(w, id);
+        ir_kind kind = ir_ops[g->nodes[id].op].kind;
+        if (kind == IRK_RESULT) continue;
+        if (kind == IRK_CONTROL ? !(w->flags[id] & CTL_LIVE) && !w->ct[id].id
+                                : !(w->flags[id] & LIVE) || !w->ct[id].id)
+            continue;
+        const ir_composite *c = kind == IRK_CONTROL ? NULL : closed_composite(w, id);
         if (c) {
             if (!composite_backward(w, c)) return false;
             continue;
         }
-        ir_node n = g->nodes[id]; /* a copy: builders may move the node array */
-        ad_rule rule = ad_rule_for(n.op);
-        if (!rule) continue; /* a wrt that is a parameter or NONDIFF: nothing above it */
-        bool need[16];
-        kiln_value stack_out[16];
-        bool *needp = need;
-        kiln_value *out = stack_out;
-        if (n.n_in > 16) { /* a wide concatenate */
-            needp = host_alloc(g->ctx, n.n_in * sizeof *needp);
-            out = host_alloc(g->ctx, n.n_in * sizeof *out);
-            if (!needp || !out) {
-                if (needp) host_free(g->ctx, needp, n.n_in * sizeof *needp);
-                if (out) host_free(g->ctx, out, n.n_in * sizeof *out);
-                trace_fail(g, KILN_STATUS_HOST_OOM, w->op,
-                           "host allocation for the %u inputs of %%%u failed", n.n_in, id);
-                return false;
-            }
-        }
-        const uint32_t *in = ir_in(&n);
-        for (uint32_t k = 0; k < n.n_in; k++) {
-            needp[k] = (w->flags[in[k]] & LIVE) != 0;
-            out[k] = KN_NONE;
-        }
-        rule(g, id, &n, w->ct[id], needp, out);
-        bool ok = g->status == KILN_STATUS_OK;
-        for (uint32_t k = 0; ok && k < n.n_in; k++) {
-            if (!needp[k] || !out[k].id) continue;
-            if (!(ok = check_contribution(w, id, in[k], out[k]))) break;
-            accumulate(w, in[k], out[k]);
-            ok = g->status == KILN_STATUS_OK;
-        }
-        if (needp != need) {
-            host_free(g->ctx, needp, n.n_in * sizeof *needp);
-            host_free(g->ctx, out, n.n_in * sizeof *out);
-        }
-        if (!ok) return false;
+        if (!run_rule(w, id)) return false;
     }
     return true;
 }

@@ -620,6 +620,11 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_CUMSUM] = vjp_cumsum,
     [IR_ATTENTION] = vjp_attention,
     [IR_ALL_REDUCE] = vjp_all_reduce,
+    /* control flow: control_rules.c; a RESULT node's cotangent goes to its control node's */
+    [IR_WHILE] = ad_control_rule,
+    [IR_SCAN] = ad_control_rule,
+    [IR_COND] = ad_control_rule,
+    [IR_RESULT] = ad_result_rule,
 };
 
 ad_rule ad_rule_for(ir_op op) {

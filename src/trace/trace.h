@@ -119,4 +119,11 @@ kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, kiln_valu
 void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k, kiln_value v,
                          kiln_value out, kiln_value ct, const bool *need, kiln_value *grads);
 
+/* inline.c: appends to g a copy of the computation of finished graph s (a loop body, a
+ * branch), its parameters replaced by args[0..s->n_params) (values of g of the same types),
+ * and puts the copies of its outputs in outs[0..s->n_outputs). Nested control nodes share
+ * their region with the original. Errors are g's, named op. */
+kiln_status trace_inline(kiln_graph *g, const char *op, const kiln_graph *s, const kiln_value *args,
+                         kiln_value *outs);
+
 #endif

@@ -931,14 +931,19 @@ typedef struct kiln_scan_options {
  * carries and the i-th slice of each of the n_xs arrays xs (their leading axis, of one
  * length, dropped) and returns n_carry new carries followed by any number of
  * per-iteration outputs. outs receives the n_carry final carries, then each per-iteration
- * output stacked along a new leading axis; *n_outs their count. opts may be NULL. */
+ * output stacked along a new leading axis; *n_outs their count. opts may be NULL.
+ * Differentiable (kiln_grad): the backward pass is a scan the other way that recomputes the
+ * body at each iteration from the carries the forward scan saves (as jax.checkpoint on the
+ * body: memory O(length x carries), not the body's residuals; docs/autodiff.md). */
 KILN_API kiln_status kiln_scan(kiln_graph *g, kiln_fn body, void *user, int n_carry,
                                const kiln_value *init, int n_xs, const kiln_value *xs,
                                const kiln_scan_options *opts, int *n_outs, kiln_value *outs);
 
 /* One of two branches, by a bool scalar (jax.lax.cond): true_fn(operands) if pred, else
  * false_fn(operands). Both are traced and must return values of the same dtypes and
- * shapes; only the chosen one runs. outs receives them, *n_outs their count. */
+ * shapes; only the chosen one runs. outs receives them, *n_outs their count.
+ * Differentiable: the backward pass is a cond on the same predicate over the branches'
+ * VJPs. */
 KILN_API kiln_status kiln_cond(kiln_graph *g, kiln_value pred, kiln_fn true_fn, kiln_fn false_fn,
                                void *user, int n, const kiln_value *operands, int *n_outs,
                                kiln_value *outs);

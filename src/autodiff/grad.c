@@ -16,6 +16,13 @@
  *     whose interior no later node reads gets the composite's direct rule instead
  *     (composite_rules.c), and its interior nodes get none: less kept, more stable.
  *
+ * Control nodes (while, scan, cond) have several results: the node is result 0, a RESULT
+ * node each other one (ir.h). Their flags are kept apart (CTL_VARYING, CTL_LIVE) so that an
+ * integer result 0 never varies while a float RESULT does; a RESULT node's cotangent stays
+ * on it, and the control node's rule (control_rules.c) receives the cotangents of all its
+ * results at once. A scan's rule appends RESULT nodes past the forward graph's ids; the
+ * sweeps never read them.
+ *
  * Every backward node is made by the public builders, so it is typed and checked, and
  * carries the user's location of the kiln_grad call. The nodes the transform appends are
  * flagged `backward`, the wrt that are graph parameters get the parameter role and the

@@ -557,6 +557,55 @@ static void test_while_refused(kiln_context *ctx) {
     }
 }
 
+/* An empty scan (length 0): the carries pass through, the ys are empty, and the gradient
+ * of the initial carry is the final carry's cotangent. Integer xs (scanned, no gradient)
+ * beside float ones. */
+static int int_x_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    kiln_value k = kiln_convert(g, in[2], KILN_DTYPE_F64);
+    outs[0] = kiln_add(g, kiln_mul(g, in[0], k), in[1]);
+    outs[1] = kiln_mul(g, in[1], in[1]);
+    return 2;
+}
+
+static void test_edges(kiln_context *ctx) {
+    for (int64_t len = 0; len <= 3; len += 3) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "edges", &g);
+        int64_t xd[1] = {len};
+        kiln_value c0 = kiln_parameter(g, "c", KILN_DTYPE_F64, 0, NULL);
+        kiln_value xs[2] = {kiln_parameter(g, "x", KILN_DTYPE_F64, 1, xd),
+                            kiln_parameter(g, "k", KILN_DTYPE_I32, 1, xd)};
+        kiln_value outs[2], d[2], res[3];
+        int n = 0;
+        CHECK_OK(ctx, kiln_scan(g, int_x_body, NULL, 1, &c0, 2, xs, NULL, &n, outs));
+        kiln_value loss = kiln_add(g, outs[0], sum(g, outs[1]));
+        kiln_value wrt[2] = {c0, xs[0]};
+        CHECK_OK(ctx, kiln_grad(g, loss, 2, wrt, d));
+        res[0] = loss, res[1] = d[0], res[2] = d[1];
+        CHECK_OK(ctx, kiln_graph_finish(g, 3, res));
+        double c = 0.5, x[3] = {0.25, -1, 2}, got[3] = {0}, dx[3] = {0};
+        int32_t k[3] = {2, -1, 3};
+        kiln_array *a[3] = {0}, *r[3] = {0};
+        kiln_array_create(ctx, KILN_DTYPE_F64, 0, NULL, &c, &a[0]);
+        kiln_array_create(ctx, KILN_DTYPE_F64, 1, xd, x, &a[1]);
+        kiln_array_create(ctx, KILN_DTYPE_I32, 1, xd, k, &a[2]);
+        CHECK_OK(ctx, kiln_interpret(g, 3, a, 3, r));
+        for (int i = 0; i < 2; i++)
+            if (r[i]) kiln_array_copy_to_host(r[i], &got[i], sizeof(double));
+        if (r[2] && len) kiln_array_copy_to_host(r[2], dx, sizeof dx);
+        /* c3 = ((c k0 + x0) k1 + x1) k2 + x2; loss = c3 + sum(x^2) */
+        double want_c = len ? (double)k[0] * k[1] * k[2] : 1;
+        double want_x[3] = {(double)k[1] * k[2] + 2 * x[0], k[2] + 2 * x[1], 1 + 2 * x[2]};
+        CHECK_MSG(got[1] == want_c, "scan of length %lld: dc %g, want %g", (long long)len, got[1],
+                  want_c);
+        for (int i = 0; i < len; i++)
+            CHECK_MSG(fabs(dx[i] - want_x[i]) < 1e-15, "dx[%d] %g, want %g", i, dx[i], want_x[i]);
+        for (int i = 0; i < 3; i++) kiln_array_destroy(a[i]), kiln_array_destroy(r[i]);
+        kiln_graph_destroy(g);
+    }
+}
+
 int main(void) {
     kiln_context *ctx = test_context();
     if (!ctx) return 1;
@@ -564,6 +613,7 @@ int main(void) {
     test_conds(ctx);
     test_second_derivative(ctx);
     test_while_refused(ctx);
+    test_edges(ctx);
     kiln_context_destroy(ctx);
     return test_summary("test_control_grad");
 }

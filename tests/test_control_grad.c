@@ -1,9 +1,10 @@
 /* test_control_grad.c — gradients through control flow (kiln_scan, kiln_fori_loop,
  * kiln_cond, kiln_switch; src/autodiff/control_rules.c), run by the reference
- * interpreter: each against central finite differences in f64, and against the gradient of
- * the same program written without control flow (the loop unrolled by hand, the branch
- * chosen at trace time, with the same ops), which must agree to f64 rounding. Also second
- * derivatives through a scan, and the refusal of a while loop. */
+ * interpreter and compiled against it (measured peak = planned checked too): each against central
+ * finite differences in f64, and against the gradient of the same program written without control
+ * flow (the loop unrolled by hand, the branch chosen at trace time, with the same ops), which must
+ * agree to f64 rounding. Also second derivatives through a scan, and the refusal of a while loop.
+ */
 #include "compare.h"
 
 #include <math.h>
@@ -60,6 +61,9 @@ static void run(kiln_context *ctx, kiln_graph *g, const prog *pr, double *const 
         CHECK_OK(ctx,
                  kiln_array_create(ctx, KILN_DTYPE_F64, pr->rank[i], pr->dims[i], x[i], &args[i]));
     CHECK_OK(ctx, kiln_interpret(g, pr->np, args, n_out, res));
+    /* a gradient's program also compiled, against the interpreter (and its plan checked) */
+    if (n_out > 1)
+        CHECK_MSG(cmp_graph(ctx, g, pr->np, args, NULL, 1e-6, NULL), "%s compiled", pr->name);
     size_t at = 0;
     for (int i = 0; i < n_out; i++) {
         size_t n = i ? (size_t)numel(pr, i - 1) : 1;

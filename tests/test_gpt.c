@@ -108,6 +108,55 @@ static void test_scanned_forward(kiln_context *ctx) {
     for (int i = 0; i < P + 2; i++) kiln_array_destroy(args[i]);
 }
 
+/* The training step with the blocks scanned (gpt_step_spec.scan_layers): its gradients
+ * come from the scan's VJP (a reverse scan recomputing each block), and the new
+ * parameters, moments and loss equal the unrolled step's to f64 rounding; compiled
+ * against the reference too (and donated, as `kiln train` runs it). */
+static void test_scanned_step(kiln_context *ctx) {
+    gpt_config cfg = tiny;
+    cfg.layers = 3;
+    int P = gpt_num_params(&cfg), B = 2, T = 8, n_args = 3 * P + 4, n_out = 3 * P + 1;
+    kiln_array *args[3 * 64 + 4], *res[2][3 * 64 + 1] = {{0}};
+    random_params(ctx, &cfg, KILN_DTYPE_F64, args);
+    for (int i = 0; i < P; i++) {
+        int64_t n = kiln_array_size(args[i]);
+        double *m = malloc((size_t)n * sizeof *m);
+        for (int k = 1; k < 3; k++) {
+            for (int64_t j = 0; j < n; j++)
+                m[j] = k == 1 ? 1e-3 * (double)(j % 7) : 1e-4 + 1e-5 * (double)(j % 5);
+            kiln_array_create(ctx, KILN_DTYPE_F64, args[i]->shape.rank, args[i]->shape.dims, m,
+                              &args[k * P + i]);
+        }
+        free(m);
+    }
+    args[3 * P] = tokens(ctx, B, T, 3), args[3 * P + 1] = tokens(ctx, B, T, 4);
+    float lr = 1e-3f;
+    int32_t step = 3;
+    kiln_array_create(ctx, KILN_DTYPE_F32, 0, NULL, &lr, &args[3 * P + 2]);
+    kiln_array_create(ctx, KILN_DTYPE_I32, 0, NULL, &step, &args[3 * P + 3]);
+    for (int scanned = 0; scanned < 2; scanned++) {
+        kiln_graph *g;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+        char err[GPT_ERR_SIZE];
+        gpt_step_spec spec = {
+            .batch = B, .seq = T, .weight_decay = 0.1, .clip = 1.0, .scan_layers = scanned};
+        CHECK_MSG(gpt_trace_step(g, &cfg, KILN_DTYPE_F64, &spec, err) == KILN_STATUS_OK, "%s", err);
+        if (scanned) CHECK_MSG(cmp_graph(ctx, g, n_args, args, NULL, 1e-4, NULL), "scanned step");
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        if (e) CHECK_OK(ctx, kiln_executable_run(e, n_args, args, n_out, res[scanned]));
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    for (int j = 0; j < n_out; j++) {
+        char what[48];
+        snprintf(what, sizeof what, "scanned step output %d", j);
+        CHECK(cmp_arrays(res[1][j], res[0][j], 1e-12, 1e-11, what));
+        kiln_array_destroy(res[0][j]), kiln_array_destroy(res[1][j]);
+    }
+    for (int i = 0; i < n_args; i++) kiln_array_destroy(args[i]);
+}
+
 /* A whole training step as `kiln train` compiles it (forward, backward, global-norm
  * clipping, AdamW; parameters and moments donated) against the reference interpreter, on
  * every device of the context (cmp_graph: the CPU, and each GPU where there is one).
@@ -720,6 +769,7 @@ int main(void) {
     if (!ctx) return 1;
     test_forward_vs_reference(ctx);
     test_scanned_forward(ctx);
+    test_scanned_step(ctx);
     test_step_vs_reference(ctx);
     test_mixed_precision_step(ctx);
     test_loss_scaled_step(ctx);

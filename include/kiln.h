@@ -663,6 +663,39 @@ KILN_API kiln_value kiln_argmin(kiln_graph *g, kiln_value x, int axis);
  * than a sequential f32 scan), integers wrap; the same bits on every device and thread
  * count (docs/ops.md). The gradient is the reverse cumsum of the cotangent. */
 KILN_API kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse);
+/* Sorting and selection (docs/ops.md, "sort"). The positions come from one op (argsort, a
+ * library kernel of each backend); the values are a take_along_axis of them, so their
+ * gradient is the gather's (JAX's: the cotangent scattered back to where each value came
+ * from); positions have none.
+ *
+ * The order (JAX's): integers and bool (false < true) by value; floats by value with -0.0
+ * and +0.0 equal and every NaN after +inf, all NaNs equal (jax.lax.sort). Sorts are stable:
+ * equal keys keep their order, ascending and descending alike (descending puts NaNs first).
+ * Positions are i32: an axis longer than 2^31 - 1 is an error.
+ *
+ * jnp.argsort(x, axis, stable=True, descending): i32, x's shape, the positions along
+ * `axis` (negative counts from the end) that sort each row of x. Any dtype, rank >= 1. */
+KILN_API kiln_value kiln_argsort(kiln_graph *g, kiln_value x, int axis, bool descending);
+/* jax.lax.sort(operands, dimension=axis, is_stable=True, num_keys): n_operands >= 1 values
+ * of one shape (any dtypes) sorted together along `axis`, ordered lexicographically by the
+ * first num_keys of them (1 <= num_keys <= n_operands); outs[i] receives operand i
+ * rearranged. descending reverses the order of the keys but keeps equal keys in their
+ * order, as jnp.argsort(descending=True) (jnp.sort(descending=True) instead reverses the
+ * ascending sort, which differs only in the order of equal keys: -0.0 and +0.0, NaNs of
+ * either sign). Returns the graph's status; on an error (n_operands < 1, outs NULL,
+ * num_keys out of range, shapes that differ, axis out of range) every outs[i] is the
+ * invalid value. */
+KILN_API kiln_status kiln_sort(kiln_graph *g, int n_operands, const kiln_value *operands,
+                               int axis, int num_keys, bool descending, kiln_value *outs);
+/* jax.lax.top_k(x, k): the k largest entries of each row along the last axis, largest
+ * first: *values (x's dtype) and *indices (i32), both x's shape with the last axis k.
+ * Equal values come lower index first. Its order is IEEE total order, as XLA's TopK:
+ * -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN (so a +NaN is the largest).
+ * 0 <= k <= the last axis' length; either output pointer may be NULL (not both). Returns
+ * the graph's status; on an error both outputs are the invalid value. The selection is
+ * partial (a row is not fully sorted when k is small). */
+KILN_API kiln_status kiln_top_k(kiln_graph *g, kiln_value x, int k, kiln_value *values,
+                                kiln_value *indices);
 /* jax.nn.one_hot(indices, n, dtype): indices (i32/i64) of shape [...] -> [..., n] of dtype,
  * 1 where the last index equals the value, else 0; an index outside [0, n) gives a row of
  * zeros (-1 does not wrap). */
@@ -1827,6 +1860,9 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_argmax(g, ...)           KILN__V(g, kiln_argmax((g), __VA_ARGS__))
 #define kiln_argmin(g, ...)           KILN__V(g, kiln_argmin((g), __VA_ARGS__))
 #define kiln_cumsum(g, ...)           KILN__V(g, kiln_cumsum((g), __VA_ARGS__))
+#define kiln_argsort(g, ...)          KILN__V(g, kiln_argsort((g), __VA_ARGS__))
+#define kiln_sort(g, ...)             KILN__S(g, kiln_sort((g), __VA_ARGS__))
+#define kiln_top_k(g, ...)            KILN__S(g, kiln_top_k((g), __VA_ARGS__))
 #define kiln_one_hot(g, ...)          KILN__V(g, kiln_one_hot((g), __VA_ARGS__))
 #define kiln_split(g, ...)            KILN__S(g, kiln_split((g), __VA_ARGS__))
 #define kiln_make_causal_mask(g, ...) KILN__V(g, kiln_make_causal_mask((g), __VA_ARGS__))

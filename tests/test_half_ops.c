@@ -233,6 +233,21 @@ static int b_cumsum(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     return 4;
 }
 
+/* argsort on the 16-bit keys widened exactly (16-bit random values tie often, which the
+ * stable order settles), the values gathered by them: sort and top_k are exact. */
+static int b_sort(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t d[2] = {5, 600};
+    kiln_value x = param(g, "x", t, 3, d345), y = param(g, "y", t, 2, d), v, i;
+    o[0] = kiln_argsort(g, x, 1, false);
+    o[1] = kiln_argsort(g, x, 0, true);
+    kiln_sort(g, 1, &y, 1, 1, false, &o[2]);
+    kiln_top_k(g, y, 20, &v, &i);
+    o[3] = v, o[4] = i;
+    kiln_value ops[2] = {x, kiln_exp(g, x)};
+    kiln_sort(g, 2, ops, 2, 1, true, &o[5]);
+    return 7;
+}
+
 /* Attention in f32 (an exp of about one f32 ulp, f32 products and sums) on the widened
  * operands, each output rounded once: the f32 error is far under a 16-bit ulp. */
 static int b_attention(kiln_graph *g, kiln_dtype t, kiln_value *o) {
@@ -368,6 +383,7 @@ static const half_case cases[] = {
     {IR_DYNAMIC_UPDATE_SLICE, "dynamic slices", b_dynamic, 2},
     {IR_CUMSUM, "cumsum", b_cumsum, 2},
     {IR_ATTENTION, "attention", b_attention, 2},
+    {IR_ARGSORT, "sort", b_sort, 2},
     {IR_ALL_REDUCE, "all_reduce", b_all_reduce, 2},
     {IR_WHILE, "control flow", b_control, 2},
     {IR_SCAN, "control flow", b_control, 2},

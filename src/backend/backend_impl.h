@@ -139,15 +139,28 @@ typedef struct kn_cumsum_desc {
     bool reverse;
 } kn_cumsum_desc;
 
+/* Positions that sort x viewed as [outer, n, inner] (row-major) along its middle axis:
+ * out ([outer, k, inner], i32) holds, for each row (o, i), the positions j of its n
+ * elements in sorted order, the first k of them. Stable: equal keys keep their order
+ * (lower position first), descending too. The order is jax.lax.sort's (-0 == +0, NaNs
+ * last and equal) or, with total, IEEE total order (lax.top_k's): ir.h's ARGSORT. out
+ * never overlaps x. */
+typedef struct kn_sort_desc {
+    int64_t outer, n, inner, k;
+    bool descending, total;
+} kn_sort_desc;
+
 /* The library ops (lib_run), each with its buffers in order:
  *   GEMM              a, b, c                    (kn_gemm_desc; floats, i32, i64)
  *   PERMUTE           src, dst                   (kn_permute_desc)
  *   SCATTER_ADD_ROWS  operand or NULL, idx, upd, out  (kn_scatter_desc; floats, i32, i64)
  *   CUMSUM            x, out                     (kn_cumsum_desc; floats, i32, i64)
  *   ATTENTION         q, k, v, out, scratch      (kn_attention_desc; floats)
+ *   ARGSORT           x, out, scratch            (kn_sort_desc; every dtype)
  * Floats are f32, f64, bf16 and f16: 16-bit ones sum in f32 (or wider) and round each
  * result once, as the reference does; a backend refuses (lib_supports) a dtype it cannot
  * compute, and the compile fails naming op and dtype.
+ * ARGSORT's scratch, like ATTENTION's, is what lib_scratch asked for (NULL when 0).
  * ATTENTION's scratch is the scratch_bytes the memory plan set aside, what lib_scratch
  * asked for when the program was compiled: a backend whose resources changed since (the
  * CPU's thread count follows the process's affinity) must fit its work into what it got.
@@ -160,6 +173,7 @@ typedef enum kn_lib_op {
     KN_LIB_SCATTER_ADD_ROWS,
     KN_LIB_CUMSUM,
     KN_LIB_ATTENTION,
+    KN_LIB_ARGSORT,
     KN_LIB_NUM_OPS
 } kn_lib_op;
 
@@ -174,10 +188,11 @@ typedef struct kn_lib_desc {
         kn_scatter_desc scatter;
         kn_cumsum_desc cumsum;
         kn_attention_desc attention;
+        kn_sort_desc sort;
     };
 } kn_lib_desc;
 
-/* "gemm", "permute", "scatter_add_rows", "cumsum", "attention" (messages). */
+/* "gemm", "permute", "scatter_add_rows", "cumsum", "attention", "argsort" (messages). */
 const char *kn_lib_op_name(kn_lib_op op);
 /* How many buffers lib_run takes for op (the table above). */
 int kn_lib_op_buffers(kn_lib_op op);

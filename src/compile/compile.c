@@ -52,6 +52,7 @@ static kiln_status check_backend(const kiln_executable *e) {
         if (k->kind == FK_SCATTER && !lib_has(e->dev, KN_LIB_SCATTER_ADD_ROWS))
             op = KN_LIB_SCATTER_ADD_ROWS;
         if (k->kind == FK_SCAN && !lib_has(e->dev, KN_LIB_CUMSUM)) op = KN_LIB_CUMSUM;
+        if (k->kind == FK_SORT && !lib_has(e->dev, KN_LIB_ARGSORT)) op = KN_LIB_ARGSORT;
         if (op >= 0)
             return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
                              "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s, "
@@ -102,6 +103,20 @@ void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d)
                              .fill = n->a.attn.fill};
 }
 
+void exec_sort_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
+    const ir_node *n = &g->nodes[id], *x = &g->nodes[ir_in(n)[0]];
+    int ax = n->a.sort.axis;
+    *d = (kn_lib_desc){.op = KN_LIB_ARGSORT, .dtype = x->dtype};
+    d->sort = (kn_sort_desc){.outer = 1,
+                             .n = x->shape.dims[ax],
+                             .inner = 1,
+                             .k = n->a.sort.k,
+                             .descending = n->a.sort.descending,
+                             .total = n->a.sort.total};
+    for (int i = 0; i < ax; i++) d->sort.outer *= x->shape.dims[i];
+    for (int i = ax + 1; i < x->shape.rank; i++) d->sort.inner *= x->shape.dims[i];
+}
+
 /* Plans the memory (src/plan) and tells codegen which kernels run in place. */
 static kiln_status plan_memory(kiln_executable *e) {
     kiln_context *ctx = e->ctx;
@@ -123,6 +138,11 @@ static kiln_status plan_memory(kiln_executable *e) {
             scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
         }
         if (k->kind == FK_CONTROL) scratch[i] = exec_control_scratch(e, &e->g->nodes[k->roots[0]]);
+        if (k->kind == FK_SORT && b->lib_scratch) {
+            kn_lib_desc d;
+            exec_sort_desc(e->g, k->roots[0], &d);
+            scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
+        }
         if (k->kind != FK_DOT) continue;
         lower_dot_plan(e->g, k->roots[0], &e->dots[i]);
         scratch[i] = e->dots[i].scratch;

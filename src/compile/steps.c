@@ -149,6 +149,16 @@ static void scan_step(build *b, exec_step st, uint32_t id) {
     add_lib(b, st, &d, (exec_loc[]){b->of[ir_in(n)[0]], b->of[id]});
 }
 
+/* argsort: x as [outer, n, inner] around the sorted axis, with the scratch the plan set
+ * aside (sort_desc gives the compile's own request the same numbers). */
+static void sort_step(build *b, exec_step st, uint32_t id) {
+    const kiln_executable *e = b->e;
+    kn_lib_desc d;
+    exec_sort_desc(e->g, id, &d);
+    exec_loc scratch = scratch_loc(b, st.kernel, &d.scratch_bytes);
+    add_lib(b, st, &d, (exec_loc[]){view_loc(b, ir_in(&e->g->nodes[id])[0]), b->of[id], scratch});
+}
+
 /* dot_product_attention: the backend's fused kernel over q, k, v where they lie, with the
  * scratch the plan set aside. */
 static void attention_step(build *b, exec_step st, uint32_t id) {
@@ -203,6 +213,7 @@ static void kernel_steps(build *b, uint32_t sched) {
     case FK_SCAN: scan_step(b, st, k->roots[0]); break;
     case FK_ATTENTION: attention_step(b, st, k->roots[0]); break;
     case FK_COLLECTIVE: collective_step(b, st, k->roots[0]); break;
+    case FK_SORT: sort_step(b, st, k->roots[0]); break;
     case FK_CONTROL: control_step(b, st, k); break;
     }
 }
@@ -321,6 +332,7 @@ static void count_steps(const kiln_executable *e, uint32_t ki, uint32_t *steps, 
     case FK_SCAN: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_CUMSUM); break;
     case FK_ATTENTION: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_ATTENTION); break;
     case FK_COLLECTIVE: n = 1, bufs = 2; break;
+    case FK_SORT: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_ARGSORT); break;
     case FK_CONTROL: n = 1, bufs = e->g->nodes[k->roots[0]].n_in + k->n_roots + 1; break;
     }
     *steps += n, *libs += lib, *locs += bufs;

@@ -362,6 +362,29 @@ static kiln_status infer_scan(const kiln_graph *g, ir_node *n, char *msg, size_t
     return KILN_STATUS_OK;
 }
 
+/* argsort: i32 positions along sort.axis, k of them (0 <= k <= the axis' length, which an
+ * i32 must be able to name). Bool sorts as 0 < 1. */
+static kiln_status infer_sort(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    const ir_node *x = input(g, n, 0);
+    int ax = n->a.sort.axis;
+    if (!ir_dtype_valid(x->dtype))
+        FAIL(KILN_STATUS_DTYPE, "argsort: %s is not a dtype it sorts", kiln_dtype_name(x->dtype));
+    if (ax < 0 || ax >= x->shape.rank)
+        FAIL(KILN_STATUS_SHAPE, "argsort: axis %d is out of range for rank %d", ax, x->shape.rank);
+    int64_t len = x->shape.dims[ax];
+    if (len > INT32_MAX)
+        FAIL(KILN_STATUS_SHAPE,
+             "argsort: axis %d has %lld elements; i32 positions cannot name them", ax,
+             (long long)len);
+    if (n->a.sort.k < 0 || n->a.sort.k > len)
+        FAIL(KILN_STATUS_SHAPE, "argsort: k = %d is outside [0, %lld], the length of axis %d",
+             n->a.sort.k, (long long)len, ax);
+    n->dtype = KILN_DTYPE_I32;
+    n->shape = x->shape;
+    n->shape.dims[ax] = n->a.sort.k;
+    return KILN_STATUS_OK;
+}
+
 /* q [B, T, N, H], k [B, S, K, H], v [B, S, K, Hv] (or all without B) -> [B, T, N, Hv]: N
  * query heads share K key/value heads in groups of N / K (jax.nn.dot_product_attention). */
 static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
@@ -528,6 +551,7 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_COLLECTIVE: s = infer_collective(g, n, msg, msg_size); break;
     case IRK_SCAN: s = infer_scan(g, n, msg, msg_size); break;
     case IRK_ATTENTION: s = infer_attention(g, n, msg, msg_size); break;
+    case IRK_SORT: s = infer_sort(g, n, msg, msg_size); break;
     case IRK_CONTROL: s = ir_infer_control(g, n, msg, msg_size); break;
     case IRK_RESULT: s = ir_infer_result(g, n, msg, msg_size); break;
     default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");

@@ -30,6 +30,8 @@ typedef enum ir_kind {
     IRK_ATTENTION,  /* dot_product_attention: q [.., T, N, H], k [.., S, K, H], v [.., S, K, Hv]
                      * -> [.., T, N, Hv] */
     IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica */
+    IRK_SORT,       /* argsort: i32 positions along one axis, k of them (a permutation when
+                     * k is the axis' length) */
     IRK_CONTROL,    /* while, scan, cond: sub-graphs (the node's region) run by the node;
                      * several results: the node is its result 0, a RESULT node each other */
     IRK_RESULT,     /* result: result `index` (>= 1) of the control node that is its input */
@@ -150,6 +152,14 @@ enum {
     /* reverses the order of the elements along each axis of the set (jax.lax.rev) */             \
     X(REV, "rev", rev, 1, IRK_SHAPE, IRT_ANY, 0, 0, NULL, NULL)
 
+/* Sorting (src/trace/sort.c, docs/ops.md "sort"): ARGSORT(x) is the positions along
+ * attribute sort.axis that sort x's rows stably (ties keep their order), the first sort.k
+ * of them: every one of them for jnp.argsort, the largest k for lax.top_k. A library kernel
+ * of the backend; kiln_sort and kiln_top_k gather their values with take_along_axis. */
+#define KN_SORT_OPS(X)                                                                             \
+    X(ARGSORT, "argsort", argsort, 1, IRK_SORT, IRT_ANY, IRF_EXPENSIVE | IRF_NONDIFF, 1, NULL,     \
+      NULL)
+
 /* Random numbers (src/trace/random.c, docs/random.md): RANDOM(k0, k1, c) is Threefry-2x32
  * (20 rounds) of the key (k0, k1) on the counter (0, c), all uint32 bit patterns in i32,
  * reduced to what the attribute `rng` (ir_rng) asks for. It is elementwise in the counter,
@@ -203,6 +213,7 @@ enum {
      * kernel, or its primitive form on a backend without one (src/passes/expand.c) */      \
     X(ATTENTION, "dot_product_attention", dot_product_attention, 3, IRK_ATTENTION, IRT_FLOAT,      \
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
+    KN_SORT_OPS(X)                                                                                 \
     KN_RANDOM_OPS(X)                                                                               \
     /* control flow (src/trace/control.c, docs/control_flow.md): the node's region holds the   \
      * sub-graphs it runs; inputs and results are laid out as ir_control describes */          \
@@ -287,6 +298,13 @@ typedef union ir_attrs {
         bool reverse; /* sums over k >= j instead of k <= j */
     } scan;           /* CUMSUM */
     struct {
+        int axis;        /* the sorted axis */
+        int k;           /* how many positions: the axis' length, or top_k's k */
+        bool descending; /* largest first (ties still in their order) */
+        bool total;      /* lax.top_k's order: -NaN < -inf < -0 < +0 < +inf < +NaN; else
+                          * lax.sort's: -0 == +0, every NaN after +inf and equal */
+    } sort;              /* ARGSORT */
+    struct {
         double scale; /* multiplies q k^T before the softmax */
         bool causal;  /* query i sees keys j <= i only */
         double fill;  /* with causal: the score of a key j > i. -inf (what the public
@@ -356,6 +374,10 @@ const char *ir_reduce_kind_name(int kind); /* "sum", "mean", "max", NULL out of 
     X(DYNAMIC_SLICE, IRA_I64S, "sizes", dyn_sizes, NULL)                                           \
     X(CUMSUM, IRA_INT, "axis", scan.axis, NULL)                                                    \
     X(CUMSUM, IRA_FLAG, "reverse", scan.reverse, NULL)                                             \
+    X(ARGSORT, IRA_INT, "axis", sort.axis, NULL)                                                   \
+    X(ARGSORT, IRA_INT, "k", sort.k, NULL)                                                         \
+    X(ARGSORT, IRA_FLAG, "descending", sort.descending, NULL)                                      \
+    X(ARGSORT, IRA_FLAG, "total", sort.total, NULL)                                                \
     X(ATTENTION, IRA_REAL, "scale", attn.scale, NULL)                                              \
     X(ATTENTION, IRA_FLAG, "causal", attn.causal, NULL)                                            \
     X(ATTENTION, IRA_FILL, "fill", attn.fill, NULL)                                                \

@@ -26,6 +26,7 @@ typedef enum fk_kind {
     FK_SCAN,       /* cumsum: the backend's scan, in place when the plan allows */
     FK_ATTENTION,  /* dot_product_attention: the backend's fused kernel, with planned scratch */
     FK_COLLECTIVE, /* all_reduce: the communicator, out of place, its own step */
+    FK_SORT,       /* argsort: the backend's sort, out of place, with planned scratch */
     FK_CONTROL,    /* while, scan, cond: its sub-graphs' executables, run by the host; its
                     * roots are the control node and its RESULT nodes (all its results) */
 } fk_kind;

@@ -1,6 +1,6 @@
 /* structural.c — the reference kernels of the ops that move or combine elements: iota,
- * the shape ops, reductions, dot_general, row indexing, dynamic slices, cumsum and
- * attention. Its own
+ * the shape ops, reductions, dot_general, row indexing, dynamic slices, cumsum,
+ * attention and argsort. Its own
  * table at the end (ref_structural_eval) names each one's evaluator.
  *
  * Every kernel is written as plainly as possible in terms of row-major multi-indices:
@@ -535,6 +535,82 @@ static kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_val
     return KILN_STATUS_OK;
 }
 
+/* ---------------------------------------------------------------- sorting ---- */
+
+/* One row of an argsort: its elements are at x + (base + j * step), j < len. */
+typedef struct sort_row {
+    const void *x;
+    kiln_dtype t;
+    int64_t base, step;
+    bool descending, total;
+} sort_row;
+
+/* Where a float stands in the order: -1 for a NaN with its sign set (total order only),
+ * +1 for every other NaN, 0 for a number. */
+static int nan_class(double v, bool total) {
+    if (!isnan(v)) return 0;
+    return total && signbit(v) ? -1 : 1;
+}
+
+/* <0, 0 or >0 as x[i] sorts before, with or after x[j] ascending (JAX's orders, ir.h). */
+static int sort_cmp_asc(const sort_row *r, int64_t i, int64_t j) {
+    int64_t a = r->base + i * r->step, b = r->base + j * r->step;
+    if (!ir_dtype_is_float(r->t)) {
+        int64_t u = ref_iget(r->x, r->t, a), v = ref_iget(r->x, r->t, b);
+        return (u > v) - (u < v);
+    }
+    double u = ref_fget(r->x, r->t, a), v = ref_fget(r->x, r->t, b);
+    int cu = nan_class(u, r->total), cv = nan_class(v, r->total);
+    if (cu || cv) return (cu > cv) - (cu < cv);
+    if (u != v) return u < v ? -1 : 1;
+    if (r->total && u == 0) return (int)!signbit(u) - (int)!signbit(v); /* -0 < +0 */
+    return 0;
+}
+
+/* Ties go to the earlier position whichever the direction: the sort is stable. */
+static bool sort_before(const sort_row *r, int64_t i, int64_t j) {
+    int c = sort_cmp_asc(r, i, j);
+    if (r->descending) c = -c;
+    return c < 0 || (c == 0 && i < j);
+}
+
+/* A plain top-down merge sort of positions p[0..n) (tmp of n as scratch). */
+static void merge_sort(const sort_row *r, int64_t *p, int64_t *tmp, int64_t n) {
+    if (n < 2) return;
+    int64_t h = n / 2;
+    merge_sort(r, p, tmp, h);
+    merge_sort(r, p + h, tmp, n - h);
+    int64_t i = 0, j = h, k = 0;
+    while (i < h && j < n) tmp[k++] = sort_before(r, p[j], p[i]) ? p[j++] : p[i++];
+    while (i < h) tmp[k++] = p[i++];
+    while (j < n) tmp[k++] = p[j++];
+    memcpy(p, tmp, (size_t)n * sizeof *p);
+}
+
+/* argsort: each row (x as [outer, len, inner]) sorted in full, its first k positions kept. */
+static kiln_status ref_argsort(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id], *xn = ref_in_node(g, n, 0);
+    int ax = n->a.sort.axis;
+    int64_t len = xn->shape.dims[ax], k = n->a.sort.k, outer = 1, inner = 1;
+    for (int i = 0; i < ax; i++) outer *= xn->shape.dims[i];
+    for (int i = ax + 1; i < xn->shape.rank; i++) inner *= xn->shape.dims[i];
+    if (!outer || !inner || !k) return KILN_STATUS_OK;
+    size_t bytes = 2 * (size_t)len * sizeof(int64_t);
+    int64_t *p = host_alloc(g->ctx, bytes);
+    if (!p) return ctx_oom(g->ctx, "reference: argsort's positions", bytes);
+    sort_row r = {IN_OF(n), xn->dtype, 0, inner, n->a.sort.descending, n->a.sort.total};
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t q = 0; q < inner; q++) {
+            r.base = o * len * inner + q;
+            for (int64_t j = 0; j < len; j++) p[j] = j;
+            merge_sort(&r, p, p + len, len);
+            for (int64_t j = 0; j < k; j++)
+                ref_iput(out, KILN_DTYPE_I32, (o * k + j) * inner + q, (uint64_t)p[j]);
+        }
+    host_free(g->ctx, p, bytes);
+    return KILN_STATUS_OK;
+}
+
 static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_IOTA] = ref_iota,
     [IR_BROADCAST] = ref_broadcast,
@@ -555,6 +631,7 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_DYNAMIC_UPDATE_SLICE] = ref_dynamic_update_slice,
     [IR_CUMSUM] = ref_cumsum,
     [IR_ATTENTION] = ref_attention,
+    [IR_ARGSORT] = ref_argsort,
 };
 
 ref_eval_fn ref_structural_eval(ir_op op) {

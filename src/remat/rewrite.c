@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "passes/rewrite.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct remat_state {
@@ -60,6 +61,13 @@ double remat_node_flops(const kiln_graph *g, uint32_t id) {
     }
     case IRK_INDEX: return n->op == IR_SCATTER_ADD_ROWS ? (double)out : 0;
     case IRK_SCAN: return (double)out;
+    case IRK_SORT: { /* n log2 n comparisons per row */
+        const ir_node *x = &g->nodes[ir_in(n)[0]];
+        int64_t in = 0;
+        ir_shape_numel(&x->shape, &in);
+        double len = (double)x->shape.dims[n->a.sort.axis];
+        return (double)in * (len > 1 ? log2(len) : 1);
+    }
     case IRK_ATTENTION: { /* q k^T and p v over the (b, n, i, j) pairs seen */
         const ir_node *q = &g->nodes[ir_in(n)[0]], *k = &g->nodes[ir_in(n)[1]];
         int r = q->shape.rank;

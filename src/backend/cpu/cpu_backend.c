@@ -4,7 +4,7 @@
  * cache); a kernel handle (cpu_kernel) holds the address dlsym gives for "kiln_k<i>", and
  * for a split reduction its part function; a launch splits the kernel's work items (or
  * parts) over the thread pool (pool.c); the library ops (lib_run: gemm, permute,
- * scatter-add, cumsum, attention) are the hand-written kernels of cpu_ops.c and
+ * scatter-add, cumsum, attention, argsort) are the hand-written kernels of cpu_ops.c and
  * cpu_attention.c, gemm through the GEMM provider of KILN_BLAS (blas.h).
  * Every call is synchronous, so there is no synchronize.
  *
@@ -390,6 +390,50 @@ static kiln_status cpu_lib_attention(void *state, int device, const kn_attention
     return KILN_STATUS_OK;
 }
 
+typedef struct sort_call {
+    kiln_dtype t;
+    const kn_sort_desc *d;
+    const void *x;
+    int32_t *out;
+    char *scratch;
+    uint64_t slot;
+    int64_t rows, tasks;
+} sort_call;
+
+/* Pool task `task`: a contiguous run of rows, in the task's own slot of the scratch. */
+static void sort_chunk(void *arg, int64_t begin, int64_t end) {
+    const sort_call *c = arg;
+    for (int64_t task = begin; task < end; task++)
+        cpu_sort_part(c->t, c->d, c->x, c->out, c->scratch + task * c->slot,
+                      task * c->rows / c->tasks, (task + 1) * c->rows / c->tasks);
+}
+
+/* argsort's rows on the pool, no more tasks than the planned scratch has slots. */
+static kiln_status cpu_lib_sort(void *state, int device, const kn_lib_desc *ld, const void *x,
+                                void *out, void *scratch) {
+    cpu_state *st = state;
+    const kn_sort_desc *d = &ld->sort;
+    int64_t rows = d->outer * d->inner;
+    if (!rows || !d->k) return KILN_STATUS_OK;
+    /* rows of fewer than two elements need no workspace */
+    uint64_t slot = d->n < 2 ? 0 : cpu_sort_slot_bytes(d, ld->dtype);
+    int64_t slots = slot ? (int64_t)(ld->scratch_bytes / slot) : rows;
+    if (slots < 1)
+        return ctx_error(st->ctx, KILN_STATUS_INTERNAL,
+                         "cpu argsort: %llu bytes of scratch hold no row of %lld elements",
+                         (unsigned long long)ld->scratch_bytes, (long long)d->n);
+    kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
+    int64_t tasks = p ? pool_num_threads(p) : 1;
+    if (tasks > slots) tasks = slots;
+    if (tasks > rows) tasks = rows;
+    sort_call c = {ld->dtype, d, x, out, scratch, slot, rows, tasks};
+    if (p && tasks > 1)
+        pool_parallel_for(p, tasks, 1, sort_chunk, &c);
+    else
+        sort_chunk(&c, 0, tasks);
+    return KILN_STATUS_OK;
+}
+
 /* Every library op, in the dtypes cpu_lib_dtype_ok names (backend_impl.h). */
 static bool cpu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
     (void)state, (void)device;
@@ -397,6 +441,8 @@ static bool cpu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib
 }
 
 static uint64_t cpu_lib_scratch(void *state, int device, const kn_lib_desc *d) {
+    if (d->op == KN_LIB_ARGSORT)
+        return cpu_sort_scratch(&d->sort, d->dtype, pool_share(state, device));
     if (d->op != KN_LIB_ATTENTION) return 0;
     return cpu_attention_scratch(&d->attention, pool_share(state, device));
 }
@@ -420,6 +466,7 @@ static kiln_status cpu_lib_run(void *state, int device, const kn_lib_desc *d, vo
     case KN_LIB_ATTENTION:
         return cpu_lib_attention(state, device, &d->attention, b[0], b[1], b[2], b[3], b[4],
                                  d->scratch_bytes);
+    case KN_LIB_ARGSORT: return cpu_lib_sort(state, device, d, b[0], b[1], b[2]);
     default: break;
     }
     cpu_state *st = state;

@@ -1,7 +1,7 @@
 /* cpu_ops.h — the CPU backend's hand-written kernels: batched matrix products (the
  * context's GEMM provider, blas.h, for floats, plain loops with wrapping arithmetic for integers),
  * a strided permute used to bring dot operands into a layout BLAS accepts, scatter-add of rows,
- * cumsum's scan and the fused attention (cpu_attention.c). */
+ * cumsum's scan, the fused attention (cpu_attention.c) and argsort (cpu_sort.c). */
 #ifndef KILN_CPU_OPS_H
 #define KILN_CPU_OPS_H
 
@@ -49,6 +49,14 @@ int64_t cpu_attention_slots(const kn_attention_desc *d, uint64_t bytes);
 int64_t cpu_attention_items(const kn_attention_desc *d);
 void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,
                    const void *q, const void *k, const void *v, void *out, void *scratch);
+
+/* The argsort op (cpu_sort.c). cpu_sort_scratch: the bytes `threads` threads need, one
+ * slot of cpu_sort_slot_bytes each (0 when no row needs sorting); cpu_sort_part sorts
+ * rows [begin, end) of the outer * inner rows with one slot as its workspace. */
+uint64_t cpu_sort_scratch(const kn_sort_desc *d, kiln_dtype t, int threads);
+uint64_t cpu_sort_slot_bytes(const kn_sort_desc *d, kiln_dtype t);
+void cpu_sort_part(kiln_dtype t, const kn_sort_desc *d, const void *x, int32_t *out, void *slot,
+                   int64_t begin, int64_t end);
 
 /* out = operand (zeros when operand is NULL); out[idx[i], :] += upd[i, :] for every i in
  * order; indices out of range are skipped. The table's rows are split into `parts` runs of

@@ -24,6 +24,8 @@ typedef struct cu_libk {
     CUfunction scan[6];           /* cumsum: f32 f64 i32 i64 bf16 f16 */
     struct kn_program *attn_prog; /* cuda_attention.c's, loaded at the first attention */
     CUfunction attn[4];           /* f32 f64 bf16 f16 */
+    struct kn_program *sort_prog; /* cuda_sort.c's, loaded at the first argsort */
+    CUfunction sort[7];           /* f32 f64 i32 i64 bf16 f16 bool (CU_SORT_TYPES) */
 } cu_libk;
 
 typedef struct cu_dev {
@@ -115,6 +117,13 @@ bool cu_attention_supports(const kn_attention_desc *a);
 /* Enqueues a on the device's compute stream (compiling the kernels at the first call). */
 kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
                              const void *k, const void *v, void *out);
+/* cuda_sort.c: argsort's kernels, CU_SORT_THREADS threads a block, one per dtype. */
+#define CU_SORT_THREADS 256
+#define CU_SORT_TYPES   7
+/* Whether a kernel takes d's dtype (every dtype kiln has: every shape). */
+bool cu_sort_supports(const kn_lib_desc *d);
+/* Enqueues argsort d on the device's compute stream (compiling at the first call). */
+kiln_status cu_sort_run(cu_state *st, int device, const kn_lib_desc *d, const void *x, void *out);
 /* Grid size for `items` blocks' worth of work on device d. */
 unsigned cu_grid(const cu_dev *d, int64_t items);
 

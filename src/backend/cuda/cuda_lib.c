@@ -1,6 +1,7 @@
 /* cuda_lib.c — the GPU's library kernels: matrix products (cuBLAS for f32, f64, bf16 and
  * f16, a kernel of kiln's own for wrapping i32/i64 products), permute, scatter_add_rows and
- * cumsum; attention is cuda_attention.c's kernel, dispatched from here.
+ * cumsum; attention is cuda_attention.c's kernel and argsort cuda_sort.c's, dispatched from
+ * here.
  *
  * cuBLAS is column-major; kiln's C = A B is row-major, which cuBLAS sees as
  * C^T = B^T A^T: the operands swap places and each keeps its own transpose flag and
@@ -274,6 +275,8 @@ void cu_lib_release(cu_state *st, cu_dev *d) {
     if (d->lib.prog) host_free(st->ctx, d->lib.prog, sizeof *d->lib.prog);
     if (d->lib.attn_prog) st->drv.cuModuleUnload(d->lib.attn_prog->mod);
     if (d->lib.attn_prog) host_free(st->ctx, d->lib.attn_prog, sizeof *d->lib.attn_prog);
+    if (d->lib.sort_prog) st->drv.cuModuleUnload(d->lib.sort_prog->mod);
+    if (d->lib.sort_prog) host_free(st->ctx, d->lib.sort_prog, sizeof *d->lib.sort_prog);
     d->lib = (cu_libk){0};
     d->lib_ready = false;
 }
@@ -518,7 +521,7 @@ static bool blas_gemm_fits(kiln_dtype t, const kn_gemm_desc *g) {
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
     (void)state, (void)device;
     bool has = op == KN_LIB_GEMM || op == KN_LIB_PERMUTE || op == KN_LIB_SCATTER_ADD_ROWS ||
-               op == KN_LIB_CUMSUM || op == KN_LIB_ATTENTION;
+               op == KN_LIB_CUMSUM || op == KN_LIB_ATTENTION || op == KN_LIB_ARGSORT;
     if (!d || !has) return has;
     size_t es = kiln_dtype_itemsize(d->dtype);
     switch (op) {
@@ -527,6 +530,7 @@ bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d
                blas_gemm_fits(d->dtype, &d->gemm);
     case KN_LIB_PERMUTE: return es == 1 || es == 2 || es == 4 || es == 8;
     case KN_LIB_ATTENTION: return cu_attention_supports(&d->attention);
+    case KN_LIB_ARGSORT: return cu_sort_supports(d);
     default: return lib_type(d->dtype) >= 0;
     }
 }
@@ -548,6 +552,7 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
     }
     case KN_LIB_ATTENTION:
         return cu_attention_run(state, device, &d->attention, b[0], b[1], b[2], b[3]);
+    case KN_LIB_ARGSORT: return cu_sort_run(state, device, d, b[0], b[1]);
     default: break;
     }
     cu_state *st = state;

@@ -575,13 +575,13 @@ static void op_composite(fz_state *s) {
 }
 
 /* kiln_take, take_along_axis, stack, argmax/argmin, cumsum, one_hot, make_causal_mask
- * (index_ops.c). */
+ * (index_ops.c); argsort, sort and top_k (sort.c). */
 static void op_index(fz_state *s) {
     fz_val x = pick(s);
     int axis = draw_axis(s, x.rank);
     uint8_t m = fz_u8(&s->in);
     kiln_gather_mode mode = (kiln_gather_mode)(m < 250 ? m % 3 : m % 2 ? 3 : -1);
-    switch (fz_u8(&s->in) % 7) {
+    switch (fz_u8(&s->in) % 8) {
     case 5:
         push(s,
              kiln_make_causal_mask(s->g, draw_attr(s, -1, 9), draw_attr(s, -1, 9), draw_dtype(s)),
@@ -623,6 +623,22 @@ static void op_index(fz_state *s) {
     case 4: /* floats: sums whose order the compiled reduction may change */
         push(s, kiln_cumsum(s->g, x.v, axis, fz_u8(&s->in) % 2), is_float(x.t) ? LV_LOOSE : x.lv);
         break;
+    case 6: { /* positions follow ties, which an inexact float may not keep */
+        int lv = is_float(x.t) && x.lv != LV_EXACT ? LV_LOOSE : LV_EXACT;
+        uint8_t w = fz_u8(&s->in);
+        kiln_value out[2];
+        if (w % 3 == 0) {
+            push(s, kiln_argsort(s->g, x.v, axis, w & 8), lv);
+        } else if (w % 3 == 1) {
+            fz_val y = pick(s);
+            kiln_value ops[2] = {x.v, y.v};
+            if (!kiln_sort(s->g, 1 + (w & 4 ? 1 : 0), ops, axis, 1 + (w & 16 ? 1 : 0), w & 8, out))
+                push(s, out[0], lv_max(lv, x.lv));
+        } else if (!kiln_top_k(s->g, x.v, (int)draw_attr(s, -1, 9), &out[0], &out[1])) {
+            push(s, out[w & 8 ? 0 : 1], lv_max(lv, x.lv));
+        }
+        break;
+    }
     default: {
         int64_t d[FZ_ARR] = {3};
         fz_val idx = pick_indices(s, 1, d);

@@ -36,6 +36,12 @@ typedef struct grad_case {
 
 /* ------------------------------------------------------------ the cases ---- */
 
+static kiln_value sort_one(kiln_graph *g, kiln_value x, int axis) {
+    kiln_value out;
+    kiln_sort(g, 1, &x, axis, 1, false, &out);
+    return out;
+}
+
 #define U(name, call)                                                                              \
     static kiln_value name(kiln_graph *g, const kiln_value *x) {                                   \
         return call;                                                                               \
@@ -244,6 +250,21 @@ U(f_attn_causal_long, kiln_dot_product_attention(g, x[0], x[1], kiln_exp(g, x[1]
 /* a finite fill (what src/passes/attention.c keeps from a written-out select): the unseen
  * keys weigh in, but their score is a constant, so no gradient reaches q or k through it */
 U(f_attn_fill, trace_attention(g, x[0], x[1], x[2], 0.6, true, 0.3))
+/* sorting (src/trace/sort.c): the values' gradient is their gather's, to where each came
+ * from; positions have none */
+static kiln_value sort_pair(kiln_graph *g, const kiln_value *x) {
+    kiln_value outs[2];
+    kiln_sort(g, 2, x, 1, 1, true, outs);
+    return kiln_add(g, outs[0], kiln_mul(g, outs[1], outs[1]));
+}
+static kiln_value top3(kiln_graph *g, const kiln_value *x) {
+    kiln_value v;
+    kiln_top_k(g, kiln_tanh(g, x[0]), 3, &v, NULL);
+    return v;
+}
+U(f_sort_axis0, sort_one(g, x[0], 0))
+U(f_sort_pair, sort_pair(g, x))
+U(f_top_k, top3(g, x))
 U(f_argmax,
   kiln_mul(g, x[0],
            like(g, kiln_reshape(g, kiln_argmax(g, x[0], 1), 2, (const int64_t[]){3, 1}), x[0])))
@@ -359,6 +380,9 @@ static const grad_case cases[] = {
     {"take_along_axis clip", f_tal_clip, 1, {2}, {{3, 3}}, ANY},
     {"stack", f_stack, 2, {2, 2}, {{2, 3}, {2, 3}}, ANY},
     {"cumsum", f_cumsum, 1, {2}, {{2, 5}}, ANY},
+    {"sort along axis 0", f_sort_axis0, 1, {2}, {{4, 3}}, DISTINCT},
+    {"sort two operands descending", f_sort_pair, 2, {2, 2}, {{2, 5}, {2, 5}}, DISTINCT},
+    {"top_k of tanh", f_top_k, 1, {2}, {{3, 6}}, DISTINCT},
     {"cumsum reverse", f_cumsum_rev, 1, {2}, {{4, 2}}, ANY},
     {"cumsum of tanh, reversed", f_cumsum_long, 1, {2}, {{2, 40}}, ANY},
     {"attention causal, 4 heads over 2",

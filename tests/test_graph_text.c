@@ -217,6 +217,27 @@ static void index_ops(kiln_context *ctx) {
     kiln_graph_destroy(g);
 }
 
+/* Sorting: argsort's axis, k and flags are read back (top_k's total order among them),
+ * several keys included. */
+static void sort_ops(kiln_context *ctx) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "sort ops", &g);
+    int64_t d[] = {3, 4};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value k = kiln_parameter(g, "k", KILN_DTYPE_I64, 2, d);
+    kiln_value outs[6];
+    outs[0] = kiln_argsort(g, x, 0, true);
+    kiln_top_k(g, x, 2, &outs[1], &outs[2]);
+    kiln_sort(g, 2, (kiln_value[]){k, x}, 1, 2, false, &outs[3]);
+    outs[5] = kiln_argsort(g, k, -1, false);
+    CHECK_OK(ctx, kiln_graph_finish(g, 6, outs));
+    char *text = kiln_graph_to_string(g);
+    CHECK_CONTAINS(text, "argsort(%1) axis=1 k=2 descending total : i32[3,2]");
+    kiln_string_free(ctx, text);
+    round_trip(ctx, g, "sort ops", 5);
+    kiln_graph_destroy(g);
+}
+
 /* Broken texts: each must fail with `status` and a message holding `want`. */
 typedef struct bad_text {
     const char *text, *want;
@@ -233,6 +254,8 @@ static const bad_text bad[] = {
      KILN_STATUS_INVALID_ARGUMENT},
     {HDR "  %2 = frobnicate(%1) : f32[2,3]\n  return (%2)\n}\n",
      "t.kir:3: unknown op \"frobnicate\"", KILN_STATUS_INVALID_ARGUMENT},
+    {HDR "  %2 = argsort(%1) axis=1 k=9 : i32[2,9]\n  return (%2)\n}\n",
+     "k = 9 is outside [0, 3], the length of axis 1", KILN_STATUS_SHAPE},
     {HDR "  %2 = exp(%7) : f32[2,3]\n  return (%2)\n}\n",
      "t.kir:3: %7 is used before it is defined", KILN_STATUS_INVALID_ARGUMENT},
     {HDR "  %2 = exp(%1) : f32[3,2]\n  return (%2)\n}\n",
@@ -388,6 +411,7 @@ int main(void) {
     constants(ctx);
     half_constants(ctx);
     index_ops(ctx);
+    sort_ops(ctx);
     broken_texts(ctx);
     file_errors(ctx);
     kiln_context_destroy(ctx);

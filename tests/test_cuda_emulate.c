@@ -8,7 +8,9 @@
  * accesses and the column form are checked for what they compute, not only that NVRTC
  * accepts them (test_cuda_nvrtc) — on machines without a GPU. The fused attention kernel
  * (src/backend/cuda/cuda_attention.c) runs the same way, on host buffers, against the
- * reference: tiles cut short, chunked head sizes, causal or not, grouped heads, fills. Grids are 1
+ * reference: tiles cut short, chunked head sizes, causal or not, grouped heads, fills; and the
+ * argsort kernel (src/backend/cuda/cuda_sort.c): shared-memory rows, the fallback past
+ * them, top_k's order, every dtype. Grids are 1
  * to 3 blocks, so the grid-stride loops run more than once. Products, permutes and scatter-adds
  * stay the CPU's (they are library ops, not printed code).
  *
@@ -21,6 +23,7 @@
  * KILN_EMU_KEEP=1 keeps the printed sources (kept anyway when a check fails). Skipped (77)
  * otherwise, or without g++. */
 #define KILN_NO_LOCATION_MACROS
+#include "base/half.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda_program.h"
 #include "compare.h"
@@ -781,6 +784,145 @@ static void test_attention(void) {
     if (lib) dlclose(lib);
 }
 
+/* ------------------------------------------------------------- argsort ---- */
+
+/* The argsort kernels' source with a function that runs one over `grid` blocks. */
+static const char sort_glue[] =
+    "struct emu_sort { int type; const void *x; int *o; sort_params p; };\n"
+    "static void emu_sort_body(void *a) {\n"
+    "    emu_sort *s = (emu_sort *)a;\n"
+    "    switch (s->type) {\n"
+    "    case 0: kiln_argsort_f32((const float *)s->x, s->o, s->p); break;\n"
+    "    case 1: kiln_argsort_f64((const double *)s->x, s->o, s->p); break;\n"
+    "    case 2: kiln_argsort_i32((const int32_t *)s->x, s->o, s->p); break;\n"
+    "    case 3: kiln_argsort_i64((const int64_t *)s->x, s->o, s->p); break;\n"
+    "    case 4: kiln_argsort_bf16((const bf16 *)s->x, s->o, s->p); break;\n"
+    "    case 5: kiln_argsort_f16((const f16 *)s->x, s->o, s->p); break;\n"
+    "    default: kiln_argsort_bool((const uint8_t *)s->x, s->o, s->p); break;\n"
+    "    }\n"
+    "}\n"
+    "extern \"C\" void emu_argsort(int type, const void *x, int *o, const long long *n, "
+    "unsigned grid) {\n"
+    "    emu_sort a = {type, x, o, {n[0], n[1], n[2], n[3], n[4], n[5]}};\n"
+    "    kiln_emu_run(grid, emu_sort_body, &a);\n"
+    "}\n";
+
+typedef void (*emu_argsort_fn)(int type, const void *x, int *o, const long long *n, unsigned grid);
+
+/* One case: argsort of x [outer, n, inner] along its middle axis (ascending or descending,
+ * all positions) or top_k of [outer, n] (k of them, IEEE total order), on rows of many
+ * ties, NaNs and zeros of both signs, through the emulated kernel and the reference. */
+typedef struct sort_case {
+    kiln_dtype t;
+    int64_t outer, n, inner;
+    bool descending;
+    int k; /* >= 0: top_k (inner must be 1) */
+} sort_case;
+
+static void sort_check(emu_argsort_fn run, const sort_case *c, int which) {
+    char name[32];
+    snprintf(name, sizeof name, "sort%d", which);
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, name, &g);
+    int64_t dims[3] = {c->outer, c->n, c->inner}, total = c->outer * c->n * c->inner;
+    kiln_value x = kiln_parameter(g, "x", c->t, 3, dims), y;
+    if (c->k >= 0)
+        kiln_top_k(g, kiln_reshape(g, x, 2, dims), c->k, NULL, &y);
+    else
+        y = kiln_argsort(g, x, 1, c->descending);
+    kiln_status s = kiln_graph_finish(g, 1, &y);
+    CHECK_MSG(!s, "%s: %s", name, kiln_last_error(ctx));
+    size_t es = kiln_dtype_itemsize(c->t);
+    char *host = malloc((size_t)total * es);
+    for (int64_t i = 0; i < total; i++) {
+        int r = (int)(test_rng_next(&seed) % 12);
+        double v = r == 9 ? NAN : r == 10 ? -NAN : r == 11 ? -0.0 : r - 4;
+        if (test_rng_next(&seed) % 4 == 0) v += test_rng_unit(&seed);
+        switch (c->t) {
+        case KILN_DTYPE_F32: ((float *)host)[i] = (float)v; break;
+        case KILN_DTYPE_F64: ((double *)host)[i] = v; break;
+        case KILN_DTYPE_I32: ((int32_t *)host)[i] = isnan(v) ? INT32_MIN : (int32_t)(v * 2); break;
+        case KILN_DTYPE_I64:
+            ((int64_t *)host)[i] = isnan(v) ? INT64_MAX : (int64_t)(v * 1e12);
+            break;
+        case KILN_DTYPE_BF16: ((uint16_t *)host)[i] = kn_f32_to_bf16((float)v); break;
+        case KILN_DTYPE_F16: ((uint16_t *)host)[i] = kn_f32_to_f16((float)v); break;
+        default: ((uint8_t *)host)[i] = r & 1; break;
+        }
+    }
+    kiln_array *arg = NULL, *want = NULL;
+    if (!s) s = kiln_array_create(ctx, c->t, 3, dims, host, &arg);
+    if (!s) s = kiln_interpret(g, 1, &arg, 1, &want);
+    CHECK_MSG(!s, "%s: reference: %s", name, kiln_last_error(ctx));
+    if (!s) {
+        int64_t k = c->k >= 0 ? c->k : c->n, n_out = c->outer * k * c->inner;
+        int32_t *got = calloc((size_t)n_out + 1, sizeof *got), *ref = calloc((size_t)n_out + 1, 4);
+        long long nn[6] = {c->outer, c->n, c->inner, k, c->k >= 0 || c->descending, c->k >= 0};
+        static const kiln_dtype order[7] = {KILN_DTYPE_F32, KILN_DTYPE_F64,  KILN_DTYPE_I32,
+                                            KILN_DTYPE_I64, KILN_DTYPE_BF16, KILN_DTYPE_F16,
+                                            KILN_DTYPE_BOOL};
+        int type = 0;
+        while (order[type] != c->t) type++;
+        run(type, host, got, nn, 3);
+        kiln_array_copy_to_host(want, ref, (size_t)n_out * sizeof *ref);
+        int64_t bad = -1;
+        for (int64_t i = 0; i < n_out && bad < 0; i++)
+            if (got[i] != ref[i]) bad = i;
+        CHECK_MSG(bad < 0,
+                  "%s: emulated argsort != reference at %lld: %d, want %d (%s [%lld, "
+                  "%lld, %lld], k %d, descending %d)",
+                  name, (long long)bad, bad < 0 ? 0 : got[bad], bad < 0 ? 0 : ref[bad],
+                  kiln_dtype_name(c->t), (long long)c->outer, (long long)c->n, (long long)c->inner,
+                  c->k, c->descending);
+        free(got), free(ref);
+        n_programs++;
+    }
+    free(host);
+    kiln_array_destroy(arg), kiln_array_destroy(want);
+    kiln_graph_destroy(g);
+}
+
+static void test_sort(void) {
+    const char *only = getenv("KILN_EMU_ONLY");
+    if (only && strncmp(only, "sort", 4)) return;
+    size_t len;
+    const char *src = cu_sort_source(&len);
+    char cu[256], so[256], cmd[2048];
+    snprintf(cu, sizeof cu, "%s/sort.cpp", dir);
+    snprintf(so, sizeof so, "%s/sort.so", dir);
+    FILE *f = fopen(cu, "w");
+    if (f) fputs(shim, f), fwrite(src, 1, len, f), fputs(sort_glue, f), fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -o '%s' '%s' 2>'%s.log'", so, cu,
+             cu);
+    int rc = f ? system(cmd) : -1;
+    CHECK_MSG(rc == 0, "sort: g++ failed (see %s.log)", cu);
+    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    CHECK_MSG(rc || lib, "sort: dlopen: %s", dlerror());
+    void *fn = lib ? dlsym(lib, "emu_argsort") : NULL;
+    emu_argsort_fn run;
+    memcpy(&run, &fn, sizeof run);
+    /* shared-memory rows (padded to a power of two, several a block), strided rows,
+     * the fallback past 2048, top_k's total order, every dtype */
+    static const sort_case cases[] = {
+        {KILN_DTYPE_F32, 5, 37, 1, false, -1},  {KILN_DTYPE_F32, 2, 300, 3, true, -1},
+        {KILN_DTYPE_F32, 4, 100, 1, false, 7},  {KILN_DTYPE_F32, 2, 2100, 1, false, -1},
+        {KILN_DTYPE_F32, 2, 2100, 1, false, 9}, {KILN_DTYPE_F64, 3, 129, 1, true, -1},
+        {KILN_DTYPE_F64, 2, 64, 1, false, 64},  {KILN_DTYPE_I32, 3, 2048, 1, false, -1},
+        {KILN_DTYPE_I64, 2, 50, 2, true, -1},   {KILN_DTYPE_BF16, 4, 300, 1, false, -1},
+        {KILN_DTYPE_BF16, 3, 77, 1, false, 20}, {KILN_DTYPE_F16, 3, 200, 1, true, -1},
+        {KILN_DTYPE_F16, 2, 90, 1, false, 5},   {KILN_DTYPE_BOOL, 3, 45, 1, true, -1},
+        {KILN_DTYPE_F32, 4, 1, 1, false, -1},
+    };
+    for (int i = 0; fn && i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        char name[32];
+        snprintf(name, sizeof name, "sort%d", i);
+        if (only && strcmp(only, "sort") && strcmp(only, name)) continue;
+        sort_check(run, &cases[i], i);
+    }
+    if (lib) dlclose(lib);
+}
+
 int main(void) {
     const char *on = getenv("KILN_TEST_CUDA_EMULATE");
     if (!on || strcmp(on, "1")) return test_skip("a long run; set KILN_TEST_CUDA_EMULATE=1");
@@ -790,6 +932,7 @@ int main(void) {
     if (!ctx) return 1;
     gpu_start();
     test_attention();
+    test_sort();
     test_forms();
     test_half();
     test_conv();

@@ -276,6 +276,12 @@ static void test_library(void) {
     CHECK_MSG(!s, "attention kernels: %s", kiln_last_error(ctx));
     CHECK_MSG(s || bytes > 0, "attention kernels: empty cubin");
     if (cubin) host_free(ctx, cubin, bytes);
+    cubin = NULL, bytes = 0;
+    src = cu_sort_source(&len);
+    s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
+    CHECK_MSG(!s, "argsort kernels: %s", kiln_last_error(ctx));
+    CHECK_MSG(s || bytes > 0, "argsort kernels: empty cubin");
+    if (cubin) host_free(ctx, cubin, bytes);
 }
 
 int main(void) {

@@ -59,6 +59,11 @@ expect 2 err "--donate: '1,x' is not a list" -- plan mlp --donate 1,x
 expect 2 err "--budget: 'lots' is not a size" -- plan mlp --budget=lots
 # Every bad value names its range, and every usage error says where the help is.
 expect 2 err "--length: '-1' is not a valid value (an integer in [0, 16777216])" -- sample --length -1
+expect 0 out "--top-p P" -- help sample
+expect 2 err "--top-p: '0' is not a valid value (a number in (0, 1])" -- sample --top-p 0
+expect 2 err "--top-p: '1.5' is not a valid value (a number in (0, 1])" -- sample --top-p 1.5
+expect 2 err "--top-p: 'x' is not a valid value (a number in (0, 1])" -- sample --top-p x
+expect 2 err "--top-k: '-1' is not a valid value (an integer in [0, 1048576])" -- sample --top-k -1
 expect 2 err "(kiln train --help lists the flags)" -- train --steps 0
 expect 2 err "unknown flag '-x'" -- train -x
 expect 2 err "no example or graph file 'mpl'; did you mean 'mlp'?" -- plan mpl

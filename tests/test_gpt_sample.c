@@ -6,7 +6,8 @@
  * were within a near-tie (TIE) of each other: the logits differ only by the rounding of
  * sums of another length, which can flip a near-tie and nothing else. The test reports
  * which happened. Runs go past the context, where both paths recompute over the sliding
- * window. The step program runs in place over its donated caches. */
+ * window. The step program runs in place over its donated caches. Sampling: top-k 1 and a
+ * tiny top-p are greedy, a seed reproduces its bytes, bad top-p values are refused. */
 #include "test.h"
 #include "gpt_internal.h"
 
@@ -93,12 +94,57 @@ static void test_step_in_place(kiln_context *ctx) {
     kiln_executable_destroy(e);
 }
 
+/* Sampled bytes (temperature, top-k, top-p and seed as given). */
+static kiln_status draw_bytes(kiln_context *ctx, const char *path, double temperature, int top_k,
+                              double top_p, uint64_t seed, unsigned char *out, int n, char *err) {
+    gpt_sample_options o = {.checkpoint = path,
+                            .prompt = "The cat",
+                            .length = n,
+                            .temperature = temperature,
+                            .top_k = top_k,
+                            .top_p = top_p,
+                            .seed = seed};
+    return gpt_sample(ctx, &o, out, err);
+}
+
+/* top-k 1, and a nucleus too small for a second byte, are the greedy choice at any
+ * temperature; a fixed seed gives the same bytes again; top-p 1 is top-p off; values
+ * outside (0, 1] are refused naming top-p. */
+static void test_top_k_top_p(kiln_context *ctx, const char *dir) {
+    char path[600], err[GPT_ERR_SIZE] = "";
+    snprintf(path, sizeof path, "%s/sampling.safetensors", dir);
+    save_model(ctx, path, 7);
+    enum { N = 30 };
+    unsigned char greedy[N], a[N], b[N], c[N];
+    CHECK_OK(ctx, draw_bytes(ctx, path, 0, 0, 0, 1, greedy, N, err));
+    CHECK_OK(ctx, draw_bytes(ctx, path, 1.5, 1, 0, 5, a, N, err));
+    CHECK_MSG(!memcmp(a, greedy, N), "top-k 1 is not the greedy choice");
+    CHECK_OK(ctx, draw_bytes(ctx, path, 1.5, 0, 1e-6, 5, a, N, err));
+    CHECK_MSG(!memcmp(a, greedy, N), "top-p 1e-6 keeps more than the likeliest byte");
+    CHECK_OK(ctx, draw_bytes(ctx, path, 1.0, 40, 0.9, 11, a, N, err));
+    CHECK_OK(ctx, draw_bytes(ctx, path, 1.0, 40, 0.9, 11, b, N, err));
+    CHECK_MSG(!memcmp(a, b, N), "one seed, two different samples");
+    CHECK_OK(ctx, draw_bytes(ctx, path, 1.0, 40, 1.0, 11, b, N, err));
+    CHECK_OK(ctx, draw_bytes(ctx, path, 1.0, 40, 0, 11, c, N, err));
+    CHECK_MSG(!memcmp(b, c, N), "top-p 1 differs from top-p off");
+    /* random weights give nearly uniform bytes: a nucleus of 0.9 must change the draw */
+    CHECK_MSG(memcmp(a, b, N), "top-p 0.9 changed no byte of %d", N);
+    const double bad[] = {-0.1, 1.5, NAN};
+    for (int i = 0; i < 3; i++) {
+        err[0] = 0;
+        CHECK_STATUS(draw_bytes(ctx, path, 1.0, 0, bad[i], 1, a, N, err),
+                     KILN_STATUS_INVALID_ARGUMENT);
+        CHECK_CONTAINS(err, "top-p");
+    }
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln-test-gpt-sample-XXXXXX";
     kiln_context *ctx = test_private_context(dir);
     if (!ctx) return 1;
     test_step_in_place(ctx);
     test_greedy_equal(ctx, dir);
+    test_top_k_top_p(ctx, dir);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     return test_summary("test_gpt_sample");

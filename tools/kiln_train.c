@@ -240,6 +240,16 @@ typedef struct sample_args {
     bool positional; /* the checkpoint was given as an argument */
 } sample_args;
 
+/* --top-p: a probability mass in (0, 1] (0 would keep nothing: refused, as torch does). */
+static bool parse_top_p(const char *v, void *opts) {
+    char *end;
+    errno = 0;
+    double p = strtod(v, &end);
+    if (end == v || *end || errno || !(p > 0 && p <= 1)) return false;
+    ((sample_args *)opts)->o.top_p = p;
+    return true;
+}
+
 /* The checkpoint, once: kiln sample FILE. */
 static int sample_positional(const tool_command *c, const char *arg, void *opts) {
     sample_args *a = opts;
@@ -292,6 +302,13 @@ static const tool_flag sample_flags[] = {
      .hi = 1 << 20,
      .def = "40",
      .help = "draw among the N likeliest ({}; 0: all)"},
+    {.name = "--top-p",
+     .arg = "P",
+     .kind = TOOL_FLAG_CUSTOM,
+     .parse = parse_top_p,
+     .bad = "is not a valid value (a number in (0, 1])",
+     .def = "1",
+     .help = "then among the likeliest whose probability reaches P ({}: all)"},
     {.name = "--seed",
      .arg = "N",
      .kind = TOOL_FLAG_UINT64,

@@ -325,6 +325,10 @@ typedef struct gpt_sample_options {
     int length;         /* bytes to generate */
     double temperature; /* 0: greedy */
     int top_k;          /* 0: all */
+    /* Nucleus sampling after top-k (as torch/Hugging Face's top_p): the smallest set of the
+     * likeliest bytes whose probability reaches top_p, never fewer than one. In (0, 1];
+     * 0 (what a zeroed struct holds) and 1 keep them all. */
+    double top_p;
     uint64_t seed;
     /* Recompute the whole window for every byte instead of keeping a KV cache (the path
      * the cache is compared with; docs/training.md). Past the context both recompute. */

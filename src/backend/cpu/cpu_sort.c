@@ -11,8 +11,10 @@
  * them into one uint64: all packed words differ, so any sort of them is stable, and the
  * position comes back from the low half. A full sort is an LSD radix sort over the key's
  * bytes (a byte every element shares costs no pass); top_k's few (k <= n / 16) are a
- * quickselect of the k smallest words, then a radix sort of those over all their bytes
- * (the selection leaves their positions out of order). 64-bit keys (f64, i64)
+ * quickselect of the k smallest words (over a prefix, then over the words below the
+ * prefix's k-th: select_row), then a radix sort of those over all their bytes (the
+ * selection leaves their positions out of order). The quickselect's pivot is a median of
+ * three: an adversarial row could make it quadratic, never wrong. 64-bit keys (f64, i64)
  * are (key, position) pairs radix-sorted over the key's eight bytes: an LSD pass is
  * stable, and the positions start in order.
  *
@@ -160,20 +162,43 @@ static void select_u64(uint64_t *a, int64_t n, int64_t k) {
     insertion_u64(a + lo, hi - lo + 1);
 }
 
+/* The packed word of position j of the row at base. */
+static uint64_t word_at(const void *x, kiln_dtype t, const kn_sort_desc *d, int64_t base, int64_t j,
+                        uint32_t flip) {
+    return (uint64_t)(key32(x, t, base + j * d->inner, d->total) ^ flip) << 32 | (uint64_t)j;
+}
+
+/* The k smallest words of the row into a[0..k) (in no order). The k-th smallest of a
+ * prefix bounds the k-th smallest of the row from above, so past the prefix only words
+ * below it are kept: on most rows few are, and the selection runs over those. */
+static void select_row(const void *x, kiln_dtype t, const kn_sort_desc *d, int64_t base,
+                       uint32_t flip, uint64_t *a) {
+    int64_t n = d->n, k = d->k, m = 4 * k + 1024 < n ? 4 * k + 1024 : n, c = k;
+    for (int64_t j = 0; j < m; j++) a[j] = word_at(x, t, d, base, j, flip);
+    select_u64(a, m, k);
+    uint64_t bound = 0;
+    for (int64_t j = 0; j < k; j++) bound = a[j] > bound ? a[j] : bound;
+    for (int64_t j = m; j < n; j++) {
+        uint64_t w = word_at(x, t, d, base, j, flip);
+        if (w < bound) a[c++] = w;
+    }
+    select_u64(a, c, k);
+}
+
 static void sort_row32(const void *x, kiln_dtype t, const kn_sort_desc *d, int64_t row, void *ws,
                        int32_t *out) {
     int64_t o = row / d->inner, q = row % d->inner, n = d->n, k = d->k;
     int64_t base = o * n * d->inner + q;
     uint64_t *a = ws, *tmp = a + n;
     uint32_t flip = d->descending ? 0xffffffffu : 0;
-    for (int64_t j = 0; j < n; j++)
-        a[j] = (uint64_t)(key32(x, t, base + j * d->inner, d->total) ^ flip) << 32 | (uint64_t)j;
     uint64_t *s;
     if (k <= n / PARTIAL_RATIO) {
-        select_u64(a, n, k); /* the k smallest, positions out of order: sort them whole */
+        select_row(x, t, d, base, flip, a); /* positions out of order: sort the k whole */
         s = radix_u64(a, tmp, k, 0);
-    } else
+    } else {
+        for (int64_t j = 0; j < n; j++) a[j] = word_at(x, t, d, base, j, flip);
         s = radix_u64(a, tmp, n, 4);
+    }
     int32_t *dst = out + o * k * d->inner + q;
     for (int64_t j = 0; j < k; j++) dst[j * d->inner] = (int32_t)(uint32_t)s[j];
 }

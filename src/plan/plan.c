@@ -551,5 +551,12 @@ kiln_status plan_apply_aliases(const mem_plan *p, fusion_plan *fp) {
 }
 
 const char *plan_buffer_op(const kiln_graph *g, const plan_buffer *b) {
-    return b->kind == PLAN_K_SCRATCH ? "scratch" : ir_ops[g->nodes[b->node].op].name;
+    if (b->kind != PLAN_K_SCRATCH) return ir_ops[g->nodes[b->node].op].name;
+    /* a loop's scratch is where its body runs: the body's arena and the carries' spares */
+    switch (g->nodes[b->node].op) {
+    case IR_WHILE: return "while body";
+    case IR_SCAN: return "scan body";
+    case IR_COND: return "cond branch";
+    default: return "scratch";
+    }
 }

@@ -189,7 +189,8 @@ void plan_classify(const kiln_graph *g, const fusion_plan *fp, mem_plan *p);
 /* "parameter", "gradient", "optimizer_state", "activation", ... ; "?" out of range. */
 const char *plan_class_name(int c);
 
-/* The name of a buffer's defining op for reports ("dot_general", "scratch", ...). */
+/* The name of a buffer's defining op for reports ("dot_general", "scratch", a loop's
+ * "scan body": its sub-graphs' arena and spares, ...). */
 const char *plan_buffer_op(const kiln_graph *g, const plan_buffer *b);
 
 /* Rounds x up to a multiple of a (a power of two or any positive number). */

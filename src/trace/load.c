@@ -29,6 +29,9 @@
 /* Files larger than this are refused before reading: a graph's text is ~60 bytes a node. */
 #define LOAD_MAX_BYTES ((size_t)1 << 30)
 #define MAX_IDENT      64
+/* Sub-graphs nested deeper than this are refused: the reader, the verifier, the printer and
+ * the interpreter recurse once per level, so the text must not choose the stack's depth. */
+#define LOAD_MAX_DEPTH 64
 
 typedef struct id_value {
     uint32_t text_id; /* %N in the text */
@@ -58,6 +61,7 @@ typedef struct parser {
     uint32_t n_ins, cap_ins;
     attr attrs[8];
     int n_attrs;
+    int depth; /* 0 for the text's graph, k for a sub-graph k levels inside it */
     kiln_status status;
 } parser;
 
@@ -590,6 +594,31 @@ static bool read_attr(parser *p, ir_node *n, const ir_attr_desc *d, const char *
     return fail(p, "internal: attribute type %d of %s", (int)d->type, op);
 }
 
+/* A result node must read a control node, for one of its results past the first, and be
+ * the only one for it. */
+static bool result_check(parser *p, int index) {
+    uint32_t c = p->ins[0].id;
+    const ir_node *n = &p->g->nodes[c];
+    if (ir_ops[n->op].kind != IRK_CONTROL)
+        return fail(p, "result reads a %s: only a while, scan or cond has results past its own",
+                    ir_ops[n->op].name);
+    uint32_t count = ir_control_n_results(n);
+    if (count == 1)
+        return fail(p,
+                    "result index=%d: the %s has one result, itself (a result node stands for "
+                    "one past the first)",
+                    index, ir_ops[n->op].name);
+    if (index < 1 || (uint32_t)index >= count)
+        return fail(p, "result index=%d is outside [1, %u]: the %s has %u results", index,
+                    count - 1, ir_ops[n->op].name, count);
+    for (uint32_t k = c + 1; k < p->g->n_nodes; k++) {
+        const ir_node *r = &p->g->nodes[k];
+        if (r->op == IR_RESULT && ir_in(r)[0] == c && r->a.result_index == index)
+            return fail(p, "a second result index=%d of one %s", index, ir_ops[n->op].name);
+    }
+    return true;
+}
+
 /* Makes the node of one "%N = op ..." line, after its operands and attributes are read.
  * The attributes are read as the table declares them (KN_ATTRS), and the node is emitted
  * under its builder's name through the tracer's own path (trace_emit: ir_infer types and
@@ -613,6 +642,7 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
     const ir_attr_desc *d = ir_op_attrs(op, &count);
     for (int i = 0; i < count; i++)
         if (!read_attr(p, &n, &d[i], builder)) return KN_NONE;
+    if (op == IR_RESULT && !result_check(p, n.a.result_index)) return KN_NONE;
     switch (op) {
     case IR_CONVERT: return kiln_convert(g, in[0], t);
     case IR_COMPARE: return kiln_compare(g, in[0], in[1], n.a.cmp);
@@ -657,6 +687,132 @@ static bool same_type(parser *p, uint32_t id, kiln_value v, kiln_dtype t, int ra
     char ta[IR_TYPE_STR_MAX], tb[IR_TYPE_STR_MAX];
     return fail(p, "%%%u: the text says %s, but the op gives %s", id,
                 ir_type_str(t, &a, ta, sizeof ta), ir_type_str(gt, &b, tb, sizeof tb));
+}
+
+/* ------------------------------------------------------------ control ---- */
+
+static bool parse_graph(parser *p, const char *graph_name_fallback);
+
+/* True when the next line that is not empty opens a graph ("graph ..."); the cursor stays. */
+static bool at_graph(parser *p) {
+    size_t pos = p->pos;
+    int line = p->line;
+    skip_empty_lines(p);
+    skip_blanks(p);
+    bool yes = p->len - p->pos >= 5 && !memcmp(p->src + p->pos, "graph", 5) &&
+               (p->len - p->pos == 5 || !is_ident_char((unsigned char)p->src[p->pos + 5]));
+    p->pos = pos, p->line = line;
+    return yes;
+}
+
+/* The sub-graph blocks after a control node's line (at text line `at`): a while's two (its
+ * condition, then its body), a scan's one (its body), and for a cond every block up to the
+ * next value or "return" (its branches in order: nothing else in a graph starts with
+ * "graph", so the count needs no attribute). Each is read as a graph of its own, one level
+ * deeper, by a parser of its own (its values are numbered from %1). On failure the blocks
+ * read so far are gs[0..*n), which the caller destroys. */
+static bool sub_graphs(parser *p, ir_op op, int at, kiln_graph **gs, uint32_t *n) {
+    const char *name = ir_ops[op].name;
+    uint32_t want = op == IR_WHILE ? 2 : op == IR_SCAN ? 1 : KILN_MAX_OUTPUTS;
+    const char *what = op == IR_WHILE ? "its condition and its body" : "its body";
+    for (*n = 0; at_graph(p); (*n)++) {
+        skip_empty_lines(p);
+        if (*n == want && op == IR_COND)
+            return fail(p, "the cond at line %d has more than %d branches", at, KILN_MAX_OUTPUTS);
+        if (*n == want)
+            return fail(p, "the %s at line %d runs %u sub-graph%s (%s): this graph is one more",
+                        name, at, want, want == 1 ? "" : "s", what);
+        if (p->depth >= LOAD_MAX_DEPTH)
+            return fail(p, "sub-graphs nested more than %d deep", LOAD_MAX_DEPTH);
+        parser c = {.ctx = p->ctx,
+                    .src = p->src,
+                    .name = p->name,
+                    .len = p->len,
+                    .pos = p->pos,
+                    .line = p->line,
+                    .depth = p->depth + 1};
+        bool ok = parse_graph(&c, name);
+        host_free(p->ctx, c.ids, c.cap_ids * sizeof *c.ids);
+        host_free(p->ctx, c.ins, c.cap_ins * sizeof *c.ins);
+        p->pos = c.pos, p->line = c.line;
+        if (!ok) {
+            kiln_graph_destroy(c.g);
+            p->status = c.status ? c.status : KILN_STATUS_INTERNAL; /* the message is set */
+            return false;
+        }
+        gs[*n] = c.g;
+    }
+    if (op == IR_COND && !*n)
+        return fail(p, "the cond at line %d has no branches: a graph block for each follows it",
+                    at);
+    if (op != IR_COND && *n < want)
+        return fail(p, "the %s at line %d runs %u sub-graph%s (%s), but %u follow%s it", name, at,
+                    want, want == 1 ? "" : "s", what, *n, *n == 1 ? "s" : "");
+    return true;
+}
+
+/* The counts a control node's line gives, bounded as its builder bounds them. */
+static bool control_counts(parser *p, const ir_node *n) {
+    const char *op = ir_ops[n->op].name;
+    int lo = n->op == IR_WHILE;
+    if (n->a.ctl.n_carry < lo || n->a.ctl.n_carry > KILN_MAX_OUTPUTS)
+        return fail(p, "%s: %s=%d is outside [%d, %d]", op,
+                    n->op == IR_COND ? "operands" : "carries", n->a.ctl.n_carry, lo,
+                    KILN_MAX_OUTPUTS);
+    if (n->a.ctl.n_xs < 0 || n->a.ctl.n_xs > KILN_MAX_OUTPUTS)
+        return fail(p, "%s: xs=%d is outside [0, %d]", op, n->a.ctl.n_xs, KILN_MAX_OUTPUTS);
+    if (n->a.ctl.length < 0) return fail(p, "%s: length=%d is negative", op, n->a.ctl.length);
+    return true;
+}
+
+/* The node's operands against the layout of ir.h ("ir_region"): the values it passes (a
+ * cond's index first), then each sub-graph's captures, which are that graph's parameters
+ * past the passed ones. */
+static bool control_layout(parser *p, const ir_node *n, kiln_graph *const *gs, uint32_t n_gs) {
+    const char *op = ir_ops[n->op].name;
+    uint32_t passed = (uint32_t)n->a.ctl.n_carry + (uint32_t)n->a.ctl.n_xs;
+    uint32_t need = passed + (n->op == IR_COND);
+    for (uint32_t k = 0; k < n_gs; k++) {
+        if (gs[k]->n_params < passed)
+            return fail(p,
+                        "%s: its sub-graph '%s' has %u parameter%s, fewer than the %u the node "
+                        "passes it",
+                        op, gs[k]->name, gs[k]->n_params, gs[k]->n_params == 1 ? "" : "s", passed);
+        need += gs[k]->n_params - passed;
+    }
+    if (p->n_ins == need) return true;
+    return fail(p,
+                "%s has %u operands, but its layout takes %u: %s%u passed, then the captures "
+                "(the parameters of each sub-graph past the %u passed)",
+                op, p->n_ins, need, n->op == IR_COND ? "the index, " : "", passed, passed);
+}
+
+/* Makes a control node from its line's operands and attributes and the sub-graphs gs that
+ * follow it, which it takes over (kept by the node's region, or destroyed). Typed and
+ * checked by ir_infer, through the tracer's path, as a traced one is. */
+static kiln_value build_control(parser *p, ir_op op, kiln_graph **gs, uint32_t n_gs) {
+    char builder[MAX_IDENT + 8];
+    snprintf(builder, sizeof builder, "kiln_%s", ir_ops[op].ident);
+    ir_node n = {.op = op, .n_in = p->n_ins};
+    int count;
+    const ir_attr_desc *d = ir_op_attrs(op, &count);
+    bool ok = true;
+    for (int i = 0; i < count && ok; i++) ok = read_attr(p, &n, &d[i], builder);
+    ok = ok && control_counts(p, &n) && control_layout(p, &n, gs, n_gs);
+    uint32_t *ids = ok ? host_alloc(p->ctx, (p->n_ins ? p->n_ins : 1) * sizeof *ids) : NULL;
+    if (ok && !ids) ok = oom(p, "kiln_graph_load (operands)", p->n_ins * sizeof *ids);
+    if (!ok) {
+        for (uint32_t k = 0; k < n_gs; k++) kiln_graph_destroy(gs[k]);
+        return KN_NONE;
+    }
+    for (uint32_t i = 0; i < p->n_ins; i++) ids[i] = p->ins[i].id;
+    kiln_value v = KN_NONE;
+    if (!(n.region = ir_region_new(p->ctx, n_gs, gs))) /* it destroyed gs */
+        oom(p, "kiln_graph_load (region)", sizeof *n.region);
+    else if (!(v = trace_emit(p->g, builder, &n, ids, p->n_ins)).id)
+        ir_region_unref(p->ctx, n.region);
+    host_free(p->ctx, ids, (p->n_ins ? p->n_ins : 1) * sizeof *ids);
+    return v;
 }
 
 /* One "%N = op ... : type  # file:line" line. */
@@ -705,9 +861,23 @@ static bool node_line(parser *p) {
     int64_t dims[KILN_MAX_RANK];
     if (!expect(p, ':') || !type(p, &t, &rank, dims)) return false;
     if (!location(p)) return false;
+    bool control = ir_ops[op].kind == IRK_CONTROL;
+    int at = p->line, after = 0;
+    kiln_graph *subs[KILN_MAX_OUTPUTS];
+    uint32_t n_subs = 0;
+    if (control) {
+        if (!end_line(p) || !sub_graphs(p, (ir_op)op, at, subs, &n_subs)) {
+            for (uint32_t k = 0; k < n_subs; k++) kiln_graph_destroy(subs[k]);
+            return false;
+        }
+        after = p->line, p->line = at; /* the node's own errors name its line */
+    }
 
     kiln_value v = KN_NONE;
-    if (op == IR_PARAMETER) {
+    if (control) {
+        v = build_control(p, (ir_op)op, subs, n_subs);
+        if (p->status || !no_unused_attrs(p, opname)) return false;
+    } else if (op == IR_PARAMETER) {
         if (pindex != (int64_t)kiln_graph_num_parameters(p->g))
             return fail(p, "parameter %lld out of order: the next is %d", (long long)pindex,
                         kiln_graph_num_parameters(p->g));
@@ -748,6 +918,7 @@ static bool node_line(parser *p) {
         p->ids = n, p->cap_ids = cap;
     }
     p->ids[p->n_ids++] = (id_value){id, v};
+    if (control) return p->line = after, true; /* its blocks ended the line */
     return end_line(p);
 }
 
@@ -782,6 +953,7 @@ static bool check_header(parser *p, const header_param *hp, uint32_t n) {
 
 static bool parse_graph(parser *p, const char *graph_name_fallback) {
     skip_empty_lines(p);
+    int open_line = p->line;
     char word[MAX_IDENT];
     if (!ident(p, word, "\"graph\"")) return false;
     if (strcmp(word, "graph")) return fail(p, "expected \"graph\", found \"%s\"", word);
@@ -830,12 +1002,24 @@ static bool parse_graph(parser *p, const char *graph_name_fallback) {
     while (ok) {
         skip_empty_lines(p);
         skip_blanks(p);
+        if (p->pos >= p->len) {
+            ok = fail(p,
+                      "expected a value (%%N = ...) or \"return\", found the end of the text "
+                      "inside graph '%s' (line %d)",
+                      p->g->name, open_line);
+            break;
+        }
         if (peek(p) == '%') {
             ok = node_line(p);
             continue;
         }
         char w[MAX_IDENT];
         if (!(ok = ident(p, w, "a value (%N = ...) or \"return\""))) break;
+        if (!strcmp(w, "graph")) {
+            ok = fail(p, "a graph block here follows no while, scan or cond line (a control "
+                         "node's sub-graphs follow its line)");
+            break;
+        }
         if (strcmp(w, "return")) {
             ok = fail(p, "expected a value (%%N = ...) or \"return\", found \"%s\"", w);
             break;
@@ -860,6 +1044,7 @@ static bool parse_graph(parser *p, const char *graph_name_fallback) {
         }
         skip_empty_lines(p);
         ok = ok && expect(p, '}') && end_line(p);
+        if (p->depth) break; /* a sub-graph: its enclosing graph goes on */
         skip_empty_lines(p);
         skip_blanks(p);
         if (ok && p->pos < p->len) ok = expected(p, "the end of the text after the graph's \"}\"");

@@ -5,7 +5,8 @@
  * the sub-graphs' locations included) and saved, loaded and saved again (the same text), both
  * copies run by the reference interpreter on the same arguments (the same bits). Then the
  * broken nested texts, each with the status and the message (file:line, what is wrong) it
- * must give; every prefix of a nested text; and nesting past the depth limit. */
+ * must give; every prefix of a nested text; and nesting past the depth limit. Last, the
+ * tracer's node pointers that fuzz_builder found kept across appends (growing_graphs). */
 #include "test.h"
 #include "compare.h"
 #include "ir/ir.h"
@@ -476,6 +477,57 @@ static void depth_limit(kiln_context *ctx) {
     free(t);
 }
 
+/* ------------------------------------------------- fuzz_builder's findings ---- */
+
+/* An outer scan body that makes `pad` nodes, then a scan whose body captures a value from two
+ * levels out: the capture adds a parameter to the outer body while its builder holds its
+ * carries' types, so they must not be pointers into its nodes. */
+typedef struct grow {
+    kiln_value s;
+    int pad;
+} grow;
+
+static int grow_inner(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const grow *w = user;
+    outs[0] = kiln_add(g, in[0], kiln_mul(g, in[1], kiln_capture(g, w->s)));
+    return 1;
+}
+
+static int grow_outer(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const grow *w = user;
+    kiln_value acc = in[0], r;
+    for (int i = 0; i < w->pad; i++) acc = kiln_add(g, acc, kiln_scalar(g, KILN_DTYPE_F64, 0));
+    int n = 0;
+    if (kiln_scan(g, grow_inner, user, 1, &acc, 1, &in[1], NULL, &n, &r)) return -1;
+    outs[0] = r;
+    return 1;
+}
+
+/* Run under AddressSanitizer (make test-asan), these read freed node arrays before the fix:
+ * kiln_switch held its index's node across the clamp it appends, and kiln_scan and
+ * kiln_while_loop their carries' nodes across tracing the body. */
+static void growing_graphs(kiln_context *ctx) {
+    int64_t md[2] = {2, 3};
+    for (int pad = 0; pad < 70; pad++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "grow", &g);
+        for (int i = 0; i < pad; i++) kiln_scalar(g, KILN_DTYPE_F32, i);
+        kiln_value ix = kiln_parameter(g, "i", KILN_DTYPE_I64, 0, NULL);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 0, NULL);
+        kiln_value m = kiln_parameter(g, "m", KILN_DTYPE_F64, 2, md), outs[2];
+        outer o = {{x, x}};
+        kiln_fn fns[2] = {br_add, br_mul};
+        int n = 0;
+        CHECK_OK(ctx, kiln_switch(g, ix, 2, fns, &o, 1, &x, &n, outs));
+        grow w = {x, pad};
+        CHECK_OK(ctx, kiln_scan(g, grow_outer, &w, 1, &x, 1, &m, NULL, &n, &outs[1]));
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        kiln_graph_destroy(g);
+    }
+}
+
 int main(void) {
     if (!mkdtemp(tmpdir)) return perror("mkdtemp"), 2;
     kiln_context *ctx = test_context();
@@ -484,6 +536,7 @@ int main(void) {
     broken_texts(ctx);
     prefixes(ctx);
     depth_limit(ctx);
+    growing_graphs(ctx);
     kiln_context_destroy(ctx);
     test_remove_dir(tmpdir);
     return test_summary("test_control_text");

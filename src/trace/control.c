@@ -133,9 +133,11 @@ static kiln_status trace_body(kiln_graph *g, const char *op, const char *name, k
 }
 
 /* Output j of body b must have want's dtype and shape: a carry's (`carry`), else branch
- * 0's output j. The message names both types and where the body made the value. */
+ * 0's output j. The message names both types and where the body made the value. want is a
+ * copy, not a node of g: tracing a body may append to g (a capture from further out adds a
+ * parameter to each graph between), which moves g's nodes. */
 static kiln_status check_out(kiln_graph *g, const char *op, const body *b, int j,
-                             const ir_node *want, bool carry, int hidden) {
+                             const body_param *want, bool carry, int hidden) {
     const ir_node *o = &b->g->nodes[b->g->outputs[j]];
     if (o->dtype == want->dtype && ir_shape_eq(&o->shape, &want->shape)) return KILN_STATUS_OK;
     char t1[IR_TYPE_STR_MAX], t2[IR_TYPE_STR_MAX], at[96] = "";
@@ -186,7 +188,8 @@ static kiln_status emit_control(kiln_graph *g, const char *op, ir_node *tmpl,
     if (n_passed) memcpy(in, passed, n_passed * sizeof *in);
     for (uint32_t k = 0, at = n_passed; k < n_subs; k++) {
         const kiln_graph *s = graphs[k];
-        if (s->n_captures) memcpy(in + at, s->captures, s->n_captures * sizeof *in);
+        if (s->n_captures) /* none: captures is NULL, which memcpy may not be given */
+            memcpy(in + at, s->captures, s->n_captures * sizeof *in);
         at += s->n_captures;
     }
     tmpl->region = r;
@@ -251,7 +254,7 @@ kiln_status kiln_while_loop(kiln_graph *g, kiln_fn cond, kiln_fn body_fn, void *
         goto fail;
     }
     for (int j = 0; j < n; j++)
-        if (check_out(g, op, &b[1], j, carry[j], true, 0)) goto fail;
+        if (check_out(g, op, &b[1], j, &ps[j], true, 0)) goto fail;
     uint32_t passed[KILN_MAX_OUTPUTS];
     for (int i = 0; i < n; i++) passed[i] = init[i].id;
     ir_node t = {.op = IR_WHILE};
@@ -326,7 +329,7 @@ static kiln_status scan_named(kiln_graph *g, const char *op, int hidden, kiln_fn
         goto fail;
     }
     for (int j = 0; j < n_carry; j++)
-        if (check_out(g, op, &b, j, nodes[j], true, hidden)) goto fail;
+        if (check_out(g, op, &b, j, &ps[j], true, hidden)) goto fail;
     uint32_t passed[2 * KILN_MAX_OUTPUTS];
     for (int i = 0; i < n_carry; i++) passed[i] = init[i].id;
     for (int i = 0; i < n_xs; i++) passed[n_carry + i] = xs[i].id;
@@ -426,8 +429,11 @@ static kiln_status branches(kiln_graph *g, const char *op, kiln_value index, int
                        b[k].n_out, b[0].n_out);
             goto fail;
         }
-        for (int j = 0; k && j < b[k].n_out; j++)
-            if (check_out(g, op, &b[k], j, &b[0].g->nodes[b[0].g->outputs[j]], false, 0)) goto fail;
+        for (int j = 0; k && j < b[k].n_out; j++) {
+            body_param w;
+            param_like(&w, &b[0].g->nodes[b[0].g->outputs[j]], "output", j);
+            if (check_out(g, op, &b[k], j, &w, false, 0)) goto fail;
+        }
     }
     uint32_t passed[KILN_MAX_OUTPUTS + 1];
     passed[0] = index.id;
@@ -461,9 +467,10 @@ kiln_status kiln_switch(kiln_graph *g, kiln_value index, int n_branches, const k
                    ir_type_str(ix->dtype, &ix->shape, t, sizeof t));
         return fail_outs(g, 0, outs, n_outs);
     }
-    if (ix->dtype != KILN_DTYPE_I32) { /* clamped before it narrows, so it cannot wrap */
-        kiln_value lo = trace_scalar(g, op, ix->dtype, 0);
-        kiln_value hi = trace_scalar(g, op, ix->dtype, n_branches - 1);
+    kiln_dtype it = ix->dtype;  /* ix moves once a node is appended */
+    if (it != KILN_DTYPE_I32) { /* clamped before it narrows, so it cannot wrap */
+        kiln_value lo = trace_scalar(g, op, it, 0);
+        kiln_value hi = trace_scalar(g, op, it, n_branches - 1);
         index = kiln_convert(g, kiln_clip(g, index, lo, hi), KILN_DTYPE_I32);
     }
     return branches(g, op, index, n_branches, fns, user, n, operands, n_outs, outs);

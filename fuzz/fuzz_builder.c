@@ -64,12 +64,18 @@ typedef struct fz_val {
 
 typedef struct fz_state {
     fz_bytes in;
-    kiln_graph *g;
+    kiln_graph *g; /* the graph being built: the program's, or a body's while it is traced */
     fz_val vals[FZ_MAX_VALUES];
     int n_vals, newest; /* newest: the slot push wrote last */
     fz_val params[FZ_MAX_PARAMS];
     int n_params;
     bool huge; /* a huge dim or attribute was passed */
+    /* control flow (op_control): the enclosing graphs' pools while a body is traced, how
+     * deep, whether the program holds a control node, and whether running it would take
+     * too long (many iterations, large bodies) */
+    struct fz_frame *frame;
+    int depth;
+    bool control, slow;
 } fz_state;
 
 static kiln_context *fz_ctx;
@@ -649,6 +655,200 @@ static void op_index(fz_state *s) {
     }
 }
 
+/* ---------------------------------------------------------- control flow ---- */
+
+#define FZ_MAX_DEPTH 2    /* control ops nested inside bodies */
+#define FZ_MAX_TRIPS 8    /* iterations past which a program is built but not run */
+#define FZ_BODY_MAX  4096 /* elements of a body's node past which likewise */
+
+/* The pool of an enclosing graph while a body is traced: its values can be captured. */
+typedef struct fz_frame {
+    fz_val vals[FZ_MAX_VALUES];
+    int n_vals, newest, n_params;
+    kiln_graph *g;
+    struct fz_frame *up;
+} fz_frame;
+
+enum { BODY_WHILE, BODY_FORI, BODY_SCAN, BODY_BRANCH };
+
+/* One control op's bodies: what they must return. A while's condition and body, and a
+ * switch's branches, share it: calls counts them in the order the builder traces them. */
+typedef struct fz_body {
+    fz_state *s;
+    int kind, calls;
+    int n_carry;    /* leading outputs that keep their parameter's type */
+    int n_extra;    /* further outputs: a scan's ys, a branch's results */
+    int64_t bound;  /* a while: its condition is counter < bound */
+    fz_val want[4]; /* branch 0's outputs, which the later branches try to match */
+    int n_want;
+} fz_body;
+
+static void step(fz_state *s);
+
+/* The largest node of graph g (id gid), in elements: over every node, composites' parts
+ * too. */
+static int64_t graph_biggest(kiln_graph *g, uint32_t gid);
+
+/* A value of an enclosing graph (any level up) captured into the body; now and then one used
+ * without kiln_capture, which the builder must refuse. */
+static void capture(fz_state *s, uint8_t c) {
+    fz_frame *f = s->frame;
+    while (f->up && (c & 1)) f = f->up, c >>= 1;
+    if (!f->n_vals) return;
+    fz_val x = f->vals[fz_u8(&s->in) % f->n_vals];
+    if (c >= 44)
+        push(s, kiln_neg(s->g, x.v), LV_LOOSE); /* read directly: an error naming capture */
+    else
+        push(s, kiln_capture(s->g, x.v), LV_LOOSE);
+}
+
+/* The outputs of a body, into outs: a while's condition is counter < bound (now and then
+ * and-ed with a drawn value, which must be a bool scalar), a while's body adds one to the counter
+ * (so the loop ends), carries are values of their parameter's type where the pool has one, the rest
+ * are drawn (a branch past the first matching branch 0's where it can). */
+static int body_outputs(fz_state *s, fz_body *b, int n_in, const kiln_value *in, kiln_value *outs) {
+    kiln_graph *g = s->g;
+    if (b->kind == BODY_WHILE && b->calls == 1) { /* the condition */
+        uint8_t c = fz_u8(&s->in);
+        kiln_value lt =
+            kiln_compare(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, (double)b->bound), KILN_CMP_LT);
+        /* now and then also a drawn value, which must be a bool scalar; the counter's bound
+         * stays, so the loop ends whatever the value holds */
+        outs[0] = c < 16 && s->n_vals ? kiln_logical_and(g, s->vals[c % s->n_vals].v, lt) : lt;
+        return 1;
+    }
+    int first = 0, skip = b->kind == BODY_FORI; /* fori: in[0] is the index, no output */
+    if (b->kind == BODY_WHILE)
+        outs[first++] = kiln_add(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, 1));
+    for (int j = first; j < b->n_carry && j + skip < n_in; j++) {
+        fz_val p = {.v = in[j + skip]};
+        if (!kiln_value_type(g, p.v, &p.t, &p.rank, p.dims)) return -1;
+        outs[j] = pick_like(s, &p).v;
+    }
+    int n = b->n_carry;
+    for (int j = 0; j < b->n_extra; j++, n++)
+        outs[n] = j < b->n_want ? pick_like(s, &b->want[j]).v : pick(s).v;
+    if (b->kind == BODY_BRANCH && b->calls == 1) /* branch 0: the types the others match */
+        for (b->n_want = 0; b->n_want < n && b->n_want < 4; b->n_want++) {
+            fz_val *w = &b->want[b->n_want];
+            w->v = outs[b->n_want];
+            if (!kiln_value_type(g, w->v, &w->t, &w->rank, w->dims)) break;
+        }
+    return n;
+}
+
+/* Every body's kiln_fn: a few steps of the program on the body's graph, its parameters the
+ * pool it starts from, the enclosing pools kept aside to capture from. */
+static int fz_body_fn(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    fz_body *b = user;
+    fz_state *s = b->s;
+    b->calls++;
+    fz_frame f = {.n_vals = s->n_vals,
+                  .newest = s->newest,
+                  .n_params = s->n_params,
+                  .g = s->g,
+                  .up = s->frame};
+    memcpy(f.vals, s->vals, sizeof f.vals);
+    s->frame = &f, s->g = g, s->n_vals = 0, s->newest = 0, s->depth++;
+    s->n_params = FZ_MAX_PARAMS; /* a body's parameters are its carries: make_param makes fulls */
+    for (int i = 0; i < n_in; i++) push(s, in[i], LV_LOOSE);
+    int steps = fz_int(&s->in, 4);
+    for (int i = 0; i < steps && !fz_done(&s->in); i++) {
+        uint8_t c = fz_u8(&s->in);
+        if (c < 48)
+            capture(s, c);
+        else
+            step(s);
+    }
+    int n = body_outputs(s, b, n_in, in, outs);
+    uint32_t gid = n_in ? in[0].graph : s->n_vals ? s->vals[0].v.graph : 0;
+    if (gid && graph_biggest(g, gid) > FZ_BODY_MAX) s->slow = true;
+    memcpy(s->vals, f.vals, sizeof f.vals);
+    s->frame = f.up, s->g = f.g, s->n_vals = f.n_vals, s->newest = f.newest;
+    s->n_params = f.n_params, s->depth--;
+    return n;
+}
+
+static void push_results(fz_state *s, kiln_status st, int n, const kiln_value *outs) {
+    if (st) {
+        push(s, (kiln_value){0, 0}, LV_LOOSE); /* the graph must hold the error */
+        return;
+    }
+    for (int i = 0; i < n; i++) push(s, outs[i], LV_LOOSE);
+}
+
+/* kiln_while_loop, kiln_fori_loop, kiln_scan, kiln_cond and kiln_switch on drawn operands,
+ * with bodies that run a few steps of the program themselves (control ops among them, to
+ * FZ_MAX_DEPTH) and capture values from every enclosing graph. Loops end within
+ * FZ_MAX_TRIPS iterations, or the program is built but not run. */
+static void op_control(fz_state *s) {
+    if (s->depth >= FZ_MAX_DEPTH) return;
+    s->control = true;
+    kiln_graph *g = s->g;
+    uint8_t b = fz_u8(&s->in);
+    fz_body body = {.s = s};
+    kiln_value ins[8], outs[8] = {{0, 0}};
+    int n = 0, n_outs = 0;
+    kiln_status st;
+    switch (b % 5) {
+    case 0: /* while: a counter, then up to two carries */
+        n = 1 + fz_int(&s->in, 3);
+        ins[0] = kiln_scalar(g, KILN_DTYPE_I32, 0);
+        for (int i = 1; i < n; i++) ins[i] = pick(s).v;
+        body.kind = BODY_WHILE, body.n_carry = n, body.bound = fz_int(&s->in, FZ_MAX_TRIPS + 1);
+        /* the condition is traced first (calls == 1), then the body */
+        st = kiln_while_loop(g, fz_body_fn, fz_body_fn, &body, n, ins, outs);
+        push_results(s, st, n, outs);
+        return;
+    case 1: { /* fori_loop: the index from lower, up to two carries */
+        int64_t lo = draw_attr(s, -3, 8), hi, d = fz_int(&s->in, FZ_MAX_TRIPS + 2) - 1;
+        if (__builtin_add_overflow(lo, d, &hi)) hi = lo; /* a huge lo: the builder refuses it */
+        n = fz_int(&s->in, 3);
+        for (int i = 0; i < n; i++) ins[i] = pick(s).v;
+        body.kind = BODY_FORI, body.n_carry = n;
+        st = kiln_fori_loop(g, lo, hi, fz_body_fn, &body, n, ins, outs);
+        push_results(s, st, n, outs);
+        return;
+    }
+    case 2: { /* scan: up to two carries and two scanned arrays, a given length or none */
+        int n_carry = fz_int(&s->in, 3), n_xs = fz_int(&s->in, 3);
+        fz_val x0 = {.rank = 0};
+        for (int i = 0; i < n_carry + n_xs; i++) {
+            fz_val v = pick(s);
+            if (i == n_carry) x0 = v;
+            ins[i] = v.v;
+        }
+        kiln_scan_options o = {.length = b & 0x10 ? fz_int(&s->in, 6) : 0, .reverse = b & 0x20};
+        int64_t trips = o.length ? o.length : n_xs && x0.rank > 0 ? x0.dims[0] : 0;
+        if (trips > FZ_MAX_TRIPS || trips < 0) s->slow = true;
+        body.kind = BODY_SCAN, body.n_carry = n_carry, body.n_extra = fz_int(&s->in, 3);
+        st = kiln_scan(g, fz_body_fn, &body, n_carry, ins, n_xs, ins + n_carry, &o, &n_outs, outs);
+        push_results(s, st, n_outs, outs);
+        return;
+    }
+    default: { /* cond on a predicate, switch on an index: drawn from a value's sum */
+        fz_val x = pick(s);
+        kiln_value sum = kiln_reduce_sum(g, kiln_convert(g, x.v, KILN_DTYPE_F32), 0, NULL, false);
+        int n_br = 1 + fz_int(&s->in, 3);
+        n = fz_int(&s->in, 3);
+        for (int i = 0; i < n; i++) ins[i] = pick(s).v;
+        body.kind = BODY_BRANCH, body.n_extra = 1 + fz_int(&s->in, 2);
+        kiln_fn fns[3] = {fz_body_fn, fz_body_fn, fz_body_fn};
+        if (b % 5 == 3) {
+            kiln_value p =
+                b & 0x20 ? x.v /* any value: often no bool scalar */
+                         : kiln_compare(g, sum, kiln_scalar(g, KILN_DTYPE_F32, 0), KILN_CMP_GT);
+            st = kiln_cond(g, p, fz_body_fn, fz_body_fn, &body, n, ins, &n_outs, outs);
+        } else {
+            kiln_value ix = kiln_convert(g, sum, b & 0x20 ? KILN_DTYPE_I64 : KILN_DTYPE_I32);
+            st = kiln_switch(g, ix, n_br, fns, &body, n, ins, &n_outs, outs);
+        }
+        push_results(s, st, n_outs, outs);
+        return;
+    }
+    }
+}
+
 static void step(fz_state *s) {
     static void (*const ops[])(fz_state *) = {op_source,
                                               op_source,
@@ -669,7 +869,8 @@ static void step(fz_state *s) {
                                               op_index,
                                               op_composite,
                                               op_rev_split,
-                                              op_dynamic};
+                                              op_dynamic,
+                                              op_control};
     uint8_t b = fz_u8(&s->in);
     if (b == 255) kiln_graph_at(s->g, b % 2 ? "fuzz.c" : NULL, (int)fz_u8(&s->in) - 8);
     ops[b % (sizeof ops / sizeof ops[0])](s);
@@ -682,6 +883,17 @@ static int64_t elements(const fz_val *x) {
     for (int i = 0; i < x->rank; i++)
         if (x->dims[i] < 0 || __builtin_mul_overflow(n, x->dims[i], &n)) return INT64_MAX;
     return n;
+}
+
+static int64_t graph_biggest(kiln_graph *g, uint32_t gid) {
+    int64_t biggest = 0; /* huge dims beside a 0 are evaluated */
+    for (int id = 1; gid && id <= kiln_graph_num_nodes(g); id++) {
+        fz_val x = {.v = {gid, (uint32_t)id}};
+        if (!kiln_value_type(g, x.v, &x.t, &x.rank, x.dims)) continue;
+        int64_t n = elements(&x);
+        biggest = n > biggest ? n : biggest;
+    }
+    return biggest;
 }
 
 /* Ordinal of a float's bits, so that neighbours differ by 1 across zero. */
@@ -853,19 +1065,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *text = kiln_graph_to_string(s.g);
         if (text && getenv("KILN_FUZZ_PRINT")) fprintf(stderr, "%s\n", text); /* triage */
         kiln_string_free(fz_ctx, text);
-        int64_t biggest = 0; /* over every node: kiln_grad makes nodes the fuzzer never saw */
-        uint32_t graph_id = s.n_vals ? s.vals[0].v.graph : 0;
-        for (int id = 1; graph_id && id <= kiln_graph_num_nodes(s.g); id++) {
-            fz_val x = {.v = {graph_id, (uint32_t)id}};
-            if (!kiln_value_type(s.g, x.v, &x.t, &x.rank, x.dims)) continue;
-            int64_t n = elements(&x);
-            biggest = n > biggest ? n : biggest; /* huge dims beside a 0 are evaluated */
-        }
+        /* over every node: kiln_grad makes nodes the fuzzer never saw */
+        int64_t biggest = graph_biggest(s.g, s.n_vals ? s.vals[0].v.graph : 0);
         const char *skip = getenv("KILN_FUZZ_SKIP_HUGE"), *cc = getenv("KILN_FUZZ_COMPILE");
         bool skip_huge = s.huge && skip && !strcmp(skip, "1");
+        /* control nodes are interpreted only, until the compiler takes them */
         bool compile = (control & 0x0f) == 0x0f && biggest <= FZ_COMPILE_MAX &&
-                       kiln_graph_num_nodes(s.g) <= 40 && !(cc && !strcmp(cc, "0"));
-        if (biggest <= FZ_MAX_ELEMENTS && !skip_huge)
+                       kiln_graph_num_nodes(s.g) <= 40 && !(cc && !strcmp(cc, "0")) && !s.control;
+        if (biggest <= FZ_MAX_ELEMENTS && !skip_huge && !s.slow)
             evaluate(&s, n_out, outs, compile, (uint64_t)size * 0x9e3779b97f4a7c15ull + control);
     }
     kiln_graph_destroy(s.g);

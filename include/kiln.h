@@ -451,7 +451,9 @@ KILN_API kiln_value kiln_graph_output(const kiln_graph *g, int i);
  * loaded graph is finished. Not kept: composite records (gradients are the same, through
  * the composites' parts), checkpoint regions and names (kiln_checkpoint_*), and the roles
  * kiln_grad gives values. kiln_graph_parse reads
- * len bytes of text (no terminator needed); name is what messages call it. */
+ * len bytes of text (no terminator needed); name is what messages call it. The sub-graphs
+ * of control flow (kiln_while_loop, kiln_scan, kiln_cond, ...) are nested blocks after
+ * their node's line, read back to at most 64 levels. */
 KILN_API kiln_status kiln_graph_save(const kiln_graph *g, const char *path);
 KILN_API kiln_status kiln_graph_load(kiln_context *ctx, const char *path, kiln_graph **out);
 KILN_API kiln_status kiln_graph_parse(kiln_context *ctx, const char *text, size_t len,

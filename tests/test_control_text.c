@@ -528,6 +528,23 @@ static void growing_graphs(kiln_context *ctx) {
     }
 }
 
+/* The reference's cumsum over an empty axis between axes of 2^30 and 2^31: no work, at once
+ * (it looped over every row around the empty axis). */
+static void empty_cumsum(kiln_context *ctx) {
+    int64_t d[3] = {(int64_t)1 << 30, 0, (int64_t)1 << 31};
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "cumsum", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 3, d);
+    kiln_value y = kiln_cumsum(g, x, 1, false);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    kiln_array *a = NULL, *r = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 3, d, NULL, &a));
+    CHECK_OK(ctx, kiln_interpret(g, 1, &a, 1, &r));
+    kiln_array_destroy(a);
+    kiln_array_destroy(r);
+    kiln_graph_destroy(g);
+}
+
 int main(void) {
     if (!mkdtemp(tmpdir)) return perror("mkdtemp"), 2;
     kiln_context *ctx = test_context();
@@ -537,6 +554,7 @@ int main(void) {
     prefixes(ctx);
     depth_limit(ctx);
     growing_graphs(ctx);
+    empty_cumsum(ctx);
     kiln_context_destroy(ctx);
     test_remove_dir(tmpdir);
     return test_summary("test_control_text");

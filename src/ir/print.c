@@ -9,7 +9,10 @@
  *   }
  *
  * Locations print as the file's last path component so the text does not depend on
- * where the source was built. */
+ * where the source was built. A control node's sub-graphs follow its line as graph blocks
+ * of their own, indented one level more: as many as the op runs (while 2, scan 1, cond one
+ * a branch), which src/trace/load.c reads back without a count, since only a block starts
+ * with "graph". */
 #include "ir.h"
 #include "base/strbuf.h"
 

@@ -462,7 +462,9 @@ static kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value 
     const ir_node *n = &g->nodes[id];
     const void *x = IN_OF(n);
     int ax = n->a.scan.axis;
-    int64_t len = n->shape.dims[ax], outer = 1, inner = 1;
+    int64_t len = n->shape.dims[ax], outer = 1, inner = 1, numel = 0;
+    /* nothing to sum: the rows around an empty axis may still number ~2^62 */
+    if (!ir_shape_numel(&n->shape, &numel) || !numel) return KILN_STATUS_OK;
     for (int i = 0; i < ax; i++) outer *= n->shape.dims[i];
     for (int i = ax + 1; i < n->shape.rank; i++) inner *= n->shape.dims[i];
     bool fl = ir_dtype_is_float(n->dtype);

@@ -71,11 +71,10 @@ typedef struct fz_state {
     int n_params;
     bool huge; /* a huge dim or attribute was passed */
     /* control flow (op_control): the enclosing graphs' pools while a body is traced, how
-     * deep, whether the program holds a control node, and whether running it would take
-     * too long (many iterations, large bodies) */
+     * deep, and whether running it would take too long (many iterations, large bodies) */
     struct fz_frame *frame;
     int depth;
-    bool control, slow;
+    bool slow;
 } fz_state;
 
 static kiln_context *fz_ctx;
@@ -783,7 +782,6 @@ static void push_results(fz_state *s, kiln_status st, int n, const kiln_value *o
  * FZ_MAX_TRIPS iterations, or the program is built but not run. */
 static void op_control(fz_state *s) {
     if (s->depth >= FZ_MAX_DEPTH) return;
-    s->control = true;
     kiln_graph *g = s->g;
     uint8_t b = fz_u8(&s->in);
     fz_body body = {.s = s};
@@ -1069,9 +1067,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int64_t biggest = graph_biggest(s.g, s.n_vals ? s.vals[0].v.graph : 0);
         const char *skip = getenv("KILN_FUZZ_SKIP_HUGE"), *cc = getenv("KILN_FUZZ_COMPILE");
         bool skip_huge = s.huge && skip && !strcmp(skip, "1");
-        /* control nodes are interpreted only, until the compiler takes them */
         bool compile = (control & 0x0f) == 0x0f && biggest <= FZ_COMPILE_MAX &&
-                       kiln_graph_num_nodes(s.g) <= 40 && !(cc && !strcmp(cc, "0")) && !s.control;
+                       kiln_graph_num_nodes(s.g) <= 40 && !(cc && !strcmp(cc, "0"));
         if (biggest <= FZ_MAX_ELEMENTS && !skip_huge && !s.slow)
             evaluate(&s, n_out, outs, compile, (uint64_t)size * 0x9e3779b97f4a7c15ull + control);
     }

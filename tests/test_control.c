@@ -511,9 +511,15 @@ static int fori_f32_body(kiln_graph *g, int n_in, const kiln_value *in, void *us
     return 1;
 }
 
+static int param_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_add(g, in[0], kiln_parameter(g, "extra", KILN_DTYPE_F32, 0, NULL));
+    return 1;
+}
+
 static void test_errors(kiln_context *ctx) {
     int64_t v3[1] = {3}, m34[2] = {3, 4}, m44[2] = {4, 4};
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 11; i++) {
         kiln_graph *g = NULL;
         kiln_graph_create(ctx, "bad", &g);
         kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 0, NULL);
@@ -538,6 +544,7 @@ static void test_errors(kiln_context *ctx) {
         case 7: kiln_cond(g, x, same_body, same_body, NULL, 1, &x, &n, out); want = "kiln_cond: the predicate is f32[]; it must be a bool scalar"; break;
         case 8: kiln_capture(g, x); want = "kiln_capture: graph 'bad' is not the body of a loop or branch being traced"; break;
         case 9: kiln_fori_loop(g, 0, 2, fori_f32_body, NULL, 1, &x, out); kiln_jvp(g, 1, out, 1, &x, &x, &out[1]); want = "kiln_jvp: forward mode through scan (%"; break;
+        case 10: kiln_scan(g, param_body, NULL, 1, &x, 0, NULL, &(kiln_scan_options){.length = 2}, &n, out); want = "kiln_parameter: graph 'body' is the body of a loop or branch: kiln makes its parameters"; break;
         }
         // clang-format on
         CHECK_MSG(kiln_graph_status(g) != KILN_STATUS_OK, "error case %d passed", i);

@@ -52,7 +52,7 @@ static kiln_value capture_from(kiln_graph *g, const char *op, kiln_value x) {
     const ir_node *o = &p->nodes[x.id];
     char name[64];
     snprintf(name, sizeof name, "%.40s", o->name && o->op == IR_PARAMETER ? o->name : "capture");
-    kiln_value v = kiln_parameter(g, name, o->dtype, o->shape.rank, o->shape.dims);
+    kiln_value v = trace_parameter(g, op, name, o->dtype, o->shape.rank, o->shape.dims);
     if (v.id) g->captures[g->n_captures++] = x.id;
     return v;
 }
@@ -113,7 +113,7 @@ static kiln_status trace_body(kiln_graph *g, const char *op, const char *name, k
     kiln_graph_at(s, g->cur_file, g->cur_line);
     kiln_value in[KILN_MAX_OUTPUTS + 1], outs[KILN_MAX_OUTPUTS];
     for (int i = 0; i < n_in; i++)
-        in[i] = kiln_parameter(s, ps[i].name, ps[i].dtype, ps[i].shape.rank, ps[i].shape.dims);
+        in[i] = trace_parameter(s, op, ps[i].name, ps[i].dtype, ps[i].shape.rank, ps[i].shape.dims);
     int n = s->status ? -1 : fn(s, n_in, in, user, outs);
     if (!s->status && n < 0)
         trace_fail(s, KILN_STATUS_INVALID_ARGUMENT, op, "it returned %d (an error of its own)", n);

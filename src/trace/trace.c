@@ -197,6 +197,16 @@ kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int
                           const int64_t *dims) {
     const char *op = "kiln_parameter";
     if (!trace_ready(g, op)) return KN_NONE;
+    if (g->parent) /* a body's parameters are its layout's (src/trace/control.c) */
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                          "graph '%s' is the body of a loop or branch: kiln makes its parameters "
+                          "(the values it receives); read other values through kiln_capture",
+                          g->name);
+    return trace_parameter(g, op, name, dtype, rank, dims);
+}
+
+kiln_value trace_parameter(kiln_graph *g, const char *op, const char *name, kiln_dtype dtype,
+                           int rank, const int64_t *dims) {
     ir_node n = {.op = IR_PARAMETER, .dtype = dtype};
     if (!trace_make_shape(g, op, rank, dims, &n.shape)) return KN_NONE;
     n.a.param_index = (int)g->n_params;

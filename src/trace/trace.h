@@ -63,6 +63,10 @@ bool trace_broadcast_shape(kiln_graph *g, const char *op, const kiln_value *vals
  * op. The builders of the plain ops, compare and select, and composites that want an
  * elementwise primitive under their own name (kiln_where). */
 kiln_value trace_nary(kiln_graph *g, const char *op, ir_node *n, const kiln_value *vals, int count);
+/* A new parameter of g (kiln_parameter without its refusal inside a body: the body's own
+ * parameters and captures are made here). */
+kiln_value trace_parameter(kiln_graph *g, const char *op, const char *name, kiln_dtype dtype,
+                           int rank, const int64_t *dims);
 /* Rank-0 constant of dtype t. */
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value);
 

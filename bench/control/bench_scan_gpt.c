@@ -6,8 +6,9 @@
  *   bench_scan_gpt [LAYERS...] [--forward] [--runs N]
  *
  * Default depths 4 12 48; the demo model's width (C 128, 4 heads, context 64, batch 8).
- * --forward times the loss alone (no backward pass). Step times are the median of N runs
- * after one warm-up run. */
+ * --forward times the loss alone (no backward pass). Three forms: unrolled, unrolled with
+ * each block a nothing_saveable checkpoint region ("remat": the same recomputation as the
+ * scanned backward pass), scanned. Step times are the median of N runs after one warm-up. */
 #include "gpt.h"
 
 #include <stdio.h>
@@ -52,7 +53,22 @@ static kiln_context *fresh_context(char *dir) {
     return ctx;
 }
 
-static figures measure(const gpt_config *cfg, int B, bool scan, bool forward, int runs) {
+/* The unrolled form with each block a checkpoint region that saves nothing (kiln train
+ * --remat nothing_saveable): the same recomputation as the scanned form's backward pass. */
+static void remat_block(kiln_graph *g, int layer, bool begin, void *user) {
+    (void)layer, (void)user;
+    if (begin)
+        kiln_checkpoint_begin(g, KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE, 0, NULL);
+    else
+        kiln_checkpoint_end(g);
+}
+
+enum { UNROLLED, UNROLLED_REMAT, SCANNED, N_FORMS };
+static const char *const form_names[N_FORMS] = {"unrolled", "remat", "scanned"};
+
+static figures measure(const gpt_config *cfg, int B, int form, bool forward, int runs) {
+    bool scan = form == SCANNED;
+    gpt_block_hook hook = {remat_block, NULL};
     char dir[64];
     kiln_context *ctx = fresh_context(dir);
     int P = gpt_num_params(cfg);
@@ -66,7 +82,7 @@ static figures measure(const gpt_config *cfg, int B, bool scan, bool forward, in
         int64_t bt[2] = {B, cfg->context};
         kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
         kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
-        gpt_trace_options o = {.scan_layers = scan};
+        gpt_trace_options o = {.scan_layers = scan, .hook = form == UNROLLED_REMAT ? &hook : NULL};
         kiln_value loss = gpt_loss_with(g, cfg, p, idx, tgt, &o);
         if (kiln_graph_finish(g, 1, &loss)) die(ctx, "trace");
         free(p);
@@ -159,11 +175,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         gpt_config cfg = {
             .vocab = 256, .context = 64, .layers = layers[i], .heads = 4, .channels = 128};
-        for (int scan = 0; scan < 2; scan++) {
-            figures f = measure(&cfg, 8, scan, forward, runs);
-            printf("%6d %-9s %10.2f %8d %9d %7d %12llu %10.2f\n", layers[i],
-                   scan ? "scanned" : "unrolled", f.compile_s, f.kernels, f.compiled, f.ops,
-                   (unsigned long long)f.peak, f.step_ms);
+        for (int form = 0; form < N_FORMS; form++) {
+            if (forward && form == UNROLLED_REMAT) continue;
+            figures f = measure(&cfg, 8, form, forward, runs);
+            printf("%6d %-9s %10.2f %8d %9d %7d %12llu %10.2f\n", layers[i], form_names[form],
+                   f.compile_s, f.kernels, f.compiled, f.ops, (unsigned long long)f.peak,
+                   f.step_ms);
             fflush(stdout);
         }
     }

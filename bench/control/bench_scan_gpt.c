@@ -35,7 +35,7 @@ static void die(kiln_context *ctx, const char *what) {
 
 typedef struct figures {
     double compile_s, step_ms;
-    int kernels, compiled, ops;
+    int kernels, compiled, ops, recomputed;
     uint64_t peak;
 } figures;
 
@@ -88,8 +88,12 @@ static figures measure(const gpt_config *cfg, int B, int form, bool forward, int
         free(p);
         n_args = P + 2, n_outs = 1;
     } else {
-        gpt_step_spec s = {
-            .batch = B, .seq = cfg->context, .weight_decay = 0.1, .clip = 1.0, .scan_layers = scan};
+        gpt_step_spec s = {.batch = B,
+                           .seq = cfg->context,
+                           .weight_decay = 0.1,
+                           .clip = 1.0,
+                           .scan_layers = scan,
+                           .hook = form == UNROLLED_REMAT ? &hook : NULL};
         if (gpt_trace_step(g, cfg, KILN_DTYPE_F32, &s, err)) {
             fprintf(stderr, "bench_scan_gpt: %s\n", err);
             exit(1);
@@ -107,6 +111,7 @@ static figures measure(const gpt_config *cfg, int B, int form, bool forward, int
     kiln_memory_analysis ma;
     kiln_executable_get_memory_analysis(e, &ma);
     f.peak = ma.peak_bytes;
+    f.recomputed = ma.remat_num_recomputed;
     kiln_array **args = calloc((size_t)n_args, sizeof *args);
     kiln_array **outs = calloc((size_t)n_outs, sizeof *outs);
     if (gpt_init_params(ctx, cfg, KILN_DTYPE_F32, 1, args, err)) die(ctx, err);
@@ -170,17 +175,17 @@ int main(int argc, char **argv) {
     if (runs < 1) runs = 1;
     printf("GPT %s, C 128, 4 heads, context 64, batch 8; median of %d runs\n",
            forward ? "loss (forward)" : "training step (AdamW)", runs);
-    printf("%6s %-9s %10s %8s %9s %7s %12s %10s\n", "layers", "form", "compile_s", "kernels",
-           "compiled", "ops", "peak_bytes", "step_ms");
+    printf("%6s %-9s %10s %8s %9s %7s %11s %12s %10s\n", "layers", "form", "compile_s", "kernels",
+           "compiled", "ops", "recomputed", "peak_bytes", "step_ms");
     for (int i = 0; i < n; i++) {
         gpt_config cfg = {
             .vocab = 256, .context = 64, .layers = layers[i], .heads = 4, .channels = 128};
         for (int form = 0; form < N_FORMS; form++) {
             if (forward && form == UNROLLED_REMAT) continue;
             figures f = measure(&cfg, 8, form, forward, runs);
-            printf("%6d %-9s %10.2f %8d %9d %7d %12llu %10.2f\n", layers[i], form_names[form],
-                   f.compile_s, f.kernels, f.compiled, f.ops, (unsigned long long)f.peak,
-                   f.step_ms);
+            printf("%6d %-9s %10.2f %8d %9d %7d %11d %12llu %10.2f\n", layers[i], form_names[form],
+                   f.compile_s, f.kernels, f.compiled, f.ops, f.recomputed,
+                   (unsigned long long)f.peak, f.step_ms);
             fflush(stdout);
         }
     }

@@ -214,20 +214,28 @@ static char *emulation_source(kiln_executable *e, cgen_kernel *cuda) {
 
 static int n_programs, n_split;
 
-/* g compiled for the CPU, its loop kernels replaced by the emulated CUDA ones, run on
- * random arguments and compared with the reference. */
-static void check(kiln_graph *g, const char *name, const kiln_compile_options *opts, double tol) {
-    const char *only = getenv("KILN_EMU_ONLY");
-    if (only && strcmp(only, name)) return;
-    kiln_executable *e = NULL;
-    kiln_compile_options ko = opts ? *opts : (kiln_compile_options){0};
-    ko.keep_ir = true; /* the CUDA printer reads the graph and the fusion plan */
-    kiln_status s = kiln_compile(g, &ko, &e);
-    CHECK_MSG(!s, "%s: compile: %s", name, kiln_last_error(ctx));
-    if (s) return;
+/* What an emulated executable holds until its run is over: the loaded emulation and the
+ * handles its steps point at (one per executable, its loop bodies' included). */
+typedef struct emu_lib {
+    void *lib;
+    cpu_kernel *handles;
+    cgen_kernel *cuda;
+} emu_lib;
+
+#define EMU_MAX_LIBS 16
+
+/* Replaces e's loop kernels by their emulated CUDA (printed from e's IR, compiled by g++,
+ * loaded), then those of the executables its control steps run (loops and branches,
+ * compiled with e's keep_ir), recursively. False after a failed check. */
+static bool emulate(kiln_executable *e, const char *name, emu_lib *libs, int *n_libs) {
+    if (*n_libs >= EMU_MAX_LIBS) {
+        CHECK_MSG(0, "%s: too many sub-graphs", name);
+        return false;
+    }
+    emu_lib *L = &libs[(*n_libs)++];
     uint32_t nk = e->plan.n_kernels;
-    cgen_kernel *cuda = calloc(nk + 1, sizeof *cuda);
-    char *src = emulation_source(e, cuda);
+    L->cuda = calloc(nk + 1, sizeof *L->cuda);
+    char *src = emulation_source(e, L->cuda);
     CHECK_MSG(src != NULL, "%s: printing CUDA: %s", name, kiln_last_error(ctx));
     char cu[256], so[256], cmd[2048];
     snprintf(cu, sizeof cu, "%s/%s.cpp", dir, name);
@@ -243,11 +251,13 @@ static void check(kiln_graph *g, const char *name, const kiln_compile_options *o
     CHECK_MSG(rc == 0, "%s: g++ failed (see %s.log)", name, cu);
     void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
     CHECK_MSG(rc || lib, "%s: dlopen: %s", name, dlerror());
+    L->lib = lib;
     const char *range = getenv("KILN_EMU_KERNELS"); /* "lo-hi": only those, to bisect */
     unsigned lo = 0, hi = ~0u;
     if (range) sscanf(range, "%u-%u", &lo, &hi);
     /* the emulated kernels behind CPU kernel handles (cpu.h) */
-    cpu_kernel *handles = calloc(nk + 1, sizeof *handles);
+    cpu_kernel *handles = L->handles = calloc(nk + 1, sizeof *handles);
+    cgen_kernel *cuda = L->cuda;
     for (uint32_t i = 0; lib && i < nk && !getenv("KILN_EMU_CPU"); i++) {
         if (e->plan.kernels[i].kind != FK_LOOP || !cuda[i].items || i < lo || i > hi) continue;
         char sym[32];
@@ -272,6 +282,33 @@ static void check(kiln_graph *g, const char *name, const kiln_compile_options *o
             st->loop.items = st->loop.grain = cuda[i].items;
         }
     }
+    bool ok = lib != NULL;
+    for (uint32_t c = 0; ok && c < e->n_ctls; c++)
+        for (uint32_t k = 0; ok && k < e->ctls[c].n_subs; k++) {
+            char sub[160];
+            snprintf(sub, sizeof sub, "%s_c%u_%u", name, c, k);
+            CHECK_MSG(e->ctls[c].subs[k]->g != NULL, "%s: a sub-graph kept no IR", sub);
+            ok = e->ctls[c].subs[k]->g && emulate(e->ctls[c].subs[k], sub, libs, n_libs);
+        }
+    return ok;
+}
+
+/* g compiled for the CPU, its loop kernels (and its loop bodies') replaced by the emulated
+ * CUDA ones, run on random arguments and compared with the reference. */
+static void check(kiln_graph *g, const char *name, const kiln_compile_options *opts, double tol) {
+    const char *only = getenv("KILN_EMU_ONLY");
+    if (only && strcmp(only, name)) return;
+    kiln_executable *e = NULL;
+    kiln_compile_options ko = opts ? *opts : (kiln_compile_options){0};
+    ko.keep_ir = true; /* the CUDA printer reads the graph and the fusion plan */
+    kiln_status s = kiln_compile(g, &ko, &e);
+    CHECK_MSG(!s, "%s: compile: %s", name, kiln_last_error(ctx));
+    if (s) return;
+    emu_lib libs[EMU_MAX_LIBS] = {{0}};
+    int n_libs = 0;
+    bool lib = emulate(e, name, libs, &n_libs);
+    char cu[256];
+    snprintf(cu, sizeof cu, "%s/%s.cpp", dir, name);
     if (lib) {
         int np = kiln_graph_num_parameters(g), n_out = kiln_graph_num_outputs(g), ok = 1;
         kiln_array **args = calloc((size_t)np + 1, sizeof *args);
@@ -298,9 +335,10 @@ static void check(kiln_graph *g, const char *name, const kiln_compile_options *o
         free(args), free(want), free(got);
     }
     kiln_executable_destroy(e);
-    if (lib) dlclose(lib);
-    free(cuda);
-    free(handles);
+    for (int i = 0; i < n_libs; i++) {
+        if (libs[i].lib) dlclose(libs[i].lib);
+        free(libs[i].cuda), free(libs[i].handles);
+    }
 }
 
 static bool finish(kiln_graph *g, int n, kiln_value *outs, const char *name) {
@@ -569,6 +607,73 @@ static void test_half(void) {
 /* A convolution (im2col slices, the patches' concatenation, the col2im sums of its
  * gradient), a max pool (select chains) and an avg pool with their gradients, as the
  * printed CUDA computes them (src/trace/conv.c; the products stay the CPU's). */
+/* Control flow: a scan whose body holds a row reduction and elementwise work (kernels of
+ * its own, emulated), its gradient (the reverse scan's body), a cond and a while loop; the
+ * loops are driven by the host, their bodies' kernels run as CUDA. */
+static int emu_scan_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                         kiln_value *outs) {
+    (void)n_in;
+    int ax = 1;
+    kiln_value w = kiln_capture(g, *(const kiln_value *)user);
+    kiln_value h = kiln_tanh(g, kiln_add(g, kiln_mul(g, in[0], w), in[1]));
+    outs[0] = h;
+    outs[1] = kiln_reduce_sum(g, kiln_mul(g, h, h), 1, &ax, false);
+    return 2;
+}
+
+static int emu_branch_a(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                        kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_softmax(g, in[0], -1);
+    return 1;
+}
+
+static int emu_branch_b(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                        kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_exp(g, kiln_neg(g, in[0]));
+    return 1;
+}
+
+static int emu_cond(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_compare(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, 3), KILN_CMP_LT);
+    return 1;
+}
+
+static int emu_while_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                          kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_add(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, 1));
+    outs[1] = kiln_logistic(g, kiln_mul(g, in[1], kiln_scalar(g, KILN_DTYPE_F32, 1.5f)));
+    return 2;
+}
+
+static void test_control(void) {
+    const char *name = "control";
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, name, &g);
+    int64_t xd[3] = {5, 37, 64}, cd[2] = {37, 64};
+    kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F32, 3, xd);
+    kiln_value c0 = kiln_parameter(g, "c", KILN_DTYPE_F32, 2, cd);
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, cd), r[2], outs[8];
+    int n = 0;
+    kiln_scan(g, emu_scan_body, &w, 1, &c0, 1, &xs, NULL, &n, r);
+    kiln_value loss = kiln_reduce_sum(g, r[1], 0, NULL, false);
+    kiln_value p = kiln_compare(g, loss, kiln_scalar(g, KILN_DTYPE_F32, 0), KILN_CMP_GT);
+    kiln_value br;
+    kiln_cond(g, p, emu_branch_a, emu_branch_b, NULL, 1, &r[0], &n, &br);
+    kiln_value init[2] = {kiln_scalar(g, KILN_DTYPE_I32, 0), c0}, wl[2];
+    kiln_while_loop(g, emu_cond, emu_while_body, NULL, 2, init, wl);
+    outs[0] = r[0], outs[1] = r[1], outs[2] = br, outs[3] = wl[1];
+    kiln_value wrt[2] = {c0, w};
+    CHECK_OK(ctx, kiln_grad(g, loss, 2, wrt, outs + 4));
+    if (finish(g, 6, outs, name)) {
+        check(g, name, NULL, 2e-4);
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_conv(void) {
     for (int d = 0; d < 2; d++) {
         kiln_dtype t = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
@@ -936,6 +1041,7 @@ int main(void) {
     test_forms();
     test_half();
     test_conv();
+    test_control();
     test_programs(rp_program_count(1));
     gpu_stop();
     printf("test_cuda_emulate: %d programs run as emulated CUDA (%d split reductions)\n",

@@ -509,9 +509,10 @@ kiln_value kiln_avg_pool(kiln_graph *g, kiln_value x, const kiln_window_options 
         trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op, "x must be a float");
         return KN_NONE;
     }
+    ir_shape xs = xn->shape; /* a copy: the node array may move under the next builder */
     kiln_value sum = kiln_reduce_window(g, x, KILN_WINDOW_SUM, o);
     if (!count_include_pad) {
-        kiln_value ones = kiln_full(g, t, xn->shape.rank, xn->shape.dims, 1);
+        kiln_value ones = kiln_full(g, t, xs.rank, xs.dims, 1);
         return kiln_div(g, sum, kiln_reduce_window(g, ones, KILN_WINDOW_SUM, o));
     }
     double size = 1;

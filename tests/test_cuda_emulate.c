@@ -25,6 +25,7 @@
 #define KILN_NO_LOCATION_MACROS
 #include "base/half.h"
 #include "backend/cpu/cpu.h"
+#include "backend/cuda/cuda_half.h"
 #include "backend/cuda/cuda_program.h"
 #include "compare.h"
 #include "ewops.h"
@@ -607,6 +608,77 @@ static void test_half(void) {
 /* A convolution (im2col slices, the patches' concatenation, the col2im sums of its
  * gradient), a max pool (select chains) and an avg pool with their gradients, as the
  * printed CUDA computes them (src/trace/conv.c; the products stay the CPU's). */
+/* The library kernels' bf16/f16 conversions (cuda_half.h), as the emulator compiles them
+ * (integer arithmetic), bit for bit against src/base/half.h: every 16-bit pattern widened,
+ * and f32 and f64 values narrowed (every exponent, ties, subnormals, overflow, NaNs). */
+static const char half_glue[] =
+    "extern \"C\" float emu_wide_f16(uint16_t h) { return wide(f16{h}); }\n"
+    "extern \"C\" float emu_wide_bf16(uint16_t h) { return wide(bf16{h}); }\n"
+    "extern \"C\" uint16_t emu_f32_f16(float f) { f16 o; narrow(f, o); return o.h; }\n"
+    "extern \"C\" uint16_t emu_f32_bf16(float f) { bf16 o; narrow(f, o); return o.h; }\n"
+    "extern \"C\" uint16_t emu_f64_f16(double d) { f16 o; narrow(d, o); return o.h; }\n"
+    "extern \"C\" uint16_t emu_f64_bf16(double d) { bf16 o; narrow(d, o); return o.h; }\n";
+
+static void test_half_text(void) {
+    const char *only = getenv("KILN_EMU_ONLY");
+    if (only && strcmp(only, "half_text")) return;
+    char cu[256], so[256], cmd[2048];
+    snprintf(cu, sizeof cu, "%s/half_text.cpp", dir);
+    snprintf(so, sizeof so, "%s/half_text.so", dir);
+    FILE *f = fopen(cu, "w");
+    if (f)
+        fprintf(f, "%stypedef unsigned int uint32_t; typedef unsigned short uint16_t;\n%s%s", shim,
+                CU_HALF_CONVERSIONS, half_glue),
+            fclose(f);
+    snprintf(cmd, sizeof cmd, "g++ -std=c++17 -O1 -w -shared -fPIC -o '%s' '%s' 2>'%s.log'", so, cu,
+             cu);
+    int rc = f ? system(cmd) : -1;
+    CHECK_MSG(rc == 0, "half_text: g++ failed (see %s.log)", cu);
+    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!lib) return;
+    float (*wf16)(uint16_t), (*wbf16)(uint16_t);
+    uint16_t (*n32h)(float), (*n32b)(float), (*n64h)(double), (*n64b)(double);
+    void *p;
+    p = dlsym(lib, "emu_wide_f16"), memcpy(&wf16, &p, sizeof p);
+    p = dlsym(lib, "emu_wide_bf16"), memcpy(&wbf16, &p, sizeof p);
+    p = dlsym(lib, "emu_f32_f16"), memcpy(&n32h, &p, sizeof p);
+    p = dlsym(lib, "emu_f32_bf16"), memcpy(&n32b, &p, sizeof p);
+    p = dlsym(lib, "emu_f64_f16"), memcpy(&n64h, &p, sizeof p);
+    p = dlsym(lib, "emu_f64_bf16"), memcpy(&n64b, &p, sizeof p);
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float a = wf16((uint16_t)h), b = kn_f16_to_f32((uint16_t)h);
+        float c = wbf16((uint16_t)h), d = kn_bf16_to_f32((uint16_t)h);
+        bad += memcmp(&a, &b, 4) != 0 || memcmp(&c, &d, 4) != 0;
+    }
+    uint64_t st = 77;
+    for (int i = 0; i < 2000000; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t u = (uint32_t)(st >> 32);
+        float x;
+        memcpy(&x, &u, 4);
+        double dd;
+        uint64_t w = st ^ (st << 29);
+        /* doubles near the f16 range (exponents 2^-30 .. 2^17) most of the time */
+        if (i & 1) w = (w & 0x800fffffffffffffull) | ((uint64_t)(993 + (st >> 7) % 48) << 52);
+        memcpy(&dd, &w, 8);
+        uint16_t got[4] = {n32h(x), n32b(x), n64h(dd), n64b(dd)};
+        uint16_t want[4] = {kn_f32_to_f16(x), kn_f32_to_bf16(x), kn_f64_to_f16(dd),
+                            kn_f64_to_bf16(dd)};
+        for (int k = 0; k < 4; k++) {
+            if (got[k] == want[k]) continue;
+            if (!bad++)
+                fprintf(
+                    stderr,
+                    "half_text: first difference: %s of %a (%a) gives 0x%04x, want 0x%04x\n",
+                    (const char *[]){"f32 to f16", "f32 to bf16", "f64 to f16", "f64 to bf16"}[k],
+                    (double)x, dd, got[k], want[k]);
+        }
+    }
+    CHECK_MSG(!bad, "half_text: %d conversions differ from src/base/half.h", bad);
+    dlclose(lib);
+}
+
 /* Control flow: a scan whose body holds a row reduction and elementwise work (kernels of
  * its own, emulated), its gradient (the reverse scan's body), a cond and a while loop; the
  * loops are driven by the host, their bodies' kernels run as CUDA. */
@@ -1042,6 +1114,7 @@ int main(void) {
     test_half();
     test_conv();
     test_control();
+    test_half_text();
     test_programs(rp_program_count(1));
     gpu_stop();
     printf("test_cuda_emulate: %d programs run as emulated CUDA (%d split reductions)\n",

@@ -27,6 +27,7 @@
  * tests/test_cuda_emulate.c runs this very code on the CPU. */
 #include "cuda_backend.h"
 #include "cuda_program.h"
+#include "cuda_half.h"
 
 #include <math.h>
 
@@ -44,43 +45,8 @@ static const char attn_source[] =
     "#define ATTN_BK 32\n"
     "struct attn_params { int64_t batch, t, s, heads, kv_heads, h, hv, causal, fill_finite;\n"
     "    double scale, fill; };\n"
-    /* bf16 and f16: the bits in uint16_t; widened exactly, narrowed to nearest even as
-     * src/base/half.h does (NaN kept quiet with its sign), in integer arithmetic only, so
-     * that the emulator's C++ runs the same code */
-    "struct bf16 { uint16_t h; };\n"
-    "struct f16 { uint16_t h; };\n"
-    "__device__ __forceinline__ float wide(float x) { return x; }\n"
-    "__device__ __forceinline__ double wide(double x) { return x; }\n"
-    "__device__ __forceinline__ float wide(bf16 x) { return __uint_as_float((uint32_t)x.h << "
-    "16); }\n"
-    "__device__ __forceinline__ float wide(f16 x) {\n"
-    "    uint32_t s = (uint32_t)(x.h & 0x8000u) << 16, e = (x.h >> 10) & 31u, m = x.h & 0x3ffu;\n"
-    "    if (e == 31u) return __uint_as_float(s | 0x7f800000u | (m << 13));\n"
-    "    if (e) return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));\n"
-    "    float f = (float)m * 5.9604644775390625e-8f; /* m 2^-24, exact */\n"
-    "    return s ? -f : f;\n"
-    "}\n"
-    "__device__ __forceinline__ void narrow(float f, float &o) { o = f; }\n"
-    "__device__ __forceinline__ void narrow(double f, double &o) { o = f; }\n"
-    "__device__ __forceinline__ void narrow(float f, bf16 &o) {\n"
-    "    uint32_t u = __float_as_uint(f);\n"
-    "    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n"
-    "    o.h = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x0040u : r);\n"
-    "}\n"
-    "__device__ __forceinline__ void narrow(float f, f16 &o) {\n"
-    "    uint32_t u = __float_as_uint(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
-    "    if (a > 0x7f800000u) { o.h = (uint16_t)(s | 0x7e00u | ((a >> 13) & 0x3ffu)); return; }\n"
-    "    if (a >= 0x477ff000u) { o.h = (uint16_t)(s | 0x7c00u); return; } /* 65520 and up */\n"
-    "    if (a >= 0x38800000u) { /* normal: rebias, round the 13 bits dropped */\n"
-    "        uint32_t r = a - 0x38000000u;\n"
-    "        o.h = (uint16_t)(s | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));\n"
-    "        return;\n"
-    "    }\n"
-    "    /* subnormal: |f| 2^24 < 1024 is exact; adding 2^23 rounds it to nearest even */\n"
-    "    float big = __uint_as_float(a) * 16777216.0f + 8388608.0f;\n"
-    "    o.h = (uint16_t)(s | (uint32_t)(big - 8388608.0f));\n"
-    "}\n"
-    "__device__ __forceinline__ float ex(float x) { return expf(x); }\n"
+    /* bf16 and f16 (cuda_half.h): integer arithmetic here, so the emulator runs this code */
+    CU_HALF_CONVERSIONS "__device__ __forceinline__ float ex(float x) { return expf(x); }\n"
     "__device__ __forceinline__ double ex(double x) { return exp(x); }\n"
     "__device__ __forceinline__ void neg_inf(float &x) { x = -__uint_as_float(0x7f800000u); }\n"
     "__device__ __forceinline__ void neg_inf(double &x) { x = "

@@ -25,6 +25,7 @@
  * output, bf16 through f32 and f16 directly, as kn_f64_to_bf16 and kn_f64_to_f16 do. */
 #include "cuda_backend.h"
 #include "cuda_program.h"
+#include "cuda_half.h"
 
 #include <limits.h>
 #include <string.h>
@@ -93,39 +94,8 @@ static const char lib_source[] =
     "SCATTER(kiln_scatter_i32_i64, int32_t, uint32_t, int64_t)\n"
     "SCATTER(kiln_scatter_i64_i32, int64_t, uint64_t, int32_t)\n"
     "SCATTER(kiln_scatter_i64_i64, int64_t, uint64_t, int64_t)\n"
-    /* bf16 and f16: the bits in uint16_t, the values in f32 (src/base/half.h's
-     * conversions; a NaN keeps its payload, quieted, and its sign) */
-    "struct bf16 { uint16_t h; };\n"
-    "struct f16 { uint16_t h; };\n"
-    "__device__ __forceinline__ float wide(bf16 x) { return __uint_as_float((uint32_t)x.h << "
-    "16); }\n"
-    "__device__ __forceinline__ float wide(f16 x) {\n"
-    "    float r;\n"
-    "    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(r) : \"h\"((unsigned short)x.h));\n"
-    "    uint32_t s = (uint32_t)(x.h & 0x8000u) << 16, m = x.h & 0x3ffu;\n"
-    "    return (x.h & 0x7fffu) > 0x7c00u ? __uint_as_float(s | 0x7f800000u | (m << 13)) : r;\n"
-    "}\n"
-    "__device__ __forceinline__ void narrow(float f, bf16 &o) {\n"
-    "    uint32_t u = __float_as_uint(f);\n"
-    "    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n"
-    "    o.h = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x0040u : r);\n"
-    "}\n"
-    "__device__ __forceinline__ void narrow(float f, f16 &o) {\n"
-    "    unsigned short h;\n"
-    "    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
-    "    uint32_t u = __float_as_uint(f), s = (u >> 16) & 0x8000u;\n"
-    "    u &= 0x7fffffffu;\n"
-    "    o.h = u > 0x7f800000u ? (uint16_t)(s | 0x7e00u | ((u >> 13) & 0x3ffu)) : h;\n"
-    "}\n"
-    /* the f64 running sum of a scan: bf16 through f32 (two roundings, as XLA and
-     * ml_dtypes), f16 in one */
-    "__device__ __forceinline__ void narrow(double d, bf16 &o) { narrow((float)d, o); }\n"
-    "__device__ __forceinline__ void narrow(double d, f16 &o) {\n"
-    "    unsigned short h;\n"
-    "    asm(\"cvt.rn.f16.f64 %0, %1;\" : \"=h\"(h) : \"d\"(d));\n"
-    "    uint16_t s = (uint16_t)((unsigned long long)__double_as_longlong(d) >> 48) & 0x8000u;\n"
-    "    o.h = d != d ? (uint16_t)(s | 0x7e00u) : h;\n"
-    "}\n"
+    /* bf16 and f16 (cuda_half.h) */
+    CU_HALF_CONVERSIONS
     "template <typename T, typename I> __device__ void scatter_half(const I *idx, int64_t "
     "n_idx, const T *u, T *o, int64_t rows, int64_t len) {\n"
     "    GRID_STRIDE(j, len) {\n"

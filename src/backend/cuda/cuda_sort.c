@@ -16,6 +16,7 @@
  * tests/test_cuda_emulate.c runs this very code on the CPU. */
 #include "cuda_backend.h"
 #include "cuda_program.h"
+#include "cuda_half.h"
 
 /* The kernels' parameter, the same layout on both sides (8-byte fields only). */
 typedef struct sort_params {
@@ -29,9 +30,7 @@ static const char sort_source[] =
     "typedef unsigned char uint8_t;\n"
     "#define SORT_THREADS 256\n"
     "#define SORT_SHARED 2048\n"
-    "struct sort_params { int64_t outer, n, inner, k, descending, total; };\n"
-    "struct bf16 { uint16_t h; };\n"
-    "struct f16 { uint16_t h; };\n"
+    "struct sort_params { int64_t outer, n, inner, k, descending, total; };\n" CU_HALF_TYPES
     /* a float's bits as an order-preserving key; lax.sort's order folds -0 into +0 and
      * every NaN into one +NaN */
     "__device__ __forceinline__ uint64_t key32(uint32_t b, int64_t total) {\n"

@@ -1,0 +1,88 @@
+/* cuda_half.h — bf16 and f16 in the CUDA sources the backend compiles itself (its library
+ * kernels: cuda_lib.c, cuda_attention.c, cuda_sort.c), written once as string literals
+ * that each source splices in. The printed kernels have their own (src/codegen/prelude).
+ *
+ * The values live in uint16_t (struct bf16, struct f16) and are computed in f32: wide()
+ * widens exactly, narrow() rounds to nearest even as src/base/half.h does (a NaN keeps its
+ * sign and payload, quieted). On a GPU (__CUDA_ARCH__) f16 uses the hardware conversions;
+ * elsewhere (tests/test_cuda_emulate.c compiles these sources as C++ on the CPU) integer
+ * arithmetic gives the same bits. */
+#ifndef KILN_CUDA_HALF_H
+#define KILN_CUDA_HALF_H
+
+/* The storage types alone. */
+#define CU_HALF_TYPES                                                                              \
+    "struct bf16 { uint16_t h; };\n"                                                               \
+    "struct f16 { uint16_t h; };\n"
+
+/* wide() and narrow() for float, double, bf16 and f16 (f64 to f16 in one rounding, a NaN
+ * to the quiet one of its sign; f64 to bf16 through f32, two roundings, as XLA and
+ * ml_dtypes do). Needs the uint types declared first. */
+#define CU_HALF_CONVERSIONS                                                                        \
+    CU_HALF_TYPES                                                                                  \
+    "__device__ __forceinline__ float wide(float x) { return x; }\n"                               \
+    "__device__ __forceinline__ double wide(double x) { return x; }\n"                             \
+    "__device__ __forceinline__ float wide(bf16 x) { return __uint_as_float((uint32_t)x.h << "     \
+    "16); }\n"                                                                                     \
+    "__device__ __forceinline__ float wide(f16 x) {\n"                                             \
+    "    uint32_t s = (uint32_t)(x.h & 0x8000u) << 16, e = (x.h >> 10) & 31u, m = x.h & 0x3ffu;\n" \
+    "    if (e == 31u) return __uint_as_float(s | 0x7f800000u | (m << 13));\n"                     \
+    "#ifdef __CUDA_ARCH__\n"                                                                       \
+    "    float r;\n"                                                                               \
+    "    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(r) : \"h\"((unsigned short)x.h));\n"                 \
+    "    return r;\n"                                                                              \
+    "#else\n"                                                                                      \
+    "    if (e) return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));\n"                     \
+    "    float f = (float)m * 5.9604644775390625e-8f; /* m 2^-24, exact */\n"                      \
+    "    return s ? -f : f;\n"                                                                     \
+    "#endif\n"                                                                                     \
+    "}\n"                                                                                          \
+    "__device__ __forceinline__ void narrow(float f, float &o) { o = f; }\n"                       \
+    "__device__ __forceinline__ void narrow(double f, double &o) { o = f; }\n"                     \
+    "__device__ __forceinline__ void narrow(float f, bf16 &o) {\n"                                 \
+    "    uint32_t u = __float_as_uint(f);\n"                                                       \
+    "    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n"                                   \
+    "    o.h = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x0040u : r);\n"           \
+    "}\n"                                                                                          \
+    "__device__ __forceinline__ void narrow(float f, f16 &o) {\n"                                  \
+    "    uint32_t u = __float_as_uint(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"         \
+    "    if (a > 0x7f800000u) { o.h = (uint16_t)(s | 0x7e00u | ((a >> 13) & 0x3ffu)); return; }\n" \
+    "#ifdef __CUDA_ARCH__\n"                                                                       \
+    "    unsigned short h;\n"                                                                      \
+    "    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"                                \
+    "    o.h = h;\n"                                                                               \
+    "#else\n"                                                                                      \
+    "    if (a >= 0x477ff000u) { o.h = (uint16_t)(s | 0x7c00u); return; } /* 65520 and up */\n"    \
+    "    if (a >= 0x38800000u) { /* normal: rebias, round the 13 bits dropped */\n"                \
+    "        uint32_t r = a - 0x38000000u;\n"                                                      \
+    "        o.h = (uint16_t)(s | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));\n"                     \
+    "        return;\n"                                                                            \
+    "    }\n"                                                                                      \
+    "    /* subnormal: |f| 2^24 < 1024 is exact; adding 2^23 rounds it to nearest even */\n"       \
+    "    float big = __uint_as_float(a) * 16777216.0f + 8388608.0f;\n"                             \
+    "    o.h = (uint16_t)(s | (uint32_t)(big - 8388608.0f));\n"                                    \
+    "#endif\n"                                                                                     \
+    "}\n"                                                                                          \
+    "__device__ __forceinline__ void narrow(double d, bf16 &o) { narrow((float)d, o); }\n"         \
+    "__device__ __forceinline__ void narrow(double d, f16 &o) {\n"                                 \
+    "    unsigned long long u = (unsigned long long)__double_as_longlong(d);\n"                    \
+    "    uint16_t s = (uint16_t)((u >> 48) & 0x8000u);\n"                                          \
+    "    if (d != d) { o.h = (uint16_t)(s | 0x7e00u); return; } /* as kn_f64_to_f16 */\n"          \
+    "#ifdef __CUDA_ARCH__\n"                                                                       \
+    "    unsigned short h;\n"                                                                      \
+    "    asm(\"cvt.rn.f16.f64 %0, %1;\" : \"=h\"(h) : \"d\"(d));\n"                                \
+    "    o.h = h;\n"                                                                               \
+    "#else\n"                                                                                      \
+    "    unsigned long long a = u & 0x7fffffffffffffffull;\n"                                      \
+    "    if (a >= 0x40effe0000000000ull) { o.h = (uint16_t)(s | 0x7c00u); return; }\n"             \
+    "    if (a >= 0x3f10000000000000ull) { /* normal: rebias, round the 42 bits dropped */\n"      \
+    "        unsigned long long r = a - 0x3f00000000000000ull;\n"                                  \
+    "        o.h = (uint16_t)(s | ((r + 0x1ffffffffffull + ((r >> 42) & 1u)) >> 42));\n"           \
+    "        return;\n"                                                                            \
+    "    }\n"                                                                                      \
+    "    double big = __longlong_as_double((long long)a) * 16777216.0 + 4503599627370496.0;\n"     \
+    "    o.h = (uint16_t)(s | (uint32_t)(big - 4503599627370496.0));\n"                            \
+    "#endif\n"                                                                                     \
+    "}\n"
+
+#endif

@@ -121,7 +121,8 @@ export KILN_CACHE_DIR=$build/kcache
 # timeout runs programs, not shell functions: the build is one bash -c with its arguments
 step build 300 bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release "${@:4}" &&
     cmake --build "$2" -j"$3" --target test_cuda test_cuda_nvrtc bench_cuda test_registry \
-        test_compile_ops test_autodiff test_backend test_gpt test_nccl kiln_tool' \
+        test_compile_ops test_autodiff test_backend test_gpt test_nccl test_control \
+        test_control_grad test_sort kiln_tool' \
     build "$root" "$build" "$(nproc)" "${cmake_deps[@]}"
 
 # ---- conformance, then the figures, then the broader suites with the time left ---------
@@ -157,6 +158,11 @@ if [ -x "$build/test_registry" ]; then
     step compile_ops_all_devices 90 "$build/test_compile_ops"
     step autodiff_all_devices 60 "$build/test_autodiff"
 fi
+# control flow on the GPU (the host drives the loop; flags and indices read back) and its
+# gradients, sorting's bitonic kernel: every device against the reference
+[ -x "$build/test_control" ] && step control_all_devices 30 "$build/test_control"
+[ -x "$build/test_control_grad" ] && step control_grad_all_devices 40 "$build/test_control_grad"
+[ -x "$build/test_sort" ] && step sort_all_devices 30 "$build/test_sort"
 # the GPT training step of the main job (forward, backward, clipping, AdamW, donated) on
 # every device against the reference interpreter
 [ -x "$build/test_gpt" ] && step gpt_all_devices 90 "$build/test_gpt"

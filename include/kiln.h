@@ -1036,6 +1036,45 @@ KILN_API kiln_status kiln_jvp(kiln_graph *g, int n_out, const kiln_value *outs, 
                               const kiln_value *primals_in, const kiln_value *tangents_in,
                               kiln_value *tangents_out);
 
+/* A function with a gradient of the user's own (jax.custom_vjp): out = fwd(args) whose VJP is
+ * bwd, not the derivative of fwd's ops. For a numerically stable or cheaper rule than autodiff
+ * finds (log1p(exp(x))), a gradient on purpose different from the true one (gradient clipping,
+ * a straight-through estimator through a rounding), or a rule autodiff has none for.
+ *
+ * fwd and bwd are kiln_fn (the bodies' type of control flow above), both traced on g itself,
+ * not on a sub-graph: fwd(g, n, args, user, outs) traces the computation of the n values args
+ * (the caller's own values, passed as they are) and writes n_out outputs followed by any
+ * residuals, the forward values bwd needs, returning how many (n_out to KILN_MAX_OUTPUTS).
+ * outs receives the n_out outputs. fwd's ops are ordinary ops of g: they are interpreted,
+ * fused, compiled and planned as any others, and a checkpoint region around the call drops and
+ * recomputes the residuals as any forward value.
+ *
+ * When kiln_grad or kiln_vjp reaches an output, it calls bwd once, on the graph being
+ * differentiated, with residuals then the outputs' cotangents (a float output no gradient
+ * reaches, or an integer one, gets zeros of its type): bwd(g, n_res + n_out, in, user, grads)
+ * writes the cotangent of each of the n args, of the arg's dtype and shape, or
+ * KILN_VALUE_NONE for zero (always so for an integer arg), and returns n. Its ops are
+ * appended as the rest of the backward pass is, so a second kiln_grad differentiates them by
+ * their ordinary rules (gradients of gradients; the residuals' own derivatives come from
+ * fwd's ops). The args are the only values whose gradient bwd gives: another value of g that
+ * fwd reads gets no gradient through the outputs, and bwd must build from its inputs (and
+ * constants) only, because it may run on another graph than g: inside a kiln_scan or
+ * kiln_cond body, the loop's VJP recomputes the body on a graph of its own and calls bwd
+ * there. So user must stay valid until the last kiln_grad, kiln_vjp or kiln_graph_destroy of g
+ * (and of any graph g is the body of). Nested calls work (a call inside fwd or bwd).
+ *
+ * What differs from JAX: no pytrees (flat value lists; fwd says which values are residuals by
+ * returning them after the n_out outputs); fwd's ops stay in g, where JAX's custom_vjp is an
+ * opaque call; kiln_jvp differentiates fwd's ops (JAX refuses forward mode on a custom_vjp).
+ *
+ * Errors are builder errors (sticky on g) naming kiln_custom_vjp and the line of the call: NULL
+ * fwd or bwd, n outside 0..KILN_MAX_OUTPUTS, n_out < 1, an arg of another graph, fwd returning
+ * fewer than n_out values or an error of its own; at kiln_grad: bwd returning a count other
+ * than n, or a cotangent whose dtype or shape differs from its arg's (both types named). On
+ * error every outs[j] is the invalid value. */
+KILN_API kiln_status kiln_custom_vjp(kiln_graph *g, kiln_fn fwd, kiln_fn bwd, void *user, int n,
+                                     const kiln_value *args, int n_out, kiln_value *outs);
+
 /* ------------------------------------------------------------ checkpoints ---- */
 
 /* Rematerialisation (jax.checkpoint): the values traced between kiln_checkpoint_begin and
@@ -1906,6 +1945,7 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_reduce_window(g, ...)         KILN__V(g, kiln_reduce_window((g), __VA_ARGS__))
 #define kiln_avg_pool(g, ...)              KILN__V(g, kiln_avg_pool((g), __VA_ARGS__))
 #define kiln_jvp(g, ...)                   KILN__S(g, kiln_jvp((g), __VA_ARGS__))
+#define kiln_custom_vjp(g, ...)            KILN__S(g, kiln_custom_vjp((g), __VA_ARGS__))
 #endif
 
 /* ------------------------------------------------------ deprecated names ---- */

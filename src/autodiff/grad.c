@@ -41,6 +41,9 @@
  * CTL_VARYING, CTL_LIVE (control nodes only): some result of the node depends on a wrt,
  * and some result gets a cotangent, so the node's rule runs. */
 enum { VARYING = 1, LIVE = 2, CTL_VARYING = 4, CTL_LIVE = 8 };
+/* CV_OUT: an output of a kiln_custom_vjp call (trace.h: trace_custom_vjp); CV_ANCHOR: the
+ * latest output of one, where the sweep calls its backward function. */
+enum { CV_OUT = 16, CV_ANCHOR = 32 };
 
 /* Host memory of one transform: a flag byte and a cotangent per node of the forward graph. */
 typedef struct ad_work {
@@ -50,6 +53,7 @@ typedef struct ad_work {
     uint8_t *flags;      /* [n] */
     kiln_value *ct;      /* [n]: the cotangent so far, {0,0} for none */
     uint32_t *last_user; /* [n]: the latest node reading each node, 0 for none */
+    uint32_t n_cv;       /* kiln_custom_vjp records before the transform (bwd may add more) */
 } ad_work;
 
 static bool work_init(ad_work *w, kiln_graph *g, const char *op) {
@@ -72,6 +76,17 @@ static bool work_init(ad_work *w, kiln_graph *g, const char *op) {
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++) w->last_user[in[k]] = id;
     }
+    uint32_t n_cv;
+    const trace_custom_vjp *cv = trace_custom_vjps(g, &n_cv);
+    for (uint32_t i = 0; i < n_cv; i++) {
+        uint32_t anchor = 0;
+        for (int j = 0; j < cv[i].n_out; j++) {
+            w->flags[cv[i].out[j]] |= CV_OUT;
+            if (cv[i].out[j] > anchor) anchor = cv[i].out[j];
+        }
+        w->flags[anchor] |= CV_ANCHOR;
+    }
+    w->n_cv = n_cv;
     return true;
 }
 
@@ -95,6 +110,33 @@ static bool any_input(const ad_work *w, const ir_node *n, uint8_t flag) {
     return false;
 }
 
+/* The kiln_custom_vjp record that output id answers to: the outermost one of those it is an
+ * output of, as a call in a fwd may return an inner call's output: the earliest first, and of
+ * two with one first the later recorded (a call is recorded when its fwd returns, after the
+ * calls inside it; two calls one after the other never share a first). */
+static uint32_t cv_of(const ad_work *w, uint32_t id) {
+    uint32_t n, best = UINT32_MAX;
+    const trace_custom_vjp *cv = trace_custom_vjps(w->g, &n);
+    for (uint32_t i = 0; i < w->n_cv; i++)
+        for (int j = 0; j < cv[i].n_out; j++)
+            if (cv[i].out[j] == id && (best == UINT32_MAX || cv[i].first <= cv[best].first))
+                best = i;
+    return best;
+}
+
+/* Sweeps 1 and 2 for an output of a custom_vjp call: it varies when a float arg does, it
+ * being a float (the forward's ops are not asked: a straight-through estimator's rounding
+ * has no rule), and a live one makes the varying args live, not the forward's nodes. */
+static void mark_custom(ad_work *w, uint32_t id, bool live) {
+    const trace_custom_vjp *r = &trace_custom_vjps(w->g, &(uint32_t){0})[cv_of(w, id)];
+    for (int i = 0; i < r->n_in; i++) {
+        uint32_t a = r->in[i];
+        if (!a || !(w->flags[a] & VARYING)) continue;
+        if (live && (w->flags[id] & LIVE)) w->flags[a] |= LIVE;
+        if (!live && ir_dtype_is_float(w->g->nodes[id].dtype)) w->flags[id] |= VARYING;
+    }
+}
+
 /* Sweep 1 for one node. A control node has several results (ir.h) of which only the float
  * ones vary: CTL_VARYING says some do, VARYING keeps meaning "its result 0 does", so an
  * integer result 0 (fori_loop's index) never varies. A RESULT node varies when it is a
@@ -107,7 +149,12 @@ static void mark_varying(ad_work *w, uint32_t id) {
             w->flags[id] |= VARYING;
         return;
     }
-    if ((w->flags[id] & VARYING) || !ad_rule_for(n->op)) return;
+    if (w->flags[id] & VARYING) return;
+    if (w->flags[id] & CV_OUT) {
+        mark_custom(w, id, false);
+        return;
+    }
+    if (!ad_rule_for(n->op)) return;
     if (kind == IRK_CONTROL) {
         if (any_input(w, n, VARYING)) w->flags[id] |= CTL_VARYING;
         if ((w->flags[id] & CTL_VARYING) && ir_dtype_is_float(n->dtype)) w->flags[id] |= VARYING;
@@ -122,6 +169,10 @@ static void mark_live(ad_work *w, uint32_t id) {
     const ir_node *n = &w->g->nodes[id];
     if (n->op == IR_RESULT) {
         if (w->flags[id] & LIVE) w->flags[ir_in(n)[0]] |= CTL_LIVE;
+        return;
+    }
+    if (w->flags[id] & CV_OUT) {
+        mark_custom(w, id, true);
         return;
     }
     if (!(w->flags[id] & (LIVE | CTL_LIVE)) || !ad_rule_for(n->op)) return;
@@ -208,6 +259,92 @@ static bool composite_backward(ad_work *w, const ir_composite *c) {
     return g->status == KILN_STATUS_OK;
 }
 
+/* Zeros of node id's type (a broadcast scalar). */
+static kiln_value zeros_of(kiln_graph *g, const char *op, uint32_t id) {
+    kiln_dtype t = g->nodes[id].dtype;
+    ir_shape s = g->nodes[id].shape;
+    kiln_value z = trace_scalar(g, op, t, 0);
+    return z.id && s.rank ? kiln_broadcast_in_dim(g, z, s.rank, s.dims, NULL) : z;
+}
+
+/* Checks what custom_vjp record r's bwd returned (count values in got): n cotangents, each
+ * the invalid value (zero) or a value of g of its arg's type. Errors name kiln_custom_vjp
+ * and, through the location the caller pushed, its line. */
+static bool check_bwd(kiln_graph *g, const trace_custom_vjp *r, int count, const kiln_value *got) {
+    const char *op = "kiln_custom_vjp";
+    if (g->status) return false;
+    if (count != r->n_in) {
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                   count < 0 ? "the bwd function returned %d (an error of its own)"
+                             : "the bwd function returned %d cotangents for %d args",
+                   count, r->n_in);
+        return false;
+    }
+    for (int i = 0; i < count; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "the bwd function's cotangent %d", i);
+        if (!got[i].id || !r->in[i]) continue;
+        const ir_node *c = trace_node(g, op, got[i], what), *x = &g->nodes[r->in[i]];
+        if (!c) return false;
+        if (c->dtype == x->dtype && ir_shape_eq(&c->shape, &x->shape)) continue;
+        char want[IR_TYPE_STR_MAX], have[IR_TYPE_STR_MAX];
+        uint32_t both[2] = {got[i].id, r->in[i]};
+        trace_fail_on(g, both, 2, c->dtype != x->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE, op,
+                      "the bwd function's cotangent %d is %s, but args[%d] is %s", i,
+                      ir_type_str(c->dtype, &c->shape, have, sizeof have), i,
+                      ir_type_str(x->dtype, &x->shape, want, sizeof want));
+        return false;
+    }
+    return true;
+}
+
+/* Record ri's backward function in place of its forward nodes' rules: called with the
+ * residuals and the outputs' cotangents (zeros for an output none reached), its results
+ * added to the live args. A copy of the record is used: bwd may trace another call, which
+ * moves the table. */
+static bool custom_backward(ad_work *w, uint32_t ri) {
+    kiln_graph *g = w->g;
+    uint32_t n_cv;
+    trace_custom_vjp r = trace_custom_vjps(g, &n_cv)[ri];
+    kiln_value in[KILN_MAX_OUTPUTS], got[KILN_MAX_OUTPUTS];
+    for (int k = 0; k < r.n_res; k++) in[k] = trace_value(g, r.out[r.n_out + k]);
+    for (int j = 0; j < r.n_out && !g->status; j++) {
+        uint32_t o = r.out[j];
+        kiln_value c = (w->flags[o] & LIVE) ? w->ct[o] : KN_NONE;
+        in[r.n_res + j] = c.id ? c : zeros_of(g, w->op, o);
+    }
+    if (g->status) return false;
+    for (int i = 0; i < r.n_in; i++) got[i] = KN_NONE;
+    kiln_graph_push_at(g, r.file, r.line);
+    int count = r.bwd(g, r.n_res + r.n_out, in, r.user, got);
+    bool ok = check_bwd(g, &r, count, got);
+    for (int i = 0; ok && i < r.n_in; i++) {
+        if (!got[i].id || !r.in[i] || !(w->flags[r.in[i]] & LIVE)) continue;
+        accumulate(w, r.in[i], got[i]);
+        ok = g->status == KILN_STATUS_OK;
+    }
+    kiln_graph_pop_at_status(g, g->status);
+    return ok;
+}
+
+/* The custom_vjp calls whose latest output is id, each run if an output that answers to it is
+ * live (an inner call that shares its output with the outer one is the outer one's part). */
+static bool custom_calls(ad_work *w, uint32_t id) {
+    uint32_t n_cv;
+    for (uint32_t i = 0; i < w->n_cv; i++) {
+        const trace_custom_vjp *r = &trace_custom_vjps(w->g, &n_cv)[i];
+        uint32_t anchor = 0;
+        bool run = false;
+        for (int j = 0; j < r->n_out; j++) {
+            uint32_t o = r->out[j];
+            if (o > anchor) anchor = o;
+            run |= (w->flags[o] & LIVE) && w->ct[o].id && cv_of(w, o) == i;
+        }
+        if (anchor == id && run && !custom_backward(w, i)) return false;
+    }
+    return true;
+}
+
 /* The cotangents of control node id's results (cts[i] for result i, {0, 0} for none: a
  * result nothing live reads), its own and its RESULT nodes'. */
 static kiln_value *result_cts(ad_work *w, uint32_t id, uint32_t *count) {
@@ -284,6 +421,8 @@ static bool run_rule(ad_work *w, uint32_t id) {
 static bool backward(ad_work *w, uint32_t lo, uint32_t hi) {
     kiln_graph *g = w->g;
     for (uint32_t id = hi; id >= lo && id > 0; id--) {
+        if ((w->flags[id] & CV_ANCHOR) && !custom_calls(w, id)) return false;
+        if (w->flags[id] & CV_OUT) continue; /* its call's bwd took its cotangent */
         ir_kind kind = ir_ops[g->nodes[id].op].kind;
         if (kind == IRK_RESULT) continue;
         if (kind == IRK_CONTROL ? !(w->flags[id] & CTL_LIVE) && !w->ct[id].id

@@ -7,19 +7,70 @@
  * the constant data, and takes a reference on a nested control node's region (sub-graphs
  * never change, so sharing them is safe: ir.h, "ir_region"). Every copy is typed again by
  * trace_emit, and keeps the location of the node it copies, so an error in the copy names
- * the user's line. Side tables (checkpoint marks, composites) are not copied. */
+ * the user's line. Side tables (checkpoint marks, composites) are not copied, except the
+ * kiln_custom_vjp records: a loop's VJP differentiates the copy of its body, which must call
+ * the user's backward functions as the body would. A call whose outputs are copied has its
+ * residuals copied too (bwd reads them, though no output does); one whose outputs are not
+ * is dropped. */
 #include "trace.h"
 
 #include <string.h>
 
-/* Marks the nodes of s the outputs depend on. */
-static void mark_used(const kiln_graph *s, uint8_t *used) {
-    for (uint32_t i = 0; i < s->n_outputs; i++) used[s->outputs[i]] = 1;
+/* Marks the inputs of the nodes marked used, transitively. */
+static void mark_inputs(const kiln_graph *s, uint8_t *used) {
     for (uint32_t id = s->n_nodes; id-- > 1;) {
         if (!used[id]) continue;
         const ir_node *n = &s->nodes[id];
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++) used[in[k]] = 1;
+    }
+}
+
+/* Marks the outputs and residuals of the custom_vjp calls with a used output (its bwd reads
+ * them all: the outputs' types, the residuals' values); true if that marked any
+ * node not marked before. */
+static bool mark_residuals(const kiln_graph *s, uint8_t *used) {
+    uint32_t n;
+    const trace_custom_vjp *cv = trace_custom_vjps(s, &n);
+    bool more = false;
+    for (uint32_t i = 0; i < n; i++) {
+        bool any = false;
+        for (int j = 0; j < cv[i].n_out; j++) any |= used[cv[i].out[j]] != 0;
+        for (int j = 0; any && j < cv[i].n_out + cv[i].n_res; j++) {
+            more |= !used[cv[i].out[j]];
+            used[cv[i].out[j]] = 1;
+        }
+    }
+    return more;
+}
+
+/* Marks the nodes of s the outputs depend on, and the residuals of the custom_vjp calls they
+ * depend on (until no more: a residual may read another call's output). */
+static void mark_used(const kiln_graph *s, uint8_t *used) {
+    for (uint32_t i = 0; i < s->n_outputs; i++) used[s->outputs[i]] = 1;
+    do mark_inputs(s, used);
+    while (mark_residuals(s, used));
+}
+
+/* Copies the custom_vjp records of s whose outputs were copied (map: s's ids to g's). */
+static void copy_custom_vjps(kiln_graph *g, const char *op, const kiln_graph *s,
+                             const uint32_t *map) {
+    uint32_t n;
+    const trace_custom_vjp *cv = trace_custom_vjps(s, &n);
+    for (uint32_t i = 0; i < n && !g->status; i++) {
+        trace_custom_vjp r = cv[i];
+        bool all = true;
+        for (int j = 0; j < r.n_out + r.n_res; j++) all &= (r.out[j] = map[r.out[j]]) != 0;
+        if (!all) continue;
+        for (int k = 0; k < r.n_in; k++) r.in[k] = map[r.in[k]];
+        uint32_t first = UINT32_MAX, last = 0; /* the copies of its nodes, not of captures */
+        for (uint32_t id = cv[i].first; id <= cv[i].last; id++) {
+            if (!map[id] || s->nodes[id].op == IR_PARAMETER) continue;
+            if (map[id] < first) first = map[id];
+            if (map[id] > last) last = map[id];
+        }
+        r.first = first, r.last = last;
+        trace_custom_vjp_add(g, op, &r);
     }
 }
 
@@ -101,6 +152,7 @@ kiln_status trace_inline(kiln_graph *g, const char *op, const kiln_graph *s, con
         for (uint32_t k = 0; k < o->n_in; k++) in[k] = map[oin[k]];
         map[id] = copy_node(g, op, o, in);
     }
+    copy_custom_vjps(g, op, s, map);
     for (uint32_t i = 0; i < s->n_outputs && !g->status; i++)
         outs[i] = trace_value(g, map[s->outputs[i]]);
 done:

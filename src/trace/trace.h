@@ -105,6 +105,29 @@ void trace_composite(kiln_graph *g, const char *op, const ir_composite *c);
  * when none). */
 const ir_composite *trace_composites(const kiln_graph *g, uint32_t *n);
 
+/* A kiln_custom_vjp call (custom_vjp.c): its forward function was traced inline, as the
+ * nodes first .. last of the graph, and autodiff uses bwd in place of those nodes' rules
+ * (src/autodiff/grad.c). Every output is a node of that range made for it and no other
+ * output (the tracer copies a returned argument or a repeated value), so an output's
+ * cotangent is complete when the backward sweep reaches `last`. in[i] is 0 for an argument a
+ * copy of the graph dropped (trace_inline: one the outputs do not read). Like composites, a
+ * trace-time fact: compiling ignores it, trace_inline copies it. */
+typedef struct trace_custom_vjp {
+    uint32_t first, last;
+    int n_in, n_out, n_res;
+    uint32_t in[KILN_MAX_OUTPUTS];
+    uint32_t out[KILN_MAX_OUTPUTS]; /* the n_out outputs, then the n_res residuals */
+    kiln_fn bwd;
+    void *user;
+    const char *file; /* the kiln_custom_vjp call's location */
+    int line;
+} trace_custom_vjp;
+
+/* Records r on g; a no-op after an error, a host OOM the builder's error named op. */
+void trace_custom_vjp_add(kiln_graph *g, const char *op, const trace_custom_vjp *r);
+/* The kiln_custom_vjp calls traced on g, in order; *n their count (0 and NULL when none). */
+const trace_custom_vjp *trace_custom_vjps(const kiln_graph *g, uint32_t *n);
+
 /* A RANDOM node (random.c): draw `what` (ir_rng) of dtype t (float draws; ignored for
  * the i32 ones) from key words k0, k1 at counters c, all i32 of one shape. */
 kiln_value trace_random(kiln_graph *g, const char *op, int what, kiln_dtype t, kiln_value k0,

@@ -375,6 +375,48 @@ static void test_scan(void) {
     kiln_graph_destroy(g);
 }
 
+/* A cond whose true branch rounds straight-through: d/dx = 3 there (autodiff: 0), 2 in the
+ * false branch (plain ops). */
+static int ste_branch(kiln_graph *g, int n, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n, (void)user;
+    kiln_value y = KILN_VALUE_NONE;
+    kiln_custom_vjp(g, ste_fwd, ste_bwd, NULL, 1, in, 1, &y);
+    outs[0] = kiln_mul(g, y, kiln_scalar(g, KILN_DTYPE_F64, 3));
+    return 1;
+}
+
+static int plain_branch(kiln_graph *g, int n, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n, (void)user;
+    outs[0] = kiln_add(g, in[0], in[0]);
+    return 1;
+}
+
+static void test_cond(void) {
+    for (int taken = 0; taken < 2; taken++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "cond", &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 0, NULL), y, outs[2];
+        kiln_value pred = kiln_compare(g, kiln_scalar(g, KILN_DTYPE_F64, taken),
+                                       kiln_scalar(g, KILN_DTYPE_F64, 0.5), KILN_CMP_GT);
+        int n = 0;
+        CHECK_OK(ctx, kiln_cond(g, pred, ste_branch, plain_branch, NULL, 1, &x, &n, &y));
+        outs[0] = y;
+        CHECK_OK(ctx, kiln_grad(g, y, 1, &x, &outs[1]));
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        double xv = 2.75, r[2];
+        const void *vals[1] = {&xv};
+        int rank[1] = {0};
+        const int64_t dims[1][2] = {{0}};
+        kiln_array *res[2] = {0};
+        run(g, KILN_DTYPE_F64, 1, rank, dims, vals, 2, res);
+        host(res[0], &r[0], sizeof r[0]);
+        host(res[1], &r[1], sizeof r[1]);
+        CHECK_NEAR(r[0], taken ? 6 : 5.5, 0);
+        CHECK_NEAR(r[1], taken ? 3 : 2, 0);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* In a nothing_saveable region: the residual logistic(x), made inside fwd, is recomputed for
  * the backward pass when compiled; the gradient is the same (run checks compiled against
  * interpreted) and the custom one (x = 100 in f32 is finite). */
@@ -399,6 +441,12 @@ static void test_checkpoint(void) {
     run(g, KILN_DTYPE_F32, 1, rank, dims, vals, 2, res);
     kiln_array_destroy(res[0]);
     host(res[1], gv, sizeof gv);
+    kiln_executable *e = NULL;
+    kiln_memory_analysis ma;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &ma));
+    CHECK_MSG(ma.remat_num_recomputed > 0, "nothing recomputed (%d)", ma.remat_num_recomputed);
+    kiln_executable_destroy(e);
     for (int i = 0; i < 4; i++) {
         double tt = 2.0 * xv[i], sp = tt > 30 ? tt : log1p(exp(tt)), th = tanh(sp);
         CHECK_NEAR(gv[i], (1 - th * th) * 2 / (1 + exp(-tt)), 1e-5);
@@ -485,6 +533,7 @@ int main(void) {
     RUN(test_nested_and_second_order);
     RUN(test_jit);
     RUN(test_scan);
+    RUN(test_cond);
     RUN(test_checkpoint);
     RUN(test_errors);
     kiln_context_destroy(ctx);

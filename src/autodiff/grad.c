@@ -16,6 +16,14 @@
  *     whose interior no later node reads gets the composite's direct rule instead
  *     (composite_rules.c), and its interior nodes get none: less kept, more stable.
  *
+ * A kiln_custom_vjp call (trace.h: trace_custom_vjp) replaces its forward nodes' rules by the
+ * user's bwd: its outputs vary when one of its float args does, a live output makes the
+ * varying args live (not the forward nodes), and sweep 3, at the call's latest output (every
+ * reader of an output is later, so the outputs' cotangents are complete), calls bwd with the
+ * residuals and the outputs' cotangents and adds what it returns to the live args. The
+ * outputs' own rules never run. bwd's nodes are ordinary ops: a later transform
+ * differentiates them by their rules.
+ *
  * Control nodes (while, scan, cond) have several results: the node is result 0, a RESULT
  * node each other one (ir.h). Their flags are kept apart (CTL_VARYING, CTL_LIVE) so that an
  * integer result 0 never varies while a float RESULT does; a RESULT node's cotangent stays

@@ -18,7 +18,7 @@
 # failed: ctest lists it as skipped and the reason it printed ("SKIP: ...") follows the run.
 # Each installs what it lacks when run as root (apt-get), and otherwise prints the exact
 # apt-get line to run. Other targets: install (PREFIX=...), demo-plan (the planner on a
-# transformer block), mlp-train, test-asan, test-tsan, fuzz, fuzz-long, test-fuzz-smoke,
+# transformer block), mlp-train, cnn-train, test-asan, test-tsan, fuzz, fuzz-long, test-fuzz-smoke,
 # bench, format, clean.
 
 BUILD      ?= build
@@ -33,7 +33,7 @@ else
 CMAKE_ARGS += -DKILN_WERROR=OFF
 endif
 
-.PHONY: all deps build install demo demo-plan mlp-train test test-normal check test-asan test-tsan fuzz \
+.PHONY: all deps build install demo demo-plan mlp-train cnn-train test test-normal check test-asan test-tsan fuzz \
 	fuzz-long test-fuzz-smoke \
 	bench format clean
 
@@ -87,6 +87,10 @@ demo-plan: build
 # The training example: an MLP trained with AdamW, one compiled step (examples/mlp_train.c).
 mlp-train: build
 	@./$(BUILD)/kiln_mlp_train
+
+# A CNN trained with AdamW (convolutions, max pooling), one compiled step (examples/cnn_train.c).
+cnn-train: build
+	@./$(BUILD)/kiln_cnn_train
 
 test-normal: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -521,6 +521,18 @@ static void test_errors(void) {
     CHECK_CONTAINS(kiln_graph_error(g), at);
     CHECK(!gr.id);
     kiln_graph_destroy(g);
+
+    /* forward mode through it is refused, as jax.jvp refuses a custom_vjp function */
+    char at2[128];
+    kiln_graph_create(ctx, "jvp", &g);
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+    line = __LINE__ + 1;
+    kiln_custom_vjp(g, ste_fwd, ste_bwd, NULL, 1, &x, 1, &y);
+    CHECK_STATUS(kiln_jvp(g, 1, &y, 1, &x, &x, &gr), KILN_STATUS_UNIMPLEMENTED);
+    snprintf(at2, sizeof at2,
+             "forward mode through the kiln_custom_vjp called at test_custom_vjp.c:%d", line);
+    CHECK_CONTAINS(kiln_graph_error(g), at2);
+    kiln_graph_destroy(g);
 }
 
 int main(void) {

@@ -126,13 +126,34 @@ static bool check_tangent(kiln_graph *g, uint32_t id, kiln_value t) {
     return false;
 }
 
+/* A tangent through a kiln_custom_vjp's forward function is refused, as jax.jvp refuses a
+ * custom_vjp function: the user gave its reverse rule only, and differentiating its ops
+ * would silently ignore that rule (a straight-through estimator's tangent would be 0).
+ * False after recording the error. */
+static bool custom_vjp_free(kiln_graph *g, uint32_t id) {
+    uint32_t n = 0;
+    const trace_custom_vjp *cv = trace_custom_vjps(g, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        if (id < cv[i].first || id > cv[i].last) continue;
+        trace_fail(g, KILN_STATUS_UNIMPLEMENTED, AD_JVP_OP,
+                   "forward mode through the kiln_custom_vjp called at %s:%d: it has a reverse "
+                   "rule only (jax.jvp refuses a custom_vjp function too)",
+                   cv[i].file ? kn_path_base(cv[i].file) : "?", cv[i].line);
+        return false;
+    }
+    return true;
+}
+
 /* The tangent of node id from its inputs' (sweep 2, one node). */
 static bool step(jvp_work *w, uint32_t id) {
     kiln_graph *g = w->g;
     ir_node n = g->nodes[id]; /* a copy: builders may move the node array */
     ad_jvp_rule rule = ad_jvp_rule_for(n.op);
-    if (!rule || !differentiable(&n)) return true; /* a symbolic zero */
     const uint32_t *in = ir_in(&n);
+    bool reached = false; /* a tangent reaches it, whether or not its op has a rule */
+    for (uint32_t k = 0; k < n.n_in; k++) reached |= w->tan[in[k]].id != 0;
+    if (reached && !custom_vjp_free(g, id)) return false;
+    if (!rule || !differentiable(&n)) return true; /* a symbolic zero */
     kiln_value stack[16], *t = stack;
     if (n.n_in > 16 && !(t = host_alloc(g->ctx, n.n_in * sizeof *t))) {
         trace_fail(g, KILN_STATUS_HOST_OOM, AD_JVP_OP,

@@ -952,7 +952,8 @@ KILN_API kiln_status kiln_while_loop(kiln_graph *g, kiln_fn cond, kiln_fn body, 
 
 /* for i in [lower, upper): carry = body(i, carry) (jax.lax.fori_loop with static bounds).
  * body receives n + 1 values: i (an i32 scalar), then the carries; it returns the n new
- * carries. Run as a scan, so it is differentiable. out receives the n final carries. */
+ * carries. Run as a scan, so it is differentiable (saving the body's residuals per
+ * iteration: kiln_scan_options.checkpoint_body false). out receives the n final carries. */
 KILN_API kiln_status kiln_fori_loop(kiln_graph *g, int64_t lower, int64_t upper, kiln_fn body,
                                     void *user, int n, const kiln_value *init, kiln_value *out);
 
@@ -960,6 +961,14 @@ KILN_API kiln_status kiln_fori_loop(kiln_graph *g, int64_t lower, int64_t upper,
 typedef struct kiln_scan_options {
     int64_t length; /* iterations; 0: the xs' leading axis (and 0 when there are none) */
     bool reverse;   /* from the last slice to the first; ys are still stored in order */
+    /* What reverse mode keeps of each iteration. false (the default, as jax.lax.scan): the
+     * forward scan also outputs, stacked per iteration, the values of the body its VJP
+     * reads (its residuals), and the backward scan reads them instead of recomputing:
+     * memory O(length x residuals), no recomputation. true (jax.checkpoint on the body):
+     * the forward scan saves only the carries entering each iteration and the backward
+     * scan recomputes the body from them: memory O(length x carries), the body run twice.
+     * No effect on the forward computation. */
+    bool checkpoint_body;
 } kiln_scan_options;
 
 /* carry, ys = scan(body, init, xs) (jax.lax.scan): for each i, body receives the n_carry
@@ -967,9 +976,9 @@ typedef struct kiln_scan_options {
  * length, dropped) and returns n_carry new carries followed by any number of
  * per-iteration outputs. outs receives the n_carry final carries, then each per-iteration
  * output stacked along a new leading axis; *n_outs their count. opts may be NULL.
- * Differentiable (kiln_grad): the backward pass is a scan the other way that recomputes the
- * body at each iteration from the carries the forward scan saves (as jax.checkpoint on the
- * body: memory O(length x carries), not the body's residuals; docs/autodiff.md). */
+ * Differentiable (kiln_grad): the backward pass is a scan the other way over the body's
+ * VJP, reading the residuals the forward scan saved per iteration, or, with
+ * opts->checkpoint_body, recomputing the body from the carries it saved (docs/autodiff.md). */
 KILN_API kiln_status kiln_scan(kiln_graph *g, kiln_fn body, void *user, int n_carry,
                                const kiln_value *init, int n_xs, const kiln_value *xs,
                                const kiln_scan_options *opts, int *n_outs, kiln_value *outs);

@@ -6,14 +6,15 @@
  * agree to f64 rounding. Also second derivatives through a scan, and the refusal of a while loop.
  */
 #include "compare.h"
+#include "ir/ir.h"
 
 #include <math.h>
 #include <stdint.h>
 
 enum { L = 4, N = 3, M = 2, MAXP = 4 };
 
-/* A program: a scalar f64 loss of np f64 parameters; mode picks a variant (reverse, the
- * branch taken). */
+/* A program: a scalar f64 loss of np f64 parameters; mode picks a variant (a scan: bit 0
+ * reverse, bit 1 checkpoint_body; a cond: the branch taken). */
 typedef kiln_value (*prog_fn)(kiln_graph *g, const kiln_value *p, int mode);
 
 typedef struct prog {
@@ -190,7 +191,7 @@ static int rnn_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, k
 /* p: c0 [N], xs [L, N], w [N]; mode 1: reverse. loss = sum(c) + sum(ys^2) */
 static kiln_value p_scan(kiln_graph *g, const kiln_value *p, int mode) {
     kiln_value outs[2];
-    kiln_scan_options o = {.reverse = mode == 1};
+    kiln_scan_options o = {.reverse = mode & 1, .checkpoint_body = mode & 2};
     int n = 0;
     kiln_scan(g, rnn_body, (void *)&p[2], 1, &p[0], 1, &p[1], &o, &n, outs);
     return kiln_add(g, sum(g, outs[0]), sum(g, kiln_mul(g, outs[1], outs[1])));
@@ -200,7 +201,7 @@ static kiln_value p_scan_unrolled(kiln_graph *g, const kiln_value *p, int mode) 
     int64_t xd[2] = {L, N};
     kiln_value c = p[0], ys[L];
     for (int it = 0; it < L; it++) {
-        int i = mode == 1 ? L - 1 - it : it;
+        int i = mode & 1 ? L - 1 - it : it;
         cell(g, c, row(g, p[1], 2, xd, i), p[2], &c, &ys[i]);
     }
     kiln_value y = stack(g, ys, L, N);
@@ -210,7 +211,7 @@ static kiln_value p_scan_unrolled(kiln_graph *g, const kiln_value *p, int mode) 
 /* the ys alone: loss = sum(ys^2) (the final carry unused) */
 static kiln_value p_scan_ys(kiln_graph *g, const kiln_value *p, int mode) {
     kiln_value outs[2];
-    kiln_scan_options o = {.reverse = mode == 1};
+    kiln_scan_options o = {.reverse = mode & 1, .checkpoint_body = mode & 2};
     int n = 0;
     kiln_scan(g, rnn_body, (void *)&p[2], 1, &p[0], 1, &p[1], &o, &n, outs);
     return sum(g, kiln_mul(g, outs[1], outs[1]));
@@ -220,7 +221,7 @@ static kiln_value p_scan_ys_unrolled(kiln_graph *g, const kiln_value *p, int mod
     int64_t xd[2] = {L, N};
     kiln_value c = p[0], ys[L];
     for (int it = 0; it < L; it++) {
-        int i = mode == 1 ? L - 1 - it : it;
+        int i = mode & 1 ? L - 1 - it : it;
         cell(g, c, row(g, p[1], 2, xd, i), p[2], &c, &ys[i]);
     }
     kiln_value y = stack(g, ys, L, N);
@@ -237,7 +238,7 @@ static int map_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, k
 /* p: xs [L, N], w [N]; loss = sum(ys^2) */
 static kiln_value p_map(kiln_graph *g, const kiln_value *p, int mode) {
     kiln_value ys;
-    kiln_scan_options o = {.reverse = mode == 1};
+    kiln_scan_options o = {.reverse = mode & 1, .checkpoint_body = mode & 2};
     int n = 0;
     kiln_scan(g, map_body, (void *)&p[1], 0, NULL, 1, &p[0], &o, &n, &ys);
     return sum(g, kiln_mul(g, ys, ys));
@@ -272,7 +273,7 @@ static int two_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, k
 /* p: a0 [N], b0 [N], xs [L, N]; loss = sum(a * b) */
 static kiln_value p_two(kiln_graph *g, const kiln_value *p, int mode) {
     kiln_value init[3] = {p[0], kiln_scalar(g, KILN_DTYPE_I32, 0), p[1]}, outs[3];
-    kiln_scan_options o = {.reverse = mode == 1};
+    kiln_scan_options o = {.reverse = mode & 1, .checkpoint_body = mode & 2};
     int n = 0;
     kiln_scan(g, two_body, NULL, 3, init, 1, &p[2], &o, &n, outs);
     return sum(g, kiln_mul(g, outs[0], outs[2]));
@@ -282,7 +283,7 @@ static kiln_value p_two_unrolled(kiln_graph *g, const kiln_value *p, int mode) {
     int64_t xd[2] = {L, N};
     kiln_value a = p[0], b = p[1];
     for (int it = 0; it < L; it++)
-        two_cell(g, &a, &b, row(g, p[2], 2, xd, mode == 1 ? L - 1 - it : it));
+        two_cell(g, &a, &b, row(g, p[2], 2, xd, mode & 1 ? L - 1 - it : it));
     return sum(g, kiln_mul(g, a, b));
 }
 
@@ -303,7 +304,7 @@ static int outer_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
 /* p: c0 [N], xs [L, M, N], w [N]; loss = sum(c) + sum(ys^2) */
 static kiln_value p_nested(kiln_graph *g, const kiln_value *p, int mode) {
     kiln_value outs[2];
-    kiln_scan_options o = {.reverse = mode == 1};
+    kiln_scan_options o = {.reverse = mode & 1, .checkpoint_body = mode & 2};
     int n = 0;
     kiln_scan(g, outer_body, (void *)&p[2], 1, &p[0], 1, &p[1], &o, &n, outs);
     return kiln_add(g, sum(g, outs[0]), sum(g, kiln_mul(g, outs[1], outs[1])));
@@ -313,7 +314,7 @@ static kiln_value p_nested_unrolled(kiln_graph *g, const kiln_value *p, int mode
     int64_t xd[3] = {L, M, N}, sd[2] = {M, N};
     kiln_value c = p[0], ys[L];
     for (int it = 0; it < L; it++) {
-        int i = mode == 1 ? L - 1 - it : it;
+        int i = mode & 1 ? L - 1 - it : it;
         kiln_value x = row(g, p[1], 3, xd, i), inner[M];
         for (int j = 0; j < M; j++) cell(g, c, row(g, x, 2, sd, j), p[2], &c, &inner[j]);
         int ax = 0;
@@ -428,7 +429,7 @@ static int scan_cond_body(kiln_graph *g, int n_in, const kiln_value *in, void *u
 /* p: c0 [N], xs [L, N], w [N]; loss = sum(c^2) */
 static kiln_value p_scan_cond(kiln_graph *g, const kiln_value *p, int mode) {
     kiln_value c;
-    kiln_scan_options o = {.reverse = mode == 1};
+    kiln_scan_options o = {.reverse = mode & 1, .checkpoint_body = mode & 2};
     int n = 0;
     kiln_scan(g, scan_cond_body, (void *)&p[2], 1, &p[0], 1, &p[1], &o, &n, &c);
     return sum(g, kiln_mul(g, c, c));
@@ -456,13 +457,12 @@ static const prog progs[][2] = {
 
 static void test_scans(kiln_context *ctx) {
     for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
-        for (int mode = 0; mode < 2; mode++) {
+        for (int mode = 0; mode < 4; mode++) { /* reverse x checkpoint_body */
             check_fd(ctx, &progs[i][0], mode);
             check_same(ctx, &progs[i][0], &progs[i][1], mode);
         }
     static const prog sc = {"cond in scan", p_scan_cond, 3, {1, 2, 1}, {V1, XS, V1}};
-    check_fd(ctx, &sc, 0);
-    check_fd(ctx, &sc, 1);
+    for (int mode = 0; mode < 4; mode++) check_fd(ctx, &sc, mode);
 }
 
 static void test_conds(kiln_context *ctx) {
@@ -483,7 +483,7 @@ static int sin_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, k
     return 1;
 }
 
-static kiln_graph *second_graph(kiln_context *ctx, bool second) {
+static kiln_graph *second_graph(kiln_context *ctx, bool second, bool ckpt) {
     kiln_graph *g = NULL;
     kiln_graph_create(ctx, "second", &g);
     int64_t xd[1] = {L};
@@ -491,7 +491,8 @@ static kiln_graph *second_graph(kiln_context *ctx, bool second) {
     kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 1, xd), c, d1, d2;
     kiln_value c0 = f64(g, 0.3);
     int n = 0;
-    CHECK_OK(ctx, kiln_scan(g, sin_body, &w, 1, &c0, 1, &xs, NULL, &n, &c));
+    kiln_scan_options o = {.checkpoint_body = ckpt};
+    CHECK_OK(ctx, kiln_scan(g, sin_body, &w, 1, &c0, 1, &xs, &o, &n, &c));
     CHECK_OK(ctx, kiln_grad(g, kiln_mul(g, c, c), 1, &w, &d1));
     if (second) CHECK_OK(ctx, kiln_grad(g, d1, 1, &w, &d2));
     CHECK_OK(ctx, kiln_graph_finish(g, 1, second ? &d2 : &d1));
@@ -513,14 +514,92 @@ static double second_at(kiln_context *ctx, kiln_graph *g, double w) {
 }
 
 static void test_second_derivative(kiln_context *ctx) {
-    kiln_graph *g1 = second_graph(ctx, false), *g2 = second_graph(ctx, true);
-    const double w = 0.7, h = 1e-5;
-    double fd = (second_at(ctx, g1, w + h) - second_at(ctx, g1, w - h)) / (2 * h);
-    double got = second_at(ctx, g2, w);
-    CHECK_MSG(fabs(got - fd) < 1e-7 * (1 + fabs(fd)), "d2/dw2 through a scan: %.12g, fd %.12g", got,
-              fd);
-    kiln_graph_destroy(g1);
-    kiln_graph_destroy(g2);
+    for (int ckpt = 0; ckpt < 2; ckpt++) {
+        kiln_graph *g1 = second_graph(ctx, false, ckpt), *g2 = second_graph(ctx, true, ckpt);
+        const double w = 0.7, h = 1e-5;
+        double fd = (second_at(ctx, g1, w + h) - second_at(ctx, g1, w - h)) / (2 * h);
+        double got = second_at(ctx, g2, w);
+        CHECK_MSG(fabs(got - fd) < 1e-7 * (1 + fabs(fd)),
+                  "d2/dw2 through a scan (checkpoint_body %d): %.12g, fd %.12g", ckpt, got, fd);
+        kiln_graph_destroy(g1);
+        kiln_graph_destroy(g2);
+    }
+}
+
+/* ------------------------------------------- what each scan VJP mode keeps ---- */
+
+/* c' = tanh(exp(c * w) * v + x): its VJP reads exp's and tanh's results, c and w. */
+static int keep_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const kiln_value *p = user;
+    kiln_value e = kiln_exp(g, kiln_mul(g, in[0], kiln_capture(g, p[0])));
+    outs[0] = kiln_tanh(g, kiln_add(g, kiln_mul(g, e, kiln_capture(g, p[1])), in[1]));
+    return 1;
+}
+
+/* The gradient of sum(final carry) of a scan of keep_body over xs [len, n] by w and v. */
+static kiln_graph *keep_graph(kiln_context *ctx, int64_t len, int64_t n, bool ckpt) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "keep", &g);
+    int64_t xd[2] = {len, n};
+    kiln_value p[2] = {kiln_parameter(g, "w", KILN_DTYPE_F64, 1, &n),
+                       kiln_parameter(g, "v", KILN_DTYPE_F64, 1, &n)};
+    kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 2, xd), c, d[2];
+    kiln_value c0 = kiln_broadcast_in_dim(g, f64(g, 0.1), 1, &n, NULL);
+    kiln_scan_options o = {.checkpoint_body = ckpt};
+    int nr = 0;
+    CHECK_OK(ctx, kiln_scan(g, keep_body, p, 1, &c0, 1, &xs, &o, &nr, &c));
+    CHECK_OK(ctx, kiln_grad(g, sum(g, c), 2, p, d));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, d));
+    return g;
+}
+
+/* Nodes of op in the body of the k-th scan of g (graph order), -1 when there is none;
+ * *n_out its body's output count. */
+static int count_in_scan(const kiln_graph *g, int k, ir_op op, uint32_t *n_out) {
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        if (g->nodes[id].op != IR_SCAN || k--) continue;
+        const kiln_graph *b = g->nodes[id].region->graphs[0];
+        int c = 0;
+        for (uint32_t j = 1; j < b->n_nodes; j++) c += b->nodes[j].op == op;
+        *n_out = b->n_outputs;
+        return c;
+    }
+    return -1;
+}
+
+/* Residuals saved (the default): the forward scan outputs the values the VJP reads and the
+ * backward body computes no forward op again (no exp, no tanh). checkpoint_body: the
+ * forward scan saves the carries alone and the backward body recomputes the body. The
+ * checkpointed program's planned peak is the lower for a long scan. */
+static void test_scan_keeps(kiln_context *ctx) {
+    uint64_t peak[2] = {0};
+    for (int ckpt = 0; ckpt < 2; ckpt++) {
+        kiln_graph *g = keep_graph(ctx, 256, 64, ckpt);
+        uint32_t fwd_out = 0, bwd_out = 0;
+        int fwd_exp = count_in_scan(g, 0, IR_EXP, &fwd_out);
+        int bwd_exp = count_in_scan(g, 1, IR_EXP, &bwd_out);
+        int bwd_tanh = count_in_scan(g, 1, IR_TANH, &bwd_out);
+        CHECK_MSG(fwd_exp == 1, "checkpoint_body %d: %d exp in the forward body", ckpt, fwd_exp);
+        if (ckpt)
+            CHECK_MSG(bwd_exp == 1 && bwd_tanh == 1 && fwd_out == 2,
+                      "checkpointed: the backward body recomputes (exp %d, tanh %d), the "
+                      "forward saves the carry alone (%u outputs)",
+                      bwd_exp, bwd_tanh, fwd_out);
+        else
+            CHECK_MSG(bwd_exp == 0 && bwd_tanh == 0 && fwd_out == 4,
+                      "residuals: the backward body recomputes nothing (exp %d, tanh %d), the "
+                      "forward saves c, exp and tanh (%u outputs)",
+                      bwd_exp, bwd_tanh, fwd_out);
+        kiln_executable *e = NULL;
+        kiln_memory_analysis m;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        if (e && !kiln_executable_get_memory_analysis(e, &m)) peak[ckpt] = m.peak_bytes;
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    CHECK_MSG(peak[1] && peak[1] < peak[0], "planned peak: checkpointed %llu, residuals %llu",
+              (unsigned long long)peak[1], (unsigned long long)peak[0]);
 }
 
 /* A while loop on the gradient's path is refused, naming it and the alternatives; one off
@@ -573,41 +652,44 @@ static int int_x_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
 }
 
 static void test_edges(kiln_context *ctx) {
-    for (int64_t len = 0; len <= 3; len += 3) {
-        kiln_graph *g = NULL;
-        kiln_graph_create(ctx, "edges", &g);
-        int64_t xd[1] = {len};
-        kiln_value c0 = kiln_parameter(g, "c", KILN_DTYPE_F64, 0, NULL);
-        kiln_value xs[2] = {kiln_parameter(g, "x", KILN_DTYPE_F64, 1, xd),
-                            kiln_parameter(g, "k", KILN_DTYPE_I32, 1, xd)};
-        kiln_value outs[2], d[2], res[3];
-        int n = 0;
-        CHECK_OK(ctx, kiln_scan(g, int_x_body, NULL, 1, &c0, 2, xs, NULL, &n, outs));
-        kiln_value loss = kiln_add(g, outs[0], sum(g, outs[1]));
-        kiln_value wrt[2] = {c0, xs[0]};
-        CHECK_OK(ctx, kiln_grad(g, loss, 2, wrt, d));
-        res[0] = loss, res[1] = d[0], res[2] = d[1];
-        CHECK_OK(ctx, kiln_graph_finish(g, 3, res));
-        double c = 0.5, x[3] = {0.25, -1, 2}, got[3] = {0}, dx[3] = {0};
-        int32_t k[3] = {2, -1, 3};
-        kiln_array *a[3] = {0}, *r[3] = {0};
-        kiln_array_create(ctx, KILN_DTYPE_F64, 0, NULL, &c, &a[0]);
-        kiln_array_create(ctx, KILN_DTYPE_F64, 1, xd, x, &a[1]);
-        kiln_array_create(ctx, KILN_DTYPE_I32, 1, xd, k, &a[2]);
-        CHECK_OK(ctx, kiln_interpret(g, 3, a, 3, r));
-        for (int i = 0; i < 2; i++)
-            if (r[i]) kiln_array_copy_to_host(r[i], &got[i], sizeof(double));
-        if (r[2] && len) kiln_array_copy_to_host(r[2], dx, sizeof dx);
-        /* c3 = ((c k0 + x0) k1 + x1) k2 + x2; loss = c3 + sum(x^2) */
-        double want_c = len ? (double)k[0] * k[1] * k[2] : 1;
-        double want_x[3] = {(double)k[1] * k[2] + 2 * x[0], k[2] + 2 * x[1], 1 + 2 * x[2]};
-        CHECK_MSG(got[1] == want_c, "scan of length %lld: dc %g, want %g", (long long)len, got[1],
-                  want_c);
-        for (int i = 0; i < len; i++)
-            CHECK_MSG(fabs(dx[i] - want_x[i]) < 1e-15, "dx[%d] %g, want %g", i, dx[i], want_x[i]);
-        for (int i = 0; i < 3; i++) kiln_array_destroy(a[i]), kiln_array_destroy(r[i]);
-        kiln_graph_destroy(g);
-    }
+    for (int64_t len = 0; len <= 3; len += 3)
+        for (int ckpt = 0; ckpt < 2; ckpt++) {
+            kiln_graph *g = NULL;
+            kiln_graph_create(ctx, "edges", &g);
+            int64_t xd[1] = {len};
+            kiln_value c0 = kiln_parameter(g, "c", KILN_DTYPE_F64, 0, NULL);
+            kiln_value xs[2] = {kiln_parameter(g, "x", KILN_DTYPE_F64, 1, xd),
+                                kiln_parameter(g, "k", KILN_DTYPE_I32, 1, xd)};
+            kiln_value outs[2], d[2], res[3];
+            int n = 0;
+            kiln_scan_options o = {.checkpoint_body = ckpt};
+            CHECK_OK(ctx, kiln_scan(g, int_x_body, NULL, 1, &c0, 2, xs, &o, &n, outs));
+            kiln_value loss = kiln_add(g, outs[0], sum(g, outs[1]));
+            kiln_value wrt[2] = {c0, xs[0]};
+            CHECK_OK(ctx, kiln_grad(g, loss, 2, wrt, d));
+            res[0] = loss, res[1] = d[0], res[2] = d[1];
+            CHECK_OK(ctx, kiln_graph_finish(g, 3, res));
+            double c = 0.5, x[3] = {0.25, -1, 2}, got[3] = {0}, dx[3] = {0};
+            int32_t k[3] = {2, -1, 3};
+            kiln_array *a[3] = {0}, *r[3] = {0};
+            kiln_array_create(ctx, KILN_DTYPE_F64, 0, NULL, &c, &a[0]);
+            kiln_array_create(ctx, KILN_DTYPE_F64, 1, xd, x, &a[1]);
+            kiln_array_create(ctx, KILN_DTYPE_I32, 1, xd, k, &a[2]);
+            CHECK_OK(ctx, kiln_interpret(g, 3, a, 3, r));
+            for (int i = 0; i < 2; i++)
+                if (r[i]) kiln_array_copy_to_host(r[i], &got[i], sizeof(double));
+            if (r[2] && len) kiln_array_copy_to_host(r[2], dx, sizeof dx);
+            /* c3 = ((c k0 + x0) k1 + x1) k2 + x2; loss = c3 + sum(x^2) */
+            double want_c = len ? (double)k[0] * k[1] * k[2] : 1;
+            double want_x[3] = {(double)k[1] * k[2] + 2 * x[0], k[2] + 2 * x[1], 1 + 2 * x[2]};
+            CHECK_MSG(got[1] == want_c, "scan of length %lld: dc %g, want %g", (long long)len,
+                      got[1], want_c);
+            for (int i = 0; i < len; i++)
+                CHECK_MSG(fabs(dx[i] - want_x[i]) < 1e-15, "dx[%d] %g, want %g", i, dx[i],
+                          want_x[i]);
+            for (int i = 0; i < 3; i++) kiln_array_destroy(a[i]), kiln_array_destroy(r[i]);
+            kiln_graph_destroy(g);
+        }
 }
 
 int main(void) {
@@ -616,6 +698,7 @@ int main(void) {
     test_scans(ctx);
     test_conds(ctx);
     test_second_derivative(ctx);
+    test_scan_keeps(ctx);
     test_while_refused(ctx);
     test_edges(ctx);
     kiln_context_destroy(ctx);

@@ -122,7 +122,8 @@ static kiln_graph *build(kiln_context *ctx, int which) {
     kiln_value outs[3], x, k;
     outer o;
     int n = 0, n_out = 0;
-    kiln_scan_options opt = {.reverse = which == G_SCAN_REV};
+    kiln_scan_options opt = {.reverse = which == G_SCAN_REV,
+                             .checkpoint_body = which == G_SCAN_REV};
     switch (which) {
     case G_WHILE: {
         kiln_value nn = kiln_parameter(g, "n", KILN_DTYPE_I32, 0, NULL);

@@ -337,7 +337,9 @@ static kiln_value scanned_blocks(kiln_graph *g, const gpt_config *cfg, const pre
     scan_block sb = {cfg, *pr, B, S};
     kiln_value out = {0, 0};
     int n = 0;
-    kiln_scan(g, scan_block_body, &sb, 1, &x, GPT_PARAMS_PER_LAYER, stacks, NULL, &n, &out);
+    /* the option promises a backward pass that recomputes each block (gpt.h) */
+    kiln_scan_options o = {.checkpoint_body = true};
+    kiln_scan(g, scan_block_body, &sb, 1, &x, GPT_PARAMS_PER_LAYER, stacks, &o, &n, &out);
     return out;
 }
 

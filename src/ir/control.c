@@ -198,7 +198,8 @@ static kiln_status check_layout(const kiln_graph *g, const ir_node *n, char *msg
         if (!r->graphs[k]->finished || r->graphs[k]->status)
             FAIL(KILN_STATUS_INTERNAL, "sub-graph '%s' is not finished", r->graphs[k]->name);
     if (n->a.ctl.n_carry < 0 || n->a.ctl.n_xs < 0 || n->a.ctl.length < 0 ||
-        (n->op != IR_SCAN && (n->a.ctl.n_xs || n->a.ctl.length || n->a.ctl.reverse)))
+        (n->op != IR_SCAN &&
+         (n->a.ctl.n_xs || n->a.ctl.length || n->a.ctl.reverse || n->a.ctl.checkpoint)))
         FAIL(KILN_STATUS_INTERNAL, "bad counts: carries=%d xs=%d length=%d", n->a.ctl.n_carry,
              n->a.ctl.n_xs, n->a.ctl.length);
     uint32_t need = ir_control_capture_base(n, r->n_graphs);

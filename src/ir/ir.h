@@ -317,6 +317,9 @@ typedef union ir_attrs {
         int n_xs;    /* SCAN: arrays scanned over their leading axis */
         int length;  /* SCAN: iterations */
         bool reverse; /* SCAN: from the last slice to the first (lax.scan reverse=True) */
+        /* SCAN: its VJP recomputes the body per iteration rather than saving its
+         * residuals (kiln_scan_options.checkpoint_body) */
+        bool checkpoint;
     } ctl;           /* WHILE, SCAN, COND */
     int result_index; /* RESULT */
 } ir_attrs;
@@ -388,6 +391,7 @@ const char *ir_reduce_kind_name(int kind); /* "sum", "mean", "max", NULL out of 
     X(SCAN, IRA_INT, "xs", ctl.n_xs, NULL)                                                         \
     X(SCAN, IRA_INT, "length", ctl.length, NULL)                                                   \
     X(SCAN, IRA_FLAG, "reverse", ctl.reverse, NULL)                                                \
+    X(SCAN, IRA_FLAG, "checkpoint", ctl.checkpoint, NULL)                                          \
     X(COND, IRA_INT, "operands", ctl.n_carry, NULL)                                                \
     X(RESULT, IRA_INT, "index", result_index, NULL)
 // clang-format on

@@ -338,6 +338,7 @@ static kiln_status scan_named(kiln_graph *g, const char *op, int hidden, kiln_fn
     t.a.ctl.n_xs = n_xs;
     t.a.ctl.length = (int)length;
     t.a.ctl.reverse = opts && opts->reverse;
+    t.a.ctl.checkpoint = opts && opts->checkpoint_body;
     if (emit_control(g, op, &t, passed, (uint32_t)(n_carry + n_xs), &b, 1, outs, n_outs))
         return fail_outs(g, 0, outs, n_outs);
     return KILN_STATUS_OK;

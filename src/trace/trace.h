@@ -152,5 +152,14 @@ void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_val
  * their region with the original. Errors are g's, named op. */
 kiln_status trace_inline(kiln_graph *g, const char *op, const kiln_graph *s, const kiln_value *args,
                          kiln_value *outs);
+/* The same for the nodes want[0..n_want) of s (finished or not) instead of its outputs,
+ * with the nodes sub[0..n_sub) of s standing for the values sub_vals (their inputs are not
+ * copied). A parameter nothing copied reads may have a KN_NONE argument. A scan's VJP uses
+ * it to split a traced body-and-VJP into the part the forward scan computes and the part
+ * the backward scan computes from the saved residuals (src/autodiff/control_rules.c). */
+kiln_status trace_inline_part(kiln_graph *g, const char *op, const kiln_graph *s,
+                              const kiln_value *args, int n_sub, const uint32_t *sub,
+                              const kiln_value *sub_vals, int n_want, const uint32_t *want,
+                              kiln_value *outs);
 
 #endif

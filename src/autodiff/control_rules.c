@@ -318,17 +318,21 @@ static bool split_residuals(kiln_graph *g, const scan_bwd *b, scan_split *sp, ui
         f[id] = id < boundary || (n->op == IR_RESULT && f[in[0]]);
         for (uint32_t k = 0; k < n->n_in; k++) var[id] |= var[in[k]];
     }
-    for (uint32_t id = 1; id < nn; id++) {
+    /* what the gradients read, through the VJP part's live nodes (isr 2: live, not forward) */
+    for (int k = 0; k < sp->ngr; k++) isr[sp->gr[k]] = f[sp->gr[k]] ? 1 : 2;
+    for (uint32_t id = nn; id-- > 1;) {
         const ir_node *n = &sg->nodes[id];
-        if (f[id]) continue;
-        for (uint32_t k = 0; k < n->n_in; k++) isr[ir_in(n)[k]] = 1;
+        if (isr[id] != 2) continue;
+        for (uint32_t k = 0; k < n->n_in; k++) {
+            uint32_t i = ir_in(n)[k];
+            if (!isr[i]) isr[i] = f[i] ? 1 : 2;
+        }
     }
-    for (int k = 0; k < sp->ngr; k++) isr[sp->gr[k]] = 1;
     bool ok = true;
     sp->nres = 0;
     for (uint32_t id = 1; id < nn && ok; id++) {
         const ir_node *n = &sg->nodes[id];
-        if (!isr[id] || !f[id] || !var[id] || (n->op == IR_PARAMETER && !car[id])) continue;
+        if (isr[id] != 1 || !var[id] || (n->op == IR_PARAMETER && !car[id])) continue;
         if (sp->nres == KILN_MAX_OUTPUTS)
             ok = false;
         else
@@ -355,6 +359,8 @@ static kiln_graph *body_saving_residuals(kiln_graph *g, const scan_bwd *b, const
     for (int r = 0; r < sp->nres; r++) want[no + (uint32_t)r] = sp->res[r];
     int nw = (int)no + sp->nres;
     trace_inline_part(nb, AD_OP, sp->sg, args, 0, NULL, NULL, nw, want, outs);
+    /* a nested scan's RESULT nodes were made by sg's VJP: here they are forward values */
+    for (uint32_t id = 1; id < nb->n_nodes; id++) nb->nodes[id].backward = false;
     if (!nb->status) kiln_graph_finish(nb, nw, outs);
     if (nb->status) {
         trace_fail(g, nb->status, AD_OP, "saving the residuals of a scan: %s",
@@ -427,6 +433,7 @@ static bool vjp_scan_saving(kiln_graph *g, uint32_t id, const ir_node *n, scan_b
     scan_split sp;
     memset(&sp, 0, sizeof sp);
     b->body = n->region->graphs[0];
+    if (b->body->n_params > 2 * KILN_MAX_OUTPUTS) return false; /* the arrays below */
     b->split = &sp;
     uint32_t boundary = 0;
     bool handled = true;

@@ -182,7 +182,9 @@ kiln_status trace_inline_part(kiln_graph *g, const char *op, const kiln_graph *s
     }
     copy_custom_vjps(g, op, s, used, map);
     for (int i = 0; i < n_want && !g->status; i++) {
-        if (!map[want[i]])
+        if (!want[i])
+            outs[i] = KN_NONE; /* nothing wanted there (a VJP's absent gradient) */
+        else if (!map[want[i]])
             trace_fail(g, KILN_STATUS_INTERNAL, op, "inlining '%s': node %%%u has no value",
                        s->name, want[i]);
         else

@@ -157,6 +157,143 @@ static void test_scanned_step(kiln_context *ctx) {
     for (int i = 0; i < n_args; i++) kiln_array_destroy(args[i]);
 }
 
+/* The stacked layout (gpt_param_info_layout): 16 arrays whatever L, each stack [L, ...]
+ * named "h.<tensor>", decaying as its layers' tensor; gpt_params_stack and _unstack give
+ * back the per-layer arrays bit for bit. */
+static void test_stacked_layout(kiln_context *ctx) {
+    gpt_config cfg = tiny;
+    cfg.layers = 3;
+    int P = gpt_num_params(&cfg), PS = gpt_num_params_layout(&cfg, true);
+    CHECK(PS == 16 && gpt_num_params_layout(&cfg, false) == P);
+    char name[GPT_NAME_MAX];
+    int rank;
+    int64_t d[3];
+    CHECK(gpt_param_info_layout(&cfg, true, 4, name, &rank, d));
+    CHECK(!strcmp(name, "h.attn.c_attn.weight") && rank == 3 && d[0] == 3 && d[1] == 16 &&
+          d[2] == 48);
+    CHECK(gpt_param_info_layout(&cfg, true, 2, name, &rank, d));
+    CHECK(!strcmp(name, "h.ln_1.weight") && rank == 2 && d[0] == 3 && d[1] == 16);
+    CHECK(gpt_param_info_layout(&cfg, true, 15, name, &rank, d) && !strcmp(name, "ln_f.bias"));
+    CHECK(!gpt_param_info_layout(&cfg, true, 16, name, &rank, d));
+    CHECK(gpt_param_decays_layout(&cfg, true, 0) && gpt_param_decays_layout(&cfg, true, 4));
+    CHECK(!gpt_param_decays_layout(&cfg, true, 2) && !gpt_param_decays_layout(&cfg, true, 14));
+    kiln_array *p[64], *st[16], *q[64];
+    char err[GPT_ERR_SIZE];
+    random_params(ctx, &cfg, KILN_DTYPE_F32, p);
+    CHECK_MSG(gpt_params_stack(ctx, &cfg, p, st, err) == KILN_STATUS_OK, "%s", err);
+    CHECK_MSG(gpt_params_unstack(ctx, &cfg, st, q, err) == KILN_STATUS_OK, "%s", err);
+    /* layer 1's c_fc bias is row 1 of its stack */
+    float row[64], want[64];
+    float *all = malloc(kiln_array_nbytes(st[2 + 9]));
+    kiln_array_copy_to_host(st[2 + 9], all, kiln_array_nbytes(st[2 + 9]));
+    kiln_array_copy_to_host(p[2 + 12 + 9], want, 64 * sizeof(float));
+    memcpy(row, all + 64, sizeof row);
+    CHECK(!memcmp(row, want, sizeof row));
+    free(all);
+    int differ = 0;
+    for (int i = 0; i < P; i++) {
+        size_t n = kiln_array_nbytes(p[i]);
+        char *a = malloc(n), *b = malloc(n);
+        differ += kiln_array_nbytes(q[i]) != n;
+        kiln_array_copy_to_host(p[i], a, n), kiln_array_copy_to_host(q[i], b, n);
+        differ += memcmp(a, b, n) != 0;
+        free(a), free(b);
+    }
+    CHECK_MSG(differ == 0, "%d of %d arrays differ after stack and unstack", differ, P);
+    for (int i = 0; i < P; i++) kiln_array_destroy(p[i]), kiln_array_destroy(q[i]);
+    for (int i = 0; i < PS; i++) kiln_array_destroy(st[i]);
+}
+
+/* The scanned step over the stacked layout (gpt_step_spec.stacked): the same new
+ * parameters, moments and loss as the unrolled step to f64 rounding (its outputs unstacked
+ * to compare), compiled against the reference; and its program the same size at any
+ * depth, where the per-layer scanned step's grows. */
+static int stacked_step_ops(kiln_context *ctx, int layers, bool stacked) {
+    gpt_config cfg = tiny;
+    cfg.layers = layers;
+    kiln_graph *g;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+    char err[GPT_ERR_SIZE];
+    gpt_step_spec spec = {
+        .batch = 2, .seq = 8, .clip = 1.0, .scan_layers = true, .stacked = stacked};
+    CHECK_MSG(gpt_trace_step(g, &cfg, KILN_DTYPE_F32, &spec, err) == KILN_STATUS_OK, "%s", err);
+    kiln_executable *e = NULL;
+    kiln_executable_info info = {0};
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    if (e) kiln_executable_get_info(e, &info);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return info.num_ops;
+}
+
+static void test_stacked_step(kiln_context *ctx) {
+    gpt_config cfg = tiny;
+    cfg.layers = 3;
+    int P = gpt_num_params(&cfg), PS = gpt_num_params_layout(&cfg, true), B = 2, T = 8;
+    kiln_array *args[3 * 64 + 4], *sargs[3 * 16 + 4], *res[3 * 64 + 1] = {0};
+    kiln_array *sres[3 * 16 + 1] = {0}, *un[3 * 64] = {0};
+    char err[GPT_ERR_SIZE];
+    random_params(ctx, &cfg, KILN_DTYPE_F64, args);
+    for (int i = 0; i < P; i++) {
+        int64_t n = kiln_array_size(args[i]);
+        double *m = malloc((size_t)n * sizeof *m);
+        for (int k = 1; k < 3; k++) {
+            for (int64_t j = 0; j < n; j++)
+                m[j] = k == 1 ? 1e-3 * (double)((j + i) % 7) : 1e-4 + 1e-5 * (double)(j % 5);
+            kiln_array_create(ctx, KILN_DTYPE_F64, args[i]->shape.rank, args[i]->shape.dims, m,
+                              &args[k * P + i]);
+        }
+        free(m);
+    }
+    float lr = 1e-3f;
+    int32_t step = 3;
+    args[3 * P] = tokens(ctx, B, T, 3), args[3 * P + 1] = tokens(ctx, B, T, 4);
+    kiln_array_create(ctx, KILN_DTYPE_F32, 0, NULL, &lr, &args[3 * P + 2]);
+    kiln_array_create(ctx, KILN_DTYPE_I32, 0, NULL, &step, &args[3 * P + 3]);
+    for (int k = 0; k < 3; k++)
+        CHECK_MSG(gpt_params_stack(ctx, &cfg, args + k * P, sargs + k * PS, err) == 0, "%s", err);
+    for (int i = 0; i < 4; i++) sargs[3 * PS + i] = args[3 * P + i];
+    for (int stacked = 0; stacked < 2; stacked++) {
+        kiln_graph *g;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+        gpt_step_spec spec = {.batch = B,
+                              .seq = T,
+                              .weight_decay = 0.1,
+                              .clip = 1.0,
+                              .scan_layers = stacked,
+                              .stacked = stacked};
+        CHECK_MSG(gpt_trace_step(g, &cfg, KILN_DTYPE_F64, &spec, err) == KILN_STATUS_OK, "%s", err);
+        int na = stacked ? 3 * PS + 4 : 3 * P + 4, no = stacked ? 3 * PS + 1 : 3 * P + 1;
+        kiln_array **in = stacked ? sargs : args, **out = stacked ? sres : res;
+        if (stacked) CHECK_MSG(cmp_graph(ctx, g, na, in, NULL, 1e-4, NULL), "stacked step");
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        if (e) CHECK_OK(ctx, kiln_executable_run(e, na, in, no, out));
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    for (int k = 0; k < 3 && sres[0]; k++)
+        CHECK_MSG(gpt_params_unstack(ctx, &cfg, sres + k * PS, un + k * P, err) == 0, "%s", err);
+    for (int j = 0; j < 3 * P && un[0]; j++) {
+        char what[48];
+        snprintf(what, sizeof what, "stacked step output %d", j);
+        CHECK(cmp_arrays(un[j], res[j], 1e-12, 1e-11, what));
+    }
+    CHECK(cmp_arrays(sres[3 * PS], res[3 * P], 1e-12, 1e-12, "stacked step loss"));
+    for (int j = 0; j < 3 * P; j++) kiln_array_destroy(un[j]), kiln_array_destroy(res[j]);
+    kiln_array_destroy(res[3 * P]);
+    for (int j = 0; j < 3 * PS + 1; j++) kiln_array_destroy(sres[j]);
+    for (int j = 0; j < 3 * PS; j++) kiln_array_destroy(sargs[j]);
+    for (int i = 0; i < 3 * P + 4; i++) kiln_array_destroy(args[i]);
+
+    int flat[2] = {stacked_step_ops(ctx, 2, true), stacked_step_ops(ctx, 6, true)};
+    int grows[2] = {stacked_step_ops(ctx, 2, false), stacked_step_ops(ctx, 6, false)};
+    CHECK_MSG(flat[0] == flat[1] && flat[0] > 0, "stacked step: %d ops at 2 layers, %d at 6",
+              flat[0], flat[1]);
+    CHECK_MSG(grows[1] > grows[0], "per-layer scanned step: %d ops at 2 layers, %d at 6", grows[0],
+              grows[1]);
+}
+
 /* A whole training step as `kiln train` compiles it (forward, backward, global-norm
  * clipping, AdamW; parameters and moments donated) against the reference interpreter, on
  * every device of the context (cmp_graph: the CPU, and each GPU where there is one).
@@ -770,6 +907,8 @@ int main(void) {
     test_forward_vs_reference(ctx);
     test_scanned_forward(ctx);
     test_scanned_step(ctx);
+    test_stacked_layout(ctx);
+    test_stacked_step(ctx);
     test_step_vs_reference(ctx);
     test_mixed_precision_step(ctx);
     test_loss_scaled_step(ctx);

@@ -4,7 +4,9 @@
  * format and the atomic write; this file checks that a file is a checkpoint of the model
  * asked for: every tensor present, f32, of the right shape and finite, and every number in
  * the metadata a number in range. Non-finite values are never written either: a diverged
- * state must not replace a good checkpoint. */
+ * state must not replace a good checkpoint. The file is always per layer ("h.<l>.<tensor>");
+ * the stacked layout a scanned run holds (gpt_param_info_layout) converts to and from it
+ * here, by copying bytes, so either layout resumes the other's checkpoint bit for bit. */
 #include "gpt_internal.h"
 
 #include <dirent.h>
@@ -341,4 +343,97 @@ kiln_status gpt_checkpoint_load(kiln_context *ctx, const char *path, const gpt_c
         for (int k = 0; k < groups; k++)
             for (int i = 0; i < P; i++) kiln_array_destroy(dst[k][i]), dst[k][i] = NULL;
     return st;
+}
+
+/* ------------------------------------------------------------ layouts ---- */
+
+/* The stacked layout's stack t is its layers' tensor t back to back, so converting either
+ * way is a copy of bytes through the host: no rounding, bit-identical both ways. */
+
+/* Frees the first n of a and clears them. */
+static void destroy_all(kiln_array **a, int n) {
+    for (int i = 0; i < n; i++) kiln_array_destroy(a[i]), a[i] = NULL;
+}
+
+/* Stack t ([L, ...] of dtype) from the L arrays src[l * GPT_PARAMS_PER_LAYER] (stack) or
+ * into them (unstack), through one host buffer. */
+static kiln_status convert_stack(kiln_context *ctx, const gpt_config *cfg, int t, bool stack,
+                                 kiln_array **per, kiln_array **st_arr, char *err) {
+    int L = cfg->layers, rank;
+    int64_t dims[3];
+    char name[GPT_NAME_MAX];
+    gpt_param_info_layout(cfg, true, 2 + t, name, &rank, dims);
+    kiln_dtype dt = kiln_array_dtype(stack ? per[0] : *st_arr);
+    size_t one = kiln_array_nbytes(stack ? per[0] : *st_arr) / (stack ? 1 : (size_t)L);
+    unsigned char *buf = malloc(one ? one * (size_t)L : 1);
+    if (!buf) {
+        gpt_errf(err, "out of host memory converting %s", name);
+        return KILN_STATUS_HOST_OOM;
+    }
+    kiln_status s = KILN_STATUS_OK;
+    if (stack) {
+        for (int l = 0; l < L && !s; l++) {
+            kiln_array *a = per[l * GPT_PARAMS_PER_LAYER];
+            if (kiln_array_nbytes(a) != one || kiln_array_dtype(a) != dt)
+                s = KILN_STATUS_INVALID_ARGUMENT;
+            else
+                s = kiln_array_copy_to_host(a, buf + (size_t)l * one, one);
+        }
+        if (!s) s = kiln_array_create(ctx, dt, rank, dims, buf, st_arr);
+    } else {
+        s = kiln_array_copy_to_host(*st_arr, buf, one * (size_t)L);
+        for (int l = 0; l < L && !s; l++)
+            s = kiln_array_create(ctx, dt, rank - 1, dims + 1, buf + (size_t)l * one,
+                                  &per[l * GPT_PARAMS_PER_LAYER]);
+    }
+    free(buf);
+    if (s)
+        gpt_errf(err, "%s %s (%s, %d layers): %s", stack ? "stacking" : "unstacking", name,
+                 kiln_dtype_name(dt), L,
+                 s == KILN_STATUS_INVALID_ARGUMENT && stack ? "the layers' arrays differ"
+                                                            : kiln_last_error(ctx));
+    return s;
+}
+
+/* The arrays the two layouts share (wte, wpe, ln_f) are copied: each layout owns its own. */
+static kiln_status copy_shared(kiln_context *ctx, kiln_array *src, kiln_array **dst, char *err) {
+    size_t n = kiln_array_nbytes(src);
+    unsigned char *buf = malloc(n ? n : 1);
+    int rank = kiln_array_rank(src);
+    int64_t dims[KILN_MAX_RANK];
+    for (int i = 0; i < rank; i++) dims[i] = kiln_array_dim(src, i);
+    kiln_status s = buf ? kiln_array_copy_to_host(src, buf, n) : KILN_STATUS_HOST_OOM;
+    if (!s) s = kiln_array_create(ctx, kiln_array_dtype(src), rank, dims, buf, dst);
+    if (s) gpt_errf(err, "copying a parameter: %s", buf ? kiln_last_error(ctx) : "out of memory");
+    free(buf);
+    return s;
+}
+
+static kiln_status convert_layout(kiln_context *ctx, const gpt_config *cfg, bool stack,
+                                  kiln_array **per, kiln_array **stacked, char *err) {
+    kiln_status s = gpt_config_check(cfg, err);
+    if (s) return s;
+    int n = gpt_num_params(cfg), ns = gpt_num_params_layout(cfg, true);
+    kiln_array **dst = stack ? stacked : per, **src = stack ? per : stacked;
+    int n_dst = stack ? ns : n;
+    for (int i = 0; i < n_dst; i++) dst[i] = NULL;
+    /* wte, wpe, ln_f.weight, ln_f.bias: the first two and last two of either layout */
+    for (int k = 0; k < 4 && !s; k++) {
+        int di = k < 2 ? k : n_dst - 4 + k, si = k < 2 ? k : (stack ? n : ns) - 4 + k;
+        s = copy_shared(ctx, src[si], &dst[di], err);
+    }
+    for (int t = 0; t < GPT_PARAMS_PER_LAYER && !s; t++)
+        s = convert_stack(ctx, cfg, t, stack, per + 2 + t, &stacked[2 + t], err);
+    if (s) destroy_all(dst, n_dst);
+    return s;
+}
+
+kiln_status gpt_params_stack(kiln_context *ctx, const gpt_config *cfg, kiln_array *const *per_layer,
+                             kiln_array **stacked, char *err) {
+    return convert_layout(ctx, cfg, true, (kiln_array **)per_layer, stacked, err);
+}
+
+kiln_status gpt_params_unstack(kiln_context *ctx, const gpt_config *cfg, kiln_array *const *stacked,
+                               kiln_array **per_layer, char *err) {
+    return convert_layout(ctx, cfg, false, per_layer, (kiln_array **)stacked, err);
 }

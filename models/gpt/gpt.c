@@ -70,6 +70,10 @@ int gpt_num_params(const gpt_config *cfg) {
     return GPT_PARAMS_PER_LAYER * cfg->layers + 4;
 }
 
+int gpt_num_params_layout(const gpt_config *cfg, bool stacked) {
+    return stacked ? GPT_PARAMS_PER_LAYER + 4 : gpt_num_params(cfg);
+}
+
 bool gpt_param_info(const gpt_config *c, int i, char *name, int *rank, int64_t *dims) {
     int n = gpt_num_params(c);
     int64_t C = c->channels;
@@ -96,11 +100,38 @@ bool gpt_param_info(const gpt_config *c, int i, char *name, int *rank, int64_t *
     return true;
 }
 
+/* The stacked layout's parameter i in the per-layer layout: itself for the embeddings and
+ * ln_f, layer 0's tensor for a stack. */
+static int unstacked_index(const gpt_config *c, int i) {
+    return i < 2                          ? i
+           : i < 2 + GPT_PARAMS_PER_LAYER ? i
+                                          : gpt_num_params(c) - (GPT_PARAMS_PER_LAYER + 4 - i);
+}
+
+bool gpt_param_info_layout(const gpt_config *c, bool stacked, int i, char *name, int *rank,
+                           int64_t *dims) {
+    if (!stacked) return gpt_param_info(c, i, name, rank, dims);
+    if (i < 0 || i >= gpt_num_params_layout(c, true)) return false;
+    bool stack = i >= 2 && i < 2 + GPT_PARAMS_PER_LAYER;
+    if (!gpt_param_info(c, unstacked_index(c, i), name, rank, dims + stack)) return false;
+    if (stack) {
+        snprintf(name, GPT_NAME_MAX, "h.%s", layer_tensor[i - 2]);
+        dims[0] = c->layers, ++*rank;
+    }
+    return true;
+}
+
 bool gpt_param_decays(const gpt_config *cfg, int i) {
     char name[GPT_NAME_MAX];
     int rank;
     int64_t dims[2];
     return gpt_param_info(cfg, i, name, &rank, dims) && rank == 2;
+}
+
+bool gpt_param_decays_layout(const gpt_config *cfg, bool stacked, int i) {
+    if (!stacked) return gpt_param_decays(cfg, i);
+    return i >= 0 && i < gpt_num_params_layout(cfg, true) &&
+           gpt_param_decays(cfg, unstacked_index(cfg, i));
 }
 
 int64_t gpt_count_scalars(const gpt_config *cfg) {
@@ -178,10 +209,15 @@ kiln_status gpt_init_params(kiln_context *ctx, const gpt_config *cfg, kiln_dtype
 /* --------------------------------------------------------------- model ---- */
 
 void gpt_make_params(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, kiln_value *p) {
+    gpt_make_params_layout(g, cfg, false, dtype, p);
+}
+
+void gpt_make_params_layout(kiln_graph *g, const gpt_config *cfg, bool stacked, kiln_dtype dtype,
+                            kiln_value *p) {
     char name[GPT_NAME_MAX];
     int rank;
-    int64_t dims[2];
-    for (int i = 0; gpt_param_info(cfg, i, name, &rank, dims); i++)
+    int64_t dims[3];
+    for (int i = 0; gpt_param_info_layout(cfg, stacked, i, name, &rank, dims); i++)
         p[i] = kiln_parameter(g, name, dtype, rank, dims);
 }
 
@@ -316,15 +352,19 @@ static int scan_block_body(kiln_graph *g, int n_in, const kiln_value *in, void *
     return 1;
 }
 
-/* The blocks as one kiln_scan over the layers: each of the 12 per-layer parameters stacked
- * into [L, ...] (the parameters stay one array per layer, as the spec and the checkpoints
- * have them; their gradients are the stacks' sliced back), the body traced and compiled
- * once, whatever L. */
+/* The blocks as one kiln_scan over the layers, the body traced and compiled once whatever
+ * L. stacked: p holds the stacked layout, and the scan reads its 12 stacks as they are (so
+ * the gradients come out stacked and the program has no op per layer). Otherwise each of
+ * the 12 per-layer parameters is stacked into [L, ...] here (the parameters stay one array
+ * per layer, as the spec and the checkpoints have them; their gradients are the stacks'
+ * sliced back): O(L) ops around the scan. */
 static kiln_value scanned_blocks(kiln_graph *g, const gpt_config *cfg, const precision *pr,
-                                 const kiln_value *p, kiln_value x, int64_t B, int64_t S) {
-    kiln_value stacks[GPT_PARAMS_PER_LAYER], one[1024];
+                                 const kiln_value *p, bool stacked, kiln_value x, int64_t B,
+                                 int64_t S) {
+    kiln_value built[GPT_PARAMS_PER_LAYER], one[1024];
+    const kiln_value *stacks = stacked ? p + 2 : built;
     int L = cfg->layers;
-    for (int t = 0; t < GPT_PARAMS_PER_LAYER; t++) {
+    for (int t = 0; t < GPT_PARAMS_PER_LAYER && !stacked; t++) {
         for (int l = 0; l < L; l++) {
             kiln_value w = p[2 + GPT_PARAMS_PER_LAYER * l + t];
             int64_t d[KILN_MAX_RANK + 1] = {1};
@@ -332,7 +372,7 @@ static kiln_value scanned_blocks(kiln_graph *g, const gpt_config *cfg, const pre
             kiln_value_type(g, w, NULL, &rank, d + 1);
             one[l] = kiln_reshape(g, w, rank + 1, d);
         }
-        stacks[t] = L == 1 ? one[0] : kiln_concatenate(g, L, one, 0);
+        built[t] = L == 1 ? one[0] : kiln_concatenate(g, L, one, 0);
     }
     scan_block sb = {cfg, *pr, B, S};
     kiln_value out = {0, 0};
@@ -363,8 +403,8 @@ kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_valu
      * saved 16-bit products. */
     kiln_value x = kiln_add(g, kiln_take_rows(g, p[0], idx), pos); /* [B, S, C] */
     x = kiln_convert(g, reshape2(g, x, B * S, C), pr.wide);
-    if (opts->scan_layers) {
-        x = scanned_blocks(g, cfg, &pr, p, x, B, S);
+    if (opts->scan_layers || opts->stacked) {
+        x = scanned_blocks(g, cfg, &pr, p, opts->stacked, x, B, S);
     } else {
         for (int l = 0; l < cfg->layers; l++) {
             if (hook && hook->fn) hook->fn(g, l, true, hook->user);
@@ -372,7 +412,7 @@ kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_valu
             if (hook && hook->fn) hook->fn(g, l, false, hook->user);
         }
     }
-    int n = gpt_num_params(cfg);
+    int n = gpt_num_params_layout(cfg, opts->stacked);
     return norm(g, &pr, x, p[n - 2], p[n - 1]);
 }
 
@@ -415,27 +455,28 @@ kiln_value gpt_loss_with(kiln_graph *g, const gpt_config *cfg, const kiln_value 
  * while the earlier layers' backward still runs (the plan overlaps them, run.c). Every
  * element is reduced alike whatever its bucket, so the order changes no result.
  * cap 0: one all-reduce per gradient. */
-static void all_reduce_buckets(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, uint64_t cap,
-                               kiln_value *grads) {
+static void all_reduce_buckets(kiln_graph *g, const gpt_config *cfg, bool stacked, kiln_dtype dtype,
+                               uint64_t cap, kiln_value *grads) {
     enum { MAX_BUCKET = 64 };
-    int P = gpt_num_params(cfg);
+    int P = gpt_num_params_layout(cfg, stacked);
     uint64_t item = kiln_dtype_itemsize(dtype);
     for (int hi = P, lo; hi > 0; hi = lo) { /* the bucket [lo, hi) */
-        int64_t n[MAX_BUCKET], dims[MAX_BUCKET][2];
+        int64_t n[MAX_BUCKET], dims[MAX_BUCKET][3];
         int rank[MAX_BUCKET];
         char name[GPT_NAME_MAX];
         uint64_t bytes = 0;
         for (lo = hi; lo > 0 && hi - lo < MAX_BUCKET; lo--) {
             int r;
-            int64_t d[2];
-            gpt_param_info(cfg, lo - 1, name, &r, d);
-            uint64_t b = (uint64_t)(r == 2 ? d[0] * d[1] : d[0]) * item;
+            int64_t d[3] = {1, 1, 1};
+            gpt_param_info_layout(cfg, stacked, lo - 1, name, &r, d);
+            uint64_t b = (uint64_t)(d[0] * (r > 1 ? d[1] : 1) * (r > 2 ? d[2] : 1)) * item;
             if (lo < hi && (!cap || bytes + b > cap)) break;
             bytes += b;
         }
         for (int k = lo; k < hi; k++) {
-            gpt_param_info(cfg, k, name, &rank[k - lo], dims[k - lo]);
-            n[k - lo] = rank[k - lo] == 2 ? dims[k - lo][0] * dims[k - lo][1] : dims[k - lo][0];
+            int64_t *d = dims[k - lo];
+            gpt_param_info_layout(cfg, stacked, k, name, &rank[k - lo], d);
+            n[k - lo] = d[0] * (rank[k - lo] > 1 ? d[1] : 1) * (rank[k - lo] > 2 ? d[2] : 1);
         }
         if (hi - lo == 1) {
             grads[lo] = kiln_all_reduce(g, grads[lo], KILN_REDUCE_MEAN);
@@ -455,7 +496,8 @@ static void all_reduce_buckets(kiln_graph *g, const gpt_config *cfg, kiln_dtype 
 
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err) {
-    int P = gpt_num_params(cfg);
+    bool stacked = s->stacked;
+    int P = gpt_num_params_layout(cfg, stacked);
     /* a: params, m, v (3P); grads (P); outs (3P + 1, and 3 of loss scaling); per group: 4
      * input lists, 3 output lists (7P) and the indices */
     kiln_value *a = calloc((size_t)(14 * P + 4), sizeof *a);
@@ -466,14 +508,14 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
         return KILN_STATUS_HOST_OOM;
     }
     kiln_value *grads = a + 3 * P, *outs = a + 4 * P, *lists = a + 7 * P + 4;
-    gpt_make_params(g, cfg, dtype, a);
+    gpt_make_params_layout(g, cfg, stacked, dtype, a);
     char name[GPT_NAME_MAX + 8];
     for (int k = 1; k < 3; k++)
         for (int i = 0; i < P; i++) {
             int rank;
-            int64_t dims[2];
+            int64_t dims[3];
             char pn[GPT_NAME_MAX];
-            gpt_param_info(cfg, i, pn, &rank, dims);
+            gpt_param_info_layout(cfg, stacked, i, pn, &rank, dims);
             snprintf(name, sizeof name, "opt.%c.%s", "mv"[k - 1], pn);
             a[k * P + i] = kiln_parameter(g, name, dtype, rank, dims);
         }
@@ -489,7 +531,8 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
     if (s->loss_scaling == GPT_LOSS_SCALING_DYNAMIC)
         ls.good_steps = kiln_parameter(g, "loss_scale_good", KILN_DTYPE_I32, 0, NULL);
 
-    gpt_trace_options to = {.hook = s->hook, .compute = s->compute, .scan_layers = s->scan_layers};
+    gpt_trace_options to = {
+        .hook = s->hook, .compute = s->compute, .scan_layers = s->scan_layers, .stacked = stacked};
     kiln_value loss = gpt_loss_with(g, cfg, a, idx, targets, &to);
     kiln_grad(g, scaled ? kiln_mul(g, loss, kiln_convert(g, ls.scale, dtype_of(g, loss))) : loss, P,
               a, grads);
@@ -497,7 +540,7 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
      * mean of the replicas' gradients is the gradient of the whole batch's mean loss, and
      * clipping and AdamW then see exactly what one process on the whole batch would. */
     if (s->all_reduce) {
-        all_reduce_buckets(g, cfg, dtype, s->bucket_bytes, grads);
+        all_reduce_buckets(g, cfg, stacked, dtype, s->bucket_bytes, grads);
         loss = kiln_all_reduce(g, loss, KILN_REDUCE_MEAN);
     }
     /* Unscaled after the all-reduce, so every replica sees the same sums and takes or
@@ -512,7 +555,7 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
     for (int group = 0; group < 2; group++) {
         int k = 0;
         for (int i = 0; i < P; i++)
-            if (gpt_param_decays(cfg, i) == (group == 0)) idxs[k++] = i;
+            if (gpt_param_decays_layout(cfg, stacked, i) == (group == 0)) idxs[k++] = i;
         if (!k) continue;
         kiln_value *gp = lists, *gg = lists + P, *gm = lists + 2 * P, *gv = lists + 3 * P;
         kiln_value *np = lists + 4 * P, *nm = lists + 5 * P, *nv = lists + 6 * P;

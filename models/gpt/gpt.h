@@ -53,6 +53,26 @@ int gpt_num_params(const gpt_config *cfg);
 bool gpt_param_info(const gpt_config *cfg, int i, char *name, int *rank, int64_t *dims);
 /* True for the parameters AdamW decays: the rank-2 ones (matrices and embeddings). */
 bool gpt_param_decays(const gpt_config *cfg, int i);
+/* The stacked layout of the parameters, the scanned model's (gpt_trace_options.stacked,
+ * `kiln train --scan-layers`; jax.lax.scan over stacked layers): 16 arrays whatever L,
+ *   0 wte, 1 wpe, 2..13 the 12 per-layer tensors in the order above, each stacked over the
+ *   layers with the layer axis first ([L, ...], named "h.<tensor>"), 14 ln_f.weight,
+ *   15 ln_f.bias.
+ * Stack t holds layer l's tensor t at [l]: the same bytes as the per-layer arrays one
+ * after another. Checkpoints stay per layer (gpt_params_stack / gpt_params_unstack
+ * convert). The _layout functions with stacked false are the functions above; dims needs
+ * 3 entries (a stack of matrices is rank 3). A stack decays when its layers' tensor does. */
+int gpt_num_params_layout(const gpt_config *cfg, bool stacked);
+bool gpt_param_info_layout(const gpt_config *cfg, bool stacked, int i, char *name, int *rank,
+                           int64_t *dims);
+bool gpt_param_decays_layout(const gpt_config *cfg, bool stacked, int i);
+/* The stacked arrays (16) of the per-layer ones (gpt_num_params), and back: copies made on
+ * the host, of the arrays' dtype, on device 0 (the inputs stay theirs, wherever they are);
+ * on failure none is left. */
+kiln_status gpt_params_stack(kiln_context *ctx, const gpt_config *cfg, kiln_array *const *per_layer,
+                             kiln_array **stacked, char *err);
+kiln_status gpt_params_unstack(kiln_context *ctx, const gpt_config *cfg, kiln_array *const *stacked,
+                               kiln_array **per_layer, char *err);
 /* The number of scalars in all parameters. */
 int64_t gpt_count_scalars(const gpt_config *cfg);
 
@@ -97,6 +117,9 @@ typedef struct gpt_trace_options {
      * grow with L; its backward pass recomputes each block from the activations entering
      * it, as jax.checkpoint on the scanned body does (docs/control_flow.md). */
     bool scan_layers;
+    /* params are the stacked layout (gpt_num_params_layout): the blocks are scanned (as
+     * scan_layers) over the stacks as they are, with no op per layer around the scan. */
+    bool stacked;
 } gpt_trace_options;
 /* gpt_hidden and gpt_loss with options (NULL: none). gpt_hidden_with's result is in the
  * compute dtype; the loss is f32 (f64 for f64 parameters) whatever it is. */
@@ -113,6 +136,9 @@ kiln_value gpt_loss(kiln_graph *g, const gpt_config *cfg, const kiln_value *para
 
 /* Makes one parameter of g per model parameter, in order, with its spec name. */
 void gpt_make_params(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, kiln_value *params);
+/* The same in either layout (stacked: the 16 of gpt_param_info_layout). */
+void gpt_make_params_layout(kiln_graph *g, const gpt_config *cfg, bool stacked, kiln_dtype dtype,
+                            kiln_value *params);
 
 /* Loss scaling of a training step (kiln_loss_scale_unscale; docs/mixed_precision.md):
  * for a step computed in f16, whose small gradients would otherwise flush to zero. */
@@ -156,6 +182,10 @@ typedef struct gpt_step_spec {
     gpt_loss_scaling loss_scaling; /* AUTO counts as NONE here */
     int64_t growth_interval;       /* dynamic: 0: 2000 */
     bool scan_layers;              /* gpt_trace_options.scan_layers (hook: not called) */
+    /* The step's params, m, v and new ones are the stacked layout (P = 16 whatever L;
+     * gpt_trace_options.stacked, which scans the blocks): the program's ops do not grow
+     * with L (no stacking, no slicing of gradients, AdamW on 16 arrays). */
+    bool stacked;
 } gpt_step_spec;
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err);

@@ -7,6 +7,10 @@
  * 4 parameters: 157 at four layers) and kiln_jit holds at most KILN_MAX_OUTPUTS (64). Its
  * shape never changes during a run, so one compile is all a jit would do anyway.
  *
+ * With scan_layers the run holds the stacked layout (P = 16 whatever L: the step's program
+ * then has no op per layer); checkpoints stay per layer, the state stacked after loading
+ * and unstacked (copies) to save, so scanned and unscanned runs resume each other.
+ *
  * Resuming is exact: a checkpoint holds the parameters, both moments, the number of steps
  * done and the batch generator's state, and the step is a pure function of those and the
  * step number, so a resumed run computes the same losses bit for bit as an uninterrupted
@@ -149,6 +153,7 @@ typedef struct run {
     const gpt_train_options *o;
     gpt_config cfg;
     int P, B, T;
+    bool stacked;         /* state in the stacked layout (scan_layers): P = 16 */
     int GB;               /* the global batch: B on each of the `ranks` replicas */
     int rank, ranks, dev; /* data parallel: this replica, how many, its device */
     kiln_comm *comm;      /* NULL: one replica */
@@ -225,9 +230,24 @@ static kiln_status save(run *r, const char *path) {
         "dtype", kiln_dtype_name(compute_of(r->o)), "loss_scaling",
         gpt_loss_scaling_name(r->scaling), "loss_scale_init", ls0, "loss_scale_growth_interval",
         lsi, "loss_scale", lsn, "loss_scale_good_steps", lsg, "optimizer_steps", applied};
-    return gpt_checkpoint_save(r->ctx, path, &r->cfg, r->state, r->state + r->P,
-                               r->state + 2 * r->P, (int)(sizeof kv / sizeof kv[0]) / 2, kv,
-                               r->err);
+    int n_kv = (int)(sizeof kv / sizeof kv[0]) / 2, Pu = gpt_num_params(&r->cfg);
+    if (!r->stacked)
+        return gpt_checkpoint_save(r->ctx, path, &r->cfg, r->state, r->state + r->P,
+                                   r->state + 2 * r->P, n_kv, kv, r->err);
+    /* the file is per layer whatever the run holds */
+    kiln_array **per = calloc((size_t)(3 * Pu), sizeof *per);
+    if (!per) {
+        gpt_errf(r->err, "out of host memory");
+        return KILN_STATUS_HOST_OOM;
+    }
+    for (int k = 0; k < 3 && !st; k++)
+        st = gpt_params_unstack(r->ctx, &r->cfg, r->state + k * r->P, per + k * Pu, r->err);
+    if (!st)
+        st = gpt_checkpoint_save(r->ctx, path, &r->cfg, per, per + Pu, per + 2 * Pu, n_kv, kv,
+                                 r->err);
+    for (int i = 0; i < 3 * Pu; i++) kiln_array_destroy(per[i]);
+    free(per);
+    return st;
 }
 
 /* A resumed run is checked to train on the corpus its checkpoint records (size and hash; a
@@ -307,16 +327,12 @@ static kiln_status read_scale_state(run *r, kiln_safetensors *f, long long done)
     return KILN_STATUS_OK;
 }
 
-/* The parameters and moments a run starts from: a checkpoint, an --init file or the
- * seeded initialisation. */
-static kiln_status load_state(run *r) {
+/* The parameters and moments a run starts from, per layer into state (3 gpt_num_params
+ * arrays): a checkpoint, an --init file or the seeded initialisation. */
+static kiln_status load_per_layer(run *r, kiln_array **state) {
     const gpt_train_options *o = r->o;
-    int P = r->P;
+    int P = gpt_num_params(&r->cfg);
     kiln_status st;
-    if (!(r->state = calloc((size_t)(3 * P), sizeof *r->state))) {
-        gpt_errf(r->err, "out of host memory");
-        return KILN_STATUS_HOST_OOM;
-    }
     if (o->resume) {
         gpt_train_options saved = *o;
         if ((st = gpt_checkpoint_read_options(r->ctx, o->resume, &saved, r->err))) return st;
@@ -358,8 +374,8 @@ static kiln_status load_state(run *r) {
                      o->resume, what);
             return KILN_STATUS_INVALID_ARGUMENT;
         }
-        if ((st = gpt_checkpoint_load(r->ctx, o->resume, &r->cfg, r->state, r->state + P,
-                                      r->state + 2 * P, r->err)))
+        if ((st = gpt_checkpoint_load(r->ctx, o->resume, &r->cfg, state, state + P, state + 2 * P,
+                                      r->err)))
             return st;
         kiln_safetensors *f;
         if ((st = kiln_safetensors_open(r->ctx, o->resume, &f))) {
@@ -401,9 +417,9 @@ static kiln_status load_state(run *r) {
         return KILN_STATUS_OK;
     }
     if (o->init)
-        st = gpt_checkpoint_load(r->ctx, o->init, &r->cfg, r->state, NULL, NULL, r->err);
+        st = gpt_checkpoint_load(r->ctx, o->init, &r->cfg, state, NULL, NULL, r->err);
     else
-        st = gpt_init_params(r->ctx, &r->cfg, KILN_DTYPE_F32, o->seed, r->state, r->err);
+        st = gpt_init_params(r->ctx, &r->cfg, KILN_DTYPE_F32, o->seed, state, r->err);
     if (st) return st;
     for (int i = 0; i < P && !st; i++) {
         int rank;
@@ -412,10 +428,29 @@ static kiln_status load_state(run *r) {
         gpt_param_info(&r->cfg, i, name, &rank, dims);
         for (int k = 1; k < 3 && !st; k++)
             if ((st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, rank, dims, NULL,
-                                           &r->state[k * P + i])))
+                                           &state[k * P + i])))
                 gpt_errf(r->err, "optimiser state of %s: %s", name, kiln_last_error(r->ctx));
     }
     r->rng = o->seed;
+    return st;
+}
+
+/* The state the run holds: per layer as loaded, or stacked from it (scan_layers). */
+static kiln_status load_state(run *r) {
+    int Pu = gpt_num_params(&r->cfg), P = r->P;
+    r->state = calloc((size_t)(3 * P), sizeof *r->state);
+    kiln_array **per = r->stacked ? calloc((size_t)(3 * Pu), sizeof *per) : r->state;
+    if (!r->state || !per) {
+        if (per != r->state) free(per);
+        gpt_errf(r->err, "out of host memory");
+        return KILN_STATUS_HOST_OOM;
+    }
+    kiln_status st = load_per_layer(r, per);
+    if (!r->stacked) return st;
+    for (int k = 0; k < 3 && !st; k++)
+        st = gpt_params_stack(r->ctx, &r->cfg, per + k * Pu, r->state + k * P, r->err);
+    for (int i = 0; i < 3 * Pu; i++) kiln_array_destroy(per[i]);
+    free(per);
     return st;
 }
 
@@ -516,7 +551,8 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
                           .compute = compute_of(r->o),
                           .loss_scaling = r->scaling,
                           .growth_interval = interval_of(r->o),
-                          .scan_layers = r->o->scan_layers};
+                          .scan_layers = r->o->scan_layers,
+                          .stacked = r->stacked};
     gpt_block_hook hook = {remat_block, (void *)r->o};
     if (r->o->remat) spec.hook = &hook;
     st = gpt_trace_step(g, &r->cfg, KILN_DTYPE_F32, &spec, r->err);
@@ -556,12 +592,13 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
         gpt_errf(r->err, "out of host memory");
         return KILN_STATUS_HOST_OOM;
     }
-    gpt_make_params(g, &r->cfg, KILN_DTYPE_F32, p);
+    gpt_make_params_layout(g, &r->cfg, r->stacked, KILN_DTYPE_F32, p);
     int64_t bt[2] = {r->GB, r->T};
     kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
     kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
     /* validated as it trains: in the compute dtype */
-    gpt_trace_options to = {.compute = compute_of(r->o), .scan_layers = r->o->scan_layers};
+    gpt_trace_options to = {
+        .compute = compute_of(r->o), .scan_layers = r->o->scan_layers, .stacked = r->stacked};
     kiln_value loss = gpt_loss_with(g, &r->cfg, p, idx, tgt, &to);
     free(p);
     kiln_compile_options eo = {.device = r->dev};
@@ -1171,7 +1208,8 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
         free(r);
         return st;
     }
-    r->P = gpt_num_params(&r->cfg), r->T = r->cfg.context;
+    r->stacked = o->scan_layers;
+    r->P = gpt_num_params_layout(&r->cfg, r->stacked), r->T = r->cfg.context;
     r->scaling = scaling_of(o), r->scale = (float)first_scale_of(o);
     r->comm = o->comm, r->dev = o->device;
     r->rank = kiln_comm_get_rank(o->comm), r->ranks = kiln_comm_get_size(o->comm);

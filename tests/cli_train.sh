@@ -110,6 +110,29 @@ if ! "$KILN" train $mp --steps 3 --dtype bf16 --out "$dir/bf16" >"$dir/mp.out" 2
 fi
 expect 1 "the run to resume used another dtype" -- train --resume "$dir/bf16/model.safetensors" \
     --dtype f32 --steps 4 --out "$dir/bf16"
+# --scan-layers holds the parameters stacked ([L, ...] per tensor) but saves them per layer:
+# a scanned run stopped and resumed scanned ends with the same checkpoint, bit for bit, as
+# one that never stopped; a scanned checkpoint resumes unscanned, and an unscanned one
+# scanned; kiln sample reads a scanned run's checkpoint.
+sc="--layers 3 --heads 2 --channels 16 --context 16 --batch 2 --eval-every 3 \
+    --schedule constant --warmup 0"
+if ! "$KILN" train $sc --steps 6 --scan-layers --out "$dir/scan" >"$dir/scan.out" 2>&1 ||
+    ! "$KILN" train $sc --steps 3 --scan-layers --out "$dir/scanr" >"$dir/scan.out" 2>&1 ||
+    ! cp "$dir/scanr/model.safetensors" "$dir/scan3.safetensors" ||
+    ! "$KILN" train --resume "$dir/scanr/model.safetensors" --steps 6 --scan-layers \
+        --out "$dir/scanr" >"$dir/scan.out" 2>&1 ||
+    ! cmp -s "$dir/scan/model.safetensors" "$dir/scanr/model.safetensors" ||
+    ! "$KILN" sample "$dir/scan/model.safetensors" --length 8 >"$dir/scan.out" 2>&1 ||
+    ! "$KILN" train --resume "$dir/scan3.safetensors" --steps 6 --out "$dir/unscanned" \
+        >"$dir/scan.out" 2>&1 ||
+    ! grep -q "step 6/6" "$dir/scan.out" ||
+    ! "$KILN" train --resume "$dir/unscanned/model.safetensors" --steps 8 --scan-layers \
+        --out "$dir/unscanned" >"$dir/scan.out" 2>&1 ||
+    ! grep -q "step 8/8" "$dir/scan.out"; then
+    echo "FAIL: --scan-layers: stacked in memory, per layer on disk"
+    cat "$dir/scan.out"
+    fail=1
+fi
 # Counts are 64-bit: a step count past 2^31 (once a segfault) is taken, and the batches
 # file's size check does not overflow (once UB) however large the product.
 expect 2 "--steps: '1000000000001' is not a valid value" -- train --steps 1000000000001

@@ -1,5 +1,6 @@
 /* bench_scan_gpt.c — the GPT training step with its blocks unrolled and as one scan over
- * the layers (gpt_step_spec.scan_layers, docs/control_flow.md): compile time (a new,
+ * the layers over the stacked parameter layout (gpt_step_spec.scan_layers and .stacked:
+ * 16 arrays whatever L, docs/control_flow.md): compile time (a new,
  * empty code cache for every compile), kernels run per call and kernels compiled, ops in
  * the optimised program, planned peak, and the step's time, at several depths.
  *
@@ -71,18 +72,19 @@ static figures measure(const gpt_config *cfg, int B, int form, bool forward, int
     gpt_block_hook hook = {remat_block, NULL};
     char dir[64];
     kiln_context *ctx = fresh_context(dir);
-    int P = gpt_num_params(cfg);
+    int P = gpt_num_params_layout(cfg, scan);
     kiln_graph *g = NULL;
     if (kiln_graph_create(ctx, "step", &g)) die(ctx, "graph");
     char err[GPT_ERR_SIZE];
     int n_args, n_outs;
     if (forward) {
         kiln_value *p = calloc((size_t)P, sizeof *p);
-        gpt_make_params(g, cfg, KILN_DTYPE_F32, p);
+        gpt_make_params_layout(g, cfg, scan, KILN_DTYPE_F32, p);
         int64_t bt[2] = {B, cfg->context};
         kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
         kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
-        gpt_trace_options o = {.scan_layers = scan, .hook = form == UNROLLED_REMAT ? &hook : NULL};
+        gpt_trace_options o = {
+            .scan_layers = scan, .stacked = scan, .hook = form == UNROLLED_REMAT ? &hook : NULL};
         kiln_value loss = gpt_loss_with(g, cfg, p, idx, tgt, &o);
         if (kiln_graph_finish(g, 1, &loss)) die(ctx, "trace");
         free(p);
@@ -93,7 +95,8 @@ static figures measure(const gpt_config *cfg, int B, int form, bool forward, int
                            .weight_decay = 0.1,
                            .clip = 1.0,
                            .scan_layers = scan,
-                           .hook = form == UNROLLED_REMAT ? &hook : NULL};
+                           .hook = form == UNROLLED_REMAT ? &hook : NULL,
+                           .stacked = scan};
         if (gpt_trace_step(g, cfg, KILN_DTYPE_F32, &s, err)) {
             fprintf(stderr, "bench_scan_gpt: %s\n", err);
             exit(1);
@@ -114,7 +117,16 @@ static figures measure(const gpt_config *cfg, int B, int form, bool forward, int
     f.recomputed = ma.remat_num_recomputed;
     kiln_array **args = calloc((size_t)n_args, sizeof *args);
     kiln_array **outs = calloc((size_t)n_outs, sizeof *outs);
-    if (gpt_init_params(ctx, cfg, KILN_DTYPE_F32, 1, args, err)) die(ctx, err);
+    if (scan) { /* initialised per layer, then stacked, as kiln train --scan-layers does */
+        kiln_array **per = calloc((size_t)gpt_num_params(cfg), sizeof *per);
+        if (gpt_init_params(ctx, cfg, KILN_DTYPE_F32, 1, per, err) ||
+            gpt_params_stack(ctx, cfg, per, args, err))
+            die(ctx, err);
+        for (int i = 0; i < gpt_num_params(cfg); i++) kiln_array_destroy(per[i]);
+        free(per);
+    } else if (gpt_init_params(ctx, cfg, KILN_DTYPE_F32, 1, args, err)) {
+        die(ctx, err);
+    }
     for (int i = P; i < n_args; i++) {
         kiln_dtype t;
         int rank;

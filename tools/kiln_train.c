@@ -194,7 +194,8 @@ static const tool_flag train_flags[] = {
     {T_SW("--scan-layers", o.scan_layers),
      .help = "the blocks as one scan over the layers: compiled once whatever the\n"
              "depth, each block recomputed in the backward pass (not with\n"
-             "--remat; docs/control_flow.md)"},
+             "--remat; docs/control_flow.md); the parameters held stacked [L, ...],\n"
+             "the checkpoint per layer as always"},
     {T_SW("--no-summary", o.no_summary),
      .help = "leave the summary out of the output (it is still written to\nDIR/summary.txt)"},
     {.kind = TOOL_FLAG_HEADING,

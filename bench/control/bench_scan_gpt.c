@@ -7,9 +7,11 @@
  *   bench_scan_gpt [LAYERS...] [--forward] [--runs N]
  *
  * Default depths 4 12 48; the demo model's width (C 128, 4 heads, context 64, batch 8).
- * --forward times the loss alone (no backward pass). Three forms: unrolled, unrolled with
+ * --forward times the loss alone (no backward pass). Four forms: unrolled, unrolled with
  * each block a nothing_saveable checkpoint region ("remat": the same recomputation as the
- * scanned backward pass), scanned. Step times are the median of N runs after one warm-up. */
+ * scanned backward pass), scanned with per-layer parameters stacked inside the program
+ * ("scan-perl": O(L) ops around the scan) and scanned over the stacked layout. Step times
+ * are the median of N runs after one warm-up. */
 #include "gpt.h"
 
 #include <stdio.h>
@@ -64,27 +66,27 @@ static void remat_block(kiln_graph *g, int layer, bool begin, void *user) {
         kiln_checkpoint_end(g);
 }
 
-enum { UNROLLED, UNROLLED_REMAT, SCANNED, N_FORMS };
-static const char *const form_names[N_FORMS] = {"unrolled", "remat", "scanned"};
+enum { UNROLLED, UNROLLED_REMAT, SCANNED_PER_LAYER, SCANNED, N_FORMS };
+static const char *const form_names[N_FORMS] = {"unrolled", "remat", "scan-perl", "scanned"};
 
 static figures measure(const gpt_config *cfg, int B, int form, bool forward, int runs) {
-    bool scan = form == SCANNED;
+    bool scan = form == SCANNED || form == SCANNED_PER_LAYER, stacked = form == SCANNED;
     gpt_block_hook hook = {remat_block, NULL};
     char dir[64];
     kiln_context *ctx = fresh_context(dir);
-    int P = gpt_num_params_layout(cfg, scan);
+    int P = gpt_num_params_layout(cfg, stacked);
     kiln_graph *g = NULL;
     if (kiln_graph_create(ctx, "step", &g)) die(ctx, "graph");
     char err[GPT_ERR_SIZE];
     int n_args, n_outs;
     if (forward) {
         kiln_value *p = calloc((size_t)P, sizeof *p);
-        gpt_make_params_layout(g, cfg, scan, KILN_DTYPE_F32, p);
+        gpt_make_params_layout(g, cfg, stacked, KILN_DTYPE_F32, p);
         int64_t bt[2] = {B, cfg->context};
         kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
         kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
         gpt_trace_options o = {
-            .scan_layers = scan, .stacked = scan, .hook = form == UNROLLED_REMAT ? &hook : NULL};
+            .scan_layers = scan, .stacked = stacked, .hook = form == UNROLLED_REMAT ? &hook : NULL};
         kiln_value loss = gpt_loss_with(g, cfg, p, idx, tgt, &o);
         if (kiln_graph_finish(g, 1, &loss)) die(ctx, "trace");
         free(p);
@@ -96,7 +98,7 @@ static figures measure(const gpt_config *cfg, int B, int form, bool forward, int
                            .clip = 1.0,
                            .scan_layers = scan,
                            .hook = form == UNROLLED_REMAT ? &hook : NULL,
-                           .stacked = scan};
+                           .stacked = stacked};
         if (gpt_trace_step(g, cfg, KILN_DTYPE_F32, &s, err)) {
             fprintf(stderr, "bench_scan_gpt: %s\n", err);
             exit(1);
@@ -117,7 +119,7 @@ static figures measure(const gpt_config *cfg, int B, int form, bool forward, int
     f.recomputed = ma.remat_num_recomputed;
     kiln_array **args = calloc((size_t)n_args, sizeof *args);
     kiln_array **outs = calloc((size_t)n_outs, sizeof *outs);
-    if (scan) { /* initialised per layer, then stacked, as kiln train --scan-layers does */
+    if (stacked) { /* initialised per layer, then stacked, as kiln train --scan-layers does */
         kiln_array **per = calloc((size_t)gpt_num_params(cfg), sizeof *per);
         if (gpt_init_params(ctx, cfg, KILN_DTYPE_F32, 1, per, err) ||
             gpt_params_stack(ctx, cfg, per, args, err))

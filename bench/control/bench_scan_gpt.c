@@ -7,11 +7,13 @@
  *   bench_scan_gpt [LAYERS...] [--forward] [--runs N]
  *
  * Default depths 4 12 48; the demo model's width (C 128, 4 heads, context 64, batch 8).
- * --forward times the loss alone (no backward pass). Four forms: unrolled, unrolled with
+ * --forward times the loss alone (no backward pass). Five forms: unrolled, unrolled with
  * each block a nothing_saveable checkpoint region ("remat": the same recomputation as the
  * scanned backward pass), scanned with per-layer parameters stacked inside the program
- * ("scan-perl": O(L) ops around the scan) and scanned over the stacked layout. Step times
- * are the median of N runs after one warm-up. */
+ * ("scan-perl": O(L) ops around the scan), scanned over the stacked layout (each block
+ * recomputed in the backward pass, as jax.checkpoint on the body), and scanned over the
+ * stacked layout keeping each block's residuals ("scan-keep": nothing recomputed, as
+ * lax.scan's default). Step times are the median of N runs after one warm-up. */
 #include "gpt.h"
 
 #include <stdio.h>
@@ -66,11 +68,12 @@ static void remat_block(kiln_graph *g, int layer, bool begin, void *user) {
         kiln_checkpoint_end(g);
 }
 
-enum { UNROLLED, UNROLLED_REMAT, SCANNED_PER_LAYER, SCANNED, N_FORMS };
-static const char *const form_names[N_FORMS] = {"unrolled", "remat", "scan-perl", "scanned"};
+enum { UNROLLED, UNROLLED_REMAT, SCANNED_PER_LAYER, SCANNED, SCANNED_KEEP, N_FORMS };
+static const char *const form_names[N_FORMS] = {"unrolled", "remat", "scan-perl", "scanned",
+                                                "scan-keep"};
 
 static figures measure(const gpt_config *cfg, int B, int form, bool forward, int runs) {
-    bool scan = form == SCANNED || form == SCANNED_PER_LAYER, stacked = form == SCANNED;
+    bool scan = form >= SCANNED_PER_LAYER, stacked = form >= SCANNED, keep = form == SCANNED_KEEP;
     gpt_block_hook hook = {remat_block, NULL};
     char dir[64];
     kiln_context *ctx = fresh_context(dir);
@@ -85,8 +88,10 @@ static figures measure(const gpt_config *cfg, int B, int form, bool forward, int
         int64_t bt[2] = {B, cfg->context};
         kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
         kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
-        gpt_trace_options o = {
-            .scan_layers = scan, .stacked = stacked, .hook = form == UNROLLED_REMAT ? &hook : NULL};
+        gpt_trace_options o = {.scan_layers = scan,
+                               .stacked = stacked,
+                               .scan_keep_residuals = keep,
+                               .hook = form == UNROLLED_REMAT ? &hook : NULL};
         kiln_value loss = gpt_loss_with(g, cfg, p, idx, tgt, &o);
         if (kiln_graph_finish(g, 1, &loss)) die(ctx, "trace");
         free(p);
@@ -98,7 +103,8 @@ static figures measure(const gpt_config *cfg, int B, int form, bool forward, int
                            .clip = 1.0,
                            .scan_layers = scan,
                            .hook = form == UNROLLED_REMAT ? &hook : NULL,
-                           .stacked = stacked};
+                           .stacked = stacked,
+                           .scan_keep_residuals = keep};
         if (gpt_trace_step(g, cfg, KILN_DTYPE_F32, &s, err)) {
             fprintf(stderr, "bench_scan_gpt: %s\n", err);
             exit(1);

@@ -359,8 +359,8 @@ static int scan_block_body(kiln_graph *g, int n_in, const kiln_value *in, void *
  * per layer, as the spec and the checkpoints have them; their gradients are the stacks'
  * sliced back): O(L) ops around the scan. */
 static kiln_value scanned_blocks(kiln_graph *g, const gpt_config *cfg, const precision *pr,
-                                 const kiln_value *p, bool stacked, kiln_value x, int64_t B,
-                                 int64_t S) {
+                                 const kiln_value *p, bool stacked, bool keep, kiln_value x,
+                                 int64_t B, int64_t S) {
     kiln_value built[GPT_PARAMS_PER_LAYER], one[1024];
     const kiln_value *stacks = stacked ? p + 2 : built;
     int L = cfg->layers;
@@ -377,8 +377,8 @@ static kiln_value scanned_blocks(kiln_graph *g, const gpt_config *cfg, const pre
     scan_block sb = {cfg, *pr, B, S};
     kiln_value out = {0, 0};
     int n = 0;
-    /* the option promises a backward pass that recomputes each block (gpt.h) */
-    kiln_scan_options o = {.checkpoint_body = true};
+    /* the backward pass recomputes each block unless asked to keep its residuals (gpt.h) */
+    kiln_scan_options o = {.checkpoint_body = !keep};
     kiln_scan(g, scan_block_body, &sb, 1, &x, GPT_PARAMS_PER_LAYER, stacks, &o, &n, &out);
     return out;
 }
@@ -404,7 +404,7 @@ kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_valu
     kiln_value x = kiln_add(g, kiln_take_rows(g, p[0], idx), pos); /* [B, S, C] */
     x = kiln_convert(g, reshape2(g, x, B * S, C), pr.wide);
     if (opts->scan_layers || opts->stacked) {
-        x = scanned_blocks(g, cfg, &pr, p, opts->stacked, x, B, S);
+        x = scanned_blocks(g, cfg, &pr, p, opts->stacked, opts->scan_keep_residuals, x, B, S);
     } else {
         for (int l = 0; l < cfg->layers; l++) {
             if (hook && hook->fn) hook->fn(g, l, true, hook->user);
@@ -531,8 +531,11 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
     if (s->loss_scaling == GPT_LOSS_SCALING_DYNAMIC)
         ls.good_steps = kiln_parameter(g, "loss_scale_good", KILN_DTYPE_I32, 0, NULL);
 
-    gpt_trace_options to = {
-        .hook = s->hook, .compute = s->compute, .scan_layers = s->scan_layers, .stacked = stacked};
+    gpt_trace_options to = {.hook = s->hook,
+                            .compute = s->compute,
+                            .scan_layers = s->scan_layers,
+                            .stacked = stacked,
+                            .scan_keep_residuals = s->scan_keep_residuals};
     kiln_value loss = gpt_loss_with(g, cfg, a, idx, targets, &to);
     kiln_grad(g, scaled ? kiln_mul(g, loss, kiln_convert(g, ls.scale, dtype_of(g, loss))) : loss, P,
               a, grads);

@@ -120,6 +120,10 @@ typedef struct gpt_trace_options {
     /* params are the stacked layout (gpt_num_params_layout): the blocks are scanned (as
      * scan_layers) over the stacks as they are, with no op per layer around the scan. */
     bool stacked;
+    /* With scan_layers: the scan keeps each block's residuals per layer for the backward
+     * pass (lax.scan's default: nothing recomputed, the unrolled form's memory) instead of
+     * recomputing each block (kiln_scan_options.checkpoint_body). */
+    bool scan_keep_residuals;
 } gpt_trace_options;
 /* gpt_hidden and gpt_loss with options (NULL: none). gpt_hidden_with's result is in the
  * compute dtype; the loss is f32 (f64 for f64 parameters) whatever it is. */
@@ -186,6 +190,7 @@ typedef struct gpt_step_spec {
      * gpt_trace_options.stacked, which scans the blocks): the program's ops do not grow
      * with L (no stacking, no slicing of gradients, AdamW on 16 arrays). */
     bool stacked;
+    bool scan_keep_residuals; /* gpt_trace_options.scan_keep_residuals */
 } gpt_step_spec;
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err);

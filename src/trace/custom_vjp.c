@@ -15,45 +15,16 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The records of a graph: state only. */
-typedef struct custom_vjp_log {
-    trace_custom_vjp *v;
-    uint32_t n, cap;
-} custom_vjp_log;
-
-static void log_release(kiln_context *ctx, void *state) {
-    custom_vjp_log *l = state;
-    host_free(ctx, l->v, l->cap * sizeof *l->v);
-}
-
+/* The records of a graph: a log of the tracer's (trace.h, trace_log). */
 static const ir_side_kind custom_vjp_kind = {
-    .name = "custom_vjp", .state_size = sizeof(custom_vjp_log), .release = log_release};
+    .name = "custom_vjp", .state_size = sizeof(trace_log), .release = trace_log_release};
 
 void trace_custom_vjp_add(kiln_graph *g, const char *op, const trace_custom_vjp *r) {
-    if (g->status) return;
-    custom_vjp_log *l = ir_side_state_make(g, &custom_vjp_kind);
-    if (!l) {
-        trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of %zu bytes failed", sizeof *l);
-        return;
-    }
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap ? 2 * l->cap : 4;
-        trace_custom_vjp *v = host_realloc(g->ctx, l->v, l->cap * sizeof *v, cap * sizeof *v);
-        if (!v) {
-            trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of %zu bytes failed",
-                       cap * sizeof *v);
-            return;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = *r;
+    trace_log_push(g, op, &custom_vjp_kind, sizeof *r, r);
 }
 
 const trace_custom_vjp *trace_custom_vjps(const kiln_graph *g, uint32_t *n) {
-    const custom_vjp_log *l = ir_side_state(g, &custom_vjp_kind);
-    *n = l ? l->n : 0;
-    return l ? l->v : NULL;
+    return trace_log_items(g, &custom_vjp_kind, n);
 }
 
 /* Checks what kiln_custom_vjp is given before anything is traced. */

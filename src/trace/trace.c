@@ -242,47 +242,53 @@ kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_
     return v;
 }
 
-/* The composites of a graph: a side table of the tracer's (ir/side.h), state only. Not
- * carried by passes: compiling ignores composites, and kiln_grad reads them on the graph
- * it appends to, the traced one. */
-typedef struct composite_log {
-    ir_composite *v;
-    uint32_t n, cap;
-} composite_log;
+/* ------------------------------------------------------------- record logs ---- */
 
-static void composite_log_release(kiln_context *ctx, void *state) {
-    composite_log *l = state;
-    host_free(ctx, l->v, l->cap * sizeof *l->v);
+void trace_log_release(kiln_context *ctx, void *state) {
+    trace_log *l = state;
+    host_free(ctx, l->v, l->cap * l->elem);
 }
 
-static const ir_side_kind composite_kind = {
-    .name = "composites", .state_size = sizeof(composite_log), .release = composite_log_release};
-
-void trace_composite(kiln_graph *g, const char *op, const ir_composite *c) {
-    if (g->status || !c->out) return;
-    composite_log *l = ir_side_state_make(g, &composite_kind);
+void trace_log_push(kiln_graph *g, const char *op, const ir_side_kind *kind, size_t elem,
+                    const void *rec) {
+    if (g->status) return;
+    trace_log *l = ir_side_state_make(g, kind);
     if (!l) {
         trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of %zu bytes failed", sizeof *l);
         return;
     }
+    l->elem = elem;
     if (l->n == l->cap) {
         uint32_t cap = l->cap ? 2 * l->cap : 8;
-        ir_composite *v = host_realloc(g->ctx, l->v, l->cap * sizeof *v, cap * sizeof *v);
+        void *v = host_realloc(g->ctx, l->v, l->cap * elem, cap * elem);
         if (!v) {
             trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of %zu bytes failed",
-                       cap * sizeof *v);
+                       cap * elem);
             return;
         }
         l->v = v;
         l->cap = cap;
     }
-    l->v[l->n++] = *c;
+    memcpy((char *)l->v + (size_t)l->n++ * elem, rec, elem);
+}
+
+const void *trace_log_items(const kiln_graph *g, const ir_side_kind *kind, uint32_t *n) {
+    const trace_log *l = ir_side_state(g, kind);
+    *n = l ? l->n : 0;
+    return l ? l->v : NULL;
+}
+
+/* The composites of a graph: a log (above), not carried by passes: compiling ignores
+ * composites, and kiln_grad reads them on the graph it appends to, the traced one. */
+static const ir_side_kind composite_kind = {
+    .name = "composites", .state_size = sizeof(trace_log), .release = trace_log_release};
+
+void trace_composite(kiln_graph *g, const char *op, const ir_composite *c) {
+    if (c->out) trace_log_push(g, op, &composite_kind, sizeof *c, c);
 }
 
 const ir_composite *trace_composites(const kiln_graph *g, uint32_t *n) {
-    const composite_log *l = ir_side_state(g, &composite_kind);
-    *n = l ? l->n : 0;
-    return l ? l->v : NULL;
+    return trace_log_items(g, &composite_kind, n);
 }
 
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value) {

@@ -70,6 +70,23 @@ kiln_value trace_parameter(kiln_graph *g, const char *op, const char *name, kiln
 /* Rank-0 constant of dtype t. */
 kiln_value trace_scalar(kiln_graph *g, const char *op, kiln_dtype t, double value);
 
+/* An append-only log of fixed-size records, kept as the state of a side table of the
+ * tracer's (ir/side.h; the kind's state_size is sizeof(trace_log), its release
+ * trace_log_release): the composites, the kiln_custom_vjp calls. */
+struct ir_side_kind;
+typedef struct trace_log {
+    void *v;
+    uint32_t n, cap;
+    size_t elem;
+} trace_log;
+void trace_log_release(kiln_context *ctx, void *state);
+/* Appends rec (elem bytes) to g's log of `kind`; a no-op after an error; a host OOM is the
+ * builder's error, named op. */
+void trace_log_push(kiln_graph *g, const char *op, const struct ir_side_kind *kind, size_t elem,
+                    const void *rec);
+/* The records in the order they were pushed; *n their count (0 and NULL when none). */
+const void *trace_log_items(const kiln_graph *g, const struct ir_side_kind *kind, uint32_t *n);
+
 /* A composite the tracer expanded into primitives (src/trace/composite.c). Autodiff may
  * differentiate it as one op with a direct rule (src/autodiff/composite_rules.c) when no
  * node outside it reads its interior: the rule is more stable or keeps less memory than

@@ -127,8 +127,7 @@ int main(int argc, char **argv) {
     qsort(ms + 1, (size_t)runs, sizeof *ms, cmp_dbl);
     static const char *const names[4] = {"loss", "dW", "dU", "db"};
     for (int j = 0; j < 4; j++) write_array(dir, names[j], got[j]);
-    printf("T=%lld B=%lld D=%lld H=%lld\n", (long long)T, (long long)B, (long long)D,
-           (long long)H);
+    printf("T=%lld B=%lld D=%lld H=%lld\n", (long long)T, (long long)B, (long long)D, (long long)H);
     printf("kiln compile_s %.3f\n", compile_s);
     printf("kiln kernels %d compiled %d\n", info.num_kernels, info.num_kernels_compiled);
     printf("kiln peak_bytes %llu arguments %llu outputs %llu temps %llu\n",

@@ -424,6 +424,7 @@ typedef struct replica {
 
 static void *replica_main(void *p) {
     replica *x = p;
+    if (x->o.progress) kiln_tool_set_saver_thread(); /* rank 0 writes */
     x->st = gpt_train(x->ctx, &x->o, &x->r, x->err);
     return NULL;
 }

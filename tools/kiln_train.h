@@ -23,7 +23,11 @@ void kiln_tool_sample_help(FILE *f);
 int kiln_tool_block_stop_signals(void);
 /* The first stop signal's number once one came (0 before): gpt_train_options.stop. */
 volatile sig_atomic_t *kiln_tool_stop_flag(void);
-/* The checkpoint a second signal must not leave half written (its temporary files go). */
+/* The checkpoint a second signal must not leave half written (its temporary files go).
+ * The calling thread is taken to be the one that saves, until the next call below. */
 void kiln_tool_set_checkpoint_path(const char *path);
+/* The calling thread saves the checkpoints: a second signal parks it before it removes
+ * the temporary files, so that it cannot make another one in between. */
+void kiln_tool_set_saver_thread(void);
 
 #endif

@@ -18,23 +18,54 @@
  * signal ended). A second one ends the process at once: the checkpoint being written, if
  * any, is a temporary file next to the last good one (kiln_safetensors_save renames it
  * into place only when whole), so the temporary files of this process are removed and the
- * last good checkpoint stays. */
+ * last good checkpoint stays. The thread that saves is parked first (a signal of its own
+ * whose handler never returns): otherwise it could create its next temporary file between
+ * the folder's scan and the exit, and leave it behind. */
 #include "kiln_train.h"
 
 #include "gpt.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The tool's mutable globals: the waiting thread reaches nothing else. */
 static volatile sig_atomic_t first_signal;
 static char checkpoint_path[4200];
 static sigset_t stop_set;
-static pthread_t waiter;
+static pthread_t waiter, saver;
+static bool have_saver;
+static pthread_mutex_t saver_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile sig_atomic_t saver_parked;
+
+/* The saver's parking signal: a real-time one, which no library here uses. */
+static int park_signal(void) {
+    return SIGRTMAX - 1;
+}
+
+/* Runs on the saving thread and never returns: the process ends while it waits here. */
+static void park(int sig) {
+    (void)sig;
+    saver_parked = 1;
+    for (;;) pause();
+}
+
+/* Stops the saving thread where it is (a file it already created stays visible to the
+ * scan). A thread that does not answer within a second is busy in an uninterruptible
+ * call; the scan then goes ahead as before. */
+static void park_saver(void) {
+    pthread_mutex_lock(&saver_lock);
+    bool sent = have_saver && !pthread_kill(saver, park_signal());
+    pthread_mutex_unlock(&saver_lock);
+    if (!sent) return;
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 1000 && !saver_parked; i++) nanosleep(&ms, NULL);
+}
 
 static void forward(int sig) {
     int e = errno;
@@ -56,6 +87,7 @@ static void *wait_signals(void *arg) {
                                   "saving (the last checkpoint is kept)\n";
         if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing more can be said */
         }
+        park_saver();
         if (checkpoint_path[0]) gpt_checkpoint_remove_temps(checkpoint_path, getpid());
         _exit(128 + first_signal);
     }
@@ -77,11 +109,25 @@ int kiln_tool_block_stop_signals(void) {
     sa.sa_handler = forward;
     sa.sa_flags = SA_RESTART;
     sigfillset(&sa.sa_mask);
-    return sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ? -1 : 0;
+    struct sigaction pa = sa;
+    pa.sa_handler = park;
+    pa.sa_flags = 0;
+    return sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL) ||
+                   sigaction(park_signal(), &pa, NULL)
+               ? -1
+               : 0;
 }
 
 void kiln_tool_set_checkpoint_path(const char *path) {
     snprintf(checkpoint_path, sizeof checkpoint_path, "%s", path ? path : "");
+    kiln_tool_set_saver_thread();
+}
+
+void kiln_tool_set_saver_thread(void) {
+    pthread_mutex_lock(&saver_lock);
+    saver = pthread_self();
+    have_saver = true;
+    pthread_mutex_unlock(&saver_lock);
 }
 
 volatile sig_atomic_t *kiln_tool_stop_flag(void) {

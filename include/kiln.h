@@ -946,7 +946,8 @@ KILN_API kiln_value kiln_capture(kiln_graph *g, kiln_value x);
  * carried values; cond returns one bool scalar; body returns n values of the carries'
  * dtypes and shapes (a carry that changes type is an error naming both types and the
  * body's line). out receives the n final carries. Not differentiable in reverse (as in
- * JAX): kiln_grad through it is an error; use kiln_scan or kiln_fori_loop. */
+ * JAX): kiln_grad through it is an error; use kiln_scan or kiln_fori_loop. kiln_jvp
+ * (forward mode) goes through it. */
 KILN_API kiln_status kiln_while_loop(kiln_graph *g, kiln_fn cond, kiln_fn body, void *user, int n,
                                      const kiln_value *init, kiln_value *out);
 
@@ -1036,7 +1037,9 @@ KILN_API kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs,
  * output's tangents_out[j] is the invalid value. Values behind kiln_stop_gradient, compare,
  * floor, sign, random numbers and constants have a zero tangent; a float output that does
  * not depend on any primal gets zeros (a broadcast scalar: no buffer). Zero tangents are
- * tracked symbolically, as JAX does: no node is built for them.
+ * tracked symbolically, as JAX does: no node is built for them. Loops and branches
+ * (kiln_while_loop, kiln_scan, kiln_cond, ...) get a loop or branch of the same kind that
+ * carries primal and tangent values together, as jax.jvp gives (while loops included).
  *
  * Errors are builder errors (sticky on g): n_out or n_in <= 0, NULL arrays, a value of
  * another graph, a tangent whose dtype or shape differs from its primal's (the message

@@ -504,13 +504,6 @@ static int vec_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, k
     return 1;
 }
 
-static int fori_f32_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
-                         kiln_value *outs) {
-    (void)n_in, (void)user;
-    outs[0] = kiln_exp(g, in[1]);
-    return 1;
-}
-
 static int param_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
     (void)n_in, (void)user;
     outs[0] = kiln_add(g, in[0], kiln_parameter(g, "extra", KILN_DTYPE_F32, 0, NULL));
@@ -543,7 +536,7 @@ static void test_errors(kiln_context *ctx) {
         case 6: kiln_switch(g, kiln_scalar(g, KILN_DTYPE_I32, 0), 2, three, NULL, 1, &x, &n, out); want = "kiln_switch: the branch1 returns output 0 as f32[2]"; break;
         case 7: kiln_cond(g, x, same_body, same_body, NULL, 1, &x, &n, out); want = "kiln_cond: the predicate is f32[]; it must be a bool scalar"; break;
         case 8: kiln_capture(g, x); want = "kiln_capture: graph 'bad' is not the body of a loop or branch being traced"; break;
-        case 9: kiln_fori_loop(g, 0, 2, fori_f32_body, NULL, 1, &x, out); kiln_jvp(g, 1, out, 1, &x, &x, &out[1]); want = "kiln_jvp: forward mode through scan (%"; break;
+        case 9: kiln_switch(g, kiln_scalar(g, KILN_DTYPE_F32, 0), 2, three, NULL, 1, &x, &n, out); want = "kiln_switch: the index is f32[]; it must be an integer scalar"; break;
         case 10: kiln_scan(g, param_body, NULL, 1, &x, 0, NULL, &(kiln_scan_options){.length = 2}, &n, out); want = "kiln_parameter: graph 'body' is the body of a loop or branch: kiln makes its parameters"; break;
         }
         // clang-format on

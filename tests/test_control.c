@@ -550,6 +550,44 @@ static void test_errors(kiln_context *ctx) {
     }
 }
 
+/* A memory budget counts a loop's scratch (its body's arena): the budget's search plans its
+ * trials with the compiled bodies, so a budget below the loop's peak is refused (nothing in
+ * this program can be recomputed) rather than met on paper and exceeded at run time. */
+static int big_temp_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                         kiln_value *outs) {
+    (void)n_in, (void)user;
+    kiln_dot_dims none = {0}; /* c c^T: a large temporary in the body */
+    kiln_value m = kiln_tanh(g, kiln_dot_general(g, in[1], in[1], &none));
+    outs[0] = kiln_add(g, in[1], kiln_reduce_sum(g, m, 1, (int[]){0}, false));
+    return 1;
+}
+
+static void test_budget_counts_loops(kiln_context *ctx) {
+    int64_t cd[1] = {256};
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "budget", &g);
+    kiln_value c0 = kiln_parameter(g, "c", KILN_DTYPE_F32, 1, cd), out;
+    CHECK_OK(ctx, kiln_fori_loop(g, 0, 3, big_temp_body, NULL, 1, &c0, &out));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
+    kiln_executable *e = NULL;
+    kiln_memory_analysis ma = {0};
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    if (e) kiln_executable_get_memory_analysis(e, &ma);
+    kiln_executable_destroy(e);
+    e = NULL;
+    CHECK_MSG(ma.peak_bytes > 256 * 256 * 4, "the loop's peak %llu holds its body's temporary",
+              (unsigned long long)ma.peak_bytes);
+    kiln_compile_options o = {.memory_budget = ma.peak_bytes - 1024};
+    CHECK_STATUS(kiln_compile(g, &o, &e), KILN_STATUS_DEVICE_OOM);
+    CHECK_CONTAINS(kiln_last_error(ctx), "the smallest planned peak reachable is");
+    kiln_executable_destroy(e);
+    e = NULL;
+    o.memory_budget = ma.peak_bytes;
+    CHECK_OK(ctx, kiln_compile(g, &o, &e));
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 int main(void) {
     kiln_context *ctx = test_context();
     if (!ctx) return 1;
@@ -561,6 +599,7 @@ int main(void) {
     test_cond(ctx);
     test_nested(ctx);
     test_memory(ctx);
+    test_budget_counts_loops(ctx);
     test_errors(ctx);
     kiln_context_destroy(ctx);
     return test_summary("test_control");

@@ -494,6 +494,84 @@ static void all_reduce_buckets(kiln_graph *g, const gpt_config *cfg, bool stacke
     }
 }
 
+/* What the micro-batch body reads (micro_body). */
+typedef struct micro {
+    const gpt_config *cfg;
+    const kiln_value *params; /* of the step's graph: captured */
+    int P;
+    const gpt_trace_options *to;
+    kiln_value scale; /* the loss scale, or {0, 0} */
+    int64_t total;    /* elements of all gradients together */
+} micro;
+
+/* One micro-batch: carries the loss sum and the flat gradient sum, scans idx and targets
+ * [B/k, T]; returns both sums with this micro-batch's added. The gradients are flattened
+ * into one carry so that any number of parameters fits a loop's outputs. */
+static int micro_body(kiln_graph *b, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const micro *m = user;
+    kiln_value *p = calloc((size_t)(2 * m->P), sizeof *p), *gr = p ? p + m->P : NULL;
+    if (!p) return -1;
+    for (int i = 0; i < m->P; i++) p[i] = kiln_capture(b, m->params[i]);
+    kiln_value loss = gpt_loss_with(b, m->cfg, p, in[2], in[3], m->to);
+    kiln_value scaled = loss;
+    if (m->scale.id)
+        scaled = kiln_mul(b, loss, kiln_convert(b, kiln_capture(b, m->scale), dtype_of(b, loss)));
+    kiln_grad(b, scaled, m->P, p, gr);
+    for (int i = 0; i < m->P; i++) {
+        int64_t n = -1;
+        gr[i] = kiln_reshape(b, gr[i], 1, &n);
+    }
+    outs[0] = kiln_add(b, in[0], loss);
+    outs[1] = kiln_add(b, in[1], kiln_concatenate(b, m->P, gr, 0));
+    free(p);
+    return 2;
+}
+
+/* The loss and the gradients of the step: at once, or (s->micro_batches > 1) as the mean of
+ * micro-batches' run one after another by a kiln_scan, the gradients accumulated in place
+ * in its carry: the peak holds one micro-batch's activations. */
+static kiln_value loss_and_grads(kiln_graph *g, const gpt_config *cfg, const gpt_step_spec *s,
+                                 kiln_value *a, int P, kiln_value idx, kiln_value targets,
+                                 const gpt_trace_options *to, kiln_value scale, kiln_value *grads) {
+    int k = s->micro_batches > 1 ? s->micro_batches : 1;
+    if (k == 1) {
+        kiln_value loss = gpt_loss_with(g, cfg, a, idx, targets, to);
+        kiln_grad(g, scale.id ? kiln_mul(g, loss, kiln_convert(g, scale, dtype_of(g, loss))) : loss,
+                  P, a, grads);
+        return loss;
+    }
+    micro m = {.cfg = cfg, .params = a, .P = P, .to = to, .scale = scale};
+    kiln_dtype pt = dtype_of(g, a[0]);
+    int64_t *off = calloc((size_t)P + 1, sizeof *off);
+    if (!off) return KILN_VALUE_NONE; /* the builders that read it fail */
+    for (int i = 0; i < P; i++) {
+        int64_t d[KILN_MAX_RANK];
+        int r = 0;
+        kiln_value_type(g, a[i], NULL, &r, d);
+        int64_t n = 1;
+        for (int j = 0; j < r; j++) n *= d[j];
+        off[i + 1] = off[i] + n;
+    }
+    m.total = off[P];
+    int64_t mb[3] = {k, s->batch / k, s->seq};
+    kiln_value init[2] = {kiln_scalar(g, pt == KILN_DTYPE_F64 ? pt : KILN_DTYPE_F32, 0),
+                          kiln_broadcast_in_dim(g, kiln_scalar(g, pt, 0), 1, &m.total, NULL)};
+    kiln_value xs[2] = {kiln_reshape(g, idx, 3, mb), kiln_reshape(g, targets, 3, mb)}, out[2];
+    int n = 0;
+    kiln_scan(g, micro_body, &m, 2, init, 2, xs, NULL, &n, out);
+    kiln_value inv = kiln_scalar(g, KILN_DTYPE_F64, 1.0 / k);
+    kiln_value flat = kiln_mul(g, out[1], kiln_convert(g, inv, pt));
+    for (int i = 0; i < P; i++) {
+        int64_t d[KILN_MAX_RANK];
+        int r = 0;
+        kiln_value_type(g, a[i], NULL, &r, d);
+        grads[i] = kiln_reshape(g, kiln_slice(g, flat, &off[i], &off[i + 1], NULL), r, d);
+    }
+    free(off);
+    return kiln_mul(g, out[0], kiln_convert(g, inv, dtype_of(g, out[0])));
+}
+
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err) {
     bool stacked = s->stacked;
@@ -536,9 +614,8 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
                             .scan_layers = s->scan_layers,
                             .stacked = stacked,
                             .scan_keep_residuals = s->scan_keep_residuals};
-    kiln_value loss = gpt_loss_with(g, cfg, a, idx, targets, &to);
-    kiln_grad(g, scaled ? kiln_mul(g, loss, kiln_convert(g, ls.scale, dtype_of(g, loss))) : loss, P,
-              a, grads);
+    kiln_value loss = loss_and_grads(g, cfg, s, a, P, idx, targets, &to,
+                                     scaled ? ls.scale : KILN_VALUE_NONE, grads);
     /* Data parallel: each replica's loss is the mean over its shard of the batch, so the
      * mean of the replicas' gradients is the gradient of the whole batch's mean loss, and
      * clipping and AdamW then see exactly what one process on the whole batch would. */

@@ -1372,7 +1372,23 @@ typedef struct kiln_compile_options {
      * KILN_STATUS_INVALID_ARGUMENT saying keep_ir is needed. KILN_DUMP's files are
      * written either way. Running is the same either way. */
     bool keep_ir;
+    /* When not NULL, kiln_compile fills it whether it succeeds or not (a NULL out or an
+     * unfinished graph aside): what a memory budget's search found, in fields rather than
+     * only in the error's text. A program that cannot fit can then try another lever
+     * (gradient accumulation, a smaller batch) against the same budget in bytes. Loop
+     * bodies compiled with the program do not write it. */
+    struct kiln_budget_result *budget_result;
 } kiln_compile_options;
+
+/* kiln_compile_options.budget_result. All zero when no budget was set (no search made). */
+typedef struct kiln_budget_result {
+    uint64_t budget_bytes;   /* the budget in bytes: memory_budget, or the fraction resolved
+                              * against peak_without_bytes (the tighter when both are set) */
+    uint64_t peak_without_bytes; /* the planned peak with nothing recomputed */
+    uint64_t min_peak_bytes; /* the smallest planned peak any recomputation reached: the
+                              * lowest budget this program can meet by recomputation */
+    bool fits;               /* a plan within the budget was found (the compile went on) */
+} kiln_budget_result;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
  * opts may be NULL. Compiling plans the program's memory (docs/memory.md): the order

@@ -539,8 +539,10 @@ static void remat_block(kiln_graph *g, int layer, bool begin, void *user) {
 /* Traces and compiles the training step with micro micro-batches into r->step; recompute:
  * each block a nothing_saveable checkpoint region where the run asked for none (the
  * recomputation inside a micro-batch, which the budget's search over the step cannot reach:
- * it plans the loop of micro-batches as one step). */
-static kiln_status compile_step(run *r, int micro, bool recompute) {
+ * it plans the loop of micro-batches as one step). budget: the budget in bytes (0: the
+ * run's own, a fraction resolved against this step); br receives what its search found. */
+static kiln_status compile_step(run *r, int micro, bool recompute, uint64_t budget,
+                                kiln_budget_result *br) {
     kiln_graph *g;
     kiln_status st;
     if ((st = kiln_graph_create(r->ctx, "gpt_train_step", &g))) {
@@ -581,8 +583,10 @@ static kiln_status compile_step(run *r, int micro, bool recompute) {
          * step's planned peak fits (docs/memory.md, rematerialisation). */
         kiln_compile_options co = {.n_donate = 3 * r->P,
                                    .donate_argnums = donate,
-                                   .memory_budget = r->o->memory_budget,
-                                   .memory_budget_fraction = r->o->memory_budget_fraction,
+                                   .memory_budget = budget ? budget : r->o->memory_budget,
+                                   .memory_budget_fraction =
+                                       budget ? 0 : r->o->memory_budget_fraction,
+                                   .budget_result = br,
                                    .device = r->dev,
                                    .comm = r->comm,
                                    .disable_overlap = r->o->no_overlap,
@@ -604,33 +608,43 @@ static kiln_status compile_step_fitting(run *r) {
     const gpt_train_options *o = r->o;
     r->micro = o->micro_batches > 0 ? o->micro_batches : 1;
     r->micro_why[0] = 0;
-    kiln_status st = compile_step(r, r->micro, false);
+    kiln_budget_result first = {0}, br;
+    kiln_status st = compile_step(r, r->micro, false, 0, &first);
     bool budgeted = o->memory_budget || o->memory_budget_fraction > 0;
     if (st != KILN_STATUS_DEVICE_OOM || !budgeted || o->micro_batches > 0) return st;
-    char first[200];
-    snprintf(first, sizeof first, "%s", kiln_last_error(r->ctx));
-    const char *at = strstr(first, "the smallest planned peak reachable is");
-    char *end = at ? strchr(at, '(') : NULL;
-    if (end) end[-1] = 0; /* "the smallest planned peak reachable is N bytes" */
+    /* the budget in bytes as the whole step resolved it: a fraction means the unsplit
+     * step's peak, whatever the split */
+    uint64_t budget = first.budget_bytes;
+    if (!budget) return st; /* the failure was not the budget's */
+    char need[32], have[32];
+    human_bytes(first.min_peak_bytes, need, sizeof need);
+    human_bytes(budget, have, sizeof have);
+    uint64_t best = first.min_peak_bytes;
+    int best_k = 1;
     for (int k = 2; k <= r->B && r->B % k == 0; k *= 2)
         for (int rc = 0; rc < 2; rc++) {
             if (rc && (o->remat || o->scan_layers)) continue; /* the blocks recompute already */
-            st = compile_step(r, k, rc);
+            st = compile_step(r, k, rc, budget, &br);
+            if (st == KILN_STATUS_DEVICE_OOM && br.min_peak_bytes && br.min_peak_bytes < best)
+                best = br.min_peak_bytes, best_k = k;
             if (st == KILN_STATUS_DEVICE_OOM) continue;
             if (!st) {
                 r->micro = k;
                 snprintf(r->micro_why, sizeof r->micro_why,
-                         "recomputation alone cannot meet the budget (%s)%s",
-                         at ? at : "see --memory-budget",
+                         "recomputation alone reaches %s, above the budget of %s%s", need, have,
                          rc ? "; each block is recomputed inside the micro-batch" : "");
             }
             return st;
         }
+    char low[32];
+    human_bytes(best, low, sizeof low);
     gpt_errf(r->err,
-             "compiling the training step: %s; nor with the batch of %d split into as many "
-             "micro-batches as divide it by powers of two (gradient accumulation), blocks "
-             "recomputed or not",
-             kiln_last_error(r->ctx), r->B);
+             "the training step cannot fit the memory budget of %s: recomputation alone reaches "
+             "%s, and the lowest planned peak with the batch of %d split into micro-batches "
+             "(gradient accumulation, 2, 4, 8, ... of them, blocks recomputed or not) is %s, "
+             "with %d; the parameters, gradients and AdamW moments are the floor (--memory-"
+             "budget docs/memory.md). The last try's plan: %.1200s",
+             have, need, r->B, low, best_k, kiln_last_error(r->ctx));
     return st;
 }
 

@@ -39,6 +39,7 @@ static void release_trial(void *user) {
 
 kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
     trial_planner tp = {.e = e, .o = o};
-    remat_planner pl = {.plan = plan_trial, .release = release_trial, .user = &tp};
+    remat_planner pl = {
+        .plan = plan_trial, .release = release_trial, .user = &tp, .sub_graph = e->sub_graph};
     return remat_choose(&e->g, o, &pl, &e->remat);
 }

@@ -624,6 +624,18 @@ typedef enum kiln_reduce_kind {
     KILN_REDUCE_MAX,
 } kiln_reduce_kind;
 KILN_API kiln_value kiln_all_reduce(kiln_graph *g, kiln_value x, kiln_reduce_kind kind);
+/* ZeRO's collectives (MPI_Reduce_scatter_block / MPI_Allgather, ncclReduceScatter /
+ * ncclAllGather), over a group of `ranks` replicas: the program must be compiled with a
+ * communicator of that size (as jax.lax.psum_scatter's axis has a size when traced);
+ * ranks = 1 is the identity, also in kiln_interpret. reduce_scatter: x's leading axis
+ * (divisible by ranks) is cut into `ranks` equal shards; replica r gets shard r of the sum
+ * (or mean: SUM and MEAN only) over every replica's x, the leading axis / ranks.
+ * all_gather: every replica gets the replicas' x concatenated along the leading axis in
+ * rank order (leading axis x ranks; any dtype). Each is the other's VJP (the VJP of a MEAN
+ * reduce_scatter divides by ranks). */
+KILN_API kiln_value kiln_reduce_scatter(kiln_graph *g, kiln_value x, kiln_reduce_kind kind,
+                                        int ranks);
+KILN_API kiln_value kiln_all_gather(kiln_graph *g, kiln_value x, int ranks);
 /* Indexing and shape ops (docs/ops.md). They are composites of the ops above, so they fuse,
  * differentiate and save as those do; errors name the call (kiln_take, ...).
  *
@@ -1462,6 +1474,15 @@ KILN_API const char *kiln_comm_get_kind(const kiln_comm *c);
  * all-reduce of them over NCCL reduces the device buffers with ncclBfloat16 / ncclFloat16. */
 KILN_API kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
                                           const void *send, void *recv, int64_t count);
+/* MPI_Reduce_scatter_block: the reduction over every rank of send (recv_count x size
+ * elements) is cut into `size` equal shards in rank order, and rank r receives shard r
+ * (recv_count elements). Dtypes, MEAN and the 16-bit rounding as kiln_comm_all_reduce. */
+KILN_API kiln_status kiln_comm_reduce_scatter(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
+                                              const void *send, void *recv, int64_t recv_count);
+/* MPI_Allgather: recv (send_count x size elements) = every rank's send (send_count
+ * elements) concatenated in rank order. Any dtype: it only moves bytes. */
+KILN_API kiln_status kiln_comm_all_gather(kiln_comm *c, kiln_dtype dtype, const void *send,
+                                          void *recv, int64_t send_count);
 /* What this rank's collectives did so far: calls, bytes it contributed, and times. */
 typedef struct kiln_comm_stats {
     uint64_t calls, bytes;
@@ -1923,6 +1944,8 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_take_rows(g, ...)        KILN__V(g, kiln_take_rows((g), __VA_ARGS__))
 #define kiln_scatter_add_rows(g, ...) KILN__V(g, kiln_scatter_add_rows((g), __VA_ARGS__))
 #define kiln_all_reduce(g, ...)       KILN__V(g, kiln_all_reduce((g), __VA_ARGS__))
+#define kiln_reduce_scatter(g, ...)   KILN__V(g, kiln_reduce_scatter((g), __VA_ARGS__))
+#define kiln_all_gather(g, ...)       KILN__V(g, kiln_all_gather((g), __VA_ARGS__))
 #define kiln_take(g, ...)             KILN__V(g, kiln_take((g), __VA_ARGS__))
 #define kiln_take_along_axis(g, ...)  KILN__V(g, kiln_take_along_axis((g), __VA_ARGS__))
 #define kiln_stack(g, ...)            KILN__V(g, kiln_stack((g), __VA_ARGS__))

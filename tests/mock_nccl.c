@@ -37,8 +37,9 @@ enum { OK = 0, SYSTEM_ERROR = 2, INVALID_ARGUMENT = 4, INVALID_USAGE = 5, REMOTE
 typedef struct op {
     const void *send;
     void *recv;
-    size_t count;
+    size_t count; /* all-reduce: elements; reduce-scatter: a shard's; all-gather: a shard's */
     int dtype, red;
+    int kind; /* 0 all-reduce, 1 reduce-scatter, 2 all-gather */
     void *stream;
     struct op *next;
 } op;
@@ -93,7 +94,12 @@ static void find_cuda(void) {
 }
 
 static size_t item(int dtype) {
-    return dtype == 6 || dtype == 9 ? 2 : dtype == 2 ? 4 : dtype == 4 ? 8 : dtype == 7 ? 4 : 8;
+    return dtype == 1                 ? 1
+           : dtype == 6 || dtype == 9 ? 2
+           : dtype == 2               ? 4
+           : dtype == 4               ? 8
+           : dtype == 7               ? 4
+                                      : 8;
 }
 
 /* ncclFloat16 (6) and ncclBfloat16 (9): widened to float, reduced there in rank order and
@@ -119,6 +125,36 @@ static void half_put(int dtype, void *p, size_t i, float v) {
         for (int r = 0; r < n; r++) ((T *)o[r]->recv)[i] = acc;                                    \
     }
 
+/* Shard r of every rank's send reduced, in rank order, into rank r's recv. */
+#define REDUCE_SCATTER(T)                                                                          \
+    for (int d = 0; d < n; d++)                                                                    \
+        for (size_t i = 0; i < o[0]->count; i++) {                                                 \
+            size_t at = (size_t)d * o[0]->count + i;                                               \
+            T acc = ((const T *)o[0]->send)[at];                                                   \
+            for (int r = 1; r < n; r++) {                                                          \
+                T x = ((const T *)o[r]->send)[at];                                                 \
+                acc = o[0]->red == 2 ? (x > acc ? x : acc) : (T)(acc + x);                         \
+            }                                                                                      \
+            if (o[0]->red == 4) acc = (T)(acc / (T)n);                                             \
+            ((T *)o[d]->recv)[i] = acc;                                                            \
+        }
+
+/* ncclReduceScatter and ncclAllGather of one round (every rank's o[r]). */
+static void shard_round(op **o, int n) {
+    if (o[0]->kind == 2) {
+        size_t b = o[0]->count * item(o[0]->dtype);
+        for (int d = 0; d < n; d++)
+            for (int r = 0; r < n; r++) memcpy((char *)o[d]->recv + (size_t)r * b, o[r]->send, b);
+        return;
+    }
+    switch (o[0]->dtype) {
+    case 2: REDUCE_SCATTER(int32_t) break;
+    case 4: REDUCE_SCATTER(int64_t) break;
+    case 7: REDUCE_SCATTER(float) break;
+    default: REDUCE_SCATTER(double) break;
+    }
+}
+
 /* Completes the collectives every rank has enqueued (under mu). */
 static void progress(group *g) {
     if (fault) return;
@@ -129,11 +165,13 @@ static void progress(group *g) {
             if (!g->ranks[r] || !(o[r] = g->ranks[r]->head)) return;
         for (int r = 1; r < n; r++)
             if (o[r]->count != o[0]->count || o[r]->dtype != o[0]->dtype ||
-                o[r]->red != o[0]->red) {
+                o[r]->red != o[0]->red || o[r]->kind != o[0]->kind) {
                 for (int q = 0; q < n; q++) g->ranks[q]->async_error = INVALID_USAGE;
                 return;
             }
-        switch (o[0]->dtype) {
+        if (o[0]->kind) shard_round(o, n);
+        switch (o[0]->kind ? -1 : o[0]->dtype) {
+        case -1: break;
         case 6:
         case 9:
             for (size_t i = 0; i < o[0]->count; i++) {
@@ -304,7 +342,7 @@ API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int d
         pthread_mutex_unlock(&mu);
         return SYSTEM_ERROR;
     }
-    *o = (op){send, recv, count, dtype, red, stream, NULL};
+    *o = (op){send, recv, count, dtype, red, 0, stream, NULL};
     if (c->tail)
         c->tail->next = o;
     else
@@ -315,6 +353,55 @@ API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int d
     progress(c->g);
     pthread_mutex_unlock(&mu);
     return OK;
+}
+
+/* Enqueues one op of kind on c (under no lock): as ncclAllReduce does. */
+static ncclResult_t enqueue(struct ncclComm *c, op o, size_t send_bytes, size_t recv_bytes) {
+    pthread_mutex_lock(&mu);
+    if (owns && (send_bytes || recv_bytes) &&
+        (!owns(o.send, send_bytes) || !owns(o.recv, recv_bytes))) {
+        pthread_mutex_unlock(&mu);
+        return INVALID_ARGUMENT;
+    }
+    op *p = calloc(1, sizeof *p);
+    if (!p) {
+        pthread_mutex_unlock(&mu);
+        return SYSTEM_ERROR;
+    }
+    *p = o;
+    if (c->tail)
+        c->tail->next = p;
+    else
+        c->head = p;
+    c->tail = p;
+    c->posted++;
+    if (hold) hold(o.stream, 1);
+    progress(c->g);
+    pthread_mutex_unlock(&mu);
+    return OK;
+}
+
+API ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount, int dtype,
+                                   int red, struct ncclComm *c, void *stream);
+API ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount, int dtype,
+                                   int red, struct ncclComm *c, void *stream) {
+    if (!c || !stream || (dtype != 2 && dtype != 4 && dtype != 7 && dtype != 8) ||
+        (red != 0 && red != 2 && red != 4) || (red == 4 && (dtype == 2 || dtype == 4)))
+        return INVALID_ARGUMENT; /* the mock reduces 32/64-bit ints and floats */
+    size_t b = recvcount * item(dtype);
+    op o = {send, recv, recvcount, dtype, red, 1, stream, NULL};
+    return enqueue(c, o, b * (size_t)c->g->n, b);
+}
+
+API ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount, int dtype,
+                               struct ncclComm *c, void *stream);
+API ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount, int dtype,
+                               struct ncclComm *c, void *stream) {
+    if (!c || !stream || dtype < 1 || dtype > 9 || dtype == 3 || dtype == 5)
+        return INVALID_ARGUMENT;
+    size_t b = sendcount * item(dtype);
+    op o = {send, recv, sendcount, dtype, 0, 2, stream, NULL};
+    return enqueue(c, o, b, b * (size_t)c->g->n);
 }
 
 API ncclResult_t ncclCommGetAsyncError(struct ncclComm *c, ncclResult_t *e);

@@ -267,6 +267,14 @@ static int b_all_reduce(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     return 2;
 }
 
+/* One replica: each of ZeRO's pair is the identity too. */
+static int b_shard_collectives(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    kiln_value x = param(g, "x", t, 2, d45);
+    o[0] = kiln_reduce_scatter(g, x, KILN_REDUCE_MEAN, 1);
+    o[1] = kiln_all_gather(g, kiln_mul(g, x, x), 1);
+    return 2;
+}
+
 /* Control flow moves 16-bit values between iterations as they are: a scan whose body
  * rounds each new carry (x * 0.5 + slice, in bf16/f16 as the reference does it), stacks
  * a per-iteration output, a while loop over a 16-bit carry and a cond choosing between
@@ -385,6 +393,8 @@ static const half_case cases[] = {
     {IR_ATTENTION, "attention", b_attention, 2},
     {IR_ARGSORT, "sort", b_sort, 2},
     {IR_ALL_REDUCE, "all_reduce", b_all_reduce, 2},
+    {IR_REDUCE_SCATTER, "reduce_scatter, all_gather", b_shard_collectives, 2},
+    {IR_ALL_GATHER, "reduce_scatter, all_gather", b_shard_collectives, 2},
     {IR_WHILE, "control flow", b_control, 2},
     {IR_SCAN, "control flow", b_control, 2},
     {IR_COND, "control flow", b_control, 2},

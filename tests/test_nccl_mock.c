@@ -150,10 +150,62 @@ static void check_case(kiln_comm **comms, int ranks, kiln_dtype t, kiln_reduce_k
     kiln_graph_destroy(g);
 }
 
+/* ZeRO's pair on the GPUs: y = reduce_scatter(x, MEAN) (ncclReduceScatter, ncclAvg) or
+ * all_gather(x) (ncclAllGather of bytes), each rank's against the host's math. */
+static void check_shard_case(kiln_comm **comms, int ranks, kiln_dtype t, bool gather) {
+    int64_t n = 9 * ranks, m = gather ? n * ranks : n / ranks;
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, gather ? "ag" : "rs", &g));
+    kiln_value x = kiln_parameter(g, "x", t, 1, &n);
+    kiln_value y =
+        gather ? kiln_all_gather(g, x, ranks) : kiln_reduce_scatter(g, x, KILN_REDUCE_MEAN, ranks);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    size_t item = kiln_dtype_itemsize(t);
+    replica r[GPUS];
+    memset(r, 0, sizeof r);
+    void *host = malloc((size_t)n * item), *got = malloc((size_t)m * item);
+    for (int i = 0; i < ranks; i++) {
+        for (int64_t e = 0; e < n; e++) put(t, host, e, value(t, i, e));
+        kiln_compile_options o = {.device = GPU0 + i, .comm = comms[i]};
+        CHECK_OK(ctx, kiln_compile(g, &o, &r[i].e));
+        CHECK_OK(ctx, kiln_array_create_on(ctx, GPU0 + i, t, 1, &n, host, &r[i].in));
+    }
+    run_all(r, ranks);
+    for (int i = 0; i < ranks; i++) {
+        CHECK_MSG(r[i].s == KILN_STATUS_OK, "%d ranks, rank %d: %s", ranks, i, r[i].err);
+        if (r[i].s) continue;
+        CHECK_OK(ctx, kiln_array_copy_to_host(r[i].out, got, (size_t)m * item));
+        int bad = 0;
+        for (int64_t e = 0; e < m && !bad; e++) {
+            double want = 0;
+            if (gather) {
+                want = value(t, (int)(e / n), e % n);
+            } else {
+                for (int q = 0; q < ranks; q++) want += value(t, q, i * m + e);
+                want /= ranks;
+            }
+            bad = !test_close(get(t, got, e), want, 1e-6, 1e-6);
+            CHECK_MSG(!bad, "%s over %d ranks, %s, rank %d: element %lld is %g, want %g",
+                      gather ? "all_gather" : "reduce_scatter", ranks, kiln_dtype_name(t), i,
+                      (long long)e, get(t, got, e), want);
+        }
+    }
+    for (int i = 0; i < ranks; i++) {
+        kiln_array_destroy(r[i].in);
+        kiln_array_destroy(r[i].out);
+        kiln_executable_destroy(r[i].e);
+    }
+    free(host);
+    free(got);
+    kiln_graph_destroy(g);
+}
+
 typedef struct host_case {
     kiln_comm *c;
     kiln_status s;
     int64_t got[3];
+    int gather_ok;
+    int64_t scatter;
 } host_case;
 
 static void *host_reduce(void *p) {
@@ -161,6 +213,16 @@ static void *host_reduce(void *p) {
     int64_t mine[3] = {kiln_comm_get_rank(h->c), 10 - kiln_comm_get_rank(h->c), 1};
     h->s = kiln_comm_all_reduce(h->c, KILN_DTYPE_I64, KILN_REDUCE_MAX, mine, h->got, 3);
     if (!h->s) h->s = kiln_comm_barrier(h->c);
+    /* ZeRO's pair on host buffers, staged through the device: rank r's element sent to
+     * every rank (the gather), then shard r of every rank's (r + 1, ...) summed */
+    int n = kiln_comm_get_size(h->c), r = kiln_comm_get_rank(h->c);
+    int64_t one = r, all[GPUS], many[GPUS];
+    for (int i = 0; i < n; i++) many[i] = r + 1 + i;
+    if (!h->s) h->s = kiln_comm_all_gather(h->c, KILN_DTYPE_I64, &one, all, 1);
+    for (int i = 0; i < n && !h->s; i++) h->gather_ok += all[i] == i;
+    if (!h->s)
+        h->s = kiln_comm_reduce_scatter(h->c, KILN_DTYPE_I64, KILN_REDUCE_SUM, many, &one, 1);
+    h->scatter = one; /* sum over q of (q + 1 + r) */
     return NULL;
 }
 
@@ -191,6 +253,10 @@ static void test_ranks(void) {
         kiln_comm_get_stats(comms[0], &st);
         CHECK_MSG(st.calls == 12 && st.bytes > 0, "%d ranks: %llu calls", ranks,
                   (unsigned long long)st.calls);
+        check_shard_case(comms, ranks, KILN_DTYPE_F32, false);
+        check_shard_case(comms, ranks, KILN_DTYPE_F64, false);
+        check_shard_case(comms, ranks, KILN_DTYPE_F32, true);
+        check_shard_case(comms, ranks, KILN_DTYPE_I64, true);
         /* host buffers, through the device */
         host_case h[GPUS];
         pthread_t th[GPUS];
@@ -202,6 +268,10 @@ static void test_ranks(void) {
         for (int i = 0; i < ranks; i++) {
             CHECK_MSG(h[i].s == KILN_STATUS_OK, "host all-reduce, rank %d of %d", i, ranks);
             CHECK(h[i].got[0] == ranks - 1 && h[i].got[1] == 10 && h[i].got[2] == 1);
+            CHECK_MSG(h[i].gather_ok == ranks, "host all-gather, rank %d of %d", i, ranks);
+            CHECK_MSG(h[i].scatter == (int64_t)ranks * (ranks + 1) / 2 + (int64_t)ranks * i,
+                      "host reduce-scatter, rank %d of %d: %lld", i, ranks,
+                      (long long)h[i].scatter);
         }
         for (int i = 0; i < ranks; i++) kiln_comm_destroy(comms[i]);
         CHECK_MSG(live() == 0, "%d NCCL communicators left", live());

@@ -325,6 +325,39 @@ static void test_jvp_rules(void) {
     }
 }
 
+/* reduce_scatter and all_gather over one replica (ranks = 1) are the identity in every
+ * dtype they accept, compiled and interpreted alike; a leading axis that does not split
+ * is refused naming both numbers. Over 2 and 4 replicas: test_comm. */
+static void test_shard_collectives_one_replica(void) {
+    kiln_context *ctx = compiled_ctx;
+    for (int d = 0; d < N_DTYPES; d++) {
+        kiln_dtype t = all_dtypes[d];
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "shard_one", &g);
+        int64_t dims[1] = {N_ELEMS};
+        kiln_value a = kiln_parameter(g, "a", t, 1, dims);
+        kiln_value outs[2];
+        int n = 0;
+        if (t != KILN_DTYPE_BOOL) outs[n++] = kiln_reduce_scatter(g, a, KILN_REDUCE_SUM, 1);
+        outs[n++] = kiln_all_gather(g, a, 1);
+        CHECK_STATUS(kiln_graph_finish(g, n, outs), KILN_STATUS_OK);
+        kiln_array *args[1] = {edge_array(ctx, t, 0)};
+        CHECK_MSG(cmp_graph(ctx, g, 1, args, NULL, 0, NULL), "shard collectives on %s",
+                  kiln_dtype_name(t));
+        kiln_array_destroy(args[0]);
+        kiln_graph_destroy(g);
+    }
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "shard_bad", &g);
+    int64_t dims[2] = {6, 3};
+    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 2, dims);
+    kiln_value r = kiln_reduce_scatter(g, a, KILN_REDUCE_SUM, 4);
+    CHECK(r.id == 0);
+    CHECK_MSG(strstr(kiln_last_error(ctx), "(6)") && strstr(kiln_last_error(ctx), "into 4"), "%s",
+              kiln_last_error(ctx));
+    kiln_graph_destroy(g);
+}
+
 int main(int argc, char **argv) {
     test_select_cases(argc, argv);
     char dir[] = "/tmp/kiln_test_registry_XXXXXX";
@@ -338,6 +371,7 @@ int main(int argc, char **argv) {
     RUN(test_header);
     RUN(test_builder_macros);
     RUN_CC(test_compiled_against_reference);
+    RUN_CC(test_shard_collectives_one_replica);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     return test_summary("test_registry");

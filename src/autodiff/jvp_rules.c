@@ -408,6 +408,17 @@ RULE(jvp_all_reduce) {
     return kiln_div(g, picked, kiln_all_reduce(g, hit, KILN_REDUCE_SUM));
 }
 
+/* reduce_scatter (SUM, MEAN) and all_gather are linear: the tangents go the same way. */
+RULE(jvp_reduce_scatter) {
+    (void)id;
+    return kiln_reduce_scatter(g, t[0], (kiln_reduce_kind)n->a.shard.kind, n->a.shard.ranks);
+}
+
+RULE(jvp_all_gather) {
+    (void)id;
+    return kiln_all_gather(g, t[0], n->a.shard.ranks);
+}
+
 #undef RULE
 
 /* ---------------------------------------------------------------- table ---- */
@@ -462,6 +473,8 @@ static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_CUMSUM] = jvp_cumsum,
     [IR_ATTENTION] = jvp_attention,
     [IR_ALL_REDUCE] = jvp_all_reduce,
+    [IR_REDUCE_SCATTER] = jvp_reduce_scatter,
+    [IR_ALL_GATHER] = jvp_all_gather,
     [IR_WHILE] = jvp_control,
     [IR_SCAN] = jvp_control,
     [IR_COND] = jvp_control,

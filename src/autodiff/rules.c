@@ -577,6 +577,26 @@ static void vjp_all_reduce(kiln_graph *g, uint32_t id, const ir_node *n, kiln_va
     out[0] = kiln_div(g, kiln_mul(g, hit, total), ties);
 }
 
+/* y_r = shard r of the sum over replicas of x_q (MEAN: / N): dL/dx_q gathers every
+ * replica's cotangent of its shard, so the VJP is the all_gather of ct (/ N). */
+static void vjp_reduce_scatter(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                               const bool *need, kiln_value *out) {
+    (void)id;
+    if (!need[0]) return;
+    kiln_value all = kiln_all_gather(g, ct, n->a.shard.ranks);
+    out[0] = n->a.shard.kind == KILN_REDUCE_MEAN
+                 ? kiln_div(g, all, kiln_scalar(g, n->dtype, (double)n->a.shard.ranks))
+                 : all;
+}
+
+/* y = every replica's x_q concatenated: dL/dx_q sums, over replicas, their cotangent's
+ * shard q: the reduce_scatter (SUM) of ct. */
+static void vjp_all_gather(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                           const bool *need, kiln_value *out) {
+    (void)id;
+    if (need[0]) out[0] = kiln_reduce_scatter(g, ct, KILN_REDUCE_SUM, n->a.shard.ranks);
+}
+
 /* ---------------------------------------------------------------- table ---- */
 
 static const ad_rule rules[IR_NUM_OPS] = {
@@ -620,6 +640,8 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_CUMSUM] = vjp_cumsum,
     [IR_ATTENTION] = vjp_attention,
     [IR_ALL_REDUCE] = vjp_all_reduce,
+    [IR_REDUCE_SCATTER] = vjp_reduce_scatter,
+    [IR_ALL_GATHER] = vjp_all_gather,
     /* control flow: control_rules.c; a RESULT node's cotangent goes to its control node's */
     [IR_WHILE] = ad_control_rule,
     [IR_SCAN] = ad_control_rule,

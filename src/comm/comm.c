@@ -39,18 +39,27 @@ static bool is_half(kiln_dtype t) {
     return t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
 }
 
-static kiln_status check_args(kiln_comm *c, const char *op, kiln_dtype t, kiln_reduce_kind k,
-                              const void *send, void *recv, int64_t count) {
+const char *comm_coll_name(kn_coll coll) {
+    return coll == KN_COLL_REDUCE_SCATTER ? "reduce_scatter"
+           : coll == KN_COLL_ALL_GATHER   ? "all_gather"
+                                          : "all_reduce";
+}
+
+static kiln_status check_args(kiln_comm *c, const char *op, kn_coll coll, kiln_dtype t,
+                              kiln_reduce_kind k, const void *send, void *recv, int64_t count) {
     kiln_context *ctx = c->ctx;
-    if ((unsigned)k > KILN_REDUCE_MAX)
+    bool gather = coll == KN_COLL_ALL_GATHER; /* moves bytes: any dtype, no reduction */
+    if (!gather && (unsigned)k > KILN_REDUCE_MAX)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: the reduction %d is not KILN_REDUCE_SUM, _MEAN or _MAX", op, (int)k);
     bool fl = t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || is_half(t);
-    if (!fl && t != KILN_DTYPE_I32 && t != KILN_DTYPE_I64)
+    if (gather && (t <= KILN_DTYPE_INVALID || !kiln_dtype_itemsize(t)))
+        return ctx_error(ctx, KILN_STATUS_DTYPE, "%s: %d is not a dtype", op, (int)t);
+    if (!gather && !fl && t != KILN_DTYPE_I32 && t != KILN_DTYPE_I64)
         return ctx_error(ctx, KILN_STATUS_DTYPE,
                          "%s: %s cannot be reduced (f32, f64, bf16, f16, i32, i64)", op,
                          kiln_dtype_name(t));
-    if (k == KILN_REDUCE_MEAN && !fl)
+    if (!gather && k == KILN_REDUCE_MEAN && !fl)
         return ctx_error(ctx, KILN_STATUS_DTYPE,
                          "%s: a mean needs a float dtype (f32, f64, bf16, f16), not %s", op,
                          kiln_dtype_name(t));
@@ -58,9 +67,16 @@ static kiln_status check_args(kiln_comm *c, const char *op, kiln_dtype t, kiln_r
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: count %lld with send %p and recv %p", op, (long long)count, send,
                          recv);
-    size_t n = (size_t)count * kiln_dtype_itemsize(t);
+    if (coll != KN_COLL_ALL_REDUCE && count % c->size)
+        return ctx_error(ctx, KILN_STATUS_SHAPE,
+                         "%s: %lld elements do not split into %d equal shards (one per rank)", op,
+                         (long long)count, c->size);
+    size_t item = kiln_dtype_itemsize(t), whole = (size_t)count * item;
+    size_t part = coll == KN_COLL_ALL_REDUCE ? whole : whole / (size_t)c->size;
+    size_t ns = coll == KN_COLL_ALL_GATHER ? part : whole,
+           nr = coll == KN_COLL_REDUCE_SCATTER ? part : whole;
     const char *s = send, *r = recv;
-    if (n && s < r + n && r < s + n)
+    if (ns && nr && s < r + nr && r < s + ns)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: send and recv overlap (collectives run out of place)", op);
     if (c->failed)
@@ -75,11 +91,11 @@ static kiln_status check_args(kiln_comm *c, const char *op, kiln_dtype t, kiln_r
  * so that every rank's sum is taken in f32 and rounded once (half_finish), as kiln's own
  * reductions of 16-bit values accumulate in f32. */
 static kiln_status half_begin(kiln_comm *c, kn_comm_req *r) {
-    size_t n = r->count;
+    size_t n = r->count, m = comm_recv_count(r, c->size);
     r->half = r->dtype, r->half_recv = r->recv, r->dtype = KILN_DTYPE_F32;
     if (!n) return KILN_STATUS_OK;
-    r->wide = host_alloc(c->ctx, 2 * n * sizeof(float));
-    if (!r->wide) return ctx_oom(c->ctx, r->what, 2 * n * sizeof(float));
+    r->wide = host_alloc(c->ctx, (n + m) * sizeof(float));
+    if (!r->wide) return ctx_oom(c->ctx, r->what, (n + m) * sizeof(float));
     const uint16_t *x = r->send;
     for (size_t i = 0; i < n; i++)
         r->wide[i] = r->half == KILN_DTYPE_BF16 ? kn_bf16_to_f32(x[i]) : kn_f16_to_f32(x[i]);
@@ -94,47 +110,58 @@ static void half_finish(kiln_comm *c, kn_comm_req *r, bool ok) {
     if (!r->half) return;
     uint16_t *y = r->half_recv;
     const float *v = r->recv;
-    for (size_t i = 0; ok && r->wide && i < r->count; i++)
+    size_t m = comm_recv_count(r, c->size);
+    for (size_t i = 0; ok && r->wide && i < m; i++)
         y[i] = r->half == KILN_DTYPE_BF16 ? kn_f32_to_bf16(v[i]) : kn_f32_to_f16(v[i]);
     bool held = !ok && !strcmp(c->ops->kind, "mpi") && r->u.mpi.active;
-    if (r->wide && !held) host_free(c->ctx, r->wide, 2 * r->count * sizeof(float));
+    if (r->wide && !held) host_free(c->ctx, r->wide, (r->count + m) * sizeof(float));
     r->wide = NULL;
     r->dtype = r->half, r->recv = r->half_recv, r->half = KILN_DTYPE_INVALID;
 }
 
-kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
-                                  void *recv, size_t count, const char *node, kn_comm_req *r) {
+kiln_status comm_collective_start(kiln_comm *c, kn_coll coll, kiln_dtype t, kiln_reduce_kind k,
+                                  const void *send, void *recv, size_t count, const char *node,
+                                  kn_comm_req *r) {
     size_t bytes = count * kiln_dtype_itemsize(t);
     memset(r, 0, sizeof *r);
-    if (!c || c->size == 1) { /* one replica: every reduction is the value itself */
+    if (!c || c->size == 1) { /* one replica: every reduction is the value, a shard the whole */
         if (bytes && recv != send) memmove(recv, send, bytes);
         return KILN_STATUS_OK;
     }
-    kiln_status s = check_args(c, "all_reduce", t, k, send, recv, (int64_t)count);
+    const char *name = comm_coll_name(coll);
+    kiln_status s = check_args(c, name, coll, t, k, send, recv, (int64_t)count);
     if (s) return s;
+    bool gather = coll == KN_COLL_ALL_GATHER;
     *r = (kn_comm_req){.c = c,
+                       .coll = coll,
                        .dtype = t,
-                       .kind = k,
-                       .op = k == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : k,
+                       .kind = gather ? KILN_REDUCE_SUM : k,
+                       .op = k == KILN_REDUCE_MAX && !gather ? KILN_REDUCE_MAX : KILN_REDUCE_SUM,
                        .send = send,
                        .recv = recv,
                        .count = count,
                        .t0 = comm_now(),
                        .in_program = node != NULL};
-    snprintf(r->what, sizeof r->what, "collective #%llu, all_reduce %s of %zu %s (%s)",
-             (unsigned long long)c->calls + 1, kind_name(k), count, kiln_dtype_name(t),
-             node ? node : "host buffer");
+    if (gather)
+        snprintf(r->what, sizeof r->what, "collective #%llu, all_gather of %zu %s (%s)",
+                 (unsigned long long)c->calls + 1, count, kiln_dtype_name(t),
+                 node ? node : "host buffer");
+    else
+        snprintf(r->what, sizeof r->what, "collective #%llu, %s %s of %zu %s (%s)",
+                 (unsigned long long)c->calls + 1, name, kind_name(k), count, kiln_dtype_name(t),
+                 node ? node : "host buffer");
     c->calls++; /* numbered at the start: the order every rank issues them in */
-    if (is_half(t) && (s = half_begin(c, r))) { /* this rank misses the call: it cannot go on */
+    if (!gather && is_half(t) && (s = half_begin(c, r))) { /* this rank misses the call */
         c->failed = true;
         r->c = NULL;
         return s;
     }
-    if (c->ops->start) {
+    if (c->ops->start)
         s = c->ops->start(c, r);
-    } else { /* a blocking transport: the whole call happens here, the wait only finishes */
+    else if (coll != KN_COLL_ALL_REDUCE) /* a blocking transport: the whole call is here */
+        s = c->ops->shard_host(c, r);
+    else
         s = c->ops->all_reduce(c, r->dtype, r->op, r->send, r->recv, count, r->what);
-    }
     double took = comm_now() - r->t0;
     c->seconds += took;
     if (r->in_program) c->program += took;
@@ -148,6 +175,11 @@ kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k
     return KILN_STATUS_OK;
 }
 
+kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k, const void *send,
+                                  void *recv, size_t count, const char *node, kn_comm_req *r) {
+    return comm_collective_start(c, KN_COLL_ALL_REDUCE, t, k, send, recv, count, node, r);
+}
+
 kiln_status comm_wait(kn_comm_req *r) {
     kiln_comm *c = r->c;
     if (!c) return KILN_STATUS_OK;
@@ -155,7 +187,8 @@ kiln_status comm_wait(kn_comm_req *r) {
     kiln_status s = c->ops->start ? c->ops->wait(c, r) : KILN_STATUS_OK;
     r->c = NULL;
     c->in_flight--;
-    if (!s && r->kind == KILN_REDUCE_MEAN) divide(r->dtype, r->recv, r->count, c->size);
+    if (!s && r->kind == KILN_REDUCE_MEAN)
+        divide(r->dtype, r->recv, comm_recv_count(r, c->size), c->size);
     half_finish(c, r, !s);
     double t1 = comm_now();
     c->seconds += t1 - t0;
@@ -164,44 +197,55 @@ kiln_status comm_wait(kn_comm_req *r) {
         c->failed = true;
         return s;
     }
-    c->bytes += r->count * kiln_dtype_itemsize(r->dtype);
+    c->bytes += comm_send_count(r, c->size) * kiln_dtype_itemsize(r->dtype);
     c->span += t1 - r->t0;
+    return KILN_STATUS_OK;
+}
+
+kiln_status comm_collective_on(kiln_context *ctx, kiln_comm *c, kn_device *dev, kn_coll coll,
+                               kiln_dtype t, kiln_reduce_kind k, const void *send, void *recv,
+                               size_t count, const char *node) {
+    size_t bytes = count * kiln_dtype_itemsize(t);
+    const char *name = comm_coll_name(coll);
+    bool reduce = coll == KN_COLL_ALL_REDUCE;
+    if (!c || (c->size == 1 && !c->ops->all_reduce_device)) /* one replica: a copy */
+        return bytes && recv != send ? device_copy(ctx, dev, recv, dev, send, bytes)
+                                     : KILN_STATUS_OK;
+    if (!(reduce ? (void *)c->ops->all_reduce_device : (void *)c->ops->shard_device))
+        return ctx_error(ctx, KILN_STATUS_UNIMPLEMENTED,
+                         "%s (%s) on %s: the %s communicator reduces host memory, and "
+                         "the host cannot address %s's buffers (kiln_comm_create_nccl makes a "
+                         "communicator for GPUs)",
+                         name, node, dev->name, c->ops->kind, dev->name);
+    if (c->dev != dev)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s (%s): rank %d of the %s communicator is bound to %s, but the "
+                         "program runs on %s",
+                         name, node, c->rank, c->ops->kind, c->dev ? c->dev->name : "the host",
+                         dev->name);
+    kiln_status s = check_args(c, name, coll, t, k, send, recv, (int64_t)count);
+    if (s) return s;
+    char what[160];
+    snprintf(what, sizeof what, "collective #%llu, %s %s of %zu %s (%s)",
+             (unsigned long long)c->calls + 1, name, coll == KN_COLL_ALL_GATHER ? "" : kind_name(k),
+             count, kiln_dtype_name(t), node);
+    double t0 = comm_now();
+    s = reduce ? c->ops->all_reduce_device(c, t, k, send, recv, count, what)
+               : c->ops->shard_device(c, coll, t, k, send, recv, count, what);
+    if (s) {
+        c->failed = true;
+        return s;
+    }
+    c->calls++;
+    c->bytes += coll == KN_COLL_ALL_GATHER ? bytes / (size_t)c->size : bytes;
+    c->seconds += comm_now() - t0;
     return KILN_STATUS_OK;
 }
 
 kiln_status comm_all_reduce_on(kiln_context *ctx, kiln_comm *c, kn_device *dev, kiln_dtype t,
                                kiln_reduce_kind k, const void *send, void *recv, size_t count,
                                const char *node) {
-    size_t bytes = count * kiln_dtype_itemsize(t);
-    if (!c || (c->size == 1 && !c->ops->all_reduce_device)) /* one replica: a copy */
-        return bytes && recv != send ? device_copy(ctx, dev, recv, dev, send, bytes)
-                                     : KILN_STATUS_OK;
-    if (!c->ops->all_reduce_device)
-        return ctx_error(ctx, KILN_STATUS_UNIMPLEMENTED,
-                         "all_reduce (%s) on %s: the %s communicator reduces host memory, and "
-                         "the host cannot address %s's buffers (kiln_comm_create_nccl makes a "
-                         "communicator for GPUs)",
-                         node, dev->name, c->ops->kind, dev->name);
-    if (c->dev != dev)
-        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "all_reduce (%s): rank %d of the %s communicator is bound to %s, but the "
-                         "program runs on %s",
-                         node, c->rank, c->ops->kind, c->dev ? c->dev->name : "the host",
-                         dev->name);
-    kiln_status s = check_args(c, "all_reduce", t, k, send, recv, (int64_t)count);
-    if (s) return s;
-    char what[160];
-    snprintf(what, sizeof what, "collective #%llu, all_reduce %s of %zu %s (%s)",
-             (unsigned long long)c->calls + 1, kind_name(k), count, kiln_dtype_name(t), node);
-    double t0 = comm_now();
-    if ((s = c->ops->all_reduce_device(c, t, k, send, recv, count, what))) {
-        c->failed = true;
-        return s;
-    }
-    c->calls++;
-    c->bytes += bytes;
-    c->seconds += comm_now() - t0;
-    return KILN_STATUS_OK;
+    return comm_collective_on(ctx, c, dev, KN_COLL_ALL_REDUCE, t, k, send, recv, count, node);
 }
 
 kiln_status comm_wait_on(kiln_comm *c, kn_device *dev, const char *name) {
@@ -363,8 +407,36 @@ void kiln_comm_get_stats(const kiln_comm *c, kiln_comm_stats *out) {
 kiln_status kiln_comm_all_reduce(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
                                  const void *send, void *recv, int64_t count) {
     if (!c) return KILN_STATUS_INVALID_ARGUMENT;
-    kiln_status s = check_args(c, "kiln_comm_all_reduce", dtype, kind, send, recv, count);
+    kiln_status s =
+        check_args(c, "kiln_comm_all_reduce", KN_COLL_ALL_REDUCE, dtype, kind, send, recv, count);
     return s ? s : comm_all_reduce(c, dtype, kind, send, recv, (size_t)count, NULL);
+}
+
+/* The host calls of the two sharding collectives take the per-rank count, as MPI's do. */
+static kiln_status host_shard_call(kiln_comm *c, const char *op, kn_coll coll, kiln_dtype dtype,
+                                   kiln_reduce_kind kind, const void *send, void *recv,
+                                   int64_t per_rank) {
+    if (!c) return KILN_STATUS_INVALID_ARGUMENT;
+    if (per_rank < 0 || per_rank > INT64_MAX / c->size)
+        return ctx_error(c->ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: count %lld per rank", op,
+                         (long long)per_rank);
+    int64_t count = per_rank * c->size;
+    kiln_status s = check_args(c, op, coll, dtype, kind, send, recv, count);
+    kn_comm_req r;
+    if (!s) s = comm_collective_start(c, coll, dtype, kind, send, recv, (size_t)count, NULL, &r);
+    return s ? s : comm_wait(&r);
+}
+
+kiln_status kiln_comm_reduce_scatter(kiln_comm *c, kiln_dtype dtype, kiln_reduce_kind kind,
+                                     const void *send, void *recv, int64_t recv_count) {
+    return host_shard_call(c, "kiln_comm_reduce_scatter", KN_COLL_REDUCE_SCATTER, dtype, kind, send,
+                           recv, recv_count);
+}
+
+kiln_status kiln_comm_all_gather(kiln_comm *c, kiln_dtype dtype, const void *send, void *recv,
+                                 int64_t send_count) {
+    return host_shard_call(c, "kiln_comm_all_gather", KN_COLL_ALL_GATHER, dtype, KILN_REDUCE_SUM,
+                           send, recv, send_count);
 }
 
 kiln_status kiln_comm_barrier(kiln_comm *c) {

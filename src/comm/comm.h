@@ -26,12 +26,24 @@
 
 struct kn_device;
 
+/* What a request does. count (below) is always the number of elements of the whole
+ * buffer, the larger of the two: all_reduce reduces count into count; reduce_scatter
+ * reduces count and gives rank r the r-th of `size` equal shards (count / size elements;
+ * count must divide); all_gather concatenates every rank's count / size elements into
+ * count, in rank order (any dtype: it only moves bytes). */
+typedef enum kn_coll {
+    KN_COLL_ALL_REDUCE = 0,
+    KN_COLL_REDUCE_SCATTER,
+    KN_COLL_ALL_GATHER,
+} kn_coll;
+
 /* One all-reduce in flight, from comm_all_reduce_start to comm_wait. The storage is the
  * caller's (run.c makes one per collective kernel before the run starts, so starting a
  * collective never allocates) and must stay put, with the send and recv buffers, until
  * comm_wait returns. The transports keep their state in the union. */
 typedef struct kn_comm_req {
     kiln_comm *c; /* NULL: nothing in flight (one replica: done at the start) */
+    kn_coll coll; /* which collective (count is the whole buffer's elements: kn_coll) */
     /* what the transport reduces: what was asked, but f32 for bf16 and f16, which travel
      * widened (below) */
     kiln_dtype dtype;
@@ -100,6 +112,14 @@ typedef struct kn_comm_ops {
      * stream has finished; KILN_STATUS_TIMEOUT after the group's timeout (the group is then
      * aborted), a transport error as soon as the transport reports one. */
     kiln_status (*wait_device)(kiln_comm *c, const char *what);
+    /* Optional, for a transport without start: a blocking reduce-scatter or all-gather of
+     * r (r->coll; host buffers). */
+    kiln_status (*shard_host)(kiln_comm *c, const kn_comm_req *r);
+    /* Optional (a device transport): reduce-scatter or all-gather (kn_coll; k SUM, MAX or
+     * MEAN for the reduce-scatter) of device pointers, enqueued as all_reduce_device is.
+     * count: the whole buffer's elements. */
+    kiln_status (*shard_device)(kiln_comm *c, kn_coll coll, kiln_dtype t, kiln_reduce_kind k,
+                                const void *send, void *recv, size_t count, const char *what);
 } kn_comm_ops;
 
 struct kiln_comm {
@@ -148,6 +168,24 @@ kiln_status comm_all_reduce_start(kiln_comm *c, kiln_dtype t, kiln_reduce_kind k
 kiln_status comm_wait(kn_comm_req *r);
 /* Between kernels: gives the transport of r (in flight) a chance to progress. */
 void comm_progress(kn_comm_req *r);
+
+/* The same for any collective (kn_coll): comm_all_reduce_start is this with
+ * KN_COLL_ALL_REDUCE. count is the whole buffer's elements; one replica: a copy. */
+kiln_status comm_collective_start(kiln_comm *c, kn_coll coll, kiln_dtype t, kiln_reduce_kind k,
+                                  const void *send, void *recv, size_t count, const char *node,
+                                  kn_comm_req *r);
+kiln_status comm_collective_on(kiln_context *ctx, kiln_comm *c, struct kn_device *dev, kn_coll coll,
+                               kiln_dtype t, kiln_reduce_kind k, const void *send, void *recv,
+                               size_t count, const char *node);
+/* "all_reduce", "reduce_scatter", "all_gather". */
+const char *comm_coll_name(kn_coll coll);
+/* Elements of r's send and recv buffers (count or count / size, by r->coll). */
+static inline size_t comm_send_count(const kn_comm_req *r, int size) {
+    return r->coll == KN_COLL_ALL_GATHER ? r->count / (size_t)size : r->count;
+}
+static inline size_t comm_recv_count(const kn_comm_req *r, int size) {
+    return r->coll == KN_COLL_REDUCE_SCATTER ? r->count / (size_t)size : r->count;
+}
 
 /* The transports' constructors: fill c (rank, size, ops, impl) or set a message. */
 kiln_status comm_local_group(kiln_context *ctx, int size, double timeout_s, kiln_comm **comms);

@@ -10,7 +10,9 @@
  * written. So the ranks that wait first do the work while the others still run kernels
  * (the overlap of run.c), and with every rank waiting at once the work is split as a
  * reduce-scatter plus an all-gather would be, with no copies. Rounds may be waited for in
- * any order.
+ * any order. A reduce-scatter and an all-gather are rounds too, cut into one slice per
+ * rank along the shards: slice r of a reduce-scatter is reduced into rank r's recv alone,
+ * slice r of an all-gather is rank r's send copied into every rank's recv at shard r.
  *
  * Waits use a condition variable until the deadline. A rank that times out waiting for a
  * round some rank never posted marks the group failed with a message naming those ranks
@@ -109,17 +111,19 @@ static kiln_status meet(kiln_comm *c, const char *what) {
     do {                                                                                           \
         T *acc = (T *)acc_recv;                                                                    \
         const T *x0 = first->send;                                                                 \
-        for (size_t i = lo; i < hi; i++) acc[i] = x0[i];                                           \
+        for (size_t i = lo; i < hi; i++) acc[i - base] = x0[i];                                    \
         for (const kn_comm_req *q = first->u.local.round_next; q; q = q->u.local.round_next) {     \
             const T *xs = q->send;                                                                 \
             for (size_t i = lo; i < hi; i++) {                                                     \
-                T a = acc[i], x = xs[i];                                                           \
-                acc[i] = COMBINE;                                                                  \
+                T a = acc[i - base], x = xs[i];                                                    \
+                acc[i - base] = COMBINE;                                                           \
             }                                                                                      \
         }                                                                                          \
     } while (0)
 
-static void reduce_piece(const kn_comm_req *first, void *acc_recv, size_t lo, size_t hi) {
+/* Elements [lo, hi) of the round's send buffers into acc_recv[i - base]. */
+static void reduce_piece(const kn_comm_req *first, void *acc_recv, size_t base, size_t lo,
+                         size_t hi) {
     bool sum = first->op == KILN_REDUCE_SUM;
     switch (first->dtype) {
     case KILN_DTYPE_F32:
@@ -155,10 +159,20 @@ static void reduce_slice(const kn_comm_req *first, const kn_comm_req *owner, int
     size_t count = first->count, item = kiln_dtype_itemsize(first->dtype);
     size_t per = count / (size_t)size, extra = count % (size_t)size, r = (size_t)slice;
     size_t lo = r * per + (r < extra ? r : extra), hi = lo + per + (r < extra);
-    const size_t piece = 8192; /* elements: 32-64 KiB, an L2's share */
+    const size_t piece = 8192;               /* elements: 32-64 KiB, an L2's share */
+    if (first->coll == KN_COLL_ALL_GATHER) { /* the owner's shard, to every rank at lo */
+        for (const kn_comm_req *q = first; q && hi > lo; q = q->u.local.round_next)
+            memcpy((char *)q->recv + lo * item, owner->send, (hi - lo) * item);
+        return;
+    }
+    if (first->coll == KN_COLL_REDUCE_SCATTER) { /* the owner's shard, to the owner alone */
+        for (size_t at = lo; at < hi; at += piece)
+            reduce_piece(first, owner->recv, lo, at, hi - at < piece ? hi : at + piece);
+        return;
+    }
     for (size_t at = lo; at < hi; at += piece) {
         size_t end = hi - at < piece ? hi : at + piece;
-        reduce_piece(first, owner->recv, at, end);
+        reduce_piece(first, owner->recv, 0, at, end);
         for (const kn_comm_req *q = first; q; q = q->u.local.round_next)
             if (q != owner)
                 memcpy((char *)q->recv + at * item, (const char *)owner->recv + at * item,
@@ -202,11 +216,13 @@ static kn_comm_req *link_round(local_group *g, uint64_t seq) {
     kn_comm_req *first = find_req(g, 0, seq), *prev = first;
     for (int p = 1; p < g->size; p++) {
         kn_comm_req *q = find_req(g, p, seq);
-        if (q->count != first->count || q->dtype != first->dtype || q->op != first->op) {
+        if (q->count != first->count || q->dtype != first->dtype || q->op != first->op ||
+            q->coll != first->coll) {
             snprintf(g->why, sizeof g->why,
-                     "ranks called different collectives: rank 0 all_reduce %zu %s (reduction "
-                     "%d), rank %d all_reduce %zu %s (reduction %d)",
-                     first->count, kiln_dtype_name(first->dtype), (int)first->op, p, q->count,
+                     "ranks called different collectives: rank 0 %s %zu %s (reduction "
+                     "%d), rank %d %s %zu %s (reduction %d)",
+                     comm_coll_name(first->coll), first->count, kiln_dtype_name(first->dtype),
+                     (int)first->op, p, comm_coll_name(q->coll), q->count,
                      kiln_dtype_name(q->dtype), (int)q->op);
             g->failed = true;
             pthread_cond_broadcast(&g->cv);

@@ -61,6 +61,10 @@ typedef struct mpi_api {
     int (*Comm_rank)(MPI_Comm, int *);
     int (*Comm_size)(MPI_Comm, int *);
     int (*Iallreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*Ireduce_scatter_block)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm,
+                                 MPI_Request *);
+    int (*Iallgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                      MPI_Request *);
     int (*Ibarrier)(MPI_Comm, MPI_Request *);
     int (*Test)(MPI_Request *, int *, MPI_Status *);
 } mpi_api;
@@ -112,6 +116,8 @@ static kiln_status mpi_load(kiln_comm *c, mpi_api *api) {
     MPI_SYM(Comm_rank);
     MPI_SYM(Comm_size);
     MPI_SYM(Iallreduce);
+    MPI_SYM(Ireduce_scatter_block);
+    MPI_SYM(Iallgather);
     MPI_SYM(Ibarrier);
     MPI_SYM(Test);
 #undef MPI_SYM
@@ -162,8 +168,11 @@ static MPI_Datatype mpi_type(kiln_dtype t) {
 
 /* Issues the piece of r that starts at element r->u.mpi.at (MPI counts are int: larger
  * buffers go in pieces, one in flight at a time). */
+static kiln_status issue_shard(kiln_comm *c, kn_comm_req *r);
+
 static kiln_status issue_piece(kiln_comm *c, kn_comm_req *r) {
     mpi_impl *m = c->impl;
+    if (r->coll != KN_COLL_ALL_REDUCE) return issue_shard(c, r);
     size_t item = kiln_dtype_itemsize(r->dtype), at = r->u.mpi.at;
     size_t n = r->count - at < (size_t)INT_MAX ? r->count - at : (size_t)INT_MAX;
     MPI_Request req;
@@ -176,8 +185,36 @@ static kiln_status issue_piece(kiln_comm *c, kn_comm_req *r) {
     return KILN_STATUS_OK;
 }
 
+/* MPI_Ireduce_scatter_block or MPI_Iallgather (as bytes: any dtype) in one piece: a shard
+ * must fit MPI's int count (larger ones are refused, naming the limit). */
+static kiln_status issue_shard(kiln_comm *c, kn_comm_req *r) {
+    mpi_impl *m = c->impl;
+    size_t per = r->count / (size_t)c->size, item = kiln_dtype_itemsize(r->dtype);
+    bool gather = r->coll == KN_COLL_ALL_GATHER;
+    if ((gather ? per * item : per) > (size_t)INT_MAX)
+        return ctx_error(c->ctx, KILN_STATUS_UNIMPLEMENTED,
+                         "%s on rank %d of %d (mpi): a shard of %zu elements is more than MPI's "
+                         "int count holds; split the buffer",
+                         r->what, c->rank, c->size, per);
+    MPI_Request req;
+    int rc = gather ? m->api.Iallgather(r->send, (int)(per * item), MPI_BYTE, r->recv,
+                                        (int)(per * item), MPI_BYTE, m->comm, &req)
+                    : m->api.Ireduce_scatter_block(r->send, r->recv, (int)per, mpi_type(r->dtype),
+                                                   r->op == KILN_REDUCE_MAX ? MPI_MAX : MPI_SUM,
+                                                   m->comm, &req);
+    if (rc != MPI_SUCCESS) return mpi_fail(c, &m->api, rc, r->what);
+    r->u.mpi.handle = (int)req;
+    r->u.mpi.active = true;
+    return KILN_STATUS_OK;
+}
+
 /* The piece in flight completed: the next one goes, if any. */
 static kiln_status next_piece(kiln_comm *c, kn_comm_req *r) {
+    if (r->coll != KN_COLL_ALL_REDUCE) { /* one piece */
+        r->u.mpi.active = false;
+        r->u.mpi.at = r->count;
+        return KILN_STATUS_OK;
+    }
     size_t left = r->count - r->u.mpi.at;
     r->u.mpi.active = false;
     r->u.mpi.at += left < (size_t)INT_MAX ? left : (size_t)INT_MAX;

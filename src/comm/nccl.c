@@ -42,6 +42,7 @@ typedef int ncclResult_t; /* an enum of nccl.h: C passes it as an int */
 #define NCCL_SUCCESS     0
 #define NCCL_IN_PROGRESS 7
 typedef int ncclDataType_t;
+#define NCCL_UINT8    1
 #define NCCL_INT32    2
 #define NCCL_INT64    4
 #define NCCL_FLOAT16  6
@@ -64,6 +65,10 @@ typedef struct nccl_api {
     ncclResult_t (*CommInitAll)(ncclComm_t *comms, int ndev, const int *devlist);
     ncclResult_t (*AllReduce)(const void *send, void *recv, size_t count, ncclDataType_t t,
                               ncclRedOp_t op, ncclComm_t comm, void *stream);
+    ncclResult_t (*ReduceScatter)(const void *send, void *recv, size_t recvcount, ncclDataType_t t,
+                                  ncclRedOp_t op, ncclComm_t comm, void *stream);
+    ncclResult_t (*AllGather)(const void *send, void *recv, size_t sendcount, ncclDataType_t t,
+                              ncclComm_t comm, void *stream);
     ncclResult_t (*CommDestroy)(ncclComm_t comm);
     ncclResult_t (*CommAbort)(ncclComm_t comm);
     ncclResult_t (*CommGetAsyncError)(ncclComm_t comm, ncclResult_t *error);
@@ -104,6 +109,8 @@ static kiln_status nccl_load(kiln_context *ctx, const char *op, nccl_api *api) {
         {offsetof(nccl_api, CommInitRank), "ncclCommInitRank"},
         {offsetof(nccl_api, CommInitAll), "ncclCommInitAll"},
         {offsetof(nccl_api, AllReduce), "ncclAllReduce"},
+        {offsetof(nccl_api, ReduceScatter), "ncclReduceScatter"},
+        {offsetof(nccl_api, AllGather), "ncclAllGather"},
         {offsetof(nccl_api, CommDestroy), "ncclCommDestroy"},
         {offsetof(nccl_api, CommAbort), "ncclCommAbort"},
         {offsetof(nccl_api, CommGetAsyncError), "ncclCommGetAsyncError"},
@@ -194,6 +201,26 @@ static kiln_status nccl_all_reduce_device(kiln_comm *c, kiln_dtype t, kiln_reduc
     return r ? nccl_fail(c, r, "ncclAllReduce", what) : KILN_STATUS_OK;
 }
 
+/* ncclReduceScatter (recvcount: a shard) or ncclAllGather (as bytes, ncclUint8: any
+ * dtype), enqueued on the compute stream as the all-reduce is. */
+static kiln_status nccl_shard_device(kiln_comm *c, kn_coll coll, kiln_dtype t, kiln_reduce_kind k,
+                                     const void *send, void *recv, size_t count, const char *what) {
+    nccl_impl *m = c->impl;
+    kn_device *d = c->dev;
+    void *stream = NULL;
+    kiln_status s = d->backend->compute_stream(d->state, d->index, &stream);
+    if (s) return s;
+    size_t per = count / (size_t)c->size;
+    if (coll == KN_COLL_ALL_GATHER) {
+        ncclResult_t r =
+            m->api.AllGather(send, recv, per * kiln_dtype_itemsize(t), NCCL_UINT8, m->comm, stream);
+        return r ? nccl_fail(c, r, "ncclAllGather", what) : KILN_STATUS_OK;
+    }
+    ncclRedOp_t op = k == KILN_REDUCE_SUM ? NCCL_SUM : k == KILN_REDUCE_MAX ? NCCL_MAX : NCCL_AVG;
+    ncclResult_t r = m->api.ReduceScatter(send, recv, per, nccl_type(t), op, m->comm, stream);
+    return r ? nccl_fail(c, r, "ncclReduceScatter", what) : KILN_STATUS_OK;
+}
+
 /* Polls the stream and NCCL's asynchronous error until the stream is idle or the deadline:
  * spins briefly (a small all-reduce between GPUs of one machine takes microseconds), then
  * sleeps in growing steps up to 1 ms. */
@@ -250,6 +277,25 @@ static kiln_status nccl_all_reduce(kiln_comm *c, kiln_dtype t, kiln_reduce_kind 
     return s;
 }
 
+/* A host reduce-scatter or all-gather: staged through the device as the all-reduce is. */
+static kiln_status nccl_shard_host(kiln_comm *c, const kn_comm_req *q) {
+    kn_device *d = c->dev;
+    size_t item = kiln_dtype_itemsize(q->dtype), whole = q->count * item;
+    size_t nsend = comm_send_count(q, c->size) * item, nrecv = comm_recv_count(q, c->size) * item;
+    size_t half = (whole + 255) & ~(size_t)255;
+    if (!whole) return KILN_STATUS_OK;
+    void *buf = NULL;
+    kiln_status s = device_alloc(d, 2 * half, "nccl staging", &buf);
+    if (s) return s;
+    char *dsend = buf, *drecv = dsend + half;
+    s = device_copy_h2d(d, dsend, q->send, nsend);
+    if (!s) s = nccl_shard_device(c, q->coll, q->dtype, q->op, dsend, drecv, q->count, q->what);
+    if (!s) s = nccl_wait_device(c, q->what);
+    if (!s) s = device_copy_d2h(d, q->recv, drecv, nrecv);
+    device_free(d, buf);
+    return s;
+}
+
 static kiln_status nccl_barrier(kiln_comm *c, const char *what) {
     int32_t one = 1, all = 0;
     return nccl_all_reduce(c, KILN_DTYPE_I32, KILN_REDUCE_SUM, &one, &all, 1, what);
@@ -280,6 +326,8 @@ static const kn_comm_ops nccl_ops = {
     .destroy = nccl_destroy,
     .all_reduce_device = nccl_all_reduce_device,
     .wait_device = nccl_wait_device,
+    .shard_host = nccl_shard_host,
+    .shard_device = nccl_shard_device,
 };
 
 /* ---------------------------------------------------------- constructors ---- */

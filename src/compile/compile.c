@@ -246,6 +246,24 @@ static kiln_status check_comm(const kiln_executable *e) {
     return KILN_STATUS_OK;
 }
 
+/* A reduce_scatter or all_gather says the size of its group (its shapes depend on it):
+ * the communicator must have that many ranks (none: one). */
+static kiln_status check_group_sizes(const kiln_executable *e) {
+    int size = e->comm ? e->comm->size : 1;
+    for (uint32_t id = 1; id < e->g->n_nodes; id++) {
+        const ir_node *n = &e->g->nodes[id];
+        if ((n->op != IR_REDUCE_SCATTER && n->op != IR_ALL_GATHER) || n->a.shard.ranks == size)
+            continue;
+        return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_compile: %%%u (%s) of '%s' is over %d ranks, but the program is "
+                         "compiled for %d (%s)",
+                         id, ir_ops[n->op].name, e->g->name, n->a.shard.ranks, size,
+                         e->comm ? "the size of kiln_compile_options.comm"
+                                 : "no communicator: one replica");
+    }
+    return KILN_STATUS_OK;
+}
+
 /* Checks donate_argnums against the parameters and keeps them as a per-parameter mask. */
 static kiln_status take_donations(kiln_executable *e, const kiln_compile_options *o) {
     const kiln_graph *g = e->g;
@@ -342,6 +360,7 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     }
     if (!s) s = dump_graph(ctx, &dump, "1-optimized.ir", e->g);
     if (!s) s = check_comm(e);
+    if (!s) s = check_group_sizes(e);
     if (!s) s = take_donations(e, o);
     if (!s) s = exec_controls_compile(e, o);
     if (!s) {

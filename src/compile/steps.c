@@ -15,6 +15,7 @@
  * constants read in place: into one host block on a device whose memory is the host's, a
  * device copy each on one with memory of its own, so the graph can go. */
 #include "compile.h"
+#include "comm/comm.h"
 
 #include <string.h>
 
@@ -181,7 +182,17 @@ static void collective_step(build *b, exec_step st, uint32_t id) {
     st.coll.dtype = n->dtype;
     st.coll.kind = (kiln_reduce_kind)n->a.reduce_kind;
     st.coll.count = 0;
-    ir_shape_numel(&n->shape, &st.coll.count);
+    st.coll.op = KN_COLL_ALL_REDUCE;
+    const ir_node *whole = n; /* the larger buffer: the operand of a reduce-scatter */
+    if (n->op == IR_REDUCE_SCATTER) {
+        st.coll.op = KN_COLL_REDUCE_SCATTER;
+        st.coll.kind = (kiln_reduce_kind)n->a.shard.kind;
+        whole = &e->g->nodes[ir_in(n)[0]];
+    } else if (n->op == IR_ALL_GATHER) {
+        st.coll.op = KN_COLL_ALL_GATHER;
+        st.coll.kind = KILN_REDUCE_SUM;
+    }
+    ir_shape_numel(&whole->shape, &st.coll.count);
     add_step(b, st, (exec_loc[]){view_loc(b, ir_in(n)[0]), b->of[id]}, 2);
 }
 

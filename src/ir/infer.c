@@ -331,8 +331,49 @@ static kiln_status infer_dot(const kiln_graph *g, ir_node *n, char *msg, size_t 
     return KILN_STATUS_OK;
 }
 
+/* reduce_scatter and all_gather: the leading axis divided / multiplied by the group's
+ * size, which the op carries (the program is compiled for a communicator of that size). */
+static kiln_status infer_shard(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    const ir_node *x = input(g, n, 0);
+    const char *op = ir_ops[n->op].name;
+    bool scatter = n->op == IR_REDUCE_SCATTER;
+    char xs[96];
+    ir_type_str(x->dtype, &x->shape, xs, sizeof xs);
+    if (n->a.shard.ranks < 1 || n->a.shard.ranks > 4096)
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "%s of %s: %d ranks is outside [1, 4096]", op, xs,
+             n->a.shard.ranks);
+    if (scatter && n->a.shard.kind != KILN_REDUCE_SUM && n->a.shard.kind != KILN_REDUCE_MEAN)
+        FAIL(KILN_STATUS_INVALID_ARGUMENT,
+             "reduce_scatter of %s: the reduction %d is not KILN_REDUCE_SUM or _MEAN", xs,
+             n->a.shard.kind);
+    if (scatter && !ir_dtype_accepts(IRT_NUMERIC, x->dtype))
+        FAIL(KILN_STATUS_DTYPE, "reduce_scatter takes numeric dtypes, not %s", xs);
+    if (scatter && n->a.shard.kind == KILN_REDUCE_MEAN && !ir_dtype_is_float(x->dtype))
+        FAIL(KILN_STATUS_DTYPE,
+             "reduce_scatter mean needs a float dtype (f32, f64, bf16, f16), "
+             "not %s",
+             xs);
+    if (x->shape.rank < 1)
+        FAIL(KILN_STATUS_SHAPE, "%s of %s: the operand needs a leading axis to %s", op, xs,
+             scatter ? "split" : "concatenate along");
+    int64_t d0 = x->shape.dims[0], k = n->a.shard.ranks;
+    if (scatter && d0 % k)
+        FAIL(KILN_STATUS_SHAPE,
+             "reduce_scatter of %s: the leading axis (%lld) does not split into %lld equal "
+             "shards (one per rank)",
+             xs, (long long)d0, (long long)k);
+    if (!scatter && d0 > INT64_MAX / k)
+        FAIL(KILN_STATUS_SHAPE, "all_gather of %s over %lld ranks: too many elements", xs,
+             (long long)k);
+    n->dtype = x->dtype;
+    n->shape = x->shape;
+    n->shape.dims[0] = scatter ? d0 / k : d0 * k;
+    return KILN_STATUS_OK;
+}
+
 /* all_reduce: the operand's type; MEAN divides, so it needs a float. */
 static kiln_status infer_collective(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    if (n->op != IR_ALL_REDUCE) return infer_shard(g, n, msg, msg_size);
     const ir_node *x = input(g, n, 0);
     static const char *const kinds[] = {"sum", "mean", "max"};
     if ((unsigned)n->a.reduce_kind > KILN_REDUCE_MAX)

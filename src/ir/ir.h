@@ -29,7 +29,8 @@ typedef enum ir_kind {
     IRK_SCAN,       /* cumsum: same type as its operand, prefix sums along one axis */
     IRK_ATTENTION,  /* dot_product_attention: q [.., T, N, H], k [.., S, K, H], v [.., S, K, Hv]
                      * -> [.., T, N, Hv] */
-    IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica */
+    IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica;
+                     * reduce_scatter / all_gather: the leading axis / ranks, / x ranks */
     IRK_SORT,       /* argsort: i32 positions along one axis, k of them (a permutation when
                      * k is the axis' length) */
     IRK_CONTROL,    /* while, scan, cond: sub-graphs (the node's region) run by the node;
@@ -223,7 +224,12 @@ enum {
     X(RESULT, "result", result, 1, IRK_RESULT, IRT_ANY, 0, 0, NULL, NULL)                          \
     /* collectives (src/comm): a step of their own, run by the executable's communicator */     \
     X(ALL_REDUCE, "all_reduce", all_reduce, 1, IRK_COLLECTIVE, IRT_NUMERIC, IRF_EXPENSIVE, 1,      \
-      NULL, NULL)
+      NULL, NULL)                                                                                  \
+    /* ZeRO's pair: the leading axis cut into `ranks` shards / the shards concatenated */        \
+    X(REDUCE_SCATTER, "reduce_scatter", reduce_scatter, 1, IRK_COLLECTIVE, IRT_NUMERIC,            \
+      IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
+    X(ALL_GATHER, "all_gather", all_gather, 1, IRK_COLLECTIVE, IRT_ANY, IRF_EXPENSIVE, 1, NULL,    \
+      NULL)
 // clang-format on
 
 typedef enum ir_op {
@@ -293,6 +299,10 @@ typedef union ir_attrs {
     kiln_dot_dims dot;                /* DOT */
     int rng;                          /* RANDOM: ir_rng */
     int reduce_kind;                  /* ALL_REDUCE: kiln_reduce_kind */
+    struct {
+        int kind;  /* REDUCE_SCATTER: kiln_reduce_kind (SUM or MEAN) */
+        int ranks; /* the group's size, which the compiled program's communicator must have */
+    } shard;       /* REDUCE_SCATTER, ALL_GATHER */
     struct {
         int axis;     /* the summed axis */
         bool reverse; /* sums over k >= j instead of k <= j */
@@ -386,6 +396,9 @@ const char *ir_reduce_kind_name(int kind); /* "sum", "mean", "max", NULL out of 
     X(ATTENTION, IRA_FILL, "fill", attn.fill, NULL)                                                \
     X(RANDOM, IRA_WORD, "what it draws", rng, ir_rng_name)                                         \
     X(ALL_REDUCE, IRA_WORD, "a reduction", reduce_kind, ir_reduce_kind_name)                      \
+    X(REDUCE_SCATTER, IRA_WORD, "a reduction", shard.kind, ir_reduce_kind_name)                   \
+    X(REDUCE_SCATTER, IRA_INT, "ranks", shard.ranks, NULL)                                         \
+    X(ALL_GATHER, IRA_INT, "ranks", shard.ranks, NULL)                                             \
     X(WHILE, IRA_INT, "carries", ctl.n_carry, NULL)                                                \
     X(SCAN, IRA_INT, "carries", ctl.n_carry, NULL)                                                 \
     X(SCAN, IRA_INT, "xs", ctl.n_xs, NULL)                                                         \

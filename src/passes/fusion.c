@@ -92,8 +92,8 @@ static bool is_source(const ir_node *n) {
  * of their own, and what they read has a buffer). */
 static bool library_op(ir_op op) {
     return op == IR_DOT || op == IR_SCATTER_ADD_ROWS || op == IR_CUMSUM || op == IR_ATTENTION ||
-           op == IR_ALL_REDUCE || op == IR_ARGSORT || ir_ops[op].kind == IRK_CONTROL ||
-           op == IR_RESULT;
+           ir_ops[op].kind == IRK_COLLECTIVE || op == IR_ARGSORT ||
+           ir_ops[op].kind == IRK_CONTROL || op == IR_RESULT;
 }
 
 /* Does consumer c read operand x more than once per element of x, or need it in memory? */
@@ -485,14 +485,14 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
             n->op == IR_RESULT) /* a result is a root of its control node's kernel */
             continue;
         fkernel *k = &p->kernels[p->n_kernels];
-        k->kind = n->op == IR_DOT                     ? FK_DOT
-                  : n->op == IR_SCATTER_ADD_ROWS      ? FK_SCATTER
-                  : n->op == IR_CUMSUM                ? FK_SCAN
-                  : n->op == IR_ATTENTION             ? FK_ATTENTION
-                  : n->op == IR_ALL_REDUCE            ? FK_COLLECTIVE
-                  : n->op == IR_ARGSORT               ? FK_SORT
-                  : ir_ops[n->op].kind == IRK_CONTROL ? FK_CONTROL
-                                                      : FK_LOOP;
+        k->kind = n->op == IR_DOT                        ? FK_DOT
+                  : n->op == IR_SCATTER_ADD_ROWS         ? FK_SCATTER
+                  : n->op == IR_CUMSUM                   ? FK_SCAN
+                  : n->op == IR_ATTENTION                ? FK_ATTENTION
+                  : ir_ops[n->op].kind == IRK_COLLECTIVE ? FK_COLLECTIVE
+                  : n->op == IR_ARGSORT                  ? FK_SORT
+                  : ir_ops[n->op].kind == IRK_CONTROL    ? FK_CONTROL
+                                                         : FK_LOOP;
         if ((s = kernel_roots(g, id, k))) goto done;
         p->n_kernels++;
         if ((s = collect_inputs(g, p, id, mark, stamp, stack, k))) goto done;

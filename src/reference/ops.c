@@ -27,6 +27,18 @@ static kiln_status ref_all_reduce(const kiln_graph *g, uint32_t id, const ref_va
     return KILN_STATUS_OK;
 }
 
+/* reduce_scatter and all_gather over one replica are the value itself; over more, the
+ * shapes say a group of that size, which one replica cannot be. */
+static kiln_status ref_shard(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    if (n->a.shard.ranks != 1)
+        return ctx_error(g->ctx, KILN_STATUS_UNIMPLEMENTED,
+                         "kiln_interpret: %s %%%u is over %d ranks; the reference runs one "
+                         "replica (compile the program with a communicator of %d ranks)",
+                         ir_ops[n->op].name, id, n->a.shard.ranks, n->a.shard.ranks);
+    return ref_all_reduce(g, id, vals, out);
+}
+
 static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_PARAMETER] = ref_bound,
     [IR_CONSTANT] = ref_bound,
@@ -41,6 +53,8 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_SELECT] = ref_select,
     [IR_RANDOM] = ref_random,
     [IR_ALL_REDUCE] = ref_all_reduce,
+    [IR_REDUCE_SCATTER] = ref_shard,
+    [IR_ALL_GATHER] = ref_shard,
 };
 
 ref_eval_fn ref_op_eval(ir_op op) {

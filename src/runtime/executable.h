@@ -55,7 +55,8 @@ typedef struct exec_step {
             uint32_t node;
             kiln_dtype dtype;
             kiln_reduce_kind kind;
-            int64_t count;
+            int64_t count; /* the whole buffer's elements (kn_coll): the larger of the two */
+            uint8_t op;    /* kn_coll: all-reduce, reduce-scatter or all-gather */
         } coll;
     };
 } exec_step;

@@ -79,13 +79,13 @@ static kiln_status run_collective(run_state *r, const exec_step *st, bool *on_de
     size_t count = (size_t)st->coll.count;
     if (e->dev->backend->copy_h2d) {
         *on_device = true;
-        return comm_all_reduce_on(e->ctx, e->comm, e->dev, st->coll.dtype, st->coll.kind, send,
-                                  recv, count, node);
+        return comm_collective_on(e->ctx, e->comm, e->dev, (kn_coll)st->coll.op, st->coll.dtype,
+                                  st->coll.kind, send, recv, count, node);
     }
     run_coll *c = &r->coll[r->n_started++];
     c->wait_step = st->coll.wait;
-    kiln_status s = comm_all_reduce_start(e->comm, st->coll.dtype, st->coll.kind, send, recv, count,
-                                          node, &c->req);
+    kiln_status s = comm_collective_start(e->comm, (kn_coll)st->coll.op, st->coll.dtype,
+                                          st->coll.kind, send, recv, count, node, &c->req);
     return s || c->wait_step > (int32_t)st->sched ? s : comm_wait(&c->req);
 }
 

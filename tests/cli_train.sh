@@ -391,6 +391,20 @@ if ! "$KILN" train $tiny --devices 2 --steps 2 --eval-every 0 --out "$dir/dp" >"
     cat "$dir/dp.out"
     fail=1
 fi
+# --shard-optimizer (ZeRO): the recipe and the memory report say so, the checkpoint is whole
+# (a plain run resumes it); stage 3 does not exist; f16's loss scaling is refused.
+expect 2 "--zero-stage: '3' is not a valid value" -- train --zero-stage 3
+expect 1 "shard_optimizer needs" -- train $tiny --devices 2 --shard-optimizer --dtype f16
+if ! "$KILN" train $tiny --devices 2 --steps 2 --eval-every 0 --shard-optimizer --out "$dir/zero" \
+        >"$dir/zero.out" 2>&1 ||
+    ! grep -q "optimiser state sharded (ZeRO-2)" "$dir/zero.out" ||
+    ! grep -q "this rank's 1/2 shard of the AdamW moments" "$dir/zero.out" ||
+    ! "$KILN" train $tiny --steps 3 --eval-every 0 --resume "$dir/zero/model.safetensors" \
+        --out "$dir/zero" >"$dir/zero2.out" 2>&1; then
+    echo "FAIL: train --devices 2 --shard-optimizer, then resumed on one"
+    cat "$dir/zero.out" "$dir/zero2.out"
+    fail=1
+fi
 # A full disk: the log and the summaries are written under temporary names and renamed,
 # so the error says why (errno) and the previous files stay whole (once: "writing
 # losses.csv failed" and a 0-byte file). Needs a small tmpfs in a mount namespace of its

@@ -227,6 +227,13 @@ static const tool_flag train_flags[] = {
     {T_SW("--no-overlap", o.no_overlap),
      .help = "finish each all-reduce before the next kernel, instead of\n"
              "running the rest of the backward pass while it is in flight"},
+    {T_SW("--shard-optimizer", o.shard_optimizer),
+     .help = "ZeRO: each rank keeps 1/N of the AdamW moments, updates its\n"
+             "shard of the parameters and all-gathers them; checkpoints stay\n"
+             "whole (not with f16's loss scaling)"},
+    {T_INT("--zero-stage", o.zero_stage, 1, 2), .def = "2",
+     .help = "with --shard-optimizer: 2 reduce-scatters the gradients, 1\n"
+             "all-reduces them whole ({})"},
     {.name = "--help", .kind = TOOL_FLAG_HELP},
 };
 
@@ -414,6 +421,8 @@ static void print_recipe(const gpt_train_options *o, int ranks, const char *what
            (long long)o->steps, o->resume ? ", resuming " : "", o->resume ? o->resume : "");
     if (ranks > 1)
         printf(", data parallel over %d %s (batch %d per rank)", ranks, what, o->batch / ranks);
+    if (ranks > 1 && o->shard_optimizer)
+        printf(", optimiser state sharded (ZeRO-%d)", o->zero_stage ? o->zero_stage : 2);
     printf("\n");
     fflush(stdout);
 }

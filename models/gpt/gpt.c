@@ -597,13 +597,158 @@ static kiln_value loss_and_grads(kiln_graph *g, const gpt_config *cfg, const gpt
     return kiln_mul(g, out[0], kiln_convert(g, inv, dtype_of(g, out[0])));
 }
 
+/* ------------------------------------------------------------------ ZeRO ---- */
+
+/* Each parameter is sharded on its own: flattened, padded with zeros to ranks x s, and
+ * cut into `ranks` runs of s = ceil(n / ranks) elements, rank r owning the r-th. Per
+ * parameter rather than ZeRO's one flat buffer of everything: each gradient's
+ * reduce-scatter can start as soon as the backward pass has produced it (as the
+ * all-reduce buckets do), no copy of every gradient or parameter into one buffer is
+ * needed, and the two AdamW groups (decayed or not) stay whole lists; the price is at
+ * most ranks - 1 padding elements per parameter. Buckets (gpt_step_spec.bucket_bytes)
+ * join consecutive parameters as [ranks, s] blocks side by side, so that rank r's part of
+ * the bucket's reduce-scatter is its shards of those parameters, one after the other. */
+int64_t gpt_zero_shard(int64_t n, int ranks) {
+    return ranks > 1 ? (n + ranks - 1) / ranks : n;
+}
+
+/* Parameter i's elements (and rank and dims). */
+static int64_t param_numel(const gpt_config *cfg, bool stacked, int i, int *rank, int64_t *dims) {
+    char name[GPT_NAME_MAX];
+    dims[0] = dims[1] = dims[2] = 1;
+    gpt_param_info_layout(cfg, stacked, i, name, rank, dims);
+    return dims[0] * (*rank > 1 ? dims[1] : 1) * (*rank > 2 ? dims[2] : 1);
+}
+
+/* The bucket that ends at parameter hi (exclusive): its first parameter, going back while
+ * the padded gradients fit cap bytes (a larger one alone; cap 0: one per bucket). */
+static int zero_bucket_start(const gpt_config *cfg, bool stacked, uint64_t item, uint64_t cap,
+                             int ranks, int hi) {
+    enum { MAX_BUCKET = 64 };
+    uint64_t bytes = 0;
+    int lo = hi;
+    for (; lo > 0 && hi - lo < MAX_BUCKET; lo--) {
+        int r;
+        int64_t d[3];
+        uint64_t b =
+            (uint64_t)(ranks * gpt_zero_shard(param_numel(cfg, stacked, lo - 1, &r, d), ranks)) *
+            item;
+        if (lo < hi && (!cap || bytes + b > cap)) break;
+        bytes += b;
+    }
+    return lo;
+}
+
+/* x flattened, padded with zeros to ranks x s elements, as [ranks, s]. */
+static kiln_value zero_blocks(kiln_graph *g, kiln_value x, int64_t n, int64_t sh, int ranks) {
+    kiln_value f = kiln_reshape(g, x, 1, &n);
+    if (ranks * sh > n) {
+        int64_t lo = 0, hi = ranks * sh - n, in = 0;
+        f = kiln_pad(g, f, kiln_scalar(g, dtype_of(g, x), 0), &lo, &hi, &in);
+    }
+    int64_t d2[2] = {ranks, sh};
+    return kiln_reshape(g, f, 2, d2);
+}
+
+/* This replica's run [rank s, (rank + 1) s) of a flat [ranks s] value. */
+static kiln_value zero_mine(kiln_graph *g, kiln_value flat, kiln_value rank, int64_t sh) {
+    kiln_value at = kiln_mul(g, rank, kiln_scalar(g, KILN_DTYPE_I32, (double)sh));
+    return kiln_dynamic_slice(g, flat, 1, &at, &sh);
+}
+
+/* The gradients averaged over the replicas, each replica keeping its shard: grads[i]
+ * becomes [s_i]; pshard[i] is the replica's shard of parameter i. */
+static void zero_scatter(kiln_graph *g, const gpt_config *cfg, bool stacked, kiln_dtype dtype,
+                         const gpt_step_spec *s, kiln_value rank, const kiln_value *params,
+                         kiln_value *grads, kiln_value *pshard) {
+    int P = gpt_num_params_layout(cfg, stacked), N = s->shard_ranks;
+    uint64_t item = kiln_dtype_itemsize(dtype);
+    for (int hi = P, lo; hi > 0; hi = lo) {
+        lo = zero_bucket_start(cfg, stacked, item, s->bucket_bytes, N, hi);
+        kiln_value blocks[64];
+        int64_t S = 0;
+        for (int k = lo; k < hi; k++) {
+            int r;
+            int64_t d[3], n = param_numel(cfg, stacked, k, &r, d), sh = gpt_zero_shard(n, N);
+            blocks[k - lo] = zero_blocks(g, grads[k], n, sh, N);
+            pshard[k] = zero_mine(
+                g, kiln_reshape(g, zero_blocks(g, params[k], n, sh, N), 1, (int64_t[]){N * sh}),
+                rank, sh);
+            S += sh;
+        }
+        int64_t whole = N * S;
+        kiln_value x = hi - lo == 1 ? blocks[0] : kiln_concatenate(g, hi - lo, blocks, 1);
+        x = kiln_reshape(g, x, 1, &whole);
+        kiln_value mine = s->zero_stage == 1
+                              ? zero_mine(g, kiln_all_reduce(g, x, KILN_REDUCE_MEAN), rank, S)
+                              : kiln_reduce_scatter(g, x, KILN_REDUCE_MEAN, N);
+        for (int k = lo, at = 0; k < hi; k++) {
+            int r;
+            int64_t d[3], sh = gpt_zero_shard(param_numel(cfg, stacked, k, &r, d), N);
+            int64_t a0 = at, a1 = at + sh;
+            grads[k] = hi - lo == 1 ? mine : kiln_slice(g, mine, &a0, &a1, NULL);
+            at += (int)sh;
+        }
+    }
+}
+
+/* The new parameters whole again: every replica's updated shards all-gathered (in the
+ * scatter's buckets) and cut back to each parameter's shape. */
+static void zero_gather(kiln_graph *g, const gpt_config *cfg, bool stacked, kiln_dtype dtype,
+                        const gpt_step_spec *s, kiln_value *news) {
+    int P = gpt_num_params_layout(cfg, stacked), N = s->shard_ranks;
+    uint64_t item = kiln_dtype_itemsize(dtype);
+    for (int hi = P, lo; hi > 0; hi = lo) {
+        lo = zero_bucket_start(cfg, stacked, item, s->bucket_bytes, N, hi);
+        int64_t S = 0;
+        for (int k = lo; k < hi; k++) {
+            int r;
+            int64_t d[3];
+            S += gpt_zero_shard(param_numel(cfg, stacked, k, &r, d), N);
+        }
+        kiln_value all = kiln_all_gather(
+            g, hi - lo == 1 ? news[lo] : kiln_concatenate(g, hi - lo, news + lo, 0), N);
+        int64_t d2[2] = {N, S};
+        kiln_value rows = kiln_reshape(g, all, 2, d2);
+        for (int k = lo, at = 0; k < hi; k++) {
+            int r;
+            int64_t d[3], n = param_numel(cfg, stacked, k, &r, d), sh = gpt_zero_shard(n, N);
+            int64_t a0[2] = {0, at}, a1[2] = {N, at + sh}, flat = N * sh, z = 0;
+            kiln_value f = kiln_reshape(g, kiln_slice(g, rows, a0, a1, NULL), 1, &flat);
+            if (flat > n) f = kiln_slice(g, f, &z, &n, NULL);
+            news[k] = kiln_reshape(g, f, r, d);
+            at += (int)sh;
+        }
+    }
+}
+
+/* optax.clip_by_global_norm over sharded gradients: the sum of squares of this replica's
+ * shards, summed over the replicas (the padding is zero), then kiln_optim_clip's rule. */
+static void zero_clip(kiln_graph *g, double max_norm, int P, kiln_value *grads) {
+    kiln_value sq = {0};
+    for (int i = 0; i < P; i++) {
+        kiln_value t = kiln_convert(
+            g, kiln_reduce_sum(g, kiln_mul(g, grads[i], grads[i]), 0, NULL, false), KILN_DTYPE_F64);
+        sq = i ? kiln_add(g, sq, t) : t;
+    }
+    kiln_value norm64 = kiln_sqrt(g, kiln_all_reduce(g, sq, KILN_REDUCE_SUM));
+    kiln_value max64 = kiln_scalar(g, KILN_DTYPE_F64, max_norm);
+    kiln_value keep = kiln_compare(g, norm64, max64, KILN_CMP_LT);
+    for (int i = 0; i < P; i++) {
+        kiln_dtype t = dtype_of(g, grads[i]);
+        kiln_value scaled = kiln_mul(g, kiln_div(g, grads[i], kiln_convert(g, norm64, t)),
+                                     kiln_convert(g, max64, t));
+        grads[i] = kiln_select(g, keep, grads[i], scaled);
+    }
+}
+
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err) {
-    bool stacked = s->stacked;
+    bool stacked = s->stacked, zero = s->all_reduce && s->shard_ranks > 1;
     int P = gpt_num_params_layout(cfg, stacked);
     /* a: params, m, v (3P); grads (P); outs (3P + 1, and 3 of loss scaling); per group: 4
-     * input lists, 3 output lists (7P) and the indices */
-    kiln_value *a = calloc((size_t)(14 * P + 4), sizeof *a);
+     * input lists, 3 output lists (7P) and the indices; ZeRO: the parameters' shards (P) */
+    kiln_value *a = calloc((size_t)(15 * P + 4), sizeof *a);
     int *idxs = calloc((size_t)P, sizeof *idxs);
     if (!a || !idxs) {
         free(a), free(idxs);
@@ -611,6 +756,7 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
         return KILN_STATUS_HOST_OOM;
     }
     kiln_value *grads = a + 3 * P, *outs = a + 4 * P, *lists = a + 7 * P + 4;
+    kiln_value *pshard = a + 14 * P + 4;
     gpt_make_params_layout(g, cfg, stacked, dtype, a);
     char name[GPT_NAME_MAX + 8];
     for (int k = 1; k < 3; k++)
@@ -620,6 +766,12 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
             char pn[GPT_NAME_MAX];
             gpt_param_info_layout(cfg, stacked, i, pn, &rank, dims);
             snprintf(name, sizeof name, "opt.%c.%s", "mv"[k - 1], pn);
+            if (zero) { /* this replica's shard of the flattened moment */
+                int64_t n = dims[0] * (rank > 1 ? dims[1] : 1) * (rank > 2 ? dims[2] : 1);
+                int64_t sh = gpt_zero_shard(n, s->shard_ranks);
+                a[k * P + i] = kiln_parameter(g, name, dtype, 1, &sh);
+                continue;
+            }
             a[k * P + i] = kiln_parameter(g, name, dtype, rank, dims);
         }
     int64_t bt[2] = {s->batch, s->seq};
@@ -633,6 +785,8 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
     if (scaled) ls.scale = kiln_parameter(g, "loss_scale", KILN_DTYPE_F32, 0, NULL);
     if (s->loss_scaling == GPT_LOSS_SCALING_DYNAMIC)
         ls.good_steps = kiln_parameter(g, "loss_scale_good", KILN_DTYPE_I32, 0, NULL);
+    kiln_value shard_rank =
+        zero ? kiln_parameter(g, "shard_rank", KILN_DTYPE_I32, 0, NULL) : (kiln_value){0};
 
     gpt_trace_options to = {.hook = s->hook,
                             .compute = s->compute,
@@ -644,7 +798,10 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
     /* Data parallel: each replica's loss is the mean over its shard of the batch, so the
      * mean of the replicas' gradients is the gradient of the whole batch's mean loss, and
      * clipping and AdamW then see exactly what one process on the whole batch would. */
-    if (s->all_reduce) {
+    if (zero) {
+        zero_scatter(g, cfg, stacked, dtype, s, shard_rank, a, grads, pshard);
+        loss = kiln_all_reduce(g, loss, KILN_REDUCE_MEAN);
+    } else if (s->all_reduce) {
         all_reduce_buckets(g, cfg, stacked, dtype, s->bucket_bytes, grads);
         loss = kiln_all_reduce(g, loss, KILN_REDUCE_MEAN);
     }
@@ -652,7 +809,9 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
      * skips the step alike. */
     kiln_value finite = {0}, new_scale = {0}, new_good = {0};
     if (scaled) kiln_loss_scale_unscale(g, &ls, P, grads, grads, &finite, &new_scale, &new_good);
-    if (s->clip > 0)
+    if (s->clip > 0 && zero)
+        zero_clip(g, s->clip, P, grads);
+    else if (s->clip > 0)
         kiln_optim_clip_by_global_norm(g, kiln_scalar(g, KILN_DTYPE_F64, s->clip), P, grads, grads,
                                        NULL);
     /* Two AdamW groups, as torch's param_groups: the decayed matrices and the undecayed
@@ -665,7 +824,7 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
         kiln_value *gp = lists, *gg = lists + P, *gm = lists + 2 * P, *gv = lists + 3 * P;
         kiln_value *np = lists + 4 * P, *nm = lists + 5 * P, *nv = lists + 6 * P;
         for (int j = 0; j < k; j++) {
-            gp[j] = a[idxs[j]], gg[j] = grads[idxs[j]];
+            gp[j] = zero ? pshard[idxs[j]] : a[idxs[j]], gg[j] = grads[idxs[j]];
             gm[j] = a[P + idxs[j]], gv[j] = a[2 * P + idxs[j]];
         }
         kiln_adamw_options o = {
@@ -684,6 +843,7 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
         for (int j = 0; j < k; j++)
             outs[idxs[j]] = np[j], outs[P + idxs[j]] = nm[j], outs[2 * P + idxs[j]] = nv[j];
     }
+    if (zero) zero_gather(g, cfg, stacked, dtype, s, outs);
     outs[3 * P] = loss;
     int n_out = 3 * P + 1;
     if (scaled) outs[n_out++] = kiln_add(g, step, kiln_convert(g, finite, KILN_DTYPE_I32));

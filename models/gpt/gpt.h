@@ -196,9 +196,25 @@ typedef struct gpt_step_spec {
      * in place; the loss and gradients are their mean, the unsplit step's to rounding. The
      * peak holds one micro-batch's activations. 0 or 1: none. */
     int micro_batches;
+    /* ZeRO (docs/scaling.md): > 1, with all_reduce, shards the AdamW moments over this many
+     * replicas. Each parameter is flattened and padded with zeros to a multiple of
+     * shard_ranks; replica r owns elements [r s, (r+1) s) of it (s = ceil(n / ranks)):
+     * the m and v arguments and outputs are those shards ([s], 1-D), the update runs on
+     * the shard, and the new parameters are all-gathered, so the params outputs stay
+     * whole. A further rank-0 i32 argument after the others is the replica's rank.
+     * zero_stage 2 (or 0) reduce-scatters the gradients, so only their shard is summed
+     * into each replica; 1 all-reduces them whole and each replica slices its shard.
+     * Gradients travel in buckets of bucket_bytes as for the all-reduce. Loss scaling is
+     * not supported with it. */
+    int shard_ranks;
+    int zero_stage;
 } gpt_step_spec;
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err);
+/* ZeRO's shard of a parameter of n elements over `ranks` replicas: ceil(n / ranks)
+ * elements (n for one replica); replica r owns [r s, (r + 1) s) of the zero-padded flat
+ * parameter. */
+int64_t gpt_zero_shard(int64_t n, int ranks);
 
 /* The learning-rate schedules after the warmup (torch's and optax's names). */
 typedef enum gpt_schedule {
@@ -290,6 +306,14 @@ typedef struct gpt_train_options {
     /* Each all-reduce completes where it stands (kiln_compile_options.disable_overlap)
      * instead of overlapping the rest of the backward pass. */
     bool no_overlap;
+    /* ZeRO (gpt_step_spec.shard_ranks; docs/scaling.md): with several ranks, each keeps
+     * only its 1/N shard of the AdamW moments and updates only its shard of the
+     * parameters, which are then all-gathered. zero_stage 2 (0 counts as 2) also
+     * reduce-scatters the gradients; 1 all-reduces them. Checkpoints stay whole (the
+     * moments gathered to save, re-sharded at resume), so sharded and unsharded runs
+     * resume each other. Not part of the recipe; excludes loss scaling (f16). */
+    bool shard_optimizer;
+    int zero_stage;
     /* AdamW and the schedule (gpt_train_defaults: 0.9, 0.95, 1e-8, cosine, min_lr NaN =
      * lr / 10). Part of the recipe a checkpoint records. */
     double beta1, beta2, eps;

@@ -53,6 +53,7 @@ void gpt_train_defaults(gpt_train_options *o) {
     o->schedule = GPT_SCHEDULE_COSINE, o->min_lr = NAN;
     o->dtype = KILN_DTYPE_F32, o->loss_scaling = GPT_LOSS_SCALING_AUTO;
     o->loss_scale = 65536, o->loss_scale_growth_interval = 2000;
+    o->zero_stage = 2;
 }
 
 /* The dtype the model computes in (0: f32). */
@@ -157,7 +158,12 @@ typedef struct run {
     int GB;               /* the global batch: B on each of the `ranks` replicas */
     int rank, ranks, dev; /* data parallel: this replica, how many, its device */
     kiln_comm *comm;      /* NULL: one replica */
-    kiln_array **state;   /* params, m, v: 3P */
+    /* ZeRO (gpt_train_options.shard_optimizer): the replicas the moments are sharded over
+     * (0: not sharded); m and v in state are then this rank's flat shards
+     * (gpt_zero_shard), the parameters whole */
+    int zero, zero_stage;
+    bool saves;         /* the run writes checkpoints (rank 0's out_dir): every rank gathers */
+    kiln_array **state; /* params, m, v: 3P */
     kiln_executable *step, *eval;
     gpt_data data;
     char data_path[4200]; /* the corpus as the checkpoint records it ("": the default) */
@@ -196,7 +202,7 @@ static void state_free(run *r) {
     r->state = NULL;
 }
 
-static kiln_status save(run *r, const char *path) {
+static kiln_status save_moments(run *r, const char *path, kiln_array **mv) {
     char step[24], seed[24], rng[24], batch[24], steps[24], warm[24], lr[32], wd[32], clip[32];
     char dbytes[24], dhash[24], b1[32], b2[32], eps[32], minlr[32];
     char ls0[32], lsi[24], lsn[32], lsg[24], applied[24];
@@ -234,8 +240,8 @@ static kiln_status save(run *r, const char *path) {
         lsi, "loss_scale", lsn, "loss_scale_good_steps", lsg, "optimizer_steps", applied};
     int n_kv = (int)(sizeof kv / sizeof kv[0]) / 2, Pu = gpt_num_params(&r->cfg);
     if (!r->stacked)
-        return gpt_checkpoint_save(r->ctx, path, &r->cfg, r->state, r->state + r->P,
-                                   r->state + 2 * r->P, n_kv, kv, r->err);
+        return gpt_checkpoint_save(r->ctx, path, &r->cfg, r->state, mv, mv + r->P, n_kv, kv,
+                                   r->err);
     /* the file is per layer whatever the run holds */
     kiln_array **per = calloc((size_t)(3 * Pu), sizeof *per);
     if (!per) {
@@ -243,12 +249,92 @@ static kiln_status save(run *r, const char *path) {
         return KILN_STATUS_HOST_OOM;
     }
     for (int k = 0; k < 3 && !st; k++)
-        st = gpt_params_unstack(r->ctx, &r->cfg, r->state + k * r->P, per + k * Pu, r->err);
+        st = gpt_params_unstack(r->ctx, &r->cfg, k ? mv + (k - 1) * r->P : r->state, per + k * Pu,
+                                r->err);
     if (!st)
         st = gpt_checkpoint_save(r->ctx, path, &r->cfg, per, per + Pu, per + 2 * Pu, n_kv, kv,
                                  r->err);
     for (int i = 0; i < 3 * Pu; i++) kiln_array_destroy(per[i]);
     free(per);
+    return st;
+}
+
+/* --------------------------------------------------------------- ZeRO ---- */
+
+/* Parameter i's elements and shape in the run's layout. */
+static int64_t param_shape(const run *r, int i, int *rank, int64_t *dims) {
+    char name[GPT_NAME_MAX];
+    dims[0] = dims[1] = dims[2] = 1;
+    gpt_param_info_layout(&r->cfg, r->stacked, i, name, rank, dims);
+    return dims[0] * (*rank > 1 ? dims[1] : 1) * (*rank > 2 ? dims[2] : 1);
+}
+
+/* Checkpoints hold whole moments whatever the run: a sharded run cuts its rank's shard out
+ * of each loaded (or zero) moment, replacing it in state (gpt_zero_shard's layout). */
+static kiln_status shard_moments(run *r) {
+    kiln_status st = KILN_STATUS_OK;
+    for (int i = r->P; i < 3 * r->P && !st; i++) {
+        int rank;
+        int64_t dims[3], n = param_shape(r, i % r->P, &rank, dims);
+        int64_t sh = gpt_zero_shard(n, r->zero), lo = r->rank * sh;
+        float *whole = calloc((size_t)(r->zero * sh), sizeof *whole);
+        if (!whole) {
+            gpt_errf(r->err, "out of host memory");
+            return KILN_STATUS_HOST_OOM;
+        }
+        kiln_array *a = NULL;
+        st = kiln_array_copy_to_host(r->state[i], whole, (size_t)n * sizeof *whole);
+        if (!st) st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, 1, &sh, whole + lo, &a);
+        free(whole);
+        if (st) {
+            gpt_errf(r->err, "sharding the optimiser state: %s", kiln_last_error(r->ctx));
+            return st;
+        }
+        kiln_array_destroy(r->state[i]);
+        r->state[i] = a;
+    }
+    return st;
+}
+
+/* The whole moments of a sharded run, into mv (2P arrays on this rank's device, in the
+ * run's layout): every rank's shards all-gathered (a collective: every rank calls it at
+ * the same save points), cut back to each parameter's shape. */
+static kiln_status gather_moments(run *r, kiln_array **mv) {
+    kiln_status st = KILN_STATUS_OK;
+    for (int i = r->P; i < 3 * r->P && !st; i++) {
+        int rank;
+        int64_t dims[3], n = param_shape(r, i % r->P, &rank, dims);
+        int64_t sh = gpt_zero_shard(n, r->zero);
+        float *buf = malloc((size_t)(r->zero + 1) * (size_t)sh * sizeof *buf);
+        if (!buf) {
+            gpt_errf(r->err, "out of host memory");
+            return KILN_STATUS_HOST_OOM;
+        }
+        float *all = buf + sh;
+        st = kiln_array_copy_to_host(r->state[i], buf, (size_t)sh * sizeof *buf);
+        if (!st) st = kiln_comm_all_gather(r->comm, KILN_DTYPE_F32, buf, all, sh);
+        if (!st)
+            st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, rank, dims, all,
+                                      &mv[i - r->P]);
+        free(buf);
+        if (st) gpt_errf(r->err, "gathering the optimiser state: %s", kiln_last_error(r->ctx));
+    }
+    return st;
+}
+
+/* A save point, reached by every rank alike: path is rank 0's file (NULL on the others,
+ * which only take part in gathering a sharded run's moments). */
+static kiln_status save(run *r, const char *path) {
+    if (!r->zero) return path ? save_moments(r, path, r->state + r->P) : KILN_STATUS_OK;
+    kiln_array **mv = calloc((size_t)(2 * r->P), sizeof *mv);
+    if (!mv) {
+        gpt_errf(r->err, "out of host memory");
+        return KILN_STATUS_HOST_OOM;
+    }
+    kiln_status st = gather_moments(r, mv);
+    if (!st && path) st = save_moments(r, path, mv);
+    for (int i = 0; i < 2 * r->P; i++) kiln_array_destroy(mv[i]);
+    free(mv);
     return st;
 }
 
@@ -563,7 +649,9 @@ static kiln_status compile_step(run *r, int micro, bool recompute, uint64_t budg
                           .growth_interval = interval_of(r->o),
                           .scan_layers = r->o->scan_layers,
                           .stacked = r->stacked,
-                          .micro_batches = micro};
+                          .micro_batches = micro,
+                          .shard_ranks = r->zero,
+                          .zero_stage = r->zero_stage};
     gpt_train_options all = *r->o;
     if (recompute && !all.remat && !all.scan_layers)
         all.remat = true, all.remat_policy = KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE,
@@ -855,6 +943,11 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
     }
     human_bytes(ma->peak_bytes - (sum < ma->peak_bytes ? sum : ma->peak_bytes), b[0], sizeof b[0]);
     fprintf(p, "  %-18s %11s\n", "arena gaps", b[0]);
+    if (r->zero) /* the memory report names the sharded optimiser state */
+        fprintf(p,
+                "  (the optimiser state is this rank's 1/%d shard of the AdamW moments: ZeRO-%d, "
+                "--shard-optimizer)\n",
+                r->zero, r->zero_stage);
     human_bytes(res->planned_peak_bytes, b[0], sizeof b[0]);
     human_bytes(res->measured_peak_bytes, b[1], sizeof b[1]);
     fprintf(p, "peak device memory: %s planned, %s measured (the allocator's peak during a step)\n",
@@ -1002,6 +1095,16 @@ static kiln_status check_options(const gpt_train_options *o, char *err) {
                  (int)o->loss_scaling, o->loss_scale, (long long)o->loss_scale_growth_interval);
         return KILN_STATUS_INVALID_ARGUMENT;
     }
+    if (o->shard_optimizer &&
+        (o->zero_stage < 0 || o->zero_stage > 2 || scaling_of(o) != GPT_LOSS_SCALING_NONE)) {
+        gpt_errf(err,
+                 "gpt_train: shard_optimizer needs zero_stage 1 or 2 (0: 2), not %d, and no loss "
+                 "scaling (dtype %s, loss scaling %s): a skipped step would need every rank's "
+                 "verdict, which the sharded step does not gather yet",
+                 o->zero_stage, kiln_dtype_name(compute_of(o)),
+                 gpt_loss_scaling_name(scaling_of(o)));
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
     if (o->model.vocab != 256) {
         gpt_errf(err, "gpt_train: the corpus is bytes, so vocab must be 256 (not %d)",
                  o->model.vocab);
@@ -1036,7 +1139,11 @@ static kiln_status check_fits(run *r, const kiln_memory_analysis *ma) {
     if (kiln_device_get_memory_stats(r->ctx, r->dev, &ms) || !ms.bytes_limit) return KILN_STATUS_OK;
     kiln_memory_analysis ea = {0};
     if (r->eval) kiln_executable_get_memory_analysis(r->eval, &ea);
-    uint64_t state = 3 * (uint64_t)gpt_count_scalars(&r->cfg) * sizeof(float);
+    /* ZeRO: the moments are a shard (1/N, up to padding) */
+    uint64_t nsc = (uint64_t)gpt_count_scalars(&r->cfg);
+    uint64_t state =
+        (nsc + 2 * (r->zero ? (nsc + (uint64_t)r->zero - 1) / (uint64_t)r->zero : nsc)) *
+        sizeof(float);
     uint64_t eval_extra = ea.temp_bytes + ea.output_bytes;
     uint64_t need = ma->peak_bytes > state + eval_extra ? ma->peak_bytes : state + eval_extra;
     if (need <= ms.bytes_limit) return KILN_STATUS_OK;
@@ -1083,6 +1190,10 @@ static kiln_status scalar_args(run *r, int64_t s, kiln_array **a) {
         st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, 0, NULL, &r->scale, &a[2]);
     if (!st && scale_args(r) > 1)
         st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_I32, 0, NULL, &r->good, &a[3]);
+    int32_t rank = r->rank; /* ZeRO: whose shards this replica updates (after the others) */
+    if (!st && r->zero)
+        st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_I32, 0, NULL, &rank,
+                                  &a[2 + scale_args(r)]);
     return st;
 }
 
@@ -1102,7 +1213,8 @@ static kiln_status read_scale_outs(run *r, kiln_array **outs) {
 
 static kiln_status run_step(run *r, int64_t s, int32_t *tok, kiln_array **args, float *loss,
                             double *ms, uint64_t *peak, bool *torn) {
-    int P = r->P, nargs = 3 * P + 4 + scale_args(r), nouts = 3 * P + 1 + scale_outs(r);
+    int P = r->P, nargs = 3 * P + 4 + scale_args(r) + (r->zero > 0),
+        nouts = 3 * P + 1 + scale_outs(r);
     kiln_context *ctx = r->ctx;
     kiln_status st = next_batch(r, s, tok);
     if (st) return st;
@@ -1197,11 +1309,11 @@ static kiln_status train_loop(run *r, gpt_train_result *res, const kiln_memory_a
         if (progress(r, s + 1, loss, val, ma->peak_bytes, res->measured_peak_bytes, last) &&
             (st = gpt_log_flush(&r->log, r->err)))
             return st;
-        if (o->save_every > 0 && (s + 1) % o->save_every == 0 && !last && o->out_dir) {
+        if (o->save_every > 0 && (s + 1) % o->save_every == 0 && !last && r->saves) {
             char path[4200];
-            snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
+            if (o->out_dir) snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
             /* a state that cannot be saved (non-finite values) has diverged */
-            if ((st = save(r, path))) {
+            if ((st = save(r, o->out_dir ? path : NULL))) {
                 *diverged = st == KILN_STATUS_INVALID_ARGUMENT;
                 return st;
             }
@@ -1217,12 +1329,11 @@ static kiln_status finish(run *r, kiln_status st, bool diverged, gpt_train_resul
                           const kiln_executable_info *ei) {
     const gpt_train_options *o = r->o;
     char *err = r->err, e2[GPT_ERR_SIZE];
-    if (o->out_dir && !diverged && r->state && r->state[0] &&
-        !kiln_array_is_consumed(r->state[0])) {
+    if (r->saves && !diverged && r->state && r->state[0] && !kiln_array_is_consumed(r->state[0])) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
+        if (o->out_dir) snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
         r->err = st ? e2 : err; /* after a failure, keep the first error's message */
-        kiln_status s2 = save(r, path);
+        kiln_status s2 = save(r, o->out_dir ? path : NULL);
         if (!st) st = s2;
         r->err = err;
     }
@@ -1288,6 +1399,9 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
     r->comm = o->comm, r->dev = o->device;
     r->rank = kiln_comm_get_rank(o->comm), r->ranks = kiln_comm_get_size(o->comm);
     r->GB = o->batch, r->B = o->batch / r->ranks;
+    r->zero = o->shard_optimizer && r->ranks > 1 ? r->ranks : 0; /* one replica: nothing to shard */
+    r->zero_stage = o->zero_stage ? o->zero_stage : 2;
+    r->saves = o_in->out_dir != NULL;
     res->params = gpt_count_scalars(&r->cfg);
     kiln_array **args = NULL;
     int32_t *tok = NULL;
@@ -1322,7 +1436,9 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
     if (r->eval) kiln_executable_get_info(r->eval, &ei);
     res->planned_peak_bytes = ma.peak_bytes;
     res->micro_batches = r->micro;
-    if ((st = check_fits(r, &ma)) || (st = load_state(r)) || (st = state_to_device(r))) goto out;
+    if ((st = check_fits(r, &ma)) || (st = load_state(r)) || (st = state_to_device(r)) ||
+        (r->zero && (st = shard_moments(r))))
+        goto out;
     res->steps_done = r->done;
     if (o->out_dir && (st = gpt_log_open(&r->log, o->out_dir, r->done, err))) goto out;
     st = train_loop(r, res, &ma, args, tok, &diverged);

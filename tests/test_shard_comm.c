@@ -279,6 +279,27 @@ static void test_vjp(void) {
     kiln_graph_destroy(g);
 }
 
+/* The text form: printed with the reduction and the group size, read back the same. */
+static void test_text(void) {
+    const char *text = "graph t(%1: f32[8] \"x\") {\n"
+                       "  %1 = parameter 0 \"x\" : f32[8]\n"
+                       "  %2 = reduce_scatter(%1) mean ranks=4 : f32[2]\n"
+                       "  %3 = all_gather(%2) ranks=4 : f32[8]\n"
+                       "  return (%3)\n}\n";
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_parse(ctx, text, strlen(text), "t.kir", &g));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (g && f) CHECK_OK(ctx, kiln_graph_print(g, f));
+    if (f) fclose(f);
+    CHECK_MSG(buf && strstr(buf, "reduce_scatter(%1) mean ranks=4 : f32[2]") &&
+                  strstr(buf, "all_gather(%2) ranks=4 : f32[8]"),
+              "printed: %s", buf ? buf : "(nothing)");
+    free(buf);
+    kiln_graph_destroy(g);
+}
+
 /* Bad shapes and group sizes are refused, naming the numbers; ranks calling different
  * collectives fail every rank of the group. */
 static void test_errors(void) {
@@ -348,6 +369,7 @@ int main(void) {
     RUN(test_host_calls);
     RUN(test_programs);
     RUN(test_vjp);
+    RUN(test_text);
     RUN(test_errors);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);

@@ -1049,7 +1049,17 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
     for (int c = 0; c <= KILN_MEMORY_CLASS_TEMPORARY; c++)
         fprintf(f, "%s\"%s\": %llu", c ? ", " : "", kiln_memory_class_name((kiln_memory_class)c),
                 (unsigned long long)ma->class_bytes_at_peak[c]);
-    fprintf(f, "}\n}\n");
+    /* data parallel: the ranks, and this rank's optimiser state (the moments it holds:
+     * 1/N of them with ZeRO, each parameter padded to a multiple of N) */
+    uint64_t held = 0;
+    for (int i = 0; i < r->P; i++) {
+        int rank;
+        int64_t dims[3], n = param_shape(r, i, &rank, dims);
+        held += 2 * sizeof(float) * (uint64_t)gpt_zero_shard(n, r->zero ? r->zero : 1);
+    }
+    fprintf(
+        f, "},\n  \"ranks\": %d, \"zero_stage\": %d, \"optimizer_state_bytes_per_rank\": %llu\n}\n",
+        r->ranks, r->zero ? r->zero_stage : 0, (unsigned long long)held);
     return gpt_out_close(f, &out, r->err);
 }
 

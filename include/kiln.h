@@ -1095,10 +1095,11 @@ KILN_API kiln_status kiln_custom_vjp(kiln_graph *g, kiln_fn fwd, kiln_fn bwd, vo
  * count must be n_out). Then a batching rule per op (docs/autodiff.md, "vmap"; the kind of
  * each op's rule in docs/ops.md) rewrites fn's ops into ops of g over the whole batch: an
  * op none of whose inputs is batched is emitted as it is; elementwise, shape, reduction,
- * dot, indexing with unbatched starts, sorting, attention and collective ops get direct
- * batched forms; the rest (control flow inside fn, dynamic_slice with batched starts, a pad
- * value that is batched) fall back to a kiln_scan over the batch axis that runs the op once
- * per example: correct, but a loop (JAX's sequential fallback).
+ * dot, indexing with unbatched starts, sorting, attention, collective ops and control flow
+ * (a loop or branch inside fn runs once, over batched bodies, as in JAX) get direct batched
+ * forms; the rest (dynamic_slice with batched starts, a pad value that is batched) fall back
+ * to a kiln_scan over the batch axis that runs the op once per example: correct, but a loop
+ * (JAX's sequential fallback).
  *
  * in_axes[i] is the axis of args[i] that is batched, in [0, rank), or KILN_VMAP_NONE; NULL
  * means 0 for every arg. Negative axes are refused (-1 is KILN_VMAP_NONE, so counting from

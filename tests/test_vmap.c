@@ -348,6 +348,79 @@ FN(f_while, {
     return 1;
 })
 
+/* a scan whose carry starts unbatched (zeros) and picks up the batch from its xs; a
+ * capture batched, the xs not */
+static int scan_cap_body(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
+    (void)n;
+    const kiln_value *outer = user;
+    kiln_value c = kiln_capture(g, *outer);
+    o[0] = kiln_add(g, kiln_mul(g, x[0], c), x[1]);
+    o[1] = kiln_sin(g, x[1]); /* a y no batched value reaches */
+    return 2;
+}
+FN(f_scan_fix, {
+    kiln_value init = kiln_full(g, dtype_of(g, x[0]), 1, (const int64_t[]){3}, 0);
+    int no = 0;
+    kiln_value cap = x[1];
+    kiln_scan(g, scan_cap_body, &cap, 1, &init, 1, &x[0], NULL, &no, o);
+    return no;
+})
+/* a cond whose predicate is not batched (it reads the unbatched arg) */
+FN(f_cond_shared, {
+    kiln_value p = kiln_compare(g, kiln_reduce_sum(g, x[1], 0, NULL, false),
+                                kiln_scalar(g, dtype_of(g, x[1]), 0), KILN_CMP_GT);
+    int no = 0;
+    kiln_cond(g, p, br_true, br_false, NULL, 1, x, &no, o);
+    return no;
+})
+static int br_sq(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
+    (void)n, (void)user;
+    o[0] = kiln_mul(g, x[0], x[0]);
+    return 1;
+}
+/* a switch over three branches by a batched index (clamped: -5..5 reach every branch) */
+FN(f_switch, {
+    kiln_fn br[3] = {br_true, br_false, br_sq};
+    int no = 0;
+    kiln_switch(g, x[1], 3, br, NULL, 1, x, &no, o);
+    return no;
+})
+/* a while loop whose trip count differs per example: double x until its sum passes 8 */
+static int wb_cond(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
+    (void)n, (void)user;
+    o[0] = kiln_compare(g, kiln_reduce_sum(g, kiln_abs(g, x[0]), 0, NULL, false),
+                        kiln_scalar(g, dtype_of(g, x[0]), 8), KILN_CMP_LT);
+    return 1;
+}
+static int wb_body(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
+    (void)n, (void)user;
+    o[0] = kiln_add(g, kiln_mul(g, x[0], kiln_scalar(g, dtype_of(g, x[0]), 2)),
+                    kiln_scalar(g, dtype_of(g, x[0]), 0.25));
+    o[1] = kiln_add(g, x[1], kiln_scalar(g, KILN_DTYPE_I32, 1));
+    return 2;
+}
+FN(f_while_batched, {
+    kiln_value init[2] = {x[0], kiln_scalar(g, KILN_DTYPE_I32, 0)};
+    kiln_while_loop(g, wb_cond, wb_body, NULL, 2, init, o);
+    return 2;
+})
+/* per-example gradient through a scan: h = tanh(h * w + b) three times, w and b captured */
+static int scan_w_body(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
+    (void)n;
+    const kiln_value *wb = user;
+    o[0] = kiln_tanh(
+        g, kiln_add(g, kiln_mul(g, x[0], kiln_capture(g, wb[0])), kiln_capture(g, wb[1])));
+    return 1;
+}
+FN(f_scan_grad, {
+    kiln_value wb[2] = {x[0], x[2]}, h;
+    int no = 0;
+    kiln_scan(g, scan_w_body, wb, 1, &x[1], 0, NULL, &(kiln_scan_options){.length = 3}, &no, &h);
+    kiln_value l = kiln_reduce_sum(g, kiln_square(g, h), 0, NULL, false);
+    kiln_grad(g, l, 2, wb, o);
+    return 2;
+})
+
 /* nested: the inner vmap over the rows of one example */
 static int inner_row(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
     (void)n, (void)user;
@@ -447,9 +520,19 @@ static const vcase cases[] = {
      {DIMS(2, 3, 2, 2), DIMS(2, 3, 2, 2), DIMS(2, 3, 2, 2)}, {2, NONE, 0}, 1, {1}, true, false},
     {"all_reduce", f_all_reduce, 1, {F}, {2}, {DIMS(2, 3)}, {1}, 1, {0}, true, false},
     {"scan_inside", f_scan, 2, {F, F}, {2, 1}, {DIMS(4, 3), DIMS(3)}, {1, 0}, 2, {0, 1}, true,
-     true},
-    {"cond_inside", f_cond, 1, {F}, {1}, {DIMS(4)}, {0}, 1, {1}, true, true},
-    {"while_inside", f_while, 1, {F}, {1}, {DIMS(4)}, {0}, 1, {0}, true, true},
+     false},
+    {"scan_carry_fixpoint", f_scan_fix, 2, {F, F}, {2, 1}, {DIMS(4, 3), DIMS(3)}, {NONE, 0}, 2,
+     {0, 1}, true, false},
+    {"cond_inside", f_cond, 1, {F}, {1}, {DIMS(4)}, {0}, 1, {1}, true, false},
+    {"cond_shared_predicate", f_cond_shared, 2, {F, F}, {1, 1}, {DIMS(4), DIMS(4)}, {0, NONE}, 1,
+     {0}, true, false},
+    {"switch_batched_index", f_switch, 2, {F, KILN_DTYPE_I32}, {1, 0}, {DIMS(4), DIMS(0)}, {0, 0},
+     1, {0}, true, false},
+    {"while_inside", f_while, 1, {F}, {1}, {DIMS(4)}, {0}, 1, {0}, true, false},
+    {"while_batched_predicate", f_while_batched, 1, {F}, {1}, {DIMS(3)}, {0}, 2, {0, 0}, true,
+     false},
+    {"scan_grad", f_scan_grad, 3, {F, F, F}, {1, 1, 1}, {DIMS(4), DIMS(4), DIMS(4)}, {NONE, 0, 0},
+     2, {0, 0}, true, false},
     {"nested", f_nested, 2, {F, F}, {2, 0}, {DIMS(4, 3), DIMS(0)}, {1, 0}, 1, {1}, true, false},
     {"grad", f_grad, 3, {F, F, F}, {1, 1, 0}, {DIMS(4), DIMS(4), DIMS(0)}, {NONE, 0, 0}, 2,
      {0, 0}, true, false},
@@ -576,6 +659,57 @@ static void test_grad_of_vmap(void) {
     }
     kiln_graph_destroy(g);
     kiln_context_destroy(ctx);
+}
+
+/* kiln_grad of sum(outs^2) over a kiln_vmap of f whose ops include control flow (the
+ * batched scan's and cond's VJPs), for every arg, against central differences in f64. */
+static void grad_fd_check(const char *name, kiln_fn f, int n, const int *rank,
+                          int64_t (*dims)[KILN_MAX_RANK], const int *in_axes, int n_out) {
+    kiln_context *ctx = test_context();
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, name, &g);
+    kiln_value p[MAX_IN], y[MAX_IN], o[1 + MAX_IN];
+    for (int i = 0; i < n; i++) p[i] = kiln_parameter(g, "p", KILN_DTYPE_F64, rank[i], dims[i]);
+    CHECK_OK(ctx, kiln_vmap(g, f, NULL, n, p, in_axes, n_out, NULL, y));
+    o[0] = kiln_reduce_sum(g, kiln_square(g, y[0]), 0, NULL, false);
+    for (int j = 1; j < n_out; j++)
+        o[0] = kiln_add(g, o[0], kiln_reduce_sum(g, kiln_square(g, y[j]), 0, NULL, false));
+    CHECK_OK(ctx, kiln_grad(g, o[0], n, p, o + 1));
+    CHECK_OK(ctx, kiln_graph_finish(g, 1 + n, o));
+    double *vals[MAX_IN];
+    for (int i = 0; i < n; i++) {
+        int64_t m = numel(rank[i], dims[i]);
+        vals[i] = malloc((size_t)m * sizeof(double));
+        for (int64_t e = 0; e < m; e++) vals[i][e] = 0.8 * sin(1.7 * (double)e + i + 0.3);
+    }
+    double h = 1e-6;
+    for (int i = 0; i < n; i++)
+        for (int64_t e = 0; e < numel(rank[i], dims[i]); e++) {
+            double got = eval_at(ctx, g, n, rank, dims, vals, 1 + i, e), v0 = vals[i][e];
+            vals[i][e] = v0 + h;
+            double up = eval_at(ctx, g, n, rank, dims, vals, 0, 0);
+            vals[i][e] = v0 - h;
+            double dn = eval_at(ctx, g, n, rank, dims, vals, 0, 0);
+            vals[i][e] = v0;
+            double fd = (up - dn) / (2 * h);
+            CHECK_MSG(fabs(got - fd) <= 1e-6 * (1 + fabs(fd)),
+                      "%s: d/d arg %d [%lld]: %.12g, fd %.12g", name, i, (long long)e, got, fd);
+        }
+    for (int i = 0; i < n; i++) free(vals[i]);
+    kiln_graph_destroy(g);
+    kiln_context_destroy(ctx);
+}
+
+static void test_grad_of_vmap_control(void) {
+    int r2[2] = {2, 2};
+    int64_t d2[2][KILN_MAX_RANK] = {{4, 3}, {B, 3}};
+    grad_fd_check("scan", f_scan_fix, 2, r2, d2, (const int[]){NONE, 0}, 2);
+    int r1[2] = {2, 1};
+    int64_t d1[2][KILN_MAX_RANK] = {{B, 4}, {4}};
+    grad_fd_check("cond", f_cond_shared, 2, r1, d1, (const int[]){0, NONE}, 1);
+    int rs[1] = {2};
+    int64_t ds[1][KILN_MAX_RANK] = {{4, B}};
+    grad_fd_check("cond_batched", f_cond, 1, rs, ds, (const int[]){1}, 1);
 }
 
 /* ------------------------------------------------- captures and loops ---- */
@@ -785,6 +919,7 @@ int main(void) {
     RUN(test_cases_bf16);
     RUN(test_per_example_grad_fd);
     RUN(test_grad_of_vmap);
+    RUN(test_grad_of_vmap_control);
     RUN(test_vmap_in_scan);
     RUN(test_capture);
     RUN(test_errors);

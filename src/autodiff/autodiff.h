@@ -125,6 +125,22 @@ void ad_vmap_sequential(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *o
 kiln_value ad_vmap_moveaxis(ad_vmap *w, kiln_value x, int from, int to);
 kiln_value ad_vmap_reshape(ad_vmap *w, kiln_value x, int rank, const int64_t *dims);
 
+/* v (unbatched, of g) broadcast to [size, its dims...], errors named op. */
+kiln_value ad_vmap_broadcast(kiln_graph *g, const char *op, int64_t size, kiln_value v);
+/* For control flow (vmap_control.c): which outputs of sub-graph s depend on a batched
+ * parameter (param_batched[p] for each parameter; flags: scratch of s->n_nodes bytes). */
+void ad_vmap_deps(const kiln_graph *s, const uint8_t *param_batched, uint8_t *out_batched,
+                  uint8_t *flags);
+/* Sub-graph s batched into dst (which may be a new body being built): its parameter p is
+ * vals[p], batched at axis 0 when batched[p]; outs and out_batched receive its outputs. */
+kiln_status ad_vmap_subgraph(kiln_graph *dst, const kiln_graph *s, int64_t size,
+                             const kiln_value *vals, const uint8_t *batched, kiln_value *outs,
+                             uint8_t *out_batched);
+/* The batching rules of scan, cond and while (vmap_control.c). */
+void ad_vmap_scan(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out);
+void ad_vmap_cond(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out);
+void ad_vmap_while(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out);
+
 #define AD_VMAP_OP "kiln_vmap"
 
 #endif

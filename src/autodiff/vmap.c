@@ -67,19 +67,22 @@ kiln_value ad_vmap_reshape(ad_vmap *w, kiln_value x, int rank, const int64_t *di
     return trace_emit(w->g, w->op, &t, &x.id, 1);
 }
 
-/* v (unbatched, of g) broadcast to [B, its dims...]. */
-static kiln_value batch_broadcast(ad_vmap *w, kiln_value v) {
+kiln_value ad_vmap_broadcast(kiln_graph *g, const char *op, int64_t size, kiln_value v) {
     if (!v.id) return v;
-    const ir_node *n = &w->g->nodes[v.id];
+    const ir_node *n = &g->nodes[v.id];
     if (n->shape.rank + 1 > KILN_MAX_RANK)
-        return trace_fail_on(w->g, &v.id, 1, KILN_STATUS_SHAPE, w->op,
+        return trace_fail_on(g, &v.id, 1, KILN_STATUS_SHAPE, op,
                              "a batch axis does not fit: rank %d is the most", KILN_MAX_RANK);
     ir_node t = {.op = IR_BROADCAST};
     t.shape.rank = n->shape.rank + 1;
-    t.shape.dims[0] = w->size;
+    t.shape.dims[0] = size;
     for (int i = 0; i < n->shape.rank; i++)
         t.shape.dims[i + 1] = n->shape.dims[i], t.a.bcast_dims[i] = i + 1;
-    return trace_emit(w->g, w->op, &t, &v.id, 1);
+    return trace_emit(g, op, &t, &v.id, 1);
+}
+
+static kiln_value batch_broadcast(ad_vmap *w, kiln_value v) {
+    return ad_vmap_broadcast(w->g, w->op, w->size, v);
 }
 
 kiln_value ad_vmap_in(ad_vmap *w, const ir_node *n, uint32_t k) {
@@ -228,6 +231,43 @@ static void walk(ad_vmap *w, const uint8_t *used) {
     }
     w->g->cur_file = file, w->g->cur_line = line;
     snprintf(w->op, sizeof w->op, "%s", AD_VMAP_OP);
+}
+
+void ad_vmap_deps(const kiln_graph *s, const uint8_t *param_batched, uint8_t *out_batched,
+                  uint8_t *flags) {
+    memset(flags, 0, s->n_nodes);
+    for (uint32_t p = 0; p < s->n_params; p++) flags[s->params[p]] = param_batched[p];
+    for (uint32_t id = 1; id < s->n_nodes; id++) {
+        const ir_node *n = &s->nodes[id];
+        const uint32_t *in = ir_in(n);
+        for (uint32_t k = 0; k < n->n_in && !flags[id]; k++) flags[id] = flags[in[k]];
+    }
+    for (uint32_t j = 0; j < s->n_outputs; j++) out_batched[j] = flags[s->outputs[j]];
+}
+
+kiln_status ad_vmap_subgraph(kiln_graph *dst, const kiln_graph *s, int64_t size,
+                             const kiln_value *vals, const uint8_t *batched, kiln_value *outs,
+                             uint8_t *out_batched) {
+    ad_vmap w = {.g = dst, .s = s, .size = size};
+    uint8_t *used = host_calloc(dst->ctx, s->n_nodes, 1);
+    w.map = host_calloc(dst->ctx, s->n_nodes, sizeof *w.map);
+    w.batched = host_calloc(dst->ctx, s->n_nodes, 1);
+    snprintf(w.op, sizeof w.op, "%s", AD_VMAP_OP);
+    if (!used || !w.map || !w.batched) {
+        trace_fail(dst, KILN_STATUS_HOST_OOM, AD_VMAP_OP, "host allocation for %u nodes failed",
+                   s->n_nodes);
+    } else {
+        mark_used(s, used);
+        for (uint32_t p = 0; p < s->n_params; p++)
+            w.map[s->params[p]] = vals[p], w.batched[s->params[p]] = batched[p];
+        walk(&w, used);
+        for (uint32_t j = 0; j < s->n_outputs && !dst->status; j++)
+            outs[j] = w.map[s->outputs[j]], out_batched[j] = w.batched[s->outputs[j]];
+    }
+    if (used) host_free(dst->ctx, used, s->n_nodes);
+    if (w.map) host_free(dst->ctx, w.map, (size_t)s->n_nodes * sizeof *w.map);
+    if (w.batched) host_free(dst->ctx, w.batched, s->n_nodes);
+    return dst->status;
 }
 
 /* ------------------------------------------------------------ the call ---- */

@@ -6,9 +6,9 @@
  * prepend the batch dimension (jax.vmap's batching rules, with its choice of moving the
  * batch axis to the front). Unbatched operands are broadcast to [B, ...] where the op needs
  * every operand batched (elementwise ops; fusion inlines the broadcast, so no buffer of B
- * copies is made for them). The ops with no direct rule (control flow inside fn,
- * dynamic_slice/dynamic_update_slice with batched starts, pad with a batched pad value) take
- * the sequential path, ad_vmap_sequential: a kiln_scan over the batch axis. */
+ * copies is made for them). Control flow has its rules in vmap_control.c. The ops with no
+ * direct rule (dynamic_slice/dynamic_update_slice with batched starts, pad with a batched
+ * pad value) take the sequential path, ad_vmap_sequential: a kiln_scan over the batch axis. */
 #include "autodiff.h"
 
 #include <string.h>
@@ -315,9 +315,15 @@ static const ad_vmap_entry entries[IR_NUM_OPS] = {
                                  NULL},
     [IR_ATTENTION] = {rule_attention, "leading batch dimension", NULL},
     [IR_ALL_REDUCE] = {rule_same, "unchanged (elementwise across replicas)", NULL},
-    [IR_WHILE] = SEQ,
-    [IR_SCAN] = SEQ,
-    [IR_COND] = SEQ,
+    [IR_WHILE] = {ad_vmap_while,
+                  "batched body (masked and run while any holds when the "
+                  "predicate is batched)",
+                  NULL},
+    [IR_SCAN] = {ad_vmap_scan, "batched body", NULL},
+    [IR_COND] = {ad_vmap_cond,
+                 "batched branches (all run and selected when the index is "
+                 "batched)",
+                 NULL},
     [IR_RESULT] = {NULL, "batched with its control node",
                    "a result is batched with the control node that makes it"},
 };

@@ -1092,14 +1092,14 @@ KILN_API kiln_status kiln_custom_vjp(kiln_graph *g, kiln_fn fwd, kiln_fn bwd, vo
  * removed, or args[i]'s own type when in_axes[i] is KILN_VMAP_NONE (not batched, JAX's
  * None: every example sees the whole value). fn reads other values of g (weights) through
  * kiln_capture, as a loop body does; they are not batched. fn returns n_out values (its
- * count must be n_out). Then a batching rule per op (docs/autodiff.md, "vmap"; the kind of
+ * count must be n_out). Then a batching rule per op (docs/autodiff.md, "Batching"; the kind of
  * each op's rule in docs/ops.md) rewrites fn's ops into ops of g over the whole batch: an
  * op none of whose inputs is batched is emitted as it is; elementwise, shape, reduction,
- * dot, indexing with unbatched starts, sorting, attention, collective ops and control flow
- * (a loop or branch inside fn runs once, over batched bodies, as in JAX) get direct batched
- * forms; the rest (dynamic_slice with batched starts, a pad value that is batched) fall back
- * to a kiln_scan over the batch axis that runs the op once per example: correct, but a loop
- * (JAX's sequential fallback).
+ * dot, indexing (batched indices and starts become gathers over the flattened batch),
+ * sorting, attention, collective ops and control flow (a loop or branch inside fn runs once,
+ * over batched bodies, as in JAX) get direct batched forms, none of them a loop over the
+ * batch. An op without a direct rule would fall back to a kiln_scan over the batch axis that
+ * runs it once per example (JAX's sequential fallback): no op of the registry needs it now.
  *
  * in_axes[i] is the axis of args[i] that is batched, in [0, rank), or KILN_VMAP_NONE; NULL
  * means 0 for every arg. Negative axes are refused (-1 is KILN_VMAP_NONE, so counting from

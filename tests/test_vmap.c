@@ -300,7 +300,14 @@ FN(f_attention, {
 })
 FN(f_all_reduce, o[0] = kiln_all_reduce(g, kiln_exp(g, x[0]), KILN_REDUCE_SUM); return 1)
 
-/* control flow inside fn: the sequential path */
+FN(f_dslice_batched2, {
+    kiln_value st[2] = {x[2], kiln_neg(g, x[2])};
+    o[0] = kiln_dynamic_slice(g, x[0], 2, st, (const int64_t[]){3, 1});
+    o[1] = kiln_dynamic_update_slice(g, x[0], x[1], 2, st);
+    return 2;
+})
+
+/* control flow inside fn */
 static int scan_body(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
     (void)n, (void)user;
     o[0] = kiln_add(g, kiln_mul(g, x[0], kiln_scalar(g, dtype_of(g, x[0]), 0.5)), x[1]);
@@ -482,7 +489,9 @@ static const vcase cases[] = {
      false},
     {"pad", f_pad, 1, {F}, {2}, {DIMS(3, 4)}, {1}, 1, {0}, false, false},
     {"pad_batched_value", f_pad_batched, 2, {F, F}, {2, 0}, {DIMS(2, 3), DIMS(0)}, {0, 0}, 1,
-     {1}, false, true},
+     {1}, false, false},
+    {"pad_batched_value_only", f_pad_batched, 2, {F, F}, {2, 0}, {DIMS(2, 3), DIMS(0)}, {NONE, 0},
+     1, {0}, false, false},
     {"rev", f_rev, 1, {F}, {3}, {DIMS(2, 3, 2)}, {0}, 1, {0}, false, false},
     {"reduce", f_reduce, 1, {F}, {2}, {DIMS(3, 4)}, {1}, 4, {0, 0, 2, 1}, false, false},
     {"cumsum", f_cumsum, 1, {F}, {2}, {DIMS(3, 4)}, {0}, 2, {1, 0}, false, false},
@@ -513,7 +522,9 @@ static const vcase cases[] = {
     {"dynamic_slice", f_dslice, 2, {F, F}, {2, 2}, {DIMS(4, 5), DIMS(2, 2)}, {1, NONE}, 2,
      {0, 1}, false, false},
     {"dynamic_slice_batched_starts", f_dslice_batched, 3, {F, F, KILN_DTYPE_I32}, {2, 2, 0},
-     {DIMS(4, 5), DIMS(2, 2), DIMS(0)}, {0, 0, 0}, 2, {0, 2}, false, true},
+     {DIMS(4, 5), DIMS(2, 2), DIMS(0)}, {0, 0, 0}, 2, {0, 2}, false, false},
+    {"dynamic_slice_batched_starts_only", f_dslice_batched2, 3, {F, F, KILN_DTYPE_I64},
+     {2, 2, 0}, {DIMS(4, 5), DIMS(2, 3), DIMS(0)}, {NONE, NONE, 0}, 2, {1, 0}, false, false},
     {"attention3", f_attention, 3, {F, F, F}, {3, 3, 3},
      {DIMS(4, 2, 3), DIMS(4, 1, 3), DIMS(4, 1, 2)}, {0, 0, NONE}, 1, {0}, true, false},
     {"attention4", f_attention, 3, {F, F, F}, {4, 4, 4},
@@ -772,6 +783,82 @@ static void test_vmap_in_scan(void) {
     kiln_context_destroy(ctx);
 }
 
+/* ------------------------------------------------- the sequential path ---- */
+
+static int f_twice(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o);
+static int f_twice_neg(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
+    (void)n, (void)user;
+    o[0] = kiln_neg(g, x[0]);
+    o[1] = kiln_sin(g, x[0]);
+    return 2;
+}
+
+/* ad_vmap_sequential (the fallback row for an op with no direct rule) on node `id` of s,
+ * whose parameters are all batched, against the op's own rule: both emitted into one graph
+ * and interpreted on the same random batch. */
+static void check_sequential(kiln_context *ctx, kiln_graph *s, uint32_t id, uint64_t *seed) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "seq", &g);
+    ad_vmap w = {.g = g, .s = s, .size = B};
+    w.map = calloc(s->n_nodes, sizeof *w.map);
+    w.batched = calloc(s->n_nodes, 1);
+    kiln_array *args[MAX_IN] = {0};
+    for (uint32_t p = 0; p < s->n_params; p++) {
+        const ir_node *q = &s->nodes[s->params[p]];
+        int64_t d[KILN_MAX_RANK + 1];
+        with_batch(q->shape.rank, q->shape.dims, 0, d);
+        w.map[s->params[p]] = kiln_parameter(g, "x", q->dtype, q->shape.rank + 1, d);
+        w.batched[s->params[p]] = 1;
+        args[p] = cmp_random_array(ctx, q->dtype, q->shape.rank + 1, d, seed);
+    }
+    const ir_node *n = &s->nodes[id];
+    uint32_t count = ir_ops[n->op].kind == IRK_CONTROL ? ir_control_n_results(n) : 1;
+    kiln_value a[KILN_MAX_OUTPUTS], b[KILN_MAX_OUTPUTS], o[2 * KILN_MAX_OUTPUTS];
+    snprintf(w.op, sizeof w.op, "test");
+    ad_vmap_sequential(&w, id, n, a);
+    ad_vmap_entry_for(n->op)->rule(&w, id, n, b);
+    for (uint32_t i = 0; i < count; i++) o[i] = a[i], o[count + i] = b[i];
+    CHECK_OK(ctx, kiln_graph_finish(g, (int)(2 * count), o));
+    int loops = count_loops(g);
+    CHECK_MSG(loops >= 1, "%s: the sequential path made no scan", ir_ops[n->op].name);
+    kiln_array *r[2 * KILN_MAX_OUTPUTS] = {0};
+    CHECK_OK(ctx, kiln_interpret(g, (int)s->n_params, args, (int)(2 * count), r));
+    for (uint32_t i = 0; i < count && r[i]; i++)
+        CHECK_MSG(cmp_arrays(r[i], r[count + i], 1e-6, 1e-12, ir_ops[n->op].name),
+                  "%s result %u: sequential and direct differ", ir_ops[n->op].name, i);
+    for (uint32_t i = 0; i < 2 * count; i++) kiln_array_destroy(r[i]);
+    for (uint32_t p = 0; p < s->n_params; p++) kiln_array_destroy(args[p]);
+    free(w.map), free(w.batched);
+    kiln_graph_destroy(g);
+}
+
+static void test_sequential_fallback(void) {
+    kiln_context *ctx = test_context();
+    uint64_t seed = test_seed(7);
+    /* dynamic_slice with batched starts */
+    kiln_graph *s = NULL;
+    kiln_graph_create(ctx, "one", &s);
+    kiln_value x = kiln_parameter(s, "x", KILN_DTYPE_F32, 2, (const int64_t[]){4, 5});
+    kiln_value st[2] = {kiln_parameter(s, "s0", KILN_DTYPE_I32, 0, NULL),
+                        kiln_parameter(s, "s1", KILN_DTYPE_I32, 0, NULL)};
+    kiln_value y = kiln_dynamic_slice(s, x, 2, st, (const int64_t[]){2, 3});
+    CHECK_OK(ctx, kiln_graph_finish(s, 1, &y));
+    check_sequential(ctx, s, y.id, &seed);
+    kiln_graph_destroy(s);
+    /* a cond by a batched index, with two results (RESULT nodes in the scan's body) */
+    kiln_graph_create(ctx, "one", &s);
+    x = kiln_parameter(s, "x", KILN_DTYPE_F32, 1, (const int64_t[]){4});
+    kiln_value i = kiln_parameter(s, "i", KILN_DTYPE_I32, 0, NULL);
+    kiln_value o[2];
+    int no = 0;
+    kiln_fn br[3] = {f_twice, f_twice_neg, f_twice};
+    CHECK_OK(ctx, kiln_switch(s, i, 3, br, NULL, 1, &x, &no, o));
+    CHECK_OK(ctx, kiln_graph_finish(s, 2, o));
+    check_sequential(ctx, s, o[0].id, &seed);
+    kiln_graph_destroy(s);
+    kiln_context_destroy(ctx);
+}
+
 /* ------------------------------------------------------------- errors ---- */
 
 static int f_twice(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
@@ -922,6 +1009,7 @@ int main(void) {
     RUN(test_grad_of_vmap_control);
     RUN(test_vmap_in_scan);
     RUN(test_capture);
+    RUN(test_sequential_fallback);
     RUN(test_errors);
     RUN(test_cases_compiled);
     return test_summary("test_vmap");

@@ -6,9 +6,9 @@
  * prepend the batch dimension (jax.vmap's batching rules, with its choice of moving the
  * batch axis to the front). Unbatched operands are broadcast to [B, ...] where the op needs
  * every operand batched (elementwise ops; fusion inlines the broadcast, so no buffer of B
- * copies is made for them). Control flow has its rules in vmap_control.c. The ops with no
- * direct rule (dynamic_slice/dynamic_update_slice with batched starts, pad with a batched
- * pad value) take the sequential path, ad_vmap_sequential: a kiln_scan over the batch axis. */
+ * copies is made for them). Control flow has its rules in vmap_control.c. Every op has a
+ * direct rule; SEQ, the sequential path (ad_vmap_sequential: a kiln_scan over the batch
+ * axis, correct for any op but a loop), is the row for an op added before its rule is. */
 #include "autodiff.h"
 
 #include <string.h>
@@ -96,13 +96,11 @@ static void rule_concat(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *o
     host_free(w->g->ctx, in, n->n_in * sizeof *in);
 }
 
-/* pad: the operand batched, the pad value (a scalar) shared; a batched pad value differs
- * per example and takes the sequential path. */
+/* pad: the operand batched, the pad value (a scalar) shared. A batched pad value differs
+ * per example: x padded with any value where x's elements land (a pad of true with false
+ * says where), the example's own value elsewhere. */
 static void rule_pad(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out) {
-    if (w->batched[ir_in(n)[1]]) {
-        ad_vmap_sequential(w, id, n, out);
-        return;
-    }
+    (void)id;
     ir_node t = *n;
     int r = n->shape.rank;
     for (int i = r; i > 0; i--) {
@@ -111,8 +109,26 @@ static void rule_pad(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out)
         t.a.pad.interior[i] = n->a.pad.interior[i - 1];
     }
     t.a.pad.lo[0] = t.a.pad.hi[0] = t.a.pad.interior[0] = 0;
-    kiln_value in[2] = {ad_vmap_in(w, n, 0), w->map[ir_in(n)[1]]};
-    out[0] = ad_vmap_emit(w->g, w->op, &t, in, 2);
+    kiln_graph *g = w->g;
+    uint32_t vid = ir_in(n)[1];
+    kiln_value x = ad_vmap_in(w, n, 0);
+    if (!w->batched[vid]) {
+        out[0] = ad_vmap_emit(g, w->op, &t, (kiln_value[]){x, w->map[vid]}, 2);
+        return;
+    }
+    if (!x.id) return;
+    ir_shape xs = g->nodes[x.id].shape;
+    kiln_value padded =
+        ad_vmap_emit(g, w->op, &t, (kiln_value[]){x, trace_scalar(g, w->op, n->dtype, 0)}, 2);
+    kiln_value ones = kiln_full(g, KILN_DTYPE_BOOL, xs.rank, xs.dims, 1);
+    ir_node tm = t;
+    tm.dtype = KILN_DTYPE_BOOL;
+    kiln_value mask = ad_vmap_emit(
+        g, w->op, &tm, (kiln_value[]){ones, trace_scalar(g, w->op, KILN_DTYPE_BOOL, 0)}, 2);
+    if (!padded.id) return;
+    ir_shape ps = g->nodes[padded.id].shape;
+    kiln_value val = kiln_broadcast_in_dim(g, w->map[vid], ps.rank, ps.dims, (const int[]){0});
+    out[0] = kiln_select(g, mask, padded, val);
 }
 
 /* rev and the reductions: an axis set, shifted by one. */
@@ -253,15 +269,88 @@ static void rule_scatter_add_rows(ad_vmap *w, uint32_t id, const ir_node *n, kil
     out[0] = ad_vmap_reshape(w, y, sh.rank + 1, dims);
 }
 
+/* Rows pos[b, i] (positions along axis a of example b's x, [B, n] i64) of x [B, ...]:
+ * axis a moved next to the batch axis, the two flattened, take_rows at b * dim + pos, and
+ * the axis moved back: [B, ..., n at a, ...]. */
+static kiln_value take_along(ad_vmap *w, kiln_value x, int a, kiln_value pos) {
+    kiln_graph *g = w->g;
+    if (!x.id || !pos.id) return KN_NONE;
+    x = ad_vmap_moveaxis(w, x, a, 1);
+    if (!x.id) return x;
+    ir_shape sh = g->nodes[x.id].shape, ps = g->nodes[pos.id].shape;
+    int64_t dim = sh.dims[1];
+    kiln_value base = kiln_mul(g, kiln_iota(g, KILN_DTYPE_I64, 2, ps.dims, 0),
+                               trace_scalar(g, w->op, KILN_DTYPE_I64, (double)dim));
+    kiln_value y = kiln_take_rows(g, flat_table(w, x), kiln_add(g, base, pos));
+    return ad_vmap_moveaxis(w, y, 1, a);
+}
+
+/* Start k of n clamped into [0, hi] as XLA clamps it, as i64 [B, 1] (or a scalar when it
+ * is not batched). */
+static kiln_value clamped_start(ad_vmap *w, const ir_node *n, uint32_t k, int64_t hi) {
+    kiln_graph *g = w->g;
+    uint32_t id = ir_in(n)[k];
+    kiln_value s = kiln_convert(g, w->map[id], KILN_DTYPE_I64);
+    s = kiln_min(g, kiln_max(g, s, trace_scalar(g, w->op, KILN_DTYPE_I64, 0)),
+                 trace_scalar(g, w->op, KILN_DTYPE_I64, (double)hi));
+    return w->batched[id] ? ad_vmap_reshape(w, s, 2, (const int64_t[]){w->size, 1}) : s;
+}
+
+/* dynamic_slice with batched starts: one take_rows per axis that is sliced (a gather: each
+ * example's window starts elsewhere), positions clamped start + i. */
+static void dynamic_slice_batched(ad_vmap *w, const ir_node *n, kiln_value *out) {
+    kiln_graph *g = w->g;
+    const ir_shape *xs = &w->s->nodes[ir_in(n)[0]].shape;
+    kiln_value x = ad_vmap_in(w, n, 0);
+    for (int a = 0; a < xs->rank && x.id; a++) {
+        int64_t size = n->a.dyn_sizes[a], dim = xs->dims[a];
+        if (size == dim) continue; /* the start clamps to 0: the whole axis */
+        kiln_value s = clamped_start(w, n, 1 + (uint32_t)a, dim - size);
+        int64_t pd[2] = {w->size, size};
+        kiln_value pos = kiln_add(g, kiln_iota(g, KILN_DTYPE_I64, 2, pd, 1), s);
+        x = take_along(w, x, a + 1, pos);
+    }
+    out[0] = x;
+}
+
+/* dynamic_update_slice with batched starts: the update gathered to x's extent (position p
+ * reads update[p - start], clamped) and selected where p lies in the window. */
+static void dynamic_update_batched(ad_vmap *w, const ir_node *n, kiln_value *out) {
+    kiln_graph *g = w->g;
+    const ir_shape *xs = &w->s->nodes[ir_in(n)[0]].shape;
+    const ir_shape *us = &w->s->nodes[ir_in(n)[1]].shape;
+    kiln_value x = ad_vmap_in(w, n, 0), u = ad_vmap_in(w, n, 1), in = KN_NONE;
+    if (!x.id) return;
+    ir_shape full = g->nodes[x.id].shape;
+    for (int a = 0; a < xs->rank && u.id; a++) {
+        int64_t dim = xs->dims[a], size = us->dims[a];
+        kiln_value s = clamped_start(w, n, 2 + (uint32_t)a, dim - size);
+        int64_t pd[2] = {w->size, dim};
+        kiln_value p = kiln_iota(g, KILN_DTYPE_I64, 2, pd, 1), rel = kiln_sub(g, p, s);
+        kiln_value lo = trace_scalar(g, w->op, KILN_DTYPE_I64, 0);
+        kiln_value hi = trace_scalar(g, w->op, KILN_DTYPE_I64, (double)size - 1);
+        kiln_value inside = kiln_logical_and(g, kiln_compare(g, rel, lo, KILN_CMP_GE),
+                                             kiln_compare(g, rel, hi, KILN_CMP_LE));
+        inside = kiln_broadcast_in_dim(g, inside, full.rank, full.dims, (const int[]){0, a + 1});
+        in = in.id ? kiln_logical_and(g, in, inside) : inside;
+        u = take_along(w, u, a + 1, kiln_min(g, kiln_max(g, rel, lo), hi));
+    }
+    out[0] = in.id ? kiln_select(g, in, u, x) : u; /* rank 0: the update replaces x */
+}
+
 /* dynamic_slice / dynamic_update_slice with shared starts: one more start, 0, for the batch
- * axis (and the whole batch as its size). Batched starts differ per example: the sequential
- * path (a gather would do it in one op; kiln has none yet). */
+ * axis (and the whole batch as its size). Batched starts differ per example: a gather per
+ * sliced axis (take_rows over the flattened batch and axis). */
 static void rule_dynamic(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out) {
+    (void)id;
     const uint32_t *in = ir_in(n);
     uint32_t first = n->op == IR_DYNAMIC_UPDATE_SLICE ? 2 : 1;
     for (uint32_t k = first; k < n->n_in; k++)
         if (w->batched[in[k]]) {
-            ad_vmap_sequential(w, id, n, out);
+            if (n->op == IR_DYNAMIC_SLICE)
+                dynamic_slice_batched(w, n, out);
+            else
+                dynamic_update_batched(w, n, out);
             return;
         }
     kiln_value x[2 * KILN_MAX_RANK + 2];
@@ -279,6 +368,7 @@ static void rule_dynamic(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *
 
 #define EW                                                                                         \
     { rule_elementwise, "elementwise", NULL }
+/* The row of an op with no direct rule yet: correct for any op, but a loop over the batch. */
 #define SEQ                                                                                        \
     { ad_vmap_sequential, "sequential (a kiln_scan over the batch)", NULL }
 
@@ -299,7 +389,7 @@ static const ad_vmap_entry entries[IR_NUM_OPS] = {
     [IR_TRANSPOSE] = {rule_transpose, "axis shift", NULL},
     [IR_SLICE] = {rule_slice, "axis shift", NULL},
     [IR_CONCAT] = {rule_concat, "axis shift", NULL},
-    [IR_PAD] = {rule_pad, "axis shift (sequential for a batched pad value)", NULL},
+    [IR_PAD] = {rule_pad, "axis shift (a select for a batched pad value)", NULL},
     [IR_REV] = {rule_axes, "axis shift", NULL},
     [IR_REDUCE_SUM] = {rule_axes, "axis shift", NULL},
     [IR_REDUCE_MAX] = {rule_axes, "axis shift", NULL},
@@ -310,8 +400,9 @@ static const ad_vmap_entry entries[IR_NUM_OPS] = {
     [IR_DOT] = {rule_dot, "dot batch dimension", NULL},
     [IR_TAKE_ROWS] = {rule_take_rows, "row offsets into a flattened table", NULL},
     [IR_SCATTER_ADD_ROWS] = {rule_scatter_add_rows, "row offsets into a flattened operand", NULL},
-    [IR_DYNAMIC_SLICE] = {rule_dynamic, "leading start 0 (sequential for batched starts)", NULL},
-    [IR_DYNAMIC_UPDATE_SLICE] = {rule_dynamic, "leading start 0 (sequential for batched starts)",
+    [IR_DYNAMIC_SLICE] = {rule_dynamic, "leading start 0 (a gather for batched starts)", NULL},
+    [IR_DYNAMIC_UPDATE_SLICE] = {rule_dynamic,
+                                 "leading start 0 (a gather and a select for batched starts)",
                                  NULL},
     [IR_ATTENTION] = {rule_attention, "leading batch dimension", NULL},
     [IR_ALL_REDUCE] = {rule_same, "unchanged (elementwise across replicas)", NULL},

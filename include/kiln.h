@@ -946,7 +946,8 @@ KILN_API kiln_value kiln_capture(kiln_graph *g, kiln_value x);
  * carried values; cond returns one bool scalar; body returns n values of the carries'
  * dtypes and shapes (a carry that changes type is an error naming both types and the
  * body's line). out receives the n final carries. Not differentiable in reverse (as in
- * JAX): kiln_grad through it is an error; use kiln_scan or kiln_fori_loop. */
+ * JAX): kiln_grad through it is an error; use kiln_scan or kiln_fori_loop. kiln_jvp
+ * (forward mode) goes through it. */
 KILN_API kiln_status kiln_while_loop(kiln_graph *g, kiln_fn cond, kiln_fn body, void *user, int n,
                                      const kiln_value *init, kiln_value *out);
 
@@ -1036,7 +1037,9 @@ KILN_API kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs,
  * output's tangents_out[j] is the invalid value. Values behind kiln_stop_gradient, compare,
  * floor, sign, random numbers and constants have a zero tangent; a float output that does
  * not depend on any primal gets zeros (a broadcast scalar: no buffer). Zero tangents are
- * tracked symbolically, as JAX does: no node is built for them.
+ * tracked symbolically, as JAX does: no node is built for them. Loops and branches
+ * (kiln_while_loop, kiln_scan, kiln_cond, ...) get a loop or branch of the same kind that
+ * carries primal and tangent values together, as jax.jvp gives (while loops included).
  *
  * Errors are builder errors (sticky on g): n_out or n_in <= 0, NULL arrays, a value of
  * another graph, a tangent whose dtype or shape differs from its primal's (the message
@@ -1413,7 +1416,23 @@ typedef struct kiln_compile_options {
      * KILN_STATUS_INVALID_ARGUMENT saying keep_ir is needed. KILN_DUMP's files are
      * written either way. Running is the same either way. */
     bool keep_ir;
+    /* When not NULL, kiln_compile fills it whether it succeeds or not (a NULL out or an
+     * unfinished graph aside): what a memory budget's search found, in fields rather than
+     * only in the error's text. A program that cannot fit can then try another lever
+     * (gradient accumulation, a smaller batch) against the same budget in bytes. Loop
+     * bodies compiled with the program do not write it. */
+    struct kiln_budget_result *budget_result;
 } kiln_compile_options;
+
+/* kiln_compile_options.budget_result. All zero when no budget was set (no search made). */
+typedef struct kiln_budget_result {
+    uint64_t budget_bytes;   /* the budget in bytes: memory_budget, or the fraction resolved
+                              * against peak_without_bytes (the tighter when both are set) */
+    uint64_t peak_without_bytes; /* the planned peak with nothing recomputed */
+    uint64_t min_peak_bytes; /* the smallest planned peak any recomputation reached: the
+                              * lowest budget this program can meet by recomputation */
+    bool fits;               /* a plan within the budget was found (the compile went on) */
+} kiln_budget_result;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
  * opts may be NULL. Compiling plans the program's memory (docs/memory.md): the order

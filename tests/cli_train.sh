@@ -46,6 +46,34 @@ expect 2 "--memory-budget: 'lots' is not a size" -- train --memory-budget lots
 # A budget no recomputation can meet fails at compile time, naming the smallest peak.
 expect 1 "the smallest planned peak reachable is" -- train $tiny --memory-budget 4KiB --steps 1 \
     --eval-every 0 --out "$dir/o"
+expect 1 "and the lowest planned peak with the batch of 2 split into micro-batches" -- train $tiny \
+    --memory-budget 4KiB --steps 1 --eval-every 0 --out "$dir/o"
+expect 1 "3 micro-batches: they must split the batch of each rank (2) evenly" -- train $tiny \
+    --micro-batches 3 --steps 1 --out "$dir/o"
+# Gradient accumulation (--micro-batches, or chosen under a budget that recomputation alone
+# cannot meet): the same losses as the whole batch at once, to f32 rounding, and the
+# planned peak within the budget, measured = planned.
+acc="--layers 1 --heads 2 --channels 16 --context 64 --batch 16 --steps 3 --eval-every 0"
+same_losses() { # the loss columns of two losses.csv agree to 4e-6 relative
+    paste -d, "$1/losses.csv" "$2/losses.csv" | awk -F, 'NR > 1 {
+        d = $2 - $6; if (d < 0) d = -d; if (d > 4e-6 * $2) bad = 1 } END { exit bad }'
+}
+"$KILN" train $acc --out "$dir/acc1" >"$dir/acc1.log" 2>&1 &&
+    "$KILN" train $acc --micro-batches 4 --out "$dir/acc4" >"$dir/acc4.log" 2>&1 &&
+    "$KILN" train $acc --memory-budget 700KiB --out "$dir/accb" >"$dir/accb.log" 2>&1
+rc=$?
+if [ $rc != 0 ] || ! same_losses "$dir/acc1" "$dir/acc4" || ! same_losses "$dir/acc1" "$dir/accb" ||
+    ! grep -q "gradient accumulation: 4 micro-batches of 4 rows" "$dir/acc4.log" ||
+    ! grep -q "gradient accumulation: [0-9]* micro-batches of [0-9]* rows: recomputation alone reaches .*, above the budget of 700.0 KiB" "$dir/accb.log" ||
+    ! grep -q '"micro_batches": [2-9]' "$dir/accb/summary.json" ||
+    ! awk '/planned_peak_bytes/ { gsub(/[^0-9]/, ""); p = $0 } /measured_peak_bytes/ {
+        gsub(/[^0-9]/, ""); m = $0 } END { exit !(p > 0 && p <= 700 * 1024 && p == m) }' \
+        "$dir/accb/summary.json"; then
+    echo "FAIL: gradient accumulation (exit $rc)"
+    tail -n 4 "$dir/acc1.log" "$dir/acc4.log" "$dir/accb.log"
+    cat "$dir/acc1/losses.csv" "$dir/acc4/losses.csv" "$dir/accb/losses.csv"
+    fail=1
+fi
 expect 1 "cannot open the corpus '$dir/nope.txt'" -- train $tiny --data "$dir/nope.txt" --out "$dir/o"
 expect 1 "$dir/nope.safetensors" -- train --resume "$dir/nope.safetensors"
 expect 1 "$dir/nope.safetensors" -- sample "$dir/nope.safetensors"

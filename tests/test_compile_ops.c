@@ -6,6 +6,7 @@
 #include "compare.h"
 #include "fault.h"
 #include "ir/ir.h"
+#include "passes/fusion.h"
 
 #include "backend/cpu/cpu.h"
 #include "backend/device.h"
@@ -360,6 +361,21 @@ static int b_rows_and_columns(kiln_graph *g, kiln_value *o) {
     return 4;
 }
 
+/* twelve column reductions of one input ([512, 256] -> f32[256] each, as a layer norm's
+ * parameter gradients, a bias update added to each): siblings merge up to the column
+ * form's limit (fusion.h, FUSION_MAX_COLUMN_REDUCTIONS) and no further, so every kernel
+ * keeps the column form rather than walking columns with a stride of a row: two kernels */
+static int b_many_columns(kiln_graph *g, kiln_value *o) {
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, (int64_t[]){512, 256});
+    int rows = 0;
+    for (int i = 0; i < 12; i++) {
+        kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 1, (int64_t[]){256});
+        kiln_value t = kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 1.0 / (1 + i)));
+        o[i] = kiln_add(g, b, kiln_reduce_sum(g, i % 2 ? kiln_tanh(g, t) : t, 1, &rows, false));
+    }
+    return 12;
+}
+
 /* an Adam-style update: m' and v' are outputs, and p' reads them at the same element:
  * one kernel computing all three (producer-consumer multi-output fusion) */
 static int b_adam_like(kiln_graph *g, kiln_value *o) {
@@ -416,6 +432,11 @@ static void test_kernel_counts(void) {
               ks);
     ks = check_case("rows_and_columns", b_rows_and_columns, NULL);
     CHECK_MSG(ks == 2, "row and column reductions of one input: 2 kernels (got %d)", ks);
+    ks = check_case("many_columns", b_many_columns, NULL);
+    CHECK_MSG(ks == (12 + FUSION_MAX_COLUMN_REDUCTIONS - 1) / FUSION_MAX_COLUMN_REDUCTIONS,
+              "twelve column reductions of one input: %d kernels of at most %d (got %d)",
+              (12 + FUSION_MAX_COLUMN_REDUCTIONS - 1) / FUSION_MAX_COLUMN_REDUCTIONS,
+              FUSION_MAX_COLUMN_REDUCTIONS, ks);
     int kt = check_case("dot_transposed", b_dot_transposed, NULL);
     CHECK_MSG(kt == 2, "transposes feeding a dot fold into it (got %d kernels)", kt);
     int k;

@@ -3,7 +3,8 @@
  * interpreter and compiled against it (measured peak = planned checked too): each against central
  * finite differences in f64, and against the gradient of the same program written without control
  * flow (the loop unrolled by hand, the branch chosen at trace time, with the same ops), which must
- * agree to f64 rounding. Also second derivatives through a scan, and the refusal of a while loop.
+ * agree to f64 rounding. Also second derivatives through a scan, the refusal of a while loop, and
+ * forward mode (kiln_jvp) through every program, a while loop and a gradient's scan.
  */
 #include "compare.h"
 #include "ir/ir.h"
@@ -644,6 +645,113 @@ static void test_while_refused(kiln_context *ctx) {
     }
 }
 
+/* ----------------------------------------------------------- forward mode ---- */
+
+/* kiln_jvp of pr's loss along directions u (src/autodiff/control_jvp.c), interpreted and
+ * compiled: it equals <d loss / d p, u> from the reverse mode above (which is checked
+ * against central differences), to f64 rounding. */
+static void check_jvp(kiln_context *ctx, const prog *pr, int mode) {
+    values v;
+    values_make(&v, pr);
+    gradients(ctx, pr, mode, &v);
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "jvp", &g);
+    kiln_value p[MAXP], t[MAXP], outs[2];
+    for (int i = 0; i < pr->np; i++)
+        p[i] = kiln_parameter(g, "p", KILN_DTYPE_F64, pr->rank[i], pr->dims[i]);
+    for (int i = 0; i < pr->np; i++)
+        t[i] = kiln_parameter(g, "t", KILN_DTYPE_F64, pr->rank[i], pr->dims[i]);
+    outs[0] = pr->f(g, p, mode);
+    CHECK_OK(ctx, kiln_jvp(g, 1, outs, pr->np, p, t, &outs[1]));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    kiln_array *a[2 * MAXP] = {0}, *r[2] = {0};
+    double *u[MAXP], want = 0, got[2] = {NAN, NAN};
+    for (int i = 0, at = 1; i < pr->np; i++) {
+        int64_t n = numel(pr, i);
+        u[i] = calloc((size_t)n, sizeof(double));
+        fill(u[i], n, 17 + i);
+        for (int64_t k = 0; k < n; k++) want += v.grad[at++] * u[i][k];
+        kiln_array_create(ctx, KILN_DTYPE_F64, pr->rank[i], pr->dims[i], v.x[i], &a[i]);
+        kiln_array_create(ctx, KILN_DTYPE_F64, pr->rank[i], pr->dims[i], u[i], &a[pr->np + i]);
+    }
+    CHECK_OK(ctx, kiln_interpret(g, 2 * pr->np, a, 2, r));
+    for (int i = 0; i < 2; i++)
+        if (r[i]) kiln_array_copy_to_host(r[i], &got[i], sizeof(double));
+    CHECK_MSG(got[0] == v.grad[0], "%s mode %d: jvp's primal %.17g, the loss %.17g", pr->name,
+              mode, got[0], v.grad[0]);
+    CHECK_MSG(fabs(got[1] - want) <= 1e-12 * (1 + fabs(want)),
+              "%s mode %d: jvp %.17g, <grad, u> %.17g", pr->name, mode, got[1], want);
+    CHECK_MSG(cmp_graph(ctx, g, 2 * pr->np, a, NULL, 1e-9, NULL), "%s mode %d: jvp compiled",
+              pr->name, mode);
+    for (int i = 0; i < pr->np; i++) {
+        free(u[i]);
+        kiln_array_destroy(a[i]);
+        kiln_array_destroy(a[pr->np + i]);
+    }
+    kiln_array_destroy(r[0]);
+    kiln_array_destroy(r[1]);
+    kiln_graph_destroy(g);
+    values_free(&v, pr);
+}
+
+static void test_forward_mode(kiln_context *ctx) {
+    for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++)
+        for (int mode = 0; mode < 4; mode++) check_jvp(ctx, &progs[i][0], mode);
+    static const prog sc = {"cond in scan", p_scan_cond, 3, {1, 2, 1}, {V1, XS, V1}};
+    static const prog c = {"cond", p_cond, 3, {1, 1, 1}, {V1, V1, V1}};
+    for (int mode = 0; mode < 4; mode++) check_jvp(ctx, &sc, mode);
+    for (int mode = 0; mode < 6; mode++) check_jvp(ctx, &c, mode);
+}
+
+/* Forward mode through a while loop, which reverse mode refuses (as jax.jvp allows
+ * lax.while_loop): x squared three times is x^8, whose derivative is 8 x^7; and a
+ * Hessian-vector product through a scan (kiln_jvp of kiln_grad) against central
+ * differences of the gradient. */
+static void test_forward_while(kiln_context *ctx) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "jvp while", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 0, NULL);
+    kiln_value init[2] = {kiln_scalar(g, KILN_DTYPE_I32, 0), x}, out[2], res[2], one = f64(g, 1);
+    CHECK_OK(ctx, kiln_while_loop(g, w_cond, w_body, NULL, 2, init, out));
+    res[0] = out[1];
+    CHECK_OK(ctx, kiln_jvp(g, 1, &out[1], 1, &x, &one, &res[1]));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, res));
+    double xv = 0.9, got[2] = {0};
+    kiln_array *a = NULL, *r[2] = {0};
+    kiln_array_create(ctx, KILN_DTYPE_F64, 0, NULL, &xv, &a);
+    CHECK_OK(ctx, kiln_interpret(g, 1, &a, 2, r));
+    for (int i = 0; i < 2; i++)
+        if (r[i]) kiln_array_copy_to_host(r[i], &got[i], sizeof(double));
+    double want = 8 * pow(xv, 7);
+    CHECK_MSG(fabs(got[0] - pow(xv, 8)) < 1e-15 && fabs(got[1] - want) < 1e-14,
+              "jvp through while: x^8 %.17g, d %.17g, want %.17g", got[0], got[1], want);
+    CHECK_MSG(cmp_graph(ctx, g, 1, &a, NULL, 1e-12, NULL), "jvp through while compiled");
+    kiln_array_destroy(a), kiln_array_destroy(r[0]), kiln_array_destroy(r[1]);
+    kiln_graph_destroy(g);
+
+    for (int ckpt = 0; ckpt < 2; ckpt++) { /* hvp: d/dw (d loss / dw) by forward mode */
+        kiln_graph *g1 = second_graph(ctx, false, ckpt), *h = NULL;
+        kiln_graph_create(ctx, "hvp", &h);
+        int64_t xd[1] = {L};
+        kiln_value w = kiln_parameter(h, "w", KILN_DTYPE_F64, 0, NULL);
+        kiln_value xs = kiln_parameter(h, "xs", KILN_DTYPE_F64, 1, xd), c, d1, d2;
+        kiln_value c0 = f64(h, 0.3), dir = f64(h, 1);
+        int n = 0;
+        kiln_scan_options o = {.checkpoint_body = ckpt};
+        CHECK_OK(ctx, kiln_scan(h, sin_body, &w, 1, &c0, 1, &xs, &o, &n, &c));
+        CHECK_OK(ctx, kiln_grad(h, kiln_mul(h, c, c), 1, &w, &d1));
+        CHECK_OK(ctx, kiln_jvp(h, 1, &d1, 1, &w, &dir, &d2));
+        CHECK_OK(ctx, kiln_graph_finish(h, 1, &d2));
+        const double wv = 0.7, eps = 1e-5;
+        double fd = (second_at(ctx, g1, wv + eps) - second_at(ctx, g1, wv - eps)) / (2 * eps);
+        double hv = second_at(ctx, h, wv);
+        CHECK_MSG(fabs(hv - fd) < 1e-7 * (1 + fabs(fd)),
+                  "hvp through a scan (checkpoint_body %d): %.12g, fd %.12g", ckpt, hv, fd);
+        kiln_graph_destroy(g1);
+        kiln_graph_destroy(h);
+    }
+}
+
 /* An empty scan (length 0): the carries pass through, the ys are empty, and the gradient
  * of the initial carry is the final carry's cotangent. Integer xs (scanned, no gradient)
  * beside float ones. */
@@ -704,6 +812,8 @@ int main(void) {
     test_second_derivative(ctx);
     test_scan_keeps(ctx);
     test_while_refused(ctx);
+    test_forward_mode(ctx);
+    test_forward_while(ctx);
     test_edges(ctx);
     kiln_context_destroy(ctx);
     return test_summary("test_control_grad");

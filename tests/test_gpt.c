@@ -111,12 +111,14 @@ static void test_scanned_forward(kiln_context *ctx) {
 /* The training step with the blocks scanned (gpt_step_spec.scan_layers): its gradients
  * come from the scan's VJP (a reverse scan recomputing each block), and the new
  * parameters, moments and loss equal the unrolled step's to f64 rounding; compiled
- * against the reference too (and donated, as `kiln train` runs it). */
+ * against the reference too (and donated, as `kiln train` runs it). So does the step with
+ * its batch in two micro-batches (gpt_step_spec.micro_batches: gradient accumulation in a
+ * scan), unrolled and scanned. */
 static void test_scanned_step(kiln_context *ctx) {
     gpt_config cfg = tiny;
     cfg.layers = 3;
     int P = gpt_num_params(&cfg), B = 2, T = 8, n_args = 3 * P + 4, n_out = 3 * P + 1;
-    kiln_array *args[3 * 64 + 4], *res[2][3 * 64 + 1] = {{0}};
+    kiln_array *args[3 * 64 + 4], *res[4][3 * 64 + 1] = {{0}};
     random_params(ctx, &cfg, KILN_DTYPE_F64, args);
     for (int i = 0; i < P; i++) {
         int64_t n = kiln_array_size(args[i]);
@@ -134,25 +136,33 @@ static void test_scanned_step(kiln_context *ctx) {
     int32_t step = 3;
     kiln_array_create(ctx, KILN_DTYPE_F32, 0, NULL, &lr, &args[3 * P + 2]);
     kiln_array_create(ctx, KILN_DTYPE_I32, 0, NULL, &step, &args[3 * P + 3]);
-    for (int scanned = 0; scanned < 2; scanned++) {
+    for (int v = 0; v < 4; v++) { /* bit 0: scanned layers; bit 1: two micro-batches */
         kiln_graph *g;
         CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
         char err[GPT_ERR_SIZE];
-        gpt_step_spec spec = {
-            .batch = B, .seq = T, .weight_decay = 0.1, .clip = 1.0, .scan_layers = scanned};
+        gpt_step_spec spec = {.batch = B,
+                              .seq = T,
+                              .weight_decay = 0.1,
+                              .clip = 1.0,
+                              .scan_layers = v & 1,
+                              .micro_batches = v & 2 ? 2 : 0};
         CHECK_MSG(gpt_trace_step(g, &cfg, KILN_DTYPE_F64, &spec, err) == KILN_STATUS_OK, "%s", err);
-        if (scanned) CHECK_MSG(cmp_graph(ctx, g, n_args, args, NULL, 1e-4, NULL), "scanned step");
+        if (v) CHECK_MSG(cmp_graph(ctx, g, n_args, args, NULL, 1e-4, NULL), "step variant %d", v);
         kiln_executable *e = NULL;
         CHECK_OK(ctx, kiln_compile(g, NULL, &e));
-        if (e) CHECK_OK(ctx, kiln_executable_run(e, n_args, args, n_out, res[scanned]));
+        if (e) CHECK_OK(ctx, kiln_executable_run(e, n_args, args, n_out, res[v]));
         kiln_executable_destroy(e);
         kiln_graph_destroy(g);
     }
     for (int j = 0; j < n_out; j++) {
-        char what[48];
-        snprintf(what, sizeof what, "scanned step output %d", j);
-        CHECK(cmp_arrays(res[1][j], res[0][j], 1e-12, 1e-11, what));
-        kiln_array_destroy(res[0][j]), kiln_array_destroy(res[1][j]);
+        for (int v = 1; v < 4; v++) {
+            char what[64];
+            snprintf(what, sizeof what, "step variant %d (scanned %d, micro %d) output %d", v,
+                     v & 1, v & 2 ? 2 : 1, j);
+            CHECK(cmp_arrays(res[v][j], res[0][j], 1e-12, 1e-11, what));
+            kiln_array_destroy(res[v][j]);
+        }
+        kiln_array_destroy(res[0][j]);
     }
     for (int i = 0; i < n_args; i++) kiln_array_destroy(args[i]);
 }

@@ -183,6 +183,11 @@ static const tool_flag train_flags[] = {
      .help = "the step's peak device memory at most X bytes (64MiB, 2GB) or X%\n"
              "of its peak without recomputation (50%): kiln recomputes\n"
              "activations in the backward pass to fit (docs/memory.md)"},
+    {T_INT("--micro-batches", o.micro_batches, 1, 1 << 20),
+     .help = "split each step's batch into N micro-batches run one after another,\n"
+             "their gradients accumulated (the same step, less memory); default:\n"
+             "one, or under --memory-budget the fewest that fit when recomputing\n"
+             "activations alone cannot"},
     {T_FN("--remat", "POLICY", parse_remat),
      .bad = "is not a policy: nothing_saveable, everything_saveable, dots_saveable, "
             "dots_with_no_batch_dims_saveable, or save_only_these_names:NAMES / "

@@ -61,7 +61,7 @@ def gelu_tanh(u):
 def loss_fn(p, idx, tgt):
     if half is not None:
         p = {k: x.astype(half) for k, x in p.items()}
-    Tn = idx.shape[1]
+    Bn, Tn = idx.shape  # a micro-batch's rows (GPT_JAX_MICRO), B otherwise
     hs = C // H
     x = p["wte"][idx] + p["wpe"][:Tn]
     causal = jnp.tril(jnp.ones((Tn, Tn), dtype=bool))
@@ -69,11 +69,11 @@ def loss_fn(p, idx, tgt):
         w = lambda n: p[f"h.{l}.{n}"]  # noqa: E731
         a = layer_norm(x, w("ln_1.weight"), w("ln_1.bias"))
         qkv = a @ w("attn.c_attn.weight") + w("attn.c_attn.bias")
-        q, k, v = (qkv[..., i * C:(i + 1) * C].reshape(B, Tn, H, hs).transpose(0, 2, 1, 3)
+        q, k, v = (qkv[..., i * C:(i + 1) * C].reshape(Bn, Tn, H, hs).transpose(0, 2, 1, 3)
                    for i in range(3))
         att = (q @ k.transpose(0, 1, 3, 2)).astype(jnp.float32) / np.sqrt(hs).astype(np.float32)
         att = jax.nn.softmax(jnp.where(causal, att, -jnp.inf), axis=-1).astype(q.dtype)
-        y = (att @ v).transpose(0, 2, 1, 3).reshape(B, Tn, C)
+        y = (att @ v).transpose(0, 2, 1, 3).reshape(Bn, Tn, C)
         x = x + (y @ w("attn.c_proj.weight") + w("attn.c_proj.bias"))
         m = layer_norm(x, w("ln_2.weight"), w("ln_2.bias"))
         m = gelu_tanh(m @ w("mlp.c_fc.weight") + w("mlp.c_fc.bias"))
@@ -85,10 +85,30 @@ def loss_fn(p, idx, tgt):
     return jnp.mean(lse - picked)
 
 
+# GPT_JAX_MICRO=k: gradient accumulation as JAX users write it (a lax.scan over k
+# micro-batches whose carry sums the loss and the gradients), the program kiln train
+# --micro-batches k builds (bench/gpt/micro.sh)
+micro = int(os.environ.get("GPT_JAX_MICRO", "1"))
+
+
+def loss_and_grads(p, idx, tgt):
+    if micro == 1:
+        return jax.value_and_grad(loss_fn)(p, idx, tgt)
+
+    def body(carry, xs):
+        loss, g = jax.value_and_grad(loss_fn)(p, xs[0], xs[1])
+        return (carry[0] + loss, jax.tree_util.tree_map(jnp.add, carry[1], g)), None
+
+    split = lambda x: x.reshape((micro, x.shape[0] // micro) + x.shape[1:])  # noqa: E731
+    zero = (jnp.float32(0), jax.tree_util.tree_map(jnp.zeros_like, p))
+    (loss, g), _ = jax.lax.scan(body, zero, (split(idx), split(tgt)))
+    return loss / micro, jax.tree_util.tree_map(lambda x: x / micro, g)
+
+
 def step(p, m, v, tokens, lr, t):
     """One training step; t is the 1-based step count (bias correction)."""
     idx, tgt = tokens[:, :-1], tokens[:, 1:]
-    loss, g = jax.value_and_grad(loss_fn)(p, idx, tgt)
+    loss, g = loss_and_grads(p, idx, tgt)
     if args.clip:
         norm = jnp.sqrt(sum(jnp.sum(jnp.square(x)) for x in g.values()))
         scale = jnp.minimum(1.0, 1.0 / (norm + 1e-6))
@@ -127,7 +147,7 @@ for s in range(args.steps):
 n_params = sum(int(np.prod(x.shape)) for x in init.values())
 gc.write_results(args.out, "jax", losses, ms, {
     "version": jax.__version__, "threads": args.threads, "parameters": n_params,
-    "dtype": os.environ.get("GPT_JAX_DTYPE", "f32"), "platform": platform,
+    "dtype": os.environ.get("GPT_JAX_DTYPE", "f32"), "platform": platform, "micro_batches": micro,
     "matmul_precision": os.environ.get("GPT_JAX_PRECISION", "highest"),
     "compile_s": round(compile_s, 2),
     "gflop_per_step": round(gc.flops_per_step(B, T, L, C) / 1e9, 2),

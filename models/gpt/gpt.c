@@ -494,6 +494,109 @@ static void all_reduce_buckets(kiln_graph *g, const gpt_config *cfg, bool stacke
     }
 }
 
+/* What the micro-batch body reads (micro_body). The gradients are carried in groups of
+ * consecutive parameters, as many groups as a loop's outputs allow: a group of one is the
+ * gradient's own shape (added in place, no copy), a larger one the group's gradients
+ * flattened and concatenated. */
+typedef struct micro {
+    const gpt_config *cfg;
+    const kiln_value *params; /* of the step's graph: captured */
+    int P, groups;
+    const gpt_trace_options *to;
+    kiln_value scale; /* the loss scale, or {0, 0} */
+} micro;
+
+/* The first parameter of group j of m. */
+static int group_start(const micro *m, int j) {
+    return (int)((int64_t)j * m->P / m->groups);
+}
+
+/* Group j of the gradients gr as one value: the gradient itself, or the flat concatenation. */
+static kiln_value group_of(kiln_graph *g, const micro *m, int j, kiln_value *gr) {
+    int lo = group_start(m, j), hi = group_start(m, j + 1);
+    if (hi - lo == 1) return gr[lo];
+    for (int i = lo; i < hi; i++) {
+        int64_t n = -1;
+        gr[i] = kiln_reshape(g, gr[i], 1, &n);
+    }
+    return kiln_concatenate(g, hi - lo, gr + lo, 0);
+}
+
+/* One micro-batch: carries the loss sum and the gradient groups' sums, scans idx and
+ * targets [B/k, T]; returns them with this micro-batch's added. */
+static int micro_body(kiln_graph *b, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in;
+    const micro *m = user;
+    kiln_value *p = calloc((size_t)(2 * m->P), sizeof *p), *gr = p ? p + m->P : NULL;
+    if (!p) return -1;
+    for (int i = 0; i < m->P; i++) p[i] = kiln_capture(b, m->params[i]);
+    const kiln_value *x = in + 1 + m->groups;
+    kiln_value loss = gpt_loss_with(b, m->cfg, p, x[0], x[1], m->to);
+    kiln_value scaled = loss;
+    if (m->scale.id)
+        scaled = kiln_mul(b, loss, kiln_convert(b, kiln_capture(b, m->scale), dtype_of(b, loss)));
+    kiln_grad(b, scaled, m->P, p, gr);
+    outs[0] = kiln_add(b, in[0], loss);
+    for (int j = 0; j < m->groups; j++) outs[1 + j] = kiln_add(b, in[1 + j], group_of(b, m, j, gr));
+    free(p);
+    return 1 + m->groups;
+}
+
+/* The loss and the gradients of the step: at once, or (s->micro_batches > 1) as the mean of
+ * micro-batches' run one after another by a kiln_scan, the gradients accumulated in place
+ * in its carries: the peak holds one micro-batch's activations. */
+static kiln_value loss_and_grads(kiln_graph *g, const gpt_config *cfg, const gpt_step_spec *s,
+                                 kiln_value *a, int P, kiln_value idx, kiln_value targets,
+                                 const gpt_trace_options *to, kiln_value scale, kiln_value *grads) {
+    int k = s->micro_batches > 1 ? s->micro_batches : 1;
+    if (k == 1) {
+        kiln_value loss = gpt_loss_with(g, cfg, a, idx, targets, to);
+        kiln_grad(g, scale.id ? kiln_mul(g, loss, kiln_convert(g, scale, dtype_of(g, loss))) : loss,
+                  P, a, grads);
+        return loss;
+    }
+    micro m = {.cfg = cfg,
+               .params = a,
+               .P = P,
+               .groups = P < KILN_MAX_OUTPUTS - 1 ? P : KILN_MAX_OUTPUTS - 1,
+               .to = to,
+               .scale = scale};
+    kiln_dtype pt = dtype_of(g, a[0]);
+    kiln_value init[KILN_MAX_OUTPUTS], out[KILN_MAX_OUTPUTS];
+    init[0] = kiln_scalar(g, pt == KILN_DTYPE_F64 ? pt : KILN_DTYPE_F32, 0);
+    kiln_value *z = calloc((size_t)P, sizeof *z);
+    if (!z) return KILN_VALUE_NONE; /* the builders that read it fail */
+    for (int i = 0; i < P; i++) {
+        int64_t d[KILN_MAX_RANK];
+        int r = 0;
+        kiln_value_type(g, a[i], NULL, &r, d);
+        z[i] = kiln_broadcast_in_dim(g, kiln_scalar(g, pt, 0), r, d, NULL);
+    }
+    for (int j = 0; j < m.groups; j++) init[1 + j] = group_of(g, &m, j, z);
+    free(z);
+    int64_t mb[3] = {k, s->batch / k, s->seq};
+    kiln_value xs[2] = {kiln_reshape(g, idx, 3, mb), kiln_reshape(g, targets, 3, mb)};
+    int n = 0;
+    kiln_scan(g, micro_body, &m, 1 + m.groups, init, 2, xs, NULL, &n, out);
+    kiln_value inv = kiln_scalar(g, KILN_DTYPE_F64, 1.0 / k);
+    for (int j = 0; j < m.groups; j++) {
+        int lo = group_start(&m, j), hi = group_start(&m, j + 1);
+        kiln_value sum = kiln_mul(g, out[1 + j], kiln_convert(g, inv, pt));
+        int64_t at = 0;
+        for (int i = lo; i < hi; i++) {
+            int64_t d[KILN_MAX_RANK], n_el = 1;
+            int r = 0;
+            kiln_value_type(g, a[i], NULL, &r, d);
+            for (int q = 0; q < r; q++) n_el *= d[q];
+            int64_t b0 = at, b1 = at + n_el;
+            grads[i] =
+                hi - lo == 1 ? sum : kiln_reshape(g, kiln_slice(g, sum, &b0, &b1, NULL), r, d);
+            at += n_el;
+        }
+    }
+    return kiln_mul(g, out[0], kiln_convert(g, inv, dtype_of(g, out[0])));
+}
+
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err) {
     bool stacked = s->stacked;
@@ -536,9 +639,8 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
                             .scan_layers = s->scan_layers,
                             .stacked = stacked,
                             .scan_keep_residuals = s->scan_keep_residuals};
-    kiln_value loss = gpt_loss_with(g, cfg, a, idx, targets, &to);
-    kiln_grad(g, scaled ? kiln_mul(g, loss, kiln_convert(g, ls.scale, dtype_of(g, loss))) : loss, P,
-              a, grads);
+    kiln_value loss = loss_and_grads(g, cfg, s, a, P, idx, targets, &to,
+                                     scaled ? ls.scale : KILN_VALUE_NONE, grads);
     /* Data parallel: each replica's loss is the mean over its shard of the batch, so the
      * mean of the replicas' gradients is the gradient of the whole batch's mean loss, and
      * clipping and AdamW then see exactly what one process on the whole batch would. */

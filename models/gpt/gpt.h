@@ -191,6 +191,11 @@ typedef struct gpt_step_spec {
      * with L (no stacking, no slicing of gradients, AdamW on 16 arrays). */
     bool stacked;
     bool scan_keep_residuals; /* gpt_trace_options.scan_keep_residuals */
+    /* Gradient accumulation: the batch split into this many micro-batches (batch must be a
+     * multiple), run one after another by a kiln_scan whose carry accumulates the gradients
+     * in place; the loss and gradients are their mean, the unsplit step's to rounding. The
+     * peak holds one micro-batch's activations. 0 or 1: none. */
+    int micro_batches;
 } gpt_step_spec;
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err);
@@ -260,6 +265,11 @@ typedef struct gpt_train_options {
      * share in (0, 1] of the step's peak without recomputation; 0: none. */
     uint64_t memory_budget;
     double memory_budget_fraction;
+    /* Gradient accumulation (gpt_step_spec.micro_batches): the batch of each replica split
+     * into this many micro-batches run one after another (it must divide it). 0: one, or,
+     * under a memory budget that recomputation alone cannot meet, the fewest of 2, 4, 8, ...
+     * that divide the batch and fit (the summary says how many and why). */
+    int micro_batches;
     FILE *progress;              /* where progress lines and the summary go; NULL: none */
     bool progress_is_tty;        /* \r-updated line instead of one line per report */
     int print_every;             /* plain-line progress every N steps; 0: 10 */
@@ -322,6 +332,7 @@ typedef struct gpt_train_result {
      * at the end (NaN without loss scaling). */
     int64_t skipped_steps;
     double final_loss_scale;
+    int micro_batches; /* the step's micro-batches (1: the batch at once) */
 } gpt_train_result;
 
 /* Sets the defaults the CLI documents (a small model that trains on 2 cores). */

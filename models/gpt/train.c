@@ -170,6 +170,8 @@ typedef struct run {
     int64_t applied, skipped;
     float scale;
     int32_t good;
+    int micro;                    /* the step's micro-batches (gpt_step_spec) */
+    char micro_why[600];          /* why there are several when the budget chose it, or "" */
     int64_t n_rec;                /* steps run by this run */
     double ms_win[MEDIAN_WINDOW]; /* the last steps' times, a ring */
     gpt_log log;                  /* losses.csv */
@@ -534,11 +536,19 @@ static void remat_block(kiln_graph *g, int layer, bool begin, void *user) {
         kiln_checkpoint_end(g);
 }
 
-static kiln_status compile_programs(run *r, double *compile_ms) {
+/* Traces and compiles the training step with micro micro-batches into r->step; recompute:
+ * each block a nothing_saveable checkpoint region where the run asked for none (the
+ * recomputation inside a micro-batch, which the budget's search over the step cannot reach:
+ * it plans the loop of micro-batches as one step). budget: the budget in bytes (0: the
+ * run's own, a fraction resolved against this step); br receives what its search found. */
+static kiln_status compile_step(run *r, int micro, bool recompute, uint64_t budget,
+                                kiln_budget_result *br) {
     kiln_graph *g;
     kiln_status st;
-    double t0 = now_ms();
-    if ((st = kiln_graph_create(r->ctx, "gpt_train_step", &g))) goto kiln_fail;
+    if ((st = kiln_graph_create(r->ctx, "gpt_train_step", &g))) {
+        gpt_errf(r->err, "%s", kiln_last_error(r->ctx));
+        return st;
+    }
     gpt_step_spec spec = {.batch = r->B,
                           .seq = r->T,
                           .weight_decay = r->o->weight_decay,
@@ -552,9 +562,14 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
                           .loss_scaling = r->scaling,
                           .growth_interval = interval_of(r->o),
                           .scan_layers = r->o->scan_layers,
-                          .stacked = r->stacked};
-    gpt_block_hook hook = {remat_block, (void *)r->o};
-    if (r->o->remat) spec.hook = &hook;
+                          .stacked = r->stacked,
+                          .micro_batches = micro};
+    gpt_train_options all = *r->o;
+    if (recompute && !all.remat && !all.scan_layers)
+        all.remat = true, all.remat_policy = KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE,
+        all.remat_n_names = 0, all.remat_names = NULL;
+    gpt_block_hook hook = {remat_block, &all};
+    if (all.remat) spec.hook = &hook;
     st = gpt_trace_step(g, &r->cfg, KILN_DTYPE_F32, &spec, r->err);
     if (!st) {
         int *donate = malloc((size_t)(3 * r->P) * sizeof *donate);
@@ -568,8 +583,10 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
          * step's planned peak fits (docs/memory.md, rematerialisation). */
         kiln_compile_options co = {.n_donate = 3 * r->P,
                                    .donate_argnums = donate,
-                                   .memory_budget = r->o->memory_budget,
-                                   .memory_budget_fraction = r->o->memory_budget_fraction,
+                                   .memory_budget = budget ? budget : r->o->memory_budget,
+                                   .memory_budget_fraction =
+                                       budget ? 0 : r->o->memory_budget_fraction,
+                                   .budget_result = br,
                                    .device = r->dev,
                                    .comm = r->comm,
                                    .disable_overlap = r->o->no_overlap,
@@ -580,8 +597,62 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
         if (st) gpt_errf(r->err, "compiling the training step: %s", kiln_last_error(r->ctx));
     }
     kiln_graph_destroy(g);
-    if (st) return st;
+    return st;
+}
 
+/* The step, split into micro-batches when a budget recomputation alone cannot meet: the
+ * fewest of 2, 4, 8, ... that divide the batch and fit, each tried as it is and then with
+ * every block recomputed inside the micro-batch (gradient accumulation is exact up to
+ * rounding; recomputation is tried first, as it leaves the step's math as it is). */
+static kiln_status compile_step_fitting(run *r) {
+    const gpt_train_options *o = r->o;
+    r->micro = o->micro_batches > 0 ? o->micro_batches : 1;
+    r->micro_why[0] = 0;
+    kiln_budget_result first = {0}, br;
+    kiln_status st = compile_step(r, r->micro, false, 0, &first);
+    bool budgeted = o->memory_budget || o->memory_budget_fraction > 0;
+    if (st != KILN_STATUS_DEVICE_OOM || !budgeted || o->micro_batches > 0) return st;
+    /* the budget in bytes as the whole step resolved it: a fraction means the unsplit
+     * step's peak, whatever the split */
+    uint64_t budget = first.budget_bytes;
+    if (!budget) return st; /* the failure was not the budget's */
+    char need[32], have[32];
+    human_bytes(first.min_peak_bytes, need, sizeof need);
+    human_bytes(budget, have, sizeof have);
+    uint64_t best = first.min_peak_bytes;
+    int best_k = 1;
+    for (int k = 2; k <= r->B && r->B % k == 0; k *= 2)
+        for (int rc = 0; rc < 2; rc++) {
+            if (rc && (o->remat || o->scan_layers)) continue; /* the blocks recompute already */
+            st = compile_step(r, k, rc, budget, &br);
+            if (st == KILN_STATUS_DEVICE_OOM && br.min_peak_bytes && br.min_peak_bytes < best)
+                best = br.min_peak_bytes, best_k = k;
+            if (st == KILN_STATUS_DEVICE_OOM) continue;
+            if (!st) {
+                r->micro = k;
+                snprintf(r->micro_why, sizeof r->micro_why,
+                         "recomputation alone reaches %s, above the budget of %s%s", need, have,
+                         rc ? "; each block is recomputed inside the micro-batch" : "");
+            }
+            return st;
+        }
+    char low[32];
+    human_bytes(best, low, sizeof low);
+    gpt_errf(r->err,
+             "the training step cannot fit the memory budget of %s: recomputation alone reaches "
+             "%s, and the lowest planned peak with the batch of %d split into micro-batches "
+             "(gradient accumulation, 2, 4, 8, ... of them, blocks recomputed or not) is %s, "
+             "with %d; the parameters, gradients and AdamW moments are the floor (--memory-"
+             "budget docs/memory.md). The last try's plan: %.1200s",
+             have, need, r->B, low, best_k, kiln_last_error(r->ctx));
+    return st;
+}
+
+static kiln_status compile_programs(run *r, double *compile_ms) {
+    kiln_graph *g;
+    kiln_status st;
+    double t0 = now_ms();
+    if ((st = compile_step_fitting(r))) return st;
     *compile_ms = now_ms() - t0;
     if (r->o->eval_every <= 0 || r->rank) /* no validation (rank 0 alone validates) */
         return KILN_STATUS_OK;
@@ -769,6 +840,9 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
         fprintf(p, "loss scaling: %s, scale %g at the end, %lld step%s skipped in this run\n",
                 gpt_loss_scaling_name(r->scaling), (double)r->scale, (long long)r->skipped,
                 r->skipped == 1 ? "" : "s");
+    if (r->micro > 1)
+        fprintf(p, "gradient accumulation: %d micro-batches of %d rows%s%s\n", r->micro,
+                r->B / r->micro, r->micro_why[0] ? ": " : "", r->micro_why);
     fprintf(p, "training step: %d kernels; memory at the planned peak (step %d of %d), by class:\n",
             si->num_kernels, ma->peak_step, ma->num_steps);
     uint64_t sum = 0;
@@ -847,11 +921,11 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
         "{\n  \"layers\": %d, \"heads\": %d, \"channels\": %d, \"context\": %d, \"batch\": %d,\n"
         "  \"steps\": %lld, \"params\": %lld,\n  \"planned_peak_bytes\": %llu,\n"
         "  \"measured_peak_bytes\": %llu,\n  \"compile_ms\": %.1f,\n"
-        "  \"step_from_disk_cache\": %s,\n",
+        "  \"step_from_disk_cache\": %s,\n  \"micro_batches\": %d,\n",
         r->cfg.layers, r->cfg.heads, r->cfg.channels, r->cfg.context, r->GB,
         (long long)res->steps_done, (long long)res->params,
         (unsigned long long)res->planned_peak_bytes, (unsigned long long)res->measured_peak_bytes,
-        res->compile_ms, cache_step ? "true" : "false");
+        res->compile_ms, cache_step ? "true" : "false", r->micro);
     fprintf(f, "  \"data\": {\"path\": ");
     json_str(f, r->data_path);
     fprintf(f, ", \"bytes\": %lld, \"hash\": \"%016llx\"},\n", (long long)r->data.n,
@@ -1226,6 +1300,14 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
         st = KILN_STATUS_INVALID_ARGUMENT;
         goto out;
     }
+    if (o->micro_batches < 0 || (o->micro_batches > 0 && r->B % o->micro_batches)) {
+        gpt_errf(err,
+                 "gpt_train: %d micro-batches: they must split the batch of each rank (%d) "
+                 "evenly",
+                 o->micro_batches, r->B);
+        st = KILN_STATUS_INVALID_ARGUMENT;
+        goto out;
+    }
     if ((st = prepare_files(r))) goto out;
     args = malloc((size_t)(3 * r->P + 6) * sizeof *args);
     tok = malloc((size_t)r->GB * (size_t)(r->T + 1) * sizeof *tok);
@@ -1239,6 +1321,7 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
     kiln_executable_get_info(r->step, &si);
     if (r->eval) kiln_executable_get_info(r->eval, &ei);
     res->planned_peak_bytes = ma.peak_bytes;
+    res->micro_batches = r->micro;
     if ((st = check_fits(r, &ma)) || (st = load_state(r)) || (st = state_to_device(r))) goto out;
     res->steps_done = r->done;
     if (o->out_dir && (st = gpt_log_open(&r->log, o->out_dir, r->done, err))) goto out;

@@ -77,6 +77,14 @@ ad_jvp_rule ad_jvp_rule_for(ir_op op);
 kiln_value ad_jvp_region(kiln_graph *g, uint32_t first, uint32_t last, int n, const uint32_t *seeds,
                          const kiln_value *tangents);
 
+/* control_jvp.c: the tangents of control node `id` (n a copy of it; t[k] its input k's,
+ * {0, 0} for zero), one per result into res_t[0..ir_control_n_results(n)) ({0, 0} for an
+ * integer or bool result), from a new control node of the same kind that carries the
+ * primal values and their tangents. The table's entries for control ops only mark them
+ * as differentiable; jvp.c calls this instead. */
+void ad_control_jvp(kiln_graph *g, uint32_t id, const ir_node *n, const kiln_value *t,
+                    kiln_value *res_t);
+
 /* The name tangent nodes' errors carry. */
 #define AD_JVP_OP "kiln_jvp"
 

@@ -144,10 +144,34 @@ static bool custom_vjp_free(kiln_graph *g, uint32_t id) {
     return true;
 }
 
+/* A control node's tangents (control_jvp.c): one per result, given to the node (result 0)
+ * and to the RESULT nodes that hold the others, unless one of those is a primal itself. */
+static void control_tangents(jvp_work *w, uint32_t id, const ir_node *n, const kiln_value *t) {
+    kiln_graph *g = w->g;
+    uint32_t nr = ir_control_n_results(n);
+    kiln_value *rt = host_calloc(g->ctx, nr, sizeof *rt);
+    uint32_t *ids = host_calloc(g->ctx, nr, sizeof *ids);
+    if (!rt || !ids) {
+        trace_fail(g, KILN_STATUS_HOST_OOM, AD_JVP_OP,
+                   "host allocation for the %u results of %%%u failed", nr, id);
+    } else {
+        ad_control_jvp(g, id, n, t, rt);
+        ir_control_results(g, id, ids);
+        for (uint32_t i = 0; i < nr && !g->status; i++) {
+            uint32_t r = ids[i];
+            if (r && r < w->n && rt[i].id && !(w->flags[r] & SEED) && check_tangent(g, r, rt[i]))
+                w->tan[r] = rt[i];
+        }
+    }
+    if (rt) host_free(g->ctx, rt, nr * sizeof *rt);
+    if (ids) host_free(g->ctx, ids, nr * sizeof *ids);
+}
+
 /* The tangent of node id from its inputs' (sweep 2, one node). */
 static bool step(jvp_work *w, uint32_t id) {
     kiln_graph *g = w->g;
-    ir_node n = g->nodes[id]; /* a copy: builders may move the node array */
+    ir_node n = g->nodes[id];           /* a copy: builders may move the node array */
+    if (n.op == IR_RESULT) return true; /* its control node gave it its tangent */
     ad_jvp_rule rule = ad_jvp_rule_for(n.op);
     const uint32_t *in = ir_in(&n);
     bool reached = false; /* a tangent reaches it, whether or not its op has a rule */
@@ -162,7 +186,9 @@ static bool step(jvp_work *w, uint32_t id) {
     }
     bool any = false;
     for (uint32_t k = 0; k < n.n_in; k++) any |= (t[k] = w->tan[in[k]]).id != 0;
-    if (any) {
+    if (any && ir_ops[n.op].kind == IRK_CONTROL) {
+        control_tangents(w, id, &n, t);
+    } else if (any) {
         uint32_t x = relu_operand(g, id);
         kiln_value r = x ? relu_tangent(g, x, w->tan[x]) : rule(g, id, &n, t);
         if (!g->status && r.id && check_tangent(g, id, r)) w->tan[id] = r;

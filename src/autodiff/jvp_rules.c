@@ -412,15 +412,13 @@ RULE(jvp_all_reduce) {
 
 /* ---------------------------------------------------------------- table ---- */
 
-/* Control flow (while, scan, cond and their results): forward mode through a loop or a
- * branch is not built yet; reverse mode is (kiln_grad, kiln_vjp). A refusal that names the
- * op and the line of the kiln_jvp call, rather than a wrong zero. */
+/* Control flow (while, scan, cond and their results): jvp.c gives a control node the
+ * tangents of all its results at once (control_jvp.c), so these entries only say the ops
+ * carry tangents. Called directly, it is a kiln bug. */
 static kiln_value jvp_control(kiln_graph *g, uint32_t id, const ir_node *n, const kiln_value *t) {
     (void)t;
-    return trace_fail(g, KILN_STATUS_UNIMPLEMENTED, AD_JVP_OP,
-                      "forward mode through %s (%%%u) is not built yet; reverse mode "
-                      "(kiln_grad, kiln_vjp) differentiates it",
-                      ir_ops[n->op].name, id);
+    return trace_fail(g, KILN_STATUS_INTERNAL, AD_JVP_OP,
+                      "%s (%%%u) reached the one-result JVP rule table", ir_ops[n->op].name, id);
 }
 
 static const ad_jvp_rule rules[IR_NUM_OPS] = {

@@ -24,7 +24,7 @@
 #include <string.h>
 
 /* reductions of one column-form kernel (lower_columns); more are lowered element by element */
-enum { KD_MAX_COLUMN_ROOTS = 8 };
+enum { KD_MAX_COLUMN_ROOTS = FUSION_MAX_COLUMN_REDUCTIONS };
 /* row values a kernel computes once per element (lower_rows); more are computed where used */
 enum { KD_MAX_ELEM_ROWS = 16 };
 

@@ -284,12 +284,25 @@ static kiln_status dump_plan(const kiln_executable *e, const exec_dump *dump) {
     return s;
 }
 
+/* kiln_compile_options.budget_result from the budget's search (s: how it ended). */
+static void budget_result(const kiln_executable *e, const kiln_compile_options *o, kiln_status s) {
+    if (!o->budget_result) return;
+    const remat_info *r = &e->remat;
+    *o->budget_result = (kiln_budget_result){0};
+    if (!r->budget) return;
+    *o->budget_result =
+        (kiln_budget_result){.budget_bytes = r->budget,
+                             .peak_without_bytes = r->peak_without,
+                             .min_peak_bytes = r->min_peak ? r->min_peak : r->peak_without,
+                             .fits = s == KILN_STATUS_OK};
+}
+
 kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_executable **out) {
-    return exec_compile(g, opts, NULL, out);
+    return exec_compile(g, opts, NULL, false, out);
 }
 
 kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const int32_t *donate_to,
-                         kiln_executable **out) {
+                         bool sub_graph, kiln_executable **out) {
     if (!g) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_context *ctx = g->ctx;
     if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "kiln_compile: out is NULL");
@@ -302,6 +315,7 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     double t0 = now_seconds();
     static const kiln_compile_options defaults;
     const kiln_compile_options *o = opts ? opts : &defaults;
+    if (o->budget_result) *o->budget_result = (kiln_budget_result){0};
     kn_device *dev = device_get(ctx, o->device, "kiln_compile: kiln_compile_options.device");
     if (!dev) return KILN_STATUS_INVALID_ARGUMENT;
     kiln_executable *e = host_calloc(ctx, 1, sizeof *e);
@@ -311,6 +325,7 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     e->dev = dev;
     e->comm = o->comm;
     e->donate_to = donate_to;
+    e->sub_graph = sub_graph;
     /* one replica copies at the start: nothing to overlap */
     e->overlap = o->comm && o->comm->size > 1 && !o->disable_overlap;
     exec_dump dump;
@@ -329,7 +344,10 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     if (!s) s = check_comm(e);
     if (!s) s = take_donations(e, o);
     if (!s) s = exec_controls_compile(e, o);
-    if (!s) s = exec_remat(e, o);
+    if (!s) {
+        s = exec_remat(e, o);
+        budget_result(e, o, s);
+    }
     if (!s) s = exec_fuse_and_plan(e, o);
     if (!s) s = load_kernels(e, &dump);
     if (!s) s = exec_steps_build(e);

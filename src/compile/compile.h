@@ -24,9 +24,10 @@ void exec_plan_release(kiln_executable *e);
  * executable, exec_steps_free). */
 kiln_status exec_steps_build(kiln_executable *e);
 /* kiln_compile with the internal donation map of a loop body (control.c): donate_to[p]
- * is the only output donated parameter p's buffer may become (-1: any; NULL: no map). */
+ * is the only output donated parameter p's buffer may become (-1: any; NULL: no map);
+ * sub_graph: g is a loop body or branch (its memory budget: remat_planner.sub_graph). */
 kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *o, const int32_t *donate_to,
-                         kiln_executable **out);
+                         bool sub_graph, kiln_executable **out);
 /* Compiles every control node's sub-graphs of e->g (control.c), once per region. */
 kiln_status exec_controls_compile(kiln_executable *e, const kiln_compile_options *o);
 /* The compiled sub-graphs of region r (and their index in e->ctls), or NULL. */

@@ -47,9 +47,10 @@ static kiln_status compile_sub(const kiln_executable *e, const kiln_compile_opti
     kiln_compile_options so = *o;
     so.donate_argnums = nc ? donate : NULL;
     so.n_donate = (int)nc;
+    so.budget_result = NULL; /* the program's, not its bodies' */
     /* a program whose IR is kept keeps its sub-graphs' too (the reports and the CUDA
      * emulation read them) */
-    kiln_status st = exec_compile(s, &so, nc ? to : NULL, out);
+    kiln_status st = exec_compile(s, &so, nc ? to : NULL, true, out);
     host_free(e->ctx, to, (s->n_params + 1) * sizeof *to);
     if (st) {
         char msg[KN_ERR_MAX - 96];

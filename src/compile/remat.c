@@ -17,9 +17,15 @@ typedef struct trial_planner {
 static kiln_status plan_trial(void *user, const kiln_graph *g, const mem_plan **mem) {
     trial_planner *tp = user;
     kiln_executable *e = tp->e;
-    /* the scratch executable borrows g: exec_plan_release frees the plan, never g */
-    tp->t = (kiln_executable){
-        .ctx = e->ctx, .dev = e->dev, .donated = e->donated, .g = (kiln_graph *)g};
+    /* the scratch executable borrows g and e's compiled loop bodies (whose arenas are
+     * their control steps' scratch, so a trial's peak counts them): exec_plan_release
+     * frees the plan, never g nor those */
+    tp->t = (kiln_executable){.ctx = e->ctx,
+                              .dev = e->dev,
+                              .donated = e->donated,
+                              .g = (kiln_graph *)g,
+                              .ctls = e->ctls,
+                              .n_ctls = e->n_ctls};
     kiln_status s = exec_fuse_and_plan(&tp->t, tp->o);
     *mem = &tp->t.mem;
     return s;
@@ -33,6 +39,7 @@ static void release_trial(void *user) {
 
 kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
     trial_planner tp = {.e = e, .o = o};
-    remat_planner pl = {.plan = plan_trial, .release = release_trial, .user = &tp};
+    remat_planner pl = {
+        .plan = plan_trial, .release = release_trial, .user = &tp, .sub_graph = e->sub_graph};
     return remat_choose(&e->g, o, &pl, &e->remat);
 }

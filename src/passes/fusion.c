@@ -574,6 +574,7 @@ typedef struct pc_walk {
     uint32_t *mark; /* per node: stamp * 2 + ident + 1 when visited */
     uint32_t stamp;
     bool reads, bad;
+    uint32_t columns; /* reduction_form: the column-form reductions it met */
 } pc_walk;
 
 static void pc_visit(pc_walk *w, uint32_t id, bool ident) {
@@ -625,6 +626,7 @@ static unsigned form_visit(pc_walk *w, const fkernel *k, uint32_t id) {
         const ir_node *x = &w->g->nodes[ir_in(n)[0]];
         form = x->shape.rank && n->a.reduce_axes >> (x->shape.rank - 1) & 1u ? FORM_ROWS
                                                                              : FORM_COLUMNS;
+        w->columns += form == FORM_COLUMNS;
     }
     for (uint32_t i = 0; i < n->n_in; i++) form |= form_visit(w, k, ir_in(n)[i]);
     return form;
@@ -632,6 +634,7 @@ static unsigned form_visit(pc_walk *w, const fkernel *k, uint32_t id) {
 
 static unsigned reduction_form(pc_walk *w, const fkernel *k) {
     w->stamp++;
+    w->columns = 0;
     unsigned form = 0;
     for (uint32_t r = 0; r < k->n_roots; r++) form |= form_visit(w, k, k->roots[r]);
     return form;
@@ -641,10 +644,16 @@ static unsigned reduction_form(pc_walk *w, const fkernel *k) {
  * sums of a matrix's rows and of its columns, both f32[n], in one kernel walked the
  * columns element by element, a stride of a whole row per value, an order of magnitude
  * slower than the two kernels apart, each reading in its own order (bench/RESULTS.md, "Row
- * and column reductions of one matrix: no longer one kernel"). */
+ * and column reductions of one matrix: no longer one kernel"). Nor do siblings whose column
+ * reductions together pass the column form's limit (fusion.h): fourteen layer-norm
+ * parameter gradients in one kernel fell back to walking columns alike. */
 static bool reads_apart(pc_walk *w, const fkernel *a, const fkernel *b) {
-    unsigned fa = reduction_form(w, a), fb = fa ? reduction_form(w, b) : 0;
-    return fa && fb && fa != fb;
+    unsigned fa = reduction_form(w, a);
+    uint32_t ca = w->columns;
+    unsigned fb = fa ? reduction_form(w, b) : 0;
+    if (fa && fb && fa != fb) return true;
+    return (fa & FORM_COLUMNS) && (fb & FORM_COLUMNS) &&
+           ca + w->columns > FUSION_MAX_COLUMN_REDUCTIONS;
 }
 
 /* Whether kernel k writes a recomputation (IR_HINT_RECOMPUTED), which the remat pass placed

@@ -60,6 +60,13 @@ typedef struct fkernel {
  * work items, one per row, would leave threads idle). */
 #define FUSION_ROW_MIN 16
 
+/* Reductions that keep their operand's last axis (a bias gradient, a layer norm's gain and
+ * bias gradients) are lowered together in the column form (lower.c: a row of accumulators
+ * each, the operand read row by row) up to this many per kernel; past it a kernel falls
+ * back to walking each column with a stride of a whole row, an order of magnitude slower,
+ * so sibling fusion never merges kernels past it. */
+#define FUSION_MAX_COLUMN_REDUCTIONS 8
+
 typedef struct fusion_plan {
     kiln_context *ctx;
     uint32_t n_nodes;      /* the graph's n_nodes (slot 0 unused) */

@@ -34,9 +34,14 @@
  *
  * A node can be reached in several ways through different paths, so the walk keeps a
  * visited mark per node and way. DOT kernels never run in place (BLAS reads whole rows and columns
- * while writing), nor CONTROL kernels (a loop copies its initial carries into its results
- * before it reads any other input; its carries run in place inside, over its body's
- * donated parameters). A SCATTER kernel copies its operand to the output and then adds rows into
+ * while writing). A while or scan CONTROL kernel may write carry j's result over its initial
+ * value, when that value is no other input of the node (another carry's initial value, a
+ * scanned array, a capture): the loop copies each initial carry into its result, in order,
+ * before it reads any other input (run_control.c, which skips the copy of a value onto
+ * itself), and its carries then run in place inside, over its body's donated parameters;
+ * which result takes which input is fixed (plan.c pairs carry j's result with its own
+ * initial value). A cond's results are its branch's outputs, written while the branch
+ * reads its operands: never in place. A SCATTER kernel copies its operand to the output and then adds rows into
  * it, so the operand may be overwritten unless it also serves as indices or updates. */
 #include "plan.h"
 
@@ -62,6 +67,19 @@ static int input_slot(const fkernel *k, uint32_t id) {
     for (uint32_t i = 0; i < k->n_inputs; i++)
         if (k->inputs[i] == id) return (int)i;
     return -1;
+}
+
+/* Marks the initial carries of a while or scan kernel that no other input of the node is. */
+static void control_legal(const kiln_graph *g, const fkernel *k, uint8_t *out) {
+    const ir_node *n = &g->nodes[k->roots[0]];
+    if (n->op != IR_WHILE && n->op != IR_SCAN) return;
+    const uint32_t *in = ir_in(n);
+    for (uint32_t j = 0; j < (uint32_t)n->a.ctl.n_carry; j++) {
+        uint32_t uses = 0;
+        for (uint32_t i = 0; i < n->n_in; i++) uses += in[i] == in[j];
+        int slot = input_slot(k, in[j]);
+        if (uses == 1 && slot >= 0) out[slot] = 1;
+    }
 }
 
 static bool is_root(const fkernel *k, uint32_t id) {
@@ -172,9 +190,12 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
         /* a collective runs out of place: other replicas read its operand while it writes;
          * an attention's every work item reads all of k and v */
         if (kn->kind == FK_DOT || kn->kind == FK_ATTENTION || kn->kind == FK_COLLECTIVE ||
-            kn->kind == FK_SORT || /* a sort reads its whole row after writing positions */
-            kn->kind == FK_CONTROL)
+            kn->kind == FK_SORT) /* a sort reads its whole row after writing positions */
             continue;
+        if (kn->kind == FK_CONTROL) {
+            control_legal(g, kn, out + at);
+            continue;
+        }
         if (kn->kind == FK_SCATTER) {
             scatter_legal(g, kn, out + at);
             continue;

@@ -310,6 +310,23 @@ static void place_root(const plan_ctx *c, plan_cand *cd, uint32_t k, uint32_t r,
     }
 }
 
+/* A loop's carry j over its own initial value only (inplace.c says why), never another. */
+static void place_carry(const plan_ctx *c, plan_cand *cd, uint32_t k, uint32_t j,
+                        bool temps_only) {
+    const fkernel *kn = &c->fp->kernels[k];
+    const ir_node *n = &c->g->nodes[kn->roots[0]];
+    int32_t rb = c->buffer_of[kn->roots[j]];
+    if (!cd->buf[rb].size || cd->buf[rb].shares >= 0) return;
+    uint32_t init = ir_in(n)[j];
+    for (uint32_t i = 0; i < kn->n_inputs; i++) {
+        if (kn->inputs[i] != init) continue;
+        int32_t xb = c->buffer_of[init];
+        if (temps_only && cd->buf[xb].kind != PLAN_K_TEMP) return;
+        if (may_take(c, cd, kn, k, j, i)) take_over(c, cd, kn->roots[j], i, rb, xb);
+        return;
+    }
+}
+
 /* Step 2 of the file comment: results written over inputs that die where they are read:
  * outputs first (into donated arguments), then temporaries (a dying temporary first, then
  * a donated argument). */
@@ -317,11 +334,19 @@ static void assign_inplace(const plan_ctx *c, plan_cand *cd) {
     for (uint32_t s = 0; s < c->nk; s++) {
         uint32_t k = cd->order[s];
         const fkernel *kn = &c->fp->kernels[k];
-        if (kn->kind == FK_DOT || kn->kind == FK_COLLECTIVE || kn->kind == FK_CONTROL) continue;
+        if (kn->kind == FK_DOT || kn->kind == FK_COLLECTIVE) continue;
+        const ir_node *n = &c->g->nodes[kn->roots[0]];
+        bool loop = kn->kind == FK_CONTROL;
+        if (loop && n->op != IR_WHILE && n->op != IR_SCAN) continue;
+        uint32_t roots = loop ? (uint32_t)n->a.ctl.n_carry : kn->n_roots;
         for (int pass = 0; pass < 3; pass++)
-            for (uint32_t r = 0; r < kn->n_roots; r++) {
+            for (uint32_t r = 0; r < roots; r++) {
                 bool out = cd->buf[c->buffer_of[kn->roots[r]]].kind == PLAN_K_OUTPUT;
-                if (out == (pass == 0)) place_root(c, cd, k, r, pass == 1);
+                if (out != (pass == 0)) continue;
+                if (loop)
+                    place_carry(c, cd, k, r, pass == 1);
+                else
+                    place_root(c, cd, k, r, pass == 1);
             }
     }
 }

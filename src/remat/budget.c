@@ -272,6 +272,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         budget_bytes = ctx->config.memory_budget;
         frac = ctx->config.memory_budget_fraction;
     }
+    if (pl->sub_graph) frac = 0; /* a share of the whole program's peak, not the body's */
     bool regions = remat_any(*gp), budgeted = budget_bytes || frac > 0, backward = false;
     for (uint32_t id = 1; id < (*gp)->n_nodes && !backward; id++)
         backward = (*gp)->nodes[id].backward;
@@ -399,7 +400,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
     enum { GREEDY_STEPS = 32 };
     uint64_t best_peak = UINT64_MAX, min_peak = UINT64_MAX;
     double best_flops = 0;
-    const char *best_strategy = NULL;
+    const char *best_strategy = NULL, *min_strategy = NULL;
     uint32_t prefix[GREEDY_STEPS + 1], n_greedy = 0;
     {
         double acc = 0;
@@ -456,7 +457,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
             trial_free(&sr, &tg);
             if (s) break;
         }
-        if (peak < min_peak) min_peak = peak, memcpy(min_extra, extra, nn);
+        if (peak < min_peak) min_peak = peak, min_strategy = strategy, memcpy(min_extra, extra, nn);
         if (peak <= budget && (!best_strategy || st.added_flops < best_flops ||
                                (st.added_flops == best_flops && peak < best_peak))) {
             best_peak = peak, best_flops = st.added_flops, best_strategy = strategy;
@@ -464,6 +465,8 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         }
     }
     info->min_peak = min_peak == UINT64_MAX ? 0 : min_peak;
+    if (!s && !best_strategy && pl->sub_graph && min_strategy) /* as far as it goes */
+        best_strategy = min_strategy, memcpy(best_extra, min_extra, nn);
     if (!s && !best_strategy) s = budget_error(&sr, budget, without, min_extra, min_peak);
     if (!s) s = adopt(&sr, best_extra, best_strategy);
 done:

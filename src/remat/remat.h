@@ -86,6 +86,12 @@ typedef struct remat_planner {
     kiln_status (*plan)(void *user, const kiln_graph *g, const mem_plan **mem);
     void (*release)(void *user);
     void *user;
+    /* g is a loop body or branch, compiled on its own under its program's options: a
+     * fraction budget (a share of the whole program's peak) does not apply to it, and a
+     * byte budget it cannot meet alone is met as far as it can be (the proposal of the
+     * smallest peak) rather than refused: the program's own search, which counts the body
+     * as its loop's scratch, decides whether the whole fits. */
+    bool sub_graph;
 } remat_planner;
 
 /* Chooses and applies the recomputation (budget.c): the checkpoint regions of *g and, under

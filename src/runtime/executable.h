@@ -154,6 +154,7 @@ struct kiln_executable {
     char *source;             /* the generated source (owned) */
     mem_plan mem;             /* schedule, buffers, arena (src/plan) */
     const int32_t *donate_to; /* while compiling a loop body: plan_options.donate_to */
+    bool sub_graph;           /* a loop body or branch (remat_planner.sub_graph) */
 };
 
 /* The error of a call whose own object (executable, jit) is NULL: the message goes to the

@@ -1,0 +1,60 @@
+#!/bin/sh
+# micro.sh — gradient accumulation side by side (issue 34 item 3): the GPT step of
+# bench/gpt (B8 T128 L4 H4 C256 by default) with its batch whole and split into k
+# micro-batches, in kiln (`kiln train --micro-batches k`) and in JAX (GPT_JAX_MICRO=k: a
+# lax.scan over the micro-batches summing loss and gradients, gpt_jax.py), from the same
+# initial weights and batches; then kiln under --memory-budget shares of its peak without
+# recomputation, where it chooses recomputation and micro-batches itself. Prints per run
+# the planned peak (kiln: planned = measured; JAX: memory_analysis' arguments + outputs +
+# temporaries - aliased), the median ms/step and the last loss (the splits must agree
+# with the whole batch to f32 rounding).
+#
+# Usage: bench/gpt/micro.sh [steps] [threads] [B T L H C]   (defaults: 20, all cores)
+# Environment: MICRO (default "1 2 4 8"), BUDGETS (default "60% 50%").
+set -e
+cd "$(dirname "$0")/../.."
+steps=${1:-20}
+threads=${2:-$(nproc)}
+B=${3:-8} T=${4:-128} L=${5:-4} H=${6:-4} C=${7:-256}
+py=bench/.venv/bin/python
+$py -c 'import numpy, jax, safetensors' 2>/dev/null || {
+    echo "micro.sh: bench/.venv needs numpy, jax and safetensors" >&2
+    exit 1
+}
+[ -x build/kiln ] || { echo "micro.sh: build kiln first (make)" >&2; exit 1; }
+work=$(mktemp -d /tmp/kiln-micro-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+$py bench/gpt/make_inputs.py "$work" --batch "$B" --context "$T" --layers "$L" --heads "$H" \
+    --channels "$C" --steps "$steps" --seed 1337 >/dev/null
+common="--init $work/init.safetensors --batches $work/batches.bin --batch $B --steps $steps --lr 1e-3 --warmup 2 --threads $threads"
+echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $threads threads;" \
+    "$(date -u '+%Y-%m-%d %H:%M UTC'); B=$B T=$T L=$L H=$H C=$C, $steps steps"
+printf '%-34s %12s %10s %10s\n' "run" "peak MiB" "ms/step" "last loss"
+summary() { # DIR LABEL: the row of a run from its summary.json
+    $py - "$1" "$2" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1] + "/summary.json"))
+peak = d.get("planned_peak_bytes", d.get("peak_bytes", 0)) / 2**20
+ms = d.get("ms_per_step_median", d.get("median_ms"))
+loss = d.get("final_loss", d.get("loss_last"))
+extra = " (%d micro-batches)" % d["micro_batches"] if d.get("micro_batches", 1) > 1 else ""
+print("%-34s %12.1f %10.1f %10.4f%s" % (sys.argv[2], peak, ms, loss, extra))
+EOF
+}
+for k in ${MICRO:-1 2 4 8}; do
+    (cd bench/gpt && GPT_JAX_MICRO=$k ../../$py gpt_jax.py $common --out "$work/jax$k" >/dev/null)
+    summary "$work/jax$k" "jax, $k micro-batches"
+    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" build/kiln train $common \
+        --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
+        --no-summary --micro-batches "$k" --out "$work/kiln$k" >/dev/null
+    summary "$work/kiln$k" "kiln, $k micro-batches"
+done
+for b in ${BUDGETS:-60% 50%}; do
+    if KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" build/kiln train $common \
+        --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
+        --no-summary --memory-budget "$b" --out "$work/budget" >"$work/budget.log" 2>&1; then
+        summary "$work/budget" "kiln, --memory-budget $b"
+    else
+        echo "kiln, --memory-budget $b: $(tail -n 1 "$work/budget.log" | cut -c1-200)"
+    fi
+done

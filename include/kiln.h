@@ -1099,6 +1099,50 @@ KILN_API kiln_status kiln_jvp(kiln_graph *g, int n_out, const kiln_value *outs, 
 KILN_API kiln_status kiln_custom_vjp(kiln_graph *g, kiln_fn fwd, kiln_fn bwd, void *user, int n,
                                      const kiln_value *args, int n_out, kiln_value *outs);
 
+/* Vectorising map (jax.vmap): fn applied to every example of a batch, as one batched
+ * computation appended to g (no loop for the ops that have a direct batching rule).
+ *
+ * fn is a kiln_fn (the bodies' type of control flow above), traced once on a sub-graph of g
+ * whose n parameters have the per-example types: args[i]'s type with axis in_axes[i]
+ * removed, or args[i]'s own type when in_axes[i] is KILN_VMAP_NONE (not batched, JAX's
+ * None: every example sees the whole value). fn reads other values of g (weights) through
+ * kiln_capture, as a loop body does; they are not batched. fn returns n_out values (its
+ * count must be n_out). Then a batching rule per op (docs/autodiff.md, "Batching"; the kind of
+ * each op's rule in docs/ops.md) rewrites fn's ops into ops of g over the whole batch: an
+ * op none of whose inputs is batched is emitted as it is; elementwise, shape, reduction,
+ * dot, indexing (batched indices and starts become gathers over the flattened batch),
+ * sorting, attention, collective ops and control flow (a loop or branch inside fn runs once,
+ * over batched bodies, as in JAX) get direct batched forms, none of them a loop over the
+ * batch. An op without a direct rule would fall back to a kiln_scan over the batch axis that
+ * runs it once per example (JAX's sequential fallback): no op of the registry needs it now.
+ *
+ * in_axes[i] is the axis of args[i] that is batched, in [0, rank), or KILN_VMAP_NONE; NULL
+ * means 0 for every arg. Negative axes are refused (-1 is KILN_VMAP_NONE, so counting from
+ * the end, as JAX does, would be ambiguous). The batch size B is the extent of that axis,
+ * the same for every batched arg; at least one arg must be batched (as in JAX). outs[j]
+ * receives output j with the batch axis at out_axes[j], in [0, rank of the per-example
+ * output]: an output that no batched value reaches is broadcast along it (as JAX does);
+ * out_axes NULL means 0 for every output. KILN_VMAP_NONE in out_axes is allowed for an
+ * output that is not batched only (it is returned as fn made it).
+ *
+ * Composes with the other transforms: kiln_grad, kiln_vjp or kiln_jvp inside fn give
+ * per-example derivatives (vmap(grad(loss))); kiln_grad of values kiln_vmap made
+ * differentiates the batched ops, which are ordinary ops of g; kiln_vmap inside fn nests,
+ * and works inside loop bodies. A kiln_custom_vjp call inside fn is refused (its backward
+ * function cannot be batched: it would be lost silently).
+ *
+ * Errors are builder errors (sticky on g) naming kiln_vmap: n or n_out outside
+ * 1..KILN_MAX_OUTPUTS, NULL fn, args or outs, an in_axes or out_axes entry out of range (the
+ * message names the entry, the axis and the arg's type), batched args whose batch sizes
+ * differ (both args and sizes named), no batched arg, fn returning another count than n_out
+ * or an error of its own, and a rule that fails (the message names the op being batched,
+ * its operands' types and the line of fn that made it). On error every outs[j] is the
+ * invalid value. */
+#define KILN_VMAP_NONE (-1)
+KILN_API kiln_status kiln_vmap(kiln_graph *g, kiln_fn fn, void *user, int n, const kiln_value *args,
+                               const int *in_axes, int n_out, const int *out_axes,
+                               kiln_value *outs);
+
 /* ------------------------------------------------------------ checkpoints ---- */
 
 /* Rematerialisation (jax.checkpoint): the values traced between kiln_checkpoint_begin and
@@ -1997,6 +2041,7 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_avg_pool(g, ...)              KILN__V(g, kiln_avg_pool((g), __VA_ARGS__))
 #define kiln_jvp(g, ...)                   KILN__S(g, kiln_jvp((g), __VA_ARGS__))
 #define kiln_custom_vjp(g, ...)            KILN__S(g, kiln_custom_vjp((g), __VA_ARGS__))
+#define kiln_vmap(g, ...)                  KILN__S(g, kiln_vmap((g), __VA_ARGS__))
 #endif
 
 /* ------------------------------------------------------ deprecated names ---- */

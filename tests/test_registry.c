@@ -358,6 +358,18 @@ static void test_shard_collectives_one_replica(void) {
     kiln_graph_destroy(g);
 }
 
+/* Every op has a batching rule (src/autodiff/vmap_rules.c) or a documented refusal, a
+ * string kiln_vmap's error quotes; an entry with a rule says what kind it is (docs/ops.md). */
+static void test_vmap_rules(void) {
+    for (int op = 0; op < IR_NUM_OPS; op++) {
+        const ad_vmap_entry *e = ad_vmap_entry_for((ir_op)op);
+        CHECK_MSG(e->rule || (e->refusal && e->refusal[0]), "%s: %s", ir_ops[op].name,
+                  "has no batching rule and no refusal (src/autodiff/vmap_rules.c)");
+        CHECK_MSG(!e->rule || (e->kind && e->kind[0]), "%s: its batching rule has no kind",
+                  ir_ops[op].name);
+    }
+}
+
 int main(int argc, char **argv) {
     test_select_cases(argc, argv);
     char dir[] = "/tmp/kiln_test_registry_XXXXXX";
@@ -367,6 +379,7 @@ int main(int argc, char **argv) {
     RUN(test_attr_table);
     RUN(test_vjp_rules);
     RUN(test_jvp_rules);
+    RUN(test_vmap_rules);
     RUN(test_kernel_expressions);
     RUN(test_header);
     RUN(test_builder_macros);

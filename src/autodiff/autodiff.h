@@ -88,4 +88,67 @@ void ad_control_jvp(kiln_graph *g, uint32_t id, const ir_node *n, const kiln_val
 /* The name tangent nodes' errors carry. */
 #define AD_JVP_OP "kiln_jvp"
 
+/* Batching (vmap.c, vmap_rules.c; kiln.h, kiln_vmap). The transform walks fn's sub-graph s
+ * (one example) in id order and emits the batched computation into g. Every value of s
+ * maps to a value of g that is either not batched (the same type as in s: nothing batched
+ * reached it) or batched with the batch axis first ([B, per-example dims...]): kiln_vmap
+ * moves an argument's batch axis to the front once, and every rule keeps it there, so no
+ * rule has to track an axis (JAX's choice too), and outputs move it to out_axes at the end. */
+typedef struct ad_vmap {
+    kiln_graph *g;       /* where the batched computation goes */
+    const kiln_graph *s; /* fn's sub-graph: never changed by the transform */
+    int64_t size;        /* the batch size B */
+    kiln_value *map;     /* [s->n_nodes]: each node's value in g */
+    uint8_t *batched;    /* [s->n_nodes]: 1 when map[id] carries the batch at axis 0 */
+    char op[96];         /* "kiln_vmap (batching dot_general)": the name errors carry */
+} ad_vmap;
+
+/* The batching rule of one op: n is a copy of node id of w->s, at least one of whose
+ * inputs is batched; writes the batched value (batch at axis 0) of each of its results to
+ * out (one, or ir_control_n_results for a control node). Errors are left on w->g. */
+typedef void (*ad_vmap_rule)(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out);
+
+/* An op's entry in the batching table: its rule and the kind of rule it is (docs/ops.md
+ * names the same kinds), or, with no rule, why not (kiln_vmap's error quotes it).
+ * tests/test_registry.c checks that every op has one or the other. */
+typedef struct ad_vmap_entry {
+    ad_vmap_rule rule;
+    const char *kind;
+    const char *refusal;
+} ad_vmap_entry;
+const ad_vmap_entry *ad_vmap_entry_for(ir_op op);
+
+/* What rules share (vmap.c). ad_vmap_in: input k of n as a value of g batched at axis 0
+ * (an unbatched one broadcast to [B, ...]). ad_vmap_emit: a copy of tmpl (its op,
+ * attributes, shape for the ops that read it, constant data, region) over in[0..n_in),
+ * typed again, on graph dst. ad_vmap_sequential: the slow path any op may fall back to,
+ * a kiln_scan over the batch axis that runs the op once per example (JAX's sequential
+ * fallback): correct for every op, but a loop. */
+kiln_value ad_vmap_in(ad_vmap *w, const ir_node *n, uint32_t k);
+kiln_value ad_vmap_emit(kiln_graph *dst, const char *op, const ir_node *tmpl, const kiln_value *in,
+                        uint32_t n_in);
+void ad_vmap_sequential(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out);
+/* Small builders the rules use, named w->op in errors: x with axis `from` moved to `to`;
+ * x reshaped to rank/dims. */
+kiln_value ad_vmap_moveaxis(ad_vmap *w, kiln_value x, int from, int to);
+kiln_value ad_vmap_reshape(ad_vmap *w, kiln_value x, int rank, const int64_t *dims);
+
+/* v (unbatched, of g) broadcast to [size, its dims...], errors named op. */
+kiln_value ad_vmap_broadcast(kiln_graph *g, const char *op, int64_t size, kiln_value v);
+/* For control flow (vmap_control.c): which outputs of sub-graph s depend on a batched
+ * parameter (param_batched[p] for each parameter; flags: scratch of s->n_nodes bytes). */
+void ad_vmap_deps(const kiln_graph *s, const uint8_t *param_batched, uint8_t *out_batched,
+                  uint8_t *flags);
+/* Sub-graph s batched into dst (which may be a new body being built): its parameter p is
+ * vals[p], batched at axis 0 when batched[p]; outs and out_batched receive its outputs. */
+kiln_status ad_vmap_subgraph(kiln_graph *dst, const kiln_graph *s, int64_t size,
+                             const kiln_value *vals, const uint8_t *batched, kiln_value *outs,
+                             uint8_t *out_batched);
+/* The batching rules of scan, cond and while (vmap_control.c). */
+void ad_vmap_scan(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out);
+void ad_vmap_cond(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out);
+void ad_vmap_while(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out);
+
+#define AD_VMAP_OP "kiln_vmap"
+
 #endif

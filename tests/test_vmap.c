@@ -299,6 +299,10 @@ FN(f_attention, {
     return 1;
 })
 FN(f_all_reduce, o[0] = kiln_all_reduce(g, kiln_exp(g, x[0]), KILN_REDUCE_SUM); return 1)
+/* one replica: the identity, through the batch axis moved behind the leading one and back */
+FN(f_shard,
+   o[0] = kiln_all_gather(g, kiln_reduce_scatter(g, kiln_exp(g, x[0]), KILN_REDUCE_SUM, 1), 1);
+   return 1)
 
 FN(f_dslice_batched2, {
     kiln_value st[2] = {x[2], kiln_neg(g, x[2])};
@@ -530,6 +534,7 @@ static const vcase cases[] = {
     {"attention4", f_attention, 3, {F, F, F}, {4, 4, 4},
      {DIMS(2, 3, 2, 2), DIMS(2, 3, 2, 2), DIMS(2, 3, 2, 2)}, {2, NONE, 0}, 1, {1}, true, false},
     {"all_reduce", f_all_reduce, 1, {F}, {2}, {DIMS(2, 3)}, {1}, 1, {0}, true, false},
+    {"reduce_scatter, all_gather", f_shard, 1, {F}, {2}, {DIMS(2, 3)}, {1}, 1, {0}, true, false},
     {"scan_inside", f_scan, 2, {F, F}, {2, 1}, {DIMS(4, 3), DIMS(3)}, {1, 0}, 2, {0, 1}, true,
      false},
     {"scan_carry_fixpoint", f_scan_fix, 2, {F, F}, {2, 1}, {DIMS(4, 3), DIMS(3)}, {NONE, 0}, 2,

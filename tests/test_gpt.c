@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const gpt_config tiny = {
     .vocab = 256, .context = 8, .layers = 2, .heads = 2, .channels = 16};
@@ -910,6 +911,33 @@ static void test_schedules(void) {
     CHECK(!strcmp(gpt_schedule_name(GPT_SCHEDULE_LINEAR), "linear"));
 }
 
+/* gpt_remove_temps_of: every temporary file of one process in a folder (a checkpoint's
+ * "<name>.tmp-<pid>-<hex>" and an out file's "<name>.tmp-<pid>"), no other process's and
+ * nothing else. */
+static void test_remove_temps(const char *dir) {
+    long me = 4242;
+    const char *names[] = {"model.safetensors.tmp-4242-1f2e",
+                           "summary.json.tmp-4242",
+                           "loss.svg.tmp-42421",
+                           "plan.svg.tmp-424",
+                           "model.safetensors",
+                           "notes.tmp-4242x"};
+    char path[512];
+    for (int i = 0; i < 6; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        FILE *f = fopen(path, "w");
+        if (f) fclose(f);
+    }
+    CHECK_MSG(gpt_remove_temps_of(dir, me) == 2, "two temporary files of pid %ld", me);
+    for (int i = 0; i < 6; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        CHECK_MSG((access(path, F_OK) == 0) == (i >= 2), "%s %s", names[i],
+                  i >= 2 ? "was removed" : "is still there");
+        unlink(path);
+    }
+    CHECK(gpt_remove_temps_of(dir, 0) == 0 && gpt_remove_temps_of("/nonexistent-kiln", me) == 0);
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln-test-gpt-XXXXXX";
     kiln_context *ctx = test_private_context(dir);
@@ -930,6 +958,7 @@ int main(void) {
     test_diverged_keeps_checkpoint(ctx, dir);
     test_checkpoint_counts(ctx, dir);
     test_schedules();
+    test_remove_temps(dir);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);
     return test_summary("test_gpt");

@@ -17,8 +17,9 @@
  * then the tool exits 128 + the signal: 130, 143, as a shell reports a process that a
  * signal ended). A second one ends the process at once: the checkpoint being written, if
  * any, is a temporary file next to the last good one (kiln_safetensors_save renames it
- * into place only when whole), so the temporary files of this process are removed and the
- * last good checkpoint stays. The thread that saves is parked first (a signal of its own
+ * into place only when whole), as are the summaries and pictures written at the end, so
+ * every temporary file of this process in the out folder is removed and the last good
+ * files stay. The thread that saves is parked first (a signal of its own
  * whose handler never returns): otherwise it could create its next temporary file between
  * the folder's scan and the exit, and leave it behind. */
 #include "kiln_train.h"
@@ -36,7 +37,7 @@
 
 /* The tool's mutable globals: the waiting thread reaches nothing else. */
 static volatile sig_atomic_t first_signal;
-static char checkpoint_path[4200];
+static char out_dir[4200];
 static sigset_t stop_set;
 static pthread_t waiter, saver;
 static bool have_saver;
@@ -88,7 +89,7 @@ static void *wait_signals(void *arg) {
         if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing more can be said */
         }
         park_saver();
-        if (checkpoint_path[0]) gpt_checkpoint_remove_temps(checkpoint_path, getpid());
+        if (out_dir[0]) gpt_remove_temps_of(out_dir, getpid());
         _exit(128 + first_signal);
     }
     return NULL;
@@ -119,7 +120,13 @@ int kiln_tool_block_stop_signals(void) {
 }
 
 void kiln_tool_set_checkpoint_path(const char *path) {
-    snprintf(checkpoint_path, sizeof checkpoint_path, "%s", path ? path : "");
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    if (!path || !path[0])
+        out_dir[0] = 0;
+    else if (!slash)
+        snprintf(out_dir, sizeof out_dir, ".");
+    else
+        snprintf(out_dir, sizeof out_dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
     kiln_tool_set_saver_thread();
 }
 

@@ -11,11 +11,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int gpt_checkpoint_remove_temps(const char *path, long pid) {
@@ -43,6 +45,49 @@ int gpt_checkpoint_remove_temps(const char *path, long pid) {
         removed += !unlink(full);
     }
     closedir(d);
+    return removed;
+}
+
+/* Whether file name is a temporary file of the process whose ".tmp-<pid>" is mark. */
+static bool own_temp(const char *name, const char *mark, int nm) {
+    const char *at = strstr(name, mark);
+    return at && (!at[nm] || at[nm] == '-');
+}
+
+/* Reads the folder with getdents64 into a buffer on the stack: no allocation, since the
+ * signal thread calls it while the thread it parked may hold the allocator's lock. */
+int gpt_remove_temps_of(const char *dir, long pid) {
+    char mark[48];
+    int nm = snprintf(mark, sizeof mark, ".tmp-%ld", pid);
+    if (pid <= 0) return 0;
+    int removed = 0;
+#ifdef __linux__
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    _Alignas(8) char buf[8192];
+    for (long n; (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;)
+        for (long at = 0; at < n;) {
+            struct dirent64_raw {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *e = (struct dirent64_raw *)(buf + at);
+            at += e->reclen;
+            removed += own_temp(e->name, mark, nm) && !unlinkat(fd, e->name, 0);
+        }
+    close(fd);
+#else
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char full[4200 + 256];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        removed += own_temp(e->d_name, mark, nm) && !unlink(full);
+    }
+    closedir(d);
+#endif
     return removed;
 }
 

@@ -384,6 +384,11 @@ kiln_status gpt_checkpoint_load(kiln_context *ctx, const char *path, const gpt_c
  * ("<path>.tmp-<pid>-<hex>"): those of process pid, or with pid 0 those whose process is
  * gone (a run killed while saving). Returns how many it removed. */
 int gpt_checkpoint_remove_temps(const char *path, long pid);
+/* Removes every temporary file process pid (> 0) has in folder dir, whatever it was
+ * writing: kiln_safetensors_save's "<name>.tmp-<pid>-<hex>" and the --out files'
+ * "<name>.tmp-<pid>" (gpt_out_open). What a run stopped at once leaves behind. Returns how
+ * many it removed. */
+int gpt_remove_temps_of(const char *dir, long pid);
 /* The model config stored in a checkpoint's metadata. */
 kiln_status gpt_checkpoint_config(kiln_context *ctx, const char *path, gpt_config *cfg, char *err);
 

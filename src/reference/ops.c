@@ -40,6 +40,8 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
         [IR_COMPARE] = ref_compare,
     [IR_SELECT] = ref_select,
     [IR_RANDOM] = ref_random,
+    [IR_GATHER] = ref_gather,
+    [IR_SCATTER] = ref_scatter,
     [IR_ALL_REDUCE] = ref_all_reduce,
 };
 

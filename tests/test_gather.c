@@ -336,6 +336,36 @@ static void test_errors(kiln_context *ctx) {
     }
 }
 
+/* Scatter-mul's derivative through its updates is refused in both modes, naming the op
+ * (JAX refuses it without unique indices); through the operand alone it is built. */
+static void test_refusals(kiln_context *ctx) {
+    for (int mode = 0; mode < 2; mode++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "mul", &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, (int64_t[]){4});
+        kiln_value u = kiln_parameter(g, "u", KILN_DTYPE_F32, 1, (int64_t[]){2});
+        kiln_value i = kiln_constant(g, KILN_DTYPE_I32, 1, (int64_t[]){2}, (int32_t[]){1, 1});
+        kiln_value y = kiln_index_mul(g, x, 0, i, u, KILN_GATHER_FILL), d[2];
+        kiln_value loss = kiln_reduce_sum(g, y, 0, NULL, false);
+        kiln_value one = kiln_full(g, KILN_DTYPE_F32, 1, (int64_t[]){4}, 1);
+        kiln_value two = kiln_full(g, KILN_DTYPE_F32, 1, (int64_t[]){2}, 1);
+        kiln_status st =
+            mode ? kiln_jvp(g, 1, &y, 2, (kiln_value[]){x, u}, (kiln_value[]){one, two}, d)
+                 : kiln_grad(g, loss, 2, (kiln_value[]){x, u}, d);
+        CHECK(st == KILN_STATUS_UNIMPLEMENTED);
+        CHECK_CONTAINS(kiln_graph_error(g), mode ? "kiln_jvp: the derivative of scatter mul"
+                                                 : "kiln_grad: the gradient of scatter mul");
+        kiln_graph_destroy(g);
+        kiln_graph_create(ctx, "mul", &g);
+        x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, (int64_t[]){4});
+        i = kiln_constant(g, KILN_DTYPE_I32, 1, (int64_t[]){2}, (int32_t[]){1, 1});
+        y = kiln_index_mul(g, x, 0, i, kiln_scalar(g, KILN_DTYPE_F32, 3), KILN_GATHER_FILL);
+        loss = kiln_reduce_sum(g, y, 0, NULL, false);
+        CHECK_OK(ctx, kiln_grad(g, loss, 1, &x, d));
+        kiln_graph_destroy(g);
+    }
+}
+
 int main(void) {
     kiln_context *ctx = test_context();
     if (!ctx) return 1;
@@ -346,6 +376,7 @@ int main(void) {
     test_wrap(ctx);
     test_text(ctx);
     test_errors(ctx);
+    test_refusals(ctx);
     kiln_context_destroy(ctx);
     return test_summary("test_gather");
 }

@@ -285,14 +285,30 @@ typedef struct gs_offsets {
     kiln_value valid; /* bool (FILL): the window is in bounds; {0} when every one is */
 } gs_offsets;
 
-/* Offsets of the elements of shape es (the gather's result, the scatter's updates) into
- * operand x (shape xs); wsize: the window's size per operand axis. */
-static gs_offsets offsets(kiln_graph *g, const ir_node *n, const ir_shape *xs, kiln_value idx,
-                          const ir_shape *is, const ir_shape *es, const int64_t *wsize) {
+/* How many trailing operand axes are whole rows of the table the primitives index: each
+ * a window that covers its axis, neither indexed nor batching, held by the last axes of es
+ * (the result or the updates) in order. An embedding lookup or x.at[idx].add(rows) moves
+ * whole rows then (take_rows' and scatter_add_rows' rows), not single elements. */
+static int row_axes(const ir_node *n, const ir_shape *xs, const ir_shape *es,
+                    const int64_t *wsize) {
+    int t = 0;
+    for (int a = xs->rank - 1; a >= 0; a--, t++)
+        if (n->a.gs.window[a] != es->rank - (xs->rank - a) || n->a.gs.index[a] >= 0 ||
+            n->a.gs.batch[a] >= 0 || wsize[a] != xs->dims[a])
+            break;
+    return t;
+}
+
+/* Offsets of the elements of shape es (the gather's result, the scatter's updates, less
+ * their row axes) into operand x (shape xs) viewed as rows of its last `tail` axes: the
+ * row index; wsize: the window's size per operand axis. */
+static gs_offsets offsets(kiln_graph *g, const ir_node *n, const ir_shape *xs, int tail,
+                          kiln_value idx, const ir_shape *is, const ir_shape *es,
+                          const int64_t *wsize) {
     const kiln_dtype t = KILN_DTYPE_I64;
     int bd[KILN_MAX_RANK], nb = 0;
     uint32_t win = 0;
-    for (int a = 0; a < xs->rank; a++)
+    for (int a = 0; a < xs->rank - tail; a++)
         if (n->a.gs.window[a] >= 0) win |= 1u << n->a.gs.window[a];
     for (int i = 0; i < es->rank; i++)
         if (!(win >> i & 1u)) bd[nb++] = i;
@@ -303,7 +319,7 @@ static gs_offsets offsets(kiln_graph *g, const ir_node *n, const ir_shape *xs, k
     kiln_value ic = kiln_convert(g, idx, t);
     gs_offsets r = {kiln_scalar(g, t, 0), KN_NONE};
     if (es->rank) r.flat = kiln_broadcast_in_dim(g, r.flat, es->rank, es->dims, NULL);
-    for (int a = 0; a < xs->rank; a++) {
+    for (int a = 0; a < xs->rank - tail; a++) {
         int64_t hi = xs->dims[a] - wsize[a];
         kiln_value pos = KN_NONE;
         if (n->a.gs.index[a] >= 0) {
@@ -335,21 +351,35 @@ static int64_t numel_of(const ir_shape *s) {
     return c;
 }
 
-/* x flattened into a table of one-element rows, [numel, 1]. */
-static kiln_value as_rows(kiln_graph *g, kiln_value x, const ir_shape *s) {
-    return kiln_reshape(g, x, 2, (int64_t[]){numel_of(s), 1});
+/* x as a table of rows of its last `tail` axes: [numel / row, row]. */
+static kiln_value as_rows(kiln_graph *g, kiln_value x, const ir_shape *s, int tail) {
+    int64_t row = 1;
+    for (int a = s->rank - tail; a < s->rank; a++) row *= s->dims[a];
+    return kiln_reshape(g, x, 2, (int64_t[]){numel_of(s) / row, row});
+}
+
+/* es less its last `tail` axes, and the same with one axis of their product after. */
+static void split_rows(const ir_shape *es, int tail, ir_shape *outer, ir_shape *rows) {
+    *outer = *es;
+    outer->rank -= tail;
+    *rows = *outer;
+    rows->dims[rows->rank++] = numel_of(es) / (numel_of(outer) ? numel_of(outer) : 1);
 }
 
 kiln_value trace_gather_primitives(kiln_graph *g, const ir_node *n, kiln_value x, kiln_value idx) {
     const ir_node *xn = &g->nodes[x.id], *in = &g->nodes[idx.id];
-    ir_shape xs = xn->shape, is = in->shape, os = n->shape;
+    ir_shape xs = xn->shape, is = in->shape, os = n->shape, eo, er;
     if (!numel_of(&os)) return kiln_full(g, n->dtype, os.rank, os.dims, 0);
-    gs_offsets o = offsets(g, n, &xs, idx, &is, &os, n->a.gs.sizes);
-    kiln_value v = kiln_take_rows(g, as_rows(g, x, &xs), o.flat);
+    int tail = row_axes(n, &xs, &os, n->a.gs.sizes);
+    split_rows(&os, tail, &eo, &er);
+    gs_offsets o = offsets(g, n, &xs, tail, idx, &is, &eo, n->a.gs.sizes);
+    kiln_value v = kiln_take_rows(g, as_rows(g, x, &xs, tail), o.flat);
     v = kiln_reshape(g, v, os.rank, os.dims);
     if (!o.valid.id) return v;
-    kiln_value fill = kiln_full(g, n->dtype, os.rank, os.dims, n->a.gs.fill);
-    return kiln_select(g, o.valid, v, fill);
+    int bd[KILN_MAX_RANK];
+    for (int i = 0; i < eo.rank; i++) bd[i] = i;
+    kiln_value ok = kiln_broadcast_in_dim(g, o.valid, os.rank, os.dims, bd);
+    return kiln_select(g, ok, v, kiln_full(g, n->dtype, os.rank, os.dims, n->a.gs.fill));
 }
 
 /* The scatters no primitive combines (SET, MUL, MIN, MAX): per operand element, a
@@ -367,7 +397,7 @@ static kiln_value dense_scatter(kiln_graph *g, const ir_node *n, kiln_value x, k
             kiln_select(g, hit, kiln_iota(g, it, 2, nm, 1), kiln_full(g, it, 2, nm, -1));
         last = kiln_reduce_max(g, last, 1, &ax, false);
         kiln_value has = kiln_compare(g, last, kiln_scalar(g, it, 0), KILN_CMP_GE);
-        kiln_value v = kiln_take_rows(g, as_rows(g, u, &(ir_shape){1, {nu}}),
+        kiln_value v = kiln_take_rows(g, as_rows(g, u, &(ir_shape){1, {nu}}, 0),
                                       kiln_max(g, last, kiln_scalar(g, it, 0)));
         return kiln_select(g, has, kiln_reshape(g, v, 1, &nx), xf);
     }
@@ -393,20 +423,22 @@ kiln_value trace_scatter_primitives(kiln_graph *g, const ir_node *n, kiln_value 
     if (!nx || !nu) return kiln_add(g, x, kiln_full(g, n->dtype, xs.rank, xs.dims, 0));
     for (int a = 0; a < xs.rank; a++)
         wsize[a] = n->a.gs.window[a] >= 0 ? us.dims[n->a.gs.window[a]] : 1;
-    gs_offsets o = offsets(g, n, &xs, idx, &is, &us, wsize);
-    kiln_value t = o.flat; /* a dropped update's target: one no element has */
+    bool add = n->a.gs.kind == KILN_SCATTER_ADD;
+    int tail = add ? row_axes(n, &xs, &us, wsize) : 0;
+    ir_shape uo, ur;
+    split_rows(&us, tail, &uo, &ur);
+    gs_offsets o = offsets(g, n, &xs, tail, idx, &is, &uo, wsize);
+    kiln_value t = o.flat; /* a dropped update's target: a row no element has */
     if (o.valid.id)
         t = kiln_select(g, o.valid, t,
-                        kiln_full(g, KILN_DTYPE_I64, us.rank, us.dims,
-                                  n->a.gs.kind == KILN_SCATTER_ADD ? (double)nx : -1));
+                        kiln_full(g, KILN_DTYPE_I64, uo.rank, uo.dims,
+                                  add ? (double)(nx / ur.dims[ur.rank - 1]) : -1));
     kiln_value r;
-    if (n->a.gs.kind == KILN_SCATTER_ADD) {
-        ir_shape ur = us;
-        ur.dims[ur.rank++] = 1;
-        r = kiln_scatter_add_rows(g, as_rows(g, x, &xs), t, kiln_reshape(g, u, ur.rank, ur.dims));
-    } else {
+    if (add)
+        r = kiln_scatter_add_rows(g, as_rows(g, x, &xs, tail), t,
+                                  kiln_reshape(g, u, ur.rank, ur.dims));
+    else
         r = dense_scatter(g, n, x, u, kiln_reshape(g, t, 1, &nu), nx, nu);
-    }
     return kiln_reshape(g, r, xs.rank, xs.dims);
 }
 

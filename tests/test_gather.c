@@ -286,7 +286,7 @@ static void test_text(kiln_context *ctx) {
  * caller's line. */
 static void test_errors(kiln_context *ctx) {
     int64_t xd[2] = {5, 3}, id[2] = {4, 1}, ud[2] = {4, 3};
-    for (int k = 0; k < 17; k++) {
+    for (int k = 0; k < 18; k++) {
         kiln_graph *g = NULL;
         kiln_graph_create(ctx, "bad", &g);
         kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, xd);
@@ -325,6 +325,7 @@ static void test_errors(kiln_context *ctx) {
         case 14: kiln_scatter(g, (kiln_scatter_kind)7, x, i, u, &s, KILN_GATHER_FILL); want = "kind 7 is not a kiln_scatter_kind"; break;
         case 15: s.n_update_window_dims = 2; s.update_window_dims[1] = 0; kiln_scatter(g, KILN_SCATTER_SET, x, i, u, &s, KILN_GATHER_FILL); want = "update_window_dims: axis 0 is out of order (the list must be sorted)"; break;
         case 16: kiln_index_add(g, x, 2, kiln_parameter(g, "j", KILN_DTYPE_I32, 1, (int64_t[]){2}), u, KILN_GATHER_FILL); want = "kiln_index_update: axis 2 is out of range for x of rank 2"; break;
+        case 17: kiln_gather(g, kiln_parameter(g, "n", KILN_DTYPE_I32, 2, xd), i, &d, sz, KILN_GATHER_FILL, (double[]){NAN}); want = "kiln_gather: fill_value nan is not an i32 value"; break;
         }
         // clang-format on
         CHECK_MSG(kiln_graph_status(g) != KILN_STATUS_OK, "error case %d was accepted", k);

@@ -593,6 +593,12 @@ static kiln_status infer_gather_scatter(const kiln_graph *g, ir_node *n, char *m
     if (st) return st;
     n->dtype = x->dtype;
     if (gather) {
+        double f = n->a.gs.fill;
+        if (!ir_dtype_is_float(x->dtype) && (!isfinite(f) || f != floor(f) || fabs(f) > 0x1p63 ||
+                                             (x->dtype == KILN_DTYPE_I32 && fabs(f) > 0x1p31) ||
+                                             (x->dtype == KILN_DTYPE_BOOL && f != 0 && f != 1)))
+            FAIL(KILN_STATUS_INVALID_ARGUMENT, "fill_value %g is not an %s value", f,
+                 kiln_dtype_name(x->dtype));
         ir_shape o = {.rank = out_rank};
         for (int i = 0; i < out_rank; i++) o.dims[i] = -1;
         for (int a = 0; a < x->shape.rank; a++) {

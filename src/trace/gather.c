@@ -276,9 +276,9 @@ kiln_value kiln_index_max(kiln_graph *g, kiln_value x, int axis, kiln_value indi
  * offset is computed by integer arithmetic over iotas and the indices broadcast onto the
  * batch axes, so a gather becomes one take_rows of the flattened operand (fused into its
  * consumers' loop) and a scatter-add one scatter_add_rows. The other scatters, which no
- * primitive combines, compare every operand element with every update's target and reduce
- * (a last-position max for SET): O(operand x updates) work, deterministic on every device,
- * with no atomics. */
+ * primitive combines, compare every operand row with every update row's target and reduce
+ * (a last-position max for SET): O(operand rows x update rows) work for SET, times the row
+ * length for the others, deterministic on every device, with no atomics. */
 
 typedef struct gs_offsets {
     kiln_value flat;  /* i64, the element's linear offset in the operand */
@@ -382,13 +382,16 @@ kiln_value trace_gather_primitives(kiln_graph *g, const ir_node *n, kiln_value x
     return kiln_select(g, ok, v, kiln_full(g, n->dtype, os.rank, os.dims, n->a.gs.fill));
 }
 
-/* The scatters no primitive combines (SET, MUL, MIN, MAX): per operand element, a
- * reduction over every update whose target it is. */
+/* The scatters no primitive combines (SET, MUL, MIN, MAX), over x as nr rows of len
+ * elements and the updates as nt rows (t: each one's target row, -1 when dropped): every
+ * row compares its position with every target. SET reduces that to the last update that
+ * hits the row (a max of positions, [nr, nt] work) and takes its row; the others reduce
+ * the updates that hit each element ([nr, nt, len] work). */
 static kiln_value dense_scatter(kiln_graph *g, const ir_node *n, kiln_value x, kiln_value u,
-                                kiln_value t, int64_t nx, int64_t nu) {
+                                kiln_value t, int64_t nr, int64_t nt, int64_t len) {
     const kiln_dtype it = KILN_DTYPE_I64, dt = n->dtype;
-    int64_t nm[2] = {nx, nu};
-    kiln_value xf = kiln_reshape(g, x, 1, &nx);
+    int64_t nm[2] = {nr, nt}, xd[2] = {nr, len}, cd[3] = {nr, nt, len};
+    kiln_value xr = kiln_reshape(g, x, 2, xd), ur = kiln_reshape(g, u, 2, (int64_t[]){nt, len});
     kiln_value hit = kiln_compare(g, kiln_iota(g, it, 2, nm, 0),
                                   kiln_broadcast_in_dim(g, t, 2, nm, (int[]){1}), KILN_CMP_EQ);
     int ax = 1;
@@ -397,21 +400,20 @@ static kiln_value dense_scatter(kiln_graph *g, const ir_node *n, kiln_value x, k
             kiln_select(g, hit, kiln_iota(g, it, 2, nm, 1), kiln_full(g, it, 2, nm, -1));
         last = kiln_reduce_max(g, last, 1, &ax, false);
         kiln_value has = kiln_compare(g, last, kiln_scalar(g, it, 0), KILN_CMP_GE);
-        kiln_value v = kiln_take_rows(g, as_rows(g, u, &(ir_shape){1, {nu}}, 0),
-                                      kiln_max(g, last, kiln_scalar(g, it, 0)));
-        return kiln_select(g, has, kiln_reshape(g, v, 1, &nx), xf);
+        kiln_value v = kiln_take_rows(g, ur, kiln_max(g, last, kiln_scalar(g, it, 0)));
+        return kiln_select(g, kiln_broadcast_in_dim(g, has, 2, xd, (int[]){0}), v, xr);
     }
     /* what an element no update hits contributes: 1 to a product, itself to min and max
      * (exact for every dtype, where an identity like INT64_MAX would not be a double) */
-    kiln_value ub = kiln_broadcast_in_dim(g, kiln_reshape(g, u, 1, &nu), 2, nm, (int[]){1});
+    kiln_value ub = kiln_broadcast_in_dim(g, ur, 3, cd, (int[]){1, 2});
     kiln_value none = n->a.gs.kind == KILN_SCATTER_MUL
-                          ? kiln_full(g, dt, 2, nm, 1)
-                          : kiln_broadcast_in_dim(g, xf, 2, nm, (int[]){0});
-    kiln_value c = kiln_select(g, hit, ub, none);
+                          ? kiln_full(g, dt, 3, cd, 1)
+                          : kiln_broadcast_in_dim(g, xr, 3, cd, (int[]){0, 2});
+    kiln_value c = kiln_select(g, kiln_broadcast_in_dim(g, hit, 3, cd, (int[]){0, 1}), ub, none);
     switch (n->a.gs.kind) {
-    case KILN_SCATTER_MUL: return kiln_mul(g, xf, kiln_reduce_prod(g, c, 1, &ax, false));
-    case KILN_SCATTER_MIN: return kiln_min(g, xf, kiln_reduce_min(g, c, 1, &ax, false));
-    default: return kiln_max(g, xf, kiln_reduce_max(g, c, 1, &ax, false));
+    case KILN_SCATTER_MUL: return kiln_mul(g, xr, kiln_reduce_prod(g, c, 1, &ax, false));
+    case KILN_SCATTER_MIN: return kiln_min(g, xr, kiln_reduce_min(g, c, 1, &ax, false));
+    default: return kiln_max(g, xr, kiln_reduce_max(g, c, 1, &ax, false));
     }
 }
 
@@ -424,21 +426,22 @@ kiln_value trace_scatter_primitives(kiln_graph *g, const ir_node *n, kiln_value 
     for (int a = 0; a < xs.rank; a++)
         wsize[a] = n->a.gs.window[a] >= 0 ? us.dims[n->a.gs.window[a]] : 1;
     bool add = n->a.gs.kind == KILN_SCATTER_ADD;
-    int tail = add ? row_axes(n, &xs, &us, wsize) : 0;
+    int tail = row_axes(n, &xs, &us, wsize);
     ir_shape uo, ur;
     split_rows(&us, tail, &uo, &ur);
+    int64_t len = ur.dims[ur.rank - 1], nt = numel_of(&uo);
     gs_offsets o = offsets(g, n, &xs, tail, idx, &is, &uo, wsize);
     kiln_value t = o.flat; /* a dropped update's target: a row no element has */
     if (o.valid.id)
-        t = kiln_select(g, o.valid, t,
-                        kiln_full(g, KILN_DTYPE_I64, uo.rank, uo.dims,
-                                  add ? (double)(nx / ur.dims[ur.rank - 1]) : -1));
+        t = kiln_select(
+            g, o.valid, t,
+            kiln_full(g, KILN_DTYPE_I64, uo.rank, uo.dims, add ? (double)(nx / len) : -1));
     kiln_value r;
     if (add)
         r = kiln_scatter_add_rows(g, as_rows(g, x, &xs, tail), t,
                                   kiln_reshape(g, u, ur.rank, ur.dims));
     else
-        r = dense_scatter(g, n, x, u, kiln_reshape(g, t, 1, &nu), nx, nu);
+        r = dense_scatter(g, n, x, u, kiln_reshape(g, t, 1, &nt), nx / len, nt, len);
     return kiln_reshape(g, r, xs.rank, xs.dims);
 }
 

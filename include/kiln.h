@@ -727,6 +727,17 @@ typedef struct kiln_scatter_dims {
 KILN_API kiln_value kiln_scatter(kiln_graph *g, kiln_scatter_kind kind, kiln_value operand,
                                  kiln_value indices, kiln_value updates,
                                  const kiln_scatter_dims *dims, kiln_gather_mode mode);
+/* x[i0, i1, ..., i(n-1)] with n integer index arrays on x's first n axes (NumPy's advanced
+ * indexing, jnp's x.at[i, j].get(mode=...)): the arrays (i32/i64) broadcast together,
+ * NumPy-style, to a shape B; out has shape B + x.shape[n:], out[b, ...] = x[i0[b], ...,
+ * i(n-1)[b], ...]. One gather with start_index_map {0..n-1}. A negative index wraps once
+ * (-1 is the last); then KILN_GATHER_FILL reads the fill value (NaN for floats, the dtype's
+ * minimum for i32/i64, true for bool) for a point still out of range, KILN_GATHER_CLIP
+ * clamps (jnp's x[i, j] without a mode gives the clamped values), KILN_GATHER_WRAP takes the
+ * index modulo the axis length. Index arrays for other axes (x[:, i, j]) are a transpose of
+ * x first. Errors name kiln_index_get, the operands and the caller's line. */
+KILN_API kiln_value kiln_index_get(kiln_graph *g, kiln_value x, int n, const kiln_value *indices,
+                                   kiln_gather_mode mode);
 /* x.at[(slice(None),) * axis + (indices,)].set/add/mul/min/max(updates, mode=...): the
  * elements x[p..., indices[i...], q...] combined with updates[p..., i..., q...] (updates has
  * the shape of kiln_take(x, indices, axis) or broadcasts to it, NumPy-style; x's dtype).
@@ -2004,6 +2015,7 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_take_along_axis(g, ...)  KILN__V(g, kiln_take_along_axis((g), __VA_ARGS__))
 #define kiln_gather(g, ...)           KILN__V(g, kiln_gather((g), __VA_ARGS__))
 #define kiln_scatter(g, ...)          KILN__V(g, kiln_scatter((g), __VA_ARGS__))
+#define kiln_index_get(g, ...)        KILN__V(g, kiln_index_get((g), __VA_ARGS__))
 #define kiln_index_update(g, ...)     KILN__V(g, kiln_index_update((g), __VA_ARGS__))
 #define kiln_index_set(g, ...)        KILN__V(g, kiln_index_set((g), __VA_ARGS__))
 #define kiln_index_add(g, ...)        KILN__V(g, kiln_index_add((g), __VA_ARGS__))

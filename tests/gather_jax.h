@@ -60,6 +60,15 @@ static const int32_t at_min_idx[3] = {2, 0, 2};
 static const double at_min_want[24] = {-0.5, 0.319672108, 0.139344275, -0.0409836173, -0.22131148, -0.401639342, 0.418032765, 0.237704933, 0.0573770404, -0.122950822, -0.303278685, -0.483606547, 0.33606559, 0.155737698, -0.0245901644, -0.204918027, -0.385245919, 0.434426248, 0.254098356, 0.0737704635, -0.106557369, -0.286885262, -0.467213124, 0.352459013};
 static const int32_t at_max_idx[4] = {3, -4, 3, 5};
 static const double at_max_want[24] = {1.31967211, 0.319672108, 0.139344275, 1.13934422, 0.598360658, -0.401639342, 0.418032765, 1.41803277, 0.877049208, -0.122950822, -0.303278685, 1.0573771, 1.15573764, 0.155737698, -0.0245901644, 1.33606553, 1.43442631, 0.434426248, 0.254098356, 1.25409842, 0.713114738, -0.286885262, -0.467213124, 0.893442631};
+static const int32_t get_pairs_i[6] = {0, 3, -1, 5, 1, 2};
+static const int32_t get_pairs_j[6] = {1, -2, 4, 0, 7, 2};
+static const double get_pairs_want[18] = {-0.0409836173, -0.22131148, -0.401639342, -0.237704933, -0.418032795, 0.401639342, 0.22131145, 0.0409836173, -0.139344275, NAN, NAN, NAN, NAN, NAN, NAN, 0.00819671154, -0.172131151, -0.352459013};
+static const int32_t get_pairs_clip_i[6] = {0, 3, -1, 5, 1, 2};
+static const int32_t get_pairs_clip_j[6] = {1, -2, 4, 0, 7, 2};
+static const double get_pairs_clip_want[18] = {-0.0409836173, -0.22131148, -0.401639342, -0.237704933, -0.418032795, 0.401639342, 0.22131145, 0.0409836173, -0.139344275, 0.385245919, 0.204918027, 0.0245901346, -0.368852466, 0.450819671, 0.270491779, 0.00819671154, -0.172131151, -0.352459013};
+static const int32_t get_broadcast_i[2] = {3, -4};
+static const int32_t get_broadcast_j[3] = {0, 4, -1};
+static const double get_broadcast_want[6] = {-0.204918027, 0.0737704635, 0.0737704635, -0.5, -0.22131148, -0.22131148};
 
 /* One lax.gather / lax.scatter* case: kind -1 is a gather, else a kiln_scatter_kind;
  * mode a kiln_gather_mode (0 FILL, 1 CLIP); shape: the gather's result or the scatter's
@@ -125,4 +134,26 @@ static const gj_at gj_ats[] = {
     {"at_mul", 2, 0, 2, {3, 5}, 1, 1, {5}, at_mul_idx, at_mul_want},
     {"at_min", 3, 0, 3, {2, 3, 4}, 1, 1, {3}, at_min_idx, at_min_want},
     {"at_max", 4, 0, 3, {2, 3, 4}, 2, 1, {4}, at_max_idx, at_max_want},
+};
+
+/* x.at[i, j].get(mode): mode 0 "fill", 1 "clip"; shape: the result's. */
+typedef struct gj_get {
+    const char *name;
+    int mode;
+    int xr;
+    int64_t xd[4];
+    int ir;
+    int64_t id[4];
+    const int32_t *i;
+    int jr;
+    int64_t jd[4];
+    const int32_t *j;
+    int yr;
+    int64_t yd[4];
+    const double *want;
+} gj_get;
+static const gj_get gj_gets[] = {
+    {"get_pairs", 0, 3, {4, 5, 3}, 2, {2, 3}, get_pairs_i, 2, {2, 3}, get_pairs_j, 3, {2, 3, 3}, get_pairs_want},
+    {"get_pairs_clip", 1, 3, {4, 5, 3}, 2, {2, 3}, get_pairs_clip_i, 2, {2, 3}, get_pairs_clip_j, 3, {2, 3, 3}, get_pairs_clip_want},
+    {"get_broadcast", 0, 2, {4, 5}, 2, {2, 1}, get_broadcast_i, 1, {3}, get_broadcast_j, 2, {2, 3}, get_broadcast_want},
 };

@@ -26,6 +26,7 @@ def fill(shape):
 out = []
 rows = []
 at_rows = []
+get_rows = []
 
 
 def arr(name, a, ctype, fmt):
@@ -104,6 +105,19 @@ def at(name, kind, xshape, axis, idx, mode):
         name, name))
 
 
+def get(name, xshape, i, j, mode):
+    x = jnp.asarray(fill(xshape))
+    i, j = np.asarray(i, np.int32), np.asarray(j, np.int32)
+    y = np.asarray(x.at[jnp.asarray(i), jnp.asarray(j)].get(mode=mode))
+    arr(name + "_i", i, "int32_t", "%d")
+    arr(name + "_j", j, "int32_t", "%d")
+    out.append("static const double %s_want[%d] = {%s};\n" % (
+        name, y.size, ", ".join(dbl(v) for v in y.ravel())))
+    get_rows.append('    {"%s", %d, %s, %s, %s_i, %s, %s_j, %s, %s_want},\n' % (
+        name, 0 if mode == "fill" else 1, dims(xshape), dims(i.shape), name, dims(j.shape),
+        name, dims(y.shape), name))
+
+
 F, C = G.FILL_OR_DROP, G.CLIP
 # gathers: jax.lax.gather's documented forms
 gather("rows", (5, 3), [[1], [3], [0], [3]], (1,), (0,), (0,), (1, 3), F)
@@ -145,6 +159,11 @@ at("at_mul", "mul", (3, 5), 1, [0, -1, 7, 2, 0], "drop")
 at("at_min", "min", (2, 3, 4), 1, [2, 0, 2], "drop")
 at("at_max", "max", (2, 3, 4), 2, [3, -4, 3, 5], "drop")
 
+# x[i, j] with index arrays (advanced indexing on the leading axes), broadcast together
+get("get_pairs", (4, 5, 3), [[0, 3, -1], [5, 1, 2]], [[1, -2, 4], [0, 7, 2]], "fill")
+get("get_pairs_clip", (4, 5, 3), [[0, 3, -1], [5, 1, 2]], [[1, -2, 4], [0, 7, 2]], "clip")
+get("get_broadcast", (4, 5), [[3], [-4]], [0, 4, -1], "fill")
+
 print("/* gather_jax.h: expected values computed by JAX %s (tests/gather_jax_values.py); "
       "generated, do not edit. */" % jax.__version__)
 print("#include <math.h>\n#include <stdint.h>\n")
@@ -184,4 +203,23 @@ typedef struct gj_at {
     const double *want;
 } gj_at;
 static const gj_at gj_ats[] = {
-%s};""" % ("".join(rows), "".join(at_rows)))
+%s};
+
+/* x.at[i, j].get(mode): mode 0 "fill", 1 "clip"; shape: the result's. */
+typedef struct gj_get {
+    const char *name;
+    int mode;
+    int xr;
+    int64_t xd[4];
+    int ir;
+    int64_t id[4];
+    const int32_t *i;
+    int jr;
+    int64_t jd[4];
+    const int32_t *j;
+    int yr;
+    int64_t yd[4];
+    const double *want;
+} gj_get;
+static const gj_get gj_gets[] = {
+%s};""" % ("".join(rows), "".join(at_rows), "".join(get_rows)))

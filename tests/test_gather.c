@@ -175,6 +175,30 @@ static void test_at_cases(kiln_context *ctx) {
     }
 }
 
+/* x[i, j] with index arrays (kiln_index_get) against JAX's x.at[i, j].get(mode). */
+static void test_get_cases(kiln_context *ctx) {
+    for (size_t ci = 0; ci < sizeof gj_gets / sizeof *gj_gets; ci++) {
+        const gj_get *c = &gj_gets[ci];
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, c->name, &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, c->xr, c->xd);
+        kiln_value ij[2] = {kiln_parameter(g, "i", KILN_DTYPE_I32, c->ir, c->id),
+                            kiln_parameter(g, "j", KILN_DTYPE_I64, c->jr, c->jd)};
+        kiln_value y = kiln_index_get(g, x, 2, ij, (kiln_gather_mode)c->mode);
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+        kiln_array *args[3] = {filled(ctx, c->xr, c->xd, 0),
+                               index_array(ctx, KILN_DTYPE_I32, c->ir, c->id, c->i),
+                               index_array(ctx, KILN_DTYPE_I64, c->jr, c->jd, c->j)};
+        kiln_array *out = NULL;
+        CHECK_OK(ctx, kiln_interpret(g, 3, args, 1, &out));
+        if (out) check_values(out, c->want, numel(c->yr, c->yd), c->name);
+        kiln_array_destroy(out);
+        CHECK_MSG(cmp_graph(ctx, g, 3, args, NULL, 1e-6, NULL), "%s compiled", c->name);
+        for (int k = 0; k < 3; k++) kiln_array_destroy(args[k]);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* Every dtype, compiled against the reference, on each JAX case (scatters other than set
  * take no bool). */
 static void test_dtypes(kiln_context *ctx) {
@@ -286,7 +310,7 @@ static void test_text(kiln_context *ctx) {
  * caller's line. */
 static void test_errors(kiln_context *ctx) {
     int64_t xd[2] = {5, 3}, id[2] = {4, 1}, ud[2] = {4, 3};
-    for (int k = 0; k < 18; k++) {
+    for (int k = 0; k < 20; k++) {
         kiln_graph *g = NULL;
         kiln_graph_create(ctx, "bad", &g);
         kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, xd);
@@ -326,6 +350,8 @@ static void test_errors(kiln_context *ctx) {
         case 15: s.n_update_window_dims = 2; s.update_window_dims[1] = 0; kiln_scatter(g, KILN_SCATTER_SET, x, i, u, &s, KILN_GATHER_FILL); want = "update_window_dims: axis 0 is out of order (the list must be sorted)"; break;
         case 16: kiln_index_add(g, x, 2, kiln_parameter(g, "j", KILN_DTYPE_I32, 1, (int64_t[]){2}), u, KILN_GATHER_FILL); want = "kiln_index_update: axis 2 is out of range for x of rank 2"; break;
         case 17: kiln_gather(g, kiln_parameter(g, "n", KILN_DTYPE_I32, 2, xd), i, &d, sz, KILN_GATHER_FILL, (double[]){NAN}); want = "kiln_gather: fill_value nan is not an i32 value"; break;
+        case 18: kiln_index_get(g, x, 2, (kiln_value[]){i, kiln_parameter(g, "j", KILN_DTYPE_I32, 2, (int64_t[]){3, 2})}, KILN_GATHER_CLIP); want = "kiln_index_get: the index arrays do not broadcast together (index 1)"; break;
+        case 19: kiln_index_get(g, x, 3, (kiln_value[]){i, i, i}, KILN_GATHER_CLIP); want = "kiln_index_get: 3 index arrays for x of rank 2"; break;
         }
         // clang-format on
         CHECK_MSG(kiln_graph_status(g) != KILN_STATUS_OK, "error case %d was accepted", k);
@@ -372,6 +398,7 @@ int main(void) {
     if (!ctx) return 1;
     test_jax_cases(ctx);
     test_at_cases(ctx);
+    test_get_cases(ctx);
     test_dtypes(ctx);
     test_set_duplicates(ctx);
     test_wrap(ctx);

@@ -269,6 +269,75 @@ kiln_value kiln_index_max(kiln_graph *g, kiln_value x, int axis, kiln_value indi
     return kiln_index_update(g, KILN_SCATTER_MAX, x, axis, indices, updates, mode);
 }
 
+/* The NumPy broadcast of the n index arrays' shapes into *b; false after the error. */
+static bool broadcast_indices(kiln_graph *g, const char *op, int n, const ir_node **in,
+                              const uint32_t *ids, ir_shape *b) {
+    b->rank = 0;
+    for (int k = 0; k < n; k++) b->rank = in[k]->shape.rank > b->rank ? in[k]->shape.rank : b->rank;
+    for (int a = 0; a < b->rank; a++) b->dims[a] = 1;
+    for (int k = 0; k < n; k++)
+        for (int a = 0; a < in[k]->shape.rank; a++) {
+            int64_t d = in[k]->shape.dims[a], *o = &b->dims[b->rank - in[k]->shape.rank + a];
+            if (d != 1 && *o != 1 && d != *o)
+                return trace_fail_on(g, ids, (uint32_t)n + 1, KILN_STATUS_SHAPE, op,
+                                     "the index arrays do not broadcast together (index %d)", k),
+                       false;
+            if (d != 1) *o = d;
+        }
+    return true;
+}
+
+kiln_value kiln_index_get(kiln_graph *g, kiln_value x, int n, const kiln_value *indices,
+                          kiln_gather_mode mode) {
+    const char *op = "kiln_index_get";
+    if (!trace_ready(g, op)) return KN_NONE;
+    const ir_node *xn = trace_node(g, op, x, "x"), *in[KILN_MAX_RANK];
+    if (!xn) return KN_NONE;
+    uint32_t ids[KILN_MAX_RANK + 1] = {x.id};
+    int r = xn->shape.rank;
+    if (n < 1 || n > r || !indices)
+        return trace_fail_on(g, ids, 1, KILN_STATUS_INVALID_ARGUMENT, op,
+                             "%d index arrays for x of rank %d (1 to its rank, not NULL)", n, r);
+    for (int k = 0; k < n; k++) {
+        char what[32];
+        snprintf(what, sizeof what, "index array %d", k);
+        if (!(in[k] = trace_node(g, op, indices[k], what))) return KN_NONE;
+        ids[k + 1] = indices[k].id;
+        if (in[k]->dtype != KILN_DTYPE_I32 && in[k]->dtype != KILN_DTYPE_I64)
+            return trace_fail_on(g, ids, (uint32_t)k + 2, KILN_STATUS_DTYPE, op,
+                                 "index array %d must be i32 or i64", k);
+    }
+    if (mode != KILN_GATHER_FILL && mode != KILN_GATHER_CLIP && mode != KILN_GATHER_WRAP)
+        return trace_fail_on(g, ids, (uint32_t)n + 1, KILN_STATUS_INVALID_ARGUMENT, op,
+                             "mode %d is not a kiln_gather_mode (FILL, CLIP or WRAP)", (int)mode);
+    ir_shape b;
+    if (!broadcast_indices(g, op, n, in, ids, &b)) return KN_NONE;
+    if (b.rank + r - n > KILN_MAX_RANK || b.rank + 1 > KILN_MAX_RANK)
+        return trace_fail_on(g, ids, (uint32_t)n + 1, KILN_STATUS_SHAPE, op,
+                             "the result would have rank %d (the most is %d)", b.rank + r - n,
+                             KILN_MAX_RANK);
+    kiln_value cols[KILN_MAX_RANK];
+    ir_shape b1 = b;
+    b1.dims[b1.rank++] = 1;
+    for (int k = 0; k < n; k++) {
+        kiln_value v = kiln_convert(g, trace_broadcast_to(g, op, indices[k], &b), KILN_DTYPE_I64);
+        v = at_index(g, v, KILN_DTYPE_I64, xn->shape.dims[k], mode);
+        cols[k] = kiln_reshape(g, v, b1.rank, b1.dims);
+    }
+    kiln_value idx = n == 1 ? cols[0] : kiln_concatenate(g, n, cols, b1.rank - 1);
+    kiln_gather_dims d = {.n_collapsed_slice_dims = n, .n_start_index_map = n};
+    int64_t sizes[KILN_MAX_RANK];
+    for (int a = 0; a < r; a++) {
+        sizes[a] = a < n ? 1 : xn->shape.dims[a];
+        if (a < n)
+            d.collapsed_slice_dims[a] = d.start_index_map[a] = a;
+        else
+            d.offset_dims[d.n_offset_dims++] = b.rank + a - n;
+    }
+    return kiln_gather(g, x, idx, &d, sizes,
+                       mode == KILN_GATHER_FILL ? KILN_GATHER_FILL : KILN_GATHER_CLIP, NULL);
+}
+
 /* ------------------------------------------------------- primitive forms ---- */
 
 /* What src/passes/expand.c puts in place of GATHER and SCATTER for the compiled backends,

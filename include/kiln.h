@@ -682,8 +682,9 @@ typedef struct kiln_gather_dims {
  * what PROMISE_IN_BOUNDS gives, which kiln does not name separately); KILN_GATHER_FILL is
  * FILL_OR_DROP: a window with any start outside [0, dim - size] reads fill_value entirely.
  * fill_value NULL is JAX's default: NaN for floats, the dtype's minimum for i32/i64, true
- * for bool (a given one is converted to the dtype). KILN_GATHER_WRAP is kiln_take's only:
- * an error here. Any dtype. Gradient (docs/autodiff.md): the cotangent scatter-added into
+ * for bool; a given one is rounded to a float dtype, and must be a value of an integer or
+ * bool dtype (an error otherwise). Negative indices are out of range (no wrap: lax's rule).
+ * KILN_GATHER_WRAP is kiln_take's only: an error here. Any dtype. Gradient (docs/autodiff.md): the cotangent scatter-added into
  * zeros with the same dimension numbers and mode (filled windows get none); indices none.
  * Errors name kiln_gather, the operands' types, the dimension-number field at fault
  * (offset_dims, slice_sizes, ...) and the caller's line. */

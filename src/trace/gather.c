@@ -237,8 +237,10 @@ kiln_value kiln_index_update(kiln_graph *g, kiln_scatter_kind kind, kiln_value x
         if (!batch) d.update_window_dims[d.n_update_window_dims++] = i;
     }
     is.dims[is.rank++] = 1;
+    kiln_dtype it = in->dtype;
+    int64_t len = xn->shape.dims[a]; /* xn and in move with the node array from here on */
     kiln_value u = trace_broadcast_to(g, op, updates, &us);
-    kiln_value idx = at_index(g, indices, in->dtype, xn->shape.dims[a], mode);
+    kiln_value idx = at_index(g, indices, it, len, mode);
     idx = kiln_reshape(g, idx, is.rank, is.dims);
     return kiln_scatter(g, kind, x, idx, u, &d,
                         mode == KILN_GATHER_FILL ? KILN_GATHER_FILL : KILN_GATHER_CLIP);
@@ -316,19 +318,20 @@ kiln_value kiln_index_get(kiln_graph *g, kiln_value x, int n, const kiln_value *
         return trace_fail_on(g, ids, (uint32_t)n + 1, KILN_STATUS_SHAPE, op,
                              "the result would have rank %d (the most is %d)", b.rank + r - n,
                              KILN_MAX_RANK);
+    ir_shape xs = xn->shape; /* xn moves with the node array once nodes are emitted */
     kiln_value cols[KILN_MAX_RANK];
     ir_shape b1 = b;
     b1.dims[b1.rank++] = 1;
     for (int k = 0; k < n; k++) {
         kiln_value v = kiln_convert(g, trace_broadcast_to(g, op, indices[k], &b), KILN_DTYPE_I64);
-        v = at_index(g, v, KILN_DTYPE_I64, xn->shape.dims[k], mode);
+        v = at_index(g, v, KILN_DTYPE_I64, xs.dims[k], mode);
         cols[k] = kiln_reshape(g, v, b1.rank, b1.dims);
     }
     kiln_value idx = n == 1 ? cols[0] : kiln_concatenate(g, n, cols, b1.rank - 1);
     kiln_gather_dims d = {.n_collapsed_slice_dims = n, .n_start_index_map = n};
     int64_t sizes[KILN_MAX_RANK];
     for (int a = 0; a < r; a++) {
-        sizes[a] = a < n ? 1 : xn->shape.dims[a];
+        sizes[a] = a < n ? 1 : xs.dims[a];
         if (a < n)
             d.collapsed_slice_dims[a] = d.start_index_map[a] = a;
         else

@@ -654,6 +654,63 @@ static void op_index(fz_state *s) {
     }
 }
 
+/* kiln_gather / kiln_scatter with dimension numbers drawn from the input (mostly wrong:
+ * the builders' checks), x[i, j] through kiln_index_get, and the .at[] updates (gather.c). */
+static void op_gather_dims(fz_state *s) {
+    fz_val x = pick(s);
+    int axis = draw_axis(s, x.rank);
+    uint8_t m = fz_u8(&s->in);
+    kiln_gather_mode mode = (kiln_gather_mode)(m < 250 ? m % 3 : m % 2 ? 3 : -1);
+    int64_t idims[FZ_ARR];
+    int irank;
+    draw_shape(s, &irank, idims);
+    if (irank > 3 || irank < 0) irank = 2;
+    fz_val idx = pick_indices(s, irank, idims);
+    int lv = idx.lv >= LV_ULP ? LV_LOOSE : lv_max(x.lv, idx.lv);
+    uint8_t w = fz_u8(&s->in);
+    kiln_scatter_kind kind = (kiln_scatter_kind)fz_int(&s->in, 6);         /* 5: not a kind */
+    if (w % 4 && is_float(x.t) && kind != KILN_SCATTER_SET) lv = LV_LOOSE; /* combine order */
+    if (w % 4 == 0) {
+        kiln_value ij[3] = {idx.v, idx.v, idx.v};
+        push(s, kiln_index_get(s->g, x.v, fz_int(&s->in, 4), ij, mode), lv);
+        return;
+    }
+    fz_val y = pick(s);
+    if (w % 4 == 1) {
+        push(s, kiln_index_update(s->g, kind, x.v, axis, idx.v, y.v, mode), lv_max(lv, y.lv));
+        return;
+    }
+    int l[5][KILN_MAX_RANK], n[4];
+    int64_t sizes[KILN_MAX_RANK];
+    for (int k = 0; k < 4; k++) n[k] = fz_int(&s->in, 4);
+    for (int i = 0; i < KILN_MAX_RANK; i++) {
+        for (int k = 0; k < 5; k++) l[k][i] = draw_axis(s, x.rank + (k == 0 ? 2 : 0));
+        sizes[i] = draw_attr(s, 0, 4);
+    }
+    if (w % 4 == 2) {
+        kiln_gather_dims d = {.n_offset_dims = n[0],
+                              .n_collapsed_slice_dims = n[1],
+                              .n_start_index_map = n[2],
+                              .n_operand_batching_dims = n[3]};
+        memcpy(d.offset_dims, l[0], sizeof l[0]), memcpy(d.collapsed_slice_dims, l[1], sizeof l[1]);
+        memcpy(d.start_index_map, l[2], sizeof l[2]);
+        memcpy(d.operand_batching_dims, l[3], sizeof l[3]);
+        memcpy(d.start_indices_batching_dims, l[4], sizeof l[4]);
+        push(s, kiln_gather(s->g, x.v, idx.v, &d, sizes, mode, NULL), lv);
+        return;
+    }
+    kiln_scatter_dims d = {.n_update_window_dims = n[0],
+                           .n_inserted_window_dims = n[1],
+                           .n_scatter_dims_to_operand_dims = n[2],
+                           .n_operand_batching_dims = n[3]};
+    memcpy(d.update_window_dims, l[0], sizeof l[0]);
+    memcpy(d.inserted_window_dims, l[1], sizeof l[1]);
+    memcpy(d.scatter_dims_to_operand_dims, l[2], sizeof l[2]);
+    memcpy(d.operand_batching_dims, l[3], sizeof l[3]);
+    memcpy(d.scatter_indices_batching_dims, l[4], sizeof l[4]);
+    push(s, kiln_scatter(s->g, kind, x.v, idx.v, y.v, &d, mode), lv_max(lv, y.lv));
+}
+
 /* ---------------------------------------------------------- control flow ---- */
 
 #define FZ_MAX_DEPTH 2    /* control ops nested inside bodies */
@@ -868,7 +925,8 @@ static void step(fz_state *s) {
                                               op_composite,
                                               op_rev_split,
                                               op_dynamic,
-                                              op_control};
+                                              op_control,
+                                              op_gather_dims};
     uint8_t b = fz_u8(&s->in);
     if (b == 255) kiln_graph_at(s->g, b % 2 ? "fuzz.c" : NULL, (int)fz_u8(&s->in) - 8);
     ops[b % (sizeof ops / sizeof ops[0])](s);

@@ -663,6 +663,114 @@ KILN_API kiln_value kiln_take(kiln_graph *g, kiln_value x, kiln_value indices, i
  * kiln's (JAX's take_along_axis has fill and clip only). */
 KILN_API kiln_value kiln_take_along_axis(kiln_graph *g, kiln_value x, kiln_value indices, int axis,
                                          kiln_gather_mode mode);
+
+/* General gather and scatter with XLA's dimension numbers (jax.lax.gather, jax.lax.scatter,
+ * scatter_add, scatter_mul, scatter_min, scatter_max; docs/ops.md "gather and scatter").
+ * The index vector is the last axis of `indices` (i32 or i64, rank >= 1), as in jax.lax:
+ * its length K is the count of start_index_map (gather) or scatter_dims_to_operand_dims
+ * (scatter), and the other axes of indices are the batch axes. Every list of axes is
+ * given with its count; the axes of one list are distinct and in range, and offset_dims,
+ * collapsed_slice_dims, update_window_dims, inserted_window_dims and operand_batching_dims
+ * must be sorted (XLA's rules); operand_batching_dims[i] pairs with
+ * start_indices_batching_dims[i] (scatter_indices_batching_dims[i]), which name indices
+ * axes other than the last, of equal size. An operand axis is collapsed (inserted),
+ * batching, or a window axis; an axis named in start_index_map must not be batching. */
+typedef struct kiln_gather_dims {
+    int n_offset_dims, offset_dims[KILN_MAX_RANK];                   /* output axes */
+    int n_collapsed_slice_dims, collapsed_slice_dims[KILN_MAX_RANK]; /* operand axes */
+    int n_start_index_map, start_index_map[KILN_MAX_RANK];           /* operand axes */
+    int n_operand_batching_dims, operand_batching_dims[KILN_MAX_RANK];
+    int start_indices_batching_dims[KILN_MAX_RANK]; /* n_operand_batching_dims of them */
+} kiln_gather_dims;
+/* jax.lax.gather(operand, indices, dims, slice_sizes, mode, fill_value). The output has
+ * rank (rank(indices) - 1) + n_offset_dims: the offset_dims axes hold the window (sizes
+ * slice_sizes[a] of the operand axes a that are neither collapsed nor batching, in order),
+ * the other axes are the batch axes of indices, in order. out[b, w] = operand[start(b) +
+ * w], start(b)[start_index_map[k]] = indices[b, k], start(b)[operand_batching_dims[i]] =
+ * b's position on start_indices_batching_dims[i], 0 elsewhere. slice_sizes has one entry
+ * per operand axis, 0 <= size <= dim, 1 for collapsed and batching axes.
+ * Modes (kiln_gather_mode; jax.lax.GatherScatterMode): KILN_GATHER_CLIP clamps each start
+ * into [0, dim - size], so the window lies inside the operand (also what XLA does, and so
+ * what PROMISE_IN_BOUNDS gives, which kiln does not name separately); KILN_GATHER_FILL is
+ * FILL_OR_DROP: a window with any start outside [0, dim - size] reads fill_value entirely.
+ * fill_value NULL is JAX's default: NaN for floats, the dtype's minimum for i32/i64, true
+ * for bool; a given one is rounded to a float dtype, and must be a value of an integer or
+ * bool dtype (an error otherwise). Negative indices are out of range (no wrap: lax's rule).
+ * KILN_GATHER_WRAP is kiln_take's only: an error here. Any dtype. Gradient (docs/autodiff.md): the cotangent scatter-added into
+ * zeros with the same dimension numbers and mode (filled windows get none); indices none.
+ * Errors name kiln_gather, the operands' types, the dimension-number field at fault
+ * (offset_dims, slice_sizes, ...) and the caller's line. */
+KILN_API kiln_value kiln_gather(kiln_graph *g, kiln_value operand, kiln_value indices,
+                                const kiln_gather_dims *dims, const int64_t *slice_sizes,
+                                kiln_gather_mode mode, const double *fill_value);
+
+/* How a scatter combines an update with what is there (jax.lax.scatter, scatter_add, ...). */
+typedef enum kiln_scatter_kind {
+    KILN_SCATTER_SET = 0, /* jax.lax.scatter: the update replaces it */
+    KILN_SCATTER_ADD,     /* jax.lax.scatter_add */
+    KILN_SCATTER_MUL,     /* jax.lax.scatter_mul */
+    KILN_SCATTER_MIN,     /* jax.lax.scatter_min (a NaN wins, as lax.min) */
+    KILN_SCATTER_MAX,     /* jax.lax.scatter_max (a NaN wins, as lax.max) */
+} kiln_scatter_kind;
+typedef struct kiln_scatter_dims {
+    int n_update_window_dims, update_window_dims[KILN_MAX_RANK];     /* updates axes */
+    int n_inserted_window_dims, inserted_window_dims[KILN_MAX_RANK]; /* operand axes */
+    int n_scatter_dims_to_operand_dims, scatter_dims_to_operand_dims[KILN_MAX_RANK];
+    int n_operand_batching_dims, operand_batching_dims[KILN_MAX_RANK];
+    int scatter_indices_batching_dims[KILN_MAX_RANK]; /* n_operand_batching_dims of them */
+} kiln_scatter_dims;
+/* jax.lax.scatter*(operand, indices, updates, dims, mode): operand with every update
+ * element combined (kind) into the element it addresses. updates has the operand's dtype and
+ * rank (rank(indices) - 1) + n_update_window_dims: its update_window_dims axes are the
+ * window (one per operand axis neither inserted nor batching, in order, each no larger than
+ * that axis), its other axes the batch axes of indices, in order and of equal sizes.
+ * updates[b, w] goes to operand[start(b) + w], start as kiln_gather's.
+ * Modes: KILN_GATHER_FILL (FILL_OR_DROP, jax's default for scatter) drops every update of a
+ * window with any start outside [0, dim - window]; KILN_GATHER_CLIP clamps the starts into
+ * that range. Updates are combined in row-major order of updates, so every kind is
+ * deterministic: duplicate indices combine all (add, mul, min, max) and, for SET, the
+ * last update in that order wins (JAX leaves which one unspecified). Kinds other than SET
+ * take numeric dtypes (not bool); SET takes any.
+ * Gradients (docs/autodiff.md): ADD: operand the cotangent, updates its gather; SET: operand
+ * the cotangent with the written elements zeroed, updates the gather of the cotangent for
+ * the update that won (others zero, as JAX); MIN/MAX: the cotangent shared equally among
+ * the operand element and the updates equal to the result (JAX's rule); MUL: operand the
+ * cotangent times the product of its updates; the updates' gradient of MUL is refused
+ * (UNIMPLEMENTED, as JAX refuses it without unique_indices). Errors as kiln_gather's. */
+KILN_API kiln_value kiln_scatter(kiln_graph *g, kiln_scatter_kind kind, kiln_value operand,
+                                 kiln_value indices, kiln_value updates,
+                                 const kiln_scatter_dims *dims, kiln_gather_mode mode);
+/* x[i0, i1, ..., i(n-1)] with n integer index arrays on x's first n axes (NumPy's advanced
+ * indexing, jnp's x.at[i, j].get(mode=...)): the arrays (i32/i64) broadcast together,
+ * NumPy-style, to a shape B; out has shape B + x.shape[n:], out[b, ...] = x[i0[b], ...,
+ * i(n-1)[b], ...]. One gather with start_index_map {0..n-1}. A negative index wraps once
+ * (-1 is the last); then KILN_GATHER_FILL reads the fill value (NaN for floats, the dtype's
+ * minimum for i32/i64, true for bool) for a point still out of range, KILN_GATHER_CLIP
+ * clamps (jnp's x[i, j] without a mode gives the clamped values), KILN_GATHER_WRAP takes the
+ * index modulo the axis length. Index arrays for other axes (x[:, i, j]) are a transpose of
+ * x first. Errors name kiln_index_get, the operands and the caller's line. */
+KILN_API kiln_value kiln_index_get(kiln_graph *g, kiln_value x, int n, const kiln_value *indices,
+                                   kiln_gather_mode mode);
+/* x.at[(slice(None),) * axis + (indices,)].set/add/mul/min/max(updates, mode=...): the
+ * elements x[p..., indices[i...], q...] combined with updates[p..., i..., q...] (updates has
+ * the shape of kiln_take(x, indices, axis) or broadcasts to it, NumPy-style; x's dtype).
+ * A scatter over one axis. A negative index wraps once, as jnp's indexing does (-1 is the
+ * last); then KILN_GATHER_FILL drops an update still out of range (jnp's mode="drop", the
+ * default of .at[]), KILN_GATHER_CLIP clamps it; KILN_GATHER_WRAP takes the index modulo
+ * the axis length (kiln's). kiln_index_update takes the kind; the others are its shorthands. */
+KILN_API kiln_value kiln_index_update(kiln_graph *g, kiln_scatter_kind kind, kiln_value x, int axis,
+                                      kiln_value indices, kiln_value updates,
+                                      kiln_gather_mode mode);
+KILN_API kiln_value kiln_index_set(kiln_graph *g, kiln_value x, int axis, kiln_value indices,
+                                   kiln_value updates, kiln_gather_mode mode);
+KILN_API kiln_value kiln_index_add(kiln_graph *g, kiln_value x, int axis, kiln_value indices,
+                                   kiln_value updates, kiln_gather_mode mode);
+KILN_API kiln_value kiln_index_mul(kiln_graph *g, kiln_value x, int axis, kiln_value indices,
+                                   kiln_value updates, kiln_gather_mode mode);
+KILN_API kiln_value kiln_index_min(kiln_graph *g, kiln_value x, int axis, kiln_value indices,
+                                   kiln_value updates, kiln_gather_mode mode);
+KILN_API kiln_value kiln_index_max(kiln_graph *g, kiln_value x, int axis, kiln_value indices,
+                                   kiln_value updates, kiln_gather_mode mode);
 /* jnp.stack: n >= 1 values of one dtype and shape joined along a new axis `axis` of the
  * result (in [-(rank + 1), rank]; negative counts from the end of the result). */
 KILN_API kiln_value kiln_stack(kiln_graph *g, int n, const kiln_value *xs, int axis);
@@ -1992,6 +2100,15 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_all_gather(g, ...)       KILN__V(g, kiln_all_gather((g), __VA_ARGS__))
 #define kiln_take(g, ...)             KILN__V(g, kiln_take((g), __VA_ARGS__))
 #define kiln_take_along_axis(g, ...)  KILN__V(g, kiln_take_along_axis((g), __VA_ARGS__))
+#define kiln_gather(g, ...)           KILN__V(g, kiln_gather((g), __VA_ARGS__))
+#define kiln_scatter(g, ...)          KILN__V(g, kiln_scatter((g), __VA_ARGS__))
+#define kiln_index_get(g, ...)        KILN__V(g, kiln_index_get((g), __VA_ARGS__))
+#define kiln_index_update(g, ...)     KILN__V(g, kiln_index_update((g), __VA_ARGS__))
+#define kiln_index_set(g, ...)        KILN__V(g, kiln_index_set((g), __VA_ARGS__))
+#define kiln_index_add(g, ...)        KILN__V(g, kiln_index_add((g), __VA_ARGS__))
+#define kiln_index_mul(g, ...)        KILN__V(g, kiln_index_mul((g), __VA_ARGS__))
+#define kiln_index_min(g, ...)        KILN__V(g, kiln_index_min((g), __VA_ARGS__))
+#define kiln_index_max(g, ...)        KILN__V(g, kiln_index_max((g), __VA_ARGS__))
 #define kiln_stack(g, ...)            KILN__V(g, kiln_stack((g), __VA_ARGS__))
 #define kiln_argmax(g, ...)           KILN__V(g, kiln_argmax((g), __VA_ARGS__))
 #define kiln_argmin(g, ...)           KILN__V(g, kiln_argmin((g), __VA_ARGS__))

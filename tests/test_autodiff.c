@@ -11,6 +11,7 @@
  * are drawn away from f's non-smooth points (ties, abs at 0), which are tested apart
  * against exact values. KILN_TEST_PROGRAMS raises the number of random programs. */
 #include "compare.h"
+#include "gather_grad_cases.h"
 #include "fault.h"
 #include "randprog.h"
 #include "autodiff/autodiff.h"
@@ -461,7 +462,7 @@ static const grad_case cases[] = {
     {"dynamic_slice, negative start", f_dslice_neg, 1, {2}, {{4, 5}}, ANY},
     {"dynamic_update_slice", f_dupdate, 2, {2, 2}, {{4, 5}, {2, 3}}, ANY},
     {"dynamic_update_slice, clamped", f_dupdate_clamp, 2, {2, 2}, {{4, 5}, {2, 3}}, ANY},
-};
+    GATHER_GRAD_ROWS()};
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
 static bool is_reduce(const grad_case *c) {

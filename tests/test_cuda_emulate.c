@@ -777,6 +777,56 @@ static void test_conv(void) {
     }
 }
 
+/* Gather and scatter with dimension numbers (expanded into take_rows, scatter_add_rows
+ * and fused compare-reduce loops before fusion): windows out of range in both modes, every
+ * scatter kind with duplicate indices, and their gradients, in f32 and bf16. */
+static void test_gather(void) {
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype t = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+        char name[32];
+        snprintf(name, sizeof name, "gather_%s", kiln_dtype_name(t));
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        int64_t xd[2] = {6, 5}, ud[2] = {4, 5};
+        kiln_value x = kiln_parameter(g, "x", t, 2, xd), u = kiln_parameter(g, "u", t, 2, ud);
+        kiln_value win = kiln_constant(g, KILN_DTYPE_I32, 2, (int64_t[]){4, 2},
+                                       (int32_t[]){0, 1, 4, 3, -1, 2, 5, 4});
+        kiln_value rows =
+            kiln_constant(g, KILN_DTYPE_I32, 2, (int64_t[]){4, 1}, (int32_t[]){2, 5, 2, 7});
+        kiln_gather_dims gd = {.n_offset_dims = 2,
+                               .offset_dims = {1, 2},
+                               .n_start_index_map = 2,
+                               .start_index_map = {0, 1}};
+        kiln_scatter_dims sd = {.n_update_window_dims = 1,
+                                .update_window_dims = {1},
+                                .n_inserted_window_dims = 1,
+                                .n_scatter_dims_to_operand_dims = 1};
+        kiln_value outs[10];
+        outs[0] = kiln_gather(g, x, win, &gd, (int64_t[]){2, 2}, KILN_GATHER_FILL, NULL);
+        outs[1] =
+            kiln_gather(g, kiln_exp(g, x), win, &gd, (int64_t[]){2, 3}, KILN_GATHER_CLIP, NULL);
+        for (int k = 0; k < 5; k++)
+            outs[2 + k] = kiln_scatter(g, (kiln_scatter_kind)k, x, rows, u, &sd,
+                                       k % 2 ? KILN_GATHER_CLIP : KILN_GATHER_FILL);
+        kiln_value loss = kiln_reduce_sum(
+            g,
+            kiln_mul(g, kiln_scatter(g, KILN_SCATTER_ADD, x, rows, u, &sd, KILN_GATHER_FILL),
+                     kiln_tanh(g, x)),
+            0, NULL, false);
+        double zero = 0;
+        kiln_value gsum = kiln_reduce_sum(
+            g, kiln_gather(g, kiln_sin(g, x), win, &gd, (int64_t[]){2, 2}, KILN_GATHER_FILL, &zero),
+            0, NULL, false);
+        loss = kiln_add(g, loss, gsum);
+        outs[7] = loss;
+        CHECK_OK(ctx, kiln_grad(g, loss, 2, (kiln_value[]){x, u}, outs + 8));
+        if (finish(g, 10, outs, name)) {
+            check(g, name, NULL, d ? 1e-5 : 2e-4);
+            kiln_graph_destroy(g);
+        }
+    }
+}
+
 static void test_programs(int n) {
     for (int k = 0; k < n; k += 4) {
         char name[32];
@@ -1113,6 +1163,7 @@ int main(void) {
     test_forms();
     test_half();
     test_conv();
+    test_gather();
     test_control();
     test_half_text();
     test_programs(rp_program_count(1));

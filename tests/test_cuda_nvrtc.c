@@ -37,6 +37,7 @@ static void check_graph(kiln_graph *g, const char *name, bool fuse) {
     fusion_plan p = {0};
     bool have_plan = false;
     kiln_status s = pass_clone(g, &c);
+    if (!s) s = pass_expand(&c, false); /* gather and scatter, as kiln_compile expands them */
     if (!s) s = passes_run(&c, NULL);
     fusion_options fo = {.disable = !fuse};
     if (!s && !(s = fusion_plan_build(c, &fo, &p))) have_plan = true;
@@ -262,6 +263,40 @@ static void test_models(void) {
     }
 }
 
+/* Gather and scatter (their expansions: take_rows, scatter_add_rows and compare-reduce
+ * loops), every kind, both modes, with gradients, in f32 and bf16. */
+static void test_gather(void) {
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype t = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+        char name[32];
+        snprintf(name, sizeof name, "gather_%s", kiln_dtype_name(t));
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        int64_t xd[2] = {6, 5}, ud[2] = {4, 5};
+        kiln_value x = kiln_parameter(g, "x", t, 2, xd), u = kiln_parameter(g, "u", t, 2, ud);
+        kiln_value win = kiln_parameter(g, "w", KILN_DTYPE_I32, 2, (int64_t[]){4, 2});
+        kiln_value rows = kiln_parameter(g, "r", KILN_DTYPE_I64, 2, (int64_t[]){4, 1});
+        kiln_gather_dims gd = {.n_offset_dims = 2,
+                               .offset_dims = {1, 2},
+                               .n_start_index_map = 2,
+                               .start_index_map = {0, 1}};
+        kiln_scatter_dims sd = {.n_update_window_dims = 1,
+                                .update_window_dims = {1},
+                                .n_inserted_window_dims = 1,
+                                .n_scatter_dims_to_operand_dims = 1};
+        kiln_value outs[9];
+        outs[0] = kiln_gather(g, x, win, &gd, (int64_t[]){2, 2}, KILN_GATHER_FILL, NULL);
+        outs[1] = kiln_gather(g, x, win, &gd, (int64_t[]){2, 3}, KILN_GATHER_CLIP, NULL);
+        for (int k = 0; k < 5; k++)
+            outs[2 + k] = kiln_scatter(g, (kiln_scatter_kind)k, x, rows, u, &sd,
+                                       k % 2 ? KILN_GATHER_CLIP : KILN_GATHER_FILL);
+        kiln_value loss = kiln_reduce_sum(g, kiln_mul(g, outs[0], outs[0]), 0, NULL, false);
+        loss = kiln_add(g, loss, kiln_reduce_sum(g, kiln_add(g, outs[3], outs[6]), 0, NULL, false));
+        CHECK_OK(ctx, kiln_grad(g, loss, 2, (kiln_value[]){x, u}, outs + 7));
+        check_outputs(g, name, 9, outs, true);
+    }
+}
+
 static void test_library(void) {
     size_t len;
     const char *src = cu_lib_source(&len);
@@ -296,6 +331,7 @@ int main(void) {
     test_forms();
     test_random(rp_program_count(24));
     test_models();
+    test_gather();
     printf("test_cuda_nvrtc: %d programs compiled, %d split reductions among them\n", n_compiled,
            n_split);
     CHECK_MSG(n_split >= 3, "only %d split reductions: the split program has more", n_split);

@@ -209,6 +209,32 @@ static int b_scatter_many(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     return 1;
 }
 
+/* Gather and scatter with dimension numbers (random indices in [-5, 5]: some out of range
+ * in both modes): gathers and set/min/max move values unchanged; add rounds once per update
+ * in update order on both sides; mul's expansion multiplies the updates together before
+ * the operand (x * (u1 * u2), the reference (x * u1) * u2): a few ulps. */
+static int b_gather_scatter(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t td[2] = {5, 3}, id[3] = {2, 4, 1}, ud[3] = {2, 4, 3};
+    kiln_value tab = param(g, "t", t, 2, td), up = param(g, "up", t, 3, ud);
+    kiln_value idx = param(g, "idx", KILN_DTYPE_I32, 3, id);
+    kiln_gather_dims gd = {.n_offset_dims = 1,
+                           .offset_dims = {2},
+                           .n_collapsed_slice_dims = 1,
+                           .n_start_index_map = 1};
+    kiln_scatter_dims sd = {.n_update_window_dims = 1,
+                            .update_window_dims = {2},
+                            .n_inserted_window_dims = 1,
+                            .n_scatter_dims_to_operand_dims = 1};
+    int64_t sz[2] = {1, 3};
+    int n = 0;
+    o[n++] = kiln_gather(g, tab, idx, &gd, sz, KILN_GATHER_FILL, NULL);
+    o[n++] = kiln_gather(g, kiln_exp(g, tab), idx, &gd, sz, KILN_GATHER_CLIP, NULL);
+    for (int k = KILN_SCATTER_SET; k <= KILN_SCATTER_MAX; k++)
+        o[n++] = kiln_scatter(g, (kiln_scatter_kind)k, tab, idx, up, &sd,
+                              k % 2 ? KILN_GATHER_FILL : KILN_GATHER_CLIP);
+    return n;
+}
+
 /* Dynamic slices move 16-bit values unchanged: random i32 starts (clamped into range),
  * fused with an op that rounds. */
 static int b_dynamic(kiln_graph *g, kiln_dtype t, kiln_value *o) {
@@ -387,6 +413,8 @@ static const half_case cases[] = {
     {IR_TAKE_ROWS, "indexing", b_indexing, 2},
     {IR_SCATTER_ADD_ROWS, "indexing", b_indexing, 2},
     {IR_SCATTER_ADD_ROWS, "scatter many", b_scatter_many, 4},
+    {IR_GATHER, "gather and scatter", b_gather_scatter, 4},
+    {IR_SCATTER, "gather and scatter", b_gather_scatter, 4},
     {IR_DYNAMIC_SLICE, "dynamic slices", b_dynamic, 2},
     {IR_DYNAMIC_UPDATE_SLICE, "dynamic slices", b_dynamic, 2},
     {IR_CUMSUM, "cumsum", b_cumsum, 2},

@@ -5,6 +5,7 @@
  * against finite differences of the gradient; the tangent graphs compiled on the CPU
  * against the interpreter; bf16/f16 tangents; symbolic zeros (no node built); the errors. */
 #include "compare.h"
+#include "gather_grad_cases.h"
 #include "autodiff/autodiff.h"
 #include "ir/ir.h"
 #include "trace/trace.h"
@@ -213,7 +214,7 @@ static const jvp_case cases[] = {
     {"dynamic_slice, clamped", f_dslice, 1, {2}, {{4, 5}}, ANY, false},
     {"dynamic_update_slice", f_dupdate, 2, {2, 2}, {{4, 5}, {2, 3}}, ANY, false},
     {"dynamic_update_slice, clamped", f_dupdate_clamp, 2, {2, 2}, {{4, 5}, {2, 3}}, ANY, false},
-    {"cumsum", f_cumsum, 1, {2}, {{2, 5}}, ANY, false},
+    GATHER_GRAD_ROWS(, false){"cumsum", f_cumsum, 1, {2}, {{2, 5}}, ANY, false},
     {"cumsum reverse", f_cumsum_rev, 1, {2}, {{4, 2}}, ANY, false},
     {"attention causal, 4 heads over 2",
      f_attn_gqa,

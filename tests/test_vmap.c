@@ -281,6 +281,24 @@ FN(f_random_batched, {
 })
 FN(f_take, o[0] = kiln_take_rows(g, x[0], x[1]); return 1)
 FN(f_scatter, o[0] = kiln_scatter_add_rows(g, x[0], x[1], x[2]); return 1)
+/* a window gather ([5, 4] operand, [3, 1] starts on axis 0, windows of 2 along axis 1) and
+ * .at[] updates along axis 0: batched by dimension numbers (vmap_rules.c) */
+FN(f_gather, {
+    kiln_gather_dims d = {.n_offset_dims = 1,
+                          .offset_dims = {1},
+                          .n_collapsed_slice_dims = 1,
+                          .collapsed_slice_dims = {0},
+                          .n_start_index_map = 1,
+                          .start_index_map = {0}};
+    o[0] = kiln_gather(g, x[0], x[1], &d, (const int64_t[]){1, 2}, KILN_GATHER_CLIP, NULL);
+    return 1;
+})
+FN(f_index_add, o[0] = kiln_index_add(g, x[0], 0, x[1], x[2], KILN_GATHER_FILL); return 1)
+FN(f_index_set_max, {
+    o[0] = kiln_index_set(g, x[0], 0, x[1], x[2], KILN_GATHER_CLIP);
+    o[1] = kiln_index_max(g, x[0], 0, x[1], x[2], KILN_GATHER_FILL);
+    return 2;
+})
 FN(f_dslice, {
     kiln_value st[2] = {kiln_scalar(g, KILN_DTYPE_I32, 1), kiln_scalar(g, KILN_DTYPE_I64, 1)};
     o[0] = kiln_dynamic_slice(g, x[0], 2, st, (const int64_t[]){2, 2});
@@ -533,6 +551,20 @@ static const vcase cases[] = {
      {DIMS(4, 2, 3), DIMS(4, 1, 3), DIMS(4, 1, 2)}, {0, 0, NONE}, 1, {0}, true, false},
     {"attention4", f_attention, 3, {F, F, F}, {4, 4, 4},
      {DIMS(2, 3, 2, 2), DIMS(2, 3, 2, 2), DIMS(2, 3, 2, 2)}, {2, NONE, 0}, 1, {1}, true, false},
+    {"gather_both", f_gather, 2, {F, KILN_DTYPE_I32}, {2, 2}, {DIMS(5, 4), DIMS(3, 1)}, {0, 1},
+     1, {0}, false, false},
+    {"gather_operand", f_gather, 2, {F, KILN_DTYPE_I32}, {2, 2}, {DIMS(5, 4), DIMS(3, 1)},
+     {1, NONE}, 1, {1}, false, false},
+    {"gather_indices", f_gather, 2, {F, KILN_DTYPE_I64}, {2, 2}, {DIMS(5, 4), DIMS(3, 1)},
+     {NONE, 0}, 1, {2}, false, false},
+    {"scatter_all", f_index_add, 3, {F, KILN_DTYPE_I32, F}, {2, 1, 2},
+     {DIMS(5, 4), DIMS(3), DIMS(3, 4)}, {0, 0, 1}, 1, {0}, false, false},
+    {"scatter_operand", f_index_add, 3, {F, KILN_DTYPE_I32, F}, {2, 1, 2},
+     {DIMS(5, 4), DIMS(3), DIMS(3, 4)}, {1, NONE, NONE}, 1, {1}, false, false},
+    {"scatter_updates", f_index_set_max, 3, {F, KILN_DTYPE_I32, F}, {2, 1, 2},
+     {DIMS(5, 4), DIMS(3), DIMS(3, 4)}, {NONE, NONE, 0}, 2, {0, 2}, false, false},
+    {"scatter_indices", f_index_set_max, 3, {F, KILN_DTYPE_I32, F}, {2, 1, 2},
+     {DIMS(5, 4), DIMS(3), DIMS(3, 4)}, {NONE, 0, 0}, 2, {1, 0}, false, false},
     {"all_reduce", f_all_reduce, 1, {F}, {2}, {DIMS(2, 3)}, {1}, 1, {0}, true, false},
     {"reduce_scatter, all_gather", f_shard, 1, {F}, {2}, {DIMS(2, 3)}, {1}, 1, {0}, true, false},
     {"scan_inside", f_scan, 2, {F, F}, {2, 1}, {DIMS(4, 3), DIMS(3)}, {1, 0}, 2, {0, 1}, true,

@@ -419,6 +419,45 @@ RULE(jvp_all_gather) {
     return kiln_all_gather(g, t[0], n->a.shard.ranks);
 }
 
+/* Gather is linear in the operand: the same gather of its tangent. */
+RULE(jvp_gather) {
+    (void)id;
+    return trace_gather_like(g, AD_JVP_OP, n, t[0], val(g, ir_in(n)[1]), 0);
+}
+
+/* ADD and SET: the same scatter of the tangents (SET's winner is the values' winner, since
+ * kiln's order is defined). MUL: the operand's tangent times the product of the updates
+ * (the updates' tangent refused, as JAX refuses it). MIN/MAX: JAX's shared coefficients. */
+RULE(jvp_scatter) {
+    const uint32_t *in = ir_in(n);
+    kiln_value idx = val(g, in[1]);
+    ir_shape xs = g->nodes[in[0]].shape;
+    int kind = n->a.gs.kind;
+    if (kind == KILN_SCATTER_ADD && !t[2].id) return t[0];
+    if (kind == KILN_SCATTER_ADD || kind == KILN_SCATTER_SET)
+        return trace_scatter_like(g, AD_JVP_OP, n, kind, or_zeros(g, t[0], in[0]), idx,
+                                  or_zeros(g, t[2], in[2]));
+    if (kind == KILN_SCATTER_MUL) {
+        if (t[2].id)
+            return trace_fail_on(g, &id, 1, KILN_STATUS_UNIMPLEMENTED, AD_JVP_OP,
+                                 "the derivative of scatter mul with respect to its updates is "
+                                 "not defined for duplicate indices (JAX refuses it too)");
+        if (!t[0].id) return t[0];
+        kiln_value p =
+            trace_scatter_like(g, AD_JVP_OP, n, KILN_SCATTER_MUL,
+                               kiln_full(g, n->dtype, xs.rank, xs.dims, 1), idx, val(g, in[2]));
+        return kiln_mul(g, t[0], p);
+    }
+    kiln_value xc, uc, r = KN_NONE;
+    trace_scatter_extremal_coefs(g, AD_JVP_OP, n, val(g, id), &xc, &uc);
+    if (t[0].id) r = kiln_mul(g, t[0], xc);
+    if (!t[2].id) return r;
+    kiln_value z = kiln_full(g, n->dtype, xs.rank, xs.dims, 0);
+    kiln_value s =
+        trace_scatter_like(g, AD_JVP_OP, n, KILN_SCATTER_ADD, z, idx, kiln_mul(g, t[2], uc));
+    return r.id ? kiln_add(g, r, s) : s;
+}
+
 #undef RULE
 
 /* ---------------------------------------------------------------- table ---- */
@@ -471,6 +510,8 @@ static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_DYNAMIC_SLICE] = jvp_dynamic_slice,
     [IR_DYNAMIC_UPDATE_SLICE] = jvp_dynamic_update_slice,
     [IR_CUMSUM] = jvp_cumsum,
+    [IR_GATHER] = jvp_gather,
+    [IR_SCATTER] = jvp_scatter,
     [IR_ATTENTION] = jvp_attention,
     [IR_ALL_REDUCE] = jvp_all_reduce,
     [IR_REDUCE_SCATTER] = jvp_reduce_scatter,

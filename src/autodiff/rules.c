@@ -599,6 +599,65 @@ static void vjp_all_gather(kiln_graph *g, uint32_t id, const ir_node *n, kiln_va
 
 /* ---------------------------------------------------------------- table ---- */
 
+/* ------------------------------------------------------- gather/scatter ---- */
+
+/* The cotangent scatter-added back where the windows were read, with the same dimension
+ * numbers and mode: a clamped window clamps the same way, a filled (FILL) one is dropped. */
+static void vjp_gather(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                       const bool *need, kiln_value *out) {
+    (void)id;
+    if (!need[0]) return;
+    ir_shape xs = shape_of(g, ir_in(n)[0]);
+    out[0] = trace_scatter_like(g, AD_OP, n, KILN_SCATTER_ADD, zeros(g, n->dtype, &xs),
+                                val(g, ir_in(n)[1]), ct);
+}
+
+/* ADD: the operand's is the cotangent, the updates' its gather (0 for a dropped window).
+ * SET: the operand's with the written elements zeroed, the updates' the gather for the
+ * winning update only. MIN/MAX: shared among the operand and the updates equal to the
+ * result. MUL: the operand's times the product of its updates; the updates' is refused
+ * as JAX refuses it (it needs unique indices to be a plain product). */
+static void vjp_scatter(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                        const bool *need, kiln_value *out) {
+    const uint32_t *in = ir_in(n);
+    kiln_value idx = val(g, in[1]);
+    ir_shape xs = shape_of(g, in[0]), us = shape_of(g, in[2]);
+    kiln_value gct = need[2] ? trace_gather_like(g, AD_OP, n, ct, idx, 0) : KN_NONE;
+    switch (n->a.gs.kind) {
+    case KILN_SCATTER_ADD:
+        if (need[0]) out[0] = ct;
+        if (need[2]) out[2] = gct;
+        return;
+    case KILN_SCATTER_SET:
+        if (need[0])
+            out[0] =
+                trace_scatter_like(g, AD_OP, n, KILN_SCATTER_SET, ct, idx, zeros(g, n->dtype, &us));
+        if (need[2])
+            out[2] = kiln_select(g, trace_scatter_set_winners(g, AD_OP, n, idx), gct,
+                                 zeros(g, n->dtype, &us));
+        return;
+    case KILN_SCATTER_MUL:
+        if (need[2]) {
+            trace_fail_on(g, &id, 1, KILN_STATUS_UNIMPLEMENTED, AD_OP,
+                          "the gradient of scatter mul with respect to its updates is not "
+                          "defined for duplicate indices (JAX refuses it too)");
+            return;
+        }
+        if (need[0])
+            out[0] = kiln_mul(g, ct,
+                              trace_scatter_like(g, AD_OP, n, KILN_SCATTER_MUL,
+                                                 kiln_full(g, n->dtype, xs.rank, xs.dims, 1), idx,
+                                                 val(g, in[2])));
+        return;
+    default: {
+        kiln_value xc, uc;
+        trace_scatter_extremal_coefs(g, AD_OP, n, val(g, id), &xc, &uc);
+        if (need[0]) out[0] = kiln_mul(g, ct, xc);
+        if (need[2]) out[2] = kiln_mul(g, gct, uc);
+    }
+    }
+}
+
 static const ad_rule rules[IR_NUM_OPS] = {
     [IR_NEG] = vjp_neg,
     [IR_ABS] = vjp_abs,
@@ -638,6 +697,8 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_DYNAMIC_SLICE] = vjp_dynamic_slice,
     [IR_DYNAMIC_UPDATE_SLICE] = vjp_dynamic_update_slice,
     [IR_CUMSUM] = vjp_cumsum,
+    [IR_GATHER] = vjp_gather,
+    [IR_SCATTER] = vjp_scatter,
     [IR_ATTENTION] = vjp_attention,
     [IR_ALL_REDUCE] = vjp_all_reduce,
     [IR_REDUCE_SCATTER] = vjp_reduce_scatter,

@@ -374,6 +374,58 @@ static void rule_dynamic(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *
     out[0] = ad_vmap_emit(w->g, w->op, &t, x, m);
 }
 
+/* Gather and scatter batch by their dimension numbers (ir.h, ir_attrs.gs), as JAX's rules
+ * do: the operand's new leading axis (when batched) becomes a batching axis paired with the
+ * indices' new leading axis, or, when the indices are not batched, a window taking the whole
+ * batch; batched indices alone are one more batch axis of theirs. Every window moves one
+ * output (updates) axis up, so the axis the indices' batch lands on is the first. */
+static void shift_dims(const ir_node *n, int rank, bool idx_batched, ir_node *t) {
+    for (int a = rank; a > 0; a--) {
+        int wa = n->a.gs.window[a - 1], ba = n->a.gs.batch[a - 1];
+        t->a.gs.window[a] = wa >= 0 ? wa + 1 : -1;
+        t->a.gs.index[a] = n->a.gs.index[a - 1];
+        t->a.gs.batch[a] = ba >= 0 ? ba + idx_batched : -1;
+        t->a.gs.sizes[a] = n->a.gs.sizes[a - 1];
+    }
+}
+
+static void rule_gather(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out) {
+    (void)id;
+    const uint32_t *in = ir_in(n);
+    bool xb = w->batched[in[0]], ib = w->batched[in[1]];
+    int rank = w->s->nodes[in[0]].shape.rank;
+    if (!xb) { /* only the indices: one more batch axis of theirs */
+        ir_node t = *n;
+        for (int a = 0; a < rank; a++) {
+            t.a.gs.window[a] = n->a.gs.window[a] >= 0 ? n->a.gs.window[a] + 1 : -1;
+            t.a.gs.batch[a] = n->a.gs.batch[a] >= 0 ? n->a.gs.batch[a] + 1 : -1;
+        }
+        kiln_value x[2] = {w->map[in[0]], w->map[in[1]]};
+        out[0] = ad_vmap_emit(w->g, w->op, &t, x, 2);
+        return;
+    }
+    ir_node t = *n;
+    shift_dims(n, rank, ib, &t);
+    t.a.gs.index[0] = -1;
+    t.a.gs.window[0] = ib ? -1 : 0; /* paired with the indices' batch, or a whole window */
+    t.a.gs.batch[0] = ib ? 0 : -1;
+    t.a.gs.sizes[0] = ib ? 1 : w->size;
+    kiln_value x[2] = {w->map[in[0]], w->map[in[1]]};
+    out[0] = ad_vmap_emit(w->g, w->op, &t, x, 2);
+}
+
+/* A scatter's result is batched when any input is: every input batched (the unbatched ones
+ * broadcast), the operand's batch axis paired with the indices'. */
+static void rule_scatter(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out) {
+    (void)id;
+    int rank = w->s->nodes[ir_in(n)[0]].shape.rank;
+    ir_node t = *n;
+    shift_dims(n, rank, true, &t);
+    t.a.gs.index[0] = -1, t.a.gs.window[0] = -1, t.a.gs.batch[0] = 0, t.a.gs.sizes[0] = 1;
+    kiln_value x[3] = {ad_vmap_in(w, n, 0), ad_vmap_in(w, n, 1), ad_vmap_in(w, n, 2)};
+    out[0] = ad_vmap_emit(w->g, w->op, &t, x, 3);
+}
+
 #define EW                                                                                         \
     { rule_elementwise, "elementwise", NULL }
 /* The row of an op with no direct rule yet: correct for any op, but a loop over the batch. */
@@ -413,6 +465,8 @@ static const ad_vmap_entry entries[IR_NUM_OPS] = {
                                  "leading start 0 (a gather and a select for batched starts)",
                                  NULL},
     [IR_ATTENTION] = {rule_attention, "leading batch dimension", NULL},
+    [IR_GATHER] = {rule_gather, "dimension numbers (a batching or window axis)", NULL},
+    [IR_SCATTER] = {rule_scatter, "dimension numbers (a batching axis)", NULL},
     [IR_ALL_REDUCE] = {rule_same, "unchanged (elementwise across replicas)", NULL},
     [IR_REDUCE_SCATTER] = {rule_shard, "batch axis behind the split one", NULL},
     [IR_ALL_GATHER] = {rule_shard, "batch axis behind the joined one", NULL},

@@ -25,6 +25,17 @@ const char *ir_reduce_kind_name(int kind) {
     return kind >= 0 && kind <= KILN_REDUCE_MAX ? names[kind] : NULL;
 }
 
+/* Indexed by kiln_gather_mode; WRAP is kiln_take's alone, never a node's. */
+const char *ir_gather_mode_name(int mode) {
+    static const char *const names[] = {"fill", "clip"};
+    return mode >= 0 && mode <= KILN_GATHER_CLIP ? names[mode] : NULL;
+}
+
+const char *ir_scatter_kind_name(int kind) {
+    static const char *const names[] = {"set", "add", "mul", "min", "max"};
+    return kind >= 0 && kind <= KILN_SCATTER_MAX ? names[kind] : NULL;
+}
+
 static const ir_attr_desc rows[] = {
 #define KN_ATTR_ROW(op, type, name, member, words)                                                 \
     {IR_##op, type, name, offsetof(ir_attrs, member), words},

@@ -534,7 +534,160 @@ static kiln_status infer_dynamic(const kiln_graph *g, ir_node *n, char *msg, siz
     return KILN_STATUS_OK;
 }
 
+/* ------------------------------------------------------- gather/scatter ---- */
+
+/* The per-axis dimension numbers of a GATHER or SCATTER (ir.h's gs) against the operand x
+ * and indices ix: each index-vector position used once, batching axes paired with distinct
+ * indices axes (not the index vector) of the same size, window axes increasing and below
+ * out_rank, and exactly the axes neither collapsed nor batching hold a window. The field
+ * names are XLA's, so a message reads as the builder's dimension numbers do. */
+static kiln_status check_gs(const ir_node *n, const ir_node *x, const ir_node *ix, int out_rank,
+                            char *msg, size_t msg_size) {
+    bool g = n->op == IR_GATHER;
+    const char *wf = g ? "offset_dims" : "update_window_dims";
+    const char *mf = g ? "start_index_map" : "scatter_dims_to_operand_dims";
+    const char *bf = g ? "start_indices_batching_dims" : "scatter_indices_batching_dims";
+    int k_len = (int)ix->shape.dims[ix->shape.rank - 1], used = 0, last_w = -1;
+    uint32_t idx_seen = 0, batch_seen = 0;
+    if (n->a.gs.mode != KILN_GATHER_FILL && n->a.gs.mode != KILN_GATHER_CLIP)
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "mode %d: only FILL and CLIP", n->a.gs.mode);
+    for (int a = 0; a < x->shape.rank; a++) {
+        int w = n->a.gs.window[a], k = n->a.gs.index[a], b = n->a.gs.batch[a];
+        if (k < -1 || k >= k_len || (k >= 0 && (idx_seen >> k & 1u)))
+            FAIL(KILN_STATUS_SHAPE,
+                 "%s: operand axis %d takes index-vector entry %d of %d (each "
+                 "entry once)",
+                 mf, a, k, k_len);
+        if (k >= 0) idx_seen |= 1u << k, used++;
+        if (b < -1 || b >= ix->shape.rank - 1 || (b >= 0 && (batch_seen >> b & 1u)))
+            FAIL(KILN_STATUS_SHAPE,
+                 "%s: operand axis %d pairs with indices axis %d (an axis "
+                 "other than the index vector's, once)",
+                 bf, a, b);
+        if (b >= 0) {
+            batch_seen |= 1u << b;
+            if (k >= 0 || w >= 0)
+                FAIL(KILN_STATUS_SHAPE,
+                     "operand_batching_dims: axis %d is batching and also "
+                     "indexed or a window axis",
+                     a);
+            if (x->shape.dims[a] != ix->shape.dims[b])
+                FAIL(KILN_STATUS_SHAPE,
+                     "operand_batching_dims: operand axis %d (%lld) and "
+                     "indices axis %d (%lld) differ in size",
+                     a, (long long)x->shape.dims[a], b, (long long)ix->shape.dims[b]);
+        }
+        if (w >= 0 && (w <= last_w || w >= out_rank))
+            FAIL(KILN_STATUS_SHAPE,
+                 "%s: operand axis %d's window on axis %d (increasing, below "
+                 "rank %d)",
+                 wf, a, w, out_rank);
+        if (w >= 0) last_w = w;
+    }
+    if (used != k_len)
+        FAIL(KILN_STATUS_SHAPE,
+             "%s names %d operand axes, but the index vector (the last axis "
+             "of indices) has %d entries",
+             mf, used, k_len);
+    return KILN_STATUS_OK;
+}
+
+static int gs_windows(const ir_node *n, int rank) {
+    int c = 0;
+    for (int a = 0; a < rank; a++) c += n->a.gs.window[a] >= 0;
+    return c;
+}
+
+/* The batch axes of `shape` (those no window axis names, in order) against indices'. */
+static kiln_status check_batch_axes(const ir_node *n, const ir_node *x, const ir_node *ix,
+                                    const ir_shape *s, const char *what, char *msg,
+                                    size_t msg_size) {
+    uint32_t win = 0;
+    for (int a = 0; a < x->shape.rank; a++)
+        if (n->a.gs.window[a] >= 0) win |= 1u << n->a.gs.window[a];
+    for (int i = 0, j = 0; i < s->rank; i++) {
+        if (win >> i & 1u) continue;
+        if (s->dims[i] != ix->shape.dims[j])
+            FAIL(KILN_STATUS_SHAPE,
+                 "%s axis %d (%lld) is batch axis %d of indices (%lld): they "
+                 "must be equal",
+                 what, i, (long long)s->dims[i], j, (long long)ix->shape.dims[j]);
+        j++;
+    }
+    return KILN_STATUS_OK;
+}
+
+static kiln_status infer_gather_scatter(const kiln_graph *g, ir_node *n, char *msg,
+                                        size_t msg_size) {
+    const ir_node *x = input(g, n, 0), *ix = input(g, n, 1);
+    bool gather = n->op == IR_GATHER;
+    if (x->shape.rank < 1) FAIL(KILN_STATUS_SHAPE, "the operand must have rank >= 1");
+    if (ix->dtype != KILN_DTYPE_I32 && ix->dtype != KILN_DTYPE_I64)
+        FAIL(KILN_STATUS_DTYPE, "indices must be i32 or i64, not %s", kiln_dtype_name(ix->dtype));
+    if (ix->shape.rank < 1)
+        FAIL(KILN_STATUS_SHAPE, "indices must have rank >= 1 (the last axis is the index vector)");
+    int out_rank = ix->shape.rank - 1 + gs_windows(n, x->shape.rank);
+    if (out_rank > KILN_MAX_RANK)
+        FAIL(KILN_STATUS_SHAPE, "the %s would have rank %d (the most is %d)",
+             gather ? "output" : "updates", out_rank, KILN_MAX_RANK);
+    kiln_status st = check_gs(n, x, ix, out_rank, msg, msg_size);
+    if (st) return st;
+    n->dtype = x->dtype;
+    if (gather) {
+        double f = n->a.gs.fill;
+        if (!ir_dtype_is_float(x->dtype) && (!isfinite(f) || f != floor(f) || fabs(f) > 0x1p63 ||
+                                             (x->dtype == KILN_DTYPE_I32 && fabs(f) > 0x1p31) ||
+                                             (x->dtype == KILN_DTYPE_BOOL && f != 0 && f != 1)))
+            FAIL(KILN_STATUS_INVALID_ARGUMENT, "fill_value %g is not an %s value", f,
+                 kiln_dtype_name(x->dtype));
+        ir_shape o = {.rank = out_rank};
+        for (int i = 0; i < out_rank; i++) o.dims[i] = -1;
+        for (int a = 0; a < x->shape.rank; a++) {
+            int64_t sz = n->a.gs.sizes[a];
+            bool win = n->a.gs.window[a] >= 0;
+            if (sz < 0 || sz > x->shape.dims[a] || (!win && sz != 1))
+                FAIL(KILN_STATUS_SHAPE, "slice_sizes[%d] = %lld: it must be in [0, %lld]%s", a,
+                     (long long)sz, (long long)x->shape.dims[a],
+                     win ? "" : " and 1 for a collapsed or batching axis");
+            if (win) o.dims[n->a.gs.window[a]] = sz;
+        }
+        for (int i = 0, j = 0; i < out_rank; i++)
+            if (o.dims[i] < 0) o.dims[i] = ix->shape.dims[j++];
+        n->shape = o;
+        return KILN_STATUS_OK;
+    }
+    const ir_node *u = input(g, n, 2);
+    char xs[IR_TYPE_STR_MAX], us[IR_TYPE_STR_MAX];
+    ir_type_str(x->dtype, &x->shape, xs, sizeof xs);
+    ir_type_str(u->dtype, &u->shape, us, sizeof us);
+    if (u->dtype != x->dtype)
+        FAIL(KILN_STATUS_DTYPE, "the updates %s and the operand %s differ in dtype", us, xs);
+    if (n->a.gs.kind < 0 || n->a.gs.kind > KILN_SCATTER_MAX)
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "kind %d is not a kiln_scatter_kind", n->a.gs.kind);
+    if (n->a.gs.kind != KILN_SCATTER_SET && !ir_dtype_accepts(IRT_NUMERIC, x->dtype))
+        FAIL(KILN_STATUS_DTYPE, "scatter %s takes numeric dtypes, not %s",
+             ir_scatter_kind_name(n->a.gs.kind), kiln_dtype_name(x->dtype));
+    if (u->shape.rank != out_rank)
+        FAIL(KILN_STATUS_SHAPE,
+             "the updates %s must have rank %d (indices' batch axes and one "
+             "update_window_dims axis per operand axis neither inserted nor batching)",
+             us, out_rank);
+    for (int a = 0; a < x->shape.rank; a++) {
+        int w = n->a.gs.window[a];
+        if (w >= 0 && u->shape.dims[w] > x->shape.dims[a])
+            FAIL(KILN_STATUS_SHAPE,
+                 "update_window_dims: updates axis %d (%lld) is larger than "
+                 "operand axis %d (%lld)",
+                 w, (long long)u->shape.dims[w], a, (long long)x->shape.dims[a]);
+    }
+    st = check_batch_axes(n, x, ix, &u->shape, "updates", msg, msg_size);
+    if (st) return st;
+    n->shape = x->shape;
+    return KILN_STATUS_OK;
+}
+
 static kiln_status infer_index(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    if (n->op == IR_GATHER || n->op == IR_SCATTER) return infer_gather_scatter(g, n, msg, msg_size);
     if (n->op == IR_DYNAMIC_SLICE || n->op == IR_DYNAMIC_UPDATE_SLICE)
         return infer_dynamic(g, n, msg, msg_size);
     const ir_node *t = input(g, n, 0), *idx = input(g, n, 1);

@@ -161,6 +161,15 @@ enum {
     X(ARGSORT, "argsort", argsort, 1, IRK_SORT, IRT_ANY, IRF_EXPENSIVE | IRF_NONDIFF, 1, NULL,     \
       NULL)
 
+/* General gather and scatter with XLA's dimension numbers (src/trace/gather.c, docs/ops.md
+ * "gather and scatter"): GATHER(operand, indices), SCATTER(operand, indices, updates); the
+ * index vector is indices' last axis. Attribute gs holds the dimension numbers per operand
+ * axis. No backend runs them as they are: src/passes/expand.c rewrites them into take_rows,
+ * scatter_add_rows and fused loops before fusion; the reference evaluates them directly. */
+#define KN_GATHER_OPS(X)                                                                           \
+    X(GATHER, "gather", gather, 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)               \
+    X(SCATTER, "scatter", scatter, 3, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)
+
 /* Random numbers (src/trace/random.c, docs/random.md): RANDOM(k0, k1, c) is Threefry-2x32
  * (20 rounds) of the key (k0, k1) on the counter (0, c), all uint32 bit patterns in i32,
  * reduced to what the attribute `rng` (ir_rng) asks for. It is elementwise in the counter,
@@ -215,6 +224,7 @@ enum {
     X(ATTENTION, "dot_product_attention", dot_product_attention, 3, IRK_ATTENTION, IRT_FLOAT,      \
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
     KN_SORT_OPS(X)                                                                                 \
+    KN_GATHER_OPS(X)                                                                               \
     KN_RANDOM_OPS(X)                                                                               \
     /* control flow (src/trace/control.c, docs/control_flow.md): the node's region holds the   \
      * sub-graphs it runs; inputs and results are laid out as ir_control describes */          \
@@ -332,6 +342,18 @@ typedef union ir_attrs {
         bool checkpoint;
     } ctl;           /* WHILE, SCAN, COND */
     int result_index; /* RESULT */
+    /* GATHER, SCATTER: XLA's dimension numbers, one entry per operand axis a. window[a]:
+     * the output (gather) or updates (scatter) axis holding a's window, increasing with a;
+     * -1 for a collapsed (inserted) or batching axis. index[a]: the position in the index
+     * vector of a's start, -1 for none (start_index_map / scatter_dims_to_operand_dims
+     * inverted). batch[a]: the indices axis paired with batching axis a, -1 for none. */
+    struct {
+        int window[KILN_MAX_RANK], index[KILN_MAX_RANK], batch[KILN_MAX_RANK];
+        int64_t sizes[KILN_MAX_RANK]; /* GATHER: slice_sizes */
+        int mode;                     /* kiln_gather_mode: CLIP or FILL */
+        int kind;                     /* SCATTER: kiln_scatter_kind */
+        double fill;                  /* GATHER: what a FILL window reads */
+    } gs;
 } ir_attrs;
 
 /* The attribute table: every attribute of every op, declared once. Printing (ir_print),
@@ -363,6 +385,10 @@ typedef enum ir_attr_type {
 
 const char *ir_cmp_name(int cmp);          /* "eq" .. "ge", NULL out of range */
 const char *ir_reduce_kind_name(int kind); /* "sum", "mean", "max", NULL out of range */
+const char *ir_gather_mode_name(int mode); /* "fill", "clip", NULL out of range */
+
+/* "set", "add", "mul", "min", "max" (kiln_scatter_kind), NULL out of range */
+const char *ir_scatter_kind_name(int kind);
 
 // clang-format off
 #define KN_ATTRS(X)                                                                                \
@@ -406,7 +432,18 @@ const char *ir_reduce_kind_name(int kind); /* "sum", "mean", "max", NULL out of 
     X(SCAN, IRA_FLAG, "reverse", ctl.reverse, NULL)                                                \
     X(SCAN, IRA_FLAG, "checkpoint", ctl.checkpoint, NULL)                                          \
     X(COND, IRA_INT, "operands", ctl.n_carry, NULL)                                                \
-    X(RESULT, IRA_INT, "index", result_index, NULL)
+    X(RESULT, IRA_INT, "index", result_index, NULL)                                                \
+    X(GATHER, IRA_INTS, "window", gs.window, NULL)                                                 \
+    X(GATHER, IRA_INTS, "index", gs.index, NULL)                                                   \
+    X(GATHER, IRA_INTS, "batch", gs.batch, NULL)                                                   \
+    X(GATHER, IRA_I64S, "sizes", gs.sizes, NULL)                                                   \
+    X(GATHER, IRA_WORD, "a mode", gs.mode, ir_gather_mode_name)                                    \
+    X(GATHER, IRA_REAL, "fill_value", gs.fill, NULL)                                               \
+    X(SCATTER, IRA_WORD, "a kind", gs.kind, ir_scatter_kind_name)                                  \
+    X(SCATTER, IRA_INTS, "window", gs.window, NULL)                                                \
+    X(SCATTER, IRA_INTS, "index", gs.index, NULL)                                                  \
+    X(SCATTER, IRA_INTS, "batch", gs.batch, NULL)                                                  \
+    X(SCATTER, IRA_WORD, "a mode", gs.mode, ir_gather_mode_name)
 // clang-format on
 
 typedef struct ir_attr_desc {

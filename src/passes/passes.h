@@ -55,7 +55,8 @@ kiln_status pass_simplify(kiln_graph **g);
 
 kiln_status pass_dce_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 
-/* Expansion (expand.c): with `attention`, every dot_product_attention becomes its
+/* Expansion (expand.c): gather and scatter always, and with `attention` every
+ * dot_product_attention, become their
  * primitive form, for a backend without the fused kernel (kiln_compile decides). Unlike
  * the passes above it may change rounding, not values. */
 kiln_status pass_expand(kiln_graph **g, bool attention);

@@ -119,8 +119,13 @@ static kiln_status expand_attention_run(const kiln_graph *g, kiln_graph **out, p
     return pass_expand_run(g, true, out);
 }
 
+static kiln_status expand_gather_run(const kiln_graph *g, kiln_graph **out, pass_stats *st) {
+    (void)st;
+    return pass_expand_run(g, false, out);
+}
+
 kiln_status pass_expand(kiln_graph **g, bool attention) {
-    return attention ? apply(g, "expand", expand_attention_run) : KILN_STATUS_OK;
+    return apply(g, "expand", attention ? expand_attention_run : expand_gather_run);
 }
 
 kiln_status pass_attention(kiln_graph **g, bool *changed, pass_stats *stats) {

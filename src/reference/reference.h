@@ -65,6 +65,9 @@ ref_eval_fn ref_structural_eval(ir_op op);
 ref_eval_fn ref_control_eval(ir_op op);
 /* random.c */
 kiln_status ref_random(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+/* gather.c: XLA's gather and scatter with dimension numbers */
+kiln_status ref_gather(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_scatter(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 
 /* ------------------------------------------------------- element access ---- */
 

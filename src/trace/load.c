@@ -307,11 +307,21 @@ static bool lookup(parser *p, uint32_t id, kiln_value *v) {
 /* ------------------------------------------------------------ attributes ---- */
 
 /* A single attribute value: an integer, or a real number as the printer writes %.17g
- * ("0.125", "1e-05"), which only float_attr reads. */
+ * ("0.125", "1e-05", and "nan", "-nan", "inf", "-inf": a gather's fill value), which only
+ * float_attr reads. */
 static bool attr_number(parser *p, attr *a) {
     skip_blanks(p);
     size_t n = 0;
     bool real = false;
+    size_t sign = p->pos < p->len && p->src[p->pos] == '-';
+    if (p->len - p->pos >= sign + 3 && (!strncmp(p->src + p->pos + sign, "nan", 3) ||
+                                        !strncmp(p->src + p->pos + sign, "inf", 3))) {
+        bool nan = p->src[p->pos + sign] == 'n';
+        a->f = sign ? (nan ? -NAN : -INFINITY) : (nan ? NAN : INFINITY);
+        a->real = true;
+        p->pos += sign + 3;
+        return true;
+    }
     while (p->pos + n < p->len && strchr("0123456789+-.eE", p->src[p->pos + n])) {
         char c = p->src[p->pos + n++];
         real |= c == '.' || c == 'e' || c == 'E';

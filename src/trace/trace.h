@@ -150,6 +150,24 @@ const trace_custom_vjp *trace_custom_vjps(const kiln_graph *g, uint32_t *n);
 kiln_value trace_random(kiln_graph *g, const char *op, int what, kiln_dtype t, kiln_value k0,
                         kiln_value k1, kiln_value c);
 
+/* gather.c: the primitive forms of a GATHER / SCATTER node n over new operands (the
+ * expansion's, src/passes/expand.c); n gives the dimension numbers, mode, kind and fill. */
+kiln_value trace_gather_primitives(kiln_graph *g, const ir_node *n, kiln_value x, kiln_value idx);
+kiln_value trace_scatter_primitives(kiln_graph *g, const ir_node *n, kiln_value x, kiln_value idx,
+                                    kiln_value u);
+/* For the autodiff rules (gather.c): a SCATTER of `kind` / a GATHER (fill for FILL) with
+ * gather/scatter node n's dimension numbers and mode, window sizes n's; the scatter-set
+ * winners mask (updates' shape, bool); scatter-min/max's coefficients of the operand's and
+ * the updates' derivatives, given the result y. Errors are recorded under op. */
+kiln_value trace_scatter_like(kiln_graph *g, const char *op, const ir_node *n, int kind,
+                              kiln_value x, kiln_value idx, kiln_value u);
+kiln_value trace_gather_like(kiln_graph *g, const char *op, const ir_node *n, kiln_value x,
+                             kiln_value idx, double fill);
+kiln_value trace_scatter_set_winners(kiln_graph *g, const char *op, const ir_node *n,
+                                     kiln_value idx);
+void trace_scatter_extremal_coefs(kiln_graph *g, const char *op, const ir_node *n, kiln_value y,
+                                  kiln_value *xc, kiln_value *uc);
+
 /* attention.c. trace_attention: the IR_ATTENTION node with the scale as given (the public
  * builder resolves its default). trace_attention_primitives: the same computation in
  * primitive ops (dot_general, select, softmax) on values q, k, v of g, with the attributes

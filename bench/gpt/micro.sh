@@ -10,7 +10,8 @@
 # with the whole batch to f32 rounding).
 #
 # Usage: bench/gpt/micro.sh [steps] [threads] [B T L H C]   (defaults: 20, all cores)
-# Environment: MICRO (default "1 2 4 8"), BUDGETS (default "60% 50%").
+# Environment: MICRO (default "1 2 4 8"), BUDGETS (default "60% 50%"), KILN (the kiln
+# binary, default build/kiln).
 set -e
 cd "$(dirname "$0")/../.."
 steps=${1:-20}
@@ -21,7 +22,8 @@ $py -c 'import numpy, jax, safetensors' 2>/dev/null || {
     echo "micro.sh: bench/.venv needs numpy, jax and safetensors" >&2
     exit 1
 }
-[ -x build/kiln ] || { echo "micro.sh: build kiln first (make)" >&2; exit 1; }
+kiln=${KILN:-build/kiln}
+[ -x "$kiln" ] || { echo "micro.sh: build kiln first (make), or set KILN" >&2; exit 1; }
 work=$(mktemp -d /tmp/kiln-micro-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 $py bench/gpt/make_inputs.py "$work" --batch "$B" --context "$T" --layers "$L" --heads "$H" \
@@ -44,13 +46,13 @@ EOF
 for k in ${MICRO:-1 2 4 8}; do
     (cd bench/gpt && GPT_JAX_MICRO=$k ../../$py gpt_jax.py $common --out "$work/jax$k" >/dev/null)
     summary "$work/jax$k" "jax, $k micro-batches"
-    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" build/kiln train $common \
+    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
         --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
         --no-summary --micro-batches "$k" --out "$work/kiln$k" >/dev/null
     summary "$work/kiln$k" "kiln, $k micro-batches"
 done
 for b in ${BUDGETS:-60% 50%}; do
-    if KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" build/kiln train $common \
+    if KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
         --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
         --no-summary --memory-budget "$b" --out "$work/budget" >"$work/budget.log" 2>&1; then
         summary "$work/budget" "kiln, --memory-budget $b"

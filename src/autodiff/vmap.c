@@ -204,6 +204,17 @@ static void walk_node(ad_vmap *w, uint32_t id) {
             trace_fail(w->g, KILN_STATUS_INVALID_ARGUMENT, w->op, "%s", e->refusal);
             return;
         }
+        /* every rule adds the batch axis in front: a value of the most rank has no room */
+        int most = ir_ops[n.op].kind == IRK_CONTROL ? 0 : n.shape.rank;
+        for (uint32_t k = 0; k < n.n_in; k++)
+            if (w->batched[in[k]] && s->nodes[in[k]].shape.rank > most)
+                most = s->nodes[in[k]].shape.rank;
+        if (most >= KILN_MAX_RANK) {
+            trace_fail(w->g, KILN_STATUS_SHAPE, w->op,
+                       "a batch axis does not fit: a value of %s has rank %d, the most there is",
+                       ir_ops[n.op].name, KILN_MAX_RANK);
+            return;
+        }
         e->rule(w, id, &n, out);
     }
     if (w->g->status) return;

@@ -1236,8 +1236,9 @@ KILN_API kiln_status kiln_custom_vjp(kiln_graph *g, kiln_fn fwd, kiln_fn bwd, vo
  * Composes with the other transforms: kiln_grad, kiln_vjp or kiln_jvp inside fn give
  * per-example derivatives (vmap(grad(loss))); kiln_grad of values kiln_vmap made
  * differentiates the batched ops, which are ordinary ops of g; kiln_vmap inside fn nests,
- * and works inside loop bodies. A kiln_custom_vjp call inside fn is refused (its backward
- * function cannot be batched: it would be lost silently).
+ * and works inside loop bodies. A kiln_custom_vjp call inside fn is batched whole, as
+ * jax.vmap batches a custom_vjp function: its fwd and bwd run under kiln_vmap (bwd's
+ * cotangent for an unbatched arg summed over the batch), so kiln_grad keeps the user's rule.
  *
  * Errors are builder errors (sticky on g) naming kiln_vmap: n or n_out outside
  * 1..KILN_MAX_OUTPUTS, NULL fn, args or outs, an in_axes or out_axes entry out of range (the

@@ -12,6 +12,8 @@
  * Errors are builder errors on g named "kiln_vmap (batching <op>)" while a rule runs, with
  * the location of the sub-graph's node (the user's line in fn). */
 #include "autodiff.h"
+#include "ir/side.h"
+#include "trace/trace.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -227,12 +229,155 @@ static void walk_node(ad_vmap *w, uint32_t id) {
     }
 }
 
+/* ------------------------------------------------- custom_vjp calls ---- */
+
+/* A kiln_custom_vjp call in fn becomes one call on g whose fwd is kiln_vmap of the user's
+ * fwd and whose bwd is kiln_vmap of the user's bwd, as jax.vmap batches a custom_vjp
+ * function: the residuals and outputs come out batched, and the cotangent of an arg that
+ * was not batched is the sum over the batch of its per-example ones. What the two
+ * functions need lives as long as g (the call's user pointer): a side table of g owns it. */
+typedef struct vmap_cvjp {
+    kiln_fn fwd, bwd;
+    void *user;
+    int n_in, n_out, n_res;
+    int in_axes[KILN_MAX_OUTPUTS];   /* 0 for a batched arg, KILN_VMAP_NONE otherwise */
+    kiln_dtype dt[KILN_MAX_OUTPUTS]; /* each arg's, and its per-example shape */
+    ir_shape shape[KILN_MAX_OUTPUTS];
+} vmap_cvjp;
+
+static void cvjp_release(kiln_context *ctx, void *state) {
+    trace_log *l = state;
+    vmap_cvjp *const *all = l->v;
+    for (uint32_t i = 0; i < l->n; i++) host_free(ctx, all[i], sizeof **all);
+    trace_log_release(ctx, state);
+}
+
+static const ir_side_kind cvjp_kind = {
+    .name = "vmap_custom_vjp", .state_size = sizeof(trace_log), .release = cvjp_release};
+
+static int cvjp_fwd(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    const vmap_cvjp *c = user;
+    int n = c->n_out + c->n_res;
+    return kiln_vmap(g, c->fwd, c->user, n_in, in, c->in_axes, n, NULL, outs) ? -1 : n;
+}
+
+/* The user's bwd for one example, a zero cotangent (KILN_VALUE_NONE) made concrete: a
+ * batched function returns values. */
+static int cvjp_bwd_one(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                        kiln_value *grads) {
+    const vmap_cvjp *c = user;
+    int got = c->bwd(g, n_in, in, c->user, grads);
+    for (int i = 0; got == c->n_in && i < c->n_in && !g->status; i++) {
+        if (grads[i].id) continue;
+        kiln_dtype t = ir_dtype_is_float(c->dt[i]) ? c->dt[i] : KILN_DTYPE_F32;
+        grads[i] = kiln_broadcast_in_dim(g, trace_scalar(g, AD_VMAP_OP, t, 0), c->shape[i].rank,
+                                         c->shape[i].dims, NULL);
+    }
+    return got;
+}
+
+static int cvjp_bwd(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *grads) {
+    vmap_cvjp *c = user;
+    if (kiln_vmap(g, cvjp_bwd_one, c, n_in, in, NULL, c->n_in, NULL, grads)) return -1;
+    for (int i = 0; i < c->n_in; i++) {
+        if (!ir_dtype_is_float(c->dt[i]))
+            grads[i] = KILN_VALUE_NONE;           /* an integer arg has none */
+        else if (c->in_axes[i] == KILN_VMAP_NONE) /* an unbatched arg: its cotangents summed */
+            grads[i] = kiln_reduce_sum(g, grads[i], 1, (const int[]){0}, false);
+    }
+    return g->status ? -1 : c->n_in;
+}
+
+/* The call r of s, batched onto g; its outputs and residuals mapped (batched). */
+static void walk_custom_vjp(ad_vmap *w, const trace_custom_vjp *r) {
+    kiln_graph *g = w->g;
+    snprintf(w->op, sizeof w->op, "%s (batching kiln_custom_vjp)", AD_VMAP_OP);
+    vmap_cvjp *c = host_calloc(g->ctx, 1, sizeof *c);
+    if (!c) {
+        trace_fail(g, KILN_STATUS_HOST_OOM, w->op, "host allocation failed");
+        return;
+    }
+    *c = (vmap_cvjp){.fwd = r->fwd,
+                     .bwd = r->bwd,
+                     .user = r->user,
+                     .n_in = r->n_in,
+                     .n_out = r->n_out,
+                     .n_res = r->n_res};
+    trace_log_push(g, w->op, &cvjp_kind, sizeof c, &c);
+    if (g->status) {
+        host_free(g->ctx, c, sizeof *c);
+        return;
+    }
+    kiln_value args[KILN_MAX_OUTPUTS], outs[2 * KILN_MAX_OUTPUTS];
+    bool any = false;
+    for (int i = 0; i < r->n_in; i++) {
+        args[i] = w->map[r->in[i]];
+        any |= w->batched[r->in[i]] != 0;
+        c->in_axes[i] = w->batched[r->in[i]] ? 0 : KILN_VMAP_NONE;
+        c->dt[i] = w->s->nodes[r->in[i]].dtype, c->shape[i] = w->s->nodes[r->in[i]].shape;
+    }
+    g->cur_file = r->file, g->cur_line = r->line;
+    if (any)
+        kiln_custom_vjp(g, cvjp_fwd, cvjp_bwd, c, r->n_in, args, r->n_out, outs);
+    else /* nothing batched reaches it: the call as it was */
+        kiln_custom_vjp(g, r->fwd, r->bwd, r->user, r->n_in, args, r->n_out, outs);
+    if (g->status) return;
+    /* the residuals too: the call's record on g lists them after the outputs */
+    uint32_t n_rec = 0;
+    const trace_custom_vjp *all = trace_custom_vjps(g, &n_rec);
+    const trace_custom_vjp *mine = n_rec ? &all[n_rec - 1] : NULL;
+    for (int j = 0; mine && j < r->n_out + r->n_res; j++) {
+        w->map[r->out[j]] = trace_value(g, mine->out[j]);
+        w->batched[r->out[j]] = any;
+    }
+}
+
+/* The call of s whose fwd's nodes start at id, or NULL. */
+static const trace_custom_vjp *call_at(const kiln_graph *s, uint32_t id) {
+    uint32_t n = 0;
+    const trace_custom_vjp *all = trace_custom_vjps(s, &n);
+    for (uint32_t i = 0; i < n; i++)
+        if (all[i].first == id) return &all[i];
+    return NULL;
+}
+
+/* Whether id lies inside a call's fwd (first..last) and is none of its outputs or
+ * residuals: such a value exists only in the per-example trace. */
+static const trace_custom_vjp *inside_call(const kiln_graph *s, uint32_t id) {
+    uint32_t n = 0;
+    const trace_custom_vjp *all = trace_custom_vjps(s, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        if (id < all[i].first || id > all[i].last) continue;
+        for (int j = 0; j < all[i].n_out + all[i].n_res; j++)
+            if (all[i].out[j] == id) return NULL;
+        return &all[i];
+    }
+    return NULL;
+}
+
 static void walk(ad_vmap *w, const uint8_t *used) {
     const kiln_graph *s = w->s;
     const char *file = w->g->cur_file;
     int line = w->g->cur_line;
+    uint32_t skip_to = 0; /* past a batched custom_vjp call's fwd */
     for (uint32_t id = 1; id < s->n_nodes && !w->g->status; id++) {
         const ir_node *o = &s->nodes[id];
+        const trace_custom_vjp *cv = id >= skip_to ? call_at(s, id) : NULL;
+        if (cv) {
+            walk_custom_vjp(w, cv);
+            skip_to = cv->last + 1;
+            continue;
+        }
+        if (id < skip_to) continue;
+        for (uint32_t k = 0; k < o->n_in && used[id]; k++) {
+            const trace_custom_vjp *in = inside_call(s, ir_in(o)[k]);
+            if (!in || id <= in->last) continue;
+            trace_fail(w->g, KILN_STATUS_UNIMPLEMENTED, AD_VMAP_OP,
+                       "fn reads %%%u, a value inside the kiln_custom_vjp called at %s:%d that "
+                       "is none of its outputs or residuals; kiln_vmap batches the call whole",
+                       ir_in(o)[k], in->file ? kn_path_base(in->file) : "?", in->line);
+            break;
+        }
         if (!used[id] || o->op == IR_PARAMETER || (o->op == IR_RESULT && w->map[id].id)) continue;
         if (o->op == IR_RESULT) { /* its control node was not emitted: an internal error */
             trace_fail(w->g, KILN_STATUS_INTERNAL, AD_VMAP_OP, "result %%%u has no value", id);
@@ -354,9 +499,7 @@ static kiln_graph *trace_fn(kiln_graph *g, kiln_fn fn, void *user, int n, const 
                     : trace_parameter(s, op, name, a->dtype, r, dims);
     }
     int got = s->status ? -1 : fn(s, n, in, user, outs);
-    uint32_t n_cv = 0;
-    trace_custom_vjps(s, &n_cv);
-    if (!s->status && got >= 0 && got == n_out && !n_cv) kiln_graph_finish(s, n_out, outs);
+    if (!s->status && got >= 0 && got == n_out) kiln_graph_finish(s, n_out, outs);
     s->parent = NULL;
     if (s->status)
         trace_fail(g, s->status, op, "in fn: %s", s->error ? s->error : "");
@@ -366,10 +509,6 @@ static kiln_graph *trace_fn(kiln_graph *g, kiln_fn fn, void *user, int n, const 
     else if (got != n_out)
         trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "fn returned %d values; n_out is %d", got,
                    n_out);
-    else if (n_cv)
-        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
-                   "fn calls kiln_custom_vjp, whose backward function kiln_vmap cannot batch (it "
-                   "would be lost: a later kiln_grad would differentiate fwd's ops instead)");
     if (g->status) {
         kiln_graph_destroy(s);
         return NULL;

@@ -134,7 +134,7 @@ typedef struct trace_custom_vjp {
     int n_in, n_out, n_res;
     uint32_t in[KILN_MAX_OUTPUTS];
     uint32_t out[KILN_MAX_OUTPUTS]; /* the n_out outputs, then the n_res residuals */
-    kiln_fn bwd;
+    kiln_fn fwd, bwd;
     void *user;
     const char *file; /* the kiln_custom_vjp call's location */
     int line;

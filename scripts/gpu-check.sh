@@ -122,7 +122,7 @@ export KILN_CACHE_DIR=$build/kcache
 step build 300 bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release "${@:4}" &&
     cmake --build "$2" -j"$3" --target test_cuda test_cuda_nvrtc bench_cuda test_registry \
         test_compile_ops test_autodiff test_backend test_gpt test_nccl test_control \
-        test_control_grad test_sort kiln_tool' \
+        test_control_grad test_sort test_gather test_vmap kiln_tool' \
     build "$root" "$build" "$(nproc)" "${cmake_deps[@]}"
 
 # ---- conformance, then the figures, then the broader suites with the time left ---------
@@ -163,6 +163,10 @@ fi
 [ -x "$build/test_control" ] && step control_all_devices 30 "$build/test_control"
 [ -x "$build/test_control_grad" ] && step control_grad_all_devices 40 "$build/test_control_grad"
 [ -x "$build/test_sort" ] && step sort_all_devices 30 "$build/test_sort"
+# gather and scatter (expanded to take_rows / scatter_add_rows / fused loops) and kiln_vmap's
+# batched programs (per-example gradients among them): every device against the reference
+[ -x "$build/test_gather" ] && step gather_all_devices 40 "$build/test_gather"
+[ -x "$build/test_vmap" ] && step vmap_all_devices 60 "$build/test_vmap"
 # the GPT training step of the main job (forward, backward, clipping, AdamW, donated) on
 # every device against the reference interpreter
 [ -x "$build/test_gpt" ] && step gpt_all_devices 90 "$build/test_gpt"
@@ -179,7 +183,8 @@ if [ -f "$out/conformance.log" ]; then
     grep '^FAIL' "$out/conformance.log" | head -n 40 | while IFS= read -r l; do note "  $l"; done
 fi
 for t in registry_all_devices compile_ops_all_devices autodiff_all_devices gpt_all_devices \
-    nvrtc_sm90 nccl_one_rank; do
+    control_all_devices control_grad_all_devices sort_all_devices gather_all_devices \
+    vmap_all_devices nvrtc_sm90 nccl_one_rank; do
     [ -f "$out/$t.log" ] && note "$t: $(grep -E 'passed, [0-9]+ failed' "$out/$t.log" | tail -n 1)"
 done
 if [ -f "$out/bench.log" ]; then

@@ -677,8 +677,8 @@ static void check_jvp(kiln_context *ctx, const prog *pr, int mode) {
     CHECK_OK(ctx, kiln_interpret(g, 2 * pr->np, a, 2, r));
     for (int i = 0; i < 2; i++)
         if (r[i]) kiln_array_copy_to_host(r[i], &got[i], sizeof(double));
-    CHECK_MSG(got[0] == v.grad[0], "%s mode %d: jvp's primal %.17g, the loss %.17g", pr->name,
-              mode, got[0], v.grad[0]);
+    CHECK_MSG(got[0] == v.grad[0], "%s mode %d: jvp's primal %.17g, the loss %.17g", pr->name, mode,
+              got[0], v.grad[0]);
     CHECK_MSG(fabs(got[1] - want) <= 1e-12 * (1 + fabs(want)),
               "%s mode %d: jvp %.17g, <grad, u> %.17g", pr->name, mode, got[1], want);
     CHECK_MSG(cmp_graph(ctx, g, 2 * pr->np, a, NULL, 1e-9, NULL), "%s mode %d: jvp compiled",

@@ -41,8 +41,9 @@
  * itself), and its carries then run in place inside, over its body's donated parameters;
  * which result takes which input is fixed (plan.c pairs carry j's result with its own
  * initial value). A cond's results are its branch's outputs, written while the branch
- * reads its operands: never in place. A SCATTER kernel copies its operand to the output and then adds rows into
- * it, so the operand may be overwritten unless it also serves as indices or updates. */
+ * reads its operands: never in place. A SCATTER kernel copies its operand to the output and
+ * then adds rows into it, so the operand may be overwritten unless it also serves as indices
+ * or updates. */
 #include "plan.h"
 
 #include <string.h>

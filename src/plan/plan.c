@@ -311,8 +311,7 @@ static void place_root(const plan_ctx *c, plan_cand *cd, uint32_t k, uint32_t r,
 }
 
 /* A loop's carry j over its own initial value only (inplace.c says why), never another. */
-static void place_carry(const plan_ctx *c, plan_cand *cd, uint32_t k, uint32_t j,
-                        bool temps_only) {
+static void place_carry(const plan_ctx *c, plan_cand *cd, uint32_t k, uint32_t j, bool temps_only) {
     const fkernel *kn = &c->fp->kernels[k];
     const ir_node *n = &c->g->nodes[kn->roots[0]];
     int32_t rb = c->buffer_of[kn->roots[j]];

@@ -274,18 +274,15 @@ kiln_value kiln_index_max(kiln_graph *g, kiln_value x, int axis, kiln_value indi
 /* The NumPy broadcast of the n index arrays' shapes into *b; false after the error. */
 static bool broadcast_indices(kiln_graph *g, const char *op, int n, const ir_node **in,
                               const uint32_t *ids, ir_shape *b) {
-    b->rank = 0;
-    for (int k = 0; k < n; k++) b->rank = in[k]->shape.rank > b->rank ? in[k]->shape.rank : b->rank;
-    for (int a = 0; a < b->rank; a++) b->dims[a] = 1;
-    for (int k = 0; k < n; k++)
-        for (int a = 0; a < in[k]->shape.rank; a++) {
-            int64_t d = in[k]->shape.dims[a], *o = &b->dims[b->rank - in[k]->shape.rank + a];
-            if (d != 1 && *o != 1 && d != *o)
-                return trace_fail_on(g, ids, (uint32_t)n + 1, KILN_STATUS_SHAPE, op,
-                                     "the index arrays do not broadcast together (index %d)", k),
-                       false;
-            if (d != 1) *o = d;
-        }
+    *b = (ir_shape){0};
+    for (int k = 0; k < n; k++) {
+        ir_shape prev = *b;
+        int bad;
+        if (!trace_shapes_broadcast(&prev, &in[k]->shape, b, &bad))
+            return trace_fail_on(g, ids, (uint32_t)n + 1, KILN_STATUS_SHAPE, op,
+                                 "the index arrays do not broadcast together (index %d)", k),
+                   false;
+    }
     return true;
 }
 

@@ -386,8 +386,7 @@ kiln_status kiln_promote(kiln_graph *g, int n, const kiln_value *xs, kiln_value 
     return st;
 }
 
-/* The NumPy broadcast of shapes a and b; false (with the axis in *bad) if they clash. */
-static bool broadcast_shapes(const ir_shape *a, const ir_shape *b, ir_shape *out, int *bad) {
+bool trace_shapes_broadcast(const ir_shape *a, const ir_shape *b, ir_shape *out, int *bad) {
     out->rank = a->rank > b->rank ? a->rank : b->rank;
     for (int i = 1; i <= out->rank; i++) {
         int64_t da = i <= a->rank ? a->dims[a->rank - i] : 1;
@@ -416,7 +415,7 @@ bool trace_broadcast_shape(kiln_graph *g, const char *op, const kiln_value *vals
         const ir_shape *xs = &g->nodes[in[i]].shape;
         ir_shape prev = *out;
         int bad;
-        if (!broadcast_shapes(&prev, xs, out, &bad)) {
+        if (!trace_shapes_broadcast(&prev, xs, out, &bad)) {
             int pa = bad - (out->rank - prev.rank), xa = bad - (out->rank - xs->rank);
             trace_fail_on(g, in, (uint32_t)count, KILN_STATUS_SHAPE, op,
                           "operand shapes cannot be broadcast together (axis %d of the "

@@ -54,6 +54,9 @@ bool trace_axes_mask(kiln_graph *g, const char *op, kiln_value x, int naxes, con
                      uint32_t *mask);
 /* NumPy broadcasting of value v to shape `to` (no-op when already that shape). */
 kiln_value trace_broadcast_to(kiln_graph *g, const char *op, kiln_value v, const ir_shape *to);
+/* The NumPy broadcast of shapes a and b into *out; false (with the result's axis in *bad)
+ * if they clash. No error is recorded: the callers word it. */
+bool trace_shapes_broadcast(const ir_shape *a, const ir_shape *b, ir_shape *out, int *bad);
 /* The NumPy broadcast of the shapes of vals[0..count) (count <= 3, valid values of g) into
  * *out; false after recording an error under op's name when they clash. */
 bool trace_broadcast_shape(kiln_graph *g, const char *op, const kiln_value *vals, int count,

@@ -949,6 +949,23 @@ static int f_straight(kiln_graph *g, int n, const kiln_value *x, void *user, kil
     return kiln_custom_vjp(g, st_fwd, st_bwd, NULL, n, x, 1, o) ? -1 : 1;
 }
 
+/* A fn that reads a value inside its custom_vjp call's fwd (not an output): the batched
+ * call is whole, so kiln_vmap refuses it, naming the call's line. */
+static int leak_fwd(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
+    (void)n;
+    kiln_value *inner = user;
+    *inner = kiln_exp(g, x[0]);
+    o[0] = kiln_mul(g, *inner, x[0]);
+    return 1;
+}
+static int f_leaks(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
+    kiln_value inner, y;
+    if (kiln_custom_vjp(g, leak_fwd, st_bwd, &inner, n, x, 1, &y)) return -1;
+    (void)user;
+    o[0] = kiln_add(g, y, inner);
+    return 1;
+}
+
 static void test_custom_vjp_in_vmap(void) {
     enum { NB = 4, D = 3 };
     kiln_context *ctx = test_context();
@@ -986,6 +1003,14 @@ static void test_custom_vjp_in_vmap(void) {
     CHECK(cmp_graph(ctx, g, 2, a, NULL, 1e-12, NULL));
     for (int k = 0; k < 3; k++) kiln_array_destroy(r[k]);
     kiln_array_destroy(a[0]), kiln_array_destroy(a[1]);
+    kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "cvjp_leak", &g);
+    x = kiln_parameter(g, "x", KILN_DTYPE_F64, 2, (const int64_t[]){NB, D});
+    CHECK_STATUS(kiln_vmap(g, f_leaks, NULL, 1, &x, NULL, 1, NULL, &y), KILN_STATUS_UNIMPLEMENTED);
+    CHECK_CONTAINS(kiln_graph_error(g),
+                   "a value inside the kiln_custom_vjp called at test_vmap.c:");
+    CHECK_CONTAINS(kiln_graph_error(g), "none of its outputs or residuals");
     kiln_graph_destroy(g);
     kiln_context_destroy(ctx);
 }

@@ -185,7 +185,6 @@ static void choose(jvp_ctl *c, int nc, int np, int first, kiln_value *tin) {
  * old one, when float, is output i's tangent in the layout emit() wrote. */
 static void scatter_results(const jvp_ctl *c, int split, int n_res, const kiln_value *outs,
                             kiln_value *res_t) {
-    kiln_graph *g = c->g;
     int r = split;
     for (uint32_t i = 0; i < (uint32_t)n_res; i++) {
         kiln_dtype t;
@@ -194,7 +193,6 @@ static void scatter_results(const jvp_ctl *c, int split, int n_res, const kiln_v
         if ((int)i == split) r += n_res - split; /* past the primal ys */
         res_t[i] = ir_dtype_is_float(t) ? outs[r++] : KN_NONE;
     }
-    (void)g;
 }
 
 static void jvp_scan(jvp_ctl *c, uint32_t id, kiln_value *res_t) {

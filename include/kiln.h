@@ -251,7 +251,14 @@ KILN_API kiln_status kiln_device_synchronize(kiln_context *ctx, int device);
 
 KILN_API kiln_status kiln_device_get_memory_stats(kiln_context *ctx, int device,
                                                   kiln_memory_stats *out);
-/* Sets peak_bytes_in_use and peak_bytes_reserved to the current values. */
+/* The same counters for one memory kind of the device (kiln_memory_kind, declared below
+ * as an int here: KILN_MEMORY_DEVICE 0 is kiln_device_get_memory_stats, KILN_MEMORY_PINNED_HOST
+ * 1 the pool that host offload's arena comes from). A device without a pinned_host kind
+ * is KILN_STATUS_UNIMPLEMENTED. */
+KILN_API kiln_status kiln_device_get_memory_kind_stats(kiln_context *ctx, int device,
+                                                       int memory_kind, kiln_memory_stats *out);
+/* Sets peak_bytes_in_use and peak_bytes_reserved to the current values (of both memory
+ * kinds). */
 KILN_API kiln_status kiln_device_reset_peak(kiln_context *ctx, int device);
 /* Returns every wholly free region to the device. released (may be NULL) receives the
  * number of bytes given back. kiln also does this by itself before reporting OOM. */
@@ -1273,6 +1280,13 @@ typedef enum kiln_checkpoint_policy {
     KILN_CHECKPOINT_POLICY_DOTS_WITH_NO_BATCH_DIMS_SAVEABLE, /* ... with no batch axes */
     KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES,            /* save values named one of names */
     KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE,         /* save named values not in names */
+    /* Host offload (docs/memory.md, "Host offload"): an offloaded value is copied to the
+     * device's host memory kind (kiln_memory_put) once the forward pass has made it, its
+     * device bytes are free after its last forward read, and it is copied back just before
+     * the backward pass first reads it. */
+    KILN_CHECKPOINT_POLICY_OFFLOAD_DOT_WITH_NO_BATCH_DIMS, /* offload products with no batch
+                                                             * axes, recompute the rest */
+    KILN_CHECKPOINT_POLICY_SAVE_AND_OFFLOAD_ONLY_THESE_NAMES, /* kiln_checkpoint_begin_offload */
 } kiln_checkpoint_policy;
 /* "nothing_saveable", "everything_saveable", ...; "?" for anything else. Static. */
 KILN_API const char *kiln_checkpoint_policy_name(kiln_checkpoint_policy p);
@@ -1281,8 +1295,36 @@ KILN_API const char *kiln_checkpoint_policy_name(kiln_checkpoint_policy p);
  * policies and must be NULL/0 for the others. Errors are builder errors (sticky). */
 KILN_API kiln_status kiln_checkpoint_begin(kiln_graph *g, kiln_checkpoint_policy policy,
                                            int n_names, const char *const *names);
+/* Opens a region of KILN_CHECKPOINT_POLICY_SAVE_AND_OFFLOAD_ONLY_THESE_NAMES
+ * (jax.checkpoint_policies.save_and_offload_only_these_names with offload_src "device",
+ * offload_dst "pinned_host"): values named one of save_names are saved on the device, those
+ * named one of offload_names (and not of save_names) are offloaded to host memory, the rest
+ * are recomputed. Names are copied; either list may be empty. */
+KILN_API kiln_status kiln_checkpoint_begin_offload(kiln_graph *g, int n_save,
+                                                   const char *const *save_names, int n_offload,
+                                                   const char *const *offload_names);
 /* Closes the innermost open region; a graph with no open region is an error. */
 KILN_API kiln_status kiln_checkpoint_end(kiln_graph *g);
+
+/* ----------------------------------------------------------- memory kinds ---- */
+
+/* Where a value lives (jax.memory.Space / memory kinds). Every device has two: its own
+ * memory and host memory it copies to and from (page-locked on a GPU, so the copies run on
+ * the copy engines; on a CPU device a pool of its own, so the copies are real and the
+ * device's allocator limit counts only device bytes). */
+typedef enum kiln_memory_kind {
+    KILN_MEMORY_DEVICE = 0,  /* "device" */
+    KILN_MEMORY_PINNED_HOST, /* "pinned_host" */
+} kiln_memory_kind;
+/* x in memory kind `kind` (jax.device_put(x, memory_kind) inside jit): a copy. A value in
+ * pinned_host memory is not computed on: the only op that reads it is a kiln_memory_put
+ * back to the device, and a graph output must be in device memory; anything else is an
+ * error naming the op. The memory plan keeps host values in a host arena of their own
+ * (kiln_memory_analysis.host_temp_bytes), outside the device's peak. Its gradient is the
+ * cotangent, on the device. */
+KILN_API kiln_value kiln_memory_put(kiln_graph *g, kiln_value x, kiln_memory_kind kind);
+/* "device", "pinned_host"; "?" for anything else. Static. */
+KILN_API const char *kiln_memory_kind_name(kiln_memory_kind kind);
 /* Names x for the names policies of the regions that end after this call
  * (jax.ad_checkpoint.checkpoint_name) and returns x itself. A value may take several
  * names; name is copied. */
@@ -1543,6 +1585,13 @@ typedef struct kiln_compile_options {
      * (gradient accumulation, a smaller batch) against the same budget in bytes. Loop
      * bodies compiled with the program do not write it. */
     struct kiln_budget_result *budget_result;
+    /* Whether the memory budget's search may offload saved activations to the device's
+     * pinned_host memory (docs/memory.md, "Host offload") as well as recompute them,
+     * choosing per proposal by cost: recomputed FLOPs at the device's measured product rate
+     * against the bytes copied there and back at its measured link rate. 0: the device's
+     * default (where the device has memory of its own, a GPU; not on a CPU device, whose
+     * host memory is the same RAM), 1: consider offload, -1: never. */
+    int budget_offload;
 } kiln_compile_options;
 
 /* kiln_compile_options.budget_result. All zero when no budget was set (no search made). */
@@ -1553,6 +1602,10 @@ typedef struct kiln_budget_result {
     uint64_t min_peak_bytes; /* the smallest planned peak any recomputation reached: the
                               * lowest budget this program can meet by recomputation */
     bool fits;               /* a plan within the budget was found (the compile went on) */
+    /* what the plan kept offloads (kiln_compile_options.budget_offload, or offload policies
+     * of checkpoint regions): values copied to pinned_host memory, and their bytes */
+    int num_offloaded;
+    uint64_t offload_bytes;
 } kiln_budget_result;
 
 /* Compiles a finished graph (the graph is not changed and may be destroyed afterwards).
@@ -1778,6 +1831,13 @@ typedef struct kiln_memory_analysis {
      * (KILN_DTYPE_INVALID) holds the kernels' scratch, which has no dtype. */
     uint64_t dtype_bytes_at_peak[KILN_MAX_DTYPES];
     uint64_t dtype_bytes_total[KILN_MAX_DTYPES];
+    /* Host offload (kiln_memory_put, the offload checkpoint policies): the values kept in
+     * the device's host memory kind during a call live in one host arena, allocated per
+     * call from the device's host pool and never counted in peak_bytes. */
+    uint64_t host_temp_bytes;  /* the host arena, rounded as temp_bytes is */
+    uint64_t host_arena_bytes; /* its exact extent */
+    uint64_t offload_bytes;    /* bytes copied to host memory per call (each value once) */
+    int num_offloaded;         /* values copied to host memory */
 } kiln_memory_analysis;
 
 typedef enum kiln_buffer_kind {
@@ -1794,6 +1854,7 @@ typedef enum kiln_buffer_place {
     KILN_BUFFER_PLACE_OUTPUT,   /* in the new output array place_index */
     KILN_BUFFER_PLACE_ARENA,    /* in the temporary arena, at offset */
     KILN_BUFFER_PLACE_DONATED,  /* in the buffer of donated argument place_index, at offset */
+    KILN_BUFFER_PLACE_HOST,     /* in the host arena (a value in pinned_host memory), at offset */
 } kiln_buffer_place;
 
 /* One buffer of the plan. Steps number the kernels in schedule order; -1 is "before the
@@ -1825,6 +1886,9 @@ typedef struct kiln_buffer_info {
      * kept values just before its first backward reader. false for scratch. Fields are only
      * ever appended to this struct. */
     bool recomputed;
+    /* true for the two buffers of an offloaded value: its copy in host memory (place
+     * KILN_BUFFER_PLACE_HOST) and the copy back on the device the backward pass reads. */
+    bool offloaded;
 } kiln_buffer_info;
 
 KILN_API kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,
@@ -2152,6 +2216,9 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_grad(g, ...)                  KILN__S(g, kiln_grad((g), __VA_ARGS__))
 #define kiln_checkpoint_begin(g, ...)      KILN__S(g, kiln_checkpoint_begin((g), __VA_ARGS__))
 #define kiln_checkpoint_end(g)             KILN__S(g, kiln_checkpoint_end(g))
+#define kiln_checkpoint_begin_offload(g, ...) \
+    KILN__S(g, kiln_checkpoint_begin_offload((g), __VA_ARGS__))
+#define kiln_memory_put(g, ...)            KILN__V(g, kiln_memory_put((g), __VA_ARGS__))
 #define kiln_checkpoint_name(g, ...)       KILN__V(g, kiln_checkpoint_name((g), __VA_ARGS__))
 #define kiln_vjp(g, ...)                   KILN__S(g, kiln_vjp((g), __VA_ARGS__))
 #define kiln_conv_general_dilated(g, ...)  KILN__V(g, kiln_conv_general_dilated((g), __VA_ARGS__))

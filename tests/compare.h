@@ -104,11 +104,22 @@ static inline kiln_status cmp_run_planned(kiln_context *ctx, kiln_executable *e,
         fprintf(stderr, "plan_check: %s\n", kiln_last_error(ctx));
         *ok = 0;
     }
+    kiln_memory_stats host_before, host_after;
     kiln_device_get_memory_stats(ctx, 0, &before);
+    kiln_device_get_memory_kind_stats(ctx, 0, KILN_MEMORY_PINNED_HOST, &host_before);
     kiln_device_reset_peak(ctx, 0);
     kiln_status s = kiln_executable_run(e, n_args, args, n_out, got);
     kiln_device_get_memory_stats(ctx, 0, &after);
+    kiln_device_get_memory_kind_stats(ctx, 0, KILN_MEMORY_PINNED_HOST, &host_after);
     if (s) return s;
+    /* host offload: the host arena is the only host-kind allocation of a call */
+    if (host_after.peak_bytes_in_use - host_before.bytes_in_use != a.host_temp_bytes) {
+        fprintf(stderr, "measured host peak %llu (held %llu before) != planned host arena %llu\n",
+                (unsigned long long)host_after.peak_bytes_in_use,
+                (unsigned long long)host_before.bytes_in_use,
+                (unsigned long long)a.host_temp_bytes);
+        *ok = 0;
+    }
     uint64_t rise = after.peak_bytes_in_use - before.bytes_in_use;
     if (rise != a.peak_bytes - a.argument_bytes ||
         (before.bytes_in_use == a.argument_bytes && after.peak_bytes_in_use != a.peak_bytes)) {

@@ -224,7 +224,8 @@ API CUresult cuMemFreeAsync(CUdeviceptr p, void *s) {
 API CUresult cuMemHostAlloc(void **p, size_t n, unsigned f);
 API CUresult cuMemHostAlloc(void **p, size_t n, unsigned f) {
     (void)f;
-    *p = malloc(n);
+    /* the driver's pinned memory is page-aligned, as kiln's host pool relies on */
+    if (posix_memalign(p, 4096, n ? n : 1)) *p = NULL;
     pthread_mutex_lock(&mu);
     live_objects += *p != NULL;
     pthread_mutex_unlock(&mu);

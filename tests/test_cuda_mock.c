@@ -351,6 +351,42 @@ static void test_control_flow(kiln_context *c) {
     kiln_graph_destroy(g);
 }
 
+/* Host offload on the GPU: the pinned_host pool comes from cuMemHostAlloc, the copies run
+ * on the stream (cuMemcpy*Async), the values come back unchanged (the program is its two
+ * copies alone: the stand-in runs no kernel) and the pool's peak during the call is the
+ * planned host arena. */
+static void test_offload(kiln_context *c) {
+    int64_t d[1] = {4096};
+    float xv[4096], got[4096];
+    for (int i = 0; i < 4096; i++) xv[i] = (float)i * 0.25f;
+    kiln_graph *g = NULL;
+    kiln_graph_create(c, "offload", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+    kiln_value h = kiln_memory_put(g, x, KILN_MEMORY_PINNED_HOST);
+    kiln_value y = kiln_memory_put(g, h, KILN_MEMORY_DEVICE);
+    CHECK_OK(c, kiln_graph_finish(g, 1, &y));
+    kiln_executable *e = NULL;
+    CHECK_OK(c, kiln_compile(g, &(kiln_compile_options){.device = 1}, &e));
+    kiln_memory_analysis an = {0};
+    if (e) kiln_executable_get_memory_analysis(e, &an);
+    CHECK(an.num_offloaded == 1 && an.host_temp_bytes >= sizeof xv);
+    kiln_memory_stats before = {0}, after = {0};
+    CHECK_OK(c, kiln_device_get_memory_kind_stats(c, 1, KILN_MEMORY_PINNED_HOST, &before));
+    kiln_device_reset_peak(c, 1);
+    kiln_array *arg = NULL, *res = NULL;
+    CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, d, xv, &arg));
+    CHECK_OK(c, kiln_executable_run(e, 1, &arg, 1, &res));
+    CHECK_OK(c, kiln_device_get_memory_kind_stats(c, 1, KILN_MEMORY_PINNED_HOST, &after));
+    CHECK(after.peak_bytes_in_use - before.bytes_in_use == an.host_temp_bytes);
+    CHECK_OK(c, kiln_array_copy_to_host(res, got, sizeof got));
+    int ok = 1;
+    for (int i = 0; i < 4096; i++) ok &= got[i] == xv[i];
+    CHECK_MSG(ok, "offload on the mock GPU changed the values");
+    kiln_array_destroy(res), kiln_array_destroy(arg);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* Split reductions (src/codegen/cgen.h): a kernel with a part kernel is two launches over
  * the device's scratch, and a program whose kiln_k<i>_parts cannot be read fails to
  * compile, naming it. */
@@ -452,6 +488,7 @@ int main(void) {
     test_copies(c);
     test_programs(c, launches);
     test_control_flow(c);
+    test_offload(c);
     test_gemm_limits(c);
     test_half_library(c, launches);
     test_split(c, launches);

@@ -301,6 +301,15 @@ static int b_shard_collectives(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     return 2;
 }
 
+/* Host offload moves 16-bit values to host memory and back as they are. */
+static int b_memory_put(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    kiln_value x = param(g, "x", t, 2, d45);
+    kiln_value h = kiln_memory_put(g, kiln_mul(g, x, x), KILN_MEMORY_PINNED_HOST);
+    o[0] = kiln_add(g, kiln_memory_put(g, h, KILN_MEMORY_DEVICE), x);
+    o[1] = kiln_memory_put(g, x, KILN_MEMORY_DEVICE); /* device to device: a copy */
+    return 2;
+}
+
 /* Control flow moves 16-bit values between iterations as they are: a scan whose body
  * rounds each new carry (x * 0.5 + slice, in bf16/f16 as the reference does it), stacks
  * a per-iteration output, a while loop over a 16-bit carry and a cond choosing between
@@ -423,6 +432,7 @@ static const half_case cases[] = {
     {IR_ALL_REDUCE, "all_reduce", b_all_reduce, 2},
     {IR_REDUCE_SCATTER, "reduce_scatter, all_gather", b_shard_collectives, 2},
     {IR_ALL_GATHER, "reduce_scatter, all_gather", b_shard_collectives, 2},
+    {IR_MEMORY_PUT, "memory_put", b_memory_put, 2},
     {IR_WHILE, "control flow", b_control, 2},
     {IR_SCAN, "control flow", b_control, 2},
     {IR_COND, "control flow", b_control, 2},

@@ -83,12 +83,12 @@ static bool parse_remat(const char *v, void *opts) {
     char *colon = strchr(buf, ':');
     if (colon) *colon = 0;
     int p = 0;
-    while (p <= KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE &&
+    while (p <= KILN_CHECKPOINT_POLICY_OFFLOAD_DOT_WITH_NO_BATCH_DIMS &&
            strcmp(buf, kiln_checkpoint_policy_name((kiln_checkpoint_policy)p)))
         p++;
     bool named = p == KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES ||
                  p == KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE;
-    if (p > KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE || named != (colon != NULL))
+    if (p > KILN_CHECKPOINT_POLICY_OFFLOAD_DOT_WITH_NO_BATCH_DIMS || named != (colon != NULL))
         return false;
     int n = 0, max = (int)(sizeof a->remat_names / sizeof a->remat_names[0]);
     for (char *t = colon ? strtok(colon + 1, ",") : NULL; t && n < max; t = strtok(NULL, ","))
@@ -190,12 +190,18 @@ static const tool_flag train_flags[] = {
              "activations alone cannot"},
     {T_FN("--remat", "POLICY", parse_remat),
      .bad = "is not a policy: nothing_saveable, everything_saveable, dots_saveable, "
-            "dots_with_no_batch_dims_saveable, or save_only_these_names:NAMES / "
-            "save_any_names_but_these:NAMES (NAMES: a comma list of qkv, attn, mlp_fc)",
+            "dots_with_no_batch_dims_saveable, offload_dot_with_no_batch_dims, or "
+            "save_only_these_names:NAMES / save_any_names_but_these:NAMES (NAMES: a comma "
+            "list of qkv, attn, mlp_fc)",
      .help = "each block a checkpoint region of POLICY: nothing_saveable,\n"
              "dots_saveable, dots_with_no_batch_dims_saveable,\n"
-             "everything_saveable, save_only_these_names:qkv,attn,mlp_fc\n"
-             "or save_any_names_but_these:NAMES (docs/memory.md)"},
+             "everything_saveable, save_only_these_names:qkv,attn,mlp_fc,\n"
+             "save_any_names_but_these:NAMES, or offload_dot_with_no_batch_dims\n"
+             "(the products to host memory, the rest recomputed; docs/memory.md)"},
+    {T_SW("--offload", o.offload),
+     .help = "under --memory-budget, activations may also wait in host memory\n"
+             "(copied out and back) where that is cheaper than recomputing\n"
+             "them; the default on a GPU, off on a CPU device (docs/memory.md)"},
     {T_SW("--scan-layers", o.scan_layers),
      .help = "the blocks as one scan over the layers: compiled once whatever the\n"
              "depth, each block recomputed in the backward pass (not with\n"

@@ -286,6 +286,10 @@ typedef struct gpt_train_options {
      * under a memory budget that recomputation alone cannot meet, the fewest of 2, 4, 8, ...
      * that divide the batch and fit (the summary says how many and why). */
     int micro_batches;
+    /* Host offload under the memory budget (kiln_compile_options.budget_offload = 1): the
+     * search may offload activations to pinned_host memory too. false: the device's
+     * default (on a GPU, not on a CPU device). */
+    bool offload;
     FILE *progress;              /* where progress lines and the summary go; NULL: none */
     bool progress_is_tty;        /* \r-updated line instead of one line per report */
     int print_every;             /* plain-line progress every N steps; 0: 10 */

@@ -675,6 +675,7 @@ static kiln_status compile_step(run *r, int micro, bool recompute, uint64_t budg
                                    .memory_budget_fraction =
                                        budget ? 0 : r->o->memory_budget_fraction,
                                    .budget_result = br,
+                                   .budget_offload = r->o->offload ? 1 : 0,
                                    .device = r->dev,
                                    .comm = r->comm,
                                    .disable_overlap = r->o->no_overlap,
@@ -962,6 +963,14 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
                 ma->remat_strategy, ma->remat_num_recomputed, b[1], b[0],
                 100 * ma->remat_flops_share);
     }
+    if (ma->num_offloaded) {
+        human_bytes(ma->offload_bytes, b[0], sizeof b[0]);
+        human_bytes(ma->host_temp_bytes, b[1], sizeof b[1]);
+        fprintf(p,
+                "host offload: %d activations (%s) wait in pinned_host memory between the "
+                "forward and backward passes, a host arena of %s\n",
+                ma->num_offloaded, b[0], b[1]);
+    }
     fprintf(p, "compile: %.0f ms (step %s%s%s)\n", res->compile_ms,
             si->from_disk_cache ? "from the kernel cache" : "compiled",
             r->eval ? ", evaluation " : "",
@@ -1032,10 +1041,12 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
     fprintf(f,
             "  \"remat_policy\": \"%s\", \"memory_budget_bytes\": %llu, "
             "\"remat_strategy\": \"%s\", \"remat_ops_recomputed\": %d, "
-            "\"remat_peak_without_bytes\": %llu,\n",
+            "\"remat_peak_without_bytes\": %llu, \"offloaded_values\": %d, "
+            "\"offload_bytes\": %llu, \"host_arena_bytes\": %llu,\n",
             o->remat ? kiln_checkpoint_policy_name(o->remat_policy) : "none",
             (unsigned long long)ma->memory_budget, ma->remat_strategy ? ma->remat_strategy : "none",
-            ma->remat_num_recomputed, (unsigned long long)ma->remat_peak_without);
+            ma->remat_num_recomputed, (unsigned long long)ma->remat_peak_without, ma->num_offloaded,
+            (unsigned long long)ma->offload_bytes, (unsigned long long)ma->host_temp_bytes);
     fprintf(f, "  \"dtype\": \"%s\", \"loss_scaling\": \"%s\", \"skipped_steps\": %lld,\n",
             kiln_dtype_name(compute_of(o)), gpt_loss_scaling_name(r->scaling),
             (long long)r->skipped);

@@ -408,6 +408,12 @@ RULE(jvp_all_reduce) {
     return kiln_div(g, picked, kiln_all_reduce(g, hit, KILN_REDUCE_SUM));
 }
 
+/* A copy between memory kinds: the tangent goes where the value goes. */
+RULE(jvp_memory_put) {
+    (void)id;
+    return kiln_memory_put(g, t[0], (kiln_memory_kind)n->a.memory_kind);
+}
+
 /* reduce_scatter (SUM, MEAN) and all_gather are linear: the tangents go the same way. */
 RULE(jvp_reduce_scatter) {
     (void)id;
@@ -516,6 +522,7 @@ static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_ALL_REDUCE] = jvp_all_reduce,
     [IR_REDUCE_SCATTER] = jvp_reduce_scatter,
     [IR_ALL_GATHER] = jvp_all_gather,
+    [IR_MEMORY_PUT] = jvp_memory_put,
     [IR_WHILE] = jvp_control,
     [IR_SCAN] = jvp_control,
     [IR_COND] = jvp_control,

@@ -563,6 +563,15 @@ static void vjp_attention(kiln_graph *g, uint32_t id, const ir_node *n, kiln_val
  * sum. SUM: dL/dx_r = sum over replicas of ct; MEAN: their mean. MAX: the summed cotangent
  * goes to the replicas holding the maximum, split evenly among ties (reduce_max's rule
  * across replicas). */
+/* A copy between memory kinds: the cotangent itself, on the device, whichever way the
+ * value went (a host value's only reader is the copy back, whose cotangent is a device
+ * value already). */
+static void vjp_memory_put(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                           const bool *need, kiln_value *out) {
+    (void)g, (void)id, (void)n;
+    if (need[0]) out[0] = ct;
+}
+
 static void vjp_all_reduce(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
                            const bool *need, kiln_value *out) {
     if (!need[0]) return;
@@ -703,6 +712,7 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_ALL_REDUCE] = vjp_all_reduce,
     [IR_REDUCE_SCATTER] = vjp_reduce_scatter,
     [IR_ALL_GATHER] = vjp_all_gather,
+    [IR_MEMORY_PUT] = vjp_memory_put,
     /* control flow: control_rules.c; a RESULT node's cotangent goes to its control node's */
     [IR_WHILE] = ad_control_rule,
     [IR_SCAN] = ad_control_rule,

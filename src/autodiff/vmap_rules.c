@@ -468,6 +468,7 @@ static const ad_vmap_entry entries[IR_NUM_OPS] = {
     [IR_GATHER] = {rule_gather, "dimension numbers (a batching or window axis)", NULL},
     [IR_SCATTER] = {rule_scatter, "dimension numbers (a batching axis)", NULL},
     [IR_ALL_REDUCE] = {rule_same, "unchanged (elementwise across replicas)", NULL},
+    [IR_MEMORY_PUT] = {rule_same, "unchanged (a copy)", NULL},
     [IR_REDUCE_SCATTER] = {rule_shard, "batch axis behind the split one", NULL},
     [IR_ALL_GATHER] = {rule_shard, "batch axis behind the joined one", NULL},
     [IR_WHILE] = {ad_vmap_while,

@@ -240,6 +240,18 @@ typedef struct kn_backend {
     /* Optional; NULL: device memory is host memory and a plain memcpy does (the CPU). */
     kiln_status (*copy_h2d)(void *state, int device, void *dst, const void *src, size_t n);
     kiln_status (*copy_d2h)(void *state, int device, void *dst, const void *src, size_t n);
+    /* Host offload (memory kinds). Optional both; on a backend whose memory the host
+     * addresses (the CPU, copy_h2d NULL) the host pool's regions come from region_alloc
+     * and the copies are memcpy. host_region_alloc: a region of host memory the device
+     * copies to and from at its full rate (pinned), as region_alloc answers.
+     * copy_kinds: n bytes between the device's memory and that host memory (to_host: dst
+     * is host memory), ordered after every kernel launched before it and before every one
+     * launched after (the compute stream), without waiting for it on the host. */
+    kiln_status (*host_region_alloc)(void *state, int device, size_t size, size_t align,
+                                     void **out);
+    void (*host_region_free)(void *state, int device, void *ptr, size_t size);
+    kiln_status (*copy_kinds)(void *state, int device, void *dst, const void *src, size_t n,
+                              bool to_host);
     /* Optional; NULL: copy_d2h then copy_h2d through a host buffer. */
     kiln_status (*copy_d2d)(void *state, int dst_device, void *dst, int src_device, const void *src,
                             size_t n);

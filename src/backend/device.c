@@ -56,6 +56,56 @@ static kiln_status source_info(void *user, uint64_t *total, uint64_t *free_b) {
     return d->backend->memory_info(d->state, d->index, total, free_b);
 }
 
+/* The pinned_host memory kind, seen by its pool as a region source. */
+static kiln_status host_source_alloc(void *user, size_t size, size_t align, void **out) {
+    kn_device *d = user;
+    const kn_backend *b = d->backend;
+    return b->host_region_alloc ? b->host_region_alloc(d->state, d->index, size, align, out)
+                                : b->region_alloc(d->state, d->index, size, align, out);
+}
+static void host_source_free(void *user, void *ptr, size_t size) {
+    kn_device *d = user;
+    const kn_backend *b = d->backend;
+    if (b->host_region_free)
+        b->host_region_free(d->state, d->index, ptr, size);
+    else
+        b->region_free(d->state, d->index, ptr, size);
+}
+
+/* The host pool grows as asked and has no limit of its own: KILN_MEMORY_LIMIT bounds the
+ * device's memory, which is what offload relieves. */
+static kiln_status make_host_pool(kiln_context *ctx, kn_device *d) {
+    if (!d->backend->host_region_alloc && d->backend->copy_h2d) return KILN_STATUS_OK;
+    char name[48];
+    snprintf(name, sizeof name, "%s pinned_host", d->name);
+    bfc_options o = {.mode = KILN_ALLOC_MODE_GROW, .name = name};
+    bfc_region_source src = {d, host_source_alloc, host_source_free, source_info};
+    return bfc_create(ctx, &src, &o, &d->host_alloc);
+}
+
+kiln_status device_host_alloc(kiln_context *ctx, kn_device *dev, size_t size, const char *tag,
+                              void **out) {
+    *out = NULL;
+    if (!dev->host_alloc)
+        return ctx_error(ctx, KILN_STATUS_UNIMPLEMENTED,
+                         "%s has no pinned_host memory kind (its backend gives no host memory "
+                         "it copies to): %s needs %zu bytes of it",
+                         dev->name, tag ? tag : "a host buffer", size);
+    return bfc_alloc(dev->host_alloc, size, tag, out);
+}
+
+void device_host_free(kn_device *dev, void *ptr) {
+    if (dev->host_alloc) bfc_free(dev->host_alloc, ptr);
+}
+
+kiln_status device_copy_kinds(kn_device *dev, void *dst, const void *src, size_t n, bool to_host) {
+    if (!n) return KILN_STATUS_OK;
+    if (dev->backend->copy_kinds)
+        return dev->backend->copy_kinds(dev->state, dev->index, dst, src, n, to_host);
+    memcpy(dst, src, n);
+    return KILN_STATUS_OK;
+}
+
 static kiln_status make_allocator(kiln_context *ctx, const kn_device_options *opts, kn_device *d) {
     kiln_alloc_mode mode = opts->alloc_mode;
     if (mode == KILN_ALLOC_MODE_DEFAULT) mode = d->backend->default_alloc_mode;
@@ -78,6 +128,7 @@ kiln_status device_open_all(kiln_context *ctx, const kn_device_options *o) {
     for (int i = 0; i < nb && !s; i++) s = open_backend(ctx, list[i], &o->backends, devs, &n);
     ctx->n_devices = n;
     for (int i = 0; i < n && !s; i++) s = make_allocator(ctx, o, &devs[i]);
+    for (int i = 0; i < n && !s; i++) s = make_host_pool(ctx, &devs[i]);
     for (int i = 0; i < n && !s && o->async_dispatch; i++) {
         s = queue_create(ctx, &devs[i], "compute", &devs[i].compute);
         if (!s) s = queue_create(ctx, &devs[i], "copy", &devs[i].copy);
@@ -113,6 +164,7 @@ void device_close_all(kiln_context *ctx) {
     for (int i = ctx->n_devices - 1; i >= 0; i--) {
         kn_device *d = &ctx->devices[i];
         bfc_destroy(d->alloc);
+        if (d->host_alloc) bfc_destroy(d->host_alloc);
         if (d->owns_state && d->backend->close) d->backend->close(ctx, d->state);
     }
     host_free(ctx, ctx->devices, KN_MAX_DEVICES * sizeof *ctx->devices);
@@ -219,11 +271,30 @@ kiln_status kiln_device_get_memory_stats(kiln_context *ctx, int device, kiln_mem
     return KILN_STATUS_OK;
 }
 
+kiln_status kiln_device_get_memory_kind_stats(kiln_context *ctx, int device, int memory_kind,
+                                              kiln_memory_stats *out) {
+    const char *op = "kiln_device_get_memory_kind_stats";
+    if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
+    if (memory_kind == KILN_MEMORY_DEVICE) return kiln_device_get_memory_stats(ctx, device, out);
+    kn_device *d = device_get(ctx, device, op);
+    if (!d) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: out is NULL", op);
+    if (memory_kind != KILN_MEMORY_PINNED_HOST)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: memory kind %d is not a kiln_memory_kind", op, memory_kind);
+    if (!d->host_alloc)
+        return ctx_error(ctx, KILN_STATUS_UNIMPLEMENTED, "%s: %s has no pinned_host memory kind",
+                         op, d->name);
+    bfc_stats(d->host_alloc, out);
+    return KILN_STATUS_OK;
+}
+
 kiln_status kiln_device_reset_peak(kiln_context *ctx, int device) {
     if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     kn_device *d = device_get(ctx, device, "kiln_device_reset_peak");
     if (!d) return KILN_STATUS_INVALID_ARGUMENT;
     bfc_reset_peak(d->alloc);
+    if (d->host_alloc) bfc_reset_peak(d->host_alloc);
     return KILN_STATUS_OK;
 }
 

@@ -14,6 +14,8 @@
 #define KILN_DEVICE_H
 
 #include "alloc/bfc.h"
+
+#include <stdatomic.h>
 #include "backend/backend_impl.h"
 #include "backend/queue.h"
 
@@ -27,7 +29,14 @@ typedef struct kn_device {
     bool owns_state; /* closes the backend state on destroy */
     char name[32];   /* "cpu:0" */
     bfc_allocator *alloc;
+    /* The pinned_host memory kind's pool (host offload): regions from the backend's
+     * host_region_alloc, or its region_alloc on a host-memory device; NULL when the
+     * backend has neither (no host memory kind). */
+    bfc_allocator *host_alloc;
     kn_queue *compute, *copy; /* asynchronous mode only (KILN_ASYNC), else NULL */
+    /* rates.c: FLOP/s of an f32 product and bytes/s to and from pinned_host memory,
+     * measured at the first device_rates; 0 not yet, -1 measured and absent */
+    _Atomic(double) flop_rate, link_rate;
 } kn_device;
 
 /* What making the devices needs: the allocators' settings and each backend's options,
@@ -58,6 +67,19 @@ static inline kiln_status device_alloc(kn_device *dev, size_t size, const char *
 static inline kiln_status device_free(kn_device *dev, void *ptr) {
     return bfc_free(dev->alloc, ptr);
 }
+
+/* size bytes of dev's pinned_host memory kind, 256-byte aligned (host offload's arena).
+ * KILN_STATUS_UNIMPLEMENTED with a message when the device has no such memory. */
+kiln_status device_host_alloc(kiln_context *ctx, kn_device *dev, size_t size, const char *tag,
+                              void **out);
+void device_host_free(kn_device *dev, void *ptr);
+/* n bytes between dev's memory and its pinned_host memory (to_host: dst is the host
+ * side), in order with dev's kernels (backend_impl.h, copy_kinds). */
+kiln_status device_copy_kinds(kn_device *dev, void *dst, const void *src, size_t n, bool to_host);
+
+/* The device's f32 product rate (FLOP/s) and its link to pinned_host memory (bytes/s,
+ * both ways), measured once (rates.c); 0 for what the device lacks. */
+kiln_status device_rates(kiln_context *ctx, kn_device *d, double *flops, double *link);
 
 /* n bytes from src on device `from` to dst on device `to`, through the backends' copy
  * slots (a plain memcpy between host-memory devices). Sets ctx's message on failure. */

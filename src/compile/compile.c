@@ -312,7 +312,9 @@ static void budget_result(const kiln_executable *e, const kiln_compile_options *
         (kiln_budget_result){.budget_bytes = r->budget,
                              .peak_without_bytes = r->peak_without,
                              .min_peak_bytes = r->min_peak ? r->min_peak : r->peak_without,
-                             .fits = s == KILN_STATUS_OK};
+                             .fits = s == KILN_STATUS_OK,
+                             .num_offloaded = (int)r->n_offloaded,
+                             .offload_bytes = r->offload_bytes};
 }
 
 kiln_status kiln_compile(kiln_graph *g, const kiln_compile_options *opts, kiln_executable **out) {

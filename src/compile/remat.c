@@ -37,9 +37,19 @@ static void release_trial(void *user) {
     tp->t = (kiln_executable){0};
 }
 
+/* The device's rates, for a search that may offload. */
+static kiln_status trial_rates(void *user, double *flop_rate, double *link_rate) {
+    trial_planner *tp = user;
+    return device_rates(tp->e->ctx, tp->e->dev, flop_rate, link_rate);
+}
+
 kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
     trial_planner tp = {.e = e, .o = o};
     remat_planner pl = {
         .plan = plan_trial, .release = release_trial, .user = &tp, .sub_graph = e->sub_graph};
+    /* offload where the device has memory of its own, or where asked; never inside a loop
+     * body (its program's search decides for the loop as a whole) */
+    bool offload = o->budget_offload > 0 || (o->budget_offload == 0 && e->dev->backend->copy_h2d);
+    if (offload && !e->sub_graph && e->dev->host_alloc) pl.rates = trial_rates;
     return remat_choose(&e->g, o, &pl, &e->remat);
 }

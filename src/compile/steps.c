@@ -35,6 +35,7 @@ static exec_loc loc_of_buffer(const build *b, const plan_buffer *pb) {
     case PLAN_P_DONATED: return (exec_loc){EXEC_AT_ARG, pb->place_index, pb->offset};
     case PLAN_P_CONST: return (exec_loc){EXEC_AT_CONST, b->const_of[pb->node] - 1, 0};
     case PLAN_P_OUTPUT: return (exec_loc){EXEC_AT_OUTPUT, pb->place_index, 0};
+    case PLAN_P_HOST: return (exec_loc){EXEC_AT_HOST, 0, pb->offset};
     default: return (exec_loc){EXEC_AT_ARENA, 0, pb->offset};
     }
 }
@@ -196,6 +197,17 @@ static void collective_step(build *b, exec_step st, uint32_t id) {
     add_step(b, st, (exec_loc[]){view_loc(b, ir_in(n)[0]), b->of[id]}, 2);
 }
 
+/* A memory_put: its operand's bytes copied into its own buffer, in the other memory kind. */
+static void transfer_step(build *b, exec_step st, uint32_t id) {
+    const ir_node *n = &b->e->g->nodes[id];
+    size_t bytes = 0;
+    ir_shape_nbytes(&n->shape, n->dtype, &bytes);
+    st.kind = EXEC_STEP_COPY;
+    st.copy.bytes = bytes;
+    st.copy.to_host = n->a.memory_kind == KILN_MEMORY_PINNED_HOST;
+    add_step(b, st, (exec_loc[]){view_loc(b, ir_in(n)[0]), b->of[id]}, 2);
+}
+
 /* A while, scan or cond: one step over the node's inputs (as its layout orders them), its
  * results (its kernel's roots) and its scratch; the sub-graphs' executables were compiled
  * before planning (control.c), since the scratch holds their arenas. */
@@ -226,6 +238,7 @@ static void kernel_steps(build *b, uint32_t sched) {
     case FK_COLLECTIVE: collective_step(b, st, k->roots[0]); break;
     case FK_SORT: sort_step(b, st, k->roots[0]); break;
     case FK_CONTROL: control_step(b, st, k); break;
+    case FK_TRANSFER: transfer_step(b, st, k->roots[0]); break;
     }
 }
 
@@ -321,6 +334,7 @@ static void take_outputs(build *b) {
         e->output_copy[j] = copy ? b->of[e->g->outputs[j]] : (exec_loc){EXEC_AT_OUTPUT, j, 0};
     }
     e->arena = e->mem.arena;
+    e->host_arena = e->mem.host_arena;
 }
 
 /* The steps, library descriptors and buffers kernel ki makes (as kernel_steps will). */
@@ -345,6 +359,7 @@ static void count_steps(const kiln_executable *e, uint32_t ki, uint32_t *steps, 
     case FK_COLLECTIVE: n = 1, bufs = 2; break;
     case FK_SORT: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_ARGSORT); break;
     case FK_CONTROL: n = 1, bufs = e->g->nodes[k->roots[0]].n_in + k->n_roots + 1; break;
+    case FK_TRANSFER: n = 1, bufs = 2; break;
     }
     *steps += n, *libs += lib, *locs += bufs;
 }

@@ -31,6 +31,16 @@ const char *ir_gather_mode_name(int mode) {
     return mode >= 0 && mode <= KILN_GATHER_CLIP ? names[mode] : NULL;
 }
 
+const char *ir_memory_kind_name(int kind) {
+    static const char *const names[] = {"device", "pinned_host"};
+    return kind >= 0 && kind <= KILN_MEMORY_PINNED_HOST ? names[kind] : NULL;
+}
+
+bool ir_in_host(const kiln_graph *g, uint32_t id) {
+    const ir_node *n = &g->nodes[id];
+    return n->op == IR_MEMORY_PUT && n->a.memory_kind == KILN_MEMORY_PINNED_HOST;
+}
+
 const char *ir_scatter_kind_name(int kind) {
     static const char *const names[] = {"set", "add", "mul", "min", "max"};
     return kind >= 0 && kind <= KILN_SCATTER_MAX ? names[kind] : NULL;

@@ -726,6 +726,33 @@ static kiln_status infer_index(const kiln_graph *g, ir_node *n, char *msg, size_
     return KILN_STATUS_OK;
 }
 
+/* memory_put: its operand's type, in a memory kind that exists. */
+static kiln_status infer_transfer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    const ir_node *x = input(g, n, 0);
+    if (!ir_memory_kind_name(n->a.memory_kind))
+        FAIL(KILN_STATUS_INVALID_ARGUMENT,
+             "memory kind %d is not a kiln_memory_kind (KILN_MEMORY_DEVICE or "
+             "KILN_MEMORY_PINNED_HOST)",
+             n->a.memory_kind);
+    n->dtype = x->dtype;
+    n->shape = x->shape;
+    return KILN_STATUS_OK;
+}
+
+/* A value in host memory is only copied back (kiln.h, kiln_memory_put). */
+static kiln_status no_host_reads(const kiln_graph *g, const ir_node *n, char *msg,
+                                 size_t msg_size) {
+    if (n->op == IR_MEMORY_PUT) return KILN_STATUS_OK;
+    const uint32_t *in = ir_in(n);
+    for (uint32_t k = 0; k < n->n_in; k++)
+        if (ir_in_host(g, in[k]))
+            FAIL(KILN_STATUS_INVALID_ARGUMENT,
+                 "%s reads operand %u (%%%u) in pinned_host memory: nothing computes on host "
+                 "memory; bring it back with kiln_memory_put(g, x, KILN_MEMORY_DEVICE) first",
+                 ir_ops[n->op].name, k, in[k]);
+    return KILN_STATUS_OK;
+}
+
 kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_op_info *info = &ir_ops[n->op];
     msg[0] = 0;
@@ -748,8 +775,10 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_SORT: s = infer_sort(g, n, msg, msg_size); break;
     case IRK_CONTROL: s = ir_infer_control(g, n, msg, msg_size); break;
     case IRK_RESULT: s = ir_infer_result(g, n, msg, msg_size); break;
+    case IRK_TRANSFER: s = infer_transfer(g, n, msg, msg_size); break;
     default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");
     }
+    if (!s) s = no_host_reads(g, n, msg, msg_size);
     if (!s) s = ir_attrs_check(n, n->n_in ? input(g, n, 0)->shape.rank : 0, msg, msg_size);
     return s ? s : ir_check_shape(&n->shape, n->dtype, msg, msg_size);
 }

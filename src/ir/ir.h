@@ -36,6 +36,7 @@ typedef enum ir_kind {
     IRK_CONTROL,    /* while, scan, cond: sub-graphs (the node's region) run by the node;
                      * several results: the node is its result 0, a RESULT node each other */
     IRK_RESULT,     /* result: result `index` (>= 1) of the control node that is its input */
+    IRK_TRANSFER,   /* memory_put: its operand's bytes in another memory kind (a copy) */
 } ir_kind;
 
 /* Operand dtype classes an op accepts. */
@@ -179,6 +180,13 @@ enum {
     X(RANDOM, "random", random, 3, IRK_SELECT, IRT_I32, IRF_ELEMENTWISE | IRF_NONDIFF, 16, NULL,   \
       "kiln_random_$D_$H($0, $1, $2)")
 
+/* Memory kinds (src/trace/memory.c, docs/memory.md "Host offload"): MEMORY_PUT(x) is x in
+ * the memory kind of attribute memory_kind (kiln_memory_kind): a copy kernel of its own
+ * (jax.device_put to a memory kind). A value in host memory is read by nothing but a
+ * memory_put back (ir_verify); the planner gives it a place in the host arena. */
+#define KN_MEMORY_OPS(X)                                                                           \
+    X(MEMORY_PUT, "memory_put", memory_put, 1, IRK_TRANSFER, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)
+
 #define KN_OPS(X)                                                                                  \
     X(PARAMETER, "parameter", parameter, 0, IRK_SOURCE, IRT_ANY, 0, 1, NULL, NULL)                 \
     X(CONSTANT, "constant", constant, 0, IRK_SOURCE, IRT_ANY, IRF_NONDIFF, 1, NULL, NULL)          \
@@ -239,7 +247,8 @@ enum {
     X(REDUCE_SCATTER, "reduce_scatter", reduce_scatter, 1, IRK_COLLECTIVE, IRT_NUMERIC,            \
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
     X(ALL_GATHER, "all_gather", all_gather, 1, IRK_COLLECTIVE, IRT_ANY, IRF_EXPENSIVE, 1, NULL,    \
-      NULL)
+      NULL)                                                                                        \
+    KN_MEMORY_OPS(X)
 // clang-format on
 
 typedef enum ir_op {
@@ -309,6 +318,7 @@ typedef union ir_attrs {
     kiln_dot_dims dot;                /* DOT */
     int rng;                          /* RANDOM: ir_rng */
     int reduce_kind;                  /* ALL_REDUCE: kiln_reduce_kind */
+    int memory_kind;                  /* MEMORY_PUT: kiln_memory_kind */
     struct {
         int kind;  /* REDUCE_SCATTER: kiln_reduce_kind (SUM or MEAN) */
         int ranks; /* the group's size, which the compiled program's communicator must have */
@@ -386,6 +396,7 @@ typedef enum ir_attr_type {
 const char *ir_cmp_name(int cmp);          /* "eq" .. "ge", NULL out of range */
 const char *ir_reduce_kind_name(int kind); /* "sum", "mean", "max", NULL out of range */
 const char *ir_gather_mode_name(int mode); /* "fill", "clip", NULL out of range */
+const char *ir_memory_kind_name(int kind); /* "device", "pinned_host", NULL out of range */
 
 /* "set", "add", "mul", "min", "max" (kiln_scatter_kind), NULL out of range */
 const char *ir_scatter_kind_name(int kind);
@@ -425,6 +436,7 @@ const char *ir_scatter_kind_name(int kind);
     X(REDUCE_SCATTER, IRA_WORD, "a reduction", shard.kind, ir_reduce_kind_name)                   \
     X(REDUCE_SCATTER, IRA_INT, "ranks", shard.ranks, NULL)                                         \
     X(ALL_GATHER, IRA_INT, "ranks", shard.ranks, NULL)                                             \
+    X(MEMORY_PUT, IRA_WORD, "a memory kind", memory_kind, ir_memory_kind_name)                     \
     X(WHILE, IRA_INT, "carries", ctl.n_carry, NULL)                                                \
     X(SCAN, IRA_INT, "carries", ctl.n_carry, NULL)                                                 \
     X(SCAN, IRA_INT, "xs", ctl.n_xs, NULL)                                                         \
@@ -582,6 +594,8 @@ bool ir_shape_numel(const ir_shape *s, int64_t *n);
 /* Byte size; false on overflow of size_t. */
 bool ir_shape_nbytes(const ir_shape *s, kiln_dtype t, size_t *n);
 bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
+/* True when node id of g is a value in pinned_host memory (a memory_put there). */
+bool ir_in_host(const kiln_graph *g, uint32_t id);
 /* Stores v as one element of dtype t at out (ints saturate, NaN -> 0, bool is v != 0);
  * false if t is not a dtype. out must hold 8 bytes. */
 bool ir_scalar_store(kiln_dtype t, double v, void *out);

@@ -87,6 +87,10 @@ kiln_status ir_verify(const kiln_graph *g) {
             snprintf(msg, sizeof msg, "output %u (%%%u) is not a node of the graph", i,
                      g->outputs[i]);
             return bad(g, 0, msg);
+        } else if (ir_in_host(g, g->outputs[i])) {
+            snprintf(msg, sizeof msg, "output %u (%%%u) is in pinned_host memory", i,
+                     g->outputs[i]);
+            return bad(g, 0, msg);
         }
     return KILN_STATUS_OK;
 }

@@ -29,8 +29,9 @@ typedef enum fk_kind {
     FK_SORT,       /* argsort: the backend's sort, out of place, with planned scratch */
     FK_CONTROL,    /* while, scan, cond: its sub-graphs' executables, run by the host; its
                     * roots are the control node and its RESULT nodes (all its results) */
+    FK_TRANSFER,   /* memory_put: a copy into another memory kind, out of place */
 } fk_kind;
-#define FK_NUM_KINDS (FK_CONTROL + 1)
+#define FK_NUM_KINDS (FK_TRANSFER + 1)
 
 /* "loop", "dot", "scatter", ..., "control": a kernel's kind in reports. */
 const char *fusion_kind_name(fk_kind k);

@@ -382,9 +382,10 @@ static bool foldable(const pass_rebuild *rb, uint32_t id) {
     const ir_node *o = &rb->old->nodes[id];
     ir_kind kind = ir_ops[o->op].kind;
     /* a collective's value depends on the other replicas: folding would give one's; a
-     * control node's results are folded by compiling its sub-graphs, not here */
+     * control node's results are folded by compiling its sub-graphs, not here; a copy to
+     * another memory kind is where its value lives, which a constant would lose */
     if (kind == IRK_SOURCE || kind == IRK_COLLECTIVE || kind == IRK_CONTROL || kind == IRK_RESULT ||
-        o->op == IR_BROADCAST)
+        kind == IRK_TRANSFER || o->op == IR_BROADCAST)
         return false;
     int64_t largest = 0, out = numel(&o->shape);
     for (uint32_t k = 0; k < o->n_in; k++) {

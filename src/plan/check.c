@@ -86,10 +86,12 @@ static kiln_status check_waits(const kiln_graph *g, const fusion_plan *fp, const
     return KILN_STATUS_OK;
 }
 
-/* Which place a buffer's bytes belong to: arena 0, argument q 1+q, output j 1+np+j. */
+/* Which place a buffer's bytes belong to: arena 0, argument q 1+q, output j 1+np+j, the
+ * host arena 1+np+no. */
 static int64_t bin_of(const mem_plan *p, const plan_buffer *b) {
     switch (b->place) {
     case PLAN_P_ARENA: return 0;
+    case PLAN_P_HOST: return 1 + (int64_t)p->n_params + p->n_outputs;
     case PLAN_P_ARG:
     case PLAN_P_DONATED: return 1 + (int64_t)b->place_index;
     case PLAN_P_OUTPUT: return 1 + (int64_t)p->n_params + b->place_index;
@@ -113,6 +115,10 @@ static kiln_status check_place(const kiln_graph *g, const mem_plan *p, const pla
     case PLAN_P_ARENA:
         ok = b->kind == PLAN_K_TEMP || b->kind == PLAN_K_SCRATCH;
         room = p->arena;
+        break;
+    case PLAN_P_HOST:
+        ok = b->kind == PLAN_K_TEMP && ir_in_host(g, b->node);
+        room = p->host_arena;
         break;
     case PLAN_P_DONATED:
         ok = b->kind != PLAN_K_PARAM && b->kind != PLAN_K_CONST && b->place_index < p->n_params &&

@@ -89,7 +89,8 @@ static void resident(const mem_plan *p, uint32_t i, int32_t *first, int32_t *las
     int32_t end = (int32_t)p->n_kernels;
     *first = 0, *last = -1;
     switch (b->place) {
-    case PLAN_P_CONST: return;
+    case PLAN_P_CONST:
+    case PLAN_P_HOST: return; /* not device memory */
     case PLAN_P_OUTPUT: *first = -1, *last = end; return;
     case PLAN_P_ARG: {
         uint32_t a = b->place_index;

@@ -17,7 +17,10 @@
  * tried — largest first, longest-lived first, largest size x lifetime first, earliest
  * first — and the one with the smallest arena is kept (ties: the earlier order). Every
  * order is deterministic: ties fall back to the unit's buffer index. Gaps and offsets are
- * multiples of PLAN_ALIGN; a unit occupies its size rounded up to PLAN_ALIGN. */
+ * multiples of PLAN_ALIGN; a unit occupies its size rounded up to PLAN_ALIGN.
+ *
+ * Values in pinned_host memory (host offload) are packed the same way in a second pass,
+ * into the host arena: no donated buffer is a bin there, and no device unit is seen. */
 #include "plan_internal.h"
 
 #include <stdlib.h>
@@ -43,6 +46,7 @@ typedef struct packer {
     const unit **tmp; /* overlapping blocks of the unit being placed */
     uint32_t *placed; /* indices of units placed so far, then fixed */
     uint32_t n_placed;
+    bool host; /* packing the host arena: only host temporaries, no donated bins */
 } packer;
 
 static int by_size(const void *a, const void *b) {
@@ -141,14 +145,20 @@ static uint64_t pack_order(packer *p, unit *work, int (*cmp)(const void *, const
     return extent;
 }
 
+/* Does buffer x take part in this pass (device buffers, or host temporaries)? */
+static bool in_pass(const plan_ctx *c, const plan_buffer *x, bool host) {
+    return plan_is_host(c, x) == host;
+}
+
 /* Counts what the packer needs: movable units, fixed blocks, donated bins. */
-static void count_units(const plan_ctx *c, const plan_cand *cd, uint32_t *nu, uint32_t *nf,
-                        uint32_t *nbins) {
+static void count_units(const plan_ctx *c, const plan_cand *cd, bool host, uint32_t *nu,
+                        uint32_t *nf, uint32_t *nbins) {
     *nu = *nf = 0;
     *nbins = 1;
-    for (uint32_t p = 0; p < c->n_params; p++) *nbins += cd->donor_state[p] != DONOR_NONE;
+    for (uint32_t p = 0; p < c->n_params && !host; p++) *nbins += cd->donor_state[p] != DONOR_NONE;
     for (uint32_t b = 0; b < c->nb; b++) {
         const plan_buffer *x = &cd->buf[b];
+        if (!in_pass(c, x, host)) continue;
         bool temp = x->kind == PLAN_K_TEMP || x->kind == PLAN_K_SCRATCH;
         if (temp && x->size && cd->leader[b] == (int32_t)b) {
             if (x->place == PLAN_P_DONATED)
@@ -176,7 +186,7 @@ static void make_units(packer *p, int32_t *unit_of) {
     const plan_ctx *c = p->c;
     plan_cand *cd = p->cand;
     uint32_t nu = 0, nf = 0;
-    for (uint32_t b = 0, nb = 1; b < c->n_params; b++)
+    for (uint32_t b = 0, nb = 1; b < c->n_params && !p->host; b++)
         if (cd->donor_state[b] != DONOR_NONE) {
             p->bins[nb] = b;
             p->cap[nb++] = 0;
@@ -186,6 +196,7 @@ static void make_units(packer *p, int32_t *unit_of) {
         const plan_buffer *x = &cd->buf[b];
         bool temp = x->kind == PLAN_K_TEMP || x->kind == PLAN_K_SCRATCH;
         unit_of[b] = -1;
+        if (!in_pass(c, x, p->host)) continue;
         if (temp && (!x->size || cd->leader[b] != (int32_t)b)) continue;
         bool fixed = x->place == PLAN_P_DONATED ||
                      (x->kind == PLAN_K_PARAM && cd->donor_state[x->place_index] != DONOR_NONE);
@@ -218,14 +229,16 @@ static void apply(packer *p, const int32_t *unit_of, const unit *best) {
     plan_cand *cd = p->cand;
     for (uint32_t b = 0; b < c->nb; b++) {
         plan_buffer *x = &cd->buf[b];
-        if (x->kind != PLAN_K_TEMP && x->kind != PLAN_K_SCRATCH) continue;
+        if ((x->kind != PLAN_K_TEMP && x->kind != PLAN_K_SCRATCH) || !in_pass(c, x, p->host))
+            continue;
         int32_t l = cd->leader[b];
+        plan_place arena = p->host ? PLAN_P_HOST : PLAN_P_ARENA;
         if (!x->size || unit_of[l] < 0) {
-            x->place = PLAN_P_ARENA, x->offset = 0;
+            x->place = arena, x->offset = 0;
             continue;
         }
         const unit *u = &best[unit_of[l]];
-        x->place = u->bin ? PLAN_P_DONATED : PLAN_P_ARENA;
+        x->place = u->bin ? PLAN_P_DONATED : arena;
         x->place_index = u->bin ? p->bins[u->bin] : 0;
         x->offset = u->off;
         uint8_t *st = u->bin ? &cd->donor_state[p->bins[u->bin]] : NULL;
@@ -238,12 +251,14 @@ static void unsort(const packer *p, const unit *work, unit *out, const int32_t *
     for (uint32_t i = 0; i < p->nu + p->nf; i++) out[unit_of[work[i].leader]] = work[i];
 }
 
-kiln_status plan_pack(const plan_ctx *c, plan_cand *cd) {
+/* One pass of the packer: the device's buffers, or (host) the host temporaries; returns
+ * the extent of its arena in *arena. */
+static kiln_status pack_pass(const plan_ctx *c, plan_cand *cd, bool host, uint64_t *arena) {
     static int (*const orders[])(const void *, const void *) = {by_size, by_length, by_area,
                                                                 by_start};
-    packer p = {.c = c, .cand = cd};
+    packer p = {.c = c, .cand = cd, .host = host};
     uint32_t nu, nf, nbins;
-    count_units(c, cd, &nu, &nf, &nbins);
+    count_units(c, cd, host, &nu, &nf, &nbins);
     size_t nt = (size_t)nu + nf;
     unit *work = NULL, *best = NULL;
     int32_t *unit_of = NULL;
@@ -273,7 +288,12 @@ kiln_status plan_pack(const plan_ctx *c, plan_cand *cd) {
     }
     if (nt == 0) best_extent = 0;
     apply(&p, unit_of, best);
-    cd->arena = best_extent;
+    *arena = best_extent;
     host_free(c->ctx, bp.base, bp.used);
     return KILN_STATUS_OK;
+}
+
+kiln_status plan_pack(const plan_ctx *c, plan_cand *cd) {
+    kiln_status s = pack_pass(c, cd, false, &cd->arena);
+    return s ? s : pack_pass(c, cd, true, &cd->host_arena);
 }

@@ -54,8 +54,9 @@ static const char *kind_name(int k) {
 }
 
 static const char *place_name(int p) {
-    static const char *const names[] = {"argument", "constant", "output", "arena", "donated"};
-    return p >= 0 && p <= PLAN_P_DONATED ? names[p] : "?";
+    static const char *const names[] = {"argument", "constant", "output",
+                                        "arena",    "donated",  "host"};
+    return p >= 0 && p <= PLAN_P_HOST ? names[p] : "?";
 }
 
 static const char *param_name(const kiln_graph *g, uint32_t i) {
@@ -113,6 +114,11 @@ static void totals(strbuf *sb, const mem_plan *p, uint64_t code_bytes) {
     sb_printf(sb, "  generated code %14" PRIu64 " B\n", code_bytes);
     sb_printf(sb, "  planned peak   %14" PRIu64 " B  %s = arguments + outputs + temp arena\n",
               p->peak, human(p->peak, h, sizeof h));
+    if (p->n_offloaded)
+        sb_printf(sb,
+                  "  host arena     %14" PRIu64 " B  %s of pinned_host memory, outside the peak: "
+                  "%u values offloaded\n",
+                  p->host_bytes, human(p->host_bytes, h, sizeof h), p->n_offloaded);
 }
 
 /* Where the memory goes by class, then the saved activations and the ops they come from. */
@@ -149,9 +155,9 @@ static void class_lines(strbuf *sb, const kiln_graph *g, const mem_plan *p) {
         const plan_buffer *b = &p->buffers[i];
         const ir_node *n = &g->nodes[b->node];
         char t[IR_TYPE_STR_MAX];
-        sb_printf(sb, "    %%%-5u %-21s %-22s %12" PRIu64 " B  live [%d, %d]  from ", b->node,
+        sb_printf(sb, "    %%%-5u %-21s %-22s %12" PRIu64 " B  live [%d, %d] %s from ", b->node,
                   plan_buffer_op(g, b), ir_type_str(n->dtype, &n->shape, t, sizeof t), b->size,
-                  b->def, b->last);
+                  b->def, b->last, b->place == PLAN_P_HOST ? "on the host," : "");
         if (n->file)
             sb_printf(sb, "%s:%d\n", kn_path_base(n->file), n->line);
         else
@@ -641,6 +647,25 @@ static void svg_arena(svg *v) {
     svg_ticks(v, p->arena > p->lower_bound ? p->arena : p->lower_bound);
 }
 
+/* The host arena (host offload), a band of its own above the device's: the values waiting
+ * in pinned_host memory between the forward and backward passes, outside the peak. */
+static void svg_host(svg *v) {
+    const mem_plan *p = v->p;
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const plan_buffer *b = &p->buffers[i];
+        if (b->place == PLAN_P_HOST && b->size) svg_box(v, b, b->offset);
+    }
+    double h = (double)p->host_arena * v->scale;
+    double mid = v->y0 - (h < v->min_px ? v->min_px : h) / 2;
+    if (!margin_take(v, mid)) return;
+    char hb[32];
+    sb_printf(v->sb,
+              "<text class=\"band\" x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">"
+              "<title>the host arena (pinned_host memory), %s, outside the device's peak</title>"
+              "host</text>\n",
+              SVG_LEFT - 6, mid + 3.5, human(p->host_arena, hb, sizeof hb));
+}
+
 /* The height a donated argument's band takes. */
 static double band_px(const svg *v, uint64_t bytes) {
     double h = (double)bytes * v->scale;
@@ -691,7 +716,9 @@ static void svg_axes(svg *v) {
               "<text x=\"14\" y=\"%.1f\" font-size=\"11\" transform=\"rotate(-90 14 %.1f)\" "
               "text-anchor=\"middle\">%s</text>\n",
               mid, mid,
-              v->bands ? "offset: the arena, donated buffers above it" : "offset in the arena");
+              !v->bands          ? "offset in the arena"
+              : v->p->host_arena ? "offset: the arena, donated buffers and the host arena above it"
+                                 : "offset: the arena, donated buffers above it");
 }
 
 /* What the legend shows: every fill, outline and line the picture draws. */
@@ -800,7 +827,7 @@ static void svg_recompute_marks(svg *v) {
  * bisection finds it. */
 static double fit_scale(const svg *v, uint64_t arena_h, double avail) {
     const mem_plan *p = v->p;
-    uint64_t total = arena_h;
+    uint64_t total = arena_h + p->host_arena;
     for (uint32_t i = 0; i < p->n_params; i++)
         if (p->donated[i] && p->donation_used[i])
             total += p->buffers[p->buffer_of[v->g->params[i]]].size;
@@ -808,6 +835,10 @@ static double fit_scale(const svg *v, uint64_t arena_h, double avail) {
     double lo = 0, hi = avail / (double)total;
     for (int it = 0; it < 60; it++) {
         double s = (lo + hi) / 2, need = (double)arena_h * s;
+        if (p->host_arena) {
+            double h = (double)p->host_arena * s;
+            need += h < v->min_px ? v->min_px : h;
+        }
         for (uint32_t i = 0; i < p->n_params; i++)
             if (p->donated[i] && p->donation_used[i]) {
                 double h = (double)p->buffers[p->buffer_of[v->g->params[i]]].size * s;
@@ -828,6 +859,7 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
     v.sw = (double)(SVG_W - SVG_LEFT - SVG_RIGHT) / (p->n_kernels ? p->n_kernels : 1);
     uint64_t arena_h = p->arena > p->lower_bound ? p->arena : p->lower_bound;
     for (uint32_t i = 0; i < p->n_params; i++) v.bands += p->donated[i] && p->donation_used[i];
+    v.bands += p->host_arena > 0;
     /* Gaps between the bands take at most an eighth of the plot and the bands' least
      * height a quarter of it: a training step donates every parameter and moment (156
      * bands for the GPT demo), and full gaps and heights would leave the arena no room. */
@@ -856,6 +888,9 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
               human(p->output_bytes, h[2], sizeof h[2]), human(p->temp_bytes, h[3], sizeof h[3]));
     if (p->lower_bound)
         sb_printf(&sb, "; arena / lower bound %.3f", (double)p->arena / (double)p->lower_bound);
+    if (p->host_arena)
+        sb_printf(&sb, "; host arena %s (pinned_host, outside the peak)",
+                  human(p->host_arena, h[0], sizeof h[0]));
     int n_dtypes = 0; /* by dtype at the peak step, when there is more than one */
     for (int t = 1; t < PLAN_NUM_DTYPES; t++) n_dtypes += p->dtype_peak[t] != 0;
     for (int t = 1, k = 0; t < PLAN_NUM_DTYPES && n_dtypes > 1; t++)
@@ -872,6 +907,10 @@ char *plan_svg(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
         v.y0 = y;
         svg_donated(&v, i);
         y -= band_px(&v, p->buffers[p->buffer_of[g->params[i]]].size) + v.gap;
+    }
+    if (p->host_arena) { /* the host arena: the top band */
+        v.y0 = y;
+        svg_host(&v);
     }
     svg_axes(&v);
     svg_recompute_marks(&v);

@@ -236,7 +236,7 @@ static void liveness(const plan_ctx *c, plan_cand *cd) {
         case PLAN_K_OUTPUT:
             x->place = PLAN_P_OUTPUT, x->place_index = (uint32_t)c->first_output[x->node];
             break;
-        default: x->place = PLAN_P_ARENA; break;
+        default: x->place = plan_is_host(c, x) ? PLAN_P_HOST : PLAN_P_ARENA; break;
         }
         if (x->kind != PLAN_K_SCRATCH && c->first_output[x->node] >= 0) x->last = end;
     }
@@ -402,7 +402,8 @@ static void figures(const plan_ctx *c, plan_cand *cd) {
             cd->unit_last[cd->leader[b]] = cd->buf[b].last;
     for (uint32_t b = 0; b < c->nb; b++) {
         const plan_buffer *x = &cd->buf[b];
-        if ((x->kind != PLAN_K_TEMP && x->kind != PLAN_K_SCRATCH) || cd->leader[b] != (int32_t)b)
+        if ((x->kind != PLAN_K_TEMP && x->kind != PLAN_K_SCRATCH) || cd->leader[b] != (int32_t)b ||
+            x->place == PLAN_P_HOST)
             continue;
         int32_t last = cd->unit_last[b];
         if (x->def < 0 || !c->nk) continue;
@@ -487,6 +488,10 @@ static kiln_status fill_result(const plan_ctx *c, const plan_cand *cd, mem_plan 
     p->arena = cd->arena, p->lower_bound = cd->lower_bound, p->inplace_bytes = cd->inplace_bytes;
     p->output_bytes = cd->output_bytes, p->alias_bytes = cd->alias_bytes, p->peak = cd->peak;
     p->temp_bytes = plan_round(cd->arena, gr);
+    p->host_arena = cd->host_arena, p->host_bytes = plan_round(cd->host_arena, gr);
+    for (uint32_t i = 0; i < c->nb; i++)
+        if (p->buffers[i].place == PLAN_P_HOST)
+            p->offload_bytes += p->buffers[i].size, p->n_offloaded++;
     p->argument_bytes = cd->peak - cd->output_bytes - p->temp_bytes;
     for (uint32_t i = 0; i < c->nb; i++)
         if (p->buffers[i].kind == PLAN_K_CONST) p->constant_bytes += p->buffers[i].size;

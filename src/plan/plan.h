@@ -11,7 +11,8 @@
  *  - a buffer for every materialised value and every kernel's scratch, with its live
  *    interval in schedule steps and its place: the caller's argument, a constant held by
  *    the executable, a new output array, the temporary arena (one allocation per call)
- *    or the buffer of an argument the caller donated;
+ *    or the buffer of an argument the caller donated; a value in pinned_host memory (a
+ *    memory_put there: host offload) lives in a host arena of its own, outside the peak;
  *  - in-place reuse: a kernel whose input dies there (or is a donated argument) writes a
  *    result over that input; a multi-output kernel may write each of its roots over a
  *    different input (inplace.c decides which inputs may be overwritten);
@@ -54,6 +55,7 @@ typedef enum plan_place {
     PLAN_P_OUTPUT,  /* the new output array place_index, offset 0 */
     PLAN_P_ARENA,   /* the temporary arena, at offset */
     PLAN_P_DONATED, /* the buffer of donated argument place_index, at offset */
+    PLAN_P_HOST,    /* the host arena (a value in pinned_host memory), at offset */
 } plan_place;
 
 /* What a buffer is to a training step (kiln_memory_class mirrors it; classes.c says how
@@ -135,6 +137,11 @@ typedef struct mem_plan {
     uint64_t peak;          /* argument + output + temp: the device peak of a call */
     uint64_t lower_bound;   /* most temp + scratch bytes live at one step (exact sizes) */
     uint64_t inplace_bytes; /* bytes written over a dying input instead of fresh memory */
+    /* host offload: the host arena (values in pinned_host memory, packed as the arena is
+     * but never counted in `peak`), its size rounded to the granule, and what is copied
+     * there per call */
+    uint64_t host_arena, host_bytes, offload_bytes;
+    uint32_t n_offloaded;
     plan_try tries[PLAN_MAX_TRIES];
     int n_tries;
 

@@ -45,6 +45,7 @@ typedef struct plan_cand {
     uint8_t *donor_state;  /* per parameter: DONOR_* */
     uint64_t *live;        /* per step: temp + scratch bytes live */
     uint64_t arena, lower_bound, peak, output_bytes, alias_bytes, inplace_bytes;
+    uint64_t host_arena; /* the host arena's extent (PLAN_P_HOST buffers) */
     void *block;
     size_t block_size;
 } plan_cand;
@@ -78,9 +79,15 @@ kiln_status plan_schedule(const plan_ctx *c, int s, uint32_t *order);
  * before its first reader, keeping the order topological. */
 void plan_overlap_order(const plan_ctx *c, uint32_t *order);
 
+/* A temporary in pinned_host memory: it lives in the host arena. */
+static inline bool plan_is_host(const plan_ctx *c, const plan_buffer *x) {
+    return x->kind == PLAN_K_TEMP && ir_in_host(c->g, x->node);
+}
+
 /* Places every temporary and scratch buffer of cand (def/last/leader/places of in-place
  * and donation already decided): tries several orders of decreasing-size best fit and
- * keeps the one with the smallest arena. Sets buf[].place/offset and cand->arena. */
+ * keeps the one with the smallest arena. Sets buf[].place/offset and cand->arena; the host
+ * temporaries are packed the same way into the host arena (cand->host_arena). */
 kiln_status plan_pack(const plan_ctx *c, plan_cand *cand);
 
 #endif

@@ -10,8 +10,10 @@
  *             frees the most bytes net of what it defines (its temporary inputs whose last
  *             reader it is, minus its temporary result). Frees a branch's big
  *             intermediates before starting the next branch. Recomputations
- *             (rematerialisation) run only when no other kernel is ready: as late as
- *             their first reader allows.
+ *             (rematerialisation) and copies back from host memory run only when no
+ *             other kernel is ready: as late as their first reader allows; copies to
+ *             host memory (offload) run as soon as they are ready, so the device copy
+ *             can die with its last forward reader. Host memory is not counted.
  *  dfs        depth-first post-order from the outputs, visiting the producer with the
  *             heavier cone first (cone weight: its result's bytes plus its producers'
  *             weights, saturating) — Sethi-Ullman's rule: finish the subtree that needs
@@ -36,14 +38,21 @@ static int64_t net_freed(const plan_ctx *c, uint32_t k, const uint32_t *remainin
     int64_t net = 0;
     for (uint32_t i = 0; i < kn->n_inputs; i++) {
         int32_t b = c->buffer_of[kn->inputs[i]];
-        if (b < 0 || remaining[b] != 1) continue;
+        if (b < 0 || remaining[b] != 1 || plan_is_host(c, &c->base[b])) continue;
         if (c->base[b].kind == PLAN_K_TEMP || donated_buf[b]) net += (int64_t)c->base[b].size;
     }
     for (uint32_t i = 0; i < kn->n_roots; i++) {
         int32_t b = c->buffer_of[kn->roots[i]];
-        if (b >= 0 && c->base[b].kind == PLAN_K_TEMP) net -= (int64_t)c->base[b].size;
+        if (b >= 0 && c->base[b].kind == PLAN_K_TEMP && !plan_is_host(c, &c->base[b]))
+            net -= (int64_t)c->base[b].size;
     }
     return net;
+}
+
+/* A copy to host memory (offload): run first, whatever it frees now. */
+static bool offloads(const plan_ctx *c, uint32_t k) {
+    const fkernel *kn = &c->fp->kernels[k];
+    return kn->kind == FK_TRANSFER && ir_in_host(c->g, kn->roots[0]);
 }
 
 /* A kernel writing a recomputation (IR_HINT_RECOMPUTED): its inputs are ready from the forward
@@ -74,14 +83,16 @@ static kiln_status list_schedule(const plan_ctx *c, uint32_t *order) {
     for (uint32_t step = 0; step < c->nk; step++) {
         uint32_t best = 0;
         int64_t best_net = 0;
-        bool best_late = false;
+        bool best_late = false, best_early = false;
         for (uint32_t r = 0; r < n_ready; r++) {
             int64_t net = net_freed(c, ready[r], remaining, donated_buf);
-            bool late = recomputes(c, ready[r]);
-            if (r == 0 || (!late && best_late) ||
-                (late == best_late &&
-                 (net > best_net || (net == best_net && ready[r] < ready[best]))))
-                best = r, best_net = net, best_late = late;
+            bool late = recomputes(c, ready[r]), early = offloads(c, ready[r]);
+            if (r == 0 || (early && !best_early) ||
+                (early == best_early &&
+                 ((!late && best_late) ||
+                  (late == best_late &&
+                   (net > best_net || (net == best_net && ready[r] < ready[best]))))))
+                best = r, best_net = net, best_late = late, best_early = early;
         }
         uint32_t k = ready[best];
         ready[best] = ready[--n_ready];

@@ -57,6 +57,7 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_ALL_REDUCE] = ref_all_reduce,
     [IR_REDUCE_SCATTER] = ref_shard,
     [IR_ALL_GATHER] = ref_shard,
+    [IR_MEMORY_PUT] = ref_all_reduce, /* a copy: one replica's all-reduce is one too */
 };
 
 ref_eval_fn ref_op_eval(ir_op op) {

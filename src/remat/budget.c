@@ -20,15 +20,21 @@
  *    value is dropped, and of the cuts in forward order every s-th is kept, with a buffer
  *    of its own, for s of 1, 2, sqrt(n) and around it (the values of a segment are
  *    recomputed from the cut kept before it).
+ *  - offload (when the planner gives the device's rates: kiln_compile_options.budget_offload):
+ *    the candidates ranked by bytes freed per second of their cheaper way out, recomputing
+ *    the closure at the device's product rate or copying the value to pinned_host memory
+ *    and back at its link rate; prefixes of that ranking, each value taking its cheaper
+ *    way; then every candidate offloaded.
  * Every proposal is rewritten (rewrite.c), fused and planned in full (all four schedules,
- * packing) by the caller's remat_planner: its planned peak and its added FLOPs are exact,
- * not guessed. Of
- * the proposals whose peak fits (the base is the first), the one adding the fewest FLOPs
- * wins (ties: lower peak, then the earlier proposal). The proposals do not depend on the
- * budget, so a lower budget can only choose a proposal with a peak at most the higher
- * budget's choice: the planned peak never rises as the budget falls, and never exceeds
- * the peak without a budget. When none fits, the error names the budget, the smallest
- * peak any proposal reached and the buffers live at its peak step. */
+ * packing) by the caller's remat_planner: its planned peak, its added FLOPs and its
+ * offloaded bytes are exact, not guessed. Of the proposals whose peak fits (the base is
+ * the first), the cheapest wins: the fewest FLOPs added, or with rates the least time
+ * (FLOPs / product rate + 2 x offloaded bytes / link rate, no overlap assumed: the copies
+ * are steps in the kernels' order); ties: lower peak, then the earlier proposal. The proposals do
+ * not depend on the budget, so a lower budget can only choose a proposal with a peak at most the
+ * higher budget's choice: the planned peak never rises as the budget falls, and never exceeds the
+ * peak without a budget. When none fits, the error names the budget, the smallest peak any proposal
+ * reached and the buffers live at its peak step. */
 #include "internal.h"
 
 #include <inttypes.h>
@@ -40,6 +46,12 @@ typedef struct cand {
     uint32_t id;
     double score; /* bytes per unit of cost */
 } cand;
+
+static uint64_t value_bytes(const kiln_graph *g, uint32_t id) {
+    size_t bytes = 0;
+    ir_shape_nbytes(&g->nodes[id].shape, g->nodes[id].dtype, &bytes);
+    return bytes;
+}
 
 static int by_score(const void *x, const void *y) {
     const cand *a = x, *b = y;
@@ -99,7 +111,8 @@ static void spread(const kiln_graph *g, const uint8_t *mat, uint8_t *extra) {
         if (extra[id] || mat[id] || n->backward || remat_mark_of(g, id) || remat_fixed(n)) continue;
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++)
-            if (extra[in[k]] && extra[in[k]] != REMAT_WHY_KEEP) {
+            if (extra[in[k]] && extra[in[k]] != REMAT_WHY_KEEP &&
+                extra[in[k]] != REMAT_WHY_BUDGET_OFFLOAD) {
                 extra[id] = extra[in[k]];
                 break;
             }
@@ -171,7 +184,9 @@ static kiln_status adopt(const search *sr, const uint8_t *extra, const char *str
     sr->info->n_recomputed = st.n_recomputed;
     sr->info->added_flops = st.added_flops;
     sr->info->step_flops = st.step_flops;
-    sr->info->strategy = st.n_recomputed ? strategy : NULL;
+    sr->info->n_offloaded = st.n_offloaded;
+    sr->info->offload_bytes = st.offload_bytes;
+    sr->info->strategy = st.n_recomputed || st.n_offloaded ? strategy : NULL;
     return KILN_STATUS_OK;
 }
 
@@ -185,7 +200,8 @@ static bool kept(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
     remat_mark m = remat_mark_of(g, v);
     if (m == REMAT_KEEP) return true; /* a region's output: recomputed from */
     if (m == REMAT_DROP) return false;
-    if (extra[v] == REMAT_WHY_KEEP) return true;
+    if (m == REMAT_OFFLOAD) return true; /* held: in host memory, brought back */
+    if (extra[v] == REMAT_WHY_KEEP || extra[v] == REMAT_WHY_BUDGET_OFFLOAD) return true;
     return mat[v] == 2 && !extra[v];
 }
 
@@ -197,7 +213,7 @@ static void close_up(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_
                      uint8_t *extra) {
     for (uint32_t id = g->n_nodes; id-- > 1;) {
         uint8_t why = extra[id];
-        if (!why || why == REMAT_WHY_KEEP) continue;
+        if (!why || why == REMAT_WHY_KEEP || why == REMAT_WHY_BUDGET_OFFLOAD) continue;
         const ir_node *n = &g->nodes[id];
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++)
@@ -223,7 +239,7 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
         const ir_node *n = &g->nodes[u];
         ir_kind kd = ir_ops[n->op].kind;
         if (kd == IRK_DOT || kd == IRK_REDUCE || kd == IRK_COLLECTIVE || kd == IRK_SCAN ||
-            kd == IRK_ATTENTION || kd == IRK_SORT ||
+            kd == IRK_ATTENTION || kd == IRK_SORT || kd == IRK_TRANSFER ||
             (kd == IRK_INDEX && n->op == IR_SCATTER_ADD_ROWS))
             elementwise = false;
         flops += remat_node_flops(g, u);
@@ -251,9 +267,125 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
 static void propose(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
                     const uint8_t *base, uint8_t *extra) {
     for (uint32_t id = 1; id < g->n_nodes; id++) /* the base's reason wins: it is the default's */
-        if (base[id] && extra[id] != REMAT_WHY_KEEP) extra[id] = base[id];
+        if (base[id] && extra[id] != REMAT_WHY_KEEP && extra[id] != REMAT_WHY_BUDGET_OFFLOAD)
+            extra[id] = base[id];
     spread(g, mat, extra);
     close_up(g, mat, is_out, extra);
+}
+
+/* Prefixes of the ranking c[0..n) adding about a GREEDY_STEPS-th of its bytes each (so
+ * the step from one to the next is a few buffers, not a jump from elementwise values to
+ * whole blocks); returns how many, their lengths in prefix. */
+enum { GREEDY_STEPS = 32 };
+static uint32_t prefixes(const kiln_graph *g, const cand *c, uint32_t n, uint32_t *prefix) {
+    double total = 0, acc = 0;
+    for (uint32_t i = 0; i < n; i++) total += (double)value_bytes(g, c[i].id);
+    uint32_t k = 1, np = 0;
+    for (uint32_t i = 0; i < n && k <= GREEDY_STEPS; i++) {
+        acc += (double)value_bytes(g, c[i].id);
+        if (acc >= total * k / GREEDY_STEPS || i + 1 == n) {
+            prefix[np++] = i + 1;
+            while (k <= GREEDY_STEPS && acc >= total * k / GREEDY_STEPS) k++;
+        }
+    }
+    return np;
+}
+
+/* What a proposal costs: its recomputation at the device's product rate and its offload
+ * there and back at its link rate, in seconds; the FLOPs alone without rates. */
+static double cost_of(const remat_stats *st, double flop_rate, double link_rate) {
+    if (flop_rate <= 0 || link_rate <= 0) return st->added_flops;
+    return st->added_flops / flop_rate + 2.0 * (double)st->offload_bytes / link_rate;
+}
+
+/* The proposals' outcome so far: the cheapest that fits and the one of the smallest peak. */
+typedef struct choice {
+    uint64_t budget, best_peak, min_peak;
+    double best_cost, flop_rate, link_rate;
+    const char *best_strategy, *min_strategy;
+    uint8_t *best_extra, *min_extra;
+    uint32_t nn;
+} choice;
+
+static void consider(choice *ch, const uint8_t *extra, const char *strategy, uint64_t peak,
+                     const remat_stats *st) {
+    double cost = cost_of(st, ch->flop_rate, ch->link_rate);
+    if (peak < ch->min_peak)
+        ch->min_peak = peak, ch->min_strategy = strategy, memcpy(ch->min_extra, extra, ch->nn);
+    if (peak <= ch->budget && (!ch->best_strategy || cost < ch->best_cost ||
+                               (cost == ch->best_cost && peak < ch->best_peak))) {
+        ch->best_peak = peak, ch->best_cost = cost, ch->best_strategy = strategy;
+        memcpy(ch->best_extra, extra, ch->nn);
+    }
+}
+
+/* Every forward value the search may drop dropped, but with `dots` every matrix product
+ * offloaded, and the cuts (n of them) offloaded or, with keep_cuts, kept on the device:
+ * offload_dot_with_no_batch_dims over the whole program (with each block's output kept,
+ * as a region per block keeps it), and sqrt(n) segments with s = 1 whose cuts go to host
+ * memory. */
+static void offload_kept(const kiln_graph *g, const uint8_t *is_out, const uint32_t *cuts,
+                         uint32_t n, bool dots, bool keep_cuts, uint8_t *extra) {
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        const ir_node *nd = &g->nodes[id];
+        if (nd->backward || remat_mark_of(g, id) || is_out[id] || remat_fixed(nd)) continue;
+        extra[id] = dots && nd->op == IR_DOT ? REMAT_WHY_BUDGET_OFFLOAD : REMAT_WHY_BUDGET_SEGMENT;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (extra[cuts[i]] != REMAT_WHY_BUDGET_OFFLOAD)
+            extra[cuts[i]] = keep_cuts ? REMAT_WHY_KEEP : REMAT_WHY_BUDGET_OFFLOAD;
+}
+
+/* The offload proposals (the device has a pinned_host memory kind and a link to it): the
+ * candidates ranked by bytes freed per second of their cheaper way out (recomputing their
+ * closure, or copying them out and back), prefixes of that ranking each taking its
+ * values' cheaper way; every candidate offloaded; and everything recomputed but the
+ * products, or but the cuts, which are offloaded. Each is planned in full. */
+static kiln_status offload_proposals(const search *sr, choice *ch, const cand *c, uint32_t nc,
+                                     const uint32_t *cuts, uint32_t ncut, const uint8_t *mat,
+                                     const uint8_t *is_out, const uint8_t *base, uint8_t *extra) {
+    const kiln_graph *g = *sr->g;
+    kiln_context *ctx = sr->ctx;
+    cand *mix = host_calloc(ctx, nc + 1, sizeof *mix);
+    uint8_t *out = host_calloc(ctx, ch->nn, 1);
+    if (!mix || !out) {
+        host_free(ctx, mix, (size_t)(nc + 1) * sizeof *mix);
+        host_free(ctx, out, ch->nn);
+        return ctx_oom(ctx, "kiln_compile: offload proposals", (size_t)nc * sizeof *mix);
+    }
+    for (uint32_t i = 0; i < nc; i++) {
+        double bytes = (double)value_bytes(g, c[i].id);
+        double recompute = bytes / c[i].score / ch->flop_rate, copy = 2 * bytes / ch->link_rate;
+        mix[i] = (cand){c[i].id, bytes / (copy < recompute ? copy : recompute)};
+        out[c[i].id] = copy < recompute;
+    }
+    qsort(mix, nc, sizeof *mix, by_score);
+    uint32_t prefix[GREEDY_STEPS + 1], np = prefixes(g, mix, nc, prefix);
+    kiln_status s = KILN_STATUS_OK;
+    static const char *const names[] = {"offload+greedy", "offload", "offload dots", "offload cuts",
+                                        "offload dots, keep cuts"};
+    for (uint32_t p = 0; p <= np + 3 && !s; p++) {
+        memset(extra, 0, ch->nn);
+        int what = p < np ? 0 : (int)(p - np) + 1;
+        if (what == 0)
+            for (uint32_t i = 0; i < prefix[p]; i++)
+                extra[mix[i].id] =
+                    out[mix[i].id] ? REMAT_WHY_BUDGET_OFFLOAD : REMAT_WHY_BUDGET_GREEDY;
+        else if (what == 1)
+            for (uint32_t i = 0; i < nc; i++) extra[mix[i].id] = REMAT_WHY_BUDGET_OFFLOAD;
+        else
+            offload_kept(g, is_out, cuts, what == 2 ? 0 : ncut, what != 3, what == 4, extra);
+        propose(g, mat, is_out, base, extra);
+        kiln_graph *tg = NULL;
+        uint64_t peak = 0;
+        remat_stats st = {0};
+        s = trial(sr, extra, &tg, NULL, &peak, &st);
+        trial_free(sr, &tg);
+        if (!s) consider(ch, extra, names[what], peak, &st);
+    }
+    host_free(ctx, mix, (size_t)(nc + 1) * sizeof *mix);
+    host_free(ctx, out, ch->nn);
+    return s;
 }
 
 kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const remat_planner *pl,
@@ -342,7 +474,6 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
      * (each needs the one before), which greedy's plans show and segments avoid by
      * keeping every s-th of them, as Chen et al. keep every s-th node of a chain. */
     uint32_t nc = 0, ncut = 0, jump = 0, n_cheap = 0;
-    double cand_bytes = 0;
     for (uint32_t id = 1; id < nn; id++) {
         const ir_node *n = &g->nodes[id];
         bool cut = !n->backward && jump <= id;
@@ -355,7 +486,6 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         bool cheap = false;
         double cost = closure_cost(g, mat, is_out, none, id, nc + 1, seen, stack, &cheap);
         c[nc++] = (cand){id, (double)bytes / cost};
-        cand_bytes += (double)bytes;
         if (cheap && cheap_on) base[id] = REMAT_WHY_CHEAP, n_cheap++;
     }
     qsort(c, nc, sizeof *c, by_score);
@@ -363,14 +493,14 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
     /* The default: regions alone, or with the cheap elementwise values recomputed when
      * that lowers the peak by 1% or more (the trial says; else base is cleared). */
     uint64_t base_peak = without;
-    double base_flops = 0;
+    remat_stats base_st = {0};
     if (regions || n_cheap) {
         kiln_graph *tg = NULL;
         remat_stats st = {0};
         if (regions) {
             s = trial(&sr, none, &tg, NULL, &base_peak, &st);
             trial_free(&sr, &tg);
-            base_flops = st.added_flops;
+            base_st = st;
         }
         if (!s && n_cheap) {
             uint64_t peak = 0;
@@ -382,7 +512,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
              * few KiB at the peak (the MLP of docs/memory.md saves 20 KiB of 11 MiB) is work
              * no one asked for */
             if (!s && peak < base_peak && (base_peak - peak) * 100 >= base_peak)
-                base_peak = peak, base_flops = st.added_flops, memcpy(base, extra, nn);
+                base_peak = peak, base_st = st, memcpy(base, extra, nn);
             else
                 memset(base, 0, nn);
         }
@@ -390,31 +520,20 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
     }
     if (!budgeted) {
         s = adopt(&sr, base, regions ? "checkpoint" : "elementwise");
-        if (!s && !info->n_recomputed) *info = (remat_info){0}; /* nothing done */
+        if (!s && !info->n_recomputed && !info->n_offloaded) *info = (remat_info){0}; /* none */
         goto done;
     }
 
-    /* Proposal 0 is the default; then greedy prefixes over it, each adding about a
-     * GREEDY_STEPS-th of the candidates' bytes (so the step from one to the next is a
-     * few buffers, not a jump from elementwise values to whole blocks); then segments. */
-    enum { GREEDY_STEPS = 32 };
-    uint64_t best_peak = UINT64_MAX, min_peak = UINT64_MAX;
-    double best_flops = 0;
-    const char *best_strategy = NULL, *min_strategy = NULL;
-    uint32_t prefix[GREEDY_STEPS + 1], n_greedy = 0;
-    {
-        double acc = 0;
-        uint32_t k = 1;
-        for (uint32_t i = 0; i < nc && k <= GREEDY_STEPS; i++) {
-            size_t bytes = 0;
-            ir_shape_nbytes(&g->nodes[c[i].id].shape, g->nodes[c[i].id].dtype, &bytes);
-            acc += (double)bytes;
-            if (acc >= cand_bytes * k / GREEDY_STEPS || i + 1 == nc) {
-                prefix[n_greedy++] = i + 1;
-                while (k <= GREEDY_STEPS && acc >= cand_bytes * k / GREEDY_STEPS) k++;
-            }
-        }
-    }
+    /* Proposal 0 is the default; then greedy prefixes over it; then segments; then, where
+     * the search may offload, the offload proposals. */
+    choice ch = {.budget = budget,
+                 .best_peak = UINT64_MAX,
+                 .min_peak = UINT64_MAX,
+                 .best_extra = best_extra,
+                 .min_extra = min_extra,
+                 .nn = nn};
+    if (pl->rates && (s = pl->rates(pl->user, &ch.flop_rate, &ch.link_rate))) goto done;
+    uint32_t prefix[GREEDY_STEPS + 1], n_greedy = prefixes(g, c, nc, prefix);
     /* s = 1 keeps every cut: each stretch between two cuts is recomputed from the one
      * before it, as a nothing_saveable region per block would */
     uint32_t seg[5] = {0, 0, 0, 0, 0};
@@ -430,7 +549,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         remat_stats st = {0};
         if (p == 0) {
             memcpy(extra, base, nn);
-            peak = base_peak, st.added_flops = base_flops;
+            peak = base_peak, st = base_st;
         } else {
             if (p <= n_greedy) {
                 for (uint32_t i = 0; i < prefix[p - 1]; i++)
@@ -457,18 +576,15 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
             trial_free(&sr, &tg);
             if (s) break;
         }
-        if (peak < min_peak) min_peak = peak, min_strategy = strategy, memcpy(min_extra, extra, nn);
-        if (peak <= budget && (!best_strategy || st.added_flops < best_flops ||
-                               (st.added_flops == best_flops && peak < best_peak))) {
-            best_peak = peak, best_flops = st.added_flops, best_strategy = strategy;
-            memcpy(best_extra, extra, nn);
-        }
+        consider(&ch, extra, strategy, peak, &st);
     }
-    info->min_peak = min_peak == UINT64_MAX ? 0 : min_peak;
-    if (!s && !best_strategy && pl->sub_graph && min_strategy) /* as far as it goes */
-        best_strategy = min_strategy, memcpy(best_extra, min_extra, nn);
-    if (!s && !best_strategy) s = budget_error(&sr, budget, without, min_extra, min_peak);
-    if (!s) s = adopt(&sr, best_extra, best_strategy);
+    if (!s && ch.flop_rate > 0 && ch.link_rate > 0 && nc)
+        s = offload_proposals(&sr, &ch, c, nc, cuts, ncut, mat, is_out, base, extra);
+    info->min_peak = ch.min_peak == UINT64_MAX ? 0 : ch.min_peak;
+    if (!s && !ch.best_strategy && pl->sub_graph && ch.min_strategy) /* as far as it goes */
+        ch.best_strategy = ch.min_strategy, memcpy(best_extra, min_extra, nn);
+    if (!s && !ch.best_strategy) s = budget_error(&sr, budget, without, min_extra, ch.min_peak);
+    if (!s) s = adopt(&sr, best_extra, ch.best_strategy);
 done:
     host_free(ctx, mat, nn);
     host_free(ctx, is_out, nn);

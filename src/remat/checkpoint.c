@@ -3,26 +3,30 @@
  * marks table's per-graph state (internal.h), so the graph's core holds none of it.
  *
  * A region only records where it began. Its end decides, for every forward node traced
- * inside it, whether the policy saves it, and marks those it does not REMAT_DROP (with
- * the policy as the reason). Marks only accumulate, so nested regions need nothing more:
- * a value is kept only when every region around it saves it. A region's outputs are kept,
- * as jax.checkpoint keeps a function's results: kiln_graph_finish, once every reader is
- * known, keeps a value that a forward node after the outermost region that dropped it
- * reads (remat_regions_finish), and marks it REMAT_KEEP: fusion gives it a buffer,
- * so the next region's recomputations read it, not the buffers of the ops it sums. Parameters,
- * constants, iotas and backward nodes (a kiln_grad inside the region) are never marked. The
- * recomputation itself is made at compile time (rewrite.c), after the passes, so nothing here
- * changes what a graph computes. Errors are builder errors; names are owned by the graph until
- * kiln_graph_finish. */
+ * inside it, whether the policy saves it, offloads it (REMAT_OFFLOAD: the two offload
+ * policies) or recomputes it (REMAT_DROP), with the policy as the reason. Marks only accumulate, so
+ * nested regions need nothing more: a value is kept only when every region around it saves it. A
+ * region's outputs are kept, as jax.checkpoint keeps a function's results: kiln_graph_finish, once
+ * every reader is known, keeps a value that a forward node after the outermost region that dropped
+ * it reads (remat_regions_finish), and marks it REMAT_KEEP: fusion gives it a buffer, so the next
+ * region's recomputations read it, not the buffers of the ops it sums. Parameters, constants, iotas
+ * and backward nodes (a kiln_grad inside the region) are never marked. The recomputation itself is
+ * made at compile time (rewrite.c), after the passes, so nothing here changes what a graph
+ * computes. Errors are builder errors; names are owned by the graph until kiln_graph_finish. */
 #include "internal.h"
 #include "trace/trace.h"
 
 #include <string.h>
 
 static const char *const policy_names[] = {
-    "nothing_saveable",      "everything_saveable",
-    "dots_saveable",         "dots_with_no_batch_dims_saveable",
-    "save_only_these_names", "save_any_names_but_these",
+    "nothing_saveable",
+    "everything_saveable",
+    "dots_saveable",
+    "dots_with_no_batch_dims_saveable",
+    "save_only_these_names",
+    "save_any_names_but_these",
+    "offload_dot_with_no_batch_dims",
+    "save_and_offload_only_these_names",
 };
 
 const char *kiln_checkpoint_policy_name(kiln_checkpoint_policy p) {
@@ -31,7 +35,8 @@ const char *kiln_checkpoint_policy_name(kiln_checkpoint_policy p) {
 
 static bool names_policy(int p) {
     return p == KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES ||
-           p == KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE;
+           p == KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE ||
+           p == KILN_CHECKPOINT_POLICY_SAVE_AND_OFFLOAD_ONLY_THESE_NAMES;
 }
 
 /* The regions' state of g, attached if need be; NULL after recording op's error. */
@@ -47,15 +52,67 @@ static void free_names(kiln_context *ctx, char **names, int n) {
     host_free(ctx, names, (size_t)n * sizeof *names);
 }
 
+/* Copies n names into *out (NULL for none); false after recording op's error. */
+static bool copy_names(kiln_graph *g, const char *op, int n, const char *const *names,
+                       char ***out) {
+    *out = NULL;
+    if (!n) return true;
+    char **c = host_calloc(g->ctx, (size_t)n, sizeof *c);
+    if (!c) {
+        trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %d names failed", n);
+        return false;
+    }
+    for (int k = 0; k < n; k++)
+        if (!(c[k] = host_strdup(g->ctx, names[k]))) {
+            for (int j = 0; j < k; j++) host_free(g->ctx, c[j], strlen(c[j]) + 1);
+            host_free(g->ctx, c, (size_t)n * sizeof *c);
+            trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of name %d failed", k);
+            return false;
+        }
+    *out = c;
+    return true;
+}
+
+static kiln_status begin(kiln_graph *g, const char *op, kiln_checkpoint_policy policy, int n_names,
+                         const char *const *names, int n_off, const char *const *off);
+
+kiln_status kiln_checkpoint_begin_offload(kiln_graph *g, int n_save, const char *const *save_names,
+                                          int n_offload, const char *const *offload_names) {
+    const char *op = "kiln_checkpoint_begin_offload";
+    if (!g) return KILN_STATUS_INVALID_ARGUMENT;
+    if (!trace_ready(g, op)) return g->status ? g->status : KILN_STATUS_INVALID_ARGUMENT;
+    return begin(g, op, KILN_CHECKPOINT_POLICY_SAVE_AND_OFFLOAD_ONLY_THESE_NAMES, n_save,
+                 save_names, n_offload, offload_names);
+}
+
 kiln_status kiln_checkpoint_begin(kiln_graph *g, kiln_checkpoint_policy policy, int n_names,
                                   const char *const *names) {
     const char *op = "kiln_checkpoint_begin";
     if (!g) return KILN_STATUS_INVALID_ARGUMENT;
     if (!trace_ready(g, op)) return g->status ? g->status : KILN_STATUS_INVALID_ARGUMENT;
+    if (policy == KILN_CHECKPOINT_POLICY_SAVE_AND_OFFLOAD_ONLY_THESE_NAMES)
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                          "save_and_offload_only_these_names takes two lists of names: open its "
+                          "region with kiln_checkpoint_begin_offload"),
+               g->status;
+    return begin(g, op, policy, n_names, names, 0, NULL);
+}
+
+static kiln_status begin(kiln_graph *g, const char *op, kiln_checkpoint_policy policy, int n_names,
+                         const char *const *names, int n_off, const char *const *off) {
     if ((unsigned)policy >= sizeof policy_names / sizeof *policy_names)
         return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "policy %d is not a policy",
                           (int)policy),
                g->status;
+    if (n_off < 0 || (n_off && !off))
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                          "offload_names: n_offload = %d with offload_names %s", n_off,
+                          off ? "set" : "NULL"),
+               g->status;
+    for (int i = 0; i < n_off; i++)
+        if (!off[i])
+            return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "offload_names[%d] is NULL", i),
+                   g->status;
     if (n_names < 0 || (n_names && !names) || (n_names && !names_policy(policy)))
         return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                           "%s takes %s names (got n_names = %d, names %s)", policy_names[policy],
@@ -79,41 +136,51 @@ kiln_status kiln_checkpoint_begin(kiln_graph *g, kiln_checkpoint_policy policy, 
     }
     remat_region c = {
         .policy = policy, .first = g->n_nodes, .file = g->cur_file, .line = g->cur_line};
-    if (n_names && !(c.names = host_calloc(g->ctx, (size_t)n_names, sizeof *c.names)))
-        return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %d names failed",
-                          n_names),
-               g->status;
-    for (; c.n_names < n_names; c.n_names++)
-        if (!(c.names[c.n_names] = host_strdup(g->ctx, names[c.n_names]))) break;
-    if (c.n_names < n_names) {
-        int got = c.n_names;
-        for (int k = 0; k < got; k++) host_free(g->ctx, c.names[k], strlen(c.names[k]) + 1);
-        host_free(g->ctx, c.names, (size_t)n_names * sizeof *c.names);
-        return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of name %d failed", got),
-               g->status;
+    if (!copy_names(g, op, n_names, names, &c.names)) return g->status;
+    c.n_names = n_names;
+    if (!copy_names(g, op, n_off, off, &c.offload)) {
+        free_names(g->ctx, c.names, c.n_names);
+        return g->status;
     }
+    c.n_offload = n_off;
     r->open[r->n_open++] = c;
     return KILN_STATUS_OK;
 }
 
-/* Does region c's policy save node id? */
-static bool saves(const kiln_graph *g, const remat_regions *r, const remat_region *c, uint32_t id) {
-    const ir_node *n = &g->nodes[id];
-    switch (c->policy) {
-    case KILN_CHECKPOINT_POLICY_EVERYTHING_SAVEABLE: return true;
-    case KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE: return false;
-    case KILN_CHECKPOINT_POLICY_DOTS_SAVEABLE: return n->op == IR_DOT;
-    case KILN_CHECKPOINT_POLICY_DOTS_WITH_NO_BATCH_DIMS_SAVEABLE:
-        return n->op == IR_DOT && n->a.dot.n_batch == 0;
-    default: break;
-    }
-    bool named = false, listed = false;
+/* Is node id named one of names[0..n)? (*named: it has a name at all) */
+static bool listed(const remat_regions *r, uint32_t id, char *const *names, int n, bool *named) {
+    bool hit = false;
+    *named = false;
     for (uint32_t i = 0; i < r->n_names; i++) {
         if (r->names[i].id != id) continue;
-        named = true;
-        for (int k = 0; k < c->n_names; k++) listed |= !strcmp(c->names[k], r->names[i].name);
+        *named = true;
+        for (int k = 0; k < n; k++) hit |= !strcmp(names[k], r->names[i].name);
     }
-    return c->policy == KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES ? listed : named && !listed;
+    return hit;
+}
+
+/* What region c's policy does with node id. */
+typedef enum { CHOOSE_SAVE, CHOOSE_DROP, CHOOSE_OFFLOAD } choice;
+static choice choose(const kiln_graph *g, const remat_regions *r, const remat_region *c,
+                     uint32_t id) {
+    const ir_node *n = &g->nodes[id];
+    bool named;
+    switch (c->policy) {
+    case KILN_CHECKPOINT_POLICY_EVERYTHING_SAVEABLE: return CHOOSE_SAVE;
+    case KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE: return CHOOSE_DROP;
+    case KILN_CHECKPOINT_POLICY_DOTS_SAVEABLE: return n->op == IR_DOT ? CHOOSE_SAVE : CHOOSE_DROP;
+    case KILN_CHECKPOINT_POLICY_DOTS_WITH_NO_BATCH_DIMS_SAVEABLE:
+        return n->op == IR_DOT && n->a.dot.n_batch == 0 ? CHOOSE_SAVE : CHOOSE_DROP;
+    case KILN_CHECKPOINT_POLICY_OFFLOAD_DOT_WITH_NO_BATCH_DIMS:
+        return n->op == IR_DOT && n->a.dot.n_batch == 0 ? CHOOSE_OFFLOAD : CHOOSE_DROP;
+    case KILN_CHECKPOINT_POLICY_SAVE_AND_OFFLOAD_ONLY_THESE_NAMES:
+        if (listed(r, id, c->names, c->n_names, &named)) return CHOOSE_SAVE;
+        return listed(r, id, c->offload, c->n_offload, &named) ? CHOOSE_OFFLOAD : CHOOSE_DROP;
+    case KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES:
+        return listed(r, id, c->names, c->n_names, &named) ? CHOOSE_SAVE : CHOOSE_DROP;
+    default: /* save_any_names_but_these */
+        return listed(r, id, c->names, c->n_names, &named) || !named ? CHOOSE_DROP : CHOOSE_SAVE;
+    }
 }
 
 kiln_status kiln_checkpoint_end(kiln_graph *g) {
@@ -129,18 +196,24 @@ kiln_status kiln_checkpoint_end(kiln_graph *g) {
     kiln_status s = KILN_STATUS_OK;
     for (uint32_t id = c.first; id < g->n_nodes && !s; id++) {
         const ir_node *n = &g->nodes[id];
-        if (n->backward || remat_fixed(n) || saves(g, r, &c, id)) continue;
+        choice what = n->backward || remat_fixed(n) ? CHOOSE_SAVE : choose(g, r, &c, id);
+        if (what == CHOOSE_SAVE) continue;
         remat_row *w = remat_row_make(g, id);
         if (!w) {
             trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation of the marks failed");
             s = g->status;
             break;
         }
-        if (!w->mark) w->why = REMAT_WHY_POLICY, w->policy = (uint8_t)c.policy;
-        w->mark = REMAT_DROP;
+        /* a recomputation outranks an offload: an outer region that recomputes a value an
+         * inner one offloaded recomputes it (its own reason then) */
+        if (what == CHOOSE_OFFLOAD && w->mark == REMAT_DROP) continue;
+        if (!w->mark || (what == CHOOSE_DROP && w->mark == REMAT_OFFLOAD))
+            w->why = REMAT_WHY_POLICY, w->policy = (uint8_t)c.policy;
+        w->mark = what == CHOOSE_DROP ? REMAT_DROP : REMAT_OFFLOAD;
         w->region_end = g->n_nodes; /* outer regions end later: the last one wins */
     }
     free_names(g->ctx, c.names, c.n_names);
+    free_names(g->ctx, c.offload, c.n_offload);
     return s;
 }
 
@@ -158,7 +231,10 @@ kiln_status remat_regions_finish_check(kiln_graph *g) {
 
 void remat_regions_release(kiln_context *ctx, void *state) {
     remat_regions *r = state;
-    for (uint32_t i = 0; i < r->n_open; i++) free_names(ctx, r->open[i].names, r->open[i].n_names);
+    for (uint32_t i = 0; i < r->n_open; i++) {
+        free_names(ctx, r->open[i].names, r->open[i].n_names);
+        free_names(ctx, r->open[i].offload, r->open[i].n_offload);
+    }
     host_free(ctx, r->open, r->cap_open * sizeof *r->open);
     for (uint32_t i = 0; i < r->n_names; i++)
         host_free(ctx, r->names[i].name, strlen(r->names[i].name) + 1);
@@ -175,7 +251,8 @@ void remat_regions_finish(kiln_graph *g) {
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++) {
             remat_row *u = ir_side_row_edit(g, &remat_kind, in[k]);
-            if (u && u->mark == REMAT_DROP && id >= u->region_end) u->mark = REMAT_KEEP;
+            if (u && (u->mark == REMAT_DROP || u->mark == REMAT_OFFLOAD) && id >= u->region_end)
+                u->mark = REMAT_KEEP;
         }
     }
     for (uint32_t id = 1; id < g->n_nodes; id++) {

@@ -8,10 +8,10 @@
 
 /* A node recomputation never touches: a source (nothing to recompute), a control node or
  * one of its results (a loop is run once; its results are kept, as its sub-graphs run
- * their own checkpoint regions). */
+ * their own checkpoint regions), a copy between memory kinds (offload's own). */
 static inline bool remat_fixed(const ir_node *n) {
     ir_kind k = ir_ops[n->op].kind;
-    return k == IRK_SOURCE || k == IRK_CONTROL || k == IRK_RESULT;
+    return k == IRK_SOURCE || k == IRK_CONTROL || k == IRK_RESULT || k == IRK_TRANSFER;
 }
 
 /* A node's row of the marks table (marks.c): all zero is "nothing". */
@@ -28,8 +28,10 @@ typedef struct remat_row {
 typedef struct remat_region {
     kiln_checkpoint_policy policy;
     uint32_t first; /* the first node traced inside it */
-    char **names;   /* the policy's names (owned copies) */
+    char **names;   /* the policy's names (owned copies): saved ones for save_and_offload */
     int n_names;
+    char **offload; /* save_and_offload_only_these_names: the offloaded names (owned) */
+    int n_offload;
     const char *file; /* where it began */
     int line;
 } remat_region;

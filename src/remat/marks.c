@@ -37,7 +37,8 @@ kiln_checkpoint_policy remat_policy_of(const kiln_graph *g, uint32_t id) {
 
 bool remat_any(const kiln_graph *g) {
     for (uint32_t id = 1; id < g->n_nodes; id++)
-        if (remat_mark_of(g, id) == REMAT_DROP) return true;
+        if (remat_mark_of(g, id) == REMAT_DROP || remat_mark_of(g, id) == REMAT_OFFLOAD)
+            return true;
     return false;
 }
 
@@ -52,7 +53,7 @@ static bool merge(const kiln_graph *old, uint32_t oid, kiln_graph *g, uint32_t n
     if (o.mark == REMAT_KEEP && t.mark != REMAT_KEEP) {
         t.mark = REMAT_KEEP;
         if (!t.why) t.why = o.why, t.policy = o.policy;
-    } else if (o.mark == REMAT_NONE && t.mark == REMAT_DROP) {
+    } else if (o.mark == REMAT_NONE && (t.mark == REMAT_DROP || t.mark == REMAT_OFFLOAD)) {
         t.mark = REMAT_NONE, t.why = REMAT_WHY_NONE, t.policy = 0;
     } else {
         return true;
@@ -75,7 +76,8 @@ static unsigned hints(const void *row) {
     switch (((const remat_row *)row)->mark) {
     case REMAT_DROP: return IR_HINT_PINNED;
     case REMAT_CLONE: return IR_HINT_PINNED | IR_HINT_RECOMPUTED;
-    case REMAT_KEEP: return IR_HINT_PINNED | IR_HINT_MATERIALISE;
+    case REMAT_KEEP:
+    case REMAT_OFFLOAD: return IR_HINT_PINNED | IR_HINT_MATERIALISE;
     default: return 0;
     }
 }

@@ -33,6 +33,8 @@ typedef enum remat_mark {
     REMAT_CLONE, /* a recomputation the rewrite made (also `backward`) */
     REMAT_KEEP,  /* a checkpoint kept (a region's output, or the budget's cut): fusion gives
                   * it a buffer, so recomputations read it rather than what it is made of */
+    REMAT_OFFLOAD, /* saved in host memory: copied there once made, and back (a REMAT_CLONE
+                    * memory_put) just before its first backward reader */
 } remat_mark;
 
 /* Why a value is dropped (and so why its recomputation exists): a mark's reason, and the
@@ -44,6 +46,7 @@ typedef enum remat_why {
     REMAT_WHY_BUDGET_SEGMENT, /* the memory budget: sqrt(n) segments */
     REMAT_WHY_CHEAP,          /* a cheap elementwise value, recomputed by default */
     REMAT_WHY_KEEP,           /* in `extra` only: keep it (REMAT_KEEP), a cut of the budget's */
+    REMAT_WHY_BUDGET_OFFLOAD, /* in `extra`: offload it (the memory budget's choice) */
 } remat_why;
 
 /* Node id's mark, reason and (for REMAT_WHY_POLICY) kiln_checkpoint_policy. */
@@ -59,12 +62,16 @@ double remat_node_flops(const kiln_graph *g, uint32_t id);
 
 /* The rewrite (rewrite.c): gives every backward read of a dropped forward value (one a
  * checkpoint region marked REMAT_DROP, or with extra[id] a remat_why other than
- * REMAT_WHY_KEEP) a recomputation of it, made just before its first backward reader.
+ * REMAT_WHY_KEEP and REMAT_WHY_BUDGET_OFFLOAD) a recomputation of it, made just before its
+ * first backward reader; and every backward read of an offloaded one (REMAT_OFFLOAD, or
+ * extra[id] REMAT_WHY_BUDGET_OFFLOAD) a copy of it brought back from host memory there.
  * *out is always a new graph. What it added goes to *st (may be NULL). */
 typedef struct remat_stats {
     uint32_t n_recomputed; /* nodes recomputed (REMAT_CLONE) */
     double added_flops;    /* their FLOPs (remat_node_flops) */
     double step_flops;     /* FLOPs of the whole rewritten program */
+    uint32_t n_offloaded;  /* values copied to host memory and back */
+    uint64_t offload_bytes; /* their bytes (each copied once each way) */
 } remat_stats;
 kiln_status remat_rewrite(const kiln_graph *g, const uint8_t *extra, kiln_graph **out,
                           remat_stats *st);
@@ -76,7 +83,9 @@ typedef struct remat_info {
     uint64_t min_peak;     /* the smallest peak a proposal reached under a budget (0: none) */
     uint32_t n_recomputed;
     double added_flops, step_flops;
-    const char *strategy; /* NULL: nothing recomputed */
+    uint32_t n_offloaded;   /* values offloaded to host memory (remat_stats) */
+    uint64_t offload_bytes; /* their bytes */
+    const char *strategy;   /* NULL: nothing recomputed or offloaded */
 } remat_info;
 
 /* How the search plans a trial: plan fuses and plans g in full (the compile's own fusion,
@@ -92,6 +101,10 @@ typedef struct remat_planner {
      * smallest peak) rather than refused: the program's own search, which counts the body
      * as its loop's scratch, decides whether the whole fits. */
     bool sub_graph;
+    /* Optional (NULL: never offload): the device's f32 product rate in FLOP/s and its link
+     * to pinned_host memory in bytes/s, both ways (0: none), asked for only by a budget
+     * search allowed to offload (kiln_compile_options.budget_offload). */
+    kiln_status (*rates)(void *user, double *flop_rate, double *link_rate);
 } remat_planner;
 
 /* Chooses and applies the recomputation (budget.c): the checkpoint regions of *g and, under

@@ -21,6 +21,7 @@ static void why_text(strbuf *sb, const kiln_graph *g, uint32_t id) {
     case REMAT_WHY_BUDGET_GREEDY: sb_append(sb, "memory budget, greedy"); break;
     case REMAT_WHY_BUDGET_SEGMENT: sb_append(sb, "memory budget, sqrt(n) segments"); break;
     case REMAT_WHY_CHEAP: sb_append(sb, "cheap elementwise value (disable_cheap_remat)"); break;
+    case REMAT_WHY_BUDGET_OFFLOAD: sb_append(sb, "memory budget, offload"); break;
     default:
         sb_printf(sb, "checkpoint %s", kiln_checkpoint_policy_name(remat_policy_of(g, id)));
         break;
@@ -39,12 +40,17 @@ void remat_report(strbuf *sb, const kiln_graph *g, const remat_info *r, uint64_t
     sb_printf(sb, "\n  %u ops recomputed, %.4g FLOPs added (%.2f%% of the step's %.4g)\n",
               r->n_recomputed, r->added_flops,
               r->step_flops > 0 ? 100 * r->added_flops / r->step_flops : 0.0, r->step_flops);
+    if (r->n_offloaded)
+        sb_printf(sb, "  %u values offloaded to pinned_host memory, %s copied each way per call\n",
+                  r->n_offloaded, remat_bytes_str(r->offload_bytes, b1, sizeof b1));
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
         if (remat_mark_of(g, id) != REMAT_CLONE) continue;
         char ty[IR_TYPE_STR_MAX];
-        sb_printf(sb, "  %%%u %s %s: ", id, ir_ops[n->op].name,
-                  ir_type_str(n->dtype, &n->shape, ty, sizeof ty));
+        bool back = n->op == IR_MEMORY_PUT; /* an offloaded value brought back */
+        sb_printf(sb, "  %%%u %s %s: %s", id, back ? "offload of" : ir_ops[n->op].name,
+                  ir_type_str(n->dtype, &n->shape, ty, sizeof ty),
+                  back ? "back from the host, " : "");
         why_text(sb, g, id);
         sb_printf(sb, ", %s",
                   materialised && materialised[id] ? "own buffer"

@@ -16,7 +16,15 @@
  * a dropped value dies with its last forward reader: that is the memory saved.
  *
  * Every copy computes exactly what its original did from the same inputs, so the
- * outputs are bitwise those of the graph without recomputation. */
+ * outputs are bitwise those of the graph without recomputation.
+ *
+ * An offloaded value (REMAT_OFFLOAD, or the budget's REMAT_WHY_BUDGET_OFFLOAD) is not
+ * recomputed but moved: right after the value the pass emits a memory_put of it to
+ * pinned_host memory (a forward node, so the device copy still dies with its last forward
+ * reader), and just before its first backward reader a memory_put of that host copy back
+ * to the device, REMAT_CLONE and `backward` like a recomputation (so the scheduler runs it
+ * as late as its readers allow), which every backward reader, recomputations included,
+ * then reads. The bytes are the same bytes, so the outputs are bitwise unchanged too. */
 #include "internal.h"
 #include "passes/rewrite.h"
 
@@ -27,6 +35,9 @@ typedef struct remat_state {
     const uint8_t *extra; /* per old node: a reason to drop it (remat_why), 0: none */
     uint8_t *output;      /* per old node: a graph output */
     uint32_t *clone;      /* per old node: the new id of its recomputation, 0: none yet */
+    uint32_t *host;       /* per old node: the new id of its host copy (offloaded), 0: none */
+    uint32_t *back;       /* per old node: the new id of the host copy brought back, 0: none */
+    uint8_t *read_back;   /* per old node: a backward node reads it */
     remat_stats *st;
 } remat_state;
 
@@ -36,7 +47,46 @@ static remat_why drop_why(const pass_rebuild *rb, const remat_state *rs, uint32_
     if (n->backward || rs->output[id] || remat_fixed(n)) return REMAT_WHY_NONE;
     remat_row r = remat_row_of(rb->old, id);
     if (r.mark == REMAT_DROP) return r.why ? (remat_why)r.why : REMAT_WHY_POLICY;
-    return rs->extra && rs->extra[id] != REMAT_WHY_KEEP ? (remat_why)rs->extra[id] : REMAT_WHY_NONE;
+    if (r.mark == REMAT_OFFLOAD || !rs->extra) return REMAT_WHY_NONE;
+    remat_why w = (remat_why)rs->extra[id];
+    return w == REMAT_WHY_KEEP || w == REMAT_WHY_BUDGET_OFFLOAD ? REMAT_WHY_NONE : w;
+}
+
+/* Is old node id saved in host memory (and not recomputed)? */
+static bool offloaded(const pass_rebuild *rb, const remat_state *rs, uint32_t id) {
+    const ir_node *n = &rb->old->nodes[id];
+    if (n->backward || rs->output[id] || !rs->read_back[id] || remat_fixed(n) ||
+        drop_why(rb, rs, id))
+        return false;
+    if (remat_row_of(rb->old, id).mark == REMAT_OFFLOAD) return true;
+    return rs->extra && rs->extra[id] == REMAT_WHY_BUDGET_OFFLOAD;
+}
+
+/* Emits memory_put(x, kind) of new node x, under x's name; its new id goes to *id. */
+static kiln_status emit_put(pass_rebuild *rb, uint32_t x, kiln_memory_kind kind, uint32_t *id) {
+    const ir_node *n = &rb->g->nodes[x];
+    ir_node t = {.op = IR_MEMORY_PUT, .file = n->file, .line = n->line};
+    t.a.memory_kind = (int)kind;
+    if (n->name && !(t.name = host_strdup(rb->g->ctx, n->name)))
+        return ctx_oom(rb->g->ctx, "pass remat: a name", strlen(n->name) + 1);
+    kiln_status s = pass_emit(rb, &t, &x, 1, id);
+    if (s && t.name) host_free(rb->g->ctx, t.name, strlen(t.name) + 1);
+    return s;
+}
+
+/* Brings offloaded old node u back to the device (once), as a recomputation would be. */
+static kiln_status emit_back(pass_rebuild *rb, remat_state *rs, uint32_t u) {
+    if (rs->back[u]) return KILN_STATUS_OK;
+    uint32_t nid;
+    kiln_status s = emit_put(rb, rs->host[u], KILN_MEMORY_DEVICE, &nid);
+    if (s) return s;
+    remat_row *w = remat_row_make(rb->g, nid);
+    if (!w) return ctx_oom(rb->g->ctx, "pass remat: the marks", sizeof *w);
+    remat_row o_row = remat_row_of(rb->old, u);
+    *w = (remat_row){.mark = REMAT_CLONE, .why = o_row.why, .policy = o_row.policy};
+    rb->g->nodes[nid].backward = true;
+    rs->back[u] = nid;
+    return KILN_STATUS_OK;
 }
 
 double remat_node_flops(const kiln_graph *g, uint32_t id) {
@@ -88,11 +138,12 @@ static kiln_status emit_clone(pass_rebuild *rb, remat_state *rs, uint32_t u) {
     if (rs->clone[u]) return KILN_STATUS_OK;
     const ir_node *o = &rb->old->nodes[u];
     const uint32_t *in = ir_in(o);
-    for (uint32_t k = 0; k < o->n_in; k++)
-        if (drop_why(rb, rs, in[k])) {
-            kiln_status s = emit_clone(rb, rs, in[k]);
-            if (s) return s;
-        }
+    for (uint32_t k = 0; k < o->n_in; k++) {
+        kiln_status s = drop_why(rb, rs, in[k])    ? emit_clone(rb, rs, in[k])
+                        : offloaded(rb, rs, in[k]) ? emit_back(rb, rs, in[k])
+                                                   : KILN_STATUS_OK;
+        if (s) return s;
+    }
     /* pass_copy reads the map: point the dropped inputs at their copies meanwhile */
     uint32_t saved_u = rb->map[u];
     uint32_t stack[16], *saved = stack;
@@ -100,7 +151,10 @@ static kiln_status emit_clone(pass_rebuild *rb, remat_state *rs, uint32_t u) {
         return ctx_oom(rb->g->ctx, "pass remat: an input list", o->n_in * sizeof *saved);
     for (uint32_t k = 0; k < o->n_in; k++) saved[k] = rb->map[in[k]];
     for (uint32_t k = 0; k < o->n_in; k++)
-        if (drop_why(rb, rs, in[k])) rb->map[in[k]] = rs->clone[in[k]];
+        if (drop_why(rb, rs, in[k]))
+            rb->map[in[k]] = rs->clone[in[k]];
+        else if (rs->back[in[k]])
+            rb->map[in[k]] = rs->back[in[k]];
     kiln_status s = pass_copy(rb, u);
     uint32_t nid = rb->map[u];
     for (uint32_t k = o->n_in; k-- > 0;) rb->map[in[k]] = saved[k];
@@ -124,6 +178,13 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     const ir_node *o = &rb->old->nodes[id];
     if (!o->backward) {
         kiln_status s = pass_copy(rb, id);
+        if (!s && offloaded(rb, rs, id)) {
+            size_t bytes = 0;
+            ir_shape_nbytes(&o->shape, o->dtype, &bytes);
+            s = emit_put(rb, rb->map[id], KILN_MEMORY_PINNED_HOST, &rs->host[id]);
+            rs->st->n_offloaded++;
+            rs->st->offload_bytes += bytes;
+        }
         if (s || !rs->extra || rs->extra[id] != REMAT_WHY_KEEP) return s;
         remat_row *w = remat_row_make(rb->g, rb->map[id]);
         if (!w) return ctx_oom(rb->g->ctx, "pass remat: the marks", sizeof *w);
@@ -134,8 +195,9 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     const uint32_t *in = ir_in(o);
     bool any = false;
     for (uint32_t k = 0; k < o->n_in; k++) {
-        if (!drop_why(rb, rs, in[k])) continue;
-        kiln_status s = emit_clone(rb, rs, in[k]);
+        bool drop = drop_why(rb, rs, in[k]) != REMAT_WHY_NONE;
+        if (!drop && !offloaded(rb, rs, in[k])) continue;
+        kiln_status s = drop ? emit_clone(rb, rs, in[k]) : emit_back(rb, rs, in[k]);
         if (s) return s;
         any = true;
     }
@@ -145,7 +207,10 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
         return ctx_oom(rb->g->ctx, "pass remat: an input list", o->n_in * sizeof *saved);
     for (uint32_t k = 0; k < o->n_in; k++) saved[k] = rb->map[in[k]];
     for (uint32_t k = 0; k < o->n_in; k++)
-        if (drop_why(rb, rs, in[k])) rb->map[in[k]] = rs->clone[in[k]];
+        if (drop_why(rb, rs, in[k]))
+            rb->map[in[k]] = rs->clone[in[k]];
+        else if (rs->back[in[k]])
+            rb->map[in[k]] = rs->back[in[k]];
     uint32_t keep = rb->map[id];
     kiln_status s = pass_copy(rb, id);
     uint32_t nid = rb->map[id];
@@ -165,15 +230,25 @@ kiln_status remat_rewrite(const kiln_graph *g, const uint8_t *extra, kiln_graph 
     remat_state rs = {.extra = extra, .st = st};
     rs.output = host_calloc(ctx, g->n_nodes, 1);
     rs.clone = host_calloc(ctx, g->n_nodes, sizeof *rs.clone);
+    rs.host = host_calloc(ctx, g->n_nodes, sizeof *rs.host);
+    rs.back = host_calloc(ctx, g->n_nodes, sizeof *rs.back);
+    rs.read_back = host_calloc(ctx, g->n_nodes, 1);
     kiln_status s = KILN_STATUS_OK;
-    if (!rs.output || !rs.clone)
+    if (!rs.output || !rs.clone || !rs.host || !rs.back || !rs.read_back)
         s = ctx_oom(ctx, "pass remat: work arrays", (size_t)g->n_nodes * sizeof *rs.clone);
     for (uint32_t i = 0; !s && i < g->n_outputs; i++) rs.output[g->outputs[i]] = 1;
+    for (uint32_t id = 1; !s && id < g->n_nodes; id++)
+        if (g->nodes[id].backward)
+            for (uint32_t k = 0; k < g->nodes[id].n_in; k++)
+                rs.read_back[ir_in(&g->nodes[id])[k]] = 1;
     if (!s) s = pass_rebuild_graph(g, "remat", visit, &rs, out);
     if (!s)
         for (uint32_t id = 1; id < (*out)->n_nodes; id++)
             st->step_flops += remat_node_flops(*out, id);
     host_free(ctx, rs.output, g->n_nodes);
     host_free(ctx, rs.clone, (size_t)g->n_nodes * sizeof *rs.clone);
+    host_free(ctx, rs.host, (size_t)g->n_nodes * sizeof *rs.host);
+    host_free(ctx, rs.back, (size_t)g->n_nodes * sizeof *rs.back);
+    host_free(ctx, rs.read_back, g->n_nodes);
     return s;
 }

@@ -14,7 +14,8 @@ _Static_assert(PLAN_K_SCRATCH == (int)KILN_BUFFER_KIND_SCRATCH &&
                    PLAN_K_TEMP == (int)KILN_BUFFER_KIND_TEMP,
                "kiln_buffer_kind follows plan_kind");
 _Static_assert(PLAN_P_DONATED == (int)KILN_BUFFER_PLACE_DONATED &&
-                   PLAN_P_ARENA == (int)KILN_BUFFER_PLACE_ARENA,
+                   PLAN_P_ARENA == (int)KILN_BUFFER_PLACE_ARENA &&
+                   PLAN_P_HOST == (int)KILN_BUFFER_PLACE_HOST,
                "kiln_buffer_place follows plan_place");
 
 _Static_assert(PLAN_C_PARAMETER == (int)KILN_MEMORY_CLASS_PARAMETER &&
@@ -45,6 +46,10 @@ void exec_analysis_compute(kiln_executable *e) {
         .num_steps = (int)p->n_kernels,
         .schedule = p->strategy,
         .peak_step = p->peak_step,
+        .host_temp_bytes = p->host_bytes,
+        .host_arena_bytes = p->host_arena,
+        .offload_bytes = p->offload_bytes,
+        .num_offloaded = (int)p->n_offloaded,
     };
     const remat_info *r = &e->remat;
     if (r->peak_without) {
@@ -111,7 +116,9 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
         .file = n->file,
         .line = n->line,
         .name = scratch || !n->name || !*n->name ? NULL : n->name,
-        .recomputed = !scratch && remat_mark_of(e->g, b->node) == REMAT_CLONE,
+        .recomputed =
+            !scratch && remat_mark_of(e->g, b->node) == REMAT_CLONE && n->op != IR_MEMORY_PUT,
+        .offloaded = !scratch && n->op == IR_MEMORY_PUT,
     };
     for (int a = 0; a < out->rank; a++) out->dims[a] = n->shape.dims[a];
     return KILN_STATUS_OK;

@@ -19,6 +19,7 @@ typedef enum exec_at {
     EXEC_AT_CONST,  /* constant `index` (consts) */
     EXEC_AT_OUTPUT, /* output array `index`'s data */
     EXEC_AT_ARENA,  /* the call's arena + offset */
+    EXEC_AT_HOST,   /* the call's host arena (pinned_host memory) + offset */
 } exec_at;
 
 typedef struct exec_loc {
@@ -33,6 +34,7 @@ typedef enum exec_step_kind {
     EXEC_STEP_COLLECTIVE, /* an all-reduce over the communicator: buffers send, recv */
     EXEC_STEP_CONTROL,    /* a while, scan or cond (ctls[ctl]): buffers its node's inputs,
                            * its results, its scratch (run_control.c) */
+    EXEC_STEP_COPY,       /* a memory_put: buffers src, dst (device_copy_kinds) */
 } exec_step_kind;
 
 /* One thing a call does, in order, with all it needs computed when compiling (steps.c). A
@@ -58,6 +60,10 @@ typedef struct exec_step {
             int64_t count; /* the whole buffer's elements (kn_coll): the larger of the two */
             uint8_t op;    /* kn_coll: all-reduce, reduce-scatter or all-gather */
         } coll;
+        struct {
+            uint64_t bytes;
+            bool to_host; /* device -> pinned_host, else back */
+        } copy;
     };
 } exec_step;
 
@@ -123,6 +129,8 @@ struct kiln_executable {
     int32_t *output_donor; /* per output: the donated argument whose buffer it takes, or -1 */
     exec_loc *output_copy; /* per output: what to copy into it after the steps (NONE: no copy) */
     uint64_t arena;        /* bytes of the call's temporary arena */
+    uint64_t host_arena;   /* bytes of its host arena (host offload), from the device's
+                            * pinned_host pool (device_host_alloc) */
     exec_step *steps;
     uint32_t n_steps, n_coll; /* steps, of which collectives */
     exec_loc *locs;           /* the steps' buffers, back to back */

@@ -32,7 +32,7 @@
 #include <time.h>
 
 /* The per-kind totals' names (report_totals) list every fk_kind. */
-_Static_assert(FK_NUM_KINDS == 8, "profile.c: a new fk_kind needs its plural name here");
+_Static_assert(FK_NUM_KINDS == 9, "profile.c: a new fk_kind needs its plural name here");
 
 struct exec_profile {
     atomic_uint_fast64_t runs;    /* runs that finished with profiling on, not the first */
@@ -257,7 +257,7 @@ static char *profile_report(const kiln_executable *e) {
     if (v.first_apart) report_first_run(e, rows, nk, per_run, &sb);
     static const char *const kind_names[FK_NUM_KINDS] = {"loops", "products",     "scatters",
                                                          "scans", "attention",    "collectives",
-                                                         "sorts", "control steps"};
+                                                         "sorts", "control steps", "transfers"};
     for (int kd = 0; kd < FK_NUM_KINDS; kd++) {
         if (!by_kind_ns[kd]) continue;
         double ms = (double)by_kind_ns[kd] * per_run;

@@ -4,7 +4,9 @@
  * the device allocator, points every value at its planned place (an argument, a constant,
  * an output array, the arena, or a donated argument's buffer), runs the kernels in the
  * planned order and frees the arena. So the device holds exactly arguments + outputs +
- * arena at the peak of a call, which is the plan's peak. The call walks the executable's
+ * arena at the peak of a call, which is the plan's peak. A program that offloads values to
+ * host memory also takes its host arena, from the device's pinned_host pool, the same way;
+ * its copies are steps in the kernels' order (device_copy_kinds). The call walks the executable's
  * step list (steps.c), which was computed when compiling: it reads no IR. Steps run
  * through the device's backend table (launch for loop kernels, lib_run for the library
  * ops).
@@ -58,6 +60,8 @@ typedef struct run_state {
     run_coll *coll; /* one per collective, in the order they start */
     uint32_t n_started;
     void *arena;
+    void *host_arena; /* host offload's, from the device's pinned_host pool; a raw run's
+                       * is made once by exec_raw_begin for all its runs */
 } run_state;
 
 /* ------------------------------------------------------------- steps ---- */
@@ -123,6 +127,7 @@ static void *place_of(const run_state *r, exec_loc l) {
         return (char *)(r->raw ? r->raw_args[l.index] : r->args[l.index]->data) + l.offset;
     case EXEC_AT_CONST: return r->e->consts[l.index];
     case EXEC_AT_OUTPUT: return r->raw ? r->raw_outs[l.index] : r->res[l.index]->data;
+    case EXEC_AT_HOST: return (char *)r->host_arena + l.offset;
     default: return (char *)r->arena + l.offset;
     }
 }
@@ -265,6 +270,11 @@ static kiln_status take_arena(run_state *r) {
         snprintf(tag, sizeof tag, "arena %s", e->name);
         s = device_alloc(e->dev, e->arena, tag, &r->arena);
     }
+    if (!s && e->host_arena) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "host arena %s", e->name);
+        s = device_host_alloc(e->ctx, e->dev, e->host_arena, tag, &r->host_arena);
+    }
     const kn_backend *b = e->dev->backend;
     if (!s && b->launch_prepare) s = b->launch_prepare(e->dev->state, e->dev->index);
     return s;
@@ -304,6 +314,9 @@ static kiln_status run_steps(run_state *r, bool sync) {
             break;
         case EXEC_STEP_LIB: s = b->lib_run(state, dev, &e->libs[st->lib], bufs); break;
         case EXEC_STEP_CONTROL: s = exec_run_control((kiln_executable *)e, st, bufs); break;
+        case EXEC_STEP_COPY:
+            s = device_copy_kinds(e->dev, bufs[1], bufs[0], st->copy.bytes, st->copy.to_host);
+            break;
         default: s = run_collective(r, st, &collectives); break;
         }
         if (pe && !s && collectives) s = comm_wait_on(e->comm, e->dev, e->name);
@@ -350,6 +363,7 @@ static kiln_status run_exec(kn_task *tk) {
         if (!s) s = finish_outputs(r);
     }
     if (r->arena) device_free(e->dev, r->arena);
+    if (r->host_arena) device_host_free(e->dev, r->host_arena);
     take_donated_buffers(r, !s);
     return s;
 }
@@ -468,6 +482,7 @@ kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *cons
         if (!s) s = finish_outputs(&r);
     }
     if (r.arena) device_free(e->dev, r.arena);
+    if (r.host_arena) device_host_free(e->dev, r.host_arena);
     if (!s) consume_donations(&r);
     free_state(&r);
     for (uint32_t j = 0; j < n_out; j++) {
@@ -491,6 +506,11 @@ kiln_status exec_raw_begin(kiln_executable *e, exec_raw **out) {
     if (!x) return ctx_oom(e->ctx, "kiln_executable_run: a loop body's run", sizeof *x);
     x->r = (run_state){.e = e, .raw = true};
     kiln_status s = alloc_state(&x->r);
+    if (!s && e->host_arena) { /* a body's host arena serves all its iterations */
+        char tag[32];
+        snprintf(tag, sizeof tag, "host arena %s", e->name);
+        s = device_host_alloc(e->ctx, e->dev, e->host_arena, tag, &x->r.host_arena);
+    }
     if (s) {
         free_state(&x->r);
         host_free(e->ctx, x, sizeof *x);
@@ -511,6 +531,7 @@ kiln_status exec_raw_run(exec_raw *x, void *const *args, void *const *outs, void
 void exec_raw_end(exec_raw *x) {
     if (!x) return;
     kiln_context *ctx = x->r.e->ctx;
+    if (x->r.host_arena) device_host_free(x->r.e->dev, x->r.host_arena);
     free_state(&x->r);
     host_free(ctx, x, sizeof *x);
 }

@@ -510,6 +510,13 @@ kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *ou
         char what[32];
         snprintf(what, sizeof what, "output %d", i);
         if (!trace_node(g, op, outputs[i], what)) return g->status;
+        if (ir_in_host(g, outputs[i].id))
+            return trace_fail_on(g, &outputs[i].id, 1, KILN_STATUS_INVALID_ARGUMENT, op,
+                                 "output %d is in pinned_host memory: a graph's outputs are "
+                                 "device arrays (kiln_memory_put(g, x, KILN_MEMORY_DEVICE) "
+                                 "brings it back)",
+                                 i),
+                   g->status;
     }
     uint32_t *outs = host_alloc(g->ctx, (size_t)n_outputs * sizeof *outs);
     if (!outs)

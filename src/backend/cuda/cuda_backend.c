@@ -395,6 +395,55 @@ static kiln_status d2h_locked(cu_state *st, cu_dev *d, void *dst, const void *sr
     return s;
 }
 
+/* ------------------------------------------------------ pinned_host kind ---- */
+
+/* A region of page-locked host memory for the device's pinned_host pool (host offload):
+ * the copy engines reach it directly, so copies to it run at the link's rate. */
+static kiln_status cuda_host_region_alloc(void *state, int device, size_t size, size_t align,
+                                          void **out) {
+    cu_state *st = state;
+    kiln_status s = cu_dev_ready(st, device, "allocating pinned host memory");
+    if (s) return s;
+    void *p = NULL;
+    CUresult e = st->drv.cuMemHostAlloc(&p, size, CU_MEMHOSTALLOC_PORTABLE);
+    if (e == CUDA_ERROR_OUT_OF_MEMORY) return KILN_STATUS_DEVICE_OOM;
+    if (e) return cu_fail(st, e, "cuMemHostAlloc", "allocating pinned host memory");
+    if ((uintptr_t)p % align) {
+        st->drv.cuMemFreeHost(p);
+        return ctx_error(st->ctx, KILN_STATUS_INTERNAL,
+                         "cuda: pinned host memory of %zu bytes came back aligned to less than "
+                         "%zu bytes",
+                         size, align);
+    }
+    *out = p;
+    return KILN_STATUS_OK;
+}
+
+static void cuda_host_region_free(void *state, int device, void *ptr, size_t size) {
+    cu_state *st = state;
+    (void)size;
+    /* kernels and copies still queued may touch it: the device finishes first */
+    if (!cu_dev_ready(st, device, "freeing pinned host memory"))
+        st->drv.cuStreamSynchronize(st->devs[device].compute);
+    st->drv.cuMemFreeHost(ptr);
+}
+
+/* Device memory <-> its pinned host memory, on the compute stream: in order with the
+ * kernels around it, and the host does not wait. */
+static kiln_status cuda_copy_kinds(void *state, int device, void *dst, const void *src, size_t n,
+                                   bool to_host) {
+    cu_state *st = state;
+    cu_dev *d = &st->devs[device];
+    kiln_status s = cu_dev_ready(st, device, "copying between memory kinds");
+    if (s || !n) return s;
+    CUresult e = to_host
+                     ? st->drv.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, d->compute)
+                     : st->drv.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, d->compute);
+    return e ? cu_fail(st, e, to_host ? "cuMemcpyDtoHAsync" : "cuMemcpyHtoDAsync",
+                       "copying between memory kinds")
+             : KILN_STATUS_OK;
+}
+
 static kiln_status cuda_copy_d2h(void *state, int device, void *dst, const void *src, size_t n) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
@@ -552,6 +601,9 @@ const kn_backend kn_cuda_backend = {
     .copy_h2d = cuda_copy_h2d,
     .copy_d2h = cuda_copy_d2h,
     .copy_d2d = cuda_copy_d2d,
+    .host_region_alloc = cuda_host_region_alloc,
+    .host_region_free = cuda_host_region_free,
+    .copy_kinds = cuda_copy_kinds,
     .program_compile = cu_program_compile,
     .program_free = cu_program_free,
     .kernel_get = cu_kernel_get,

@@ -1592,6 +1592,14 @@ typedef struct kiln_compile_options {
      * default (where the device has memory of its own, a GPU; not on a CPU device, whose
      * host memory is the same RAM), 1: consider offload, -1: never. */
     int budget_offload;
+    /* A budget as PyTorch's activation_memory_budget means it (torch._functorch.config):
+     * in (0, 1], the share of the activations saved for the backward pass that the peak
+     * may still hold. In bytes: the peak without recomputation, less (1 - share) of the
+     * bytes saved for the backward pass at that peak; 1 changes nothing. 0: unset. With
+     * memory_budget or memory_budget_fraction as well, the tightest applies; all of them
+     * resolve to the one figure kiln_budget_result.budget_bytes reports (docs/memory.md,
+     * "A memory budget"). */
+    double activation_memory_budget;
 } kiln_compile_options;
 
 /* kiln_compile_options.budget_result. All zero when no budget was set (no search made). */

@@ -319,6 +319,50 @@ static void test_budgets(void) {
  * compile of the program (the proposals do not depend on the budget), a budget of exactly
  * that figure is met at it, and no budget leaves it 0. kiln_buffer_info.recomputed marks
  * the buffers the report lists as recomputed with a buffer of their own. */
+/* PyTorch's activation_memory_budget: the share of the saved activations the peak may
+ * hold. In bytes, the peak without recomputation less (1 - share) of the bytes saved at
+ * that peak (the plan's own class figure); the tightest of several budgets applies. */
+static void test_activation_budget(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, -1);
+    kiln_executable *e = NULL;
+    kiln_compile_options plain = {.disable_cheap_remat = true};
+    CHECK_OK(ctx, kiln_compile(g, &plain, &e));
+    kiln_memory_analysis a = {0};
+    analysis_of(e, &a);
+    kiln_executable_destroy(e), e = NULL;
+    uint64_t without = a.peak_bytes, saved = a.class_bytes_at_peak[KILN_MEMORY_CLASS_ACTIVATION];
+    CHECK(saved > 0);
+    for (int k = 0; k < 3; k++) {
+        double share = k == 0 ? 1.0 : k == 1 ? 0.75 : 0.5;
+        kiln_budget_result r;
+        kiln_compile_options o = {.activation_memory_budget = share, .budget_result = &r};
+        kiln_status st = kiln_compile(g, &o, &e);
+        uint64_t want = without - (uint64_t)ceil((1 - share) * (double)saved);
+        CHECK_MSG(r.budget_bytes == want, "share %g: budget %llu, want %llu", share,
+                  (unsigned long long)r.budget_bytes, (unsigned long long)want);
+        CHECK(r.peak_without_bytes == without);
+        if (st == KILN_STATUS_OK) {
+            analysis_of(e, &a);
+            CHECK(r.fits && a.peak_bytes <= want && a.memory_budget == want);
+        } else {
+            CHECK(st == KILN_STATUS_DEVICE_OOM && !r.fits && r.min_peak_bytes > want);
+        }
+        kiln_executable_destroy(e), e = NULL;
+    }
+    /* with a byte budget too: the tighter one */
+    kiln_budget_result r;
+    kiln_compile_options both = {
+        .activation_memory_budget = 1, .memory_budget = without - 4096, .budget_result = &r};
+    kiln_compile(g, &both, &e);
+    CHECK(r.budget_bytes == without - 4096);
+    kiln_executable_destroy(e), e = NULL;
+    kiln_compile_options bad = {.activation_memory_budget = 1.5};
+    CHECK_STATUS(kiln_compile(g, &bad, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "activation_memory_budget is 1.5");
+    kiln_graph_destroy(g);
+}
+
 static void test_min_peak_fields(void) {
     step s;
     kiln_graph *g = mlp_step(&s, -1);
@@ -1193,6 +1237,7 @@ int main(void) {
     RUN(test_report);
     RUN(test_budgets);
     RUN(test_min_peak_fields);
+    RUN(test_activation_budget);
     RUN(test_environment);
     RUN(test_errors);
     RUN(test_nested);

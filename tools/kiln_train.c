@@ -183,6 +183,10 @@ static const tool_flag train_flags[] = {
      .help = "the step's peak device memory at most X bytes (64MiB, 2GB) or X%\n"
              "of its peak without recomputation (50%): kiln recomputes\n"
              "activations in the backward pass to fit (docs/memory.md)"},
+    {T_DBL("--activation-memory-budget", o.activation_memory_budget, 1e-9, 1),
+     .help = "a budget as PyTorch's activation_memory_budget: the step's peak\n"
+             "may hold X (in (0, 1]) of the activations saved for the backward\n"
+             "pass (0.5: half of them); with --memory-budget, the tighter"},
     {T_INT("--micro-batches", o.micro_batches, 1, 1 << 20),
      .help = "split each step's batch into N micro-batches run one after another,\n"
              "their gradients accumulated (the same step, less memory); default:\n"

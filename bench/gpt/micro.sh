@@ -4,7 +4,8 @@
 # micro-batches, in kiln (`kiln train --micro-batches k`) and in JAX (GPT_JAX_MICRO=k: a
 # lax.scan over the micro-batches summing loss and gradients, gpt_jax.py), from the same
 # initial weights and batches; then kiln under --memory-budget shares of its peak without
-# recomputation, where it chooses recomputation and micro-batches itself. Prints per run
+# recomputation, where it chooses recomputation and micro-batches itself, and again with
+# --offload, where it may also move activations to host memory. Prints per run
 # the planned peak (kiln: planned = measured; JAX: memory_analysis' arguments + outputs +
 # temporaries - aliased), the median ms/step and the last loss (the splits must agree
 # with the whole batch to f32 rounding).
@@ -51,12 +52,19 @@ for k in ${MICRO:-1 2 4 8}; do
         --no-summary --micro-batches "$k" --out "$work/kiln$k" >/dev/null
     summary "$work/kiln$k" "kiln, $k micro-batches"
 done
+# each budget without and with host offload (--offload: the search may also move
+# activations to the pinned_host memory kind; OFFLOAD=0 leaves those runs out)
+offs=--offload
+[ "${OFFLOAD:-1}" = 1 ] || offs=
 for b in ${BUDGETS:-60% 50%}; do
-    if KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
-        --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
-        --no-summary --memory-budget "$b" --out "$work/budget" >"$work/budget.log" 2>&1; then
-        summary "$work/budget" "kiln, --memory-budget $b"
-    else
-        echo "kiln, --memory-budget $b: $(tail -n 1 "$work/budget.log" | cut -c1-200)"
-    fi
+    for off in "" $offs; do
+        if KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
+            --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
+            --no-summary --memory-budget "$b" $off --out "$work/budget" >"$work/budget.log" 2>&1; then
+            summary "$work/budget" "kiln, --memory-budget $b $off"
+            grep -h "host offload" "$work/budget/summary.txt" || true
+        else
+            echo "kiln, --memory-budget $b $off: $(tail -n 1 "$work/budget.log" | cut -c1-200)"
+        fi
+    done
 done

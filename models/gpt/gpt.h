@@ -281,6 +281,10 @@ typedef struct gpt_train_options {
      * share in (0, 1] of the step's peak without recomputation; 0: none. */
     uint64_t memory_budget;
     double memory_budget_fraction;
+    /* PyTorch's activation_memory_budget (kiln_compile_options.activation_memory_budget):
+     * the share in (0, 1] of the activations saved for the backward pass the step's peak
+     * may hold; 0: none. */
+    double activation_memory_budget;
     /* Gradient accumulation (gpt_step_spec.micro_batches): the batch of each replica split
      * into this many micro-batches run one after another (it must divide it). 0: one, or,
      * under a memory budget that recomputation alone cannot meet, the fewest of 2, 4, 8, ...

@@ -674,6 +674,8 @@ static kiln_status compile_step(run *r, int micro, bool recompute, uint64_t budg
                                    .memory_budget = budget ? budget : r->o->memory_budget,
                                    .memory_budget_fraction =
                                        budget ? 0 : r->o->memory_budget_fraction,
+                                   .activation_memory_budget =
+                                       budget ? 0 : r->o->activation_memory_budget,
                                    .budget_result = br,
                                    .budget_offload = r->o->offload ? 1 : 0,
                                    .device = r->dev,
@@ -699,7 +701,8 @@ static kiln_status compile_step_fitting(run *r) {
     r->micro_why[0] = 0;
     kiln_budget_result first = {0}, br;
     kiln_status st = compile_step(r, r->micro, false, 0, &first);
-    bool budgeted = o->memory_budget || o->memory_budget_fraction > 0;
+    bool budgeted =
+        o->memory_budget || o->memory_budget_fraction > 0 || o->activation_memory_budget > 0;
     if (st != KILN_STATUS_DEVICE_OOM || !budgeted || o->micro_batches > 0) return st;
     /* the budget in bytes as the whole step resolved it: a fraction means the unsplit
      * step's peak, whatever the split */

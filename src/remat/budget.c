@@ -89,11 +89,11 @@ static void trial_free(const search *sr, kiln_graph **tg) {
 /* The plan with nothing recomputed: the graph as it is (drop marks alone change nothing).
  * When mat is not NULL it receives per node 1 for a materialised value, 2 for a
  * materialised activation saved for the backward pass (what the budget may drop). */
-static kiln_status plain_peak(const search *sr, uint64_t *peak, uint8_t *mat) {
+static kiln_status plain_peak(const search *sr, uint64_t *peak, uint64_t *saved, uint8_t *mat) {
     const kiln_graph *g = *sr->g;
     const mem_plan *m = NULL;
     kiln_status s = sr->pl->plan(sr->pl->user, g, &m);
-    if (!s) *peak = m->peak;
+    if (!s) *peak = m->peak, *saved = m->class_peak[PLAN_C_ACTIVATION];
     for (uint32_t id = 1; !s && mat && id < g->n_nodes; id++) {
         int32_t b = m->buffer_of[id];
         mat[id] = b < 0 ? 0 : m->buffer_class[b] == PLAN_C_ACTIVATION ? 2 : 1;
@@ -394,38 +394,50 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
     search sr = {.ctx = ctx, .g = gp, .pl = pl, .info = info};
     *info = (remat_info){0};
     uint64_t budget_bytes = o->memory_budget;
-    double frac = o->memory_budget_fraction;
+    double frac = o->memory_budget_fraction, act = o->activation_memory_budget;
     if (!(frac >= 0 && frac <= 1))
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_compile: memory_budget_fraction is %g; it must be in (0, 1], "
                          "or 0 for none",
                          frac);
-    if (!budget_bytes && frac == 0) {
+    if (!(act >= 0 && act <= 1))
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_compile: activation_memory_budget is %g; it must be in (0, 1] "
+                         "(the share of the saved activations the peak may hold), or 0 for none",
+                         act);
+    if (!budget_bytes && frac == 0 && act == 0) {
         budget_bytes = ctx->config.memory_budget;
         frac = ctx->config.memory_budget_fraction;
     }
-    if (pl->sub_graph) frac = 0; /* a share of the whole program's peak, not the body's */
-    bool regions = remat_any(*gp), budgeted = budget_bytes || frac > 0, backward = false;
+    if (pl->sub_graph) frac = act = 0; /* shares of the whole program's peak, not the body's */
+    bool regions = remat_any(*gp), budgeted = budget_bytes || frac > 0 || act > 0;
+    bool backward = false;
     for (uint32_t id = 1; id < (*gp)->n_nodes && !backward; id++)
         backward = (*gp)->nodes[id].backward;
     bool cheap_on = !o->disable_cheap_remat && backward;
     if (!regions && !budgeted && !cheap_on) return KILN_STATUS_OK;
 
-    uint64_t without = 0;
+    uint64_t without = 0, saved = 0;
     uint32_t nn = (*gp)->n_nodes;
     uint8_t *mat = host_calloc(ctx, nn, 1);
     if (!mat) return ctx_oom(ctx, "kiln_compile: rematerialisation", nn);
-    kiln_status s = plain_peak(&sr, &without, mat);
+    kiln_status s = plain_peak(&sr, &without, &saved, mat);
     if (s) {
         host_free(ctx, mat, nn);
         return s;
     }
     info->peak_without = without;
+    /* every way of saying it resolves to bytes; given several, the tightest applies */
     uint64_t budget = budget_bytes;
-    if (!budget && frac > 0) budget = (uint64_t)floor(frac * (double)without);
-    if (budgeted && budget && budget_bytes && frac > 0 &&
-        (uint64_t)(frac * (double)without) < budget)
-        budget = (uint64_t)(frac * (double)without); /* both given: the tighter */
+    if (frac > 0) {
+        uint64_t b = (uint64_t)floor(frac * (double)without);
+        if (!budget || b < budget) budget = b;
+    }
+    if (act > 0) { /* PyTorch's: keep that share of what is saved for the backward pass */
+        uint64_t cut = (uint64_t)ceil((1 - act) * (double)saved);
+        uint64_t b = without > cut ? without - cut : 0;
+        if (!budget || b < budget) budget = b;
+    }
     info->budget = budgeted ? budget : 0;
     if (budgeted && !budget) { /* a fraction so small that it rounds to nothing */
         host_free(ctx, mat, nn);

@@ -58,26 +58,42 @@ def gelu_tanh(u):
     return 0.5 * u * (1.0 + jnp.tanh(np.sqrt(2.0 / np.pi) * (u + 0.044715 * u ** 3)))
 
 
+def block(x, pl):
+    Bn, Tn = x.shape[0], x.shape[1]
+    hs = C // H
+    causal = jnp.tril(jnp.ones((Tn, Tn), dtype=bool))
+    w = lambda n: pl[n]  # noqa: E731
+    a = layer_norm(x, w("ln_1.weight"), w("ln_1.bias"))
+    qkv = a @ w("attn.c_attn.weight") + w("attn.c_attn.bias")
+    q, k, v = (qkv[..., i * C:(i + 1) * C].reshape(Bn, Tn, H, hs).transpose(0, 2, 1, 3)
+               for i in range(3))
+    att = (q @ k.transpose(0, 1, 3, 2)).astype(jnp.float32) / np.sqrt(hs).astype(np.float32)
+    att = jax.nn.softmax(jnp.where(causal, att, -jnp.inf), axis=-1).astype(q.dtype)
+    y = (att @ v).transpose(0, 2, 1, 3).reshape(Bn, Tn, C)
+    x = x + (y @ w("attn.c_proj.weight") + w("attn.c_proj.bias"))
+    m = layer_norm(x, w("ln_2.weight"), w("ln_2.bias"))
+    m = gelu_tanh(m @ w("mlp.c_fc.weight") + w("mlp.c_fc.bias"))
+    return x + (m @ w("mlp.c_proj.weight") + w("mlp.c_proj.bias"))
+
+
+# GPT_JAX_REMAT=POLICY: each block a jax.checkpoint with that policy of
+# jax.checkpoint_policies (nothing_saveable, dots_saveable, ...; the offload ones,
+# offload_dot_with_no_batch_dims, from "device" to "pinned_host"), as kiln train --remat
+remat = os.environ.get("GPT_JAX_REMAT", "")
+if remat:
+    cp = jax.checkpoint_policies
+    policy = (getattr(cp, remat)("device", "pinned_host") if remat.startswith("offload")
+              else getattr(cp, remat))
+    block = jax.checkpoint(block, policy=policy)
+
+
 def loss_fn(p, idx, tgt):
     if half is not None:
         p = {k: x.astype(half) for k, x in p.items()}
     Bn, Tn = idx.shape  # a micro-batch's rows (GPT_JAX_MICRO), B otherwise
-    hs = C // H
     x = p["wte"][idx] + p["wpe"][:Tn]
-    causal = jnp.tril(jnp.ones((Tn, Tn), dtype=bool))
     for l in range(L):
-        w = lambda n: p[f"h.{l}.{n}"]  # noqa: E731
-        a = layer_norm(x, w("ln_1.weight"), w("ln_1.bias"))
-        qkv = a @ w("attn.c_attn.weight") + w("attn.c_attn.bias")
-        q, k, v = (qkv[..., i * C:(i + 1) * C].reshape(Bn, Tn, H, hs).transpose(0, 2, 1, 3)
-                   for i in range(3))
-        att = (q @ k.transpose(0, 1, 3, 2)).astype(jnp.float32) / np.sqrt(hs).astype(np.float32)
-        att = jax.nn.softmax(jnp.where(causal, att, -jnp.inf), axis=-1).astype(q.dtype)
-        y = (att @ v).transpose(0, 2, 1, 3).reshape(Bn, Tn, C)
-        x = x + (y @ w("attn.c_proj.weight") + w("attn.c_proj.bias"))
-        m = layer_norm(x, w("ln_2.weight"), w("ln_2.bias"))
-        m = gelu_tanh(m @ w("mlp.c_fc.weight") + w("mlp.c_fc.bias"))
-        x = x + (m @ w("mlp.c_proj.weight") + w("mlp.c_proj.bias"))
+        x = block(x, {n[len(f"h.{l}."):]: a for n, a in p.items() if n.startswith(f"h.{l}.")})
     x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
     logits = (x @ p["wte"].T).astype(jnp.float32)
     lse = jax.nn.logsumexp(logits, axis=-1)
@@ -148,11 +164,13 @@ n_params = sum(int(np.prod(x.shape)) for x in init.values())
 gc.write_results(args.out, "jax", losses, ms, {
     "version": jax.__version__, "threads": args.threads, "parameters": n_params,
     "dtype": os.environ.get("GPT_JAX_DTYPE", "f32"), "platform": platform, "micro_batches": micro,
+    "remat": remat or "none",
     "matmul_precision": os.environ.get("GPT_JAX_PRECISION", "highest"),
     "compile_s": round(compile_s, 2),
     "gflop_per_step": round(gc.flops_per_step(B, T, L, C) / 1e9, 2),
     "argument_bytes": ma.argument_size_in_bytes, "output_bytes": ma.output_size_in_bytes,
     "temp_bytes": ma.temp_size_in_bytes, "alias_bytes": ma.alias_size_in_bytes,
+    "host_temp_bytes": getattr(ma, "host_temp_size_in_bytes", 0),
     # what the step holds at once: inputs + outputs + temporaries - donated buffers reused
     "peak_bytes": (ma.argument_size_in_bytes + ma.output_size_in_bytes + ma.temp_size_in_bytes
                    - ma.alias_size_in_bytes),

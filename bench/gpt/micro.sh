@@ -11,7 +11,8 @@
 # with the whole batch to f32 rounding).
 #
 # Usage: bench/gpt/micro.sh [steps] [threads] [B T L H C]   (defaults: 20, all cores)
-# Environment: MICRO (default "1 2 4 8"), BUDGETS (default "60% 50%"), KILN (the kiln
+# Environment: MICRO (default "1 2 4 8"), BUDGETS (default "60% 50%"), POLICIES (default
+# offload_dot_with_no_batch_dims), OFFLOAD (default 1; 0: no --offload runs), KILN (the kiln
 # binary, default build/kiln).
 set -e
 cd "$(dirname "$0")/../.."
@@ -32,7 +33,7 @@ $py bench/gpt/make_inputs.py "$work" --batch "$B" --context "$T" --layers "$L" -
 common="--init $work/init.safetensors --batches $work/batches.bin --batch $B --steps $steps --lr 1e-3 --warmup 2 --threads $threads"
 echo "# $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores, $threads threads;" \
     "$(date -u '+%Y-%m-%d %H:%M UTC'); B=$B T=$T L=$L H=$H C=$C, $steps steps"
-printf '%-34s %12s %10s %10s\n' "run" "peak MiB" "ms/step" "last loss"
+printf '%-34s %12s %10s %10s %9s\n' "run" "peak MiB" "ms/step" "last loss" "host MiB"
 summary() { # DIR LABEL: the row of a run from its summary.json
     $py - "$1" "$2" <<'EOF'
 import json, sys
@@ -41,7 +42,8 @@ peak = d.get("planned_peak_bytes", d.get("peak_bytes", 0)) / 2**20
 ms = d.get("ms_per_step_median", d.get("median_ms"))
 loss = d.get("final_loss", d.get("loss_last"))
 extra = " (%d micro-batches)" % d["micro_batches"] if d.get("micro_batches", 1) > 1 else ""
-print("%-34s %12.1f %10.1f %10.4f%s" % (sys.argv[2], peak, ms, loss, extra))
+host = d.get("host_arena_bytes", d.get("host_temp_bytes", 0)) / 2**20
+print("%-34s %12.1f %10.1f %10.4f %9.1f%s" % (sys.argv[2], peak, ms, loss, host, extra))
 EOF
 }
 for k in ${MICRO:-1 2 4 8}; do
@@ -51,6 +53,16 @@ for k in ${MICRO:-1 2 4 8}; do
         --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
         --no-summary --micro-batches "$k" --out "$work/kiln$k" >/dev/null
     summary "$work/kiln$k" "kiln, $k micro-batches"
+done
+# checkpoint policies, each block a region in both (GPT_JAX_REMAT / kiln train --remat):
+# the offload one moves the products to host memory where the backend has it
+for pol in ${POLICIES:-offload_dot_with_no_batch_dims}; do
+    (cd bench/gpt && GPT_JAX_REMAT=$pol ../../$py gpt_jax.py $common --out "$work/jaxp" >/dev/null)
+    summary "$work/jaxp" "jax, $pol"
+    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
+        --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
+        --no-summary --remat "$pol" --out "$work/kilnp" >/dev/null
+    summary "$work/kilnp" "kiln, $pol"
 done
 # each budget without and with host offload (--offload: the search may also move
 # activations to the pinned_host memory kind; OFFLOAD=0 leaves those runs out)

@@ -34,9 +34,10 @@ typedef struct kn_device {
      * backend has neither (no host memory kind). */
     bfc_allocator *host_alloc;
     kn_queue *compute, *copy; /* asynchronous mode only (KILN_ASYNC), else NULL */
-    /* rates.c: FLOP/s of an f32 product and bytes/s to and from pinned_host memory,
-     * measured at the first device_rates; 0 not yet, -1 measured and absent */
-    _Atomic(double) flop_rate, link_rate;
+    /* rates.c: FLOP/s of an f32 product, bytes/s to and from pinned_host memory and
+     * bytes/s of a copy within the device's memory, measured at the first device_rates;
+     * 0 not yet, -1 measured and absent */
+    _Atomic(double) flop_rate, link_rate, mem_rate;
 } kn_device;
 
 /* What making the devices needs: the allocators' settings and each backend's options,
@@ -77,9 +78,11 @@ void device_host_free(kn_device *dev, void *ptr);
  * side), in order with dev's kernels (backend_impl.h, copy_kinds). */
 kiln_status device_copy_kinds(kn_device *dev, void *dst, const void *src, size_t n, bool to_host);
 
-/* The device's f32 product rate (FLOP/s) and its link to pinned_host memory (bytes/s,
- * both ways), measured once (rates.c); 0 for what the device lacks. */
-kiln_status device_rates(kiln_context *ctx, kn_device *d, double *flops, double *link);
+/* The device's f32 product rate (FLOP/s), its link to pinned_host memory (bytes/s, both
+ * ways) and its memory's copy rate (bytes/s, read + written), measured once (rates.c); 0
+ * for what the device lacks. */
+kiln_status device_rates(kiln_context *ctx, kn_device *d, double *flops, double *link,
+                         double *mem);
 
 /* n bytes from src on device `from` to dst on device `to`, through the backends' copy
  * slots (a plain memcpy between host-memory devices). Sets ctx's message on failure. */

@@ -1,7 +1,8 @@
-/* rates.c — what a device's compute and its host link do per second, measured once per
- * device and kept on it: the cost model with which the memory budget weighs recomputing a
- * value (its FLOPs at the device's matrix-product rate) against offloading it (its bytes
- * over the link to the pinned_host memory kind, there and back).
+/* rates.c — what a device's compute, its memory and its host link do per second,
+ * measured once per device and kept on it: the cost model with which the memory budget
+ * weighs recomputing a value (its FLOPs at the device's matrix-product rate, the elements
+ * it writes at its memory's rate) against offloading it (its bytes over the link to the
+ * pinned_host memory kind, there and back).
  *
  * The measurements are small (a 384^3 f32 product, 8 MiB copies; each the best of three)
  * and are made the first time a budgeted compile asks, on the device it compiles for.
@@ -92,16 +93,41 @@ static kiln_status link_rate(kiln_context *ctx, kn_device *d, double *rate) {
     return s;
 }
 
-kiln_status device_rates(kiln_context *ctx, kn_device *d, double *flops, double *link) {
-    double f = atomic_load(&d->flop_rate), l = atomic_load(&d->link_rate);
-    if (f == 0 && l == 0) {
+/* Bytes/s moved by a copy within d's memory (each byte read and written). */
+static kiln_status mem_rate(kiln_context *ctx, kn_device *d, double *rate) {
+    *rate = 0;
+    void *a = NULL, *b = NULL;
+    kiln_status s = device_fill(ctx, d, LINK_BYTES, 1.0f, &a);
+    if (!s) s = device_fill(ctx, d, LINK_BYTES, 0.0f, &b);
+    double best = 0;
+    for (int r = 0; r < 4 && !s; r++) {
+        double t0 = now_s();
+        s = device_copy(ctx, d, b, d, a, LINK_BYTES);
+        if (!s && d->backend->synchronize) s = d->backend->synchronize(d->state, d->index);
+        double t = now_s() - t0;
+        if (r && t > 0 && (best == 0 || t < best)) best = t;
+    }
+    device_free(d, a);
+    device_free(d, b);
+    if (!s && best > 0) *rate = 2.0 * (double)LINK_BYTES / best;
+    return s;
+}
+
+kiln_status device_rates(kiln_context *ctx, kn_device *d, double *flops, double *link,
+                         double *mem) {
+    double f = atomic_load(&d->flop_rate), l = atomic_load(&d->link_rate),
+           m = atomic_load(&d->mem_rate);
+    if (f == 0 && l == 0 && m == 0) {
         kiln_status s = gemm_rate(ctx, d, &f);
         if (!s) s = link_rate(ctx, d, &l);
+        if (!s) s = mem_rate(ctx, d, &m);
         if (s) return s;
         atomic_store(&d->flop_rate, f > 0 ? f : -1.0); /* -1: measured, none */
         atomic_store(&d->link_rate, l > 0 ? l : -1.0);
+        atomic_store(&d->mem_rate, m > 0 ? m : -1.0);
     }
     *flops = f > 0 ? f : 0;
     *link = l > 0 ? l : 0;
+    *mem = m > 0 ? m : 0;
     return KILN_STATUS_OK;
 }

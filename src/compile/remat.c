@@ -38,9 +38,10 @@ static void release_trial(void *user) {
 }
 
 /* The device's rates, for a search that may offload. */
-static kiln_status trial_rates(void *user, double *flop_rate, double *link_rate) {
+static kiln_status trial_rates(void *user, double *flop_rate, double *link_rate,
+                               double *mem_rate) {
     trial_planner *tp = user;
-    return device_rates(tp->e->ctx, tp->e->dev, flop_rate, link_rate);
+    return device_rates(tp->e->ctx, tp->e->dev, flop_rate, link_rate, mem_rate);
 }
 
 kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {

@@ -291,17 +291,21 @@ static uint32_t prefixes(const kiln_graph *g, const cand *c, uint32_t n, uint32_
     return np;
 }
 
-/* What a proposal costs: its recomputation at the device's product rate and its offload
- * there and back at its link rate, in seconds; the FLOPs alone without rates. */
-static double cost_of(const remat_stats *st, double flop_rate, double link_rate) {
-    if (flop_rate <= 0 || link_rate <= 0) return st->added_flops;
-    return st->added_flops / flop_rate + 2.0 * (double)st->offload_bytes / link_rate;
+/* What a proposal costs, in seconds: its recomputation, FLOPs at the device's product rate
+ * and the bytes it writes (and about as many read) at its memory's rate, since most of what
+ * is recomputed is elementwise and bound by memory; and its offload, there and back at the
+ * link's rate. The FLOPs alone without rates. */
+static double cost_of(const remat_stats *st, const double *rate) {
+    if (rate[0] <= 0 || rate[1] <= 0 || rate[2] <= 0) return st->added_flops;
+    return st->added_flops / rate[0] + 2.0 * st->added_bytes / rate[2] +
+           2.0 * (double)st->offload_bytes / rate[1];
 }
 
 /* The proposals' outcome so far: the cheapest that fits and the one of the smallest peak. */
 typedef struct choice {
     uint64_t budget, best_peak, min_peak;
-    double best_cost, flop_rate, link_rate;
+    double best_cost;
+    double rate[3]; /* the device's product, link and memory rates (remat_planner.rates) */
     const char *best_strategy, *min_strategy;
     uint8_t *best_extra, *min_extra;
     uint32_t nn;
@@ -309,7 +313,7 @@ typedef struct choice {
 
 static void consider(choice *ch, const uint8_t *extra, const char *strategy, uint64_t peak,
                      const remat_stats *st) {
-    double cost = cost_of(st, ch->flop_rate, ch->link_rate);
+    double cost = cost_of(st, ch->rate);
     if (peak < ch->min_peak)
         ch->min_peak = peak, ch->min_strategy = strategy, memcpy(ch->min_extra, extra, ch->nn);
     if (peak <= ch->budget && (!ch->best_strategy || cost < ch->best_cost ||
@@ -355,7 +359,8 @@ static kiln_status offload_proposals(const search *sr, choice *ch, const cand *c
     }
     for (uint32_t i = 0; i < nc; i++) {
         double bytes = (double)value_bytes(g, c[i].id);
-        double recompute = bytes / c[i].score / ch->flop_rate, copy = 2 * bytes / ch->link_rate;
+        double recompute = bytes / c[i].score / ch->rate[0] + 2 * bytes / ch->rate[2],
+               copy = 2 * bytes / ch->rate[1];
         mix[i] = (cand){c[i].id, bytes / (copy < recompute ? copy : recompute)};
         out[c[i].id] = copy < recompute;
     }
@@ -544,7 +549,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
                  .best_extra = best_extra,
                  .min_extra = min_extra,
                  .nn = nn};
-    if (pl->rates && (s = pl->rates(pl->user, &ch.flop_rate, &ch.link_rate))) goto done;
+    if (pl->rates && (s = pl->rates(pl->user, &ch.rate[0], &ch.rate[1], &ch.rate[2]))) goto done;
     uint32_t prefix[GREEDY_STEPS + 1], n_greedy = prefixes(g, c, nc, prefix);
     /* s = 1 keeps every cut: each stretch between two cuts is recomputed from the one
      * before it, as a nothing_saveable region per block would */
@@ -590,7 +595,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         }
         consider(&ch, extra, strategy, peak, &st);
     }
-    if (!s && ch.flop_rate > 0 && ch.link_rate > 0 && nc)
+    if (!s && ch.rate[0] > 0 && ch.rate[1] > 0 && ch.rate[2] > 0 && nc)
         s = offload_proposals(&sr, &ch, c, nc, cuts, ncut, mat, is_out, base, extra);
     info->min_peak = ch.min_peak == UINT64_MAX ? 0 : ch.min_peak;
     if (!s && !ch.best_strategy && pl->sub_graph && ch.min_strategy) /* as far as it goes */

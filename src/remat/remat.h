@@ -69,6 +69,7 @@ double remat_node_flops(const kiln_graph *g, uint32_t id);
 typedef struct remat_stats {
     uint32_t n_recomputed; /* nodes recomputed (REMAT_CLONE) */
     double added_flops;    /* their FLOPs (remat_node_flops) */
+    double added_bytes;    /* the bytes of their results (what recomputing writes) */
     double step_flops;     /* FLOPs of the whole rewritten program */
     uint32_t n_offloaded;  /* values copied to host memory and back */
     uint64_t offload_bytes; /* their bytes (each copied once each way) */
@@ -101,10 +102,11 @@ typedef struct remat_planner {
      * smallest peak) rather than refused: the program's own search, which counts the body
      * as its loop's scratch, decides whether the whole fits. */
     bool sub_graph;
-    /* Optional (NULL: never offload): the device's f32 product rate in FLOP/s and its link
-     * to pinned_host memory in bytes/s, both ways (0: none), asked for only by a budget
-     * search allowed to offload (kiln_compile_options.budget_offload). */
-    kiln_status (*rates)(void *user, double *flop_rate, double *link_rate);
+    /* Optional (NULL: never offload): the device's f32 product rate in FLOP/s, its link
+     * to pinned_host memory in bytes/s, both ways, and its memory's copy rate in bytes/s
+     * (0: none), asked for only by a budget search allowed to offload
+     * (kiln_compile_options.budget_offload). */
+    kiln_status (*rates)(void *user, double *flop_rate, double *link_rate, double *mem_rate);
 } remat_planner;
 
 /* Chooses and applies the recomputation (budget.c): the checkpoint regions of *g and, under

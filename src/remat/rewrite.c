@@ -37,7 +37,8 @@ typedef struct remat_state {
     uint32_t *clone;      /* per old node: the new id of its recomputation, 0: none yet */
     uint32_t *host;       /* per old node: the new id of its host copy (offloaded), 0: none */
     uint32_t *back;       /* per old node: the new id of the host copy brought back, 0: none */
-    uint8_t *read_back;   /* per old node: a backward node reads it */
+    uint8_t *read_back;   /* per old node: the backward pass reads it, directly or through
+                           * the recomputation of a dropped value it reads */
     remat_stats *st;
 } remat_state;
 
@@ -170,6 +171,9 @@ static kiln_status emit_clone(pass_rebuild *rb, remat_state *rs, uint32_t u) {
     rs->clone[u] = nid;
     rs->st->n_recomputed++;
     rs->st->added_flops += remat_node_flops(rb->old, u);
+    size_t bytes = 0;
+    ir_shape_nbytes(&o->shape, o->dtype, &bytes);
+    rs->st->added_bytes += (double)bytes;
     return KILN_STATUS_OK;
 }
 
@@ -237,10 +241,13 @@ kiln_status remat_rewrite(const kiln_graph *g, const uint8_t *extra, kiln_graph 
     if (!rs.output || !rs.clone || !rs.host || !rs.back || !rs.read_back)
         s = ctx_oom(ctx, "pass remat: work arrays", (size_t)g->n_nodes * sizeof *rs.clone);
     for (uint32_t i = 0; !s && i < g->n_outputs; i++) rs.output[g->outputs[i]] = 1;
-    for (uint32_t id = 1; !s && id < g->n_nodes; id++)
-        if (g->nodes[id].backward)
-            for (uint32_t k = 0; k < g->nodes[id].n_in; k++)
-                rs.read_back[ir_in(&g->nodes[id])[k]] = 1;
+    /* readers have higher ids: one pass downwards sees every reader first */
+    pass_rebuild probe = {.old = g};
+    for (uint32_t id = g->n_nodes; !s && id-- > 1;) {
+        const ir_node *n = &g->nodes[id];
+        if (!n->backward && !(rs.read_back[id] && drop_why(&probe, &rs, id))) continue;
+        for (uint32_t k = 0; k < n->n_in; k++) rs.read_back[ir_in(n)[k]] = 1;
+    }
     if (!s) s = pass_rebuild_graph(g, "remat", visit, &rs, out);
     if (!s)
         for (uint32_t id = 1; id < (*out)->n_nodes; id++)

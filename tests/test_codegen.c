@@ -565,6 +565,34 @@ static void test_run_two_column_sums(void) {
     kiln_graph_destroy(g);
 }
 
+/* An im2col over a max pool (a CNN's second convolution): the nine slices of the padded
+ * pool read it at positions of their own, so inlined the pool's select chain would run
+ * nine times per element; fusion gives the pool (its pad) a buffer and the patch kernel
+ * only copies (count_moves in src/passes/fusion.c). */
+static void test_im2col_of_pool(void) {
+    kiln_graph *g = graph();
+    int64_t xd[4] = {2, 8, 8, 4}, wd[4] = {3, 3, 4, 8};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, xd);
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 4, wd);
+    kiln_window_options po = {.window_dimensions = {1, 2, 2, 1}, .window_strides = {1, 2, 2, 1}};
+    kiln_value h = kiln_reduce_window(g, kiln_relu(g, x), KILN_WINDOW_MAX, &po);
+    kiln_conv_options co = {.padding = KILN_PADDING_SAME, .layout = KILN_CONV_NHWC};
+    char *src = finish(g, kiln_conv_general_dilated(g, h, w, &co));
+    int patches = 0;
+    for (const char *k = src; (k = strstr(k, "/* k")); k++) {
+        const char *eol = strchr(k, '\n');
+        size_t n = eol ? (size_t)(eol - k) : strlen(k);
+        char line[4096];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), k);
+        if (!strstr(line, "concatenate")) continue;
+        patches++;
+        CHECK_LACKS(line, "select");
+    }
+    CHECK(patches == 1);
+    free(src);
+    kiln_graph_destroy(g);
+}
+
 /* ---------------------------------------------------- fault injection ---- */
 
 /* Every kind of statement: pad, concatenate, take_rows, a reshape, reductions (row and
@@ -649,6 +677,7 @@ int main(int argc, char **argv) {
     RUN(test_fast_trig_form);
     RUN(test_provenance);
     RUN(test_stable_text);
+    RUN(test_im2col_of_pool);
     RUN_CC(test_run_divmod);
     RUN_CC(test_run_float_iota);
     RUN_CC(test_run_two_column_sums);

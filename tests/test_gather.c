@@ -253,6 +253,66 @@ static void test_set_duplicates(kiln_context *ctx) {
     kiln_graph_destroy(g);
 }
 
+/* The row kernel's other combiners (what kiln_scatter's MUL, MIN and MAX expand to: a
+ * scatter_add_rows with its mul, min or max flag), read from text as a program would: the
+ * interpreter and every compiled device against the semantics written out here (each
+ * update in order, rounded at each step; min and max as lax.min and lax.max: a NaN wins,
+ * -0 and +0 by sign), bit for bit, with repeated and dropped rows, and the flag printed
+ * back. */
+static float rows_step(int k, float a, float b) {
+    if (k == 0) return a * b;
+    if (a != a || b != b) return a != a ? a : b;
+    if (a == b) return (k == 1) == (signbit(a) != 0) ? a : b; /* min: -0, max: +0 */
+    return (k == 1 ? a < b : a > b) ? a : b;
+}
+
+static void test_rows_combine(kiln_context *ctx) {
+    static const char *const flags[3] = {"mul", "min", "max"};
+    int32_t iv[5] = {1, 3, 1, 9, 3};
+    float xv[15], uv[15];
+    for (int j = 0; j < 15; j++) xv[j] = (float)(j % 4) - 1.5f, uv[j] = (float)(j % 5) * 0.75f - 1;
+    xv[3] = 0.0f, uv[0] = -0.0f; /* row 1, column 0: +0 against -0 */
+    xv[9] = -0.0f, uv[3] = 0.0f; /* row 3, column 0: -0 against +0 */
+    uv[7] = NAN;                 /* the second update to row 1 */
+    for (int k = 0; k < 3; k++) {
+        kiln_graph *g = NULL, *h = NULL;
+        kiln_graph_create(ctx, "rows", &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, (int64_t[]){5, 3});
+        kiln_value i = kiln_constant(g, KILN_DTYPE_I32, 1, (int64_t[]){5}, iv);
+        kiln_value u = kiln_parameter(g, "u", KILN_DTYPE_F32, 2, (int64_t[]){5, 3});
+        kiln_value y = kiln_scatter_add_rows(g, x, i, u);
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+        char *s = kiln_graph_to_string(g), text[4096];
+        const char *at = s ? strstr(s, "scatter_add_rows(") : NULL;
+        const char *close = at ? strchr(at, ')') : NULL;
+        CHECK(close != NULL);
+        if (!close) return;
+        snprintf(text, sizeof text, "%.*s %s%s", (int)(close + 1 - s), s, flags[k], close + 1);
+        kiln_string_free(ctx, s);
+        CHECK_OK(ctx, kiln_graph_parse(ctx, text, strlen(text), "rows.kir", &h));
+        char *t = h ? kiln_graph_to_string(h) : NULL, line[64];
+        snprintf(line, sizeof line, "scatter_add_rows(%%1, %%2, %%3) %s : f32[5,3]", flags[k]);
+        CHECK_CONTAINS(t ? t : "", line);
+        kiln_string_free(ctx, t);
+        float want[15];
+        memcpy(want, xv, sizeof want);
+        for (int r = 0; r < 5; r++)
+            for (int c = 0; c < 3 && iv[r] < 5; c++)
+                want[iv[r] * 3 + c] = rows_step(k, want[iv[r] * 3 + c], uv[r * 3 + c]);
+        kiln_array *args[2] = {NULL, NULL}, *out = NULL;
+        CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, (int64_t[]){5, 3}, xv, &args[0]));
+        CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 2, (int64_t[]){5, 3}, uv, &args[1]));
+        if (h) CHECK_OK(ctx, kiln_interpret(h, 2, args, 1, &out));
+        float *got = out ? host_f32(out, 15) : NULL;
+        CHECK_MSG(got && !memcmp(got, want, sizeof want), "%s: the interpreter", flags[k]);
+        free(got);
+        kiln_array_destroy(out);
+        if (h) CHECK_MSG(cmp_graph(ctx, h, 2, args, NULL, 0, NULL), "%s compiled", flags[k]);
+        kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+        kiln_graph_destroy(h), kiln_graph_destroy(g);
+    }
+}
+
 /* WRAP on the .at[] helper: indices modulo the axis (kiln's; jnp has none for updates). */
 static void test_wrap(kiln_context *ctx) {
     kiln_graph *g = NULL;
@@ -401,6 +461,7 @@ int main(void) {
     test_get_cases(ctx);
     test_dtypes(ctx);
     test_set_duplicates(ctx);
+    test_rows_combine(ctx);
     test_wrap(ctx);
     test_text(ctx);
     test_errors(ctx);

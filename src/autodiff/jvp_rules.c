@@ -341,8 +341,11 @@ RULE(jvp_take_rows) {
 /* Linear in (operand, updates): the same scatter of the tangents; without an updates
  * tangent nothing is added, so the operand's tangent passes as it is. */
 RULE(jvp_scatter_add_rows) {
-    (void)id;
     const uint32_t *in = ir_in(n);
+    if (n->a.rows.mul || n->a.rows.min || n->a.rows.max) /* the expansion's, after autodiff */
+        return trace_fail_on(g, &id, 1, KILN_STATUS_UNIMPLEMENTED, AD_JVP_OP,
+                             "scatter_add_rows with mul, min or max has no derivative rule: "
+                             "differentiate the kiln_scatter it expands");
     if (!t[2].id) return t[0];
     return kiln_scatter_add_rows(g, or_zeros(g, t[0], in[0]), val(g, in[1]), t[2]);
 }

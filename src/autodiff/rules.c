@@ -521,7 +521,12 @@ static void vjp_dynamic_update_slice(kiln_graph *g, uint32_t id, const ir_node *
  * updates whose index was out of range (they were dropped). */
 static void vjp_scatter_add_rows(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
                                  const bool *need, kiln_value *out) {
-    (void)id;
+    if (n->a.rows.mul || n->a.rows.min || n->a.rows.max) { /* the expansion's, after autodiff */
+        trace_fail_on(g, &id, 1, KILN_STATUS_UNIMPLEMENTED, AD_OP,
+                      "scatter_add_rows with mul, min or max has no gradient rule: "
+                      "differentiate the kiln_scatter it expands");
+        return;
+    }
     uint32_t iid = ir_in(n)[1], uid = ir_in(n)[2];
     ir_shape us = shape_of(g, uid), is = shape_of(g, iid);
     kiln_dtype it = g->nodes[iid].dtype;

@@ -120,15 +120,23 @@ typedef struct kn_permute_desc {
     int perm[KILN_MAX_RANK];
 } kn_permute_desc;
 
-/* out = operand ([rows, row_len]); then out[idx[i], :] += upd[i, :] for i < n_idx in
- * order, skipping indices outside [0, rows); idx_dtype is i32 or i64. out may be operand
- * itself (a scatter planned in place): the copy is then skipped. operand NULL: out starts
- * as zeros (all bytes 0; a gather's gradient). Each row's additions happen in index order,
- * whatever the threads, so the result is the interpreter's bits. */
+/* out = operand ([rows, row_len]); then out[idx[i], :] += upd[i, :] (or *=, min, max:
+ * combine) for i < n_idx in order, skipping indices outside [0, rows); idx_dtype is i32
+ * or i64. out may be operand itself (a scatter planned in place): the copy is then
+ * skipped. operand NULL: out starts as zeros (all bytes 0; a gather's gradient). Each
+ * row's updates happen in index order, whatever the threads, so the result is the
+ * interpreter's bits. */
 typedef struct kn_scatter_desc {
     kiln_dtype idx_dtype;
     int64_t rows, row_len, n_idx;
+    int combine; /* kn_rows_combine: add (0), or the node's mul, min or max */
 } kn_scatter_desc;
+
+/* How scatter_add_rows combines an update into its row (the node's rows flags, ir.h): the
+ * same order of updates for all. Float min and max are NaN if either is (the first one's
+ * if both), and of -0 and +0 max is +0 and min -0, as the compiled primitives'
+ * (kiln_max_f32). */
+typedef enum kn_rows_combine { KN_ROWS_ADD, KN_ROWS_MUL, KN_ROWS_MIN, KN_ROWS_MAX } kn_rows_combine;
 
 /* Prefix sums of x viewed as [outer, n, inner] (row-major) along its middle axis:
  * out[o, j, i] = sum of x[o, k, i] over k <= j (k >= j when reverse). Floats add in a

@@ -134,6 +134,10 @@ static void scatter_step(build *b, exec_step st, uint32_t id) {
     kn_lib_desc d = {.op = KN_LIB_SCATTER_ADD_ROWS, .dtype = n->dtype};
     d.scatter = (kn_scatter_desc){
         .idx_dtype = idx->dtype, .rows = rows, .row_len = rows ? total / rows : 0, .n_idx = n_idx};
+    d.scatter.combine = n->a.rows.mul   ? KN_ROWS_MUL
+                        : n->a.rows.min ? KN_ROWS_MIN
+                        : n->a.rows.max ? KN_ROWS_MAX
+                                        : KN_ROWS_ADD;
     exec_loc operand = b->e->plan.materialised[in[0]] ? b->of[in[0]] : (exec_loc){0};
     add_lib(b, st, &d, (exec_loc[]){operand, b->of[in[1]], b->of[in[2]], b->of[id]});
 }

@@ -364,6 +364,12 @@ typedef union ir_attrs {
         int kind;                     /* SCATTER: kiln_scatter_kind */
         double fill;                  /* GATHER: what a FILL window reads */
     } gs;
+    /* SCATTER_ADD_ROWS: how an update row combines into its target row, in update order;
+     * none set: adds. At most one is set, and only by the expansion of SCATTER's MUL, MIN
+     * and MAX (src/trace/gather.c), after autodiff and batching: their rules refuse it. */
+    struct {
+        bool mul, min, max;
+    } rows;
 } ir_attrs;
 
 /* The attribute table: every attribute of every op, declared once. Printing (ir_print),
@@ -455,7 +461,10 @@ const char *ir_scatter_kind_name(int kind);
     X(SCATTER, IRA_INTS, "window", gs.window, NULL)                                                \
     X(SCATTER, IRA_INTS, "index", gs.index, NULL)                                                  \
     X(SCATTER, IRA_INTS, "batch", gs.batch, NULL)                                                  \
-    X(SCATTER, IRA_WORD, "a mode", gs.mode, ir_gather_mode_name)
+    X(SCATTER, IRA_WORD, "a mode", gs.mode, ir_gather_mode_name)                                  \
+    X(SCATTER_ADD_ROWS, IRA_FLAG, "mul", rows.mul, NULL)                                           \
+    X(SCATTER_ADD_ROWS, IRA_FLAG, "min", rows.min, NULL)                                           \
+    X(SCATTER_ADD_ROWS, IRA_FLAG, "max", rows.max, NULL)
 // clang-format on
 
 typedef struct ir_attr_desc {

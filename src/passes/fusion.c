@@ -15,7 +15,9 @@
  *     rsqrt(var + eps), the keepdims reshape).
  *  3. Everything else is inlined into each consumer. Duplication is allowed for cheap
  *     expressions; a node with several consumers gets a buffer when its inlined expression
- *     contains a reduction or costs more than DUP_COST (in rough op units).
+ *     contains a reduction or costs more than DUP_COST (in rough op units), and so does one
+ *     that a kernel would compute several times over through moves (slices, pads: reads
+ *     at other positions) for more than DUP_COST again (count_moves).
  *
  * Two kinds of broadcast operand need no buffer after all: a reshape of a value that has
  * one (the broadcast reads that buffer), and a row value (fusion.h), computed once per
@@ -118,6 +120,7 @@ typedef struct decide_state {
     uint32_t *kset;                /* the kernel its consumers run in (node id), or KSET_MANY */
     uint8_t *nk;                   /* how many kernels need its value: 0, 1 or 2 (= several) */
     uint8_t *row_ok;               /* may be a row value (a candidate not struck off yet) */
+    double *reads, *moved;         /* count_moves' */
     uint32_t *mark, *stack, stamp; /* row_uses_keep_rows' walk */
 } decide_state;
 
@@ -310,6 +313,48 @@ static void pass_on(decide_state *s, const fusion_plan *p, uint32_t id, int32_t 
     s->has_reduce[id] = !free && red;
 }
 
+/* Does consumer c move its operand's elements (a slice, a pad, a transpose...), so that it
+ * reads them at other positions than it writes? A reshape keeps every element where it
+ * was, and a broadcast's own rule (expanding_use, row values) decides for it. */
+static bool moves_elements(const ir_node *c) {
+    return ir_ops[c->op].kind == IRK_SHAPE && c->op != IR_RESHAPE && c->op != IR_BROADCAST;
+}
+
+/* For the current decisions, consumers first: reads[id], how many times per element of
+ * node id the kernels it is inlined into read it, and moved[id], how many of those reads
+ * pass a move on their way. Reads through a move are at positions of their own: an
+ * inlined expression is computed once per such read (an im2col's nine slices of a padded
+ * max pool compute the pool nearly nine times per element, and a pooling gradient's
+ * pads of the selects of a col2im compute the col2im four times), where elementwise reads
+ * are of the element being written, which the C compiler computes once. A slice reads
+ * its share of the operand's elements (a pool's non-overlapping strided slices read each
+ * once between them); a materialised consumer reads each element once, in a kernel of its
+ * own (the several-kernel rule covers that). */
+static void count_moves(decide_state *s, const fusion_plan *p) {
+    for (uint32_t id = s->g->n_nodes; id-- > 1;) {
+        double reads = 0, moved = 0, nx = (double)numel(&s->g->nodes[id]);
+        for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++) {
+            uint32_t c = s->users.users[k];
+            const ir_node *cn = &s->g->nodes[c];
+            bool own = p->materialised[c];
+            if (!own && s->kset[c] == 0) continue; /* a dead consumer */
+            double share = cn->op == IR_SLICE && nx > 0 ? (double)numel(cn) / nx : 1;
+            double rc = own ? 1 : s->reads[c] * share;
+            reads += rc;
+            moved += moves_elements(cn) ? (own ? 0 : rc) : own ? 0 : s->moved[c];
+        }
+        s->reads[id] = reads < 1e9 ? reads : 1e9;
+        s->moved[id] = moved < 1e9 ? moved : 1e9;
+    }
+}
+
+/* Would inlining node id (its expression's cost and reduction flag) recompute it, through
+ * moves within its kernel, more than DUP_COST again (count_moves)? */
+static bool too_costly_moved(const decide_state *s, uint32_t id, int32_t cost, bool red) {
+    double again = s->moved[id] - 1;
+    return again > 0.5 && (red || cost * again > DUP_COST);
+}
+
 static void decide(decide_state *s, fusion_plan *p, const fusion_options *o) {
     const kiln_graph *g = s->g;
     for (uint32_t id = 1; id < g->n_nodes; id++) {
@@ -358,9 +403,29 @@ static void recost(decide_state *s, const fusion_plan *p) {
     }
 }
 
+/* The first node that inlining would recompute too much (moved: within one kernel,
+ * through moves; else in several kernels); 0 if none. Several kernels: producers first,
+ * as always. Within one kernel: consumers first, so
+ * the outermost costly expression gets the buffer and what it reads is then read once
+ * per element. */
+static uint32_t first_costly(const decide_state *s, const fusion_plan *p, bool moved) {
+    uint32_t n = s->g->n_nodes;
+    for (uint32_t k = 1; k < n; k++) {
+        uint32_t id = moved ? n - k : k;
+        if (p->materialised[id] || p->inline_const[id]) continue;
+        bool red;
+        int32_t cost = own_cost(s, id, &red);
+        if (moved ? too_costly_moved(s, id, cost, red) : s->nk[id] >= 2 && (cost > DUP_COST || red))
+            return id;
+    }
+    return 0;
+}
+
 /* Decisions depend on how many kernels need a node, which depends on the decisions:
  * start from consumer counts, re-decide with kernel counts until they settle (a few
- * rounds), then make sure no reduction or costly expression ended up in two kernels. */
+ * rounds), then make sure no reduction or costly expression ended up in two kernels, nor
+ * is computed along several moved chains of one (count_moves). One at a time: each
+ * changes the counts of everything above it. */
 static void decide_all(decide_state *s, fusion_plan *p, const fusion_options *o) {
     for (uint32_t id = 1; id < s->g->n_nodes; id++) {
         uint32_t nu = s->users.start[id + 1] - s->users.start[id];
@@ -368,19 +433,15 @@ static void decide_all(decide_state *s, fusion_plan *p, const fusion_options *o)
     }
     decide(s, p, o);
     for (int round = 0; round < 4 && count_kernels(s, p); round++) decide(s, p, o);
-    for (bool again = true; again;) {
-        again = false;
+    for (uint32_t id = 1; id;) {
         count_kernels(s, p);
         recost(s, p);
-        for (uint32_t id = 1; id < s->g->n_nodes; id++) {
-            if (p->materialised[id] || p->inline_const[id] || s->nk[id] < 2) continue;
-            bool red;
-            if (own_cost(s, id, &red) > DUP_COST || red) {
-                p->materialised[id] = 1;
-                again = true;
-                break; /* one at a time: it changes the counts of everything above it */
-            }
+        id = first_costly(s, p, false);
+        if (!id) {
+            count_moves(s, p);
+            id = first_costly(s, p, true);
         }
+        if (id) p->materialised[id] = 1;
     }
 }
 
@@ -777,8 +838,10 @@ kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusi
     s.row_ok = host_calloc(ctx, g->n_nodes, 1);
     s.mark = host_calloc(ctx, g->n_nodes, sizeof *s.mark);
     s.stack = host_calloc(ctx, g->n_nodes, sizeof *s.stack);
+    s.reads = host_calloc(ctx, g->n_nodes, sizeof *s.reads);
+    s.moved = host_calloc(ctx, g->n_nodes, sizeof *s.moved);
     if (!p->materialised || !p->inline_const || !s.is_output || !s.cost || !s.has_reduce ||
-        !s.kset || !s.nk || !p->row || !s.row_ok || !s.mark || !s.stack) {
+        !s.kset || !s.nk || !p->row || !s.row_ok || !s.mark || !s.stack || !s.reads || !s.moved) {
         st = ctx_oom(ctx, "fusion", g->n_nodes * sizeof *s.cost);
         goto done;
     }
@@ -798,6 +861,8 @@ done:
     host_free(ctx, s.row_ok, g->n_nodes);
     host_free(ctx, s.mark, g->n_nodes * sizeof *s.mark);
     host_free(ctx, s.stack, g->n_nodes * sizeof *s.stack);
+    host_free(ctx, s.reads, g->n_nodes * sizeof *s.reads);
+    host_free(ctx, s.moved, g->n_nodes * sizeof *s.moved);
     if (st) fusion_plan_free(p);
     return st;
 }

@@ -299,8 +299,27 @@ static kiln_status run_take_rows(const kiln_graph *g, uint32_t id, const ir_node
     return KILN_STATUS_OK;
 }
 
-/* out = operand, then each update row is added to the row its index names; indices out of
- * range are dropped. */
+/* One step of a row scatter: a added to, multiplied by, or the min or max with b (the
+ * node's rows flags). Floats: min and max are NaN if either is, and of -0 and +0 max is
+ * +0 and min -0, as the compiled primitives' (kiln_max_f32, lax.max). */
+static double rows_fcombine(const ir_node *n, double a, double b) {
+    if (n->a.rows.mul) return a * b;
+    if (!n->a.rows.min && !n->a.rows.max) return a + b;
+    if (isnan(a) || isnan(b)) return NAN;
+    if (a == b) return n->a.rows.max ? (signbit(a) ? b : a) : (signbit(a) ? a : b);
+    return (n->a.rows.max ? a > b : a < b) ? a : b;
+}
+
+static uint64_t rows_icombine(const ir_node *n, int64_t a, int64_t b) {
+    if (n->a.rows.mul) return (uint64_t)a * (uint64_t)b;
+    if (n->a.rows.min) return (uint64_t)(a < b ? a : b);
+    if (n->a.rows.max) return (uint64_t)(a > b ? a : b);
+    return (uint64_t)a + (uint64_t)b;
+}
+
+/* out = operand, then each update row is combined into the row its index names (added,
+ * or multiplied, min or max: the rows flags), in update order; indices out of range are
+ * dropped. */
 static void run_scatter_add(const ir_node *n, const ir_node *ix, const void *operand,
                             const void *idx, const void *upd, void *out) {
     int64_t rows = n->shape.dims[0], row = row_elems(&n->shape), count = ref_numel(&ix->shape);
@@ -313,9 +332,9 @@ static void run_scatter_add(const ir_node *n, const ir_node *ix, const void *ope
         for (int64_t e = 0; e < row; e++) {
             int64_t o = r * row + e, u = k * row + e;
             if (ir_dtype_is_float(t))
-                ref_fput(out, t, o, ref_fget(out, t, o) + ref_fget(upd, t, u));
+                ref_fput(out, t, o, rows_fcombine(n, ref_fget(out, t, o), ref_fget(upd, t, u)));
             else
-                ref_iput(out, t, o, (uint64_t)ref_iget(out, t, o) + (uint64_t)ref_iget(upd, t, u));
+                ref_iput(out, t, o, rows_icombine(n, ref_iget(out, t, o), ref_iget(upd, t, u)));
         }
     }
 }

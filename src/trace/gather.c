@@ -344,10 +344,11 @@ kiln_value kiln_index_get(kiln_graph *g, kiln_value x, int n, const kiln_value *
  * as XLA's GatherExpander and ScatterExpander do: each result (update) element's operand
  * offset is computed by integer arithmetic over iotas and the indices broadcast onto the
  * batch axes, so a gather becomes one take_rows of the flattened operand (fused into its
- * consumers' loop) and a scatter-add one scatter_add_rows. The other scatters, which no
- * primitive combines, compare every operand row with every update row's target and reduce
- * (a last-position max for SET): O(operand rows x update rows) work for SET, times the row
- * length for the others, deterministic on every device, with no atomics. */
+ * consumers' loop) and a scatter-add, -mul, -min or -max one scatter_add_rows (the last
+ * three with its rows flags: each update row combined into its target in update order,
+ * as the reference does). SET compares every operand row with every update row's target
+ * and takes the last that hits it: O(operand rows x update rows). Deterministic on every
+ * device, with no atomics. */
 
 typedef struct gs_offsets {
     kiln_value flat;  /* i64, the element's linear offset in the operand */
@@ -451,39 +452,34 @@ kiln_value trace_gather_primitives(kiln_graph *g, const ir_node *n, kiln_value x
     return kiln_select(g, ok, v, kiln_full(g, n->dtype, os.rank, os.dims, n->a.gs.fill));
 }
 
-/* The scatters no primitive combines (SET, MUL, MIN, MAX), over x as nr rows of len
- * elements and the updates as nt rows (t: each one's target row, -1 when dropped): every
- * row compares its position with every target. SET reduces that to the last update that
- * hits the row (a max of positions, [nr, nt] work) and takes its row; the others reduce
- * the updates that hit each element ([nr, nt, len] work). */
-static kiln_value dense_scatter(kiln_graph *g, const ir_node *n, kiln_value x, kiln_value u,
-                                kiln_value t, int64_t nr, int64_t nt, int64_t len) {
-    const kiln_dtype it = KILN_DTYPE_I64, dt = n->dtype;
-    int64_t nm[2] = {nr, nt}, xd[2] = {nr, len}, cd[3] = {nr, nt, len};
+/* SET, which no row kernel does, over x as nr rows of len elements and the updates as nt
+ * rows (t: each one's target row, -1 when dropped): every row compares its position with
+ * every target, reduces that to the last update that hits the row (a max of positions,
+ * [nr, nt] work) and takes its row. */
+static kiln_value dense_scatter(kiln_graph *g, kiln_value x, kiln_value u, kiln_value t, int64_t nr,
+                                int64_t nt, int64_t len) {
+    const kiln_dtype it = KILN_DTYPE_I64;
+    int64_t nm[2] = {nr, nt}, xd[2] = {nr, len};
     kiln_value xr = kiln_reshape(g, x, 2, xd), ur = kiln_reshape(g, u, 2, (int64_t[]){nt, len});
     kiln_value hit = kiln_compare(g, kiln_iota(g, it, 2, nm, 0),
                                   kiln_broadcast_in_dim(g, t, 2, nm, (int[]){1}), KILN_CMP_EQ);
     int ax = 1;
-    if (n->a.gs.kind == KILN_SCATTER_SET) {
-        kiln_value last =
-            kiln_select(g, hit, kiln_iota(g, it, 2, nm, 1), kiln_full(g, it, 2, nm, -1));
-        last = kiln_reduce_max(g, last, 1, &ax, false);
-        kiln_value has = kiln_compare(g, last, kiln_scalar(g, it, 0), KILN_CMP_GE);
-        kiln_value v = kiln_take_rows(g, ur, kiln_max(g, last, kiln_scalar(g, it, 0)));
-        return kiln_select(g, kiln_broadcast_in_dim(g, has, 2, xd, (int[]){0}), v, xr);
-    }
-    /* what an element no update hits contributes: 1 to a product, itself to min and max
-     * (exact for every dtype, where an identity like INT64_MAX would not be a double) */
-    kiln_value ub = kiln_broadcast_in_dim(g, ur, 3, cd, (int[]){1, 2});
-    kiln_value none = n->a.gs.kind == KILN_SCATTER_MUL
-                          ? kiln_full(g, dt, 3, cd, 1)
-                          : kiln_broadcast_in_dim(g, xr, 3, cd, (int[]){0, 2});
-    kiln_value c = kiln_select(g, kiln_broadcast_in_dim(g, hit, 3, cd, (int[]){0, 1}), ub, none);
-    switch (n->a.gs.kind) {
-    case KILN_SCATTER_MUL: return kiln_mul(g, xr, kiln_reduce_prod(g, c, 1, &ax, false));
-    case KILN_SCATTER_MIN: return kiln_min(g, xr, kiln_reduce_min(g, c, 1, &ax, false));
-    default: return kiln_max(g, xr, kiln_reduce_max(g, c, 1, &ax, false));
-    }
+    kiln_value last = kiln_select(g, hit, kiln_iota(g, it, 2, nm, 1), kiln_full(g, it, 2, nm, -1));
+    last = kiln_reduce_max(g, last, 1, &ax, false);
+    kiln_value has = kiln_compare(g, last, kiln_scalar(g, it, 0), KILN_CMP_GE);
+    kiln_value v = kiln_take_rows(g, ur, kiln_max(g, last, kiln_scalar(g, it, 0)));
+    return kiln_select(g, kiln_broadcast_in_dim(g, has, 2, xd, (int[]){0}), v, xr);
+}
+
+/* MUL, MIN and MAX: one scatter_add_rows combining each update row into its target row
+ * in update order (the rows flags): the library kernel's O(updates) work, in the
+ * reference's order and rounding, where dense_scatter's is O(rows x updates). */
+static kiln_value combine_rows(kiln_graph *g, int kind, kiln_value x, kiln_value t, kiln_value u) {
+    ir_node m = {.op = IR_SCATTER_ADD_ROWS};
+    m.a.rows.mul = kind == KILN_SCATTER_MUL;
+    m.a.rows.min = kind == KILN_SCATTER_MIN;
+    m.a.rows.max = kind == KILN_SCATTER_MAX;
+    return trace_emit(g, "kiln_scatter", &m, (uint32_t[]){x.id, t.id, u.id}, 3);
 }
 
 kiln_value trace_scatter_primitives(kiln_graph *g, const ir_node *n, kiln_value x, kiln_value idx,
@@ -494,7 +490,7 @@ kiln_value trace_scatter_primitives(kiln_graph *g, const ir_node *n, kiln_value 
     if (!nx || !nu) return kiln_add(g, x, kiln_full(g, n->dtype, xs.rank, xs.dims, 0));
     for (int a = 0; a < xs.rank; a++)
         wsize[a] = n->a.gs.window[a] >= 0 ? us.dims[n->a.gs.window[a]] : 1;
-    bool add = n->a.gs.kind == KILN_SCATTER_ADD;
+    bool add = n->a.gs.kind != KILN_SCATTER_SET; /* every combining kind: rows */
     int tail = row_axes(n, &xs, &us, wsize);
     ir_shape uo, ur;
     split_rows(&us, tail, &uo, &ur);
@@ -506,11 +502,14 @@ kiln_value trace_scatter_primitives(kiln_graph *g, const ir_node *n, kiln_value 
             g, o.valid, t,
             kiln_full(g, KILN_DTYPE_I64, uo.rank, uo.dims, add ? (double)(nx / len) : -1));
     kiln_value r;
-    if (add)
+    if (n->a.gs.kind == KILN_SCATTER_ADD)
         r = kiln_scatter_add_rows(g, as_rows(g, x, &xs, tail), t,
                                   kiln_reshape(g, u, ur.rank, ur.dims));
+    else if (add)
+        r = combine_rows(g, n->a.gs.kind, as_rows(g, x, &xs, tail), t,
+                         kiln_reshape(g, u, ur.rank, ur.dims));
     else
-        r = dense_scatter(g, n, x, u, kiln_reshape(g, t, 1, &nt), nx / len, nt, len);
+        r = dense_scatter(g, x, u, kiln_reshape(g, t, 1, &nt), nx / len, nt, len);
     return kiln_reshape(g, r, xs.rank, xs.dims);
 }
 

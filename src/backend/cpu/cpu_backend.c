@@ -308,6 +308,7 @@ static kiln_status cpu_lib_gemm(void *state, int device, kiln_dtype t, const kn_
 
 typedef struct scatter_call {
     kiln_dtype t, it;
+    int combine;
     const void *operand, *idx, *upd;
     void *out;
     int64_t rows, row_len, n_idx, parts;
@@ -315,22 +316,31 @@ typedef struct scatter_call {
 
 static void scatter_chunk(void *arg, int64_t begin, int64_t end) {
     const scatter_call *c = arg;
-    cpu_scatter_add_rows_part(c->t, c->it, c->operand, c->rows, c->row_len, c->idx, c->n_idx,
-                              c->upd, c->out, c->parts, begin, end);
+    cpu_scatter_add_rows_part(c->t, c->it, c->combine, c->operand, c->rows, c->row_len, c->idx,
+                              c->n_idx, c->upd, c->out, c->parts, begin, end);
 }
 
 /* Runs of the table's rows on the pool (cpu_ops.h): each row is filled and updated by one
  * part, in index order, so the result does not depend on the threads. */
 static kiln_status cpu_lib_scatter(void *state, int device, kiln_dtype t, kiln_dtype it,
-                                   const void *operand, int64_t rows, int64_t row_len,
+                                   int combine, const void *operand, int64_t rows, int64_t row_len,
                                    const void *idx, int64_t n_idx, const void *upd, void *out) {
     cpu_state *st = state;
     /* empty rows or operand: the buffers may be NULL, and there is nothing to add */
     if (!rows || !row_len) return KILN_STATUS_OK;
     kn_pool *p = atomic_load_explicit(&st->pool[device], memory_order_acquire);
     int threads = p ? pool_num_threads(p) : 1;
-    scatter_call c = {t,   it,   operand, idx,   upd,
-                      out, rows, row_len, n_idx, cpu_scatter_parts(rows, row_len, n_idx, threads)};
+    scatter_call c = {.t = t,
+                      .it = it,
+                      .combine = combine,
+                      .operand = operand,
+                      .idx = idx,
+                      .upd = upd,
+                      .out = out,
+                      .rows = rows,
+                      .row_len = row_len,
+                      .n_idx = n_idx,
+                      .parts = cpu_scatter_parts(rows, row_len, n_idx, threads)};
     if (p && c.parts > 1)
         pool_parallel_for(p, c.parts, 1, scatter_chunk, &c);
     else
@@ -455,8 +465,8 @@ static kiln_status cpu_lib_run(void *state, int device, const kn_lib_desc *d, vo
         return KILN_STATUS_OK;
     case KN_LIB_SCATTER_ADD_ROWS: {
         const kn_scatter_desc *c = &d->scatter;
-        return cpu_lib_scatter(state, device, d->dtype, c->idx_dtype, b[0], c->rows, c->row_len,
-                               b[1], c->n_idx, b[2], b[3]);
+        return cpu_lib_scatter(state, device, d->dtype, c->idx_dtype, c->combine, b[0], c->rows,
+                               c->row_len, b[1], c->n_idx, b[2], b[3]);
     }
     case KN_LIB_CUMSUM: {
         const kn_cumsum_desc *c = &d->cumsum;

@@ -120,12 +120,15 @@ void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, con
 }
 
 /* Scatter-add over the rows [lo, hi) of the table: those rows of out start as the
- * operand's (or zeros), then every update whose index falls among them is added, in index
- * order. Parts own disjoint rows, so each row sees the sequential order whatever the
- * threads: the interpreter's bits. */
-#define SCATTER(NAME, T, ADD)                                                                      \
+ * operand's (or zeros), then every update whose index falls among them is added (or
+ * multiplied, or min-ed or max-ed: combine), in index order. Parts own disjoint rows, so
+ * each row sees the sequential order whatever the threads: the interpreter's bits. */
+#define SCATTER_ROW(F)                                                                             \
+    for (int64_t j = 0; j < len; j++) dst[j] = F(dst[j], u[j])
+#define SCATTER(NAME, T, ADD, MUL, MIN, MAX)                                                       \
     static void scatter_##NAME(const T *operand, int64_t len, const int64_t lo, const int64_t hi,  \
-                               bool wide, const void *idx, int64_t n_idx, const T *upd, T *o) {    \
+                               bool wide, int combine, const void *idx, int64_t n_idx,             \
+                               const T *upd, T *o) {                                               \
         T *rows = o + lo * len;                                                                    \
         size_t bytes = (size_t)((hi - lo) * len) * sizeof(T);                                      \
         if (!operand)                                                                              \
@@ -137,22 +140,70 @@ void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, con
             if (row < lo || row >= hi) continue;                                                   \
             T *dst = o + row * len;                                                                \
             const T *u = upd + i * len;                                                            \
-            for (int64_t j = 0; j < len; j++) dst[j] = ADD(dst[j], u[j]);                          \
+            switch (combine) {                                                                     \
+            case KN_ROWS_MUL: SCATTER_ROW(MUL); break;                                             \
+            case KN_ROWS_MIN: SCATTER_ROW(MIN); break;                                             \
+            case KN_ROWS_MAX: SCATTER_ROW(MAX); break;                                             \
+            default: SCATTER_ROW(ADD); break;                                                      \
+            }                                                                                      \
         }                                                                                          \
     }
-/* Each addition rounds to the table's dtype, as the reference's does (16-bit values add in
+/* Each step rounds to the table's dtype, as the reference's does (16-bit values combine in
  * f32, where the sum of two of them is exact but for far-apart exponents). */
 #define ADD_PLAIN(x, y)  ((x) + (y))
+#define MUL_PLAIN(x, y)  ((x) * (y))
 #define ADD_WRAP32(x, y) ((int32_t)((uint32_t)(x) + (uint32_t)(y)))
 #define ADD_WRAP64(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
-#define ADD_BF16(x, y)   kn_f32_to_bf16(kn_bf16_to_f32(x) + kn_bf16_to_f32(y))
-#define ADD_F16(x, y)    kn_f32_to_f16(kn_f16_to_f32(x) + kn_f16_to_f32(y))
-SCATTER(f32, float, ADD_PLAIN)
-SCATTER(f64, double, ADD_PLAIN)
-SCATTER(i32, int32_t, ADD_WRAP32)
-SCATTER(i64, int64_t, ADD_WRAP64)
-SCATTER(bf16, uint16_t, ADD_BF16)
-SCATTER(f16, uint16_t, ADD_F16)
+#define MUL_WRAP32(x, y) ((int32_t)((uint32_t)(x) * (uint32_t)(y)))
+#define MUL_WRAP64(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
+#define MIN_INT(x, y)    ((x) < (y) ? (x) : (y))
+#define MAX_INT(x, y)    ((x) > (y) ? (x) : (y))
+
+/* min and max as the compiled primitives (kiln_min_f32, kiln_max_f32): a NaN operand wins
+ * (the first if both), and of -0 and +0 min takes -0 and max +0 (the sign bits or-ed and
+ * and-ed). */
+static inline float min_f32(float a, float b) {
+    if (a < b || a != a) return a;
+    if (a != b) return b;
+    uint32_t x, y;
+    memcpy(&x, &a, 4), memcpy(&y, &b, 4), x |= y;
+    return memcpy(&a, &x, 4), a;
+}
+static inline float max_f32(float a, float b) {
+    if (a > b || a != a) return a;
+    if (a != b) return b;
+    uint32_t x, y;
+    memcpy(&x, &a, 4), memcpy(&y, &b, 4), x &= y;
+    return memcpy(&a, &x, 4), a;
+}
+static inline double min_f64(double a, double b) {
+    if (a < b || a != a) return a;
+    if (a != b) return b;
+    uint64_t x, y;
+    memcpy(&x, &a, 8), memcpy(&y, &b, 8), x |= y;
+    return memcpy(&a, &x, 8), a;
+}
+static inline double max_f64(double a, double b) {
+    if (a > b || a != a) return a;
+    if (a != b) return b;
+    uint64_t x, y;
+    memcpy(&x, &a, 8), memcpy(&y, &b, 8), x &= y;
+    return memcpy(&a, &x, 8), a;
+}
+#define ADD_BF16(x, y) kn_f32_to_bf16(kn_bf16_to_f32(x) + kn_bf16_to_f32(y))
+#define MUL_BF16(x, y) kn_f32_to_bf16(kn_bf16_to_f32(x) * kn_bf16_to_f32(y))
+#define MIN_BF16(x, y) kn_f32_to_bf16(min_f32(kn_bf16_to_f32(x), kn_bf16_to_f32(y)))
+#define MAX_BF16(x, y) kn_f32_to_bf16(max_f32(kn_bf16_to_f32(x), kn_bf16_to_f32(y)))
+#define ADD_F16(x, y)  kn_f32_to_f16(kn_f16_to_f32(x) + kn_f16_to_f32(y))
+#define MUL_F16(x, y)  kn_f32_to_f16(kn_f16_to_f32(x) * kn_f16_to_f32(y))
+#define MIN_F16(x, y)  kn_f32_to_f16(min_f32(kn_f16_to_f32(x), kn_f16_to_f32(y)))
+#define MAX_F16(x, y)  kn_f32_to_f16(max_f32(kn_f16_to_f32(x), kn_f16_to_f32(y)))
+SCATTER(f32, float, ADD_PLAIN, MUL_PLAIN, min_f32, max_f32)
+SCATTER(f64, double, ADD_PLAIN, MUL_PLAIN, min_f64, max_f64)
+SCATTER(i32, int32_t, ADD_WRAP32, MUL_WRAP32, MIN_INT, MAX_INT)
+SCATTER(i64, int64_t, ADD_WRAP64, MUL_WRAP64, MIN_INT, MAX_INT)
+SCATTER(bf16, uint16_t, ADD_BF16, MUL_BF16, MIN_BF16, MAX_BF16)
+SCATTER(f16, uint16_t, ADD_F16, MUL_F16, MIN_F16, MAX_F16)
 
 int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx, int threads) {
     /* a part's fixed cost is a pass over all the indices: worth it from CPU_SCATTER_PART
@@ -166,19 +217,32 @@ int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx, int thre
     return parts < 1 ? 1 : parts;
 }
 
-void cpu_scatter_add_rows_part(kiln_dtype t, kiln_dtype it, const void *operand, int64_t rows,
-                               int64_t len, const void *idx, int64_t n_idx, const void *upd,
-                               void *out, int64_t parts, int64_t begin, int64_t end) {
+void cpu_scatter_add_rows_part(kiln_dtype t, kiln_dtype it, int combine, const void *operand,
+                               int64_t rows, int64_t len, const void *idx, int64_t n_idx,
+                               const void *upd, void *out, int64_t parts, int64_t begin,
+                               int64_t end) {
     bool wide = it == KILN_DTYPE_I64;
     for (int64_t p = begin; p < end; p++) {
         int64_t lo = rows * p / parts, hi = rows * (p + 1) / parts;
         switch (t) {
-        case KILN_DTYPE_F32: scatter_f32(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
-        case KILN_DTYPE_F64: scatter_f64(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
-        case KILN_DTYPE_I32: scatter_i32(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
-        case KILN_DTYPE_I64: scatter_i64(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
-        case KILN_DTYPE_BF16: scatter_bf16(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
-        case KILN_DTYPE_F16: scatter_f16(operand, len, lo, hi, wide, idx, n_idx, upd, out); break;
+        case KILN_DTYPE_F32:
+            scatter_f32(operand, len, lo, hi, wide, combine, idx, n_idx, upd, out);
+            break;
+        case KILN_DTYPE_F64:
+            scatter_f64(operand, len, lo, hi, wide, combine, idx, n_idx, upd, out);
+            break;
+        case KILN_DTYPE_I32:
+            scatter_i32(operand, len, lo, hi, wide, combine, idx, n_idx, upd, out);
+            break;
+        case KILN_DTYPE_I64:
+            scatter_i64(operand, len, lo, hi, wide, combine, idx, n_idx, upd, out);
+            break;
+        case KILN_DTYPE_BF16:
+            scatter_bf16(operand, len, lo, hi, wide, combine, idx, n_idx, upd, out);
+            break;
+        case KILN_DTYPE_F16:
+            scatter_f16(operand, len, lo, hi, wide, combine, idx, n_idx, upd, out);
+            break;
         default: break; /* refused at compile: cpu_lib_dtype_ok */
         }
     }

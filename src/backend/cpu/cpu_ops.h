@@ -68,8 +68,11 @@ void cpu_sort_part(kiln_dtype t, const kn_sort_desc *d, const void *x, int32_t *
 #define CPU_SCATTER_PART      (1 << 17)
 #define CPU_SCATTER_MAX_PARTS 64
 int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx, int threads);
-void cpu_scatter_add_rows_part(kiln_dtype t, kiln_dtype idx_t, const void *operand, int64_t rows,
-                               int64_t row_len, const void *idx, int64_t n_idx, const void *upd,
-                               void *out, int64_t parts, int64_t begin, int64_t end);
+/* combine (kn_rows_combine): multiplies, or takes the min or max, instead of adding, in
+ * the same order. */
+void cpu_scatter_add_rows_part(kiln_dtype t, kiln_dtype idx_t, int combine, const void *operand,
+                               int64_t rows, int64_t row_len, const void *idx, int64_t n_idx,
+                               const void *upd, void *out, int64_t parts, int64_t begin,
+                               int64_t end);
 
 #endif

@@ -15,8 +15,9 @@
  *
  * kiln's own kernels are one CUDA source compiled through the same NVRTC path and disk
  * cache as generated programs, at a device's first library call. scatter_add_rows gives
- * each column a thread that walks the indices in order, so rows that repeat are added in
- * the reference's order (deterministic, as on the CPU); cumsum gives each column a thread
+ * each column a thread that walks the indices in order, so rows that repeat are added (or
+ * multiplied, min-ed, max-ed: kn_rows_combine) in the reference's order, with no atomics
+ * (deterministic, as on the CPU); cumsum gives each column a thread
  * that scans it in order, in f64 for floats, so its bits are the CPU's and the reference's.
  * A scan of few columns (one long row) runs on few threads: correct, not fast. bf16 and
  * f16 values are uint16_t in memory, widened to f32 exactly and narrowed to nearest even
@@ -72,20 +73,45 @@ static const char lib_source[] =
     "int64_t n) { permute(s, d, p, n); }\n"
     "extern \"C\" __global__ void kiln_permute8(const uint64_t *s, uint64_t *d, lib_perm p, "
     "int64_t n) { permute(s, d, p, n); }\n"
-    /* U: the type the addition is done in (unsigned for integers: wrapping) */
+    /* U: the type the addition and product are done in (unsigned for integers: wrapping);
+     * k: kn_rows_combine (add, mul, min, max). Float min and max as kiln_min_f32 and
+     * kiln_max_f32: a NaN operand wins, and -0 and +0 combine by their sign bits */
+    "template <typename T, typename U> __device__ __forceinline__ T comb(T a, T b, int64_t k) "
+    "{\n"
+    "    return k == 1 ? (T)((U)a * (U)b) : k == 2 ? (a < b ? a : b) : k == 3 ? (a > b ? a : b) "
+    ": (T)((U)a + (U)b);\n"
+    "}\n"
+    "template <> __device__ __forceinline__ float comb<float, float>(float a, float b, int64_t "
+    "k) {\n"
+    "    if (k == 0) return a + b;\n"
+    "    if (k == 1) return a * b;\n"
+    "    if ((k == 2 ? a < b : a > b) || a != a) return a;\n"
+    "    if (a != b) return b;\n"
+    "    unsigned x = __float_as_uint(a), y = __float_as_uint(b);\n"
+    "    return __uint_as_float(k == 2 ? x | y : x & y);\n"
+    "}\n"
+    "template <> __device__ __forceinline__ double comb<double, double>(double a, double b, "
+    "int64_t k) {\n"
+    "    if (k == 0) return a + b;\n"
+    "    if (k == 1) return a * b;\n"
+    "    if ((k == 2 ? a < b : a > b) || a != a) return a;\n"
+    "    if (a != b) return b;\n"
+    "    long long x = __double_as_longlong(a), y = __double_as_longlong(b);\n"
+    "    return __longlong_as_double(k == 2 ? x | y : x & y);\n"
+    "}\n"
     "template <typename T, typename U, typename I> __device__ void scatter(const I *idx, int64_t "
-    "n_idx, const T *u, T *o, int64_t rows, int64_t len) {\n"
+    "n_idx, const T *u, T *o, int64_t rows, int64_t len, int64_t k) {\n"
     "    GRID_STRIDE(j, len) {\n"
     "        for (int64_t i = 0; i < n_idx; i++) {\n"
     "            int64_t r = (int64_t)idx[i];\n"
     "            if (r < 0 || r >= rows) continue;\n"
-    "            o[r * len + j] = (T)((U)o[r * len + j] + (U)u[i * len + j]);\n"
+    "            o[r * len + j] = comb<T, U>(o[r * len + j], u[i * len + j], k);\n"
     "        }\n"
     "    }\n"
     "}\n"
     "#define SCATTER(name, T, U, I) extern \"C\" __global__ void name(const I *idx, int64_t n_idx, "
-    "const T *u, T *o, int64_t rows, int64_t len) { scatter<T, U, I>(idx, n_idx, u, o, rows, "
-    "len); }\n"
+    "const T *u, T *o, int64_t rows, int64_t len, int64_t k) { scatter<T, U, I>(idx, n_idx, u, "
+    "o, rows, len, k); }\n"
     "SCATTER(kiln_scatter_f32_i32, float, float, int32_t)\n"
     "SCATTER(kiln_scatter_f32_i64, float, float, int64_t)\n"
     "SCATTER(kiln_scatter_f64_i32, double, double, int32_t)\n"
@@ -97,18 +123,19 @@ static const char lib_source[] =
     /* bf16 and f16 (cuda_half.h) */
     CU_HALF_CONVERSIONS
     "template <typename T, typename I> __device__ void scatter_half(const I *idx, int64_t "
-    "n_idx, const T *u, T *o, int64_t rows, int64_t len) {\n"
+    "n_idx, const T *u, T *o, int64_t rows, int64_t len, int64_t k) {\n"
     "    GRID_STRIDE(j, len) {\n"
     "        for (int64_t i = 0; i < n_idx; i++) {\n"
     "            int64_t r = (int64_t)idx[i];\n"
     "            if (r < 0 || r >= rows) continue;\n"
-    "            narrow(wide(o[r * len + j]) + wide(u[i * len + j]), o[r * len + j]);\n"
+    "            narrow(comb<float, float>(wide(o[r * len + j]), wide(u[i * len + j]), k), "
+    "o[r * len + j]);\n"
     "        }\n"
     "    }\n"
     "}\n"
     "#define SCATTER_HALF(name, T, I) extern \"C\" __global__ void name(const I *idx, int64_t "
-    "n_idx, const T *u, T *o, int64_t rows, int64_t len) { scatter_half<T, I>(idx, n_idx, u, o, "
-    "rows, len); }\n"
+    "n_idx, const T *u, T *o, int64_t rows, int64_t len, int64_t k) { scatter_half<T, I>(idx, "
+    "n_idx, u, o, rows, len, k); }\n"
     "SCATTER_HALF(kiln_scatter_bf16_i32, bf16, int32_t)\n"
     "SCATTER_HALF(kiln_scatter_bf16_i64, bf16, int64_t)\n"
     "SCATTER_HALF(kiln_scatter_f16_i32, f16, int32_t)\n"
@@ -434,9 +461,9 @@ static kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const v
 }
 
 static kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype,
-                                       kiln_dtype idx_dtype, const void *operand, int64_t rows,
-                                       int64_t row_len, const void *idx, int64_t n_idx,
-                                       const void *upd, void *out) {
+                                       kiln_dtype idx_dtype, int64_t combine, const void *operand,
+                                       int64_t rows, int64_t row_len, const void *idx,
+                                       int64_t n_idx, const void *upd, void *out) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
     if (!rows || !row_len) return KILN_STATUS_OK;
@@ -452,7 +479,7 @@ static kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype
                                          (CUdeviceptr)(uintptr_t)operand, bytes, d->compute),
                "copying scatter_add_rows' operand");
     if (!n_idx) return KILN_STATUS_OK;
-    void *params[] = {(void *)&idx, &n_idx, (void *)&upd, &out, &rows, &row_len};
+    void *params[] = {(void *)&idx, &n_idx, (void *)&upd, &out, &rows, &row_len, &combine};
     return launch_lib(st, d, d->lib.scatter[lib_type(dtype)][idx_dtype == KILN_DTYPE_I64], params,
                       row_len);
 }
@@ -513,8 +540,8 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
                           d->permute.perm, b[1]);
     case KN_LIB_SCATTER_ADD_ROWS: {
         const kn_scatter_desc *c = &d->scatter;
-        return cu_scatter_add_rows(state, device, d->dtype, c->idx_dtype, b[0], c->rows, c->row_len,
-                                   b[1], c->n_idx, b[2], b[3]);
+        return cu_scatter_add_rows(state, device, d->dtype, c->idx_dtype, c->combine, b[0], c->rows,
+                                   c->row_len, b[1], c->n_idx, b[2], b[3]);
     }
     case KN_LIB_CUMSUM: {
         const kn_cumsum_desc *c = &d->cumsum;

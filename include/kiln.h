@@ -186,7 +186,7 @@ typedef struct kiln_context_options {
      * in the background; it replaces the first between two calls once ready (a call runs
      * one tier from its start to its end). Both builds are kept in the disk cache, and a
      * program whose -O3 build is there starts on it. 1: the -O3 build only, compiled before
-     * kiln_compile returns. 0: the default, 2. Loop and branch bodies and other compilers
+     * kiln_compile returns. 0: the default, 1. Loop and branch bodies and other compilers
      * than gcc (or any KILN_CC_FLAGS) have one tier. kiln_executable_info.compile_tier says
      * which tier an executable runs now, and the profile counts runs per tier. */
     int compile_tiers;

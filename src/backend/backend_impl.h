@@ -320,7 +320,7 @@ typedef struct kn_backend {
      * never ends (a stalled peer) where synchronize would block. */
     kiln_status (*stream_done)(void *state, int device, bool *done);
 
-    /* ---- tiered compilation (src/compile/tier.c, docs/performance.md) ---- */
+    /* ---- tiered compilation (src/runtime/tier.c, docs/performance.md) ---- */
 
     /* Optional; NULL: one tier, program_compile's. Like program_compile, at `tier`: 1 a
      * quicker build whose results are bit-identical to tier 2's, 2 program_compile's own.

@@ -11,7 +11,7 @@
  * kiln_compile_options.keep_ir keeps it for the reports that print it. Only the backend
  * table (backend_impl.h) is seen here: the program is an opaque handle. */
 #include "compile.h"
-#include "compile/tier.h"
+#include "runtime/tier.h"
 #include "comm/comm.h"
 #include "report/dump.h"
 #include "report/report.h"
@@ -392,8 +392,11 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     e->stats.num_fused_away = (int)e->plan.n_fused_away;
     e->donate_to = NULL; /* the caller's, read while compiling only */
     /* tiered compilation: the optimised build of a program that runs the quick one, in the
-     * background (tier.c); never fails the compile */
-    tier_schedule(e, e->source);
+     * background (runtime/tier.c) */
+    if ((s = tier_schedule(e, e->source))) {
+        kiln_executable_destroy(e);
+        return s;
+    }
     if (!o->keep_ir) exec_ir_free(e);
     e->stats.compile_seconds = now_seconds() - t0;
     if (ctx->config.profile && (s = kiln_executable_set_profiling(e, true))) {

@@ -2,7 +2,7 @@
  * (what each writes and reads, in place, in flight), the memory report and the generated
  * source, for a reader. It prints the IR, so it needs kiln_compile_options.keep_ir. */
 #include "report.h"
-#include "compile/tier.h"
+#include "runtime/tier.h"
 #include "passes/passes.h"
 #include "base/strbuf.h"
 
@@ -28,7 +28,7 @@ char *kiln_executable_to_string(const kiln_executable *e) {
             sb_printf(&sb, " (in flight until step %d)", e->mem.wait_step[i]);
         sb_append(&sb, "\n");
     }
-    if (e->tier == 1) /* tiered compilation (src/compile/tier.c): which build calls run now */
+    if (e->tier == 1) /* tiered compilation (src/runtime/tier.c): which build calls run now */
         sb_printf(&sb, "compile tier: %s\n",
                   tier_current(e) == 2 ? "2, the optimised build (swapped in for the quick one)"
                   : atomic_load_explicit(&((kiln_executable *)e)->tier_failed, memory_order_relaxed)

@@ -8,7 +8,7 @@
  * nothing below reads a setting that is not its own. */
 #include "backend/device.h"
 #include "backend/objcache.h"
-#include "compile/tier.h"
+#include "runtime/tier.h"
 #include "base/base.h"
 
 #include <stdio.h>

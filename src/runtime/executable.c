@@ -4,7 +4,7 @@
  * kiln_compile_options.keep_ir keeps it. Making an executable is src/compile/; a call
  * walks its steps in run.c. */
 #include "executable.h"
-#include "compile/tier.h"
+#include "runtime/tier.h"
 #include "passes/passes.h"
 
 #include <stdio.h>

@@ -157,7 +157,7 @@ struct kiln_executable {
     const int32_t *donate_to; /* while compiling a loop body: plan_options.donate_to */
     bool sub_graph;           /* a loop body or branch (remat_planner.sub_graph) */
 
-    /* ---- tiered compilation (src/compile/tier.c) ---- */
+    /* ---- tiered compilation (src/runtime/tier.c) ---- */
     uint8_t tier;            /* the tier prog and the steps' kernels were built at: 1 or 2 */
     bool tier_pending;       /* tier 2 is queued or compiling (under the tier service's mutex) */
     atomic_bool tier_failed; /* tier 2 failed: calls stay on tier 1 */
@@ -211,7 +211,7 @@ uint64_t exec_profile_now_ns(void);
 bool exec_profile_begin_run(kiln_executable *e);
 void exec_profile_add_kernel(kiln_executable *e, uint32_t ki, uint64_t ns, bool first);
 void exec_profile_add_run(kiln_executable *e, uint64_t ns, bool first);
-/* Counts a profiled run of tier `tier` (1 or 2: tiered compilation, src/compile/tier.c). */
+/* Counts a profiled run of tier `tier` (1 or 2: tiered compilation, src/runtime/tier.c). */
 void exec_profile_add_tier(kiln_executable *e, int tier);
 void exec_profile_free(kiln_executable *e);
 

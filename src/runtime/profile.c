@@ -80,7 +80,7 @@ void exec_profile_add_tier(kiln_executable *e, int tier) {
     atomic_fetch_add_explicit(&e->prof->tier_runs[tier == 1 ? 0 : 1], 1, memory_order_relaxed);
 }
 
-/* Tiered compilation (src/compile/tier.c): which build the profiled runs ran, for an
+/* Tiered compilation (src/runtime/tier.c): which build the profiled runs ran, for an
  * executable that started on the quick one. */
 static void report_tiers(const kiln_executable *e, strbuf *sb) {
     if (e->tier != 1) return;

@@ -293,7 +293,7 @@ static kiln_status run_steps(run_state *r, bool sync) {
     bool collectives = false; /* enqueued on the device: waited for with the group's timeout */
     r->n_started = 0;
     /* Tiered compilation: the build this call runs, read once, so that the optimised
-     * tier, swapped in meanwhile, is never mixed with the quick one (src/compile/tier.c) */
+     * tier, swapped in meanwhile, is never mixed with the quick one (src/runtime/tier.c) */
     const exec_tier_code *tier2 = atomic_load_explicit(&e->tier_code, memory_order_acquire);
     if (pe) exec_profile_add_tier(pe, tier2 || e->tier != 1 ? 2 : 1);
     for (uint32_t i = 0; i < e->n_steps && !s; i++) {

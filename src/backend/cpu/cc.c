@@ -104,7 +104,7 @@ static const char *const gcc_opt_flags[] = {"-O3", "-fno-split-loops", "-fno-loo
 static const char *const other_opt_flags[] = {"-O3"};
 #define N_OPT_FLAGS(gcc) ((gcc) ? 4 : 1)
 
-/* ---- tiered compilation (CC_TIER_FAST; src/compile/tier.c) ----
+/* ---- tiered compilation (CC_TIER_FAST; src/runtime/tier.c) ----
  * The first tier's flags: gcc only, whose -O1 keeps -O3's floating-point results when
  * told to. -O1 alone forms no FMA (gcc contracts a*b+c only with
  * -fexpensive-optimizations, which -O2 and -O3 turn on), and without the vectoriser the

@@ -32,7 +32,7 @@ void cc_compiler_destroy(cc_compiler *cc);
  * names no program is KILN_STATUS_CONFIG. The caller owns *out (cc_module_unload). */
 kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_module **out,
                            bool *from_cache);
-/* ---- tiered compilation (src/compile/tier.c) ----
+/* ---- tiered compilation (src/runtime/tier.c) ----
  * cc_module_load with flags: CC_TIER_FAST builds the first tier (cc.c's gcc_fast_flags,
  * which give -O3's bits sooner; a compiler without a first tier builds the second), in
  * cache entries of its own; CC_LOAD_CACHED_ONLY only looks in the disk cache: on a miss

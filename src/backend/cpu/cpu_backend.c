@@ -189,7 +189,7 @@ static kiln_status cpu_program_compile(void *state, int device, const char *sour
     return s;
 }
 
-/* ---- tiered compilation (src/compile/tier.c): cc.c's first tier, gcc only ---- */
+/* ---- tiered compilation (src/runtime/tier.c): cc.c's first tier, gcc only ---- */
 static kiln_status cpu_program_compile_tier(void *state, int device, const char *source, size_t len,
                                             int tier, unsigned flags, kn_program **out,
                                             kn_program_info *info, int *tiers) {

@@ -9,10 +9,10 @@
  * atomic store; a call reads that pointer once, at its start, and runs every kernel from
  * the build it found. Neither build is freed while the executable lives, so a call that
  * started on tier 1 finishes on it. */
-#ifndef KILN_COMPILE_TIER_H
-#define KILN_COMPILE_TIER_H
+#ifndef KILN_RUNTIME_TIER_H
+#define KILN_RUNTIME_TIER_H
 
-#include "runtime/executable.h"
+#include "executable.h"
 
 typedef struct tier_service tier_service;
 
@@ -30,12 +30,12 @@ bool tier_wanted(const kiln_executable *e);
  * which, and whether tier 2 is still to come). In load_kernels' place of
  * program_compile. */
 kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_program_info *info);
-/* Queues e's tier-2 build (its source is copied) when e runs tier 1; else nothing. The
- * job holds a reference on e. Without a thread or the memory for a job, tier 2 is built
- * at once, on the caller's thread. */
-void tier_schedule(kiln_executable *e, const char *source);
-/* kiln_executable_destroy: a job of e still queued is dropped (one in progress finishes,
- * and its result is freed with e). */
+/* Queues e's tier-2 build (its source is copied) when e runs tier 1; else nothing.
+ * KILN_STATUS_HOST_OOM (message set) when the job cannot be allocated; when the thread
+ * cannot start, tier 2 is built at once, on the caller's thread. */
+kiln_status tier_schedule(kiln_executable *e, const char *source);
+/* kiln_executable_destroy, before it drops the owner's reference: a job of e still queued
+ * is dropped, one compiling is waited for (so no job outlives its executable). */
 void tier_cancel(kiln_executable *e);
 /* Waits until e has no tier-2 build queued or in progress (a test hook; benchmarks that
  * want the steady state). Returns e's tier afterwards: 2, or 1 when tier 2 failed. */

@@ -8,14 +8,16 @@
  *   - neither build is freed while the executable lives (e->prog, tier 1, and tier_code,
  *     tier 2, both go in exec_unref), so no call in flight, synchronous or queued on the
  *     device, can lose the code it runs;
- *   - a queued or running job holds a reference on its executable: the executable
- *     outlives its job. kiln_executable_destroy drops a job still queued (tier_cancel); a
- *     job already compiling finishes, and the last reference frees its result;
+ *   - a job never outlives its executable: kiln_executable_destroy (tier_cancel), the one
+ *     way an owner lets an executable go, drops its job if still queued and waits for it
+ *     if compiling, before dropping its reference. So destroying is synchronous as before
+ *     (the executable is gone when it returns, unless a run holds it), and the thread
+ *     never frees an executable;
  *   - e->tier_pending, the queue and `running` change only under the service's mutex;
- *     `done` is broadcast whenever a job ends or is dropped (tier_wait's condition);
+ *     `done` is broadcast whenever a job ends or is dropped (tier_wait's and
+ *     tier_cancel's condition);
  *   - the context stops the thread (tier_service_destroy) before its backends close: the
- *     job in progress compiles through the backend, and a job's last reference may free
- *     an executable, which frees programs through the backend. */
+ *     job in progress compiles through the backend. */
 #include "tier.h"
 
 #include <pthread.h>
@@ -24,7 +26,7 @@
 
 typedef struct tier_job {
     struct tier_job *next;
-    kiln_executable *e; /* referenced (exec_ref) */
+    kiln_executable *e; /* alive until the job ends (tier_cancel waits for it) */
     char *source;       /* a copy of the generated source, len + 1 bytes */
     size_t len;
 } tier_job;
@@ -35,6 +37,7 @@ struct tier_service {
     pthread_cond_t work; /* a job was queued, or stop */
     pthread_cond_t done; /* a job finished or was dropped */
     tier_job *head, *tail;
+    kiln_executable *running; /* whose build is compiling now, or NULL */
     bool started, stop;
     bool held; /* tier_hold: the thread starts no job */
     pthread_t thread;
@@ -59,7 +62,6 @@ kiln_status tier_service_create(kiln_context *ctx) {
 }
 
 static void job_free(kiln_context *ctx, tier_job *j) {
-    exec_unref(j->e); /* may free the executable: outside the service's mutex */
     host_free(ctx, j->source, j->len + 1);
     host_free(ctx, j, sizeof *j);
 }
@@ -171,14 +173,14 @@ static void *tier_main(void *arg) {
         tier_job *j = t->head;
         t->head = j->next;
         if (!t->head) t->tail = NULL;
+        t->running = j->e;
         pthread_mutex_unlock(&t->mu);
         build_tier2(j->e, j->source, j->len, KN_TIER_BACKGROUND);
-        pthread_mutex_lock(&t->mu);
-        j->e->tier_pending = false;
-        pthread_cond_broadcast(&t->done);
-        pthread_mutex_unlock(&t->mu);
         job_free(t->ctx, j);
         pthread_mutex_lock(&t->mu);
+        t->running->tier_pending = false;
+        t->running = NULL;
+        pthread_cond_broadcast(&t->done);
     }
     pthread_mutex_unlock(&t->mu);
     return NULL;
@@ -202,23 +204,23 @@ static bool enqueue(tier_service *t, tier_job *j) {
     return ok;
 }
 
-void tier_schedule(kiln_executable *e, const char *source) {
-    if (e->tier != 1) return;
+kiln_status tier_schedule(kiln_executable *e, const char *source) {
+    if (e->tier != 1) return KILN_STATUS_OK;
     kiln_context *ctx = e->ctx;
     size_t len = strlen(source);
     tier_job *j = host_calloc(ctx, 1, sizeof *j);
     char *copy = j ? host_alloc(ctx, len + 1) : NULL;
-    if (copy) {
-        memcpy(copy, source, len + 1);
-        *j = (tier_job){.e = e, .source = copy, .len = len};
-        exec_ref(e);
-        if (ctx->tiers && enqueue(ctx->tiers, j)) return;
-        exec_unref(e); /* e is the caller's still: this drops only the job's reference */
-        host_free(ctx, copy, len + 1);
+    if (!copy) {
+        if (j) host_free(ctx, j, sizeof *j);
+        return ctx_oom(ctx, "kiln_compile: queueing the optimised build", len + 1);
     }
-    if (j) host_free(ctx, j, sizeof *j);
-    /* no thread or no memory for one: the optimised build now, on the caller's thread */
+    memcpy(copy, source, len + 1);
+    *j = (tier_job){.e = e, .source = copy, .len = len};
+    if (ctx->tiers && enqueue(ctx->tiers, j)) return KILN_STATUS_OK;
+    job_free(ctx, j);
+    /* the thread cannot start: the optimised build now, on the caller's thread */
     build_tier2(e, source, len, 0);
+    return KILN_STATUS_OK;
 }
 
 void tier_cancel(kiln_executable *e) {
@@ -235,8 +237,9 @@ void tier_cancel(kiln_executable *e) {
         pthread_cond_broadcast(&t->done);
         break;
     }
+    while (t->running == e) pthread_cond_wait(&t->done, &t->mu); /* compiling: wait for it */
     pthread_mutex_unlock(&t->mu);
-    if (dropped) job_free(e->ctx, dropped); /* not the last reference: the caller holds one */
+    if (dropped) job_free(e->ctx, dropped);
 }
 
 int tier_wait(kiln_executable *e) {

@@ -339,7 +339,22 @@ typedef struct kn_backend {
      * so far has finished. Never waits, so a caller can bound a wait for a collective that
      * never ends (a stalled peer) where synchronize would block. */
     kiln_status (*stream_done)(void *state, int device, bool *done);
+
+    /* ---- tiered compilation (src/runtime/tier.c, docs/performance.md) ---- */
+
+    /* Optional; NULL: one tier, program_compile's. Like program_compile, at `tier`: 1 a
+     * quicker build whose results are bit-identical to tier 2's, 2 program_compile's own.
+     * With KN_TIER_CACHED_ONLY it only looks in the backend's cache and returns OK with
+     * *out NULL on a miss; KN_TIER_BACKGROUND: the build runs behind the program's own
+     * work (lower priority). *tiers (may be NULL) gets how many tiers this backend has
+     * now (1: asking for tier 1 builds tier 2). */
+    kiln_status (*program_compile_tier)(void *state, int device, const char *source, size_t len,
+                                        int tier, unsigned flags, kn_program **out,
+                                        kn_program_info *info, int *tiers);
 } kn_backend;
+
+/* program_compile_tier's flags. */
+enum { KN_TIER_CACHED_ONLY = 1u, KN_TIER_BACKGROUND = 2u };
 
 /* The backends compiled into this build, in the order their devices are numbered (the CPU
  * first). The list is constant; *n receives its length. */

@@ -48,6 +48,7 @@ typedef struct kn_config {
     bool matmul_tf32;         /* KILN_MATMUL_PRECISION=tf32: GPU f32 products on TF32 cores */
     bool profile;             /* KILN_PROFILE: profile every executable, report at destroy */
     char nccl_library[1024];  /* KILN_NCCL_LIBRARY; "": libnccl.so.2 */
+    int compile_tiers;        /* KILN_COMPILE_TIERS: 1 or 2 once resolved (src/runtime/tier.c) */
 } kn_config;
 
 #define KN_MAX_CPU_DEVICES 64
@@ -70,6 +71,9 @@ struct kiln_context {
     /* Why a compiled-in backend has no device here ("cuda: cannot load the CUDA driver
      * ..."), for the message of a request for a device that does not exist; "" if none. */
     char devices_absent[512];
+    /* Tiered compilation: the background compiler's queue and thread (src/runtime/tier.c);
+     * made with the context, its thread started by the first program that needs it. */
+    struct tier_service *tiers;
 };
 
 /* Host memory. host_alloc returns NULL on failure and sets no message: the caller knows

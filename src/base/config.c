@@ -127,6 +127,8 @@ static kiln_status check_options(const kiln_context_options *o, char *err, size_
         return bad_opt(err, n, "memory_budget_fraction must be in (0, 1], or 0 for none");
     if (o->cpu_devices < 0 || o->cpu_devices > KN_MAX_CPU_DEVICES)
         return bad_opt(err, n, "cpu_devices must be in [0, 64] (0: one CPU device)");
+    if (o->compile_tiers < 0 || o->compile_tiers > 2)
+        return bad_opt(err, n, "compile_tiers must be 1, 2 or 0 for the default (1)");
     if (o->cache_max_bytes < -1)
         return bad_opt(err, n,
                        "cache_max_bytes must be a byte count, 0 for the default (1 GiB) or -1 "
@@ -272,6 +274,14 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
                            "tf32 (or tensorfloat32) for TF32 products on a GPU, or highest "
                            "(float32, default) for exact f32");
     }
+    if ((v = getenv("KILN_COMPILE_TIERS")) && *v) {
+        long t;
+        if (!config_parse_int(v, &t) || t < 1 || t > 2)
+            return bad_env(err, n, "KILN_COMPILE_TIERS", v,
+                           "1 (the -O3 build only) or 2 (a quick build first, -O3 in the "
+                           "background)");
+        c->compile_tiers = (int)t;
+    }
     if ((v = getenv("KILN_PROFILE")) && *v) {
         if (!config_parse_bool(v, &c->profile))
             return bad_env(err, n, "KILN_PROFILE", v, "true or false (1/0, yes/no, on/off)");
@@ -308,6 +318,7 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
                        .blas = o->blas,
                        .matmul_tf32 = o->matmul_tf32,
                        .profile = o->profile,
+                       .compile_tiers = o->compile_tiers,
                        .cache_max_bytes = cache_cap(o->cache_max_bytes)};
     /* lengths were checked above */
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);
@@ -320,6 +331,7 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
     if (!o->ignore_environment && (s = apply_env(cfg, err, err_size))) return s;
     if (cfg->mem_fraction == 0) cfg->mem_fraction = 0.75;
     if (cfg->cpu_devices == 0) cfg->cpu_devices = 1;
+    if (cfg->compile_tiers == 0) cfg->compile_tiers = 1; /* docs/performance.md says why */
     if (!cfg->cache_dir[0]) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         if (xdg && *xdg)

@@ -11,6 +11,7 @@
  * kiln_compile_options.keep_ir keeps it for the reports that print it. Only the backend
  * table (backend_impl.h) is seen here: the program is an opaque handle. */
 #include "compile.h"
+#include "runtime/tier.h"
 #include "comm/comm.h"
 #include "report/dump.h"
 #include "report/report.h"
@@ -201,8 +202,12 @@ static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
         b->gemm_warm(e->dev->state, e->dev->index, t);
     }
     kn_program_info pi;
-    s = b->program_compile(e->dev->state, e->dev->index, e->source, strlen(e->source), &e->prog,
-                           &pi);
+    e->tier = 2;
+    if (tier_wanted(e)) /* tiered compilation: tier.c */
+        s = tier_program_compile(e, &e->prog, &pi);
+    else
+        s = b->program_compile(e->dev->state, e->dev->index, e->source, strlen(e->source), &e->prog,
+                               &pi);
     if (s) return s;
     e->stats.from_disk_cache = pi.from_cache;
     e->stats.code_bytes = pi.code_bytes;
@@ -388,6 +393,12 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     e->stats.num_ops = kiln_graph_num_nodes(e->g);
     e->stats.num_fused_away = (int)e->plan.n_fused_away;
     e->donate_to = NULL; /* the caller's, read while compiling only */
+    /* tiered compilation: the optimised build of a program that runs the quick one, in the
+     * background (runtime/tier.c) */
+    if ((s = tier_schedule(e, e->source))) {
+        kiln_executable_destroy(e);
+        return s;
+    }
     if (!o->keep_ir) exec_ir_free(e);
     e->stats.compile_seconds = now_seconds() - t0;
     if (ctx->config.profile && (s = kiln_executable_set_profiling(e, true))) {

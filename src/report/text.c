@@ -2,6 +2,7 @@
  * (what each writes and reads, in place, in flight), the memory report and the generated
  * source, for a reader. It prints the IR, so it needs kiln_compile_options.keep_ir. */
 #include "report.h"
+#include "runtime/tier.h"
 #include "passes/passes.h"
 #include "base/strbuf.h"
 
@@ -27,6 +28,12 @@ char *kiln_executable_to_string(const kiln_executable *e) {
             sb_printf(&sb, " (in flight until step %d)", e->mem.wait_step[i]);
         sb_append(&sb, "\n");
     }
+    if (e->tier == 1) /* tiered compilation (src/runtime/tier.c): which build calls run now */
+        sb_printf(&sb, "compile tier: %s\n",
+                  tier_current(e) == 2 ? "2, the optimised build (swapped in for the quick one)"
+                  : atomic_load_explicit(&((kiln_executable *)e)->tier_failed, memory_order_relaxed)
+                      ? "1, the quick build (the optimised one failed to compile)"
+                      : "1, the quick build (the optimised one is compiling in the background)");
     char *report = exec_memory_report(e);
     sb_printf(&sb, "\n%s\n%s", report ? report : "", e->source ? e->source : "");
     if (!report) sb.oom = true;

@@ -8,6 +8,7 @@
  * nothing below reads a setting that is not its own. */
 #include "backend/device.h"
 #include "backend/objcache.h"
+#include "runtime/tier.h"
 #include "base/base.h"
 
 #include <stdio.h>
@@ -94,6 +95,11 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
         kiln_context_destroy(ctx);
         return s;
     }
+    if ((s = tier_service_create(ctx))) {
+        kiln_last_error_copy(ctx, err, err_size);
+        kiln_context_destroy(ctx);
+        return s;
+    }
     if ((s = open_devices(ctx))) {
         kiln_last_error_copy(ctx, err, err_size);
         kiln_context_destroy(ctx);
@@ -105,7 +111,8 @@ kiln_status kiln_context_create(const kiln_context_options *opts, kiln_context *
 
 void kiln_context_destroy(kiln_context *ctx) {
     if (!ctx) return;
-    device_close_all(ctx); /* and with them the backends' state: compilers, thread pools */
+    tier_service_destroy(ctx); /* its compile in progress needs the backends */
+    device_close_all(ctx);     /* and with them the backends' state: compilers, thread pools */
     ctx_errors_free(ctx);
     kiln_host_allocator h = ctx->host;
     h.free(h.user, ctx, sizeof *ctx);

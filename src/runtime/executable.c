@@ -4,6 +4,7 @@
  * kiln_compile_options.keep_ir keeps it. Making an executable is src/compile/; a call
  * walks its steps in run.c. */
 #include "executable.h"
+#include "runtime/tier.h"
 #include "passes/passes.h"
 
 #include <stdio.h>
@@ -50,7 +51,9 @@ void exec_ref(kiln_executable *e) {
 }
 
 void kiln_executable_destroy(kiln_executable *e) {
-    if (e) exec_unref(e);
+    if (!e) return;
+    tier_cancel(e); /* a tier-2 build still queued is not needed any more */
+    exec_unref(e);
 }
 
 void exec_ir_free(kiln_executable *e) {
@@ -89,6 +92,7 @@ void exec_unref(kiln_executable *e) {
     }
     exec_profile_free(e);
     if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);
+    tier_code_free(e);
     exec_steps_free(e);
     exec_controls_free(e);
     exec_profile_forget(e);
@@ -98,7 +102,9 @@ void exec_unref(kiln_executable *e) {
 }
 
 void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *info) {
-    if (e && info) *info = e->stats;
+    if (!e || !info) return;
+    *info = e->stats;
+    info->compile_tier = tier_current(e);
 }
 
 void exec_steps_free(kiln_executable *e) {

@@ -164,7 +164,19 @@ struct kiln_executable {
     mem_plan mem;             /* schedule, buffers, arena (src/plan) */
     const int32_t *donate_to; /* while compiling a loop body: plan_options.donate_to */
     bool sub_graph;           /* a loop body or branch (remat_planner.sub_graph) */
+
+    /* ---- tiered compilation (src/runtime/tier.c) ---- */
+    uint8_t tier;            /* the tier prog and the steps' kernels were built at: 1 or 2 */
+    bool tier_pending;       /* tier 2 is queued or compiling (under the tier service's mutex) */
+    atomic_bool tier_failed; /* tier 2 failed: calls stay on tier 1 */
+    _Atomic(struct exec_tier_code *) tier_code; /* tier 2 once built; NULL before */
 };
+
+/* Tiered compilation: the second tier's build (tier.c), which a call that finds it set
+ * runs instead of the steps' own loop kernels. */
+typedef struct exec_tier_code exec_tier_code;
+/* Loop step i's kernel handle in tier 2's build (tier.c). */
+void *exec_tier_kernel(const exec_tier_code *c, uint32_t i);
 
 /* The error of a call whose own object (executable, jit) is NULL: the message goes to the
  * context of its first argument that is not NULL, so kiln_last_error reads this failure and
@@ -207,6 +219,8 @@ uint64_t exec_profile_now_ns(void);
 bool exec_profile_begin_run(kiln_executable *e);
 void exec_profile_add_kernel(kiln_executable *e, uint32_t ki, uint64_t ns, bool first);
 void exec_profile_add_run(kiln_executable *e, uint64_t ns, bool first);
+/* Counts a profiled run of tier `tier` (1 or 2: tiered compilation, src/runtime/tier.c). */
+void exec_profile_add_tier(kiln_executable *e, int tier);
 void exec_profile_free(kiln_executable *e);
 
 /* A run in flight holds the executable: the last reference frees it. */

@@ -43,6 +43,7 @@ struct exec_profile {
     atomic_bool first_done;       /* the first run finished: first_wall_ns is final */
     atomic_uint_fast64_t first_wall_ns;
     uint32_t n_kernels;
+    atomic_uint_fast64_t tier_runs[2]; /* profiled runs per compile tier (1, 2), first included */
 };
 
 /* Counters: n_kernels for the runs after the first, n_kernels for the first, at least one. */
@@ -73,6 +74,25 @@ void exec_profile_add_run(kiln_executable *e, uint64_t ns, bool first) {
     }
     atomic_fetch_add_explicit(&e->prof->wall_ns, ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&e->prof->runs, 1, memory_order_relaxed);
+}
+
+void exec_profile_add_tier(kiln_executable *e, int tier) {
+    atomic_fetch_add_explicit(&e->prof->tier_runs[tier == 1 ? 0 : 1], 1, memory_order_relaxed);
+}
+
+/* Tiered compilation (src/runtime/tier.c): which build the profiled runs ran, for an
+ * executable that started on the quick one. */
+static void report_tiers(const kiln_executable *e, strbuf *sb) {
+    if (e->tier != 1) return;
+    uint64_t t1 = atomic_load_explicit(&e->prof->tier_runs[0], memory_order_relaxed),
+             t2 = atomic_load_explicit(&e->prof->tier_runs[1], memory_order_relaxed);
+    sb_printf(sb,
+              "  compile tiers: %" PRIu64 " profiled runs on the quick build (tier 1), %" PRIu64
+              " on the optimised one (tier 2)%s\n",
+              t1, t2,
+              atomic_load_explicit(&e->tier_failed, memory_order_relaxed)
+                  ? "; the optimised build failed, the quick one stays"
+                  : "");
 }
 
 void exec_profile_free(kiln_executable *e) {
@@ -113,6 +133,8 @@ void kiln_executable_profile_reset(kiln_executable *e) {
     atomic_store_explicit(&p->first_wall_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&p->wall_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&p->runs, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->tier_runs[0], 0, memory_order_relaxed);
+    atomic_store_explicit(&p->tier_runs[1], 0, memory_order_relaxed);
 }
 
 /* Which runs the figures count, read once so a report or getter is consistent while runs
@@ -255,6 +277,7 @@ static char *profile_report(const kiln_executable *e) {
               runs, v.from_first ? " (the first: it may include one-time work)" : "", wall,
               e->dev->name, (double)sum * per_run);
     if (v.first_apart) report_first_run(e, rows, nk, per_run, &sb);
+    report_tiers(e, &sb);
     static const char *const kind_names[FK_NUM_KINDS] = {"loops", "products",     "scatters",
                                                          "scans", "attention",    "collectives",
                                                          "sorts", "control steps", "transfers"};

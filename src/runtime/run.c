@@ -302,6 +302,10 @@ static kiln_status run_steps(run_state *r, bool sync) {
     uint64_t t_run = pe ? exec_profile_now_ns() : 0;
     bool collectives = false; /* enqueued on the device: waited for with the group's timeout */
     r->n_started = 0;
+    /* Tiered compilation: the build this call runs, read once, so that the optimised
+     * tier, swapped in meanwhile, is never mixed with the quick one (src/runtime/tier.c) */
+    const exec_tier_code *tier2 = atomic_load_explicit(&e->tier_code, memory_order_acquire);
+    if (pe) exec_profile_add_tier(pe, tier2 || e->tier != 1 ? 2 : 1);
     for (uint32_t i = 0; i < e->n_steps && !s; i++) {
         const exec_step *st = &e->steps[i];
         if (r->n_started && (s = finish_collectives(r, (int32_t)st->sched, s))) break;
@@ -309,8 +313,8 @@ static kiln_status run_steps(run_state *r, bool sync) {
         void *const *bufs = r->bufs + st->at;
         switch (st->kind) {
         case EXEC_STEP_LOOP:
-            s = b->launch(state, dev, st->loop.fn, bufs, (int)st->n, st->loop.items,
-                          st->loop.grain);
+            s = b->launch(state, dev, tier2 ? exec_tier_kernel(tier2, i) : st->loop.fn, bufs,
+                          (int)st->n, st->loop.items, st->loop.grain);
             break;
         case EXEC_STEP_LIB: s = b->lib_run(state, dev, &e->libs[st->lib], bufs); break;
         case EXEC_STEP_CONTROL: s = exec_run_control((kiln_executable *)e, st, bufs); break;

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -102,6 +103,20 @@ static const char *const gcc_opt_flags[] = {"-O3", "-fno-split-loops", "-fno-loo
                                             "-pipe"};
 static const char *const other_opt_flags[] = {"-O3"};
 #define N_OPT_FLAGS(gcc) ((gcc) ? 4 : 1)
+
+/* ---- tiered compilation (CC_TIER_FAST; src/runtime/tier.c) ----
+ * The first tier's flags: gcc only, whose -O1 keeps -O3's floating-point results when
+ * told to. -O1 alone forms no FMA (gcc contracts a*b+c only with
+ * -fexpensive-optimizations, which -O2 and -O3 turn on), and without the vectoriser the
+ * `#pragma omp simd` reductions still vectorise (-fopenmp-simd forces them) but the plain
+ * loops run scalar and several times slower; with both flags every output of the
+ * bench/programs programs is bit-identical to -O3's (docs/performance.md, "Compile
+ * tiers"). -O0 and -Og compile a little sooner but leave the simd reductions scalar (other
+ * bits) and run much slower; clang compiles slower than gcc at any level and its -O1 has
+ * no loop vectoriser, so another compiler has one tier. */
+static const char *const gcc_fast_flags[] = {"-O1", "-fexpensive-optimizations", "-ftree-vectorize",
+                                             "-pipe"};
+#define N_FAST_FLAGS 4
 struct cc_compiler {
     kiln_context *ctx;         /* the owner, whose allocator made this */
     const kn_cpu_options *opt; /* the CPU backend's options, which outlive this */
@@ -140,6 +155,8 @@ typedef struct cc_load {
     int parts;                     /* plan_parts: 1, or the translation units compiled at once */
     size_t cuts[CC_MAX_PARTS + 1]; /* where they begin (plan_parts) */
     char key[SHA256_HEX_BYTES];
+    bool fast;       /* CC_TIER_FAST: gcc_fast_flags instead of the optimisation flags */
+    bool background; /* CC_LOAD_BACKGROUND: the compilers run at a lower priority */
 } cc_load;
 
 static double now_seconds(void) {
@@ -409,6 +426,10 @@ static void compute_key(cc_load *ld) {
     char parts[16];
     snprintf(parts, sizeof parts, "parts=%d", ld->parts);
     sha256_update(&c, parts, strlen(parts) + 1);
+    /* the first tier's objects are other bytes: their own entries (the second tier's key
+     * is what it was before tiers, so caches made then still serve it) */
+    for (int i = 0; ld->fast && i < N_FAST_FLAGS; i++)
+        sha256_update(&c, gcc_fast_flags[i], strlen(gcc_fast_flags[i]) + 1);
     sha256_update(&c, ld->source, ld->len);
     sha256_final(&c, digest);
     sha256_hex(digest, ld->key);
@@ -426,7 +447,8 @@ static void build_argv_n(const cc_load *ld, cc_argv *a, bool compile_only, const
                          char *const *inputs, int n_inputs) {
     int n = 0;
     a->v[n++] = ld->st->path;
-    for (int i = 0; i < N_OPT_FLAGS(ld->st->is_gcc); i++)
+    for (int i = 0; ld->fast && i < N_FAST_FLAGS; i++) a->v[n++] = (char *)gcc_fast_flags[i];
+    for (int i = 0; !ld->fast && i < N_OPT_FLAGS(ld->st->is_gcc); i++)
         a->v[n++] = (char *)(ld->st->is_gcc ? gcc_opt_flags : other_opt_flags)[i];
     for (int i = 0; i < N_BASE_FLAGS; i++) a->v[n++] = (char *)base_flags[i];
     snprintf(a->extra, sizeof a->extra, "%s", ld->st->opt->cc_flags);
@@ -584,6 +606,13 @@ typedef struct cc_parts {
     cc_argv argv[CC_MAX_PARTS + 1]; /* the parts', then the link's */
 } cc_parts;
 
+/* A background compile (the second tier, built while the first one runs the program) gives
+ * the cores to the program's own threads first. Best effort: a compiler that has already
+ * exited, or a system that refuses, changes nothing but the order of work. */
+static void lower_priority(const cc_load *ld, pid_t pid) {
+    if (ld->background) setpriority(PRIO_PROCESS, (id_t)pid, 10);
+}
+
 /* Compiles the parts of a split source at once, each into part<i>.o, then links them into
  * <tmp>/CC_TMP_OBJECT. Every started compiler is waited for before returning. false when
  * any step failed: the caller then compiles the whole source as one unit, so that a
@@ -609,6 +638,7 @@ static bool run_parts(const cc_load *ld, const char *tmp, int parts, const size_
         char *in = HAVE_SPAWN_CHDIR ? w->rel_src[i] : w->src[i];
         build_argv_n(ld, &w->argv[i], true, HAVE_SPAWN_CHDIR ? w->rel_obj[i] : w->obj[i], &in, 1);
         ok = start_in(w->argv[i].v, tmp, w->out[i], &pid[started], NULL, 0) == STARTED;
+        if (ok) lower_priority(ld, pid[started]);
         started += ok;
     }
     for (int i = 0; i < started; i++)
@@ -618,8 +648,9 @@ static bool run_parts(const cc_load *ld, const char *tmp, int parts, const size_
     for (int i = 0; i < parts; i++) objs[i] = HAVE_SPAWN_CHDIR ? w->rel_obj[i] : w->obj[i];
     build_argv_n(ld, &w->argv[parts], false, HAVE_SPAWN_CHDIR ? CC_TMP_OBJECT : so, objs, parts);
     pid_t link;
-    return start_in(w->argv[parts].v, tmp, link_out, &link, NULL, 0) == STARTED &&
-           ran_ok(wait_program(link)) && !access(so, R_OK);
+    if (start_in(w->argv[parts].v, tmp, link_out, &link, NULL, 0) != STARTED) return false;
+    lower_priority(ld, link);
+    return ran_ok(wait_program(link)) && !access(so, R_OK);
 }
 
 /* One compile in a private temp folder (load_private). */
@@ -687,6 +718,7 @@ static kiln_status run_compiler(const cc_load *ld, cc_work *wk) {
     pid_t pid;
     char why[2 * PATH_MAX];
     start_step step = start_in(a.v, tmp, output, &pid, why, sizeof why);
+    if (step == STARTED) lower_priority(ld, pid);
     int status = step == STARTED ? wait_program(pid) : 0;
     count_compile(ld->st, now_seconds() - t0);
     if (step != STARTED)
@@ -830,9 +862,10 @@ static kiln_status compile_into_cache(const cc_load *ld, const char *dir, cc_mod
     return s;
 }
 
-static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **out,
-                               bool *from_cache) {
+static kiln_status load_cached(const cc_load *ld, const char *dir, bool cached_only,
+                               cc_module **out, bool *from_cache) {
     kiln_status s = objcache_dir_ready(ld->ctx, dir);
+    if (s == KILN_STATUS_IO && cached_only) return KILN_STATUS_OK; /* nothing to find there */
     if (s == KILN_STATUS_IO) { /* cannot be made or read: an insecure one is still an error */
         char why[512];
         kiln_last_error_copy(ld->ctx, why, sizeof why);
@@ -857,6 +890,7 @@ static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **o
                               CC_SUFFIX); /* intact bytes that will not load: rebuild */
         e = OBJCACHE_CORRUPT;
     }
+    if (cached_only && e == OBJCACHE_MISS) return KILN_STATUS_OK; /* a look, not a miss */
     bump(ld->st, &ld->st->stats.disk_misses, 1);
     if (e == OBJCACHE_CORRUPT) bump(ld->st, &ld->st->stats.corrupt_rebuilt, 1);
     return compile_into_cache(ld, dir, out);
@@ -864,19 +898,39 @@ static kiln_status load_cached(const cc_load *ld, const char *dir, cc_module **o
 
 kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_module **out,
                            bool *from_cache) {
+    return cc_module_load_tier(cc, source, len, 0, out, from_cache);
+}
+
+kiln_status cc_module_load_tier(cc_compiler *cc, const char *source, size_t len, unsigned flags,
+                                cc_module **out, bool *from_cache) {
     kiln_context *ctx = cc->ctx;
     if (from_cache) *from_cache = false;
     if (!out || (!source && len))
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "cc_module_load: %s is NULL",
                          out ? "source" : "out");
     *out = NULL;
-    cc_load ld = {.ctx = ctx, .st = cc, .source = source ? source : "", .len = len};
-    kiln_status s = compiler_ready(cc);
+    cc_load ld = {.ctx = ctx,
+                  .st = cc,
+                  .source = source ? source : "",
+                  .len = len,
+                  .background = flags & CC_LOAD_BACKGROUND};
+    bool cached_only = flags & CC_LOAD_CACHED_ONLY, fast = false;
+    kiln_status s = cc_has_fast_tier(cc, &fast);
     if (s) return s;
+    ld.fast = fast && (flags & CC_TIER_FAST); /* without a first tier: the second */
     ld.parts = plan_parts(ld.source, ld.len, compile_jobs(&ld), ld.cuts);
     compute_key(&ld);
-    if (!cc->opt->cache.max_bytes) return load_private(&ld, NULL, out);
-    return load_cached(&ld, cc->opt->cache.dir, out, from_cache);
+    if (!cc->opt->cache.max_bytes)
+        return cached_only ? KILN_STATUS_OK : load_private(&ld, NULL, out);
+    return load_cached(&ld, cc->opt->cache.dir, cached_only, out, from_cache);
+}
+
+kiln_status cc_has_fast_tier(cc_compiler *cc, bool *has) {
+    kiln_status s = compiler_ready(cc);
+    /* KILN_CC_FLAGS may hold an -O of its own, or a sanitizer: what the user asked for is
+     * built once, as asked */
+    *has = !s && cc->is_gcc && !cc->opt->cc_flags[0];
+    return s;
 }
 
 /* ---------------------------------------------------------- the module ---- */

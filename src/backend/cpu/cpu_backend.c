@@ -189,6 +189,31 @@ static kiln_status cpu_program_compile(void *state, int device, const char *sour
     return s;
 }
 
+/* ---- tiered compilation (src/runtime/tier.c): cc.c's first tier, gcc only ---- */
+static kiln_status cpu_program_compile_tier(void *state, int device, const char *source, size_t len,
+                                            int tier, unsigned flags, kn_program **out,
+                                            kn_program_info *info, int *tiers) {
+    cpu_state *st = state;
+    (void)device;
+    cc_module *m = NULL;
+    bool fast = false;
+    *info = (kn_program_info){0};
+    *out = NULL;
+    kiln_status s = cc_has_fast_tier(st->cc, &fast);
+    if (tiers) *tiers = fast ? 2 : 1;
+    unsigned f = (tier == 1 ? CC_TIER_FAST : 0) |
+                 (flags & KN_TIER_CACHED_ONLY ? CC_LOAD_CACHED_ONLY : 0) |
+                 (flags & KN_TIER_BACKGROUND ? CC_LOAD_BACKGROUND : 0);
+    if (!s) s = cc_module_load_tier(st->cc, source, len, f, &m, &info->from_cache);
+    if (!(flags & KN_TIER_BACKGROUND)) warm_join(st); /* see cpu_program_compile */
+    if (!s && m) {
+        cpu_runtime_bind(m);
+        info->code_bytes = cc_module_code_bytes(m);
+    }
+    *out = (kn_program *)m;
+    return s;
+}
+
 static void cpu_program_free(void *state, kn_program *prog) {
     (void)state;
     cc_module_unload((cc_module *)prog);
@@ -493,6 +518,7 @@ const kn_backend kn_cpu_backend = {
     .region_alloc = cpu_region_alloc,
     .region_free = cpu_region_free,
     .program_compile = cpu_program_compile,
+    .program_compile_tier = cpu_program_compile_tier,
     .program_free = cpu_program_free,
     .kernel_get = cpu_kernel_get,
     .launch_prepare = cpu_launch_prepare,

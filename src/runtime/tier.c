@@ -1,0 +1,270 @@
+/* tier.c — tiered compilation: the quick build first, the optimised one in the background
+ * (tier.h; docs/performance.md, "Compile tiers").
+ *
+ * Invariants:
+ *   - a call runs one build from its first kernel to its last: run.c loads e->tier_code
+ *     once (acquire) at the start of its steps, and the tier thread stores it once
+ *     (release), after every kernel handle in it is found; it is never changed again;
+ *   - neither build is freed while the executable lives (e->prog, tier 1, and tier_code,
+ *     tier 2, both go in exec_unref), so no call in flight, synchronous or queued on the
+ *     device, can lose the code it runs;
+ *   - a job never outlives its executable: kiln_executable_destroy (tier_cancel), the one
+ *     way an owner lets an executable go, drops its job if still queued and waits for it
+ *     if compiling, before dropping its reference. So destroying is synchronous as before
+ *     (the executable is gone when it returns, unless a run holds it), and the thread
+ *     never frees an executable;
+ *   - e->tier_pending, the queue and `running` change only under the service's mutex;
+ *     `done` is broadcast whenever a job ends or is dropped (tier_wait's and
+ *     tier_cancel's condition);
+ *   - the context stops the thread (tier_service_destroy) before its backends close: the
+ *     job in progress compiles through the backend. */
+#include "tier.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct tier_job {
+    struct tier_job *next;
+    kiln_executable *e; /* alive until the job ends (tier_cancel waits for it) */
+    char *source;       /* a copy of the generated source, len + 1 bytes */
+    size_t len;
+} tier_job;
+
+struct tier_service {
+    kiln_context *ctx;
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* a job was queued, or stop */
+    pthread_cond_t done; /* a job finished or was dropped */
+    tier_job *head, *tail;
+    kiln_executable *running; /* whose build is compiling now, or NULL */
+    bool started, stop;
+    bool held; /* tier_hold: the thread starts no job */
+    pthread_t thread;
+};
+
+/* The second tier's build of e, as run.c reads it. */
+struct exec_tier_code {
+    kn_program *prog;
+    void **fns; /* per step: its kernel in prog for a loop step, else NULL */
+    uint32_t n_steps;
+};
+
+kiln_status tier_service_create(kiln_context *ctx) {
+    tier_service *t = host_calloc(ctx, 1, sizeof *t);
+    if (!t) return ctx_oom(ctx, "kiln_context_create: the compile tiers' queue", sizeof *t);
+    t->ctx = ctx;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->work, NULL);
+    pthread_cond_init(&t->done, NULL);
+    ctx->tiers = t;
+    return KILN_STATUS_OK;
+}
+
+static void job_free(kiln_context *ctx, tier_job *j) {
+    host_free(ctx, j->source, j->len + 1);
+    host_free(ctx, j, sizeof *j);
+}
+
+void tier_service_destroy(kiln_context *ctx) {
+    tier_service *t = ctx->tiers;
+    if (!t) return;
+    pthread_mutex_lock(&t->mu);
+    t->stop = true;
+    tier_job *left = t->head; /* executables the user never destroyed */
+    t->head = t->tail = NULL;
+    for (tier_job *j = left; j; j = j->next) j->e->tier_pending = false;
+    pthread_cond_broadcast(&t->work);
+    pthread_cond_broadcast(&t->done);
+    bool started = t->started;
+    pthread_mutex_unlock(&t->mu);
+    if (started) pthread_join(t->thread, NULL);
+    while (left) {
+        tier_job *next = left->next;
+        job_free(ctx, left);
+        left = next;
+    }
+    pthread_cond_destroy(&t->work);
+    pthread_cond_destroy(&t->done);
+    pthread_mutex_destroy(&t->mu);
+    host_free(ctx, t, sizeof *t);
+    ctx->tiers = NULL;
+}
+
+/* ------------------------------------------------------------ loading ---- */
+
+bool tier_wanted(const kiln_executable *e) {
+    if (e->ctx->config.compile_tiers < 2 || e->sub_graph || !e->dev->backend->program_compile_tier)
+        return false;
+    for (uint32_t i = 0; i < e->plan.n_kernels; i++) /* only loop kernels are compiled code */
+        if (e->plan.kernels[i].kind == FK_LOOP) return true;
+    return false;
+}
+
+kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_program_info *info) {
+    const kn_backend *b = e->dev->backend;
+    size_t len = strlen(e->source);
+    int tiers = 1;
+    e->tier = 2;
+    kiln_status s = b->program_compile_tier(e->dev->state, e->dev->index, e->source, len, 2,
+                                            KN_TIER_CACHED_ONLY, prog, info, &tiers);
+    if (s || *prog) return s; /* the optimised build is cached: no first tier */
+    if (tiers < 2)
+        return b->program_compile(e->dev->state, e->dev->index, e->source, len, prog, info);
+    e->tier = 1;
+    return b->program_compile_tier(e->dev->state, e->dev->index, e->source, len, 1, 0, prog, info,
+                                   NULL);
+}
+
+/* ------------------------------------------------------- the second tier ---- */
+
+void tier_code_free(kiln_executable *e) {
+    exec_tier_code *c = atomic_load_explicit(&e->tier_code, memory_order_acquire);
+    if (!c) return;
+    e->dev->backend->program_free(e->dev->state, c->prog);
+    host_free(e->ctx, c->fns, (c->n_steps + 1) * sizeof *c->fns);
+    host_free(e->ctx, c, sizeof *c);
+    atomic_store_explicit(&e->tier_code, NULL, memory_order_relaxed);
+}
+
+/* The kernel of every loop step of e in prog. */
+static kiln_status find_kernels(kiln_executable *e, kn_program *prog, void **fns) {
+    const kn_backend *b = e->dev->backend;
+    kiln_status s = KILN_STATUS_OK;
+    for (uint32_t i = 0; i < e->n_steps && !s; i++) {
+        if (e->steps[i].kind != EXEC_STEP_LOOP) continue;
+        char name[32];
+        snprintf(name, sizeof name, "kiln_k%u", e->steps[i].kernel);
+        s = b->kernel_get(e->dev->state, prog, name, &fns[i]);
+    }
+    return s;
+}
+
+/* Builds tier 2 of e and publishes it; on failure e stays on tier 1 (tier_failed), which
+ * computes the same bits. */
+static void build_tier2(kiln_executable *e, const char *source, size_t len, unsigned flags) {
+    const kn_backend *b = e->dev->backend;
+    kn_program *prog = NULL;
+    kn_program_info info;
+    exec_tier_code *c = host_calloc(e->ctx, 1, sizeof *c);
+    void **fns = host_calloc(e->ctx, e->n_steps + 1, sizeof *fns);
+    kiln_status s = c && fns ? KILN_STATUS_OK : KILN_STATUS_HOST_OOM;
+    if (!s)
+        s = b->program_compile_tier(e->dev->state, e->dev->index, source, len, 2, flags, &prog,
+                                    &info, NULL);
+    if (!s) s = find_kernels(e, prog, fns);
+    if (s) {
+        if (prog) b->program_free(e->dev->state, prog);
+        host_free(e->ctx, fns, (e->n_steps + 1) * sizeof *fns);
+        host_free(e->ctx, c, sizeof *c);
+        e->tier_failed = true;
+        return;
+    }
+    *c = (exec_tier_code){.prog = prog, .fns = fns, .n_steps = e->n_steps};
+    atomic_store_explicit(&e->tier_code, c, memory_order_release);
+}
+
+static void *tier_main(void *arg) {
+    tier_service *t = arg;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        while ((!t->head || t->held) && !t->stop) pthread_cond_wait(&t->work, &t->mu);
+        if (t->stop) break;
+        tier_job *j = t->head;
+        t->head = j->next;
+        if (!t->head) t->tail = NULL;
+        t->running = j->e;
+        pthread_mutex_unlock(&t->mu);
+        build_tier2(j->e, j->source, j->len, KN_TIER_BACKGROUND);
+        job_free(t->ctx, j);
+        pthread_mutex_lock(&t->mu);
+        t->running->tier_pending = false;
+        t->running = NULL;
+        pthread_cond_broadcast(&t->done);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* Queues j, starting the thread the first time; false when the thread cannot start. */
+static bool enqueue(tier_service *t, tier_job *j) {
+    pthread_mutex_lock(&t->mu);
+    bool ok = !t->stop && (t->started || !pthread_create(&t->thread, NULL, tier_main, t));
+    if (ok) {
+        t->started = true;
+        j->e->tier_pending = true;
+        if (t->tail)
+            t->tail->next = j;
+        else
+            t->head = j;
+        t->tail = j;
+        pthread_cond_signal(&t->work);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return ok;
+}
+
+kiln_status tier_schedule(kiln_executable *e, const char *source) {
+    if (e->tier != 1) return KILN_STATUS_OK;
+    kiln_context *ctx = e->ctx;
+    size_t len = strlen(source);
+    tier_job *j = host_calloc(ctx, 1, sizeof *j);
+    char *copy = j ? host_alloc(ctx, len + 1) : NULL;
+    if (!copy) {
+        if (j) host_free(ctx, j, sizeof *j);
+        return ctx_oom(ctx, "kiln_compile: queueing the optimised build", len + 1);
+    }
+    memcpy(copy, source, len + 1);
+    *j = (tier_job){.e = e, .source = copy, .len = len};
+    if (ctx->tiers && enqueue(ctx->tiers, j)) return KILN_STATUS_OK;
+    job_free(ctx, j);
+    /* the thread cannot start: the optimised build now, on the caller's thread */
+    build_tier2(e, source, len, 0);
+    return KILN_STATUS_OK;
+}
+
+void tier_cancel(kiln_executable *e) {
+    tier_service *t = e->ctx->tiers;
+    if (!t) return;
+    tier_job *dropped = NULL;
+    pthread_mutex_lock(&t->mu);
+    for (tier_job **p = &t->head, *prev = NULL; *p; prev = *p, p = &(*p)->next) {
+        if ((*p)->e != e) continue;
+        dropped = *p;
+        *p = dropped->next;
+        if (t->tail == dropped) t->tail = prev;
+        e->tier_pending = false;
+        pthread_cond_broadcast(&t->done);
+        break;
+    }
+    while (t->running == e) pthread_cond_wait(&t->done, &t->mu); /* compiling: wait for it */
+    pthread_mutex_unlock(&t->mu);
+    if (dropped) job_free(e->ctx, dropped);
+}
+
+int tier_wait(kiln_executable *e) {
+    tier_service *t = e->ctx->tiers;
+    if (t) {
+        pthread_mutex_lock(&t->mu);
+        while (e->tier_pending) pthread_cond_wait(&t->done, &t->mu);
+        pthread_mutex_unlock(&t->mu);
+    }
+    return tier_current(e);
+}
+
+void tier_hold(kiln_context *ctx, bool hold) {
+    tier_service *t = ctx->tiers;
+    pthread_mutex_lock(&t->mu);
+    t->held = hold;
+    pthread_cond_broadcast(&t->work);
+    pthread_mutex_unlock(&t->mu);
+}
+
+int tier_current(const kiln_executable *e) {
+    if (atomic_load_explicit(&((kiln_executable *)e)->tier_code, memory_order_acquire)) return 2;
+    return e->tier == 1 ? 1 : 2;
+}
+
+void *exec_tier_kernel(const exec_tier_code *c, uint32_t i) {
+    return c->fns[i];
+}

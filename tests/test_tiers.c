@@ -1,0 +1,357 @@
+/* test_tiers.c — tiered compilation (src/runtime/tier.c; docs/performance.md, "Compile
+ * tiers"): a program's first calls run the quick build and give the reference's values, the
+ * optimised build swapped in gives the same bits, calls running on other threads (and calls
+ * queued on an asynchronous device) across the swap all give those bits, destroying an
+ * executable or its context while its optimised build is queued or compiling is safe, the
+ * optimised build cached on disk skips the first tier, and KILN_COMPILE_TIERS=1 (or a
+ * compiler with one tier) compiles as before tiers. The tier thread is held (tier_hold)
+ * while a case needs tier 1 for certain, and waited for (tier_wait), never slept on. */
+#include "test.h"
+#include "runtime/tier.h"
+
+#include <ftw.h>
+#include <pthread.h>
+#include <unistd.h>
+
+enum { N = 4099 }; /* not a multiple of any vector width: vector and scalar tails both run */
+
+static char cache_dir[] = "/tmp/kiln-test-tiers-XXXXXX";
+
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Removes a case's cache folder and what it holds. */
+static void remove_tree(const char *dir) {
+    nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static kiln_context *tiers_context(int tiers, bool async, const char *dir) {
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.cache_dir = dir;
+    o.num_threads = 2;
+    o.compile_tiers = tiers;
+    o.async_dispatch = async;
+    kiln_context *c = NULL;
+    char err[512];
+    if (kiln_context_create(&o, &c, err, sizeof err)) fprintf(stderr, "%s\n", err);
+    return c;
+}
+
+/* sum(exp(sin(x) * 1.5) * x) and tanh(x) * x + shift: a simd reduction, whose order is
+ * what the vectoriser chooses, and products followed by sums, which contract into FMAs
+ * only where the compiler forms them: both differ between builds that do not agree. */
+static kiln_graph *program_with(kiln_context *c, const char *name, double shift) {
+    kiln_graph *g = NULL;
+    if (kiln_graph_create(c, name, &g)) return NULL;
+    int64_t d[1] = {N};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+    kiln_value e =
+        kiln_exp(g, kiln_mul(g, kiln_sin(g, x), kiln_full(g, KILN_DTYPE_F32, 1, d, 1.5)));
+    int axes[1] = {0};
+    kiln_value outs[2] = {
+        kiln_reduce_sum(g, kiln_mul(g, e, x), 1, axes, false),
+        kiln_add(g, kiln_mul(g, kiln_tanh(g, x), x), kiln_full(g, KILN_DTYPE_F32, 1, d, shift))};
+    if (kiln_graph_finish(g, 2, outs)) {
+        kiln_graph_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+static kiln_graph *program(kiln_context *c, const char *name) {
+    return program_with(c, name, 0.25);
+}
+
+static kiln_array *input(kiln_context *c) {
+    static float h[N];
+    for (int i = 0; i < N; i++) h[i] = (float)((i * 37) % 1001 - 500) * 0.00731f;
+    int64_t d[1] = {N};
+    kiln_array *a = NULL;
+    CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F32, 1, d, h, &a));
+    return a;
+}
+
+/* Both outputs' bytes, back to back. */
+typedef struct result {
+    float sum, ew[N];
+} result;
+
+static bool run_once(kiln_executable *e, kiln_array *x, result *r) {
+    kiln_array *out[2] = {0};
+    kiln_status s = kiln_executable_run(e, 1, &x, 2, out);
+    bool ok = !s && !kiln_array_copy_to_host(out[0], &r->sum, sizeof r->sum) &&
+              !kiln_array_copy_to_host(out[1], r->ew, sizeof r->ew);
+    kiln_array_destroy(out[0]);
+    kiln_array_destroy(out[1]);
+    return ok;
+}
+
+static int tier_of(const kiln_executable *e) {
+    kiln_executable_info info;
+    kiln_executable_get_info(e, &info);
+    return info.compile_tier;
+}
+
+/* The result with one tier (KILN_COMPILE_TIERS=1, today's -O3 build), in its own cache. */
+static result one_tier;
+static bool one_tier_ok;
+
+static void test_one_tier_as_before(void) {
+    char dir[] = "/tmp/kiln-test-tiers1-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    kiln_context *c = tiers_context(1, false, dir);
+    CHECK(c != NULL);
+    if (!c) return;
+    kiln_graph *g = program(c, "one_tier");
+    kiln_executable *e = NULL;
+    CHECK_OK(c, kiln_compile(g, NULL, &e));
+    kiln_array *x = input(c);
+    if (e) {
+        CHECK(tier_of(e) == 2); /* compiled at -O3 before kiln_compile returned */
+        CHECK(e->tier == 2 && !e->tier_pending);
+        CHECK(run_once(e, x, &one_tier));
+        one_tier_ok = true;
+        /* and against the reference interpreter: an outside check of the values */
+        kiln_array *ref[2] = {0};
+        CHECK_OK(c, kiln_interpret(g, 1, &x, 2, ref));
+        float rs, rew[N];
+        CHECK_OK(c, kiln_array_copy_to_host(ref[0], &rs, sizeof rs));
+        CHECK_OK(c, kiln_array_copy_to_host(ref[1], rew, sizeof rew));
+        CHECK(test_close(one_tier.sum, rs, 1e-4, 1e-3));
+        int bad = 0;
+        for (int i = 0; i < N; i++) bad += !test_close(one_tier.ew[i], rew[i], 1e-5, 1e-6);
+        CHECK(bad == 0);
+        kiln_array_destroy(ref[0]);
+        kiln_array_destroy(ref[1]);
+    }
+    kiln_array_destroy(x);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    kiln_context_destroy(c);
+    remove_tree(dir);
+}
+
+/* Tier 1 first (held), then the swap: the same bits before and after, and as one tier's. */
+static void test_swap_gives_same_bits(void) {
+    kiln_context *c = tiers_context(2, false, cache_dir);
+    CHECK(c != NULL);
+    if (!c) return;
+    tier_hold(c, true);
+    kiln_graph *g = program(c, "swap");
+    kiln_executable *e = NULL;
+    CHECK_OK(c, kiln_compile(g, NULL, &e));
+    kiln_graph_destroy(g);
+    kiln_array *x = input(c);
+    static result r1, r2;
+    if (e) {
+        CHECK_OK(c, kiln_executable_set_profiling(e, true));
+        CHECK(tier_of(e) == 1);
+        CHECK(run_once(e, x, &r1));
+        CHECK(run_once(e, x, &r1));
+        CHECK(tier_of(e) == 1); /* held: no swap yet */
+        tier_hold(c, false);
+        CHECK(tier_wait(e) == 2);
+        CHECK(tier_of(e) == 2);
+        CHECK(run_once(e, x, &r2));
+        CHECK(memcmp(&r1, &r2, sizeof r1) == 0);
+        CHECK(!one_tier_ok || memcmp(&r2, &one_tier, sizeof r2) == 0);
+        char *rep = kiln_executable_profile_report(e);
+        CHECK_CONTAINS(rep, "compile tiers: 2 profiled runs on the quick build (tier 1), 1 on "
+                            "the optimised one (tier 2)");
+        kiln_string_free(c, rep);
+    }
+    kiln_array_destroy(x);
+    kiln_executable_destroy(e);
+    kiln_context_destroy(c);
+}
+
+/* A later process: tier 2 is in the disk cache now, so no first tier at all. */
+static void test_cached_tier2_skips_tier1(void) {
+    kiln_context *c = tiers_context(2, false, cache_dir);
+    CHECK(c != NULL);
+    if (!c) return;
+    kiln_graph *g = program(c, "swap");
+    kiln_executable *e = NULL;
+    CHECK_OK(c, kiln_compile(g, NULL, &e));
+    kiln_graph_destroy(g);
+    if (e) {
+        kiln_executable_info info;
+        kiln_executable_get_info(e, &info);
+        CHECK(info.compile_tier == 2 && info.from_disk_cache);
+        CHECK(e->tier == 2 && !e->tier_pending);
+    }
+    kiln_executable_destroy(e);
+    kiln_context_destroy(c);
+}
+
+/* Calls on several threads while the swap happens: each gives the one-tier bits. */
+typedef struct caller {
+    kiln_executable *e;
+    kiln_array *x;
+    const result *want;
+    atomic_int *stop;
+    int runs, wrong, failed;
+} caller;
+
+static void *caller_main(void *arg) {
+    caller *k = arg;
+    static _Thread_local result r;
+    while (!atomic_load(k->stop) || k->runs < 3) {
+        if (!run_once(k->e, k->x, &r))
+            k->failed++;
+        else if (memcmp(&r, k->want, sizeof r))
+            k->wrong++;
+        k->runs++;
+    }
+    return NULL;
+}
+
+static void swap_under_calls(bool async) {
+    char dir[] = "/tmp/kiln-test-tiers-calls-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    kiln_context *c = tiers_context(2, async, dir);
+    CHECK(c != NULL);
+    if (!c) return;
+    tier_hold(c, true);
+    kiln_graph *g = program(c, "calls");
+    kiln_executable *e = NULL;
+    CHECK_OK(c, kiln_compile(g, NULL, &e));
+    kiln_graph_destroy(g);
+    kiln_array *x = input(c);
+    static result want;
+    if (e && run_once(e, x, &want)) {
+        CHECK(!one_tier_ok || memcmp(&want, &one_tier, sizeof want) == 0);
+        enum { T = 3 };
+        pthread_t th[T];
+        caller k[T];
+        atomic_int stop = 0;
+        for (int i = 0; i < T; i++) {
+            k[i] = (caller){.e = e, .x = x, .want = &want, .stop = &stop};
+            pthread_create(&th[i], NULL, caller_main, &k[i]);
+        }
+        tier_hold(c, false); /* the swap, while they call */
+        CHECK(tier_wait(e) == 2);
+        atomic_store(&stop, 1);
+        for (int i = 0; i < T; i++) {
+            pthread_join(th[i], NULL);
+            CHECK(k[i].failed == 0 && k[i].wrong == 0 && k[i].runs >= 3);
+        }
+    }
+    kiln_array_destroy(x);
+    kiln_executable_destroy(e);
+    kiln_context_destroy(c);
+    remove_tree(dir);
+}
+
+static void test_swap_under_concurrent_calls(void) {
+    swap_under_calls(false);
+}
+
+static void test_swap_under_async_calls(void) {
+    swap_under_calls(true);
+}
+
+/* Destroying while tier 2 is queued (dropped), compiling (finished, then freed), and a
+ * context destroyed right after its executable's build started. */
+static void test_destroy_during_background_compile(void) {
+    char dir[] = "/tmp/kiln-test-tiers-destroy-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    for (int round = 0; round < 3; round++) {
+        kiln_context *c = tiers_context(2, false, dir);
+        CHECK(c != NULL);
+        if (!c) return;
+        tier_hold(c, true);
+        char name[32];
+        snprintf(name, sizeof name, "destroy%d", round);
+        kiln_graph *g = program_with(c, name, 0.5 + round); /* another source: not cached */
+        kiln_executable *e = NULL;
+        CHECK_OK(c, kiln_compile(g, NULL, &e));
+        kiln_graph_destroy(g);
+        CHECK(e && e->tier == 1 && e->tier_pending);
+        if (round == 0) { /* queued: dropped by destroy */
+            kiln_executable_destroy(e);
+        } else { /* compiling (or about to): finished in the background, then freed */
+            tier_hold(c, false);
+            if (round == 1) kiln_executable_destroy(e);
+            if (round == 2) {
+                kiln_array *x = input(c);
+                result r;
+                CHECK(run_once(e, x, &r));
+                kiln_array_destroy(x);
+                kiln_executable_destroy(e);
+            }
+        }
+        kiln_context_destroy(c); /* joins the tier thread */
+    }
+    remove_tree(dir);
+}
+
+/* A context whose compiler has one tier (KILN_CC_FLAGS set) compiles as with one tier. */
+static void test_cc_flags_one_tier(void) {
+    char dir[] = "/tmp/kiln-test-tiers-flags-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.cache_dir = dir;
+    o.cc_flags = "-O2";
+    o.compile_tiers = 2;
+    kiln_context *c = NULL;
+    CHECK(kiln_context_create(&o, &c, NULL, 0) == KILN_STATUS_OK);
+    if (!c) return;
+    kiln_graph *g = program(c, "flags");
+    kiln_executable *e = NULL;
+    CHECK_OK(c, kiln_compile(g, NULL, &e));
+    kiln_graph_destroy(g);
+    CHECK(e && tier_of(e) == 2 && e->tier == 2 && !e->tier_pending);
+    kiln_executable_destroy(e);
+    kiln_context_destroy(c);
+    remove_tree(dir);
+}
+
+/* KILN_COMPILE_TIERS: 1 and 2 are taken, anything else names the variable. */
+static void test_environment(void) {
+    char dir[] = "/tmp/kiln-test-tiers-env-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.cache_dir = dir;
+    kiln_context *c = NULL;
+    char err[512];
+    setenv("KILN_COMPILE_TIERS", "1", 1);
+    CHECK(kiln_context_create(&o, &c, err, sizeof err) == KILN_STATUS_OK);
+    CHECK(c && c->config.compile_tiers == 1);
+    kiln_context_destroy(c);
+    c = NULL;
+    setenv("KILN_COMPILE_TIERS", "3", 1);
+    CHECK(kiln_context_create(&o, &c, err, sizeof err) != KILN_STATUS_OK);
+    CHECK_CONTAINS(err, "KILN_COMPILE_TIERS");
+    unsetenv("KILN_COMPILE_TIERS");
+    o.compile_tiers = 5;
+    CHECK(kiln_context_create(&o, &c, err, sizeof err) != KILN_STATUS_OK);
+    CHECK_CONTAINS(err, "compile_tiers");
+    o.compile_tiers = 0;
+    o.ignore_environment = true;
+    CHECK(kiln_context_create(&o, &c, err, sizeof err) == KILN_STATUS_OK);
+    CHECK(c && c->config.compile_tiers == 1); /* the default (docs/performance.md says why) */
+    kiln_context_destroy(c);
+    remove_tree(dir);
+}
+
+int main(void) {
+    if (!mkdtemp(cache_dir)) return 1;
+    RUN(test_environment);
+    RUN_CC(test_one_tier_as_before);
+    RUN_CC(test_swap_gives_same_bits);
+    RUN_CC(test_cached_tier2_skips_tier1);
+    RUN_CC(test_swap_under_concurrent_calls);
+    RUN_CC(test_swap_under_async_calls);
+    RUN_CC(test_destroy_during_background_compile);
+    RUN_CC(test_cc_flags_one_tier);
+    remove_tree(cache_dir);
+    return test_summary("tiers");
+}

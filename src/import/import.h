@@ -44,6 +44,17 @@ typedef struct imp_loc {
 } imp_loc;
 
 imp_loc imp_here(const imp_lex *L);
+/* A position in the text to come back to (a region or function read again). */
+typedef struct imp_mark {
+    size_t pos, line_start;
+    int line;
+} imp_mark;
+static inline imp_mark imp_mark_here(const imp_lex *L) {
+    return (imp_mark){L->pos, L->line_start, L->line};
+}
+static inline void imp_go(imp_lex *L, imp_mark m) {
+    L->pos = m.pos, L->line_start = m.line_start, L->line = m.line;
+}
 /* Records the first error: "<api> (kiln V): line L, column C: <message>"; returns false. */
 bool imp_fail_at(imp_lex *L, imp_loc at, kiln_status code, const char *fmt, ...) KN_PRINTF(4, 5);
 bool imp_fail(imp_lex *L, const char *fmt, ...) KN_PRINTF(2, 3);

@@ -33,19 +33,6 @@ typedef struct shlo {
     uint32_t n_fns, cap_fns;
 } shlo;
 
-/* A position in the text to come back to. */
-typedef struct mark {
-    size_t pos, line_start;
-    int line;
-} mark;
-
-static mark here(const imp_lex *L) {
-    return (mark){L->pos, L->line_start, L->line};
-}
-static void go(imp_lex *L, mark m) {
-    L->pos = m.pos, L->line_start = m.line_start, L->line = m.line;
-}
-
 static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs);
 
 /* ----------------------------------------------------------------- types ---- */
@@ -254,7 +241,7 @@ static bool dense_values(imp_lex *L, kiln_dtype t, dvec *d) {
  * value = dense<...> : tensor<...>. */
 static bool constant(imp_lex *L, imp_scope *s, imp_loc at, kiln_value *out, imp_entry *info) {
     if (!imp_expect_word(L, "dense") || !imp_expect(L, '<')) return false;
-    mark m = here(L);
+    imp_mark m = imp_mark_here(L);
     imp_skip(L);
     bool hex = imp_peek(L) == '"';
     size_t hs = 0, he = 0;
@@ -276,11 +263,11 @@ static bool constant(imp_lex *L, imp_scope *s, imp_loc at, kiln_value *out, imp_
     }
     imp_type t;
     if (!imp_expect(L, '>') || !imp_expect(L, ':') || !tensor_type(L, &t)) return false;
-    mark end = here(L);
+    imp_mark end = imp_mark_here(L);
     if (hex) {
         *out = dense_hex(L, s->g, at, &t, hs, he);
     } else {
-        go(L, m);
+        imp_go(L, m);
         dvec d = {0};
         if (dense_values(L, t.dtype, &d) && imp_expect(L, '>')) {
             *out = imp_constant(L, s->g, at, &t, d.v, d.n);
@@ -288,7 +275,7 @@ static bool constant(imp_lex *L, imp_scope *s, imp_loc at, kiln_value *out, imp_
             info->value = d.n ? d.v[0] : 0;
         }
         host_free(L->ctx, d.v, (size_t)d.cap * sizeof *d.v);
-        go(L, end);
+        imp_go(L, end);
     }
     return !L->status;
 }
@@ -443,12 +430,12 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
     imp_skip(L);
     if (imp_peek(L) == '#') {
         imp_advance(L, 1);
-        mark m = here(L);
+        imp_mark m = imp_mark_here(L);
         char w[IMP_MAX_NAME];
         if (!imp_ident(L, w, ".", "an attribute")) return false;
         if (!strcmp(w, "stablehlo.gather") || !strcmp(w, "stablehlo.scatter") ||
             !strcmp(w, "stablehlo.dot")) {
-            go(L, m);
+            imp_go(L, m);
             return dnums(L, op);
         }
         if (!strcmp(w, "stablehlo") && imp_accept(L, '<')) {
@@ -607,10 +594,10 @@ static bool body_combine(imp_lex *L, const char *a, size_t na, const char *b, si
 static bool region_combine(imp_lex *L, imp_combine *k) {
     if (!imp_expect(L, '(')) return false;
     imp_skip(L);
-    mark m = here(L);
+    imp_mark m = imp_mark_here(L);
     if (!imp_skip_group(L)) return false; /* the { ... } */
-    mark end = here(L);
-    go(L, m);
+    imp_mark end = imp_mark_here(L);
+    imp_go(L, m);
     imp_expect(L, '{');
     const char *a, *b;
     size_t na, nb;
@@ -620,18 +607,18 @@ static bool region_combine(imp_lex *L, imp_combine *k) {
               imp_expect(L, ',') && ref(L, &b, &nb) && imp_expect(L, ':') && tensor_type(L, &t) &&
               imp_expect(L, ')') && imp_expect(L, ':');
     if (ok) {
-        mark body = here(L);
+        imp_mark body = imp_mark_here(L);
         kiln_status before = L->status;
         ok = body_combine(L, a, na, b, nb, k) && imp_accept(L, '}');
         if (!ok && !before) { /* a longer body: not one kiln reduces with */
             L->status = KILN_STATUS_OK;
             *k = IMP_COMBINE_NONE;
-            go(L, body);
+            imp_go(L, body);
             ok = true;
         }
     }
     if (!ok) return false;
-    go(L, end);
+    imp_go(L, end);
     return imp_expect(L, ')');
 }
 
@@ -642,7 +629,7 @@ static bool region_combine(imp_lex *L, imp_combine *k) {
 typedef struct region {
     shlo *P;
     imp_scope *outer;
-    mark at;
+    imp_mark at;
     int n_names;
     const char *names[IMP_MAX_OPERANDS];
     size_t lens[IMP_MAX_OPERANDS];
@@ -658,15 +645,15 @@ static int region_fn(kiln_graph *g, int n_in, const kiln_value *in, void *user, 
         L->depth--;
         return -1;
     }
-    mark back = here(L);
-    go(L, r->at);
+    imp_mark back = imp_mark_here(L);
+    imp_go(L, r->at);
     imp_scope s = {.parent = r->outer, .g = g};
     for (int i = 0; i < n_in && i < r->n_names; i++)
         imp_scope_bind(L, &s, r->names[i], r->lens[i], 1, &in[i]);
     int n = 0;
     bool ok = imp_expect(L, '{') && block(r->P, &s, &n, outs);
     imp_scope_free(L, &s);
-    go(L, back);
+    imp_go(L, back);
     L->depth--;
     return ok ? n : -1;
 }
@@ -718,19 +705,19 @@ static bool while_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs) {
     ok =
         ok && imp_expect(L, ':') && type_list(L, op->out, &op->n_out) && imp_expect_word(L, "cond");
     imp_skip(L);
-    cr->at = here(L);
+    cr->at = imp_mark_here(L);
     ok = ok && imp_skip_group(L) && imp_expect_word(L, "do");
     w->body = *cr;
     imp_skip(L);
-    w->body.at = here(L);
+    w->body.at = imp_mark_here(L);
     ok = ok && imp_skip_group(L);
-    mark after = here(L);
+    imp_mark after = imp_mark_here(L);
     if (ok) {
         kiln_while_loop(s->g, while_cond, while_body, w, n, init, outs);
         ok = control_done(L, s->g, op);
     }
     host_free(L->ctx, w, sizeof *w);
-    go(L, after);
+    imp_go(L, after);
     return ok;
 }
 
@@ -786,11 +773,11 @@ static bool case_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs) {
         }
         c->r[n] = (region){.P = P, .outer = s};
         imp_skip(L);
-        c->r[n++].at = here(L);
+        c->r[n++].at = imp_mark_here(L);
         ok = ok && imp_skip_group(L);
     } while (ok && imp_accept(L, ','));
     ok = ok && imp_expect(L, ')') && signature(L, op);
-    mark after = here(L);
+    imp_mark after = imp_mark_here(L);
     if (ok) {
         kiln_graph *g = s->g;
         kiln_value idx = op->in[0];
@@ -802,7 +789,7 @@ static bool case_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs) {
         ok = control_done(L, g, op);
     }
     host_free(L->ctx, c, sizeof *c);
-    go(L, after);
+    imp_go(L, after);
     return ok;
 }
 
@@ -893,13 +880,13 @@ static bool call_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs, int *n_
         return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
                            "calls and regions nested more than %d deep", IMP_MAX_DEPTH);
     }
-    mark back = here(L);
-    go(L, (mark){f->pos, f->line_start, f->line});
+    imp_mark back = imp_mark_here(L);
+    imp_go(L, (imp_mark){f->pos, f->line_start, f->line});
     imp_scope fs = {.g = s->g};
     int n;
     bool ok = func_head(L, &fs, op->in, op->n_in, &n) && block(P, &fs, n_outs, outs);
     imp_scope_free(L, &fs);
-    go(L, back);
+    imp_go(L, back);
     L->depth--;
     if (ok && *n_outs != op->n_out)
         ok = imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
@@ -942,16 +929,16 @@ static bool reduce_pretty(shlo *P, imp_scope *s, imp_op *op) {
             !imp_expect(L, ')'))
             return false;
         imp_skip(L);
-        mark m = here(L);
+        imp_mark m = imp_mark_here(L);
         if (!imp_skip_group(L)) return false;
-        mark end = here(L);
-        go(L, m);
+        imp_mark end = imp_mark_here(L);
+        imp_go(L, m);
         imp_expect(L, '{');
         if (!body_combine(L, a, na, b, nb, &op->combine) || !imp_accept(L, '}')) {
             L->status = KILN_STATUS_OK; /* a longer body: refused by imp_reduce, by name */
             op->combine = IMP_COMBINE_NONE;
         }
-        go(L, end);
+        imp_go(L, end);
     }
     return true;
 }
@@ -1177,7 +1164,7 @@ static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs) {
 
 /* The module's functions: "func.func [public|private] @name(" at any depth of the
  * module's braces, found by skipping each function's groups whole. */
-static bool scan_functions(shlo *P, mark *entry) {
+static bool scan_functions(shlo *P, imp_mark *entry) {
     imp_lex *L = P->L;
     bool have_entry = false;
     if (imp_accept_word(L, "module")) {
@@ -1211,7 +1198,7 @@ static bool scan_functions(shlo *P, mark *entry) {
         func *f = &P->fns[P->n_fns++];
         *f = (func){name, strlen(buf), L->pos, L->line_start, L->line};
         if (!strcmp(buf, "main") || (!have_entry && pub)) {
-            *entry = (mark){f->pos, f->line_start, f->line};
+            *entry = (imp_mark){f->pos, f->line_start, f->line};
             have_entry = true;
         }
         /* the arguments, the results, attributes, then the body */
@@ -1238,10 +1225,10 @@ static bool scan_functions(shlo *P, mark *entry) {
 
 kiln_status imp_stablehlo(imp_lex *L, kiln_graph **out) {
     shlo P = {.L = L};
-    mark entry = {0};
+    imp_mark entry = {0};
     kiln_graph *g = NULL;
     if (scan_functions(&P, &entry)) {
-        go(L, entry);
+        imp_go(L, entry);
         kiln_status s = kiln_graph_create(L->ctx, "main", &g);
         if (s) L->status = s;
     }

@@ -27,7 +27,7 @@ typedef struct comp {
 
 typedef struct hlo {
     imp_lex *L;
-    kiln_value params[IMP_MAX_OPERANDS * 4]; /* the entry's parameters, by index */
+    kiln_value params[IMP_MAX_VALUES]; /* the entry's parameters, by index */
     int n_params;
     comp *comps;
     uint32_t n_comps, cap_comps;
@@ -36,7 +36,7 @@ typedef struct hlo {
 
 struct group;
 static bool computation(hlo *P, const comp *c, imp_scope *s, int n_args, const struct group *args,
-                        int *n_out, kiln_value *outs);
+                        int *n_out, kiln_value *outs, int max_out);
 
 /* ----------------------------------------------------------------- lexing ---- */
 
@@ -65,9 +65,11 @@ static bool hlo_type(imp_lex *L, imp_type *ts, int *n, int max) {
         if (imp_accept(L, ')')) return true;
         do {
             int k;
-            if (*n == max) return imp_fail(L, "a tuple of more than %d elements", max);
+            imp_type spare;
+            if (*n == IMP_MAX_VALUES)
+                return imp_fail(L, "a tuple of more than %d elements", IMP_MAX_VALUES);
             imp_loc at = imp_here(L);
-            if (!hlo_type(L, ts + *n, &k, max - *n)) return false;
+            if (!hlo_type(L, *n < max ? ts + *n : &spare, &k, 1)) return false;
             if (k != 1)
                 return imp_fail_at(L, at, KILN_STATUS_UNIMPLEMENTED, "a tuple inside a tuple");
             *n += k;
@@ -351,7 +353,7 @@ static bool attr(hlo *P, imp_op *op, extra *x, const char *key) {
 /* A group of values: one instruction's (several for a tuple). */
 typedef struct group {
     int n;
-    kiln_value v[IMP_MAX_OPERANDS];
+    kiln_value *v; /* into the reading instruction's pool, or its results */
     bool is_const; /* a splat constant of `value` */
     double value;
 } group;
@@ -424,21 +426,16 @@ static int called_fn(kiln_graph *g, int n_in, const kiln_value *in, void *user, 
     called *c = user;
     imp_lex *L = c->P->L;
     if (L->status) return -1;
-    group *arg = host_alloc(L->ctx, sizeof *arg);
-    if (!arg) return imp_oom(L, "kiln import (call)", sizeof *arg), -1;
-    if (c->arg) {
-        arg->n = c->arg->n;
-        for (int i = 0; i < arg->n; i++) arg->v[i] = kiln_capture(g, c->arg->v[i]);
-    } else {
-        arg->n = n_in;
-        for (int i = 0; i < n_in; i++) arg->v[i] = in[i];
-    }
+    int k = c->arg ? c->arg->n : n_in;
+    group arg = {.n = k, .v = host_alloc(L->ctx, (size_t)(k ? k : 1) * sizeof *arg.v)};
+    if (!arg.v) return imp_oom(L, "kiln import (call)", (size_t)k * sizeof *arg.v), -1;
+    for (int i = 0; i < k; i++) arg.v[i] = c->arg ? kiln_capture(g, c->arg->v[i]) : in[i];
     imp_scope s = {.parent = c->outer, .g = g};
     int n = 0;
     bool ok = imp_check_graph(L, g, imp_here(L), "a branch's operand") &&
-              computation(c->P, c->c, &s, 1, arg, &n, outs);
+              computation(c->P, c->c, &s, 1, &arg, &n, outs, KILN_MAX_OUTPUTS);
     imp_scope_free(L, &s);
-    host_free(L->ctx, arg, sizeof *arg);
+    host_free(L->ctx, arg.v, (size_t)(k ? k : 1) * sizeof *arg.v);
     return ok ? n : -1;
 }
 
@@ -504,7 +501,7 @@ static void canonical(const char *op, size_t n, char *out) {
 }
 
 /* An operand: a name, after a type in older printers ("f32[2]{0} %x"). */
-static bool operand(imp_lex *L, imp_scope *s, group *g) {
+static bool operand(imp_lex *L, imp_scope *s, group *g, kiln_value *pool, int *n_pool) {
     imp_skip(L);
     imp_mark m = imp_mark_here(L);
     const char *nm;
@@ -520,7 +517,12 @@ static bool operand(imp_lex *L, imp_scope *s, group *g) {
     imp_loc at = imp_here(L);
     const imp_entry *e = imp_scope_find(L, s, nm, n, at, &owner);
     if (!e) return false;
+    if (e->n > (uint32_t)(IMP_MAX_VALUES - *n_pool))
+        return imp_fail_at(L, at, KILN_STATUS_UNIMPLEMENTED,
+                           "an instruction of more than %d operand values", IMP_MAX_VALUES);
     g->n = (int)e->n;
+    g->v = pool + *n_pool;
+    *n_pool += g->n;
     g->is_const = e->is_const, g->value = e->value;
     for (uint32_t i = 0; i < e->n; i++)
         if (!imp_scope_value(L, s, nm, n, (int)i, at, &g->v[i], NULL)) return false;
@@ -633,7 +635,7 @@ static bool call_instr(hlo *P, imp_scope *s, imp_op *op, const extra *x, const g
     if (!x->to_apply)
         return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT, "call without to_apply=");
     imp_scope cs = {.g = s->g};
-    bool ok = computation(P, x->to_apply, &cs, n_ops, ops, &out->n, out->v);
+    bool ok = computation(P, x->to_apply, &cs, n_ops, ops, &out->n, out->v, IMP_MAX_VALUES);
     imp_scope_free(L, &cs);
     return ok;
 }
@@ -704,7 +706,10 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
 
 /* One instruction's working space: large, so kept off the stack (computations nest). */
 typedef struct instr_ctx {
-    group ops[IMP_MAX_OPERANDS];
+    group ops[IMP_MAX_VALUES];
+    kiln_value pool[IMP_MAX_VALUES]; /* the operands' values */
+    int n_pool;
+    kiln_value out_vals[IMP_MAX_VALUES];
     group out;
     imp_op op;
 } instr_ctx;
@@ -715,6 +720,8 @@ static bool instruction(hlo *P, imp_scope *s, int n_args, const group *args, ins
     imp_lex *L = P->L;
     imp_op *op = &I->op;
     memset(op, 0, sizeof *op);
+    I->n_pool = 0;
+    I->out = (group){.n = 0, .v = I->out_vals};
     *root = imp_accept_word(L, "ROOT");
     const char *nm, *opc;
     size_t nn, on;
@@ -722,6 +729,7 @@ static bool instruction(hlo *P, imp_scope *s, int n_args, const group *args, ins
     if (!name(L, &nm, &nn, "an instruction's name") || !imp_expect(L, '=') ||
         !hlo_type(L, op->out, &op->n_out, IMP_MAX_OPERANDS))
         return false;
+    if (op->n_out > IMP_MAX_OPERANDS) op->n_out = IMP_MAX_OPERANDS; /* a tuple's: not checked */
     imp_skip(L);
     op->at = imp_here(L);
     if (!name(L, &opc, &on, "an opcode") || !imp_expect(L, '(') || !imp_count_op(L)) return false;
@@ -738,16 +746,19 @@ static bool instruction(hlo *P, imp_scope *s, int n_args, const group *args, ins
                                "parameter(%lld) of a computation given %d", (long long)k, n_args);
         if (args)
             I->out = args[k];
-        else
+        else if (k >= 0 && k < P->n_params)
             I->out.n = 1, I->out.v[0] = P->params[k];
+        else
+            return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT, "parameter(%lld)",
+                               (long long)k);
     } else if (!strcmp(canon, "constant")) {
         if (!literal(L, s, op, &I->out, &info) || !imp_expect(L, ')')) return false;
     } else {
         if (!imp_accept(L, ')')) {
             do {
-                if (n_ops == IMP_MAX_OPERANDS)
-                    return imp_fail(L, "more than %d operands", IMP_MAX_OPERANDS);
-                if (!operand(L, s, &I->ops[n_ops])) return false;
+                if (n_ops == IMP_MAX_VALUES)
+                    return imp_fail(L, "more than %d operands", IMP_MAX_VALUES);
+                if (!operand(L, s, &I->ops[n_ops], I->pool, &I->n_pool)) return false;
                 n_ops++;
             } while (imp_accept(L, ','));
             if (!imp_expect(L, ')')) return false;
@@ -774,7 +785,7 @@ static bool instruction(hlo *P, imp_scope *s, int n_args, const group *args, ins
 /* Reads computation c into scope s: its parameters are args[0..n_args) (NULL: the entry's,
  * P->params), its ROOT's values go to outs. */
 static bool computation(hlo *P, const comp *c, imp_scope *s, int n_args, const group *args,
-                        int *n_out, kiln_value *outs) {
+                        int *n_out, kiln_value *outs, int max_out) {
     imp_lex *L = P->L;
     if (++L->depth > IMP_MAX_DEPTH) {
         L->depth--;
@@ -789,6 +800,11 @@ static bool computation(hlo *P, const comp *c, imp_scope *s, int n_args, const g
         bool root;
         imp_entry *e = NULL;
         if (!(ok = instruction(P, s, n_args, args, I, &root, &e))) break;
+        if (root && I->out.n > max_out) {
+            ok = imp_fail_at(L, I->op.at, KILN_STATUS_UNIMPLEMENTED,
+                             "a ROOT of %d values where at most %d are taken", I->out.n, max_out);
+            break;
+        }
         if (root) {
             have_root = true;
             *n_out = I->out.n;
@@ -809,9 +825,10 @@ static bool entry_params(hlo *P, kiln_graph *g) {
     const comp *c = &P->comps[P->entry];
     imp_mark back = imp_mark_here(L);
     imp_go(L, c->body);
-    imp_type types[IMP_MAX_OPERANDS * 4];
-    bool seen[IMP_MAX_OPERANDS * 4] = {0};
+    imp_type *types = host_alloc(L->ctx, IMP_MAX_VALUES * sizeof *types);
+    bool *seen = host_calloc(L->ctx, IMP_MAX_VALUES, sizeof *seen);
     int n = 0;
+    if (!types || !seen) imp_oom(L, "kiln import (parameters)", IMP_MAX_VALUES * sizeof *types);
     while (!L->status && !imp_accept(L, '}')) {
         imp_accept_word(L, "ROOT");
         const char *nm, *opc;
@@ -825,23 +842,30 @@ static bool entry_params(hlo *P, kiln_graph *g) {
         if (on == 9 && !memcmp(opc, "parameter", 9)) {
             int64_t k;
             if (!imp_expect(L, '(') || !imp_int(L, &k, "a parameter number")) break;
-            if (k < 0 || k >= IMP_MAX_OPERANDS * 4 || nt != 1 || seen[k])
-                return imp_fail_at(L, at, KILN_STATUS_UNIMPLEMENTED,
-                                   "parameter(%lld): kiln imports %d array parameters, each once",
-                                   (long long)k, IMP_MAX_OPERANDS * 4);
+            if (k < 0 || k >= IMP_MAX_VALUES || nt != 1 || seen[k]) {
+                imp_fail_at(L, at, KILN_STATUS_UNIMPLEMENTED,
+                            "parameter(%lld): kiln imports %d array parameters, each once",
+                            (long long)k, IMP_MAX_VALUES);
+                break;
+            }
             seen[k] = true, types[k] = t[0];
             if (k + 1 > n) n = (int)k + 1;
         }
         end_of_line(L);
     }
     for (int k = 0; !L->status && k < n; k++) {
-        if (!seen[k]) return imp_fail(L, "the ENTRY computation has no parameter(%d)", k);
+        if (!seen[k]) {
+            imp_fail(L, "the ENTRY computation has no parameter(%d)", k);
+            break;
+        }
         char pname[32];
         snprintf(pname, sizeof pname, "arg%d", k);
         P->params[k] = kiln_parameter(g, pname, types[k].dtype, types[k].rank, types[k].dims);
         imp_check_graph(L, g, imp_here(L), "parameter");
     }
-    P->n_params = n;
+    P->n_params = L->status ? 0 : n;
+    host_free(L->ctx, types, IMP_MAX_VALUES * sizeof *types);
+    host_free(L->ctx, seen, IMP_MAX_VALUES * sizeof *seen);
     imp_go(L, back);
     return !L->status;
 }
@@ -858,13 +882,16 @@ kiln_status imp_hlo(imp_lex *L, kiln_graph **out) {
     }
     if (!L->status && entry_params(P, g)) {
         imp_scope sc = {.g = g};
-        kiln_value outs[KILN_MAX_OUTPUTS];
+        kiln_value *outs = host_alloc(L->ctx, IMP_MAX_VALUES * sizeof *outs);
         int n_out = 0;
-        if (computation(P, &P->comps[P->entry], &sc, 0, NULL, &n_out, outs)) {
+        if (!outs) imp_oom(L, "kiln import (results)", IMP_MAX_VALUES * sizeof *outs);
+        if (outs &&
+            computation(P, &P->comps[P->entry], &sc, 0, NULL, &n_out, outs, IMP_MAX_VALUES)) {
             kiln_status s = kiln_graph_finish(g, n_out, outs);
             if (s) imp_check_graph(L, g, imp_here(L), "ROOT");
             if (s && !L->status) L->status = s;
         }
+        host_free(L->ctx, outs, IMP_MAX_VALUES * sizeof *outs);
         imp_scope_free(L, &sc);
     }
     host_free(L->ctx, P->comps, P->cap_comps * sizeof *P->comps);

@@ -22,6 +22,7 @@
 #define IMP_MAX_OPS      (1u << 22)        /* ops read in all, inlined calls counted again */
 #define IMP_MAX_DEPTH    32                /* regions and calls nested in each other */
 #define IMP_MAX_OPERANDS 64                /* operands (and results) of one op */
+#define IMP_MAX_VALUES   4096              /* of a tuple, a call, a function's results */
 #define IMP_MAX_NAME     128               /* a value's or function's name, bytes */
 
 /* ---------------------------------------------------------------- lexing ---- */

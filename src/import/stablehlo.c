@@ -33,7 +33,7 @@ typedef struct shlo {
     uint32_t n_fns, cap_fns;
 } shlo;
 
-static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs);
+static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs, int max_out);
 
 /* ----------------------------------------------------------------- types ---- */
 
@@ -75,14 +75,17 @@ static bool tensor_type(imp_lex *L, imp_type *t) {
     return imp_expect(L, '>');
 }
 
-/* A list of types, in parentheses or not; types' attribute dicts ({...}) are skipped. */
+/* A list of types, in parentheses or not; types' attribute dicts ({...}) are skipped. The
+ * first IMP_MAX_OPERANDS are kept in ts, up to IMP_MAX_VALUES counted. */
 static bool type_list(imp_lex *L, imp_type *ts, int *n) {
     bool paren = imp_accept(L, '(');
     *n = 0;
     if (paren && imp_accept(L, ')')) return true;
     do {
-        if (*n == IMP_MAX_OPERANDS) return imp_fail(L, "more than %d types", IMP_MAX_OPERANDS);
-        if (!tensor_type(L, &ts[(*n)++])) return false;
+        imp_type spare;
+        if (*n == IMP_MAX_VALUES) return imp_fail(L, "more than %d types", IMP_MAX_VALUES);
+        if (!tensor_type(L, *n < IMP_MAX_OPERANDS ? &ts[*n] : &spare)) return false;
+        (*n)++;
         imp_skip(L); /* a result's attributes; without parentheses a '{' opens a body */
         if (paren && imp_peek(L) == '{' && !imp_skip_group(L)) return false;
     } while (imp_accept(L, ','));
@@ -99,6 +102,8 @@ static bool signature(imp_lex *L, imp_op *op) {
         imp_advance(L, 2);
         return type_list(L, op->out, &op->n_out);
     }
+    if (n > IMP_MAX_OPERANDS)
+        return imp_fail(L, "an op of more than %d operand types", IMP_MAX_OPERANDS);
     op->n_out = 1;
     op->out[0] = ts[n - 1];
     return true;
@@ -120,7 +125,7 @@ static bool operand(imp_lex *L, imp_scope *s, kiln_value *v, const imp_entry **e
     int64_t k = 0;
     if (imp_peek(L) == '#') {
         imp_advance(L, 1);
-        if (!imp_int(L, &k, "a result number") || k < 0 || k >= IMP_MAX_OPERANDS)
+        if (!imp_int(L, &k, "a result number") || k < 0 || k >= IMP_MAX_VALUES)
             return L->status ? false : imp_fail(L, "result number %lld", (long long)k);
     }
     return imp_scope_value(L, s, L->src + start, len, (int)k, at, v, e);
@@ -651,7 +656,7 @@ static int region_fn(kiln_graph *g, int n_in, const kiln_value *in, void *user, 
     for (int i = 0; i < n_in && i < r->n_names; i++)
         imp_scope_bind(L, &s, r->names[i], r->lens[i], 1, &in[i]);
     int n = 0;
-    bool ok = imp_expect(L, '{') && block(r->P, &s, &n, outs);
+    bool ok = imp_expect(L, '{') && block(r->P, &s, &n, outs, KILN_MAX_OUTPUTS);
     imp_scope_free(L, &s);
     imp_go(L, back);
     L->depth--;
@@ -847,9 +852,11 @@ static bool func_head(imp_lex *L, imp_scope *s, const kiln_value *args, int n_ar
     imp_skip(L);
     if (imp_peek(L) == '-' && imp_peek_at(L, 1) == '>') {
         imp_advance(L, 2);
-        imp_type ts[IMP_MAX_OPERANDS];
+        imp_type *ts = host_alloc(L->ctx, IMP_MAX_OPERANDS * sizeof *ts);
         int k;
-        if (!type_list(L, ts, &k)) return false;
+        bool ok = ts ? type_list(L, ts, &k) : imp_oom(L, "kiln import", sizeof *ts);
+        host_free(L->ctx, ts, IMP_MAX_OPERANDS * sizeof *ts);
+        if (!ok) return false;
     }
     if (imp_accept_word(L, "attributes") && !imp_skip_group(L)) return false;
     return imp_expect(L, '{');
@@ -867,27 +874,38 @@ static bool call_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs, int *n_
     if (!f)
         return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
                            "call of @%s, which the module does not define", name);
-    if (!imp_expect(L, '(')) return false;
-    if (!imp_accept(L, ')')) {
+    /* a call passes a function's whole argument list: more than an op's operands */
+    kiln_value *args = host_alloc(L->ctx, IMP_MAX_VALUES * sizeof *args);
+    if (!args) return imp_oom(L, "kiln import (call)", IMP_MAX_VALUES * sizeof *args);
+    int n_args = 0;
+    bool ok = imp_expect(L, '(');
+    if (ok && !imp_accept(L, ')')) {
         do {
-            if (!add_operand(L, s, op)) return false;
-        } while (imp_accept(L, ','));
-        if (!imp_expect(L, ')')) return false;
+            if (n_args == IMP_MAX_VALUES) {
+                ok = imp_fail(L, "a call of more than %d operands", IMP_MAX_VALUES);
+                break;
+            }
+            ok = operand(L, s, &args[n_args++], NULL);
+        } while (ok && imp_accept(L, ','));
+        ok = ok && imp_expect(L, ')');
     }
-    if (!signature(L, op)) return false;
-    if (++L->depth > IMP_MAX_DEPTH) {
+    ok = ok && signature(L, op);
+    if (ok && ++L->depth > IMP_MAX_DEPTH) {
         L->depth--;
-        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
-                           "calls and regions nested more than %d deep", IMP_MAX_DEPTH);
+        ok = imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                         "calls and regions nested more than %d deep", IMP_MAX_DEPTH);
     }
-    imp_mark back = imp_mark_here(L);
-    imp_go(L, (imp_mark){f->pos, f->line_start, f->line});
-    imp_scope fs = {.g = s->g};
-    int n;
-    bool ok = func_head(L, &fs, op->in, op->n_in, &n) && block(P, &fs, n_outs, outs);
-    imp_scope_free(L, &fs);
-    imp_go(L, back);
-    L->depth--;
+    if (ok) {
+        imp_mark back = imp_mark_here(L);
+        imp_go(L, (imp_mark){f->pos, f->line_start, f->line});
+        imp_scope fs = {.g = s->g};
+        int n;
+        ok = func_head(L, &fs, args, n_args, &n) && block(P, &fs, n_outs, outs, IMP_MAX_VALUES);
+        imp_scope_free(L, &fs);
+        imp_go(L, back);
+        L->depth--;
+    }
+    host_free(L->ctx, args, IMP_MAX_VALUES * sizeof *args);
     if (ok && *n_outs != op->n_out)
         ok = imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
                          "@%s returns %d values, but the call's type has %d", name, *n_outs,
@@ -1076,31 +1094,34 @@ static bool op_body(shlo *P, imp_scope *s, imp_op *op, bool generic, kiln_value 
 }
 
 /* "return %a, %b : T, U" (or stablehlo.return, func.return) and the block's "}". */
-static bool block_return(imp_lex *L, imp_scope *s, int *n_out, kiln_value *outs) {
+static bool block_return(imp_lex *L, imp_scope *s, int *n_out, kiln_value *outs, int max) {
     *n_out = 0;
     imp_skip(L);
     while (imp_peek(L) == '%') {
-        if (*n_out == KILN_MAX_OUTPUTS)
-            return imp_fail(L, "a return of more than %d values", KILN_MAX_OUTPUTS);
+        if (*n_out == max) return imp_fail(L, "a return of more than %d values", max);
         if (!operand(L, s, &outs[(*n_out)++], NULL)) return false;
         if (!imp_accept(L, ',')) break;
         imp_skip(L);
     }
     if (imp_accept(L, ':')) {
-        imp_type ts[IMP_MAX_OPERANDS];
+        imp_type *ts = host_alloc(L->ctx, IMP_MAX_OPERANDS * sizeof *ts);
         int n;
-        if (!type_list(L, ts, &n)) return false;
+        bool ok = ts ? type_list(L, ts, &n) : imp_oom(L, "kiln import", sizeof *ts);
+        host_free(L->ctx, ts, IMP_MAX_OPERANDS * sizeof *ts);
+        if (!ok) return false;
     }
     return imp_expect(L, '}');
 }
 
 /* The ops of a block up to its return, each bound to its results' name in s. */
-static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs) {
+static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs, int max_out) {
     imp_lex *L = P->L;
-    imp_op *op = host_alloc(L->ctx, sizeof *op); /* large, and blocks nest: off the stack */
-    if (!op) return imp_oom(L, "kiln import (op)", sizeof *op);
-    bool ok = true;
-    for (;;) {
+    /* large, and blocks nest: off the stack */
+    imp_op *op = host_alloc(L->ctx, sizeof *op);
+    kiln_value *res = host_alloc(L->ctx, IMP_MAX_VALUES * sizeof *res);
+    bool ok = op && res;
+    if (!ok) imp_oom(L, "kiln import (op)", sizeof *op + IMP_MAX_VALUES * sizeof *res);
+    while (ok) {
         imp_skip(L);
         memset(op, 0, sizeof *op);
         op->at = imp_here(L);
@@ -1111,7 +1132,7 @@ static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs) {
             ok = ref(L, &rn, &rl) &&
                  (!imp_accept(L, ':') || imp_int(L, &n_res, "a result count")) &&
                  imp_expect(L, '=');
-            if (ok && (n_res < 1 || n_res > IMP_MAX_OPERANDS))
+            if (ok && (n_res < 1 || n_res > IMP_MAX_VALUES))
                 ok = imp_fail(L, "%lld results", (long long)n_res);
             if (!ok) break;
         }
@@ -1126,7 +1147,7 @@ static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs) {
         }
         if (!rn && (!strcmp(name, "return") || !strcmp(name, "stablehlo.return") ||
                     !strcmp(name, "func.return"))) {
-            ok = block_return(L, s, n_out, outs);
+            ok = block_return(L, s, n_out, outs, max_out);
             break;
         }
         if (!imp_count_op(L)) {
@@ -1135,7 +1156,6 @@ static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs) {
         }
         op->spell = name;
         op->name = canonical(name);
-        kiln_value res[IMP_MAX_OPERANDS];
         int n_res_got = 0;
         imp_entry info = {0};
         if (!op_body(P, s, op, generic, res, &n_res_got, &info)) {
@@ -1157,6 +1177,7 @@ static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs) {
         e->is_const = info.is_const, e->value = info.value;
     }
     host_free(L->ctx, op, sizeof *op);
+    host_free(L->ctx, res, IMP_MAX_VALUES * sizeof *res);
     return ok && !L->status;
 }
 
@@ -1234,14 +1255,17 @@ kiln_status imp_stablehlo(imp_lex *L, kiln_graph **out) {
     }
     if (!L->status) {
         imp_scope sc = {.g = g};
-        kiln_value outs[KILN_MAX_OUTPUTS];
+        kiln_value *outs = host_alloc(L->ctx, IMP_MAX_VALUES * sizeof *outs);
         int n_params = 0, n_out = 0;
         L->depth = 1;
-        if (func_head(L, &sc, NULL, 0, &n_params) && block(&P, &sc, &n_out, outs)) {
+        if (!outs) imp_oom(L, "kiln import (results)", IMP_MAX_VALUES * sizeof *outs);
+        if (outs && func_head(L, &sc, NULL, 0, &n_params) &&
+            block(&P, &sc, &n_out, outs, IMP_MAX_VALUES)) {
             kiln_status s = kiln_graph_finish(g, n_out, outs);
             if (s) imp_check_graph(L, g, imp_here(L), "return");
             if (s && !L->status) L->status = s;
         }
+        host_free(L->ctx, outs, IMP_MAX_VALUES * sizeof *outs);
         imp_scope_free(L, &sc);
     }
     host_free(L->ctx, P.fns, P.cap_fns * sizeof *P.fns);

@@ -40,8 +40,10 @@ static void one(kiln_status (*imp)(kiln_context *, const char *, size_t, kiln_gr
         if (g) abort();
         const char *msg = kiln_last_error(fz_ctx);
         /* the readers' own messages carry where and which kiln; a host OOM's need not */
-        if (s != KILN_STATUS_HOST_OOM && (!strstr(msg, "line ") || !strstr(msg, kiln_version())))
+        if (s != KILN_STATUS_HOST_OOM && (!strstr(msg, "line ") || !strstr(msg, kiln_version()))) {
+            fprintf(stderr, "a message without its place: %s\n", msg);
             abort();
+        }
         return;
     }
     if (!g || kiln_graph_num_outputs(g) < 1) abort();

@@ -163,6 +163,7 @@ static void test_programs_stablehlo(void) {
     run_program(ctx_g, "shapes", "mlir", 1e-5);
     run_program(ctx_g, "control", "mlir", 1e-5);
     run_program(ctx_g, "attention_adamw", "mlir", 1e-4);
+    run_program(ctx_g, "misc", "mlir", 1e-5);
 }
 
 static void test_programs_hlo(void) {
@@ -171,6 +172,7 @@ static void test_programs_hlo(void) {
     run_program(ctx_g, "shapes", "hlo", 1e-5);
     run_program(ctx_g, "control", "hlo", 1e-5);
     run_program(ctx_g, "attention_adamw", "hlo", 1e-4);
+    run_program(ctx_g, "misc", "hlo", 1e-5);
 }
 
 /* The message of a failed import: names what, the line and column, and kiln's version;
@@ -224,6 +226,74 @@ static void test_errors_stablehlo(void) {
                  "line 2");
 }
 
+/* An error inside a while's body or a called function is reported where it is, not as the
+ * loop's or the call's. */
+static void test_errors_nested(void) {
+    char t[2048];
+    snprintf(t, sizeof t,
+             "%s    %%c = stablehlo.constant dense<0> : tensor<i32>\n"
+             "    %%0:2 = stablehlo.while(%%i = %%c, %%x = %%arg0) : tensor<i32>, tensor<2x3xf32>\n"
+             "    cond {\n"
+             "      %%n = stablehlo.constant dense<3> : tensor<i32>\n"
+             "      %%p = stablehlo.compare LT, %%i, %%n, SIGNED : (tensor<i32>, tensor<i32>) -> "
+             "tensor<i1>\n"
+             "      stablehlo.return %%p : tensor<i1>\n"
+             "    } do {\n"
+             "      %%y = stablehlo.atan2 %%x, %%x : tensor<2x3xf32>\n"
+             "      stablehlo.return %%i, %%y : tensor<i32>, tensor<2x3xf32>\n"
+             "    }\n"
+             "    return %%0#1 : tensor<2x3xf32>\n  }\n}\n",
+             sh_head);
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "stablehlo.atan2",
+                 "line 10, column 12");
+    snprintf(t, sizeof t,
+             "module @m {\n  func.func public @main(%%arg0: tensor<2xf32>) -> tensor<2xf32> {\n"
+             "    %%0 = call @f(%%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n"
+             "    return %%0 : tensor<2xf32>\n  }\n"
+             "  func.func private @f(%%arg0: tensor<2xf32>) -> tensor<2xf32> {\n"
+             "    %%0 = stablehlo.reshape %%arg0 : (tensor<2xf32>) -> tensor<3xf32>\n"
+             "    return %%0 : tensor<3xf32>\n  }\n}\n");
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_SHAPE, "stablehlo.reshape",
+                 "line 7, column 10");
+    /* a function that calls itself: the nesting bound stops it */
+    snprintf(t, sizeof t,
+             "module @m {\n  func.func public @main(%%arg0: tensor<2xf32>) -> tensor<2xf32> {\n"
+             "    %%0 = call @main(%%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n"
+             "    return %%0 : tensor<2xf32>\n  }\n}\n");
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "nested more than",
+                 "line 3, column 10");
+}
+
+static void test_errors_hlo(void) {
+    static const char head[] =
+        "HloModule m, entry_computation_layout={(f32[2,3]{1,0})->f32[2,3]{1,0}}\n\n";
+    char t[1024];
+    snprintf(
+        t, sizeof t,
+        "%sENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  ROOT r = f32[2,3]{1,0} cbrt(p)\n}\n",
+        head);
+    expect_error(kiln_import_hlo, t, KILN_STATUS_UNIMPLEMENTED, "cbrt", "line 5, column 26");
+    snprintf(
+        t, sizeof t,
+        "%sENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  ROOT r = f32[3,2]{1,0} add(p, q)\n}\n",
+        head);
+    expect_error(kiln_import_hlo, t, KILN_STATUS_INVALID_ARGUMENT, "q is not defined",
+                 "line 5, column 34");
+    snprintf(
+        t, sizeof t,
+        "%sENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  ROOT r = f32[3,2]{1,0} negate(p)\n}\n",
+        head);
+    expect_error(kiln_import_hlo, t, KILN_STATUS_SHAPE, "negate", "line 5, column 26");
+    snprintf(t, sizeof t,
+             "%sr {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] "
+             "atan2(a, b)\n}\n\nENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  z = f32[] "
+             "constant(0)\n  ROOT r = f32[2]{0} reduce(p, z), dimensions={1}, to_apply=r\n}\n",
+             head);
+    expect_error(kiln_import_hlo, t, KILN_STATUS_UNIMPLEMENTED, "reduce: its body", "line 12");
+    expect_error(kiln_import_hlo, "HloModule m\n\nc {\n  ROOT p = f32[] parameter(0)\n}\n",
+                 KILN_STATUS_INVALID_ARGUMENT, "no ENTRY", "line 6");
+}
+
 /* Every prefix of a real program is refused cleanly (or imported, when whole), and so is
  * the program with one byte changed at many places: never a crash or a leak (ASan). */
 static void test_truncated(void) {
@@ -255,6 +325,8 @@ int main(int argc, char **argv) {
     ctx_g = test_private_context(dir);
     if (!ctx_g) return 1;
     RUN(test_errors_stablehlo);
+    RUN(test_errors_nested);
+    RUN(test_errors_hlo);
     RUN(test_truncated);
     RUN_CC(test_programs_stablehlo);
     RUN_CC(test_programs_hlo);

@@ -408,6 +408,7 @@ static bool comp_combine(hlo *P, const comp *c, imp_combine *k) {
                 *k = ops[i].k;
     }
     L->status = KILN_STATUS_OK; /* a body this reader cannot follow is just not recognised */
+    L->msg[0] = 0;
     imp_go(L, back);
     return true;
 }
@@ -776,6 +777,9 @@ static bool instruction(hlo *P, imp_scope *s, int n_args, const group *args, ins
     }
     if (strcmp(canon, "parameter") && strcmp(canon, "constant")) {
         if (!instr_op(P, s, op, &x, I->ops, n_ops, &I->out)) return false;
+        if ((!strcmp(canon, "broadcast_in_dim") || !strcmp(canon, "reshape")) && n_ops == 1 &&
+            I->ops[0].is_const) /* still a splat: a reduction's init */
+            info.is_const = true, info.value = I->ops[0].value;
     }
     *bound = imp_scope_bind(L, s, nm, nn, I->out.n, I->out.v);
     if (*bound) (*bound)->is_const = info.is_const, (*bound)->value = info.value;

@@ -17,6 +17,7 @@ static kiln_status run(kiln_context *ctx, const char *api, const char *text, siz
     imp_lex L = {.ctx = ctx, .api = api, .src = text ? text : "", .len = len, .line = 1};
     kiln_status s = front(&L, out);
     if (s) *out = NULL;
+    if (s && L.msg[0]) ctx_error(ctx, s, "%s", L.msg); /* the import's own, not a later one */
     return s;
 }
 

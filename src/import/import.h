@@ -34,9 +34,12 @@ typedef struct imp_lex {
     size_t len, pos;
     size_t line_start; /* offset of the current line's first byte */
     int line;
-    kiln_status status; /* the first error; its message is on the context */
-    uint32_t ops;       /* ops read so far (IMP_MAX_OPS) */
-    int depth;          /* regions and calls open (IMP_MAX_DEPTH) */
+    kiln_status status; /* the first error */
+    /* Its message, kept here too: a builder that fails after it (a while whose body
+     * returned the import's error) sets the context's message again; the import's wins. */
+    char msg[1024];
+    uint32_t ops; /* ops read so far (IMP_MAX_OPS) */
+    int depth;    /* regions and calls open (IMP_MAX_DEPTH) */
 } imp_lex;
 
 /* Where an op starts, for its messages. */

@@ -24,8 +24,9 @@ static bool vfail(imp_lex *L, imp_loc at, kiln_status code, const char *fmt, va_
     if (L->status) return false;
     char msg[768];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    L->status = ctx_error(L->ctx, code, "%s (kiln %s): line %d, column %d: %s", L->api,
-                          kiln_version(), at.line, at.col, msg);
+    snprintf(L->msg, sizeof L->msg, "%s (kiln %s): line %d, column %d: %s", L->api, kiln_version(),
+             at.line, at.col, msg);
+    L->status = ctx_error(L->ctx, code, "%s", L->msg);
     return false;
 }
 
@@ -55,7 +56,9 @@ bool imp_expected(imp_lex *L, const char *what) {
 }
 
 bool imp_oom(imp_lex *L, const char *what, size_t size) {
-    if (!L->status) L->status = ctx_oom(L->ctx, what, size);
+    if (L->status) return false;
+    L->status = ctx_oom(L->ctx, what, size);
+    snprintf(L->msg, sizeof L->msg, "%s", kiln_last_error(L->ctx));
     return false;
 }
 

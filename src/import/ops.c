@@ -470,10 +470,15 @@ bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {
     bool known = true;
     kiln_value v = emit_one(L, g, op, &known);
     if (L->status) return false;
-    if (!known && !kiln_graph_status(g))
+    if (!known && !kiln_graph_status(g)) {
+        const char *n = op->name;
+        if (!strcmp(n, "and") || !strcmp(n, "or") || !strcmp(n, "xor") || !strcmp(n, "not"))
+            return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                               "%s of %s: kiln imports it over bool only (no bitwise ops)",
+                               op->spell, kiln_dtype_name(imp_value_type(g, op->in[0]).dtype));
         return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
-                           "%s is not an op kiln imports%s (docs/import.md lists them)", op->spell,
-                           op->n_in ? " with these operands" : "");
+                           "%s is not an op kiln imports (docs/import.md lists them)", op->spell);
+    }
     if (!check_result(L, g, op, 0, v)) return false;
     out[0] = v;
     if (op->n_out > 1)

@@ -617,6 +617,7 @@ static bool region_combine(imp_lex *L, imp_combine *k) {
         ok = body_combine(L, a, na, b, nb, k) && imp_accept(L, '}');
         if (!ok && !before) { /* a longer body: not one kiln reduces with */
             L->status = KILN_STATUS_OK;
+            L->msg[0] = 0;
             *k = IMP_COMBINE_NONE;
             imp_go(L, body);
             ok = true;
@@ -954,6 +955,7 @@ static bool reduce_pretty(shlo *P, imp_scope *s, imp_op *op) {
         imp_expect(L, '{');
         if (!body_combine(L, a, na, b, nb, &op->combine) || !imp_accept(L, '}')) {
             L->status = KILN_STATUS_OK; /* a longer body: refused by imp_reduce, by name */
+            L->msg[0] = 0;
             op->combine = IMP_COMBINE_NONE;
         }
         imp_go(L, end);
@@ -1162,6 +1164,9 @@ static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs, int max_o
             ok = false;
             break;
         }
+        if ((!strcmp(op->name, "broadcast_in_dim") || !strcmp(op->name, "reshape")) &&
+            op->n_in == 1 && op->in_const[0]) /* still a splat: a reduction's init */
+            info.is_const = true, info.value = op->in_value[0];
         if (!rn) continue; /* no results: nothing to name */
         if (n_res_got != n_res) {
             ok = imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,

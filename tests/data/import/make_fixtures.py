@@ -67,6 +67,21 @@ def control(x, i, n):
     return a, b, c, d
 
 
+def misc(x, b, idx):
+    """Forms the other fixtures lack: reduce_window (cumsum), bf16, a large constant (its
+    bytes in hex), a remat barrier (jax.checkpoint), all/any, scatter that sets, reverse,
+    expm1, ceil, is_finite, a float remainder."""
+    big = jnp.asarray(np.linspace(-1, 1, 192, dtype=np.float32).reshape(12, 16))
+    # times 2, exact in bf16: XLA on the CPU keeps an inexact bf16 product in f32 when a
+    # convert to f32 follows, where kiln (and the StableHLO semantics) round it
+    h = (x.astype(jnp.bfloat16) * jnp.bfloat16(2)).astype(jnp.float32)
+    f = jax.checkpoint(lambda v: jnp.sin(jnp.sin(v)) * 2.0)
+    g = jax.grad(lambda v: jnp.sum(f(v)))(x)
+    return (jnp.cumsum(x, axis=1), h, x @ big[:4, :4], g, jnp.all(b, axis=1), jnp.any(b),
+            x.at[idx].set(-1.0), jnp.flip(x, 0), jnp.expm1(x), jnp.ceil(x * 2),
+            jnp.isfinite(x / (x - x[0, 0])), jnp.fmod(x * 7, 1.5))
+
+
 def attention_adamw(wq, wk, wv, wo, m, v, x, step):
     """One AdamW step of a small causal self-attention layer with a layer norm."""
     def loss(p):
@@ -110,6 +125,8 @@ PROGRAMS = {
     "shapes": (shapes, lambda: (randn(3, 4), np.int32(1), np.array([2, 0, 2], np.int32)), ()),
     "control": (control, lambda: (randn(3, 4), np.int32(1), np.int32(4)), ()),
     "attention_adamw": (attention_adamw, attention_args, (0, 1, 2, 3)),
+    "misc": (misc, lambda: (randn(4, 4), rng.random((4, 3)) > 0.3, np.array([3, 1], np.int32)),
+             ()),
 }
 
 DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}

@@ -217,13 +217,37 @@ static void test_errors_stablehlo(void) {
     expect_error(kiln_import_stablehlo, t, KILN_STATUS_INVALID_ARGUMENT, "not closed",
                  "line 2, column 69");
     snprintf(t, sizeof t,
-             "%s    %%0 = stablehlo.custom_call @Sharding(%%arg0) : (tensor<2x3xf32>) -> "
+             "%s    %%0 = stablehlo.custom_call @lapack_sgetrf(%%arg0) : (tensor<2x3xf32>) -> "
              "tensor<2x3xf32>\n    return %%0 : tensor<2x3xf32>\n  }\n}\n",
              sh_head);
-    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "custom_call",
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "custom_call @lapack_sgetrf",
                  "line 3, column 10");
     expect_error(kiln_import_stablehlo, "module @m {\n}\n", KILN_STATUS_INVALID_ARGUMENT, "@main",
                  "line 2");
+}
+
+/* A sharding annotation (jax.lax.with_sharding_constraint) is the identity: shardings are
+ * ignored, in both forms. */
+static void test_sharding_ignored(void) {
+    char t[1024];
+    snprintf(t, sizeof t,
+             "%s    %%0 = stablehlo.custom_call @Sharding(%%arg0) {mhlo.sharding = "
+             "\"{replicated}\"} : (tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+             "    %%1 = stablehlo.add %%0, %%arg0 : tensor<2x3xf32>\n"
+             "    return %%1 : tensor<2x3xf32>\n  }\n}\n",
+             sh_head);
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx_g, kiln_import_stablehlo(ctx_g, t, strlen(t), &g));
+    if (g) CHECK(kiln_graph_num_nodes(g) == 2); /* the parameter and the add */
+    kiln_graph_destroy(g);
+    static const char hlo[] =
+        "HloModule m\n\nENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n"
+        "  s = f32[2,3]{1,0} custom-call(p), custom_call_target=\"Sharding\", "
+        "sharding={replicated}\n  ROOT r = f32[2,3]{1,0} add(s, p)\n}\n";
+    g = NULL;
+    CHECK_OK(ctx_g, kiln_import_hlo(ctx_g, hlo, strlen(hlo), &g));
+    if (g) CHECK(kiln_graph_num_nodes(g) == 2);
+    kiln_graph_destroy(g);
 }
 
 /* An error inside a while's body or a called function is reported where it is, not as the
@@ -326,6 +350,7 @@ int main(int argc, char **argv) {
     if (!ctx_g) return 1;
     RUN(test_errors_stablehlo);
     RUN(test_errors_nested);
+    RUN(test_sharding_ignored);
     RUN(test_errors_hlo);
     RUN(test_truncated);
     RUN_CC(test_programs_stablehlo);

@@ -255,6 +255,7 @@ typedef struct extra {
     const comp *branches[KILN_MAX_OUTPUTS];
     int n_branches;
     int64_t index;
+    char target[IMP_MAX_NAME]; /* custom_call_target */
 } extra;
 
 static bool dnum_attr(imp_lex *L, imp_op *op, const char *key, bool *done) {
@@ -332,6 +333,13 @@ static bool attr(hlo *P, imp_op *op, extra *x, const char *key) {
             if (!comp_ref(P, &x->branches[x->n_branches++])) return false;
         } while (imp_accept(L, ','));
         return imp_expect(L, '}');
+    }
+    if (!strcmp(key, "custom_call_target")) {
+        imp_skip_blanks(L);
+        size_t st = L->pos + 1;
+        if (imp_peek(L) != '"' || !imp_skip_string(L)) return imp_expected(L, "a quoted target");
+        snprintf(x->target, sizeof x->target, "%.*s", (int)(L->pos - 1 - st), L->src + st);
+        return true;
     }
     /* metadata, sharding, backend_config, layouts...: not needed */
     for (;;) {
@@ -680,9 +688,17 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
     }
     if (!strcmp(n, "conditional")) return conditional(P, s, op, x, ops, n_ops, out);
     if (!strcmp(n, "call")) return call_instr(P, s, op, x, ops, n_ops, out);
-    if (!strcmp(n, "custom_call"))
-        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
-                           "%s: kiln has no op for custom calls (docs/import.md)", op->spell);
+    if (!strcmp(n, "custom_call")) { /* a sharding annotation: the identity */
+        if (!imp_sharding_target(x->target))
+            return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                               "%s \"%s\": kiln has no op for this custom call (docs/import.md)",
+                               op->spell, x->target);
+        if (n_ops != 1 || ops[0].n != 1)
+            return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED, "%s of %d operands", op->spell,
+                               n_ops);
+        *out = ops[0];
+        return true;
+    }
     if ((!strcmp(n, "reduce") || !strcmp(n, "reduce_window") || !strcmp(n, "scatter")) &&
         x->to_apply && !comp_combine(P, x->to_apply, &op->combine))
         return false;

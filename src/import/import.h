@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #define IMP_MAX_BYTES    ((size_t)1 << 30) /* longest text read */
-#define IMP_MAX_OPS      (1u << 22)        /* ops read in all, inlined calls counted again */
+#define IMP_MAX_OPS      (1u << 20)        /* ops read in all, inlined calls counted again */
 #define IMP_MAX_DEPTH    32                /* regions and calls nested in each other */
 #define IMP_MAX_OPERANDS 64                /* operands (and results) of one op */
 #define IMP_MAX_VALUES   4096              /* of a tuple, a call, a function's results */
@@ -195,6 +195,9 @@ typedef struct imp_op {
     bool has_index_vector_dim;
 } imp_op;
 
+/* Whether a custom call's target is one of the sharding annotations JAX leaves
+ * (Sharding, SPMDFullToShardShape, SPMDShardToFullShape): the identity on one device. */
+bool imp_sharding_target(const char *target);
 /* Builds op on g: its values into out[0..op->n_out). The mapping checks what kiln's
  * builders do not (the text's result type against the builder's), and every failure is
  * an error naming the op, its line and column. */

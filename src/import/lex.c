@@ -154,7 +154,7 @@ bool imp_ident(imp_lex *L, char *out, const char *extra, const char *what) {
     imp_skip(L);
     size_t s = L->pos;
     while (L->pos < L->len && (imp_is_ident_char((unsigned char)L->src[L->pos]) ||
-                               (extra && strchr(extra, L->src[L->pos]))))
+                               (extra && L->src[L->pos] && strchr(extra, L->src[L->pos]))))
         L->pos++;
     size_t n = L->pos - s;
     if (!n) return imp_expected(L, what);
@@ -224,7 +224,8 @@ bool imp_number(imp_lex *L, double *out, uint64_t *raw, bool *bits, const char *
     char buf[64];
     size_t n = 0;
     L->pos = s;
-    while (L->pos < L->len && n < sizeof buf - 1 && strchr("0123456789+-.eE", L->src[L->pos]) &&
+    while (L->pos < L->len && n < sizeof buf - 1 && L->src[L->pos] &&
+           strchr("0123456789+-.eE", L->src[L->pos]) &&
            (n == 0 || L->src[L->pos] != '-' || (buf[n - 1] | 32) == 'e'))
         buf[n++] = L->src[L->pos++];
     buf[n] = 0;

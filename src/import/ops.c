@@ -161,7 +161,7 @@ static binary_fn combine_fn(imp_combine k) {
 
 kiln_value imp_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value x, kiln_value init,
                       bool init_is_identity) {
-    int axes[KILN_MAX_RANK];
+    int axes[KILN_MAX_RANK] = {0};
     to_int(op->dims, op->n_dims, axes);
     kiln_value r = {0, 0};
     bool is_bool = imp_value_type(g, x).dtype == KILN_DTYPE_BOOL;
@@ -300,12 +300,19 @@ static kiln_value binary_bool(kiln_graph *g, const char *name, kiln_value a, kil
 
 /* ----------------------------------------------------------------- shape ---- */
 
-static kiln_value emit_shape(kiln_graph *g, imp_op *op, bool *known) {
+static kiln_value emit_shape(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
     const char *n = op->name;
     kiln_value x = op->in[0];
     const imp_type *o = &op->out[0];
-    int ax[KILN_MAX_RANK];
+    int ax[KILN_MAX_RANK] = {0};
     *known = true;
+    /* the builders read one entry per axis of x: the text must give them all */
+    int rank = op->n_in ? imp_value_type(g, x).rank : 0;
+    if ((!strcmp(n, "broadcast_in_dim") || !strcmp(n, "transpose")) && op->n_dims != rank) {
+        imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                    "%s: %d dimensions for an operand of rank %d", op->spell, op->n_dims, rank);
+        return (kiln_value){0, 0};
+    }
     if (!strcmp(n, "broadcast_in_dim")) {
         to_int(op->dims, op->n_dims, ax);
         return kiln_broadcast_in_dim(g, x, o->rank, o->dims, ax);
@@ -454,9 +461,14 @@ static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
                                               "dynamic_update_slice"};
     for (size_t i = 0; i < sizeof shape_names / sizeof shape_names[0]; i++)
         shape_op |= !strcmp(n, shape_names[i]);
-    if (shape_op) return shape_operands(L, op) ? emit_shape(g, op, known) : (kiln_value){0, 0};
+    if (shape_op) return shape_operands(L, op) ? emit_shape(L, g, op, known) : (kiln_value){0, 0};
     *known = false;
     return (kiln_value){0, 0};
+}
+
+bool imp_sharding_target(const char *target) {
+    return !strcmp(target, "Sharding") || !strcmp(target, "SPMDFullToShardShape") ||
+           !strcmp(target, "SPMDShardToFullShape");
 }
 
 bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {

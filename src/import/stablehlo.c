@@ -1040,6 +1040,34 @@ static bool generic_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs, int 
     return signature(L, op);
 }
 
+/* stablehlo.custom_call @target(%x) {attributes} : (T) -> T: a sharding annotation is
+ * the identity (shardings are ignored); any other target is refused by name. */
+static bool custom_call(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs) {
+    imp_lex *L = P->L;
+    char target[IMP_MAX_NAME];
+    if (!imp_expect(L, '@') || !imp_ident(L, target, ".$-", "a custom call's target")) return false;
+    if (!imp_sharding_target(target))
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s @%s: kiln has no op for this custom call (docs/import.md)",
+                           op->spell, target);
+    if (!imp_expect(L, '(')) return false;
+    if (!imp_accept(L, ')')) {
+        do {
+            if (!add_operand(L, s, op)) return false;
+        } while (imp_accept(L, ','));
+        if (!imp_expect(L, ')')) return false;
+    }
+    imp_skip(L);
+    if (imp_peek(L) == '{' && !attr_dict(L, op)) return false;
+    if (!signature(L, op)) return false;
+    if (op->n_in != 1 || op->n_out != 1)
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s @%s of %d operands and %d results", op->spell, target, op->n_in,
+                           op->n_out);
+    op->name = "optimization_barrier"; /* the identity, its type checked */
+    return imp_emit(L, s->g, op, outs);
+}
+
 /* The canonical name: the dialect dropped (stablehlo.add, chlo.square -> add, square). */
 static const char *canonical(const char *name) {
     if (!strncmp(name, "stablehlo.", 10)) return name + 10;
@@ -1079,9 +1107,7 @@ static bool op_body(shlo *P, imp_scope *s, imp_op *op, bool generic, kiln_value 
         *n_outs = op->n_out;
         return true;
     }
-    if (!strcmp(n, "custom_call"))
-        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
-                           "%s: kiln has no op for custom calls (docs/import.md)", op->spell);
+    if (!strcmp(n, "custom_call") && !generic) return custom_call(P, s, op, outs);
     bool done = false;
     bool ok = generic                ? generic_op(P, s, op, outs, n_outs, &done)
               : !strcmp(n, "reduce") ? reduce_pretty(P, s, op)

@@ -204,6 +204,8 @@ static int load_model(kiln_context *ctx, const char *path, model *m) {
     memset(m, 0, sizeof *m);
     if (kiln_tool_is_import(path)) {
         if (kiln_tool_import_file(ctx, path, &m->g)) return 1;
+        /* JAX's donations, as a training step's example has its own */
+        m->n_donate = kiln_tool_import_donations(path, m->donate, MODEL_MAX_PARAMS);
     } else if (kiln_graph_load(ctx, path, &m->g)) {
         fprintf(stderr, "kiln: %s\n", kiln_last_error(ctx));
         return 1;

@@ -91,6 +91,47 @@ int kiln_tool_import_file(kiln_context *ctx, const char *path, kiln_graph **out)
     return s ? 1 : 0;
 }
 
+/* StableHLO: the %argN of @main's signature followed by tf.aliasing_output before the
+ * next argument. */
+static int mlir_donations(const char *t, int *donate, int max) {
+    const char *p = strstr(t, "@main("), *end = p ? strstr(p, ") -> ") : NULL;
+    int n = 0;
+    for (const char *a = p ? strstr(p, "%arg") : NULL; a && a < end && n < max;) {
+        int k = atoi(a + 4);
+        const char *next = strstr(a + 4, "%arg");
+        const char *al = strstr(a, "tf.aliasing_output");
+        if (al && al < end && (!next || al < next)) donate[n++] = k;
+        a = next;
+    }
+    return n;
+}
+
+/* HLO: input_output_alias={ {1}: (0, {}, may-alias), ... }: the parameter numbers. */
+static int hlo_donations(const char *t, int *donate, int max) {
+    const char *p = strstr(t, "input_output_alias={"), *nl = p ? strchr(p, '\n') : NULL;
+    int n = 0;
+    for (const char *a = p ? strstr(p, ": (") : NULL; a && (!nl || a < nl) && n < max;
+         a = strstr(a + 3, ": ("))
+        donate[n++] = atoi(a + 3);
+    return n;
+}
+
+int kiln_tool_import_donations(const char *path, int *donate, int max) {
+    size_t len;
+    char *text = read_all(path, &len);
+    if (!text) return 0;
+    char *z = realloc(text, len + 1); /* a terminator for strstr */
+    if (!z) {
+        free(text);
+        return 0;
+    }
+    z[len] = 0;
+    int n =
+        ends_with(path, ".hlo") ? hlo_donations(z, donate, max) : mlir_donations(z, donate, max);
+    free(z);
+    return n;
+}
+
 static void print_value(kiln_graph *g, const char *what, int i, kiln_value v) {
     kiln_dtype t;
     int rank;
@@ -136,6 +177,12 @@ int kiln_tool_import(int argc, char **argv) {
             print_value(g, "parameter", i, kiln_graph_parameter(g, i));
         for (int i = 0; i < kiln_graph_num_outputs(g); i++)
             print_value(g, "output", i, kiln_graph_output(g, i));
+        int donate[64], nd = kiln_tool_import_donations(argv[2], donate, 64);
+        if (nd) {
+            printf("  donated by JAX (kiln plan uses them unless --donate is given):");
+            for (int i = 0; i < nd; i++) printf(" %d", donate[i]);
+            printf("\n");
+        }
         if (o.out) printf("wrote %s\n", o.out);
         printf("\n");
         kiln_graph_print(g, stdout);

@@ -12,6 +12,10 @@
 bool kiln_tool_is_import(const char *path);
 /* Reads path and imports it by its extension; 1 having printed why, or 0. */
 int kiln_tool_import_file(kiln_context *ctx, const char *path, kiln_graph **out);
+/* The arguments the exported text says JAX donated (StableHLO's tf.aliasing_output on
+ * @main's arguments, HLO's input_output_alias), at most max of them, into donate; their
+ * count (0 when the file cannot be read or names none). */
+int kiln_tool_import_donations(const char *path, int *donate, int max);
 int kiln_tool_import(int argc, char **argv);
 void kiln_tool_import_help(FILE *f);
 

@@ -3,6 +3,7 @@
  * computed for the same inputs and with kiln's reference interpreter; the error paths
  * (an unsupported op, malformed text, a type that disagrees) name the op, its line and
  * column and kiln's version, and leave nothing behind. */
+#include "fault.h"
 #include "test.h"
 
 #include <stdint.h>
@@ -343,6 +344,48 @@ static void test_truncated(void) {
     free(text);
 }
 
+/* The import of one text on the sweep's long-lived context, with its n-th allocation
+ * failing: a clean HOST_OOM with nothing left (the sweep counts the blocks). */
+typedef struct fault_text {
+    kiln_context *ctx;
+    const char *text;
+    bool hlo;
+} fault_text;
+
+static kiln_status fault_import(fault_run *r) {
+    const fault_text *ft = r->user;
+    kiln_graph *g = (kiln_graph *)&g;
+    fault_arm(r);
+    kiln_status s = ft->hlo ? kiln_import_hlo(ft->ctx, ft->text, strlen(ft->text), &g)
+                            : kiln_import_stablehlo(ft->ctx, ft->text, strlen(ft->text), &g);
+    fault_disarm(r);
+    CHECK(s == KILN_STATUS_OK || g == NULL);
+    if (s) snprintf(r->message, sizeof r->message, "%s", kiln_last_error(ft->ctx));
+    kiln_graph_destroy(s ? NULL : g);
+    return s;
+}
+
+static void test_fault_injection(void) {
+    static const char *const files[] = {DATA "control.mlir", DATA "control.hlo",
+                                        DATA "shapes.mlir"};
+    for (int i = 0; i < 3; i++) {
+        test_alloc t = {0};
+        kiln_host_allocator a = test_allocator(&t);
+        kiln_context_options opts = {.host_allocator = &a, .ignore_environment = true};
+        fault_text ft = {.text = test_read_file(files[i]), .hlo = strstr(files[i], ".hlo") != NULL};
+        CHECK_OK(NULL, kiln_context_create(&opts, &ft.ctx, NULL, 0));
+        if (ft.ctx && ft.text) {
+            fault_sweep sw = {
+                .name = files[i], .run = fault_import, .user = &ft, .max_runs = 20000, .armed = &t};
+            long failures = fault_sweep_run(&sw);
+            CHECK_MSG(failures > 20, "%s: only %ld allocations", files[i], failures);
+        }
+        kiln_context_destroy(ft.ctx);
+        free((char *)ft.text);
+        CHECK(t.live == 0 && t.bad_size == 0);
+    }
+}
+
 int main(int argc, char **argv) {
     test_select_cases(argc, argv);
     char dir[] = "/tmp/kiln_test_import_XXXXXX";
@@ -353,6 +396,7 @@ int main(int argc, char **argv) {
     RUN(test_sharding_ignored);
     RUN(test_errors_hlo);
     RUN(test_truncated);
+    RUN(test_fault_injection);
     RUN_CC(test_programs_stablehlo);
     RUN_CC(test_programs_hlo);
     kiln_context_destroy(ctx_g);

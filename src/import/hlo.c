@@ -516,7 +516,7 @@ static bool operand(imp_lex *L, imp_scope *s, group *g, kiln_value *pool, int *n
     const char *nm;
     size_t n;
     if (!name(L, &nm, &n, "an operand")) return false;
-    if (imp_peek(L) == '[' || (imp_peek(L) == '(' && 0)) { /* a type came first */
+    if (imp_peek(L) == '[') { /* a type came first */
         imp_go(L, m);
         imp_type t[IMP_MAX_OPERANDS];
         int k;

@@ -447,8 +447,6 @@ static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
     }
     if (!need_out(L, op)) return (kiln_value){0, 0};
     bool shape_op = false;
-    kiln_value probe = {0, 0};
-    (void)probe;
     static const char *const shape_names[] = {"broadcast_in_dim",
                                               "reshape",
                                               "transpose",

@@ -381,8 +381,6 @@ static int64_t *list_field(imp_op *op, const char *name, int **n) {
 static int *dnum_field(imp_op *op, const char *name, int **n) {
     kiln_gather_dims *g = &op->gather;
     kiln_scatter_dims *s = &op->scatter;
-    static int unused;
-    (void)unused;
     if (!strcmp(name, "offset_dims")) return *n = &g->n_offset_dims, g->offset_dims;
     if (!strcmp(name, "collapsed_slice_dims"))
         return *n = &g->n_collapsed_slice_dims, g->collapsed_slice_dims;
@@ -985,13 +983,11 @@ static bool pretty_op(shlo *P, imp_scope *s, imp_op *op) {
     imp_lex *L = P->L;
     imp_skip(L);
     if (!strcmp(op->name, "compare") && (!direction(L, op) || !imp_expect(L, ','))) return false;
-    bool more = true;
     imp_skip(L);
     if (imp_peek(L) == '%') {
         do {
             imp_skip(L);
             if (imp_peek(L) != '%') {
-                more = false;
                 if (!pretty_attr(L, op)) return false;
                 continue;
             }
@@ -1004,7 +1000,6 @@ static bool pretty_op(shlo *P, imp_scope *s, imp_op *op) {
             if (!pretty_attr(L, op)) return false;
         } while (imp_accept(L, ','));
     }
-    (void)more;
     imp_skip(L);
     if (imp_peek(L) == '{' && !attr_dict(L, op)) return false;
     return signature(L, op);

@@ -114,7 +114,7 @@ test-tsan: deps
 
 # ---- fuzzing (fuzz/, README "Fuzzing"): libFuzzer needs clang ----
 FUZZ_BUILD   ?= $(BUILD)-fuzz
-FUZZ_TARGETS  = builder config sidecar graph_text safetensors checkpoint
+FUZZ_TARGETS  = builder config sidecar graph_text safetensors checkpoint import
 FUZZ_SECONDS ?= 1800
 
 fuzz:

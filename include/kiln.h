@@ -478,6 +478,26 @@ KILN_API kiln_status kiln_graph_load(kiln_context *ctx, const char *path, kiln_g
 KILN_API kiln_status kiln_graph_parse(kiln_context *ctx, const char *text, size_t len,
                                       const char *name, kiln_graph **out);
 
+/* Programs exported from JAX (docs/import.md). kiln_import_stablehlo reads the StableHLO
+ * text of jax.jit(f).lower(*args).as_text() (MLIR's pretty form, and the generic form for
+ * the ops it prints so), kiln_import_hlo the HLO text of .as_text(dialect="hlo"); each reads
+ * len bytes of text (no terminator needed) and gives a finished graph: the entry function's
+ * (@main, ENTRY) arguments are its parameters in order (named arg0, arg1, ...), its results
+ * its outputs. Private functions and HLO computations that are called are inlined; while
+ * and case (conditional) become kiln_while_loop and kiln_switch; a reduction's body must be
+ * one of add, multiply, maximum, minimum (and, or over bool). The graph is traced through
+ * the public builders, so it is checked as a traced one is, and each op's result must have
+ * the type the text declares. Ignored: shardings, layouts, result names, precision
+ * config; donations (tf.aliasing_output, input_output_alias) are not carried (pass
+ * kiln_compile_options.donate_argnums). An op kiln cannot import, or malformed text, is an
+ * error (KILN_STATUS_UNIMPLEMENTED or KILN_STATUS_INVALID_ARGUMENT, or the builder's own)
+ * whose message names the op, its line and column and kiln's version; *out is then NULL
+ * and nothing is left allocated. */
+KILN_API kiln_status kiln_import_stablehlo(kiln_context *ctx, const char *text, size_t len,
+                                           kiln_graph **out);
+KILN_API kiln_status kiln_import_hlo(kiln_context *ctx, const char *text, size_t len,
+                                     kiln_graph **out);
+
 /* Inputs and constants. Parameters are numbered in the order they are made. */
 KILN_API kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
                                    const int64_t *dims);

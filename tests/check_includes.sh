@@ -4,9 +4,10 @@
 #
 # The rooms in dependency order: base < ir < alloc < backend < reference, trace < autodiff <
 # passes < plan < remat < codegen < runtime < report < compile; io (files: safetensors)
-# needs only base, comm (communicators) base and backend (a GPU transport enqueues on a
-# device's stream). A room may include its own headers, those of the rooms listed for it
-# below, and the public kiln.h. runtime/ holds the executable and what a call does with
+# needs only base, import (JAX's exported text) base and kiln.h's builders, comm
+# (communicators) base and backend (a GPU transport enqueues on a device's stream). A
+# room may include its own headers, those of the rooms listed for it below, and the
+# public kiln.h. runtime/ holds the executable and what a call does with
 # it (arrays, the context, running the step list, profiling counters); report/ the reports
 # that print an executable's IR and plans; compile/, the top room, may include anything:
 # it drives every stage to make an executable (kiln_compile, the jit). base/ includes nothing above it: it defines the context and resolves
@@ -35,6 +36,7 @@ allowed() { # room -> the rooms it may include besides itself
     remat) echo "base ir trace passes plan" ;; # checkpoint regions trace, the budget plans
     codegen) echo "base ir passes plan backend" ;;
     io) echo "base" ;;
+    import) echo "base" ;; # JAX's exported text, read through the public builders only
     comm) echo "base backend" ;;
     runtime) echo "base ir alloc backend reference passes plan remat codegen comm" ;;
     report) echo "base ir passes plan remat codegen runtime" ;;

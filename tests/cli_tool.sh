@@ -68,6 +68,13 @@ expect 2 err "(kiln train --help lists the flags)" -- train --steps 0
 expect 2 err "unknown flag '-x'" -- train -x
 expect 2 err "no example or graph file 'mpl'; did you mean 'mlp'?" -- plan mpl
 expect 2 err "usage: kiln COMMAND" --
+# kiln import: a program JAX exported (docs/import.md); a failure names the line and column.
+expect 0 out "usage: kiln import" -- help import
+expect 0 out " -o OUT.kir" -- import --help
+expect 2 err "neither .mlir (StableHLO) nor .hlo" -- import notes.txt
+expect 2 err "unexpected argument 'b.hlo'" -- import a.hlo b.hlo
+printf 'HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2] cbrt(p)\n}\n' >"$dir/bad.hlo"
+expect 1 err "line 5, column 19: cbrt is not an op kiln imports" -- import "$dir/bad.hlo"
 
 # A failing step prints no results: the report is not printed when its files cannot be
 # written (a folder under a plain file cannot be made, even by root).

@@ -8,6 +8,8 @@
  *                                  training step's memory goes), and write the
  *                                  plan as plan.svg (a timeline) and plan.json
  *   kiln plan FILE.kir [options]   the same for a graph a program saved (kiln_graph_save)
+ *   kiln plan FILE.mlir|.hlo       the same for a program JAX exported (docs/import.md)
+ *   kiln import FILE.mlir|.hlo     read a program JAX exported, print it (tools/kiln_import.c)
  *
  *   kiln --help | help [COMMAND]   the commands, or one command's options, on stdout
  *   kiln --version                 kiln_version()
@@ -21,6 +23,7 @@
  * A command prints its results only once every step that makes them has succeeded. */
 #include "../examples/models.h"
 #include "flags.h"
+#include "kiln_import.h"
 #include "kiln_train.h"
 
 #include <errno.h>
@@ -104,9 +107,10 @@ static int plan_positional(const tool_command *c, const char *arg, void *o) {
 static const tool_command plan_command = {
     .name = "plan",
     .noun = "option",
-    .usage = "usage: kiln plan <example>|FILE.kir [options]\n"
-             "  Compiles a built-in example (kiln list) or a graph a program saved with\n"
-             "  kiln_graph_save, prints its memory analysis and writes plan.svg and plan.json.\n",
+    .usage = "usage: kiln plan <example>|FILE.kir|FILE.mlir|FILE.hlo [options]\n"
+             "  Compiles a built-in example (kiln list), a graph a program saved with\n"
+             "  kiln_graph_save or a program JAX exported (StableHLO .mlir, HLO .hlo:\n"
+             "  docs/import.md), prints its memory analysis and writes plan.svg and plan.json.\n",
     .column = 15,
     .flags = plan_flags,
     .n_flags = sizeof plan_flags / sizeof plan_flags[0],
@@ -194,10 +198,15 @@ static int run_once(kiln_context *ctx, kiln_executable *e, const model *m) {
     return rc;
 }
 
-/* A graph saved by a program (kiln_graph_save), as a model: its parameters in order. */
+/* A graph saved by a program (kiln_graph_save) or exported by JAX (.mlir, .hlo), as a
+ * model: its parameters in order. */
 static int load_model(kiln_context *ctx, const char *path, model *m) {
     memset(m, 0, sizeof *m);
-    if (kiln_graph_load(ctx, path, &m->g)) {
+    if (kiln_tool_is_import(path)) {
+        if (kiln_tool_import_file(ctx, path, &m->g)) return 1;
+        /* JAX's donations, as a training step's example has its own */
+        m->n_donate = kiln_tool_import_donations(path, m->donate, MODEL_MAX_PARAMS);
+    } else if (kiln_graph_load(ctx, path, &m->g)) {
         fprintf(stderr, "kiln: %s\n", kiln_last_error(ctx));
         return 1;
     }
@@ -285,7 +294,8 @@ static int run_plan(int argc, char **argv) {
         if (is_help(argv[i])) return plan_usage(stdout), 0;
     if (argc < 3)
         return kiln_tool_usage(&plan_command,
-                               "which program? an example (kiln list) or a FILE.kir");
+                               "which program? an example (kiln list), a FILE.kir, or a "
+                               "FILE.mlir or FILE.hlo JAX exported");
     const model_entry *me = model_find(argv[2]);
     struct stat sb;
     if (!me && stat(argv[2], &sb)) { /* neither an example nor a file */
@@ -329,6 +339,8 @@ static const struct command {
     {"list", "the built-in example programs", run_list, list_usage},
     {"plan", "compile an example or a saved graph (FILE.kir) and print its memory plan", run_plan,
      plan_usage},
+    {"import", "read a program JAX exported (FILE.mlir, FILE.hlo) and print it", kiln_tool_import,
+     kiln_tool_import_help},
     {"help", "kiln help COMMAND: that command's options", run_help, main_usage},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };

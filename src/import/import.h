@@ -1,0 +1,227 @@
+/* import.h — the importer's internals shared by its files (docs/import.md): a cursor over
+ * the text with line and column (lex.c), named values in nested scopes (scope.c), one op
+ * in a form both front ends fill (imp_op) and its mapping onto kiln's builders (ops.c),
+ * and the two front ends: StableHLO's MLIR pretty form (stablehlo.c) and HLO text (hlo.c).
+ *
+ * Invariants: the cursor never reads past the text's length (no terminator is needed);
+ * the first error wins and is kept on the cursor (imp_fail), with the line and column
+ * where the op at fault starts, and every later step is a no-op; the total work a text
+ * can ask for is bounded (IMP_MAX_OPS ops read, calls inlined included; IMP_MAX_DEPTH
+ * nested regions and calls), so no input hangs the parser or grows without bound. */
+#ifndef KILN_IMPORT_H
+#define KILN_IMPORT_H
+
+#include "base/base.h"
+
+#include <kiln.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IMP_MAX_BYTES    ((size_t)1 << 30) /* longest text read */
+#define IMP_MAX_OPS      (1u << 20)        /* ops read in all, inlined calls counted again */
+#define IMP_MAX_DEPTH    32                /* regions and calls nested in each other */
+#define IMP_MAX_OPERANDS 64                /* operands (and results) of one op */
+#define IMP_MAX_VALUES   4096              /* of a tuple, a call, a function's results */
+#define IMP_MAX_NAME     128               /* a value's or function's name, bytes */
+
+/* ---------------------------------------------------------------- lexing ---- */
+
+typedef struct imp_lex {
+    kiln_context *ctx;
+    const char *api; /* "kiln_import_stablehlo": what messages call the import */
+    const char *src;
+    size_t len, pos;
+    size_t line_start; /* offset of the current line's first byte */
+    int line;
+    kiln_status status; /* the first error */
+    /* Its message, kept here too: a builder that fails after it (a while whose body
+     * returned the import's error) sets the context's message again; the import's wins. */
+    char msg[1024];
+    uint32_t ops; /* ops read so far (IMP_MAX_OPS) */
+    int depth;    /* regions and calls open (IMP_MAX_DEPTH) */
+} imp_lex;
+
+/* Where an op starts, for its messages. */
+typedef struct imp_loc {
+    int line, col;
+} imp_loc;
+
+imp_loc imp_here(const imp_lex *L);
+/* A position in the text to come back to (a region or function read again). */
+typedef struct imp_mark {
+    size_t pos, line_start;
+    int line;
+} imp_mark;
+static inline imp_mark imp_mark_here(const imp_lex *L) {
+    return (imp_mark){L->pos, L->line_start, L->line};
+}
+static inline void imp_go(imp_lex *L, imp_mark m) {
+    L->pos = m.pos, L->line_start = m.line_start, L->line = m.line;
+}
+/* Records the first error: "<api> (kiln V): line L, column C: <message>"; returns false. */
+bool imp_fail_at(imp_lex *L, imp_loc at, kiln_status code, const char *fmt, ...) KN_PRINTF(4, 5);
+bool imp_fail(imp_lex *L, const char *fmt, ...) KN_PRINTF(2, 3);
+/* "expected X, found Y" at the cursor. */
+bool imp_expected(imp_lex *L, const char *what);
+bool imp_oom(imp_lex *L, const char *what, size_t size);
+
+int imp_peek(const imp_lex *L);
+int imp_peek_at(const imp_lex *L, size_t ahead);
+void imp_advance(imp_lex *L, size_t n);
+/* Skips spaces, newlines and comments ("//" and "/ * * /" in StableHLO). */
+void imp_skip(imp_lex *L);
+/* Skips blanks but stops at a newline (HLO is one instruction a line). */
+void imp_skip_blanks(imp_lex *L);
+bool imp_accept(imp_lex *L, char c);             /* skips, then takes c if it is next */
+bool imp_expect(imp_lex *L, char c);             /* the same, failing when it is not */
+bool imp_accept_word(imp_lex *L, const char *w); /* a whole word (not a prefix of one) */
+bool imp_expect_word(imp_lex *L, const char *w);
+bool imp_is_ident_char(int c);
+/* The identifier at the cursor (letters, digits, _ . $ - as `extra` allows) into out; false
+ * (with an error naming what) when there is none or it is longer than IMP_MAX_NAME - 1. */
+bool imp_ident(imp_lex *L, char *out, const char *extra, const char *what);
+bool imp_int(imp_lex *L, int64_t *out, const char *what);
+/* A number as MLIR and HLO print them: 1.5e-3, -2, 0x7FC00000 (raw bits: *bits true),
+ * inf, -inf, nan, true, false. */
+bool imp_number(imp_lex *L, double *out, uint64_t *raw, bool *bits, const char *what);
+/* "[a, b, c]" (or with braces when open is '{') into v (at most max), *n the count. */
+bool imp_int_list(imp_lex *L, char open, int64_t *v, int max, int *n, const char *what);
+/* Skips a balanced (), [], {} or <> group starting at the cursor, strings included. */
+bool imp_skip_group(imp_lex *L);
+/* A quoted string's contents are skipped; true if one was there. */
+bool imp_skip_string(imp_lex *L);
+/* Counts one op against IMP_MAX_OPS. */
+bool imp_count_op(imp_lex *L);
+
+/* ----------------------------------------------------------------- types ---- */
+
+typedef struct imp_type {
+    kiln_dtype dtype;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+} imp_type;
+
+/* An element type's spelling (f32, i1, bf16 ...; HLO's s32, pred) as a kiln dtype;
+ * KILN_DTYPE_INVALID when kiln has none (ui8, complex, f8...). */
+kiln_dtype imp_dtype(const char *name);
+void imp_type_str(const imp_type *t, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- scopes ---- */
+
+/* A named value: n kiln values (an op with several results, an HLO tuple) from
+ * first on in its scope's pool. The name is a slice of the text, which outlives the
+ * import, so an entry is small whatever the names' lengths. is_const: a constant whose
+ * every element is `value` (a splat), so that a reduction's initial value equal to its
+ * identity adds no op. */
+typedef struct imp_entry {
+    const char *name;
+    size_t name_len;
+    uint32_t first, n;
+    bool is_const;
+    double value;
+} imp_entry;
+
+/* A scope: the values of one function body or region, and the graph they live on. A
+ * region's scope reads the values of the scopes around it (kiln_capture brings them onto
+ * its graph); a function's does not (parent NULL: functions are isolated from above). */
+typedef struct imp_scope {
+    struct imp_scope *parent;
+    kiln_graph *g;
+    imp_entry *e;
+    uint32_t n, cap;
+    kiln_value *vals;
+    uint32_t n_vals, cap_vals;
+} imp_scope;
+
+void imp_scope_free(imp_lex *L, imp_scope *s);
+/* Binds the name (len bytes) to vals[0..n) (a later binding of the same name hides the
+ * earlier). */
+imp_entry *imp_scope_bind(imp_lex *L, imp_scope *s, const char *name, size_t len, int n,
+                          const kiln_value *vals);
+/* The entry named so, from this scope or an enclosing one (*owner: the scope that holds
+ * it); NULL after an error naming it. */
+const imp_entry *imp_scope_find(imp_lex *L, imp_scope *s, const char *name, size_t len, imp_loc at,
+                                imp_scope **owner);
+/* Value `index` of the entry named so, captured onto s->g when it comes from an
+ * enclosing scope. */
+bool imp_scope_value(imp_lex *L, imp_scope *s, const char *name, size_t len, int index, imp_loc at,
+                     kiln_value *out, const imp_entry **entry);
+
+/* -------------------------------------------------------------------- ops ---- */
+
+/* The reduction a reduce / reduce_window / scatter body computes. */
+typedef enum imp_combine {
+    IMP_COMBINE_NONE = 0,
+    IMP_COMBINE_ADD,
+    IMP_COMBINE_MUL,
+    IMP_COMBINE_MAX,
+    IMP_COMBINE_MIN,
+    IMP_COMBINE_AND,
+    IMP_COMBINE_OR,
+    IMP_COMBINE_SET, /* the body returns its second parameter: a scatter that replaces */
+} imp_combine;
+
+/* One op as both front ends give it to imp_emit: a canonical name (StableHLO's without
+ * its dialect: "add", "broadcast_in_dim"; HLO's names are mapped onto these), operands,
+ * result types and the attributes its mapping reads. Lists not given have count 0. */
+typedef struct imp_op {
+    const char *name;  /* canonical op name */
+    const char *spell; /* as the text spells it, for messages */
+    imp_loc at;
+    int n_in;
+    kiln_value in[IMP_MAX_OPERANDS];
+    bool in_const[IMP_MAX_OPERANDS]; /* operand i is a splat constant of in_value[i] */
+    double in_value[IMP_MAX_OPERANDS];
+    int n_out;
+    imp_type out[IMP_MAX_OPERANDS];
+    /* dims (broadcast_in_dim, transpose's permutation, reduce's and reverse's dimensions,
+     * concatenate's and iota's one axis), sizes (dynamic_slice, gather's slice_sizes) */
+    int n_dims;
+    int64_t dims[KILN_MAX_RANK];
+    int n_sizes;
+    int64_t sizes[KILN_MAX_RANK];
+    /* slice: start, limit, stride; pad: low, high, interior; reduce_window: window
+     * dimensions, strides, (pad low, high) */
+    int n_a, n_b, n_c;
+    int64_t a[KILN_MAX_RANK], b[KILN_MAX_RANK], c[KILN_MAX_RANK];
+    int64_t pad_lo[KILN_MAX_RANK], pad_hi[KILN_MAX_RANK];
+    kiln_cmp cmp;
+    kiln_dot_dims dot;
+    kiln_gather_dims gather;
+    kiln_scatter_dims scatter;
+    imp_combine combine;
+    int64_t index_vector_dim; /* gather, scatter */
+    bool has_index_vector_dim;
+} imp_op;
+
+/* Whether a custom call's target is one of the sharding annotations JAX leaves
+ * (Sharding, SPMDFullToShardShape, SPMDShardToFullShape): the identity on one device. */
+bool imp_sharding_target(const char *target);
+/* Builds op on g: its values into out[0..op->n_out). The mapping checks what kiln's
+ * builders do not (the text's result type against the builder's), and every failure is
+ * an error naming the op, its line and column. */
+bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out);
+/* The value of a constant of type t from n parsed elements (n == 1: a splat). */
+kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t,
+                        const double *vals, int64_t n);
+/* A constant of type t from its raw little-endian bytes (MLIR's dense<"0x...">), which
+ * hold exactly the type's size. */
+kiln_value imp_constant_raw(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t,
+                            const void *bytes);
+/* The type of v, as an imp_type. */
+imp_type imp_value_type(kiln_graph *g, kiln_value v);
+/* After a builder call: its error (the graph's first) as an import error at `at`. */
+bool imp_check_graph(imp_lex *L, kiln_graph *g, imp_loc at, const char *opname);
+/* Reduces x over the axes of dims with init, by the combine kind. */
+kiln_value imp_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value x, kiln_value init,
+                      bool init_is_identity);
+/* Whether c is the identity of kind k (so it need not be combined in). */
+bool imp_is_identity(imp_combine k, kiln_dtype t, double c);
+
+/* ------------------------------------------------------------ front ends ---- */
+
+kiln_status imp_stablehlo(imp_lex *L, kiln_graph **out);
+kiln_status imp_hlo(imp_lex *L, kiln_graph **out);
+
+#endif

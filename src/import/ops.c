@@ -1,0 +1,498 @@
+/* ops.c — the op mapping: one imp_op (a canonical StableHLO name, its operands, result
+ * types and attributes, as either front end read them) onto kiln's public builders.
+ *
+ * Invariants: every op's result is checked against the type the text declares, so a
+ * mapping that disagrees with XLA's semantics fails loudly instead of computing something
+ * else; a builder's error becomes an import error at the op's line and column naming the
+ * op as the text spells it; ops kiln has no primitive for are composites of builders
+ * whose semantics equal the op's (remainder, ceil, expm1, is_finite), and ops it cannot
+ * express are refused by name (docs/import.md lists both). */
+#include "import.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef kiln_value (*unary_fn)(kiln_graph *, kiln_value);
+typedef kiln_value (*binary_fn)(kiln_graph *, kiln_value, kiln_value);
+
+static const struct {
+    const char *name;
+    unary_fn fn;
+} unary_ops[] = {
+    {"negate", kiln_neg},         {"abs", kiln_abs},
+    {"exponential", kiln_exp},    {"log", kiln_log},
+    {"log_plus_one", kiln_log1p}, {"sqrt", kiln_sqrt},
+    {"rsqrt", kiln_rsqrt},        {"tanh", kiln_tanh},
+    {"logistic", kiln_logistic},  {"sine", kiln_sin},
+    {"cosine", kiln_cos},         {"floor", kiln_floor},
+    {"sign", kiln_sign},          {"erf", kiln_erf},
+    {"square", kiln_square},
+};
+
+static const struct {
+    const char *name;
+    binary_fn fn;
+} binary_ops[] = {
+    {"add", kiln_add},     {"subtract", kiln_sub}, {"multiply", kiln_mul}, {"divide", kiln_div},
+    {"maximum", kiln_max}, {"minimum", kiln_min},  {"power", kiln_pow},
+};
+
+imp_type imp_value_type(kiln_graph *g, kiln_value v) {
+    imp_type t = {0};
+    kiln_value_type(g, v, &t.dtype, &t.rank, t.dims);
+    return t;
+}
+
+bool imp_check_graph(imp_lex *L, kiln_graph *g, imp_loc at, const char *opname) {
+    kiln_status s = kiln_graph_status(g);
+    if (!s) return true;
+    return imp_fail_at(L, at, s, "%s: %s", opname, kiln_graph_error(g));
+}
+
+static bool same_type(const imp_type *a, const imp_type *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* v must have the type the text gave the op's result i. */
+static bool check_result(imp_lex *L, kiln_graph *g, const imp_op *op, int i, kiln_value v) {
+    if (!imp_check_graph(L, g, op->at, op->spell)) return false;
+    if (i >= op->n_out) return true;
+    imp_type t = imp_value_type(g, v);
+    if (same_type(&t, &op->out[i])) return true;
+    char a[128], b[128];
+    imp_type_str(&t, a, sizeof a);
+    imp_type_str(&op->out[i], b, sizeof b);
+    return imp_fail_at(L, op->at, KILN_STATUS_SHAPE,
+                       "%s: kiln's op gives result %d as %s, but the text says %s", op->spell, i, a,
+                       b);
+}
+
+static bool need_in(imp_lex *L, const imp_op *op, int lo, int hi) {
+    if (op->n_in >= lo && op->n_in <= hi) return true;
+    if (lo == hi)
+        return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT, "%s takes %d operand%s, not %d",
+                           op->spell, lo, lo == 1 ? "" : "s", op->n_in);
+    return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                       "%s takes %d to %d operands, not %d", op->spell, lo, hi, op->n_in);
+}
+
+static bool need_out(imp_lex *L, const imp_op *op) {
+    if (op->n_out >= 1) return true;
+    return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT, "%s: its result type is missing",
+                       op->spell);
+}
+
+static void to_int(const int64_t *v, int n, int *out) {
+    for (int i = 0; i < n; i++) out[i] = (int)v[i];
+}
+
+/* ------------------------------------------------------------- constants ---- */
+
+kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t,
+                        const double *vals, int64_t n) {
+    if (L->status) return (kiln_value){0, 0};
+    int64_t count = 1;
+    for (int i = 0; i < t->rank; i++)
+        if (__builtin_mul_overflow(count, t->dims[i], &count) || count < 0)
+            return imp_fail_at(L, at, KILN_STATUS_SHAPE, "constant: its shape is too large"),
+                   (kiln_value){0, 0};
+    kiln_value v = {0, 0};
+    if (n == 1) {
+        v = kiln_full(g, t->dtype, t->rank, t->dims, vals[0]);
+    } else if (n != count) {
+        imp_fail_at(L, at, KILN_STATUS_SHAPE, "constant: %lld values for a tensor of %lld elements",
+                    (long long)n, (long long)count);
+        return v;
+    } else {
+        size_t size = (size_t)(count ? count : 1) * kiln_dtype_itemsize(t->dtype);
+        void *data = host_alloc(L->ctx, size);
+        if (!data) return imp_oom(L, "kiln import (constant)", size), v;
+        kiln_status s = kiln_convert_host(L->ctx, KILN_DTYPE_F64, vals, t->dtype, data, count);
+        if (!s) v = kiln_constant(g, t->dtype, t->rank, t->dims, data);
+        host_free(L->ctx, data, size);
+        if (s) return imp_fail_at(L, at, s, "constant: %s", kiln_last_error(L->ctx)), v;
+    }
+    imp_check_graph(L, g, at, "constant");
+    return L->status ? (kiln_value){0, 0} : v;
+}
+
+kiln_value imp_constant_raw(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t,
+                            const void *bytes) {
+    if (L->status) return (kiln_value){0, 0};
+    kiln_value v = kiln_constant(g, t->dtype, t->rank, t->dims, bytes);
+    imp_check_graph(L, g, at, "constant");
+    return L->status ? (kiln_value){0, 0} : v;
+}
+
+/* ------------------------------------------------------------ reductions ---- */
+
+bool imp_is_identity(imp_combine k, kiln_dtype t, double c) {
+    bool flt =
+        t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
+    switch (k) {
+    case IMP_COMBINE_ADD: return c == 0;
+    case IMP_COMBINE_MUL: return c == 1;
+    case IMP_COMBINE_MAX:
+        return flt ? c == -INFINITY
+                   : c == (t == KILN_DTYPE_I32 ? (double)INT32_MIN : (double)INT64_MIN);
+    case IMP_COMBINE_MIN:
+        return flt ? c == INFINITY
+                   : c == (t == KILN_DTYPE_I32 ? (double)INT32_MAX : (double)INT64_MAX);
+    case IMP_COMBINE_AND: return c == 1;
+    case IMP_COMBINE_OR: return c == 0;
+    default: return false;
+    }
+}
+
+static binary_fn combine_fn(imp_combine k) {
+    switch (k) {
+    case IMP_COMBINE_ADD: return kiln_add;
+    case IMP_COMBINE_MUL: return kiln_mul;
+    case IMP_COMBINE_MAX: return kiln_max;
+    case IMP_COMBINE_MIN: return kiln_min;
+    case IMP_COMBINE_AND: return kiln_logical_and;
+    case IMP_COMBINE_OR: return kiln_logical_or;
+    default: return NULL;
+    }
+}
+
+kiln_value imp_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value x, kiln_value init,
+                      bool init_is_identity) {
+    int axes[KILN_MAX_RANK] = {0};
+    to_int(op->dims, op->n_dims, axes);
+    kiln_value r = {0, 0};
+    bool is_bool = imp_value_type(g, x).dtype == KILN_DTYPE_BOOL;
+    switch (op->combine) {
+    case IMP_COMBINE_ADD: r = kiln_reduce_sum(g, x, op->n_dims, axes, false); break;
+    case IMP_COMBINE_MUL: r = kiln_reduce_prod(g, x, op->n_dims, axes, false); break;
+    case IMP_COMBINE_MAX: r = kiln_reduce_max(g, x, op->n_dims, axes, false); break;
+    case IMP_COMBINE_MIN: r = kiln_reduce_min(g, x, op->n_dims, axes, false); break;
+    case IMP_COMBINE_AND:
+    case IMP_COMBINE_OR:
+        if (!is_bool) break;
+        /* all / any: a minimum or maximum over 0 and 1 */
+        x = kiln_convert(g, x, KILN_DTYPE_I32);
+        r = op->combine == IMP_COMBINE_AND ? kiln_reduce_min(g, x, op->n_dims, axes, false)
+                                           : kiln_reduce_max(g, x, op->n_dims, axes, false);
+        r = kiln_convert(g, r, KILN_DTYPE_BOOL);
+        break;
+    default: break;
+    }
+    if (!r.id && !L->status && !kiln_graph_status(g)) {
+        imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                    "%s: its body is not one kiln reduces with (add, multiply, maximum, "
+                    "minimum; and, or over bool)",
+                    op->spell);
+        return r;
+    }
+    if (r.id && !init_is_identity) r = combine_fn(op->combine)(g, r, init);
+    return r;
+}
+
+/* ------------------------------------------------------- gather, scatter ---- */
+
+/* kiln takes the index vector as the last axis of the indices (jax.lax's convention);
+ * XLA's index_vector_dim may name another axis, or rank (an implicit trailing 1). */
+static kiln_value index_vector_last(imp_lex *L, kiln_graph *g, const imp_op *op, kiln_value idx) {
+    imp_type t = imp_value_type(g, idx);
+    int64_t d = op->has_index_vector_dim ? op->index_vector_dim : t.rank;
+    if (d < 0 || d > t.rank) {
+        imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                    "%s: index_vector_dim = %lld is outside [0, %d]", op->spell, (long long)d,
+                    t.rank);
+        return (kiln_value){0, 0};
+    }
+    if (d == t.rank) {
+        if (t.rank == KILN_MAX_RANK) {
+            imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED, "%s: indices of rank %d", op->spell,
+                        t.rank);
+            return (kiln_value){0, 0};
+        }
+        t.dims[t.rank++] = 1;
+        return kiln_reshape(g, idx, t.rank, t.dims);
+    }
+    if (d == t.rank - 1) return idx;
+    int perm[KILN_MAX_RANK], k = 0;
+    for (int i = 0; i < t.rank; i++)
+        if (i != d) perm[k++] = i;
+    perm[k] = (int)d;
+    return kiln_transpose(g, idx, perm);
+}
+
+static kiln_value emit_gather(imp_lex *L, kiln_graph *g, imp_op *op) {
+    if (!need_in(L, op, 2, 2)) return (kiln_value){0, 0};
+    kiln_value idx = index_vector_last(L, g, op, op->in[1]);
+    if (!idx.id) return idx;
+    imp_type ot = imp_value_type(g, op->in[0]);
+    if (op->n_sizes != ot.rank) {
+        imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                    "%s: slice_sizes has %d entries for an operand of rank %d", op->spell,
+                    op->n_sizes, ot.rank);
+        return (kiln_value){0, 0};
+    }
+    /* XLA clamps each window into the operand: kiln's CLIP mode */
+    return kiln_gather(g, op->in[0], idx, &op->gather, op->sizes, KILN_GATHER_CLIP, NULL);
+}
+
+static kiln_value emit_scatter(imp_lex *L, kiln_graph *g, imp_op *op) {
+    if (!need_in(L, op, 3, 3)) return (kiln_value){0, 0};
+    static const kiln_scatter_kind kinds[] = {
+        [IMP_COMBINE_ADD] = KILN_SCATTER_ADD, [IMP_COMBINE_MUL] = KILN_SCATTER_MUL,
+        [IMP_COMBINE_MAX] = KILN_SCATTER_MAX, [IMP_COMBINE_MIN] = KILN_SCATTER_MIN,
+        [IMP_COMBINE_SET] = KILN_SCATTER_SET,
+    };
+    if (op->combine != IMP_COMBINE_ADD && op->combine != IMP_COMBINE_MUL &&
+        op->combine != IMP_COMBINE_MAX && op->combine != IMP_COMBINE_MIN &&
+        op->combine != IMP_COMBINE_SET) {
+        imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                    "%s: its body is not one kiln scatters with (add, multiply, maximum, "
+                    "minimum, or returning the update)",
+                    op->spell);
+        return (kiln_value){0, 0};
+    }
+    kiln_value idx = index_vector_last(L, g, op, op->in[1]);
+    if (!idx.id) return idx;
+    /* XLA skips a window that does not fit in the operand: kiln's FILL (drop) mode */
+    return kiln_scatter(g, kinds[op->combine], op->in[0], idx, op->in[2], &op->scatter,
+                        KILN_GATHER_FILL);
+}
+
+/* ------------------------------------------------------------ composites ---- */
+
+static bool is_float(kiln_dtype t) {
+    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || t == KILN_DTYPE_BF16 ||
+           t == KILN_DTYPE_F16;
+}
+
+/* XLA's remainder: the sign of the dividend, a - trunc(a / b) * b (C's fmod); kiln's
+ * integer division truncates, so for integers it is a - (a / b) * b as written. */
+static kiln_value xla_remainder(kiln_graph *g, kiln_value a, kiln_value b) {
+    kiln_value q = kiln_div(g, a, b);
+    if (is_float(imp_value_type(g, a).dtype)) {
+        kiln_value t = kiln_floor(g, kiln_abs(g, q));
+        q = kiln_mul(g, kiln_sign(g, q), t);
+    }
+    return kiln_sub(g, a, kiln_mul(g, q, b));
+}
+
+static kiln_value unary_composite(kiln_graph *g, const char *name, kiln_value x) {
+    kiln_dtype t = imp_value_type(g, x).dtype;
+    if (!strcmp(name, "ceil")) return kiln_neg(g, kiln_floor(g, kiln_neg(g, x)));
+    if (!strcmp(name, "exponential_minus_one"))
+        return kiln_sub(g, kiln_exp(g, x), kiln_scalar(g, t, 1));
+    if (!strcmp(name, "is_finite")) /* x - x is 0 for a finite x, NaN otherwise */
+        return kiln_compare(g, kiln_sub(g, x, x), kiln_scalar(g, t, 0), KILN_CMP_EQ);
+    if (!strcmp(name, "tan")) return kiln_div(g, kiln_sin(g, x), kiln_cos(g, x));
+    if (!strcmp(name, "not") && t == KILN_DTYPE_BOOL) return kiln_logical_not(g, x);
+    return (kiln_value){0, 0};
+}
+
+static kiln_value binary_bool(kiln_graph *g, const char *name, kiln_value a, kiln_value b) {
+    if (imp_value_type(g, a).dtype != KILN_DTYPE_BOOL) return (kiln_value){0, 0};
+    if (!strcmp(name, "and")) return kiln_logical_and(g, a, b);
+    if (!strcmp(name, "or")) return kiln_logical_or(g, a, b);
+    if (!strcmp(name, "xor")) return kiln_compare(g, a, b, KILN_CMP_NE);
+    return (kiln_value){0, 0};
+}
+
+/* ----------------------------------------------------------------- shape ---- */
+
+static kiln_value emit_shape(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
+    const char *n = op->name;
+    kiln_value x = op->in[0];
+    const imp_type *o = &op->out[0];
+    int ax[KILN_MAX_RANK] = {0};
+    *known = true;
+    /* the builders read one entry per axis of x: the text must give them all */
+    int rank = op->n_in ? imp_value_type(g, x).rank : 0;
+    if ((!strcmp(n, "broadcast_in_dim") || !strcmp(n, "transpose")) && op->n_dims != rank) {
+        imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                    "%s: %d dimensions for an operand of rank %d", op->spell, op->n_dims, rank);
+        return (kiln_value){0, 0};
+    }
+    if (!strcmp(n, "broadcast_in_dim")) {
+        to_int(op->dims, op->n_dims, ax);
+        return kiln_broadcast_in_dim(g, x, o->rank, o->dims, ax);
+    }
+    if (!strcmp(n, "reshape")) return kiln_reshape(g, x, o->rank, o->dims);
+    if (!strcmp(n, "transpose")) {
+        to_int(op->dims, op->n_dims, ax);
+        return kiln_transpose(g, x, ax);
+    }
+    if (!strcmp(n, "reverse")) {
+        to_int(op->dims, op->n_dims, ax);
+        return kiln_rev(g, x, op->n_dims, ax);
+    }
+    if (!strcmp(n, "slice")) return kiln_slice(g, x, op->a, op->b, op->n_c ? op->c : NULL);
+    if (!strcmp(n, "pad")) return kiln_pad(g, x, op->in[1], op->a, op->b, op->n_c ? op->c : NULL);
+    if (!strcmp(n, "concatenate")) return kiln_concatenate(g, op->n_in, op->in, (int)op->dims[0]);
+    if (!strcmp(n, "iota")) return kiln_iota(g, o->dtype, o->rank, o->dims, (int)op->dims[0]);
+    if (!strcmp(n, "dynamic_slice"))
+        return kiln_dynamic_slice(g, x, op->n_in - 1, op->in + 1, op->sizes);
+    if (!strcmp(n, "dynamic_update_slice"))
+        return kiln_dynamic_update_slice(g, x, op->in[1], op->n_in - 2, op->in + 2);
+    *known = false;
+    return (kiln_value){0, 0};
+}
+
+/* How many operands each shape op takes: {name, lo, hi, dims needed}. */
+static bool shape_operands(imp_lex *L, const imp_op *op) {
+    const char *n = op->name;
+    if (!strcmp(n, "iota")) return need_in(L, op, 0, 0);
+    if (!strcmp(n, "pad")) return need_in(L, op, 2, 2);
+    if (!strcmp(n, "concatenate")) {
+        if (!need_in(L, op, 1, IMP_MAX_OPERANDS)) return false;
+    } else if (!strcmp(n, "dynamic_slice") || !strcmp(n, "dynamic_update_slice")) {
+        return need_in(L, op, 1, IMP_MAX_OPERANDS);
+    } else if (!need_in(L, op, 1, 1)) {
+        return false;
+    }
+    if ((!strcmp(n, "concatenate") || !strcmp(n, "iota")) && op->n_dims != 1)
+        return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT, "%s: its dimension is missing",
+                           op->spell);
+    return true;
+}
+
+static kiln_value emit_dot(imp_lex *L, kiln_graph *g, imp_op *op) {
+    if (!need_in(L, op, 2, 2)) return (kiln_value){0, 0};
+    kiln_value a = op->in[0], b = op->in[1];
+    kiln_dtype want = op->out[0].dtype; /* preferred_element_type: accumulate in it */
+    if (imp_value_type(g, a).dtype != want) a = kiln_convert(g, a, want);
+    if (imp_value_type(g, b).dtype != want) b = kiln_convert(g, b, want);
+    return kiln_dot_general(g, a, b, &op->dot);
+}
+
+static kiln_value emit_reduce_window(imp_lex *L, kiln_graph *g, imp_op *op) {
+    if (!need_in(L, op, 2, 2)) return (kiln_value){0, 0};
+    kiln_window_kind k = op->combine == IMP_COMBINE_ADD   ? KILN_WINDOW_SUM
+                         : op->combine == IMP_COMBINE_MAX ? KILN_WINDOW_MAX
+                                                          : KILN_WINDOW_MIN;
+    imp_type t = imp_value_type(g, op->in[0]);
+    bool padded = false;
+    kiln_window_options o = {.padding = KILN_PADDING_EXPLICIT};
+    for (int i = 0; i < t.rank; i++) {
+        o.window_dimensions[i] = i < op->n_a ? op->a[i] : 1;
+        o.window_strides[i] = i < op->n_b ? op->b[i] : 1;
+        o.pad_lo[i] = op->pad_lo[i], o.pad_hi[i] = op->pad_hi[i];
+        o.base_dilation[i] = i < op->n_c ? op->c[i] : 1;
+        o.window_dilation[i] = i < op->n_sizes ? op->sizes[i] : 1;
+        padded |= op->pad_lo[i] || op->pad_hi[i];
+    }
+    bool ident = op->in_const[1] && imp_is_identity(op->combine, t.dtype, op->in_value[1]);
+    if ((op->combine != IMP_COMBINE_ADD && op->combine != IMP_COMBINE_MAX &&
+         op->combine != IMP_COMBINE_MIN) ||
+        (!ident && padded)) {
+        imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                    "%s: kiln reduces windows by add, maximum or minimum, with a padded "
+                    "window's initial value the reduction's identity",
+                    op->spell);
+        return (kiln_value){0, 0};
+    }
+    kiln_value r = kiln_reduce_window(g, op->in[0], k, &o);
+    return ident ? r : combine_fn(op->combine)(g, r, op->in[1]);
+}
+
+/* ------------------------------------------------------------------ emit ---- */
+
+static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
+    const char *n = op->name;
+    *known = true;
+    for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++)
+        if (!strcmp(n, unary_ops[i].name))
+            return need_in(L, op, 1, 1) ? unary_ops[i].fn(g, op->in[0]) : (kiln_value){0, 0};
+    for (size_t i = 0; i < sizeof binary_ops / sizeof binary_ops[0]; i++)
+        if (!strcmp(n, binary_ops[i].name))
+            return need_in(L, op, 2, 2) ? binary_ops[i].fn(g, op->in[0], op->in[1])
+                                        : (kiln_value){0, 0};
+    if (!strcmp(n, "and") || !strcmp(n, "or") || !strcmp(n, "xor")) {
+        if (!need_in(L, op, 2, 2)) return (kiln_value){0, 0};
+        kiln_value v = binary_bool(g, n, op->in[0], op->in[1]);
+        *known = v.id != 0;
+        return v;
+    }
+    if (!strcmp(n, "remainder"))
+        return need_in(L, op, 2, 2) ? xla_remainder(g, op->in[0], op->in[1]) : (kiln_value){0, 0};
+    if (!strcmp(n, "ceil") || !strcmp(n, "exponential_minus_one") || !strcmp(n, "is_finite") ||
+        !strcmp(n, "tan") || !strcmp(n, "not")) {
+        if (!need_in(L, op, 1, 1)) return (kiln_value){0, 0};
+        kiln_value v = unary_composite(g, n, op->in[0]);
+        *known = v.id != 0;
+        return v;
+    }
+    if (!strcmp(n, "compare"))
+        return need_in(L, op, 2, 2) ? kiln_compare(g, op->in[0], op->in[1], op->cmp)
+                                    : (kiln_value){0, 0};
+    if (!strcmp(n, "select"))
+        return need_in(L, op, 3, 3) ? kiln_select(g, op->in[0], op->in[1], op->in[2])
+                                    : (kiln_value){0, 0};
+    if (!strcmp(n, "clamp")) /* clamp(min, x, max) */
+        return need_in(L, op, 3, 3) ? kiln_clip(g, op->in[1], op->in[0], op->in[2])
+                                    : (kiln_value){0, 0};
+    if (!strcmp(n, "convert"))
+        return need_in(L, op, 1, 1) && need_out(L, op)
+                   ? kiln_convert(g, op->in[0], op->out[0].dtype)
+                   : (kiln_value){0, 0};
+    if (!strcmp(n, "dot_general")) return need_out(L, op) ? emit_dot(L, g, op) : (kiln_value){0, 0};
+    if (!strcmp(n, "gather")) return emit_gather(L, g, op);
+    if (!strcmp(n, "scatter")) return emit_scatter(L, g, op);
+    if (!strcmp(n, "reduce_window")) return emit_reduce_window(L, g, op);
+    if (!strcmp(n, "reduce")) {
+        if (!need_in(L, op, 2, 2)) return (kiln_value){0, 0};
+        kiln_dtype t = imp_value_type(g, op->in[0]).dtype;
+        return imp_reduce(L, g, op, op->in[0], op->in[1],
+                          op->in_const[1] && imp_is_identity(op->combine, t, op->in_value[1]));
+    }
+    if (!need_out(L, op)) return (kiln_value){0, 0};
+    bool shape_op = false;
+    static const char *const shape_names[] = {"broadcast_in_dim",
+                                              "reshape",
+                                              "transpose",
+                                              "reverse",
+                                              "slice",
+                                              "pad",
+                                              "concatenate",
+                                              "iota",
+                                              "dynamic_slice",
+                                              "dynamic_update_slice"};
+    for (size_t i = 0; i < sizeof shape_names / sizeof shape_names[0]; i++)
+        shape_op |= !strcmp(n, shape_names[i]);
+    if (shape_op) return shape_operands(L, op) ? emit_shape(L, g, op, known) : (kiln_value){0, 0};
+    *known = false;
+    return (kiln_value){0, 0};
+}
+
+bool imp_sharding_target(const char *target) {
+    return !strcmp(target, "Sharding") || !strcmp(target, "SPMDFullToShardShape") ||
+           !strcmp(target, "SPMDShardToFullShape");
+}
+
+bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {
+    if (L->status) return false;
+    if (!strcmp(op->name, "optimization_barrier")) { /* remat's fence: values pass through */
+        for (int i = 0; i < op->n_in; i++) out[i] = op->in[i];
+        for (int i = 0; i < op->n_in; i++)
+            if (!check_result(L, g, op, i, out[i])) return false;
+        return true;
+    }
+    bool known = true;
+    kiln_value v = emit_one(L, g, op, &known);
+    if (L->status) return false;
+    if (!known && !kiln_graph_status(g)) {
+        const char *n = op->name;
+        if (!strcmp(n, "and") || !strcmp(n, "or") || !strcmp(n, "xor") || !strcmp(n, "not"))
+            return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                               "%s of %s: kiln imports it over bool only (no bitwise ops)",
+                               op->spell, kiln_dtype_name(imp_value_type(g, op->in[0]).dtype));
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s is not an op kiln imports (docs/import.md lists them)", op->spell);
+    }
+    if (!check_result(L, g, op, 0, v)) return false;
+    out[0] = v;
+    if (op->n_out > 1)
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED, "%s with %d results", op->spell,
+                           op->n_out);
+    return true;
+}

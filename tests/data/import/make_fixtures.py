@@ -1,0 +1,166 @@
+"""Writes the import tests' fixtures: each program's StableHLO (NAME.mlir) and HLO text
+(NAME.hlo) as JAX 0.10 lowers it, and NAME.io with the inputs and the outputs JAX computed
+for them, so tests/test_import.c needs no Python. Run with bench/.venv/bin/python from the
+repository root: python tests/data/import/make_fixtures.py
+
+NAME.io: per array a line "in|out DTYPE RANK DIM..." and a line of its values (floats as
+repr of float64, bool as 0/1)."""
+import os
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+jax.config.update("jax_platforms", "cpu")
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(36)
+
+
+def randn(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def mlp_train(w1, b1, w2, x, y):
+    def loss(p):
+        h = jnp.tanh(x @ p[0] + p[1])
+        lp = jax.nn.log_softmax(h @ p[2])
+        return -jnp.mean(jnp.sum(lp * y, axis=-1))
+    l, g = jax.value_and_grad(loss)((w1, b1, w2))
+    return (l,) + tuple(a - 0.1 * b for a, b in zip((w1, b1, w2), g))
+
+
+def elementwise(x, y, n):
+    a = jnp.where(x > y, jnp.exp(x), jnp.log1p(jnp.abs(y)))
+    b = jnp.clip(x, -0.5, 0.5) * jnp.sqrt(jnp.abs(y)) + lax.rsqrt(1.0 + y * y)
+    c = jax.nn.sigmoid(x) - jnp.sin(y) * jnp.cos(x) + jnp.floor(x * 3) + jnp.sign(y)
+    d = (n * 3 - 7) // 2 + jnp.maximum(n, 2) - jnp.minimum(n, 1)
+    e = (x.astype(jnp.int32) + n).astype(jnp.float32) / (1.0 + jnp.abs(x))
+    f = jnp.logical_and(x > 0, jnp.logical_not(y > 0.5)) | (x < -1)
+    g = x ** 2.0 - jnp.power(jnp.abs(y) + 1.0, x)
+    return a, b, c, d, e, f, g, jnp.tanh(x) + jnp.negative(y)
+
+
+def shapes(x, i, idx):
+    k = jnp.array([[1.5, -2.0, 3.0, 0.25], [0.0, 1e-8, 7.0, -1.0], [4.0, 5.0, 6.0, 7.0]],
+                  jnp.float32)
+    b = jnp.arange(12, dtype=jnp.float32).reshape(3, 4) + k * x
+    c = lax.dynamic_slice(x, (i, 1), (2, 2))
+    d = jnp.pad(x, ((1, 0), (0, 2)), constant_values=-1.0)
+    e = jnp.concatenate([x, b], 0)[1:5:2, ::-1]
+    f = jnp.transpose(x.reshape(2, 6)).reshape(4, 3)
+    g = x[idx]
+    h = x.at[idx].add(1.0)
+    j = jnp.broadcast_to(x[:, :1], (3, 4)) + x.sum(0) + x.max(1, keepdims=True)
+    m = jnp.prod(x[:2, :2], axis=1) + jnp.min(x, axis=1)[:2]
+    dd = lax.dynamic_update_slice(x, jnp.ones((1, 2), jnp.float32), (i, 2))
+    return b, c, d, e, f, g, h, j, m, dd, jnp.full((2, 2), jnp.inf)
+
+
+def control(x, i, n):
+    a = lax.fori_loop(0, 3, lambda k, v: v * 0.5 + x[0, 0], x)
+    b = lax.cond(i > 0, lambda v: v + 1.0, lambda v: v * 2.0, x)
+    c = lax.switch(i, [lambda v: v, lambda v: v * 2.0, lambda v: jnp.sin(v)], x)
+    def body(carry):
+        k, v = carry
+        return k + 1, v + jnp.tanh(v) * x
+    d = lax.while_loop(lambda c: c[0] < n, body, (0, x))[1]
+    return a, b, c, d
+
+
+def misc(x, b, idx):
+    """Forms the other fixtures lack: reduce_window (cumsum), bf16, a large constant (its
+    bytes in hex), a remat barrier (jax.checkpoint), all/any, scatter that sets, reverse,
+    expm1, ceil, is_finite, a float remainder."""
+    big = jnp.asarray(np.linspace(-1, 1, 192, dtype=np.float32).reshape(12, 16))
+    # times 2, exact in bf16: XLA on the CPU keeps an inexact bf16 product in f32 when a
+    # convert to f32 follows, where kiln (and the StableHLO semantics) round it
+    h = (x.astype(jnp.bfloat16) * jnp.bfloat16(2)).astype(jnp.float32)
+    f = jax.checkpoint(lambda v: jnp.sin(jnp.sin(v)) * 2.0)
+    g = jax.grad(lambda v: jnp.sum(f(v)))(x)
+    return (jnp.cumsum(x, axis=1), h, x @ big[:4, :4], g, jnp.all(b, axis=1), jnp.any(b),
+            x.at[idx].set(-1.0), jnp.flip(x, 0), jnp.expm1(x), jnp.ceil(x * 2),
+            jnp.isfinite(x / (x - x[0, 0])), jnp.fmod(x * 7, 1.5))
+
+
+def attention_adamw(wq, wk, wv, wo, m, v, x, step):
+    """One AdamW step of a small causal self-attention layer with a layer norm."""
+    def loss(p):
+        q_, k_, v_, o_ = p
+        h = (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5)
+        q, k, vv = h @ q_, h @ k_, h @ v_
+        s = jnp.einsum("btd,bsd->bts", q, k) / jnp.sqrt(q.shape[-1]).astype(jnp.float32)
+        mask = jnp.tril(jnp.ones((s.shape[-1], s.shape[-1]), bool))
+        s = jnp.where(mask, s, -1e9)
+        a = jax.nn.softmax(s, axis=-1)
+        y = jnp.einsum("bts,bsd->btd", a, vv) @ o_
+        return jnp.mean(jax.nn.gelu(y) ** 2)
+    params = (wq, wk, wv, wo)
+    l, g = jax.value_and_grad(loss)(params)
+    lr, b1, b2, eps, wd = 1e-2, 0.9, 0.999, 1e-8, 0.01
+    t = step + 1.0
+    new_p, new_m, new_v = [], [], []
+    for p, gi, mi, vi in zip(params, g, m, v):
+        mi = b1 * mi + (1 - b1) * gi
+        vi = b2 * vi + (1 - b2) * gi * gi
+        mh = mi / (1 - b1 ** t)
+        vh = vi / (1 - b2 ** t)
+        new_p.append(p - lr * (mh / (jnp.sqrt(vh) + eps) + wd * p))
+        new_m.append(mi)
+        new_v.append(vi)
+    return (l, *new_p, *new_m, *new_v)
+
+
+def attention_args():
+    D = 8
+    ws = [randn(D, D) * 0.3 for _ in range(4)]
+    return (*ws, [np.zeros((D, D), np.float32)] * 4, [np.zeros((D, D), np.float32)] * 4,
+            randn(2, 5, D), np.float32(0))
+
+
+PROGRAMS = {
+    "mlp_train": (mlp_train, lambda: (randn(4, 8), randn(8), randn(8, 3), randn(2, 4),
+                                      jax.nn.one_hot(np.array([0, 2]), 3)), (0, 1, 2)),
+    "elementwise": (elementwise, lambda: (randn(3, 4), randn(3, 4),
+                                          rng.integers(-5, 5, (3, 4)).astype(np.int32)), ()),
+    "shapes": (shapes, lambda: (randn(3, 4), np.int32(1), np.array([2, 0, 2], np.int32)), ()),
+    "control": (control, lambda: (randn(3, 4), np.int32(1), np.int32(4)), ()),
+    "attention_adamw": (attention_adamw, attention_args, (0, 1, 2, 3)),
+    "misc": (misc, lambda: (randn(4, 4), rng.random((4, 3)) > 0.3, np.array([3, 1], np.int32)),
+             ()),
+}
+
+DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}
+
+
+def flat(args):
+    return jax.tree_util.tree_leaves(args)
+
+
+def write_array(f, kind, a):
+    a = np.asarray(a)
+    f.write("%s %s %d %s\n" % (kind, DT[a.dtype.type], a.ndim, " ".join(map(str, a.shape))))
+    vals = a.reshape(-1)
+    if a.dtype == np.bool_:
+        vals = vals.astype(np.int32)
+    f.write(" ".join(repr(float(v)) if a.dtype.kind == "f" else str(int(v)) for v in vals))
+    f.write("\n")
+
+
+def main():
+    for name, (fn, make, donate) in PROGRAMS.items():
+        args = make()
+        lowered = jax.jit(fn, donate_argnums=donate).lower(*args)
+        with open(os.path.join(HERE, name + ".mlir"), "w") as f:
+            f.write(lowered.as_text())
+        with open(os.path.join(HERE, name + ".hlo"), "w") as f:
+            f.write(lowered.as_text(dialect="hlo"))
+        outs = jax.jit(fn)(*args)
+        with open(os.path.join(HERE, name + ".io"), "w") as f:
+            for a in flat(args):
+                write_array(f, "in", a)
+            for a in flat(outs):
+                write_array(f, "out", a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,404 @@
+/* test_import.c — StableHLO and HLO text exported by JAX 0.10 (tests/data/import/, made by
+ * make_fixtures.py there) imported, compiled, run, and compared with the outputs JAX
+ * computed for the same inputs and with kiln's reference interpreter; the error paths
+ * (an unsupported op, malformed text, a type that disagrees) name the op, its line and
+ * column and kiln's version, and leave nothing behind. */
+#include "fault.h"
+#include "test.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define DATA       KILN_SOURCE_DIR "/tests/data/import/"
+#define MAX_ARRAYS 64
+
+typedef struct fixture {
+    int n_in, n_out;
+    kiln_dtype in_t[MAX_ARRAYS], out_t[MAX_ARRAYS];
+    int in_rank[MAX_ARRAYS], out_rank[MAX_ARRAYS];
+    int64_t in_dims[MAX_ARRAYS][KILN_MAX_RANK], out_dims[MAX_ARRAYS][KILN_MAX_RANK];
+    double *in[MAX_ARRAYS], *out[MAX_ARRAYS];
+    int64_t in_n[MAX_ARRAYS], out_n[MAX_ARRAYS];
+} fixture;
+
+static kiln_dtype dtype_named(const char *s) {
+    if (!strcmp(s, "f32")) return KILN_DTYPE_F32;
+    if (!strcmp(s, "f64")) return KILN_DTYPE_F64;
+    if (!strcmp(s, "i32")) return KILN_DTYPE_I32;
+    if (!strcmp(s, "i64")) return KILN_DTYPE_I64;
+    if (!strcmp(s, "bool")) return KILN_DTYPE_BOOL;
+    return KILN_DTYPE_INVALID;
+}
+
+/* NAME.io: "in|out DTYPE RANK DIMS..." then the values, per array. */
+static bool read_fixture(const char *name, fixture *fx) {
+    char path[512];
+    snprintf(path, sizeof path, DATA "%s.io", name);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    memset(fx, 0, sizeof *fx);
+    char kind[8], dt[8];
+    int rank;
+    while (fscanf(f, "%7s %7s %d", kind, dt, &rank) == 3) {
+        bool in = !strcmp(kind, "in");
+        int k = in ? fx->n_in++ : fx->n_out++;
+        int64_t *dims = in ? fx->in_dims[k] : fx->out_dims[k], n = 1;
+        for (int i = 0; i < rank; i++) {
+            long long d;
+            if (fscanf(f, "%lld", &d) != 1) break;
+            dims[i] = d, n *= d;
+        }
+        double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+        for (int64_t i = 0; i < n; i++)
+            if (fscanf(f, "%lf", &v[i]) != 1) v[i] = NAN;
+        if (in) {
+            fx->in_t[k] = dtype_named(dt), fx->in_rank[k] = rank, fx->in[k] = v, fx->in_n[k] = n;
+        } else {
+            fx->out_t[k] = dtype_named(dt), fx->out_rank[k] = rank, fx->out[k] = v;
+            fx->out_n[k] = n;
+        }
+    }
+    fclose(f);
+    return fx->n_in > 0 && fx->n_out > 0;
+}
+
+static void free_fixture(fixture *fx) {
+    for (int i = 0; i < fx->n_in; i++) free(fx->in[i]);
+    for (int i = 0; i < fx->n_out; i++) free(fx->out[i]);
+}
+
+static kiln_graph *import_file(kiln_context *ctx, const char *name, const char *ext) {
+    char path[512];
+    snprintf(path, sizeof path, DATA "%s.%s", name, ext);
+    char *text = test_read_file(path);
+    CHECK_MSG(text != NULL, "cannot read %s", path);
+    if (!text) return NULL;
+    kiln_graph *g = NULL;
+    kiln_status s = !strcmp(ext, "mlir") ? kiln_import_stablehlo(ctx, text, strlen(text), &g)
+                                         : kiln_import_hlo(ctx, text, strlen(text), &g);
+    CHECK_MSG(s == KILN_STATUS_OK, "importing %s: %s", path, kiln_last_error(ctx));
+    free(text);
+    return g;
+}
+
+static bool make_args(kiln_context *ctx, const fixture *fx, kiln_array **args) {
+    for (int i = 0; i < fx->n_in; i++) {
+        size_t size = kiln_dtype_itemsize(fx->in_t[i]) * (size_t)(fx->in_n[i] ? fx->in_n[i] : 1);
+        void *data = malloc(size);
+        kiln_convert_host(ctx, KILN_DTYPE_F64, fx->in[i], fx->in_t[i], data, fx->in_n[i]);
+        kiln_status s =
+            kiln_array_create(ctx, fx->in_t[i], fx->in_rank[i], fx->in_dims[i], data, &args[i]);
+        free(data);
+        if (s) return false;
+    }
+    return true;
+}
+
+/* outs against the fixture's values: the dtype, the shape, then each element within a
+ * tolerance (f32 programs: JAX on XLA's CPU and kiln sum in other orders). */
+static void compare(kiln_context *ctx, const char *what, const fixture *fx, kiln_array **outs,
+                    double tol) {
+    for (int i = 0; i < fx->n_out; i++) {
+        CHECK_MSG(kiln_array_dtype(outs[i]) == fx->out_t[i], "%s output %d: dtype %s, want %s",
+                  what, i, kiln_dtype_name(kiln_array_dtype(outs[i])),
+                  kiln_dtype_name(fx->out_t[i]));
+        CHECK_MSG(kiln_array_size(outs[i]) == fx->out_n[i],
+                  "%s output %d: %lld elements, want %lld", what, i,
+                  (long long)kiln_array_size(outs[i]), (long long)fx->out_n[i]);
+        if (kiln_array_dtype(outs[i]) != fx->out_t[i] || kiln_array_size(outs[i]) != fx->out_n[i])
+            continue;
+        size_t size = kiln_array_nbytes(outs[i]);
+        void *raw = malloc(size ? size : 1);
+        double *got = malloc((size_t)(fx->out_n[i] ? fx->out_n[i] : 1) * sizeof *got);
+        kiln_array_copy_to_host(outs[i], raw, size);
+        kiln_convert_host(ctx, fx->out_t[i], raw, KILN_DTYPE_F64, got, fx->out_n[i]);
+        int bad = 0;
+        for (int64_t j = 0; j < fx->out_n[i]; j++)
+            if (!test_close(got[j], fx->out[i][j], tol, tol) && bad++ < 3)
+                fprintf(stderr, "%s output %d [%lld]: %.9g, want %.9g\n", what, i, (long long)j,
+                        got[j], fx->out[i][j]);
+        CHECK_MSG(bad == 0, "%s output %d: %d elements differ", what, i, bad);
+        free(raw);
+        free(got);
+    }
+}
+
+/* The program imported from `ext` runs compiled and interpreted with JAX's outputs. */
+static void run_program(kiln_context *ctx, const char *name, const char *ext, double tol) {
+    fixture fx;
+    CHECK_MSG(read_fixture(name, &fx), "cannot read %s.io", name);
+    kiln_graph *g = import_file(ctx, name, ext);
+    if (!g) {
+        free_fixture(&fx);
+        return;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s.%s", name, ext);
+    CHECK(kiln_graph_num_parameters(g) == fx.n_in);
+    CHECK(kiln_graph_num_outputs(g) == fx.n_out);
+    kiln_array *args[MAX_ARRAYS] = {0}, *outs[MAX_ARRAYS] = {0}, *ref[MAX_ARRAYS] = {0};
+    kiln_executable *e = NULL;
+    if (kiln_graph_num_parameters(g) == fx.n_in && kiln_graph_num_outputs(g) == fx.n_out &&
+        make_args(ctx, &fx, args)) {
+        CHECK_OK(ctx, kiln_interpret(g, fx.n_in, args, fx.n_out, ref));
+        if (ref[0]) compare(ctx, what, &fx, ref, tol);
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        if (e) CHECK_OK(ctx, kiln_executable_run(e, fx.n_in, args, fx.n_out, outs));
+        if (outs[0]) compare(ctx, what, &fx, outs, tol);
+    }
+    for (int i = 0; i < MAX_ARRAYS; i++) {
+        kiln_array_destroy(args[i]);
+        kiln_array_destroy(outs[i]);
+        kiln_array_destroy(ref[i]);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    free_fixture(&fx);
+}
+
+static kiln_context *ctx_g;
+
+static void test_programs_stablehlo(void) {
+    run_program(ctx_g, "mlp_train", "mlir", 1e-5);
+    run_program(ctx_g, "elementwise", "mlir", 1e-5);
+    run_program(ctx_g, "shapes", "mlir", 1e-5);
+    run_program(ctx_g, "control", "mlir", 1e-5);
+    run_program(ctx_g, "attention_adamw", "mlir", 1e-4);
+    run_program(ctx_g, "misc", "mlir", 1e-5);
+}
+
+static void test_programs_hlo(void) {
+    run_program(ctx_g, "mlp_train", "hlo", 1e-5);
+    run_program(ctx_g, "elementwise", "hlo", 1e-5);
+    run_program(ctx_g, "shapes", "hlo", 1e-5);
+    run_program(ctx_g, "control", "hlo", 1e-5);
+    run_program(ctx_g, "attention_adamw", "hlo", 1e-4);
+    run_program(ctx_g, "misc", "hlo", 1e-5);
+}
+
+/* The message of a failed import: names what, the line and column, and kiln's version;
+ * *out is NULL. */
+static void expect_error(kiln_status (*imp)(kiln_context *, const char *, size_t, kiln_graph **),
+                         const char *text, kiln_status want, const char *what, const char *where) {
+    kiln_graph *g = (kiln_graph *)&g;
+    kiln_status s = imp(ctx_g, text, strlen(text), &g);
+    CHECK_MSG(s == want, "%s: got %s, want %s: %s", what, kiln_status_name(s),
+              kiln_status_name(want), kiln_last_error(ctx_g));
+    CHECK(g == NULL);
+    const char *msg = kiln_last_error(ctx_g);
+    CHECK_CONTAINS(msg, what);
+    CHECK_CONTAINS(msg, where);
+    CHECK_CONTAINS(msg, kiln_version());
+}
+
+static const char sh_head[] =
+    "module @m {\n  func.func public @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {\n";
+
+static void test_errors_stablehlo(void) {
+    char t[1024];
+    snprintf(t, sizeof t,
+             "%s    %%0 = stablehlo.cbrt %%arg0 : tensor<2x3xf32>\n    return %%0 : "
+             "tensor<2x3xf32>\n  }\n}\n",
+             sh_head);
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "stablehlo.cbrt",
+                 "line 3, column 10");
+    snprintf(t, sizeof t,
+             "%s    %%0 = stablehlo.add %%arg0, %%arg9 : tensor<2x3xf32>\n    return %%0 : "
+             "tensor<2x3xf32>\n  }\n}\n",
+             sh_head);
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_INVALID_ARGUMENT, "%arg9",
+                 "line 3, column 31");
+    snprintf(t, sizeof t,
+             "%s    %%0 = stablehlo.transpose %%arg0, dims = [1, 0] : (tensor<2x3xf32>) -> "
+             "tensor<2x3xf32>\n    return %%0 : tensor<2x3xf32>\n  }\n}\n",
+             sh_head);
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_SHAPE, "stablehlo.transpose",
+                 "line 3, column 10");
+    snprintf(t, sizeof t, "%s    %%0 = stablehlo.add %%arg0, %%arg0 : tensor<2x3xf32>\n", sh_head);
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_INVALID_ARGUMENT, "not closed",
+                 "line 2, column 69");
+    snprintf(t, sizeof t,
+             "%s    %%0 = stablehlo.custom_call @lapack_sgetrf(%%arg0) : (tensor<2x3xf32>) -> "
+             "tensor<2x3xf32>\n    return %%0 : tensor<2x3xf32>\n  }\n}\n",
+             sh_head);
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "custom_call @lapack_sgetrf",
+                 "line 3, column 10");
+    expect_error(kiln_import_stablehlo, "module @m {\n}\n", KILN_STATUS_INVALID_ARGUMENT, "@main",
+                 "line 2");
+}
+
+/* A sharding annotation (jax.lax.with_sharding_constraint) is the identity: shardings are
+ * ignored, in both forms. */
+static void test_sharding_ignored(void) {
+    char t[1024];
+    snprintf(t, sizeof t,
+             "%s    %%0 = stablehlo.custom_call @Sharding(%%arg0) {mhlo.sharding = "
+             "\"{replicated}\"} : (tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+             "    %%1 = stablehlo.add %%0, %%arg0 : tensor<2x3xf32>\n"
+             "    return %%1 : tensor<2x3xf32>\n  }\n}\n",
+             sh_head);
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx_g, kiln_import_stablehlo(ctx_g, t, strlen(t), &g));
+    if (g) CHECK(kiln_graph_num_nodes(g) == 2); /* the parameter and the add */
+    kiln_graph_destroy(g);
+    static const char hlo[] =
+        "HloModule m\n\nENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n"
+        "  s = f32[2,3]{1,0} custom-call(p), custom_call_target=\"Sharding\", "
+        "sharding={replicated}\n  ROOT r = f32[2,3]{1,0} add(s, p)\n}\n";
+    g = NULL;
+    CHECK_OK(ctx_g, kiln_import_hlo(ctx_g, hlo, strlen(hlo), &g));
+    if (g) CHECK(kiln_graph_num_nodes(g) == 2);
+    kiln_graph_destroy(g);
+}
+
+/* An error inside a while's body or a called function is reported where it is, not as the
+ * loop's or the call's. */
+static void test_errors_nested(void) {
+    char t[2048];
+    snprintf(t, sizeof t,
+             "%s    %%c = stablehlo.constant dense<0> : tensor<i32>\n"
+             "    %%0:2 = stablehlo.while(%%i = %%c, %%x = %%arg0) : tensor<i32>, tensor<2x3xf32>\n"
+             "    cond {\n"
+             "      %%n = stablehlo.constant dense<3> : tensor<i32>\n"
+             "      %%p = stablehlo.compare LT, %%i, %%n, SIGNED : (tensor<i32>, tensor<i32>) -> "
+             "tensor<i1>\n"
+             "      stablehlo.return %%p : tensor<i1>\n"
+             "    } do {\n"
+             "      %%y = stablehlo.atan2 %%x, %%x : tensor<2x3xf32>\n"
+             "      stablehlo.return %%i, %%y : tensor<i32>, tensor<2x3xf32>\n"
+             "    }\n"
+             "    return %%0#1 : tensor<2x3xf32>\n  }\n}\n",
+             sh_head);
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "stablehlo.atan2",
+                 "line 10, column 12");
+    snprintf(t, sizeof t,
+             "module @m {\n  func.func public @main(%%arg0: tensor<2xf32>) -> tensor<2xf32> {\n"
+             "    %%0 = call @f(%%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n"
+             "    return %%0 : tensor<2xf32>\n  }\n"
+             "  func.func private @f(%%arg0: tensor<2xf32>) -> tensor<2xf32> {\n"
+             "    %%0 = stablehlo.reshape %%arg0 : (tensor<2xf32>) -> tensor<3xf32>\n"
+             "    return %%0 : tensor<3xf32>\n  }\n}\n");
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_SHAPE, "stablehlo.reshape",
+                 "line 7, column 10");
+    /* a function that calls itself: the nesting bound stops it */
+    snprintf(t, sizeof t,
+             "module @m {\n  func.func public @main(%%arg0: tensor<2xf32>) -> tensor<2xf32> {\n"
+             "    %%0 = call @main(%%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n"
+             "    return %%0 : tensor<2xf32>\n  }\n}\n");
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "nested more than",
+                 "line 3, column 10");
+}
+
+static void test_errors_hlo(void) {
+    static const char head[] =
+        "HloModule m, entry_computation_layout={(f32[2,3]{1,0})->f32[2,3]{1,0}}\n\n";
+    char t[1024];
+    snprintf(
+        t, sizeof t,
+        "%sENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  ROOT r = f32[2,3]{1,0} cbrt(p)\n}\n",
+        head);
+    expect_error(kiln_import_hlo, t, KILN_STATUS_UNIMPLEMENTED, "cbrt", "line 5, column 26");
+    snprintf(
+        t, sizeof t,
+        "%sENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  ROOT r = f32[3,2]{1,0} add(p, q)\n}\n",
+        head);
+    expect_error(kiln_import_hlo, t, KILN_STATUS_INVALID_ARGUMENT, "q is not defined",
+                 "line 5, column 34");
+    snprintf(
+        t, sizeof t,
+        "%sENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  ROOT r = f32[3,2]{1,0} negate(p)\n}\n",
+        head);
+    expect_error(kiln_import_hlo, t, KILN_STATUS_SHAPE, "negate", "line 5, column 26");
+    snprintf(t, sizeof t,
+             "%sr {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] "
+             "atan2(a, b)\n}\n\nENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  z = f32[] "
+             "constant(0)\n  ROOT r = f32[2]{0} reduce(p, z), dimensions={1}, to_apply=r\n}\n",
+             head);
+    expect_error(kiln_import_hlo, t, KILN_STATUS_UNIMPLEMENTED, "reduce: its body", "line 12");
+    expect_error(kiln_import_hlo, "HloModule m\n\nc {\n  ROOT p = f32[] parameter(0)\n}\n",
+                 KILN_STATUS_INVALID_ARGUMENT, "no ENTRY", "line 6");
+}
+
+/* Every prefix of a real program is refused cleanly (or imported, when whole), and so is
+ * the program with one byte changed at many places: never a crash or a leak (ASan). */
+static void test_truncated(void) {
+    char *text = test_read_file(DATA "control.mlir");
+    CHECK(text != NULL);
+    if (!text) return;
+    size_t len = strlen(text);
+    for (size_t n = 0; n < len; n += 7) {
+        kiln_graph *g = NULL;
+        kiln_status s = kiln_import_stablehlo(ctx_g, text, n, &g);
+        CHECK(s != KILN_STATUS_OK || g != NULL);
+        CHECK(s == KILN_STATUS_OK || g == NULL);
+        kiln_graph_destroy(g);
+    }
+    for (size_t i = 0; i < len; i += 13) {
+        char c = text[i];
+        text[i] = "}%)x[0\"<"[i % 8];
+        kiln_graph *g = NULL;
+        kiln_import_stablehlo(ctx_g, text, len, &g);
+        kiln_graph_destroy(g);
+        text[i] = c;
+    }
+    free(text);
+}
+
+/* The import of one text on the sweep's long-lived context, with its n-th allocation
+ * failing: a clean HOST_OOM with nothing left (the sweep counts the blocks). */
+typedef struct fault_text {
+    kiln_context *ctx;
+    const char *text;
+    bool hlo;
+} fault_text;
+
+static kiln_status fault_import(fault_run *r) {
+    const fault_text *ft = r->user;
+    kiln_graph *g = (kiln_graph *)&g;
+    fault_arm(r);
+    kiln_status s = ft->hlo ? kiln_import_hlo(ft->ctx, ft->text, strlen(ft->text), &g)
+                            : kiln_import_stablehlo(ft->ctx, ft->text, strlen(ft->text), &g);
+    fault_disarm(r);
+    CHECK(s == KILN_STATUS_OK || g == NULL);
+    if (s) snprintf(r->message, sizeof r->message, "%s", kiln_last_error(ft->ctx));
+    kiln_graph_destroy(s ? NULL : g);
+    return s;
+}
+
+static void test_fault_injection(void) {
+    static const char *const files[] = {DATA "control.mlir", DATA "control.hlo",
+                                        DATA "shapes.mlir"};
+    for (int i = 0; i < 3; i++) {
+        test_alloc t = {0};
+        kiln_host_allocator a = test_allocator(&t);
+        kiln_context_options opts = {.host_allocator = &a, .ignore_environment = true};
+        fault_text ft = {.text = test_read_file(files[i]), .hlo = strstr(files[i], ".hlo") != NULL};
+        CHECK_OK(NULL, kiln_context_create(&opts, &ft.ctx, NULL, 0));
+        if (ft.ctx && ft.text) {
+            fault_sweep sw = {
+                .name = files[i], .run = fault_import, .user = &ft, .max_runs = 20000, .armed = &t};
+            long failures = fault_sweep_run(&sw);
+            CHECK_MSG(failures > 20, "%s: only %ld allocations", files[i], failures);
+        }
+        kiln_context_destroy(ft.ctx);
+        free((char *)ft.text);
+        CHECK(t.live == 0 && t.bad_size == 0);
+    }
+}
+
+int main(int argc, char **argv) {
+    test_select_cases(argc, argv);
+    char dir[] = "/tmp/kiln_test_import_XXXXXX";
+    ctx_g = test_private_context(dir);
+    if (!ctx_g) return 1;
+    RUN(test_errors_stablehlo);
+    RUN(test_errors_nested);
+    RUN(test_sharding_ignored);
+    RUN(test_errors_hlo);
+    RUN(test_truncated);
+    RUN(test_fault_injection);
+    RUN_CC(test_programs_stablehlo);
+    RUN_CC(test_programs_hlo);
+    kiln_context_destroy(ctx_g);
+    return test_summary("test_import");
+}

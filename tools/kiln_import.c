@@ -1,0 +1,193 @@
+/* kiln_import.c — `kiln import FILE [-o OUT.kir]`: a program JAX exported
+ * (jax.jit(f).lower(*args).as_text(), or .as_text(dialect="hlo")), read by
+ * kiln_import_stablehlo or kiln_import_hlo, summarised (its parameters and outputs with
+ * their types, its op count) and printed as kiln's graph text; -o saves that graph
+ * (kiln_graph_save) for `kiln plan OUT.kir` and programs that load it. The form is the
+ * file's extension: .mlir StableHLO, .hlo HLO text. Donations are not in the graph: give
+ * them to `kiln plan --donate`. */
+#include "kiln_import.h"
+#include "flags.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct import_opts {
+    const char *out;
+} import_opts;
+
+static const tool_flag import_flags[] = {
+    {.name = "-o",
+     .arg = "OUT.kir",
+     .kind = TOOL_FLAG_STRING,
+     .offset = offsetof(import_opts, out),
+     .help = "also save the graph there (kiln_graph_save): kiln plan OUT.kir reads it"},
+    {.name = "--help", .kind = TOOL_FLAG_HELP, .label = "-h, --help", .help = "this text"},
+};
+
+static int import_positional(const tool_command *c, const char *arg, void *o) {
+    (void)o;
+    return kiln_tool_usage(c, "unexpected argument '%s' (one file at a time)", arg);
+}
+
+static const tool_command import_command = {
+    .name = "import",
+    .noun = "option",
+    .usage = "usage: kiln import FILE.mlir|FILE.hlo [options]\n"
+             "  Reads a program JAX exported (jax.jit(f).lower(*args).as_text(): StableHLO,\n"
+             "  .mlir; as_text(dialect=\"hlo\"): HLO text, .hlo), prints its parameters,\n"
+             "  outputs and op count, then the graph (docs/import.md).\n",
+    .column = 15,
+    .flags = import_flags,
+    .n_flags = sizeof import_flags / sizeof import_flags[0],
+    .positional = import_positional,
+};
+
+static bool ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && !strcmp(s + n - k, tail);
+}
+
+bool kiln_tool_is_import(const char *path) {
+    return ends_with(path, ".mlir") || ends_with(path, ".hlo");
+}
+
+/* The whole file, NUL-terminated (malloc'd); NULL having printed why. */
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "kiln: cannot read %s\n", path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (size_t r; buf && (r = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += r;
+        if (n == cap) {
+            char *b = cap < ((size_t)1 << 30) ? realloc(buf, cap * 2) : NULL;
+            if (!b) free(buf);
+            buf = b, cap *= 2;
+        }
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        fprintf(stderr, "kiln: reading %s: %s\n", path, buf ? "read error" : "too large");
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+int kiln_tool_import_file(kiln_context *ctx, const char *path, kiln_graph **out) {
+    size_t len;
+    char *text = read_all(path, &len);
+    if (!text) return 1;
+    kiln_status s = ends_with(path, ".hlo") ? kiln_import_hlo(ctx, text, len, out)
+                                            : kiln_import_stablehlo(ctx, text, len, out);
+    free(text);
+    if (s) fprintf(stderr, "kiln: %s: %s\n", path, kiln_last_error(ctx));
+    return s ? 1 : 0;
+}
+
+/* StableHLO: the %argN of @main's signature followed by tf.aliasing_output before the
+ * next argument. */
+static int mlir_donations(const char *t, int *donate, int max) {
+    const char *p = strstr(t, "@main("), *end = p ? strstr(p, ") -> ") : NULL;
+    int n = 0;
+    for (const char *a = p ? strstr(p, "%arg") : NULL; a && a < end && n < max;) {
+        int k = atoi(a + 4);
+        const char *next = strstr(a + 4, "%arg");
+        const char *al = strstr(a, "tf.aliasing_output");
+        if (al && al < end && (!next || al < next)) donate[n++] = k;
+        a = next;
+    }
+    return n;
+}
+
+/* HLO: input_output_alias={ {1}: (0, {}, may-alias), ... }: the parameter numbers. */
+static int hlo_donations(const char *t, int *donate, int max) {
+    const char *p = strstr(t, "input_output_alias={"), *nl = p ? strchr(p, '\n') : NULL;
+    int n = 0;
+    for (const char *a = p ? strstr(p, ": (") : NULL; a && (!nl || a < nl) && n < max;
+         a = strstr(a + 3, ": ("))
+        donate[n++] = atoi(a + 3);
+    return n;
+}
+
+int kiln_tool_import_donations(const char *path, int *donate, int max) {
+    size_t len;
+    char *text = read_all(path, &len);
+    if (!text) return 0;
+    char *z = realloc(text, len + 1); /* a terminator for strstr */
+    if (!z) {
+        free(text);
+        return 0;
+    }
+    z[len] = 0;
+    int n =
+        ends_with(path, ".hlo") ? hlo_donations(z, donate, max) : mlir_donations(z, donate, max);
+    free(z);
+    return n;
+}
+
+static void print_value(kiln_graph *g, const char *what, int i, kiln_value v) {
+    kiln_dtype t;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    kiln_value_type(g, v, &t, &rank, dims);
+    printf("  %s %d: %s[", what, i, kiln_dtype_name(t));
+    for (int k = 0; k < rank; k++) printf("%s%lld", k ? "," : "", (long long)dims[k]);
+    printf("]\n");
+}
+
+void kiln_tool_import_help(FILE *f) {
+    kiln_tool_flags_help(&import_command, f);
+}
+
+int kiln_tool_import(int argc, char **argv) {
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return kiln_tool_import_help(stdout), 0;
+    if (argc < 3) return kiln_tool_usage(&import_command, "which file? a FILE.mlir or FILE.hlo");
+    if (!kiln_tool_is_import(argv[2]))
+        return kiln_tool_usage(&import_command,
+                               "'%s' is neither .mlir (StableHLO) nor .hlo (HLO text)", argv[2]);
+    import_opts o = {0};
+    if (kiln_tool_flags_defaults(&import_command, &o)) return 2;
+    int rc = kiln_tool_flags_parse(&import_command, argc, argv, 3, &o);
+    if (rc) return rc == KILN_TOOL_HELP ? 0 : rc;
+    kiln_context *ctx;
+    char err[512];
+    if (kiln_context_create(NULL, &ctx, err, sizeof err)) {
+        fprintf(stderr, "kiln: %s\n", err);
+        return 1;
+    }
+    kiln_graph *g = NULL;
+    rc = kiln_tool_import_file(ctx, argv[2], &g);
+    if (!rc && o.out && kiln_graph_save(g, o.out)) {
+        fprintf(stderr, "kiln: %s\n", kiln_last_error(ctx));
+        rc = 1;
+    }
+    if (!rc) {
+        printf("%s: %d parameters, %d outputs, %d ops\n", argv[2], kiln_graph_num_parameters(g),
+               kiln_graph_num_outputs(g), kiln_graph_num_nodes(g));
+        for (int i = 0; i < kiln_graph_num_parameters(g); i++)
+            print_value(g, "parameter", i, kiln_graph_parameter(g, i));
+        for (int i = 0; i < kiln_graph_num_outputs(g); i++)
+            print_value(g, "output", i, kiln_graph_output(g, i));
+        int donate[64], nd = kiln_tool_import_donations(argv[2], donate, 64);
+        if (nd) {
+            printf("  donated by JAX (kiln plan uses them unless --donate is given):");
+            for (int i = 0; i < nd; i++) printf(" %d", donate[i]);
+            printf("\n");
+        }
+        if (o.out) printf("wrote %s\n", o.out);
+        printf("\n");
+        kiln_graph_print(g, stdout);
+    }
+    kiln_graph_destroy(g);
+    kiln_context_destroy(ctx);
+    return rc;
+}

@@ -4,12 +4,13 @@ Writes into OUT, per program NAME: NAME.mlir (StableHLO, jax.jit(f).lower(*args)
 NAME.hlo (.as_text(dialect="hlo")), NAME.io (the inputs and the outputs JAX computed: the
 format of tests/data/import/NAME.io) and NAME.json (XLA's compiled.memory_analysis() and
 JAX's median time per call). bench/import/run.sh then runs each file through kiln
-(bench/import/run_import.c): outputs against JAX's, planned peak beside XLA's, time.
+(bench/import/bench_import.c): outputs against JAX's, planned peak beside XLA's, time.
 
 Programs: gpt_step, one AdamW training step of bench/gpt's model (gpt_jax.py: pre-LN GPT-2,
 causal attention, GELU-tanh, tied LM head; AdamW with PyTorch's semantics), small; and
-the bench/programs set written in JAX (programs.py's mlp, mlp_train, attention, layernorm,
-softmax_xent).
+five small programs of the kinds bench/programs measures (mlp, mlp_train, attention,
+layernorm, softmax_xent). bench/programs' own programs (programs.py: embed, rope, block,
+xent, adam, cumsum, ...) are not exported yet.
 
 Usage: bench/.venv/bin/python bench/import/export.py OUT [--steps N]
   --steps N: also run N GPT steps in JAX and write gpt_losses.txt (kiln's run.sh compares)

@@ -453,6 +453,43 @@ static void test_refusals(kiln_context *ctx) {
     }
 }
 
+/* Scatter min/max between -0 and +0: min gives -0 and max +0 whichever came first, in the
+ * reference and compiled alike (bit for bit: a value compare would call them equal). */
+static void test_signed_zeros(kiln_context *ctx) {
+    for (int k = 0; k < 4; k++) {
+        bool max = k & 1, neg_first = k & 2;
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "zeros", &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, (int64_t[]){2});
+        kiln_value i = kiln_constant(g, KILN_DTYPE_I32, 1, (int64_t[]){2}, (int32_t[]){0, 1});
+        kiln_value u = kiln_parameter(g, "u", KILN_DTYPE_F32, 1, (int64_t[]){2});
+        kiln_value y = max ? kiln_index_max(g, x, 0, i, u, KILN_GATHER_FILL)
+                           : kiln_index_min(g, x, 0, i, u, KILN_GATHER_FILL);
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+        float xv[2] = {neg_first ? -0.0f : 0.0f, neg_first ? -0.0f : 0.0f};
+        float uv[2] = {-xv[0], -xv[1]}, want = max ? 0.0f : -0.0f;
+        kiln_array *a[2] = {0}, *got = NULL, *ref = NULL;
+        CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, (int64_t[]){2}, xv, &a[0]));
+        CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, (int64_t[]){2}, uv, &a[1]));
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        CHECK_OK(ctx, kiln_executable_run(e, 2, a, 1, &got));
+        CHECK_OK(ctx, kiln_interpret(g, 2, a, 1, &ref));
+        float gv[2] = {1, 1}, rv[2] = {1, 1};
+        if (got) kiln_array_copy_to_host(got, gv, sizeof gv);
+        if (ref) kiln_array_copy_to_host(ref, rv, sizeof rv);
+        for (int j = 0; j < 2; j++)
+            CHECK_MSG(!memcmp(&gv[j], &want, 4) && !memcmp(&rv[j], &want, 4),
+                      "%s, %s first: compiled %g (sign %d), reference %g (sign %d)",
+                      max ? "max" : "min", neg_first ? "-0" : "+0", gv[j], signbit(gv[j]) != 0,
+                      rv[j], signbit(rv[j]) != 0);
+        kiln_array_destroy(got), kiln_array_destroy(ref);
+        kiln_array_destroy(a[0]), kiln_array_destroy(a[1]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+}
+
 int main(void) {
     kiln_context *ctx = test_context();
     if (!ctx) return 1;
@@ -462,6 +499,7 @@ int main(void) {
     test_dtypes(ctx);
     test_set_duplicates(ctx);
     test_rows_combine(ctx);
+    test_signed_zeros(ctx);
     test_wrap(ctx);
     test_text(ctx);
     test_errors(ctx);

@@ -65,14 +65,17 @@ kiln_status ref_gather(const kiln_graph *g, uint32_t id, const ref_value *vals, 
 }
 
 /* One combine step of kind k at out[o] (floats in double, rounded when stored; integers
- * wrap as the primitive ops do). min/max let a NaN win, as lax.min/lax.max. */
+ * wrap as the primitive ops do). min/max let a NaN win, as lax.min/lax.max, and between
+ * -0 and +0 take min's -0 and max's +0, as the compiled kiln_min/kiln_max do (their sign
+ * bits OR-ed / AND-ed), so compiled scatters equal the reference bit for bit. */
 static void combine(void *out, kiln_dtype t, int k, int64_t o, const void *upd, int64_t u) {
     if (ir_dtype_is_float(t)) {
         double a = ref_fget(out, t, o), b = ref_fget(upd, t, u), r = b;
         if (k == KILN_SCATTER_ADD) r = a + b;
         if (k == KILN_SCATTER_MUL) r = a * b;
-        if (k == KILN_SCATTER_MIN) r = isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-        if (k == KILN_SCATTER_MAX) r = isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+        bool nan = isnan(a) || isnan(b), tie = a == b;
+        if (k == KILN_SCATTER_MIN) r = nan ? NAN : tie ? (signbit(a) ? a : b) : a < b ? a : b;
+        if (k == KILN_SCATTER_MAX) r = nan ? NAN : tie ? (signbit(a) ? b : a) : a > b ? a : b;
         ref_fput(out, t, o, r);
         return;
     }

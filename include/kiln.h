@@ -1878,7 +1878,8 @@ typedef struct kiln_memory_analysis {
     /* Host offload (kiln_memory_put, the offload checkpoint policies): the values kept in
      * the device's host memory kind during a call live in one host arena, allocated per
      * call from the device's host pool and never counted in peak_bytes. */
-    uint64_t host_temp_bytes;  /* the host arena, rounded as temp_bytes is */
+    uint64_t host_temp_bytes;  /* the host arena, rounded as temp_bytes is, with the host
+                                * arenas of the loop bodies the largest loop step takes */
     uint64_t host_arena_bytes; /* its exact extent */
     uint64_t offload_bytes;    /* bytes copied to host memory per call (each value once) */
     int num_offloaded;         /* values copied to host memory */

@@ -279,6 +279,43 @@ static void test_transforms(void) {
     kiln_graph_destroy(g);
 }
 
+/* ---------------------------------------------------------------- loops ---- */
+
+/* A scan body that sends its carry to host memory and back each iteration: the body's
+ * host arena is taken once for all its iterations (exec_raw_begin), and the values are
+ * the reference's. With kiln_grad over the scan, the backward body does it too. */
+static int scan_offload_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                             kiln_value *outs) {
+    (void)n_in, (void)user;
+    kiln_value h = kiln_memory_put(g, kiln_mul(g, in[0], in[1]), KILN_MEMORY_PINNED_HOST);
+    kiln_value c = kiln_tanh(g, kiln_memory_put(g, h, KILN_MEMORY_DEVICE));
+    outs[0] = c;
+    outs[1] = kiln_sin(g, c);
+    return 2;
+}
+
+static void test_scan(void) {
+    kiln_graph *g;
+    kiln_graph_create(ctx, "scan_offload", &g);
+    int64_t cd[1] = {W}, xd[2] = {6, W};
+    kiln_value c0 = kiln_parameter(g, "c0", KILN_DTYPE_F64, 1, cd);
+    kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 2, xd), outs[3], grad;
+    int n = 0;
+    CHECK_OK(ctx, kiln_scan(g, scan_offload_body, NULL, 1, &c0, 1, &xs, NULL, &n, outs));
+    kiln_value loss = kiln_reduce_sum(g, outs[1], 0, NULL, false);
+    CHECK_OK(ctx, kiln_grad(g, loss, 1, &c0, &grad));
+    outs[2] = grad;
+    CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
+    kiln_array **args = make_args(g, 9);
+    kiln_array *got[3] = {0}, *want[3] = {0};
+    kiln_memory_analysis an;
+    CHECK(run(g, args, got, &an, NULL));
+    CHECK_OK(ctx, kiln_interpret(g, 2, args, 3, want));
+    for (int i = 0; i < 3; i++) CHECK(got[i] && cmp_arrays(got[i], want[i], 1e-12, 1e-12, "scan"));
+    free_arrays(got, 3), free_arrays(want, 3), free_arrays(args, 2), free(args);
+    kiln_graph_destroy(g);
+}
+
 /* ------------------------------------------------------------- refusals ---- */
 
 static void test_refusals(void) {
@@ -331,6 +368,7 @@ int main(int argc, char **argv) {
     RUN_CC(test_save_and_offload_names);
     RUN_CC(test_budget_offload);
     RUN_CC(test_transforms);
+    RUN_CC(test_scan);
     RUN(test_refusals);
     kiln_context_destroy(ctx);
     return test_summary("offload");

@@ -75,6 +75,16 @@ void exec_analysis_compute(kiln_executable *e) {
         out->num_donated += p->donated[i];
         out->num_donations_unused += p->donated[i] && !p->donation_used[i];
     }
+    /* A loop's sub-graphs take their own host arenas while its step runs, all of them at
+     * once (run_control.c): the call's host peak is the largest step's sum on top. */
+    uint64_t subs_host = 0;
+    for (uint32_t i = 0; i < e->n_ctls; i++) {
+        uint64_t sum = 0;
+        for (uint32_t k = 0; k < e->ctls[i].n_subs; k++)
+            sum += e->ctls[i].subs[k]->analysis.host_temp_bytes;
+        if (sum > subs_host) subs_host = sum;
+    }
+    out->host_temp_bytes += subs_host;
 }
 
 kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,

@@ -178,6 +178,35 @@ static void test_programs_hlo(void) {
     run_program(ctx_g, "argminmax", "hlo", 0);
 }
 
+/* Whether the plan of the imported program classes some bytes as activations (forward
+ * values the backward pass reads): only where the import marked a backward part. */
+static bool plans_activations(const char *name, const char *ext) {
+    kiln_graph *g = import_file(ctx_g, name, ext);
+    if (!g) return false;
+    kiln_executable *e = NULL;
+    kiln_compile_options o = {.keep_ir = true};
+    CHECK_MSG(kiln_compile(g, &o, &e) == KILN_STATUS_OK, "%s.%s: %s", name, ext,
+              kiln_last_error(ctx_g));
+    char *r = e ? kiln_executable_memory_report(e) : NULL;
+    bool act = r && strstr(r, "activation") != NULL;
+    kiln_string_free(ctx_g, r);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return act;
+}
+
+/* JAX's training step returns its loss first: the ops that loss does not depend on (the
+ * gradients and the update) are marked backward, as kiln_grad marks its own, so the plan
+ * sees the saved activations (and rematerialisation its candidates); a program whose first
+ * output is no scalar loss is left unmarked. The outputs stay JAX's (test_programs_*). */
+static void test_training_step_marked(void) {
+    CHECK(plans_activations("mlp_train", "mlir"));
+    CHECK(plans_activations("mlp_train", "hlo"));
+    CHECK(plans_activations("attention_adamw", "mlir"));
+    CHECK(!plans_activations("elementwise", "mlir"));
+    CHECK(!plans_activations("shapes", "hlo"));
+}
+
 /* The message of a failed import: names what, the line and column, and kiln's version;
  * *out is NULL. */
 static void expect_error(kiln_status (*imp)(kiln_context *, const char *, size_t, kiln_graph **),
@@ -431,6 +460,7 @@ int main(int argc, char **argv) {
     RUN(test_sharding_ignored);
     RUN(test_errors_hlo);
     RUN(test_errors_two_operand_reduce);
+    RUN(test_training_step_marked);
     RUN(test_truncated);
     RUN(test_fault_injection);
     RUN_CC(test_programs_stablehlo);

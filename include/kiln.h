@@ -485,11 +485,13 @@ KILN_API kiln_status kiln_graph_parse(kiln_context *ctx, const char *text, size_
  * (@main, ENTRY) arguments are its parameters in order (named arg0, arg1, ...), its results
  * its outputs. Private functions and HLO computations that are called are inlined; while
  * and case (conditional) become kiln_while_loop and kiln_switch; a reduction's body must be
- * one of add, multiply, maximum, minimum (and, or over bool). The graph is traced through
+ * one of add, multiply, maximum, minimum (and, or over bool), or over (values, indices)
+ * jnp.argmax's or argmin's (kiln_argmax, kiln_argmin). The graph is traced through
  * the public builders, so it is checked as a traced one is, and each op's result must have
  * the type the text declares. Ignored: shardings, layouts, result names, precision
  * config; donations (tf.aliasing_output, input_output_alias) are not carried (pass
- * kiln_compile_options.donate_argnums). An op kiln cannot import, or malformed text, is an
+ * kiln_compile_options.donate_argnums: every flattened leaf of each argument JAX donated).
+ * An op kiln cannot import, or malformed text, is an
  * error (KILN_STATUS_UNIMPLEMENTED or KILN_STATUS_INVALID_ARGUMENT, or the builder's own)
  * whose message names the op, its line and column and kiln's version; *out is then NULL
  * and nothing is left allocated. */

@@ -4,7 +4,8 @@
 #
 # The rooms in dependency order: base < ir < alloc < backend < reference, trace < autodiff <
 # passes < plan < remat < codegen < runtime < report < compile; io (files: safetensors)
-# needs only base, import (JAX's exported text) base and kiln.h's builders, comm
+# needs only base, import (JAX's exported text) base, kiln.h's builders and ir (the
+# backward marks of an imported training step), comm
 # (communicators) base and backend (a GPU transport enqueues on a device's stream). A
 # room may include its own headers, those of the rooms listed for it below, and the
 # public kiln.h. runtime/ holds the executable and what a call does with
@@ -36,7 +37,8 @@ allowed() { # room -> the rooms it may include besides itself
     remat) echo "base ir trace passes plan" ;; # checkpoint regions trace, the budget plans
     codegen) echo "base ir passes plan backend" ;;
     io) echo "base" ;;
-    import) echo "base" ;; # JAX's exported text, read through the public builders only
+    import) echo "base ir" ;; # JAX's text, read through the public builders; ir: import.c
+                              # marks a training step's backward part as kiln_grad does
     comm) echo "base backend" ;;
     runtime) echo "base ir alloc backend reference passes plan remat codegen comm" ;;
     report) echo "base ir passes plan remat codegen runtime" ;;

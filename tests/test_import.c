@@ -165,6 +165,7 @@ static void test_programs_stablehlo(void) {
     run_program(ctx_g, "control", "mlir", 1e-5);
     run_program(ctx_g, "attention_adamw", "mlir", 1e-4);
     run_program(ctx_g, "misc", "mlir", 1e-5);
+    run_program(ctx_g, "argminmax", "mlir", 0);
 }
 
 static void test_programs_hlo(void) {
@@ -174,6 +175,36 @@ static void test_programs_hlo(void) {
     run_program(ctx_g, "control", "hlo", 1e-5);
     run_program(ctx_g, "attention_adamw", "hlo", 1e-4);
     run_program(ctx_g, "misc", "hlo", 1e-5);
+    run_program(ctx_g, "argminmax", "hlo", 0);
+}
+
+/* Whether the plan of the imported program classes some bytes as activations (forward
+ * values the backward pass reads): only where the import marked a backward part. */
+static bool plans_activations(const char *name, const char *ext) {
+    kiln_graph *g = import_file(ctx_g, name, ext);
+    if (!g) return false;
+    kiln_executable *e = NULL;
+    kiln_compile_options o = {.keep_ir = true};
+    CHECK_MSG(kiln_compile(g, &o, &e) == KILN_STATUS_OK, "%s.%s: %s", name, ext,
+              kiln_last_error(ctx_g));
+    char *r = e ? kiln_executable_memory_report(e) : NULL;
+    bool act = r && strstr(r, "activation") != NULL;
+    kiln_string_free(ctx_g, r);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return act;
+}
+
+/* JAX's training step returns its loss first: the ops that loss does not depend on (the
+ * gradients and the update) are marked backward, as kiln_grad marks its own, so the plan
+ * sees the saved activations (and rematerialisation its candidates); a program whose first
+ * output is no scalar loss is left unmarked. The outputs stay JAX's (test_programs_*). */
+static void test_training_step_marked(void) {
+    CHECK(plans_activations("mlp_train", "mlir"));
+    CHECK(plans_activations("mlp_train", "hlo"));
+    CHECK(plans_activations("attention_adamw", "mlir"));
+    CHECK(!plans_activations("elementwise", "mlir"));
+    CHECK(!plans_activations("shapes", "hlo"));
 }
 
 /* The message of a failed import: names what, the line and column, and kiln's version;
@@ -289,6 +320,39 @@ static void test_errors_nested(void) {
                  "line 3, column 10");
 }
 
+/* A reduce of two operands is read only with jnp.argmax's or argmin's body: any other
+ * (here a pairwise sum) is refused by name, in both forms. */
+static void test_errors_two_operand_reduce(void) {
+    char t[2048];
+    snprintf(t, sizeof t,
+             "module @m {\n  func.func public @main(%%arg0: tensor<2x3xf32>, %%arg1: "
+             "tensor<2x3xi32>) -> tensor<2xi32> {\n"
+             "    %%a = stablehlo.constant dense<0.0> : tensor<f32>\n"
+             "    %%b = stablehlo.constant dense<0> : tensor<i32>\n"
+             "    %%0:2 = stablehlo.reduce(%%arg0 init: %%a), (%%arg1 init: %%b) across dimensions "
+             "= [1] : (tensor<2x3xf32>, tensor<2x3xi32>, tensor<f32>, tensor<i32>) -> "
+             "(tensor<2xf32>, tensor<2xi32>)\n"
+             "     reducer(%%x: tensor<f32>, %%y: tensor<f32>) (%%i: tensor<i32>, %%j: "
+             "tensor<i32>) {\n"
+             "      %%s = stablehlo.add %%x, %%y : tensor<f32>\n"
+             "      %%k = stablehlo.add %%i, %%j : tensor<i32>\n"
+             "      stablehlo.return %%s, %%k : tensor<f32>, tensor<i32>\n    }\n"
+             "    return %%0#1 : tensor<2xi32>\n  }\n}\n");
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED,
+                 "stablehlo.reduce of 2 operands whose body is not jnp.argmax's",
+                 "line 5, column 12");
+    snprintf(t, sizeof t,
+             "HloModule m\n\nsum2 {\n  a = f32[] parameter(0)\n  c = f32[] parameter(2)\n"
+             "  b = s32[] parameter(1)\n  d = s32[] parameter(3)\n  s = f32[] add(a, c)\n"
+             "  k = s32[] add(b, d)\n  ROOT t = (f32[], s32[]) tuple(s, k)\n}\n\n"
+             "ENTRY main {\n  x = f32[2,3]{1,0} parameter(0)\n  i = s32[2,3]{1,0} parameter(1)\n"
+             "  z = f32[] constant(0)\n  y = s32[] constant(0)\n"
+             "  r = (f32[2]{0}, s32[2]{0}) reduce(x, i, z, y), dimensions={1}, to_apply=sum2\n"
+             "  ROOT o = s32[2]{0} get-tuple-element(r), index=1\n}\n");
+    expect_error(kiln_import_hlo, t, KILN_STATUS_UNIMPLEMENTED,
+                 "reduce of 2 operands whose body is not jnp.argmax's", "line 18, column 30");
+}
+
 static void test_errors_hlo(void) {
     static const char head[] =
         "HloModule m, entry_computation_layout={(f32[2,3]{1,0})->f32[2,3]{1,0}}\n\n";
@@ -395,6 +459,8 @@ int main(int argc, char **argv) {
     RUN(test_errors_nested);
     RUN(test_sharding_ignored);
     RUN(test_errors_hlo);
+    RUN(test_errors_two_operand_reduce);
+    RUN(test_training_step_marked);
     RUN(test_truncated);
     RUN(test_fault_injection);
     RUN_CC(test_programs_stablehlo);

@@ -177,7 +177,7 @@ int kiln_tool_import(int argc, char **argv) {
             print_value(g, "parameter", i, kiln_graph_parameter(g, i));
         for (int i = 0; i < kiln_graph_num_outputs(g); i++)
             print_value(g, "output", i, kiln_graph_output(g, i));
-        int donate[64], nd = kiln_tool_import_donations(argv[2], donate, 64);
+        int donate[4096], nd = kiln_tool_import_donations(argv[2], donate, 4096);
         if (nd) {
             printf("  donated by JAX (kiln plan uses them unless --donate is given):");
             for (int i = 0; i < nd; i++) printf(" %d", donate[i]);

@@ -1,7 +1,7 @@
 /* bench_import.c — programs exported from JAX (bench/import/export.py) run through kiln's
  * importer: for each NAME and each form (NAME.mlir, NAME.hlo), import, compile, run, and
  * print the largest difference from the outputs JAX computed (NAME.io), kiln's planned peak
- * with JAX's donations (NAME.json "donate") beside XLA's memory_analysis() peak, and the
+ * with JAX's donations (NAME.json "donate_leaves") beside XLA's memory_analysis() peak, and the
  * median time per call beside JAX's (the call without donation, so inputs are reused).
  * With --gpt-steps N it also trains gpt_step for N steps from its inputs, feeding the
  * parameters and moments back, and compares each step's loss with gpt_losses.txt.
@@ -116,7 +116,9 @@ static double max_diff(kiln_context *ctx, const io *x, kiln_array **outs) {
     return worst;
 }
 
-/* JAX's figures from NAME.json: "peak_bytes", "ms" and the "donate" list. */
+/* JAX's figures from NAME.json: "peak_bytes", "ms" and the "donate_leaves" list (JAX's
+ * "donate" counts pytree arguments, a dict of 28 parameters being one; kiln's
+ * donate_argnums count the imported graph's parameters, the flattened leaves). */
 static double json_number(const char *j, const char *key) {
     char k[64];
     snprintf(k, sizeof k, "\"%s\": ", key);
@@ -125,9 +127,9 @@ static double json_number(const char *j, const char *key) {
 }
 
 static int json_donate(const char *j, int *d) {
-    const char *p = j ? strstr(j, "\"donate\": [") : NULL;
+    const char *key = "\"donate_leaves\": [", *p = j ? strstr(j, key) : NULL;
     int n = 0;
-    for (p = p ? p + 11 : NULL; p && *p && *p != ']';) {
+    for (p = p ? p + strlen(key) : NULL; p && *p && *p != ']' && n < MAX_ARRAYS;) {
         char *end;
         long v = strtol(p, &end, 10);
         if (end == p) break;

@@ -2,17 +2,19 @@
 
 Writes into OUT, per program NAME: NAME.mlir (StableHLO, jax.jit(f).lower(*args).as_text()),
 NAME.hlo (.as_text(dialect="hlo")), NAME.io (the inputs and the outputs JAX computed: the
-format of tests/data/import/NAME.io) and NAME.json (XLA's compiled.memory_analysis() and
-JAX's median time per call). bench/import/run.sh then runs each file through kiln
+format of tests/data/import/NAME.io) and NAME.json (XLA's compiled.memory_analysis(), JAX's
+median time per call, JAX's donate_argnums and "donate_leaves", the same donations as
+indices of the flattened leaves, which are what kiln's donate_argnums count). bench/import/run.sh then runs each file through kiln
 (bench/import/bench_import.c): outputs against JAX's, planned peak beside XLA's, time.
 
 Programs: gpt_step, one AdamW training step of bench/gpt's model (gpt_jax.py: pre-LN GPT-2,
 causal attention, GELU-tanh, tied LM head; AdamW with PyTorch's semantics), small; and
 five small programs of the kinds bench/programs measures (mlp, mlp_train, attention,
-layernorm, softmax_xent). bench/programs' own programs (programs.py: embed, rope, block,
-xent, adam, cumsum, ...) are not exported yet.
+layernorm, softmax_xent); and bench/programs' own seventeen (programs.py: embed, rope,
+block, block_sdpa, attn, xent, adam, cumsum, reduce, posenc, trig, math64, transpose,
+fourier, axes, nhwc, embed_grad), the same functions at small sizes.
 
-Usage: bench/.venv/bin/python bench/import/export.py OUT [--steps N]
+Usage: bench/.venv/bin/python bench/import/export.py OUT [--steps N] [NAME...]
   --steps N: also run N GPT steps in JAX and write gpt_losses.txt (kiln's run.sh compares)
 """
 import argparse
@@ -26,6 +28,7 @@ import numpy as np
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
 ap.add_argument("--steps", type=int, default=0)
+ap.add_argument("names", nargs="*", help="programs to export (default: all)")
 args = ap.parse_args()
 
 import jax  # noqa: E402
@@ -157,6 +160,146 @@ PROGRAMS = {
                                             rng.integers(0, 1000, 256).astype(np.int32)), ()),
 }
 
+# bench/programs/programs.py's own programs, the same functions at small sizes (the first
+# of bench/programs/run.sh's sizes, scaled down so the text export of inputs and outputs
+# stays short).
+def rms_norm(x, g):
+    return x * (1 / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + np.float32(1e-6))) * g
+
+
+def p_embed(tok, table, w1, b1, w2, b2):
+    x = jnp.take(table, tok, axis=0).mean(axis=1)
+    return jnp.maximum(x @ w1 + b1, 0) @ w2 + b2
+
+
+def p_rope(x, c, s):
+    B, T, NH, DH = x.shape
+    P = DH // 2
+    x5 = x.reshape(B, T, NH, P, 2)
+    x0, x1 = x5[..., 0], x5[..., 1]
+    c, s = c[None, :, None, :], s[None, :, None, :]
+    y = jnp.concatenate([(x0 * c - x1 * s)[..., None], (x0 * s + x1 * c)[..., None]], axis=4)
+    return y.reshape(B, T, NH, DH)
+
+
+def p_block(sdpa):
+    def f(x, g1, wq, wk, wv, wo, g2, w1, w3, w2):
+        B, T, C = x.shape
+        NH = max(C // 64, 1)
+        DH = C // NH
+        h = rms_norm(x, g1)
+        if sdpa:
+            sh = lambda z: z.reshape(B, T, NH, DH)  # noqa: E731
+            y = jax.nn.dot_product_attention(sh(h @ wq), sh(h @ wk), sh(h @ wv), is_causal=True)
+            y = y.reshape(B, T, C)
+        else:
+            heads = lambda z: z.reshape(B, T, NH, DH).transpose(0, 2, 1, 3)  # noqa: E731
+            q, k, v = heads(h @ wq), heads(h @ wk), heads(h @ wv)
+            att = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1 / np.sqrt(DH))
+            causal = jnp.arange(T)[None, :] <= jnp.arange(T)[:, None]
+            att = jnp.where(causal, att, np.float32(-1e30))
+            y = (jax.nn.softmax(att, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(B, T, C)
+        x2 = x + y @ wo
+        h2 = rms_norm(x2, g2)
+        a = h2 @ w1
+        return x2 + ((a * jax.nn.sigmoid(a)) * (h2 @ w3)) @ w2
+    return f
+
+
+def block_args(B, T, C):
+    F = (8 * C // 3 + 63) // 64 * 64
+    shp = [(B, T, C), (C,), (C, C), (C, C), (C, C), (C, C), (C,), (C, F), (C, F), (F, C)]
+    return tuple(f32(*s) * np.float32(1 if len(s) != 2 else 1 / np.sqrt(s[0])) for s in shp)
+
+
+def p_attn(q, k, v):
+    return jax.nn.dot_product_attention(q, k, v, is_causal=True)
+
+
+def p_xent(logits, labels):
+    def loss(lg):
+        lse = jax.nn.logsumexp(lg, axis=-1)
+        return jnp.mean(lse - jnp.take_along_axis(lg, labels[:, None], axis=-1)[:, 0])
+    return jax.value_and_grad(loss)(logits)
+
+
+def p_adam(w, m, v, g):
+    lr, b1, b2, eps, t = 1e-3, 0.9, 0.999, 1e-8, 10
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    w = w - lr / (1 - b1 ** t) * m / (jnp.sqrt(v) / np.sqrt(1 - b2 ** t) + eps)
+    return w, m, v
+
+
+def p_cumsum(x):
+    return jnp.cumsum(x, axis=1), jax.lax.cumsum(x, axis=0, reverse=True)
+
+
+def p_reduce(x):
+    return jnp.sum(x, axis=1), jnp.max(x, axis=1), jnp.sum(x, axis=0), jax.nn.softmax(x, axis=1)
+
+
+def p_posenc(x):
+    _, T, D = x.shape
+    pos = jnp.arange(T, dtype=jnp.float32)[:, None]
+    inv = jnp.exp(jnp.arange(D // 2, dtype=jnp.float32) * jnp.float32(2.0 / D)
+                  * jnp.float32(-np.log(10000.0)))
+    ang = pos * inv
+    pe = jnp.stack([jnp.sin(ang), jnp.cos(ang)], axis=-1).reshape(T, D)
+    return x + pe[None]
+
+
+def p_trig(x):
+    return jnp.sin(x), jnp.cos(x), jnp.sin(x) * jnp.cos(x) + x
+
+
+def p_math64(x):
+    return jnp.exp(x), jnp.tanh(x), jax.nn.sigmoid(x), jnp.log(x * x + 1)
+
+
+def p_fourier(x, b):
+    z = (x @ b) * jnp.float32(2 * np.pi)
+    return jnp.concatenate([jnp.sin(z), jnp.cos(z)], axis=-1)
+
+
+def p_axes(x):
+    ms = jnp.mean(x * x, axis=1, keepdims=True)
+    return (jax.nn.softmax(x, axis=1), jax.nn.logsumexp(x, axis=1),
+            x * jax.lax.rsqrt(ms + np.float32(1e-6)))
+
+
+def p_embed_grad(tok, table):
+    return jax.value_and_grad(lambda t: jnp.mean(jnp.square(jnp.take(t, tok, axis=0))))(table)
+
+
+def tokens(n, *s):
+    return rng.integers(0, n, s).astype(np.int32)
+
+
+PROGRAMS.update({
+    "embed": (p_embed, lambda: (tokens(500, 4, 16), f32(500, 32), f32(32, 64) * .2, f32(64),
+                                f32(64, 16) * .1, f32(16)), ()),
+    "rope": (p_rope, lambda: (f32(2, 16, 4, 16), f32(16, 8), f32(16, 8)), ()),
+    "block": (p_block(False), lambda: block_args(2, 16, 64), ()),
+    "block_sdpa": (p_block(True), lambda: block_args(2, 16, 64), ()),
+    "attn": (p_attn, lambda: (f32(2, 32, 4, 16), f32(2, 32, 2, 16), f32(2, 32, 2, 16)), ()),
+    "xent": (p_xent, lambda: (f32(16, 500), tokens(500, 16)), ()),
+    "adam": (p_adam, lambda: (f32(1003), f32(1003) * .1, np.abs(f32(1003)) * .01, f32(1003)),
+             (0, 1, 2)),
+    "cumsum": (p_cumsum, lambda: (f32(8, 64),), ()),
+    "reduce": (p_reduce, lambda: (f32(64, 33),), ()),
+    "posenc": (p_posenc, lambda: (f32(2, 16, 32),), ()),
+    "trig": (p_trig, lambda: (f32(1000),), ()),
+    "transpose": (lambda x: x.T, lambda: (f32(40, 70),), ()),
+    "fourier": (p_fourier, lambda: (f32(64, 3), f32(3, 16)), ()),
+    "axes": (p_axes, lambda: (f32(2, 16, 32),), ()),
+    "nhwc": (lambda x: jnp.transpose(x, (0, 2, 3, 1)), lambda: (f32(2, 3, 8, 8),), ()),
+    "embed_grad": (p_embed_grad, lambda: (tokens(50, 2, 8), f32(50, 16)), ()),
+    # f64: exported last, with jax_enable_x64 (main switches it on for X64 programs only)
+    "math64": (p_math64, lambda: (rng.standard_normal(1000),), ()),
+})
+X64 = ("math64",)
+
 DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}
 
 
@@ -180,39 +323,67 @@ def timed(compiled, a, reps=20):
 
 def main():
     os.makedirs(args.out, exist_ok=True)
-    made = {}
-    for name, (fn, make, donate) in PROGRAMS.items():
-        a = made[name] = make()
-        lowered = jax.jit(fn, donate_argnums=donate).lower(*a)
-        for ext, text in (("mlir", lowered.as_text()), ("hlo", lowered.as_text(dialect="hlo"))):
-            with open(os.path.join(args.out, f"{name}.{ext}"), "w") as f:
-                f.write(text)
-        outs = jax.jit(fn)(*a)
-        with open(os.path.join(args.out, name + ".io"), "w") as f:
-            for x in jax.tree_util.tree_leaves(a):
-                write_array(f, "in", x)
-            for x in jax.tree_util.tree_leaves(outs):
-                write_array(f, "out", x)
-        compiled = jax.jit(fn).lower(*a).compile()  # no donation: the inputs are reused
-        ma = jax.jit(fn, donate_argnums=donate).lower(*a).compile().memory_analysis()
-        info = {"argument_bytes": ma.argument_size_in_bytes,
-                "output_bytes": ma.output_size_in_bytes, "temp_bytes": ma.temp_size_in_bytes,
-                "alias_bytes": ma.alias_size_in_bytes,
-                "peak_bytes": ma.argument_size_in_bytes + ma.output_size_in_bytes +
-                ma.temp_size_in_bytes - ma.alias_size_in_bytes,
-                "ms": timed(compiled, a), "donate": list(donate), "jax": jax.__version__}
-        with open(os.path.join(args.out, name + ".json"), "w") as f:
-            json.dump(info, f)
-        print(f"{name}: XLA peak {info['peak_bytes']} B, {info['ms']:.3f} ms")
-    if args.steps:
-        p, m, v, tokens, _, _ = made["gpt_step"]  # the inputs gpt_step.io holds
-        step = jax.jit(gpt_step)
-        toks = rng.integers(0, V, (args.steps, B, T + 1)).astype(np.int32)
-        toks.tofile(os.path.join(args.out, "gpt_tokens.bin"))
-        with open(os.path.join(args.out, "gpt_losses.txt"), "w") as f:
-            for s in range(args.steps):
-                loss, p, m, v = step(p, m, v, toks[s], np.float32(1e-3), np.float32(s + 1))
-                f.write(f"{float(loss)!r}\n")
+    names = args.names or list(PROGRAMS)
+    for name in names:
+        if name not in X64:
+            a = export(name)
+            if args.steps and name == "gpt_step":
+                gpt_losses(a)
+    jax.config.update("jax_enable_x64", True)  # from here on: f64 programs only
+    for name in names:
+        if name in X64:
+            export(name)
+
+
+def donated_leaves(a, donate):
+    """JAX's donate_argnums count pytree arguments; kiln's count the flattened leaves (the
+    imported graph's parameters): a dict of parameters donated is all of its leaves."""
+    out, k = [], 0
+    for i, x in enumerate(a):
+        n = len(jax.tree_util.tree_leaves(x))
+        out += list(range(k, k + n)) if i in donate else []
+        k += n
+    return out
+
+
+def export(name):
+    """Writes NAME.mlir, .hlo, .io and .json; returns the inputs it made."""
+    fn, make, donate = PROGRAMS[name]
+    a = make()
+    lowered = jax.jit(fn, donate_argnums=donate).lower(*a)
+    for ext, text in (("mlir", lowered.as_text()), ("hlo", lowered.as_text(dialect="hlo"))):
+        with open(os.path.join(args.out, f"{name}.{ext}"), "w") as f:
+            f.write(text)
+    outs = jax.jit(fn)(*a)
+    with open(os.path.join(args.out, name + ".io"), "w") as f:
+        for x in jax.tree_util.tree_leaves(a):
+            write_array(f, "in", x)
+        for x in jax.tree_util.tree_leaves(outs):
+            write_array(f, "out", x)
+    compiled = jax.jit(fn).lower(*a).compile()  # no donation: the inputs are reused
+    ma = jax.jit(fn, donate_argnums=donate).lower(*a).compile().memory_analysis()
+    info = {"argument_bytes": ma.argument_size_in_bytes,
+            "output_bytes": ma.output_size_in_bytes, "temp_bytes": ma.temp_size_in_bytes,
+            "alias_bytes": ma.alias_size_in_bytes,
+            "peak_bytes": ma.argument_size_in_bytes + ma.output_size_in_bytes +
+            ma.temp_size_in_bytes - ma.alias_size_in_bytes,
+            "ms": timed(compiled, a), "donate": list(donate),
+            "donate_leaves": donated_leaves(a, donate), "jax": jax.__version__}
+    with open(os.path.join(args.out, name + ".json"), "w") as f:
+        json.dump(info, f)
+    print(f"{name}: XLA peak {info['peak_bytes']} B, {info['ms']:.3f} ms")
+    return a
+
+
+def gpt_losses(made):
+    p, m, v, _, _, _ = made  # the inputs gpt_step.io holds
+    step = jax.jit(gpt_step)
+    toks = rng.integers(0, V, (args.steps, B, T + 1)).astype(np.int32)
+    toks.tofile(os.path.join(args.out, "gpt_tokens.bin"))
+    with open(os.path.join(args.out, "gpt_losses.txt"), "w") as f:
+        for s in range(args.steps):
+            loss, p, m, v = step(p, m, v, toks[s], np.float32(1e-3), np.float32(s + 1))
+            f.write(f"{float(loss)!r}\n")
 
 
 if __name__ == "__main__":

@@ -366,6 +366,41 @@ typedef struct group {
     double value;
 } group;
 
+/* A reduce of two operands' to_apply: IMP_COMBINE_ARGMAX or _ARGMIN where its
+ * instructions are jnp.argmax's or argmin's body (imp_arg_body), else _NONE. */
+static bool comp_arg_combine(hlo *P, const comp *c, imp_combine *k) {
+    imp_lex *L = P->L;
+    imp_mark back = imp_mark_here(L);
+    imp_go(L, c->body);
+    char ops[16][IMP_MAX_NAME];
+    const char *list[16];
+    int n = 0, lines = 0;
+    while (!L->status && !imp_accept(L, '}') && lines++ < 24 && n < 16) {
+        imp_accept_word(L, "ROOT");
+        const char *s, *op;
+        size_t len, on;
+        imp_type t[IMP_MAX_OPERANDS];
+        int nt;
+        if (!name(L, &s, &len, "an instruction") || !imp_expect(L, '=') ||
+            !hlo_type(L, t, &nt, IMP_MAX_OPERANDS) || !name(L, &op, &on, "an opcode"))
+            break;
+        snprintf(ops[n], sizeof ops[n], "%.*s", (int)on, op);
+        const char *p = L->src + L->pos, *eol = memchr(p, '\n', L->len - L->pos);
+        for (eol = eol ? eol : L->src + L->len; p + 12 <= eol; p++) /* "direction=GT" */
+            if (!strcmp(ops[n], "compare") && !memcmp(p, "direction=", 10)) {
+                snprintf(ops[n], sizeof ops[n], "compare %.2s", p + 10);
+                break;
+            }
+        if (strcmp(ops[n], "parameter") && strcmp(ops[n], "tuple")) list[n] = ops[n], n++;
+        end_of_line(L);
+    }
+    *k = L->status || n == 16 ? IMP_COMBINE_NONE : imp_arg_body(n, list);
+    L->status = KILN_STATUS_OK; /* a body this reader cannot follow is just not recognised */
+    L->msg[0] = 0;
+    imp_go(L, back);
+    return true;
+}
+
 /* The reduction a to_apply computation computes: its ROOT one op over its two
  * parameters (add, multiply, maximum, minimum, and, or), or parameter(1) itself (a
  * scatter that replaces); anything else is IMP_COMBINE_NONE. */
@@ -699,12 +734,21 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
         *out = ops[0];
         return true;
     }
+    bool arg = !strcmp(n, "reduce") && n_ops == 4; /* jnp.argmax's (values, indices) */
     if ((!strcmp(n, "reduce") || !strcmp(n, "reduce_window") || !strcmp(n, "scatter")) &&
-        x->to_apply && !comp_combine(P, x->to_apply, &op->combine))
+        x->to_apply &&
+        !(arg ? comp_arg_combine(P, x->to_apply, &op->combine)
+              : comp_combine(P, x->to_apply, &op->combine)))
         return false;
-    if (!strcmp(n, "reduce") && n_ops != 2)
+    if (arg && op->combine == IMP_COMBINE_NONE)
         return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
-                           "%s of %d operands (jnp.argmax's form): kiln reduces one at a time",
+                           "%s of 2 operands whose body is not jnp.argmax's or argmin's: kiln "
+                           "reduces one operand at a time",
+                           op->spell);
+    if (!strcmp(n, "reduce") && n_ops != 2 && !arg)
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s of %d operands: kiln reduces one at a time, or two as "
+                           "jnp.argmax / argmin do",
                            op->spell, n_ops / 2);
     for (int i = 0; i < n_ops; i++) {
         if (ops[i].n != 1)
@@ -717,7 +761,7 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
         op->in_value[op->n_in] = ops[i].value;
         op->in[op->n_in++] = ops[i].v[0];
     }
-    out->n = 1;
+    out->n = arg ? 2 : 1;
     return imp_emit(L, s->g, op, out->v);
 }
 

@@ -159,7 +159,11 @@ typedef enum imp_combine {
     IMP_COMBINE_MIN,
     IMP_COMBINE_AND,
     IMP_COMBINE_OR,
-    IMP_COMBINE_SET, /* the body returns its second parameter: a scatter that replaces */
+    IMP_COMBINE_SET,    /* the body returns its second parameter: a scatter that replaces */
+    IMP_COMBINE_ARGMAX, /* a reduce of (values, indices): jnp.argmax's body */
+    IMP_COMBINE_ARGMIN,
+    IMP_COMBINE_ARGMAX_INT, /* the same without its NaN test (XLA drops it over integers) */
+    IMP_COMBINE_ARGMIN_INT,
 } imp_combine;
 
 /* One op as both front ends give it to imp_emit: a canonical name (StableHLO's without
@@ -216,6 +220,13 @@ bool imp_check_graph(imp_lex *L, kiln_graph *g, imp_loc at, const char *opname);
 /* Reduces x over the axes of dims with init, by the combine kind. */
 kiln_value imp_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value x, kiln_value init,
                       bool init_is_identity);
+/* The body of a reduce over (values, indices) from its ops in order, each an opcode and,
+ * for a compare, its direction ("compare GT", "compare NE", "or", "select", ...: n of
+ * them, parameters, return and tuple left out): IMP_COMBINE_ARGMAX or _ARGMIN where it is
+ * the body jnp.argmax / argmin write (the values compared GT or LT, a NaN kept, a tie
+ * resolved to the smaller index), _ARGMAX_INT or _ARGMIN_INT where it is that body without
+ * the NaN test, else IMP_COMBINE_NONE. */
+imp_combine imp_arg_body(int n, const char *const *ops);
 /* Whether c is the identity of kind k (so it need not be combined in). */
 bool imp_is_identity(imp_combine k, kiln_dtype t, double c);
 

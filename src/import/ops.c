@@ -192,6 +192,79 @@ kiln_value imp_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value x, kiln_
     return r;
 }
 
+imp_combine imp_arg_body(int n, const char *const *ops) {
+    /* the compares in order: the values' (GT or LT), NaN's (NE), a tie's (EQ) and the
+     * indices' (LT); with two or, one and, two select in some order around them */
+    const char *cmp[4];
+    int n_cmp = 0, n_or = 0, n_and = 0, n_sel = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strncmp(ops[i], "compare ", 8)) {
+            if (n_cmp == 4) return IMP_COMBINE_NONE;
+            cmp[n_cmp++] = ops[i] + 8;
+        } else if (!strcmp(ops[i], "or"))
+            n_or++;
+        else if (!strcmp(ops[i], "and"))
+            n_and++;
+        else if (!strcmp(ops[i], "select"))
+            n_sel++;
+        else
+            return IMP_COMBINE_NONE;
+    }
+    bool nan = n_cmp == 4 && n_or == 2 && !strcmp(cmp[1], "NE");
+    bool no_nan = n_cmp == 3 && n_or == 1;
+    if ((!nan && !no_nan) || n_and != 1 || n_sel != 2 || strcmp(cmp[n_cmp - 2], "EQ") ||
+        strcmp(cmp[n_cmp - 1], "LT"))
+        return IMP_COMBINE_NONE;
+    if (!strcmp(cmp[0], "GT")) return nan ? IMP_COMBINE_ARGMAX : IMP_COMBINE_ARGMAX_INT;
+    if (!strcmp(cmp[0], "LT")) return nan ? IMP_COMBINE_ARGMIN : IMP_COMBINE_ARGMIN_INT;
+    return IMP_COMBINE_NONE;
+}
+
+static bool is_arg_combine(imp_combine k) {
+    return k == IMP_COMBINE_ARGMAX || k == IMP_COMBINE_ARGMIN || k == IMP_COMBINE_ARGMAX_INT ||
+           k == IMP_COMBINE_ARGMIN_INT;
+}
+
+/* x[..., at, ...] along axis, at holding one index per row (axis removed), reshaped to t. */
+static kiln_value take_at(kiln_graph *g, kiln_value x, kiln_value at, int axis, const imp_type *t) {
+    imp_type a = imp_value_type(g, at), x_t = imp_value_type(g, x);
+    int64_t d[KILN_MAX_RANK];
+    for (int i = 0, k = 0; i < x_t.rank; i++) d[i] = i == axis ? 1 : a.dims[k++];
+    kiln_value v =
+        kiln_take_along_axis(g, x, kiln_reshape(g, at, x_t.rank, d), axis, KILN_GATHER_CLIP);
+    return kiln_reshape(g, v, t->rank, t->dims);
+}
+
+/* reduce(x, indices, init_x, init_i) with jnp.argmax's or argmin's body over one axis:
+ * kiln_argmax / argmin (the same ties and NaN), the values and the indices taken at
+ * its position. The indices are JAX's iota along the axis; taken, not assumed, so
+ * another index operand is read at the position kiln finds. */
+static bool emit_arg_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {
+    bool max = op->combine == IMP_COMBINE_ARGMAX || op->combine == IMP_COMBINE_ARGMAX_INT;
+    kiln_dtype t = imp_value_type(g, op->in[0]).dtype;
+    bool flt =
+        t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
+    if (flt && (op->combine == IMP_COMBINE_ARGMAX_INT || op->combine == IMP_COMBINE_ARGMIN_INT))
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s of (%s values, indices): its body is jnp.%s's without the NaN "
+                           "test, which kiln's (a NaN wins) would not match",
+                           op->spell, kiln_dtype_name(t), max ? "argmax" : "argmin");
+    if (op->n_dims != 1 || op->n_out != 2 || !op->in_const[2] || !op->in_const[3] ||
+        !imp_is_identity(max ? IMP_COMBINE_MAX : IMP_COMBINE_MIN, t, op->in_value[2]) ||
+        op->in_value[3] != 0)
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s of (values, indices) with jnp.%s's body: kiln imports it over "
+                           "one dimension, from JAX's initial values (%s, 0)",
+                           op->spell, max ? "argmax" : "argmin", max ? "-inf" : "inf");
+    int axis = (int)op->dims[0];
+    kiln_value at = max ? kiln_argmax(g, op->in[0], axis) : kiln_argmin(g, op->in[0], axis);
+    if (!imp_check_graph(L, g, op->at, op->spell)) return false;
+    out[0] = take_at(g, op->in[0], at, axis, &op->out[0]);
+    out[1] = take_at(g, op->in[1], at, axis, &op->out[1]);
+    if (!imp_check_graph(L, g, op->at, op->spell)) return false;
+    return check_result(L, g, op, 0, out[0]) && check_result(L, g, op, 1, out[1]);
+}
+
 /* ------------------------------------------------------- gather, scatter ---- */
 
 /* kiln takes the index vector as the last axis of the indices (jax.lax's convention);
@@ -477,6 +550,8 @@ bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {
             if (!check_result(L, g, op, i, out[i])) return false;
         return true;
     }
+    if (!strcmp(op->name, "reduce") && op->n_in == 4 && is_arg_combine(op->combine))
+        return emit_arg_reduce(L, g, op, out);
     bool known = true;
     kiln_value v = emit_one(L, g, op, &known);
     if (L->status) return false;

@@ -914,6 +914,66 @@ static bool call_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs, int *n_
 
 /* ------------------------------------------------------------------- ops ---- */
 
+/* The body of a reduce of two operands, "{ %2 = stablehlo.compare GT, ... return ... }" at
+ * the cursor, skipped: which of jnp.argmax's and argmin's it is (imp_arg_body), from
+ * its ops' names and its compares' directions. */
+static imp_combine arg_body(imp_lex *L) {
+    imp_skip(L);
+    imp_mark m = imp_mark_here(L);
+    if (!imp_skip_group(L)) return IMP_COMBINE_NONE;
+    const char *p = L->src + m.pos, *end = L->src + L->pos;
+    static const char dialect[] = "stablehlo.";
+    char ops[16][IMP_MAX_NAME];
+    const char *list[16];
+    int n = 0;
+    for (p = p + 1; p < end && n < 16; p++) {
+        if ((size_t)(end - p) < sizeof dialect || memcmp(p, dialect, sizeof dialect - 1)) continue;
+        p += sizeof dialect - 1;
+        size_t k = 0;
+        while (p < end && imp_is_ident_char(*p) && k + 4 < sizeof ops[n]) ops[n][k++] = *p++;
+        ops[n][k] = 0;
+        if (!strcmp(ops[n], "return")) break;
+        if (!strcmp(ops[n], "compare")) { /* "compare  GT," */
+            while (p < end && *p == ' ') p++;
+            for (int j = 0; j < 2 && p < end && *p >= 'A' && *p <= 'Z'; j++) {
+                if (!j) ops[n][k++] = ' ';
+                ops[n][k++] = *p++;
+            }
+            ops[n][k] = 0;
+        }
+        list[n] = ops[n];
+        n++;
+    }
+    return n < 16 ? imp_arg_body(n, list) : IMP_COMBINE_NONE;
+}
+
+/* After "across dimensions = [..] : sig" of a reduce of two operands: "reducer(%a: T, %c:
+ * T) (%b: U, %d: U) { body }", the body jnp.argmax's or argmin's; the operands put in
+ * XLA's order (x, indices, x's init, the indices' init). */
+static bool arg_reduce_pretty(imp_lex *L, imp_op *op) {
+    if (!imp_expect_word(L, "across") || !imp_expect_word(L, "dimensions") || !imp_expect(L, '=') ||
+        !int_values(L, op->dims, &op->n_dims, "dimensions", true) || !signature(L, op) ||
+        !imp_expect_word(L, "reducer"))
+        return false;
+    for (int pair = 0; pair < 2; pair++) {
+        imp_skip(L);
+        if (!imp_skip_group(L)) return false; /* (%a: T, %c: T) */
+    }
+    op->combine = arg_body(L);
+    if (L->status) return false;
+    if (op->combine == IMP_COMBINE_NONE)
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s of 2 operands whose body is not jnp.argmax's or argmin's: kiln "
+                           "reduces one operand at a time",
+                           op->spell);
+    kiln_value v = op->in[1]; /* (x, init_x, i, init_i) -> (x, i, init_x, init_i) */
+    bool is_const = op->in_const[1];
+    double value = op->in_value[1];
+    op->in[1] = op->in[2], op->in_const[1] = op->in_const[2], op->in_value[1] = op->in_value[2];
+    op->in[2] = v, op->in_const[2] = is_const, op->in_value[2] = value;
+    return true;
+}
+
 /* stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions = [1] : sig, or
  * with "reducer(%a: T, %b: T) { body }" after the signature. */
 static bool reduce_pretty(shlo *P, imp_scope *s, imp_op *op) {
@@ -925,9 +985,11 @@ static bool reduce_pretty(shlo *P, imp_scope *s, imp_op *op) {
             return false;
         pairs++;
     } while (imp_accept(L, ','));
+    if (pairs == 2) return arg_reduce_pretty(L, op);
     if (pairs != 1)
         return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
-                           "%s of %d operands (jnp.argmax's form): kiln reduces one at a time",
+                           "%s of %d operands: kiln reduces one at a time, or two as "
+                           "jnp.argmax / argmin do",
                            op->spell, pairs);
     if (imp_accept_word(L, "applies")) {
         char name[IMP_MAX_NAME];
@@ -1109,7 +1171,8 @@ static bool op_body(shlo *P, imp_scope *s, imp_op *op, bool generic, kiln_value 
                                      : pretty_op(P, s, op);
     if (!ok || done) return ok;
     *n_outs = 1;
-    if (!strcmp(n, "optimization_barrier")) { /* its types are the operands' */
+    if (!strcmp(n, "reduce") && op->n_in == 4) *n_outs = 2; /* jnp.argmax's (values, indices) */
+    if (!strcmp(n, "optimization_barrier")) {               /* its types are the operands' */
         *n_outs = op->n_in;
         op->n_out = 0;
     }

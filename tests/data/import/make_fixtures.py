@@ -1,11 +1,12 @@
 """Writes the import tests' fixtures: each program's StableHLO (NAME.mlir) and HLO text
 (NAME.hlo) as JAX 0.10 lowers it, and NAME.io with the inputs and the outputs JAX computed
 for them, so tests/test_import.c needs no Python. Run with bench/.venv/bin/python from the
-repository root: python tests/data/import/make_fixtures.py
+repository root: python tests/data/import/make_fixtures.py [NAME...] (default: all of them)
 
 NAME.io: per array a line "in|out DTYPE RANK DIM..." and a line of its values (floats as
 repr of float64, bool as 0/1)."""
 import os
+import sys
 import numpy as np
 import jax
 import jax.numpy as jnp
@@ -117,6 +118,20 @@ def attention_args():
             randn(2, 5, D), np.float32(0))
 
 
+def argminmax(x, n, y):
+    """jnp.argmax / argmin: a reduce of (values, iota) with a body of compares and selects;
+    ties (the first index wins), a NaN (it wins), ints, a middle axis, keepdims."""
+    return (jnp.argmax(x, axis=1), jnp.argmin(x, axis=0), jnp.argmax(n, axis=0),
+            jnp.argmin(n, axis=1), jnp.argmax(y, axis=1, keepdims=True), jnp.argmin(y, axis=2),
+            jnp.argmax(x.reshape(-1)))
+
+
+def argminmax_args():
+    x = np.array([[1, 3, 3, 0, -1], [2, np.nan, 5, np.nan, 0], [-4, -4, -2, -4, 7],
+                  [0, 0, 0, 0, 0]], np.float32)
+    return x, rng.integers(-3, 3, (4, 5)).astype(np.int32), randn(2, 3, 4)
+
+
 PROGRAMS = {
     "mlp_train": (mlp_train, lambda: (randn(4, 8), randn(8), randn(8, 3), randn(2, 4),
                                       jax.nn.one_hot(np.array([0, 2]), 3)), (0, 1, 2)),
@@ -127,6 +142,7 @@ PROGRAMS = {
     "attention_adamw": (attention_adamw, attention_args, (0, 1, 2, 3)),
     "misc": (misc, lambda: (randn(4, 4), rng.random((4, 3)) > 0.3, np.array([3, 1], np.int32)),
              ()),
+    "argminmax": (argminmax, argminmax_args, ()),
 }
 
 DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}
@@ -146,9 +162,11 @@ def write_array(f, kind, a):
     f.write("\n")
 
 
-def main():
+def main(names):
     for name, (fn, make, donate) in PROGRAMS.items():
-        args = make()
+        args = make()  # made even when skipped: every fixture's inputs stay the same
+        if names and name not in names:
+            continue
         lowered = jax.jit(fn, donate_argnums=donate).lower(*args)
         with open(os.path.join(HERE, name + ".mlir"), "w") as f:
             f.write(lowered.as_text())
@@ -163,4 +181,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

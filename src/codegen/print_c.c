@@ -337,7 +337,7 @@ static void c_loop(cpr *c, const kd_stmt *s) {
         pr_line(p, "#endif");
     } else if (!print_simd_pragma(p, s) && s->simd)
         pr_line(p, "#pragma omp simd");
-    else if (free_ifs)
+    else if (free_ifs && !s->simd)
         print_free_if_pragmas(p);
     if (s->n < 0)
         pr_line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
@@ -724,9 +724,9 @@ static void print_split_unrolled(pr *p, uint32_t loop) {
  * max-completely-peel-times) and then if-converts and vectorises the item loop around it:
  * concatenate(x, -x) along the rows of an f32[10, 2], hoisted and unguarded, lost rows
  * 12 and 13 (tests/test_compile_ops.c, "concatenate of one operand twice"). So the kernel
- * drops the guard for such ifs only where the loop is printed plain (unguarded), and a
- * loop of a constant trip count of at most 16 gets `#pragma GCC unroll 1`, which keeps it
- * a loop: the item loop then holds a loop and is never if-converted. Unguarded, gcc
+ * drops the guard for such ifs only where the loop is printed as one loop (unguarded), and
+ * a plain loop of a constant trip count of at most 16 gets `#pragma GCC unroll 1`, which
+ * keeps it a loop: the item loop then holds a loop and is never if-converted. Unguarded, gcc
  * vectorises the element loop, which the guard kept scalar (bench/RESULTS.md, "Guards on
  * the row hoisted out of the element loop"). Only where the row is fixed for the whole
  * loop: not in row blocks or prologue rows, whose rows vary inside, nor in an unrolled
@@ -767,10 +767,12 @@ static bool hoisted(const kd_kernel *kd, uint32_t id) {
     return true;
 }
 
-/* Whether chunk loop `loop` is printed as one plain loop (no pragma of its own, not split
- * in two), whose hoisted ifs need no guard (above). */
+/* Whether chunk loop `loop` is printed as one loop, plain or under a bare `#pragma omp
+ * simd` (an in-place kernel's, without restrict), whose hoisted ifs need no guard (above):
+ * gcc does not unroll a simd loop before vectorising it (so it gets no other pragma, which
+ * gcc 12 would not take after that one). Not one split in two, nor a reduction's. */
 static bool unguarded(const kd_kernel *kd, const kd_stmt *loop) {
-    return !kd->split && !loop->simd && !loop->simd_narrow;
+    return !kd->split && !loop->simd_narrow && !(loop->simd && loop->acc);
 }
 
 /* C: before chunk loop s, the conditions of the if-chain parts in it that hoisted names;

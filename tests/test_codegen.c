@@ -249,12 +249,13 @@ static void test_guards(void) {
     free(src);
     kiln_graph_destroy(g);
 
-    /* along the first axis the branch stays */
+    /* along the first axis the branch stays, decided per row before the element loop */
     g = graph();
     p = kiln_parameter(g, "p", KILN_DTYPE_F32, 2, (int64_t[]){3, 4});
     q = kiln_parameter(g, "q", KILN_DTYPE_F32, 2, (int64_t[]){5, 4});
     src = finish(g, kiln_exp(g, kiln_concatenate(g, 2, (kiln_value[]){p, q}, 0)));
-    CHECK_CONTAINS(src, "if (i0 < 3) {");
+    CHECK_CONTAINS(src, "const int kiln_g3 = i0 < 3;");
+    CHECK_CONTAINS(src, "if (kiln_g3) {");
     CHECK_CONTAINS(src, "} else {");
     free(src);
     kiln_graph_destroy(g);
@@ -593,6 +594,59 @@ static void test_im2col_of_pool(void) {
     kiln_graph_destroy(g);
 }
 
+/* An if whose guards read only the row's indices (print_c.c, hoisted): its condition is
+ * computed once before the element loop, the kernel is not KILN_BRANCH_GUARD, the loop
+ * gets `#pragma GCC ivdep`; and it computes the same values. An interior pad along the
+ * first axis [4, 6, 32] -> [8, 6, 32] (elements at odd rows read x), then a max pool's
+ * gradient, whose kernels test the row's parity. */
+static void test_hoisted_row_guards(void) {
+    kiln_graph *g = graph();
+    int64_t d[3] = {4, 6, 32}, lo[3] = {1, 0, 0}, hi[3] = {0, 0, 0}, in[3] = {1, 0, 0};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 3, d);
+    kiln_value y = kiln_pad(g, kiln_neg(g, x), kiln_scalar(g, KILN_DTYPE_F32, 0), lo, hi, in);
+    char *src = finish(g, y);
+    CHECK_CONTAINS(src, "const int kiln_g");
+    CHECK_CONTAINS(src, "(i0 - 1) % 2 == 0;");
+    CHECK_CONTAINS(src, "if (kiln_g");
+    CHECK_CONTAINS(src, "#pragma GCC ivdep");
+    CHECK_LACKS(src, "KILN_BRANCH_GUARD");
+    free(src);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    enum { N = 4 * 6 * 32 };
+    float *xs = malloc(N * sizeof *xs), *out = malloc(2 * N * sizeof *out);
+    for (int i = 0; xs && i < N; i++) xs[i] = (float)i + 1;
+    kiln_array *a = NULL, *o = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 3, d, xs, &a));
+    if (e && a && out) {
+        CHECK_OK(ctx, kiln_executable_run(e, 1, &a, 1, &o));
+        CHECK_OK(ctx, kiln_array_copy_to_host(o, out, 2 * N * sizeof *out));
+        for (int r = 0; r < 8; r++)
+            for (int k = 0; k < 6 * 32; k++)
+                CHECK_NEAR(out[r * 192 + k], r % 2 ? -xs[(r / 2) * 192 + k] : 0, 0);
+    }
+    kiln_array_destroy(o);
+    kiln_array_destroy(a);
+    kiln_executable_destroy(e);
+    free(xs);
+    free(out);
+    kiln_graph_destroy(g);
+
+    g = graph();
+    int64_t xd[4] = {2, 8, 8, 16};
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, xd);
+    kiln_window_options po = {.window_dimensions = {1, 2, 2, 1}, .window_strides = {1, 2, 2, 1}};
+    kiln_value loss = kiln_reduce_sum(g, kiln_reduce_window(g, x, KILN_WINDOW_MAX, &po), 4,
+                                      (int[]){0, 1, 2, 3}, false);
+    kiln_value dx;
+    CHECK_OK(ctx, kiln_grad(g, loss, 1, &x, &dx));
+    src = finish(g, dx);
+    CHECK_CONTAINS(src, "if (kiln_g");
+    CHECK_LACKS(src, "KILN_BRANCH_GUARD");
+    free(src);
+    kiln_graph_destroy(g);
+}
+
 /* ---------------------------------------------------- fault injection ---- */
 
 /* Every kind of statement: pad, concatenate, take_rows, a reshape, reductions (row and
@@ -678,6 +732,7 @@ int main(int argc, char **argv) {
     RUN(test_provenance);
     RUN(test_stable_text);
     RUN(test_im2col_of_pool);
+    RUN_CC(test_hoisted_row_guards);
     RUN_CC(test_run_divmod);
     RUN_CC(test_run_float_iota);
     RUN_CC(test_run_two_column_sums);

@@ -951,6 +951,43 @@ static void test_cheap(void) {
     kiln_graph_destroy(g);
 }
 
+/* A small CNN's step (conv 3x3 + relu + max pool 2x2 twice, a dense layer, the sum of the
+ * logits' squares): its pooling masks (compares of the slices of each window) and im2cols
+ * (slices concatenated) are made through several moves, and the default recomputes none
+ * of them (budget.c, CHEAP_MOVES): no slice or concatenate is a recomputation; the
+ * gradients stay those of the program with nothing recomputed. */
+static kiln_value cnn_block(kiln_graph *g, kiln_value x, kiln_value w, kiln_value b) {
+    kiln_conv_options co = {.padding = KILN_PADDING_SAME, .layout = KILN_CONV_NHWC};
+    kiln_value h = kiln_relu(g, kiln_add(g, kiln_conv_general_dilated(g, x, w, &co), b));
+    kiln_window_options po = {.window_dimensions = {1, 2, 2, 1}, .window_strides = {1, 2, 2, 1}};
+    return kiln_reduce_window(g, h, KILN_WINDOW_MAX, &po);
+}
+
+static void test_cheap_moves(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "cnn", &g));
+    int64_t xd[4] = {8, 16, 16, 1}, flat[2] = {8, 4 * 4 * 8};
+    static const int ranks[5] = {4, 1, 4, 1, 2};
+    static const int64_t dims[5][4] = {{3, 3, 1, 8}, {8}, {3, 3, 8, 8}, {8}, {4 * 4 * 8, 10}};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, xd), p[5], outs[6];
+    for (int i = 0; i < 5; i++) p[i] = kiln_parameter(g, "p", KILN_DTYPE_F32, ranks[i], dims[i]);
+    kiln_value h = cnn_block(g, cnn_block(g, x, p[0], p[1]), p[2], p[3]);
+    kiln_value logits = kiln_matmul(g, kiln_reshape(g, h, 2, flat), p[4]);
+    outs[0] = kiln_reduce_sum(g, kiln_mul(g, logits, logits), 0, NULL, false);
+    CHECK_OK(ctx, kiln_grad(g, outs[0], 5, p, outs + 1));
+    CHECK_OK(ctx, kiln_graph_finish(g, 6, outs));
+    cheap_case(g, "cnn", false);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, &(kiln_compile_options){.keep_ir = true}, &e));
+    for (uint32_t id = 1; e && id < e->g->n_nodes; id++) {
+        ir_op op = e->g->nodes[id].op;
+        CHECK_MSG(remat_mark_of(e->g, id) != REMAT_CLONE || (op != IR_SLICE && op != IR_CONCAT),
+                  "%%%u (%s) recomputed", id, ir_ops[op].name);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* -------------------------------------------------------- random programs ---- */
 
 static void test_random_programs(void) {
@@ -1245,6 +1282,7 @@ int main(void) {
     RUN(test_merged_marks);
     RUN(test_stacks);
     RUN(test_cheap);
+    RUN(test_cheap_moves);
     RUN(test_random_programs);
     RUN(test_gpt_strategies);
     RUN(test_fault_injection);

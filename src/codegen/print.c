@@ -264,7 +264,7 @@ void pr_split_names(pr *p) {
             (long long)kd->split);
 }
 
-static void print_guards(pr *p, const kd_stmt *s) {
+void pr_guards(pr *p, const kd_stmt *s) {
     for (uint32_t i = 0; i < s->n_guards; i++) {
         const kd_guard *g = &p->kd->guards[s->guard + i];
         if (i) sb_append(p->sb, " && ");
@@ -415,7 +415,7 @@ void pr_stmt(pr *p, uint32_t id) {
                          : s->kind == KS_ELSE_IF ? "} else if ("
                                                  : "} else");
         if (s->kind != KS_ELSE) {
-            print_guards(p, s);
+            pr_guards(p, s);
             sb_append(p->sb, ")");
         }
         sb_append(p->sb, " {\n");

@@ -47,6 +47,9 @@ typedef struct cpr {
 } cpr;
 
 static void c_stmt(pr *p, uint32_t id);
+static bool print_hoisted(pr *p, uint32_t s);
+static bool unguarded(const kd_kernel *kd, const kd_stmt *loop);
+static void print_free_if_pragmas(pr *p);
 
 /* Whether accumulator a sums into its f32 block here. */
 static bool in_block(const cpr *c, uint32_t a) {
@@ -312,6 +315,9 @@ static void c_loop(cpr *c, const kd_stmt *s) {
             return;
         }
     }
+    bool free_ifs = false; /* else s is a copy: print_prologue_rows */
+    if (s->n < 0 && p->kd->prologue_rows <= 1)
+        free_ifs = print_hoisted(p, (uint32_t)(s - p->kd->stmts)) && unguarded(p->kd, s);
     int64_t k = p->kd->split;
     if (s->n < 0 && k && !s->simd) {
         /* the real axes as two loops: no division per element, and the inner loop's
@@ -331,6 +337,8 @@ static void c_loop(cpr *c, const kd_stmt *s) {
         pr_line(p, "#endif");
     } else if (!print_simd_pragma(p, s) && s->simd)
         pr_line(p, "#pragma omp simd");
+    else if (free_ifs && !s->simd)
+        print_free_if_pragmas(p);
     if (s->n < 0)
         pr_line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
     else
@@ -706,6 +714,104 @@ static void print_split_unrolled(pr *p, uint32_t loop) {
     pr_line(p, "}");
 }
 
+/* C: an if-chain part in a loop over the item's chunk whose guards read the row's indices
+ * alone (a pooling gradient's test of the row's parity, a pad's edge rows) is decided once
+ * per loop: its condition is computed before the loop, kiln_g<id>, and the loop tests that
+ * constant (hoisted_if), which gcc unswitches or if-converts. KILN_BRANCH_GUARD (branches)
+ * is there for gcc 12's miscompile of an if-converted loop that branches on its own
+ * variable; such a branch is not on the element loop's variable, but it is on the item
+ * loop's, and gcc fully unrolls an element loop of at most 16 iterations (its
+ * max-completely-peel-times) and then if-converts and vectorises the item loop around it:
+ * concatenate(x, -x) along the rows of an f32[10, 2], hoisted and unguarded, lost rows
+ * 12 and 13 (tests/test_compile_ops.c, "concatenate of one operand twice"). So the kernel
+ * drops the guard for such ifs only where the loop is printed as one loop (unguarded), and
+ * a plain loop of a constant trip count of at most 16 gets `#pragma GCC unroll 1`, which
+ * keeps it a loop: the item loop then holds a loop and is never if-converted. Unguarded, gcc
+ * vectorises the element loop, which the guard kept scalar (bench/RESULTS.md, "Guards on
+ * the row hoisted out of the element loop"). Only where the row is fixed for the whole
+ * loop: not in row blocks or prologue rows, whose rows vary inside, nor in an unrolled
+ * split or segmented loop, which decide their branches alone. */
+enum { GCC_PEEL_MAX = 16 };
+
+static bool on_row(const kd_kernel *kd, uint32_t ix) {
+    const kd_index *x = &kd->ixs[ix];
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_atom *a = &kd->atoms[kd->terms[x->first + i].atom];
+        if (a->kind == KD_ATOM_VAL) return false; /* computed in the loop */
+        if (a->kind != KD_ATOM_VAR) {
+            if (!on_row(kd, a->arg)) return false;
+        } else if (a->arg == kd->last_var || kd->vars[a->arg].kind == KD_VAR_REDUCE)
+            return false;
+    }
+    return true;
+}
+
+/* The innermost loop over the item's chunk (a LOOP of n < 0) holding statement id, or 0. */
+static uint32_t chunk_loop_of(const kd_kernel *kd, uint32_t id) {
+    uint32_t in = 0;
+    for (uint32_t s = 1; s < id; s++)
+        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0 && id < kd_loop_end(kd, s)) in = s;
+    return in;
+}
+
+/* Whether statement id, an IF or ELSE_IF, tests kiln_g<id> computed before its loop. */
+static bool hoisted(const kd_kernel *kd, uint32_t id) {
+    const kd_stmt *st = &kd->stmts[id];
+    if ((st->kind != KS_IF && st->kind != KS_ELSE_IF) || !st->n_guards) return false;
+    uint32_t e = chunk_loop_of(kd, id);
+    if (!e || kd->row_block > 1 || kd->prologue_rows > 1 || e == kd->sched.unroll_loop ||
+        e == kd->sched.seg_loop)
+        return false;
+    for (uint32_t g = 0; g < st->n_guards; g++)
+        if (!on_row(kd, kd->guards[st->guard + g].ix)) return false;
+    return true;
+}
+
+/* Whether chunk loop `loop` is printed as one loop, plain or under a bare `#pragma omp
+ * simd` (an in-place kernel's, without restrict), whose hoisted ifs need no guard (above):
+ * gcc does not unroll a simd loop before vectorising it (so it gets no other pragma, which
+ * gcc 12 would not take after that one). Not one split in two, nor a reduction's. */
+static bool unguarded(const kd_kernel *kd, const kd_stmt *loop) {
+    return !kd->split && !loop->simd_narrow && !(loop->simd && loop->acc);
+}
+
+/* C: before chunk loop s, the conditions of the if-chain parts in it that hoisted names;
+ * whether there were any. */
+static bool print_hoisted(pr *p, uint32_t s) {
+    const kd_kernel *kd = p->kd;
+    bool any = false;
+    for (uint32_t t = s + 1, end = kd_loop_end(kd, s); t < end; t++) {
+        if (!hoisted(kd, t) || chunk_loop_of(kd, t) != s) continue;
+        pr_indent(p);
+        sb_printf(p->sb, "const int kiln_g%u = ", t);
+        pr_guards(p, &kd->stmts[t]);
+        sb_append(p->sb, ";\n");
+        any = true;
+    }
+    return any;
+}
+
+/* C: the pragmas of a chunk loop whose hoisted ifs are unguarded: `unroll 1` where gcc
+ * could unroll it fully (above), and `ivdep` when no buffer is overwritten in place, which
+ * its restrict pointers already say: gcc 12 checks the loads it if-converts (masked loads)
+ * against the stores as if the pointers were not restrict, and gave up on a pooling
+ * gradient's loop for want of more than 10 run-time alias checks. */
+static void print_free_if_pragmas(pr *p) {
+    const kd_kernel *kd = p->kd;
+    bool aliased = false;
+    for (uint32_t o = 0; kd->alias && o < kd->n_outputs; o++) aliased |= kd->alias[o] != 0;
+    if (p->chunks <= 1 && kd->inner <= GCC_PEEL_MAX) pr_line(p, "#pragma GCC unroll 1");
+    if (!aliased) pr_line(p, "#pragma GCC ivdep");
+}
+
+/* C: IF or ELSE_IF id on its hoisted condition. */
+static void hoisted_if(pr *p, uint32_t id) {
+    bool first = p->kd->stmts[id].kind == KS_IF;
+    if (!first) p->depth--;
+    pr_line(p, "%sif (kiln_g%u) {", first ? "" : "} else ", id);
+    p->depth++;
+}
+
 /* C: whether the kernel branches on an element's index (a concatenate's chain of operands,
  * a pad's edges). gcc 12.2 -O3 without loop splitting (cc.c: -fno-split-loops, for the
  * miscompile of a concatenate it splits) if-converts and vectorises such a loop wrongly:
@@ -724,6 +830,8 @@ static bool branches(const kd_kernel *kd) {
         const kd_stmt *st = &kd->stmts[i];
         if (st->kind != KS_IF && st->kind != KS_ELSE_IF) continue;
         if (seg && i > seg && i < seg_end) continue; /* decided in each segment */
+        if (hoisted(kd, i) && unguarded(kd, &kd->stmts[chunk_loop_of(kd, i)]))
+            continue; /* decided before its loop (hoisted) */
         if (!unrolled) return true;
         for (uint32_t g = 0; g < st->n_guards; g++)
             if (!on_remainder(kd, kd->guards[st->guard + g].ix)) return true;
@@ -853,6 +961,11 @@ static void c_stmt(pr *p, uint32_t id) {
     case KS_LOOP: c_loop(c, s); return;
     case KS_ACC: c_acc(p, id); return;
     case KS_ACCUM: c_accum(c, s); return;
+    case KS_IF:
+    case KS_ELSE_IF:
+        if (!hoisted(p->kd, id)) break;
+        hoisted_if(p, id);
+        return;
     case KS_END:
         if (c->n_blk && c->blk[c->n_blk - 1].depth == p->depth)
             print_block_close(c);

@@ -67,6 +67,8 @@ bool pr_product_valued(ir_op op, kiln_dtype t);
 void pr_stmt(pr *p, uint32_t id);
 /* ACCUM s into its accumulator as it is (no f32 block). */
 void pr_accum(pr *p, const kd_stmt *s);
+/* The condition of IF or ELSE_IF s: its guards joined by &&. */
+void pr_guards(pr *p, const kd_stmt *s);
 /* STORE s: `prefix` (a guard, or "") then the store. */
 void pr_store(pr *p, const kd_stmt *s, const char *prefix);
 /* `in0[ix]` (buf "in" or "out", slot), widened to f32 when its dtype `stored` is 16-bit. */

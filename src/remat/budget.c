@@ -9,8 +9,8 @@
  * closure is what its recomputation needs that the backward pass does not hold anyway
  * (close_up drops it too, so a recomputation never keeps a forward temporary alive).
  *  - The base (the default, unless disable_cheap_remat): every candidate whose closure is
- *    elementwise and shape ops (and gathers) of at most CHEAP_FLOPS per element, kept
- *    only when it lowers the planned peak by 1% or more.
+ *    elementwise and shape ops (and gathers) of at most CHEAP_FLOPS per element and
+ *    CHEAP_MOVES moves, kept only when it lowers the planned peak by 1% or more.
  *  - greedy: the candidates ranked by bytes freed per unit of closure cost (FLOPs +
  *    elements written, so cheap elementwise values come first and matrix products last),
  *    and prefixes of that ranking, each adding about 1/GREEDY_STEPS of the candidates'
@@ -224,13 +224,21 @@ static void close_up(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_
 /* The cost of recomputing v alone (every other activation kept): the FLOPs of v and of
  * the forward values close_up would add, plus the elements those with buffers write.
  * *cheap: only elementwise and shape ops (and gathers) at most CHEAP_FLOPS per element of
- * v, the kind of value the default recomputes. seen/stack are scratch of n_nodes. */
+ * v, through at most CHEAP_MOVES moves (ops reading their operand at other positions:
+ * slices, pads, concatenates, transposes, gathers), the kind of value the default
+ * recomputes. A recomputation through several moves is computed again for each of them
+ * where it is inlined (fusion.c, count_moves) or writes a buffer of its own: a CNN's
+ * first pooling masks and im2col recomputed in the backward pass lowered its peak by a
+ * few percent for a markedly slower step (bench/RESULTS.md, "The CNN step: guards on the
+ * row and cheap recomputation"). seen/stack are scratch of n_nodes. */
 #define CHEAP_FLOPS 32
+#define CHEAP_MOVES 1
 static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
                            const uint8_t *none, uint32_t v, uint32_t stamp, uint32_t *seen,
                            uint32_t *stack, bool *cheap) {
     double flops = 0, written = 0;
     bool elementwise = true;
+    uint32_t moves = 0;
     uint32_t sp = 0;
     stack[sp++] = v;
     seen[v] = stamp;
@@ -242,6 +250,8 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
             kd == IRK_ATTENTION || kd == IRK_SORT || kd == IRK_TRANSFER ||
             (kd == IRK_INDEX && n->op == IR_SCATTER_ADD_ROWS))
             elementwise = false;
+        moves +=
+            (kd == IRK_SHAPE && n->op != IR_RESHAPE && n->op != IR_BROADCAST) || kd == IRK_INDEX;
         flops += remat_node_flops(g, u);
         if (mat[u]) {
             int64_t el = 0;
@@ -258,7 +268,7 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
     }
     int64_t el = 0;
     ir_shape_numel(&g->nodes[v].shape, &el);
-    *cheap = elementwise && flops <= (double)CHEAP_FLOPS * (double)el;
+    *cheap = elementwise && moves <= CHEAP_MOVES && flops <= (double)CHEAP_FLOPS * (double)el;
     return flops + written + 1;
 }
 

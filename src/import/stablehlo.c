@@ -142,6 +142,16 @@ static bool add_operand(imp_lex *L, imp_scope *s, imp_op *op) {
     return true;
 }
 
+/* "(%a, %b)": the operands of the generic form and of a custom call. */
+static bool operand_list(imp_lex *L, imp_scope *s, imp_op *op) {
+    if (!imp_expect(L, '(')) return false;
+    if (imp_accept(L, ')')) return true;
+    do {
+        if (!add_operand(L, s, op)) return false;
+    } while (imp_accept(L, ','));
+    return imp_expect(L, ')');
+}
+
 /* ------------------------------------------------------------- constants ---- */
 
 typedef struct dvec {
@@ -1071,13 +1081,7 @@ static bool pretty_op(shlo *P, imp_scope *s, imp_op *op) {
 static bool generic_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs, int *n_outs,
                        bool *done) {
     imp_lex *L = P->L;
-    if (!imp_expect(L, '(')) return false;
-    if (!imp_accept(L, ')')) {
-        do {
-            if (!add_operand(L, s, op)) return false;
-        } while (imp_accept(L, ','));
-        if (!imp_expect(L, ')')) return false;
-    }
+    if (!operand_list(L, s, op)) return false;
     imp_skip(L);
     if (imp_peek(L) == '<' && imp_peek_at(L, 1) == '{') {
         imp_advance(L, 1);
@@ -1107,13 +1111,7 @@ static bool custom_call(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs) {
         return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
                            "%s @%s: kiln has no op for this custom call (docs/import.md)",
                            op->spell, target);
-    if (!imp_expect(L, '(')) return false;
-    if (!imp_accept(L, ')')) {
-        do {
-            if (!add_operand(L, s, op)) return false;
-        } while (imp_accept(L, ','));
-        if (!imp_expect(L, ')')) return false;
-    }
+    if (!operand_list(L, s, op)) return false;
     imp_skip(L);
     if (imp_peek(L) == '{' && !attr_dict(L, op)) return false;
     if (!signature(L, op)) return false;

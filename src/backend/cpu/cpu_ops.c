@@ -162,34 +162,24 @@ void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, con
 /* min and max as the compiled primitives (kiln_min_f32, kiln_max_f32): a NaN operand wins
  * (the first if both), and of -0 and +0 min takes -0 and max +0 (the sign bits or-ed and
  * and-ed). */
-static inline float min_f32(float a, float b) {
-    if (a < b || a != a) return a;
-    if (a != b) return b;
-    uint32_t x, y;
-    memcpy(&x, &a, 4), memcpy(&y, &b, 4), x |= y;
-    return memcpy(&a, &x, 4), a;
-}
-static inline float max_f32(float a, float b) {
-    if (a > b || a != a) return a;
-    if (a != b) return b;
-    uint32_t x, y;
-    memcpy(&x, &a, 4), memcpy(&y, &b, 4), x &= y;
-    return memcpy(&a, &x, 4), a;
-}
-static inline double min_f64(double a, double b) {
-    if (a < b || a != a) return a;
-    if (a != b) return b;
-    uint64_t x, y;
-    memcpy(&x, &a, 8), memcpy(&y, &b, 8), x |= y;
-    return memcpy(&a, &x, 8), a;
-}
-static inline double max_f64(double a, double b) {
-    if (a > b || a != a) return a;
-    if (a != b) return b;
-    uint64_t x, y;
-    memcpy(&x, &a, 8), memcpy(&y, &b, 8), x &= y;
-    return memcpy(&a, &x, 8), a;
-}
+#define MIN_MAX_FLOAT(T, U, sfx)                                                                   \
+    static inline T min_##sfx(T a, T b) {                                                          \
+        if (a < b || a != a) return a;                                                             \
+        if (a != b) return b;                                                                      \
+        U x, y;                                                                                    \
+        memcpy(&x, &a, sizeof x), memcpy(&y, &b, sizeof y), x |= y;                                \
+        return memcpy(&a, &x, sizeof x), a;                                                        \
+    }                                                                                              \
+    static inline T max_##sfx(T a, T b) {                                                          \
+        if (a > b || a != a) return a;                                                             \
+        if (a != b) return b;                                                                      \
+        U x, y;                                                                                    \
+        memcpy(&x, &a, sizeof x), memcpy(&y, &b, sizeof y), x &= y;                                \
+        return memcpy(&a, &x, sizeof x), a;                                                        \
+    }
+MIN_MAX_FLOAT(float, uint32_t, f32)
+MIN_MAX_FLOAT(double, uint64_t, f64)
+#undef MIN_MAX_FLOAT
 #define ADD_BF16(x, y) kn_f32_to_bf16(kn_bf16_to_f32(x) + kn_bf16_to_f32(y))
 #define MUL_BF16(x, y) kn_f32_to_bf16(kn_bf16_to_f32(x) * kn_bf16_to_f32(y))
 #define MIN_BF16(x, y) kn_f32_to_bf16(min_f32(kn_bf16_to_f32(x), kn_bf16_to_f32(y)))

@@ -669,20 +669,19 @@ static kiln_status compile_step(run *r, int micro, bool recompute, uint64_t budg
         for (int i = 0; i < 3 * r->P; i++) donate[i] = i;
         /* --memory-budget: kiln recomputes forward values in the backward pass until the
          * step's planned peak fits (docs/memory.md, rematerialisation). */
-        kiln_compile_options co = {.n_donate = 3 * r->P,
-                                   .donate_argnums = donate,
-                                   .memory_budget = budget ? budget : r->o->memory_budget,
-                                   .memory_budget_fraction =
-                                       budget ? 0 : r->o->memory_budget_fraction,
-                                   .activation_memory_budget =
-                                       budget ? 0 : r->o->activation_memory_budget,
-                                   .budget_result = br,
-                                   .budget_offload = r->o->offload ? 1 : 0,
-                                   .device = r->dev,
-                                   .comm = r->comm,
-                                   .disable_overlap = r->o->no_overlap,
-                                   /* the plan's SVG, written with the other files at the end */
-                                   .keep_ir = r->o->out_dir != NULL};
+        kiln_compile_options co = {
+            .n_donate = 3 * r->P,
+            .donate_argnums = donate,
+            .memory_budget = budget ? budget : r->o->memory_budget,
+            .memory_budget_fraction = budget ? 0 : r->o->memory_budget_fraction,
+            .activation_memory_budget = budget ? 0 : r->o->activation_memory_budget,
+            .budget_result = br,
+            .budget_offload = r->o->offload ? 1 : 0,
+            .device = r->dev,
+            .comm = r->comm,
+            .disable_overlap = r->o->no_overlap,
+            /* the plan's SVG, written with the other files at the end */
+            .keep_ir = r->o->out_dir != NULL};
         st = kiln_compile(g, &co, &r->step);
         free(donate);
         if (st) gpt_errf(r->err, "compiling the training step: %s", kiln_last_error(r->ctx));

@@ -81,8 +81,7 @@ kiln_status device_copy_kinds(kn_device *dev, void *dst, const void *src, size_t
 /* The device's f32 product rate (FLOP/s), its link to pinned_host memory (bytes/s, both
  * ways) and its memory's copy rate (bytes/s, read + written), measured once (rates.c); 0
  * for what the device lacks. */
-kiln_status device_rates(kiln_context *ctx, kn_device *d, double *flops, double *link,
-                         double *mem);
+kiln_status device_rates(kiln_context *ctx, kn_device *d, double *flops, double *link, double *mem);
 
 /* n bytes from src on device `from` to dst on device `to`, through the backends' copy
  * slots (a plain memcpy between host-memory devices). Sets ctx's message on failure. */

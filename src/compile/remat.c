@@ -38,8 +38,7 @@ static void release_trial(void *user) {
 }
 
 /* The device's rates, for a search that may offload. */
-static kiln_status trial_rates(void *user, double *flop_rate, double *link_rate,
-                               double *mem_rate) {
+static kiln_status trial_rates(void *user, double *flop_rate, double *link_rate, double *mem_rate) {
     trial_planner *tp = user;
     return device_rates(tp->e->ctx, tp->e->dev, flop_rate, link_rate, mem_rate);
 }

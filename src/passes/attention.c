@@ -132,8 +132,8 @@ static kiln_status copy_cone(const kiln_graph *g, uint32_t m, kiln_graph *t, uin
         if (!map[id]) continue;
         ir_kind kind = ir_ops[n->op].kind;
         if (n->op == IR_PARAMETER || kind == IRK_COLLECTIVE || kind == IRK_CONTROL ||
-            kind == IRK_RESULT || kind == IRK_TRANSFER || !ir_shape_numel(&n->shape, &e) || e > ATTN_MASK_MAX_ELEMS ||
-            n->n_in > 16)
+            kind == IRK_RESULT || kind == IRK_TRANSFER || !ir_shape_numel(&n->shape, &e) ||
+            e > ATTN_MASK_MAX_ELEMS || n->n_in > 16)
             *ok = false;
         for (uint32_t k = 0; k < n->n_in; k++) map[ir_in(n)[k]] = 1;
     }

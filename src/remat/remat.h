@@ -29,10 +29,10 @@
 /* A node's mark. */
 typedef enum remat_mark {
     REMAT_NONE,
-    REMAT_DROP,  /* not saved for the backward pass: a region's policy left it out */
-    REMAT_CLONE, /* a recomputation the rewrite made (also `backward`) */
-    REMAT_KEEP,  /* a checkpoint kept (a region's output, or the budget's cut): fusion gives
-                  * it a buffer, so recomputations read it rather than what it is made of */
+    REMAT_DROP,    /* not saved for the backward pass: a region's policy left it out */
+    REMAT_CLONE,   /* a recomputation the rewrite made (also `backward`) */
+    REMAT_KEEP,    /* a checkpoint kept (a region's output, or the budget's cut): fusion gives
+                    * it a buffer, so recomputations read it rather than what it is made of */
     REMAT_OFFLOAD, /* saved in host memory: copied there once made, and back (a REMAT_CLONE
                     * memory_put) just before its first backward reader */
 } remat_mark;
@@ -67,11 +67,11 @@ double remat_node_flops(const kiln_graph *g, uint32_t id);
  * extra[id] REMAT_WHY_BUDGET_OFFLOAD) a copy of it brought back from host memory there.
  * *out is always a new graph. What it added goes to *st (may be NULL). */
 typedef struct remat_stats {
-    uint32_t n_recomputed; /* nodes recomputed (REMAT_CLONE) */
-    double added_flops;    /* their FLOPs (remat_node_flops) */
-    double added_bytes;    /* the bytes of their results (what recomputing writes) */
-    double step_flops;     /* FLOPs of the whole rewritten program */
-    uint32_t n_offloaded;  /* values copied to host memory and back */
+    uint32_t n_recomputed;  /* nodes recomputed (REMAT_CLONE) */
+    double added_flops;     /* their FLOPs (remat_node_flops) */
+    double added_bytes;     /* the bytes of their results (what recomputing writes) */
+    double step_flops;      /* FLOPs of the whole rewritten program */
+    uint32_t n_offloaded;   /* values copied to host memory and back */
     uint64_t offload_bytes; /* their bytes (each copied once each way) */
 } remat_stats;
 kiln_status remat_rewrite(const kiln_graph *g, const uint8_t *extra, kiln_graph **out,

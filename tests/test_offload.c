@@ -353,6 +353,18 @@ static void test_refusals(void) {
     CHECK(strstr(kiln_last_error(ctx), "kiln_checkpoint_begin_offload"));
     kiln_graph_destroy(g);
 
+    kiln_graph_create(ctx, "bad_offload_names", &g);
+    CHECK_STATUS(kiln_checkpoint_begin_offload(g, 0, NULL, 2, NULL), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(kiln_last_error(ctx), "n_offload = 2 with offload_names NULL"), "message: %s",
+              kiln_last_error(ctx));
+    kiln_graph_destroy(g);
+    kiln_graph_create(ctx, "null_offload_name", &g);
+    const char *names[2] = {"prod", NULL};
+    CHECK_STATUS(kiln_checkpoint_begin_offload(g, 0, NULL, 2, names), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(kiln_last_error(ctx), "offload_names[1] is NULL"), "message: %s",
+              kiln_last_error(ctx));
+    kiln_graph_destroy(g);
+
     kiln_memory_stats st;
     CHECK_STATUS(kiln_device_get_memory_kind_stats(ctx, 0, 5, &st), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_OK(ctx, kiln_device_get_memory_kind_stats(ctx, 0, KILN_MEMORY_PINNED_HOST, &st));

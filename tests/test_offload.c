@@ -237,6 +237,29 @@ static void test_budget_offload(void) {
     kiln_graph_destroy(g);
 }
 
+/* On a device whose limit leaves no room for the rate probes (8 MiB copies), a budget
+ * search allowed to offload still compiles: without rates it only recomputes. */
+static void test_budget_offload_full_device(void) {
+    kiln_context_options co = {.ignore_environment = true, .memory_limit = 4u << 20};
+    kiln_context *small = NULL;
+    char err[256];
+    CHECK_OK(ctx, kiln_context_create(&co, &small, err, sizeof err));
+    if (!small) return;
+    kiln_context *saved = ctx;
+    ctx = small; /* mlp() traces on ctx */
+    kiln_graph *g = mlp(-1);
+    uint64_t recompute = reachable(g, -1); /* a budget recomputation alone meets */
+    kiln_budget_result r;
+    kiln_compile_options o = {.memory_budget = recompute, .budget_offload = 1, .budget_result = &r};
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, &o, &e));
+    CHECK(r.fits && r.num_offloaded == 0);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    ctx = saved;
+    kiln_context_destroy(small);
+}
+
 /* ----------------------------------------------------------- transforms ---- */
 
 /* f(x) = sum(put_device(put_host(x))^2 * x): grad 3 x^2, against the reference and the
@@ -379,6 +402,7 @@ int main(int argc, char **argv) {
     RUN_CC(test_offload_dots);
     RUN_CC(test_save_and_offload_names);
     RUN_CC(test_budget_offload);
+    RUN_CC(test_budget_offload_full_device);
     RUN_CC(test_transforms);
     RUN_CC(test_scan);
     RUN(test_refusals);

@@ -8,7 +8,9 @@
  * and are made the first time a budgeted compile asks, on the device it compiles for.
  * They stay for the context's life, so every compile of a process weighs alike; kiln
  * only compares them with each other, never with a wall clock. Two threads asking at once
- * may both measure; the last answer is kept, and either is a measurement of the device. */
+ * may both measure; the last answer is kept, and either is a measurement of the device.
+ * A device too full for the probes (its KILN_MEMORY_LIMIT nearly reached) gives no rates:
+ * the search then does not offload, and a later compile measures again. */
 #include "device.h"
 
 #include <stdlib.h>
@@ -35,10 +37,7 @@ static kiln_status device_fill(kiln_context *ctx, kn_device *d, size_t bytes, fl
         return ctx_oom(ctx, "measuring the device's rates", bytes);
     }
     for (size_t i = 0; i < bytes / sizeof *h; i++) h[i] = v;
-    if (d->backend->copy_h2d)
-        s = device_copy_h2d(d, *out, h, bytes);
-    else
-        memcpy(*out, h, bytes);
+    s = device_copy_h2d(d, *out, h, bytes); /* a memcpy where device memory is host memory */
     host_free(ctx, h, bytes);
     return s;
 }
@@ -121,6 +120,10 @@ kiln_status device_rates(kiln_context *ctx, kn_device *d, double *flops, double 
         kiln_status s = gemm_rate(ctx, d, &f);
         if (!s) s = link_rate(ctx, d, &l);
         if (!s) s = mem_rate(ctx, d, &m);
+        if (s == KILN_STATUS_DEVICE_OOM) { /* no room for the probes now: no rates, retried */
+            *flops = *link = *mem = 0;     /* by a later compile (the caller then recomputes) */
+            return KILN_STATUS_OK;
+        }
         if (s) return s;
         atomic_store(&d->flop_rate, f > 0 ? f : -1.0); /* -1: measured, none */
         atomic_store(&d->link_rate, l > 0 ? l : -1.0);

@@ -341,6 +341,15 @@ KILN_API kiln_status kiln_convert_host(kiln_context *ctx, kiln_dtype from, const
 
 typedef struct kiln_array kiln_array;
 
+/* Where a value lives (jax.memory.Space / memory kinds). Every device has two: its own
+ * memory and host memory it copies to and from (page-locked on a GPU, so the copies run on
+ * the copy engines; on a CPU device a pool of its own, so the copies are real and the
+ * device's allocator limit counts only device bytes). */
+typedef enum kiln_memory_kind {
+    KILN_MEMORY_DEVICE = 0,  /* "device" */
+    KILN_MEMORY_PINNED_HOST, /* "pinned_host" */
+} kiln_memory_kind;
+
 /* An array's bytes live in device memory (device 0, the CPU: host RAM), taken from the
  * device's allocator, so kiln_device_get_memory_stats counts them (rounded up to 256 bytes).
  *
@@ -366,6 +375,23 @@ KILN_API kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dt
 KILN_API kiln_status kiln_array_create_named(kiln_context *ctx, const char *name, int device,
                                              kiln_dtype dtype, int rank, const int64_t *dims,
                                              const void *data, kiln_array **out);
+/* The same in memory kind `kind` of device `device` (jax.device_put(x,
+ * SingleDeviceSharding(dev, memory_kind=...))): KILN_MEMORY_PINNED_HOST takes the bytes from
+ * the device's pinned_host pool (kiln_device_get_memory_kind_stats counts them, the device's
+ * own memory does not), which the host can read and write directly. Such an array is an
+ * argument for a parameter of that kind (kiln_parameter_in_memory; a kiln_jit traces its
+ * parameter so) and copies to and from the host without staging. A device without a host
+ * memory kind gives KILN_STATUS_UNIMPLEMENTED. */
+KILN_API kiln_status kiln_array_create_in_memory(kiln_context *ctx, int device,
+                                                 kiln_memory_kind kind, kiln_dtype dtype, int rank,
+                                                 const int64_t *dims, const void *data,
+                                                 kiln_array **out);
+/* A new array on a's device in memory kind `kind` with a's contents (jax.device_put to a
+ * memory kind): waits for a, copies, and is ready when it returns. */
+KILN_API kiln_status kiln_array_copy_to_memory(const kiln_array *a, kiln_memory_kind kind,
+                                               kiln_array **out);
+/* The memory kind the array's bytes live in (kiln_memory_kind; -1 for NULL). */
+KILN_API int kiln_array_memory_kind(const kiln_array *a);
 /* The same, with the copy from data enqueued on the device's copy queue (as
  * cudaMemcpyAsync): data (not NULL) must stay valid and unchanged until the array is
  * ready (kiln_array_block_until_ready, or any later call that waits for it). The device
@@ -375,7 +401,8 @@ KILN_API kiln_status kiln_array_create_async(kiln_context *ctx, int device, kiln
                                              kiln_array **out);
 /* A new array on device `device` with a's contents: enqueued on a's device's copy queue
  * after the work that writes a, so it overlaps the runs of both devices (synchronous mode:
- * copied now). The destination's memory is taken now: its OOM is reported here. */
+ * copied now). The destination's memory is taken now: its OOM is reported here. The new
+ * array is in the device's own memory whatever a's memory kind. */
 KILN_API kiln_status kiln_array_copy_to_device(const kiln_array *a, int device, kiln_array **out);
 /* The device the array lives on (-1 for NULL). */
 KILN_API int kiln_array_device(const kiln_array *a);
@@ -1342,21 +1369,28 @@ KILN_API kiln_status kiln_checkpoint_end(kiln_graph *g);
 
 /* ----------------------------------------------------------- memory kinds ---- */
 
-/* Where a value lives (jax.memory.Space / memory kinds). Every device has two: its own
- * memory and host memory it copies to and from (page-locked on a GPU, so the copies run on
- * the copy engines; on a CPU device a pool of its own, so the copies are real and the
- * device's allocator limit counts only device bytes). */
-typedef enum kiln_memory_kind {
-    KILN_MEMORY_DEVICE = 0,  /* "device" */
-    KILN_MEMORY_PINNED_HOST, /* "pinned_host" */
-} kiln_memory_kind;
-/* x in memory kind `kind` (jax.device_put(x, memory_kind) inside jit): a copy. A value in
- * pinned_host memory is not computed on: the only op that reads it is a kiln_memory_put
- * back to the device, and a graph output must be in device memory; anything else is an
- * error naming the op. The memory plan keeps host values in a host arena of their own
- * (kiln_memory_analysis.host_temp_bytes), outside the device's peak. Its gradient is the
- * cotangent, on the device. */
+/* (kiln_memory_kind: see "arrays" above) */
+/* x in memory kind `kind` (jax.device_put(x, memory_kind) inside jit): a copy, or x itself
+ * when it is in that kind already. A value in pinned_host memory is not computed on: the
+ * only op that reads it is a kiln_memory_put back to the device (anything else is an error
+ * naming the op), and it may be a graph output (an array of that kind), though not a
+ * loop's or branch's result. The memory plan keeps host temporaries in a host arena of
+ * their own (kiln_memory_analysis.host_temp_bytes), outside the device's peak. Its
+ * gradient is the cotangent, on the device. */
 KILN_API kiln_value kiln_memory_put(kiln_graph *g, kiln_value x, kiln_memory_kind kind);
+/* A parameter whose argument lives in memory kind `kind` (jax.jit's in_shardings with a
+ * memory kind): with KILN_MEMORY_PINNED_HOST the call takes an array made in that kind
+ * (kiln_array_create_in_memory) and the program reads it only through kiln_memory_put(g,
+ * x, KILN_MEMORY_DEVICE), as any host value. Parameters and optimiser state kept in host
+ * memory between steps (ZeRO-Offload's layout) are such parameters, and the step returns
+ * their new values with kiln_memory_put(g, y, KILN_MEMORY_PINNED_HOST): a graph output in
+ * pinned_host memory is an array of that kind, and donating the argument lets the output
+ * take its buffer. Neither counts in the device's peak (kiln_memory_analysis's host_*
+ * fields count them). KILN_MEMORY_DEVICE is kiln_parameter. */
+KILN_API kiln_value kiln_parameter_in_memory(kiln_graph *g, const char *name, kiln_dtype dtype,
+                                             int rank, const int64_t *dims, kiln_memory_kind kind);
+/* The memory kind of value v of g (kiln_memory_kind), or -1 for a value not of g. */
+KILN_API int kiln_value_memory_kind(const kiln_graph *g, kiln_value v);
 /* "device", "pinned_host"; "?" for anything else. Static. */
 KILN_API const char *kiln_memory_kind_name(kiln_memory_kind kind);
 /* Names x for the names policies of the regions that end after this call
@@ -1885,6 +1919,15 @@ typedef struct kiln_memory_analysis {
     uint64_t host_arena_bytes; /* its exact extent */
     uint64_t offload_bytes;    /* bytes copied to host memory per call (each value once) */
     int num_offloaded;         /* values copied to host memory */
+    /* Arguments and outputs in pinned_host memory (kiln_parameter_in_memory, an output made
+     * by kiln_memory_put to that kind), as JAX's host_argument_size_in_bytes,
+     * host_output_size_in_bytes and host_alias_size_in_bytes: rounded as argument_bytes
+     * is, never in peak_bytes or argument_bytes/output_bytes/alias_bytes. A call's pinned_host
+     * pool holds host_argument_bytes + host_output_bytes + host_temp_bytes at most (minus
+     * host_alias_bytes, the donated host arguments an output took over). */
+    uint64_t host_argument_bytes;
+    uint64_t host_output_bytes;
+    uint64_t host_alias_bytes;
 } kiln_memory_analysis;
 
 typedef enum kiln_buffer_kind {
@@ -2266,6 +2309,7 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_checkpoint_begin_offload(g, ...) \
     KILN__S(g, kiln_checkpoint_begin_offload((g), __VA_ARGS__))
 #define kiln_memory_put(g, ...)            KILN__V(g, kiln_memory_put((g), __VA_ARGS__))
+#define kiln_parameter_in_memory(g, ...)   KILN__V(g, kiln_parameter_in_memory((g), __VA_ARGS__))
 #define kiln_checkpoint_name(g, ...)       KILN__V(g, kiln_checkpoint_name((g), __VA_ARGS__))
 #define kiln_vjp(g, ...)                   KILN__S(g, kiln_vjp((g), __VA_ARGS__))
 #define kiln_conv_general_dilated(g, ...)  KILN__V(g, kiln_conv_general_dilated((g), __VA_ARGS__))

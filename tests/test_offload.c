@@ -339,7 +339,246 @@ static void test_scan(void) {
     kiln_graph_destroy(g);
 }
 
+/* ------------------------------------------- arguments in host memory ---- */
+
+#define N_ST 1000 /* elements of the state kept on the host */
+
+/* A momentum step with its state m in pinned_host memory (ZeRO-Offload's layout): m comes
+ * to the device, m' = 0.9 m + g, w' = w - 0.1 m', and m' goes back to the host as an
+ * output. Parameters: w (device), m (pinned_host), g (device). */
+static kiln_graph *host_state_step(void) {
+    kiln_graph *g;
+    kiln_graph_create(ctx, "host_state", &g);
+    int64_t d[1] = {N_ST};
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 1, d);
+    kiln_value m = kiln_parameter_in_memory(g, "m", KILN_DTYPE_F32, 1, d, KILN_MEMORY_PINNED_HOST);
+    kiln_value gr = kiln_parameter(g, "g", KILN_DTYPE_F32, 1, d);
+    CHECK(kiln_value_memory_kind(g, m) == KILN_MEMORY_PINNED_HOST);
+    CHECK(kiln_value_memory_kind(g, w) == KILN_MEMORY_DEVICE);
+    CHECK(kiln_memory_put(g, m, KILN_MEMORY_PINNED_HOST).id == m.id); /* already there */
+    kiln_value md = kiln_memory_put(g, m, KILN_MEMORY_DEVICE);
+    kiln_value m2 = kiln_add(g, kiln_mul(g, md, kiln_scalar(g, KILN_DTYPE_F32, 0.9)), gr);
+    kiln_value outs[2] = {kiln_sub(g, w, kiln_mul(g, m2, kiln_scalar(g, KILN_DTYPE_F32, 0.1))),
+                          kiln_memory_put(g, m2, KILN_MEMORY_PINNED_HOST)};
+    CHECK(kiln_value_memory_kind(g, outs[1]) == KILN_MEMORY_PINNED_HOST);
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+    return g;
+}
+
+static void test_host_arguments(void) {
+    kiln_graph *g = host_state_step();
+    float w0[N_ST], m0[N_ST], g0[N_ST];
+    for (int i = 0; i < N_ST; i++) w0[i] = 0.01f * (float)(i % 97), m0[i] = 0.5f - 0.001f * (float)i,
+                                g0[i] = 0.003f * (float)(i % 13) - 0.02f;
+    int64_t d[1] = {N_ST};
+    kiln_array *args[3] = {0};
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, d, w0, &args[0]));
+    CHECK_OK(ctx, kiln_array_create_in_memory(ctx, 0, KILN_MEMORY_PINNED_HOST, KILN_DTYPE_F32, 1, d,
+                                              m0, &args[1]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, d, g0, &args[2]));
+    CHECK(kiln_array_memory_kind(args[1]) == KILN_MEMORY_PINNED_HOST);
+    CHECK(kiln_array_memory_kind(args[0]) == KILN_MEMORY_DEVICE);
+
+    /* the reference, and the compiled program without donation: a new host output */
+    kiln_array *want[2] = {0}, *got[2] = {0};
+    CHECK_OK(ctx, kiln_interpret(g, 3, args, 2, want));
+    CHECK(want[1] && kiln_array_memory_kind(want[1]) == KILN_MEMORY_PINNED_HOST);
+    kiln_memory_analysis an;
+    CHECK(run(g, args, got, &an, NULL));
+    for (int i = 0; i < 2; i++) CHECK(got[i] && cmp_arrays(got[i], want[i], 0, 0, "host state"));
+    CHECK(got[1] && kiln_array_memory_kind(got[1]) == KILN_MEMORY_PINNED_HOST);
+    uint64_t st = N_ST * 4, rounded = (st + 255) / 256 * 256;
+    CHECK_MSG(an.host_argument_bytes == rounded && an.host_output_bytes == rounded &&
+                  an.argument_bytes == 2 * rounded && an.output_bytes == rounded &&
+                  an.peak_bytes == an.argument_bytes + an.output_bytes + an.temp_bytes,
+              "host args %llu outputs %llu, device args %llu outputs %llu peak %llu",
+              (unsigned long long)an.host_argument_bytes, (unsigned long long)an.host_output_bytes,
+              (unsigned long long)an.argument_bytes, (unsigned long long)an.output_bytes,
+              (unsigned long long)an.peak_bytes);
+    free_arrays(got, 2);
+
+    /* donated: the new state takes the old one's host buffer, three steps against the
+     * same steps computed here in f32 */
+    int donate[2] = {0, 1};
+    kiln_compile_options o = {.keep_ir = true, .donate_argnums = donate, .n_donate = 2};
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, &o, &e));
+    kiln_executable_get_memory_analysis(e, &an);
+    CHECK_MSG(an.host_alias_bytes == rounded && an.alias_bytes == rounded,
+              "host alias %llu, device alias %llu", (unsigned long long)an.host_alias_bytes,
+              (unsigned long long)an.alias_bytes);
+    float w[N_ST], m[N_ST];
+    memcpy(w, w0, sizeof w), memcpy(m, m0, sizeof m);
+    for (int step = 0; step < 3 && e; step++) {
+        int ok = 1;
+        void *held = args[1] ? (void *)args[1] : NULL;
+        CHECK(!cmp_run_planned(ctx, e, 3, args, 2, got, &ok) && ok);
+        CHECK(kiln_array_is_consumed((kiln_array *)held));
+        for (int i = 0; i < N_ST; i++) {
+            m[i] = m[i] * 0.9f + g0[i];
+            w[i] = w[i] - m[i] * 0.1f;
+        }
+        float gw[N_ST], gm[N_ST];
+        CHECK_OK(ctx, kiln_array_copy_to_host(got[0], gw, sizeof gw));
+        CHECK_OK(ctx, kiln_array_copy_to_host(got[1], gm, sizeof gm));
+        CHECK(!memcmp(gw, w, sizeof w) && !memcmp(gm, m, sizeof m));
+        kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+        args[0] = got[0], args[1] = got[1];
+    }
+
+    /* an argument in the wrong memory kind is refused, naming it and both kinds */
+    kiln_array *dev_m = NULL, *host_m = NULL, *outs[2] = {0};
+    CHECK_OK(ctx, kiln_array_copy_to_memory(args[1], KILN_MEMORY_DEVICE, &dev_m));
+    CHECK(dev_m && kiln_array_memory_kind(dev_m) == KILN_MEMORY_DEVICE);
+    kiln_array *bad[3] = {args[0], dev_m, args[2]};
+    CHECK_STATUS(kiln_executable_run(e, 3, bad, 2, outs), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(kiln_last_error(ctx), "argument 1") && strstr(kiln_last_error(ctx), "'m'") &&
+                  strstr(kiln_last_error(ctx), "pinned_host") &&
+                  strstr(kiln_last_error(ctx), "kiln_array_copy_to_memory"),
+              "message: %s", kiln_last_error(ctx));
+    CHECK(!kiln_array_is_consumed(args[0]));
+    /* and back: the same bytes */
+    CHECK_OK(ctx, kiln_array_copy_to_memory(dev_m, KILN_MEMORY_PINNED_HOST, &host_m));
+    float a1[N_ST], a2[N_ST];
+    CHECK_OK(ctx, kiln_array_copy_to_host(args[1], a1, sizeof a1));
+    CHECK_OK(ctx, kiln_array_copy_to_host(host_m, a2, sizeof a2));
+    CHECK(!memcmp(a1, a2, sizeof a1));
+    CHECK_STATUS(kiln_array_copy_to_memory(host_m, (kiln_memory_kind)5, &outs[0]),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    kiln_array_destroy(dev_m), kiln_array_destroy(host_m);
+    kiln_executable_destroy(e);
+    free_arrays(args, 3);
+
+    /* the graph's text keeps the memory kind */
+    char *text = kiln_graph_to_string(g);
+    CHECK(text && strstr(text, "\"m\" pinned_host :"));
+    kiln_graph *back = NULL;
+    CHECK_OK(ctx, kiln_graph_parse(ctx, text, strlen(text), "host_state.txt", &back));
+    CHECK(back && kiln_value_memory_kind(back, kiln_graph_parameter(back, 1)) ==
+                      KILN_MEMORY_PINNED_HOST);
+    kiln_graph_destroy(back);
+    kiln_string_free(ctx, text);
+    kiln_graph_destroy(g);
+}
+
+/* kiln_jit traces an argument in pinned_host memory as a parameter of that kind (and one
+ * on the device as a device parameter: two signatures). */
+static int jit_put_fn(kiln_graph *g, const kiln_value *a, int n, const void *st, void *user,
+                      kiln_value *outs) {
+    (void)n, (void)st, (void)user;
+    kiln_value x = kiln_memory_put(g, a[0], KILN_MEMORY_DEVICE);
+    outs[0] = kiln_memory_put(g, kiln_exp(g, x), KILN_MEMORY_PINNED_HOST);
+    return 1;
+}
+
+static void test_host_jit(void) {
+    kiln_jit *j = NULL;
+    kiln_jit_options o = {.name = "host_jit", .fn = jit_put_fn};
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    int64_t d[1] = {5};
+    float x[5] = {0, 1, -1, 0.5f, 2}, y[5];
+    kiln_array *h = NULL, *dv = NULL, *out = NULL;
+    CHECK_OK(ctx, kiln_array_create_in_memory(ctx, 0, KILN_MEMORY_PINNED_HOST, KILN_DTYPE_F32, 1, d,
+                                              x, &h));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, d, x, &dv));
+    CHECK_OK(ctx, kiln_jit_call(j, 1, &h, NULL, 0, 1, &out));
+    CHECK(out && kiln_array_memory_kind(out) == KILN_MEMORY_PINNED_HOST);
+    CHECK_OK(ctx, kiln_array_copy_to_host(out, y, sizeof y));
+    for (int i = 0; i < 5; i++) CHECK(fabsf(y[i] - expf(x[i])) <= 1e-6f * expf(x[i]));
+    kiln_array_destroy(out), out = NULL;
+    CHECK_OK(ctx, kiln_jit_call(j, 1, &dv, NULL, 0, 1, &out)); /* device: put is the value */
+    kiln_jit_stats js;
+    kiln_jit_get_stats(j, &js);
+    CHECK_MSG(js.compiles == 2, "%d compiles: one per memory kind", (int)js.compiles);
+    kiln_array_destroy(out), kiln_array_destroy(h), kiln_array_destroy(dv);
+    kiln_jit_destroy(j);
+}
+
+/* A loop body may capture a host value and fetch it itself (a micro-batch loop reading
+ * parameters kept on the host): the body's parameter is of that kind, and the values are
+ * those of the same loop over a device capture. A host value as a carry is refused. */
+static int capture_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                        kiln_value *outs) {
+    (void)n_in;
+    kiln_value w = kiln_capture(g, *(const kiln_value *)user);
+    kiln_value wd = kiln_memory_put(g, w, KILN_MEMORY_DEVICE);
+    outs[0] = kiln_add(g, kiln_mul(g, in[0], wd), in[1]);
+    return 1;
+}
+
+static void test_host_capture(void) {
+    kiln_array *res[2] = {0};
+    int64_t d[1] = {W}, xd[2] = {5, W};
+    for (int kind = 0; kind < 2; kind++) {
+        kiln_graph *g;
+        kiln_graph_create(ctx, "host_capture", &g);
+        kiln_value w = kiln_parameter_in_memory(g, "w", KILN_DTYPE_F64, 1, d, (kiln_memory_kind)kind);
+        kiln_value c0 = kiln_parameter(g, "c0", KILN_DTYPE_F64, 1, d);
+        kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 2, xd), out;
+        int n = 0;
+        CHECK_OK(ctx, kiln_scan(g, capture_body, &w, 1, &c0, 1, &xs, NULL, &n, &out));
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
+        kiln_array **args = make_args(g, 5), *host = NULL;
+        CHECK_OK(ctx, kiln_array_copy_to_memory(args[0], (kiln_memory_kind)kind, &host));
+        kiln_array_destroy(args[0]), args[0] = host;
+        kiln_memory_analysis an;
+        CHECK(run(g, args, &res[kind], &an, NULL));
+        free_arrays(args, 3), free(args);
+        kiln_graph_destroy(g);
+    }
+    CHECK(res[0] && res[1] && same_bits(&res[0], &res[1], 1));
+    free_arrays(res, 2);
+
+    kiln_graph *g;
+    kiln_graph_create(ctx, "host_carry", &g);
+    kiln_value c0 = kiln_parameter_in_memory(g, "c0", KILN_DTYPE_F64, 1, d, KILN_MEMORY_PINNED_HOST);
+    kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 2, xd), out;
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F64, 1, d);
+    int n = 0;
+    CHECK_STATUS(kiln_scan(g, capture_body, &w, 1, &c0, 1, &xs, NULL, &n, &out),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(kiln_last_error(ctx), "pinned_host"), "message: %s", kiln_last_error(ctx));
+    kiln_graph_destroy(g);
+}
+
+/* The gradient with respect to a parameter in host memory is its cotangent, on the device:
+ * the same as with the parameter on the device. */
+static void test_host_grad(void) {
+    for (int kind = 0; kind < 2; kind++) {
+        kiln_graph *g;
+        kiln_graph_create(ctx, "host_grad", &g);
+        int64_t d[1] = {17};
+        kiln_value w = kiln_parameter_in_memory(g, "w", KILN_DTYPE_F64, 1, d, (kiln_memory_kind)kind);
+        kiln_value wd = kiln_memory_put(g, w, KILN_MEMORY_DEVICE), dw;
+        kiln_value loss = kiln_reduce_sum(g, kiln_mul(g, kiln_sin(g, wd), wd), 0, NULL, false);
+        CHECK_OK(ctx, kiln_grad(g, loss, 1, &w, &dw));
+        CHECK(kiln_value_memory_kind(g, dw) == KILN_MEMORY_DEVICE);
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &dw));
+        double x[17], gx[17];
+        for (int i = 0; i < 17; i++) x[i] = 0.3 * i - 2;
+        kiln_array *a = NULL, *got = NULL;
+        CHECK_OK(ctx, kiln_array_create_in_memory(ctx, 0, (kiln_memory_kind)kind, KILN_DTYPE_F64, 1,
+                                                  d, x, &a));
+        kiln_memory_analysis an;
+        CHECK(run(g, &a, &got, &an, NULL));
+        CHECK(got && !kiln_array_copy_to_host(got, gx, sizeof gx));
+        int ok = 1;
+        for (int i = 0; i < 17; i++)
+            ok &= fabs(gx[i] - (cos(x[i]) * x[i] + sin(x[i]))) <= 1e-12;
+        CHECK_MSG(ok, "d/dw sum(w sin w) with w in memory kind %d", kind);
+        kiln_array_destroy(a), kiln_array_destroy(got);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* ------------------------------------------------------------- refusals ---- */
+
+static int host_out_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                         kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] = kiln_memory_put(g, kiln_add(g, in[0], in[1]), KILN_MEMORY_PINNED_HOST);
+    return 1;
+}
 
 static void test_refusals(void) {
     kiln_graph *g;
@@ -354,13 +593,36 @@ static void test_refusals(void) {
               "message: %s", kiln_last_error(ctx));
     kiln_graph_destroy(g);
 
-    kiln_graph_create(ctx, "bad_out", &g);
+    kiln_graph_create(ctx, "bad_body_out", &g); /* a loop's results are device values */
     x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
-    h = kiln_memory_put(g, x, KILN_MEMORY_PINNED_HOST);
-    CHECK_STATUS(kiln_graph_finish(g, 1, &h), KILN_STATUS_INVALID_ARGUMENT);
-    CHECK_MSG(strstr(kiln_last_error(ctx), "output 0 is in pinned_host memory"), "message: %s",
-              kiln_last_error(ctx));
+    kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F32, 2, (int64_t[]){3, d[0]}), res[2];
+    int n_res = 0;
+    CHECK_STATUS(kiln_scan(g, host_out_body, NULL, 1, &x, 1, &xs, NULL, &n_res, res),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(kiln_last_error(ctx), "output 0 of body") &&
+                  strstr(kiln_last_error(ctx), "pinned_host"),
+              "message: %s", kiln_last_error(ctx));
     kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "bad_param_kind", &g);
+    x = kiln_parameter_in_memory(g, "x", KILN_DTYPE_F32, 1, d, (kiln_memory_kind)3);
+    CHECK(x.id == 0);
+    CHECK_MSG(strstr(kiln_last_error(ctx), "kiln_parameter_in_memory") &&
+                  strstr(kiln_last_error(ctx), "memory kind 3"),
+              "message: %s", kiln_last_error(ctx));
+    kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "bad_host_param_read", &g);
+    x = kiln_parameter_in_memory(g, "x", KILN_DTYPE_F32, 1, d, KILN_MEMORY_PINNED_HOST);
+    CHECK(kiln_neg(g, x).id == 0);
+    CHECK_MSG(strstr(kiln_last_error(ctx), "neg") && strstr(kiln_last_error(ctx), "pinned_host"),
+              "message: %s", kiln_last_error(ctx));
+    kiln_graph_destroy(g);
+    kiln_array *bad_arr = NULL;
+    CHECK_STATUS(kiln_array_create_in_memory(ctx, 0, (kiln_memory_kind)9, KILN_DTYPE_F32, 1, d,
+                                             NULL, &bad_arr),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK(!bad_arr && strstr(kiln_last_error(ctx), "memory kind 9"));
 
     kiln_graph_create(ctx, "bad_kind", &g);
     x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
@@ -405,6 +667,10 @@ int main(int argc, char **argv) {
     RUN_CC(test_budget_offload_full_device);
     RUN_CC(test_transforms);
     RUN_CC(test_scan);
+    RUN_CC(test_host_arguments);
+    RUN_CC(test_host_jit);
+    RUN_CC(test_host_grad);
+    RUN_CC(test_host_capture);
     RUN(test_refusals);
     kiln_context_destroy(ctx);
     return test_summary("offload");

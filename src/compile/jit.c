@@ -141,6 +141,10 @@ static int sig_rank(const jit_sig *s, int i) {
 static const int64_t *sig_dims(const jit_sig *s, int i) {
     return s->args ? s->args[i]->shape.dims : s->specs[i].dims;
 }
+/* The memory kind of argument i: an array's own (a spec's is the device's). */
+static int sig_kind(const jit_sig *s, int i) {
+    return s->args ? s->args[i]->memory_kind : KILN_MEMORY_DEVICE;
+}
 
 /* Checks the arrays of a call or lowering: present, the jit's context's, not consumed. */
 static kiln_status check_arrays(kiln_jit *j, const jit_sig *s) {
@@ -241,8 +245,8 @@ static kiln_status call_device(kiln_jit *j, jit_sig *s) {
     return KILN_STATUS_OK;
 }
 
-/* The signature key: device, n_args, then (dtype, rank, dims) per argument, then static
- * bytes. */
+/* The signature key: device, n_args, then (dtype, rank + memory kind, dims) per argument,
+ * then static bytes. */
 static unsigned char *make_key(kiln_jit *j, const jit_sig *s, size_t *len) {
     size_t per = sizeof(int32_t) * 2 + sizeof(int64_t) * KILN_MAX_RANK;
     size_t n = 2 * sizeof(int32_t) + (size_t)s->n * per + s->st_size;
@@ -254,9 +258,9 @@ static unsigned char *make_key(kiln_jit *j, const jit_sig *s, size_t *len) {
     memcpy(p, &dev, sizeof dev), p += sizeof dev;
     memcpy(p, &na, sizeof na), p += sizeof na;
     for (int i = 0; i < s->n; i++) {
-        int32_t t = sig_dtype(s, i), r = sig_rank(s, i);
+        int32_t t = sig_dtype(s, i), r = sig_rank(s, i), rk = r | sig_kind(s, i) << 8;
         memcpy(p, &t, sizeof t), p += sizeof t;
-        memcpy(p, &r, sizeof r), p += sizeof r;
+        memcpy(p, &rk, sizeof rk), p += sizeof rk;
         memcpy(p, sig_dims(s, i), sizeof(int64_t) * (size_t)r);
         p += sizeof(int64_t) * KILN_MAX_RANK;
     }
@@ -284,7 +288,8 @@ static kiln_status trace_graph(kiln_jit *j, const jit_sig *sg, kiln_graph **out)
             snprintf(name, sizeof name, "%s", sg->args[i]->name);
         else
             snprintf(name, sizeof name, "arg%d", i);
-        pv[i] = kiln_parameter(g, name, sig_dtype(sg, i), sig_rank(sg, i), sig_dims(sg, i));
+        pv[i] = kiln_parameter_in_memory(g, name, sig_dtype(sg, i), sig_rank(sg, i),
+                                         sig_dims(sg, i), (kiln_memory_kind)sig_kind(sg, i));
     }
     j->stats.traces++;
     int n_outs = kiln_graph_status(g) ? 0 : j->o.fn(g, pv, n_args, sg->st, j->o.user, outs);

@@ -314,7 +314,7 @@ static kiln_status take_signature(kiln_executable *e) {
     char *at = e->names;
     for (uint32_t i = 0; i < g->n_params; i++) {
         const ir_node *p = &g->nodes[g->params[i]];
-        e->params[i] = (exec_value){p->dtype, p->shape, NULL};
+        e->params[i] = (exec_value){p->dtype, p->shape, NULL, p->a.param_memory_kind};
         if (!p->name) continue;
         size_t len = strlen(p->name) + 1;
         memcpy(at, p->name, len);
@@ -322,7 +322,9 @@ static kiln_status take_signature(kiln_executable *e) {
     }
     for (uint32_t j = 0; j < g->n_outputs; j++) {
         const ir_node *n = &g->nodes[g->outputs[j]];
-        e->outputs[j] = (exec_value){n->dtype, n->shape, NULL};
+        e->outputs[j] = (exec_value){n->dtype, n->shape, NULL,
+                                     ir_in_host(g, g->outputs[j]) ? KILN_MEMORY_PINNED_HOST
+                                                                  : KILN_MEMORY_DEVICE};
     }
     return KILN_STATUS_OK;
 }

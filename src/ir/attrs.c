@@ -38,7 +38,8 @@ const char *ir_memory_kind_name(int kind) {
 
 bool ir_in_host(const kiln_graph *g, uint32_t id) {
     const ir_node *n = &g->nodes[id];
-    return n->op == IR_MEMORY_PUT && n->a.memory_kind == KILN_MEMORY_PINNED_HOST;
+    return (n->op == IR_MEMORY_PUT && n->a.memory_kind == KILN_MEMORY_PINNED_HOST) ||
+           (n->op == IR_PARAMETER && n->a.param_memory_kind == KILN_MEMORY_PINNED_HOST);
 }
 
 const char *ir_scatter_kind_name(int kind) {

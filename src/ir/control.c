@@ -130,7 +130,13 @@ static kiln_status check_params(const kiln_graph *g, const ir_node *n, uint32_t 
         FAIL(KILN_STATUS_INTERNAL, "%u inputs, too few for the captures of '%s'", n->n_in, s->name);
     for (uint32_t c = 0; c < nc && !st; c++) {
         const ir_node *v = &g->nodes[in[base + c]];
-        st = check_param(s, passed(n, k) + c, v->dtype, &v->shape, "capture", msg, msg_size);
+        uint32_t p = passed(n, k) + c;
+        st = check_param(s, p, v->dtype, &v->shape, "capture", msg, msg_size);
+        if (!st && ir_in_host(g, in[base + c]) != ir_in_host(s, s->params[p]))
+            FAIL(KILN_STATUS_INVALID_ARGUMENT,
+                 "'%s' takes its parameter %u (a capture) in %s memory, but it is in %s memory",
+                 s->name, p, ir_in_host(s, s->params[p]) ? "pinned_host" : "device",
+                 ir_in_host(g, in[base + c]) ? "pinned_host" : "device");
     }
     return st;
 }

@@ -734,6 +734,9 @@ static kiln_status infer_transfer(const kiln_graph *g, ir_node *n, char *msg, si
              "memory kind %d is not a kiln_memory_kind (KILN_MEMORY_DEVICE or "
              "KILN_MEMORY_PINNED_HOST)",
              n->a.memory_kind);
+    if (ir_in_host(g, ir_in(n)[0]) == (n->a.memory_kind == KILN_MEMORY_PINNED_HOST))
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "the operand (%%%u) is in %s memory already",
+             ir_in(n)[0], ir_memory_kind_name(n->a.memory_kind));
     n->dtype = x->dtype;
     n->shape = x->shape;
     return KILN_STATUS_OK;
@@ -744,7 +747,11 @@ static kiln_status no_host_reads(const kiln_graph *g, const ir_node *n, char *ms
                                  size_t msg_size) {
     if (n->op == IR_MEMORY_PUT) return KILN_STATUS_OK;
     const uint32_t *in = ir_in(n);
-    for (uint32_t k = 0; k < n->n_in; k++)
+    /* a loop or branch passes its captures to its sub-graphs as they are: a sub-graph
+     * fetches a host capture itself (its parameter is of that kind: ir_infer_control) */
+    uint32_t n_read =
+        ir_ops[n->op].kind == IRK_CONTROL && n->region ? ir_control_capture_base(n, 0) : n->n_in;
+    for (uint32_t k = 0; k < n_read; k++)
         if (ir_in_host(g, in[k]))
             FAIL(KILN_STATUS_INVALID_ARGUMENT,
                  "%s reads operand %u (%%%u) in pinned_host memory: nothing computes on host "

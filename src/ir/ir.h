@@ -301,7 +301,10 @@ static inline const char *ir_rng_name(int r) {
 
 /* Attributes, by op. */
 typedef union ir_attrs {
-    int param_index;               /* PARAMETER */
+    struct {
+        int param_index;       /* PARAMETER: its number */
+        int param_memory_kind; /* PARAMETER: kiln_memory_kind of the argument's bytes */
+    };
     int axis;                      /* IOTA, CONCAT */
     kiln_cmp cmp;                  /* COMPARE */
     int bcast_dims[KILN_MAX_RANK]; /* BROADCAST: output axis of each operand axis */
@@ -410,6 +413,7 @@ const char *ir_scatter_kind_name(int kind);
 // clang-format off
 #define KN_ATTRS(X)                                                                                \
     X(PARAMETER, IRA_PARAM, "index", param_index, NULL)                                            \
+    X(PARAMETER, IRA_PARAM, "memory kind", param_memory_kind, NULL)                                \
     X(IOTA, IRA_INT, "axis", axis, NULL)                                                           \
     X(COMPARE, IRA_WORD, "a direction", cmp, ir_cmp_name)                                          \
     X(BROADCAST, IRA_INTS, "dims", bcast_dims, NULL)                                               \
@@ -603,7 +607,8 @@ bool ir_shape_numel(const ir_shape *s, int64_t *n);
 /* Byte size; false on overflow of size_t. */
 bool ir_shape_nbytes(const ir_shape *s, kiln_dtype t, size_t *n);
 bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
-/* True when node id of g is a value in pinned_host memory (a memory_put there). */
+/* True when node id of g is a value in pinned_host memory: a memory_put there, or a
+ * parameter of that memory kind (kiln_parameter_in_memory). */
 bool ir_in_host(const kiln_graph *g, uint32_t id);
 /* Stores v as one element of dtype t at out (ints saturate, NaN -> 0, bool is v != 0);
  * false if t is not a dtype. out must hold 8 bytes. */

@@ -99,6 +99,10 @@ static void print_node(const kiln_graph *g, uint32_t id, strbuf *sb, bool all_va
     if (n->op == IR_PARAMETER) {
         sb_printf(sb, " %d", n->a.param_index);
         if (n->name) sb_append(sb, " "), print_quoted(sb, n->name);
+        if (n->a.param_memory_kind != KILN_MEMORY_DEVICE) {
+            const char *kind = ir_memory_kind_name(n->a.param_memory_kind);
+            sb_printf(sb, " %s", kind ? kind : "?");
+        }
     } else if (n->op == IR_CONSTANT) {
         print_constant(n, sb, all_values);
     } else if (n->n_in && (n->n_in <= IR_INLINE_INPUTS || n->in_heap)) {

@@ -37,6 +37,8 @@ static kiln_status verify_node(const kiln_graph *g, uint32_t id) {
         int k = n->a.param_index;
         if (k < 0 || (uint32_t)k >= g->n_params || g->params[k] != id)
             return bad(g, id, "parameter index does not match the parameter list");
+        if (!ir_memory_kind_name(n->a.param_memory_kind))
+            return bad(g, id, "parameter memory kind is not a kiln_memory_kind");
     }
     if (n->op == IR_CONSTANT) {
         size_t bytes;
@@ -85,10 +87,6 @@ kiln_status ir_verify(const kiln_graph *g) {
     for (uint32_t i = 0; i < g->n_outputs; i++)
         if (g->outputs[i] == 0 || g->outputs[i] >= g->n_nodes) {
             snprintf(msg, sizeof msg, "output %u (%%%u) is not a node of the graph", i,
-                     g->outputs[i]);
-            return bad(g, 0, msg);
-        } else if (ir_in_host(g, g->outputs[i])) {
-            snprintf(msg, sizeof msg, "output %u (%%%u) is in pinned_host memory", i,
                      g->outputs[i]);
             return bad(g, 0, msg);
         }

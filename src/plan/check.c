@@ -120,9 +120,10 @@ static kiln_status check_place(const kiln_graph *g, const mem_plan *p, const pla
         ok = b->kind == PLAN_K_TEMP && ir_in_host(g, b->node);
         room = p->host_arena;
         break;
-    case PLAN_P_DONATED:
+    case PLAN_P_DONATED: /* in a donated argument of its own memory kind */
         ok = b->kind != PLAN_K_PARAM && b->kind != PLAN_K_CONST && b->place_index < p->n_params &&
-             p->donated[b->place_index];
+             p->donated[b->place_index] &&
+             plan_buffer_in_host(g, b) == ir_in_host(g, g->params[b->place_index]);
         if (ok) room = p->buffers[p->buffer_of[g->params[b->place_index]]].size;
         break;
     default: ok = false;

@@ -83,11 +83,13 @@ static plan_class class_of(const kiln_graph *g, const mem_plan *p, const plan_bu
 }
 
 /* The steps [first, last] at which b's bytes are in use and its own; last < first when
- * never (constants). */
-static void resident(const mem_plan *p, uint32_t i, int32_t *first, int32_t *last) {
+ * never (constants, and whatever lives in pinned_host memory). */
+static void resident(const kiln_graph *g, const mem_plan *p, uint32_t i, int32_t *first,
+                     int32_t *last) {
     const plan_buffer *b = &p->buffers[i];
     int32_t end = (int32_t)p->n_kernels;
     *first = 0, *last = -1;
+    if (plan_buffer_in_host(g, b)) return; /* not device memory */
     switch (b->place) {
     case PLAN_P_CONST:
     case PLAN_P_HOST: return; /* not device memory */
@@ -121,7 +123,7 @@ void plan_classify(const kiln_graph *g, const fusion_plan *fp, mem_plan *p) {
     memset(p->in_use, 0, (nk + 1) * sizeof *p->in_use);
     for (uint32_t i = 0; i < p->n_buffers; i++) {
         int32_t first, last;
-        resident(p, i, &first, &last);
+        resident(g, p, i, &first, &last);
         if (first < 0) first = 0;
         if (last >= (int32_t)nk) last = (int32_t)nk - 1;
         if (last < first) continue;
@@ -141,7 +143,7 @@ void plan_classify(const kiln_graph *g, const fusion_plan *fp, mem_plan *p) {
     memset(p->dtype_total, 0, sizeof p->dtype_total);
     for (uint32_t i = 0; i < p->n_buffers; i++) {
         int32_t first, last;
-        resident(p, i, &first, &last);
+        resident(g, p, i, &first, &last);
         const plan_buffer *b = &p->buffers[i];
         unsigned t = b->kind == PLAN_K_SCRATCH ? 0u : (unsigned)g->nodes[b->node].dtype;
         if (t >= PLAN_NUM_DTYPES) t = 0;

@@ -145,9 +145,15 @@ static uint64_t pack_order(packer *p, unit *work, int (*cmp)(const void *, const
     return extent;
 }
 
-/* Does buffer x take part in this pass (device buffers, or host temporaries)? */
+/* Does buffer x take part in this pass (device buffers, or host temporaries)? Arguments
+ * and outputs in pinned_host memory take part in neither: they are the caller's. */
 static bool in_pass(const plan_ctx *c, const plan_buffer *x, bool host) {
-    return plan_is_host(c, x) == host;
+    return host ? plan_is_host(c, x) : !plan_in_host(c, x);
+}
+
+/* Donated parameter p's buffer is a bin of the device pass (a host one never is). */
+static bool device_bin(const plan_ctx *c, const plan_cand *cd, uint32_t p) {
+    return cd->donor_state[p] != DONOR_NONE && !plan_param_in_host(c, p);
 }
 
 /* Counts what the packer needs: movable units, fixed blocks, donated bins. */
@@ -155,7 +161,7 @@ static void count_units(const plan_ctx *c, const plan_cand *cd, bool host, uint3
                         uint32_t *nf, uint32_t *nbins) {
     *nu = *nf = 0;
     *nbins = 1;
-    for (uint32_t p = 0; p < c->n_params && !host; p++) *nbins += cd->donor_state[p] != DONOR_NONE;
+    for (uint32_t p = 0; p < c->n_params && !host; p++) *nbins += device_bin(c, cd, p);
     for (uint32_t b = 0; b < c->nb; b++) {
         const plan_buffer *x = &cd->buf[b];
         if (!in_pass(c, x, host)) continue;
@@ -167,8 +173,7 @@ static void count_units(const plan_ctx *c, const plan_cand *cd, bool host, uint3
                 (*nu)++;
         } else if (!temp && x->place == PLAN_P_DONATED && x->size) {
             (*nf)++;
-        } else if (x->kind == PLAN_K_PARAM && x->size &&
-                   cd->donor_state[x->place_index] != DONOR_NONE) {
+        } else if (x->kind == PLAN_K_PARAM && x->size && device_bin(c, cd, x->place_index)) {
             (*nf)++;
         }
     }
@@ -187,7 +192,7 @@ static void make_units(packer *p, int32_t *unit_of) {
     plan_cand *cd = p->cand;
     uint32_t nu = 0, nf = 0;
     for (uint32_t b = 0, nb = 1; b < c->n_params && !p->host; b++)
-        if (cd->donor_state[b] != DONOR_NONE) {
+        if (device_bin(c, cd, b)) {
             p->bins[nb] = b;
             p->cap[nb++] = 0;
         }
@@ -199,7 +204,7 @@ static void make_units(packer *p, int32_t *unit_of) {
         if (!in_pass(c, x, p->host)) continue;
         if (temp && (!x->size || cd->leader[b] != (int32_t)b)) continue;
         bool fixed = x->place == PLAN_P_DONATED ||
-                     (x->kind == PLAN_K_PARAM && cd->donor_state[x->place_index] != DONOR_NONE);
+                     (x->kind == PLAN_K_PARAM && device_bin(c, cd, x->place_index));
         if (!x->size || (!temp && !fixed)) continue;
         uint32_t at = fixed ? p->nu + nf++ : nu++;
         unit *u = &p->u[at];

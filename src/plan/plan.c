@@ -267,6 +267,7 @@ static bool take_over(const plan_ctx *c, plan_cand *cd, uint32_t root, uint32_t 
                       int32_t xb) {
     plan_buffer *r = &cd->buf[rb], *x = &cd->buf[xb];
     if (x->last != r->def || x->size != r->size) return false;
+    if (plan_in_host(c, x) != plan_in_host(c, r)) return false; /* bytes of one memory kind */
     if (x->kind == PLAN_K_PARAM && r->kind == PLAN_K_OUTPUT &&
         !donation_fits(c, x->place_index, r->place_index))
         return false;
@@ -374,7 +375,8 @@ static void assign_donations(const plan_ctx *c, plan_cand *cd) {
         for (uint32_t b = 0; b < c->nb; b++) {
             const plan_buffer *x = &cd->buf[b];
             if (x->kind != PLAN_K_OUTPUT || x->place != PLAN_P_OUTPUT || x->size != pp->size ||
-                x->def <= pp->last || !donation_fits(c, pp->place_index, x->place_index))
+                x->def <= pp->last || !donation_fits(c, pp->place_index, x->place_index) ||
+                plan_in_host(c, x) != plan_in_host(c, pp))
                 continue;
             if (ob < 0 || x->def < cd->buf[ob].def) ob = (int32_t)b;
         }
@@ -417,18 +419,23 @@ static void figures(const plan_ctx *c, plan_cand *cd) {
         cd->live[s] = (uint64_t)run;
         if (cd->live[s] > cd->lower_bound) cd->lower_bound = cd->live[s];
     }
+    /* device bytes only: arguments and outputs in pinned_host memory are counted apart */
     uint64_t args = 0;
     cd->output_bytes = cd->alias_bytes = 0;
+    cd->host_args = cd->host_outputs = cd->host_alias = 0;
     for (uint32_t p = 0; p < c->n_params; p++) {
-        uint64_t size = cd->buf[c->buffer_of[c->g->params[p]]].size;
-        args += plan_round(size, gr);
+        uint64_t size = plan_round(cd->buf[c->buffer_of[c->g->params[p]]].size, gr);
+        bool host = plan_param_in_host(c, p);
+        *(host ? &cd->host_args : &args) += size;
         uint8_t st = cd->donor_state[p];
         if (st == DONOR_INPLACE || st == DONOR_OUTPUT || st == DONOR_TEMPS)
-            cd->alias_bytes += plan_round(size, gr);
+            *(host ? &cd->host_alias : &cd->alias_bytes) += size;
     }
-    for (uint32_t j = 0; j < c->g->n_outputs; j++)
+    for (uint32_t j = 0; j < c->g->n_outputs; j++) {
+        const plan_buffer *x = &cd->buf[c->buffer_of[c->g->outputs[j]]];
         if (cd->output_donor[j] < 0)
-            cd->output_bytes += plan_round(cd->buf[c->buffer_of[c->g->outputs[j]]].size, gr);
+            *(plan_in_host(c, x) ? &cd->host_outputs : &cd->output_bytes) += plan_round(x->size, gr);
+    }
     cd->peak = args + cd->output_bytes + plan_round(cd->arena, gr);
 }
 
@@ -493,6 +500,8 @@ static kiln_status fill_result(const plan_ctx *c, const plan_cand *cd, mem_plan 
         if (p->buffers[i].place == PLAN_P_HOST)
             p->offload_bytes += p->buffers[i].size, p->n_offloaded++;
     p->argument_bytes = cd->peak - cd->output_bytes - p->temp_bytes;
+    p->host_argument_bytes = cd->host_args, p->host_output_bytes = cd->host_outputs;
+    p->host_alias_bytes = cd->host_alias;
     for (uint32_t i = 0; i < c->nb; i++)
         if (p->buffers[i].kind == PLAN_K_CONST) p->constant_bytes += p->buffers[i].size;
     plan_classify(c->g, c->fp, p);

@@ -141,6 +141,9 @@ typedef struct mem_plan {
      * but never counted in `peak`), its size rounded to the granule, and what is copied
      * there per call */
     uint64_t host_arena, host_bytes, offload_bytes;
+    /* arguments and outputs in pinned_host memory (kiln_parameter_in_memory), rounded as
+     * the device's are, and the donated ones an output took over; never in `peak` */
+    uint64_t host_argument_bytes, host_output_bytes, host_alias_bytes;
     uint32_t n_offloaded;
     plan_try tries[PLAN_MAX_TRIES];
     int n_tries;
@@ -158,6 +161,13 @@ typedef struct mem_plan {
     void *block; /* the one allocation behind the arrays above */
     size_t block_size;
 } mem_plan;
+
+/* b's bytes are in pinned_host memory (a host temporary, or a parameter or output of that
+ * memory kind): never part of the device's figures. */
+static inline bool plan_buffer_in_host(const kiln_graph *g, const plan_buffer *b) {
+    return (b->kind == PLAN_K_PARAM || b->kind == PLAN_K_OUTPUT || b->kind == PLAN_K_TEMP) &&
+           ir_in_host(g, b->node);
+}
 
 /* Plans g's kernels. Fills *out (free with plan_free); sets ctx's message on failure. */
 kiln_status plan_build(const kiln_graph *g, const fusion_plan *fp, const plan_options *o,

@@ -46,6 +46,7 @@ typedef struct plan_cand {
     uint64_t *live;        /* per step: temp + scratch bytes live */
     uint64_t arena, lower_bound, peak, output_bytes, alias_bytes, inplace_bytes;
     uint64_t host_arena; /* the host arena's extent (PLAN_P_HOST buffers) */
+    uint64_t host_args, host_outputs, host_alias; /* pinned_host arguments and outputs */
     void *block;
     size_t block_size;
 } plan_cand;
@@ -82,6 +83,17 @@ void plan_overlap_order(const plan_ctx *c, uint32_t *order);
 /* A temporary in pinned_host memory: it lives in the host arena. */
 static inline bool plan_is_host(const plan_ctx *c, const plan_buffer *x) {
     return x->kind == PLAN_K_TEMP && ir_in_host(c->g, x->node);
+}
+
+/* Any buffer in pinned_host memory: a host temporary, or an argument or output of that
+ * kind (kiln_parameter_in_memory), which is the caller's and never a device bin. */
+static inline bool plan_in_host(const plan_ctx *c, const plan_buffer *x) {
+    return plan_buffer_in_host(c->g, x);
+}
+
+/* Donated parameter p is in pinned_host memory: its buffer may only become a host output. */
+static inline bool plan_param_in_host(const plan_ctx *c, uint32_t p) {
+    return ir_in_host(c->g, c->g->params[p]);
 }
 
 /* Places every temporary and scratch buffer of cand (def/last/leader/places of in-place

@@ -50,6 +50,9 @@ void exec_analysis_compute(kiln_executable *e) {
         .host_arena_bytes = p->host_arena,
         .offload_bytes = p->offload_bytes,
         .num_offloaded = (int)p->n_offloaded,
+        .host_argument_bytes = p->host_argument_bytes,
+        .host_output_bytes = p->host_output_bytes,
+        .host_alias_bytes = p->host_alias_bytes,
     };
     const remat_info *r = &e->remat;
     if (r->peak_without) {

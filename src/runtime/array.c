@@ -38,22 +38,26 @@ static kiln_status new_handle(kiln_context *ctx, const char *what, kiln_dtype dt
     return KILN_STATUS_OK;
 }
 
-kiln_status array_new_empty(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
-                            const ir_shape *s, kiln_array **out) {
+kiln_status array_new_empty(kiln_context *ctx, const char *what, int device, int kind,
+                            kiln_dtype dtype, const ir_shape *s, kiln_array **out) {
     kiln_status st = new_handle(ctx, what, dtype, s, out);
-    if (!st) (*out)->device = device;
+    if (!st) (*out)->device = device, (*out)->memory_kind = kind;
     return st;
 }
 
-/* As array_new_on, its storage tagged `tag` (the user's name for it) rather than `what`. */
+/* As array_new_in, its storage tagged `tag` (the user's name for it) rather than `what`. */
 static kiln_status new_tagged(kiln_context *ctx, const char *what, const char *tag, int device,
-                              kiln_dtype dtype, const ir_shape *s, kiln_array **out) {
+                              int kind, kiln_dtype dtype, const ir_shape *s, kiln_array **out) {
     kiln_array *a;
     kiln_status st = new_handle(ctx, what, dtype, s, &a);
     if (st) return st;
     a->device = device;
+    a->memory_kind = kind;
+    kn_device *d = &ctx->devices[device];
     /* the allocator keeps the first 23 bytes of the tag: it names the maker or the array */
-    if (a->nbytes && (st = device_alloc(&ctx->devices[device], a->nbytes, tag, &a->data))) {
+    if (a->nbytes && (st = kind == KILN_MEMORY_PINNED_HOST
+                               ? device_host_alloc(ctx, d, a->nbytes, tag, &a->data)
+                               : device_alloc(d, a->nbytes, tag, &a->data))) {
         host_free(ctx, a, sizeof *a);
         return st;
     }
@@ -61,9 +65,18 @@ static kiln_status new_tagged(kiln_context *ctx, const char *what, const char *t
     return KILN_STATUS_OK;
 }
 
+kiln_status array_new_in(kiln_context *ctx, const char *what, int device, int kind,
+                         kiln_dtype dtype, const ir_shape *s, kiln_array **out) {
+    return new_tagged(ctx, what, what, device, kind, dtype, s, out);
+}
+
 kiln_status array_new_on(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
                          const ir_shape *s, kiln_array **out) {
-    return new_tagged(ctx, what, what, device, dtype, s, out);
+    return new_tagged(ctx, what, what, device, KILN_MEMORY_DEVICE, dtype, s, out);
+}
+
+bool array_host_addressable(const kiln_array *a) {
+    return a->memory_kind == KILN_MEMORY_PINNED_HOST || !a->ctx->devices[a->device].backend->copy_h2d;
 }
 
 kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
@@ -72,7 +85,11 @@ kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, con
 }
 
 void array_release(kiln_array *a) {
-    if (a->data) device_free(&a->ctx->devices[a->device], a->data);
+    kn_device *d = &a->ctx->devices[a->device];
+    if (a->data && a->memory_kind == KILN_MEMORY_PINNED_HOST)
+        device_host_free(d, a->data);
+    else if (a->data)
+        device_free(d, a->data);
     a->data = NULL;
 }
 
@@ -133,19 +150,24 @@ static void normalise_bools(kiln_array *a, const uint8_t *src) {
 /* The creation calls: name (NULL: none) tags the storage, so OOM reports and memory
  * summaries show it. */
 static kiln_status create(kiln_context *ctx, const char *op, const char *name, int device,
-                          kiln_dtype dtype, int rank, const int64_t *dims, const void *data,
-                          kiln_array **out) {
+                          int kind, kiln_dtype dtype, int rank, const int64_t *dims,
+                          const void *data, kiln_array **out) {
     if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     ir_shape s;
     kiln_status st = check_create(ctx, op, device, rank, dims, out, &s);
     if (st) return st;
     if (name && !*name)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: the name is empty", op);
+    if (!ir_memory_kind_name(kind))
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: memory kind %d is not a kiln_memory_kind (KILN_MEMORY_DEVICE or "
+                         "KILN_MEMORY_PINNED_HOST)",
+                         op, kind);
     kiln_array *a;
-    if ((st = new_tagged(ctx, op, name ? name : op, device, dtype, &s, &a))) return st;
+    if ((st = new_tagged(ctx, op, name ? name : op, device, kind, dtype, &s, &a))) return st;
     if (name) snprintf(a->name, sizeof a->name, "%s", name);
     kn_device *d = &ctx->devices[device];
-    if (a->nbytes && !d->backend->copy_h2d) {
+    if (a->nbytes && array_host_addressable(a)) {
         if (!data)
             memset(a->data, 0, a->nbytes);
         else if (dtype == KILN_DTYPE_BOOL)
@@ -171,8 +193,15 @@ static kiln_status create(kiln_context *ctx, const char *op, const char *name, i
 
 kiln_status kiln_array_create_on(kiln_context *ctx, int device, kiln_dtype dtype, int rank,
                                  const int64_t *dims, const void *data, kiln_array **out) {
-    return create(ctx, device ? "kiln_array_create_on" : "kiln_array_create", NULL, device, dtype,
-                  rank, dims, data, out);
+    return create(ctx, device ? "kiln_array_create_on" : "kiln_array_create", NULL, device,
+                  KILN_MEMORY_DEVICE, dtype, rank, dims, data, out);
+}
+
+kiln_status kiln_array_create_in_memory(kiln_context *ctx, int device, kiln_memory_kind kind,
+                                        kiln_dtype dtype, int rank, const int64_t *dims,
+                                        const void *data, kiln_array **out) {
+    return create(ctx, "kiln_array_create_in_memory", NULL, device, (int)kind, dtype, rank, dims,
+                  data, out);
 }
 
 kiln_status kiln_array_create(kiln_context *ctx, kiln_dtype dtype, int rank, const int64_t *dims,
@@ -186,7 +215,8 @@ kiln_status kiln_array_create_named(kiln_context *ctx, const char *name, int dev
     if (ctx && !name)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_array_create_named: name is NULL");
-    return create(ctx, "kiln_array_create_named", name, device, dtype, rank, dims, data, out);
+    return create(ctx, "kiln_array_create_named", name, device, KILN_MEMORY_DEVICE, dtype, rank,
+                  dims, data, out);
 }
 
 /* ----------------------------------------------------------- copies ---- */
@@ -210,7 +240,10 @@ static kiln_status copy_exec(kn_task *t) {
                          "the copy from %s to %s did not run: its source comes "
                          "from work that failed",
                          ctx->devices[src->device].name, to->name);
-    if (!s) s = device_copy(ctx, to, dst->data, &ctx->devices[src->device], src->data, dst->nbytes);
+    if (!s && src->memory_kind == KILN_MEMORY_PINNED_HOST) /* host bytes to the device */
+        s = device_copy_h2d(to, dst->data, src->data, dst->nbytes);
+    else if (!s)
+        s = device_copy(ctx, to, dst->data, &ctx->devices[src->device], src->data, dst->nbytes);
     return s;
 }
 
@@ -293,6 +326,8 @@ kiln_status kiln_array_copy_to_device(const kiln_array *a, int device, kiln_arra
         /* nothing to copy, nothing to wait for */
     } else if (from->copy) {
         s = copy_enqueue(from->copy, b, (kiln_array *)a, NULL);
+    } else if (a->memory_kind == KILN_MEMORY_PINNED_HOST) {
+        s = device_copy_h2d(to, b->data, a->data, b->nbytes);
     } else {
         s = device_copy(ctx, to, b->data, from, a->data, b->nbytes);
     }
@@ -302,6 +337,50 @@ kiln_status kiln_array_copy_to_device(const kiln_array *a, int device, kiln_arra
     }
     *out = b;
     return KILN_STATUS_OK;
+}
+
+/* Same device, the other memory kind (or the same: a copy), made now: the source is waited
+ * for, and the device after the copy, so the new array is ready when this returns. */
+kiln_status kiln_array_copy_to_memory(const kiln_array *a, kiln_memory_kind kind,
+                                      kiln_array **out) {
+    const char *op = "kiln_array_copy_to_memory";
+    if (!a) return KILN_STATUS_INVALID_ARGUMENT;
+    kiln_context *ctx = a->ctx;
+    if (!out) return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s: out is NULL", op);
+    *out = NULL;
+    if (!ir_memory_kind_name((int)kind))
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "%s: memory kind %d is not a kiln_memory_kind (KILN_MEMORY_DEVICE or "
+                         "KILN_MEMORY_PINNED_HOST)",
+                         op, (int)kind);
+    kiln_status s = array_check_live(a, op, -1);
+    if (s || (a->ready && (s = event_deliver(ctx, a->ready, op)))) return s;
+    kiln_array *b;
+    if ((s = new_tagged(ctx, op, a->name[0] ? a->name : op, a->device, (int)kind, a->dtype,
+                        &a->shape, &b)))
+        return s;
+    snprintf(b->name, sizeof b->name, "%s", a->name);
+    kn_device *d = &ctx->devices[a->device];
+    if (!b->nbytes) {
+        /* nothing to copy */
+    } else if (array_host_addressable(a) && array_host_addressable(b)) {
+        memcpy(b->data, a->data, b->nbytes);
+    } else if ((int)kind == a->memory_kind) {
+        s = device_copy(ctx, d, b->data, d, a->data, b->nbytes);
+    } else {
+        s = device_copy_kinds(d, b->data, a->data, b->nbytes, kind == KILN_MEMORY_PINNED_HOST);
+        if (!s && d->backend->synchronize) s = d->backend->synchronize(d->state, d->index);
+    }
+    if (s) {
+        array_unref(b);
+        return s;
+    }
+    *out = b;
+    return KILN_STATUS_OK;
+}
+
+int kiln_array_memory_kind(const kiln_array *a) {
+    return a ? a->memory_kind : -1;
 }
 
 int kiln_array_device(const kiln_array *a) {
@@ -336,6 +415,10 @@ kiln_status kiln_array_copy_to_host(const kiln_array *a, void *dst, size_t size)
         return ctx_error(a->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_array_copy_to_host: dst is NULL");
     if (a->ready && (s = event_deliver(a->ctx, a->ready, "kiln_array_copy_to_host"))) return s;
+    if (array_host_addressable(a)) {
+        if (size) memcpy(dst, a->data, size);
+        return KILN_STATUS_OK;
+    }
     return device_copy_d2h(&a->ctx->devices[a->device], dst, a->data, size);
 }
 

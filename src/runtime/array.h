@@ -3,7 +3,8 @@
  * Storage comes from the array's device allocator, tagged with what made it, so the
  * allocator's stats and out-of-memory reports see every array.
  *
- * Invariants: data holds exactly nbytes, from device_alloc on ctx->devices[device] (NULL
+ * Invariants: data holds exactly nbytes, from device_alloc on ctx->devices[device] (its
+ * device_host_alloc for an array of the pinned_host memory kind) (NULL
  * when nbytes == 0 or the array is consumed); a consumed array (donated to a call) keeps
  * its dtype and shape but never gets storage back; consumed_by names the program.
  *
@@ -32,6 +33,7 @@ struct kiln_array {
     size_t nbytes;
     void *data;
     int device;
+    int memory_kind; /* kiln_memory_kind: the device's own memory, or its pinned_host pool */
     bool consumed;
     char consumed_by[48]; /* "'mlp' (argument 0)": for the error message */
     char name[32];        /* kiln_array_create_named's name, cut to fit; "" if none (a jit
@@ -45,9 +47,17 @@ kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, con
 /* The same on context device `device` (checked by the caller). */
 kiln_status array_new_on(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
                          const ir_shape *s, kiln_array **out);
-/* Makes the handle only (data NULL): for an output that will take over a donated buffer. */
-kiln_status array_new_empty(kiln_context *ctx, const char *what, int device, kiln_dtype dtype,
-                            const ir_shape *s, kiln_array **out);
+/* The same in memory kind `kind` of that device (its pinned_host pool for
+ * KILN_MEMORY_PINNED_HOST: KILN_STATUS_UNIMPLEMENTED with a message when it has none). */
+kiln_status array_new_in(kiln_context *ctx, const char *what, int device, int kind,
+                         kiln_dtype dtype, const ir_shape *s, kiln_array **out);
+/* Makes the handle only (data NULL): for an output that will take over a donated buffer
+ * (of memory kind `kind`). */
+kiln_status array_new_empty(kiln_context *ctx, const char *what, int device, int kind,
+                            kiln_dtype dtype, const ir_shape *s, kiln_array **out);
+/* The array's bytes are host memory this thread may read and write (a host-memory device's,
+ * or any device's pinned_host kind). */
+bool array_host_addressable(const kiln_array *a);
 /* Frees the storage (not the handle). */
 void array_release(kiln_array *a);
 /* One more reference (a task's), and dropping one: the last frees storage and handle. */

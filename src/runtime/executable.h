@@ -95,6 +95,7 @@ typedef struct exec_value {
     kiln_dtype dtype;
     ir_shape shape;
     const char *name; /* a parameter's (in names), or NULL */
+    int memory_kind;  /* kiln_memory_kind of its array */
 } exec_value;
 
 /* What the profile says of a kernel, computed when compiling (src/compile/describe.c). */

@@ -77,7 +77,8 @@ static kiln_status make_arrays(kiln_graph *g, void **host, kiln_array **outs) {
         char what[96];
         snprintf(what, sizeof what, "kiln_interpret: output %u (node %%%u, %s)", i, g->outputs[i],
                  ir_ops[n->op].name);
-        if (!s) s = array_new(g->ctx, what, n->dtype, &n->shape, &outs[i]);
+        int kind = ir_in_host(g, g->outputs[i]) ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE;
+        if (!s) s = array_new_in(g->ctx, what, 0, kind, n->dtype, &n->shape, &outs[i]);
         if (!s && outs[i]->nbytes) memcpy(outs[i]->data, host[i], outs[i]->nbytes);
         host_free(g->ctx, host[i], node_bytes(g, g->outputs[i]));
     }
@@ -97,7 +98,7 @@ kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args, i
         if (args[k]->ready) s = event_deliver(g->ctx, args[k]->ready, "kiln_interpret");
     if (s) return s;
     for (int k = 0; k < n_args; k++) /* the reference reads arguments in host memory */
-        if (g->ctx->devices[args[k]->device].backend->copy_d2h)
+        if (!array_host_addressable(args[k]))
             return ctx_error(g->ctx, KILN_STATUS_INVALID_ARGUMENT,
                              "kiln_interpret: argument %d is on %s; the interpreter reads host "
                              "memory (copy it to the CPU first)",

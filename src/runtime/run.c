@@ -147,8 +147,10 @@ static kiln_status make_outputs(run_state *r) {
         const exec_value *v = &e->outputs[j];
         kiln_status s =
             e->output_donor[j] >= 0
-                ? array_new_empty(e->ctx, op, e->dev->id, v->dtype, &v->shape, &r->res[j])
-                : array_new_on(e->ctx, op, e->dev->id, v->dtype, &v->shape, &r->res[j]);
+                ? array_new_empty(e->ctx, op, e->dev->id, v->memory_kind, v->dtype, &v->shape,
+                                  &r->res[j])
+                : array_new_in(e->ctx, op, e->dev->id, v->memory_kind, v->dtype, &v->shape,
+                               &r->res[j]);
         if (s) return s;
     }
     return KILN_STATUS_OK;
@@ -183,7 +185,11 @@ static kiln_status finish_outputs(run_state *r) {
         void *dst = r->raw ? r->raw_outs[j] : r->res[j]->data;
         size_t bytes = 0;
         ir_shape_nbytes(&e->outputs[j].shape, e->outputs[j].dtype, &bytes);
-        if (bytes && src != dst) s = device_copy(e->ctx, e->dev, dst, e->dev, src, bytes);
+        if (!bytes || src == dst) continue;
+        if (e->outputs[j].memory_kind == KILN_MEMORY_PINNED_HOST) /* a host argument returned */
+            memcpy(dst, src, bytes);
+        else
+            s = device_copy(e->ctx, e->dev, dst, e->dev, src, bytes);
     }
     return s;
 }
@@ -217,10 +223,18 @@ static void consume_donations(run_state *r) {
     mark_consumed(r->e, r->args);
 }
 
-/* Every argument must live on the executable's device (JAX's committed-array rule): a run
- * never moves data behind the caller's back. */
+/* Every argument must live on the executable's device (JAX's committed-array rule), in
+ * its parameter's memory kind: a run never moves data behind the caller's back. */
 static kiln_status check_devices(const kiln_executable *e, kiln_array *const *args) {
     for (uint32_t p = 0; p < e->n_params; p++) {
+        int want = e->params[p].memory_kind, got = args[p]->memory_kind;
+        if (args[p]->device == e->dev->id && got != want)
+            return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                             "kiln_executable_run: argument %u of '%s' ('%s') is in %s memory, "
+                             "and its parameter in %s memory; make it there with "
+                             "kiln_array_copy_to_memory",
+                             p, e->name, e->params[p].name ? e->params[p].name : "", 
+                             ir_memory_kind_name(got), ir_memory_kind_name(want));
         if (args[p]->device == e->dev->id) continue;
         char all[1024];
         exec_devices_str(e->ctx, (int)e->n_params, args, all, sizeof all);

@@ -53,7 +53,11 @@ static kiln_value capture_from(kiln_graph *g, const char *op, kiln_value x) {
     char name[64];
     snprintf(name, sizeof name, "%.40s", o->name && o->op == IR_PARAMETER ? o->name : "capture");
     kiln_value v = trace_parameter(g, op, name, o->dtype, o->shape.rank, o->shape.dims);
-    if (v.id) g->captures[g->n_captures++] = x.id;
+    if (v.id) { /* of the captured value's memory kind: a host value is fetched in here */
+        g->nodes[v.id].a.param_memory_kind =
+            ir_in_host(p, x.id) ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE;
+        g->captures[g->n_captures++] = x.id;
+    }
     return v;
 }
 

@@ -841,6 +841,7 @@ static bool node_line(parser *p) {
 
     char pname[256] = "";
     int64_t pindex = -1;
+    int pkind = KILN_MEMORY_DEVICE;
     size_t cstart = 0;
     p->n_ins = 0;
     p->n_attrs = 0;
@@ -848,6 +849,15 @@ static bool node_line(parser *p) {
         if (!integer(p, &pindex, "the parameter's number")) return false;
         skip_blanks(p);
         if (peek(p) == '"' && !quoted(p, pname, sizeof pname)) return false;
+        skip_blanks(p);
+        if (p->pos < p->len && is_ident_char(peek(p))) { /* a memory kind other than device */
+            char word[MAX_IDENT];
+            if (!ident(p, word, "a memory kind")) return false;
+            for (pkind = KILN_MEMORY_DEVICE; ir_memory_kind_name(pkind); pkind++)
+                if (!strcmp(word, ir_memory_kind_name(pkind))) break;
+            if (!ir_memory_kind_name(pkind))
+                return fail(p, "\"%s\" is not a memory kind (device, pinned_host)", word);
+        }
     } else if (op == IR_CONSTANT) {
         skip_blanks(p);
         cstart = p->pos; /* the values are read once the type is known */
@@ -891,7 +901,8 @@ static bool node_line(parser *p) {
         if (pindex != (int64_t)kiln_graph_num_parameters(p->g))
             return fail(p, "parameter %lld out of order: the next is %d", (long long)pindex,
                         kiln_graph_num_parameters(p->g));
-        v = kiln_parameter(p->g, pname[0] ? pname : NULL, t, rank, dims);
+        v = kiln_parameter_in_memory(p->g, pname[0] ? pname : NULL, t, rank, dims,
+                                     (kiln_memory_kind)pkind);
     } else if (op == IR_CONSTANT) {
         size_t end = p->pos;
         p->pos = cstart;

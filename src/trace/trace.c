@@ -193,16 +193,38 @@ bool trace_make_shape(kiln_graph *g, const char *op, int rank, const int64_t *di
     return true;
 }
 
-kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
-                          const int64_t *dims) {
-    const char *op = "kiln_parameter";
+/* A parameter of the user's, in memory kind `kind`. */
+static kiln_value user_parameter(kiln_graph *g, const char *op, const char *name, kiln_dtype dtype,
+                                 int rank, const int64_t *dims, kiln_memory_kind kind) {
     if (!trace_ready(g, op)) return KN_NONE;
     if (g->parent) /* a body's parameters are its layout's (src/trace/control.c) */
         return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                           "graph '%s' is the body of a loop or branch: kiln makes its parameters "
                           "(the values it receives); read other values through kiln_capture",
                           g->name);
-    return trace_parameter(g, op, name, dtype, rank, dims);
+    if (!ir_memory_kind_name((int)kind))
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                          "memory kind %d is not a kiln_memory_kind (KILN_MEMORY_DEVICE or "
+                          "KILN_MEMORY_PINNED_HOST)",
+                          (int)kind);
+    kiln_value v = trace_parameter(g, op, name, dtype, rank, dims);
+    if (v.id) g->nodes[v.id].a.param_memory_kind = (int)kind;
+    return v;
+}
+
+kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
+                          const int64_t *dims) {
+    return user_parameter(g, "kiln_parameter", name, dtype, rank, dims, KILN_MEMORY_DEVICE);
+}
+
+kiln_value kiln_parameter_in_memory(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
+                                    const int64_t *dims, kiln_memory_kind kind) {
+    return user_parameter(g, "kiln_parameter_in_memory", name, dtype, rank, dims, kind);
+}
+
+int kiln_value_memory_kind(const kiln_graph *g, kiln_value v) {
+    if (!g || !v.id || v.graph != g->id || v.id >= g->n_nodes) return -1;
+    return ir_in_host(g, v.id) ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE;
 }
 
 kiln_value trace_parameter(kiln_graph *g, const char *op, const char *name, kiln_dtype dtype,
@@ -510,12 +532,12 @@ kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *ou
         char what[32];
         snprintf(what, sizeof what, "output %d", i);
         if (!trace_node(g, op, outputs[i], what)) return g->status;
-        if (ir_in_host(g, outputs[i].id))
+        if (g->parent && ir_in_host(g, outputs[i].id))
             return trace_fail_on(g, &outputs[i].id, 1, KILN_STATUS_INVALID_ARGUMENT, op,
-                                 "output %d is in pinned_host memory: a graph's outputs are "
-                                 "device arrays (kiln_memory_put(g, x, KILN_MEMORY_DEVICE) "
-                                 "brings it back)",
-                                 i),
+                                 "output %d of body '%s' is in pinned_host memory: a loop's "
+                                 "or branch's results are device values (kiln_memory_put(g, "
+                                 "x, KILN_MEMORY_DEVICE) brings it back)",
+                                 i, g->name),
                    g->status;
     }
     uint32_t *outs = host_alloc(g->ctx, (size_t)n_outputs * sizeof *outs);

@@ -109,18 +109,11 @@ static void test_scanned_forward(kiln_context *ctx) {
     for (int i = 0; i < P + 2; i++) kiln_array_destroy(args[i]);
 }
 
-/* The training step with the blocks scanned (gpt_step_spec.scan_layers): its gradients
- * come from the scan's VJP (a reverse scan recomputing each block), and the new
- * parameters, moments and loss equal the unrolled step's to f64 rounding; compiled
- * against the reference too (and donated, as `kiln train` runs it). So does the step with
- * its batch in two micro-batches (gpt_step_spec.micro_batches: gradient accumulation in a
- * scan), unrolled and scanned. */
-static void test_scanned_step(kiln_context *ctx) {
-    gpt_config cfg = tiny;
-    cfg.layers = 3;
-    int P = gpt_num_params(&cfg), B = 2, T = 8, n_args = 3 * P + 4, n_out = 3 * P + 1;
-    kiln_array *args[3 * 64 + 4], *res[4][3 * 64 + 1] = {{0}};
-    random_params(ctx, &cfg, KILN_DTYPE_F64, args);
+/* The arguments of an f64 training step of cfg on batches [B, T]: random parameters,
+ * moments of small distinct values, two token batches, lr 1e-3 and step 3. */
+static void step_args(kiln_context *ctx, const gpt_config *cfg, int B, int T, kiln_array **args) {
+    int P = gpt_num_params(cfg);
+    random_params(ctx, cfg, KILN_DTYPE_F64, args);
     for (int i = 0; i < P; i++) {
         int64_t n = kiln_array_size(args[i]);
         double *m = malloc((size_t)n * sizeof *m);
@@ -137,6 +130,20 @@ static void test_scanned_step(kiln_context *ctx) {
     int32_t step = 3;
     kiln_array_create(ctx, KILN_DTYPE_F32, 0, NULL, &lr, &args[3 * P + 2]);
     kiln_array_create(ctx, KILN_DTYPE_I32, 0, NULL, &step, &args[3 * P + 3]);
+}
+
+/* The training step with the blocks scanned (gpt_step_spec.scan_layers): its gradients
+ * come from the scan's VJP (a reverse scan recomputing each block), and the new
+ * parameters, moments and loss equal the unrolled step's to f64 rounding; compiled
+ * against the reference too (and donated, as `kiln train` runs it). So does the step with
+ * its batch in two micro-batches (gpt_step_spec.micro_batches: gradient accumulation in a
+ * scan), unrolled and scanned. */
+static void test_scanned_step(kiln_context *ctx) {
+    gpt_config cfg = tiny;
+    cfg.layers = 3;
+    int P = gpt_num_params(&cfg), B = 2, T = 8, n_args = 3 * P + 4, n_out = 3 * P + 1;
+    kiln_array *args[3 * 64 + 4], *res[4][3 * 64 + 1] = {{0}};
+    step_args(ctx, &cfg, B, T, args);
     for (int v = 0; v < 4; v++) { /* bit 0: scanned layers; bit 1: two micro-batches */
         kiln_graph *g;
         CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
@@ -166,6 +173,87 @@ static void test_scanned_step(kiln_context *ctx) {
         kiln_array_destroy(res[0][j]);
     }
     for (int i = 0; i < n_args; i++) kiln_array_destroy(args[i]);
+}
+
+/* ZeRO-Offload's layout (gpt_step_spec.offload_optimizer, offload_params): the moments, and
+ * then the parameters, as pinned_host arguments and outputs, donated as `kiln train`
+ * runs them, alone and with two micro-batches (whose loop fetches the host parameters in
+ * its body). The new parameters, moments and loss equal the step's with everything on the
+ * device to f64 rounding; measured = planned for both memory kinds; the new state comes
+ * back in the kind it went in. */
+static void test_offloaded_step(kiln_context *ctx) {
+    gpt_config cfg = tiny;
+    int P = gpt_num_params(&cfg), B = 2, T = 8, n_args = 3 * P + 4, n_out = 3 * P + 1;
+    kiln_array *base[3 * 64 + 4], *want[3 * 64 + 1] = {0};
+    step_args(ctx, &cfg, B, T, base);
+    int *donate = malloc((size_t)(3 * P) * sizeof *donate);
+    for (int i = 0; i < 3 * P; i++) donate[i] = i;
+    /* v: 0 everything on the device (the reference of 1 and 2); 1 the moments on the host;
+     * 2 the moments and parameters; 3 on the device with two micro-batches (the reference of
+     * 4); 4 both on the host with two micro-batches */
+    for (int v = 0; v < 5; v++) {
+        bool opt = v == 1 || v == 2 || v == 4, params = v == 2 || v == 4;
+        int micro = v >= 3 ? 2 : 0;
+        kiln_graph *g;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+        char err[GPT_ERR_SIZE];
+        gpt_step_spec spec = {.batch = B,
+                              .seq = T,
+                              .weight_decay = 0.1,
+                              .clip = 1.0,
+                              .micro_batches = micro,
+                              .offload_optimizer = opt,
+                              .offload_params = params};
+        CHECK_MSG(gpt_trace_step(g, &cfg, KILN_DTYPE_F64, &spec, err) == KILN_STATUS_OK, "%s", err);
+        kiln_array *args[3 * 64 + 4], *got[3 * 64 + 1] = {0};
+        for (int i = 0; i < n_args; i++) {
+            bool host = i < 3 * P && (i < P ? params : opt);
+            kiln_memory_kind kind = host ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE;
+            CHECK_OK(ctx, kiln_array_copy_to_memory(base[i], kind, &args[i]));
+            CHECK(kiln_value_memory_kind(g, kiln_graph_parameter(g, i)) == (int)kind);
+        }
+        kiln_compile_options o = {.keep_ir = true, .donate_argnums = donate, .n_donate = 3 * P};
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, &o, &e));
+        kiln_memory_analysis an = {0};
+        if (e) kiln_executable_get_memory_analysis(e, &an);
+        uint64_t host_state = an.host_argument_bytes;
+        int ok = 1;
+        if (e) CHECK(!cmp_run_planned(ctx, e, n_args, args, n_out, got, &ok) && ok);
+        if (opt) CHECK_MSG(host_state > 0 && an.host_alias_bytes == host_state,
+                           "variant %d: host arguments %llu, of them taken by outputs %llu", v,
+                           (unsigned long long)host_state, (unsigned long long)an.host_alias_bytes);
+        for (int j = 0; j < n_out && got[0]; j++) {
+            bool host = j < 3 * P && (j < P ? params : opt);
+            CHECK(kiln_array_memory_kind(got[j]) ==
+                  (host ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE));
+        }
+        if (v == 0 || v == 3) { /* the references: on the device, whole and split */
+            for (int j = 0; j < n_out; j++) kiln_array_destroy(want[j]), want[j] = got[j];
+        } else {
+            for (int j = 0; j < n_out; j++) {
+                char what[64];
+                snprintf(what, sizeof what, "offload variant %d output %d", v, j);
+                CHECK(got[j] && cmp_arrays(got[j], want[j], 1e-12, 1e-12, what));
+                kiln_array_destroy(got[j]);
+            }
+        }
+        for (int i = 0; i < n_args; i++) kiln_array_destroy(args[i]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    /* the parameters offloaded with a sharded optimiser are refused, saying so */
+    kiln_graph *g;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+    char err[GPT_ERR_SIZE];
+    gpt_step_spec spec = {
+        .batch = B, .seq = T, .all_reduce = true, .shard_ranks = 2, .offload_params = true};
+    CHECK(gpt_trace_step(g, &cfg, KILN_DTYPE_F64, &spec, err) == KILN_STATUS_UNIMPLEMENTED);
+    CHECK_MSG(strstr(err, "offload_params") && strstr(err, "shard"), "%s", err);
+    kiln_graph_destroy(g);
+    for (int j = 0; j < n_out; j++) kiln_array_destroy(want[j]);
+    for (int i = 0; i < n_args; i++) kiln_array_destroy(base[i]);
+    free(donate);
 }
 
 /* The stacked layout (gpt_param_info_layout): 16 arrays whatever L, each stack [L, ...]
@@ -945,6 +1033,7 @@ int main(void) {
     test_forward_vs_reference(ctx);
     test_scanned_forward(ctx);
     test_scanned_step(ctx);
+    test_offloaded_step(ctx);
     test_stacked_layout(ctx);
     test_stacked_step(ctx);
     test_step_vs_reference(ctx);

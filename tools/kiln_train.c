@@ -206,6 +206,13 @@ static const tool_flag train_flags[] = {
      .help = "under --memory-budget, activations may also wait in host memory\n"
              "(copied out and back) where that is cheaper than recomputing\n"
              "them; the default on a GPU, off on a CPU device (docs/memory.md)"},
+    {T_SW("--offload-optimizer", o.offload_optimizer),
+     .help = "keep the AdamW moments in host (pinned_host) memory between steps,\n"
+             "fetched for the update (ZeRO-Offload); chosen by itself under a\n"
+             "--memory-budget recomputation cannot meet (docs/memory.md)"},
+    {T_SW("--offload-params", o.offload_params),
+     .help = "keep the parameters in host memory too, fetched where the step\n"
+             "reads them (implies --offload-optimizer; not with --shard-optimizer)"},
     {T_SW("--scan-layers", o.scan_layers),
      .help = "the blocks as one scan over the layers: compiled once whatever the\n"
              "depth, each block recomputed in the backward pass (not with\n"

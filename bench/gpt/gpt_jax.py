@@ -141,10 +141,40 @@ def step(p, m, v, tokens, lr, t):
     return loss, np_, nm, nv
 
 
-step_jit = jax.jit(step, donate_argnums=(0, 1, 2))
+# GPT_JAX_OFFLOAD=opt (or params): the AdamW moments (and the parameters) kept in the
+# device's pinned_host memory kind between steps, brought to the device inside the step
+# and put back (jit's in/out shardings with a memory kind): the layout of kiln train
+# --offload-optimizer / --offload-params (bench/gpt/micro.sh)
+offload = os.environ.get("GPT_JAX_OFFLOAD", "")
+if offload:
+    from jax.sharding import SingleDeviceSharding
+    dev0 = jax.devices()[0]
+    on_host = SingleDeviceSharding(dev0, memory_kind="pinned_host")
+    on_dev = SingleDeviceSharding(dev0, memory_kind="device")
+    host_p = offload == "params"
+    plain_step = step
+
+    def step(p, m, v, tokens, lr, t):  # noqa: F811
+        fetch = lambda d: {k: jax.device_put(x, on_dev) for k, x in d.items()}  # noqa: E731
+        put = lambda d: {k: jax.device_put(x, on_host) for k, x in d.items()}  # noqa: E731
+        loss, np_, nm, nv = plain_step(fetch(p) if host_p else p, fetch(m), fetch(v), tokens, lr, t)
+        return loss, put(np_) if host_p else np_, put(nm), put(nv)
+
+    tree = lambda sh: {k: sh for k in names}  # noqa: E731
+    step_jit = jax.jit(step, donate_argnums=(0, 1, 2),
+                       in_shardings=(tree(on_host if host_p else on_dev), tree(on_host),
+                                     tree(on_host), on_dev, on_dev, on_dev),
+                       out_shardings=(on_dev, tree(on_host if host_p else on_dev), tree(on_host),
+                                      tree(on_host)))
+else:
+    step_jit = jax.jit(step, donate_argnums=(0, 1, 2))
 p = {k: jnp.asarray(init[k]) for k in names}
 m = {k: jnp.zeros_like(x) for k, x in p.items()}
 v = {k: jnp.zeros_like(x) for k, x in p.items()}
+if offload:
+    m, v = jax.device_put(m, on_host), jax.device_put(v, on_host)
+    if host_p:
+        p = jax.device_put(p, on_host)
 tok0 = jnp.asarray(batches[0])
 t_compile = time.perf_counter()
 compiled = step_jit.lower(p, m, v, tok0, jnp.float32(args.lr), jnp.float32(1)).compile()
@@ -171,6 +201,8 @@ gc.write_results(args.out, "jax", losses, ms, {
     "argument_bytes": ma.argument_size_in_bytes, "output_bytes": ma.output_size_in_bytes,
     "temp_bytes": ma.temp_size_in_bytes, "alias_bytes": ma.alias_size_in_bytes,
     "host_temp_bytes": getattr(ma, "host_temp_size_in_bytes", 0),
+    "host_argument_bytes": getattr(ma, "host_argument_size_in_bytes", 0),
+    "offload": offload or "none",
     # what the step holds at once: inputs + outputs + temporaries - donated buffers reused
     "peak_bytes": (ma.argument_size_in_bytes + ma.output_size_in_bytes + ma.temp_size_in_bytes
                    - ma.alias_size_in_bytes),

@@ -42,7 +42,8 @@ peak = d.get("planned_peak_bytes", d.get("peak_bytes", 0)) / 2**20
 ms = d.get("ms_per_step_median", d.get("median_ms"))
 loss = d.get("final_loss", d.get("loss_last"))
 extra = " (%d micro-batches)" % d["micro_batches"] if d.get("micro_batches", 1) > 1 else ""
-host = d.get("host_arena_bytes", d.get("host_temp_bytes", 0)) / 2**20
+host = (d.get("host_arena_bytes", d.get("host_temp_bytes", 0))
+        + d.get("host_argument_bytes", 0)) / 2**20
 print("%-34s %12.1f %10.1f %10.4f %9.1f%s" % (sys.argv[2], peak, ms, loss, host, extra))
 EOF
 }
@@ -64,6 +65,19 @@ for pol in ${POLICIES:-offload_dot_with_no_batch_dims}; do
         --no-summary --remat "$pol" --out "$work/kilnp" >/dev/null
     summary "$work/kilnp" "kiln, $pol"
 done
+# the state in host memory (STATE: a ';'-separated list of kiln train flag sets, each a
+# row; for example "--offload-optimizer;--offload-params;--offload-params --micro-batches 8")
+IFS=';'
+for st in ${STATE:-}; do
+    IFS=' '
+    # shellcheck disable=SC2086
+    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
+        --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
+        --no-summary $st --out "$work/state" >/dev/null
+    summary "$work/state" "kiln, $st"
+    IFS=';'
+done
+IFS=' '
 # each budget without and with host offload (--offload: the search may also move
 # activations to the pinned_host memory kind; OFFLOAD=0 leaves those runs out)
 offs=--offload

@@ -214,11 +214,16 @@ void gpt_make_params(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, kil
 
 void gpt_make_params_layout(kiln_graph *g, const gpt_config *cfg, bool stacked, kiln_dtype dtype,
                             kiln_value *p) {
+    gpt_make_params_in(g, cfg, stacked, dtype, KILN_MEMORY_DEVICE, p);
+}
+
+void gpt_make_params_in(kiln_graph *g, const gpt_config *cfg, bool stacked, kiln_dtype dtype,
+                        kiln_memory_kind kind, kiln_value *p) {
     char name[GPT_NAME_MAX];
     int rank;
     int64_t dims[3];
     for (int i = 0; gpt_param_info_layout(cfg, stacked, i, name, &rank, dims); i++)
-        p[i] = kiln_parameter(g, name, dtype, rank, dims);
+        p[i] = kiln_parameter_in_memory(g, name, dtype, rank, dims, kind);
 }
 
 static kiln_dtype dtype_of(kiln_graph *g, kiln_value v) {
@@ -529,7 +534,9 @@ static int micro_body(kiln_graph *b, int n_in, const kiln_value *in, void *user,
     const micro *m = user;
     kiln_value *p = calloc((size_t)(2 * m->P), sizeof *p), *gr = p ? p + m->P : NULL;
     if (!p) return -1;
-    for (int i = 0; i < m->P; i++) p[i] = kiln_capture(b, m->params[i]);
+    /* parameters kept in host memory are fetched in here, for this micro-batch */
+    for (int i = 0; i < m->P; i++)
+        p[i] = kiln_memory_put(b, kiln_capture(b, m->params[i]), KILN_MEMORY_DEVICE);
     const kiln_value *x = in + 1 + m->groups;
     kiln_value loss = gpt_loss_with(b, m->cfg, p, x[0], x[1], m->to);
     kiln_value scaled = loss;
@@ -746,9 +753,19 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
                            const gpt_step_spec *s, char *err) {
     bool stacked = s->stacked, zero = s->all_reduce && s->shard_ranks > 1;
     int P = gpt_num_params_layout(cfg, stacked);
+    if (zero && s->offload_params) {
+        gpt_errf(err,
+                 "gpt step: offload_params is not supported with a sharded optimiser "
+                 "(shard_ranks %d): offload the optimiser state alone",
+                 s->shard_ranks);
+        return KILN_STATUS_UNIMPLEMENTED;
+    }
+    kiln_memory_kind pk = s->offload_params ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE;
+    kiln_memory_kind ok = s->offload_optimizer ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE;
     /* a: params, m, v (3P); grads (P); outs (3P + 1, and 3 of loss scaling); per group: 4
-     * input lists, 3 output lists (7P) and the indices; ZeRO: the parameters' shards (P) */
-    kiln_value *a = calloc((size_t)(15 * P + 4), sizeof *a);
+     * input lists, 3 output lists (7P) and the indices; ZeRO: the parameters' shards (P);
+     * the parameters as the model reads them, on the device (P) */
+    kiln_value *a = calloc((size_t)(16 * P + 4), sizeof *a);
     int *idxs = calloc((size_t)P, sizeof *idxs);
     if (!a || !idxs) {
         free(a), free(idxs);
@@ -756,8 +773,10 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
         return KILN_STATUS_HOST_OOM;
     }
     kiln_value *grads = a + 3 * P, *outs = a + 4 * P, *lists = a + 7 * P + 4;
-    kiln_value *pshard = a + 14 * P + 4;
-    gpt_make_params_layout(g, cfg, stacked, dtype, a);
+    kiln_value *pshard = a + 14 * P + 4, *pd = a + 15 * P + 4;
+    gpt_make_params_in(g, cfg, stacked, dtype, pk, a);
+    /* fetched for the model's passes (the value itself when on the device already) */
+    for (int i = 0; i < P; i++) pd[i] = kiln_memory_put(g, a[i], KILN_MEMORY_DEVICE);
     char name[GPT_NAME_MAX + 8];
     for (int k = 1; k < 3; k++)
         for (int i = 0; i < P; i++) {
@@ -769,10 +788,10 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
             if (zero) { /* this replica's shard of the flattened moment */
                 int64_t n = dims[0] * (rank > 1 ? dims[1] : 1) * (rank > 2 ? dims[2] : 1);
                 int64_t sh = gpt_zero_shard(n, s->shard_ranks);
-                a[k * P + i] = kiln_parameter(g, name, dtype, 1, &sh);
+                a[k * P + i] = kiln_parameter_in_memory(g, name, dtype, 1, &sh, ok);
                 continue;
             }
-            a[k * P + i] = kiln_parameter(g, name, dtype, rank, dims);
+            a[k * P + i] = kiln_parameter_in_memory(g, name, dtype, rank, dims, ok);
         }
     int64_t bt[2] = {s->batch, s->seq};
     kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
@@ -793,13 +812,14 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
                             .scan_layers = s->scan_layers,
                             .stacked = stacked,
                             .scan_keep_residuals = s->scan_keep_residuals};
-    kiln_value loss = loss_and_grads(g, cfg, s, a, P, idx, targets, &to,
+    /* the micro-batches' loop fetches host parameters in its body: given them as they are */
+    kiln_value loss = loss_and_grads(g, cfg, s, s->micro_batches > 1 ? a : pd, P, idx, targets, &to,
                                      scaled ? ls.scale : KILN_VALUE_NONE, grads);
     /* Data parallel: each replica's loss is the mean over its shard of the batch, so the
      * mean of the replicas' gradients is the gradient of the whole batch's mean loss, and
      * clipping and AdamW then see exactly what one process on the whole batch would. */
     if (zero) {
-        zero_scatter(g, cfg, stacked, dtype, s, shard_rank, a, grads, pshard);
+        zero_scatter(g, cfg, stacked, dtype, s, shard_rank, pd, grads, pshard);
         loss = kiln_all_reduce(g, loss, KILN_REDUCE_MEAN);
     } else if (s->all_reduce) {
         all_reduce_buckets(g, cfg, stacked, dtype, s->bucket_bytes, grads);
@@ -816,34 +836,57 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
                                        NULL);
     /* Two AdamW groups, as torch's param_groups: the decayed matrices and the undecayed
      * vectors, each passed to kiln_optim_adamw as lists of its own. */
-    for (int group = 0; group < 2; group++) {
-        int k = 0;
-        for (int i = 0; i < P; i++)
-            if (gpt_param_decays_layout(cfg, stacked, i) == (group == 0)) idxs[k++] = i;
-        if (!k) continue;
-        kiln_value *gp = lists, *gg = lists + P, *gm = lists + 2 * P, *gv = lists + 3 * P;
-        kiln_value *np = lists + 4 * P, *nm = lists + 5 * P, *nv = lists + 6 * P;
-        for (int j = 0; j < k; j++) {
-            gp[j] = zero ? pshard[idxs[j]] : a[idxs[j]], gg[j] = grads[idxs[j]];
-            gm[j] = a[P + idxs[j]], gv[j] = a[2 * P + idxs[j]];
+    /* With state in host memory, each parameter's update is traced on its own, right
+     * after its fetches and before its values go back, so that the device holds one
+     * parameter's state at a time (AdamW is elementwise: the same values either way). */
+    bool one_by_one = pk == KILN_MEMORY_PINNED_HOST || ok == KILN_MEMORY_PINNED_HOST;
+    for (int group = 0; group < 2; group++)
+        for (int from = 0; from < P;) {
+            int k = 0;
+            if (one_by_one) { /* the next parameter of this group */
+                while (from < P && gpt_param_decays_layout(cfg, stacked, from) != (group == 0))
+                    from++;
+                if (from == P) break;
+                idxs[k++] = from++;
+            } else {
+                for (int i = 0; i < P; i++)
+                    if (gpt_param_decays_layout(cfg, stacked, i) == (group == 0)) idxs[k++] = i;
+                from = P;
+            }
+            if (!k) continue;
+            kiln_value *gp = lists, *gg = lists + P, *gm = lists + 2 * P, *gv = lists + 3 * P;
+            kiln_value *np = lists + 4 * P, *nm = lists + 5 * P, *nv = lists + 6 * P;
+            for (int j = 0; j < k; j++) { /* host values fetched again for the update */
+                gp[j] = zero ? pshard[idxs[j]] : kiln_memory_put(g, a[idxs[j]], KILN_MEMORY_DEVICE);
+                gg[j] = grads[idxs[j]];
+                gm[j] = kiln_memory_put(g, a[P + idxs[j]], KILN_MEMORY_DEVICE);
+                gv[j] = kiln_memory_put(g, a[2 * P + idxs[j]], KILN_MEMORY_DEVICE);
+            }
+            kiln_adamw_options o = {
+                .lr = lr,
+                .step = step,
+                .b1 = kiln_scalar(g, KILN_DTYPE_F64, s->beta1 > 0 ? s->beta1 : 0.9),
+                .b2 = kiln_scalar(g, KILN_DTYPE_F64, s->beta2 > 0 ? s->beta2 : 0.95),
+                .eps = kiln_scalar(g, KILN_DTYPE_F64, s->eps > 0 ? s->eps : 1e-8),
+                .weight_decay = kiln_scalar(g, KILN_DTYPE_F64, group == 0 ? s->weight_decay : 0.0)};
+            kiln_optim_adamw(g, &o, k, gp, gg, gm, gv, np, nm, nv);
+            if (scaled) { /* a skipped step keeps the state it was given */
+                kiln_select_each(g, finite, k, np, gp, np);
+                kiln_select_each(g, finite, k, nm, gm, nm);
+                kiln_select_each(g, finite, k, nv, gv, nv);
+            }
+            for (int j = 0; j < k; j++) {
+                outs[idxs[j]] = np[j], outs[P + idxs[j]] = nm[j], outs[2 * P + idxs[j]] = nv[j];
+                if (zero) continue; /* the parameters are all-gathered first */
+                outs[idxs[j]] = kiln_memory_put(g, np[j], pk); /* back where they are kept */
+                outs[P + idxs[j]] = kiln_memory_put(g, nm[j], ok);
+                outs[2 * P + idxs[j]] = kiln_memory_put(g, nv[j], ok);
+            }
         }
-        kiln_adamw_options o = {
-            .lr = lr,
-            .step = step,
-            .b1 = kiln_scalar(g, KILN_DTYPE_F64, s->beta1 > 0 ? s->beta1 : 0.9),
-            .b2 = kiln_scalar(g, KILN_DTYPE_F64, s->beta2 > 0 ? s->beta2 : 0.95),
-            .eps = kiln_scalar(g, KILN_DTYPE_F64, s->eps > 0 ? s->eps : 1e-8),
-            .weight_decay = kiln_scalar(g, KILN_DTYPE_F64, group == 0 ? s->weight_decay : 0.0)};
-        kiln_optim_adamw(g, &o, k, gp, gg, gm, gv, np, nm, nv);
-        if (scaled) { /* a skipped step keeps the state it was given */
-            kiln_select_each(g, finite, k, np, gp, np);
-            kiln_select_each(g, finite, k, nm, gm, nm);
-            kiln_select_each(g, finite, k, nv, gv, nv);
-        }
-        for (int j = 0; j < k; j++)
-            outs[idxs[j]] = np[j], outs[P + idxs[j]] = nm[j], outs[2 * P + idxs[j]] = nv[j];
+    if (zero) {
+        zero_gather(g, cfg, stacked, dtype, s, outs);
+        for (int i = P; i < 3 * P; i++) outs[i] = kiln_memory_put(g, outs[i], ok);
     }
-    if (zero) zero_gather(g, cfg, stacked, dtype, s, outs);
     outs[3 * P] = loss;
     int n_out = 3 * P + 1;
     if (scaled) outs[n_out++] = kiln_add(g, step, kiln_convert(g, finite, KILN_DTYPE_I32));

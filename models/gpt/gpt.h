@@ -143,6 +143,10 @@ void gpt_make_params(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype, kil
 /* The same in either layout (stacked: the 16 of gpt_param_info_layout). */
 void gpt_make_params_layout(kiln_graph *g, const gpt_config *cfg, bool stacked, kiln_dtype dtype,
                             kiln_value *params);
+/* The same in memory kind `kind` (KILN_MEMORY_PINNED_HOST: the parameters kept in host
+ * memory, which the model reads through kiln_memory_put to the device). */
+void gpt_make_params_in(kiln_graph *g, const gpt_config *cfg, bool stacked, kiln_dtype dtype,
+                        kiln_memory_kind kind, kiln_value *params);
 
 /* Loss scaling of a training step (kiln_loss_scale_unscale; docs/mixed_precision.md):
  * for a step computed in f16, whose small gradients would otherwise flush to zero. */
@@ -208,6 +212,15 @@ typedef struct gpt_step_spec {
      * not supported with it. */
     int shard_ranks;
     int zero_stage;
+    /* ZeRO-Offload's layout (docs/memory.md, "Host offload"): the AdamW moments, and with
+     * offload_params the parameters too, are arguments and outputs in pinned_host memory
+     * (kiln_parameter_in_memory). The step fetches each to the device where it reads it
+     * (the model's passes and the update apart: a parameter is fetched again for the
+     * backward pass when that lowers the peak) and returns the new values there. The
+     * values are the same as kept on the device. offload_params is not supported with
+     * shard_ranks. */
+    bool offload_optimizer;
+    bool offload_params;
 } gpt_step_spec;
 kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtype,
                            const gpt_step_spec *s, char *err);
@@ -294,6 +307,14 @@ typedef struct gpt_train_options {
      * search may offload activations to pinned_host memory too. false: the device's
      * default (on a GPU, not on a CPU device). */
     bool offload;
+    /* ZeRO-Offload's layout (gpt_step_spec.offload_optimizer, offload_params): the AdamW
+     * moments, and with offload_params the parameters too, kept in the device's
+     * pinned_host memory between steps. Under a memory budget that recomputation alone
+     * cannot meet, the run turns them on itself (moments first, then parameters) before
+     * it splits the batch; the summary says what and why. Not with shard_optimizer's
+     * parameters (offload_params). */
+    bool offload_optimizer;
+    bool offload_params;
     FILE *progress;              /* where progress lines and the summary go; NULL: none */
     bool progress_is_tty;        /* \r-updated line instead of one line per report */
     int print_every;             /* plain-line progress every N steps; 0: 10 */
@@ -365,6 +386,8 @@ typedef struct gpt_train_result {
     int64_t skipped_steps;
     double final_loss_scale;
     int micro_batches; /* the step's micro-batches (1: the batch at once) */
+    bool offload_optimizer, offload_params; /* where the state was kept (the options, or the
+                                             * budget's choice) */
 } gpt_train_result;
 
 /* Sets the defaults the CLI documents (a small model that trains on 2 cores). */

@@ -178,6 +178,8 @@ typedef struct run {
     int32_t good;
     int micro;                    /* the step's micro-batches (gpt_step_spec) */
     char micro_why[600];          /* why there are several when the budget chose it, or "" */
+    bool off_opt, off_params;     /* state kept in pinned_host memory (gpt_step_spec) */
+    char offload_why[200];        /* why, when the budget chose it, or "" */
     int64_t n_rec;                /* steps run by this run */
     double ms_win[MEDIAN_WINDOW]; /* the last steps' times, a ring */
     gpt_log log;                  /* losses.csv */
@@ -559,6 +561,25 @@ static kiln_status state_to_device(run *r) {
     return KILN_STATUS_OK;
 }
 
+/* The state where the step keeps it: the moments (off_opt) and parameters (off_params)
+ * moved to the device's pinned_host memory. */
+static kiln_status state_to_kinds(run *r) {
+    for (int i = 0; i < 3 * r->P; i++) {
+        bool host = i < r->P ? r->off_params : r->off_opt;
+        kiln_array *a = r->state[i], *b = NULL;
+        if (!host || kiln_array_memory_kind(a) == KILN_MEMORY_PINNED_HOST) continue;
+        kiln_status st = kiln_array_copy_to_memory(a, KILN_MEMORY_PINNED_HOST, &b);
+        if (st) {
+            gpt_errf(r->err, "moving the %s to host memory: %s",
+                     i < r->P ? "parameters" : "optimiser state", kiln_last_error(r->ctx));
+            return st;
+        }
+        kiln_array_destroy(a);
+        r->state[i] = b;
+    }
+    return KILN_STATUS_OK;
+}
+
 /* FNV-1a over the bytes of every parameter (host copies). */
 static kiln_status params_hash(run *r, uint64_t *out) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -651,7 +672,9 @@ static kiln_status compile_step(run *r, int micro, bool recompute, uint64_t budg
                           .stacked = r->stacked,
                           .micro_batches = micro,
                           .shard_ranks = r->zero,
-                          .zero_stage = r->zero_stage};
+                          .zero_stage = r->zero_stage,
+                          .offload_optimizer = r->off_opt,
+                          .offload_params = r->off_params};
     gpt_train_options all = *r->o;
     if (recompute && !all.remat && !all.scan_layers)
         all.remat = true, all.remat_policy = KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE,
@@ -697,7 +720,9 @@ static kiln_status compile_step(run *r, int micro, bool recompute, uint64_t budg
 static kiln_status compile_step_fitting(run *r) {
     const gpt_train_options *o = r->o;
     r->micro = o->micro_batches > 0 ? o->micro_batches : 1;
-    r->micro_why[0] = 0;
+    r->micro_why[0] = r->offload_why[0] = 0;
+    r->off_params = o->offload_params;
+    r->off_opt = o->offload_optimizer || o->offload_params;
     kiln_budget_result first = {0}, br;
     kiln_status st = compile_step(r, r->micro, false, 0, &first);
     bool budgeted =
@@ -711,6 +736,21 @@ static kiln_status compile_step_fitting(run *r) {
     human_bytes(first.min_peak_bytes, need, sizeof need);
     human_bytes(budget, have, sizeof have);
     uint64_t best = first.min_peak_bytes;
+    /* Then the state to host memory (ZeRO-Offload): the AdamW moments, then the parameters
+     * too. Each costs copies of the state over the host link per step, which is less than
+     * splitting the batch costs, and leaves the step's math as it is. */
+    while (!r->off_params && !(r->off_opt && r->zero)) {
+        if (r->off_opt)
+            r->off_params = true;
+        else
+            r->off_opt = true;
+        snprintf(r->offload_why, sizeof r->offload_why,
+                 "recomputation alone reaches %s, above the budget of %s", need, have);
+        st = compile_step(r, r->micro, false, budget, &br);
+        if (st == KILN_STATUS_DEVICE_OOM && br.min_peak_bytes && br.min_peak_bytes < best)
+            best = br.min_peak_bytes;
+        if (st != KILN_STATUS_DEVICE_OOM) return st;
+    }
     int best_k = 1;
     for (int k = 2; k <= r->B && r->B % k == 0; k *= 2)
         for (int rc = 0; rc < 2; rc++) {
@@ -732,10 +772,15 @@ static kiln_status compile_step_fitting(run *r) {
     gpt_errf(r->err,
              "the training step cannot fit the memory budget of %s: recomputation alone reaches "
              "%s, and the lowest planned peak with the batch of %d split into micro-batches "
-             "(gradient accumulation, 2, 4, 8, ... of them, blocks recomputed or not) is %s, "
-             "with %d; the parameters, gradients and AdamW moments are the floor (--memory-"
-             "budget docs/memory.md). The last try's plan: %.1200s",
-             have, need, r->B, low, best_k, kiln_last_error(r->ctx));
+             "(gradient accumulation, 2, 4, 8, ... of them, blocks recomputed or not%s) is "
+             "%s, with %d; the gradients and what stays on the device of the parameters and "
+             "AdamW moments are the floor (--memory-budget docs/memory.md). The last try's "
+             "plan: %.1200s",
+             have, need, r->B,
+             r->off_params ? ", parameters and moments in host memory"
+             : r->off_opt  ? ", moments in host memory"
+                           : "",
+             low, best_k, kiln_last_error(r->ctx));
     return st;
 }
 
@@ -754,7 +799,9 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
         gpt_errf(r->err, "out of host memory");
         return KILN_STATUS_HOST_OOM;
     }
-    gpt_make_params_layout(g, &r->cfg, r->stacked, KILN_DTYPE_F32, p);
+    gpt_make_params_in(g, &r->cfg, r->stacked, KILN_DTYPE_F32,
+                       r->off_params ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE, p);
+    for (int i = 0; i < r->P; i++) p[i] = kiln_memory_put(g, p[i], KILN_MEMORY_DEVICE);
     int64_t bt[2] = {r->GB, r->T};
     kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
     kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
@@ -931,6 +978,10 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
         fprintf(p, "loss scaling: %s, scale %g at the end, %lld step%s skipped in this run\n",
                 gpt_loss_scaling_name(r->scaling), (double)r->scale, (long long)r->skipped,
                 r->skipped == 1 ? "" : "s");
+    if (r->off_opt)
+        fprintf(p, "host offload: the AdamW moments%s kept in pinned_host memory%s%s\n",
+                r->off_params ? " and the parameters" : "", r->offload_why[0] ? ": " : "",
+                r->offload_why);
     if (r->micro > 1)
         fprintf(p, "gradient accumulation: %d micro-batches of %d rows%s%s\n", r->micro,
                 r->B / r->micro, r->micro_why[0] ? ": " : "", r->micro_why);
@@ -1025,11 +1076,13 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
         "{\n  \"layers\": %d, \"heads\": %d, \"channels\": %d, \"context\": %d, \"batch\": %d,\n"
         "  \"steps\": %lld, \"params\": %lld,\n  \"planned_peak_bytes\": %llu,\n"
         "  \"measured_peak_bytes\": %llu,\n  \"compile_ms\": %.1f,\n"
-        "  \"step_from_disk_cache\": %s,\n  \"micro_batches\": %d,\n",
+        "  \"step_from_disk_cache\": %s,\n  \"micro_batches\": %d,\n"
+        "  \"offload_optimizer\": %s, \"offload_params\": %s,\n",
         r->cfg.layers, r->cfg.heads, r->cfg.channels, r->cfg.context, r->GB,
         (long long)res->steps_done, (long long)res->params,
         (unsigned long long)res->planned_peak_bytes, (unsigned long long)res->measured_peak_bytes,
-        res->compile_ms, cache_step ? "true" : "false", r->micro);
+        res->compile_ms, cache_step ? "true" : "false", r->micro, r->off_opt ? "true" : "false",
+        r->off_params ? "true" : "false");
     fprintf(f, "  \"data\": {\"path\": ");
     json_str(f, r->data_path);
     fprintf(f, ", \"bytes\": %lld, \"hash\": \"%016llx\"},\n", (long long)r->data.n,
@@ -1044,11 +1097,13 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
             "  \"remat_policy\": \"%s\", \"memory_budget_bytes\": %llu, "
             "\"remat_strategy\": \"%s\", \"remat_ops_recomputed\": %d, "
             "\"remat_peak_without_bytes\": %llu, \"offloaded_values\": %d, "
-            "\"offload_bytes\": %llu, \"host_arena_bytes\": %llu,\n",
+            "\"offload_bytes\": %llu, \"host_arena_bytes\": %llu, "
+            "\"host_argument_bytes\": %llu,\n",
             o->remat ? kiln_checkpoint_policy_name(o->remat_policy) : "none",
             (unsigned long long)ma->memory_budget, ma->remat_strategy ? ma->remat_strategy : "none",
             ma->remat_num_recomputed, (unsigned long long)ma->remat_peak_without, ma->num_offloaded,
-            (unsigned long long)ma->offload_bytes, (unsigned long long)ma->host_temp_bytes);
+            (unsigned long long)ma->offload_bytes, (unsigned long long)ma->host_temp_bytes,
+            (unsigned long long)ma->host_argument_bytes);
     fprintf(f, "  \"dtype\": \"%s\", \"loss_scaling\": \"%s\", \"skipped_steps\": %lld,\n",
             kiln_dtype_name(compute_of(o)), gpt_loss_scaling_name(r->scaling),
             (long long)r->skipped);
@@ -1164,9 +1219,9 @@ static kiln_status check_fits(run *r, const kiln_memory_analysis *ma) {
     if (r->eval) kiln_executable_get_memory_analysis(r->eval, &ea);
     /* ZeRO: the moments are a shard (1/N, up to padding) */
     uint64_t nsc = (uint64_t)gpt_count_scalars(&r->cfg);
-    uint64_t state =
-        (nsc + 2 * (r->zero ? (nsc + (uint64_t)r->zero - 1) / (uint64_t)r->zero : nsc)) *
-        sizeof(float);
+    uint64_t moments = 2 * (r->zero ? (nsc + (uint64_t)r->zero - 1) / (uint64_t)r->zero : nsc);
+    /* what of it the device keeps between steps (host offload keeps the rest) */
+    uint64_t state = ((r->off_params ? 0 : nsc) + (r->off_opt ? 0 : moments)) * sizeof(float);
     uint64_t eval_extra = ea.temp_bytes + ea.output_bytes;
     uint64_t need = ma->peak_bytes > state + eval_extra ? ma->peak_bytes : state + eval_extra;
     if (need <= ms.bytes_limit) return KILN_STATUS_OK;
@@ -1459,8 +1514,9 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
     if (r->eval) kiln_executable_get_info(r->eval, &ei);
     res->planned_peak_bytes = ma.peak_bytes;
     res->micro_batches = r->micro;
+    res->offload_optimizer = r->off_opt, res->offload_params = r->off_params;
     if ((st = check_fits(r, &ma)) || (st = load_state(r)) || (st = state_to_device(r)) ||
-        (r->zero && (st = shard_moments(r))))
+        (r->zero && (st = shard_moments(r))) || (st = state_to_kinds(r)))
         goto out;
     res->steps_done = r->done;
     if (o->out_dir && (st = gpt_log_open(&r->log, o->out_dir, r->done, err))) goto out;

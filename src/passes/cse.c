@@ -20,6 +20,7 @@
 
 typedef struct cse_state {
     hm_map table;     /* hash -> new id of the first node with that content */
+    uint8_t *carry;   /* per old node: the initial carry of a loop (never merged) */
     pass_rebuild *rb; /* the walk, and the old node being looked up */
     uint32_t id;
     uint32_t merged;
@@ -66,6 +67,18 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     /* A recomputation is a duplicate on purpose (jax's prevent_cse): merging it into the
      * forward value would keep that value alive until the backward pass again. */
     if (ir_side_hints(rb->old, id) & IR_HINT_RECOMPUTED) return pass_copy(rb, id);
+    /* Nor is a second fetch of a host argument (memory_put to the device of a pinned_host
+     * parameter): the program fetches it again where it reads it, so that the device holds
+     * it only there (the optimiser's update apart from the model's passes). */
+    const ir_node *o = &rb->old->nodes[id];
+    if (o->op == IR_MEMORY_PUT && o->a.memory_kind == KILN_MEMORY_DEVICE &&
+        ir_in_host(rb->old, ir_in(o)[0]))
+        return pass_copy(rb, id);
+    /* Nor is a loop's initial carry (zeros a gradient sum starts from, say): the loop
+     * updates each carry in place over its own initial value, which one value shared by
+     * several carries cannot be, and the copies the loop would then make are held beside
+     * its carries for the whole loop step. */
+    if (cs->carry && cs->carry[id] && o->shape.rank) return pass_copy(rb, id);
     uint64_t h = node_hash(rb, id), found;
     if (hm_find(&cs->table, h, same_node, cs, &found, NULL)) {
         rb->map[id] = (uint32_t)found;
@@ -87,9 +100,19 @@ kiln_status pass_cse_run(const kiln_graph *g, kiln_graph **out, pass_stats *stat
     if (!hm_reserve(&cs.table, g->n_nodes))
         return ctx_error(g->ctx, KILN_STATUS_HOST_OOM,
                          "pass cse: host allocation for the table of %u nodes failed", g->n_nodes);
+    for (uint32_t id = 1; id < g->n_nodes; id++) { /* loops' initial carries */
+        const ir_node *n = &g->nodes[id];
+        if (n->op != IR_WHILE && n->op != IR_SCAN) continue;
+        if (!cs.carry && !(cs.carry = host_calloc(g->ctx, g->n_nodes, 1))) {
+            hm_free(&cs.table);
+            return ctx_oom(g->ctx, "pass cse", g->n_nodes);
+        }
+        for (int k = 0; k < n->a.ctl.n_carry; k++) cs.carry[ir_in(n)[k]] = 1;
+    }
     kiln_graph *next = NULL;
     kiln_status s = pass_rebuild_graph(g, "cse", visit, &cs, &next);
     hm_free(&cs.table);
+    if (cs.carry) host_free(g->ctx, cs.carry, g->n_nodes);
     if (s) return s;
     if (!cs.merged) {
         kiln_graph_destroy(next);

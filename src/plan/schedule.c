@@ -65,12 +65,54 @@ static bool recomputes(const plan_ctx *c, uint32_t k) {
     return false;
 }
 
+/* A fetch: a copy to the device of an argument in pinned_host memory (host offload of
+ * parameters or optimiser state). Its input is there from the start, so it is ready at
+ * once; run then, it would hold its result on the device for the whole step. */
+static bool fetches(const plan_ctx *c, uint32_t k) {
+    const fkernel *kn = &c->fp->kernels[k];
+    if (kn->kind != FK_TRANSFER || ir_in_host(c->g, kn->roots[0])) return false;
+    const ir_node *n = &c->g->nodes[kn->roots[0]];
+    return n->op == IR_MEMORY_PUT && ir_in_host(c->g, ir_in(n)[0]);
+}
+
+/* A kernel of the backward pass that reads forward values only (a derivative factor such
+ * as gelu'(x)): ready during the forward pass, and run then, its result would wait for the
+ * backward pass on the device; it runs late, as a recomputation does. */
+static bool backward_early(const plan_ctx *c, uint32_t k) {
+    const fkernel *kn = &c->fp->kernels[k];
+    if (!c->g->nodes[kn->roots[0]].backward) return false;
+    for (uint32_t i = 0; i < kn->n_inputs; i++)
+        if (c->g->nodes[kn->inputs[i]].backward) return false;
+    return true;
+}
+
+/* Whether fetch k is due: one of its readers waits for fetches alone (nfetch: per kernel,
+ * its producers that are fetches not run yet), so fetching now lets it run. */
+static bool fetch_due(const plan_ctx *c, uint32_t k, const uint32_t *npred,
+                      const uint32_t *nfetch) {
+    for (uint32_t p = c->succ_start[k]; p < c->succ_start[k + 1]; p++)
+        if (npred[c->succs[p]] == nfetch[c->succs[p]]) return true;
+    return false;
+}
+
+/* The list scheduler's tiers, first run first: copies to host memory; ordinary kernels;
+ * fetches that are due; recomputations and backward kernels of forward values alone;
+ * fetches not due yet (an optimiser's state whose gradient is not ready). */
+enum { TIER_OFFLOAD, TIER_NORMAL, TIER_FETCH_DUE, TIER_LATE, TIER_FETCH_EARLY };
+
+static int tier_of(const plan_ctx *c, uint32_t k, const uint32_t *npred, const uint32_t *nfetch) {
+    if (offloads(c, k)) return TIER_OFFLOAD;
+    if (fetches(c, k)) return fetch_due(c, k, npred, nfetch) ? TIER_FETCH_DUE : TIER_FETCH_EARLY;
+    return recomputes(c, k) || backward_early(c, k) ? TIER_LATE : TIER_NORMAL;
+}
+
 static kiln_status list_schedule(const plan_ctx *c, uint32_t *order) {
-    size_t bytes = (size_t)c->nb * (sizeof(uint32_t) + 1) + (size_t)c->nk * 2 * sizeof(uint32_t);
+    size_t bytes = (size_t)c->nb * (sizeof(uint32_t) + 1) + (size_t)c->nk * 3 * sizeof(uint32_t);
     char *mem = host_calloc(c->ctx, 1, bytes ? bytes : 1);
     if (!mem) return ctx_oom(c->ctx, "kiln_compile: list scheduler", bytes);
     uint32_t *remaining = (uint32_t *)mem, *npred = remaining + c->nb, *ready = npred + c->nk;
-    uint8_t *donated_buf = (uint8_t *)(ready + c->nk);
+    uint32_t *nfetch = ready + c->nk;
+    uint8_t *donated_buf = (uint8_t *)(nfetch + c->nk);
     memcpy(remaining, c->users, (size_t)c->nb * sizeof *remaining);
     for (uint32_t b = 0; b < c->nb; b++)
         donated_buf[b] = c->base[b].kind == PLAN_K_PARAM && c->o->donated &&
@@ -78,21 +120,21 @@ static kiln_status list_schedule(const plan_ctx *c, uint32_t *order) {
     uint32_t n_ready = 0;
     for (uint32_t k = 0; k < c->nk; k++) {
         npred[k] = c->pred_start[k + 1] - c->pred_start[k];
+        for (uint32_t p = c->pred_start[k]; p < c->pred_start[k + 1]; p++)
+            nfetch[k] += fetches(c, c->preds[p]);
         if (!npred[k]) ready[n_ready++] = k;
     }
     for (uint32_t step = 0; step < c->nk; step++) {
         uint32_t best = 0;
         int64_t best_net = 0;
-        bool best_late = false, best_early = false;
+        int best_tier = 0;
         for (uint32_t r = 0; r < n_ready; r++) {
             int64_t net = net_freed(c, ready[r], remaining, donated_buf);
-            bool late = recomputes(c, ready[r]), early = offloads(c, ready[r]);
-            if (r == 0 || (early && !best_early) ||
-                (early == best_early &&
-                 ((!late && best_late) ||
-                  (late == best_late &&
-                   (net > best_net || (net == best_net && ready[r] < ready[best]))))))
-                best = r, best_net = net, best_late = late, best_early = early;
+            int tier = tier_of(c, ready[r], npred, nfetch);
+            if (r == 0 || tier < best_tier ||
+                (tier == best_tier &&
+                 (net > best_net || (net == best_net && ready[r] < ready[best]))))
+                best = r, best_net = net, best_tier = tier;
         }
         uint32_t k = ready[best];
         ready[best] = ready[--n_ready];
@@ -102,8 +144,11 @@ static kiln_status list_schedule(const plan_ctx *c, uint32_t *order) {
             int32_t b = c->buffer_of[kn->inputs[i]];
             if (b >= 0 && remaining[b]) remaining[b]--;
         }
-        for (uint32_t p = c->succ_start[k]; p < c->succ_start[k + 1]; p++)
+        bool fetch = fetches(c, k);
+        for (uint32_t p = c->succ_start[k]; p < c->succ_start[k + 1]; p++) {
+            if (fetch) nfetch[c->succs[p]]--;
             if (--npred[c->succs[p]] == 0) ready[n_ready++] = c->succs[p];
+        }
     }
     host_free(c->ctx, mem, bytes ? bytes : 1);
     return KILN_STATUS_OK;

@@ -108,7 +108,8 @@ static kiln_status plain_peak(const search *sr, uint64_t *peak, uint64_t *saved,
 static void spread(const kiln_graph *g, const uint8_t *mat, uint8_t *extra) {
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
-        if (extra[id] || mat[id] || n->backward || remat_mark_of(g, id) || remat_fixed(n)) continue;
+        if (extra[id] || mat[id] || n->backward || remat_mark_of(g, id) || remat_fixed(g, n))
+            continue;
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++)
             if (extra[in[k]] && extra[in[k]] != REMAT_WHY_KEEP &&
@@ -196,7 +197,7 @@ static kiln_status adopt(const search *sr, const uint8_t *extra, const char *str
 static bool kept(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_out,
                  const uint8_t *extra, uint32_t v) {
     const ir_node *n = &g->nodes[v];
-    if (n->backward || (is_out[v] & 1) || remat_fixed(n)) return true;
+    if (n->backward || (is_out[v] & 1) || remat_fixed(g, n)) return true;
     remat_mark m = remat_mark_of(g, v);
     if (m == REMAT_KEEP) return true; /* a region's output: recomputed from */
     if (m == REMAT_DROP) return false;
@@ -247,7 +248,7 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
         const ir_node *n = &g->nodes[u];
         ir_kind kd = ir_ops[n->op].kind;
         if (kd == IRK_DOT || kd == IRK_REDUCE || kd == IRK_COLLECTIVE || kd == IRK_SCAN ||
-            kd == IRK_ATTENTION || kd == IRK_SORT || kd == IRK_TRANSFER ||
+            kd == IRK_ATTENTION || kd == IRK_SORT || (kd == IRK_TRANSFER && !remat_fetch(g, n)) ||
             (kd == IRK_INDEX && n->op == IR_SCATTER_ADD_ROWS))
             elementwise = false;
         moves +=
@@ -342,7 +343,7 @@ static void offload_kept(const kiln_graph *g, const uint8_t *is_out, const uint3
                          uint32_t n, bool dots, bool keep_cuts, uint8_t *extra) {
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *nd = &g->nodes[id];
-        if (nd->backward || remat_mark_of(g, id) || is_out[id] || remat_fixed(nd)) continue;
+        if (nd->backward || remat_mark_of(g, id) || is_out[id] || remat_fixed(g, nd)) continue;
         extra[id] = dots && nd->op == IR_DOT ? REMAT_WHY_BUDGET_OFFLOAD : REMAT_WHY_BUDGET_SEGMENT;
     }
     for (uint32_t i = 0; i < n; i++)
@@ -465,14 +466,15 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
     uint8_t *is_out = host_calloc(ctx, nn, 1); /* 1: a graph output; 2: of constants alone */
     uint8_t *extra = host_calloc(ctx, nn, 1), *best_extra = host_calloc(ctx, nn, 1),
             *min_extra = host_calloc(ctx, nn, 1), *base = host_calloc(ctx, nn, 1),
-            *none = host_calloc(ctx, nn, 1), *last = host_calloc(ctx, nn, 1);
+            *none = host_calloc(ctx, nn, 1), *last = host_calloc(ctx, nn, 1),
+            *fetch = host_calloc(ctx, nn, 1);
     cand *c = host_calloc(ctx, nn, sizeof *c);
     uint32_t *cuts = host_calloc(ctx, nn, sizeof *cuts),
              *reach = host_calloc(ctx, nn, sizeof *reach),
              *seen = host_calloc(ctx, nn, sizeof *seen),
              *stack = host_calloc(ctx, nn, sizeof *stack);
-    if (!is_out || !extra || !best_extra || !min_extra || !base || !none || !last || !c || !cuts ||
-        !reach || !seen || !stack) {
+    if (!is_out || !extra || !best_extra || !min_extra || !base || !none || !last || !fetch || !c ||
+        !cuts || !reach || !seen || !stack) {
         s = ctx_oom(ctx, "kiln_compile: rematerialisation candidates", (size_t)nn * sizeof *c);
         goto done;
     }
@@ -500,12 +502,12 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
      * forward edge jumps over it. Dropping consecutive cuts chains the recomputations
      * (each needs the one before), which greedy's plans show and segments avoid by
      * keeping every s-th of them, as Chen et al. keep every s-th node of a chain. */
-    uint32_t nc = 0, ncut = 0, jump = 0, n_cheap = 0;
+    uint32_t nc = 0, ncut = 0, jump = 0, n_cheap = 0, n_fetch = 0;
     for (uint32_t id = 1; id < nn; id++) {
         const ir_node *n = &g->nodes[id];
         bool cut = !n->backward && jump <= id;
         if (!n->backward && reach[id] > jump) jump = reach[id];
-        if (n->backward || remat_mark_of(g, id) || is_out[id] || remat_fixed(n)) continue;
+        if (n->backward || remat_mark_of(g, id) || is_out[id] || remat_fixed(g, n)) continue;
         if (cut) cuts[ncut++] = id;
         if (mat[id] != 2) continue;
         size_t bytes = 0;
@@ -513,7 +515,10 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         bool cheap = false;
         double cost = closure_cost(g, mat, is_out, none, id, nc + 1, seen, stack, &cheap);
         c[nc++] = (cand){id, (double)bytes / cost};
-        if (cheap && cheap_on) base[id] = REMAT_WHY_CHEAP, n_cheap++;
+        if (cheap_on && remat_fetch(g, n))
+            fetch[id] = REMAT_WHY_FETCH, n_fetch++;
+        else if (cheap && cheap_on)
+            base[id] = REMAT_WHY_CHEAP, n_cheap++;
     }
     qsort(c, nc, sizeof *c, by_score);
 
@@ -521,7 +526,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
      * that lowers the peak by 1% or more (the trial says; else base is cleared). */
     uint64_t base_peak = without;
     remat_stats base_st = {0};
-    if (regions || n_cheap) {
+    if (regions || n_cheap || n_fetch) {
         kiln_graph *tg = NULL;
         remat_stats st = {0};
         if (regions) {
@@ -542,6 +547,20 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
                 base_peak = peak, base_st = st, memcpy(base, extra, nn);
             else
                 memset(base, 0, nn);
+        }
+        /* host arguments fetched again for the backward pass (remat_fetch), on top of
+         * what the default keeps, by the same 1% rule */
+        if (!s && n_fetch) {
+            uint64_t peak = 0;
+            uint8_t *with = last; /* scratch until the search uses it */
+            for (uint32_t id = 0; id < nn; id++) with[id] = fetch[id] ? fetch[id] : base[id];
+            memset(extra, 0, nn);
+            propose(g, mat, is_out, with, extra);
+            s = trial(&sr, extra, &tg, NULL, &peak, &st);
+            trial_free(&sr, &tg);
+            if (!s && peak < base_peak && (base_peak - peak) * 100 >= base_peak)
+                base_peak = peak, base_st = st, memcpy(base, extra, nn);
+            memset(last, 0, nn);
         }
         if (s) goto done;
     }
@@ -588,7 +607,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
                 /* every forward value but the kept cuts, as a region's policy would drop */
                 for (uint32_t id = 1; id < nn; id++) {
                     const ir_node *n = &g->nodes[id];
-                    if (!n->backward && !remat_mark_of(g, id) && !is_out[id] && !remat_fixed(n))
+                    if (!n->backward && !remat_mark_of(g, id) && !is_out[id] && !remat_fixed(g, n))
                         extra[id] = REMAT_WHY_BUDGET_SEGMENT;
                 }
                 for (uint32_t i = 0; i < ncut; i++)
@@ -621,6 +640,7 @@ done:
     host_free(ctx, base, nn);
     host_free(ctx, none, nn);
     host_free(ctx, last, nn);
+    host_free(ctx, fetch, nn);
     host_free(ctx, c, (size_t)nn * sizeof *c);
     host_free(ctx, cuts, (size_t)nn * sizeof *cuts);
     host_free(ctx, reach, (size_t)nn * sizeof *reach);

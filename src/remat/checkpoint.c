@@ -196,7 +196,7 @@ kiln_status kiln_checkpoint_end(kiln_graph *g) {
     kiln_status s = KILN_STATUS_OK;
     for (uint32_t id = c.first; id < g->n_nodes && !s; id++) {
         const ir_node *n = &g->nodes[id];
-        choice what = n->backward || remat_fixed(n) ? CHOOSE_SAVE : choose(g, r, &c, id);
+        choice what = n->backward || remat_fixed(g, n) ? CHOOSE_SAVE : choose(g, r, &c, id);
         if (what == CHOOSE_SAVE) continue;
         remat_row *w = remat_row_make(g, id);
         if (!w) {

@@ -66,7 +66,7 @@ static bool merge(const kiln_graph *old, uint32_t oid, kiln_graph *g, uint32_t n
 static bool carry(const kiln_graph *old, uint32_t oid, kiln_graph *g, uint32_t nid, ir_carry how) {
     if (how == IR_CARRY_MERGED) return merge(old, oid, g, nid);
     remat_row o = remat_row_of(old, oid);
-    if (!o.mark || remat_mark_of(g, nid) || remat_fixed(&g->nodes[nid])) return true;
+    if (!o.mark || remat_mark_of(g, nid) || remat_fixed(g, &g->nodes[nid])) return true;
     remat_row *w = remat_row_make(g, nid);
     if (w) *w = (remat_row){.mark = o.mark, .why = o.why, .policy = o.policy};
     return w != NULL;

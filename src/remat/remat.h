@@ -47,6 +47,7 @@ typedef enum remat_why {
     REMAT_WHY_CHEAP,          /* a cheap elementwise value, recomputed by default */
     REMAT_WHY_KEEP,           /* in `extra` only: keep it (REMAT_KEEP), a cut of the budget's */
     REMAT_WHY_BUDGET_OFFLOAD, /* in `extra`: offload it (the memory budget's choice) */
+    REMAT_WHY_FETCH,          /* a host argument fetched again for the backward pass */
 } remat_why;
 
 /* Node id's mark, reason and (for REMAT_WHY_POLICY) kiln_checkpoint_policy. */

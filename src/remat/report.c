@@ -22,6 +22,7 @@ static void why_text(strbuf *sb, const kiln_graph *g, uint32_t id) {
     case REMAT_WHY_BUDGET_SEGMENT: sb_append(sb, "memory budget, sqrt(n) segments"); break;
     case REMAT_WHY_CHEAP: sb_append(sb, "cheap elementwise value (disable_cheap_remat)"); break;
     case REMAT_WHY_BUDGET_OFFLOAD: sb_append(sb, "memory budget, offload"); break;
+    case REMAT_WHY_FETCH: sb_append(sb, "fetched again from host memory"); break;
     default:
         sb_printf(sb, "checkpoint %s", kiln_checkpoint_policy_name(remat_policy_of(g, id)));
         break;

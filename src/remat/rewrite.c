@@ -45,7 +45,7 @@ typedef struct remat_state {
 /* Why old node id is dropped (REMAT_WHY_NONE: it is not). */
 static remat_why drop_why(const pass_rebuild *rb, const remat_state *rs, uint32_t id) {
     const ir_node *n = &rb->old->nodes[id];
-    if (n->backward || rs->output[id] || remat_fixed(n)) return REMAT_WHY_NONE;
+    if (n->backward || rs->output[id] || remat_fixed(rb->old, n)) return REMAT_WHY_NONE;
     remat_row r = remat_row_of(rb->old, id);
     if (r.mark == REMAT_DROP) return r.why ? (remat_why)r.why : REMAT_WHY_POLICY;
     if (r.mark == REMAT_OFFLOAD || !rs->extra) return REMAT_WHY_NONE;
@@ -56,8 +56,8 @@ static remat_why drop_why(const pass_rebuild *rb, const remat_state *rs, uint32_
 /* Is old node id saved in host memory (and not recomputed)? */
 static bool offloaded(const pass_rebuild *rb, const remat_state *rs, uint32_t id) {
     const ir_node *n = &rb->old->nodes[id];
-    if (n->backward || rs->output[id] || !rs->read_back[id] || remat_fixed(n) ||
-        drop_why(rb, rs, id))
+    if (n->backward || rs->output[id] || !rs->read_back[id] || remat_fixed(rb->old, n) ||
+        remat_fetch(rb->old, n) || drop_why(rb, rs, id))
         return false;
     if (remat_row_of(rb->old, id).mark == REMAT_OFFLOAD) return true;
     return rs->extra && rs->extra[id] == REMAT_WHY_BUDGET_OFFLOAD;

@@ -145,6 +145,12 @@ if [ -x "$build/kiln" ]; then
 else
     summary+=("NOT RUN  gpt_vs_jax (the build did not make kiln)")
 fi
+if [ -x "$build/kiln" ]; then
+    # host offload on the GPU (issue 34): activations, optimiser state, parameters in
+    # pinned_host memory, each against everything on the device (target: the JAX policy's
+    # offload at <= 1.1x the time of keeping the values)
+    step offload_gpu 120 "$root/bench/gpt/offload.sh" "$build/kiln" cuda 20
+fi
 if [ -x "$build/test_nccl" ]; then
     # one rank on cuda:0 (NCCL puts one rank on a GPU): load, init, all-reduce on the
     # compute stream between kernels, destroy; SKIP says why when libnccl is not found

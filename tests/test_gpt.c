@@ -111,7 +111,8 @@ static void test_scanned_forward(kiln_context *ctx) {
 
 /* The arguments of an f64 training step of cfg on batches [B, T]: random parameters,
  * moments of small distinct values, two token batches, lr 1e-3 and step 3. */
-static void step_args(kiln_context *ctx, const gpt_config *cfg, int B, int T, kiln_array **args) {
+static void step_args_f64(kiln_context *ctx, const gpt_config *cfg, int B, int T,
+                          kiln_array **args) {
     int P = gpt_num_params(cfg);
     random_params(ctx, cfg, KILN_DTYPE_F64, args);
     for (int i = 0; i < P; i++) {
@@ -143,7 +144,7 @@ static void test_scanned_step(kiln_context *ctx) {
     cfg.layers = 3;
     int P = gpt_num_params(&cfg), B = 2, T = 8, n_args = 3 * P + 4, n_out = 3 * P + 1;
     kiln_array *args[3 * 64 + 4], *res[4][3 * 64 + 1] = {{0}};
-    step_args(ctx, &cfg, B, T, args);
+    step_args_f64(ctx, &cfg, B, T, args);
     for (int v = 0; v < 4; v++) { /* bit 0: scanned layers; bit 1: two micro-batches */
         kiln_graph *g;
         CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
@@ -185,7 +186,7 @@ static void test_offloaded_step(kiln_context *ctx) {
     gpt_config cfg = tiny;
     int P = gpt_num_params(&cfg), B = 2, T = 8, n_args = 3 * P + 4, n_out = 3 * P + 1;
     kiln_array *base[3 * 64 + 4], *want[3 * 64 + 1] = {0};
-    step_args(ctx, &cfg, B, T, base);
+    step_args_f64(ctx, &cfg, B, T, base);
     int *donate = malloc((size_t)(3 * P) * sizeof *donate);
     for (int i = 0; i < 3 * P; i++) donate[i] = i;
     /* v: 0 everything on the device (the reference of 1 and 2); 1 the moments on the host;
@@ -220,9 +221,10 @@ static void test_offloaded_step(kiln_context *ctx) {
         uint64_t host_state = an.host_argument_bytes;
         int ok = 1;
         if (e) CHECK(!cmp_run_planned(ctx, e, n_args, args, n_out, got, &ok) && ok);
-        if (opt) CHECK_MSG(host_state > 0 && an.host_alias_bytes == host_state,
-                           "variant %d: host arguments %llu, of them taken by outputs %llu", v,
-                           (unsigned long long)host_state, (unsigned long long)an.host_alias_bytes);
+        if (opt)
+            CHECK_MSG(host_state > 0 && an.host_alias_bytes == host_state,
+                      "variant %d: host arguments %llu, of them taken by outputs %llu", v,
+                      (unsigned long long)host_state, (unsigned long long)an.host_alias_bytes);
         for (int j = 0; j < n_out && got[0]; j++) {
             bool host = j < 3 * P && (j < P ? params : opt);
             CHECK(kiln_array_memory_kind(got[j]) ==

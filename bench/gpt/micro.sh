@@ -65,6 +65,11 @@ for pol in ${POLICIES:-offload_dot_with_no_batch_dims}; do
         --no-summary --remat "$pol" --out "$work/kilnp" >/dev/null
     summary "$work/kilnp" "kiln, $pol"
 done
+# JAX with its state in pinned_host memory (JAX_OFFLOAD: "opt params", GPT_JAX_OFFLOAD)
+for o in ${JAX_OFFLOAD:-}; do
+    (cd bench/gpt && GPT_JAX_OFFLOAD=$o ../../$py gpt_jax.py $common --out "$work/jaxo" >/dev/null)
+    summary "$work/jaxo" "jax, state offload $o"
+done
 # the state in host memory (STATE: a ';'-separated list of kiln train flag sets, each a
 # row; for example "--offload-optimizer;--offload-params;--offload-params --micro-batches 8")
 IFS=';'

@@ -438,6 +438,29 @@ static kiln_value emit_dot(imp_lex *L, kiln_graph *g, imp_op *op) {
     return kiln_dot_general(g, a, b, &op->dot);
 }
 
+/* The axis of a reduce_window that is a cumulative sum, as JAX writes jnp.cumsum and
+ * lax.cumsum on the CPU: an add over a window of the whole axis (size n) with stride 1 and
+ * n - 1 padding before (after: reverse), every other axis a window of 1 unpadded, no
+ * dilation. The axis, plus 0x100 when reversed; -1 when it is not one. */
+static int cumsum_axis(const imp_op *op, const imp_type *t, const kiln_window_options *o) {
+    if (op->combine != IMP_COMBINE_ADD) return -1;
+    int axis = -1;
+    for (int i = 0; i < t->rank; i++) {
+        int64_t n = t->dims[i], w = o->window_dimensions[i];
+        if (o->window_strides[i] != 1 || o->base_dilation[i] != 1 || o->window_dilation[i] != 1)
+            return -1;
+        if (w == 1 && !o->pad_lo[i] && !o->pad_hi[i]) continue;
+        if (axis >= 0 || n < 2 || w != n) return -1;
+        if (o->pad_lo[i] == n - 1 && !o->pad_hi[i])
+            axis = i;
+        else if (!o->pad_lo[i] && o->pad_hi[i] == n - 1)
+            axis = i | 0x100;
+        else
+            return -1;
+    }
+    return axis;
+}
+
 static kiln_value emit_reduce_window(imp_lex *L, kiln_graph *g, imp_op *op) {
     if (!need_in(L, op, 2, 2)) return (kiln_value){0, 0};
     kiln_window_kind k = op->combine == IMP_COMBINE_ADD   ? KILN_WINDOW_SUM
@@ -464,6 +487,9 @@ static kiln_value emit_reduce_window(imp_lex *L, kiln_graph *g, imp_op *op) {
                     op->spell);
         return (kiln_value){0, 0};
     }
+    int axis = cumsum_axis(op, &t, &o);
+    if (ident && axis >= 0) /* jnp.cumsum: kiln's scan, O(n) and no padded copy */
+        return kiln_cumsum(g, op->in[0], axis & 0xff, axis > 0xff);
     kiln_value r = kiln_reduce_window(g, op->in[0], k, &o);
     return ident ? r : combine_fn(op->combine)(g, r, op->in[1]);
 }

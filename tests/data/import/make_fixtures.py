@@ -151,8 +151,9 @@ def sorting_args():
 
 def conv(x, w, xg, wg, xt, wt, p):
     """lax.conv_general_dilated in the layouts JAX writes: NCHW with strides and rhs
-    dilation, grouped, transposed (lhs dilation), 1-D NWC; and a padded max pool's gradient
-    (select_and_scatter with padding) beside its forward pass."""
+    dilation, grouped, transposed (lhs dilation), 1-D NWC; a padded max pool's gradient
+    (select_and_scatter with padding) beside its forward pass; a window sum and cumsums
+    (reduce_windows the importer reads as kiln_cumsum)."""
     a = lax.conv_general_dilated(x, w, (2, 1), [(1, 2), (0, 1)], rhs_dilation=(1, 2))
     b = lax.conv_general_dilated(xg, wg, (1, 1), "SAME", feature_group_count=2,
                                  dimension_numbers=("NHWC", "HWIO", "NHWC"))
@@ -161,7 +162,8 @@ def conv(x, w, xg, wg, xt, wt, p):
     def pool(v):
         return lax.reduce_window(v, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
     y, vjp = jax.vjp(pool, p)
-    return a, b, c, y, vjp(jnp.cos(y))[0]
+    s = lax.reduce_window(p, 0.0, lax.add, (1, 2, 3, 1), (1, 1, 2, 1), "VALID")
+    return a, b, c, y, vjp(jnp.cos(y))[0], s, jnp.cumsum(p, axis=2), lax.cumsum(p, 1, reverse=True)
 
 
 def conv_args():

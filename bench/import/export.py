@@ -33,7 +33,7 @@ ap.add_argument("out")
 ap.add_argument("--steps", type=int, default=0)
 ap.add_argument("--time-only", action="store_true")
 ap.add_argument("names", nargs="*", help="programs to export (default: all)")
-args = ap.parse_args()
+args = ap.parse_intermixed_args()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

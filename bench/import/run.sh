@@ -42,6 +42,7 @@ while [ "$r" -le "$rounds" ]; do
 done
 echo
 echo "Time per call, median of $rounds alternated rounds (each a median of 20 warm calls):"
+# shellcheck disable=SC2086
 $py - "$out" "$rounds" $names <<'PY'
 import statistics, sys
 out, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]

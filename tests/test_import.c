@@ -166,6 +166,9 @@ static void test_programs_stablehlo(void) {
     run_program(ctx_g, "attention_adamw", "mlir", 1e-4);
     run_program(ctx_g, "misc", "mlir", 1e-5);
     run_program(ctx_g, "argminmax", "mlir", 0);
+    run_program(ctx_g, "sorting", "mlir", 0);
+    run_program(ctx_g, "conv", "mlir", 1e-5);
+    run_program(ctx_g, "cnn_step", "mlir", 1e-5);
 }
 
 static void test_programs_hlo(void) {
@@ -176,6 +179,9 @@ static void test_programs_hlo(void) {
     run_program(ctx_g, "attention_adamw", "hlo", 1e-4);
     run_program(ctx_g, "misc", "hlo", 1e-5);
     run_program(ctx_g, "argminmax", "hlo", 0);
+    run_program(ctx_g, "sorting", "hlo", 0);
+    run_program(ctx_g, "conv", "hlo", 1e-5);
+    run_program(ctx_g, "cnn_step", "hlo", 1e-5);
 }
 
 /* Whether the plan of the imported program classes some bytes as activations (forward
@@ -320,6 +326,54 @@ static void test_errors_nested(void) {
                  "line 3, column 10");
 }
 
+/* A sort is read only with a comparator jax.lax.sort writes, a select_and_scatter only as
+ * the max pool's gradient (select GE, scatter add): a plain FLOAT compare (NaNs anywhere)
+ * and a GT select (the last maximum) are refused by name and line, in both forms. */
+static void test_errors_comparators(void) {
+    char t[2048];
+    snprintf(t, sizeof t,
+             "module @m {\n  func.func public @main(%%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+             "    %%0 = \"stablehlo.sort\"(%%arg0) <{dimension = 0 : i64, is_stable = true}> ({\n"
+             "    ^bb0(%%a: tensor<f32>, %%b: tensor<f32>):\n"
+             "      %%1 = stablehlo.compare LT, %%a, %%b, FLOAT : (tensor<f32>, tensor<f32>) -> "
+             "tensor<i1>\n      stablehlo.return %%1 : tensor<i1>\n"
+             "    }) : (tensor<4xf32>) -> tensor<4xf32>\n"
+             "    return %%0 : tensor<4xf32>\n  }\n}\n");
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED,
+                 "stablehlo.sort: its comparator is not one jax.lax.sort writes",
+                 "line 3, column 10");
+    /* the same body over integers is jnp.sort's */
+    kiln_graph *g = NULL;
+    char u[2048];
+    snprintf(u, sizeof u,
+             "module @m {\n  func.func public @main(%%arg0: tensor<4xi32>) -> tensor<4xi32> {\n"
+             "    %%0 = \"stablehlo.sort\"(%%arg0) <{dimension = 0 : i64, is_stable = true}> ({\n"
+             "    ^bb0(%%a: tensor<i32>, %%b: tensor<i32>):\n"
+             "      %%1 = stablehlo.compare GT, %%b, %%a, SIGNED : (tensor<i32>, tensor<i32>) -> "
+             "tensor<i1>\n      stablehlo.return %%1 : tensor<i1>\n"
+             "    }) : (tensor<4xi32>) -> tensor<4xi32>\n"
+             "    return %%0 : tensor<4xi32>\n  }\n}\n");
+    CHECK_OK(ctx_g, kiln_import_stablehlo(ctx_g, u, strlen(u), &g));
+    kiln_graph_destroy(g);
+    snprintf(t, sizeof t,
+             "HloModule m\n\nsel {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+             "  ROOT c = pred[] compare(a, b), direction=GT\n}\n\n"
+             "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+             "  ROOT c = f32[] add(a, b)\n}\n\n"
+             "ENTRY main {\n  x = f32[4,4]{1,0} parameter(0)\n  s = f32[2,2]{1,0} parameter(1)\n"
+             "  z = f32[] constant(0)\n"
+             "  ROOT r = f32[4,4]{1,0} select-and-scatter(x, s, z), window={size=2x2 "
+             "stride=2x2}, select=sel, scatter=add\n}\n");
+    expect_error(kiln_import_hlo, t, KILN_STATUS_UNIMPLEMENTED,
+                 "select-and-scatter: kiln reads the max pool's gradient only",
+                 "line 19, column 26");
+    /* with GE it is the max pool's gradient */
+    char *ge = strstr(t, "direction=GT");
+    if (ge) memcpy(ge, "direction=GE", 12);
+    CHECK_OK(ctx_g, kiln_import_hlo(ctx_g, t, strlen(t), &g));
+    kiln_graph_destroy(g);
+}
+
 /* A reduce of two operands is read only with jnp.argmax's or argmin's body: any other
  * (here a pairwise sum) is refused by name, in both forms. */
 static void test_errors_two_operand_reduce(void) {
@@ -460,6 +514,7 @@ int main(int argc, char **argv) {
     RUN(test_sharding_ignored);
     RUN(test_errors_hlo);
     RUN(test_errors_two_operand_reduce);
+    RUN(test_errors_comparators);
     RUN(test_training_step_marked);
     RUN(test_truncated);
     RUN(test_fault_injection);

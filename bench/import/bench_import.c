@@ -7,7 +7,10 @@
  * parameters and moments back, and compares each step's loss with gpt_losses.txt.
  * Figures only: nothing here fails on time.
  *
- * Usage: bench_import DIR [--gpt-steps N] NAME...   (bench/import/run.sh runs it) */
+ * With --time-only it prints only "NAME MS" per program (the StableHLO form's median ms per
+ * call), for run.sh to alternate with export.py --time-only.
+ *
+ * Usage: bench_import DIR [--gpt-steps N | --time-only] NAME...   (bench/import/run.sh) */
 #include "../bench_util.h"
 
 #include <math.h>
@@ -139,8 +142,11 @@ static int json_donate(const char *j, int *d) {
     return n;
 }
 
+static bool time_only;
+
 static void one(kiln_context *ctx, const char *dir, const char *name, const char *ext, const io *x,
                 const char *json) {
+    if (time_only && strcmp(ext, ".mlir")) return;
     size_t len;
     char *text = slurp(dir, name, ext, &len);
     if (!text) return;
@@ -170,10 +176,13 @@ static void one(kiln_context *ctx, const char *dir, const char *name, const char
         if (r < 19)
             for (int k = 0; k < x->n_out; k++) kiln_array_destroy(outs[k]);
     }
-    double diff = max_diff(ctx, x, outs);
-    printf("| %-13s | %-4s | %9.2e | %10llu | %10.0f | %8.3f | %8.3f |\n", name, ext + 1, diff,
-           (unsigned long long)ma.peak_bytes, json_number(json, "peak_bytes"), median(t, 20) * 1e3,
-           json_number(json, "ms"));
+    double diff = time_only ? 0 : max_diff(ctx, x, outs);
+    if (time_only)
+        printf("%s %.4f\n", name, median(t, 20) * 1e3);
+    else
+        printf("| %-13s | %-4s | %9.2e | %10llu | %10.0f | %8.3f | %8.3f |\n", name, ext + 1, diff,
+               (unsigned long long)ma.peak_bytes, json_number(json, "peak_bytes"),
+               median(t, 20) * 1e3, json_number(json, "ms"));
     for (int k = 0; k < x->n_out; k++) kiln_array_destroy(outs[k]);
     for (int k = 0; k < x->n_in; k++) kiln_array_destroy(args[k]);
     kiln_executable_destroy(e);
@@ -229,7 +238,7 @@ static void gpt_steps(kiln_context *ctx, const char *dir, const io *x, int steps
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: bench_import DIR [--gpt-steps N] NAME...\n");
+        fprintf(stderr, "usage: bench_import DIR [--gpt-steps N | --time-only] NAME...\n");
         return 2;
     }
     kiln_context *ctx = NULL;
@@ -240,9 +249,12 @@ int main(int argc, char **argv) {
     }
     int steps = 0, first = 2;
     if (!strcmp(argv[2], "--gpt-steps") && argc > 3) steps = atoi(argv[3]), first = 4;
-    printf(
-        "| program       | form | max diff  | kiln peak  | XLA peak   | kiln ms  | JAX ms   |\n"
-        "|---------------|------|-----------|------------|------------|----------|----------|\n");
+    if (!strcmp(argv[2], "--time-only")) time_only = true, first = 3;
+    if (!time_only)
+        printf(
+            "| program       | form | max diff  | kiln peak  | XLA peak   | kiln ms  | JAX ms   |\n"
+            "|---------------|------|-----------|------------|------------|----------|----------|"
+            "\n");
     static io x;
     for (int i = first; i < argc; i++) {
         if (!read_io(argv[1], argv[i], &x)) {

@@ -12,10 +12,13 @@ causal attention, GELU-tanh, tied LM head; AdamW with PyTorch's semantics), smal
 five small programs of the kinds bench/programs measures (mlp, mlp_train, attention,
 layernorm, softmax_xent); and bench/programs' own seventeen (programs.py: embed, rope,
 block, block_sdpa, attn, xent, adam, cumsum, reduce, posenc, trig, math64, transpose,
-fourier, axes, nhwc, embed_grad), the same functions at small sizes.
+fourier, axes, nhwc, embed_grad), the same functions at small sizes; and cnn_step,
+bench/cnn's training step at its size (convolutions, max pools and their gradients).
 
-Usage: bench/.venv/bin/python bench/import/export.py OUT [--steps N] [NAME...]
+Usage: bench/.venv/bin/python bench/import/export.py OUT [--steps N] [--time-only] [NAME...]
   --steps N: also run N GPT steps in JAX and write gpt_losses.txt (kiln's run.sh compares)
+  --time-only: write nothing; print "NAME MS" per program, JAX's jit median time per call
+    (warm, inputs reused, 20 calls), for run.sh to alternate with bench_import --time-only
 """
 import argparse
 import json
@@ -28,8 +31,9 @@ import numpy as np
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
 ap.add_argument("--steps", type=int, default=0)
+ap.add_argument("--time-only", action="store_true")
 ap.add_argument("names", nargs="*", help="programs to export (default: all)")
-args = ap.parse_args()
+args = ap.parse_intermixed_args()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -272,6 +276,45 @@ def p_embed_grad(tok, table):
     return jax.value_and_grad(lambda t: jnp.mean(jnp.square(jnp.take(t, tok, axis=0))))(table)
 
 
+# bench/cnn's training step (cnn_jax.py's step_fn, its size): NHWC f32, batch 64, conv 3x3
+# SAME + relu + max pool 2x2/2 twice, dense 1568 -> 10, softmax cross-entropy, AdamW; its
+# gradient is convolutions, select_and_scatter (the pools') and reductions.
+CB, CH, CC1, CC2, CK = 64, 28, 16, 32, 10
+
+
+def cnn_step(p, m, v, x, y, lr, t):
+    def block(h, w, b):
+        h = jax.lax.conv_general_dilated(h, w, (1, 1), "SAME",
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        h = jax.nn.relu(h + b)
+        return jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                     "VALID")
+
+    def loss_fn(p):
+        h = block(block(x, p[0], p[1]), p[2], p[3])
+        logits = h.reshape(x.shape[0], -1) @ p[4] + p[5]
+        picked = jnp.take_along_axis(logits, y[:, None], axis=1)[:, 0]
+        return jnp.mean(jax.nn.logsumexp(logits, axis=-1) - picked)
+    loss, g = jax.value_and_grad(loss_fn)(p)
+    t = t.astype(jnp.float32)
+    b1, b2, eps, wd = 0.9, 0.999, 1e-8, 1e-2
+    m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g)]
+    v = [b2 * vi + (1 - b2) * gi * gi for vi, gi in zip(v, g)]
+    c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+    p = [pi * (1 - lr * wd) - lr / c1 * mi / (jnp.sqrt(vi) / jnp.sqrt(c2) + eps)
+         for pi, mi, vi in zip(p, m, v)]
+    return loss, p, m, v
+
+
+def cnn_args():
+    flat = (CH // 4) ** 2 * CC2
+    shapes = [(3, 3, 1, CC1), (CC1,), (3, 3, CC1, CC2), (CC2,), (flat, CK), (CK,)]
+    p = [f32(*s) * np.float32(1 / np.sqrt(np.prod(s[:-1]) if len(s) > 1 else 1)) for s in shapes]
+    z = [np.zeros_like(w) for w in p]
+    return (p, z, [np.zeros_like(w) for w in p], f32(CB, CH, CH, 1),
+            rng.integers(0, CK, CB).astype(np.int32), np.float32(1e-3), np.int32(1))
+
+
 def tokens(n, *s):
     return rng.integers(0, n, s).astype(np.int32)
 
@@ -295,6 +338,7 @@ PROGRAMS.update({
     "axes": (p_axes, lambda: (f32(2, 16, 32),), ()),
     "nhwc": (lambda x: jnp.transpose(x, (0, 2, 3, 1)), lambda: (f32(2, 3, 8, 8),), ()),
     "embed_grad": (p_embed_grad, lambda: (tokens(50, 2, 8), f32(50, 16)), ()),
+    "cnn_step": (cnn_step, cnn_args, (0, 1, 2)),
     # f64: exported last, with jax_enable_x64 (main switches it on for X64 programs only)
     "math64": (p_math64, lambda: (rng.standard_normal(1000),), ()),
 })
@@ -321,9 +365,22 @@ def timed(compiled, a, reps=20):
     return float(np.median(ts)) * 1e3
 
 
+def time_only(name):
+    fn, make, _ = PROGRAMS[name]
+    a = make()
+    print(f"{name} {timed(jax.jit(fn).lower(*a).compile(), a):.4f}", flush=True)
+
+
 def main():
-    os.makedirs(args.out, exist_ok=True)
     names = args.names or list(PROGRAMS)
+    if args.time_only:
+        for name in [n for n in names if n not in X64]:
+            time_only(name)
+        jax.config.update("jax_enable_x64", True)
+        for name in [n for n in names if n in X64]:
+            time_only(name)
+        return
+    os.makedirs(args.out, exist_ok=True)
     for name in names:
         if name not in X64:
             a = export(name)

@@ -32,6 +32,7 @@ typedef struct hlo {
     comp *comps;
     uint32_t n_comps, cap_comps;
     int entry;
+    imp_body body; /* the comparator of the instruction being read (sort, select-and-scatter) */
 } hlo;
 
 struct group;
@@ -222,12 +223,16 @@ static bool window_attr(imp_lex *L, imp_op *op) {
         int n;
         int64_t in[KILN_MAX_RANK];
         if (!imp_ident(L, key, NULL, "a window field") || !imp_expect(L, '=')) return false;
-        bool ok = !strcmp(key, "size")         ? x_list(L, op->a, &op->n_a)
-                  : !strcmp(key, "stride")     ? x_list(L, op->b, &op->n_b)
-                  : !strcmp(key, "lhs_dilate") ? x_list(L, op->c, &op->n_c)
-                  : !strcmp(key, "rhs_dilate") ? x_list(L, op->sizes, &op->n_sizes)
-                  : !strcmp(key, "pad")        ? padding_attr(L, op->pad_lo, op->pad_hi, in, &n)
-                                               : imp_fail(L, "window field %s", key);
+        bool ok =
+            !strcmp(key, "size")         ? x_list(L, op->a, &op->n_a)
+            : !strcmp(key, "stride")     ? x_list(L, op->b, &op->n_b)
+            : !strcmp(key, "lhs_dilate") ? x_list(L, op->c, &op->n_c)
+            : !strcmp(key, "rhs_dilate") ? x_list(L, op->sizes, &op->n_sizes)
+            : !strcmp(key, "pad")        ? padding_attr(L, op->pad_lo, op->pad_hi, in, &n)
+            : !strcmp(key, "rhs_reversal")
+                ? x_list(L, in, &n) &&
+                      (op->conv_reversed = in[0] || (n > 1 && in[1]) || (n > 2 && in[2]), true)
+                : imp_fail(L, "window field %s", key);
         if (!ok) return false;
     }
     return true;
@@ -251,7 +256,7 @@ static const struct {
 
 /* What an instruction's attributes name besides lists: computations and an index. */
 typedef struct extra {
-    const comp *to_apply, *cond, *body, *true_c, *false_c;
+    const comp *to_apply, *cond, *body, *true_c, *false_c, *select, *scatter;
     const comp *branches[KILN_MAX_OUTPUTS];
     int n_branches;
     int64_t index;
@@ -321,6 +326,36 @@ static bool attr(hlo *P, imp_op *op, extra *x, const char *key) {
         return imp_fail(L, "comparison direction %s", w);
     }
     if (!strcmp(key, "to_apply")) return comp_ref(P, &x->to_apply);
+    if (!strcmp(key, "select")) return comp_ref(P, &x->select);
+    if (!strcmp(key, "scatter")) return comp_ref(P, &x->scatter);
+    if (!strcmp(key, "k") || !strcmp(key, "feature_group_count") ||
+        !strcmp(key, "batch_group_count")) {
+        int64_t v;
+        if (!imp_int(L, &v, key)) return false;
+        *(!strcmp(key, "k")                     ? &op->k
+          : !strcmp(key, "feature_group_count") ? &op->conv.feature_group_count
+                                                : &op->conv.batch_group_count) = v;
+        return true;
+    }
+    if (!strcmp(key, "largest")) {
+        char w[IMP_MAX_NAME];
+        if (!imp_ident(L, w, NULL, "true or false")) return false;
+        op->k_smallest = strcmp(w, "true") != 0;
+        return true;
+    }
+    if (!strcmp(key, "dim_labels")) { /* b01f_01io->b01f */
+        for (int which = 0; which < 3; which++) {
+            char lab[KILN_CONV_MAX_SPATIAL + 3];
+            int n = 0;
+            if (which == 1 && !imp_expect(L, '_')) return false;
+            if (which == 2 && (!imp_expect(L, '-') || !imp_expect(L, '>'))) return false;
+            while (imp_is_ident_char(imp_peek(L)) && imp_peek(L) != '_' &&
+                   n < KILN_CONV_MAX_SPATIAL + 3)
+                lab[n++] = (char)imp_peek(L), imp_advance(L, 1);
+            if (!imp_conv_labels(L, op, which, lab, n)) return false;
+        }
+        return true;
+    }
     if (!strcmp(key, "condition")) return comp_ref(P, &x->cond);
     if (!strcmp(key, "body")) return comp_ref(P, &x->body);
     if (!strcmp(key, "true_computation")) return comp_ref(P, &x->true_c);
@@ -395,6 +430,98 @@ static bool comp_arg_combine(hlo *P, const comp *c, imp_combine *k) {
         end_of_line(L);
     }
     *k = L->status || n == 16 ? IMP_COMBINE_NONE : imp_arg_body(n, list);
+    L->status = KILN_STATUS_OK; /* a body this reader cannot follow is just not recognised */
+    L->msg[0] = 0;
+    imp_go(L, back);
+    return true;
+}
+
+/* A comparator computation (sort's to_apply, select-and-scatter's select) into P->body
+ * (body.c recognises it): parameter, constant, compare, select, and, or; any other
+ * instruction, or a line this reader does not follow, leaves the body unreadable, for
+ * the op's mapping to refuse by name. */
+static bool comp_body(hlo *P, const comp *c) {
+    imp_lex *L = P->L;
+    imp_body *b = &P->body;
+    memset(b, 0, sizeof *b);
+    b->ret = -1;
+    imp_mark back = imp_mark_here(L);
+    imp_go(L, c->body);
+    const char *names[IMP_MAX_BODY];
+    size_t lens[IMP_MAX_BODY];
+    bool ok = true;
+    while (ok && !L->status && !imp_accept(L, '}')) {
+        if (b->n == IMP_MAX_BODY) {
+            ok = false;
+            break;
+        }
+        bool root = imp_accept_word(L, "ROOT");
+        const char *s, *op;
+        size_t n, on;
+        imp_type t[IMP_MAX_OPERANDS];
+        int nt;
+        if (!name(L, &s, &n, "an instruction") || !imp_expect(L, '=') ||
+            !hlo_type(L, t, &nt, IMP_MAX_OPERANDS) || !name(L, &op, &on, "an opcode") ||
+            !imp_expect(L, '(')) {
+            ok = false;
+            break;
+        }
+        char code[IMP_MAX_NAME];
+        snprintf(code, sizeof code, "%.*s", (int)on, op);
+        imp_bop o = {0};
+        uint64_t raw;
+        bool bits;
+        if (!strcmp(code, "parameter")) {
+            int64_t k;
+            o.kind = IMP_B_PARAM;
+            ok = imp_int(L, &k, "a parameter number") && k >= 0 && k < IMP_MAX_OPERANDS;
+            o.param = (int)k;
+        } else if (!strcmp(code, "constant")) {
+            o.kind = IMP_B_CONST;
+            ok = imp_number(L, &o.value, &raw, &bits, "a constant") && !bits;
+        } else {
+            o.kind = !strcmp(code, "compare")  ? IMP_B_COMPARE
+                     : !strcmp(code, "select") ? IMP_B_SELECT
+                     : !strcmp(code, "and")    ? IMP_B_AND
+                     : !strcmp(code, "or")     ? IMP_B_OR
+                                               : IMP_B_OTHER;
+            o.n_in = o.kind == IMP_B_SELECT ? 3 : 2;
+            ok = o.kind != IMP_B_OTHER;
+            for (int i = 0; ok && i < o.n_in; i++) {
+                const char *a;
+                size_t an;
+                ok = (!i || imp_expect(L, ',')) && name(L, &a, &an, "an operand");
+                o.in[i] = -1;
+                for (int j = b->n - 1; ok && j >= 0 && o.in[i] < 0; j--)
+                    if (lens[j] == an && !memcmp(names[j], a, an)) o.in[i] = j;
+                ok = ok && o.in[i] >= 0;
+            }
+        }
+        ok = ok && imp_expect(L, ')');
+        while (ok && (imp_skip_blanks(L), imp_peek(L) == ',')) { /* direction=, type= */
+            imp_advance(L, 1);
+            char key[IMP_MAX_NAME], w[IMP_MAX_NAME];
+            ok = imp_ident(L, key, NULL, "an attribute") && imp_expect(L, '=');
+            if (ok && (!strcmp(key, "direction") || !strcmp(key, "type"))) {
+                imp_op d = {0};
+                ok = imp_ident(L, w, NULL, "a value");
+                if (ok && !strcmp(key, "type")) o.totalorder = !strcmp(w, "TOTALORDER");
+                for (size_t i = 0; ok && !strcmp(key, "direction") &&
+                                   i < sizeof directions / sizeof directions[0];
+                     i++)
+                    if (!strcmp(w, directions[i].name)) d.cmp = directions[i].cmp;
+                if (!strcmp(key, "direction")) o.cmp = d.cmp;
+            } else if (ok) {
+                ok = attr(P, &(imp_op){0}, &(extra){0}, key);
+            }
+        }
+        if (!ok) break;
+        if (root) b->ret = b->n;
+        names[b->n] = s, lens[b->n] = n;
+        imp_body_add(b, o);
+        end_of_line(L);
+    }
+    if (!ok || L->status) b->unreadable = true;
     L->status = KILN_STATUS_OK; /* a body this reader cannot follow is just not recognised */
     L->msg[0] = 0;
     imp_go(L, back);
@@ -532,6 +659,7 @@ static void canonical(const char *op, size_t n, char *out) {
     static const struct {
         const char *hlo, *shlo;
     } renames[] = {{"broadcast", "broadcast_in_dim"},
+                   {"topk", "top_k"},
                    {"dot", "dot_general"},
                    {"opt-barrier", "optimization_barrier"}};
     snprintf(out, IMP_MAX_NAME, "%.*s", (int)n, op);
@@ -734,6 +862,15 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
         *out = ops[0];
         return true;
     }
+    if (!strcmp(n, "sort") && x->to_apply) {
+        comp_body(P, x->to_apply);
+        op->body = &P->body;
+    }
+    if (!strcmp(n, "select_and_scatter")) {
+        if (x->select) comp_body(P, x->select);
+        op->body = x->select ? &P->body : NULL;
+        if (x->scatter && !comp_combine(P, x->scatter, &op->combine)) return false;
+    }
     bool arg = !strcmp(n, "reduce") && n_ops == 4; /* jnp.argmax's (values, indices) */
     if ((!strcmp(n, "reduce") || !strcmp(n, "reduce_window") || !strcmp(n, "scatter")) &&
         x->to_apply &&
@@ -762,6 +899,7 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
         op->in[op->n_in++] = ops[i].v[0];
     }
     out->n = arg ? 2 : 1;
+    if (!strcmp(n, "sort") || !strcmp(n, "top_k")) out->n = op->n_out;
     return imp_emit(L, s->g, op, out->v);
 }
 

@@ -166,6 +166,47 @@ typedef enum imp_combine {
     IMP_COMBINE_ARGMIN_INT,
 } imp_combine;
 
+/* A comparator body (sort's comparator, select_and_scatter's select) as a front end read
+ * it: its ops in order, each over earlier ones by index, and the one returned. Recognised
+ * by imp_sort_body and imp_select_body (body.c), never run: kiln has no op for an
+ * arbitrary comparator, so only the forms JAX writes map onto kiln's sorts. */
+#define IMP_MAX_BODY 64
+typedef enum imp_bkind {
+    IMP_B_OTHER = 0, /* any op the recognisers do not know: the body is refused */
+    IMP_B_PARAM,
+    IMP_B_CONST, /* a scalar constant of `value` */
+    IMP_B_COMPARE,
+    IMP_B_SELECT,
+    IMP_B_AND,
+    IMP_B_OR,
+} imp_bkind;
+typedef struct imp_bop {
+    imp_bkind kind;
+    int param;       /* IMP_B_PARAM: its number */
+    double value;    /* IMP_B_CONST (NaN for a NaN) */
+    kiln_cmp cmp;    /* IMP_B_COMPARE */
+    bool totalorder; /* a compare of type TOTALORDER */
+    int n_in, in[3]; /* operands: indices of earlier ops */
+} imp_bop;
+typedef struct imp_body {
+    int n, ret;      /* ret: the op returned, -1 when not one of ops */
+    bool unreadable; /* longer than IMP_MAX_BODY, or a form the reader does not follow */
+    imp_bop op[IMP_MAX_BODY];
+} imp_body;
+
+/* Appends op to b; false (b marked unreadable) when it is full. */
+bool imp_body_add(imp_body *b, imp_bop op);
+/* Whether body is a comparator JAX writes for lax.sort over n operands whose dtypes are
+ * types: lexicographic over the first *num_keys operands, each compared LT (ascending) or
+ * each GT (descending, *descending): over floats the compare of TOTALORDER between both
+ * values with -0.0 made +0.0 and every NaN the canonical one (jax.lax.sort's order, which
+ * is kiln_sort's), over integers and bool the plain compare. */
+bool imp_sort_body(const imp_body *b, int n, const kiln_dtype *types, int *num_keys,
+                   bool *descending);
+/* Whether body is select_and_scatter's select jax.grad of a max pool writes: compare GE of
+ * its parameters 0 and 1 (the first maximum of each window keeps the cotangent). */
+bool imp_select_body_ge(const imp_body *b);
+
 /* One op as both front ends give it to imp_emit: a canonical name (StableHLO's without
  * its dialect: "add", "broadcast_in_dim"; HLO's names are mapped onto these), operands,
  * result types and the attributes its mapping reads. Lists not given have count 0. */
@@ -197,7 +238,22 @@ typedef struct imp_op {
     imp_combine combine;
     int64_t index_vector_dim; /* gather, scatter */
     bool has_index_vector_dim;
+    /* convolution: strides (a), padding (pad_lo, pad_hi), lhs_dilation (c), rhs_dilation
+     * (sizes), its groups and specs; a window reversed is refused */
+    kiln_conv_options conv;
+    bool has_conv_specs, conv_reversed;
+    int64_t k;       /* top_k */
+    bool k_smallest; /* HLO's topk with largest=false: refused */
+    /* sort's comparator, select_and_scatter's select (whose scatter body is `combine`):
+     * read by the front end, owned by it; NULL when the op has none */
+    const imp_body *body;
 } imp_op;
+
+/* One operand's axes of a convolution's dimension numbers, a character each (b, f and
+ * spatial digits for lhs (which 0) and the result (2); o, i and digits for rhs (1)), as
+ * both forms spell them ([b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]; b01f_01io->b01f): into
+ * op->conv's specs. */
+bool imp_conv_labels(imp_lex *L, imp_op *op, int which, const char *labels, int n);
 
 /* Whether a custom call's target is one of the sharding annotations JAX leaves
  * (Sharding, SPMDFullToShardShape, SPMDShardToFullShape): the identity on one device. */

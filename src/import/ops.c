@@ -438,6 +438,29 @@ static kiln_value emit_dot(imp_lex *L, kiln_graph *g, imp_op *op) {
     return kiln_dot_general(g, a, b, &op->dot);
 }
 
+/* The axis of a reduce_window that is a cumulative sum, as JAX writes jnp.cumsum and
+ * lax.cumsum on the CPU: an add over a window of the whole axis (size n) with stride 1 and
+ * n - 1 padding before (after: reverse), every other axis a window of 1 unpadded, no
+ * dilation. The axis, plus 0x100 when reversed; -1 when it is not one. */
+static int cumsum_axis(const imp_op *op, const imp_type *t, const kiln_window_options *o) {
+    if (op->combine != IMP_COMBINE_ADD) return -1;
+    int axis = -1;
+    for (int i = 0; i < t->rank; i++) {
+        int64_t n = t->dims[i], w = o->window_dimensions[i];
+        if (o->window_strides[i] != 1 || o->base_dilation[i] != 1 || o->window_dilation[i] != 1)
+            return -1;
+        if (w == 1 && !o->pad_lo[i] && !o->pad_hi[i]) continue;
+        if (axis >= 0 || n < 2 || w != n) return -1;
+        if (o->pad_lo[i] == n - 1 && !o->pad_hi[i])
+            axis = i;
+        else if (!o->pad_lo[i] && o->pad_hi[i] == n - 1)
+            axis = i | 0x100;
+        else
+            return -1;
+    }
+    return axis;
+}
+
 static kiln_value emit_reduce_window(imp_lex *L, kiln_graph *g, imp_op *op) {
     if (!need_in(L, op, 2, 2)) return (kiln_value){0, 0};
     kiln_window_kind k = op->combine == IMP_COMBINE_ADD   ? KILN_WINDOW_SUM
@@ -464,8 +487,144 @@ static kiln_value emit_reduce_window(imp_lex *L, kiln_graph *g, imp_op *op) {
                     op->spell);
         return (kiln_value){0, 0};
     }
+    int axis = cumsum_axis(op, &t, &o);
+    if (ident && axis >= 0) /* jnp.cumsum: kiln's scan, O(n) and no padded copy */
+        return kiln_cumsum(g, op->in[0], axis & 0xff, axis > 0xff);
     kiln_value r = kiln_reduce_window(g, op->in[0], k, &o);
     return ident ? r : combine_fn(op->combine)(g, r, op->in[1]);
+}
+
+/* ------------------------------------------------------ sorts, top_k ---- */
+
+/* sort(operands...) along dims[0] with a comparator JAX writes (imp_sort_body): kiln_sort
+ * with the keys and the direction the comparator orders by. XLA's unstable sort may order
+ * equal keys any way; kiln's stable order is one of them. */
+static bool emit_sort(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {
+    if (!need_in(L, op, 1, IMP_MAX_OPERANDS)) return false;
+    kiln_dtype types[IMP_MAX_OPERANDS];
+    for (int i = 0; i < op->n_in; i++) types[i] = imp_value_type(g, op->in[i]).dtype;
+    int num_keys = 0;
+    bool desc = false;
+    if (!imp_sort_body(op->body, op->n_in, types, &num_keys, &desc))
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s: its comparator is not one jax.lax.sort writes (each key "
+                           "compared LT, or each GT, lexicographically from the first operand; "
+                           "floats by TOTALORDER with -0.0 and NaN made canonical), so kiln's "
+                           "sort would not order as it does",
+                           op->spell);
+    if (op->n_dims != 1 || op->n_out != op->n_in)
+        return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                           "%s: one dimension and one result per operand are needed", op->spell);
+    kiln_sort(g, op->n_in, op->in, (int)op->dims[0], num_keys, desc, out);
+    for (int i = 0; i < op->n_in; i++)
+        if (!check_result(L, g, op, i, out[i])) return false;
+    return true;
+}
+
+/* chlo.top_k / HLO topk (largest) of k along the last axis: kiln_top_k, XLA's order. */
+static bool emit_top_k(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {
+    if (!need_in(L, op, 1, 1)) return false;
+    if (op->k_smallest)
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s with largest=false: kiln's top_k takes the largest", op->spell);
+    if (op->n_out != 2 || op->k < 0 || op->k > INT32_MAX)
+        return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                           "%s: k = %lld and %d results (values and indices are needed)", op->spell,
+                           (long long)op->k, op->n_out);
+    kiln_top_k(g, op->in[0], (int)op->k, &out[0], &out[1]);
+    return check_result(L, g, op, 0, out[0]) && check_result(L, g, op, 1, out[1]);
+}
+
+/* ------------------------------------------------------ convolutions ---- */
+
+/* convolution(lhs, rhs): strides (b), padding (pad_lo, pad_hi), lhs_dilation (c) and
+ * rhs_dilation (sizes) per spatial axis in the order of the specs' spatial axes. */
+
+bool imp_conv_labels(imp_lex *L, imp_op *op, int which, const char *lab, int n) {
+    int *spec = which == 0 ? op->conv.lhs_spec : which == 1 ? op->conv.rhs_spec : op->conv.out_spec;
+    const char *first = which == 1 ? "oi" : "bf";
+    if (n < 3 || n > KILN_CONV_MAX_SPATIAL + 2)
+        return imp_fail(L,
+                        "convolution dimension numbers of %d axes: kiln convolves 1 to %d "
+                        "spatial axes",
+                        n, KILN_CONV_MAX_SPATIAL);
+    bool seen[KILN_CONV_MAX_SPATIAL + 2] = {0};
+    for (int i = 0; i < n; i++) {
+        int c = lab[i], slot = c == first[0]                 ? 0
+                               : c == first[1]               ? 1
+                               : c >= '0' && c < '0' + n - 2 ? 2 + c - '0'
+                                                             : -1;
+        if (slot < 0 || seen[slot])
+            return imp_fail(L, "convolution dimension label '%c' of operand %d", c, which);
+        seen[slot] = true;
+        spec[slot] = i;
+    }
+    if (which == 2) op->has_conv_specs = true;
+    return true;
+}
+
+static kiln_value emit_conv(imp_lex *L, kiln_graph *g, imp_op *op) {
+    if (!need_in(L, op, 2, 2) || !need_out(L, op)) return (kiln_value){0, 0};
+    if (!op->has_conv_specs || op->conv_reversed) {
+        imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                    op->conv_reversed ? "%s with a reversed window: kiln has no window reversal"
+                                      : "%s: its dimension numbers are missing",
+                    op->spell);
+        return (kiln_value){0, 0};
+    }
+    kiln_value a = op->in[0], b = op->in[1];
+    kiln_dtype want = op->out[0].dtype; /* preferred_element_type, as dot_general's */
+    if (imp_value_type(g, a).dtype != want) a = kiln_convert(g, a, want);
+    if (imp_value_type(g, b).dtype != want) b = kiln_convert(g, b, want);
+    op->conv.layout = KILN_CONV_SPECS;
+    op->conv.padding = KILN_PADDING_EXPLICIT;
+    int ns = imp_value_type(g, a).rank - 2;
+    for (int i = 0; i < ns && i < KILN_CONV_MAX_SPATIAL; i++) {
+        op->conv.window_strides[i] = i < op->n_b ? op->b[i] : 1;
+        op->conv.lhs_dilation[i] = i < op->n_c ? op->c[i] : 1;
+        op->conv.rhs_dilation[i] = i < op->n_sizes ? op->sizes[i] : 1;
+        op->conv.pad_lo[i] = op->pad_lo[i], op->conv.pad_hi[i] = op->pad_hi[i];
+    }
+    return kiln_conv_general_dilated(g, a, b, &op->conv);
+}
+
+/* select_and_scatter(x, source, init) with select GE and scatter add: the max pool's
+ * gradient, JAX's VJP of reduce_window max. kiln's reduce_window max hands each window's
+ * cotangent to its first maximum in row-major window order, the element a GE select keeps,
+ * so the op is kiln_vjp of kiln_reduce_window(x, MAX) at x with source as its cotangent
+ * (the pool is built again, and differentiated by kiln's own rules). */
+static kiln_value emit_select_and_scatter(imp_lex *L, kiln_graph *g, imp_op *op) {
+    kiln_value none = {0, 0};
+    if (!need_in(L, op, 3, 3)) return none;
+    if (!imp_select_body_ge(op->body) || op->combine != IMP_COMBINE_ADD) {
+        imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                    "%s: kiln reads the max pool's gradient only (select compare GE of its "
+                    "parameters, scatter add): another select would keep another element",
+                    op->spell);
+        return none;
+    }
+    imp_type t = imp_value_type(g, op->in[0]);
+    kiln_window_options o = {.padding = KILN_PADDING_EXPLICIT};
+    for (int i = 0; i < t.rank; i++) {
+        o.window_dimensions[i] = i < op->n_a ? op->a[i] : 1;
+        o.window_strides[i] = i < op->n_b ? op->b[i] : 1;
+        o.pad_lo[i] = op->pad_lo[i], o.pad_hi[i] = op->pad_hi[i];
+    }
+    kiln_value y = kiln_reduce_window(g, op->in[0], KILN_WINDOW_MAX, &o), grad = none;
+    if (!imp_check_graph(L, g, op->at, op->spell)) return none;
+    imp_type yt = imp_value_type(g, y), st = imp_value_type(g, op->in[1]);
+    if (!same_type(&yt, &st)) {
+        char a[128], b[128];
+        imp_type_str(&st, a, sizeof a);
+        imp_type_str(&yt, b, sizeof b);
+        imp_fail_at(L, op->at, KILN_STATUS_SHAPE, "%s: source is %s, but its windows give %s",
+                    op->spell, a, b);
+        return none;
+    }
+    kiln_vjp(g, 1, &y, &op->in[1], 1, &op->in[0], &grad);
+    if (!grad.id) return grad;
+    bool zero = op->in_const[2] && op->in_value[2] == 0;
+    return zero ? grad : kiln_add(g, grad, op->in[2]);
 }
 
 /* ------------------------------------------------------------------ emit ---- */
@@ -512,6 +671,8 @@ static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
     if (!strcmp(n, "gather")) return emit_gather(L, g, op);
     if (!strcmp(n, "scatter")) return emit_scatter(L, g, op);
     if (!strcmp(n, "reduce_window")) return emit_reduce_window(L, g, op);
+    if (!strcmp(n, "convolution")) return emit_conv(L, g, op);
+    if (!strcmp(n, "select_and_scatter")) return emit_select_and_scatter(L, g, op);
     if (!strcmp(n, "reduce")) {
         if (!need_in(L, op, 2, 2)) return (kiln_value){0, 0};
         kiln_dtype t = imp_value_type(g, op->in[0]).dtype;
@@ -552,6 +713,8 @@ bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {
     }
     if (!strcmp(op->name, "reduce") && op->n_in == 4 && is_arg_combine(op->combine))
         return emit_arg_reduce(L, g, op, out);
+    if (!strcmp(op->name, "sort")) return emit_sort(L, g, op, out);
+    if (!strcmp(op->name, "top_k")) return emit_top_k(L, g, op, out);
     bool known = true;
     kiln_value v = emit_one(L, g, op, &known);
     if (L->status) return false;

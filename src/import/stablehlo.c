@@ -31,6 +31,7 @@ typedef struct shlo {
     imp_lex *L;
     func *fns;
     uint32_t n_fns, cap_fns;
+    imp_body body; /* the comparator of the op being read (sort, select_and_scatter) */
 } shlo;
 
 static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs, int max_out);
@@ -373,7 +374,8 @@ static int64_t *list_field(imp_op *op, const char *name, int **n) {
         "dim",  "iota_dimension", "dimension"};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (!strcmp(name, dims[i])) return *n = &op->n_dims, op->dims;
-    if (!strcmp(name, "sizes") || !strcmp(name, "slice_sizes") || !strcmp(name, "window_dilations"))
+    if (!strcmp(name, "sizes") || !strcmp(name, "slice_sizes") ||
+        !strcmp(name, "window_dilations") || !strcmp(name, "rhs_dilation"))
         return *n = &op->n_sizes, op->sizes;
     if (!strcmp(name, "low") || !strcmp(name, "edge_padding_low") ||
         !strcmp(name, "start_indices") || !strcmp(name, "window_dimensions"))
@@ -382,7 +384,8 @@ static int64_t *list_field(imp_op *op, const char *name, int **n) {
         !strcmp(name, "limit_indices") || !strcmp(name, "window_strides"))
         return *n = &op->n_b, op->b;
     if (!strcmp(name, "interior") || !strcmp(name, "interior_padding") ||
-        !strcmp(name, "strides") || !strcmp(name, "base_dilations"))
+        !strcmp(name, "strides") || !strcmp(name, "base_dilations") ||
+        !strcmp(name, "lhs_dilation"))
         return *n = &op->n_c, op->c;
     return NULL;
 }
@@ -421,6 +424,70 @@ static int *dnum_field(imp_op *op, const char *name, int **n) {
 
 static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty);
 
+/* [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]: a convolution's dimension numbers. */
+static bool conv_dnums(imp_lex *L, imp_op *op) {
+    for (int which = 0; which < 3; which++) {
+        if (which == 1 && !imp_expect_word(L, "x")) return false;
+        if (which == 2 && (!imp_expect(L, '-') || !imp_expect(L, '>'))) return false;
+        char lab[KILN_CONV_MAX_SPATIAL + 3];
+        int n = 0;
+        if (!imp_expect(L, '[')) return false;
+        do {
+            imp_skip(L);
+            int c = imp_peek(L);
+            if (n == KILN_CONV_MAX_SPATIAL + 2 || c < 0 || !imp_is_ident_char(c))
+                return imp_expected(L, "a convolution dimension label");
+            lab[n++] = (char)c;
+            imp_advance(L, 1);
+        } while (imp_accept(L, ','));
+        if (!imp_expect(L, ']') || !imp_conv_labels(L, op, which, lab, n)) return false;
+    }
+    return true;
+}
+
+/* window = {stride = [1, 1], pad = [[1, 1], [1, 1]], lhs_dilate = [1, 1], rhs_dilate =
+ * [1, 1], reverse = [false, false]} of convolution's pretty form. */
+static bool conv_window(imp_lex *L, imp_op *op) {
+    if (!imp_expect(L, '{')) return false;
+    if (imp_accept(L, '}')) return true;
+    do {
+        char key[IMP_MAX_NAME];
+        if (!imp_ident(L, key, NULL, "a window field") || !imp_expect(L, '=')) return false;
+        bool ok = true;
+        if (!strcmp(key, "stride"))
+            ok = imp_int_list(L, '[', op->b, KILN_MAX_RANK, &op->n_b, key);
+        else if (!strcmp(key, "lhs_dilate"))
+            ok = imp_int_list(L, '[', op->c, KILN_MAX_RANK, &op->n_c, key);
+        else if (!strcmp(key, "rhs_dilate"))
+            ok = imp_int_list(L, '[', op->sizes, KILN_MAX_RANK, &op->n_sizes, key);
+        else if (!strcmp(key, "pad")) {
+            int k = 0;
+            ok = imp_expect(L, '[');
+            if (ok && !imp_accept(L, ']')) {
+                do {
+                    int64_t p[2];
+                    int np;
+                    if (k == KILN_MAX_RANK)
+                        return imp_fail(L, "padding of more than %d axes", KILN_MAX_RANK);
+                    if (!imp_int_list(L, '[', p, 2, &np, "a padding pair")) return false;
+                    if (np != 2) return imp_fail(L, "a padding pair of %d values", np);
+                    op->pad_lo[k] = p[0], op->pad_hi[k] = p[1], k++;
+                } while (imp_accept(L, ','));
+                ok = imp_expect(L, ']');
+            }
+        } else if (!strcmp(key, "reverse")) {
+            imp_mark m = imp_mark_here(L);
+            ok = skip_value(L, false);
+            for (size_t i = m.pos; ok && i + 4 <= L->pos; i++)
+                if (!memcmp(L->src + i, "true", 4)) op->conv_reversed = true;
+        } else {
+            ok = skip_value(L, false);
+        }
+        if (!ok) return false;
+    } while (imp_accept(L, ','));
+    return imp_expect(L, '}');
+}
+
 /* #stablehlo.gather<a = [..], b = [..], index_vector_dim = 1> and its kin. */
 static bool dnums(imp_lex *L, imp_op *op) {
     char w[IMP_MAX_NAME];
@@ -446,6 +513,8 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
         imp_mark m = imp_mark_here(L);
         char w[IMP_MAX_NAME];
         if (!imp_ident(L, w, ".", "an attribute")) return false;
+        if (!strcmp(w, "stablehlo.conv"))
+            return imp_expect(L, '<') && conv_dnums(L, op) && imp_expect(L, '>');
         if (!strcmp(w, "stablehlo.gather") || !strcmp(w, "stablehlo.scatter") ||
             !strcmp(w, "stablehlo.dot")) {
             imp_go(L, m);
@@ -479,10 +548,14 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
         imp_type t;
         bool ok = dense_values(L, KILN_DTYPE_I64, &d) && imp_expect(L, '>') && imp_expect(L, ':') &&
                   tensor_type(L, &t);
-        if (ok && (d.n % 2 || d.n / 2 > KILN_MAX_RANK))
-            ok = imp_fail(L, "padding of %lld values", (long long)d.n);
-        for (int64_t i = 0; ok && i < d.n / 2; i++)
-            op->pad_lo[i] = (int64_t)d.v[2 * i], op->pad_hi[i] = (int64_t)d.v[2 * i + 1];
+        /* dense<0> : tensor<4x2xi64>: a splat, one value for every axis */
+        bool splat = ok && d.n == 1 && t.rank == 2 && t.dims[1] == 2;
+        int64_t n_pad = splat ? 2 * t.dims[0] : d.n;
+        if (ok && (n_pad % 2 || n_pad / 2 > KILN_MAX_RANK))
+            ok = imp_fail(L, "padding of %lld values", (long long)n_pad);
+        for (int64_t i = 0; ok && i < n_pad / 2; i++)
+            op->pad_lo[i] = (int64_t)d.v[splat ? 0 : 2 * i],
+            op->pad_hi[i] = (int64_t)d.v[splat ? 0 : 2 * i + 1];
         host_free(L->ctx, d.v, (size_t)d.cap * sizeof *d.v);
         return ok;
     }
@@ -498,6 +571,20 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
         return true;
     }
     if (!strcmp(name, "comparison_direction")) return attribute(L, op, "", pretty);
+    if (!strcmp(name, "feature_group_count") || !strcmp(name, "batch_group_count")) {
+        if (!int_values(L, v, &k, name, pretty) || k != 1)
+            return L->status ? false : imp_fail(L, "%s", name);
+        *(!strcmp(name, "feature_group_count") ? &op->conv.feature_group_count
+                                               : &op->conv.batch_group_count) = v[0];
+        return true;
+    }
+    if (!strcmp(name, "window_reversal")) { /* array<i1: false, true> */
+        imp_mark m = imp_mark_here(L);
+        if (!skip_value(L, pretty)) return false;
+        for (size_t i = m.pos; i + 4 <= L->pos; i++)
+            if (!memcmp(L->src + i, "true", 4)) op->conv_reversed = true;
+        return true;
+    }
     return skip_value(L, pretty);
 }
 
@@ -602,10 +689,9 @@ static bool body_combine(imp_lex *L, const char *a, size_t na, const char *b, si
     return true;
 }
 
-/* ({ ^bb0(%a: T, %b: T): ... }) of the generic form: the body's combine kind. A body of
- * more than one op leaves the cursor past the region with IMP_COMBINE_NONE. */
-static bool region_combine(imp_lex *L, imp_combine *k) {
-    if (!imp_expect(L, '(')) return false;
+/* { ^bb0(%a: T, %b: T): ... } at the cursor: the body's combine kind. A body of more than
+ * one op leaves the cursor past the region with IMP_COMBINE_NONE. */
+static bool one_region_combine(imp_lex *L, imp_combine *k) {
     imp_skip(L);
     imp_mark m = imp_mark_here(L);
     if (!imp_skip_group(L)) return false; /* the { ... } */
@@ -633,6 +719,133 @@ static bool region_combine(imp_lex *L, imp_combine *k) {
     }
     if (!ok) return false;
     imp_go(L, end);
+    return true;
+}
+
+/* ({ ^bb0(%a: T, %b: T): ... }) of the generic form: the body's combine kind. */
+static bool region_combine(imp_lex *L, imp_combine *k) {
+    return imp_expect(L, '(') && one_region_combine(L, k) && imp_expect(L, ')');
+}
+
+/* The index in b of the value named s (n bytes) among names; -1 when not there. */
+static int body_ref(imp_lex *L, const imp_body *b, const char *const *names, const size_t *lens) {
+    const char *s;
+    size_t n;
+    if (!ref(L, &s, &n)) return -1;
+    for (int i = b->n - 1; i >= 0; i--)
+        if (same_ref(names[i], lens[i], s, n)) return i;
+    return -1;
+}
+
+/* The ops of a comparator's block after "^bb0(": its arguments, then constant, compare,
+ * select, and, or, up to its return. false on anything else. */
+static bool comparator_ops(imp_lex *L, imp_body *b) {
+    const char *names[IMP_MAX_BODY];
+    size_t lens[IMP_MAX_BODY];
+    imp_type t;
+    int n_params = 0;
+    if (!imp_accept(L, ')')) {
+        do {
+            const char *s;
+            size_t n;
+            if (b->n == IMP_MAX_BODY || !ref(L, &s, &n) || !imp_expect(L, ':') ||
+                !tensor_type(L, &t))
+                return false;
+            names[b->n] = s, lens[b->n] = n;
+            imp_body_add(b, (imp_bop){.kind = IMP_B_PARAM, .param = n_params++});
+        } while (imp_accept(L, ','));
+        if (!imp_expect(L, ')')) return false;
+    }
+    if (!imp_expect(L, ':')) return false;
+    for (;;) {
+        imp_skip(L);
+        const char *rn = NULL;
+        size_t rl = 0;
+        char name[IMP_MAX_NAME];
+        if (imp_peek(L) == '%' && (!ref(L, &rn, &rl) || !imp_expect(L, '='))) return false;
+        if (!imp_ident(L, name, ".", "an op name")) return false;
+        imp_op sig = {0};
+        if (!rn) {
+            if (strcmp(name, "stablehlo.return")) return false;
+            b->ret = body_ref(L, b, names, lens);
+            return b->ret >= 0 && signature(L, &sig) && imp_expect(L, '}');
+        }
+        imp_bop o = {0};
+        int n_in = 0;
+        if (!strcmp(name, "stablehlo.constant")) {
+            uint64_t raw = 0;
+            bool bits = false;
+            o.kind = IMP_B_CONST;
+            if (!imp_expect_word(L, "dense") || !imp_expect(L, '<') ||
+                !imp_number(L, &o.value, &raw, &bits, "a constant") || !imp_expect(L, '>') ||
+                !imp_expect(L, ':') || !tensor_type(L, &t) || t.rank != 0 ||
+                (bits && !bits_value(L, t.dtype, raw, &o.value)))
+                return false;
+        } else if (!strcmp(name, "stablehlo.compare")) {
+            imp_op d = {0};
+            char ty[IMP_MAX_NAME];
+            o.kind = IMP_B_COMPARE, n_in = 2;
+            if (!direction(L, &d) || !imp_expect(L, ',')) return false;
+            o.cmp = d.cmp;
+            for (int i = 0; i < 2; i++)
+                if ((i && !imp_expect(L, ',')) || (o.in[i] = body_ref(L, b, names, lens)) < 0)
+                    return false;
+            if (imp_accept(L, ',')) {
+                if (!imp_ident(L, ty, NULL, "a compare type")) return false;
+                o.totalorder = !strcmp(ty, "TOTALORDER");
+            }
+            if (!signature(L, &sig)) return false;
+        } else {
+            o.kind = !strcmp(name, "stablehlo.select") ? IMP_B_SELECT
+                     : !strcmp(name, "stablehlo.and")  ? IMP_B_AND
+                     : !strcmp(name, "stablehlo.or")   ? IMP_B_OR
+                                                       : IMP_B_OTHER;
+            if (o.kind == IMP_B_OTHER) return false;
+            n_in = o.kind == IMP_B_SELECT ? 3 : 2;
+            for (int i = 0; i < n_in; i++)
+                if ((i && !imp_expect(L, ',')) || (o.in[i] = body_ref(L, b, names, lens)) < 0)
+                    return false;
+            if (!signature(L, &sig)) return false;
+        }
+        o.n_in = n_in;
+        if (b->n == IMP_MAX_BODY) return false;
+        names[b->n] = rn, lens[b->n] = rl;
+        imp_body_add(b, o);
+    }
+}
+
+/* { ^bb0(%a: T, %b: T, ...): ... } at the cursor into b (body.c recognises it); a body
+ * this reader does not follow leaves b unreadable, for the op's mapping to refuse by name.
+ * The cursor ends past the region. */
+static bool comparator(imp_lex *L, imp_body *b) {
+    memset(b, 0, sizeof *b);
+    b->ret = -1;
+    imp_skip(L);
+    imp_mark m = imp_mark_here(L);
+    if (imp_peek(L) != '{') return imp_expected(L, "a comparator's region");
+    if (!imp_skip_group(L)) return false;
+    imp_mark end = imp_mark_here(L);
+    imp_go(L, m);
+    bool ok = imp_expect(L, '{') && imp_expect(L, '^') &&
+              imp_ident(L, (char[IMP_MAX_NAME]){0}, NULL, "a block name") && imp_expect(L, '(') &&
+              comparator_ops(L, b);
+    if (!ok) {
+        L->status = KILN_STATUS_OK; /* not followed: unreadable, refused by the mapping */
+        L->msg[0] = 0;
+        b->unreadable = true;
+    }
+    imp_go(L, end);
+    return true;
+}
+
+/* sort's ({comparator}) and select_and_scatter's ({select}, {scatter}). */
+static bool comparator_regions(shlo *P, imp_op *op) {
+    imp_lex *L = P->L;
+    op->body = &P->body;
+    if (!imp_expect(L, '(') || !comparator(L, &P->body)) return false;
+    if (!strcmp(op->name, "select_and_scatter") &&
+        (!imp_expect(L, ',') || !one_region_combine(L, &op->combine)))
+        return false;
     return imp_expect(L, ')');
 }
 
@@ -1095,7 +1308,9 @@ static bool generic_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs, int 
         *n_outs = op->n_out;
         return true;
     }
-    if (imp_peek(L) == '(' && !region_combine(L, &op->combine)) return false;
+    bool cmp = !strcmp(op->name, "sort") || !strcmp(op->name, "select_and_scatter");
+    if (imp_peek(L) == '(' && !(cmp ? comparator_regions(P, op) : region_combine(L, &op->combine)))
+        return false;
     imp_skip(L);
     if (imp_peek(L) == '{' && !attr_dict(L, op)) return false;
     return signature(L, op);
@@ -1148,6 +1363,38 @@ static bool constant_op(imp_lex *L, imp_scope *s, imp_op *op, bool generic, kiln
     return true;
 }
 
+/* stablehlo.convolution(%x, %w) dim_numbers = [..]x[..]->[..], window = {...} {attrs} :
+ * sig. */
+static bool conv_pretty(imp_lex *L, imp_scope *s, imp_op *op) {
+    if (!operand_list(L, s, op)) return false;
+    while (!L->status) {
+        imp_skip(L);
+        if (imp_peek(L) == '{') {
+            if (!attr_dict(L, op)) return false;
+            continue;
+        }
+        if (imp_peek(L) == ':') break;
+        char key[IMP_MAX_NAME];
+        if (!imp_ident(L, key, NULL, "a convolution attribute") || !imp_expect(L, '='))
+            return false;
+        bool ok = !strcmp(key, "dim_numbers") ? conv_dnums(L, op)
+                  : !strcmp(key, "window")    ? conv_window(L, op)
+                                              : attribute(L, op, key, true);
+        if (!ok) return false;
+        imp_accept(L, ',');
+    }
+    return signature(L, op);
+}
+
+/* chlo.top_k(%x, k = 2) : T -> (T, U) */
+static bool top_k_pretty(imp_lex *L, imp_scope *s, imp_op *op) {
+    if (!imp_expect(L, '(') || !add_operand(L, s, op) || !imp_expect(L, ',') ||
+        !imp_expect_word(L, "k") || !imp_expect(L, '=') || !imp_int(L, &op->k, "k") ||
+        !imp_expect(L, ')'))
+        return false;
+    return signature(L, op);
+}
+
 /* One op after its results' names: dispatched on its name. */
 static bool op_body(shlo *P, imp_scope *s, imp_op *op, bool generic, kiln_value *outs, int *n_outs,
                     imp_entry *info) {
@@ -1163,6 +1410,12 @@ static bool op_body(shlo *P, imp_scope *s, imp_op *op, bool generic, kiln_value 
         return true;
     }
     if (!strcmp(n, "custom_call") && !generic) return custom_call(P, s, op, outs);
+    if (!generic && (!strcmp(n, "convolution") || !strcmp(n, "top_k"))) {
+        if (!strcmp(n, "convolution") && !conv_pretty(L, s, op)) return false;
+        if (!strcmp(n, "top_k") && !top_k_pretty(L, s, op)) return false;
+        *n_outs = op->n_out;
+        return imp_emit(L, s->g, op, outs);
+    }
     bool done = false;
     bool ok = generic                ? generic_op(P, s, op, outs, n_outs, &done)
               : !strcmp(n, "reduce") ? reduce_pretty(P, s, op)
@@ -1170,7 +1423,8 @@ static bool op_body(shlo *P, imp_scope *s, imp_op *op, bool generic, kiln_value 
     if (!ok || done) return ok;
     *n_outs = 1;
     if (!strcmp(n, "reduce") && op->n_in == 4) *n_outs = 2; /* jnp.argmax's (values, indices) */
-    if (!strcmp(n, "optimization_barrier")) {               /* its types are the operands' */
+    if (!strcmp(n, "sort") || !strcmp(n, "top_k")) *n_outs = op->n_out;
+    if (!strcmp(n, "optimization_barrier")) { /* its types are the operands' */
         *n_outs = op->n_in;
         op->n_out = 0;
     }
@@ -1212,10 +1466,22 @@ static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs, int max_o
         const char *rn = NULL;
         size_t rl = 0;
         int64_t n_res = 1;
+        int n_names = 0; /* "%values, %indices = ...": one name per result */
+        const char *names[IMP_MAX_OPERANDS];
+        size_t lens[IMP_MAX_OPERANDS];
         if (imp_peek(L) == '%') {
-            ok = ref(L, &rn, &rl) &&
-                 (!imp_accept(L, ':') || imp_int(L, &n_res, "a result count")) &&
-                 imp_expect(L, '=');
+            ok = ref(L, &rn, &rl) && (!imp_accept(L, ':') || imp_int(L, &n_res, "a result count"));
+            names[n_names] = rn, lens[n_names++] = rl;
+            while (ok && n_res == 1 && imp_accept(L, ',')) {
+                if (n_names == IMP_MAX_OPERANDS) {
+                    ok = imp_fail(L, "more than %d result names", IMP_MAX_OPERANDS);
+                    break;
+                }
+                ok = ref(L, &names[n_names], &lens[n_names]);
+                n_names++;
+            }
+            if (n_names > 1) n_res = n_names;
+            ok = ok && imp_expect(L, '=');
             if (ok && (n_res < 1 || n_res > IMP_MAX_VALUES))
                 ok = imp_fail(L, "%lld results", (long long)n_res);
             if (!ok) break;
@@ -1255,6 +1521,12 @@ static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs, int max_o
                              "%s gives %d result%s, but the text names %lld", name, n_res_got,
                              n_res_got == 1 ? "" : "s", (long long)n_res);
             break;
+        }
+        if (n_names > 1) {
+            for (int i = 0; ok && i < n_names; i++)
+                ok = imp_scope_bind(L, s, names[i], lens[i], 1, &res[i]) != NULL;
+            if (!ok) break;
+            continue;
         }
         imp_entry *e = imp_scope_bind(L, s, rn, rl, n_res_got, res);
         if (!e) {

@@ -14,9 +14,12 @@
  * The convolution is im2col + GEMM: the input is brought to channels-last [N, X..., C],
  * padded (lhs_dilation is the pad's interior), and each kernel position k takes the
  * strided slice xp[:, k * rhs_dilation + y * stride, :]; their concatenation is the
- * patch matrix [N * P, K * C] (P output positions, K kernel positions), a value of the
- * graph, so the memory plan holds it like any other buffer and planned peak stays equal
- * to measured. One dot_general with the kernel as [K * I, O] (batched over the G feature
+ * patch matrix [N * P, K * C] (P output positions, K kernel positions). When the output
+ * has fewer positions than the window (P < K: a weight gradient written as a convolution,
+ * its window the activation) the same matrix is cut by output position instead, each y
+ * taking the window xp[:, y * stride + k * rhs_dilation, :] (P slices, not K). It is a
+ * value of the graph, so the memory plan holds it like any other buffer and planned peak
+ * stays equal to measured. One dot_general with the kernel as [K * I, O] (batched over the G feature
  * groups when there are several) gives the result, transposed to the asked layout.
  *
  * A window reduction is separable: the max (sum, min) over a box is the max over the last
@@ -279,6 +282,38 @@ static kiln_value conv_patches(kiln_graph *g, const char *op, kiln_value xp, con
     return out;
 }
 
+/* The same patch matrix cut the other way: output position y's window of xp (a slice
+ * strided by the rhs dilation) per row, [N, P, K, C] as [N * P, K, C]. Fewer slices when
+ * the window has more positions than the output (JAX's weight gradients: a convolution
+ * whose window is the activation, 28x28, over a 3x3 output: 9 slices instead of 784). */
+static kiln_value conv_patches_by_output(kiln_graph *g, const char *op, kiln_value xp,
+                                         const conv_geom *gm, int64_t kk, int64_t np) {
+    int64_t per = np / gm->n; /* output positions P */
+    kiln_value *parts = host_alloc(g->ctx, (size_t)per * sizeof *parts);
+    if (!parts)
+        return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %lld slices failed",
+                          (long long)per);
+    int rank = gm->ns + 2;
+    int64_t start[NS_MAX + 2] = {0}, limit[NS_MAX + 2], stride[NS_MAX + 2];
+    limit[0] = gm->n, limit[rank - 1] = gm->c, stride[0] = stride[rank - 1] = 1;
+    int64_t row[4] = {gm->n, 1, kk, gm->c};
+    for (int64_t p = 0; p < per; p++) {
+        int64_t rest = p;
+        for (int d = gm->ns - 1; d >= 0; d--) {
+            int64_t yd = rest % gm->osz[d];
+            rest /= gm->osz[d];
+            start[1 + d] = yd * gm->stride[d];
+            limit[1 + d] = start[1 + d] + (gm->k[d] - 1) * gm->rd[d] + 1;
+            stride[1 + d] = gm->rd[d];
+        }
+        parts[p] = kiln_reshape(g, kiln_slice(g, xp, start, limit, stride), 4, row);
+    }
+    kiln_value out = per == 1 ? parts[0] : kiln_concatenate(g, (int)per, parts, 1);
+    host_free(g->ctx, parts, (size_t)per * sizeof *parts);
+    int64_t dims[3] = {np, kk, gm->c};
+    return kiln_reshape(g, out, 3, dims);
+}
+
 /* rhs as [K, I, O] (kernel positions row-major over the spatial axes). */
 static kiln_value conv_kernel(kiln_graph *g, kiln_value rhs, const conv_geom *gm, int64_t kk) {
     int rank = gm->ns + 2, perm[NS_MAX + 2];
@@ -341,7 +376,8 @@ kiln_value kiln_conv_general_dilated(kiln_graph *g, kiln_value lhs, kiln_value r
         return kiln_full(g, t, rank, dims, 0);
     }
     kiln_value xp = conv_input(g, lhs, t, &gm);
-    kiln_value pat = conv_patches(g, op, xp, &gm, kk, np);
+    kiln_value pat = p < kk ? conv_patches_by_output(g, op, xp, &gm, kk, np)
+                            : conv_patches(g, op, xp, &gm, kk, np);
     kiln_value y = conv_product(g, pat, conv_kernel(g, rhs, &gm, kk), &gm, kk, np);
     return conv_output(g, y, &gm);
 }

@@ -132,6 +132,86 @@ def argminmax_args():
     return x, rng.integers(-3, 3, (4, 5)).astype(np.int32), randn(2, 3, 4)
 
 
+def sorting(x, n, y, a, b):
+    """jnp.sort / argsort / lax.sort / top_k: a stablehlo.sort whose comparator JAX writes
+    (floats made canonical, -0.0 == +0.0, NaN last, TOTALORDER LT), descending as a
+    reverse, two keys lexicographic, an int key, and chlo.top_k / HLO topk."""
+    return (jnp.sort(x, axis=1), jnp.argsort(x, axis=1), jnp.argsort(x, axis=0, descending=True),
+            jnp.sort(x, axis=0, descending=True), jnp.sort(n, axis=0), jnp.argsort(n, axis=1),
+            *lax.sort((a, b, y), dimension=1, num_keys=2), *lax.top_k(y, 3))
+
+
+def sorting_args():
+    x = np.array([[1, 3, -0.0, 0, -1, np.nan], [2, np.nan, 5, -np.inf, 0, np.inf],
+                  [-4, -4, -2, -4, 7, 0.5], [0, 0, 0, -0.0, 0, 0]], np.float32)
+    a = rng.integers(0, 3, (4, 6)).astype(np.float32)
+    return (x, rng.integers(-3, 3, (4, 6)).astype(np.int32), randn(4, 6), a,
+            rng.integers(-2, 2, (4, 6)).astype(np.int32))
+
+
+def conv(x, w, xg, wg, xt, wt, p):
+    """lax.conv_general_dilated in the layouts JAX writes: NCHW with strides and rhs
+    dilation, grouped, transposed (lhs dilation), 1-D NWC; a padded max pool's gradient
+    (select_and_scatter with padding) beside its forward pass; a window sum and cumsums
+    (reduce_windows the importer reads as kiln_cumsum)."""
+    a = lax.conv_general_dilated(x, w, (2, 1), [(1, 2), (0, 1)], rhs_dilation=(1, 2))
+    b = lax.conv_general_dilated(xg, wg, (1, 1), "SAME", feature_group_count=2,
+                                 dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    c = lax.conv_transpose(xt, wt, (2,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"))
+
+    def pool(v):
+        return lax.reduce_window(v, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+    y, vjp = jax.vjp(pool, p)
+    s = lax.reduce_window(p, 0.0, lax.add, (1, 2, 3, 1), (1, 1, 2, 1), "VALID")
+    return a, b, c, y, vjp(jnp.cos(y))[0], s, jnp.cumsum(p, axis=2), lax.cumsum(p, 1, reverse=True)
+
+
+def conv_args():
+    p = randn(2, 7, 7, 3)
+    p[0, 0, :2, 0] = 1.0  # ties: the first maximum of a window keeps its cotangent
+    return (randn(2, 3, 9, 8), randn(4, 3, 3, 2), randn(1, 5, 5, 4), randn(3, 3, 2, 6),
+            randn(2, 6, 3), randn(3, 3, 2), p)
+
+
+B_CNN, H_CNN, C1_CNN, C2_CNN, K_CNN = 4, 8, 4, 8, 5
+
+
+def cnn_step(p, m, v, x, y, lr, t):
+    """bench/cnn/cnn_jax.py's training step at a small size: conv 3x3 SAME + relu + max
+    pool 2x2/2 twice, dense, softmax cross-entropy, AdamW; its gradient is convolutions,
+    select_and_scatter (the pools') and reduce_windows."""
+    def block(h, w, b):
+        h = lax.conv_general_dilated(h, w, (1, 1), "SAME",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        h = jax.nn.relu(h + b)
+        return lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def loss_fn(p):
+        h = block(block(x, p[0], p[1]), p[2], p[3])
+        logits = h.reshape(x.shape[0], -1) @ p[4] + p[5]
+        picked = jnp.take_along_axis(logits, y[:, None], axis=1)[:, 0]
+        return jnp.mean(jax.nn.logsumexp(logits, axis=-1) - picked)
+    loss, g = jax.value_and_grad(loss_fn)(p)
+    t = t.astype(jnp.float32)
+    m = [0.9 * mi + 0.1 * gi for mi, gi in zip(m, g)]
+    v = [0.999 * vi + 0.001 * gi * gi for vi, gi in zip(v, g)]
+    c1, c2 = 1 - 0.9 ** t, 1 - 0.999 ** t
+    p = [pi * (1 - lr * 1e-2) - lr / c1 * mi / (jnp.sqrt(vi) / jnp.sqrt(c2) + 1e-8)
+         for pi, mi, vi in zip(p, m, v)]
+    return loss, p, m, v
+
+
+def cnn_args():
+    flat = (H_CNN // 4) ** 2 * C2_CNN
+    shapes = [(3, 3, 1, C1_CNN), (C1_CNN,), (3, 3, C1_CNN, C2_CNN), (C2_CNN,), (flat, K_CNN),
+              (K_CNN,)]
+    p = [randn(*s) * np.float32(0.3) for s in shapes]
+    m = [randn(*s) * np.float32(0.01) for s in shapes]
+    v = [np.abs(randn(*s)) * np.float32(1e-4) for s in shapes]
+    return (p, m, v, randn(B_CNN, H_CNN, H_CNN, 1),
+            rng.integers(0, K_CNN, B_CNN).astype(np.int32), np.float32(1e-3), np.int32(3))
+
+
 PROGRAMS = {
     "mlp_train": (mlp_train, lambda: (randn(4, 8), randn(8), randn(8, 3), randn(2, 4),
                                       jax.nn.one_hot(np.array([0, 2]), 3)), (0, 1, 2)),
@@ -143,6 +223,9 @@ PROGRAMS = {
     "misc": (misc, lambda: (randn(4, 4), rng.random((4, 3)) > 0.3, np.array([3, 1], np.int32)),
              ()),
     "argminmax": (argminmax, argminmax_args, ()),
+    "sorting": (sorting, sorting_args, ()),
+    "conv": (conv, conv_args, ()),
+    "cnn_step": (cnn_step, cnn_args, (0, 1, 2)),
 }
 
 DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}

@@ -387,6 +387,7 @@ static void test_host_arguments(void) {
     CHECK(run(g, args, got, &an, NULL));
     for (int i = 0; i < 2; i++) CHECK(got[i] && cmp_arrays(got[i], want[i], 0, 0, "host state"));
     CHECK(got[1] && kiln_array_memory_kind(got[1]) == KILN_MEMORY_PINNED_HOST);
+    free_arrays(want, 2);
     uint64_t st = N_ST * 4, rounded = (st + 255) / 256 * 256;
     CHECK_MSG(an.host_argument_bytes == rounded && an.host_output_bytes == rounded &&
                   an.argument_bytes == 2 * rounded && an.output_bytes == rounded &&

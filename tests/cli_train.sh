@@ -74,6 +74,28 @@ if [ $rc != 0 ] || ! same_losses "$dir/acc1" "$dir/acc4" || ! same_losses "$dir/
     cat "$dir/acc1/losses.csv" "$dir/acc4/losses.csv" "$dir/accb/losses.csv"
     fail=1
 fi
+# The state in host memory (--offload-optimizer, --offload-params): the same parameters bit
+# for bit as the run that keeps it on the device, a lower planned peak (= measured), the
+# summary and summary.json saying so; a resume of such a run on the device continues it.
+expect 1 "offload_params (--offload-params) is not supported with shard_optimizer" -- train \
+    $tiny --offload-params --shard-optimizer --out "$dir/o"
+if ! "$KILN" train $acc --offload-optimizer --out "$dir/offo" >"$dir/offo.log" 2>&1 ||
+    ! "$KILN" train $acc --offload-params --out "$dir/offp" >"$dir/offp.log" 2>&1 ||
+    ! cmp -s "$dir/acc1/model.safetensors" "$dir/offo/model.safetensors" ||
+    ! cmp -s "$dir/acc1/model.safetensors" "$dir/offp/model.safetensors" ||
+    ! grep -q "host offload: the AdamW moments kept in pinned_host memory" "$dir/offo.log" ||
+    ! grep -q "host offload: the AdamW moments and the parameters kept in pinned_host memory" \
+        "$dir/offp.log" ||
+    ! grep -q '"offload_optimizer": true, "offload_params": true' "$dir/offp/summary.json" ||
+    ! awk '/planned_peak_bytes/ { gsub(/[^0-9]/, ""); p[FILENAME] = $0 }
+        /measured_peak_bytes/ { gsub(/[^0-9]/, ""); m[FILENAME] = $0 }
+        END { a = ARGV[1]; b = ARGV[2]; c = ARGV[3]
+              exit !(p[b] < p[a] && p[c] < p[b] && p[b] == m[b] && p[c] == m[c]) }' \
+        "$dir/acc1/summary.json" "$dir/offo/summary.json" "$dir/offp/summary.json"; then
+    echo "FAIL: --offload-optimizer / --offload-params"
+    tail -n 4 "$dir/offo.log" "$dir/offp.log"
+    fail=1
+fi
 expect 1 "cannot open the corpus '$dir/nope.txt'" -- train $tiny --data "$dir/nope.txt" --out "$dir/o"
 expect 1 "$dir/nope.safetensors" -- train --resume "$dir/nope.safetensors"
 expect 1 "$dir/nope.safetensors" -- sample "$dir/nope.safetensors"

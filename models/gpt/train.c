@@ -1173,6 +1173,12 @@ static kiln_status check_options(const gpt_train_options *o, char *err) {
                  (int)o->loss_scaling, o->loss_scale, (long long)o->loss_scale_growth_interval);
         return KILN_STATUS_INVALID_ARGUMENT;
     }
+    if (o->shard_optimizer && o->offload_params) {
+        gpt_errf(err, "gpt_train: offload_params (--offload-params) is not supported with "
+                      "shard_optimizer (--shard-optimizer): offload the optimiser state alone "
+                      "(--offload-optimizer)");
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
     if (o->shard_optimizer &&
         (o->zero_stage < 0 || o->zero_stage > 2 || scaling_of(o) != GPT_LOSS_SCALING_NONE)) {
         gpt_errf(err,

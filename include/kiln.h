@@ -1979,6 +1979,9 @@ typedef struct kiln_buffer_info {
     /* true for the two buffers of an offloaded value: its copy in host memory (place
      * KILN_BUFFER_PLACE_HOST) and the copy back on the device the backward pass reads. */
     bool offloaded;
+    /* the memory kind of its bytes (kiln_memory_kind): KILN_MEMORY_PINNED_HOST for host
+     * temporaries and for arguments and outputs of that kind (kiln_parameter_in_memory) */
+    int memory_kind;
 } kiln_buffer_info;
 
 KILN_API kiln_status kiln_executable_get_memory_analysis(const kiln_executable *e,

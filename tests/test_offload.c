@@ -408,6 +408,18 @@ static void test_host_arguments(void) {
     CHECK_MSG(an.host_alias_bytes == rounded && an.alias_bytes == rounded,
               "host alias %llu, device alias %llu", (unsigned long long)an.host_alias_bytes,
               (unsigned long long)an.alias_bytes);
+    /* the buffers say their memory kind; a fetch and a host output are no offload */
+    int n_host = 0;
+    for (int i = 0; e && i < an.num_buffers; i++) {
+        kiln_buffer_info bi;
+        CHECK_OK(ctx, kiln_executable_get_buffer_info(e, i, &bi));
+        n_host += bi.memory_kind == KILN_MEMORY_PINNED_HOST;
+        CHECK_MSG(!bi.offloaded, "buffer %d (%s) says offloaded", i, bi.op);
+        if (bi.kind == KILN_BUFFER_KIND_ARGUMENT)
+            CHECK(bi.memory_kind == (bi.place_index == 1 ? KILN_MEMORY_PINNED_HOST
+                                                          : KILN_MEMORY_DEVICE));
+    }
+    CHECK_MSG(n_host == 2, "%d buffers in pinned_host memory: want m and m'", n_host);
     float w[N_ST], m[N_ST];
     memcpy(w, w0, sizeof w), memcpy(m, m0, sizeof m);
     for (int step = 0; step < 3 && e; step++) {

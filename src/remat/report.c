@@ -48,7 +48,8 @@ void remat_report(strbuf *sb, const kiln_graph *g, const remat_info *r, uint64_t
         const ir_node *n = &g->nodes[id];
         if (remat_mark_of(g, id) != REMAT_CLONE) continue;
         char ty[IR_TYPE_STR_MAX];
-        bool back = n->op == IR_MEMORY_PUT; /* an offloaded value brought back */
+        /* an offloaded value brought back (a fetch of a host argument is a recomputation) */
+        bool back = n->op == IR_MEMORY_PUT && g->nodes[ir_in(n)[0]].op != IR_PARAMETER;
         sb_printf(sb, "  %%%u %s %s: %s", id, back ? "offload of" : ir_ops[n->op].name,
                   ir_type_str(n->dtype, &n->shape, ty, sizeof ty),
                   back ? "back from the host, " : "");

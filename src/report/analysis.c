@@ -112,6 +112,10 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
     const plan_buffer *b = &e->mem.buffers[i];
     const ir_node *n = &e->g->nodes[b->node];
     bool scratch = b->kind == PLAN_K_SCRATCH;
+    /* a copy of host offload: out to the host, or back; not a fetch of a host argument
+     * (its input is a parameter) nor a host output */
+    bool offload_copy = !scratch && n->op == IR_MEMORY_PUT && b->kind != PLAN_K_OUTPUT &&
+                        e->g->nodes[ir_in(n)[0]].op != IR_PARAMETER;
     *out = (kiln_buffer_info){
         .node = (int)b->node,
         .op = plan_buffer_op(e->g, b),
@@ -129,9 +133,10 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
         .file = n->file,
         .line = n->line,
         .name = scratch || !n->name || !*n->name ? NULL : n->name,
-        .recomputed =
-            !scratch && remat_mark_of(e->g, b->node) == REMAT_CLONE && n->op != IR_MEMORY_PUT,
-        .offloaded = !scratch && n->op == IR_MEMORY_PUT,
+        .recomputed = !scratch && remat_mark_of(e->g, b->node) == REMAT_CLONE && !offload_copy,
+        .offloaded = offload_copy,
+        .memory_kind =
+            plan_buffer_in_host(e->g, b) ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE,
     };
     for (int a = 0; a < out->rank; a++) out->dims[a] = n->shape.dims[a];
     return KILN_STATUS_OK;

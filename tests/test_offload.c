@@ -368,8 +368,9 @@ static kiln_graph *host_state_step(void) {
 static void test_host_arguments(void) {
     kiln_graph *g = host_state_step();
     float w0[N_ST], m0[N_ST], g0[N_ST];
-    for (int i = 0; i < N_ST; i++) w0[i] = 0.01f * (float)(i % 97), m0[i] = 0.5f - 0.001f * (float)i,
-                                g0[i] = 0.003f * (float)(i % 13) - 0.02f;
+    for (int i = 0; i < N_ST; i++)
+        w0[i] = 0.01f * (float)(i % 97), m0[i] = 0.5f - 0.001f * (float)i,
+        g0[i] = 0.003f * (float)(i % 13) - 0.02f;
     int64_t d[1] = {N_ST};
     kiln_array *args[3] = {0};
     CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 1, d, w0, &args[0]));
@@ -416,8 +417,8 @@ static void test_host_arguments(void) {
         n_host += bi.memory_kind == KILN_MEMORY_PINNED_HOST;
         CHECK_MSG(!bi.offloaded, "buffer %d (%s) says offloaded", i, bi.op);
         if (bi.kind == KILN_BUFFER_KIND_ARGUMENT)
-            CHECK(bi.memory_kind == (bi.place_index == 1 ? KILN_MEMORY_PINNED_HOST
-                                                          : KILN_MEMORY_DEVICE));
+            CHECK(bi.memory_kind ==
+                  (bi.place_index == 1 ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE));
     }
     CHECK_MSG(n_host == 2, "%d buffers in pinned_host memory: want m and m'", n_host);
     float w[N_ST], m[N_ST];
@@ -467,8 +468,8 @@ static void test_host_arguments(void) {
     CHECK(text && strstr(text, "\"m\" pinned_host :"));
     kiln_graph *back = NULL;
     CHECK_OK(ctx, kiln_graph_parse(ctx, text, strlen(text), "host_state.txt", &back));
-    CHECK(back && kiln_value_memory_kind(back, kiln_graph_parameter(back, 1)) ==
-                      KILN_MEMORY_PINNED_HOST);
+    CHECK(back &&
+          kiln_value_memory_kind(back, kiln_graph_parameter(back, 1)) == KILN_MEMORY_PINNED_HOST);
     kiln_graph_destroy(back);
     kiln_string_free(ctx, text);
     kiln_graph_destroy(g);
@@ -525,7 +526,8 @@ static void test_host_capture(void) {
     for (int kind = 0; kind < 2; kind++) {
         kiln_graph *g;
         kiln_graph_create(ctx, "host_capture", &g);
-        kiln_value w = kiln_parameter_in_memory(g, "w", KILN_DTYPE_F64, 1, d, (kiln_memory_kind)kind);
+        kiln_value w =
+            kiln_parameter_in_memory(g, "w", KILN_DTYPE_F64, 1, d, (kiln_memory_kind)kind);
         kiln_value c0 = kiln_parameter(g, "c0", KILN_DTYPE_F64, 1, d);
         kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 2, xd), out;
         int n = 0;
@@ -544,7 +546,8 @@ static void test_host_capture(void) {
 
     kiln_graph *g;
     kiln_graph_create(ctx, "host_carry", &g);
-    kiln_value c0 = kiln_parameter_in_memory(g, "c0", KILN_DTYPE_F64, 1, d, KILN_MEMORY_PINNED_HOST);
+    kiln_value c0 =
+        kiln_parameter_in_memory(g, "c0", KILN_DTYPE_F64, 1, d, KILN_MEMORY_PINNED_HOST);
     kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 2, xd), out;
     kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F64, 1, d);
     int n = 0;
@@ -561,7 +564,8 @@ static void test_host_grad(void) {
         kiln_graph *g;
         kiln_graph_create(ctx, "host_grad", &g);
         int64_t d[1] = {17};
-        kiln_value w = kiln_parameter_in_memory(g, "w", KILN_DTYPE_F64, 1, d, (kiln_memory_kind)kind);
+        kiln_value w =
+            kiln_parameter_in_memory(g, "w", KILN_DTYPE_F64, 1, d, (kiln_memory_kind)kind);
         kiln_value wd = kiln_memory_put(g, w, KILN_MEMORY_DEVICE), dw;
         kiln_value loss = kiln_reduce_sum(g, kiln_mul(g, kiln_sin(g, wd), wd), 0, NULL, false);
         CHECK_OK(ctx, kiln_grad(g, loss, 1, &w, &dw));
@@ -576,8 +580,7 @@ static void test_host_grad(void) {
         CHECK(run(g, &a, &got, &an, NULL));
         CHECK(got && !kiln_array_copy_to_host(got, gx, sizeof gx));
         int ok = 1;
-        for (int i = 0; i < 17; i++)
-            ok &= fabs(gx[i] - (cos(x[i]) * x[i] + sin(x[i]))) <= 1e-12;
+        for (int i = 0; i < 17; i++) ok &= fabs(gx[i] - (cos(x[i]) * x[i] + sin(x[i]))) <= 1e-12;
         CHECK_MSG(ok, "d/dw sum(w sin w) with w in memory kind %d", kind);
         kiln_array_destroy(a), kiln_array_destroy(got);
         kiln_graph_destroy(g);

@@ -434,7 +434,8 @@ static void figures(const plan_ctx *c, plan_cand *cd) {
     for (uint32_t j = 0; j < c->g->n_outputs; j++) {
         const plan_buffer *x = &cd->buf[c->buffer_of[c->g->outputs[j]]];
         if (cd->output_donor[j] < 0)
-            *(plan_in_host(c, x) ? &cd->host_outputs : &cd->output_bytes) += plan_round(x->size, gr);
+            *(plan_in_host(c, x) ? &cd->host_outputs : &cd->output_bytes) +=
+                plan_round(x->size, gr);
     }
     cd->peak = args + cd->output_bytes + plan_round(cd->arena, gr);
 }

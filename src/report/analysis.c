@@ -135,8 +135,7 @@ kiln_status kiln_executable_get_buffer_info(const kiln_executable *e, int i,
         .name = scratch || !n->name || !*n->name ? NULL : n->name,
         .recomputed = !scratch && remat_mark_of(e->g, b->node) == REMAT_CLONE && !offload_copy,
         .offloaded = offload_copy,
-        .memory_kind =
-            plan_buffer_in_host(e->g, b) ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE,
+        .memory_kind = plan_buffer_in_host(e->g, b) ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE,
     };
     for (int a = 0; a < out->rank; a++) out->dims[a] = n->shape.dims[a];
     return KILN_STATUS_OK;

@@ -55,9 +55,9 @@ static kiln_status new_tagged(kiln_context *ctx, const char *what, const char *t
     a->memory_kind = kind;
     kn_device *d = &ctx->devices[device];
     /* the allocator keeps the first 23 bytes of the tag: it names the maker or the array */
-    if (a->nbytes && (st = kind == KILN_MEMORY_PINNED_HOST
-                               ? device_host_alloc(ctx, d, a->nbytes, tag, &a->data)
-                               : device_alloc(d, a->nbytes, tag, &a->data))) {
+    if (a->nbytes &&
+        (st = kind == KILN_MEMORY_PINNED_HOST ? device_host_alloc(ctx, d, a->nbytes, tag, &a->data)
+                                              : device_alloc(d, a->nbytes, tag, &a->data))) {
         host_free(ctx, a, sizeof *a);
         return st;
     }
@@ -76,7 +76,8 @@ kiln_status array_new_on(kiln_context *ctx, const char *what, int device, kiln_d
 }
 
 bool array_host_addressable(const kiln_array *a) {
-    return a->memory_kind == KILN_MEMORY_PINNED_HOST || !a->ctx->devices[a->device].backend->copy_h2d;
+    return a->memory_kind == KILN_MEMORY_PINNED_HOST ||
+           !a->ctx->devices[a->device].backend->copy_h2d;
 }
 
 kiln_status array_new(kiln_context *ctx, const char *what, kiln_dtype dtype, const ir_shape *s,
@@ -149,9 +150,9 @@ static void normalise_bools(kiln_array *a, const uint8_t *src) {
 
 /* The creation calls: name (NULL: none) tags the storage, so OOM reports and memory
  * summaries show it. */
-static kiln_status create(kiln_context *ctx, const char *op, const char *name, int device,
-                          int kind, kiln_dtype dtype, int rank, const int64_t *dims,
-                          const void *data, kiln_array **out) {
+static kiln_status create(kiln_context *ctx, const char *op, const char *name, int device, int kind,
+                          kiln_dtype dtype, int rank, const int64_t *dims, const void *data,
+                          kiln_array **out) {
     if (!ctx) return KILN_STATUS_INVALID_ARGUMENT;
     ir_shape s;
     kiln_status st = check_create(ctx, op, device, rank, dims, out, &s);

@@ -145,12 +145,11 @@ static kiln_status make_outputs(run_state *r) {
     const char *op = "kiln_executable_run";
     for (uint32_t j = 0; j < e->n_outputs; j++) {
         const exec_value *v = &e->outputs[j];
-        kiln_status s =
-            e->output_donor[j] >= 0
-                ? array_new_empty(e->ctx, op, e->dev->id, v->memory_kind, v->dtype, &v->shape,
-                                  &r->res[j])
-                : array_new_in(e->ctx, op, e->dev->id, v->memory_kind, v->dtype, &v->shape,
-                               &r->res[j]);
+        kiln_status s = e->output_donor[j] >= 0
+                            ? array_new_empty(e->ctx, op, e->dev->id, v->memory_kind, v->dtype,
+                                              &v->shape, &r->res[j])
+                            : array_new_in(e->ctx, op, e->dev->id, v->memory_kind, v->dtype,
+                                           &v->shape, &r->res[j]);
         if (s) return s;
     }
     return KILN_STATUS_OK;
@@ -233,7 +232,7 @@ static kiln_status check_devices(const kiln_executable *e, kiln_array *const *ar
                              "kiln_executable_run: argument %u of '%s' ('%s') is in %s memory, "
                              "and its parameter in %s memory; make it there with "
                              "kiln_array_copy_to_memory",
-                             p, e->name, e->params[p].name ? e->params[p].name : "", 
+                             p, e->name, e->params[p].name ? e->params[p].name : "",
                              ir_memory_kind_name(got), ir_memory_kind_name(want));
         if (args[p]->device == e->dev->id) continue;
         char all[1024];

@@ -19,8 +19,8 @@
  * its window the activation) the same matrix is cut by output position instead, each y
  * taking the window xp[:, y * stride + k * rhs_dilation, :] (P slices, not K). It is a
  * value of the graph, so the memory plan holds it like any other buffer and planned peak
- * stays equal to measured. One dot_general with the kernel as [K * I, O] (batched over the G feature
- * groups when there are several) gives the result, transposed to the asked layout.
+ * stays equal to measured. One dot_general with the kernel as [K * I, O] (batched over the G
+ * feature groups when there are several) gives the result, transposed to the asked layout.
  *
  * A window reduction is separable: the max (sum, min) over a box is the max over the last
  * axis of the max over the one before, and so on, so each axis costs its window's length

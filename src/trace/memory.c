@@ -15,8 +15,7 @@ kiln_value kiln_memory_put(kiln_graph *g, kiln_value x, kiln_memory_kind kind) {
     const char *op = "kiln_memory_put";
     if (!trace_ready(g, op) || !trace_node(g, op, x, "the operand")) return KN_NONE;
     /* already there: jax.device_put to the memory kind a value has is the value itself */
-    if (ir_memory_kind_name((int)kind) &&
-        ir_in_host(g, x.id) == (kind == KILN_MEMORY_PINNED_HOST))
+    if (ir_memory_kind_name((int)kind) && ir_in_host(g, x.id) == (kind == KILN_MEMORY_PINNED_HOST))
         return x;
     ir_node n = {.op = IR_MEMORY_PUT};
     n.a.memory_kind = (int)kind;

@@ -592,6 +592,17 @@ static void test_im2col_of_pool(void) {
     CHECK(patches == 1);
     free(src);
     kiln_graph_destroy(g);
+
+    /* over 16 channels the patches' split loop, its chain of nine pieces inside, is
+     * unrolled by pragma (print_c.c, c_loop) */
+    g = graph();
+    xd[3] = 16;
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, xd);
+    w = kiln_parameter(g, "w", KILN_DTYPE_F32, 4, (int64_t[]){3, 3, 16, 8});
+    src = finish(g, kiln_conv_general_dilated(g, x, w, &co));
+    CHECK_CONTAINS(src, "#pragma GCC unroll 16\n");
+    free(src);
+    kiln_graph_destroy(g);
 }
 
 /* An if whose guards read only the row's indices (print_c.c, hoisted): its condition is
@@ -643,6 +654,8 @@ static void test_hoisted_row_guards(void) {
     src = finish(g, dx);
     CHECK_CONTAINS(src, "if (kiln_g");
     CHECK_LACKS(src, "KILN_BRANCH_GUARD");
+    /* rows of 16: the saved masks select through a blend (print_c.c, mask_select) */
+    CHECK_CONTAINS(src, "kiln_select_f32(");
     free(src);
     kiln_graph_destroy(g);
 }

@@ -605,6 +605,48 @@ static void test_im2col_of_pool(void) {
     kiln_graph_destroy(g);
 }
 
+/* A max pool flattened into rows (the CNN's [N, 7, 7, 32] -> [N, 1568]): the row's
+ * variable is divided by the channels (8) and by a pooled row's elements (24), a multiple
+ * of them, so the element loop splits by 8 and the larger division is of the quotient
+ * (schedule.c, kd_sched_split); and it computes the pool. */
+static void test_run_split_multiples(void) {
+    kiln_graph *g = graph();
+    int64_t d[4] = {2, 4, 6, 8}, flat[2] = {2, 48};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, d);
+    kiln_window_options po = {.window_dimensions = {1, 2, 2, 1}, .window_strides = {1, 2, 2, 1}};
+    kiln_value y = kiln_reshape(g, kiln_reduce_window(g, x, KILN_WINDOW_MAX, &po), 2, flat);
+    char *src = finish(g, y);
+    CHECK_CONTAINS(src, "for (int64_t i1r = 0; i1r < 8; i1r++)");
+    CHECK_CONTAINS(src, "i1q / 3");
+    CHECK_LACKS(src, "i1 / 24");
+    free(src);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    enum { N = 2 * 4 * 6 * 8 };
+    float in[N], out[96];
+    for (int i = 0; i < N; i++) in[i] = (float)((i * 37) % 101);
+    kiln_array *a = NULL, *o = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 4, d, in, &a));
+    if (e && a) {
+        CHECK_OK(ctx, kiln_executable_run(e, 1, &a, 1, &o));
+        CHECK_OK(ctx, kiln_array_copy_to_host(o, out, sizeof out));
+        for (int b = 0; b < 2; b++)
+            for (int h = 0; h < 2; h++)
+                for (int w = 0; w < 3; w++)
+                    for (int c = 0; c < 8; c++) {
+                        float m = -INFINITY;
+                        for (int dh = 0; dh < 2; dh++)
+                            for (int dw = 0; dw < 2; dw++)
+                                m = fmaxf(m, in[((b * 4 + 2 * h + dh) * 6 + 2 * w + dw) * 8 + c]);
+                        CHECK_NEAR(out[b * 48 + (h * 3 + w) * 8 + c], m, 0);
+                    }
+    }
+    kiln_array_destroy(o);
+    kiln_array_destroy(a);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* An if whose guards read only the row's indices (print_c.c, hoisted): its condition is
  * computed once before the element loop, the kernel is not KILN_BRANCH_GUARD, the loop
  * gets `#pragma GCC ivdep`; and it computes the same values. An interior pad along the
@@ -749,6 +791,7 @@ int main(int argc, char **argv) {
     RUN_CC(test_run_divmod);
     RUN_CC(test_run_float_iota);
     RUN_CC(test_run_two_column_sums);
+    RUN_CC(test_run_split_multiples);
     RUN(test_fault_injection);
     kiln_context_destroy(ctx);
     CHECK(talloc.live == 0 && !talloc.bad_size);

@@ -592,6 +592,59 @@ static void test_im2col_of_pool(void) {
     CHECK(patches == 1);
     free(src);
     kiln_graph_destroy(g);
+
+    /* over 16 channels the patches' split loop, its chain of nine pieces inside, is
+     * unrolled by pragma (print_c.c, c_loop) */
+    g = graph();
+    xd[3] = 16;
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, xd);
+    w = kiln_parameter(g, "w", KILN_DTYPE_F32, 4, (int64_t[]){3, 3, 16, 8});
+    src = finish(g, kiln_conv_general_dilated(g, x, w, &co));
+    CHECK_CONTAINS(src, "#pragma GCC unroll 16\n");
+    free(src);
+    kiln_graph_destroy(g);
+}
+
+/* A max pool flattened into rows (the CNN's [N, 7, 7, 32] -> [N, 1568]): the row's
+ * variable is divided by the channels (8) and by a pooled row's elements (24), a multiple
+ * of them, so the element loop splits by 8 and the larger division is of the quotient
+ * (schedule.c, kd_sched_split); and it computes the pool. */
+static void test_run_split_multiples(void) {
+    kiln_graph *g = graph();
+    int64_t d[4] = {2, 4, 6, 8}, flat[2] = {2, 48};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, d);
+    kiln_window_options po = {.window_dimensions = {1, 2, 2, 1}, .window_strides = {1, 2, 2, 1}};
+    kiln_value y = kiln_reshape(g, kiln_reduce_window(g, x, KILN_WINDOW_MAX, &po), 2, flat);
+    char *src = finish(g, y);
+    CHECK_CONTAINS(src, "for (int64_t i1r = 0; i1r < 8; i1r++)");
+    CHECK_CONTAINS(src, "i1q / 3");
+    CHECK_LACKS(src, "i1 / 24");
+    free(src);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    enum { N = 2 * 4 * 6 * 8 };
+    float in[N], out[96];
+    for (int i = 0; i < N; i++) in[i] = (float)((i * 37) % 101);
+    kiln_array *a = NULL, *o = NULL;
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 4, d, in, &a));
+    if (e && a) {
+        CHECK_OK(ctx, kiln_executable_run(e, 1, &a, 1, &o));
+        CHECK_OK(ctx, kiln_array_copy_to_host(o, out, sizeof out));
+        for (int b = 0; b < 2; b++)
+            for (int h = 0; h < 2; h++)
+                for (int w = 0; w < 3; w++)
+                    for (int c = 0; c < 8; c++) {
+                        float m = -INFINITY;
+                        for (int dh = 0; dh < 2; dh++)
+                            for (int dw = 0; dw < 2; dw++)
+                                m = fmaxf(m, in[((b * 4 + 2 * h + dh) * 6 + 2 * w + dw) * 8 + c]);
+                        CHECK_NEAR(out[b * 48 + (h * 3 + w) * 8 + c], m, 0);
+                    }
+    }
+    kiln_array_destroy(o);
+    kiln_array_destroy(a);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
 }
 
 /* An if whose guards read only the row's indices (print_c.c, hoisted): its condition is
@@ -643,6 +696,8 @@ static void test_hoisted_row_guards(void) {
     src = finish(g, dx);
     CHECK_CONTAINS(src, "if (kiln_g");
     CHECK_LACKS(src, "KILN_BRANCH_GUARD");
+    /* rows of 16: the saved masks select through a blend (print_c.c, mask_select) */
+    CHECK_CONTAINS(src, "kiln_select_f32(");
     free(src);
     kiln_graph_destroy(g);
 }
@@ -736,6 +791,7 @@ int main(int argc, char **argv) {
     RUN_CC(test_run_divmod);
     RUN_CC(test_run_float_iota);
     RUN_CC(test_run_two_column_sums);
+    RUN_CC(test_run_split_multiples);
     RUN(test_fault_injection);
     kiln_context_destroy(ctx);
     CHECK(talloc.live == 0 && !talloc.bad_size);

@@ -205,6 +205,12 @@ static const conv_case conv_cases[] = {
      {2, 5, 4, 3},
      {3, 3, 3, 4},
      {.layout = KILN_CONV_NHWC, .padding = KILN_PADDING_SAME}},
+    /* 16 channels: the patches' split loop is unrolled by pragma (print_c.c, c_loop) */
+    {"NHWC/HWIO SAME, 16 channels",
+     4,
+     {2, 5, 4, 16},
+     {3, 3, 16, 4},
+     {.layout = KILN_CONV_NHWC, .padding = KILN_PADDING_SAME}},
     {"NHWC groups 3, strides, dilation",
      4,
      {1, 6, 7, 6},
@@ -393,6 +399,12 @@ static const win_case win_cases[] = {
       .pad_lo = {0, 2},
       .pad_hi = {1, 0}}},
     {"empty result", KILN_WINDOW_MAX, 2, {2, 3}, {.window_dimensions = {1, 4}}},
+    /* rows of 16 channels: the gradient's saved masks select through print_c.c's blend */
+    {"max pool 2x2 NHWC, 16 channels",
+     KILN_WINDOW_MAX,
+     4,
+     {2, 6, 8, 16},
+     {.window_dimensions = {1, 2, 2, 1}, .window_strides = {1, 2, 2, 1}}},
 };
 #define N_WIN (int)(sizeof win_cases / sizeof *win_cases)
 
@@ -475,6 +487,7 @@ static void windows(void) {
         win_case_run(&win_cases[1], ts[k]);
         win_case_run(&win_cases[3], ts[k]);
         win_case_run(&win_cases[4], ts[k]);
+        win_case_run(&win_cases[N_WIN - 1], ts[k]);
     }
 }
 

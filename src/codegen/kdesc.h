@@ -364,10 +364,11 @@ typedef struct kd_kernel {
      * and a kept reduction stores its operand in one loop and sums it in another */
     int64_t prologue_rows;
     /* > 1: the last axis' variable is used (also) as last / split and last % split (a
-     * reshape split it, an interleave concatenates on the split-off axis); the printer
-     * names those two, and the C dialect loops over them as two nested loops, the inner
-     * of constant trip count, instead of dividing per element. The last axis (and
-     * the chunk, when it is chunked) is a multiple of it. 0 otherwise */
+     * reshape split it, an interleave concatenates on the split-off axis), or divided by
+     * multiples of split, which the printer writes through those two (kd_sched_split);
+     * the printer names those two, and the C dialect loops over them as two nested loops,
+     * the inner of constant trip count, instead of dividing per element. The last axis
+     * (and the chunk, when it is chunked) is a multiple of it. 0 otherwise */
     int64_t split;
     /* > 1: parts, the C dialect's split of one reduction across threads (a reduction to a
      * scalar or to few outputs is one work item, so one thread otherwise). The kernel has
@@ -421,6 +422,9 @@ uint32_t kd_loop_end(const kd_kernel *kd, uint32_t loop);
 /* The description-level choices kd_lower makes once the statements are there: kd->split,
  * tiled columns (the chunk: returned, 0 for none), row blocks, parts, prologue rows. */
 int64_t kd_sched_split(const kd_kernel *kd);
+/* Whether every division of the last axis' variable is by k (multiples: by a multiple of
+ * k); true when there is none. */
+bool kd_split_alone(const kd_kernel *kd, int64_t k, bool multiples);
 int64_t kd_sched_tile(const kd_kernel *kd);
 int64_t kd_sched_row_block(const kd_kernel *kd);
 void kd_sched_parts(kd_kernel *kd);

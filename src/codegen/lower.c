@@ -1070,7 +1070,9 @@ kiln_status kd_lower(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kd_
     if (s != KILN_STATUS_OK || !can || !reads_row_axes(kd)) return s;
     kd_free(kd);
     s = lower_kernel(g, p, ki, kd, true, &can);
-    if (s != KILN_STATUS_OK || (kd->split == kd->merged && !has_branch(kd))) return s;
+    if (s != KILN_STATUS_OK ||
+        (kd->split == kd->merged && kd_split_alone(kd, kd->split, false) && !has_branch(kd)))
+        return s;
     kd_free(kd);
     return lower_kernel(g, p, ki, kd, false, &can);
 }

@@ -178,6 +178,17 @@ static void print_atom(const kd_kernel *kd, strbuf *sb, uint32_t atom) {
             sb_printf(sb, "%s%c", name, a->kind == KD_ATOM_DIV ? 'q' : 'r');
             break;
         }
+        if (kd->split && a->n % kd->split == 0 && kd_ix_is_last(kd, a->arg)) {
+            /* by a multiple m * split of it (kd_sched_split): i / (m * k) is iq / m, and
+             * i % (m * k) is iq % m * k + ir, the variable being >= 0 */
+            long long m = (long long)(a->n / kd->split);
+            pr_var_name(kd, kd->last_var, name);
+            if (a->kind == KD_ATOM_DIV)
+                sb_printf(sb, "%sq / %lld", name, m);
+            else
+                sb_printf(sb, "(%sq %% %lld * %lld + %sr)", name, m, (long long)kd->split, name);
+            break;
+        }
         pr_operand(kd, sb, a->arg);
         sb_printf(sb, " %s %lld", a->kind == KD_ATOM_DIV ? "/" : "%", (long long)a->n);
         break;

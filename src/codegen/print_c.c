@@ -50,6 +50,10 @@ static void c_stmt(pr *p, uint32_t id);
 static bool print_hoisted(pr *p, uint32_t s);
 static bool unguarded(const kd_kernel *kd, const kd_stmt *loop);
 static void print_free_if_pragmas(pr *p);
+static bool branches(const kd_kernel *kd);
+/* gcc's max-completely-peel-times: it unrolls a loop of at most this many iterations
+ * (hoisted_if's note below). */
+enum { GCC_PEEL_MAX = 16 };
 
 /* Whether accumulator a sums into its f32 block here. */
 static bool in_block(const cpr *c, uint32_t a) {
@@ -321,9 +325,17 @@ static void c_loop(cpr *c, const kd_stmt *s) {
     int64_t k = p->kd->split;
     if (s->n < 0 && k && !s->simd) {
         /* the real axes as two loops: no division per element, and the inner loop's
-         * constant trip count lets the compiler unroll it and decide its branches */
+         * constant trip count lets the compiler unroll it and decide its branches. gcc
+         * did that only for a small body: an im2col's concatenate of nine pieces of 16
+         * channels kept its chain per element, scalar (bench/RESULTS.md, "The CNN step:
+         * max and min without branches"), so a branching kernel's inner loop of at most
+         * GCC_PEEL_MAX is unrolled by pragma; its loop if-conversion is off
+         * (KILN_BRANCH_GUARD), so the item loop is never if-converted around the copies
+         * (the miscompile of hoisted_if's note) */
         pr_line(p, "for (int64_t %sq = jb / %lld; %sq < je / %lld; %sq++)", v, (long long)k, v,
                 (long long)k, v);
+        if (k <= GCC_PEEL_MAX && branches(p->kd))
+            pr_line(p, "#pragma GCC unroll %lld", (long long)k);
         pr_line(p, "for (int64_t %sr = 0; %sr < %lld; %sr++) {", v, v, (long long)k, v);
         p->depth++;
         pr_line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, (long long)k, v);
@@ -731,8 +743,6 @@ static void print_split_unrolled(pr *p, uint32_t loop) {
  * the row hoisted out of the element loop"). Only where the row is fixed for the whole
  * loop: not in row blocks or prologue rows, whose rows vary inside, nor in an unrolled
  * split or segmented loop, which decide their branches alone. */
-enum { GCC_PEEL_MAX = 16 };
-
 static bool on_row(const kd_kernel *kd, uint32_t ix) {
     const kd_index *x = &kd->ixs[ix];
     for (uint32_t i = 0; i < x->n; i++) {
@@ -952,6 +962,25 @@ static void print_body(cpr *c) {
     }
 }
 
+/* C: whether select s picks between f32 or f64 values on a bool loaded from a buffer (a
+ * pooling gradient's saved mask) in a row of fewer than 32 elements, printed as a bitwise
+ * blend (kiln_select_<t>, c_head.h). The byte's vector of 32 or 64 lanes spans more than
+ * such a row, so gcc 12 vectorises it in 16-byte vectors only, where it cannot convert the
+ * byte mask of the masked load it makes of `m ? x : 0` to the float lanes: the loop stayed
+ * scalar with a branch on each mask byte (a max pool's gradient over 16 channels:
+ * bench/RESULTS.md, "The CNN step: max and min without branches"). In longer rows the
+ * select stays as it is: there gcc vectorises it wide, and a blend of a 32-row kernel
+ * with nested guards measured slower. */
+static bool mask_select(const pr *p, const kd_stmt *s) {
+    const kd_kernel *kd = p->kd;
+    int64_t row = p->chunk > 0 && p->chunk < kd->inner ? p->chunk : kd->inner;
+    if (s->kind != KS_OP || s->op != IR_SELECT || s->round || row >= 32) return false;
+    if (s->dtype != s->in_dtype || (s->dtype != KILN_DTYPE_F32 && s->dtype != KILN_DTYPE_F64))
+        return false;
+    const kd_stmt *m = &kd->stmts[s->args[0]];
+    return m->kind == KS_LOAD && m->dtype == KILN_DTYPE_BOOL;
+}
+
 static void c_stmt(pr *p, uint32_t id) {
     cpr *c = (cpr *)p;
     const kd_stmt *s = &p->kd->stmts[id];
@@ -987,6 +1016,15 @@ static void c_stmt(pr *p, uint32_t id) {
         return;
     }
     if (trig && c->trig_rerun) pr_line(p, "KILN_SCALAR_LOOP();");
+    if (mask_select(p, s)) {
+        char m[PR_NAME_LEN], a[PR_NAME_LEN], b[PR_NAME_LEN];
+        pr_val_name(p->kd, s->args[0], m);
+        pr_val_name(p->kd, s->args[1], a);
+        pr_val_name(p->kd, s->args[2], b);
+        pr_line(p, "const %s v%u = kiln_select_%s(%s, %s, %s);", cgen_ctype(s->dtype), id,
+                pr_dtype_suffix(s->dtype), m, a, b);
+        return;
+    }
     pr_stmt(p, id);
 }
 

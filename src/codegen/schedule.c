@@ -47,19 +47,34 @@ int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop) {
     return work;
 }
 
-/* kd->split (kdesc.h): the one divisor the last axis' variable is divided by, when the
- * item's chunk of it splits evenly; 0 when there is none or more than one. */
+/* kd->split (kdesc.h): the divisor the last axis' variable is divided by, when the item's
+ * chunk of it splits evenly. Where it is divided by several, the smallest, when every other
+ * is a multiple of it (a pooled [N, 7, 7, 32] flattened into rows of 1568 reads at i / 32
+ * and i / 224): the printer divides the quotient further (print.c, print_atom), where
+ * without a split each element divided and the loop stayed scalar (bench/RESULTS.md, "The
+ * CNN step: max and min without branches"). 0 when there is none, or they are not
+ * multiples of one. */
 int64_t kd_sched_split(const kd_kernel *kd) {
     int64_t k = 0;
     for (uint32_t i = 0; i < kd->n_atoms; i++) {
         const kd_atom *a = &kd->atoms[i];
+        if ((a->kind == KD_ATOM_DIV || a->kind == KD_ATOM_MOD) && kd_ix_is_last(kd, a->arg) &&
+            (!k || a->n < k))
+            k = a->n;
+    }
+    if (k < 2 || !kd_split_alone(kd, k, true) || kd->inner % k || (kd->chunks > 1 && kd->chunk % k))
+        return 0;
+    return k;
+}
+
+bool kd_split_alone(const kd_kernel *kd, int64_t k, bool multiples) {
+    for (uint32_t i = 0; i < kd->n_atoms; i++) {
+        const kd_atom *a = &kd->atoms[i];
         if ((a->kind != KD_ATOM_DIV && a->kind != KD_ATOM_MOD) || !kd_ix_is_last(kd, a->arg))
             continue;
-        if (k && a->n != k) return 0;
-        k = a->n;
+        if (multiples ? a->n % k : a->n != k) return false;
     }
-    if (k < 2 || kd->inner % k || (kd->chunks > 1 && kd->chunk % k)) return 0;
-    return k;
+    return true;
 }
 
 /* Whether load st reads across the last axis with a stride of at least KD_TILE_STRIDE

@@ -69,6 +69,16 @@ KILN_FN uint32_t kiln_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return 
 KILN_FN float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 KILN_FN uint64_t kiln_f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
 KILN_FN double kiln_bits_f64(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
+// kiln_select_<f32|f64>: a select on a bool loaded from a buffer, as a bitwise blend
+// (print_c.c, mask_select). gcc 12 turns `m ? x : 0` with m a loaded byte into a masked
+// load of x whose byte mask it cannot convert to the float lanes in a row of fewer than 32
+// elements, and leaves the loop scalar with a branch on each mask byte.
+KILN_FN float kiln_select_f32(uint32_t c, float a, float b) {
+    const uint32_t m = -(uint32_t)(c != 0);
+    return kiln_bits_f32((kiln_f32_bits(a) & m) | (kiln_f32_bits(b) & ~m)); }
+KILN_FN double kiln_select_f64(uint64_t c, double a, double b) {
+    const uint64_t m = -(uint64_t)(c != 0);
+    return kiln_bits_f64((kiln_f64_bits(a) & m) | (kiln_f64_bits(b) & ~m)); }
 __attribute__((weak, visibility("hidden"))) uint32_t kiln_fence;
 #define KILN_ROUNDED_f32(x) kiln_bits_f32(kiln_f32_bits(x) ^ kiln_z)
 #define KILN_ROUNDED_f64(x) kiln_bits_f64(kiln_f64_bits(x) ^ (uint64_t)kiln_z)

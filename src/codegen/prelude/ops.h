@@ -2,7 +2,11 @@
 // (src/ir/ir.h), for both dialects: integer x/0 is -1 and INT_MIN/-1 is INT_MIN; integer
 // powers by squaring, wrapping; max and min propagate NaN (NaN in a wins by the first test,
 // NaN in b because every compare fails) and combine equal operands bitwise, so that -0 < +0
-// as in jnp.maximum / jnp.minimum; float -> int saturates with NaN -> 0.
+// as in jnp.maximum / jnp.minimum; float -> int saturates with NaN -> 0. Float max and min
+// pick through integer masks, not a chain of ?: : gcc 12 if-converted the chain into
+// selects between compare masks that it cannot vectorise, leaving a relu and a max pool's
+// compares scalar, with a branch per element on the data (bench/RESULTS.md, "The CNN
+// step: max and min without branches").
 KILN_FN int32_t kiln_div_i32(int32_t a, int32_t b) { return b == 0 ? -1 : (a == INT32_MIN && b == -1) ? a : a / b; }
 KILN_FN int64_t kiln_div_i64(int64_t a, int64_t b) { return b == 0 ? -1 : (a == INT64_MIN && b == -1) ? a : a / b; }
 #define KILN_IPOW(T, U) \
@@ -14,10 +18,16 @@ KILN_FN T kiln_pow_##T(T a, T b) { \
 typedef int32_t i32; typedef int64_t i64;
 KILN_IPOW(i32, uint32_t)
 KILN_IPOW(i64, uint64_t)
-KILN_FN float kiln_max_f32(float a, float b) { return (a > b || a != a) ? a : a == b ? kiln_bits_f32(kiln_f32_bits(a) & kiln_f32_bits(b)) : b; }
-KILN_FN float kiln_min_f32(float a, float b) { return (a < b || a != a) ? a : a == b ? kiln_bits_f32(kiln_f32_bits(a) | kiln_f32_bits(b)) : b; }
-KILN_FN double kiln_max_f64(double a, double b) { return (a > b || a != a) ? a : a == b ? kiln_bits_f64(kiln_f64_bits(a) & kiln_f64_bits(b)) : b; }
-KILN_FN double kiln_min_f64(double a, double b) { return (a < b || a != a) ? a : a == b ? kiln_bits_f64(kiln_f64_bits(a) | kiln_f64_bits(b)) : b; }
+#define KILN_MAXMIN(T, S, U, NAME, CMP, EQ) \
+KILN_FN T kiln_##NAME##_##S(T a, T b) { \
+    const U ua = kiln_##S##_bits(a), ub = kiln_##S##_bits(b); \
+    const U pa = -(U)((a CMP b) | (a != a)), pe = -(U)(a == b); \
+    const U r = (ua & pa) | (ub & ~pa); \
+    return kiln_bits_##S((r & ~pe) | ((ua EQ ub) & pe)); }
+KILN_MAXMIN(float, f32, uint32_t, max, >, &)
+KILN_MAXMIN(float, f32, uint32_t, min, <, |)
+KILN_MAXMIN(double, f64, uint64_t, max, >, &)
+KILN_MAXMIN(double, f64, uint64_t, min, <, |)
 KILN_FN int32_t kiln_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 KILN_FN int32_t kiln_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 KILN_FN int64_t kiln_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }

@@ -421,6 +421,13 @@ static void test_host_arguments(void) {
                   (bi.place_index == 1 ? KILN_MEMORY_PINNED_HOST : KILN_MEMORY_DEVICE));
     }
     CHECK_MSG(n_host == 2, "%d buffers in pinned_host memory: want m and m'", n_host);
+    char *report = e ? kiln_executable_memory_report(e) : NULL;
+    CHECK_MSG(report && strstr(report, "host state") && strstr(report, "outside the peak"),
+              "report: %s", report ? report : "(none)");
+    kiln_string_free(ctx, report);
+    char *json = e ? kiln_executable_plan_json(e) : NULL;
+    CHECK(json && strstr(json, "\"host_argument_bytes\": 4096"));
+    kiln_string_free(ctx, json);
     float w[N_ST], m[N_ST];
     memcpy(w, w0, sizeof w), memcpy(m, m0, sizeof m);
     for (int step = 0; step < 3 && e; step++) {

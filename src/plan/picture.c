@@ -119,6 +119,16 @@ static void totals(strbuf *sb, const mem_plan *p, uint64_t code_bytes) {
                   "  host arena     %14" PRIu64 " B  %s of pinned_host memory, outside the peak: "
                   "%u values offloaded\n",
                   p->host_bytes, human(p->host_bytes, h, sizeof h), p->n_offloaded);
+    uint64_t host_state = p->host_argument_bytes + p->host_output_bytes;
+    if (host_state) { /* arguments and outputs of the pinned_host kind (ZeRO-Offload's) */
+        char a[32], o[32], d[32];
+        sb_printf(
+            sb,
+            "  host state     %14" PRIu64 " B  %s of pinned_host memory, outside the peak: "
+            "arguments %s, new outputs %s (%s of arguments taken over by outputs)\n",
+            host_state, human(host_state, h, sizeof h), human(p->host_argument_bytes, a, sizeof a),
+            human(p->host_output_bytes, o, sizeof o), human(p->host_alias_bytes, d, sizeof d));
+    }
 }
 
 /* Where the memory goes by class, then the saved activations and the ops they come from. */
@@ -228,9 +238,12 @@ static void json_analysis(strbuf *sb, const mem_plan *p, uint64_t code_bytes) {
               ", \"temp_bytes\": %" PRIu64 ", \"arena_bytes\": %" PRIu64
               ", \"alias_bytes\": %" PRIu64 ", \"constant_bytes\": %" PRIu64
               ", \"generated_code_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
-              ", \"temp_lower_bound\": %" PRIu64 ", \"inplace_bytes\": %" PRIu64 "},\n",
+              ", \"temp_lower_bound\": %" PRIu64 ", \"inplace_bytes\": %" PRIu64
+              ", \"host_temp_bytes\": %" PRIu64 ", \"host_argument_bytes\": %" PRIu64
+              ", \"host_output_bytes\": %" PRIu64 ", \"host_alias_bytes\": %" PRIu64 "},\n",
               p->argument_bytes, p->output_bytes, p->temp_bytes, p->arena, p->alias_bytes,
-              p->constant_bytes, code_bytes, p->peak, p->lower_bound, p->inplace_bytes);
+              p->constant_bytes, code_bytes, p->peak, p->lower_bound, p->inplace_bytes,
+              p->host_bytes, p->host_argument_bytes, p->host_output_bytes, p->host_alias_bytes);
     sb_printf(sb, "  \"classes\": {\"peak_step\": %d, \"at_peak\": {", p->peak_step);
     for (int c = 0; c < PLAN_NUM_CLASSES; c++)
         sb_printf(sb, "%s\"%s\": %" PRIu64, c ? ", " : "", plan_class_name(c), p->class_peak[c]);

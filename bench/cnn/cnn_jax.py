@@ -24,7 +24,7 @@ B, H, C1, C2, NCLS, NB, WARMUP = 64, 28, 16, 32, 10, 8, 5
 FLAT = (H // 4) * (H // 4) * C2
 NAMES = ["w1", "b1", "w2", "b2", "w3", "b3"]
 SHAPES = [(3, 3, 1, C1), (C1,), (3, 3, C1, C2), (C2,), (FLAT, NCLS), (NCLS,)]
-LR, B1, B2, EPS, WD = 1e-3, 0.9, 0.999, 1e-8, 1e-2
+LR = 1e-3  # betas, eps and weight decay: cnn_model.py
 
 d, kiln_path = sys.argv[1], sys.argv[2]
 torch_path = sys.argv[3] if len(sys.argv) > 3 else ""
@@ -34,6 +34,7 @@ os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:threads]))
 
 import jax  # noqa: E402  (after the affinity is set)
 import jax.numpy as jnp  # noqa: E402
+from cnn_model import step_fn  # noqa: E402  (bench/cnn, beside this script)
 
 jax.config.update("jax_platforms", "cpu")
 
@@ -54,31 +55,6 @@ init = [load(f"init_{n}.f32", np.float32, s) for n, s in zip(NAMES, SHAPES)]
 xs = jnp.asarray(load("x.f32", np.float32, (NB, B, H, H, 1)))
 ys = jnp.asarray(load("y.i32", np.int32, (NB, B)))
 kiln_losses = load("kiln_losses.f32", np.float32, (steps,))
-
-
-def conv_block(x, w, b):
-    h = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
-                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    h = jax.nn.relu(h + b)
-    return jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
-
-
-def loss_fn(p, x, y):
-    h = conv_block(conv_block(x, p[0], p[1]), p[2], p[3])
-    logits = h.reshape(B, FLAT) @ p[4] + p[5]
-    picked = jnp.take_along_axis(logits, y[:, None], axis=1)[:, 0]
-    return jnp.mean(jax.nn.logsumexp(logits, axis=-1) - picked)
-
-
-def step_fn(p, m, v, x, y, lr, t):
-    loss, g = jax.value_and_grad(loss_fn)(p, x, y)
-    t = t.astype(jnp.float32)
-    m = [B1 * mi + (1 - B1) * gi for mi, gi in zip(m, g)]
-    v = [B2 * vi + (1 - B2) * gi * gi for vi, gi in zip(v, g)]
-    c1, c2 = 1 - B1**t, 1 - B2**t
-    p = [pi * (1 - lr * WD) - lr / c1 * mi / (jnp.sqrt(vi) / jnp.sqrt(c2) + EPS)
-         for pi, mi, vi in zip(p, m, v)]
-    return loss, p, m, v
 
 
 p = [jnp.asarray(w) for w in init]

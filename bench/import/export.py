@@ -35,8 +35,13 @@ ap.add_argument("--time-only", action="store_true")
 ap.add_argument("names", nargs="*", help="programs to export (default: all)")
 args = ap.parse_intermixed_args()
 
+import sys  # noqa: E402
+
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cnn"))
+from cnn_model import step_fn as cnn_step  # noqa: E402  (bench/cnn's step, full size)
 
 jax.config.update("jax_platforms", "cpu")
 rng = np.random.default_rng(36)
@@ -276,34 +281,10 @@ def p_embed_grad(tok, table):
     return jax.value_and_grad(lambda t: jnp.mean(jnp.square(jnp.take(t, tok, axis=0))))(table)
 
 
-# bench/cnn's training step (cnn_jax.py's step_fn, its size): NHWC f32, batch 64, conv 3x3
+# bench/cnn's training step (cnn_model.py's step_fn, at its size): NHWC f32, batch 64, conv 3x3
 # SAME + relu + max pool 2x2/2 twice, dense 1568 -> 10, softmax cross-entropy, AdamW; its
 # gradient is convolutions, select_and_scatter (the pools') and reductions.
 CB, CH, CC1, CC2, CK = 64, 28, 16, 32, 10
-
-
-def cnn_step(p, m, v, x, y, lr, t):
-    def block(h, w, b):
-        h = jax.lax.conv_general_dilated(h, w, (1, 1), "SAME",
-                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        h = jax.nn.relu(h + b)
-        return jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
-                                     "VALID")
-
-    def loss_fn(p):
-        h = block(block(x, p[0], p[1]), p[2], p[3])
-        logits = h.reshape(x.shape[0], -1) @ p[4] + p[5]
-        picked = jnp.take_along_axis(logits, y[:, None], axis=1)[:, 0]
-        return jnp.mean(jax.nn.logsumexp(logits, axis=-1) - picked)
-    loss, g = jax.value_and_grad(loss_fn)(p)
-    t = t.astype(jnp.float32)
-    b1, b2, eps, wd = 0.9, 0.999, 1e-8, 1e-2
-    m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g)]
-    v = [b2 * vi + (1 - b2) * gi * gi for vi, gi in zip(v, g)]
-    c1, c2 = 1 - b1 ** t, 1 - b2 ** t
-    p = [pi * (1 - lr * wd) - lr / c1 * mi / (jnp.sqrt(vi) / jnp.sqrt(c2) + eps)
-         for pi, mi, vi in zip(p, m, v)]
-    return loss, p, m, v
 
 
 def cnn_args():

@@ -255,62 +255,52 @@ static kiln_value conv_input(kiln_graph *g, kiln_value lhs, kiln_dtype t, const 
     return any ? kiln_pad(g, x, kiln_scalar(g, t, 0), lo, hi, in) : x;
 }
 
-/* The patch matrix [N * P, K, C]: kernel position k's strided slice of xp per row block. */
-static kiln_value conv_patches(kiln_graph *g, const char *op, kiln_value xp, const conv_geom *gm,
-                               int64_t kk, int64_t np) {
-    kiln_value *parts = host_alloc(g->ctx, (size_t)kk * sizeof *parts);
+/* The concatenation along axis 1 of one strided slice of xp per position of the grid
+ * `pos` (row-major over the spatial axes): the slice of position q starts at q[d] *
+ * pos_step[d] and takes span[d] elements span_step[d] apart on each spatial axis, all of
+ * N and C, reshaped to `row`. */
+static kiln_value conv_slices(kiln_graph *g, const char *op, kiln_value xp, const conv_geom *gm,
+                              const int64_t *pos, const int64_t *pos_step, const int64_t *span,
+                              const int64_t *span_step, int row_rank, const int64_t *row) {
+    int64_t count = 1;
+    for (int d = 0; d < gm->ns; d++) count *= pos[d];
+    kiln_value *parts = host_alloc(g->ctx, (size_t)count * sizeof *parts);
     if (!parts)
         return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %lld slices failed",
-                          (long long)kk);
+                          (long long)count);
     int rank = gm->ns + 2;
     int64_t start[NS_MAX + 2] = {0}, limit[NS_MAX + 2], stride[NS_MAX + 2];
     limit[0] = gm->n, limit[rank - 1] = gm->c, stride[0] = stride[rank - 1] = 1;
-    int64_t row[3] = {np, 1, gm->c};
-    for (int64_t p = 0; p < kk; p++) {
-        int64_t rest = p;
+    for (int64_t q = 0; q < count; q++) {
+        int64_t rest = q;
         for (int d = gm->ns - 1; d >= 0; d--) {
-            int64_t kd = rest % gm->k[d];
-            rest /= gm->k[d];
-            start[1 + d] = kd * gm->rd[d];
-            limit[1 + d] = start[1 + d] + (gm->osz[d] - 1) * gm->stride[d] + 1;
-            stride[1 + d] = gm->stride[d];
+            start[1 + d] = rest % pos[d] * pos_step[d];
+            rest /= pos[d];
+            limit[1 + d] = start[1 + d] + (span[d] - 1) * span_step[d] + 1;
+            stride[1 + d] = span_step[d];
         }
-        parts[p] = kiln_reshape(g, kiln_slice(g, xp, start, limit, stride), 3, row);
+        parts[q] = kiln_reshape(g, kiln_slice(g, xp, start, limit, stride), row_rank, row);
     }
-    kiln_value out = kk == 1 ? parts[0] : kiln_concatenate(g, (int)kk, parts, 1);
-    host_free(g->ctx, parts, (size_t)kk * sizeof *parts);
+    kiln_value out = count == 1 ? parts[0] : kiln_concatenate(g, (int)count, parts, 1);
+    host_free(g->ctx, parts, (size_t)count * sizeof *parts);
     return out;
 }
 
-/* The same patch matrix cut the other way: output position y's window of xp (a slice
- * strided by the rhs dilation) per row, [N, P, K, C] as [N * P, K, C]. Fewer slices when
- * the window has more positions than the output (JAX's weight gradients: a convolution
- * whose window is the activation, 28x28, over a 3x3 output: 9 slices instead of 784). */
-static kiln_value conv_patches_by_output(kiln_graph *g, const char *op, kiln_value xp,
-                                         const conv_geom *gm, int64_t kk, int64_t np) {
-    int64_t per = np / gm->n; /* output positions P */
-    kiln_value *parts = host_alloc(g->ctx, (size_t)per * sizeof *parts);
-    if (!parts)
-        return trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %lld slices failed",
-                          (long long)per);
-    int rank = gm->ns + 2;
-    int64_t start[NS_MAX + 2] = {0}, limit[NS_MAX + 2], stride[NS_MAX + 2];
-    limit[0] = gm->n, limit[rank - 1] = gm->c, stride[0] = stride[rank - 1] = 1;
-    int64_t row[4] = {gm->n, 1, kk, gm->c};
-    for (int64_t p = 0; p < per; p++) {
-        int64_t rest = p;
-        for (int d = gm->ns - 1; d >= 0; d--) {
-            int64_t yd = rest % gm->osz[d];
-            rest /= gm->osz[d];
-            start[1 + d] = yd * gm->stride[d];
-            limit[1 + d] = start[1 + d] + (gm->k[d] - 1) * gm->rd[d] + 1;
-            stride[1 + d] = gm->rd[d];
-        }
-        parts[p] = kiln_reshape(g, kiln_slice(g, xp, start, limit, stride), 4, row);
+/* The patch matrix [N * P, K, C]: kernel position k's strided slice of xp per row block.
+ * When the output has fewer positions than the window (P < K: JAX's weight gradients, a
+ * convolution whose window is the activation, 28x28 over a 3x3 output) the same matrix is
+ * cut by output position instead, each y taking its window [N, 1, K, C]: P slices, not K
+ * (9 instead of 784). */
+static kiln_value conv_patches(kiln_graph *g, const char *op, kiln_value xp, const conv_geom *gm,
+                               int64_t kk, int64_t np) {
+    int64_t per = 1; /* output positions P */
+    for (int d = 0; d < gm->ns; d++) per *= gm->osz[d];
+    if (per >= kk) {
+        int64_t row[3] = {np, 1, gm->c};
+        return conv_slices(g, op, xp, gm, gm->k, gm->rd, gm->osz, gm->stride, 3, row);
     }
-    kiln_value out = per == 1 ? parts[0] : kiln_concatenate(g, (int)per, parts, 1);
-    host_free(g->ctx, parts, (size_t)per * sizeof *parts);
-    int64_t dims[3] = {np, kk, gm->c};
+    int64_t row[4] = {gm->n, 1, kk, gm->c}, dims[3] = {np, kk, gm->c};
+    kiln_value out = conv_slices(g, op, xp, gm, gm->osz, gm->stride, gm->k, gm->rd, 4, row);
     return kiln_reshape(g, out, 3, dims);
 }
 
@@ -376,8 +366,7 @@ kiln_value kiln_conv_general_dilated(kiln_graph *g, kiln_value lhs, kiln_value r
         return kiln_full(g, t, rank, dims, 0);
     }
     kiln_value xp = conv_input(g, lhs, t, &gm);
-    kiln_value pat = p < kk ? conv_patches_by_output(g, op, xp, &gm, kk, np)
-                            : conv_patches(g, op, xp, &gm, kk, np);
+    kiln_value pat = conv_patches(g, op, xp, &gm, kk, np);
     kiln_value y = conv_product(g, pat, conv_kernel(g, rhs, &gm, kk), &gm, kk, np);
     return conv_output(g, y, &gm);
 }

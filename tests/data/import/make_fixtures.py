@@ -177,9 +177,10 @@ B_CNN, H_CNN, C1_CNN, C2_CNN, K_CNN = 4, 8, 4, 8, 5
 
 
 def cnn_step(p, m, v, x, y, lr, t):
-    """bench/cnn/cnn_jax.py's training step at a small size: conv 3x3 SAME + relu + max
-    pool 2x2/2 twice, dense, softmax cross-entropy, AdamW; its gradient is convolutions,
-    select_and_scatter (the pools') and reduce_windows."""
+    """bench/cnn/cnn_model.py's training step at a small size, written out as the committed
+    fixture was generated: conv 3x3 SAME + relu + max pool 2x2/2 twice, dense, softmax
+    cross-entropy, AdamW; its gradient is convolutions, select_and_scatter (the pools')
+    and reduce_windows."""
     def block(h, w, b):
         h = lax.conv_general_dilated(h, w, (1, 1), "SAME",
                                      dimension_numbers=("NHWC", "HWIO", "NHWC"))

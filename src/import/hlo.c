@@ -91,6 +91,16 @@ static bool hlo_type(imp_lex *L, imp_type *ts, int *n, int max) {
     return true;
 }
 
+/* A computation's instruction head, "NAME = TYPE OPCODE": its name and opcode, the type
+ * read past (the bodies of reductions, sorts and scatters, whose types the op's own
+ * operands give). */
+static bool instr_head(imp_lex *L, const char **s, size_t *n, const char **op, size_t *on) {
+    imp_type t[IMP_MAX_OPERANDS];
+    int nt;
+    return name(L, s, n, "an instruction") && imp_expect(L, '=') &&
+           hlo_type(L, t, &nt, IMP_MAX_OPERANDS) && name(L, op, on, "an opcode");
+}
+
 /* Skips to the end of the line (groups and strings whole). */
 static bool end_of_line(imp_lex *L) {
     for (;;) {
@@ -414,11 +424,7 @@ static bool comp_arg_combine(hlo *P, const comp *c, imp_combine *k) {
         imp_accept_word(L, "ROOT");
         const char *s, *op;
         size_t len, on;
-        imp_type t[IMP_MAX_OPERANDS];
-        int nt;
-        if (!name(L, &s, &len, "an instruction") || !imp_expect(L, '=') ||
-            !hlo_type(L, t, &nt, IMP_MAX_OPERANDS) || !name(L, &op, &on, "an opcode"))
-            break;
+        if (!instr_head(L, &s, &len, &op, &on)) break;
         snprintf(ops[n], sizeof ops[n], "%.*s", (int)on, op);
         const char *p = L->src + L->pos, *eol = memchr(p, '\n', L->len - L->pos);
         for (eol = eol ? eol : L->src + L->len; p + 12 <= eol; p++) /* "direction=GT" */
@@ -458,11 +464,7 @@ static bool comp_body(hlo *P, const comp *c) {
         bool root = imp_accept_word(L, "ROOT");
         const char *s, *op;
         size_t n, on;
-        imp_type t[IMP_MAX_OPERANDS];
-        int nt;
-        if (!name(L, &s, &n, "an instruction") || !imp_expect(L, '=') ||
-            !hlo_type(L, t, &nt, IMP_MAX_OPERANDS) || !name(L, &op, &on, "an opcode") ||
-            !imp_expect(L, '(')) {
+        if (!instr_head(L, &s, &n, &op, &on) || !imp_expect(L, '(')) {
             ok = false;
             break;
         }
@@ -543,12 +545,7 @@ static bool comp_combine(hlo *P, const comp *c, imp_combine *k) {
         bool root = imp_accept_word(L, "ROOT");
         const char *s, *op;
         size_t n, on;
-        imp_type t[IMP_MAX_OPERANDS];
-        int nt;
-        if (!name(L, &s, &n, "an instruction") || !imp_expect(L, '=') ||
-            !hlo_type(L, t, &nt, IMP_MAX_OPERANDS) || !name(L, &op, &on, "an opcode") ||
-            !imp_expect(L, '('))
-            break;
+        if (!instr_head(L, &s, &n, &op, &on) || !imp_expect(L, '(')) break;
         bool param = on == 9 && !memcmp(op, "parameter", 9);
         int64_t idx = -1;
         if (param && imp_int(L, &idx, "a parameter number") && idx >= 0 && idx < 2)

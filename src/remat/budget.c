@@ -284,6 +284,25 @@ static void propose(const kiln_graph *g, const uint8_t *mat, const uint8_t *is_o
     close_up(g, mat, is_out, extra);
 }
 
+/* One trial of the default: the reasons `with` proposed (into extra) and planned in full;
+ * taken into base, with its peak and stats, when it lowers *base_peak by 1% or more. */
+static kiln_status try_default(const search *sr, const uint8_t *mat, const uint8_t *is_out,
+                               const uint8_t *with, uint8_t *extra, uint8_t *base,
+                               uint64_t *base_peak, remat_stats *base_st, bool *taken) {
+    const kiln_graph *g = *sr->g;
+    uint32_t nn = g->n_nodes;
+    kiln_graph *tg = NULL;
+    remat_stats st = {0};
+    uint64_t peak = 0;
+    memset(extra, 0, nn);
+    propose(g, mat, is_out, with, extra);
+    kiln_status s = trial(sr, extra, &tg, NULL, &peak, &st);
+    trial_free(sr, &tg);
+    *taken = !s && peak < *base_peak && (*base_peak - peak) * 100 >= *base_peak;
+    if (*taken) *base_peak = peak, *base_st = st, memcpy(base, extra, nn);
+    return s;
+}
+
 /* Prefixes of the ranking c[0..n) adding about a GREEDY_STEPS-th of its bytes each (so
  * the step from one to the next is a few buffers, not a jump from elementwise values to
  * whole blocks); returns how many, their lengths in prefix. */
@@ -522,8 +541,9 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
     }
     qsort(c, nc, sizeof *c, by_score);
 
-    /* The default: regions alone, or with the cheap elementwise values recomputed when
-     * that lowers the peak by 1% or more (the trial says; else base is cleared). */
+    /* The default: regions alone, or with the cheap elementwise values recomputed, and
+     * host arguments fetched again, each when that lowers the peak by 1% or more (the
+     * trial says; else base is cleared). */
     uint64_t base_peak = without;
     remat_stats base_st = {0};
     if (regions || n_cheap || n_fetch) {
@@ -534,32 +554,20 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
             trial_free(&sr, &tg);
             base_st = st;
         }
+        /* the cheap values, then host arguments fetched again for the backward pass
+         * (remat_fetch) on top of what the default keeps, each worth it only when it
+         * lowers the peak by 1% or more: recomputing to save a few KiB at the peak (the
+         * MLP of docs/memory.md saves 20 KiB of 11 MiB) is work no one asked for */
         if (!s && n_cheap) {
-            uint64_t peak = 0;
-            memset(extra, 0, nn);
-            propose(g, mat, is_out, base, extra);
-            s = trial(&sr, extra, &tg, NULL, &peak, &st);
-            trial_free(&sr, &tg);
-            /* worth it only when it lowers the peak by 1% or more: recomputing to save a
-             * few KiB at the peak (the MLP of docs/memory.md saves 20 KiB of 11 MiB) is work
-             * no one asked for */
-            if (!s && peak < base_peak && (base_peak - peak) * 100 >= base_peak)
-                base_peak = peak, base_st = st, memcpy(base, extra, nn);
-            else
-                memset(base, 0, nn);
+            bool taken = false;
+            s = try_default(&sr, mat, is_out, base, extra, base, &base_peak, &base_st, &taken);
+            if (!taken) memset(base, 0, nn);
         }
-        /* host arguments fetched again for the backward pass (remat_fetch), on top of
-         * what the default keeps, by the same 1% rule */
         if (!s && n_fetch) {
-            uint64_t peak = 0;
+            bool taken = false;
             uint8_t *with = last; /* scratch until the search uses it */
             for (uint32_t id = 0; id < nn; id++) with[id] = fetch[id] ? fetch[id] : base[id];
-            memset(extra, 0, nn);
-            propose(g, mat, is_out, with, extra);
-            s = trial(&sr, extra, &tg, NULL, &peak, &st);
-            trial_free(&sr, &tg);
-            if (!s && peak < base_peak && (base_peak - peak) * 100 >= base_peak)
-                base_peak = peak, base_st = st, memcpy(base, extra, nn);
+            s = try_default(&sr, mat, is_out, with, extra, base, &base_peak, &base_st, &taken);
             memset(last, 0, nn);
         }
         if (s) goto done;

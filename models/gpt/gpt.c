@@ -840,27 +840,20 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
      * after its fetches and before its values go back, so that the device holds one
      * parameter's state at a time (AdamW is elementwise: the same values either way). */
     bool one_by_one = pk == KILN_MEMORY_PINNED_HOST || ok == KILN_MEMORY_PINNED_HOST;
-    for (int group = 0; group < 2; group++)
-        for (int from = 0; from < P;) {
-            int k = 0;
-            if (one_by_one) { /* the next parameter of this group */
-                while (from < P && gpt_param_decays_layout(cfg, stacked, from) != (group == 0))
-                    from++;
-                if (from == P) break;
-                idxs[k++] = from++;
-            } else {
-                for (int i = 0; i < P; i++)
-                    if (gpt_param_decays_layout(cfg, stacked, i) == (group == 0)) idxs[k++] = i;
-                from = P;
-            }
-            if (!k) continue;
+    for (int group = 0; group < 2; group++) {
+        int k = 0;
+        for (int i = 0; i < P; i++)
+            if (gpt_param_decays_layout(cfg, stacked, i) == (group == 0)) idxs[k++] = i;
+        int chunk = one_by_one ? 1 : k;
+        for (int at = 0; at < k; at += chunk) {
+            const int *ix = idxs + at;
             kiln_value *gp = lists, *gg = lists + P, *gm = lists + 2 * P, *gv = lists + 3 * P;
             kiln_value *np = lists + 4 * P, *nm = lists + 5 * P, *nv = lists + 6 * P;
-            for (int j = 0; j < k; j++) { /* host values fetched again for the update */
-                gp[j] = zero ? pshard[idxs[j]] : kiln_memory_put(g, a[idxs[j]], KILN_MEMORY_DEVICE);
-                gg[j] = grads[idxs[j]];
-                gm[j] = kiln_memory_put(g, a[P + idxs[j]], KILN_MEMORY_DEVICE);
-                gv[j] = kiln_memory_put(g, a[2 * P + idxs[j]], KILN_MEMORY_DEVICE);
+            for (int j = 0; j < chunk; j++) { /* host values fetched again for the update */
+                gp[j] = zero ? pshard[ix[j]] : kiln_memory_put(g, a[ix[j]], KILN_MEMORY_DEVICE);
+                gg[j] = grads[ix[j]];
+                gm[j] = kiln_memory_put(g, a[P + ix[j]], KILN_MEMORY_DEVICE);
+                gv[j] = kiln_memory_put(g, a[2 * P + ix[j]], KILN_MEMORY_DEVICE);
             }
             kiln_adamw_options o = {
                 .lr = lr,
@@ -869,20 +862,21 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
                 .b2 = kiln_scalar(g, KILN_DTYPE_F64, s->beta2 > 0 ? s->beta2 : 0.95),
                 .eps = kiln_scalar(g, KILN_DTYPE_F64, s->eps > 0 ? s->eps : 1e-8),
                 .weight_decay = kiln_scalar(g, KILN_DTYPE_F64, group == 0 ? s->weight_decay : 0.0)};
-            kiln_optim_adamw(g, &o, k, gp, gg, gm, gv, np, nm, nv);
+            kiln_optim_adamw(g, &o, chunk, gp, gg, gm, gv, np, nm, nv);
             if (scaled) { /* a skipped step keeps the state it was given */
-                kiln_select_each(g, finite, k, np, gp, np);
-                kiln_select_each(g, finite, k, nm, gm, nm);
-                kiln_select_each(g, finite, k, nv, gv, nv);
+                kiln_select_each(g, finite, chunk, np, gp, np);
+                kiln_select_each(g, finite, chunk, nm, gm, nm);
+                kiln_select_each(g, finite, chunk, nv, gv, nv);
             }
-            for (int j = 0; j < k; j++) {
-                outs[idxs[j]] = np[j], outs[P + idxs[j]] = nm[j], outs[2 * P + idxs[j]] = nv[j];
+            for (int j = 0; j < chunk; j++) {
+                outs[ix[j]] = np[j], outs[P + ix[j]] = nm[j], outs[2 * P + ix[j]] = nv[j];
                 if (zero) continue; /* the parameters are all-gathered first */
-                outs[idxs[j]] = kiln_memory_put(g, np[j], pk); /* back where they are kept */
-                outs[P + idxs[j]] = kiln_memory_put(g, nm[j], ok);
-                outs[2 * P + idxs[j]] = kiln_memory_put(g, nv[j], ok);
+                outs[ix[j]] = kiln_memory_put(g, np[j], pk); /* back where they are kept */
+                outs[P + ix[j]] = kiln_memory_put(g, nm[j], ok);
+                outs[2 * P + ix[j]] = kiln_memory_put(g, nv[j], ok);
             }
         }
+    }
     if (zero) {
         zero_gather(g, cfg, stacked, dtype, s, outs);
         for (int i = P; i < 3 * P; i++) outs[i] = kiln_memory_put(g, outs[i], ok);

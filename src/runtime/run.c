@@ -229,11 +229,13 @@ static kiln_status check_devices(const kiln_executable *e, kiln_array *const *ar
         int want = e->params[p].memory_kind, got = args[p]->memory_kind;
         if (args[p]->device == e->dev->id && got != want)
             return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                             "kiln_executable_run: argument %u of '%s' ('%s') is in %s memory, "
+                             "kiln_executable_run: argument %u of '%s'%s%s%s is in %s memory, "
                              "and its parameter in %s memory; make it there with "
                              "kiln_array_copy_to_memory",
-                             p, e->name, e->params[p].name ? e->params[p].name : "",
-                             ir_memory_kind_name(got), ir_memory_kind_name(want));
+                             p, e->name, e->params[p].name ? " ('" : "",
+                             e->params[p].name ? e->params[p].name : "",
+                             e->params[p].name ? "')" : "", ir_memory_kind_name(got),
+                             ir_memory_kind_name(want));
         if (args[p]->device == e->dev->id) continue;
         char all[1024];
         exec_devices_str(e->ctx, (int)e->n_params, args, all, sizeof all);

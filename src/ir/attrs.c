@@ -42,6 +42,11 @@ bool ir_in_host(const kiln_graph *g, uint32_t id) {
            (n->op == IR_PARAMETER && n->a.param_memory_kind == KILN_MEMORY_PINNED_HOST);
 }
 
+bool ir_is_fetch(const kiln_graph *g, const ir_node *n) {
+    return n->op == IR_MEMORY_PUT && n->a.memory_kind == KILN_MEMORY_DEVICE &&
+           g->nodes[ir_in(n)[0]].op == IR_PARAMETER && ir_in_host(g, ir_in(n)[0]);
+}
+
 const char *ir_scatter_kind_name(int kind) {
     static const char *const names[] = {"set", "add", "mul", "min", "max"};
     return kind >= 0 && kind <= KILN_SCATTER_MAX ? names[kind] : NULL;

@@ -610,6 +610,10 @@ bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
 /* True when node id of g is a value in pinned_host memory: a memory_put there, or a
  * parameter of that memory kind (kiln_parameter_in_memory). */
 bool ir_in_host(const kiln_graph *g, uint32_t id);
+/* True when n (a node of g) is a fetch: a memory_put to the device of a parameter in
+ * pinned_host memory, which rematerialisation may repeat, CSE never merges and the list
+ * scheduler runs just in time (docs/architecture.md, "Memory planning"). */
+bool ir_is_fetch(const kiln_graph *g, const ir_node *n);
 /* Stores v as one element of dtype t at out (ints saturate, NaN -> 0, bool is v != 0);
  * false if t is not a dtype. out must hold 8 bytes. */
 bool ir_scalar_store(kiln_dtype t, double v, void *out);

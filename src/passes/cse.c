@@ -71,9 +71,7 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
      * parameter): the program fetches it again where it reads it, so that the device holds
      * it only there (the optimiser's update apart from the model's passes). */
     const ir_node *o = &rb->old->nodes[id];
-    if (o->op == IR_MEMORY_PUT && o->a.memory_kind == KILN_MEMORY_DEVICE &&
-        ir_in_host(rb->old, ir_in(o)[0]))
-        return pass_copy(rb, id);
+    if (ir_is_fetch(rb->old, o)) return pass_copy(rb, id);
     /* Nor is a loop's initial carry (zeros a gradient sum starts from, say): the loop
      * updates each carry in place over its own initial value, which one value shared by
      * several carries cannot be, and the copies the loop would then make are held beside

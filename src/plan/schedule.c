@@ -70,9 +70,7 @@ static bool recomputes(const plan_ctx *c, uint32_t k) {
  * once; run then, it would hold its result on the device for the whole step. */
 static bool fetches(const plan_ctx *c, uint32_t k) {
     const fkernel *kn = &c->fp->kernels[k];
-    if (kn->kind != FK_TRANSFER || ir_in_host(c->g, kn->roots[0])) return false;
-    const ir_node *n = &c->g->nodes[kn->roots[0]];
-    return n->op == IR_MEMORY_PUT && ir_in_host(c->g, ir_in(n)[0]);
+    return kn->kind == FK_TRANSFER && ir_is_fetch(c->g, &c->g->nodes[kn->roots[0]]);
 }
 
 /* A kernel of the backward pass that reads forward values only (a derivative factor such

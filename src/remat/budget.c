@@ -248,7 +248,7 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
         const ir_node *n = &g->nodes[u];
         ir_kind kd = ir_ops[n->op].kind;
         if (kd == IRK_DOT || kd == IRK_REDUCE || kd == IRK_COLLECTIVE || kd == IRK_SCAN ||
-            kd == IRK_ATTENTION || kd == IRK_SORT || (kd == IRK_TRANSFER && !remat_fetch(g, n)) ||
+            kd == IRK_ATTENTION || kd == IRK_SORT || (kd == IRK_TRANSFER && !ir_is_fetch(g, n)) ||
             (kd == IRK_INDEX && n->op == IR_SCATTER_ADD_ROWS))
             elementwise = false;
         moves +=
@@ -534,7 +534,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         bool cheap = false;
         double cost = closure_cost(g, mat, is_out, none, id, nc + 1, seen, stack, &cheap);
         c[nc++] = (cand){id, (double)bytes / cost};
-        if (cheap_on && remat_fetch(g, n))
+        if (cheap_on && ir_is_fetch(g, n))
             fetch[id] = REMAT_WHY_FETCH, n_fetch++;
         else if (cheap && cheap_on)
             base[id] = REMAT_WHY_CHEAP, n_cheap++;
@@ -555,7 +555,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
             base_st = st;
         }
         /* the cheap values, then host arguments fetched again for the backward pass
-         * (remat_fetch) on top of what the default keeps, each worth it only when it
+         * (ir_is_fetch) on top of what the default keeps, each worth it only when it
          * lowers the peak by 1% or more: recomputing to save a few KiB at the peak (the
          * MLP of docs/memory.md saves 20 KiB of 11 MiB) is work no one asked for */
         if (!s && n_cheap) {

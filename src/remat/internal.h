@@ -6,24 +6,16 @@
 #include "remat.h"
 #include "ir/side.h"
 
-/* A fetch: an argument in pinned_host memory brought to the device (a parameter or its
- * optimiser state kept on the host, ZeRO-Offload's layout). Fetching it again for the
- * backward pass costs one copy and frees the device of it in between, as ZeRO-3 and FSDP
- * gather parameters again for the backward pass: so it is recomputed like a cheap value,
- * never offloaded (it is on the host already). */
-static inline bool remat_fetch(const kiln_graph *g, const ir_node *n) {
-    return n->op == IR_MEMORY_PUT && n->a.memory_kind == KILN_MEMORY_DEVICE &&
-           g->nodes[ir_in(n)[0]].op == IR_PARAMETER;
-}
-
 /* A node recomputation never touches: a source (nothing to recompute), a control node or
  * one of its results (a loop is run once; its results are kept, as its sub-graphs run
  * their own checkpoint regions), a copy between memory kinds (offload's own) other than a
- * fetch. */
+ * fetch (ir_is_fetch: fetching a host parameter again for the backward pass costs one
+ * copy and frees the device of it in between, as ZeRO-3 and FSDP gather parameters
+ * again; it is recomputed like a cheap value, never offloaded: it is on the host). */
 static inline bool remat_fixed(const kiln_graph *g, const ir_node *n) {
     ir_kind k = ir_ops[n->op].kind;
     return k == IRK_SOURCE || k == IRK_CONTROL || k == IRK_RESULT ||
-           (k == IRK_TRANSFER && !remat_fetch(g, n));
+           (k == IRK_TRANSFER && !ir_is_fetch(g, n));
 }
 
 /* A node's row of the marks table (marks.c): all zero is "nothing". */

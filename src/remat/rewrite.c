@@ -57,7 +57,7 @@ static remat_why drop_why(const pass_rebuild *rb, const remat_state *rs, uint32_
 static bool offloaded(const pass_rebuild *rb, const remat_state *rs, uint32_t id) {
     const ir_node *n = &rb->old->nodes[id];
     if (n->backward || rs->output[id] || !rs->read_back[id] || remat_fixed(rb->old, n) ||
-        remat_fetch(rb->old, n) || drop_why(rb, rs, id))
+        ir_is_fetch(rb->old, n) || drop_why(rb, rs, id))
         return false;
     if (remat_row_of(rb->old, id).mark == REMAT_OFFLOAD) return true;
     return rs->extra && rs->extra[id] == REMAT_WHY_BUDGET_OFFLOAD;

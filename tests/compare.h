@@ -120,8 +120,8 @@ static inline kiln_status cmp_run_planned(kiln_context *ctx, kiln_executable *e,
                 "measured host peak %llu (held %llu before) != planned host arena %llu + host "
                 "outputs %llu\n",
                 (unsigned long long)host_after.peak_bytes_in_use,
-                (unsigned long long)host_before.bytes_in_use,
-                (unsigned long long)a.host_temp_bytes, (unsigned long long)a.host_output_bytes);
+                (unsigned long long)host_before.bytes_in_use, (unsigned long long)a.host_temp_bytes,
+                (unsigned long long)a.host_output_bytes);
         *ok = 0;
     }
     uint64_t rise = after.peak_bytes_in_use - before.bytes_in_use;

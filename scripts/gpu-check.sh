@@ -16,6 +16,11 @@
 #                         to CMake and added to LD_LIBRARY_PATH
 #   GPU_CHECK_BUDGET=S    overall budget in seconds (default 450)
 #   GPT_STEPS=N           steps of each GPT side (default 20: 5 warm-up, 15 timed)
+#   GPU_CHECK_ONLY="a b"  run only these steps (the build always runs, a no-op when it is
+#                         up to date): a second call on a machine still warm finishes what
+#                         the first call's budget left NOT RUN
+#   PYTHON=PATH           the Python with JAX for CUDA for bench/gpt/gpu.sh (default
+#                         bench/.venv/bin/python)
 # The bf16 GPT row of kiln needs `kiln train --dtype bf16` (issue 31's mixed-precision
 # option of models/gpt); until that flag exists the row says so and the others still run.
 set -u
@@ -36,6 +41,9 @@ note() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 step() {
     local name=$1 limit=$2
     shift 2
+    if [ -n "${GPU_CHECK_ONLY:-}" ] && [ "$name" != build ]; then
+        case " $GPU_CHECK_ONLY " in *" $name "*) ;; *) return ;; esac
+    fi
     local now left
     now=$(date +%s)
     left=$((budget - (now - start)))
@@ -126,24 +134,38 @@ step build 300 bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release "${@:4}
     build "$root" "$build" "$(nproc)" "${cmake_deps[@]}"
 
 # ---- conformance, then the figures, then the broader suites with the time left ---------
+# In order of what a short lease needs most: correctness on the device, the GPT step beside
+# JAX and where its time goes, the kernel figures, then the wider suites (NVRTC's sm_90
+# compile last: CI runs it too, without a GPU).
 if [ -x "$build/test_cuda" ]; then
-    step nvrtc_sm90 90 "$build/test_cuda_nvrtc"
     # every op, composite, kernel form, library kernel, random programs, gradients, models,
     # copies, errors, the disk cache and the memory modes, one PASS/FAIL line each
     step conformance 180 "$build/test_cuda"
 else
     summary+=("NOT RUN  the conformance tests (the build did not make test_cuda)")
 fi
+if [ -x "$build/kiln" ]; then
+    # JAX and kiln train, each precision in turn; SKIP (77) when JAX cannot see the GPU
+    step gpt_vs_jax 240 "$root/bench/gpt/gpu.sh" "$build" "$out/gpt" "${GPT_STEPS:-20}"
+    # where the step's time goes, kernel by kernel (KILN_PROFILE's report at exit), f32
+    # and bf16 mixed precision
+    # and bf16 mixed precision: each report whole in profile_<dtype>.log, its head here
+    step gpt_profile 90 bash -c 'for d in f32 bf16; do
+        w=$(mktemp -d)
+        KILN_PROFILE=1 "$1/kiln" train --device cuda --batch 16 --context 256 --layers 6 \
+            --heads 8 --channels 512 --steps 8 --seed 1337 --eval-every 0 --no-summary \
+            --dtype $d --out "$w" >"$2/profile_$d.log" 2>&1 || echo "kiln train --dtype $d failed"
+        rm -rf "$w"
+        echo "=== profile, --dtype $d (whole report: profile_$d.log)"
+        grep -A 45 "KILN_PROFILE" "$2/profile_$d.log" | head -n 120
+    done' profile "$build" "$out"
+else
+    summary+=("NOT RUN  gpt_vs_jax (the build did not make kiln)")
+fi
 if [ -x "$build/bench_cuda" ]; then
     step bench 150 "$build/bench_cuda"
 else
     summary+=("NOT RUN  bench (the build did not make bench_cuda)")
-fi
-if [ -x "$build/kiln" ]; then
-    # JAX and kiln train, each precision in turn; SKIP (77) when JAX cannot see the GPU
-    step gpt_vs_jax 240 "$root/bench/gpt/gpu.sh" "$build" "$out/gpt" "${GPT_STEPS:-20}"
-else
-    summary+=("NOT RUN  gpt_vs_jax (the build did not make kiln)")
 fi
 if [ -x "$build/kiln" ]; then
     # host offload on the GPU (issue 34): activations, optimiser state, parameters in
@@ -158,6 +180,9 @@ if [ -x "$build/test_nccl" ]; then
 else
     summary+=("NOT RUN  nccl_one_rank (the build did not make test_nccl)")
 fi
+# the GPT training step of the main job (forward, backward, clipping, AdamW, donated) on
+# every device against the reference interpreter
+[ -x "$build/test_gpt" ] && step gpt_all_devices 90 "$build/test_gpt"
 if [ -x "$build/test_registry" ]; then
     # the existing suites compare every device present through cmp_graph (tests/compare.h)
     step registry_all_devices 60 "$build/test_registry"
@@ -173,9 +198,7 @@ fi
 # batched programs (per-example gradients among them): every device against the reference
 [ -x "$build/test_gather" ] && step gather_all_devices 40 "$build/test_gather"
 [ -x "$build/test_vmap" ] && step vmap_all_devices 60 "$build/test_vmap"
-# the GPT training step of the main job (forward, backward, clipping, AdamW, donated) on
-# every device against the reference interpreter
-[ -x "$build/test_gpt" ] && step gpt_all_devices 90 "$build/test_gpt"
+[ -x "$build/test_cuda_nvrtc" ] && step nvrtc_sm90 90 "$build/test_cuda_nvrtc"
 
 # ---- summary -------------------------------------------------------------------------------
 note ""
@@ -201,5 +224,13 @@ if [ -f "$out/gpt_vs_jax.log" ]; then
     note ""
     grep -E '^(RESULT|gpu.sh:)' "$out/gpt_vs_jax.log" | while IFS= read -r l; do note "$l"; done
 fi
+if [ -f "$out/offload_gpu.log" ]; then
+    note ""
+    while IFS= read -r l; do note "$l"; done <"$out/offload_gpu.log"
+fi
+# the text alone in one file, small enough to carry back from a lent machine (the GPT
+# side's inputs and checkpoints stay behind)
+(cd "$out" && find . -name '*.log' -o -name '*.txt' -o -name '*.json' -o -name '*.csv' |
+    tar czf logs.tgz -T -) 2>/dev/null
 note ""
-note "logs: $out"
+note "logs: $out (the text of them all: $out/logs.tgz)"

@@ -178,6 +178,8 @@ static inline kiln_context *test_threads_context(const char *cache_dir, int thre
     o.ignore_environment = true;
     o.cache_dir = cache_dir;
     o.num_threads = threads;
+    /* beside the test's own context, which may hold 75% of a GPU already: allocate on demand */
+    o.alloc_mode = KILN_ALLOC_MODE_GROW;
     kiln_context *c = NULL;
     char err[512];
     if (kiln_context_create(&o, &c, err, sizeof err)) fprintf(stderr, "%s\n", err);

@@ -26,7 +26,8 @@
  * their accumulators and store one partial result, and kiln_k<i> combines the parts, lane l taking
  * parts l, l + 256, ... and the lanes then combining as above: a fixed order, so the result does
  * not depend on the grid either. The part kernel's items and the scratch's bytes are stated in the
- * program (kiln_k<i>_parts) for the backend, which runs the two kernels (cgen.h). Every shuffle and
+ * program (kiln_k<i>_parts) for the backend, which runs the two kernels (cgen.h). Loops over the
+ * lanes are unrolled (CU_UNROLL), so that each thread has several loads in flight. Every shuffle and
  * __syncthreads is reached by all the lanes it names: the code around it depends only on the item
  * and the element, never on the lane. */
 #include "prelude.h"
@@ -85,11 +86,20 @@ static bool thread_per_element(const pr *p) {
            (p->kd->sched.form == KD_CUDA_ROW && CU(p)->in_elems);
 }
 
+/* Before a loop strided over the lanes: its iterations unrolled, so that each lane has
+ * several loads in flight. A loop taking one element a trip keeps one load of 2 or 4 bytes
+ * in flight per thread, too few bytes to cover the device memory's latency: a block-per-row
+ * softmax or layer norm ran at a third of the copy's bandwidth, and at bf16 at a sixth.
+ * The strides are the block's size as a constant (every kernel is launched with
+ * CGEN_CUDA_THREADS threads, cgen.h), so the compiler knows the trip counts. */
+#define CU_UNROLL "#pragma unroll 4"
+#define CU_UNROLL_ROW "#pragma unroll 8" /* a block per row: a whole row's passes */
+
 /* CUDA's loops: the chunk's elements spread over the threads, warps or (one at a time) the
  * block, and a reduction's innermost loop strided over the lanes sharing an element. */
 static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
     const char *lane = p->kd->sched.form == KD_CUDA_WARP ? "(threadIdx.x & 31)" : "threadIdx.x";
-    const char *group = p->kd->sched.form == KD_CUDA_WARP ? "32" : "blockDim.x";
+    const int group = p->kd->sched.form == KD_CUDA_WARP ? 32 : CGEN_CUDA_THREADS;
     if (s->n < 0 && p->kd->sched.form == KD_CUDA_ROW && !CU(p)->in_elems) {
         CU(p)->in_elems = true;
         /* in place, every thread's prologue reads of the row before any thread's stores */
@@ -99,20 +109,38 @@ static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
         long long t = CGEN_CUDA_THREADS / p->kd->sched.row_group;
         pr_line(p, "for (int64_t %s = jb + threadIdx.x %% %lld; %s < je; %s += %lld) {", v, t, v, v,
                 t);
-    } else if (s->n < 0 && thread_per_element(p))
-        pr_line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
-    else if (s->n < 0 && p->kd->sched.form == KD_CUDA_WARP)
-        pr_line(p, "for (int64_t %s = jb + (threadIdx.x >> 5); %s < je; %s += blockDim.x >> 5) {",
-                v, v, v);
+    } else if (s->n < 0 && thread_per_element(p) && p->kd->sched.form == KD_CUDA_THREADS &&
+               p->chunk <= CGEN_CUDA_THREADS) {
+        /* a chunk no wider than the block: a thread's one element, not a loop, so that the
+         * loops around it (a column reduction's rows) can be unrolled; when every chunk is
+         * the block's width, every thread has its element, and no test stands between the
+         * unrolled loads */
+        if (p->chunk == CGEN_CUDA_THREADS && p->kd->inner % CGEN_CUDA_THREADS == 0) {
+            pr_line(p, "{");
+            p->depth++;
+            pr_line(p, "const int64_t %s = jb + threadIdx.x;", v);
+            p->depth--;
+        } else
+            pr_line(p, "if (int64_t %s = jb + threadIdx.x; %s < je) {", v, v);
+    } else if (s->n < 0 && thread_per_element(p)) {
+        if (p->kd->sched.form == KD_CUDA_ROW) pr_line(p, CU_UNROLL_ROW);
+        pr_line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += %d) {", v, v, v,
+                CGEN_CUDA_THREADS);
+    } else if (s->n < 0 && p->kd->sched.form == KD_CUDA_WARP)
+        pr_line(p, "for (int64_t %s = jb + (threadIdx.x >> 5); %s < je; %s += %d) {", v, v, v,
+                CGEN_CUDA_THREADS / 32);
     else if (s->n < 0)
         pr_line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
     else if (s->acc && !thread_per_element(p) && !CU(p)->stripe_depth) {
         CU(p)->stripe_depth = p->depth + 1;
         CU(p)->striped[s->acc] = 1;
-        pr_line(p, "for (int64_t %s = %s; %s < %lld; %s += %s) {", v, lane, v, (long long)s->n, v,
+        pr_line(p, p->kd->sched.form == KD_CUDA_ROW ? CU_UNROLL_ROW : CU_UNROLL);
+        pr_line(p, "for (int64_t %s = %s; %s < %lld; %s += %d) {", v, lane, v, (long long)s->n, v,
                 group);
-    } else
+    } else {
+        if (s->acc && thread_per_element(p)) pr_line(p, CU_UNROLL);
         pr_line(p, "for (int64_t %s = 0; %s < %lld; %s++) {", v, v, (long long)s->n, v);
+    }
     p->depth++;
 }
 
@@ -132,12 +160,13 @@ static void cu_loop(pr *p, const kd_stmt *s) {
         if (s->acc && !CU(p)->stripe_depth) {
             CU(p)->stripe_depth = p->depth + 1;
             CU(p)->striped[s->acc] = 1;
-            pr_line(p,
-                    "for (int64_t %s = kiln_lo%u + threadIdx.x; %s < kiln_hi%u; %s += blockDim.x) "
-                    "{",
-                    v, id, v, id, v);
-        } else
+            pr_line(p, CU_UNROLL);
+            pr_line(p, "for (int64_t %s = kiln_lo%u + threadIdx.x; %s < kiln_hi%u; %s += %d) {", v,
+                    id, v, id, v, CGEN_CUDA_THREADS);
+        } else {
+            if (s->acc && thread_per_element(p)) pr_line(p, CU_UNROLL);
             pr_line(p, "for (int64_t %s = kiln_lo%u; %s < kiln_hi%u; %s++) {", v, id, v, id, v);
+        }
         p->depth++;
         return;
     }
@@ -370,13 +399,22 @@ static int column_accs(const kd_kernel *kd) {
 }
 
 /* CUDA, a column split: for each of this thread's columns, every column accumulator's
- * slot of part kiln_q: stored (the part kernel) or added in (kiln_k<i>). */
+ * slot of part kiln_q: stored (the part kernel) or added in (kiln_k<i>: the parts in
+ * order, innermost, so that a thread has several of its column's slots in flight; the
+ * combining kernel has few blocks, one per 256 columns). */
 static void print_col_slots(pr *p, bool store) {
     const kd_kernel *kd = p->kd;
     char v[PR_NAME_LEN], slot[PR_ACC_LEN + 96], a[PR_ACC_LEN], nan[PR_ACC_LEN];
     pr_var_name(kd, kd->last_var, v);
-    pr_line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += blockDim.x) {", v, v, v);
+    pr_line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += %d) {", v, v, v,
+            CGEN_CUDA_THREADS);
     p->depth++;
+    if (!store) {
+        pr_line(p, CU_UNROLL_ROW);
+        pr_line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++) {",
+                (long long)p->kd->sched.parts);
+        p->depth++;
+    }
     int k = 0;
     for (uint32_t s = 1; s < kd->n_stmts; s++) {
         const kd_stmt *acc = &kd->stmts[s];
@@ -397,6 +435,10 @@ static void print_col_slots(pr *p, bool store) {
         p->depth--;
         pr_line(p, "}");
     }
+    if (!store) {
+        p->depth--;
+        pr_line(p, "}");
+    }
     p->depth--;
     pr_line(p, "}");
 }
@@ -414,7 +456,6 @@ static void print_cuda_col_part_fn(pr *p) {
 /* CUDA, a column split: in kiln_k<i>, each thread's columns' parts added in order instead
  * of the reduce loops. */
 static void print_col_combine(pr *p) {
-    pr_line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++)", (long long)p->kd->sched.parts);
     print_col_slots(p, false);
 }
 
@@ -427,8 +468,9 @@ static void print_part_combine(pr *p, uint32_t acc_id, int k) {
     const kd_stmt *acc = &p->kd->stmts[acc_id];
     char slot[PR_ACC_LEN + 96], a[PR_ACC_LEN];
     snprintf(a, sizeof a, "acc%u", acc_id);
-    pr_line(p, "for (int64_t kiln_q = threadIdx.x; kiln_q < %lld; kiln_q += blockDim.x) {",
-            (long long)p->kd->sched.parts);
+    pr_line(p, CU_UNROLL);
+    pr_line(p, "for (int64_t kiln_q = threadIdx.x; kiln_q < %lld; kiln_q += %d) {",
+            (long long)p->kd->sched.parts, CGEN_CUDA_THREADS);
     CU(p)->striped[acc_id] = 1;
     p->depth++;
     pr_part_slot(p, k, "kiln_q", slot, sizeof slot);

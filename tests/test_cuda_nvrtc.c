@@ -297,6 +297,69 @@ static void test_gather(void) {
     }
 }
 
+/* The CUDA source kiln_compile would print for g (fused), or NULL. */
+static char *cuda_source(kiln_graph *g) {
+    kiln_graph *c = NULL;
+    fusion_plan p = {0};
+    kiln_status s = pass_clone(g, &c);
+    if (!s) s = passes_run(&c, NULL);
+    fusion_options fo = {0};
+    bool have_plan = !s && !(s = fusion_plan_build(c, &fo, &p));
+    strbuf sb;
+    sb_init(&sb, ctx);
+    cgen_kernel *info = have_plan ? calloc(p.n_kernels + 1, sizeof *info) : NULL;
+    if (!s) s = cgen_program_dialect(c, &p, CGEN_DIALECT_CUDA, &sb, info);
+    char *src = s ? NULL : sb_take(&sb);
+    sb_free(&sb);
+    free(info);
+    if (have_plan) fusion_plan_free(&p);
+    kiln_graph_destroy(c);
+    return src;
+}
+
+/* Loads in flight: a loop over a block's lanes that takes one element a trip keeps one 2-
+ * or 4-byte load in flight per thread, too few bytes to cover device memory's latency
+ * (an H200 ran the block-per-row softmax at a third of the copy's bandwidth so). The row
+ * loops step by a constant and are unrolled; a column reduction's thread takes its element
+ * without a loop or a test, so the rows around it unroll; the column combine adds each
+ * column's parts innermost. */
+static void test_loads_in_flight(void) {
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype t = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "rows", &g);
+        int64_t dr[2] = {64, 8192}, dc[2] = {4096, 512};
+        kiln_value x = kiln_parameter(g, "x", t, 2, dr), y = kiln_parameter(g, "y", t, 2, dc);
+        int ax0[1] = {0};
+        kiln_value outs[2] = {kiln_softmax(g, x, -1), kiln_reduce_sum(g, y, 1, ax0, false)};
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        char *src = cuda_source(g);
+        CHECK_MSG(src, "%s: no CUDA source: %s", kiln_dtype_name(t), kiln_last_error(ctx));
+        if (src) {
+            CHECK_MSG(!strstr(src, "+= blockDim.x)"), "%s: a lane loop steps by blockDim.x",
+                      kiln_dtype_name(t));
+            const char *row = strstr(src, "__shared__");
+            CHECK_MSG(row && strstr(row, "#pragma unroll 8\n"), "%s: the row loops are not unrolled",
+                      kiln_dtype_name(t));
+            const char *part = strstr(src, "_part(");
+            const char *end = part ? strstr(part, "extern \"C\"") : NULL;
+            const char *one = part ? strstr(part, "= jb + threadIdx.x;") : NULL;
+            CHECK_MSG(one && (!end || one < end),
+                      "%s: the column part kernel's thread takes its element in a loop",
+                      kiln_dtype_name(t));
+            const char *combine = end ? strstr(end, "for (int64_t kiln_q = 0;") : NULL;
+            const char *pragma = end ? strstr(end, "#pragma unroll 8\n") : NULL;
+            bool unrolled = combine && pragma && pragma < combine;
+            for (const char *q = pragma ? pragma + 17 : NULL; unrolled && q < combine; q++)
+                unrolled = *q == ' ' || *q == '\n'; /* the pragma is the loop's */
+            CHECK_MSG(unrolled, "%s: the column combine does not unroll over its parts",
+                      kiln_dtype_name(t));
+            kiln_string_free(ctx, src);
+        }
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_library(void) {
     size_t len;
     const char *src = cu_lib_source(&len);
@@ -327,6 +390,7 @@ int main(void) {
     ctx = test_private_context(dir);
     if (!ctx) return 1;
     test_library();
+    test_loads_in_flight();
     test_ops();
     test_forms();
     test_random(rp_program_count(24));

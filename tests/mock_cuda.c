@@ -19,6 +19,7 @@
  * pointer is device memory. The counters are guarded by one mutex: the ranks of a group
  * use the mock from several threads. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -66,8 +67,37 @@ long mock_cuda_last_launch(void) {
 /* A stream object: its first word counts the collectives enqueued on it and not done. */
 typedef struct mstream {
     long hold;
-    long pad;
+    long id; /* 1, 2, ...: the stream's or event's name in the log */
 } mstream;
+
+/* The order log (mock_cuda_log): while on, each host<->device copy, kernel launch, event
+ * record and stream wait appends a word: "C<stream>" a copy, "L<stream>" a launch,
+ * "R<event>@<stream>" a record, "W<stream>@<event>" a wait; streams and events by their
+ * number of making. So a test can check which stream a copy ran on and what waited for it. */
+static char order_log[8192];
+static size_t order_len;
+static int order_on;
+static long next_id;
+static void order_add(const char *kind, const void *a, const void *b) {
+    if (!order_on) return;
+    char w[48];
+    long ia = a ? ((const mstream *)a)->id : 0, ib = b ? ((const mstream *)b)->id : 0;
+    int n = b ? snprintf(w, sizeof w, "%s%ld@%ld ", kind, ia, ib)
+              : snprintf(w, sizeof w, "%s%ld ", kind, ia);
+    if (n > 0 && order_len + (size_t)n < sizeof order_log) {
+        memcpy(order_log + order_len, w, (size_t)n + 1);
+        order_len += (size_t)n;
+    }
+}
+/* on: start a new log (1) or stop logging (0); returns the log so far. */
+const char *mock_cuda_log(int on);
+const char *mock_cuda_log(int on) {
+    pthread_mutex_lock(&mu);
+    if (on) order_len = 0, order_log[0] = 0;
+    order_on = on;
+    pthread_mutex_unlock(&mu);
+    return order_log;
+}
 
 void mock_cuda_stream_hold(void *s, long delta);
 void mock_cuda_stream_hold(void *s, long delta) {
@@ -241,13 +271,17 @@ API CUresult cuMemFreeHost(void *p) {
 }
 API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st);
 API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) {
-    (void)st;
+    pthread_mutex_lock(&mu);
+    order_add("C", st, NULL);
+    pthread_mutex_unlock(&mu);
     memcpy((void *)(size_t)d, s, n);
     return 0;
 }
 API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st);
 API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
-    (void)st;
+    pthread_mutex_lock(&mu);
+    order_add("C", st, NULL);
+    pthread_mutex_unlock(&mu);
     memcpy(d, (const void *)(size_t)s, n);
     return 0;
 }
@@ -273,6 +307,7 @@ API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st)
 static CUresult make(void **o) {
     *o = calloc(1, sizeof(mstream));
     pthread_mutex_lock(&mu);
+    if (*o) ((mstream *)*o)->id = ++next_id;
     live_objects += *o != NULL;
     pthread_mutex_unlock(&mu);
     return *o ? 0 : 2;
@@ -318,6 +353,9 @@ API CUresult cuStreamQuery(void *s) {
 API CUresult cuStreamWaitEvent(void *s, void *e, unsigned f);
 API CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) {
     (void)f;
+    pthread_mutex_lock(&mu);
+    if (s && e) order_add("W", s, e);
+    pthread_mutex_unlock(&mu);
     return s && e ? 0 : 400;
 }
 API CUresult cuEventCreate(void **e, unsigned f);
@@ -331,6 +369,9 @@ API CUresult cuEventDestroy_v2(void *e) {
 }
 API CUresult cuEventRecord(void *e, void *s);
 API CUresult cuEventRecord(void *e, void *s) {
+    pthread_mutex_lock(&mu);
+    if (e && s) order_add("R", e, s);
+    pthread_mutex_unlock(&mu);
     return e && s ? 0 : 400;
 }
 API CUresult cuEventSynchronize(void *e);
@@ -383,6 +424,7 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
     pthread_mutex_lock(&mu);
     launches++;
     last_grid = gx, last_block = bx;
+    order_add("L", s, NULL);
     pthread_mutex_unlock(&mu);
     return 0;
 }

@@ -387,6 +387,80 @@ static void test_offload(kiln_context *c) {
     kiln_graph_destroy(g);
 }
 
+/* The event recorded on `stream` first after position `from` of the order log, or 0. */
+static long record_after(const char *log, const char *from, long stream) {
+    for (const char *p = strstr(from, "R"); p; p = strstr(p + 1, "R")) {
+        long ev, on;
+        if (sscanf(p, "R%ld@%ld", &ev, &on) == 2 && on == stream) return ev;
+    }
+    (void)log;
+    return 0;
+}
+
+/* Copies between memory kinds beside the kernels (plan_options.overlap_transfers): the
+ * put to host memory and the fetch back each run on a stream that is not the kernels',
+ * after the kernels queued before them (that stream waits for an event recorded on the
+ * kernels' stream), and the kernels' stream waits for an event recorded after each copy
+ * before it runs the reader; the plan says where (wait_step later than the copy's step),
+ * and the stand-in's values come back through both copies. */
+static void test_offload_overlap(kiln_context *c, const char *(*order)(int)) {
+    int64_t d[1] = {4096};
+    kiln_graph *g = NULL;
+    kiln_graph_create(c, "offload_overlap", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+    kiln_value a = kiln_exp(g, x);
+    kiln_value h = kiln_memory_put(g, a, KILN_MEMORY_PINNED_HOST);
+    kiln_value b = kiln_sin(g, kiln_mul(g, x, x));
+    kiln_value b2 = kiln_cos(g, kiln_add(g, b, x));
+    kiln_value b3 = kiln_exp(g, kiln_mul(g, b2, b));
+    kiln_value y = kiln_add(g, kiln_memory_put(g, h, KILN_MEMORY_DEVICE), b3);
+    CHECK_OK(c, kiln_graph_finish(g, 1, &y));
+    kiln_executable *e = NULL;
+    kiln_compile_options o = {.device = 1, .disable_fusion = true, .keep_ir = true};
+    CHECK_OK(c, kiln_compile(g, &o, &e));
+    char *report = e ? kiln_executable_to_string(e) : NULL;
+    CHECK_MSG(report && strstr(report, "in flight until step"),
+              "the plan waits for no copy after its own step:\n%s", report ? report : "");
+    kiln_string_free(c, report);
+    kiln_array *arg = NULL, *res = NULL;
+    float xv[4096] = {0};
+    CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 1, d, xv, &arg));
+    order(1);
+    CHECK_OK(c, kiln_executable_run(e, 1, &arg, 1, &res));
+    char log[8192];
+    snprintf(log, sizeof log, "%s", order(0));
+    long kernels = 0;
+    const char *l = strstr(log, "L");
+    CHECK_MSG(l && sscanf(l, "L%ld", &kernels) == 1, "no launch in the log: %s", log);
+    int beside = 0;
+    for (const char *p = strstr(log, "C"); p && kernels; p = strstr(p + 1, "C")) {
+        long on = 0;
+        if (sscanf(p, "C%ld", &on) != 1 || on == kernels) continue;
+        beside++;
+        /* after the kernels before it: the copy's stream waited for the kernels' stream */
+        long before = 0;
+        for (const char *q = log; q < p; q++) {
+            long st, ev;
+            if (*q == 'W' && sscanf(q, "W%ld@%ld", &st, &ev) == 2 && st == on) before = ev;
+        }
+        CHECK_MSG(before, "copy %ld on stream %ld waits for no kernel: %s", (long)(p - log), on,
+                  log);
+        long done = record_after(log, p, on);
+        char want[48];
+        snprintf(want, sizeof want, "W%ld@%ld ", kernels, done);
+        const char *w = done ? strstr(p, want) : NULL;
+        CHECK_MSG(w, "nothing on the kernels' stream %ld waits for the copy at %ld: %s", kernels,
+                  (long)(p - log), log);
+        /* and a kernel comes after the wait: the reader */
+        CHECK_MSG(w && strstr(w, "L"), "no kernel after the wait for the copy: %s", log);
+    }
+    CHECK_MSG(beside >= 1, "no copy ran beside the kernels: %s", log);
+    if (res) kiln_array_destroy(res);
+    kiln_array_destroy(arg);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* Split reductions (src/codegen/cgen.h): a kernel with a part kernel is two launches over
  * the device's scratch, and a program whose kiln_k<i>_parts cannot be read fails to
  * compile, naming it. */
@@ -478,7 +552,8 @@ int main(void) {
     long (*live)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_live") : NULL;
     long (*launches)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_launches") : NULL;
     long (*last)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_last_launch") : NULL;
-    if (!c || !live || !launches || !last) {
+    const char *(*order)(int) = lib ? (const char *(*)(int))dlsym(lib, "mock_cuda_log") : NULL;
+    if (!c || !live || !launches || !last || !order) {
         int rc = test_skip("the libcuda.so.1 loaded is not tests/mock_cuda.c");
         kiln_context_destroy(c);
         if (lib) dlclose(lib);
@@ -489,6 +564,7 @@ int main(void) {
     test_programs(c, launches);
     test_control_flow(c);
     test_offload(c);
+    test_offload_overlap(c, order);
     test_gemm_limits(c);
     test_half_library(c, launches);
     test_split(c, launches);

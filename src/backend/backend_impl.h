@@ -260,6 +260,15 @@ typedef struct kn_backend {
     void (*host_region_free)(void *state, int device, void *ptr, size_t size);
     kiln_status (*copy_kinds)(void *state, int device, void *dst, const void *src, size_t n,
                               bool to_host);
+    /* Optional, both or neither (NULL: copies between kinds run in order, copy_kinds).
+     * copy_kinds_start: copy_kinds's copy on the device's copy queue, after every kernel
+     * launched before it, beside those launched after it until copy_kinds_wait; *token
+     * names it. copy_kinds_wait: every kernel launched after this call runs after copy
+     * `token` completed (the host does not wait); the token is then released. Every started
+     * copy is waited for, also after a failure, before the executable's run returns. */
+    kiln_status (*copy_kinds_start)(void *state, int device, void *dst, const void *src,
+                                    size_t n, bool to_host, int *token);
+    kiln_status (*copy_kinds_wait)(void *state, int device, int token);
     /* Optional; NULL: copy_d2h then copy_h2d through a host buffer. */
     kiln_status (*copy_d2d)(void *state, int dst_device, void *dst, int src_device, const void *src,
                             size_t n);

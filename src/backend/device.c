@@ -106,6 +106,18 @@ kiln_status device_copy_kinds(kn_device *dev, void *dst, const void *src, size_t
     return KILN_STATUS_OK;
 }
 
+kiln_status device_copy_kinds_start(kn_device *dev, void *dst, const void *src, size_t n,
+                                    bool to_host, int *token) {
+    *token = -1;
+    if (!n || !dev->backend->copy_kinds_start) return device_copy_kinds(dev, dst, src, n, to_host);
+    return dev->backend->copy_kinds_start(dev->state, dev->index, dst, src, n, to_host, token);
+}
+
+kiln_status device_copy_kinds_wait(kn_device *dev, int token) {
+    return token < 0 ? KILN_STATUS_OK
+                     : dev->backend->copy_kinds_wait(dev->state, dev->index, token);
+}
+
 static kiln_status make_allocator(kiln_context *ctx, const kn_device_options *opts, kn_device *d) {
     kiln_alloc_mode mode = opts->alloc_mode;
     if (mode == KILN_ALLOC_MODE_DEFAULT) mode = d->backend->default_alloc_mode;

@@ -77,6 +77,12 @@ void device_host_free(kn_device *dev, void *ptr);
 /* n bytes between dev's memory and its pinned_host memory (to_host: dst is the host
  * side), in order with dev's kernels (backend_impl.h, copy_kinds). */
 kiln_status device_copy_kinds(kn_device *dev, void *dst, const void *src, size_t n, bool to_host);
+/* device_copy_kinds's copy beside the kernels launched after it, on a backend that has a
+ * copy queue (kn_backend.copy_kinds_start); *token is -1 when it ran in order instead.
+ * device_copy_kinds_wait orders every kernel launched after it after the copy. */
+kiln_status device_copy_kinds_start(kn_device *dev, void *dst, const void *src, size_t n,
+                                    bool to_host, int *token);
+kiln_status device_copy_kinds_wait(kn_device *dev, int token);
 
 /* The device's f32 product rate (FLOP/s), its link to pinned_host memory (bytes/s, both
  * ways) and its memory's copy rate (bytes/s, read + written), measured once (rates.c); 0

@@ -152,7 +152,8 @@ static kiln_status plan_memory(kiln_executable *e) {
                        .donate_to = e->donate_to,
                        .scratch = scratch,
                        .granule = BFC_ALIGN,
-                       .overlap_collectives = e->overlap};
+                       .overlap_collectives = e->overlap,
+                       .overlap_transfers = e->dev->backend->copy_kinds_start != NULL};
     if (!s) s = check_backend(e);
     if (!s) s = plan_build(e->g, &e->plan, &po, &e->mem);
     if (!s) s = plan_apply_aliases(&e->mem, &e->plan);

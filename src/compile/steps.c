@@ -209,6 +209,7 @@ static void transfer_step(build *b, exec_step st, uint32_t id) {
     st.kind = EXEC_STEP_COPY;
     st.copy.bytes = bytes;
     st.copy.to_host = n->a.memory_kind == KILN_MEMORY_PINNED_HOST;
+    st.copy.wait = b->e->mem.wait_step[st.kernel];
     add_step(b, st, (exec_loc[]){view_loc(b, ir_in(n)[0]), b->of[id]}, 2);
 }
 
@@ -375,6 +376,7 @@ static kiln_status alloc_steps(kiln_executable *e) {
     for (uint32_t ki = 0; ki < e->plan.n_kernels; ki++) {
         count_steps(e, ki, &steps, &libs, &locs);
         e->n_coll += e->plan.kernels[ki].kind == FK_COLLECTIVE;
+        e->n_xfer += e->plan.kernels[ki].kind == FK_TRANSFER;
     }
     e->n_steps = steps, e->n_libs = libs, e->n_locs = locs;
     e->steps = host_calloc(e->ctx, steps + 1, sizeof *e->steps);

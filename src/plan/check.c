@@ -55,32 +55,35 @@ static kiln_status check_schedule(const kiln_graph *g, const fusion_plan *fp, co
     return KILN_STATUS_OK;
 }
 
-/* A collective waited for after its step (an overlapping one: run.c starts it at its step
- * and waits before the kernel at its wait step) is read and written by the transport until
- * then: its wait comes before every reader of its result, and its operand and result are
+/* A collective or a copy between memory kinds waited for after its step (an overlapping
+ * one: run.c starts it at its step and waits before the kernel at its wait step) is read
+ * and written by the transport or the copy engine until then: its wait comes before every reader of its result, and its operand and result are
  * live through the wait step, so no buffer defined in between shares their bytes. */
 static kiln_status check_waits(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
     for (uint32_t k = 0; k < p->n_kernels; k++) {
         const fkernel *kn = &fp->kernels[k];
         int32_t s = (int32_t)p->step_of[k], w = p->wait_step[k];
         if (w == s) continue;
-        if (kn->kind != FK_COLLECTIVE || w < s || w >= (int32_t)p->n_kernels)
+        if ((kn->kind != FK_COLLECTIVE && kn->kind != FK_TRANSFER) || w < s ||
+            w >= (int32_t)p->n_kernels)
             return fail(g, "kernel %u at step %d is waited for at step %d", k, s, w);
         for (uint32_t r = 0; r < fp->n_kernels; r++)
             for (uint32_t i = 0; i < fp->kernels[r].n_inputs; i++)
                 if (fp->kernels[r].inputs[i] == kn->roots[0] && (int32_t)p->step_of[r] < w)
                     return fail(g,
-                                "kernel %u at step %u reads collective %%%u before its wait at "
-                                "step %d",
-                                r, p->step_of[r], kn->roots[0], w);
+                                "kernel %u at step %u reads %%%u of an overlapped %s before its "
+                                "wait at step %d",
+                                r, p->step_of[r], kn->roots[0],
+                                kn->kind == FK_TRANSFER ? "copy" : "collective", w);
         for (uint32_t i = 0; i < kn->n_inputs + kn->n_roots; i++) {
             uint32_t id = i < kn->n_inputs ? kn->inputs[i] : kn->roots[i - kn->n_inputs];
             const plan_buffer *x = &p->buffers[p->buffer_of[id]];
             if (x->last < w)
                 return fail(g,
-                            "%%%u, which collective kernel %u uses until its wait at step %d, "
-                            "is live only in [%d, %d]",
-                            id, k, w, x->def, x->last);
+                            "%%%u, which %s kernel %u uses until its wait at step %d, is live "
+                            "only in [%d, %d]",
+                            id, kn->kind == FK_TRANSFER ? "copy" : "collective", k, w, x->def,
+                            x->last);
         }
     }
     return KILN_STATUS_OK;

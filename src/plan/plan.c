@@ -4,8 +4,8 @@
  * Planning one schedule:
  *  0. with overlapping collectives, the schedule moves them early and their readers late
  *     (plan_overlap_order);
- *  1. liveness: each buffer's interval [def, last] in steps (an overlapping collective's
- *     operand and result through its wait step);
+ *  1. liveness: each buffer's interval [def, last] in steps (an overlapping collective's or
+ *     copy's operand and result through its wait step);
  *  2. in place: walking the steps in order, a LOOP or SCATTER kernel whose input dies
  *     at that step, has a result's byte size and may legally be overwritten (inplace.c),
  *     writes that result over it. The result joins the input's unit (they share bytes),
@@ -187,7 +187,8 @@ static bool is_donated(const plan_ctx *c, uint32_t param) {
     return c->o->donated && c->o->donated[param];
 }
 
-/* Where the run waits for each collective (plan.h, wait_step): before its first reader,
+/* Where the run waits for each collective, and each copy between memory kinds when they
+ * overlap (plan.h, wait_step): before its first reader,
  * and before the last step at the latest, so that the last kernel never runs beside a
  * transfer (an in-place write there over the operand, whose interval ends at that step,
  * would be a write under the transfer). The operand and the result are read and written
@@ -199,10 +200,17 @@ static void collective_waits(const plan_ctx *c, plan_cand *cd) {
         int32_t s = (int32_t)cd->step_of[k], w = s;
         const fkernel *kn = &c->fp->kernels[k];
         cd->wait_step[k] = s;
-        if (kn->kind != FK_COLLECTIVE || !c->o->overlap_collectives) continue;
+        bool transfer = kn->kind == FK_TRANSFER && c->o->overlap_transfers;
+        if (!transfer && (kn->kind != FK_COLLECTIVE || !c->o->overlap_collectives)) continue;
         w = (int32_t)c->nk - 1;
         for (uint32_t e = c->succ_start[k]; e < c->succ_start[k + 1]; e++)
             if ((int32_t)cd->step_of[c->succs[e]] < w) w = (int32_t)cd->step_of[c->succs[e]];
+        /* a copy to host memory frees its operand's device bytes: it holds them only for a
+         * few steps, the kernels its copy runs beside, not until its result's reader (a
+         * fetch in the backward pass) */
+        if (transfer && c->g->nodes[kn->roots[0]].a.memory_kind == KILN_MEMORY_PINNED_HOST &&
+            w > s + PLAN_TRANSFER_WINDOW)
+            w = s + PLAN_TRANSFER_WINDOW;
         if (w <= s) continue;
         cd->wait_step[k] = w;
         for (uint32_t i = 0; i < kn->n_inputs; i++) {

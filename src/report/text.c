@@ -24,7 +24,7 @@ char *kiln_executable_to_string(const kiln_executable *e) {
             if (k->alias[j])
                 sb_printf(&sb, " (%%%u in place over %%%u)", k->roots[j],
                           k->inputs[k->alias[j] - 1]);
-        if (e->mem.wait_step[i] != (int32_t)s) /* an overlapped collective (run.c) */
+        if (e->mem.wait_step[i] != (int32_t)s) /* an overlapped collective or copy (run.c) */
             sb_printf(&sb, " (in flight until step %d)", e->mem.wait_step[i]);
         sb_append(&sb, "\n");
     }

@@ -63,6 +63,8 @@ typedef struct exec_step {
         struct {
             uint64_t bytes;
             bool to_host; /* device -> pinned_host, else back */
+            int32_t wait; /* the schedule place before which it must have completed (later
+                           * than its own: it runs beside the kernels in between) */
         } copy;
     };
 } exec_step;
@@ -134,6 +136,7 @@ struct kiln_executable {
                             * pinned_host pool (device_host_alloc) */
     exec_step *steps;
     uint32_t n_steps, n_coll; /* steps, of which collectives */
+    uint32_t n_xfer;          /* copy steps (memory_put) */
     exec_loc *locs;           /* the steps' buffers, back to back */
     uint32_t n_locs;
     kn_lib_desc *libs; /* the library steps' descriptors */

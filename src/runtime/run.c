@@ -11,6 +11,10 @@
  * through the device's backend table (launch for loop kernels, lib_run for the library
  * ops).
  *
+ * Copies between memory kinds (host offload) on a device with a copy queue run the same
+ * way as overlapped collectives, below: started at their step on the queue, waited for (by
+ * the device, not the host) before the kernel at their wait step (run_copy).
+ *
  * Collectives: an all-reduce whose plan waits for it later than its own step (mem_plan
  * .wait_step) is started at its step and completed before the kernel at its wait step, so
  * the kernels in between (the rest of the backward pass) run while it is in flight; the
@@ -42,11 +46,18 @@
 
 #include <string.h>
 
-/* A collective of this call: its request, while in flight, and where the run waits. */
+/* A collective or an overlapped copy of this call: its request (a collective's, while in
+ * flight) or its token (a copy's, while in flight; -1 otherwise), and where the run waits. */
 typedef struct run_coll {
     kn_comm_req req;
     int32_t wait_step;
+    int token;
 } run_coll;
+
+/* The in-flight slots a call needs: one per collective and one per copy step. */
+static uint32_t inflight_slots(const kiln_executable *e) {
+    return e->n_coll + e->n_xfer;
+}
 
 typedef struct run_state {
     kiln_executable *e;
@@ -88,6 +99,7 @@ static kiln_status run_collective(run_state *r, const exec_step *st, bool *on_de
     }
     run_coll *c = &r->coll[r->n_started++];
     c->wait_step = st->coll.wait;
+    c->token = -1;
     kiln_status s = comm_collective_start(e->comm, (kn_coll)st->coll.op, st->coll.dtype,
                                           st->coll.kind, send, recv, count, node, &c->req);
     return s || c->wait_step > (int32_t)st->sched ? s : comm_wait(&c->req);
@@ -110,10 +122,27 @@ static void progress_collectives(run_state *r) {
 static kiln_status finish_collectives(run_state *r, int32_t step, kiln_status s) {
     for (uint32_t i = 0; i < r->n_started; i++) {
         run_coll *c = &r->coll[i];
-        if (!c->req.c || c->wait_step > step) continue;
-        kiln_status w = comm_wait(&c->req);
+        if ((!c->req.c && c->token < 0) || c->wait_step > step) continue;
+        kiln_status w = c->req.c ? comm_wait(&c->req) : device_copy_kinds_wait(r->e->dev, c->token);
+        c->token = -1;
         if (!s) s = w;
     }
+    return s;
+}
+
+/* A copy between memory kinds: on a backend with a copy queue, one the plan waits for
+ * later than its own step (mem_plan.wait_step) is only started here, and the kernels up to
+ * its wait step run beside it (the plan keeps its operand and result live until then);
+ * otherwise, and while profiling (each step timed on its own), in order. */
+static kiln_status run_copy(run_state *r, const exec_step *st, void *const *bufs, bool profiling) {
+    kn_device *dev = r->e->dev;
+    if (profiling || st->copy.wait <= (int32_t)st->sched)
+        return device_copy_kinds(dev, bufs[1], bufs[0], st->copy.bytes, st->copy.to_host);
+    run_coll *c = &r->coll[r->n_started];
+    *c = (run_coll){.wait_step = st->copy.wait, .token = -1};
+    kiln_status s =
+        device_copy_kinds_start(dev, bufs[1], bufs[0], st->copy.bytes, st->copy.to_host, &c->token);
+    if (!s) r->n_started++;
     return s;
 }
 
@@ -159,8 +188,9 @@ static kiln_status make_outputs(run_state *r) {
 static kiln_status alloc_state(run_state *r) {
     kiln_executable *e = r->e;
     r->bufs = host_calloc(e->ctx, e->n_locs + 1, sizeof *r->bufs);
-    r->coll = e->n_coll ? host_calloc(e->ctx, e->n_coll, sizeof *r->coll) : NULL;
-    if (!r->bufs || (e->n_coll && !r->coll))
+    uint32_t slots = inflight_slots(e);
+    r->coll = slots ? host_calloc(e->ctx, slots, sizeof *r->coll) : NULL;
+    if (!r->bufs || (slots && !r->coll))
         return ctx_oom(e->ctx, "kiln_executable_run", (e->n_locs + 1) * sizeof *r->bufs);
     return KILN_STATUS_OK;
 }
@@ -168,7 +198,7 @@ static kiln_status alloc_state(run_state *r) {
 static void free_state(run_state *r) {
     kiln_executable *e = r->e;
     host_free(e->ctx, r->bufs, (e->n_locs + 1) * sizeof *r->bufs);
-    if (r->coll) host_free(e->ctx, r->coll, e->n_coll * sizeof *r->coll);
+    if (r->coll) host_free(e->ctx, r->coll, inflight_slots(e) * sizeof *r->coll);
 }
 
 /* ---------------------------------------------------------------- call ---- */
@@ -333,9 +363,7 @@ static kiln_status run_steps(run_state *r, bool sync) {
             break;
         case EXEC_STEP_LIB: s = b->lib_run(state, dev, &e->libs[st->lib], bufs); break;
         case EXEC_STEP_CONTROL: s = exec_run_control((kiln_executable *)e, st, bufs); break;
-        case EXEC_STEP_COPY:
-            s = device_copy_kinds(e->dev, bufs[1], bufs[0], st->copy.bytes, st->copy.to_host);
-            break;
+        case EXEC_STEP_COPY: s = run_copy(r, st, bufs, pe != NULL); break;
         default: s = run_collective(r, st, &collectives); break;
         }
         if (pe && !s && collectives) s = comm_wait_on(e->comm, e->dev, e->name);
@@ -407,7 +435,7 @@ static void run_release(kn_task *tk) {
  * event and output handles). */
 static run_task *task_alloc(kiln_executable *e, kiln_array *const *args) {
     size_t ptrs = e->n_params + e->n_outputs + e->n_params + e->n_locs + 1;
-    size_t bytes = sizeof(run_task) + ptrs * sizeof(void *) + e->n_coll * sizeof(run_coll);
+    size_t bytes = sizeof(run_task) + ptrs * sizeof(void *) + inflight_slots(e) * sizeof(run_coll);
     run_task *t = host_calloc(e->ctx, 1, bytes);
     if (!t) return NULL;
     void **p = (void **)(t + 1);

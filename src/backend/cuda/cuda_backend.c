@@ -130,6 +130,11 @@ static void dev_release(cu_state *st, cu_dev *d) {
         if (d->stage[b]) D->cuMemFreeHost(d->stage[b]);
         if (d->stage_ev[b]) D->cuEventDestroy(d->stage_ev[b]);
     }
+    for (int k = 0; k < d->n_kind_ev; k++)
+        if (d->kind_ev[k]) D->cuEventDestroy(d->kind_ev[k]);
+    host_free(st->ctx, d->kind_ev, (size_t)d->n_kind_ev * sizeof *d->kind_ev);
+    host_free(st->ctx, d->kind_busy, (size_t)d->n_kind_ev * sizeof *d->kind_busy);
+    d->kind_ev = NULL, d->kind_busy = NULL, d->n_kind_ev = 0;
     D->cuEventDestroy(d->ev_compute);
     D->cuEventDestroy(d->ev_copy);
     D->cuStreamDestroy(d->compute);
@@ -444,6 +449,82 @@ static kiln_status cuda_copy_kinds(void *state, int device, void *dst, const voi
              : KILN_STATUS_OK;
 }
 
+/* A free token for an overlapped copy, its event made at first use (under stage_lock). */
+static kiln_status kind_token(cu_state *st, cu_dev *d, int *token) {
+    int k = 0;
+    while (k < d->n_kind_ev && d->kind_busy[k]) k++;
+    if (k == d->n_kind_ev) {
+        int n = d->n_kind_ev ? 2 * d->n_kind_ev : 16;
+        CUevent *ev = host_realloc(st->ctx, d->kind_ev, (size_t)d->n_kind_ev * sizeof *ev,
+                                   (size_t)n * sizeof *ev);
+        if (!ev) return ctx_oom(st->ctx, "cuda: copy events", (size_t)n * sizeof *ev);
+        d->kind_ev = ev;
+        bool *busy = host_realloc(st->ctx, d->kind_busy, (size_t)d->n_kind_ev * sizeof *busy,
+                                  (size_t)n * sizeof *busy);
+        if (!busy) return ctx_oom(st->ctx, "cuda: copy events", (size_t)n * sizeof *busy);
+        d->kind_busy = busy;
+        for (int j = d->n_kind_ev; j < n; j++) ev[j] = NULL, busy[j] = false;
+        d->n_kind_ev = n;
+    }
+    if (!d->kind_ev[k])
+        CU_TRY(st, st->drv.cuEventCreate(&d->kind_ev[k], CU_EVENT_DISABLE_TIMING),
+               "making an event");
+    *token = k;
+    return KILN_STATUS_OK;
+}
+
+/* Device memory <-> its pinned host memory on the copy stream, after the kernels queued
+ * so far: the kernels launched next run beside it until cuda_copy_kinds_wait. */
+static kiln_status cuda_copy_kinds_start(void *state, int device, void *dst, const void *src,
+                                         size_t n, bool to_host, int *token) {
+    cu_state *st = state;
+    cu_dev *d = &st->devs[device];
+    *token = -1;
+    kiln_status s = cu_dev_ready(st, device, "copying between memory kinds");
+    if (s) return s;
+    pthread_mutex_lock(&d->stage_lock);
+    int k = -1;
+    s = kind_token(st, d, &k);
+    if (!s) s = copy_after_compute(st, d);
+    if (!s) {
+        CUresult e =
+            to_host ? st->drv.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, d->copy)
+                    : st->drv.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, d->copy);
+        if (!e) e = st->drv.cuEventRecord(d->kind_ev[k], d->copy);
+        if (e)
+            s = cu_fail(st, e, to_host ? "cuMemcpyDtoHAsync" : "cuMemcpyHtoDAsync",
+                        "copying between memory kinds");
+    }
+    if (!s) d->kind_busy[k] = true, *token = k;
+    pthread_mutex_unlock(&d->stage_lock);
+    /* a copy that could not be queued may still have been ordered after compute: the
+     * compute stream waits for whatever the copy stream holds, so nothing runs beside it */
+    if (s && k >= 0) {
+        pthread_mutex_lock(&d->stage_lock);
+        compute_after_copy(st, d);
+        pthread_mutex_unlock(&d->stage_lock);
+    }
+    return s;
+}
+
+/* The kernels launched after this wait for the copy `token` (on the device). */
+static kiln_status cuda_copy_kinds_wait(void *state, int device, int token) {
+    cu_state *st = state;
+    cu_dev *d = &st->devs[device];
+    kiln_status s = cu_dev_ready(st, device, "waiting for a copy between memory kinds");
+    pthread_mutex_lock(&d->stage_lock);
+    if (!s && token >= 0 && token < d->n_kind_ev && d->kind_busy[token]) {
+        CUresult e = st->drv.cuStreamWaitEvent(d->compute, d->kind_ev[token], 0);
+        if (e) {
+            s = cu_fail(st, e, "cuStreamWaitEvent", "waiting for a copy between memory kinds");
+            st->drv.cuStreamSynchronize(d->copy); /* the host waits instead */
+        }
+    }
+    if (token >= 0 && token < d->n_kind_ev) d->kind_busy[token] = false;
+    pthread_mutex_unlock(&d->stage_lock);
+    return s;
+}
+
 static kiln_status cuda_copy_d2h(void *state, int device, void *dst, const void *src, size_t n) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
@@ -600,6 +681,8 @@ const kn_backend kn_cuda_backend = {
     .region_free = cuda_region_free,
     .copy_h2d = cuda_copy_h2d,
     .copy_d2h = cuda_copy_d2h,
+    .copy_kinds_start = cuda_copy_kinds_start,
+    .copy_kinds_wait = cuda_copy_kinds_wait,
     .copy_d2d = cuda_copy_d2d,
     .host_region_alloc = cuda_host_region_alloc,
     .host_region_free = cuda_host_region_free,

@@ -42,6 +42,12 @@ typedef struct cu_dev {
     void *stage[2]; /* pinned host staging buffers, STAGE_BYTES each, made at first copy */
     CUevent stage_ev[2];
     bool stage_busy[2];
+    /* overlapped copies between memory kinds (cuda_copy_kinds_start): each in flight has a
+     * token, the index of the event recorded on the copy stream after it (under
+     * stage_lock; grown on demand, made at first use) */
+    CUevent *kind_ev;
+    bool *kind_busy;
+    int n_kind_ev;
     cublasHandle_t blas; /* at the first product */
     /* the partial results of split reductions (cgen.h), grown on demand; part_lock keeps a
      * split kernel's two launches together, so another thread's cannot come between */

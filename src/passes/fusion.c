@@ -7,7 +7,8 @@
  *     dots, scatters, cumsums and attention (library calls read and write memory), and operands of
  *     an "expanding" use — a broadcast that repeats it, the table of a gather, the
  *     operands of a library call — unless the operand is a source (parameter/constant/
- *     iota), which costs nothing to re-read; but a library call reads memory, so an iota
+ *     iota), which costs nothing to re-read, or a broadcast repeats a source's conversion
+ *     (converted_source: one conversion per element); but a library call reads memory, so an iota
  *     or a scalar constant it reads gets a buffer too. The zeros a scatter adds into get
  *     none: the scatter fills its result with zeros itself.
  *  2. A reduction with more than one consumer gets a buffer; with one, it is computed
@@ -267,6 +268,15 @@ static bool scatter_into_zeros(const kiln_graph *g, const ir_node *c, uint32_t x
            zero_fill(g, x);
 }
 
+/* A conversion of a parameter or constant (mixed precision's bf16 bias): a broadcast may
+ * convert it again at each element it repeats, reading the source instead of a buffer, at
+ * the cost of one conversion; a kernel of its own, launched to convert a few hundred
+ * values, costs more than that on every device. */
+static bool converted_source(const kiln_graph *g, uint32_t id) {
+    const ir_node *n = &g->nodes[id];
+    return n->op == IR_CONVERT && is_source(&g->nodes[ir_in(n)[0]]);
+}
+
 static bool must_materialise(decide_state *s, const fusion_plan *p, uint32_t id) {
     const ir_node *n = &s->g->nodes[id];
     if (n->op == IR_PARAMETER || s->is_output[id] ||
@@ -283,7 +293,8 @@ static bool must_materialise(decide_state *s, const fusion_plan *p, uint32_t id)
             if (c->op == IR_TAKE_ROWS && gather_view(s->g, id)) continue;
             if (scatter_into_zeros(s->g, c, id)) continue;
             if (c->op == IR_BROADCAST &&
-                (buffer_view(s->g, p, id) || (s->row_ok[id] && row_broadcast(s->g, c))))
+                (buffer_view(s->g, p, id) || (s->row_ok[id] && row_broadcast(s->g, c)) ||
+                 converted_source(s->g, id)))
                 continue;
             return true;
         }
@@ -578,6 +589,42 @@ static bool shares_large_input(const kiln_graph *g, const fkernel *a, const fker
     return false;
 }
 
+/* The bytes kernel k writes. */
+static size_t root_bytes(const kiln_graph *g, const fkernel *k) {
+    size_t all = 0;
+    for (uint32_t r = 0; r < k->n_roots; r++) {
+        size_t bytes = 0;
+        const ir_node *x = &g->nodes[k->roots[r]];
+        all += ir_shape_nbytes(&x->shape, x->dtype, &bytes) ? bytes : MERGE_MIN_BYTES;
+    }
+    return all;
+}
+
+/* Whether every value kernel k writes is a graph output. */
+static bool writes_outputs(const kiln_graph *g, const fkernel *k) {
+    for (uint32_t r = 0; r < k->n_roots; r++) {
+        bool out = false;
+        for (uint32_t i = 0; i < g->n_outputs && !out; i++) out = g->outputs[i] == k->roots[r];
+        if (!out) return false;
+    }
+    return true;
+}
+
+/* Siblings worth one kernel: they share a large input, read once for both; or they share
+ * any input, are both small and write only graph outputs (an optimiser's moments of a
+ * bias, each a kernel over a few hundred values), where a launch costs more than the work
+ * and the merge changes no temporary's life. */
+static bool worth_merging(const kiln_graph *g, const fkernel *a, const fkernel *b) {
+    if (shares_large_input(g, a, b)) return true;
+    if (root_bytes(g, a) + root_bytes(g, b) > MERGE_MIN_BYTES || !writes_outputs(g, a) ||
+        !writes_outputs(g, b))
+        return false;
+    for (uint32_t i = 0; i < a->n_inputs; i++)
+        for (uint32_t j = 0; j < b->n_inputs; j++)
+            if (a->inputs[i] == b->inputs[j]) return true;
+    return false;
+}
+
 static bool is_root_of(const fkernel *k, uint32_t id) {
     for (uint32_t r = 0; r < k->n_roots; r++)
         if (k->roots[r] == id) return true;
@@ -744,7 +791,8 @@ static bool keeps_remat_apart(const kiln_graph *g, const fkernel *ka, const fker
  *    which then computes those results once, in-register, for both — they are not read
  *    back from memory;
  *  - siblings: a kernel reading the same large buffer as an earlier one joins it, so the
- *    buffer is read once for both.
+ *    buffer is read once for both; so does a small kernel of graph outputs reading any
+ *    buffer an earlier such one reads (worth_merging: one launch for both).
  * Legal when everything the later kernel reads is ready at the earlier kernel's place (its
  * consumers all come later anyway). */
 static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
@@ -787,7 +835,7 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
         for (uint32_t a = (uint32_t)(ready + 1); a < b && !recomputes(g, kb); a++) {
             fkernel *ka = &p->kernels[a];
             if (gone[a] || ka->kind != FK_LOOP || !ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) ||
-                !shares_large_input(g, ka, kb) || reads_apart(&pw, ka, kb))
+                !worth_merging(g, ka, kb) || reads_apart(&pw, ka, kb))
                 continue;
             if ((s = absorb(ctx, ka, kb))) break;
             for (uint32_t r = 0; r < kb->n_roots; r++) pos[kb->roots[r]] = (int32_t)a;

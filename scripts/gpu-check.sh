@@ -4,7 +4,8 @@
 # (bench_cuda: the chain, softmax and layer norm 8192^2 in f32 and bf16, log_softmax and
 # RMS norm in f32, and an elementwise op over rows of 64 against the device copy, the MLP step in f32, TF32 and bf16 against cuBLAS alone; bench/gpt/gpu.sh: the GPT
 # step B16 T256 L6 H8 C512 at f32, TF32 and bf16 mixed precision side by side with JAX on
-# the same GPU, when bench/.venv has JAX for CUDA), and prints one summary. Made to finish in under 8 minutes: each step has its own time limit, and steps
+# the same GPU, when bench/.venv has JAX for CUDA, then with PyTorch eager and
+# torch.compile), and prints one summary. Made to finish in under 8 minutes: each step has its own time limit, and steps
 # still to come are skipped (and said so) once the overall budget is spent. A failing step
 # never stops the script: the summary says what passed, what failed and why.
 #
@@ -172,6 +173,9 @@ if [ -x "$build/kiln" ]; then
     # pinned_host memory, each against everything on the device (target: the JAX policy's
     # offload at <= 1.1x the time of keeping the values)
     step offload_gpu 120 "$root/bench/gpt/offload.sh" "$build/kiln" cuda 20
+    # the same GPT step beside PyTorch eager and torch.compile (issue 31's further columns)
+    step gpt_vs_torch 240 env GPU_SH_SIDES=torch "$root/bench/gpt/gpu.sh" "$build" \
+        "$out/gpt_torch" "${GPT_STEPS:-20}"
 fi
 if [ -x "$build/test_nccl" ]; then
     # one rank on cuda:0 (NCCL puts one rank on a GPU): load, init, all-reduce on the
@@ -223,6 +227,10 @@ fi
 if [ -f "$out/gpt_vs_jax.log" ]; then
     note ""
     grep -E '^(RESULT|gpu.sh:)' "$out/gpt_vs_jax.log" | while IFS= read -r l; do note "$l"; done
+fi
+if [ -f "$out/gpt_vs_torch.log" ]; then
+    note ""
+    grep -E '^(RESULT|gpu.sh:)' "$out/gpt_vs_torch.log" | while IFS= read -r l; do note "$l"; done
 fi
 if [ -f "$out/offload_gpu.log" ]; then
     note ""

@@ -13,9 +13,18 @@ resident set (getrusage ru_maxrss) during training minus its resident set just b
 first step: what training added to the process, Python and the allocator's caching
 included. It is a measurement of the process, not of tensors, and says so in its name.
 
+On a GPU (GPT_TORCH_DEVICE=cuda): GPT_TORCH_PRECISION=highest (exact f32 products, the
+default, as kiln's) or tf32 (torch.backends.cuda.matmul.allow_tf32), GPT_TORCH_DTYPE=bf16
+for mixed precision by torch.autocast (parameters and AdamW state f32, products and
+activations bf16, layer norms, softmax and the loss f32 as autocast keeps them); the memory
+figure is then torch.cuda.max_memory_allocated during training (peak_bytes), the tensors'
+bytes as the caching allocator counts them.
+
 Usage: gpt_torch.py --init F --batches F --batch B --steps N --out DIR [--compile --lr
        --warmup --clip --threads]
 """
+import contextlib
+import os
 import resource
 import sys
 import time
@@ -32,11 +41,25 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 torch.set_num_threads(args.threads)
+dev = os.environ.get("GPT_TORCH_DEVICE", "cpu")
+precision = os.environ.get("GPT_TORCH_PRECISION", "highest")
+dtype_name = os.environ.get("GPT_TORCH_DTYPE", "f32")
+if dtype_name not in ("f32", "bf16"):
+    raise SystemExit(f"GPT_TORCH_DTYPE={dtype_name}: f32 or bf16 (f16 would need a GradScaler)")
+if dev == "cuda":
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
 init, cfg = gc.load_init(args.init)
 L, H, C, T = cfg["layers"], cfg["heads"], cfg["channels"], cfg["context"]
 B = args.batch
-batches = torch.from_numpy(gc.load_batches(args.batches, args.steps, B, T).astype(np.int64))
-params = {k: torch.tensor(a, requires_grad=True) for k, a in init.items()}
+batches = torch.from_numpy(gc.load_batches(args.batches, args.steps, B, T).astype(np.int64)).to(dev)
+params = {k: torch.tensor(a, requires_grad=True, device=dev) for k, a in init.items()}
+
+
+def autocast():
+    if dtype_name == "bf16":
+        return torch.autocast(device_type=dev, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def loss_fn(p, idx, tgt):
@@ -76,6 +99,9 @@ def rss_now():
 
 
 rss_before = rss_now()
+if dev == "cuda":
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
 losses, ms = [], []
 t_first = time.perf_counter()
 for s in range(args.steps):
@@ -87,19 +113,22 @@ for s in range(args.steps):
             g["lr"] = lr
     t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
-    loss = lossf(params, batches[s, :, :-1], batches[s, :, 1:])
+    with autocast():
+        loss = lossf(params, batches[s, :, :-1], batches[s, :, 1:])
     loss.backward()
     if args.clip:
         torch.nn.utils.clip_grad_norm_(plist, 1.0)
     stepf()
-    losses.append(loss.item())
+    losses.append(loss.item())  # waits for the step's kernels, the optimiser's too
     ms.append((time.perf_counter() - t0) * 1e3)
     if s == 0:
         first_s = time.perf_counter() - t_first
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 side = "torch.compile" if compile_it else "torch eager"
+gpu = {"peak_bytes": torch.cuda.max_memory_allocated()} if dev == "cuda" else {}
 gc.write_results(args.out, side, losses, ms, {
+    **gpu, "device": dev, "dtype": dtype_name, "matmul_precision": precision,
     "version": torch.__version__, "threads": args.threads,
     "parameters": sum(t.numel() for t in plist),
     "first_step_s": round(first_s, 2),

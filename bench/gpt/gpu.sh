@@ -14,10 +14,12 @@
 # Environment: GPU_SH_DEVICE=cpu with CONFIG="B T L H C" runs the same steps on the CPU
 # at a small size, to check the script on a machine without a GPU (its figures mean
 # nothing there).
-# Needs: BUILD_DIR/kiln, bench/.venv with numpy, safetensors and jax for CUDA. A side
-# that cannot run says why in its row (kiln train without --dtype: that option is
-# issue 31's mixed-precision policy) and the others still run; exit 77 when JAX cannot
-# see a GPU.
+# GPU_SH_SIDES="jax torch" (default "jax") chooses the other sides: torch runs
+# bench/gpt/gpt_torch.py eager and with torch.compile at each precision (TF32 by
+# torch.backends.cuda.matmul.allow_tf32, bf16 by torch.autocast), each a further row.
+# Needs: BUILD_DIR/kiln, bench/.venv (or PYTHON) with numpy, safetensors and jax for CUDA
+# (torch for the torch side). A side that cannot run says why in its row and the others
+# still run; exit 77 when no side asked for can see a GPU.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 build=$1
@@ -34,13 +36,22 @@ py=$(cd "$(dirname "$py")" && pwd)/$(basename "$py")
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 build=$(cd "$build" && pwd)
-if ! "$py" -c "import jax; jax.config.update('jax_platforms', '$dev'); print(jax.devices()[0])" \
-    >"$out/jax_devices.txt" 2>&1; then
-    echo "gpu.sh: JAX cannot see a GPU through $py:"
-    tail -n 3 "$out/jax_devices.txt"
-    exit 77
-fi
-echo "gpu.sh: JAX on $(tail -n 1 "$out/jax_devices.txt")"
+sides=""
+for side in ${GPU_SH_SIDES:-jax}; do
+    case $side in
+    jax) probe="import jax; jax.config.update('jax_platforms', '$dev'); print(jax.devices()[0])" ;;
+    torch) probe="import torch; assert '$dev' == 'cpu' or torch.cuda.is_available(), 'no GPU'; print(torch.cuda.get_device_name(0) if '$dev' == 'cuda' else 'cpu')" ;;
+    *) echo "gpu.sh: GPU_SH_SIDES: '$side' is neither jax nor torch"; exit 2 ;;
+    esac
+    if "$py" -c "$probe" >"$out/${side}_devices.txt" 2>&1; then
+        echo "gpu.sh: $side on $(tail -n 1 "$out/${side}_devices.txt")"
+        sides="$sides $side"
+    else
+        echo "gpu.sh: $side cannot see the device through $py:"
+        tail -n 3 "$out/${side}_devices.txt"
+    fi
+done
+[ -n "$sides" ] || exit 77
 "$py" bench/gpt/make_inputs.py "$out" --batch "$B" --context "$T" --layers "$L" --heads "$H" \
     --channels "$C" --steps "$steps" --seed 1337 >"$out/make_inputs.log" 2>&1 || {
     echo "gpu.sh: make_inputs.py failed:"
@@ -59,12 +70,33 @@ for prec in f32 tf32 bf16; do
     # exact f32 and 7.4 ms TF32, as if its products ran in f32 (bench/RESULTS.md, "GPU")
     bf16) jprec=default jdtype=bf16 kenv="" kflag="--dtype bf16" ;;
     esac
-    mkdir -p "$out/jax_$prec" "$out/kiln_$prec"
-    echo "== JAX, $prec" >&2
-    # shellcheck disable=SC2086 # $common is the flags, split on purpose
-    (cd bench/gpt && GPT_JAX_PLATFORM=$dev GPT_JAX_PRECISION=$jprec GPT_JAX_DTYPE=$jdtype \
-        timeout 150 "$py" gpt_jax.py $common --out "$out/jax_$prec") \
-        >"$out/jax_$prec.log" 2>&1 || echo "gpt_jax.py failed (see jax_$prec.log)" >"$out/jax_$prec/SKIPPED"
+    mkdir -p "$out/jax_$prec" "$out/kiln_$prec" "$out/torch_$prec" "$out/torchc_$prec"
+    tprec=highest
+    [ "$prec" = tf32 ] && tprec=tf32
+    for side in $sides; do
+        case $side in
+        jax)
+            echo "== JAX, $prec" >&2
+            # shellcheck disable=SC2086 # $common is the flags, split on purpose
+            (cd bench/gpt && GPT_JAX_PLATFORM=$dev GPT_JAX_PRECISION=$jprec GPT_JAX_DTYPE=$jdtype \
+                timeout 150 "$py" gpt_jax.py $common --out "$out/jax_$prec") \
+                >"$out/jax_$prec.log" 2>&1 ||
+                echo "gpt_jax.py failed (see jax_$prec.log)" >"$out/jax_$prec/SKIPPED"
+            ;;
+        torch)
+            for mode in eager compile; do
+                d=torch_$prec flag=""
+                [ $mode = compile ] && d=torchc_$prec flag=--compile
+                echo "== torch $mode, $prec" >&2
+                # shellcheck disable=SC2086
+                (cd bench/gpt && GPT_TORCH_DEVICE=$dev GPT_TORCH_PRECISION=$tprec \
+                    GPT_TORCH_DTYPE=$jdtype timeout 150 "$py" gpt_torch.py $common $flag \
+                    --out "$out/$d") >"$out/$d.log" 2>&1 ||
+                    echo "gpt_torch.py $flag failed (see $d.log)" >"$out/$d/SKIPPED"
+            done
+            ;;
+        esac
+    done
     echo "== kiln, $prec" >&2
     if [ "$prec" = bf16 ] && [ $has_dtype = 0 ]; then
         echo "kiln train has no --dtype yet (issue 31's mixed-precision option)" >"$out/kiln_$prec/SKIPPED"
@@ -76,10 +108,11 @@ for prec in f32 tf32 bf16; do
         --out "$out/kiln_$prec" >"$out/kiln_$prec.log" 2>&1 ||
         echo "kiln train failed (see kiln_$prec.log)" >"$out/kiln_$prec/SKIPPED"
 done
-"$py" - "$out" "$B" "$T" "$L" "$H" "$C" <<'PY'
+"$py" - "$out" "$B" "$T" "$L" "$H" "$C" "$sides" <<'PY'
 import json, os, sys
 out = sys.argv[1]
 config = "B{} T{} L{} H{} C{}".format(*sys.argv[2:7])
+sides = sys.argv[7].split()
 def load(side, prec):
     d = os.path.join(out, f"{side}_{prec}")
     if os.path.exists(os.path.join(d, "SKIPPED")):
@@ -90,8 +123,25 @@ def load(side, prec):
         return None, str(e)
 mib = lambda b: f"{b / 2**20:.1f} MiB"
 for prec in ("f32", "tf32", "bf16"):
-    j, jwhy = load("jax", prec)
     k, kwhy = load("kiln", prec)
+    for side, name in (("torch", "torch eager"), ("torchc", "torch.compile")):
+        if "torch" not in sides:
+            continue
+        t, twhy = load(side, prec)
+        parts = [f"RESULT GPT step {config} {prec}:"]
+        parts.append(f"{name} {t['ms_per_step_median']:.2f} ms" if t else f"{name} not run ({twhy})")
+        parts.append(f"kiln {k['ms_per_step_median']:.2f} ms" if k else f"kiln not run ({kwhy})")
+        if t and k:
+            parts.append(f"= {k['ms_per_step_median'] / t['ms_per_step_median']:.2f}x {name}'s time")
+            if "peak_bytes" in t:
+                parts.append(f"; peak planned {mib(k['planned_peak_bytes'])}, {name} "
+                             f"max_memory_allocated {mib(t['peak_bytes'])} "
+                             f"= {k['planned_peak_bytes'] / t['peak_bytes']:.2f}x")
+            parts.append(f"; loss {t['loss_last']:.4f} ({name}) / {k.get('final_loss', float('nan')):.4f} (kiln)")
+        print(" ".join(parts).replace(" ;", ";"))
+    if "jax" not in sides:
+        continue
+    j, jwhy = load("jax", prec)
     parts = [f"RESULT GPT step {config} {prec}:"]
     parts.append(f"JAX {j['ms_per_step_median']:.2f} ms" if j else f"JAX not run ({jwhy})")
     parts.append(f"kiln {k['ms_per_step_median']:.2f} ms" if k else f"kiln not run ({kwhy})")

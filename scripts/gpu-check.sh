@@ -10,6 +10,12 @@
 # never stops the script: the summary says what passed, what failed and why.
 #
 # Usage: scripts/gpu-check.sh            (from anywhere; builds in build-gpu/)
+# On a lent machine with no OpenBLAS or cJSON installed (the 2026-12-04 run): download
+# libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libopenblas0 libgfortran5
+# libquadmath0 libcjson-dev libcjson1 here with apt-get download into an ignored folder,
+# carry it, and there: for f in DIR/*.deb; do dpkg -x $f /tmp/deps; done;
+# KILN_DEPS_PREFIX=/tmp/deps PYTHON=python3 GPU_CHECK_BUDGET=560 OUT=/tmp/gout
+# scripts/gpu-check.sh; then bring back /tmp/gout/summary.txt and /tmp/gout/logs.tgz.
 # Environment:
 #   OUT=DIR               logs and the summary are written there too (default build-gpu/out)
 #   KILN_DEPS_PREFIX=DIR  Debian packages unpacked with dpkg -x (libopenblas-dev and its

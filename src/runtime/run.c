@@ -117,7 +117,8 @@ static void progress_collectives(run_state *r) {
 
 /* Completes the collectives in flight that the kernel at `step` may need (every one, with
  * INT32_MAX), oldest first; after a failure still every one (the other replicas need this
- * one's part, and the transport may be writing into the arena until then). The first
+ * one's part, and the transport may be writing into the arena until then). A copy in
+ * flight is completed for the device: the kernels launched next wait for it. The first
  * error is kept. */
 static kiln_status finish_collectives(run_state *r, int32_t step, kiln_status s) {
     for (uint32_t i = 0; i < r->n_started; i++) {

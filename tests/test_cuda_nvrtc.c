@@ -339,8 +339,8 @@ static void test_loads_in_flight(void) {
             CHECK_MSG(!strstr(src, "+= blockDim.x)"), "%s: a lane loop steps by blockDim.x",
                       kiln_dtype_name(t));
             const char *row = strstr(src, "__shared__");
-            CHECK_MSG(row && strstr(row, "#pragma unroll 8\n"), "%s: the row loops are not unrolled",
-                      kiln_dtype_name(t));
+            CHECK_MSG(row && strstr(row, "#pragma unroll 8\n"),
+                      "%s: the row loops are not unrolled", kiln_dtype_name(t));
             const char *part = strstr(src, "_part(");
             const char *end = part ? strstr(part, "extern \"C\"") : NULL;
             const char *one = part ? strstr(part, "= jb + threadIdx.x;") : NULL;

@@ -153,5 +153,7 @@ for prec in ("f32", "tf32", "bf16"):
                      f"{mib(j['peak_bytes'])} ({'target met' if p <= 0.7 else 'target 0.7x NOT met'})")
         parts.append(f"; measured {mib(k['measured_peak_bytes'])}")
         parts.append(f"; loss {j['loss_last']:.4f} (JAX) / {k['final_loss'] if 'final_loss' in k else k.get('loss_last', float('nan')):.4f} (kiln)")
+        if "step_kernels" in k:
+            parts.append(f"; kiln runs {k['step_kernels']} kernels a step")
     print(" ".join(parts).replace(" ;", ";"))
 PY

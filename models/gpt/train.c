@@ -1066,7 +1066,9 @@ static void json_str(FILE *f, const char *s) {
 }
 
 static kiln_status write_summary_json(run *r, const gpt_train_result *res,
-                                      const kiln_memory_analysis *ma, bool cache_step) {
+                                      const kiln_memory_analysis *ma,
+                                      const kiln_executable_info *si) {
+    bool cache_step = si->from_disk_cache;
     gpt_out out;
     FILE *f = gpt_out_open(r->o->out_dir, "summary.json", &out, r->err);
     if (!f) return KILN_STATUS_IO;
@@ -1076,13 +1078,13 @@ static kiln_status write_summary_json(run *r, const gpt_train_result *res,
         "{\n  \"layers\": %d, \"heads\": %d, \"channels\": %d, \"context\": %d, \"batch\": %d,\n"
         "  \"steps\": %lld, \"params\": %lld,\n  \"planned_peak_bytes\": %llu,\n"
         "  \"measured_peak_bytes\": %llu,\n  \"compile_ms\": %.1f,\n"
-        "  \"step_from_disk_cache\": %s,\n  \"micro_batches\": %d,\n"
+        "  \"step_from_disk_cache\": %s,\n  \"step_kernels\": %d,\n  \"micro_batches\": %d,\n"
         "  \"offload_optimizer\": %s, \"offload_params\": %s,\n",
         r->cfg.layers, r->cfg.heads, r->cfg.channels, r->cfg.context, r->GB,
         (long long)res->steps_done, (long long)res->params,
         (unsigned long long)res->planned_peak_bytes, (unsigned long long)res->measured_peak_bytes,
-        res->compile_ms, cache_step ? "true" : "false", r->micro, r->off_opt ? "true" : "false",
-        r->off_params ? "true" : "false");
+        res->compile_ms, cache_step ? "true" : "false", si->num_kernels, r->micro,
+        r->off_opt ? "true" : "false", r->off_params ? "true" : "false");
     fprintf(f, "  \"data\": {\"path\": ");
     json_str(f, r->data_path);
     fprintf(f, ", \"bytes\": %lld, \"hash\": \"%016llx\"},\n", (long long)r->data.n,
@@ -1430,7 +1432,7 @@ static kiln_status finish(run *r, kiln_status st, bool diverged, gpt_train_resul
     if (!f) return KILN_STATUS_IO;
     summary(r, f, res, ma, si, ei);
     if ((st = gpt_out_close(f, &out, err)) || (st = gpt_log_svg(o->out_dir, err)) ||
-        (st = write_summary_json(r, res, ma, si->from_disk_cache)))
+        (st = write_summary_json(r, res, ma, si)))
         return st;
     char *svg = kiln_executable_plan_svg(r->step);
     st = write_text(r, "plan.svg", svg);

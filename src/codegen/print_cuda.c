@@ -27,9 +27,9 @@
  * parts l, l + 256, ... and the lanes then combining as above: a fixed order, so the result does
  * not depend on the grid either. The part kernel's items and the scratch's bytes are stated in the
  * program (kiln_k<i>_parts) for the backend, which runs the two kernels (cgen.h). Loops over the
- * lanes are unrolled (CU_UNROLL), so that each thread has several loads in flight. Every shuffle and
- * __syncthreads is reached by all the lanes it names: the code around it depends only on the item
- * and the element, never on the lane. */
+ * lanes are unrolled (CU_UNROLL), so that each thread has several loads in flight. Every
+ * shuffle and __syncthreads is reached by all the lanes it names: the code around it depends
+ * only on the item and the element, never on the lane. */
 #include "prelude.h"
 #include "printer.h"
 
@@ -92,7 +92,7 @@ static bool thread_per_element(const pr *p) {
  * softmax or layer norm ran at a third of the copy's bandwidth, and at bf16 at a sixth.
  * The strides are the block's size as a constant (every kernel is launched with
  * CGEN_CUDA_THREADS threads, cgen.h), so the compiler knows the trip counts. */
-#define CU_UNROLL "#pragma unroll 4"
+#define CU_UNROLL     "#pragma unroll 4"
 #define CU_UNROLL_ROW "#pragma unroll 8" /* a block per row: a whole row's passes */
 
 /* CUDA's loops: the chunk's elements spread over the threads, warps or (one at a time) the

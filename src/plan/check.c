@@ -57,8 +57,9 @@ static kiln_status check_schedule(const kiln_graph *g, const fusion_plan *fp, co
 
 /* A collective or a copy between memory kinds waited for after its step (an overlapping
  * one: run.c starts it at its step and waits before the kernel at its wait step) is read
- * and written by the transport or the copy engine until then: its wait comes before every reader of its result, and its operand and result are
- * live through the wait step, so no buffer defined in between shares their bytes. */
+ * and written by the transport or the copy engine until then: its wait comes before every
+ * reader of its result, and its operand and result are live through the wait step, so no
+ * buffer defined in between shares their bytes. */
 static kiln_status check_waits(const kiln_graph *g, const fusion_plan *fp, const mem_plan *p) {
     for (uint32_t k = 0; k < p->n_kernels; k++) {
         const fkernel *kn = &fp->kernels[k];

@@ -487,9 +487,9 @@ static kiln_status cuda_copy_kinds_start(void *state, int device, void *dst, con
     s = kind_token(st, d, &k);
     if (!s) s = copy_after_compute(st, d);
     if (!s) {
-        CUresult e =
-            to_host ? st->drv.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, d->copy)
-                    : st->drv.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, d->copy);
+        CUresult e = to_host
+                         ? st->drv.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, d->copy)
+                         : st->drv.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, d->copy);
         if (!e) e = st->drv.cuEventRecord(d->kind_ev[k], d->copy);
         if (e)
             s = cu_fail(st, e, to_host ? "cuMemcpyDtoHAsync" : "cuMemcpyHtoDAsync",

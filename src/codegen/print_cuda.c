@@ -453,10 +453,92 @@ static void print_cuda_col_part_fn(pr *p) {
     cuda_part_close(p);
 }
 
-/* CUDA, a column split: in kiln_k<i>, each thread's columns' parts added in order instead
- * of the reduce loops. */
+/* Lanes per column in the combining kernel of a column split (print_col_combine). */
+#define CU_COL_LANES 8
+
+/* CUDA, a column split: in kiln_k<i>, the columns' parts added up in place of the reduce
+ * loops. The kernel has a block per 256 columns, few blocks: so that a column's parts are
+ * not one thread's long chain of loads, CU_COL_LANES lanes take every eighth part each,
+ * several in flight, and combine by warp shuffles in a fixed order (a butterfly over the
+ * 8 lanes); the columns' totals go through shared memory to the thread that owns the
+ * column. A chunk wider than the block keeps each thread's parts in order
+ * (print_col_slots). */
 static void print_col_combine(pr *p) {
-    print_col_slots(p, false);
+    const kd_kernel *kd = p->kd;
+    if (p->chunk > CGEN_CUDA_THREADS) {
+        print_col_slots(p, false);
+        return;
+    }
+    char v[PR_NAME_LEN], slot[PR_ACC_LEN + 96], a[PR_ACC_LEN], nan[PR_ACC_LEN];
+    pr_var_name(kd, kd->last_var, v);
+    const int lanes = CU_COL_LANES, per = CGEN_CUDA_THREADS / CU_COL_LANES;
+    pr_line(p, "{");
+    p->depth++;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (acc->kind != KS_ACC || !acc->column) continue;
+        pr_line(p, "__shared__ %s kiln_col%u[%d];", pr_acc_ctype(acc), s, CGEN_CUDA_THREADS);
+        if (acc->red.nan_flag)
+            pr_line(p, "__shared__ uint8_t kiln_col%u_nan[%d];", s, CGEN_CUDA_THREADS);
+    }
+    pr_line(p, "for (int kiln_g = 0; kiln_g < %lld; kiln_g += %d) {", (long long)p->chunk, per);
+    p->depth++;
+    pr_line(p, "const int64_t %s = jb + kiln_g + (threadIdx.x / %d);", v, lanes);
+    int k = 0;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (acc->kind != KS_ACC || !acc->column) continue;
+        const char *at = pr_acc_ctype(acc);
+        snprintf(a, sizeof a, "kiln_c%u", s);
+        snprintf(nan, sizeof nan, "kiln_c%u_nan", s);
+        pr_line(p, "%s %s = %s;", at, a, pr_acc_init(acc));
+        if (acc->red.nan_flag) pr_line(p, "uint8_t %s = 0;", nan);
+        pr_part_slot(p, k++, "kiln_q", slot, sizeof slot);
+        pr_line(p, "if (%s < je) {", v);
+        p->depth++;
+        pr_line(p, CU_UNROLL);
+        pr_line(p, "for (int64_t kiln_q = threadIdx.x %% %d; kiln_q < %lld; kiln_q += %d) {", lanes,
+                (long long)kd->sched.parts, lanes);
+        p->depth++;
+        pr_line(p, "const %s t = *(const %s *)(%s);", at, at, slot);
+        pr_combine_line(p, acc, a, "t");
+        if (acc->red.nan_flag) pr_line(p, "%s |= (%s)[8];", nan, slot);
+        p->depth--;
+        pr_line(p, "}");
+        p->depth--;
+        pr_line(p, "}");
+        pr_line(p, "for (int o = %d; o > 0; o >>= 1) {", lanes / 2);
+        p->depth++;
+        pr_line(p, "const %s t = kiln_shfl(%s, o);", at, a);
+        pr_combine_line(p, acc, a, "t");
+        if (acc->red.nan_flag) pr_line(p, "%s |= kiln_shfl(%s, o);", nan, nan);
+        p->depth--;
+        pr_line(p, "}");
+        pr_line(p, "if (threadIdx.x %% %d == 0) {", lanes);
+        pr_line(p, "    kiln_col%u[kiln_g + threadIdx.x / %d] = %s;", s, lanes, a);
+        if (acc->red.nan_flag)
+            pr_line(p, "    kiln_col%u_nan[kiln_g + threadIdx.x / %d] = %s;", s, lanes, nan);
+        pr_line(p, "}");
+    }
+    p->depth--;
+    pr_line(p, "}");
+    pr_line(p, "__syncthreads();");
+    /* each thread's own column: its accumulators take the totals */
+    pr_line(p, "if (int64_t %s = jb + threadIdx.x; %s < je) {", v, v);
+    p->depth++;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (acc->kind != KS_ACC || !acc->column) continue;
+        p->acc_name(p, s, false, a);
+        p->acc_name(p, s, true, nan);
+        pr_line(p, "%s = kiln_col%u[threadIdx.x];", a, s);
+        if (acc->red.nan_flag) pr_line(p, "%s = kiln_col%u_nan[threadIdx.x];", nan, s);
+    }
+    p->depth--;
+    pr_line(p, "}");
+    pr_line(p, "__syncthreads(); /* before the next item writes the totals */");
+    p->depth--;
+    pr_line(p, "}");
 }
 
 /* C, kd->parts: in kiln_k<i>, the parts' accumulators combined in order instead of the

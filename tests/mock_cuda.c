@@ -8,7 +8,7 @@
  * device costs nothing until touched. Every object made is counted; mock_cuda_live()
  * tells the test whether the backend released everything. KILN_MOCK_CUDA_FAIL=<name>
  * makes that entry point fail (cuInit, cuDevicePrimaryCtxRetain, cuMemAlloc,
- * cuModuleGetGlobal), KILN_MOCK_CUDA_DEVICES=N pretends N devices (default 1) that share
+ * cuModuleGetGlobal, cuMemcpyDtoHAsync), KILN_MOCK_CUDA_DEVICES=N pretends N devices (default 1) that share
  * the 8 GiB, and KILN_MOCK_CUDA_SPLIT=1 makes every loop kernel a split reduction with a
  * part kernel (src/codegen/cgen.h).
  *
@@ -279,6 +279,7 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *
 }
 API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st);
 API CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
+    if (failing("cuMemcpyDtoHAsync")) return 1; /* CUDA_ERROR_INVALID_VALUE */
     pthread_mutex_lock(&mu);
     order_add("C", st, NULL);
     pthread_mutex_unlock(&mu);

@@ -456,6 +456,19 @@ static void test_offload_overlap(kiln_context *c, const char *(*order)(int)) {
     }
     CHECK_MSG(beside >= 1, "no copy ran beside the kernels: %s", log);
     if (res) kiln_array_destroy(res);
+    /* a copy the driver refuses fails the call, naming the call and what it was doing;
+     * the next call runs */
+    res = NULL;
+    setenv("KILN_MOCK_CUDA_FAIL", "cuMemcpyDtoHAsync", 1);
+    CHECK_STATUS(kiln_executable_run(e, 1, &arg, 1, &res), KILN_STATUS_BACKEND);
+    unsetenv("KILN_MOCK_CUDA_FAIL");
+    const char *why = kiln_last_error(c);
+    CHECK_MSG(why && strstr(why, "cuMemcpyDtoHAsync") &&
+                  strstr(why, "copying between memory kinds"),
+              "the refused copy's error: %s", why ? why : "(none)");
+    CHECK(res == NULL);
+    CHECK_OK(c, kiln_executable_run(e, 1, &arg, 1, &res));
+    if (res) kiln_array_destroy(res);
     kiln_array_destroy(arg);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);

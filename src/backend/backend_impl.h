@@ -266,8 +266,8 @@ typedef struct kn_backend {
      * names it. copy_kinds_wait: every kernel launched after this call runs after copy
      * `token` completed (the host does not wait); the token is then released. Every started
      * copy is waited for, also after a failure, before the executable's run returns. */
-    kiln_status (*copy_kinds_start)(void *state, int device, void *dst, const void *src,
-                                    size_t n, bool to_host, int *token);
+    kiln_status (*copy_kinds_start)(void *state, int device, void *dst, const void *src, size_t n,
+                                    bool to_host, int *token);
     kiln_status (*copy_kinds_wait)(void *state, int device, int token);
     /* Optional; NULL: copy_d2h then copy_h2d through a host buffer. */
     kiln_status (*copy_d2d)(void *state, int dst_device, void *dst, int src_device, const void *src,

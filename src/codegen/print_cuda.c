@@ -188,19 +188,26 @@ static void cu_item(pr *p) {
 /* CUDA: the lanes' partial accumulators of a lane-strided reduction, combined so that
  * every lane holds the whole: a butterfly of warp shuffles, then (a block per element)
  * the warps' results through shared memory, in warp order. */
+/* A butterfly of warp shuffles over the lanes 0 .. 2 * from - 1 of each group: accumulator
+ * a (and its NaN flag nan) of every lane of the group becomes the group's, combined in a
+ * fixed order. */
+static void print_butterfly(pr *p, const kd_stmt *acc, const char *a, const char *nan, int from) {
+    pr_line(p, "for (int o = %d; o > 0; o >>= 1) {", from);
+    p->depth++;
+    pr_line(p, "const %s t = kiln_shfl(%s, o);", pr_acc_ctype(acc), a);
+    pr_combine_line(p, acc, a, "t");
+    if (acc->red.nan_flag) pr_line(p, "%s |= kiln_shfl(%s, o);", nan, nan);
+    p->depth--;
+    pr_line(p, "}");
+}
+
 static void print_combine(pr *p, uint32_t a_id) {
     const kd_stmt *acc = &p->kd->stmts[a_id];
     const char *at = pr_acc_ctype(acc);
     char a[PR_ACC_LEN], nan[PR_ACC_LEN];
     p->acc_name(p, a_id, false, a);
     p->acc_name(p, a_id, true, nan);
-    pr_line(p, "for (int o = 16; o > 0; o >>= 1) {");
-    p->depth++;
-    pr_line(p, "const %s t = kiln_shfl(%s, o);", at, a);
-    pr_combine_line(p, acc, a, "t");
-    if (acc->red.nan_flag) pr_line(p, "%s |= kiln_shfl(%s, o);", nan, nan);
-    p->depth--;
-    pr_line(p, "}");
+    print_butterfly(p, acc, a, nan, 16);
     if (p->kd->sched.form != KD_CUDA_BLOCK && p->kd->sched.form != KD_CUDA_ROW) return;
     int warps = CGEN_CUDA_THREADS / 32;
     pr_line(p, "{");
@@ -507,13 +514,7 @@ static void print_col_combine(pr *p) {
         pr_line(p, "}");
         p->depth--;
         pr_line(p, "}");
-        pr_line(p, "for (int o = %d; o > 0; o >>= 1) {", lanes / 2);
-        p->depth++;
-        pr_line(p, "const %s t = kiln_shfl(%s, o);", at, a);
-        pr_combine_line(p, acc, a, "t");
-        if (acc->red.nan_flag) pr_line(p, "%s |= kiln_shfl(%s, o);", nan, nan);
-        p->depth--;
-        pr_line(p, "}");
+        print_butterfly(p, acc, a, nan, lanes / 2);
         pr_line(p, "if (threadIdx.x %% %d == 0) {", lanes);
         pr_line(p, "    kiln_col%u[kiln_g + threadIdx.x / %d] = %s;", s, lanes, a);
         if (acc->red.nan_flag)

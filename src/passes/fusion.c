@@ -600,13 +600,10 @@ static size_t root_bytes(const kiln_graph *g, const fkernel *k) {
     return all;
 }
 
-/* Whether every value kernel k writes is a graph output. */
-static bool writes_outputs(const kiln_graph *g, const fkernel *k) {
-    for (uint32_t r = 0; r < k->n_roots; r++) {
-        bool out = false;
-        for (uint32_t i = 0; i < g->n_outputs && !out; i++) out = g->outputs[i] == k->roots[r];
-        if (!out) return false;
-    }
+/* Whether every value kernel k writes is a graph output (is_out: per node). */
+static bool writes_outputs(const uint8_t *is_out, const fkernel *k) {
+    for (uint32_t r = 0; r < k->n_roots; r++)
+        if (!is_out[k->roots[r]]) return false;
     return true;
 }
 
@@ -615,10 +612,11 @@ static bool writes_outputs(const kiln_graph *g, const fkernel *k) {
  * bias, each a kernel over a few hundred values), where a launch costs more than the work
  * and the later one's results, computed early, hold few bytes (bench/gpt's bf16 step plans
  * 8 KiB more of its 66 MiB). */
-static bool worth_merging(const kiln_graph *g, const fkernel *a, const fkernel *b) {
+static bool worth_merging(const kiln_graph *g, const uint8_t *is_out, const fkernel *a,
+                          const fkernel *b) {
     if (shares_large_input(g, a, b)) return true;
-    if (root_bytes(g, a) + root_bytes(g, b) > MERGE_MIN_BYTES || !writes_outputs(g, a) ||
-        !writes_outputs(g, b))
+    if (root_bytes(g, a) + root_bytes(g, b) > MERGE_MIN_BYTES || !writes_outputs(is_out, a) ||
+        !writes_outputs(is_out, b))
         return false;
     for (uint32_t i = 0; i < a->n_inputs; i++)
         for (uint32_t j = 0; j < b->n_inputs; j++)
@@ -800,12 +798,14 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
     kiln_context *ctx = p->ctx;
     int32_t *pos = host_alloc(ctx, g->n_nodes * sizeof *pos);
     uint8_t *gone = host_calloc(ctx, p->cap_kernels, 1);
+    uint8_t *is_out = host_calloc(ctx, g->n_nodes, 1);
     pc_walk pw = {.g = g, .p = p, .mark = host_calloc(ctx, g->n_nodes, sizeof *pw.mark)};
     kiln_status s = KILN_STATUS_OK;
-    if (!pos || !gone || !pw.mark) {
+    if (!pos || !gone || !is_out || !pw.mark) {
         s = ctx_oom(ctx, "fusion: multi-output", g->n_nodes * sizeof *pos);
         goto done;
     }
+    for (uint32_t i = 0; i < g->n_outputs; i++) is_out[g->outputs[i]] = 1;
     for (uint32_t i = 0; i < g->n_nodes; i++) pos[i] = -1;
     for (uint32_t k = 0; k < p->n_kernels; k++)
         for (uint32_t r = 0; r < p->kernels[k].n_roots; r++)
@@ -836,7 +836,7 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
         for (uint32_t a = (uint32_t)(ready + 1); a < b && !recomputes(g, kb); a++) {
             fkernel *ka = &p->kernels[a];
             if (gone[a] || ka->kind != FK_LOOP || !ir_shape_eq(&g->nodes[ka->roots[0]].shape, sb) ||
-                !worth_merging(g, ka, kb) || reads_apart(&pw, ka, kb))
+                !worth_merging(g, is_out, ka, kb) || reads_apart(&pw, ka, kb))
                 continue;
             if ((s = absorb(ctx, ka, kb))) break;
             for (uint32_t r = 0; r < kb->n_roots; r++) pos[kb->roots[r]] = (int32_t)a;
@@ -858,6 +858,7 @@ static kiln_status merge_siblings(const kiln_graph *g, fusion_plan *p) {
 done:
     host_free(ctx, pos, g->n_nodes * sizeof *pos);
     host_free(ctx, gone, p->cap_kernels);
+    host_free(ctx, is_out, g->n_nodes);
     host_free(ctx, pw.mark, g->n_nodes * sizeof *pw.mark);
     return s;
 }

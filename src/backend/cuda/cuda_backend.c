@@ -495,15 +495,12 @@ static kiln_status cuda_copy_kinds_start(void *state, int device, void *dst, con
             s = cu_fail(st, e, to_host ? "cuMemcpyDtoHAsync" : "cuMemcpyHtoDAsync",
                         "copying between memory kinds");
     }
-    if (!s) d->kind_busy[k] = true, *token = k;
-    pthread_mutex_unlock(&d->stage_lock);
-    /* a copy that could not be queued may still have been ordered after compute: the
-     * compute stream waits for whatever the copy stream holds, so nothing runs beside it */
-    if (s && k >= 0) {
-        pthread_mutex_lock(&d->stage_lock);
+    if (!s)
+        d->kind_busy[k] = true, *token = k;
+    else if (k >= 0) /* a copy that could not be queued may still have been ordered after
+                      * compute: the compute stream waits for whatever the copy stream holds */
         compute_after_copy(st, d);
-        pthread_mutex_unlock(&d->stage_lock);
-    }
+    pthread_mutex_unlock(&d->stage_lock);
     return s;
 }
 

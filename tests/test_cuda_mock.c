@@ -387,6 +387,32 @@ static void test_offload(kiln_context *c) {
     kiln_graph_destroy(g);
 }
 
+/* A budget search on the GPU weighs offload with its copies overlapping the kernels: the
+ * compile tells the search what it tells the planner (the backend has a copy queue), and
+ * the report says the copies were counted so. */
+static void test_budget_overlap(kiln_context *c) {
+    int64_t xd[2] = {64, 64};
+    kiln_graph *g = NULL;
+    kiln_graph_create(c, "budget_overlap", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, xd);
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, xd);
+    kiln_value h = x;
+    for (int l = 0; l < 3; l++) h = kiln_tanh(g, kiln_matmul(g, h, w));
+    kiln_value loss = kiln_mean(g, kiln_mul(g, h, h), 0, NULL, false);
+    kiln_value outs[2] = {loss};
+    CHECK_OK(c, kiln_grad(g, loss, 1, &w, outs + 1));
+    CHECK_OK(c, kiln_graph_finish(g, 2, outs));
+    kiln_executable *e = NULL;
+    kiln_compile_options o = {
+        .device = 1, .memory_budget = 1u << 30, .budget_offload = 1, .keep_ir = true};
+    CHECK_OK(c, kiln_compile(g, &o, &e));
+    char *report = e ? kiln_executable_memory_report(e) : NULL;
+    CHECK_CONTAINS(report, "offload copies overlap the kernels on its copy queue");
+    kiln_string_free(c, report);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* The event recorded on `stream` first after position `from` of the order log, or 0. */
 static long record_after(const char *log, const char *from, long stream) {
     for (const char *p = strstr(from, "R"); p; p = strstr(p + 1, "R")) {
@@ -578,6 +604,7 @@ int main(void) {
     test_control_flow(c);
     test_offload(c);
     test_offload_overlap(c, order);
+    test_budget_overlap(c);
     test_gemm_limits(c);
     test_half_library(c, launches);
     test_split(c, launches);

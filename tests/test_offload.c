@@ -231,6 +231,12 @@ static void test_budget_offload(void) {
     CHECK_MSG(oa.peak_bytes <= budget && oa.num_offloaded == r.num_offloaded,
               "peak %llu of budget %llu, %d offloaded", (unsigned long long)oa.peak_bytes,
               (unsigned long long)budget, oa.num_offloaded);
+    /* the report says why: the budget's offload, weighed with the CPU's copies (memcpy in
+     * order with the kernels) counted in full */
+    char *rep = e ? kiln_executable_memory_report(e) : NULL;
+    CHECK_CONTAINS(rep, "back from the host, memory budget, offload");
+    CHECK_CONTAINS(rep, "offload copies run in order with the kernels (no copy queue)");
+    kiln_string_free(ctx, rep);
     kiln_executable_destroy(e);
     free_arrays(a, 1 + LAYERS), free_arrays(b, 1 + LAYERS);
     free_arrays(args, 1 + LAYERS), free(args);

@@ -22,6 +22,7 @@
 #include "gpt.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 #include "remat/remat.h"
 
 #include <math.h>
@@ -148,6 +149,131 @@ static int same_bits(kiln_array **a, kiln_array **b, int n, const char *what) {
 
 static void free_outs(kiln_array **o, int n) {
     for (int i = 0; i < n; i++) kiln_array_destroy(o[i]);
+}
+
+/* ------------------------------------------------- the cost of offload ---- */
+
+/* A budget search's planner without a device: it fuses and plans each trial as the compile
+ * does (less the dots' scratch), with copies between memory kinds planned to overlap the
+ * kernels or not, and gives the rates it was made with, as src/compile/remat.c gives a
+ * device's measured ones. */
+typedef struct rated_planner {
+    fusion_plan fp;
+    mem_plan mp;
+    bool overlap;
+    double rate[3]; /* FLOP/s of products, bytes/s of the link, bytes/s of memory */
+} rated_planner;
+
+static kiln_status rated_plan(void *user, const kiln_graph *g, const mem_plan **mem,
+                              const fusion_plan **fp) {
+    rated_planner *rp = user;
+    fusion_options fo = {0};
+    plan_options po = {.granule = 256, .overlap_transfers = rp->overlap};
+    kiln_status s = fusion_plan_build(g, &fo, &rp->fp);
+    if (!s) s = plan_build(g, &rp->fp, &po, &rp->mp);
+    *mem = &rp->mp, *fp = &rp->fp;
+    return s;
+}
+
+static void rated_release(void *user) {
+    rated_planner *rp = user;
+    if (rp->mp.ctx) plan_free(&rp->mp);
+    if (rp->fp.ctx) fusion_plan_free(&rp->fp);
+    memset(&rp->mp, 0, sizeof rp->mp), memset(&rp->fp, 0, sizeof rp->fp);
+}
+
+static kiln_status rated_rates(void *user, double *flops, double *link, double *mem) {
+    rated_planner *rp = user;
+    *flops = rp->rate[0], *link = rp->rate[1], *mem = rp->rate[2];
+    return KILN_STATUS_OK;
+}
+
+/* The budget search on g (after the compile's passes) under `budget` bytes, with the
+ * planner above; *info is what it chose, *report its lines of the memory report (caller
+ * frees). */
+static kiln_status choose_rated(kiln_graph *g, uint64_t budget, bool overlap, const double *rate,
+                                remat_info *info, char **report) {
+    kiln_context *c = g->ctx;
+    rated_planner rp = {.overlap = overlap, .rate = {rate[0], rate[1], rate[2]}};
+    remat_planner pl = {.plan = rated_plan,
+                        .release = rated_release,
+                        .user = &rp,
+                        .rates = rated_rates,
+                        .overlap_transfers = overlap};
+    kiln_compile_options o = {.memory_budget = budget};
+    kiln_graph *tg = NULL;
+    kiln_status s = pass_clone(g, &tg);
+    if (!s) s = passes_run(&tg, NULL);
+    if (!s) s = remat_choose(&tg, &o, &pl, info);
+    const mem_plan *m = NULL;
+    const fusion_plan *fp = NULL;
+    if (!s) s = rated_plan(&rp, tg, &m, &fp);
+    if (!s && report) {
+        strbuf sb;
+        sb_init(&sb, c);
+        remat_report(&sb, tg, info, m->peak, fp->materialised);
+        if (!(*report = sb_take(&sb))) s = ctx_oom(c, "the report", 0);
+    }
+    rated_release(&rp);
+    kiln_graph_destroy(tg);
+    return s;
+}
+
+/* The budget's cost model with copies that overlap the kernels (issue 34): with rates at
+ * which copying an activation out and back (64 KiB at 65 MB/s, 1.0 ms each way) costs more
+ * than recomputing it (a 2.1 MFLOP product at 1.4 GFLOP/s, 1.5 ms) but one way costs less,
+ * a device whose copies run in order with its kernels recomputes (sqrt(n) segments), and
+ * one that overlaps them offloads: the copies out hide behind the products beside them,
+ * and only the copies back, each run just before its reader, are waited for. Without overlap
+ * the copies count as they always did, 2 x offloaded bytes / link rate, to the bit; with
+ * it never more than that. The report says which way the copies were counted. */
+static void test_offload_overlap(void) {
+    step s;
+    kiln_graph *g = mlp_step(&s, -1);
+    const double rate[3] = {1.4e9, 6.5e7, 1e12}; /* FLOP/s, link bytes/s, memory bytes/s */
+    remat_info none = {0}, in_order = {0}, overlap = {0};
+    CHECK_OK(ctx, choose_rated(g, UINT64_MAX / 2, false, rate, &none, NULL));
+    CHECK(none.peak_without > 0 && none.n_offloaded == 0 && none.n_recomputed == 0);
+    uint64_t budget = (uint64_t)((double)none.peak_without * 0.85);
+    char *r0 = NULL, *r1 = NULL;
+    CHECK_OK(ctx, choose_rated(g, budget, false, rate, &in_order, &r0));
+    CHECK_OK(ctx, choose_rated(g, budget, true, rate, &overlap, &r1));
+    CHECK_MSG(in_order.n_offloaded == 0 && in_order.n_recomputed > 0,
+              "in order: %s, %u recomputed, %u offloaded", in_order.strategy, in_order.n_recomputed,
+              in_order.n_offloaded);
+    CHECK_MSG(overlap.n_offloaded > 0 && overlap.n_recomputed == 0,
+              "overlapped: %s, %u recomputed, %u offloaded", overlap.strategy, overlap.n_recomputed,
+              overlap.n_offloaded);
+    CHECK(in_order.timed && !in_order.overlap && overlap.timed && overlap.overlap);
+    printf("budget %llu bytes: copies in order: %s; overlapped: %s, %.3g of %.3g ms waited for\n",
+           (unsigned long long)budget, in_order.strategy, overlap.strategy,
+           1e3 * overlap.copy_wait_s, 1e3 * overlap.copy_s);
+    /* the copies out hidden, the copies back (half the bytes) waited for */
+    CHECK(overlap.copy_s == 2.0 * (double)overlap.offload_bytes / rate[1]);
+    CHECK_MSG(overlap.copy_wait_s >= 0.5 * overlap.copy_s - 1e-12 &&
+                  overlap.copy_wait_s < 0.75 * overlap.copy_s,
+              "%.4g s of %.4g s of copies waited for", overlap.copy_wait_s, overlap.copy_s);
+    CHECK_CONTAINS(r0, "offload copies run in order with the kernels (no copy queue)");
+    CHECK_CONTAINS(r1, "offload copies overlap the kernels on its copy queue");
+    CHECK_CONTAINS(r1, "of copies per call count");
+    CHECK_CONTAINS(r1, "back from the host, memory budget, offload");
+    kiln_string_free(ctx, r0), kiln_string_free(ctx, r1);
+
+    /* a link twice as fast: offload wins in order too, counted in full, exactly as before */
+    const double fast[3] = {rate[0], 2 * rate[1], rate[2]};
+    remat_info f0 = {0}, f1 = {0};
+    CHECK_OK(ctx, choose_rated(g, budget, false, fast, &f0, NULL));
+    CHECK_OK(ctx, choose_rated(g, budget, true, fast, &f1, NULL));
+    CHECK(f0.n_offloaded > 0 && f1.n_offloaded > 0);
+    CHECK(f0.copy_wait_s == 2.0 * (double)f0.offload_bytes / fast[1]);
+    CHECK(f0.copy_s == f0.copy_wait_s);
+    CHECK(f1.copy_wait_s <= f1.copy_s && f1.copy_wait_s < f0.copy_wait_s);
+    /* without rates nothing is timed, whatever the device does */
+    const double zero[3] = {0, 0, 0};
+    remat_info z = {0};
+    CHECK_OK(ctx, choose_rated(g, budget, true, zero, &z, NULL));
+    CHECK(!z.timed && z.n_offloaded == 0 && z.copy_s == 0);
+    kiln_graph_destroy(g);
 }
 
 /* ---------------------------------------------------------------- policies ---- */
@@ -1256,6 +1382,46 @@ static kiln_status fault_body(kiln_context *c, int *bad) {
     return s;
 }
 
+/* The budget's cost model with overlap under allocation failures (test_offload_overlap's
+ * search on a small program, its copies timed on the plans): every failure a clean error. */
+static kiln_status fault_overlap_body(kiln_context *c, int *bad) {
+    kiln_graph *g = NULL;
+    kiln_status s = kiln_graph_create(c, "f", &g);
+    if (s) return s;
+    int64_t d[2] = {32, 32};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, d);
+    for (int l = 0; l < 3; l++) x = kiln_add(g, kiln_tanh(g, kiln_matmul(g, x, w)), x);
+    kiln_value loss = kiln_reduce_sum(g, kiln_mul(g, x, x), 0, NULL, false);
+    kiln_value outs[2] = {loss};
+    kiln_grad(g, loss, 1, &w, outs + 1);
+    s = kiln_graph_finish(g, 2, outs);
+    const double rate[3] = {1.4e9, 6.5e7, 1e12};
+    remat_info none = {0}, info = {0};
+    char *report = NULL;
+    if (!s) s = choose_rated(g, UINT64_MAX / 2, true, rate, &none, NULL);
+    if (!s) s = choose_rated(g, none.peak_without * 9 / 10, true, rate, &info, &report);
+    if (!s) {
+        *bad = !info.timed || !info.overlap || !report || !strstr(report, "copy queue");
+    }
+    kiln_string_free(c, report);
+    kiln_graph_destroy(g);
+    return s;
+}
+
+static void test_fault_overlap(void) {
+    char dir[] = "/tmp/kiln-remat-fault-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    fault_ctx_case fc = {.cache_dir = dir,
+                         .body = fault_overlap_body,
+                         .bad_what = "the search did not say it counted the overlap"};
+    fault_sweep sw = {
+        .name = "remat overlap", .run = fault_in_context, .user = &fc, .max_runs = 200000};
+    long total = fault_sweep_run(&sw);
+    CHECK(total > 100);
+    test_remove_dir(dir);
+}
+
 static void test_fault_injection(void) {
     char dir[] = "/tmp/kiln-remat-fault-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -1283,9 +1449,11 @@ int main(void) {
     RUN(test_stacks);
     RUN(test_cheap);
     RUN(test_cheap_moves);
+    RUN(test_offload_overlap);
     RUN(test_random_programs);
     RUN(test_gpt_strategies);
     RUN(test_fault_injection);
+    RUN(test_fault_overlap);
     kiln_context_destroy(ctx);
     return test_summary("test_remat");
 }

@@ -14,7 +14,8 @@ typedef struct trial_planner {
     kiln_executable t;
 } trial_planner;
 
-static kiln_status plan_trial(void *user, const kiln_graph *g, const mem_plan **mem) {
+static kiln_status plan_trial(void *user, const kiln_graph *g, const mem_plan **mem,
+                              const fusion_plan **fp) {
     trial_planner *tp = user;
     kiln_executable *e = tp->e;
     /* the scratch executable borrows g and e's compiled loop bodies (whose arenas are
@@ -28,6 +29,7 @@ static kiln_status plan_trial(void *user, const kiln_graph *g, const mem_plan **
                               .n_ctls = e->n_ctls};
     kiln_status s = exec_fuse_and_plan(&tp->t, tp->o);
     *mem = &tp->t.mem;
+    *fp = &tp->t.plan;
     return s;
 }
 
@@ -51,5 +53,8 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o) {
      * body (its program's search decides for the loop as a whole) */
     bool offload = o->budget_offload > 0 || (o->budget_offload == 0 && e->dev->backend->copy_h2d);
     if (offload && !e->sub_graph && e->dev->host_alloc) pl.rates = trial_rates;
+    /* what plan_memory tells the planner (compile.c), so the search's cost model counts the
+     * overlap its trials' plans are made with */
+    pl.overlap_transfers = e->dev->backend->copy_kinds_start != NULL;
     return remat_choose(&e->g, o, &pl, &e->remat);
 }

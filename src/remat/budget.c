@@ -29,12 +29,19 @@
  * packing) by the caller's remat_planner: its planned peak, its added FLOPs and its
  * offloaded bytes are exact, not guessed. Of the proposals whose peak fits (the base is
  * the first), the cheapest wins: the fewest FLOPs added, or with rates the least time
- * (FLOPs / product rate + 2 x offloaded bytes / link rate, no overlap assumed: the copies
- * are steps in the kernels' order); ties: lower peak, then the earlier proposal. The proposals do
- * not depend on the budget, so a lower budget can only choose a proposal with a peak at most the
- * higher budget's choice: the planned peak never rises as the budget falls, and never exceeds the
- * peak without a budget. When none fits, the error names the budget, the smallest peak any proposal
- * reached and the buffers live at its peak step. */
+ * (FLOPs / product rate + 2 x recomputed bytes / memory rate + the copies' seconds the
+ * step waits for). On a device whose copies run in order with its kernels (the CPU's
+ * memcpy) every copy is waited for: 2 x offloaded bytes / link rate. On one that overlaps
+ * them (remat_planner.overlap_transfers, from the backend's copy queue) the proposal's
+ * plan is run as a timeline (step_time): kernels at their roofline time one after
+ * another, each copy on the one copy queue from its step to its wait step
+ * (mem_plan.wait_step), and only the delay the offload copies add to the step counts: a
+ * copy out hides behind the kernels of its PLAN_TRANSFER_WINDOW, a copy back, run just
+ * before its reader, mostly does not. Ties: lower peak, then the earlier proposal. The
+ * proposals do not depend on the budget, so a lower budget can only choose a proposal with a peak
+ * at most the higher budget's choice: the planned peak never rises as the budget falls, and never
+ * exceeds the peak without a budget. When none fits, the error names the budget, the smallest peak
+ * any proposal reached and the buffers live at its peak step. */
 #include "internal.h"
 
 #include <inttypes.h>
@@ -59,23 +66,157 @@ static int by_score(const void *x, const void *y) {
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* What the search works on: the graph (replaced at the end), the planner, the outcome. */
+/* What the search works on: the graph (replaced at the end), the planner, the outcome, and
+ * the device's product, link and memory rates (remat_planner.rates; zero: none). */
 typedef struct search {
     kiln_context *ctx;
     kiln_graph **g;
     const remat_planner *pl;
     remat_info *info;
+    double rate[3];
 } search;
 
-/* One trial: rewrite with `extra`, fuse, plan. *peak and *st receive the outcome; the
- * trial's graph goes to *tg and its plan to *mem (when not NULL) for the caller to read,
- * until trial_free. */
+static bool rated(const double *rate) {
+    return rate[0] > 0 && rate[1] > 0 && rate[2] > 0;
+}
+
+/* ------------------------------------------------------ the copies' time ---- */
+
+/* The seconds kernel kn of fp takes at the device's rates, at the least: the longer of its
+ * FLOPs (its roots' and those of the values inlined into it, computed without a buffer of
+ * their own) at the product rate and the bytes it reads and writes at the memory's rate.
+ * A lower bound (elementwise FLOPs run below the product rate), so that a copy is never
+ * counted hidden behind time its kernels may not take. seen/stack: scratch of n_nodes,
+ * stamp a new value per call. */
+static double kernel_seconds(const kiln_graph *g, const fusion_plan *fp, const fkernel *kn,
+                             const double *rate, uint32_t stamp, uint32_t *seen, uint32_t *stack) {
+    double flops = 0, bytes = 0;
+    uint32_t sp = 0;
+    for (uint32_t i = 0; i < kn->n_inputs; i++) bytes += (double)value_bytes(g, kn->inputs[i]);
+    for (uint32_t r = 0; r < kn->n_roots; r++) {
+        bytes += (double)value_bytes(g, kn->roots[r]);
+        if (seen[kn->roots[r]] != stamp) seen[kn->roots[r]] = stamp, stack[sp++] = kn->roots[r];
+    }
+    while (sp) {
+        uint32_t u = stack[--sp];
+        flops += remat_node_flops(g, u);
+        const uint32_t *in = ir_in(&g->nodes[u]);
+        for (uint32_t k = 0; k < g->nodes[u].n_in; k++)
+            if (!fp->materialised[in[k]] && seen[in[k]] != stamp)
+                seen[in[k]] = stamp, stack[sp++] = in[k];
+    }
+    double f = flops / rate[0], b = bytes / rate[2];
+    return f > b ? f : b;
+}
+
+/* A plan's steps in seconds: per step, what its kernel computes (kernel_seconds) or, for a
+ * copy between memory kinds, the copy at the link rate; kind[step] says which: STEP_COPY,
+ * or STEP_OFFLOAD for a copy the search's offload made (rewrite.c: a value's put to
+ * pinned_host memory, and the recomputation-marked put that brings it back; no other copy
+ * is marked so but a fetch of a host argument, remat_fixed). due: scratch for step_time. */
+enum { STEP_KERNEL, STEP_COPY, STEP_OFFLOAD };
+typedef struct step_times {
+    uint32_t nk;
+    double *dur, *due;
+    uint8_t *kind;
+} step_times;
+
+static void step_times_free(kiln_context *ctx, step_times *t) {
+    size_t n = (size_t)t->nk + 1;
+    host_free(ctx, t->dur, n * sizeof *t->dur);
+    host_free(ctx, t->due, n * sizeof *t->due);
+    host_free(ctx, t->kind, n);
+    *t = (step_times){0};
+}
+
+static kiln_status step_times_make(const search *sr, const kiln_graph *g, const fusion_plan *fp,
+                                   const mem_plan *m, step_times *t) {
+    kiln_context *ctx = sr->ctx;
+    uint32_t nn = g->n_nodes, nk = m->n_kernels;
+    size_t n = (size_t)nk + 1;
+    *t = (step_times){.nk = nk,
+                      .dur = host_calloc(ctx, n, sizeof *t->dur),
+                      .due = host_calloc(ctx, n, sizeof *t->due),
+                      .kind = host_calloc(ctx, n, 1)};
+    uint32_t *seen = host_calloc(ctx, nn, sizeof *seen),
+             *stack = host_calloc(ctx, nn, sizeof *stack);
+    uint8_t *off = host_calloc(ctx, nn, 1);
+    kiln_status s = KILN_STATUS_OK;
+    if (!t->dur || !t->due || !t->kind || !seen || !stack || !off) {
+        s = ctx_oom(ctx, "kiln_compile: the budget's cost model", n * sizeof *t->dur);
+        step_times_free(ctx, t);
+    }
+    for (uint32_t id = 1; !s && id < nn; id++) { /* the offload copies, there and back */
+        const ir_node *nd = &g->nodes[id];
+        if (nd->op == IR_MEMORY_PUT && nd->a.memory_kind == KILN_MEMORY_DEVICE &&
+            remat_mark_of(g, id) == REMAT_CLONE && !ir_is_fetch(g, nd))
+            off[id] = off[ir_in(nd)[0]] = 1;
+    }
+    for (uint32_t st = 0; !s && st < nk; st++) {
+        const fkernel *kn = &fp->kernels[m->order[st]];
+        if (kn->kind == FK_TRANSFER) {
+            t->dur[st] = (double)value_bytes(g, kn->roots[0]) / sr->rate[1];
+            t->kind[st] = off[kn->roots[0]] ? STEP_OFFLOAD : STEP_COPY;
+        } else
+            t->dur[st] = kernel_seconds(g, fp, kn, sr->rate, st + 1, seen, stack);
+    }
+    host_free(ctx, seen, (size_t)nn * sizeof *seen);
+    host_free(ctx, stack, (size_t)nn * sizeof *stack);
+    host_free(ctx, off, nn);
+    return s;
+}
+
+/* The step's seconds on plan m with the copies run as run.c runs them on a device that
+ * overlaps them (run_copy): the kernels one after another; a copy the plan waits for after
+ * its own step starts once the kernels before it are done and the copy queue is free (one
+ * queue: copies one at a time, in order), and the kernel at its wait step starts no sooner
+ * than it ends; a copy waited for at its own step runs in order. With `offload` false the
+ * offload copies take no time: the difference is the part of them the step waits for. */
+static double step_time(const mem_plan *m, const step_times *t, bool offload) {
+    double now = 0, queue = 0;
+    for (uint32_t st = 0; st < t->nk; st++) t->due[st] = 0;
+    for (uint32_t st = 0; st < t->nk; st++) {
+        if (t->due[st] > now) now = t->due[st];
+        double d = t->kind[st] == STEP_OFFLOAD && !offload ? 0 : t->dur[st];
+        int32_t w = m->wait_step[m->order[st]];
+        if (t->kind[st] == STEP_KERNEL || w <= (int32_t)st || w >= (int32_t)t->nk) {
+            now += d;
+            continue;
+        }
+        queue = (queue > now ? queue : now) + d;
+        if (queue > t->due[w]) t->due[w] = queue;
+    }
+    return now > queue ? now : queue;
+}
+
+/* The seconds of a trial's offload copies (st->offload_bytes, each way at the link rate)
+ * and the part of them the step waits for: all of it on a device whose copies run in
+ * order with its kernels (the sum today's estimate always was); on one that overlaps them,
+ * what the plan's schedule leaves uncovered (step_time with and without them). */
+static kiln_status copy_seconds(const search *sr, const kiln_graph *g, const fusion_plan *fp,
+                                const mem_plan *m, remat_stats *st) {
+    st->copy_s = st->copy_wait_s = 2.0 * (double)st->offload_bytes / sr->rate[1];
+    if (!st->offload_bytes || !sr->pl->overlap_transfers) return KILN_STATUS_OK;
+    step_times t;
+    kiln_status s = step_times_make(sr, g, fp, m, &t);
+    if (s) return s;
+    double wait = step_time(m, &t, true) - step_time(m, &t, false);
+    st->copy_wait_s = wait < 0 ? 0 : wait < st->copy_s ? wait : st->copy_s;
+    step_times_free(sr->ctx, &t);
+    return KILN_STATUS_OK;
+}
+
+/* One trial: rewrite with `extra`, fuse, plan. *peak and *st receive the outcome (with
+ * rates, the copies' seconds too); the trial's graph goes to *tg and its plan to *mem
+ * (when not NULL) for the caller to read, until trial_free. */
 static kiln_status trial(const search *sr, const uint8_t *extra, kiln_graph **tg,
                          const mem_plan **mem, uint64_t *peak, remat_stats *st) {
     const mem_plan *m = NULL;
+    const fusion_plan *fp = NULL;
     kiln_status s = remat_rewrite(*sr->g, extra, tg, st);
-    if (!s) s = sr->pl->plan(sr->pl->user, *tg, &m);
+    if (!s) s = sr->pl->plan(sr->pl->user, *tg, &m, &fp);
     if (!s) *peak = m->peak;
+    if (!s && st && rated(sr->rate)) s = copy_seconds(sr, *tg, fp, m, st);
     if (mem) *mem = m;
     return s;
 }
@@ -92,7 +233,8 @@ static void trial_free(const search *sr, kiln_graph **tg) {
 static kiln_status plain_peak(const search *sr, uint64_t *peak, uint64_t *saved, uint8_t *mat) {
     const kiln_graph *g = *sr->g;
     const mem_plan *m = NULL;
-    kiln_status s = sr->pl->plan(sr->pl->user, g, &m);
+    const fusion_plan *fp = NULL;
+    kiln_status s = sr->pl->plan(sr->pl->user, g, &m, &fp);
     if (!s) *peak = m->peak, *saved = m->class_peak[PLAN_C_ACTIVATION];
     for (uint32_t id = 1; !s && mat && id < g->n_nodes; id++) {
         int32_t b = m->buffer_of[id];
@@ -323,12 +465,12 @@ static uint32_t prefixes(const kiln_graph *g, const cand *c, uint32_t n, uint32_
 
 /* What a proposal costs, in seconds: its recomputation, FLOPs at the device's product rate
  * and the bytes it writes (and about as many read) at its memory's rate, since most of what
- * is recomputed is elementwise and bound by memory; and its offload, there and back at the
- * link's rate. The FLOPs alone without rates. */
+ * is recomputed is elementwise and bound by memory; and its offload, the part of its copies
+ * there and back at the link's rate that the step waits for (copy_seconds: all of them
+ * unless the device overlaps them with its kernels). The FLOPs alone without rates. */
 static double cost_of(const remat_stats *st, const double *rate) {
-    if (rate[0] <= 0 || rate[1] <= 0 || rate[2] <= 0) return st->added_flops;
-    return st->added_flops / rate[0] + 2.0 * st->added_bytes / rate[2] +
-           2.0 * (double)st->offload_bytes / rate[1];
+    if (!rated(rate)) return st->added_flops;
+    return st->added_flops / rate[0] + 2.0 * st->added_bytes / rate[2] + st->copy_wait_s;
 }
 
 /* The proposals' outcome so far: the cheapest that fits and the one of the smallest peak. */
@@ -338,6 +480,7 @@ typedef struct choice {
     double rate[3]; /* the device's product, link and memory rates (remat_planner.rates) */
     const char *best_strategy, *min_strategy;
     uint8_t *best_extra, *min_extra;
+    remat_stats best_st; /* the cheapest's, for its copies' seconds */
     uint32_t nn;
 } choice;
 
@@ -349,6 +492,7 @@ static void consider(choice *ch, const uint8_t *extra, const char *strategy, uin
     if (peak <= ch->budget && (!ch->best_strategy || cost < ch->best_cost ||
                                (cost == ch->best_cost && peak < ch->best_peak))) {
         ch->best_peak = peak, ch->best_cost = cost, ch->best_strategy = strategy;
+        ch->best_st = *st;
         memcpy(ch->best_extra, extra, ch->nn);
     }
 }
@@ -370,9 +514,38 @@ static void offload_kept(const kiln_graph *g, const uint8_t *is_out, const uint3
             extra[cuts[i]] = keep_cuts ? REMAT_WHY_KEEP : REMAT_WHY_BUDGET_OFFLOAD;
 }
 
+/* For the ranking of offload_proposals, on a device that overlaps copies with its kernels:
+ * per candidate, the seconds of compute its copy out runs beside, in the plan of the
+ * program as it is: the kernels of the PLAN_TRANSFER_WINDOW - 1 steps after the one that
+ * writes it (its put runs at the next step, as the scheduler runs offloads at once, and is
+ * waited for PLAN_TRANSFER_WINDOW steps later, before the last step at the latest).
+ * A coarse figure for ordering only: each proposal's own plan is timed exactly
+ * (copy_seconds). */
+static kiln_status copy_cover(const search *sr, const cand *c, uint32_t nc, double *cover) {
+    const kiln_graph *g = *sr->g;
+    const mem_plan *m = NULL;
+    const fusion_plan *fp = NULL;
+    step_times t = {0};
+    kiln_status s = sr->pl->plan(sr->pl->user, g, &m, &fp);
+    if (!s) s = step_times_make(sr, g, fp, m, &t);
+    for (uint32_t i = 0; !s && i < nc; i++) {
+        int32_t b = m->buffer_of[c[i].id];
+        if (b < 0 || m->buffers[b].def < 0) continue;
+        int32_t from = m->buffers[b].def + 1, to = from + PLAN_TRANSFER_WINDOW - 2;
+        if (to > (int32_t)t.nk - 2) to = (int32_t)t.nk - 2;
+        for (int32_t st = from; st <= to; st++)
+            if (t.kind[st] == STEP_KERNEL) cover[i] += t.dur[st];
+    }
+    step_times_free(sr->ctx, &t);
+    sr->pl->release(sr->pl->user);
+    return s;
+}
+
 /* The offload proposals (the device has a pinned_host memory kind and a link to it): the
  * candidates ranked by bytes freed per second of their cheaper way out (recomputing their
- * closure, or copying them out and back), prefixes of that ranking each taking its
+ * closure, or copying them out and back: with overlap, the copy back in full, as the
+ * scheduler brings a value back just before its reader with nothing to run beside it, and
+ * of the copy out what copy_cover leaves), prefixes of that ranking each taking its
  * values' cheaper way; every candidate offloaded; and everything recomputed but the
  * products, or but the cuts, which are offloaded. Each is planned in full. */
 static kiln_status offload_proposals(const search *sr, choice *ch, const cand *c, uint32_t nc,
@@ -382,21 +555,23 @@ static kiln_status offload_proposals(const search *sr, choice *ch, const cand *c
     kiln_context *ctx = sr->ctx;
     cand *mix = host_calloc(ctx, nc + 1, sizeof *mix);
     uint8_t *out = host_calloc(ctx, ch->nn, 1);
-    if (!mix || !out) {
+    double *cover = host_calloc(ctx, nc + 1, sizeof *cover);
+    if (!mix || !out || !cover) {
         host_free(ctx, mix, (size_t)(nc + 1) * sizeof *mix);
         host_free(ctx, out, ch->nn);
+        host_free(ctx, cover, (size_t)(nc + 1) * sizeof *cover);
         return ctx_oom(ctx, "kiln_compile: offload proposals", (size_t)nc * sizeof *mix);
     }
-    for (uint32_t i = 0; i < nc; i++) {
-        double bytes = (double)value_bytes(g, c[i].id);
+    kiln_status s = sr->pl->overlap_transfers ? copy_cover(sr, c, nc, cover) : KILN_STATUS_OK;
+    for (uint32_t i = 0; i < nc && !s; i++) {
+        double bytes = (double)value_bytes(g, c[i].id), way = bytes / ch->rate[1];
         double recompute = bytes / c[i].score / ch->rate[0] + 2 * bytes / ch->rate[2],
-               copy = 2 * bytes / ch->rate[1];
+               copy = sr->pl->overlap_transfers ? way + fmax(0, way - cover[i]) : 2 * way;
         mix[i] = (cand){c[i].id, bytes / (copy < recompute ? copy : recompute)};
         out[c[i].id] = copy < recompute;
     }
     qsort(mix, nc, sizeof *mix, by_score);
-    uint32_t prefix[GREEDY_STEPS + 1], np = prefixes(g, mix, nc, prefix);
-    kiln_status s = KILN_STATUS_OK;
+    uint32_t prefix[GREEDY_STEPS + 1], np = s ? 0 : prefixes(g, mix, nc, prefix);
     static const char *const names[] = {"offload+greedy", "offload", "offload dots", "offload cuts",
                                         "offload dots, keep cuts"};
     for (uint32_t p = 0; p <= np + 3 && !s; p++) {
@@ -420,6 +595,7 @@ static kiln_status offload_proposals(const search *sr, choice *ch, const cand *c
     }
     host_free(ctx, mix, (size_t)(nc + 1) * sizeof *mix);
     host_free(ctx, out, ch->nn);
+    host_free(ctx, cover, (size_t)(nc + 1) * sizeof *cover);
     return s;
 }
 
@@ -497,6 +673,10 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         s = ctx_oom(ctx, "kiln_compile: rematerialisation candidates", (size_t)nn * sizeof *c);
         goto done;
     }
+    /* the rates before the first trial, so that every trial's copies are timed alike (a
+     * region's offload policy puts copies in the base too) */
+    if (budgeted && pl->rates && (s = pl->rates(pl->user, &sr.rate[0], &sr.rate[1], &sr.rate[2])))
+        goto done;
     const kiln_graph *g = *gp;
     for (uint32_t i = 0; i < g->n_outputs; i++) is_out[g->outputs[i]] = 1;
     /* values of constants alone (a broadcast scalar shared by every layer) are held or
@@ -586,7 +766,7 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
                  .best_extra = best_extra,
                  .min_extra = min_extra,
                  .nn = nn};
-    if (pl->rates && (s = pl->rates(pl->user, &ch.rate[0], &ch.rate[1], &ch.rate[2]))) goto done;
+    memcpy(ch.rate, sr.rate, sizeof ch.rate);
     uint32_t prefix[GREEDY_STEPS + 1], n_greedy = prefixes(g, c, nc, prefix);
     /* s = 1 keeps every cut: each stretch between two cuts is recomputed from the one
      * before it, as a nothing_saveable region per block would */
@@ -632,13 +812,17 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
         }
         consider(&ch, extra, strategy, peak, &st);
     }
-    if (!s && ch.rate[0] > 0 && ch.rate[1] > 0 && ch.rate[2] > 0 && nc)
+    if (!s && rated(ch.rate) && nc)
         s = offload_proposals(&sr, &ch, c, nc, cuts, ncut, mat, is_out, base, extra);
     info->min_peak = ch.min_peak == UINT64_MAX ? 0 : ch.min_peak;
     if (!s && !ch.best_strategy && pl->sub_graph && ch.min_strategy) /* as far as it goes */
         ch.best_strategy = ch.min_strategy, memcpy(best_extra, min_extra, nn);
     if (!s && !ch.best_strategy) s = budget_error(&sr, budget, without, min_extra, ch.min_peak);
     if (!s) s = adopt(&sr, best_extra, ch.best_strategy);
+    if (!s && rated(sr.rate)) {
+        info->timed = true, info->overlap = pl->overlap_transfers;
+        info->copy_s = ch.best_st.copy_s, info->copy_wait_s = ch.best_st.copy_wait_s;
+    }
 done:
     host_free(ctx, mat, nn);
     host_free(ctx, is_out, nn);

@@ -74,6 +74,10 @@ typedef struct remat_stats {
     double step_flops;      /* FLOPs of the whole rewritten program */
     uint32_t n_offloaded;   /* values copied to host memory and back */
     uint64_t offload_bytes; /* their bytes (each copied once each way) */
+    /* set by the budget search from a trial's plan, not by the rewrite (0 without rates):
+     * the seconds of those copies at the link rate, and the part of them the step waits
+     * for (all of it unless the device overlaps copies with its kernels) */
+    double copy_s, copy_wait_s;
 } remat_stats;
 kiln_status remat_rewrite(const kiln_graph *g, const uint8_t *extra, kiln_graph **out,
                           remat_stats *st);
@@ -88,13 +92,19 @@ typedef struct remat_info {
     uint32_t n_offloaded;   /* values offloaded to host memory (remat_stats) */
     uint64_t offload_bytes; /* their bytes */
     const char *strategy;   /* NULL: nothing recomputed or offloaded */
+    /* how the budget search weighed its proposals: by time at the device's rates (else
+     * by FLOPs), with copies overlapping the kernels counted (remat_planner's
+     * overlap_transfers); and the chosen proposal's copy seconds (remat_stats) */
+    bool timed, overlap;
+    double copy_s, copy_wait_s;
 } remat_info;
 
 /* How the search plans a trial: plan fuses and plans g in full (the compile's own fusion,
- * dot layouts and memory plan) and points *mem at the result, which stays valid until
- * release; one trial at a time. */
+ * dot layouts and memory plan) and points *mem and *fp at the result, which stays valid
+ * until release; one trial at a time. */
 typedef struct remat_planner {
-    kiln_status (*plan)(void *user, const kiln_graph *g, const mem_plan **mem);
+    kiln_status (*plan)(void *user, const kiln_graph *g, const mem_plan **mem,
+                        const fusion_plan **fp);
     void (*release)(void *user);
     void *user;
     /* g is a loop body or branch, compiled on its own under its program's options: a
@@ -108,6 +118,12 @@ typedef struct remat_planner {
      * (0: none), asked for only by a budget search allowed to offload
      * (kiln_compile_options.budget_offload). */
     kiln_status (*rates)(void *user, double *flop_rate, double *link_rate, double *mem_rate);
+    /* The device runs copies between memory kinds on a queue of its own beside its kernels,
+     * and plan plans them so (plan_options.overlap_transfers: each copy started at its step
+     * and waited for at mem_plan.wait_step): a copy then costs only the part of it the
+     * kernels it runs beside do not cover. False: copies run in order with the kernels,
+     * and each costs all of its time. Read only with rates. */
+    bool overlap_transfers;
 } remat_planner;
 
 /* Chooses and applies the recomputation (budget.c): the checkpoint regions of *g and, under

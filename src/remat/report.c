@@ -1,8 +1,8 @@
 /* report.c — the rematerialisation lines of the memory report (kiln_memory_report, kiln
- * plan): what recomputing saved and cost, and a line per recomputation saying why it was
- * made (the region's policy, the budget's strategy, or the default's cheap values) and
- * whether fusion gave it a buffer. Text only: the figures come from remat_info and the
- * final plan. */
+ * plan): what recomputing saved and cost, how a budget search weighed offload against
+ * recomputation, and a line per recomputation saying why it was made (the region's
+ * policy, the budget's strategy, or the default's cheap values) and whether fusion gave it
+ * a buffer. Text only: the figures come from remat_info and the final plan. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -44,6 +44,19 @@ void remat_report(strbuf *sb, const kiln_graph *g, const remat_info *r, uint64_t
     if (r->n_offloaded)
         sb_printf(sb, "  %u values offloaded to pinned_host memory, %s copied each way per call\n",
                   r->n_offloaded, remat_bytes_str(r->offload_bytes, b1, sizeof b1));
+    /* how the budget weighed offload against recomputation, so that a choice of one over
+     * the other can be read back to the figures behind it */
+    if (r->timed) {
+        sb_printf(sb, "  budget weighed by time at the device's rates; offload copies %s",
+                  r->overlap
+                      ? "overlap the kernels on its copy queue: only the part of each not "
+                        "hidden behind the compute beside it counts"
+                      : "run in order with the kernels (no copy queue): each counts in full");
+        if (r->n_offloaded)
+            sb_printf(sb, "; the chosen plan's %.3g ms of copies per call count %.3g ms",
+                      1e3 * r->copy_s, 1e3 * r->copy_wait_s);
+        sb_append(sb, "\n");
+    }
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
         if (remat_mark_of(g, id) != REMAT_CLONE) continue;

@@ -85,6 +85,8 @@ static kiln_status emit_back(pass_rebuild *rb, remat_state *rs, uint32_t u) {
     if (!w) return ctx_oom(rb->g->ctx, "pass remat: the marks", sizeof *w);
     remat_row o_row = remat_row_of(rb->old, u);
     *w = (remat_row){.mark = REMAT_CLONE, .why = o_row.why, .policy = o_row.policy};
+    if (o_row.mark != REMAT_OFFLOAD) /* the budget's choice (offloaded()), not a region's */
+        w->why = REMAT_WHY_BUDGET_OFFLOAD, w->policy = 0;
     rb->g->nodes[nid].backward = true;
     rs->back[u] = nid;
     return KILN_STATUS_OK;

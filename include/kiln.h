@@ -180,15 +180,17 @@ typedef struct kiln_context_options {
     const char *nccl_library;
 
     /* ---- tiered compilation (docs/performance.md, "Compile tiers") ----
-     * KILN_COMPILE_TIERS: 2 runs a new program's first calls on code built by a quicker
-     * compile (the CPU with gcc: -O1 with the vectoriser and FMA contraction, whose results
-     * are bit-identical to -O3's) while the -O3 build compiles on a thread of the context
-     * in the background; it replaces the first between two calls once ready (a call runs
-     * one tier from its start to its end). Both builds are kept in the disk cache, and a
-     * program whose -O3 build is there starts on it. 1: the -O3 build only, compiled before
-     * kiln_compile returns. 0: the default, 1. Loop and branch bodies and other compilers
-     * than gcc (or any KILN_CC_FLAGS) have one tier. kiln_executable_info.compile_tier says
-     * which tier an executable runs now, and the profile counts runs per tier. */
+     * KILN_COMPILE_TIERS: 2 runs a new program's first calls with no compile at all, each
+     * fused kernel run from its description by a library of precompiled loops (tier 1),
+     * while the -O3 build compiles on a thread of the context in the background; it
+     * replaces the first between two calls once ready (a call runs one tier from its start
+     * to its end). Tier 1 gives every elementwise value's bits; a float sum may differ from
+     * tier 2's in its last bits (it adds in f64 lane by lane), so a run that must be
+     * bit-reproducible keeps one tier. A program whose -O3 build is in the disk cache
+     * starts on it. 1: the -O3 build only, compiled before kiln_compile returns. 0: the
+     * default, 1. Loop and branch bodies, and devices that run no host code (CUDA), have
+     * one tier. kiln_executable_info.compile_tier says which tier an executable runs now,
+     * and the profile counts runs per tier (docs/performance.md, "Compile tiers"). */
     int compile_tiers;
 } kiln_context_options;
 
@@ -1799,8 +1801,8 @@ typedef struct kiln_executable_info {
      * loops and branches run (docs/control_flow.md), whatever their trip counts */
     int num_kernels_compiled;
     /* Tiered compilation (kiln_context_options.compile_tiers): the tier its calls run now,
-     * 1 (the quick build, the -O3 one still compiling in the background) or 2 (-O3, or the
-     * only build). */
+     * 1 (the kernels run from their descriptions, the -O3 build still compiling in the
+     * background) or 2 (-O3, or the only build). */
     int compile_tier;
 } kiln_executable_info;
 KILN_API void kiln_executable_get_info(const kiln_executable *e, kiln_executable_info *info);

@@ -151,6 +151,23 @@ static inline char *test_read_file(const char *path) {
     return s;
 }
 
+/* KILN_TEST_TIER1=1: every test context compiles in tiers with its tier thread held, so
+ * every whole program runs its LOOP kernels from their description (the first compile
+ * tier, src/codegen/kexec.c) for the test's whole life: the suites check the interpreter
+ * against the reference as they check the compiled kernels (ctest's *_tier1 tests). */
+void tier_hold(kiln_context *ctx, bool hold) __attribute__((weak));
+static inline bool test_tier1(kiln_context_options *o) {
+    const char *v = getenv("KILN_TEST_TIER1");
+    if (!v || !*v || !strcmp(v, "0")) return false;
+    o->compile_tiers = 2;
+    o->cache_max_bytes = -1; /* no -O3 build found in a cache: tier 1 always */
+    return true;
+}
+static inline kiln_context *test_tier1_hold(kiln_context *c, bool tier1) {
+    if (c && tier1 && tier_hold) tier_hold(c, true);
+    return c;
+}
+
 /* A context for a test program: no environment, kernels cached in a fresh private folder
  * made from the template in dir (such as "/tmp/kiln-test-NAME-XXXXXX", rewritten in
  * place), so tests never write to the user's cache. NULL, with the reason on stderr, when
@@ -164,10 +181,11 @@ static inline kiln_context *test_private_context(char *dir) {
     memset(&o, 0, sizeof o);
     o.ignore_environment = true;
     o.cache_dir = dir;
+    bool t1 = test_tier1(&o);
     kiln_context *c = NULL;
     char err[512];
     if (kiln_context_create(&o, &c, err, sizeof err)) fprintf(stderr, "%s\n", err);
-    return c;
+    return test_tier1_hold(c, t1);
 }
 
 /* A context of `threads` threads, no environment, kernels cached in cache_dir (a folder
@@ -180,10 +198,11 @@ static inline kiln_context *test_threads_context(const char *cache_dir, int thre
     o.num_threads = threads;
     /* beside the test's own context, which may hold 75% of a GPU already: allocate on demand */
     o.alloc_mode = KILN_ALLOC_MODE_GROW;
+    bool t1 = test_tier1(&o);
     kiln_context *c = NULL;
     char err[512];
     if (kiln_context_create(&o, &c, err, sizeof err)) fprintf(stderr, "%s\n", err);
-    return c;
+    return test_tier1_hold(c, t1);
 }
 
 /* Whether `what` occurs in src other than on the line after `#if !KILN_ACROSS_ROWS` (the
@@ -227,13 +246,14 @@ static inline kiln_context *test_context(void) {
     kiln_context_options o;
     memset(&o, 0, sizeof o);
     o.ignore_environment = true;
+    bool t1 = test_tier1(&o);
     kiln_context *ctx = NULL;
     char err[512];
     if (kiln_context_create(&o, &ctx, err, sizeof err) != KILN_STATUS_OK) {
         fprintf(stderr, "cannot create a context: %s\n", err);
         exit(2);
     }
-    return ctx;
+    return test_tier1_hold(ctx, t1);
 }
 
 #endif

@@ -6,6 +6,10 @@
 # medians of `reps` (>= 20) whole runs per side, kiln / JAX, kiln / NumPy, the largest
 # difference from JAX relative to the output's largest magnitude, and each side's first
 # call (trace + compile + run; kiln with an empty compile cache, JAX a fresh jax.jit).
+# With KILN_COMPILE_TIERS=2 in the environment kiln's first calls run tier 1 (no compile:
+# docs/performance.md, "Compile tiers"); the first-call column then also says, in
+# parentheses, how many calls ran before the -O3 build was swapped in, and kiln's time per
+# call is the -O3 build's, timed after the swap.
 #
 # Usage: bench/programs/run.sh [reps] [threads] [BUILD]  (defaults: 30, 2, build-bench)
 # Environment: PROGRAMS, a "|"-separated list of "name sizes..." to run instead of the
@@ -69,7 +73,8 @@ echo "$programs" | tr '|' '\n' | while read -r name sizes; do
             b = v["before_ms"]; k = v["kiln_ms"]; j = v["jax_ms"]; n = v["numpy_ms"]
             nr = (n == "nan" || n + 0 == 0) ? "-" : sprintf("%.2fx", k / n)
             ns = (n == "nan") ? "-" : sprintf("%.3f", n)
-            first = sprintf("%.0f | %.0f", v["kiln_first_ms"], v["jax_first_ms"])
+            t1 = v["kiln_tier1_calls"] + 0 # calls before the -O3 build was swapped in
+            first = sprintf("%.0f%s | %.0f", v["kiln_first_ms"], t1 > 0 ? sprintf(" (%d)", t1) : "", v["jax_first_ms"])
             if (b + 0 >= 0) {
                 first = sprintf("%.0f | %s", v["before_first_ms"], first)
                 printf "| %s | %s | %.3f | %.3f | %.3f | %s | %.2fx | %.2fx | %s | %s | %s |\n", name, sizes, b, k, j, ns, b / j, k / j, nr, v["err"], first

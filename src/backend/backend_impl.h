@@ -205,6 +205,9 @@ const char *kn_lib_op_name(kn_lib_op op);
 /* How many buffers lib_run takes for op (the table above). */
 int kn_lib_op_buffers(kn_lib_op op);
 
+/* A kernel the host runs itself over items [begin, end) of bufs (launch_host). */
+typedef bool (*kn_host_fn)(const void *arg, void *const *bufs, int64_t begin, int64_t end);
+
 typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
     const char *name;
@@ -301,6 +304,14 @@ typedef struct kn_backend {
      * returns when done. A failure (none on the CPU) sets ctx's message. */
     kiln_status (*launch)(void *state, int device, void *kernel, void *const *bufs, int n_bufs,
                           int64_t items, int64_t grain);
+    /* Optional; NULL: the device runs no host code (its memory is not the host's). Runs
+     * fn(arg, bufs, begin, end) over items [0, items) in chunks of at least `grain`, where
+     * launch would run a compiled kernel, and returns when all are done: the kernels of
+     * the first compile tier, which the host runs from their description
+     * (src/codegen/kexec.h). fn returns false when it could not run a chunk (its scratch
+     * could not be allocated; it wrote nothing): KILN_STATUS_HOST_OOM, the message set. */
+    kiln_status (*launch_host)(void *state, int device, kn_host_fn fn, const void *arg,
+                               void *const *bufs, int64_t items, int64_t grain);
 
     /* ---- library kernels: the ops that are not generated loops ----
      * Matrix products go to the vendor's BLAS; permute, scatter-add and cumsum are data
@@ -351,15 +362,13 @@ typedef struct kn_backend {
 
     /* ---- tiered compilation (src/runtime/tier.c, docs/performance.md) ---- */
 
-    /* Optional; NULL: one tier, program_compile's. Like program_compile, at `tier`: 1 a
-     * quicker build whose results are bit-identical to tier 2's, 2 program_compile's own.
-     * With KN_TIER_CACHED_ONLY it only looks in the backend's cache and returns OK with
-     * *out NULL on a miss; KN_TIER_BACKGROUND: the build runs behind the program's own
-     * work (lower priority). *tiers (may be NULL) gets how many tiers this backend has
-     * now (1: asking for tier 1 builds tier 2). */
+    /* Optional; NULL: one tier, program_compile's (a backend with launch_host runs the
+     * first tier itself, from the kernels' descriptions). program_compile, with
+     * KN_TIER_CACHED_ONLY: only a look in the backend's cache, returning OK with *out NULL
+     * on a miss; with KN_TIER_BACKGROUND: the build runs behind the program's own work
+     * (lower priority). */
     kiln_status (*program_compile_tier)(void *state, int device, const char *source, size_t len,
-                                        int tier, unsigned flags, kn_program **out,
-                                        kn_program_info *info, int *tiers);
+                                        unsigned flags, kn_program **out, kn_program_info *info);
 } kn_backend;
 
 /* program_compile_tier's flags. */

@@ -278,8 +278,8 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
         long t;
         if (!config_parse_int(v, &t) || t < 1 || t > 2)
             return bad_env(err, n, "KILN_COMPILE_TIERS", v,
-                           "1 (the -O3 build only) or 2 (a quick build first, -O3 in the "
-                           "background)");
+                           "1 (the -O3 build only) or 2 (the kernels run from their "
+                           "descriptions first, -O3 in the background)");
         c->compile_tiers = (int)t;
     }
     if ((v = getenv("KILN_PROFILE")) && *v) {

@@ -21,7 +21,7 @@
  *
  * Invariant: the text depends on the description, its schedule and the dialect alone
  * (never on the machine or the thread count), so it can key the kernel caches. */
-#include "backend/c_runtime.h"
+#include "optext.h"
 #include "prelude.h"
 #include "printer.h"
 
@@ -32,19 +32,7 @@
 _Static_assert(KN_CUDA_PART_BYTES == KD_PART_BYTES, "one partial result's slot, both dialects");
 
 const char *cgen_ctype(kiln_dtype t) {
-    switch (t) {
-    case KILN_DTYPE_F32: return "float";
-    case KILN_DTYPE_F64: return "double";
-    case KILN_DTYPE_I32: return "int32_t";
-    case KILN_DTYPE_I64: return "int64_t";
-    case KILN_DTYPE_BF16:
-    case KILN_DTYPE_F16: return "uint16_t"; /* a buffer's: the values are computed in f32 */
-    default: return "uint8_t";
-    }
-}
-
-static const char *utype(kiln_dtype t) {
-    return t == KILN_DTYPE_I32 ? "uint32_t" : "uint64_t";
+    return ot_ctype(t);
 }
 
 /* ------------------------------------------------------ per-op syntax ---- */
@@ -72,57 +60,15 @@ static void c_literal(kiln_dtype t, int64_t i, double f, char *out, size_t m) {
 }
 
 const char *pr_dtype_suffix(kiln_dtype t) {
-    switch (t) {
-    case KILN_DTYPE_F32: return "f32";
-    case KILN_DTYPE_F64: return "f64";
-    case KILN_DTYPE_I32: return "i32";
-    case KILN_DTYPE_I64: return "i64";
-    case KILN_DTYPE_BF16: return "bf16";
-    case KILN_DTYPE_F16: return "f16";
-    default: return "bool";
-    }
+    return ot_suffix(t);
 }
 
-/* The C expression of elementwise op `op` (result dtype t, data operand dtype in_t, the
- * 16-bit dtype the node stores or KILN_DTYPE_INVALID (kd_stmt.round), the node's attributes a)
- * applied to the operand expressions x[]: the op's kernel expression from the registry (src/ir/ir.h
- * lists the placeholders) expanded with C's type names. False when the op has none for that operand
- * class (a registry hole, which tests/test_registry.c keeps from happening). */
+/* The C expression of elementwise op `op` (optext.h, ot_op_expr) with the node's
+ * attributes a. */
 static bool c_op_expr(ir_op op, kiln_dtype t, kiln_dtype in_t, kiln_dtype stored, const ir_attrs *a,
                       const char *const *x, char *ex, size_t m) {
-    static const char *const cmp[] = {"==", "!=", "<", "<=", ">", ">="};
-    const char *tmpl = ir_ops[op].kexpr[ir_dtype_is_float(in_t) ? 0 : 1];
-    if (!tmpl) return false;
-    size_t k = 0;
-    for (; *tmpl && k + 1 < m; tmpl++) {
-        if (*tmpl != '$' || !tmpl[1]) {
-            ex[k++] = *tmpl;
-            continue;
-        }
-        const char *r = "";
-        char c = *++tmpl;
-        if (c >= '0' && c <= '2')
-            r = x[c - '0'] ? x[c - '0'] : "";
-        else if (c == 'T')
-            r = cgen_ctype(t);
-        else if (c == 'U')
-            r = utype(in_t);
-        else if (c == 'S')
-            r = pr_dtype_suffix(in_t);
-        else if (c == 'R')
-            r = pr_dtype_suffix(t);
-        else if (c == 'H')
-            r = pr_dtype_suffix(stored ? stored : t);
-        else if (c == 'F')
-            r = in_t == KILN_DTYPE_F32 ? "f" : "";
-        else if (c == 'C')
-            r = cmp[a->cmp];
-        else if (c == 'D' && ir_rng_name(a->rng))
-            r = ir_rng_name(a->rng);
-        k += (size_t)snprintf(ex + k, m - k, "%s", r);
-    }
-    ex[k < m ? k : m - 1] = 0;
-    return true;
+    int cmp = op == IR_COMPARE ? (int)a->cmp : 0, rng = op == IR_RANDOM ? a->rng : 0;
+    return ot_op_expr(op, t, in_t, stored, cmp, rng, x, ex, m);
 }
 
 /* ------------------------------------------------------------ names ---- */
@@ -557,32 +503,13 @@ bool cgen_dialect_named(const char *language, cgen_dialect *dialect) {
     return true;
 }
 
-/* Appends a prelude's text with its `@NAME@` marks replaced by c_runtime.h's text: the
- * runtime table's fields, and the Payne-Hanek steps kiln_reduce_pio2_f32 inlines. */
+static void sb_put(void *u, const char *text, size_t n) {
+    sb_printf(u, "%.*s", (int)n, text);
+}
+
+/* Appends a prelude's text with its `@NAME@` marks filled in (optext.h, ot_prelude). */
 static void prelude_append(strbuf *sb, const char *text) {
-    static const struct {
-        const char *name, *text;
-    } marks[] = {
-        {"KN_C_RUNTIME_FIELDS", KN_C_RUNTIME_STR(KN_C_RUNTIME_FIELDS)},
-        {"KN_C_PIO2_BIG", KN_C_RUNTIME_STR(KN_C_PIO2_BIG(a, v.r, v.quadrant))},
-    };
-    for (const char *at; (at = strchr(text, '@'));) {
-        const char *end = strchr(at + 1, '@');
-        size_t n = end ? (size_t)(end - at - 1) : 0;
-        size_t m = 0;
-        while (m < sizeof marks / sizeof *marks &&
-               (strlen(marks[m].name) != n || strncmp(marks[m].name, at + 1, n)))
-            m++;
-        sb_printf(sb, "%.*s", (int)(at - text), text);
-        if (m == sizeof marks / sizeof *marks) { /* not a mark: the text as it is */
-            sb_append(sb, "@");
-            text = at + 1;
-            continue;
-        }
-        sb_append(sb, marks[m].text);
-        text = end + 1;
-    }
-    sb_append(sb, text);
+    ot_prelude(text, sb_put, sb);
 }
 
 kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, cgen_dialect dialect,

@@ -212,7 +212,7 @@ static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
     if (s) return s;
     e->stats.from_disk_cache = pi.from_cache;
     e->stats.code_bytes = pi.code_bytes;
-    for (uint32_t i = 0; i < e->plan.n_kernels && !s; i++) {
+    for (uint32_t i = 0; i < e->plan.n_kernels && !s && e->prog; i++) {
         if (e->plan.kernels[i].kind != FK_LOOP) continue;
         char name[32];
         snprintf(name, sizeof name, "kiln_k%u", i);
@@ -394,7 +394,7 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     e->stats.num_ops = kiln_graph_num_nodes(e->g);
     e->stats.num_fused_away = (int)e->plan.n_fused_away;
     e->donate_to = NULL; /* the caller's, read while compiling only */
-    /* tiered compilation: the optimised build of a program that runs the quick one, in the
+    /* tiered compilation: the optimised build of a program that runs tier 1, in the
      * background (runtime/tier.c) */
     if ((s = tier_schedule(e, e->source))) {
         kiln_executable_destroy(e);

@@ -30,10 +30,13 @@ char *kiln_executable_to_string(const kiln_executable *e) {
     }
     if (e->tier == 1) /* tiered compilation (src/runtime/tier.c): which build calls run now */
         sb_printf(&sb, "compile tier: %s\n",
-                  tier_current(e) == 2 ? "2, the optimised build (swapped in for the quick one)"
+                  tier_current(e) == 2
+                      ? "2, the optimised build (swapped in for the kernels' descriptions)"
                   : atomic_load_explicit(&((kiln_executable *)e)->tier_failed, memory_order_relaxed)
-                      ? "1, the quick build (the optimised one failed to compile)"
-                      : "1, the quick build (the optimised one is compiling in the background)");
+                      ? "1, the kernels run from their descriptions (the optimised build failed "
+                        "to compile)"
+                      : "1, the kernels run from their descriptions (the optimised build is "
+                        "compiling in the background)");
     char *report = exec_memory_report(e);
     sb_printf(&sb, "\n%s\n%s", report ? report : "", e->source ? e->source : "");
     if (!report) sb.oom = true;

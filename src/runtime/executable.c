@@ -93,6 +93,7 @@ void exec_unref(kiln_executable *e) {
     exec_profile_free(e);
     if (e->prog) e->dev->backend->program_free(e->dev->state, e->prog);
     tier_code_free(e);
+    tier_interp_free(e);
     exec_steps_free(e);
     exec_controls_free(e);
     exec_profile_forget(e);

@@ -170,7 +170,11 @@ struct kiln_executable {
     bool sub_graph;           /* a loop body or branch (remat_planner.sub_graph) */
 
     /* ---- tiered compilation (src/runtime/tier.c) ---- */
-    uint8_t tier;            /* the tier prog and the steps' kernels were built at: 1 or 2 */
+    uint8_t tier; /* 1: the steps run tier 1 (interp) until tier 2 is swapped in; 2: prog */
+    /* tier 1: per kernel, a LOOP kernel run from its description (codegen/kexec.h), else
+     * NULL; NULL when the program was built at tier 2 */
+    struct kx_kernel **interp;
+    uint32_t n_interp;
     bool tier_pending;       /* tier 2 is queued or compiling (under the tier service's mutex) */
     atomic_bool tier_failed; /* tier 2 failed: calls stay on tier 1 */
     _Atomic(struct exec_tier_code *) tier_code; /* tier 2 once built; NULL before */

@@ -80,18 +80,19 @@ void exec_profile_add_tier(kiln_executable *e, int tier) {
     atomic_fetch_add_explicit(&e->prof->tier_runs[tier == 1 ? 0 : 1], 1, memory_order_relaxed);
 }
 
-/* Tiered compilation (src/runtime/tier.c): which build the profiled runs ran, for an
- * executable that started on the quick one. */
+/* Tiered compilation (src/runtime/tier.c): which tier the profiled runs ran, for an
+ * executable that started on the first one. */
 static void report_tiers(const kiln_executable *e, strbuf *sb) {
     if (e->tier != 1) return;
     uint64_t t1 = atomic_load_explicit(&e->prof->tier_runs[0], memory_order_relaxed),
              t2 = atomic_load_explicit(&e->prof->tier_runs[1], memory_order_relaxed);
     sb_printf(sb,
-              "  compile tiers: %" PRIu64 " profiled runs on the quick build (tier 1), %" PRIu64
-              " on the optimised one (tier 2)%s\n",
+              "  compile tiers: %" PRIu64
+              " profiled runs on the kernels' descriptions (tier 1), %" PRIu64
+              " on the optimised build (tier 2)%s\n",
               t1, t2,
               atomic_load_explicit(&e->tier_failed, memory_order_relaxed)
-                  ? "; the optimised build failed, the quick one stays"
+                  ? "; the optimised build failed, the descriptions stay"
                   : "");
 }
 

@@ -42,6 +42,7 @@
  * failure there poisons the outputs (their event carries the message) and frees the
  * donated buffers, whose arrays are consumed already. */
 #include "executable.h"
+#include "codegen/kexec.h"
 #include "comm/comm.h"
 
 #include <string.h>
@@ -349,7 +350,7 @@ static kiln_status run_steps(run_state *r, bool sync) {
     bool collectives = false; /* enqueued on the device: waited for with the group's timeout */
     r->n_started = 0;
     /* Tiered compilation: the build this call runs, read once, so that the optimised
-     * tier, swapped in meanwhile, is never mixed with the quick one (src/runtime/tier.c) */
+     * tier, swapped in meanwhile, is never mixed with the first (src/runtime/tier.c) */
     const exec_tier_code *tier2 = atomic_load_explicit(&e->tier_code, memory_order_acquire);
     if (pe) exec_profile_add_tier(pe, tier2 || e->tier != 1 ? 2 : 1);
     for (uint32_t i = 0; i < e->n_steps && !s; i++) {
@@ -359,6 +360,10 @@ static kiln_status run_steps(run_state *r, bool sync) {
         void *const *bufs = r->bufs + st->at;
         switch (st->kind) {
         case EXEC_STEP_LOOP:
+            if (!tier2 && e->interp) { /* tier 1: the kernel run from its description */
+                s = kx_launch(e->interp[st->kernel], b, state, dev, bufs);
+                break;
+            }
             s = b->launch(state, dev, tier2 ? exec_tier_kernel(tier2, i) : st->loop.fn, bufs,
                           (int)st->n, st->loop.items, st->loop.grain);
             break;

@@ -1,12 +1,13 @@
-/* tier.c — tiered compilation: the quick build first, the optimised one in the background
+/* tier.c — tiered compilation: the kernels run from their descriptions first, the
+ * optimised build compiled in the background
  * (tier.h; docs/performance.md, "Compile tiers").
  *
  * Invariants:
  *   - a call runs one build from its first kernel to its last: run.c loads e->tier_code
  *     once (acquire) at the start of its steps, and the tier thread stores it once
  *     (release), after every kernel handle in it is found; it is never changed again;
- *   - neither build is freed while the executable lives (e->prog, tier 1, and tier_code,
- *     tier 2, both go in exec_unref), so no call in flight, synchronous or queued on the
+ *   - neither build is freed while the executable lives (e->interp, tier 1, and
+ *     tier_code, tier 2, both go in exec_unref), so no call in flight, synchronous or queued on the
  *     device, can lose the code it runs;
  *   - a job never outlives its executable: kiln_executable_destroy (tier_cancel), the one
  *     way an owner lets an executable go, drops its job if still queued and waits for it
@@ -19,6 +20,8 @@
  *   - the context stops the thread (tier_service_destroy) before its backends close: the
  *     job in progress compiles through the backend. */
 #include "tier.h"
+
+#include "codegen/kexec.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -94,7 +97,9 @@ void tier_service_destroy(kiln_context *ctx) {
 /* ------------------------------------------------------------ loading ---- */
 
 bool tier_wanted(const kiln_executable *e) {
-    if (e->ctx->config.compile_tiers < 2 || e->sub_graph || !e->dev->backend->program_compile_tier)
+    const kn_backend *b = e->dev->backend;
+    if (e->ctx->config.compile_tiers < 2 || e->sub_graph || !b->program_compile_tier ||
+        !b->launch_host)
         return false;
     for (uint32_t i = 0; i < e->plan.n_kernels; i++) /* only loop kernels are compiled code */
         if (e->plan.kernels[i].kind == FK_LOOP) return true;
@@ -103,17 +108,26 @@ bool tier_wanted(const kiln_executable *e) {
 
 kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_program_info *info) {
     const kn_backend *b = e->dev->backend;
-    size_t len = strlen(e->source);
-    int tiers = 1;
     e->tier = 2;
-    kiln_status s = b->program_compile_tier(e->dev->state, e->dev->index, e->source, len, 2,
-                                            KN_TIER_CACHED_ONLY, prog, info, &tiers);
+    kiln_status s = b->program_compile_tier(e->dev->state, e->dev->index, e->source,
+                                            strlen(e->source), KN_TIER_CACHED_ONLY, prog, info);
     if (s || *prog) return s; /* the optimised build is cached: no first tier */
-    if (tiers < 2)
-        return b->program_compile(e->dev->state, e->dev->index, e->source, len, prog, info);
+    *info = (kn_program_info){0};
     e->tier = 1;
-    return b->program_compile_tier(e->dev->state, e->dev->index, e->source, len, 1, 0, prog, info,
-                                   NULL);
+    uint32_t nk = e->plan.n_kernels;
+    if (!(e->interp = host_calloc(e->ctx, nk ? nk : 1, sizeof *e->interp)))
+        return ctx_oom(e->ctx, "kiln_compile: the first tier's kernels", nk * sizeof *e->interp);
+    e->n_interp = nk ? nk : 1;
+    for (uint32_t i = 0; i < nk && !s; i++)
+        if (e->plan.kernels[i].kind == FK_LOOP) s = kx_prepare(e->g, &e->plan, i, &e->interp[i]);
+    return s;
+}
+
+void tier_interp_free(kiln_executable *e) {
+    if (!e->interp) return;
+    for (uint32_t i = 0; i < e->n_interp; i++) kx_free(e->interp[i]);
+    host_free(e->ctx, e->interp, e->n_interp * sizeof *e->interp);
+    e->interp = NULL;
 }
 
 /* ------------------------------------------------------- the second tier ---- */
@@ -141,7 +155,7 @@ static kiln_status find_kernels(kiln_executable *e, kn_program *prog, void **fns
 }
 
 /* Builds tier 2 of e and publishes it; on failure e stays on tier 1 (tier_failed), which
- * computes the same bits. */
+ * computes the same values. */
 static void build_tier2(kiln_executable *e, const char *source, size_t len, unsigned flags) {
     const kn_backend *b = e->dev->backend;
     kn_program *prog = NULL;
@@ -150,8 +164,7 @@ static void build_tier2(kiln_executable *e, const char *source, size_t len, unsi
     void **fns = host_calloc(e->ctx, e->n_steps + 1, sizeof *fns);
     kiln_status s = c && fns ? KILN_STATUS_OK : KILN_STATUS_HOST_OOM;
     if (!s)
-        s = b->program_compile_tier(e->dev->state, e->dev->index, source, len, 2, flags, &prog,
-                                    &info, NULL);
+        s = b->program_compile_tier(e->dev->state, e->dev->index, source, len, flags, &prog, &info);
     if (!s) s = find_kernels(e, prog, fns);
     if (s) {
         if (prog) b->program_free(e->dev->state, prog);

@@ -1,9 +1,11 @@
 /* tier.h — tiered compilation (docs/performance.md, "Compile tiers"): a new program runs
- * at once on a quick build of its kernels (tier 1) while the optimised build (tier 2) is
- * compiled on a thread of the context, then swapped in between two calls.
+ * at once with its LOOP kernels run from their descriptions (tier 1: codegen/kexec.h, no
+ * compiler) while the optimised build (tier 2) is compiled on a thread of the context,
+ * then swapped in between two calls.
  *
  * kiln_compile asks for tier 2 in the disk cache first (a hit: one tier, nothing in the
- * background), else builds tier 1 and, once the executable is complete, queues it here.
+ * background), else prepares tier 1 and, once the executable is complete, queues tier 2
+ * here.
  * The context's tier thread compiles the queued programs one after another, at a lower
  * priority, finds each kernel in the new build and publishes it (exec_tier_code) with one
  * atomic store; a call reads that pointer once, at its start, and runs every kernel from
@@ -24,11 +26,12 @@ kiln_status tier_service_create(kiln_context *ctx);
 void tier_service_destroy(kiln_context *ctx);
 
 /* Whether kiln_compile builds e in tiers: the context's setting is 2, e is a whole program
- * (not a loop body or branch), and its backend has a first tier. */
+ * (not a loop body or branch), and its backend runs host code (launch_host) and builds in
+ * the background (program_compile_tier). */
 bool tier_wanted(const kiln_executable *e);
-/* Loads e's program: tier 2 from the cache if it is there, else tier 1 (e->tier says
- * which, and whether tier 2 is still to come). In load_kernels' place of
- * program_compile. */
+/* Loads e's program: tier 2 from the cache if it is there (*prog), else prepares tier 1,
+ * each LOOP kernel run from its description (e->interp; *prog NULL). e->tier says which,
+ * and whether tier 2 is still to come. In load_kernels' place of program_compile. */
 kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_program_info *info);
 /* Queues e's tier-2 build (its source is copied) when e runs tier 1; else nothing.
  * KILN_STATUS_HOST_OOM (message set) when the job cannot be allocated; when the thread
@@ -45,6 +48,8 @@ int tier_wait(kiln_executable *e);
 void tier_hold(kiln_context *ctx, bool hold);
 /* The tier a call starting now runs (1 or 2). */
 int tier_current(const kiln_executable *e);
+/* Frees e's tier-1 kernels (executable.c, when e goes). */
+void tier_interp_free(kiln_executable *e);
 /* Frees e's tier-2 build (executable.c, when e goes). */
 void tier_code_free(kiln_executable *e);
 

@@ -104,19 +104,6 @@ static const char *const gcc_opt_flags[] = {"-O3", "-fno-split-loops", "-fno-loo
 static const char *const other_opt_flags[] = {"-O3"};
 #define N_OPT_FLAGS(gcc) ((gcc) ? 4 : 1)
 
-/* ---- tiered compilation (CC_TIER_FAST; src/runtime/tier.c) ----
- * The first tier's flags: gcc only, whose -O1 keeps -O3's floating-point results when
- * told to. -O1 alone forms no FMA (gcc contracts a*b+c only with
- * -fexpensive-optimizations, which -O2 and -O3 turn on), and without the vectoriser the
- * `#pragma omp simd` reductions still vectorise (-fopenmp-simd forces them) but the plain
- * loops run scalar and several times slower; with both flags every output of the
- * bench/programs programs is bit-identical to -O3's (docs/performance.md, "Compile
- * tiers"). -O0 and -Og compile a little sooner but leave the simd reductions scalar (other
- * bits) and run much slower; clang compiles slower than gcc at any level and its -O1 has
- * no loop vectoriser, so another compiler has one tier. */
-static const char *const gcc_fast_flags[] = {"-O1", "-fexpensive-optimizations", "-ftree-vectorize",
-                                             "-pipe"};
-#define N_FAST_FLAGS 4
 struct cc_compiler {
     kiln_context *ctx;         /* the owner, whose allocator made this */
     const kn_cpu_options *opt; /* the CPU backend's options, which outlive this */
@@ -155,7 +142,6 @@ typedef struct cc_load {
     int parts;                     /* plan_parts: 1, or the translation units compiled at once */
     size_t cuts[CC_MAX_PARTS + 1]; /* where they begin (plan_parts) */
     char key[SHA256_HEX_BYTES];
-    bool fast;       /* CC_TIER_FAST: gcc_fast_flags instead of the optimisation flags */
     bool background; /* CC_LOAD_BACKGROUND: the compilers run at a lower priority */
 } cc_load;
 
@@ -426,10 +412,6 @@ static void compute_key(cc_load *ld) {
     char parts[16];
     snprintf(parts, sizeof parts, "parts=%d", ld->parts);
     sha256_update(&c, parts, strlen(parts) + 1);
-    /* the first tier's objects are other bytes: their own entries (the second tier's key
-     * is what it was before tiers, so caches made then still serve it) */
-    for (int i = 0; ld->fast && i < N_FAST_FLAGS; i++)
-        sha256_update(&c, gcc_fast_flags[i], strlen(gcc_fast_flags[i]) + 1);
     sha256_update(&c, ld->source, ld->len);
     sha256_final(&c, digest);
     sha256_hex(digest, ld->key);
@@ -447,8 +429,7 @@ static void build_argv_n(const cc_load *ld, cc_argv *a, bool compile_only, const
                          char *const *inputs, int n_inputs) {
     int n = 0;
     a->v[n++] = ld->st->path;
-    for (int i = 0; ld->fast && i < N_FAST_FLAGS; i++) a->v[n++] = (char *)gcc_fast_flags[i];
-    for (int i = 0; !ld->fast && i < N_OPT_FLAGS(ld->st->is_gcc); i++)
+    for (int i = 0; i < N_OPT_FLAGS(ld->st->is_gcc); i++)
         a->v[n++] = (char *)(ld->st->is_gcc ? gcc_opt_flags : other_opt_flags)[i];
     for (int i = 0; i < N_BASE_FLAGS; i++) a->v[n++] = (char *)base_flags[i];
     snprintf(a->extra, sizeof a->extra, "%s", ld->st->opt->cc_flags);
@@ -914,23 +895,14 @@ kiln_status cc_module_load_tier(cc_compiler *cc, const char *source, size_t len,
                   .source = source ? source : "",
                   .len = len,
                   .background = flags & CC_LOAD_BACKGROUND};
-    bool cached_only = flags & CC_LOAD_CACHED_ONLY, fast = false;
-    kiln_status s = cc_has_fast_tier(cc, &fast);
+    bool cached_only = flags & CC_LOAD_CACHED_ONLY;
+    kiln_status s = compiler_ready(cc); /* the key hashes the compiler's identity */
     if (s) return s;
-    ld.fast = fast && (flags & CC_TIER_FAST); /* without a first tier: the second */
     ld.parts = plan_parts(ld.source, ld.len, compile_jobs(&ld), ld.cuts);
     compute_key(&ld);
     if (!cc->opt->cache.max_bytes)
         return cached_only ? KILN_STATUS_OK : load_private(&ld, NULL, out);
     return load_cached(&ld, cc->opt->cache.dir, cached_only, out, from_cache);
-}
-
-kiln_status cc_has_fast_tier(cc_compiler *cc, bool *has) {
-    kiln_status s = compiler_ready(cc);
-    /* KILN_CC_FLAGS may hold an -O of its own, or a sanitizer: what the user asked for is
-     * built once, as asked */
-    *has = !s && cc->is_gcc && !cc->opt->cc_flags[0];
-    return s;
 }
 
 /* ---------------------------------------------------------- the module ---- */

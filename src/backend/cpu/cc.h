@@ -33,17 +33,12 @@ void cc_compiler_destroy(cc_compiler *cc);
 kiln_status cc_module_load(cc_compiler *cc, const char *source, size_t len, cc_module **out,
                            bool *from_cache);
 /* ---- tiered compilation (src/runtime/tier.c) ----
- * cc_module_load with flags: CC_TIER_FAST builds the first tier (cc.c's gcc_fast_flags,
- * which give -O3's bits sooner; a compiler without a first tier builds the second), in
- * cache entries of its own; CC_LOAD_CACHED_ONLY only looks in the disk cache: on a miss
+ * cc_module_load with flags: CC_LOAD_CACHED_ONLY only looks in the disk cache: on a miss
  * it returns OK with *out NULL, compiling nothing and counting no miss;
  * CC_LOAD_BACKGROUND runs the compilers at a lower priority. */
-enum { CC_TIER_FAST = 1u, CC_LOAD_CACHED_ONLY = 2u, CC_LOAD_BACKGROUND = 4u };
+enum { CC_LOAD_CACHED_ONLY = 2u, CC_LOAD_BACKGROUND = 4u };
 kiln_status cc_module_load_tier(cc_compiler *cc, const char *source, size_t len, unsigned flags,
                                 cc_module **out, bool *from_cache);
-/* Whether this compiler has a first tier: gcc, and no KILN_CC_FLAGS. Probes the compiler
- * (its first call runs `cc --version`). */
-kiln_status cc_has_fast_tier(cc_compiler *cc, bool *has);
 
 void *cc_module_sym(const cc_module *m, const char *name); /* NULL if absent */
 size_t cc_module_code_bytes(const cc_module *m);           /* size of the .so */

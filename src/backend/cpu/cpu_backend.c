@@ -189,22 +189,19 @@ static kiln_status cpu_program_compile(void *state, int device, const char *sour
     return s;
 }
 
-/* ---- tiered compilation (src/runtime/tier.c): cc.c's first tier, gcc only ---- */
+/* ---- tiered compilation (src/runtime/tier.c): the optimised build, looked for in the
+ * cache or built in the background ---- */
 static kiln_status cpu_program_compile_tier(void *state, int device, const char *source, size_t len,
-                                            int tier, unsigned flags, kn_program **out,
-                                            kn_program_info *info, int *tiers) {
+                                            unsigned flags, kn_program **out,
+                                            kn_program_info *info) {
     cpu_state *st = state;
     (void)device;
     cc_module *m = NULL;
-    bool fast = false;
     *info = (kn_program_info){0};
     *out = NULL;
-    kiln_status s = cc_has_fast_tier(st->cc, &fast);
-    if (tiers) *tiers = fast ? 2 : 1;
-    unsigned f = (tier == 1 ? CC_TIER_FAST : 0) |
-                 (flags & KN_TIER_CACHED_ONLY ? CC_LOAD_CACHED_ONLY : 0) |
+    unsigned f = (flags & KN_TIER_CACHED_ONLY ? CC_LOAD_CACHED_ONLY : 0) |
                  (flags & KN_TIER_BACKGROUND ? CC_LOAD_BACKGROUND : 0);
-    if (!s) s = cc_module_load_tier(st->cc, source, len, f, &m, &info->from_cache);
+    kiln_status s = cc_module_load_tier(st->cc, source, len, f, &m, &info->from_cache);
     if (!(flags & KN_TIER_BACKGROUND)) warm_join(st); /* see cpu_program_compile */
     if (!s && m) {
         cpu_runtime_bind(m);
@@ -290,6 +287,33 @@ static kiln_status cpu_launch(void *state, int device, void *kernel, void *const
     pool_parallel_for(pool, k->parts, 1, run_chunk, &c);
     k->fn(all, 0, items);
     host_free(st->ctx, all, bytes);
+    return KILN_STATUS_OK;
+}
+
+typedef struct host_call {
+    kn_host_fn fn;
+    const void *arg;
+    void *const *bufs;
+    _Atomic(bool) failed;
+} host_call;
+
+static void run_host_chunk(void *arg, int64_t begin, int64_t end) {
+    host_call *c = arg;
+    if (!c->fn(c->arg, c->bufs, begin, end))
+        atomic_store_explicit(&c->failed, true, memory_order_relaxed);
+}
+
+/* A kernel the host runs from its description (the first compile tier), on the pool as
+ * cpu_launch runs a compiled one. */
+static kiln_status cpu_launch_host(void *state, int device, kn_host_fn fn, const void *arg,
+                                   void *const *bufs, int64_t items, int64_t grain) {
+    cpu_state *st = state;
+    kn_pool *pool = atomic_load_explicit(&st->pool[device], memory_order_acquire);
+    host_call c = {.fn = fn, .arg = arg, .bufs = bufs};
+    atomic_init(&c.failed, false);
+    pool_parallel_for(pool, items, grain, run_host_chunk, &c);
+    if (atomic_load_explicit(&c.failed, memory_order_relaxed))
+        return ctx_oom(st->ctx, "CPU backend: the scratch of a kernel run from its description", 0);
     return KILN_STATUS_OK;
 }
 
@@ -523,6 +547,7 @@ const kn_backend kn_cpu_backend = {
     .kernel_get = cpu_kernel_get,
     .launch_prepare = cpu_launch_prepare,
     .launch = cpu_launch,
+    .launch_host = cpu_launch_host,
     .gemm_warm = cpu_gemm_warm,
     .lib_supports = cpu_lib_supports,
     .lib_scratch = cpu_lib_scratch,

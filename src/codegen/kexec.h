@@ -1,0 +1,40 @@
+/* kexec.h — kernel descriptions run directly, with no compiler: the first tier of tiered
+ * compilation (docs/performance.md, "Compile tiers"; src/runtime/tier.c).
+ *
+ * A fused LOOP kernel is described once (kdesc.h); the printers spell the description as C
+ * or CUDA, and this interpreter runs it. It reads the description as the printers do —
+ * items, the element loop, reductions and their accumulators, guards, index expressions —
+ * and runs each statement over a vector of lanes with one loop of the op library that the
+ * build generated from the op registry (tools/gen_oplib.c: each op's kernel expression
+ * after the C dialect's prelude, so an op computes as a compiled kernel's does). The lanes
+ * are the element loop's elements (a thread per element, as the CUDA dialect reads the
+ * description) or, outside it, the iterations of an innermost loop (a row value's
+ * reduction). Memory is the plan's: the kernel reads its inputs and writes its outputs
+ * where the planner put them, and its working values live in a scratch of its own on the
+ * host, as a compiled kernel keeps them in registers and on its stack.
+ *
+ * What differs from the compiled kernel: float sums add in f64 lane by lane rather than
+ * in the C dialect's f32 blocks and slices, and no product is contracted into a sum; so a
+ * sum may differ in its last bits (a sum's error bound is the same or smaller), every
+ * other op gives the same bits. */
+#ifndef KILN_CODEGEN_KEXEC_H
+#define KILN_CODEGEN_KEXEC_H
+
+#include "kdesc.h"
+
+typedef struct kx_kernel kx_kernel;
+
+/* Lowers kernel ki of the plan (a LOOP kernel) and prepares it to run. On failure (host
+ * OOM, or an op the library has no loop for: an internal error) sets the context's message
+ * and *out is NULL. */
+kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kx_kernel **out);
+void kx_free(kx_kernel *k);
+/* Runs kernel k on buffers bufs (its inputs, then its outputs, as cgen.h lays them out)
+ * over the device's threads, through backend b's launch_host; a split reduction
+ * (kd_kernel.parts) runs its parts there and then combines them in order, as the C
+ * dialect does. Safe from several threads at once. Fails only for host memory (the
+ * message set; nothing was written but, for a split reduction, nothing visible). */
+kiln_status kx_launch(const kx_kernel *k, const kn_backend *b, void *state, int device,
+                      void *const *bufs);
+
+#endif

@@ -20,7 +20,16 @@
  *     outside it runs across its iterations instead: its accumulation into an accumulator
  *     declared before it goes into one partial accumulator per lane, folded into it in
  *     lane order after the loop;
+ *   - a column reduction over few columns (its innermost reduce loop holding the element
+ *     loop alone) runs the loops interchanged: for one column at a time, the reduce
+ *     loop's iterations are the lanes, through per-lane partials;
+ *   - a kernel whose items are short whole rows runs KX_LANES rows at once as the lanes
+ *     (kx_kernel.row_lanes: a softmax or a norm over few channels), every loop inside one
+ *     iteration at a time;
  *   - any other loop runs one iteration at a time.
+ * A split reduction (kd_kernel.parts) runs as the C dialect's does: each part the split
+ * loop's slice, its accumulators saved, then a combining run that takes the parts in
+ * order in the loop's place.
  * A guard that differs between lanes becomes a mask: every statement of the branch is
  * computed for all lanes, but loads read, and stores, assignments and accumulations
  * write, only the lanes where it holds (a branch no lane takes is skipped).
@@ -69,6 +78,11 @@ struct kx_kernel {
     /* the kernel's items are short whole rows (at most KX_ROW_INNER elements): KX_LANES
      * rows run at once as lanes, every loop inside one iteration at a time */
     bool row_lanes;
+    /* kd->split > 1 (an interleave, a reshape's split of the last axis): the element loop's
+     * lanes are the quotients q of its variable by the split, one pass per remainder, as
+     * the C dialect's two nested loops; the remainder is then uniform (an interleave's
+     * branch is taken or not for all lanes) and the quotient affine */
+    bool split_lanes;
     uint32_t n_redirs, n_accs, n_ixbufs, n_masks;
     int64_t acc_lanes; /* lanes of an accumulator: the chunk for a column's, else KX_LANES */
     int64_t items, grain;
@@ -178,7 +192,10 @@ typedef struct xs {
     uint8_t *var_lanes;
     ixr *var_ix;
     int64_t *axis_buf; /* KILN_MAX_RANK buffers of KX_LANES */
-    bool vec;          /* lanes run a loop (else lanes == 1 and nothing is vectorised) */
+    /* kx_kernel.split_lanes, in the element loop: its variable is q * split + split_r for
+     * the lanes' q, one pass per remainder split_r (0: not so) */
+    int64_t split, split_r;
+    bool vec; /* lanes run a loop (else lanes == 1 and nothing is vectorised) */
     uint32_t lane_var;
     int64_t lane0, lanes, col_off, jb, je;
 } xs;
@@ -208,6 +225,8 @@ static ixr eval_atom(xs *x, uint32_t atom, int depth) {
     const kd_atom *a = &x->kd->atoms[atom];
     switch (a->kind) {
     case KD_ATOM_VAR:
+        if (x->split && a->arg == x->kd->last_var) /* q * split + r, the lanes the q */
+            return (ixr){1, x->lane0 * x->split + x->split_r, x->split, NULL};
         if (a->arg == x->lane_var) return (ixr){1, x->lane0, 1, NULL};
         if (x->var_lanes && x->var_lanes[a->arg]) return x->var_ix[a->arg]; /* rows as lanes */
         return (ixr){0, x->var[a->arg], 0, NULL};
@@ -219,6 +238,18 @@ static ixr eval_atom(xs *x, uint32_t atom, int depth) {
         return (ixr){2, 0, 0, b};
     }
     default: { /* DIV, MOD: C's truncating division, as the printed kernel divides */
+        if (x->split && a->n % x->split == 0 && kd_ix_is_last(x->kd, a->arg)) {
+            /* of the split variable q * k + r by m * k: q / m and (q % m) * k + r */
+            int64_t m = a->n / x->split;
+            if (m == 1)
+                return a->kind == KD_ATOM_DIV ? (ixr){1, x->lane0, 1, NULL}
+                                              : (ixr){0, x->split_r, 0, NULL};
+            int64_t *b = ixbuf(x, depth);
+            for (int64_t l = 0; l < x->lanes; l++)
+                b[l] = a->kind == KD_ATOM_DIV ? (x->lane0 + l) / m
+                                              : (x->lane0 + l) % m * x->split + x->split_r;
+            return (ixr){2, 0, 0, b};
+        }
         ixr r = eval_ix(x, a->arg, depth);
         int64_t n = a->n;
         bool div = a->kind == KD_ATOM_DIV;
@@ -738,6 +769,21 @@ static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
         if (x->part_mode == 2) return combine_parts(x, id);
         lo = x->part_no * s->n / x->kd->parts, hi = (x->part_no + 1) * s->n / x->kd->parts;
     }
+    if (s->n < 0 && k->split_lanes && !x->vec && (x->je - x->jb) % x->kd->split == 0 &&
+        x->jb % x->kd->split == 0) {
+        int64_t sp = x->kd->split, from = x->jb / sp, to = x->je / sp;
+        for (int64_t b = from; b < to; b += KX_LANES)
+            for (int64_t r = 0; r < sp; r++) {
+                x->vec = true, x->split = sp, x->split_r = r;
+                x->lane_var = KX_NONE;
+                x->lane0 = b;
+                x->lanes = to - b < KX_LANES ? to - b : KX_LANES;
+                run_range(x, id + 1, end, NULL);
+                x->stop = false;
+            }
+        x->vec = false, x->split = 0, x->lanes = 1;
+        return end;
+    }
     if (s->n < 0 || (k->across[id] && !x->vec)) { /* lanes across the loop */
         bool elements = s->n < 0;
         int64_t from = elements ? x->jb : lo, to = elements ? x->je : hi;
@@ -895,7 +941,9 @@ static bool run_call(const void *arg, void *const *bufs, int64_t begin, int64_t 
     for (int64_t i = begin; i < end; i++) {
         int64_t it = x.part_mode == 1 ? 0 : i; /* a part's item is the kernel's one */
         x.part_no = i;
-        int64_t row = it / kd->chunks, c = it % kd->chunks;
+        /* tiled (a transpose's few columns an item): down the rows first, as the C dialect */
+        int64_t row = kd->tiled ? it % kd->rows : it / kd->chunks,
+                c = kd->tiled ? it / kd->rows : it % kd->chunks;
         x.jb = c * kd->chunk;
         x.je = x.jb + kd->chunk < kd->inner ? x.jb + kd->chunk : kd->inner;
         x.var[kd->row_var] = row;
@@ -1105,6 +1153,7 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->acc_lanes = kd->chunk > KX_LANES ? kd->chunk : KX_LANES;
     k->row_lanes = kd->chunks == 1 && !kd->columns && kd->parts < 2 && kd->inner <= KX_ROW_INNER &&
                    kd->rows >= KX_LANES;
+    k->split_lanes = kd->split > 1 && !kd->columns && kd->parts < 2 && !k->row_lanes;
     k->items = kd->inner && kd->rows ? kd->rows * kd->chunks : 0;
     k->grain = kd->grain > 0 ? kd->grain : 1;
     size_t b = 0;

@@ -32,8 +32,9 @@ void kx_free(kx_kernel *k);
 /* Runs kernel k on buffers bufs (its inputs, then its outputs, as cgen.h lays them out)
  * over the device's threads, through backend b's launch_host; a split reduction
  * (kd_kernel.parts) runs its parts there and then combines them in order, as the C
- * dialect does. Safe from several threads at once. Fails only for host memory (the
- * message set; nothing was written but, for a split reduction, nothing visible). */
+ * dialect does. Safe from several threads at once. Fails only when a scratch cannot be
+ * allocated (KILN_STATUS_HOST_OOM, the message set); some items may have been written
+ * then, and the run fails as a whole, as any failed kernel's does. */
 kiln_status kx_launch(const kx_kernel *k, const kn_backend *b, void *state, int device,
                       void *const *bufs);
 

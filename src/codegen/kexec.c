@@ -75,8 +75,9 @@ struct kx_kernel {
      * time (the loops interchanged), its column accumulators through partials:
      * redir[redir_at[s] ..] */
     bool *interchange;
-    /* the kernel's items are short whole rows (at most KX_ROW_INNER elements): KX_LANES
-     * rows run at once as lanes, every loop inside one iteration at a time */
+    /* the kernel's items are short whole rows (at most KX_ROW_INNER elements), or a tiled
+     * kernel's few columns of a row (a transpose): KX_LANES rows run at once as lanes,
+     * every loop inside one iteration at a time */
     bool row_lanes;
     /* kd->split > 1 (an interleave, a reshape's split of the last axis): the element loop's
      * lanes are the quotients q of its variable by the split, one pass per remainder, as
@@ -388,24 +389,32 @@ static void do_store(xs *x, uint32_t id, const uint8_t *mask) {
 static void acc_init(const kd_stmt *a, void *p, uint8_t *nan, int64_t n) {
     bool fl = ir_dtype_is_float(a->dtype);
     memset(nan, 0, (size_t)n);
-    for (int64_t l = 0; l < n; l++) {
-        if (a->red.acc_type == KILN_DTYPE_F64) {
-            ((double *)p)[l] = a->red.init == KD_INIT_ONE       ? 1.0
-                               : a->red.init == KD_INIT_LOWEST  ? -INFINITY
-                               : a->red.init == KD_INIT_HIGHEST ? INFINITY
-                                                                : 0.0;
-        } else if (a->red.arith) { /* wrapping 64-bit integer sum or product */
-            ((uint64_t *)p)[l] = a->red.init == KD_INIT_ONE ? 1 : 0;
-        } else if (fl && csize(a->dtype) == 4) {
-            ((float *)p)[l] = a->red.init == KD_INIT_LOWEST ? -INFINITY : INFINITY;
-        } else if (fl) {
-            ((double *)p)[l] = a->red.init == KD_INIT_LOWEST ? -INFINITY : INFINITY;
-        } else if (a->dtype == KILN_DTYPE_I32) {
-            ((int32_t *)p)[l] = a->red.init == KD_INIT_LOWEST ? INT32_MIN : INT32_MAX;
-        } else {
-            ((int64_t *)p)[l] = a->red.init == KD_INIT_LOWEST ? INT64_MIN : INT64_MAX;
-        }
+    /* the initial value's bits, then n copies of it */
+    char v[8];
+    size_t sz = 8;
+    if (a->red.acc_type == KILN_DTYPE_F64) {
+        double d = a->red.init == KD_INIT_ONE       ? 1.0
+                   : a->red.init == KD_INIT_LOWEST  ? -INFINITY
+                   : a->red.init == KD_INIT_HIGHEST ? INFINITY
+                                                    : 0.0;
+        memcpy(v, &d, 8);
+    } else if (a->red.arith) { /* wrapping 64-bit integer sum or product */
+        uint64_t u = a->red.init == KD_INIT_ONE ? 1 : 0;
+        memcpy(v, &u, 8);
+    } else if (fl && csize(a->dtype) == 4) {
+        float f = a->red.init == KD_INIT_LOWEST ? -INFINITY : INFINITY;
+        memcpy(v, &f, sz = 4);
+    } else if (fl) {
+        double d = a->red.init == KD_INIT_LOWEST ? -INFINITY : INFINITY;
+        memcpy(v, &d, 8);
+    } else if (a->dtype == KILN_DTYPE_I32) {
+        int32_t i = a->red.init == KD_INIT_LOWEST ? INT32_MIN : INT32_MAX;
+        memcpy(v, &i, sz = 4);
+    } else {
+        int64_t i = a->red.init == KD_INIT_LOWEST ? INT64_MIN : INT64_MAX;
+        memcpy(v, &i, 8);
     }
+    bcast(p, v, sz, n);
 }
 
 /* the value's lane l into accumulator lane `to` (as pr_accum prints it) */
@@ -524,28 +533,27 @@ static void do_result(xs *x, uint32_t id) {
     bool one = x->acc_n[s->args[0]] == 1 && !a->column;
     int64_t n = one ? 1 : x->lanes, off = a->column ? x->col_off : 0;
     char *o = val(x, id);
-    for (int64_t l = 0; l < n; l++) {
-        int64_t i = off + l;
-        if (a->red.acc_type == KILN_DTYPE_F64 && a->red.arith) {
-            double d = ((const double *)A)[i];
+    if (a->red.acc_type == KILN_DTYPE_F64 && a->red.arith) {
+        const double *d = (const double *)A + off;
+        if (t == KILN_DTYPE_F32)
+            for (int64_t l = 0; l < n; l++) ((float *)o)[l] = (float)d[l];
+        else
+            memcpy(o, d, (size_t)n * 8);
+    } else if (a->red.arith) {
+        const uint64_t *u = (const uint64_t *)A + off;
+        if (t == KILN_DTYPE_I32)
+            for (int64_t l = 0; l < n; l++) ((int32_t *)o)[l] = (int32_t)(uint32_t)u[l];
+        else
+            memcpy(o, u, (size_t)n * 8);
+    } else {
+        size_t sz = csize(t);
+        memcpy(o, A + (size_t)off * sz, (size_t)n * sz);
+        for (int64_t l = 0; a->red.nan_flag && l < n; l++) {
+            if (!nan[off + l]) continue;
             if (t == KILN_DTYPE_F32)
-                ((float *)o)[l] = (float)d;
+                ((float *)o)[l] = NAN;
             else
-                ((double *)o)[l] = d;
-        } else if (a->red.arith) {
-            uint64_t u = ((const uint64_t *)A)[i];
-            if (t == KILN_DTYPE_I32)
-                ((int32_t *)o)[l] = (int32_t)(uint32_t)u;
-            else
-                ((int64_t *)o)[l] = (int64_t)u;
-        } else {
-            memcpy(o + (size_t)l * csize(t), A + (size_t)i * csize(t), csize(t));
-            if (a->red.nan_flag && nan[i]) {
-                if (t == KILN_DTYPE_F32)
-                    ((float *)o)[l] = NAN;
-                else
-                    ((double *)o)[l] = NAN;
-            }
+                ((double *)o)[l] = NAN;
         }
     }
     x->uni[id] = one || !x->vec; /* a column's, one element at a time: one lane */
@@ -616,6 +624,30 @@ static bool guards_at(const xs *x, const kd_stmt *s, const ixr *r, int64_t l) {
     return true;
 }
 
+/* Whether every guard of branch s holds at every lane (1), one of them at none (0), or
+ * it varies (-1): an affine index is monotone in the lane, so its ends decide (a
+ * concatenation's or a pad's border between two blocks of lanes). */
+static int branch_all(xs *x, const kd_stmt *s) {
+    int res = 1;
+    for (uint32_t g = 0; g < s->n_guards; g++) {
+        const kd_guard *gd = &x->kd->guards[s->guard + g];
+        ixr r = eval_ix(x, gd->ix, 0);
+        if (r.kind == 2 || (gd->kind == KD_GUARD_DIVIDES && r.kind != 0)) return -1;
+        int64_t a = r.base, z = r.base + r.stride * (x->lanes - 1);
+        int64_t lo = a < z ? a : z, hi = a < z ? z : a;
+        int all, none;
+        if (gd->kind == KD_GUARD_GE0)
+            all = lo >= 0, none = hi < 0;
+        else if (gd->kind == KD_GUARD_LT)
+            all = hi < gd->n, none = lo >= gd->n;
+        else
+            all = r.base % gd->n == 0, none = !all;
+        if (none) return 0;
+        if (!all) res = -1;
+    }
+    return res;
+}
+
 /* The if / else-if / else chain opened at statement id; returns its END. */
 static uint32_t run_chain(xs *x, uint32_t id, const uint8_t *mask) {
     const kx_kernel *k = x->k;
@@ -639,8 +671,18 @@ static uint32_t run_chain(xs *x, uint32_t id, const uint8_t *mask) {
     uint8_t *m = x->masks + (size_t)x->mdepth * 2 * KX_LANES, *taken = m + KX_LANES;
     x->mdepth++;
     memset(taken, 0, (size_t)x->lanes);
+    bool none_taken = true;
     for (; b != end; b = k->next[b]) {
         const kd_stmt *s = &x->kd->stmts[b];
+        if (none_taken && !mask) { /* a branch all lanes take, or none: no mask */
+            int all = branch_all(x, s);
+            if (all == 0) continue;
+            if (all == 1) {
+                run_range(x, b + 1, k->next[b], NULL);
+                break;
+            }
+        }
+        none_taken = false;
         for (int64_t l = 0; l < x->lanes; l++) m[l] = (!mask || mask[l]) && !taken[l];
         for (uint32_t g = 0; g < s->n_guards; g++) {
             ixr r = eval_ix(x, x->kd->guards[s->guard + g].ix, 0);
@@ -914,13 +956,19 @@ static bool run_call(const void *arg, void *const *bufs, int64_t begin, int64_t 
 #undef TAKE
     memset(x.redirect, 0, n);
     memset(x.var_lanes, 0, kd->n_vars);
-    if (k->row_lanes && !x.part_mode) { /* rows as lanes: an item is a row (one chunk) */
-        for (int64_t b = begin; b < end; b += KX_LANES) {
+    if (k->row_lanes && !x.part_mode) {
+        /* rows as lanes: an item is a row (one chunk), or a tiled kernel's items go down
+         * the rows of one chunk (a block stops at the chunk's last row) */
+        for (int64_t b = begin, lanes; b < end; b += lanes) {
+            int64_t row = kd->tiled ? b % kd->rows : b, c = kd->tiled ? b / kd->rows : 0;
+            lanes = end - b < KX_LANES ? end - b : KX_LANES;
+            if (lanes > kd->rows - row) lanes = kd->rows - row;
             x.vec = true;
             x.lane_var = kd->row_var;
-            x.lane0 = b;
-            x.lanes = end - b < KX_LANES ? end - b : KX_LANES;
-            x.jb = 0, x.je = kd->inner;
+            x.lane0 = row;
+            x.lanes = lanes;
+            x.jb = c * kd->chunk;
+            x.je = x.jb + kd->chunk < kd->inner ? x.jb + kd->chunk : kd->inner;
             for (int a = 0; a + 1 < kd->rank; a++) {
                 ixr r = eval_ix(&x, kd->axis_def[a], 0);
                 if (r.kind == 2) {
@@ -1151,8 +1199,9 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->n_masks = most_ifs + 1;
     k->n_ixbufs = depth_ix + 2;
     k->acc_lanes = kd->chunk > KX_LANES ? kd->chunk : KX_LANES;
-    k->row_lanes = kd->chunks == 1 && !kd->columns && kd->parts < 2 && kd->inner <= KX_ROW_INNER &&
-                   kd->rows >= KX_LANES;
+    k->row_lanes = !kd->columns && kd->parts < 2 && kd->rows >= KX_LANES &&
+                   ((kd->chunks == 1 && kd->inner <= KX_ROW_INNER) ||
+                    (kd->tiled && kd->chunk <= 2 * KX_ROW_INNER));
     k->split_lanes = kd->split > 1 && !kd->columns && kd->parts < 2 && !k->row_lanes;
     k->items = kd->inner && kd->rows ? kd->rows * kd->chunks : 0;
     k->grain = kd->grain > 0 ? kd->grain : 1;
@@ -1196,4 +1245,17 @@ void kx_free(kx_kernel *k) {
     host_free(ctx, k->redir, n * sizeof *k->redir);
     kd_free(&k->kd);
     host_free(ctx, k, sizeof *k);
+}
+
+unsigned kx_forms(const kx_kernel *k) {
+    unsigned f = 0;
+    for (uint32_t i = 1; i < k->kd.n_stmts; i++) {
+        if (k->across[i]) f |= KX_FORM_ACROSS;
+        if (k->one_by_one[i]) f |= KX_FORM_ONE_BY_ONE;
+        if (k->interchange[i]) f |= KX_FORM_INTERCHANGE;
+    }
+    if (k->row_lanes) f |= KX_FORM_ROW_LANES;
+    if (k->split_lanes) f |= KX_FORM_SPLIT_LANES;
+    if (k->kd.parts > 1) f |= KX_FORM_PARTS;
+    return f;
 }

@@ -29,6 +29,17 @@ typedef struct kx_kernel kx_kernel;
  * and *out is NULL. */
 kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kx_kernel **out);
 void kx_free(kx_kernel *k);
+/* The ways kernel k runs (kexec.c's opening comment), as a mask of KX_FORM_*: tests check
+ * that each is exercised. */
+enum {
+    KX_FORM_ACROSS = 1u,       /* an innermost loop's iterations as lanes */
+    KX_FORM_ONE_BY_ONE = 2u,   /* few elements each with a long loop, one at a time */
+    KX_FORM_INTERCHANGE = 4u,  /* a column reduction over few columns, loops interchanged */
+    KX_FORM_ROW_LANES = 8u,    /* rows as lanes */
+    KX_FORM_SPLIT_LANES = 16u, /* a split last axis: quotients as lanes */
+    KX_FORM_PARTS = 32u,       /* a split reduction: parts, then their combination */
+};
+unsigned kx_forms(const kx_kernel *k);
 /* Runs kernel k on buffers bufs (its inputs, then its outputs, as cgen.h lays them out)
  * over the device's threads, through backend b's launch_host; a split reduction
  * (kd_kernel.parts) runs its parts there and then combines them in order, as the C

@@ -184,9 +184,9 @@ typedef struct kiln_context_options {
      * fused kernel run from its description by a library of precompiled loops (tier 1),
      * while the -O3 build compiles on a thread of the context in the background; it
      * replaces the first between two calls once ready (a call runs one tier from its start
-     * to its end). Tier 1 gives every elementwise value's bits; a float sum may differ from
-     * tier 2's in its last bits (it adds in f64 lane by lane), so a run that must be
-     * bit-reproducible keeps one tier. A program whose -O3 build is in the disk cache
+     * to its end). Tier 1 gives every elementwise value's bits (built with gcc); a float
+     * sum may differ from tier 2's in its last bits (it adds in f64 lane by lane), so a
+     * run that must be bit-reproducible keeps one tier. A program whose -O3 build is in the disk cache
      * starts on it. 1: the -O3 build only, compiled before kiln_compile returns. 0: the
      * default, 1. Loop and branch bodies, and devices that run no host code (CUDA), have
      * one tier. kiln_executable_info.compile_tier says which tier an executable runs now,

@@ -132,12 +132,16 @@ int main(int argc, char **argv) {
     for (const char *const *p = prelude; *p; p++) ot_prelude(*p, put, NULL);
     /* each loop three times, for AVX-512, AVX2 and the baseline, chosen at load (as
      * src/backend/cpu/clones.h does for the library's own hot loops) */
-    fputs("\n#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && "
-          "!defined(__SANITIZE_THREAD__)\n"
-          "#define KX_FN __attribute__((target_clones(\"arch=x86-64-v4\", \"arch=x86-64-v3\", "
-          "\"default\"))) static\n#else\n#define KX_FN static\n#endif\n"
-          "typedef void (*kx_fn)(int64_t, void *, const void *, const void *, const void *);\n",
-          out);
+    fputs(
+        "\n#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && "
+        "!defined(__SANITIZE_THREAD__)\n"
+        "#define KX_FN __attribute__((target_clones(\"arch=x86-64-v4\", \"arch=x86-64-v3\", "
+        "\"default\"))) static\n#define KX_CLONED 1\n#else\n#define KX_FN static\n"
+        "#define KX_CLONED 0\n#endif\n"
+        "/* whether the loops are built for the machine's vector unit (its FMA) */\n"
+        "__attribute__((visibility(\"hidden\"))) int kx_oplib_cloned(void) { return KX_CLONED; }\n"
+        "typedef void (*kx_fn)(int64_t, void *, const void *, const void *, const void *);\n",
+        out);
     for (int op = 0; op < IR_NUM_OPS; op++) emit_op((ir_op)op);
     /* the 16-bit loads, stores and roundings, as a kernel spells them */
     const char *halves[2] = {"bf16", "f16"};

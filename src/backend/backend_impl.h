@@ -205,8 +205,10 @@ const char *kn_lib_op_name(kn_lib_op op);
 /* How many buffers lib_run takes for op (the table above). */
 int kn_lib_op_buffers(kn_lib_op op);
 
-/* A kernel the host runs itself over items [begin, end) of bufs (launch_host). */
-typedef bool (*kn_host_fn)(const void *arg, void *const *bufs, int64_t begin, int64_t end);
+/* A kernel the host runs itself over items [begin, end) of bufs (launch_host), with
+ * `scratch` (launch_host's scratch_bytes, 64-byte aligned) its own while it runs. */
+typedef void (*kn_host_fn)(const void *arg, void *const *bufs, int64_t begin, int64_t end,
+                           void *scratch);
 
 typedef struct kn_backend {
     /* Required. Short lower-case name used in messages and device names ("cpu"). */
@@ -305,13 +307,16 @@ typedef struct kn_backend {
     kiln_status (*launch)(void *state, int device, void *kernel, void *const *bufs, int n_bufs,
                           int64_t items, int64_t grain);
     /* Optional; NULL: the device runs no host code (its memory is not the host's). Runs
-     * fn(arg, bufs, begin, end) over items [0, items) in chunks of at least `grain`, where
-     * launch would run a compiled kernel, and returns when all are done: the kernels of
-     * the first compile tier, which the host runs from their description
-     * (src/codegen/kexec.h). fn returns false when it could not run a chunk (its scratch
-     * could not be allocated; it wrote nothing): KILN_STATUS_HOST_OOM, the message set. */
+     * fn(arg, bufs, begin, end, scratch) over items [0, items) in chunks of at least
+     * `grain`, where launch would run a compiled kernel, and returns when all are done:
+     * the kernels of the first compile tier, which the host runs from their description
+     * (src/codegen/kexec.h). Each chunk gets a scratch of scratch_bytes no other chunk
+     * uses meanwhile, allocated on the calling thread before any chunk runs (the host
+     * allocator is never called from the device's threads): KILN_STATUS_HOST_OOM, the
+     * message set and nothing run, when they cannot be. */
     kiln_status (*launch_host)(void *state, int device, kn_host_fn fn, const void *arg,
-                               void *const *bufs, int64_t items, int64_t grain);
+                               void *const *bufs, int64_t items, int64_t grain,
+                               size_t scratch_bytes);
 
     /* ---- library kernels: the ops that are not generated loops ----
      * Matrix products go to the vendor's BLAS; permute, scatter-add and cumsum are data

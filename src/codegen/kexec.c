@@ -38,9 +38,10 @@
  * load or store of stride 1 is one copy) or a vector of lanes, in index buffers taken by
  * depth of nesting.
  *
- * Invariants: a run allocates one scratch (kx_kernel.scratch bytes) and frees it before
- * it returns; it writes nothing but its outputs and its scratch; the description is
- * read-only after kx_prepare, so runs on several threads share it. */
+ * Invariants: a chunk of items runs in the scratch (kx_kernel.scratch bytes) launch_host
+ * gives it, allocated before the launch on the calling thread; it writes nothing but its
+ * outputs and that scratch; the description is read-only after kx_prepare, so chunks on
+ * several threads share it. */
 #include "kexec.h"
 
 #include <math.h>
@@ -51,6 +52,11 @@ typedef void (*kx_fn)(int64_t n, void *o, const void *a, const void *b, const vo
 typedef void (*kx_half_fn)(int64_t n, void *o, const void *x);
 kx_fn kx_oplib_find(int op, int in_t, int t, int variant);
 kx_half_fn kx_oplib_half(int what, int f16); /* what: 0 load, 1 store, 2 round */
+int kx_oplib_cloned(void);
+
+bool kx_same_bits(void) {
+    return kx_oplib_cloned() != 0;
+}
 
 /* Lanes of a vector: long enough that a library call's cost is spread over many elements,
  * short enough that a kernel's live values stay in the core's caches. */
@@ -915,12 +921,12 @@ typedef struct kx_call {
     char *part_out;
 } kx_call;
 
-static bool run_call(const void *arg, void *const *bufs, int64_t begin, int64_t end) {
+static void run_call(const void *arg, void *const *bufs, int64_t begin, int64_t end,
+                     void *scratch) {
     const kx_call *call = arg;
     const kx_kernel *k = call->k;
     const kd_kernel *kd = &k->kd;
-    char *mem = host_alloc(kd->ctx, k->scratch);
-    if (!mem) return false;
+    char *mem = scratch;
     size_t n = kd->n_stmts;
     xs x = {.k = k,
             .kd = kd,
@@ -983,8 +989,7 @@ static bool run_call(const void *arg, void *const *bufs, int64_t begin, int64_t 
             run_range(&x, 1, kd->n_stmts, NULL);
             memset(x.var_lanes, 0, kd->n_vars);
         }
-        host_free(kd->ctx, mem, k->scratch);
-        return true;
+        return;
     }
     for (int64_t i = begin; i < end; i++) {
         int64_t it = x.part_mode == 1 ? 0 : i; /* a part's item is the kernel's one */
@@ -1003,8 +1008,6 @@ static bool run_call(const void *arg, void *const *bufs, int64_t begin, int64_t 
         run_range(&x, 1, kd->n_stmts, NULL);
         x.stop = false;
     }
-    host_free(kd->ctx, mem, k->scratch);
-    return true;
 }
 
 kiln_status kx_launch(const kx_kernel *k, const kn_backend *b, void *state, int device,
@@ -1012,7 +1015,7 @@ kiln_status kx_launch(const kx_kernel *k, const kn_backend *b, void *state, int 
     const kd_kernel *kd = &k->kd;
     if (kd->parts < 2) {
         kx_call call = {.k = k};
-        return b->launch_host(state, device, run_call, &call, bufs, k->items, k->grain);
+        return b->launch_host(state, device, run_call, &call, bufs, k->items, k->grain, k->scratch);
     }
     /* a split reduction: the parts on the pool, then the combining run, as the C
      * dialect's kiln_k<i>_part and kiln_k<i> (cgen.h) */
@@ -1022,10 +1025,10 @@ kiln_status kx_launch(const kx_kernel *k, const kn_backend *b, void *state, int 
         return ctx_oom(kd->ctx, "a kernel run from its description: its split reduction's parts",
                        bytes);
     kx_call parts = {.k = k, .part_mode = 1, .part_out = out};
-    kiln_status s = b->launch_host(state, device, run_call, &parts, bufs, kd->parts, 1);
+    kiln_status s = b->launch_host(state, device, run_call, &parts, bufs, kd->parts, 1, k->scratch);
     kx_call combine = {.k = k, .part_mode = 2, .part_out = out};
-    if (!s && !run_call(&combine, bufs, 0, 1))
-        s = ctx_oom(kd->ctx, "a kernel run from its description: its scratch", k->scratch);
+    if (!s) /* on this thread, in a scratch of its own */
+        s = b->launch_host(state, device, run_call, &combine, bufs, 1, 1, k->scratch);
     host_free(kd->ctx, out, bytes);
     return s;
 }

@@ -27,6 +27,13 @@ typedef struct kx_kernel kx_kernel;
 /* Lowers kernel ki of the plan (a LOOP kernel) and prepares it to run. On failure (host
  * OOM, or an op the library has no loop for: an internal error) sets the context's message
  * and *out is NULL. */
+/* Whether the op library's loops were built for the machine they run on, as the compiled
+ * kernels are (-march=native): gcc's per-ISA clones, chosen at load. Then every
+ * elementwise value of tier 1 has the -O3 build's bits (the same FMA contractions inside
+ * each op's expression). Without them (clang, a ThreadSanitizer build) the loops are the
+ * baseline's, without FMA, and a value may differ in its last bit. */
+bool kx_same_bits(void);
+
 kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, kx_kernel **out);
 void kx_free(kx_kernel *k);
 /* The ways kernel k runs (kexec.c's opening comment), as a mask of KX_FORM_*: tests check
@@ -43,9 +50,9 @@ unsigned kx_forms(const kx_kernel *k);
 /* Runs kernel k on buffers bufs (its inputs, then its outputs, as cgen.h lays them out)
  * over the device's threads, through backend b's launch_host; a split reduction
  * (kd_kernel.parts) runs its parts there and then combines them in order, as the C
- * dialect does. Safe from several threads at once. Fails only when a scratch cannot be
- * allocated (KILN_STATUS_HOST_OOM, the message set); some items may have been written
- * then, and the run fails as a whole, as any failed kernel's does. */
+ * dialect does. Safe from several threads at once. Fails only when its scratch cannot be
+ * allocated (KILN_STATUS_HOST_OOM, the message set), before anything runs, or for a split
+ * reduction between its parts and their combination (the outputs unwritten). */
 kiln_status kx_launch(const kx_kernel *k, const kn_backend *b, void *state, int device,
                       void *const *bufs);
 

@@ -290,30 +290,55 @@ static kiln_status cpu_launch(void *state, int device, void *kernel, void *const
     return KILN_STATUS_OK;
 }
 
+/* A launch_host call: one scratch per thread of the pool, each taken by the chunk that
+ * runs on it (at most that many chunks run at once) and given back after it. */
 typedef struct host_call {
     kn_host_fn fn;
     const void *arg;
     void *const *bufs;
-    _Atomic(bool) failed;
+    char *scratch;
+    size_t stride; /* bytes of one scratch, a multiple of 64 */
+    int n;
+    _Atomic(bool) *busy;
 } host_call;
 
 static void run_host_chunk(void *arg, int64_t begin, int64_t end) {
     host_call *c = arg;
-    if (!c->fn(c->arg, c->bufs, begin, end))
-        atomic_store_explicit(&c->failed, true, memory_order_relaxed);
+    int i = 0;
+    for (;; i = (i + 1) % c->n) { /* a free one: there is one for every running chunk */
+        bool was = false;
+        if (atomic_compare_exchange_strong_explicit(&c->busy[i], &was, true, memory_order_acquire,
+                                                    memory_order_relaxed))
+            break;
+    }
+    c->fn(c->arg, c->bufs, begin, end, c->scratch + (size_t)i * c->stride);
+    atomic_store_explicit(&c->busy[i], false, memory_order_release);
 }
 
 /* A kernel the host runs from its description (the first compile tier), on the pool as
  * cpu_launch runs a compiled one. */
 static kiln_status cpu_launch_host(void *state, int device, kn_host_fn fn, const void *arg,
-                                   void *const *bufs, int64_t items, int64_t grain) {
+                                   void *const *bufs, int64_t items, int64_t grain,
+                                   size_t scratch_bytes) {
     cpu_state *st = state;
     kn_pool *pool = atomic_load_explicit(&st->pool[device], memory_order_acquire);
-    host_call c = {.fn = fn, .arg = arg, .bufs = bufs};
-    atomic_init(&c.failed, false);
+    int n = pool ? pool_num_threads(pool) : 1;
+    size_t stride = (scratch_bytes + 63) & ~(size_t)63, flags = (size_t)n * sizeof(_Atomic(bool));
+    size_t bytes = (size_t)n * stride + 64 + flags;
+    char *mem = host_alloc(st->ctx, bytes);
+    if (!mem)
+        return ctx_oom(st->ctx, "CPU backend: the scratch of a kernel run from its description",
+                       bytes);
+    host_call c = {.fn = fn,
+                   .arg = arg,
+                   .bufs = bufs,
+                   .scratch = (char *)(((uintptr_t)mem + 63) & ~(uintptr_t)63),
+                   .stride = stride,
+                   .n = n};
+    c.busy = (_Atomic(bool) *)(c.scratch + (size_t)n * stride);
+    for (int i = 0; i < n; i++) atomic_init(&c.busy[i], false);
     pool_parallel_for(pool, items, grain, run_host_chunk, &c);
-    if (atomic_load_explicit(&c.failed, memory_order_relaxed))
-        return ctx_oom(st->ctx, "CPU backend: the scratch of a kernel run from its description", 0);
+    host_free(st->ctx, mem, bytes);
     return KILN_STATUS_OK;
 }
 

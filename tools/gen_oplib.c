@@ -14,9 +14,34 @@
 
 static FILE *out;
 
-static void put(void *u, const char *s, size_t n) {
+/* The prelude's text, gathered (prelude_put) and written with its one exported object, the
+ * module runtime table, made hidden: in libkiln it is nobody's, and a module's own
+ * (default visibility, found by dlsym) must stay the one that module's kernels see. */
+static char *prelude_text;
+static size_t prelude_len;
+
+static void prelude_put(void *u, const char *s, size_t n) {
     (void)u;
-    fwrite(s, 1, n, out);
+    char *t = realloc(prelude_text, prelude_len + n + 1);
+    if (!t) {
+        perror("gen_oplib");
+        exit(1);
+    }
+    memcpy(t + prelude_len, s, n);
+    prelude_len += n;
+    t[prelude_len] = 0;
+    prelude_text = t;
+}
+
+static void write_prelude(void) {
+    static const char exported[] = "visibility(\"default\")";
+    const char *p = prelude_text;
+    for (const char *at; (at = strstr(p, exported)); p = at + sizeof exported - 1) {
+        fwrite(p, 1, (size_t)(at - p), out);
+        fputs("visibility(\"hidden\")", out);
+    }
+    fputs(p, out);
+    free(prelude_text);
 }
 
 /* the dtypes a kernel computes in (16-bit values are computed in f32) */
@@ -122,14 +147,15 @@ int main(int argc, char **argv) {
     }
     fputs("/* The interpreter's op library (src/codegen/kexec.c), written by tools/gen_oplib.c "
           "from the op\n * registry and the C dialect's prelude: do not edit. */\n"
-          "/* the prelude's runtime table, renamed: a module's own must stay the one its "
-          "kernels see */\n#define kiln_module_runtime kx_oplib_module_runtime\n",
+          "/* the prelude's runtime table, renamed and hidden (below): a module's own must stay "
+          "the one\n * its kernels see */\n#define kiln_module_runtime kx_oplib_module_runtime\n",
           out);
     const char *const prelude[] = {
         cgen_prelude_c_head, cgen_prelude_ops,      cgen_prelude_math_f32,
         cgen_prelude_c_math, cgen_prelude_math_f64, cgen_prelude_convert,
         cgen_prelude_half,   cgen_prelude_random,   NULL};
-    for (const char *const *p = prelude; *p; p++) ot_prelude(*p, put, NULL);
+    for (const char *const *p = prelude; *p; p++) ot_prelude(*p, prelude_put, NULL);
+    write_prelude();
     /* each loop three times, for AVX-512, AVX2 and the baseline, chosen at load (as
      * src/backend/cpu/clones.h does for the library's own hot loops) */
     fputs(

@@ -186,8 +186,8 @@ typedef struct kiln_context_options {
      * replaces the first between two calls once ready (a call runs one tier from its start
      * to its end). Tier 1 gives every elementwise value's bits (built with gcc); a float
      * sum may differ from tier 2's in its last bits (it adds in f64 lane by lane), so a
-     * run that must be bit-reproducible keeps one tier. A program whose -O3 build is in the disk cache
-     * starts on it. 1: the -O3 build only, compiled before kiln_compile returns. 0: the
+     * run that must be bit-reproducible keeps one tier. A program whose -O3 build is in the disk
+     * cache starts on it. 1: the -O3 build only, compiled before kiln_compile returns. 0: the
      * default, 1. Loop and branch bodies, and devices that run no host code (CUDA), have
      * one tier. kiln_executable_info.compile_tier says which tier an executable runs now,
      * and the profile counts runs per tier (docs/performance.md, "Compile tiers"). */
@@ -766,10 +766,11 @@ typedef struct kiln_gather_dims {
  * fill_value NULL is JAX's default: NaN for floats, the dtype's minimum for i32/i64, true
  * for bool; a given one is rounded to a float dtype, and must be a value of an integer or
  * bool dtype (an error otherwise). Negative indices are out of range (no wrap: lax's rule).
- * KILN_GATHER_WRAP is kiln_take's only: an error here. Any dtype. Gradient (docs/autodiff.md): the cotangent scatter-added into
- * zeros with the same dimension numbers and mode (filled windows get none); indices none.
- * Errors name kiln_gather, the operands' types, the dimension-number field at fault
- * (offset_dims, slice_sizes, ...) and the caller's line. */
+ * KILN_GATHER_WRAP is kiln_take's only: an error here. Any dtype. Gradient
+ * (docs/autodiff.md): the cotangent scatter-added into zeros with the same dimension numbers
+ * and mode (filled windows get none); indices none. Errors name kiln_gather, the operands'
+ * types, the dimension-number field at fault (offset_dims, slice_sizes, ...) and the
+ * caller's line. */
 KILN_API kiln_value kiln_gather(kiln_graph *g, kiln_value operand, kiln_value indices,
                                 const kiln_gather_dims *dims, const int64_t *slice_sizes,
                                 kiln_gather_mode mode, const double *fill_value);

@@ -8,9 +8,9 @@
  * device costs nothing until touched. Every object made is counted; mock_cuda_live()
  * tells the test whether the backend released everything. KILN_MOCK_CUDA_FAIL=<name>
  * makes that entry point fail (cuInit, cuDevicePrimaryCtxRetain, cuMemAlloc,
- * cuModuleGetGlobal, cuMemcpyDtoHAsync), KILN_MOCK_CUDA_DEVICES=N pretends N devices (default 1) that share
- * the 8 GiB, and KILN_MOCK_CUDA_SPLIT=1 makes every loop kernel a split reduction with a
- * part kernel (src/codegen/cgen.h).
+ * cuModuleGetGlobal, cuMemcpyDtoHAsync), KILN_MOCK_CUDA_DEVICES=N pretends N devices
+ * (default 1) that share the 8 GiB, and KILN_MOCK_CUDA_SPLIT=1 makes every loop kernel a
+ * split reduction with a part kernel (src/codegen/cgen.h).
  *
  * For tests/mock_nccl.c, which stands in for NCCL over this "device" memory: a stream can
  * be held (mock_cuda_stream_hold) while a collective enqueued on it has not completed;

@@ -63,13 +63,13 @@ static void emit(ir_op op, kiln_dtype in_t, kiln_dtype t, kiln_dtype stored, int
             "const void *c_) {\n",
             n_fns);
     fprintf(out, "    %s *restrict o = (%s *)o_;\n", ot_ctype(t), ot_ctype(t));
-    const void *unused[3] = {"a_", "b_", "c_"};
+    static const char *const param[3] = {"a_", "b_", "c_"};
     for (int k = 0; k < 3; k++) {
         if (k < arity)
             fprintf(out, "    const %s *restrict x%d = (const %s *)%s;\n", ct[k], k, ct[k],
-                    (const char *)unused[k]);
+                    param[k]);
         else
-            fprintf(out, "    (void)%s;\n", (const char *)unused[k]);
+            fprintf(out, "    (void)%s;\n", param[k]);
     }
     if ((op == IR_SIN || op == IR_COS) && in_t == KILN_DTYPE_F32) {
         /* as the C dialect's fast-trig loop (src/codegen/schedule.c, fast_trig_loop): the

@@ -376,11 +376,11 @@ static void do_store(xs *x, uint32_t id, const uint8_t *mask) {
         src = (const char *)x->h16;
     }
     ixr r = eval_ix(x, s->ix, 0);
-    if (r.kind == 0 || !x->vec) { /* one element: the last lane the mask lets through */
+    if (r.kind == 0 || !x->vec) { /* one element: the last lane the mask lets through (a
+                                   * branch runs only where some lane takes it) */
         int64_t l = vuni ? 0 : x->lanes - 1;
-        while (mask && l > 0 && !mask[l]) l--;
-        if (!mask || mask[vuni ? 0 : l] || vuni)
-            memcpy(buf + (size_t)r.base * isz, src + (size_t)l * isz, isz);
+        while (!vuni && mask && l > 0 && !mask[l]) l--;
+        memcpy(buf + (size_t)r.base * isz, src + (size_t)l * isz, isz);
         return;
     }
     if (r.kind == 1 && r.stride == 1 && !mask && !vuni) {
@@ -767,6 +767,21 @@ static void fold_partials(xs *x, uint32_t id) {
     }
 }
 
+/* Runs statements [from, to) over lanes [lane0, lane0 + n) of variable var, at most
+ * KX_LANES (KX_NONE: the split variable's quotients, x->split set by the caller); a part
+ * that stopped the element (save_part) stops only this block. */
+static void run_lanes(xs *x, uint32_t var, int64_t lane0, int64_t n, uint32_t from, uint32_t to) {
+    x->vec = true, x->lane_var = var, x->lane0 = lane0;
+    x->lanes = n < KX_LANES ? n : KX_LANES;
+    run_range(x, from, to, NULL);
+    x->stop = false;
+}
+
+/* Back to one uniform lane. */
+static void leave_lanes(xs *x) {
+    x->vec = false, x->lane_var = KX_NONE, x->lanes = 1, x->split = 0;
+}
+
 /* A LOOP at statement id; returns its END. */
 static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
     const kx_kernel *k = x->k;
@@ -786,15 +801,10 @@ static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
             x->var[x->kd->stmts[el].var] = j;
             x->col_off = j - x->jb;
             start_partials(x, id);
-            for (int64_t b = 0; b < s->n; b += KX_LANES) {
-                x->vec = true;
-                x->lane_var = s->var;
-                x->lane0 = b;
-                x->lanes = s->n - b < KX_LANES ? s->n - b : KX_LANES;
-                run_range(x, el + 1, el_end, NULL);
-            }
-            x->vec = false, x->lane_var = KX_NONE, x->lanes = 1;
-            fold_partials(x, id);
+            for (int64_t b = 0; b < s->n; b += KX_LANES)
+                run_lanes(x, s->var, b, s->n - b, el + 1, el_end);
+            leave_lanes(x);
+            fold_partials(x, id); /* into column col_off */
         }
         x->col_off = 0;
         return end;
@@ -822,30 +832,24 @@ static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
         int64_t sp = x->kd->split, from = x->jb / sp, to = x->je / sp;
         for (int64_t b = from; b < to; b += KX_LANES)
             for (int64_t r = 0; r < sp; r++) {
-                x->vec = true, x->split = sp, x->split_r = r;
-                x->lane_var = KX_NONE;
-                x->lane0 = b;
-                x->lanes = to - b < KX_LANES ? to - b : KX_LANES;
-                run_range(x, id + 1, end, NULL);
-                x->stop = false;
+                x->split = sp, x->split_r = r;
+                run_lanes(x, KX_NONE, b, to - b, id + 1, end);
             }
-        x->vec = false, x->split = 0, x->lanes = 1;
+        leave_lanes(x);
         return end;
     }
     if (s->n < 0 || (k->across[id] && !x->vec)) { /* lanes across the loop */
         bool elements = s->n < 0;
         int64_t from = elements ? x->jb : lo, to = elements ? x->je : hi;
+        /* an element's column (one element at a time) outlives a loop across inside it */
+        int64_t col = x->col_off;
         start_partials(x, id);
         for (int64_t b = from; b < to; b += KX_LANES) {
-            x->vec = true;
-            x->lane_var = s->var;
-            x->lane0 = b;
-            x->lanes = to - b < KX_LANES ? to - b : KX_LANES;
-            x->col_off = b - from;
-            run_range(x, id + 1, end, NULL);
-            x->stop = false;
+            if (elements) x->col_off = b - from;
+            run_lanes(x, s->var, b, to - b, id + 1, end);
         }
-        x->vec = false, x->lane_var = KX_NONE, x->lanes = 1, x->col_off = 0;
+        leave_lanes(x);
+        x->col_off = elements ? 0 : col;
         fold_partials(x, id);
     } else {
         for (int64_t v = lo; v < hi; v++) {
@@ -1074,18 +1078,15 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->n_redir = host_calloc(ctx, n, sizeof *k->n_redir);
     k->redir = host_calloc(ctx, n, sizeof *k->redir);
     uint32_t *stack = host_calloc(ctx, n + 1, sizeof *stack);
-    uint32_t *open_at = host_calloc(ctx, n + 1, sizeof *open_at); /* bracket depth of each */
     if (!k->fn || !k->rnd || !k->next || !k->acc_slot || !k->across || !k->one_by_one ||
-        !k->interchange || !k->redir_at || !k->n_redir || !k->redir || !stack || !open_at) {
+        !k->interchange || !k->redir_at || !k->n_redir || !k->redir || !stack) {
         host_free(ctx, stack, (n + 1) * sizeof *stack);
-        host_free(ctx, open_at, (n + 1) * sizeof *open_at);
         return prepare_fail(k, ctx_oom(ctx, "kiln_compile: an interpreted kernel", n));
     }
     /* brackets: each LOOP's END, each branch's next branch; the depth of ifs (masks) */
     uint32_t sp = 0, ifs = 0, most_ifs = 0, depth_ix = 1;
     for (uint32_t i = 1; i < n; i++) {
         kd_stmt *st = &kd->stmts[i];
-        open_at[i] = sp;
         switch (st->kind) {
         case KS_LOOP:
         case KS_IF:
@@ -1111,7 +1112,6 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
             k->fn[i] = kx_oplib_find((int)st->op, (int)st->in_dtype, (int)st->dtype, variant);
             if (!k->fn[i]) {
                 host_free(ctx, stack, (n + 1) * sizeof *stack);
-                host_free(ctx, open_at, (n + 1) * sizeof *open_at);
                 return prepare_fail(
                     k, ctx_error(ctx, KILN_STATUS_INTERNAL,
                                  "kiln_compile: the interpreter's op library has no loop for %s "
@@ -1198,7 +1198,6 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
         }
     }
     host_free(ctx, stack, (n + 1) * sizeof *stack);
-    host_free(ctx, open_at, (n + 1) * sizeof *open_at);
     k->n_masks = most_ifs + 1;
     k->n_ixbufs = depth_ix + 2;
     k->acc_lanes = kd->chunk > KX_LANES ? kd->chunk : KX_LANES;

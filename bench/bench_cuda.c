@@ -295,7 +295,7 @@ static double bare_gemm(kiln_context *c, kiln_dtype dt, int64_t m, int64_t k, in
     double t[REPS];
     for (int r = -2; r < REPS; r++) {
         double t0 = now();
-        DIE(c, d->backend->lib_run(d->state, d->index, &g, (void *[]){a, b, out}));
+        DIE(c, d->backend->lib_run(d->state, d->index, &g, (void *[]){a, b, out, NULL}));
         if (d->backend->synchronize) /* the CPU's slots return when done: it has none */
             DIE(c, d->backend->synchronize(d->state, d->index));
         if (r >= 0) t[r] = now() - t0;

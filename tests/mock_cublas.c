@@ -8,6 +8,9 @@
  *   Sgemm ta tb m n k batch            (cublasSgemmStridedBatched; likewise Dgemm)
  *   GemmEx ta tb m n k batch A B C compute     (cublasGemmStridedBatchedEx; cudaDataType
  *                                               and cublasComputeType_t as numbers)
+ *   SgemmBatched ta tb m n k batch lda ldb     (cublasSgemmBatched, over pointer arrays;
+ *                                               likewise DgemmBatched)
+ *   GemmBatchedEx ta tb m n k batch lda ldb A B C compute     (cublasGemmBatchedEx)
  * Handles are counted: mock_cublas_live() is the number created and not destroyed. */
 #include <pthread.h>
 #include <stdio.h>
@@ -124,6 +127,55 @@ int cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n, int k, con
     char line[200];
     snprintf(line, sizeof line, "GemmEx %d %d %d %d %d %d %d %d %d %d%s\n", ta, tb, m, n, k, batch,
              a_type, b_type, c_type, compute, al == 1 && be == 0 ? "" : " (alpha, beta not 1, 0)");
+    record(line);
+    return 0;
+}
+
+int cublasSgemmBatched(void *h, int ta, int tb, int m, int n, int k, const float *alpha,
+                       const float *const *a, int lda, const float *const *b, int ldb,
+                       const float *beta, float *const *c, int ldc, int batch);
+int cublasDgemmBatched(void *h, int ta, int tb, int m, int n, int k, const double *alpha,
+                       const double *const *a, int lda, const double *const *b, int ldb,
+                       const double *beta, double *const *c, int ldc, int batch);
+int cublasGemmBatchedEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha,
+                        const void *const *a, int a_type, int lda, const void *const *b, int b_type,
+                        int ldb, const void *beta, void *const *c, int c_type, int ldc, int batch,
+                        int compute, int algo);
+
+int cublasSgemmBatched(void *h, int ta, int tb, int m, int n, int k, const float *alpha,
+                       const float *const *a, int lda, const float *const *b, int ldb,
+                       const float *beta, float *const *c, int ldc, int batch) {
+    (void)h, (void)alpha, (void)a, (void)b, (void)beta, (void)c, (void)ldc;
+    char line[160];
+    snprintf(line, sizeof line, "SgemmBatched %d %d %d %d %d %d %d %d\n", ta, tb, m, n, k, batch,
+             lda, ldb);
+    record(line);
+    return 0;
+}
+
+int cublasDgemmBatched(void *h, int ta, int tb, int m, int n, int k, const double *alpha,
+                       const double *const *a, int lda, const double *const *b, int ldb,
+                       const double *beta, double *const *c, int ldc, int batch) {
+    (void)h, (void)alpha, (void)a, (void)b, (void)beta, (void)c, (void)ldc;
+    char line[160];
+    snprintf(line, sizeof line, "DgemmBatched %d %d %d %d %d %d %d %d\n", ta, tb, m, n, k, batch,
+             lda, ldb);
+    record(line);
+    return 0;
+}
+
+int cublasGemmBatchedEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha,
+                        const void *const *a, int a_type, int lda, const void *const *b, int b_type,
+                        int ldb, const void *beta, void *const *c, int c_type, int ldc, int batch,
+                        int compute, int algo) {
+    (void)h, (void)a, (void)b, (void)c, (void)ldc, (void)algo;
+    float al, be;
+    memcpy(&al, alpha, 4);
+    memcpy(&be, beta, 4);
+    char line[200];
+    snprintf(line, sizeof line, "GemmBatchedEx %d %d %d %d %d %d %d %d %d %d %d %d%s\n", ta, tb, m,
+             n, k, batch, lda, ldb, a_type, b_type, c_type, compute,
+             al == 1 && be == 0 ? "" : " (alpha, beta not 1, 0)");
     record(line);
     return 0;
 }

@@ -186,7 +186,7 @@ static void check_lowered(kiln_context *ctx, kiln_graph *g, const lower_dot *d) 
         ops[i] = dst;
     }
     kn_lib_desc gd = {.op = KN_LIB_GEMM, .dtype = KILN_DTYPE_F64, .gemm = d->gemm};
-    CHECK_OK(ctx, b->lib_run(st, 0, &gd, (void *[]){(void *)ops[0], (void *)ops[1], c}));
+    CHECK_OK(ctx, b->lib_run(st, 0, &gd, (void *[]){(void *)ops[0], (void *)ops[1], c, NULL}));
     const double *want = ref ? ref->data : NULL;
     int wrong = 0;
     for (int64_t j = 0; want && j < outn; j++) wrong += c[j] != want[j];

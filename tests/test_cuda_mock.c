@@ -177,6 +177,81 @@ static void test_half_library(kiln_context *c, long (*launches)(void)) {
     dlclose(lib);
 }
 
+/* Attention's products batched over two axes that are no single progression (q and k as
+ * [B, T, H, D], batch axes B and H): one pointer-array call over all B * H matrices
+ * (cublasSgemmBatched / cublasGemmBatchedEx), after the one launch of kiln_gemm_ptrs that
+ * writes the arrays into the planned scratch, where it was one strided call per b. The
+ * same product of [B, H, T, D] operands stays one strided-batched call. */
+static void test_batched_products(kiln_context *c, long (*launches)(void)) {
+    void *lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcublas.so.13", RTLD_NOW);
+    const char *(*log)(void) = lib ? (const char *(*)(void))dlsym(lib, "mock_cublas_log") : NULL;
+    void (*clear)(void) = lib ? (void (*)(void))dlsym(lib, "mock_cublas_clear") : NULL;
+    if (!log || !clear) {
+        test_skip_case("batched products", "the libcublas.so.13 loaded is not the stand-in");
+        if (lib) dlclose(lib);
+        return;
+    }
+    static const kiln_dtype types[3] = {KILN_DTYPE_F32, KILN_DTYPE_BF16, KILN_DTYPE_F64};
+    static const char *const want[3] = {"SgemmBatched 1 0 8 8 16 8 64 64\n",
+                                        "GemmBatchedEx 1 0 8 8 16 8 64 64 14 14 14 68\n",
+                                        "DgemmBatched 1 0 8 8 16 8 64 64\n"};
+    for (int t = 0; t < 3; t++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(c, "batched", &g);
+        int64_t dq[4] = {2, 8, 4, 16}, dh[4] = {2, 4, 8, 16};
+        kiln_value q = kiln_parameter(g, "q", types[t], 4, dq);
+        kiln_value k = kiln_parameter(g, "k", types[t], 4, dq);
+        kiln_value qh = kiln_parameter(g, "qh", types[t], 4, dh);
+        kiln_value kh = kiln_parameter(g, "kh", types[t], 4, dh);
+        kiln_dot_dims bh = {.n_contract = 1,
+                            .lhs_contract = {3},
+                            .rhs_contract = {3},
+                            .n_batch = 2,
+                            .lhs_batch = {0, 2},
+                            .rhs_batch = {0, 2}};
+        kiln_dot_dims flat = {.n_contract = 1,
+                              .lhs_contract = {3},
+                              .rhs_contract = {3},
+                              .n_batch = 2,
+                              .lhs_batch = {0, 1},
+                              .rhs_batch = {0, 1}};
+        kiln_value outs[2] = {kiln_dot_general(g, q, k, &bh), kiln_dot_general(g, qh, kh, &flat)};
+        CHECK_OK(c, kiln_graph_finish(g, 2, outs));
+        kiln_compile_options o = {.device = 1};
+        kiln_executable *e = NULL;
+        kiln_status s = kiln_compile(g, &o, &e);
+        if (s && strstr(kiln_last_error(c), "NVRTC")) {
+            test_skip_case("batched products", "no NVRTC: %s", kiln_last_error(c));
+            kiln_graph_destroy(g);
+            break;
+        }
+        CHECK_OK(c, s);
+        kiln_array *args[4] = {0}, *res[2] = {0};
+        for (int i = 0; i < 4; i++)
+            CHECK_OK(c, kiln_array_create_on(c, 1, types[t], 4, i < 2 ? dq : dh, NULL, &args[i]));
+        clear();
+        long before = launches();
+        CHECK_OK(c, kiln_executable_run(e, 4, args, 2, res));
+        const char *calls = log();
+        CHECK_CONTAINS(calls, want[t]);
+        /* the [B, H, T, D] product: one strided call of all 8 matrices */
+        CHECK_CONTAINS(calls, t == 1 ? "GemmEx 1 0 8 8 16 8 14 14 14 68\n"
+                              : t    ? "Dgemm 1 0 8 8 16 8\n"
+                                     : "Sgemm 1 0 8 8 16 8\n");
+        int n_calls = 0;
+        for (const char *p = calls; *p; p++) n_calls += *p == '\n';
+        CHECK_MSG(n_calls == 2, "%d cuBLAS calls where 2 were expected:\n%s", n_calls, calls);
+        CHECK_MSG(launches() == before + 1,
+                  "%ld launches where 1 (the pointer arrays) was expected", launches() - before);
+        for (int i = 0; i < 2; i++) kiln_array_destroy(res[i]);
+        for (int i = 0; i < 4; i++) kiln_array_destroy(args[i]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    dlclose(lib);
+}
+
 /* dot_product_attention on cuda:0 is one launch of the fused kernel (no products, no
  * softmax kernels), 256 threads a block and a block per (batch, head, tile of query
  * rows): 64 rows a tile for f32, bf16 and f16, 32 for f64. */
@@ -607,6 +682,7 @@ int main(void) {
     test_budget_overlap(c);
     test_gemm_limits(c);
     test_half_library(c, launches);
+    test_batched_products(c, launches);
     test_split(c, launches);
     test_attention(c, launches, last);
     kiln_context_destroy(c);

@@ -159,16 +159,20 @@ typedef struct kn_sort_desc {
 } kn_sort_desc;
 
 /* The library ops (lib_run), each with its buffers in order:
- *   GEMM              a, b, c                    (kn_gemm_desc; floats, i32, i64)
+ *   GEMM              a, b, c, scratch           (kn_gemm_desc; floats, i32, i64)
  *   PERMUTE           src, dst                   (kn_permute_desc)
- *   SCATTER_ADD_ROWS  operand or NULL, idx, upd, out  (kn_scatter_desc; floats, i32, i64)
+ *   SCATTER_ADD_ROWS  operand or NULL, idx, upd, out, scratch
+ *                                                (kn_scatter_desc; floats, i32, i64)
  *   CUMSUM            x, out                     (kn_cumsum_desc; floats, i32, i64)
  *   ATTENTION         q, k, v, out, scratch      (kn_attention_desc; floats)
  *   ARGSORT           x, out, scratch            (kn_sort_desc; every dtype)
  * Floats are f32, f64, bf16 and f16: 16-bit ones sum in f32 (or wider) and round each
  * result once, as the reference does; a backend refuses (lib_supports) a dtype it cannot
  * compute, and the compile fails naming op and dtype.
- * ARGSORT's scratch, like ATTENTION's, is what lib_scratch asked for (NULL when 0).
+ * ARGSORT's scratch, like ATTENTION's, is what lib_scratch asked for (NULL when 0); so
+ * are GEMM's and SCATTER_ADD_ROWS's, which a backend may also be given as NULL by a caller
+ * outside a compiled program (then it must still compute the op, in whatever way needs no
+ * scratch).
  * ATTENTION's scratch is the scratch_bytes the memory plan set aside, what lib_scratch
  * asked for when the program was compiled: a backend whose resources changed since (the
  * CPU's thread count follows the process's affinity) must fit its work into what it got.

@@ -9,9 +9,9 @@ static const struct {
     const char *name;
     int buffers;
 } lib_ops[] = {
-    [KN_LIB_GEMM] = {"gemm", 3},
+    [KN_LIB_GEMM] = {"gemm", 4},
     [KN_LIB_PERMUTE] = {"permute", 2},
-    [KN_LIB_SCATTER_ADD_ROWS] = {"scatter_add_rows", 4},
+    [KN_LIB_SCATTER_ADD_ROWS] = {"scatter_add_rows", 5},
     [KN_LIB_CUMSUM] = {"cumsum", 2},
     [KN_LIB_ATTENTION] = {"attention", 5},
     [KN_LIB_ARGSORT] = {"argsort", 3},

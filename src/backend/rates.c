@@ -49,7 +49,7 @@ static kiln_status gemm_rate(kiln_context *ctx, kn_device *d, double *rate) {
     if (!b->lib_run || !b->lib_supports || !b->lib_supports(d->state, d->index, KN_LIB_GEMM, NULL))
         return KILN_STATUS_OK;
     size_t bytes = (size_t)GEMM_N * GEMM_N * sizeof(float);
-    void *buf[3] = {0};
+    void *buf[4] = {0}; /* a, b, c and no scratch */
     kiln_status s = KILN_STATUS_OK;
     for (int i = 0; i < 3 && !s; i++) s = device_fill(ctx, d, bytes, i == 2 ? 0.0f : 0.5f, &buf[i]);
     if (!s && b->launch_prepare) s = b->launch_prepare(d->state, d->index);

@@ -17,7 +17,10 @@ typedef struct lower_dot {
     bool pack_a, pack_b;                              /* permute the operand into scratch first */
     int perm_a[KILN_MAX_RANK], perm_b[KILN_MAX_RANK]; /* the permutations, when packed */
     uint64_t rhs_offset; /* where the packed rhs starts in the scratch */
-    uint64_t scratch;    /* bytes of packing scratch the kernel needs (0: none) */
+    uint64_t scratch;    /* bytes of scratch the kernel needs (0: none): packing, then gemm's */
+    /* the gemm's own scratch (the backend's lib_scratch: a GPU's pointer arrays), set by
+     * kiln_compile after lowering: gemm_scratch bytes at gemm_offset in the scratch */
+    uint64_t gemm_offset, gemm_scratch;
 } lower_dot;
 
 /* Lowers dot_general node id of g (operands in row-major buffers of their own shapes). */

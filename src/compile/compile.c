@@ -118,6 +118,22 @@ void exec_sort_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
     for (int i = ax + 1; i < x->shape.rank; i++) d->sort.inner *= x->shape.dims[i];
 }
 
+void exec_scatter_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
+    const ir_node *n = &g->nodes[id];
+    const uint32_t *in = ir_in(n);
+    const ir_node *op = &g->nodes[in[0]], *idx = &g->nodes[in[1]];
+    int64_t rows = op->shape.dims[0], total = 0, n_idx = 0;
+    ir_shape_numel(&op->shape, &total);
+    ir_shape_numel(&idx->shape, &n_idx);
+    *d = (kn_lib_desc){.op = KN_LIB_SCATTER_ADD_ROWS, .dtype = n->dtype};
+    d->scatter = (kn_scatter_desc){
+        .idx_dtype = idx->dtype, .rows = rows, .row_len = rows ? total / rows : 0, .n_idx = n_idx};
+    d->scatter.combine = n->a.rows.mul   ? KN_ROWS_MUL
+                         : n->a.rows.min ? KN_ROWS_MIN
+                         : n->a.rows.max ? KN_ROWS_MAX
+                                         : KN_ROWS_ADD;
+}
+
 /* Plans the memory (src/plan) and tells codegen which kernels run in place. */
 static kiln_status plan_memory(kiln_executable *e) {
     kiln_context *ctx = e->ctx;
@@ -144,9 +160,22 @@ static kiln_status plan_memory(kiln_executable *e) {
             exec_sort_desc(e->g, k->roots[0], &d);
             scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
         }
+        if (k->kind == FK_SCATTER && b->lib_scratch) {
+            kn_lib_desc d;
+            exec_scatter_desc(e->g, k->roots[0], &d);
+            scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
+        }
         if (k->kind != FK_DOT) continue;
-        lower_dot_plan(e->g, k->roots[0], &e->dots[i]);
-        scratch[i] = e->dots[i].scratch;
+        lower_dot *ld = &e->dots[i];
+        lower_dot_plan(e->g, k->roots[0], ld);
+        if (b->lib_scratch && ld->gemm.k) { /* the gemm's own, after the packed operands */
+            kn_lib_desc d = {
+                .op = KN_LIB_GEMM, .dtype = e->g->nodes[k->roots[0]].dtype, .gemm = ld->gemm};
+            ld->gemm_scratch = b->lib_scratch(e->dev->state, e->dev->index, &d);
+            ld->gemm_offset = ld->gemm_scratch ? plan_round(ld->scratch, PLAN_ALIGN) : 0;
+            if (ld->gemm_scratch) ld->scratch = ld->gemm_offset + ld->gemm_scratch;
+        }
+        scratch[i] = ld->scratch;
     }
     plan_options po = {.donated = e->donated,
                        .donate_to = e->donate_to,

@@ -116,30 +116,23 @@ static void dot_steps(build *b, exec_step st, uint32_t id) {
         add_lib(b, st, &pd, (exec_loc[]){ops[i], dst});
         ops[i] = dst;
     }
-    kn_lib_desc gd = {.op = KN_LIB_GEMM, .dtype = n->dtype, .gemm = d->gemm};
-    add_lib(b, st, &gd, (exec_loc[]){ops[0], ops[1], b->of[id]});
+    kn_lib_desc gd = {
+        .op = KN_LIB_GEMM, .dtype = n->dtype, .scratch_bytes = d->gemm_scratch, .gemm = d->gemm};
+    exec_loc gs = d->gemm_scratch ? scratch : (exec_loc){EXEC_AT_NONE, 0, 0};
+    gs.offset += d->gemm_scratch ? d->gemm_offset : 0;
+    add_lib(b, st, &gd, (exec_loc[]){ops[0], ops[1], b->of[id], gs});
 }
 
 /* Scatter: when the plan put the result over the operand, the backend skips the copy and
  * adds the rows in place; an operand fusion left without a buffer is zeros (fusion.c,
  * scatter_into_zeros), which the backend fills in itself. */
 static void scatter_step(build *b, exec_step st, uint32_t id) {
-    const kiln_graph *g = b->e->g;
-    const ir_node *n = &g->nodes[id];
-    const uint32_t *in = ir_in(n);
-    const ir_node *op = &g->nodes[in[0]], *idx = &g->nodes[in[1]];
-    int64_t rows = op->shape.dims[0], total = 0, n_idx = 0;
-    ir_shape_numel(&op->shape, &total);
-    ir_shape_numel(&idx->shape, &n_idx);
-    kn_lib_desc d = {.op = KN_LIB_SCATTER_ADD_ROWS, .dtype = n->dtype};
-    d.scatter = (kn_scatter_desc){
-        .idx_dtype = idx->dtype, .rows = rows, .row_len = rows ? total / rows : 0, .n_idx = n_idx};
-    d.scatter.combine = n->a.rows.mul   ? KN_ROWS_MUL
-                        : n->a.rows.min ? KN_ROWS_MIN
-                        : n->a.rows.max ? KN_ROWS_MAX
-                                        : KN_ROWS_ADD;
+    const uint32_t *in = ir_in(&b->e->g->nodes[id]);
+    kn_lib_desc d;
+    exec_scatter_desc(b->e->g, id, &d);
+    exec_loc scratch = scratch_loc(b, st.kernel, &d.scratch_bytes);
     exec_loc operand = b->e->plan.materialised[in[0]] ? b->of[in[0]] : (exec_loc){0};
-    add_lib(b, st, &d, (exec_loc[]){operand, b->of[in[1]], b->of[in[2]], b->of[id]});
+    add_lib(b, st, &d, (exec_loc[]){operand, b->of[in[1]], b->of[in[2]], b->of[id], scratch});
 }
 
 /* Cumsum: x as [outer, n, inner] around the summed axis; the plan may have put the result

@@ -159,6 +159,9 @@ bool cu_cublas_load(cu_cublas *b, char *why, size_t m) {
         S(cu_cublas, cublasSgemmStridedBatched, "cublasSgemmStridedBatched"),
         S(cu_cublas, cublasDgemmStridedBatched, "cublasDgemmStridedBatched"),
         S(cu_cublas, cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx"),
+        S(cu_cublas, cublasSgemmBatched, "cublasSgemmBatched"),
+        S(cu_cublas, cublasDgemmBatched, "cublasDgemmBatched"),
+        S(cu_cublas, cublasGemmBatchedEx, "cublasGemmBatchedEx"),
     };
     *b = (cu_cublas){0};
     if (!(b->lib = open_first(why, m, "cuBLAS", names, 3))) return false;

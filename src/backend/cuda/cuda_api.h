@@ -156,6 +156,21 @@ typedef struct cu_cublas {
                                                  int b_type, int ldb, long long sb,
                                                  const void *beta, void *c, int c_type, int ldc,
                                                  long long sc, int batch, int compute, int algo);
+    /* the same products over arrays of matrix pointers in device memory, for batches whose
+     * strides are no single progression */
+    cublasStatus_t (*cublasSgemmBatched)(cublasHandle_t h, int ta, int tb, int m, int n, int k,
+                                         const float *alpha, const float *const *a, int lda,
+                                         const float *const *b, int ldb, const float *beta,
+                                         float *const *c, int ldc, int batch);
+    cublasStatus_t (*cublasDgemmBatched)(cublasHandle_t h, int ta, int tb, int m, int n, int k,
+                                         const double *alpha, const double *const *a, int lda,
+                                         const double *const *b, int ldb, const double *beta,
+                                         double *const *c, int ldc, int batch);
+    cublasStatus_t (*cublasGemmBatchedEx)(cublasHandle_t h, int ta, int tb, int m, int n, int k,
+                                          const void *alpha, const void *const *a, int a_type,
+                                          int lda, const void *const *b, int b_type, int ldb,
+                                          const void *beta, void *const *c, int c_type, int ldc,
+                                          int batch, int compute, int algo);
 } cu_cublas;
 
 /* Loads the driver (libcuda.so.1) and every entry point above. */

@@ -691,6 +691,7 @@ const kn_backend kn_cuda_backend = {
     .launch = cuda_launch,
     .lib_supports = cu_lib_supports,
     .lib_run = cu_lib_run,
+    .lib_scratch = cu_lib_scratch,
     .synchronize = cuda_synchronize,
     .compute_stream = cuda_compute_stream,
     .stream_done = cuda_stream_done,

@@ -21,6 +21,7 @@ typedef struct cu_libk {
     CUfunction permute[4];        /* by element size: 1, 2, 4, 8 */
     CUfunction scatter[6][2];     /* [f32 f64 i32 i64 bf16 f16][idx i32 i64] (cu_lib.c, lib_type) */
     CUfunction igemm[2];          /* i32, i64 */
+    CUfunction gemm_ptrs;         /* a batched product's matrix pointers (cuBLAS's arrays) */
     CUfunction scan[6];           /* cumsum: f32 f64 i32 i64 bf16 f16 */
     struct kn_program *attn_prog; /* cuda_attention.c's, loaded at the first attention */
     CUfunction attn[4];           /* f32 f64 bf16 f16 */
@@ -114,6 +115,7 @@ kiln_status cu_function_get(cu_state *st, kn_program *prog, const char *name, CU
 /* cuda_lib.c: the library ops (backend_impl.h, lib_supports and lib_run). */
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d);
 kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *const *bufs);
+uint64_t cu_lib_scratch(void *state, int device, const kn_lib_desc *d);
 void cu_lib_release(cu_state *st, cu_dev *d);
 
 /* cuda_attention.c: the fused attention's kernels, CU_ATTN_THREADS threads a block. */

@@ -6,7 +6,12 @@
  * cuBLAS is column-major; kiln's C = A B is row-major, which cuBLAS sees as
  * C^T = B^T A^T: the operands swap places and each keeps its own transpose flag and
  * leading dimension, so no copy is ever made. A batch whose strides are one arithmetic
- * progression is one strided-batched call; otherwise one call per outer batch index.
+ * progression is one strided-batched call; otherwise (attention's products over the batch
+ * and head axes of a [B, T, H, D] projection) one pointer-array call over every matrix,
+ * whose arrays kiln_gemm_ptrs writes on the stream into the scratch the plan set aside
+ * (cu_lib_scratch), or one strided call per outer batch index where there is no scratch
+ * or a pointer would not be 16-byte aligned. One call matters: the H200 measured the
+ * outer-index loop's calls too small to fill the GPU (bench/RESULTS.md).
  * f32 products are exact f32 (CUBLAS_DEFAULT_MATH never uses TF32 tensor cores) unless the
  * context asks for TF32 (KILN_MATMUL_PRECISION=tf32, like jax_default_matmul_precision).
  * bf16 and f16 products are cublasGemmStridedBatchedEx with 16-bit operands and result and
@@ -200,7 +205,25 @@ static const char lib_source[] =
     "extern \"C\" __global__ void kiln_igemm_i32(const int32_t *a, const int32_t *b, int32_t *c, "
     "lib_gemm g, int64_t total) { igemm<int32_t, uint32_t>(a, b, c, g, total); }\n"
     "extern \"C\" __global__ void kiln_igemm_i64(const int64_t *a, const int64_t *b, int64_t *c, "
-    "lib_gemm g, int64_t total) { igemm<int64_t, uint64_t>(a, b, c, g, total); }\n";
+    "lib_gemm g, int64_t total) { igemm<int64_t, uint64_t>(a, b, c, g, total); }\n"
+    /* a batched product's matrix pointers, as cuBLAS's pointer-array calls read them: batch
+     * index x walks the batch axes (the last fastest) at each operand's own strides, and its
+     * result matrix is the x-th of c */
+    "extern \"C\" __global__ void kiln_gemm_ptrs(const char *a, const char *b, char *c, lib_gemm "
+    "g, int64_t es, int64_t batch, const char **pa, const char **pb, char **pc) {\n"
+    "    GRID_STRIDE(x, batch) {\n"
+    "        int64_t r = x, oa = 0, ob = 0;\n"
+    "        for (int t = (int)g.nb - 1; t >= 0; t--) {\n"
+    "            int64_t q = r % g.bdims[t];\n"
+    "            r /= g.bdims[t];\n"
+    "            oa += q * g.sa[t];\n"
+    "            ob += q * g.sb[t];\n"
+    "        }\n"
+    "        pa[x] = a + oa * es;\n"
+    "        pb[x] = b + ob * es;\n"
+    "        pc[x] = c + x * g.m * g.n * es;\n"
+    "    }\n"
+    "}\n";
 
 const char *cu_lib_source(size_t *len) {
     *len = sizeof lib_source - 1;
@@ -254,6 +277,7 @@ static kiln_status lib_ready(cu_state *st, int device, const char *what) {
                 if (!(s = cu_function_get(st, p, sc[i][j], &f))) d->lib.scatter[i][j] = f;
         for (int i = 0; i < 2 && !s; i++)
             if (!(s = cu_function_get(st, p, ig[i], &f))) d->lib.igemm[i] = f;
+        if (!s && !(s = cu_function_get(st, p, "kiln_gemm_ptrs", &f))) d->lib.gemm_ptrs = f;
         for (int i = 0; i < LIB_TYPES && !s; i++)
             if (!(s = cu_function_get(st, p, scan[i], &f))) d->lib.scan[i] = f;
         if (s)
@@ -363,8 +387,96 @@ static kiln_status blas_call(cu_state *st, cu_dev *d, kiln_dtype t, const kn_gem
     return KILN_STATUS_OK;
 }
 
+/* Whether cuBLAS's 32-bit interface can take float product g (blas_gemm refuses the rest
+ * when run; asked here so that kiln_compile refuses it instead, before a call has consumed
+ * any donated argument). An empty product never reaches cuBLAS. */
+static bool blas_gemm_fits(kiln_dtype t, const kn_gemm_desc *g) {
+    if (!blas_dtype(t)) return true;
+    if (!g->batch || !g->m || !g->n || !g->k) return true;
+    return g->m <= INT_MAX && g->n <= INT_MAX && g->k <= INT_MAX && g->lda <= INT_MAX &&
+           g->ldb <= INT_MAX && g->batch <= INT_MAX;
+}
+
+/* Whether g's batch axes are one arithmetic progression in both operands: then one
+ * strided-batched call does the whole batch. */
+static bool gemm_flat(const kn_gemm_desc *g) {
+    bool flat = true;
+    for (int i = g->nb - 1; i > 0; i--)
+        flat &= g->bstride_a[i - 1] == g->bstride_a[i] * g->bdims[i] &&
+                g->bstride_b[i - 1] == g->bstride_b[i] * g->bdims[i];
+    return flat;
+}
+
+/* The bytes of the pointer arrays (a, b and c pointers of each matrix: cuBLAS's
+ * pointer-array calls) for a batch that is not one progression, or 0 where one strided
+ * call does, or the product is not cuBLAS's. Every pointer must be 16-byte aligned, as the
+ * strided calls' are when their bases are: so must each batch stride and result matrix be
+ * (the bases are checked when run). Attention reads its products so: q, k and v slices of
+ * one [B, T, 3, H, D] projection, batched over B and H. */
+static uint64_t gemm_ptr_bytes(kiln_dtype t, const kn_gemm_desc *g) {
+    if (!blas_dtype(t) || gemm_flat(g) || !g->batch || !g->m || !g->n || !g->k ||
+        !blas_gemm_fits(t, g))
+        return 0;
+    int64_t es = (int64_t)kiln_dtype_itemsize(t);
+    bool aligned = g->m * g->n * es % 16 == 0;
+    for (int i = 0; i < g->nb; i++)
+        aligned &= g->bstride_a[i] * es % 16 == 0 && g->bstride_b[i] * es % 16 == 0;
+    return aligned ? 3 * (uint64_t)g->batch * sizeof(uint64_t) : 0;
+}
+
+/* One pointer-array call over the whole batch: kiln_gemm_ptrs writes the arrays into ptrs
+ * on the compute stream, where cuBLAS then reads them. */
+static kiln_status blas_batched(cu_state *st, cu_dev *d, kiln_dtype t, const kn_gemm_desc *g,
+                                const char *a, const char *b, char *c, void *ptrs) {
+    lib_gemm lg = {.nb = g->nb, .m = g->m, .n = g->n, .k = g->k};
+    for (int i = 0; i < g->nb; i++) {
+        lg.bdims[i] = g->bdims[i];
+        lg.sa[i] = g->bstride_a[i];
+        lg.sb[i] = g->bstride_b[i];
+    }
+    int64_t es = (int64_t)kiln_dtype_itemsize(t), batch = g->batch;
+    void **pa = ptrs, **pb = pa + batch, **pc = pb + batch;
+    void *params[] = {(void *)&a, (void *)&b, &c, &lg, &es, &batch, &pa, &pb, &pc};
+    kiln_status s = launch_lib(st, d, d->lib.gemm_ptrs, params, batch);
+    if (s) return s;
+    int ta = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int m = (int)g->n, n = (int)g->m, k = (int)g->k;
+    cublasStatus_t r;
+    if (is_half(t)) {
+        const float one = 1, zero = 0;
+        int ct = t == KILN_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+        r = st->blas.cublasGemmBatchedEx(d->blas, ta, tb, m, n, k, &one, (const void *const *)pb,
+                                         ct, (int)g->ldb, (const void *const *)pa, ct, (int)g->lda,
+                                         &zero, (void *const *)pc, ct, m, (int)batch,
+                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    } else if (t == KILN_DTYPE_F32) {
+        const float one = 1, zero = 0;
+        r = st->blas.cublasSgemmBatched(d->blas, ta, tb, m, n, k, &one, (const float *const *)pb,
+                                        (int)g->ldb, (const float *const *)pa, (int)g->lda, &zero,
+                                        (float *const *)pc, m, (int)batch);
+    } else {
+        const double one = 1, zero = 0;
+        r = st->blas.cublasDgemmBatched(d->blas, ta, tb, m, n, k, &one, (const double *const *)pb,
+                                        (int)g->ldb, (const double *const *)pa, (int)g->lda, &zero,
+                                        (double *const *)pc, m, (int)batch);
+    }
+    if (r)
+        return ctx_error(st->ctx, KILN_STATUS_BACKEND,
+                         "cuda: cuBLAS %sBatched%s (m=%d n=%d k=%d batch=%lld) failed "
+                         "(cublasStatus_t %d)",
+                         t == KILN_DTYPE_F32   ? "Sgemm"
+                         : t == KILN_DTYPE_F64 ? "Dgemm"
+                                               : "Gemm",
+                         is_half(t) ? "Ex" : "", m, n, k, (long long)batch, r);
+    return KILN_STATUS_OK;
+}
+
+/* g through cuBLAS: one strided-batched call when the batch is one progression, else one
+ * pointer-array call where the plan gave the arrays their scratch (ptrs) and every pointer
+ * is aligned, else one strided call per outer batch index. */
 static kiln_status blas_gemm(cu_state *st, int device, kiln_dtype t, const kn_gemm_desc *g,
-                             const char *a, const char *b, char *c) {
+                             const char *a, const char *b, char *c, void *ptrs,
+                             uint64_t ptr_bytes) {
     cu_dev *d = &st->devs[device];
     size_t es = kiln_dtype_itemsize(t);
     if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->lda > INT_MAX ||
@@ -376,10 +488,11 @@ static kiln_status blas_gemm(cu_state *st, int device, kiln_dtype t, const kn_ge
     kiln_status s = blas_ready(st, device);
     if (s) return s;
     int nb = g->nb;
-    bool flat = true; /* the batch axes are one progression */
-    for (int i = nb - 1; i > 0; i--)
-        flat &= g->bstride_a[i - 1] == g->bstride_a[i] * g->bdims[i] &&
-                g->bstride_b[i - 1] == g->bstride_b[i] * g->bdims[i];
+    bool flat = gemm_flat(g);
+    uint64_t want = gemm_ptr_bytes(t, g);
+    if (want && ptrs && ptr_bytes >= want &&
+        !(((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)ptrs) % 16))
+        return blas_batched(st, d, t, g, a, b, c, ptrs);
     int64_t last = nb ? g->bdims[nb - 1] : 1, outer = flat ? 1 : g->batch / last;
     int64_t sa = nb ? g->bstride_a[nb - 1] : 0, sb = nb ? g->bstride_b[nb - 1] : 0;
     int64_t per = flat ? g->batch : last;
@@ -398,7 +511,8 @@ static kiln_status blas_gemm(cu_state *st, int device, kiln_dtype t, const kn_ge
 }
 
 static kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_gemm_desc *g,
-                           const void *a, const void *b, void *c) {
+                           const void *a, const void *b, void *c, void *scratch,
+                           uint64_t scratch_bytes) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
     if (!g->batch || !g->m || !g->n) return KILN_STATUS_OK;
@@ -411,8 +525,12 @@ static kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_g
         return KILN_STATUS_OK;
     }
     if (blas_dtype(dtype)) {
+        /* the pointer arrays' kernel is a library one (loaded under the lock taken below) */
+        if (scratch && gemm_ptr_bytes(dtype, g) &&
+            (s = lib_ready(st, device, "kiln_executable_run: batched matrix product")))
+            return s;
         pthread_mutex_lock(&d->lock); /* a cuBLAS handle is not for concurrent calls */
-        s = blas_gemm(st, device, dtype, g, a, b, c);
+        s = blas_gemm(st, device, dtype, g, a, b, c, scratch, scratch_bytes);
         pthread_mutex_unlock(&d->lock);
         return s;
     }
@@ -500,16 +618,6 @@ static kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const vo
 
 /* ------------------------------------------------------- the generic slot ---- */
 
-/* Whether cuBLAS's 32-bit interface can take float product g (blas_gemm refuses the rest
- * when run; asked here so that kiln_compile refuses it instead, before a call has consumed
- * any donated argument). An empty product never reaches cuBLAS. */
-static bool blas_gemm_fits(kiln_dtype t, const kn_gemm_desc *g) {
-    if (!blas_dtype(t)) return true;
-    if (!g->batch || !g->m || !g->n || !g->k) return true;
-    return g->m <= INT_MAX && g->n <= INT_MAX && g->k <= INT_MAX && g->lda <= INT_MAX &&
-           g->ldb <= INT_MAX && g->batch <= INT_MAX;
-}
-
 /* Each op for the dtypes it has a kernel or a cuBLAS call for: a product of f32, f64,
  * bf16, f16, i32 or i64 (within cuBLAS's sizes), a permute of 1-, 2-, 4- or 8-byte
  * elements, scatter_add_rows and cumsum of lib_type's dtypes, attention of any float
@@ -534,7 +642,8 @@ bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d
 
 kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *const *b) {
     switch (d->op) {
-    case KN_LIB_GEMM: return cu_gemm(state, device, d->dtype, &d->gemm, b[0], b[1], b[2]);
+    case KN_LIB_GEMM:
+        return cu_gemm(state, device, d->dtype, &d->gemm, b[0], b[1], b[2], b[3], d->scratch_bytes);
     case KN_LIB_PERMUTE:
         return cu_permute(state, device, d->dtype, b[0], d->permute.rank, d->permute.dims,
                           d->permute.perm, b[1]);
@@ -555,4 +664,13 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
     cu_state *st = state;
     return ctx_error(st->ctx, KILN_STATUS_INTERNAL, "cuda backend: no library op %s",
                      kn_lib_op_name(d->op));
+}
+
+/* Scratch the plan sets aside for a call: a batched product's pointer arrays where its
+ * batch is not one progression (gemm_ptr_bytes); nothing for any other op (the fused
+ * attention and argsort need none here). */
+uint64_t cu_lib_scratch(void *state, int device, const kn_lib_desc *d) {
+    (void)state, (void)device;
+    if (d->op == KN_LIB_GEMM) return gemm_ptr_bytes(d->dtype, &d->gemm);
+    return 0;
 }

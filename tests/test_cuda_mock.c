@@ -13,6 +13,7 @@
 #include "test.h"
 #include "runtime/array.h"
 #include "runtime/executable.h"
+#include "plan/plan.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -575,6 +576,45 @@ static void test_offload_overlap(kiln_context *c, const char *(*order)(int)) {
     kiln_graph_destroy(g);
 }
 
+/* A fetch of a pinned_host argument (an offloaded parameter) is started
+ * PLAN_TRANSFER_WINDOW steps before its reader, not right before it: the plan's report
+ * has it in flight across the 8 kernels between (plan_prefetch_order). Without overlapping
+ * copies (the CPU) nothing moves. */
+static void test_prefetch(kiln_context *c) {
+    int64_t d[1] = {1024};
+    kiln_graph *g = NULL;
+    kiln_graph_create(c, "prefetch", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+    kiln_value w = kiln_parameter_in_memory(g, "w", KILN_DTYPE_F32, 1, d, KILN_MEMORY_PINNED_HOST);
+    kiln_value h = x;
+    for (int i = 0; i < 12; i++) h = i % 2 ? kiln_sin(g, h) : kiln_exp(g, h);
+    kiln_value y = kiln_add(g, h, kiln_memory_put(g, w, KILN_MEMORY_DEVICE));
+    CHECK_OK(c, kiln_graph_finish(g, 1, &y));
+    for (int dev = 1; dev >= 0; dev--) {
+        kiln_executable *e = NULL;
+        kiln_compile_options o = {.device = dev, .disable_fusion = true, .keep_ir = true};
+        CHECK_OK(c, kiln_compile(g, &o, &e));
+        char *report = e ? kiln_executable_to_string(e) : NULL;
+        const char *at = report ? strstr(report, "in flight until step") : NULL;
+        int until = -1, step = -1;
+        if (at) { /* the line's step number: "  <step>: k<i> ..." */
+            const char *line = at;
+            while (line > report && line[-1] != '\n') line--;
+            sscanf(line, " %d:", &step);
+            sscanf(at, "in flight until step %d", &until);
+        }
+        if (dev)
+            CHECK_MSG(at && until - step - 1 == PLAN_TRANSFER_WINDOW,
+                      "the fetch at step %d is waited for at %d, want %d kernels between:\n%s",
+                      step, until, PLAN_TRANSFER_WINDOW, report ? report : "");
+        else
+            CHECK_MSG(!at, "a copy overlaps on the CPU:\n%s", report ? report : "");
+        kiln_string_free(c, report);
+        kiln_executable_destroy(e);
+    }
+    kiln_graph_destroy(g);
+}
+
 /* Split reductions (src/codegen/cgen.h): a kernel with a part kernel is two launches over
  * the device's scratch, and a program whose kiln_k<i>_parts cannot be read fails to
  * compile, naming it. */
@@ -680,6 +720,7 @@ int main(void) {
     test_offload(c);
     test_offload_overlap(c, order);
     test_budget_overlap(c);
+    test_prefetch(c);
     test_gemm_limits(c);
     test_half_library(c, launches);
     test_batched_products(c, launches);

@@ -529,6 +529,7 @@ static kiln_status plan_one(const plan_ctx *c, int strategy, plan_cand *cd) {
     kiln_status s = plan_schedule(c, strategy, cd->order);
     if (s) return s;
     if (c->o->overlap_collectives) plan_overlap_order(c, cd->order);
+    if (c->o->overlap_transfers) plan_prefetch_order(c, cd->order);
     liveness(c, cd);
     assign_inplace(c, cd);
     assign_donations(c, cd);

@@ -100,14 +100,16 @@ typedef struct plan_options {
      * readers as late as their own readers allow (schedule.c). */
     bool overlap_collectives;
     /* Copies between memory kinds (memory_put: host offload's puts and fetches) overlap
-     * the kernels after them the same way, on the device's copy queue: a fetch is waited
-     * for before its first reader, a put before its first reader or PLAN_TRANSFER_WINDOW
-     * steps after its own, whichever comes first (its operand's device bytes stay taken
-     * until then). For a backend with copy_kinds_start (the GPU's). */
+     * the kernels after them the same way, on the device's copy queue: a fetch runs up to
+     * PLAN_TRANSFER_WINDOW steps ahead of its first reader (schedule.c,
+     * plan_prefetch_order) and is waited for before it, a put before its first reader or
+     * PLAN_TRANSFER_WINDOW steps after its own, whichever comes first (its operand's device
+     * bytes stay taken until then). For a backend with copy_kinds_start (the GPU's). */
     bool overlap_transfers;
 } plan_options;
 
-/* The steps a put to host memory runs beside (plan_options.overlap_transfers). */
+/* The steps a put to host memory, or a fetch from it, runs beside
+ * (plan_options.overlap_transfers). */
 #define PLAN_TRANSFER_WINDOW 8
 
 /* One schedule strategy's outcome, kept for the report. */

@@ -296,3 +296,38 @@ void plan_overlap_order(const plan_ctx *c, uint32_t *order) {
         order[to] = k;
     }
 }
+
+/* ------------------------------------------------------------ prefetches ---- */
+
+/* Why: a fetch (a copy to the device of a value in pinned_host memory: an offloaded
+ * parameter, optimiser state or activation) that overlaps runs on the copy queue from its
+ * step until its first reader's (plan.c, collective_waits). Every strategy places it right
+ * before that reader: the list scheduler as late as it can, to hold its device bytes for
+ * the least time, the depth-first ones where its reader's operands start. Nothing is left
+ * to hide the copy behind: on an H200 the offloaded steps took as long as their copies
+ * added, on the copy queue as on the kernels' (bench/RESULTS.md, "copies on the copy
+ * stream"). So each fetch moves up to PLAN_TRANSFER_WINDOW steps before its first reader,
+ * never before its own producer (an offloaded activation's put: the fetch reads the host
+ * bytes the put writes), to overlap that many kernels, as a put overlaps the kernels after
+ * it. The cost: its result lives that much longer on the device, which the peak counts (a
+ * budget sees it). Deterministic, and every producer stays before its readers. */
+void plan_prefetch_order(const plan_ctx *c, uint32_t *order) {
+    uint32_t nk = c->nk;
+    for (uint32_t s = 0; s < nk; s++) {
+        uint32_t k = order[s];
+        if (!fetches(c, k)) continue;
+        uint32_t r = nk; /* the first reader's step */
+        for (uint32_t j = s + 1; j < nk && r == nk; j++)
+            if (listed(c->succs, c->succ_start[k], c->succ_start[k + 1], order[j])) r = j;
+        if (r == nk) continue;
+        uint32_t to = r > PLAN_TRANSFER_WINDOW ? r - 1 - PLAN_TRANSFER_WINDOW : 0;
+        for (uint32_t j = s; j-- > to;) /* never before a producer */
+            if (listed(c->preds, c->pred_start[k], c->pred_start[k + 1], order[j])) {
+                to = j + 1;
+                break;
+            }
+        if (to >= s) continue;
+        memmove(order + to + 1, order + to, (s - to) * sizeof *order);
+        order[to] = k;
+    }
+}

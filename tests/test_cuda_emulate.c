@@ -10,9 +10,11 @@
  * (src/backend/cuda/cuda_attention.c) runs the same way, on host buffers, against the
  * reference: tiles cut short, chunked head sizes, causal or not, grouped heads, fills; and the
  * argsort kernel (src/backend/cuda/cuda_sort.c): shared-memory rows, the fallback past
- * them, top_k's order, every dtype. Grids are 1
- * to 3 blocks, so the grid-stride loops run more than once. Products, permutes and scatter-adds
- * stay the CPU's (they are library ops, not printed code).
+ * them, top_k's order, every dtype; and the sorted scatter_add_rows kernels
+ * (src/backend/cuda/cuda_scatter.c), against a plain loop of the semantics, bit for bit: one
+ * to 64 chunks, repeated and out-of-range indices, every combine, dtype and index dtype. Grids
+ * are 1 to 3 blocks, so the grid-stride loops run more than once. Products, permutes and
+ * scatter-adds inside programs stay the CPU's (they are library ops, not printed code).
  *
  * A long run (minutes: a barrier per warp shuffle, 256 threads on a few cores), so it runs
  * only with KILN_TEST_CUDA_EMULATE=1 (f32 and i64 forms, one random program and one
@@ -25,6 +27,7 @@
 #define KILN_NO_LOCATION_MACROS
 #include "base/half.h"
 #include "backend/cpu/cpu.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_half.h"
 #include "backend/cuda/cuda_program.h"
 #include "compare.h"
@@ -1150,6 +1153,287 @@ static void test_sort(void) {
     if (lib) dlclose(lib);
 }
 
+/* ---------------------------------------------------- sorted scatter-add ---- */
+
+/* The sorted scatter_add_rows kernels' source with a function that runs the index sort over
+ * grid_sort blocks, then the row kernel over grid_rows (the scratch: keys, then positions,
+ * n_idx each). */
+static const char scatter_glue[] =
+    "struct emu_sc { int type, itype, phase; const void *idx, *u; void *o; uint32_t *key, "
+    "*pos; scatter_params p; };\n"
+    "static void emu_scatter_body(void *a) {\n"
+    "    emu_sc *x = (emu_sc *)a;\n"
+    "    if (!x->phase) {\n"
+    "        if (x->itype) kiln_scatter_sort_i64((const int64_t *)x->idx, x->key, x->pos, x->p);\n"
+    "        else kiln_scatter_sort_i32((const int32_t *)x->idx, x->key, x->pos, x->p);\n"
+    "        return;\n"
+    "    }\n"
+    "    switch (x->type) {\n"
+    "    case 0: kiln_scatter_rows_f32((const float *)x->u, (float *)x->o, x->key, x->pos, x->p); "
+    "break;\n"
+    "    case 1: kiln_scatter_rows_f64((const double *)x->u, (double *)x->o, x->key, x->pos, "
+    "x->p); break;\n"
+    "    case 2: kiln_scatter_rows_i32((const int32_t *)x->u, (int32_t *)x->o, x->key, x->pos, "
+    "x->p); break;\n"
+    "    case 3: kiln_scatter_rows_i64((const int64_t *)x->u, (int64_t *)x->o, x->key, x->pos, "
+    "x->p); break;\n"
+    "    case 4: kiln_scatter_rows_bf16((const bf16 *)x->u, (bf16 *)x->o, x->key, x->pos, x->p); "
+    "break;\n"
+    "    default: kiln_scatter_rows_f16((const f16 *)x->u, (f16 *)x->o, x->key, x->pos, x->p); "
+    "break;\n"
+    "    }\n"
+    "}\n"
+    "extern \"C\" void emu_scatter(int type, int itype, const void *idx, const void *u, void *o, "
+    "void *scratch, const long long *n, unsigned grid_sort, unsigned grid_rows) {\n"
+    "    uint32_t *key = (uint32_t *)scratch;\n"
+    "    emu_sc a = {type, itype, 0, idx, u, o, key, key + n[2], {n[0], n[1], n[2], n[3], "
+    "n[4], n[5]}};\n"
+    "    kiln_emu_run(grid_sort, emu_scatter_body, &a);\n"
+    "    a.phase = 1;\n"
+    "    kiln_emu_run(grid_rows, emu_scatter_body, &a);\n"
+    "}\n";
+
+typedef void (*emu_scatter_fn)(int type, int itype, const void *idx, const void *u, void *o,
+                               void *scratch, const long long *n, unsigned grid_sort,
+                               unsigned grid_rows);
+
+/* How a case draws its indices. */
+enum {
+    IDX_SPREAD, /* in [-3, rows + 3): some negative, some past the end */
+    IDX_ONE,    /* every one the same row */
+    IDX_FEW,    /* rows 0 and 1, and a few out of range (long runs) */
+    IDX_WIDE,   /* INT32_MIN/INT64_MIN, and for i64 values that wrap to rows in 32 bits */
+    IDX_NONE,   /* all out of range */
+};
+
+/* One case: scatter_add_rows of n_idx rows of len into rows rows, combined by `combine`, with
+ * chunks of `chunk` positions; special values (NaN, infinities, signed zeros, extremes) or
+ * ordinary ones, onto an operand or zeros. */
+typedef struct scatter_case {
+    kiln_dtype t, it;
+    int64_t rows, len, n_idx, chunk;
+    int combine, pattern;
+    bool special, zeros;
+} scatter_case;
+
+static float scatter_ref_f32(float a, float b, int k) {
+    if (k == KN_ROWS_ADD) return a + b;
+    if (k == KN_ROWS_MUL) return a * b;
+    if (isnan(a)) return a; /* a NaN wins, the first one if both */
+    if (isnan(b)) return b;
+    if (a == b) return (signbit(a) != 0) == (k == KN_ROWS_MIN) ? a : b; /* -0 min, +0 max */
+    return (a < b) == (k == KN_ROWS_MIN) ? a : b;
+}
+
+static double scatter_ref_f64(double a, double b, int k) {
+    if (k == KN_ROWS_ADD) return a + b;
+    if (k == KN_ROWS_MUL) return a * b;
+    if (isnan(a)) return a;
+    if (isnan(b)) return b;
+    if (a == b) return (signbit(a) != 0) == (k == KN_ROWS_MIN) ? a : b;
+    return (a < b) == (k == KN_ROWS_MIN) ? a : b;
+}
+
+/* The semantics, plainly: for i in order, row idx[i] (when in range) combined with update i,
+ * each result stored in the dtype (16-bit floats rounded after each combine). */
+static void scatter_ref(const scatter_case *c, const void *idx, const void *upd, void *out) {
+    for (int64_t i = 0; i < c->n_idx; i++) {
+        int64_t r = c->it == KILN_DTYPE_I64 ? ((const int64_t *)idx)[i] : ((const int32_t *)idx)[i];
+        if (r < 0 || r >= c->rows) continue;
+        for (int64_t j = 0; j < c->len; j++) {
+            int64_t o = r * c->len + j, u = i * c->len + j;
+            int k = c->combine;
+            switch (c->t) {
+            case KILN_DTYPE_F32: {
+                float *x = out;
+                x[o] = scatter_ref_f32(x[o], ((const float *)upd)[u], k);
+                break;
+            }
+            case KILN_DTYPE_F64: {
+                double *x = out;
+                x[o] = scatter_ref_f64(x[o], ((const double *)upd)[u], k);
+                break;
+            }
+            case KILN_DTYPE_I32: {
+                int32_t *x = out, a = x[o], b = ((const int32_t *)upd)[u];
+                x[o] = k == KN_ROWS_ADD   ? (int32_t)((uint32_t)a + (uint32_t)b)
+                       : k == KN_ROWS_MUL ? (int32_t)((uint32_t)a * (uint32_t)b)
+                       : k == KN_ROWS_MIN ? (a < b ? a : b)
+                                          : (a > b ? a : b);
+                break;
+            }
+            case KILN_DTYPE_I64: {
+                int64_t *x = out, a = x[o], b = ((const int64_t *)upd)[u];
+                x[o] = k == KN_ROWS_ADD   ? (int64_t)((uint64_t)a + (uint64_t)b)
+                       : k == KN_ROWS_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
+                       : k == KN_ROWS_MIN ? (a < b ? a : b)
+                                          : (a > b ? a : b);
+                break;
+            }
+            case KILN_DTYPE_BF16: {
+                uint16_t *x = out, b = ((const uint16_t *)upd)[u];
+                x[o] = kn_f32_to_bf16(scatter_ref_f32(kn_bf16_to_f32(x[o]), kn_bf16_to_f32(b), k));
+                break;
+            }
+            default: {
+                uint16_t *x = out, b = ((const uint16_t *)upd)[u];
+                x[o] = kn_f32_to_f16(scatter_ref_f32(kn_f16_to_f32(x[o]), kn_f16_to_f32(b), k));
+                break;
+            }
+            }
+        }
+    }
+}
+
+/* Whether two results agree: the same bits, except that a NaN from an addition or product
+ * may be any NaN (when both operands are NaNs, which one x86 returns follows the order the
+ * compiler put them in, and a GPU gives its canonical NaN); min and max choose their NaN. */
+static bool scatter_same(const scatter_case *c, const void *a, const void *b) {
+    size_t es = kiln_dtype_itemsize(c->t);
+    if (!memcmp(a, b, es)) return true;
+    if (c->combine != KN_ROWS_ADD && c->combine != KN_ROWS_MUL) return false;
+    switch (c->t) {
+    case KILN_DTYPE_F32: return isnan(*(const float *)a) && isnan(*(const float *)b);
+    case KILN_DTYPE_F64: return isnan(*(const double *)a) && isnan(*(const double *)b);
+    case KILN_DTYPE_BF16:
+        return isnan(kn_bf16_to_f32(*(const uint16_t *)a)) &&
+               isnan(kn_bf16_to_f32(*(const uint16_t *)b));
+    case KILN_DTYPE_F16:
+        return isnan(kn_f16_to_f32(*(const uint16_t *)a)) &&
+               isnan(kn_f16_to_f32(*(const uint16_t *)b));
+    default: return false;
+    }
+}
+
+static void scatter_check(emu_scatter_fn run, const scatter_case *c, int which) {
+    char name[32];
+    snprintf(name, sizeof name, "scatter%d", which);
+    size_t es = kiln_dtype_itemsize(c->t), is = kiln_dtype_itemsize(c->it);
+    size_t out_bytes = (size_t)(c->rows * c->len) * es,
+           upd_bytes = (size_t)(c->n_idx * c->len) * es;
+    void *idx = malloc((size_t)c->n_idx * is), *upd = malloc(upd_bytes + 1);
+    void *got = malloc(out_bytes + 1), *want = malloc(out_bytes + 1);
+    uint32_t *scratch = calloc((size_t)c->n_idx * 2 + 1, sizeof *scratch);
+    for (int64_t i = 0; i < c->n_idx; i++) {
+        int64_t r;
+        switch (c->pattern) {
+        case IDX_ONE: r = c->rows / 2; break;
+        case IDX_FEW: r = test_rng_int(&seed, 10) ? test_rng_int(&seed, 2) : c->rows; break;
+        case IDX_WIDE: {
+            int q = test_rng_int(&seed, 4);
+            r = test_rng_int(&seed, (int)c->rows);
+            if (q == 0) r = c->it == KILN_DTYPE_I64 ? INT64_MIN : INT32_MIN;
+            if (q == 1 && c->it == KILN_DTYPE_I64) r += (int64_t)1 << 32; /* row r in 32 bits */
+            if (q == 1 && c->it == KILN_DTYPE_I32) r = INT32_MAX;
+            break;
+        }
+        case IDX_NONE: r = test_rng_int(&seed, 2) ? -1 - test_rng_int(&seed, 5) : c->rows; break;
+        default: r = test_rng_int(&seed, (int)c->rows + 6) - 3; break;
+        }
+        if (c->it == KILN_DTYPE_I64)
+            ((int64_t *)idx)[i] = r;
+        else
+            ((int32_t *)idx)[i] = (int32_t)r;
+    }
+    if (c->special)
+        test_fill_special(c->t, c->n_idx * c->len, upd, &seed);
+    else
+        test_fill_uniform(c->t, c->n_idx * c->len, upd, &seed);
+    if (c->zeros)
+        memset(want, 0, out_bytes);
+    else
+        test_fill_uniform(c->t, c->rows * c->len, want, &seed);
+    memcpy(got, want, out_bytes);
+    scatter_ref(c, idx, upd, want);
+    static const kiln_dtype order[6] = {KILN_DTYPE_F32, KILN_DTYPE_F64,  KILN_DTYPE_I32,
+                                        KILN_DTYPE_I64, KILN_DTYPE_BF16, KILN_DTYPE_F16};
+    int type = 0;
+    while (order[type] != c->t) type++;
+    int64_t n_chunks = (c->n_idx + c->chunk - 1) / c->chunk;
+    long long nn[6] = {c->rows, c->len, c->n_idx, c->chunk, n_chunks, c->combine};
+    run(type, c->it == KILN_DTYPE_I64, idx, upd, got, scratch, nn, 2, 3);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < c->rows * c->len && bad < 0; i++)
+        if (!scatter_same(c, (char *)got + i * es, (char *)want + i * es)) bad = i;
+    uint64_t gb = 0, wb = 0;
+    if (bad >= 0) memcpy(&gb, (char *)got + bad * es, es), memcpy(&wb, (char *)want + bad * es, es);
+    CHECK_MSG(bad < 0,
+              "%s: emulated sorted scatter != the semantics at [%lld, %lld]: bits %llx, want %llx "
+              "(%s, idx %s, rows %lld, len %lld, n_idx %lld, chunk %lld, combine %d)",
+              name, (long long)(bad / (c->len ? c->len : 1)),
+              (long long)(bad % (c->len ? c->len : 1)), (unsigned long long)gb,
+              (unsigned long long)wb, kiln_dtype_name(c->t), kiln_dtype_name(c->it),
+              (long long)c->rows, (long long)c->len, (long long)c->n_idx, (long long)c->chunk,
+              c->combine);
+    /* the scratch is sorted (key, position) pairs, chunk by chunk */
+    bool sorted = true;
+    for (int64_t i = 1; i < c->n_idx && sorted; i++)
+        if (i % c->chunk)
+            sorted =
+                scratch[i - 1] < scratch[i] ||
+                (scratch[i - 1] == scratch[i] && scratch[c->n_idx + i - 1] < scratch[c->n_idx + i]);
+    CHECK_MSG(sorted, "%s: a chunk's keys are not sorted in the scratch", name);
+    free(idx), free(upd), free(got), free(want), free(scratch);
+    n_programs++;
+}
+
+static void test_scatter(void) {
+    const char *only = getenv("KILN_EMU_ONLY");
+    if (only && strncmp(only, "scatter", 7)) return;
+    size_t len;
+    const char *src = cu_scatter_source(&len);
+    char cu[256], so[256], cmd[2048];
+    snprintf(cu, sizeof cu, "%s/scatter.cpp", dir);
+    snprintf(so, sizeof so, "%s/scatter.so", dir);
+    FILE *f = fopen(cu, "w");
+    if (f) fputs(shim, f), fwrite(src, 1, len, f), fputs(scatter_glue, f), fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -ffp-contract=off -o '%s' "
+             "'%s' 2>'%s.log'",
+             so, cu, cu);
+    int rc = f ? system(cmd) : -1;
+    CHECK_MSG(rc == 0, "scatter: g++ failed (see %s.log)", cu);
+    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    CHECK_MSG(rc || lib, "scatter: dlopen: %s", dlerror());
+    void *fn = lib ? dlsym(lib, "emu_scatter") : NULL;
+    emu_scatter_fn run;
+    memcpy(&run, &fn, sizeof run);
+    enum { ADD = KN_ROWS_ADD, MUL = KN_ROWS_MUL, MIN = KN_ROWS_MIN, MAX = KN_ROWS_MAX };
+    const kiln_dtype F32 = KILN_DTYPE_F32, F64 = KILN_DTYPE_F64, I32 = KILN_DTYPE_I32,
+                     I64 = KILN_DTYPE_I64, BF16 = KILN_DTYPE_BF16, F16 = KILN_DTYPE_F16;
+    /* one chunk, two (exactly full), three (the last short), the production chunk over
+     * three, 64 chunks; chunks that are not powers of two (padded sorts) */
+    const scatter_case cases[] = {
+        {F32, I32, 7, 5, 1, 64, ADD, IDX_SPREAD, false, false},
+        {F32, I32, 13, 33, 150, 64, ADD, IDX_SPREAD, false, false},
+        {F32, I64, 5, 3, 2 * CU_SCATTER_CHUNK + 5, CU_SCATTER_CHUNK, ADD, IDX_FEW, false, true},
+        {F32, I32, 9, 40, 100, 50, ADD, IDX_ONE, false, false},
+        {F32, I32, 20, 4, 512, 8, ADD, IDX_SPREAD, false, false},
+        {F32, I32, 6, 8, 130, 32, MAX, IDX_SPREAD, true, false},
+        {F32, I64, 3, 70, 90, 40, MUL, IDX_FEW, false, false},
+        {F64, I64, 11, 17, 200, 64, MUL, IDX_WIDE, false, false},
+        {F64, I32, 6, 8, 130, 32, MIN, IDX_SPREAD, true, false},
+        {F64, I32, 4, 9, 77, 20, ADD, IDX_FEW, true, true},
+        {I32, I32, 10, 9, 300, 100, MUL, IDX_SPREAD, false, false},
+        {I32, I64, 10, 9, 300, 100, MIN, IDX_WIDE, true, false},
+        {I64, I64, 10, 9, 300, 100, ADD, IDX_SPREAD, true, false},
+        {I64, I32, 5, 33, 140, 64, MAX, IDX_WIDE, true, false},
+        {BF16, I32, 4, 37, 500, 128, ADD, IDX_FEW, false, false},
+        {BF16, I64, 6, 16, 150, 64, MAX, IDX_SPREAD, true, false},
+        {F16, I64, 8, 16, 260, 64, ADD, IDX_SPREAD, false, true},
+        {F16, I32, 5, 12, 100, 30, MUL, IDX_FEW, false, false},
+        {F16, I32, 5, 12, 100, 30, MIN, IDX_ONE, true, false},
+        {F32, I32, 1, 6, 70, 32, ADD, IDX_NONE, false, false},
+    };
+    for (int i = 0; fn && i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        char name[32];
+        snprintf(name, sizeof name, "scatter%d", i);
+        if (only && strcmp(only, "scatter") && strcmp(only, name)) continue;
+        scatter_check(run, &cases[i], i);
+    }
+    if (lib) dlclose(lib);
+}
+
 int main(void) {
     const char *on = getenv("KILN_TEST_CUDA_EMULATE");
     if (!on || strcmp(on, "1")) return test_skip("a long run; set KILN_TEST_CUDA_EMULATE=1");
@@ -1160,6 +1444,7 @@ int main(void) {
     gpu_start();
     test_attention();
     test_sort();
+    test_scatter();
     test_forms();
     test_half();
     test_conv();

@@ -253,6 +253,47 @@ static void test_batched_products(kiln_context *c, long (*launches)(void)) {
     dlclose(lib);
 }
 
+/* scatter_add_rows with its planned scratch is cuda_scatter.c's two launches (the chunks'
+ * sort, a block per chunk of 4096 indices, then the rows), compiled at the first call; past
+ * 64 chunks the plan gives it no scratch and it is the column kernel's one launch. */
+static void test_sorted_scatter(kiln_context *c, long (*launches)(void), long (*last)(void)) {
+    static const int64_t n_idx[2] = {3 * 4096 + 5, 64 * 4096 + 1};
+    for (int t = 0; t < 2; t++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(c, "scatter", &g);
+        int64_t dt[2] = {50, 8}, di[1] = {n_idx[t]}, du[2] = {n_idx[t], 8};
+        kiln_value tab = kiln_parameter(g, "t", KILN_DTYPE_F32, 2, dt);
+        kiln_value idx = kiln_parameter(g, "i", KILN_DTYPE_I32, 1, di);
+        kiln_value upd = kiln_parameter(g, "u", KILN_DTYPE_F32, 2, du);
+        kiln_value y = kiln_scatter_add_rows(g, tab, idx, upd);
+        CHECK_OK(c, kiln_graph_finish(g, 1, &y));
+        kiln_compile_options o = {.device = 1};
+        kiln_executable *e = NULL;
+        kiln_status s = kiln_compile(g, &o, &e);
+        if (s && strstr(kiln_last_error(c), "NVRTC")) {
+            test_skip_case("sorted scatter", "no NVRTC: %s", kiln_last_error(c));
+            kiln_graph_destroy(g);
+            return;
+        }
+        CHECK_OK(c, s);
+        kiln_array *args[3] = {0}, *res = NULL;
+        CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 2, dt, NULL, &args[0]));
+        CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_I32, 1, di, NULL, &args[1]));
+        CHECK_OK(c, kiln_array_create_on(c, 1, KILN_DTYPE_F32, 2, du, NULL, &args[2]));
+        long before = launches();
+        CHECK_OK(c, kiln_executable_run(e, 3, args, 1, &res));
+        CHECK_MSG(launches() - before == (t ? 1 : 2), "n_idx %lld: %ld launches, want %d",
+                  (long long)n_idx[t], launches() - before, t ? 1 : 2);
+        if (!t) /* the row kernel last: a thread per (slot, column), 256 a block */
+            CHECK_MSG(last() % 65536 == 256 && last() / 65536 >= 1,
+                      "the sorted rows' launch: %ld blocks of %ld", last() / 65536, last() % 65536);
+        kiln_array_destroy(res);
+        for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* dot_product_attention on cuda:0 is one launch of the fused kernel (no products, no
  * softmax kernels), 256 threads a block and a block per (batch, head, tile of query
  * rows): 64 rows a tile for f32, bf16 and f16, 32 for f64. */
@@ -724,6 +765,7 @@ int main(void) {
     test_gemm_limits(c);
     test_half_library(c, launches);
     test_batched_products(c, launches);
+    test_sorted_scatter(c, launches, last);
     test_split(c, launches);
     test_attention(c, launches, last);
     kiln_context_destroy(c);

@@ -7,14 +7,15 @@
  * direction and conversion), reductions of every kind in each form the printer has
  * (lane-strided in a warp, in a block, columns, full, nested), gathers, pads and
  * concatenations, the random programs of randprog.h (fused and one op per kernel), their
- * gradients (kiln_grad), every model of examples/models.h, and the GPU's library and
- * attention kernels.
+ * gradients (kiln_grad), every model of examples/models.h, and the GPU's library,
+ * attention, argsort and sorted scatter kernels.
  * Each is compiled fused and (the op graphs) unfused; a failure prints NVRTC's log and
  * keeps the source under the build folder, and the test goes on to the next program.
  * KILN_TEST_PROGRAMS sets the number of random sub-programs; KILN_TEST_KEEP_CUDA=<folder>
  * keeps every generated source there. */
 #define KILN_NO_LOCATION_MACROS
 #include "test.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_program.h"
 #include "codegen/cgen.h"
 #include "passes/passes.h"
@@ -382,6 +383,18 @@ static void test_library(void) {
     CHECK_MSG(!s, "argsort kernels: %s", kiln_last_error(ctx));
     CHECK_MSG(s || bytes > 0, "argsort kernels: empty cubin");
     if (cubin) host_free(ctx, cubin, bytes);
+    cubin = NULL, bytes = 0;
+    src = cu_scatter_source(&len);
+    s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
+    CHECK_MSG(!s, "sorted scatter kernels: %s", kiln_last_error(ctx));
+    CHECK_MSG(s || bytes > 0, "sorted scatter kernels: empty cubin");
+    if (cubin) host_free(ctx, cubin, bytes);
+    /* the source's block and shared array are the sizes the host launches and chunks by */
+    char want[64];
+    snprintf(want, sizeof want, "#define SCATTER_THREADS %d\n", CU_SCATTER_THREADS);
+    CHECK_MSG(strstr(src, want), "sorted scatter kernels: no \"%s\"", want);
+    snprintf(want, sizeof want, "#define SCATTER_SHARED %d\n", CU_SCATTER_CHUNK);
+    CHECK_MSG(strstr(src, want), "sorted scatter kernels: no \"%s\"", want);
 }
 
 int main(void) {

@@ -27,6 +27,9 @@ typedef struct cu_libk {
     CUfunction attn[4];           /* f32 f64 bf16 f16 */
     struct kn_program *sort_prog; /* cuda_sort.c's, loaded at the first argsort */
     CUfunction sort[7];           /* f32 f64 i32 i64 bf16 f16 bool (CU_SORT_TYPES) */
+    struct kn_program *scatter_prog; /* cuda_scatter.c's, loaded at its first scatter */
+    CUfunction scatter_sort[2];      /* by index dtype: i32, i64 */
+    CUfunction scatter_rows[6];      /* f32 f64 i32 i64 bf16 f16 (CU_SCATTER_TYPES) */
 } cu_libk;
 
 typedef struct cu_dev {
@@ -132,6 +135,27 @@ kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *
 bool cu_sort_supports(const kn_lib_desc *d);
 /* Enqueues argsort d on the device's compute stream (compiling at the first call). */
 kiln_status cu_sort_run(cu_state *st, int device, const kn_lib_desc *d, const void *x, void *out);
+/* cuda_scatter.c: scatter_add_rows through sorted indices, CU_SCATTER_THREADS threads a
+ * block (the caller keeps cuda_lib.c's column kernel where this path does not run). */
+#define CU_SCATTER_THREADS 256
+#define CU_SCATTER_TYPES   6
+/* Positions a block sorts: the source's SCATTER_SHARED, its shared array's length (8 bytes
+ * a pair: 32 KiB, under the 48 KiB a block may have statically). */
+#define CU_SCATTER_CHUNK 4096
+/* The most chunks the sorted path takes (each slot searches every earlier chunk). */
+#define CU_SCATTER_MAX_CHUNKS 64
+/* Bytes of scratch the sorted scatter needs for c (0 when it would not be used). */
+uint64_t cu_scatter_scratch(const kn_scatter_desc *c);
+/* Adds the updates of scatter_add_rows c into out (which already holds the operand or zeros),
+ * on the compute stream; false in *used when it did not run (the caller then runs the column
+ * kernel). */
+kiln_status cu_scatter_sorted_run(cu_state *st, int device, kiln_dtype dtype,
+                                  const kn_scatter_desc *c, const void *idx, const void *upd,
+                                  void *out, void *scratch, uint64_t scratch_bytes, bool *used);
+/* Unloads the module (called from cu_lib_release). */
+void cu_scatter_release(cu_state *st, cu_dev *d);
+/* The CUDA source (for tests). */
+const char *cu_scatter_source(size_t *len);
 /* Grid size for `items` blocks' worth of work on device d. */
 unsigned cu_grid(const cu_dev *d, int64_t items);
 

@@ -1,6 +1,7 @@
 /* cuda_half.h — bf16 and f16 in the CUDA sources the backend compiles itself (its library
- * kernels: cuda_lib.c, cuda_attention.c, cuda_sort.c), written once as string literals
- * that each source splices in. The printed kernels have their own (src/codegen/prelude).
+ * kernels: cuda_lib.c, cuda_attention.c, cuda_sort.c, cuda_scatter.c), written once as
+ * string literals that each source splices in, with the scatter kernels' combine. The printed
+ * kernels have their own (src/codegen/prelude).
  *
  * The values live in uint16_t (struct bf16, struct f16) and are computed in f32: wide()
  * widens exactly, narrow() rounds to nearest even as src/base/half.h does (a NaN keeps its
@@ -83,6 +84,36 @@
     "    double big = __longlong_as_double((long long)a) * 16777216.0 + 4503599627370496.0;\n"     \
     "    o.h = (uint16_t)(s | (uint32_t)(big - 4503599627370496.0));\n"                            \
     "#endif\n"                                                                                     \
+    "}\n"
+
+/* kn_rows_combine (add 0, mul 1, min 2, max 3) of a row's value a and an update b, for the
+ * scatter kernels (cuda_lib.c's column kernel, cuda_scatter.c's sorted one). U is the type
+ * the addition and product are done in (unsigned for integers: wrapping). Float min and
+ * max as kiln_min_f32 and kiln_max_f32: a NaN operand wins, and -0 and +0 combine by their
+ * sign bits. */
+#define CU_ROWS_COMBINE                                                                            \
+    "template <typename T, typename U> __device__ __forceinline__ T comb(T a, T b, int64_t k) "    \
+    "{\n"                                                                                          \
+    "    return k == 1 ? (T)((U)a * (U)b) : k == 2 ? (a < b ? a : b) : k == 3 ? (a > b ? a : b) "  \
+    ": (T)((U)a + (U)b);\n"                                                                        \
+    "}\n"                                                                                          \
+    "template <> __device__ __forceinline__ float comb<float, float>(float a, float b, int64_t "   \
+    "k) {\n"                                                                                       \
+    "    if (k == 0) return a + b;\n"                                                              \
+    "    if (k == 1) return a * b;\n"                                                              \
+    "    if ((k == 2 ? a < b : a > b) || a != a) return a;\n"                                      \
+    "    if (a != b) return b;\n"                                                                  \
+    "    unsigned x = __float_as_uint(a), y = __float_as_uint(b);\n"                               \
+    "    return __uint_as_float(k == 2 ? x | y : x & y);\n"                                        \
+    "}\n"                                                                                          \
+    "template <> __device__ __forceinline__ double comb<double, double>(double a, double b, "      \
+    "int64_t k) {\n"                                                                               \
+    "    if (k == 0) return a + b;\n"                                                              \
+    "    if (k == 1) return a * b;\n"                                                              \
+    "    if ((k == 2 ? a < b : a > b) || a != a) return a;\n"                                      \
+    "    if (a != b) return b;\n"                                                                  \
+    "    long long x = __double_as_longlong(a), y = __double_as_longlong(b);\n"                    \
+    "    return __longlong_as_double(k == 2 ? x | y : x & y);\n"                                   \
     "}\n"
 
 #endif

@@ -19,7 +19,8 @@
  * even (the reference accumulates in f64: the two differ by f32 rounding of the sum).
  *
  * kiln's own kernels are one CUDA source compiled through the same NVRTC path and disk
- * cache as generated programs, at a device's first library call. scatter_add_rows gives
+ * cache as generated programs, at a device's first library call. scatter_add_rows (where
+ * cuda_scatter.c's sorted kernels do not take it: no scratch, too many indices) gives
  * each column a thread that walks the indices in order, so rows that repeat are added (or
  * multiplied, min-ed, max-ed: kn_rows_combine) in the reference's order, with no atomics
  * (deterministic, as on the CPU); cumsum gives each column a thread
@@ -77,33 +78,7 @@ static const char lib_source[] =
     "extern \"C\" __global__ void kiln_permute4(const uint32_t *s, uint32_t *d, lib_perm p, "
     "int64_t n) { permute(s, d, p, n); }\n"
     "extern \"C\" __global__ void kiln_permute8(const uint64_t *s, uint64_t *d, lib_perm p, "
-    "int64_t n) { permute(s, d, p, n); }\n"
-    /* U: the type the addition and product are done in (unsigned for integers: wrapping);
-     * k: kn_rows_combine (add, mul, min, max). Float min and max as kiln_min_f32 and
-     * kiln_max_f32: a NaN operand wins, and -0 and +0 combine by their sign bits */
-    "template <typename T, typename U> __device__ __forceinline__ T comb(T a, T b, int64_t k) "
-    "{\n"
-    "    return k == 1 ? (T)((U)a * (U)b) : k == 2 ? (a < b ? a : b) : k == 3 ? (a > b ? a : b) "
-    ": (T)((U)a + (U)b);\n"
-    "}\n"
-    "template <> __device__ __forceinline__ float comb<float, float>(float a, float b, int64_t "
-    "k) {\n"
-    "    if (k == 0) return a + b;\n"
-    "    if (k == 1) return a * b;\n"
-    "    if ((k == 2 ? a < b : a > b) || a != a) return a;\n"
-    "    if (a != b) return b;\n"
-    "    unsigned x = __float_as_uint(a), y = __float_as_uint(b);\n"
-    "    return __uint_as_float(k == 2 ? x | y : x & y);\n"
-    "}\n"
-    "template <> __device__ __forceinline__ double comb<double, double>(double a, double b, "
-    "int64_t k) {\n"
-    "    if (k == 0) return a + b;\n"
-    "    if (k == 1) return a * b;\n"
-    "    if ((k == 2 ? a < b : a > b) || a != a) return a;\n"
-    "    if (a != b) return b;\n"
-    "    long long x = __double_as_longlong(a), y = __double_as_longlong(b);\n"
-    "    return __longlong_as_double(k == 2 ? x | y : x & y);\n"
-    "}\n"
+    "int64_t n) { permute(s, d, p, n); }\n" CU_ROWS_COMBINE /* comb (cuda_half.h) */
     "template <typename T, typename U, typename I> __device__ void scatter(const I *idx, int64_t "
     "n_idx, const T *u, T *o, int64_t rows, int64_t len, int64_t k) {\n"
     "    GRID_STRIDE(j, len) {\n"
@@ -298,6 +273,7 @@ void cu_lib_release(cu_state *st, cu_dev *d) {
     if (d->lib.attn_prog) host_free(st->ctx, d->lib.attn_prog, sizeof *d->lib.attn_prog);
     if (d->lib.sort_prog) st->drv.cuModuleUnload(d->lib.sort_prog->mod);
     if (d->lib.sort_prog) host_free(st->ctx, d->lib.sort_prog, sizeof *d->lib.sort_prog);
+    cu_scatter_release(st, d);
     d->lib = (cu_libk){0};
     d->lib_ready = false;
 }
@@ -578,12 +554,16 @@ static kiln_status cu_permute(void *state, int device, kiln_dtype dtype, const v
     return launch_lib(st, d, f, params, n);
 }
 
+/* scatter_add_rows: out = the operand (or zeros), then the updates added in the
+ * reference's order, by cuda_scatter.c's sorted kernels where the plan gave their scratch,
+ * else by the column kernel (a thread per column walking every index). */
 static kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype,
-                                       kiln_dtype idx_dtype, int64_t combine, const void *operand,
-                                       int64_t rows, int64_t row_len, const void *idx,
-                                       int64_t n_idx, const void *upd, void *out) {
+                                       const kn_scatter_desc *c, const void *operand,
+                                       const void *idx, const void *upd, void *out, void *scratch,
+                                       uint64_t scratch_bytes) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
+    int64_t rows = c->rows, row_len = c->row_len, n_idx = c->n_idx, combine = c->combine;
     if (!rows || !row_len) return KILN_STATUS_OK;
     kiln_status s = lib_ready(st, device, "kiln_executable_run: scatter_add_rows");
     if (s) return s;
@@ -597,9 +577,12 @@ static kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype
                                          (CUdeviceptr)(uintptr_t)operand, bytes, d->compute),
                "copying scatter_add_rows' operand");
     if (!n_idx) return KILN_STATUS_OK;
+    bool sorted = false;
+    s = cu_scatter_sorted_run(st, device, dtype, c, idx, upd, out, scratch, scratch_bytes, &sorted);
+    if (s || sorted) return s;
     void *params[] = {(void *)&idx, &n_idx, (void *)&upd, &out, &rows, &row_len, &combine};
-    return launch_lib(st, d, d->lib.scatter[lib_type(dtype)][idx_dtype == KILN_DTYPE_I64], params,
-                      row_len);
+    return launch_lib(st, d, d->lib.scatter[lib_type(dtype)][c->idx_dtype == KILN_DTYPE_I64],
+                      params, row_len);
 }
 
 /* ---------------------------------------------------------------- scan ---- */
@@ -647,11 +630,9 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
     case KN_LIB_PERMUTE:
         return cu_permute(state, device, d->dtype, b[0], d->permute.rank, d->permute.dims,
                           d->permute.perm, b[1]);
-    case KN_LIB_SCATTER_ADD_ROWS: {
-        const kn_scatter_desc *c = &d->scatter;
-        return cu_scatter_add_rows(state, device, d->dtype, c->idx_dtype, c->combine, b[0], c->rows,
-                                   c->row_len, b[1], c->n_idx, b[2], b[3]);
-    }
+    case KN_LIB_SCATTER_ADD_ROWS:
+        return cu_scatter_add_rows(state, device, d->dtype, &d->scatter, b[0], b[1], b[2], b[3],
+                                   b[4], d->scratch_bytes);
     case KN_LIB_CUMSUM: {
         const kn_cumsum_desc *c = &d->cumsum;
         return cu_cumsum(state, device, d->dtype, b[0], b[1], c->outer, c->n, c->inner, c->reverse);
@@ -667,10 +648,13 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
 }
 
 /* Scratch the plan sets aside for a call: a batched product's pointer arrays where its
- * batch is not one progression (gemm_ptr_bytes); nothing for any other op (the fused
- * attention and argsort need none here). */
+ * batch is not one progression (gemm_ptr_bytes), scatter_add_rows' sorted indices
+ * (cu_scatter_scratch); nothing for any other op (the fused attention and argsort need
+ * none here). */
 uint64_t cu_lib_scratch(void *state, int device, const kn_lib_desc *d) {
     (void)state, (void)device;
     if (d->op == KN_LIB_GEMM) return gemm_ptr_bytes(d->dtype, &d->gemm);
+    if (d->op == KN_LIB_SCATTER_ADD_ROWS && lib_type(d->dtype) >= 0)
+        return cu_scatter_scratch(&d->scatter);
     return 0;
 }

@@ -14,6 +14,7 @@
 #include "ir/ir.h"
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/blas.h"
 
 static kiln_context *ctx;
 static char cache_dir[] = "/tmp/kiln-test-half-ops-XXXXXX"; /* main makes it */
@@ -122,9 +123,29 @@ static int b_dot_blocks(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     return n;
 }
 
+/* Every kernel this CPU has for bf16 products (gemm_half.c: widened to f32, vdpbf16ps,
+ * AMX), each forced in turn, then the one it picks. */
 static void test_products(void) {
-    check_both("dot layouts", b_dot_layouts, 0);
-    check_both("dot blocks", b_dot_blocks, 0);
+    static const struct {
+        cpu_half_path path;
+        const char *name;
+    } paths[] = {{CPU_HALF_F32, "f32 kernel"},
+                 {CPU_HALF_DPBF16, "vdpbf16ps"},
+                 {CPU_HALF_AMX, "AMX"},
+                 {CPU_HALF_AUTO, "the CPU's choice"}};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        if (!cpu_half_gemm_has(paths[i].path)) {
+            test_skip_case(paths[i].name, "this CPU has no such kernel");
+            continue;
+        }
+        char l[64], b[64];
+        snprintf(l, sizeof l, "dot layouts, %s", paths[i].name);
+        snprintf(b, sizeof b, "dot blocks, %s", paths[i].name);
+        cpu_half_gemm_force(paths[i].path);
+        check_both(l, b_dot_layouts, 0);
+        check_both(b, b_dot_blocks, 0);
+    }
+    cpu_half_gemm_force(CPU_HALF_AUTO);
 }
 
 /* ------------------------------------------------------- every other op ---- */

@@ -59,5 +59,17 @@ void cpu_kiln_dgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const dou
  * in f32 and rounded once to the type; otherwise the contract of cpu_blas_sgemm. */
 void cpu_half_gemm(bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                    int64_t lda, const uint16_t *b, int64_t ldb, uint16_t *c, int64_t ldc);
+/* The kernels a bf16 product can take: widened to f32 (every CPU; f16 always), vdpbf16ps
+ * (AVX512_BF16), AMX tiles (AMX-BF16 where the OS grants them). AUTO picks by CPU (the top
+ * of gemm_half.c); cpu_half_gemm_force makes every later product take `path` where the CPU
+ * has it (tests: each kernel against the reference on one machine), AUTO again after. */
+typedef enum cpu_half_path {
+    CPU_HALF_AUTO,
+    CPU_HALF_F32,
+    CPU_HALF_DPBF16,
+    CPU_HALF_AMX
+} cpu_half_path;
+bool cpu_half_gemm_has(cpu_half_path path);
+void cpu_half_gemm_force(cpu_half_path path);
 
 #endif

@@ -17,9 +17,15 @@
  * pair along K is already one 32-bit word of its row, which the tile broadcasts straight
  * from A. Where the CPU also has AMX-BF16 and the OS grants its tiles, products of more
  * than AMX_MIN_MNK multiply-adds go to the AMX kernel (block_amx) instead, several times
- * the rate of the others; vdpbf16ps alone is no faster than the f32 kernel on such a CPU
- * (the f32 kernel widening bf16 was measured a little faster), so it is kept for small
- * products and CPUs without AMX.
+ * the rate of the others. Which of the other two pays depends on the core: on Intel's
+ * (Sapphire and Emerald Rapids, also where a hypervisor hides AMX) vdpbf16ps issues at
+ * half the rate of an f32 FMA, so it does as many multiply-adds a cycle as the f32
+ * kernel and loses to it (bench/RESULTS.md: 71-77 against 101-104 GFLOP/s on one core);
+ * on AMD's Zen 4 and 5 it issues as fast as the FMA, twice the multiply-adds. So bf16
+ * takes vdpbf16ps on AMD and the widening f32 kernel on Intel (half_path); the two give
+ * the same sums but for the order of two additions and vdpbf16ps's flushing, within the
+ * tests' tolerance, and the choice depends on the CPU alone, so a machine's results do
+ * not change from run to run.
  *
  * Invariants: every buffer is on the calling thread's stack (at most ~450 KiB, well inside
  * the 8 MiB glibc gives threads), so the kernel allocates nothing; padded lanes of a panel
@@ -442,6 +448,41 @@ static bool has_dpbf16(void) {
 
 /* ------------------------------------------------------------ the product ---- */
 
+static _Atomic int forced_path; /* cpu_half_gemm_force (tests): 0 none */
+
+void cpu_half_gemm_force(cpu_half_path path) {
+    forced_path = (int)path;
+}
+
+bool cpu_half_gemm_has(cpu_half_path path) {
+#if HALF_DPBF16
+    if (path == CPU_HALF_DPBF16) return has_dpbf16();
+    if (path == CPU_HALF_AMX) {
+        unsigned eax, ebx, ecx, edx;
+        return has_dpbf16() && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
+               (edx & (1u << 22)) && (edx & (1u << 24));
+    }
+#endif
+    return path == CPU_HALF_AUTO || path == CPU_HALF_F32;
+}
+
+/* The kernel bf16 products of m x n x k take (the top of the file says why), before AMX's
+ * tile state is asked for. */
+static cpu_half_path half_path(bool bf16, int64_t m, int64_t n, int64_t k) {
+    cpu_half_path f = (cpu_half_path)forced_path;
+    if (!bf16) return CPU_HALF_F32;
+    if (f != CPU_HALF_AUTO) return cpu_half_gemm_has(f) ? f : CPU_HALF_F32;
+#if HALF_DPBF16
+    if (!has_dpbf16()) return CPU_HALF_F32;
+    if ((double)m * (double)n * (double)k >= AMX_MIN_MNK && cpu_half_gemm_has(CPU_HALF_AMX))
+        return CPU_HALF_AMX;
+    return __builtin_cpu_is("amd") ? CPU_HALF_DPBF16 : CPU_HALF_F32;
+#else
+    (void)m, (void)n, (void)k;
+    return CPU_HALF_F32;
+#endif
+}
+
 /* C[i0:i0+mc, j0:j0+nc] = cb rounded to the 16-bit type. */
 static void store_block(bool bf, const float *cb, int64_t mc, int64_t nc, uint16_t *c,
                         int64_t ldc) {
@@ -454,8 +495,9 @@ void cpu_half_gemm(bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    int64_t lda, const uint16_t *b, int64_t ldb, uint16_t *c, int64_t ldc) {
     _Alignas(64) float cb[MC * NC];
 #if HALF_DPBF16
-    bool dp = bf16 && has_dpbf16(), vec = has_avx512();
-    bool amx = dp && (double)m * (double)n * (double)k >= AMX_MIN_MNK && amx_begin();
+    cpu_half_path path = half_path(bf16, m, n, k);
+    bool vec = has_avx512(), amx = path == CPU_HALF_AMX && amx_begin();
+    bool dp = path == CPU_HALF_DPBF16 || (path == CPU_HALF_AMX && !amx);
 #else
     bool dp = false, vec = false;
     (void)dp;

@@ -7,7 +7,8 @@
  *  - a fused 8-op elementwise chain over 256M f32 in GB/s against a device-to-device copy
  *    of the same bytes in the same run (target: >= 85% of the copy);
  *  - softmax and layer norm over 8192 x 8192, f32 and bf16 (log_softmax and RMS norm in
- *    f32), against that copy's bandwidth (target: >= 80%), and an elementwise op over
+ *    f32), and over rows of 256 and 512 (131072 x 256, 65536 x 512: several rows a
+ *    block), against that copy's bandwidth (target: >= 80%), and an elementwise op over
  *    rows of 64 (several rows a block);
  *  - a GEMM-bound MLP training step (forward, kiln_grad, 6 products of 8192x4096x4096) in
  *    TFLOP/s against cuBLAS's own rate for that product measured bare through the same
@@ -181,11 +182,13 @@ static void chain_figures(kiln_context *c, double *ratio, double *copy_gbs_out) 
     kiln_graph_destroy(g);
 }
 
-/* A row kernel over 8192 x 8192 of dt (ROW_SOFTMAX ...: a block per row, the row held on
- * chip): GB/s of one read and one write, against the device copy's (copy_gbs). */
+/* A row kernel over rows x cols of dt (ROW_SOFTMAX ...: a block per row, or over short
+ * rows several rows a block, the row held on chip): GB/s of one read and one write,
+ * against the device copy's (copy_gbs). */
 enum { ROW_SOFTMAX, ROW_LAYER_NORM, ROW_LOG_SOFTMAX, ROW_RMS_NORM };
-static void rows_figure(kiln_context *c, const char *name, int op, kiln_dtype dt, double copy_gbs) {
-    int64_t d2[2] = {8192, 8192}, dv[1] = {8192};
+static void row_kernel_figure(kiln_context *c, const char *name, int op, kiln_dtype dt,
+                              int64_t rows, int64_t cols, double copy_gbs) {
+    int64_t d2[2] = {rows, cols}, dv[1] = {cols};
     kiln_graph *g = NULL;
     DIE(c, kiln_graph_create(c, name, &g));
     kiln_value x = kiln_parameter(g, "x", dt, 2, d2), y;
@@ -203,14 +206,33 @@ static void rows_figure(kiln_context *c, const char *name, int op, kiln_dtype dt
     kiln_array *args[3];
     gpu_args(c, g, args);
     double t = time_runs(c, e, (int)g->n_params, args, 1);
-    double bytes = 2.0 * 8192 * 8192 * (double)kiln_dtype_itemsize(dt), gbs = bytes / t / 1e9;
-    printf("RESULT %s 8192x8192 %s (%d kernel%s): %.3f ms, %.0f GB/s (one read + one write) = "
+    double bytes = 2.0 * (double)rows * (double)cols * (double)kiln_dtype_itemsize(dt);
+    double gbs = bytes / t / 1e9;
+    printf("RESULT %s %lldx%lld %s (%d kernel%s): %.3f ms, %.0f GB/s (one read + one write) = "
            "%.1f%% of the device copy (target >= 80%%)\n",
-           name, kiln_dtype_name(dt), info.num_kernels, info.num_kernels == 1 ? "" : "s", t * 1e3,
-           gbs, 100 * gbs / copy_gbs);
+           name, (long long)rows, (long long)cols, kiln_dtype_name(dt), info.num_kernels,
+           info.num_kernels == 1 ? "" : "s", t * 1e3, gbs, 100 * gbs / copy_gbs);
     for (uint32_t i = 0; i < g->n_params; i++) kiln_array_destroy(args[i]);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
+}
+
+static void rows_figure(kiln_context *c, const char *name, int op, kiln_dtype dt, double copy_gbs) {
+    row_kernel_figure(c, name, op, dt, 8192, 8192, copy_gbs);
+}
+
+/* Softmax and layer norm over short rows, 32M elements each way: rows of 256 (a GPT's
+ * attention scores, T = 256) and of 512 (its layer norms, C = 512), f32 and bf16, where a
+ * block takes several rows, each a warp or two (schedule.c, row_groups). */
+static void short_row_kernels_figure(kiln_context *c, double copy_gbs) {
+    for (int d = 0; d < 2; d++) {
+        kiln_dtype dt = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+        for (int64_t cols = 256; cols <= 512; cols *= 2) {
+            int64_t rows = ((int64_t)32 << 20) / cols;
+            row_kernel_figure(c, "softmax", ROW_SOFTMAX, dt, rows, cols, copy_gbs);
+            row_kernel_figure(c, "layer_norm", ROW_LAYER_NORM, dt, rows, cols, copy_gbs);
+        }
+    }
 }
 
 /* An elementwise kernel over short rows, [4M, 64] f32 (a block takes 16 rows): GB/s of
@@ -544,6 +566,7 @@ int main(void) {
     rows_figure(c, "rms_norm", ROW_RMS_NORM, KILN_DTYPE_F32, copy_gbs);
     rows_figure(c, "softmax", ROW_SOFTMAX, KILN_DTYPE_BF16, copy_gbs);
     rows_figure(c, "layer_norm", ROW_LAYER_NORM, KILN_DTYPE_BF16, copy_gbs);
+    short_row_kernels_figure(c, copy_gbs);
     short_rows_figure(c, copy_gbs);
     mlp_figure(c, "f32 exact", false, 8192, 4096, KILN_DTYPE_F32);
     mlp_figure(c, "bf16", false, 8192, 4096, KILN_DTYPE_BF16);

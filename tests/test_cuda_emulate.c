@@ -12,7 +12,8 @@
  * argsort kernel (src/backend/cuda/cuda_sort.c): shared-memory rows, the fallback past
  * them, top_k's order, every dtype; and the sorted scatter_add_rows kernels
  * (src/backend/cuda/cuda_scatter.c), against a plain loop of the semantics, bit for bit: one
- * to 64 chunks, repeated and out-of-range indices, every combine, dtype and index dtype. Grids
+ * to 64 chunks, repeated and out-of-range indices, every combine, dtype and index dtype; and
+ * kiln_gemm_ptrs, the pointers of a batched product's matrices (cuda_lib.c). Grids
  * are 1 to 3 blocks, so the grid-stride loops run more than once. Products, permutes and
  * scatter-adds inside programs stay the CPU's (they are library ops, not printed code).
  *
@@ -65,6 +66,7 @@ unsigned kiln_emu_bid(void);
 unsigned kiln_emu_grid(void);
 void kiln_emu_sync(void);
 uint64_t kiln_emu_xor(uint64_t v, int o);
+void kiln_emu_bar(unsigned id, unsigned n);
 void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg);
 
 unsigned kiln_emu_tid(void) {
@@ -87,6 +89,36 @@ uint64_t kiln_emu_xor(uint64_t v, int o) {
     uint64_t r = exchange[w * 32 + ((emu_tid % 32) ^ (unsigned)o)];
     pthread_barrier_wait(&warp_bar[w]);
     return r;
+}
+/* __barrier_sync_count(id, n), PTX's bar.sync id, n: named barrier id of the block (1 to 15;
+ * 0 is __syncthreads') opens when n threads, whole warps, have reached it. A short row's
+ * group of warps waits on one of its own (print_cuda.c). A count that changes while the
+ * barrier fills, or threads that never come (a minute), stop the run with a message. */
+static pthread_mutex_t named_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t named_cv = PTHREAD_COND_INITIALIZER;
+static unsigned named_in[16], named_n[16], named_gen[16];
+void kiln_emu_bar(unsigned id, unsigned n) {
+    pthread_mutex_lock(&named_mu);
+    if (id < 1 || id > 15 || !n || n % 32 || n > THREADS || (named_in[id] && named_n[id] != n)) {
+        fprintf(stderr, "emulated bar.sync %u, %u: not a barrier of whole warps\n", id, n);
+        abort();
+    }
+    named_n[id] = n;
+    unsigned gen = named_gen[id];
+    if (++named_in[id] == n) {
+        named_in[id] = 0;
+        named_gen[id]++;
+        pthread_cond_broadcast(&named_cv);
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    while (named_gen[id] == gen)
+        if (pthread_cond_timedwait(&named_cv, &named_mu, &until) && named_gen[id] == gen) {
+            fprintf(stderr, "emulated bar.sync %u, %u: %u threads came\n", id, n, named_in[id]);
+            abort();
+        }
+    pthread_mutex_unlock(&named_mu);
 }
 
 /* One block's threads, made once: each launch runs its blocks one after another (a
@@ -136,6 +168,7 @@ static const char shim[] =
     "extern \"C\" { unsigned kiln_emu_tid(void); unsigned kiln_emu_bid(void);\n"
     "unsigned kiln_emu_grid(void); void kiln_emu_sync(void);\n"
     "unsigned long long kiln_emu_xor(unsigned long long v, int o);\n"
+    "void kiln_emu_bar(unsigned id, unsigned n);\n"
     "void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg);\n"
     "float expf(float); float logf(float); float log1pf(float); float sqrtf(float);\n"
     "float powf(float, float); float floorf(float); float fabsf(float);\n"
@@ -149,7 +182,7 @@ static const char shim[] =
     "#define threadIdx (kiln_emu_dim{kiln_emu_tid()})\n"
     "#define blockIdx (kiln_emu_dim{kiln_emu_bid()})\n"
     "#define blockDim (kiln_emu_dim{256u})\n#define gridDim (kiln_emu_dim{kiln_emu_grid()})\n"
-    "#define __syncthreads kiln_emu_sync\n"
+    "#define __syncthreads kiln_emu_sync\n#define __barrier_sync_count kiln_emu_bar\n"
     "#define INFINITY __builtin_inff()\n#define NAN __builtin_nanf(\"\")\n"
     "inline unsigned __float_as_uint(float f) { unsigned u; __builtin_memcpy(&u, &f, 4); "
     "return u; }\n"
@@ -606,6 +639,43 @@ static void test_half(void) {
             kiln_graph_destroy(g);
         }
     }
+}
+
+/* Row kernels over short rows, several a block (schedule.c, row_groups): a warp a row up to
+ * 256, two warps up to 512 (their results through shared memory behind the row's own
+ * barrier), four up to 1000, 37 rows (no multiple of the rows a block takes, and more
+ * groups than 3 blocks hold at once); softmax, log_softmax of a log (NaN rows through
+ * the warps' slots), layer norm, a softmax in place over a product's dying result, and
+ * the gradients of a softmax and a layer norm; f32 and bf16. */
+static void test_short_rows(void) {
+    static const int64_t lens[5] = {32, 100, 256, 512, 1000};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 5; k++) {
+            kiln_dtype t = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+            char name[48];
+            int64_t n = lens[k], dx[2] = {37, n}, da[2] = {37, 16}, dw[2] = {16, n};
+            snprintf(name, sizeof name, "short_rows_%lld_%s", (long long)n, kiln_dtype_name(t));
+            kiln_graph *g = NULL;
+            kiln_graph_create(ctx, name, &g);
+            kiln_value x = kiln_parameter(g, "x", t, 2, dx), y = kiln_parameter(g, "y", t, 2, dx);
+            kiln_value z = kiln_parameter(g, "z", t, 2, dx), c = kiln_parameter(g, "c", t, 2, dx);
+            kiln_value s = kiln_parameter(g, "s", t, 1, &n), b = kiln_parameter(g, "b", t, 1, &n);
+            kiln_value a = kiln_parameter(g, "a", t, 2, da), w = kiln_parameter(g, "w", t, 2, dw);
+            kiln_value v = kiln_parameter(g, "v", t, 2, (int64_t[]){n, 16});
+            kiln_value p = kiln_mul(g, kiln_matmul(g, a, w), kiln_scalar(g, t, 0.5));
+            kiln_value o[6] = {kiln_softmax(g, x, -1), kiln_log_softmax(g, kiln_log(g, y), -1),
+                               kiln_layer_norm(g, z, s, b, 1e-5),
+                               kiln_matmul(g, kiln_softmax(g, p, -1), v)};
+            kiln_value sm = kiln_mul(g, kiln_softmax(g, x, -1), c);
+            kiln_value ln = kiln_mul(g, kiln_layer_norm(g, z, s, b, 1e-5), c);
+            kiln_value loss = kiln_add(g, kiln_reduce_sum(g, sm, 0, NULL, false),
+                                       kiln_reduce_sum(g, ln, 0, NULL, false));
+            CHECK_OK(ctx, kiln_grad(g, loss, 2, (kiln_value[]){x, z}, o + 4));
+            if (finish(g, 6, o, name)) {
+                check(g, name, NULL, 1e-5);
+                kiln_graph_destroy(g);
+            }
+        }
 }
 
 /* A convolution (im2col slices, the patches' concatenation, the col2im sums of its
@@ -1434,6 +1504,94 @@ static void test_scatter(void) {
     if (lib) dlclose(lib);
 }
 
+/* ---------------------------------------------------- batched products' pointers ---- */
+
+/* The library kernels' source with a function that runs kiln_gemm_ptrs over `grid` blocks:
+ * the matrix pointers a pointer-array cuBLAS call reads (cuda_lib.c, blas_batched). */
+static const char gemm_ptrs_glue[] =
+    "struct emu_gp { const char *a, *b; char *c; lib_gemm g; int64_t es, batch; const char "
+    "**pa, **pb; char **pc; };\n"
+    "static void emu_gp_body(void *x) {\n"
+    "    emu_gp *p = (emu_gp *)x;\n"
+    "    kiln_gemm_ptrs(p->a, p->b, p->c, p->g, p->es, p->batch, p->pa, p->pb, p->pc);\n"
+    "}\n"
+    "extern \"C\" void emu_gemm_ptrs(const char *a, const char *b, char *c, const long long "
+    "*g, long long es, long long batch, const char **pa, const char **pb, char **pc, unsigned "
+    "grid) {\n"
+    "    emu_gp x = {a, b, c, {}, es, batch, pa, pb, pc};\n"
+    "    int64_t *d = &x.g.nb;\n"
+    "    for (int i = 0; i < 32; i++) d[i] = g[i];\n"
+    "    kiln_emu_run(grid, emu_gp_body, &x);\n"
+    "}\n";
+
+typedef void (*emu_gemm_ptrs_fn)(const char *a, const char *b, char *c, const long long *g,
+                                 long long es, long long batch, const char **pa, const char **pb,
+                                 char **pc, unsigned grid);
+
+/* Batch index x walks the batch axes (the last fastest) at each operand's strides, and its
+ * result is the x-th m x n matrix of c: attention's [B, T, H, D] operands batched over B
+ * and H, three batch axes, one, and batches longer than a grid-stride pass. */
+static void test_gemm_ptrs(void) {
+    const char *only = getenv("KILN_EMU_ONLY");
+    if (only && strcmp(only, "gemm_ptrs")) return;
+    size_t len;
+    const char *src = cu_lib_source(&len);
+    char cu[256], so[256], cmd[2048];
+    snprintf(cu, sizeof cu, "%s/gemm_ptrs.cpp", dir);
+    snprintf(so, sizeof so, "%s/gemm_ptrs.so", dir);
+    FILE *f = fopen(cu, "w");
+    if (f) fputs(shim, f), fwrite(src, 1, len, f), fputs(gemm_ptrs_glue, f), fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -o '%s' '%s' 2>'%s.log'", so, cu,
+             cu);
+    int rc = f ? system(cmd) : -1;
+    CHECK_MSG(rc == 0, "gemm_ptrs: g++ failed (see %s.log)", cu);
+    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    CHECK_MSG(rc || lib, "gemm_ptrs: dlopen: %s", dlerror());
+    void *fn = lib ? dlsym(lib, "emu_gemm_ptrs") : NULL;
+    emu_gemm_ptrs_fn run;
+    memcpy(&run, &fn, sizeof run);
+    /* nb, m, n, bdims, sa, sb (elements), element size */
+    static const struct {
+        int nb;
+        long long m, n, bdims[3], sa[3], sb[3], es;
+    } cases[] = {
+        {2, 256, 256, {16, 8}, {256 * 1536, 64}, {256 * 1536, 64}, 2},
+        {2, 5, 7, {3, 4}, {1000, 16}, {4, 96}, 4},
+        {3, 2, 3, {2, 3, 5}, {900, 200, 8}, {0, 40, 2}, 8},
+        {1, 4, 4, {700}, {16}, {32}, 4},
+    };
+    for (size_t t = 0; run && t < sizeof cases / sizeof *cases; t++) {
+        long long g[32] = {cases[t].nb, cases[t].m, cases[t].n, 1, 1, 1, 0, 0}, batch = 1;
+        for (int i = 0; i < cases[t].nb; i++) {
+            g[8 + i] = cases[t].bdims[i], g[16 + i] = cases[t].sa[i], g[24 + i] = cases[t].sb[i];
+            batch *= cases[t].bdims[i];
+        }
+        const char *a = (const char *)0x10000, *b = (const char *)0x900000;
+        char *c = (char *)0x4000000;
+        const char **pa = calloc((size_t)batch, sizeof *pa),
+                   **pb = calloc((size_t)batch, sizeof *pb);
+        char **pc = calloc((size_t)batch, sizeof *pc);
+        run(a, b, c, g, cases[t].es, batch, pa, pb, pc, 2);
+        long long bad = -1;
+        for (long long x = 0; x < batch && bad < 0; x++) {
+            long long r = x, oa = 0, ob = 0;
+            for (int i = cases[t].nb - 1; i >= 0; i--) {
+                long long q = r % cases[t].bdims[i];
+                r /= cases[t].bdims[i];
+                oa += q * cases[t].sa[i], ob += q * cases[t].sb[i];
+            }
+            if (pa[x] != a + oa * cases[t].es || pb[x] != b + ob * cases[t].es ||
+                pc[x] != c + x * cases[t].m * cases[t].n * cases[t].es)
+                bad = x;
+        }
+        CHECK_MSG(bad < 0, "gemm_ptrs case %zu: matrix %lld's pointers are wrong", t, bad);
+        free(pa), free(pb), free(pc);
+        n_programs++;
+    }
+    if (lib) dlclose(lib);
+}
+
 int main(void) {
     const char *on = getenv("KILN_TEST_CUDA_EMULATE");
     if (!on || strcmp(on, "1")) return test_skip("a long run; set KILN_TEST_CUDA_EMULATE=1");
@@ -1445,8 +1603,10 @@ int main(void) {
     test_attention();
     test_sort();
     test_scatter();
+    test_gemm_ptrs();
     test_forms();
     test_half();
+    test_short_rows();
     test_conv();
     test_gather();
     test_control();

@@ -363,6 +363,56 @@ static void test_loads_in_flight(void) {
     }
 }
 
+/* Row kernels over short rows (schedule.c, row_groups): a softmax over rows of 256 gives a
+ * block 8 rows, a warp each, whose lanes stride the row by 32 and combine by shuffles
+ * alone; a layer norm over rows of 512, 4 rows of two warps, combined behind the row's own
+ * barrier; rows of 1000, 2 rows of four warps; none of them waits on __syncthreads. A
+ * softmax over rows of 8192 keeps a block per row. Each is compiled too. */
+static void test_short_row_form(void) {
+    static const struct {
+        int64_t n;
+        bool norm;
+        const char *item, *lane, *barrier;
+    } cases[] = {
+        {256, false, "it = kiln_g * 8 + threadIdx.x / 32;", "(threadIdx.x % 32); ", NULL},
+        {512, true, "it = kiln_g * 4 + threadIdx.x / 64;", "(threadIdx.x % 64); ",
+         "__barrier_sync_count(1 + threadIdx.x / 64, 64);"},
+        {1000, false, "it = kiln_g * 2 + threadIdx.x / 128;", "(threadIdx.x % 128); ",
+         "__barrier_sync_count(1 + threadIdx.x / 128, 128);"},
+        {8192, false, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {",
+         "= threadIdx.x; ", "__syncthreads();"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "short_row_form_%lld", (long long)cases[i].n);
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, name, &g);
+        int64_t d[2] = {300, cases[i].n};
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+        kiln_value y = cases[i].norm
+                           ? kiln_layer_norm(g, x, (kiln_value){0, 0}, (kiln_value){0, 0}, 1e-5)
+                           : kiln_softmax(g, x, -1);
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+        char *src = cuda_source(g);
+        CHECK_MSG(src, "%s: no CUDA source: %s", name, kiln_last_error(ctx));
+        const char *k = src ? strstr(src, "__global__ void") : NULL;
+        if (k) {
+            bool grouped = cases[i].n <= 1024;
+            CHECK_MSG(strstr(k, cases[i].item), "%s: its items are not \"%s\"", name,
+                      cases[i].item);
+            CHECK_MSG(strstr(k, cases[i].lane), "%s: no lane loop from \"%s\"", name,
+                      cases[i].lane);
+            CHECK_MSG(strstr(k, "#pragma unroll 8\n"), "%s: the row loops are not unrolled", name);
+            CHECK_MSG(!cases[i].barrier || strstr(k, cases[i].barrier), "%s: no \"%s\"", name,
+                      cases[i].barrier);
+            CHECK_MSG(!grouped || !strstr(k, "__syncthreads"), "%s: a barrier of the block", name);
+        }
+        if (src) kiln_string_free(ctx, src);
+        check_graph(g, name, true);
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_library(void) {
     size_t len;
     const char *src = cu_lib_source(&len);
@@ -406,6 +456,7 @@ int main(void) {
     if (!ctx) return 1;
     test_library();
     test_loads_in_flight();
+    test_short_row_form();
     test_ops();
     test_forms();
     test_random(rp_program_count(24));

@@ -282,11 +282,22 @@ enum {
     KD_SCHED_ROW_HIT = 32, /* CUDA, KD_CUDA_ROW: LOAD (kept ones too) from its row cache */
 };
 
-/* KD_CUDA_ROW: the bytes of the row caches (schedule.c, row_cache_plan), at most. A
- * block's static shared memory is at most 48 KiB; the rest is left for the combines. So a
- * row of 10240 f32 (or two of 5120) is read from device memory once; an H200 SM's 228 KiB
- * then holds five such blocks, 1280 threads. */
+/* KD_CUDA_ROW: the bytes of the row caches (schedule.c, row_cache_plan), at most, for all
+ * of a block's rows together (one, or row_group over short rows). A block's static shared
+ * memory is at most 48 KiB; the rest is left for the combines. So a row of 10240 f32 (or
+ * two of 5120) is read from device memory once; an H200 SM's 228 KiB then holds five such
+ * blocks, 1280 threads. */
 enum { KD_ROW_CACHE_BYTES = 40 << 10 };
+/* KD_CUDA_ROW over short rows (schedule.c, row_groups): a row takes the fewest whole warps
+ * that leave each lane at most KD_ROW_LANE_ELEMS of its elements, and a block as many rows
+ * as it holds such groups (kd_sched.row_group). 8 is the unroll of the form's lane loops
+ * (print_cuda.c, CU_UNROLL_ROW): a lane's share of a pass is then one unrolled trip, all
+ * its loads in flight at once (16 bytes of bf16, 32 of f32), and each of a row's combines
+ * serves 8 elements a lane where the block per row had one or two. So a warp takes rows
+ * up to 256, two warps up to 512, four up to 1024 (KD_ROW_SHORT); a longer row would
+ * need the whole block, which is the block-per-row form, already at 5 or more elements a
+ * thread and a combine per 1024 or more elements. */
+enum { KD_ROW_LANE_ELEMS = 8, KD_ROW_SHORT = KD_ROW_LANE_ELEMS * CGEN_CUDA_THREADS / 2 };
 
 /* ------------------------------------------------- the target's schedule ---- */
 
@@ -295,7 +306,9 @@ typedef enum kd_cuda_form {
     KD_CUDA_THREADS, /* a thread per element of the chunk (elementwise, column reductions) */
     KD_CUDA_WARP,    /* a warp per element; lanes share its reductions */
     KD_CUDA_BLOCK,   /* the whole block per element (few elements, long reductions) */
-    KD_CUDA_ROW,     /* the block per row: its values by the block, then a thread per element */
+    /* the block per row (short rows: a group of warps, kd_sched.row_group): its values
+     * by the row's threads, then a thread per element */
+    KD_CUDA_ROW,
 } kd_cuda_form;
 
 /* Boundaries of a segmented element loop, at most (schedule.c, segmented_loop). */
@@ -320,9 +333,14 @@ typedef struct kd_sched {
     int64_t base_items; /* a split's kiln_k<i> items (the part kernel runs parts x them) */
     uint32_t n_split;   /* an element split's accumulators */
     int vec; /* > 0: the element loop this many elements per thread (KD_SCHED_VLOAD ...) */
-    uint32_t n_row_cache; /* KD_CUDA_ROW: the row caches (KD_SCHED_ROW_FILL), each inner long */
-    /* KD_CUDA_THREADS, > 1: rows per block (schedule.c, row_groups), each taken by
-     * CGEN_CUDA_THREADS / row_group threads; the kernel's items are then groups of rows */
+    /* KD_CUDA_ROW: the row caches (KD_SCHED_ROW_FILL), each inner long per row of the
+     * block (row_group of them, or one) */
+    uint32_t n_row_cache;
+    /* > 1: rows per block (schedule.c, row_groups), each taken by CGEN_CUDA_THREADS /
+     * row_group threads; the kernel's items are then groups of rows. KD_CUDA_THREADS: an
+     * elementwise kernel's short rows; KD_CUDA_ROW: rows of at most KD_ROW_SHORT, each a
+     * group of whole warps that stride its passes and combine them by shuffles (several
+     * warps: through a slot per warp, behind a barrier of the group's own) */
     int64_t row_group;
 } kd_sched;
 

@@ -14,10 +14,15 @@
  * block strides the prologue's reductions and combines them as above, so that every
  * thread holds the row's values, and then each thread takes elements of the row as in an
  * elementwise kernel; the row's elements that two passes read, and the values it keeps
- * for the element loop, are held in __shared__ row caches (kiln_row<c>, element j thread
- * j's: schedule.c, row_cache_plan) so that the row is read from device memory once. An
- * elementwise kernel over short rows gives a block several rows (kd_sched.row_group),
- * each a slice of its threads. Combining happens in a fixed order, so a kernel's result
+ * for the element loop, are held in __shared__ row caches (kiln_row<c>, element j lane
+ * j's: schedule.c, row_cache_plan) so that the row is read from device memory once. Rows
+ * of at most KD_ROW_SHORT are several a block (kd_sched.row_group), each a group of whole
+ * warps that plays the block's part for its row: its lanes stride the passes, a butterfly
+ * of shuffles combines them, and a group of several warps passes its warps' results
+ * through shared memory behind a barrier of its own (__barrier_sync_count, named by the
+ * group), so that no row waits for another; each row has its own row of every cache. An
+ * elementwise kernel over short rows gives a block several rows too, each a slice of its
+ * threads. Combining happens in a fixed order, so a kernel's result
  * does not depend on scheduling. An elementwise kernel the schedule marks `vec` takes four or
  * eight elements per thread, its contiguous loads and stores as vector accesses (print_vec:
  * 16 bytes of f32 or i32, 8 or 16 of bf16 or f16). A split reduction (an element split of a kernel
@@ -28,8 +33,9 @@
  * not depend on the grid either. The part kernel's items and the scratch's bytes are stated in the
  * program (kiln_k<i>_parts) for the backend, which runs the two kernels (cgen.h). Loops over the
  * lanes are unrolled (CU_UNROLL), so that each thread has several loads in flight. Every
- * shuffle and __syncthreads is reached by all the lanes it names: the code around it depends
- * only on the item and the element, never on the lane. */
+ * shuffle, __syncthreads and group barrier is reached by all the lanes it names: the code
+ * around it depends only on the item and the element, never on the lane (a group's item
+ * is the same for all its threads, and only the whole group leaves past the last row). */
 #include "prelude.h"
 #include "printer.h"
 
@@ -80,10 +86,25 @@ static void cu_acc(pr *p, uint32_t id) {
 }
 
 /* CUDA: whether each thread computes elements of its own here: everywhere in KD_CUDA_THREADS,
- * and in KD_CUDA_ROW's element loop (the prologue before it is the whole block's). */
+ * and in KD_CUDA_ROW's element loop (the prologue before it is the whole row's). */
 static bool thread_per_element(const pr *p) {
     return p->kd->sched.form == KD_CUDA_THREADS ||
            (p->kd->sched.form == KD_CUDA_ROW && CU(p)->in_elems);
+}
+
+/* The threads of a row: the block's, or with several rows a block (kd_sched.row_group)
+ * its slice's, a power of two (whole warps in KD_CUDA_ROW). */
+static int row_threads(const kd_kernel *kd) {
+    return kd->sched.row_group > 1 ? (int)(CGEN_CUDA_THREADS / kd->sched.row_group)
+                                   : CGEN_CUDA_THREADS;
+}
+
+/* KD_CUDA_ROW over short rows: a barrier of the row's threads alone, named 1 + the row's
+ * group (0 is __syncthreads'), so that a block's rows never wait for each other and a
+ * group past the last row may leave. */
+static void print_row_barrier(pr *p, const char *why) {
+    int t = row_threads(p->kd);
+    pr_line(p, "__barrier_sync_count(1 + threadIdx.x / %d, %d);%s", t, t, why);
 }
 
 /* Before a loop strided over the lanes: its iterations unrolled, so that each lane has
@@ -93,20 +114,32 @@ static bool thread_per_element(const pr *p) {
  * The strides are the block's size as a constant (every kernel is launched with
  * CGEN_CUDA_THREADS threads, cgen.h), so the compiler knows the trip counts. */
 #define CU_UNROLL     "#pragma unroll 4"
-#define CU_UNROLL_ROW "#pragma unroll 8" /* a block per row: a whole row's passes */
+#define CU_UNROLL_ROW "#pragma unroll 8" /* a row's passes: a short row's lane share in one */
+_Static_assert(KD_ROW_LANE_ELEMS == 8, "a short row's lane share is one trip of CU_UNROLL_ROW");
 
 /* CUDA's loops: the chunk's elements spread over the threads, warps or (one at a time) the
- * block, and a reduction's innermost loop strided over the lanes sharing an element. */
+ * block, and a reduction's innermost loop strided over the lanes sharing an element (in
+ * KD_CUDA_ROW, the row's threads: the block's or its group's). */
 static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
-    const char *lane = p->kd->sched.form == KD_CUDA_WARP ? "(threadIdx.x & 31)" : "threadIdx.x";
-    const int group = p->kd->sched.form == KD_CUDA_WARP ? 32 : CGEN_CUDA_THREADS;
-    if (s->n < 0 && p->kd->sched.form == KD_CUDA_ROW && !CU(p)->in_elems) {
+    const kd_kernel *kd = p->kd;
+    bool rows = kd->sched.form == KD_CUDA_ROW && kd->sched.row_group > 1;
+    char lane[48] = "threadIdx.x";
+    int group = kd->sched.form == KD_CUDA_WARP ? 32 : rows ? row_threads(kd) : CGEN_CUDA_THREADS;
+    if (kd->sched.form == KD_CUDA_WARP)
+        snprintf(lane, sizeof lane, "(threadIdx.x & 31)");
+    else if (rows)
+        snprintf(lane, sizeof lane, "(threadIdx.x %% %d)", group);
+    if (s->n < 0 && kd->sched.form == KD_CUDA_ROW && !CU(p)->in_elems) {
         CU(p)->in_elems = true;
         /* in place, every thread's prologue reads of the row before any thread's stores */
-        if (p->kd->in_place) pr_line(p, "__syncthreads();");
+        if (kd->in_place && rows)
+            print_row_barrier(p, "");
+        else if (kd->in_place)
+            pr_line(p, "__syncthreads();");
     }
-    if (s->n < 0 && thread_per_element(p) && p->kd->sched.row_group > 1) {
-        long long t = CGEN_CUDA_THREADS / p->kd->sched.row_group;
+    if (s->n < 0 && thread_per_element(p) && kd->sched.row_group > 1) {
+        long long t = row_threads(kd);
+        if (rows) pr_line(p, CU_UNROLL_ROW);
         pr_line(p, "for (int64_t %s = jb + threadIdx.x %% %lld; %s < je; %s += %lld) {", v, t, v, v,
                 t);
     } else if (s->n < 0 && thread_per_element(p) && p->kd->sched.form == KD_CUDA_THREADS &&
@@ -201,35 +234,55 @@ static void print_butterfly(pr *p, const kd_stmt *acc, const char *a, const char
     pr_line(p, "}");
 }
 
+/* A block per element or per row: the warps' results then go through shared memory, a
+ * slot per warp, and every lane takes them in warp order. A short row's group of warps
+ * (kd_sched.row_group) takes its own warps' slots behind barriers of its own; a group of
+ * one warp is done with the butterfly. */
 static void print_combine(pr *p, uint32_t a_id) {
-    const kd_stmt *acc = &p->kd->stmts[a_id];
+    const kd_kernel *kd = p->kd;
+    const kd_stmt *acc = &kd->stmts[a_id];
     const char *at = pr_acc_ctype(acc);
     char a[PR_ACC_LEN], nan[PR_ACC_LEN];
     p->acc_name(p, a_id, false, a);
     p->acc_name(p, a_id, true, nan);
     print_butterfly(p, acc, a, nan, 16);
-    if (p->kd->sched.form != KD_CUDA_BLOCK && p->kd->sched.form != KD_CUDA_ROW) return;
-    int warps = CGEN_CUDA_THREADS / 32;
+    if (kd->sched.form != KD_CUDA_BLOCK && kd->sched.form != KD_CUDA_ROW) return;
+    bool rows = kd->sched.form == KD_CUDA_ROW && kd->sched.row_group > 1;
+    int slots = CGEN_CUDA_THREADS / 32, warps = rows ? row_threads(kd) / 32 : slots;
+    if (warps == 1) return;
+    char first[48] = "0", w[64] = "w"; /* the group's first warp's slot, and warp w's */
+    if (rows) {
+        snprintf(first, sizeof first, "threadIdx.x / %d * %d", row_threads(kd), warps);
+        snprintf(w, sizeof w, "%s + w", first);
+    }
     pr_line(p, "{");
     p->depth++;
-    pr_line(p, "__shared__ %s sh%u[%d];", at, a_id, warps);
-    if (acc->red.nan_flag) pr_line(p, "__shared__ uint8_t sh%u_nan[%d];", a_id, warps);
+    pr_line(p, "__shared__ %s sh%u[%d];", at, a_id, slots);
+    if (acc->red.nan_flag) pr_line(p, "__shared__ uint8_t sh%u_nan[%d];", a_id, slots);
     pr_line(p, "if ((threadIdx.x & 31) == 0) {");
     pr_line(p, "    sh%u[threadIdx.x >> 5] = %s;", a_id, a);
     if (acc->red.nan_flag) pr_line(p, "    sh%u_nan[threadIdx.x >> 5] = %s;", a_id, nan);
     pr_line(p, "}");
-    pr_line(p, "__syncthreads();");
-    pr_line(p, "%s = sh%u[0];", a, a_id);
-    if (acc->red.nan_flag) pr_line(p, "%s = sh%u_nan[0];", nan, a_id);
+    if (rows)
+        print_row_barrier(p, "");
+    else
+        pr_line(p, "__syncthreads();");
+    pr_line(p, "%s = sh%u[%s];", a, a_id, first);
+    if (acc->red.nan_flag) pr_line(p, "%s = sh%u_nan[%s];", nan, a_id, first);
     pr_line(p, "for (int w = 1; w < %d; w++) {", warps);
     p->depth++;
-    char t[32];
-    snprintf(t, sizeof t, "sh%u[w]", a_id);
+    char t[96];
+    snprintf(t, sizeof t, "sh%u[%s]", a_id, w);
     pr_combine_line(p, acc, a, t);
-    if (acc->red.nan_flag) pr_line(p, "%s |= sh%u_nan[w];", nan, a_id);
+    if (acc->red.nan_flag) pr_line(p, "%s |= sh%u_nan[%s];", nan, a_id, w);
     p->depth--;
     pr_line(p, "}");
-    pr_line(p, "__syncthreads(); /* before the next item writes sh%u */", a_id);
+    char why[64];
+    snprintf(why, sizeof why, " /* before the next %s writes sh%u */", rows ? "row" : "item", a_id);
+    if (rows)
+        print_row_barrier(p, why);
+    else
+        pr_line(p, "__syncthreads();%s", why);
     p->depth--;
     pr_line(p, "}");
 }
@@ -571,36 +624,46 @@ static void print_part_combine(pr *p, uint32_t acc_id, int k) {
 static bool print_row_cache(pr *p, const kd_stmt *s, uint32_t id) {
     const kd_kernel *kd = p->kd;
     if (!(s->sched & (KD_SCHED_ROW_FILL | KD_SCHED_ROW_HIT))) return false;
-    char v[PR_NAME_LEN], a[PR_NAME_LEN];
+    char v[PR_NAME_LEN], a[PR_NAME_LEN], row[PR_NAME_LEN + 64];
     pr_var_name(kd, s->row_var, v);
+    if (kd->sched.row_group > 1) /* the row's own row of the cache */
+        snprintf(row, sizeof row, "kiln_row%u[threadIdx.x / %d][%s]", s->row_cache, row_threads(kd),
+                 v);
+    else
+        snprintf(row, sizeof row, "kiln_row%u[%s]", s->row_cache, v);
     if (s->kind == KS_LOAD && s->sched & KD_SCHED_ROW_HIT) {
-        pr_line(p, "const %s v%u = kiln_row%u[%s];", cgen_ctype(s->dtype), id, s->row_cache, v);
+        pr_line(p, "const %s v%u = %s;", cgen_ctype(s->dtype), id, row);
         return true;
     }
     if (s->kind == KS_LOAD) {
         pr_stmt(p, id);
-        pr_line(p, "kiln_row%u[%s] = v%u;", s->row_cache, v, id);
+        pr_line(p, "%s = v%u;", row, id);
         return true;
     }
     pr_val_name(kd, s->args[0], a);
     kiln_dtype t = kd->out_type[s->slot];
     if (ir_dtype_is_half(t))
-        pr_line(p, "kiln_row%u[%s] = kiln_ld_%s(kiln_st_%s(%s));", s->row_cache, v,
-                pr_dtype_suffix(t), pr_dtype_suffix(t), a);
+        pr_line(p, "%s = kiln_ld_%s(kiln_st_%s(%s));", row, pr_dtype_suffix(t), pr_dtype_suffix(t),
+                a);
     else
-        pr_line(p, "kiln_row%u[%s] = %s;", s->row_cache, v, a);
+        pr_line(p, "%s = %s;", row, a);
     return true;
 }
 
-/* The row caches, at the top of the kernel: shared by the block, reused by its items. */
+/* The row caches, at the top of the kernel: shared by the block, reused by its items; a
+ * row of each per row of the block. */
 static void print_row_caches(pr *p) {
     const kd_kernel *kd = p->kd;
+    char rows[32] = "";
+    if (kd->sched.row_group > 1)
+        snprintf(rows, sizeof rows, "[%lld]", (long long)kd->sched.row_group);
     for (uint32_t c = 0; c < kd->sched.n_row_cache; c++)
         for (uint32_t s = 1; s < kd->n_stmts; s++) {
             const kd_stmt *st = &kd->stmts[s];
             if (!(st->sched & KD_SCHED_ROW_FILL) || st->row_cache != c) continue;
             kiln_dtype t = st->kind == KS_STORE ? kd->stmts[st->args[0]].dtype : st->dtype;
-            pr_line(p, "__shared__ %s kiln_row%u[%lld];", cgen_ctype(t), c, (long long)kd->inner);
+            pr_line(p, "__shared__ %s kiln_row%u%s[%lld];", cgen_ctype(t), c, rows,
+                    (long long)kd->inner);
             break;
         }
 }
@@ -627,11 +690,16 @@ static void cu_stmt(pr *p, uint32_t id) {
         if (lane && s->sched & KD_SCHED_VSTORE) {
             pr_val_name(p->kd, s->args[0], a);
             print_lane(p, s, id, a);
-        } else /* one lane writes what every lane computed */
-            pr_store(p, s,
-                     thread_per_element(p) || s->keep    ? ""
-                     : p->kd->sched.form == KD_CUDA_WARP ? "if ((threadIdx.x & 31) == 0) "
-                                                         : "if (threadIdx.x == 0) ");
+        } else if (thread_per_element(p) || s->keep)
+            pr_store(p, s, "");
+        else { /* one lane writes what every lane computed: the element's or the row's first */
+            char first[48] = "if (threadIdx.x == 0) ";
+            if (p->kd->sched.form == KD_CUDA_WARP)
+                snprintf(first, sizeof first, "if ((threadIdx.x & 31) == 0) ");
+            else if (p->kd->sched.form == KD_CUDA_ROW && p->kd->sched.row_group > 1)
+                snprintf(first, sizeof first, "if (threadIdx.x %% %d == 0) ", row_threads(p->kd));
+            pr_store(p, s, first);
+        }
         return;
     default: break;
     }

@@ -9,8 +9,8 @@
  * and kd_stmt.sched): in C the element loop's form (unrolled over an interleave's
  * remainder, in segments of the last axis, or with fast sin and cos and an exact rerun),
  * in CUDA the kernel's form (a thread, a warp or the block per element, or the block per
- * row), its chunk of the last axis, a split of its reductions over blocks and four or
- * eight elements a thread.
+ * row), its chunk of the last axis, a split of its reductions over blocks, four or eight
+ * elements a thread, short rows several a block, and the rows held on chip.
  *
  * Invariant: every decision depends on the description (shapes, statements) alone, never
  * on the machine or the thread count, so the printed source, and a result's bits, do not
@@ -568,10 +568,11 @@ static void vec_plan(kd_kernel *kd) {
  * row cache (a __shared__ array of the row's elements), an element is read from device
  * memory by the first pass that loads it and written once, by the element loop: 1 read and
  * 1 write per element of a softmax or a layer norm where there were 3 and 2. Element j of
- * a cache is only ever written and read by thread j % blockDim.x (every pass strides the
- * row over the block's threads alike, from 0), so it needs no barrier, also from one item
- * to the next. Shared memory, not registers: it takes any row length up to the budget
- * with one form, and its bandwidth is far above device memory's. */
+ * a cache is only ever written and read by lane j % t of the row's t threads (every pass
+ * strides the row over them alike, from 0), so it needs no barrier, also from one item to
+ * the next. A block of several rows (row_groups) has a cache row per group, the budget
+ * covering them all. Shared memory, not registers: it takes any row length up to the
+ * budget with one form, and its bandwidth is far above device memory's. */
 
 /* The variable over the row of index ix in a pass over the row by variable v: whether ix
  * is c + coef * v + terms in the row's variables alone (the leading axes', the row's). */
@@ -678,7 +679,7 @@ static uint32_t row_key_last(const row_access *acc, uint32_t n, uint32_t k) {
 }
 
 /* A cache for key k: one of dtype t whose keys' statements all lie outside k's (element j
- * of a cache is thread j's alone, which reads the last of one key before it writes the
+ * of a cache is lane j's alone, which reads the last of one key before it writes the
  * first of the next: a softmax's x, read by its max and its sum, then holds the kept exp(x -
  * max)), or a new one while the caches fit KD_ROW_CACHE_BYTES; UINT32_MAX: none. */
 static uint32_t row_cache_for(kd_kernel *kd, const row_access *acc, uint32_t n, uint32_t k,
@@ -694,7 +695,8 @@ static uint32_t row_cache_for(kd_kernel *kd, const row_access *acc, uint32_t n, 
         }
         if (free) return c;
     }
-    int64_t bytes = kd->inner * (t == KILN_DTYPE_F64 || t == KILN_DTYPE_I64 ? 8 : 4);
+    int64_t rows = kd->sched.row_group > 1 ? kd->sched.row_group : 1;
+    int64_t bytes = rows * kd->inner * (t == KILN_DTYPE_F64 || t == KILN_DTYPE_I64 ? 8 : 4);
     if (bytes > *budget) return UINT32_MAX;
     *budget -= bytes;
     return kd->sched.n_row_cache++;
@@ -750,14 +752,39 @@ void kd_cuda_row_traffic(const kd_kernel *kd, int *reads, int *writes) {
     if (acc) host_free(kd->ctx, acc, kd->n_stmts * sizeof *acc);
 }
 
-/* An elementwise kernel whose rows are short (a last axis of 64: 16 threads of f32 four at
- * a time) gave each row a block of CGEN_CUDA_THREADS threads, most of them idle. Its block
- * takes several rows instead, each the fewest threads (a power of two) that cover it at
- * the kernel's elements per thread: a block then moves as many bytes as a long row's. Only
- * with no reduction at all (nothing is shared across the block's threads). */
+/* Short rows, several a block (kd_sched.row_group). An elementwise kernel whose rows are
+ * short (a last axis of 64: 16 threads of f32 four at a time) gave each row a block of
+ * CGEN_CUDA_THREADS threads, most of them idle. Its block takes several rows instead,
+ * each the fewest threads (a power of two) that cover it at the kernel's elements per
+ * thread: a block then moves as many bytes as a long row's. Only with no reduction at all
+ * (nothing is shared across the block's threads).
+ *
+ * A row kernel (KD_CUDA_ROW) over rows of at most KD_ROW_SHORT gave each row the block
+ * too: on a GPT's attention rows of 256, one element a thread, then per row its
+ * reductions' shuffles, a combine through shared memory and two __syncthreads each, so
+ * that latency, not bandwidth, set its speed (an H200 ran a softmax's gradient over
+ * [16, 8, 256, 256] bf16 at a sixth of the device copy's bandwidth). Its row takes
+ * instead the fewest whole warps that leave a lane at most KD_ROW_LANE_ELEMS elements,
+ * and the block as many rows (kdesc.h): a row's combines are shuffles within its warps
+ * (and, for several warps, a slot per warp behind a barrier of the row's threads alone),
+ * with no barrier of the block. Whole warps, because the shuffles name every lane of the
+ * warp, and a group past the last row leaves the loop as a whole. */
 static void row_groups(kd_kernel *kd) {
     kd_sched *c = &kd->sched;
-    if (c->form != KD_CUDA_THREADS || c->chunks != 1 || c->parts || kd->rows < 2) return;
+    if (c->chunks != 1 || c->parts || kd->rows < 2) return;
+    if (c->form == KD_CUDA_ROW) {
+        if (kd->inner > KD_ROW_SHORT) return;
+        /* a row value reducing more than a short row (over another operand's longer axes)
+         * keeps the block's lanes for it */
+        for (uint32_t s = 1;
+             s < kd->n_stmts && !(kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0); s++)
+            if (kd->stmts[s].kind == KS_LOOP && kd_loop_work(kd, s) > KD_ROW_SHORT) return;
+        int64_t t = 32;
+        while (t * KD_ROW_LANE_ELEMS < kd->inner) t *= 2;
+        c->row_group = CGEN_CUDA_THREADS / t;
+        return;
+    }
+    if (c->form != KD_CUDA_THREADS) return;
     for (uint32_t s = 1; s < kd->n_stmts; s++)
         if (kd->stmts[s].kind == KS_ACC) return;
     int64_t w = c->vec ? c->vec : 1, need = (kd->inner + w - 1) / w, t = 1;
@@ -771,8 +798,8 @@ static void schedule_cuda(kd_kernel *kd) {
     if (cuda_element_split(kd) || cuda_column_split(kd))
         kd->sched.base_items = kd->rows * kd->sched.chunks;
     vec_plan(kd);
+    row_groups(kd); /* before the row caches: their bytes are per row of the block */
     row_cache_plan(kd);
-    row_groups(kd);
 }
 
 void kd_schedule(kd_kernel *kd, cgen_dialect dialect) {

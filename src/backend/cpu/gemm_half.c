@@ -463,13 +463,29 @@ TARGET_AMX static void block_amx(bool ta, bool tb, int64_t k, const uint16_t *a,
 
 /* Configures the eight tiles (16 rows of 64 bytes each) for this thread; false where the
  * CPU has no AMX-BF16 or the OS does not grant the tile state. */
-TARGET_AMX static bool amx_begin(void) {
+/* Whether the CPU has AMX-BF16 (cpuid) and the OS granted this process the tile state:
+ * asked once, since cpuid traps to the hypervisor in a VM (thousands of cycles: asked per
+ * product, it took 5% of a bf16 GPT step's time) and the grant is the process's for good. */
+static _Atomic int amx_state; /* 0 not asked yet, 1 usable, 2 not */
+
+static bool amx_cpuid(void) {
     unsigned eax, ebx, ecx, edx;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 22)) ||
-        !(edx & (1u << 24)))
-        return false;
-    if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) != 0)
-        return false;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22)) &&
+           (edx & (1u << 24));
+}
+
+static bool amx_usable(void) {
+    int st = amx_state;
+    if (!st) {
+        bool ok = amx_cpuid() && syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                                         18 /* XTILEDATA */) == 0;
+        amx_state = st = ok ? 1 : 2;
+    }
+    return st == 1;
+}
+
+TARGET_AMX static bool amx_begin(void) {
+    if (!amx_usable()) return false;
     /* constant data: gcc 12's _tile_loadconfig tells the compiler it reads only 8 bytes of
      * its operand, so stores into a local configuration could be dropped as dead */
     static const struct amx_config cfg = {
@@ -502,11 +518,7 @@ void cpu_half_gemm_force(cpu_half_path path) {
 bool cpu_half_gemm_has(cpu_half_path path) {
 #if HALF_DPBF16
     if (path == CPU_HALF_DPBF16) return has_dpbf16();
-    if (path == CPU_HALF_AMX) {
-        unsigned eax, ebx, ecx, edx;
-        return has_dpbf16() && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
-               (edx & (1u << 22)) && (edx & (1u << 24));
-    }
+    if (path == CPU_HALF_AMX) return has_dpbf16() && amx_usable();
 #endif
     return path == CPU_HALF_AUTO || path == CPU_HALF_F32;
 }
@@ -528,12 +540,26 @@ static cpu_half_path half_path(bool bf16, int64_t m, int64_t n, int64_t k) {
 #endif
 }
 
-/* C[i0:i0+mc, j0:j0+nc] = cb rounded to the 16-bit type. */
-static void store_block(bool bf, const float *cb, int64_t mc, int64_t nc, uint16_t *c,
-                        int64_t ldc) {
-    for (int64_t i = 0; i < mc; i++)
-        for (int64_t j = 0; j < nc; j++)
-            c[i * ldc + j] = bf ? kn_f32_to_bf16(cb[i * NC + j]) : kn_f32_to_f16(cb[i * NC + j]);
+/* C[i0:i0+mc, j0:j0+nc] = cb rounded to the 16-bit type. bf16 is kn_f32_to_bf16 written
+ * without a branch, so that gcc vectorises it (cloned per ISA): one rounding an element, as
+ * a scalar call with its NaN test was, took a seventh of a bf16 GPT step's time on the CPU
+ * (perf; products of K = 256 do few multiply-adds per element of C). */
+KILN_CLONES static void store_block(bool bf, const float *cb, int64_t mc, int64_t nc, uint16_t *c,
+                                    int64_t ldc) {
+    for (int64_t i = 0; i < mc; i++) {
+        const float *src = cb + i * NC;
+        uint16_t *dst = c + i * ldc;
+        if (!bf) {
+            for (int64_t j = 0; j < nc; j++) dst[j] = kn_f32_to_f16(src[j]);
+            continue;
+        }
+        for (int64_t j = 0; j < nc; j++) {
+            uint32_t u;
+            memcpy(&u, &src[j], 4);
+            uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x0040u;
+            dst[j] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+        }
+    }
 }
 
 void cpu_half_gemm(bool bf16, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,

@@ -20,7 +20,7 @@
  * the rate of the others. Which of the other two pays depends on the core: on Intel's
  * (Sapphire and Emerald Rapids, also where a hypervisor hides AMX) vdpbf16ps issues at
  * half the rate of an f32 FMA, so it does as many multiply-adds a cycle as the f32
- * kernel and loses to it (bench/RESULTS.md: 71-77 against 101-104 GFLOP/s on one core);
+ * kernel and loses to it (bench/RESULTS.md, "bf16 products where AMX is hidden");
  * on AMD's Zen 4 and 5 it issues as fast as the FMA, twice the multiply-adds. So bf16
  * takes vdpbf16ps on AMD and the widening f32 kernel on Intel (half_path); the two give
  * the same sums but for the order of two additions and vdpbf16ps's flushing, within the
@@ -461,11 +461,10 @@ TARGET_AMX static void block_amx(bool ta, bool tb, int64_t k, const uint16_t *a,
     }
 }
 
-/* Configures the eight tiles (16 rows of 64 bytes each) for this thread; false where the
- * CPU has no AMX-BF16 or the OS does not grant the tile state. */
 /* Whether the CPU has AMX-BF16 (cpuid) and the OS granted this process the tile state:
- * asked once, since cpuid traps to the hypervisor in a VM (thousands of cycles: asked per
- * product, it took 5% of a bf16 GPT step's time) and the grant is the process's for good. */
+ * asked once, since cpuid traps to the hypervisor in a VM (asked per product, it was a
+ * visible share of a bf16 GPT step's time: bench/RESULTS.md) and the grant is the
+ * process's for good. */
 static _Atomic int amx_state; /* 0 not asked yet, 1 usable, 2 not */
 
 static bool amx_cpuid(void) {
@@ -484,6 +483,8 @@ static bool amx_usable(void) {
     return st == 1;
 }
 
+/* Configures the eight tiles (16 rows of 64 bytes each) for this thread; false where the
+ * CPU has no AMX-BF16 or the OS does not grant the tile state. */
 TARGET_AMX static bool amx_begin(void) {
     if (!amx_usable()) return false;
     /* constant data: gcc 12's _tile_loadconfig tells the compiler it reads only 8 bytes of
@@ -542,8 +543,8 @@ static cpu_half_path half_path(bool bf16, int64_t m, int64_t n, int64_t k) {
 
 /* C[i0:i0+mc, j0:j0+nc] = cb rounded to the 16-bit type. bf16 is kn_f32_to_bf16 written
  * without a branch, so that gcc vectorises it (cloned per ISA): one rounding an element, as
- * a scalar call with its NaN test was, took a seventh of a bf16 GPT step's time on the CPU
- * (perf; products of K = 256 do few multiply-adds per element of C). */
+ * a scalar call with its NaN test was, showed in a bf16 GPT step's profile on the CPU
+ * (products of K = 256 do few multiply-adds per element of C; bench/RESULTS.md). */
 KILN_CLONES static void store_block(bool bf, const float *cb, int64_t mc, int64_t nc, uint16_t *c,
                                     int64_t ldc) {
     for (int64_t i = 0; i < mc; i++) {

@@ -150,7 +150,8 @@ TARGET_512 static void widen_across(bool bf, const uint16_t *src, int64_t lds, i
 
 /* widen_across for an A panel (ld == MR == 6), 16 values of each row at a time in
  * registers: the scalar stores of widen_across, 96 of them for 16 values of six rows, were
- * a quarter of a bf16 product's time (perf). The six rows widened, rows r and r + 1 are
+ * the largest cost of a bf16 product outside its multiply-adds (perf; bench/RESULTS.md).
+ * The six rows widened, rows r and r + 1 are
  * interleaved into pairs (one double's worth each: unpacklo/hi give pairs q = 0, 1, 4, 5,
  * ... and 2, 3, 6, 7, ...), and each of the six output vectors (8 pairs: p-major, the three
  * pairs of a p side by side) is three two-source permutes blended by mask. The rest of a

@@ -151,11 +151,11 @@ TARGET_512 static void widen_across(bool bf, const uint16_t *src, int64_t lds, i
 /* widen_across for an A panel (ld == MR == 6), 16 values of each row at a time in
  * registers: the scalar stores of widen_across, 96 of them for 16 values of six rows, were
  * the largest cost of a bf16 product outside its multiply-adds (perf; bench/RESULTS.md).
- * The six rows widened, rows r and r + 1 are
- * interleaved into pairs (one double's worth each: unpacklo/hi give pairs q = 0, 1, 4, 5,
- * ... and 2, 3, 6, 7, ...), and each of the six output vectors (8 pairs: p-major, the three
- * pairs of a p side by side) is three two-source permutes blended by mask. The rest of a
- * panel (past the last 16 of kc) goes through widen_across. */
+ * The six rows widened, rows r and r + 1 are interleaved into pairs (one double's worth
+ * each: unpacklo/hi give pairs q = 0, 1, 4, 5, ... and 2, 3, 6, 7, ...), and each of the
+ * six output vectors (8 pairs: p-major, the three pairs of a p side by side) is three
+ * two-source permutes blended by mask. The rest of a panel (past the last 16 of kc) goes
+ * through widen_across. */
 _Static_assert(MR == 6, "widen_across6 interleaves the six rows of an A panel");
 TARGET_512 static void widen_across6(bool bf, const uint16_t *src, int64_t lds, int64_t nr,
                                      int64_t kc, float *dst) {

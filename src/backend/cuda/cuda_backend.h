@@ -119,6 +119,9 @@ kiln_status cu_function_get(cu_state *st, kn_program *prog, const char *name, CU
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d);
 kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *const *bufs);
 uint64_t cu_lib_scratch(void *state, int device, const kn_lib_desc *d);
+/* The dtypes the scatter_add_rows and cumsum kernels take, as indices of their tables in
+ * cu_libk (f32 f64 i32 i64 bf16 f16: 0..5); -1 for any other (cu_lib_supports refuses it). */
+int cu_lib_type(kiln_dtype t);
 void cu_lib_release(cu_state *st, cu_dev *d);
 
 /* cuda_attention.c: the fused attention's kernels, CU_ATTN_THREADS threads a block. */

@@ -207,10 +207,8 @@ const char *cu_lib_source(size_t *len) {
 
 /* ------------------------------------------------------- library module ---- */
 
-/* The dtypes scatter_add_rows and cumsum have kernels for, as indices of cu_libk's
- * tables: f32 f64 i32 i64 bf16 f16; -1 for any other (cu_lib_supports refuses it). */
 enum { LIB_TYPES = 6 };
-static int lib_type(kiln_dtype t) {
+int cu_lib_type(kiln_dtype t) {
     switch (t) {
     case KILN_DTYPE_F32: return 0;
     case KILN_DTYPE_F64: return 1;
@@ -328,6 +326,19 @@ static kiln_status blas_ready(cu_state *st, int device) {
     return KILN_STATUS_OK;
 }
 
+/* A cuBLAS product call's status r: an error names the call (its dtype's prefix, `form`,
+ * "Batched" or "StridedBatched", and Ex for 16 bits) and its sizes. */
+static kiln_status blas_status(cu_state *st, kiln_dtype t, const char *form, int m, int n, int k,
+                               int64_t batch, cublasStatus_t r) {
+    if (!r) return KILN_STATUS_OK;
+    return ctx_error(st->ctx, KILN_STATUS_BACKEND,
+                     "cuda: cuBLAS %s%s%s (m=%d n=%d k=%d batch=%lld) failed (cublasStatus_t %d)",
+                     t == KILN_DTYPE_F32   ? "Sgemm"
+                     : t == KILN_DTYPE_F64 ? "Dgemm"
+                                           : "Gemm",
+                     form, is_half(t) ? "Ex" : "", m, n, k, (long long)batch, r);
+}
+
 /* One strided-batched call: C[b] (row-major m x n) for `batch` operands `sa`/`sb` apart. */
 static kiln_status blas_call(cu_state *st, cu_dev *d, kiln_dtype t, const kn_gemm_desc *g,
                              const char *a, const char *b, char *c, int64_t sa, int64_t sb,
@@ -352,15 +363,7 @@ static kiln_status blas_call(cu_state *st, cu_dev *d, kiln_dtype t, const kn_gem
                                                (int)g->ldb, sb, (const double *)a, (int)g->lda, sa,
                                                &zero, (double *)c, m, (long long)m * n, (int)batch);
     }
-    if (r)
-        return ctx_error(st->ctx, KILN_STATUS_BACKEND,
-                         "cuda: cuBLAS %sStridedBatched%s (m=%d n=%d k=%d batch=%lld) failed "
-                         "(cublasStatus_t %d)",
-                         t == KILN_DTYPE_F32   ? "Sgemm"
-                         : t == KILN_DTYPE_F64 ? "Dgemm"
-                                               : "Gemm",
-                         is_half(t) ? "Ex" : "", m, n, k, (long long)batch, r);
-    return KILN_STATUS_OK;
+    return blas_status(st, t, "StridedBatched", m, n, k, batch, r);
 }
 
 /* Whether cuBLAS's 32-bit interface can take float product g (blas_gemm refuses the rest
@@ -436,15 +439,7 @@ static kiln_status blas_batched(cu_state *st, cu_dev *d, kiln_dtype t, const kn_
                                         (int)g->ldb, (const double *const *)pa, (int)g->lda, &zero,
                                         (double *const *)pc, m, (int)batch);
     }
-    if (r)
-        return ctx_error(st->ctx, KILN_STATUS_BACKEND,
-                         "cuda: cuBLAS %sBatched%s (m=%d n=%d k=%d batch=%lld) failed "
-                         "(cublasStatus_t %d)",
-                         t == KILN_DTYPE_F32   ? "Sgemm"
-                         : t == KILN_DTYPE_F64 ? "Dgemm"
-                                               : "Gemm",
-                         is_half(t) ? "Ex" : "", m, n, k, (long long)batch, r);
-    return KILN_STATUS_OK;
+    return blas_status(st, t, "Batched", m, n, k, batch, r);
 }
 
 /* g through cuBLAS: one strided-batched call when the batch is one progression, else one
@@ -581,7 +576,7 @@ static kiln_status cu_scatter_add_rows(void *state, int device, kiln_dtype dtype
     s = cu_scatter_sorted_run(st, device, dtype, c, idx, upd, out, scratch, scratch_bytes, &sorted);
     if (s || sorted) return s;
     void *params[] = {(void *)&idx, &n_idx, (void *)&upd, &out, &rows, &row_len, &combine};
-    return launch_lib(st, d, d->lib.scatter[lib_type(dtype)][c->idx_dtype == KILN_DTYPE_I64],
+    return launch_lib(st, d, d->lib.scatter[cu_lib_type(dtype)][c->idx_dtype == KILN_DTYPE_I64],
                       params, row_len);
 }
 
@@ -596,14 +591,14 @@ static kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const vo
     kiln_status s = lib_ready(st, device, "kiln_executable_run: cumsum");
     if (s) return s;
     void *params[] = {(void *)&x, &out, &outer, &n, &inner, &rev};
-    return launch_lib(st, d, d->lib.scan[lib_type(dtype)], params, cols);
+    return launch_lib(st, d, d->lib.scan[cu_lib_type(dtype)], params, cols);
 }
 
 /* ------------------------------------------------------- the generic slot ---- */
 
 /* Each op for the dtypes it has a kernel or a cuBLAS call for: a product of f32, f64,
  * bf16, f16, i32 or i64 (within cuBLAS's sizes), a permute of 1-, 2-, 4- or 8-byte
- * elements, scatter_add_rows and cumsum of lib_type's dtypes, attention of any float
+ * elements, scatter_add_rows and cumsum of cu_lib_type's dtypes, attention of any float
  * (any shape: the kernel needs no scratch). kiln_compile names the op and the dtype of a
  * call refused here (compile.c, check_lib_calls). */
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
@@ -619,7 +614,7 @@ bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d
     case KN_LIB_PERMUTE: return es == 1 || es == 2 || es == 4 || es == 8;
     case KN_LIB_ATTENTION: return cu_attention_supports(&d->attention);
     case KN_LIB_ARGSORT: return cu_sort_supports(d);
-    default: return lib_type(d->dtype) >= 0;
+    default: return cu_lib_type(d->dtype) >= 0;
     }
 }
 
@@ -654,7 +649,7 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
 uint64_t cu_lib_scratch(void *state, int device, const kn_lib_desc *d) {
     (void)state, (void)device;
     if (d->op == KN_LIB_GEMM) return gemm_ptr_bytes(d->dtype, &d->gemm);
-    if (d->op == KN_LIB_SCATTER_ADD_ROWS && lib_type(d->dtype) >= 0)
+    if (d->op == KN_LIB_SCATTER_ADD_ROWS && cu_lib_type(d->dtype) >= 0)
         return cu_scatter_scratch(&d->scatter);
     return 0;
 }

@@ -160,19 +160,6 @@ const char *cu_scatter_source(size_t *len) {
     return scatter_source;
 }
 
-/* The kernel index of dtype t (cu_libk.scatter_rows), -1 for one it has none for. */
-static int scatter_type(kiln_dtype t) {
-    switch (t) {
-    case KILN_DTYPE_F32: return 0;
-    case KILN_DTYPE_F64: return 1;
-    case KILN_DTYPE_I32: return 2;
-    case KILN_DTYPE_I64: return 3;
-    case KILN_DTYPE_BF16: return 4;
-    case KILN_DTYPE_F16: return 5;
-    default: return -1;
-    }
-}
-
 static int64_t scatter_chunks(const kn_scatter_desc *c) {
     return (c->n_idx + CU_SCATTER_CHUNK - 1) / CU_SCATTER_CHUNK;
 }
@@ -220,7 +207,7 @@ kiln_status cu_scatter_sorted_run(cu_state *st, int device, kiln_dtype dtype,
                                   void *out, void *scratch, uint64_t scratch_bytes, bool *used) {
     *used = false;
     uint64_t need = cu_scatter_scratch(c);
-    int type = scatter_type(dtype);
+    int type = cu_lib_type(dtype);
     if (!need || !scratch || scratch_bytes < need || type < 0) return KILN_STATUS_OK;
     kiln_status s = scatter_ready(st, device);
     if (s) return s;

@@ -945,6 +945,28 @@ static void test_programs(int n) {
     }
 }
 
+/* A library kernel source (cuda_attention.c's, cuda_sort.c's, ...) behind the shim, with
+ * `glue` defining its entry point `sym`, compiled by g++ into dir/<name>.so and loaded:
+ * the entry point, and the library in *lib (NULL, and the failure checked, when g++ or the
+ * loader fails). FMA contraction is off, as NVRTC's is for kiln's kernels. */
+static void *emu_library(const char *name, const char *src, size_t len, const char *glue,
+                         const char *sym, void **lib) {
+    char cu[256], so[256], cmd[2048];
+    snprintf(cu, sizeof cu, "%s/%s.cpp", dir, name);
+    snprintf(so, sizeof so, "%s/%s.so", dir, name);
+    FILE *f = fopen(cu, "w");
+    if (f) fputs(shim, f), fwrite(src, 1, len, f), fputs(glue, f), fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -ffp-contract=off -o '%s' "
+             "'%s' 2>'%s.log'",
+             so, cu, cu);
+    int rc = f ? system(cmd) : -1;
+    CHECK_MSG(rc == 0, "%s: g++ failed (see %s.log)", name, cu);
+    *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
+    CHECK_MSG(rc || *lib, "%s: dlopen: %s", name, dlerror());
+    return *lib ? dlsym(*lib, sym) : NULL;
+}
+
 /* ------------------------------------------------------ fused attention ---- */
 
 /* The attention kernels' source with a function that runs one over `grid` blocks. */
@@ -1044,20 +1066,7 @@ static void test_attention(void) {
     if (only && strncmp(only, "attention", 9)) return;
     size_t len;
     const char *src = cu_attention_source(&len);
-    char cu[256], so[256], cmd[2048];
-    snprintf(cu, sizeof cu, "%s/attention.cpp", dir);
-    snprintf(so, sizeof so, "%s/attention.so", dir);
-    FILE *f = fopen(cu, "w");
-    if (f) fputs(shim, f), fwrite(src, 1, len, f), fputs(attn_glue, f), fclose(f);
-    snprintf(cmd, sizeof cmd,
-             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -ffp-contract=off -o '%s' "
-             "'%s' 2>'%s.log'",
-             so, cu, cu);
-    int rc = f ? system(cmd) : -1;
-    CHECK_MSG(rc == 0, "attention: g++ failed (see %s.log)", cu);
-    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
-    CHECK_MSG(rc || lib, "attention: dlopen: %s", dlerror());
-    void *fn = lib ? dlsym(lib, "emu_attention") : NULL;
+    void *lib = NULL, *fn = emu_library("attention", src, len, attn_glue, "emu_attention", &lib);
     emu_attention_fn run;
     memcpy(&run, &fn, sizeof run);
     /* tiles cut short (64 query rows, 32 keys a tile; 32 rows for f64), H over the 64
@@ -1187,19 +1196,7 @@ static void test_sort(void) {
     if (only && strncmp(only, "sort", 4)) return;
     size_t len;
     const char *src = cu_sort_source(&len);
-    char cu[256], so[256], cmd[2048];
-    snprintf(cu, sizeof cu, "%s/sort.cpp", dir);
-    snprintf(so, sizeof so, "%s/sort.so", dir);
-    FILE *f = fopen(cu, "w");
-    if (f) fputs(shim, f), fwrite(src, 1, len, f), fputs(sort_glue, f), fclose(f);
-    snprintf(cmd, sizeof cmd,
-             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -o '%s' '%s' 2>'%s.log'", so, cu,
-             cu);
-    int rc = f ? system(cmd) : -1;
-    CHECK_MSG(rc == 0, "sort: g++ failed (see %s.log)", cu);
-    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
-    CHECK_MSG(rc || lib, "sort: dlopen: %s", dlerror());
-    void *fn = lib ? dlsym(lib, "emu_argsort") : NULL;
+    void *lib = NULL, *fn = emu_library("sort", src, len, sort_glue, "emu_argsort", &lib);
     emu_argsort_fn run;
     memcpy(&run, &fn, sizeof run);
     /* shared-memory rows (padded to a power of two, several a block), strided rows,
@@ -1452,20 +1449,7 @@ static void test_scatter(void) {
     if (only && strncmp(only, "scatter", 7)) return;
     size_t len;
     const char *src = cu_scatter_source(&len);
-    char cu[256], so[256], cmd[2048];
-    snprintf(cu, sizeof cu, "%s/scatter.cpp", dir);
-    snprintf(so, sizeof so, "%s/scatter.so", dir);
-    FILE *f = fopen(cu, "w");
-    if (f) fputs(shim, f), fwrite(src, 1, len, f), fputs(scatter_glue, f), fclose(f);
-    snprintf(cmd, sizeof cmd,
-             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -ffp-contract=off -o '%s' "
-             "'%s' 2>'%s.log'",
-             so, cu, cu);
-    int rc = f ? system(cmd) : -1;
-    CHECK_MSG(rc == 0, "scatter: g++ failed (see %s.log)", cu);
-    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
-    CHECK_MSG(rc || lib, "scatter: dlopen: %s", dlerror());
-    void *fn = lib ? dlsym(lib, "emu_scatter") : NULL;
+    void *lib = NULL, *fn = emu_library("scatter", src, len, scatter_glue, "emu_scatter", &lib);
     emu_scatter_fn run;
     memcpy(&run, &fn, sizeof run);
     enum { ADD = KN_ROWS_ADD, MUL = KN_ROWS_MUL, MIN = KN_ROWS_MIN, MAX = KN_ROWS_MAX };
@@ -1536,19 +1520,8 @@ static void test_gemm_ptrs(void) {
     if (only && strcmp(only, "gemm_ptrs")) return;
     size_t len;
     const char *src = cu_lib_source(&len);
-    char cu[256], so[256], cmd[2048];
-    snprintf(cu, sizeof cu, "%s/gemm_ptrs.cpp", dir);
-    snprintf(so, sizeof so, "%s/gemm_ptrs.so", dir);
-    FILE *f = fopen(cu, "w");
-    if (f) fputs(shim, f), fwrite(src, 1, len, f), fputs(gemm_ptrs_glue, f), fclose(f);
-    snprintf(cmd, sizeof cmd,
-             "g++ -std=c++17 -O1 -w -shared -fPIC -fno-fast-math -o '%s' '%s' 2>'%s.log'", so, cu,
-             cu);
-    int rc = f ? system(cmd) : -1;
-    CHECK_MSG(rc == 0, "gemm_ptrs: g++ failed (see %s.log)", cu);
-    void *lib = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
-    CHECK_MSG(rc || lib, "gemm_ptrs: dlopen: %s", dlerror());
-    void *fn = lib ? dlsym(lib, "emu_gemm_ptrs") : NULL;
+    void *lib = NULL,
+         *fn = emu_library("gemm_ptrs", src, len, gemm_ptrs_glue, "emu_gemm_ptrs", &lib);
     emu_gemm_ptrs_fn run;
     memcpy(&run, &fn, sizeof run);
     /* nb, m, n, bdims, sa, sb (elements), element size */

@@ -10,12 +10,12 @@
 # never stops the script: the summary says what passed, what failed and why.
 #
 # Usage: scripts/gpu-check.sh            (from anywhere; builds in build-gpu/)
-# On a lent machine with no OpenBLAS or cJSON installed (the 2026-12-04 run): download
+# On a lent machine with no OpenBLAS or cJSON installed (the 2026-12-04 runs): download
 # libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libopenblas0 libgfortran5
-# libquadmath0 libcjson-dev libcjson1 here with apt-get download into an ignored folder,
-# carry it, and there: for f in DIR/*.deb; do dpkg -x $f /tmp/deps; done;
-# KILN_DEPS_PREFIX=/tmp/deps PYTHON=python3 GPU_CHECK_BUDGET=560 OUT=/tmp/gout
-# scripts/gpu-check.sh; then bring back /tmp/gout/summary.txt and /tmp/gout/logs.tgz.
+# libquadmath0 libcjson-dev libcjson1 into .gpudeps/ here with apt-get download, carry it
+# (run's carry: [".gpudeps"]), and there `GPU_CHECK_BUDGET=500 OUT=/tmp/gout
+# scripts/gpu-check.sh` unpacks them itself and finds a Python with JAX (and torch); then
+# bring back /tmp/gout/summary.txt and /tmp/gout/logs.tgz (copy them under $OUT).
 # Environment:
 #   OUT=DIR               logs and the summary are written there too (default build-gpu/out)
 #   KILN_DEPS_PREFIX=DIR  Debian packages unpacked with dpkg -x (libopenblas-dev and its
@@ -26,10 +26,8 @@
 #   GPU_CHECK_ONLY="a b"  run only these steps (the build always runs, a no-op when it is
 #                         up to date): a second call on a machine still warm finishes what
 #                         the first call's budget left NOT RUN
-#   PYTHON=PATH           the Python with JAX for CUDA for bench/gpt/gpu.sh (default
-#                         bench/.venv/bin/python)
-# The bf16 GPT row of kiln needs `kiln train --dtype bf16` (issue 31's mixed-precision
-# option of models/gpt); until that flag exists the row says so and the others still run.
+#   PYTHON=PATH           the Python with JAX for CUDA (and torch) for bench/gpt/gpu.sh
+#                         (default: found, as below)
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,6 +74,32 @@ step() {
 }
 
 # ---- environment -------------------------------------------------------------------------
+# A lent machine may lack OpenBLAS and cJSON: Debian packages carried in .gpudeps/ (ignored
+# by git; `apt-get download` them here) are unpacked once and used, unless KILN_DEPS_PREFIX
+# says otherwise or the system has the headers
+if [ -z "${KILN_DEPS_PREFIX:-}" ] && ls "$root"/.gpudeps/*.deb >/dev/null 2>&1 &&
+    ! [ -e /usr/include/cjson/cJSON.h ]; then
+    KILN_DEPS_PREFIX=${TMPDIR:-/tmp}/kiln-gpudeps
+    mkdir -p "$KILN_DEPS_PREFIX"
+    for f in "$root"/.gpudeps/*.deb; do dpkg -x "$f" "$KILN_DEPS_PREFIX"; done
+fi
+# The Python for the JAX and torch sides: PYTHON, else the first of bench/.venv's, the
+# machine's virtual environments' (/opt/*/.venv) and python3 whose JAX sees the GPU,
+# preferring one that also imports torch (the 2026-12-04 machines had both in
+# /opt/torch/.venv)
+if [ -z "${PYTHON:-}" ]; then
+    for want in "jax, torch" "jax"; do
+        for py in "$root/bench/.venv/bin/python" /opt/*/.venv/bin/python3 python3; do
+            command -v "$py" >/dev/null 2>&1 || continue
+            if "$py" -c "import $want; import jax; assert jax.devices()[0].platform == 'gpu'" \
+                >/dev/null 2>&1; then
+                PYTHON=$py
+                break 2
+            fi
+        done
+    done
+    [ -n "${PYTHON:-}" ] && export PYTHON
+fi
 cmake_deps=()
 if [ -n "${KILN_DEPS_PREFIX:-}" ]; then
     p=$(cd "$KILN_DEPS_PREFIX" && pwd)

@@ -203,9 +203,6 @@ if [ -x "$build/kiln" ]; then
     # pinned_host memory, each against everything on the device (target: the JAX policy's
     # offload at <= 1.1x the time of keeping the values)
     step offload_gpu 120 "$root/bench/gpt/offload.sh" "$build/kiln" cuda 20
-    # the same GPT step beside PyTorch eager and torch.compile (issue 31's further columns)
-    step gpt_vs_torch 240 env GPU_SH_SIDES=torch "$root/bench/gpt/gpu.sh" "$build" \
-        "$out/gpt_torch" "${GPT_STEPS:-20}"
 fi
 if [ -x "$build/test_nccl" ]; then
     # one rank on cuda:0 (NCCL puts one rank on a GPU): load, init, all-reduce on the
@@ -232,6 +229,10 @@ fi
 # batched programs (per-example gradients among them): every device against the reference
 [ -x "$build/test_gather" ] && step gather_all_devices 40 "$build/test_gather"
 [ -x "$build/test_vmap" ] && step vmap_all_devices 60 "$build/test_vmap"
+# the same GPT step beside PyTorch eager and torch.compile (issue 31's further columns):
+# last but NVRTC, since torch.compile's own compile takes minutes of a short lease
+[ -x "$build/kiln" ] && step gpt_vs_torch 240 env GPU_SH_SIDES=torch "$root/bench/gpt/gpu.sh" \
+    "$build" "$out/gpt_torch" "${GPT_STEPS:-20}"
 [ -x "$build/test_cuda_nvrtc" ] && step nvrtc_sm90 90 "$build/test_cuda_nvrtc"
 
 # ---- summary -------------------------------------------------------------------------------

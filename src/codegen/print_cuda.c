@@ -101,7 +101,9 @@ static int row_threads(const kd_kernel *kd) {
 
 /* KD_CUDA_ROW over short rows: a barrier of the row's threads alone, named 1 + the row's
  * group (0 is __syncthreads'), so that a block's rows never wait for each other and a
- * group past the last row may leave. */
+ * group past the last row may leave. A group is at least a warp, and the hardware has 16
+ * barriers a block. */
+_Static_assert(CGEN_CUDA_THREADS / 32 + 1 <= 16, "a named barrier for every warp of a block");
 static void print_row_barrier(pr *p, const char *why) {
     int t = row_threads(p->kd);
     pr_line(p, "__barrier_sync_count(1 + threadIdx.x / %d, %d);%s", t, t, why);

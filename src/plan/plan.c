@@ -524,18 +524,38 @@ static bool better(const plan_cand *a, const plan_cand *b) {
     return a->lower_bound < b->lower_bound;
 }
 
-static kiln_status plan_one(const plan_ctx *c, int strategy, plan_cand *cd) {
-    cd->strategy = plan_strategy_names[strategy];
+/* One schedule of `strategy`, fetches moved ahead by up to `window` steps (0: none; *moved
+ * says whether any was), planned and packed into cd. */
+static kiln_status plan_pass(const plan_ctx *c, int strategy, uint32_t window, plan_cand *cd,
+                             bool *moved) {
     kiln_status s = plan_schedule(c, strategy, cd->order);
     if (s) return s;
     if (c->o->overlap_collectives) plan_overlap_order(c, cd->order);
-    if (c->o->overlap_transfers) plan_prefetch_order(c, cd->order);
+    *moved = window && plan_prefetch_order(c, cd->order, window);
     liveness(c, cd);
     assign_inplace(c, cd);
     assign_donations(c, cd);
     if ((s = plan_pack(c, cd))) return s;
     figures(c, cd);
     return KILN_STATUS_OK;
+}
+
+/* A strategy's plan. Where copies overlap the kernels, its fetches from host memory run
+ * ahead of their readers (plan_prefetch_order) only as far as that costs no device bytes:
+ * a fetch moved ahead holds its result longer, and memory comes first (a budget fitted
+ * without prefetching must still fit). So the plan without prefetches sets the peak, and
+ * the widest window of PLAN_TRANSFER_WINDOW and 2 steps that keeps it is taken. */
+static kiln_status plan_one(const plan_ctx *c, int strategy, plan_cand *cd) {
+    cd->strategy = plan_strategy_names[strategy];
+    bool moved = false;
+    kiln_status s = plan_pass(c, strategy, 0, cd, &moved);
+    if (s || !c->o->overlap_transfers) return s;
+    uint64_t base = cd->peak;
+    for (uint32_t w = PLAN_TRANSFER_WINDOW; w >= 2; w /= 4) {
+        if ((s = plan_pass(c, strategy, w, cd, &moved))) return s;
+        if (!moved || cd->peak <= base) return KILN_STATUS_OK;
+    }
+    return plan_pass(c, strategy, 0, cd, &moved);
 }
 
 kiln_status plan_build(const kiln_graph *g, const fusion_plan *fp, const plan_options *o,

@@ -79,9 +79,9 @@ kiln_status plan_schedule(const plan_ctx *c, int s, uint32_t *order);
  * collectives) to just after its last producer, and each reader of a collective to just
  * before its first reader, keeping the order topological. */
 void plan_overlap_order(const plan_ctx *c, uint32_t *order);
-/* With overlapping copies: moves each fetch from host memory up to PLAN_TRANSFER_WINDOW
- * steps before its first reader (after its producer), keeping the order topological. */
-void plan_prefetch_order(const plan_ctx *c, uint32_t *order);
+/* With overlapping copies: moves each fetch from host memory up to `window` steps before
+ * its first reader (after its producer), keeping the order topological; true if any moved. */
+bool plan_prefetch_order(const plan_ctx *c, uint32_t *order, uint32_t window);
 
 /* A temporary in pinned_host memory: it lives in the host arena. */
 static inline bool plan_is_host(const plan_ctx *c, const plan_buffer *x) {

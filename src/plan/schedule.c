@@ -306,13 +306,15 @@ void plan_overlap_order(const plan_ctx *c, uint32_t *order) {
  * the least time, the depth-first ones where its reader's operands start. Nothing is left
  * to hide the copy behind: on an H200 the offloaded steps took as long as their copies
  * added, on the copy queue as on the kernels' (bench/RESULTS.md, "copies on the copy
- * stream"). So each fetch moves up to PLAN_TRANSFER_WINDOW steps before its first reader,
- * never before its own producer (an offloaded activation's put: the fetch reads the host
- * bytes the put writes), to overlap that many kernels, as a put overlaps the kernels after
- * it. The cost: its result lives that much longer on the device, which the peak counts (a
- * budget sees it). Deterministic, and every producer stays before its readers. */
-void plan_prefetch_order(const plan_ctx *c, uint32_t *order) {
+ * stream"). So each fetch moves up to `window` steps before its first reader, never before
+ * its own producer (an offloaded activation's put: the fetch reads the host bytes the put
+ * writes), to overlap that many kernels, as a put overlaps the kernels after it. The cost:
+ * its result lives that much longer on the device; plan.c's plan_one takes the widest
+ * window that does not raise the peak. Deterministic, and every producer stays before its
+ * readers. True when a fetch moved. */
+bool plan_prefetch_order(const plan_ctx *c, uint32_t *order, uint32_t window) {
     uint32_t nk = c->nk;
+    bool moved = false;
     for (uint32_t s = 0; s < nk; s++) {
         uint32_t k = order[s];
         if (!fetches(c, k)) continue;
@@ -320,7 +322,7 @@ void plan_prefetch_order(const plan_ctx *c, uint32_t *order) {
         for (uint32_t j = s + 1; j < nk && r == nk; j++)
             if (listed(c->succs, c->succ_start[k], c->succ_start[k + 1], order[j])) r = j;
         if (r == nk) continue;
-        uint32_t to = r > PLAN_TRANSFER_WINDOW ? r - 1 - PLAN_TRANSFER_WINDOW : 0;
+        uint32_t to = r > window ? r - 1 - window : 0;
         for (uint32_t j = s; j-- > to;) /* never before a producer */
             if (listed(c->preds, c->pred_start[k], c->pred_start[k + 1], order[j])) {
                 to = j + 1;
@@ -329,5 +331,7 @@ void plan_prefetch_order(const plan_ctx *c, uint32_t *order) {
         if (to >= s) continue;
         memmove(order + to + 1, order + to, (s - to) * sizeof *order);
         order[to] = k;
+        moved = true;
     }
+    return moved;
 }

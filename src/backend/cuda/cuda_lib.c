@@ -377,10 +377,26 @@ static bool blas_gemm_fits(kiln_dtype t, const kn_gemm_desc *g) {
            g->ldb <= INT_MAX && g->batch <= INT_MAX;
 }
 
+/* g without its batch axes of size 1, which address nothing (a [1, T, H, D] operand
+ * batched over its 1 and H): they would make a batch that is one progression look as if it
+ * were not. */
+static kn_gemm_desc batch_squeezed(const kn_gemm_desc *g) {
+    kn_gemm_desc s = *g;
+    s.nb = 0;
+    for (int i = 0; i < g->nb; i++) {
+        if (g->bdims[i] == 1) continue;
+        s.bdims[s.nb] = g->bdims[i];
+        s.bstride_a[s.nb] = g->bstride_a[i];
+        s.bstride_b[s.nb] = g->bstride_b[i];
+        s.nb++;
+    }
+    return s;
+}
+
 /* Whether g's batch axes are one arithmetic progression in both operands: then one
  * strided-batched call does the whole batch. */
 static bool gemm_flat(const kn_gemm_desc *g) {
-    bool flat = true;
+    bool flat = true; /* (g without axes of size 1: batch_squeezed) */
     for (int i = g->nb - 1; i > 0; i--)
         flat &= g->bstride_a[i - 1] == g->bstride_a[i] * g->bdims[i] &&
                 g->bstride_b[i - 1] == g->bstride_b[i] * g->bdims[i];
@@ -393,7 +409,9 @@ static bool gemm_flat(const kn_gemm_desc *g) {
  * strided calls' are when their bases are: so must each batch stride and result matrix be
  * (the bases are checked when run). Attention reads its products so: q, k and v slices of
  * one [B, T, 3, H, D] projection, batched over B and H. */
-static uint64_t gemm_ptr_bytes(kiln_dtype t, const kn_gemm_desc *g) {
+static uint64_t gemm_ptr_bytes(kiln_dtype t, const kn_gemm_desc *desc) {
+    kn_gemm_desc sq = batch_squeezed(desc);
+    const kn_gemm_desc *g = &sq;
     if (!blas_dtype(t) || gemm_flat(g) || !g->batch || !g->m || !g->n || !g->k ||
         !blas_gemm_fits(t, g))
         return 0;
@@ -446,10 +464,12 @@ static kiln_status blas_batched(cu_state *st, cu_dev *d, kiln_dtype t, const kn_
 /* g through cuBLAS: one strided-batched call when the batch is one progression, else one
  * pointer-array call where the plan gave the arrays their scratch (ptrs) and every pointer
  * is aligned, else one strided call per outer batch index. */
-static kiln_status blas_gemm(cu_state *st, int device, kiln_dtype t, const kn_gemm_desc *g,
+static kiln_status blas_gemm(cu_state *st, int device, kiln_dtype t, const kn_gemm_desc *desc,
                              const char *a, const char *b, char *c, void *ptrs,
                              uint64_t ptr_bytes) {
     cu_dev *d = &st->devs[device];
+    kn_gemm_desc sq = batch_squeezed(desc);
+    const kn_gemm_desc *g = &sq;
     size_t es = kiln_dtype_itemsize(t);
     if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->lda > INT_MAX ||
         g->ldb > INT_MAX || g->batch > INT_MAX)

@@ -525,22 +525,19 @@ bool cpu_half_gemm_has(cpu_half_path path) {
     return path == CPU_HALF_AUTO || path == CPU_HALF_F32;
 }
 
+#if HALF_DPBF16
 /* The kernel bf16 products of m x n x k take (the top of the file says why), before AMX's
- * tile state is asked for. */
+ * tile state is asked for. (Elsewhere every product takes the f32 kernel.) */
 static cpu_half_path half_path(bool bf16, int64_t m, int64_t n, int64_t k) {
     cpu_half_path f = (cpu_half_path)forced_path;
     if (!bf16) return CPU_HALF_F32;
     if (f != CPU_HALF_AUTO) return cpu_half_gemm_has(f) ? f : CPU_HALF_F32;
-#if HALF_DPBF16
     if (!has_dpbf16()) return CPU_HALF_F32;
     if ((double)m * (double)n * (double)k >= AMX_MIN_MNK && cpu_half_gemm_has(CPU_HALF_AMX))
         return CPU_HALF_AMX;
     return __builtin_cpu_is("amd") ? CPU_HALF_DPBF16 : CPU_HALF_F32;
-#else
-    (void)m, (void)n, (void)k;
-    return CPU_HALF_F32;
-#endif
 }
+#endif
 
 /* C[i0:i0+mc, j0:j0+nc] = cb rounded to the 16-bit type. bf16 is kn_f32_to_bf16 written
  * without a branch, so that gcc vectorises it (cloned per ISA): one rounding an element, as

@@ -287,6 +287,24 @@ static kiln_status launch_lib(cu_state *st, cu_dev *d, CUfunction f, void **para
 
 /* ---------------------------------------------------------------- gemm ---- */
 
+/* g as the library kernels take it (kiln_igemm_*, kiln_gemm_ptrs). */
+static lib_gemm lib_gemm_of(const kn_gemm_desc *g) {
+    lib_gemm lg = {.nb = g->nb,
+                   .m = g->m,
+                   .n = g->n,
+                   .k = g->k,
+                   .lda = g->lda,
+                   .ldb = g->ldb,
+                   .ta = g->trans_a,
+                   .tb = g->trans_b};
+    for (int i = 0; i < g->nb; i++) {
+        lg.bdims[i] = g->bdims[i];
+        lg.sa[i] = g->bstride_a[i];
+        lg.sb[i] = g->bstride_b[i];
+    }
+    return lg;
+}
+
 static bool is_half(kiln_dtype t) {
     return t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
 }
@@ -426,12 +444,7 @@ static uint64_t gemm_ptr_bytes(kiln_dtype t, const kn_gemm_desc *desc) {
  * on the compute stream, where cuBLAS then reads them. */
 static kiln_status blas_batched(cu_state *st, cu_dev *d, kiln_dtype t, const kn_gemm_desc *g,
                                 const char *a, const char *b, char *c, void *ptrs) {
-    lib_gemm lg = {.nb = g->nb, .m = g->m, .n = g->n, .k = g->k};
-    for (int i = 0; i < g->nb; i++) {
-        lg.bdims[i] = g->bdims[i];
-        lg.sa[i] = g->bstride_a[i];
-        lg.sb[i] = g->bstride_b[i];
-    }
+    lib_gemm lg = lib_gemm_of(g);
     int64_t es = (int64_t)kiln_dtype_itemsize(t), batch = g->batch;
     void **pa = ptrs, **pb = pa + batch, **pc = pb + batch;
     void *params[] = {(void *)&a, (void *)&b, &c, &lg, &es, &batch, &pa, &pb, &pc};
@@ -527,19 +540,7 @@ static kiln_status cu_gemm(void *state, int device, kiln_dtype dtype, const kn_g
         return s;
     }
     if ((s = lib_ready(st, device, "kiln_executable_run: integer matrix product"))) return s;
-    lib_gemm lg = {.nb = g->nb,
-                   .m = g->m,
-                   .n = g->n,
-                   .k = g->k,
-                   .lda = g->lda,
-                   .ldb = g->ldb,
-                   .ta = g->trans_a,
-                   .tb = g->trans_b};
-    for (int i = 0; i < g->nb; i++) {
-        lg.bdims[i] = g->bdims[i];
-        lg.sa[i] = g->bstride_a[i];
-        lg.sb[i] = g->bstride_b[i];
-    }
+    lib_gemm lg = lib_gemm_of(g);
     int64_t total = g->batch * g->m * g->n;
     void *params[] = {(void *)&a, (void *)&b, &c, &lg, &total};
     return launch_lib(st, d, d->lib.igemm[dtype == KILN_DTYPE_I64], params, total);

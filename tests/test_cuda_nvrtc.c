@@ -413,33 +413,29 @@ static void test_short_row_form(void) {
     }
 }
 
+/* The backend's own kernel sources (the library's, the fused attention's, argsort's, the
+ * sorted scatter's): each compiles for sm_90 to a cubin. */
 static void test_library(void) {
+    static const struct {
+        const char *name;
+        const char *(*source)(size_t *len);
+    } libs[] = {{"library", cu_lib_source},
+                {"attention", cu_attention_source},
+                {"argsort", cu_sort_source},
+                {"sorted scatter", cu_scatter_source}};
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
+        size_t len, bytes = 0;
+        const char *src = libs[i].source(&len);
+        char *cubin = NULL;
+        kiln_status s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
+        CHECK_MSG(!s, "%s kernels: %s", libs[i].name, kiln_last_error(ctx));
+        CHECK_MSG(s || bytes > 0, "%s kernels: empty cubin", libs[i].name);
+        if (cubin) host_free(ctx, cubin, bytes);
+    }
+    /* the scatter source's block and shared array are the sizes the host launches and
+     * chunks by */
     size_t len;
-    const char *src = cu_lib_source(&len);
-    char *cubin = NULL;
-    size_t bytes = 0;
-    kiln_status s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
-    CHECK_MSG(!s, "library kernels: %s", kiln_last_error(ctx));
-    if (cubin) host_free(ctx, cubin, bytes);
-    cubin = NULL, bytes = 0;
-    src = cu_attention_source(&len);
-    s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
-    CHECK_MSG(!s, "attention kernels: %s", kiln_last_error(ctx));
-    CHECK_MSG(s || bytes > 0, "attention kernels: empty cubin");
-    if (cubin) host_free(ctx, cubin, bytes);
-    cubin = NULL, bytes = 0;
-    src = cu_sort_source(&len);
-    s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
-    CHECK_MSG(!s, "argsort kernels: %s", kiln_last_error(ctx));
-    CHECK_MSG(s || bytes > 0, "argsort kernels: empty cubin");
-    if (cubin) host_free(ctx, cubin, bytes);
-    cubin = NULL, bytes = 0;
-    src = cu_scatter_source(&len);
-    s = cu_nvrtc_compile(ctx, &nvrtc, src, len, 9, 0, &cubin, &bytes);
-    CHECK_MSG(!s, "sorted scatter kernels: %s", kiln_last_error(ctx));
-    CHECK_MSG(s || bytes > 0, "sorted scatter kernels: empty cubin");
-    if (cubin) host_free(ctx, cubin, bytes);
-    /* the source's block and shared array are the sizes the host launches and chunks by */
+    const char *src = cu_scatter_source(&len);
     char want[64];
     snprintf(want, sizeof want, "#define SCATTER_THREADS %d\n", CU_SCATTER_THREADS);
     CHECK_MSG(strstr(src, want), "sorted scatter kernels: no \"%s\"", want);

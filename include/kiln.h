@@ -186,11 +186,11 @@ typedef struct kiln_context_options {
      * replaces the first between two calls once ready (a call runs one tier from its start
      * to its end). Tier 1 gives every elementwise value's bits (built with gcc); a float
      * sum may differ from tier 2's in its last bits (it adds in f64 lane by lane), so a
-     * run that must be bit-reproducible keeps one tier. A program whose -O3 build is in the disk
-     * cache starts on it. 1: the -O3 build only, compiled before kiln_compile returns. 0: the
-     * default, 1. Loop and branch bodies, and devices that run no host code (CUDA), have
-     * one tier. kiln_executable_info.compile_tier says which tier an executable runs now,
-     * and the profile counts runs per tier (docs/performance.md, "Compile tiers"). */
+     * run that must be bit-reproducible keeps one tier. A program whose -O3 build is in
+     * the disk cache starts on it. 1: the -O3 build only, compiled before kiln_compile
+     * returns. 0: the default, 1. Loop and branch bodies, and devices that run no host code
+     * (CUDA), have one tier. kiln_executable_info.compile_tier says which tier an
+     * executable runs now, and the profile counts runs per tier. */
     int compile_tiers;
 } kiln_context_options;
 
@@ -878,8 +878,8 @@ KILN_API kiln_value kiln_argsort(kiln_graph *g, kiln_value x, int axis, bool des
  * either sign). Returns the graph's status; on an error (n_operands < 1, outs NULL,
  * num_keys out of range, shapes that differ, axis out of range) every outs[i] is the
  * invalid value. */
-KILN_API kiln_status kiln_sort(kiln_graph *g, int n_operands, const kiln_value *operands,
-                               int axis, int num_keys, bool descending, kiln_value *outs);
+KILN_API kiln_status kiln_sort(kiln_graph *g, int n_operands, const kiln_value *operands, int axis,
+                               int num_keys, bool descending, kiln_value *outs);
 /* jax.lax.top_k(x, k): the k largest entries of each row along the last axis, largest
  * first: *values (x's dtype) and *indices (i32), both x's shape with the last axis k.
  * Equal values come lower index first. Its order is IEEE total order, as XLA's TopK:
@@ -1126,8 +1126,7 @@ KILN_API kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits,
  * using such a value directly is an error that says so. Every builder's error inside a
  * body becomes the error of the loop or branch on the enclosing graph, with the body's
  * message and line. */
-typedef int (*kiln_fn)(kiln_graph *g, int n_in, const kiln_value *in, void *user,
-                       kiln_value *outs);
+typedef int (*kiln_fn)(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs);
 
 /* Inside a body traced on g: value x of an enclosing graph (any level), as a value of g.
  * Capturing the same value twice gives the same value. */
@@ -1348,8 +1347,8 @@ typedef enum kiln_checkpoint_policy {
      * device's host memory kind (kiln_memory_put) once the forward pass has made it, its
      * device bytes are free after its last forward read, and it is copied back just before
      * the backward pass first reads it. */
-    KILN_CHECKPOINT_POLICY_OFFLOAD_DOT_WITH_NO_BATCH_DIMS, /* offload products with no batch
-                                                             * axes, recompute the rest */
+    KILN_CHECKPOINT_POLICY_OFFLOAD_DOT_WITH_NO_BATCH_DIMS,    /* offload products with no batch
+                                                               * axes, recompute the rest */
     KILN_CHECKPOINT_POLICY_SAVE_AND_OFFLOAD_ONLY_THESE_NAMES, /* kiln_checkpoint_begin_offload */
 } kiln_checkpoint_policy;
 /* "nothing_saveable", "everything_saveable", ...; "?" for anything else. Static. */
@@ -1675,12 +1674,12 @@ typedef struct kiln_compile_options {
 
 /* kiln_compile_options.budget_result. All zero when no budget was set (no search made). */
 typedef struct kiln_budget_result {
-    uint64_t budget_bytes;   /* the budget in bytes: memory_budget, or the fraction resolved
-                              * against peak_without_bytes (the tighter when both are set) */
+    uint64_t budget_bytes;       /* the budget in bytes: memory_budget, or the fraction resolved
+                                  * against peak_without_bytes (the tighter when both are set) */
     uint64_t peak_without_bytes; /* the planned peak with nothing recomputed */
-    uint64_t min_peak_bytes; /* the smallest planned peak any recomputation reached: the
-                              * lowest budget this program can meet by recomputation */
-    bool fits;               /* a plan within the budget was found (the compile went on) */
+    uint64_t min_peak_bytes;     /* the smallest planned peak any recomputation reached: the
+                                  * lowest budget this program can meet by recomputation */
+    bool fits;                   /* a plan within the budget was found (the compile went on) */
     /* what the plan kept offloads (kiln_compile_options.budget_offload, or offload policies
      * of checkpoint regions): values copied to pinned_host memory, and their bytes */
     int num_offloaded;
@@ -2312,18 +2311,18 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_grad(g, ...)                  KILN__S(g, kiln_grad((g), __VA_ARGS__))
 #define kiln_checkpoint_begin(g, ...)      KILN__S(g, kiln_checkpoint_begin((g), __VA_ARGS__))
 #define kiln_checkpoint_end(g)             KILN__S(g, kiln_checkpoint_end(g))
-#define kiln_checkpoint_begin_offload(g, ...) \
+#define kiln_checkpoint_begin_offload(g, ...)                                                      \
     KILN__S(g, kiln_checkpoint_begin_offload((g), __VA_ARGS__))
-#define kiln_memory_put(g, ...)            KILN__V(g, kiln_memory_put((g), __VA_ARGS__))
-#define kiln_parameter_in_memory(g, ...)   KILN__V(g, kiln_parameter_in_memory((g), __VA_ARGS__))
-#define kiln_checkpoint_name(g, ...)       KILN__V(g, kiln_checkpoint_name((g), __VA_ARGS__))
-#define kiln_vjp(g, ...)                   KILN__S(g, kiln_vjp((g), __VA_ARGS__))
-#define kiln_conv_general_dilated(g, ...)  KILN__V(g, kiln_conv_general_dilated((g), __VA_ARGS__))
-#define kiln_reduce_window(g, ...)         KILN__V(g, kiln_reduce_window((g), __VA_ARGS__))
-#define kiln_avg_pool(g, ...)              KILN__V(g, kiln_avg_pool((g), __VA_ARGS__))
-#define kiln_jvp(g, ...)                   KILN__S(g, kiln_jvp((g), __VA_ARGS__))
-#define kiln_custom_vjp(g, ...)            KILN__S(g, kiln_custom_vjp((g), __VA_ARGS__))
-#define kiln_vmap(g, ...)                  KILN__S(g, kiln_vmap((g), __VA_ARGS__))
+#define kiln_memory_put(g, ...)           KILN__V(g, kiln_memory_put((g), __VA_ARGS__))
+#define kiln_parameter_in_memory(g, ...)  KILN__V(g, kiln_parameter_in_memory((g), __VA_ARGS__))
+#define kiln_checkpoint_name(g, ...)      KILN__V(g, kiln_checkpoint_name((g), __VA_ARGS__))
+#define kiln_vjp(g, ...)                  KILN__S(g, kiln_vjp((g), __VA_ARGS__))
+#define kiln_conv_general_dilated(g, ...) KILN__V(g, kiln_conv_general_dilated((g), __VA_ARGS__))
+#define kiln_reduce_window(g, ...)        KILN__V(g, kiln_reduce_window((g), __VA_ARGS__))
+#define kiln_avg_pool(g, ...)             KILN__V(g, kiln_avg_pool((g), __VA_ARGS__))
+#define kiln_jvp(g, ...)                  KILN__S(g, kiln_jvp((g), __VA_ARGS__))
+#define kiln_custom_vjp(g, ...)           KILN__S(g, kiln_custom_vjp((g), __VA_ARGS__))
+#define kiln_vmap(g, ...)                 KILN__S(g, kiln_vmap((g), __VA_ARGS__))
 #endif
 
 /* ------------------------------------------------------ deprecated names ---- */

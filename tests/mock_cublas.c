@@ -11,9 +11,12 @@
  *   SgemmBatched ta tb m n k batch lda ldb     (cublasSgemmBatched, over pointer arrays;
  *                                               likewise DgemmBatched)
  *   GemmBatchedEx ta tb m n k batch lda ldb A B C compute     (cublasGemmBatchedEx)
- * Handles are counted: mock_cublas_live() is the number created and not destroyed. */
+ * Handles are counted: mock_cublas_live() is the number created and not destroyed.
+ * KILN_MOCK_CUBLAS_FAIL=<function> makes that product call fail (CUBLAS_STATUS_EXECUTION_FAILED,
+ * 13) without recording it. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -21,6 +24,11 @@ static char log_text[16384];
 static size_t log_len;
 static long live;
 static int handle_storage;
+
+static int failing(const char *name) {
+    const char *f = getenv("KILN_MOCK_CUBLAS_FAIL");
+    return f && !strcmp(f, name) ? 13 : 0;
+}
 
 const char *mock_cublas_log(void);
 void mock_cublas_clear(void);
@@ -93,6 +101,7 @@ int cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, cons
                               const float *a, int lda, long long sa, const float *b, int ldb,
                               long long sb, const float *beta, float *c, int ldc, long long sc,
                               int batch) {
+    if (failing("cublasSgemmStridedBatched")) return 13;
     (void)h, (void)alpha, (void)a, (void)lda, (void)sa, (void)b, (void)ldb, (void)sb, (void)beta;
     (void)c, (void)ldc, (void)sc;
     char line[160];
@@ -105,6 +114,7 @@ int cublasDgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, cons
                               const double *a, int lda, long long sa, const double *b, int ldb,
                               long long sb, const double *beta, double *c, int ldc, long long sc,
                               int batch) {
+    if (failing("cublasDgemmStridedBatched")) return 13;
     (void)h, (void)alpha, (void)a, (void)lda, (void)sa, (void)b, (void)ldb, (void)sb, (void)beta;
     (void)c, (void)ldc, (void)sc;
     char line[160];
@@ -118,6 +128,7 @@ int cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n, int k, con
                                int b_type, int ldb, long long sb, const void *beta, void *c,
                                int c_type, int ldc, long long sc, int batch, int compute,
                                int algo) {
+    if (failing("cublasGemmStridedBatchedEx")) return 13;
     (void)h, (void)a, (void)lda, (void)sa, (void)b, (void)ldb, (void)sb, (void)c, (void)ldc;
     (void)sc, (void)algo;
     /* the compute type CUBLAS_COMPUTE_32F takes f32 scalars: 1 and 0 */
@@ -145,6 +156,7 @@ int cublasGemmBatchedEx(void *h, int ta, int tb, int m, int n, int k, const void
 int cublasSgemmBatched(void *h, int ta, int tb, int m, int n, int k, const float *alpha,
                        const float *const *a, int lda, const float *const *b, int ldb,
                        const float *beta, float *const *c, int ldc, int batch) {
+    if (failing("cublasSgemmBatched")) return 13;
     (void)h, (void)alpha, (void)a, (void)b, (void)beta, (void)c, (void)ldc;
     char line[160];
     snprintf(line, sizeof line, "SgemmBatched %d %d %d %d %d %d %d %d\n", ta, tb, m, n, k, batch,
@@ -156,6 +168,7 @@ int cublasSgemmBatched(void *h, int ta, int tb, int m, int n, int k, const float
 int cublasDgemmBatched(void *h, int ta, int tb, int m, int n, int k, const double *alpha,
                        const double *const *a, int lda, const double *const *b, int ldb,
                        const double *beta, double *const *c, int ldc, int batch) {
+    if (failing("cublasDgemmBatched")) return 13;
     (void)h, (void)alpha, (void)a, (void)b, (void)beta, (void)c, (void)ldc;
     char line[160];
     snprintf(line, sizeof line, "DgemmBatched %d %d %d %d %d %d %d %d\n", ta, tb, m, n, k, batch,
@@ -168,6 +181,7 @@ int cublasGemmBatchedEx(void *h, int ta, int tb, int m, int n, int k, const void
                         const void *const *a, int a_type, int lda, const void *const *b, int b_type,
                         int ldb, const void *beta, void *const *c, int c_type, int ldc, int batch,
                         int compute, int algo) {
+    if (failing("cublasGemmBatchedEx")) return 13;
     (void)h, (void)a, (void)b, (void)c, (void)ldc, (void)algo;
     float al, be;
     memcpy(&al, alpha, 4);

@@ -422,6 +422,7 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
     (void)sh, (void)extra;
     if (!f || !s || !params || !gx || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1)
         return 1;
+    if (failing("cuLaunchKernel")) return 1;
     pthread_mutex_lock(&mu);
     launches++;
     last_grid = gx, last_block = bx;

@@ -258,6 +258,22 @@ static void test_batched_products(kiln_context *c, long (*launches)(void)) {
         CHECK_MSG(launches() == before + 1,
                   "%ld launches where 1 (the pointer arrays) was expected", launches() - before);
         for (int i = 0; i < 3; i++) kiln_array_destroy(res[i]);
+        /* a pointer-array call cuBLAS refuses fails the run, naming the call and its sizes;
+         * the next run goes through */
+        static const char *const call[3] = {"cublasSgemmBatched", "cublasGemmBatchedEx",
+                                            "cublasDgemmBatched"};
+        static const char *const said[3] = {
+            "cuBLAS SgemmBatched (m=8 n=8 k=16 batch=8) failed (cublasStatus_t 13)",
+            "cuBLAS GemmBatchedEx (m=8 n=8 k=16 batch=8) failed (cublasStatus_t 13)",
+            "cuBLAS DgemmBatched (m=8 n=8 k=16 batch=8) failed (cublasStatus_t 13)"};
+        setenv("KILN_MOCK_CUBLAS_FAIL", call[t], 1);
+        kiln_array *none[3] = {0};
+        CHECK_STATUS(kiln_executable_run(e, 6, args, 3, none), KILN_STATUS_BACKEND);
+        unsetenv("KILN_MOCK_CUBLAS_FAIL");
+        CHECK_CONTAINS(kiln_last_error(c), said[t]);
+        CHECK(none[0] == NULL && none[1] == NULL && none[2] == NULL);
+        CHECK_OK(c, kiln_executable_run(e, 6, args, 3, res));
+        for (int i = 0; i < 3; i++) kiln_array_destroy(res[i]);
         for (int i = 0; i < 6; i++) kiln_array_destroy(args[i]);
         kiln_executable_destroy(e);
         kiln_graph_destroy(g);
@@ -300,6 +316,14 @@ static void test_sorted_scatter(kiln_context *c, long (*launches)(void), long (*
             CHECK_MSG(last() % 65536 == 256 && last() / 65536 >= 1,
                       "the sorted rows' launch: %ld blocks of %ld", last() / 65536, last() % 65536);
         kiln_array_destroy(res);
+        res = NULL;
+        if (!t) { /* a launch the driver refuses fails the run, naming the kernel */
+            setenv("KILN_MOCK_CUDA_FAIL", "cuLaunchKernel", 1);
+            CHECK_STATUS(kiln_executable_run(e, 3, args, 1, &res), KILN_STATUS_BACKEND);
+            unsetenv("KILN_MOCK_CUDA_FAIL");
+            CHECK_CONTAINS(kiln_last_error(c), "launching scatter_add_rows' index sort kernel");
+            CHECK(res == NULL);
+        }
         for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
         kiln_executable_destroy(e);
         kiln_graph_destroy(g);

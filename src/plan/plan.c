@@ -549,7 +549,7 @@ static kiln_status plan_one(const plan_ctx *c, int strategy, plan_cand *cd) {
     cd->strategy = plan_strategy_names[strategy];
     bool moved = false;
     kiln_status s = plan_pass(c, strategy, 0, cd, &moved);
-    if (s || !c->o->overlap_transfers) return s;
+    if (s || !c->o->overlap_transfers || !plan_has_fetches(c)) return s;
     uint64_t base = cd->peak;
     for (uint32_t w = PLAN_TRANSFER_WINDOW; w >= 2; w /= 4) {
         if ((s = plan_pass(c, strategy, w, cd, &moved))) return s;

@@ -82,6 +82,8 @@ void plan_overlap_order(const plan_ctx *c, uint32_t *order);
 /* With overlapping copies: moves each fetch from host memory up to `window` steps before
  * its first reader (after its producer), keeping the order topological; true if any moved. */
 bool plan_prefetch_order(const plan_ctx *c, uint32_t *order, uint32_t window);
+/* Whether any kernel is a fetch from host memory (nothing for plan_prefetch_order). */
+bool plan_has_fetches(const plan_ctx *c);
 
 /* A temporary in pinned_host memory: it lives in the host arena. */
 static inline bool plan_is_host(const plan_ctx *c, const plan_buffer *x) {

@@ -335,3 +335,9 @@ bool plan_prefetch_order(const plan_ctx *c, uint32_t *order, uint32_t window) {
     }
     return moved;
 }
+
+bool plan_has_fetches(const plan_ctx *c) {
+    for (uint32_t k = 0; k < c->nk; k++)
+        if (fetches(c, k)) return true;
+    return false;
+}

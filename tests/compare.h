@@ -201,6 +201,51 @@ static inline int cmp_other_devices(kiln_context *ctx, kiln_graph *g, int n_args
     return ok;
 }
 
+/* KILN_TEST_TIER1=bits (test.h): e ran at tier 1 and gave `got`; the optimised build, let
+ * compile and swapped in, must give the same bytes. Returns 1 when it does (or e is not at
+ * tier 1). The tier thread is held again after. */
+static inline int cmp_tier2_bits(kiln_context *ctx, kiln_executable *e, int n_args,
+                                 kiln_array **args, int n_out, kiln_array **got) {
+    kiln_executable_info info;
+    kiln_executable_get_info(e, &info);
+    if (!test_tier1_bits() || info.compile_tier != 1) return 1;
+    tier_hold(ctx, false);
+    int tier = tier_wait(e);
+    tier_hold(ctx, true);
+    if (tier != 2) {
+        fprintf(stderr, "tier 2 did not come: %d\n", tier);
+        return 0;
+    }
+    int ok = 1;
+    kiln_array **again = (kiln_array **)calloc((size_t)n_out + 1, sizeof *again);
+    if (kiln_executable_run(e, n_args, args, n_out, again) != KILN_STATUS_OK) {
+        fprintf(stderr, "run at tier 2: %s\n", kiln_last_error(ctx));
+        ok = 0;
+    }
+    for (int i = 0; i < n_out && ok; i++) {
+        size_t n = kiln_array_nbytes(got[i]);
+        char *a = (char *)malloc(n + 1), *b = (char *)malloc(n + 1);
+        ok = kiln_array_copy_to_host(got[i], a, n) == KILN_STATUS_OK &&
+             kiln_array_copy_to_host(again[i], b, n) == KILN_STATUS_OK;
+        kiln_dtype t = got[i]->dtype;
+        size_t isz = kiln_dtype_itemsize(t);
+        for (size_t at = 0; ok && at < n; at += isz) {
+            if (!memcmp(a + at, b + at, isz)) continue;
+            /* a NaN's sign and payload are not promised: gcc folds 0 * inf to +NaN where
+             * the machine computes -NaN */
+            double x = cmp_elem(a, t, (int64_t)(at / isz)), y = cmp_elem(b, t, (int64_t)(at / isz));
+            if (ir_dtype_is_float(t) && x != x && y != y) continue;
+            fprintf(stderr, "output %d: tier 1 gives %.17g, tier 2 %.17g at element %zu (%s)\n", i,
+                    x, y, at / isz, kiln_dtype_name(t));
+            ok = 0;
+        }
+        free(a), free(b);
+    }
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(again[i]);
+    free(again);
+    return ok;
+}
+
 /* Compiles and runs g (first, so that only the arguments are live on the device), then
  * interprets it and compares; returns 1 if every output agrees and the plan held.
  * opts may be NULL. *n_kernels (may be NULL) receives the executable's kernel count. */
@@ -228,6 +273,7 @@ static inline int cmp_graph(kiln_context *ctx, kiln_graph *g, int n_args, kiln_a
             snprintf(what, sizeof what, "output %d", i);
             ok &= cmp_arrays(got[i], want[i], tol_f32, 1e-9, what);
         }
+        ok &= cmp_tier2_bits(ctx, e, n_args, args, n_out, got);
         if (n_kernels) {
             kiln_executable_info info;
             kiln_executable_get_info(e, &info);

@@ -57,12 +57,14 @@ int main(int argc, char **argv) {
     char dir[] = "/tmp/kiln-test-compile-random-XXXXXX";
     if (!mkdtemp(dir)) return 2;
     kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
+    bool tier1 = test_tier1(&o); /* KILN_TEST_TIER1: test.h */
     kiln_context *ctx = NULL;
     char err[256];
     if (kiln_context_create(&o, &ctx, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
+    test_tier1_hold(ctx, tier1);
     uint64_t s0 = test_seed(12345);
     int total = rp_program_count(2000), done = 0, failed = 0;
     int graphs = (total + PER_GRAPH - 1) / PER_GRAPH;

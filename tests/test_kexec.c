@@ -2,7 +2,12 @@
  * (src/codegen/kexec.c): one program per way the interpreter runs a kernel (kexec.c's
  * opening comment, KX_FORM_*), each checked to run at tier 1 in that form, against the
  * reference interpreter within the per-dtype tolerances, with the measured peak equal to
- * the planned one (cmp_graph). Shapes are chosen so that each form is taken (enough rows
+ * the planned one (cmp_graph), and then against the optimised build swapped in, which
+ * must give the same bytes (compare.h, cmp_tier2_bits): the f32 sums in the C dialect's
+ * blocks, across a loop's iterations, in the element loop's lanes, down columns one at a
+ * time or row by row, in slices and in parts; and a kernel the interpreter cannot replay
+ * (an f64 sum the compiler vectorises) compiled for tier 1 instead. Shapes are chosen so
+ * that each form is taken (enough rows
  * for rows as lanes, few columns for the interchanged column reduction, a split last axis,
  * a reduction to one value big enough to be split into parts) and odd, so that partial
  * blocks of lanes run too. The suites that cover every op run at tier 1 as well
@@ -139,6 +144,97 @@ static int body_bf16(kiln_graph *g, kiln_value x, kiln_value *outs) {
     return 3;
 }
 
+/* f32 sums of long rows, as many blocks and a partial one: a row sum of few rows (one
+ * element at a time, the loop across), the same sum kept beside the values (the element
+ * loop's lanes), a softmax's row values across, and a sum over two axes (the block inside
+ * the outer loop) */
+static int body_blocks(kiln_graph *g, kiln_value x, kiln_value *outs) {
+    int ax = 1, both[2] = {0, 1};
+    outs[0] = kiln_reduce_sum(g, kiln_tanh(g, x), 1, &ax, false);
+    outs[1] = kiln_softmax(g, x, 1);
+    outs[2] = kiln_reduce_sum(g, kiln_mul(g, x, x), 2, both, false);
+    return 3;
+}
+
+/* f32 sums down long columns: row by row over many columns, in column blocks */
+static int body_col_blocks(kiln_graph *g, kiln_value x, kiln_value *outs) {
+    int ax = 0;
+    outs[0] = kiln_reduce_sum(g, kiln_exp(g, x), 1, &ax, false);
+    outs[1] = kiln_mean(g, x, 1, &ax, false);
+    return 2;
+}
+
+/* a sum to one value of a long row in slices, beside a row sum whose element lanes hold
+ * sliced sums */
+static int body_slices(kiln_graph *g, kiln_value x, kiln_value *outs) {
+    int ax = 1;
+    outs[0] = kiln_reduce_sum(g, kiln_sin(g, x), 1, &ax, false);
+    outs[1] = kiln_reduce_sum(g, kiln_mul(g, x, x), 0, NULL, false);
+    return 2;
+}
+
+/* f64 sums the C compiler vectorises in its own order (`omp simd` reductions): the
+ * kernels compiled for tier 1 */
+static int body_f64(kiln_graph *g, kiln_value x, kiln_value *outs) {
+    int ax = 1;
+    outs[0] = kiln_reduce_sum(g, kiln_exp(g, x), 1, &ax, false);
+    outs[1] = kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F64, 3));
+    return 2;
+}
+
+/* A float op of literals only, which gcc folds at compile time (each step rounded apart,
+ * where the op library fuses them): a padding's tanh. Compiled for tier 1 too. */
+static int body_folded(kiln_graph *g, kiln_value x, kiln_value *outs) {
+    int64_t lo[2] = {1, 0}, hi[2] = {1, 3}, in[2] = {0, 0};
+    kiln_value p = kiln_pad(g, x, kiln_scalar(g, KILN_DTYPE_F64, -0.5), lo, hi, in);
+    outs[0] = kiln_exp(g, kiln_tanh(g, p));
+    return 1;
+}
+
+/* How many of g's LOOP kernels tier 1 compiles rather than interprets. */
+static uint32_t compiled_for_tier1(kiln_graph *g) {
+    kiln_executable *e = NULL;
+    kiln_compile_options o = {.keep_ir = true}; /* the listing reads it */
+    if (kiln_compile(g, &o, &e)) {
+        CHECK_MSG(0, "compile: %s", kiln_last_error(ctx));
+        return 0;
+    }
+    uint32_t n = e->tier1_compiled;
+    char *text = kiln_executable_to_string(e);
+    if (n) CHECK_CONTAINS(text, "compiled for tier 1");
+    kiln_string_free(ctx, text);
+    kiln_executable_destroy(e);
+    return n;
+}
+
+static void test_replayed_sums(void) {
+    int64_t few[2] = {3, 1003}, lanes[2] = {301, 700}, two[3] = {7, 30, 41}, col[2] = {1001, 300},
+            sl[2] = {5, 33001}, d64[2] = {37, 101}, pd[2] = {4, 5};
+    check_program("blocks", KILN_DTYPE_F32, 2, few, body_blocks,
+                  KX_FORM_BLOCKS | KX_FORM_ACROSS | KX_FORM_ONE_BY_ONE, 1e-5);
+    check_program("block_lanes", KILN_DTYPE_F32, 2, lanes, body_blocks, KX_FORM_BLOCKS, 1e-5);
+    check_program("block_two_axes", KILN_DTYPE_F32, 3, two, body_blocks, KX_FORM_BLOCKS, 1e-5);
+    check_program("col_blocks", KILN_DTYPE_F32, 2, col, body_col_blocks, KX_FORM_BLOCKS, 1e-5);
+    check_program("slices", KILN_DTYPE_F32, 2, sl, body_slices,
+                  KX_FORM_SLICES | KX_FORM_BLOCKS | KX_FORM_PARTS, 1e-5);
+    check_program("bf16_blocks", KILN_DTYPE_BF16, 2, lanes, body_blocks, KX_FORM_BLOCKS, 1e-5);
+    /* the interpreter's refusals: compiled for tier 1, the same bits all the same */
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "f64_count", &g));
+    kiln_value outs[2];
+    int n = body_f64(g, kiln_parameter(g, "x", KILN_DTYPE_F64, 2, d64), outs);
+    CHECK_OK(ctx, kiln_graph_finish(g, n, outs));
+    CHECK(compiled_for_tier1(g) >= 1);
+    kiln_graph_destroy(g);
+    check_program("f64", KILN_DTYPE_F64, 2, d64, body_f64, 0, 1e-5);
+    CHECK_OK(ctx, kiln_graph_create(ctx, "folded_count", &g));
+    n = body_folded(g, kiln_parameter(g, "x", KILN_DTYPE_F64, 2, pd), outs);
+    CHECK_OK(ctx, kiln_graph_finish(g, n, outs));
+    CHECK(compiled_for_tier1(g) == 1);
+    kiln_graph_destroy(g);
+    check_program("folded", KILN_DTYPE_F64, 2, pd, body_folded, 0, 1e-5);
+}
+
 static void test_forms(void) {
     int64_t rows[2] = {301, 24}, tr[2] = {300, 512}, cols[2] = {5001, 7}, il[2] = {IL_N, IL_D},
             sc[2] = {4, 70001}, mk[2] = {37, 300}, hb[2] = {129, 33};
@@ -200,7 +296,9 @@ static void test_host_failures(void) {
 int main(void) {
     ctx = tier1_context();
     if (!ctx) return 1;
+    test_tier_bits_always = true; /* every program's tier 2 gives tier 1's bytes */
     RUN_CC(test_forms);
+    RUN_CC(test_replayed_sums);
     RUN_CC(test_host_failures);
     kiln_context_destroy(ctx);
     return test_summary("kexec");

@@ -71,6 +71,12 @@ typedef struct cgen_kernel {
  * SCATTER kernels get items = 0 and no function). */
 kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, cgen_dialect dialect,
                                  strbuf *sb, cgen_kernel *info);
+/* The same program with only the LOOP kernels i where only[i] (all: NULL), each printed
+ * as in the whole program's source, after the same prelude; info[k] is filled for those
+ * (the others get items = 0). Tiered compilation compiles the kernels tier 1 cannot run
+ * with their bits this way (src/runtime/tier.c). */
+kiln_status cgen_program_kernels(const kiln_graph *g, const fusion_plan *p, cgen_dialect dialect,
+                                 const bool *only, strbuf *sb, cgen_kernel *info);
 /* The C dialect (the CPU's). */
 kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info);
 /* The C type of a dtype ("float", "int32_t", ...). */

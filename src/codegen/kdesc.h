@@ -159,6 +159,9 @@ typedef struct kd_guard {
  * bench/RESULTS.md, "Outside checks, and what they changed", reductions over the last axis).
  * CUDA keeps f64 throughout. */
 enum { KD_SUM_BLOCK = 256, KD_COL_BLOCK = 128, KD_SMALL_SUM = 16 };
+/* The most f32 blocks, and slices (kd_stmt.slices), the C dialect keeps open at once; a
+ * deeper nest adds in f64 (print_c.c). */
+enum { KD_OPEN_BLOCKS = 8 };
 /* A reduction of at most KD_TINY_REDUCE values per element (a softmax over rows of 3) gets
  * no vectorising pragma (kd_stmt.simd): gcc then unrolls its loop and vectorises the loop
  * around it, across elements, where the pragma made a masked vector of 3 lanes per
@@ -434,6 +437,11 @@ void kd_free(kd_kernel *kd);
 int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop);
 /* The END closing loop (or IF) statement `loop` (the last statement if none does). */
 uint32_t kd_loop_end(const kd_kernel *kd, uint32_t loop);
+/* Whether the body of LOOP statement `loop` adds into accumulator acc exactly once per
+ * iteration: one ACCUM of it, outside every IF and inner loop. The C dialect then stores a
+ * blocked sum's value in its block's slot rather than adding it (print_c.c); the
+ * interpreter replays only such blocks (kexec.c). */
+bool kd_accum_once(const kd_kernel *kd, uint32_t loop, uint32_t acc);
 
 /* ---- scheduling (schedule.c): how the work is split and vectorised ---- */
 

@@ -43,6 +43,7 @@
  * outputs and that scratch; the description is read-only after kx_prepare, so chunks on
  * several threads share it. */
 #include "kexec.h"
+#include "printer.h"
 
 #include <math.h>
 #include <string.h>
@@ -90,8 +91,19 @@ struct kx_kernel {
      * the C dialect's two nested loops; the remainder is then uniform (an interleave's
      * branch is taken or not for all lanes) and the quotient affine */
     bool split_lanes;
+    /* f32 sums in blocks (kd_reduce.blocked), added as the C dialect adds them: per LOOP,
+     * the scalar accumulator whose block it is (its .acc), or whether it is the column
+     * form's blocked loop (every blocked column accumulator's block); per blocked ACC, its
+     * loop (blocks below) */
+    uint32_t *blk_acc;
+    bool *col_blk;
+    uint32_t *blk_loop;
+    /* every float sum and product adds in the compiled kernel's order (kx_replays), else
+     * why not */
+    const char *why_not;
     uint32_t n_redirs, n_accs, n_ixbufs, n_masks;
     int64_t acc_lanes; /* lanes of an accumulator: the chunk for a column's, else KX_LANES */
+    int64_t blk_floats; /* an accumulator's block state: 16 f32 lanes per lane, or a column's */
     int64_t items, grain;
     size_t scratch; /* bytes of one run's scratch */
 };
@@ -183,6 +195,10 @@ typedef struct xs {
     uint8_t *redirect; /* per statement (ACC): accumulating into its lanes' partials */
     char *part;        /* per accumulator: KX_LANES partials, then their NaN flags */
     uint8_t *partnan;
+    float *blk;        /* per accumulator: its f32 block's state (blk_floats) */
+    uint8_t *blk_on;   /* per statement (ACC): its block is open */
+    int64_t *blk_from; /* per statement (scalar ACC): the start of its loop's range */
+    char *prev;        /* per accumulator: its lanes' value before a slice (kd_stmt.slices) */
     int64_t *ixb;   /* n_ixbufs index buffers of KX_LANES */
     char *tmp[3];   /* broadcast operands */
     uint16_t *h16;  /* 16-bit staging */
@@ -486,6 +502,109 @@ static char *part_mem(const xs *x, uint32_t a) {
 static uint8_t *part_nan(const xs *x, uint32_t a) {
     return x->partnan + (size_t)x->k->acc_slot[a] * KX_LANES;
 }
+static float *blk_mem(const xs *x, uint32_t a) {
+    return x->blk + (size_t)x->k->acc_slot[a] * (size_t)x->k->blk_floats;
+}
+
+/* ---------------------------------------------------------- f32 blocks ---- */
+
+/* The C dialect adds an f32 sum (kd_reduce.blocked) in blocks of its loop's iterations,
+ * KD_SUM_BLOCK of them counted from the start of the loop's range (a part's or a slice's),
+ * KD_COL_BLOCK in the column form, and adds each block's f32 sum into the f64
+ * accumulator (print_c.c, print_block_open). A scalar accumulator's block is staged and
+ * added by the runtime's sum_f32 (src/backend/c_runtime.h): 16 f32 lanes, lane j taking
+ * the block's values j, j + 16, ... in order, then the lanes pairwise. Here each lane of
+ * the accumulator keeps those 16 f32 lanes, and the value of the loop's iteration v goes
+ * into lane (v - start) % 16 as it comes; the iterations of a block arrive in order
+ * whether the loop runs one at a time or across (its lanes are then its iterations, taken
+ * in lane order), so every f32 addition is the compiled kernel's. A column's block is one
+ * f32 sum per column, added row by row. Blocks are flushed into the f64 accumulators at
+ * each block's end; a block no value reached adds +0, which changes no f64 sum (it never
+ * holds -0: it starts at +0). */
+_Static_assert(KD_SUM_BLOCK % KX_LANES == 0 && KD_COL_BLOCK % KX_LANES == 0,
+               "a run across a loop takes whole chunks of a block");
+enum { KX_SUM_LANES = 16 }; /* sum_f32's lanes */
+
+/* The loop's blocks, cleared, from iteration `from` on. */
+static void blk_open(xs *x, uint32_t loop, int64_t from) {
+    const kx_kernel *k = x->k;
+    const kd_kernel *kd = x->kd;
+    if (k->col_blk[loop]) {
+        for (uint32_t a = 1; a < kd->n_stmts; a++)
+            if (kd->stmts[a].kind == KS_ACC && kd->stmts[a].column && k->blk_loop[a] == loop) {
+                memset(blk_mem(x, a), 0, (size_t)(x->je - x->jb) * sizeof(float));
+                x->blk_on[a] = 1;
+            }
+        return;
+    }
+    uint32_t a = k->blk_acc[loop];
+    memset(blk_mem(x, a), 0, (size_t)x->acc_n[a] * KX_SUM_LANES * sizeof(float));
+    x->blk_from[a] = from;
+    x->blk_on[a] = 1;
+}
+
+/* The end of a block of the loop: its f32 sums into the f64 accumulators, cleared. */
+static void blk_flush(xs *x, uint32_t loop) {
+    const kx_kernel *k = x->k;
+    const kd_kernel *kd = x->kd;
+    if (k->col_blk[loop]) {
+        for (uint32_t a = 1; a < kd->n_stmts; a++) {
+            if (kd->stmts[a].kind != KS_ACC || !kd->stmts[a].column || k->blk_loop[a] != loop)
+                continue;
+            float *b = blk_mem(x, a);
+            double *d = (double *)acc_mem(x, a);
+            for (int64_t j = 0; j < x->je - x->jb; j++) d[j] += (double)b[j], b[j] = 0;
+        }
+        return;
+    }
+    uint32_t a = k->blk_acc[loop];
+    double *d = (double *)acc_mem(x, a);
+    for (int64_t l = 0; l < x->acc_n[a]; l++) {
+        float *t = blk_mem(x, a) + l * KX_SUM_LANES;
+        for (int w = KX_SUM_LANES / 2; w; w /= 2)
+            for (int j = 0; j < w; j++) t[j] += t[j + w];
+        d[l] += (double)t[0];
+        memset(t, 0, KX_SUM_LANES * sizeof *t);
+    }
+}
+
+static void blk_close(xs *x, uint32_t loop) {
+    const kx_kernel *k = x->k;
+    for (uint32_t a = 1; a < x->kd->n_stmts; a++)
+        if (k->blk_loop[a] == loop) x->blk_on[a] = 0;
+}
+
+/* Whether an iteration that ends at `done` of a range starting at `from` and ending at
+ * `to` ends one of the loop's blocks. */
+static bool blk_ends(const xs *x, uint32_t loop, int64_t from, int64_t done, int64_t to) {
+    int64_t bs = x->k->col_blk[loop] ? KD_COL_BLOCK : KD_SUM_BLOCK;
+    return done >= to || (done - from) % bs == 0;
+}
+
+/* Value v's lanes added into blocked accumulator a's open block (do_accum). */
+static void blk_accum(xs *x, uint32_t ai, const kd_stmt *a, const float *y, bool vuni,
+                      const uint8_t *mask) {
+    const kd_stmt *loop = &x->kd->stmts[x->k->blk_loop[ai]];
+    float *b = blk_mem(x, ai);
+    bool lanes_are_loop = x->vec && x->lane_var == loop->var; /* across it */
+    int64_t n = vuni && !x->vec ? 1 : x->lanes;
+    if (a->column && lanes_are_loop) { /* interchanged: one column, its rows as lanes */
+        for (int64_t l = 0; l < n; l++)
+            if (!mask || mask[l]) b[x->col_off] += y[vuni ? 0 : l];
+    } else if (a->column) {
+        for (int64_t l = 0; l < n; l++)
+            if (!mask || mask[l]) b[x->col_off + l] += y[vuni ? 0 : l];
+    } else if (lanes_are_loop) {
+        int64_t at = x->lane0 - x->blk_from[ai];
+        for (int64_t l = 0; l < n; l++)
+            if (!mask || mask[l]) b[(at + l) % KX_SUM_LANES] += y[vuni ? 0 : l];
+    } else {
+        int64_t slot = (x->var[loop->var] - x->blk_from[ai]) % KX_SUM_LANES;
+        int64_t lanes = x->acc_n[ai];
+        for (int64_t l = 0; l < lanes; l++)
+            if (!mask || mask[l]) b[l * KX_SUM_LANES + slot] += y[vuni ? 0 : l];
+    }
+}
 
 static void do_accum(xs *x, const kd_stmt *s, const uint8_t *mask) {
     uint32_t ai = s->args[0], v = s->args[1];
@@ -496,6 +615,10 @@ static void do_accum(xs *x, const kd_stmt *s, const uint8_t *mask) {
     char *A;
     uint8_t *nan;
     int64_t off = 0;
+    if (x->blk_on[ai]) {
+        blk_accum(x, ai, a, (const float *)vp, vuni, mask);
+        return;
+    }
     if (x->redirect[ai]) {
         A = part_mem(x, ai), nan = part_nan(x, ai);
     } else {
@@ -782,6 +905,59 @@ static void leave_lanes(xs *x) {
     x->vec = false, x->lane_var = KX_NONE, x->lanes = 1, x->split = 0;
 }
 
+/* Iterations [lo, hi) of LOOP id (n >= 0), or the element loop's chunk: across them as
+ * lanes where the loop may run so, else one at a time; its f32 blocks opened, flushed at
+ * each block's end and closed. */
+static void run_span(xs *x, uint32_t id, int64_t lo, int64_t hi, const uint8_t *mask) {
+    const kx_kernel *k = x->k;
+    const kd_stmt *s = &x->kd->stmts[id];
+    uint32_t end = k->next[id];
+    bool blocks = s->n >= 0 && (k->blk_acc[id] || k->col_blk[id]);
+    if (blocks) blk_open(x, id, lo);
+    if (s->n < 0 || (k->across[id] && !x->vec)) { /* lanes across the loop */
+        bool elements = s->n < 0;
+        int64_t from = elements ? x->jb : lo, to = elements ? x->je : hi;
+        /* an element's column (one element at a time) outlives a loop across inside it */
+        int64_t col = x->col_off;
+        start_partials(x, id);
+        for (int64_t b = from; b < to; b += KX_LANES) {
+            if (elements) x->col_off = b - from;
+            run_lanes(x, s->var, b, to - b, id + 1, end);
+            int64_t done = b + KX_LANES < to ? b + KX_LANES : to;
+            if (blocks && blk_ends(x, id, from, done, to)) blk_flush(x, id);
+        }
+        leave_lanes(x);
+        x->col_off = elements ? 0 : col;
+        fold_partials(x, id);
+    } else {
+        for (int64_t v = lo; v < hi; v++) {
+            x->var[s->var] = v;
+            run_range(x, id + 1, end, mask);
+            if (blocks && blk_ends(x, id, lo, v + 1, hi)) blk_flush(x, id);
+        }
+    }
+    if (blocks) blk_close(x, id);
+}
+
+/* LOOP id, the outermost loop of an accumulator added in slices (kd_stmt.slices): each
+ * slice from the accumulator's initial value, its result then combined with the value
+ * before it, as the C dialect's print_slice_open and print_slice_close. */
+static void run_slices(xs *x, uint32_t id, const uint8_t *mask) {
+    const kd_stmt *s = &x->kd->stmts[id];
+    uint32_t a = s->slice_acc;
+    const kd_stmt *acc = &x->kd->stmts[a];
+    int64_t k = acc->slices, n = s->n, lanes = x->acc_n[a];
+    double *d = (double *)acc_mem(x, a);
+    double *prev = (double *)(x->prev + (size_t)x->k->acc_slot[a] * (size_t)x->k->acc_lanes * 8);
+    for (int64_t q = 0; q < k; q++) {
+        memcpy(prev, d, (size_t)lanes * sizeof *d);
+        acc_init(acc, d, acc_nan(x, a), lanes);
+        run_span(x, id, q * n / k, (q + 1) * n / k, mask);
+        for (int64_t l = 0; l < lanes; l++)
+            d[l] = acc->red.op == IR_REDUCE_SUM ? d[l] + prev[l] : d[l] * prev[l];
+    }
+}
+
 /* A LOOP at statement id; returns its END. */
 static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
     const kx_kernel *k = x->k;
@@ -801,10 +977,15 @@ static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
             x->var[x->kd->stmts[el].var] = j;
             x->col_off = j - x->jb;
             start_partials(x, id);
-            for (int64_t b = 0; b < s->n; b += KX_LANES)
+            if (k->col_blk[id]) blk_open(x, id, 0);
+            for (int64_t b = 0; b < s->n; b += KX_LANES) {
                 run_lanes(x, s->var, b, s->n - b, el + 1, el_end);
+                int64_t done = b + KX_LANES < s->n ? b + KX_LANES : s->n;
+                if (k->col_blk[id] && blk_ends(x, id, 0, done, s->n)) blk_flush(x, id);
+            }
             leave_lanes(x);
             fold_partials(x, id); /* into column col_off */
+            if (k->col_blk[id]) blk_close(x, id);
         }
         x->col_off = 0;
         return end;
@@ -826,6 +1007,9 @@ static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
     if (x->part_mode && id == x->kd->part_loop) {
         if (x->part_mode == 2) return combine_parts(x, id);
         lo = x->part_no * s->n / x->kd->parts, hi = (x->part_no + 1) * s->n / x->kd->parts;
+    } else if (s->slice_acc) {
+        run_slices(x, id, mask);
+        return end;
     }
     if (s->n < 0 && k->split_lanes && !x->vec && (x->je - x->jb) % x->kd->split == 0 &&
         x->jb % x->kd->split == 0) {
@@ -838,25 +1022,7 @@ static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
         leave_lanes(x);
         return end;
     }
-    if (s->n < 0 || (k->across[id] && !x->vec)) { /* lanes across the loop */
-        bool elements = s->n < 0;
-        int64_t from = elements ? x->jb : lo, to = elements ? x->je : hi;
-        /* an element's column (one element at a time) outlives a loop across inside it */
-        int64_t col = x->col_off;
-        start_partials(x, id);
-        for (int64_t b = from; b < to; b += KX_LANES) {
-            if (elements) x->col_off = b - from;
-            run_lanes(x, s->var, b, to - b, id + 1, end);
-        }
-        leave_lanes(x);
-        x->col_off = elements ? 0 : col;
-        fold_partials(x, id);
-    } else {
-        for (int64_t v = lo; v < hi; v++) {
-            x->var[s->var] = v;
-            run_range(x, id + 1, end, mask);
-        }
-    }
+    run_span(x, id, lo, hi, mask);
     if (x->part_mode == 1 && id == x->kd->part_loop) save_part(x);
     return end;
 }
@@ -905,6 +1071,7 @@ static void run_range(xs *x, uint32_t from, uint32_t to, const uint8_t *mask) {
             acc_init(s, acc_mem(x, id), acc_nan(x, id), n);
             x->acc_n[id] = s->column ? n : (x->vec ? x->lanes : 1);
             x->redirect[id] = 0;
+            x->blk_on[id] = 0;
             break;
         }
         case KS_ACCUM: do_accum(x, s, mask); break;
@@ -954,6 +1121,10 @@ static void run_call(const void *arg, void *const *bufs, int64_t begin, int64_t 
     TAKE(accnan, (size_t)k->n_accs * (size_t)k->acc_lanes);
     TAKE(part, (size_t)k->n_accs * KX_LANES * 8);
     TAKE(partnan, (size_t)k->n_accs * KX_LANES);
+    TAKE(blk, (size_t)k->n_accs * (size_t)k->blk_floats * sizeof(float));
+    TAKE(blk_on, n);
+    TAKE(blk_from, n * 8);
+    TAKE(prev, (size_t)k->n_accs * (size_t)k->acc_lanes * 8);
     TAKE(ixb, (size_t)k->n_ixbufs * KX_LANES * 8);
     TAKE(tmp[0], KX_LANES * 8);
     TAKE(tmp[1], KX_LANES * 8);
@@ -965,6 +1136,7 @@ static void run_call(const void *arg, void *const *bufs, int64_t begin, int64_t 
     TAKE(masks, (size_t)k->n_masks * 2 * KX_LANES);
 #undef TAKE
     memset(x.redirect, 0, n);
+    memset(x.blk_on, 0, n);
     memset(x.var_lanes, 0, kd->n_vars);
     if (k->row_lanes && !x.part_mode) {
         /* rows as lanes: an item is a row (one chunk), or a tiled kernel's items go down
@@ -1052,6 +1224,127 @@ static uint32_t ix_depth(const kd_kernel *kd, uint32_t ix) {
     return most;
 }
 
+/* Whether accumulator a's result depends on the order of its additions: a float sum or
+ * product (max, min and integer arithmetic, which wraps, do not). */
+static bool ordered(const kd_stmt *a) {
+    return a->red.arith && a->red.acc_type == KILN_DTYPE_F64;
+}
+
+/* Whether the C dialect's target prints the pragma of a few-valued reduction
+ * (kd_stmt.simd_narrow): without AVX-512 (KILN_ACROSS_ROWS 0 under -march=native). */
+static bool narrow_pragma(void) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    return !__builtin_cpu_supports("avx512f");
+#else
+    return true;
+#endif
+}
+
+/* Whether op computes a float value in more than one rounding (a polynomial with fused
+ * multiply-adds, a libm call): on operands gcc sees as constants it folds the whole at
+ * compile time, rounding each step apart, where the op library's loop fuses them. The
+ * others are one IEEE operation (or exact), which folds to the machine's bits. */
+static bool multi_rounding(ir_op op) {
+    switch (op) {
+    case IR_EXP:
+    case IR_LOG:
+    case IR_LOG1P:
+    case IR_RSQRT:
+    case IR_TANH:
+    case IR_LOGISTIC:
+    case IR_SIN:
+    case IR_COS:
+    case IR_ERF:
+    case IR_POW: return true;
+    default: return false;
+    }
+}
+
+/* Whether some float op of the kernel may have only compile-time constants for operands
+ * in the compiled kernel: literals, an iota (a loop gcc unrolls makes its variable a
+ * constant), and what ops compute from them, through declared variables; a product's
+ * value is opaque (KILN_ROUNDED, print.c). Then gcc may fold a multi_rounding op's value,
+ * and tier 1 cannot give its bits. Iterated to a fixpoint: a loop's assignment reaches
+ * the statements before it in the next iteration. */
+static bool folds_constants(const kd_kernel *kd, uint8_t *maybe) {
+    uint32_t n = kd->n_stmts;
+    memset(maybe, 0, n);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t i = 1; i < n; i++) {
+            const kd_stmt *s = &kd->stmts[i];
+            uint8_t m = 0;
+            uint32_t to = i;
+            switch (s->kind) {
+            case KS_LIT:
+            case KS_IOTA: m = 1; break;
+            case KS_DECL: m = s->n_args && maybe[s->args[0]]; break;
+            case KS_ASSIGN: to = s->args[0], m = maybe[s->args[1]]; break;
+            case KS_OP: {
+                m = s->n_args > 0;
+                for (uint32_t a = 0; a < s->n_args; a++) m &= maybe[s->args[a]];
+                if (m && ir_dtype_is_float(s->dtype) && multi_rounding(s->op)) return true;
+                if (pr_product_valued(s->op, s->dtype) && !s->round) m = 0;
+                break;
+            }
+            default: break;
+            }
+            if (m && !maybe[to]) maybe[to] = 1, changed = true;
+        }
+    }
+    return false;
+}
+
+/* The loops that open f32 blocks, as print_c.c's c_loop and print_range_loop open them
+ * (blk_acc, col_blk, blk_loop); and whether every float sum and product adds in the
+ * order the compiled kernel does, and no op can be folded (why_not NULL), which is what
+ * tier 1 promises (kx_replays). scratch: n_stmts bytes. */
+static void find_blocks(kx_kernel *k, uint8_t *scratch) {
+    kd_kernel *kd = &k->kd;
+    uint32_t n = kd->n_stmts, col_accs = 0, loops = 0, slices = 0;
+    for (uint32_t a = 1; a < n; a++)
+        col_accs += kd->stmts[a].kind == KS_ACC && kd->stmts[a].column && kd->stmts[a].red.blocked;
+    for (uint32_t i = 1; i < n; i++) {
+        const kd_stmt *st = &kd->stmts[i];
+        if (st->kind != KS_LOOP || st->n < 0) continue;
+        slices += st->slice_acc != 0;
+        if (st->col_block && col_accs) {
+            k->col_blk[i] = true, loops++;
+            for (uint32_t a = 1; a < n; a++)
+                if (kd->stmts[a].kind == KS_ACC && kd->stmts[a].column &&
+                    kd->stmts[a].red.blocked)
+                    k->blk_loop[a] = i;
+        } else if (st->acc && kd->stmts[st->acc].red.blocked && !kd->stmts[st->acc].column) {
+            k->blk_acc[i] = st->acc, loops++;
+            k->blk_loop[st->acc] = i;
+        }
+    }
+    k->why_not = NULL;
+    if (folds_constants(kd, scratch))
+        k->why_not = "a float op on values the C compiler may fold at compile time";
+    else if (loops >= KD_OPEN_BLOCKS || slices >= KD_OPEN_BLOCKS)
+        k->why_not = "more f32 blocks or slices than the C dialect opens at once";
+    for (uint32_t a = 1; a < n && !k->why_not; a++) {
+        const kd_stmt *s = &kd->stmts[a];
+        if (s->kind != KS_ACC || !ordered(s)) continue;
+        if (s->red.blocked && !k->blk_loop[a])
+            k->why_not = "an f32 sum outside a block";
+        else if (s->red.blocked && !s->column && !kd_accum_once(kd, k->blk_loop[a], a))
+            k->why_not = "an f32 sum that adds more than once an iteration";
+        else if (s->red.blocked && kd->prologue_rows > 1)
+            k->why_not = "an f32 sum in a prologue taken row by row";
+        else if (s->column && s->slices > 1)
+            k->why_not = "a column's sum in slices";
+        for (uint32_t i = 1; i < n && !k->why_not && !s->red.blocked; i++) {
+            const kd_stmt *l = &kd->stmts[i];
+            if (l->kind == KS_LOOP && l->acc == a &&
+                (l->simd || (l->simd_narrow && narrow_pragma())))
+                k->why_not = "a float sum or product the C compiler vectorises in an order of "
+                             "its own (an `omp simd` reduction)";
+        }
+    }
+}
+
 static kiln_status prepare_fail(kx_kernel *k, kiln_status s) {
     kx_free(k);
     return s;
@@ -1077,9 +1370,13 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->redir_at = host_calloc(ctx, n, sizeof *k->redir_at);
     k->n_redir = host_calloc(ctx, n, sizeof *k->n_redir);
     k->redir = host_calloc(ctx, n, sizeof *k->redir);
+    k->blk_acc = host_calloc(ctx, n, sizeof *k->blk_acc);
+    k->col_blk = host_calloc(ctx, n, sizeof *k->col_blk);
+    k->blk_loop = host_calloc(ctx, n, sizeof *k->blk_loop);
     uint32_t *stack = host_calloc(ctx, n + 1, sizeof *stack);
     if (!k->fn || !k->rnd || !k->next || !k->acc_slot || !k->across || !k->one_by_one ||
-        !k->interchange || !k->redir_at || !k->n_redir || !k->redir || !stack) {
+        !k->interchange || !k->redir_at || !k->n_redir || !k->redir || !k->blk_acc ||
+        !k->col_blk || !k->blk_loop || !stack) {
         host_free(ctx, stack, (n + 1) * sizeof *stack);
         return prepare_fail(k, ctx_oom(ctx, "kiln_compile: an interpreted kernel", n));
     }
@@ -1142,6 +1439,7 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
         uint32_t d = ix_depth(kd, kd->axis_def[a]);
         depth_ix = d > depth_ix ? d : depth_ix;
     }
+    find_blocks(k, (uint8_t *)stack);
     /* loops that may run across their iterations (when not nested in a vectorised loop):
      * innermost, assigning no variable declared outside them; and what they accumulate
      * into from outside. Element loops with a long loop inside (one_by_one). */
@@ -1164,13 +1462,16 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
                 const kd_stmt *b = &kd->stmts[j];
                 ok = b->kind != KS_LOOP && !(b->kind == KS_ASSIGN && b->args[0] < i) &&
                      !(b->kind == KS_ACCUM && (b->args[0] > i || !kd->stmts[b->args[0]].column));
+                /* a column's float sum outside a block adds row after row (above) */
+                ok = ok && !(b->kind == KS_ACCUM && !k->blk_loop[b->args[0]] &&
+                             ordered(&kd->stmts[b->args[0]]));
             }
             if (ok) {
                 k->interchange[i] = true;
                 k->redir_at[i] = k->n_redirs;
                 for (uint32_t j = i + 2; j < k->next[i + 1]; j++) {
                     const kd_stmt *b = &kd->stmts[j];
-                    if (b->kind != KS_ACCUM) continue;
+                    if (b->kind != KS_ACCUM || k->blk_loop[b->args[0]] == i) continue;
                     bool seen = false;
                     for (uint32_t r = k->redir_at[i]; r < k->n_redirs; r++)
                         seen |= k->redir[r] == b->args[0];
@@ -1184,13 +1485,21 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
             const kd_stmt *b = &kd->stmts[j];
             if (b->kind == KS_LOOP) ok = false;
             if (b->kind == KS_ASSIGN && b->args[0] < i) ok = false;
+            /* per-lane partials would add a long float sum in another order than the
+             * compiled loop's, one iteration after another (of at most KX_LANES they do not:
+             * each partial holds one value) */
+            if (b->kind == KS_ACCUM && b->args[0] < i && !k->blk_loop[b->args[0]] &&
+                ordered(&kd->stmts[b->args[0]]) && st->n > KX_LANES)
+                ok = false;
         }
         if (!ok) continue;
         k->across[i] = true;
         k->redir_at[i] = k->n_redirs;
         for (uint32_t j = i + 1; j < end; j++) {
             const kd_stmt *b = &kd->stmts[j];
-            if (b->kind != KS_ACCUM || b->args[0] > i || kd->stmts[b->args[0]].column) continue;
+            if (b->kind != KS_ACCUM || b->args[0] > i || kd->stmts[b->args[0]].column ||
+                k->blk_loop[b->args[0]] == i)
+                continue;
             bool seen = false;
             for (uint32_t r = k->redir_at[i]; r < k->n_redirs; r++)
                 seen |= k->redir[r] == b->args[0];
@@ -1201,6 +1510,8 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->n_masks = most_ifs + 1;
     k->n_ixbufs = depth_ix + 2;
     k->acc_lanes = kd->chunk > KX_LANES ? kd->chunk : KX_LANES;
+    k->blk_floats = k->acc_lanes > KX_SUM_LANES * KX_LANES ? k->acc_lanes
+                                                            : KX_SUM_LANES * KX_LANES;
     k->row_lanes = !kd->columns && kd->parts < 2 && kd->rows >= KX_LANES &&
                    ((kd->chunks == 1 && kd->inner <= KX_ROW_INNER) ||
                     (kd->tiled && kd->chunk <= 2 * KX_ROW_INNER));
@@ -1218,6 +1529,10 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     ADD((size_t)k->n_accs * (size_t)k->acc_lanes);
     ADD((size_t)k->n_accs * KX_LANES * 8);
     ADD((size_t)k->n_accs * KX_LANES);
+    ADD((size_t)k->n_accs * (size_t)k->blk_floats * sizeof(float));
+    ADD(n);
+    ADD((size_t)n * 8);
+    ADD((size_t)k->n_accs * (size_t)k->acc_lanes * 8);
     ADD((size_t)k->n_ixbufs * KX_LANES * 8);
     ADD(3 * KX_LANES * 8);
     ADD(KX_LANES * 2);
@@ -1245,6 +1560,9 @@ void kx_free(kx_kernel *k) {
     host_free(ctx, k->redir_at, n * sizeof *k->redir_at);
     host_free(ctx, k->n_redir, n * sizeof *k->n_redir);
     host_free(ctx, k->redir, n * sizeof *k->redir);
+    host_free(ctx, k->blk_acc, n * sizeof *k->blk_acc);
+    host_free(ctx, k->col_blk, n * sizeof *k->col_blk);
+    host_free(ctx, k->blk_loop, n * sizeof *k->blk_loop);
     kd_free(&k->kd);
     host_free(ctx, k, sizeof *k);
 }
@@ -1255,9 +1573,16 @@ unsigned kx_forms(const kx_kernel *k) {
         if (k->across[i]) f |= KX_FORM_ACROSS;
         if (k->one_by_one[i]) f |= KX_FORM_ONE_BY_ONE;
         if (k->interchange[i]) f |= KX_FORM_INTERCHANGE;
+        if (k->blk_acc[i] || k->col_blk[i]) f |= KX_FORM_BLOCKS;
+        if (k->kd.stmts[i].kind == KS_LOOP && k->kd.stmts[i].slice_acc) f |= KX_FORM_SLICES;
     }
     if (k->row_lanes) f |= KX_FORM_ROW_LANES;
     if (k->split_lanes) f |= KX_FORM_SPLIT_LANES;
     if (k->kd.parts > 1) f |= KX_FORM_PARTS;
     return f;
+}
+
+bool kx_replays(const kx_kernel *k, const char **why) {
+    if (why) *why = k->why_not;
+    return !k->why_not;
 }

@@ -13,10 +13,15 @@
  * where the planner put them, and its working values live in a scratch of its own on the
  * host, as a compiled kernel keeps them in registers and on its stack.
  *
- * What differs from the compiled kernel: float sums add in f64 lane by lane rather than
- * in the C dialect's f32 blocks and slices, and no product is contracted into a sum; so a
- * sum may differ in its last bits (a sum's error bound is the same or smaller), every
- * other op gives the same bits. */
+ * Float sums add as the C dialect's do: f32 sums in its blocks (kd_reduce.blocked: the
+ * runtime's 16 f32 lanes, then the lanes pairwise, each block into f64), long sums in
+ * their slices (kd_stmt.slices), split ones part by part, and every other float sum or
+ * product one iteration after another, as the compiled loop adds it. So where the op
+ * library has the compiled kernels' bits (kx_same_bits), a kernel gives the -O3 build's
+ * bits, except a kernel whose float sum or product the C compiler vectorises in an order
+ * of its own (an `omp simd` reduction: kx_replays says so, and tier 1 compiles it instead,
+ * src/runtime/tier.c), and the sign of a zero that a max or min over both +0 and -0
+ * returns. */
 #ifndef KILN_CODEGEN_KEXEC_H
 #define KILN_CODEGEN_KEXEC_H
 
@@ -45,8 +50,13 @@ enum {
     KX_FORM_ROW_LANES = 8u,    /* rows as lanes */
     KX_FORM_SPLIT_LANES = 16u, /* a split last axis: quotients as lanes */
     KX_FORM_PARTS = 32u,       /* a split reduction: parts, then their combination */
+    KX_FORM_BLOCKS = 64u,      /* an f32 sum in the C dialect's blocks */
+    KX_FORM_SLICES = 128u,     /* a long sum in slices */
 };
 unsigned kx_forms(const kx_kernel *k);
+/* Whether kernel k adds every float sum and product in the compiled kernel's order (above);
+ * if not, *why (when why is not NULL) says what does not. */
+bool kx_replays(const kx_kernel *k, const char **why);
 /* Runs kernel k on buffers bufs (its inputs, then its outputs, as cgen.h lays them out)
  * over the device's threads, through backend b's launch_host; a split reduction
  * (kd_kernel.parts) runs its parts there and then combines them in order, as the C

@@ -512,13 +512,13 @@ static void prelude_append(strbuf *sb, const char *text) {
     ot_prelude(text, sb_put, sb);
 }
 
-kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, cgen_dialect dialect,
-                                 strbuf *sb, cgen_kernel *info) {
+kiln_status cgen_program_kernels(const kiln_graph *g, const fusion_plan *p, cgen_dialect dialect,
+                                 const bool *only, strbuf *sb, cgen_kernel *info) {
     const pr_dialect *d = dialect == CGEN_DIALECT_CUDA ? &pr_cuda_dialect : &pr_c_dialect;
     for (const char *const *t = d->prelude; *t; t++) prelude_append(sb, *t);
     for (uint32_t i = 0; i < p->n_kernels; i++) {
         info[i] = (cgen_kernel){0, 1, 0};
-        if (p->kernels[i].kind != FK_LOOP) continue;
+        if (p->kernels[i].kind != FK_LOOP || (only && !only[i])) continue;
         kd_kernel kd;
         kiln_status s = kd_lower(g, p, i, &kd);
         int hole = 0;
@@ -537,6 +537,11 @@ kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, cgen
     }
     if (sb->oom) return ctx_oom(g->ctx, "codegen: kernel source", sb->len);
     return KILN_STATUS_OK;
+}
+
+kiln_status cgen_program_dialect(const kiln_graph *g, const fusion_plan *p, cgen_dialect dialect,
+                                 strbuf *sb, cgen_kernel *info) {
+    return cgen_program_kernels(g, p, dialect, NULL, sb, info);
 }
 
 kiln_status cgen_program(const kiln_graph *g, const fusion_plan *p, strbuf *sb, cgen_kernel *info) {

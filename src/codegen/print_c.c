@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PR_MAX_BLOCKS 8 /* f32 blocks open at once; deeper nests sum in f64 */
 
 /* An open f32 block (kd_reduce.blocked): the depth of its body and its accumulator (0:
  * every blocked column accumulator). A scalar accumulator's block is staged
@@ -26,21 +25,21 @@
 typedef struct pr_block {
     int depth;
     uint32_t acc;
-    bool once; /* the loop adds into acc exactly once per iteration (accum_once) */
+    bool once; /* the loop adds into acc exactly once per iteration (kd_accum_once) */
     char at[2 * PR_NAME_LEN], count[2 * PR_NAME_LEN];
 } pr_block;
 
 typedef struct cpr {
     pr p; /* first: a cpr is the pr the shared printer is given */
     /* the f32 blocks open, innermost last */
-    pr_block blk[PR_MAX_BLOCKS];
+    pr_block blk[KD_OPEN_BLOCKS];
     int n_blk;
     /* the slices open (kd_stmt.slices), innermost last: the depth of the slice loop's body
      * and the loop's statement */
     struct {
         int depth;
         uint32_t loop;
-    } slice[PR_MAX_BLOCKS];
+    } slice[KD_OPEN_BLOCKS];
     int n_slice;
     bool fast_trig;  /* f32 sin and cos without Payne-Hanek (kd_sched.fast_trig_loop) */
     bool trig_rerun; /* printing that loop's exact rerun, kept scalar */
@@ -132,22 +131,6 @@ static void c_accum(cpr *c, const kd_stmt *s) {
 
 /* ------------------------------------------------------------ loops ---- */
 
-/* Whether the body of loop statement `loop` adds into accumulator acc exactly once per
- * iteration: one ACCUM of it, outside every IF and inner loop. */
-static bool accum_once(const kd_kernel *kd, uint32_t loop, uint32_t acc) {
-    int depth = 0, found = 0;
-    for (uint32_t i = loop + 1; i < kd->n_stmts; i++) {
-        const kd_stmt *x = &kd->stmts[i];
-        if (x->kind == KS_LOOP || x->kind == KS_IF) depth++;
-        if (x->kind == KS_END && depth-- == 0) break;
-        if (x->kind == KS_ACCUM && x->args[0] == acc) {
-            if (depth) return false;
-            found++;
-        }
-    }
-    return found == 1;
-}
-
 /* C: a reduce loop of n iterations as blocks (kd_reduce.blocked): the block loop, the
  * block's accumulators cleared, and the loop over the block's iterations (not closed).
  *
@@ -168,7 +151,7 @@ static void print_block_open(cpr *c, const kd_stmt *s, uint32_t loop, const char
     const kd_kernel *kd = p->kd;
     int64_t bs = acc ? KD_SUM_BLOCK : KD_COL_BLOCK;
     bool one = s->n <= bs; /* a single block: a plain scope */
-    bool once = acc && accum_once(kd, loop, acc);
+    bool once = acc && kd_accum_once(kd, loop, acc);
     int64_t slots = one ? (s->n > 0 ? s->n : 1) : bs;
     if (one)
         pr_line(p, "{");
@@ -246,7 +229,7 @@ static bool print_simd_pragma(pr *p, const kd_stmt *s) {
 static void print_range_loop(cpr *c, const kd_stmt *s, const char *v, const char *from,
                              const char *to) {
     pr *p = &c->p;
-    if (s->acc && p->kd->stmts[s->acc].red.blocked && c->n_blk < PR_MAX_BLOCKS) {
+    if (s->acc && p->kd->stmts[s->acc].red.blocked && c->n_blk < KD_OPEN_BLOCKS) {
         kd_stmt t = *s;
         t.n = INT64_MAX;
         print_block_open(c, &t, (uint32_t)(s - p->kd->stmts), v, s->acc, from, to);
@@ -305,11 +288,11 @@ static void c_loop(cpr *c, const kd_stmt *s) {
         print_range_loop(c, s, v, "kiln_lo", "kiln_hi");
         return;
     }
-    if (s->slice_acc && c->n_slice < PR_MAX_BLOCKS) {
+    if (s->slice_acc && c->n_slice < KD_OPEN_BLOCKS) {
         print_slice_open(c, s, v);
         return;
     }
-    if (s->n >= 0 && c->n_blk < PR_MAX_BLOCKS) {
+    if (s->n >= 0 && c->n_blk < KD_OPEN_BLOCKS) {
         bool col = false;
         for (uint32_t a = 1; s->col_block && a < p->kd->n_stmts; a++)
             col |= p->kd->stmts[a].kind == KS_ACC && p->kd->stmts[a].column &&

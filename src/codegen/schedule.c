@@ -31,6 +31,20 @@ uint32_t kd_loop_end(const kd_kernel *kd, uint32_t loop) {
 
 /* ----------------------------------------------- the description's ---- */
 
+bool kd_accum_once(const kd_kernel *kd, uint32_t loop, uint32_t acc) {
+    int depth = 0, found = 0;
+    for (uint32_t i = loop + 1; i < kd->n_stmts; i++) {
+        const kd_stmt *x = &kd->stmts[i];
+        if (x->kind == KS_LOOP || x->kind == KS_IF) depth++;
+        if (x->kind == KS_END && depth-- == 0) break;
+        if (x->kind == KS_ACCUM && x->args[0] == acc) {
+            if (depth) return false;
+            found++;
+        }
+    }
+    return found == 1;
+}
+
 int64_t kd_loop_work(const kd_kernel *kd, uint32_t loop) {
     int64_t prod[64] = {1}, work = 0;
     int d = 0;

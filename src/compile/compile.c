@@ -242,7 +242,8 @@ static kiln_status load_kernels(kiln_executable *e, const exec_dump *dump) {
     e->stats.from_disk_cache = pi.from_cache;
     e->stats.code_bytes = pi.code_bytes;
     for (uint32_t i = 0; i < e->plan.n_kernels && !s && e->prog; i++) {
-        if (e->plan.kernels[i].kind != FK_LOOP) continue;
+        /* at tier 1, prog holds only the kernels the interpreter does not run (tier.c) */
+        if (e->plan.kernels[i].kind != FK_LOOP || (e->interp && e->interp[i])) continue;
         char name[32];
         snprintf(name, sizeof name, "kiln_k%u", i);
         s = b->kernel_get(e->dev->state, e->prog, name, &e->kernels[i]);

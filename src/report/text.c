@@ -37,6 +37,11 @@ char *kiln_executable_to_string(const kiln_executable *e) {
                         "to compile)"
                       : "1, the kernels run from their descriptions (the optimised build is "
                         "compiling in the background)");
+    if (e->tier == 1 && e->tier1_compiled && tier_current(e) == 1)
+        sb_printf(&sb,
+                  "  %u kernel(s) compiled for tier 1: a float sum the C compiler vectorises in "
+                  "an order of its own, which the descriptions cannot replay\n",
+                  e->tier1_compiled);
     char *report = exec_memory_report(e);
     sb_printf(&sb, "\n%s\n%s", report ? report : "", e->source ? e->source : "");
     if (!report) sb.oom = true;

@@ -175,6 +175,9 @@ struct kiln_executable {
      * NULL; NULL when the program was built at tier 2 */
     struct kx_kernel **interp;
     uint32_t n_interp;
+    /* tier 1's LOOP kernels compiled instead (interp[k] NULL: those kx_replays refuses), in
+     * prog, a program of their own until tier 2 comes */
+    uint32_t tier1_compiled;
     bool tier_pending;       /* tier 2 is queued or compiling (under the tier service's mutex) */
     atomic_bool tier_failed; /* tier 2 failed: calls stay on tier 1 */
     _Atomic(struct exec_tier_code *) tier_code; /* tier 2 once built; NULL before */

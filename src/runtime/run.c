@@ -360,7 +360,8 @@ static kiln_status run_steps(run_state *r, bool sync) {
         void *const *bufs = r->bufs + st->at;
         switch (st->kind) {
         case EXEC_STEP_LOOP:
-            if (!tier2 && e->interp) { /* tier 1: the kernel run from its description */
+            if (!tier2 && e->interp && e->interp[st->kernel]) {
+                /* tier 1: the kernel run from its description (or compiled: st->loop.fn) */
                 s = kx_launch(e->interp[st->kernel], b, state, dev, bufs);
                 break;
             }

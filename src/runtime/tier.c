@@ -21,6 +21,7 @@
  *     job in progress compiles through the backend. */
 #include "tier.h"
 
+#include "codegen/cgen.h"
 #include "codegen/kexec.h"
 
 #include <pthread.h>
@@ -106,6 +107,29 @@ bool tier_wanted(const kiln_executable *e) {
     return false;
 }
 
+/* Tier 1's compiled part: the LOOP kernels the interpreter cannot run with the optimised
+ * build's bits (kx_replays: a float sum the C compiler vectorises in an order of its own),
+ * printed as in the whole program and compiled now, in the foreground, as one program of
+ * their own (*prog, NULL when there are none). The same text under the same flags gives
+ * the same code, so the swap to tier 2 changes no bit of theirs either. */
+static kiln_status compile_unreplayed(kiln_executable *e, const bool *need, kn_program **prog,
+                                      kn_program_info *info) {
+    const kn_backend *b = e->dev->backend;
+    uint32_t nk = e->plan.n_kernels;
+    cgen_kernel *ci = host_calloc(e->ctx, nk ? nk : 1, sizeof *ci);
+    if (!ci) return ctx_oom(e->ctx, "kiln_compile: tier 1's compiled kernels", nk * sizeof *ci);
+    strbuf sb;
+    sb_init(&sb, e->ctx);
+    kiln_status s = cgen_program_kernels(e->g, &e->plan, CGEN_DIALECT_C, need, &sb, ci);
+    host_free(e->ctx, ci, (nk ? nk : 1) * sizeof *ci);
+    char *src = s ? NULL : sb_take(&sb);
+    if (!s && !src) s = ctx_oom(e->ctx, "kiln_compile: tier 1's compiled kernels", 0);
+    if (!s) s = b->program_compile(e->dev->state, e->dev->index, src, strlen(src), prog, info);
+    if (src) kiln_string_free(e->ctx, src);
+    sb_free(&sb);
+    return s;
+}
+
 kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_program_info *info) {
     const kn_backend *b = e->dev->backend;
     e->tier = 2;
@@ -114,12 +138,24 @@ kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_progr
     if (s || *prog) return s; /* the optimised build is cached: no first tier */
     *info = (kn_program_info){0};
     e->tier = 1;
-    uint32_t nk = e->plan.n_kernels;
+    uint32_t nk = e->plan.n_kernels, n_need = 0;
     if (!(e->interp = host_calloc(e->ctx, nk ? nk : 1, sizeof *e->interp)))
         return ctx_oom(e->ctx, "kiln_compile: the first tier's kernels", nk * sizeof *e->interp);
     e->n_interp = nk ? nk : 1;
-    for (uint32_t i = 0; i < nk && !s; i++)
-        if (e->plan.kernels[i].kind == FK_LOOP) s = kx_prepare(e->g, &e->plan, i, &e->interp[i]);
+    bool *need = host_calloc(e->ctx, nk ? nk : 1, sizeof *need);
+    if (!need) return ctx_oom(e->ctx, "kiln_compile: the first tier's kernels", nk);
+    for (uint32_t i = 0; i < nk && !s; i++) {
+        if (e->plan.kernels[i].kind != FK_LOOP) continue;
+        s = kx_prepare(e->g, &e->plan, i, &e->interp[i]);
+        if (!s && !kx_replays(e->interp[i], NULL)) {
+            kx_free(e->interp[i]);
+            e->interp[i] = NULL;
+            need[i] = true, n_need++;
+        }
+    }
+    if (!s && n_need) s = compile_unreplayed(e, need, prog, info);
+    e->tier1_compiled = n_need;
+    host_free(e->ctx, need, (nk ? nk : 1) * sizeof *need);
     return s;
 }
 

@@ -180,17 +180,19 @@ typedef struct kiln_context_options {
     const char *nccl_library;
 
     /* ---- tiered compilation (docs/performance.md, "Compile tiers") ----
-     * KILN_COMPILE_TIERS: 2 runs a new program's first calls with no compile at all, each
-     * fused kernel run from its description by a library of precompiled loops (tier 1),
-     * while the -O3 build compiles on a thread of the context in the background; it
-     * replaces the first between two calls once ready (a call runs one tier from its start
-     * to its end). Tier 1 gives every elementwise value's bits (built with gcc); a float
-     * sum may differ from tier 2's in its last bits (it adds in f64 lane by lane), so a
-     * run that must be bit-reproducible keeps one tier. A program whose -O3 build is in
-     * the disk cache starts on it. 1: the -O3 build only, compiled before kiln_compile
-     * returns. 0: the default, 1. Loop and branch bodies, and devices that run no host code
-     * (CUDA), have one tier. kiln_executable_info.compile_tier says which tier an
-     * executable runs now, and the profile counts runs per tier. */
+     * KILN_COMPILE_TIERS: 2 runs a new program's first calls with no wait for the C
+     * compiler, each fused kernel run from its description by a library of precompiled
+     * loops (tier 1), while the -O3 build compiles on a thread of the context in the
+     * background; it replaces the first between two calls once ready (a call runs one tier
+     * from its start to its end). Tier 1 adds every float sum in the -O3 build's order and
+     * compiles at once the few kernels whose order only the compiler knows, so where the
+     * kernel compiler is the gcc this library was built with (no KILN_CC_FLAGS), every
+     * value has the same bits in both tiers (a NaN's sign and payload aside). A program
+     * whose -O3 build is in the disk cache starts on it. 1: the -O3 build only, compiled
+     * before kiln_compile returns. 0, the default: 2 where the tiers give the same bits,
+     * else 1. Loop and branch bodies, and devices that run no host code (CUDA), have one
+     * tier. kiln_executable_info.compile_tier says which tier an executable runs now, and
+     * the profile counts runs per tier. */
     int compile_tiers;
 } kiln_context_options;
 

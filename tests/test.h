@@ -157,9 +157,11 @@ static inline char *test_read_file(const char *path) {
  * against the reference as they check the compiled kernels (ctest's *_tier1 tests). */
 void tier_hold(kiln_context *ctx, bool hold) __attribute__((weak));
 int tier_wait(kiln_executable *e) __attribute__((weak));
+bool tier_same_bits(const kiln_executable *e) __attribute__((weak));
 /* KILN_TEST_TIER1=bits: besides, each program compare.h checks runs again on its optimised
- * build, which must give tier 1's outputs bit for bit (the interpreter adds every float
- * sum in the compiled kernel's order, and compiles the kernels it cannot: kexec.h). */
+ * build, which must give tier 1's outputs bit for bit where the tiers promise it
+ * (tier_same_bits: the interpreter adds every float sum in the compiled kernel's order,
+ * and compiles the kernels it cannot: kexec.h). */
 static bool test_tier_bits_always; /* a test that checks the bits in every run (test_kexec) */
 static inline bool test_tier1_bits(void) {
     const char *v = getenv("KILN_TEST_TIER1");

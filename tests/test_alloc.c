@@ -570,7 +570,7 @@ static kiln_status oom_sequence(fault_run *r) {
 static void test_host_oom(void) {
     test_alloc t = {0};
     kiln_host_allocator h = test_allocator(&t);
-    kiln_context_options o = {.host_allocator = &h, .ignore_environment = true};
+    kiln_context_options o = {.host_allocator = &h, .ignore_environment = true, .compile_tiers = 1};
     static fake_dev f;
     oom_case oc = {NULL, &f};
     CHECK_OK(oc.ctx, kiln_context_create(&o, &oc.ctx, NULL, 0));

@@ -497,6 +497,7 @@ static kiln_status async_scenario(fault_run *fr) {
     o.num_threads = 2;
     o.async_dispatch = true;
     o.host_allocator = &h;
+    o.compile_tiers = 1; /* fault.h: no background build */
     kiln_context *c = NULL;
     kiln_status s = kiln_context_create(&o, &c, fr->message, sizeof fr->message);
     if (s) return s;

@@ -772,6 +772,7 @@ int main(int argc, char **argv) {
     kiln_context_options o;
     memset(&o, 0, sizeof o);
     o.host_allocator = &a;
+    o.compile_tiers = 1; /* fault.h: no background build */
     char err[256];
     if (kiln_context_create(&o, &ctx, err, sizeof err)) {
         fprintf(stderr, "cannot create a context: %s\n", err);

@@ -165,7 +165,8 @@ static kiln_status dump_scenario(fault_run *r) {
     kiln_context_options o = {.ignore_environment = true,
                               .dump_dir = dir,
                               .cache_dir = cache,
-                              .host_allocator = &r->host};
+                              .host_allocator = &r->host,
+                              .compile_tiers = 1};
     kiln_context *ctx = NULL;
     kiln_status s = kiln_context_create(&o, &ctx, r->message, sizeof r->message);
     if (s) return s;

@@ -94,7 +94,7 @@ static void test_custom_hash(void) {
 static void test_oom(void) {
     test_alloc t = {0};
     kiln_host_allocator a = test_allocator(&t);
-    kiln_context_options o = {.host_allocator = &a, .ignore_environment = true};
+    kiln_context_options o = {.host_allocator = &a, .ignore_environment = true, .compile_tiers = 1};
     kiln_context *ctx;
     CHECK_OK(NULL, kiln_context_create(&o, &ctx, NULL, 0));
     long base = t.live; /* what the context itself holds */

@@ -1,7 +1,8 @@
 /* test_tiers.c — tiered compilation (src/runtime/tier.c; docs/performance.md, "Compile
  * tiers"): a program's first calls run its kernels from their descriptions (no compiler)
- * and give the reference's values, the elementwise ones with the optimised build's bits and
- * the sum within its rounding; the optimised build swapped in gives one tier's bits; calls
+ * and give the reference's values, with the optimised build's bits, the sum's too, where
+ * the tiers promise them (tier_same_bits), else within rounding; the default is two tiers
+ * exactly there; the optimised build swapped in gives one tier's bits; calls
  * running on other threads (and calls queued on an asynchronous device) across the swap
  * each give one tier's result, never a mixture; destroying an executable or its context
  * while its optimised build is queued or compiling is safe; the optimised build cached on
@@ -139,13 +140,13 @@ static void test_one_tier_as_before(void) {
     remove_tree(dir);
 }
 
-/* tier 1's result against one tier's: the elementwise output's bits where the op library
- * is built for this machine (kx_same_bits), else within rounding; the sum's value */
-static bool tier1_agrees(const result *r) {
-    bool ew = memcmp(r->ew, one_tier.ew, sizeof r->ew) == 0;
-    for (int i = 0; !ew && !kx_same_bits() && i < N; i++)
+/* tier 1's result against one tier's: the bits, the sum's too, where the tiers promise
+ * them (tier_same_bits), else within rounding */
+static bool tier1_agrees(const kiln_executable *e, const result *r) {
+    if (tier_same_bits(e)) return memcmp(r, &one_tier, sizeof *r) == 0;
+    for (int i = 0; i < N; i++)
         if (!test_close(r->ew[i], one_tier.ew[i], 1e-6, 1e-7)) return false;
-    return (ew || !kx_same_bits()) && test_close(r->sum, one_tier.sum, 1e-6, 1e-6);
+    return test_close(r->sum, one_tier.sum, 1e-6, 1e-6);
 }
 
 /* Tier 1 first (held), then the swap: tier 1 agrees with one tier's result, tier 2 is it. */
@@ -170,7 +171,7 @@ static void test_swap_gives_tier2_bits(void) {
         CHECK(tier_wait(e) == 2);
         CHECK(tier_of(e) == 2);
         CHECK(run_once(e, x, &r2));
-        CHECK(!one_tier_ok || tier1_agrees(&r1));
+        CHECK(!one_tier_ok || tier1_agrees(e, &r1));
         CHECK(!one_tier_ok || memcmp(&r2, &one_tier, sizeof r2) == 0);
         char *rep = kiln_executable_profile_report(e);
         CHECK_CONTAINS(rep, "compile tiers: 2 profiled runs on the kernels' descriptions (tier "
@@ -238,7 +239,7 @@ static void swap_under_calls(bool async) {
     kiln_array *x = input(c);
     static result want;
     if (e && run_once(e, x, &want) && one_tier_ok) {
-        CHECK(tier1_agrees(&want));
+        CHECK(tier1_agrees(e, &want));
         enum { T = 3 };
         pthread_t th[T];
         caller k[T];
@@ -352,9 +353,46 @@ static void test_environment(void) {
     o.compile_tiers = 0;
     o.ignore_environment = true;
     CHECK(kiln_context_create(&o, &c, err, sizeof err) == KILN_STATUS_OK);
-    CHECK(c && c->config.compile_tiers == 1); /* the default (docs/performance.md says why) */
+    CHECK(c && c->config.compile_tiers == 0); /* the default: tier_wanted decides */
     kiln_context_destroy(c);
     remove_tree(dir);
+}
+
+/* The default (compile_tiers 0): two tiers where they give the same bits (tier_same_bits:
+ * this gcc, no KILN_CC_FLAGS, the op library's clones), else one; and with two, tier 1's
+ * sum and elementwise values have the optimised build's bits. */
+static void test_default_tiers(void) {
+    for (int flags = 0; flags < 2; flags++) {
+        char dir[] = "/tmp/kiln-test-tiers-default-XXXXXX";
+        if (!mkdtemp(dir)) return;
+        kiln_context_options o;
+        memset(&o, 0, sizeof o);
+        o.ignore_environment = true;
+        o.cache_dir = dir;
+        o.cc_flags = flags ? "-O2" : NULL;
+        kiln_context *c = NULL;
+        CHECK(kiln_context_create(&o, &c, NULL, 0) == KILN_STATUS_OK);
+        if (!c) return;
+        tier_hold(c, true);
+        kiln_graph *g = program(c, "default");
+        kiln_executable *e = NULL;
+        CHECK_OK(c, kiln_compile(g, NULL, &e));
+        kiln_graph_destroy(g);
+        if (e) {
+            bool same = tier_same_bits(e);
+            CHECK(!flags || !same); /* KILN_CC_FLAGS: the build may compute otherwise */
+            CHECK(tier_of(e) == (same ? 1 : 2));
+            kiln_array *x = input(c);
+            static result r;
+            CHECK(run_once(e, x, &r));
+            CHECK(!same || !one_tier_ok || memcmp(&r, &one_tier, sizeof r) == 0);
+            kiln_array_destroy(x);
+        }
+        tier_hold(c, false);
+        kiln_executable_destroy(e);
+        kiln_context_destroy(c);
+        remove_tree(dir);
+    }
 }
 
 int main(void) {
@@ -367,6 +405,7 @@ int main(void) {
     RUN_CC(test_swap_under_async_calls);
     RUN_CC(test_destroy_during_background_compile);
     RUN_CC(test_cc_flags_keep_tier1);
+    RUN_CC(test_default_tiers);
     remove_tree(cache_dir);
     return test_summary("tiers");
 }

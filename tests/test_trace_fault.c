@@ -120,6 +120,7 @@ static void test_oom_error_survives(void) {
     memset(&o, 0, sizeof o);
     o.ignore_environment = true;
     o.host_allocator = &a;
+    o.compile_tiers = 1; /* fault.h: no background build */
     kiln_context *ctx = NULL;
     CHECK_STATUS(kiln_context_create(&o, &ctx, NULL, 0), KILN_STATUS_OK);
     if (!ctx) return;

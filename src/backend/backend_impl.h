@@ -378,6 +378,11 @@ typedef struct kn_backend {
      * (lower priority). */
     kiln_status (*program_compile_tier)(void *state, int device, const char *source, size_t len,
                                         unsigned flags, kn_program **out, kn_program_info *info);
+    /* Optional with program_compile_tier; NULL: false. Whether the programs it builds
+     * compute each op's expression as the code compiled into this library does (the same
+     * compiler, version and flags): the first tier then gives the second's bits, and the
+     * default (kiln_context_options.compile_tiers 0) turns tiers on. */
+    bool (*tier_same_compiler)(void *state);
 } kn_backend;
 
 /* program_compile_tier's flags. */

@@ -48,7 +48,7 @@ typedef struct kn_config {
     bool matmul_tf32;         /* KILN_MATMUL_PRECISION=tf32: GPU f32 products on TF32 cores */
     bool profile;             /* KILN_PROFILE: profile every executable, report at destroy */
     char nccl_library[1024];  /* KILN_NCCL_LIBRARY; "": libnccl.so.2 */
-    int compile_tiers;        /* KILN_COMPILE_TIERS: 1 or 2 once resolved (src/runtime/tier.c) */
+    int compile_tiers;        /* KILN_COMPILE_TIERS: 1, 2, or 0: the default (tier_wanted) */
 } kn_config;
 
 #define KN_MAX_CPU_DEVICES 64

@@ -128,7 +128,9 @@ static kiln_status check_options(const kiln_context_options *o, char *err, size_
     if (o->cpu_devices < 0 || o->cpu_devices > KN_MAX_CPU_DEVICES)
         return bad_opt(err, n, "cpu_devices must be in [0, 64] (0: one CPU device)");
     if (o->compile_tiers < 0 || o->compile_tiers > 2)
-        return bad_opt(err, n, "compile_tiers must be 1, 2 or 0 for the default (1)");
+        return bad_opt(err, n,
+                       "compile_tiers must be 1, 2 or 0 for the default (2 where the tiers give "
+                       "the same bits, else 1)");
     if (o->cache_max_bytes < -1)
         return bad_opt(err, n,
                        "cache_max_bytes must be a byte count, 0 for the default (1 GiB) or -1 "
@@ -331,7 +333,6 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
     if (!o->ignore_environment && (s = apply_env(cfg, err, err_size))) return s;
     if (cfg->mem_fraction == 0) cfg->mem_fraction = 0.75;
     if (cfg->cpu_devices == 0) cfg->cpu_devices = 1;
-    if (cfg->compile_tiers == 0) cfg->compile_tiers = 1; /* docs/performance.md says why */
     if (!cfg->cache_dir[0]) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         if (xdg && *xdg)

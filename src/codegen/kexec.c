@@ -29,7 +29,12 @@
  *   - any other loop runs one iteration at a time.
  * A split reduction (kd_kernel.parts) runs as the C dialect's does: each part the split
  * loop's slice, its accumulators saved, then a combining run that takes the parts in
- * order in the loop's place.
+ * order in the loop's place; a long sum in slices (kd_stmt.slices) runs slice by slice.
+ * Float sums add in the compiled kernel's order, so that tier 1 gives tier 2's bits: an
+ * f32 sum in the C dialect's blocks ("f32 blocks" below); partials per lane only where
+ * each holds one value of a sum not in blocks (a loop across at most KX_LANES
+ * iterations), else such a loop runs one iteration at a time; kx_replays refuses the
+ * kernels whose order only the compiler knows.
  * A guard that differs between lanes becomes a mask: every statement of the branch is
  * computed for all lanes, but loads read, and stores, assignments and accumulations
  * write, only the lanes where it holds (a branch no lane takes is skipped).
@@ -514,8 +519,9 @@ static float *blk_mem(const xs *x, uint32_t a) {
  * accumulator (print_c.c, print_block_open). A scalar accumulator's block is staged and
  * added by the runtime's sum_f32 (src/backend/c_runtime.h): 16 f32 lanes, lane j taking
  * the block's values j, j + 16, ... in order, then the lanes pairwise. Here each lane of
- * the accumulator keeps those 16 f32 lanes, and the value of the loop's iteration v goes
- * into lane (v - start) % 16 as it comes; the iterations of a block arrive in order
+ * the accumulator keeps those 16 f32 lanes (sum lane j of accumulator lane l at
+ * j * KX_LANES + l, so that one iteration's values add in one vectorised loop), and the
+ * value of the loop's iteration v goes into sum lane (v - start) % 16 as it comes; the iterations of a block arrive in order
  * whether the loop runs one at a time or across (its lanes are then its iterations, taken
  * in lane order), so every f32 addition is the compiled kernel's. A column's block is one
  * f32 sum per column, added row by row. Blocks are flushed into the f64 accumulators at
@@ -538,7 +544,7 @@ static void blk_open(xs *x, uint32_t loop, int64_t from) {
         return;
     }
     uint32_t a = k->blk_acc[loop];
-    memset(blk_mem(x, a), 0, (size_t)x->acc_n[a] * KX_SUM_LANES * sizeof(float));
+    memset(blk_mem(x, a), 0, (size_t)KX_SUM_LANES * KX_LANES * sizeof(float));
     x->blk_from[a] = from;
     x->blk_on[a] = 1;
 }
@@ -559,13 +565,13 @@ static void blk_flush(xs *x, uint32_t loop) {
     }
     uint32_t a = k->blk_acc[loop];
     double *d = (double *)acc_mem(x, a);
-    for (int64_t l = 0; l < x->acc_n[a]; l++) {
-        float *t = blk_mem(x, a) + l * KX_SUM_LANES;
-        for (int w = KX_SUM_LANES / 2; w; w /= 2)
-            for (int j = 0; j < w; j++) t[j] += t[j + w];
-        d[l] += (double)t[0];
-        memset(t, 0, KX_SUM_LANES * sizeof *t);
-    }
+    float *t = blk_mem(x, a);
+    int64_t n = x->acc_n[a];
+    for (int w = KX_SUM_LANES / 2; w; w /= 2)
+        for (int j = 0; j < w; j++)
+            for (int64_t l = 0; l < n; l++) t[j * KX_LANES + l] += t[(j + w) * KX_LANES + l];
+    for (int64_t l = 0; l < n; l++) d[l] += (double)t[l];
+    memset(t, 0, (size_t)KX_SUM_LANES * KX_LANES * sizeof *t);
 }
 
 static void blk_close(xs *x, uint32_t loop) {
@@ -594,15 +600,18 @@ static void blk_accum(xs *x, uint32_t ai, const kd_stmt *a, const float *y, bool
     } else if (a->column) {
         for (int64_t l = 0; l < n; l++)
             if (!mask || mask[l]) b[x->col_off + l] += y[vuni ? 0 : l];
-    } else if (lanes_are_loop) {
+    } else if (lanes_are_loop) { /* one accumulator lane: sum lane j at j * KX_LANES */
         int64_t at = x->lane0 - x->blk_from[ai];
         for (int64_t l = 0; l < n; l++)
-            if (!mask || mask[l]) b[(at + l) % KX_SUM_LANES] += y[vuni ? 0 : l];
+            if (!mask || mask[l]) b[(at + l) % KX_SUM_LANES * KX_LANES] += y[vuni ? 0 : l];
     } else {
-        int64_t slot = (x->var[loop->var] - x->blk_from[ai]) % KX_SUM_LANES;
+        float *t = b + (x->var[loop->var] - x->blk_from[ai]) % KX_SUM_LANES * KX_LANES;
         int64_t lanes = x->acc_n[ai];
-        for (int64_t l = 0; l < lanes; l++)
-            if (!mask || mask[l]) b[l * KX_SUM_LANES + slot] += y[vuni ? 0 : l];
+        if (!mask && !vuni)
+            for (int64_t l = 0; l < lanes; l++) t[l] += y[l];
+        else
+            for (int64_t l = 0; l < lanes; l++)
+                if (!mask || mask[l]) t[l] += y[vuni ? 0 : l];
     }
 }
 

@@ -99,9 +99,9 @@ void tier_service_destroy(kiln_context *ctx) {
 
 bool tier_wanted(const kiln_executable *e) {
     const kn_backend *b = e->dev->backend;
-    if (e->ctx->config.compile_tiers < 2 || e->sub_graph || !b->program_compile_tier ||
-        !b->launch_host)
-        return false;
+    int tiers = e->ctx->config.compile_tiers;
+    if (tiers == 1 || e->sub_graph || !b->program_compile_tier || !b->launch_host) return false;
+    if (tiers == 0 && !tier_same_bits(e)) return false; /* the default */
     for (uint32_t i = 0; i < e->plan.n_kernels; i++) /* only loop kernels are compiled code */
         if (e->plan.kernels[i].kind == FK_LOOP) return true;
     return false;
@@ -128,6 +128,11 @@ static kiln_status compile_unreplayed(kiln_executable *e, const bool *need, kn_p
     if (src) kiln_string_free(e->ctx, src);
     sb_free(&sb);
     return s;
+}
+
+bool tier_same_bits(const kiln_executable *e) {
+    const kn_backend *b = e->dev->backend;
+    return kx_same_bits() && b->tier_same_compiler && b->tier_same_compiler(e->dev->state);
 }
 
 kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_program_info *info) {

@@ -29,6 +29,10 @@ void tier_service_destroy(kiln_context *ctx);
  * (not a loop body or branch), and its backend runs host code (launch_host) and builds in
  * the background (program_compile_tier). */
 bool tier_wanted(const kiln_executable *e);
+/* Whether e's two tiers would give the same bits (kexec.h): the op library's loops are the
+ * machine's clones (kx_same_bits) and e's backend compiles as the library was compiled
+ * (tier_same_compiler). The default (compile_tiers 0) has two tiers only then. */
+bool tier_same_bits(const kiln_executable *e);
 /* Loads e's program: tier 2 from the cache if it is there (*prog), else prepares tier 1,
  * each LOOP kernel run from its description (e->interp; *prog NULL). e->tier says which,
  * and whether tier 2 is still to come. In load_kernels' place of program_compile. */

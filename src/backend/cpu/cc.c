@@ -342,6 +342,21 @@ static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
     return KILN_STATUS_OK;
 }
 
+bool cc_compiler_is_library_s(cc_compiler *cc) {
+#if defined(__GNUC__) && !defined(__clang__) && defined(__VERSION__)
+    pthread_mutex_lock(&cc->mu);
+    kiln_status s = cc->probed ? KILN_STATUS_OK : probe(cc->ctx, cc);
+    /* no compiler: false, and kiln_compile reports it when it needs one */
+    /* the version line holds the version gcc was: "cc (Debian 12.2.0-14) 12.2.0" */
+    bool same = !s && cc->is_gcc && !cc->opt->cc_flags[0] && strstr(cc->identity, __VERSION__);
+    pthread_mutex_unlock(&cc->mu);
+    return same;
+#else
+    (void)cc;
+    return false;
+#endif
+}
+
 /* What can be judged of KILN_CC, KILN_CC_FLAGS and KILN_CACHE_DIR without running
  * anything, at context creation: a mistake there is reported by kiln_context_create, not
  * by whichever call compiles first. (A missing default compiler is not an error yet: a

@@ -24,6 +24,11 @@ typedef struct cc_module cc_module;
 kiln_status cc_compiler_create(kiln_context *ctx, const kn_cpu_options *opt, cc_compiler **out);
 /* Every module loaded through cc must be unloaded first. NULL is a no-op. */
 void cc_compiler_destroy(cc_compiler *cc);
+/* Whether cc compiles as this library was compiled: gcc of the version that built it, with
+ * no KILN_CC_FLAGS. Then the library's own loops (the op library of the first compile tier)
+ * and the kernels cc builds compute each op's expression the same way. Finds and asks the
+ * compiler the first time (false, no message, when there is none). */
+bool cc_compiler_is_library_s(cc_compiler *cc);
 
 /* Compiles `source` (len bytes) with the system C compiler into a shared object and
  * dlopens it, or loads it from the disk cache; *from_cache (may be NULL) tells which.

@@ -211,6 +211,10 @@ static kiln_status cpu_program_compile_tier(void *state, int device, const char 
     return s;
 }
 
+static bool cpu_tier_same_compiler(void *state) {
+    return cc_compiler_is_library_s(((cpu_state *)state)->cc);
+}
+
 static void cpu_program_free(void *state, kn_program *prog) {
     (void)state;
     cc_module_unload((cc_module *)prog);
@@ -568,6 +572,7 @@ const kn_backend kn_cpu_backend = {
     .region_free = cpu_region_free,
     .program_compile = cpu_program_compile,
     .program_compile_tier = cpu_program_compile_tier,
+    .tier_same_compiler = cpu_tier_same_compiler,
     .program_free = cpu_program_free,
     .kernel_get = cpu_kernel_get,
     .launch_prepare = cpu_launch_prepare,

@@ -156,6 +156,16 @@ static int body_blocks(kiln_graph *g, kiln_value x, kiln_value *outs) {
     return 3;
 }
 
+/* short rows (at most 16 values): a softmax (a prologue taken row by row, its kept row
+ * summed without a pragma on AVX-512) and a row sum of costly values (an `omp simd` f64
+ * reduction: compiled for tier 1) */
+static int body_short_sums(kiln_graph *g, kiln_value x, kiln_value *outs) {
+    int ax = 1;
+    outs[0] = kiln_softmax(g, x, 1);
+    outs[1] = kiln_reduce_sum(g, kiln_exp(g, kiln_sin(g, x)), 1, &ax, false);
+    return 2;
+}
+
 /* f32 sums down long columns: row by row over many columns, in column blocks */
 static int body_col_blocks(kiln_graph *g, kiln_value x, kiln_value *outs) {
     int ax = 0;
@@ -218,6 +228,11 @@ static void test_replayed_sums(void) {
     check_program("slices", KILN_DTYPE_F32, 2, sl, body_slices,
                   KX_FORM_SLICES | KX_FORM_BLOCKS | KX_FORM_PARTS, 1e-5);
     check_program("bf16_blocks", KILN_DTYPE_BF16, 2, lanes, body_blocks, KX_FORM_BLOCKS, 1e-5);
+    int64_t r16[2] = {301, 16}, r8[2] = {300, 8}, r3[2] = {129, 3}, r12[2] = {77, 12};
+    check_program("rows16", KILN_DTYPE_F32, 2, r16, body_short_sums, 0, 1e-5);
+    check_program("rows8", KILN_DTYPE_F32, 2, r8, body_short_sums, 0, 1e-5);
+    check_program("rows3", KILN_DTYPE_F32, 2, r3, body_short_sums, 0, 1e-5);
+    check_program("rows12", KILN_DTYPE_F32, 2, r12, body_short_sums, 0, 1e-5);
     /* the interpreter's refusals: compiled for tier 1, the same bits all the same */
     kiln_graph *g = NULL;
     CHECK_OK(ctx, kiln_graph_create(ctx, "f64_count", &g));

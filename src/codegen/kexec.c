@@ -103,6 +103,10 @@ struct kx_kernel {
     uint32_t *blk_acc;
     bool *col_blk;
     uint32_t *blk_loop;
+    /* an interchanged column loop's blocked accumulators (one ACCUM each) are staged: a
+     * chunk of rows runs for every column, then the rows' values add into the columns' f32
+     * sums row by row, the columns side by side (run_loop) */
+    bool stage_cols;
     /* every float sum and product adds in the compiled kernel's order (kx_replays), else
      * why not */
     const char *why_not;
@@ -204,6 +208,7 @@ typedef struct xs {
     uint8_t *blk_on;   /* per statement (ACC): its block is open */
     int64_t *blk_from; /* per statement (scalar ACC): the start of its loop's range */
     char *prev;        /* per accumulator: its lanes' value before a slice (kd_stmt.slices) */
+    bool blk_stage;    /* an interchanged column loop's values go to the stage (stage_cols) */
     int64_t *ixb;   /* n_ixbufs index buffers of KX_LANES */
     char *tmp[3];   /* broadcast operands */
     uint16_t *h16;  /* 16-bit staging */
@@ -544,7 +549,9 @@ static void blk_open(xs *x, uint32_t loop, int64_t from) {
         return;
     }
     uint32_t a = k->blk_acc[loop];
-    memset(blk_mem(x, a), 0, (size_t)KX_SUM_LANES * KX_LANES * sizeof(float));
+    float *t = blk_mem(x, a);
+    for (int j = 0; j < KX_SUM_LANES; j++)
+        memset(t + j * KX_LANES, 0, (size_t)x->acc_n[a] * sizeof *t);
     x->blk_from[a] = from;
     x->blk_on[a] = 1;
 }
@@ -571,7 +578,21 @@ static void blk_flush(xs *x, uint32_t loop) {
         for (int j = 0; j < w; j++)
             for (int64_t l = 0; l < n; l++) t[j * KX_LANES + l] += t[(j + w) * KX_LANES + l];
     for (int64_t l = 0; l < n; l++) d[l] += (double)t[l];
-    memset(t, 0, (size_t)KX_SUM_LANES * KX_LANES * sizeof *t);
+    for (int j = 0; j < KX_SUM_LANES; j++) memset(t + j * KX_LANES, 0, (size_t)n * sizeof *t);
+}
+
+/* stage_cols: the staged values of `lanes` rows into the columns' f32 sums, row by row (a
+ * row a guard left out adds +0, which the sum never notices: it is never -0). */
+static void blk_add_stage(xs *x, uint32_t loop, int64_t lanes) {
+    const kx_kernel *k = x->k;
+    int64_t nc = x->je - x->jb;
+    for (uint32_t a = 1; a < x->kd->n_stmts; a++) {
+        if (k->blk_loop[a] != loop) continue;
+        float *sum = blk_mem(x, a);
+        const float *st = sum + k->acc_lanes;
+        for (int64_t l = 0; l < lanes; l++)
+            for (int64_t j = 0; j < nc; j++) sum[j] += st[j * KX_LANES + l];
+    }
 }
 
 static void blk_close(xs *x, uint32_t loop) {
@@ -594,7 +615,10 @@ static void blk_accum(xs *x, uint32_t ai, const kd_stmt *a, const float *y, bool
     float *b = blk_mem(x, ai);
     bool lanes_are_loop = x->vec && x->lane_var == loop->var; /* across it */
     int64_t n = vuni && !x->vec ? 1 : x->lanes;
-    if (a->column && lanes_are_loop) { /* interchanged: one column, its rows as lanes */
+    if (a->column && lanes_are_loop && x->blk_stage) { /* staged: added by blk_add_stage */
+        float *st = b + x->k->acc_lanes + x->col_off * KX_LANES;
+        for (int64_t l = 0; l < n; l++) st[l] = mask && !mask[l] ? 0.0f : y[vuni ? 0 : l];
+    } else if (a->column && lanes_are_loop) { /* interchanged: one column, its rows as lanes */
         for (int64_t l = 0; l < n; l++)
             if (!mask || mask[l]) b[x->col_off] += y[vuni ? 0 : l];
     } else if (a->column) {
@@ -979,6 +1003,32 @@ static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
         }
         return end;
     }
+    if (k->interchange[id] && !x->vec && x->je - x->jb < 2 * KX_FEW_LANES && k->col_blk[id] &&
+        k->stage_cols) {
+        /* the same with f32 column sums: a chunk of rows for every column, staged, then
+         * added row by row, the columns' sums side by side (one sum's additions are a chain
+         * of dependent f32 additions) */
+        uint32_t el = id + 1, el_end = k->next[el];
+        blk_open(x, id, 0);
+        x->blk_stage = true;
+        for (int64_t b = 0; b < s->n; b += KX_LANES) {
+            int64_t lanes = s->n - b < KX_LANES ? s->n - b : KX_LANES;
+            for (int64_t j = x->jb; j < x->je; j++) {
+                x->var[x->kd->stmts[el].var] = j;
+                x->col_off = j - x->jb;
+                start_partials(x, id);
+                run_lanes(x, s->var, b, lanes, el + 1, el_end);
+                leave_lanes(x);
+                fold_partials(x, id); /* exact ones (max, min): per chunk is as good */
+            }
+            blk_add_stage(x, id, lanes);
+            if (blk_ends(x, id, 0, b + lanes, s->n)) blk_flush(x, id);
+        }
+        x->blk_stage = false;
+        blk_close(x, id);
+        x->col_off = 0;
+        return end;
+    }
     if (k->interchange[id] && !x->vec && x->je - x->jb < 2 * KX_FEW_LANES) {
         /* a column reduction over few columns: each column's reduction across its rows */
         uint32_t el = id + 1, el_end = k->next[el];
@@ -1249,6 +1299,24 @@ static bool narrow_pragma(void) {
 #endif
 }
 
+/* Whether the C dialect prints an `omp simd` reduction on LOOP statement `loop` (a
+ * reduction's innermost loop): its simd flag, or simd_narrow where the target has no
+ * AVX-512; but a prologue taken row by row (kd->prologue_rows) sums a kept value's row in
+ * a loop of its own with simd_narrow alone, none on rows of at most KD_TINY_REDUCE
+ * (print_c.c, print_prologue_rows). */
+static bool reduction_pragma(const kd_kernel *kd, uint32_t loop) {
+    const kd_stmt *l = &kd->stmts[loop];
+    if (kd->prologue_rows > 1) {
+        uint32_t e = 1; /* the element loop: the prologue is before it */
+        while (e < kd->n_stmts && !(kd->stmts[e].kind == KS_LOOP && kd->stmts[e].n < 0)) e++;
+        bool keep = false;
+        uint32_t end = kd_loop_end(kd, loop);
+        for (uint32_t u = loop + 1; u < end; u++) keep |= kd->stmts[u].kind == KS_STORE;
+        if (loop < e && keep) return kd->inner > KD_TINY_REDUCE && narrow_pragma();
+    }
+    return l->simd || (l->simd_narrow && narrow_pragma());
+}
+
 /* Whether op computes a float value in more than one rounding (a polynomial with fused
  * multiply-adds, a libm call): on operands gcc sees as constants it folds the whole at
  * compile time, rounding each step apart, where the op library's loop fuses them. The
@@ -1346,8 +1414,7 @@ static void find_blocks(kx_kernel *k, uint8_t *scratch) {
             k->why_not = "a column's sum in slices";
         for (uint32_t i = 1; i < n && !k->why_not && !s->red.blocked; i++) {
             const kd_stmt *l = &kd->stmts[i];
-            if (l->kind == KS_LOOP && l->acc == a &&
-                (l->simd || (l->simd_narrow && narrow_pragma())))
+            if (l->kind == KS_LOOP && l->acc == a && reduction_pragma(kd, i))
                 k->why_not = "a float sum or product the C compiler vectorises in an order of "
                              "its own (an `omp simd` reduction)";
         }
@@ -1519,8 +1586,17 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->n_masks = most_ifs + 1;
     k->n_ixbufs = depth_ix + 2;
     k->acc_lanes = kd->chunk > KX_LANES ? kd->chunk : KX_LANES;
-    k->blk_floats = k->acc_lanes > KX_SUM_LANES * KX_LANES ? k->acc_lanes
-                                                            : KX_SUM_LANES * KX_LANES;
+    k->blk_floats = k->acc_lanes + 2 * KX_FEW_LANES * KX_LANES; /* a column's, stage_cols */
+    if (k->blk_floats < KX_SUM_LANES * KX_LANES) k->blk_floats = KX_SUM_LANES * KX_LANES;
+    /* stage_cols: each blocked column accumulator added by one ACCUM (once a row) */
+    k->stage_cols = true;
+    for (uint32_t a = 1; a < n; a++) {
+        if (kd->stmts[a].kind != KS_ACC || !kd->stmts[a].column || !k->blk_loop[a]) continue;
+        int accums = 0;
+        for (uint32_t u = 1; u < n; u++)
+            accums += kd->stmts[u].kind == KS_ACCUM && kd->stmts[u].args[0] == a;
+        k->stage_cols &= accums == 1;
+    }
     k->row_lanes = !kd->columns && kd->parts < 2 && kd->rows >= KX_LANES &&
                    ((kd->chunks == 1 && kd->inner <= KX_ROW_INNER) ||
                     (kd->tiled && kd->chunk <= 2 * KX_ROW_INNER));

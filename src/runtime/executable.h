@@ -179,6 +179,7 @@ struct kiln_executable {
      * prog, a program of their own until tier 2 comes */
     uint32_t tier1_compiled;
     bool tier_pending;       /* tier 2 is queued or compiling (under the tier service's mutex) */
+    atomic_bool tier_ran;    /* a call has run on tier 1 (tier_note_run) */
     atomic_bool tier_failed; /* tier 2 failed: calls stay on tier 1 */
     _Atomic(struct exec_tier_code *) tier_code; /* tier 2 once built; NULL before */
 };

@@ -42,6 +42,7 @@
  * failure there poisons the outputs (their event carries the message) and frees the
  * donated buffers, whose arrays are consumed already. */
 #include "executable.h"
+#include "tier.h"
 #include "codegen/kexec.h"
 #include "comm/comm.h"
 
@@ -382,6 +383,7 @@ static kiln_status run_steps(run_state *r, bool sync) {
     if (!s && collectives) s = comm_wait_on(e->comm, e->dev, e->name);
     if (!s && sync && b->synchronize) s = b->synchronize(state, dev);
     if (pe && !s) exec_profile_add_run(pe, exec_profile_now_ns() - t_run, first);
+    if (!tier2 && e->tier == 1) tier_note_run(e); /* its optimised build may start now */
     return s;
 }
 

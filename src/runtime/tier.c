@@ -27,13 +27,23 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct tier_job {
     struct tier_job *next;
     kiln_executable *e; /* alive until the job ends (tier_cancel waits for it) */
     char *source;       /* a copy of the generated source, len + 1 bytes */
     size_t len;
+    struct timespec start_by; /* CLOCK_MONOTONIC: starts then even before a first call */
 } tier_job;
+
+/* A queued build waits for its program's first call to finish, up to this long after
+ * kiln_compile, so that the first call (the one tiers are for) has the cores to itself: a
+ * compiler beside it, even at nice 10, takes a core from one of the pool's threads for a
+ * time slice, and the others wait for that thread at the kernel's end. A longer first call
+ * has the build start beside it after this while, so that the optimised build still comes
+ * about one compile after kiln_compile. */
+enum { TIER_FIRST_CALL_MS = 250 };
 
 struct tier_service {
     kiln_context *ctx;
@@ -59,7 +69,11 @@ kiln_status tier_service_create(kiln_context *ctx) {
     if (!t) return ctx_oom(ctx, "kiln_context_create: the compile tiers' queue", sizeof *t);
     t->ctx = ctx;
     pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->work, NULL);
+    pthread_condattr_t ca; /* `work` is waited for with a deadline on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->work, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&t->done, NULL);
     ctx->tiers = t;
     return KILN_STATUS_OK;
@@ -218,6 +232,11 @@ static void build_tier2(kiln_executable *e, const char *source, size_t len, unsi
     atomic_store_explicit(&e->tier_code, c, memory_order_release);
 }
 
+/* Whether a before b. */
+static bool ts_before(const struct timespec *a, const struct timespec *b) {
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 static void *tier_main(void *arg) {
     tier_service *t = arg;
     pthread_mutex_lock(&t->mu);
@@ -225,6 +244,13 @@ static void *tier_main(void *arg) {
         while ((!t->head || t->held) && !t->stop) pthread_cond_wait(&t->work, &t->mu);
         if (t->stop) break;
         tier_job *j = t->head;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!atomic_load_explicit(&j->e->tier_ran, memory_order_relaxed) &&
+            ts_before(&now, &j->start_by)) { /* its first call first (TIER_FIRST_CALL_MS) */
+            pthread_cond_timedwait(&t->work, &t->mu, &j->start_by);
+            continue;
+        }
         t->head = j->next;
         if (!t->head) t->tail = NULL;
         t->running = j->e;
@@ -270,11 +296,26 @@ kiln_status tier_schedule(kiln_executable *e, const char *source) {
     }
     memcpy(copy, source, len + 1);
     *j = (tier_job){.e = e, .source = copy, .len = len};
+    clock_gettime(CLOCK_MONOTONIC, &j->start_by);
+    j->start_by.tv_nsec += (long)TIER_FIRST_CALL_MS * 1000000L;
+    j->start_by.tv_sec += j->start_by.tv_nsec / 1000000000L;
+    j->start_by.tv_nsec %= 1000000000L;
     if (ctx->tiers && enqueue(ctx->tiers, j)) return KILN_STATUS_OK;
     job_free(ctx, j);
     /* the thread cannot start: the optimised build now, on the caller's thread */
     build_tier2(e, source, len, 0);
     return KILN_STATUS_OK;
+}
+
+void tier_note_run(const kiln_executable *e) {
+    tier_service *t = e->ctx->tiers;
+    kiln_executable *m = (kiln_executable *)e;
+    if (!t || atomic_load_explicit(&m->tier_ran, memory_order_relaxed) ||
+        atomic_exchange_explicit(&m->tier_ran, true, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&t->mu);
+    pthread_cond_broadcast(&t->work);
+    pthread_mutex_unlock(&t->mu);
 }
 
 void tier_cancel(kiln_executable *e) {
@@ -289,6 +330,7 @@ void tier_cancel(kiln_executable *e) {
         if (t->tail == dropped) t->tail = prev;
         e->tier_pending = false;
         pthread_cond_broadcast(&t->done);
+        pthread_cond_broadcast(&t->work); /* the thread may be waiting on its first call */
         break;
     }
     while (t->running == e) pthread_cond_wait(&t->done, &t->mu); /* compiling: wait for it */

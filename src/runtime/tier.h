@@ -41,6 +41,9 @@ kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_progr
  * KILN_STATUS_HOST_OOM (message set) when the job cannot be allocated; when the thread
  * cannot start, tier 2 is built at once, on the caller's thread. */
 kiln_status tier_schedule(kiln_executable *e, const char *source);
+/* A call of e on tier 1 has finished: e's queued build may start (tier.c, TIER_FIRST_CALL_MS).
+ * Cheap after the first time. */
+void tier_note_run(const kiln_executable *e);
 /* kiln_executable_destroy, before it drops the owner's reference: a job of e still queued
  * is dropped, one compiling is waited for (so no job outlives its executable). */
 void tier_cancel(kiln_executable *e);

@@ -621,6 +621,9 @@ static void blk_accum(xs *x, uint32_t ai, const kd_stmt *a, const float *y, bool
     } else if (a->column && lanes_are_loop) { /* interchanged: one column, its rows as lanes */
         for (int64_t l = 0; l < n; l++)
             if (!mask || mask[l]) b[x->col_off] += y[vuni ? 0 : l];
+    } else if (a->column && !mask && !vuni) { /* row by row, the columns as lanes */
+        float *t = b + x->col_off;
+        for (int64_t l = 0; l < n; l++) t[l] += y[l];
     } else if (a->column) {
         for (int64_t l = 0; l < n; l++)
             if (!mask || mask[l]) b[x->col_off + l] += y[vuni ? 0 : l];

@@ -135,7 +135,8 @@ static void test_message_survives_other_threads(void) {
 static void test_no_allocation_when_reporting(void) {
     test_alloc ta = {0};
     kiln_host_allocator h = test_allocator(&ta);
-    kiln_context_options opts = {.host_allocator = &h, .ignore_environment = true, .compile_tiers = 1};
+    kiln_context_options opts = {
+        .host_allocator = &h, .ignore_environment = true, .compile_tiers = 1};
     kiln_context *ctx = NULL;
     CHECK_OK(ctx, kiln_context_create(&opts, &ctx, NULL, 0));
     if (!ctx) return;

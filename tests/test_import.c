@@ -489,7 +489,8 @@ static void test_fault_injection(void) {
     for (int i = 0; i < 3; i++) {
         test_alloc t = {0};
         kiln_host_allocator a = test_allocator(&t);
-        kiln_context_options opts = {.host_allocator = &a, .ignore_environment = true, .compile_tiers = 1};
+        kiln_context_options opts = {
+            .host_allocator = &a, .ignore_environment = true, .compile_tiers = 1};
         fault_text ft = {.text = test_read_file(files[i]), .hlo = strstr(files[i], ".hlo") != NULL};
         CHECK_OK(NULL, kiln_context_create(&opts, &ft.ctx, NULL, 0));
         if (ft.ctx && ft.text) {

@@ -723,7 +723,8 @@ static kiln_status fault_passes(fault_run *r) {
 static void test_fault_injection(void) {
     test_alloc t = {0};
     kiln_host_allocator a = test_allocator(&t);
-    kiln_context_options opts = {.host_allocator = &a, .ignore_environment = true, .compile_tiers = 1};
+    kiln_context_options opts = {
+        .host_allocator = &a, .ignore_environment = true, .compile_tiers = 1};
     kiln_context *saved = ctx;
     CHECK_OK(NULL, kiln_context_create(&opts, &ctx, NULL, 0));
     ctx->config.verify_passes = true;

@@ -1445,7 +1445,8 @@ static void test_softmax_cross_entropy(void) {
 static void test_memory_released_at_last_use(void) {
     test_alloc t = {0};
     kiln_host_allocator ha = test_allocator(&t);
-    kiln_context_options o = {.host_allocator = &ha, .ignore_environment = true, .compile_tiers = 1};
+    kiln_context_options o = {
+        .host_allocator = &ha, .ignore_environment = true, .compile_tiers = 1};
     kiln_context *ctx;
     char err[256];
     CHECK_STATUS(kiln_context_create(&o, &ctx, err, sizeof err), KILN_STATUS_OK);

@@ -111,7 +111,7 @@ struct kx_kernel {
      * why not */
     const char *why_not;
     uint32_t n_redirs, n_accs, n_ixbufs, n_masks;
-    int64_t acc_lanes; /* lanes of an accumulator: the chunk for a column's, else KX_LANES */
+    int64_t acc_lanes;  /* lanes of an accumulator: the chunk for a column's, else KX_LANES */
     int64_t blk_floats; /* an accumulator's block state: 16 f32 lanes per lane, or a column's */
     int64_t items, grain;
     size_t scratch; /* bytes of one run's scratch */
@@ -209,10 +209,10 @@ typedef struct xs {
     int64_t *blk_from; /* per statement (scalar ACC): the start of its loop's range */
     char *prev;        /* per accumulator: its lanes' value before a slice (kd_stmt.slices) */
     bool blk_stage;    /* an interchanged column loop's values go to the stage (stage_cols) */
-    int64_t *ixb;   /* n_ixbufs index buffers of KX_LANES */
-    char *tmp[3];   /* broadcast operands */
-    uint16_t *h16;  /* 16-bit staging */
-    uint8_t *masks; /* n_masks pairs (mask, taken) of KX_LANES */
+    int64_t *ixb;      /* n_ixbufs index buffers of KX_LANES */
+    char *tmp[3];      /* broadcast operands */
+    uint16_t *h16;     /* 16-bit staging */
+    uint8_t *masks;    /* n_masks pairs (mask, taken) of KX_LANES */
     int mdepth;
     /* a split reduction (kd->parts): 0 a whole run; 1 part `part_no` of the split loop,
      * its accumulators saved to part_out and the rest of the element skipped (stop); 2
@@ -526,12 +526,12 @@ static float *blk_mem(const xs *x, uint32_t a) {
  * the block's values j, j + 16, ... in order, then the lanes pairwise. Here each lane of
  * the accumulator keeps those 16 f32 lanes (sum lane j of accumulator lane l at
  * j * KX_LANES + l, so that one iteration's values add in one vectorised loop), and the
- * value of the loop's iteration v goes into sum lane (v - start) % 16 as it comes; the iterations of a block arrive in order
- * whether the loop runs one at a time or across (its lanes are then its iterations, taken
- * in lane order), so every f32 addition is the compiled kernel's. A column's block is one
- * f32 sum per column, added row by row. Blocks are flushed into the f64 accumulators at
- * each block's end; a block no value reached adds +0, which changes no f64 sum (it never
- * holds -0: it starts at +0). */
+ * value of the loop's iteration v goes into sum lane (v - start) % 16 as it comes; the iterations
+ * of a block arrive in order whether the loop runs one at a time or across (its lanes are then its
+ * iterations, taken in lane order), so every f32 addition is the compiled kernel's. A column's
+ * block is one f32 sum per column, added row by row. Blocks are flushed into the f64 accumulators
+ * at each block's end; a block no value reached adds +0, which changes no f64 sum (it never holds
+ * -0: it starts at +0). */
 _Static_assert(KD_SUM_BLOCK % KX_LANES == 0 && KD_COL_BLOCK % KX_LANES == 0,
                "a run across a loop takes whole chunks of a block");
 enum { KX_SUM_LANES = 16 }; /* sum_f32's lanes */
@@ -1391,8 +1391,7 @@ static void find_blocks(kx_kernel *k, uint8_t *scratch) {
         if (st->col_block && col_accs) {
             k->col_blk[i] = true, loops++;
             for (uint32_t a = 1; a < n; a++)
-                if (kd->stmts[a].kind == KS_ACC && kd->stmts[a].column &&
-                    kd->stmts[a].red.blocked)
+                if (kd->stmts[a].kind == KS_ACC && kd->stmts[a].column && kd->stmts[a].red.blocked)
                     k->blk_loop[a] = i;
         } else if (st->acc && kd->stmts[st->acc].red.blocked && !kd->stmts[st->acc].column) {
             k->blk_acc[i] = st->acc, loops++;
@@ -1454,8 +1453,8 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->blk_loop = host_calloc(ctx, n, sizeof *k->blk_loop);
     uint32_t *stack = host_calloc(ctx, n + 1, sizeof *stack);
     if (!k->fn || !k->rnd || !k->next || !k->acc_slot || !k->across || !k->one_by_one ||
-        !k->interchange || !k->redir_at || !k->n_redir || !k->redir || !k->blk_acc ||
-        !k->col_blk || !k->blk_loop || !stack) {
+        !k->interchange || !k->redir_at || !k->n_redir || !k->redir || !k->blk_acc || !k->col_blk ||
+        !k->blk_loop || !stack) {
         host_free(ctx, stack, (n + 1) * sizeof *stack);
         return prepare_fail(k, ctx_oom(ctx, "kiln_compile: an interpreted kernel", n));
     }

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 /* An open f32 block (kd_reduce.blocked): the depth of its body and its accumulator (0:
  * every blocked column accumulator). A scalar accumulator's block is staged
  * (print_block_open): its values go to acc<a>_t[at] and kiln_sum_f32 adds `count` of them. */

@@ -116,7 +116,7 @@ bool tier_wanted(const kiln_executable *e) {
     int tiers = e->ctx->config.compile_tiers;
     if (tiers == 1 || e->sub_graph || !b->program_compile_tier || !b->launch_host) return false;
     if (tiers == 0 && !tier_same_bits(e)) return false; /* the default */
-    for (uint32_t i = 0; i < e->plan.n_kernels; i++) /* only loop kernels are compiled code */
+    for (uint32_t i = 0; i < e->plan.n_kernels; i++)    /* only loop kernels are compiled code */
         if (e->plan.kernels[i].kind == FK_LOOP) return true;
     return false;
 }

@@ -4,9 +4,11 @@
  * then swapped in between two calls.
  *
  * kiln_compile asks for tier 2 in the disk cache first (a hit: one tier, nothing in the
- * background), else prepares tier 1 and, once the executable is complete, queues tier 2
+ * background), else prepares tier 1 (the kernels the interpreter cannot run with tier 2's
+ * bits compiled at once, kx_replays) and, once the executable is complete, queues tier 2
  * here.
- * The context's tier thread compiles the queued programs one after another, at a lower
+ * The context's tier thread compiles the queued programs one after another, each once its
+ * first call has finished (or TIER_FIRST_CALL_MS after it was queued), at a lower
  * priority, finds each kernel in the new build and publishes it (exec_tier_code) with one
  * atomic store; a call reads that pointer once, at its start, and runs every kernel from
  * the build it found. Neither build is freed while the executable lives, so a call that

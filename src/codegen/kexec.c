@@ -67,6 +67,8 @@ bool kx_same_bits(void) {
 /* Lanes of a vector: long enough that a library call's cost is spread over many elements,
  * short enough that a kernel's live values stay in the core's caches. */
 enum { KX_LANES = 128, KX_FEW_LANES = 16, KX_LONG_LOOP = 64, KX_ROW_INNER = 32 };
+/* rows_across: the least length of such a loop */
+enum { KX_ROWS_ACROSS = 2 * KX_LANES };
 #define KX_NONE UINT32_MAX
 
 struct kx_kernel {
@@ -82,6 +84,10 @@ struct kx_kernel {
     /* element LOOP: a loop inside it runs at least KX_LONG_LOOP iterations, so a chunk of
      * fewer than KX_FEW_LANES elements runs them one at a time (run_loop) */
     bool *one_by_one;
+    /* element LOOP whose long loops all run across and are long enough to fill the lanes
+     * several times: one element at a time whatever the chunk, its loops' loads contiguous
+     * (across the elements they were a gather at the row's stride) */
+    bool *rows_across;
     /* LOOP of a column form's reduction whose body is the element loop alone, which has no
      * loop inside: with few elements, it runs its iterations as lanes for one element at a
      * time (the loops interchanged), its column accumulators through partials:
@@ -627,7 +633,16 @@ static void blk_accum(xs *x, uint32_t ai, const kd_stmt *a, const float *y, bool
     } else if (a->column) {
         for (int64_t l = 0; l < n; l++)
             if (!mask || mask[l]) b[x->col_off + l] += y[vuni ? 0 : l];
-    } else if (lanes_are_loop) { /* one accumulator lane: sum lane j at j * KX_LANES */
+    } else if (lanes_are_loop && !mask && !vuni && (x->lane0 - x->blk_from[ai]) % 16 == 0) {
+        /* one accumulator lane, sum lane j at j * KX_LANES: 16 values at a time, in order */
+        float t[KX_SUM_LANES];
+        for (int j = 0; j < KX_SUM_LANES; j++) t[j] = b[j * KX_LANES];
+        int64_t l = 0;
+        for (; l + KX_SUM_LANES <= n; l += KX_SUM_LANES)
+            for (int j = 0; j < KX_SUM_LANES; j++) t[j] += y[l + j];
+        for (int j = 0; l + j < n; j++) t[j] += y[l + j];
+        for (int j = 0; j < KX_SUM_LANES; j++) b[j * KX_LANES] = t[j];
+    } else if (lanes_are_loop) {
         int64_t at = x->lane0 - x->blk_from[ai];
         for (int64_t l = 0; l < n; l++)
             if (!mask || mask[l]) b[(at + l) % KX_SUM_LANES * KX_LANES] += y[vuni ? 0 : l];
@@ -920,9 +935,25 @@ static void fold_partials(xs *x, uint32_t id) {
     for (uint32_t i = 0; i < k->n_redir[id]; i++) {
         const kd_stmt *a = &x->kd->stmts[rd[i]];
         x->redirect[rd[i]] = 0;
+        int64_t to = a->column ? x->col_off : 0;
+        if (!a->red.arith && ir_dtype_compute(a->dtype) == KILN_DTYPE_F32) {
+            /* a float max or min: one loop (an exact fold, in lane order all the same) */
+            float *d = (float *)acc_mem(x, rd[i]) + to, m = *d;
+            const float *pp = (const float *)part_mem(x, rd[i]);
+            const uint8_t *pn = part_nan(x, rd[i]);
+            uint8_t flag = 0;
+            if (a->red.op == IR_REDUCE_MAX)
+                for (int64_t p = 0; p < KX_LANES; p++) m = pp[p] > m ? pp[p] : m;
+            else
+                for (int64_t p = 0; p < KX_LANES; p++) m = pp[p] < m ? pp[p] : m;
+            for (int64_t p = 0; p < KX_LANES; p++) flag |= pn[p];
+            *d = m;
+            acc_nan(x, rd[i])[to] |= flag;
+            continue;
+        }
         for (int64_t p = 0; p < KX_LANES; p++)
-            fold_one(a, acc_mem(x, rd[i]), acc_nan(x, rd[i]), a->column ? x->col_off : 0,
-                     part_mem(x, rd[i]), part_nan(x, rd[i]), p);
+            fold_one(a, acc_mem(x, rd[i]), acc_nan(x, rd[i]), to, part_mem(x, rd[i]),
+                     part_nan(x, rd[i]), p);
     }
 }
 
@@ -1052,7 +1083,7 @@ static uint32_t run_loop(xs *x, uint32_t id, const uint8_t *mask) {
         x->col_off = 0;
         return end;
     }
-    if (s->n < 0 && k->one_by_one[id] && x->je - x->jb < KX_FEW_LANES) {
+    if (s->n < 0 && k->one_by_one[id] && (x->je - x->jb < KX_FEW_LANES || k->rows_across[id])) {
         /* few elements, each with a long loop inside: one element at a time, uniform, so
          * that the loops inside run across their iterations (a sum over a long row to one
          * value per row) */
@@ -1444,6 +1475,7 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->acc_slot = host_calloc(ctx, n, sizeof *k->acc_slot);
     k->across = host_calloc(ctx, n, sizeof *k->across);
     k->one_by_one = host_calloc(ctx, n, sizeof *k->one_by_one);
+    k->rows_across = host_calloc(ctx, n, sizeof *k->rows_across);
     k->interchange = host_calloc(ctx, n, sizeof *k->interchange);
     k->redir_at = host_calloc(ctx, n, sizeof *k->redir_at);
     k->n_redir = host_calloc(ctx, n, sizeof *k->n_redir);
@@ -1453,6 +1485,7 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->blk_loop = host_calloc(ctx, n, sizeof *k->blk_loop);
     uint32_t *stack = host_calloc(ctx, n + 1, sizeof *stack);
     if (!k->fn || !k->rnd || !k->next || !k->acc_slot || !k->across || !k->one_by_one ||
+        !k->rows_across ||
         !k->interchange || !k->redir_at || !k->n_redir || !k->redir || !k->blk_acc || !k->col_blk ||
         !k->blk_loop || !stack) {
         host_free(ctx, stack, (n + 1) * sizeof *stack);
@@ -1584,6 +1617,16 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
             if (!seen) k->redir[k->n_redirs++] = b->args[0], k->n_redir[i]++;
         }
     }
+    for (uint32_t i = 1; i < n; i++) {
+        if (!k->one_by_one[i]) continue;
+        bool all = true;
+        for (uint32_t j = i + 1; j < k->next[i]; j++) {
+            const kd_stmt *l = &kd->stmts[j];
+            if (l->kind == KS_LOOP && l->n >= KX_LONG_LOOP)
+                all &= k->across[j] && l->n >= KX_ROWS_ACROSS;
+        }
+        k->rows_across[i] = all;
+    }
     host_free(ctx, stack, (n + 1) * sizeof *stack);
     k->n_masks = most_ifs + 1;
     k->n_ixbufs = depth_ix + 2;
@@ -1643,6 +1686,7 @@ void kx_free(kx_kernel *k) {
     host_free(ctx, k->acc_slot, n * sizeof *k->acc_slot);
     host_free(ctx, k->across, n * sizeof *k->across);
     host_free(ctx, k->one_by_one, n * sizeof *k->one_by_one);
+    host_free(ctx, k->rows_across, n * sizeof *k->rows_across);
     host_free(ctx, k->interchange, n * sizeof *k->interchange);
     host_free(ctx, k->redir_at, n * sizeof *k->redir_at);
     host_free(ctx, k->n_redir, n * sizeof *k->n_redir);

@@ -198,7 +198,32 @@ static int body_folded(kiln_graph *g, kiln_value x, kiln_value *outs) {
     int64_t lo[2] = {1, 0}, hi[2] = {1, 3}, in[2] = {0, 0};
     kiln_value p = kiln_pad(g, x, kiln_scalar(g, KILN_DTYPE_F64, -0.5), lo, hi, in);
     outs[0] = kiln_exp(g, kiln_tanh(g, p));
-    return 1;
+    outs[1] = kiln_sin(g, x); /* a kernel of its own, interpreted */
+    return 2;
+}
+
+/* A program whose every LOOP kernel tier 1 would compile: one tier, the whole -O3 build
+ * compiled by kiln_compile (nothing to interpret, and no second compile of the same). */
+static void test_all_compiled(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "all_compiled", &g));
+    int64_t d[2] = {37, 101};
+    int ax = 1;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 2, d);
+    kiln_value out = kiln_reduce_sum(g, kiln_exp(g, x), 1, &ax, false);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &out));
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    if (e) {
+        kiln_executable_info info;
+        kiln_executable_get_info(e, &info);
+        CHECK(e->tier == 2 && !e->interp && info.compile_tier == 2 && !e->tier1_compiled);
+    }
+    kiln_executable_destroy(e);
+    kiln_array *a = cmp_random_array(ctx, KILN_DTYPE_F64, 2, d, &seed);
+    CHECK(cmp_graph(ctx, g, 1, &a, NULL, 1e-5, NULL));
+    kiln_array_destroy(a);
+    kiln_graph_destroy(g);
 }
 
 /* How many of g's LOOP kernels tier 1 compiles rather than interprets. */
@@ -314,6 +339,7 @@ int main(void) {
     test_tier_bits_always = true; /* every program's tier 2 gives tier 1's bytes */
     RUN_CC(test_forms);
     RUN_CC(test_replayed_sums);
+    RUN_CC(test_all_compiled);
     RUN_CC(test_host_failures);
     kiln_context_destroy(ctx);
     return test_summary("kexec");

@@ -163,14 +163,23 @@ kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_progr
     e->n_interp = nk ? nk : 1;
     bool *need = host_calloc(e->ctx, nk ? nk : 1, sizeof *need);
     if (!need) return ctx_oom(e->ctx, "kiln_compile: the first tier's kernels", nk);
+    uint32_t loops = 0;
     for (uint32_t i = 0; i < nk && !s; i++) {
         if (e->plan.kernels[i].kind != FK_LOOP) continue;
+        loops++;
         s = kx_prepare(e->g, &e->plan, i, &e->interp[i]);
         if (!s && !kx_replays(e->interp[i], NULL)) {
             kx_free(e->interp[i]);
             e->interp[i] = NULL;
             need[i] = true, n_need++;
         }
+    }
+    if (!s && n_need == loops) { /* nothing to interpret: one tier, the whole build now */
+        host_free(e->ctx, need, (nk ? nk : 1) * sizeof *need);
+        tier_interp_free(e);
+        e->tier = 2;
+        return b->program_compile(e->dev->state, e->dev->index, e->source, strlen(e->source), prog,
+                                  info);
     }
     if (!s && n_need) s = compile_unreplayed(e, need, prog, info);
     e->tier1_compiled = n_need;

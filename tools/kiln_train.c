@@ -421,8 +421,15 @@ void kiln_tool_sample_help(FILE *f) {
     kiln_tool_flags_help(&sample_command, f);
 }
 
+/* kiln train compiles its step with one tier (KILN_COMPILE_TIERS, set, still decides): a
+ * job of many steps gains nothing from starting on the kernels' descriptions, whose steps
+ * are several times the optimised build's while that build compiles beside them
+ * (docs/performance.md, "Compile tiers"). kiln sample keeps the default: its first token
+ * sooner. */
 static kiln_context *make_context(const char *cmd, int threads, int devices) {
-    kiln_context_options co = {.num_threads = threads, .cpu_devices = devices};
+    kiln_context_options co = {.num_threads = threads,
+                               .cpu_devices = devices,
+                               .compile_tiers = !strcmp(cmd, "train") ? 1 : 0};
     kiln_context *ctx = NULL;
     char err[512];
     if (kiln_context_create(&co, &ctx, err, sizeof err)) {

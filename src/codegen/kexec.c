@@ -633,7 +633,8 @@ static void blk_accum(xs *x, uint32_t ai, const kd_stmt *a, const float *y, bool
     } else if (a->column) {
         for (int64_t l = 0; l < n; l++)
             if (!mask || mask[l]) b[x->col_off + l] += y[vuni ? 0 : l];
-    } else if (lanes_are_loop && !mask && !vuni && (x->lane0 - x->blk_from[ai]) % 16 == 0) {
+    } else if (lanes_are_loop && !mask && !vuni &&
+               (x->lane0 - x->blk_from[ai]) % KX_SUM_LANES == 0) {
         /* one accumulator lane, sum lane j at j * KX_LANES: 16 values at a time, in order */
         float t[KX_SUM_LANES];
         for (int j = 0; j < KX_SUM_LANES; j++) t[j] = b[j * KX_LANES];
@@ -1485,9 +1486,8 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->blk_loop = host_calloc(ctx, n, sizeof *k->blk_loop);
     uint32_t *stack = host_calloc(ctx, n + 1, sizeof *stack);
     if (!k->fn || !k->rnd || !k->next || !k->acc_slot || !k->across || !k->one_by_one ||
-        !k->rows_across ||
-        !k->interchange || !k->redir_at || !k->n_redir || !k->redir || !k->blk_acc || !k->col_blk ||
-        !k->blk_loop || !stack) {
+        !k->rows_across || !k->interchange || !k->redir_at || !k->n_redir || !k->redir ||
+        !k->blk_acc || !k->col_blk || !k->blk_loop || !stack) {
         host_free(ctx, stack, (n + 1) * sizeof *stack);
         return prepare_fail(k, ctx_oom(ctx, "kiln_compile: an interpreted kernel", n));
     }
@@ -1631,17 +1631,21 @@ kiln_status kx_prepare(const kiln_graph *g, const fusion_plan *p, uint32_t ki, k
     k->n_masks = most_ifs + 1;
     k->n_ixbufs = depth_ix + 2;
     k->acc_lanes = kd->chunk > KX_LANES ? kd->chunk : KX_LANES;
-    k->blk_floats = k->acc_lanes + 2 * KX_FEW_LANES * KX_LANES; /* a column's, stage_cols */
-    if (k->blk_floats < KX_SUM_LANES * KX_LANES) k->blk_floats = KX_SUM_LANES * KX_LANES;
-    /* stage_cols: each blocked column accumulator added by one ACCUM (once a row) */
-    k->stage_cols = true;
-    for (uint32_t a = 1; a < n; a++) {
+    /* stage_cols: an interchanged blocked column loop, each blocked column accumulator
+     * added by one ACCUM (once a row) */
+    k->stage_cols = false;
+    for (uint32_t i = 1; i < n; i++) k->stage_cols |= k->interchange[i] && k->col_blk[i];
+    for (uint32_t a = 1; a < n && k->stage_cols; a++) {
         if (kd->stmts[a].kind != KS_ACC || !kd->stmts[a].column || !k->blk_loop[a]) continue;
         int accums = 0;
         for (uint32_t u = 1; u < n; u++)
             accums += kd->stmts[u].kind == KS_ACCUM && kd->stmts[u].args[0] == a;
-        k->stage_cols &= accums == 1;
+        k->stage_cols = accums == 1;
     }
+    /* a block's state: a scalar's 16 sum lanes per lane, or a column's f32 sums and, when
+     * staged, a chunk of rows for each of at most 2 * KX_FEW_LANES columns */
+    k->blk_floats = k->acc_lanes + (k->stage_cols ? 2 * KX_FEW_LANES * KX_LANES : 0);
+    if (k->blk_floats < KX_SUM_LANES * KX_LANES) k->blk_floats = KX_SUM_LANES * KX_LANES;
     k->row_lanes = !kd->columns && kd->parts < 2 && kd->rows >= KX_LANES &&
                    ((kd->chunks == 1 && kd->inner <= KX_ROW_INNER) ||
                     (kd->tiled && kd->chunk <= 2 * KX_ROW_INNER));

@@ -342,7 +342,7 @@ static kiln_status probe(kiln_context *ctx, cc_compiler *st) {
     return KILN_STATUS_OK;
 }
 
-bool cc_compiler_is_library_s(cc_compiler *cc) {
+bool cc_compiler_matches_library(cc_compiler *cc) {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__VERSION__)
     pthread_mutex_lock(&cc->mu);
     kiln_status s = cc->probed ? KILN_STATUS_OK : probe(cc->ctx, cc);

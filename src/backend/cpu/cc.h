@@ -28,7 +28,7 @@ void cc_compiler_destroy(cc_compiler *cc);
  * no KILN_CC_FLAGS. Then the library's own loops (the op library of the first compile tier)
  * and the kernels cc builds compute each op's expression the same way. Finds and asks the
  * compiler the first time (false, no message, when there is none). */
-bool cc_compiler_is_library_s(cc_compiler *cc);
+bool cc_compiler_matches_library(cc_compiler *cc);
 
 /* Compiles `source` (len bytes) with the system C compiler into a shared object and
  * dlopens it, or loads it from the disk cache; *from_cache (may be NULL) tells which.

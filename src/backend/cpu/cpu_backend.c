@@ -212,7 +212,7 @@ static kiln_status cpu_program_compile_tier(void *state, int device, const char 
 }
 
 static bool cpu_tier_same_compiler(void *state) {
-    return cc_compiler_is_library_s(((cpu_state *)state)->cc);
+    return cc_compiler_matches_library(((cpu_state *)state)->cc);
 }
 
 static void cpu_program_free(void *state, kn_program *prog) {

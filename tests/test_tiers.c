@@ -329,6 +329,58 @@ static void test_cc_flags_keep_tier1(void) {
     remove_tree(dir);
 }
 
+/* KILN_COMPILE_TIERS=2 with a compiler that fails: tier 1 needs none, so a program runs
+ * (an f64 sum the C compiler would vectorise in its own order included: with no bits
+ * promised it is interpreted, not compiled for tier 1), gives the reference's values, and
+ * stays on tier 1 when its optimised build fails, which the listing says. */
+static void test_broken_compiler_keeps_tier1(void) {
+    char dir[] = "/tmp/kiln-test-tiers-nocc-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    kiln_context_options o;
+    memset(&o, 0, sizeof o);
+    o.ignore_environment = true;
+    o.cache_dir = dir;
+    o.cc = "/bin/false";
+    o.compile_tiers = 2;
+    kiln_context *c = NULL;
+    CHECK(kiln_context_create(&o, &c, NULL, 0) == KILN_STATUS_OK);
+    if (!c) return;
+    kiln_graph *g = NULL;
+    CHECK_OK(c, kiln_graph_create(c, "nocc", &g));
+    int64_t d[2] = {37, 101};
+    int ax = 1;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 2, d);
+    kiln_value out = kiln_reduce_sum(g, kiln_exp(g, x), 1, &ax, false);
+    CHECK_OK(c, kiln_graph_finish(g, 1, &out));
+    kiln_executable *e = NULL;
+    kiln_compile_options co = {.keep_ir = true};
+    CHECK_OK(c, kiln_compile(g, &co, &e));
+    if (e) {
+        CHECK(e->tier == 1 && !tier_same_bits(e) && !e->tier1_compiled);
+        static double h[37 * 101];
+        for (int i = 0; i < 37 * 101; i++) h[i] = (double)(i % 17) * 0.125 - 1.0;
+        kiln_array *a = NULL, *got = NULL, *want = NULL;
+        CHECK_OK(c, kiln_array_create(c, KILN_DTYPE_F64, 2, d, h, &a));
+        CHECK_OK(c, kiln_executable_run(e, 1, &a, 1, &got));
+        CHECK_OK(c, kiln_interpret(g, 1, &a, 1, &want));
+        double r1[37], r2[37];
+        CHECK_OK(c, kiln_array_copy_to_host(got, r1, sizeof r1));
+        CHECK_OK(c, kiln_array_copy_to_host(want, r2, sizeof r2));
+        int bad = 0;
+        for (int i = 0; i < 37; i++) bad += !test_close(r1[i], r2[i], 1e-12, 1e-12);
+        CHECK(bad == 0);
+        CHECK(tier_wait(e) == 1); /* the optimised build failed: tier 1 stays */
+        char *text = kiln_executable_to_string(e);
+        CHECK_CONTAINS(text, "the optimised build failed to compile");
+        kiln_string_free(c, text);
+        kiln_array_destroy(a), kiln_array_destroy(got), kiln_array_destroy(want);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    kiln_context_destroy(c);
+    remove_tree(dir);
+}
+
 /* KILN_COMPILE_TIERS: 1 and 2 are taken, anything else names the variable. */
 static void test_environment(void) {
     char dir[] = "/tmp/kiln-test-tiers-env-XXXXXX";
@@ -406,6 +458,7 @@ int main(void) {
     RUN_CC(test_destroy_during_background_compile);
     RUN_CC(test_cc_flags_keep_tier1);
     RUN_CC(test_default_tiers);
+    RUN_CC(test_broken_compiler_keeps_tier1);
     remove_tree(cache_dir);
     return test_summary("tiers");
 }

@@ -163,12 +163,16 @@ kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_progr
     e->n_interp = nk ? nk : 1;
     bool *need = host_calloc(e->ctx, nk ? nk : 1, sizeof *need);
     if (!need) return ctx_oom(e->ctx, "kiln_compile: the first tier's kernels", nk);
+    /* compiling the kernels tier 1 cannot replay keeps the bits promise; where there is
+     * none (KILN_COMPILE_TIERS=2 with another compiler, or none at all) tier 1 runs them
+     * too, within their rounding, and needs no compiler */
+    bool exact = tier_same_bits(e);
     uint32_t loops = 0;
     for (uint32_t i = 0; i < nk && !s; i++) {
         if (e->plan.kernels[i].kind != FK_LOOP) continue;
         loops++;
         s = kx_prepare(e->g, &e->plan, i, &e->interp[i]);
-        if (!s && !kx_replays(e->interp[i], NULL)) {
+        if (!s && exact && !kx_replays(e->interp[i], NULL)) {
             kx_free(e->interp[i]);
             e->interp[i] = NULL;
             need[i] = true, n_need++;

@@ -27,7 +27,8 @@ kiln_status tier_service_create(kiln_context *ctx);
  * backends close: the job in progress uses the compiler. NULL service: a no-op. */
 void tier_service_destroy(kiln_context *ctx);
 
-/* Whether kiln_compile builds e in tiers: the context's setting is 2, e is a whole program
+/* Whether kiln_compile builds e in tiers: the context's setting is 2 (or 0, the default,
+ * and tier_same_bits), e is a whole program
  * (not a loop body or branch), and its backend runs host code (launch_host) and builds in
  * the background (program_compile_tier). */
 bool tier_wanted(const kiln_executable *e);
@@ -36,7 +37,9 @@ bool tier_wanted(const kiln_executable *e);
  * (tier_same_compiler). The default (compile_tiers 0) has two tiers only then. */
 bool tier_same_bits(const kiln_executable *e);
 /* Loads e's program: tier 2 from the cache if it is there (*prog), else prepares tier 1,
- * each LOOP kernel run from its description (e->interp; *prog NULL). e->tier says which,
+ * each LOOP kernel run from its description (e->interp), but where the tiers promise the
+ * same bits (tier_same_bits) those kx_replays refuses, compiled now into *prog (NULL when
+ * there are none; every one: a one-tier program). e->tier says which,
  * and whether tier 2 is still to come. In load_kernels' place of program_compile. */
 kiln_status tier_program_compile(kiln_executable *e, kn_program **prog, kn_program_info *info);
 /* Queues e's tier-2 build (its source is copied) when e runs tier 1; else nothing.

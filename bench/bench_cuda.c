@@ -47,6 +47,7 @@ static kiln_context *make_context(kiln_alloc_mode mode, double fraction, bool tf
                               .matmul_tf32 = tf32};
     kiln_context *c = NULL;
     char err[512];
+    bench_one_tier();
     if (kiln_context_create(&o, &c, err, sizeof err)) {
         fprintf(stderr, "bench_cuda: %s\n", err);
         exit(1);

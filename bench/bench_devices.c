@@ -32,6 +32,7 @@ static side open_side(bool async) {
     side s;
     kiln_context_options o = {.async_dispatch = async};
     char err[512];
+    bench_one_tier();
     if (kiln_context_create(&o, &s.ctx, err, sizeof err)) fprintf(stderr, "%s\n", err), exit(1);
     kiln_jit_options jo = {.name = "tiny", .fn = tiny_fn};
     DIE(s.ctx, kiln_jit_create(s.ctx, &jo, &s.j));

@@ -100,6 +100,7 @@ int main(void) {
     kiln_context_options co = {.host_allocator = &ha};
     kiln_context *ctx;
     char err[512];
+    setenv("KILN_COMPILE_TIERS", "1", 0); /* the -O3 build: bench_util.h, bench_one_tier */
     if (kiln_context_create(&co, &ctx, err, sizeof err))
         return fprintf(stderr, "bench_exec_memory: %s\n", err), 1;
     kiln_compile_options o = {0};

@@ -231,6 +231,7 @@ static void bench_compile_time(void) {
 int main(int argc, char **argv) {
     if (argc > 1) reps = atoi(argv[1]) > 0 && atoi(argv[1]) < 32 ? atoi(argv[1]) : reps;
     char err[512];
+    bench_one_tier();
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
     if (argc > 2 && !strcmp(argv[2], "dispatch")) { /* that figure alone: bench_jit 7 dispatch */
         bench_dispatch();

@@ -48,6 +48,16 @@ static inline double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Steady-state benchmarks time the -O3 build. With two compile tiers (the default where the
+ * tiers give the same bits, docs/performance.md) a program's first calls run its kernels
+ * from their descriptions until the build is swapped in, which a warm-up run or two need
+ * not outlast. Call before creating the context; KILN_COMPILE_TIERS in the environment
+ * still wins (bench/programs and bench/gpt/first_step.sh time the first calls on purpose). */
+static inline void bench_one_tier(void) {
+    const char *v = getenv("KILN_COMPILE_TIERS");
+    if (!v || !*v) setenv("KILN_COMPILE_TIERS", "1", 1);
+}
+
 #define DIE(ctx, e)                                                                                \
     do {                                                                                           \
         if ((e) != KILN_STATUS_OK) {                                                               \

@@ -159,6 +159,7 @@ int main(int argc, char **argv) {
     steps = steps < 20 ? 20 : steps > 2000 ? 2000 : steps;
     char err[256];
     kiln_context *ctx;
+    bench_one_tier();
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
     uint64_t rng = 35;
     kiln_array *state[3 * NP], *x[NB], *y[NB], *args[N_ARGS], *outs[N_OUTS];

@@ -24,6 +24,7 @@ int main(int argc, char **argv) {
     kiln_context_options co = {.num_threads = 1};
     kiln_context *ctx = NULL;
     char err[GPT_ERR_SIZE];
+    bench_one_tier();
     if (kiln_context_create(&co, &ctx, err, sizeof err)) die(NULL, "context", err);
     kiln_comm *comm = NULL;
     if (kiln_comm_create_mpi(ctx, 300, &comm)) die(ctx, "kiln_comm_create_mpi", NULL);

@@ -60,6 +60,7 @@ int main(int argc, char **argv) {
     kiln_context_options co = {.num_threads = mpi ? 1 : n, .cpu_devices = mpi ? 1 : n};
     kiln_context *ctx = NULL;
     char err[GPT_ERR_SIZE];
+    bench_one_tier();
     if (kiln_context_create(&co, &ctx, err, sizeof err)) fail("context", err);
     kiln_comm *comms[MAX_LOCAL] = {0};
     if (mpi ? kiln_comm_create_mpi(ctx, 300, &comms[0])

@@ -76,6 +76,7 @@ int main(int argc, char **argv) {
     int reps = argc > 4 ? atoi(argv[4]) : 20;
     kiln_context *ctx = NULL;
     char err[256];
+    bench_one_tier();
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) {
         fprintf(stderr, "bench_gather: %s\n", err);
         return 1;

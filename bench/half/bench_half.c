@@ -102,6 +102,7 @@ int main(int argc, char **argv) {
     if (reps < 1 || reps > 63) reps = 9;
     kiln_context *ctx = NULL;
     char err[512];
+    bench_one_tier();
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;

@@ -70,6 +70,7 @@ int main(int argc, char **argv) {
     reps = reps < 10 ? 10 : reps > 1000 ? 1000 : reps;
     char err[256], file[32];
     kiln_context *ctx;
+    bench_one_tier();
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
     uint64_t rng = 42;
     kiln_array *args[N_ARGS], *outs[NP];

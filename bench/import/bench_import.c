@@ -243,6 +243,7 @@ int main(int argc, char **argv) {
     }
     kiln_context *ctx = NULL;
     char err[512];
+    bench_one_tier();
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;

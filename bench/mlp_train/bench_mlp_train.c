@@ -110,6 +110,7 @@ int main(int argc, char **argv) {
     reps = reps < 20 ? 20 : reps > 1000 ? 1000 : reps;
     char err[256];
     kiln_context *ctx;
+    bench_one_tier();
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
 
     /* The shared starting point: torch.nn.Linear's init, U(-1/sqrt(fan_in), 1/sqrt(fan_in))

@@ -255,6 +255,7 @@ int main(int argc, char **argv) {
     if (argc > 1) reps = atoi(argv[1]) < 1 ? 1 : atoi(argv[1]) > 60 ? 60 : atoi(argv[1]);
     kiln_context *ctx = NULL;
     char err[512];
+    bench_one_tier();
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;

@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
     kiln_context *ctx = NULL;
     char err[256];
     kiln_context_options co = {.num_threads = 1}; /* kiln sample's default */
+    setenv("KILN_COMPILE_TIERS", "1", 0); /* the -O3 build: bench_util.h, bench_one_tier */
     if (kiln_context_create(&co, &ctx, err, sizeof err)) {
         fprintf(stderr, "bench_sample_kv: %s\n", err);
         return 1;

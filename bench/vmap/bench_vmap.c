@@ -61,6 +61,7 @@ int main(int argc, char **argv) {
     if (batch < 1 || batch > 65536) return fprintf(stderr, "batch out of range\n"), 2;
     char err[256], file[32];
     kiln_context *ctx;
+    bench_one_tier();
     if (kiln_context_create(NULL, &ctx, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
     uint64_t rng = 42;
     kiln_array *args[NP + 2], *outs[NP];

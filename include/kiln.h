@@ -194,6 +194,9 @@ typedef struct kiln_context_options {
      * tier. kiln_executable_info.compile_tier says which tier an executable runs now, and
      * the profile counts runs per tier. */
     int compile_tiers;
+    /* KILN_ALLOW_EXCESS_PRECISION: the default of kiln_compile_options.allow_excess_precision
+     * for every program the context compiles (docs/mixed_precision.md, "Excess precision"). */
+    bool allow_excess_precision;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,
@@ -1672,6 +1675,18 @@ typedef struct kiln_compile_options {
      * resolve to the one figure kiln_budget_result.budget_bytes reports (docs/memory.md,
      * "A memory budget"). */
     double activation_memory_budget;
+    /* Let the 16-bit float values (bf16, f16) a fused kernel computes stay in f32 until it
+     * stores them, as XLA's xla_allow_excess_precision and torch.compile (Inductor without
+     * emulate_precision_casts) allow: a chain of elementwise ops rounds once, where its
+     * result is written, not after every op. Faster, where the roundings and not the
+     * memory bound a kernel, and no less accurate; but a value's bits then depend on what
+     * is fused with what, and differ from kiln_interpret's and from JAX's on the CPU, which
+     * round after every op as kiln does by default (docs/mixed_precision.md, "Excess
+     * precision"). Every value a kernel reads or compares is then f32 inside it; a
+     * kiln_convert to a 16-bit dtype, random draws and iotas still round, and a value
+     * stored to memory always has its dtype. false: the context's
+     * KILN_ALLOW_EXCESS_PRECISION (off unless set). */
+    bool allow_excess_precision;
 } kiln_compile_options;
 
 /* kiln_compile_options.budget_result. All zero when no budget was set (no search made). */

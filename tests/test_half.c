@@ -146,8 +146,38 @@ static void test_table(void) {
     CHECK_MSG(bad == 0, "%d of %d conversions differ from ml_dtypes/NumPy", bad, n);
 }
 
+/* kiln_rnd_bf16_arith (kd_stmt.round_arith) against kiln_rnd_bf16, bit for bit, on the
+ * results of +, -, * and / with every bf16 pattern as one operand and, as the other, every
+ * bf16 NaN (both signs, every payload), both infinities, both zeros, the largest finite
+ * values and a spread of others: the cases where a NaN meets the rounding's add. The
+ * operations run on the machine (volatile operands: no folding), as in a kernel. */
+static void test_round_arith(void) {
+    uint16_t others[400];
+    int n = 0;
+    for (uint32_t m = 1; m < 0x80; m++) others[n++] = (uint16_t)(0x7f80u | m), others[n++] = (uint16_t)(0xff80u | m);
+    static const uint16_t edge[] = {0x7f80, 0xff80, 0x0000, 0x8000, 0x7f7f, 0xff7f, 0x0001, 0x8001,
+                                    0x3f80, 0xbf80, 0x4040, 0x3eab, 0x0080, 0x4b00, 0xc2f7};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) others[n++] = edge[i];
+    for (uint32_t k = 0; k < 64; k++) others[n++] = (uint16_t)(k * 1031u + 17u);
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        for (int j = 0; j < n; j++) {
+            volatile float x = kiln_ld_bf16((uint16_t)h), y = kiln_ld_bf16(others[j]);
+            float r[8] = {x + y, y + x, x - y, y - x, x * y, y * x, x / y, y / x};
+            for (int o = 0; o < 8; o++) {
+                uint32_t a = kn_f32_bits(kiln_rnd_bf16(r[o])), b = kn_f32_bits(kiln_rnd_bf16_arith(r[o]));
+                if (a != b && bad++ < 5)
+                    fprintf(stderr, "bf16 %04x, %04x, op %d: %08x rounds to %08x, arith %08x\n", h,
+                            others[j], o, kn_f32_bits(r[o]), a, b);
+            }
+        }
+    }
+    CHECK_MSG(bad == 0, "kiln_rnd_bf16_arith differs from kiln_rnd_bf16 %d times", bad);
+}
+
 int main(void) {
     RUN(test_widen_all);
+    RUN(test_round_arith);
     RUN(test_narrow_f32);
     RUN(test_table);
     return test_summary("test_half");

@@ -49,6 +49,7 @@ typedef struct kn_config {
     bool profile;             /* KILN_PROFILE: profile every executable, report at destroy */
     char nccl_library[1024];  /* KILN_NCCL_LIBRARY; "": libnccl.so.2 */
     int compile_tiers;        /* KILN_COMPILE_TIERS: 1, 2, or 0: the default (tier_wanted) */
+    bool excess_precision;    /* KILN_ALLOW_EXCESS_PRECISION: fused 16-bit values stay f32 */
 } kn_config;
 
 #define KN_MAX_CPU_DEVICES 64

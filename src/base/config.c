@@ -284,6 +284,11 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
                            "descriptions first, -O3 in the background)");
         c->compile_tiers = (int)t;
     }
+    if ((v = getenv("KILN_ALLOW_EXCESS_PRECISION")) && *v) {
+        if (!config_parse_bool(v, &c->excess_precision))
+            return bad_env(err, n, "KILN_ALLOW_EXCESS_PRECISION", v,
+                           "true or false (1/0, yes/no, on/off)");
+    }
     if ((v = getenv("KILN_PROFILE")) && *v) {
         if (!config_parse_bool(v, &c->profile))
             return bad_env(err, n, "KILN_PROFILE", v, "true or false (1/0, yes/no, on/off)");
@@ -321,6 +326,7 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
                        .matmul_tf32 = o->matmul_tf32,
                        .profile = o->profile,
                        .compile_tiers = o->compile_tiers,
+                       .excess_precision = o->allow_excess_precision,
                        .cache_max_bytes = cache_cap(o->cache_max_bytes)};
     /* lengths were checked above */
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);

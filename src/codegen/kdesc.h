@@ -225,8 +225,14 @@ typedef struct kd_stmt {
     /* OP, IOTA, RESULT of a 16-bit node: the value is computed in f32 and rounded to this
      * dtype (nearest even) where it is made, as XLA rounds after every op, so that the bits
      * do not depend on what is fused with what; KILN_DTYPE_INVALID: no rounding (not 16-bit,
-     * or an op that cannot leave the dtype's values: max, min, neg, abs, select, sign) */
+     * an op that cannot leave the dtype's values: max, min, neg, abs, select, sign, or,
+     * with fusion_plan.excess_precision, any but a convert, a random draw and an iota) */
     kiln_dtype round;
+    /* round is bf16 and the value is +, -, * or / of bf16 values (rounded ones: no excess
+     * precision): a NaN it gives is an operand's, quieted, or the default NaN, both with
+     * the 16 low bits zero, which the rounding's integer add leaves as they are; so it
+     * needs no NaN test (kiln_rnd_bf16_arith, the same bits as kiln_rnd_bf16) */
+    bool round_arith;
     ir_op op;      /* OP */
     uint32_t node; /* IR node it computes a part of (0: none) */
     uint32_t args[3], n_args;

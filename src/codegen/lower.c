@@ -77,13 +77,26 @@ static bool keeps_values(const kd_kernel *kd, const kd_stmt *s) {
     }
 }
 
+/* Whether statement s makes a 16-bit value that must be rounded where it is made even with
+ * excess precision (fusion_plan.excess_precision): an explicit convert (the user asked for
+ * the rounding), a random draw and an iota (what they draw or count is defined by the
+ * 16-bit dtype). Every other op's and reduction's result then stays f32 until stored. */
+static bool rounds_always(const kd_stmt *s) {
+    return s->kind == KS_IOTA || (s->kind == KS_OP && (s->op == IR_CONVERT || s->op == IR_RANDOM));
+}
+
 static uint32_t emit(lw *l, kd_stmt s) {
     kd_kernel *kd = l->kd;
     /* 16-bit floats are computed in f32: the statement carries the compute dtype, and the
-     * ops that make a new value round it back (kd_stmt.round) */
+     * ops that make a new value round it back (kd_stmt.round), unless the plan allows
+     * excess precision */
     if (ir_dtype_is_half(s.dtype)) {
-        if ((s.kind == KS_OP || s.kind == KS_IOTA || s.kind == KS_RESULT) && !keeps_values(kd, &s))
+        if ((s.kind == KS_OP || s.kind == KS_IOTA || s.kind == KS_RESULT) &&
+            !keeps_values(kd, &s) && (!l->p->excess_precision || rounds_always(&s)))
             s.round = s.dtype;
+        s.round_arith = s.round == KILN_DTYPE_BF16 && s.kind == KS_OP &&
+                        s.in_dtype == KILN_DTYPE_BF16 && !l->p->excess_precision &&
+                        (s.op == IR_ADD || s.op == IR_SUB || s.op == IR_MUL || s.op == IR_DIV);
         s.dtype = KILN_DTYPE_F32;
     }
     s.in_dtype = ir_dtype_compute(s.in_dtype);

@@ -344,7 +344,8 @@ void pr_stmt(pr *p, uint32_t id) {
             snprintf(ex, sizeof ex, "0");
         }
         if (s->round)
-            pr_line(p, "const %s v%u = kiln_rnd_%s(%s);", ct, id, pr_dtype_suffix(s->round), ex);
+            pr_line(p, "const %s v%u = kiln_rnd_%s%s(%s);", ct, id, pr_dtype_suffix(s->round),
+                    s->round_arith ? "_arith" : "", ex);
         else if (p->rounded && pr_product_valued(s->op, s->dtype))
             pr_line(p, "const %s v%u = KILN_ROUNDED_%s(%s);", ct, id, pr_dtype_suffix(s->dtype),
                     ex);

@@ -191,7 +191,9 @@ static kiln_status plan_memory(kiln_executable *e) {
 }
 
 kiln_status exec_fuse_and_plan(kiln_executable *e, const kiln_compile_options *o) {
-    fusion_options fo = {.disable = o->disable_fusion};
+    fusion_options fo = {.disable = o->disable_fusion,
+                         .excess_precision =
+                             o->allow_excess_precision || e->ctx->config.excess_precision};
     kiln_status s = fusion_plan_build(e->g, &fo, &e->plan);
     return s ? s : plan_memory(e);
 }

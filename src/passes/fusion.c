@@ -874,6 +874,7 @@ kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusi
     memset(p, 0, sizeof *p);
     p->ctx = ctx;
     p->n_nodes = g->n_nodes;
+    p->excess_precision = o && o->excess_precision;
     decide_state s = {.g = g};
     kiln_status st = ir_users_build(g, &s.users);
     if (st) return st;

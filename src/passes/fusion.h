@@ -77,10 +77,14 @@ typedef struct fusion_plan {
     fkernel *kernels;
     uint32_t n_kernels, cap_kernels;
     uint32_t n_fused_away; /* non-source nodes that got no buffer */
+    /* 16-bit float values stay f32 inside a kernel and round only where stored
+     * (kiln_compile_options.allow_excess_precision; kd_lower reads it) */
+    bool excess_precision;
 } fusion_plan;
 
 typedef struct fusion_options {
-    bool disable; /* one kernel per op (every node materialised): for tests and reports */
+    bool disable;          /* one kernel per op (every node materialised): for tests and reports */
+    bool excess_precision; /* fusion_plan.excess_precision */
 } fusion_options;
 
 kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusion_plan *out);

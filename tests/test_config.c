@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static const char *const vars[] = {"KILN_ALLOCATOR",    "KILN_PREALLOCATE",     "KILN_MEM_FRACTION",
-                                   "KILN_MEMORY_LIMIT", "KILN_NUM_THREADS",     "KILN_CACHE_DIR",
-                                   "KILN_ALLOC_TRACE",  "KILN_CACHE_MAX_BYTES", "KILN_CC",
-                                   "KILN_CC_FLAGS",     "KILN_VERIFY_PASSES",   "KILN_DUMP",
-                                   "KILN_BLAS",         "KILN_NCCL_LIBRARY"};
+static const char *const vars[] = {
+    "KILN_ALLOCATOR",   "KILN_PREALLOCATE",  "KILN_MEM_FRACTION",          "KILN_MEMORY_LIMIT",
+    "KILN_NUM_THREADS", "KILN_CACHE_DIR",    "KILN_ALLOC_TRACE",           "KILN_CACHE_MAX_BYTES",
+    "KILN_CC",          "KILN_CC_FLAGS",     "KILN_VERIFY_PASSES",         "KILN_DUMP",
+    "KILN_BLAS",        "KILN_NCCL_LIBRARY", "KILN_ALLOW_EXCESS_PRECISION"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -60,6 +60,7 @@ static void test_bad_values(void) {
     expect_env_error("KILN_VERIFY_PASSES", "maybe");
     expect_env_error("KILN_NUM_THREADS", "5000");
     expect_env_error("KILN_BLAS", "mkl");
+    expect_env_error("KILN_ALLOW_EXCESS_PRECISION", "sometimes");
 }
 
 static void test_disagreeing_variables(void) {
@@ -160,6 +161,12 @@ static void test_option_fields(void) {
     CHECK(!strcmp(c.cc_flags, "-O1"));
     c = config_with("KILN_VERIFY_PASSES", "off", &o);
     CHECK(!c.verify_passes);
+    c = config_with("KILN_ALLOW_EXCESS_PRECISION", "yes", &o);
+    CHECK(c.excess_precision);
+    o.allow_excess_precision = true;
+    CHECK(config_with(NULL, NULL, &o).excess_precision);
+    CHECK(!config_with("KILN_ALLOW_EXCESS_PRECISION", "0", &o).excess_precision);
+    o.allow_excess_precision = false;
     c = config_with("KILN_CACHE_MAX_BYTES", "0", &o); /* the variable's "no disk cache" */
     CHECK(c.cache_max_bytes == 0);
     o.ignore_environment = true;

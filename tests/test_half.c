@@ -154,7 +154,8 @@ static void test_table(void) {
 static void test_round_arith(void) {
     uint16_t others[400];
     int n = 0;
-    for (uint32_t m = 1; m < 0x80; m++) others[n++] = (uint16_t)(0x7f80u | m), others[n++] = (uint16_t)(0xff80u | m);
+    for (uint32_t m = 1; m < 0x80; m++)
+        others[n++] = (uint16_t)(0x7f80u | m), others[n++] = (uint16_t)(0xff80u | m);
     static const uint16_t edge[] = {0x7f80, 0xff80, 0x0000, 0x8000, 0x7f7f, 0xff7f, 0x0001, 0x8001,
                                     0x3f80, 0xbf80, 0x4040, 0x3eab, 0x0080, 0x4b00, 0xc2f7};
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) others[n++] = edge[i];
@@ -165,7 +166,8 @@ static void test_round_arith(void) {
             volatile float x = kiln_ld_bf16((uint16_t)h), y = kiln_ld_bf16(others[j]);
             float r[8] = {x + y, y + x, x - y, y - x, x * y, y * x, x / y, y / x};
             for (int o = 0; o < 8; o++) {
-                uint32_t a = kn_f32_bits(kiln_rnd_bf16(r[o])), b = kn_f32_bits(kiln_rnd_bf16_arith(r[o]));
+                uint32_t a = kn_f32_bits(kiln_rnd_bf16(r[o])),
+                         b = kn_f32_bits(kiln_rnd_bf16_arith(r[o]));
                 if (a != b && bad++ < 5)
                     fprintf(stderr, "bf16 %04x, %04x, op %d: %08x rounds to %08x, arith %08x\n", h,
                             others[j], o, kn_f32_bits(r[o]), a, b);

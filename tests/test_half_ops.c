@@ -15,6 +15,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/blas.h"
+#include "base/half.h"
 
 static kiln_context *ctx;
 static char cache_dir[] = "/tmp/kiln-test-half-ops-XXXXXX"; /* main makes it */
@@ -497,6 +498,159 @@ static void test_refusals(void) {
                       kn_lib_op_name((kn_lib_op)op), kiln_dtype_name(halves[i]));
 }
 
+/* ------------------------------------------------------- excess precision ---- */
+
+/* One step of the chain below in f32, each on the machine and rounded there (volatile: no
+ * contraction into a fused multiply-add, as the kernels keep products apart). */
+static float xp_step(int k, float v, float x) {
+    volatile float a = v, b = x, r;
+    switch (k) {
+    case 0: r = a * 1.5f; break;
+    case 1: r = a + 0.25f; break;
+    case 2: r = a * b; break;
+    case 3: r = a - 0.5f; break;
+    default: r = a * 0.75f; break;
+    }
+    return r;
+}
+
+static float xp_round(kiln_dtype t, float f) {
+    return t == KILN_DTYPE_BF16 ? kn_bf16_to_f32(kn_f32_to_bf16(f))
+                                : kn_f16_to_f32(kn_f32_to_f16(f));
+}
+
+/* Compiles g with o (keep_ir added), runs it on args and copies output `out` (of n 16-bit
+ * elements) to host; with KILN_TEST_TIER1=bits the optimised build must give its bytes. */
+static void xp_run(kiln_context *c, kiln_graph *g, int n_args, kiln_array **args,
+                   kiln_compile_options o, int n_out, int out, uint16_t *host, int64_t n) {
+    kiln_executable *e = NULL;
+    kiln_array *res[4] = {0};
+    memset(host, 0xff, (size_t)n * 2);
+    if (kiln_compile(g, &o, &e) || kiln_executable_run(e, n_args, args, n_out, res) ||
+        kiln_array_copy_to_host(res[out], host, (size_t)n * 2)) {
+        CHECK_MSG(0, "excess precision: %s", kiln_last_error(c));
+    } else {
+        CHECK(cmp_tier2_bits(c, e, n_args, args, n_out, res));
+    }
+    for (int i = 0; i < n_out; i++) kiln_array_destroy(res[i]);
+    kiln_executable_destroy(e);
+}
+
+/* kiln_compile_options.allow_excess_precision: the chain ((x*1.5 + 0.25)*x - 0.5)*0.75 of
+ * 16-bit values, fused into one kernel, rounds once where it is stored, bit for bit the
+ * f32 chain rounded once; by default, unfused, and in another context without the option
+ * it rounds after every op (as the reference interpreter and JAX on the CPU), and the two
+ * differ on many elements (else this test could not tell them apart). The context's
+ * option gives the same as the compile option. An explicit convert, a random draw and an
+ * iota round with the option as without it. */
+static void test_excess_precision(void) {
+    enum { N = 4096 };
+    static uint16_t xs[N], got[N];
+    static float once[N], each[N];
+    kiln_context_options co = {
+        .ignore_environment = true, .cache_dir = cache_dir, .allow_excess_precision = true};
+    kiln_context *xc = NULL;
+    char err[256];
+    CHECK_MSG(!kiln_context_create(&co, &xc, err, sizeof err), "%s", err);
+    if (!xc) return;
+    for (int ti = 0; ti < 2; ti++) {
+        kiln_dtype t = halves[ti];
+        int64_t d[1] = {N};
+        for (int cx = 0; cx < 2; cx++) {
+            kiln_context *c = cx ? xc : ctx;
+            kiln_graph *g;
+            kiln_graph_create(c, "excess", &g);
+            kiln_value x = kiln_parameter(g, "x", t, 1, d);
+            kiln_value y = kiln_mul(g, x, kiln_scalar(g, t, 1.5));
+            y = kiln_add(g, y, kiln_scalar(g, t, 0.25));
+            y = kiln_mul(g, y, x);
+            y = kiln_sub(g, y, kiln_scalar(g, t, 0.5));
+            y = kiln_mul(g, y, kiln_scalar(g, t, 0.75));
+            if (kiln_graph_finish(g, 1, &y)) {
+                CHECK_MSG(0, "%s", kiln_last_error(c));
+                kiln_graph_destroy(g);
+                continue;
+            }
+            uint64_t sd = seed;
+            kiln_array *a = cmp_random_array(c, t, 1, d, &sd);
+            kiln_array_copy_to_host(a, xs, sizeof xs);
+            int differ = 0;
+            for (int i = 0; i < N; i++) {
+                float xf = t == KILN_DTYPE_BF16 ? kn_bf16_to_f32(xs[i]) : kn_f16_to_f32(xs[i]);
+                float o = xf, r = xf;
+                for (int k = 0; k < 5; k++)
+                    o = xp_step(k, o, xf), r = xp_round(t, xp_step(k, r, xf));
+                once[i] = xp_round(t, o), each[i] = r;
+                differ += memcmp(&once[i], &each[i], 4) != 0;
+            }
+            CHECK_MSG(differ > N / 20, "%s: rounding once and after every op differ on only %d",
+                      kiln_dtype_name(t), differ);
+            for (int mode = 0; mode < 3; mode++) { /* 0: default, 1: the option, 2: unfused */
+                kiln_compile_options o = {.allow_excess_precision = mode > 0,
+                                          .disable_fusion = mode == 2};
+                xp_run(c, g, 1, &a, o, 1, 0, got, N);
+                bool rounds_once = mode == 1 || (cx && mode == 0);
+                int bad = 0;
+                for (int i = 0; i < N; i++) {
+                    float want = rounds_once ? once[i] : each[i];
+                    float have =
+                        t == KILN_DTYPE_BF16 ? kn_bf16_to_f32(got[i]) : kn_f16_to_f32(got[i]);
+                    if (memcmp(&want, &have, 4) && bad++ < 3)
+                        fprintf(stderr, "%s x=%04x: %a, want %a\n", kiln_dtype_name(t), xs[i], have,
+                                want);
+                }
+                CHECK_MSG(!bad, "%s, %s context, mode %d: %d elements differ from rounding %s",
+                          kiln_dtype_name(t), cx ? "excess-precision" : "default", mode, bad,
+                          rounds_once ? "once" : "after every op");
+            }
+            kiln_array_destroy(a);
+            kiln_graph_destroy(g);
+        }
+
+        /* what rounds with the option too: a convert (x f32 -> t -> f32, times 3 in f32),
+         * a random draw and an iota in t (their bits the same with the option and without) */
+        kiln_graph *g;
+        kiln_graph_create(ctx, "excess rounds", &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, d);
+        kiln_value back = kiln_convert(g, kiln_convert(g, x, t), KILN_DTYPE_F32);
+        kiln_value outs[3] = {
+            kiln_convert(g, kiln_mul(g, back, kiln_scalar(g, KILN_DTYPE_F32, 3)), t),
+            kiln_mul(g, kiln_random_normal(g, kiln_random_key(g, 7), t, 1, d),
+                     kiln_scalar(g, t, 3)),
+            kiln_mul(g, kiln_iota(g, t, 1, d, 0), kiln_scalar(g, t, 3))};
+        if (kiln_graph_finish(g, 3, outs)) {
+            CHECK_MSG(0, "%s", kiln_last_error(ctx));
+            kiln_graph_destroy(g);
+            continue;
+        }
+        uint64_t sd = seed;
+        kiln_array *a = cmp_random_array(ctx, KILN_DTYPE_F32, 1, d, &sd);
+        static float xf[N];
+        static uint16_t plain[N];
+        kiln_array_copy_to_host(a, xf, sizeof xf);
+        for (int out = 0; out < 3; out++) {
+            xp_run(ctx, g, 1, &a, (kiln_compile_options){0}, 3, out, plain, N);
+            xp_run(ctx, g, 1, &a, (kiln_compile_options){.allow_excess_precision = true}, 3, out,
+                   got, N);
+            CHECK_MSG(!memcmp(plain, got, sizeof got), "%s output %d: the option changed its bits",
+                      kiln_dtype_name(t), out);
+            int bad = 0;
+            for (int i = 0; out == 0 && i < N; i++) { /* round(round(x) * 3) */
+                float want = xp_round(t, xp_round(t, xf[i]) * 3.0f);
+                float have = t == KILN_DTYPE_BF16 ? kn_bf16_to_f32(got[i]) : kn_f16_to_f32(got[i]);
+                if (memcmp(&want, &have, 4) && bad++ < 3)
+                    fprintf(stderr, "%s: convert(%a) * 3 gives %a, want %a\n", kiln_dtype_name(t),
+                            xf[i], have, want);
+            }
+            CHECK_MSG(!bad, "%s: %d converts did not round with excess precision",
+                      kiln_dtype_name(t), bad);
+        }
+        kiln_array_destroy(a);
+        kiln_graph_destroy(g);
+    }
+    kiln_context_destroy(xc);
+}
+
 int main(int argc, char **argv) {
     test_select_cases(argc, argv);
     seed = test_seed(0x5eed16b16ull);
@@ -504,6 +658,7 @@ int main(int argc, char **argv) {
     RUN(test_refusals);
     RUN_CC(test_products);
     RUN_CC(test_every_op);
+    RUN_CC(test_excess_precision);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);
     return test_summary("test_half_ops");

@@ -3,8 +3,9 @@
  * chains move half the bytes), and GFLOP/s of one matrix product in the three types, with
  * the machine's copy bandwidth and OpenBLAS's sgemm rate measured in the same run.
  * bench/half/run.sh prints JAX's figures for the same work next to these. Prints only;
- * nothing fails on time. Usage: bench_half [reps] [chain|matmul] (default 9 reps, both;
- * figures are medians; a skipped part prints zeros). */
+ * nothing fails on time. The 16-bit chains run twice: rounding after every op (the default)
+ * and with allow_excess_precision (rounding where stored). Usage: bench_half [reps]
+ * [chain|matmul] (default 9 reps, both; figures are medians; a skipped part prints ones). */
 #include "../bench_util.h"
 
 #include <string.h>
@@ -12,9 +13,10 @@
 #define CHAIN_N (64ll << 20) /* 64 Mi elements: 256 MiB in f32, 128 MiB in 16 bits */
 #define MM      2048
 
-static double run_s(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args, int reps) {
+static double run_s(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args, int reps,
+                    const kiln_compile_options *o) {
     kiln_executable *e = NULL;
-    DIE(ctx, kiln_compile(g, NULL, &e));
+    DIE(ctx, kiln_compile(g, o, &e));
     double t[64];
     for (int r = 0; r <= reps; r++) { /* the first run warms the pages and the pool */
         kiln_array *out = NULL;
@@ -28,8 +30,25 @@ static double run_s(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **a
     return median(t, reps);
 }
 
-/* y = ((x * 1.5 + 0.25) * x - 0.5) * 0.75: four ops, one read and one write per element. */
-static double chain_rate(kiln_context *ctx, kiln_dtype t, int reps) {
+/* Writes n values of dtype t, uniform in [-1, 1), to buf (for f16 the top bits of the f32
+ * value's pattern: any finite value below 1 will do). */
+static void fill(kiln_dtype t, size_t n, unsigned char *buf, uint64_t *seed) {
+    for (size_t j = 0; j < n; j++) {
+        float v = (float)(bench_uniform(seed) * 2 - 1);
+        if (t == KILN_DTYPE_F32)
+            memcpy(buf + j * 4, &v, 4);
+        else {
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            uint16_t h = t == KILN_DTYPE_BF16 ? (uint16_t)(u >> 16) : (uint16_t)(u >> 19 & 0x3bff);
+            memcpy(buf + j * 2, &h, 2);
+        }
+    }
+}
+
+/* y = ((x * 1.5 + 0.25) * x - 0.5) * 0.75: five ops, one read and one write per element;
+ * excess: allow_excess_precision (a 16-bit chain rounds once, where stored). */
+static double chain_rate(kiln_context *ctx, kiln_dtype t, int reps, bool excess) {
     kiln_graph *g;
     DIE(ctx, kiln_graph_create(ctx, "chain", &g));
     int64_t d[1] = {CHAIN_N};
@@ -39,10 +58,13 @@ static double chain_rate(kiln_context *ctx, kiln_dtype t, int reps) {
                  kiln_scalar(g, t, 0.75));
     DIE(ctx, kiln_graph_finish(g, 1, &y));
     kiln_array *a = NULL;
-    void *zeros = calloc((size_t)CHAIN_N, kiln_dtype_itemsize(t));
-    DIE(ctx, kiln_array_create(ctx, t, 1, d, zeros, &a));
-    free(zeros);
-    double s = run_s(ctx, g, 1, &a, reps);
+    unsigned char *xs = malloc((size_t)CHAIN_N * kiln_dtype_itemsize(t));
+    uint64_t seed = 11;
+    fill(t, (size_t)CHAIN_N, xs, &seed);
+    DIE(ctx, kiln_array_create(ctx, t, 1, d, xs, &a));
+    free(xs);
+    kiln_compile_options o = {.allow_excess_precision = excess};
+    double s = run_s(ctx, g, 1, &a, reps, &o);
     kiln_array_destroy(a);
     kiln_graph_destroy(g);
     return (double)CHAIN_N / s;
@@ -59,22 +81,11 @@ static double matmul_gflops(kiln_context *ctx, kiln_dtype t, int reps) {
     size_t n = (size_t)MM * MM, es = kiln_dtype_itemsize(t);
     unsigned char *buf = malloc(n * es);
     for (int i = 0; i < 2; i++) {
-        for (size_t j = 0; j < n; j++) {
-            float v = (float)(bench_uniform(&seed) * 2 - 1);
-            if (t == KILN_DTYPE_F32)
-                memcpy(buf + j * 4, &v, 4);
-            else { /* the top 16 bits: a bf16; for f16 any finite pattern below 1 will do */
-                uint32_t u;
-                memcpy(&u, &v, 4);
-                uint16_t h =
-                    t == KILN_DTYPE_BF16 ? (uint16_t)(u >> 16) : (uint16_t)(u >> 19 & 0x3bff);
-                memcpy(buf + j * 2, &h, 2);
-            }
-        }
+        fill(t, n, buf, &seed);
         DIE(ctx, kiln_array_create(ctx, t, 2, d, buf, &args[i]));
     }
     free(buf);
-    double s = run_s(ctx, g, 2, args, reps);
+    double s = run_s(ctx, g, 2, args, reps, NULL);
     kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
     kiln_graph_destroy(g);
     return 2.0 * MM * MM * MM / s / 1e9;
@@ -111,16 +122,19 @@ int main(int argc, char **argv) {
     printf("OpenBLAS sgemm 1024^3: %.1f GFLOP/s\n", sgemm_ceiling(reps));
     static const kiln_dtype ts[3] = {KILN_DTYPE_F32, KILN_DTYPE_BF16, KILN_DTYPE_F16};
     double f32_chain = 0, f32_mm = 0;
-    printf("| dtype | chain 64Mi (Gelem/s) | vs f32 | matmul %d^3 (GFLOP/s) | vs f32 |\n", MM);
-    printf("|---|---|---|---|---|\n");
+    printf("| dtype | chain 64Mi (Gelem/s) | vs f32 | chain, excess precision | vs f32 | matmul "
+           "%d^3 (GFLOP/s) | vs f32 |\n",
+           MM);
+    printf("|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < 3; i++) {
-        double c = chains ? chain_rate(ctx, ts[i], reps) : 0;
+        double c = chains ? chain_rate(ctx, ts[i], reps, false) : 0;
+        double x = chains && i ? chain_rate(ctx, ts[i], reps, true) : c;
         double m = products ? matmul_gflops(ctx, ts[i], reps) : 0;
         if (!i) f32_chain = c, f32_mm = m;
-        if (!chains) c = f32_chain = 1;
+        if (!chains) c = x = f32_chain = 1;
         if (!products) m = f32_mm = 1;
-        printf("| %s | %.3f | %.2fx | %.1f | %.2fx |\n", kiln_dtype_name(ts[i]), c / 1e9,
-               c / f32_chain, m, m / f32_mm);
+        printf("| %s | %.3f | %.2fx | %.3f | %.2fx | %.1f | %.2fx |\n", kiln_dtype_name(ts[i]),
+               c / 1e9, c / f32_chain, x / 1e9, x / f32_chain, m, m / f32_mm);
         fflush(stdout);
     }
     kiln_context_destroy(ctx);

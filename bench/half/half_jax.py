@@ -30,7 +30,7 @@ print("| dtype | JAX chain 64Mi (Gelem/s) | vs f32 | JAX matmul %d^3 (GFLOP/s) |
 print("|---|---|---|---|---|")
 base = None
 for name, t in (("f32", jnp.float32), ("bf16", jnp.bfloat16), ("f16", jnp.float16)):
-    x = jnp.zeros((N,), t)
+    x = jnp.asarray(rng.uniform(-1, 1, N).astype(np.float32), t)
     c = N / med(chain, x)
     a = jnp.asarray(rng.uniform(-1, 1, (MM, MM)), t)
     b = jnp.asarray(rng.uniform(-1, 1, (MM, MM)), t)

@@ -169,7 +169,9 @@ static const tool_flag train_flags[] = {
     {T_FN("--dtype", "T", parse_dtype), .def = "f32", .bad = "is not f32, bf16 or f16",
      .help = "what the model computes in: {} (default), bf16 or f16 (mixed\n"
              "precision: parameters, gradients, AdamW moments and the\n"
-             "checkpoint stay f32; docs/mixed_precision.md)"},
+             "checkpoint stay f32; docs/mixed_precision.md). Every 16-bit op\n"
+             "rounds; KILN_ALLOW_EXCESS_PRECISION=1 rounds only what a fused\n"
+             "kernel stores"},
     {T_FN("--loss-scaling", "S", parse_loss_scaling), .def = "auto",
      .bad = "is not auto, none, static or dynamic",
      .help = "none, static or dynamic (GradScaler's); {} (default): dynamic\n"

@@ -51,7 +51,8 @@ static inline double median(double *v, int n) {
 /* Steady-state benchmarks time the -O3 build. With two compile tiers (the default where the
  * tiers give the same bits, docs/performance.md) a program's first calls run its kernels
  * from their descriptions until the build is swapped in, which a warm-up run or two need
- * not outlast. Call before creating the context; KILN_COMPILE_TIERS in the environment
+ * not outlast. Call before creating the context (a context that ignores the environment
+ * sets compile_tiers = 1 in its options instead); KILN_COMPILE_TIERS in the environment
  * still wins (bench/programs and bench/gpt/first_step.sh time the first calls on purpose). */
 static inline void bench_one_tier(void) {
     const char *v = getenv("KILN_COMPILE_TIERS");

@@ -1682,8 +1682,9 @@ typedef struct kiln_compile_options {
      * memory bound a kernel, and no less accurate; but a value's bits then depend on what
      * is fused with what, and differ from kiln_interpret's and from JAX's on the CPU, which
      * round after every op as kiln does by default (docs/mixed_precision.md, "Excess
-     * precision"). Every value a kernel reads or compares is then f32 inside it; a
-     * kiln_convert to a 16-bit dtype, random draws and iotas still round, and a value
+     * precision"; rematerialised values and bounded 16-bit uniforms lose their usual bits
+     * too). Every value a kernel reads or compares is then f32 inside it; a kiln_convert
+     * from a wider dtype to a 16-bit one, random draws and iotas still round, and a value
      * stored to memory always has its dtype. false: the context's
      * KILN_ALLOW_EXCESS_PRECISION (off unless set). */
     bool allow_excess_precision;

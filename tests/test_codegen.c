@@ -25,9 +25,9 @@ static test_alloc talloc;
 
 /* The kernels' source (everything after the prelude) for finished graph g, fused as
  * built; NULL if codegen failed (its status in *st when st is set). */
-static char *kernels_of(kiln_graph *g, kiln_status *st) {
+static char *kernels_with(kiln_graph *g, const fusion_options *fo, kiln_status *st) {
     fusion_plan p;
-    kiln_status s = fusion_plan_build(g, &(fusion_options){0}, &p);
+    kiln_status s = fusion_plan_build(g, fo, &p);
     CHECK_OK(ctx, s);
     if (s) return NULL;
     cgen_kernel info[64];
@@ -44,6 +44,10 @@ static char *kernels_of(kiln_graph *g, kiln_status *st) {
     char *out = strdup(k ? k + 1 : "");
     kiln_string_free(ctx, src);
     return out;
+}
+
+static char *kernels_of(kiln_graph *g, kiln_status *st) {
+    return kernels_with(g, &(fusion_options){0}, st);
 }
 
 static kiln_graph *graph(void) {
@@ -148,6 +152,41 @@ static void test_simplifier(void) {
 }
 
 /* -------------------------------------------------------- printed text ---- */
+
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* The roundings of 16-bit values (lower.c, emit): tanh(x*x + x) + convert(f) in t. A bf16
+ * + - * / of bf16 values rounds without the NaN test (kiln_rnd_bf16_arith), the tanh and
+ * the convert with it, f16 always with it; with excess precision only the convert rounds. */
+static void test_half_roundings(void) {
+    static const kiln_dtype ts[2] = {KILN_DTYPE_BF16, KILN_DTYPE_F16};
+    for (int excess = 0; excess < 2; excess++) {
+        for (int i = 0; i < 2; i++) {
+            kiln_graph *g = graph();
+            int64_t d[1] = {64};
+            kiln_value x = kiln_parameter(g, "x", ts[i], 1, d);
+            kiln_value f = kiln_parameter(g, "f", KILN_DTYPE_F32, 1, d);
+            kiln_value y = kiln_tanh(g, kiln_add(g, kiln_mul(g, x, x), x));
+            y = kiln_add(g, y, kiln_convert(g, f, ts[i]));
+            CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+            char *src = kernels_with(g, &(fusion_options){.excess_precision = excess}, NULL);
+            bool bf = ts[i] == KILN_DTYPE_BF16;
+            int arith = src ? count_of(src, "kiln_rnd_bf16_arith(") : -1;
+            int full = src ? count_of(src, bf ? "kiln_rnd_bf16(" : "kiln_rnd_f16(") : -1;
+            CHECK_MSG(arith == (bf && !excess ? 3 : 0) && full == (excess ? 1
+                                                                   : bf   ? 2
+                                                                          : 5),
+                      "%s, excess %d: %d arithmetic roundings, %d full ones:\n%s",
+                      kiln_dtype_name(ts[i]), excess, arith, full, src ? src : "");
+            free(src);
+            kiln_graph_destroy(g);
+        }
+    }
+}
 
 static void test_elementwise_2d(void) {
     kiln_graph *g = graph();
@@ -780,6 +819,7 @@ int main(int argc, char **argv) {
     }
     RUN(test_simplifier);
     RUN(test_elementwise_2d);
+    RUN(test_half_roundings);
     RUN(test_rank3_rows);
     RUN(test_reshape_index);
     RUN(test_guards);

@@ -549,10 +549,12 @@ static void test_excess_precision(void) {
     static float once[N], each[N];
     kiln_context_options co = {
         .ignore_environment = true, .cache_dir = cache_dir, .allow_excess_precision = true};
+    bool t1 = test_tier1(&co);
     kiln_context *xc = NULL;
     char err[256];
     CHECK_MSG(!kiln_context_create(&co, &xc, err, sizeof err), "%s", err);
     if (!xc) return;
+    test_tier1_hold(xc, t1);
     for (int ti = 0; ti < 2; ti++) {
         kiln_dtype t = halves[ti];
         int64_t d[1] = {N};

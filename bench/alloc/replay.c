@@ -125,9 +125,9 @@ static int make_allocator(const char *name, allocator *a, char **argv) {
     memset(a, 0, sizeof *a);
     a->name = name;
     if (!strcmp(name, "kiln")) {
-        kiln_context_options o = {.alloc_mode = KILN_ALLOC_MODE_GROW, .ignore_environment = true};
+        kiln_context_options o = {
+            .alloc_mode = KILN_ALLOC_MODE_GROW, .ignore_environment = true, .compile_tiers = 1};
         char err[512];
-        setenv("KILN_COMPILE_TIERS", "1", 0); /* the -O3 build: bench_util.h, bench_one_tier */
         if (kiln_context_create(&o, &a->ctx, err, sizeof err) != KILN_STATUS_OK) die(err);
         a->alloc = kiln_a, a->free = kiln_f, a->held = kiln_held;
         return 1;

@@ -48,10 +48,9 @@ typedef struct figures {
 static kiln_context *fresh_context(char *dir) {
     strcpy(dir, "/tmp/kiln-bench-scan-XXXXXX");
     if (!mkdtemp(dir)) die(NULL, "mkdtemp");
-    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir};
+    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir, .compile_tiers = 1};
     kiln_context *ctx = NULL;
     char err[512];
-    setenv("KILN_COMPILE_TIERS", "1", 0); /* the -O3 build: bench_util.h, bench_one_tier */
     if (kiln_context_create(&o, &ctx, err, sizeof err)) {
         fprintf(stderr, "bench_scan_gpt: %s\n", err);
         exit(1);

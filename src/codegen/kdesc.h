@@ -231,7 +231,8 @@ typedef struct kd_stmt {
     /* round is bf16 and the value is +, -, * or / of bf16 values (rounded ones: no excess
      * precision): a NaN it gives is an operand's, quieted, or the default NaN, both with
      * the 16 low bits zero, which the rounding's integer add leaves as they are; so it
-     * needs no NaN test (kiln_rnd_bf16_arith, the same bits as kiln_rnd_bf16) */
+     * needs no NaN test (kiln_rnd_bf16_arith: kiln_rnd_bf16's bits, but for the quiet bit
+     * of a signalling NaN gcc passes through unquieted, prelude/half.h) */
     bool round_arith;
     ir_op op;      /* OP */
     uint32_t node; /* IR node it computes a part of (0: none) */

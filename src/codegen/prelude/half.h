@@ -40,8 +40,11 @@ KILN_FN float kiln_rnd_bf16(float f) {
 // kiln_rnd_bf16 of +, -, * or / on bf16 values (kd_stmt.round_arith). Such a NaN is an
 // operand's, quieted, or the default NaN: its 16 low bits are zero, so the add below
 // cannot carry out of them, and it keeps its bits, as kiln_rnd_bf16's NaN branch would
-// give; finite values and infinities round as there. Without that branch a rounding takes
-// about two thirds of the instructions. tests/test_half.c checks every bf16 NaN operand.
+// give; finite values and infinities round as there. (One exception, and harmless: gcc
+// folds x * -1 and x - 0 without the hardware's quieting, so a signalling NaN operand may
+// come out still signalling, where kiln_rnd_bf16 sets its quiet bit; a NaN either way, and
+// every store quiets it.) Without that branch a rounding takes about two thirds of the
+// instructions. tests/test_half.c checks every bf16 NaN operand.
 KILN_FN float kiln_rnd_bf16_arith(float f) {
 #ifdef __CUDA_ARCH__
     return kiln_rnd_bf16(f);

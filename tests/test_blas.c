@@ -9,6 +9,8 @@
 
 #include "compare.h"
 
+#include "backend/cpu/blas.h"
+
 #include <stdlib.h>
 
 static const char *const names[] = {"default", "openblas", "blis", "onednn", "kiln"};
@@ -138,7 +140,24 @@ static void test_providers(void) {
     }
 }
 
+/* OpenBLAS behind the CPU (blas.h): its generic cores on a CPU with AVX2 and FMA are, the
+ * cores written for such CPUs are not, and on a CPU without them nothing is. */
+static void test_openblas_behind(void) {
+    static const char *const behind[] = {"Prescott", "Core2",     "Nehalem",  "Sandybridge",
+                                         "Atom",     "Barcelona", "Bulldozer"};
+    static const char *const current[] = {"Haswell",        "Zen",      "SkylakeX", "Cooperlake",
+                                          "SapphireRapids", "Excavator"};
+    for (size_t i = 0; i < sizeof behind / sizeof behind[0]; i++) {
+        CHECK_MSG(cpu_blas_openblas_behind(behind[i], true), "%s", behind[i]);
+        CHECK_MSG(!cpu_blas_openblas_behind(behind[i], false), "%s", behind[i]);
+    }
+    for (size_t i = 0; i < sizeof current / sizeof current[0]; i++)
+        CHECK_MSG(!cpu_blas_openblas_behind(current[i], true), "%s", current[i]);
+    CHECK(!cpu_blas_openblas_behind(NULL, true));
+}
+
 int main(void) {
+    RUN(test_openblas_behind);
     RUN(test_providers);
     return test_summary("test_blas");
 }

@@ -12,6 +12,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const names[] = {"default", "openblas", "blis", "onednn", "kiln"};
 
@@ -57,29 +58,50 @@ static const char *try_load(kiln_blas p, cpu_blas *b) {
                                : "no dnnl_sgemm or omp_set_num_threads";
 }
 
+bool cpu_blas_openblas_behind(const char *core, bool avx2_fma) {
+    static const char *const fma_cores[] = {"haswell",        "zen",      "skylakex", "cooperlake",
+                                            "sapphirerapids", "excavator"};
+    if (!avx2_fma || !core) return false;
+    for (size_t i = 0; i < sizeof fma_cores / sizeof fma_cores[0]; i++)
+        if (!strncasecmp(core, fma_cores[i], strlen(fma_cores[i]))) return false;
+    return true;
+}
+
+/* cpu_blas_openblas_behind for this process's OpenBLAS and CPU. */
+static bool openblas_behind(void) {
+    bool avx2_fma = false;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    return cpu_blas_openblas_behind(openblas_get_corename(), avx2_fma);
+}
+
 kiln_status cpu_blas_open(kiln_context *ctx, kiln_blas want, cpu_blas *out) {
     memset(out, 0, sizeof *out);
     /* OpenBLAS runs inside the pool's threads, never its own. Process-wide, as
      * torch.set_num_threads is. */
     openblas_set_num_threads(1);
+    /* where OpenBLAS runs kernels older than the CPU, kiln's own kernel takes its place
+     * unless OpenBLAS is asked for by name */
+    kiln_blas fallback = openblas_behind() ? KILN_BLAS_KILN : KILN_BLAS_OPENBLAS;
     if (want == KILN_BLAS_DEFAULT) {
         /* bench/RESULTS.md, "GEMM providers": oneDNN's sgemm leads single-threaded on the
          * shapes of kiln's benchmarks (MLP, GPT and LLaMA-style products and their
          * transposes); it has no f64 product. Without it, OpenBLAS. */
-        out->f64 = KILN_BLAS_OPENBLAS;
+        out->f64 = fallback;
 #ifdef KILN_SANITIZER_BUILD
         /* ASan builds: oneDNN loads libgomp with dlopen, and a thread that ran a oneDNN
          * product keeps dynamic TLS of it that gcc 12's LeakSanitizer crashes on when it
          * scans the threads at exit ("Tracer caught signal 11"). The sanitized suite runs
          * OpenBLAS by default; KILN_BLAS=onednn still selects oneDNN there. */
-        out->f32 = KILN_BLAS_OPENBLAS;
+        out->f32 = fallback;
 #else
-        out->f32 = try_load(KILN_BLAS_ONEDNN, out) ? KILN_BLAS_OPENBLAS : KILN_BLAS_ONEDNN;
+        out->f32 = try_load(KILN_BLAS_ONEDNN, out) ? fallback : KILN_BLAS_ONEDNN;
 #endif
         return KILN_STATUS_OK;
     }
     out->f32 = want;
-    out->f64 = want == KILN_BLAS_ONEDNN ? KILN_BLAS_OPENBLAS : want;
+    out->f64 = want == KILN_BLAS_ONEDNN ? fallback : want;
     if (want != KILN_BLAS_BLIS && want != KILN_BLAS_ONEDNN) return KILN_STATUS_OK;
     const char *why = try_load(want, out);
     if (!why) return KILN_STATUS_OK;

@@ -43,9 +43,9 @@ kiln_status cpu_blas_open(kiln_context *ctx, kiln_blas want, cpu_blas *out);
 /* Whether OpenBLAS's kernels are behind the CPU: its DYNAMIC_ARCH build chooses a core by
  * the CPU's model number, and a model newer than the library gets the oldest x86-64
  * kernels. Debian 12's OpenBLAS 0.3.21 runs "Prescott" (SSE3) on Intel's model 207
- * (Emerald Rapids), at a quarter of kiln's own f64 kernel's rate and half its f32 one's
- * (bench/RESULTS.md, "OpenBLAS behind the CPU"). True when the CPU has AVX2 and FMA
- * (avx2_fma) and `core` (openblas_get_corename()) is none of the cores written for them. */
+ * (Emerald Rapids), well below kiln's own kernels (bench/RESULTS.md, "OpenBLAS behind the CPU").
+ * True when the CPU has AVX2 and FMA (avx2_fma) and `core` (openblas_get_corename()) is none of the
+ * cores written for them. */
 bool cpu_blas_openblas_behind(const char *core, bool avx2_fma);
 void cpu_blas_close(kiln_context *ctx, cpu_blas *b);
 

@@ -243,7 +243,9 @@ int main(int argc, char **argv) {
     printf("memcpy_1thread_GBps %.2f\n", copy_bandwidth(1, copy_main));
     printf("memcpy_%dthreads_GBps %.2f\n", cores, copy_bandwidth(cores, copy_main));
     printf("stream_scale_%dthreads_GBps %.2f\n", cores, copy_bandwidth(cores, scale_main));
-    printf("sgemm_1024_GFLOPs %.1f\n", sgemm_ceiling(reps));
+    const char *lib = "";
+    printf("sgemm_1024_GFLOPs %.1f\n", sgemm_ceiling_of(reps, &lib));
+    printf("sgemm_1024_library %s\n", lib);
     bench_chain();
     bench_rowwise("softmax", 0);
     bench_rowwise("layer_norm", 1);

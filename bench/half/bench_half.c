@@ -119,7 +119,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("copy (memcpy, 1 thread): %.1f GB/s read+write\n", copy_gbs(reps));
-    printf("OpenBLAS sgemm 1024^3: %.1f GFLOP/s\n", sgemm_ceiling(reps));
+    const char *lib = "";
+    double ceiling = sgemm_ceiling_of(reps, &lib);
+    printf("sgemm 1024^3 (%s): %.1f GFLOP/s\n", lib, ceiling);
     static const kiln_dtype ts[3] = {KILN_DTYPE_F32, KILN_DTYPE_BF16, KILN_DTYPE_F16};
     double f32_chain = 0, f32_mm = 0;
     printf("| dtype | chain 64Mi (Gelem/s) | vs f32 | chain, excess precision | vs f32 | matmul "

@@ -210,7 +210,9 @@ int main(int argc, char **argv) {
     printf("kiln_temp_bytes %llu\n", (unsigned long long)ma.temp_bytes);
     printf("kiln_alias_bytes %llu\n", (unsigned long long)ma.alias_bytes);
     printf("kiln_donations_unused %d\n", ma.num_donations_unused);
-    printf("sgemm_1024_GFLOPs %.1f\n", sgemm_ceiling(reps));
+    const char *lib = "";
+    printf("sgemm_1024_GFLOPs %.1f\n", sgemm_ceiling_of(reps, &lib));
+    printf("sgemm_1024_library %s\n", lib);
 
     for (int i = 0; i < 3 * NP; i++) kiln_array_destroy(state[i]);
     kiln_array_destroy(x), kiln_array_destroy(y);

@@ -57,7 +57,7 @@ y = load("y.i32", np.int32, (B,))
 kiln = {}
 for line in open(figures_path):
     k, v = line.split()
-    kiln[k] = float(v)
+    kiln[k] = v if k.endswith("_library") else float(v)
 flops = kiln["step_gemm_MFLOP"] * 1e6
 
 
@@ -200,7 +200,8 @@ def gf(ms):
 
 k_ms = kiln["kiln_step_ms"]
 print(f"# jax {jax.__version__}, torch {torch.__version__}, {threads} threads each; "
-      f"sgemm 1024^3 ceiling {kiln['sgemm_1024_GFLOPs']:.0f} GFLOP/s; "
+      f"sgemm 1024^3 ceiling {kiln['sgemm_1024_GFLOPs']:.0f} GFLOP/s "
+      f"({kiln.get('sgemm_1024_library', 'OpenBLAS')}); "
       f"step's matrix products {flops / 1e6:.0f} MFLOP")
 print("| side | ms/step (median) | GFLOP/s | vs JAX | planned / compiled peak |")
 print("| --- | ---: | ---: | ---: | ---: |")

@@ -228,11 +228,11 @@ typedef struct kd_stmt {
      * an op that cannot leave the dtype's values: max, min, neg, abs, select, sign, or,
      * with fusion_plan.excess_precision, any but a convert, a random draw and an iota) */
     kiln_dtype round;
-    /* round is bf16 and the value is +, -, * or / of bf16 values (rounded ones: no excess
-     * precision): a NaN it gives is an operand's, quieted, or the default NaN, both with
-     * the 16 low bits zero, which the rounding's integer add leaves as they are; so it
-     * needs no NaN test (kiln_rnd_bf16_arith: kiln_rnd_bf16's bits, but for the quiet bit
-     * of a signalling NaN gcc passes through unquieted, prelude/half.h) */
+    /* the value is +, -, * or / of values of its 16-bit dtype (rounded ones: no excess
+     * precision): a NaN it gives is an operand's, quieted, or the default NaN, whose low
+     * bits below the 16-bit dtype's are zero; so its rounding needs no NaN test
+     * (kiln_rnd_<t>_arith: kiln_rnd_<t>'s bits, but for the quiet bit of a signalling NaN
+     * gcc may pass through unquieted, prelude/half.h) */
     bool round_arith;
     ir_op op;      /* OP */
     uint32_t node; /* IR node it computes a part of (0: none) */

@@ -94,8 +94,8 @@ static uint32_t emit(lw *l, kd_stmt s) {
         if ((s.kind == KS_OP || s.kind == KS_IOTA || s.kind == KS_RESULT) &&
             !keeps_values(kd, &s) && (!l->p->excess_precision || rounds_always(&s)))
             s.round = s.dtype;
-        s.round_arith = s.round == KILN_DTYPE_BF16 && s.kind == KS_OP &&
-                        s.in_dtype == KILN_DTYPE_BF16 && !l->p->excess_precision &&
+        s.round_arith = s.round && s.kind == KS_OP && s.in_dtype == s.round &&
+                        !l->p->excess_precision &&
                         (s.op == IR_ADD || s.op == IR_SUB || s.op == IR_MUL || s.op == IR_DIV);
         s.dtype = KILN_DTYPE_F32;
     }

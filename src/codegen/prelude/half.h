@@ -96,3 +96,22 @@ KILN_FN float kiln_rnd_f16(float f) {
     return kiln_bits_f32(sign | r);
 #endif
 }
+// kiln_rnd_f16 of +, -, * or / on f16 values (kd_stmt.round_arith), in float arithmetic:
+// adding and then subtracting c, a power of two 2^13 times the value's (and at least 2^-1),
+// rounds the value to nearest even at f16's quantum for its binade (below 2^-14 the
+// subnormals' 2^-24) in the one f32 addition; from 65520 up it overflows to infinity; a
+// zero gets its sign back. Such a NaN has its 13 low bits zero (an operand's or the default
+// NaN), which the additions keep (and quiet), as kiln_rnd_f16's NaN branch would give.
+// tests/test_half.c checks every f16 pattern against it.
+KILN_FN float kiln_rnd_f16_arith(float f) {
+#ifdef __CUDA_ARCH__
+    return kiln_rnd_f16(f);
+#else
+    uint32_t u = kiln_f32_bits(f), sign = u & 0x80000000u, a = u & 0x7fffffffu;
+    uint32_t cb = (u & 0x7f800000u) + 0x06800000u;
+    cb = cb < 0x3f000000u ? 0x3f000000u : cb;
+    float c = kiln_bits_f32(cb | sign);
+    uint32_t r = kiln_f32_bits((f + c) - c) | sign;
+    return kiln_bits_f32(a - 0x477ff000u < 0x7f800000u - 0x477ff000u ? sign | 0x7f800000u : r);
+#endif
+}

@@ -153,7 +153,7 @@ static void test_table(void) {
  * of others: the cases where a NaN meets the rounding, where a result overflows, lands in
  * the subnormals or on a tie. The operations run on the machine (volatile operands: no
  * folding), as in a kernel. (Every pair of f16 operands was checked so once, outside the
- * suite: bench/RESULTS.md, "The f16 chain".) */
+ * suite: bench/RESULTS.md, "The f16 chain: the rounding in f32 arithmetic".) */
 static float rnd_arith(bool bf, float f) {
     return bf ? kiln_rnd_bf16_arith(f) : kiln_rnd_f16_arith(f);
 }

@@ -526,11 +526,17 @@ static void xp_run(kiln_context *c, kiln_graph *g, int n_args, kiln_array **args
     kiln_executable *e = NULL;
     kiln_array *res[4] = {0};
     memset(host, 0xff, (size_t)n * 2);
+    o.keep_ir = true;
     if (kiln_compile(g, &o, &e) || kiln_executable_run(e, n_args, args, n_out, res) ||
         kiln_array_copy_to_host(res[out], host, (size_t)n * 2)) {
         CHECK_MSG(0, "excess precision: %s", kiln_last_error(c));
     } else {
         CHECK(cmp_tier2_bits(c, e, n_args, args, n_out, res));
+        /* the listing says so when the option is on (by the compile option or the context) */
+        char *text = kiln_executable_to_string(e);
+        CHECK(text && (strstr(text, "excess precision:") != NULL) ==
+                          (o.allow_excess_precision || c != ctx));
+        kiln_string_free(c, text);
     }
     for (int i = 0; i < n_out; i++) kiln_array_destroy(res[i]);
     kiln_executable_destroy(e);

@@ -13,6 +13,9 @@ char *kiln_executable_to_string(const kiln_executable *e) {
     ir_print(e->g, &sb);
     sb_printf(&sb, "\n%u kernels (%u ops fused away), in schedule order:\n", e->plan.n_kernels,
               e->plan.n_fused_away);
+    if (e->plan.excess_precision)
+        sb_append(&sb, "  excess precision: 16-bit values stay f32 inside a kernel, rounded where "
+                       "stored (allow_excess_precision)\n");
     for (uint32_t s = 0; s < e->plan.n_kernels; s++) {
         uint32_t i = e->mem.order[s];
         const fkernel *k = &e->plan.kernels[i];

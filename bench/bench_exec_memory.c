@@ -97,10 +97,9 @@ static uint64_t measured_peak(kiln_context *ctx, kiln_executable *e) {
 int main(void) {
     counter c = {0, 0};
     kiln_host_allocator ha = {count_alloc, count_realloc, count_free, &c};
-    kiln_context_options co = {.host_allocator = &ha};
+    kiln_context_options co = {.host_allocator = &ha, .compile_tiers = 1}; /* the -O3 build */
     kiln_context *ctx;
     char err[512];
-    setenv("KILN_COMPILE_TIERS", "1", 0); /* the -O3 build: bench_util.h, bench_one_tier */
     if (kiln_context_create(&co, &ctx, err, sizeof err))
         return fprintf(stderr, "bench_exec_memory: %s\n", err), 1;
     kiln_compile_options o = {0};

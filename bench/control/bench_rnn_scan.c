@@ -86,8 +86,8 @@ int main(int argc, char **argv) {
             D = argc > 6 ? atoll(argv[5]) : 128, H = argc > 6 ? atoll(argv[6]) : 256;
     kiln_context *ctx = NULL;
     char err[512];
-    setenv("KILN_COMPILE_TIERS", "1", 0); /* the -O3 build: bench_util.h, bench_one_tier */
-    if (kiln_context_create(NULL, &ctx, err, sizeof err)) {
+    kiln_context_options co = {.compile_tiers = 1}; /* the -O3 build */
+    if (kiln_context_create(&co, &ctx, err, sizeof err)) {
         fprintf(stderr, "bench_rnn_scan: %s\n", err);
         return 1;
     }

@@ -38,8 +38,8 @@ int main(int argc, char **argv) {
     int length = argc > 3 ? atoi(argv[3]) : 220;
     kiln_context *ctx = NULL;
     char err[256];
-    kiln_context_options co = {.num_threads = 1}; /* kiln sample's default */
-    setenv("KILN_COMPILE_TIERS", "1", 0); /* the -O3 build: bench_util.h, bench_one_tier */
+    /* kiln sample's default threads; the -O3 build from the first call */
+    kiln_context_options co = {.num_threads = 1, .compile_tiers = 1};
     if (kiln_context_create(&co, &ctx, err, sizeof err)) {
         fprintf(stderr, "bench_sample_kv: %s\n", err);
         return 1;

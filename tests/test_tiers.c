@@ -32,18 +32,21 @@ static void remove_tree(const char *dir) {
     nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static kiln_context *tiers_context(int tiers, bool async, const char *dir) {
-    kiln_context_options o;
-    memset(&o, 0, sizeof o);
+/* A context with options o, no environment, its kernels cached in dir; NULL (the reason
+ * on stderr) if it cannot be made. */
+static kiln_context *context_with(kiln_context_options o, const char *dir) {
     o.ignore_environment = true;
     o.cache_dir = dir;
-    o.num_threads = 2;
-    o.compile_tiers = tiers;
-    o.async_dispatch = async;
     kiln_context *c = NULL;
     char err[512];
     if (kiln_context_create(&o, &c, err, sizeof err)) fprintf(stderr, "%s\n", err);
     return c;
+}
+
+static kiln_context *tiers_context(int tiers, bool async, const char *dir) {
+    return context_with(
+        (kiln_context_options){.num_threads = 2, .compile_tiers = tiers, .async_dispatch = async},
+        dir);
 }
 
 /* sum(exp(sin(x) * 1.5) * x) and tanh(x) * x + shift: a simd reduction, whose order is
@@ -309,14 +312,9 @@ static void test_destroy_during_background_compile(void) {
 static void test_cc_flags_keep_tier1(void) {
     char dir[] = "/tmp/kiln-test-tiers-flags-XXXXXX";
     if (!mkdtemp(dir)) return;
-    kiln_context_options o;
-    memset(&o, 0, sizeof o);
-    o.ignore_environment = true;
-    o.cache_dir = dir;
-    o.cc_flags = "-O2";
-    o.compile_tiers = 2;
-    kiln_context *c = NULL;
-    CHECK(kiln_context_create(&o, &c, NULL, 0) == KILN_STATUS_OK);
+    kiln_context *c =
+        context_with((kiln_context_options){.cc_flags = "-O2", .compile_tiers = 2}, dir);
+    CHECK(c != NULL);
     if (!c) return;
     kiln_graph *g = program(c, "flags");
     kiln_executable *e = NULL;
@@ -336,14 +334,9 @@ static void test_cc_flags_keep_tier1(void) {
 static void test_broken_compiler_keeps_tier1(void) {
     char dir[] = "/tmp/kiln-test-tiers-nocc-XXXXXX";
     if (!mkdtemp(dir)) return;
-    kiln_context_options o;
-    memset(&o, 0, sizeof o);
-    o.ignore_environment = true;
-    o.cache_dir = dir;
-    o.cc = "/bin/false";
-    o.compile_tiers = 2;
-    kiln_context *c = NULL;
-    CHECK(kiln_context_create(&o, &c, NULL, 0) == KILN_STATUS_OK);
+    kiln_context *c =
+        context_with((kiln_context_options){.cc = "/bin/false", .compile_tiers = 2}, dir);
+    CHECK(c != NULL);
     if (!c) return;
     kiln_graph *g = NULL;
     CHECK_OK(c, kiln_graph_create(c, "nocc", &g));
@@ -417,13 +410,9 @@ static void test_default_tiers(void) {
     for (int flags = 0; flags < 2; flags++) {
         char dir[] = "/tmp/kiln-test-tiers-default-XXXXXX";
         if (!mkdtemp(dir)) return;
-        kiln_context_options o;
-        memset(&o, 0, sizeof o);
-        o.ignore_environment = true;
-        o.cache_dir = dir;
-        o.cc_flags = flags ? "-O2" : NULL;
-        kiln_context *c = NULL;
-        CHECK(kiln_context_create(&o, &c, NULL, 0) == KILN_STATUS_OK);
+        kiln_context *c =
+            context_with((kiln_context_options){.cc_flags = flags ? "-O2" : NULL}, dir);
+        CHECK(c != NULL);
         if (!c) return;
         tier_hold(c, true);
         kiln_graph *g = program(c, "default");

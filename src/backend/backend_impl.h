@@ -158,6 +158,36 @@ typedef struct kn_sort_desc {
     bool descending, total;
 } kn_sort_desc;
 
+/* One convolution node (IR_CONV, ir.h; docs/ops.md "convolution"), in the forward
+ * convolution's terms whatever its kind: x [N, G * I, X...] the input, w [G * Og, I, K...]
+ * the kernel, y [N, G * Og, Y...] the output, S = ns spatial axes. Output position q reads
+ * the dilated, padded input at p = q * stride + k * rd on each spatial axis d, which is x's
+ * element (p - lo) / ld when that is a whole number in [0, in); anything else reads 0:
+ *   y[n, g * og + o, q...] = sum over i, k... of x[n, g * I + i, that element] * w[g * og + o, i, k...]
+ * The three kinds compute y, or one operand's gradient from the other two:
+ *   KN_CONV_FORWARD      y = conv(x, w)                       bufs: x, w, y, scratch
+ *   KN_CONV_INPUT_GRAD   x[n, c, e] = sum of ct[n, o, q] w[o, i, k] over the (o, q, k)
+ *                        whose read is element e of x          bufs: ct, w, x, scratch
+ *   KN_CONV_FILTER_GRAD  w[o, i, k] = sum of x(n, that read) ct[n, o, q] over (n, q)
+ *                                                              bufs: x, ct, w, scratch
+ * (ct: a cotangent of y's shape). Each operand is read, and the result written, through its
+ * own element strides per logical axis: [0] the batch axis (O for w), [1] the feature axis
+ * (I for w), [2 + d] spatial axis d, so any layout (NCHW, NHWC, the user's specs) is read
+ * where it lies. The result is written whole (zeros where nothing is summed). Floats only;
+ * 16-bit values accumulate in f32 and round each result once. */
+#define KN_CONV_MAX_SPATIAL 3
+typedef enum kn_conv_kind { KN_CONV_FORWARD, KN_CONV_INPUT_GRAD, KN_CONV_FILTER_GRAD } kn_conv_kind;
+typedef struct kn_conv_desc {
+    int kind; /* kn_conv_kind */
+    int ns;   /* spatial axes, 1 .. KN_CONV_MAX_SPATIAL */
+    int64_t n, groups, i, og; /* batch, feature groups, input features and output features per group */
+    int64_t in[KN_CONV_MAX_SPATIAL], k[KN_CONV_MAX_SPATIAL], out[KN_CONV_MAX_SPATIAL];
+    int64_t stride[KN_CONV_MAX_SPATIAL], lo[KN_CONV_MAX_SPATIAL], ld[KN_CONV_MAX_SPATIAL],
+        rd[KN_CONV_MAX_SPATIAL];
+    /* element strides per logical axis of x, w and y (ct) */
+    int64_t xs[KN_CONV_MAX_SPATIAL + 2], ws[KN_CONV_MAX_SPATIAL + 2], ys[KN_CONV_MAX_SPATIAL + 2];
+} kn_conv_desc;
+
 /* The library ops (lib_run), each with its buffers in order:
  *   GEMM              a, b, c, scratch           (kn_gemm_desc; floats, i32, i64)
  *   PERMUTE           src, dst                   (kn_permute_desc)
@@ -166,13 +196,14 @@ typedef struct kn_sort_desc {
  *   CUMSUM            x, out                     (kn_cumsum_desc; floats, i32, i64)
  *   ATTENTION         q, k, v, out, scratch      (kn_attention_desc; floats)
  *   ARGSORT           x, out, scratch            (kn_sort_desc; every dtype)
+ *   CONV              (per kind, above), scratch (kn_conv_desc; floats)
  * Floats are f32, f64, bf16 and f16: 16-bit ones sum in f32 (or wider) and round each
  * result once, as the reference does; a backend refuses (lib_supports) a dtype it cannot
  * compute, and the compile fails naming op and dtype.
- * ARGSORT's scratch, like ATTENTION's, is what lib_scratch asked for (NULL when 0); so
- * are GEMM's and SCATTER_ADD_ROWS's, which a backend may also be given as NULL by a caller
- * outside a compiled program (then it must still compute the op, in whatever way needs no
- * scratch).
+ * ARGSORT's and CONV's scratch, like ATTENTION's, is what lib_scratch asked for (NULL
+ * when 0); so are GEMM's and SCATTER_ADD_ROWS's, which a backend may also be given as NULL
+ * by a caller outside a compiled program (then it must still compute the op, in whatever
+ * way needs no scratch).
  * ATTENTION's scratch is the scratch_bytes the memory plan set aside, what lib_scratch
  * asked for when the program was compiled: a backend whose resources changed since (the
  * CPU's thread count follows the process's affinity) must fit its work into what it got.
@@ -186,6 +217,7 @@ typedef enum kn_lib_op {
     KN_LIB_CUMSUM,
     KN_LIB_ATTENTION,
     KN_LIB_ARGSORT,
+    KN_LIB_CONV,
     KN_LIB_NUM_OPS
 } kn_lib_op;
 
@@ -201,10 +233,12 @@ typedef struct kn_lib_desc {
         kn_cumsum_desc cumsum;
         kn_attention_desc attention;
         kn_sort_desc sort;
+        kn_conv_desc conv;
     };
 } kn_lib_desc;
 
-/* "gemm", "permute", "scatter_add_rows", "cumsum", "attention", "argsort" (messages). */
+/* "gemm", "permute", "scatter_add_rows", "cumsum", "attention", "argsort", "conv"
+ * (messages). */
 const char *kn_lib_op_name(kn_lib_op op);
 /* How many buffers lib_run takes for op (the table above). */
 int kn_lib_op_buffers(kn_lib_op op);

@@ -15,6 +15,7 @@ static const struct {
     [KN_LIB_CUMSUM] = {"cumsum", 2},
     [KN_LIB_ATTENTION] = {"attention", 5},
     [KN_LIB_ARGSORT] = {"argsort", 3},
+    [KN_LIB_CONV] = {"conv", 4},
 };
 _Static_assert(sizeof lib_ops / sizeof lib_ops[0] == KN_LIB_NUM_OPS,
                "lib_ops.c: every kn_lib_op needs its name and buffer count");

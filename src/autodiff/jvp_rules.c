@@ -330,6 +330,16 @@ RULE(jvp_dot) {
     return add_tangents(g, a, b);
 }
 
+/* Bilinear: the node's kind over (t_a, b) plus over (a, t_b), with its geometry. */
+RULE(jvp_conv) {
+    (void)id;
+    const uint32_t *in = ir_in(n);
+    int kind = n->a.conv.kind;
+    kiln_value a = t[0].id ? trace_conv(g, AD_JVP_OP, n, kind, t[0], val(g, in[1])) : KN_NONE;
+    kiln_value b = t[1].id ? trace_conv(g, AD_JVP_OP, n, kind, val(g, in[0]), t[1]) : KN_NONE;
+    return add_tangents(g, a, b);
+}
+
 /* ------------------------------------------------------------- indexing ---- */
 
 /* Linear in the table at fixed (integer) indices: the same gather of the tangent. */
@@ -514,6 +524,7 @@ static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_REDUCE_MIN] = jvp_reduce_chooser,
     [IR_REDUCE_PROD] = jvp_reduce_prod,
     [IR_DOT] = jvp_dot,
+    [IR_CONV] = jvp_conv,
     [IR_TAKE_ROWS] = jvp_take_rows,
     [IR_SCATTER_ADD_ROWS] = jvp_scatter_add_rows,
     [IR_DYNAMIC_SLICE] = jvp_dynamic_slice,

@@ -564,6 +564,35 @@ static void vjp_attention(kiln_graph *g, uint32_t id, const ir_node *n, kiln_val
                         out);
 }
 
+/* A convolution is bilinear, and each kind's partial maps are the others' transposes
+ * (cuDNN's forward, backward-data and backward-filter over one geometry): with B(x, w) the
+ * forward, input_grad(c, w) = B(., w)^T c and filter_grad(x, c) = B(x, .)^T c, so
+ *   forward(x, w):        dx = input_grad(g, w)   dw = filter_grad(x, g)
+ *   input_grad(c, w):     dc = forward(g, w)      dw = filter_grad(g, c)
+ *   filter_grad(x, c):    dx = input_grad(c, g)   dc = forward(x, g)
+ * and gradients of any order stay convolutions a backend can run as one kernel. */
+static void vjp_conv(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                     kiln_value *out) {
+    (void)id;
+    const char *op = "kiln_conv_general_dilated (gradient)";
+    ir_node c = *n; /* n may move while the rule appends */
+    kiln_value a = val(g, ir_in(&c)[0]), b = val(g, ir_in(&c)[1]);
+    switch (c.a.conv.kind) {
+    case IR_CONV_FORWARD:
+        if (need[0]) out[0] = trace_conv(g, op, &c, IR_CONV_INPUT_GRAD, ct, b);
+        if (need[1]) out[1] = trace_conv(g, op, &c, IR_CONV_FILTER_GRAD, a, ct);
+        break;
+    case IR_CONV_INPUT_GRAD:
+        if (need[0]) out[0] = trace_conv(g, op, &c, IR_CONV_FORWARD, ct, b);
+        if (need[1]) out[1] = trace_conv(g, op, &c, IR_CONV_FILTER_GRAD, ct, a);
+        break;
+    default:
+        if (need[0]) out[0] = trace_conv(g, op, &c, IR_CONV_INPUT_GRAD, b, ct);
+        if (need[1]) out[1] = trace_conv(g, op, &c, IR_CONV_FORWARD, a, ct);
+        break;
+    }
+}
+
 /* y = all_reduce(x) over replicas, each with its own loss L_r; the program's loss is their
  * sum. SUM: dL/dx_r = sum over replicas of ct; MEAN: their mean. MAX: the summed cotangent
  * goes to the replicas holding the maximum, split evenly among ties (reduce_max's rule
@@ -714,6 +743,7 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_GATHER] = vjp_gather,
     [IR_SCATTER] = vjp_scatter,
     [IR_ATTENTION] = vjp_attention,
+    [IR_CONV] = vjp_conv,
     [IR_ALL_REDUCE] = vjp_all_reduce,
     [IR_REDUCE_SCATTER] = vjp_reduce_scatter,
     [IR_ALL_GATHER] = vjp_all_gather,

@@ -194,6 +194,73 @@ static void rule_dot(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out)
     out[0] = ad_vmap_moveaxis(w, ad_vmap_emit(w->g, w->op, &t, x, 2), at, 0);
 }
 
+/* x (batch at axis 0, per-example axes after it) with the batch merged into per-example
+ * axis `ax`, the batch the outer factor: [B, ..., X, ...] -> [..., B * X, ...]. */
+static kiln_value fold_into(ad_vmap *w, kiln_value x, int ax) {
+    if (!x.id) return x;
+    kiln_value m = ad_vmap_moveaxis(w, x, 0, ax);
+    const ir_shape *sh = &w->g->nodes[m.id].shape;
+    int64_t dims[KILN_MAX_RANK];
+    int r = sh->rank - 1;
+    for (int a = 0, k = 0; a < sh->rank; a++) {
+        if (a == ax + 1) continue;
+        dims[k++] = a == ax ? sh->dims[ax] * sh->dims[ax + 1] : sh->dims[a];
+    }
+    return ad_vmap_reshape(w, m, r, dims);
+}
+
+/* The inverse of fold_into for a result whose axis `ax` is B * X: [B, ..., X, ...]. */
+static kiln_value unfold_from(ad_vmap *w, kiln_value y, int ax) {
+    if (!y.id) return y;
+    const ir_shape *sh = &w->g->nodes[y.id].shape;
+    int64_t dims[KILN_MAX_RANK];
+    int r = sh->rank + 1;
+    for (int a = 0, k = 0; a < sh->rank; a++) {
+        if (a == ax) dims[k++] = w->size, dims[k++] = sh->dims[a] / w->size;
+        else dims[k++] = sh->dims[a];
+    }
+    return ad_vmap_moveaxis(w, ad_vmap_reshape(w, y, r, dims), ax, 0);
+}
+
+/* A convolution of any kind. With the batch only on the operand that carries the
+ * convolution's batch axis N (a forward's lhs, an input gradient's cotangent) it folds into
+ * N; otherwise into the feature groups (jax's rule): every operand gets the batch (an
+ * unbatched one broadcast), merged as the outer factor of the axis that groups split (the
+ * lhs's features, the kernel's output features, the output's features), and the node runs
+ * with B times the groups, example b being groups b * G .. b * G + G - 1. */
+static void rule_conv(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out) {
+    (void)id;
+    const uint32_t *in = ir_in(n);
+    int kind = n->a.conv.kind;
+    const int *ls = n->a.conv.lhs, *rs = n->a.conv.rhs, *os = n->a.conv.out;
+    /* the specs of operand 0, operand 1 and the result, by kind */
+    const int *spec[3] = {kind == IR_CONV_INPUT_GRAD ? os : ls,
+                          kind == IR_CONV_FILTER_GRAD ? os : rs,
+                          kind == IR_CONV_FORWARD ? os : kind == IR_CONV_INPUT_GRAD ? ls : rs};
+    bool kernel_res = kind == IR_CONV_FILTER_GRAD;
+    ir_node t = *n;
+    kiln_value x[2];
+    if (kind != IR_CONV_FILTER_GRAD && !w->batched[in[1]]) { /* the batch joins N */
+        x[0] = fold_into(w, w->map[in[0]], spec[0][0]);
+        x[1] = w->map[in[1]];
+        out[0] = unfold_from(w, ad_vmap_emit(w->g, w->op, &t, x, 2), spec[2][0]);
+        return;
+    }
+    if ((int64_t)n->a.conv.groups * w->size > INT32_MAX) {
+        out[0] = trace_fail(w->g, KILN_STATUS_SHAPE, w->op,
+                            "%d feature groups times a batch of %lld is above 2^31 - 1",
+                            n->a.conv.groups, (long long)w->size);
+        return;
+    }
+    t.a.conv.groups = (int)(n->a.conv.groups * w->size);
+    for (uint32_t k = 0; k < 2; k++) {
+        bool kernel = spec[k] == rs;
+        x[k] = fold_into(w, ad_vmap_in(w, n, k), kernel ? spec[k][0] : spec[k][1]);
+    }
+    kiln_value y = ad_vmap_emit(w->g, w->op, &t, x, 2);
+    out[0] = unfold_from(w, y, kernel_res ? spec[2][0] : spec[2][1]);
+}
+
 /* Attention takes [T, N, H] or [B, T, N, H]: a batched rank-3 call is a rank-4 one; a
  * batched rank-4 call folds the two leading axes into one and unfolds the result. */
 static void rule_attention(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out) {
@@ -465,6 +532,7 @@ static const ad_vmap_entry entries[IR_NUM_OPS] = {
                                  "leading start 0 (a gather and a select for batched starts)",
                                  NULL},
     [IR_ATTENTION] = {rule_attention, "leading batch dimension", NULL},
+    [IR_CONV] = {rule_conv, "batch or feature-group dimension", NULL},
     [IR_GATHER] = {rule_gather, "dimension numbers (a batching or window axis)", NULL},
     [IR_SCATTER] = {rule_scatter, "dimension numbers (a batching axis)", NULL},
     [IR_ALL_REDUCE] = {rule_same, "unchanged (elementwise across replicas)", NULL},

@@ -54,6 +54,7 @@ static kiln_status check_backend(const kiln_executable *e) {
             op = KN_LIB_SCATTER_ADD_ROWS;
         if (k->kind == FK_SCAN && !lib_has(e->dev, KN_LIB_CUMSUM)) op = KN_LIB_CUMSUM;
         if (k->kind == FK_SORT && !lib_has(e->dev, KN_LIB_ARGSORT)) op = KN_LIB_ARGSORT;
+        if (k->kind == FK_CONV && !lib_has(e->dev, KN_LIB_CONV)) op = KN_LIB_CONV;
         if (op >= 0)
             return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
                              "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s, "
@@ -118,6 +119,36 @@ void exec_sort_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
     for (int i = ax + 1; i < x->shape.rank; i++) d->sort.inner *= x->shape.dims[i];
 }
 
+/* Element strides of the logical axes [batch, feature, spatial...] of shape s laid out by
+ * spec (kn_conv_desc's xs, ws, ys). */
+static void conv_strides(const ir_shape *s, const int *spec, int ns, int64_t *st) {
+    int64_t row[KILN_MAX_RANK], k = 1;
+    for (int i = s->rank - 1; i >= 0; i--) row[i] = k, k *= s->dims[i];
+    for (int a = 0; a < ns + 2; a++) st[a] = row[spec[a]];
+}
+
+void exec_conv_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
+    const ir_node *n = &g->nodes[id];
+    ir_conv_geom gm;
+    char msg[256];
+    *d = (kn_lib_desc){.op = KN_LIB_CONV, .dtype = n->dtype};
+    if (ir_conv_geometry(g, n, &gm, msg, sizeof msg)) return; /* typed: cannot fail */
+    kn_conv_desc *c = &d->conv;
+    c->kind = n->a.conv.kind == IR_CONV_FORWARD      ? KN_CONV_FORWARD
+              : n->a.conv.kind == IR_CONV_INPUT_GRAD ? KN_CONV_INPUT_GRAD
+                                                     : KN_CONV_FILTER_GRAD;
+    c->ns = gm.ns;
+    c->n = gm.n, c->groups = gm.groups, c->i = gm.i, c->og = gm.o / gm.groups;
+    for (int s = 0; s < gm.ns; s++) {
+        c->in[s] = gm.in[s], c->k[s] = gm.k[s], c->out[s] = gm.out[s];
+        c->stride[s] = n->a.conv.stride[s], c->lo[s] = n->a.conv.lo[s];
+        c->ld[s] = n->a.conv.ld[s], c->rd[s] = n->a.conv.rd[s];
+    }
+    conv_strides(&gm.lhs, n->a.conv.lhs, gm.ns, c->xs);
+    conv_strides(&gm.rhs, n->a.conv.rhs, gm.ns, c->ws);
+    conv_strides(&gm.res, n->a.conv.out, gm.ns, c->ys);
+}
+
 void exec_scatter_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
     const ir_node *n = &g->nodes[id];
     const uint32_t *in = ir_in(n);
@@ -158,6 +189,11 @@ static kiln_status plan_memory(kiln_executable *e) {
         if (k->kind == FK_SORT && b->lib_scratch) {
             kn_lib_desc d;
             exec_sort_desc(e->g, k->roots[0], &d);
+            scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
+        }
+        if (k->kind == FK_CONV && b->lib_scratch) {
+            kn_lib_desc d;
+            exec_conv_desc(e->g, k->roots[0], &d);
             scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
         }
         if (k->kind == FK_SCATTER && b->lib_scratch) {
@@ -389,9 +425,11 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     exec_dump dump;
     kiln_status s = dump_begin(ctx, g, &dump);
     bool attention = lib_has(dev, KN_LIB_ATTENTION);
+    unsigned expand = (attention ? 0u : PASS_EXPAND_ATTENTION) |
+                      (lib_has(dev, KN_LIB_CONV) ? 0u : PASS_EXPAND_CONV);
     if (!s) s = pass_clone(g, &e->g);
     if (!s) /* what the device has no kernel for becomes primitives (check_backend: none) */
-        s = pass_expand(&e->g, !attention);
+        s = pass_expand(&e->g, expand);
     if (!s && !o->disable_passes) s = passes_run(&e->g, NULL);
     if (!s && !o->disable_passes && attention) {
         bool changed = false; /* written-out attention becomes the op the device has a kernel for */

@@ -18,6 +18,9 @@ void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d)
 /* The library call of argsort node id (KN_LIB_ARGSORT, its dtype and kn_sort_desc; no
  * scratch yet). */
 void exec_sort_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d);
+/* The library call of convolution node id (KN_LIB_CONV, its dtype and kn_conv_desc; no
+ * scratch yet). */
+void exec_conv_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d);
 /* The library call of scatter node id (KN_LIB_SCATTER_ADD_ROWS; no scratch yet). */
 void exec_scatter_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d);
 /* Frees what exec_fuse_and_plan made (a trial plan of the budget search). */

@@ -158,6 +158,18 @@ static void sort_step(build *b, exec_step st, uint32_t id) {
     add_lib(b, st, &d, (exec_loc[]){view_loc(b, ir_in(&e->g->nodes[id])[0]), b->of[id], scratch});
 }
 
+/* convolution: the backend's kernel over its two operands where they lie (bufs in the
+ * order kn_conv_desc gives per kind: the node's operands are already in it), with the
+ * scratch the plan set aside. */
+static void conv_step(build *b, exec_step st, uint32_t id) {
+    const kiln_executable *e = b->e;
+    const uint32_t *in = ir_in(&e->g->nodes[id]);
+    kn_lib_desc d;
+    exec_conv_desc(e->g, id, &d);
+    exec_loc scratch = scratch_loc(b, st.kernel, &d.scratch_bytes);
+    add_lib(b, st, &d, (exec_loc[]){view_loc(b, in[0]), view_loc(b, in[1]), b->of[id], scratch});
+}
+
 /* dot_product_attention: the backend's fused kernel over q, k, v where they lie, with the
  * scratch the plan set aside. */
 static void attention_step(build *b, exec_step st, uint32_t id) {
@@ -237,6 +249,7 @@ static void kernel_steps(build *b, uint32_t sched) {
     case FK_SORT: sort_step(b, st, k->roots[0]); break;
     case FK_CONTROL: control_step(b, st, k); break;
     case FK_TRANSFER: transfer_step(b, st, k->roots[0]); break;
+    case FK_CONV: conv_step(b, st, k->roots[0]); break;
     }
 }
 
@@ -360,6 +373,7 @@ static void count_steps(const kiln_executable *e, uint32_t ki, uint32_t *steps, 
     case FK_SORT: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_ARGSORT); break;
     case FK_CONTROL: n = 1, bufs = e->g->nodes[k->roots[0]].n_in + k->n_roots + 1; break;
     case FK_TRANSFER: n = 1, bufs = 2; break;
+    case FK_CONV: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_CONV); break;
     }
     *steps += n, *libs += lib, *locs += bufs;
 }

@@ -52,6 +52,11 @@ const char *ir_scatter_kind_name(int kind) {
     return kind >= 0 && kind <= KILN_SCATTER_MAX ? names[kind] : NULL;
 }
 
+const char *ir_conv_kind_name(int kind) {
+    static const char *const names[] = {"forward", "input_grad", "filter_grad"};
+    return kind >= 0 && kind <= IR_CONV_FILTER_GRAD ? names[kind] : NULL;
+}
+
 static const ir_attr_desc rows[] = {
 #define KN_ATTR_ROW(op, type, name, member, words)                                                 \
     {IR_##op, type, name, offsetof(ir_attrs, member), words},
@@ -131,6 +136,11 @@ static void print_dot(const kiln_dot_dims *d, strbuf *sb) {
     list_int(sb, "rhs_contract", d->rhs_contract, d->n_contract);
 }
 
+/* The entries of an IRA_SPATIAL list for an operand of rank r. */
+static int spatial_count(int r) {
+    return r < 2 ? 0 : r - 2 > KILN_CONV_MAX_SPATIAL ? KILN_CONV_MAX_SPATIAL : r - 2;
+}
+
 static void print_one(const ir_attrs *a, const ir_attr_desc *d, int r, strbuf *sb) {
     const void *m = member(a, d);
     switch (d->type) {
@@ -159,6 +169,7 @@ static void print_one(const ir_attrs *a, const ir_attr_desc *d, int r, strbuf *s
         if (fill_at(a, d) != -INFINITY) sb_printf(sb, " %s=%.17g", d->name, real_at(a, d));
         break;
     case IRA_DOT: print_dot(m, sb); break;
+    case IRA_SPATIAL: list_i64(sb, d->name, m, spatial_count(r)); break;
     }
 }
 
@@ -204,6 +215,9 @@ static int flatten_one(const ir_attrs *a, const ir_attr_desc *d, int r, int64_t 
     case IRA_REAL: buf[0] = bits_of(real_at(a, d)); return 1;
     case IRA_FILL: buf[0] = bits_of(fill_at(a, d)); return 1;
     case IRA_DOT: return flatten_dot(m, buf);
+    case IRA_SPATIAL:
+        for (int i = 0; i < spatial_count(r); i++) buf[i] = ((const int64_t *)m)[i];
+        return spatial_count(r);
     }
     return 0;
 }

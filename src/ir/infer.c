@@ -478,6 +478,128 @@ static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, s
     return KILN_STATUS_OK;
 }
 
+/* ------------------------------------------------------------ convolution ---- */
+
+static bool conv_is_perm(const int *p, int n) {
+    bool seen[KILN_MAX_RANK] = {false};
+    for (int i = 0; i < n; i++) {
+        if (p[i] < 0 || p[i] >= n || seen[p[i]]) return false;
+        seen[p[i]] = true;
+    }
+    return true;
+}
+
+/* The shape of [b, f, spatial...] laid out by spec (spec[0] the axis of b, ...). */
+static ir_shape conv_shape(const int *spec, int ns, int64_t b, int64_t f, const int64_t *sp) {
+    ir_shape s = {.rank = ns + 2};
+    s.dims[spec[0]] = b, s.dims[spec[1]] = f;
+    for (int d = 0; d < ns; d++) s.dims[spec[2 + d]] = sp[d];
+    return s;
+}
+
+static bool conv_same_shape(const ir_shape *a, const ir_shape *b) {
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom *gm, char *msg,
+                             size_t msg_size) {
+    static const char *const what[] = {"lhs and kernel", "cotangent and kernel",
+                                       "lhs and cotangent"};
+    const ir_node *a = input(g, n, 0), *b = input(g, n, 1);
+    int kind = n->a.conv.kind, r = a->shape.rank, ns = r - 2;
+    memset(gm, 0, sizeof *gm);
+    if (kind < IR_CONV_FORWARD || kind > IR_CONV_FILTER_GRAD)
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "convolution kind %d is not forward, input_grad or "
+             "filter_grad", kind);
+    if (a->dtype != b->dtype || !ir_dtype_accepts(IRT_NUMERIC, a->dtype))
+        FAIL(KILN_STATUS_DTYPE, "convolution: the %s need one numeric dtype, not %s and %s",
+             what[kind], kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
+    if (b->shape.rank != r || ns < 1 || ns > KILN_CONV_MAX_SPATIAL)
+        FAIL(KILN_STATUS_SHAPE, "convolution: the %s need one rank, 3 to %d, not %d and %d",
+             what[kind], KILN_CONV_MAX_SPATIAL + 2, r, b->shape.rank);
+    const int *ls = n->a.conv.lhs, *rs = n->a.conv.rhs, *os = n->a.conv.out;
+    if (!conv_is_perm(ls, r) || !conv_is_perm(rs, r) || !conv_is_perm(os, r))
+        FAIL(KILN_STATUS_SHAPE, "convolution: lhs_spec, rhs_spec and out_spec must each be a "
+             "permutation of 0..%d", r - 1);
+    gm->ns = ns;
+    gm->groups = n->a.conv.groups;
+    if (gm->groups < 1) FAIL(KILN_STATUS_SHAPE, "convolution: groups %lld must be >= 1",
+                             (long long)gm->groups);
+    const ir_shape *lhs = kind == IR_CONV_INPUT_GRAD ? NULL : &a->shape;
+    const ir_shape *ker = kind == IR_CONV_FILTER_GRAD ? NULL : &b->shape;
+    const ir_shape *ct = kind == IR_CONV_INPUT_GRAD ? &a->shape
+                         : kind == IR_CONV_FILTER_GRAD ? &b->shape : NULL;
+    const int64_t *sizes = n->a.conv.sizes;
+    if (ker) gm->o = ker->dims[rs[0]], gm->i = ker->dims[rs[1]];
+    if (lhs) gm->n = lhs->dims[ls[0]], gm->c = lhs->dims[ls[1]];
+    if (!lhs) gm->n = ct->dims[os[0]], gm->c = gm->i * gm->groups;
+    if (!ker) {
+        gm->o = ct->dims[os[1]];
+        if (gm->c % gm->groups)
+            FAIL(KILN_STATUS_SHAPE, "convolution: groups %lld does not divide the lhs's %lld "
+                 "features", (long long)gm->groups, (long long)gm->c);
+        gm->i = gm->c / gm->groups;
+    }
+    if (gm->c != gm->i * gm->groups)
+        FAIL(KILN_STATUS_SHAPE, "convolution: lhs has %lld input features; the kernel takes "
+             "%lld per group x %lld group(s) = %lld", (long long)gm->c, (long long)gm->i,
+             (long long)gm->groups, (long long)(gm->i * gm->groups));
+    if (gm->o % gm->groups)
+        FAIL(KILN_STATUS_SHAPE, "convolution: groups %lld does not divide the %lld output "
+             "features", (long long)gm->groups, (long long)gm->o);
+    const int64_t lim = (int64_t)1 << 40;
+    for (int d = 0; d < ns; d++) {
+        int64_t s = n->a.conv.stride[d], ld = n->a.conv.ld[d], rd = n->a.conv.rd[d];
+        int64_t lo = n->a.conv.lo[d], hi = n->a.conv.hi[d];
+        if (s < 1 || ld < 1 || rd < 1 || s > lim || ld > lim || rd > lim)
+            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: stride %lld, lhs_dilation %lld "
+                 "and rhs_dilation %lld must be in [1, 2^40]", d, (long long)s, (long long)ld,
+                 (long long)rd);
+        if (lo < -lim || lo > lim || hi < -lim || hi > lim)
+            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: padding (%lld, %lld) is "
+                 "outside [-2^40, 2^40]", d, (long long)lo, (long long)hi);
+        gm->in[d] = lhs ? lhs->dims[ls[2 + d]] : sizes[d];
+        gm->k[d] = ker ? ker->dims[rs[2 + d]] : sizes[d];
+        if (gm->in[d] < 0 || gm->in[d] > IR_DIM_MAX || gm->k[d] < 1 || gm->k[d] > IR_DIM_MAX)
+            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: lhs size %lld and kernel size "
+                 "%lld (the kernel's must be >= 1)", d, (long long)gm->in[d], (long long)gm->k[d]);
+        int64_t padded = (gm->in[d] ? (gm->in[d] - 1) * ld + 1 : 0) + lo + hi;
+        int64_t w = (gm->k[d] - 1) * rd + 1;
+        if (padded < 0)
+            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: padding (%lld, %lld) leaves "
+                 "%lld elements of %lld", d, (long long)lo, (long long)hi, (long long)padded,
+                 (long long)gm->in[d]);
+        gm->out[d] = padded < w ? 0 : (padded - w) / s + 1;
+        if (kind == IR_CONV_FORWARD && sizes[d] != gm->out[d])
+            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: sizes says %lld, the window "
+                 "gives %lld", d, (long long)sizes[d], (long long)gm->out[d]);
+    }
+    gm->lhs = conv_shape(ls, ns, gm->n, gm->c, gm->in);
+    gm->rhs = conv_shape(rs, ns, gm->o, gm->i, gm->k);
+    gm->res = conv_shape(os, ns, gm->n, gm->o, gm->out);
+    if (ct && !conv_same_shape(ct, &gm->res)) {
+        char have[IR_TYPE_STR_MAX], want[IR_TYPE_STR_MAX];
+        ir_type_str(a->dtype, ct, have, sizeof have);
+        ir_type_str(a->dtype, &gm->res, want, sizeof want);
+        FAIL(KILN_STATUS_SHAPE, "convolution %s: the cotangent is %s; the convolution's output "
+             "is %s", ir_conv_kind_name(kind), have, want);
+    }
+    return KILN_STATUS_OK;
+}
+
+static kiln_status infer_conv(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    ir_conv_geom gm;
+    kiln_status s = ir_conv_geometry(g, n, &gm, msg, msg_size);
+    if (s) return s;
+    int kind = n->a.conv.kind;
+    n->dtype = input(g, n, 0)->dtype;
+    n->shape = kind == IR_CONV_FORWARD ? gm.res : kind == IR_CONV_INPUT_GRAD ? gm.lhs : gm.rhs;
+    return KILN_STATUS_OK;
+}
+
 /* Operands [x, (update,) starts...]: one rank-0 integer start per axis of x. */
 static kiln_status check_starts(const kiln_graph *g, const ir_node *n, uint32_t first, char *msg,
                                 size_t msg_size) {
@@ -783,6 +905,7 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_CONTROL: s = ir_infer_control(g, n, msg, msg_size); break;
     case IRK_RESULT: s = ir_infer_result(g, n, msg, msg_size); break;
     case IRK_TRANSFER: s = infer_transfer(g, n, msg, msg_size); break;
+    case IRK_CONV: s = infer_conv(g, n, msg, msg_size); break;
     default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");
     }
     if (!s) s = no_host_reads(g, n, msg, msg_size);

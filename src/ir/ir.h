@@ -37,6 +37,8 @@ typedef enum ir_kind {
                      * several results: the node is its result 0, a RESULT node each other */
     IRK_RESULT,     /* result: result `index` (>= 1) of the control node that is its input */
     IRK_TRANSFER,   /* memory_put: its operand's bytes in another memory kind (a copy) */
+    IRK_CONV,       /* convolution: the forward result, or one operand's gradient, of the
+                     * convolution its attribute describes */
 } ir_kind;
 
 /* Operand dtype classes an op accepts. */
@@ -171,6 +173,18 @@ enum {
     X(GATHER, "gather", gather, 2, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)               \
     X(SCATTER, "scatter", scatter, 3, IRK_INDEX, IRT_ANY, IRF_EXPENSIVE, 1, NULL, NULL)
 
+/* Convolutions (src/trace/conv.c, docs/ops.md "convolutions"): CONV(a, b) is, by attribute
+ * conv.kind, the convolution of lhs a and kernel b (jax.lax.conv_general_dilated), or the
+ * gradient of its lhs from (cotangent a, kernel b), or of its kernel from (lhs a, cotangent
+ * b): cuDNN's forward, backward-data and backward-filter, one geometry for all three, so
+ * each kind's gradients are convolutions of the other kinds. A backend with a convolution
+ * kernel (KN_LIB_CONV) runs the node; src/passes/expand.c rewrites it into its primitive
+ * form (im2col slices and a product) everywhere else; the reference evaluates it
+ * directly. */
+#define KN_CONV_OPS(X)                                                                             \
+    X(CONV, "convolution", conv_general_dilated, 2, IRK_CONV, IRT_NUMERIC, IRF_EXPENSIVE, 1, NULL, \
+      NULL)
+
 /* Random numbers (src/trace/random.c, docs/random.md): RANDOM(k0, k1, c) is Threefry-2x32
  * (20 rounds) of the key (k0, k1) on the counter (0, c), all uint32 bit patterns in i32,
  * reduced to what the attribute `rng` (ir_rng) asks for. It is elementwise in the counter,
@@ -233,6 +247,7 @@ enum {
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
     KN_SORT_OPS(X)                                                                                 \
     KN_GATHER_OPS(X)                                                                               \
+    KN_CONV_OPS(X)                                                                                 \
     KN_RANDOM_OPS(X)                                                                               \
     /* control flow (src/trace/control.c, docs/control_flow.md): the node's region holds the   \
      * sub-graphs it runs; inputs and results are laid out as ir_control describes */          \
@@ -373,7 +388,29 @@ typedef union ir_attrs {
     struct {
         bool mul, min, max;
     } rows;
+    /* CONV: lax's ConvDimensionNumbers, each a permutation of the axes: lhs = {batch axis,
+     * feature axis, spatial axes...} of the convolution's lhs, rhs = {output feature,
+     * input feature, spatial...} of its kernel, out = {batch, feature, spatial...} of its
+     * output. Per spatial axis d < S (rank - 2): the window stride, the padding lo and hi
+     * (negative crops), the lhs (base) and rhs (window) dilations, and sizes[d] the
+     * result's spatial extent: what a gradient cannot infer from its operands (the lhs's,
+     * or the kernel's), the output's for the forward. groups: feature_group_count. */
+    struct {
+        int kind; /* ir_conv_kind */
+        int lhs[KILN_MAX_RANK], rhs[KILN_MAX_RANK], out[KILN_MAX_RANK]; /* IRA_INTS' size */
+        int64_t stride[KILN_CONV_MAX_SPATIAL], lo[KILN_CONV_MAX_SPATIAL],
+            hi[KILN_CONV_MAX_SPATIAL], ld[KILN_CONV_MAX_SPATIAL], rd[KILN_CONV_MAX_SPATIAL],
+            sizes[KILN_CONV_MAX_SPATIAL];
+        int groups;
+    } conv;
 } ir_attrs;
+
+/* What a CONV node computes (attribute conv.kind). */
+typedef enum ir_conv_kind {
+    IR_CONV_FORWARD,     /* conv(lhs, kernel) */
+    IR_CONV_INPUT_GRAD,  /* the lhs's gradient from (cotangent, kernel) */
+    IR_CONV_FILTER_GRAD, /* the kernel's gradient from (lhs, cotangent) */
+} ir_conv_kind;
 
 /* The attribute table: every attribute of every op, declared once. Printing (ir_print),
  * reading the text back (src/trace/load.c), the builders of KN_AXES_OPS, the verifier's
@@ -400,6 +437,8 @@ typedef enum ir_attr_type {
                 * (else -inf), and written only then and when it is not -inf */
     IRA_DOT,   /* kiln_dot_dims: lhs_batch and rhs_batch (both left out when empty),
                 * lhs_contract, rhs_contract */
+    IRA_SPATIAL, /* int64_t[rank of the first operand - 2]: " name=[a,b]", one per spatial
+                  * axis of a convolution */
 } ir_attr_type;
 
 const char *ir_cmp_name(int cmp);          /* "eq" .. "ge", NULL out of range */
@@ -409,6 +448,8 @@ const char *ir_memory_kind_name(int kind); /* "device", "pinned_host", NULL out 
 
 /* "set", "add", "mul", "min", "max" (kiln_scatter_kind), NULL out of range */
 const char *ir_scatter_kind_name(int kind);
+/* "forward", "input_grad", "filter_grad" (ir_conv_kind), NULL out of range */
+const char *ir_conv_kind_name(int kind);
 
 // clang-format off
 #define KN_ATTRS(X)                                                                                \
@@ -468,7 +509,18 @@ const char *ir_scatter_kind_name(int kind);
     X(SCATTER, IRA_WORD, "a mode", gs.mode, ir_gather_mode_name)                                  \
     X(SCATTER_ADD_ROWS, IRA_FLAG, "mul", rows.mul, NULL)                                           \
     X(SCATTER_ADD_ROWS, IRA_FLAG, "min", rows.min, NULL)                                           \
-    X(SCATTER_ADD_ROWS, IRA_FLAG, "max", rows.max, NULL)
+    X(SCATTER_ADD_ROWS, IRA_FLAG, "max", rows.max, NULL)                                           \
+    X(CONV, IRA_WORD, "a kind", conv.kind, ir_conv_kind_name)                                      \
+    X(CONV, IRA_INTS, "lhs_spec", conv.lhs, NULL)                                                  \
+    X(CONV, IRA_INTS, "rhs_spec", conv.rhs, NULL)                                                  \
+    X(CONV, IRA_INTS, "out_spec", conv.out, NULL)                                                  \
+    X(CONV, IRA_SPATIAL, "stride", conv.stride, NULL)                                              \
+    X(CONV, IRA_SPATIAL, "lo", conv.lo, NULL)                                                      \
+    X(CONV, IRA_SPATIAL, "hi", conv.hi, NULL)                                                      \
+    X(CONV, IRA_SPATIAL, "lhs_dilation", conv.ld, NULL)                                            \
+    X(CONV, IRA_SPATIAL, "rhs_dilation", conv.rd, NULL)                                            \
+    X(CONV, IRA_SPATIAL, "sizes", conv.sizes, NULL)                                                \
+    X(CONV, IRA_INT, "groups", conv.groups, NULL)
 // clang-format on
 
 typedef struct ir_attr_desc {
@@ -483,7 +535,7 @@ typedef struct ir_attr_desc {
 const ir_attr_desc *ir_op_attrs(ir_op op, int *n);
 /* The meaningful attribute values of op flattened into buf (IR_ATTRS_FLAT_MAX entries at
  * most): equality and hashing share this one definition of "meaningful". Returns the count. */
-#define IR_ATTRS_FLAT_MAX 40
+#define IR_ATTRS_FLAT_MAX 64
 int ir_attrs_flatten(ir_op op, int in_rank, const ir_attrs *a, int64_t *buf);
 
 #define IR_INLINE_INPUTS 3
@@ -591,6 +643,22 @@ struct kiln_graph {
 /* A copy of file name [s, s+n) owned by g and freed with it, for node locations of a graph
  * read from text; one copy per distinct name. NULL on host OOM (no message set). */
 const char *ir_graph_own_file(kiln_graph *g, const char *s, size_t n);
+
+/* A CONV node's geometry in the forward convolution's terms (ir.h's KN_CONV_OPS), from its
+ * attributes and its operands' shapes whatever its kind: the forward's lhs [n, c, in...],
+ * kernel [o, i, k...] and output [n, o, out...] (c = groups * i), and each of the three as a
+ * shape in its own spec's layout. */
+typedef struct ir_conv_geom {
+    int ns; /* spatial axes */
+    int64_t n, c, o, i, groups;
+    int64_t in[KILN_CONV_MAX_SPATIAL], k[KILN_CONV_MAX_SPATIAL], out[KILN_CONV_MAX_SPATIAL];
+    ir_shape lhs, rhs, res; /* the forward's lhs, kernel and output shapes */
+} ir_conv_geom;
+
+/* Fills *gm for CONV node n of g and checks everything the node's type rests on (specs,
+ * strides, dilations, padding, groups, the operands' agreement); a message otherwise. */
+kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom *gm, char *msg,
+                             size_t msg_size);
 
 /* dtypes and shapes */
 bool ir_dtype_valid(kiln_dtype t);

@@ -95,7 +95,7 @@ static bool is_source(const ir_node *n) {
  * of their own, and what they read has a buffer). */
 static bool library_op(ir_op op) {
     return op == IR_DOT || op == IR_SCATTER_ADD_ROWS || op == IR_CUMSUM || op == IR_ATTENTION ||
-           ir_ops[op].kind == IRK_COLLECTIVE || op == IR_ARGSORT ||
+           op == IR_CONV || ir_ops[op].kind == IRK_COLLECTIVE || op == IR_ARGSORT ||
            ir_ops[op].kind == IRK_CONTROL || op == IR_RESULT || op == IR_MEMORY_PUT;
 }
 
@@ -155,7 +155,7 @@ static bool gather_view(const kiln_graph *g, uint32_t id) {
     if (n->op != IR_RESHAPE && n->op != IR_TRANSPOSE) return false;
     while (n->op == IR_RESHAPE || n->op == IR_TRANSPOSE) n = &g->nodes[ir_in(n)[0]];
     return n->op == IR_PARAMETER || n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS ||
-           n->op == IR_CUMSUM || n->op == IR_ATTENTION || n->op == IR_ARGSORT ||
+           n->op == IR_CUMSUM || n->op == IR_ATTENTION || n->op == IR_ARGSORT || n->op == IR_CONV ||
            n->op == IR_MEMORY_PUT || (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
@@ -565,6 +565,7 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
                   : n->op == IR_ARGSORT                  ? FK_SORT
                   : ir_ops[n->op].kind == IRK_CONTROL    ? FK_CONTROL
                   : n->op == IR_MEMORY_PUT               ? FK_TRANSFER
+                  : n->op == IR_CONV                     ? FK_CONV
                                                          : FK_LOOP;
         if ((s = kernel_roots(g, id, k))) goto done;
         p->n_kernels++;
@@ -865,7 +866,8 @@ done:
 
 const char *fusion_kind_name(fk_kind k) {
     static const char *const names[FK_NUM_KINDS] = {
-        "loop", "dot", "scatter", "scan", "attention", "collective", "sort", "control", "transfer"};
+        "loop", "dot", "scatter", "scan", "attention", "collective", "sort", "control", "transfer",
+        "conv"};
     return (unsigned)k < FK_NUM_KINDS ? names[k] : "?";
 }
 

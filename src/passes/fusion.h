@@ -30,8 +30,9 @@ typedef enum fk_kind {
     FK_CONTROL,    /* while, scan, cond: its sub-graphs' executables, run by the host; its
                     * roots are the control node and its RESULT nodes (all its results) */
     FK_TRANSFER,   /* memory_put: a copy into another memory kind, out of place */
+    FK_CONV,       /* convolution: the backend's kernel, out of place, with planned scratch */
 } fk_kind;
-#define FK_NUM_KINDS (FK_TRANSFER + 1)
+#define FK_NUM_KINDS (FK_CONV + 1)
 
 /* "loop", "dot", "scatter", ..., "control": a kernel's kind in reports. */
 const char *fusion_kind_name(fk_kind k);

@@ -55,11 +55,12 @@ kiln_status pass_simplify(kiln_graph **g);
 
 kiln_status pass_dce_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 
-/* Expansion (expand.c): gather and scatter always, and with `attention` every
- * dot_product_attention, become their
- * primitive form, for a backend without the fused kernel (kiln_compile decides). Unlike
- * the passes above it may change rounding, not values. */
-kiln_status pass_expand(kiln_graph **g, bool attention);
+/* Expansion (expand.c): gather, scatter and integer convolutions always become their
+ * primitive form, and with the flags every dot_product_attention (PASS_EXPAND_ATTENTION)
+ * and every convolution (PASS_EXPAND_CONV): what a backend has no library kernel for
+ * (kiln_compile decides). Unlike the passes above it may change rounding, not values. */
+enum { PASS_EXPAND_ATTENTION = 1u, PASS_EXPAND_CONV = 2u };
+kiln_status pass_expand(kiln_graph **g, unsigned what);
 
 /* Attention (attention.c): a written-out attention (q k^T, scale, causal select, softmax,
  * times v, none of it read elsewhere) becomes dot_product_attention, for a backend with
@@ -68,7 +69,7 @@ kiln_status pass_expand(kiln_graph **g, bool attention);
  * says whether it found any; stats may be NULL. */
 kiln_status pass_attention(kiln_graph **g, bool *changed, pass_stats *stats);
 kiln_status pass_attention_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
-kiln_status pass_expand_run(const kiln_graph *g, bool attention, kiln_graph **out);
+kiln_status pass_expand_run(const kiln_graph *g, unsigned what, kiln_graph **out);
 kiln_status pass_cse_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 kiln_status pass_simplify_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 

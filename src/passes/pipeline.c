@@ -114,18 +114,21 @@ static kiln_status apply(kiln_graph **g, const char *name, pass_run_fn run) {
     return apply_counted(g, name, run, NULL, NULL);
 }
 
-static kiln_status expand_attention_run(const kiln_graph *g, kiln_graph **out, pass_stats *st) {
-    (void)st;
-    return pass_expand_run(g, true, out);
-}
+/* One run function per set of expand flags (pass_run_fn carries no argument). */
+#define EXPAND_RUN(what)                                                                           \
+    static kiln_status expand_run_##what(const kiln_graph *g, kiln_graph **out, pass_stats *st) {  \
+        (void)st;                                                                                  \
+        return pass_expand_run(g, what, out);                                                      \
+    }
+EXPAND_RUN(0)
+EXPAND_RUN(1)
+EXPAND_RUN(2)
+EXPAND_RUN(3)
+#undef EXPAND_RUN
 
-static kiln_status expand_gather_run(const kiln_graph *g, kiln_graph **out, pass_stats *st) {
-    (void)st;
-    return pass_expand_run(g, false, out);
-}
-
-kiln_status pass_expand(kiln_graph **g, bool attention) {
-    return apply(g, "expand", attention ? expand_attention_run : expand_gather_run);
+kiln_status pass_expand(kiln_graph **g, unsigned what) {
+    static const pass_run_fn runs[4] = {expand_run_0, expand_run_1, expand_run_2, expand_run_3};
+    return apply(g, "expand", runs[what & 3u]);
 }
 
 kiln_status pass_attention(kiln_graph **g, bool *changed, pass_stats *stats) {

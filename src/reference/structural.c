@@ -632,6 +632,94 @@ static kiln_status ref_argsort(const kiln_graph *g, uint32_t id, const ref_value
     return KILN_STATUS_OK;
 }
 
+/* ------------------------------------------------------------ convolution ---- */
+
+/* Element strides of the logical axes [batch, feature, spatial...] of shape s laid out
+ * by spec. */
+static void conv_axis_strides(const ir_shape *s, const int *spec, int ns, int64_t *st) {
+    int64_t row[KILN_MAX_RANK];
+    strides_of(s, row);
+    for (int a = 0; a < ns + 2; a++) st[a] = row[spec[a]];
+}
+
+/* The definition (ir.h's KN_CONV_OPS, backend_impl.h's kn_conv_desc), walked over every
+ * (n, o, output position, i, kernel position) once: each term adds to the element its
+ * kind computes, in f64 for floats (wrapping uint64 for integers), rounded once at the
+ * end. */
+static kiln_status ref_conv(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    ir_conv_geom gm;
+    char msg[256];
+    if (ir_conv_geometry(g, n, &gm, msg, sizeof msg))
+        return ctx_error(g->ctx, KILN_STATUS_INTERNAL, "reference interpreter: %s", msg);
+    int kind = n->a.conv.kind, ns = gm.ns;
+    kiln_dtype t = n->dtype;
+    bool fl = ir_dtype_is_float(t);
+    int64_t count = ref_numel(&n->shape);
+    size_t bytes = (size_t)(count ? count : 1) * sizeof(double);
+    void *acc = host_alloc(g->ctx, bytes);
+    if (!acc) return ctx_oom(g->ctx, "reference interpreter: convolution's sums", bytes);
+    memset(acc, 0, bytes);
+    double *facc = acc;
+    uint64_t *iacc = acc;
+    int64_t xs[KILN_MAX_RANK], ws[KILN_MAX_RANK], ys[KILN_MAX_RANK];
+    conv_axis_strides(&gm.lhs, n->a.conv.lhs, ns, xs);
+    conv_axis_strides(&gm.rhs, n->a.conv.rhs, ns, ws);
+    conv_axis_strides(&gm.res, n->a.conv.out, ns, ys);
+    const void *x = kind == IR_CONV_INPUT_GRAD ? NULL : IN_OF(n);
+    const void *w = kind == IR_CONV_FILTER_GRAD ? NULL : ref_in_data(vals, n, 1);
+    const void *ct = kind == IR_CONV_INPUT_GRAD    ? IN_OF(n)
+                     : kind == IR_CONV_FILTER_GRAD ? ref_in_data(vals, n, 1)
+                                                   : NULL;
+    int64_t kk = 1, pp = 1, og = gm.o / gm.groups;
+    for (int d = 0; d < ns; d++) kk *= gm.k[d], pp *= gm.out[d];
+    for (int64_t b = 0; b < gm.n; b++)
+        for (int64_t o = 0; o < gm.o; o++)
+            for (int64_t q = 0; q < pp; q++) {
+                int64_t qi[KILN_CONV_MAX_SPATIAL], rest = q, yo = b * ys[0] + o * ys[1];
+                for (int d = ns - 1; d >= 0; d--) qi[d] = rest % gm.out[d], rest /= gm.out[d];
+                for (int d = 0; d < ns; d++) yo += qi[d] * ys[2 + d];
+                for (int64_t k = 0; k < kk; k++) {
+                    int64_t xo = b * xs[0], wo = o * ws[0], kr = k;
+                    bool inside = true;
+                    for (int d = ns - 1; d >= 0; d--) {
+                        int64_t kd = kr % gm.k[d];
+                        kr /= gm.k[d];
+                        int64_t p = qi[d] * n->a.conv.stride[d] + kd * n->a.conv.rd[d] -
+                                    n->a.conv.lo[d];
+                        int64_t ld = n->a.conv.ld[d];
+                        inside &= p >= 0 && p % ld == 0 && p / ld < gm.in[d];
+                        xo += (p / ld) * xs[2 + d];
+                        wo += kd * ws[2 + d];
+                    }
+                    if (!inside) continue;
+                    for (int64_t i = 0; i < gm.i; i++) {
+                        int64_t xi = xo + (o / og * gm.i + i) * xs[1], wi = wo + i * ws[1];
+                        /* the two operands' elements and where their product goes */
+                        int64_t ea = kind == IR_CONV_INPUT_GRAD ? yo : xi;
+                        int64_t eb = kind == IR_CONV_FILTER_GRAD ? yo : wi;
+                        int64_t er = kind == IR_CONV_FORWARD      ? yo
+                                     : kind == IR_CONV_INPUT_GRAD ? xi
+                                                                  : wi;
+                        const void *pa = kind == IR_CONV_INPUT_GRAD ? ct : x;
+                        const void *pb = kind == IR_CONV_FILTER_GRAD ? ct : w;
+                        if (fl)
+                            facc[er] += ref_fget(pa, t, ea) * ref_fget(pb, t, eb);
+                        else
+                            iacc[er] += (uint64_t)ref_iget(pa, t, ea) * (uint64_t)ref_iget(pb, t, eb);
+                    }
+                }
+            }
+    for (int64_t e = 0; e < count; e++) {
+        if (fl)
+            ref_fput(out, t, e, facc[e]);
+        else
+            ref_iput(out, t, e, iacc[e]);
+    }
+    host_free(g->ctx, acc, bytes);
+    return KILN_STATUS_OK;
+}
+
 static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_IOTA] = ref_iota,
     [IR_BROADCAST] = ref_broadcast,
@@ -653,6 +741,7 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
     [IR_CUMSUM] = ref_cumsum,
     [IR_ATTENTION] = ref_attention,
     [IR_ARGSORT] = ref_argsort,
+    [IR_CONV] = ref_conv,
 };
 
 ref_eval_fn ref_structural_eval(ir_op op) {

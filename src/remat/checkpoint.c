@@ -168,7 +168,8 @@ static choice choose(const kiln_graph *g, const remat_regions *r, const remat_re
     switch (c->policy) {
     case KILN_CHECKPOINT_POLICY_EVERYTHING_SAVEABLE: return CHOOSE_SAVE;
     case KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE: return CHOOSE_DROP;
-    case KILN_CHECKPOINT_POLICY_DOTS_SAVEABLE: return n->op == IR_DOT ? CHOOSE_SAVE : CHOOSE_DROP;
+    case KILN_CHECKPOINT_POLICY_DOTS_SAVEABLE: /* jax's: products and convolutions */
+        return n->op == IR_DOT || n->op == IR_CONV ? CHOOSE_SAVE : CHOOSE_DROP;
     case KILN_CHECKPOINT_POLICY_DOTS_WITH_NO_BATCH_DIMS_SAVEABLE:
         return n->op == IR_DOT && n->a.dot.n_batch == 0 ? CHOOSE_SAVE : CHOOSE_DROP;
     case KILN_CHECKPOINT_POLICY_OFFLOAD_DOT_WITH_NO_BATCH_DIMS:

@@ -132,6 +132,14 @@ double remat_node_flops(const kiln_graph *g, uint32_t id) {
                                          : S * (S + 1) / 2 + (T - S) * S;
         return heads * pairs * 2 * (H + Hv);
     }
+    case IRK_CONV: { /* every kind makes the forward's products: 2 N O P I K */
+        ir_conv_geom gm;
+        char msg[128];
+        if (ir_conv_geometry(g, n, &gm, msg, sizeof msg)) return 0;
+        double macs = (double)gm.n * (double)gm.o * (double)gm.i;
+        for (int d = 0; d < gm.ns; d++) macs *= (double)gm.out[d] * (double)gm.k[d];
+        return 2 * macs;
+    }
     default: return 0; /* sources and shape ops move data only */
     }
 }

@@ -346,6 +346,26 @@ static kiln_value conv_output(kiln_graph *g, kiln_value y, const conv_geom *gm) 
     return permute(g, y, rank, perm);
 }
 
+/* The CONV node of `kind` with gm's geometry over a, b (the public builder's, and the
+ * gradients': trace_conv). */
+static kiln_value conv_node(kiln_graph *g, const char *op, int kind, kiln_value a, kiln_value b,
+                            const conv_geom *gm) {
+    ir_node n = {.op = IR_CONV};
+    n.a.conv.kind = kind;
+    for (int d = 0; d < gm->ns + 2; d++)
+        n.a.conv.lhs[d] = gm->lhs[d], n.a.conv.rhs[d] = gm->rhs[d], n.a.conv.out[d] = gm->out[d];
+    for (int d = 0; d < gm->ns; d++) {
+        n.a.conv.stride[d] = gm->stride[d], n.a.conv.lo[d] = gm->lo[d];
+        n.a.conv.hi[d] = gm->hi[d], n.a.conv.ld[d] = gm->ld[d], n.a.conv.rd[d] = gm->rd[d];
+        n.a.conv.sizes[d] = kind == IR_CONV_FORWARD      ? gm->osz[d]
+                            : kind == IR_CONV_INPUT_GRAD ? gm->in[d]
+                                                         : gm->k[d];
+    }
+    n.a.conv.groups = (int)gm->groups;
+    uint32_t in[2] = {a.id, b.id};
+    return trace_emit(g, op, &n, in, 2);
+}
+
 kiln_value kiln_conv_general_dilated(kiln_graph *g, kiln_value lhs, kiln_value rhs,
                                      const kiln_conv_options *opts) {
     const char *op = "kiln_conv_general_dilated";
@@ -353,22 +373,210 @@ kiln_value kiln_conv_general_dilated(kiln_graph *g, kiln_value lhs, kiln_value r
     const kiln_conv_options *o = opts ? opts : &defaults;
     conv_geom gm;
     if (!conv_check(g, op, lhs, rhs, o, &gm)) return KN_NONE;
-    kiln_dtype t = trace_node(g, op, lhs, "lhs")->dtype;
+    if (gm.groups > INT32_MAX)
+        return trace_fail(g, KILN_STATUS_SHAPE, op, "feature_group_count %lld is above 2^31 - 1",
+                          (long long)gm.groups);
+    return conv_node(g, op, IR_CONV_FORWARD, lhs, rhs, &gm);
+}
+
+/* --------------------------------------------- the node's three kinds ---- */
+
+/* gm from CONV node n's attributes and the shapes of a and b, values of g standing for its
+ * operands (n may belong to another graph). */
+static bool geom_of(kiln_graph *g, const char *op, const ir_node *n, kiln_value a, kiln_value b,
+                    conv_geom *gm, ir_conv_geom *ig) {
+    ir_node tmp = *n;
+    tmp.n_in = 2, tmp.in_heap = NULL;
+    tmp.in_inline[0] = a.id, tmp.in_inline[1] = b.id;
+    char msg[256];
+    if (ir_conv_geometry(g, &tmp, ig, msg, sizeof msg)) {
+        trace_fail(g, KILN_STATUS_INTERNAL, op, "%s", msg);
+        return false;
+    }
+    memset(gm, 0, sizeof *gm);
+    gm->ns = ig->ns;
+    for (int d = 0; d < ig->ns + 2; d++)
+        gm->lhs[d] = n->a.conv.lhs[d], gm->rhs[d] = n->a.conv.rhs[d], gm->out[d] = n->a.conv.out[d];
+    gm->n = ig->n, gm->c = ig->c, gm->o = ig->o, gm->i = ig->i, gm->groups = ig->groups;
+    for (int d = 0; d < ig->ns; d++) {
+        gm->in[d] = ig->in[d], gm->k[d] = ig->k[d], gm->osz[d] = ig->out[d];
+        gm->stride[d] = n->a.conv.stride[d], gm->lo[d] = n->a.conv.lo[d];
+        gm->hi[d] = n->a.conv.hi[d], gm->ld[d] = n->a.conv.ld[d], gm->rd[d] = n->a.conv.rd[d];
+    }
+    return true;
+}
+
+kiln_value trace_conv(kiln_graph *g, const char *op, const ir_node *n, int kind, kiln_value a,
+                      kiln_value b) {
+    if (!trace_ready(g, op)) return KN_NONE;
+    kiln_value na = {g->id, ir_in(n)[0]}, nb = {g->id, ir_in(n)[1]};
+    conv_geom gm;
+    ir_conv_geom ig;
+    if (!geom_of(g, op, n, na, nb, &gm, &ig)) return KN_NONE;
+    return conv_node(g, op, kind, a, b, &gm);
+}
+
+/* The inverse of permutation p of n axes. */
+static void invert(const int *p, int n, int *inv) {
+    for (int i = 0; i < n; i++) inv[p[i]] = i;
+}
+
+/* A cotangent in out_spec's layout as [N * P, O] (conv_output undone). */
+static kiln_value conv_ct_matrix(kiln_graph *g, kiln_value ct, const conv_geom *gm, int64_t np) {
+    int rank = gm->ns + 2, perm[NS_MAX + 2];
+    perm[0] = gm->out[0], perm[rank - 1] = gm->out[1];
+    for (int d = 0; d < gm->ns; d++) perm[1 + d] = gm->out[2 + d];
+    int64_t dims[2] = {np, gm->o};
+    return kiln_reshape(g, permute(g, ct, rank, perm), 2, dims);
+}
+
+/* The patches' cotangent [NP, K, C]: ct [NP, O] times the kernel [K, I, O] transposed,
+ * group by group when G > 1 (conv_product's transpose for its patches). */
+static kiln_value conv_patches_ct(kiln_graph *g, kiln_value ctm, kiln_value w, const conv_geom *gm,
+                                  int64_t kk, int64_t np) {
+    int64_t gc = gm->groups, og = gm->o / gc, pd[3] = {np, kk, gm->c};
+    kiln_dot_dims dd = {0};
+    if (gc == 1) {
+        int64_t wd[2] = {kk * gm->i, gm->o};
+        dd.n_contract = 1, dd.lhs_contract[0] = 1, dd.rhs_contract[0] = 1;
+        return kiln_reshape(g, kiln_dot_general(g, ctm, kiln_reshape(g, w, 2, wd), &dd), 3, pd);
+    }
+    int64_t cd[3] = {np, gc, og}, wd[4] = {kk, gm->i, gc, og};
+    dd.n_contract = 1, dd.lhs_contract[0] = 2, dd.rhs_contract[0] = 3;
+    dd.n_batch = 1, dd.lhs_batch[0] = 1, dd.rhs_batch[0] = 2;
+    kiln_value p = kiln_dot_general(g, kiln_reshape(g, ctm, 3, cd), kiln_reshape(g, w, 4, wd),
+                                    &dd); /* [G, NP, K, I] */
+    int perm[4] = {1, 2, 0, 3};
+    return kiln_reshape(g, kiln_transpose(g, p, perm), 3, pd);
+}
+
+/* col2im: the padded input's cotangent [N, padded..., C] from the patches' [NP, K, C],
+ * each piece of conv_patches put back where it was cut (a pad whose interior is the
+ * slice's step) and the pieces summed. */
+static kiln_value conv_col2im(kiln_graph *g, kiln_value dpat, const conv_geom *gm, kiln_dtype t,
+                              int64_t kk) {
+    int rank = gm->ns + 2;
+    int64_t per = 1, padded[NS_MAX];
+    for (int d = 0; d < gm->ns; d++) {
+        per *= gm->osz[d];
+        padded[d] = dilate(gm->in[d], gm->ld[d]) + gm->lo[d] + gm->hi[d];
+    }
+    bool by_k = per >= kk; /* conv_patches' choice: a piece per kernel position, or per y */
+    const int64_t *pos = by_k ? gm->k : gm->osz, *pos_step = by_k ? gm->rd : gm->stride;
+    const int64_t *span = by_k ? gm->osz : gm->k, *span_step = by_k ? gm->stride : gm->rd;
+    int64_t count = by_k ? kk : per, four[4] = {gm->n, per, kk, gm->c};
+    kiln_value m = kiln_reshape(g, dpat, 4, four); /* [N, P, K, C] */
+    kiln_value zero = kiln_scalar(g, t, 0), sum = KN_NONE;
+    for (int64_t q = 0; q < count; q++) {
+        int64_t start[4] = {0}, limit[4] = {gm->n, per, kk, gm->c}, step[4] = {1, 1, 1, 1};
+        if (by_k)
+            start[2] = q, limit[2] = q + 1;
+        else
+            start[1] = q, limit[1] = q + 1;
+        int64_t dims[NS_MAX + 2], lo[NS_MAX + 2] = {0}, hi[NS_MAX + 2] = {0},
+                in[NS_MAX + 2] = {0};
+        dims[0] = gm->n, dims[rank - 1] = gm->c;
+        int64_t rest = q;
+        for (int d = gm->ns - 1; d >= 0; d--) {
+            int64_t at = rest % pos[d] * pos_step[d];
+            rest /= pos[d];
+            dims[1 + d] = span[d];
+            lo[1 + d] = at, in[1 + d] = span_step[d] - 1;
+            hi[1 + d] = padded[d] - (at + (span[d] - 1) * span_step[d] + 1);
+        }
+        kiln_value piece = kiln_reshape(g, kiln_slice(g, m, start, limit, step), rank, dims);
+        piece = kiln_pad(g, piece, zero, lo, hi, in);
+        sum = q == 0 ? piece : kiln_add(g, sum, piece);
+    }
+    return sum;
+}
+
+/* The lhs's cotangent in lhs_spec's layout from the padded input's (conv_input undone: the
+ * pad's transpose crops what it added and restores what it cropped, then every ld-th
+ * element is the lhs's). */
+static kiln_value conv_input_ct(kiln_graph *g, kiln_value dxp, const conv_geom *gm, kiln_dtype t) {
+    int rank = gm->ns + 2, perm[NS_MAX + 2], inv[NS_MAX + 2];
+    int64_t lo[NS_MAX + 2] = {0}, hi[NS_MAX + 2] = {0}, in[NS_MAX + 2] = {0};
+    int64_t start[NS_MAX + 2] = {0}, limit[NS_MAX + 2], step[NS_MAX + 2];
+    bool pad = false, dil = false;
+    limit[0] = gm->n, limit[rank - 1] = gm->c, step[0] = step[rank - 1] = 1;
+    for (int d = 0; d < gm->ns; d++) {
+        lo[1 + d] = -gm->lo[d], hi[1 + d] = -gm->hi[d];
+        pad |= gm->lo[d] != 0 || gm->hi[d] != 0;
+        limit[1 + d] = dilate(gm->in[d], gm->ld[d]), step[1 + d] = gm->ld[d];
+        dil |= gm->ld[d] != 1;
+    }
+    kiln_value x = pad ? kiln_pad(g, dxp, kiln_scalar(g, t, 0), lo, hi, in) : dxp;
+    if (dil) x = kiln_slice(g, x, start, limit, step);
+    perm[0] = gm->lhs[0], perm[rank - 1] = gm->lhs[1];
+    for (int d = 0; d < gm->ns; d++) perm[1 + d] = gm->lhs[2 + d];
+    invert(perm, rank, inv);
+    return permute(g, x, rank, inv);
+}
+
+/* The kernel's cotangent in rhs_spec's layout: the patches [NP, K, C] against ct [NP, O]. */
+static kiln_value conv_filter_ct(kiln_graph *g, kiln_value pat, kiln_value ctm,
+                                 const conv_geom *gm, int64_t kk, int64_t np) {
+    int rank = gm->ns + 2, perm[NS_MAX + 2], inv[NS_MAX + 2];
+    int64_t gc = gm->groups, og = gm->o / gc;
+    kiln_dot_dims dd = {0};
+    kiln_value wk; /* [K, I, O] */
+    int64_t kio[3] = {kk, gm->i, gm->o};
+    if (gc == 1) {
+        int64_t pd[2] = {np, kk * gm->c};
+        dd.n_contract = 1, dd.lhs_contract[0] = 0, dd.rhs_contract[0] = 0;
+        wk = kiln_reshape(g, kiln_dot_general(g, kiln_reshape(g, pat, 2, pd), ctm, &dd), 3, kio);
+    } else {
+        int64_t pd[4] = {np, kk, gc, gm->i}, cd[3] = {np, gc, og};
+        dd.n_contract = 1, dd.lhs_contract[0] = 0, dd.rhs_contract[0] = 0;
+        dd.n_batch = 1, dd.lhs_batch[0] = 2, dd.rhs_batch[0] = 1;
+        kiln_value p = kiln_dot_general(g, kiln_reshape(g, pat, 4, pd),
+                                        kiln_reshape(g, ctm, 3, cd), &dd); /* [G, K, I, O/G] */
+        int tp[4] = {1, 2, 0, 3};
+        wk = kiln_reshape(g, kiln_transpose(g, p, tp), 3, kio);
+    }
+    int64_t dims[NS_MAX + 2];
+    for (int d = 0; d < gm->ns; d++) dims[d] = gm->k[d];
+    dims[rank - 2] = gm->i, dims[rank - 1] = gm->o;
+    for (int d = 0; d < gm->ns; d++) perm[d] = gm->rhs[2 + d];
+    perm[rank - 2] = gm->rhs[1], perm[rank - 1] = gm->rhs[0];
+    invert(perm, rank, inv);
+    return permute(g, kiln_reshape(g, wk, rank, dims), rank, inv);
+}
+
+kiln_value trace_conv_primitives(kiln_graph *g, const ir_node *n, kiln_value a, kiln_value b) {
+    const char *op = "convolution";
+    conv_geom gm;
+    ir_conv_geom ig;
+    if (!geom_of(g, op, n, a, b, &gm, &ig)) return KN_NONE;
+    kiln_dtype t = g->nodes[a.id].dtype;
+    int kind = n->a.conv.kind, rank = gm.ns + 2;
+    const ir_shape *res = kind == IR_CONV_FORWARD      ? &ig.res
+                          : kind == IR_CONV_INPUT_GRAD ? &ig.lhs
+                                                       : &ig.rhs;
     int64_t kk = 1, p = 1;
     for (int d = 0; d < gm.ns; d++) kk *= gm.k[d], p *= gm.osz[d];
     int64_t np = gm.n * p;
-    if (np == 0 || gm.o == 0 || gm.i == 0) {
-        /* nothing to sum, or nothing to write: zeros of the result's shape */
-        int rank = gm.ns + 2;
-        int64_t dims[NS_MAX + 2];
-        dims[gm.out[0]] = gm.n, dims[gm.out[1]] = gm.o;
-        for (int d = 0; d < gm.ns; d++) dims[gm.out[2 + d]] = gm.osz[d];
-        return kiln_full(g, t, rank, dims, 0);
+    /* nothing to sum, or nothing to write: zeros of the result's shape */
+    if (np == 0 || gm.o == 0 || gm.i == 0) return kiln_full(g, t, rank, res->dims, 0);
+    if (kind == IR_CONV_FORWARD) {
+        kiln_value pat = conv_patches(g, op, conv_input(g, a, t, &gm), &gm, kk, np);
+        return conv_output(g, conv_product(g, pat, conv_kernel(g, b, &gm, kk), &gm, kk, np), &gm);
     }
-    kiln_value xp = conv_input(g, lhs, t, &gm);
-    kiln_value pat = conv_patches(g, op, xp, &gm, kk, np);
-    kiln_value y = conv_product(g, pat, conv_kernel(g, rhs, &gm, kk), &gm, kk, np);
-    return conv_output(g, y, &gm);
+    if (kind == IR_CONV_INPUT_GRAD) {
+        /* 16-bit operands: the patches' cotangent and its col2im sums in f32, rounded once
+         * at the end, as the node's kernels and the reference (and XLA) compute it; in the
+         * dtype the K pieces would each be rounded before they are summed */
+        bool half = ir_dtype_is_half(t);
+        kiln_dtype at = half ? KILN_DTYPE_F32 : t;
+        kiln_value ctm = conv_ct_matrix(g, a, &gm, np), wk = conv_kernel(g, b, &gm, kk);
+        if (half) ctm = kiln_convert(g, ctm, at), wk = kiln_convert(g, wk, at);
+        kiln_value dpat = conv_patches_ct(g, ctm, wk, &gm, kk, np);
+        kiln_value dx = conv_input_ct(g, conv_col2im(g, dpat, &gm, at, kk), &gm, at);
+        return half ? kiln_convert(g, dx, t) : dx;
+    }
+    kiln_value pat = conv_patches(g, op, conv_input(g, a, t, &gm), &gm, kk, np);
+    return conv_filter_ct(g, pat, conv_ct_matrix(g, b, &gm, np), &gm, kk, np);
 }
 
 /* ------------------------------------------------------------ windows ---- */

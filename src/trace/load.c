@@ -600,6 +600,14 @@ static bool read_attr(parser *p, ir_node *n, const ir_attr_desc *d, const char *
             return false;
         return memcpy(m, &real, sizeof real), true;
     case IRA_DOT: return dot_attr(p, op, m);
+    case IRA_SPATIAL: {
+        int64_t v[KILN_MAX_RANK];
+        if (!axis_list(p, op, d, rank < 2 ? 0 : rank - 2, v, NULL)) return false;
+        if (rank - 2 > KILN_CONV_MAX_SPATIAL)
+            return fail(p, "%s: %d spatial axes (at most %d)", op, rank - 2,
+                        KILN_CONV_MAX_SPATIAL);
+        return memcpy(m, v, (size_t)(rank - 2) * sizeof *v), true;
+    }
     }
     return fail(p, "internal: attribute type %d of %s", (int)d->type, op);
 }

@@ -171,6 +171,16 @@ kiln_value trace_scatter_set_winners(kiln_graph *g, const char *op, const ir_nod
 void trace_scatter_extremal_coefs(kiln_graph *g, const char *op, const ir_node *n, kiln_value y,
                                   kiln_value *xc, kiln_value *uc);
 
+/* conv.c. trace_conv: a CONV node of `kind` (ir_conv_kind) over a and b with the geometry
+ * of CONV node n of g (the gradient rules': each kind's gradients are the other kinds).
+ * trace_conv_primitives: CONV node n's value in primitive ops (pad, strided slices,
+ * concatenate, dot_general, transposes: the im2col form and its transposes) over a and b,
+ * values of g of n's operands' types (n may belong to another graph: the expansion's,
+ * src/passes/expand.c). */
+kiln_value trace_conv(kiln_graph *g, const char *op, const ir_node *n, int kind, kiln_value a,
+                      kiln_value b);
+kiln_value trace_conv_primitives(kiln_graph *g, const ir_node *n, kiln_value a, kiln_value b);
+
 /* attention.c. trace_attention: the IR_ATTENTION node with the scale as given (the public
  * builder resolves its default). trace_attention_primitives: the same computation in
  * primitive ops (dot_general, select, softmax) on values q, k, v of g, with the attributes

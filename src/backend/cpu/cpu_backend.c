@@ -522,10 +522,14 @@ static kiln_status cpu_lib_sort(void *state, int device, const kn_lib_desc *ld, 
     return KILN_STATUS_OK;
 }
 
-/* Every library op, in the dtypes cpu_lib_dtype_ok names (backend_impl.h). */
+/* Every library op but CONV, in the dtypes cpu_lib_dtype_ok names (backend_impl.h). A
+ * convolution runs as its primitive form here (src/passes/expand.c): the im2col patches
+ * fuse into one loop kernel and the product is the GEMM library's, which measures level
+ * with PyTorch's oneDNN convolution on the CNN (bench/RESULTS.md). */
 static bool cpu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
     (void)state, (void)device;
-    return (unsigned)op < KN_LIB_NUM_OPS && (!d || cpu_lib_dtype_ok(op, d->dtype));
+    return (unsigned)op < KN_LIB_NUM_OPS && op != KN_LIB_CONV &&
+           (!d || cpu_lib_dtype_ok(op, d->dtype));
 }
 
 static uint64_t cpu_lib_scratch(void *state, int device, const kn_lib_desc *d) {

@@ -985,9 +985,11 @@ typedef struct kiln_conv_options {
  * so C must be I * G and O a multiple of G; each output size is
  * floor((padded - (K - 1) * rhs_dilation - 1) / stride) + 1, or 0 when the dilated kernel
  * is longer than the padded input. String padding (VALID, SAME, SAME_LOWER) with an
- * lhs_dilation other than 1 is refused, as JAX refuses it. Gradients to both operands
- * (the patches' product's, carried back through the slices and the pad: for lhs the
- * kernel's spread of the cotangent, for rhs the patches against the cotangent). Errors,
+ * lhs_dilation other than 1 is refused, as JAX refuses it. One op ("convolution" in the
+ * IR), with gradients (kiln_grad, kiln_jvp, kiln_vmap, any order) that are convolutions
+ * too: the lhs's and the kernel's, XLA's transposed convolutions. A CUDA device runs all
+ * of them as one implicit-GEMM kernel, without the patch matrix; the CPU runs im2col (a
+ * fused patch kernel) and its GEMM library. Integers sum with wraparound. Errors,
  * naming kiln_conv_general_dilated, the operands' types and the caller's line: mixed or
  * non-numeric dtypes, ranks, a spec that is not a permutation, channels that disagree,
  * groups that do not divide the features, strides or dilations < 1, a padding that
@@ -1344,7 +1346,8 @@ KILN_API kiln_status kiln_vmap(kiln_graph *g, kiln_fn fn, void *user, int n, con
 typedef enum kiln_checkpoint_policy {
     KILN_CHECKPOINT_POLICY_NOTHING_SAVEABLE,    /* jax.checkpoint's default: recompute all */
     KILN_CHECKPOINT_POLICY_EVERYTHING_SAVEABLE, /* save all: the region changes nothing */
-    KILN_CHECKPOINT_POLICY_DOTS_SAVEABLE,       /* save matrix products (dot_general) */
+    KILN_CHECKPOINT_POLICY_DOTS_SAVEABLE,       /* save matrix products (dot_general) and
+                                                 * convolutions, as jax's */
     KILN_CHECKPOINT_POLICY_DOTS_WITH_NO_BATCH_DIMS_SAVEABLE, /* ... with no batch axes */
     KILN_CHECKPOINT_POLICY_SAVE_ONLY_THESE_NAMES,            /* save values named one of names */
     KILN_CHECKPOINT_POLICY_SAVE_ANY_NAMES_BUT_THESE,         /* save named values not in names */

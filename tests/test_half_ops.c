@@ -308,6 +308,22 @@ static int b_attention(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     return 2;
 }
 
+/* A convolution and its two gradient kinds (kiln_vjp), each summed in f32 and rounded
+ * once: the input gradient's col2im too (src/trace/conv.c sums its pieces in f32). */
+static int b_conv(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t xd[4] = {2, 6, 5, 4}, wd[4] = {3, 3, 2, 6}, cd[4] = {2, 3, 5, 6};
+    kiln_value x = param(g, "x", t, 4, xd), w = param(g, "w", t, 4, wd);
+    kiln_value ct = param(g, "ct", t, 4, cd);
+    kiln_conv_options co = {.layout = KILN_CONV_NHWC,
+                            .window_strides = {2, 1},
+                            .padding = KILN_PADDING_SAME,
+                            .feature_group_count = 2};
+    o[0] = kiln_conv_general_dilated(g, x, w, &co);
+    kiln_value wrt[2] = {x, w};
+    kiln_vjp(g, 1, &o[0], &ct, 2, wrt, &o[1]);
+    return 3;
+}
+
 static int b_all_reduce(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     kiln_value x = param(g, "x", t, 2, d45);
     o[0] = kiln_all_reduce(g, x, KILN_REDUCE_SUM); /* one replica: x itself */
@@ -451,6 +467,7 @@ static const half_case cases[] = {
     {IR_CUMSUM, "cumsum", b_cumsum, 2},
     {IR_ATTENTION, "attention", b_attention, 2},
     {IR_ARGSORT, "sort", b_sort, 2},
+    {IR_CONV, "convolution", b_conv, 2},
     {IR_ALL_REDUCE, "all_reduce", b_all_reduce, 2},
     {IR_REDUCE_SCATTER, "reduce_scatter, all_gather", b_shard_collectives, 2},
     {IR_ALL_GATHER, "reduce_scatter, all_gather", b_shard_collectives, 2},
@@ -487,14 +504,14 @@ static void test_every_op(void) {
 
 /* What the CPU's library ops cannot compute is refused at compile (compile.c's
  * check_lib_calls names the op and dtype) rather than run: bool products, integer
- * attention. */
+ * attention. (CONV is no CPU op: convolutions run as their primitive form there.) */
 static void test_refusals(void) {
     CHECK(!cpu_lib_dtype_ok(KN_LIB_GEMM, KILN_DTYPE_BOOL));
     CHECK(!cpu_lib_dtype_ok(KN_LIB_ATTENTION, KILN_DTYPE_I32));
     CHECK(!cpu_lib_dtype_ok(KN_LIB_CUMSUM, KILN_DTYPE_INVALID));
     for (int i = 0; i < 2; i++)
         for (int op = 0; op < KN_LIB_NUM_OPS; op++)
-            CHECK_MSG(cpu_lib_dtype_ok((kn_lib_op)op, halves[i]), "%s refuses %s",
+            CHECK_MSG(op == KN_LIB_CONV ||cpu_lib_dtype_ok((kn_lib_op)op, halves[i]), "%s refuses %s",
                       kn_lib_op_name((kn_lib_op)op), kiln_dtype_name(halves[i]));
 }
 

@@ -143,6 +143,28 @@ U(f_dupdate, kiln_mul(g, dupdate(g, x[0], x[1], 1, 1), x[0]))
 U(f_dupdate_clamp, dupdate(g, x[0], kiln_sin(g, x[1]), 3, -1))
 U(f_cumsum, kiln_cumsum(g, kiln_mul(g, x[0], x[0]), 1, false))
 U(f_cumsum_rev, kiln_cumsum(g, x[0], 0, true))
+/* convolutions: the forward kind, and the two gradient kinds (built by kiln_vjp) as
+ * functions of their own, so their JVP and VJP rules are checked as well */
+static kiln_value f_conv(kiln_graph *g, const kiln_value *x) {
+    kiln_conv_options o = {.window_strides = {2, 1},
+                           .pad_lo = {1, 0},
+                           .pad_hi = {0, 1},
+                           .rhs_dilation = {1, 2},
+                           .feature_group_count = 2};
+    return kiln_conv_general_dilated(g, x[0], x[1], &o);
+}
+static kiln_value conv_grad_of(kiln_graph *g, const kiln_value *x, int which) {
+    kiln_conv_options o = {.layout = KILN_CONV_NHWC,
+                           .lhs_dilation = {2, 1},
+                           .pad_lo = {1, -1},
+                           .pad_hi = {1, 1},
+                           .window_strides = {1, 2}};
+    kiln_value y = kiln_conv_general_dilated(g, x[0], x[1], &o), d = {0, 0};
+    kiln_vjp(g, 1, &y, &x[2], 1, &x[which], &d);
+    return d;
+}
+U(f_conv_dx, conv_grad_of(g, x, 0))
+U(f_conv_dw, conv_grad_of(g, x, 1))
 U(f_attn_gqa,
   kiln_dot_product_attention(g, x[0], x[1], x[2], &(kiln_attention_options){.is_causal = true}))
 U(f_attn_rank3, kiln_dot_product_attention(g, kiln_tanh(g, x[0]), x[1], x[2],
@@ -238,6 +260,18 @@ static const jvp_case cases[] = {
      {{1, 3, 2, 2}, {1, 5, 1, 2}, {1, 5, 1, 3}},
      ANY,
      false},
+    {"convolution (groups, stride, padding, dilation)",
+     f_conv,
+     2,
+     {4, 4},
+     {{1, 4, 5, 4}, {4, 2, 3, 2}},
+     ANY,
+     false},
+    /* NHWC x [1, 3, 4, 2], HWIO w [2, 2, 2, 3]: output [1, 6, 2, 3] */
+    {"convolution input gradient", f_conv_dx, 3, {4, 4, 4}, {{1, 3, 4, 2}, {2, 2, 2, 3}, {1, 6, 2, 3}},
+     ANY, false},
+    {"convolution filter gradient", f_conv_dw, 3, {4, 4, 4},
+     {{1, 3, 4, 2}, {2, 2, 2, 3}, {1, 6, 2, 3}}, ANY, false},
     {"all_reduce mean and max", f_all_reduce, 1, {2}, {{2, 3}}, ANY, false},
     {"random numbers", f_random, 1, {2}, {{2, 3}}, ANY, false},
     {"softmax", f_softmax, 1, {2}, {{2, 4}}, ANY, false},

@@ -311,6 +311,25 @@ FN(f_dslice_batched, {
     o[1] = kiln_dynamic_update_slice(g, x[0], x[1], 2, st);
     return 2;
 })
+/* convolutions: NCHW with groups, stride, padding and dilation; and the two gradient kinds
+ * (NHWC, lhs dilation) through kiln_vjp. Batched on the lhs alone (the batch joins N), on
+ * the kernel, on both (it joins the feature groups). */
+FN(f_conv, {
+    kiln_conv_options co = {.window_strides = {2, 1},
+                            .pad_lo = {1, 0},
+                            .pad_hi = {0, 1},
+                            .rhs_dilation = {1, 2},
+                            .feature_group_count = 2};
+    o[0] = kiln_conv_general_dilated(g, x[0], x[1], &co);
+    return 1;
+})
+FN(f_conv_vjp, {
+    kiln_conv_options co = {
+        .layout = KILN_CONV_NHWC, .lhs_dilation = {2, 1}, .pad_lo = {1, 0}, .pad_hi = {1, 1}};
+    kiln_value y = kiln_conv_general_dilated(g, x[0], x[1], &co);
+    kiln_vjp(g, 1, &y, &x[2], 2, x, o);
+    return 2;
+})
 FN(f_attention, {
     kiln_attention_options a = {0, true};
     o[0] = kiln_dot_product_attention(g, x[0], x[1], x[2], &a);
@@ -547,6 +566,18 @@ static const vcase cases[] = {
      {DIMS(4, 5), DIMS(2, 2), DIMS(0)}, {0, 0, 0}, 2, {0, 2}, false, false},
     {"dynamic_slice_batched_starts_only", f_dslice_batched2, 3, {F, F, KILN_DTYPE_I64},
      {2, 2, 0}, {DIMS(4, 5), DIMS(2, 3), DIMS(0)}, {NONE, NONE, 0}, 2, {1, 0}, false, false},
+    {"conv_lhs", f_conv, 2, {F, F}, {4, 4}, {DIMS(2, 4, 5, 6), DIMS(6, 2, 2, 2)}, {0, NONE}, 1,
+     {0}, false, false},
+    {"conv_rhs", f_conv, 2, {F, F}, {4, 4}, {DIMS(2, 4, 5, 6), DIMS(6, 2, 2, 2)}, {NONE, 0}, 1,
+     {1}, false, false},
+    {"conv_both", f_conv, 2, {F, F}, {4, 4}, {DIMS(2, 4, 5, 6), DIMS(6, 2, 2, 2)}, {1, 0}, 1,
+     {0}, false, false},
+    /* x [2, 3, 4, 3] NHWC, w [2, 2, 3, 2] HWIO, ct [2, 6, 4, 2] */
+    {"conv_vjp", f_conv_vjp, 3, {F, F, F}, {4, 4, 4},
+     {DIMS(2, 3, 4, 3), DIMS(2, 2, 3, 2), DIMS(2, 6, 4, 2)}, {0, NONE, 0}, 2, {0, 0}, false, false},
+    {"conv_vjp_kernel", f_conv_vjp, 3, {F, F, F}, {4, 4, 4},
+     {DIMS(2, 3, 4, 3), DIMS(2, 2, 3, 2), DIMS(2, 6, 4, 2)}, {NONE, 0, 3}, 2, {2, 0}, false,
+     false},
     {"attention3", f_attention, 3, {F, F, F}, {3, 3, 3},
      {DIMS(4, 2, 3), DIMS(4, 1, 3), DIMS(4, 1, 2)}, {0, 0, NONE}, 1, {0}, true, false},
     {"attention4", f_attention, 3, {F, F, F}, {4, 4, 4},

@@ -1,26 +1,32 @@
 /* conv.c — convolutions and windowed reductions (jax.lax.conv_general_dilated,
- * lax.reduce_window, flax's avg_pool), built from primitive ops: pad, strided slice,
- * concatenate, reshape, transpose, dot_general, select.
+ * lax.reduce_window, flax's avg_pool).
  *
- * Why composites and not ops of their own: the pieces already fuse, lower for the CPU and
- * CUDA (16-bit floats included), have reference evaluators and VJP rules, so the
- * convolution's gradients are the pieces' gradients: for lhs the cotangent times the
- * kernel, spread back through the slices (a sum of padded pieces: col2im) and the pad,
- * for rhs the patches against the cotangent; the derivation JAX writes out by hand as
- * transposed convolutions falls out of the chain rule here. The price is one slice node
- * per kernel position (a 3x3 kernel: 9), which fusion folds into the kernel that writes
- * the patches.
+ * A convolution is one node (IR_CONV, ir.h), of one of three kinds over one geometry: the
+ * forward convolution, the gradient of its lhs from (cotangent, kernel), the gradient of
+ * its kernel from (lhs, cotangent): cuDNN's forward, backward-data and backward-filter.
+ * Each kind's gradients are the other kinds (src/autodiff/rules.c), so a training step's
+ * convolutions, of any order, reach the backend as such nodes, and a backend with a
+ * convolution kernel (KN_LIB_CONV: CUDA's implicit GEMM) runs every one of them without
+ * the patch matrix. Everywhere else the compiler rewrites each node into its primitive
+ * form below before fusion (src/passes/expand.c); the reference evaluates the node's
+ * definition directly.
  *
- * The convolution is im2col + GEMM: the input is brought to channels-last [N, X..., C],
- * padded (lhs_dilation is the pad's interior), and each kernel position k takes the
- * strided slice xp[:, k * rhs_dilation + y * stride, :]; their concatenation is the
- * patch matrix [N * P, K * C] (P output positions, K kernel positions). When the output
- * has fewer positions than the window (P < K: a weight gradient written as a convolution,
- * its window the activation) the same matrix is cut by output position instead, each y
- * taking the window xp[:, y * stride + k * rhs_dilation, :] (P slices, not K). It is a
- * value of the graph, so the memory plan holds it like any other buffer and planned peak
- * stays equal to measured. One dot_general with the kernel as [K * I, O] (batched over the G
- * feature groups when there are several) gives the result, transposed to the asked layout.
+ * The primitive form of the forward is im2col + GEMM: the input is brought to
+ * channels-last [N, X..., C], padded (lhs_dilation is the pad's interior), and each kernel
+ * position k takes the strided slice xp[:, k * rhs_dilation + y * stride, :]; their
+ * concatenation is the patch matrix [N * P, K * C] (P output positions, K kernel
+ * positions). When the output has fewer positions than the window (P < K: a weight
+ * gradient written as a convolution, its window the activation) the same matrix is cut by
+ * output position instead, each y taking the window xp[:, y * stride + k * rhs_dilation, :]
+ * (P slices, not K). It is a value of the graph, so the memory plan holds it like any
+ * other buffer and planned peak stays equal to measured. One dot_general with the kernel
+ * as [K * I, O] (batched over the G feature groups when there are several) gives the
+ * result, transposed to the asked layout. Fusion folds the slices into the kernel that
+ * writes the patches. The gradient kinds are that form's transposes, what the chain rule
+ * through its pieces gives: the kernel's gradient is the patches against the cotangent;
+ * the lhs's is the cotangent times the kernel, spread back through the slices (a sum of
+ * padded pieces: col2im, in f32 for 16-bit values so that it rounds once as the kernels
+ * do) and the pad.
  *
  * A window reduction is separable: the max (sum, min) over a box is the max over the last
  * axis of the max over the one before, and so on, so each axis costs its window's length

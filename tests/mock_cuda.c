@@ -32,7 +32,7 @@ typedef unsigned long long CUdeviceptr;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t released = PTHREAD_COND_INITIALIZER; /* a stream's hold went to 0 */
 static long live_objects, live_retains, launches;
-static unsigned last_grid, last_block; /* the last launch's shape */
+static unsigned last_grid, last_grid_y, last_block; /* the last launch's shape */
 static size_t used;
 
 typedef struct region {
@@ -60,6 +60,15 @@ long mock_cuda_last_launch(void);
 long mock_cuda_last_launch(void) {
     pthread_mutex_lock(&mu);
     long r = (long)last_grid * 65536 + (long)last_block;
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+/* The last launch's grid along y (the convolution's groups; 1 for every other kernel). */
+long mock_cuda_last_grid_y(void);
+long mock_cuda_last_grid_y(void) {
+    pthread_mutex_lock(&mu);
+    long r = (long)last_grid_y;
     pthread_mutex_unlock(&mu);
     return r;
 }
@@ -420,12 +429,13 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
                             unsigned by, unsigned bz, unsigned sh, void *s, void **params,
                             void **extra) {
     (void)sh, (void)extra;
-    if (!f || !s || !params || !gx || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1)
+    if (!f || !s || !params || !gx || !gy || gy > 65535 || gz != 1 || bx != 256 || by != 1 ||
+        bz != 1)
         return 1;
     if (failing("cuLaunchKernel")) return 1;
     pthread_mutex_lock(&mu);
     launches++;
-    last_grid = gx, last_block = bx;
+    last_grid = gx, last_grid_y = gy, last_block = bx;
     order_add("L", s, NULL);
     pthread_mutex_unlock(&mu);
     return 0;

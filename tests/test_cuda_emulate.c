@@ -13,7 +13,10 @@
  * them, top_k's order, every dtype; and the sorted scatter_add_rows kernels
  * (src/backend/cuda/cuda_scatter.c), against a plain loop of the semantics, bit for bit: one
  * to 64 chunks, repeated and out-of-range indices, every combine, dtype and index dtype; and
- * kiln_gemm_ptrs, the pointers of a batched product's matrices (cuda_lib.c). Grids
+ * kiln_gemm_ptrs, the pointers of a batched product's matrices (cuda_lib.c); and the
+ * convolution's implicit-GEMM kernels (src/backend/cuda/cuda_conv.c), every kind against a
+ * plain loop of kn_conv_desc's definition, over layouts, strides, dilations, groups and
+ * splits (the launches are 2-D there: groups along y). Grids
  * are 1 to 3 blocks, so the grid-stride loops run more than once. Products, permutes and
  * scatter-adds inside programs stay the CPU's (they are library ops, not printed code).
  *
@@ -54,7 +57,9 @@ static uint64_t seed = 0x13198a2e03707344ull;
 static pthread_barrier_t block_bar, warp_bar[THREADS / 32], start_bar, end_bar;
 static uint64_t exchange[THREADS];
 static _Thread_local unsigned emu_tid, emu_block;
-static unsigned emu_grid;
+/* the launch's blocks, all of them and along x (block b is (b % x, b / x): a 2-D grid's y
+ * is the convolution kernels' group) */
+static unsigned emu_grid, emu_grid_x;
 /* the launch the block's threads run next (set before start_bar, read after it) */
 static void (*job_body)(void *);
 static void *job_arg;
@@ -63,20 +68,29 @@ static pthread_t workers[THREADS];
 
 unsigned kiln_emu_tid(void);
 unsigned kiln_emu_bid(void);
+unsigned kiln_emu_bid_y(void);
 unsigned kiln_emu_grid(void);
+unsigned kiln_emu_grid_y(void);
 void kiln_emu_sync(void);
 uint64_t kiln_emu_xor(uint64_t v, int o);
 void kiln_emu_bar(unsigned id, unsigned n);
 void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg);
+void kiln_emu_run2(unsigned gx, unsigned gy, void (*body)(void *), void *arg);
 
 unsigned kiln_emu_tid(void) {
     return emu_tid;
 }
 unsigned kiln_emu_bid(void) {
-    return emu_block;
+    return emu_block % emu_grid_x;
+}
+unsigned kiln_emu_bid_y(void) {
+    return emu_block / emu_grid_x;
 }
 unsigned kiln_emu_grid(void) {
-    return emu_grid;
+    return emu_grid_x;
+}
+unsigned kiln_emu_grid_y(void) {
+    return emu_grid / emu_grid_x;
 }
 void kiln_emu_sync(void) {
     pthread_barrier_wait(&block_bar);
@@ -138,7 +152,12 @@ static void *worker(void *p) {
 }
 
 void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg) {
-    emu_grid = grid;
+    kiln_emu_run2(grid, 1, body, arg);
+}
+
+void kiln_emu_run2(unsigned gx, unsigned gy, void (*body)(void *), void *arg) {
+    emu_grid = gx * gy;
+    emu_grid_x = gx;
     job_body = body;
     job_arg = arg;
     pthread_barrier_wait(&start_bar);
@@ -166,10 +185,12 @@ static const char shim[] =
     "#define __global__\n#define __device__\n#define __forceinline__ inline\n"
     "#define __restrict__\n#define __launch_bounds__(...)\n#define __shared__ static\n"
     "extern \"C\" { unsigned kiln_emu_tid(void); unsigned kiln_emu_bid(void);\n"
+    "unsigned kiln_emu_bid_y(void); unsigned kiln_emu_grid_y(void);\n"
     "unsigned kiln_emu_grid(void); void kiln_emu_sync(void);\n"
     "unsigned long long kiln_emu_xor(unsigned long long v, int o);\n"
     "void kiln_emu_bar(unsigned id, unsigned n);\n"
     "void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg);\n"
+    "void kiln_emu_run2(unsigned gx, unsigned gy, void (*body)(void *), void *arg);\n"
     "float expf(float); float logf(float); float log1pf(float); float sqrtf(float);\n"
     "float powf(float, float); float floorf(float); float fabsf(float);\n"
     "float sinf(float); float cosf(float); float erff(float);\n"
@@ -178,10 +199,11 @@ static const char shim[] =
     "double exp(double); double log(double); double log1p(double); double sqrt(double);\n"
     "double pow(double, double); double floor(double); double fabs(double); double "
     "tanh(double); }\n"
-    "struct kiln_emu_dim { unsigned x; };\n"
-    "#define threadIdx (kiln_emu_dim{kiln_emu_tid()})\n"
-    "#define blockIdx (kiln_emu_dim{kiln_emu_bid()})\n"
-    "#define blockDim (kiln_emu_dim{256u})\n#define gridDim (kiln_emu_dim{kiln_emu_grid()})\n"
+    "struct kiln_emu_dim { unsigned x, y, z; };\n"
+    "#define threadIdx (kiln_emu_dim{kiln_emu_tid(), 0u, 0u})\n"
+    "#define blockIdx (kiln_emu_dim{kiln_emu_bid(), kiln_emu_bid_y(), 0u})\n"
+    "#define blockDim (kiln_emu_dim{256u, 1u, 1u})\n"
+    "#define gridDim (kiln_emu_dim{kiln_emu_grid(), kiln_emu_grid_y(), 1u})\n"
     "#define __syncthreads kiln_emu_sync\n#define __barrier_sync_count kiln_emu_bar\n"
     "#define INFINITY __builtin_inff()\n#define NAN __builtin_nanf(\"\")\n"
     "inline unsigned __float_as_uint(float f) { unsigned u; __builtin_memcpy(&u, &f, 4); "
@@ -1570,6 +1592,344 @@ static void test_gemm_ptrs(void) {
     if (lib) dlclose(lib);
 }
 
+/* ---------------------------------------------------------- convolutions ---- */
+
+/* The convolution kernels' source with a function that runs one launch of cu_conv_run's:
+ * the product over gx x gy blocks, then (a split reduction) the sum over gs. */
+static const char conv_glue[] =
+    "struct emu_conv_args { int type; const void *a, *b; void *o, *part; conv_params p; };\n"
+    "static void emu_conv_body(void *x) {\n"
+    "    emu_conv_args *c = (emu_conv_args *)x;\n"
+    "    switch (c->type) {\n"
+    "    case 0: kiln_conv_f32((const float *)c->a, (const float *)c->b, (float *)c->o, "
+    "(float *)c->part, c->p); break;\n"
+    "    case 1: kiln_conv_f64((const double *)c->a, (const double *)c->b, (double *)c->o, "
+    "(double *)c->part, c->p); break;\n"
+    "    case 2: kiln_conv_bf16((const bf16 *)c->a, (const bf16 *)c->b, (bf16 *)c->o, (float "
+    "*)c->part, c->p); break;\n"
+    "    default: kiln_conv_f16((const f16 *)c->a, (const f16 *)c->b, (f16 *)c->o, (float "
+    "*)c->part, c->p); break;\n"
+    "    }\n"
+    "}\n"
+    "static void emu_conv_sum_body(void *x) {\n"
+    "    emu_conv_args *c = (emu_conv_args *)x;\n"
+    "    switch (c->type) {\n"
+    "    case 0: kiln_conv_sum_f32((const float *)c->part, (float *)c->o, c->p); break;\n"
+    "    case 1: kiln_conv_sum_f64((const double *)c->part, (double *)c->o, c->p); break;\n"
+    "    case 2: kiln_conv_sum_bf16((const float *)c->part, (bf16 *)c->o, c->p); break;\n"
+    "    default: kiln_conv_sum_f16((const float *)c->part, (f16 *)c->o, c->p); break;\n"
+    "    }\n"
+    "}\n"
+    "extern \"C\" unsigned long emu_conv_params_bytes(void) { return sizeof(conv_params); }\n"
+    "extern \"C\" void emu_conv(int type, const void *a, const void *b, void *o, void *part, "
+    "const void *params, unsigned gx, unsigned gy, unsigned gs) {\n"
+    "    emu_conv_args c = {type, a, b, o, part, {}};\n"
+    "    __builtin_memcpy(&c.p, params, sizeof c.p);\n"
+    "    kiln_emu_run2(gx, gy, emu_conv_body, &c);\n"
+    "    if (c.p.chunks > 1) kiln_emu_run(gs, emu_conv_sum_body, &c);\n"
+    "}\n";
+
+typedef void (*emu_conv_fn)(int type, const void *a, const void *b, void *o, void *part,
+                            const void *params, unsigned gx, unsigned gy, unsigned gs);
+
+/* The operands' layouts: NCHW (x, y; w OIHW), NHWC (w HWIO), and an odd one: x CHWN,
+ * w IOHW, y with its spatial axes reversed and features last, each with one axis a
+ * place longer than it is, so that the result has holes it must not write. */
+enum { CONV_NCHW, CONV_NHWC, CONV_ODD };
+
+typedef struct conv_case {
+    kiln_dtype t;
+    int ns;
+    int64_t n, groups, i, og;
+    int64_t in[3], k[3], stride[3], lo[3], hi[3], ld[3], rd[3]; /* 0: 1 (strides, dilations) */
+    int layout;
+    bool split; /* the filter gradient's reduction must be split into chunks */
+} conv_case;
+
+/* Element strides of an array of logical axes dims[rank] stored in the axis order order[]
+ * (slowest first), axis gap (-1: none) one place longer than it is; the elements its
+ * buffer spans. */
+static int64_t conv_layout(int rank, const int64_t *dims, const int *order, int gap,
+                           int64_t *strides) {
+    int64_t s = 1;
+    for (int j = rank - 1; j >= 0; j--) {
+        strides[order[j]] = s;
+        s *= dims[order[j]] + (order[j] == gap);
+    }
+    return s;
+}
+
+static double conv_get(kiln_dtype t, const void *p, int64_t at) {
+    switch (t) {
+    case KILN_DTYPE_F32: return ((const float *)p)[at];
+    case KILN_DTYPE_F64: return ((const double *)p)[at];
+    case KILN_DTYPE_BF16: return kn_bf16_to_f32(((const uint16_t *)p)[at]);
+    default: return kn_f16_to_f32(((const uint16_t *)p)[at]);
+    }
+}
+
+/* The offset, at strides s, of element idx of a row-major array of dims[rank]. */
+static int64_t conv_offset(int rank, const int64_t *dims, const int64_t *s, int64_t idx) {
+    int64_t at = 0;
+    for (int a = rank - 1; a >= 0; a--) {
+        at += idx % dims[a] * s[a];
+        idx /= dims[a];
+    }
+    return at;
+}
+
+/* The definition in kn_conv_desc's comment, plainly, in double: every (n, g, o, i, q, k)
+ * whose read lands on an element e of x adds its product to the kind's result (row-major
+ * logical index), and its magnitude to mag (for the tolerance). x, w and ct (y's shape)
+ * at the descriptor's strides. */
+static void conv_ref(const kn_conv_desc *c, kiln_dtype t, const void *x, const void *w,
+                     const void *ct, double *want, double *mag) {
+    int ns = c->ns;
+    int64_t pq = 1, pk = 1, pin = 1, G = c->groups, I = c->i, O = c->og;
+    for (int d = 0; d < ns; d++) pq *= c->out[d], pk *= c->k[d], pin *= c->in[d];
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t i = 0; i < I; i++)
+                    for (int64_t qi = 0; qi < pq; qi++)
+                        for (int64_t ki = 0; ki < pk; ki++) {
+                            int64_t q[3], k[3], e[3], eflat = 0, r = qi, s = ki;
+                            bool in = true;
+                            for (int d = ns - 1; d >= 0; d--) {
+                                q[d] = r % c->out[d], r /= c->out[d];
+                                k[d] = s % c->k[d], s /= c->k[d];
+                            }
+                            for (int d = 0; d < ns && in; d++) {
+                                int64_t p = q[d] * c->stride[d] + k[d] * c->rd[d] - c->lo[d];
+                                in = p >= 0 && p % c->ld[d] == 0 && p / c->ld[d] < c->in[d];
+                                e[d] = p / c->ld[d];
+                                eflat = eflat * c->in[d] + e[d];
+                            }
+                            if (!in) continue;
+                            int64_t xo = n * c->xs[0] + (g * I + i) * c->xs[1];
+                            int64_t wo = (g * O + o) * c->ws[0] + i * c->ws[1];
+                            int64_t yo = n * c->ys[0] + (g * O + o) * c->ys[1];
+                            for (int d = 0; d < ns; d++) {
+                                xo += e[d] * c->xs[2 + d];
+                                wo += k[d] * c->ws[2 + d];
+                                yo += q[d] * c->ys[2 + d];
+                            }
+                            double term;
+                            int64_t at;
+                            if (c->kind == KN_CONV_FORWARD) {
+                                term = conv_get(t, x, xo) * conv_get(t, w, wo);
+                                at = (n * G * O + g * O + o) * pq + qi;
+                            } else if (c->kind == KN_CONV_INPUT_GRAD) {
+                                term = conv_get(t, ct, yo) * conv_get(t, w, wo);
+                                at = (n * G * I + g * I + i) * pin + eflat;
+                            } else {
+                                term = conv_get(t, x, xo) * conv_get(t, ct, yo);
+                                at = ((g * O + o) * I + i) * pk + ki;
+                            }
+                            want[at] += term;
+                            mag[at] += fabs(term);
+                        }
+}
+
+/* A 16-bit value's place in the order of its format (for distances in ulps). */
+static int64_t conv_ordinal(uint16_t b) {
+    return b & 0x8000u ? -(int64_t)(b & 0x7fffu) : (int64_t)b;
+}
+
+/* Whether a result agrees with the definition's: f64 and f32 within 1e-12 and 1e-5 of the
+ * sum of the magnitudes of its terms (the accumulation's rounding); 16-bit values within
+ * 2 ulps of the exact result rounded to the dtype, or within the f32 accumulation's error
+ * (a result much smaller than its terms). */
+static bool conv_close(kiln_dtype t, const void *got, int64_t at, double want, double mag) {
+    double v = conv_get(t, got, at), err = fabs(v - want);
+    if (t == KILN_DTYPE_F64) return err <= 1e-12 * mag;
+    if (t == KILN_DTYPE_F32) return err <= 1e-5 * mag;
+    uint16_t g = ((const uint16_t *)got)[at];
+    uint16_t w = t == KILN_DTYPE_BF16 ? kn_f64_to_bf16(want) : kn_f64_to_f16(want);
+    int64_t ulps = conv_ordinal(g) - conv_ordinal(w);
+    return (ulps >= -2 && ulps <= 2) || err <= 1e-5 * mag;
+}
+
+/* One case, every kind: x, w and ct random at their layouts' strides, the emulated launch
+ * (the host's cu_conv_plan, the split's partial sums in a scratch of cu_conv_scratch's
+ * size) against conv_ref at every element of the result, the result's holes untouched;
+ * the filter gradient again on one block, for the same bits. */
+static void conv_check(emu_conv_fn run, const conv_case *cc, int which) {
+    kn_conv_desc c = {.ns = cc->ns, .n = cc->n, .groups = cc->groups, .i = cc->i, .og = cc->og};
+    int ns = cc->ns, rank = ns + 2;
+    int64_t xd[5] = {cc->n, cc->groups * cc->i}, wd[5] = {cc->groups * cc->og, cc->i};
+    int64_t yd[5] = {cc->n, cc->groups * cc->og};
+    for (int d = 0; d < ns; d++) {
+        c.in[d] = cc->in[d], c.k[d] = cc->k[d], c.lo[d] = cc->lo[d];
+        c.stride[d] = cc->stride[d] ? cc->stride[d] : 1;
+        c.ld[d] = cc->ld[d] ? cc->ld[d] : 1;
+        c.rd[d] = cc->rd[d] ? cc->rd[d] : 1;
+        int64_t padded = (c.in[d] ? (c.in[d] - 1) * c.ld[d] + 1 : 0) + c.lo[d] + cc->hi[d];
+        int64_t span = c.k[d] ? (c.k[d] - 1) * c.rd[d] + 1 : 0;
+        c.out[d] = padded >= span ? (padded - span) / c.stride[d] + 1 : 0;
+        xd[2 + d] = c.in[d], wd[2 + d] = c.k[d], yd[2 + d] = c.out[d];
+    }
+    int xo[5], wo[5], yo[5], gx = -1, gw = -1, gy = -1;
+    for (int a = 0; a < rank; a++) xo[a] = wo[a] = yo[a] = a; /* NCHW, OIHW */
+    if (cc->layout == CONV_NHWC) {
+        for (int d = 0; d < ns; d++) xo[1 + d] = yo[1 + d] = 2 + d, wo[d] = 2 + d;
+        xo[rank - 1] = yo[rank - 1] = 1, wo[ns] = 1, wo[ns + 1] = 0;
+    } else if (cc->layout == CONV_ODD) {
+        xo[0] = 1, xo[rank - 1] = 0, gx = 2;
+        for (int d = 0; d < ns; d++) xo[1 + d] = 2 + d, yo[1 + d] = 1 + ns - d;
+        wo[0] = 1, wo[1] = 0, gw = 0;
+        yo[rank - 1] = 1, gy = 1;
+    }
+    int64_t nx = conv_layout(rank, xd, xo, gx, c.xs), nw = conv_layout(rank, wd, wo, gw, c.ws);
+    int64_t ny = conv_layout(rank, yd, yo, gy, c.ys);
+    kiln_dtype t = cc->t;
+    size_t es = kiln_dtype_itemsize(t);
+    void *x = malloc((size_t)nx * es + 8), *w = malloc((size_t)nw * es + 8);
+    void *ct = malloc((size_t)ny * es + 8);
+    test_fill_uniform(t, nx, x, &seed);
+    test_fill_uniform(t, nw, w, &seed);
+    test_fill_uniform(t, ny, ct, &seed);
+    int type = t == KILN_DTYPE_F32 ? 0 : t == KILN_DTYPE_F64 ? 1 : t == KILN_DTYPE_BF16 ? 2 : 3;
+    static const char *const kinds[3] = {"forward", "input_grad", "filter_grad"};
+    for (int kind = 0; kind < 3; kind++) {
+        c.kind = kind;
+        const int64_t *rd = kind == 0 ? yd : kind == 1 ? xd : wd;
+        const int64_t *rs = kind == 0 ? c.ys : kind == 1 ? c.xs : c.ws;
+        int64_t nbuf = kind == 0 ? ny : kind == 1 ? nx : nw, count = 1;
+        for (int a = 0; a < rank; a++) count *= rd[a];
+        const void *a = kind == 1 ? ct : x, *b = kind == 0 ? w : kind == 1 ? w : ct;
+        CHECK_MSG(cu_conv_supports(&c), "conv_lib%d %s: not supported", which, kinds[kind]);
+        cu_conv_params p;
+        cu_conv_plan(&c, t, true, &p);
+        uint64_t part_bytes = cu_conv_scratch(&c, t);
+        CHECK_MSG(!cc->split || kind != KN_CONV_FILTER_GRAD || p.chunks > 1,
+                  "conv_lib%d: the filter gradient's %lld-long reduction is not split", which,
+                  (long long)p.red);
+        CHECK_MSG((p.chunks > 1) == (part_bytes > 0), "conv_lib%d %s: %lld chunks, %llu bytes",
+                  which, kinds[kind], (long long)p.chunks, (unsigned long long)part_bytes);
+        double *want = calloc((size_t)count + 1, sizeof *want);
+        double *mag = calloc((size_t)count + 1, sizeof *mag);
+        conv_ref(&c, t, x, w, ct, want, mag);
+        void *got = malloc((size_t)nbuf * es + 8), *part = malloc(part_bytes + 8);
+        memset(got, 0xa5, (size_t)nbuf * es);
+        unsigned groups_y = cc->groups > 1 ? 2 : 1; /* the group loop strides too */
+        if (p.groups && p.m && p.cols)
+            run(type, a, b, got, part_bytes ? part : NULL, &p, 3, groups_y, 2);
+        int64_t bad = -1, hole = -1;
+        bool *mine = calloc((size_t)nbuf + 1, 1);
+        for (int64_t e = 0; e < count; e++) {
+            int64_t at = conv_offset(rank, rd, rs, e);
+            mine[at] = true;
+            if (bad < 0 && !conv_close(t, got, at, want[e], mag[e])) bad = e;
+        }
+        for (int64_t at = 0; at < nbuf && hole < 0; at++)
+            for (size_t j = 0; j < es && !mine[at] && hole < 0; j++)
+                if (((unsigned char *)got)[at * (int64_t)es + (int64_t)j] != 0xa5) hole = at;
+        CHECK_MSG(bad < 0,
+                  "conv_lib%d %s (%s): element %lld is %.9g, want %.9g (terms' magnitude %g)",
+                  which, kinds[kind], kiln_dtype_name(t), (long long)bad,
+                  bad < 0 ? 0 : conv_get(t, got, conv_offset(rank, rd, rs, bad)),
+                  bad < 0 ? 0 : want[bad], bad < 0 ? 0 : mag[bad]);
+        CHECK_MSG(hole < 0, "conv_lib%d %s: wrote the hole at %lld", which, kinds[kind],
+                  (long long)hole);
+        if (kind == KN_CONV_FILTER_GRAD && p.groups && p.m && p.cols) {
+            /* one block for everything, the same bits (nothing depends on the grid) */
+            void *again = malloc((size_t)nbuf * es + 8);
+            memset(again, 0xa5, (size_t)nbuf * es);
+            run(type, a, b, again, part_bytes ? part : NULL, &p, 1, 1, 1);
+            CHECK_MSG(!memcmp(got, again, (size_t)nbuf * es),
+                      "conv_lib%d: the filter gradient's bits change with the grid", which);
+            free(again);
+        }
+        free(want), free(mag), free(got), free(part), free(mine);
+        n_programs++;
+    }
+    free(x), free(w), free(ct);
+}
+
+/* The convolution's kernels (cuda_conv.c) for every kind against the definition: 1, 2 and
+ * 3 spatial axes; strides 1 to 3, rhs and lhs dilation, asymmetric and negative padding;
+ * groups and depthwise; NCHW, NHWC and odd layouts with holes; sizes that fill no tile
+ * (1, 7, 33, 65 rows or columns); a filter gradient split into chunks; empty ones; f32,
+ * f64, bf16 and f16. KILN_EMU_ONLY=conv_lib runs these, conv_lib<i> one. */
+static void test_conv_lib(void) {
+    const char *only = getenv("KILN_EMU_ONLY");
+    if (only && strncmp(only, "conv_lib", 8)) return;
+    size_t len;
+    const char *src = cu_conv_source(&len);
+    void *lib = NULL, *fn = emu_library("conv_lib", src, len, conv_glue, "emu_conv", &lib);
+    emu_conv_fn run;
+    memcpy(&run, &fn, sizeof run);
+    void *sz = lib ? dlsym(lib, "emu_conv_params_bytes") : NULL;
+    unsigned long (*params_bytes)(void) = NULL;
+    memcpy(&params_bytes, &sz, sizeof sz);
+    CHECK_MSG(params_bytes && params_bytes() == sizeof(cu_conv_params),
+              "conv_params is not cu_conv_params' layout");
+    const kiln_dtype F32 = KILN_DTYPE_F32, F64 = KILN_DTYPE_F64, BF16 = KILN_DTYPE_BF16,
+                     F16 = KILN_DTYPE_F16;
+    const conv_case cases[] = {
+        /* 1-D: stride 3, rhs dilation 2, asymmetric padding; 65 features, 33 positions */
+        {F32, 1, 3, 1, 65, 7, {33}, {3}, {3}, {2}, {1}, {0}, {2}, CONV_NCHW, false},
+        /* 2-D NHWC: 65 output features, strides (2, 1), rhs dilation (1, 2) */
+        {F32,
+         2,
+         2,
+         1,
+         4,
+         65,
+         {7, 9},
+         {3, 3},
+         {2, 1},
+         {1, 0},
+         {1, 2},
+         {0},
+         {1, 2},
+         CONV_NHWC,
+         false},
+        /* 2-D odd layout, 2 groups, lhs dilation 2, a crop (lo -1) and a negative hi */
+        {F32, 2, 2, 2, 3, 5, {8, 5}, {2, 3}, {0}, {-1, 1}, {0, -1}, {2, 1}, {0}, CONV_ODD, false},
+        /* depthwise: I = 1, a group per channel */
+        {F32, 2, 2, 6, 1, 1, {9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0}, {0}, CONV_NHWC, false},
+        /* a filter gradient over 4 x 24 x 24 positions: split */
+        {F32, 2, 4, 1, 2, 3, {24, 24}, {3, 3}, {0}, {1, 1}, {1, 1}, {0}, {0}, CONV_NCHW, true},
+        /* one of everything */
+        {F32, 1, 1, 1, 1, 1, {1}, {1}, {0}, {0}, {0}, {0}, {0}, CONV_NCHW, false},
+        /* empty: no batch (the filter gradient is zeros); no output positions */
+        {F32, 2, 0, 2, 3, 2, {4, 4}, {3, 3}, {0}, {0}, {0}, {0}, {0}, CONV_NCHW, false},
+        {F32, 1, 2, 1, 3, 2, {2}, {3}, {0}, {0}, {0}, {0}, {0}, CONV_NHWC, false},
+        /* 3-D, strides 1 to 3, rhs dilation on one axis */
+        {F64,
+         3,
+         1,
+         1,
+         2,
+         4,
+         {5, 4, 6},
+         {2, 3, 2},
+         {1, 2, 3},
+         {1, 1, 0},
+         {0, 1, 2},
+         {0},
+         {1, 1, 2},
+         CONV_NCHW,
+         false},
+        {F64, 2, 2, 2, 3, 4, {9, 7}, {3, 2}, {2, 1}, {1, 0}, {1, 1}, {0}, {2, 1}, CONV_NHWC, false},
+        /* 16 bits: grouped NHWC; a split over a last, short chunk; a depthwise channel
+         * multiplier in the odd layout; lhs dilation with stride 2 and a crop */
+        {BF16, 2, 2, 2, 5, 7, {10, 6}, {3, 3}, {2, 1}, {1, 1}, {1, 1}, {0}, {0}, CONV_NHWC, false},
+        {BF16, 2, 2, 1, 3, 2, {20, 21}, {2, 2}, {0}, {0, 1}, {1, 0}, {0}, {0}, CONV_NCHW, true},
+        {F16, 2, 1, 4, 1, 2, {7, 8}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {0}, {0}, CONV_ODD, false},
+        {F16, 1, 3, 1, 33, 3, {12}, {3}, {2}, {-1}, {1}, {2}, {0}, CONV_NCHW, false},
+    };
+    for (int i = 0; run && i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        char name[32];
+        snprintf(name, sizeof name, "conv_lib%d", i);
+        if (only && strcmp(only, "conv_lib") && strcmp(only, name)) continue;
+        conv_check(run, &cases[i], i);
+    }
+    if (lib) dlclose(lib);
+}
+
 int main(void) {
     const char *on = getenv("KILN_TEST_CUDA_EMULATE");
     if (!on || strcmp(on, "1")) return test_skip("a long run; set KILN_TEST_CUDA_EMULATE=1");
@@ -1582,6 +1942,7 @@ int main(void) {
     test_sort();
     test_scatter();
     test_gemm_ptrs();
+    test_conv_lib();
     test_forms();
     test_half();
     test_short_rows();

@@ -5,7 +5,9 @@
  * platform allocator) and stats carry the driver's numbers; staged copies round-trip
  * sizes around the staging buffers; a program with no kernels returns its arguments and
  * constants through device copies; a compiled program (NVRTC, when present) loads and
- * launches; attention is one launch of the fused kernel; arguments on the wrong device
+ * launches; attention is one launch of the fused kernel; a convolution (the library op,
+ * through the backend's table) one launch over its groups, two when its reduction is
+ * split; arguments on the wrong device
  * are refused; driver failures (cuInit, the context's creation, allocation) become
  * messages that name the call; and every driver object is released when the contexts go. Kernels do
  * not run: their results are test_cuda.c's, on a real GPU. Skipped (77) if the stand-in is not the
@@ -14,6 +16,7 @@
 #include "runtime/array.h"
 #include "runtime/executable.h"
 #include "plan/plan.h"
+#include "backend/device.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -108,6 +111,91 @@ static void test_gemm_limits(kiln_context *c) {
     CHECK_CONTAINS(kiln_last_error(c), "needs the cuda backend's gemm for f32 (m=1 n=1 "
                                        "k=2147483648 batch=1)");
     kiln_graph_destroy(g);
+}
+
+/* x [n, groups * i, in, in], w [groups * og, i, k, k] and y [n, groups * og, out, out] of a
+ * 2-D convolution, NCHW: c's sizes and strides (stride 1, no padding or dilation). */
+static void conv_nchw(kn_conv_desc *c, int kind, int64_t n, int64_t groups, int64_t i, int64_t og,
+                      int64_t in, int64_t k) {
+    int64_t out = in - k + 1;
+    *c = (kn_conv_desc){.kind = kind,
+                        .ns = 2,
+                        .n = n,
+                        .groups = groups,
+                        .i = i,
+                        .og = og,
+                        .in = {in, in},
+                        .k = {k, k},
+                        .out = {out, out},
+                        .stride = {1, 1},
+                        .ld = {1, 1},
+                        .rd = {1, 1}};
+    int64_t xs[4] = {groups * i * in * in, in * in, in, 1}, ws[4] = {i * k * k, k * k, k, 1};
+    int64_t ys[4] = {groups * og * out * out, out * out, out, 1};
+    memcpy(c->xs, xs, sizeof xs), memcpy(c->ws, ws, sizeof ws), memcpy(c->ys, ys, sizeof ys);
+}
+
+/* The convolution library op (cuda_conv.c) on cuda:0 through the backend's table, as a
+ * compiled program's step calls it (the compiler emits none yet): the floats and 1 to 3
+ * spatial axes only; a forward convolution is one launch of 256-thread blocks, its 3 groups
+ * along the grid's y, with no scratch; a filter gradient with a long reduction asks for the
+ * partial sums of 16 chunks and is two launches (the chunks', then their sum's), or one
+ * when it is given no scratch. The kernels do not run: test_cuda_emulate checks them. */
+static void test_conv_lib(kiln_context *c, long (*launches)(void), long (*last)(void),
+                          long (*last_y)(void)) {
+    kn_device *dev = &c->devices[1];
+    const kn_backend *b = dev->backend;
+    void *st = dev->state;
+    int di = dev->index;
+    CHECK(b->lib_supports(st, di, KN_LIB_CONV, NULL));
+    kn_lib_desc d = {.op = KN_LIB_CONV, .dtype = KILN_DTYPE_F32};
+    conv_nchw(&d.conv, KN_CONV_FORWARD, 2, 3, 4, 5, 9, 3);
+    CHECK(b->lib_supports(st, di, KN_LIB_CONV, &d));
+    d.dtype = KILN_DTYPE_I32;
+    CHECK(!b->lib_supports(st, di, KN_LIB_CONV, &d));
+    d.dtype = KILN_DTYPE_BF16, d.conv.ns = 4;
+    CHECK(!b->lib_supports(st, di, KN_LIB_CONV, &d));
+    d.conv.ns = 2;
+    CHECK(b->lib_supports(st, di, KN_LIB_CONV, &d));
+    d.dtype = KILN_DTYPE_F32;
+    CHECK(b->lib_scratch(st, di, &d) == 0);
+    void *x = NULL, *w = NULL, *y = NULL, *part = NULL;
+    size_t xb = 8 * 12 * 32 * 32 * 4, wb = 15 * 4 * 9 * 4, yb = 8 * 15 * 30 * 30 * 4;
+    CHECK_OK(c, b->region_alloc(st, di, xb, 256, &x));
+    CHECK_OK(c, b->region_alloc(st, di, wb, 256, &w));
+    CHECK_OK(c, b->region_alloc(st, di, yb, 256, &y));
+    long before = launches();
+    kiln_status s = b->lib_run(st, di, &d, (void *[]){x, w, y, NULL});
+    if (s && strstr(kiln_last_error(c), "NVRTC")) {
+        test_skip_case("convolution", "no NVRTC: %s", kiln_last_error(c));
+    } else {
+        CHECK_OK(c, s);
+        /* 2 x 7 x 7 rows: 2 tiles of 64, of one column tile */
+        CHECK_MSG(launches() == before + 1 && last() == 2 * 65536 + 256 && last_y() == 3,
+                  "forward: %ld launches, the last %ld x %ld blocks of %ld", launches() - before,
+                  last() / 65536, last_y(), last() % 65536);
+        /* 8 x 30 x 30 positions summed into a [15, 4, 3, 3] result: 16 chunks */
+        conv_nchw(&d.conv, KN_CONV_FILTER_GRAD, 8, 3, 4, 5, 32, 3);
+        uint64_t want = 16 * 3 * (9 * 4) * 5 * sizeof(float);
+        d.scratch_bytes = b->lib_scratch(st, di, &d);
+        CHECK_MSG(d.scratch_bytes == want, "filter gradient: %llu bytes of scratch, want %llu",
+                  (unsigned long long)d.scratch_bytes, (unsigned long long)want);
+        CHECK_OK(c, b->region_alloc(st, di, want, 256, &part));
+        before = launches();
+        CHECK_OK(c, b->lib_run(st, di, &d, (void *[]){x, y, w, part}));
+        /* the sum: 3 x 36 x 5 elements, a thread each */
+        CHECK_MSG(launches() == before + 2 && last() == 3 * 65536 + 256 && last_y() == 1,
+                  "split filter gradient: %ld launches, the last %ld x %ld blocks of %ld",
+                  launches() - before, last() / 65536, last_y(), last() % 65536);
+        d.scratch_bytes = 0;
+        before = launches();
+        CHECK_OK(c, b->lib_run(st, di, &d, (void *[]){x, y, w, NULL}));
+        CHECK_MSG(launches() == before + 1, "unsplit filter gradient: %ld launches",
+                  launches() - before);
+        CHECK_OK(c, b->synchronize(st, di));
+    }
+    if (part) b->region_free(st, di, part, 16 * 3 * 36 * 5 * sizeof(float));
+    b->region_free(st, di, x, xb), b->region_free(st, di, w, wb), b->region_free(st, di, y, yb);
 }
 
 /* The library calls of 16-bit programs, against the stand-in cuBLAS (tests/mock_cublas.c):
@@ -802,8 +890,9 @@ int main(void) {
     long (*live)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_live") : NULL;
     long (*launches)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_launches") : NULL;
     long (*last)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_last_launch") : NULL;
+    long (*last_y)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_last_grid_y") : NULL;
     const char *(*order)(int) = lib ? (const char *(*)(int))dlsym(lib, "mock_cuda_log") : NULL;
-    if (!c || !live || !launches || !last || !order) {
+    if (!c || !live || !launches || !last || !last_y || !order) {
         int rc = test_skip("the libcuda.so.1 loaded is not tests/mock_cuda.c");
         kiln_context_destroy(c);
         if (lib) dlclose(lib);
@@ -823,6 +912,7 @@ int main(void) {
     test_sorted_scatter(c, launches, last);
     test_split(c, launches);
     test_attention(c, launches, last);
+    test_conv_lib(c, launches, last, last_y);
     kiln_context_destroy(c);
     CHECK_MSG(live() == 0, "%ld driver objects were not released", live());
     test_memory();

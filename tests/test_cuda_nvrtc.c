@@ -414,7 +414,7 @@ static void test_short_row_form(void) {
 }
 
 /* The backend's own kernel sources (the library's, the fused attention's, argsort's, the
- * sorted scatter's): each compiles for sm_90 to a cubin. */
+ * convolution's, the sorted scatter's): each compiles for sm_90 to a cubin. */
 static void test_library(void) {
     static const struct {
         const char *name;
@@ -422,6 +422,7 @@ static void test_library(void) {
     } libs[] = {{"library", cu_lib_source},
                 {"attention", cu_attention_source},
                 {"argsort", cu_sort_source},
+                {"convolution", cu_conv_source},
                 {"sorted scatter", cu_scatter_source}};
     for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
         size_t len, bytes = 0;
@@ -441,6 +442,10 @@ static void test_library(void) {
     CHECK_MSG(strstr(src, want), "sorted scatter kernels: no \"%s\"", want);
     snprintf(want, sizeof want, "#define SCATTER_SHARED %d\n", CU_SCATTER_CHUNK);
     CHECK_MSG(strstr(src, want), "sorted scatter kernels: no \"%s\"", want);
+    /* the convolution's block is the one its host launches */
+    src = cu_conv_source(&len);
+    snprintf(want, sizeof want, "#define CONV_THREADS %d\n", CU_CONV_THREADS);
+    CHECK_MSG(strstr(src, want), "convolution kernels: no \"%s\"", want);
 }
 
 int main(void) {

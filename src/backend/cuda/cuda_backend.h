@@ -1,7 +1,7 @@
 /* cuda_backend.h — the GPU backend's state, shared by its files: cuda_backend.c (devices,
  * memory, copies, launches), cuda_program.c (NVRTC, the cubin cache, kernel lookup) and
  * cuda_lib.c (cuBLAS products and kiln's own library kernels) with cuda_attention.c (the
- * fused attention).
+ * fused attention), cuda_sort.c, cuda_scatter.c and cuda_conv.c (convolutions).
  *
  * Invariants: a cu_dev's driver objects exist once `ready` is set (under its lock, by
  * cu_dev_ready) and live until the state is closed; st->n devices were counted at open,
@@ -27,6 +27,8 @@ typedef struct cu_libk {
     CUfunction attn[4];           /* f32 f64 bf16 f16 */
     struct kn_program *sort_prog; /* cuda_sort.c's, loaded at the first argsort */
     CUfunction sort[7];           /* f32 f64 i32 i64 bf16 f16 bool (CU_SORT_TYPES) */
+    struct kn_program *conv_prog; /* cuda_conv.c's, loaded at the first convolution */
+    CUfunction conv[4], conv_sum[4]; /* f32 f64 bf16 f16: the product, a split's sum */
     struct kn_program *scatter_prog; /* cuda_scatter.c's, loaded at its first scatter */
     CUfunction scatter_sort[2];      /* by index dtype: i32, i64 */
     CUfunction scatter_rows[6];      /* f32 f64 i32 i64 bf16 f16 (CU_SCATTER_TYPES) */
@@ -131,6 +133,40 @@ bool cu_attention_supports(const kn_attention_desc *a);
 /* Enqueues a on the device's compute stream (compiling the kernels at the first call). */
 kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
                              const void *k, const void *v, void *out);
+/* cuda_conv.c: the convolution's kernels (implicit GEMM), CU_CONV_THREADS threads a block. */
+#define CU_CONV_THREADS 256
+/* The most chunks a filter gradient's reduction is split into (its partial sums' scratch
+ * is at most this many copies of the result, in the accumulation type). */
+#define CU_CONV_SPLIT 16
+/* The kernels' parameter (cuda_conv.c's conv_params, the same layout: int64 fields only):
+ * a kind's product per group as the one kernel reads it. Rows, reduction: mixed-radix
+ * digits (dims r/kdim, slowest first), each adding its value times ra/ka to A's offset,
+ * times ro to the result's, kb to B's, and on spatial axis rsp/ksp (-1: none) mul * digit
+ * + add to the position t, whose element of A is t / div when whole and in [0, lim), at
+ * stride ss. Columns add cb to B's offset and co to the result's, group g g * ga, gb, go.
+ * ak, bc, rf: consecutive threads load A along the reduction, B along the columns, and
+ * own the result's rows. The reduction runs in `chunks` of clen indices (filter gradients;
+ * 1 otherwise), whose partial sums the second kernel adds. */
+typedef struct cu_conv_params {
+    int64_t ns, groups, m, cols, red, chunks, clen, nr, nk;
+    int64_t rdim[4], ra[4], ro[4], rsp[4], rmul[4], radd[4];
+    int64_t kdim[4], ka[4], kb[4], ksp[4], kmul[4], kadd[4];
+    int64_t div[KN_CONV_MAX_SPATIAL], lim[KN_CONV_MAX_SPATIAL], ss[KN_CONV_MAX_SPATIAL];
+    int64_t cb, co, ga, gb, go, ak, bc, rf;
+} cu_conv_params;
+/* Whether the kernels take c (1 to 3 spatial axes, sizes >= 0, strides and dilations >= 1;
+ * the caller checks the dtype is a float). */
+bool cu_conv_supports(const kn_conv_desc *c);
+/* The scratch c needs in dtype t: a split filter gradient's partial sums; 0 otherwise. */
+uint64_t cu_conv_scratch(const kn_conv_desc *c, kiln_dtype t);
+/* The kernels' parameter for c (what cu_conv_run launches with; tests/test_cuda_emulate.c
+ * launches the same); split false: the reduction in one chunk (no scratch). */
+void cu_conv_plan(const kn_conv_desc *c, kiln_dtype t, bool split, cu_conv_params *p);
+/* Enqueues c on the device's compute stream (compiling the kernels at the first call): a
+ * and b the kind's operands, out its result (bufs 0, 1 and 2, backend_impl.h), scratch
+ * cu_conv_scratch's bytes, or NULL (then the reduction is not split). */
+kiln_status cu_conv_run(void *state, int device, kiln_dtype dtype, const kn_conv_desc *c,
+                        const void *a, const void *b, void *out, void *scratch);
 /* cuda_sort.c: argsort's kernels, CU_SORT_THREADS threads a block, one per dtype. */
 #define CU_SORT_THREADS 256
 #define CU_SORT_TYPES   7

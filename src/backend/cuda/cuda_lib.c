@@ -1,7 +1,7 @@
 /* cuda_lib.c — the GPU's library kernels: matrix products (cuBLAS for f32, f64, bf16 and
  * f16, a kernel of kiln's own for wrapping i32/i64 products), permute, scatter_add_rows and
- * cumsum; attention is cuda_attention.c's kernel and argsort cuda_sort.c's, dispatched from
- * here.
+ * cumsum; attention is cuda_attention.c's kernel, argsort cuda_sort.c's and convolutions
+ * cuda_conv.c's (implicit GEMM), dispatched from here.
  *
  * cuBLAS is column-major; kiln's C = A B is row-major, which cuBLAS sees as
  * C^T = B^T A^T: the operands swap places and each keeps its own transpose flag and
@@ -272,6 +272,8 @@ void cu_lib_release(cu_state *st, cu_dev *d) {
     if (d->lib.attn_prog) host_free(st->ctx, d->lib.attn_prog, sizeof *d->lib.attn_prog);
     if (d->lib.sort_prog) st->drv.cuModuleUnload(d->lib.sort_prog->mod);
     if (d->lib.sort_prog) host_free(st->ctx, d->lib.sort_prog, sizeof *d->lib.sort_prog);
+    if (d->lib.conv_prog) st->drv.cuModuleUnload(d->lib.conv_prog->mod);
+    if (d->lib.conv_prog) host_free(st->ctx, d->lib.conv_prog, sizeof *d->lib.conv_prog);
     cu_scatter_release(st, d);
     d->lib = (cu_libk){0};
     d->lib_ready = false;
@@ -307,6 +309,12 @@ static lib_gemm lib_gemm_of(const kn_gemm_desc *g) {
 
 static bool is_half(kiln_dtype t) {
     return t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
+}
+
+/* The dtypes a convolution takes (cuda_conv.c's kernels): the floats. */
+static bool conv_dtype(kiln_dtype t) {
+    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || t == KILN_DTYPE_BF16 ||
+           t == KILN_DTYPE_F16;
 }
 
 /* The dtypes whose products are cuBLAS's (the integers are kiln's own kernel). */
@@ -621,12 +629,14 @@ static kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const vo
 /* Each op for the dtypes it has a kernel or a cuBLAS call for: a product of f32, f64,
  * bf16, f16, i32 or i64 (within cuBLAS's sizes), a permute of 1-, 2-, 4- or 8-byte
  * elements, scatter_add_rows and cumsum of cu_lib_type's dtypes, attention of any float
- * (any shape: the kernel needs no scratch). kiln_compile names the op and the dtype of a
- * call refused here (compile.c, check_lib_calls). */
+ * (any shape: the kernel needs no scratch), argsort of any dtype, a convolution of any
+ * float with 1 to 3 spatial axes (cu_conv_supports). kiln_compile names the op and the
+ * dtype of a call refused here (compile.c, check_lib_calls). */
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
     (void)state, (void)device;
     bool has = op == KN_LIB_GEMM || op == KN_LIB_PERMUTE || op == KN_LIB_SCATTER_ADD_ROWS ||
-               op == KN_LIB_CUMSUM || op == KN_LIB_ATTENTION || op == KN_LIB_ARGSORT;
+               op == KN_LIB_CUMSUM || op == KN_LIB_ATTENTION || op == KN_LIB_ARGSORT ||
+               op == KN_LIB_CONV;
     if (!d || !has) return has;
     size_t es = kiln_dtype_itemsize(d->dtype);
     switch (op) {
@@ -636,6 +646,7 @@ bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d
     case KN_LIB_PERMUTE: return es == 1 || es == 2 || es == 4 || es == 8;
     case KN_LIB_ATTENTION: return cu_attention_supports(&d->attention);
     case KN_LIB_ARGSORT: return cu_sort_supports(d);
+    case KN_LIB_CONV: return conv_dtype(d->dtype) && cu_conv_supports(&d->conv);
     default: return cu_lib_type(d->dtype) >= 0;
     }
 }
@@ -657,6 +668,12 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
     case KN_LIB_ATTENTION:
         return cu_attention_run(state, device, &d->attention, b[0], b[1], b[2], b[3]);
     case KN_LIB_ARGSORT: return cu_sort_run(state, device, d, b[0], b[1]);
+    case KN_LIB_CONV: {
+        /* scratch short of what the split wants (a caller outside a compiled program): the
+         * kernel then sums the whole reduction in one chunk */
+        void *scratch = d->scratch_bytes >= cu_conv_scratch(&d->conv, d->dtype) ? b[3] : NULL;
+        return cu_conv_run(state, device, d->dtype, &d->conv, b[0], b[1], b[2], scratch);
+    }
     default: break;
     }
     cu_state *st = state;
@@ -666,12 +683,13 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
 
 /* Scratch the plan sets aside for a call: a batched product's pointer arrays where its
  * batch is not one progression (gemm_ptr_bytes), scatter_add_rows' sorted indices
- * (cu_scatter_scratch); nothing for any other op (the fused attention and argsort need
- * none here). */
+ * (cu_scatter_scratch), a filter gradient's partial sums (cu_conv_scratch); nothing for any
+ * other op (the fused attention and argsort need none here). */
 uint64_t cu_lib_scratch(void *state, int device, const kn_lib_desc *d) {
     (void)state, (void)device;
     if (d->op == KN_LIB_GEMM) return gemm_ptr_bytes(d->dtype, &d->gemm);
     if (d->op == KN_LIB_SCATTER_ADD_ROWS && cu_lib_type(d->dtype) >= 0)
         return cu_scatter_scratch(&d->scatter);
+    if (d->op == KN_LIB_CONV && conv_dtype(d->dtype)) return cu_conv_scratch(&d->conv, d->dtype);
     return 0;
 }

@@ -16,6 +16,8 @@ kiln_status cu_nvrtc_compile(kiln_context *ctx, const cu_nvrtc *r, const char *s
 const char *cu_lib_source(size_t *len);
 /* The CUDA source of the fused attention's kernels (cuda_attention.c), len bytes. */
 const char *cu_attention_source(size_t *len);
+/* The CUDA source of the convolution's kernels (cuda_conv.c), len bytes. */
+const char *cu_conv_source(size_t *len);
 /* The CUDA source of argsort's kernels (cuda_sort.c), len bytes. */
 const char *cu_sort_source(size_t *len);
 

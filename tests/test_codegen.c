@@ -15,6 +15,7 @@
 #include "test.h"
 #include "codegen/cgen.h"
 #include "codegen/kdesc.h"
+#include "passes/passes.h"
 
 #include <stdint.h>
 
@@ -26,6 +27,10 @@ static test_alloc talloc;
 /* The kernels' source (everything after the prelude) for finished graph g, fused as
  * built; NULL if codegen failed (its status in *st when st is set). */
 static char *kernels_with(kiln_graph *g, const fusion_options *fo, kiln_status *st) {
+    /* convolutions in their primitive form, as kiln_compile gives them to the CPU */
+    kiln_graph *expanded = NULL;
+    CHECK_OK(ctx, pass_expand_run(g, PASS_EXPAND_CONV, &expanded));
+    if (expanded) g = expanded;
     fusion_plan p;
     kiln_status s = fusion_plan_build(g, fo, &p);
     CHECK_OK(ctx, s);
@@ -39,6 +44,7 @@ static char *kernels_with(kiln_graph *g, const fusion_options *fo, kiln_status *
     if (st) *st = s;
     char *src = s ? NULL : sb_take(&sb);
     sb_free(&sb);
+    kiln_graph_destroy(expanded);
     if (!src) return NULL;
     const char *k = strstr(src, "\n/* k");
     char *out = strdup(k ? k + 1 : "");

@@ -198,6 +198,60 @@ static void test_conv_lib(kiln_context *c, long (*launches)(void), long (*last)(
     b->region_free(st, di, x, xb), b->region_free(st, di, w, wb), b->region_free(st, di, y, yb);
 }
 
+/* A compiled training program's convolutions on the device: the forward and both
+ * gradients (kiln_vjp) stay convolution nodes, each one library call with no product and
+ * no patch matrix in the plan, the filter gradient's split scratch planned; an integer
+ * convolution (no kernel takes integers) is expanded into its im2col form instead. */
+static void test_conv_program(kiln_context *c, long (*launches)(void)) {
+    for (int pass = 0; pass < 2; pass++) {
+        kiln_dtype t = pass ? KILN_DTYPE_I32 : KILN_DTYPE_BF16;
+        kiln_graph *g = NULL;
+        kiln_graph_create(c, "conv", &g);
+        int64_t xd[4] = {8, 16, 16, 4}, wd[4] = {3, 3, 4, 8}, cd[4] = {8, 16, 16, 8};
+        kiln_value x = kiln_parameter(g, "x", t, 4, xd), w = kiln_parameter(g, "w", t, 4, wd);
+        kiln_conv_options co = {.layout = KILN_CONV_NHWC, .padding = KILN_PADDING_SAME};
+        kiln_value y = kiln_conv_general_dilated(g, x, w, &co), outs[3] = {y};
+        int n = 1;
+        if (!pass) {
+            kiln_value ct = kiln_parameter(g, "ct", t, 4, cd), wrt[2] = {x, w};
+            kiln_vjp(g, 1, &y, &ct, 2, wrt, outs + 1);
+            n = 3;
+        }
+        CHECK_OK(c, kiln_graph_finish(g, n, outs));
+        kiln_compile_options o = {.device = 1};
+        kiln_executable *e = NULL;
+        kiln_status s = kiln_compile(g, &o, &e);
+        if (s && strstr(kiln_last_error(c), "NVRTC")) {
+            test_skip_case("convolution program", "no NVRTC: %s", kiln_last_error(c));
+            kiln_graph_destroy(g);
+            return;
+        }
+        CHECK_OK(c, s);
+        int convs = 0, dots = 0;
+        for (uint32_t i = 0; e && i < e->n_kernels; i++) {
+            convs += e->kernel_info[i].kind == FK_CONV;
+            dots += e->kernel_info[i].kind == FK_DOT;
+        }
+        CHECK_MSG(pass ? convs == 0 && dots == 1 : convs == 3 && dots == 0,
+                  "%s: %d convolution kernels and %d products", kiln_dtype_name(t), convs, dots);
+        if (!pass && e) {
+            kiln_array *args[3] = {0}, *r[3] = {0};
+            const int64_t *dims[3] = {xd, wd, cd};
+            for (int j = 0; j < 3; j++)
+                CHECK_OK(c, kiln_array_create_on(c, 1, t, 4, dims[j], NULL, &args[j]));
+            long before = launches();
+            CHECK_OK(c, kiln_executable_run(e, 3, args, 3, r));
+            /* forward and input gradient one launch each; the filter gradient's 2048
+             * positions over a [72, 8] result split: a part and a sum */
+            CHECK_MSG(launches() - before == 4, "bf16 convolutions: %ld launches, want 4",
+                      launches() - before);
+            for (int j = 0; j < 3; j++) kiln_array_destroy(args[j]), kiln_array_destroy(r[j]);
+        }
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* The library calls of 16-bit programs, against the stand-in cuBLAS (tests/mock_cublas.c):
  * a bf16 product and a batched, transposed f16 one are cublasGemmStridedBatchedEx with
  * 16-bit operands and result (CUDA_R_16BF 14, CUDA_R_16F 2) and f32 accumulation
@@ -913,6 +967,7 @@ int main(void) {
     test_split(c, launches);
     test_attention(c, launches, last);
     test_conv_lib(c, launches, last, last_y);
+    test_conv_program(c, launches);
     kiln_context_destroy(c);
     CHECK_MSG(live() == 0, "%ld driver objects were not released", live());
     test_memory();

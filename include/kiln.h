@@ -197,6 +197,11 @@ typedef struct kiln_context_options {
     /* KILN_ALLOW_EXCESS_PRECISION: the default of kiln_compile_options.allow_excess_precision
      * for every program the context compiles (docs/mixed_precision.md, "Excess precision"). */
     bool allow_excess_precision;
+    /* KILN_CONV_IM2COL: every convolution runs as im2col + GEMM (its primitive form) also on
+     * a device with a convolution kernel of its own (CUDA's implicit GEMM), which it
+     * otherwise takes: to compare the two, or as a fallback (docs/cuda.md). The CPU runs
+     * im2col either way. */
+    bool conv_im2col;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,

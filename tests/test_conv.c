@@ -737,6 +737,63 @@ static void patches_planned(void) {
     kiln_graph_destroy(g);
 }
 
+/* The node in text: a convolution and both gradient kinds printed and parsed back give a
+ * graph that computes the same bits (the reference on both); a line whose attributes lie
+ * is refused with the line and what is wrong. */
+static void text_round_trip(void) {
+    const conv_case *c = &conv_cases[0]; /* the general specs: stride [2, 1], SAME */
+    for (int i = 0; i < N_CONV; i++)
+        if (!strcmp(conv_cases[i].name, "general specs")) c = &conv_cases[i];
+    conv_shape cs;
+    conv_shape_of(c->rank, c->lhs, c->rhs, &c->o, &cs);
+    kiln_graph *g = conv_program(c, KILN_DTYPE_F32, &cs), *h = NULL;
+    char *text = kiln_graph_to_string(g);
+    CHECK(text && strstr(text, "convolution(") && strstr(text, " input_grad ") &&
+          strstr(text, " filter_grad "));
+    CHECK_OK(C, kiln_graph_parse(C, text, strlen(text), "conv.kir", &h));
+    kiln_array *args[3] = {cmp_random_array(C, KILN_DTYPE_F32, c->rank, c->lhs, &seed),
+                           cmp_random_array(C, KILN_DTYPE_F32, c->rank, c->rhs, &seed),
+                           cmp_random_array(C, KILN_DTYPE_F32, c->rank, cs.out, &seed)};
+    kiln_array *a[3] = {0}, *b[3] = {0};
+    CHECK_OK(C, kiln_interpret(g, 3, args, 3, a));
+    if (h) CHECK_OK(C, kiln_interpret(h, 3, args, 3, b));
+    for (int i = 0; i < 3 && a[i] && b[i]; i++) {
+        size_t n = kiln_array_nbytes(a[i]);
+        void *x = malloc(n + 1), *y = malloc(n + 1);
+        kiln_array_copy_to_host(a[i], x, n), kiln_array_copy_to_host(b[i], y, n);
+        CHECK_MSG(!memcmp(x, y, n), "output %d differs after the round trip", i);
+        free(x), free(y);
+    }
+    /* attributes that lie: each is a parse error naming the line and the fault */
+    static const struct {
+        const char *from, *to, *why;
+    } lies[] = {{" forward ", " sideways ", "needs a kind: forward, input_grad or filter_grad"},
+                {"stride=[2", "stride=[0", "stride 0"},
+                {"lhs_spec=[2,", "lhs_spec=[3,", "permutation"},
+                {"groups=", "groups=-", "groups"},
+                {"sizes=[", "sizes=[1,", "sizes has 3 entries for 2 spatial axes"}};
+    for (size_t k = 0; text && k < sizeof lies / sizeof *lies; k++) {
+        const char *at = strstr(text, lies[k].from);
+        CHECK_MSG(at, "no %s in the text", lies[k].from);
+        if (!at) continue;
+        size_t pre = (size_t)(at - text), n = strlen(text) + 64;
+        char *bad = malloc(n);
+        snprintf(bad, n, "%.*s%s%s", (int)pre, text, lies[k].to, at + strlen(lies[k].from));
+        kiln_graph *x = NULL;
+        kiln_status st = kiln_graph_parse(C, bad, strlen(bad), "bad.kir", &x);
+        CHECK_MSG(st != KILN_STATUS_OK && strstr(kiln_last_error(C), "bad.kir:") &&
+                      strstr(kiln_last_error(C), lies[k].why),
+                  "%s -> %s: %s", lies[k].from, lies[k].to, st ? kiln_last_error(C) : "accepted");
+        kiln_graph_destroy(x);
+        free(bad);
+    }
+    for (int i = 0; i < 3; i++)
+        kiln_array_destroy(args[i]), kiln_array_destroy(a[i]), kiln_array_destroy(b[i]);
+    kiln_string_free(C, text);
+    kiln_graph_destroy(h);
+    kiln_graph_destroy(g);
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln-test-conv-XXXXXX";
     C = test_private_context(dir);
@@ -749,6 +806,7 @@ int main(void) {
     RUN(windows);
     RUN(avg_pool);
     RUN(patches_planned);
+    RUN(text_round_trip);
     kiln_context_destroy(C);
     test_remove_dir(dir);
     return test_summary("test_conv");

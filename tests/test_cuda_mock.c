@@ -234,6 +234,29 @@ static void test_conv_program(kiln_context *c, long (*launches)(void)) {
         }
         CHECK_MSG(pass ? convs == 0 && dots == 1 : convs == 3 && dots == 0,
                   "%s: %d convolution kernels and %d products", kiln_dtype_name(t), convs, dots);
+        if (!pass) { /* KILN_CONV_IM2COL's context: the primitive form, three products */
+            kiln_context_options co2 = {.ignore_environment = true, .cache_dir = dir,
+                                        .conv_im2col = true};
+            kiln_context *c2 = NULL;
+            char err[512];
+            CHECK_MSG(!kiln_context_create(&co2, &c2, err, sizeof err), "%s", err);
+            kiln_graph *g2 = NULL;
+            char *text = kiln_graph_to_string(g);
+            CHECK_OK(c2, kiln_graph_parse(c2, text, strlen(text), "conv", &g2));
+            kiln_string_free(c, text);
+            kiln_executable *e2 = NULL;
+            CHECK_OK(c2, kiln_compile(g2, &o, &e2));
+            int convs2 = 0, dots2 = 0;
+            for (uint32_t i = 0; e2 && i < e2->n_kernels; i++) {
+                convs2 += e2->kernel_info[i].kind == FK_CONV;
+                dots2 += e2->kernel_info[i].kind == FK_DOT;
+            }
+            CHECK_MSG(convs2 == 0 && dots2 == 3, "im2col: %d convolution kernels, %d products",
+                      convs2, dots2);
+            kiln_executable_destroy(e2);
+            kiln_graph_destroy(g2);
+            kiln_context_destroy(c2);
+        }
         if (!pass && e) {
             kiln_array *args[3] = {0}, *r[3] = {0};
             const int64_t *dims[3] = {xd, wd, cd};

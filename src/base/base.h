@@ -50,6 +50,7 @@ typedef struct kn_config {
     char nccl_library[1024];  /* KILN_NCCL_LIBRARY; "": libnccl.so.2 */
     int compile_tiers;        /* KILN_COMPILE_TIERS: 1, 2, or 0: the default (tier_wanted) */
     bool excess_precision;    /* KILN_ALLOW_EXCESS_PRECISION: fused 16-bit values stay f32 */
+    bool conv_im2col;         /* KILN_CONV_IM2COL: convolutions as im2col on every device */
 } kn_config;
 
 #define KN_MAX_CPU_DEVICES 64

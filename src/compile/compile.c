@@ -425,8 +425,8 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     exec_dump dump;
     kiln_status s = dump_begin(ctx, g, &dump);
     bool attention = lib_has(dev, KN_LIB_ATTENTION);
-    unsigned expand = (attention ? 0u : PASS_EXPAND_ATTENTION) |
-                      (lib_has(dev, KN_LIB_CONV) ? 0u : PASS_EXPAND_CONV);
+    bool conv = lib_has(dev, KN_LIB_CONV) && !ctx->config.conv_im2col;
+    unsigned expand = (attention ? 0u : PASS_EXPAND_ATTENTION) | (conv ? 0u : PASS_EXPAND_CONV);
     if (!s) s = pass_clone(g, &e->g);
     if (!s) /* what the device has no kernel for becomes primitives (check_backend: none) */
         s = pass_expand(&e->g, expand);

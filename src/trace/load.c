@@ -49,6 +49,10 @@ typedef struct attr {
     bool used;
 } attr;
 
+/* The most attributes one line may hold: a convolution's eleven (its kind, three specs,
+ * six spatial lists, groups) and room for the dot's four lists. */
+#define LOAD_MAX_ATTRS 16
+
 typedef struct parser {
     kiln_context *ctx;
     const char *src, *name; /* the text and what messages call it */
@@ -59,7 +63,7 @@ typedef struct parser {
     uint32_t n_ids, cap_ids;
     kiln_value *ins;
     uint32_t n_ins, cap_ins;
-    attr attrs[8];
+    attr attrs[LOAD_MAX_ATTRS];
     int n_attrs;
     int depth; /* 0 for the text's graph, k for a sub-graph k levels inside it */
     kiln_status status;
@@ -602,11 +606,14 @@ static bool read_attr(parser *p, ir_node *n, const ir_attr_desc *d, const char *
     case IRA_DOT: return dot_attr(p, op, m);
     case IRA_SPATIAL: {
         int64_t v[KILN_MAX_RANK];
-        if (!axis_list(p, op, d, rank < 2 ? 0 : rank - 2, v, NULL)) return false;
-        if (rank - 2 > KILN_CONV_MAX_SPATIAL)
-            return fail(p, "%s: %d spatial axes (at most %d)", op, rank - 2,
-                        KILN_CONV_MAX_SPATIAL);
-        return memcpy(m, v, (size_t)(rank - 2) * sizeof *v), true;
+        int ns = rank - 2, got;
+        if (ns < 1 || ns > KILN_CONV_MAX_SPATIAL)
+            return fail(p, "%s: operands of rank %d have %d spatial axes (1 to %d)", op, rank,
+                        ns, KILN_CONV_MAX_SPATIAL);
+        if (!list_attr(p, op, d->name, true, &got, v, NULL)) return false;
+        if (got != ns)
+            return fail(p, "%s: %s has %d entries for %d spatial axes", op, d->name, got, ns);
+        return memcpy(m, v, (size_t)ns * sizeof *v), true;
     }
     }
     return fail(p, "internal: attribute type %d of %s", (int)d->type, op);

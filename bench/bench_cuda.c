@@ -20,7 +20,10 @@
  *  - causal attention's forward pass, B=16 T=256 and 1024 N=8 H=64, f32 and bf16: the
  *    fused kernel against the written-out products and softmax;
  *  - the GPT training step (models/gpt, gpt_trace_step) at B=16 T=256 L=6 H=8 C=512,
- *    parameters and AdamW moments donated: ms/step, tokens/s, planned vs measured peak.
+ *    parameters and AdamW moments donated: ms/step, tokens/s, planned vs measured peak;
+ *  - a convolution layer's step (N=32 56x56 64->64 3x3 NHWC, forward and both gradients),
+ *    f32 and bf16, on the device's implicit-GEMM kernel against im2col + cuBLAS
+ *    (KILN_CONV_IM2COL): TFLOP/s and the temp memory each plans.
  *
  * Each figure is the median of several timed calls after warm-up; a call is a whole
  * kiln_executable_run (it returns once the device is done). Bytes counted are those the
@@ -504,6 +507,46 @@ static void gpt_figure(kiln_context *c, const gpt_config cfg, const int B, const
     kiln_executable_destroy(e);
 }
 
+/* One convolution layer's training step: y = conv(x, w) (NHWC / HWIO, 3x3 SAME) and both
+ * gradients against a cotangent, in dt, with the device's convolution kernel (implicit
+ * GEMM) or, im2col set, as im2col + the GEMM library (KILN_CONV_IM2COL): TFLOP/s of the
+ * three products' 2 N H W C O 9 each, and the temp memory each plans (the patch matrices). */
+static void conv_figure(int64_t n, int64_t hw, int64_t ch, kiln_dtype dt, bool im2col) {
+    kiln_context_options o = {.ignore_environment = true, .compile_tiers = 1,
+                              .conv_im2col = im2col};
+    kiln_context *c = NULL;
+    char err[512];
+    if (kiln_context_create(&o, &c, err, sizeof err)) {
+        fprintf(stderr, "bench_cuda: %s\n", err);
+        exit(1);
+    }
+    kiln_graph *g = NULL;
+    DIE(c, kiln_graph_create(c, "conv layer", &g));
+    int64_t xd[4] = {n, hw, hw, ch}, wd[4] = {3, 3, ch, ch};
+    kiln_value x = kiln_parameter(g, "x", dt, 4, xd), w = kiln_parameter(g, "w", dt, 4, wd);
+    kiln_value ct = kiln_parameter(g, "ct", dt, 4, xd), wrt[2] = {x, w}, outs[3];
+    kiln_conv_options co = {.layout = KILN_CONV_NHWC, .padding = KILN_PADDING_SAME};
+    outs[0] = kiln_conv_general_dilated(g, x, w, &co);
+    kiln_vjp(g, 1, &outs[0], &ct, 2, wrt, outs + 1);
+    DIE(c, kiln_graph_finish(g, 3, outs));
+    kiln_executable *e = compile(c, g);
+    kiln_array *args[3];
+    gpu_args(c, g, args);
+    double s = time_runs(c, e, 3, args, 3);
+    kiln_memory_analysis m;
+    DIE(c, kiln_executable_get_memory_analysis(e, &m));
+    double flops = 3 * 2.0 * (double)(n * hw * hw) * (double)(ch * ch) * 9;
+    printf("RESULT conv layer step %s (N=%lld %lldx%lld, %lld->%lld, 3x3, fwd + both grads, %s): "
+           "%.3f ms, %.1f TFLOP/s, temp %.1f MiB\n",
+           kiln_dtype_name(dt), (long long)n, (long long)hw, (long long)hw, (long long)ch,
+           (long long)ch, im2col ? "im2col + GEMM" : "implicit GEMM", s * 1e3, flops / s / 1e12,
+           (double)m.temp_bytes / 1048576.0);
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    kiln_context_destroy(c);
+}
+
 int main(void) {
     const gpt_config gpt_gpu = {
         .vocab = 256, .context = 256, .layers = 6, .heads = 8, .channels = 512};
@@ -528,6 +571,8 @@ int main(void) {
         double ms = attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, true, 0);
         attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, false, ms);
         kiln_context_destroy(c);
+        conv_figure(2, 8, 8, KILN_DTYPE_F32, false);
+        conv_figure(2, 8, 8, KILN_DTYPE_F32, true);
         return 0;
     }
     kiln_context *probe = make_context(KILN_ALLOC_MODE_GROW, 0, false);
@@ -557,6 +602,13 @@ int main(void) {
         return 0;
     }
     memory_figures(); /* first: each context there takes the device for itself */
+    /* a ResNet stage's layer, each way (issue 35: the device's convolution kernel) */
+    for (int k = 0; k < 2; k++) {
+        kiln_dtype dt = k ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+        conv_figure(32, 56, 64, dt, false);
+        conv_figure(32, 56, 64, dt, true);
+        fflush(stdout);
+    }
 
     kiln_context *c = make_context(KILN_ALLOC_MODE_DEFAULT, 0, false);
     double ratio = 0, copy_gbs = 0;

@@ -161,7 +161,7 @@ export KILN_CACHE_DIR=$build/kcache
 step build 300 bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release "${@:4}" &&
     cmake --build "$2" -j"$3" --target test_cuda test_cuda_nvrtc bench_cuda test_registry \
         test_compile_ops test_autodiff test_backend test_gpt test_nccl test_control \
-        test_control_grad test_sort test_gather test_vmap kiln_tool' \
+        test_control_grad test_sort test_gather test_vmap test_conv kiln_tool' \
     build "$root" "$build" "$(nproc)" "${cmake_deps[@]}"
 
 # ---- conformance, then the figures, then the broader suites with the time left ---------
@@ -195,6 +195,8 @@ else
 fi
 if [ -x "$build/bench_cuda" ]; then
     step bench 150 "$build/bench_cuda"
+    # the convolution layer's step with PyTorch (cuDNN) beside bench_cuda's two kiln rows
+    [ -n "${PYTHON:-}" ] && step conv_vs_torch 60 "$PYTHON" "$root/bench/cnn/conv_layer_torch.py"
 else
     summary+=("NOT RUN  bench (the build did not make bench_cuda)")
 fi
@@ -214,6 +216,9 @@ fi
 # the GPT training step of the main job (forward, backward, clipping, AdamW, donated) on
 # every device against the reference interpreter
 [ -x "$build/test_gpt" ] && step gpt_all_devices 90 "$build/test_gpt"
+# convolutions on the device's implicit-GEMM kernel (every layout, stride, dilation, padding
+# and group case, both gradients, five dtypes) against the reference
+[ -x "$build/test_conv" ] && step conv_all_devices 60 "$build/test_conv"
 if [ -x "$build/test_registry" ]; then
     # the existing suites compare every device present through cmp_graph (tests/compare.h)
     step registry_all_devices 60 "$build/test_registry"
@@ -248,12 +253,15 @@ if [ -f "$out/conformance.log" ]; then
 fi
 for t in registry_all_devices compile_ops_all_devices autodiff_all_devices gpt_all_devices \
     control_all_devices control_grad_all_devices sort_all_devices gather_all_devices \
-    vmap_all_devices nvrtc_sm90 nccl_one_rank; do
+    vmap_all_devices conv_all_devices nvrtc_sm90 nccl_one_rank; do
     [ -f "$out/$t.log" ] && note "$t: $(grep -E 'passed, [0-9]+ failed' "$out/$t.log" | tail -n 1)"
 done
 if [ -f "$out/bench.log" ]; then
     note ""
     grep -E '^(RESULT|bench_cuda:)' "$out/bench.log" | while IFS= read -r l; do note "$l"; done
+fi
+if [ -f "$out/conv_vs_torch.log" ]; then
+    grep -E '^RESULT' "$out/conv_vs_torch.log" | while IFS= read -r l; do note "$l"; done
 fi
 if [ -f "$out/gpt_vs_jax.log" ]; then
     note ""

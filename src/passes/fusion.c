@@ -289,7 +289,9 @@ static bool must_materialise(decide_state *s, const fusion_plan *p, uint32_t id)
         for (uint32_t k = s->users.start[id]; k < s->users.start[id + 1]; k++) {
             const ir_node *c = &s->g->nodes[s->users.users[k]];
             if (!expanding_use(s->g, c, id)) continue;
-            if ((c->op == IR_DOT || c->op == IR_ATTENTION) && reshape_view(s->g, id)) continue;
+            if ((c->op == IR_DOT || c->op == IR_ATTENTION || c->op == IR_CONV) &&
+                reshape_view(s->g, id))
+                continue;
             if (c->op == IR_TAKE_ROWS && gather_view(s->g, id)) continue;
             if (scatter_into_zeros(s->g, c, id)) continue;
             if (c->op == IR_BROADCAST &&

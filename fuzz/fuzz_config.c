@@ -33,7 +33,8 @@ static const char *const vars[] = {
     "KILN_CC_FLAGS",        "KILN_VERIFY_PASSES",   "KILN_DUMP",
     "KILN_NCCL_LIBRARY",    "KILN_MEMORY_BUDGET",   "KILN_BLAS",
     "KILN_CPU_DEVICES",     "KILN_ASYNC",           "KILN_PROFILE",
-    "KILN_MATMUL_PRECISION"};
+    "KILN_MATMUL_PRECISION", "KILN_COMPILE_TIERS",  "KILN_ALLOW_EXCESS_PRECISION",
+    "KILN_CONV_IM2COL"};
 #define N_VARS ((int)(sizeof vars / sizeof vars[0]))
 
 static char fz_dir[64]; /* the private folder; set once */

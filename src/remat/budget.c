@@ -498,7 +498,7 @@ static void consider(choice *ch, const uint8_t *extra, const char *strategy, uin
 }
 
 /* Every forward value the search may drop dropped, but with `dots` every matrix product
- * offloaded, and the cuts (n of them) offloaded or, with keep_cuts, kept on the device:
+ * (and convolution) offloaded, and the cuts (n of them) offloaded or, with keep_cuts, kept on the device:
  * offload_dot_with_no_batch_dims over the whole program (with each block's output kept,
  * as a region per block keeps it), and sqrt(n) segments with s = 1 whose cuts go to host
  * memory. */
@@ -507,7 +507,8 @@ static void offload_kept(const kiln_graph *g, const uint8_t *is_out, const uint3
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *nd = &g->nodes[id];
         if (nd->backward || remat_mark_of(g, id) || is_out[id] || remat_fixed(g, nd)) continue;
-        extra[id] = dots && nd->op == IR_DOT ? REMAT_WHY_BUDGET_OFFLOAD : REMAT_WHY_BUDGET_SEGMENT;
+        bool product = nd->op == IR_DOT || nd->op == IR_CONV; /* a GPU's convolutions */
+        extra[id] = dots && product ? REMAT_WHY_BUDGET_OFFLOAD : REMAT_WHY_BUDGET_SEGMENT;
     }
     for (uint32_t i = 0; i < n; i++)
         if (extra[cuts[i]] != REMAT_WHY_BUDGET_OFFLOAD)

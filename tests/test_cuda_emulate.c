@@ -34,6 +34,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_half.h"
 #include "backend/cuda/cuda_program.h"
+#include "compile/compile.h"
 #include "compare.h"
 #include "ewops.h"
 #include "randprog.h"
@@ -1847,6 +1848,101 @@ static void conv_check(emu_conv_fn run, const conv_case *cc, int which) {
     free(x), free(w), free(ct);
 }
 
+/* From the graph to the kernel: a convolution and both its gradients traced as a user
+ * would (kiln_conv_general_dilated, kiln_vjp), each CONV node's descriptor as kiln_compile
+ * makes it for the device (exec_conv_desc: kinds, strides from the specs), run by the
+ * emulated kernels on the parameters' bytes, against the reference interpreter's outputs. */
+static void conv_nodes_check(emu_conv_fn run, kiln_dtype t, const kiln_conv_options *co,
+                             const int64_t *xd, const int64_t *wd, const char *what) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, what, &g);
+    kiln_value x = kiln_parameter(g, "x", t, 4, xd), w = kiln_parameter(g, "w", t, 4, wd);
+    kiln_value y = kiln_conv_general_dilated(g, x, w, co);
+    kiln_dtype yt;
+    int yr;
+    int64_t yd[KILN_MAX_RANK];
+    kiln_value_type(g, y, &yt, &yr, yd);
+    kiln_value ct = kiln_parameter(g, "ct", t, 4, yd), outs[3] = {y}, wrt[2] = {x, w};
+    kiln_vjp(g, 1, &y, &ct, 2, wrt, outs + 1);
+    if (!finish(g, 3, outs, what)) return;
+    kiln_array *args[3] = {cmp_random_array(ctx, t, 4, xd, &seed),
+                           cmp_random_array(ctx, t, 4, wd, &seed),
+                           cmp_random_array(ctx, t, 4, yd, &seed)};
+    kiln_array *want[3] = {0};
+    CHECK_OK(ctx, kiln_interpret(g, 3, args, 3, want));
+    void *host[3];
+    for (int i = 0; i < 3; i++) {
+        host[i] = malloc(kiln_array_nbytes(args[i]) + 8);
+        kiln_array_copy_to_host(args[i], host[i], kiln_array_nbytes(args[i]));
+    }
+    int type = t == KILN_DTYPE_F32 ? 0 : t == KILN_DTYPE_F64 ? 1 : t == KILN_DTYPE_BF16 ? 2 : 3;
+    int found = 0;
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (n->op != IR_CONV) continue;
+        int o = -1; /* the output it is, and its operands among the parameters */
+        for (int k = 0; k < 3; k++)
+            if (g->outputs[k] == id) o = k;
+        const void *ab[2] = {NULL, NULL};
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 3; j++)
+                if (ir_in(n)[k] == g->params[j]) ab[k] = host[j];
+        CHECK_MSG(o >= 0 && ab[0] && ab[1], "%s: convolution %%%u is not an output over "
+                  "parameters", what, id);
+        if (o < 0 || !ab[0] || !ab[1]) continue;
+        kn_lib_desc d;
+        exec_conv_desc(g, id, &d);
+        CHECK(d.op == KN_LIB_CONV && d.conv.kind == n->a.conv.kind && cu_conv_supports(&d.conv));
+        cu_conv_params p;
+        cu_conv_plan(&d.conv, t, true, &p);
+        uint64_t part_bytes = cu_conv_scratch(&d.conv, t);
+        size_t bytes = kiln_array_nbytes(want[o]);
+        void *got = malloc(bytes + 8), *part = malloc(part_bytes + 8);
+        if (p.groups && p.m && p.cols)
+            run(type, ab[0], ab[1], got, part_bytes ? part : NULL, &p, 3, 2, 2);
+        kiln_array *ga = NULL;
+        kiln_dtype ot;
+        int orank;
+        int64_t od[KILN_MAX_RANK];
+        kiln_value_type(g, outs[o], &ot, &orank, od);
+        kiln_array_create(ctx, ot, orank, od, got, &ga);
+        char w2[96];
+        snprintf(w2, sizeof w2, "%s %s", what, ir_conv_kind_name(n->a.conv.kind));
+        CHECK_MSG(cmp_arrays(ga, want[o], 1e-5, 1e-12, w2), "%s: emulated kernel != reference",
+                  w2);
+        kiln_array_destroy(ga);
+        free(got), free(part);
+        found++;
+        n_programs++;
+    }
+    CHECK_MSG(found == 3, "%s: %d convolution nodes, want 3", what, found);
+    for (int i = 0; i < 3; i++)
+        free(host[i]), kiln_array_destroy(args[i]), kiln_array_destroy(want[i]);
+    kiln_graph_destroy(g);
+}
+
+static void test_conv_nodes(emu_conv_fn run) {
+    int64_t xn[4] = {2, 9, 7, 4}, wn[4] = {3, 2, 2, 6}; /* NHWC x, HWIO w: 2 groups */
+    kiln_conv_options nhwc = {.layout = KILN_CONV_NHWC,
+                              .window_strides = {2, 1},
+                              .padding = KILN_PADDING_SAME,
+                              .rhs_dilation = {1, 2},
+                              .feature_group_count = 2};
+    int64_t xs[4] = {7, 3, 2, 5}, ws[4] = {5, 4, 3, 5}; /* specs: odd axes everywhere */
+    kiln_conv_options specs = {.layout = KILN_CONV_SPECS,
+                               .lhs_spec = {2, 3, 0, 1},
+                               .rhs_spec = {2, 3, 0, 1},
+                               .out_spec = {1, 0, 3, 2},
+                               .lhs_dilation = {2, 1},
+                               .pad_lo = {1, -1},
+                               .pad_hi = {0, 2}};
+    static const kiln_dtype ts[] = {KILN_DTYPE_F32, KILN_DTYPE_BF16, KILN_DTYPE_F64};
+    for (int i = 0; i < 3; i++) {
+        conv_nodes_check(run, ts[i], &nhwc, xn, wn, "conv_nodes_nhwc");
+        conv_nodes_check(run, ts[i], &specs, xs, ws, "conv_nodes_specs");
+    }
+}
+
 /* The convolution's kernels (cuda_conv.c) for every kind against the definition: 1, 2 and
  * 3 spatial axes; strides 1 to 3, rhs and lhs dilation, asymmetric and negative padding;
  * groups and depthwise; NCHW, NHWC and odd layouts with holes; sizes that fill no tile
@@ -1865,6 +1961,7 @@ static void test_conv_lib(void) {
     memcpy(&params_bytes, &sz, sizeof sz);
     CHECK_MSG(params_bytes && params_bytes() == sizeof(cu_conv_params),
               "conv_params is not cu_conv_params' layout");
+    if (lib && params_bytes) test_conv_nodes(run);
     const kiln_dtype F32 = KILN_DTYPE_F32, F64 = KILN_DTYPE_F64, BF16 = KILN_DTYPE_BF16,
                      F16 = KILN_DTYPE_F16;
     const conv_case cases[] = {

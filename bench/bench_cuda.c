@@ -512,8 +512,8 @@ static void gpt_figure(kiln_context *c, const gpt_config cfg, const int B, const
  * GEMM) or, im2col set, as im2col + the GEMM library (KILN_CONV_IM2COL): TFLOP/s of the
  * three products' 2 N H W C O 9 each, and the temp memory each plans (the patch matrices). */
 static void conv_figure(int64_t n, int64_t hw, int64_t ch, kiln_dtype dt, bool im2col) {
-    kiln_context_options o = {.ignore_environment = true, .compile_tiers = 1,
-                              .conv_im2col = im2col};
+    kiln_context_options o = {
+        .ignore_environment = true, .compile_tiers = 1, .conv_im2col = im2col};
     kiln_context *c = NULL;
     char err[512];
     if (kiln_context_create(&o, &c, err, sizeof err)) {

@@ -27,13 +27,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Every variable of README's table. */
 static const char *const vars[] = {
-    "KILN_ALLOCATOR",       "KILN_PREALLOCATE",     "KILN_MEM_FRACTION",
-    "KILN_MEMORY_LIMIT",    "KILN_ALLOC_TRACE",     "KILN_NUM_THREADS",
-    "KILN_CACHE_DIR",       "KILN_CACHE_MAX_BYTES", "KILN_CC",
-    "KILN_CC_FLAGS",        "KILN_VERIFY_PASSES",   "KILN_DUMP",
-    "KILN_NCCL_LIBRARY",    "KILN_MEMORY_BUDGET",   "KILN_BLAS",
-    "KILN_CPU_DEVICES",     "KILN_ASYNC",           "KILN_PROFILE",
-    "KILN_MATMUL_PRECISION", "KILN_COMPILE_TIERS",  "KILN_ALLOW_EXCESS_PRECISION",
+    "KILN_ALLOCATOR",        "KILN_PREALLOCATE",     "KILN_MEM_FRACTION",
+    "KILN_MEMORY_LIMIT",     "KILN_ALLOC_TRACE",     "KILN_NUM_THREADS",
+    "KILN_CACHE_DIR",        "KILN_CACHE_MAX_BYTES", "KILN_CC",
+    "KILN_CC_FLAGS",         "KILN_VERIFY_PASSES",   "KILN_DUMP",
+    "KILN_NCCL_LIBRARY",     "KILN_MEMORY_BUDGET",   "KILN_BLAS",
+    "KILN_CPU_DEVICES",      "KILN_ASYNC",           "KILN_PROFILE",
+    "KILN_MATMUL_PRECISION", "KILN_COMPILE_TIERS",   "KILN_ALLOW_EXCESS_PRECISION",
     "KILN_CONV_IM2COL"};
 #define N_VARS ((int)(sizeof vars / sizeof vars[0]))
 

@@ -1887,8 +1887,10 @@ static void conv_nodes_check(emu_conv_fn run, kiln_dtype t, const kiln_conv_opti
         for (int k = 0; k < 2; k++)
             for (int j = 0; j < 3; j++)
                 if (ir_in(n)[k] == g->params[j]) ab[k] = host[j];
-        CHECK_MSG(o >= 0 && ab[0] && ab[1], "%s: convolution %%%u is not an output over "
-                  "parameters", what, id);
+        CHECK_MSG(o >= 0 && ab[0] && ab[1],
+                  "%s: convolution %%%u is not an output over "
+                  "parameters",
+                  what, id);
         if (o < 0 || !ab[0] || !ab[1]) continue;
         kn_lib_desc d;
         exec_conv_desc(g, id, &d);
@@ -1908,8 +1910,7 @@ static void conv_nodes_check(emu_conv_fn run, kiln_dtype t, const kiln_conv_opti
         kiln_array_create(ctx, ot, orank, od, got, &ga);
         char w2[96];
         snprintf(w2, sizeof w2, "%s %s", what, ir_conv_kind_name(n->a.conv.kind));
-        CHECK_MSG(cmp_arrays(ga, want[o], 1e-5, 1e-12, w2), "%s: emulated kernel != reference",
-                  w2);
+        CHECK_MSG(cmp_arrays(ga, want[o], 1e-5, 1e-12, w2), "%s: emulated kernel != reference", w2);
         kiln_array_destroy(ga);
         free(got), free(part);
         found++;
@@ -2036,8 +2037,7 @@ int main(void) {
      * emulated CUDA, which a first tier (kernels run from their descriptions, the -O3 build
      * swapped in later, in the background) would bypass or undo mid-run */
     if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
-    kiln_context_options o = {
-        .ignore_environment = true, .cache_dir = dir, .compile_tiers = 1};
+    kiln_context_options o = {.ignore_environment = true, .cache_dir = dir, .compile_tiers = 1};
     char err[512];
     if (kiln_context_create(&o, &ctx, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);

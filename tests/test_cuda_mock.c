@@ -235,8 +235,8 @@ static void test_conv_program(kiln_context *c, long (*launches)(void)) {
         CHECK_MSG(pass ? convs == 0 && dots == 1 : convs == 3 && dots == 0,
                   "%s: %d convolution kernels and %d products", kiln_dtype_name(t), convs, dots);
         if (!pass) { /* KILN_CONV_IM2COL's context: the primitive form, three products */
-            kiln_context_options co2 = {.ignore_environment = true, .cache_dir = dir,
-                                        .conv_im2col = true};
+            kiln_context_options co2 = {
+                .ignore_environment = true, .cache_dir = dir, .conv_im2col = true};
             kiln_context *c2 = NULL;
             char err[512];
             CHECK_MSG(!kiln_context_create(&co2, &c2, err, sizeof err), "%s", err);

@@ -511,8 +511,8 @@ static void test_refusals(void) {
     CHECK(!cpu_lib_dtype_ok(KN_LIB_CUMSUM, KILN_DTYPE_INVALID));
     for (int i = 0; i < 2; i++)
         for (int op = 0; op < KN_LIB_NUM_OPS; op++)
-            CHECK_MSG(op == KN_LIB_CONV ||cpu_lib_dtype_ok((kn_lib_op)op, halves[i]), "%s refuses %s",
-                      kn_lib_op_name((kn_lib_op)op), kiln_dtype_name(halves[i]));
+            CHECK_MSG(op == KN_LIB_CONV || cpu_lib_dtype_ok((kn_lib_op)op, halves[i]),
+                      "%s refuses %s", kn_lib_op_name((kn_lib_op)op), kiln_dtype_name(halves[i]));
 }
 
 /* ------------------------------------------------------- excess precision ---- */

@@ -51,14 +51,15 @@ int main(int argc, char **argv) {
                 die(c, kiln_compile(g, &so, &e));
                 kiln_memory_analysis m;
                 die(c, kiln_executable_get_memory_analysis(e, &m));
-                printf("RESULT conv layer step %s %s (N=%lld %lldx%lld, %lld->%lld, 3x3, fwd + both "
-                       "grads, %s): planned peak %.1f MiB = arguments %.1f + outputs %.1f + temp "
-                       "%.1f MiB\n",
-                       kiln_device_name(c, d), kiln_dtype_name(dt), (long long)n, (long long)hw,
-                       (long long)hw, (long long)ch, (long long)ch,
-                       im2col ? "KILN_CONV_IM2COL" : "default",
-                       (double)m.peak_bytes / 1048576.0, (double)m.argument_bytes / 1048576.0,
-                       (double)m.output_bytes / 1048576.0, (double)m.temp_bytes / 1048576.0);
+                printf(
+                    "RESULT conv layer step %s %s (N=%lld %lldx%lld, %lld->%lld, 3x3, fwd + both "
+                    "grads, %s): planned peak %.1f MiB = arguments %.1f + outputs %.1f + temp "
+                    "%.1f MiB\n",
+                    kiln_device_name(c, d), kiln_dtype_name(dt), (long long)n, (long long)hw,
+                    (long long)hw, (long long)ch, (long long)ch,
+                    im2col ? "KILN_CONV_IM2COL" : "default", (double)m.peak_bytes / 1048576.0,
+                    (double)m.argument_bytes / 1048576.0, (double)m.output_bytes / 1048576.0,
+                    (double)m.temp_bytes / 1048576.0);
                 kiln_executable_destroy(e);
             }
             kiln_graph_destroy(g);

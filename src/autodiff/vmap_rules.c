@@ -216,8 +216,10 @@ static kiln_value unfold_from(ad_vmap *w, kiln_value y, int ax) {
     int64_t dims[KILN_MAX_RANK];
     int r = sh->rank + 1;
     for (int a = 0, k = 0; a < sh->rank; a++) {
-        if (a == ax) dims[k++] = w->size, dims[k++] = sh->dims[a] / w->size;
-        else dims[k++] = sh->dims[a];
+        if (a == ax)
+            dims[k++] = w->size, dims[k++] = sh->dims[a] / w->size;
+        else
+            dims[k++] = sh->dims[a];
     }
     return ad_vmap_moveaxis(w, ad_vmap_reshape(w, y, r, dims), ax, 0);
 }
@@ -236,7 +238,9 @@ static void rule_conv(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out
     /* the specs of operand 0, operand 1 and the result, by kind */
     const int *spec[3] = {kind == IR_CONV_INPUT_GRAD ? os : ls,
                           kind == IR_CONV_FILTER_GRAD ? os : rs,
-                          kind == IR_CONV_FORWARD ? os : kind == IR_CONV_INPUT_GRAD ? ls : rs};
+                          kind == IR_CONV_FORWARD      ? os
+                          : kind == IR_CONV_INPUT_GRAD ? ls
+                                                       : rs};
     bool kernel_res = kind == IR_CONV_FILTER_GRAD;
     ir_node t = *n;
     kiln_value x[2];

@@ -512,8 +512,10 @@ kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom
     int kind = n->a.conv.kind, r = a->shape.rank, ns = r - 2;
     memset(gm, 0, sizeof *gm);
     if (kind < IR_CONV_FORWARD || kind > IR_CONV_FILTER_GRAD)
-        FAIL(KILN_STATUS_INVALID_ARGUMENT, "convolution kind %d is not forward, input_grad or "
-             "filter_grad", kind);
+        FAIL(KILN_STATUS_INVALID_ARGUMENT,
+             "convolution kind %d is not forward, input_grad or "
+             "filter_grad",
+             kind);
     if (a->dtype != b->dtype || !ir_dtype_accepts(IRT_NUMERIC, a->dtype))
         FAIL(KILN_STATUS_DTYPE, "convolution: the %s need one numeric dtype, not %s and %s",
              what[kind], kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
@@ -522,16 +524,19 @@ kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom
              what[kind], KILN_CONV_MAX_SPATIAL + 2, r, b->shape.rank);
     const int *ls = n->a.conv.lhs, *rs = n->a.conv.rhs, *os = n->a.conv.out;
     if (!conv_is_perm(ls, r) || !conv_is_perm(rs, r) || !conv_is_perm(os, r))
-        FAIL(KILN_STATUS_SHAPE, "convolution: lhs_spec, rhs_spec and out_spec must each be a "
-             "permutation of 0..%d", r - 1);
+        FAIL(KILN_STATUS_SHAPE,
+             "convolution: lhs_spec, rhs_spec and out_spec must each be a "
+             "permutation of 0..%d",
+             r - 1);
     gm->ns = ns;
     gm->groups = n->a.conv.groups;
-    if (gm->groups < 1) FAIL(KILN_STATUS_SHAPE, "convolution: groups %lld must be >= 1",
-                             (long long)gm->groups);
+    if (gm->groups < 1)
+        FAIL(KILN_STATUS_SHAPE, "convolution: groups %lld must be >= 1", (long long)gm->groups);
     const ir_shape *lhs = kind == IR_CONV_INPUT_GRAD ? NULL : &a->shape;
     const ir_shape *ker = kind == IR_CONV_FILTER_GRAD ? NULL : &b->shape;
-    const ir_shape *ct = kind == IR_CONV_INPUT_GRAD ? &a->shape
-                         : kind == IR_CONV_FILTER_GRAD ? &b->shape : NULL;
+    const ir_shape *ct = kind == IR_CONV_INPUT_GRAD    ? &a->shape
+                         : kind == IR_CONV_FILTER_GRAD ? &b->shape
+                                                       : NULL;
     const int64_t *sizes = n->a.conv.sizes;
     if (ker) gm->o = ker->dims[rs[0]], gm->i = ker->dims[rs[1]];
     if (lhs) gm->n = lhs->dims[ls[0]], gm->c = lhs->dims[ls[1]];
@@ -539,43 +544,57 @@ kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom
     if (!ker) {
         gm->o = ct->dims[os[1]];
         if (gm->c % gm->groups)
-            FAIL(KILN_STATUS_SHAPE, "convolution: groups %lld does not divide the lhs's %lld "
-                 "features", (long long)gm->groups, (long long)gm->c);
+            FAIL(KILN_STATUS_SHAPE,
+                 "convolution: groups %lld does not divide the lhs's %lld "
+                 "features",
+                 (long long)gm->groups, (long long)gm->c);
         gm->i = gm->c / gm->groups;
     }
     if (gm->c != gm->i * gm->groups)
-        FAIL(KILN_STATUS_SHAPE, "convolution: lhs has %lld input features; the kernel takes "
-             "%lld per group x %lld group(s) = %lld", (long long)gm->c, (long long)gm->i,
-             (long long)gm->groups, (long long)(gm->i * gm->groups));
+        FAIL(KILN_STATUS_SHAPE,
+             "convolution: lhs has %lld input features; the kernel takes "
+             "%lld per group x %lld group(s) = %lld",
+             (long long)gm->c, (long long)gm->i, (long long)gm->groups,
+             (long long)(gm->i * gm->groups));
     if (gm->o % gm->groups)
-        FAIL(KILN_STATUS_SHAPE, "convolution: groups %lld does not divide the %lld output "
-             "features", (long long)gm->groups, (long long)gm->o);
+        FAIL(KILN_STATUS_SHAPE,
+             "convolution: groups %lld does not divide the %lld output "
+             "features",
+             (long long)gm->groups, (long long)gm->o);
     const int64_t lim = (int64_t)1 << 40;
     for (int d = 0; d < ns; d++) {
         int64_t s = n->a.conv.stride[d], ld = n->a.conv.ld[d], rd = n->a.conv.rd[d];
         int64_t lo = n->a.conv.lo[d], hi = n->a.conv.hi[d];
         if (s < 1 || ld < 1 || rd < 1 || s > lim || ld > lim || rd > lim)
-            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: stride %lld, lhs_dilation %lld "
-                 "and rhs_dilation %lld must be in [1, 2^40]", d, (long long)s, (long long)ld,
-                 (long long)rd);
+            FAIL(KILN_STATUS_SHAPE,
+                 "convolution: spatial axis %d: stride %lld, lhs_dilation %lld "
+                 "and rhs_dilation %lld must be in [1, 2^40]",
+                 d, (long long)s, (long long)ld, (long long)rd);
         if (lo < -lim || lo > lim || hi < -lim || hi > lim)
-            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: padding (%lld, %lld) is "
-                 "outside [-2^40, 2^40]", d, (long long)lo, (long long)hi);
+            FAIL(KILN_STATUS_SHAPE,
+                 "convolution: spatial axis %d: padding (%lld, %lld) is "
+                 "outside [-2^40, 2^40]",
+                 d, (long long)lo, (long long)hi);
         gm->in[d] = lhs ? lhs->dims[ls[2 + d]] : sizes[d];
         gm->k[d] = ker ? ker->dims[rs[2 + d]] : sizes[d];
         if (gm->in[d] < 0 || gm->in[d] > IR_DIM_MAX || gm->k[d] < 1 || gm->k[d] > IR_DIM_MAX)
-            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: lhs size %lld and kernel size "
-                 "%lld (the kernel's must be >= 1)", d, (long long)gm->in[d], (long long)gm->k[d]);
+            FAIL(KILN_STATUS_SHAPE,
+                 "convolution: spatial axis %d: lhs size %lld and kernel size "
+                 "%lld (the kernel's must be >= 1)",
+                 d, (long long)gm->in[d], (long long)gm->k[d]);
         int64_t padded = (gm->in[d] ? (gm->in[d] - 1) * ld + 1 : 0) + lo + hi;
         int64_t w = (gm->k[d] - 1) * rd + 1;
         if (padded < 0)
-            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: padding (%lld, %lld) leaves "
-                 "%lld elements of %lld", d, (long long)lo, (long long)hi, (long long)padded,
-                 (long long)gm->in[d]);
+            FAIL(KILN_STATUS_SHAPE,
+                 "convolution: spatial axis %d: padding (%lld, %lld) leaves "
+                 "%lld elements of %lld",
+                 d, (long long)lo, (long long)hi, (long long)padded, (long long)gm->in[d]);
         gm->out[d] = padded < w ? 0 : (padded - w) / s + 1;
         if (kind == IR_CONV_FORWARD && sizes[d] != gm->out[d])
-            FAIL(KILN_STATUS_SHAPE, "convolution: spatial axis %d: sizes says %lld, the window "
-                 "gives %lld", d, (long long)sizes[d], (long long)gm->out[d]);
+            FAIL(KILN_STATUS_SHAPE,
+                 "convolution: spatial axis %d: sizes says %lld, the window "
+                 "gives %lld",
+                 d, (long long)sizes[d], (long long)gm->out[d]);
     }
     gm->lhs = conv_shape(ls, ns, gm->n, gm->c, gm->in);
     gm->rhs = conv_shape(rs, ns, gm->o, gm->i, gm->k);
@@ -584,8 +603,10 @@ kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom
         char have[IR_TYPE_STR_MAX], want[IR_TYPE_STR_MAX];
         ir_type_str(a->dtype, ct, have, sizeof have);
         ir_type_str(a->dtype, &gm->res, want, sizeof want);
-        FAIL(KILN_STATUS_SHAPE, "convolution %s: the cotangent is %s; the convolution's output "
-             "is %s", ir_conv_kind_name(kind), have, want);
+        FAIL(KILN_STATUS_SHAPE,
+             "convolution %s: the cotangent is %s; the convolution's output "
+             "is %s",
+             ir_conv_kind_name(kind), have, want);
     }
     return KILN_STATUS_OK;
 }

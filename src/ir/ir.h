@@ -361,14 +361,14 @@ typedef union ir_attrs {
                        * from it (src/passes/attention.c) keeps that meaning exactly */
     } attn;           /* ATTENTION */
     struct {
-        int n_carry; /* WHILE, SCAN: carried values; COND: operands passed to a branch */
-        int n_xs;    /* SCAN: arrays scanned over their leading axis */
-        int length;  /* SCAN: iterations */
+        int n_carry;  /* WHILE, SCAN: carried values; COND: operands passed to a branch */
+        int n_xs;     /* SCAN: arrays scanned over their leading axis */
+        int length;   /* SCAN: iterations */
         bool reverse; /* SCAN: from the last slice to the first (lax.scan reverse=True) */
         /* SCAN: its VJP recomputes the body per iteration rather than saving its
          * residuals (kiln_scan_options.checkpoint_body) */
         bool checkpoint;
-    } ctl;           /* WHILE, SCAN, COND */
+    } ctl;            /* WHILE, SCAN, COND */
     int result_index; /* RESULT */
     /* GATHER, SCATTER: XLA's dimension numbers, one entry per operand axis a. window[a]:
      * the output (gather) or updates (scatter) axis holding a's window, increasing with a;
@@ -396,11 +396,10 @@ typedef union ir_attrs {
      * result's spatial extent: what a gradient cannot infer from its operands (the lhs's,
      * or the kernel's), the output's for the forward. groups: feature_group_count. */
     struct {
-        int kind; /* ir_conv_kind */
+        int kind;                                                       /* ir_conv_kind */
         int lhs[KILN_MAX_RANK], rhs[KILN_MAX_RANK], out[KILN_MAX_RANK]; /* IRA_INTS' size */
-        int64_t stride[KILN_CONV_MAX_SPATIAL], lo[KILN_CONV_MAX_SPATIAL],
-            hi[KILN_CONV_MAX_SPATIAL], ld[KILN_CONV_MAX_SPATIAL], rd[KILN_CONV_MAX_SPATIAL],
-            sizes[KILN_CONV_MAX_SPATIAL];
+        int64_t stride[KILN_CONV_MAX_SPATIAL], lo[KILN_CONV_MAX_SPATIAL], hi[KILN_CONV_MAX_SPATIAL],
+            ld[KILN_CONV_MAX_SPATIAL], rd[KILN_CONV_MAX_SPATIAL], sizes[KILN_CONV_MAX_SPATIAL];
         int groups;
     } conv;
 } ir_attrs;
@@ -425,18 +424,18 @@ typedef enum ir_conv_kind {
  * the op needs ("compare needs a direction: eq, ..."); `words` gives an IRA_WORD's words
  * by value (NULL past the last). */
 typedef enum ir_attr_type {
-    IRA_PARAM, /* int: a parameter's position, which the parameter line writes itself */
-    IRA_INT,   /* int: " name=N" */
-    IRA_WORD,  /* int: one of the words, written bare (" lt"); "?" when out of range */
-    IRA_FLAG,  /* bool: a bare word, written when set (" reverse") */
-    IRA_INTS,  /* int[rank of the first operand]: " name=[a,b]" */
-    IRA_I64S,  /* int64_t[rank of the first operand]: " name=[a,b]" */
-    IRA_AXES,  /* uint32_t, bit i = axis i of the first operand: " name=[i,j]" */
-    IRA_REAL,  /* double: " name=X" (%.17g, exact); compared by its bits (-0.0 != 0.0) */
-    IRA_FILL,  /* double, meaningful only while the flag declared just before it is set
-                * (else -inf), and written only then and when it is not -inf */
-    IRA_DOT,   /* kiln_dot_dims: lhs_batch and rhs_batch (both left out when empty),
-                * lhs_contract, rhs_contract */
+    IRA_PARAM,   /* int: a parameter's position, which the parameter line writes itself */
+    IRA_INT,     /* int: " name=N" */
+    IRA_WORD,    /* int: one of the words, written bare (" lt"); "?" when out of range */
+    IRA_FLAG,    /* bool: a bare word, written when set (" reverse") */
+    IRA_INTS,    /* int[rank of the first operand]: " name=[a,b]" */
+    IRA_I64S,    /* int64_t[rank of the first operand]: " name=[a,b]" */
+    IRA_AXES,    /* uint32_t, bit i = axis i of the first operand: " name=[i,j]" */
+    IRA_REAL,    /* double: " name=X" (%.17g, exact); compared by its bits (-0.0 != 0.0) */
+    IRA_FILL,    /* double, meaningful only while the flag declared just before it is set
+                  * (else -inf), and written only then and when it is not -inf */
+    IRA_DOT,     /* kiln_dot_dims: lhs_batch and rhs_batch (both left out when empty),
+                  * lhs_contract, rhs_contract */
     IRA_SPATIAL, /* int64_t[rank of the first operand - 2]: " name=[a,b]", one per spatial
                   * axis of a convolution */
 } ir_attr_type;

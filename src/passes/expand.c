@@ -5,8 +5,8 @@
  * (and their transposes for the gradient kinds). kiln_compile runs it before the other
  * passes for the ops the device's backend has no library kernel for (a convolution of
  * integers always: the kernels take floats), so simplification, CSE, fusion and the
- * planner see only what the device runs. Gather and scatter with XLA's dimension numbers are expanded on
- * every device (their primitive forms: src/trace/gather.c).
+ * planner see only what the device runs. Gather and scatter with XLA's dimension numbers are
+ * expanded on every device (their primitive forms: src/trace/gather.c).
  *
  * The new nodes are built with the tracer's own builders on the graph being rebuilt (it
  * is not finished until the walk ends); they take the replaced node's source location,
@@ -46,10 +46,11 @@ static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
     const char *name = ir_ops[o->op].name;
     g->cur_file = o->file, g->cur_line = o->line;
     kiln_value a = trace_value(g, pass_input(rb, id, 0)), b = trace_value(g, pass_input(rb, id, 1));
-    kiln_value r = gs                   ? expand_gather(rb, id, o)
-                   : o->op == IR_CONV ? trace_conv_primitives(g, o, a, b)
-                                        : trace_attention_primitives(
-                                              g, o, a, b, trace_value(g, pass_input(rb, id, 2)));
+    kiln_value r =
+        gs ? expand_gather(rb, id, o)
+        : o->op == IR_CONV
+            ? trace_conv_primitives(g, o, a, b)
+            : trace_attention_primitives(g, o, a, b, trace_value(g, pass_input(rb, id, 2)));
     if (g->status) /* a host allocation failed; the message is the builder's */
         return ctx_error(g->ctx, g->status, "pass expand: %s %%%u: %s", name, id,
                          g->error ? g->error : kiln_status_name(g->status));

@@ -867,9 +867,9 @@ done:
 }
 
 const char *fusion_kind_name(fk_kind k) {
-    static const char *const names[FK_NUM_KINDS] = {
-        "loop", "dot", "scatter", "scan", "attention", "collective", "sort", "control", "transfer",
-        "conv"};
+    static const char *const names[FK_NUM_KINDS] = {"loop",      "dot",        "scatter", "scan",
+                                                    "attention", "collective", "sort",    "control",
+                                                    "transfer",  "conv"};
     return (unsigned)k < FK_NUM_KINDS ? names[k] : "?";
 }
 

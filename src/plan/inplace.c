@@ -191,7 +191,7 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
         /* a collective runs out of place: other replicas read its operand while it writes;
          * an attention's every work item reads all of k and v */
         if (kn->kind == FK_DOT || kn->kind == FK_ATTENTION || kn->kind == FK_COLLECTIVE ||
-            kn->kind == FK_SORT ||   /* a sort reads its whole row after writing positions */
+            kn->kind == FK_SORT ||     /* a sort reads its whole row after writing positions */
             kn->kind == FK_TRANSFER || /* a copy to another memory kind */
             kn->kind == FK_CONV)       /* every output reads a window of its operands */
             continue;

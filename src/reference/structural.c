@@ -685,8 +685,8 @@ static kiln_status ref_conv(const kiln_graph *g, uint32_t id, const ref_value *v
                     for (int d = ns - 1; d >= 0; d--) {
                         int64_t kd = kr % gm.k[d];
                         kr /= gm.k[d];
-                        int64_t p = qi[d] * n->a.conv.stride[d] + kd * n->a.conv.rd[d] -
-                                    n->a.conv.lo[d];
+                        int64_t p =
+                            qi[d] * n->a.conv.stride[d] + kd * n->a.conv.rd[d] - n->a.conv.lo[d];
                         int64_t ld = n->a.conv.ld[d];
                         inside &= p >= 0 && p % ld == 0 && p / ld < gm.in[d];
                         xo += (p / ld) * xs[2 + d];
@@ -706,7 +706,8 @@ static kiln_status ref_conv(const kiln_graph *g, uint32_t id, const ref_value *v
                         if (fl)
                             facc[er] += ref_fget(pa, t, ea) * ref_fget(pb, t, eb);
                         else
-                            iacc[er] += (uint64_t)ref_iget(pa, t, ea) * (uint64_t)ref_iget(pb, t, eb);
+                            iacc[er] +=
+                                (uint64_t)ref_iget(pa, t, ea) * (uint64_t)ref_iget(pb, t, eb);
                     }
                 }
             }

@@ -390,7 +390,8 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
         const ir_node *n = &g->nodes[u];
         ir_kind kd = ir_ops[n->op].kind;
         if (kd == IRK_DOT || kd == IRK_REDUCE || kd == IRK_COLLECTIVE || kd == IRK_SCAN ||
-            kd == IRK_ATTENTION || kd == IRK_SORT || kd == IRK_CONV || (kd == IRK_TRANSFER && !ir_is_fetch(g, n)) ||
+            kd == IRK_ATTENTION || kd == IRK_SORT || kd == IRK_CONV ||
+            (kd == IRK_TRANSFER && !ir_is_fetch(g, n)) ||
             (kd == IRK_INDEX && n->op == IR_SCATTER_ADD_ROWS))
             elementwise = false;
         moves +=
@@ -498,10 +499,9 @@ static void consider(choice *ch, const uint8_t *extra, const char *strategy, uin
 }
 
 /* Every forward value the search may drop dropped, but with `dots` every matrix product
- * (and convolution) offloaded, and the cuts (n of them) offloaded or, with keep_cuts, kept on the device:
- * offload_dot_with_no_batch_dims over the whole program (with each block's output kept,
- * as a region per block keeps it), and sqrt(n) segments with s = 1 whose cuts go to host
- * memory. */
+ * (and convolution) offloaded, and the cuts (n of them) offloaded or, with keep_cuts, kept on the
+ * device: offload_dot_with_no_batch_dims over the whole program (with each block's output kept, as
+ * a region per block keeps it), and sqrt(n) segments with s = 1 whose cuts go to host memory. */
 static void offload_kept(const kiln_graph *g, const uint8_t *is_out, const uint32_t *cuts,
                          uint32_t n, bool dots, bool keep_cuts, uint8_t *extra) {
     for (uint32_t id = 1; id < g->n_nodes; id++) {

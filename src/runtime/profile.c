@@ -279,10 +279,9 @@ static char *profile_report(const kiln_executable *e) {
               e->dev->name, (double)sum * per_run);
     if (v.first_apart) report_first_run(e, rows, nk, per_run, &sb);
     report_tiers(e, &sb);
-    static const char *const kind_names[FK_NUM_KINDS] = {"loops", "products",      "scatters",
-                                                         "scans", "attention",     "collectives",
-                                                         "sorts", "control steps", "transfers",
-                                                         "convolutions"};
+    static const char *const kind_names[FK_NUM_KINDS] = {
+        "loops",       "products", "scatters",      "scans",     "attention",
+        "collectives", "sorts",    "control steps", "transfers", "convolutions"};
     for (int kd = 0; kd < FK_NUM_KINDS; kd++) {
         if (!by_kind_ns[kd]) continue;
         double ms = (double)by_kind_ns[kd] * per_run;

@@ -479,8 +479,7 @@ static kiln_value conv_col2im(kiln_graph *g, kiln_value dpat, const conv_geom *g
             start[2] = q, limit[2] = q + 1;
         else
             start[1] = q, limit[1] = q + 1;
-        int64_t dims[NS_MAX + 2], lo[NS_MAX + 2] = {0}, hi[NS_MAX + 2] = {0},
-                in[NS_MAX + 2] = {0};
+        int64_t dims[NS_MAX + 2], lo[NS_MAX + 2] = {0}, hi[NS_MAX + 2] = {0}, in[NS_MAX + 2] = {0};
         dims[0] = gm->n, dims[rank - 1] = gm->c;
         int64_t rest = q;
         for (int d = gm->ns - 1; d >= 0; d--) {
@@ -521,8 +520,8 @@ static kiln_value conv_input_ct(kiln_graph *g, kiln_value dxp, const conv_geom *
 }
 
 /* The kernel's cotangent in rhs_spec's layout: the patches [NP, K, C] against ct [NP, O]. */
-static kiln_value conv_filter_ct(kiln_graph *g, kiln_value pat, kiln_value ctm,
-                                 const conv_geom *gm, int64_t kk, int64_t np) {
+static kiln_value conv_filter_ct(kiln_graph *g, kiln_value pat, kiln_value ctm, const conv_geom *gm,
+                                 int64_t kk, int64_t np) {
     int rank = gm->ns + 2, perm[NS_MAX + 2], inv[NS_MAX + 2];
     int64_t gc = gm->groups, og = gm->o / gc;
     kiln_dot_dims dd = {0};
@@ -536,8 +535,8 @@ static kiln_value conv_filter_ct(kiln_graph *g, kiln_value pat, kiln_value ctm,
         int64_t pd[4] = {np, kk, gc, gm->i}, cd[3] = {np, gc, og};
         dd.n_contract = 1, dd.lhs_contract[0] = 0, dd.rhs_contract[0] = 0;
         dd.n_batch = 1, dd.lhs_batch[0] = 2, dd.rhs_batch[0] = 1;
-        kiln_value p = kiln_dot_general(g, kiln_reshape(g, pat, 4, pd),
-                                        kiln_reshape(g, ctm, 3, cd), &dd); /* [G, K, I, O/G] */
+        kiln_value p = kiln_dot_general(g, kiln_reshape(g, pat, 4, pd), kiln_reshape(g, ctm, 3, cd),
+                                        &dd); /* [G, K, I, O/G] */
         int tp[4] = {1, 2, 0, 3};
         wk = kiln_reshape(g, kiln_transpose(g, p, tp), 3, kio);
     }

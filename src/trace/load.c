@@ -608,8 +608,8 @@ static bool read_attr(parser *p, ir_node *n, const ir_attr_desc *d, const char *
         int64_t v[KILN_MAX_RANK];
         int ns = rank - 2, got;
         if (ns < 1 || ns > KILN_CONV_MAX_SPATIAL)
-            return fail(p, "%s: operands of rank %d have %d spatial axes (1 to %d)", op, rank,
-                        ns, KILN_CONV_MAX_SPATIAL);
+            return fail(p, "%s: operands of rank %d have %d spatial axes (1 to %d)", op, rank, ns,
+                        KILN_CONV_MAX_SPATIAL);
         if (!list_attr(p, op, d->name, true, &got, v, NULL)) return false;
         if (got != ns)
             return fail(p, "%s: %s has %d entries for %d spatial axes", op, d->name, got, ns);

@@ -35,6 +35,7 @@
 #include "base/half.h"
 #include "runtime/array.h"
 #include "gpt.h"
+#include "cnn/conv_layer.h"
 
 #include <math.h>
 #include <string.h>
@@ -521,14 +522,7 @@ static void conv_figure(int64_t n, int64_t hw, int64_t ch, kiln_dtype dt, bool i
         exit(1);
     }
     kiln_graph *g = NULL;
-    DIE(c, kiln_graph_create(c, "conv layer", &g));
-    int64_t xd[4] = {n, hw, hw, ch}, wd[4] = {3, 3, ch, ch};
-    kiln_value x = kiln_parameter(g, "x", dt, 4, xd), w = kiln_parameter(g, "w", dt, 4, wd);
-    kiln_value ct = kiln_parameter(g, "ct", dt, 4, xd), wrt[2] = {x, w}, outs[3];
-    kiln_conv_options co = {.layout = KILN_CONV_NHWC, .padding = KILN_PADDING_SAME};
-    outs[0] = kiln_conv_general_dilated(g, x, w, &co);
-    kiln_vjp(g, 1, &outs[0], &ct, 2, wrt, outs + 1);
-    DIE(c, kiln_graph_finish(g, 3, outs));
+    DIE(c, conv_layer_step(c, n, hw, ch, dt, &g));
     kiln_executable *e = compile(c, g);
     kiln_array *args[3];
     gpu_args(c, g, args);

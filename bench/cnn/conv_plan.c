@@ -8,7 +8,7 @@
  *
  * (defaults 32 56 64: a ResNet stage's layer). Prints one RESULT line per device, dtype
  * and path; the figures go to bench/RESULTS.md. */
-#include "kiln.h"
+#include "conv_layer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +37,7 @@ int main(int argc, char **argv) {
                 return 1;
             }
             kiln_graph *g = NULL;
-            die(c, kiln_graph_create(c, "conv layer", &g));
-            int64_t xd[4] = {n, hw, hw, ch}, wd[4] = {3, 3, ch, ch};
-            kiln_value x = kiln_parameter(g, "x", dt, 4, xd), w = kiln_parameter(g, "w", dt, 4, wd);
-            kiln_value ct = kiln_parameter(g, "ct", dt, 4, xd), wrt[2] = {x, w}, outs[3];
-            kiln_conv_options co = {.layout = KILN_CONV_NHWC, .padding = KILN_PADDING_SAME};
-            outs[0] = kiln_conv_general_dilated(g, x, w, &co);
-            kiln_vjp(g, 1, &outs[0], &ct, 2, wrt, outs + 1);
-            die(c, kiln_graph_finish(g, 3, outs));
+            die(c, conv_layer_step(c, n, hw, ch, dt, &g));
             for (int d = 0; d < kiln_device_count(c); d++) {
                 kiln_compile_options so = {.device = d};
                 kiln_executable *e = NULL;

@@ -246,19 +246,8 @@ const char *cu_attention_source(size_t *len) {
     return attn_source;
 }
 
-/* The kernel's index for dtype t (cu_libk.attn), -1 for one it has none for. */
-static int attn_type(kiln_dtype t) {
-    switch (t) {
-    case KILN_DTYPE_F32: return 0;
-    case KILN_DTYPE_F64: return 1;
-    case KILN_DTYPE_BF16: return 2;
-    case KILN_DTYPE_F16: return 3;
-    default: return -1;
-    }
-}
-
 bool cu_attention_supports(const kn_attention_desc *a) {
-    return attn_type(a->dtype) >= 0;
+    return cu_float_type(a->dtype) >= 0;
 }
 
 /* Compiles and loads the attention kernels at the device's first attention call (their own
@@ -310,7 +299,7 @@ kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *
                      .scale = a->scale,
                      .fill = a->fill};
     void *params[] = {(void *)&q, (void *)&k, (void *)&v, &out, &p};
-    CUresult e = st->drv.cuLaunchKernel(d->lib.attn[attn_type(a->dtype)], attn_grid(d, a), 1, 1,
+    CUresult e = st->drv.cuLaunchKernel(d->lib.attn[cu_float_type(a->dtype)], attn_grid(d, a), 1, 1,
                                         CU_ATTN_THREADS, 1, 1, 0, d->compute, params, NULL);
     if (e) return cu_fail(st, e, "cuLaunchKernel", "launching the attention kernel");
     return KILN_STATUS_OK;

@@ -124,6 +124,9 @@ uint64_t cu_lib_scratch(void *state, int device, const kn_lib_desc *d);
 /* The dtypes the scatter_add_rows and cumsum kernels take, as indices of their tables in
  * cu_libk (f32 f64 i32 i64 bf16 f16: 0..5); -1 for any other (cu_lib_supports refuses it). */
 int cu_lib_type(kiln_dtype t);
+/* The index of float dtype t among the kernels made for f32, f64, bf16 and f16, in that
+ * order (the fused attention's and the convolution's), -1 for any other dtype. */
+int cu_float_type(kiln_dtype t);
 void cu_lib_release(cu_state *st, cu_dev *d);
 
 /* cuda_attention.c: the fused attention's kernels, CU_ATTN_THREADS threads a block. */

@@ -221,17 +221,6 @@ const char *cu_conv_source(size_t *len) {
     return conv_source;
 }
 
-/* The kernels' index for dtype t (cu_libk.conv), -1 for one they have none for. */
-static int conv_type(kiln_dtype t) {
-    switch (t) {
-    case KILN_DTYPE_F32: return 0;
-    case KILN_DTYPE_F64: return 1;
-    case KILN_DTYPE_BF16: return 2;
-    case KILN_DTYPE_F16: return 3;
-    default: return -1;
-    }
-}
-
 /* The bytes of one partial sum (the accumulation type). */
 static size_t conv_acc_bytes(kiln_dtype t) {
     return t == KILN_DTYPE_F64 ? 8 : 4;
@@ -349,7 +338,7 @@ void cu_conv_plan(const kn_conv_desc *c, kiln_dtype t, bool split, cu_conv_param
 }
 
 uint64_t cu_conv_scratch(const kn_conv_desc *c, kiln_dtype t) {
-    if (!cu_conv_supports(c) || conv_type(t) < 0) return 0;
+    if (!cu_conv_supports(c) || cu_float_type(t) < 0) return 0;
     cu_conv_params p;
     cu_conv_plan(c, t, true, &p);
     if (p.chunks < 2) return 0;
@@ -389,7 +378,7 @@ kiln_status cu_conv_run(void *state, int device, kiln_dtype dtype, const kn_conv
                         const void *a, const void *b, void *out, void *scratch) {
     cu_state *st = state;
     cu_dev *d = &st->devs[device];
-    int ty = conv_type(dtype);
+    int ty = cu_float_type(dtype);
     if (ty < 0 || !cu_conv_supports(c)) /* (refused by cu_lib_supports at compile time) */
         return ctx_error(st->ctx, KILN_STATUS_INTERNAL,
                          "cuda backend: no convolution kernel for %s", kiln_dtype_name(dtype));

@@ -221,6 +221,16 @@ int cu_lib_type(kiln_dtype t) {
     }
 }
 
+int cu_float_type(kiln_dtype t) {
+    switch (t) {
+    case KILN_DTYPE_F32: return 0;
+    case KILN_DTYPE_F64: return 1;
+    case KILN_DTYPE_BF16: return 2;
+    case KILN_DTYPE_F16: return 3;
+    default: return -1;
+    }
+}
+
 static kiln_status lib_ready(cu_state *st, int device, const char *what) {
     cu_dev *d = &st->devs[device];
     kiln_status s = cu_dev_ready(st, device, what);

@@ -575,6 +575,14 @@ static const vcase cases[] = {
     /* x [2, 3, 4, 3] NHWC, w [2, 2, 3, 2] HWIO, ct [2, 6, 4, 2] */
     {"conv_vjp", f_conv_vjp, 3, {F, F, F}, {4, 4, 4},
      {DIMS(2, 3, 4, 3), DIMS(2, 2, 3, 2), DIMS(2, 6, 4, 2)}, {0, NONE, 0}, 2, {0, 0}, false, false},
+    /* the lhs alone batched: the filter gradient folds it into the lhs's features; the
+     * kernel alone: the input gradient folds it into the kernel's input features */
+    {"conv_vjp_lhs", f_conv_vjp, 3, {F, F, F}, {4, 4, 4},
+     {DIMS(2, 3, 4, 3), DIMS(2, 2, 3, 2), DIMS(2, 6, 4, 2)}, {2, NONE, NONE}, 2, {0, 1}, false,
+     false},
+    {"conv_vjp_kernel_only", f_conv_vjp, 3, {F, F, F}, {4, 4, 4},
+     {DIMS(2, 3, 4, 3), DIMS(2, 2, 3, 2), DIMS(2, 6, 4, 2)}, {NONE, 1, NONE}, 2, {0, 4}, false,
+     false},
     {"conv_vjp_kernel", f_conv_vjp, 3, {F, F, F}, {4, 4, 4},
      {DIMS(2, 3, 4, 3), DIMS(2, 2, 3, 2), DIMS(2, 6, 4, 2)}, {NONE, 0, 3}, 2, {2, 0}, false,
      false},
@@ -1114,6 +1122,43 @@ static int f_weight_arg(kiln_graph *g, int n, const kiln_value *x, void *user, k
     o[0] = kiln_tanh(g, kiln_matmul(g, x[0], x[1]));
     return 1;
 }
+/* An empty batch (B = 0) through a convolution and its gradients: every batching of it
+ * gives empty results of the right types, as jax.vmap does. */
+static void test_empty_batch(void) {
+    static const int axes[3][3] = {{0, NONE, 0}, {NONE, 0, 0}, {0, 0, NONE}};
+    kiln_context *ctx = test_context();
+    for (int c = 0; c < 3; c++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "empty batch", &g);
+        int64_t dx[5] = {2, 3, 4, 3}, dw[5] = {2, 2, 3, 2}, dc[5] = {2, 6, 4, 2}, b0[5];
+        const int64_t *per[3] = {dx, dw, dc};
+        kiln_value p[3], o[2];
+        for (int i = 0; i < 3; i++) {
+            if (axes[c][i] == NONE) {
+                p[i] = kiln_parameter(g, "x", KILN_DTYPE_F32, 4, per[i]);
+                continue;
+            }
+            b0[0] = 0;
+            memcpy(b0 + 1, per[i], 4 * sizeof *b0);
+            p[i] = kiln_parameter(g, "x", KILN_DTYPE_F32, 5, b0);
+        }
+        kiln_status st = kiln_vmap(g, f_conv_vjp, NULL, 3, p, axes[c], 2, (const int[]){0, 0}, o);
+        CHECK_MSG(st == KILN_STATUS_OK, "empty batch %d: %s", c, kiln_graph_error(g));
+        for (int j = 0; !st && j < 2; j++) {
+            kiln_dtype t;
+            int r;
+            int64_t d[KILN_MAX_RANK];
+            kiln_value_type(g, o[j], &t, &r, d);
+            CHECK_MSG(r == 5 && d[0] == 0 && !memcmp(d + 1, per[j], 4 * sizeof *d),
+                      "empty batch %d: output %d has rank %d, leading %lld", c, j, r,
+                      (long long)d[0]);
+        }
+        if (!st) CHECK_OK(ctx, kiln_graph_finish(g, 2, o));
+        kiln_graph_destroy(g);
+    }
+    kiln_context_destroy(ctx);
+}
+
 static void test_capture(void) {
     kiln_context *ctx = test_context();
     uint64_t seed = test_seed(6);
@@ -1149,6 +1194,7 @@ int main(void) {
     RUN(test_grad_of_vmap_control);
     RUN(test_vmap_in_scan);
     RUN(test_capture);
+    RUN(test_empty_batch);
     RUN(test_sequential_fallback);
     RUN(test_errors);
     RUN(test_custom_vjp_in_vmap);

@@ -195,10 +195,11 @@ static void rule_dot(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out)
 }
 
 /* x (batch at axis 0, per-example axes after it) with the batch merged into per-example
- * axis `ax`, the batch the outer factor: [B, ..., X, ...] -> [..., B * X, ...]. */
-static kiln_value fold_into(ad_vmap *w, kiln_value x, int ax) {
+ * axis `ax`, as its outer factor ([B, ..., X, ...] -> [..., B * X, ...]) or, inner, its
+ * inner one ([..., X * B, ...]: element x * B + b). */
+static kiln_value fold_into(ad_vmap *w, kiln_value x, int ax, bool inner) {
     if (!x.id) return x;
-    kiln_value m = ad_vmap_moveaxis(w, x, 0, ax);
+    kiln_value m = ad_vmap_moveaxis(w, x, 0, inner ? ax + 1 : ax);
     const ir_shape *sh = &w->g->nodes[m.id].shape;
     int64_t dims[KILN_MAX_RANK];
     int r = sh->rank - 1;
@@ -209,45 +210,53 @@ static kiln_value fold_into(ad_vmap *w, kiln_value x, int ax) {
     return ad_vmap_reshape(w, m, r, dims);
 }
 
-/* The inverse of fold_into for a result whose axis `ax` is B * X: [B, ..., X, ...]. */
-static kiln_value unfold_from(ad_vmap *w, kiln_value y, int ax) {
+/* The inverse of fold_into for the result y of node n (batched: its axis `ax` holds B
+ * times n's extent there): [B, ..., X, ...]. */
+static kiln_value unfold_from(ad_vmap *w, const ir_node *n, kiln_value y, int ax, bool inner) {
     if (!y.id) return y;
-    const ir_shape *sh = &w->g->nodes[y.id].shape;
     int64_t dims[KILN_MAX_RANK];
-    int r = sh->rank + 1;
-    for (int a = 0, k = 0; a < sh->rank; a++) {
-        if (a == ax)
-            dims[k++] = w->size, dims[k++] = sh->dims[a] / w->size;
-        else
-            dims[k++] = sh->dims[a];
+    int r = n->shape.rank + 1;
+    for (int a = 0, k = 0; a < n->shape.rank; a++) {
+        if (a == ax && !inner) dims[k++] = w->size;
+        dims[k++] = n->shape.dims[a];
+        if (a == ax && inner) dims[k++] = w->size;
     }
-    return ad_vmap_moveaxis(w, ad_vmap_reshape(w, y, r, dims), ax, 0);
+    return ad_vmap_moveaxis(w, ad_vmap_reshape(w, y, r, dims), inner ? ax + 1 : ax, 0);
 }
 
-/* A convolution of any kind. With the batch only on the operand that carries the
- * convolution's batch axis N (a forward's lhs, an input gradient's cotangent) it folds into
- * N; otherwise into the feature groups (jax's rule): every operand gets the batch (an
- * unbatched one broadcast), merged as the outer factor of the axis that groups split (the
- * lhs's features, the kernel's output features, the output's features), and the node runs
- * with B times the groups, example b being groups b * G .. b * G + G - 1. */
+/* A convolution of any kind, jax's rule without its broadcasts. With one operand batched,
+ * the batch joins an axis of it that indexes the result's elements without being summed
+ * (the forward: lhs N -> out N, kernel O -> out features; the input gradient: cotangent
+ * N -> lhs N, kernel I -> lhs features; the filter gradient: lhs features -> kernel I,
+ * cotangent features -> kernel O), as that axis' inner factor, which keeps each feature
+ * group's channels together for any number of groups. With both batched it joins the
+ * feature groups: merged as the outer factor of the axis the groups split (the lhs's
+ * features, the kernel's output features, the output's features), the node runs with B
+ * times the groups, example b being groups b * G .. b * G + G - 1. An empty batch gives
+ * zeros. */
 static void rule_conv(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out) {
     (void)id;
     const uint32_t *in = ir_in(n);
-    int kind = n->a.conv.kind;
+    int kind = n->a.conv.kind, rank = n->shape.rank;
     const int *ls = n->a.conv.lhs, *rs = n->a.conv.rhs, *os = n->a.conv.out;
-    /* the specs of operand 0, operand 1 and the result, by kind */
-    const int *spec[3] = {kind == IR_CONV_INPUT_GRAD ? os : ls,
-                          kind == IR_CONV_FILTER_GRAD ? os : rs,
-                          kind == IR_CONV_FORWARD      ? os
-                          : kind == IR_CONV_INPUT_GRAD ? ls
-                                                       : rs};
-    bool kernel_res = kind == IR_CONV_FILTER_GRAD;
+    bool b0 = w->batched[in[0]], b1 = w->batched[in[1]];
+    if (w->size == 0) {
+        int64_t dims[KILN_MAX_RANK] = {0};
+        for (int a = 0; a < rank; a++) dims[1 + a] = n->shape.dims[a];
+        out[0] = kiln_full(w->g, n->dtype, rank + 1, dims, 0);
+        return;
+    }
     ir_node t = *n;
-    kiln_value x[2];
-    if (kind != IR_CONV_FILTER_GRAD && !w->batched[in[1]]) { /* the batch joins N */
-        x[0] = fold_into(w, w->map[in[0]], spec[0][0]);
-        x[1] = w->map[in[1]];
-        out[0] = unfold_from(w, ad_vmap_emit(w->g, w->op, &t, x, 2), spec[2][0]);
+    kiln_value x[2] = {w->map[in[0]], w->map[in[1]]};
+    if (b0 != b1) {
+        int k = b0 ? 0 : 1, from, to;
+        switch (kind) {
+        case IR_CONV_FORWARD: from = k ? rs[0] : ls[0], to = k ? os[1] : os[0]; break;
+        case IR_CONV_INPUT_GRAD: from = k ? rs[1] : os[0], to = k ? ls[1] : ls[0]; break;
+        default: from = k ? os[1] : ls[1], to = k ? rs[0] : rs[1]; break;
+        }
+        x[k] = fold_into(w, x[k], from, true);
+        out[0] = unfold_from(w, n, ad_vmap_emit(w->g, w->op, &t, x, 2), to, true);
         return;
     }
     if ((int64_t)n->a.conv.groups * w->size > INT32_MAX) {
@@ -257,12 +266,12 @@ static void rule_conv(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out
         return;
     }
     t.a.conv.groups = (int)(n->a.conv.groups * w->size);
-    for (uint32_t k = 0; k < 2; k++) {
-        bool kernel = spec[k] == rs;
-        x[k] = fold_into(w, ad_vmap_in(w, n, k), kernel ? spec[k][0] : spec[k][1]);
-    }
-    kiln_value y = ad_vmap_emit(w->g, w->op, &t, x, 2);
-    out[0] = unfold_from(w, y, kernel_res ? spec[2][0] : spec[2][1]);
+    /* the axis the groups split in operand 0, operand 1 and the result, by kind */
+    int g0 = kind == IR_CONV_INPUT_GRAD ? os[1] : ls[1];
+    int g1 = kind == IR_CONV_FILTER_GRAD ? os[1] : rs[0];
+    int gr = kind == IR_CONV_FORWARD ? os[1] : kind == IR_CONV_INPUT_GRAD ? ls[1] : rs[0];
+    x[0] = fold_into(w, x[0], g0, false), x[1] = fold_into(w, x[1], g1, false);
+    out[0] = unfold_from(w, n, ad_vmap_emit(w->g, w->op, &t, x, 2), gr, false);
 }
 
 /* Attention takes [T, N, H] or [B, T, N, H]: a batched rank-3 call is a rank-4 one; a

@@ -926,12 +926,12 @@ KILN_API kiln_value kiln_make_causal_mask(kiln_graph *g, int64_t T, int64_t S, k
 
 /* ------------------------------------------------- convolutions and pooling ---- */
 
-/* Convolutions and windowed reductions (docs/ops.md, "Convolutions and pooling"). They
- * are composites of the ops above (pad, strided slices, concatenate, dot_general), so
- * they fuse, differentiate, plan and run on every backend as those do: the convolution
- * is an im2col (the patches of every output position, a value of the graph and so a
- * buffer of the memory plan) times the kernel through dot_general's GEMM; a window
- * reduction is one strided slice per window position, reduced axis by axis. */
+/* Convolutions and windowed reductions (docs/ops.md, "Convolutions and pooling"). A
+ * convolution is one op, which a GPU runs as its own kernel and the CPU as an im2col (the
+ * patches of every output position, a buffer of the memory plan) times the kernel through
+ * dot_general's GEMM. A window reduction is a composite of the ops above: one strided
+ * slice per window position, reduced axis by axis, so it fuses, differentiates, plans and
+ * runs on every backend as those do. */
 #define KILN_CONV_MAX_SPATIAL 3
 
 /* How a convolution or window pads its operand, as JAX's padding strings: EXPLICIT uses
@@ -998,7 +998,8 @@ typedef struct kiln_conv_options {
  * naming kiln_conv_general_dilated, the operands' types and the caller's line: mixed or
  * non-numeric dtypes, ranks, a spec that is not a permutation, channels that disagree,
  * groups that do not divide the features, strides or dilations < 1, a padding that
- * leaves a spatial axis of negative size, batch_group_count > 1, a kernel spatial size 0. */
+ * leaves a spatial axis of negative size, batch_group_count > 1, a kernel spatial size 0,
+ * a stride, dilation or padding beyond 2^40, a dilated extent beyond 2^62. */
 KILN_API kiln_value kiln_conv_general_dilated(kiln_graph *g, kiln_value lhs, kiln_value rhs,
                                               const kiln_conv_options *opts);
 

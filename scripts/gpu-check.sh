@@ -217,7 +217,8 @@ fi
 # every device against the reference interpreter
 [ -x "$build/test_gpt" ] && step gpt_all_devices 90 "$build/test_gpt"
 # convolutions on the device's implicit-GEMM kernel (every layout, stride, dilation, padding
-# and group case, both gradients, five dtypes) against the reference
+# and group case, both gradients; the four floats, i32 through the im2col form) against the
+# reference
 [ -x "$build/test_conv" ] && step conv_all_devices 60 "$build/test_conv"
 if [ -x "$build/test_registry" ]; then
     # the existing suites compare every device present through cmp_graph (tests/compare.h)

@@ -670,6 +670,13 @@ E(e_rank, CONV(g, P(g, F32, 1, 2, 5, 5), P(g, F32, 1, 2, 3), .padding = 0))
 E(e_rank_big, CONV(g, P(g, F32, 1, 1, 2, 2, 2, 2), P(g, F32, 1, 1, 1, 1, 1, 1), .padding = 0))
 E(e_crop, CONV(g, P(g, F32, 1, 1, 4), P(g, F32, 1, 1, 2), .pad_lo = {-3}, .pad_hi = {-2}))
 E(e_stride, CONV(g, P(g, F32, 1, 1, 4), P(g, F32, 1, 1, 2), .window_strides = {-1}))
+/* sizes whose products would overflow: a dilation past 2^40, a dilated lhs past 2^62, a
+ * kernel of 2^40 input features in 2^24 groups (the product wraps to 0 in 64 bits) */
+E(e_dilation_big, CONV(g, P(g, F32, 1, 1, 4), P(g, F32, 1, 1, 2), .lhs_dilation = {1LL << 41}))
+E(e_dilated_past,
+  CONV(g, P(g, F32, 1, 1, (1LL << 41) + 1), P(g, F32, 1, 1, 2), .lhs_dilation = {1LL << 40}))
+E(e_groups_wrap,
+  CONV(g, P(g, F32, 1, 0, 4), P(g, F32, 0, 1LL << 40, 1), .feature_group_count = 1LL << 24))
 E(e_spec, CONV(g, P(g, F32, 1, 1, 4), P(g, F32, 1, 1, 2), .layout = KILN_CONV_SPECS,
                .lhs_spec = {0, 1, 1}, .rhs_spec = {0, 1, 2}, .out_spec = {0, 1, 2}))
 E(e_batch_groups, CONV(g, P(g, F32, 2, 1, 4), P(g, F32, 2, 1, 2), .batch_group_count = 2))
@@ -698,6 +705,11 @@ static void errors(void) {
     expect_error("rank 6", e_rank_big, KILN_STATUS_SHAPE, "3 to 5", NULL, NULL);
     expect_error("crop", e_crop, KILN_STATUS_SHAPE, "padding (-3, -2)", "-1 elements", NULL);
     expect_error("stride", e_stride, KILN_STATUS_SHAPE, "window_strides -1", NULL, NULL);
+    expect_error("dilation past 2^40", e_dilation_big, KILN_STATUS_SHAPE,
+                 "lhs_dilation 2199023255552", "[1, 2^40]", NULL);
+    expect_error("dilated past 2^62", e_dilated_past, KILN_STATUS_SHAPE, "larger than 2^62", NULL,
+                 NULL);
+    expect_error("groups wrap", e_groups_wrap, KILN_STATUS_SHAPE, "overflows", NULL, NULL);
     expect_error("spec", e_spec, KILN_STATUS_SHAPE, "lhs_spec is not a permutation", NULL, NULL);
     expect_error("batch groups", e_batch_groups, KILN_STATUS_SHAPE, "batch_group_count 2", NULL,
                  NULL);
@@ -771,7 +783,8 @@ static void text_round_trip(void) {
                 {"stride=[2", "stride=[0", "stride 0"},
                 {"lhs_spec=[2,", "lhs_spec=[3,", "permutation"},
                 {"groups=", "groups=-", "groups"},
-                {"sizes=[", "sizes=[1,", "sizes has 3 entries for 2 spatial axes"}};
+                {"sizes=[", "sizes=[1,", "sizes has 3 entries for 2 spatial axes"},
+                {"rhs_dilation=[1,", "rhs_dilation=[1099511627777,", "[1, 2^40]"}};
     for (size_t k = 0; text && k < sizeof lies / sizeof *lies; k++) {
         const char *at = strstr(text, lies[k].from);
         CHECK_MSG(at, "no %s in the text", lies[k].from);

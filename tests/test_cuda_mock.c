@@ -136,7 +136,7 @@ static void conv_nchw(kn_conv_desc *c, int kind, int64_t n, int64_t groups, int6
 }
 
 /* The convolution library op (cuda_conv.c) on cuda:0 through the backend's table, as a
- * compiled program's step calls it (the compiler emits none yet): the floats and 1 to 3
+ * compiled program's step calls it (test_conv_program compiles such steps): the floats and 1 to 3
  * spatial axes only; a forward convolution is one launch of 256-thread blocks, its 3 groups
  * along the grid's y, with no scratch; a filter gradient with a long reduction asks for the
  * partial sums of 16 chunks and is two launches (the chunks', then their sum's), or one

@@ -158,28 +158,35 @@ typedef struct kn_sort_desc {
     bool descending, total;
 } kn_sort_desc;
 
+// clang-format off
 /* One convolution node (IR_CONV, ir.h; docs/ops.md "convolution"), in the forward
  * convolution's terms whatever its kind: x [N, G * I, X...] the input, w [G * Og, I, K...]
  * the kernel, y [N, G * Og, Y...] the output, S = ns spatial axes. Output position q reads
  * the dilated, padded input at p = q * stride + k * rd on each spatial axis d, which is x's
  * element (p - lo) / ld when that is a whole number in [0, in); anything else reads 0:
- *   y[n, g * og + o, q...] = sum over i, k... of x[n, g * I + i, that element] * w[g * og + o, i,
- * k...] The three kinds compute y, or one operand's gradient from the other two: KN_CONV_FORWARD y
- * = conv(x, w)                       bufs: x, w, y, scratch KN_CONV_INPUT_GRAD   x[n, c, e] = sum
- * of ct[n, o, q] w[o, i, k] over the (o, q, k) whose read is element e of x          bufs: ct, w,
- * x, scratch KN_CONV_FILTER_GRAD  w[o, i, k] = sum of x(n, that read) ct[n, o, q] over (n, q) bufs:
- * x, ct, w, scratch (ct: a cotangent of y's shape). Each operand is read, and the result written,
- * through its own element strides per logical axis: [0] the batch axis (O for w), [1] the feature
- * axis (I for w), [2 + d] spatial axis d, so any layout (NCHW, NHWC, the user's specs) is read
- * where it lies. The result is written whole (zeros where nothing is summed). Floats only;
- * 16-bit values accumulate in f32 and round each result once. */
+ *   y[n, g * og + o, q...] = sum over i, k... of x[n, g * I + i, that element]
+ *                                                * w[g * og + o, i, k...]
+ * The three kinds compute y, or one operand's gradient from the other two:
+ *   KN_CONV_FORWARD      y = conv(x, w)                          bufs: x, w, y, scratch
+ *   KN_CONV_INPUT_GRAD   x[n, c, e] = sum of ct[n, o, q] w[o, i, k] over the (o, q, k)
+ *                        whose read is element e of x            bufs: ct, w, x, scratch
+ *   KN_CONV_FILTER_GRAD  w[o, i, k] = sum of x(n, that read) ct[n, o, q] over (n, q)
+ *                                                                bufs: x, ct, w, scratch
+ * (ct: a cotangent of y's shape). Each operand is read, and the result written, through
+ * its own element strides per logical axis: [0] the batch axis (O for w), [1] the feature
+ * axis (I for w), [2 + d] spatial axis d, so any layout (NCHW, NHWC, the user's specs) is
+ * read where it lies. The result is written whole (zeros where nothing is summed). Floats
+ * only; 16-bit values accumulate in f32 and round each result once. */
+// clang-format on
 #define KN_CONV_MAX_SPATIAL 3
+_Static_assert(KN_CONV_MAX_SPATIAL == KILN_CONV_MAX_SPATIAL,
+               "kn_conv_desc holds every spatial axis kiln_conv_general_dilated takes");
 typedef enum kn_conv_kind { KN_CONV_FORWARD, KN_CONV_INPUT_GRAD, KN_CONV_FILTER_GRAD } kn_conv_kind;
 typedef struct kn_conv_desc {
     int kind; /* kn_conv_kind */
     int ns;   /* spatial axes, 1 .. KN_CONV_MAX_SPATIAL */
-    int64_t n, groups, i,
-        og; /* batch, feature groups, input features and output features per group */
+    /* batch, feature groups, input features and output features per group */
+    int64_t n, groups, i, og;
     int64_t in[KN_CONV_MAX_SPATIAL], k[KN_CONV_MAX_SPATIAL], out[KN_CONV_MAX_SPATIAL];
     int64_t stride[KN_CONV_MAX_SPATIAL], lo[KN_CONV_MAX_SPATIAL], ld[KN_CONV_MAX_SPATIAL],
         rd[KN_CONV_MAX_SPATIAL];

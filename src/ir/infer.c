@@ -524,10 +524,7 @@ kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom
              what[kind], KILN_CONV_MAX_SPATIAL + 2, r, b->shape.rank);
     const int *ls = n->a.conv.lhs, *rs = n->a.conv.rhs, *os = n->a.conv.out;
     if (!conv_is_perm(ls, r) || !conv_is_perm(rs, r) || !conv_is_perm(os, r))
-        FAIL(KILN_STATUS_SHAPE,
-             "convolution: lhs_spec, rhs_spec and out_spec must each be a "
-             "permutation of 0..%d",
-             r - 1);
+        FAIL(KILN_STATUS_SHAPE, "convolution: each spec must be a permutation of 0..%d", r - 1);
     gm->ns = ns;
     gm->groups = n->a.conv.groups;
     if (gm->groups < 1)
@@ -538,28 +535,26 @@ kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom
                          : kind == IR_CONV_FILTER_GRAD ? &b->shape
                                                        : NULL;
     const int64_t *sizes = n->a.conv.sizes;
+    int64_t ig = 0; /* i * groups, checked */
     if (ker) gm->o = ker->dims[rs[0]], gm->i = ker->dims[rs[1]];
     if (lhs) gm->n = lhs->dims[ls[0]], gm->c = lhs->dims[ls[1]];
-    if (!lhs) gm->n = ct->dims[os[0]], gm->c = gm->i * gm->groups;
     if (!ker) {
         gm->o = ct->dims[os[1]];
         if (gm->c % gm->groups)
-            FAIL(KILN_STATUS_SHAPE,
-                 "convolution: groups %lld does not divide the lhs's %lld "
-                 "features",
+            FAIL(KILN_STATUS_SHAPE, "convolution: groups %lld do not divide the %lld lhs features",
                  (long long)gm->groups, (long long)gm->c);
         gm->i = gm->c / gm->groups;
     }
-    if (gm->c != gm->i * gm->groups)
+    if (!kn_mul_i64(gm->i, gm->groups, &ig) || ig > IR_DIM_MAX)
+        FAIL(KILN_STATUS_SHAPE, "convolution: %lld input features x %lld groups overflows",
+             (long long)gm->i, (long long)gm->groups);
+    if (!lhs) gm->n = ct->dims[os[0]], gm->c = ig;
+    if (gm->c != ig)
         FAIL(KILN_STATUS_SHAPE,
-             "convolution: lhs has %lld input features; the kernel takes "
-             "%lld per group x %lld group(s) = %lld",
-             (long long)gm->c, (long long)gm->i, (long long)gm->groups,
-             (long long)(gm->i * gm->groups));
+             "convolution: lhs has %lld features; the kernel takes %lld x %lld groups = %lld",
+             (long long)gm->c, (long long)gm->i, (long long)gm->groups, (long long)ig);
     if (gm->o % gm->groups)
-        FAIL(KILN_STATUS_SHAPE,
-             "convolution: groups %lld does not divide the %lld output "
-             "features",
+        FAIL(KILN_STATUS_SHAPE, "convolution: groups %lld do not divide the %lld output features",
              (long long)gm->groups, (long long)gm->o);
     const int64_t lim = (int64_t)1 << 40;
     for (int d = 0; d < ns; d++) {
@@ -567,34 +562,38 @@ kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom
         int64_t lo = n->a.conv.lo[d], hi = n->a.conv.hi[d];
         if (s < 1 || ld < 1 || rd < 1 || s > lim || ld > lim || rd > lim)
             FAIL(KILN_STATUS_SHAPE,
-                 "convolution: spatial axis %d: stride %lld, lhs_dilation %lld "
-                 "and rhs_dilation %lld must be in [1, 2^40]",
+                 "convolution: spatial axis %d: stride %lld, lhs_dilation %lld and "
+                 "rhs_dilation %lld must be in [1, 2^40]",
                  d, (long long)s, (long long)ld, (long long)rd);
         if (lo < -lim || lo > lim || hi < -lim || hi > lim)
             FAIL(KILN_STATUS_SHAPE,
-                 "convolution: spatial axis %d: padding (%lld, %lld) is "
-                 "outside [-2^40, 2^40]",
-                 d, (long long)lo, (long long)hi);
+                 "convolution: spatial axis %d: padding (%lld, %lld) is outside [-2^40, 2^40]", d,
+                 (long long)lo, (long long)hi);
         gm->in[d] = lhs ? lhs->dims[ls[2 + d]] : sizes[d];
         gm->k[d] = ker ? ker->dims[rs[2 + d]] : sizes[d];
         if (gm->in[d] < 0 || gm->in[d] > IR_DIM_MAX || gm->k[d] < 1 || gm->k[d] > IR_DIM_MAX)
             FAIL(KILN_STATUS_SHAPE,
-                 "convolution: spatial axis %d: lhs size %lld and kernel size "
-                 "%lld (the kernel's must be >= 1)",
-                 d, (long long)gm->in[d], (long long)gm->k[d]);
-        int64_t padded = (gm->in[d] ? (gm->in[d] - 1) * ld + 1 : 0) + lo + hi;
-        int64_t w = (gm->k[d] - 1) * rd + 1;
+                 "convolution: spatial axis %d: lhs size %lld and kernel size %lld (>= 1)", d,
+                 (long long)gm->in[d], (long long)gm->k[d]);
+        /* the dilated extents, each at most IR_DIM_MAX, so the padded one fits an int64 */
+        int64_t dil = 0, w = 0;
+        if ((gm->in[d] && (!kn_mul_i64(gm->in[d] - 1, ld, &dil) || dil >= IR_DIM_MAX)) ||
+            !kn_mul_i64(gm->k[d] - 1, rd, &w) || w >= IR_DIM_MAX)
+            FAIL(KILN_STATUS_SHAPE,
+                 "convolution: spatial axis %d: the dilated lhs (%lld by %lld) or kernel (%lld "
+                 "by %lld) is larger than 2^62",
+                 d, (long long)gm->in[d], (long long)ld, (long long)gm->k[d], (long long)rd);
+        int64_t padded = (gm->in[d] ? dil + 1 : 0) + lo + hi;
+        w += 1;
         if (padded < 0)
             FAIL(KILN_STATUS_SHAPE,
-                 "convolution: spatial axis %d: padding (%lld, %lld) leaves "
-                 "%lld elements of %lld",
+                 "convolution: spatial axis %d: padding (%lld, %lld) leaves %lld elements of %lld",
                  d, (long long)lo, (long long)hi, (long long)padded, (long long)gm->in[d]);
         gm->out[d] = padded < w ? 0 : (padded - w) / s + 1;
         if (kind == IR_CONV_FORWARD && sizes[d] != gm->out[d])
             FAIL(KILN_STATUS_SHAPE,
-                 "convolution: spatial axis %d: sizes says %lld, the window "
-                 "gives %lld",
-                 d, (long long)sizes[d], (long long)gm->out[d]);
+                 "convolution: spatial axis %d: sizes says %lld, the window gives %lld", d,
+                 (long long)sizes[d], (long long)gm->out[d]);
     }
     gm->lhs = conv_shape(ls, ns, gm->n, gm->c, gm->in);
     gm->rhs = conv_shape(rs, ns, gm->o, gm->i, gm->k);

@@ -46,6 +46,8 @@
 #include <string.h>
 
 #define NS_MAX KILN_CONV_MAX_SPATIAL
+/* The largest stride, dilation and padding (the IR's bound: ir_conv_geometry). */
+#define DIM_LIM ((int64_t)1 << 40)
 
 /* The geometry of one convolution, in canonical order (spatial axes as the specs list). */
 typedef struct conv_geom {
@@ -133,10 +135,10 @@ static bool conv_window(const kiln_conv_options *o, conv_geom *gm, char *why, si
     for (int d = 0; d < gm->ns; d++) {
         int64_t s = or_one(o->window_strides[d]), ld = or_one(o->lhs_dilation[d]);
         int64_t rd = or_one(o->rhs_dilation[d]);
-        if (s < 1 || ld < 1 || rd < 1) {
+        if (s < 1 || ld < 1 || rd < 1 || s > DIM_LIM || ld > DIM_LIM || rd > DIM_LIM) {
             snprintf(why, n,
                      "spatial axis %d: window_strides %lld, lhs_dilation %lld and "
-                     "rhs_dilation %lld must be >= 1",
+                     "rhs_dilation %lld must be in [1, 2^40]",
                      d, (long long)s, (long long)ld, (long long)rd);
             return false;
         }
@@ -152,11 +154,19 @@ static bool conv_window(const kiln_conv_options *o, conv_geom *gm, char *why, si
                      (long long)ld, d);
             return false;
         }
+        int64_t dk, di; /* the dilated kernel and lhs, each under 2^62 */
+        if (!kn_mul_i64(gm->k[d] - 1, rd, &dk) || dk >= IR_DIM_MAX ||
+            !kn_mul_i64(gm->in[d] ? gm->in[d] - 1 : 0, ld, &di) || di >= IR_DIM_MAX) {
+            snprintf(why, n,
+                     "spatial axis %d: the dilated lhs (%lld by %lld) or kernel (%lld by %lld) "
+                     "is larger than 2^62",
+                     d, (long long)gm->in[d], (long long)ld, (long long)gm->k[d], (long long)rd);
+            return false;
+        }
         int64_t w = dilate(gm->k[d], rd), lo = o->pad_lo[d], hi = o->pad_hi[d];
         if (o->padding != KILN_PADDING_EXPLICIT) pads_of(o->padding, gm->in[d], w, s, &lo, &hi);
         int64_t padded = dilate(gm->in[d], ld) + lo + hi;
-        if (lo < -(INT64_C(1) << 40) || hi < -(INT64_C(1) << 40) || padded < 0 ||
-            lo > (INT64_C(1) << 40) || hi > (INT64_C(1) << 40)) {
+        if (lo < -DIM_LIM || hi < -DIM_LIM || padded < 0 || lo > DIM_LIM || hi > DIM_LIM) {
             snprintf(why, n, "spatial axis %d: padding (%lld, %lld) leaves %lld elements of %lld",
                      d, (long long)lo, (long long)hi, (long long)padded, (long long)gm->in[d]);
             return false;
@@ -186,7 +196,13 @@ static bool conv_shapes(const kiln_conv_options *o, const ir_shape *ls, const ir
         snprintf(why, n, "feature_group_count %lld must be >= 1", (long long)gm->groups);
         return false;
     }
-    if (gm->c != gm->i * gm->groups) {
+    int64_t ig;
+    if (!kn_mul_i64(gm->i, gm->groups, &ig) || ig > IR_DIM_MAX) {
+        snprintf(why, n, "%lld input features per group x %lld groups overflows", (long long)gm->i,
+                 (long long)gm->groups);
+        return false;
+    }
+    if (gm->c != ig) {
         snprintf(why, n,
                  "lhs has %lld input features; rhs takes %lld per group x %lld "
                  "group(s) = %lld",

@@ -157,6 +157,9 @@ typedef struct cu_conv_params {
     int64_t div[KN_CONV_MAX_SPATIAL], lim[KN_CONV_MAX_SPATIAL], ss[KN_CONV_MAX_SPATIAL];
     int64_t cb, co, ga, gb, go, ak, bc, rf;
 } cu_conv_params;
+_Static_assert(KN_CONV_MAX_SPATIAL + 1 == 4,
+               "cu_conv_params' digit arrays: the batch (or feature) digit and one per spatial "
+               "axis, as the kernel source's conv_params declares them");
 /* Whether the kernels take c (1 to 3 spatial axes, sizes >= 0, strides and dilations >= 1;
  * the caller checks the dtype is a float). */
 bool cu_conv_supports(const kn_conv_desc *c);

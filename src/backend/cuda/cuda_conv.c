@@ -70,7 +70,8 @@ static const char conv_source[] =
     "    __shared__ A sa[CONV_BK][CONV_BM + 4];\n"
     "    __shared__ A sb[CONV_BK][CONV_BN + 4];\n"
     "    __shared__ int64_t row_a[CONV_BM], row_o[CONV_BM], row_t[3][CONV_BM];\n"
-    "    __shared__ int64_t red_a[CONV_BK], red_b[CONV_BK], red_t[3][CONV_BK];\n"
+    "    __shared__ int64_t red_a[CONV_BK], red_b[CONV_BK], red_t[3][CONV_BK], "
+    "red_dig[4][CONV_BK];\n"
     "    __shared__ int row_ok[CONV_BM], red_ok[CONV_BK];\n"
     "    const int tid = threadIdx.x;\n"
     /* the thread's 4 rows and 4 columns of the tile: along the result's contiguous index,
@@ -106,21 +107,38 @@ static const char conv_source[] =
     "            for (int i = 0; i < 4; i++)\n"
     "#pragma unroll\n"
     "                for (int j = 0; j < 4; j++) acc[i][j] = 0;\n"
+    /* the reduction index of table entry tid as mixed-radix digits (red_dig, the last
+     * digit the fastest): taken apart once per tile, then advanced by CONV_BK a step by
+     * subtraction (a digit of at least CONV_BK values carries at most once), so no step
+     * waits on 64-bit divisions */
+    "            if (tid < CONV_BK && k0 < k1) {\n"
+    "                int64_t q = k0 + tid;\n"
+    "                for (int j = (int)p.nk - 1; j >= 0; j--) {\n"
+    "                    red_dig[j][tid] = q % p.kdim[j];\n"
+    "                    q /= p.kdim[j];\n"
+    "                }\n"
+    "            }\n"
     "            for (int64_t s0 = k0; s0 < k1; s0 += CONV_BK) {\n"
-    "                if (tid < CONV_BK) { /* the step's reduction indices taken apart, once */\n"
-    "                    int64_t r = s0 + tid, q = r, oa = 0, ob = 0;\n"
+    "                if (tid < CONV_BK) { /* the step's reduction indices, from the digits */\n"
+    "                    int64_t oa = 0, ob = 0;\n"
     "                    for (int d = 0; d < 3; d++) red_t[d][tid] = 0;\n"
-    "                    for (int j = (int)p.nk - 1; j >= 0; j--) {\n"
-    "                        const int64_t c = q % p.kdim[j];\n"
-    "                        q /= p.kdim[j];\n"
+    "                    for (int j = 0; j < (int)p.nk; j++) {\n"
+    "                        const int64_t c = red_dig[j][tid];\n"
     "                        oa += c * p.ka[j];\n"
     "                        ob += c * p.kb[j];\n"
     "                        if (p.ksp[j] >= 0) red_t[p.ksp[j]][tid] = c * p.kmul[j] + "
     "p.kadd[j];\n"
     "                    }\n"
-    "                    red_ok[tid] = r < k1;\n"
+    "                    red_ok[tid] = s0 + tid < k1;\n"
     "                    red_a[tid] = oa;\n"
     "                    red_b[tid] = ob;\n"
+    "                    int64_t carry = CONV_BK; /* the next step's digits */\n"
+    "                    for (int j = (int)p.nk - 1; j > 0 && carry; j--) {\n"
+    "                        int64_t v = red_dig[j][tid] + carry;\n"
+    "                        for (carry = 0; v >= p.kdim[j]; carry++) v -= p.kdim[j];\n"
+    "                        red_dig[j][tid] = v;\n"
+    "                    }\n"
+    "                    red_dig[0][tid] += carry; /* past the end: only where red_ok is false */\n"
     "                }\n"
     "                __syncthreads(); /* tables written; the last step's sa and sb read */\n"
     "#pragma unroll\n"
@@ -206,15 +224,18 @@ static const char conv_source[] =
     "        narrow(s, out[at]);\n"
     "    }\n"
     "}\n"
-    "#define CONV(name, T, A) extern \"C\" __global__ void __launch_bounds__(CONV_THREADS) "
+    /* MB blocks an SM (ptxas's register bound): 3 for the 4-byte accumulators, whose 4 x 4
+     * tile then fits 80 registers without a spill; 2 for f64's twice as wide one */
+    "#define CONV(name, T, A, MB) extern \"C\" __global__ void "
+    "__launch_bounds__(CONV_THREADS, MB) "
     "kiln_conv_##name(const T *a, const T *b, T *out, A *part, conv_params p) { conv<T, A>(a, "
     "b, out, part, p); }\\\n"
     "    extern \"C\" __global__ void __launch_bounds__(CONV_THREADS) kiln_conv_sum_##name(const "
     "A *part, T *out, conv_params p) { conv_sum<T, A>(part, out, p); }\n"
-    "CONV(f32, float, float)\n"
-    "CONV(f64, double, double)\n"
-    "CONV(bf16, bf16, float)\n"
-    "CONV(f16, f16, float)\n";
+    "CONV(f32, float, float, 3)\n"
+    "CONV(f64, double, double, 2)\n"
+    "CONV(bf16, bf16, float, 3)\n"
+    "CONV(f16, f16, float, 3)\n";
 
 const char *cu_conv_source(size_t *len) {
     *len = sizeof conv_source - 1;

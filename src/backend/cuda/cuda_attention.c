@@ -253,27 +253,11 @@ bool cu_attention_supports(const kn_attention_desc *a) {
 /* Compiles and loads the attention kernels at the device's first attention call (their own
  * program: most programs have none, and the library's compiles faster without them). */
 static kiln_status attn_ready(cu_state *st, int device) {
-    cu_dev *d = &st->devs[device];
-    kiln_status s = cu_dev_ready(st, device, "kiln_executable_run: attention");
-    if (s) return s;
-    pthread_mutex_lock(&d->lock);
-    if (!d->lib.attn_prog) {
-        static const char *const names[4] = {"kiln_attn_f32", "kiln_attn_f64", "kiln_attn_bf16",
-                                             "kiln_attn_f16"};
-        kn_program_info info;
-        kn_program *p = NULL;
-        CUfunction f[4] = {0};
-        s = cu_program_compile(st, device, attn_source, sizeof attn_source - 1, &p, &info);
-        for (int i = 0; i < 4 && !s; i++) s = cu_function_get(st, p, names[i], &f[i]);
-        if (s)
-            cu_program_free(st, p);
-        else {
-            for (int i = 0; i < 4; i++) d->lib.attn[i] = f[i];
-            d->lib.attn_prog = p;
-        }
-    }
-    pthread_mutex_unlock(&d->lock);
-    return s;
+    static const char *const names[4] = {"kiln_attn_f32", "kiln_attn_f64", "kiln_attn_bf16",
+                                         "kiln_attn_f16"};
+    cu_libk *l = &st->devs[device].lib;
+    return cu_lib_program(st, device, "kiln_executable_run: attention", attn_source,
+                          sizeof attn_source - 1, 4, names, &l->attn_prog, l->attn);
 }
 
 static unsigned attn_grid(const cu_dev *d, const kn_attention_desc *a) {

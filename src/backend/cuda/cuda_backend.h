@@ -28,10 +28,11 @@ typedef struct cu_libk {
     struct kn_program *sort_prog; /* cuda_sort.c's, loaded at the first argsort */
     CUfunction sort[7];           /* f32 f64 i32 i64 bf16 f16 bool (CU_SORT_TYPES) */
     struct kn_program *conv_prog; /* cuda_conv.c's, loaded at the first convolution */
-    CUfunction conv[4], conv_sum[4]; /* f32 f64 bf16 f16: the product, a split's sum */
+    CUfunction conv[2][4];        /* [the product, a split's sum][f32 f64 bf16 f16] */
     struct kn_program *scatter_prog; /* cuda_scatter.c's, loaded at its first scatter */
-    CUfunction scatter_sort[2];      /* by index dtype: i32, i64 */
-    CUfunction scatter_rows[6];      /* f32 f64 i32 i64 bf16 f16 (CU_SCATTER_TYPES) */
+    /* [0, 2): the index sorts by index dtype (i32, i64); [2, 8): the row kernels, f32 f64
+     * i32 i64 bf16 f16 (CU_SCATTER_TYPES) */
+    CUfunction sorted_scatter[8];
 } cu_libk;
 
 typedef struct cu_dev {
@@ -120,6 +121,16 @@ kiln_status cu_function_get(cu_state *st, kn_program *prog, const char *name, CU
 /* cuda_lib.c: the library ops (backend_impl.h, lib_supports and lib_run). */
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d);
 kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *const *bufs);
+/* A library program of its own (attention's, argsort's, the sorted scatter's, the
+ * convolution's: most programs need none of them), compiled and loaded at the device's
+ * first call that needs it, once, under the device's lock: source src (len bytes), its n
+ * kernels names[i] into fns[i], the program into *prog. `what` names the call in
+ * messages. cu_lib_program_unload releases it when the device's library goes (NULL: no
+ * program). */
+kiln_status cu_lib_program(cu_state *st, int device, const char *what, const char *src, size_t len,
+                           int n, const char *const *names, struct kn_program **prog,
+                           CUfunction *fns);
+void cu_lib_program_unload(cu_state *st, struct kn_program **prog);
 uint64_t cu_lib_scratch(void *state, int device, const kn_lib_desc *d);
 /* The dtypes the scatter_add_rows and cumsum kernels take, as indices of their tables in
  * cu_libk (f32 f64 i32 i64 bf16 f16: 0..5); -1 for any other (cu_lib_supports refuses it). */
@@ -197,8 +208,6 @@ uint64_t cu_scatter_scratch(const kn_scatter_desc *c);
 kiln_status cu_scatter_sorted_run(cu_state *st, int device, kiln_dtype dtype,
                                   const kn_scatter_desc *c, const void *idx, const void *upd,
                                   void *out, void *scratch, uint64_t scratch_bytes, bool *used);
-/* Unloads the module (called from cu_lib_release). */
-void cu_scatter_release(cu_state *st, cu_dev *d);
 /* The CUDA source (for tests). */
 const char *cu_scatter_source(size_t *len);
 /* Grid size for `items` blocks' worth of work on device d. */

@@ -370,29 +370,12 @@ uint64_t cu_conv_scratch(const kn_conv_desc *c, kiln_dtype t) {
 /* Compiles and loads the convolution kernels at the device's first convolution (their own
  * program, as attention's: most programs have none). */
 static kiln_status conv_ready(cu_state *st, int device) {
-    cu_dev *d = &st->devs[device];
-    kiln_status s = cu_dev_ready(st, device, "kiln_executable_run: convolution");
-    if (s) return s;
-    pthread_mutex_lock(&d->lock);
-    if (!d->lib.conv_prog) {
-        static const char *const names[2][4] = {
-            {"kiln_conv_f32", "kiln_conv_f64", "kiln_conv_bf16", "kiln_conv_f16"},
-            {"kiln_conv_sum_f32", "kiln_conv_sum_f64", "kiln_conv_sum_bf16", "kiln_conv_sum_f16"}};
-        kn_program_info info;
-        kn_program *p = NULL;
-        CUfunction f[2][4] = {{0}};
-        s = cu_program_compile(st, device, conv_source, sizeof conv_source - 1, &p, &info);
-        for (int i = 0; i < 8 && !s; i++)
-            s = cu_function_get(st, p, names[i / 4][i % 4], &f[i / 4][i % 4]);
-        if (s)
-            cu_program_free(st, p);
-        else {
-            for (int i = 0; i < 4; i++) d->lib.conv[i] = f[0][i], d->lib.conv_sum[i] = f[1][i];
-            d->lib.conv_prog = p;
-        }
-    }
-    pthread_mutex_unlock(&d->lock);
-    return s;
+    static const char *const names[8] = {
+        "kiln_conv_f32",     "kiln_conv_f64",     "kiln_conv_bf16",     "kiln_conv_f16",
+        "kiln_conv_sum_f32", "kiln_conv_sum_f64", "kiln_conv_sum_bf16", "kiln_conv_sum_f16"};
+    cu_libk *l = &st->devs[device].lib;
+    return cu_lib_program(st, device, "kiln_executable_run: convolution", conv_source,
+                          sizeof conv_source - 1, 8, names, &l->conv_prog, &l->conv[0][0]);
 }
 
 kiln_status cu_conv_run(void *state, int device, kiln_dtype dtype, const kn_conv_desc *c,
@@ -412,13 +395,13 @@ kiln_status cu_conv_run(void *state, int device, kiln_dtype dtype, const kn_conv
     int64_t items = ((p.m + CONV_BM - 1) / CONV_BM) * ((p.cols + CONV_BN - 1) / CONV_BN) * p.chunks;
     unsigned gy = (unsigned)(p.groups < 65535 ? p.groups : 65535); /* the grid's y limit */
     void *params[] = {(void *)&a, (void *)&b, &out, &scratch, &p};
-    CUresult e = st->drv.cuLaunchKernel(d->lib.conv[ty], cu_grid(d, items), gy, 1, CU_CONV_THREADS,
-                                        1, 1, 0, d->compute, params, NULL);
+    CUresult e = st->drv.cuLaunchKernel(d->lib.conv[0][ty], cu_grid(d, items), gy, 1,
+                                        CU_CONV_THREADS, 1, 1, 0, d->compute, params, NULL);
     if (e) return cu_fail(st, e, "cuLaunchKernel", "launching the convolution kernel");
     if (p.chunks < 2) return KILN_STATUS_OK;
     int64_t n = p.groups * p.m * p.cols;
     void *sum_params[] = {&scratch, &out, &p};
-    e = st->drv.cuLaunchKernel(d->lib.conv_sum[ty],
+    e = st->drv.cuLaunchKernel(d->lib.conv[1][ty],
                                cu_grid(d, (n + CU_CONV_THREADS - 1) / CU_CONV_THREADS), 1, 1,
                                CU_CONV_THREADS, 1, 1, 0, d->compute, sum_params, NULL);
     if (e) return cu_fail(st, e, "cuLaunchKernel", "launching the convolution's sum kernel");

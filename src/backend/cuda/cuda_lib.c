@@ -275,16 +275,40 @@ static kiln_status lib_ready(cu_state *st, int device, const char *what) {
     return s;
 }
 
+kiln_status cu_lib_program(cu_state *st, int device, const char *what, const char *src, size_t len,
+                           int n, const char *const *names, kn_program **prog, CUfunction *fns) {
+    cu_dev *d = &st->devs[device];
+    kiln_status s = cu_dev_ready(st, device, what);
+    if (s) return s;
+    pthread_mutex_lock(&d->lock);
+    if (!*prog) {
+        kn_program_info info;
+        kn_program *p = NULL;
+        s = cu_program_compile(st, device, src, len, &p, &info);
+        for (int i = 0; i < n && !s; i++) s = cu_function_get(st, p, names[i], &fns[i]);
+        if (s) { /* nothing half-loaded stays: the next call tries again */
+            cu_program_free(st, p);
+            for (int i = 0; i < n; i++) fns[i] = NULL;
+        } else
+            *prog = p;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
+void cu_lib_program_unload(cu_state *st, kn_program **prog) {
+    if (!*prog) return;
+    st->drv.cuModuleUnload((*prog)->mod);
+    host_free(st->ctx, *prog, sizeof **prog);
+    *prog = NULL;
+}
+
 void cu_lib_release(cu_state *st, cu_dev *d) {
-    if (d->lib.prog) st->drv.cuModuleUnload(d->lib.prog->mod);
-    if (d->lib.prog) host_free(st->ctx, d->lib.prog, sizeof *d->lib.prog);
-    if (d->lib.attn_prog) st->drv.cuModuleUnload(d->lib.attn_prog->mod);
-    if (d->lib.attn_prog) host_free(st->ctx, d->lib.attn_prog, sizeof *d->lib.attn_prog);
-    if (d->lib.sort_prog) st->drv.cuModuleUnload(d->lib.sort_prog->mod);
-    if (d->lib.sort_prog) host_free(st->ctx, d->lib.sort_prog, sizeof *d->lib.sort_prog);
-    if (d->lib.conv_prog) st->drv.cuModuleUnload(d->lib.conv_prog->mod);
-    if (d->lib.conv_prog) host_free(st->ctx, d->lib.conv_prog, sizeof *d->lib.conv_prog);
-    cu_scatter_release(st, d);
+    cu_lib_program_unload(st, &d->lib.prog);
+    cu_lib_program_unload(st, &d->lib.attn_prog);
+    cu_lib_program_unload(st, &d->lib.sort_prog);
+    cu_lib_program_unload(st, &d->lib.conv_prog);
+    cu_lib_program_unload(st, &d->lib.scatter_prog);
     d->lib = (cu_libk){0};
     d->lib_ready = false;
 }

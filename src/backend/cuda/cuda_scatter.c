@@ -174,32 +174,14 @@ uint64_t cu_scatter_scratch(const kn_scatter_desc *c) {
 }
 
 static kiln_status scatter_ready(cu_state *st, int device) {
-    cu_dev *d = &st->devs[device];
-    kiln_status s = cu_dev_ready(st, device, "kiln_executable_run: scatter_add_rows");
-    if (s) return s;
-    pthread_mutex_lock(&d->lock);
-    if (!d->lib.scatter_prog) {
-        static const char *const sorts[2] = {"kiln_scatter_sort_i32", "kiln_scatter_sort_i64"};
-        static const char *const rows[CU_SCATTER_TYPES] = {
-            "kiln_scatter_rows_f32", "kiln_scatter_rows_f64",  "kiln_scatter_rows_i32",
-            "kiln_scatter_rows_i64", "kiln_scatter_rows_bf16", "kiln_scatter_rows_f16"};
-        kn_program_info info;
-        kn_program *p = NULL;
-        CUfunction fs[2] = {0}, fr[CU_SCATTER_TYPES] = {0};
-        s = cu_program_compile(st, device, scatter_source, sizeof scatter_source - 1, &p, &info);
-        for (int i = 0; i < 2 && !s; i++) s = cu_function_get(st, p, sorts[i], &fs[i]);
-        for (int i = 0; i < CU_SCATTER_TYPES && !s; i++)
-            s = cu_function_get(st, p, rows[i], &fr[i]);
-        if (s)
-            cu_program_free(st, p);
-        else {
-            for (int i = 0; i < 2; i++) d->lib.scatter_sort[i] = fs[i];
-            for (int i = 0; i < CU_SCATTER_TYPES; i++) d->lib.scatter_rows[i] = fr[i];
-            d->lib.scatter_prog = p;
-        }
-    }
-    pthread_mutex_unlock(&d->lock);
-    return s;
+    static const char *const names[2 + CU_SCATTER_TYPES] = {
+        "kiln_scatter_sort_i32",  "kiln_scatter_sort_i64", "kiln_scatter_rows_f32",
+        "kiln_scatter_rows_f64",  "kiln_scatter_rows_i32", "kiln_scatter_rows_i64",
+        "kiln_scatter_rows_bf16", "kiln_scatter_rows_f16"};
+    cu_libk *l = &st->devs[device].lib;
+    return cu_lib_program(st, device, "kiln_executable_run: scatter_add_rows", scatter_source,
+                          sizeof scatter_source - 1, 2 + CU_SCATTER_TYPES, names, &l->scatter_prog,
+                          l->sorted_scatter);
 }
 
 kiln_status cu_scatter_sorted_run(cu_state *st, int device, kiln_dtype dtype,
@@ -219,24 +201,14 @@ kiln_status cu_scatter_sorted_run(cu_state *st, int device, kiln_dtype dtype,
                         CU_SCATTER_CHUNK, scatter_chunks(c), c->combine};
     uint32_t *key = scratch, *pos = key + c->n_idx;
     void *sort_args[] = {(void *)&idx, &key, &pos, &p};
-    CUresult e = st->drv.cuLaunchKernel(d->lib.scatter_sort[c->idx_dtype == KILN_DTYPE_I64],
+    CUresult e = st->drv.cuLaunchKernel(d->lib.sorted_scatter[c->idx_dtype == KILN_DTYPE_I64],
                                         (unsigned)p.n_chunks, 1, 1, CU_SCATTER_THREADS, 1, 1, 0,
                                         d->compute, sort_args, NULL);
     if (e) return cu_fail(st, e, "cuLaunchKernel", "launching scatter_add_rows' index sort kernel");
     int64_t blocks = (c->n_idx * c->row_len + CU_SCATTER_THREADS - 1) / CU_SCATTER_THREADS;
     void *row_args[] = {(void *)&upd, &out, &key, &pos, &p};
-    e = st->drv.cuLaunchKernel(d->lib.scatter_rows[type], cu_grid(d, blocks), 1, 1,
+    e = st->drv.cuLaunchKernel(d->lib.sorted_scatter[2 + type], cu_grid(d, blocks), 1, 1,
                                CU_SCATTER_THREADS, 1, 1, 0, d->compute, row_args, NULL);
     if (e) return cu_fail(st, e, "cuLaunchKernel", "launching scatter_add_rows' sorted row kernel");
     return KILN_STATUS_OK;
-}
-
-void cu_scatter_release(cu_state *st, cu_dev *d) {
-    if (d->lib.scatter_prog) {
-        st->drv.cuModuleUnload(d->lib.scatter_prog->mod);
-        host_free(st->ctx, d->lib.scatter_prog, sizeof *d->lib.scatter_prog);
-    }
-    d->lib.scatter_prog = NULL;
-    for (int i = 0; i < 2; i++) d->lib.scatter_sort[i] = NULL;
-    for (int i = 0; i < CU_SCATTER_TYPES; i++) d->lib.scatter_rows[i] = NULL;
 }

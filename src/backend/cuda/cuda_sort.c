@@ -159,28 +159,12 @@ bool cu_sort_supports(const kn_lib_desc *d) {
 }
 
 static kiln_status sort_ready(cu_state *st, int device) {
-    cu_dev *d = &st->devs[device];
-    kiln_status s = cu_dev_ready(st, device, "kiln_executable_run: argsort");
-    if (s) return s;
-    pthread_mutex_lock(&d->lock);
-    if (!d->lib.sort_prog) {
-        static const char *const names[CU_SORT_TYPES] = {
-            "kiln_argsort_f32",  "kiln_argsort_f64", "kiln_argsort_i32", "kiln_argsort_i64",
-            "kiln_argsort_bf16", "kiln_argsort_f16", "kiln_argsort_bool"};
-        kn_program_info info;
-        kn_program *p = NULL;
-        CUfunction f[CU_SORT_TYPES] = {0};
-        s = cu_program_compile(st, device, sort_source, sizeof sort_source - 1, &p, &info);
-        for (int i = 0; i < CU_SORT_TYPES && !s; i++) s = cu_function_get(st, p, names[i], &f[i]);
-        if (s)
-            cu_program_free(st, p);
-        else {
-            for (int i = 0; i < CU_SORT_TYPES; i++) d->lib.sort[i] = f[i];
-            d->lib.sort_prog = p;
-        }
-    }
-    pthread_mutex_unlock(&d->lock);
-    return s;
+    static const char *const names[CU_SORT_TYPES] = {
+        "kiln_argsort_f32",  "kiln_argsort_f64", "kiln_argsort_i32", "kiln_argsort_i64",
+        "kiln_argsort_bf16", "kiln_argsort_f16", "kiln_argsort_bool"};
+    cu_libk *l = &st->devs[device].lib;
+    return cu_lib_program(st, device, "kiln_executable_run: argsort", sort_source,
+                          sizeof sort_source - 1, CU_SORT_TYPES, names, &l->sort_prog, l->sort);
 }
 
 kiln_status cu_sort_run(cu_state *st, int device, const kn_lib_desc *ld, const void *x, void *out) {

@@ -119,14 +119,6 @@ void exec_sort_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
     for (int i = ax + 1; i < x->shape.rank; i++) d->sort.inner *= x->shape.dims[i];
 }
 
-/* Element strides of the logical axes [batch, feature, spatial...] of shape s laid out by
- * spec (kn_conv_desc's xs, ws, ys). */
-static void conv_strides(const ir_shape *s, const int *spec, int ns, int64_t *st) {
-    int64_t row[KILN_MAX_RANK], k = 1;
-    for (int i = s->rank - 1; i >= 0; i--) row[i] = k, k *= s->dims[i];
-    for (int a = 0; a < ns + 2; a++) st[a] = row[spec[a]];
-}
-
 void exec_conv_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
     const ir_node *n = &g->nodes[id];
     ir_conv_geom gm;
@@ -144,9 +136,9 @@ void exec_conv_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
         c->stride[s] = n->a.conv.stride[s], c->lo[s] = n->a.conv.lo[s];
         c->ld[s] = n->a.conv.ld[s], c->rd[s] = n->a.conv.rd[s];
     }
-    conv_strides(&gm.lhs, n->a.conv.lhs, gm.ns, c->xs);
-    conv_strides(&gm.rhs, n->a.conv.rhs, gm.ns, c->ws);
-    conv_strides(&gm.res, n->a.conv.out, gm.ns, c->ys);
+    memcpy(c->xs, gm.lhs_st, sizeof c->xs);
+    memcpy(c->ws, gm.rhs_st, sizeof c->ws);
+    memcpy(c->ys, gm.res_st, sizeof c->ys);
 }
 
 void exec_scatter_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {

@@ -497,6 +497,13 @@ static ir_shape conv_shape(const int *spec, int ns, int64_t b, int64_t f, const 
     return s;
 }
 
+/* The element strides of the logical axes of shape s laid out by spec (ir_conv_geom's). */
+static void conv_strides(const ir_shape *s, const int *spec, int ns, int64_t *st) {
+    int64_t row[KILN_MAX_RANK], k = 1;
+    for (int i = s->rank - 1; i >= 0; i--) row[i] = k, k *= s->dims[i];
+    for (int a = 0; a < ns + 2; a++) st[a] = row[spec[a]];
+}
+
 static bool conv_same_shape(const ir_shape *a, const ir_shape *b) {
     if (a->rank != b->rank) return false;
     for (int i = 0; i < a->rank; i++)
@@ -598,6 +605,9 @@ kiln_status ir_conv_geometry(const kiln_graph *g, const ir_node *n, ir_conv_geom
     gm->lhs = conv_shape(ls, ns, gm->n, gm->c, gm->in);
     gm->rhs = conv_shape(rs, ns, gm->o, gm->i, gm->k);
     gm->res = conv_shape(os, ns, gm->n, gm->o, gm->out);
+    conv_strides(&gm->lhs, ls, ns, gm->lhs_st);
+    conv_strides(&gm->rhs, rs, ns, gm->rhs_st);
+    conv_strides(&gm->res, os, ns, gm->res_st);
     if (ct && !conv_same_shape(ct, &gm->res)) {
         char have[IR_TYPE_STR_MAX], want[IR_TYPE_STR_MAX];
         ir_type_str(a->dtype, ct, have, sizeof have);

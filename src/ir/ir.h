@@ -652,6 +652,10 @@ typedef struct ir_conv_geom {
     int64_t n, c, o, i, groups;
     int64_t in[KILN_CONV_MAX_SPATIAL], k[KILN_CONV_MAX_SPATIAL], out[KILN_CONV_MAX_SPATIAL];
     ir_shape lhs, rhs, res; /* the forward's lhs, kernel and output shapes */
+    /* element strides of each one's logical axes, row-major in its own layout: [0] the
+     * batch axis (the kernel's O), [1] the features (its I), [2 + d] spatial axis d */
+    int64_t lhs_st[KILN_CONV_MAX_SPATIAL + 2], rhs_st[KILN_CONV_MAX_SPATIAL + 2],
+        res_st[KILN_CONV_MAX_SPATIAL + 2];
 } ir_conv_geom;
 
 /* Fills *gm for CONV node n of g and checks everything the node's type rests on (specs,

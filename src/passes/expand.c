@@ -26,21 +26,21 @@ static kiln_value expand_gather(pass_rebuild *rb, uint32_t id, const ir_node *o)
     return trace_scatter_primitives(g, o, x, i, trace_value(g, pass_input(rb, id, 2)));
 }
 
-/* Whether node n of g is expanded under `what` (pass_expand's flags). */
-static bool expanded(const kiln_graph *g, const ir_node *n, unsigned what) {
+/* Whether node n is expanded under `what` (pass_expand's flags). */
+static bool expanded(const ir_node *n, unsigned what) {
     switch (n->op) {
     case IR_GATHER:
     case IR_SCATTER: return true;
     case IR_ATTENTION: return what & PASS_EXPAND_ATTENTION;
     case IR_CONV: return (what & PASS_EXPAND_CONV) || !ir_dtype_is_float(n->dtype);
-    default: (void)g; return false;
+    default: return false;
     }
 }
 
 static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
     unsigned what = *(const unsigned *)user;
     const ir_node *o = &rb->old->nodes[id];
-    if (!expanded(rb->old, o, what)) return pass_copy(rb, id);
+    if (!expanded(o, what)) return pass_copy(rb, id);
     bool gs = o->op == IR_GATHER || o->op == IR_SCATTER;
     kiln_graph *g = rb->g;
     const char *name = ir_ops[o->op].name;
@@ -67,6 +67,6 @@ static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
 kiln_status pass_expand_run(const kiln_graph *g, unsigned what, kiln_graph **out) {
     *out = NULL;
     bool any = false;
-    for (uint32_t id = 1; !any && id < g->n_nodes; id++) any = expanded(g, &g->nodes[id], what);
+    for (uint32_t id = 1; !any && id < g->n_nodes; id++) any = expanded(&g->nodes[id], what);
     return any ? pass_rebuild_graph(g, "expand", expand_visit, &what, out) : KILN_STATUS_OK;
 }

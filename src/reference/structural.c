@@ -634,14 +634,6 @@ static kiln_status ref_argsort(const kiln_graph *g, uint32_t id, const ref_value
 
 /* ------------------------------------------------------------ convolution ---- */
 
-/* Element strides of the logical axes [batch, feature, spatial...] of shape s laid out
- * by spec. */
-static void conv_axis_strides(const ir_shape *s, const int *spec, int ns, int64_t *st) {
-    int64_t row[KILN_MAX_RANK];
-    strides_of(s, row);
-    for (int a = 0; a < ns + 2; a++) st[a] = row[spec[a]];
-}
-
 /* The definition (ir.h's KN_CONV_OPS, backend_impl.h's kn_conv_desc), walked over every
  * (n, o, output position, i, kernel position) once: each term adds to the element its
  * kind computes, in f64 for floats (wrapping uint64 for integers), rounded once at the
@@ -662,10 +654,7 @@ static kiln_status ref_conv(const kiln_graph *g, uint32_t id, const ref_value *v
     memset(acc, 0, bytes);
     double *facc = acc;
     uint64_t *iacc = acc;
-    int64_t xs[KILN_MAX_RANK], ws[KILN_MAX_RANK], ys[KILN_MAX_RANK];
-    conv_axis_strides(&gm.lhs, n->a.conv.lhs, ns, xs);
-    conv_axis_strides(&gm.rhs, n->a.conv.rhs, ns, ws);
-    conv_axis_strides(&gm.res, n->a.conv.out, ns, ys);
+    const int64_t *xs = gm.lhs_st, *ws = gm.rhs_st, *ys = gm.res_st;
     const void *x = kind == IR_CONV_INPUT_GRAD ? NULL : IN_OF(n);
     const void *w = kind == IR_CONV_FILTER_GRAD ? NULL : ref_in_data(vals, n, 1);
     const void *ct = kind == IR_CONV_INPUT_GRAD    ? IN_OF(n)

@@ -431,11 +431,19 @@ static bool geom_of(kiln_graph *g, const char *op, const ir_node *n, kiln_value 
 kiln_value trace_conv(kiln_graph *g, const char *op, const ir_node *n, int kind, kiln_value a,
                       kiln_value b) {
     if (!trace_ready(g, op)) return KN_NONE;
-    kiln_value na = {g->id, ir_in(n)[0]}, nb = {g->id, ir_in(n)[1]};
-    conv_geom gm;
     ir_conv_geom ig;
-    if (!geom_of(g, op, n, na, nb, &gm, &ig)) return KN_NONE;
-    return conv_node(g, op, kind, a, b, &gm);
+    char msg[256];
+    if (ir_conv_geometry(g, n, &ig, msg, sizeof msg))
+        return trace_fail(g, KILN_STATUS_INTERNAL, op, "%s", msg);
+    ir_node t = {.op = IR_CONV};
+    t.a.conv = n->a.conv; /* n's geometry; the kind's result sizes */
+    t.a.conv.kind = kind;
+    const int64_t *sizes = kind == IR_CONV_FORWARD      ? ig.out
+                           : kind == IR_CONV_INPUT_GRAD ? ig.in
+                                                        : ig.k;
+    memcpy(t.a.conv.sizes, sizes, sizeof t.a.conv.sizes);
+    uint32_t in[2] = {a.id, b.id};
+    return trace_emit(g, op, &t, in, 2);
 }
 
 /* The inverse of permutation p of n axes. */

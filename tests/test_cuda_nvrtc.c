@@ -320,8 +320,9 @@ static char *cuda_source(kiln_graph *g) {
 
 /* Loads in flight: a loop over a block's lanes that takes one element a trip keeps one 2-
  * or 4-byte load in flight per thread, too few bytes to cover device memory's latency
- * (an H200 ran the block-per-row softmax at a third of the copy's bandwidth so). The row
- * loops step by a constant and are unrolled; a column reduction's thread takes its element
+ * (an H200 ran the block-per-row softmax at a third of the copy's bandwidth so). The row's
+ * passes take 16 bytes a lane a trip (eight bf16 or four f32 elements, one vector load),
+ * step by a constant and are unrolled; a column reduction's thread takes its element
  * without a loop or a test, so the rows around it unroll; the column combine spreads each
  * column's parts over 8 lanes. */
 static void test_loads_in_flight(void) {
@@ -340,8 +341,11 @@ static void test_loads_in_flight(void) {
             CHECK_MSG(!strstr(src, "+= blockDim.x)"), "%s: a lane loop steps by blockDim.x",
                       kiln_dtype_name(t));
             const char *row = strstr(src, "__shared__");
-            CHECK_MSG(row && strstr(row, "#pragma unroll 8\n"),
-                      "%s: the row loops are not unrolled", kiln_dtype_name(t));
+            CHECK_MSG(row && strstr(row, "#pragma unroll 4\n        for (int64_t kiln_c"),
+                      "%s: the row's passes are not unrolled vector passes", kiln_dtype_name(t));
+            CHECK_MSG(row &&
+                          strstr(row, d ? "= *(const uint4 *)&in0[" : "= *(const float4 *)&in0["),
+                      "%s: the row is not read 16 bytes a lane", kiln_dtype_name(t));
             const char *part = strstr(src, "_part(");
             const char *end = part ? strstr(part, "extern \"C\"") : NULL;
             const char *one = part ? strstr(part, "= jb + threadIdx.x;") : NULL;
@@ -402,7 +406,8 @@ static void test_short_row_form(void) {
                       cases[i].item);
             CHECK_MSG(strstr(k, cases[i].lane), "%s: no lane loop from \"%s\"", name,
                       cases[i].lane);
-            CHECK_MSG(strstr(k, "#pragma unroll 8\n"), "%s: the row loops are not unrolled", name);
+            CHECK_MSG(strstr(k, "#pragma unroll 4\n") && strstr(k, "= *(const float4 *)&in0["),
+                      "%s: the row's passes are not unrolled, four elements a lane", name);
             CHECK_MSG(!cases[i].barrier || strstr(k, cases[i].barrier), "%s: no \"%s\"", name,
                       cases[i].barrier);
             CHECK_MSG(!grouped || !strstr(k, "__syncthreads"), "%s: a barrier of the block", name);

@@ -1065,8 +1065,10 @@ static void test_axis_norms(void) {
  * norm's scale and bias, one read each, are shared by every row), where the passes read
  * the row 3 times and a kept value went to the output and back. A row too long for the
  * caches keeps the passes' reads. Counted on the scheduled description (kd_cuda_row_traffic);
- * the printed code is checked against the reference by test_cuda_emulate. */
-static void row_traffic(int op, kiln_dtype t, int64_t n, int want_reads, int want_writes) {
+ * the printed code is checked against the reference by test_cuda_emulate. The passes take
+ * want_vec elements a lane a trip (schedule.c, row_vec_plan: 16 bytes; 0, one at a time). */
+static void row_kernel(int op, kiln_dtype t, int64_t n, int want_reads, int want_writes,
+                       int want_vec) {
     static const char *const names[4] = {"softmax", "log_softmax", "layer_norm", "rms_norm"};
     kiln_graph *g = NULL;
     CHECK_OK(ctx, kiln_graph_create(ctx, names[op], &g));
@@ -1090,9 +1092,11 @@ static void row_traffic(int op, kiln_dtype t, int64_t n, int want_reads, int wan
             int r, w;
             kd_cuda_row_traffic(&kd, &r, &w);
             rows++;
-            CHECK_MSG(r == want_reads && w == want_writes,
+            CHECK_MSG(want_reads < 0 || (r == want_reads && w == want_writes),
                       "%s %s [64, %lld]: %d reads and %d writes per element, not %d and %d",
                       names[op], kiln_dtype_name(t), (long long)n, r, w, want_reads, want_writes);
+            CHECK_MSG(kd.sched.vec == want_vec, "%s %s [64, %lld]: %d elements a lane, not %d",
+                      names[op], kiln_dtype_name(t), (long long)n, kd.sched.vec, want_vec);
         }
         kd_free(&kd);
     }
@@ -1136,19 +1140,26 @@ static void test_cuda_rows_on_chip(void) {
     row_group_of(KILN_DTYPE_F32, 64, true, 0);
     for (int d = 0; d < 2; d++) {
         kiln_dtype t = d ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+        int w = d ? 8 : 4;
         for (int64_t n = 1000; n <= 8192; n += 7192) {
-            row_traffic(0, t, n, 1, 1);
-            row_traffic(1, t, n, 1, 1);
-            row_traffic(2, t, n, 3, 1);
-            row_traffic(3, t, n, 2, 1);
+            row_kernel(0, t, n, 1, 1, w);
+            row_kernel(1, t, n, 1, 1, w);
+            row_kernel(2, t, n, 3, 1, w);
+            row_kernel(3, t, n, 2, 1, w);
         }
     }
     /* too long for the caches: each pass reads the row again (a softmax's kept exp(x -
-     * max) goes to the output row and back) */
-    row_traffic(0, KILN_DTYPE_F32, 20000, 3, 2);
-    row_traffic(1, KILN_DTYPE_F32, 20000, 3, 1);
-    row_traffic(2, KILN_DTYPE_F32, 20000, 5, 1);
-    row_traffic(3, KILN_DTYPE_F32, 20000, 3, 1);
+     * max) goes to the output row and back, 16 bytes at a time too) */
+    row_kernel(0, KILN_DTYPE_F32, 20000, 3, 2, 4);
+    row_kernel(1, KILN_DTYPE_F32, 20000, 3, 1, 4);
+    row_kernel(2, KILN_DTYPE_F32, 20000, 5, 1, 4);
+    row_kernel(3, KILN_DTYPE_F32, 20000, 3, 1, 4);
+    /* the width divides the row: bf16 rows of 100 four at a time (8 bytes), f32 rows of 70
+     * one at a time; f64 and f16 */
+    row_kernel(0, KILN_DTYPE_BF16, 100, -1, 0, 4);
+    row_kernel(2, KILN_DTYPE_F32, 70, -1, 0, 0);
+    row_kernel(0, KILN_DTYPE_F64, 1000, -1, 0, 0);
+    row_kernel(3, KILN_DTYPE_F16, 512, -1, 0, 8);
 }
 
 int main(void) {

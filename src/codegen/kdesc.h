@@ -290,6 +290,8 @@ enum {
     /* CUDA, KD_CUDA_ROW: LOAD, also into its row cache; a kept STORE, into it instead */
     KD_SCHED_ROW_FILL = 16,
     KD_SCHED_ROW_HIT = 32, /* CUDA, KD_CUDA_ROW: LOAD (kept ones too) from its row cache */
+    /* CUDA, KD_CUDA_ROW: LOOP, a pass over the row taken kd_sched.vec elements a lane a trip */
+    KD_SCHED_VLOOP = 64,
 };
 
 /* KD_CUDA_ROW: the bytes of the row caches (schedule.c, row_cache_plan), at most, for all
@@ -342,7 +344,10 @@ typedef struct kd_sched {
     kd_cuda_form form;
     int64_t base_items; /* a split's kiln_k<i> items (the part kernel runs parts x them) */
     uint32_t n_split;   /* an element split's accumulators */
-    int vec; /* > 0: the element loop this many elements per thread (KD_SCHED_VLOAD ...) */
+    /* > 0: KD_CUDA_THREADS, the element loop this many elements per thread; KD_CUDA_ROW,
+     * every pass over the row (KD_SCHED_VLOOP) this many consecutive elements a lane a trip
+     * (schedule.c, row_vec_plan); their contiguous accesses KD_SCHED_VLOAD / _VSTORE */
+    int vec;
     /* KD_CUDA_ROW: the row caches (KD_SCHED_ROW_FILL), each inner long per row of the
      * block (row_group of them, or one) */
     uint32_t n_row_cache;

@@ -47,6 +47,7 @@ typedef struct cupr {
     int stripe_depth; /* depth of the lane-strided loop being printed (0: none) */
     bool in_elems;    /* KD_CUDA_ROW: printing the element loop (after the prologue) */
     int lane;         /* sched.vec: which of the elements is being printed (-1: none) */
+    char row_c[24];   /* KD_CUDA_ROW, sched.vec: the printed pass' vector index (w c: its first) */
     uint8_t *striped; /* per ACC statement: its innermost loop was lane-strided */
 } cupr;
 
@@ -119,6 +120,17 @@ static void print_row_barrier(pr *p, const char *why) {
 #define CU_UNROLL_ROW "#pragma unroll 8" /* a row's passes: a short row's lane share in one */
 _Static_assert(KD_ROW_LANE_ELEMS == 8, "a short row's lane share is one trip of CU_UNROLL_ROW");
 
+/* KD_CUDA_ROW: the element loop begins; in place, every thread's prologue reads of the row
+ * come before any thread's stores. */
+static void enter_elems(pr *p) {
+    if (CU(p)->in_elems) return;
+    CU(p)->in_elems = true;
+    if (p->kd->in_place && p->kd->sched.row_group > 1)
+        print_row_barrier(p, "");
+    else if (p->kd->in_place)
+        pr_line(p, "__syncthreads();");
+}
+
 /* CUDA's loops: the chunk's elements spread over the threads, warps or (one at a time) the
  * block, and a reduction's innermost loop strided over the lanes sharing an element (in
  * KD_CUDA_ROW, the row's threads: the block's or its group's). */
@@ -131,14 +143,7 @@ static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
         snprintf(lane, sizeof lane, "(threadIdx.x & 31)");
     else if (rows)
         snprintf(lane, sizeof lane, "(threadIdx.x %% %d)", group);
-    if (s->n < 0 && kd->sched.form == KD_CUDA_ROW && !CU(p)->in_elems) {
-        CU(p)->in_elems = true;
-        /* in place, every thread's prologue reads of the row before any thread's stores */
-        if (kd->in_place && rows)
-            print_row_barrier(p, "");
-        else if (kd->in_place)
-            pr_line(p, "__syncthreads();");
-    }
+    if (s->n < 0 && kd->sched.form == KD_CUDA_ROW) enter_elems(p);
     if (s->n < 0 && thread_per_element(p) && kd->sched.row_group > 1) {
         long long t = row_threads(kd);
         if (rows) pr_line(p, CU_UNROLL_ROW);
@@ -301,14 +306,47 @@ static const char *vec_type(kiln_dtype t, int w) {
     return t == KILN_DTYPE_F32 ? "float4" : "int4";
 }
 
-/* Opens the block of the vector loads or stores: there the last axis' variable names the
- * first of the elements. */
-static void open_first_element(pr *p, const char *last) {
+/* The vector accesses (KD_SCHED_VLOAD, _VSTORE) among statements lo .. hi - 1, at w
+ * elements: their declarations (q<id> loaded, st<id> stored), or, in a block where
+ * variable v is `first` (the first of the elements; split: the last axis' split names
+ * too), the loads or the stores themselves. */
+static void print_vec_decls(pr *p, uint32_t lo, uint32_t hi, int w) {
+    const kd_kernel *kd = p->kd;
+    for (uint32_t s = lo; s < hi; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->sched & KD_SCHED_VLOAD) pr_line(p, "%s q%u;", vec_type(vec_stored(kd, st), w), s);
+        if (st->sched & KD_SCHED_VSTORE) pr_line(p, "%s st%u;", vec_type(vec_stored(kd, st), w), s);
+    }
+}
+
+static void print_vec_moves(pr *p, uint32_t lo, uint32_t hi, int w, const char *v,
+                            const char *first, bool split, bool load) {
+    const kd_kernel *kd = p->kd;
+    uint8_t mark = load ? KD_SCHED_VLOAD : KD_SCHED_VSTORE;
+    uint32_t any = lo;
+    while (any < hi && !(kd->stmts[any].sched & mark)) any++;
+    if (any == hi) return;
     pr_line(p, "{");
-    pr_line(p, "    const int64_t %s = kiln_j;", last);
+    pr_line(p, "    const int64_t %s = %s;", v, first);
     p->depth++;
-    pr_split_names(p);
+    if (split) pr_split_names(p);
+    for (uint32_t s = lo; s < hi; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (!(st->sched & mark)) continue;
+        const char *buf = load && !st->keep ? "in" : "out", *ty = vec_type(vec_stored(kd, st), w);
+        pr_indent(p);
+        if (load)
+            sb_printf(p->sb, "q%u = *(const %s *)&%s%u[", s, ty, buf, st->slot);
+        else
+            sb_printf(p->sb, "*(%s *)&%s%u[", ty, buf, st->slot);
+        pr_ix(kd, p->sb, st->ix);
+        if (load)
+            sb_append(p->sb, "];\n");
+        else
+            sb_printf(p->sb, "] = st%u;\n", s);
+    }
     p->depth--;
+    pr_line(p, "}");
 }
 
 /* The element loop w elements per thread: the vector loads (at the first element),
@@ -332,22 +370,8 @@ static void print_vec(pr *p) {
                 w, w);
     p->depth++;
     uint32_t n = kd->n_stmts - 1; /* statements 2 .. n-1 are the element's */
-    for (uint32_t s = 2; s < n; s++) {
-        const kd_stmt *st = &kd->stmts[s];
-        if (st->sched & KD_SCHED_VLOAD) pr_line(p, "%s q%u;", vec_type(vec_stored(kd, st), w), s);
-        if (st->sched & KD_SCHED_VSTORE) pr_line(p, "%s st%u;", vec_type(vec_stored(kd, st), w), s);
-    }
-    open_first_element(p, last);
-    for (uint32_t s = 2; s < n; s++) {
-        const kd_stmt *st = &kd->stmts[s];
-        if (!(st->sched & KD_SCHED_VLOAD)) continue;
-        pr_indent(p);
-        sb_printf(p->sb, "    q%u = *(const %s *)&in%u[", s, vec_type(vec_stored(kd, st), w),
-                  st->slot);
-        pr_ix(kd, p->sb, st->ix);
-        sb_append(p->sb, "];\n");
-    }
-    pr_line(p, "}");
+    print_vec_decls(p, 2, n, w);
+    print_vec_moves(p, 2, n, w, last, "kiln_j", true, true);
     for (int k = 0; k < w; k++) {
         CU(p)->lane = k;
         pr_line(p, "{");
@@ -359,18 +383,55 @@ static void print_vec(pr *p) {
         pr_line(p, "}");
     }
     CU(p)->lane = -1;
-    open_first_element(p, last);
-    for (uint32_t s = 2; s < n; s++) {
-        const kd_stmt *st = &kd->stmts[s];
-        if (!(st->sched & KD_SCHED_VSTORE)) continue;
-        pr_indent(p);
-        sb_printf(p->sb, "    *(%s *)&out%u[", vec_type(vec_stored(kd, st), w), st->slot);
-        pr_ix(kd, p->sb, st->ix);
-        sb_printf(p->sb, "] = st%u;\n", s);
-    }
-    pr_line(p, "}");
+    print_vec_moves(p, 2, n, w, last, "kiln_j", true, false);
     p->depth--;
     pr_line(p, "}");
+}
+
+/* KD_CUDA_ROW, a pass over the row marked KD_SCHED_VLOOP (schedule.c, row_vec_plan): lane l
+ * of the row's t takes elements w c .. w c + w - 1 for c = l, l + t, ... (row_c): their
+ * vector loads, each element in a block of its own (the pass' variable naming it, a vector
+ * load's lane of it its load), the vector stores. Returns the pass' END. */
+static uint32_t print_row_pass(pr *p, uint32_t s) {
+    const kd_kernel *kd = p->kd;
+    const kd_stmt *st = &kd->stmts[s];
+    const int w = kd->sched.vec;
+    const uint32_t end = kd_loop_end(kd, s);
+    const bool elems = st->n < 0;
+    const long long t = row_threads(kd), n = (long long)(kd->inner / w);
+    char v[PR_NAME_LEN], lane[48] = "threadIdx.x", first[64];
+    pr_var_name(kd, st->var, v);
+    if (kd->sched.row_group > 1) snprintf(lane, sizeof lane, "(threadIdx.x %% %lld)", t);
+    if (elems)
+        enter_elems(p);
+    else {
+        CU(p)->stripe_depth = p->depth + 1;
+        CU(p)->striped[st->acc] = 1;
+    }
+    char *c = CU(p)->row_c;
+    snprintf(c, sizeof CU(p)->row_c, "kiln_c%u", s);
+    snprintf(first, sizeof first, "%s%d * %s", elems ? "jb + " : "", w, c);
+    pr_line(p, CU_UNROLL);
+    pr_line(p, "for (int64_t %s = %s; %s < %lld; %s += %lld) {", c, lane, c, n, c, t);
+    p->depth++;
+    print_vec_decls(p, s + 1, end, w);
+    print_vec_moves(p, s + 1, end, w, v, first, elems, true);
+    for (int k = 0; k < w; k++) {
+        CU(p)->lane = k;
+        pr_line(p, "{");
+        p->depth++;
+        pr_line(p, "const int64_t %s = %s + %d;", v, first, k);
+        if (elems) pr_split_names(p);
+        for (uint32_t u = s + 1; u < end; u++) cu_stmt(p, u);
+        p->depth--;
+        pr_line(p, "}");
+    }
+    CU(p)->lane = -1;
+    print_vec_moves(p, s + 1, end, w, v, first, elems, false);
+    p->depth--;
+    pr_line(p, "}");
+    if (!elems) CU(p)->stripe_depth = 0;
+    return end;
 }
 
 /* Lane k's element of vector load `id` (q<id>), or its share of vector store `id`
@@ -628,6 +689,9 @@ static bool print_row_cache(pr *p, const kd_stmt *s, uint32_t id) {
     if (!(s->sched & (KD_SCHED_ROW_FILL | KD_SCHED_ROW_HIT))) return false;
     char v[PR_NAME_LEN], a[PR_NAME_LEN], row[PR_NAME_LEN + 64];
     pr_var_name(kd, s->row_var, v);
+    if (kd->sched.vec) /* passes w elements a lane: element j at (j mod w) (n / w) + j / w */
+        snprintf(v, sizeof v, "%lld + %s", (long long)(CU(p)->lane * (kd->inner / kd->sched.vec)),
+                 CU(p)->row_c);
     if (kd->sched.row_group > 1) /* the row's own row of the cache */
         snprintf(row, sizeof row, "kiln_row%u[threadIdx.x / %d][%s]", s->row_cache, row_threads(kd),
                  v);
@@ -638,7 +702,10 @@ static bool print_row_cache(pr *p, const kd_stmt *s, uint32_t id) {
         return true;
     }
     if (s->kind == KS_LOAD) {
-        pr_stmt(p, id);
+        if (s->sched & KD_SCHED_VLOAD)
+            print_lane(p, s, id, NULL);
+        else
+            pr_stmt(p, id);
         pr_line(p, "%s = v%u;", row, id);
         return true;
     }
@@ -720,6 +787,10 @@ static void print_body(pr *p) {
             s = kd_loop_end(kd, s);
             continue;
         }
+        if (kd->stmts[s].sched & KD_SCHED_VLOOP) {
+            s = print_row_pass(p, s);
+            continue;
+        }
         cu_stmt(p, s);
     }
 }
@@ -755,7 +826,7 @@ static int cu_kernel(const kd_kernel *kd, strbuf *sb, cgen_kernel *info) {
         pr_line(p, "for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {");
     p->depth++;
     cu_item(p);
-    if (sc->vec)
+    if (sc->vec && sc->form == KD_CUDA_THREADS)
         print_vec(p);
     else
         print_body(p);

@@ -483,23 +483,34 @@ static bool cuda_column_split(kd_kernel *kd) {
     return true;
 }
 
-/* c + last + sum of w k * (other loop variables): w consecutive elements from a multiple
- * of w, so one vector access when the buffer is 16-byte aligned (every buffer is: the
+/* c + v + sum of w k * (other loop variables): w consecutive elements from a multiple of
+ * w of v, so one vector access when the buffer is 16-byte aligned (every buffer is: the
  * allocator and the planner align to 256 bytes). */
-static bool vec_index(const kd_kernel *kd, uint32_t ix, int64_t w) {
+static bool vec_index(const kd_kernel *kd, uint32_t ix, int64_t w, uint32_t v) {
     const kd_index *x = &kd->ixs[ix];
-    bool last = false;
+    bool has_v = false;
     if (x->c % w) return false;
     for (uint32_t i = 0; i < x->n; i++) {
         const kd_term *t = &kd->terms[x->first + i];
         const kd_atom *a = &kd->atoms[t->atom];
         if (a->kind != KD_ATOM_VAR) return false;
-        if (a->arg != kd->last_var && t->coef % w) return false;
-        /* two atoms of last (it narrowed by a guard, kd_ix_within) would step by 2 */
-        if (a->arg == kd->last_var && (t->coef != 1 || last)) return false;
-        last |= a->arg == kd->last_var;
+        if (a->arg != v && t->coef % w) return false;
+        /* two atoms of v (it narrowed by a guard, kd_ix_within) would step by 2 */
+        if (a->arg == v && (t->coef != 1 || has_v)) return false;
+        has_v |= a->arg == v;
     }
-    return last;
+    return has_v;
+}
+
+/* Whether index ix is the same for every value of loop variable v: plain variables, none
+ * of them v (anything else might depend on it). */
+static bool ix_free_of(const kd_kernel *kd, uint32_t ix, uint32_t v) {
+    const kd_index *x = &kd->ixs[ix];
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_atom *a = &kd->atoms[kd->terms[x->first + i].atom];
+        if (a->kind != KD_ATOM_VAR || a->arg == v) return false;
+    }
+    return true;
 }
 
 /* The bytes of one element of the buffer statement st reads or writes: its storage
@@ -530,7 +541,7 @@ static int vec_marks(kd_kernel *kd, int64_t w, size_t *widest) {
         case KS_STORE: {
             size_t b = access_bytes(kd, st);
             *widest = b > *widest ? b : *widest;
-            if (!b || (size_t)w * b > 16 || !vec_index(kd, st->ix, w)) break;
+            if (!b || (size_t)w * b > 16 || !vec_index(kd, st->ix, w, kd->last_var)) break;
             st->sched |= st->kind == KS_LOAD ? KD_SCHED_VLOAD : KD_SCHED_VSTORE;
             n_vec++;
             break;
@@ -547,7 +558,7 @@ static int vec_marks(kd_kernel *kd, int64_t w, size_t *widest) {
 
 static void vec_clear(kd_kernel *kd) { /* its own marks only: a split's stay */
     for (uint32_t s = 0; s < kd->n_stmts; s++)
-        kd->stmts[s].sched &= (uint8_t) ~(KD_SCHED_VLOAD | KD_SCHED_VSTORE);
+        kd->stmts[s].sched &= (uint8_t) ~(KD_SCHED_VLOAD | KD_SCHED_VSTORE | KD_SCHED_VLOOP);
 }
 
 /* An elementwise kernel whose element loop is straight-line code is printed several
@@ -748,6 +759,76 @@ static void row_cache_plan(kd_kernel *kd) {
     host_free(kd->ctx, acc, kd->n_stmts * sizeof *acc);
 }
 
+/* ------------------------------------------- CUDA: rows, 16 bytes a lane ---- */
+
+/* A KD_CUDA_ROW kernel's lanes took one element of the row a trip: one load of 2 or 4
+ * bytes in flight per unrolled trip, too few bytes for the device memory's latency (an
+ * H200 ran a bf16 softmax or layer norm over 8192 x 8192 at a quarter of the device copy's
+ * bandwidth, f32 at two thirds: bench/RESULTS.md, "GPU"). Every pass over the row
+ * (row_accesses' passes: the prologue's lane-strided loops over the row, and the element
+ * loop) takes w consecutive elements a lane a trip instead (kd_sched.vec, the passes marked
+ * KD_SCHED_VLOOP), its loads and stores of the row one access of 16 bytes (8 elements of
+ * bf16 or f16, 4 of f32 or i32) or, 16-bit beside 4-byte ones, of 8. The passes all alike,
+ * so that element j of a row cache stays one lane's: the row's lane (j / w) mod t; the
+ * printer keeps it at (j mod w) (n / w) + j / w of the cache's row, where a warp's lanes
+ * read consecutive words. Only when every access of a buffer that moves along the row is
+ * such a vector access (a strided or an 8-byte one would leave a warp's loads spread
+ * over w times the bytes), and the element loop and the passes have no loop inside. */
+
+/* Marks the passes over the row and their vector accesses at w elements a lane; false
+ * when a pass has a loop inside or an access along the row that cannot be one. *n_vec:
+ * the vector accesses. */
+static bool row_vec_marks(kd_kernel *kd, uint32_t el, int64_t w, int *n_vec) {
+    int depth = 0;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        kd_stmt *st = &kd->stmts[s];
+        if (s != el && (depth || st->kind != KS_LOOP || !st->acc || st->n != kd->inner)) {
+            depth += st->kind == KS_LOOP || st->kind == KS_IF;
+            depth -= st->kind == KS_END;
+            continue;
+        }
+        uint32_t end = kd_loop_end(kd, s), v = s == el ? kd->last_var : st->var;
+        int guarded = 0; /* inside an if of the pass */
+        for (uint32_t t = s + 1; t < end; t++) {
+            kd_stmt *u = &kd->stmts[t];
+            if (u->kind == KS_LOOP) return false;
+            guarded += u->kind == KS_IF;
+            guarded -= u->kind == KS_END;
+            if (u->kind != KS_LOAD && u->kind != KS_STORE) continue;
+            /* the cache's alone: a load it serves, a kept store into it */
+            if (u->sched & KD_SCHED_ROW_HIT ||
+                (u->kind == KS_STORE && u->sched & KD_SCHED_ROW_FILL))
+                continue;
+            if (ix_free_of(kd, u->ix, v)) continue; /* one element for the whole row */
+            size_t b = access_bytes(kd, u);
+            if (guarded || !b || (size_t)w * b > 16 || !vec_index(kd, u->ix, w, v)) return false;
+            u->sched |= u->kind == KS_LOAD ? KD_SCHED_VLOAD : KD_SCHED_VSTORE;
+            (*n_vec)++;
+        }
+        st->sched |= KD_SCHED_VLOOP;
+        s = end;
+    }
+    return true;
+}
+
+static void row_vec_plan(kd_kernel *kd) {
+    kd_sched *c = &kd->sched;
+    uint32_t el = 0;
+    for (uint32_t s = 1; s < kd->n_stmts && !el; s++)
+        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) el = s;
+    if (c->form != KD_CUDA_ROW || !el || c->chunks != 1 || c->parts || kd->split || kd->merged ||
+        kd->columns)
+        return;
+    for (int64_t w = 8; w >= 4; w /= 2) {
+        int n_vec = 0;
+        if (kd->inner % w == 0 && row_vec_marks(kd, el, w, &n_vec) && n_vec > 0) {
+            c->vec = (int)w;
+            return;
+        }
+        vec_clear(kd);
+    }
+}
+
 void kd_cuda_row_traffic(const kd_kernel *kd, int *reads, int *writes) {
     *reads = *writes = 0;
     uint32_t el = 0;
@@ -814,6 +895,7 @@ static void schedule_cuda(kd_kernel *kd) {
     vec_plan(kd);
     row_groups(kd); /* before the row caches: their bytes are per row of the block */
     row_cache_plan(kd);
+    row_vec_plan(kd); /* after the caches: the loads they serve are no device accesses */
 }
 
 void kd_schedule(kd_kernel *kd, cgen_dialect dialect) {

@@ -689,7 +689,8 @@ static bool print_row_cache(pr *p, const kd_stmt *s, uint32_t id) {
     if (!(s->sched & (KD_SCHED_ROW_FILL | KD_SCHED_ROW_HIT))) return false;
     char v[PR_NAME_LEN], a[PR_NAME_LEN], row[PR_NAME_LEN + 64];
     pr_var_name(kd, s->row_var, v);
-    if (kd->sched.vec) /* passes w elements a lane: element j at (j mod w) (n / w) + j / w */
+    /* passes w elements a lane: element j at (j mod w) (n / w) + j / w */
+    if (kd->sched.vec && kd->sched.form == KD_CUDA_ROW)
         snprintf(v, sizeof v, "%lld + %s", (long long)(CU(p)->lane * (kd->inner / kd->sched.vec)),
                  CU(p)->row_c);
     if (kd->sched.row_group > 1) /* the row's own row of the cache */

@@ -14,8 +14,9 @@
  * block strides the prologue's reductions and combines them as above, so that every
  * thread holds the row's values, and then each thread takes elements of the row as in an
  * elementwise kernel; the row's elements that two passes read, and the values it keeps
- * for the element loop, are held in __shared__ row caches (kiln_row<c>, element j lane
- * j's: schedule.c, row_cache_plan) so that the row is read from device memory once. Rows
+ * for the element loop, are held in __shared__ row caches (kiln_row<c>, each element one
+ * lane's: schedule.c, row_cache_plan) so that the row is read from device memory once; the
+ * passes take 16 bytes of the row a lane a trip where they can (print_row_pass). Rows
  * of at most KD_ROW_SHORT are several a block (kd_sched.row_group), each a group of whole
  * warps that plays the block's part for its row: its lanes stride the passes, a butterfly
  * of shuffles combines them, and a group of several warps passes its warps' results
@@ -118,6 +119,7 @@ static void print_row_barrier(pr *p, const char *why) {
  * CGEN_CUDA_THREADS threads, cgen.h), so the compiler knows the trip counts. */
 #define CU_UNROLL     "#pragma unroll 4"
 #define CU_UNROLL_ROW "#pragma unroll 8" /* a row's passes: a short row's lane share in one */
+/* (the passes that take w elements a lane a trip, print_row_pass, unroll by CU_UNROLL) */
 _Static_assert(KD_ROW_LANE_ELEMS == 8, "a short row's lane share is one trip of CU_UNROLL_ROW");
 
 /* KD_CUDA_ROW: the element loop begins; in place, every thread's prologue reads of the row

@@ -593,11 +593,12 @@ static void vec_plan(kd_kernel *kd) {
  * row cache (a __shared__ array of the row's elements), an element is read from device
  * memory by the first pass that loads it and written once, by the element loop: 1 read and
  * 1 write per element of a softmax or a layer norm where there were 3 and 2. Element j of
- * a cache is only ever written and read by lane j % t of the row's t threads (every pass
- * strides the row over them alike, from 0), so it needs no barrier, also from one item to
- * the next. A block of several rows (row_groups) has a cache row per group, the budget
- * covering them all. Shared memory, not registers: it takes any row length up to the
- * budget with one form, and its bandwidth is far above device memory's. */
+ * a cache is only ever written and read by one lane of the row's t threads, j % t (every
+ * pass strides the row over them alike, from 0; passes w elements a lane, row_vec_plan:
+ * (j / w) % t), so it needs no barrier, also from one item to the next. A block of
+ * several rows (row_groups) has a cache row per group, the budget covering them all.
+ * Shared memory, not registers: it takes any row length up to the budget with one form,
+ * and its bandwidth is far above device memory's. */
 
 /* The variable over the row of index ix in a pass over the row by variable v: whether ix
  * is c + coef * v + terms in the row's variables alone (the leading axes', the row's). */
@@ -704,7 +705,7 @@ static uint32_t row_key_last(const row_access *acc, uint32_t n, uint32_t k) {
 }
 
 /* A cache for key k: one of dtype t whose keys' statements all lie outside k's (element j
- * of a cache is lane j's alone, which reads the last of one key before it writes the
+ * of a cache is one lane's alone, which reads the last of one key before it writes the
  * first of the next: a softmax's x, read by its max and its sum, then holds the kept exp(x -
  * max)), or a new one while the caches fit KD_ROW_CACHE_BYTES; UINT32_MAX: none. */
 static uint32_t row_cache_for(kd_kernel *kd, const row_access *acc, uint32_t n, uint32_t k,

@@ -309,18 +309,8 @@ static const char *vec_type(kiln_dtype t, int w) {
 }
 
 /* The vector accesses (KD_SCHED_VLOAD, _VSTORE) among statements lo .. hi - 1, at w
- * elements: their declarations (q<id> loaded, st<id> stored), or, in a block where
- * variable v is `first` (the first of the elements; split: the last axis' split names
- * too), the loads or the stores themselves. */
-static void print_vec_decls(pr *p, uint32_t lo, uint32_t hi, int w) {
-    const kd_kernel *kd = p->kd;
-    for (uint32_t s = lo; s < hi; s++) {
-        const kd_stmt *st = &kd->stmts[s];
-        if (st->sched & KD_SCHED_VLOAD) pr_line(p, "%s q%u;", vec_type(vec_stored(kd, st), w), s);
-        if (st->sched & KD_SCHED_VSTORE) pr_line(p, "%s st%u;", vec_type(vec_stored(kd, st), w), s);
-    }
-}
-
+ * elements, in a block where variable v is `first` (the first of the elements; split: the
+ * last axis' split names too): the loads (into q<id>) or the stores (of st<id>). */
 static void print_vec_moves(pr *p, uint32_t lo, uint32_t hi, int w, const char *v,
                             const char *first, bool split, bool load) {
     const kd_kernel *kd = p->kd;
@@ -351,9 +341,34 @@ static void print_vec_moves(pr *p, uint32_t lo, uint32_t hi, int w, const char *
     pr_line(p, "}");
 }
 
-/* The element loop w elements per thread: the vector loads (at the first element),
- * the elements one by one (each its own block, where the last axis' variable names that
- * element), the vector stores. */
+/* One trip of a loop w elements a thread (or lane), statements lo .. hi - 1 its body: the
+ * vector loads (at the first element, `first`), the elements one by one (each its own
+ * block, where variable v names that element and a vector load's lane of it is its load),
+ * the vector stores. */
+static void print_vec_trip(pr *p, uint32_t lo, uint32_t hi, int w, const char *v, const char *first,
+                           bool split) {
+    const kd_kernel *kd = p->kd;
+    for (uint32_t s = lo; s < hi; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->sched & KD_SCHED_VLOAD) pr_line(p, "%s q%u;", vec_type(vec_stored(kd, st), w), s);
+        if (st->sched & KD_SCHED_VSTORE) pr_line(p, "%s st%u;", vec_type(vec_stored(kd, st), w), s);
+    }
+    print_vec_moves(p, lo, hi, w, v, first, split, true);
+    for (int k = 0; k < w; k++) {
+        CU(p)->lane = k;
+        pr_line(p, "{");
+        p->depth++;
+        pr_line(p, "const int64_t %s = %s + %d;", v, first, k);
+        if (split) pr_split_names(p);
+        for (uint32_t s = lo; s < hi; s++) cu_stmt(p, s);
+        p->depth--;
+        pr_line(p, "}");
+    }
+    CU(p)->lane = -1;
+    print_vec_moves(p, lo, hi, w, v, first, split, false);
+}
+
+/* The element loop w elements per thread (print_vec_trip). */
 static void print_vec(pr *p) {
     const kd_kernel *kd = p->kd;
     int w = kd->sched.vec;
@@ -371,29 +386,14 @@ static void print_vec(pr *p) {
                 "* (int64_t)blockDim.x) {",
                 w, w);
     p->depth++;
-    uint32_t n = kd->n_stmts - 1; /* statements 2 .. n-1 are the element's */
-    print_vec_decls(p, 2, n, w);
-    print_vec_moves(p, 2, n, w, last, "kiln_j", true, true);
-    for (int k = 0; k < w; k++) {
-        CU(p)->lane = k;
-        pr_line(p, "{");
-        p->depth++;
-        pr_line(p, "const int64_t %s = kiln_j + %d;", last, k);
-        pr_split_names(p);
-        for (uint32_t s = 2; s < n; s++) cu_stmt(p, s);
-        p->depth--;
-        pr_line(p, "}");
-    }
-    CU(p)->lane = -1;
-    print_vec_moves(p, 2, n, w, last, "kiln_j", true, false);
+    print_vec_trip(p, 2, kd->n_stmts - 1, w, last, "kiln_j", true); /* the element's */
     p->depth--;
     pr_line(p, "}");
 }
 
 /* KD_CUDA_ROW, a pass over the row marked KD_SCHED_VLOOP (schedule.c, row_vec_plan): lane l
- * of the row's t takes elements w c .. w c + w - 1 for c = l, l + t, ... (row_c): their
- * vector loads, each element in a block of its own (the pass' variable naming it, a vector
- * load's lane of it its load), the vector stores. Returns the pass' END. */
+ * of the row's t takes elements w c .. w c + w - 1 for c = l, l + t, ... (row_c), a trip
+ * each (print_vec_trip). Returns the pass' END. */
 static uint32_t print_row_pass(pr *p, uint32_t s) {
     const kd_kernel *kd = p->kd;
     const kd_stmt *st = &kd->stmts[s];
@@ -416,20 +416,7 @@ static uint32_t print_row_pass(pr *p, uint32_t s) {
     pr_line(p, CU_UNROLL);
     pr_line(p, "for (int64_t %s = %s; %s < %lld; %s += %lld) {", c, lane, c, n, c, t);
     p->depth++;
-    print_vec_decls(p, s + 1, end, w);
-    print_vec_moves(p, s + 1, end, w, v, first, elems, true);
-    for (int k = 0; k < w; k++) {
-        CU(p)->lane = k;
-        pr_line(p, "{");
-        p->depth++;
-        pr_line(p, "const int64_t %s = %s + %d;", v, first, k);
-        if (elems) pr_split_names(p);
-        for (uint32_t u = s + 1; u < end; u++) cu_stmt(p, u);
-        p->depth--;
-        pr_line(p, "}");
-    }
-    CU(p)->lane = -1;
-    print_vec_moves(p, s + 1, end, w, v, first, elems, false);
+    print_vec_trip(p, s + 1, end, w, v, first, elems);
     p->depth--;
     pr_line(p, "}");
     if (!elems) CU(p)->stripe_depth = 0;

@@ -268,6 +268,13 @@ bool kd_last_plus(const kd_kernel *kd, uint32_t ix, int64_t *c) {
     return a->kind == KD_ATOM_VAR && a->arg == kd->last_var;
 }
 
+/* The element loop's statement (the first loop over the last axis), 0 when there is none. */
+static uint32_t element_loop(const kd_kernel *kd) {
+    for (uint32_t s = 1; s < kd->n_stmts; s++)
+        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) return s;
+    return 0;
+}
+
 /* C: the element loop, when it is printed in segments of the last axis (print_c.c,
  * print_segments): a kernel, not interleaved (split_unrolled_loop) nor in the column form
  * or split in parts, whose element loop branches only on the last axis' variable plus a
@@ -280,9 +287,7 @@ bool kd_last_plus(const kd_kernel *kd, uint32_t ix, int64_t *c) {
 static uint32_t segmented_loop(const kd_kernel *kd, int64_t *b, int *nb) {
     *nb = 0;
     if (kd->split || kd->columns || kd->parts) return 0;
-    uint32_t loop = 0;
-    for (uint32_t s = 1; s < kd->n_stmts && !loop; s++)
-        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) loop = s;
+    uint32_t loop = element_loop(kd);
     if (!loop) return 0;
     uint32_t end = kd_loop_end(kd, loop);
     bool any = false;
@@ -639,21 +644,32 @@ typedef struct row_access {
     bool fill;
 } row_access;
 
-/* The passes over the row: each loop of the prologue directly in it whose n is the row's,
- * lane-strided (the innermost loop of a reduction, acc) with no loop inside, and the
- * element loop. Appends their accesses to acc (at most kd->n_stmts); their count. */
+/* The passes over the row, which the row caches (row_accesses) and the vector passes
+ * (row_vec_marks) see alike: each loop of the prologue directly in it whose n is the
+ * row's, lane-strided (the innermost loop of a reduction, acc), and the element loop el.
+ * The first at or after statement s (*depth: the nesting there, 0 at the start), or 0;
+ * the next is the first after its END. */
+static uint32_t row_pass(const kd_kernel *kd, uint32_t el, uint32_t s, int *depth) {
+    for (; s < kd->n_stmts; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (s == el || (!*depth && st->kind == KS_LOOP && st->acc && st->n == kd->inner)) return s;
+        *depth += st->kind == KS_LOOP || st->kind == KS_IF;
+        *depth -= st->kind == KS_END;
+    }
+    return 0;
+}
+
+/* The accesses of the passes over the row (row_pass) but those with a loop inside
+ * (prologue passes; not one lane-strided pass), appended to acc (at most kd->n_stmts);
+ * their count. */
 static uint32_t row_accesses(const kd_kernel *kd, uint32_t el, row_access *acc) {
-    uint32_t n = 0, pass = 0;
+    uint32_t n = 0, pass = 0, end = 0;
     int depth = 0;
-    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+    for (uint32_t s = row_pass(kd, el, 1, &depth); s; s = row_pass(kd, el, end + 1, &depth)) {
         const kd_stmt *st = &kd->stmts[s];
         bool elem = s == el;
-        if (!elem && (depth || st->kind != KS_LOOP || !st->acc || st->n != kd->inner)) {
-            depth += st->kind == KS_LOOP || st->kind == KS_IF;
-            depth -= st->kind == KS_END;
-            continue;
-        }
-        uint32_t end = kd_loop_end(kd, s), v = elem ? kd->last_var : st->var, first = n;
+        end = kd_loop_end(kd, s);
+        uint32_t v = elem ? kd->last_var : st->var, first = n;
         int inner = 0;
         for (uint32_t t = s + 1; t < end; t++) {
             const kd_stmt *u = &kd->stmts[t];
@@ -668,7 +684,6 @@ static uint32_t row_accesses(const kd_kernel *kd, uint32_t el, row_access *acc) 
                 acc[n++] = (row_access){t, v, pass, 0, !elem && !inner};
         }
         pass++;
-        s = end;
     }
     return n;
 }
@@ -732,9 +747,7 @@ static uint32_t row_cache_for(kd_kernel *kd, const row_access *acc, uint32_t n, 
  * kept (its first access a fill), kept ones first (each saves a write and a read). */
 static void row_cache_plan(kd_kernel *kd) {
     kd_sched *c = &kd->sched;
-    uint32_t el = 0;
-    for (uint32_t s = 1; s < kd->n_stmts && !el; s++)
-        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) el = s;
+    uint32_t el = element_loop(kd);
     if (c->form != KD_CUDA_ROW || !el || kd->split || kd->merged || kd->columns || c->parts ||
         kd->inner < 2)
         return;
@@ -781,14 +794,11 @@ static void row_cache_plan(kd_kernel *kd) {
  * the vector accesses. */
 static bool row_vec_marks(kd_kernel *kd, uint32_t el, int64_t w, int *n_vec) {
     int depth = 0;
-    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+    uint32_t end = 0;
+    for (uint32_t s = row_pass(kd, el, 1, &depth); s; s = row_pass(kd, el, end + 1, &depth)) {
         kd_stmt *st = &kd->stmts[s];
-        if (s != el && (depth || st->kind != KS_LOOP || !st->acc || st->n != kd->inner)) {
-            depth += st->kind == KS_LOOP || st->kind == KS_IF;
-            depth -= st->kind == KS_END;
-            continue;
-        }
-        uint32_t end = kd_loop_end(kd, s), v = s == el ? kd->last_var : st->var;
+        end = kd_loop_end(kd, s);
+        uint32_t v = s == el ? kd->last_var : st->var;
         int guarded = 0; /* inside an if of the pass */
         for (uint32_t t = s + 1; t < end; t++) {
             kd_stmt *u = &kd->stmts[t];
@@ -807,16 +817,13 @@ static bool row_vec_marks(kd_kernel *kd, uint32_t el, int64_t w, int *n_vec) {
             (*n_vec)++;
         }
         st->sched |= KD_SCHED_VLOOP;
-        s = end;
     }
     return true;
 }
 
 static void row_vec_plan(kd_kernel *kd) {
     kd_sched *c = &kd->sched;
-    uint32_t el = 0;
-    for (uint32_t s = 1; s < kd->n_stmts && !el; s++)
-        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) el = s;
+    uint32_t el = element_loop(kd);
     if (c->form != KD_CUDA_ROW || !el || c->chunks != 1 || c->parts || kd->split || kd->merged ||
         kd->columns)
         return;
@@ -832,9 +839,7 @@ static void row_vec_plan(kd_kernel *kd) {
 
 void kd_cuda_row_traffic(const kd_kernel *kd, int *reads, int *writes) {
     *reads = *writes = 0;
-    uint32_t el = 0;
-    for (uint32_t s = 1; s < kd->n_stmts && !el; s++)
-        if (kd->stmts[s].kind == KS_LOOP && kd->stmts[s].n < 0) el = s;
+    uint32_t el = element_loop(kd);
     row_access *acc = el ? host_calloc(kd->ctx, kd->n_stmts, sizeof *acc) : NULL;
     uint32_t n = acc ? row_accesses(kd, el, acc) : 0;
     for (uint32_t i = 0; i < n; i++) {

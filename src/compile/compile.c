@@ -158,6 +158,23 @@ void exec_scatter_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d) {
 }
 
 /* Plans the memory (src/plan) and tells codegen which kernels run in place. */
+/* The library call of kernel k when it is one whose scratch the backend sizes (attention,
+ * argsort, a convolution, a scatter): its description, no scratch yet; false otherwise. */
+static bool lib_call_desc(const kiln_executable *e, const fkernel *k, kn_lib_desc *d) {
+    uint32_t id = k->roots[0];
+    switch (k->kind) {
+    case FK_ATTENTION:
+        *d = (kn_lib_desc){.op = KN_LIB_ATTENTION};
+        exec_attention_desc(e->g, id, &d->attention);
+        d->dtype = d->attention.dtype;
+        return true;
+    case FK_SORT: exec_sort_desc(e->g, id, d); return true;
+    case FK_CONV: exec_conv_desc(e->g, id, d); return true;
+    case FK_SCATTER: exec_scatter_desc(e->g, id, d); return true;
+    default: return false;
+    }
+}
+
 static kiln_status plan_memory(kiln_executable *e) {
     kiln_context *ctx = e->ctx;
     uint32_t nk = e->plan.n_kernels ? e->plan.n_kernels : 1;
@@ -171,33 +188,15 @@ static kiln_status plan_memory(kiln_executable *e) {
     for (uint32_t i = 0; !s && i < e->plan.n_kernels; i++) {
         const fkernel *k = &e->plan.kernels[i];
         const kn_backend *b = e->dev->backend;
-        if (k->kind == FK_ATTENTION && b->lib_scratch) { /* the backend says how much scratch, */
-            kn_lib_desc d = {.op = KN_LIB_ATTENTION};    /* the planner where */
-            exec_attention_desc(e->g, k->roots[0], &d.attention);
-            d.dtype = d.attention.dtype;
+        kn_lib_desc d; /* the backend says how much scratch, the planner where */
+        if (b->lib_scratch && lib_call_desc(e, k, &d))
             scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
-        }
         if (k->kind == FK_CONTROL) scratch[i] = exec_control_scratch(e, &e->g->nodes[k->roots[0]]);
-        if (k->kind == FK_SORT && b->lib_scratch) {
-            kn_lib_desc d;
-            exec_sort_desc(e->g, k->roots[0], &d);
-            scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
-        }
-        if (k->kind == FK_CONV && b->lib_scratch) {
-            kn_lib_desc d;
-            exec_conv_desc(e->g, k->roots[0], &d);
-            scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
-        }
-        if (k->kind == FK_SCATTER && b->lib_scratch) {
-            kn_lib_desc d;
-            exec_scatter_desc(e->g, k->roots[0], &d);
-            scratch[i] = b->lib_scratch(e->dev->state, e->dev->index, &d);
-        }
         if (k->kind != FK_DOT) continue;
         lower_dot *ld = &e->dots[i];
         lower_dot_plan(e->g, k->roots[0], ld);
         if (b->lib_scratch && ld->gemm.k) { /* the gemm's own, after the packed operands */
-            kn_lib_desc d = {
+            d = (kn_lib_desc){
                 .op = KN_LIB_GEMM, .dtype = e->g->nodes[k->roots[0]].dtype, .gemm = ld->gemm};
             ld->gemm_scratch = b->lib_scratch(e->dev->state, e->dev->index, &d);
             ld->gemm_offset = ld->gemm_scratch ? plan_round(ld->scratch, PLAN_ALIGN) : 0;

@@ -345,12 +345,6 @@ static bool is_half(kiln_dtype t) {
     return t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
 }
 
-/* The dtypes a convolution takes (cuda_conv.c's kernels): the floats. */
-static bool conv_dtype(kiln_dtype t) {
-    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || t == KILN_DTYPE_BF16 ||
-           t == KILN_DTYPE_F16;
-}
-
 /* The dtypes whose products are cuBLAS's (the integers are kiln's own kernel). */
 static bool blas_dtype(kiln_dtype t) {
     return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || is_half(t);
@@ -680,7 +674,7 @@ bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d
     case KN_LIB_PERMUTE: return es == 1 || es == 2 || es == 4 || es == 8;
     case KN_LIB_ATTENTION: return cu_attention_supports(&d->attention);
     case KN_LIB_ARGSORT: return cu_sort_supports(d);
-    case KN_LIB_CONV: return conv_dtype(d->dtype) && cu_conv_supports(&d->conv);
+    case KN_LIB_CONV: return cu_float_type(d->dtype) >= 0 && cu_conv_supports(&d->conv);
     default: return cu_lib_type(d->dtype) >= 0;
     }
 }
@@ -724,6 +718,7 @@ uint64_t cu_lib_scratch(void *state, int device, const kn_lib_desc *d) {
     if (d->op == KN_LIB_GEMM) return gemm_ptr_bytes(d->dtype, &d->gemm);
     if (d->op == KN_LIB_SCATTER_ADD_ROWS && cu_lib_type(d->dtype) >= 0)
         return cu_scatter_scratch(&d->scatter);
-    if (d->op == KN_LIB_CONV && conv_dtype(d->dtype)) return cu_conv_scratch(&d->conv, d->dtype);
+    if (d->op == KN_LIB_CONV && cu_float_type(d->dtype) >= 0)
+        return cu_conv_scratch(&d->conv, d->dtype);
     return 0;
 }

@@ -18,7 +18,9 @@
  *    y*y over 8192x4096 to one scalar) against the same reduction kept per row, and the
  *    step with its loss replaced by per-row sums (no full reduction to a scalar);
  *  - causal attention's forward pass, B=16 T=256 and 1024 N=8 H=64, f32 and bf16: the
- *    fused kernel against the written-out products and softmax;
+ *    fused kernel against the written-out products and softmax, and at bf16 the fused
+ *    kernel on tensor cores (the default from compute capability 8.0) against the same
+ *    kernel on the CUDA cores (KILN_ATTENTION_CUDA_CORES);
  *  - the GPT training step (models/gpt, gpt_trace_step) at B=16 T=256 L=6 H=8 C=512,
  *    parameters and AdamW moments donated: ms/step, tokens/s, planned vs measured peak;
  *  - a convolution layer's step (N=32 56x56 64->64 3x3 NHWC, forward and both gradients),
@@ -44,11 +46,13 @@
 
 static int gpu = -1;
 
-static kiln_context *make_context(kiln_alloc_mode mode, double fraction, bool tf32) {
+static kiln_context *make_context_with(kiln_alloc_mode mode, double fraction, bool tf32,
+                                       bool attention_cuda_cores) {
     kiln_context_options o = {.ignore_environment = true, /* the modes are the figures */
                               .alloc_mode = mode,
                               .mem_fraction = fraction,
                               .matmul_tf32 = tf32,
+                              .attention_cuda_cores = attention_cuda_cores,
                               .compile_tiers = 1}; /* time the -O3 build */
     kiln_context *c = NULL;
     char err[512];
@@ -57,6 +61,10 @@ static kiln_context *make_context(kiln_alloc_mode mode, double fraction, bool tf
         exit(1);
     }
     return c;
+}
+
+static kiln_context *make_context(kiln_alloc_mode mode, double fraction, bool tf32) {
+    return make_context_with(mode, fraction, tf32, false);
 }
 
 static int first_gpu(kiln_context *c) {
@@ -269,7 +277,7 @@ static void short_rows_figure(kiln_context *c, double copy_gbs) {
  * softmax, times v, as [B, N, T, H]) and compiled without passes, so that it stays the
  * products and softmax kernels the GPU ran before it had the fused kernel. */
 static double attention_figure(kiln_context *c, int64_t B, int64_t T, int64_t N, int64_t H,
-                               kiln_dtype dt, bool fused, double fused_ms) {
+                               kiln_dtype dt, bool fused, double fused_ms, const char *form) {
     kiln_graph *g = NULL;
     DIE(c, kiln_graph_create(c, "attention", &g));
     int64_t d4[4] = {B, T, N, H}, w4[4] = {B, N, T, H};
@@ -298,10 +306,9 @@ static double attention_figure(kiln_context *c, int64_t B, int64_t T, int64_t N,
     double tflops = 2.0 * (double)(B * N * H) * (double)T * (double)(T + 1) / ms / 1e9;
     printf("RESULT attention forward causal B=%lld T=%lld N=%lld H=%lld %s %s (%d kernel%s): "
            "%.3f ms, %.1f TFLOP/s",
-           (long long)B, (long long)T, (long long)N, (long long)H, kiln_dtype_name(dt),
-           fused ? "fused" : "written out", info.num_kernels, info.num_kernels == 1 ? "" : "s", ms,
-           tflops);
-    if (!fused && fused_ms > 0) printf(" (fused takes %.2fx this time)", fused_ms / ms);
+           (long long)B, (long long)T, (long long)N, (long long)H, kiln_dtype_name(dt), form,
+           info.num_kernels, info.num_kernels == 1 ? "" : "s", ms, tflops);
+    if (fused_ms > 0) printf(" (fused takes %.2fx this time)", fused_ms / ms);
     printf("\n");
     for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
     kiln_executable_destroy(e);
@@ -562,8 +569,9 @@ int main(void) {
         gpt_figure(
             c, (gpt_config){.vocab = 256, .context = 32, .layers = 1, .heads = 2, .channels = 64},
             2, 32, true);
-        double ms = attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, true, 0);
-        attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, false, ms);
+        double ms = attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, true, 0, "fused");
+        attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, false, ms, "written out");
+        attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_BF16, true, 0, "fused");
         kiln_context_destroy(c);
         conv_figure(2, 8, 8, KILN_DTYPE_F32, false);
         conv_figure(2, 8, 8, KILN_DTYPE_F32, true);
@@ -617,13 +625,20 @@ int main(void) {
     short_rows_figure(c, copy_gbs);
     mlp_figure(c, "f32 exact", false, 8192, 4096, KILN_DTYPE_F32);
     mlp_figure(c, "bf16", false, 8192, 4096, KILN_DTYPE_BF16);
-    for (int64_t T = 256; T <= 1024; T *= 4) {
-        double ms = attention_figure(c, 16, T, 8, 64, KILN_DTYPE_F32, true, 0);
-        attention_figure(c, 16, T, 8, 64, KILN_DTYPE_F32, false, ms);
-        ms = attention_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, true, 0);
-        attention_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, false, ms);
+    double bf16_fused_ms[2] = {0};
+    for (int64_t T = 256, i = 0; T <= 1024; T *= 4, i++) {
+        double ms = attention_figure(c, 16, T, 8, 64, KILN_DTYPE_F32, true, 0, "fused");
+        attention_figure(c, 16, T, 8, 64, KILN_DTYPE_F32, false, ms, "written out");
+        ms = bf16_fused_ms[i] =
+            attention_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, true, 0, "fused");
+        attention_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, false, ms, "written out");
         fflush(stdout);
     }
+    kiln_context_destroy(c); /* one context holds the GPU's pool at a time */
+    c = make_context_with(KILN_ALLOC_MODE_DEFAULT, 0, false, true);
+    for (int64_t T = 256, i = 0; T <= 1024; T *= 4, i++)
+        attention_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, true, bf16_fused_ms[i],
+                         "fused, CUDA cores");
     kiln_context_destroy(c);
     c = make_context(KILN_ALLOC_MODE_GROW, 0, true);
     mlp_figure(c, "tf32", false, 8192, 4096, KILN_DTYPE_F32);

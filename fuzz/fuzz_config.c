@@ -26,6 +26,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Every variable of README's table. */
+// clang-format off
 static const char *const vars[] = {
     "KILN_ALLOCATOR",        "KILN_PREALLOCATE",     "KILN_MEM_FRACTION",
     "KILN_MEMORY_LIMIT",     "KILN_ALLOC_TRACE",     "KILN_NUM_THREADS",
@@ -34,7 +35,8 @@ static const char *const vars[] = {
     "KILN_NCCL_LIBRARY",     "KILN_MEMORY_BUDGET",   "KILN_BLAS",
     "KILN_CPU_DEVICES",      "KILN_ASYNC",           "KILN_PROFILE",
     "KILN_MATMUL_PRECISION", "KILN_COMPILE_TIERS",   "KILN_ALLOW_EXCESS_PRECISION",
-    "KILN_CONV_IM2COL"};
+    "KILN_CONV_IM2COL",      "KILN_ATTENTION_CUDA_CORES"};
+// clang-format on
 #define N_VARS ((int)(sizeof vars / sizeof vars[0]))
 
 static char fz_dir[64]; /* the private folder; set once */

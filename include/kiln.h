@@ -202,6 +202,11 @@ typedef struct kiln_context_options {
      * otherwise takes: to compare the two, or as a fallback (docs/cuda.md). The CPU runs
      * im2col either way. */
     bool conv_im2col;
+    /* KILN_ATTENTION_CUDA_CORES: a GPU's fused attention does its bf16 and f16 products on
+     * the CUDA cores in f32, as it does f32's, where it would otherwise use tensor cores
+     * (compute capability 8.0 and up; the probabilities rounded to the dtype as the second
+     * product's operand): to compare the two, or as a fallback (docs/cuda.md). */
+    bool attention_cuda_cores;
 } kiln_context_options;
 
 /* Creates a context. opts may be NULL. On failure *out is NULL and, when err is not NULL,

@@ -33,6 +33,12 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t released = PTHREAD_COND_INITIALIZER; /* a stream's hold went to 0 */
 static long live_objects, live_retains, launches;
 static unsigned last_grid, last_grid_y, last_block; /* the last launch's shape */
+/* The kernels' names: a function handle is its name's slot here (cuModuleGetFunction), so
+ * a launch can say which kernel it ran. */
+#define MOCK_FUNCTIONS 4096
+static char functions[MOCK_FUNCTIONS][64];
+static int n_functions;
+static const char *last_function = "";
 static size_t used;
 
 typedef struct region {
@@ -60,6 +66,15 @@ long mock_cuda_last_launch(void);
 long mock_cuda_last_launch(void) {
     pthread_mutex_lock(&mu);
     long r = (long)last_grid * 65536 + (long)last_block;
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+/* The name of the last launched kernel ("" before any). */
+const char *mock_cuda_last_kernel(void);
+const char *mock_cuda_last_kernel(void) {
+    pthread_mutex_lock(&mu);
+    const char *r = last_function;
     pthread_mutex_unlock(&mu);
     return r;
 }
@@ -409,7 +424,13 @@ API CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     size_t n = strlen(name);
     if (!m || strncmp(name, "kiln_", 5) || (!split() && n > 5 && !strcmp(name + n - 5, "_part")))
         return 500; /* CUDA_ERROR_NOT_FOUND */
-    *f = m;
+    pthread_mutex_lock(&mu);
+    int i = 0;
+    while (i < n_functions && strcmp(functions[i], name)) i++;
+    if (i == n_functions && n_functions < MOCK_FUNCTIONS)
+        snprintf(functions[n_functions++], sizeof functions[0], "%s", name);
+    *f = i < MOCK_FUNCTIONS ? functions[i] : m;
+    pthread_mutex_unlock(&mu);
     return 0;
 }
 /* A split kernel's kiln_k<i>_parts: its part kernel's items and scratch bytes. */
@@ -436,6 +457,7 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
     pthread_mutex_lock(&mu);
     launches++;
     last_grid = gx, last_grid_y = gy, last_block = bx;
+    last_function = f >= (void *)functions[0] && f < (void *)functions[MOCK_FUNCTIONS] ? f : "";
     order_add("L", s, NULL);
     pthread_mutex_unlock(&mu);
     return 0;

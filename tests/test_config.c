@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 static const char *const vars[] = {
-    "KILN_ALLOCATOR",    "KILN_PREALLOCATE",     "KILN_MEM_FRACTION",
-    "KILN_MEMORY_LIMIT", "KILN_NUM_THREADS",     "KILN_CACHE_DIR",
-    "KILN_ALLOC_TRACE",  "KILN_CACHE_MAX_BYTES", "KILN_CC",
-    "KILN_CC_FLAGS",     "KILN_VERIFY_PASSES",   "KILN_DUMP",
-    "KILN_BLAS",         "KILN_NCCL_LIBRARY",    "KILN_ALLOW_EXCESS_PRECISION",
-    "KILN_CONV_IM2COL"};
+    "KILN_ALLOCATOR",    "KILN_PREALLOCATE",         "KILN_MEM_FRACTION",
+    "KILN_MEMORY_LIMIT", "KILN_NUM_THREADS",         "KILN_CACHE_DIR",
+    "KILN_ALLOC_TRACE",  "KILN_CACHE_MAX_BYTES",     "KILN_CC",
+    "KILN_CC_FLAGS",     "KILN_VERIFY_PASSES",       "KILN_DUMP",
+    "KILN_BLAS",         "KILN_NCCL_LIBRARY",        "KILN_ALLOW_EXCESS_PRECISION",
+    "KILN_CONV_IM2COL",  "KILN_ATTENTION_CUDA_CORES"};
 
 static void clear_env(void) {
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -64,6 +64,7 @@ static void test_bad_values(void) {
     expect_env_error("KILN_BLAS", "mkl");
     expect_env_error("KILN_ALLOW_EXCESS_PRECISION", "sometimes");
     expect_env_error("KILN_CONV_IM2COL", "cudnn");
+    expect_env_error("KILN_ATTENTION_CUDA_CORES", "wmma");
 }
 
 static void test_disagreeing_variables(void) {
@@ -175,6 +176,11 @@ static void test_option_fields(void) {
     o.conv_im2col = true;
     CHECK(config_with(NULL, NULL, &o).conv_im2col);
     o.conv_im2col = false;
+    CHECK(config_with("KILN_ATTENTION_CUDA_CORES", "1", &o).attention_cuda_cores);
+    CHECK(!config_with("KILN_ATTENTION_CUDA_CORES", "off", &o).attention_cuda_cores);
+    o.attention_cuda_cores = true;
+    CHECK(config_with(NULL, NULL, &o).attention_cuda_cores);
+    o.attention_cuda_cores = false;
     c = config_with("KILN_CACHE_MAX_BYTES", "0", &o); /* the variable's "no disk cache" */
     CHECK(c.cache_max_bytes == 0);
     o.ignore_environment = true;

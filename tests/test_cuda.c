@@ -307,7 +307,8 @@ static void test_library(void) {
 /* dot_product_attention through the fused kernel (src/backend/cuda/cuda_attention.c):
  * query tiles cut short, H and Hv over the chunks staged at a time, S != T, grouped heads,
  * causal or not, fills that count and that do not (set on the node, as pass_attention
- * sets a written-out attention's), each float dtype. */
+ * sets a written-out attention's), each float dtype; bf16 and f16 on tensor cores from
+ * compute capability 8.0 (head sizes multiples of 8; H = 12 stays on the CUDA cores). */
 static void test_attention(void) {
     static const struct {
         kiln_dtype t;
@@ -323,6 +324,8 @@ static void test_attention(void) {
         {KILN_DTYPE_BF16, 2, 257, 257, 8, 8, 64, 64, true, -INFINITY},
         {KILN_DTYPE_BF16, 1, 50, 90, 4, 2, 128, 128, false, -INFINITY},
         {KILN_DTYPE_F16, 1, 200, 200, 4, 1, 64, 64, true, 0.5},
+        {KILN_DTYPE_BF16, 1, 140, 140, 4, 2, 96, 40, true, 0.25},
+        {KILN_DTYPE_F16, 2, 33, 70, 2, 1, 12, 12, false, -INFINITY},
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         char name[96];

@@ -8,7 +8,8 @@
  * accesses and the column form are checked for what they compute, not only that NVRTC
  * accepts them (test_cuda_nvrtc) — on machines without a GPU. The fused attention kernel
  * (src/backend/cuda/cuda_attention.c) runs the same way, on host buffers, against the
- * reference: tiles cut short, chunked head sizes, causal or not, grouped heads, fills; and the
+ * reference: tiles cut short, chunked head sizes, causal or not, grouped heads, fills, on
+ * the CUDA cores and on tensor cores (bf16, f16: mma.sync played by kiln_emu_mma); and the
  * argsort kernel (src/backend/cuda/cuda_sort.c): shared-memory rows, the fallback past
  * them, top_k's order, every dtype; and the sorted scatter_add_rows kernels
  * (src/backend/cuda/cuda_scatter.c), against a plain loop of the semantics, bit for bit: one
@@ -75,6 +76,7 @@ unsigned kiln_emu_grid_y(void);
 void kiln_emu_sync(void);
 uint64_t kiln_emu_xor(uint64_t v, int o);
 void kiln_emu_bar(unsigned id, unsigned n);
+void kiln_emu_mma(int f16, float *d, const uint32_t *a, const uint32_t *b);
 void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg);
 void kiln_emu_run2(unsigned gx, unsigned gy, void (*body)(void *), void *arg);
 
@@ -104,6 +106,37 @@ uint64_t kiln_emu_xor(uint64_t v, int o) {
     uint64_t r = exchange[w * 32 + ((emu_tid % 32) ^ (unsigned)o)];
     pthread_barrier_wait(&warp_bar[w]);
     return r;
+}
+/* mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: d (16 x 8, f32) += a (16 x 16) b
+ * (16 x 8), the warp's fragments as PTX lays them out. Lane 4 g + t holds, two 16-bit
+ * values a register (the lower index in the low half): a[x], row g + 8 (x & 1), columns
+ * 2 t + 8 (x >> 1) and the next; b[x], rows 2 t + 8 x and the next, column g; d[x], row
+ * g + 8 (x >> 1), column 2 t + (x & 1). Each lane publishes its a and b, then computes its
+ * own d from the warp's (products exact in f32, added in order of k). */
+static uint32_t mma_a[THREADS][4], mma_b[THREADS][2];
+static float mma_half(int f16, uint32_t reg, int hi) {
+    uint16_t h = (uint16_t)(reg >> (16 * hi));
+    return f16 ? kn_f16_to_f32(h) : kn_bf16_to_f32(h);
+}
+void kiln_emu_mma(int f16, float *d, const uint32_t *a, const uint32_t *b) {
+    unsigned w = emu_tid / 32, g = emu_tid % 32 / 4, t = emu_tid % 4;
+    memcpy(mma_a[emu_tid], a, sizeof mma_a[0]);
+    memcpy(mma_b[emu_tid], b, sizeof mma_b[0]);
+    pthread_barrier_wait(&warp_bar[w]);
+    for (int x = 0; x < 4; x++) {
+        unsigned row = g + 8 * (unsigned)(x >> 1), col = 2 * t + (unsigned)(x & 1);
+        float s = d[x];
+        for (unsigned kk = 0; kk < 16; kk++) {
+            /* A[row][kk] is lane 4 (row % 8) + kk % 8 / 2's register (row >= 8) + 2 (kk >=
+             * 8); B[kk][col] lane 4 col + kk % 8 / 2's register kk >= 8; half kk % 2 */
+            const uint32_t *la = mma_a[w * 32 + 4 * (row % 8) + kk % 8 / 2];
+            const uint32_t *lb = mma_b[w * 32 + 4 * col + kk % 8 / 2];
+            s += mma_half(f16, la[(row >= 8) + 2 * (kk >= 8)], kk % 2) *
+                 mma_half(f16, lb[kk >= 8], kk % 2);
+        }
+        d[x] = s;
+    }
+    pthread_barrier_wait(&warp_bar[w]);
 }
 /* __barrier_sync_count(id, n), PTX's bar.sync id, n: named barrier id of the block (1 to 15;
  * 0 is __syncthreads') opens when n threads, whole warps, have reached it. A short row's
@@ -190,6 +223,7 @@ static const char shim[] =
     "unsigned kiln_emu_grid(void); void kiln_emu_sync(void);\n"
     "unsigned long long kiln_emu_xor(unsigned long long v, int o);\n"
     "void kiln_emu_bar(unsigned id, unsigned n);\n"
+    "void kiln_emu_mma(int f16, float *d, const unsigned *a, const unsigned *b);\n"
     "void kiln_emu_run(unsigned grid, void (*body)(void *), void *arg);\n"
     "void kiln_emu_run2(unsigned gx, unsigned gy, void (*body)(void *), void *arg);\n"
     "float expf(float); float logf(float); float log1pf(float); float sqrtf(float);\n"
@@ -1009,7 +1043,15 @@ static const char attn_glue[] =
     "(double *)x->o, x->p); break;\n"
     "    case 2: kiln_attn_bf16((const bf16 *)x->q, (const bf16 *)x->k, (const bf16 *)x->v, "
     "(bf16 *)x->o, x->p); break;\n"
-    "    default: kiln_attn_f16((const f16 *)x->q, (const f16 *)x->k, (const f16 *)x->v, "
+    "    case 3: kiln_attn_f16((const f16 *)x->q, (const f16 *)x->k, (const f16 *)x->v, "
+    "(f16 *)x->o, x->p); break;\n"
+    "    case 4: kiln_attn_tc_bf16_64((const bf16 *)x->q, (const bf16 *)x->k, (const bf16 *)x->v, "
+    "(bf16 *)x->o, x->p); break;\n"
+    "    case 5: kiln_attn_tc_bf16_128((const bf16 *)x->q, (const bf16 *)x->k, "
+    "(const bf16 *)x->v, (bf16 *)x->o, x->p); break;\n"
+    "    case 6: kiln_attn_tc_f16_64((const f16 *)x->q, (const f16 *)x->k, (const f16 *)x->v, "
+    "(f16 *)x->o, x->p); break;\n"
+    "    default: kiln_attn_tc_f16_128((const f16 *)x->q, (const f16 *)x->k, (const f16 *)x->v, "
     "(f16 *)x->o, x->p); break;\n"
     "    }\n"
     "}\n"
@@ -1024,13 +1066,16 @@ typedef void (*emu_attention_fn)(int type, const void *q, const void *k, const v
                                  const long long *n, double scale, double fill, unsigned grid);
 
 /* One case: dot_product_attention of the given shape, with the node's fill set to `fill`
- * (what pass_attention gives a written-out attention), through the emulated kernel and the
- * reference interpreter. */
+ * (what pass_attention gives a written-out attention), through the emulated kernel the
+ * backend would choose on a GPU of compute capability 9.0 (cu_attention_kernel: for bf16
+ * and f16 the tensor-core form where the head sizes allow, or with cuda_cores the CUDA
+ * cores' form) and the reference interpreter. */
 typedef struct attn_case {
     kiln_dtype t;
     int64_t b, t_len, s, n, k, h, hv;
     bool causal;
     double fill;
+    bool cuda_cores;
 } attn_case;
 
 static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
@@ -1069,10 +1114,12 @@ static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
         hb[3] = calloc(1, bytes[3]);
         long long nn[9] = {c->b,      c->t_len,         c->s, c->n, c->k, c->h, c->hv,
                            c->causal, isfinite(c->fill)};
-        int type = c->t == KILN_DTYPE_F32    ? 0
-                   : c->t == KILN_DTYPE_F64  ? 1
-                   : c->t == KILN_DTYPE_BF16 ? 2
-                                             : 3;
+        kn_attention_desc d = {.dtype = c->t, .h = c->h, .hv = c->hv};
+        uintptr_t align = (uintptr_t)hb[0] | (uintptr_t)hb[1] | (uintptr_t)hb[2] | (uintptr_t)hb[3];
+        int type = cu_attention_kernel(&d, 9, align, c->cuda_cores);
+        CHECK_MSG(c->cuda_cores == (type < 4) || c->h % 8 || c->hv % 8 || c->h > 128 ||
+                      c->hv > 128 || (c->t != KILN_DTYPE_BF16 && c->t != KILN_DTYPE_F16),
+                  "%s: kernel %d chosen", name, type);
         run(type, hb[0], hb[1], hb[2], hb[3], nn, scale, c->fill, 3);
         CHECK_OK(ctx, kiln_array_create(ctx, c->t, 4, dout, hb[3], &got));
         CHECK_MSG(got && cmp_arrays(got, want, 1e-5, 1e-12, name),
@@ -1108,9 +1155,23 @@ static void test_attention(void) {
         {KILN_DTYPE_F32, 1, 40, 50, 2, 2, 4, 4, true, 3.0},
         {KILN_DTYPE_F64, 1, 40, 40, 2, 1, 40, 70, true, -INFINITY},
         {KILN_DTYPE_F64, 1, 33, 33, 2, 2, 8, 8, true, 0.5},
+        {KILN_DTYPE_BF16, 1, 70, 70, 4, 2, 32, 32, true, -INFINITY, true},
+        {KILN_DTYPE_BF16, 2, 19, 29, 2, 1, 16, 16, false, -INFINITY, true},
+        {KILN_DTYPE_F16, 1, 65, 65, 2, 1, 64, 64, true, 0.25, true},
+        /* the tensor-core form: query tiles of 128 (warps of 16 rows) cut short and past
+         * the end, key tiles of 64 (32 for head sizes over 64) cut short, causal tiles
+         * skipped per warp, H != Hv, head sizes padded to 64 or 128, grouped heads, fills,
+         * S != T both ways */
         {KILN_DTYPE_BF16, 1, 70, 70, 4, 2, 32, 32, true, -INFINITY},
         {KILN_DTYPE_BF16, 2, 19, 29, 2, 1, 16, 16, false, -INFINITY},
         {KILN_DTYPE_F16, 1, 65, 65, 2, 1, 64, 64, true, 0.25},
+        {KILN_DTYPE_BF16, 1, 300, 300, 2, 1, 64, 64, true, -INFINITY},
+        {KILN_DTYPE_BF16, 1, 150, 200, 2, 2, 128, 72, false, -INFINITY},
+        {KILN_DTYPE_F16, 2, 140, 90, 4, 2, 96, 128, true, -INFINITY},
+        {KILN_DTYPE_F16, 1, 33, 50, 2, 1, 8, 40, true, 0.5},
+        {KILN_DTYPE_BF16, 1, 129, 129, 1, 1, 64, 64, true, -1e30},
+        /* past the tensor-core form (H not a multiple of 8): the CUDA cores' */
+        {KILN_DTYPE_BF16, 1, 40, 40, 2, 1, 12, 12, true, -INFINITY},
     };
     for (int i = 0; fn && i < (int)(sizeof cases / sizeof cases[0]); i++) {
         char name[32];

@@ -497,21 +497,38 @@ static void test_sorted_scatter(kiln_context *c, long (*launches)(void), long (*
 
 /* dot_product_attention on cuda:0 is one launch of the fused kernel (no products, no
  * softmax kernels), 256 threads a block and a block per (batch, head, tile of query
- * rows): 64 rows a tile for f32, bf16 and f16, 32 for f64. */
-static void test_attention(kiln_context *c, long (*launches)(void), long (*last)(void)) {
+ * rows). The stand-in GPU has compute capability 9.0, so bf16 and f16 with head sizes
+ * that are multiples of 8 up to 128 take the tensor-core kernel, 128 rows a tile (a
+ * warp's 16 each), the head sizes rounded up to 64 or 128; f32 and f64, bf16 heads of 12,
+ * and a context with attention_cuda_cores take the CUDA cores' kernel, 64 rows a tile for
+ * f32, bf16 and f16, 32 for f64. */
+static void test_attention(kiln_context *c, long (*launches)(void), long (*last)(void),
+                           const char *(*kernel)(void)) {
+    kiln_context_options co = {
+        .ignore_environment = true, .cache_dir = dir, .attention_cuda_cores = true};
+    kiln_context *cores = NULL;
+    CHECK_OK(NULL, kiln_context_create(&co, &cores, NULL, 0));
     static const struct {
         kiln_dtype t;
-        int64_t tq, n, k;
-        bool causal;
+        int64_t tq, n, k, h;
+        bool causal, cuda_cores;
         long grid;
-    } cases[] = {{KILN_DTYPE_F32, 100, 4, 2, true, 2 * 4},
-                 {KILN_DTYPE_BF16, 64, 3, 1, false, 1 * 3},
-                 {KILN_DTYPE_F16, 130, 2, 2, true, 3 * 2},
-                 {KILN_DTYPE_F64, 70, 2, 1, true, 3 * 2}};
-    for (int i = 0; i < 4; i++) {
+        const char *kernel;
+    } cases[] = {{KILN_DTYPE_F32, 100, 4, 2, 16, true, false, 2 * 4, "kiln_attn_f32"},
+                 {KILN_DTYPE_BF16, 64, 3, 1, 16, false, false, 1 * 3, "kiln_attn_tc_bf16_64"},
+                 {KILN_DTYPE_F16, 130, 2, 2, 16, true, false, 2 * 2, "kiln_attn_tc_f16_64"},
+                 {KILN_DTYPE_F16, 130, 2, 2, 96, true, false, 2 * 2, "kiln_attn_tc_f16_128"},
+                 {KILN_DTYPE_BF16, 300, 1, 1, 128, true, false, 3, "kiln_attn_tc_bf16_128"},
+                 {KILN_DTYPE_BF16, 64, 3, 1, 12, false, false, 1 * 3, "kiln_attn_bf16"},
+                 {KILN_DTYPE_BF16, 130, 2, 2, 16, true, true, 3 * 2, "kiln_attn_bf16"},
+                 {KILN_DTYPE_F16, 130, 2, 2, 16, true, true, 3 * 2, "kiln_attn_f16"},
+                 {KILN_DTYPE_F64, 70, 2, 1, 16, true, false, 3 * 2, "kiln_attn_f64"}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        kiln_context *cc = cases[i].cuda_cores ? cores : c;
         kiln_graph *g = NULL;
-        kiln_graph_create(c, "attention", &g);
-        int64_t dq[4] = {1, cases[i].tq, cases[i].n, 16}, dk[4] = {1, 50, cases[i].k, 16};
+        kiln_graph_create(cc, "attention", &g);
+        int64_t dq[4] = {1, cases[i].tq, cases[i].n, cases[i].h};
+        int64_t dk[4] = {1, 50, cases[i].k, cases[i].h};
         kiln_value q = kiln_parameter(g, "q", cases[i].t, 4, dq);
         kiln_value k = kiln_parameter(g, "k", cases[i].t, 4, dk);
         kiln_value v = kiln_parameter(g, "v", cases[i].t, 4, dk);
@@ -521,28 +538,31 @@ static void test_attention(kiln_context *c, long (*launches)(void), long (*last)
         kiln_compile_options o = {.device = 1};
         kiln_executable *e = NULL;
         kiln_status s = kiln_compile(g, &o, &e);
-        if (s && strstr(kiln_last_error(c), "NVRTC")) {
-            test_skip_case("attention", "no NVRTC: %s", kiln_last_error(c));
+        if (s && strstr(kiln_last_error(cc), "NVRTC")) {
+            test_skip_case("attention", "no NVRTC: %s", kiln_last_error(cc));
             kiln_graph_destroy(g);
-            return;
+            break;
         }
-        CHECK_OK(c, s);
+        CHECK_OK(cc, s);
         kiln_array *args[3] = {0}, *r = NULL;
         const int64_t *dims[3] = {dq, dk, dk};
         for (int j = 0; j < 3; j++)
-            CHECK_OK(c, kiln_array_create_on(c, 1, cases[i].t, 4, dims[j], NULL, &args[j]));
+            CHECK_OK(cc, kiln_array_create_on(cc, 1, cases[i].t, 4, dims[j], NULL, &args[j]));
         long before = launches();
-        if (e) CHECK_OK(c, kiln_executable_run(e, 3, args, 1, &r));
+        if (e) CHECK_OK(cc, kiln_executable_run(e, 3, args, 1, &r));
         CHECK_MSG(launches() == before + 1, "%s attention: %ld launches, want 1",
                   kiln_dtype_name(cases[i].t), launches() - before);
         CHECK_MSG(last() == cases[i].grid * 65536 + 256,
                   "%s attention: grid %ld block %ld, want %ld 256", kiln_dtype_name(cases[i].t),
                   last() / 65536, last() % 65536, cases[i].grid);
+        CHECK_MSG(!strcmp(kernel(), cases[i].kernel), "%s attention (H %lld): ran %s, want %s",
+                  kiln_dtype_name(cases[i].t), (long long)cases[i].h, kernel(), cases[i].kernel);
         kiln_array_destroy(r);
         for (int j = 0; j < 3; j++) kiln_array_destroy(args[j]);
         kiln_executable_destroy(e);
         kiln_graph_destroy(g);
     }
+    kiln_context_destroy(cores);
 }
 
 static void test_programs(kiln_context *c, long (*launches)(void)) {
@@ -969,7 +989,9 @@ int main(void) {
     long (*last)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_last_launch") : NULL;
     long (*last_y)(void) = lib ? (long (*)(void))dlsym(lib, "mock_cuda_last_grid_y") : NULL;
     const char *(*order)(int) = lib ? (const char *(*)(int))dlsym(lib, "mock_cuda_log") : NULL;
-    if (!c || !live || !launches || !last || !last_y || !order) {
+    const char *(*kernel)(void) =
+        lib ? (const char *(*)(void))dlsym(lib, "mock_cuda_last_kernel") : NULL;
+    if (!c || !live || !launches || !last || !last_y || !order || !kernel) {
         int rc = test_skip("the libcuda.so.1 loaded is not tests/mock_cuda.c");
         kiln_context_destroy(c);
         if (lib) dlclose(lib);
@@ -988,7 +1010,7 @@ int main(void) {
     test_batched_products(c, launches);
     test_sorted_scatter(c, launches, last);
     test_split(c, launches);
-    test_attention(c, launches, last);
+    test_attention(c, launches, last, kernel);
     test_conv_lib(c, launches, last, last_y);
     test_conv_program(c, launches);
     kiln_context_destroy(c);

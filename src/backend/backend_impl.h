@@ -103,6 +103,8 @@ typedef struct kn_cpu_options {
 typedef struct kn_cuda_options {
     bool platform_alloc; /* KILN_ALLOCATOR=platform: regions from the stream-ordered pool */
     bool matmul_tf32;    /* KILN_MATMUL_PRECISION=tf32: f32 products on TF32 cores */
+    /* KILN_ATTENTION_CUDA_CORES: the fused attention's bf16/f16 products on the CUDA cores */
+    bool attention_cuda_cores;
     kn_cache_options cache;
 } kn_cuda_options;
 

@@ -51,6 +51,8 @@ typedef struct kn_config {
     int compile_tiers;        /* KILN_COMPILE_TIERS: 1, 2, or 0: the default (tier_wanted) */
     bool excess_precision;    /* KILN_ALLOW_EXCESS_PRECISION: fused 16-bit values stay f32 */
     bool conv_im2col;         /* KILN_CONV_IM2COL: convolutions as im2col on every device */
+    /* KILN_ATTENTION_CUDA_CORES: a GPU's fused bf16/f16 attention without tensor cores */
+    bool attention_cuda_cores;
 } kn_config;
 
 #define KN_MAX_CPU_DEVICES 64

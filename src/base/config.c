@@ -293,6 +293,11 @@ static kiln_status apply_env(kn_config *c, char *err, size_t n) {
         if (!config_parse_bool(v, &c->conv_im2col))
             return bad_env(err, n, "KILN_CONV_IM2COL", v, "true or false (1/0, yes/no, on/off)");
     }
+    if ((v = getenv("KILN_ATTENTION_CUDA_CORES")) && *v) {
+        if (!config_parse_bool(v, &c->attention_cuda_cores))
+            return bad_env(err, n, "KILN_ATTENTION_CUDA_CORES", v,
+                           "true or false (1/0, yes/no, on/off)");
+    }
     if ((v = getenv("KILN_PROFILE")) && *v) {
         if (!config_parse_bool(v, &c->profile))
             return bad_env(err, n, "KILN_PROFILE", v, "true or false (1/0, yes/no, on/off)");
@@ -332,6 +337,7 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
                        .compile_tiers = o->compile_tiers,
                        .excess_precision = o->allow_excess_precision,
                        .conv_im2col = o->conv_im2col,
+                       .attention_cuda_cores = o->attention_cuda_cores,
                        .cache_max_bytes = cache_cap(o->cache_max_bytes)};
     /* lengths were checked above */
     if (o->cache_dir) snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", o->cache_dir);

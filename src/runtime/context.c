@@ -49,6 +49,7 @@ static kiln_status device_options(kiln_context *ctx, kn_device_options *o) {
     o->backends.cuda =
         (kn_cuda_options){.platform_alloc = c->alloc_mode == KILN_ALLOC_MODE_PLATFORM,
                           .matmul_tf32 = c->matmul_tf32,
+                          .attention_cuda_cores = c->attention_cuda_cores,
                           .cache = cache};
     return KILN_STATUS_OK;
 }

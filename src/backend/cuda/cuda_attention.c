@@ -23,8 +23,14 @@
  * finite fill (the score of a key j > i) is added at the end, all those keys sharing one
  * score, and skipped per row when exp(fill - m) is 0. f32, bf16 and f16 accumulate in
  * f32 (16-bit values widened on load, each output narrowed once, to nearest even), f64 in
- * f64. The source is plain CUDA C++ without tensor-core instructions, so that
- * tests/test_cuda_emulate.c runs this very code on the CPU. */
+ * f64.
+ *
+ * bf16 and f16 on compute capability 8.0 and up take the tensor-core kernels further down
+ * (attn_tc, cu_attention_kernel chooses): the same semantics, the products as mma.sync
+ * steps, the probabilities rounded to the dtype as the second product's operand. The
+ * source is plain CUDA C++ but for that one mma helper, whose form without __CUDA_ARCH__
+ * calls the emulator's (kiln_emu_mma: the warp's fragments exchanged as PTX lays them
+ * out), so that tests/test_cuda_emulate.c runs this very code on the CPU. */
 #include "cuda_backend.h"
 #include "cuda_program.h"
 #include "cuda_half.h"
@@ -239,7 +245,225 @@ static const char attn_source[] =
     "ATTN(kiln_attn_f32, float, float, 16, 4, 64, 128)\n"
     "ATTN(kiln_attn_f64, double, double, 16, 2, 32, 64)\n"
     "ATTN(kiln_attn_bf16, bf16, float, 16, 4, 64, 128)\n"
-    "ATTN(kiln_attn_f16, f16, float, 16, 4, 64, 128)\n";
+    "ATTN(kiln_attn_f16, f16, float, 16, 4, 64, 128)\n"
+    /* The tensor-core form for bf16 and f16 (compute capability 8.0 and up): each of the
+     * block's 8 warps takes 16 query rows of a tile of ATTN_TQ, the scores of a tile of BK keys
+     * and the output columns as mma.sync m16n8k16 steps (16-bit operands, f32 accumulators)
+     * whose accumulator fragments the online softmax works on in registers, the probabilities
+     * rounded to T once as the second product's operand (as FlashAttention-2 does). The keys
+     * are staged [key][feature] and the values [column][key] in shared memory, rows padded by
+     * 16 bytes, so each lane's fragment is 32-bit loads on distinct banks. D: the head sizes
+     * H and Hv, multiples of 8, rounded up to 64 or 128 (the fragments past them zero). */
+    "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800\n"
+    "#define ATTN_TQ 128\n"
+    "#ifdef __CUDA_ARCH__\n"
+    "__device__ __forceinline__ void mma(bf16, float *d, const uint32_t *a, const uint32_t *b) {\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, \"\n"
+    "                 \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+    "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+    "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), "
+    "\"r\"(b[1]));\n"
+    "}\n"
+    "__device__ __forceinline__ void mma(f16, float *d, const uint32_t *a, const uint32_t *b) {\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, \"\n"
+    "                 \"{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+    "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+    "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), "
+    "\"r\"(b[1]));\n"
+    "}\n"
+    "#else /* tests/test_cuda_emulate.c: the warp's fragments exchanged and multiplied */\n"
+    "__device__ __forceinline__ void mma(bf16, float *d, const uint32_t *a, const uint32_t *b) {\n"
+    "    kiln_emu_mma(0, d, a, b);\n"
+    "}\n"
+    "__device__ __forceinline__ void mma(f16, float *d, const uint32_t *a, const uint32_t *b) {\n"
+    "    kiln_emu_mma(1, d, a, b);\n"
+    "}\n"
+    "#endif\n"
+    "/* two values rounded to T, the first in the low half */\n"
+    "template <typename T> __device__ __forceinline__ uint32_t pack(float x, float y) {\n"
+    "    T a, b;\n"
+    "    narrow(x, a), narrow(y, b);\n"
+    "    return (uint32_t)a.h | (uint32_t)b.h << 16;\n"
+    "}\n"
+    "__device__ __forceinline__ uint32_t ld32(const uint16_t *p) { return *(const uint32_t *)p; }\n"
+    "template <typename T, int D>\n"
+    "__device__ void attn_tc(const T *q, const T *k, const T *v, T *out, const attn_params &p) {\n"
+    "    const int BK = D <= 64 ? 64 : 32, KP = D + 8, VP = BK + 8, NT = BK / 8, NO = D / 8;\n"
+    "    __shared__ uint16_t sk[BK * KP];  /* the key tile, [key][feature] */\n"
+    "    __shared__ uint16_t svt[D * VP]; /* the value tile, [column][key] */\n"
+    "    const int tid = threadIdx.x, w = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;\n"
+    "    float ninf;\n"
+    "    neg_inf(ninf);\n"
+    "    const uint16_t *qh = (const uint16_t *)q, *kh16 = (const uint16_t *)k;\n"
+    "    const uint16_t *vh = (const uint16_t *)v;\n"
+    "    const int64_t nqb = (p.t + ATTN_TQ - 1) / ATTN_TQ, bn = p.batch * p.heads, items = nqb * "
+    "bn;\n"
+    "    const int64_t ldq = p.heads * p.h, ldk = p.kv_heads * p.h, ldv = p.kv_heads * p.hv;\n"
+    "    const int64_t ldo = p.heads * p.hv, grp = p.heads / p.kv_heads;\n"
+    "    const float scale = (float)p.scale;\n"
+    "    for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {\n"
+    "        const int64_t qb = nqb - 1 - it / bn, b = it % bn / p.heads, n = it % p.heads;\n"
+    "        const int64_t kh = n / grp, i0 = qb * ATTN_TQ, r0 = i0 + 16 * w;\n"
+    "        const int64_t reach = p.causal ? lo(lo(i0 + ATTN_TQ, p.t), p.s) : p.s;\n"
+    "        /* the warp's keys, and row r0 + g + 8 r's, [0, seen[r]) (none past the end) */\n"
+    "        const int64_t wreach = r0 >= p.t ? 0 : p.causal ? lo(r0 + 16, p.s) : p.s;\n"
+    "        int64_t seen[2];\n"
+    "#pragma unroll\n"
+    "        for (int r = 0; r < 2; r++) {\n"
+    "            const int64_t i = r0 + g + 8 * r;\n"
+    "            seen[r] = i >= p.t ? 0 : p.causal ? lo(i + 1, p.s) : p.s;\n"
+    "        }\n"
+    "        const int64_t qo = (b * p.t + r0) * ldq + n * p.h, ko = b * p.s * ldk + kh * p.h;\n"
+    "        const int64_t vo = b * p.s * ldv + kh * p.hv, oo = (b * p.t + r0) * ldo + n * p.hv;\n"
+    "        /* the warp's queries as A fragments: register x holds row g + 8 (x & 1), columns\n"
+    "         * 2 t4 + 8 (x >> 1) and the next */\n"
+    "        uint32_t qf[D / 16][4];\n"
+    "#pragma unroll\n"
+    "        for (int ks = 0; ks < D / 16; ks++)\n"
+    "#pragma unroll\n"
+    "            for (int x = 0; x < 4; x++) {\n"
+    "                const int rr = g + 8 * (x & 1), c = ks * 16 + 2 * t4 + 8 * (x >> 1);\n"
+    "                qf[ks][x] = r0 + rr < p.t && c < p.h ? ld32(qh + qo + rr * ldq + c) : 0u;\n"
+    "            }\n"
+    "        float o[NO][4], m[2] = {ninf, ninf}, l[2] = {0, 0};\n"
+    "#pragma unroll\n"
+    "        for (int e = 0; e < NO; e++)\n"
+    "#pragma unroll\n"
+    "            for (int x = 0; x < 4; x++) o[e][x] = 0;\n"
+    "        for (int64_t j0 = 0; j0 < reach; j0 += BK) {\n"
+    "            const int64_t kw = lo(BK, reach - j0);\n"
+    "            __syncthreads(); /* the last tile's readers are done */\n"
+    "            for (int x = tid; x < BK * (D / 8); x += ATTN_THREADS) {\n"
+    "                const int jj = x / (D / 8), c = x % (D / 8) * 8;\n"
+    "                uint4 z = {0u, 0u, 0u, 0u};\n"
+    "                if (jj < kw && c < p.h) z = *(const uint4 *)(kh16 + ko + (j0 + jj) * ldk + "
+    "c);\n"
+    "                *(uint4 *)(sk + jj * KP + c) = z;\n"
+    "            }\n"
+    "            for (int x = tid; x < BK * (D / 8); x += ATTN_THREADS) {\n"
+    "                const int jj = x % BK, c = x / BK * 8;\n"
+    "                uint4 z = {0u, 0u, 0u, 0u};\n"
+    "                if (jj < kw && c < p.hv) z = *(const uint4 *)(vh + vo + (j0 + jj) * ldv + "
+    "c);\n"
+    "                const uint32_t u[4] = {z.x, z.y, z.z, z.w};\n"
+    "#pragma unroll\n"
+    "                for (int e = 0; e < 8; e++)\n"
+    "                    svt[(c + e) * VP + jj] = (uint16_t)(u[e / 2] >> (16 * (e % 2)));\n"
+    "            }\n"
+    "            __syncthreads();\n"
+    "            if (j0 >= wreach) continue; /* the warp's rows see none of these keys */\n"
+    "            /* scores: accumulator register x of key group nt is row g + 8 (x >> 1), key\n"
+    "             * j0 + 8 nt + 2 t4 + (x & 1) */\n"
+    "            float s[NT][4];\n"
+    "#pragma unroll\n"
+    "            for (int nt = 0; nt < NT; nt++) {\n"
+    "                s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0;\n"
+    "#pragma unroll\n"
+    "                for (int ks = 0; ks < D / 16; ks++) {\n"
+    "                    const uint16_t *kp = sk + (nt * 8 + g) * KP + ks * 16 + 2 * t4;\n"
+    "                    const uint32_t bf[2] = {ld32(kp), ld32(kp + 8)};\n"
+    "                    mma(T(), s[nt], qf[ks], bf);\n"
+    "                }\n"
+    "            }\n"
+    "            /* the online softmax of each of the lane's two rows, over its 4 lanes */\n"
+    "            float alpha[2], mn[2], rs[2] = {0, 0};\n"
+    "#pragma unroll\n"
+    "            for (int r = 0; r < 2; r++) {\n"
+    "                float tm = ninf;\n"
+    "#pragma unroll\n"
+    "                for (int nt = 0; nt < NT; nt++)\n"
+    "#pragma unroll\n"
+    "                    for (int c = 0; c < 2; c++) {\n"
+    "                        const int64_t j = j0 + nt * 8 + 2 * t4 + c;\n"
+    "                        float &x = s[nt][2 * r + c];\n"
+    "                        x = j < seen[r] ? x * scale : ninf;\n"
+    "                        tm = nmax(x, tm);\n"
+    "                    }\n"
+    "                tm = nmax(__shfl_xor_sync(0xffffffffu, tm, 1), tm);\n"
+    "                tm = nmax(__shfl_xor_sync(0xffffffffu, tm, 2), tm);\n"
+    "                mn[r] = nmax(tm, m[r]);\n"
+    "                alpha[r] = mn[r] != ninf ? ex(m[r] - mn[r]) : 1.0f;\n"
+    "            }\n"
+    "#pragma unroll\n"
+    "            for (int nt = 0; nt < NT; nt++)\n"
+    "#pragma unroll\n"
+    "                for (int x = 0; x < 4; x++) {\n"
+    "                    const int r = x >> 1;\n"
+    "                    s[nt][x] = mn[r] != ninf ? ex(s[nt][x] - mn[r]) : 0.0f;\n"
+    "                    rs[r] += s[nt][x];\n"
+    "                }\n"
+    "#pragma unroll\n"
+    "            for (int r = 0; r < 2; r++) {\n"
+    "                rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);\n"
+    "                rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);\n"
+    "                l[r] = l[r] * alpha[r] + rs[r];\n"
+    "                m[r] = mn[r];\n"
+    "            }\n"
+    "#pragma unroll\n"
+    "            for (int e = 0; e < NO; e++)\n"
+    "#pragma unroll\n"
+    "                for (int x = 0; x < 4; x++) o[e][x] *= alpha[x >> 1];\n"
+    "            /* the probabilities of 16 keys are the A fragment of two score groups */\n"
+    "#pragma unroll\n"
+    "            for (int kk = 0; kk < BK / 16; kk++) {\n"
+    "                const uint32_t pa[4] = {pack<T>(s[2 * kk][0], s[2 * kk][1]),\n"
+    "                                        pack<T>(s[2 * kk][2], s[2 * kk][3]),\n"
+    "                                        pack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),\n"
+    "                                        pack<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};\n"
+    "#pragma unroll\n"
+    "                for (int e = 0; e < NO; e++) {\n"
+    "                    const uint16_t *vp = svt + (e * 8 + g) * VP + kk * 16 + 2 * t4;\n"
+    "                    const uint32_t bf[2] = {ld32(vp), ld32(vp + 8)};\n"
+    "                    mma(T(), o[e], pa, bf);\n"
+    "                }\n"
+    "            }\n"
+    "        }\n"
+    "        /* a finite fill: the keys j >= seen all score it (cpu_attention.c's rows_*_fill),\n"
+    "         * then each live row's output, two columns a store */\n"
+    "#pragma unroll\n"
+    "        for (int r = 0; r < 2; r++) {\n"
+    "            if (!seen[r]) continue;\n"
+    "            if (p.causal && p.fill_finite && seen[r] < p.s && m[r] == m[r]) {\n"
+    "                const float f = (float)p.fill, top = m[r] > f ? m[r] : f, wt = ex(f - top);\n"
+    "                if (wt != 0) {\n"
+    "                    const float a = ex(m[r] - top);\n"
+    "                    l[r] = l[r] * a + (float)(p.s - seen[r]) * wt;\n"
+    "#pragma unroll\n"
+    "                    for (int e = 0; e < NO; e++)\n"
+    "#pragma unroll\n"
+    "                        for (int c = 0; c < 2; c++) {\n"
+    "                            const int64_t col = e * 8 + 2 * t4 + c;\n"
+    "                            float vs = 0;\n"
+    "                            for (int64_t j = seen[r]; j < p.s && col < p.hv; j++)\n"
+    "                                vs += wide(v[vo + j * ldv + col]);\n"
+    "                            o[e][2 * r + c] = o[e][2 * r + c] * a + wt * vs;\n"
+    "                        }\n"
+    "                }\n"
+    "            }\n"
+    "            const float inv = 1.0f / l[r];\n"
+    "#pragma unroll\n"
+    "            for (int e = 0; e < NO; e++) {\n"
+    "                const int64_t col = e * 8 + 2 * t4;\n"
+    "                if (col < p.hv)\n"
+    "                    *(uint32_t *)(out + oo + (g + 8 * r) * ldo + col) =\n"
+    "                        pack<T>(o[e][2 * r] * inv, o[e][2 * r + 1] * inv);\n"
+    "            }\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    /* one block an SM: the fragments take ptxas past 128 registers a thread, and bound to
+     * two blocks it spilled; below compute capability 8.0 (no bf16 mma) the kernels are empty
+     * and cu_attention_kernel never chooses them */
+    "#define ATTN_TC(name, T, D) extern \"C\" __global__ void __launch_bounds__(256, 1) name(const "
+    "T *q, const T *k, const T *v, T *out, attn_params p) { attn_tc<T, D>(q, k, v, out, p); }\n"
+    "#else\n"
+    "#define ATTN_TC(name, T, D) extern \"C\" __global__ void name(const T *, const T *, const T "
+    "*, T *, attn_params) {}\n"
+    "#endif\n"
+    "ATTN_TC(kiln_attn_tc_bf16_64, bf16, 64)\n"
+    "ATTN_TC(kiln_attn_tc_bf16_128, bf16, 128)\n"
+    "ATTN_TC(kiln_attn_tc_f16_64, f16, 64)\n"
+    "ATTN_TC(kiln_attn_tc_f16_128, f16, 128)\n";
 
 const char *cu_attention_source(size_t *len) {
     *len = sizeof attn_source - 1;
@@ -250,19 +474,31 @@ bool cu_attention_supports(const kn_attention_desc *a) {
     return cu_float_type(a->dtype) >= 0;
 }
 
+int cu_attention_kernel(const kn_attention_desc *a, int cc_major, uintptr_t align,
+                        bool cuda_cores) {
+    int t = cu_float_type(a->dtype);
+    bool half = a->dtype == KILN_DTYPE_BF16 || a->dtype == KILN_DTYPE_F16;
+    if (!half || cuda_cores || cc_major < 8 || align % 16 || a->h % 8 || a->hv % 8 || a->h > 128 ||
+        a->hv > 128)
+        return t;
+    return 4 + 2 * (a->dtype == KILN_DTYPE_F16) + (a->h > 64 || a->hv > 64);
+}
+
+int64_t cu_attention_block_rows(const kn_attention_desc *a, int kernel) {
+    if (kernel >= 4) return CU_ATTN_THREADS / 2; /* 16 rows a warp */
+    return a->dtype == KILN_DTYPE_F64 ? CU_ATTN_THREADS / 8 : CU_ATTN_THREADS / 4;
+}
+
 /* Compiles and loads the attention kernels at the device's first attention call (their own
  * program: most programs have none, and the library's compiles faster without them). */
 static kiln_status attn_ready(cu_state *st, int device) {
-    static const char *const names[4] = {"kiln_attn_f32", "kiln_attn_f64", "kiln_attn_bf16",
-                                         "kiln_attn_f16"};
+    static const char *const names[CU_ATTN_KERNELS] = {
+        "kiln_attn_f32",       "kiln_attn_f64",        "kiln_attn_bf16",
+        "kiln_attn_f16",       "kiln_attn_tc_bf16_64", "kiln_attn_tc_bf16_128",
+        "kiln_attn_tc_f16_64", "kiln_attn_tc_f16_128"};
     cu_libk *l = &st->devs[device].lib;
     return cu_lib_program(st, device, "kiln_executable_run: attention", attn_source,
-                          sizeof attn_source - 1, 4, names, &l->attn_prog, l->attn);
-}
-
-static unsigned attn_grid(const cu_dev *d, const kn_attention_desc *a) {
-    int64_t rows = a->dtype == KILN_DTYPE_F64 ? CU_ATTN_THREADS / 8 : CU_ATTN_THREADS / 4;
-    return cu_grid(d, a->batch * a->heads * ((a->t + rows - 1) / rows));
+                          sizeof attn_source - 1, CU_ATTN_KERNELS, names, &l->attn_prog, l->attn);
 }
 
 kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
@@ -283,8 +519,12 @@ kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *
                      .scale = a->scale,
                      .fill = a->fill};
     void *params[] = {(void *)&q, (void *)&k, (void *)&v, &out, &p};
-    CUresult e = st->drv.cuLaunchKernel(d->lib.attn[cu_float_type(a->dtype)], attn_grid(d, a), 1, 1,
-                                        CU_ATTN_THREADS, 1, 1, 0, d->compute, params, NULL);
+    uintptr_t align = (uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)out;
+    int kernel = cu_attention_kernel(a, d->cc_major, align, st->opt.attention_cuda_cores);
+    int64_t rows = cu_attention_block_rows(a, kernel);
+    unsigned grid = cu_grid(d, a->batch * a->heads * ((a->t + rows - 1) / rows));
+    CUresult e = st->drv.cuLaunchKernel(d->lib.attn[kernel], grid, 1, 1, CU_ATTN_THREADS, 1, 1, 0,
+                                        d->compute, params, NULL);
     if (e) return cu_fail(st, e, "cuLaunchKernel", "launching the attention kernel");
     return KILN_STATUS_OK;
 }

@@ -15,6 +15,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* cuda_attention.c's kernels: four on the CUDA cores, four on tensor cores. */
+#define CU_ATTN_KERNELS 8
+
 /* A device's library kernels (cuda_lib.c), loaded together from one program. */
 typedef struct cu_libk {
     struct kn_program *prog;
@@ -24,11 +27,13 @@ typedef struct cu_libk {
     CUfunction gemm_ptrs;         /* a batched product's matrix pointers (cuBLAS's arrays) */
     CUfunction scan[6];           /* cumsum: f32 f64 i32 i64 bf16 f16 */
     struct kn_program *attn_prog; /* cuda_attention.c's, loaded at the first attention */
-    CUfunction attn[4];           /* f32 f64 bf16 f16 */
-    struct kn_program *sort_prog; /* cuda_sort.c's, loaded at the first argsort */
-    CUfunction sort[7];           /* f32 f64 i32 i64 bf16 f16 bool (CU_SORT_TYPES) */
-    struct kn_program *conv_prog; /* cuda_conv.c's, loaded at the first convolution */
-    CUfunction conv[2][4];        /* [the product, a split's sum][f32 f64 bf16 f16] */
+    /* f32 f64 bf16 f16 on the CUDA cores, then the tensor-core ones: bf16 with head sizes
+     * up to 64, up to 128, then f16 likewise (cu_attention_kernel) */
+    CUfunction attn[CU_ATTN_KERNELS];
+    struct kn_program *sort_prog;    /* cuda_sort.c's, loaded at the first argsort */
+    CUfunction sort[7];              /* f32 f64 i32 i64 bf16 f16 bool (CU_SORT_TYPES) */
+    struct kn_program *conv_prog;    /* cuda_conv.c's, loaded at the first convolution */
+    CUfunction conv[2][4];           /* [the product, a split's sum][f32 f64 bf16 f16] */
     struct kn_program *scatter_prog; /* cuda_scatter.c's, loaded at its first scatter */
     /* [0, 2): the index sorts by index dtype (i32, i64); [2, 8): the row kernels, f32 f64
      * i32 i64 bf16 f16 (CU_SCATTER_TYPES) */
@@ -144,6 +149,14 @@ void cu_lib_release(cu_state *st, cu_dev *d);
 #define CU_ATTN_THREADS 256
 /* Whether the kernel takes a's dtype (f32, f64, bf16, f16: every shape). */
 bool cu_attention_supports(const kn_attention_desc *a);
+/* The kernel that runs a, an index into kn_cuda_lib's attn: the tensor-core form (4 and
+ * up) for bf16 and f16 on compute capability 8.0 or later, H and Hv multiples of 8 up to
+ * 128, and every operand 16-byte aligned (`align`: the four pointers or'ed together),
+ * unless cuda_cores (KILN_ATTENTION_CUDA_CORES) asks for the CUDA-core form; that form
+ * (cu_float_type's index) otherwise. */
+int cu_attention_kernel(const kn_attention_desc *a, int cc_major, uintptr_t align, bool cuda_cores);
+/* Query rows a block takes in kernel `kernel` (cu_attention_kernel) for dtype a->dtype. */
+int64_t cu_attention_block_rows(const kn_attention_desc *a, int kernel);
 /* Enqueues a on the device's compute stream (compiling the kernels at the first call). */
 kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
                              const void *k, const void *v, void *out);

@@ -478,7 +478,9 @@ static void test_forms(void) {
     }
     /* reductions to one value or a few, split over KN_CUDA_PARTS blocks: the split loop
      * outer (its inner loop lane-strided), the split loop itself lane-strided (1-D), a
-     * few values at once, NaN flags through the parts, wrapping integer sums */
+     * few values at once, NaN flags through the parts, wrapping integer sums; column
+     * splits (32 columns a block, 8 lanes a column) with a last block of columns cut
+     * short, a NaN column, bf16 columns */
     {
         kiln_graph *g = NULL;
         kiln_graph_create(ctx, "split", &g);
@@ -490,8 +492,10 @@ static void test_forms(void) {
         int ax02[2] = {0, 2};
         int64_t dcol[2] = {3000, 300};
         kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, dcol);
+        int64_t dh[2] = {2048, 72};
+        kiln_value h = kiln_parameter(g, "h", KILN_DTYPE_BF16, 2, dh);
         int ax0[1] = {0};
-        kiln_value outs[8] = {
+        kiln_value outs[10] = {
             kiln_reduce_sum(g, w, 1, ax0, false), /* columns: few, long (a bias gradient) */
             kiln_reduce_max(g, kiln_exp(g, w), 1, ax0, true),
             kiln_reduce_sum(g, kiln_mul(g, x, x), 0, NULL, false),
@@ -499,8 +503,10 @@ static void test_forms(void) {
             kiln_reduce_sum(g, c, 2, ax02, false),
             kiln_reduce_min(g, kiln_log(g, x), 0, NULL, true), /* NaN: some x < 0 */
             kiln_reduce_sum(g, k, 0, NULL, false),
-            kiln_reduce_max(g, kiln_exp(g, c), 0, NULL, false)};
-        if (finish(g, 8, outs, "split")) {
+            kiln_reduce_max(g, kiln_exp(g, c), 0, NULL, false),
+            kiln_reduce_min(g, kiln_log(g, w), 1, ax0, false), /* NaN: some w < 0 */
+            kiln_reduce_sum(g, kiln_convert(g, h, KILN_DTYPE_F32), 1, ax0, false)};
+        if (finish(g, 10, outs, "split")) {
             check(g, "split", NULL, 1e-5);
             kiln_graph_destroy(g);
         }

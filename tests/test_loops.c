@@ -1132,6 +1132,54 @@ static void row_group_of(kiln_dtype t, int64_t n, bool reduce, int64_t want) {
     kiln_graph_destroy(g);
 }
 
+/* CUDA: a column sum of [r, c] bf16 to f32 (a bias gradient) split over its rows
+ * (schedule.c, cuda_column_split): 32 columns a block, 8 threads a column, about
+ * KN_CUDA_PARTS part blocks in all, a part at least 16 rows; not split when its 256-column
+ * items fill the device (128 or more) or it is too little work. want_parts 0: not split
+ * (256 columns an item). The partial results, parts x c slots of KD_PART_BYTES, are at
+ * most an eighth of the input's bytes for the GPT's shapes. */
+static void column_split_of(int64_t r, int64_t c, int64_t want_parts) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "column_split", &g));
+    int64_t d[2] = {r, c};
+    int ax = 0;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_BF16, 2, d);
+    kiln_value y = kiln_reduce_sum(g, kiln_convert(g, x, KILN_DTYPE_F32), 1, &ax, false);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    fusion_plan p;
+    CHECK_OK(ctx, fusion_plan_build(g, &(fusion_options){0}, &p));
+    int n = 0;
+    for (uint32_t k = 0; k < p.n_kernels; k++) {
+        if (p.kernels[k].kind != FK_LOOP) continue;
+        kd_kernel kd;
+        CHECK_OK(ctx, kd_lower(g, &p, k, &kd));
+        kd_schedule(&kd, CGEN_DIALECT_CUDA);
+        n++;
+        int64_t chunk = want_parts ? CGEN_CUDA_THREADS / CGEN_CUDA_COL_LANES : CGEN_CUDA_THREADS;
+        CHECK_MSG(kd.columns && kd.sched.parts == want_parts && kd.sched.chunk == chunk,
+                  "[%lld, %lld]: %lld parts of %lld columns, not %lld of %lld", (long long)r,
+                  (long long)c, (long long)kd.sched.parts, (long long)kd.sched.chunk,
+                  (long long)want_parts, (long long)chunk);
+        if (want_parts && r >= 4096)
+            CHECK_MSG(kd.sched.parts * c * KD_PART_BYTES * 8 <= r * c * 2,
+                      "[%lld, %lld]: partial results of %lld bytes", (long long)r, (long long)c,
+                      (long long)(kd.sched.parts * c * KD_PART_BYTES));
+        kd_free(&kd);
+    }
+    CHECK_MSG(n == 1, "[%lld, %lld]: %d loop kernels, not 1", (long long)r, (long long)c, n);
+    fusion_plan_free(&p);
+    kiln_graph_destroy(g);
+}
+
+static void test_cuda_column_splits(void) {
+    column_split_of(4096, 512, 32);  /* 16 items of 32 columns */
+    column_split_of(4096, 2048, 8);  /* the MLP's bias: 64 items */
+    column_split_of(4096, 1536, 10); /* the projection's: 48 */
+    column_split_of(65536, 8, 512);  /* one item */
+    column_split_of(100, 512, 0);    /* too little work */
+    column_split_of(4096, 32768, 0); /* 128 items of 256 columns fill the device */
+}
+
 static void test_cuda_rows_on_chip(void) {
     row_group_of(KILN_DTYPE_F32, 64, false, 16);
     row_group_of(KILN_DTYPE_BF16, 64, false, 32);
@@ -1180,6 +1228,7 @@ int main(void) {
     RUN(test_short_reductions);
     RUN(test_prologue_rows);
     RUN(test_cuda_rows_on_chip);
+    RUN(test_cuda_column_splits);
     /* the short-row forms of both kinds of target, whatever this one is: gcc vectorising
      * across the rows (AVX-512) and the rows' own pragmas (KD_SHORT_REDUCE) */
     kiln_context *native = ctx;

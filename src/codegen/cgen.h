@@ -55,9 +55,12 @@ bool cgen_dialect_named(const char *language, cgen_dialect *dialect);
 /* Fewer elements than this with a reduction inside: a block per element, not a warp. */
 #define CGEN_CUDA_WARP_MIN 4096
 /* A column reduction of fewer items than this (blocks of 256 columns) is split over its
- * rows, at least this many rows a part (schedule.c, cuda_column_split). */
+ * rows (schedule.c, cuda_column_split): then a block takes CGEN_CUDA_THREADS /
+ * CGEN_CUDA_COL_LANES columns, CGEN_CUDA_COL_LANES threads a column, a part at least
+ * CGEN_CUDA_COL_PART_ROWS rows. */
 #define CGEN_CUDA_COL_SPLIT_ITEMS 128
-#define CGEN_CUDA_COL_PART_ROWS   16
+#define CGEN_CUDA_COL_LANES       8
+#define CGEN_CUDA_COL_PART_ROWS   (2 * CGEN_CUDA_COL_LANES)
 /* A reduction to few values split over blocks: at least this many iterations a block. */
 #define CGEN_CUDA_PART_WORK 4096
 

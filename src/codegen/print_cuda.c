@@ -117,7 +117,13 @@ static void print_row_barrier(pr *p, const char *why) {
  * softmax or layer norm ran at a third of the copy's bandwidth, and at bf16 at a sixth.
  * The strides are the block's size as a constant (every kernel is launched with
  * CGEN_CUDA_THREADS threads, cgen.h), so the compiler knows the trip counts. */
-#define CU_UNROLL     "#pragma unroll 4"
+#define CU_UNROLL "#pragma unroll 4"
+/* A column split's columns a block (schedule.c, cuda_column_split): a warp's, each column
+ * taken by CGEN_CUDA_COL_LANES threads, thread t lane t / CU_COL_CHUNK of column
+ * t % CU_COL_CHUNK in the part kernel (so that a warp reads a row's consecutive columns)
+ * and of column t / CGEN_CUDA_COL_LANES in the combining one (so that a column's lanes
+ * are one warp's, for the shuffles). */
+#define CU_COL_CHUNK  (CGEN_CUDA_THREADS / CGEN_CUDA_COL_LANES)
 #define CU_UNROLL_ROW "#pragma unroll 8" /* a row's passes: a short row's lane share in one */
 /* (the passes that take w elements a lane a trip, print_row_pass, unroll by CU_UNROLL) */
 _Static_assert(KD_ROW_LANE_ELEMS == 8, "a short row's lane share is one trip of CU_UNROLL_ROW");
@@ -157,7 +163,14 @@ static void print_cuda_loop(pr *p, const kd_stmt *s, const char *v) {
          * loops around it (a column reduction's rows) can be unrolled; when every chunk is
          * the block's width, every thread has its element, and no test stands between the
          * unrolled loads */
-        if (p->chunk == CGEN_CUDA_THREADS && p->kd->inner % CGEN_CUDA_THREADS == 0) {
+        if (p->part_mode == 1 && kd->columns && kd->inner % CU_COL_CHUNK == 0) {
+            pr_line(p, "{"); /* a column split's part kernel: every thread's column is there */
+            p->depth++;
+            pr_line(p, "const int64_t %s = jb + threadIdx.x %% %d;", v, CU_COL_CHUNK);
+            p->depth--;
+        } else if (p->part_mode == 1 && kd->columns)
+            pr_line(p, "if (int64_t %s = jb + threadIdx.x %% %d; %s < je) {", v, CU_COL_CHUNK, v);
+        else if (p->chunk == CGEN_CUDA_THREADS && p->kd->inner % CGEN_CUDA_THREADS == 0) {
             pr_line(p, "{");
             p->depth++;
             pr_line(p, "const int64_t %s = jb + threadIdx.x;", v);
@@ -199,7 +212,12 @@ static void cu_loop(pr *p, const kd_stmt *s) {
                 "const int64_t kiln_lo%u = kiln_q * %lld / %d, kiln_hi%u = (kiln_q + 1) * %lld / "
                 "%d;",
                 id, n, parts, id, n, parts);
-        if (s->acc && !CU(p)->stripe_depth) {
+        if (p->kd->columns) { /* a column's lanes take every CGEN_CUDA_COL_LANES-th row */
+            pr_line(p, CU_UNROLL);
+            pr_line(p,
+                    "for (int64_t %s = kiln_lo%u + threadIdx.x / %d; %s < kiln_hi%u; %s += %d) {",
+                    v, id, CU_COL_CHUNK, v, id, v, CGEN_CUDA_COL_LANES);
+        } else if (s->acc && !CU(p)->stripe_depth) {
             CU(p)->stripe_depth = p->depth + 1;
             CU(p)->striped[s->acc] = 1;
             pr_line(p, CU_UNROLL);
@@ -510,80 +528,17 @@ static int column_accs(const kd_kernel *kd) {
     return n;
 }
 
-/* CUDA, a column split: for each of this thread's columns, every column accumulator's
- * slot of part kiln_q: stored (the part kernel) or added in (kiln_k<i>: the parts in
- * order, innermost, so that a thread has several of its column's slots in flight; the
- * combining kernel has few blocks, one per 256 columns). */
-static void print_col_slots(pr *p, bool store) {
-    const kd_kernel *kd = p->kd;
-    char v[PR_NAME_LEN], slot[PR_ACC_LEN + 96], a[PR_ACC_LEN], nan[PR_ACC_LEN];
-    pr_var_name(kd, kd->last_var, v);
-    pr_line(p, "for (int64_t %s = jb + threadIdx.x; %s < je; %s += %d) {", v, v, v,
-            CGEN_CUDA_THREADS);
-    p->depth++;
-    if (!store) {
-        pr_line(p, CU_UNROLL_ROW);
-        pr_line(p, "for (int64_t kiln_q = 0; kiln_q < %lld; kiln_q++) {",
-                (long long)p->kd->sched.parts);
-        p->depth++;
-    }
-    int k = 0;
-    for (uint32_t s = 1; s < kd->n_stmts; s++) {
-        const kd_stmt *acc = &kd->stmts[s];
-        if (acc->kind != KS_ACC || !acc->column) continue;
-        pr_part_slot(p, k++, "kiln_q", slot, sizeof slot);
-        p->acc_name(p, s, false, a);
-        p->acc_name(p, s, true, nan);
-        if (store) {
-            pr_line(p, "*(%s *)(%s) = %s;", pr_acc_ctype(acc), slot, a);
-            if (acc->red.nan_flag) pr_line(p, "(%s)[8] = %s;", slot, nan);
-            continue;
-        }
-        pr_line(p, "{");
-        p->depth++;
-        pr_line(p, "const %s t = *(const %s *)(%s);", pr_acc_ctype(acc), pr_acc_ctype(acc), slot);
-        pr_combine_line(p, acc, a, "t");
-        if (acc->red.nan_flag) pr_line(p, "%s |= (%s)[8];", nan, slot);
-        p->depth--;
-        pr_line(p, "}");
-    }
-    if (!store) {
-        p->depth--;
-        pr_line(p, "}");
-    }
-    p->depth--;
-    pr_line(p, "}");
-}
-
 /* CUDA, a column split: kiln_k<i>_part, a block per (part, item): the reduce loops over
- * the part's slice, then every thread's columns' accumulators stored. */
+ * the part's slice, each column's CGEN_CUDA_COL_LANES lanes taking every eighth row of it;
+ * then each column's lanes combined through shared memory in lane order, and the column's
+ * partial results (every column accumulator's) stored by its lane 0. */
 static void print_cuda_col_part_fn(pr *p) {
-    cuda_part_open(p);
-    uint32_t last = kd_loop_end(p->kd, p->kd->sched.split_loop);
-    for (uint32_t s = 1; s <= last; s++) cu_stmt(p, s);
-    print_col_slots(p, true);
-    cuda_part_close(p);
-}
-
-/* Lanes per column in the combining kernel of a column split (print_col_combine). */
-#define CU_COL_LANES 8
-
-/* CUDA, a column split: in kiln_k<i>, the columns' parts added up in place of the reduce
- * loops. The kernel has a block per 256 columns, few blocks: so that a column's parts are
- * not one thread's long chain of loads, CU_COL_LANES lanes take every eighth part each,
- * several in flight, and combine by warp shuffles in a fixed order (a butterfly over the
- * 8 lanes); the columns' totals go through shared memory to the thread that owns the
- * column. A chunk wider than the block keeps each thread's parts in order
- * (print_col_slots). */
-static void print_col_combine(pr *p) {
     const kd_kernel *kd = p->kd;
-    if (p->chunk > CGEN_CUDA_THREADS) {
-        print_col_slots(p, false);
-        return;
-    }
     char v[PR_NAME_LEN], slot[PR_ACC_LEN + 96], a[PR_ACC_LEN], nan[PR_ACC_LEN];
+    cuda_part_open(p);
+    uint32_t last = kd_loop_end(kd, kd->sched.split_loop);
+    for (uint32_t s = 1; s <= last; s++) cu_stmt(p, s);
     pr_var_name(kd, kd->last_var, v);
-    const int lanes = CU_COL_LANES, per = CGEN_CUDA_THREADS / CU_COL_LANES;
     pr_line(p, "{");
     p->depth++;
     for (uint32_t s = 1; s < kd->n_stmts; s++) {
@@ -592,10 +547,67 @@ static void print_col_combine(pr *p) {
         pr_line(p, "__shared__ %s kiln_col%u[%d];", pr_acc_ctype(acc), s, CGEN_CUDA_THREADS);
         if (acc->red.nan_flag)
             pr_line(p, "__shared__ uint8_t kiln_col%u_nan[%d];", s, CGEN_CUDA_THREADS);
+        p->acc_name(p, s, false, a);
+        p->acc_name(p, s, true, nan);
+        /* the accumulator's one slot, named as at the loops' column (i0 - jb < the chunk) */
+        pr_line(p, "kiln_col%u[threadIdx.x] = acc%u[0];", s, s);
+        if (acc->red.nan_flag) pr_line(p, "kiln_col%u_nan[threadIdx.x] = acc%u_nan[0];", s, s);
     }
-    pr_line(p, "for (int kiln_g = 0; kiln_g < %lld; kiln_g += %d) {", (long long)p->chunk, per);
+    pr_line(p, "__syncthreads();");
+    pr_line(p, "if (int64_t %s = jb + threadIdx.x; threadIdx.x < %d && %s < je) {", v, CU_COL_CHUNK,
+            v);
     p->depth++;
-    pr_line(p, "const int64_t %s = jb + kiln_g + (threadIdx.x / %d);", v, lanes);
+    int k = 0;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (acc->kind != KS_ACC || !acc->column) continue;
+        const char *at = pr_acc_ctype(acc);
+        snprintf(a, sizeof a, "kiln_c%u", s);
+        snprintf(nan, sizeof nan, "kiln_c%u_nan", s);
+        pr_line(p, "%s %s = kiln_col%u[threadIdx.x];", at, a, s);
+        if (acc->red.nan_flag) pr_line(p, "uint8_t %s = kiln_col%u_nan[threadIdx.x];", nan, s);
+        pr_line(p, "for (int l = 1; l < %d; l++) {", CGEN_CUDA_COL_LANES);
+        p->depth++;
+        pr_line(p, "const %s t = kiln_col%u[threadIdx.x + l * %d];", at, s, CU_COL_CHUNK);
+        pr_combine_line(p, acc, a, "t");
+        if (acc->red.nan_flag)
+            pr_line(p, "%s |= kiln_col%u_nan[threadIdx.x + l * %d];", nan, s, CU_COL_CHUNK);
+        p->depth--;
+        pr_line(p, "}");
+        pr_part_slot(p, k++, "kiln_q", slot, sizeof slot);
+        pr_line(p, "*(%s *)(%s) = %s;", at, slot, a);
+        if (acc->red.nan_flag) pr_line(p, "(%s)[8] = %s;", slot, nan);
+    }
+    p->depth--;
+    pr_line(p, "}");
+    pr_line(p, "__syncthreads(); /* before the next item writes its lanes' sums */");
+    p->depth--;
+    pr_line(p, "}");
+    cuda_part_close(p);
+}
+
+/* CUDA, a column split: in kiln_k<i>, the columns' parts added up in place of the reduce
+ * loops: each column's CGEN_CUDA_COL_LANES lanes (threads of one warp) take every eighth
+ * part, several in flight, and combine by warp shuffles in a fixed order (a butterfly over
+ * the lanes); the columns' totals go through shared memory to the thread that owns the
+ * column in the rest of the kernel. */
+static void print_col_combine(pr *p) {
+    const kd_kernel *kd = p->kd;
+    char v[PR_NAME_LEN], slot[PR_ACC_LEN + 96], a[PR_ACC_LEN], nan[PR_ACC_LEN];
+    pr_var_name(kd, kd->last_var, v);
+    const int lanes = CGEN_CUDA_COL_LANES;
+    pr_line(p, "{");
+    p->depth++;
+    for (uint32_t s = 1; s < kd->n_stmts; s++) {
+        const kd_stmt *acc = &kd->stmts[s];
+        if (acc->kind != KS_ACC || !acc->column) continue;
+        pr_line(p, "__shared__ %s kiln_col%u[%d];", pr_acc_ctype(acc), s, CU_COL_CHUNK);
+        if (acc->red.nan_flag)
+            pr_line(p, "__shared__ uint8_t kiln_col%u_nan[%d];", s, CU_COL_CHUNK);
+    }
+    pr_line(p, "{");
+    p->depth++;
+    pr_line(p, "const int64_t %s = jb + threadIdx.x / %d;", v, lanes);
     int k = 0;
     for (uint32_t s = 1; s < kd->n_stmts; s++) {
         const kd_stmt *acc = &kd->stmts[s];
@@ -621,16 +633,17 @@ static void print_col_combine(pr *p) {
         pr_line(p, "}");
         print_butterfly(p, acc, a, nan, lanes / 2);
         pr_line(p, "if (threadIdx.x %% %d == 0) {", lanes);
-        pr_line(p, "    kiln_col%u[kiln_g + threadIdx.x / %d] = %s;", s, lanes, a);
+        pr_line(p, "    kiln_col%u[threadIdx.x / %d] = %s;", s, lanes, a);
         if (acc->red.nan_flag)
-            pr_line(p, "    kiln_col%u_nan[kiln_g + threadIdx.x / %d] = %s;", s, lanes, nan);
+            pr_line(p, "    kiln_col%u_nan[threadIdx.x / %d] = %s;", s, lanes, nan);
         pr_line(p, "}");
     }
     p->depth--;
     pr_line(p, "}");
     pr_line(p, "__syncthreads();");
     /* each thread's own column: its accumulators take the totals */
-    pr_line(p, "if (int64_t %s = jb + threadIdx.x; %s < je) {", v, v);
+    pr_line(p, "if (int64_t %s = jb + threadIdx.x; threadIdx.x < %d && %s < je) {", v, CU_COL_CHUNK,
+            v);
     p->depth++;
     for (uint32_t s = 1; s < kd->n_stmts; s++) {
         const kd_stmt *acc = &kd->stmts[s];

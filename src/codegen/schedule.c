@@ -461,16 +461,20 @@ static bool cuda_element_split(kd_kernel *kd) {
 
 /* CUDA: whether a column reduction has too few items to fill the device and rows enough
  * to split. A bias gradient, [4096, 512] summed over its rows, is two items of 256
- * columns: two blocks, each thread adding 4096 rows alone. Split, its outermost reduce
- * loop gives each of `parts` slices a block per item (kiln_k<i>_part, every thread
- * storing its columns' partial results), and kiln_k<i> adds the parts of each column in
- * order. The description is the same for both dialects; the split is how this dialect
- * spreads it (the C dialect's threads already share the columns). */
+ * columns: two blocks, each thread adding 4096 rows alone. Split, the kernel takes
+ * CGEN_CUDA_THREADS / CGEN_CUDA_COL_LANES columns an item (32: a warp's, so its loads stay
+ * coalesced), and its outermost reduce loop gives each of `parts` slices a block per
+ * item (kiln_k<i>_part), whose CGEN_CUDA_COL_LANES threads a column stride the slice
+ * and combine in lane order, one partial result a column and part; kiln_k<i> adds each
+ * column's parts in a fixed order, the same lanes a column (print_cuda.c). So both kernels
+ * have every thread busy and many blocks, and the partial results are a small share of
+ * the input (a [4096, 512] bias gradient: 32 parts, 512 blocks of 16 rows a lane; it was
+ * 256 parts of 16 rows a thread, whose partial results were half the input's bytes, added
+ * up by two blocks). The description is the same for both dialects; the split is how this
+ * dialect spreads it (the C dialect's threads already share the columns). */
 static bool cuda_column_split(kd_kernel *kd) {
     kd_sched *c = &kd->sched;
-    if (!kd->columns) return false;
-    int64_t items = kd->rows * c->chunks;
-    if (items >= CGEN_CUDA_COL_SPLIT_ITEMS) return false;
+    if (!kd->columns || kd->rows * c->chunks >= CGEN_CUDA_COL_SPLIT_ITEMS) return false;
     uint32_t loop = 0; /* the outermost reduce loop, right after the accumulators */
     for (uint32_t s = 1; s < kd->n_stmts && !loop; s++) {
         if (kd->stmts[s].kind == KS_LOOP)
@@ -479,9 +483,16 @@ static bool cuda_column_split(kd_kernel *kd) {
             return false;
     }
     if (!loop || kd->stmts[loop].n < 2 * CGEN_CUDA_COL_PART_ROWS) return false;
-    int64_t n = kd->stmts[loop].n, parts = KN_CUDA_PARTS / items;
+    int64_t chunk = CGEN_CUDA_THREADS / CGEN_CUDA_COL_LANES;
+    int64_t chunks = kd->inner > chunk ? (kd->inner + chunk - 1) / chunk : 1;
+    /* about KN_CUDA_PARTS blocks in all, and at least two parts (fewer than 1024 items:
+     * the test above) */
+    int64_t items = kd->rows * chunks, n = kd->stmts[loop].n, parts = KN_CUDA_PARTS / items;
+    if (parts < 2) parts = 2;
     if (parts > n / CGEN_CUDA_COL_PART_ROWS) parts = n / CGEN_CUDA_COL_PART_ROWS;
-    if (parts < 2 || items * c->chunk * n < KD_PART_MIN_WORK) return false;
+    if (parts < 2 || kd->rows * c->chunks * c->chunk * n < KD_PART_MIN_WORK) return false;
+    c->chunk = chunk;
+    c->chunks = chunks;
     c->split_loop = loop;
     kd->stmts[loop].sched |= KD_SCHED_SPLIT_LOOP;
     c->parts = parts;

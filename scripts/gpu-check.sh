@@ -177,7 +177,7 @@ else
 fi
 if [ -x "$build/kiln" ]; then
     # JAX and kiln train, each precision in turn; SKIP (77) when JAX cannot see the GPU
-    step gpt_vs_jax 240 "$root/bench/gpt/gpu.sh" "$build" "$out/gpt" "${GPT_STEPS:-20}"
+    step gpt_vs_jax 300 "$root/bench/gpt/gpu.sh" "$build" "$out/gpt" "${GPT_STEPS:-20}"
     # where the step's time goes, kernel by kernel (KILN_PROFILE's report at exit), f32
     # and bf16 mixed precision
     # and bf16 mixed precision: each report whole in profile_<dtype>.log, its head here

@@ -549,6 +549,61 @@ static void test_mixed_precision_step(kiln_context *ctx) {
     for (int i = 0; i < n; i++) kiln_array_destroy(args[i]);
 }
 
+/* Attention as the op (gpt_step_spec.fused_attention): the step's graph holds one
+ * dot_product_attention a layer and no [B, H, T, T] softmax, the op's gradient recomputes
+ * the probabilities, and the new parameters, moments and loss equal the written-out step's
+ * to f64 rounding (compiled against the reference too); computed in bf16 (mixed
+ * precision), to bf16's rounding (the op keeps its scores and softmax in f32 and rounds
+ * once, as the written-out form rounds the probabilities). */
+static void test_fused_attention_step(kiln_context *ctx) {
+    gpt_config cfg = tiny;
+    cfg.layers = 2;
+    int P = gpt_num_params(&cfg), B = 2, T = 8, n_out = 3 * P + 1;
+    for (int t = 0; t < 2; t++) {
+        kiln_dtype dt = t ? KILN_DTYPE_F32 : KILN_DTYPE_F64;
+        kiln_array *args[3 * 64 + 4], *res[2][3 * 64 + 1] = {{0}};
+        int n_args = 3 * P + 4;
+        if (t)
+            n_args = step_args(ctx, &cfg, B, T, args, 0, 0, 0);
+        else
+            step_args_f64(ctx, &cfg, B, T, args);
+        for (int f = 0; f < 2; f++) {
+            kiln_graph *g;
+            CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+            char err[GPT_ERR_SIZE];
+            gpt_step_spec spec = {.batch = B,
+                                  .seq = T,
+                                  .weight_decay = 0.1,
+                                  .clip = 1.0,
+                                  .compute = t ? KILN_DTYPE_BF16 : 0,
+                                  .fused_attention = f};
+            CHECK_MSG(gpt_trace_step(g, &cfg, dt, &spec, err) == KILN_STATUS_OK, "%s", err);
+            int ops = 0;
+            for (uint32_t i = 0; i < g->n_nodes; i++) ops += g->nodes[i].op == IR_ATTENTION;
+            CHECK_MSG(ops == (f ? cfg.layers : 0), "%s step, fused %d: %d attention ops",
+                      kiln_dtype_name(dt), f, ops);
+            if (f && !t) CHECK_MSG(cmp_graph(ctx, g, n_args, args, NULL, 1e-4, NULL), "fused");
+            kiln_executable *e = NULL;
+            CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+            if (e) CHECK_OK(ctx, kiln_executable_run(e, n_args, args, n_out, res[f]));
+            kiln_executable_destroy(e);
+            kiln_graph_destroy(g);
+        }
+        for (int j = 0; j < n_out; j++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s step, fused attention: output %d", t ? "bf16" : "f64",
+                     j);
+            /* lr 1e-3 under bf16: the state within a tenth of an update, the loss 1% */
+            if (res[0][j] && res[1][j])
+                CHECK(cmp_arrays(res[1][j], res[0][j], t ? (j == 3 * P ? 1e-2 : 1e-4) : 1e-12,
+                                 1e-10, what));
+            kiln_array_destroy(res[0][j]);
+            kiln_array_destroy(res[1][j]);
+        }
+        for (int i = 0; i < n_args; i++) kiln_array_destroy(args[i]);
+    }
+}
+
 /* The step computed in f16 with dynamic loss scaling: at a scale of 2^30 the scaled
  * cotangents overflow f16, the step is skipped (parameters and moments bit-identical, the
  * step number kept, the scale halved and its counter reset); at 2^10 it is taken. */
@@ -1035,6 +1090,7 @@ int main(void) {
     test_forward_vs_reference(ctx);
     test_scanned_forward(ctx);
     test_scanned_step(ctx);
+    test_fused_attention_step(ctx);
     test_offloaded_step(ctx);
     test_stacked_layout(ctx);
     test_stacked_step(ctx);

@@ -220,6 +220,10 @@ static const tool_flag train_flags[] = {
              "depth, each block recomputed in the backward pass (not with\n"
              "--remat; docs/control_flow.md); the parameters held stacked [L, ...],\n"
              "the checkpoint per layer as always"},
+    {T_SW("--fused-attention", o.fused_attention),
+     .help = "attention as kiln_dot_product_attention: one fused kernel forward (on\n"
+             "a GPU, bf16/f16 on tensor cores), its probabilities recomputed in the\n"
+             "backward pass rather than saved (a smaller peak; docs/training.md)"},
     {T_SW("--no-summary", o.no_summary),
      .help = "leave the summary out of the output (it is still written to\nDIR/summary.txt)"},
     {.kind = TOOL_FLAG_HEADING,

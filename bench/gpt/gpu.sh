@@ -108,6 +108,23 @@ for prec in f32 tf32 bf16; do
         --out "$out/kiln_$prec" >"$out/kiln_$prec.log" 2>&1 ||
         echo "kiln train failed (see kiln_$prec.log)" >"$out/kiln_$prec/SKIPPED"
 done
+# kiln alone once more at bf16 with attention as the op (--fused-attention: the forward
+# pass one tensor-core kernel, the probabilities recomputed rather than saved), beside
+# its written-out bf16 step and JAX's
+mkdir -p "$out/kiln_bf16fa"
+case " $sides " in *" jax "*) fa=1 ;; *) fa=0 ;; esac
+if [ $fa = 0 ]; then
+    echo "run beside JAX only" >"$out/kiln_bf16fa/SKIPPED"
+elif "$build/kiln" train --help 2>&1 | grep -q -- '--fused-attention'; then
+    echo "== kiln, bf16 --fused-attention" >&2
+    # shellcheck disable=SC2086
+    timeout 150 "$build/kiln" train $common --device "$dev" --context $T --layers $L \
+        --heads $H --channels $C --seed 1337 --eval-every 0 --no-summary --dtype bf16 \
+        --fused-attention --out "$out/kiln_bf16fa" >"$out/kiln_bf16fa.log" 2>&1 ||
+        echo "kiln train failed (see kiln_bf16fa.log)" >"$out/kiln_bf16fa/SKIPPED"
+else
+    echo "kiln train has no --fused-attention" >"$out/kiln_bf16fa/SKIPPED"
+fi
 "$py" - "$out" "$B" "$T" "$L" "$H" "$C" "$sides" <<'PY'
 import json, os, sys
 out = sys.argv[1]
@@ -156,4 +173,22 @@ for prec in ("f32", "tf32", "bf16"):
         if "step_kernels" in k:
             parts.append(f"; kiln runs {k['step_kernels']} kernels a step")
     print(" ".join(parts).replace(" ;", ";"))
+k, kwhy = load("kiln", "bf16")
+f, fwhy = load("kiln", "bf16fa")
+if "jax" not in sides:
+    sys.exit(0)
+j, jwhy = load("jax", "bf16") if "jax" in sides else (None, "not run")
+parts = [f"RESULT GPT step {config} bf16, kiln --fused-attention:"]
+parts.append(f"{f['ms_per_step_median']:.2f} ms" if f else f"not run ({fwhy})")
+if f and k:
+    parts.append(f"= {f['ms_per_step_median'] / k['ms_per_step_median']:.2f}x the written-out "
+                 f"step's {k['ms_per_step_median']:.2f} ms")
+    parts.append(f"; peak planned {mib(f['planned_peak_bytes'])} (written out "
+                 f"{mib(k['planned_peak_bytes'])}), measured {mib(f['measured_peak_bytes'])}")
+if f and j:
+    parts.append(f"; {f['ms_per_step_median'] / j['ms_per_step_median']:.2f}x JAX's time, "
+                 f"peak {f['planned_peak_bytes'] / j['peak_bytes']:.2f}x JAX's")
+if f:
+    parts.append(f"; loss {f.get('final_loss', f.get('loss_last', float('nan'))):.4f}")
+print(" ".join(parts).replace(" ;", ";"))
 PY

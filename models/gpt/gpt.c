@@ -243,22 +243,23 @@ static kiln_value reshape4(kiln_graph *g, kiln_value x, int64_t a, int64_t b, in
     return kiln_reshape(g, x, 4, d);
 }
 
-/* The dtypes a trace works in: compute for the products and the saved activations; wide
- * (f32 when compute is 16-bit, else compute) for the islands the file's opening comment
- * lists. */
-typedef struct precision {
+/* How a trace is written: the dtypes it works in (compute for the products and the saved
+ * activations; wide, f32 when compute is 16-bit, else compute, for the islands the file's
+ * opening comment lists) and attention's form. */
+typedef struct trace_form {
     kiln_dtype compute, wide;
-} precision;
+    bool fused_attention; /* gpt_trace_options.fused_attention */
+} trace_form;
 
-static precision precision_of(kiln_graph *g, const kiln_value *p, kiln_dtype compute) {
-    precision pr = {.compute = compute ? compute : dtype_of(g, p[0])};
+static trace_form form_of(kiln_graph *g, const kiln_value *p, kiln_dtype compute) {
+    trace_form pr = {.compute = compute ? compute : dtype_of(g, p[0])};
     pr.wide =
         pr.compute == KILN_DTYPE_BF16 || pr.compute == KILN_DTYPE_F16 ? KILN_DTYPE_F32 : pr.compute;
     return pr;
 }
 
 /* x [N, in] @ w [in, out] + b [out], the parameters converted to the compute dtype */
-static kiln_value linear(kiln_graph *g, const precision *pr, kiln_value x, kiln_value w,
+static kiln_value linear(kiln_graph *g, const trace_form *pr, kiln_value x, kiln_value w,
                          kiln_value b) {
     return kiln_add(g, kiln_matmul(g, x, kiln_convert(g, w, pr->compute)),
                     kiln_convert(g, b, pr->compute));
@@ -266,7 +267,7 @@ static kiln_value linear(kiln_graph *g, const precision *pr, kiln_value x, kiln_
 
 /* LayerNorm over the channels, computed wide (the statistics of a 16-bit row in f32 and
  * the affine with the f32 scale and bias), its result back in the compute dtype. */
-static kiln_value norm(kiln_graph *g, const precision *pr, kiln_value x, kiln_value w,
+static kiln_value norm(kiln_graph *g, const trace_form *pr, kiln_value x, kiln_value w,
                        kiln_value b) {
     kiln_value y = kiln_layer_norm(g, kiln_convert(g, x, pr->wide), kiln_convert(g, w, pr->wide),
                                    kiln_convert(g, b, pr->wide), 1e-5);
@@ -274,12 +275,15 @@ static kiln_value norm(kiln_graph *g, const precision *pr, kiln_value x, kiln_va
 }
 
 /* Causal self-attention of a [B*S, C] input; returns [B*S, C] before c_proj. Written out
- * rather than kiln_dot_product_attention: in training that op's gradient recomputes the
- * probabilities with no fused backward kernel, and the step measured slower, for a smaller
- * peak (bench/RESULTS.md, "Training with the op: a trade, not yet a gain"; docs/ops.md,
- * "Attention"). Programs without the backward pass (evaluation, sampling) get the op's
- * fused kernel all the same: kiln_compile recognises this form (src/passes/attention.c). */
-static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const precision *pr,
+ * by default rather than kiln_dot_product_attention: in training that op's gradient
+ * recomputes the probabilities with no fused backward kernel, and the step measured no
+ * faster, for a smaller peak (bench/RESULTS.md, "Training with the op: a trade, not yet a
+ * gain" and "The GPT step with attention as the op, again"; docs/ops.md, "Attention"). Programs without the backward pass (evaluation,
+ * sampling) get the op's fused kernel all the same: kiln_compile recognises this form
+ * (src/passes/attention.c). With fused_attention it is the op: the forward pass one
+ * kernel on a device that has it (on a GPU, bf16/f16 on tensor cores) and the [B, H, S, S]
+ * probabilities never saved for the backward pass, which recomputes them. */
+static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const trace_form *pr,
                             const kiln_value *lp, kiln_value a, int64_t B, int64_t S) {
     int64_t C = cfg->channels, H = cfg->heads, hs = C / H;
     kiln_dtype dt = pr->wide;
@@ -288,6 +292,11 @@ static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const precisio
     for (int j = 0; j < 3; j++) {
         int64_t lo[2] = {0, j * C}, hi[2] = {B * S, (j + 1) * C};
         part[j] = reshape4(g, kiln_slice(g, qkv, lo, hi, NULL), B, S, H, hs); /* [B,S,H,hs] */
+    }
+    if (pr->fused_attention) { /* JAX's [B, T, N, H] layout, the scale 1/sqrt(hs) */
+        kiln_attention_options o = {.is_causal = true};
+        kiln_value y = kiln_dot_product_attention(g, part[0], part[1], part[2], &o);
+        return kiln_checkpoint_name(g, reshape2(g, y, B * S, C), "attn");
     }
     /* scores[b, h, t, s] = q[b, t, h, :] . k[b, s, h, :] */
     kiln_dot_dims qk = {.n_contract = 1,
@@ -327,7 +336,7 @@ kiln_value gpt_hidden_hooked(kiln_graph *g, const gpt_config *cfg, const kiln_va
 }
 
 /* One transformer block on the residual stream x [B*S, C] (wide); lp its 12 parameters. */
-static kiln_value block(kiln_graph *g, const gpt_config *cfg, const precision *pr,
+static kiln_value block(kiln_graph *g, const gpt_config *cfg, const trace_form *pr,
                         const kiln_value *lp, kiln_value x, int64_t B, int64_t S) {
     kiln_value a = norm(g, pr, x, lp[LN1_W], lp[LN1_B]);
     kiln_value y = linear(g, pr, attention(g, cfg, pr, lp, a, B, S), lp[APROJ_W], lp[APROJ_B]);
@@ -344,7 +353,7 @@ static kiln_value block(kiln_graph *g, const gpt_config *cfg, const precision *p
 /* What the scanned block needs besides its carry and its layer's parameters. */
 typedef struct scan_block {
     const gpt_config *cfg;
-    precision pr;
+    trace_form pr;
     int64_t B, S;
 } scan_block;
 
@@ -363,7 +372,7 @@ static int scan_block_body(kiln_graph *g, int n_in, const kiln_value *in, void *
  * the 12 per-layer parameters is stacked into [L, ...] here (the parameters stay one array
  * per layer, as the spec and the checkpoints have them; their gradients are the stacks'
  * sliced back): O(L) ops around the scan. */
-static kiln_value scanned_blocks(kiln_graph *g, const gpt_config *cfg, const precision *pr,
+static kiln_value scanned_blocks(kiln_graph *g, const gpt_config *cfg, const trace_form *pr,
                                  const kiln_value *p, bool stacked, bool keep, kiln_value x,
                                  int64_t B, int64_t S) {
     kiln_value built[GPT_PARAMS_PER_LAYER], one[1024];
@@ -393,7 +402,8 @@ kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_valu
     gpt_trace_options none = {0};
     if (!opts) opts = &none;
     const gpt_block_hook *hook = opts->hook;
-    precision pr = precision_of(g, p, opts->compute);
+    trace_form pr = form_of(g, p, opts->compute);
+    pr.fused_attention = opts->fused_attention;
     int64_t d[KILN_MAX_RANK] = {0};
     int rank = 0;
     kiln_value_type(g, idx, NULL, &rank, d);
@@ -811,7 +821,8 @@ kiln_status gpt_trace_step(kiln_graph *g, const gpt_config *cfg, kiln_dtype dtyp
                             .compute = s->compute,
                             .scan_layers = s->scan_layers,
                             .stacked = stacked,
-                            .scan_keep_residuals = s->scan_keep_residuals};
+                            .scan_keep_residuals = s->scan_keep_residuals,
+                            .fused_attention = s->fused_attention};
     /* the micro-batches' loop fetches host parameters in its body: given them as they are */
     kiln_value loss = loss_and_grads(g, cfg, s, s->micro_batches > 1 ? a : pd, P, idx, targets, &to,
                                      scaled ? ls.scale : KILN_VALUE_NONE, grads);

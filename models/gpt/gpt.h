@@ -124,6 +124,14 @@ typedef struct gpt_trace_options {
      * pass (lax.scan's default: nothing recomputed, the unrolled form's memory) instead of
      * recomputing each block (kiln_scan_options.checkpoint_body). */
     bool scan_keep_residuals;
+    /* Attention as kiln_dot_product_attention instead of its primitives: the forward pass
+     * is the op's fused kernel where the device has one (on a GPU from compute capability
+     * 8.0, bf16/f16 on tensor cores), and the [B, H, S, S] probabilities are not saved for
+     * the backward pass, which recomputes them from q and k (the op's gradient is still
+     * the primitive form): a smaller peak, at a recomputation's cost. The scores and
+     * softmax are computed in f32 inside the op, its output rounded once to the compute
+     * dtype. */
+    bool fused_attention;
 } gpt_trace_options;
 /* gpt_hidden and gpt_loss with options (NULL: none). gpt_hidden_with's result is in the
  * compute dtype; the loss is f32 (f64 for f64 parameters) whatever it is. */
@@ -195,6 +203,7 @@ typedef struct gpt_step_spec {
      * with L (no stacking, no slicing of gradients, AdamW on 16 arrays). */
     bool stacked;
     bool scan_keep_residuals; /* gpt_trace_options.scan_keep_residuals */
+    bool fused_attention;     /* gpt_trace_options.fused_attention */
     /* Gradient accumulation: the batch split into this many micro-batches (batch must be a
      * multiple), run one after another by a kiln_scan whose carry accumulates the gradients
      * in place; the loss and gradients are their mean, the unsplit step's to rounding. The
@@ -359,6 +368,10 @@ typedef struct gpt_train_options {
      * and its compile time stay the same size whatever the depth; the backward pass
      * recomputes each block, so it excludes remat. Not part of the recipe. */
     bool scan_layers;
+    /* Attention as the op (gpt_trace_options.fused_attention), in the step and the
+     * validation: its probabilities are not saved for the backward pass. Not part of the
+     * recipe. */
+    bool fused_attention;
     /* Mixed precision (docs/mixed_precision.md): the dtype the step and the validation
      * compute in, KILN_DTYPE_F32 (0 counts as f32), KILN_DTYPE_BF16 or KILN_DTYPE_F16
      * (gpt_trace_options.compute). The parameters, gradients and AdamW moments stay f32
@@ -385,7 +398,7 @@ typedef struct gpt_train_result {
      * at the end (NaN without loss scaling). */
     int64_t skipped_steps;
     double final_loss_scale;
-    int micro_batches; /* the step's micro-batches (1: the batch at once) */
+    int micro_batches;                      /* the step's micro-batches (1: the batch at once) */
     bool offload_optimizer, offload_params; /* where the state was kept (the options, or the
                                              * budget's choice) */
 } gpt_train_result;

@@ -670,6 +670,7 @@ static kiln_status compile_step(run *r, int micro, bool recompute, uint64_t budg
                           .growth_interval = interval_of(r->o),
                           .scan_layers = r->o->scan_layers,
                           .stacked = r->stacked,
+                          .fused_attention = r->o->fused_attention,
                           .micro_batches = micro,
                           .shard_ranks = r->zero,
                           .zero_stage = r->zero_stage,
@@ -806,8 +807,10 @@ static kiln_status compile_programs(run *r, double *compile_ms) {
     kiln_value idx = kiln_parameter(g, "idx", KILN_DTYPE_I32, 2, bt);
     kiln_value tgt = kiln_parameter(g, "targets", KILN_DTYPE_I32, 2, bt);
     /* validated as it trains: in the compute dtype */
-    gpt_trace_options to = {
-        .compute = compute_of(r->o), .scan_layers = r->o->scan_layers, .stacked = r->stacked};
+    gpt_trace_options to = {.compute = compute_of(r->o),
+                            .scan_layers = r->o->scan_layers,
+                            .stacked = r->stacked,
+                            .fused_attention = r->o->fused_attention};
     kiln_value loss = gpt_loss_with(g, &r->cfg, p, idx, tgt, &to);
     free(p);
     kiln_compile_options eo = {.device = r->dev};

@@ -278,11 +278,11 @@ static kiln_value norm(kiln_graph *g, const trace_form *pr, kiln_value x, kiln_v
  * by default rather than kiln_dot_product_attention: in training that op's gradient
  * recomputes the probabilities with no fused backward kernel, and the step measured no
  * faster, for a smaller peak (bench/RESULTS.md, "Training with the op: a trade, not yet a
- * gain" and "The GPT step with attention as the op, again"; docs/ops.md, "Attention"). Programs without the backward pass (evaluation,
- * sampling) get the op's fused kernel all the same: kiln_compile recognises this form
- * (src/passes/attention.c). With fused_attention it is the op: the forward pass one
- * kernel on a device that has it (on a GPU, bf16/f16 on tensor cores) and the [B, H, S, S]
- * probabilities never saved for the backward pass, which recomputes them. */
+ * gain" and "The GPT step with attention as the op, again"; docs/ops.md, "Attention"). Programs
+ * without the backward pass (evaluation, sampling) get the op's fused kernel all the same:
+ * kiln_compile recognises this form (src/passes/attention.c). With fused_attention it is the op:
+ * the forward pass one kernel on a device that has it (on a GPU, bf16/f16 on tensor cores) and the
+ * [B, H, S, S] probabilities never saved for the backward pass, which recomputes them. */
 static kiln_value attention(kiln_graph *g, const gpt_config *cfg, const trace_form *pr,
                             const kiln_value *lp, kiln_value a, int64_t B, int64_t S) {
     int64_t C = cfg->channels, H = cfg->heads, hs = C / H;

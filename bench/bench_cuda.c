@@ -308,7 +308,9 @@ static double attention_figure(kiln_context *c, int64_t B, int64_t T, int64_t N,
            "%.3f ms, %.1f TFLOP/s",
            (long long)B, (long long)T, (long long)N, (long long)H, kiln_dtype_name(dt), form,
            info.num_kernels, info.num_kernels == 1 ? "" : "s", ms, tflops);
-    if (fused_ms > 0) printf(" (fused takes %.2fx this time)", fused_ms / ms);
+    if (fused_ms > 0)
+        printf(" (%s takes %.2fx this time)", fused ? "the default kernel" : "fused",
+               fused_ms / ms);
     printf("\n");
     for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
     kiln_executable_destroy(e);

@@ -1082,6 +1082,10 @@ typedef struct attn_case {
     bool causal;
     double fill;
     bool cuda_cores;
+    /* > 0: the value at this key (batch 0, head 0, column 0) is +inf: rows before it must
+     * not see it (a multiple of 16: the tensor-core kernel leaves a warp's later groups of
+     * 16 keys out of its products, where 0 x inf would be NaN) */
+    int64_t inf_key;
 } attn_case;
 
 static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
@@ -1106,6 +1110,20 @@ static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
     kiln_array *args[3] = {0}, *want = NULL, *got = NULL;
     const int64_t *dims[3] = {dq, dk, dv};
     for (int i = 0; i < 3 && !s; i++) args[i] = cmp_random_array(ctx, c->t, 4, dims[i], &seed);
+    if (!s && c->inf_key > 0) { /* v[0, inf_key, 0, 0] = +inf, as the dtype writes it */
+        size_t nb = kiln_array_nbytes(args[2]);
+        unsigned char *hv = malloc(nb);
+        kiln_array_copy_to_host(args[2], hv, nb);
+        int64_t at = c->inf_key * c->k * c->hv;
+        if (c->t == KILN_DTYPE_F32)
+            ((float *)hv)[at] = INFINITY;
+        else
+            ((uint16_t *)hv)[at] = c->t == KILN_DTYPE_BF16 ? 0x7f80 : 0x7c00;
+        kiln_array_destroy(args[2]);
+        args[2] = NULL;
+        kiln_array_create(ctx, c->t, 4, dv, hv, &args[2]);
+        free(hv);
+    }
     if (!s) s = kiln_interpret(g, 3, args, 1, &want);
     CHECK_MSG(!s, "%s: reference: %s", name, kiln_last_error(ctx));
     if (!s) {
@@ -1176,6 +1194,9 @@ static void test_attention(void) {
         {KILN_DTYPE_F16, 2, 140, 90, 4, 2, 96, 128, true, -INFINITY},
         {KILN_DTYPE_F16, 1, 33, 50, 2, 1, 8, 40, true, 0.5},
         {KILN_DTYPE_BF16, 1, 129, 129, 1, 1, 64, 64, true, -1e30},
+        /* an infinite value at key 48: rows 0 to 47 never see it, later rows all NaN */
+        {KILN_DTYPE_BF16, 1, 100, 100, 2, 1, 64, 64, true, -INFINITY, false, 48},
+        {KILN_DTYPE_F16, 1, 80, 80, 1, 1, 128, 128, true, -INFINITY, false, 48},
         /* past the tensor-core form (H not a multiple of 8): the CUDA cores' */
         {KILN_DTYPE_BF16, 1, 40, 40, 2, 1, 12, 12, true, -INFINITY},
     };

@@ -547,9 +547,7 @@ static void print_cuda_col_part_fn(pr *p) {
         pr_line(p, "__shared__ %s kiln_col%u[%d];", pr_acc_ctype(acc), s, CGEN_CUDA_THREADS);
         if (acc->red.nan_flag)
             pr_line(p, "__shared__ uint8_t kiln_col%u_nan[%d];", s, CGEN_CUDA_THREADS);
-        p->acc_name(p, s, false, a);
-        p->acc_name(p, s, true, nan);
-        /* the accumulator's one slot, named as at the loops' column (i0 - jb < the chunk) */
+        /* the accumulator's one slot (cu_acc: a chunk of CU_COL_CHUNK <= the block's width) */
         pr_line(p, "kiln_col%u[threadIdx.x] = acc%u[0];", s, s);
         if (acc->red.nan_flag) pr_line(p, "kiln_col%u_nan[threadIdx.x] = acc%u_nan[0];", s, s);
     }

@@ -578,7 +578,8 @@ static kiln_status cuda_launch_prepare(void *state, int device) {
  * waits for the kernels queued before: cuMemFree does not wait for a kernel still using
  * the old buffer. The scratch is the backend's, like cuBLAS's workspace, outside the
  * memory plan: KN_CUDA_PARTS * KN_CUDA_PART_BYTES (8 KiB) per value reduced to one or a
- * few, and at most as much per item of 256 columns of a split column reduction (2 MiB). */
+ * few, and for a split column reduction its parts' slots, about KN_CUDA_PARTS per 32
+ * columns (schedule.c, cuda_column_split). */
 static kiln_status part_scratch(cu_state *st, cu_dev *d, size_t bytes) {
     if (d->part_bytes >= bytes) return KILN_STATUS_OK;
     const cu_driver *D = &st->drv;

@@ -282,6 +282,32 @@ static void test_guards(void) {
     free(src);
     kiln_graph_destroy(g);
 
+    /* the heads of [B, H, T, D] cotangents placed side by side in [B T, 3 H D] rows (the
+     * GPT's q, k and v gradients): the row's index is split by D, and each third, a
+     * multiple of it, is a segment of the split's two loops, no branch left; a third's
+     * (i1 - 64) / 16 and % 16 are the loops' variables (kindex.c: (v + m N) / N is
+     * v / N + m for v >= 0), so its reads are contiguous in i1r */
+    g = graph();
+    int64_t d4[4] = {2, 4, 8, 16}, c2[2] = {16, 64};
+    kiln_value y = KILN_VALUE_NONE;
+    for (int k = 0; k < 3; k++) {
+        kiln_value ct = kiln_parameter(g, "ct", KILN_DTYPE_F32, 4, d4);
+        ct = kiln_reshape(g, kiln_transpose(g, ct, (int[]){0, 2, 1, 3}), 2, c2);
+        ct = kiln_pad(g, ct, kiln_scalar(g, KILN_DTYPE_F32, 0), (int64_t[]){0, 64 * k},
+                      (int64_t[]){0, 128 - 64 * k}, NULL);
+        y = k ? kiln_add(g, y, ct) : ct;
+    }
+    src = finish(g, y);
+    CHECK(!strstr(src, "KILN_BRANCH_GUARD") && !strstr(src, " >= 0)"));
+    CHECK_CONTAINS(src, "for (int64_t i1q = (jb > 64 ? jb : 64) / 16; i1q < (je < 128 ? je : "
+                        "128) / 16; i1q++)");
+    CHECK_CONTAINS(src, "for (int64_t i1r = 0; i1r < 16; i1r++) {");
+    CHECK_CONTAINS(src, "i1r + i1q * 128 - 512]");
+    CHECK_CONTAINS(src, "i1r + i1q * 128 - 1024]");
+    CHECK(!strstr(src, "(i1 - "));
+    free(src);
+    kiln_graph_destroy(g);
+
     /* rows long enough to split in work items: each segment clipped to the item's chunk */
     g = graph();
     p = kiln_parameter(g, "p", KILN_DTYPE_F32, 2, (int64_t[]){2, 3});

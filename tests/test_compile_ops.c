@@ -645,6 +645,48 @@ static void test_last_axis_segments(void) {
         }
 }
 
+/* A [B, T, 3 H D] projection's gradient as the GPT's attention makes it: the three
+ * [B, H, T, D] cotangents transposed to [B, T, H, D], each padded into its third of the
+ * row and added up. The row's index is split by D (the heads), and the kernel is
+ * segmented where the thirds meet (multiples of D: each segment the split's two loops,
+ * schedule.c, segmented_loop) or not (the middle third cut to 24 features: a boundary
+ * off the split); rows long enough to split in work items; f32 and bf16, every element
+ * against the reference exactly (adding the pads' zeros rounds nothing). */
+static void test_split_segments(void) {
+    static const int64_t shapes[][4] = {{2, 4, 8, 16}, {1, 3, 5, 64}, {1, 128, 2, 128}};
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i <= sizeof shapes / sizeof *shapes; i++) {
+            kiln_dtype dt = t ? KILN_DTYPE_BF16 : KILN_DTYPE_F32;
+            bool off = i == sizeof shapes / sizeof *shapes; /* thirds off the split */
+            const int64_t *s = shapes[off ? 0 : i];
+            int64_t B = s[0], H = s[1], T = s[2], D = s[3], C = H * D;
+            kiln_graph *g = NULL;
+            kiln_graph_create(ctx, "split segments", &g);
+            int64_t d4[4] = {B, H, T, D}, c2[2] = {B * T, C};
+            int perm[4] = {0, 2, 1, 3};
+            kiln_value y = KILN_VALUE_NONE, zero = kiln_scalar(g, dt, 0);
+            for (int k = 0; k < 3; k++) {
+                kiln_value x = kiln_parameter(g, "ct", dt, 4, d4);
+                x = kiln_reshape(g, kiln_transpose(g, x, perm), 2, c2);
+                if (off && k == 1) /* the middle third's first 24 features alone */
+                    x = kiln_slice(g, x, (int64_t[]){0, 0}, (int64_t[]){B * T, 24}, NULL);
+                int64_t w = off && k == 1 ? 24 : C, at = k * C;
+                int64_t lo[2] = {0, at}, hi[2] = {0, 3 * C - at - w};
+                x = kiln_pad(g, x, zero, lo, hi, NULL);
+                y = k ? kiln_add(g, y, x) : x;
+            }
+            CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+            uint64_t rs = 31;
+            kiln_array *a[3];
+            for (int k = 0; k < 3; k++) a[k] = cmp_random_array(ctx, dt, 4, d4, &rs);
+            CHECK_MSG(cmp_graph(ctx, g, 3, a, NULL, 0, NULL), "%s [%lld, %lld, %lld, %lld]%s",
+                      kiln_dtype_name(dt), (long long)B, (long long)H, (long long)T, (long long)D,
+                      off ? ", thirds off the split" : "");
+            for (int k = 0; k < 3; k++) kiln_array_destroy(a[k]);
+            kiln_graph_destroy(g);
+        }
+}
+
 /* f32 sin and cos in an element loop run first by Cody and Waite alone, and the loop runs
  * again exactly when an argument is 2^21 or more (schedule.c, fast_trig_loop): items of
  * small arguments only, one with a single huge argument among small ones, inf and NaN
@@ -1122,6 +1164,7 @@ int main(void) {
     RUN(test_fuzz_findings);
     RUN(test_concatenate_twice);
     RUN(test_last_axis_segments);
+    RUN(test_split_segments);
     RUN(test_nan_lanes);
     RUN(test_fast_trig);
     RUN(test_trig_rerun_bits);

@@ -14,6 +14,9 @@
  *   and 0 <= l < k, for axes merged by one reshape and split again by another;
  *   k*N*(x / N) + k*(x % N) -> k*x (C's a == a/b*b + a%b), and for x >= 0
  *   k*N*((x / N) % M) + k*(x % N) -> k*(x % (N*M)), which rejoin a split index;
+ *   (v + m*N) / N -> v / N + m and (v + m*N) % N -> v % N for a variable v >= 0 and
+ *   v + m*N >= 0 (inside a concatenation's branch: a split last axis' variable, whose
+ *   v / N and v % N the printer writes as the split's two loop variables);
  *   a variable that takes one value is that constant.
  *
  * All divisions are C's (truncating); the x >= 0 conditions are what make truncation
@@ -331,6 +334,15 @@ static bool factor(kd_kernel *kd, uint32_t r, int64_t n, uint32_t *h, uint32_t *
     return false;
 }
 
+/* Whether r (>= 0) is v + m n for a variable atom v >= 0 (its atom in *v, m in *m). */
+static bool var_plus_multiple(const kd_kernel *kd, uint32_t r, int64_t n, uint32_t *v, int64_t *m) {
+    const kd_index x = kd->ixs[r];
+    if (x.n != 1 || kd->terms[x.first].coef != 1 || x.c % n) return false;
+    *v = kd->terms[x.first].atom;
+    *m = x.c / n;
+    return kd->atoms[*v].kind == KD_ATOM_VAR && kd->atoms[*v].lo >= 0;
+}
+
 uint32_t kd_ix_div(kd_kernel *kd, uint32_t a, int64_t n) {
     if (n == 1 || kd->oom) return a;
     const kd_index x = kd->ixs[a];
@@ -342,6 +354,15 @@ uint32_t kd_ix_div(kd_kernel *kd, uint32_t a, int64_t n) {
             const kd_index rx = kd->ixs[r];
             int64_t k;
             if (rx.hi < n) return qi;
+            uint32_t v;
+            int64_t m;
+            if (var_plus_multiple(kd, r, n, &v, &m)) { /* v / n + m */
+                const kd_atom va = kd->atoms[v];
+                uint32_t vi = ix_atom(kd, v, 0);
+                uint32_t rd =
+                    ix_atom(kd, atom_get(kd, KD_ATOM_DIV, vi, n, va.lo / n, va.hi / n), m);
+                return kd_ix_affine(kd, qi, 1, rd, 1, 0);
+            }
             uint32_t rd =
                 factor(kd, r, n, &h, &l, &k)
                     ? kd_ix_div(kd, h, n / k)
@@ -365,6 +386,10 @@ uint32_t kd_ix_mod(kd_kernel *kd, uint32_t a, int64_t n) {
             const kd_index rx = kd->ixs[r];
             int64_t k;
             if (rx.hi < n) return r;
+            uint32_t v;
+            int64_t m;
+            if (var_plus_multiple(kd, r, n, &v, &m)) /* v % n */
+                return ix_atom(kd, atom_get(kd, KD_ATOM_MOD, ix_atom(kd, v, 0), n, 0, n - 1), 0);
             if (factor(kd, r, n, &h, &l, &k))
                 return kd_ix_affine(kd, kd_ix_mod(kd, h, n / k), k, l, 1, 0);
             return ix_atom(kd, atom_get(kd, KD_ATOM_MOD, r, n, 0, n - 1), 0);

@@ -668,18 +668,34 @@ static void print_decided(pr *p, uint32_t from, uint32_t to, int64_t lo, int64_t
 }
 
 /* C: the element loop `loop` as one loop per segment of the last axis (segmented_loop),
- * each over the item's chunk within the segment, its branches decided. */
+ * each over the item's chunk within the segment, its branches decided. With a split last
+ * axis (the chunk and every boundary multiples of it), a segment is the split's two loops,
+ * as c_loop prints them: the quotient's over the segment, the remainder's of constant trip
+ * count. */
 static void print_segments(pr *p, uint32_t loop, const int64_t *b, int nb) {
     const kd_kernel *kd = p->kd;
     char v[PR_NAME_LEN];
     pr_var_name(kd, kd->last_var, v);
     uint32_t end = kd_loop_end(kd, loop);
+    long long k = (long long)kd->split;
     for (int i = 0; i <= nb; i++) {
         long long lo = i ? (long long)b[i - 1] : 0, hi = i < nb ? (long long)b[i] : kd->inner;
-        if (kd->stmts[loop].simd) pr_line(p, "#pragma omp simd");
-        pr_line(p, "for (int64_t %s = jb > %lld ? jb : %lld; %s < (je < %lld ? je : %lld); %s++) {",
+        if (k) {
+            pr_line(p,
+                    "for (int64_t %sq = (jb > %lld ? jb : %lld) / %lld; %sq < (je < %lld ? je : "
+                    "%lld) / %lld; %sq++)",
+                    v, lo, lo, k, v, hi, hi, k, v);
+            if (kd->stmts[loop].simd) pr_line(p, "#pragma omp simd");
+            pr_line(p, "for (int64_t %sr = 0; %sr < %lld; %sr++) {", v, v, k, v);
+            p->depth++;
+            pr_line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, k, v);
+        } else {
+            if (kd->stmts[loop].simd) pr_line(p, "#pragma omp simd");
+            pr_line(
+                p, "for (int64_t %s = jb > %lld ? jb : %lld; %s < (je < %lld ? je : %lld); %s++) {",
                 v, lo, lo, v, hi, hi, v);
-        p->depth++;
+            p->depth++;
+        }
         print_decided(p, loop + 1, end, lo, hi);
         p->depth--;
         pr_line(p, "}");

@@ -283,10 +283,13 @@ static uint32_t element_loop(const kd_kernel *kd) {
  * inside the axis and sorted, go to b (at most KD_SEG_MAX); 0 when the form does not
  * apply. Each segment then has every branch decided: it is printed without them, and
  * vectorises, where the kernel was a scalar loop with a branch per element (the
- * concatenation's if-conversion guard). */
+ * concatenation's if-conversion guard). A kernel whose last axis is split (kd->split:
+ * the heads of a [B, T, 3, H, D] projection's gradient, read from three [B, H, T, D]
+ * cotangents) is segmented where every boundary is a multiple of the split, each segment
+ * then its own pair of loops over the quotient and the remainder. */
 static uint32_t segmented_loop(const kd_kernel *kd, int64_t *b, int *nb) {
     *nb = 0;
-    if (kd->split || kd->columns || kd->parts) return 0;
+    if (kd->columns || kd->parts) return 0;
     uint32_t loop = element_loop(kd);
     if (!loop) return 0;
     uint32_t end = kd_loop_end(kd, loop);
@@ -301,6 +304,7 @@ static uint32_t segmented_loop(const kd_kernel *kd, int64_t *b, int *nb) {
             int64_t v = gd->kind == KD_GUARD_LT ? gd->n - c : -c;
             any = true;
             if (v <= 0 || v >= kd->inner) continue;
+            if (kd->split && v % kd->split) return 0;
             int at = 0;
             while (at < *nb && b[at] < v) at++;
             if (at < *nb && b[at] == v) continue;

@@ -48,6 +48,7 @@ static void c_stmt(pr *p, uint32_t id);
 static bool print_hoisted(pr *p, uint32_t s);
 static bool unguarded(const kd_kernel *kd, const kd_stmt *loop);
 static void print_free_if_pragmas(pr *p);
+static void print_ivdep(pr *p, uint32_t loop);
 static bool branches(const kd_kernel *kd);
 /* gcc's max-completely-peel-times: it unrolls a loop of at most this many iterations
  * (hoisted_if's note below). */
@@ -318,6 +319,8 @@ static void c_loop(cpr *c, const kd_stmt *s) {
                 (long long)k, v);
         if (k <= GCC_PEEL_MAX && branches(p->kd))
             pr_line(p, "#pragma GCC unroll %lld", (long long)k);
+        else
+            print_ivdep(p, (uint32_t)(s - p->kd->stmts));
         pr_line(p, "for (int64_t %sr = 0; %sr < %lld; %sr++) {", v, v, (long long)k, v);
         p->depth++;
         pr_line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, (long long)k, v);
@@ -333,6 +336,8 @@ static void c_loop(cpr *c, const kd_stmt *s) {
         pr_line(p, "#pragma omp simd");
     else if (free_ifs && !s->simd)
         print_free_if_pragmas(p);
+    else if (s->n < 0 && !s->simd)
+        print_ivdep(p, (uint32_t)(s - p->kd->stmts));
     if (s->n < 0)
         pr_line(p, "for (int64_t %s = jb; %s < je; %s++) {", v, v, v);
     else
@@ -685,12 +690,18 @@ static void print_segments(pr *p, uint32_t loop, const int64_t *b, int nb) {
                     "for (int64_t %sq = (jb > %lld ? jb : %lld) / %lld; %sq < (je < %lld ? je : "
                     "%lld) / %lld; %sq++)",
                     v, lo, lo, k, v, hi, hi, k, v);
-            if (kd->stmts[loop].simd) pr_line(p, "#pragma omp simd");
+            if (kd->stmts[loop].simd)
+                pr_line(p, "#pragma omp simd");
+            else
+                print_ivdep(p, loop);
             pr_line(p, "for (int64_t %sr = 0; %sr < %lld; %sr++) {", v, v, k, v);
             p->depth++;
             pr_line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, k, v);
         } else {
-            if (kd->stmts[loop].simd) pr_line(p, "#pragma omp simd");
+            if (kd->stmts[loop].simd)
+                pr_line(p, "#pragma omp simd");
+            else
+                print_ivdep(p, loop);
             pr_line(
                 p, "for (int64_t %s = jb > %lld ? jb : %lld; %s < (je < %lld ? je : %lld); %s++) {",
                 v, lo, lo, v, hi, hi, v);
@@ -799,17 +810,34 @@ static bool print_hoisted(pr *p, uint32_t s) {
     return any;
 }
 
+/* C: whether an output of the kernel is written over one of its inputs (in place): its
+ * pointers are then not restrict. */
+static bool in_place(const kd_kernel *kd) {
+    for (uint32_t o = 0; kd->alias && o < kd->n_outputs; o++)
+        if (kd->alias[o]) return true;
+    return false;
+}
+
+/* C: `ivdep` on an element loop when no buffer is overwritten in place, which its
+ * restrict pointers already say: gcc 12 does not take restrict from the kernel's locals
+ * (loaded from the buffer table) and checks every load against every store at run time,
+ * giving up past 10 checks (--param vect-max-version-for-alias-checks): a pooling
+ * gradient's loop (the loads it if-converts), and a layer norm's gradient fused with the
+ * residual stream it recomputes (18 inputs, 3 outputs, 27 checks) stayed scalar. Only on
+ * an innermost loop (loop 0: any), which is what gcc vectorises. */
+static void print_ivdep(pr *p, uint32_t loop) {
+    const kd_kernel *kd = p->kd;
+    for (uint32_t s = loop + 1, end = loop ? kd_loop_end(kd, loop) : 0; s < end; s++)
+        if (kd->stmts[s].kind == KS_LOOP) return;
+    if (!in_place(kd)) pr_line(p, "#pragma GCC ivdep");
+}
+
 /* C: the pragmas of a chunk loop whose hoisted ifs are unguarded: `unroll 1` where gcc
- * could unroll it fully (above), and `ivdep` when no buffer is overwritten in place, which
- * its restrict pointers already say: gcc 12 checks the loads it if-converts (masked loads)
- * against the stores as if the pointers were not restrict, and gave up on a pooling
- * gradient's loop for want of more than 10 run-time alias checks. */
+ * could unroll it fully (above), and ivdep. */
 static void print_free_if_pragmas(pr *p) {
     const kd_kernel *kd = p->kd;
-    bool aliased = false;
-    for (uint32_t o = 0; kd->alias && o < kd->n_outputs; o++) aliased |= kd->alias[o] != 0;
     if (p->chunks <= 1 && kd->inner <= GCC_PEEL_MAX) pr_line(p, "#pragma GCC unroll 1");
-    if (!aliased) pr_line(p, "#pragma GCC ivdep");
+    print_ivdep(p, 0);
 }
 
 /* C: IF or ELSE_IF id on its hoisted condition. */

@@ -53,6 +53,9 @@ static bool branches(const kd_kernel *kd);
 /* gcc's max-completely-peel-times: it unrolls a loop of at most this many iterations
  * (hoisted_if's note below). */
 enum { GCC_PEEL_MAX = 16 };
+/* gcc 12's --param vect-max-version-for-alias-checks: past this many run-time alias
+ * checks a loop is not vectorised (print_ivdep). */
+enum { GCC_ALIAS_CHECKS = 10 };
 
 /* Whether accumulator a sums into its f32 block here. */
 static bool in_block(const cpr *c, uint32_t a) {
@@ -820,15 +823,27 @@ static bool in_place(const kd_kernel *kd) {
 
 /* C: `ivdep` on an element loop when no buffer is overwritten in place, which its
  * restrict pointers already say: gcc 12 does not take restrict from the kernel's locals
- * (loaded from the buffer table) and checks every load against every store at run time,
- * giving up past 10 checks (--param vect-max-version-for-alias-checks): a pooling
- * gradient's loop (the loads it if-converts), and a layer norm's gradient fused with the
- * residual stream it recomputes (18 inputs, 3 outputs, 27 checks) stayed scalar. Only on
- * an innermost loop (loop 0: any), which is what gcc vectorises. */
+ * (loaded from the buffer table) and checks loads against stores at run time, giving up
+ * past 10 checks (--param vect-max-version-for-alias-checks): a pooling gradient's loop
+ * (the loads it if-converts), and a layer norm's gradient fused with the residual stream
+ * it recomputes (18 inputs, 3 outputs, 27 checks) stayed scalar. loop 0: any loop (the
+ * pooling gradient's); else only an innermost loop (what gcc vectorises) whose buffers
+ * read times buffers written pass that limit: where gcc can check them itself its cost
+ * model stays as it was (a transpose's strided reads, told ivdep, became gathers slower
+ * than the scalar loop). */
 static void print_ivdep(pr *p, uint32_t loop) {
     const kd_kernel *kd = p->kd;
-    for (uint32_t s = loop + 1, end = loop ? kd_loop_end(kd, loop) : 0; s < end; s++)
-        if (kd->stmts[s].kind == KS_LOOP) return;
+    if (loop) {
+        uint64_t read = 0, written = 0; /* slots, as bits (saturating at 64) */
+        for (uint32_t s = loop + 1, end = kd_loop_end(kd, loop); s < end; s++) {
+            const kd_stmt *st = &kd->stmts[s];
+            if (st->kind == KS_LOOP) return;
+            uint64_t bit = 1ull << (st->slot < 63 ? st->slot : 63);
+            if (st->kind == KS_LOAD && !st->keep) read |= bit;
+            if (st->kind == KS_STORE) written |= bit;
+        }
+        if (__builtin_popcountll(read) * __builtin_popcountll(written) <= GCC_ALIAS_CHECKS) return;
+    }
     if (!in_place(kd)) pr_line(p, "#pragma GCC ivdep");
 }
 

@@ -133,6 +133,24 @@ static void step_args_f64(kiln_context *ctx, const gpt_config *cfg, int B, int T
     kiln_array_create(ctx, KILN_DTYPE_I32, 0, NULL, &step, &args[3 * P + 3]);
 }
 
+/* One variant of the training step: traced for cfg in dtype dt, checked against the
+ * reference interpreter within tol when `what` is not NULL, compiled and run on args
+ * into res (n_out outputs). */
+static void run_step_variant(kiln_context *ctx, const gpt_config *cfg, kiln_dtype dt,
+                             const gpt_step_spec *spec, int n_args, kiln_array **args, int n_out,
+                             kiln_array **res, const char *what, double tol) {
+    kiln_graph *g;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+    char err[GPT_ERR_SIZE];
+    CHECK_MSG(gpt_trace_step(g, cfg, dt, spec, err) == KILN_STATUS_OK, "%s", err);
+    if (what) CHECK_MSG(cmp_graph(ctx, g, n_args, args, NULL, tol, NULL), "%s", what);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    if (e) CHECK_OK(ctx, kiln_executable_run(e, n_args, args, n_out, res));
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* The training step with the blocks scanned (gpt_step_spec.scan_layers): its gradients
  * come from the scan's VJP (a reverse scan recomputing each block), and the new
  * parameters, moments and loss equal the unrolled step's to f64 rounding; compiled
@@ -146,22 +164,16 @@ static void test_scanned_step(kiln_context *ctx) {
     kiln_array *args[3 * 64 + 4], *res[4][3 * 64 + 1] = {{0}};
     step_args_f64(ctx, &cfg, B, T, args);
     for (int v = 0; v < 4; v++) { /* bit 0: scanned layers; bit 1: two micro-batches */
-        kiln_graph *g;
-        CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
-        char err[GPT_ERR_SIZE];
         gpt_step_spec spec = {.batch = B,
                               .seq = T,
                               .weight_decay = 0.1,
                               .clip = 1.0,
                               .scan_layers = v & 1,
                               .micro_batches = v & 2 ? 2 : 0};
-        CHECK_MSG(gpt_trace_step(g, &cfg, KILN_DTYPE_F64, &spec, err) == KILN_STATUS_OK, "%s", err);
-        if (v) CHECK_MSG(cmp_graph(ctx, g, n_args, args, NULL, 1e-4, NULL), "step variant %d", v);
-        kiln_executable *e = NULL;
-        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
-        if (e) CHECK_OK(ctx, kiln_executable_run(e, n_args, args, n_out, res[v]));
-        kiln_executable_destroy(e);
-        kiln_graph_destroy(g);
+        char what[32];
+        snprintf(what, sizeof what, "step variant %d", v);
+        run_step_variant(ctx, &cfg, KILN_DTYPE_F64, &spec, n_args, args, n_out, res[v],
+                         v ? what : NULL, 1e-4);
     }
     for (int j = 0; j < n_out; j++) {
         for (int v = 1; v < 4; v++) {
@@ -568,26 +580,23 @@ static void test_fused_attention_step(kiln_context *ctx) {
         else
             step_args_f64(ctx, &cfg, B, T, args);
         for (int f = 0; f < 2; f++) {
-            kiln_graph *g;
-            CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
-            char err[GPT_ERR_SIZE];
             gpt_step_spec spec = {.batch = B,
                                   .seq = T,
                                   .weight_decay = 0.1,
                                   .clip = 1.0,
                                   .compute = t ? KILN_DTYPE_BF16 : 0,
                                   .fused_attention = f};
+            kiln_graph *g; /* the attention ops the trace holds */
+            CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
+            char err[GPT_ERR_SIZE];
             CHECK_MSG(gpt_trace_step(g, &cfg, dt, &spec, err) == KILN_STATUS_OK, "%s", err);
             int ops = 0;
             for (uint32_t i = 0; i < g->n_nodes; i++) ops += g->nodes[i].op == IR_ATTENTION;
             CHECK_MSG(ops == (f ? cfg.layers : 0), "%s step, fused %d: %d attention ops",
                       kiln_dtype_name(dt), f, ops);
-            if (f && !t) CHECK_MSG(cmp_graph(ctx, g, n_args, args, NULL, 1e-4, NULL), "fused");
-            kiln_executable *e = NULL;
-            CHECK_OK(ctx, kiln_compile(g, NULL, &e));
-            if (e) CHECK_OK(ctx, kiln_executable_run(e, n_args, args, n_out, res[f]));
-            kiln_executable_destroy(e);
             kiln_graph_destroy(g);
+            run_step_variant(ctx, &cfg, dt, &spec, n_args, args, n_out, res[f],
+                             f && !t ? "fused" : NULL, 1e-4);
         }
         for (int j = 0; j < n_out; j++) {
             char what[96];

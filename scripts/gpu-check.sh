@@ -2,10 +2,13 @@
 # gpu-check.sh — the one prepared run on a machine with an NVIDIA GPU (issues 13 and 31):
 # builds kiln (Release), runs the GPU conformance tests, then the GPU benchmarks
 # (bench_cuda: the chain, softmax and layer norm 8192^2 in f32 and bf16, log_softmax and
-# RMS norm in f32, and an elementwise op over rows of 64 against the device copy, the MLP step in f32, TF32 and bf16 against cuBLAS alone; bench/gpt/gpu.sh: the GPT
+# RMS norm in f32, and an elementwise op over rows of 64 against the device copy, the MLP
+# step in f32, TF32 and bf16 against cuBLAS alone, the fused attention (bf16 on tensor
+# cores and on CUDA cores) against the written-out products; bench/gpt/gpu.sh: the GPT
 # step B16 T256 L6 H8 C512 at f32, TF32 and bf16 mixed precision side by side with JAX on
-# the same GPU, when bench/.venv has JAX for CUDA, then with PyTorch eager and
-# torch.compile), and prints one summary. Made to finish in under 8 minutes: each step has its own time limit, and steps
+# the same GPU, when bench/.venv has JAX for CUDA, and kiln's bf16 step with
+# --fused-attention beside them, then with PyTorch eager and torch.compile; the step's
+# profile at f32, bf16 and bf16 --fused-attention), and prints one summary. Made to finish in under 8 minutes: each step has its own time limit, and steps
 # still to come are skipped (and said so) once the overall budget is spent. A failing step
 # never stops the script: the summary says what passed, what failed and why.
 #
@@ -178,17 +181,18 @@ fi
 if [ -x "$build/kiln" ]; then
     # JAX and kiln train, each precision in turn; SKIP (77) when JAX cannot see the GPU
     step gpt_vs_jax 300 "$root/bench/gpt/gpu.sh" "$build" "$out/gpt" "${GPT_STEPS:-20}"
-    # where the step's time goes, kernel by kernel (KILN_PROFILE's report at exit), f32
-    # and bf16 mixed precision
-    # and bf16 mixed precision: each report whole in profile_<dtype>.log, its head here
-    step gpt_profile 90 bash -c 'for d in f32 bf16; do
-        w=$(mktemp -d)
+    # where the step's time goes, kernel by kernel (KILN_PROFILE's report at exit), f32,
+    # bf16 mixed precision and bf16 with attention as the op (--fused-attention: the
+    # tensor-core forward kernel): each report whole in profile_<run>.log, its head here
+    step gpt_profile 130 bash -c 'for r in f32 bf16 bf16fa; do
+        w=$(mktemp -d) d=${r%fa} fa=""
+        [ "$r" = bf16fa ] && fa=--fused-attention
         KILN_PROFILE=1 "$1/kiln" train --device cuda --batch 16 --context 256 --layers 6 \
             --heads 8 --channels 512 --steps 8 --seed 1337 --eval-every 0 --no-summary \
-            --dtype $d --out "$w" >"$2/profile_$d.log" 2>&1 || echo "kiln train --dtype $d failed"
+            --dtype $d $fa --out "$w" >"$2/profile_$r.log" 2>&1 || echo "kiln train --dtype $d $fa failed"
         rm -rf "$w"
-        echo "=== profile, --dtype $d (whole report: profile_$d.log)"
-        grep -A 45 "KILN_PROFILE" "$2/profile_$d.log" | head -n 120
+        echo "=== profile, --dtype $d $fa (whole report: profile_$r.log)"
+        grep -A 45 "KILN_PROFILE" "$2/profile_$r.log" | head -n 120
     done' profile "$build" "$out"
 else
     summary+=("NOT RUN  gpt_vs_jax (the build did not make kiln)")

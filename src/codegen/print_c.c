@@ -688,28 +688,23 @@ static void print_segments(pr *p, uint32_t loop, const int64_t *b, int nb) {
     long long k = (long long)kd->split;
     for (int i = 0; i <= nb; i++) {
         long long lo = i ? (long long)b[i - 1] : 0, hi = i < nb ? (long long)b[i] : kd->inner;
-        if (k) {
+        if (k)
             pr_line(p,
                     "for (int64_t %sq = (jb > %lld ? jb : %lld) / %lld; %sq < (je < %lld ? je : "
                     "%lld) / %lld; %sq++)",
                     v, lo, lo, k, v, hi, hi, k, v);
-            if (kd->stmts[loop].simd)
-                pr_line(p, "#pragma omp simd");
-            else
-                print_ivdep(p, loop);
+        if (kd->stmts[loop].simd) /* on the innermost loop, the remainder's when split */
+            pr_line(p, "#pragma omp simd");
+        else
+            print_ivdep(p, loop);
+        if (k) {
             pr_line(p, "for (int64_t %sr = 0; %sr < %lld; %sr++) {", v, v, k, v);
-            p->depth++;
-            pr_line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, k, v);
-        } else {
-            if (kd->stmts[loop].simd)
-                pr_line(p, "#pragma omp simd");
-            else
-                print_ivdep(p, loop);
+            pr_line(p, "    const int64_t %s = %sq * %lld + %sr;", v, v, k, v);
+        } else
             pr_line(
                 p, "for (int64_t %s = jb > %lld ? jb : %lld; %s < (je < %lld ? je : %lld); %s++) {",
                 v, lo, lo, v, hi, hi, v);
-            p->depth++;
-        }
+        p->depth++;
         print_decided(p, loop + 1, end, lo, hi);
         p->depth--;
         pr_line(p, "}");

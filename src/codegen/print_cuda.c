@@ -117,16 +117,19 @@ static void print_row_barrier(pr *p, const char *why) {
  * softmax or layer norm ran at a third of the copy's bandwidth, and at bf16 at a sixth.
  * The strides are the block's size as a constant (every kernel is launched with
  * CGEN_CUDA_THREADS threads, cgen.h), so the compiler knows the trip counts. */
-#define CU_UNROLL "#pragma unroll 4"
+#define CU_UNROLL     "#pragma unroll 4"
+#define CU_UNROLL_ROW "#pragma unroll 8" /* a row's passes: a short row's lane share in one */
+/* (the passes that take w elements a lane a trip, print_row_pass, unroll by CU_UNROLL) */
+_Static_assert(KD_ROW_LANE_ELEMS == 8, "a short row's lane share is one trip of CU_UNROLL_ROW");
+
 /* A column split's columns a block (schedule.c, cuda_column_split): a warp's, each column
  * taken by CGEN_CUDA_COL_LANES threads, thread t lane t / CU_COL_CHUNK of column
  * t % CU_COL_CHUNK in the part kernel (so that a warp reads a row's consecutive columns)
  * and of column t / CGEN_CUDA_COL_LANES in the combining one (so that a column's lanes
  * are one warp's, for the shuffles). */
-#define CU_COL_CHUNK  (CGEN_CUDA_THREADS / CGEN_CUDA_COL_LANES)
-#define CU_UNROLL_ROW "#pragma unroll 8" /* a row's passes: a short row's lane share in one */
-/* (the passes that take w elements a lane a trip, print_row_pass, unroll by CU_UNROLL) */
-_Static_assert(KD_ROW_LANE_ELEMS == 8, "a short row's lane share is one trip of CU_UNROLL_ROW");
+#define CU_COL_CHUNK (CGEN_CUDA_THREADS / CGEN_CUDA_COL_LANES)
+_Static_assert(CU_COL_CHUNK == 32 && CU_COL_CHUNK <= CGEN_CUDA_THREADS,
+               "a column split's chunk is a warp's columns, one accumulator slot a thread");
 
 /* KD_CUDA_ROW: the element loop begins; in place, every thread's prologue reads of the row
  * come before any thread's stores. */

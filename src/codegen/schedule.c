@@ -472,10 +472,10 @@ static bool cuda_element_split(kd_kernel *kd) {
  * and combine in lane order, one partial result a column and part; kiln_k<i> adds each
  * column's parts in a fixed order, the same lanes a column (print_cuda.c). So both kernels
  * have every thread busy and many blocks, and the partial results are a small share of
- * the input (a [4096, 512] bias gradient: 32 parts, 512 blocks of 16 rows a lane; it was
- * 256 parts of 16 rows a thread, whose partial results were half the input's bytes, added
- * up by two blocks). The description is the same for both dialects; the split is how this
- * dialect spreads it (the C dialect's threads already share the columns). */
+ * the input (a [4096, 512] bias gradient: 32 parts, 512 blocks of 16 rows a lane, partial
+ * results a sixteenth of the input's bytes, added up by 16 blocks). The description is the same for
+ * both dialects; the split is how this dialect spreads it (the C dialect's threads already share
+ * the columns). */
 static bool cuda_column_split(kd_kernel *kd) {
     kd_sched *c = &kd->sched;
     if (!kd->columns || kd->rows * c->chunks >= CGEN_CUDA_COL_SPLIT_ITEMS) return false;

@@ -1141,7 +1141,7 @@ static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
         kn_attention_desc d = {.dtype = c->t, .h = c->h, .hv = c->hv};
         uintptr_t align = (uintptr_t)hb[0] | (uintptr_t)hb[1] | (uintptr_t)hb[2] | (uintptr_t)hb[3];
         int type = cu_attention_kernel(&d, 9, align, c->cuda_cores);
-        CHECK_MSG(c->cuda_cores == (type < 4) || c->h % 8 || c->hv % 8 || c->h > 128 ||
+        CHECK_MSG(c->cuda_cores == (type < CU_ATTN_TC) || c->h % 8 || c->hv % 8 || c->h > 128 ||
                       c->hv > 128 || (c->t != KILN_DTYPE_BF16 && c->t != KILN_DTYPE_F16),
                   "%s: kernel %d chosen", name, type);
         run(type, hb[0], hb[1], hb[2], hb[3], nn, scale, c->fill, 3);

@@ -496,11 +496,11 @@ int cu_attention_kernel(const kn_attention_desc *a, int cc_major, uintptr_t alig
     if (!half || cuda_cores || cc_major < 8 || align % 16 || a->h % 8 || a->hv % 8 || a->h > 128 ||
         a->hv > 128)
         return t;
-    return 4 + 2 * (a->dtype == KILN_DTYPE_F16) + (a->h > 64 || a->hv > 64);
+    return CU_ATTN_TC + 2 * (a->dtype == KILN_DTYPE_F16) + (a->h > 64 || a->hv > 64);
 }
 
 int64_t cu_attention_block_rows(const kn_attention_desc *a, int kernel) {
-    if (kernel >= 4) return CU_ATTN_THREADS / 2; /* 16 rows a warp */
+    if (kernel >= CU_ATTN_TC) return CU_ATTN_THREADS / 2; /* 16 rows a warp */
     return a->dtype == KILN_DTYPE_F64 ? CU_ATTN_THREADS / 8 : CU_ATTN_THREADS / 4;
 }
 

@@ -15,7 +15,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* cuda_attention.c's kernels: four on the CUDA cores, four on tensor cores. */
+/* cuda_attention.c's kernels: four on the CUDA cores (cu_float_type's order), then from
+ * CU_ATTN_TC the four on tensor cores. */
+#define CU_ATTN_TC      4
 #define CU_ATTN_KERNELS 8
 
 /* A device's library kernels (cuda_lib.c), loaded together from one program. */

@@ -251,8 +251,9 @@ typedef struct trace_form {
     bool fused_attention; /* gpt_trace_options.fused_attention */
 } trace_form;
 
-static trace_form form_of(kiln_graph *g, const kiln_value *p, kiln_dtype compute) {
-    trace_form pr = {.compute = compute ? compute : dtype_of(g, p[0])};
+static trace_form form_of(kiln_graph *g, const kiln_value *p, const gpt_trace_options *o) {
+    trace_form pr = {.compute = o->compute ? o->compute : dtype_of(g, p[0]),
+                     .fused_attention = o->fused_attention};
     pr.wide =
         pr.compute == KILN_DTYPE_BF16 || pr.compute == KILN_DTYPE_F16 ? KILN_DTYPE_F32 : pr.compute;
     return pr;
@@ -402,8 +403,7 @@ kiln_value gpt_hidden_with(kiln_graph *g, const gpt_config *cfg, const kiln_valu
     gpt_trace_options none = {0};
     if (!opts) opts = &none;
     const gpt_block_hook *hook = opts->hook;
-    trace_form pr = form_of(g, p, opts->compute);
-    pr.fused_attention = opts->fused_attention;
+    trace_form pr = form_of(g, p, opts);
     int64_t d[KILN_MAX_RANK] = {0};
     int rank = 0;
     kiln_value_type(g, idx, NULL, &rank, d);

@@ -590,10 +590,15 @@ static void test_fused_attention_step(kiln_context *ctx) {
             CHECK_OK(ctx, kiln_graph_create(ctx, "gpt_train_step", &g));
             char err[GPT_ERR_SIZE];
             CHECK_MSG(gpt_trace_step(g, &cfg, dt, &spec, err) == KILN_STATUS_OK, "%s", err);
-            int ops = 0;
-            for (uint32_t i = 0; i < g->n_nodes; i++) ops += g->nodes[i].op == IR_ATTENTION;
-            CHECK_MSG(ops == (f ? cfg.layers : 0), "%s step, fused %d: %d attention ops",
-                      kiln_dtype_name(dt), f, ops);
+            int ops = 0, grads = 0; /* the forward pass, and its gradient's four kinds */
+            for (uint32_t i = 0; i < g->n_nodes; i++)
+                if (g->nodes[i].op == IR_ATTENTION) {
+                    ops += g->nodes[i].a.attn.kind == IR_ATTN_FORWARD;
+                    grads += g->nodes[i].a.attn.kind != IR_ATTN_FORWARD;
+                }
+            CHECK_MSG(ops == (f ? cfg.layers : 0) && grads == 4 * ops,
+                      "%s step, fused %d: %d attention ops, %d of their gradient",
+                      kiln_dtype_name(dt), f, ops, grads);
             kiln_graph_destroy(g);
             run_step_variant(ctx, &cfg, dt, &spec, n_args, args, n_out, res[f],
                              f && !t ? "fused" : NULL, 1e-4);

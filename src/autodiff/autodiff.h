@@ -85,6 +85,13 @@ kiln_value ad_jvp_region(kiln_graph *g, uint32_t first, uint32_t last, int n, co
 void ad_control_jvp(kiln_graph *g, uint32_t id, const ir_node *n, const kiln_value *t,
                     kiln_value *res_t);
 
+/* The reverse sweep's counterpart (grad.c): the contributions out[i] (where need[i]; {0, 0}
+ * for none) to values seeds[0..n) (distinct ids below first) of value `last`'s cotangent
+ * ct, where nodes first..last were just appended and read the seeds. The rules of the
+ * attention gradient's kinds differentiate their primitive form with it. */
+void ad_vjp_region(kiln_graph *g, uint32_t first, uint32_t last, kiln_value ct, int n,
+                   const uint32_t *seeds, const bool *need, kiln_value *out);
+
 /* The name tangent nodes' errors carry. */
 #define AD_JVP_OP "kiln_jvp"
 

@@ -446,6 +446,27 @@ static bool backward(ad_work *w, uint32_t lo, uint32_t hi) {
     return true;
 }
 
+void ad_vjp_region(kiln_graph *g, uint32_t first, uint32_t last, kiln_value ct, int n,
+                   const uint32_t *seeds, const bool *need, kiln_value *out) {
+    ad_work w;
+    memset(&w, 0, sizeof w);
+    for (int i = 0; i < n; i++) out[i] = KN_NONE;
+    if (work_init(&w, g, AD_OP)) {
+        for (int i = 0; i < n; i++)
+            if (need[i]) w.flags[seeds[i]] |= VARYING;
+        for (uint32_t id = first; id <= last; id++) mark_varying(&w, id);
+        if (w.flags[last] & VARYING) w.flags[last] |= LIVE;
+        for (uint32_t id = last; id >= first; id--) mark_live(&w, id);
+        if (w.flags[last] & LIVE) {
+            accumulate(&w, last, ct);
+            if (!g->status) backward(&w, first, last);
+        }
+        for (int i = 0; i < n && !g->status; i++)
+            if (need[i]) out[i] = w.ct[seeds[i]];
+    }
+    work_free(&w);
+}
+
 /* Checks the wrt list: float values of this graph. */
 static bool check_wrt(kiln_graph *g, const char *op, int n, const kiln_value *wrt,
                       kiln_value *grads) {

@@ -387,7 +387,7 @@ RULE(jvp_cumsum) {
     return kiln_cumsum(g, t[0], n->a.scan.axis, n->a.scan.reverse);
 }
 
-/* dot_product_attention through its primitive form (src/trace/attention.c): the
+/* dot_product_attention, any kind, through its primitive form (src/trace/attention.c): the
  * probabilities are recomputed from q and k, as the VJP rule does, and the forward sweep
  * runs over those primitives (softmax, dot_general, select) with q, k, v's tangents. The
  * primitive form's own output is not read, so compiling removes it. An operand passed
@@ -395,16 +395,18 @@ RULE(jvp_cumsum) {
 RULE(jvp_attention) {
     (void)id;
     const uint32_t *in = ir_in(n);
-    uint32_t seeds[3];
-    kiln_value tan[3];
+    uint32_t seeds[6];
+    kiln_value tan[6];
     int ns = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < (int)n->n_in && i < 6; i++) {
         bool dup = false;
         for (int j = 0; j < i; j++) dup |= in[j] == in[i];
         if (!dup) seeds[ns] = in[i], tan[ns++] = t[i];
     }
     uint32_t first = g->n_nodes;
-    kiln_value y = trace_attention_primitives(g, n, val(g, in[0]), val(g, in[1]), val(g, in[2]));
+    kiln_value args[6];
+    for (uint32_t i = 0; i < n->n_in && i < 6; i++) args[i] = val(g, in[i]);
+    kiln_value y = trace_attention_primitives(g, n, args);
     if (!y.id) return KN_NONE;
     return ad_jvp_region(g, first, y.id, ns, seeds, tan);
 }

@@ -557,11 +557,28 @@ static void vjp_cumsum(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value 
 
 /* dot_product_attention: the primitive form's gradient, with the probabilities recomputed
  * from q and k (src/trace/attention.c). */
+/* The forward pass: the gradient's kinds (src/trace/attention.c). A gradient kind (second
+ * order): reverse mode through its primitive form, an operand passed twice (q = k = v)
+ * given its contribution once. */
 static void vjp_attention(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
                           const bool *need, kiln_value *out) {
     const uint32_t *in = ir_in(n);
-    trace_attention_vjp(g, n, val(g, in[0]), val(g, in[1]), val(g, in[2]), val(g, id), ct, need,
-                        out);
+    if (n->a.attn.kind == IR_ATTN_FORWARD) {
+        trace_attention_vjp(g, n, val(g, in[0]), val(g, in[1]), val(g, in[2]), val(g, id), ct, need,
+                            out);
+        return;
+    }
+    uint32_t n_in = n->n_in < 6 ? n->n_in : 6, seeds[6];
+    kiln_value args[6];
+    bool want[6];
+    for (uint32_t i = 0; i < n_in; i++) {
+        bool dup = false;
+        for (uint32_t j = 0; j < i; j++) dup |= in[j] == in[i];
+        seeds[i] = in[i], args[i] = val(g, in[i]), want[i] = need[i] && !dup;
+    }
+    uint32_t first = g->n_nodes;
+    kiln_value y = trace_attention_primitives(g, n, args);
+    if (y.id) ad_vjp_region(g, first, y.id, ct, (int)n_in, seeds, want, out);
 }
 
 /* A convolution is bilinear, and each kind's partial maps are the others' transposes

@@ -276,23 +276,29 @@ static void rule_conv(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out
 
 /* Attention takes [T, N, H] or [B, T, N, H]: a batched rank-3 call is a rank-4 one; a
  * batched rank-4 call folds the two leading axes into one and unfolds the result. */
+/* Every kind: operands with a batch axis of their own ([B, T, N, H] per example) have it
+ * joined with the vmapped one; rank-3 ones ([T, N, H]) take the vmapped axis as theirs.
+ * lse and delta ([B, T, N] or [T, N]) follow q. */
 static void rule_attention(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out) {
     (void)id;
-    kiln_value x[3];
-    int rank = n->shape.rank;
-    for (uint32_t k = 0; k < 3; k++) {
+    kiln_value x[6];
+    uint32_t n_in = n->n_in < 6 ? n->n_in : 6;
+    bool batched = w->s->nodes[ir_in(n)[0]].shape.rank == 4; /* each example has a batch axis */
+    for (uint32_t k = 0; k < n_in; k++) {
         x[k] = ad_vmap_in(w, n, k);
-        if (rank == 4 && x[k].id) {
+        if (batched && x[k].id) {
             const ir_shape *sh = &w->g->nodes[x[k].id].shape;
-            int64_t dims[4] = {sh->dims[0] * sh->dims[1], sh->dims[2], sh->dims[3], sh->dims[4]};
-            x[k] = ad_vmap_reshape(w, x[k], 4, dims);
+            int64_t dims[KILN_MAX_RANK];
+            dims[0] = sh->dims[0] * sh->dims[1];
+            for (int a = 2; a < sh->rank; a++) dims[a - 1] = sh->dims[a];
+            x[k] = ad_vmap_reshape(w, x[k], sh->rank - 1, dims);
         }
     }
-    kiln_value y = ad_vmap_emit(w->g, w->op, n, x, 3);
-    if (rank == 4 && y.id) {
-        int64_t dims[5] = {w->size, n->shape.dims[0], n->shape.dims[1], n->shape.dims[2],
-                           n->shape.dims[3]};
-        y = ad_vmap_reshape(w, y, 5, dims);
+    kiln_value y = ad_vmap_emit(w->g, w->op, n, x, n_in);
+    if (batched && y.id) {
+        int64_t dims[KILN_MAX_RANK] = {w->size};
+        for (int a = 0; a < n->shape.rank; a++) dims[a + 1] = n->shape.dims[a];
+        y = ad_vmap_reshape(w, y, n->shape.rank + 1, dims);
     }
     out[0] = y;
 }

@@ -66,15 +66,36 @@ typedef struct kn_gemm_desc {
     int64_t batch, m, n, k; /* batch = product of bdims */
 } kn_gemm_desc;
 
+/* What one attention call computes (ir.h, IR_ATTN_*): the forward pass (KN_LIB_ATTENTION),
+ * or a part of its gradient (KN_LIB_ATTENTION_GRAD). With s_ij = scale q_i . k_j over the
+ * keys query i sees, p_ij = exp(s_ij - lse_i), dp_ij = ct_i . v_j and
+ * ds_ij = p_ij (dp_ij - delta_i):
+ *   LSE     lse_i = log sum_j exp(s_ij)               [batch, t, heads], the sum's type
+ *   GRAD_Q  dq_i = scale sum_j ds_ij k_j              q's shape and dtype
+ *   GRAD_K  dk_j = scale sum_(i, heads of j's group) ds_ij q_i    k's
+ *   GRAD_V  dv_j = sum_(i, heads of j's group) p_ij ct_i          v's
+ * where lse and delta ([batch, t, heads], the sum's type: f32 for f32, bf16 and f16, f64
+ * for f64) are LSE's result and rowsum(ct * out). */
+typedef enum kn_attention_kind {
+    KN_ATTN_FORWARD,
+    KN_ATTN_LSE,
+    KN_ATTN_GRAD_Q,
+    KN_ATTN_GRAD_K,
+    KN_ATTN_GRAD_V,
+} kn_attention_kind;
+
 /* One dot_product_attention (include/kiln.h): q [batch, t, heads, h], k [batch, s,
  * kv_heads, h], v [batch, s, kv_heads, hv], out [batch, t, heads, hv], all contiguous
- * row-major, query head n reading key/value head n / (heads / kv_heads). */
+ * row-major, query head n reading key/value head n / (heads / kv_heads); or one part of
+ * its gradient (kind, above), whose ct is out's shape. */
 typedef struct kn_attention_desc {
-    kiln_dtype dtype; /* f32, f64, bf16 or f16 */
+    kiln_dtype dtype; /* f32, f64, bf16 or f16: q's, k's, v's (lse and delta: the sum's) */
+    kn_attention_kind kind;
     int64_t batch, t, s, heads, kv_heads, h, hv;
     double scale;
     bool causal; /* query i sees keys j <= i */
-    double fill; /* with causal, the score of a key j > i: -inf (not there) or finite */
+    double fill; /* with causal, the score of a key j > i: -inf (not there) or finite;
+                  * always -inf for the gradient's kinds (a finite fill is expanded) */
 } kn_attention_desc;
 
 /* ---- options: what each backend's open receives ----
@@ -203,6 +224,9 @@ typedef struct kn_conv_desc {
  *                                                (kn_scatter_desc; floats, i32, i64)
  *   CUMSUM            x, out                     (kn_cumsum_desc; floats, i32, i64)
  *   ATTENTION         q, k, v, out, scratch      (kn_attention_desc; floats)
+ *   ATTENTION_GRAD    q, k, v, ct, lse, delta, out, scratch
+ *                                                (kn_attention_desc, kind LSE or GRAD_*:
+ *                                                LSE reads q and k only, the others NULL)
  *   ARGSORT           x, out, scratch            (kn_sort_desc; every dtype)
  *   CONV              (per kind, above), scratch (kn_conv_desc; floats)
  * Floats are f32, f64, bf16 and f16: 16-bit ones sum in f32 (or wider) and round each
@@ -226,6 +250,7 @@ typedef enum kn_lib_op {
     KN_LIB_ATTENTION,
     KN_LIB_ARGSORT,
     KN_LIB_CONV,
+    KN_LIB_ATTENTION_GRAD,
     KN_LIB_NUM_OPS
 } kn_lib_op;
 

@@ -19,6 +19,7 @@
 #include "passes/rewrite.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -32,6 +33,25 @@ static double now_seconds(void) {
 static bool lib_has(const kn_device *dev, kn_lib_op op) {
     const kn_backend *b = dev->backend;
     return b->lib_supports && b->lib_supports(dev->state, dev->index, op, NULL);
+}
+
+/* Whether the device's kernels take every node of g of the attention gradient's kinds,
+ * each asked with its own description (a GPU's take 16-bit operands on tensor cores, and
+ * leave f32 to the products of the primitive form): the kinds are expanded together or
+ * not at all. Those with a finite fill are expanded whatever the answer (expand.c). */
+static bool grad_kernels_take_all(const kn_device *dev, const kiln_graph *g) {
+    if (!lib_has(dev, KN_LIB_ATTENTION_GRAD)) return false;
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (n->op != IR_ATTENTION || n->a.attn.kind == IR_ATTN_FORWARD ||
+            n->a.attn.fill != -INFINITY)
+            continue;
+        kn_lib_desc d = {.op = KN_LIB_ATTENTION_GRAD};
+        exec_attention_desc(g, id, &d.attention);
+        d.dtype = d.attention.dtype;
+        if (!dev->backend->lib_supports(dev->state, dev->index, d.op, &d)) return false;
+    }
+    return true;
 }
 
 /* The library ops this program calls, each one the backend may not have: the first one
@@ -88,18 +108,26 @@ static kiln_status check_lib_calls(const kiln_executable *e) {
     return KILN_STATUS_OK;
 }
 
+kn_lib_op exec_attention_op(const kiln_graph *g, uint32_t id) {
+    return g->nodes[id].a.attn.kind == IR_ATTN_FORWARD ? KN_LIB_ATTENTION : KN_LIB_ATTENTION_GRAD;
+}
+
+/* Any kind (ir.h, ir_attn_kind: the same values as kn_attention_kind's); LSE reads no
+ * value, so its hv is 0. */
 void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d) {
-    const ir_node *n = &g->nodes[id];
-    const ir_shape *q = &g->nodes[ir_in(n)[0]].shape, *k = &g->nodes[ir_in(n)[1]].shape;
-    int o = q->rank - 3;
-    *d = (kn_attention_desc){.dtype = n->dtype,
+    const ir_node *n = &g->nodes[id], *qn = &g->nodes[ir_in(n)[0]];
+    const ir_shape *q = &qn->shape, *k = &g->nodes[ir_in(n)[1]].shape;
+    int o = q->rank - 3, kind = n->a.attn.kind;
+    const ir_shape *v = kind == IR_ATTN_LSE ? NULL : &g->nodes[ir_in(n)[2]].shape;
+    *d = (kn_attention_desc){.dtype = qn->dtype,
+                             .kind = (kn_attention_kind)kind,
                              .batch = o ? q->dims[0] : 1,
                              .t = q->dims[o],
                              .s = k->dims[o],
                              .heads = q->dims[o + 1],
                              .kv_heads = k->dims[o + 1],
                              .h = q->dims[o + 2],
-                             .hv = n->shape.dims[o + 2],
+                             .hv = v ? v->dims[o + 2] : 0,
                              .scale = n->a.attn.scale,
                              .causal = n->a.attn.causal,
                              .fill = n->a.attn.fill};
@@ -164,7 +192,7 @@ static bool lib_call_desc(const kiln_executable *e, const fkernel *k, kn_lib_des
     uint32_t id = k->roots[0];
     switch (k->kind) {
     case FK_ATTENTION:
-        *d = (kn_lib_desc){.op = KN_LIB_ATTENTION};
+        *d = (kn_lib_desc){.op = exec_attention_op(e->g, id)};
         exec_attention_desc(e->g, id, &d->attention);
         d->dtype = d->attention.dtype;
         return true;
@@ -417,7 +445,8 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     kiln_status s = dump_begin(ctx, g, &dump);
     bool attention = lib_has(dev, KN_LIB_ATTENTION);
     bool conv = lib_has(dev, KN_LIB_CONV) && !ctx->config.conv_im2col;
-    unsigned expand = (attention ? 0u : PASS_EXPAND_ATTENTION) | (conv ? 0u : PASS_EXPAND_CONV);
+    unsigned expand = (attention ? 0u : PASS_EXPAND_ATTENTION) | (conv ? 0u : PASS_EXPAND_CONV) |
+                      (grad_kernels_take_all(dev, g) ? 0u : PASS_EXPAND_ATTENTION_GRAD);
     if (!s) s = pass_clone(g, &e->g);
     if (!s) /* what the device has no kernel for becomes primitives (check_backend: none) */
         s = pass_expand(&e->g, expand);

@@ -15,6 +15,9 @@ kiln_status exec_remat(kiln_executable *e, const kiln_compile_options *o);
 kiln_status exec_fuse_and_plan(kiln_executable *e, const kiln_compile_options *o);
 /* The backend's description of attention node id of g. */
 void exec_attention_desc(const kiln_graph *g, uint32_t id, kn_attention_desc *d);
+/* The library op of attention node id: ATTENTION for the forward pass, ATTENTION_GRAD for
+ * its gradient's kinds. */
+kn_lib_op exec_attention_op(const kiln_graph *g, uint32_t id);
 /* The library call of argsort node id (KN_LIB_ARGSORT, its dtype and kn_sort_desc; no
  * scratch yet). */
 void exec_sort_desc(const kiln_graph *g, uint32_t id, kn_lib_desc *d);

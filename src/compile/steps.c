@@ -170,17 +170,26 @@ static void conv_step(build *b, exec_step st, uint32_t id) {
     add_lib(b, st, &d, (exec_loc[]){view_loc(b, in[0]), view_loc(b, in[1]), b->of[id], scratch});
 }
 
-/* dot_product_attention: the backend's fused kernel over q, k, v where they lie, with the
- * scratch the plan set aside. */
+/* dot_product_attention: the backend's fused kernel over its operands where they lie,
+ * with the scratch the plan set aside; a gradient kind's buffers are q, k, v, ct, lse,
+ * delta, out, scratch (LSE's v, ct, lse and delta none). */
 static void attention_step(build *b, exec_step st, uint32_t id) {
-    const uint32_t *in = ir_in(&b->e->g->nodes[id]);
-    kn_lib_desc d = {.op = KN_LIB_ATTENTION};
+    const ir_node *n = &b->e->g->nodes[id];
+    const uint32_t *in = ir_in(n);
+    kn_lib_desc d = {.op = exec_attention_op(b->e->g, id)};
     exec_attention_desc(b->e->g, id, &d.attention);
     d.dtype = d.attention.dtype;
     exec_loc scratch = scratch_loc(b, st.kernel, &d.scratch_bytes);
-    add_lib(b, st, &d,
-            (exec_loc[]){view_loc(b, in[0]), view_loc(b, in[1]), view_loc(b, in[2]), b->of[id],
-                         scratch});
+    if (d.op == KN_LIB_ATTENTION) {
+        add_lib(b, st, &d,
+                (exec_loc[]){view_loc(b, in[0]), view_loc(b, in[1]), view_loc(b, in[2]), b->of[id],
+                             scratch});
+        return;
+    }
+    exec_loc loc[8] = {view_loc(b, in[0]), view_loc(b, in[1])};
+    for (uint32_t i = 2; i < n->n_in; i++) loc[i] = view_loc(b, in[i]);
+    loc[6] = b->of[id], loc[7] = scratch;
+    add_lib(b, st, &d, loc);
 }
 
 static void collective_step(build *b, exec_step st, uint32_t id) {
@@ -368,7 +377,9 @@ static void count_steps(const kiln_executable *e, uint32_t ki, uint32_t *steps, 
         n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_SCATTER_ADD_ROWS);
         break;
     case FK_SCAN: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_CUMSUM); break;
-    case FK_ATTENTION: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_ATTENTION); break;
+    case FK_ATTENTION:
+        n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(exec_attention_op(e->g, k->roots[0]));
+        break;
     case FK_COLLECTIVE: n = 1, bufs = 2; break;
     case FK_SORT: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_ARGSORT); break;
     case FK_CONTROL: n = 1, bufs = e->g->nodes[k->roots[0]].n_in + k->n_roots + 1; break;

@@ -57,6 +57,15 @@ const char *ir_conv_kind_name(int kind) {
     return kind >= 0 && kind <= IR_CONV_FILTER_GRAD ? names[kind] : NULL;
 }
 
+const char *ir_attn_kind_name(int kind) {
+    static const char *const names[] = {"forward", "lse", "grad_q", "grad_k", "grad_v"};
+    return kind >= 0 && kind <= IR_ATTN_GRAD_V ? names[kind] : NULL;
+}
+
+kiln_dtype ir_attn_sum_dtype(kiln_dtype t) {
+    return t == KILN_DTYPE_F64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+}
+
 static const ir_attr_desc rows[] = {
 #define KN_ATTR_ROW(op, type, name, member, words)                                                 \
     {IR_##op, type, name, offsetof(ir_attrs, member), words},
@@ -146,9 +155,10 @@ static void print_one(const ir_attrs *a, const ir_attr_desc *d, int r, strbuf *s
     switch (d->type) {
     case IRA_PARAM: break;
     case IRA_INT: sb_printf(sb, " %s=%d", d->name, int_at(a, d)); break;
-    case IRA_WORD: {
+    case IRA_WORD:
+    case IRA_KIND: {
         const char *w = d->words(int_at(a, d));
-        sb_printf(sb, " %s", w ? w : "?");
+        if (d->type == IRA_WORD || int_at(a, d)) sb_printf(sb, " %s", w ? w : "?");
         break;
     }
     case IRA_FLAG:
@@ -203,7 +213,8 @@ static int flatten_one(const ir_attrs *a, const ir_attr_desc *d, int r, int64_t 
     switch (d->type) {
     case IRA_PARAM:
     case IRA_INT:
-    case IRA_WORD: buf[0] = int_at(a, d); return 1;
+    case IRA_WORD:
+    case IRA_KIND: buf[0] = int_at(a, d); return 1;
     case IRA_FLAG: buf[0] = flag_at(a, d); return 1;
     case IRA_INTS:
         for (int i = 0; i < r; i++) buf[i] = ((const int *)m)[i];

@@ -428,8 +428,42 @@ static kiln_status infer_sort(const kiln_graph *g, ir_node *n, char *msg, size_t
 
 /* q [B, T, N, H], k [B, S, K, H], v [B, S, K, Hv] (or all without B) -> [B, T, N, Hv]: N
  * query heads share K key/value heads in groups of N / K (jax.nn.dot_product_attention). */
+/* The inputs an attention of kind k reads (ir.h, ir_attn_kind). */
+static uint32_t attn_inputs(int kind) {
+    return kind == IR_ATTN_FORWARD ? 3 : kind == IR_ATTN_LSE ? 2 : 6;
+}
+
+/* A gradient kind's ct [.., T, N, Hv], lse and delta [.., T, N]. */
+static kiln_status infer_attention_grad(const kiln_graph *g, ir_node *n, char *msg,
+                                        size_t msg_size) {
+    const ir_node *q = input(g, n, 0), *v = input(g, n, 2);
+    int r = q->shape.rank;
+    ir_shape out = q->shape, rows = q->shape;
+    out.dims[r - 1] = v->shape.dims[r - 1];
+    rows.rank = r - 1;
+    kiln_dtype st = ir_attn_sum_dtype(q->dtype);
+    static const char *const what[] = {"the output's cotangent", "the log-sum-exp", "delta"};
+    for (uint32_t i = 3; i < 6; i++) {
+        const ir_node *x = input(g, n, i);
+        kiln_dtype t = i == 3 ? q->dtype : st;
+        const ir_shape *want = i == 3 ? &out : &rows;
+        if (x->dtype == t && ir_shape_eq(&x->shape, want)) continue;
+        char a[96], b[96];
+        FAIL(x->dtype != t ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE, "%s must be %s, not %s",
+             what[i - 3], ir_type_str(t, want, a, sizeof a),
+             ir_type_str(x->dtype, &x->shape, b, sizeof b));
+    }
+    return KILN_STATUS_OK;
+}
+
 static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
-    const ir_node *q = input(g, n, 0), *k = input(g, n, 1), *v = input(g, n, 2);
+    int kind = n->a.attn.kind;
+    if (!ir_attn_kind_name(kind)) FAIL(KILN_STATUS_INVALID_ARGUMENT, "unknown kind %d", kind);
+    if (n->n_in != attn_inputs(kind))
+        FAIL(KILN_STATUS_INVALID_ARGUMENT, "the %s kind takes %u operands, not %u",
+             ir_attn_kind_name(kind), attn_inputs(kind), n->n_in);
+    const ir_node *q = input(g, n, 0), *k = input(g, n, 1);
+    const ir_node *v = kind == IR_ATTN_LSE ? k : input(g, n, 2);
     int r = q->shape.rank;
     if (!ir_dtype_accepts(IRT_FLOAT, q->dtype))
         FAIL(KILN_STATUS_DTYPE, "dot_product_attention takes f32, f64, bf16 or f16, not %s",
@@ -472,9 +506,15 @@ static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, s
              "the score of a key a causal query does not see (fill) must be -inf or finite in "
              "%s, not %g",
              kiln_dtype_name(q->dtype), fill);
-    n->dtype = q->dtype;
-    n->shape = q->shape;
-    n->shape.dims[r - 1] = vd[r - 1];
+    if (kind >= IR_ATTN_GRAD_Q) {
+        kiln_status s = infer_attention_grad(g, n, msg, msg_size);
+        if (s) return s;
+    }
+    const ir_node *like = kind == IR_ATTN_GRAD_K ? k : kind == IR_ATTN_GRAD_V ? v : q;
+    n->dtype = like->dtype;
+    n->shape = like->shape;
+    if (kind == IR_ATTN_FORWARD) n->shape.dims[r - 1] = vd[r - 1];
+    if (kind == IR_ATTN_LSE) n->dtype = ir_attn_sum_dtype(q->dtype), n->shape.rank = r - 1;
     return KILN_STATUS_OK;
 }
 

@@ -28,7 +28,7 @@ typedef enum ir_kind {
     IRK_INDEX,      /* take_rows, scatter_add_rows, dynamic_slice, dynamic_update_slice */
     IRK_SCAN,       /* cumsum: same type as its operand, prefix sums along one axis */
     IRK_ATTENTION,  /* dot_product_attention: q [.., T, N, H], k [.., S, K, H], v [.., S, K, Hv]
-                     * -> [.., T, N, Hv] */
+                     * -> [.., T, N, Hv]; or a part of its gradient (attn.kind) */
     IRK_COLLECTIVE, /* all_reduce: same type as its operand, values from every replica;
                      * reduce_scatter / all_gather: the leading axis / ranks, / x ranks */
     IRK_SORT,       /* argsort: i32 positions along one axis, k of them (a permutation when
@@ -241,9 +241,10 @@ enum {
       0, 1, NULL, NULL)                                                                            \
     /* prefix sums along attribute scan.axis (src/trace/index_ops.c): a library kernel */       \
     X(CUMSUM, "cumsum", cumsum, 1, IRK_SCAN, IRT_NUMERIC, IRF_EXPENSIVE, 1, NULL, NULL)            \
-    /* softmax(scale q k^T, causal mask) v over heads (src/trace/attention.c): a library     \
-     * kernel, or its primitive form on a backend without one (src/passes/expand.c) */      \
-    X(ATTENTION, "dot_product_attention", dot_product_attention, 3, IRK_ATTENTION, IRT_FLOAT,      \
+    /* softmax(scale q k^T, causal mask) v over heads, or a part of its gradient           \
+     * (attn.kind; src/trace/attention.c): a library kernel, or its primitive form on a     \
+     * backend without one (src/passes/expand.c) */                                         \
+    X(ATTENTION, "dot_product_attention", dot_product_attention, -1, IRK_ATTENTION, IRT_FLOAT,     \
       IRF_EXPENSIVE, 1, NULL, NULL)                                                                \
     KN_SORT_OPS(X)                                                                                 \
     KN_GATHER_OPS(X)                                                                               \
@@ -359,6 +360,7 @@ typedef union ir_attrs {
                        * builder sets) leaves it out; a finite value is what a written-out
                        * attention put there (select(mask, s, -1e30)) and the op recognised
                        * from it (src/passes/attention.c) keeps that meaning exactly */
+        int kind;     /* ir_attn_kind: the forward pass, or which part of its gradient */
     } attn;           /* ATTENTION */
     struct {
         int n_carry;  /* WHILE, SCAN: carried values; COND: operands passed to a branch */
@@ -404,6 +406,27 @@ typedef union ir_attrs {
     } conv;
 } ir_attrs;
 
+/* What an ATTENTION node computes (attribute attn.kind; src/trace/attention.c). With
+ * s_ij = scale q_i . k_j over the keys query i sees, lse_i = log sum_j exp(s_ij),
+ * p_ij = exp(s_ij - lse_i), dp_ij = ct_i . v_j and ds_ij = p_ij (dp_ij - delta_i):
+ *   FORWARD  (q, k, v)                      out_i = sum_j p_ij v_j         [.., T, N, Hv]
+ *   LSE      (q, k)                         lse_i                          [.., T, N]
+ *   GRAD_Q   (q, k, v, ct, lse, delta)      scale sum_j ds_ij k_j          q's type
+ *   GRAD_K   (the same)                     scale sum_i ds_ij q_i          k's type
+ *   GRAD_V   (the same)                     sum_i p_ij ct_i                v's type
+ * (GRAD_K and GRAD_V also sum over the query heads that share key/value head). lse and
+ * delta (rowsum(ct * out)) are [.., T, N] in the sum's type (ir_attn_sum_dtype: f32 for
+ * f32, bf16 and f16; f64 for f64), ct the forward output's type. The gradient is these
+ * nodes rather than its primitive form so that a backend can run each as one kernel that
+ * never writes a [T, S] array (FlashAttention-2's backward pass). */
+typedef enum ir_attn_kind {
+    IR_ATTN_FORWARD,
+    IR_ATTN_LSE,
+    IR_ATTN_GRAD_Q,
+    IR_ATTN_GRAD_K,
+    IR_ATTN_GRAD_V,
+} ir_attn_kind;
+
 /* What a CONV node computes (attribute conv.kind). */
 typedef enum ir_conv_kind {
     IR_CONV_FORWARD,     /* conv(lhs, kernel) */
@@ -438,6 +461,8 @@ typedef enum ir_attr_type {
                   * lhs_contract, rhs_contract */
     IRA_SPATIAL, /* int64_t[rank of the first operand - 2]: " name=[a,b]", one per spatial
                   * axis of a convolution */
+    IRA_KIND,    /* int: an IRA_WORD whose first word is the default, which is written (and
+                  * read) as no word at all: an attribute added to an op that had none */
 } ir_attr_type;
 
 const char *ir_cmp_name(int cmp);          /* "eq" .. "ge", NULL out of range */
@@ -449,6 +474,10 @@ const char *ir_memory_kind_name(int kind); /* "device", "pinned_host", NULL out 
 const char *ir_scatter_kind_name(int kind);
 /* "forward", "input_grad", "filter_grad" (ir_conv_kind), NULL out of range */
 const char *ir_conv_kind_name(int kind);
+/* "forward", "lse", "grad_q", "grad_k", "grad_v" (ir_attn_kind), NULL out of range */
+const char *ir_attn_kind_name(int kind);
+/* The dtype an attention of operands t sums in, which LSE's result and delta have. */
+kiln_dtype ir_attn_sum_dtype(kiln_dtype t);
 
 // clang-format off
 #define KN_ATTRS(X)                                                                                \
@@ -481,6 +510,7 @@ const char *ir_conv_kind_name(int kind);
     X(ATTENTION, IRA_REAL, "scale", attn.scale, NULL)                                              \
     X(ATTENTION, IRA_FLAG, "causal", attn.causal, NULL)                                            \
     X(ATTENTION, IRA_FILL, "fill", attn.fill, NULL)                                                \
+    X(ATTENTION, IRA_KIND, "a kind", attn.kind, ir_attn_kind_name)                                 \
     X(RANDOM, IRA_WORD, "what it draws", rng, ir_rng_name)                                         \
     X(ALL_REDUCE, IRA_WORD, "a reduction", reduce_kind, ir_reduce_kind_name)                      \
     X(REDUCE_SCATTER, IRA_WORD, "a reduction", shard.kind, ir_reduce_kind_name)                   \

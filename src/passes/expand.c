@@ -1,12 +1,13 @@
 /* expand.c — ops that a backend has no kernel for, rewritten into the primitives that
  * compute them (XLA's "expanders" do the same per backend): dot_product_attention, whose
  * primitive form (src/trace/attention.c) is the products, select and softmax a user would
- * write, and convolutions, whose form (src/trace/conv.c) is im2col's slices and a product
- * (and their transposes for the gradient kinds). kiln_compile runs it before the other
- * passes for the ops the device's backend has no library kernel for (a convolution of
- * integers always: the kernels take floats), so simplification, CSE, fusion and the
- * planner see only what the device runs. Gather and scatter with XLA's dimension numbers are
- * expanded on every device (their primitive forms: src/trace/gather.c).
+ * write (and its gradient's kinds, whose probabilities CSE then shares), and convolutions, whose
+ * form (src/trace/conv.c) is im2col's slices and a product (and their transposes for the gradient
+ * kinds). kiln_compile runs it before the other passes for the ops the device's backend has no
+ * library kernel for (a convolution of integers always: the kernels take floats), so
+ * simplification, CSE, fusion and the planner see only what the device runs. Gather and scatter
+ * with XLA's dimension numbers are expanded on every device (their primitive forms:
+ * src/trace/gather.c).
  *
  * The new nodes are built with the tracer's own builders on the graph being rebuilt (it
  * is not finished until the walk ends); they take the replaced node's source location,
@@ -17,6 +18,8 @@
 #include "passes.h"
 #include "rewrite.h"
 #include "trace/trace.h"
+
+#include <math.h>
 
 /* A GATHER or SCATTER node's primitive form (src/trace/gather.c). */
 static kiln_value expand_gather(pass_rebuild *rb, uint32_t id, const ir_node *o) {
@@ -31,7 +34,10 @@ static bool expanded(const ir_node *n, unsigned what) {
     switch (n->op) {
     case IR_GATHER:
     case IR_SCATTER: return true;
-    case IR_ATTENTION: return what & PASS_EXPAND_ATTENTION;
+    case IR_ATTENTION:
+        if (n->a.attn.kind == IR_ATTN_FORWARD) return what & PASS_EXPAND_ATTENTION;
+        /* the gradient's kernels take the fill -inf only (backend_impl.h) */
+        return (what & PASS_EXPAND_ATTENTION_GRAD) || n->a.attn.fill != -INFINITY;
     case IR_CONV: return (what & PASS_EXPAND_CONV) || !ir_dtype_is_float(n->dtype);
     default: return false;
     }
@@ -45,12 +51,11 @@ static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
     kiln_graph *g = rb->g;
     const char *name = ir_ops[o->op].name;
     g->cur_file = o->file, g->cur_line = o->line;
-    kiln_value a = trace_value(g, pass_input(rb, id, 0)), b = trace_value(g, pass_input(rb, id, 1));
-    kiln_value r =
-        gs ? expand_gather(rb, id, o)
-        : o->op == IR_CONV
-            ? trace_conv_primitives(g, o, a, b)
-            : trace_attention_primitives(g, o, a, b, trace_value(g, pass_input(rb, id, 2)));
+    kiln_value in[6] = {{0}};
+    for (uint32_t k = 0; k < o->n_in && k < 6; k++) in[k] = trace_value(g, pass_input(rb, id, k));
+    kiln_value r = gs                 ? expand_gather(rb, id, o)
+                   : o->op == IR_CONV ? trace_conv_primitives(g, o, in[0], in[1])
+                                      : trace_attention_primitives(g, o, in);
     if (g->status) /* a host allocation failed; the message is the builder's */
         return ctx_error(g->ctx, g->status, "pass expand: %s %%%u: %s", name, id,
                          g->error ? g->error : kiln_status_name(g->status));
@@ -62,8 +67,8 @@ static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
 }
 
 /* Attention and float convolutions only when `what` says the device has no kernel for
- * them; gather, scatter and integer convolutions always: no backend has a kernel of its
- * own for them. */
+ * them; gather, scatter, integer convolutions and the attention gradient's kinds with a
+ * finite fill always: no backend has a kernel of its own for them. */
 kiln_status pass_expand_run(const kiln_graph *g, unsigned what, kiln_graph **out) {
     *out = NULL;
     bool any = false;

@@ -124,11 +124,17 @@ EXPAND_RUN(0)
 EXPAND_RUN(1)
 EXPAND_RUN(2)
 EXPAND_RUN(3)
+EXPAND_RUN(4)
+EXPAND_RUN(5)
+EXPAND_RUN(6)
+EXPAND_RUN(7)
 #undef EXPAND_RUN
 
 kiln_status pass_expand(kiln_graph **g, unsigned what) {
-    static const pass_run_fn runs[4] = {expand_run_0, expand_run_1, expand_run_2, expand_run_3};
-    return apply(g, "expand", runs[what & 3u]);
+    static const pass_run_fn runs[8] = {expand_run_0, expand_run_1, expand_run_2, expand_run_3,
+                                        expand_run_4, expand_run_5, expand_run_6, expand_run_7};
+    _Static_assert(PASS_EXPAND_ATTENTION_GRAD == 4u, "one run function per set of flags");
+    return apply(g, "expand", runs[what & 7u]);
 }
 
 kiln_status pass_attention(kiln_graph **g, bool *changed, pass_stats *stats) {

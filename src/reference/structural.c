@@ -506,6 +506,76 @@ static kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value 
     return KILN_STATUS_OK;
 }
 
+/* The gradient's kinds of dot_product_attention (ir.h, ir_attn_kind) from their
+ * definitions, in f64 per (b, i, n) over the keys as the forward pass scores them: LSE
+ * writes log sum_j exp(s_j) (as max + log sum exp(s_j - max)); the others take lse and
+ * delta as given, p_j = exp(s_j - lse), ds_j = p_j (ct . v_j - delta) (0 at a key scored
+ * the fill: a constant), and add scale ds_j k_j into dq, scale ds_j q into dk_j and p_j ct
+ * into dv_j, summed in f64 and each output rounded once. */
+static kiln_status ref_attention_grad(const kiln_graph *g, const ir_node *n, const ref_value *vals,
+                                      void *out) {
+    const ir_node *qn = ref_in_node(g, n, 0), *kn = ref_in_node(g, n, 1);
+    int kind = n->a.attn.kind, o = qn->shape.rank - 3;
+    const ir_node *vn = kind == IR_ATTN_LSE ? kn : ref_in_node(g, n, 2);
+    const void *q = ref_in_data(vals, n, 0), *k = ref_in_data(vals, n, 1);
+    const void *v = kind == IR_ATTN_LSE ? NULL : ref_in_data(vals, n, 2);
+    const void *ct = v ? ref_in_data(vals, n, 3) : NULL, *lse = v ? ref_in_data(vals, n, 4) : NULL,
+               *dl = v ? ref_in_data(vals, n, 5) : NULL;
+    int64_t B = o ? qn->shape.dims[0] : 1, T = qn->shape.dims[o], N = qn->shape.dims[o + 1],
+            H = qn->shape.dims[o + 2], S = kn->shape.dims[o], K = kn->shape.dims[o + 1],
+            Hv = vn->shape.dims[o + 2], G = N / K;
+    kiln_dtype t = qn->dtype, st = ir_attn_sum_dtype(t);
+    int64_t n_out = 1;
+    for (int a = 0; a < n->shape.rank; a++) n_out *= n->shape.dims[a];
+    size_t bytes = (size_t)(S + n_out + 1) * sizeof(double);
+    double *s = host_alloc(g->ctx, bytes), *acc = s + S;
+    if (!s)
+        return ctx_oom(g->ctx, "reference interpreter: dot_product_attention's gradient", bytes);
+    for (int64_t x = 0; x < n_out; x++) acc[x] = 0;
+    double scale = n->a.attn.scale, fill = n->a.attn.fill;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < T; i++)
+            for (int64_t h = 0; h < N; h++) {
+                int64_t kh = h / G, seen = n->a.attn.causal && i + 1 < S ? i + 1 : S;
+                int64_t keys = isfinite(fill) ? S : seen, row = (b * T + i) * N + h;
+                double mx = -INFINITY;
+                for (int64_t j = 0; j < keys; j++) {
+                    double d = 0;
+                    for (int64_t e = 0; j < seen && e < H; e++)
+                        d += ref_fget(q, t, row * H + e) *
+                             ref_fget(k, t, ((b * S + j) * K + kh) * H + e);
+                    s[j] = j < seen ? scale * d : fill;
+                    mx = s[j] > mx || s[j] != s[j] ? s[j] : mx; /* NaN propagates */
+                }
+                if (kind == IR_ATTN_LSE) {
+                    double sum = 0;
+                    for (int64_t j = 0; j < keys; j++) sum += exp(s[j] - mx);
+                    acc[row] = mx + log(sum);
+                    continue;
+                }
+                double l = ref_fget(lse, st, row), dr = ref_fget(dl, st, row);
+                for (int64_t j = 0; j < keys; j++) {
+                    double p = exp(s[j] - l), dp = 0;
+                    int64_t kv = (b * S + j) * K + kh;
+                    for (int64_t e = 0; e < Hv; e++)
+                        dp += ref_fget(ct, t, row * Hv + e) * ref_fget(v, t, kv * Hv + e);
+                    double ds = j < seen ? p * (dp - dr) : 0;
+                    if (kind == IR_ATTN_GRAD_Q)
+                        for (int64_t e = 0; e < H; e++)
+                            acc[row * H + e] += scale * ds * ref_fget(k, t, kv * H + e);
+                    else if (kind == IR_ATTN_GRAD_K)
+                        for (int64_t e = 0; e < H; e++)
+                            acc[kv * H + e] += scale * ds * ref_fget(q, t, row * H + e);
+                    else
+                        for (int64_t e = 0; e < Hv; e++)
+                            acc[kv * Hv + e] += p * ref_fget(ct, t, row * Hv + e);
+                }
+            }
+    for (int64_t x = 0; x < n_out; x++) ref_fput(out, n->dtype, x, acc[x]);
+    host_free(g->ctx, s, bytes);
+    return KILN_STATUS_OK;
+}
+
 /* dot_product_attention straight from its definition (include/kiln.h): per (b, i, n),
  * the scores s_j = scale * (q . k_j) in f64 over the keys it sees (j <= i when causal;
  * a key j > i scores the fill instead when that is finite), p_j = exp(s_j - max s) / sum,
@@ -513,6 +583,7 @@ static kiln_status ref_cumsum(const kiln_graph *g, uint32_t id, const ref_value 
 static kiln_status ref_attention(const kiln_graph *g, uint32_t id, const ref_value *vals,
                                  void *out) {
     const ir_node *n = &g->nodes[id];
+    if (n->a.attn.kind != IR_ATTN_FORWARD) return ref_attention_grad(g, n, vals, out);
     const ir_node *qn = ref_in_node(g, n, 0), *kn = ref_in_node(g, n, 1),
                   *vn = ref_in_node(g, n, 2);
     const void *q = IN_OF(n), *k = ref_in_data(vals, n, 1), *v = ref_in_data(vals, n, 2);

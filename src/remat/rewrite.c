@@ -121,11 +121,16 @@ double remat_node_flops(const kiln_graph *g, uint32_t id) {
         double len = (double)x->shape.dims[n->a.sort.axis];
         return (double)in * (len > 1 ? log2(len) : 1);
     }
-    case IRK_ATTENTION: { /* q k^T and p v over the (b, n, i, j) pairs seen */
+    case IRK_ATTENTION: { /* the products over the (b, n, i, j) pairs seen: q k^T and p v;
+                           * LSE q k^T; GRAD_V also p^T ct; GRAD_Q and GRAD_K q k^T, ct v^T
+                           * and one more of H */
         const ir_node *q = &g->nodes[ir_in(n)[0]], *k = &g->nodes[ir_in(n)[1]];
-        int r = q->shape.rank;
+        int r = q->shape.rank, kind = n->a.attn.kind;
         double T = (double)q->shape.dims[r - 3], S = (double)k->shape.dims[r - 3];
-        double H = (double)q->shape.dims[r - 1], Hv = (double)n->shape.dims[r - 1];
+        double H = (double)q->shape.dims[r - 1];
+        double Hv = kind == IR_ATTN_LSE ? 0 : (double)g->nodes[ir_in(n)[2]].shape.dims[r - 1];
+        if (kind == IR_ATTN_FORWARD) Hv = (double)n->shape.dims[r - 1];
+        if (kind == IR_ATTN_GRAD_Q || kind == IR_ATTN_GRAD_K) H *= 2;
         double heads = (double)q->shape.dims[r - 2] * (r == 4 ? (double)q->shape.dims[0] : 1);
         double pairs = !n->a.attn.causal ? T * S
                        : T <= S          ? T * (T + 1) / 2

@@ -1,12 +1,16 @@
-/* attention.c — jax.nn.dot_product_attention as one op (IR_ATTENTION), its primitive form
- * and its gradient.
+/* attention.c — jax.nn.dot_product_attention as one op (IR_ATTENTION), its gradient as
+ * the same op's other kinds, and the primitive form of each.
  *
  * The op is one node so that a backend can run it as a fused kernel (the CPU's keeps each
  * block of scores in cache and skips the key blocks a causal query block cannot see:
- * src/backend/cpu/cpu_attention.c). The same computation written with primitives is built
- * here once and used twice: by the expansion a backend without the kernel gets
- * (src/passes/expand.c), and by the gradient, which recomputes the probabilities from q
- * and k instead of keeping them (so training saves q, k, v and the output, not [T, S]).
+ * src/backend/cpu/cpu_attention.c). Its gradient is four more nodes of the op (ir.h,
+ * ir_attn_kind): the rows' log-sum-exp, recomputed from q and k, and the gradients of q, k
+ * and v, each of which recomputes the probabilities it needs from q, k and the log-sum-exp
+ * (FlashAttention-2's backward pass), so training saves q, k, v and the output, and no
+ * kernel writes a [T, S] array. The same computations written with primitives are built
+ * here once per kind and used by the expansion a backend without a kernel gets
+ * (src/passes/expand.c; CSE then shares the probabilities the three gradients recompute)
+ * and by the kinds' own derivatives (src/autodiff).
  *
  * Layout: q [B, T, N, H], k [B, S, K, H], v [B, S, K, Hv], out [B, T, N, Hv], query head
  * n reading key/value head n / G with G = N / K; rank-3 operands are the same with B = 1. */
@@ -16,17 +20,32 @@
 
 kiln_value trace_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value v, double scale,
                            bool causal, double fill) {
-    const char *op = "kiln_dot_product_attention";
-    if (!trace_ready(g, op)) return KN_NONE;
-    if (!trace_node(g, op, q, "the query") || !trace_node(g, op, k, "the key") ||
-        !trace_node(g, op, v, "the value"))
-        return KN_NONE;
     ir_node n = {.op = IR_ATTENTION};
     n.a.attn.scale = scale;
     n.a.attn.causal = causal;
     n.a.attn.fill = fill;
-    uint32_t in[3] = {q.id, k.id, v.id};
-    return trace_emit(g, op, &n, in, 3);
+    return trace_attention_kind(g, "kiln_dot_product_attention", &n, (kiln_value[]){q, k, v}, 3);
+}
+
+kiln_value trace_attention_kind(kiln_graph *g, const char *op, const ir_node *tmpl,
+                                const kiln_value *in, uint32_t n_in) {
+    static const char *const what[] = {"the query",     "the key",         "the value",
+                                       "the cotangent", "the log-sum-exp", "delta"};
+    if (!trace_ready(g, op)) return KN_NONE;
+    int kind = tmpl->a.attn.kind;
+    uint32_t want = kind == IR_ATTN_FORWARD ? 3 : kind == IR_ATTN_LSE ? 2 : 6, ids[6];
+    if (n_in != want) {
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                   "dot_product_attention's %s kind takes %u operands, not %u",
+                   ir_attn_kind_name(kind) ? ir_attn_kind_name(kind) : "?", want, n_in);
+        return KN_NONE;
+    }
+    for (uint32_t i = 0; i < n_in; i++) {
+        if (!trace_node(g, op, in[i], what[i])) return KN_NONE;
+        ids[i] = in[i].id;
+    }
+    ir_node n = {.op = IR_ATTENTION, .a.attn = tmpl->a.attn};
+    return trace_emit(g, op, &n, ids, n_in);
 }
 
 kiln_value kiln_dot_product_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value v,
@@ -86,10 +105,10 @@ static kiln_value sum_groups(const attn_form *f, kiln_value x, int64_t X) {
 static void form_open(attn_form *f, kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k,
                       kiln_value v) {
     const ir_shape *qs = &g->nodes[q.id].shape, *ks = &g->nodes[k.id].shape,
-                   *vs = &g->nodes[v.id].shape;
+                   *vs = &g->nodes[v.id ? v.id : k.id].shape; /* LSE reads no v */
     int r = qs->rank, o = r - 3;
     *f = (attn_form){.g = g,
-                     .t = n->dtype,
+                     .t = g->nodes[q.id].dtype,
                      .rank3 = r == 3,
                      .B = o ? qs->dims[0] : 1,
                      .T = qs->dims[o],
@@ -101,8 +120,10 @@ static void form_open(attn_form *f, kiln_graph *g, const ir_node *n, kiln_value 
                      .scale = n->a.attn.scale,
                      .causal = n->a.attn.causal,
                      .fill = n->a.attn.fill};
-    f->q = to_rank4(g, q), f->k = to_rank4(g, k), f->v = to_rank4(g, v);
+    f->q = to_rank4(g, q), f->k = to_rank4(g, k);
     f->krep = repeat_heads(f, f->k, f->H);
+    if (!v.id) return;
+    f->v = to_rank4(g, v);
     f->vrep = repeat_heads(f, f->v, f->Hv);
 }
 
@@ -126,18 +147,6 @@ static kiln_value over_features(const attn_form *f, kiln_value x, kiln_value y) 
                        .lhs_batch = {0, 2},
                        .rhs_batch = {0, 2}};
     return kiln_dot_general(f->g, x, y, &d);
-}
-
-/* The probabilities [B, N, T, S]: softmax over j of scale q.k, keys j > i set to the fill
- * first when causal (with -inf, exp(-inf - max) is exactly 0, and j = 0 is always there). */
-static kiln_value probabilities(const attn_form *f) {
-    kiln_graph *g = f->g;
-    kiln_value s = kiln_mul(g, over_features(f, f->q, f->krep), kiln_scalar(g, f->t, f->scale));
-    if (f->causal) {
-        int64_t d4[4] = {f->B, f->N, f->T, f->S};
-        s = kiln_select(g, seen_mask(f), s, kiln_full(g, f->t, 4, d4, f->fill));
-    }
-    return kiln_softmax(g, s, -1);
 }
 
 /* [B, N, T, X] -> [B, T, N, X], and to rank 3 when the op's operands were. */
@@ -183,37 +192,86 @@ static kiln_value over_queries(const attn_form *f, kiln_value x, kiln_value y, i
     return to_operand(f, sum_groups(f, r, X), f->S, f->K, X);
 }
 
-kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k,
-                                      kiln_value v) {
-    attn_form f;
-    form_open(&f, g, n, q, k, v);
-    return to_output(&f, over_keys(&f, probabilities(&f), f.vrep), f.Hv);
+/* [B, N, T, S] scores scale q.k, keys j > i set to the fill when causal (with -inf,
+ * exp(-inf - anything finite) is exactly 0, and j = 0 is always there). */
+static kiln_value scores(const attn_form *f) {
+    kiln_graph *g = f->g;
+    kiln_value s = kiln_mul(g, over_features(f, f->q, f->krep), kiln_scalar(g, f->t, f->scale));
+    if (f->causal) {
+        int64_t d4[4] = {f->B, f->N, f->T, f->S};
+        s = kiln_select(g, seen_mask(f), s, kiln_full(g, f->t, 4, d4, f->fill));
+    }
+    return s;
 }
 
-/* out = P V with P = softmax(scale Q K^T) per (b, n); given ct = d out:
- *   dV = P^T ct, dP = ct V^T, dS = P (dP - rowsum(ct * out)), dQ = scale dS K,
- *   dK = scale dS^T Q,
- * rowsum(ct * out) being rowsum(dP * P) (FlashAttention's D) without a [T, S] product;
- * dK and dV sum over the G query heads that share a key/value head. A finite fill gives
- * the keys a query does not see a probability, but their score is a constant: dS is 0
- * there. */
+/* [B, T, N] (or [T, N]) rows -> [B, N, T, S], each row's value along its keys. */
+static kiln_value along_keys(const attn_form *f, kiln_value rows) {
+    kiln_graph *g = f->g;
+    if (f->rank3) rows = kiln_reshape(g, rows, 3, (int64_t[]){1, f->T, f->N});
+    int64_t d4[4] = {f->B, f->N, f->T, f->S};
+    rows = kiln_transpose(g, rows, (int[]){0, 2, 1});
+    return kiln_broadcast_in_dim(g, rows, 4, d4, (int[]){0, 1, 2});
+}
+
+/* The rows' log-sum-exp [B, T, N] (or [T, N]), in the sum's type. */
+static kiln_value lse_of(const attn_form *f) {
+    kiln_graph *g = f->g;
+    int ax = 3, perm[3] = {0, 2, 1};
+    kiln_value s = kiln_convert(g, scores(f), ir_attn_sum_dtype(f->t));
+    kiln_value m = kiln_reduce_max(g, s, 1, &ax, false);
+    int64_t d4[4] = {f->B, f->N, f->T, f->S};
+    kiln_value e =
+        kiln_exp(g, kiln_sub(g, s, kiln_broadcast_in_dim(g, m, 4, d4, (int[]){0, 1, 2})));
+    kiln_value r =
+        kiln_transpose(g, kiln_add(g, kiln_log(g, kiln_reduce_sum(g, e, 1, &ax, false)), m), perm);
+    if (!f->rank3) return r;
+    return kiln_reshape(g, r, 2, (int64_t[]){f->T, f->N});
+}
+
+kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, const kiln_value *in) {
+    attn_form f;
+    int kind = n->a.attn.kind;
+    form_open(&f, g, n, in[0], in[1], kind == IR_ATTN_LSE ? KN_NONE : in[2]);
+    if (kind == IR_ATTN_FORWARD)
+        return to_output(&f, over_keys(&f, kiln_softmax(g, scores(&f), -1), f.vrep), f.Hv);
+    if (kind == IR_ATTN_LSE) return lse_of(&f);
+    /* p = exp(s - lse); dv = p^T ct; ds = p (ct v^T - delta) scale; dq = ds k, dk = ds^T q.
+     * A finite fill gives the keys a query does not see a probability, but their score is a
+     * constant: ds is 0 there. */
+    kiln_dtype st = ir_attn_sum_dtype(f.t);
+    kiln_value c4 = to_rank4(g, in[3]);
+    kiln_value p = kiln_exp(g, kiln_sub(g, kiln_convert(g, scores(&f), st), along_keys(&f, in[4])));
+    if (kind == IR_ATTN_GRAD_V) return over_queries(&f, kiln_convert(g, p, f.t), c4, f.Hv);
+    kiln_value dp = kiln_convert(g, over_features(&f, c4, f.vrep), st); /* [B, N, T, S] */
+    kiln_value ds = kiln_mul(g, kiln_mul(g, p, kiln_sub(g, dp, along_keys(&f, in[5]))),
+                             kiln_scalar(g, st, f.scale));
+    if (f.causal && f.fill != -INFINITY) {
+        int64_t d4[4] = {f.B, f.N, f.T, f.S};
+        ds = kiln_select(g, seen_mask(&f), ds, kiln_full(g, st, 4, d4, 0));
+    }
+    ds = kiln_convert(g, ds, f.t);
+    if (kind == IR_ATTN_GRAD_Q) return to_output(&f, over_keys(&f, ds, f.krep), f.H);
+    return over_queries(&f, ds, f.q, f.H);
+}
+
+/* The cotangents of q, k and v as the gradient's kinds: the rows' log-sum-exp recomputed
+ * (LSE), delta = rowsum(ct * out) (FlashAttention's D: rowsum(dp * p) without a [T, S]
+ * product) in the sum's type, and a node per operand asked for. */
 void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k, kiln_value v,
                          kiln_value out, kiln_value ct, const bool *need, kiln_value *grads) {
-    attn_form f;
-    form_open(&f, g, n, q, k, v);
-    kiln_value p = probabilities(&f), o4 = to_rank4(g, out), c4 = to_rank4(g, ct);
-    if (need[2]) grads[2] = over_queries(&f, p, c4, f.Hv);
-    if (!need[0] && !need[1]) return;
-    kiln_value dp = over_features(&f, c4, f.vrep); /* [B, N, T, S] */
-    int h = 3, perm3[3] = {0, 2, 1}, bd[3] = {0, 1, 2};
-    kiln_value rows = kiln_transpose(g, kiln_reduce_sum(g, kiln_mul(g, c4, o4), 1, &h, false),
-                                     perm3); /* [B, N, T] */
-    int64_t d4[4] = {f.B, f.N, f.T, f.S};
-    kiln_value ds =
-        kiln_mul(g, kiln_mul(g, p, kiln_sub(g, dp, kiln_broadcast_in_dim(g, rows, 4, d4, bd))),
-                 kiln_scalar(g, f.t, f.scale));
-    if (f.causal && f.fill != -INFINITY)
-        ds = kiln_select(g, seen_mask(&f), ds, kiln_full(g, f.t, 4, d4, 0));
-    if (need[0]) grads[0] = to_output(&f, over_keys(&f, ds, f.krep), f.H);
-    if (need[1]) grads[1] = over_queries(&f, ds, f.q, f.H);
+    const char *op = "kiln_grad (dot_product_attention)";
+    ir_node t = *n;
+    kiln_dtype st = ir_attn_sum_dtype(n->dtype);
+    t.a.attn.kind = IR_ATTN_LSE;
+    kiln_value lse = trace_attention_kind(g, op, &t, (kiln_value[]){q, k}, 2);
+    int last = g->nodes[out.id].shape.rank - 1;
+    kiln_value delta = kiln_reduce_sum(
+        g, kiln_mul(g, kiln_convert(g, ct, st), kiln_convert(g, out, st)), 1, &last, false);
+    kiln_value in[6] = {q, k, v, ct, lse, delta};
+    static const int kinds[3] = {IR_ATTN_GRAD_Q, IR_ATTN_GRAD_K, IR_ATTN_GRAD_V};
+    for (int i = 0; i < 3; i++) {
+        if (!need[i]) continue;
+        t.a.attn.kind = kinds[i];
+        grads[i] = trace_attention_kind(g, op, &t, in, 6);
+    }
 }

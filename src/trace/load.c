@@ -591,6 +591,11 @@ static bool read_attr(parser *p, ir_node *n, const ir_attr_desc *d, const char *
             return fail(p, "%s needs %s: %s", op, d->name, words);
         return memcpy(m, &iv, sizeof iv), true;
     }
+    case IRA_KIND: { /* the first word when none is written */
+        char words[128] = "";
+        if ((iv = word_attr(p, d, words, sizeof words)) < 0) iv = 0;
+        return memcpy(m, &iv, sizeof iv), true;
+    }
     case IRA_FLAG: flag = flag_attr(p, d->name); return memcpy(m, &flag, sizeof flag), true;
     case IRA_INTS: return axis_list(p, op, d, rank, NULL, m);
     case IRA_I64S: return axis_list(p, op, d, rank, m, NULL);
@@ -686,9 +691,8 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
         return fixed == 1 ? kiln_dynamic_slice(g, in[0], k, in + 1, n.a.dyn_sizes)
                           : kiln_dynamic_update_slice(g, in[0], in[1], k, in + 2);
     }
-    case IR_ATTENTION: /* scale as written */
-        return trace_attention(g, in[0], in[1], in[2], n.a.attn.scale, n.a.attn.causal,
-                               n.a.attn.fill);
+    case IR_ATTENTION: /* scale as written; the kind's operand count is the verifier's */
+        return trace_attention_kind(g, builder, &n, in, p->n_ins);
     default: break;
     }
     uint32_t ids[IR_INLINE_INPUTS]; /* variadic ops took their builder above */

@@ -181,16 +181,19 @@ kiln_value trace_conv(kiln_graph *g, const char *op, const ir_node *n, int kind,
                       kiln_value b);
 kiln_value trace_conv_primitives(kiln_graph *g, const ir_node *n, kiln_value a, kiln_value b);
 
-/* attention.c. trace_attention: the IR_ATTENTION node with the scale as given (the public
- * builder resolves its default). trace_attention_primitives: the same computation in
- * primitive ops (dot_general, select, softmax) on values q, k, v of g, with the attributes
- * and dtype of attention node n (which may belong to another graph). trace_attention_vjp:
- * the cotangents of q, k, v (grads[i] where need[i]) of attention node n of g, whose
- * output is `out`, given its cotangent ct; the probabilities are recomputed. */
+/* attention.c. trace_attention: the IR_ATTENTION node (kind FORWARD) with the scale as
+ * given (the public builder resolves its default). trace_attention_kind: a node of tmpl's
+ * attributes (its kind among them) over in[0..n_in), errors named op (the text reader's
+ * and the gradient's builder). trace_attention_primitives: the value of attention node n
+ * (of any kind; n may belong to another graph) in primitive ops (dot_general, select,
+ * softmax, exp, reductions) over in, values of g of n's operands' types.
+ * trace_attention_vjp: the cotangents of q, k, v (grads[i] where need[i]) of FORWARD node
+ * n of g, whose output is `out`, given its cotangent ct: the gradient's kinds (ir.h). */
 kiln_value trace_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value v, double scale,
                            bool causal, double fill);
-kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k,
-                                      kiln_value v);
+kiln_value trace_attention_kind(kiln_graph *g, const char *op, const ir_node *tmpl,
+                                const kiln_value *in, uint32_t n_in);
+kiln_value trace_attention_primitives(kiln_graph *g, const ir_node *n, const kiln_value *in);
 void trace_attention_vjp(kiln_graph *g, const ir_node *n, kiln_value q, kiln_value k, kiln_value v,
                          kiln_value out, kiln_value ct, const bool *need, kiln_value *grads);
 

@@ -4,8 +4,9 @@
  * cache); a kernel handle (cpu_kernel) holds the address dlsym gives for "kiln_k<i>", and
  * for a split reduction its part function; a launch splits the kernel's work items (or
  * parts) over the thread pool (pool.c); the library ops (lib_run: gemm, permute,
- * scatter-add, cumsum, attention, argsort) are the hand-written kernels of cpu_ops.c and
- * cpu_attention.c, gemm through the GEMM provider of KILN_BLAS (blas.h).
+ * scatter-add, cumsum, attention and its gradient, argsort) are the hand-written kernels of
+ * cpu_ops.c, cpu_attention.c and cpu_attention_grad.c, gemm through the GEMM provider of
+ * KILN_BLAS (blas.h).
  * Every call is synchronous, so there is no synchronize.
  *
  * Invariants:
@@ -26,6 +27,7 @@
 #include "cpu.h"
 #include "cpu_ops.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct cpu_state {
@@ -455,12 +457,14 @@ static kiln_status cpu_lib_cumsum(void *state, int device, kiln_dtype t, const v
     return KILN_STATUS_OK;
 }
 
-/* The fused attention (cpu_attention.c) on the device's pool, one scratch slot per thread
- * of its share as compile time saw it (cpu_lib_scratch). */
-static kiln_status cpu_lib_attention(void *state, int device, const kn_attention_desc *d,
-                                     const void *q, const void *k, const void *v, void *out,
-                                     void *scratch, uint64_t scratch_bytes) {
+/* The fused attention (cpu_attention.c) or a part of its gradient (cpu_attention_grad.c,
+ * ATTENTION_GRAD) on the device's pool, one scratch slot per thread of its share as
+ * compile time saw it (cpu_lib_scratch). */
+static kiln_status cpu_lib_attention(void *state, int device, const kn_lib_desc *ld,
+                                     void *const *b) {
     cpu_state *st = state;
+    const kn_attention_desc *d = &ld->attention;
+    bool grad = ld->op == KN_LIB_ATTENTION_GRAD;
     const cpu_blas *bl;
     kiln_status s = cpu_backend_blas(st, &bl);
     if (s) return s;
@@ -468,13 +472,17 @@ static kiln_status cpu_lib_attention(void *state, int device, const kn_attention
     /* as many threads as the pool has and the planned scratch has slots for (the pool's
      * size follows the affinity when it is made, which may be after the compile) */
     int threads = p ? pool_num_threads(p) : 1;
-    int64_t slots = cpu_attention_slots(d, scratch_bytes);
+    int64_t slots = grad ? cpu_attention_grad_slots(d, ld->scratch_bytes)
+                         : cpu_attention_slots(d, ld->scratch_bytes);
     if (slots < 1)
         return ctx_error(st->ctx, KILN_STATUS_INTERNAL,
                          "cpu attention: %llu bytes of scratch hold no thread's slot",
-                         (unsigned long long)scratch_bytes);
+                         (unsigned long long)ld->scratch_bytes);
     if (slots < threads) threads = (int)slots;
-    cpu_attention(bl, p, threads, d, q, k, v, out, scratch);
+    if (grad)
+        cpu_attention_grad(bl, p, threads, d, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+    else
+        cpu_attention(bl, p, threads, d, b[0], b[1], b[2], b[3], b[4]);
     return KILN_STATUS_OK;
 }
 
@@ -525,16 +533,25 @@ static kiln_status cpu_lib_sort(void *state, int device, const kn_lib_desc *ld, 
 /* Every library op but CONV, in the dtypes cpu_lib_dtype_ok names (backend_impl.h). A
  * convolution runs as its primitive form here (src/passes/expand.c): the im2col patches
  * fuse into one loop kernel and the product is the GEMM library's, which measures level
- * with PyTorch's oneDNN convolution on the CNN (bench/RESULTS.md). */
+ * with PyTorch's oneDNN convolution on the CNN (bench/RESULTS.md). ATTENTION computes the
+ * forward pass, ATTENTION_GRAD the gradient's kinds (LSE, GRAD_*) with no finite fill. */
 static bool cpu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
     (void)state, (void)device;
-    return (unsigned)op < KN_LIB_NUM_OPS && op != KN_LIB_CONV &&
-           (!d || cpu_lib_dtype_ok(op, d->dtype));
+    if ((unsigned)op >= KN_LIB_NUM_OPS || op == KN_LIB_CONV) return false;
+    if (!d) return true;
+    if (!cpu_lib_dtype_ok(op, d->dtype)) return false;
+    const kn_attention_desc *a = &d->attention;
+    if (op == KN_LIB_ATTENTION) return a->kind == KN_ATTN_FORWARD;
+    if (op == KN_LIB_ATTENTION_GRAD)
+        return a->kind >= KN_ATTN_LSE && a->kind <= KN_ATTN_GRAD_V && a->fill == -INFINITY;
+    return true;
 }
 
 static uint64_t cpu_lib_scratch(void *state, int device, const kn_lib_desc *d) {
     if (d->op == KN_LIB_ARGSORT)
         return cpu_sort_scratch(&d->sort, d->dtype, pool_share(state, device));
+    if (d->op == KN_LIB_ATTENTION_GRAD)
+        return cpu_attention_grad_scratch(&d->attention, pool_share(state, device));
     if (d->op != KN_LIB_ATTENTION) return 0;
     return cpu_attention_scratch(&d->attention, pool_share(state, device));
 }
@@ -556,8 +573,7 @@ static kiln_status cpu_lib_run(void *state, int device, const kn_lib_desc *d, vo
                               c->reverse);
     }
     case KN_LIB_ATTENTION:
-        return cpu_lib_attention(state, device, &d->attention, b[0], b[1], b[2], b[3], b[4],
-                                 d->scratch_bytes);
+    case KN_LIB_ATTENTION_GRAD: return cpu_lib_attention(state, device, d, b);
     case KN_LIB_ARGSORT: return cpu_lib_sort(state, device, d, b[0], b[1], b[2]);
     default: break;
     }

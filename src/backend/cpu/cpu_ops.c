@@ -314,7 +314,8 @@ bool cpu_lib_dtype_ok(kn_lib_op op, kiln_dtype t) {
     case KN_LIB_SCATTER_ADD_ROWS:
     case KN_LIB_CUMSUM: return fl || t == KILN_DTYPE_I32 || t == KILN_DTYPE_I64;
     case KN_LIB_PERMUTE: return kiln_dtype_itemsize(t) != 0; /* moves bytes */
-    case KN_LIB_ATTENTION: return fl;
+    case KN_LIB_ATTENTION:
+    case KN_LIB_ATTENTION_GRAD: return fl;
     case KN_LIB_ARGSORT:
         return fl || t == KILN_DTYPE_I32 || t == KILN_DTYPE_I64 || t == KILN_DTYPE_BOOL;
     default: return false;

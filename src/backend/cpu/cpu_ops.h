@@ -1,7 +1,8 @@
 /* cpu_ops.h — the CPU backend's hand-written kernels: batched matrix products (the
  * context's GEMM provider, blas.h, for floats, plain loops with wrapping arithmetic for integers),
  * a strided permute used to bring dot operands into a layout BLAS accepts, scatter-add of rows,
- * cumsum's scan, the fused attention (cpu_attention.c) and argsort (cpu_sort.c). */
+ * cumsum's scan, the fused attention (cpu_attention.c) and its gradient
+ * (cpu_attention_grad.c), and argsort (cpu_sort.c). */
 #ifndef KILN_CPU_OPS_H
 #define KILN_CPU_OPS_H
 
@@ -49,6 +50,19 @@ int64_t cpu_attention_slots(const kn_attention_desc *d, uint64_t bytes);
 int64_t cpu_attention_items(const kn_attention_desc *d);
 void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,
                    const void *q, const void *k, const void *v, void *out, void *scratch);
+
+/* The attention's gradient (cpu_attention_grad.c), d->kind LSE or GRAD_*: work items of
+ * CPU_ATTN_TQ query rows (LSE, GRAD_Q) or key rows (GRAD_K, GRAD_V), the other side in
+ * chunks of CPU_ATTN_GK rows; scratch, slots and threads as for the forward above. lse and
+ * delta are [batch, t, heads] in the sum's type (f64 for f64, else f32), as is LSE's out;
+ * pointers a kind does not read may be NULL. */
+#define CPU_ATTN_GK 256
+uint64_t cpu_attention_grad_scratch(const kn_attention_desc *d, int threads);
+int64_t cpu_attention_grad_slots(const kn_attention_desc *d, uint64_t bytes);
+int64_t cpu_attention_grad_items(const kn_attention_desc *d);
+void cpu_attention_grad(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,
+                        const void *q, const void *k, const void *v, const void *ct,
+                        const void *lse, const void *delta, void *out, void *scratch);
 
 /* The argsort op (cpu_sort.c). cpu_sort_scratch: the bytes `threads` threads need, one
  * slot of cpu_sort_slot_bytes each (0 when no row needs sorting); cpu_sort_part sorts

@@ -347,6 +347,43 @@ static void test_attention(void) {
     }
 }
 
+/* dot_product_attention's gradient (src/backend/cuda/cuda_attention_grad.c: bf16 and f16
+ * on tensor cores from compute capability 8.0; f32 expands to the primitive form): out and
+ * the VJP's dq, dk, dv for a cotangent ct, against the reference, over query and key tiles
+ * cut short, S != T both ways with a causal mask, grouped heads, H != Hv. */
+static void test_attention_grad(void) {
+    static const struct {
+        kiln_dtype t;
+        int64_t b, tq, s, n, k, h, hv;
+        bool causal;
+    } cases[] = {
+        {KILN_DTYPE_BF16, 2, 257, 257, 8, 8, 64, 64, true},
+        {KILN_DTYPE_BF16, 1, 50, 190, 4, 2, 128, 128, true},
+        {KILN_DTYPE_F16, 1, 200, 130, 4, 1, 64, 32, true},
+        {KILN_DTYPE_BF16, 1, 140, 140, 4, 2, 96, 40, false},
+        {KILN_DTYPE_F32, 1, 100, 100, 2, 1, 32, 32, true},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        char name[96];
+        snprintf(name, sizeof name, "attention gradient %d on %s", i, kiln_dtype_name(cases[i].t));
+        kiln_graph *g = graph("attention_grad");
+        int64_t dq[4] = {cases[i].b, cases[i].tq, cases[i].n, cases[i].h};
+        int64_t dk[4] = {cases[i].b, cases[i].s, cases[i].k, cases[i].h};
+        int64_t dv[4] = {cases[i].b, cases[i].s, cases[i].k, cases[i].hv};
+        int64_t dc[4] = {cases[i].b, cases[i].tq, cases[i].n, cases[i].hv};
+        kiln_value q = kiln_parameter(g, "q", cases[i].t, 4, dq);
+        kiln_value k = kiln_parameter(g, "k", cases[i].t, 4, dk);
+        kiln_value v = kiln_parameter(g, "v", cases[i].t, 4, dv);
+        kiln_value ct = kiln_parameter(g, "ct", cases[i].t, 4, dc);
+        kiln_attention_options o = {.is_causal = cases[i].causal};
+        kiln_value y = kiln_dot_product_attention(g, q, k, v, &o), outs[4] = {y};
+        kiln_vjp(g, 1, &y, &ct, 3, (kiln_value[]){q, k, v}, outs + 1);
+        if (!finish(g, 4, outs, name)) continue;
+        run_case(name, g, NULL, NULL, 1e-5);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* ------------------------------------------------ programs and gradients ---- */
 
 static void test_random(int n) {
@@ -607,6 +644,7 @@ int main(void) {
         test_composites();
         test_library();
         test_attention();
+        test_attention_grad();
         test_random(n_random);
         test_gradients(6);
         test_models();

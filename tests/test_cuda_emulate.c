@@ -1162,7 +1162,7 @@ static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
 
 static void test_attention(void) {
     const char *only = getenv("KILN_EMU_ONLY");
-    if (only && strncmp(only, "attention", 9)) return;
+    if (only && (strncmp(only, "attention", 9) || !strncmp(only, "attention_grad", 14))) return;
     size_t len;
     const char *src = cu_attention_source(&len);
     void *lib = NULL, *fn = emu_library("attention", src, len, attn_glue, "emu_attention", &lib);
@@ -1205,6 +1205,152 @@ static void test_attention(void) {
         snprintf(name, sizeof name, "attention%d", i);
         if (only && strcmp(only, "attention") && strcmp(only, name)) continue;
         attn_check(run, &cases[i], i);
+    }
+    if (lib) dlclose(lib);
+}
+
+/* ------------------------------------------------- the attention gradient ---- */
+
+/* The gradient kernels' source with a function that runs kernel `type`
+ * (cu_attention_grad_kernel) over `grid` blocks. */
+static const char attn_grad_glue[] =
+    "struct emu_grad { int type; const void *q, *k, *v, *ct, *l, *d; void *o; "
+    "attn_grad_params p; };\n"
+    "#define K(i, name, T, O) case i: name((const T *)x->q, (const T *)x->k, (const T *)x->v, "
+    "(const T *)x->ct, (const float *)x->l, (const float *)x->d, (O *)x->o, x->p); break;\n"
+    "#define KS(i, T, S) K(i, kiln_attn_lse_##S, T, float) K(i + 1, kiln_attn_dq_##S, T, T) "
+    "K(i + 2, kiln_attn_dk_##S, T, T) K(i + 3, kiln_attn_dv_##S, T, T)\n"
+    "static void emu_grad_body(void *a) {\n"
+    "    emu_grad *x = (emu_grad *)a;\n"
+    "    switch (x->type) { KS(0, bf16, bf16_64) KS(4, bf16, bf16_128) KS(8, f16, f16_64) "
+    "KS(12, f16, f16_128) }\n"
+    "}\n"
+    "extern \"C\" void emu_attention_grad(int type, void *const *b, const long long *n, "
+    "double scale, unsigned grid) {\n"
+    "    emu_grad a = {type, b[0], b[1], b[2], b[3], b[4], b[5], b[6], "
+    "{n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], scale}};\n"
+    "    kiln_emu_run(grid, emu_grad_body, &a);\n"
+    "}\n";
+
+typedef void (*emu_attention_grad_fn)(int type, void *const *b, const long long *n, double scale,
+                                      unsigned grid);
+
+typedef struct grad_emu_case {
+    kiln_dtype t;
+    int64_t b, t_len, s, n, k, h, hv;
+    bool causal;
+    bool vec; /* the operands 16-byte aligned: else each is moved 2 bytes off */
+} grad_emu_case;
+
+/* A host copy of array a, `off` bytes into a buffer of its own (a misaligned operand). */
+static void *host_copy(const kiln_array *a, size_t off, void **base) {
+    size_t n = kiln_array_nbytes(a);
+    *base = calloc(1, n + off + 16);
+    void *p = (char *)*base + off;
+    kiln_array_copy_to_host(a, p, n);
+    return p;
+}
+
+/* One case: LSE, GRAD_Q, GRAD_K and GRAD_V of the given shape through the emulated
+ * kernels, against the reference's kinds (ir.h): lse against the reference's; each gradient
+ * from the reference's lse and delta = rowsum(ct * out). The kernels round p and ds to the
+ * dtype as their products' operands (FlashAttention-2 does the same); the gradients still
+ * hold to cmp_arrays' two units of the dtype's rounding. */
+static void grad_check(emu_attention_grad_fn run, const grad_emu_case *c, int which) {
+    char name[32];
+    snprintf(name, sizeof name, "attention_grad%d", which);
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, name, &g);
+    int64_t dq[4] = {c->b, c->t_len, c->n, c->h}, dk[4] = {c->b, c->s, c->k, c->h};
+    int64_t dv[4] = {c->b, c->s, c->k, c->hv}, dout[4] = {c->b, c->t_len, c->n, c->hv};
+    kiln_value q = kiln_parameter(g, "q", c->t, 4, dq), k = kiln_parameter(g, "k", c->t, 4, dk);
+    kiln_value v = kiln_parameter(g, "v", c->t, 4, dv), ct = kiln_parameter(g, "ct", c->t, 4, dout);
+    kiln_attention_options o = {.is_causal = c->causal};
+    kiln_value y = kiln_dot_product_attention(g, q, k, v, &o), grads[3];
+    kiln_vjp(g, 1, &y, &ct, 3, (kiln_value[]){q, k, v}, grads);
+    kiln_value lse = KN_NONE, delta = KN_NONE;
+    double scale = 0;
+    for (uint32_t i = 1; i < g->n_nodes; i++) { /* the VJP's lse and delta: grad_q's inputs */
+        const ir_node *x = &g->nodes[i];
+        if (x->op == IR_ATTENTION) scale = x->a.attn.scale;
+        if (x->op == IR_ATTENTION && x->a.attn.kind == IR_ATTN_GRAD_Q)
+            lse = trace_value(g, ir_in(x)[4]), delta = trace_value(g, ir_in(x)[5]);
+    }
+    kiln_value outs[5] = {lse, delta, grads[0], grads[1], grads[2]};
+    kiln_status s = kiln_graph_finish(g, 5, outs);
+    CHECK_MSG(!s, "%s: %s", name, kiln_last_error(ctx));
+    kiln_array *args[4] = {0}, *want[5] = {0};
+    const int64_t *dims[4] = {dq, dk, dv, dout};
+    for (int i = 0; i < 4 && !s; i++) args[i] = cmp_random_array(ctx, c->t, 4, dims[i], &seed);
+    if (!s) s = kiln_interpret(g, 4, args, 5, want);
+    CHECK_MSG(!s, "%s: reference: %s", name, kiln_last_error(ctx));
+    if (!s) {
+        void *base[7] = {0}, *b[7];
+        size_t off = c->vec ? 0 : 2;
+        for (int i = 0; i < 4; i++) b[i] = host_copy(args[i], off, &base[i]);
+        b[4] = host_copy(want[0], 0, &base[4]), b[5] = host_copy(want[1], 0, &base[5]);
+        long long nn[9] = {c->b, c->t_len, c->s, c->n, c->k, c->h, c->hv, c->causal, c->vec};
+        kn_attention_desc d = {.dtype = c->t, .h = c->h, .hv = c->hv, .fill = -INFINITY};
+        for (int kind = KN_ATTN_LSE; kind <= KN_ATTN_GRAD_V; kind++) {
+            d.kind = (kn_attention_kind)kind;
+            CHECK_MSG(cu_attention_grad_supports(&d, 9) && !cu_attention_grad_supports(&d, 7),
+                      "%s: %s refused on compute capability 9", name, ir_attn_kind_name(kind));
+            int w = kind == KN_ATTN_LSE ? 0 : kind - KN_ATTN_LSE + 1; /* want[] of the kind */
+            const kiln_array *ref = want[w];
+            size_t bytes = kiln_array_nbytes(ref);
+            void *ob = calloc(1, bytes + off + 16);
+            b[6] = (char *)ob + off;
+            run(cu_attention_grad_kernel(&d), b, nn, scale, 3);
+            kiln_array *got = NULL;
+            int rank = kiln_array_rank(ref);
+            int64_t od[4];
+            for (int a = 0; a < rank; a++) od[a] = kiln_array_dim(ref, a);
+            CHECK_OK(ctx, kiln_array_create(ctx, kiln_array_dtype(ref), rank, od, b[6], &got));
+            CHECK_MSG(got && cmp_arrays(got, ref, 1e-5, 0, name),
+                      "%s: emulated %s != reference (%s, B%lld T%lld S%lld N%lld K%lld H%lld "
+                      "Hv%lld, causal %d, aligned %d)",
+                      name, ir_attn_kind_name(kind), kiln_dtype_name(c->t), (long long)c->b,
+                      (long long)c->t_len, (long long)c->s, (long long)c->n, (long long)c->k,
+                      (long long)c->h, (long long)c->hv, c->causal, c->vec);
+            kiln_array_destroy(got);
+            free(ob);
+        }
+        for (int i = 0; i < 6; i++) free(base[i]);
+        n_programs++;
+    }
+    for (int i = 0; i < 4; i++) kiln_array_destroy(args[i]);
+    for (int i = 0; i < 5; i++) kiln_array_destroy(want[i]);
+    kiln_graph_destroy(g);
+}
+
+static void test_attention_grad(void) {
+    const char *only = getenv("KILN_EMU_ONLY");
+    if (only && strncmp(only, "attention_grad", 14)) return;
+    size_t len;
+    const char *src = cu_attention_grad_source(&len);
+    void *lib = NULL,
+         *fn = emu_library("attention_grad", src, len, attn_grad_glue, "emu_attention_grad", &lib);
+    emu_attention_grad_fn run;
+    memcpy(&run, &fn, sizeof run);
+    /* tiles of 128 rows (warps of 16) cut short and past the end, inner tiles of 64 (32 for
+     * head sizes over 64) cut short, causal tiles skipped per warp, S != T both ways with a
+     * causal mask (keys no query sees), H != Hv, head sizes padded to 64 or 128, grouped
+     * heads, operands misaligned */
+    static const grad_emu_case cases[] = {
+        {KILN_DTYPE_BF16, 1, 70, 70, 4, 2, 32, 32, true, true},
+        {KILN_DTYPE_BF16, 2, 19, 29, 2, 1, 16, 16, false, true},
+        {KILN_DTYPE_F16, 1, 65, 65, 2, 1, 64, 64, true, true},
+        {KILN_DTYPE_BF16, 1, 300, 300, 2, 1, 64, 64, true, true},
+        {KILN_DTYPE_BF16, 1, 150, 200, 2, 2, 128, 72, false, true},
+        {KILN_DTYPE_F16, 2, 140, 90, 4, 2, 96, 128, true, true},
+        {KILN_DTYPE_F16, 1, 33, 150, 2, 1, 8, 40, true, true},
+        {KILN_DTYPE_BF16, 1, 45, 37, 3, 3, 24, 16, true, false},
+    };
+    for (int i = 0; fn && i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        char name[32];
+        snprintf(name, sizeof name, "attention_grad%d", i);
+        if (only && strcmp(only, "attention_grad") && strcmp(only, name)) continue;
+        grad_check(run, &cases[i], i);
     }
     if (lib) dlclose(lib);
 }
@@ -2133,6 +2279,7 @@ int main(void) {
     }
     gpu_start();
     test_attention();
+    test_attention_grad();
     test_sort();
     test_scatter();
     test_gemm_ptrs();

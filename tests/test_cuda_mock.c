@@ -502,6 +502,55 @@ static void test_sorted_scatter(kiln_context *c, long (*launches)(void), long (*
  * warp's 16 each), the head sizes rounded up to 64 or 128; f32 and f64, bf16 heads of 12,
  * and a context with attention_cuda_cores take the CUDA cores' kernel, 64 rows a tile for
  * f32, bf16 and f16, 32 for f64. */
+/* The attention gradient's kinds on the stand-in device (compute capability 9): bf16 keeps
+ * them as the tensor-core kernels (five attention kernels with the forward pass, no
+ * [B, N, T, S] temporary), f32 expands them to cuBLAS products and loops (one attention
+ * kernel, the scores' arrays planned); both run. */
+static void test_attention_grad(kiln_context *c) {
+    uint64_t temp[2] = {0, 0};
+    for (int f = 0; f < 2; f++) {
+        kiln_dtype t = f ? KILN_DTYPE_F32 : KILN_DTYPE_BF16;
+        kiln_graph *g = NULL;
+        kiln_graph_create(c, "attention_grad", &g);
+        int64_t d[4] = {1, 300, 2, 64};
+        kiln_value q = kiln_parameter(g, "q", t, 4, d), k = kiln_parameter(g, "k", t, 4, d);
+        kiln_value v = kiln_parameter(g, "v", t, 4, d), ct = kiln_parameter(g, "ct", t, 4, d);
+        kiln_attention_options ao = {.is_causal = true};
+        kiln_value y = kiln_dot_product_attention(g, q, k, v, &ao), outs[4] = {y};
+        CHECK_OK(c, kiln_vjp(g, 1, &y, &ct, 3, (kiln_value[]){q, k, v}, outs + 1));
+        CHECK_OK(c, kiln_graph_finish(g, 4, outs));
+        kiln_compile_options o = {.device = 1, .keep_ir = true}; /* for the listing */
+        kiln_executable *e = NULL;
+        kiln_status s = kiln_compile(g, &o, &e);
+        if (s && strstr(kiln_last_error(c), "NVRTC")) {
+            test_skip_case("attention gradient", "no NVRTC: %s", kiln_last_error(c));
+            kiln_graph_destroy(g);
+            return;
+        }
+        CHECK_OK(c, s);
+        char *text = e ? kiln_executable_to_string(e) : NULL;
+        int n = 0;
+        for (const char *p = text; p && (p = strstr(p, " attention writes ")); p++) n++;
+        CHECK_MSG(n == (f ? 1 : 5), "%s: %d attention kernels, want %d", kiln_dtype_name(t), n,
+                  f ? 1 : 5);
+        kiln_string_free(c, text);
+        kiln_memory_analysis m = {0};
+        if (e) CHECK_OK(c, kiln_executable_get_memory_analysis(e, &m));
+        temp[f] = m.temp_bytes;
+        kiln_array *args[4] = {0}, *r[4] = {0};
+        for (int j = 0; j < 4; j++)
+            CHECK_OK(c, kiln_array_create_on(c, 1, t, 4, d, NULL, &args[j]));
+        if (e) CHECK_OK(c, kiln_executable_run(e, 4, args, 4, r));
+        for (int j = 0; j < 4; j++) kiln_array_destroy(args[j]), kiln_array_destroy(r[j]);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    uint64_t scores = 2 * 300 * 300 * 4; /* one f32 [1, 2, 300, 300] array */
+    CHECK_MSG(temp[0] < scores && temp[1] >= scores,
+              "temporaries: bf16 kernels %llu, f32 expanded %llu; the scores are %llu bytes",
+              (unsigned long long)temp[0], (unsigned long long)temp[1], (unsigned long long)scores);
+}
+
 static void test_attention(kiln_context *c, long (*launches)(void), long (*last)(void),
                            const char *(*kernel)(void)) {
     kiln_context_options co = {
@@ -1011,6 +1060,7 @@ int main(void) {
     test_sorted_scatter(c, launches, last);
     test_split(c, launches);
     test_attention(c, launches, last, kernel);
+    test_attention_grad(c);
     test_conv_lib(c, launches, last, last_y);
     test_conv_program(c, launches);
     kiln_context_destroy(c);

@@ -418,14 +418,16 @@ static void test_short_row_form(void) {
     }
 }
 
-/* The backend's own kernel sources (the library's, the fused attention's, argsort's, the
- * convolution's, the sorted scatter's): each compiles for sm_90 to a cubin. */
+/* The backend's own kernel sources (the library's, the fused attention's and its
+ * gradient's, argsort's, the convolution's, the sorted scatter's): each compiles for sm_90
+ * to a cubin. */
 static void test_library(void) {
     static const struct {
         const char *name;
         const char *(*source)(size_t *len);
     } libs[] = {{"library", cu_lib_source},
                 {"attention", cu_attention_source},
+                {"attention gradient", cu_attention_grad_source},
                 {"argsort", cu_sort_source},
                 {"convolution", cu_conv_source},
                 {"sorted scatter", cu_scatter_source}};

@@ -19,6 +19,9 @@
  * CU_ATTN_TC the four on tensor cores. */
 #define CU_ATTN_TC      4
 #define CU_ATTN_KERNELS 8
+/* cuda_attention_grad.c's: LSE, GRAD_Q, GRAD_K, GRAD_V for bf16 with head sizes up to 64,
+ * up to 128, then f16 likewise (cu_attention_grad_kernel). */
+#define CU_ATTN_GRAD_KERNELS 16
 
 /* A device's library kernels (cuda_lib.c), loaded together from one program. */
 typedef struct cu_libk {
@@ -32,6 +35,8 @@ typedef struct cu_libk {
     /* f32 f64 bf16 f16 on the CUDA cores, then the tensor-core ones: bf16 with head sizes
      * up to 64, up to 128, then f16 likewise (cu_attention_kernel) */
     CUfunction attn[CU_ATTN_KERNELS];
+    struct kn_program *attn_grad_prog; /* cuda_attention_grad.c's, at the first gradient */
+    CUfunction attn_grad[CU_ATTN_GRAD_KERNELS];
     struct kn_program *sort_prog;    /* cuda_sort.c's, loaded at the first argsort */
     CUfunction sort[7];              /* f32 f64 i32 i64 bf16 f16 bool (CU_SORT_TYPES) */
     struct kn_program *conv_prog;    /* cuda_conv.c's, loaded at the first convolution */
@@ -162,6 +167,17 @@ int64_t cu_attention_block_rows(const kn_attention_desc *a, int kernel);
 /* Enqueues a on the device's compute stream (compiling the kernels at the first call). */
 kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
                              const void *k, const void *v, void *out);
+/* cuda_attention_grad.c: the attention gradient's kinds (backend_impl.h, kn_attention_kind)
+ * on tensor cores, CU_ATTN_THREADS threads a block. cu_attention_grad_supports: bf16 or f16
+ * on compute capability 8.0 and up, the fill -inf, H and Hv multiples of 8 up to 128 (any
+ * alignment). cu_attention_grad_kernel: a's index into kn_cuda_lib's attn_grad.
+ * cu_attention_grad_run: enqueues a over b (q, k, v, ct, lse, delta, out) on the compute
+ * stream, compiling the kernels at the first call. */
+const char *cu_attention_grad_source(size_t *len);
+bool cu_attention_grad_supports(const kn_attention_desc *a, int cc_major);
+int cu_attention_grad_kernel(const kn_attention_desc *a);
+kiln_status cu_attention_grad_run(cu_state *st, int device, const kn_attention_desc *a,
+                                  void *const *b);
 /* cuda_conv.c: the convolution's kernels (implicit GEMM), CU_CONV_THREADS threads a block. */
 #define CU_CONV_THREADS 256
 /* The most chunks a filter gradient's reduction is split into (its partial sums' scratch

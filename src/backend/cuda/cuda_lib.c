@@ -306,6 +306,7 @@ void cu_lib_program_unload(cu_state *st, kn_program **prog) {
 void cu_lib_release(cu_state *st, cu_dev *d) {
     cu_lib_program_unload(st, &d->lib.prog);
     cu_lib_program_unload(st, &d->lib.attn_prog);
+    cu_lib_program_unload(st, &d->lib.attn_grad_prog);
     cu_lib_program_unload(st, &d->lib.sort_prog);
     cu_lib_program_unload(st, &d->lib.conv_prog);
     cu_lib_program_unload(st, &d->lib.scatter_prog);
@@ -661,10 +662,11 @@ static kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const vo
  * float with 1 to 3 spatial axes (cu_conv_supports). kiln_compile names the op and the
  * dtype of a call refused here (compile.c, check_lib_calls). */
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
-    (void)state, (void)device;
+    cu_state *st = state;
+    int cc = st->devs[device].cc_major;
     bool has = op == KN_LIB_GEMM || op == KN_LIB_PERMUTE || op == KN_LIB_SCATTER_ADD_ROWS ||
                op == KN_LIB_CUMSUM || op == KN_LIB_ATTENTION || op == KN_LIB_ARGSORT ||
-               op == KN_LIB_CONV;
+               op == KN_LIB_CONV || (op == KN_LIB_ATTENTION_GRAD && cc >= 8);
     if (!d || !has) return has;
     size_t es = kiln_dtype_itemsize(d->dtype);
     switch (op) {
@@ -673,6 +675,7 @@ bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d
                blas_gemm_fits(d->dtype, &d->gemm);
     case KN_LIB_PERMUTE: return es == 1 || es == 2 || es == 4 || es == 8;
     case KN_LIB_ATTENTION: return cu_attention_supports(&d->attention);
+    case KN_LIB_ATTENTION_GRAD: return cu_attention_grad_supports(&d->attention, cc);
     case KN_LIB_ARGSORT: return cu_sort_supports(d);
     case KN_LIB_CONV: return cu_float_type(d->dtype) >= 0 && cu_conv_supports(&d->conv);
     default: return cu_lib_type(d->dtype) >= 0;
@@ -695,6 +698,7 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
     }
     case KN_LIB_ATTENTION:
         return cu_attention_run(state, device, &d->attention, b[0], b[1], b[2], b[3]);
+    case KN_LIB_ATTENTION_GRAD: return cu_attention_grad_run(state, device, &d->attention, b);
     case KN_LIB_ARGSORT: return cu_sort_run(state, device, d, b[0], b[1]);
     case KN_LIB_CONV: {
         /* scratch short of what the split wants (a caller outside a compiled program): the

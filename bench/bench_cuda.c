@@ -17,6 +17,9 @@
  *  - what the MLP step costs besides its products: its loss kernel alone (the mean of
  *    y*y over 8192x4096 to one scalar) against the same reduction kept per row, and the
  *    step with its loss replaced by per-row sums (no full reduction to a scalar);
+ *  - causal attention's forward and backward passes together, bf16, the same shapes: the
+ *    op with its fused gradient against the written-out products' VJP, time and planned
+ *    temporaries;
  *  - causal attention's forward pass, B=16 T=256 and 1024 N=8 H=64, f32 and bf16: the
  *    fused kernel against the written-out products and softmax, and at bf16 the fused
  *    kernel on tensor cores (the default from compute capability 8.0) against the same
@@ -271,6 +274,17 @@ static void short_rows_figure(kiln_context *c, double copy_gbs) {
     kiln_graph_destroy(g);
 }
 
+/* Causal attention written out over [B, N, T, H] operands: q k^T, scale, the causal where,
+ * softmax, times v. */
+static kiln_value written_attention(kiln_graph *g, kiln_value q, kiln_value k, kiln_value v,
+                                    int64_t T, int64_t H, kiln_dtype dt) {
+    kiln_value s = kiln_matmul(g, q, kiln_transpose(g, k, (int[]){0, 1, 3, 2}));
+    s = kiln_mul(g, s, kiln_scalar(g, dt, 1 / sqrt((double)H)));
+    s = kiln_where(g, kiln_make_causal_mask(g, T, T, KILN_DTYPE_BOOL), s,
+                   kiln_scalar(g, dt, -INFINITY));
+    return kiln_matmul(g, kiln_softmax(g, s, -1), v);
+}
+
 /* Causal attention's forward pass, B x T x N heads of H features, ms and TFLOP/s (the
  * products over the keys a query sees: 2 B N H T(T+1) flops): fused, the backend's
  * kernel (kiln_dot_product_attention); or written out (q k^T, scale, causal where,
@@ -288,11 +302,7 @@ static double attention_figure(kiln_context *c, int64_t B, int64_t T, int64_t N,
         kiln_attention_options o = {.is_causal = true};
         y = kiln_dot_product_attention(g, q, k, v, &o);
     } else {
-        kiln_value s = kiln_matmul(g, q, kiln_transpose(g, k, (int[]){0, 1, 3, 2}));
-        s = kiln_mul(g, s, kiln_scalar(g, dt, 1 / sqrt((double)H)));
-        s = kiln_where(g, kiln_make_causal_mask(g, T, T, KILN_DTYPE_BOOL), s,
-                       kiln_scalar(g, dt, -INFINITY));
-        y = kiln_matmul(g, kiln_softmax(g, s, -1), v);
+        y = written_attention(g, q, k, v, T, H, dt);
     }
     DIE(c, kiln_graph_finish(g, 1, &y));
     kiln_compile_options o = {.device = gpu, .disable_passes = !fused};
@@ -313,6 +323,52 @@ static double attention_figure(kiln_context *c, int64_t B, int64_t T, int64_t N,
                fused_ms / ms);
     printf("\n");
     for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    return ms;
+}
+
+/* Causal attention's forward and backward pass together (out, and dq, dk, dv for a
+ * cotangent ct), B x T x N heads of H features: fused (the op: its forward kernel and its
+ * gradient's four kernels, where the GPU has them for dt) or written out (compiled without
+ * passes: the products and softmax kernels and their VJP's). ms, and the planned
+ * temporaries, which the written-out form's [B, N, T, T] arrays dominate. */
+static double attention_grad_figure(kiln_context *c, int64_t B, int64_t T, int64_t N, int64_t H,
+                                    kiln_dtype dt, bool fused, double fused_ms, const char *form) {
+    kiln_graph *g = NULL;
+    DIE(c, kiln_graph_create(c, "attention_grad", &g));
+    int64_t d4[4] = {B, T, N, H}, w4[4] = {B, N, T, H};
+    kiln_value q = kiln_parameter(g, "q", dt, 4, fused ? d4 : w4);
+    kiln_value k = kiln_parameter(g, "k", dt, 4, fused ? d4 : w4);
+    kiln_value v = kiln_parameter(g, "v", dt, 4, fused ? d4 : w4);
+    kiln_value ct = kiln_parameter(g, "ct", dt, 4, fused ? d4 : w4), y;
+    if (fused) {
+        kiln_attention_options o = {.is_causal = true};
+        y = kiln_dot_product_attention(g, q, k, v, &o);
+    } else {
+        y = written_attention(g, q, k, v, T, H, dt);
+    }
+    kiln_value grads[3], outs[4];
+    DIE(c, kiln_vjp(g, 1, &y, &ct, 3, (kiln_value[]){q, k, v}, grads));
+    outs[0] = y, outs[1] = grads[0], outs[2] = grads[1], outs[3] = grads[2];
+    DIE(c, kiln_graph_finish(g, 4, outs));
+    kiln_compile_options o = {.device = gpu, .disable_passes = !fused};
+    kiln_executable *e = NULL;
+    DIE(c, kiln_compile(g, &o, &e));
+    kiln_executable_info info;
+    kiln_executable_get_info(e, &info);
+    kiln_memory_analysis m;
+    DIE(c, kiln_executable_get_memory_analysis(e, &m));
+    kiln_array *args[4];
+    gpu_args(c, g, args);
+    double ms = time_runs(c, e, 4, args, 4) * 1e3;
+    printf("RESULT attention forward+backward causal B=%lld T=%lld N=%lld H=%lld %s %s (%d "
+           "kernels): %.3f ms, %.1f MiB temporaries",
+           (long long)B, (long long)T, (long long)N, (long long)H, kiln_dtype_name(dt), form,
+           info.num_kernels, ms, (double)m.temp_bytes / (1 << 20));
+    if (fused_ms > 0) printf(" (fused takes %.2fx this time)", fused_ms / ms);
+    printf("\n");
+    for (int i = 0; i < 4; i++) kiln_array_destroy(args[i]);
     kiln_executable_destroy(e);
     kiln_graph_destroy(g);
     return ms;
@@ -574,6 +630,8 @@ int main(void) {
         double ms = attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, true, 0, "fused");
         attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_F32, false, ms, "written out");
         attention_figure(c, 2, 40, 2, 16, KILN_DTYPE_BF16, true, 0, "fused");
+        ms = attention_grad_figure(c, 2, 40, 2, 16, KILN_DTYPE_BF16, true, 0, "fused");
+        attention_grad_figure(c, 2, 40, 2, 16, KILN_DTYPE_BF16, false, ms, "written out");
         kiln_context_destroy(c);
         conv_figure(2, 8, 8, KILN_DTYPE_F32, false);
         conv_figure(2, 8, 8, KILN_DTYPE_F32, true);
@@ -634,6 +692,8 @@ int main(void) {
         ms = bf16_fused_ms[i] =
             attention_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, true, 0, "fused");
         attention_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, false, ms, "written out");
+        ms = attention_grad_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, true, 0, "fused");
+        attention_grad_figure(c, 16, T, 8, 64, KILN_DTYPE_BF16, false, ms, "written out");
         fflush(stdout);
     }
     kiln_context_destroy(c); /* one context holds the GPU's pool at a time */

@@ -335,6 +335,13 @@ FN(f_attention, {
     o[0] = kiln_dot_product_attention(g, x[0], x[1], x[2], &a);
     return 1;
 })
+/* the gradient's kinds (lse, grad_q, grad_k, grad_v) and delta, batched as the forward is */
+FN(f_attention_vjp, {
+    kiln_attention_options a = {0, true};
+    kiln_value y = kiln_dot_product_attention(g, x[0], x[1], x[2], &a);
+    kiln_vjp(g, 1, &y, &x[3], 3, x, o);
+    return 3;
+})
 FN(f_all_reduce, o[0] = kiln_all_reduce(g, kiln_exp(g, x[0]), KILN_REDUCE_SUM); return 1)
 /* one replica: the identity, through the batch axis moved behind the leading one and back */
 FN(f_shard,
@@ -590,6 +597,12 @@ static const vcase cases[] = {
      {DIMS(4, 2, 3), DIMS(4, 1, 3), DIMS(4, 1, 2)}, {0, 0, NONE}, 1, {0}, true, false},
     {"attention4", f_attention, 3, {F, F, F}, {4, 4, 4},
      {DIMS(2, 3, 2, 2), DIMS(2, 3, 2, 2), DIMS(2, 3, 2, 2)}, {2, NONE, 0}, 1, {1}, true, false},
+    {"attention3_vjp", f_attention_vjp, 4, {F, F, F, F}, {3, 3, 3, 3},
+     {DIMS(4, 2, 3), DIMS(5, 1, 3), DIMS(5, 1, 2), DIMS(4, 2, 2)}, {0, NONE, 1, 0}, 3, {0, 1, 0},
+     true, false},
+    {"attention4_vjp", f_attention_vjp, 4, {F, F, F, F}, {4, 4, 4, 4},
+     {DIMS(2, 3, 2, 2), DIMS(2, 3, 1, 2), DIMS(2, 3, 1, 2), DIMS(2, 3, 2, 2)}, {1, 0, NONE, 2}, 3,
+     {0, 2, 1}, true, false},
     {"gather_both", f_gather, 2, {F, KILN_DTYPE_I32}, {2, 2}, {DIMS(5, 4), DIMS(3, 1)}, {0, 1},
      1, {0}, false, false},
     {"gather_operand", f_gather, 2, {F, KILN_DTYPE_I32}, {2, 2}, {DIMS(5, 4), DIMS(3, 1)},

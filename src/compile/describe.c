@@ -29,14 +29,18 @@ static void kernel_work(const kiln_executable *e, uint32_t ki, double *flops, do
 }
 
 /* "dot_general f32[256,512] <- f32[256,784] f32[784,512]" or "loop f32[256,512] (7 ops:
- * add max ...)": the roots' types, and for a loop the distinct ops of its roots. */
+ * add max ...)": the roots' types (and an attention gradient's kind), and for a loop the
+ * distinct ops of its roots. */
 static void kernel_label(const kiln_executable *e, uint32_t ki, strbuf *sb) {
     const fkernel *k = &e->plan.kernels[ki];
     char t[IR_TYPE_STR_MAX];
     sb_printf(sb, "k%-3u %-7s", ki, fusion_kind_name(k->kind));
     for (uint32_t j = 0; j < k->n_roots && j < 3; j++) {
         const ir_node *r = &e->g->nodes[k->roots[j]];
-        sb_printf(sb, " %s %s", ir_ops[r->op].name, ir_type_str(r->dtype, &r->shape, t, sizeof t));
+        sb_printf(sb, " %s", ir_ops[r->op].name);
+        if (r->op == IR_ATTENTION && r->a.attn.kind != IR_ATTN_FORWARD) /* which gradient */
+            sb_printf(sb, " %s", ir_attn_kind_name(r->a.attn.kind));
+        sb_printf(sb, " %s", ir_type_str(r->dtype, &r->shape, t, sizeof t));
     }
     if (k->n_roots > 3) sb_printf(sb, " (+%u outputs)", k->n_roots - 3);
     if (k->kind == FK_LOOP) sb_printf(sb, ", %u ops", k->n_members);

@@ -205,7 +205,8 @@ typedef struct kiln_context_options {
     /* KILN_ATTENTION_CUDA_CORES: a GPU's fused attention does its bf16 and f16 products on
      * the CUDA cores in f32, as it does f32's, where it would otherwise use tensor cores
      * (compute capability 8.0 and up; the probabilities rounded to the dtype as the second
-     * product's operand): to compare the two, or as a fallback (docs/cuda.md). */
+     * product's operand), and its gradient is the written-out products rather than the
+     * tensor-core gradient kernels: to compare the two, or as a fallback (docs/cuda.md). */
     bool attention_cuda_cores;
 } kiln_context_options;
 

@@ -504,12 +504,17 @@ static void test_sorted_scatter(kiln_context *c, long (*launches)(void), long (*
  * f32, bf16 and f16, 32 for f64. */
 /* The attention gradient's kinds on the stand-in device (compute capability 9): bf16 keeps
  * them as the tensor-core kernels (five attention kernels with the forward pass, no
- * [B, N, T, S] temporary), f32 expands them to cuBLAS products and loops (one attention
- * kernel, the scores' arrays planned); both run. */
-static void test_attention_grad(kiln_context *c) {
-    uint64_t temp[2] = {0, 0};
-    for (int f = 0; f < 2; f++) {
-        kiln_dtype t = f ? KILN_DTYPE_F32 : KILN_DTYPE_BF16;
+ * [B, N, T, S] temporary), f32 and, with attention_cuda_cores, bf16 expand them to cuBLAS
+ * products and loops (one attention kernel, the scores' arrays planned); all run. */
+static void test_attention_grad(kiln_context *main) {
+    kiln_context_options co = {
+        .ignore_environment = true, .cache_dir = dir, .attention_cuda_cores = true};
+    kiln_context *cores = NULL;
+    CHECK_OK(NULL, kiln_context_create(&co, &cores, NULL, 0));
+    uint64_t temp[3] = {0, 0, 0};
+    for (int f = 0; f < 3; f++) {
+        kiln_dtype t = f == 1 ? KILN_DTYPE_F32 : KILN_DTYPE_BF16;
+        kiln_context *c = f == 2 ? cores : main;
         kiln_graph *g = NULL;
         kiln_graph_create(c, "attention_grad", &g);
         int64_t d[4] = {1, 300, 2, 64};
@@ -531,8 +536,8 @@ static void test_attention_grad(kiln_context *c) {
         char *text = e ? kiln_executable_to_string(e) : NULL;
         int n = 0;
         for (const char *p = text; p && (p = strstr(p, " attention writes ")); p++) n++;
-        CHECK_MSG(n == (f ? 1 : 5), "%s: %d attention kernels, want %d", kiln_dtype_name(t), n,
-                  f ? 1 : 5);
+        CHECK_MSG(n == (f ? 1 : 5), "%s%s: %d attention kernels, want %d", kiln_dtype_name(t),
+                  f == 2 ? " (attention_cuda_cores)" : "", n, f ? 1 : 5);
         kiln_string_free(c, text);
         kiln_memory_analysis m = {0};
         if (e) CHECK_OK(c, kiln_executable_get_memory_analysis(e, &m));
@@ -545,10 +550,13 @@ static void test_attention_grad(kiln_context *c) {
         kiln_executable_destroy(e);
         kiln_graph_destroy(g);
     }
-    uint64_t scores = 2 * 300 * 300 * 4; /* one f32 [1, 2, 300, 300] array */
-    CHECK_MSG(temp[0] < scores && temp[1] >= scores,
-              "temporaries: bf16 kernels %llu, f32 expanded %llu; the scores are %llu bytes",
-              (unsigned long long)temp[0], (unsigned long long)temp[1], (unsigned long long)scores);
+    uint64_t scores = 2 * 300 * 300 * 2; /* one bf16 [1, 2, 300, 300] array */
+    CHECK_MSG(temp[0] < scores && temp[1] >= scores && temp[2] >= scores,
+              "temporaries: bf16 kernels %llu, f32 expanded %llu, bf16 expanded %llu; the "
+              "scores are %llu bytes",
+              (unsigned long long)temp[0], (unsigned long long)temp[1], (unsigned long long)temp[2],
+              (unsigned long long)scores);
+    kiln_context_destroy(cores);
 }
 
 static void test_attention(kiln_context *c, long (*launches)(void), long (*last)(void),

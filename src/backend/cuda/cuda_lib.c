@@ -675,7 +675,8 @@ bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d
                blas_gemm_fits(d->dtype, &d->gemm);
     case KN_LIB_PERMUTE: return es == 1 || es == 2 || es == 4 || es == 8;
     case KN_LIB_ATTENTION: return cu_attention_supports(&d->attention);
-    case KN_LIB_ATTENTION_GRAD: return cu_attention_grad_supports(&d->attention, cc);
+    case KN_LIB_ATTENTION_GRAD: /* KILN_ATTENTION_CUDA_CORES: the written-out products */
+        return !st->opt.attention_cuda_cores && cu_attention_grad_supports(&d->attention, cc);
     case KN_LIB_ARGSORT: return cu_sort_supports(d);
     case KN_LIB_CONV: return cu_float_type(d->dtype) >= 0 && cu_conv_supports(&d->conv);
     default: return cu_lib_type(d->dtype) >= 0;

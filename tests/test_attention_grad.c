@@ -382,9 +382,111 @@ static void second_order(void) {
     kiln_graph_destroy(g);
 }
 
+/* The kinds take lse as given: one below the scores (a graph written by hand) gives
+ * probabilities above 1, which the kernels compute as the reference does (exp of a positive
+ * argument). */
+static void lse_as_given(void) {
+    static const char *const text =
+        "graph t(%1: f32[2,1,4] \"q\", %2: f32[2,1] \"l\", %3: f32[2,1] \"d\", %4: f32[2,1,4] "
+        "\"c\") {\n"
+        "  %1 = parameter 0 \"q\" : f32[2,1,4]\n  %2 = parameter 1 \"l\" : f32[2,1]\n"
+        "  %3 = parameter 2 \"d\" : f32[2,1]\n  %4 = parameter 3 \"c\" : f32[2,1,4]\n"
+        "  %5 = dot_product_attention(%1, %1, %1, %4, %2, %3) scale=1 grad_v : f32[2,1,4]\n"
+        "  %6 = dot_product_attention(%1, %1, %1, %4, %2, %3) scale=1 grad_q : f32[2,1,4]\n"
+        "  return (%5, %6)\n}\n";
+    kiln_graph *g = NULL;
+    CHECK_OK(C, kiln_graph_parse(C, text, strlen(text), "lse", &g));
+    static const float q[8] = {1, 1, 0, 0, 1, 0, 1, 0}, c[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    static const float lse[2][2] = {{0, 0}, {-40, 1}}; /* p up to e^42, within f32 */
+    static const float d[2] = {0.5f, -0.25f};
+    for (int i = 0; g && i < 2; i++) {
+        kiln_array *a[4] = {0};
+        CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 3, (int64_t[]){2, 1, 4}, q, &a[0]));
+        CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 2, (int64_t[]){2, 1}, lse[i], &a[1]));
+        CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 2, (int64_t[]){2, 1}, d, &a[2]));
+        CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 3, (int64_t[]){2, 1, 4}, c, &a[3]));
+        CHECK_MSG(cmp_graph(C, g, 4, a, NULL, 1e-5, NULL), "lse %g, %g", lse[i][0], lse[i][1]);
+        free_args(a, 4);
+    }
+    kiln_graph_destroy(g);
+}
+
+/* A NaN in one query row (row 0, causal): the reference reads no key a row does not see,
+ * so every other row's gradients are finite there; the kernels and the primitive form
+ * multiply the row's zero probabilities by its NaN within a block of keys, as JAX's
+ * softmax does over the whole row (docs/ops.md). Each element is the reference's or NaN,
+ * and dq's other rows, which row 0 does not reach, are the reference's. */
+static void nan_in_a_row(void) {
+    const grad_case *c = &cases[0];
+    for (int kernels = 1; kernels >= 0; kernels--) {
+        kiln_graph *g = vjp_graph(c, KILN_DTYPE_F32, false);
+        kiln_array *args[4];
+        case_args(c, KILN_DTYPE_F32, args);
+        size_t nb = kiln_array_nbytes(args[0]);
+        float *hq = malloc(nb);
+        kiln_array_copy_to_host(args[0], hq, nb);
+        hq[1] = NAN; /* q[0, 0, 0, 1] */
+        int64_t qd[4], kd[4], vd[4], od[4];
+        case_dims(c, qd, kd, vd, od);
+        kiln_array_destroy(args[0]);
+        CHECK_OK(C, kiln_array_create(C, KILN_DTYPE_F32, 4, qd, hq, &args[0]));
+        free(hq);
+        kiln_array *want[4] = {0}, *got[4] = {0};
+        kiln_executable *e = NULL;
+        kn_backend *b = kernels ? NULL : without_grad_kernels(C);
+        CHECK_OK(C, kiln_compile(g, NULL, &e));
+        without_end(C, b);
+        CHECK_OK(C, kiln_interpret(g, 4, args, 4, want));
+        if (e) CHECK_OK(C, kiln_executable_run(e, 4, args, 4, got));
+        for (int o = 1; o < 4 && got[o] && want[o]; o++) {
+            int64_t n = kiln_array_size(want[o]), bad = 0;
+            float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+            kiln_array_copy_to_host(got[o], x, (size_t)n * 4);
+            kiln_array_copy_to_host(want[o], y, (size_t)n * 4);
+            int64_t row = c->N * c->H; /* dq's elements of one query position */
+            for (int64_t i = 0; i < n; i++) {
+                bool same =
+                    isnan(y[i]) ? isnan(x[i]) : fabsf(x[i] - y[i]) <= 1e-4f * (1 + fabsf(y[i]));
+                bad += !same && !(isnan(x[i]) && !(o == 1 && i % (c->T * row) >= row));
+            }
+            CHECK_MSG(!bad, "%s, gradient %d: %lld elements neither the reference's nor NaN",
+                      kernels ? "kernels" : "expanded", o - 1, (long long)bad);
+            free(x), free(y);
+        }
+        free_args(want, 4), free_args(got, 4), free_args(args, 4);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* ----------------------------------------------------------------- text ---- */
 
+/* Every kind's text read back: a causal bf16 gradient, a not causal one, and a finite
+ * fill's (the fill written before the kind). */
+static void text_round_trip(kiln_graph *g) {
+    char *text = kiln_graph_to_string(g), *again = NULL;
+    kiln_graph *l = NULL;
+    if (text) CHECK_OK(C, kiln_graph_parse(C, text, strlen(text), "text", &l));
+    if (l) again = kiln_graph_to_string(l);
+    CHECK_MSG(again && text && !strcmp(text, again), "round trip:\n%s\n%s", text,
+              again ? again : "");
+    kiln_string_free(C, text), kiln_string_free(C, again);
+    kiln_graph_destroy(l);
+}
+
 static void graph_text(void) {
+    kiln_graph *nc = vjp_graph(&cases[1], KILN_DTYPE_F32, false);
+    text_round_trip(nc);
+    kiln_graph_destroy(nc);
+    kiln_graph *ff = new_graph();
+    int64_t d[4] = {1, 6, 2, 4};
+    kiln_value q = kiln_parameter(ff, "q", KILN_DTYPE_F32, 4, d),
+               ct = kiln_parameter(ff, "ct", KILN_DTYPE_F32, 4, d), grads[3];
+    kiln_value out = trace_attention(ff, q, q, q, 0.6, true, -1e30);
+    CHECK_OK(C, kiln_vjp(ff, 1, &out, &ct, 1, &q, grads));
+    CHECK_OK(C, kiln_graph_finish(ff, 1, grads));
+    text_round_trip(ff);
+    kiln_graph_destroy(ff);
     kiln_graph *g = vjp_graph(&cases[0], KILN_DTYPE_BF16, false);
     char *text = kiln_graph_to_string(g), *again = NULL;
     for (int kind = IR_ATTN_LSE; kind <= IR_ATTN_GRAD_V; kind++) {
@@ -448,6 +550,8 @@ int main(void) {
     RUN(compiled);
     RUN(memory);
     RUN(second_order);
+    RUN(lse_as_given);
+    RUN(nan_in_a_row);
     RUN(graph_text);
     RUN(errors);
     kiln_context_destroy(C);

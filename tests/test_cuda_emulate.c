@@ -1239,7 +1239,8 @@ typedef struct grad_emu_case {
     kiln_dtype t;
     int64_t b, t_len, s, n, k, h, hv;
     bool causal;
-    bool vec; /* the operands 16-byte aligned: else each is moved 2 bytes off */
+    bool vec;      /* the operands 16-byte aligned: else each is moved 2 bytes off */
+    unsigned grid; /* blocks (each takes items grid apart); 0: 3 */
 } grad_emu_case;
 
 /* A host copy of array a, `off` bytes into a buffer of its own (a misaligned operand). */
@@ -1300,7 +1301,7 @@ static void grad_check(emu_attention_grad_fn run, const grad_emu_case *c, int wh
             size_t bytes = kiln_array_nbytes(ref);
             void *ob = calloc(1, bytes + off + 16);
             b[6] = (char *)ob + off;
-            run(cu_attention_grad_kernel(&d), b, nn, scale, 3);
+            run(cu_attention_grad_kernel(&d), b, nn, scale, c->grid ? c->grid : 3);
             kiln_array *got = NULL;
             int rank = kiln_array_rank(ref);
             int64_t od[4];
@@ -1345,6 +1346,16 @@ static void test_attention_grad(void) {
         {KILN_DTYPE_F16, 2, 140, 90, 4, 2, 96, 128, true, true},
         {KILN_DTYPE_F16, 1, 33, 150, 2, 1, 8, 40, true, true},
         {KILN_DTYPE_BF16, 1, 45, 37, 3, 3, 24, 16, true, false},
+        /* a review's: T > S and S > T with grouped heads and both tile widths, the
+         * smallest head size, 8 query heads on one key head, misaligned operands of every
+         * width, one block and seven */
+        {KILN_DTYPE_BF16, 1, 300, 100, 4, 2, 64, 64, true, true, 1},
+        {KILN_DTYPE_BF16, 1, 100, 300, 2, 1, 128, 8, true, true},
+        {KILN_DTYPE_F16, 1, 50, 260, 2, 1, 72, 120, false, false},
+        {KILN_DTYPE_BF16, 1, 17, 17, 1, 1, 8, 8, true, true},
+        {KILN_DTYPE_F16, 1, 129, 129, 8, 1, 16, 32, true, true, 7},
+        {KILN_DTYPE_BF16, 2, 260, 260, 2, 2, 64, 64, true, false},
+        {KILN_DTYPE_F16, 1, 140, 33, 3, 1, 128, 128, true, false},
     };
     for (int i = 0; fn && i < (int)(sizeof cases / sizeof cases[0]); i++) {
         char name[32];

@@ -60,7 +60,8 @@ kiln_status pass_dce_run(const kiln_graph *g, kiln_graph **out, pass_stats *stat
  * (PASS_EXPAND_ATTENTION), every one of its gradient's kinds (PASS_EXPAND_ATTENTION_GRAD;
  * with a finite fill always) and every convolution (PASS_EXPAND_CONV): what a backend has
  * no library kernel for (kiln_compile decides). Unlike the passes above it may change
- * rounding, not values. */
+ * rounding, not values, but for where a NaN or infinity reaches in attention, whose
+ * primitive form spreads one along a row as its kernels do within a block (docs/ops.md). */
 enum { PASS_EXPAND_ATTENTION = 1u, PASS_EXPAND_CONV = 2u, PASS_EXPAND_ATTENTION_GRAD = 4u };
 kiln_status pass_expand(kiln_graph **g, unsigned what);
 

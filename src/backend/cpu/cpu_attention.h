@@ -91,22 +91,22 @@ typedef uint32_t vu32 __attribute__((vector_size(64)));
 /* take ? a : b, per lane (take: lanes of all ones or zeros, as a vector compare gives) */
 #define VBLEND(take, a, b) ((vf32)(((vi32)(a) & (take)) | ((vi32)(b) & ~(take))))
 
-/* exp(x) for x <= 0 (what the softmax feeds it): the generated kernels' kiln_exp_f32
+/* exp(x) for x <= hi (hi 0 or 88): the generated kernels' kiln_exp_f32
  * (src/codegen/prelude/math_f32.h: Cody-Waite reduction, the Cephes degree-6 polynomial,
  * 2^k into the exponent bits; ~1 ulp) with round-to-nearest by the 1.5 * 2^23 trick, and
  * results below 2^-125 (x < -86.6, far under one ulp of a softmax's sum) flushed to 0;
- * NaN stays. Every lane is clamped into [-86.6, 0] before k is converted to int32 (a NaN
- * and, against the contract, a positive x are taken as 0), so k is in [-125, 0] and 2^k
- * added into the exponent bits cannot overflow, whatever a lane holds; the bits are added
- * unsigned. */
+ * NaN stays. Every lane is clamped into [-86.6, hi] before k is converted to int32 (a NaN
+ * and, against the contract, an x above hi are taken as hi), so k is in [-125, 127] and
+ * 2^k added into the exponent bits cannot overflow, whatever a lane holds; the bits are
+ * added unsigned. */
 /* In place, through a pointer: a 64-byte vector passed by value would cross the clones'
  * differing ABIs (zmm registers in the AVX-512 clone, memory in the others) wherever gcc
  * does not inline the call (at -O0 it called the baseline helper from the AVX-512 clone,
  * which read its argument from where the caller had not put it). */
-__attribute__((always_inline)) static inline void vexp_le0(vf32 *v) {
+__attribute__((always_inline)) static inline void vexp_to(vf32 *v, float hi) {
     vf32 x = *v;
     vi32 tiny = x < -86.6f;
-    vf32 xc = VBLEND(x <= 0.0f, x, (vf32){0});
+    vf32 xc = VBLEND(x <= hi, x, (vf32){0} + hi);
     xc = VBLEND(tiny, (vf32){0} - 86.6f, xc);
     vf32 kf = xc * 1.44269504088896341f + 12582912.0f;
     kf = kf - 12582912.0f;
@@ -121,6 +121,21 @@ __attribute__((always_inline)) static inline void vexp_le0(vf32 *v) {
     y = (vf32)((vu32)y + ((vu32) __builtin_convertvector(kf, vi32) << 23));
     y = (vf32)((vi32)y & ~tiny);
     *v = VBLEND(x != x, x, y);
+}
+
+/* What the softmax feeds the exponential: x <= 0 (a positive x is taken as 0). */
+__attribute__((always_inline)) static inline void vexp_le0(vf32 *v) {
+    vexp_to(v, 0.0f);
+}
+
+/* exp(x) for any x: above 88, exp(x - 88) exp(88), which overflows to inf where exp does
+ * (the gradient's exp(s - lse), where an lse given by hand may be below the scores). */
+__attribute__((always_inline)) static inline void vexp_any(vf32 *v) {
+    vf32 x = *v;
+    vi32 big = x > 88.0f;
+    vf32 t = VBLEND(big, x - 88.0f, x);
+    vexp_to(&t, 88.0f);
+    *v = VBLEND(big, t * 1.6516362549940018e38f, t);
 }
 
 /* The two passes over a row of scores: *_max scales the first n entries in place and

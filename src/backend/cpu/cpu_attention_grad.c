@@ -116,23 +116,23 @@ typedef struct grad_call {
 
 /* The row passes of the gradient, over the first n entries of a row of raw scores s:
  * *_prob makes them p = exp(scale s - lse) and zeroes [n, w) (keys the row does not see);
- * *_ds makes p into ds = p (dp - delta). f32 in 16-lane vectors (cpu_attention.h; with lse
- * the row's log-sum-exp, scale s - lse <= 0 but for rounding, and a positive rounding
- * error is taken as 0 by vexp_le0: p = 1), f64 scalar. */
+ * *_ds makes p into ds = p (dp - delta). f32 in 16-lane vectors (cpu_attention.h's
+ * vexp_any: with lse the row's log-sum-exp scale s - lse <= 0 but for rounding, but an lse
+ * given by hand may be below the scores), f64 scalar. */
 KILN_CLONES static void grad_f32_prob(float *s, int64_t n, int64_t w, float scale, float lse) {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         vf32 t;
         memcpy(&t, s + i, sizeof t);
         t = t * scale - lse;
-        vexp_le0(&t);
+        vexp_any(&t);
         memcpy(s + i, &t, sizeof t);
     }
     if (i < n) { /* the tail, as a vector padded with zeros (their lanes are not stored) */
         vf32 t = {0};
         memcpy(&t, s + i, (size_t)(n - i) * sizeof(float));
         t = t * scale - lse;
-        vexp_le0(&t);
+        vexp_any(&t);
         memcpy(s + i, &t, (size_t)(n - i) * sizeof(float));
     }
     if (w > n) memset(s + n, 0, (size_t)(w - n) * sizeof(float));

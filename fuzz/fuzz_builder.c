@@ -398,8 +398,9 @@ static void op_dynamic(fz_state *s) {
         push(s, w, x.lv);
         return;
     }
-    kiln_value u = b & 0x20 ? pick(s).v : w;
-    push(s, kiln_dynamic_update_slice(s->g, x.v, u, n, starts), x.lv);
+    fz_val u = b & 0x20 ? pick(s) : (fz_val){.v = w, .lv = x.lv};
+    /* the update's values land in the result: its level counts too */
+    push(s, kiln_dynamic_update_slice(s->g, x.v, u.v, n, starts), lv_max(x.lv, u.lv));
 }
 
 static void op_slice(fz_state *s) {

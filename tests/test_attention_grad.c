@@ -278,12 +278,20 @@ static void compiled(void) {
             }
 }
 
-/* A training step's memory: with the kernels, no [B, N, T, S] array anywhere. */
+/* A training step's memory: with the kernels, no [B, N, T, S] array anywhere, and four
+ * attention kernels: the forward pass writing the rows' log-sum-exp beside its output (the
+ * LSE node fused into it), then dq, dk and dv. */
 static void memory(void) {
     grad_case c = {"memory", 4, 2, 256, 256, 4, 4, 32, 32, true, 0, false};
     kiln_graph *g = vjp_graph(&c, KILN_DTYPE_F32, false);
     kiln_executable *fused = NULL, *prims = NULL;
-    CHECK_OK(C, kiln_compile(g, NULL, &fused));
+    kiln_compile_options listed = {.keep_ir = true};
+    CHECK_OK(C, kiln_compile(g, &listed, &fused));
+    char *text = fused ? kiln_executable_to_string(fused) : NULL;
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, " attention writes ")); p++) n++;
+    CHECK_MSG(n == 4, "%d attention kernels, want 4:\n%s", n, text ? text : "");
+    kiln_string_free(C, text);
     kn_backend *b = without_grad_kernels(C);
     CHECK_OK(C, kiln_compile(g, NULL, &prims));
     without_end(C, b);

@@ -413,7 +413,7 @@ static double time_call(kiln_context *ctx, kn_lib_desc *ld, void **bufs, int rep
     void *st = ctx->devices[0].state;
     ld->scratch_bytes = kn_cpu_backend.lib_scratch(st, 0, ld);
     void *ws = malloc(ld->scratch_bytes);
-    int nb = ld->op == KN_LIB_ATTENTION ? 4 : 7;
+    int nb = ld->op == KN_LIB_ATTENTION ? 5 : 7; /* the forward's lse is NULL */
     bufs[nb] = ws;
     double t[64];
     kn_cpu_backend.lib_run(st, 0, ld, bufs); /* warm */
@@ -444,7 +444,7 @@ static void bench(int threads) {
     test_fill_uniform(KILN_DTYPE_F32, n, v, &s), test_fill_uniform(KILN_DTYPE_F32, n, ct, &s);
     test_fill_uniform(KILN_DTYPE_F32, nl, delta, &s);
     kn_lib_desc fw = {.op = KN_LIB_ATTENTION, .dtype = KILN_DTYPE_F32, .attention = d};
-    void *fb[5] = {q, k, v, out};
+    void *fb[6] = {q, k, v, out, NULL};
     double forward = time_call(ctx, &fw, fb, 31);
     static const char *names[4] = {"lse", "grad_q", "grad_k", "grad_v"};
     double t[4];

@@ -351,13 +351,13 @@ static void test_attention_slot(void) {
     test_fill_uniform(KILN_DTYPE_F32, (int64_t)n, x, &seed);
     void *ws = malloc(three), *ws1 = malloc(one); /* exact sizes: ASan sees any overrun */
     ad.scratch_bytes = three;
-    CHECK_OK(ctx, kn_cpu_backend.lib_run(st, 0, &ad, (void *[]){x, x, x, y3, ws}));
+    CHECK_OK(ctx, kn_cpu_backend.lib_run(st, 0, &ad, (void *[]){x, x, x, y3, NULL, ws}));
     ad.scratch_bytes = one;
-    CHECK_OK(ctx, kn_cpu_backend.lib_run(st, 0, &ad, (void *[]){x, x, x, y1, ws1}));
+    CHECK_OK(ctx, kn_cpu_backend.lib_run(st, 0, &ad, (void *[]){x, x, x, y1, NULL, ws1}));
     CHECK(!memcmp(y1, y3, n * sizeof *y1));
     /* less scratch than one thread's slot is refused, never overrun */
     ad.scratch_bytes = one / 2;
-    CHECK_STATUS(kn_cpu_backend.lib_run(st, 0, &ad, (void *[]){x, x, x, y1, ws1}),
+    CHECK_STATUS(kn_cpu_backend.lib_run(st, 0, &ad, (void *[]){x, x, x, y1, NULL, ws1}),
                  KILN_STATUS_INTERNAL);
     CHECK_CONTAINS(kiln_last_error(ctx), "scratch hold no thread's slot");
     free(x), free(y1), free(y3), free(ws), free(ws1);

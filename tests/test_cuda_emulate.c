@@ -1039,37 +1039,38 @@ static void *emu_library(const char *name, const char *src, size_t len, const ch
 
 /* The attention kernels' source with a function that runs one over `grid` blocks. */
 static const char attn_glue[] =
-    "struct emu_attn { int type; const void *q, *k, *v; void *o; attn_params p; };\n"
+    "struct emu_attn { int type; const void *q, *k, *v; void *o, *l; attn_params p; };\n"
     "static void emu_attn_body(void *a) {\n"
     "    emu_attn *x = (emu_attn *)a;\n"
     "    switch (x->type) {\n"
     "    case 0: kiln_attn_f32((const float *)x->q, (const float *)x->k, (const float *)x->v, "
-    "(float *)x->o, x->p); break;\n"
+    "(float *)x->o, (float *)x->l, x->p); break;\n"
     "    case 1: kiln_attn_f64((const double *)x->q, (const double *)x->k, (const double *)x->v, "
-    "(double *)x->o, x->p); break;\n"
+    "(double *)x->o, (double *)x->l, x->p); break;\n"
     "    case 2: kiln_attn_bf16((const bf16 *)x->q, (const bf16 *)x->k, (const bf16 *)x->v, "
-    "(bf16 *)x->o, x->p); break;\n"
+    "(bf16 *)x->o, (float *)x->l, x->p); break;\n"
     "    case 3: kiln_attn_f16((const f16 *)x->q, (const f16 *)x->k, (const f16 *)x->v, "
-    "(f16 *)x->o, x->p); break;\n"
+    "(f16 *)x->o, (float *)x->l, x->p); break;\n"
     "    case 4: kiln_attn_tc_bf16_64((const bf16 *)x->q, (const bf16 *)x->k, (const bf16 *)x->v, "
-    "(bf16 *)x->o, x->p); break;\n"
+    "(bf16 *)x->o, (float *)x->l, x->p); break;\n"
     "    case 5: kiln_attn_tc_bf16_128((const bf16 *)x->q, (const bf16 *)x->k, "
-    "(const bf16 *)x->v, (bf16 *)x->o, x->p); break;\n"
+    "(const bf16 *)x->v, (bf16 *)x->o, (float *)x->l, x->p); break;\n"
     "    case 6: kiln_attn_tc_f16_64((const f16 *)x->q, (const f16 *)x->k, (const f16 *)x->v, "
-    "(f16 *)x->o, x->p); break;\n"
+    "(f16 *)x->o, (float *)x->l, x->p); break;\n"
     "    default: kiln_attn_tc_f16_128((const f16 *)x->q, (const f16 *)x->k, (const f16 *)x->v, "
-    "(f16 *)x->o, x->p); break;\n"
+    "(f16 *)x->o, (float *)x->l, x->p); break;\n"
     "    }\n"
     "}\n"
     "extern \"C\" void emu_attention(int type, const void *q, const void *k, const void *v, "
-    "void *o, const long long *n, double scale, double fill, unsigned grid) {\n"
-    "    emu_attn a = {type, q, k, v, o, {n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], "
-    "scale, fill}};\n"
+    "void *o, void *l, const long long *n, double scale, double fill, unsigned grid) {\n"
+    "    emu_attn a = {type, q, k, v, o, l, {n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], "
+    "n[8], scale, fill}};\n"
     "    kiln_emu_run(grid, emu_attn_body, &a);\n"
     "}\n";
 
 typedef void (*emu_attention_fn)(int type, const void *q, const void *k, const void *v, void *o,
-                                 const long long *n, double scale, double fill, unsigned grid);
+                                 void *l, const long long *n, double scale, double fill,
+                                 unsigned grid);
 
 /* One case: dot_product_attention of the given shape, with the node's fill set to `fill`
  * (what pass_attention gives a written-out attention), through the emulated kernel the
@@ -1098,8 +1099,11 @@ static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
     kiln_value q = kiln_parameter(g, "q", c->t, 4, dq), k = kiln_parameter(g, "k", c->t, 4, dk);
     kiln_value v = kiln_parameter(g, "v", c->t, 4, dv);
     kiln_attention_options o = {.scale = 0, .is_causal = c->causal};
-    kiln_value y = kiln_dot_product_attention(g, q, k, v, &o);
-    kiln_status s = kiln_graph_finish(g, 1, &y);
+    kiln_value y = kiln_dot_product_attention(g, q, k, v, &o), outs[2] = {y};
+    ir_node lt = g->nodes[y.id]; /* the rows' log-sum-exp, which the kernel writes too */
+    lt.a.attn.kind = IR_ATTN_LSE;
+    outs[1] = trace_attention_kind(g, name, &lt, (kiln_value[]){q, k}, 2);
+    kiln_status s = kiln_graph_finish(g, 2, outs);
     CHECK_MSG(!s, "%s: %s", name, kiln_last_error(ctx));
     double scale = 0;
     for (uint32_t i = 0; !s && i < g->n_nodes; i++)
@@ -1107,7 +1111,7 @@ static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
             g->nodes[i].a.attn.fill = c->fill;
             scale = g->nodes[i].a.attn.scale;
         }
-    kiln_array *args[3] = {0}, *want = NULL, *got = NULL;
+    kiln_array *args[3] = {0}, *want[2] = {0}, *got = NULL, *got_lse = NULL;
     const int64_t *dims[3] = {dq, dk, dv};
     for (int i = 0; i < 3 && !s; i++) args[i] = cmp_random_array(ctx, c->t, 4, dims[i], &seed);
     if (!s && c->inf_key > 0) { /* v[0, inf_key, 0, 0] = +inf, as the dtype writes it */
@@ -1124,18 +1128,18 @@ static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
         kiln_array_create(ctx, c->t, 4, dv, hv, &args[2]);
         free(hv);
     }
-    if (!s) s = kiln_interpret(g, 3, args, 1, &want);
+    if (!s) s = kiln_interpret(g, 3, args, 2, want);
     CHECK_MSG(!s, "%s: reference: %s", name, kiln_last_error(ctx));
     if (!s) {
-        void *hb[4];
-        size_t bytes[4];
+        void *hb[5];
+        size_t bytes[5];
         for (int i = 0; i < 3; i++) {
             bytes[i] = kiln_array_nbytes(args[i]);
             hb[i] = malloc(bytes[i]);
             kiln_array_copy_to_host(args[i], hb[i], bytes[i]);
         }
-        bytes[3] = kiln_array_nbytes(want);
-        hb[3] = calloc(1, bytes[3]);
+        bytes[3] = kiln_array_nbytes(want[0]), bytes[4] = kiln_array_nbytes(want[1]);
+        hb[3] = calloc(1, bytes[3]), hb[4] = calloc(1, bytes[4]);
         long long nn[9] = {c->b,      c->t_len,         c->s, c->n, c->k, c->h, c->hv,
                            c->causal, isfinite(c->fill)};
         kn_attention_desc d = {.dtype = c->t, .h = c->h, .hv = c->hv};
@@ -1144,19 +1148,24 @@ static void attn_check(emu_attention_fn run, const attn_case *c, int which) {
         CHECK_MSG(c->cuda_cores == (type < CU_ATTN_TC) || c->h % 8 || c->hv % 8 || c->h > 128 ||
                       c->hv > 128 || (c->t != KILN_DTYPE_BF16 && c->t != KILN_DTYPE_F16),
                   "%s: kernel %d chosen", name, type);
-        run(type, hb[0], hb[1], hb[2], hb[3], nn, scale, c->fill, 3);
+        run(type, hb[0], hb[1], hb[2], hb[3], hb[4], nn, scale, c->fill, 3);
         CHECK_OK(ctx, kiln_array_create(ctx, c->t, 4, dout, hb[3], &got));
-        CHECK_MSG(got && cmp_arrays(got, want, 1e-5, 1e-12, name),
+        CHECK_OK(ctx, kiln_array_create(ctx, kiln_array_dtype(want[1]), 3, dout, hb[4], &got_lse));
+        CHECK_MSG(got_lse && cmp_arrays(got_lse, want[1], 1e-5, 1e-12, name),
+                  "%s: the kernel's log-sum-exp != the reference's (%s, fill %g)", name,
+                  kiln_dtype_name(c->t), c->fill);
+        CHECK_MSG(got && cmp_arrays(got, want[0], 1e-5, 1e-12, name),
                   "%s: emulated attention != reference (%s, B%lld T%lld S%lld N%lld K%lld H%lld "
                   "Hv%lld, causal %d, fill %g)",
                   name, kiln_dtype_name(c->t), (long long)c->b, (long long)c->t_len,
                   (long long)c->s, (long long)c->n, (long long)c->k, (long long)c->h,
                   (long long)c->hv, c->causal, c->fill);
-        for (int i = 0; i < 4; i++) free(hb[i]);
+        for (int i = 0; i < 5; i++) free(hb[i]);
         n_programs++;
     }
     for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
-    kiln_array_destroy(want), kiln_array_destroy(got);
+    kiln_array_destroy(want[0]), kiln_array_destroy(want[1]);
+    kiln_array_destroy(got), kiln_array_destroy(got_lse);
     kiln_graph_destroy(g);
 }
 

@@ -223,7 +223,8 @@ typedef struct kn_conv_desc {
  *   SCATTER_ADD_ROWS  operand or NULL, idx, upd, out, scratch
  *                                                (kn_scatter_desc; floats, i32, i64)
  *   CUMSUM            x, out                     (kn_cumsum_desc; floats, i32, i64)
- *   ATTENTION         q, k, v, out, scratch      (kn_attention_desc; floats)
+ *   ATTENTION         q, k, v, out, lse, scratch (kn_attention_desc; floats; lse, when not
+ *                                                NULL, also the rows' log-sum-exp, as LSE)
  *   ATTENTION_GRAD    q, k, v, ct, lse, delta, out, scratch
  *                                                (kn_attention_desc, kind LSE or GRAD_*:
  *                                                LSE reads q and k only, the others NULL)
@@ -241,7 +242,9 @@ typedef struct kn_conv_desc {
  * CPU's thread count follows the process's affinity) must fit its work into what it got.
  * Its out never overlaps q, k or v, and it must give the reference's values to f32/f64
  * rounding, except that a NaN or infinity in v at a key a query does not see may reach
- * that query (as it reaches every query in the primitive form, and in JAX's). */
+ * that query (as it reaches every query in the primitive form, and in JAX's). Fusion
+ * gives a forward pass the lse buffer of an LSE node over the same q and k (the gradient's
+ * log-sum-exp, then saved from the forward pass as FlashAttention-2 saves it). */
 typedef enum kn_lib_op {
     KN_LIB_GEMM,
     KN_LIB_PERMUTE,

@@ -13,7 +13,7 @@ static const struct {
     [KN_LIB_PERMUTE] = {"permute", 2},
     [KN_LIB_SCATTER_ADD_ROWS] = {"scatter_add_rows", 5},
     [KN_LIB_CUMSUM] = {"cumsum", 2},
-    [KN_LIB_ATTENTION] = {"attention", 5},
+    [KN_LIB_ATTENTION] = {"attention", 6},
     [KN_LIB_ARGSORT] = {"argsort", 3},
     [KN_LIB_CONV] = {"conv", 4},
     [KN_LIB_ATTENTION_GRAD] = {"attention_grad", 8},

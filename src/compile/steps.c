@@ -171,9 +171,11 @@ static void conv_step(build *b, exec_step st, uint32_t id) {
 }
 
 /* dot_product_attention: the backend's fused kernel over its operands where they lie,
- * with the scratch the plan set aside; a gradient kind's buffers are q, k, v, ct, lse,
- * delta, out, scratch (LSE's v, ct, lse and delta none). */
-static void attention_step(build *b, exec_step st, uint32_t id) {
+ * with the scratch the plan set aside: q, k, v, out, lse (the kernel's second root, an LSE
+ * node fusion gave the forward pass; else none), scratch; a gradient kind's buffers are q,
+ * k, v, ct, lse, delta, out, scratch (LSE's v, ct, lse and delta none). */
+static void attention_step(build *b, exec_step st, const fkernel *k) {
+    uint32_t id = k->roots[0];
     const ir_node *n = &b->e->g->nodes[id];
     const uint32_t *in = ir_in(n);
     kn_lib_desc d = {.op = exec_attention_op(b->e->g, id)};
@@ -181,9 +183,10 @@ static void attention_step(build *b, exec_step st, uint32_t id) {
     d.dtype = d.attention.dtype;
     exec_loc scratch = scratch_loc(b, st.kernel, &d.scratch_bytes);
     if (d.op == KN_LIB_ATTENTION) {
+        exec_loc lse = k->n_roots > 1 ? b->of[k->roots[1]] : (exec_loc){EXEC_AT_NONE, 0, 0};
         add_lib(b, st, &d,
                 (exec_loc[]){view_loc(b, in[0]), view_loc(b, in[1]), view_loc(b, in[2]), b->of[id],
-                             scratch});
+                             lse, scratch});
         return;
     }
     exec_loc loc[8] = {view_loc(b, in[0]), view_loc(b, in[1])};
@@ -253,7 +256,7 @@ static void kernel_steps(build *b, uint32_t sched) {
     case FK_DOT: dot_steps(b, st, k->roots[0]); break;
     case FK_SCATTER: scatter_step(b, st, k->roots[0]); break;
     case FK_SCAN: scan_step(b, st, k->roots[0]); break;
-    case FK_ATTENTION: attention_step(b, st, k->roots[0]); break;
+    case FK_ATTENTION: attention_step(b, st, k); break;
     case FK_COLLECTIVE: collective_step(b, st, k->roots[0]); break;
     case FK_SORT: sort_step(b, st, k->roots[0]); break;
     case FK_CONTROL: control_step(b, st, k); break;

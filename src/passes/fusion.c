@@ -521,15 +521,36 @@ static kiln_status collect_inputs(const kiln_graph *g, fusion_plan *p, uint32_t 
 
 /* A kernel's roots: node id, and for a control node each of its results after it, in
  * result order (DCE keeps every result of a control node it keeps). */
-static kiln_status kernel_roots(const kiln_graph *g, uint32_t id, fkernel *k) {
+/* The LSE node after attention node `id` (its forward pass, with values to attend to) over
+ * the same q and k with the same attributes, that no kernel has taken yet: the gradient's
+ * log-sum-exp, which the forward kernel then writes beside its output, as FlashAttention-2
+ * saves it; 0 when there is none. */
+static uint32_t lse_partner(const kiln_graph *g, const fusion_plan *p, uint32_t id,
+                            const uint8_t *taken) {
+    const ir_node *n = &g->nodes[id];
+    if (n->op != IR_ATTENTION || n->a.attn.kind != IR_ATTN_FORWARD || !numel(n)) return 0;
+    for (uint32_t j = id + 1; j < g->n_nodes; j++) {
+        const ir_node *m = &g->nodes[j];
+        if (m->op == IR_ATTENTION && m->a.attn.kind == IR_ATTN_LSE && p->materialised[j] &&
+            !taken[j] && ir_in(m)[0] == ir_in(n)[0] && ir_in(m)[1] == ir_in(n)[1] &&
+            m->a.attn.causal == n->a.attn.causal &&
+            !memcmp(&m->a.attn.scale, &n->a.attn.scale, sizeof(double)) &&
+            !memcmp(&m->a.attn.fill, &n->a.attn.fill, sizeof(double)))
+            return j;
+    }
+    return 0;
+}
+
+static kiln_status kernel_roots(const kiln_graph *g, uint32_t id, uint32_t lse, fkernel *k) {
     kiln_context *ctx = g->ctx;
     bool control = ir_ops[g->nodes[id].op].kind == IRK_CONTROL;
-    uint32_t n = control ? ir_control_n_results(&g->nodes[id]) : 1;
+    uint32_t n = control ? ir_control_n_results(&g->nodes[id]) : lse ? 2 : 1;
     if (!(k->roots = host_alloc(ctx, n * sizeof *k->roots)))
         return ctx_oom(ctx, "fusion: kernel roots", n * sizeof *k->roots);
     k->roots[0] = id;
     k->n_roots = n;
     if (control) ir_control_results(g, id, k->roots);
+    if (lse) k->roots[1] = lse;
     for (uint32_t r = 0; r < n; r++)
         if (!k->roots[r])
             return ctx_error(ctx, KILN_STATUS_INTERNAL, "fusion: result %u of %s %%%u has no node",
@@ -548,15 +569,16 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
     p->kernels = host_calloc(ctx, p->cap_kernels, sizeof *p->kernels);
     uint32_t *mark = host_calloc(ctx, g->n_nodes, sizeof *mark);
     uint32_t *stack = host_calloc(ctx, g->n_nodes, sizeof *stack);
+    uint8_t *taken = host_calloc(ctx, g->n_nodes, 1); /* an LSE node a forward kernel wrote */
     kiln_status s = KILN_STATUS_OK;
-    if (!p->kernels || !mark || !stack) {
+    if (!p->kernels || !mark || !stack || !taken) {
         s = ctx_oom(ctx, "fusion: kernels", g->n_nodes * sizeof *mark);
         goto done;
     }
     for (uint32_t id = 1, stamp = 2; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
         if (!p->materialised[id] || n->op == IR_PARAMETER || n->op == IR_CONSTANT ||
-            n->op == IR_RESULT) /* a result is a root of its control node's kernel */
+            n->op == IR_RESULT || taken[id]) /* a result is a root of its control node's kernel */
             continue;
         fkernel *k = &p->kernels[p->n_kernels];
         k->kind = n->op == IR_DOT                        ? FK_DOT
@@ -569,7 +591,9 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
                   : n->op == IR_MEMORY_PUT               ? FK_TRANSFER
                   : n->op == IR_CONV                     ? FK_CONV
                                                          : FK_LOOP;
-        if ((s = kernel_roots(g, id, k))) goto done;
+        uint32_t lse = lse_partner(g, p, id, taken);
+        if (lse) taken[lse] = 1;
+        if ((s = kernel_roots(g, id, lse, k))) goto done;
         p->n_kernels++;
         if ((s = collect_inputs(g, p, id, mark, stamp, stack, k))) goto done;
         stamp += 2;
@@ -577,6 +601,7 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
 done:
     host_free(ctx, mark, g->n_nodes * sizeof *mark);
     host_free(ctx, stack, g->n_nodes * sizeof *stack);
+    host_free(ctx, taken, g->n_nodes);
     return s;
 }
 

@@ -72,15 +72,16 @@ typedef struct attn_call {
     const cpu_blas *bl;
     const kn_attention_desc *d;
     const void *q, *k, *v;
-    void *out;
+    void *out, *lse; /* lse: NULL, or the rows' log-sum-exp ([b t, heads], f32 or f64) */
 } attn_call;
 
 /* The keys rows i0 .. i0 + rows - 1 do not see, scored `fill`, added to their running
- * maximum mx, sum and accumulator acc (rows of hv); vs: hv entries of scratch. Rows are
- * taken last to first so that vs, the sum of the value rows j > i, grows by one row a step. */
+ * maximum mx (which becomes the larger of it and the fill), sum and accumulator acc (rows
+ * of hv); vs: hv entries of scratch. Rows are taken last to first so that vs, the sum of
+ * the value rows j > i, grows by one row a step. */
 #define ATTN_FILL(T, NAME)                                                                         \
     static void NAME##_fill(const attn_call *c, int64_t b, int64_t kh, int64_t i0, int64_t rows,   \
-                            const T *mx, T *sum, T *acc, T *vs) {                                  \
+                            T *mx, T *sum, T *acc, T *vs) {                                        \
         const kn_attention_desc *d = c->d;                                                         \
         int64_t hv = d->hv, ldv = d->kv_heads * hv;                                                \
         double fill = d->fill;                                                                     \
@@ -100,6 +101,7 @@ typedef struct attn_call {
                 sum[r] = sum[r] * a + (T)(d->s - 1 - i) * w;                                       \
                 for (int64_t e = 0; e < hv; e++)                                                   \
                     acc[r * hv + e] = acc[r * hv + e] * a + w * vs[e];                             \
+                mx[r] = (T)top;                                                                    \
             }                                                                                      \
             if (i < d->s) /* the row above does not see key i either */                            \
                 for (int64_t e = 0; e < hv; e++) vs[e] += v[i * ldv + e];                          \
@@ -165,6 +167,9 @@ typedef struct attn_call {
             const T *arow = acc + r * hv;                      /* within f32's tolerance */        \
             for (int64_t e = 0; e < hv; e++) orow[e] = arow[e] * inv;                              \
         }                                                                                          \
+        T *l = c->lse ? (T *)c->lse + (b * d->t + i0) * d->heads + n : NULL;                       \
+        for (int64_t r = 0; l && r < rows; r++) /* every score -inf: NaN, as the definition's */   \
+            l[r * d->heads] = mx[r] == -INFINITY ? (T)NAN : mx[r] + (T)log(sum[r]);                \
     }
 
 #define SGEMM(...) cpu_blas_sgemm(c->bl, __VA_ARGS__)
@@ -239,8 +244,8 @@ static void attn_item(const void *call, int64_t it, void *ws) {
 
 static void run_attention(const cpu_blas *bl, kn_pool *pool, int threads,
                           const kn_attention_desc *d, const void *q, const void *k, const void *v,
-                          void *out, void *scratch) {
-    attn_call c = {bl, d, q, k, v, out};
+                          void *out, void *lse, void *scratch) {
+    attn_call c = {bl, d, q, k, v, out, lse};
     attn_items r = {attn_item, &c, scratch, slot_bytes(d), d->hv ? cpu_attention_items(d) : 0};
     cpu_attn_run_items(pool, threads, &r);
 }
@@ -248,9 +253,10 @@ static void run_attention(const cpu_blas *bl, kn_pool *pool, int threads,
 /* bf16 and f16: the whole op in f32 on widened copies, each output rounded once. The
  * copies are the scratch's first wide_bytes, planned with the rest. */
 void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,
-                   const void *q, const void *k, const void *v, void *out, void *scratch) {
+                   const void *q, const void *k, const void *v, void *out, void *lse,
+                   void *scratch) {
     if (!is_half(d->dtype)) {
-        run_attention(bl, pool, threads, d, q, k, v, out, scratch);
+        run_attention(bl, pool, threads, d, q, k, v, out, lse, scratch);
         return;
     }
     bool bf = d->dtype == KILN_DTYPE_BF16;
@@ -260,6 +266,6 @@ void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_atte
     cpu_attn_convert(pool, bf, true, v, wv, w.v);
     kn_attention_desc f = *d;
     f.dtype = KILN_DTYPE_F32;
-    run_attention(bl, pool, threads, &f, wq, wk, wv, wo, (char *)scratch + wide_bytes(d));
+    run_attention(bl, pool, threads, &f, wq, wk, wv, wo, lse, (char *)scratch + wide_bytes(d));
     cpu_attn_convert(pool, bf, false, wo, out, w.out);
 }

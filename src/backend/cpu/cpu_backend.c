@@ -482,7 +482,7 @@ static kiln_status cpu_lib_attention(void *state, int device, const kn_lib_desc 
     if (grad)
         cpu_attention_grad(bl, p, threads, d, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
     else
-        cpu_attention(bl, p, threads, d, b[0], b[1], b[2], b[3], b[4]);
+        cpu_attention(bl, p, threads, d, b[0], b[1], b[2], b[3], b[4], b[5]);
     return KILN_STATUS_OK;
 }
 

@@ -41,7 +41,9 @@ void cpu_cumsum_part(kiln_dtype t, const void *x, void *out, int64_t outer, int6
 /* The attention op (cpu_attention.c): work items of CPU_ATTN_TQ query rows, keys in
  * chunks of CPU_ATTN_SK. cpu_attention_scratch: the bytes `threads` threads need (one
  * slot each); cpu_attention runs on up to `threads` of the pool's threads (pool may be
- * NULL: the calling thread), scratch holding cpu_attention_scratch(d, threads) bytes. */
+ * NULL: the calling thread), scratch holding cpu_attention_scratch(d, threads) bytes, and
+ * writes the rows' log-sum-exp to lse ([batch, t, heads], f64 for f64 else f32) unless it
+ * is NULL. */
 #define CPU_ATTN_TQ 64
 #define CPU_ATTN_SK 512
 uint64_t cpu_attention_scratch(const kn_attention_desc *d, int threads);
@@ -49,7 +51,8 @@ uint64_t cpu_attention_scratch(const kn_attention_desc *d, int threads);
 int64_t cpu_attention_slots(const kn_attention_desc *d, uint64_t bytes);
 int64_t cpu_attention_items(const kn_attention_desc *d);
 void cpu_attention(const cpu_blas *bl, kn_pool *pool, int threads, const kn_attention_desc *d,
-                   const void *q, const void *k, const void *v, void *out, void *scratch);
+                   const void *q, const void *k, const void *v, void *out, void *lse,
+                   void *scratch);
 
 /* The attention's gradient (cpu_attention_grad.c), d->kind LSE or GRAD_*: work items of
  * CPU_ATTN_TQ query rows (LSE, GRAD_Q) or key rows (GRAD_K, GRAD_V), the other side in

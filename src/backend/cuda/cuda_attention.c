@@ -52,7 +52,9 @@ static const char attn_source[] =
      * BK / L scores and DV / L accumulator columns of every one; DK features and DV output
      * columns a chunk */
     "template <typename T, typename A, int L, int RT, int DK, int DV>\n"
-    "__device__ void attn(const T *q, const T *k, const T *v, T *out, const attn_params &p) {\n"
+    "__device__ void attn(const T *q, const T *k, const T *v, T *out, A *lse, const attn_params "
+    "&p) "
+    "{\n"
     "    const int G = ATTN_THREADS / L, BQ = G * RT, NS = ATTN_BK / L, NV = DV / L;\n"
     "    const int KW = DK + 1 > DV ? DK + 1 : DV; /* a staged row: keys padded, values not */\n"
     "    __shared__ A sq[BQ][DK + 1];\n"
@@ -199,7 +201,7 @@ static const char attn_source[] =
     "                    const A f = (A)p.fill, top = m[i] > f ? m[i] : f, w = ex(f - top);\n"
     "                    if (w != 0) {\n"
     "                        const A a = ex(m[i] - top);\n"
-    "                        l[i] = l[i] * a + (A)(p.s - seen[i]) * w;\n"
+    "                        l[i] = l[i] * a + (A)(p.s - seen[i]) * w, m[i] = top;\n"
     "#pragma unroll\n"
     "                        for (int e = 0; e < NV; e++) {\n"
     "                            const int64_t col = lane + e * L;\n"
@@ -211,6 +213,8 @@ static const char attn_source[] =
     "                    }\n"
     "                }\n"
     "                if (seen[i]) { /* a live row */\n"
+    "                    if (lse && c0 == 0 && lane == 0)\n"
+    "                        lse[(b * p.t + i0 + g + G * i) * p.heads + n] = log_sum(m[i], l[i]);\n"
     "                    const A inv = (A)1 / l[i];\n"
     "#pragma unroll\n"
     "                    for (int e = 0; e < NV; e++) {\n"
@@ -227,8 +231,8 @@ static const char attn_source[] =
      * leaving one block of 8 warps an SM to hide the shared-memory loads' latency) */
     "#define ATTN(name, T, A, L, RT, DK, DV) extern \"C\" __global__ void __launch_bounds__(256, "
     "2) "
-    "name(const T *q, const T *k, const T *v, T *out, attn_params p) { attn<T, A, L, RT, DK, "
-    "DV>(q, k, v, out, p); }\n"
+    "name(const T *q, const T *k, const T *v, T *out, A *lse, attn_params p) { attn<T, A, L, RT, "
+    "DK, DV>(q, k, v, out, lse, p); }\n"
     "ATTN(kiln_attn_f32, float, float, 16, 4, 64, 128)\n"
     "ATTN(kiln_attn_f64, double, double, 16, 2, 32, 64)\n"
     "ATTN(kiln_attn_bf16, bf16, float, 16, 4, 64, 128)\n"
@@ -243,7 +247,8 @@ static const char attn_source[] =
      * H and Hv, multiples of 8, rounded up to 64 or 128 (the fragments past them zero). */
     "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800\n"
     "#define ATTN_TQ 128\n" CU_ATTN_MMA "template <typename T, int D>\n"
-    "__device__ void attn_tc(const T *q, const T *k, const T *v, T *out, const attn_params &p) {\n"
+    "__device__ void attn_tc(const T *q, const T *k, const T *v, T *out, float *lse,\n"
+    "                        const attn_params &p) {\n"
     "    const int BK = D <= 64 ? 64 : 32, KP = D + 8, VP = BK + 8, NT = BK / 8, NO = D / 8;\n"
     /* 16-byte aligned, as the tiles' uint4 stores need: kept as uint4 and read as 16-bit */
     "    __shared__ uint4 sk4[BK * KP / 8], svt4[D * VP / 8];\n"
@@ -358,7 +363,7 @@ static const char attn_source[] =
     "                const float f = (float)p.fill, top = m[r] > f ? m[r] : f, wt = ex(f - top);\n"
     "                if (wt != 0) {\n"
     "                    const float a = ex(m[r] - top);\n"
-    "                    l[r] = l[r] * a + (float)(p.s - seen[r]) * wt;\n"
+    "                    l[r] = l[r] * a + (float)(p.s - seen[r]) * wt, m[r] = top;\n"
     /* one loop over the keys, the lane's columns unrolled inside it (not a loop over keys
      * per column: 2 NO copies of it) */
     "                    float vs[NO][2];\n"
@@ -388,16 +393,25 @@ static const char attn_source[] =
     "                        pack<T>(o[e][2 * r] * inv, o[e][2 * r + 1] * inv);\n"
     "            }\n"
     "        }\n"
+    /* after the outputs, whose accumulators no longer hold registers (written beside them,
+     * the index math made the 128-wide kernels spill) */
+    "        if (lse && t4 == 0)\n"
+    "#pragma unroll\n"
+    "            for (int r = 0; r < 2; r++)\n"
+    "                if (seen[r]) lse[(b * p.t + r0 + g + 8 * r) * p.heads + n] = log_sum(m[r], "
+    "l[r]);\n"
     "    }\n"
     "}\n"
     /* one block an SM: the fragments take ptxas past 128 registers a thread, and bound to
      * two blocks it spilled; below compute capability 8.0 (no bf16 mma) the kernels are empty
      * and cu_attention_kernel never chooses them */
     "#define ATTN_TC(name, T, D) extern \"C\" __global__ void __launch_bounds__(256, 1) name(const "
-    "T *q, const T *k, const T *v, T *out, attn_params p) { attn_tc<T, D>(q, k, v, out, p); }\n"
+    "T *q, const T *k, const T *v, T *out, float *lse, attn_params p) { attn_tc<T, D>(q, k, v, "
+    "out, "
+    "lse, p); }\n"
     "#else\n"
     "#define ATTN_TC(name, T, D) extern \"C\" __global__ void name(const T *, const T *, const T "
-    "*, T *, attn_params) {}\n"
+    "*, T *, float *, attn_params) {}\n"
     "#endif\n"
     "ATTN_TC(kiln_attn_tc_bf16_64, bf16, 64)\n"
     "ATTN_TC(kiln_attn_tc_bf16_128, bf16, 128)\n"
@@ -441,7 +455,7 @@ static kiln_status attn_ready(cu_state *st, int device) {
 }
 
 kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
-                             const void *k, const void *v, void *out) {
+                             const void *k, const void *v, void *out, void *lse) {
     cu_dev *d = &st->devs[device];
     if (!a->batch || !a->t || !a->heads || !a->hv) return KILN_STATUS_OK; /* nothing to write */
     kiln_status s = attn_ready(st, device);
@@ -457,7 +471,7 @@ kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *
                      .fill_finite = isfinite(a->fill),
                      .scale = a->scale,
                      .fill = a->fill};
-    void *params[] = {(void *)&q, (void *)&k, (void *)&v, &out, &p};
+    void *params[] = {(void *)&q, (void *)&k, (void *)&v, &out, &lse, &p};
     uintptr_t align = (uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)out;
     int kernel = cu_attention_kernel(a, d->cc_major, align, st->opt.attention_cuda_cores);
     int64_t rows = cu_attention_block_rows(a, kernel);

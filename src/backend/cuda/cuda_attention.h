@@ -22,7 +22,16 @@
     "__device__ __forceinline__ int64_t lo(int64_t a, int64_t b) { return a < b ? a : b; }\n" \
     /* the larger, NaN winning */ \
     "template <typename A> __device__ __forceinline__ A nmax(A x, A m) { return x > m || x != x ? " \
-    "x : m; }\n"
+    "x : m; }\n" \
+    /* a row's log-sum-exp from its running maximum m and sum l: NaN when every score was \
+     * -inf, as exp(s - max) is in the definition */ \
+    "__device__ __forceinline__ float log_sum(float m, float l) {\n" \
+    "    return m != -__uint_as_float(0x7f800000u) ? m + logf(l) : __uint_as_float(0x7fc00000u);\n" \
+    "}\n" \
+    "__device__ __forceinline__ double log_sum(double m, double l) {\n" \
+    "    return m != -__longlong_as_double(0x7ff0000000000000LL) ? m + log(l)\n" \
+    "                                                          : __longlong_as_double(0x7ff8000000000000LL);\n" \
+    "}\n"
 
 /* Inside "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800": mma(T(), d, a, b) is one
  * m16n8k16 step, d += a b, 16-bit operands and f32 accumulators in PTX's fragment layout;

@@ -164,9 +164,11 @@ bool cu_attention_supports(const kn_attention_desc *a);
 int cu_attention_kernel(const kn_attention_desc *a, int cc_major, uintptr_t align, bool cuda_cores);
 /* Query rows a block takes in kernel `kernel` (cu_attention_kernel) for dtype a->dtype. */
 int64_t cu_attention_block_rows(const kn_attention_desc *a, int kernel);
-/* Enqueues a on the device's compute stream (compiling the kernels at the first call). */
+/* Enqueues a on the device's compute stream (compiling the kernels at the first call);
+ * lse, when not NULL, gets the rows' log-sum-exp too ([batch, t, heads], f64 for f64 else
+ * f32). */
 kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
-                             const void *k, const void *v, void *out);
+                             const void *k, const void *v, void *out, void *lse);
 /* cuda_attention_grad.c: the attention gradient's kinds (backend_impl.h, kn_attention_kind)
  * on tensor cores, CU_ATTN_THREADS threads a block. cu_attention_grad_supports: bf16 or f16
  * on compute capability 8.0 and up, the fill -inf, H and Hv multiples of 8 up to 128 (any

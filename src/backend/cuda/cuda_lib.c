@@ -698,7 +698,7 @@ kiln_status cu_lib_run(void *state, int device, const kn_lib_desc *d, void *cons
         return cu_cumsum(state, device, d->dtype, b[0], b[1], c->outer, c->n, c->inner, c->reverse);
     }
     case KN_LIB_ATTENTION:
-        return cu_attention_run(state, device, &d->attention, b[0], b[1], b[2], b[3]);
+        return cu_attention_run(state, device, &d->attention, b[0], b[1], b[2], b[3], b[4]);
     case KN_LIB_ATTENTION_GRAD: return cu_attention_grad_run(state, device, &d->attention, b);
     case KN_LIB_ARGSORT: return cu_sort_run(state, device, d, b[0], b[1]);
     case KN_LIB_CONV: {

@@ -35,6 +35,7 @@
  * KILN_FUZZ_SKIP_HUGE=1 skips evaluating graphs built with a huge attribute or dim (to
  * fuzz past an int64-overflow finding until it is fixed). */
 #include "fuzz_common.h"
+#include "base/half.h"
 
 #include "../tests/compare.h"
 
@@ -147,6 +148,13 @@ static int lv_max(int a, int b) {
 
 static bool is_float(kiln_dtype t) {
     return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64;
+}
+
+/* A float of any width, bf16 and f16 too: what rounds, and whose NaNs are all alike (the
+ * gradients still differentiate f32 and f64 values alone, so that the reproducers in
+ * fuzz/findings decode to the same programs). */
+static bool is_real(kiln_dtype t) {
+    return is_float(t) || t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
 }
 
 /* Records a new value (an invalid one is checked against the builder's error state). */
@@ -278,8 +286,8 @@ static void op_binary(fz_state *s) {
     int k = fz_int(&s->in, (int)(sizeof fns / sizeof fns[0]));
     fz_val a = pick(s), b = pick_like(s, &a);
     int lv = lv_max(a.lv, b.lv);
-    if (is_float(a.t) && k <= 3) lv = lv == LV_EXACT ? LV_ROUNDED : LV_LOOSE;
-    if (is_float(a.t) && k == 6) lv = lv == LV_EXACT ? LV_ULP : LV_LOOSE;
+    if (is_real(a.t) && k <= 3) lv = lv == LV_EXACT ? LV_ROUNDED : LV_LOOSE;
+    if (is_real(a.t) && k == 6) lv = lv == LV_EXACT ? LV_ULP : LV_LOOSE;
     push(s, fns[k](s->g, a.v, b.v), lv);
 }
 
@@ -457,14 +465,14 @@ static void op_reduce(fz_state *s) {
     int axes[FZ_ARR], naxes = fz_int(&s->in, x.rank + 2);
     for (int i = 0; i < FZ_ARR; i++) axes[i] = draw_axis(s, x.rank);
     bool all = fz_u8(&s->in) < 40, keep = fz_u8(&s->in) % 2;
-    int lv = k <= 1 || !is_float(x.t) ? x.lv : LV_LOOSE;
+    int lv = k <= 1 || !is_real(x.t) ? x.lv : LV_LOOSE;
     if (k >= 4) lv = LV_LOOSE;
     push(s, fns[k](s->g, x.v, all ? 0 : naxes, all ? NULL : axes, keep), lv);
 }
 
 static void op_dot(fz_state *s) {
     fz_val a = pick(s), b = pick_like(s, &a);
-    int lv = is_float(a.t) ? LV_LOOSE : lv_max(a.lv, b.lv);
+    int lv = is_real(a.t) ? LV_LOOSE : lv_max(a.lv, b.lv);
     if (fz_u8(&s->in) < 64) {
         push(s, kiln_matmul(s->g, a.v, b.v), lv);
         return;
@@ -516,7 +524,7 @@ static void op_gather(fz_state *s) {
     } else {
         up = pick(s);
     }
-    if (is_float(x.t)) lv = LV_LOOSE; /* duplicate indices add in some order */
+    if (is_real(x.t)) lv = LV_LOOSE; /* duplicate indices add in some order */
     push(s, kiln_scatter_add_rows(s->g, x.v, idx.v, up.v), lv_max(lv, up.lv));
 }
 
@@ -549,7 +557,7 @@ static void op_composite(fz_state *s) {
     case 4: op_attention(s, x); break;
     case 5: /* x * x: one correctly rounded product */
         push(s, kiln_square(s->g, x.v),
-             is_float(x.t) ? (x.lv == LV_EXACT ? LV_ROUNDED : LV_LOOSE) : x.lv);
+             is_real(x.t) ? (x.lv == LV_EXACT ? LV_ROUNDED : LV_LOOSE) : x.lv);
         break;
     case 6: {
         int64_t d = x.rank > 0 && axis >= -x.rank && axis < x.rank
@@ -621,16 +629,16 @@ static void op_index(fz_state *s) {
     }
     case 3: {
         /* a float input that is not exact may tie differently, or not tie */
-        int lv = is_float(x.t) && x.lv != LV_EXACT ? LV_LOOSE : LV_EXACT;
+        int lv = is_real(x.t) && x.lv != LV_EXACT ? LV_LOOSE : LV_EXACT;
         push(s, fz_u8(&s->in) % 2 ? kiln_argmax(s->g, x.v, axis) : kiln_argmin(s->g, x.v, axis),
              lv);
         break;
     }
     case 4: /* floats: sums whose order the compiled reduction may change */
-        push(s, kiln_cumsum(s->g, x.v, axis, fz_u8(&s->in) % 2), is_float(x.t) ? LV_LOOSE : x.lv);
+        push(s, kiln_cumsum(s->g, x.v, axis, fz_u8(&s->in) % 2), is_real(x.t) ? LV_LOOSE : x.lv);
         break;
     case 6: { /* positions follow ties, which an inexact float may not keep */
-        int lv = is_float(x.t) && x.lv != LV_EXACT ? LV_LOOSE : LV_EXACT;
+        int lv = is_real(x.t) && x.lv != LV_EXACT ? LV_LOOSE : LV_EXACT;
         uint8_t w = fz_u8(&s->in);
         kiln_value out[2];
         if (w % 3 == 0) {
@@ -669,8 +677,8 @@ static void op_gather_dims(fz_state *s) {
     fz_val idx = pick_indices(s, irank, idims);
     int lv = idx.lv >= LV_ULP ? LV_LOOSE : lv_max(x.lv, idx.lv);
     uint8_t w = fz_u8(&s->in);
-    kiln_scatter_kind kind = (kiln_scatter_kind)fz_int(&s->in, 6);         /* 5: not a kind */
-    if (w % 4 && is_float(x.t) && kind != KILN_SCATTER_SET) lv = LV_LOOSE; /* combine order */
+    kiln_scatter_kind kind = (kiln_scatter_kind)fz_int(&s->in, 6);        /* 5: not a kind */
+    if (w % 4 && is_real(x.t) && kind != KILN_SCATTER_SET) lv = LV_LOOSE; /* combine order */
     if (w % 4 == 0) {
         kiln_value ij[3] = {idx.v, idx.v, idx.v};
         push(s, kiln_index_get(s->g, x.v, fz_int(&s->in, 4), ij, mode), lv);
@@ -955,6 +963,10 @@ static int64_t graph_biggest(kiln_graph *g, uint32_t gid) {
 
 /* Ordinal of a float's bits, so that neighbours differ by 1 across zero. */
 static int64_t ordinal(double v, kiln_dtype t) {
+    if (t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16) { /* v is one of the dtype's values */
+        uint16_t h = t == KILN_DTYPE_BF16 ? kn_f32_to_bf16((float)v) : kn_f32_to_f16((float)v);
+        return h & 0x8000u ? -(int64_t)(h & 0x7fffu) : h;
+    }
     if (t == KILN_DTYPE_F32) {
         float f = (float)v;
         int32_t i;
@@ -986,9 +998,9 @@ static void compare_output(const kiln_array *got, const kiln_array *want, int lv
     kiln_array_copy_to_host(want, b, n);
     for (int64_t k = 0; k < kiln_array_size(want); k++) {
         double x = cmp_elem(a, t, k), y = cmp_elem(b, t, k);
-        bool ok = is_float(t) ? agree(x, y, t, lv)
-                              : !memcmp(a + k * kiln_dtype_itemsize(t),
-                                        b + k * kiln_dtype_itemsize(t), kiln_dtype_itemsize(t));
+        bool ok = is_real(t) ? agree(x, y, t, lv)
+                             : !memcmp(a + k * kiln_dtype_itemsize(t),
+                                       b + k * kiln_dtype_itemsize(t), kiln_dtype_itemsize(t));
         if (!ok) {
             fprintf(stderr, "output %d element %lld: compiled %.9g, reference %.9g (%s)\n", i,
                     (long long)k, x, y, lv == LV_ULP ? "within ulps expected" : "exact expected");

@@ -499,8 +499,8 @@ typedef struct sort_call {
 /* Pool task `task`: a contiguous run of rows, in the task's own slot of the scratch. */
 static void sort_chunk(void *arg, int64_t begin, int64_t end) {
     const sort_call *c = arg;
-    for (int64_t task = begin; task < end; task++)
-        cpu_sort_part(c->t, c->d, c->x, c->out, c->scratch + task * c->slot,
+    for (int64_t task = begin; task < end; task++) /* (rows of one element: no scratch) */
+        cpu_sort_part(c->t, c->d, c->x, c->out, c->scratch ? c->scratch + task * c->slot : NULL,
                       task * c->rows / c->tasks, (task + 1) * c->rows / c->tasks);
 }
 

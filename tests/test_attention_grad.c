@@ -51,6 +51,10 @@ static const grad_case cases[] = {
     {"rank 3, 3 query heads a key head", 3, 1, 10, 10, 6, 2, 4, 4, true, 0, false},
     {"self-attention, q = k = v", 4, 2, 6, 6, 2, 2, 4, 4, true, 0, true},
     {"past the kernels' blocks", 4, 1, 150, 150, 2, 1, 16, 16, true, 0, false},
+    /* empty operands (a fuzz_builder finding: an empty v made the reference skip lse) */
+    {"no features, H = Hv = 0", 4, 1, 5, 5, 2, 2, 0, 0, true, 0.5, false},
+    {"no value features, Hv = 0", 4, 1, 5, 7, 2, 1, 4, 0, true, 0, false},
+    {"no queries, T = 0", 4, 2, 0, 5, 2, 2, 4, 4, true, 0, false},
 };
 
 static void case_dims(const grad_case *c, int64_t *qd, int64_t *kd, int64_t *vd, int64_t *od) {

@@ -518,9 +518,11 @@ static kiln_status ref_attention_grad(const kiln_graph *g, const ir_node *n, con
     int kind = n->a.attn.kind, o = qn->shape.rank - 3;
     const ir_node *vn = kind == IR_ATTN_LSE ? kn : ref_in_node(g, n, 2);
     const void *q = ref_in_data(vals, n, 0), *k = ref_in_data(vals, n, 1);
-    const void *v = kind == IR_ATTN_LSE ? NULL : ref_in_data(vals, n, 2);
-    const void *ct = v ? ref_in_data(vals, n, 3) : NULL, *lse = v ? ref_in_data(vals, n, 4) : NULL,
-               *dl = v ? ref_in_data(vals, n, 5) : NULL;
+    bool grad = kind != IR_ATTN_LSE; /* (an empty operand's data is NULL) */
+    const void *v = grad ? ref_in_data(vals, n, 2) : NULL;
+    const void *ct = grad ? ref_in_data(vals, n, 3) : NULL,
+               *lse = grad ? ref_in_data(vals, n, 4) : NULL,
+               *dl = grad ? ref_in_data(vals, n, 5) : NULL;
     int64_t B = o ? qn->shape.dims[0] : 1, T = qn->shape.dims[o], N = qn->shape.dims[o + 1],
             H = qn->shape.dims[o + 2], S = kn->shape.dims[o], K = kn->shape.dims[o + 1],
             Hv = vn->shape.dims[o + 2], G = N / K;

@@ -27,11 +27,10 @@
  * only its own rows of out and adds its chunks in one fixed order, so the result is the
  * same bits for any number of threads.
  *
- * bf16 and f16 run the f32 kernel: each item widens the rows of q, k, v and ct it reads
- * into its own slot as it reads them (a block of its own rows once, a chunk of the other
- * side's per chunk), where they stay in cache, and rounds its rows of out once (lse and
- * delta are f32 already, and so is LSE's out). f64 runs the same code in f64, its
- * exponentials libm's. */
+ * bf16 and f16 run the f32 kernel on f32 copies of q, k, v and ct (those the kind reads)
+ * made in the scratch the plan set aside for them; each item rounds its rows of out once
+ * (lse and delta are f32 already, and so is LSE's out). f64 runs the same code in f64,
+ * its exponentials libm's. */
 #include "cpu_attention.h"
 #include "cpu_ops.h"
 
@@ -60,30 +59,42 @@ static bool needs_dp(const kn_attention_desc *d) {
 }
 
 /* One thread's scratch, in elements: the tile of S (then P, then dS), the tile of dP
- * (GRAD_Q and GRAD_K), the accumulator and the chunk's product added into it, per row the
- * running maximum and sum (LSE), and for bf16 and f16 the item's operand rows widened to
- * f32 (its own block's rows of h and hv values, then a chunk's of the other side): each
- * item widens what it reads into its slot, where it stays in cache, rather than the whole
- * operands into memory first. */
+ * (GRAD_Q and GRAD_K), the accumulator and the chunk's product added into it, and per row
+ * the running maximum and sum (LSE). */
 static int64_t slot_elems(const kn_attention_desc *d) {
     int64_t tile = pad16(CPU_ATTN_TQ * chunk_of(d)), acc = pad16(CPU_ATTN_TQ * width_of(d));
-    int64_t n = (needs_dp(d) ? 2 : 1) * tile + 2 * acc + 2 * pad16(CPU_ATTN_TQ);
-    if (is_half(d->dtype))
-        n += pad16(CPU_ATTN_TQ * d->h) + pad16(CPU_ATTN_TQ * d->hv) + pad16(chunk_of(d) * d->h) +
-             pad16(chunk_of(d) * d->hv);
-    return n;
+    return (needs_dp(d) ? 2 : 1) * tile + 2 * acc + 2 * pad16(CPU_ATTN_TQ);
 }
 
 static uint64_t slot_bytes(const kn_attention_desc *d) {
     return (uint64_t)slot_elems(d) * (uint64_t)attn_elem_size(d->dtype);
 }
 
+/* bf16 and f16: q, k, v and ct widened to f32 (in that order, each contiguous; v and ct
+ * only where the kind reads them) ahead of the threads' slots; 0 bytes for f32 and f64. */
+typedef struct wide_sizes {
+    int64_t q, k, v, ct;
+} wide_sizes;
+
+static wide_sizes wide_of(const kn_attention_desc *d) {
+    bool ct = d->kind != KN_ATTN_LSE;
+    return (wide_sizes){d->batch * d->t * d->heads * d->h, d->batch * d->s * d->kv_heads * d->h,
+                        needs_dp(d) ? d->batch * d->s * d->kv_heads * d->hv : 0,
+                        ct ? d->batch * d->t * d->heads * d->hv : 0};
+}
+
+static uint64_t wide_bytes(const kn_attention_desc *d) {
+    if (!is_half(d->dtype)) return 0;
+    wide_sizes w = wide_of(d);
+    return (uint64_t)pad16(w.q + w.k + w.v + w.ct) * 4;
+}
+
 uint64_t cpu_attention_grad_scratch(const kn_attention_desc *d, int threads) {
-    return attn_scratch_bytes(0, slot_bytes(d), threads);
+    return attn_scratch_bytes(wide_bytes(d), slot_bytes(d), threads);
 }
 
 int64_t cpu_attention_grad_slots(const kn_attention_desc *d, uint64_t bytes) {
-    return attn_slots(0, slot_bytes(d), bytes);
+    return attn_slots(wide_bytes(d), slot_bytes(d), bytes);
 }
 
 /* Blocks of CPU_ATTN_TQ rows of q (LSE, GRAD_Q) or of k (GRAD_K, GRAD_V) per head; none
@@ -101,7 +112,6 @@ typedef struct grad_call {
     const void *q, *k, *v, *ct, *lse, *delta;
     void *out;
     kiln_dtype out_t; /* out's elements: d->dtype's, or bf16 or f16 rounded from f32 */
-    kiln_dtype in_t;  /* q, k, v and ct's: d->dtype's, or bf16 or f16 widened per item */
 } grad_call;
 
 /* The row passes of the gradient, over the first n entries of a row of raw scores s:
@@ -167,10 +177,8 @@ static void grad_f64_ds(double *p, const double *dp, int64_t n, double delta) {
  * GRAD_V). ROWS: the forward's row passes (cpu_attention.h). GEMM(ta, tb, m, n, k, a, lda,
  * b, ldb, c, ldc) is the provider's product on the calling thread; NAME##_abt is
  * out = a b^T (m x n, both of k columns), zeros when k = 0 (not every provider writes C
- * then, and a and b may be NULL). NAME##_rows gives `rows` rows of `cols` values of an
- * operand at element off (row stride ld) as T: where they are, or for bf16 and f16 widened
- * into the slot's staging buf (row stride cols), which *ldo says; NULL when cols is 0 (an
- * empty operand may be NULL: no offset is taken from it). */
+ * then, and a and b may be NULL). Base pointers are taken only where their operand has
+ * elements. */
 #define GRAD_ITEMS(T, NAME, ROWS, GEMM)                                                            \
     static void NAME##_abt(const grad_call *c, int64_t m, int64_t n, int64_t k, const T *a,        \
                            int64_t lda, const T *b, int64_t ldb, T *out) {                         \
@@ -180,34 +188,9 @@ static void grad_f64_ds(double *p, const double *dp, int64_t n, double delta) {
             memset(out, 0, (size_t)(m * n) * sizeof(T));                                           \
     }                                                                                              \
                                                                                                    \
-    static const T *NAME##_rows(const grad_call *c, const void *x, int64_t off, int64_t ld,        \
-                                int64_t rows, int64_t cols, T *buf, int64_t *ldo) {                \
-        *ldo = ld;                                                                                 \
-        if (!cols) return NULL;                                                                    \
-        if (!is_half(c->in_t)) return (const T *)x + off;                                          \
-        const uint16_t *h = (const uint16_t *)x + off;                                             \
-        bool bf = c->in_t == KILN_DTYPE_BF16;                                                      \
-        for (int64_t r = 0; r < rows; r++)                                                         \
-            for (int64_t e = 0; e < cols; e++)                                                     \
-                buf[r * cols + e] =                                                                \
-                    (T)(bf ? kn_bf16_to_f32(h[r * ld + e]) : kn_f16_to_f32(h[r * ld + e]));        \
-        *ldo = cols;                                                                               \
-        return buf;                                                                                \
-    }                                                                                              \
-                                                                                                   \
     /* acc += add (rows of width) */                                                               \
     static void NAME##_add(T *acc, const T *add, int64_t rows, int64_t width) {                    \
         for (int64_t i = 0; i < rows * width; i++) acc[i] += add[i];                               \
-    }                                                                                              \
-                                                                                                   \
-    /* The slot's staging for 16-bit operands, after its tiles (slot_elems) */                     \
-    static T *NAME##_stage(const kn_attention_desc *d, T *ws, T **own_h, T **own_hv, T **ch_h,     \
-                           T **ch_hv) {                                                            \
-        int64_t tile = pad16(CPU_ATTN_TQ * chunk_of(d)), acc = pad16(CPU_ATTN_TQ * width_of(d));   \
-        T *st = ws + (needs_dp(d) ? 2 : 1) * tile + 2 * acc + 2 * pad16(CPU_ATTN_TQ);              \
-        *own_h = st, *own_hv = *own_h + pad16(CPU_ATTN_TQ * d->h);                                 \
-        *ch_h = *own_hv + pad16(CPU_ATTN_TQ * d->hv), *ch_hv = *ch_h + pad16(chunk_of(d) * d->h);  \
-        return st;                                                                                 \
     }                                                                                              \
                                                                                                    \
     /* LSE and GRAD_Q's item: query block qb (the last first), rows [i0, i0 + rows) */             \
@@ -217,17 +200,12 @@ static void grad_f64_ds(double *p, const double *dp, int64_t n, double delta) {
         int64_t b = B.b, n = B.n, kh = B.kh, i0 = B.i0, rows = B.rows, seen = B.seen;              \
         int64_t sk = chunk_of(d), h = d->h, ldq = d->heads * h, ldk = d->kv_heads * h;             \
         T *sc = ws, *mx = sc + pad16(CPU_ATTN_TQ * sk), *sum = mx + pad16(CPU_ATTN_TQ);            \
-        T *sq, *shv, *skc, *svc;                                                                   \
-        NAME##_stage(d, ws, &sq, &shv, &skc, &svc);                                                \
-        int64_t lq, lk;                                                                            \
-        const T *q =                                                                               \
-            NAME##_rows(c, c->q, ((b * d->t + i0) * d->heads + n) * h, ldq, rows, h, sq, &lq);     \
+        const T *q = h ? (const T *)c->q + ((b * d->t + i0) * d->heads + n) * h : NULL;            \
         for (int64_t r = 0; r < rows; r++) mx[r] = -INFINITY, sum[r] = 0;                          \
         for (int64_t j0 = 0; j0 < seen; j0 += sk) {                                                \
             int64_t w = seen - j0 < sk ? seen - j0 : sk;                                           \
-            const T *kc = NAME##_rows(c, c->k, ((b * d->s + j0) * d->kv_heads + kh) * h, ldk, w,   \
-                                      h, skc, &lk);                                                \
-            NAME##_abt(c, rows, w, h, q, lq, kc, lk, sc);                                          \
+            const T *kc = h ? (const T *)c->k + ((b * d->s + j0) * d->kv_heads + kh) * h : NULL;   \
+            NAME##_abt(c, rows, w, h, q, ldq, kc, ldk, sc);                                        \
             for (int64_t r = 0; r < rows; r++) {                                                   \
                 int64_t cols = d->causal ? i0 + r + 1 - j0 : w; /* keys j <= i */                  \
                 cols = cols < 0 ? 0 : cols > w ? w : cols;                                         \
@@ -251,26 +229,22 @@ static void grad_f64_ds(double *p, const double *dp, int64_t n, double delta) {
         int64_t sk = chunk_of(d), h = d->h, hv = d->hv, ldq = d->heads * h;                        \
         int64_t ldk = d->kv_heads * h, ldv = d->kv_heads * hv, ldct = d->heads * hv;               \
         T *sc = ws, *dp = sc + pad16(CPU_ATTN_TQ * sk), *acc = dp + pad16(CPU_ATTN_TQ * sk);       \
-        T *po = acc + pad16(CPU_ATTN_TQ * h), *sq, *sct, *skc, *svc;                               \
-        NAME##_stage(d, ws, &sq, &sct, &skc, &svc);                                                \
+        T *po = acc + pad16(CPU_ATTN_TQ * h);                                                      \
         int64_t row0 = (b * d->t + i0) * d->heads + n; /* row i0's index in [b t, heads] */        \
-        int64_t lq, lct, lk, lv;                                                                   \
-        const T *q = NAME##_rows(c, c->q, row0 * h, ldq, rows, h, sq, &lq);                        \
-        const T *ct = NAME##_rows(c, c->ct, row0 * hv, ldct, rows, hv, sct, &lct);                 \
-        const T *lse = (const T *)c->lse + row0, *dl = (const T *)c->delta + row0;                 \
+        const T *q = (const T *)c->q + row0 * h, *lse = (const T *)c->lse + row0;                  \
+        const T *ct = hv ? (const T *)c->ct + row0 * hv : NULL, *dl = (const T *)c->delta + row0;  \
         for (int64_t j0 = 0; j0 < seen; j0 += sk) {                                                \
             int64_t w = seen - j0 < sk ? seen - j0 : sk, kv0 = (b * d->s + j0) * d->kv_heads + kh; \
-            const T *kc = NAME##_rows(c, c->k, kv0 * h, ldk, w, h, skc, &lk);                      \
-            const T *vc = NAME##_rows(c, c->v, kv0 * hv, ldv, w, hv, svc, &lv);                    \
-            NAME##_abt(c, rows, w, h, q, lq, kc, lk, sc);                                          \
-            NAME##_abt(c, rows, w, hv, ct, lct, vc, lv, dp);                                       \
+            const T *kc = (const T *)c->k + kv0 * h, *vc = hv ? (const T *)c->v + kv0 * hv : NULL; \
+            NAME##_abt(c, rows, w, h, q, ldq, kc, ldk, sc);                                        \
+            NAME##_abt(c, rows, w, hv, ct, ldct, vc, ldv, dp);                                     \
             for (int64_t r = 0; r < rows; r++) {                                                   \
                 int64_t cols = d->causal ? i0 + r + 1 - j0 : w; /* keys j <= i */                  \
                 cols = cols < 0 ? 0 : cols > w ? w : cols;                                         \
                 NAME##_prob(sc + r * w, cols, w, (T)d->scale, lse[r * d->heads]);                  \
                 NAME##_ds(sc + r * w, dp + r * w, cols, dl[r * d->heads]);                         \
             }                                                                                      \
-            GEMM(false, false, rows, h, w, sc, w, kc, lk, j0 ? po : acc, h);                       \
+            GEMM(false, false, rows, h, w, sc, w, kc, ldk, j0 ? po : acc, h);                      \
             if (j0) NAME##_add(acc, po, rows, h);                                                  \
         }                                                                                          \
         NAME##_store(c, acc, rows, h, (T)d->scale, b * d->t + i0, d->heads, n);                    \
@@ -289,23 +263,19 @@ static void grad_f64_ds(double *p, const double *dp, int64_t n, double delta) {
         int64_t ldk = d->kv_heads * h, ldv = d->kv_heads * hv, ldct = d->heads * hv;               \
         T *sc = ws, *dp = sc + pad16(CPU_ATTN_TQ * qc);                                            \
         T *acc = dk ? dp + pad16(CPU_ATTN_TQ * qc) : dp, *po = acc + pad16(CPU_ATTN_TQ * width);   \
-        T *sk, *sv, *sqc, *sctc;                                                                   \
-        NAME##_stage(d, ws, &sk, &sv, &sqc, &sctc);                                                \
         int64_t kv0 = (b * d->s + j0) * d->kv_heads + kh; /* key j0's row in [b s, kv_heads] */    \
-        int64_t lk, lv, lq, lct;                                                                   \
-        const T *kb = NAME##_rows(c, c->k, kv0 * h, ldk, keys, h, sk, &lk);                        \
-        const T *vb = dk ? NAME##_rows(c, c->v, kv0 * hv, ldv, keys, hv, sv, &lv) : NULL;          \
-        if (!dk) lv = ldv;                                                                         \
+        const T *kb = h ? (const T *)c->k + kv0 * h : NULL;                                        \
+        const T *vb = dk && hv ? (const T *)c->v + kv0 * hv : NULL;                                \
         bool any = false; /* a chunk is in acc */                                                  \
         for (int64_t n = kh * group; n < (kh + 1) * group; n++) {                                  \
             for (int64_t i0 = d->causal ? j0 : 0; i0 < d->t; i0 += qc) {                           \
                 int64_t rows = d->t - i0 < qc ? d->t - i0 : qc;                                    \
                 int64_t row0 = (b * d->t + i0) * d->heads + n; /* row i0 in [b t, heads] */        \
-                const T *q = NAME##_rows(c, c->q, row0 * h, ldq, rows, h, sqc, &lq);               \
-                const T *lse = (const T *)c->lse + row0;                                           \
-                const T *ct = NAME##_rows(c, c->ct, row0 * hv, ldct, rows, hv, sctc, &lct);        \
-                NAME##_abt(c, rows, keys, h, q, lq, kb, lk, sc);                                   \
-                if (dk) NAME##_abt(c, rows, keys, hv, ct, lct, vb, lv, dp);                        \
+                const T *q = h ? (const T *)c->q + row0 * h : NULL,                                \
+                        *lse = (const T *)c->lse + row0;                                           \
+                const T *ct = hv ? (const T *)c->ct + row0 * hv : NULL;                            \
+                NAME##_abt(c, rows, keys, h, q, ldq, kb, ldk, sc);                                 \
+                if (dk) NAME##_abt(c, rows, keys, hv, ct, ldct, vb, ldv, dp);                      \
                 for (int64_t r = 0; r < rows; r++) {                                               \
                     int64_t cols = d->causal ? i0 + r + 1 - j0 : keys; /* keys j <= i */           \
                     cols = cols < 0 ? 0 : cols > keys ? keys : cols;                               \
@@ -314,7 +284,7 @@ static void grad_f64_ds(double *p, const double *dp, int64_t n, double delta) {
                         NAME##_ds(sc + r * keys, dp + r * keys, cols,                              \
                                   ((const T *)c->delta)[row0 + r * d->heads]);                     \
                 }                                                                                  \
-                GEMM(true, false, keys, width, rows, sc, keys, dk ? q : ct, dk ? lq : lct,         \
+                GEMM(true, false, keys, width, rows, sc, keys, dk ? q : ct, dk ? ldq : ldct,       \
                      any ? po : acc, width);                                                       \
                 if (any) NAME##_add(acc, po, keys, width);                                         \
                 any = true;                                                                        \
@@ -349,8 +319,19 @@ void cpu_attention_grad(const cpu_blas *bl, kn_pool *pool, int threads, const kn
     kn_attention_desc f = *d;
     kiln_dtype out_t =
         d->kind == KN_ATTN_LSE && d->dtype != KILN_DTYPE_F64 ? KILN_DTYPE_F32 : d->dtype;
-    grad_call c = {bl, &f, q, k, v, ct, lse, delta, out, out_t, d->dtype};
-    attn_items r = {grad_item, &c, scratch, slot_bytes(d), cpu_attention_grad_items(d)};
-    if (is_half(d->dtype)) f.dtype = KILN_DTYPE_F32; /* each item widens what it reads */
+    grad_call c = {bl, &f, q, k, v, ct, lse, delta, out, out_t};
+    attn_items r = {grad_item, &c, (char *)scratch + wide_bytes(d), slot_bytes(d),
+                    cpu_attention_grad_items(d)};
+    if (r.items < 1) return; /* (before the copies: empty operands may be NULL) */
+    if (is_half(d->dtype)) { /* the f32 kernel on widened copies */
+        bool bf = d->dtype == KILN_DTYPE_BF16;
+        wide_sizes w = wide_of(d);
+        float *wq = scratch, *wk = wq + w.q, *wv = wk + w.k, *wct = wv + w.v;
+        cpu_attn_convert(pool, bf, true, q, wq, w.q), cpu_attn_convert(pool, bf, true, k, wk, w.k);
+        cpu_attn_convert(pool, bf, true, v, wv, w.v);
+        cpu_attn_convert(pool, bf, true, ct, wct, w.ct);
+        c.q = wq, c.k = wk, c.v = wv, c.ct = wct;
+        f.dtype = KILN_DTYPE_F32;
+    }
     cpu_attn_run_items(pool, threads, &r);
 }

@@ -1064,7 +1064,7 @@ static const char attn_glue[] =
     "extern \"C\" void emu_attention(int type, const void *q, const void *k, const void *v, "
     "void *o, void *l, const long long *n, double scale, double fill, unsigned grid) {\n"
     "    emu_attn a = {type, q, k, v, o, l, {n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], "
-    "n[8], scale, fill}};\n"
+    "n[8], 0, scale, fill}};\n"
     "    kiln_emu_run(grid, emu_attn_body, &a);\n"
     "}\n";
 
@@ -1224,7 +1224,7 @@ static void test_attention(void) {
  * (cu_attention_grad_kernel) over `grid` blocks. */
 static const char attn_grad_glue[] =
     "struct emu_grad { int type; const void *q, *k, *v, *ct, *l, *d; void *o; "
-    "attn_grad_params p; };\n"
+    "attn_params p; };\n"
     "#define K(i, name, T, O) case i: name((const T *)x->q, (const T *)x->k, (const T *)x->v, "
     "(const T *)x->ct, (const float *)x->l, (const float *)x->d, (O *)x->o, x->p); break;\n"
     "#define KS(i, T, S) K(i, kiln_attn_lse_##S, T, float) K(i + 1, kiln_attn_dq_##S, T, T) "
@@ -1237,7 +1237,7 @@ static const char attn_grad_glue[] =
     "extern \"C\" void emu_attention_grad(int type, void *const *b, const long long *n, "
     "double scale, unsigned grid) {\n"
     "    emu_grad a = {type, b[0], b[1], b[2], b[3], b[4], b[5], b[6], "
-    "{n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], scale}};\n"
+    "{n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], 0, n[8], scale, 0}};\n"
     "    kiln_emu_run(grid, emu_grad_body, &a);\n"
     "}\n";
 

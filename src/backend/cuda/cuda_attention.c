@@ -37,17 +37,9 @@
 
 #include <math.h>
 
-/* The kernels' parameter, the same layout on both sides (8-byte fields only). */
-typedef struct attn_params {
-    int64_t batch, t, s, heads, kv_heads, h, hv, causal, fill_finite;
-    double scale, fill;
-} attn_params;
-
 static const char attn_source[] =
     "/* kiln's fused attention (src/backend/cuda/cuda_attention.c) */\n" CU_ATTN_PRELUDE
-    "#define ATTN_BK 32\n"
-    "struct attn_params { int64_t batch, t, s, heads, kv_heads, h, hv, causal, fill_finite;\n"
-    "    double scale, fill; };\n"
+    "#define ATTN_BK 32\n" CU_ATTN_PARAMS
     /* T: storage; A: accumulation; L threads share RT rows (g + G i), each holding
      * BK / L scores and DV / L accumulator columns of every one; DK features and DV output
      * columns a chunk */
@@ -454,23 +446,28 @@ static kiln_status attn_ready(cu_state *st, int device) {
                           sizeof attn_source - 1, CU_ATTN_KERNELS, names, &l->attn_prog, l->attn);
 }
 
+attn_params cu_attn_params(const kn_attention_desc *a, bool vec) {
+    return (attn_params){.batch = a->batch,
+                         .t = a->t,
+                         .s = a->s,
+                         .heads = a->heads,
+                         .kv_heads = a->kv_heads,
+                         .h = a->h,
+                         .hv = a->hv,
+                         .causal = a->causal,
+                         .fill_finite = isfinite(a->fill),
+                         .vec = vec,
+                         .scale = a->scale,
+                         .fill = a->fill};
+}
+
 kiln_status cu_attention_run(cu_state *st, int device, const kn_attention_desc *a, const void *q,
                              const void *k, const void *v, void *out, void *lse) {
     cu_dev *d = &st->devs[device];
     if (!a->batch || !a->t || !a->heads || !a->hv) return KILN_STATUS_OK; /* nothing to write */
     kiln_status s = attn_ready(st, device);
     if (s) return s;
-    attn_params p = {.batch = a->batch,
-                     .t = a->t,
-                     .s = a->s,
-                     .heads = a->heads,
-                     .kv_heads = a->kv_heads,
-                     .h = a->h,
-                     .hv = a->hv,
-                     .causal = a->causal,
-                     .fill_finite = isfinite(a->fill),
-                     .scale = a->scale,
-                     .fill = a->fill};
+    attn_params p = cu_attn_params(a, false);
     void *params[] = {(void *)&q, (void *)&k, (void *)&v, &out, &lse, &p};
     uintptr_t align = (uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)out;
     int kernel = cu_attention_kernel(a, d->cc_major, align, st->opt.attention_cuda_cores);

@@ -6,9 +6,23 @@
 #ifndef KILN_CUDA_ATTENTION_H
 #define KILN_CUDA_ATTENTION_H
 
+#include "backend/backend_impl.h"
 #include "cuda_half.h"
 
+/* The kernels' parameter, the same layout on both sides (8-byte fields only), for both
+ * programs: the forward kernels read fill_finite and fill, the gradient's vec (every
+ * operand 16-byte aligned). cu_attn_params: a's, with vec. */
+typedef struct attn_params {
+    int64_t batch, t, s, heads, kv_heads, h, hv, causal, fill_finite, vec;
+    double scale, fill;
+} attn_params;
+attn_params cu_attn_params(const kn_attention_desc *a, bool vec);
+
 /* clang-format off */
+#define CU_ATTN_PARAMS \
+    "struct attn_params { int64_t batch, t, s, heads, kv_heads, h, hv, causal, fill_finite, vec;\n" \
+    "    double scale, fill; };\n"
+
 #define CU_ATTN_PRELUDE \
     "typedef int int32_t; typedef unsigned int uint32_t; typedef long long int64_t;\n" \
     "typedef unsigned short uint16_t;\n" \

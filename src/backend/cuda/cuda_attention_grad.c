@@ -28,17 +28,9 @@
 
 #include <math.h>
 
-/* The kernels' parameter, the same layout on both sides (8-byte fields only). */
-typedef struct attn_grad_params {
-    int64_t batch, t, s, heads, kv_heads, h, hv, causal, vec;
-    double scale;
-} attn_grad_params;
-
 static const char grad_source[] =
     "/* kiln's fused attention gradient (src/backend/cuda/cuda_attention_grad.c) "
-    "*/\n" CU_ATTN_PRELUDE "#define ATTN_TQ 128\n"
-    "struct attn_grad_params { int64_t batch, t, s, heads, kv_heads, h, hv, causal, vec;\n"
-    "    double scale; };\n"
+    "*/\n" CU_ATTN_PRELUDE "#define ATTN_TQ 128\n" CU_ATTN_PARAMS
     "#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800\n" CU_ATTN_MMA
     "/* 8 consecutive 16-bit values at p (zeros past n of them), one 16-byte load where p is\n"
     " * 16-byte aligned (vec), else one at a time */\n"
@@ -140,10 +132,10 @@ static const char grad_source[] =
     " * tiles (the most keys, when causal) first; the tile sees keys [0, reach), the warp's rows\n"
     " * [0, wreach), its row r0 + g + 8 r [0, seen[r]) (none past the end) */\n"
     "struct qtile { int64_t b, n, kh, r0, reach, wreach, seen[2]; };\n"
-    "__device__ __forceinline__ int64_t qtiles(const attn_grad_params &p) {\n"
+    "__device__ __forceinline__ int64_t qtiles(const attn_params &p) {\n"
     "    return (p.t + ATTN_TQ - 1) / ATTN_TQ * p.batch * p.heads;\n"
     "}\n"
-    "__device__ __forceinline__ qtile qtile_of(int64_t it, const attn_grad_params &p) {\n"
+    "__device__ __forceinline__ qtile qtile_of(int64_t it, const attn_params &p) {\n"
     "    const int64_t bn = p.batch * p.heads, qb = qtiles(p) / bn - 1 - it / bn;\n"
     "    const int64_t i0 = qb * ATTN_TQ, r0 = i0 + 16 * (threadIdx.x / 32), n = it % p.heads;\n"
     "    qtile u = {it % bn / p.heads, n, n / (p.heads / p.kv_heads), r0,\n"
@@ -160,7 +152,7 @@ static const char grad_source[] =
     "warp\n"
     " * 16 rows, the scores as the forward kernel's, the online maximum and sum in registers */\n"
     "template <typename T, int D>\n"
-    "__device__ void attn_lse(const T *q, const T *k, float *lse, const attn_grad_params &p) {\n"
+    "__device__ void attn_lse(const T *q, const T *k, float *lse, const attn_params &p) {\n"
     "    const int BK = D <= 64 ? 64 : 32, KP = D + 8, NT = BK / 8;\n"
     "    __shared__ uint4 sk4[BK * KP / 8];\n"
     "    uint16_t *const sk = (uint16_t *)sk4;\n"
@@ -202,7 +194,7 @@ static const char grad_source[] =
     " * p = exp(scale s - lse) in registers, rounded to T as the A fragments of dq += ds k */\n"
     "template <typename T, int D>\n"
     "__device__ void attn_dq(const T *q, const T *k, const T *v, const T *ct, const float *lse,\n"
-    "                        const float *dl, T *out, const attn_grad_params &p) {\n"
+    "                        const float *dl, T *out, const attn_params &p) {\n"
     "    const int BK = D <= 64 ? 64 : 32, KP = D + 8, VP = BK + 8, NT = BK / 8, NO = D / 8;\n"
     "    __shared__ uint4 sk4[BK * KP / 8], sv4[BK * KP / 8], skt4[D * VP / 8];\n"
     "    uint16_t *const sk = (uint16_t *)sk4;   /* keys, [key][feature] */\n"
@@ -287,7 +279,7 @@ static const char grad_source[] =
     " * dk += ds^T q, each rounded to T as the A fragments */\n"
     "template <typename T, int D, bool K>\n"
     "__device__ void attn_dkv(const T *q, const T *k, const T *v, const T *ct, const float *lse,\n"
-    "                         const float *dl, T *out, const attn_grad_params &p) {\n"
+    "                         const float *dl, T *out, const attn_params &p) {\n"
     "    const int BQ = D <= 64 ? 64 : 32, KP = D + 8, QP = BQ + 8, NT = BQ / 8, NO = D / 8;\n"
     "    __shared__ uint4 sq4[BQ * KP / 8], sx4[(K ? BQ * KP : 8) / 8], st4[D * QP / 8];\n"
     "    __shared__ float sl[BQ], sd[BQ];\n"
@@ -383,7 +375,7 @@ static const char grad_source[] =
     "       \\\n"
     "        kiln_attn_lse_##S(const T *q, const T *k, const T *, const T *, const float *,        "
     "     \\\n"
-    "                          const float *, float *out, attn_grad_params p) {                    "
+    "                          const float *, float *out, attn_params p) {                    "
     "     \\\n"
     "        attn_lse<T, D>(q, k, out, p);                                                         "
     "     \\\n"
@@ -393,7 +385,7 @@ static const char grad_source[] =
     "       \\\n"
     "        kiln_attn_dq_##S(const T *q, const T *k, const T *v, const T *ct, const float *lse,   "
     "     \\\n"
-    "                         const float *dl, T *out, attn_grad_params p) {                       "
+    "                         const float *dl, T *out, attn_params p) {                       "
     "     \\\n"
     "        attn_dq<T, D>(q, k, v, ct, lse, dl, out, p);                                          "
     "     \\\n"
@@ -403,7 +395,7 @@ static const char grad_source[] =
     "       \\\n"
     "        kiln_attn_dk_##S(const T *q, const T *k, const T *v, const T *ct, const float *lse,   "
     "     \\\n"
-    "                         const float *dl, T *out, attn_grad_params p) {                       "
+    "                         const float *dl, T *out, attn_params p) {                       "
     "     \\\n"
     "        attn_dkv<T, D, true>(q, k, v, ct, lse, dl, out, p);                                   "
     "     \\\n"
@@ -413,7 +405,7 @@ static const char grad_source[] =
     "       \\\n"
     "        kiln_attn_dv_##S(const T *q, const T *k, const T *v, const T *ct, const float *lse,   "
     "     \\\n"
-    "                         const float *dl, T *out, attn_grad_params p) {                       "
+    "                         const float *dl, T *out, attn_params p) {                       "
     "     \\\n"
     "        attn_dkv<T, D, false>(q, k, v, ct, lse, dl, out, p);                                  "
     "     \\\n"
@@ -425,25 +417,25 @@ static const char grad_source[] =
     "*,      \\\n"
     "                                                 const float *, const float *, float *,       "
     "     \\\n"
-    "                                                 attn_grad_params) {}                         "
+    "                                                 attn_params) {}                         "
     "     \\\n"
     "    extern \"C\" __global__ void kiln_attn_dq_##S(const T *, const T *, const T *, const T *, "
     "      \\\n"
     "                                                const float *, const float *, T *,            "
     "     \\\n"
-    "                                                attn_grad_params) {}                          "
+    "                                                attn_params) {}                          "
     "     \\\n"
     "    extern \"C\" __global__ void kiln_attn_dk_##S(const T *, const T *, const T *, const T *, "
     "      \\\n"
     "                                                const float *, const float *, T *,            "
     "     \\\n"
-    "                                                attn_grad_params) {}                          "
+    "                                                attn_params) {}                          "
     "     \\\n"
     "    extern \"C\" __global__ void kiln_attn_dv_##S(const T *, const T *, const T *, const T *, "
     "      \\\n"
     "                                                const float *, const float *, T *,            "
     "     \\\n"
-    "                                                attn_grad_params) {}\n"
+    "                                                attn_params) {}\n"
     "#endif\n"
     "GRAD(bf16, 64, bf16_64)\n"
     "GRAD(bf16, 128, bf16_128)\n"
@@ -498,16 +490,7 @@ kiln_status cu_attention_grad_run(cu_state *st, int device, const kn_attention_d
     if (s) return s;
     uintptr_t align = 0;
     for (int i = 0; i < 7; i++) align |= (uintptr_t)b[i];
-    attn_grad_params p = {.batch = a->batch,
-                          .t = a->t,
-                          .s = a->s,
-                          .heads = a->heads,
-                          .kv_heads = a->kv_heads,
-                          .h = a->h,
-                          .hv = a->hv,
-                          .causal = a->causal,
-                          .vec = align % 16 == 0,
-                          .scale = a->scale};
+    attn_params p = cu_attn_params(a, align % 16 == 0);
     void *params[] = {(void *)&b[0], (void *)&b[1], (void *)&b[2], (void *)&b[3],
                       (void *)&b[4], (void *)&b[5], (void *)&b[6], &p};
     int64_t tiles = ((kv ? a->s : a->t) + CU_ATTN_THREADS / 2 - 1) / (CU_ATTN_THREADS / 2);

@@ -156,6 +156,20 @@ static int count_kind(const kiln_graph *g, int kind) {
     return n;
 }
 
+/* Graphs g and x of case c (the same parameters and outputs) interpreted on one set of
+ * f64 arguments, their outputs compared. */
+static void same_outputs(const grad_case *c, kiln_graph *g, kiln_graph *x, const char *what) {
+    int na = n_args(c), no = c->self ? 2 : 4;
+    kiln_array *args[4], *got[4] = {0}, *want[4] = {0};
+    case_args(c, KILN_DTYPE_F64, args);
+    CHECK_OK(C, kiln_interpret(g, na, args, no, want));
+    CHECK_OK(C, kiln_interpret(x, na, args, no, got));
+    for (int o = 0; o < no; o++)
+        if (got[o] && want[o])
+            CHECK_MSG(cmp_arrays(got[o], want[o], 1e-6, 1e-11, what), "%s, output %d", c->name, o);
+    free_args(got, no), free_args(want, no), free_args(args, na);
+}
+
 /* ---------------------------------------------- against the written-out VJP ---- */
 
 static void against_written_out(void) {
@@ -164,19 +178,10 @@ static void against_written_out(void) {
         if (c->T > 64) continue; /* the interpreter's f64 [T, S] products */
         kiln_graph *g = vjp_graph(c, KILN_DTYPE_F64, false);
         kiln_graph *w = vjp_graph(c, KILN_DTYPE_F64, true);
-        int na = n_args(c), no = c->self ? 2 : 4;
         CHECK_MSG(count_kind(g, IR_ATTN_LSE) == 1 && count_kind(g, IR_ATTN_GRAD_Q) == 1 &&
                       count_kind(g, IR_ATTN_GRAD_K) == 1 && count_kind(g, IR_ATTN_GRAD_V) == 1,
                   "%s: the VJP is not the gradient's kinds", c->name);
-        kiln_array *args[4], *got[4] = {0}, *want[4] = {0};
-        case_args(c, KILN_DTYPE_F64, args);
-        CHECK_OK(C, kiln_interpret(g, na, args, no, got));
-        CHECK_OK(C, kiln_interpret(w, na, args, no, want));
-        for (int o = 0; o < no; o++)
-            if (got[o] && want[o])
-                CHECK_MSG(cmp_arrays(got[o], want[o], 1e-6, 1e-11, "vjp"), "%s, output %d", c->name,
-                          o);
-        free_args(got, no), free_args(want, no), free_args(args, na);
+        same_outputs(c, w, g, "vjp");
         kiln_graph_destroy(g), kiln_graph_destroy(w);
     }
 }
@@ -200,16 +205,7 @@ static void primitive_forms(void) {
             CHECK_MSG(!count_kind(x, kind), "%s: a %s node is left", c->name,
                       ir_attn_kind_name(kind));
         CHECK_OK(C, ir_verify(x));
-        int na = n_args(c), no = c->self ? 2 : 4;
-        kiln_array *args[4], *got[4] = {0}, *want[4] = {0};
-        case_args(c, KILN_DTYPE_F64, args);
-        CHECK_OK(C, kiln_interpret(g, na, args, no, want));
-        CHECK_OK(C, kiln_interpret(x, na, args, no, got));
-        for (int o = 0; o < no; o++)
-            if (got[o] && want[o])
-                CHECK_MSG(cmp_arrays(got[o], want[o], 1e-6, 1e-11, "primitive form"),
-                          "%s, output %d", c->name, o);
-        free_args(got, no), free_args(want, no), free_args(args, na);
+        same_outputs(c, g, x, "primitive form");
         kiln_graph_destroy(x), kiln_graph_destroy(g);
     }
 }

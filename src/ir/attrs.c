@@ -62,6 +62,10 @@ const char *ir_attn_kind_name(int kind) {
     return kind >= 0 && kind <= IR_ATTN_GRAD_V ? names[kind] : NULL;
 }
 
+uint32_t ir_attn_operands(int kind) {
+    return kind == IR_ATTN_FORWARD ? 3 : kind == IR_ATTN_LSE ? 2 : 6;
+}
+
 kiln_dtype ir_attn_sum_dtype(kiln_dtype t) {
     return t == KILN_DTYPE_F64 ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
 }

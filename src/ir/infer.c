@@ -428,11 +428,6 @@ static kiln_status infer_sort(const kiln_graph *g, ir_node *n, char *msg, size_t
 
 /* q [B, T, N, H], k [B, S, K, H], v [B, S, K, Hv] (or all without B) -> [B, T, N, Hv]: N
  * query heads share K key/value heads in groups of N / K (jax.nn.dot_product_attention). */
-/* The inputs an attention of kind k reads (ir.h, ir_attn_kind). */
-static uint32_t attn_inputs(int kind) {
-    return kind == IR_ATTN_FORWARD ? 3 : kind == IR_ATTN_LSE ? 2 : 6;
-}
-
 /* A gradient kind's ct [.., T, N, Hv], lse and delta [.., T, N]. */
 static kiln_status infer_attention_grad(const kiln_graph *g, ir_node *n, char *msg,
                                         size_t msg_size) {
@@ -459,9 +454,9 @@ static kiln_status infer_attention_grad(const kiln_graph *g, ir_node *n, char *m
 static kiln_status infer_attention(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     int kind = n->a.attn.kind;
     if (!ir_attn_kind_name(kind)) FAIL(KILN_STATUS_INVALID_ARGUMENT, "unknown kind %d", kind);
-    if (n->n_in != attn_inputs(kind))
+    if (n->n_in != ir_attn_operands(kind))
         FAIL(KILN_STATUS_INVALID_ARGUMENT, "the %s kind takes %u operands, not %u",
-             ir_attn_kind_name(kind), attn_inputs(kind), n->n_in);
+             ir_attn_kind_name(kind), ir_attn_operands(kind), n->n_in);
     const ir_node *q = input(g, n, 0), *k = input(g, n, 1);
     const ir_node *v = kind == IR_ATTN_LSE ? k : input(g, n, 2);
     int r = q->shape.rank;

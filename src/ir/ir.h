@@ -478,6 +478,8 @@ const char *ir_conv_kind_name(int kind);
 const char *ir_attn_kind_name(int kind);
 /* The dtype an attention of operands t sums in, which LSE's result and delta have. */
 kiln_dtype ir_attn_sum_dtype(kiln_dtype t);
+/* The operands an attention of kind k reads (ir_attn_kind): 3, 2 for LSE, 6 for a gradient. */
+uint32_t ir_attn_operands(int kind);
 
 // clang-format off
 #define KN_ATTRS(X)                                                                                \

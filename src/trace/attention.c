@@ -33,7 +33,7 @@ kiln_value trace_attention_kind(kiln_graph *g, const char *op, const ir_node *tm
                                        "the cotangent", "the log-sum-exp", "delta"};
     if (!trace_ready(g, op)) return KN_NONE;
     int kind = tmpl->a.attn.kind;
-    uint32_t want = kind == IR_ATTN_FORWARD ? 3 : kind == IR_ATTN_LSE ? 2 : 6, ids[6];
+    uint32_t want = ir_attn_operands(kind), ids[6];
     if (n_in != want) {
         trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
                    "dot_product_attention's %s kind takes %u operands, not %u",

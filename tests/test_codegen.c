@@ -167,7 +167,10 @@ static int count_of(const char *hay, const char *needle) {
 
 /* The roundings of 16-bit values (lower.c, emit): tanh(x*x + x) + convert(f) in t. A
  * + - * / of values of t rounds without the NaN test (kiln_rnd_<t>_arith), the tanh and the
- * convert with it; with excess precision only the convert rounds. */
+ * convert with it; with excess precision only the convert rounds. The element loop stores
+ * t along the loop, so it is staged (schedule.c, staged_loop): its body is printed three
+ * times (the staged blocks, the remainder, and the plain loop for a target without the
+ * conversion), each with those roundings. */
 static void test_half_roundings(void) {
     static const kiln_dtype ts[2] = {KILN_DTYPE_BF16, KILN_DTYPE_F16};
     for (int excess = 0; excess < 2; excess++) {
@@ -184,7 +187,10 @@ static void test_half_roundings(void) {
             int arith =
                 src ? count_of(src, bf ? "kiln_rnd_bf16_arith(" : "kiln_rnd_f16_arith(") : -1;
             int full = src ? count_of(src, bf ? "kiln_rnd_bf16(" : "kiln_rnd_f16(") : -1;
-            CHECK_MSG(arith == (excess ? 0 : 3) && full == (excess ? 1 : 2),
+            CHECK(src && count_of(src, bf ? "kiln_st32_bf16(&out0[" : "kiln_st32_f16(&out0[") == 1);
+            CHECK(src &&
+                  count_of(src, bf ? "#if KILN_STAGED_BF16\n" : "#if KILN_STAGED_F16\n") == 1);
+            CHECK_MSG(arith == 3 * (excess ? 0 : 3) && full == 3 * (excess ? 1 : 2),
                       "%s, excess %d: %d arithmetic roundings, %d full ones:\n%s",
                       kiln_dtype_name(ts[i]), excess, arith, full, src ? src : "");
             free(src);

@@ -676,6 +676,160 @@ static void test_excess_precision(void) {
     kiln_context_destroy(xc);
 }
 
+/* The staged 16-bit stores (schedule.c, staged_loop; prelude/half.h, kiln_st32_<t>):
+ * where the target converts in hardware (vcvtne2ps2bf16, vcvtps2ph), a compiled kernel's
+ * bf16 and f16 stores round 32 values at a time, and must give src/base/half.h's bits for
+ * every f32 (the hardware's bf16 conversion flushes subnormals: a block holding one takes
+ * the integer path). st_check runs x through convert to bf16, to f16, and x * 2 in f32 (a
+ * store left as it is in the same loop), and compares every element bit for bit. */
+static kiln_context *st_ctx; /* the -O3 build only (compile_tiers 1): the printed kernels */
+
+static void st_check(const float *x, int rank, const int64_t *d, const char *what) {
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= d[i];
+    kiln_graph *g = NULL;
+    kiln_graph_create(st_ctx, "staged", &g);
+    kiln_value p = kiln_parameter(g, "x", KILN_DTYPE_F32, rank, d);
+    kiln_value outs[3] = {kiln_convert(g, p, KILN_DTYPE_BF16), kiln_convert(g, p, KILN_DTYPE_F16),
+                          kiln_mul(g, p, kiln_scalar(g, KILN_DTYPE_F32, 2))};
+    kiln_executable *e = NULL;
+    kiln_array *a = NULL, *res[3] = {0};
+    uint16_t *h = malloc((size_t)n * 4);
+    float *twice = malloc((size_t)n * 4);
+    if (!h || !twice || kiln_graph_finish(g, 3, outs) || kiln_compile(g, NULL, &e) ||
+        kiln_array_create(st_ctx, KILN_DTYPE_F32, rank, d, x, &a) ||
+        kiln_executable_run(e, 1, &a, 3, res) ||
+        kiln_array_copy_to_host(res[0], h, (size_t)n * 2) ||
+        kiln_array_copy_to_host(res[1], h + n, (size_t)n * 2) ||
+        kiln_array_copy_to_host(res[2], twice, (size_t)n * 4)) {
+        CHECK_MSG(0, "staged stores, %s: %s", what, kiln_last_error(st_ctx));
+    } else {
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t b = kn_f32_to_bf16(x[i]), f = kn_f32_to_f16(x[i]);
+            float w = x[i] * 2.0f;
+            if (h[i] == b && h[n + i] == f && !memcmp(&w, &twice[i], 4)) continue;
+            if (bad++ < 4)
+                fprintf(stderr, "%s [%lld] %a: bf16 %04x want %04x, f16 %04x want %04x\n", what,
+                        (long long)i, x[i], h[i], b, h[n + i], f);
+        }
+        CHECK_MSG(!bad, "staged stores, %s: %lld of %lld elements differ", what, (long long)bad,
+                  (long long)n);
+    }
+    for (int i = 0; i < 3; i++) kiln_array_destroy(res[i]);
+    kiln_array_destroy(a);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+    free(h), free(twice);
+}
+
+/* A staged loop in place: a bf16 chain over a donated argument writes its result over it
+ * (every element of a block read before any is stored), per op and with excess precision. */
+static void test_staged_in_place(void) {
+    enum { N = 4099 };
+    static uint16_t xs[N], got[N];
+    int64_t d[1] = {N};
+    for (int excess = 0; excess < 2; excess++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(st_ctx, "staged in place", &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_BF16, 1, d);
+        kiln_value y = kiln_add(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_BF16, 1.5)),
+                                kiln_scalar(g, KILN_DTYPE_BF16, 0.25));
+        kiln_compile_options o = {
+            .n_donate = 1, .donate_argnums = (const int[]){0}, .allow_excess_precision = excess};
+        kiln_executable *e = NULL;
+        kiln_array *a = NULL, *r = NULL;
+        uint64_t sd = seed;
+        if (kiln_graph_finish(g, 1, &y) || kiln_compile(g, &o, &e) ||
+            !(a = cmp_random_array(st_ctx, KILN_DTYPE_BF16, 1, d, &sd)) ||
+            kiln_array_copy_to_host(a, xs, sizeof xs) || kiln_executable_run(e, 1, &a, 1, &r) ||
+            kiln_array_copy_to_host(r, got, sizeof got)) {
+            CHECK_MSG(0, "staged in place: %s", kiln_last_error(st_ctx));
+        } else {
+            kiln_memory_analysis m;
+            kiln_executable_get_memory_analysis(e, &m);
+            CHECK_MSG(m.alias_bytes >= N * 2 && m.output_bytes == 0,
+                      "not in place: alias %llu, output %llu bytes",
+                      (unsigned long long)m.alias_bytes, (unsigned long long)m.output_bytes);
+            int bad = 0;
+            for (int i = 0; i < N; i++) {
+                float v = kn_bf16_to_f32(xs[i]) * 1.5f;
+                if (!excess) v = kn_bf16_to_f32(kn_f32_to_bf16(v));
+                uint16_t want = kn_f32_to_bf16(v + 0.25f);
+                if (got[i] != want && bad++ < 3)
+                    fprintf(stderr, "in place [%d] %04x: %04x, want %04x\n", i, xs[i], got[i],
+                            want);
+            }
+            CHECK_MSG(!bad, "staged in place, excess %d: %d elements differ", excess, bad);
+        }
+        kiln_array_destroy(r);
+        kiln_array_destroy(a);
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+}
+
+/* The patterns: every high half of an f32 with sixteen low halves around the bf16 and f16
+ * rounding points (ties, one either side, the f16 subnormals' deeper ones), in order (whole
+ * blocks of subnormals and of normal numbers) and shuffled (blocks mixing them), in one
+ * long row whose last chunk ends in a remainder, and in rows of 101 (three blocks and a
+ * remainder of 5 each). The kernels are built three ways: as the target has them, with
+ * bf16 staged through the integer rounding (KILN_STAGED_BF16=0: the staged form, one type
+ * without the hardware), and without the staged form (both 0: the plain loop). With
+ * KILN_TEST_EXHAUSTIVE=1, every f32 pattern too, 2^24 at a time, built as the target has it. */
+static void test_staged_stores(void) {
+    static const char *const flags[3] = {NULL, "-DKILN_STAGED_BF16=0",
+                                         "-DKILN_STAGED_BF16=0 -DKILN_STAGED_F16=0"};
+    static const uint16_t low[16] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x1fff,
+                                     0x2000, 0x3000, 0x7fff, 0x8000, 0x8001, 0x9000,
+                                     0xc000, 0xefff, 0xffff, 0x4321};
+    enum { N = (1 << 20) + 13, R = 101 };
+    float *x = malloc((size_t)N * 4);
+    const char *all = getenv("KILN_TEST_EXHAUSTIVE");
+    for (int f = 0; x && f < 3; f++) {
+        kiln_context_options co = {.ignore_environment = true,
+                                   .cache_dir = cache_dir,
+                                   .compile_tiers = 1,
+                                   .cc_flags = flags[f]};
+        char err[256], what[96];
+        CHECK_MSG(!kiln_context_create(&co, &st_ctx, err, sizeof err), "%s", err);
+        if (!st_ctx) break;
+        uint64_t sd = seed;
+        for (int64_t i = 0; i < N; i++) {
+            uint32_t u = i < (1 << 20) ? (uint32_t)(i >> 4) << 16 | low[i & 15]
+                                       : (uint32_t)test_rng_next(&sd);
+            memcpy(&x[i], &u, 4);
+        }
+        int64_t d1[1] = {N}, d2[2] = {N / R, R};
+        snprintf(what, sizeof what, "in order (%s)", flags[f] ? flags[f] : "the target's");
+        st_check(x, 1, d1, what);
+        for (int64_t i = N - 1; i > 0; i--) {
+            int64_t j = (int64_t)(test_rng_next(&sd) % (uint64_t)(i + 1));
+            float t = x[i];
+            x[i] = x[j], x[j] = t;
+        }
+        snprintf(what, sizeof what, "shuffled, rows of 101 (%s)",
+                 flags[f] ? flags[f] : "the target's");
+        st_check(x, 2, d2, what);
+        if (!f) test_staged_in_place();
+        enum { M = 1 << 24 };
+        float *y = !f && all && !strcmp(all, "1") ? malloc((size_t)M * 4) : NULL;
+        int64_t dm[1] = {M};
+        for (uint64_t c = 0; y && c < (1ull << 32) / M; c++) {
+            for (uint32_t i = 0; i < M; i++) {
+                uint32_t u = (uint32_t)(c * M) + i;
+                memcpy(&y[i], &u, 4);
+            }
+            snprintf(what, sizeof what, "every f32, part %llu", (unsigned long long)c);
+            st_check(y, 1, dm, what);
+        }
+        free(y);
+        kiln_context_destroy(st_ctx);
+        st_ctx = NULL;
+    }
+    free(x);
+}
+
 int main(int argc, char **argv) {
     test_select_cases(argc, argv);
     seed = test_seed(0x5eed16b16ull);
@@ -684,6 +838,7 @@ int main(int argc, char **argv) {
     RUN_CC(test_products);
     RUN_CC(test_every_op);
     RUN_CC(test_excess_precision);
+    RUN_CC(test_staged_stores);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);
     return test_summary("test_half_ops");

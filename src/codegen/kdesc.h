@@ -292,6 +292,8 @@ enum {
     KD_SCHED_ROW_HIT = 32, /* CUDA, KD_CUDA_ROW: LOAD (kept ones too) from its row cache */
     /* CUDA, KD_CUDA_ROW: LOOP, a pass over the row taken kd_sched.vec elements a lane a trip */
     KD_SCHED_VLOOP = 64,
+    /* C, STORE in kd_sched.stage_loop: a 16-bit store staged, KD_STAGE values at a time */
+    KD_SCHED_STAGED = 128,
 };
 
 /* KD_CUDA_ROW: the bytes of the row caches (schedule.c, row_cache_plan), at most, for all
@@ -323,6 +325,11 @@ typedef enum kd_cuda_form {
     KD_CUDA_ROW,
 } kd_cuda_form;
 
+/* kd_sched.stage_loop: the elements of a staged block, those kiln_st32_<t> rounds at once
+ * (prelude/half.h). An element loop shorter than KD_STAGE_MIN elements is not staged: most
+ * of it would run in the remainder. */
+enum { KD_STAGE = 32, KD_STAGE_MIN = 2 * KD_STAGE };
+
 /* Boundaries of a segmented element loop, at most (schedule.c, segmented_loop). */
 enum { KD_SEG_MAX = 8 };
 
@@ -338,6 +345,10 @@ typedef struct kd_sched {
      * the last axis (seg_b: the n_seg boundaries), or with fast sin and cos and an exact
      * rerun; 0: not so */
     uint32_t unroll_loop, seg_loop, fast_trig_loop;
+    /* C: the element loop whose 16-bit stores (KD_SCHED_STAGED) are staged: its values
+     * computed KD_STAGE elements at a time into a local f32 block, then rounded and stored
+     * together (print_c.c, print_staged_loop); 0: none */
+    uint32_t stage_loop;
     int n_seg;
     int64_t seg_b[KD_SEG_MAX];
     /* CUDA */

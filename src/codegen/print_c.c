@@ -42,6 +42,9 @@ typedef struct cpr {
     int n_slice;
     bool fast_trig;  /* f32 sin and cos without Payne-Hanek (kd_sched.fast_trig_loop) */
     bool trig_rerun; /* printing that loop's exact rerun, kept scalar */
+    /* printing the staged block of kd_sched.stage_loop: its KD_SCHED_STAGED stores go to
+     * their blocks (print_staged_loop) */
+    bool staging;
 } cpr;
 
 static void c_stmt(pr *p, uint32_t id);
@@ -970,6 +973,76 @@ static void print_fast_trig(cpr *c, uint32_t s) {
     pr_line(p, "}");
 }
 
+/* The 16-bit stores of staged loop `loop` rounded from their blocks (after the block's
+ * elements are computed, the loop variable v at the block's first): kiln_st32_<t>. */
+static void print_staged_stores(pr *p, uint32_t loop, const char *v) {
+    const kd_kernel *kd = p->kd;
+    pr_line(p, "{");
+    p->depth++;
+    pr_line(p, "const int64_t %s = kiln_b%u;", v, loop);
+    for (uint32_t s = loop + 1, end = kd_loop_end(kd, loop); s < end; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (!(st->sched & KD_SCHED_STAGED)) continue;
+        pr_indent(p);
+        sb_printf(p->sb, "kiln_st32_%s(&out%u[", pr_dtype_suffix(kd->out_type[st->slot]), st->slot);
+        pr_ix(kd, p->sb, st->ix);
+        sb_printf(p->sb, "], kiln_h%u);\n", s);
+    }
+    p->depth--;
+    pr_line(p, "}");
+}
+
+/* C, kd_sched.stage_loop: the element loop in blocks of KD_STAGE elements, each computed
+ * into local f32 arrays (one per staged store) that kiln_st32_<t> then rounds and stores
+ * at once, and the fewer than KD_STAGE left in a scalar loop (KILN_SCALAR_LOOP: they are
+ * not worth a vectorised copy's compile time); the plain loop where the target has no
+ * hardware conversion for the stored types (c_head.h, KILN_STAGED_<t>). gcc keeps a block
+ * in registers, so a bf16 chain's stores cost a vfpclassps test and one vcvtne2ps2bf16 per
+ * 32 values where the integer rounding took about 20 instructions (bench/RESULTS.md,
+ * "Staged 16-bit stores"). */
+static void print_staged_loop(cpr *c, uint32_t loop) {
+    pr *p = &c->p;
+    const kd_kernel *kd = p->kd;
+    uint32_t end = kd_loop_end(kd, loop);
+    bool bf = false, f16 = false;
+    for (uint32_t s = loop + 1; s < end; s++)
+        if (kd->stmts[s].sched & KD_SCHED_STAGED) {
+            bf |= kd->out_type[kd->stmts[s].slot] == KILN_DTYPE_BF16;
+            f16 |= kd->out_type[kd->stmts[s].slot] == KILN_DTYPE_F16;
+        }
+    char v[PR_NAME_LEN];
+    pr_var_name(kd, kd->stmts[loop].var, v);
+    pr_line(p, "#if %s%s%s", bf ? "KILN_STAGED_BF16" : "", bf && f16 ? " || " : "",
+            f16 ? "KILN_STAGED_F16" : "");
+    pr_line(p, "int64_t kiln_b%u = jb;", loop);
+    pr_line(p, "for (; kiln_b%u + %d <= je; kiln_b%u += %d) {", loop, KD_STAGE, loop, KD_STAGE);
+    p->depth++;
+    for (uint32_t s = loop + 1; s < end; s++)
+        if (kd->stmts[s].sched & KD_SCHED_STAGED) pr_line(p, "float kiln_h%u[%d];", s, KD_STAGE);
+    print_ivdep(p, loop);
+    pr_line(p, "for (int64_t kiln_e%u = 0; kiln_e%u < %d; kiln_e%u++) {", loop, loop, KD_STAGE,
+            loop);
+    p->depth++;
+    pr_line(p, "const int64_t %s = kiln_b%u + kiln_e%u;", v, loop, loop);
+    c->staging = true;
+    for (uint32_t s = loop + 1; s < end; s++) c_stmt(p, s);
+    c->staging = false;
+    p->depth--;
+    pr_line(p, "}");
+    print_staged_stores(p, loop, v);
+    p->depth--;
+    pr_line(p, "}");
+    pr_line(p, "for (int64_t %s = kiln_b%u; %s < je; %s++) {", v, loop, v, v);
+    p->depth++;
+    pr_line(p, "KILN_SCALAR_LOOP();");
+    for (uint32_t s = loop + 1; s < end; s++) c_stmt(p, s);
+    p->depth--;
+    pr_line(p, "}");
+    pr_line(p, "#else");
+    for (uint32_t s = loop; s <= end; s++) c_stmt(p, s);
+    pr_line(p, "#endif");
+}
+
 /* The statements of kiln_k<i>, each in the form its schedule gives it. */
 static void print_body(cpr *c) {
     pr *p = &c->p;
@@ -986,6 +1059,11 @@ static void print_body(cpr *c) {
         }
         if (s == kd->sched.unroll_loop || s == kd->sched.seg_loop || (s == 1 && row_blocks(p))) {
             print_element_loop(p, s); /* a form of its own */
+            s = kd_loop_end(kd, s);
+            continue;
+        }
+        if (s == kd->sched.stage_loop && !p->part_mode) {
+            print_staged_loop(c, s);
             s = kd_loop_end(kd, s);
             continue;
         }
@@ -1041,6 +1119,11 @@ static void c_stmt(pr *p, uint32_t id) {
         if (c->n_slice && c->slice[c->n_slice - 1].depth == p->depth) print_slice_close(c);
         return;
     default: break;
+    }
+    if (c->staging && (s->sched & KD_SCHED_STAGED)) {
+        pr_val_name(p->kd, s->args[0], x);
+        pr_line(p, "kiln_h%u[kiln_e%u] = %s;", id, p->kd->sched.stage_loop, x);
+        return;
     }
     if (trig && s->dtype == KILN_DTYPE_F32 && (c->fast_trig || c->trig_rerun)) {
         const char *f = s->op == IR_SIN ? "sin" : "cos";

@@ -340,6 +340,63 @@ static uint32_t fast_trig_loop(const kd_kernel *kd) {
     return trig ? 1 : 0;
 }
 
+/* Whether index ix steps by one element with loop variable v: c + v + terms in other loop
+ * variables only (anything else might depend on v). */
+static bool unit_step(const kd_kernel *kd, uint32_t ix, uint32_t v) {
+    const kd_index *x = &kd->ixs[ix];
+    bool has_v = false;
+    for (uint32_t i = 0; i < x->n; i++) {
+        const kd_term *t = &kd->terms[x->first + i];
+        const kd_atom *a = &kd->atoms[t->atom];
+        if (a->kind != KD_ATOM_VAR) return false;
+        if (a->arg == v && (t->coef != 1 || has_v)) return false;
+        has_v |= a->arg == v;
+    }
+    return has_v;
+}
+
+/* Whether statement st of element loop variable v is a 16-bit store it may stage. */
+static bool staged_store(const kd_kernel *kd, const kd_stmt *st, uint32_t v) {
+    return st->kind == KS_STORE && !st->keep && ir_dtype_is_half(kd->out_type[st->slot]) &&
+           unit_step(kd, st->ix, v);
+}
+
+/* C: the element loop whose 16-bit stores are staged (kd_sched.stage_loop), marking them
+ * KD_SCHED_STAGED. gcc 12 vectorises kiln_st_<t> from its integer arithmetic, about two
+ * thirds of a short chain's instructions for bf16 (bench/RESULTS.md, "The 16-bit chain and
+ * products on an AMD EPYC"), and cannot use the hardware's conversion from scalar code; a
+ * block of KD_STAGE values rounded together by kiln_st32_<t> can (prelude/half.h). So a
+ * straight-line element loop (loads, constants, elementwise ops, row clamps and stores:
+ * no reduction, branch or inner loop) with a 16-bit store contiguous along the loop is
+ * staged, where no other form claims the loop (interleaved, segmented, fast trig, the
+ * column form, parts, row blocks, prologue rows, a split last axis). In place is fine: an
+ * overwritten input is read only at the element itself (src/plan/inplace.c), and every
+ * element of a block is read before any is stored. The target decides whether to use it
+ * (c_head.h, KILN_STAGED_<t>). 0: none. */
+static uint32_t staged_loop(kd_kernel *kd) {
+    const kd_sched *c = &kd->sched;
+    if (kd->columns || kd->parts || kd->split || kd->row_block > 1 || kd->prologue_rows > 1 ||
+        c->unroll_loop || c->seg_loop || c->fast_trig_loop)
+        return 0;
+    uint32_t loop = element_loop(kd);
+    if (!loop) return 0;
+    const kd_stmt *l = &kd->stmts[loop];
+    int64_t row = c->chunk > 0 && c->chunk < kd->inner ? c->chunk : kd->inner;
+    if (l->simd || l->simd_narrow || row < KD_STAGE_MIN) return 0;
+    uint32_t end = kd_loop_end(kd, loop);
+    bool any = false;
+    for (uint32_t s = loop + 1; s < end; s++) {
+        const kd_stmt *st = &kd->stmts[s];
+        if (st->kind != KS_LIT && st->kind != KS_LOAD && st->kind != KS_IOTA && st->kind != KS_OP &&
+            st->kind != KS_CLAMP && st->kind != KS_STORE)
+            return 0;
+        any |= staged_store(kd, st, l->var);
+    }
+    for (uint32_t s = loop + 1; any && s < end; s++)
+        if (staged_store(kd, &kd->stmts[s], l->var)) kd->stmts[s].sched |= KD_SCHED_STAGED;
+    return any ? loop : 0;
+}
+
 static void schedule_c(kd_kernel *kd) {
     kd_sched *c = &kd->sched;
     c->parts = kd->parts;
@@ -347,6 +404,7 @@ static void schedule_c(kd_kernel *kd) {
     c->unroll_loop = split_unrolled_loop(kd);
     c->seg_loop = c->unroll_loop ? 0 : segmented_loop(kd, c->seg_b, &c->n_seg);
     c->fast_trig_loop = fast_trig_loop(kd);
+    c->stage_loop = staged_loop(kd);
 }
 
 /* ------------------------------------------------------------- CUDA ---- */

@@ -1,7 +1,8 @@
 // c_head.h — the C dialect's head: what it defines before the shared helpers (see
 // ../prelude.h): its types and limits, KILN_FN (the qualifiers of a helper), the f32 bit
 // casts, and the C-only pieces: the gcc guard attributes (print_c.c, c_qualifiers),
-// KILN_ACROSS_ROWS (kdesc.h, KD_SHORT_REDUCE), KILN_SCALAR_LOOP (the exact rerun of a
+// KILN_ACROSS_ROWS (kdesc.h, KD_SHORT_REDUCE), KILN_STAGED_<t> (the target's 16-bit
+// rounding in hardware: half.h, kiln_st32_<t>), KILN_SCALAR_LOOP (the exact rerun of a
 // fast-trig loop, which vectorised would double the kernel's compile time), KILN_ROUNDED
 // (a product rounded where its node computes it: gcc with -ffp-contract=fast would fuse it
 // into a sum reading it inline, so a value's bits would depend on the kernel it is in; an
@@ -58,6 +59,24 @@ double exp(double); double tanh(double); double nextafter(double, double);
 #define KILN_ACROSS_ROWS 1
 #else
 #define KILN_ACROSS_ROWS 0
+#endif
+#endif
+// KILN_STAGED_<t>: whether the target rounds 32 f32 values to t at once in hardware
+// (half.h, kiln_st32_<t>): bf16 by vcvtne2ps2bf16 (AVX512_BF16, with AVX512DQ's vfpclassps
+// to find the subnormals it flushes), f16 by vcvtps2ph (F16C). A kernel whose element loop
+// stores t contiguously is then printed staged (print_c.c, print_staged_loop).
+#ifndef KILN_STAGED_BF16
+#if defined(__GNUC__) && defined(__AVX512BF16__) && defined(__AVX512F__) && defined(__AVX512DQ__)
+#define KILN_STAGED_BF16 1
+#else
+#define KILN_STAGED_BF16 0
+#endif
+#endif
+#ifndef KILN_STAGED_F16
+#if defined(__GNUC__) && defined(__F16C__)
+#define KILN_STAGED_F16 1
+#else
+#define KILN_STAGED_F16 0
 #endif
 #endif
 #if defined(__GNUC__)

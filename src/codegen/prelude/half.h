@@ -115,3 +115,56 @@ KILN_FN float kiln_rnd_f16_arith(float f) {
     return kiln_bits_f32(a - 0x477ff000u < 0x7f800000u - 0x477ff000u ? sign | 0x7f800000u : r);
 #endif
 }
+// kiln_st32_<t>: out[0..31] = kiln_st_<t>(t[0..31]), the C dialect's staged store of 32
+// values (kdesc.h, KD_STAGE; print_c.c, print_staged_loop), where the target has the
+// conversion in hardware (c_head.h, KILN_STAGED_<t>). vcvtps2ph rounds to f16 exactly as
+// kiln_st_f16 (to nearest even, subnormals kept: the kernels run without flush-to-zero; a
+// NaN quieted, its sign and high payload kept). vcvtne2ps2bf16 rounds to bf16 as
+// kiln_st_bf16 but for f32 subnormals, which it flushes to zero: a block holding one (a
+// vfpclassps test) takes the integer path. Both checked against kiln_st_<t> over every
+// f32 pattern (tests/test_half_ops.c, the staged stores). The 32 values are read from a
+// local array the loop fills, which gcc 12 keeps in registers (its stores forwarded).
+#ifdef KILN_STAGED_BF16
+typedef float kiln_v8f __attribute__((vector_size(32)));
+typedef float kiln_v16f __attribute__((vector_size(64)));
+typedef short kiln_v8s __attribute__((vector_size(16)));
+typedef short kiln_v16s __attribute__((vector_size(32)));
+typedef short kiln_v32s __attribute__((vector_size(64)));
+KILN_FN void kiln_st32_bf16(uint16_t *out, const float *t) {
+#if KILN_STAGED_BF16
+    kiln_v16f lo, hi;
+    memcpy(&lo, t, 64);
+    memcpy(&hi, t + 16, 64);
+    if (!(__builtin_ia32_fpclassps512_mask(lo, 0x20, 0xffff) |
+          __builtin_ia32_fpclassps512_mask(hi, 0x20, 0xffff))) { /* 0x20: subnormal */
+#ifdef __clang__
+        kiln_v32s r = (kiln_v32s)__builtin_ia32_cvtne2ps2bf16_512(hi, lo);
+#else
+        kiln_v32s r = (kiln_v32s)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
+#endif
+        memcpy(out, &r, 64);
+        return;
+    }
+#endif
+    for (int k = 0; k < 32; k++) out[k] = kiln_st_bf16(t[k]);
+}
+KILN_FN void kiln_st32_f16(uint16_t *out, const float *t) {
+#if KILN_STAGED_F16 && defined(__AVX512F__)
+    for (int h = 0; h < 32; h += 16) { /* imm 0: to nearest even */
+        kiln_v16f a;
+        memcpy(&a, t + h, 64);
+        kiln_v16s r = (kiln_v16s)__builtin_ia32_vcvtps2ph512_mask(a, 0, (kiln_v16s){0}, 0xffff);
+        memcpy(out + h, &r, 32);
+    }
+#elif KILN_STAGED_F16
+    for (int h = 0; h < 32; h += 8) {
+        kiln_v8f a;
+        memcpy(&a, t + h, 32);
+        kiln_v8s r = (kiln_v8s)__builtin_ia32_vcvtps2ph256(a, 0);
+        memcpy(out + h, &r, 16);
+    }
+#else
+    for (int k = 0; k < 32; k++) out[k] = kiln_st_f16(t[k]);
+#endif
+}
+#endif

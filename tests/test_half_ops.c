@@ -769,6 +769,37 @@ static void test_staged_in_place(void) {
     }
 }
 
+/* The staged loop's other forms, compiled and compared with the reference interpreter
+ * (within cmp_half_tol): a softmax over 37 rows of 101 (one kernel: its element loop reads the kept
+ * exp(x - max) back from the output row it overwrites, so the last 5 of a row run as a
+ * scalar loop, not as a block overlapping the one before), and an elementwise chain over
+ * rows of 2053 (chunks of 2048 and 5: the short chunk runs as a scalar loop), in bf16 and
+ * f16. */
+static void test_staged_forms(void) {
+    for (int i = 0; i < 2; i++) {
+        kiln_dtype t = halves[i];
+        kiln_graph *g = NULL;
+        kiln_graph_create(st_ctx, "staged forms", &g);
+        int64_t sd[2] = {37, 101}, ld[2] = {3, 2053};
+        kiln_value x = kiln_parameter(g, "x", t, 2, sd), y = kiln_parameter(g, "y", t, 2, ld);
+        kiln_value outs[2] = {
+            kiln_softmax(g, x, 1),
+            kiln_add(g, kiln_mul(g, kiln_tanh(g, y), kiln_scalar(g, t, 2)), kiln_scalar(g, t, 1))};
+        kiln_array *args[2] = {NULL, NULL};
+        uint64_t sdd = seed;
+        if (kiln_graph_finish(g, 2, outs) ||
+            !(args[0] = cmp_random_array(st_ctx, t, 2, sd, &sdd)) ||
+            !(args[1] = cmp_random_array(st_ctx, t, 2, ld, &sdd)))
+            CHECK_MSG(0, "staged forms: %s", kiln_last_error(st_ctx));
+        else
+            CHECK_MSG(cmp_graph(st_ctx, g, 2, args, NULL, 1e-5, NULL),
+                      "staged forms (%s) differ from the reference", kiln_dtype_name(t));
+        kiln_array_destroy(args[0]);
+        kiln_array_destroy(args[1]);
+        kiln_graph_destroy(g);
+    }
+}
+
 /* The patterns: every high half of an f32 with sixteen low halves around the bf16 and f16
  * rounding points (ties, one either side, the f16 subnormals' deeper ones), in order (whole
  * blocks of subnormals and of normal numbers) and shuffled (blocks mixing them), in one
@@ -811,6 +842,7 @@ static void test_staged_stores(void) {
         snprintf(what, sizeof what, "shuffled, rows of 101 (%s)",
                  flags[f] ? flags[f] : "the target's");
         st_check(x, 2, d2, what);
+        test_staged_forms();
         if (!f) test_staged_in_place();
         enum { M = 1 << 24 };
         float *y = !f && all && !strcmp(all, "1") ? malloc((size_t)M * 4) : NULL;

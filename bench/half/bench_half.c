@@ -5,13 +5,17 @@
  * bench/half/run.sh prints JAX's figures for the same work next to these. Prints only;
  * nothing fails on time. The 16-bit chains run twice: rounding after every op (the default)
  * and with allow_excess_precision (rounding where stored). Usage: bench_half [reps]
- * [chain|matmul] (default 9 reps, both; figures are medians; a skipped part prints ones). */
+ * [chain|matmul] [row] (default 9 reps, both; figures are medians; a skipped part prints
+ * ones; row: the chain over rows of that many elements, about 64 Mi in all, where a row
+ * that is no multiple of 32 ends in a partial block of the staged stores, print_c.c). */
 #include "../bench_util.h"
 
 #include <string.h>
 
 #define CHAIN_N (64ll << 20) /* 64 Mi elements: 256 MiB in f32, 128 MiB in 16 bits */
 #define MM      2048
+
+static int64_t chain_row; /* > 0: the chain over [CHAIN_N / chain_row, chain_row] */
 
 static double run_s(kiln_context *ctx, kiln_graph *g, int n_args, kiln_array **args, int reps,
                     const kiln_compile_options *o) {
@@ -51,23 +55,26 @@ static void fill(kiln_dtype t, size_t n, unsigned char *buf, uint64_t *seed) {
 static double chain_rate(kiln_context *ctx, kiln_dtype t, int reps, bool excess) {
     kiln_graph *g;
     DIE(ctx, kiln_graph_create(ctx, "chain", &g));
-    int64_t d[1] = {CHAIN_N};
-    kiln_value x = kiln_parameter(g, "x", t, 1, d);
+    int64_t d[2] = {CHAIN_N, 1};
+    int rank = 1;
+    if (chain_row > 0) d[0] = CHAIN_N / chain_row, d[1] = chain_row, rank = 2;
+    int64_t n = d[0] * d[1];
+    kiln_value x = kiln_parameter(g, "x", t, rank, d);
     kiln_value y = kiln_add(g, kiln_mul(g, x, kiln_scalar(g, t, 1.5)), kiln_scalar(g, t, 0.25));
     y = kiln_mul(g, kiln_sub(g, kiln_mul(g, y, x), kiln_scalar(g, t, 0.5)),
                  kiln_scalar(g, t, 0.75));
     DIE(ctx, kiln_graph_finish(g, 1, &y));
     kiln_array *a = NULL;
-    unsigned char *xs = malloc((size_t)CHAIN_N * kiln_dtype_itemsize(t));
+    unsigned char *xs = malloc((size_t)n * kiln_dtype_itemsize(t));
     uint64_t seed = 11;
-    fill(t, (size_t)CHAIN_N, xs, &seed);
-    DIE(ctx, kiln_array_create(ctx, t, 1, d, xs, &a));
+    fill(t, (size_t)n, xs, &seed);
+    DIE(ctx, kiln_array_create(ctx, t, rank, d, xs, &a));
     free(xs);
     kiln_compile_options o = {.allow_excess_precision = excess};
     double s = run_s(ctx, g, 1, &a, reps, &o);
     kiln_array_destroy(a);
     kiln_graph_destroy(g);
-    return (double)CHAIN_N / s;
+    return (double)n / s;
 }
 
 static double matmul_gflops(kiln_context *ctx, kiln_dtype t, int reps) {
@@ -109,6 +116,7 @@ static double copy_gbs(int reps) {
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 9;
     const char *only = argc > 2 ? argv[2] : "";
+    chain_row = argc > 3 ? atoll(argv[3]) : 0;
     bool chains = strcmp(only, "matmul") != 0, products = strcmp(only, "chain") != 0;
     if (reps < 1 || reps > 63) reps = 9;
     kiln_context *ctx = NULL;

@@ -326,9 +326,8 @@ typedef enum kd_cuda_form {
 } kd_cuda_form;
 
 /* kd_sched.stage_loop: the elements of a staged block, those kiln_st32_<t> rounds at once
- * (prelude/half.h). An element loop shorter than KD_STAGE_MIN elements is not staged: most
- * of it would run in the remainder. */
-enum { KD_STAGE = 32, KD_STAGE_MIN = 2 * KD_STAGE };
+ * (prelude/half.h). An element loop shorter than a block is not staged. */
+enum { KD_STAGE = 32 };
 
 /* Boundaries of a segmented element loop, at most (schedule.c, segmented_loop). */
 enum { KD_SEG_MAX = 8 };
@@ -347,8 +346,12 @@ typedef struct kd_sched {
     uint32_t unroll_loop, seg_loop, fast_trig_loop;
     /* C: the element loop whose 16-bit stores (KD_SCHED_STAGED) are staged: its values
      * computed KD_STAGE elements at a time into a local f32 block, then rounded and stored
-     * together (print_c.c, print_staged_loop); 0: none */
+     * together (print_c.c, print_staged_loop); 0: none. stage_overlap: a chunk's last
+     * elements run as a block ending at the chunk's end, overlapping the one before (it
+     * computes some elements again, so not where the loop reads what it overwrites: in
+     * place, or a kept value); else they run as a scalar loop */
     uint32_t stage_loop;
+    bool stage_overlap;
     int n_seg;
     int64_t seg_b[KD_SEG_MAX];
     /* CUDA */

@@ -992,34 +992,30 @@ static void print_staged_stores(pr *p, uint32_t loop, const char *v) {
     pr_line(p, "}");
 }
 
-/* C, kd_sched.stage_loop: the element loop in blocks of KD_STAGE elements, each computed
- * into local f32 arrays (one per staged store) that kiln_st32_<t> then rounds and stores
- * at once, and the fewer than KD_STAGE left in a scalar loop (KILN_SCALAR_LOOP: they are
- * not worth a vectorised copy's compile time); the plain loop where the target has no
- * hardware conversion for the stored types (c_head.h, KILN_STAGED_<t>). gcc keeps a block
- * in registers, so a bf16 chain's stores cost a vfpclassps test and one vcvtne2ps2bf16 per
- * 32 values where the integer rounding took about 20 instructions (bench/RESULTS.md,
- * "Staged 16-bit stores"). */
-static void print_staged_loop(cpr *c, uint32_t loop) {
+/* C, staged loop `loop`: the blocks of KD_STAGE elements from jb, each computed into local
+ * f32 arrays (one per staged store) that kiln_st32_<t> then rounds and stores at once.
+ * With kd_sched.stage_overlap the last block ends at je, overlapping the one before; else
+ * the blocks stop before je and kiln_b<loop> is where the rest begins. */
+static void print_stage_blocks(cpr *c, uint32_t loop, const char *v) {
     pr *p = &c->p;
     const kd_kernel *kd = p->kd;
     uint32_t end = kd_loop_end(kd, loop);
-    bool bf = false, f16 = false;
-    for (uint32_t s = loop + 1; s < end; s++)
-        if (kd->stmts[s].sched & KD_SCHED_STAGED) {
-            bf |= kd->out_type[kd->stmts[s].slot] == KILN_DTYPE_BF16;
-            f16 |= kd->out_type[kd->stmts[s].slot] == KILN_DTYPE_F16;
-        }
-    char v[PR_NAME_LEN];
-    pr_var_name(kd, kd->stmts[loop].var, v);
-    pr_line(p, "#if %s%s%s", bf ? "KILN_STAGED_BF16" : "", bf && f16 ? " || " : "",
-            f16 ? "KILN_STAGED_F16" : "");
+    bool overlap = kd->sched.stage_overlap;
     pr_line(p, "int64_t kiln_b%u = jb;", loop);
-    pr_line(p, "for (; kiln_b%u + %d <= je; kiln_b%u += %d) {", loop, KD_STAGE, loop, KD_STAGE);
+    if (overlap)
+        pr_line(p, "for (; kiln_b%u < je; kiln_b%u += %d) {", loop, loop, KD_STAGE);
+    else
+        pr_line(p, "for (; kiln_b%u + %d <= je; kiln_b%u += %d) {", loop, KD_STAGE, loop, KD_STAGE);
     p->depth++;
+    if (overlap) /* the last block ends at je */
+        pr_line(p, "kiln_b%u = kiln_b%u + %d > je ? je - %d : kiln_b%u;", loop, loop, KD_STAGE,
+                KD_STAGE, loop);
     for (uint32_t s = loop + 1; s < end; s++)
         if (kd->stmts[s].sched & KD_SCHED_STAGED) pr_line(p, "float kiln_h%u[%d];", s, KD_STAGE);
-    print_ivdep(p, loop);
+    if (kd->stmts[loop].simd) /* no accumulator (staged_loop): a plain simd loop */
+        pr_line(p, "#pragma omp simd");
+    else
+        print_ivdep(p, loop);
     pr_line(p, "for (int64_t kiln_e%u = 0; kiln_e%u < %d; kiln_e%u++) {", loop, loop, KD_STAGE,
             loop);
     p->depth++;
@@ -1032,12 +1028,64 @@ static void print_staged_loop(cpr *c, uint32_t loop) {
     print_staged_stores(p, loop, v);
     p->depth--;
     pr_line(p, "}");
-    pr_line(p, "for (int64_t %s = kiln_b%u; %s < je; %s++) {", v, loop, v, v);
+}
+
+/* C: the element loop's body over [from, je) as a scalar loop (KILN_SCALAR_LOOP: the
+ * fewer than KD_STAGE elements a staged loop leaves are not worth a vectorised copy's
+ * compile time). */
+static void print_scalar_rest(cpr *c, uint32_t loop, const char *v, const char *from) {
+    pr *p = &c->p;
+    pr_line(p, "for (int64_t %s = %s; %s < je; %s++) {", v, from, v, v);
     p->depth++;
     pr_line(p, "KILN_SCALAR_LOOP();");
-    for (uint32_t s = loop + 1; s < end; s++) c_stmt(p, s);
+    for (uint32_t s = loop + 1, end = kd_loop_end(p->kd, loop); s < end; s++) c_stmt(p, s);
     p->depth--;
     pr_line(p, "}");
+}
+
+/* C, kd_sched.stage_loop: the element loop in staged blocks (print_stage_blocks), where
+ * the target has the hardware conversion for the stored types (c_head.h,
+ * KILN_STAGED_<t>), else the plain loop. A chunk's last elements run as a block
+ * overlapping the one before (kd_sched.stage_overlap: the same values stored again), or
+ * else as a scalar loop; a chunk shorter than a block (the last of a row, when the row is
+ * not a multiple of the chunk) runs as a scalar loop. gcc keeps a block in registers, so
+ * a bf16 chain's stores cost a vfpclassps test and one vcvtne2ps2bf16 per 32 values where
+ * the integer rounding took about 20 instructions (bench/RESULTS.md, "Staged 16-bit
+ * stores"). */
+static void print_staged_loop(cpr *c, uint32_t loop) {
+    pr *p = &c->p;
+    const kd_kernel *kd = p->kd;
+    uint32_t end = kd_loop_end(kd, loop);
+    bool bf = false, f16 = false;
+    for (uint32_t s = loop + 1; s < end; s++)
+        if (kd->stmts[s].sched & KD_SCHED_STAGED) {
+            bf |= kd->out_type[kd->stmts[s].slot] == KILN_DTYPE_BF16;
+            f16 |= kd->out_type[kd->stmts[s].slot] == KILN_DTYPE_F16;
+        }
+    char v[PR_NAME_LEN], from[32];
+    pr_var_name(kd, kd->stmts[loop].var, v);
+    /* the shortest chunk: the last of a row */
+    int64_t chunk = p->chunk > 0 && p->chunk < kd->inner ? p->chunk : kd->inner;
+    int64_t last = kd->inner - (kd->inner - 1) / chunk * chunk;
+    pr_line(p, "#if %s%s%s", bf ? "KILN_STAGED_BF16" : "", bf && f16 ? " || " : "",
+            f16 ? "KILN_STAGED_F16" : "");
+    if (!kd->sched.stage_overlap) {
+        print_stage_blocks(c, loop, v);
+        snprintf(from, sizeof from, "kiln_b%u", loop);
+        print_scalar_rest(c, loop, v, from);
+    } else if (last >= KD_STAGE) {
+        print_stage_blocks(c, loop, v);
+    } else {
+        pr_line(p, "if (je - jb >= %d) {", KD_STAGE);
+        p->depth++;
+        print_stage_blocks(c, loop, v);
+        p->depth--;
+        pr_line(p, "} else {");
+        p->depth++;
+        print_scalar_rest(c, loop, v, "jb");
+        p->depth--;
+        pr_line(p, "}");
+    }
     pr_line(p, "#else");
     for (uint32_t s = loop; s <= end; s++) c_stmt(p, s);
     pr_line(p, "#endif");

@@ -367,12 +367,15 @@ static bool staged_store(const kd_kernel *kd, const kd_stmt *st, uint32_t v) {
  * products on an AMD EPYC"), and cannot use the hardware's conversion from scalar code; a
  * block of KD_STAGE values rounded together by kiln_st32_<t> can (prelude/half.h). So a
  * straight-line element loop (loads, constants, elementwise ops, row clamps and stores:
- * no reduction, branch or inner loop) with a 16-bit store contiguous along the loop is
+ * no reduction, branch or inner loop; a simd pragma moves to the block's loop) with a
+ * 16-bit store contiguous along the loop is
  * staged, where no other form claims the loop (interleaved, segmented, fast trig, the
  * column form, parts, row blocks, prologue rows, a split last axis). In place is fine: an
  * overwritten input is read only at the element itself (src/plan/inplace.c), and every
- * element of a block is read before any is stored. The target decides whether to use it
- * (c_head.h, KILN_STAGED_<t>). 0: none. */
+ * element of a block is read before any is stored; but then a chunk's last elements
+ * cannot run as a block overlapping the one before (kd_sched.stage_overlap), which would
+ * read what that one stored. The target decides whether to use the form (c_head.h,
+ * KILN_STAGED_<t>). 0: none. */
 static uint32_t staged_loop(kd_kernel *kd) {
     const kd_sched *c = &kd->sched;
     if (kd->columns || kd->parts || kd->split || kd->row_block > 1 || kd->prologue_rows > 1 ||
@@ -382,16 +385,18 @@ static uint32_t staged_loop(kd_kernel *kd) {
     if (!loop) return 0;
     const kd_stmt *l = &kd->stmts[loop];
     int64_t row = c->chunk > 0 && c->chunk < kd->inner ? c->chunk : kd->inner;
-    if (l->simd || l->simd_narrow || row < KD_STAGE_MIN) return 0;
+    if (l->acc || l->simd_narrow || row < KD_STAGE) return 0;
     uint32_t end = kd_loop_end(kd, loop);
-    bool any = false;
+    bool any = false, kept = false;
     for (uint32_t s = loop + 1; s < end; s++) {
         const kd_stmt *st = &kd->stmts[s];
         if (st->kind != KS_LIT && st->kind != KS_LOAD && st->kind != KS_IOTA && st->kind != KS_OP &&
             st->kind != KS_CLAMP && st->kind != KS_STORE)
             return 0;
         any |= staged_store(kd, st, l->var);
+        kept |= st->kind == KS_LOAD && st->keep;
     }
+    kd->sched.stage_overlap = any && !kd->in_place && !kept;
     for (uint32_t s = loop + 1; any && s < end; s++)
         if (staged_store(kd, &kd->stmts[s], l->var)) kd->stmts[s].sched |= KD_SCHED_STAGED;
     return any ? loop : 0;

@@ -276,13 +276,32 @@ void pr_load_from(pr *p, kiln_dtype stored, const char *buf, uint32_t slot, uint
     sb_append(p->sb, half ? "])" : "]");
 }
 
-/* `kiln_rnd_bf16(` where s rounds its f32 value to a 16-bit dtype; "" otherwise. */
-static void round_open(pr *p, const kd_stmt *s, char *buf, size_t n) {
-    if (s->round)
-        snprintf(buf, n, "kiln_rnd_%s(", pr_dtype_suffix(s->round));
+/* The 16-bit dtype statement id rounds its value to where it makes it (kd_stmt.round), or
+ * none when only stores of that dtype read the value: a store rounds to nearest even
+ * itself (kiln_st_<t>, kiln_st32_<t>), and a value rounded twice has the bits of one
+ * rounding, so the kernel's results are the same (a converted or computed 16-bit output,
+ * the last op of most 16-bit kernels, then costs one rounding, not two). */
+static kiln_dtype made_round(const kd_kernel *kd, uint32_t id) {
+    const kd_stmt *s = &kd->stmts[id];
+    bool read = false;
+    for (uint32_t t = id + 1; s->round && t < kd->n_stmts; t++) {
+        const kd_stmt *r = &kd->stmts[t];
+        for (uint32_t i = 0; i < r->n_args; i++) {
+            if (r->args[i] != id) continue;
+            if (r->kind != KS_STORE || kd->out_type[r->slot] != s->round) return s->round;
+            read = true;
+        }
+    }
+    return read ? KILN_DTYPE_INVALID : s->round;
+}
+
+/* `kiln_rnd_bf16(` where statement id rounds its f32 value to a 16-bit dtype; "" otherwise. */
+static void round_open(pr *p, uint32_t id, char *buf, size_t n) {
+    kiln_dtype r = made_round(p->kd, id);
+    if (r)
+        snprintf(buf, n, "kiln_rnd_%s(", pr_dtype_suffix(r));
     else
         buf[0] = 0;
-    (void)p;
 }
 
 static void print_load(pr *p, uint32_t id) {
@@ -301,7 +320,7 @@ static void print_load(pr *p, uint32_t id) {
      * AVX-512 converts int64 vectors (a loop over sin(iota) stayed scalar) */
     bool narrow = ir_dtype_is_float(s->dtype) && s->n > 0 && s->n <= INT32_MAX;
     char rnd[32];
-    round_open(p, s, rnd, sizeof rnd);
+    round_open(p, id, rnd, sizeof rnd);
     sb_printf(p->sb, "const %s v%u = %s(%s)%s", ct, id, rnd, ct, narrow ? "(int32_t)(" : "");
     pr_operand(kd, p->sb, s->ix);
     sb_printf(p->sb, "%s%s;\n", narrow ? ")" : "", rnd[0] ? ")" : "");
@@ -313,7 +332,7 @@ static void print_result(pr *p, uint32_t id) {
     char v[PR_ACC_LEN], nan[PR_ACC_LEN];
     p->acc_name(p, s->args[0], false, v);
     p->acc_name(p, s->args[0], true, nan);
-    if (s->round) /* a sum or product of a 16-bit dtype, rounded from its wide accumulator */
+    if (made_round(p->kd, id)) /* a 16-bit sum or product, rounded from its accumulator */
         pr_line(p, "const %s v%u = kiln_rnd_%s((%s)%s);", ct, id, pr_dtype_suffix(s->round), ct, v);
     else if (acc->red.nan_flag && !acc->column)
         pr_line(p, "const %s v%u = %s ? (%s)NAN : %s;", ct, id, nan, ct, v);
@@ -343,7 +362,7 @@ void pr_stmt(pr *p, uint32_t id) {
             p->hole = (int)s->op + 1;
             snprintf(ex, sizeof ex, "0");
         }
-        if (s->round)
+        if (made_round(kd, id))
             pr_line(p, "const %s v%u = kiln_rnd_%s%s(%s);", ct, id, pr_dtype_suffix(s->round),
                     s->round_arith ? "_arith" : "", ex);
         else if (p->rounded && pr_product_valued(s->op, s->dtype))

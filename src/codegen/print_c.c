@@ -1045,12 +1045,12 @@ static void print_scalar_rest(cpr *c, uint32_t loop, const char *v, const char *
 
 /* C, kd_sched.stage_loop: the element loop in staged blocks (print_stage_blocks), where
  * the target has the hardware conversion for the stored types (c_head.h,
- * KILN_STAGED_<t>), else the plain loop. A chunk's last elements run as a block
- * overlapping the one before (kd_sched.stage_overlap: the same values stored again), or
- * else as a scalar loop; a chunk shorter than a block (the last of a row, when the row is
- * not a multiple of the chunk) runs as a scalar loop. gcc keeps a block in registers, so
- * a bf16 chain's stores cost a vfpclassps test and one vcvtne2ps2bf16 per 32 values where
- * the integer rounding took about 20 instructions (bench/RESULTS.md, "Staged 16-bit
+ * KILN_STAGED_<t>), else the plain loop. A chunk's last elements, when it is no multiple of
+ * a block, run as a block overlapping the one before (kd_sched.stage_overlap: the same
+ * values stored again), or else as a scalar loop; a chunk shorter than a block (the last
+ * of a row, when the row is not a multiple of the chunk) runs as a scalar loop. gcc keeps a block
+ * in registers, so a bf16 chain's stores cost a vfpclassps test and one vcvtne2ps2bf16 per 32
+ * values where the integer rounding took about 20 instructions (bench/RESULTS.md, "Staged 16-bit
  * stores"). */
 static void print_staged_loop(cpr *c, uint32_t loop) {
     pr *p = &c->p;
@@ -1069,10 +1069,10 @@ static void print_staged_loop(cpr *c, uint32_t loop) {
     int64_t last = kd->inner - (kd->inner - 1) / chunk * chunk;
     pr_line(p, "#if %s%s%s", bf ? "KILN_STAGED_BF16" : "", bf && f16 ? " || " : "",
             f16 ? "KILN_STAGED_F16" : "");
-    if (!kd->sched.stage_overlap) {
+    if (!kd->sched.stage_overlap) { /* a rest only where some chunk leaves one */
         print_stage_blocks(c, loop, v);
         snprintf(from, sizeof from, "kiln_b%u", loop);
-        print_scalar_rest(c, loop, v, from);
+        if (chunk % KD_STAGE || last % KD_STAGE) print_scalar_rest(c, loop, v, from);
     } else if (last >= KD_STAGE) {
         print_stage_blocks(c, loop, v);
     } else {

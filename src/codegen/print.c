@@ -276,12 +276,7 @@ void pr_load_from(pr *p, kiln_dtype stored, const char *buf, uint32_t slot, uint
     sb_append(p->sb, half ? "])" : "]");
 }
 
-/* The 16-bit dtype statement id rounds its value to where it makes it (kd_stmt.round), or
- * none when only stores of that dtype read the value: a store rounds to nearest even
- * itself (kiln_st_<t>, kiln_st32_<t>), and a value rounded twice has the bits of one
- * rounding, so the kernel's results are the same (a converted or computed 16-bit output,
- * the last op of most 16-bit kernels, then costs one rounding, not two). */
-static kiln_dtype made_round(const kd_kernel *kd, uint32_t id) {
+kiln_dtype pr_made_round(const kd_kernel *kd, uint32_t id) {
     const kd_stmt *s = &kd->stmts[id];
     bool read = false;
     for (uint32_t t = id + 1; s->round && t < kd->n_stmts; t++) {
@@ -297,7 +292,7 @@ static kiln_dtype made_round(const kd_kernel *kd, uint32_t id) {
 
 /* `kiln_rnd_bf16(` where statement id rounds its f32 value to a 16-bit dtype; "" otherwise. */
 static void round_open(pr *p, uint32_t id, char *buf, size_t n) {
-    kiln_dtype r = made_round(p->kd, id);
+    kiln_dtype r = pr_made_round(p->kd, id);
     if (r)
         snprintf(buf, n, "kiln_rnd_%s(", pr_dtype_suffix(r));
     else
@@ -332,7 +327,7 @@ static void print_result(pr *p, uint32_t id) {
     char v[PR_ACC_LEN], nan[PR_ACC_LEN];
     p->acc_name(p, s->args[0], false, v);
     p->acc_name(p, s->args[0], true, nan);
-    if (made_round(p->kd, id)) /* a 16-bit sum or product, rounded from its accumulator */
+    if (pr_made_round(p->kd, id)) /* a 16-bit sum or product, rounded from its accumulator */
         pr_line(p, "const %s v%u = kiln_rnd_%s((%s)%s);", ct, id, pr_dtype_suffix(s->round), ct, v);
     else if (acc->red.nan_flag && !acc->column)
         pr_line(p, "const %s v%u = %s ? (%s)NAN : %s;", ct, id, nan, ct, v);
@@ -362,7 +357,7 @@ void pr_stmt(pr *p, uint32_t id) {
             p->hole = (int)s->op + 1;
             snprintf(ex, sizeof ex, "0");
         }
-        if (made_round(kd, id))
+        if (pr_made_round(kd, id))
             pr_line(p, "const %s v%u = kiln_rnd_%s%s(%s);", ct, id, pr_dtype_suffix(s->round),
                     s->round_arith ? "_arith" : "", ex);
         else if (p->rounded && pr_product_valued(s->op, s->dtype))

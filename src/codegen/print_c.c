@@ -548,6 +548,10 @@ static void print_prologue_rows(pr *p) {
         const kd_stmt *keep = NULL;
         for (uint32_t u = loop + 1; u < end; u++)
             if (kd->stmts[u].kind == KS_STORE) keep = &kd->stmts[u];
+        /* a 16-bit kept row is summed where it is computed: read back, its values would be
+         * the stored, rounded ones (with excess precision not those the sum adds), and
+         * kexec.c's reduction_pragma says the same */
+        if (keep && ir_dtype_is_half(kd->out_type[keep->slot])) keep = NULL;
         if (keep) { /* the values computed and kept, the row vectorised */
             kd_stmt plain = kd->stmts[loop];
             plain.acc = 0, plain.simd = !tiny;
@@ -1176,9 +1180,11 @@ static void c_stmt(pr *p, uint32_t id) {
     if (trig && s->dtype == KILN_DTYPE_F32 && (c->fast_trig || c->trig_rerun)) {
         const char *f = s->op == IR_SIN ? "sin" : "cos";
         pr_val_name(p->kd, s->args[0], x);
+        kiln_dtype r = pr_made_round(p->kd, id); /* a 16-bit sin or cos rounds as elsewhere */
         if (c->trig_rerun) pr_line(p, "KILN_SCALAR_LOOP();");
-        pr_line(p, "const float v%u = kiln_%s_%s_f32(%s);", id, f, c->fast_trig ? "fast" : "rerun",
-                x);
+        pr_line(p, "const float v%u = %s%s%skiln_%s_%s_f32(%s)%s;", id, r ? "kiln_rnd_" : "",
+                r ? pr_dtype_suffix(r) : "", r ? "(" : "", f, c->fast_trig ? "fast" : "rerun", x,
+                r ? ")" : "");
         if (c->fast_trig) pr_line(p, "kiln_big |= kiln_trig_big_f32(%s);", x);
         return;
     }

@@ -63,6 +63,12 @@ const char *pr_red_op(ir_op op);
 void pr_combine_line(pr *p, const kd_stmt *acc, const char *a, const char *t);
 /* Whether a float value of op may end in a multiplication (KILN_ROUNDED). */
 bool pr_product_valued(ir_op op, kiln_dtype t);
+/* The 16-bit dtype statement id rounds its value to where it makes it (kd_stmt.round), or
+ * none when only stores of that dtype read the value: a store rounds to nearest even
+ * itself (kiln_st_<t>, kiln_st32_<t>), and a value rounded twice has the bits of one
+ * rounding, so the kernel's results are the same (a converted or computed 16-bit output,
+ * the last op of most 16-bit kernels, then costs one rounding, not two). */
+kiln_dtype pr_made_round(const kd_kernel *kd, uint32_t id);
 /* The shared forms of statement id (a LOOP or an ACC is the renderer's). */
 void pr_stmt(pr *p, uint32_t id);
 /* ACCUM s into its accumulator as it is (no f32 block). */

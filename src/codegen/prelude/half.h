@@ -137,8 +137,10 @@ KILN_FN void kiln_st32_bf16(uint16_t *out, const float *t) {
     memcpy(&hi, t + 16, 64);
     if (!(__builtin_ia32_fpclassps512_mask(lo, 0x20, 0xffff) |
           __builtin_ia32_fpclassps512_mask(hi, 0x20, 0xffff))) { /* 0x20: subnormal */
-#ifdef __clang__
+#if defined(__clang__)
         kiln_v32s r = (kiln_v32s)__builtin_ia32_cvtne2ps2bf16_512(hi, lo);
+#elif __GNUC__ >= 13 /* the intrinsics' bf16 became __bf16 there, and the builtin's name */
+        kiln_v32s r = (kiln_v32s)__builtin_ia32_cvtne2ps2bf16_v32bf(hi, lo);
 #else
         kiln_v32s r = (kiln_v32s)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
 #endif

@@ -769,37 +769,6 @@ static void test_staged_in_place(void) {
     }
 }
 
-/* Two forms of the C printer's own, compiled (st_ctx) and compared with the reference: a
- * softmax over 64 rows of 16 (16 rows an item, the prologue step by step: print_c.c,
- * print_prologue_rows), whose kept exp row was read back as raw 16-bit integers, so rows
- * summed to about 2e-5; and sin(x) * 3 over rows of 100 (fast sin and cos with an exact
- * rerun: schedule.c, fast_trig_loop), whose sine was not rounded to the 16-bit dtype before
- * the product. Both found by a review of the staged stores. */
-static void test_short_forms(void) {
-    for (int i = 0; i < 2; i++) {
-        kiln_dtype t = halves[i];
-        kiln_graph *g = NULL;
-        kiln_graph_create(st_ctx, "short forms", &g);
-        int64_t sd[2] = {64, 16}, td[2] = {4, 100};
-        kiln_value x = kiln_parameter(g, "x", t, 2, sd), y = kiln_parameter(g, "y", t, 2, td);
-        kiln_value outs[2] = {kiln_softmax(g, x, 1),
-                              kiln_mul(g, kiln_sin(g, y), kiln_scalar(g, t, 3))};
-        kiln_array *args[2] = {NULL, NULL};
-        uint64_t sdd = seed;
-        if (kiln_graph_finish(g, 2, outs) ||
-            !(args[0] = cmp_random_array(st_ctx, t, 2, sd, &sdd)) ||
-            !(args[1] = cmp_random_array(st_ctx, t, 2, td, &sdd)))
-            CHECK_MSG(0, "short forms: %s", kiln_last_error(st_ctx));
-        else
-            CHECK_MSG(cmp_graph(st_ctx, g, 2, args, NULL, 1e-5, NULL),
-                      "softmax over rows of 16 / sin (%s) differ from the reference",
-                      kiln_dtype_name(t));
-        kiln_array_destroy(args[0]);
-        kiln_array_destroy(args[1]);
-        kiln_graph_destroy(g);
-    }
-}
-
 /* The staged loop's other forms, compiled and compared with the reference interpreter
  * (within cmp_half_tol): a softmax over 37 rows of 101 (one kernel: its element loop reads the kept
  * exp(x - max) back from the output row it overwrites, so the last 5 of a row run as a
@@ -807,7 +776,6 @@ static void test_short_forms(void) {
  * rows of 2053 (chunks of 2048 and 5: the short chunk runs as a scalar loop), in bf16 and
  * f16. */
 static void test_staged_forms(void) {
-    test_short_forms();
     for (int i = 0; i < 2; i++) {
         kiln_dtype t = halves[i];
         kiln_graph *g = NULL;

@@ -164,7 +164,7 @@ export KILN_CACHE_DIR=$build/kcache
 step build 300 bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release "${@:4}" &&
     cmake --build "$2" -j"$3" --target test_cuda test_cuda_nvrtc bench_cuda test_registry \
         test_compile_ops test_autodiff test_backend test_gpt test_nccl test_control \
-        test_control_grad test_sort test_gather test_vmap test_conv kiln_tool' \
+        test_control_grad test_sort test_gather test_vmap test_conv test_half_forms kiln_tool' \
     build "$root" "$build" "$(nproc)" "${cmake_deps[@]}"
 
 # ---- conformance, then the figures, then the broader suites with the time left ---------
@@ -239,6 +239,9 @@ fi
 # batched programs (per-example gradients among them): every device against the reference
 [ -x "$build/test_gather" ] && step gather_all_devices 40 "$build/test_gather"
 [ -x "$build/test_vmap" ] && step vmap_all_devices 60 "$build/test_vmap"
+# every form of the printers in bf16 and f16 (prologue rows, fast trig, staged stores, ...):
+# every device against the reference
+[ -x "$build/test_half_forms" ] && step half_forms_all_devices 60 "$build/test_half_forms"
 # the same GPT step beside PyTorch eager and torch.compile (issue 31's further columns):
 # last but NVRTC, since torch.compile's own compile takes minutes of a short lease
 [ -x "$build/kiln" ] && step gpt_vs_torch 240 env GPU_SH_SIDES=torch "$root/bench/gpt/gpu.sh" \
@@ -258,7 +261,7 @@ if [ -f "$out/conformance.log" ]; then
 fi
 for t in registry_all_devices compile_ops_all_devices autodiff_all_devices gpt_all_devices \
     control_all_devices control_grad_all_devices sort_all_devices gather_all_devices \
-    vmap_all_devices conv_all_devices nvrtc_sm90 nccl_one_rank; do
+    vmap_all_devices conv_all_devices half_forms_all_devices nvrtc_sm90 nccl_one_rank; do
     [ -f "$out/$t.log" ] && note "$t: $(grep -E 'passed, [0-9]+ failed' "$out/$t.log" | tail -n 1)"
 done
 if [ -f "$out/bench.log" ]; then

@@ -340,25 +340,30 @@ static uint32_t fast_trig_loop(const kd_kernel *kd) {
     return trig ? 1 : 0;
 }
 
-/* Whether index ix steps by one element with loop variable v: c + v + terms in other loop
- * variables only (anything else might depend on v). */
-static bool unit_step(const kd_kernel *kd, uint32_t ix, uint32_t v) {
+/* c + v + sum of w k * (other loop variables): w consecutive elements from a multiple of
+ * w of v, so one vector access when the buffer is 16-byte aligned (every buffer is: the
+ * allocator and the planner align to 256 bytes). */
+static bool vec_index(const kd_kernel *kd, uint32_t ix, int64_t w, uint32_t v) {
     const kd_index *x = &kd->ixs[ix];
     bool has_v = false;
+    if (x->c % w) return false;
     for (uint32_t i = 0; i < x->n; i++) {
         const kd_term *t = &kd->terms[x->first + i];
         const kd_atom *a = &kd->atoms[t->atom];
         if (a->kind != KD_ATOM_VAR) return false;
+        if (a->arg != v && t->coef % w) return false;
+        /* two atoms of v (it narrowed by a guard, kd_ix_within) would step by 2 */
         if (a->arg == v && (t->coef != 1 || has_v)) return false;
         has_v |= a->arg == v;
     }
     return has_v;
 }
 
-/* Whether statement st of element loop variable v is a 16-bit store it may stage. */
+/* Whether statement st of element loop variable v is a 16-bit store it may stage: one
+ * whose index steps by one element with v (vec_index at a width of 1). */
 static bool staged_store(const kd_kernel *kd, const kd_stmt *st, uint32_t v) {
     return st->kind == KS_STORE && !st->keep && ir_dtype_is_half(kd->out_type[st->slot]) &&
-           unit_step(kd, st->ix, v);
+           vec_index(kd, st->ix, 1, v);
 }
 
 /* C: the element loop whose 16-bit stores are staged (kd_sched.stage_loop), marking them
@@ -564,25 +569,6 @@ static bool cuda_column_split(kd_kernel *kd) {
     kd->stmts[loop].sched |= KD_SCHED_SPLIT_LOOP;
     c->parts = parts;
     return true;
-}
-
-/* c + v + sum of w k * (other loop variables): w consecutive elements from a multiple of
- * w of v, so one vector access when the buffer is 16-byte aligned (every buffer is: the
- * allocator and the planner align to 256 bytes). */
-static bool vec_index(const kd_kernel *kd, uint32_t ix, int64_t w, uint32_t v) {
-    const kd_index *x = &kd->ixs[ix];
-    bool has_v = false;
-    if (x->c % w) return false;
-    for (uint32_t i = 0; i < x->n; i++) {
-        const kd_term *t = &kd->terms[x->first + i];
-        const kd_atom *a = &kd->atoms[t->atom];
-        if (a->kind != KD_ATOM_VAR) return false;
-        if (a->arg != v && t->coef % w) return false;
-        /* two atoms of v (it narrowed by a guard, kd_ix_within) would step by 2 */
-        if (a->arg == v && (t->coef != 1 || has_v)) return false;
-        has_v |= a->arg == v;
-    }
-    return has_v;
 }
 
 /* Whether index ix is the same for every value of loop variable v: plain variables, none

@@ -481,6 +481,12 @@ int64_t kd_sched_tile(const kd_kernel *kd);
 int64_t kd_sched_row_block(const kd_kernel *kd);
 void kd_sched_parts(kd_kernel *kd);
 int64_t kd_sched_prologue_rows(kd_kernel *kd);
+/* kd->prologue_rows: the kept value's store in prologue reduce loop `loop` when the C
+ * dialect sums the kept row back in a loop of its own (print_c.c, print_prologue_rows; the
+ * order kexec.c's reduction_pragma follows), 0 when it sums where it computes: no kept
+ * value, or a 16-bit one (read back, its values would be the stored, rounded ones, with
+ * excess precision not those the sum adds). */
+uint32_t kd_kept_row_store(const kd_kernel *kd, uint32_t loop);
 /* Whether index ix is the last axis' variable plus a constant, *c. */
 bool kd_last_plus(const kd_kernel *kd, uint32_t ix, int64_t *c);
 /* Fills kd->sched (and the statements' sched marks) for one dialect. */

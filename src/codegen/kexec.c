@@ -1336,20 +1336,16 @@ static bool narrow_pragma(void) {
 
 /* Whether the C dialect prints an `omp simd` reduction on LOOP statement `loop` (a
  * reduction's innermost loop): its simd flag, or simd_narrow where the target has no
- * AVX-512; but a prologue taken row by row (kd->prologue_rows) sums a kept f32 or f64
- * value's row in a loop of its own with simd_narrow alone, none on rows of at most
+ * AVX-512; but a prologue taken row by row (kd->prologue_rows) sums a kept row in a loop of
+ * its own (kd_kept_row_store) with simd_narrow alone, none on rows of at most
  * KD_TINY_REDUCE (print_c.c, print_prologue_rows). */
 static bool reduction_pragma(const kd_kernel *kd, uint32_t loop) {
     const kd_stmt *l = &kd->stmts[loop];
     if (kd->prologue_rows > 1) {
         uint32_t e = 1; /* the element loop: the prologue is before it */
         while (e < kd->n_stmts && !(kd->stmts[e].kind == KS_LOOP && kd->stmts[e].n < 0)) e++;
-        bool keep = false; /* an f32 or f64 kept row: a 16-bit one is summed in place */
-        uint32_t end = kd_loop_end(kd, loop);
-        for (uint32_t u = loop + 1; u < end; u++)
-            keep |=
-                kd->stmts[u].kind == KS_STORE && !ir_dtype_is_half(kd->out_type[kd->stmts[u].slot]);
-        if (loop < e && keep) return kd->inner > KD_TINY_REDUCE && narrow_pragma();
+        if (loop < e && kd_kept_row_store(kd, loop))
+            return kd->inner > KD_TINY_REDUCE && narrow_pragma();
     }
     return l->simd || (l->simd_narrow && narrow_pragma());
 }

@@ -545,13 +545,8 @@ static void print_prologue_rows(pr *p) {
         }
         uint32_t loop = t + 1, end = loop + 1;
         while (kd->stmts[end].kind != KS_END) end++;
-        const kd_stmt *keep = NULL;
-        for (uint32_t u = loop + 1; u < end; u++)
-            if (kd->stmts[u].kind == KS_STORE) keep = &kd->stmts[u];
-        /* a 16-bit kept row is summed where it is computed: read back, its values would be
-         * the stored, rounded ones (with excess precision not those the sum adds), and
-         * kexec.c's reduction_pragma says the same */
-        if (keep && ir_dtype_is_half(kd->out_type[keep->slot])) keep = NULL;
+        uint32_t kept = kd_kept_row_store(kd, loop);
+        const kd_stmt *keep = kept ? &kd->stmts[kept] : NULL;
         if (keep) { /* the values computed and kept, the row vectorised */
             kd_stmt plain = kd->stmts[loop];
             plain.acc = 0, plain.simd = !tiny;
@@ -568,10 +563,10 @@ static void print_prologue_rows(pr *p) {
             across.simd_narrow = !tiny;
             c_loop((cpr *)p, &across);
             pr_indent(p);
-            sb_printf(p->sb, "const %s v%u = out%u[", cgen_ctype(kd->stmts[keep->args[0]].dtype),
-                      keep->args[0], keep->slot);
-            pr_ix(kd, p->sb, keep->ix);
-            sb_append(p->sb, "];\n");
+            sb_printf(p->sb, "const %s v%u = ", cgen_ctype(kd->stmts[keep->args[0]].dtype),
+                      keep->args[0]);
+            pr_load_from(p, kd->out_type[keep->slot], "out", keep->slot, keep->ix);
+            sb_append(p->sb, ";\n");
             for (uint32_t u = loop + 1; u < end; u++)
                 if (kd->stmts[u].kind == KS_ACCUM) c_stmt(p, u);
             c_stmt(p, end);

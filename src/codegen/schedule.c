@@ -236,6 +236,13 @@ int64_t kd_sched_prologue_rows(kd_kernel *kd) {
     return KD_PROLOGUE_ROWS;
 }
 
+uint32_t kd_kept_row_store(const kd_kernel *kd, uint32_t loop) {
+    for (uint32_t u = loop + 1, end = kd_loop_end(kd, loop); u < end; u++)
+        if (kd->stmts[u].kind == KS_STORE)
+            return ir_dtype_is_half(kd->out_type[kd->stmts[u].slot]) ? 0 : u;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- C ---- */
 
 /* C, kd->split: the element loop, when it is printed unrolled over the split's remainder

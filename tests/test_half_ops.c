@@ -811,9 +811,8 @@ static void test_staged_forms(void) {
  * the form of an AVX2 machine). With
  * KILN_TEST_EXHAUSTIVE=1, every f32 pattern too, 2^24 at a time, built as the target has it. */
 static void test_staged_stores(void) {
-    static const char *const flags[4] = {NULL, "-DKILN_STAGED_BF16=0",
-                                         "-DKILN_STAGED_BF16=0 -DKILN_STAGED_F16=0",
-                                         "-mno-avx512f"};
+    static const char *const flags[4] = {
+        NULL, "-DKILN_STAGED_BF16=0", "-DKILN_STAGED_BF16=0 -DKILN_STAGED_F16=0", "-mno-avx512f"};
     static const uint16_t low[16] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x1fff,
                                      0x2000, 0x3000, 0x7fff, 0x8000, 0x8001, 0x9000,
                                      0xc000, 0xefff, 0xffff, 0x4321};

@@ -117,6 +117,11 @@ int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 9;
     const char *only = argc > 2 ? argv[2] : "";
     chain_row = argc > 3 ? atoll(argv[3]) : 0;
+    if (argc > 3 && (chain_row < 1 || chain_row > CHAIN_N)) {
+        fprintf(stderr, "bench_half: row %s: give a row length from 1 to %lld elements\n", argv[3],
+                (long long)CHAIN_N);
+        return 2;
+    }
     bool chains = strcmp(only, "matmul") != 0, products = strcmp(only, "chain") != 0;
     if (reps < 1 || reps > 63) reps = 9;
     kiln_context *ctx = NULL;

@@ -124,7 +124,7 @@ KILN_FN float kiln_rnd_f16_arith(float f) {
 // vfpclassps test) takes the integer path. Both checked against kiln_st_<t> over every
 // f32 pattern (tests/test_half_ops.c, the staged stores). The 32 values are read from a
 // local array the loop fills, which gcc 12 keeps in registers (its stores forwarded).
-#ifdef KILN_STAGED_BF16
+#ifdef KILN_STAGED_BF16 /* the C dialect (c_head.h defines both, 0 or 1): not CUDA's */
 typedef float kiln_v8f __attribute__((vector_size(32)));
 typedef float kiln_v16f __attribute__((vector_size(64)));
 typedef short kiln_v8s __attribute__((vector_size(16)));

@@ -209,6 +209,17 @@ if [ -x "$build/kiln" ]; then
     # pinned_host memory, each against everything on the device (target: the JAX policy's
     # offload at <= 1.1x the time of keeping the values)
     step offload_gpu 120 "$root/bench/gpt/offload.sh" "$build/kiln" cuda 20
+    # the JAX policy's offloaded step profiled (each kernel and copy timed alone): its
+    # "transfers" line is what the copies cost unoverlapped, to set beside offload_gpu's
+    # excess over keeping the values (equal: the copies overlap nothing; smaller: the
+    # excess is elsewhere, and the kernels' lines say where)
+    step offload_profile 45 bash -c 'w=$(mktemp -d)
+        KILN_PROFILE=1 "$1/kiln" train --device cuda --batch 8 --context 128 --layers 4 \
+            --heads 4 --channels 256 --steps 8 --seed 1337 --eval-every 0 --no-summary \
+            --remat offload_dot_with_no_batch_dims --out "$w" >"$2/profile_offload.log" 2>&1 ||
+            echo "kiln train --remat offload_dot_with_no_batch_dims failed"
+        rm -rf "$w"
+        grep -A 40 "KILN_PROFILE" "$2/profile_offload.log" | head -n 60' profile "$build" "$out"
 fi
 if [ -x "$build/test_nccl" ]; then
     # one rank on cuda:0 (NCCL puts one rank on a GPU): load, init, all-reduce on the
@@ -282,6 +293,10 @@ fi
 if [ -f "$out/offload_gpu.log" ]; then
     note ""
     while IFS= read -r l; do note "$l"; done <"$out/offload_gpu.log"
+fi
+if [ -f "$out/offload_profile.log" ]; then
+    grep -E '^(profile:|  (loops|products|transfers|scatters) )' "$out/offload_profile.log" |
+        while IFS= read -r l; do note "offload profile: $l"; done
 fi
 # the text alone in one file, small enough to carry back from a lent machine (the GPT
 # side's inputs and checkpoints stay behind)

@@ -385,6 +385,19 @@ FN(f_cond, {
     kiln_cond(g, p, br_true, br_false, NULL, 1, x, &no, o);
     return no;
 })
+/* conds in a row on batched predicates (test_cond_growth runs it at many lengths) */
+static int cond_chain_len = 6;
+FN(f_cond_chain, {
+    kiln_value v = x[0];
+    for (int k = 0; k < cond_chain_len; k++) {
+        kiln_value p = kiln_compare(g, kiln_reduce_sum(g, v, 0, NULL, false),
+                                    kiln_scalar(g, dtype_of(g, v), 0.5 * (k % 3)), KILN_CMP_GT);
+        int no = 0;
+        kiln_cond(g, p, br_false, br_true, NULL, 1, &v, &no, &v);
+    }
+    o[0] = v;
+    return 1;
+})
 static int wh_cond(kiln_graph *g, int n, const kiln_value *x, void *user, kiln_value *o) {
     (void)n, (void)user;
     o[0] = kiln_compare(g, x[1], kiln_scalar(g, KILN_DTYPE_I32, 3), KILN_CMP_LT);
@@ -624,6 +637,7 @@ static const vcase cases[] = {
     {"scan_carry_fixpoint", f_scan_fix, 2, {F, F}, {2, 1}, {DIMS(4, 3), DIMS(3)}, {NONE, 0}, 2,
      {0, 1}, true, false},
     {"cond_inside", f_cond, 1, {F}, {1}, {DIMS(4)}, {0}, 1, {1}, true, false},
+    {"cond_chain", f_cond_chain, 1, {F}, {1}, {DIMS(4)}, {0}, 1, {1}, true, false},
     {"cond_shared_predicate", f_cond_shared, 2, {F, F}, {1, 1}, {DIMS(4), DIMS(4)}, {0, NONE}, 1,
      {0}, true, false},
     {"switch_batched_index", f_switch, 2, {F, KILN_DTYPE_I32}, {1, 0}, {DIMS(4), DIMS(0)}, {0, 0},
@@ -1135,6 +1149,28 @@ static int f_weight_arg(kiln_graph *g, int n, const kiln_value *x, void *user, k
     o[0] = kiln_tanh(g, kiln_matmul(g, x[0], x[1]));
     return 1;
 }
+/* The batched cond's rule appends nodes while it builds each example's pick, so the
+ * graph's node array may grow under it: it once read a node's shape through a pointer the
+ * growth had freed (an outside report; ASan's heap-use-after-free). 0 to 39 pairs of nodes
+ * traced first move the growth across every point of the rule. */
+static void test_cond_growth(void) {
+    kiln_context *ctx = test_context();
+    cond_chain_len = 8;
+    for (int pad = 0; pad < 40; pad++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "cond growth", &g);
+        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, (const int64_t[]){5, 7}), o;
+        for (int k = 0; k < pad; k++) x = kiln_add(g, x, kiln_scalar(g, KILN_DTYPE_F32, 1));
+        int len = pad;
+        kiln_status st = kiln_vmap(g, f_cond_chain, NULL, 1, &x, NULL, 1, NULL, &o);
+        CHECK_MSG(st == KILN_STATUS_OK, "after %d nodes: %s", len, kiln_graph_error(g));
+        if (!st) CHECK_OK(ctx, kiln_graph_finish(g, 1, &o));
+        kiln_graph_destroy(g);
+    }
+    cond_chain_len = 6;
+    kiln_context_destroy(ctx);
+}
+
 /* An empty batch (B = 0) through a convolution and its gradients: every batching of it
  * gives empty results of the right types, as jax.vmap does. */
 static void test_empty_batch(void) {
@@ -1208,6 +1244,7 @@ int main(void) {
     RUN(test_vmap_in_scan);
     RUN(test_capture);
     RUN(test_empty_batch);
+    RUN(test_cond_growth);
     RUN(test_sequential_fallback);
     RUN(test_errors);
     RUN(test_custom_vjp_in_vmap);

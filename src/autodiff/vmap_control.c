@@ -213,11 +213,12 @@ static void cond_select(ad_vmap *w, const ir_node *n, kiln_value *out) {
                     continue;
                 }
                 kiln_graph *g = w->g;
-                const ir_node *o = &g->nodes[v.id];
+                /* a copy: tracing the comparison appends nodes, which may move g->nodes */
+                ir_shape vs = g->nodes[v.id].shape;
                 int bd[1] = {0};
                 kiln_value pick =
                     kiln_compare(g, idx, trace_scalar(g, w->op, KILN_DTYPE_I32, k), KILN_CMP_LE);
-                pick = kiln_broadcast_in_dim(g, pick, o->shape.rank, o->shape.dims, bd);
+                pick = kiln_broadcast_in_dim(g, pick, vs.rank, vs.dims, bd);
                 out[j] = kiln_select(g, pick, v, out[j]);
             }
         }
@@ -337,9 +338,9 @@ static kiln_graph *masked_body(ad_vmap *w, const ir_node *n, const uint8_t *cb,
     if (ad_vmap_subgraph(nb, bg, w->size, vals, vb, res, ob)) goto fail;
     for (int i = 0; i < nc && !nb->status; i++) {
         kiln_value v = ob[i] ? res[i] : ad_vmap_broadcast(nb, w->op, w->size, res[i]);
-        const ir_node *o = &nb->nodes[v.id];
+        ir_shape vs = nb->nodes[v.id].shape; /* a copy: the broadcast appends to nb */
         int bd[1] = {0};
-        kiln_value keep = kiln_broadcast_in_dim(nb, pred, o->shape.rank, o->shape.dims, bd);
+        kiln_value keep = kiln_broadcast_in_dim(nb, pred, vs.rank, vs.dims, bd);
         res[i] = kiln_select(nb, keep, v, params[i]);
     }
     if (!nb->status) kiln_graph_finish(nb, nc, res);

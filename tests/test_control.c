@@ -470,6 +470,14 @@ static int bad_type_body(kiln_graph *g, int n_in, const kiln_value *in, void *us
     return 1;
 }
 
+/* returns a value of the enclosing graph as its carry, not captured */
+static int returns_outer_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
+                              kiln_value *outs) {
+    (void)g, (void)n_in, (void)in;
+    outs[0] = ((const outer *)user)->v[0];
+    return 1;
+}
+
 static int uses_outer_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
                            kiln_value *outs) {
     (void)n_in;
@@ -512,7 +520,7 @@ static int param_body(kiln_graph *g, int n_in, const kiln_value *in, void *user,
 
 static void test_errors(kiln_context *ctx) {
     int64_t v3[1] = {3}, m34[2] = {3, 4}, m44[2] = {4, 4};
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < 13; i++) {
         kiln_graph *g = NULL;
         kiln_graph_create(ctx, "bad", &g);
         kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 0, NULL);
@@ -533,11 +541,13 @@ static void test_errors(kiln_context *ctx) {
         case 3: kiln_while_loop(g, f32_cond, same_body, NULL, 1, &x, out); want = "the cond must return one bool scalar; it returns 1 values, the first f32[]"; break;
         case 4: kiln_scan(g, failing_body, NULL, 1, &x, 0, NULL, NULL, &n, out); want = "kiln_scan: in the body: kiln_scan: it returned -1 (an error of its own)"; break;
         case 5: kiln_scan(g, square_body, NULL, 0, NULL, 2, xs2, NULL, &n, out); want = "xs[1] is f32[4,4]: its leading axis must be the length, 3"; break;
-        case 6: kiln_switch(g, kiln_scalar(g, KILN_DTYPE_I32, 0), 2, three, NULL, 1, &x, &n, out); want = "kiln_switch: the branch1 returns output 0 as f32[2]"; break;
+        case 6: kiln_switch(g, kiln_scalar(g, KILN_DTYPE_I32, 0), 2, three, NULL, 1, &x, &n, out); want = "kiln_switch: branches[1] returns output 0 as f32[2] (made at test_control.c:"; break;
         case 7: kiln_cond(g, x, same_body, same_body, NULL, 1, &x, &n, out); want = "kiln_cond: the predicate is f32[]; it must be a bool scalar"; break;
         case 8: kiln_capture(g, x); want = "kiln_capture: graph 'bad' is not the body of a loop or branch being traced"; break;
         case 9: kiln_switch(g, kiln_scalar(g, KILN_DTYPE_F32, 0), 2, three, NULL, 1, &x, &n, out); want = "kiln_switch: the index is f32[]; it must be an integer scalar"; break;
         case 10: kiln_scan(g, param_body, NULL, 1, &x, 0, NULL, &(kiln_scan_options){.length = 2}, &n, out); want = "kiln_parameter: graph 'body' is the body of a loop or branch: kiln makes its parameters"; break;
+        case 11: kiln_cond(g, p, bad_type_body, same_body, NULL, 1, &x, &n, out); want = "kiln_cond: true_fn returns output 0 as f64[] (made at test_control.c:"; break;
+        case 12: kiln_fori_loop(g, 0, 3, returns_outer_body, &o, 1, &x, out); want = "kiln_fori_loop: in the body: kiln_fori_loop: carry 0 is a value of graph 'bad', which encloses"; break;
         }
         // clang-format on
         CHECK_MSG(kiln_graph_status(g) != KILN_STATUS_OK, "error case %d passed", i);
@@ -545,6 +555,11 @@ static void test_errors(kiln_context *ctx) {
         char at[64];
         snprintf(at, sizeof at, "(at test_control.c:%d)", line + i);
         CHECK_CONTAINS(kiln_graph_error(g), at);
+        /* said once, though a body's error passed up ends with the same line */
+        const char *first_at = strstr(kiln_graph_error(g), at);
+        CHECK_MSG(!first_at || !strstr(first_at + 1, at), "case %d: %s", i, kiln_graph_error(g));
+        /* a type that differs in its dtype alone is a dtype error */
+        if (i == 0 || i == 1 || i == 11) CHECK(kiln_graph_status(g) == KILN_STATUS_DTYPE);
         CHECK(i == 9 || kiln_graph_num_nodes(g) <= 6); /* no control node left behind */
         kiln_graph_destroy(g);
     }

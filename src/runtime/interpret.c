@@ -89,8 +89,12 @@ static kiln_status make_arrays(kiln_graph *g, void **host, kiln_array **outs) {
 
 kiln_status kiln_interpret(kiln_graph *g, int n_args, kiln_array *const *args, int n_outs,
                            kiln_array **outs) {
-    for (int i = 0; outs && i < n_outs; i++) outs[i] = NULL;
     if (!g) return KILN_STATUS_INVALID_ARGUMENT;
+    /* cleared first, so that no error leaves a stale pointer there; of a finished graph only
+     * as many as both counts allow: a wrong n_outs (check_call's error) is often an array
+     * of the graph's size */
+    for (int i = 0; outs && i < n_outs && (!g->finished || (uint32_t)i < g->n_outputs); i++)
+        outs[i] = NULL;
     kiln_status s = check_call(g, n_args, args, n_outs, outs);
     /* the interpreter reads the arguments' bytes on this thread: asynchronous work writing
      * them must be done (their memory is the host's on every device that exists today) */

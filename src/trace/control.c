@@ -93,24 +93,31 @@ static void param_like(body_param *p, const ir_node *n, const char *name, int i)
 typedef struct body {
     kiln_graph *g;
     int n_out;
+    char label[24]; /* what messages call it: "the body", or the caller's name, "true_fn" */
 } body;
 
 static void bodies_free(body *b, int n) {
     for (int i = 0; i < n; i++) kiln_graph_destroy(b[i].g), b[i].g = NULL;
 }
 
-/* Traces fn into a new sub-graph of g named `name` with the parameters ps. On failure the
- * sub-graph is gone and g holds the error, named op. */
-static kiln_status trace_body(kiln_graph *g, const char *op, const char *name, kiln_fn fn,
-                              void *user, int n_in, const body_param *ps, body *b) {
+/* Traces fn into a new sub-graph of g named `name` with the parameters ps; messages call
+ * it `label` (the caller's name for the function: "true_fn"), or "the <name>" when label is
+ * NULL. On failure the sub-graph is gone and g holds the error, named op. */
+static kiln_status trace_body(kiln_graph *g, const char *op, const char *name, const char *label,
+                              kiln_fn fn, void *user, int n_in, const body_param *ps, body *b) {
     b->g = NULL;
+    if (label)
+        snprintf(b->label, sizeof b->label, "%s", label);
+    else
+        snprintf(b->label, sizeof b->label, "the %s", name);
     if (!fn) {
-        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "the %s function is NULL", name);
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "%s%s is NULL", b->label,
+                   label ? "" : " function");
         return g->status;
     }
     kiln_graph *s = NULL;
     if (kiln_graph_create(g->ctx, name, &s)) {
-        trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for the %s failed", name);
+        trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %s failed", b->label);
         return g->status;
     }
     s->parent = g;
@@ -127,7 +134,7 @@ static kiln_status trace_body(kiln_graph *g, const char *op, const char *name, k
     if (!s->status) kiln_graph_finish(s, n, outs);
     s->parent = NULL;
     if (s->status) {
-        trace_fail(g, s->status, op, "in the %s: %s", name, s->error ? s->error : "");
+        trace_fail(g, s->status, op, "in %s: %s", b->label, s->error ? s->error : "");
         kiln_graph_destroy(s);
         return g->status;
     }
@@ -136,20 +143,25 @@ static kiln_status trace_body(kiln_graph *g, const char *op, const char *name, k
     return KILN_STATUS_OK;
 }
 
-/* Output j of body b must have want's dtype and shape: a carry's (`carry`), else branch
- * 0's output j. The message names both types and where the body made the value. want is a
- * copy, not a node of g: tracing a body may append to g (a capture from further out adds a
- * parameter to each graph between), which moves g's nodes. */
+/* Output j of body b must have want's dtype and shape: a carry's (first NULL), else the
+ * output j of the branch named first. The message names both types and where the body
+ * made the value; a dtype alone that differs is KILN_STATUS_DTYPE. want is a copy, not a
+ * node of g: tracing a body may append to g (a capture from further out adds a parameter
+ * to each graph between), which moves g's nodes. */
 static kiln_status check_out(kiln_graph *g, const char *op, const body *b, int j,
-                             const body_param *want, bool carry, int hidden) {
+                             const body_param *want, const char *first, int hidden) {
     const ir_node *o = &b->g->nodes[b->g->outputs[j]];
-    if (o->dtype == want->dtype && ir_shape_eq(&o->shape, &want->shape)) return KILN_STATUS_OK;
-    char t1[IR_TYPE_STR_MAX], t2[IR_TYPE_STR_MAX], at[96] = "";
+    bool same_shape = ir_shape_eq(&o->shape, &want->shape);
+    if (o->dtype == want->dtype && same_shape) return KILN_STATUS_OK;
+    char t1[IR_TYPE_STR_MAX], t2[IR_TYPE_STR_MAX], at[96] = "", other[64];
     if (o->file) snprintf(at, sizeof at, " (made at %s:%d)", kn_path_base(o->file), o->line);
-    trace_fail(g, KILN_STATUS_SHAPE, op, "the %s returns %s %d as %s%s, but %s %s", b->g->name,
-               carry ? "carry" : "output", j - hidden,
-               ir_type_str(o->dtype, &o->shape, t1, sizeof t1), at,
-               carry ? "it enters as" : "branch0 returns it as",
+    if (first)
+        snprintf(other, sizeof other, "%s returns it as", first);
+    else
+        snprintf(other, sizeof other, "it enters as");
+    trace_fail(g, same_shape ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE, op,
+               "%s returns %s %d as %s%s, but %s %s", b->label, first ? "output" : "carry",
+               j - hidden, ir_type_str(o->dtype, &o->shape, t1, sizeof t1), at, other,
                ir_type_str(want->dtype, &want->shape, t2, sizeof t2));
     return g->status;
 }
@@ -241,8 +253,8 @@ kiln_status kiln_while_loop(kiln_graph *g, kiln_fn cond, kiln_fn body_fn, void *
         !check_values(g, op, "init", n, init, carry))
         return fail_outs(g, n > 0 && n <= KILN_MAX_OUTPUTS ? n : 0, out, NULL);
     for (int i = 0; i < n; i++) param_like(&ps[i], carry[i], "carry", i);
-    if (trace_body(g, op, "cond", cond, user, n, ps, &b[0]) ||
-        trace_body(g, op, "body", body_fn, user, n, ps, &b[1]))
+    if (trace_body(g, op, "cond", NULL, cond, user, n, ps, &b[0]) ||
+        trace_body(g, op, "body", NULL, body_fn, user, n, ps, &b[1]))
         goto fail;
     const ir_node *c = &b[0].g->nodes[b[0].g->outputs[0]];
     if (b[0].n_out != 1 || c->dtype != KILN_DTYPE_BOOL || c->shape.rank != 0) {
@@ -258,7 +270,7 @@ kiln_status kiln_while_loop(kiln_graph *g, kiln_fn cond, kiln_fn body_fn, void *
         goto fail;
     }
     for (int j = 0; j < n; j++)
-        if (check_out(g, op, &b[1], j, &ps[j], true, 0)) goto fail;
+        if (check_out(g, op, &b[1], j, &ps[j], NULL, 0)) goto fail;
     uint32_t passed[KILN_MAX_OUTPUTS];
     for (int i = 0; i < n; i++) passed[i] = init[i].id;
     ir_node t = {.op = IR_WHILE};
@@ -326,14 +338,14 @@ static kiln_status scan_named(kiln_graph *g, const char *op, int hidden, kiln_fn
         p->shape.rank--;
         for (int d = 0; d < p->shape.rank; d++) p->shape.dims[d] = p->shape.dims[d + 1];
     }
-    if (trace_body(g, op, "body", body_fn, user, n_carry + n_xs, ps, &b)) goto fail;
+    if (trace_body(g, op, "body", NULL, body_fn, user, n_carry + n_xs, ps, &b)) goto fail;
     if (b.n_out < n_carry || b.n_out > KILN_MAX_OUTPUTS) {
         trace_fail(g, KILN_STATUS_SHAPE, op, "the body returns %d values for %d carries",
                    b.n_out - hidden, n_carry - hidden);
         goto fail;
     }
     for (int j = 0; j < n_carry; j++)
-        if (check_out(g, op, &b, j, &ps[j], true, hidden)) goto fail;
+        if (check_out(g, op, &b, j, &ps[j], NULL, hidden)) goto fail;
     uint32_t passed[2 * KILN_MAX_OUTPUTS];
     for (int i = 0; i < n_carry; i++) passed[i] = init[i].id;
     for (int i = 0; i < n_xs; i++) passed[n_carry + i] = xs[i].id;
@@ -376,6 +388,11 @@ static int fori_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, 
                    "the body returns %d values for %d carries", r, f->n);
         return -1;
     }
+    for (int j = 0; j < r; j++) { /* checked here, so that the message counts the user's */
+        char what[32];
+        snprintf(what, sizeof what, "carry %d", j);
+        if (!trace_node(g, "kiln_fori_loop", outs[1 + j], what)) return -1;
+    }
     outs[0] = kiln_add(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, 1));
     return r + 1;
 }
@@ -415,6 +432,14 @@ kiln_status kiln_fori_loop(kiln_graph *g, int64_t lower, int64_t upper, kiln_fn 
 
 /* ---------------------------------------------------------- cond, switch ---- */
 
+/* What messages call branch k: the caller's name for it, kiln_cond's true_fn and false_fn
+ * (index 1 and 0, lax.cond's order), kiln_switch's branches[k]. */
+static const char *branch_label(const char *op, int k, char *buf, size_t size) {
+    if (!strcmp(op, "kiln_cond")) return k ? "true_fn" : "false_fn";
+    snprintf(buf, size, "branches[%d]", k);
+    return buf;
+}
+
 static kiln_status branches(kiln_graph *g, const char *op, kiln_value index, int n_br,
                             const kiln_fn *fns, void *user, int n, const kiln_value *operands,
                             int *n_outs, kiln_value *outs) {
@@ -426,18 +451,20 @@ static kiln_status branches(kiln_graph *g, const char *op, kiln_value index, int
         return fail_outs(g, 0, outs, n_outs);
     for (int i = 0; i < n; i++) param_like(&ps[i], nodes[i], "operand", i);
     for (int k = 0; k < n_br; k++) {
-        char name[24];
+        char name[24], label[24];
         snprintf(name, sizeof name, "branch%d", k);
-        if (trace_body(g, op, name, fns[k], user, n, ps, &b[k])) goto fail;
+        if (trace_body(g, op, name, branch_label(op, k, label, sizeof label), fns[k], user, n, ps,
+                       &b[k]))
+            goto fail;
         if (k && b[k].n_out != b[0].n_out) {
-            trace_fail(g, KILN_STATUS_SHAPE, op, "branch%d returns %d values, branch0 %d", k,
-                       b[k].n_out, b[0].n_out);
+            trace_fail(g, KILN_STATUS_SHAPE, op, "%s returns %d values, %s %d", b[k].label,
+                       b[k].n_out, b[0].label, b[0].n_out);
             goto fail;
         }
         for (int j = 0; k && j < b[k].n_out; j++) {
             body_param w;
             param_like(&w, &b[0].g->nodes[b[0].g->outputs[j]], "output", j);
-            if (check_out(g, op, &b[k], j, &w, false, 0)) goto fail;
+            if (check_out(g, op, &b[k], j, &w, b[0].label, 0)) goto fail;
         }
     }
     uint32_t passed[KILN_MAX_OUTPUTS + 1];

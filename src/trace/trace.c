@@ -92,6 +92,10 @@ static kiln_value trace_vfail(kiln_graph *g, kiln_status code, const char *op, c
     vsnprintf(msg, sizeof msg, fmt, ap);
     operand_types(g, in, n_in, types, sizeof types);
     location(g, at, sizeof at);
+    /* a body's error passed up (control.c's "in the body: ...") ends with the line this
+     * one would add when the body's op and the loop are on the same line: say it once */
+    size_t lm = strlen(msg), la = strlen(at);
+    if (la && lm >= la && !strcmp(msg + lm - la, at)) msg[lm - la] = 0;
     g->status = code;
     g->error = g->error_buf; /* held in the graph: no allocation can lose the message */
     int len = snprintf(g->error_buf, sizeof g->error_buf, "%s: %s%s%s%s", op, msg,

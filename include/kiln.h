@@ -682,9 +682,11 @@ KILN_API kiln_value kiln_scatter_add_rows(kiln_graph *g, kiln_value operand, kil
 
 /* Slices at traced offsets (jax.lax.dynamic_slice / dynamic_update_slice). start_indices
  * holds n_indices rank-0 i32 or i64 values, one per axis of x (n_indices == rank(x)); the
- * sizes are static. As XLA does, each start is clamped into [0, dim - size] (size: the
- * slice's, or the update's dimension), so the window always lies inside x: a start past
- * the end moves the window back, a negative one to 0.
+ * sizes are static. As jax.lax does, a negative start first counts from the end of its
+ * axis (the dimension added once, as Python indexing does: -1 is the last window), then
+ * every start is clamped into [0, dim - size] (size: the slice's, or the update's
+ * dimension), as XLA clamps it, so the window always lies inside x: a start past the end
+ * moves the window back, one still negative to 0.
  * dynamic_slice: out[i] = x[start + i], shape sizes (0 <= sizes[a] <= dim a of x).
  * dynamic_update_slice: x with update (x's dtype and rank, no dimension larger than x's)
  * written at start; over a donated x it runs in place. Gradients: the slice's is its

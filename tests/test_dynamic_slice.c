@@ -150,8 +150,11 @@ static void run_i32(kiln_context *ctx, kiln_graph *g, const int32_t *starts, int
     for (int i = 0; i <= n_starts; i++) kiln_array_destroy(args[i]);
 }
 
-/* By hand: the [2, 3] window of x = 0..19 ([4, 5]) at (1, 4) clamps to (1, 2): rows 1-2,
- * columns 2-4; at (-5, 1) to (0, 1). An update of 100 + k at (9, -2) lands at (2, 0). */
+/* By hand, jax.lax's rule (a negative start counts from the end once, then every start
+ * clamps into [0, dim - size]): the [2, 3] window of x = 0..19 ([4, 5]) at (1, 4) clamps to
+ * (1, 2): rows 1-2, columns 2-4; at (-5, 1) to (0, 1) (-5 + 4 is still negative). An update
+ * of 100 + k at (9, -2) lands at (2, 2): -2 + 5 = 3, clamped to 2. JAX 0.10.2 gives the
+ * same: jax.lax.dynamic_update_slice(jnp.arange(20).reshape(4, 5), u, (9, -2)). */
 static void test_values(kiln_context *ctx) {
     int64_t dims[2] = {4, 5}, sz[2] = {2, 3};
     kiln_graph *g = NULL;
@@ -166,6 +169,20 @@ static void test_values(kiln_context *ctx) {
     CHECK_MSG(!memcmp(got, want1, sizeof want1), "slice at (1, 4) differs");
     run_i32(ctx, g, (const int32_t[]){-5, 1}, 2, got, 6 * sizeof *got);
     CHECK_MSG(!memcmp(got, want2, sizeof want2), "slice at (-5, 1) differs");
+    /* negative starts beside JAX 0.10.2's jax.lax.dynamic_slice of the same x (eager and
+     * under jit alike) */
+    static const struct {
+        int32_t at[2], want[6];
+    } jax[] = {{{-1, -1}, {12, 13, 14, 17, 18, 19}},
+               {{-4, -5}, {0, 1, 2, 5, 6, 7}},
+               {{-5, -6}, {0, 1, 2, 5, 6, 7}},
+               {{-2, 3}, {12, 13, 14, 17, 18, 19}},
+               {{2, -4}, {11, 12, 13, 16, 17, 18}}};
+    for (size_t k = 0; k < sizeof jax / sizeof *jax; k++) {
+        run_i32(ctx, g, jax[k].at, 2, got, 6 * sizeof *got);
+        CHECK_MSG(!memcmp(got, jax[k].want, sizeof jax[k].want), "slice at (%d, %d) differs",
+                  jax[k].at[0], jax[k].at[1]);
+    }
     kiln_graph_destroy(g);
 
     kiln_graph_create(ctx, "dus_hand", &g);
@@ -179,7 +196,7 @@ static void test_values(kiln_context *ctx) {
     int32_t want3[20];
     for (int i = 0; i < 20; i++) want3[i] = i;
     for (int r = 2; r < 4; r++)
-        for (int c = 0; c < 3; c++) want3[r * 5 + c] = 100 + c;
+        for (int c = 0; c < 3; c++) want3[r * 5 + 2 + c] = 100 + c;
     run_i32(ctx, g, (const int32_t[]){9, -2}, 2, got, sizeof got);
     CHECK_MSG(!memcmp(got, want3, sizeof want3), "update at (9, -2) differs");
     kiln_graph_destroy(g);

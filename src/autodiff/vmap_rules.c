@@ -381,12 +381,14 @@ static kiln_value take_along(ad_vmap *w, kiln_value x, int a, kiln_value pos) {
 
 /* Start k of n clamped into [0, hi] as XLA clamps it, as i64 [B, 1] (or a scalar when it
  * is not batched). */
-static kiln_value clamped_start(ad_vmap *w, const ir_node *n, uint32_t k, int64_t hi) {
+static kiln_value clamped_start(ad_vmap *w, const ir_node *n, uint32_t k, int64_t dim, int64_t hi) {
     kiln_graph *g = w->g;
     uint32_t id = ir_in(n)[k];
     kiln_value s = kiln_convert(g, w->map[id], KILN_DTYPE_I64);
-    s = kiln_min(g, kiln_max(g, s, trace_scalar(g, w->op, KILN_DTYPE_I64, 0)),
-                 trace_scalar(g, w->op, KILN_DTYPE_I64, (double)hi));
+    kiln_value zero = trace_scalar(g, w->op, KILN_DTYPE_I64, 0);
+    s = kiln_select(g, kiln_compare(g, s, zero, KILN_CMP_LT),
+                    kiln_add(g, s, trace_scalar(g, w->op, KILN_DTYPE_I64, (double)dim)), s);
+    s = kiln_min(g, kiln_max(g, s, zero), trace_scalar(g, w->op, KILN_DTYPE_I64, (double)hi));
     return w->batched[id] ? ad_vmap_reshape(w, s, 2, (const int64_t[]){w->size, 1}) : s;
 }
 
@@ -399,7 +401,7 @@ static void dynamic_slice_batched(ad_vmap *w, const ir_node *n, kiln_value *out)
     for (int a = 0; a < xs->rank && x.id; a++) {
         int64_t size = n->a.dyn_sizes[a], dim = xs->dims[a];
         if (size == dim) continue; /* the start clamps to 0: the whole axis */
-        kiln_value s = clamped_start(w, n, 1 + (uint32_t)a, dim - size);
+        kiln_value s = clamped_start(w, n, 1 + (uint32_t)a, dim, dim - size);
         int64_t pd[2] = {w->size, size};
         kiln_value pos = kiln_add(g, kiln_iota(g, KILN_DTYPE_I64, 2, pd, 1), s);
         x = take_along(w, x, a + 1, pos);
@@ -418,7 +420,7 @@ static void dynamic_update_batched(ad_vmap *w, const ir_node *n, kiln_value *out
     ir_shape full = g->nodes[x.id].shape;
     for (int a = 0; a < xs->rank && u.id; a++) {
         int64_t dim = xs->dims[a], size = us->dims[a];
-        kiln_value s = clamped_start(w, n, 2 + (uint32_t)a, dim - size);
+        kiln_value s = clamped_start(w, n, 2 + (uint32_t)a, dim, dim - size);
         int64_t pd[2] = {w->size, dim};
         kiln_value p = kiln_iota(g, KILN_DTYPE_I64, 2, pd, 1), rel = kiln_sub(g, p, s);
         kiln_value lo = trace_scalar(g, w->op, KILN_DTYPE_I64, 0);

@@ -116,7 +116,8 @@ typedef enum kd_stmt_kind {
     KS_LOAD,   /* input `slot` at linear index `ix` (`keep`: output `slot`, a kept value) */
     KS_IOTA,   /* the value of index `ix` as dtype */
     KS_OP,     /* elementwise `op` (select included) of args, result dtype, operands in_dtype */
-    KS_CLAMP,  /* int64: args[0] clamped to [0, n] (a take_rows row) */
+    KS_CLAMP,  /* int64: args[0] clamped to [0, n] (a take_rows row), after adding `wrap`
+                * where it is negative (a dynamic slice's start; 0: none) */
     KS_DECL,   /* a mutable dtype variable, = args[0] if n_args (pad, concat) */
     KS_ASSIGN, /* args[0] (a DECL) = args[1] */
     KS_IF,     /* if every guard [guard, guard + n_guards) holds { */
@@ -242,6 +243,7 @@ typedef struct kd_stmt {
     uint32_t var;   /* LOOP; ACC (column): the last axis' variable */
     int64_t n;      /* LOOP: trip count (< 0: the chunk); CLAMP: the largest row; IOTA: the
                      * axis' length (its values are below it) */
+    int64_t wrap;   /* CLAMP: added to a negative value before it clamps (0: nothing) */
     uint32_t guard; /* IF, ELSE_IF */
     uint32_t n_guards;
     /* LOOP: the innermost loop of a reduction (acc: its ACC statement, 0 for a column

@@ -1142,7 +1142,10 @@ static void run_range(xs *x, uint32_t from, uint32_t to, const uint8_t *mask) {
             uint32_t a = s->args[0];
             int64_t n = x->uni[a] ? 1 : x->lanes, *o = (int64_t *)val(x, id);
             to_i64(kd->stmts[a].dtype, o, val(x, a), n);
-            for (int64_t l = 0; l < n; l++) o[l] = o[l] < 0 ? 0 : o[l] > s->n ? s->n : o[l];
+            for (int64_t l = 0; l < n; l++) {
+                int64_t v = o[l] < 0 ? o[l] + s->wrap : o[l];
+                o[l] = v < 0 ? 0 : v > s->n ? s->n : v;
+            }
             x->uni[id] = n == 1;
             break;
         }

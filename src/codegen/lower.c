@@ -321,9 +321,10 @@ static uint32_t lower_take(lw *l, uint32_t id, const uint32_t *ix) {
     return lower_value(l, table, sub);
 }
 
-/* A dynamic slice's start on axis a (operand k of node id), read in the kernel and clamped
- * into [0, hi] as take_rows clamps its row; a constant 0 when the window fills the axis. */
-static uint32_t dynamic_start(lw *l, uint32_t id, uint32_t k, int64_t hi) {
+/* A dynamic slice's start on an axis of `dim` (operand k of node id), read in the kernel,
+ * a negative one counted from the end (dim added: jax.lax's rule), then clamped into
+ * [0, hi] as take_rows clamps its row; a constant 0 when the window fills the axis. */
+static uint32_t dynamic_start(lw *l, uint32_t id, uint32_t k, int64_t dim, int64_t hi) {
     if (hi <= 0) return kd_ix_const(l->kd, 0);
     uint32_t scalar[1] = {0};
     uint32_t raw = lower_value(l, ir_in(&l->g->nodes[id])[k], scalar);
@@ -332,7 +333,8 @@ static uint32_t dynamic_start(lw *l, uint32_t id, uint32_t k, int64_t hi) {
                                    .node = id,
                                    .n_args = 1,
                                    .args = {raw},
-                                   .n = hi});
+                                   .n = hi,
+                                   .wrap = dim});
     return kd_ix_val(l->kd, v, 0, hi);
 }
 
@@ -342,7 +344,8 @@ static uint32_t lower_dynamic_slice(lw *l, uint32_t id, const uint32_t *ix) {
     uint32_t x = ir_in(n)[0], sub[KILN_MAX_RANK];
     const ir_shape *xs = &l->g->nodes[x].shape;
     for (int a = 0; a < xs->rank; a++) {
-        uint32_t st = dynamic_start(l, id, 1 + (uint32_t)a, xs->dims[a] - n->shape.dims[a]);
+        uint32_t st =
+            dynamic_start(l, id, 1 + (uint32_t)a, xs->dims[a], xs->dims[a] - n->shape.dims[a]);
         sub[a] = kd_ix_affine(l->kd, ix[a], 1, st, 1, 0);
     }
     return lower_value(l, x, sub);
@@ -360,7 +363,7 @@ static uint32_t lower_dynamic_update(lw *l, uint32_t id, const uint32_t *ix) {
     if (ir_shape_numel(us, &count) && count == 0) return lower_value(l, x, ix);
     for (int a = 0; a < us->rank; a++) {
         int64_t d = us->dims[a];
-        uint32_t st = dynamic_start(l, id, 2 + (uint32_t)a, n->shape.dims[a] - d);
+        uint32_t st = dynamic_start(l, id, 2 + (uint32_t)a, n->shape.dims[a], n->shape.dims[a] - d);
         uint32_t t = kd_ix_affine(kd, ix[a], 1, st, -1, 0);
         kd_guard g[2];
         int ng = 0;

@@ -368,6 +368,13 @@ void pr_stmt(pr *p, uint32_t id) {
         break;
     }
     case KS_CLAMP:
+        if (s->wrap) { /* a negative start counts from the end first */
+            pr_line(p, "const int64_t w%u = (int64_t)%s < 0 ? (int64_t)%s + %lld : (int64_t)%s;",
+                    id, a[0], a[0], (long long)s->wrap, a[0]);
+            pr_line(p, "const int64_t v%u = w%u < 0 ? 0 : w%u > %lld ? %lld : w%u;", id, id, id,
+                    (long long)s->n, (long long)s->n, id);
+            break;
+        }
         pr_line(p, "const int64_t v%u = %s < 0 ? 0 : %s > %lld ? %lld : (int64_t)%s;", id, a[0],
                 a[0], (long long)s->n, (long long)s->n, a[0]);
         break;

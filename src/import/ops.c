@@ -373,6 +373,25 @@ static kiln_value binary_bool(kiln_graph *g, const char *name, kiln_value a, kil
 
 /* ----------------------------------------------------------------- shape ---- */
 
+/* HLO's dynamic_slice starts clamp and never wrap; kiln's builders first wrap a negative
+ * start as jax.lax does (which JAX's export has already spelled out before the op). So a
+ * negative start goes in as 0, where HLO's clamp puts it. A start that is not a rank-0
+ * i32/i64 goes through as it is, for the builder to name. Returns out (NULL for n <= 0 or
+ * more starts than any rank: the builder names that too). */
+static const kiln_value *hlo_starts(kiln_graph *g, int n, const kiln_value *in, kiln_value *out) {
+    if (n <= 0 || n > KILN_MAX_RANK) return n ? in : NULL;
+    for (int i = 0; i < n; i++) {
+        kiln_dtype t;
+        int rank = -1;
+        out[i] = in[i];
+        if (!kiln_value_type(g, in[i], &t, &rank, NULL) || rank ||
+            (t != KILN_DTYPE_I32 && t != KILN_DTYPE_I64))
+            continue;
+        out[i] = kiln_max(g, in[i], kiln_scalar(g, t, 0));
+    }
+    return out;
+}
+
 static kiln_value emit_shape(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
     const char *n = op->name;
     kiln_value x = op->in[0];
@@ -403,10 +422,13 @@ static kiln_value emit_shape(imp_lex *L, kiln_graph *g, imp_op *op, bool *known)
     if (!strcmp(n, "pad")) return kiln_pad(g, x, op->in[1], op->a, op->b, op->n_c ? op->c : NULL);
     if (!strcmp(n, "concatenate")) return kiln_concatenate(g, op->n_in, op->in, (int)op->dims[0]);
     if (!strcmp(n, "iota")) return kiln_iota(g, o->dtype, o->rank, o->dims, (int)op->dims[0]);
+    kiln_value st[KILN_MAX_RANK];
     if (!strcmp(n, "dynamic_slice"))
-        return kiln_dynamic_slice(g, x, op->n_in - 1, op->in + 1, op->sizes);
+        return kiln_dynamic_slice(g, x, op->n_in - 1, hlo_starts(g, op->n_in - 1, op->in + 1, st),
+                                  op->sizes);
     if (!strcmp(n, "dynamic_update_slice"))
-        return kiln_dynamic_update_slice(g, x, op->in[1], op->n_in - 2, op->in + 2);
+        return kiln_dynamic_update_slice(g, x, op->in[1], op->n_in - 2,
+                                         hlo_starts(g, op->n_in - 2, op->in + 2, st));
     *known = false;
     return (kiln_value){0, 0};
 }

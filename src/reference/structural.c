@@ -432,8 +432,9 @@ static kiln_status ref_scatter_add_rows(const kiln_graph *g, uint32_t id, const 
     return KILN_STATUS_OK;
 }
 
-/* The window's offset in x: each start (operand first + a) clamped into [0, dim - size],
- * as XLA clamps it, then dotted with x's strides. */
+/* The window's offset in x: each start (operand first + a) wrapped when negative (the
+ * dimension added once, jax.lax's rule) and clamped into [0, dim - size], as XLA clamps
+ * it, then dotted with x's strides. */
 static int64_t window_base(const kiln_graph *g, const ir_node *n, const ref_value *vals,
                            uint32_t first, const ir_shape *win) {
     const ir_node *x = X_OF(n);
@@ -443,6 +444,7 @@ static int64_t window_base(const kiln_graph *g, const ir_node *n, const ref_valu
         const ir_node *s = ref_in_node(g, n, first + (uint32_t)a);
         int64_t v = ref_iget(ref_in_data(vals, n, first + (uint32_t)a), s->dtype, 0);
         int64_t hi = x->shape.dims[a] - win->dims[a];
+        if (v < 0) v += x->shape.dims[a];
         base += (v < 0 ? 0 : v > hi ? hi : v) * st[a];
     }
     return base;

@@ -16,6 +16,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/blas.h"
 #include "base/half.h"
+#include "rng.h"
 
 static kiln_context *ctx;
 static char cache_dir[] = "/tmp/kiln-test-half-ops-XXXXXX"; /* main makes it */
@@ -536,6 +537,92 @@ static float xp_round(kiln_dtype t, float f) {
                                 : kn_f16_to_f32(kn_f32_to_f16(f));
 }
 
+/* kiln_mean as jnp.mean computes it (a 16-bit x summed and divided in f32, rounded once;
+ * f32 and f64 divided by the count): rows of 301 multiples of 1/8 in [-64, 64], so every
+ * order of summing gives the exact sum in f32, and the only roundings left are the
+ * division's and the store's, which the expected values below make in the same way. The
+ * same rows rounded to the 16-bit dtype before the division differ on many of them (the
+ * old form); and five f16 values of 60000 average to 60000, where a sum kept in f16 is
+ * inf. Through the reference and the compiled program alike. */
+static void test_mean_as_jnp(void) {
+    enum { R = 64, C = 301 };
+    kiln_dtype ts[3] = {KILN_DTYPE_BF16, KILN_DTYPE_F16, KILN_DTYPE_F32};
+    for (int k = 0; k < 3; k++) {
+        kiln_dtype t = ts[k];
+        int64_t d[2] = {R, C};
+        static float x[R * C];
+        static uint16_t h[R * C];
+        float want[R];
+        int twice = 0;
+        for (int r = 0; r < R; r++) {
+            float sum = 0;
+            for (int c = 0; c < C; c++) {
+                float v = (float)((int)(test_rng_next(&seed) % 1025) - 512) / 8;
+                if (t != KILN_DTYPE_F32) v = xp_round(t, v); /* still a multiple of 1/8 */
+                x[r * C + c] = v, sum += v; /* exact: |sum| < 2^15 in steps of 1/8 */
+                h[r * C + c] = t == KILN_DTYPE_BF16 ? kn_f32_to_bf16(v) : kn_f32_to_f16(v);
+            }
+            volatile float q = sum / (float)C;
+            want[r] = t == KILN_DTYPE_F32 ? q : xp_round(t, q);
+            if (t != KILN_DTYPE_F32) twice += xp_round(t, xp_round(t, sum) / (float)C) != want[r];
+        }
+        CHECK_MSG(t == KILN_DTYPE_F32 || twice > 0, "%s: no row tells one rounding from two",
+                  kiln_dtype_name(t));
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "mean", &g);
+        int a1 = 1;
+        kiln_value m = kiln_mean(g, param(g, "x", t, 2, d), 1, &a1, false);
+        CHECK_OK(ctx, kiln_graph_finish(g, 1, &m));
+        kiln_array *arg = NULL, *out[2] = {0};
+        kiln_array_create(ctx, t, 2, d, t == KILN_DTYPE_F32 ? (const void *)x : (const void *)h,
+                          &arg);
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_interpret(g, 1, &arg, 1, &out[0]));
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        if (e) CHECK_OK(ctx, kiln_executable_run(e, 1, &arg, 1, &out[1]));
+        for (int w = 0; w < 2; w++) {
+            uint16_t got16[R];
+            float got[R];
+            if (!out[w]) continue;
+            if (t == KILN_DTYPE_F32) {
+                kiln_array_copy_to_host(out[w], got, sizeof got);
+            } else {
+                kiln_array_copy_to_host(out[w], got16, sizeof got16);
+                for (int r = 0; r < R; r++)
+                    got[r] =
+                        t == KILN_DTYPE_BF16 ? kn_bf16_to_f32(got16[r]) : kn_f16_to_f32(got16[r]);
+            }
+            int bad = 0;
+            for (int r = 0; r < R; r++) bad += memcmp(&got[r], &want[r], sizeof got[r]) != 0;
+            CHECK_MSG(!bad, "%s mean (%s): %d of %d rows differ from jnp.mean's",
+                      kiln_dtype_name(t), w ? "compiled" : "reference", bad, R);
+            kiln_array_destroy(out[w]);
+        }
+        kiln_executable_destroy(e);
+        kiln_array_destroy(arg);
+        kiln_graph_destroy(g);
+    }
+    /* f16's range: the sum overflows f16, the mean does not */
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "mean_range", &g);
+    int64_t d5[1] = {5};
+    kiln_value m = kiln_mean(g, param(g, "x", KILN_DTYPE_F16, 1, d5), 0, NULL, false);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &m));
+    uint16_t v[5], got = 0;
+    for (int i = 0; i < 5; i++) v[i] = kn_f32_to_f16(60000.0f);
+    kiln_array *arg = NULL, *out = NULL;
+    kiln_array_create(ctx, KILN_DTYPE_F16, 1, d5, v, &arg);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    if (e && !kiln_executable_run(e, 1, &arg, 1, &out)) kiln_array_copy_to_host(out, &got, 2);
+    CHECK_MSG(kn_f16_to_f32(got) == 60000.0f, "f16 mean of 60000s is %g",
+              (double)kn_f16_to_f32(got));
+    kiln_array_destroy(out);
+    kiln_array_destroy(arg);
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* Compiles g with o (keep_ir added), runs it on args and copies output `out` (of n 16-bit
  * elements) to host; with KILN_TEST_TIER1=bits the optimised build must give its bytes. */
 static void xp_run(kiln_context *c, kiln_graph *g, int n_args, kiln_array **args,
@@ -873,6 +960,7 @@ int main(int argc, char **argv) {
     RUN_CC(test_every_op);
     RUN_CC(test_excess_precision);
     RUN_CC(test_staged_stores);
+    RUN_CC(test_mean_as_jnp);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);
     return test_summary("test_half_ops");

@@ -240,10 +240,15 @@ kiln_value kiln_mean(kiln_graph *g, kiln_value x, int naxes, const int *axes, bo
     double count = 1;
     for (int i = 0; i < xn->shape.rank; i++)
         if (mask >> i & 1u) count *= (double)xn->shape.dims[i];
-    kiln_dtype t = xn->dtype;
-    kiln_value s = reduce(g, op, IR_REDUCE_SUM, x, naxes, axes, keepdims);
-    kiln_value r = s.id ? kiln_mul(g, s, trace_scalar(g, op, t, 1.0 / count)) : KN_NONE;
-    return r;
+    /* jnp.mean's arithmetic: a 16-bit x summed into f32 and divided there, rounded to its
+     * dtype once; f32 and f64 divided by the count (not multiplied by its reciprocal, which
+     * is a rounding away from the quotient) */
+    kiln_dtype t = xn->dtype, at = ir_dtype_is_half(t) ? KILN_DTYPE_F32 : t;
+    kiln_value s =
+        reduce(g, op, IR_REDUCE_SUM, at == t ? x : kiln_convert(g, x, at), naxes, axes, keepdims);
+    if (!s.id) return KN_NONE;
+    kiln_value r = kiln_div(g, s, trace_scalar(g, op, at, count));
+    return at == t ? r : kiln_convert(g, r, t);
 }
 
 /* -------------------------------------------------------------- axes ops ---- */
@@ -412,7 +417,9 @@ kiln_value kiln_dynamic_slice(kiln_graph *g, kiln_value x, int n_indices,
     if (rank && !sizes)
         return trace_fail_on(g, in, 1, KILN_STATUS_INVALID_ARGUMENT, op, "sizes is NULL");
     ir_node n = {.op = IR_DYNAMIC_SLICE};
-    for (int i = 0; i < rank; i++) n.a.dyn_sizes[i] = sizes[i];
+    /* sizes has one entry per start index: with a wrong count (ir_infer's error, naming
+     * both) the entries past n_indices are not the caller's to read */
+    for (int i = 0; i < rank && i < n_indices; i++) n.a.dyn_sizes[i] = sizes[i];
     return trace_emit(g, op, &n, in, 1 + (uint32_t)n_indices);
 }
 

@@ -222,6 +222,84 @@ if ! "$KILN" train $tiny --steps 3 --batches "$dir/batches.bin" --out "$dir/b" >
     cat "$dir/b.out"
     fail=1
 fi
+# With asynchronous dispatch the step's peak is read once it has run, so it is the plan's
+# (an outside report: after 5 steps it read 257.5 KiB of 474.0 planned), and so is `kiln
+# plan --run`'s.
+if ! KILN_ASYNC=1 "$KILN" train $tiny --steps 3 --out "$dir/as" >"$dir/as.out" 2>&1 ||
+    ! awk -F'[:,]' '/"planned_peak_bytes"/ { p = $2 } /"measured_peak_bytes"/ { m = $2 }
+        END { exit !(p > 0 && p == m) }' "$dir/as/summary.json" ||
+    ! KILN_ASYNC=1 "$KILN" plan train_mlp --run -o "$dir/asp" >"$dir/as.out" 2>&1 ||
+    ! grep -q "(equal)" "$dir/as.out"; then
+    echo "FAIL: planned and measured peaks under KILN_ASYNC=1"
+    cat "$dir/as.out"
+    fail=1
+fi
+# Outside reports, each a message or a check that was wrong: a name the GPT does not have in
+# a names policy, a range printed rounded, the budget hint below 1 MiB, a sharded f16 run,
+# and a resumed --min-lr typed as the default's decimal.
+expect 2 "'save_only_these_names:qkv,zzz' is not a policy" -- train --remat \
+    save_only_these_names:qkv,zzz
+expect 2 "(a number in [0, 0.999999999999])" -- train --beta1 1
+KILN_MEMORY_LIMIT=500KiB expect 1 "give --memory-budget 500KiB or less" -- train --layers 1 \
+    --heads 2 --channels 32 --context 256 --batch 64 --steps 2 --out "$dir/o"
+expect 1 "needs no loss scaling, and dtype f16 has dynamic loss scaling" -- train $tiny \
+    --steps 1 --devices 2 --shard-optimizer --dtype f16 --out "$dir/o"
+"$KILN" train $tiny --steps 2 --lr 3e-3 --out "$dir/ml" >/dev/null 2>&1
+if ! "$KILN" train --resume "$dir/ml/model.safetensors" --steps 3 --min-lr 0.0003 \
+    --out "$dir/ml" >"$dir/out" 2>&1; then
+    echo "FAIL: --min-lr 0.0003 against the recorded lr / 10"
+    cat "$dir/out"
+    fail=1
+fi
+# Host offload when the state itself does not fit the device: the parameters and moments
+# are made (and loaded, on a resume) in host memory, not on the device first (an outside
+# report: "out of memory" while setting up the state the step was to keep in host memory).
+off="--layers 2 --heads 4 --channels 32 --context 16 --batch 4 --eval-every 0"
+if ! KILN_MEMORY_LIMIT=400K "$KILN" train $off --steps 3 --offload-params --out "$dir/off" \
+    >"$dir/out" 2>&1 ||
+    ! KILN_MEMORY_LIMIT=400K "$KILN" train --resume "$dir/off/model.safetensors" --steps 5 \
+        --offload-params --out "$dir/off" >"$dir/out" 2>&1 ||
+    ! KILN_MEMORY_LIMIT=400K "$KILN" train $off --steps 2 --memory-budget 290K \
+        --out "$dir/off2" >"$dir/out" 2>&1; then
+    echo "FAIL: --offload-params with state larger than the device"
+    cat "$dir/out"
+    fail=1
+fi
+# --init refuses a file with tensors the model lacks (another model's extra layers were
+# dropped unsaid: an outside report); a checkpoint of the same shape, moments and all, loads.
+"$KILN" train --layers 2 --heads 2 --channels 16 --context 16 --batch 2 --steps 1 \
+    --out "$dir/two" >/dev/null 2>&1
+expect 1 "tensor 'h.1.ln_1.weight' (and " -- train $tiny --steps 1 --init \
+    "$dir/two/model.safetensors" --out "$dir/o"
+if ! "$KILN" train --layers 2 --heads 2 --channels 16 --context 16 --batch 2 --steps 1 \
+    --init "$dir/two/model.safetensors" --out "$dir/o" >"$dir/out" 2>&1; then
+    echo "FAIL: --init with a checkpoint of the same shape"
+    cat "$dir/out"
+    fail=1
+fi
+# A run on a batches file resumes on the same batches: without --batches it reads the file
+# its checkpoint records, and with one it checks that the steps done hold the same bytes
+# (a longer file extends the run, the same losses as one run over it); another file, or a
+# file for a run that drew its batches from the corpus, is refused. (An outside report:
+# resuming without --batches once trained the rest on other data, silently.)
+head -c 816 /dev/zero >"$dir/six.bin"
+{ head -c 408 /dev/zero; i=0; while [ $i -lt 102 ]; do printf '\001\000\000\000'; i=$((i + 1)); done; } >"$dir/other.bin"
+{ i=0; while [ $i -lt 204 ]; do printf '\001\000\000\000'; i=$((i + 1)); done; } >"$dir/ones.bin"
+expect 1 "the batches file '$dir/batches.bin' has 408 bytes; [steps 6" -- train --resume \
+    "$dir/b/model.safetensors" --steps 6 --out "$dir/o"
+expect 1 "differs from the one the run trained on ($dir/batches.bin) in its first 3 steps" -- \
+    train --resume "$dir/b/model.safetensors" --steps 6 --batches "$dir/ones.bin" --out "$dir/o"
+if ! "$KILN" train --resume "$dir/b/model.safetensors" --steps 6 --batches "$dir/other.bin" \
+    --out "$dir/b" >"$dir/b6.out" 2>&1 ||
+    ! "$KILN" train $tiny --steps 6 --batches "$dir/other.bin" --out "$dir/b6" >"$dir/b6.out" 2>&1 ||
+    ! same_losses "$dir/b" "$dir/b6"; then
+    echo "FAIL: a batches run extended on a longer file"
+    cat "$dir/b6.out"
+    fail=1
+fi
+"$KILN" train $tiny --steps 3 --out "$dir/c" >/dev/null 2>&1
+expect 1 "the run trained on batches drawn from its corpus; --batches" -- train --resume \
+    "$dir/c/model.safetensors" --steps 6 --batches "$dir/six.bin" --out "$dir/o"
 
 # start_run OUT ARGS...: a run in the background ($pid) whose output goes to OUT.log; waits up
 # to two minutes (compiling comes first, and a loaded machine or a sanitizer build is slow
@@ -353,6 +431,18 @@ for k in 1 2 3 4 5 6; do
     fi
 done
 [ $aborts = 0 ] || fail=1
+# One run writes an output folder at a time: a second is refused while the first runs (it
+# once replaced the first's losses.csv), and the folder is free again once it has ended.
+start_run "$dir/busy" $mid --steps 100000
+expect 1 "the output folder '$dir/busy' is in use by another kiln train" -- train $tiny --steps 1 \
+    --out "$dir/busy"
+kill -INT $pid 2>/dev/null
+wait $pid
+if ! "$KILN" train $tiny --steps 1 --out "$dir/busy" >"$dir/out" 2>&1; then
+    echo "FAIL: the output folder stays locked after its run ended"
+    cat "$dir/out"
+    fail=1
+fi
 
 if command -v python3 >/dev/null &&
     ! python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['steps']==420 and d['planned_peak_bytes']>0 and 'optimizer' in d and 'data' in d" \
@@ -382,7 +472,7 @@ if ! "$KILN" train $tiny --steps 6 --save-every 3 --eval-every 0 --data "$dir/co
     fail=1
 fi
 echo "more text" >>"$dir/corpus.txt"
-expect 1 "is another file" -- train --resume "$dir/data/model.safetensors" --steps 9 --out "$dir/data"
+expect 1 "which has changed since (now" -- train --resume "$dir/data/model.safetensors" --steps 9 --out "$dir/data"
 mv "$dir/corpus.txt" "$dir/moved.txt"
 expect 1 "the corpus the run trained on: cannot open the corpus '$dir/corpus.txt'" -- train \
     --resume "$dir/data/model.safetensors" --steps 9 --out "$dir/data"
@@ -416,7 +506,7 @@ fi
 # --shard-optimizer (ZeRO): the recipe and the memory report say so, the checkpoint is whole
 # (a plain run resumes it); stage 3 does not exist; f16's loss scaling is refused.
 expect 2 "--zero-stage: '3' is not a valid value" -- train --zero-stage 3
-expect 1 "shard_optimizer needs" -- train $tiny --devices 2 --shard-optimizer --dtype f16
+expect 1 "shard_optimizer (--shard-optimizer) needs no loss scaling" -- train $tiny --devices 2 --shard-optimizer --dtype f16
 if ! "$KILN" train $tiny --devices 2 --steps 2 --eval-every 0 --shard-optimizer --out "$dir/zero" \
         >"$dir/zero.out" 2>&1 ||
     ! grep -q "optimiser state sharded (ZeRO-2)" "$dir/zero.out" ||

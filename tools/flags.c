@@ -136,8 +136,8 @@ static bool store(const tool_flag *f, const char *v, void *opts) {
 static int bad_value(const tool_command *c, const tool_flag *f, const char *v) {
     if (f->kind == TOOL_FLAG_CUSTOM) return kiln_tool_usage(c, "%s: '%s' %s", f->name, v, f->bad);
     if (f->kind == TOOL_FLAG_DOUBLE)
-        return kiln_tool_usage(c, "%s: '%s' is not a valid value (a number in [%g, %g])", f->name,
-                               v, f->flo, f->fhi);
+        return kiln_tool_usage(c, "%s: '%s' is not a valid value (a number in [%.12g, %.12g])",
+                               f->name, v, f->flo, f->fhi);
     return kiln_tool_usage(c, "%s: '%s' is not a valid value (an integer in [%lld, %lld])", f->name,
                            v, f->lo, f->hi);
 }

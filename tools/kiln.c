@@ -180,6 +180,7 @@ static int run_once(kiln_context *ctx, kiln_executable *e, const model *m) {
         kiln_device_reset_peak(ctx, 0);
         double t0 = now();
         kiln_status s = kiln_executable_run(e, m->n_params, args, n_out, outs);
+        if (!s) s = kiln_device_synchronize(ctx, 0); /* asynchronous dispatch: it has run */
         double t = now() - t0;
         kiln_device_get_memory_stats(ctx, 0, &st);
         if (s)

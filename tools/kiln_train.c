@@ -91,8 +91,13 @@ static bool parse_remat(const char *v, void *opts) {
     if (p > KILN_CHECKPOINT_POLICY_OFFLOAD_DOT_WITH_NO_BATCH_DIMS || named != (colon != NULL))
         return false;
     int n = 0, max = (int)(sizeof a->remat_names / sizeof a->remat_names[0]);
-    for (char *t = colon ? strtok(colon + 1, ",") : NULL; t && n < max; t = strtok(NULL, ","))
+    for (char *t = colon ? strtok(colon + 1, ",") : NULL; t && n < max; t = strtok(NULL, ",")) {
+        /* the GPT's names (gpt.h): another would name nothing, and save or recompute
+         * something else than was meant */
+        if (strcmp(t, "qkv") && strcmp(t, "attn") && strcmp(t, "mlp_fc")) return false;
         a->remat_names[n++] = t;
+    }
+    if (named && !n) return false;
     a->o.remat = true, a->o.remat_policy = (kiln_checkpoint_policy)p;
     a->o.remat_n_names = n, a->o.remat_names = n ? a->remat_names : NULL;
     return true;

@@ -364,6 +364,13 @@ static kiln_status read_tensor(kiln_context *ctx, kiln_safetensors *f, const cha
 
 kiln_status gpt_checkpoint_load(kiln_context *ctx, const char *path, const gpt_config *cfg,
                                 kiln_array **params, kiln_array **m, kiln_array **v, char *err) {
+    const kiln_memory_kind dev[3] = {KILN_MEMORY_DEVICE, KILN_MEMORY_DEVICE, KILN_MEMORY_DEVICE};
+    return gpt_checkpoint_load_in(ctx, path, cfg, dev, params, m, v, err);
+}
+
+kiln_status gpt_checkpoint_load_in(kiln_context *ctx, const char *path, const gpt_config *cfg,
+                                   const kiln_memory_kind kinds[3], kiln_array **params,
+                                   kiln_array **m, kiln_array **v, char *err) {
     kiln_safetensors *f;
     kiln_status st = kiln_safetensors_open(ctx, path, &f);
     if (st) {
@@ -382,6 +389,15 @@ kiln_status gpt_checkpoint_load(kiln_context *ctx, const char *path, const gpt_c
             gpt_param_info(cfg, i, base, &rank, dims);
             snprintf(name, sizeof name, "%s%s", k == 0 ? "" : k == 1 ? "opt.m." : "opt.v.", base);
             st = read_tensor(ctx, f, path, name, rank, dims, &dst[k][i], err);
+            kiln_array *h = NULL;
+            if (!st && kinds[k] != KILN_MEMORY_DEVICE) { /* moved there tensor by tensor */
+                st = kiln_array_copy_to_memory(dst[k][i], kinds[k], &h);
+                if (st)
+                    gpt_errf(err, "%s: moving '%s' to host memory: %s", path, name,
+                             kiln_last_error(ctx));
+                kiln_array_destroy(dst[k][i]);
+                dst[k][i] = h;
+            }
         }
     kiln_safetensors_close(f);
     if (st)

@@ -160,6 +160,12 @@ static double rng_normal(uint64_t *s) { /* Box-Muller, one value per call */
 
 kiln_status gpt_init_params(kiln_context *ctx, const gpt_config *cfg, kiln_dtype dtype,
                             uint64_t seed, kiln_array **params, char *err) {
+    return gpt_init_params_in(ctx, cfg, dtype, seed, KILN_MEMORY_DEVICE, params, err);
+}
+
+kiln_status gpt_init_params_in(kiln_context *ctx, const gpt_config *cfg, kiln_dtype dtype,
+                               uint64_t seed, kiln_memory_kind kind, kiln_array **params,
+                               char *err) {
     kiln_status st = gpt_config_check(cfg, err);
     if (st) return st;
     if (dtype != KILN_DTYPE_F32 && dtype != KILN_DTYPE_F64) {
@@ -197,7 +203,9 @@ kiln_status gpt_init_params(kiln_context *ctx, const gpt_config *cfg, kiln_dtype
             else
                 ((double *)buf)[j] = v[j];
         }
-        st = kiln_array_create(ctx, dtype, rank, dims, buf, &params[i]);
+        st = kind == KILN_MEMORY_DEVICE
+                 ? kiln_array_create(ctx, dtype, rank, dims, buf, &params[i])
+                 : kiln_array_create_in_memory(ctx, 0, kind, dtype, rank, dims, buf, &params[i]);
         if (st) gpt_errf(err, "gpt_init_params: %s: %s", name, kiln_last_error(ctx));
         free(v), free(buf);
     }

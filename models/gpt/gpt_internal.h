@@ -4,6 +4,16 @@
 
 #include "gpt.h"
 
+/* gpt_init_params and gpt_checkpoint_load with the arrays made in memory kind `kind` of
+ * device 0 (kinds[k] for the parameters, m and v): host offload's state is never whole on
+ * the device on its way to host memory (a tensor at a time, at most, while it is read). */
+kiln_status gpt_init_params_in(kiln_context *ctx, const gpt_config *cfg, kiln_dtype dtype,
+                               uint64_t seed, kiln_memory_kind kind, kiln_array **params,
+                               char *err);
+kiln_status gpt_checkpoint_load_in(kiln_context *ctx, const char *path, const gpt_config *cfg,
+                                   const kiln_memory_kind kinds[3], kiln_array **params,
+                                   kiln_array **m, kiln_array **v, char *err);
+
 /* printf into err (GPT_ERR_SIZE bytes). */
 void gpt_errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

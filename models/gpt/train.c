@@ -33,6 +33,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,8 +167,12 @@ typedef struct run {
     kiln_array **state; /* params, m, v: 3P */
     kiln_executable *step, *eval;
     gpt_data data;
-    char data_path[4200]; /* the corpus as the checkpoint records it ("": the default) */
-    FILE *batches;        /* the --batches file, or NULL */
+    char data_path[4200];    /* the corpus as the checkpoint records it ("": the default) */
+    FILE *batches;           /* the --batches file, or NULL */
+    int out_lock;            /* the output folder, open and locked for this run (-1: none) */
+    char batches_path[4200]; /* its absolute path, as the checkpoint records it ("": none) */
+    uint64_t bhash;          /* FNV-1a over the bytes of its steps [0, bhashed) */
+    int64_t bhashed;
     uint64_t rng;
     int64_t done; /* steps done */
     /* Loss scaling (gpt_step_spec): updates applied (done less the skipped steps of the
@@ -204,9 +209,12 @@ static void state_free(run *r) {
     r->state = NULL;
 }
 
+static kiln_status batches_hash_to(run *r, int64_t upto);
+static kiln_status same_batches(run *r, kiln_safetensors *f, int64_t done);
+
 static kiln_status save_moments(run *r, const char *path, kiln_array **mv) {
     char step[24], seed[24], rng[24], batch[24], steps[24], warm[24], lr[32], wd[32], clip[32];
-    char dbytes[24], dhash[24], b1[32], b2[32], eps[32], minlr[32];
+    char dbytes[24], dhash[24], b1[32], b2[32], eps[32], minlr[32], bhash[24] = "";
     char ls0[32], lsi[24], lsn[32], lsg[24], applied[24];
     snprintf(step, sizeof step, "%lld", (long long)r->done);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->o->seed);
@@ -230,7 +238,9 @@ static kiln_status save_moments(run *r, const char *path, kiln_array **mv) {
     snprintf(applied, sizeof applied, "%lld", (long long)r->applied);
     /* the log covers at least the steps of the checkpoint */
     kiln_status st = gpt_log_flush(&r->log, r->err);
+    if (!st) st = batches_hash_to(r, r->done);
     if (st) return st;
+    if (r->batches) snprintf(bhash, sizeof bhash, "%016llx", (unsigned long long)r->bhash);
     const char *kv[] = {
         "step", step, "seed", seed, "rng_state", rng, "batch", batch, "steps", steps, "warmup",
         warm, "lr", lr, "weight_decay", wd, "clip", clip, "data", r->data_path, "data_bytes",
@@ -239,7 +249,9 @@ static kiln_status save_moments(run *r, const char *path, kiln_array **mv) {
         /* mixed precision: the recipe, then the loss scale's state */
         "dtype", kiln_dtype_name(compute_of(r->o)), "loss_scaling",
         gpt_loss_scaling_name(r->scaling), "loss_scale_init", ls0, "loss_scale_growth_interval",
-        lsi, "loss_scale", lsn, "loss_scale_good_steps", lsg, "optimizer_steps", applied};
+        lsi, "loss_scale", lsn, "loss_scale_good_steps", lsg, "optimizer_steps", applied,
+        /* the batches file ("": the corpus's seeded draws) and its steps' fingerprint */
+        "batches", r->batches_path, "batches_hash", bhash};
     int n_kv = (int)(sizeof kv / sizeof kv[0]) / 2, Pu = gpt_num_params(&r->cfg);
     if (!r->stacked)
         return gpt_checkpoint_save(r->ctx, path, &r->cfg, r->state, mv, mv + r->P, n_kv, kv,
@@ -351,7 +363,9 @@ static kiln_status same_corpus(run *r, kiln_safetensors *f) {
     snprintf(now, sizeof now, "%016llx", (unsigned long long)r->data.hash);
     if (atoll(b) == r->data.n && !strcmp(h, now)) return KILN_STATUS_OK;
     const char *was = kiln_safetensors_get_metadata(f, "data");
-    const char *is = r->o->data && *r->o->data ? r->o->data : "the default corpus";
+    const char *is = r->o->data && *r->o->data ? r->o->data
+                     : r->data_path[0]         ? r->data_path /* the recorded file, changed */
+                                               : "the default corpus";
     was = was && *was ? was : "the default corpus";
     if (r->o->data_explicit) {
         if (r->o->progress)
@@ -361,10 +375,16 @@ static kiln_status same_corpus(run *r, kiln_safetensors *f) {
                     is, (long long)r->data.n, was, b);
         return KILN_STATUS_OK;
     }
-    gpt_errf(r->err,
-             "%s: the run trained on %s (%s bytes, hash %s); %s is another file (%lld bytes, "
-             "hash %s): give --data FILE to resume on another corpus on purpose",
-             r->o->resume, was, b, h, is, (long long)r->data.n, now);
+    if (!strcmp(was, is))
+        gpt_errf(r->err,
+                 "%s: the run trained on %s (%s bytes, hash %s), which has changed since (now "
+                 "%lld bytes, hash %s): give --data FILE to resume on it as it is, on purpose",
+                 r->o->resume, was, b, h, (long long)r->data.n, now);
+    else
+        gpt_errf(r->err,
+                 "%s: the run trained on %s (%s bytes, hash %s); %s is another file (%lld "
+                 "bytes, hash %s): give --data FILE to resume on another corpus on purpose",
+                 r->o->resume, was, b, h, is, (long long)r->data.n, now);
     return KILN_STATUS_INVALID_ARGUMENT;
 }
 
@@ -417,12 +437,61 @@ static kiln_status read_scale_state(run *r, kiln_safetensors *f, long long done)
     return KILN_STATUS_OK;
 }
 
+/* --init FILE names no tensor the model lacks (a file of another model's shape, whose
+ * extra layers would be dropped unsaid): every tensor is a parameter, or a moment of one
+ * (opt.m.NAME, opt.v.NAME: a training checkpoint). Its parameters are checked by loading. */
+static kiln_status init_names_known(run *r) {
+    kiln_safetensors *f;
+    if (kiln_safetensors_open(r->ctx, r->o->init, &f)) {
+        gpt_errf(r->err, "%s", kiln_last_error(r->ctx));
+        return KILN_STATUS_IO;
+    }
+    int n = kiln_safetensors_count(f), P = gpt_num_params(&r->cfg), unknown = 0;
+    char first[GPT_NAME_MAX + 16] = "", more[40] = "";
+    for (int i = 0; i < n; i++) {
+        const char *name = kiln_safetensors_name(f, i), *base = name;
+        if (!strncmp(base, "opt.m.", 6) || !strncmp(base, "opt.v.", 6)) base += 6;
+        bool known = false;
+        for (int p = 0; p < P && !known; p++) {
+            char want[GPT_NAME_MAX];
+            int rank;
+            int64_t dims[2];
+            gpt_param_info(&r->cfg, p, want, &rank, dims);
+            known = !strcmp(base, want);
+        }
+        if (!known && !unknown++) snprintf(first, sizeof first, "%s", name);
+    }
+    kiln_safetensors_close(f);
+    if (!unknown) return KILN_STATUS_OK;
+    if (unknown > 1) snprintf(more, sizeof more, " (and %d more)", unknown - 1);
+    gpt_errf(r->err,
+             "%s: tensor '%s'%s is not one of this model's (%d layers, %d channels, context "
+             "%d): --init takes the parameters of a model of the same shape",
+             r->o->init, first, more, r->cfg.layers, r->cfg.channels, r->cfg.context);
+    return KILN_STATUS_INVALID_ARGUMENT;
+}
+
+/* A recipe's number as the checkpoint holds it (printed to 17 digits) and as given now: the
+ * same up to the last digits of a decimal the user typed (--min-lr 0.0003 against lr / 10
+ * computed, 0.00030000000000000003). */
+static bool same_number(double a, double b) {
+    return a == b || fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+}
+
 /* The parameters and moments a run starts from, per layer into state (3 gpt_num_params
  * arrays): a checkpoint, an --init file or the seeded initialisation. */
 static kiln_status load_per_layer(run *r, kiln_array **state) {
     const gpt_train_options *o = r->o;
     int P = gpt_num_params(&r->cfg);
     kiln_status st;
+    /* host offload's state made in host memory from the start, so that the device never
+     * holds it whole (it may not fit: that is why it is offloaded); where it is stacked,
+     * sharded or on another device, it moves later (state_to_kinds) */
+    bool direct = r->dev == 0 && !r->stacked && !r->zero;
+    kiln_memory_kind host = KILN_MEMORY_PINNED_HOST, dev = KILN_MEMORY_DEVICE;
+    const kiln_memory_kind kinds[3] = {direct && r->off_params ? host : dev,
+                                       direct && r->off_opt ? host : dev,
+                                       direct && r->off_opt ? host : dev};
     if (o->resume) {
         gpt_train_options saved = *o;
         if ((st = gpt_checkpoint_read_options(r->ctx, o->resume, &saved, r->err))) return st;
@@ -433,27 +502,27 @@ static kiln_status load_per_layer(run *r, kiln_array **state) {
             what = "batch";
         else if (saved.warmup != o->warmup)
             what = "warmup";
-        else if (saved.lr != o->lr)
+        else if (!same_number(saved.lr, o->lr))
             what = "lr";
-        else if (saved.weight_decay != o->weight_decay)
+        else if (!same_number(saved.weight_decay, o->weight_decay))
             what = "weight decay";
-        else if (saved.clip != o->clip)
+        else if (!same_number(saved.clip, o->clip))
             what = "clip";
         else if (saved.seed != o->seed)
             what = "seed";
-        else if (saved.beta1 != o->beta1 || saved.beta2 != o->beta2)
+        else if (!same_number(saved.beta1, o->beta1) || !same_number(saved.beta2, o->beta2))
             what = "beta1 or beta2";
-        else if (saved.eps != o->eps)
+        else if (!same_number(saved.eps, o->eps))
             what = "eps";
         else if (saved.schedule != o->schedule)
             what = "schedule";
-        else if (min_lr_of(&saved) != min_lr_of(o))
+        else if (!same_number(min_lr_of(&saved), min_lr_of(o)))
             what = "min lr";
         else if (compute_of(&saved) != compute_of(o))
             what = "dtype";
         else if (scaling_of(&saved) != scaling_of(o) ||
                  (scaling_of(o) != GPT_LOSS_SCALING_NONE &&
-                  first_scale_of(&saved) != first_scale_of(o)) ||
+                  !same_number(first_scale_of(&saved), first_scale_of(o))) ||
                  (scaling_of(o) == GPT_LOSS_SCALING_DYNAMIC &&
                   interval_of(&saved) != interval_of(o)))
             what = "loss scaling";
@@ -464,8 +533,8 @@ static kiln_status load_per_layer(run *r, kiln_array **state) {
                      o->resume, what);
             return KILN_STATUS_INVALID_ARGUMENT;
         }
-        if ((st = gpt_checkpoint_load(r->ctx, o->resume, &r->cfg, state, state + P, state + 2 * P,
-                                      r->err)))
+        if ((st = gpt_checkpoint_load_in(r->ctx, o->resume, &r->cfg, kinds, state, state + P,
+                                         state + 2 * P, r->err)))
             return st;
         kiln_safetensors *f;
         if ((st = kiln_safetensors_open(r->ctx, o->resume, &f))) {
@@ -479,8 +548,17 @@ static kiln_status load_per_layer(run *r, kiln_array **state) {
         long long s = sv ? strtoll(sv, &e1, 10) : -1;
         unsigned long long rs = rv ? strtoull(rv, &e2, 10) : 0;
         bool ok = sv && rv && !*e1 && !*e2 && e1 != sv && e2 != rv && !errno && s >= 0 &&
-                  s <= GPT_MAX_STEPS && s <= saved.steps;
+                  s <= GPT_MAX_STEPS;
+        if (ok && s > saved.steps) {
+            kiln_safetensors_close(f);
+            gpt_errf(r->err,
+                     "%s: metadata 'step' (%lld, the steps done) is past 'steps' (%lld, the "
+                     "run's length): the file contradicts itself",
+                     o->resume, s, (long long)saved.steps);
+            return KILN_STATUS_INVALID_ARGUMENT;
+        }
         if (ok) st = same_corpus(r, f);
+        if (ok && !st) st = same_batches(r, f, s);
         if (ok && !st) st = read_scale_state(r, f, s);
         kiln_safetensors_close(f);
         if (!ok) {
@@ -506,10 +584,12 @@ static kiln_status load_per_layer(run *r, kiln_array **state) {
                     lr_at(o, s, saved.steps));
         return KILN_STATUS_OK;
     }
-    if (o->init)
-        st = gpt_checkpoint_load(r->ctx, o->init, &r->cfg, state, NULL, NULL, r->err);
+    if (o->init && !(st = init_names_known(r)))
+        st = gpt_checkpoint_load_in(r->ctx, o->init, &r->cfg, kinds, state, NULL, NULL, r->err);
+    else if (o->init)
+        return st;
     else
-        st = gpt_init_params(r->ctx, &r->cfg, KILN_DTYPE_F32, o->seed, state, r->err);
+        st = gpt_init_params_in(r->ctx, &r->cfg, KILN_DTYPE_F32, o->seed, kinds[0], state, r->err);
     if (st) return st;
     for (int i = 0; i < P && !st; i++) {
         int rank;
@@ -517,8 +597,11 @@ static kiln_status load_per_layer(run *r, kiln_array **state) {
         char name[GPT_NAME_MAX];
         gpt_param_info(&r->cfg, i, name, &rank, dims);
         for (int k = 1; k < 3 && !st; k++)
-            if ((st = kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, rank, dims, NULL,
-                                           &state[k * P + i])))
+            if ((st = kinds[k] == KILN_MEMORY_DEVICE
+                          ? kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, rank, dims, NULL,
+                                                 &state[k * P + i])
+                          : kiln_array_create_in_memory(r->ctx, r->dev, kinds[k], KILN_DTYPE_F32,
+                                                        rank, dims, NULL, &state[k * P + i])))
                 gpt_errf(r->err, "optimiser state of %s: %s", name, kiln_last_error(r->ctx));
     }
     r->rng = o->seed;
@@ -834,7 +917,7 @@ static kiln_status next_batch(run *r, int64_t s, int32_t *tok) {
     }
     if (fseeko(r->batches, (off_t)s * (off_t)n * 4, SEEK_SET) ||
         fread(tok, 4, n, r->batches) != n) {
-        gpt_errf(r->err, "%s: cannot read the batch of step %lld", r->o->batches, (long long)s);
+        gpt_errf(r->err, "%s: cannot read the batch of step %lld", r->batches_path, (long long)s);
         return KILN_STATUS_IO;
     }
     unsigned char *b = (unsigned char *)tok; /* the file is little-endian */
@@ -843,7 +926,7 @@ static kiln_status next_batch(run *r, int64_t s, int32_t *tok) {
                      (uint32_t)b[4 * i + 2] << 16 | (uint32_t)b[4 * i + 3] << 24;
         int32_t v = (int32_t)u;
         if (v < 0 || v >= r->cfg.vocab) {
-            gpt_errf(r->err, "%s: step %lld holds token %d, outside [0, %d)", r->o->batches,
+            gpt_errf(r->err, "%s: step %lld holds token %d, outside [0, %d)", r->batches_path,
                      (long long)s, v, r->cfg.vocab);
             return KILN_STATUS_INVALID_ARGUMENT;
         }
@@ -1036,6 +1119,8 @@ static void summary(run *r, FILE *p, const gpt_train_result *res, const kiln_mem
     if (r->n_rec)
         fprintf(p, "time: %.1f ms/step median, %.0f tokens/s; loss %.4f -> %.4f",
                 res->ms_per_step_median, res->tokens_per_s, res->first_loss, res->final_loss);
+    else if (res->interrupted)
+        fprintf(p, "no step run: interrupted before the first");
     else
         fprintf(p, "no step run: the checkpoint had done all %lld steps",
                 (long long)res->steps_done);
@@ -1184,14 +1269,17 @@ static kiln_status check_options(const gpt_train_options *o, char *err) {
                       "(--offload-optimizer)");
         return KILN_STATUS_INVALID_ARGUMENT;
     }
-    if (o->shard_optimizer &&
-        (o->zero_stage < 0 || o->zero_stage > 2 || scaling_of(o) != GPT_LOSS_SCALING_NONE)) {
+    if (o->shard_optimizer && (o->zero_stage < 0 || o->zero_stage > 2)) {
+        gpt_errf(err, "gpt_train: shard_optimizer needs zero_stage 1 or 2 (0: 2), not %d",
+                 o->zero_stage);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    if (o->shard_optimizer && scaling_of(o) != GPT_LOSS_SCALING_NONE) {
         gpt_errf(err,
-                 "gpt_train: shard_optimizer needs zero_stage 1 or 2 (0: 2), not %d, and no loss "
-                 "scaling (dtype %s, loss scaling %s): a skipped step would need every rank's "
-                 "verdict, which the sharded step does not gather yet",
-                 o->zero_stage, kiln_dtype_name(compute_of(o)),
-                 gpt_loss_scaling_name(scaling_of(o)));
+                 "gpt_train: shard_optimizer (--shard-optimizer) needs no loss scaling, and dtype "
+                 "%s has %s loss scaling: a skipped step would need every rank's verdict, which "
+                 "the sharded step does not gather yet (bf16 needs none: --dtype bf16)",
+                 kiln_dtype_name(compute_of(o)), gpt_loss_scaling_name(scaling_of(o)));
         return KILN_STATUS_INVALID_ARGUMENT;
     }
     if (o->model.vocab != 256) {
@@ -1202,22 +1290,106 @@ static kiln_status check_options(const gpt_train_options *o, char *err) {
     return KILN_STATUS_OK;
 }
 
-/* --batches: a regular file of exactly [steps, batch, context + 1] int32. */
+/* Metadata `key` of the checkpoint a run resumes into buf ("" when absent); false when the
+ * file has no such key (or cannot be opened: loading it says why). */
+static bool resume_meta(run *r, const char *key, char *buf, size_t size) {
+    kiln_safetensors *f;
+    buf[0] = 0;
+    if (!r->o->resume || kiln_safetensors_open(r->ctx, r->o->resume, &f)) return false;
+    const char *v = kiln_safetensors_get_metadata(f, key);
+    if (v) snprintf(buf, size, "%s", v);
+    kiln_safetensors_close(f);
+    return v != NULL;
+}
+
+/* --batches: a regular file of exactly [steps, batch, context + 1] int32. A resumed run
+ * without --batches reads the file its checkpoint records, as it does the corpus. */
 static kiln_status open_batches(run *r) {
     const gpt_train_options *o = r->o;
+    if (o->batches && *o->batches) {
+        char real[PATH_MAX];
+        snprintf(r->batches_path, sizeof r->batches_path, "%s",
+                 realpath(o->batches, real) ? real : o->batches);
+    } else if (!resume_meta(r, "batches", r->batches_path, sizeof r->batches_path) ||
+               !r->batches_path[0]) {
+        r->batches_path[0] = 0;
+        return KILN_STATUS_OK; /* batches drawn from the corpus */
+    }
+    const char *path = r->batches_path;
     int64_t size = 0, want;
-    kiln_status st = gpt_open_regular(o->batches, "the batches file", &r->batches, &size, r->err);
-    if (st) return st;
+    kiln_status st = gpt_open_regular(path, "the batches file", &r->batches, &size, r->err);
+    if (st) {
+        if (!o->batches) { /* the recorded file */
+            char why[GPT_ERR_SIZE];
+            snprintf(why, sizeof why, "%s", r->err);
+            gpt_errf(r->err, "%s: the batches the run trained on: %.900s (give --batches FILE)",
+                     o->resume, why);
+        }
+        return st;
+    }
     bool over = __builtin_mul_overflow(o->steps, (int64_t)r->GB * (r->T + 1) * 4, &want);
     if (over || size != want) {
         gpt_errf(r->err,
                  "the batches file '%s' has %lld bytes; [steps %lld, batch %d, context + 1 "
                  "%d] int32 is %s%lld",
-                 o->batches, (long long)size, (long long)o->steps, r->GB, r->T + 1,
+                 path, (long long)size, (long long)o->steps, r->GB, r->T + 1,
                  over ? "more than " : "", over ? (long long)INT64_MAX : (long long)want);
         return KILN_STATUS_INVALID_ARGUMENT;
     }
     return KILN_STATUS_OK;
+}
+
+/* Extends r->bhash, the batches file's fingerprint, over its steps up to `upto` (the steps a
+ * checkpoint has trained on): reads only the steps not hashed yet, so a run reads its file
+ * once more in all, however often it saves. */
+static kiln_status batches_hash_to(run *r, int64_t upto) {
+    if (!r->batches) return KILN_STATUS_OK;
+    size_t n = (size_t)r->GB * (size_t)(r->T + 1) * 4;
+    unsigned char *b = r->bhashed < upto ? malloc(n) : NULL;
+    if (r->bhashed < upto && !b) {
+        gpt_errf(r->err, "out of host memory");
+        return KILN_STATUS_HOST_OOM;
+    }
+    if (!r->bhashed) r->bhash = 0xcbf29ce484222325ull;
+    for (int64_t s = r->bhashed; s < upto; s++) {
+        if (fseeko(r->batches, (off_t)s * (off_t)n, SEEK_SET) || fread(b, 1, n, r->batches) != n) {
+            free(b);
+            gpt_errf(r->err, "%s: cannot read the batch of step %lld", r->batches_path,
+                     (long long)s);
+            return KILN_STATUS_IO;
+        }
+        for (size_t i = 0; i < n; i++) r->bhash = (r->bhash ^ b[i]) * 0x100000001b3ull;
+    }
+    free(b);
+    if (r->bhashed < upto) r->bhashed = upto;
+    return KILN_STATUS_OK;
+}
+
+/* A resumed run trains on the batches its checkpoint records (a checkpoint from before
+ * they were recorded is not checked): the corpus's seeded draws, or a batches file whose
+ * steps done so far hold the same bytes (a longer file extends the run). */
+static kiln_status same_batches(run *r, kiln_safetensors *f, int64_t done) {
+    const char *was = kiln_safetensors_get_metadata(f, "batches");
+    const char *h = kiln_safetensors_get_metadata(f, "batches_hash");
+    if (!was) return KILN_STATUS_OK;
+    if (!*was && r->batches) {
+        gpt_errf(r->err,
+                 "%s: the run trained on batches drawn from its corpus; --batches %s would "
+                 "train the rest on others (start a new run to train on the file)",
+                 r->o->resume, r->batches_path);
+        return KILN_STATUS_INVALID_ARGUMENT;
+    }
+    if (!*was) return KILN_STATUS_OK;
+    kiln_status st = batches_hash_to(r, done);
+    if (st) return st;
+    char now[24];
+    snprintf(now, sizeof now, "%016llx", (unsigned long long)r->bhash);
+    if (h && !strcmp(h, now)) return KILN_STATUS_OK;
+    gpt_errf(r->err,
+             "%s: the batches file %s differs from the one the run trained on (%s) in its "
+             "first %lld steps (hash %s, not %s): give --batches the file the run trained on",
+             r->o->resume, r->batches_path, was, (long long)done, now, h ? h : "missing");
+    return KILN_STATUS_INVALID_ARGUMENT;
 }
 
 /* Refuses, before a byte of state is allocated, a run whose step cannot fit the device:
@@ -1240,6 +1412,15 @@ static kiln_status check_fits(run *r, const kiln_memory_analysis *ma) {
     human_bytes(need, n, sizeof n), human_bytes(ms.bytes_limit, l, sizeof l);
     human_bytes(state, p, sizeof p);
     human_bytes(need > state ? need - state : 0, rest, sizeof rest);
+    /* the limit as --memory-budget reads it: whole MiB, or KiB or bytes below one */
+    char hint[32];
+    unsigned long long lim = ms.bytes_limit;
+    if (lim >= 1u << 20)
+        snprintf(hint, sizeof hint, "%lluMiB", lim >> 20);
+    else if (lim >= 1024)
+        snprintf(hint, sizeof hint, "%lluKiB", lim >> 10);
+    else
+        snprintf(hint, sizeof hint, "%llu", lim);
     if (state >= ms.bytes_limit)
         gpt_errf(r->err,
                  "the model cannot fit device %d (%s): its parameters and AdamW moments alone "
@@ -1250,9 +1431,9 @@ static kiln_status check_fits(run *r, const kiln_memory_analysis *ma) {
         gpt_errf(r->err,
                  "the training step cannot fit device %d (%s): its planned peak is %s "
                  "(parameters and AdamW moments %s, activations and temporaries %s); give "
-                 "--memory-budget %lluMiB or less to recompute activations instead of keeping "
+                 "--memory-budget %s or less to recompute activations instead of keeping "
                  "them (docs/memory.md), or a smaller --batch or --context",
-                 r->dev, l, n, p, rest, (unsigned long long)(ms.bytes_limit >> 20));
+                 r->dev, l, n, p, rest, hint);
     return KILN_STATUS_DEVICE_OOM;
 }
 
@@ -1319,7 +1500,7 @@ static kiln_status run_step(run *r, int64_t s, int32_t *tok, kiln_array **args, 
     if (!st && !(outs = calloc((size_t)nouts, sizeof *outs))) st = KILN_STATUS_HOST_OOM;
     double t0 = now_ms();
     if (!st) st = kiln_executable_run(r->step, nargs, args, nouts, outs);
-    *ms = now_ms() - t0;
+    *ms = now_ms() - t0; /* the enqueue alone when dispatch is asynchronous: set again below */
     for (int i = 3 * P; i < nargs; i++) kiln_array_destroy(args[i]);
     if (st) {
         gpt_errf(r->err, "step %lld: %s", (long long)s + 1,
@@ -1328,14 +1509,18 @@ static kiln_status run_step(run *r, int64_t s, int32_t *tok, kiln_array **args, 
         free(outs);
         return st;
     }
-    kiln_device_get_memory_stats(ctx, r->dev, &ms1);
-    if (ms1.peak_bytes_in_use > *peak) *peak = ms1.peak_bytes_in_use;
     for (int i = 0; i < 3 * P; i++) {
         kiln_array_destroy(r->state[i]); /* consumed by the call */
         r->state[i] = outs[i];
     }
     *loss = NAN;
     st = kiln_array_copy_to_host(outs[3 * P], loss, sizeof *loss);
+    /* the loss is the step's last value: with asynchronous dispatch (KILN_ASYNC) the step
+     * has run only now, so its time and the allocator's peak are read after it */
+    if (!st) st = kiln_device_synchronize(ctx, r->dev);
+    *ms = now_ms() - t0;
+    kiln_device_get_memory_stats(ctx, r->dev, &ms1);
+    if (ms1.peak_bytes_in_use > *peak) *peak = ms1.peak_bytes_in_use;
     if (!st && scale_outs(r))
         st = read_scale_outs(r, outs + 3 * P + 1);
     else if (!st)
@@ -1370,10 +1555,14 @@ static kiln_status train_loop(run *r, gpt_train_result *res, const kiln_memory_a
         if ((st = run_step(r, s, tok, args, &loss, &ms, &res->measured_peak_bytes, diverged)))
             return st;
         if (!isfinite(loss)) {
-            gpt_errf(r->err,
-                     "step %lld: the loss is %g (diverged: try a lower --lr); the last "
-                     "checkpoint was kept",
-                     (long long)s + 1, (double)loss);
+            char ck[4200 + 32];
+            struct stat sb;
+            snprintf(ck, sizeof ck, "%s/model.safetensors", o->out_dir ? o->out_dir : "");
+            bool saved = r->saves && o->out_dir && !stat(ck, &sb);
+            gpt_errf(r->err, "step %lld: the loss is %g (diverged: try a lower --lr); %s%s%s",
+                     (long long)s + 1, (double)loss,
+                     saved ? "the last checkpoint was kept (" : "nothing was saved",
+                     saved ? ck : "", saved ? ")" : "");
             *diverged = true;
             return KILN_STATUS_INVALID_ARGUMENT;
         }
@@ -1450,6 +1639,22 @@ static kiln_status prepare_files(run *r) {
     kiln_status st;
     if (o->out_dir) {
         if ((st = check_out_dir(o->out_dir, r->err))) return st;
+        /* one run writes a folder at a time: a second one would interleave its losses.csv
+         * and checkpoints with the first's. The lock is the folder's own (flock on it),
+         * so no file is left behind, and a run that dies releases it. */
+        r->out_lock = open(o->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (r->out_lock >= 0 && flock(r->out_lock, LOCK_EX | LOCK_NB)) {
+            bool busy = errno == EWOULDBLOCK;
+            close(r->out_lock);
+            r->out_lock = -1;
+            if (busy) {
+                gpt_errf(r->err,
+                         "the output folder '%s' is in use by another kiln train (it holds the "
+                         "folder's lock): give another --out, or wait for that run to end",
+                         o->out_dir);
+                return KILN_STATUS_INVALID_ARGUMENT;
+            }
+        }
         char path[4200];
         snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
         int n = gpt_checkpoint_remove_temps(path, 0);
@@ -1460,7 +1665,7 @@ static kiln_status prepare_files(run *r) {
                     n, n > 1 ? "s" : "", o->out_dir);
     }
     if ((st = load_corpus(r))) return st;
-    return o->batches ? open_batches(r) : KILN_STATUS_OK;
+    return open_batches(r);
 }
 
 kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_train_result *res,
@@ -1476,7 +1681,7 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
         gpt_errf(err, "out of host memory");
         return KILN_STATUS_HOST_OOM;
     }
-    *r = (run){.ctx = ctx, .o = o, .cfg = o->model, .err = err};
+    *r = (run){.ctx = ctx, .o = o, .cfg = o->model, .err = err, .out_lock = -1};
     kiln_status st = check_options(o, err);
     if (st) {
         free(r);
@@ -1542,6 +1747,7 @@ kiln_status gpt_train(kiln_context *ctx, const gpt_train_options *o_in, gpt_trai
         fputc('\n', o->progress); /* end the \r-updated line */
     st = finish(r, st, diverged, res, &ma, &si, &ei);
 out:
+    if (r->out_lock >= 0) close(r->out_lock); /* and with it the lock */
     if (r->log.f) fclose(r->log.f);
     if (r->batches) fclose(r->batches);
     state_free(r);

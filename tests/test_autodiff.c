@@ -1032,7 +1032,7 @@ static void test_errors(void) {
         {"the loss must be a float scalar", KILN_STATUS_SHAPE},
         {"the loss must be a float scalar", KILN_STATUS_DTYPE},
         {"not a value of graph", KILN_STATUS_INVALID_ARGUMENT},
-        {"only f32 and f64 values have gradients", KILN_STATUS_DTYPE},
+        {"only float values (f32, f64, bf16, f16) have gradients", KILN_STATUS_DTYPE},
         {"needs at least one value", KILN_STATUS_INVALID_ARGUMENT},
         {"must not be NULL", KILN_STATUS_INVALID_ARGUMENT},
         {"cotangents[0] must have the type of outs[0]", KILN_STATUS_SHAPE},

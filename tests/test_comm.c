@@ -375,8 +375,16 @@ static void *call_all_reduce(void *p) {
     return NULL;
 }
 
+static void *call_barrier(void *p) {
+    caller *a = p;
+    a->s = kiln_comm_barrier(a->c);
+    if (a->s) snprintf(a->err, sizeof a->err, "%s", kiln_last_error(ctx));
+    return NULL;
+}
+
 /* A rank that never arrives fails the others within the timeout, naming it; the group
- * stays failed. Ranks that disagree on the call fail alike. */
+ * stays failed. Ranks that disagree on the call fail alike, and a barrier against an
+ * all-reduce is named so (it said "never arrived": an outside report). */
 static void test_timeout_and_mismatch(void) {
     kiln_comm *comms[3];
     CHECK_OK(ctx, kiln_comm_create_local(ctx, 3, 0.2, comms));
@@ -403,6 +411,18 @@ static void test_timeout_and_mismatch(void) {
         CHECK_CONTAINS(m[i].err, "different collectives");
     }
     for (int i = 0; i < 2; i++) kiln_comm_destroy(comms[i]);
+
+    CHECK_OK(ctx, kiln_comm_create_local(ctx, 3, 0.2, comms));
+    caller b[3] = {{comms[0], 8, 0, ""}, {comms[1], 8, 0, ""}, {comms[2], 8, 0, ""}};
+    pthread_t tb[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&tb[i], NULL, i == 2 ? call_barrier : call_all_reduce, &b[i]);
+    for (int i = 0; i < 3; i++) pthread_join(tb[i], NULL);
+    for (int i = 0; i < 3; i++) {
+        CHECK_STATUS(b[i].s, KILN_STATUS_TIMEOUT);
+        CHECK_CONTAINS(b[i].err, "different collectives (a barrier against a collective)");
+    }
+    for (int i = 0; i < 3; i++) kiln_comm_destroy(comms[i]);
 }
 
 /* A compiled program whose peer never runs ends with the timeout, not a hang. */

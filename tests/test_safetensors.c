@@ -199,12 +199,16 @@ static void test_empty_and_names(void) {
     kiln_safetensors_close(f);
 
     /* escapes and non-ASCII survive, as names and as metadata */
-    const char *names[] = {"h\xc3\xa9llo",           "quote\"back\\slash",
-                           "tab\tnew\nline\x01",     "\xe6\x97\xa5\xe6\x9c\xac",
-                           "emoji \xf0\x9f\x98\x80", "a/b.c[0]"};
+    const char *names[] = {"h\xc3\xa9llo",
+                           "quote\"back\\slash",
+                           "tab\tnew\nline\x01",
+                           "\xe6\x97\xa5\xe6\x9c\xac",
+                           "emoji \xf0\x9f\x98\x80",
+                           "a/b.c[0]",
+                           "a\\u0000b"}; /* an escaped backslash, then u0000: no NUL */
     int n = (int)(sizeof names / sizeof names[0]);
-    kiln_array *arrays[6];
-    float vals[6];
+    kiln_array *arrays[7];
+    float vals[7];
     for (int i = 0; i < n; i++) {
         vals[i] = (float)i + 0.25f;
         CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F32, 0, NULL, &vals[i], &arrays[i]));
@@ -422,6 +426,11 @@ static const bad_case bad_cases[] = {
     {"{\"__metadata__\": [\"k\"]}", 0, "\"__metadata__\" is not an object"},
     {"{\"__metadata__\": {\"k\": \"1\", \"k\": \"2\"}}", 0, "key \"k\" appears twice"},
     {"{\"__metadata__\": {}, \"__metadata__\": {}}", 0, "\"__metadata__\" appears twice"},
+    /* a NUL would end the name where cJSON decodes it: "a\u0000b" read as "a" (an outside
+     * report); an escaped backslash before "u0000" is a name like any other */
+    {"{\"a\\u0000b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
+     "holds a NUL character (\\u0000 at byte 3)"},
+    {"{\"__metadata__\": {\"k\": \"x\\u0000\"}}", 0, "holds a NUL character"},
     {"{\"a\xff\": {}}", 0, "not UTF-8 (byte 3"},
     {"{\"a\xed\xa0\x80\": {}}", 0, "not UTF-8 (byte 3"}, /* an encoded surrogate */
 };

@@ -1,10 +1,12 @@
 /* queue.c — in-order work queues with a thread each, and events (see queue.h).
  *
  * A queue is a FIFO of tasks under one mutex. Its thread pops a task, runs it without the
- * lock, then completes the task's event under the lock and wakes every waiter (done_cv:
- * waiters of any event of this queue, and drains). Only then does it release the task,
- * and only after the release does it count the task as finished, so that a drain that
- * returns has also seen every array and arena the tasks freed go back to the allocator.
+ * lock, releases it (the arrays and arenas it held go back to the allocator), and only then
+ * completes the task's event and counts the task as finished under the lock, waking every
+ * waiter (done_cv: waiters of any event of this queue, and drains). So a wait that returns
+ * has seen the memory freed: a loop that reads a result, destroys its arrays and allocates
+ * again finds the bytes free, as it would without the queue (an outside report: completing
+ * first made such allocations fail now and then under a tight limit).
  *
  * Per-thread errors (base/error.c): a task that fails leaves its message in the worker
  * thread's slot, where no caller would ever look. The worker copies it into the event (and
@@ -142,6 +144,8 @@ static char *take_message(kiln_context *ctx) {
 static void finish(kn_queue *q, kn_task *t, kiln_status s) {
     char *msg = s ? take_message(q->ctx) : NULL, *first = s ? take_message(q->ctx) : NULL;
     kn_event *ev = t->ev;
+    event_ref(ev); /* the release drops the task's reference */
+    t->release(t);
     pthread_mutex_lock(&q->mu);
     ev->status = s;
     ev->msg = msg;
@@ -151,14 +155,11 @@ static void finish(kn_queue *q, kn_task *t, kiln_status s) {
         q->first_msg = first;
         first = NULL;
     }
-    pthread_cond_broadcast(&q->done_cv);
-    pthread_mutex_unlock(&q->mu);
-    if (first) host_free(q->ctx, first, strlen(first) + 1);
-    t->release(t);
-    pthread_mutex_lock(&q->mu);
     q->finished++;
     pthread_cond_broadcast(&q->done_cv);
     pthread_mutex_unlock(&q->mu);
+    if (first) host_free(q->ctx, first, strlen(first) + 1);
+    event_unref(ev);
 }
 
 static void *queue_main(void *arg) {

@@ -90,12 +90,20 @@ static kiln_status meet(kiln_comm *c, const char *what) {
         g->failed = true;
         int k = snprintf(g->why, sizeof g->why, "rank %d waited %.3g s at %s for rank(s)", c->rank,
                          c->timeout_s, what);
+        bool other = false; /* one of them waits in a collective of its own: a mismatch */
         for (int r = 0; r < g->size && k < (int)sizeof g->why; r++)
-            if (g->seen[r] != my + 1)
-                k += snprintf(g->why + k, sizeof g->why - (size_t)k, " %d", r);
+            if (g->seen[r] != my + 1) {
+                bool busy = g->queue[r] != NULL;
+                other |= busy;
+                k += snprintf(g->why + k, sizeof g->why - (size_t)k, " %d%s", r,
+                              busy ? " (in a collective)" : "");
+            }
         if (k < (int)sizeof g->why)
-            snprintf(g->why + k, sizeof g->why - (size_t)k,
-                     ", which never arrived (died, stalled, or called other collectives)");
+            snprintf(g->why + k, sizeof g->why - (size_t)k, "%s",
+                     other ? ": the ranks called different collectives (a barrier against a "
+                             "collective)"
+                           : ", which never arrived (died, stalled, or called other "
+                             "collectives)");
         pthread_cond_broadcast(&g->cv);
     }
     kiln_status s = g->gen != my ? KILN_STATUS_OK : failed_error(c, g, what);
@@ -246,11 +254,19 @@ static void timed_out(kiln_comm *c, local_group *g, uint64_t seq, const char *wh
     g->failed = true;
     int k = snprintf(g->why, sizeof g->why, "rank %d waited %.3g s at %s for rank(s)", c->rank,
                      c->timeout_s, what);
+    bool barrier = false; /* one of them waits in a barrier: a mismatch, not a stall */
     for (int p = 0; p < g->size && k < (int)sizeof g->why; p++)
-        if (g->posted[p] <= seq) k += snprintf(g->why + k, sizeof g->why - (size_t)k, " %d", p);
+        if (g->posted[p] <= seq) {
+            bool in = g->arrived && g->seen[p] == g->gen + 1;
+            barrier |= in;
+            k += snprintf(g->why + k, sizeof g->why - (size_t)k, " %d%s", p,
+                          in ? " (waiting in a barrier)" : "");
+        }
     if (k < (int)sizeof g->why)
-        snprintf(g->why + k, sizeof g->why - (size_t)k,
-                 ", which never arrived (died, stalled, or called other collectives)");
+        snprintf(g->why + k, sizeof g->why - (size_t)k, "%s",
+                 barrier ? ": the ranks called different collectives (a barrier against a "
+                           "collective)"
+                         : ", which never arrived (died, stalled, or called other collectives)");
     pthread_cond_broadcast(&g->cv);
 }
 

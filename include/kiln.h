@@ -1430,13 +1430,18 @@ KILN_API kiln_value kiln_checkpoint_name(kiln_graph *g, kiln_value x, const char
  * parameter and return the next one, and a jitted function never retraces for a new key.
  * Draws are Threefry-2x32 of the key on each element's row-major position, computed inside
  * the compiled program (fused into whatever consumes them, on every backend); kiln_random_bits
- * and f32 kiln_random_uniform on [0, 1) give the same bits as jax.random for the same key,
- * on every backend and in the interpreter (other bounds and normal draws: to a few ulp,
- * docs/random.md), and so do bf16 and f16 uniform and normal draws. A draw holds at most 2^32
- * elements. The draws have no gradient (the key is not differentiable). Errors (a key that is not
- * i32[2], p or rate outside [0, 1], lo >= hi) are the builder's, named after the function. */
+ * and f32 kiln_random_uniform (on [0, 1) and, rounding once as XLA does, on other bounds)
+ * give the same bits as jax.random for the same key, on every backend and in the
+ * interpreter (f64 bounded and normal draws: to a few ulp, docs/random.md), and so do bf16
+ * and f16 uniform and normal draws (bounded f16: JAX's on CPUs with AVX512-FP16; JAX's own
+ * differ elsewhere, docs/random.md). A draw holds at most 2^32 elements. The draws have no
+ * gradient (the key is not differentiable). Errors (a key that is not i32[2], p or rate
+ * outside [0, 1], bounds that are not finite lo < hi in the dtype, or whose difference is
+ * not) are the builder's, named after the function. */
 
-/* jax.random.PRNGKey(seed): the constant key {seed >> 32, seed & 0xffffffff}. */
+/* jax.random.PRNGKey(seed): the constant key {seed >> 32, seed & 0xffffffff}; JAX gives
+ * that with jax_enable_x64 on, and with its default (off) for seeds in [0, 2^31) only: it
+ * takes a negative or larger seed's low 32 bits as {0, seed & 0xffffffff}. */
 KILN_API kiln_value kiln_random_key(kiln_graph *g, uint64_t seed);
 /* jax.random.split: n >= 1 new keys written to keys[0..n). One draw makes all n (a key
  * per element of an [n, 2] result, sliced out for each), but C reads best with an array of

@@ -77,6 +77,14 @@ static const uint16_t jax_normal_f16_k42[16] = {0xbdb8, 0xbb01, 0x3fe6, 0x3993, 
 static const uint16_t jax_normal_f16_kc[15] = {0xb0db, 0x3a61, 0x3dbc, 0xba05, 0x266d,
                                                0xa43a, 0xbcac, 0xbcb6, 0xb4a3, 0x3b94,
                                                0xbee6, 0x252c, 0xbd5c, 0x3701, 0x3440};
+/* Bounded f32 draws, with the same jax on an AMD EPYC (Zen 5) and likewise jitted (XLA
+ * rounds u * (hi - lo) + lo once, an fma):
+ *   jax.random.uniform(K(0), (8,), jnp.float32, lo, hi)   [bit patterns]
+ * for (lo, hi) = (1e-3, 2e-3) and (-1000, 1000). */
+static const uint32_t jax_bounded_f32_narrow[8] = {0x3aff48dd, 0x3b01ab10, 0x3aaea049, 0x3ac08057,
+                                                   0x3acdc4ba, 0x3a98c3cb, 0x3aabbad7, 0x3add7190};
+static const uint32_t jax_bounded_f32_wide[8] = {0x445fd560, 0x446f4a39, 0xc3a7b561, 0xc27aa6fe,
+                                                 0x430bc705, 0xc4273f9d, 0xc3bdce2e, 0x43bd7b05};
 static const uint16_t jax_bounded_bf16_k0[8] = {0x4020, 0x3fec, 0xbfd6, 0xbfa3,
                                                 0x4042, 0xbf50, 0x3f90, 0x40ae};
 static const uint16_t jax_bounded_f16_k0[8] = {0xb5c4, 0xbcc3, 0xc112, 0x4128,
@@ -159,12 +167,19 @@ static void test_matches_jax(void) {
         kiln_random_uniform(g, k42, KILN_DTYPE_F64, 1, d4, 0, 1),
         kiln_random_normal(g, k42, KILN_DTYPE_F64, 1, d4),
         kiln_random_key(g, ((uint64_t)1 << 40) + 5),
+        kiln_random_uniform(g, k0, KILN_DTYPE_F32, 1, (const int64_t[]){8}, 1e-3, 2e-3),
+        kiln_random_uniform(g, k0, KILN_DTYPE_F32, 1, (const int64_t[]){8}, -1000, 1000),
     };
     enum { N = sizeof outs / sizeof *outs };
     CHECK_STATUS(kiln_graph_finish(g, N, outs), KILN_STATUS_OK);
     void *got[N] = {0}, *ref[N] = {0};
     CHECK(run_graph(g, 0, NULL, NULL, got, ref));
     for (int v = 0; v < 2 && got[N - 1]; v++) {
+        CHECK_MSG(
+            !memcmp(v ? ref[14] : got[14], jax_bounded_f32_narrow, sizeof jax_bounded_f32_narrow),
+            "%s: uniform f32(0) on [1e-3, 2e-3)", v ? "interpreted" : "compiled");
+        CHECK_MSG(!memcmp(v ? ref[15] : got[15], jax_bounded_f32_wide, sizeof jax_bounded_f32_wide),
+                  "%s: uniform f32(0) on [-1000, 1000)", v ? "interpreted" : "compiled");
         void **o = v ? ref : got;
         const char *how = v ? "interpreted" : "compiled";
         CHECK_MSG(!memcmp(o[0], jax_bits_k0, sizeof jax_bits_k0), "%s: bits(key 0)", how);

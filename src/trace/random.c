@@ -219,21 +219,25 @@ kiln_value kiln_random_uniform(kiln_graph *g, kiln_value key, kiln_dtype dtype, 
     double l = in_dtype(dtype, lo), h = in_dtype(dtype, hi), span = in_dtype(dtype, h - l);
     if (!(l < h) || !isfinite(l) || !isfinite(h) || !isfinite(span))
         return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
-                          "needs finite lo < hi whose difference is finite in %s (lo %g, hi %g)",
-                          kiln_dtype_name(dtype), lo, hi);
+                          "needs finite lo < hi whose difference is finite in %s (lo %g, hi %g; "
+                          "in %s: %g, %g, difference %g)",
+                          kiln_dtype_name(dtype), lo, hi, kiln_dtype_name(dtype), l, h, span);
     kiln_value u = draw(g, op, key, IR_RNG_UNIFORM, dtype, &s);
     if (l == 0 && h == 1) return u; /* [0, 1) already */
     /* u * (hi - lo) + lo can round up to hi: clamp to the largest value below it, so the
      * result is in [lo, hi) as documented (JAX's can reach hi; the values differ only there) */
     kiln_value r;
-    if (dtype == KILN_DTYPE_F16) {
-        /* XLA's CPU backend contracts f16's u * span + lo into one f32 fma and rounds once
-         * (bf16's it rounds per op, as kiln does); u * span is exact in f32 (11 bits by
-         * 11), so the f32 product and sum, rounded to f16, give JAX's bits */
-        kiln_value u32 = kiln_convert(g, u, KILN_DTYPE_F32);
-        r = kiln_add(g, kiln_mul(g, u32, kiln_scalar(g, KILN_DTYPE_F32, span)),
-                     kiln_scalar(g, KILN_DTYPE_F32, l));
-        r = kiln_convert(g, r, KILN_DTYPE_F16);
+    if (dtype == KILN_DTYPE_F16 || dtype == KILN_DTYPE_F32) {
+        /* XLA contracts u * span + lo into one fma, so JAX rounds once: f32's on every CPU
+         * an outside check tried (1001 of 1001 draws), f16's where the CPU has AVX512-FP16
+         * (elsewhere XLA's f16 rounds per op, and JAX's own bits differ between machines:
+         * docs/random.md). The product is exact one width up (11 bits by 11 in f32, 24 by
+         * 24 in f64), so the sum there, rounded once more, is the fma's result but for a
+         * double rounding at a tie (rare). bf16 XLA rounds per op, as kiln does. */
+        kiln_dtype w = dtype == KILN_DTYPE_F16 ? KILN_DTYPE_F32 : KILN_DTYPE_F64;
+        kiln_value uw = kiln_convert(g, u, w);
+        r = kiln_add(g, kiln_mul(g, uw, kiln_scalar(g, w, span)), kiln_scalar(g, w, l));
+        r = kiln_convert(g, r, dtype);
     } else {
         r = kiln_add(g, kiln_mul(g, u, kiln_scalar(g, dtype, span)), kiln_scalar(g, dtype, l));
     }

@@ -235,7 +235,6 @@ static void *wait_in_thread(void *arg) {
     return NULL;
 }
 
-/* Ten runs enqueued on cpu:1; the third's arena does not fit under the memory limit. */
 /* A training loop's pattern under a tight limit: make a batch, run on it, read the result,
  * destroy both, make the next. Once the read has returned, the run's arrays are freed: the
  * next batch's bytes are there (the queue's thread once completed the run before it let go
@@ -279,6 +278,7 @@ static void test_freed_when_waited(void) {
     kiln_context_destroy(c);
 }
 
+/* Ten runs enqueued on cpu:1; the third's arena does not fit under the memory limit. */
 static void test_oom_in_third_run(void) {
     const int64_t big = 1 << 20; /* 4 MiB: x + output fit under 10 MiB, the arena does not */
     kiln_context *c = make_context(true, 2, 10u << 20, NULL);

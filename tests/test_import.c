@@ -288,6 +288,42 @@ static void test_sharding_ignored(void) {
     kiln_graph_destroy(g);
 }
 
+/* HLO's dynamic-slice clamps a negative start (to 0) and never counts it from the end, as
+ * kiln's builder does (jax.lax's rule; JAX's export spells that out before the op): an
+ * imported -1 reads the first window, not the last. */
+static void test_dynamic_slice_hlo_starts(void) {
+    static const char hlo[] =
+        "HloModule m\n\nENTRY main {\n  p = f32[5]{0} parameter(0)\n  i = s32[] parameter(1)\n"
+        "  ROOT r = f32[2]{0} dynamic-slice(p, i), dynamic_slice_sizes={2}\n}\n";
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx_g, kiln_import_hlo(ctx_g, hlo, strlen(hlo), &g));
+    kiln_executable *e = NULL;
+    if (g) CHECK_OK(ctx_g, kiln_compile(g, NULL, &e));
+    static const int32_t starts[3] = {-1, -7, 9};
+    static const float want[3][2] = {{0, 1}, {0, 1}, {3, 4}};
+    const float x[5] = {0, 1, 2, 3, 4};
+    int64_t d5 = 5;
+    for (int k = 0; e && k < 3; k++) {
+        kiln_array *a[2] = {NULL, NULL}, *out[2] = {NULL, NULL};
+        kiln_array_create(ctx_g, KILN_DTYPE_F32, 1, &d5, x, &a[0]);
+        kiln_array_create(ctx_g, KILN_DTYPE_I32, 0, NULL, &starts[k], &a[1]);
+        CHECK_OK(ctx_g, kiln_executable_run(e, 2, a, 1, &out[0]));
+        CHECK_OK(ctx_g, kiln_interpret(g, 2, a, 1, &out[1]));
+        for (int w = 0; w < 2; w++) {
+            float got[2] = {-9, -9};
+            if (out[w]) kiln_array_copy_to_host(out[w], got, sizeof got);
+            CHECK_MSG(got[0] == want[k][0] && got[1] == want[k][1],
+                      "%s: start %d read [%g, %g], HLO's clamp [%g, %g]",
+                      w ? "interpreted" : "compiled", starts[k], got[0], got[1], want[k][0],
+                      want[k][1]);
+            kiln_array_destroy(out[w]);
+        }
+        kiln_array_destroy(a[0]), kiln_array_destroy(a[1]);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
 /* An error inside a while's body or a called function is reported where it is, not as the
  * loop's or the call's. */
 static void test_errors_nested(void) {
@@ -513,6 +549,7 @@ int main(int argc, char **argv) {
     RUN(test_errors_stablehlo);
     RUN(test_errors_nested);
     RUN(test_sharding_ignored);
+    RUN(test_dynamic_slice_hlo_starts);
     RUN(test_errors_hlo);
     RUN(test_errors_two_operand_reduce);
     RUN(test_errors_comparators);

@@ -429,8 +429,10 @@ static const bad_case bad_cases[] = {
     /* a NUL would end the name where cJSON decodes it: "a\u0000b" read as "a" (an outside
      * report); an escaped backslash before "u0000" is a name like any other */
     {"{\"a\\u0000b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
-     "holds a NUL character (\\u0000 at byte 3)"},
+     "holds a NUL character (\\u0000) at byte 3 of a string"},
     {"{\"__metadata__\": {\"k\": \"x\\u0000\"}}", 0, "holds a NUL character"},
+    {"{\"a\x01b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
+     "holds a raw control character at byte 3"},
     {"{\"a\xff\": {}}", 0, "not UTF-8 (byte 3"},
     {"{\"a\xed\xa0\x80\": {}}", 0, "not UTF-8 (byte 3"}, /* an encoded surrogate */
 };
@@ -450,6 +452,16 @@ static void test_corrupt_table(void) {
                   "case %zu: message \"%s\" lacks \"%s\" or the path", i, kiln_last_error(ctx),
                   c->want);
     }
+
+    /* a raw NUL byte in a name (valid UTF-8, so only the string scan sees it): "a\0b" was
+     * read as "a" */
+    static const char raw_nul[] =
+        "{\"a\0b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}";
+    static const float one = 1;
+    write_raw(path, sizeof raw_nul - 1, raw_nul, sizeof raw_nul - 1, &one, sizeof one);
+    CHECK_STATUS(kiln_safetensors_open(ctx, path, &(kiln_safetensors *){NULL}),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "holds a NUL character at byte 3");
 
     /* header lengths: far too long, longer than the file, shorter than the length itself */
     const char *j = "{}";

@@ -557,6 +557,14 @@ static kiln_status load_per_layer(run *r, kiln_array **state) {
                      o->resume, s, (long long)saved.steps);
             return KILN_STATUS_INVALID_ARGUMENT;
         }
+        if (ok && s > o->steps) { /* before the batches' hash reads that many steps */
+            kiln_safetensors_close(f);
+            gpt_errf(r->err,
+                     "%s: the run has done %lld steps; --steps %lld would end it before that "
+                     "(give at least %lld)",
+                     o->resume, s, (long long)o->steps, s);
+            return KILN_STATUS_INVALID_ARGUMENT;
+        }
         if (ok) st = same_corpus(r, f);
         if (ok && !st) st = same_batches(r, f, s);
         if (ok && !st) st = read_scale_state(r, f, s);
@@ -567,13 +575,6 @@ static kiln_status load_per_layer(run *r, kiln_array **state) {
             return KILN_STATUS_INVALID_ARGUMENT;
         }
         if (st) return st;
-        if (s > o->steps) {
-            gpt_errf(r->err,
-                     "%s: the run has done %lld steps; --steps %lld would end it before that "
-                     "(give at least %lld)",
-                     o->resume, s, (long long)o->steps, s);
-            return KILN_STATUS_INVALID_ARGUMENT;
-        }
         r->done = s, r->rng = rs;
         if (saved.steps != o->steps && o->progress)
             fprintf(o->progress,

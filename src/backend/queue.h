@@ -29,7 +29,9 @@ struct kn_task {
     kn_task *next; /* the queue's list */
     /* Runs on the queue's thread. On failure the message is that thread's last error. */
     kiln_status (*exec)(kn_task *t);
-    /* Releases the task and what it holds, once its event is complete. Must not fail. */
+    /* Releases the task and what it holds, on the queue's thread, after exec and before its
+     * event completes (so a wait that returns has seen the memory freed). Must not fail,
+     * and must not wait for the task's own event or for the queue: that would deadlock. */
     void (*release)(kn_task *t);
     kn_event *ev; /* completed with exec's result; the task holds a reference */
 };

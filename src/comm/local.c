@@ -96,12 +96,12 @@ static kiln_status meet(kiln_comm *c, const char *what) {
                 bool busy = g->queue[r] != NULL;
                 other |= busy;
                 k += snprintf(g->why + k, sizeof g->why - (size_t)k, " %d%s", r,
-                              busy ? " (in a collective)" : "");
+                              busy ? " (with a collective in flight)" : "");
             }
         if (k < (int)sizeof g->why)
             snprintf(g->why + k, sizeof g->why - (size_t)k, "%s",
-                     other ? ": the ranks called different collectives (a barrier against a "
-                             "collective)"
+                     other ? ": the ranks likely called different collectives (a barrier "
+                             "against a collective)"
                            : ", which never arrived (died, stalled, or called other "
                              "collectives)");
         pthread_cond_broadcast(&g->cv);

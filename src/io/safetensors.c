@@ -403,15 +403,19 @@ static kiln_status st_parse_metadata(kiln_safetensors *f, const cJSON *m) {
     return KILN_STATUS_OK;
 }
 
-/* The offset of the first \u0000 escape inside a JSON string of hdr, or len: cJSON decodes
- * it into a C string, which ends there, so a name "a\u0000b" would be read as "a". */
-static size_t st_nul_escape(const char *hdr, size_t len) {
+/* The offset of the first character a name or value must not hold inside a JSON string of
+ * hdr, or len: a \u0000 escape or a raw NUL, where cJSON's decoded C string would end (a
+ * name "a\u0000b" read as "a"), or any other raw control character, which JSON forbids
+ * in a string (escaped, as \n or \u0001, they are fine). */
+static size_t st_bad_char(const char *hdr, size_t len) {
     bool in = false;
     for (size_t i = 0; i < len; i++) {
         if (!in) {
             in = hdr[i] == '"';
         } else if (hdr[i] == '"') {
             in = false;
+        } else if ((unsigned char)hdr[i] < 0x20) {
+            return i;
         } else if (hdr[i] == '\\' && i + 1 < len) {
             if (hdr[i + 1] == 'u' && i + 5 < len && !strncmp(hdr + i + 2, "0000", 4)) return i;
             i++; /* the escaped character, a quote or backslash included */
@@ -432,12 +436,17 @@ static kiln_status st_parse_header(kiln_safetensors *f, const char *hdr, size_t 
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "safetensors %s: the header does not begin with '{' (a JSON object)",
                          f->path);
-    size_t nul = st_nul_escape(hdr, len);
-    if (nul != len)
+    size_t ctl = st_bad_char(hdr, len);
+    if (ctl != len)
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "safetensors %s: the header holds a NUL character (\\u0000 at byte "
-                         "%zu): names and metadata must be free of it",
-                         f->path, nul);
+                         "safetensors %s: the header holds %s at byte %zu of a string: names and "
+                         "metadata must be free of NUL, and JSON escapes other control "
+                         "characters",
+                         f->path,
+                         hdr[ctl] == '\\' ? "a NUL character (\\u0000)"
+                         : hdr[ctl] == 0  ? "a NUL character"
+                                          : "a raw control character",
+                         ctl);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(hdr, len, &end, false);
     if (!root) {

@@ -597,6 +597,45 @@ static void test_short_reductions(void) {
         }
 }
 
+/* Reductions over a run of trailing axes whose last is short are one loop over the run
+ * (KD_MERGE_REDUCE): over all of [6, 10, 7, 7] and over its last two, sums (blocked f32),
+ * maxes and a sum of squares, the operand read in order and through a broadcast along a
+ * merged axis (whose index keeps its division), f32 and f64, a NaN in one row; the source
+ * reads the operand at the loop's own variable, and every value is the reference's.
+ * (A loop per axis ran a kiln_sum_f32 call per 7 values: an outside check had a full sum
+ * over [16, 64, 56, 56] at several times XLA's time.) */
+static void test_trailing_reductions(void) {
+    int64_t d[4] = {6, 10, 7, 7}, dy[1] = {7};
+    for (int t = 0; t < 2; t++) {
+        kiln_dtype dt = t ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+        for (int all = 0; all < 2; all++) {
+            kiln_graph *g = NULL;
+            CHECK_OK(ctx, kiln_graph_create(ctx, "trailing", &g));
+            kiln_value x = kiln_parameter(g, "x", dt, 4, d);
+            kiln_value y = kiln_parameter(g, "y", dt, 1, dy);
+            int axes[4] = {0, 1, 2, 3}, *ax = all ? axes : axes + 2, n = all ? 4 : 2;
+            kiln_value yb = kiln_broadcast_in_dim(g, y, 4, d, (const int[]){2});
+            kiln_value outs[4] = {kiln_reduce_sum(g, x, n, ax, false),
+                                  kiln_reduce_max(g, x, n, ax, true),
+                                  kiln_reduce_sum(g, kiln_mul(g, x, x), n, ax, false),
+                                  kiln_reduce_sum(g, kiln_mul(g, x, yb), n, ax, false)};
+            CHECK_OK(ctx, kiln_graph_finish(g, 4, outs));
+            char *src = source_of(g);
+            /* the run's one loop reads x at its variable: no 7-long inner loop over x */
+            CHECK_MSG(src && !strstr(src, "< 7; r"), "%s over %s:\n%s", kiln_dtype_name(dt),
+                      all ? "all axes" : "the last two", src ? src : "");
+            free(src);
+            uint64_t seed = 91 + (uint64_t)(2 * t + all);
+            kiln_array *args[2] = {cmp_random_array(ctx, dt, 4, d, &seed),
+                                   cmp_random_array(ctx, dt, 1, dy, &seed)};
+            CHECK_MSG(cmp_graph(ctx, g, 2, args, NULL, 1e-6, NULL), "%s over %s",
+                      kiln_dtype_name(dt), all ? "all axes" : "the last two");
+            kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+            kiln_graph_destroy(g);
+        }
+    }
+}
+
 /* Row values over short rows, KD_PROLOGUE_ROWS rows an item (kd_kernel.prologue_rows):
  * softmax, log_softmax, layer and RMS norms and logsumexp over rows of 2, 7 and 16, each in
  * its own graph so that each is one kernel of that form, f32 and f64, 1001 rows (the last
@@ -1226,6 +1265,7 @@ int main(void) {
     RUN(test_axis_norms);
     RUN(test_short_rows);
     RUN(test_short_reductions);
+    RUN(test_trailing_reductions);
     RUN(test_prologue_rows);
     RUN(test_cuda_rows_on_chip);
     RUN(test_cuda_column_splits);

@@ -296,6 +296,12 @@ static void random_rows(void) {
         compare_case(t, 3, (const int64_t[]){3, 4, 5}, 0, 2);
         compare_case(t, 2, (const int64_t[]){2, 700}, -1, 700); /* radix passes */
         compare_case(t, 2, (const int64_t[]){3, 3000}, 1, 37);  /* top_k selects */
+        /* top_k of at most 32 kept in order as the row is read (cpu_sort.c, smallest_row),
+         * ties (tie_data's) in position order */
+        compare_case(t, 2, (const int64_t[]){3, 3000}, 1, 8);
+        compare_case(t, 2, (const int64_t[]){4, 64}, 1, 4);
+        compare_case(t, 2, (const int64_t[]){2, 512}, 1, 32);
+        compare_case(t, 2, (const int64_t[]){5, 16}, 1, 1);
     }
     /* empty and size-1 axes, k = 0 */
     compare_case(KILN_DTYPE_F32, 2, (const int64_t[]){3, 0}, 1, 0);

@@ -182,6 +182,13 @@ enum { KD_TINY_REDUCE = 4 };
  * bench/RESULTS.md, "Short rows: the AVX-512 form is the wrong one on AVX2"): there the
  * pragma stays. Longer f32 sums are blocked (KD_SMALL_SUM) and keep theirs. */
 enum { KD_SHORT_REDUCE = KD_SMALL_SUM };
+/* A run of reduced axes that ends the operand, its last at most KD_MERGE_REDUCE long, is
+ * one loop over their product (lower.c, open_reduce_loops): a loop per axis ran a short
+ * innermost loop, and a blocked f32 sum one kiln_sum_f32 call, per row of the last axis,
+ * several times XLA's time over all of a [16, 64, 56, 56] tensor (an outside check,
+ * bench/RESULTS.md, "Reductions over trailing axes as one loop"). Longer last axes keep
+ * their loops: one row is long enough to run at speed. */
+enum { KD_MERGE_REDUCE = 256 };
 /* A kernel whose item is one short row (at most KD_SHORT_REDUCE elements) and whose
  * prologue computes its row values (fusion.h) takes KD_PROLOGUE_ROWS rows per item in the
  * C dialect (kd_kernel.prologue_rows): each prologue step then runs for all of them

@@ -404,20 +404,52 @@ static kd_reduce reduce_of(const ir_node *n) {
     return r;
 }
 
+/* The first axis of a run of reduced axes that ends x and is merged into one loop
+ * (KD_MERGE_REDUCE), or the rank when there is none: the last axis short, at least two
+ * axes, none empty, and not a kept row's reduction (its store indexes the last axis). */
+static int merged_reduce_run(const lw *l, uint32_t id, const ir_shape *xs, uint32_t axes) {
+    int r = xs->rank, first = r;
+    if (r < 2 || id == l->keep_red || !(axes >> (r - 1) & 1u)) return r;
+    if (xs->dims[r - 1] > KD_MERGE_REDUCE) return r;
+    while (first > 0 && (axes >> (first - 1) & 1u)) first--;
+    if (first > r - 2) return r;
+    for (int a = first; a < r; a++)
+        if (xs->dims[a] == 0) return r;
+    return first;
+}
+
 /* Opens one loop per reduced axis of reduction id and fills sub, its operand's index:
- * kept axes from ix, reduced ones from the loop variables. Returns the innermost loop's
- * statement (0 if no axis is reduced) and counts the loops in *opened. */
+ * kept axes from ix, reduced ones from the loop variables. A run of reduced axes that
+ * ends the operand may be one loop (merged_reduce_run), its variable split back into the
+ * axes by div and mod, which the index simplifier folds to the plain position where the
+ * operand is read in order. Returns the innermost loop's statement (0 if no axis is
+ * reduced) and counts the loops in *opened. */
 static uint32_t open_reduce_loops(lw *l, uint32_t id, const uint32_t *ix, uint32_t *sub,
                                   int *opened) {
     const ir_node *n = &l->g->nodes[id];
     const ir_node *xn = &l->g->nodes[ir_in(n)[0]];
     uint32_t loop = 0;
-    int kept = 0;
+    int kept = 0, run = merged_reduce_run(l, id, &xn->shape, n->a.reduce_axes);
     *opened = 0;
     for (int a = 0; a < xn->shape.rank; a++) {
         if (!(n->a.reduce_axes >> a & 1u)) {
             sub[a] = ix[kept++];
             continue;
+        }
+        if (a == run) { /* the rest of the axes, all reduced: one loop */
+            int64_t d = 1;
+            for (int b = a; b < xn->shape.rank; b++) d *= xn->shape.dims[b];
+            uint32_t var = kd_var_new(l->kd, (kd_var){KD_VAR_REDUCE, a, id});
+            uint32_t v = kd_ix_var(l->kd, var, 0, d - 1);
+            int64_t stride = 1;
+            for (int b = xn->shape.rank - 1; b >= a; b--) {
+                sub[b] = kd_ix_mod(l->kd, kd_ix_div(l->kd, v, stride), xn->shape.dims[b]);
+                stride *= xn->shape.dims[b];
+            }
+            loop = emit(l, (kd_stmt){.kind = KS_LOOP, .var = var, .n = d});
+            scope_open(l);
+            (*opened)++;
+            break;
         }
         int64_t d = xn->shape.dims[a];
         uint32_t var = kd_var_new(l->kd, (kd_var){KD_VAR_REDUCE, a, id});

@@ -10,7 +10,8 @@
  * Keys of at most 32 bits (f32, bf16, f16, i32, bool) are packed with the position below
  * them into one uint64: all packed words differ, so any sort of them is stable, and the
  * position comes back from the low half. A full sort is an LSD radix sort over the key's
- * bytes (a byte every element shares costs no pass); top_k's few (k <= n / 16) are a
+ * bytes (a byte every element shares costs no pass); top_k's few (k <= n / 16) are, for
+ * k <= 32, kept in order as the row is read (smallest_row), else a
  * quickselect of the k smallest words (over a prefix, then over the words below the
  * prefix's k-th: select_row), then a radix sort of those over all their bytes (the
  * selection leaves their positions out of order). The quickselect's pivot is a median of
@@ -28,6 +29,9 @@
 
 /* Sorts below this many words are insertion sorts (a radix pass costs 256 counters). */
 #define SMALL_SORT 32
+/* A top_k of at most this many of 32-bit keys keeps them in order as it reads the row
+ * (smallest_row) instead of selecting and sorting. */
+#define SMALL_TOPK 32
 /* top_k selects rather than sorts when k <= n / PARTIAL_RATIO. */
 #define PARTIAL_RATIO 16
 
@@ -185,6 +189,23 @@ static void select_row(const void *x, kiln_dtype t, const kn_sort_desc *d, int64
     select_u64(a, c, k);
 }
 
+/* The k smallest words of the row into a[0..k), in order, for a small k (SMALL_TOPK):
+ * each word past the first k that is below the k-th kept is inserted in place, and on most
+ * rows few are, so a top_k of 8 of 1024 is one compare a value, where the selection made
+ * passes over the row (bench/RESULTS.md, "top_k of a few"). At worst (a row in the opposite order)
+ * n * k moves. The words differ, so the order is the stable one. */
+static void smallest_row(const void *x, kiln_dtype t, const kn_sort_desc *d, int64_t base,
+                         uint32_t flip, uint64_t *a) {
+    int64_t n = d->n, k = d->k, c = 0;
+    for (int64_t j = 0; j < n; j++) {
+        uint64_t w = word_at(x, t, d, base, j, flip);
+        if (c == k && w >= a[k - 1]) continue;
+        int64_t i = c < k ? c++ : k - 1;
+        for (; i > 0 && a[i - 1] > w; i--) a[i] = a[i - 1];
+        a[i] = w;
+    }
+}
+
 static void sort_row32(const void *x, kiln_dtype t, const kn_sort_desc *d, int64_t row, void *ws,
                        int32_t *out) {
     int64_t o = row / d->inner, q = row % d->inner, n = d->n, k = d->k;
@@ -192,7 +213,10 @@ static void sort_row32(const void *x, kiln_dtype t, const kn_sort_desc *d, int64
     uint64_t *a = ws, *tmp = a + n;
     uint32_t flip = d->descending ? 0xffffffffu : 0;
     uint64_t *s;
-    if (k <= n / PARTIAL_RATIO) {
+    if (k && k <= SMALL_TOPK && k <= n / PARTIAL_RATIO) {
+        smallest_row(x, t, d, base, flip, a); /* in order already */
+        s = a;
+    } else if (k <= n / PARTIAL_RATIO) {
         select_row(x, t, d, base, flip, a); /* positions out of order: sort the k whole */
         s = radix_u64(a, tmp, k, 0);
     } else {

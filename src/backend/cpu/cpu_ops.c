@@ -122,10 +122,20 @@ void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, con
 /* Scatter-add over the rows [lo, hi) of the table: those rows of out start as the
  * operand's (or zeros), then every update whose index falls among them is added (or
  * multiplied, or min-ed or max-ed: combine), in index order. Parts own disjoint rows, so
- * each row sees the sequential order whatever the threads: the interpreter's bits. */
-#define SCATTER_ROW(F)                                                                             \
-    for (int64_t j = 0; j < len; j++) dst[j] = F(dst[j], u[j])
+ * each row sees the sequential order whatever the threads: the interpreter's bits. A row
+ * is combined by a function of restrict parameters (the updates are an input, never the
+ * table: only the operand may be written in place), which gcc vectorises; the loop in
+ * place was scalar, an overlap of the two rows being possible to it (bench/RESULTS.md,
+ * "Segment sums"). */
+#define ROW_FN(NAME, K, T, F)                                                                      \
+    static inline void row_##NAME##_##K(T *restrict d, const T *restrict u, int64_t n) {           \
+        for (int64_t j = 0; j < n; j++) d[j] = F(d[j], u[j]);                                      \
+    }
 #define SCATTER(NAME, T, ADD, MUL, MIN, MAX)                                                       \
+    ROW_FN(NAME, add, T, ADD)                                                                      \
+    ROW_FN(NAME, mul, T, MUL)                                                                      \
+    ROW_FN(NAME, min, T, MIN)                                                                      \
+    ROW_FN(NAME, max, T, MAX)                                                                      \
     static void scatter_##NAME(const T *operand, int64_t len, const int64_t lo, const int64_t hi,  \
                                bool wide, int combine, const void *idx, int64_t n_idx,             \
                                const T *upd, T *o) {                                               \
@@ -141,10 +151,10 @@ void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, con
             T *dst = o + row * len;                                                                \
             const T *u = upd + i * len;                                                            \
             switch (combine) {                                                                     \
-            case KN_ROWS_MUL: SCATTER_ROW(MUL); break;                                             \
-            case KN_ROWS_MIN: SCATTER_ROW(MIN); break;                                             \
-            case KN_ROWS_MAX: SCATTER_ROW(MAX); break;                                             \
-            default: SCATTER_ROW(ADD); break;                                                      \
+            case KN_ROWS_MUL: row_##NAME##_mul(dst, u, len); break;                                \
+            case KN_ROWS_MIN: row_##NAME##_min(dst, u, len); break;                                \
+            case KN_ROWS_MAX: row_##NAME##_max(dst, u, len); break;                                \
+            default: row_##NAME##_add(dst, u, len); break;                                         \
             }                                                                                      \
         }                                                                                          \
     }

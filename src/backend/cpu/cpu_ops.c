@@ -5,6 +5,7 @@
  * entries and row blocks). */
 #include "cpu_ops.h"
 #include "base/half.h"
+#include "clones.h"
 
 #include <string.h>
 
@@ -136,9 +137,9 @@ void cpu_permute(kiln_dtype t, const void *src, int r, const int64_t *sdims, con
     ROW_FN(NAME, mul, T, MUL)                                                                      \
     ROW_FN(NAME, min, T, MIN)                                                                      \
     ROW_FN(NAME, max, T, MAX)                                                                      \
-    static void scatter_##NAME(const T *operand, int64_t len, const int64_t lo, const int64_t hi,  \
-                               bool wide, int combine, const void *idx, int64_t n_idx,             \
-                               const T *upd, T *o) {                                               \
+    KILN_CLONES static void scatter_##NAME(const T *operand, int64_t len, const int64_t lo,        \
+                                           const int64_t hi, bool wide, int combine,               \
+                                           const void *idx, int64_t n_idx, const T *upd, T *o) {   \
         T *rows = o + lo * len;                                                                    \
         size_t bytes = (size_t)((hi - lo) * len) * sizeof(T);                                      \
         if (!operand)                                                                              \
@@ -211,6 +212,9 @@ int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx, int thre
      * pass over the indices once more: 39 parts on one thread took more than twice as long
      * as one part; bench/RESULTS.md, "Scatter-add of rows: no more parts than threads") */
     int64_t work = (rows + n_idx) * row_len, parts = work / CPU_SCATTER_PART;
+    /* and a part skips the other parts' indices on a branch it cannot predict: over short
+     * rows that costs more than the row's combination (CPU_SCATTER_SPLIT_ROW) */
+    if (row_len < CPU_SCATTER_SPLIT_ROW) parts = 1;
     if (parts > CPU_SCATTER_MAX_PARTS) parts = CPU_SCATTER_MAX_PARTS;
     if (parts > threads) parts = threads;
     if (parts > rows) parts = rows;

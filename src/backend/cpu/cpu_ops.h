@@ -84,6 +84,10 @@ void cpu_sort_part(kiln_dtype t, const kn_sort_desc *d, const void *x, int32_t *
  * result is the same bits whatever the parts. */
 #define CPU_SCATTER_PART      (1 << 17)
 #define CPU_SCATTER_MAX_PARTS 64
+/* Rows shorter than this are scattered by one part: two parts over rows of 16 f32 took
+ * twice one part's time (each mispredicting on about every other index), over rows of 128
+ * three quarters of it (bench/RESULTS.md, "Segment sums"). */
+#define CPU_SCATTER_SPLIT_ROW 64
 int64_t cpu_scatter_parts(int64_t rows, int64_t row_len, int64_t n_idx, int threads);
 /* combine (kn_rows_combine): multiplies, or takes the min or max, instead of adding, in
  * the same order. */

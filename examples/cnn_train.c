@@ -155,7 +155,8 @@ static void run_step(kiln_context *ctx, kiln_executable *step, kiln_array **stat
 int main(int argc, char **argv) {
     int steps = argc > 1 ? atoi(argv[1]) : 200, every = argc > 2 ? atoi(argv[2]) : 20;
     if (steps < 20 || every < 1) {
-        fprintf(stderr, "usage: cnn_train [steps >= 20] [print_every >= 1]\n");
+        fprintf(stderr, "usage: cnn_train [steps >= 20] [print_every >= 1] (exits 1 if it did not "
+                        "learn: give it 60 steps or more)\n");
         return 2;
     }
     char err[256];

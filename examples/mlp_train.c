@@ -168,7 +168,8 @@ static double accuracy(kiln_context *ctx, kiln_executable *eval, kiln_array **pa
 int main(int argc, char **argv) {
     int steps = argc > 1 ? atoi(argv[1]) : 400, every = argc > 2 ? atoi(argv[2]) : 50;
     if (steps < 20 || every < 1) {
-        fprintf(stderr, "usage: mlp_train [steps >= 20] [print_every >= 1]\n");
+        fprintf(stderr, "usage: mlp_train [steps >= 20] [print_every >= 1] (exits 1 if it did not "
+                        "learn: give it 120 steps or more)\n");
         return 2;
     }
     char err[256];

@@ -41,6 +41,8 @@ expect 2 "--steps: 'ten' is not a valid value" -- train --steps ten
 expect 2 "--steps: '0' is not a valid value" -- train --steps 0
 expect 2 "--lr: '-1' is not a valid value" -- train --lr=-1
 expect 2 "--batch needs a value" -- train --batch
+expect 2 "--no-summary takes no value (it was given '1')" -- train --no-summary=1
+expect 2 "--help takes no value" -- sample --help=x
 expect 2 "--channels (30) must be a multiple of --heads (4)" -- train --channels 30 --heads 4
 expect 2 "--memory-budget: 'lots' is not a size" -- train --memory-budget lots
 # A budget no recomputation can meet fails at compile time, naming the smallest peak.

@@ -184,6 +184,8 @@ int kiln_tool_flags_parse(const tool_command *c, int argc, char **argv, int firs
         name[n] = 0;
         const tool_flag *f = kiln_tool_flag_find(c, name);
         if (!f) return unknown_flag(c, a, name);
+        if (eq && (f->kind == TOOL_FLAG_HELP || f->kind == TOOL_FLAG_SWITCH))
+            return kiln_tool_usage(c, "%s takes no value (it was given '%s')", f->name, v);
         if (f->kind == TOOL_FLAG_HELP) {
             kiln_tool_flags_help(c, stdout);
             return KILN_TOOL_HELP;

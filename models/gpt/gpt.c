@@ -203,9 +203,7 @@ kiln_status gpt_init_params_in(kiln_context *ctx, const gpt_config *cfg, kiln_dt
             else
                 ((double *)buf)[j] = v[j];
         }
-        st = kind == KILN_MEMORY_DEVICE
-                 ? kiln_array_create(ctx, dtype, rank, dims, buf, &params[i])
-                 : kiln_array_create_in_memory(ctx, 0, kind, dtype, rank, dims, buf, &params[i]);
+        st = kiln_array_create_in_memory(ctx, 0, kind, dtype, rank, dims, buf, &params[i]);
         if (st) gpt_errf(err, "gpt_init_params: %s: %s", name, kiln_last_error(ctx));
         free(v), free(buf);
     }
@@ -1066,8 +1064,7 @@ kiln_status gpt_data_load(kiln_context *ctx, const char *path, int context, gpt_
             return KILN_STATUS_HOST_OOM;
         }
     }
-    d->hash = 0xcbf29ce484222325ull;
-    for (int64_t i = 0; i < d->n; i++) d->hash = (d->hash ^ d->bytes[i]) * 0x100000001b3ull;
+    d->hash = gpt_fnv1a(GPT_FNV_START, d->bytes, (size_t)d->n);
     d->n_train = d->n - d->n / 10;
     if (d->n_train < context + 2 || d->n - d->n_train < context + 2) {
         gpt_errf(err,

@@ -14,6 +14,15 @@ kiln_status gpt_checkpoint_load_in(kiln_context *ctx, const char *path, const gp
                                    const kiln_memory_kind kinds[3], kiln_array **params,
                                    kiln_array **m, kiln_array **v, char *err);
 
+/* FNV-1a: h (GPT_FNV_START for a new hash) extended over n bytes at p. What the corpus,
+ * the batches file and the parameters are fingerprinted with. */
+#define GPT_FNV_START 0xcbf29ce484222325ull
+static inline uint64_t gpt_fnv1a(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
 /* printf into err (GPT_ERR_SIZE bytes). */
 void gpt_errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -388,6 +388,18 @@ static kiln_status same_corpus(run *r, kiln_safetensors *f) {
     return KILN_STATUS_INVALID_ARGUMENT;
 }
 
+/* Metadata `key` of the checkpoint a run resumes into buf ("" when absent); false when the
+ * file has no such key (or cannot be opened: loading it says why). */
+static bool resume_meta(run *r, const char *key, char *buf, size_t size) {
+    kiln_safetensors *f;
+    buf[0] = 0;
+    if (!r->o->resume || kiln_safetensors_open(r->ctx, r->o->resume, &f)) return false;
+    const char *v = kiln_safetensors_get_metadata(f, key);
+    if (v) snprintf(buf, size, "%s", v);
+    kiln_safetensors_close(f);
+    return v != NULL;
+}
+
 /* The corpus a run reads: the one named, else the one a resumed checkpoint records, else
  * the default. r->data_path receives it as a checkpoint records it: an absolute path, or
  * "" for the default. */
@@ -395,12 +407,7 @@ static kiln_status load_corpus(run *r) {
     const gpt_train_options *o = r->o;
     bool named = o->data && *o->data, recorded = !named && o->resume;
     if (recorded) { /* the checkpoint's corpus, already absolute ("": the default) */
-        kiln_safetensors *f;
-        if (!kiln_safetensors_open(r->ctx, o->resume, &f)) {
-            const char *was = kiln_safetensors_get_metadata(f, "data");
-            snprintf(r->data_path, sizeof r->data_path, "%s", was ? was : "");
-            kiln_safetensors_close(f);
-        }
+        resume_meta(r, "data", r->data_path, sizeof r->data_path);
     } else if (named) {
         char real[PATH_MAX];
         snprintf(r->data_path, sizeof r->data_path, "%s", realpath(o->data, real) ? real : o->data);
@@ -598,11 +605,8 @@ static kiln_status load_per_layer(run *r, kiln_array **state) {
         char name[GPT_NAME_MAX];
         gpt_param_info(&r->cfg, i, name, &rank, dims);
         for (int k = 1; k < 3 && !st; k++)
-            if ((st = kinds[k] == KILN_MEMORY_DEVICE
-                          ? kiln_array_create_on(r->ctx, r->dev, KILN_DTYPE_F32, rank, dims, NULL,
-                                                 &state[k * P + i])
-                          : kiln_array_create_in_memory(r->ctx, r->dev, kinds[k], KILN_DTYPE_F32,
-                                                        rank, dims, NULL, &state[k * P + i])))
+            if ((st = kiln_array_create_in_memory(r->ctx, r->dev, kinds[k], KILN_DTYPE_F32, rank,
+                                                  dims, NULL, &state[k * P + i])))
                 gpt_errf(r->err, "optimiser state of %s: %s", name, kiln_last_error(r->ctx));
     }
     r->rng = o->seed;
@@ -666,7 +670,7 @@ static kiln_status state_to_kinds(run *r) {
 
 /* FNV-1a over the bytes of every parameter (host copies). */
 static kiln_status params_hash(run *r, uint64_t *out) {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = GPT_FNV_START;
     for (int i = 0; i < r->P; i++) {
         size_t n = kiln_array_nbytes(r->state[i]);
         unsigned char *b = malloc(n ? n : 1);
@@ -675,7 +679,7 @@ static kiln_status params_hash(run *r, uint64_t *out) {
             return KILN_STATUS_HOST_OOM;
         }
         kiln_status st = kiln_array_copy_to_host(r->state[i], b, n);
-        for (size_t k = 0; k < n && !st; k++) h = (h ^ b[k]) * 0x100000001b3ull;
+        if (!st) h = gpt_fnv1a(h, b, n);
         free(b);
         if (st) {
             gpt_errf(r->err, "hashing the parameters: %s", kiln_last_error(r->ctx));
@@ -1291,18 +1295,6 @@ static kiln_status check_options(const gpt_train_options *o, char *err) {
     return KILN_STATUS_OK;
 }
 
-/* Metadata `key` of the checkpoint a run resumes into buf ("" when absent); false when the
- * file has no such key (or cannot be opened: loading it says why). */
-static bool resume_meta(run *r, const char *key, char *buf, size_t size) {
-    kiln_safetensors *f;
-    buf[0] = 0;
-    if (!r->o->resume || kiln_safetensors_open(r->ctx, r->o->resume, &f)) return false;
-    const char *v = kiln_safetensors_get_metadata(f, key);
-    if (v) snprintf(buf, size, "%s", v);
-    kiln_safetensors_close(f);
-    return v != NULL;
-}
-
 /* --batches: a regular file of exactly [steps, batch, context + 1] int32. A resumed run
  * without --batches reads the file its checkpoint records, as it does the corpus. */
 static kiln_status open_batches(run *r) {
@@ -1351,7 +1343,7 @@ static kiln_status batches_hash_to(run *r, int64_t upto) {
         gpt_errf(r->err, "out of host memory");
         return KILN_STATUS_HOST_OOM;
     }
-    if (!r->bhashed) r->bhash = 0xcbf29ce484222325ull;
+    if (!r->bhashed) r->bhash = GPT_FNV_START;
     for (int64_t s = r->bhashed; s < upto; s++) {
         if (fseeko(r->batches, (off_t)s * (off_t)n, SEEK_SET) || fread(b, 1, n, r->batches) != n) {
             free(b);
@@ -1359,7 +1351,7 @@ static kiln_status batches_hash_to(run *r, int64_t upto) {
                      (long long)s);
             return KILN_STATUS_IO;
         }
-        for (size_t i = 0; i < n; i++) r->bhash = (r->bhash ^ b[i]) * 0x100000001b3ull;
+        r->bhash = gpt_fnv1a(r->bhash, b, n);
     }
     free(b);
     if (r->bhashed < upto) r->bhashed = upto;

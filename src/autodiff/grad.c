@@ -484,8 +484,8 @@ static bool check_wrt(kiln_graph *g, const char *op, int n, const kiln_value *wr
         if (!x) return false;
         if (!ir_dtype_is_float(x->dtype)) {
             trace_fail_on(g, &wrt[i].id, 1, KILN_STATUS_DTYPE, op,
-                          "wrt[%d] is %s: only float values (f32, f64, bf16, f16) have gradients", i,
-                          kiln_dtype_name(x->dtype));
+                          "wrt[%d] is %s: only float values (f32, f64, bf16, f16) have gradients",
+                          i, kiln_dtype_name(x->dtype));
             return false;
         }
     }

@@ -64,6 +64,19 @@ static kiln_status failed_error(kiln_comm *c, const local_group *g, const char *
                      c->size, g->why);
 }
 
+/* Ends a timed-out wait's message (why, k bytes written): the ranks it names met another
+ * call (a barrier against a collective; `likely` where that is a guess), or never came. */
+static void why_tail(local_group *g, int k, bool mismatch, bool likely) {
+    if (k >= (int)sizeof g->why) return;
+    if (mismatch)
+        snprintf(g->why + k, sizeof g->why - (size_t)k,
+                 ": the ranks %scalled different collectives (a barrier against a collective)",
+                 likely ? "likely " : "");
+    else
+        snprintf(g->why + k, sizeof g->why - (size_t)k,
+                 ", which never arrived (died, stalled, or called other collectives)");
+}
+
 /* The meeting: returns once every rank has arrived, or fails at the deadline. */
 static kiln_status meet(kiln_comm *c, const char *what) {
     local_group *g = c->impl;
@@ -98,12 +111,7 @@ static kiln_status meet(kiln_comm *c, const char *what) {
                 k += snprintf(g->why + k, sizeof g->why - (size_t)k, " %d%s", r,
                               busy ? " (with a collective in flight)" : "");
             }
-        if (k < (int)sizeof g->why)
-            snprintf(g->why + k, sizeof g->why - (size_t)k, "%s",
-                     other ? ": the ranks likely called different collectives (a barrier "
-                             "against a collective)"
-                           : ", which never arrived (died, stalled, or called other "
-                             "collectives)");
+        why_tail(g, k, other, true);
         pthread_cond_broadcast(&g->cv);
     }
     kiln_status s = g->gen != my ? KILN_STATUS_OK : failed_error(c, g, what);
@@ -262,11 +270,7 @@ static void timed_out(kiln_comm *c, local_group *g, uint64_t seq, const char *wh
             k += snprintf(g->why + k, sizeof g->why - (size_t)k, " %d%s", p,
                           in ? " (waiting in a barrier)" : "");
         }
-    if (k < (int)sizeof g->why)
-        snprintf(g->why + k, sizeof g->why - (size_t)k, "%s",
-                 barrier ? ": the ranks called different collectives (a barrier against a "
-                           "collective)"
-                         : ", which never arrived (died, stalled, or called other collectives)");
+    why_tail(g, k, barrier, false);
     pthread_cond_broadcast(&g->cv);
 }
 

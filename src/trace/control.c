@@ -153,15 +153,12 @@ static kiln_status check_out(kiln_graph *g, const char *op, const body *b, int j
     const ir_node *o = &b->g->nodes[b->g->outputs[j]];
     bool same_shape = ir_shape_eq(&o->shape, &want->shape);
     if (o->dtype == want->dtype && same_shape) return KILN_STATUS_OK;
-    char t1[IR_TYPE_STR_MAX], t2[IR_TYPE_STR_MAX], at[96] = "", other[64];
+    char t1[IR_TYPE_STR_MAX], t2[IR_TYPE_STR_MAX], at[96] = "";
     if (o->file) snprintf(at, sizeof at, " (made at %s:%d)", kn_path_base(o->file), o->line);
-    if (first)
-        snprintf(other, sizeof other, "%s returns it as", first);
-    else
-        snprintf(other, sizeof other, "it enters as");
     trace_fail(g, same_shape ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE, op,
-               "%s returns %s %d as %s%s, but %s %s", b->label, first ? "output" : "carry",
-               j - hidden, ir_type_str(o->dtype, &o->shape, t1, sizeof t1), at, other,
+               "%s returns %s %d as %s%s, but %s %s %s", b->label, first ? "output" : "carry",
+               j - hidden, ir_type_str(o->dtype, &o->shape, t1, sizeof t1), at,
+               first ? first : "it", first ? "returns it as" : "enters as",
                ir_type_str(want->dtype, &want->shape, t2, sizeof t2));
     return g->status;
 }

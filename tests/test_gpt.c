@@ -1010,6 +1010,15 @@ static void test_diverged_keeps_checkpoint(kiln_context *ctx, const char *dir) {
               "%s: %s", kiln_status_name(st), err);
     CHECK(r.steps_done < 30);
     snprintf(ck, sizeof ck, "%s/model.safetensors", out);
+    /* the message says which checkpoint was kept, or that none was written */
+    CHECK_MSG(!strstr(err, "diverged") || strstr(err, "the last checkpoint was kept"), "%s", err);
+    gpt_train_options none = o;
+    none.out_dir = NULL;
+    char err2[GPT_ERR_SIZE];
+    st = gpt_train(ctx, &none, &r, err2);
+    CHECK_MSG(st == KILN_STATUS_INVALID_ARGUMENT &&
+                  (!strstr(err2, "diverged") || strstr(err2, "nothing was saved")),
+              "%s: %s", kiln_status_name(st), err2);
     int P = gpt_num_params(&o.model);
     kiln_array *s[3 * 64];
     st = gpt_checkpoint_load(ctx, ck, &o.model, s, s + P, s + 2 * P, err);

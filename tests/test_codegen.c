@@ -517,7 +517,7 @@ static void test_provenance(void) {
 /* The whole text of one small kernel, so any change to the generated code shows here. */
 static void test_stable_text(void) {
     kiln_graph *g = graph();
-    int64_t d[2] = {4, 32}; /* past KD_SMALL_SUM: the staged block */
+    int64_t d[2] = {4, 32}; /* past KD_SMALL_SUM: a block added into 16 lanes */
     int ax = 1;
     kiln_graph_at(g, "m.c", 3);
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
@@ -534,14 +534,16 @@ static void test_stable_text(void) {
         "        for (int64_t i0 = jb; i0 < je; i0++) {\n"
         "            double acc2 = 0;\n"
         "            {\n"
-        "                float acc2_t[32];\n"
-        "                #pragma omp simd\n"
-        "                for (int64_t r3_1 = 0; r3_1 < 32; r3_1++) {\n"
-        "                    const float v4 = in0[i0 * 32 + r3_1];\n"
-        "                    const float v5 = KILN_ROUNDED_f32((v4 * v4));\n"
-        "                    acc2_t[r3_1] = v5;\n"
+        "                float acc2_l[16] = {0};\n"
+        "                for (int64_t r3_1c = 0; r3_1c < 32; r3_1c += 16) {\n"
+        "                    #pragma omp simd\n"
+        "                    for (int64_t r3_1 = r3_1c; r3_1 < r3_1c + 16; r3_1++) {\n"
+        "                        const float v4 = in0[i0 * 32 + r3_1];\n"
+        "                        const float v5 = KILN_ROUNDED_f32((v4 * v4));\n"
+        "                        acc2_l[r3_1 - r3_1c] += v5;\n"
+        "                    }\n"
         "                }\n"
-        "                acc2 += (double)kiln_sum_f32(acc2_t, 32);\n"
+        "                acc2 += (double)kiln_fold16_f32(acc2_l);\n"
         "            }\n"
         "            const float v8 = (float)acc2;\n"
         "            const float v9 = sqrtf(v8);\n"

@@ -24,7 +24,8 @@
 typedef struct pr_block {
     int depth;
     uint32_t acc;
-    bool once; /* the loop adds into acc exactly once per iteration (kd_accum_once) */
+    bool once;  /* the loop adds into acc exactly once per iteration (kd_accum_once) */
+    bool lanes; /* added straight into acc<a>_l[at], its 16 lanes (print_lane_block) */
     char at[2 * PR_NAME_LEN], count[2 * PR_NAME_LEN];
 } pr_block;
 
@@ -45,6 +46,9 @@ typedef struct cpr {
     /* printing the staged block of kd_sched.stage_loop: its KD_SCHED_STAGED stores go to
      * their blocks (print_staged_loop) */
     bool staging;
+    /* the KS_END of a loop print_lane_block printed whole: the statements up to it are
+     * skipped (0: none) */
+    uint32_t skip_end;
 } cpr;
 
 static void c_stmt(pr *p, uint32_t id);
@@ -128,7 +132,9 @@ static void c_accum(cpr *c, const kd_stmt *s) {
     c_acc_name(p, s->args[0], false, a);
     c_acc_name(p, s->args[0], true, nan);
     pr_val_name(p->kd, s->args[1], x);
-    if (b)
+    if (b && b->lanes)
+        pr_line(p, "acc%u_l[%s] += %s;", s->args[0], b->at, x);
+    else if (b)
         pr_line(p, "acc%u_t[%s] %s= %s;", s->args[0], b->at, b->once ? "" : "+", x);
     else
         pr_line(p, "%s += %s;", a, x);
@@ -136,6 +142,96 @@ static void c_accum(cpr *c, const kd_stmt *s) {
 }
 
 /* ------------------------------------------------------------ loops ---- */
+
+/* Whether scalar accumulator acc's blocks over reduce loop `loop` add straight into their
+ * lanes (print_lane_block): the loop adds into it once per iteration and holds no loop of
+ * its own, and it is the description's own loop (not a copy a form of its own printed). */
+static bool lane_form(const cpr *c, uint32_t loop, uint32_t acc) {
+    const kd_kernel *kd = c->p.kd;
+    if (!acc || c->skip_end || kd->prologue_rows > 1 || loop >= kd->n_stmts) return false;
+    if (kd->stmts[loop].kind != KS_LOOP || kd->stmts[loop].acc != acc) return false;
+    uint32_t end = kd_loop_end(kd, loop);
+    for (uint32_t t = loop + 1; t < end; t++)
+        if (kd->stmts[t].kind == KS_LOOP) return false;
+    return kd_accum_once(kd, loop, acc);
+}
+
+/* Prints the body of reduce loop `loop` (its statements, not its END) into the open lane
+ * block b, whose lane index is `at`. */
+static void print_lane_body(cpr *c, uint32_t loop, pr_block *b, const char *at) {
+    snprintf(b->at, sizeof b->at, "%s", at);
+    b->depth = c->p.depth;
+    for (uint32_t t = loop + 1, end = kd_loop_end(c->p.kd, loop); t < end; t++) c_stmt(&c->p, t);
+}
+
+/* C: reduce loop `loop` of a scalar f32 sum, whole, its blocks added straight into 16
+ * lanes: in each block, lane j adds the values of iterations j, j + 16, ... in order
+ * (groups of 16 iterations, then the fewer than 16 left), then the lanes pairwise
+ * (kiln_fold16_f32): the additions kiln_sum_f32 makes of a staged block (print_block_open),
+ * so the bits are the same, without the block's store and reload and a call per block
+ * (a sum over all of a tensor ran at about half the rate of one reading straight into the
+ * lanes: bench/RESULTS.md, "Blocked f32 sums straight into their lanes"). The body is
+ * printed twice, for the groups (vectorised) and for the rest; the statements up to the
+ * loop's END are then skipped (cpr.skip_end). */
+static void print_lane_block(cpr *c, const kd_stmt *s, uint32_t loop, const char *v, uint32_t acc,
+                             const char *from, const char *to) {
+    pr *p = &c->p;
+    enum { L = 16 };
+    bool one = s->n <= KD_SUM_BLOCK; /* a single block of s->n iterations from 0 */
+    char at[2 * PR_NAME_LEN];
+    if (one)
+        pr_line(p, "{");
+    else
+        pr_line(p, "for (int64_t %sb = %s; %sb < %s; %sb += %d) {", v, from, v, to, v,
+                KD_SUM_BLOCK);
+    p->depth++;
+    if (!one)
+        pr_line(p, "const int64_t %se = %sb + %d < %s ? %sb + %d : %s;", v, v, KD_SUM_BLOCK, to, v,
+                KD_SUM_BLOCK, to);
+    pr_line(p, "float acc%u_l[%d] = {0};", acc, L);
+    pr_block *b = &c->blk[c->n_blk++];
+    *b = (pr_block){.acc = acc, .once = true, .lanes = true};
+    int64_t groups = one ? s->n / L * L : 0; /* one: the iterations in whole groups */
+    if (one && groups)
+        pr_line(p, "for (int64_t %sc = 0; %sc < %lld; %sc += %d) {", v, v, (long long)groups, v, L);
+    else if (!one) {
+        pr_line(p, "int64_t %sc = %sb;", v, v);
+        pr_line(p, "for (; %sc + %d <= %se; %sc += %d) {", v, L, v, v, L);
+    }
+    if (!one || groups) {
+        p->depth++;
+        if (s->simd) pr_line(p, "#pragma omp simd");
+        pr_line(p, "for (int64_t %s = %sc; %s < %sc + %d; %s++) {", v, v, v, v, L, v);
+        p->depth++;
+        snprintf(at, sizeof at, "%s - %sc", v, v);
+        print_lane_body(c, loop, b, at);
+        p->depth--;
+        pr_line(p, "}");
+        p->depth--;
+        pr_line(p, "}");
+    }
+    if (!one || s->n > groups) { /* the rest */
+        if (one) {
+            if (s->simd) pr_line(p, "#pragma omp simd");
+            pr_line(p, "for (int64_t %s = %lld; %s < %lld; %s++) {", v, (long long)groups, v,
+                    (long long)s->n, v);
+            snprintf(at, sizeof at, "%s - %lld", v, (long long)groups);
+        } else {
+            pr_line(p, "for (int64_t %s = %sc; %s < %se; %s++) {", v, v, v, v, v);
+            snprintf(at, sizeof at, "%s - %sc", v, v);
+        }
+        p->depth++;
+        if (!one) pr_line(p, "KILN_SCALAR_LOOP();"); /* at most 15, in a last block */
+        print_lane_body(c, loop, b, at);
+        p->depth--;
+        pr_line(p, "}");
+    }
+    c->n_blk--;
+    pr_line(p, "acc%u += (double)kiln_fold16_f32(acc%u_l);", acc, acc);
+    p->depth--;
+    pr_line(p, "}");
+    c->skip_end = kd_loop_end(p->kd, loop);
+}
 
 /* C: a reduce loop of n iterations as blocks (kd_reduce.blocked): the block loop, the
  * block's accumulators cleared, and the loop over the block's iterations (not closed).
@@ -153,6 +249,10 @@ static void c_accum(cpr *c, const kd_stmt *s) {
  * (kdesc.h, kd_reduce.blocked). */
 static void print_block_open(cpr *c, const kd_stmt *s, uint32_t loop, const char *v, uint32_t acc,
                              const char *from, const char *to) {
+    if (lane_form(c, loop, acc)) {
+        print_lane_block(c, s, loop, v, acc, from, to);
+        return;
+    }
     pr *p = &c->p;
     const kd_kernel *kd = p->kd;
     int64_t bs = acc ? KD_SUM_BLOCK : KD_COL_BLOCK;
@@ -1147,6 +1247,12 @@ static void c_stmt(pr *p, uint32_t id) {
     const kd_stmt *s = &p->kd->stmts[id];
     bool trig = s->kind == KS_OP && (s->op == IR_SIN || s->op == IR_COS);
     char x[PR_NAME_LEN];
+    if (c->skip_end) { /* inside a loop print_lane_block printed whole */
+        if (id < c->skip_end) return;
+        c->skip_end = 0;
+        if (c->n_slice && c->slice[c->n_slice - 1].depth == p->depth) print_slice_close(c);
+        return;
+    }
     switch (s->kind) {
     case KS_LOOP: c_loop(c, s); return;
     case KS_ACC: c_acc(p, id); return;

@@ -488,10 +488,15 @@ static bool conv_window(imp_lex *L, imp_op *op) {
     return imp_expect(L, '}');
 }
 
-/* #stablehlo.gather<a = [..], b = [..], index_vector_dim = 1> and its kin. */
+/* #stablehlo.gather<a = [..], b = [..], index_vector_dim = 1> and its kin. MLIR leaves out
+ * a field at its default, and StableHLO's index_vector_dim defaults to 0 (not HLO's
+ * implicit trailing 1): `x.at[2, 3].add(1.)` scatters with indices i32[2] and no
+ * index_vector_dim. */
 static bool dnums(imp_lex *L, imp_op *op) {
     char w[IMP_MAX_NAME];
     if (!imp_ident(L, w, ".", "a dimension-numbers attribute")) return false;
+    if (!strcmp(w, "stablehlo.gather") || !strcmp(w, "stablehlo.scatter"))
+        op->index_vector_dim = 0, op->has_index_vector_dim = true;
     if (!imp_expect(L, '<')) return false;
     if (imp_accept(L, '>')) return true;
     do {

@@ -170,6 +170,13 @@ const struct kiln_runtime *kiln_module_runtime;
 #else
 #define KILN_RUNTIME() kiln_module_runtime
 #endif
+// kiln_fold16_f32: 16 lanes of a blocked f32 sum added pairwise, as kiln_sum_f32 ends
+// (print_c.c, print_lane_block).
+__attribute__((unused)) KILN_FN float kiln_fold16_f32(float *l) {
+    for (int w = 8; w; w /= 2)
+        for (int j = 0; j < w; j++) l[j] += l[j + w];
+    return l[0];
+}
 __attribute__((noinline, pure, unused))
 static float kiln_sum_f32(const float *t, int64_t n) {
     return KILN_RUNTIME()->sum_f32(t, n);

@@ -591,12 +591,17 @@ KILN_API kiln_status kiln_promote(kiln_graph *g, int n, const kiln_value *xs, ki
 
 /* Elementwise binary with NumPy broadcasting; both operands must have the same dtype.
  * Integer division truncates; x/0 is -1 and INT_MIN/-1 is INT_MIN (as in XLA). Integer
- * pow with a negative exponent is 0 unless the base is 1 or -1. max/min propagate NaN. */
+ * pow with a negative exponent is 0 unless the base is 1 or -1. max/min propagate NaN.
+ * kiln_rem is jax.lax.rem (jnp.fmod): a - trunc(a / b) * b with the sign of a, exact for
+ * floats (C's fmod: x rem 0 and inf rem y are NaN); for integers x rem 0 is x and INT_MIN
+ * rem -1 is 0, as in XLA. jnp.mod / jnp.remainder (the sign of b) is r = kiln_rem(a, b),
+ * then r + b where r != 0 and (r < 0) != (b < 0) (docs/ops.md). */
 KILN_API kiln_value kiln_add(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_sub(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_mul(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_div(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_pow(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_rem(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_max(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_min(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_logical_and(kiln_graph *g, kiln_value a, kiln_value b); /* bool */
@@ -2272,6 +2277,7 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_mul(g, ...)              KILN__V(g, kiln_mul((g), __VA_ARGS__))
 #define kiln_div(g, ...)              KILN__V(g, kiln_div((g), __VA_ARGS__))
 #define kiln_pow(g, ...)              KILN__V(g, kiln_pow((g), __VA_ARGS__))
+#define kiln_rem(g, ...)              KILN__V(g, kiln_rem((g), __VA_ARGS__))
 #define kiln_max(g, ...)              KILN__V(g, kiln_max((g), __VA_ARGS__))
 #define kiln_min(g, ...)              KILN__V(g, kiln_min((g), __VA_ARGS__))
 #define kiln_logical_and(g, ...)      KILN__V(g, kiln_logical_and((g), __VA_ARGS__))

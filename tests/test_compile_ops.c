@@ -65,6 +65,7 @@ static int b_elementwise_f32(kiln_graph *g, kiln_value *o) {
     o[n++] = kiln_max(g, x, y);
     o[n++] = kiln_min(g, x, y);
     o[n++] = kiln_pow(g, kiln_abs(g, x), y);
+    o[n++] = kiln_rem(g, kiln_mul(g, x, kiln_scalar(g, KILN_DTYPE_F32, 1e4)), y);
     o[n++] = kiln_log1p(g, kiln_abs(g, x));
     o[n++] = kiln_rsqrt(g, kiln_add(g, one, kiln_abs(g, y)));
     o[n++] = kiln_select(g, kiln_compare(g, x, y, KILN_CMP_LT), kiln_exp(g, x), kiln_log(g, x));
@@ -81,6 +82,7 @@ static int b_elementwise_int(kiln_graph *g, kiln_value *o) {
     int n = 0;
     o[n++] = kiln_div(g, a, b);   /* includes division by zero: -1 */
     o[n++] = kiln_pow(g, a, b);   /* negative exponents included */
+    o[n++] = kiln_rem(g, a, b);   /* x % 0 = x */
     o[n++] = kiln_add(g, a, big); /* wraps */
     o[n++] = kiln_mul(g, kiln_neg(g, a), kiln_abs(g, b));
     o[n++] = kiln_max(g, kiln_sign(g, a), b);

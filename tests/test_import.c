@@ -169,6 +169,7 @@ static void test_programs_stablehlo(void) {
     run_program(ctx_g, "sorting", "mlir", 0);
     run_program(ctx_g, "conv", "mlir", 1e-5);
     run_program(ctx_g, "cnn_step", "mlir", 1e-5);
+    run_program(ctx_g, "jnp_forms", "mlir", 0);
 }
 
 static void test_programs_hlo(void) {
@@ -182,6 +183,7 @@ static void test_programs_hlo(void) {
     run_program(ctx_g, "sorting", "hlo", 0);
     run_program(ctx_g, "conv", "hlo", 1e-5);
     run_program(ctx_g, "cnn_step", "hlo", 1e-5);
+    run_program(ctx_g, "jnp_forms", "hlo", 0);
 }
 
 /* Whether the plan of the imported program classes some bytes as activations (forward

@@ -97,6 +97,7 @@ U(f_sub, kiln_sub(g, x[0], x[1]))
 U(f_mul, kiln_mul(g, x[0], x[1]))
 U(f_div, kiln_div(g, x[0], x[1]))
 U(f_pow, kiln_pow(g, x[0], x[1]))
+U(f_rem, kiln_rem(g, x[0], x[1]))
 U(f_max, kiln_max(g, x[0], x[1]))
 U(f_min, kiln_min(g, x[0], x[1]))
 U(f_select, kiln_select(g, kiln_compare(g, x[0], x[1], KILN_CMP_GT), kiln_mul(g, x[0], x[1]),
@@ -209,6 +210,7 @@ static const jvp_case cases[] = {
     {"mul scalar", f_mul, 2, {0, 2}, {{0}, {2, 3}}, ANY, false},
     {"div", f_div, 2, {2, 1}, {{2, 3}, {3}}, POS, false},
     {"pow", f_pow, 2, {1, 1}, {{4}, {4}}, POS, false},
+    {"rem", f_rem, 2, {2, 1}, {{2, 3}, {3}}, POS, false},
     {"max", f_max, 2, {2, 1}, {{3, 2}, {2}}, DISTINCT, false},
     {"min", f_min, 2, {1, 1}, {{4}, {4}}, DISTINCT, false},
     {"select", f_select, 2, {1, 1}, {{5}, {5}}, DISTINCT, false},

@@ -259,7 +259,7 @@ static void test_binary_float(void) {
         binop op;
         double (*ref)(double, double);
     } cases[] = {{kiln_add, r_add}, {kiln_sub, r_sub}, {kiln_mul, r_mul}, {kiln_div, r_div},
-                 {kiln_pow, pow},   {kiln_max, r_max}, {kiln_min, r_min}};
+                 {kiln_pow, pow},   {kiln_max, r_max}, {kiln_min, r_min}, {kiln_rem, fmod}};
     const double a[] = {1, -2, 3.5, 0, INFINITY, NAN}, b[] = {2, 0, -INFINITY};
     int64_t ad[] = {2, 3}, bd[] = {3};
     for (int t = 0; t < 2; t++) {
@@ -295,6 +295,21 @@ static void test_binary_float(void) {
               isnan(y[5]));
     }
     kiln_array_destroy(res[0]), kiln_array_destroy(res[1]);
+    /* f32 rem is exact, as jax.lax.rem's (values from JAX 0.10.2): a - trunc(a / b) * b
+     * computed in f32 gives 0 for the first */
+    int64_t m = 7;
+    kiln_graph *h = new_graph();
+    kiln_value ra = kiln_parameter(h, "a", KILN_DTYPE_F32, 1, &m),
+               rb = kiln_parameter(h, "b", KILN_DTYPE_F32, 1, &m);
+    const double xa[] = {1e10, -0.0, 5.5, -5.5, INFINITY, 1, 3},
+                 xb[] = {3.3, 2, 0, 2, 2, INFINITY, -2};
+    kiln_array *rargs[2] = {mkd(KILN_DTYPE_F32, 1, &m, xa), mkd(KILN_DTYPE_F32, 1, &m, xb)}, *rr;
+    if (run1(h, kiln_rem(h, ra, rb), 2, rargs, &rr)) {
+        fetch(rr, y);
+        CHECK(y[0] == (double)0.29611063f && y[1] == 0 && signbit(y[1]) && isnan(y[2]) &&
+              y[3] == -1.5 && isnan(y[4]) && y[5] == 1 && y[6] == 1);
+        kiln_array_destroy(rr);
+    }
 }
 
 /* NumPy broadcasting: [2,1] with [1,3], a rank-0 operand on either side, zero-size. */
@@ -370,6 +385,13 @@ static void test_int_arith_i32(void) {
         eval_binary_i(kiln_div, t, a, b, 9, y);
         const int64_t d[] = {3, -3, -3, 3, -1, -1, MN, MN, -MX};
         for (int i = 0; i < 9; i++) CHECK_MSG(y[i] == d[i], "div %d: %lld", i, (long long)y[i]);
+    }
+    {
+        /* jax.lax.rem: the dividend's sign; x % 0 = x; MIN % -1 = 0 (XLA) */
+        const int64_t a[] = {7, -7, 7, -7, 5, 0, MN, MN, MX}, b[] = {2, 2, -2, -2, 0, 0, -1, 1, -1};
+        eval_binary_i(kiln_rem, t, a, b, 9, y);
+        const int64_t r[] = {1, -1, 1, -1, 5, 0, 0, 0, 0};
+        for (int i = 0; i < 9; i++) CHECK_MSG(y[i] == r[i], "rem %d: %lld", i, (long long)y[i]);
     }
     {
         /* pow by squaring with wrap; negative exponents */

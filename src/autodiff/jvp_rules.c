@@ -194,6 +194,18 @@ RULE(jvp_div) {
     return add_tangents(g, da, db);
 }
 
+/* JAX: t_a - t_b * trunc(a / b). */
+RULE(jvp_rem) {
+    (void)id;
+    kiln_value a = val(g, ir_in(n)[0]), b = val(g, ir_in(n)[1]), db = KN_NONE;
+    if (t[1].id) {
+        kiln_value q = kiln_div(g, a, b);
+        kiln_value tq = kiln_mul(g, kiln_sign(g, q), kiln_floor(g, kiln_abs(g, q)));
+        db = kiln_mul(g, kiln_neg(g, t[1]), tq);
+    }
+    return add_tangents(g, t[0].id ? t[0] : KN_NONE, db);
+}
+
 /* JAX (float exponent): t_a * b * a^(b-1) + t_b * log(a == 0 ? 1 : a) * a^b. */
 RULE(jvp_pow) {
     kiln_value a = val(g, ir_in(n)[0]), b = val(g, ir_in(n)[1]), da = KN_NONE, db = KN_NONE;
@@ -511,6 +523,7 @@ static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_MUL] = jvp_mul,
     [IR_DIV] = jvp_div,
     [IR_POW] = jvp_pow,
+    [IR_REM] = jvp_rem,
     [IR_MAX] = jvp_minmax,
     [IR_MIN] = jvp_minmax,
     [IR_SELECT] = jvp_select,

@@ -189,6 +189,19 @@ static void vjp_div(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
     if (need[1]) out[1] = kiln_div(g, kiln_mul(g, kiln_neg(g, ct), a), kiln_mul(g, b, b));
 }
 
+/* JAX: d/da = g, d/db = -g * trunc(a / b) (the quotient rem took away). */
+static void vjp_rem(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                    kiln_value *out) {
+    (void)id;
+    kiln_value a = val(g, ir_in(n)[0]), b = val(g, ir_in(n)[1]);
+    if (need[0]) out[0] = ct;
+    if (need[1]) {
+        kiln_value q = kiln_div(g, a, b);
+        kiln_value tq = kiln_mul(g, kiln_sign(g, q), kiln_floor(g, kiln_abs(g, q)));
+        out[1] = kiln_mul(g, kiln_neg(g, ct), tq);
+    }
+}
+
 /* JAX (float exponent): d/da = g * b * a^(b-1); d/db = g * log(a == 0 ? 1 : a) * a^b, so
  * the exponent's gradient is 0 (not NaN) at a = 0. */
 static void vjp_pow(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
@@ -737,6 +750,7 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_MUL] = vjp_mul,
     [IR_DIV] = vjp_div,
     [IR_POW] = vjp_pow,
+    [IR_REM] = vjp_rem,
     [IR_MAX] = minmax,
     [IR_MIN] = minmax,
     [IR_SELECT] = vjp_select,

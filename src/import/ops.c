@@ -5,7 +5,7 @@
  * mapping that disagrees with XLA's semantics fails loudly instead of computing something
  * else; a builder's error becomes an import error at the op's line and column naming the
  * op as the text spells it; ops kiln has no primitive for are composites of builders
- * whose semantics equal the op's (remainder, ceil, expm1, is_finite), and ops it cannot
+ * whose semantics equal the op's (ceil, expm1, is_finite), and ops it cannot
  * express are refused by name (docs/import.md lists both). */
 #include "import.h"
 
@@ -132,6 +132,8 @@ kiln_value imp_constant_raw(imp_lex *L, kiln_graph *g, imp_loc at, const imp_typ
 bool imp_is_identity(imp_combine k, kiln_dtype t, double c) {
     bool flt =
         t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || t == KILN_DTYPE_BF16 || t == KILN_DTYPE_F16;
+    if (t == KILN_DTYPE_BOOL && (k == IMP_COMBINE_MAX || k == IMP_COMBINE_MIN))
+        return c == (k == IMP_COMBINE_MIN); /* false for a maximum, true for a minimum */
     switch (k) {
     case IMP_COMBINE_ADD: return c == 0;
     case IMP_COMBINE_MUL: return c == 1;
@@ -165,7 +167,10 @@ kiln_value imp_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value x, kiln_
     to_int(op->dims, op->n_dims, axes);
     kiln_value r = {0, 0};
     bool is_bool = imp_value_type(g, x).dtype == KILN_DTYPE_BOOL;
-    switch (op->combine) {
+    imp_combine combine = op->combine;
+    if (is_bool && combine == IMP_COMBINE_MAX) combine = IMP_COMBINE_OR; /* jnp.max of a mask */
+    if (is_bool && combine == IMP_COMBINE_MIN) combine = IMP_COMBINE_AND;
+    switch (combine) {
     case IMP_COMBINE_ADD: r = kiln_reduce_sum(g, x, op->n_dims, axes, false); break;
     case IMP_COMBINE_MUL: r = kiln_reduce_prod(g, x, op->n_dims, axes, false); break;
     case IMP_COMBINE_MAX: r = kiln_reduce_max(g, x, op->n_dims, axes, false); break;
@@ -175,8 +180,8 @@ kiln_value imp_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value x, kiln_
         if (!is_bool) break;
         /* all / any: a minimum or maximum over 0 and 1 */
         x = kiln_convert(g, x, KILN_DTYPE_I32);
-        r = op->combine == IMP_COMBINE_AND ? kiln_reduce_min(g, x, op->n_dims, axes, false)
-                                           : kiln_reduce_max(g, x, op->n_dims, axes, false);
+        r = combine == IMP_COMBINE_AND ? kiln_reduce_min(g, x, op->n_dims, axes, false)
+                                       : kiln_reduce_max(g, x, op->n_dims, axes, false);
         r = kiln_convert(g, r, KILN_DTYPE_BOOL);
         break;
     default: break;
@@ -188,7 +193,7 @@ kiln_value imp_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value x, kiln_
                     op->spell);
         return r;
     }
-    if (r.id && !init_is_identity) r = combine_fn(op->combine)(g, r, init);
+    if (r.id && !init_is_identity) r = combine_fn(combine)(g, r, init);
     return r;
 }
 
@@ -255,9 +260,15 @@ static bool emit_arg_reduce(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *o
         return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
                            "%s of (values, indices) with jnp.%s's body: kiln imports it over "
                            "one dimension, from JAX's initial values (%s, 0)",
-                           op->spell, max ? "argmax" : "argmin", max ? "-inf" : "inf");
+                           op->spell, max ? "argmax" : "argmin",
+                           flt ? (max ? "-inf" : "inf")
+                           : t == KILN_DTYPE_BOOL
+                               ? (max ? "false" : "true")
+                               : (max ? "the dtype's least value" : "the dtype's greatest value"));
     int axis = (int)op->dims[0];
-    kiln_value at = max ? kiln_argmax(g, op->in[0], axis) : kiln_argmin(g, op->in[0], axis);
+    kiln_value keys = op->in[0]; /* a mask's first true (jnp.argmax) as the first 1 */
+    if (t == KILN_DTYPE_BOOL) keys = kiln_convert(g, keys, KILN_DTYPE_I32);
+    kiln_value at = max ? kiln_argmax(g, keys, axis) : kiln_argmin(g, keys, axis);
     if (!imp_check_graph(L, g, op->at, op->spell)) return false;
     out[0] = take_at(g, op->in[0], at, axis, &op->out[0]);
     out[1] = take_at(g, op->in[1], at, axis, &op->out[1]);
@@ -335,22 +346,6 @@ static kiln_value emit_scatter(imp_lex *L, kiln_graph *g, imp_op *op) {
 
 /* ------------------------------------------------------------ composites ---- */
 
-static bool is_float(kiln_dtype t) {
-    return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || t == KILN_DTYPE_BF16 ||
-           t == KILN_DTYPE_F16;
-}
-
-/* XLA's remainder: the sign of the dividend, a - trunc(a / b) * b (C's fmod); kiln's
- * integer division truncates, so for integers it is a - (a / b) * b as written. */
-static kiln_value xla_remainder(kiln_graph *g, kiln_value a, kiln_value b) {
-    kiln_value q = kiln_div(g, a, b);
-    if (is_float(imp_value_type(g, a).dtype)) {
-        kiln_value t = kiln_floor(g, kiln_abs(g, q));
-        q = kiln_mul(g, kiln_sign(g, q), t);
-    }
-    return kiln_sub(g, a, kiln_mul(g, q, b));
-}
-
 static kiln_value unary_composite(kiln_graph *g, const char *name, kiln_value x) {
     kiln_dtype t = imp_value_type(g, x).dtype;
     if (!strcmp(name, "ceil")) return kiln_neg(g, kiln_floor(g, kiln_neg(g, x)));
@@ -365,8 +360,8 @@ static kiln_value unary_composite(kiln_graph *g, const char *name, kiln_value x)
 
 static kiln_value binary_bool(kiln_graph *g, const char *name, kiln_value a, kiln_value b) {
     if (imp_value_type(g, a).dtype != KILN_DTYPE_BOOL) return (kiln_value){0, 0};
-    if (!strcmp(name, "and")) return kiln_logical_and(g, a, b);
-    if (!strcmp(name, "or")) return kiln_logical_or(g, a, b);
+    if (!strcmp(name, "and") || !strcmp(name, "minimum")) return kiln_logical_and(g, a, b);
+    if (!strcmp(name, "or") || !strcmp(name, "maximum")) return kiln_logical_or(g, a, b);
     if (!strcmp(name, "xor")) return kiln_compare(g, a, b, KILN_CMP_NE);
     return (kiln_value){0, 0};
 }
@@ -406,7 +401,22 @@ static kiln_value emit_shape(imp_lex *L, kiln_graph *g, imp_op *op, bool *known)
         return (kiln_value){0, 0};
     }
     if (!strcmp(n, "broadcast_in_dim")) {
+        /* StableHLO lets the operand's axes land in any order (kiln's builder, as
+         * jax.lax's, wants them increasing): the operand transposed into their order */
+        int perm[KILN_MAX_RANK], sorted = 1;
         to_int(op->dims, op->n_dims, ax);
+        for (int i = 0; i < rank; i++) perm[i] = i;
+        for (int i = 1; i < rank; i++) /* insertion sort of the axes by where they land */
+            for (int j = i; j > 0 && ax[perm[j - 1]] > ax[perm[j]]; j--) {
+                int s = perm[j];
+                perm[j] = perm[j - 1], perm[j - 1] = s, sorted = 0;
+            }
+        if (!sorted) {
+            int dims[KILN_MAX_RANK];
+            for (int i = 0; i < rank; i++) dims[i] = ax[perm[i]];
+            memcpy(ax, dims, sizeof dims);
+            x = kiln_transpose(g, x, perm);
+        }
         return kiln_broadcast_in_dim(g, x, o->rank, o->dims, ax);
     }
     if (!strcmp(n, "reshape")) return kiln_reshape(g, x, o->rank, o->dims);
@@ -654,6 +664,9 @@ static kiln_value emit_select_and_scatter(imp_lex *L, kiln_graph *g, imp_op *op)
 static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
     const char *n = op->name;
     *known = true;
+    if ((!strcmp(n, "maximum") || !strcmp(n, "minimum")) && op->n_in == 2 &&
+        imp_value_type(g, op->in[0]).dtype == KILN_DTYPE_BOOL)
+        return binary_bool(g, n, op->in[0], op->in[1]); /* or, and */
     for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++)
         if (!strcmp(n, unary_ops[i].name))
             return need_in(L, op, 1, 1) ? unary_ops[i].fn(g, op->in[0]) : (kiln_value){0, 0};
@@ -667,8 +680,8 @@ static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
         *known = v.id != 0;
         return v;
     }
-    if (!strcmp(n, "remainder"))
-        return need_in(L, op, 2, 2) ? xla_remainder(g, op->in[0], op->in[1]) : (kiln_value){0, 0};
+    if (!strcmp(n, "remainder")) /* kiln_rem is XLA's: exact, the dividend's sign */
+        return need_in(L, op, 2, 2) ? kiln_rem(g, op->in[0], op->in[1]) : (kiln_value){0, 0};
     if (!strcmp(n, "ceil") || !strcmp(n, "exponential_minus_one") || !strcmp(n, "is_finite") ||
         !strcmp(n, "tan") || !strcmp(n, "not")) {
         if (!need_in(L, op, 1, 1)) return (kiln_value){0, 0};

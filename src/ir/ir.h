@@ -146,7 +146,11 @@ enum {
     X(AND, "and", logical_and, 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, \
       1, NULL, "(($T)($0 & $1))")                                                                  \
     X(OR, "or", logical_or, 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,    \
-      1, NULL, "(($T)($0 | $1))")
+      1, NULL, "(($T)($0 | $1))")                                                                  \
+    /* jax.lax.rem: the remainder of truncated division, with the dividend's sign; exact for \
+     * floats (C's fmod); for integers x % 0 is x and INT_MIN % -1 is 0, as in XLA */           \
+    X(REM, "rem", rem, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "fmod$F($0, $1)", "kiln_rem_$S($0, $1)")
 
 /* Structural ops whose public builder kiln_<ident>(g, x, n_axes, axes) is generated from
  * their row (src/trace/shape_ops.c): the axes (negative ones count from the end; NULL: all

@@ -94,6 +94,9 @@ static double f_mul(double a, double b) {
 static double f_div(double a, double b) {
     return a / b;
 }
+static double f_rem(double a, double b) {
+    return fmod(a, b); /* exact: two f32 (or 16-bit) operands give the f32 fmodf's value */
+}
 static double f_pow(double a, double b) {
     return pow(a, b);
 }
@@ -133,6 +136,9 @@ static uint64_t i_mul(int64_t a, int64_t b) {
 }
 static uint64_t i_div(int64_t a, int64_t b) {
     return b == 0 ? (uint64_t)-1 : b == -1 ? 0 - (uint64_t)a : (uint64_t)(a / b);
+}
+static uint64_t i_rem(int64_t a, int64_t b) {
+    return b == 0 ? (uint64_t)a : b == -1 ? 0 : (uint64_t)(a % b);
 }
 static uint64_t i_max(int64_t a, int64_t b) {
     return (uint64_t)(a > b ? a : b);
@@ -176,6 +182,7 @@ static const ref_scalar scalar[IR_NUM_OPS] = {
     [IR_MUL] = {.f2 = f_mul, .i2 = i_mul},
     [IR_DIV] = {.f2 = f_div, .i2 = i_div},
     [IR_POW] = {.f2 = f_pow, .i2 = pow_i},
+    [IR_REM] = {.f2 = f_rem, .i2 = i_rem},
     [IR_MAX] = {.f2 = f_max, .i2 = i_max},
     [IR_MIN] = {.f2 = f_min, .i2 = i_min},
     [IR_AND] = {.i2 = i_and},

@@ -35,7 +35,7 @@ float log1pf(float); double log1p(double); float sinf(float); double sin(double)
 float cosf(float); double cos(double); float erff(float); double erf(double);
 double erfc(double); float floorf(float); double floor(double); float fabsf(float);
 double fabs(double); double copysign(double, double); float powf(float, float);
-double pow(double, double);
+double pow(double, double); float fmodf(float, float); double fmod(double, double);
 double exp(double); double tanh(double); double nextafter(double, double);
 #else
 #include <math.h>

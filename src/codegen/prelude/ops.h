@@ -1,5 +1,6 @@
 // ops.h — the integer and comparison helpers the registry's kernel expressions name
-// (src/ir/ir.h), for both dialects: integer x/0 is -1 and INT_MIN/-1 is INT_MIN; integer
+// (src/ir/ir.h), for both dialects: integer x/0 is -1 and INT_MIN/-1 is INT_MIN, x % 0 is x
+// and INT_MIN % -1 is 0; integer
 // powers by squaring, wrapping; max and min propagate NaN (NaN in a wins by the first test,
 // NaN in b because every compare fails) and combine equal operands bitwise, so that -0 < +0
 // as in jnp.maximum / jnp.minimum; float -> int saturates with NaN -> 0. Float max and min
@@ -9,6 +10,8 @@
 // step: max and min without branches").
 KILN_FN int32_t kiln_div_i32(int32_t a, int32_t b) { return b == 0 ? -1 : (a == INT32_MIN && b == -1) ? a : a / b; }
 KILN_FN int64_t kiln_div_i64(int64_t a, int64_t b) { return b == 0 ? -1 : (a == INT64_MIN && b == -1) ? a : a / b; }
+KILN_FN int32_t kiln_rem_i32(int32_t a, int32_t b) { return b == 0 ? a : b == -1 ? 0 : a % b; }
+KILN_FN int64_t kiln_rem_i64(int64_t a, int64_t b) { return b == 0 ? a : b == -1 ? 0 : a % b; }
 #define KILN_IPOW(T, U) \
 KILN_FN T kiln_pow_##T(T a, T b) { \
     if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0; \

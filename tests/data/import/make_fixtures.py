@@ -213,6 +213,19 @@ def cnn_args():
             rng.integers(0, K_CNN, B_CNN).astype(np.int32), np.float32(1e-3), np.int32(3))
 
 
+def jnp_forms(x, i, mask, n):
+    """What an outside check found refused or inexact: single-point updates and reads
+    (StableHLO leaves out index_vector_dim = 0), jnp.median, an exact float remainder,
+    jnp.mod, integer remainders by 0 and -1, a mask's max / maximum / argmax, and a
+    broadcast_in_dim whose dimensions are not increasing."""
+    big = x * np.float32(1e4)
+    return (x.at[2, 3].add(1.0), x.at[1].set(x[0]), x[i, 2], jnp.median(x, axis=1),
+            lax.rem(big, np.float32(3.3)), jnp.mod(big, np.float32(-2 * np.pi)),
+            lax.rem(n, jnp.array([0, -1, 3, -3], jnp.int32)), jnp.max(mask),
+            jnp.maximum(mask, mask[::-1]), jnp.argmax(mask, axis=1),
+            lax.broadcast_in_dim(x[:3, :4], (4, 5, 3), (2, 0)))
+
+
 PROGRAMS = {
     "mlp_train": (mlp_train, lambda: (randn(4, 8), randn(8), randn(8, 3), randn(2, 4),
                                       jax.nn.one_hot(np.array([0, 2]), 3)), (0, 1, 2)),
@@ -227,6 +240,8 @@ PROGRAMS = {
     "sorting": (sorting, sorting_args, ()),
     "conv": (conv, conv_args, ()),
     "cnn_step": (cnn_step, cnn_args, (0, 1, 2)),
+    "jnp_forms": (jnp_forms, lambda: (randn(4, 5), np.int32(3), rng.random((3, 6)) > 0.6,
+                                      np.array([7, -7, -2147483648, 5], np.int32)), ()),
 }
 
 DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}

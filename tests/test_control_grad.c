@@ -804,6 +804,61 @@ static void test_edges(kiln_context *ctx) {
         }
 }
 
+/* The body of the programs below: c' = sin(1.2 c + x c), y = exp(c' / 2). */
+static int twice_body(kiln_graph *g, int n, const kiln_value *in, void *u, kiln_value *o) {
+    (void)n, (void)u;
+    kiln_value k = kiln_scalar(g, KILN_DTYPE_F64, 1.2);
+    o[0] = kiln_sin(g, kiln_add(g, kiln_mul(g, in[0], k), kiln_mul(g, in[1], in[0])));
+    o[1] = kiln_exp(g, kiln_mul(g, o[0], kiln_scalar(g, KILN_DTYPE_F64, 0.5)));
+    return 2;
+}
+
+static int swap_a(kiln_graph *g, int n, const kiln_value *in, void *u, kiln_value *o) {
+    (void)n, (void)u;
+    o[0] = kiln_sin(g, in[0]);
+    return 1;
+}
+
+static int swap_b(kiln_graph *g, int n, const kiln_value *in, void *u, kiln_value *o) {
+    (void)n, (void)u;
+    o[0] = kiln_cos(g, in[0]);
+    return 1;
+}
+
+/* A helper called twice traces the same scan twice, and each copy differentiated for a
+ * different output extends its own body with the residuals it saves: the compiled
+ * program must not merge the two (an outside check: CSE compared control nodes' inputs
+ * and attributes, not their sub-graphs, so the second gradient came out as the first, and
+ * two conds with their branches swapped gave one value). Against the interpreter. */
+static void test_traced_twice(kiln_context *ctx) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "twice", &g));
+    int64_t d1[1] = {1}, dxs[2] = {2, 1};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, d1);
+    kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F64, 2, dxs);
+    kiln_value a[2], b[2], ga, gb, ca, cb, outs[4];
+    int n;
+    CHECK_OK(ctx, kiln_scan(g, twice_body, NULL, 1, &x, 1, &xs, NULL, &n, a));
+    CHECK_OK(ctx, kiln_grad(g, kiln_reduce_sum(g, a[0], 0, NULL, false), 1, &x, &ga));
+    CHECK_OK(ctx, kiln_scan(g, twice_body, NULL, 1, &x, 1, &xs, NULL, &n, b));
+    kiln_value lb = kiln_add(g, kiln_reduce_sum(g, b[0], 0, NULL, false),
+                             kiln_reduce_sum(g, b[1], 0, NULL, false));
+    CHECK_OK(ctx, kiln_grad(g, lb, 1, &x, &gb));
+    kiln_value p = kiln_compare(g, kiln_reduce_sum(g, x, 0, NULL, false),
+                                kiln_scalar(g, KILN_DTYPE_F64, 0), KILN_CMP_GT);
+    CHECK_OK(ctx, kiln_cond(g, p, swap_a, swap_b, NULL, 1, &x, &n, &ca));
+    CHECK_OK(ctx, kiln_cond(g, p, swap_b, swap_a, NULL, 1, &x, &n, &cb));
+    outs[0] = ga, outs[1] = gb, outs[2] = ca, outs[3] = cb;
+    CHECK_OK(ctx, kiln_graph_finish(g, 4, outs));
+    const double xv = 0.3, xsv[2] = {0.4, -0.7};
+    kiln_array *args[2] = {NULL, NULL};
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F64, 1, d1, &xv, &args[0]));
+    CHECK_OK(ctx, kiln_array_create(ctx, KILN_DTYPE_F64, 2, dxs, xsv, &args[1]));
+    CHECK(cmp_graph(ctx, g, 2, args, NULL, 1e-6, NULL));
+    kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+    kiln_graph_destroy(g);
+}
+
 int main(void) {
     kiln_context *ctx = test_context();
     if (!ctx) return 1;
@@ -815,6 +870,7 @@ int main(void) {
     test_forward_mode(ctx);
     test_forward_while(ctx);
     test_edges(ctx);
+    test_traced_twice(ctx);
     kiln_context_destroy(ctx);
     return test_summary("test_control_grad");
 }

@@ -5,6 +5,7 @@
 #include "ir.h"
 
 #include <stdio.h>
+#include <string.h>
 
 ir_region *ir_region_new(kiln_context *ctx, uint32_t n, kiln_graph *const *graphs) {
     ir_region *r = host_calloc(ctx, 1, sizeof *r);
@@ -31,6 +32,43 @@ void ir_region_unref(kiln_context *ctx, ir_region *r) {
     for (uint32_t i = 0; i < r->n_graphs; i++) kiln_graph_destroy(r->graphs[i]);
     host_free(ctx, r->graphs, (r->n_graphs ? r->n_graphs : 1) * sizeof *r->graphs);
     host_free(ctx, r, sizeof *r);
+}
+
+static bool graph_equal(const kiln_graph *a, const kiln_graph *b) {
+    if (a->n_nodes != b->n_nodes || a->n_params != b->n_params || a->n_outputs != b->n_outputs)
+        return false;
+    if (memcmp(a->params, b->params, a->n_params * sizeof *a->params) ||
+        memcmp(a->outputs, b->outputs, a->n_outputs * sizeof *a->outputs))
+        return false;
+    for (uint32_t id = 1; id < a->n_nodes; id++) {
+        const ir_node *x = &a->nodes[id], *y = &b->nodes[id];
+        if (x->op != y->op || x->dtype != y->dtype || x->n_in != y->n_in ||
+            !ir_shape_eq(&x->shape, &y->shape))
+            return false;
+        if (x->n_in && memcmp(ir_in(x), ir_in(y), x->n_in * sizeof(uint32_t))) return false;
+        int rank = x->n_in ? a->nodes[ir_in(x)[0]].shape.rank : 0;
+        int64_t fx[IR_ATTRS_FLAT_MAX], fy[IR_ATTRS_FLAT_MAX];
+        int nx = ir_attrs_flatten(x->op, rank, &x->a, fx);
+        if (nx != ir_attrs_flatten(y->op, rank, &y->a, fy) || memcmp(fx, fy, nx * sizeof *fx))
+            return false;
+        if (x->op == IR_CONSTANT) {
+            size_t n = 0;
+            ir_shape_nbytes(&x->shape, x->dtype, &n);
+            if (n && (!x->data || !y->data || memcmp(x->data, y->data, n))) return false;
+        }
+        if ((x->region || y->region) &&
+            (!x->region || !y->region || !ir_region_equal(x->region, y->region)))
+            return false;
+    }
+    return true;
+}
+
+bool ir_region_equal(const ir_region *a, const ir_region *b) {
+    if (a == b) return true;
+    if (!a || !b || a->n_graphs != b->n_graphs) return false;
+    for (uint32_t i = 0; i < a->n_graphs; i++)
+        if (!graph_equal(a->graphs[i], b->graphs[i])) return false;
+    return true;
 }
 
 /* The parameters of sub-graph k that are not captures. */

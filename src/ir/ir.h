@@ -623,6 +623,12 @@ typedef struct ir_region {
 ir_region *ir_region_new(kiln_context *ctx, uint32_t n, kiln_graph *const *graphs);
 ir_region *ir_region_ref(ir_region *r);
 void ir_region_unref(kiln_context *ctx, ir_region *r);
+/* Whether two regions run the same computation: the same region, or sub-graphs node for
+ * node alike (op, dtype, shape, inputs, meaningful attributes, a constant's bytes, a
+ * parameter's position, nested regions alike in turn) with the same outputs. What a body
+ * traced twice from one function gives; a body autodiff extended with residuals, or
+ * another function's, differs. */
+bool ir_region_equal(const ir_region *a, const ir_region *b);
 
 /* The number of results of control node n (ir_ops[n->op].kind == IRK_CONTROL). */
 uint32_t ir_control_n_results(const ir_node *n);

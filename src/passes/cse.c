@@ -1,9 +1,9 @@
 /* cse.c — common-subexpression elimination: nodes that compute the same value become one.
  *
  * Two nodes are the same when they have the same op, dtype, shape and inputs (after the
- * inputs themselves were merged) and the same meaningful attributes (pass_attrs_equal:
+ * inputs themselves were merged), the same meaningful attributes (pass_attrs_equal:
  * only the entries up to the operand's rank, since the attribute union may hold garbage
- * beyond them). Constants are the same when their dtype, shape and bytes are: bitwise, so
+ * beyond them) and, control nodes, sub-graphs alike (ir_region_equal). Constants are the same when their dtype, shape and bytes are: bitwise, so
  * 0.0 and -0.0 stay apart (they are different values) while two NaNs with the same bits
  * merge (no op can tell them apart). Parameters are never merged (the walker copies them).
  * Every op is a pure function of its inputs, so merging never changes a result.
@@ -56,6 +56,12 @@ static bool same_node(void *user, uint64_t key) {
     for (uint32_t k = 0; k < a->n_in; k++)
         if (pass_input(rb, cs->id, k) != bin[k]) return false;
     if (!pass_attrs_equal(a->op, pass_in_rank(rb->old, a), &a->a, &b->a)) return false;
+    /* a control node's computation is its sub-graphs: two conds on one operand with their
+     * branches swapped, or a scan and the copy of it kiln_grad extended with residuals,
+     * have equal inputs and attributes */
+    if ((a->region || b->region) &&
+        (!a->region || !b->region || !ir_region_equal(a->region, b->region)))
+        return false;
     if (a->op != IR_CONSTANT) return true;
     size_t n = const_bytes(a);
     return !n || !memcmp(a->data, b->data, n);

@@ -875,8 +875,8 @@ KILN_API kiln_value kiln_argmax(kiln_graph *g, kiln_value x, int axis);
 KILN_API kiln_value kiln_argmin(kiln_graph *g, kiln_value x, int axis);
 /* lax.cumsum: out[..., j, ...] = sum of x[..., k, ...] over k <= j (reverse: k >= j), the
  * dtype and shape of x (numeric; axis may count from the end). One pass per row, in order:
- * floats accumulate in f64 and each output is rounded once (an f32 cumsum is more accurate
- * than a sequential f32 scan), integers wrap; the same bits on every device and thread
+ * floats accumulate in f64 and each output is rounded once (bf16 and f16 through f32, as
+ * the convert op; an f32 cumsum is more accurate than a sequential f32 scan), integers wrap; the same bits on every device and thread
  * count (docs/ops.md). The gradient is the reverse cumsum of the cotangent. */
 KILN_API kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse);
 /* Sorting and selection (docs/ops.md, "sort"). The positions come from one op (argsort, a
@@ -1293,7 +1293,8 @@ KILN_API kiln_status kiln_jvp(kiln_graph *g, int n_out, const kiln_value *outs, 
  *
  * What differs from JAX: no pytrees (flat value lists; fwd says which values are residuals by
  * returning them after the n_out outputs); fwd's ops stay in g, where JAX's custom_vjp is an
- * opaque call; kiln_jvp differentiates fwd's ops (JAX refuses forward mode on a custom_vjp).
+ * opaque call. kiln_jvp through one is refused (KILN_STATUS_UNIMPLEMENTED, naming the call's
+ * line), as JAX refuses forward mode on a custom_vjp.
  *
  * Errors are builder errors (sticky on g) naming kiln_custom_vjp and the line of the call: NULL
  * fwd or bwd, n outside 0..KILN_MAX_OUTPUTS, n_out < 1, an arg of another graph, fwd returning

@@ -512,7 +512,7 @@ static void test_int64_edges(void) {
     kiln_graph_destroy(g);
     kiln_graph_create(ctx, "edges", &g); /* a graph keeps its first error */
     y = kiln_parameter(g, "y", KILN_DTYPE_F32, 1, one);
-    const int64_t lo3[1] = {-((int64_t)1 << 62) - 1}, hi3[1] = {(int64_t)1 << 62}; /* size 0 */
+    const int64_t lo3[1] = {-((int64_t)1 << 62)}, hi3[1] = {(int64_t)1 << 62}; /* size 1 */
     CHECK(kiln_pad(g, y, kiln_scalar(g, KILN_DTYPE_F32, 0.0), lo3, hi3, NULL).id == 0);
     CHECK_CONTAINS(kiln_last_error(ctx), "crop 2^62 elements or more");
     kiln_graph_destroy(g);

@@ -544,6 +544,49 @@ static float xp_round(kiln_dtype t, float f) {
  * same rows rounded to the 16-bit dtype before the division differ on many of them (the
  * old form); and five f16 values of 60000 average to 60000, where a sum kept in f16 is
  * inf. Through the reference and the compiled program alike. */
+/* From f64, a constant rounds once to its 16-bit dtype, as jnp.asarray(v, dtype) does (a
+ * host conversion), and the convert op through f32, as jax.jit's convert on the CPU does
+ * (values from JAX 0.10.2): 1 + 2^-8 + 2^-30 is 0x3f81 as a bf16 constant and 0x3f80
+ * converted; 1 + 2^-11 + 2^-40 is 0x3c01 as an f16 constant and 0x3c00 converted. The
+ * reference and the compiled program agree (an outside check: the reference rounded f16
+ * once where the kernels rounded twice). */
+static void test_f64_narrowing(void) {
+    const double v[2] = {1 + 0x1p-8 + 0x1p-30, 1 + 0x1p-11 + 0x1p-40};
+    const kiln_dtype ts[2] = {KILN_DTYPE_BF16, KILN_DTYPE_F16};
+    const uint16_t want_const[2] = {0x3f81, 0x3c01}, want_convert[2] = {0x3f80, 0x3c00};
+    for (int k = 0; k < 2; k++) {
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "narrow", &g);
+        int64_t one = 1;
+        kiln_value p = param(g, "x", KILN_DTYPE_F64, 1, &one);
+        kiln_value outs[2] = {
+            kiln_convert(g, p, ts[k]),
+            kiln_add(g, kiln_scalar(g, ts[k], v[k]),
+                     kiln_convert(g, kiln_mul(g, p, kiln_scalar(g, KILN_DTYPE_F64, 0)), ts[k]))};
+        CHECK_OK(ctx, kiln_graph_finish(g, 2, outs));
+        kiln_array *arg = NULL, *r[2][2] = {{0}};
+        kiln_array_create(ctx, KILN_DTYPE_F64, 1, &one, &v[k], &arg);
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_interpret(g, 1, &arg, 2, r[0]));
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        if (e) CHECK_OK(ctx, kiln_executable_run(e, 1, &arg, 2, r[1]));
+        for (int w = 0; w < 2; w++) {
+            uint16_t got[2] = {0, 0};
+            if (!r[w][0] || !r[w][1]) continue;
+            kiln_array_copy_to_host(r[w][0], &got[0], 2);
+            kiln_array_copy_to_host(r[w][1], &got[1], 2);
+            CHECK_MSG(got[0] == want_convert[k] && got[1] == want_const[k],
+                      "%s (%s): convert 0x%04x (want 0x%04x), constant 0x%04x (want 0x%04x)",
+                      kiln_dtype_name(ts[k]), w ? "compiled" : "reference", got[0], want_convert[k],
+                      got[1], want_const[k]);
+            kiln_array_destroy(r[w][0]), kiln_array_destroy(r[w][1]);
+        }
+        kiln_executable_destroy(e);
+        kiln_array_destroy(arg);
+        kiln_graph_destroy(g);
+    }
+}
+
 static void test_mean_as_jnp(void) {
     enum { R = 64, C = 301 };
     kiln_dtype ts[3] = {KILN_DTYPE_BF16, KILN_DTYPE_F16, KILN_DTYPE_F32};
@@ -961,6 +1004,7 @@ int main(int argc, char **argv) {
     RUN_CC(test_excess_precision);
     RUN_CC(test_staged_stores);
     RUN_CC(test_mean_as_jnp);
+    RUN_CC(test_f64_narrowing);
     kiln_context_destroy(ctx);
     test_remove_dir(cache_dir);
     return test_summary("test_half_ops");

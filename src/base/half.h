@@ -1,10 +1,14 @@
 /* half.h — the 16-bit float formats kiln stores (bf16 and IEEE f16), as bit patterns in a
  * uint16_t, and their exact conversions: widening is exact; narrowing rounds to nearest,
  * ties to even, overflow goes to infinity, NaN stays NaN (quiet, sign kept), as ml_dtypes,
- * NumPy and XLA convert. From f64, bf16 rounds through f32 (two roundings), as XLA's
- * compiled convert does (jax.jit(lambda a: a.astype(jnp.bfloat16)) on the CPU, JAX 0.10.2:
- * 1 + 2^-8 + 2^-30 gives 1), where ml_dtypes' host conversion rounds once (1.0078125);
- * f16 rounds once (as NumPy and XLA do).
+ * NumPy and XLA convert. From f64 there are two rules, and kiln keeps both:
+ *  - kn_f64_to_bf16 / kn_f64_to_f16, the convert op's: through f32 (two roundings), as
+ *    XLA's compiled convert does (jax.jit(lambda a: a.astype(jnp.bfloat16)) on the CPU,
+ *    JAX 0.10.2: 1 + 2^-8 + 2^-30 gives 1, and to f16 1 + 2^-11 + 2^-40 gives 1), and as
+ *    the kernels do, which compute a 16-bit value in f32;
+ *  - kn_f64_to_bf16_once / kn_f64_to_f16_once, a constant's (kiln_scalar, kiln_full): one
+ *    rounding, as ml_dtypes' and NumPy's host conversion and so jnp.asarray(v, dtype) round
+ *    (1.0078125 and 1.0009765625 for those two).
  *
  * Branch-light integer arithmetic only, so they need no compiler support for _Float16 or
  * __bf16 and are the same on every host; the generated kernels carry their own copies
@@ -66,7 +70,7 @@ static inline uint16_t kn_f32_to_f16(float f) {
 }
 
 /* f64 to f16 in one rounding. */
-static inline uint16_t kn_f64_to_f16(double d) {
+static inline uint16_t kn_f64_to_f16_once(double d) {
     uint64_t u;
     memcpy(&u, &d, 8);
     uint16_t sign = (uint16_t)((u >> 48) & 0x8000u);
@@ -87,8 +91,34 @@ static inline uint16_t kn_f64_to_f16(double d) {
     return (uint16_t)(sign | bits);
 }
 
+/* f64 to bf16 in one rounding (NaN: as through f32, quiet with its sign). */
+static inline uint16_t kn_f64_to_bf16_once(double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    uint16_t sign = (uint16_t)((u >> 48) & 0x8000u);
+    u &= 0x7fffffffffffffffull;
+    if (u > 0x7ff0000000000000ull) return kn_f32_to_bf16((float)d); /* NaN */
+    int e = (int)(u >> 52) - 1023;                                  /* unbiased */
+    if (e >= 128) return (uint16_t)(sign | 0x7f80u);
+    if (e < -134) return sign; /* below half the least subnormal */
+    uint64_t m = (u & 0xfffffffffffffull) | (1ull << 52);
+    /* the bf16 quantum at this exponent: 2^(e-7) for normals, 2^-133 for subnormals */
+    int q_exp = e < -126 ? -133 : e - 7;
+    int shift = 52 - (e - q_exp); /* bits of m below the quantum, 45 to 53 */
+    uint64_t q = m >> shift, rest = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    q += rest > half || (rest == half && (q & 1));
+    /* q counts quanta; for a normal it carries the implicit bit at 2^7 */
+    uint32_t bits = e < -126 ? (uint32_t)q : ((uint32_t)(e + 127 - 1) << 7) + (uint32_t)q;
+    if (bits >= 0x7f80u) bits = 0x7f80u;
+    return (uint16_t)(sign | bits);
+}
+
+/* The convert op's f64 narrowings: through f32, as XLA's compiled convert (above). */
 static inline uint16_t kn_f64_to_bf16(double d) {
     return kn_f32_to_bf16((float)d);
+}
+static inline uint16_t kn_f64_to_f16(double d) {
+    return kn_f32_to_f16((float)d);
 }
 
 #endif

@@ -204,7 +204,7 @@ static kiln_status infer_pad(const kiln_graph *g, ir_node *n, char *msg, size_t 
         /* As XLA's: a side may crop past the operand (lo = -4, hi = 5 on 3 elements is 4
          * elements of padding) as long as the size comes out >= 0; a crop of 2^62 or more
          * is refused, which keeps an index minus lo within int64. */
-        if (lo < -IR_DIM_MAX || hi < -IR_DIM_MAX)
+        if (lo <= -IR_DIM_MAX || hi <= -IR_DIM_MAX)
             FAIL(KILN_STATUS_SHAPE, "axis %d: lo %lld / hi %lld crop 2^62 elements or more", i,
                  (long long)lo, (long long)hi);
         if (__builtin_add_overflow(extent, lo, &out) || __builtin_add_overflow(out, hi, &out) ||
@@ -393,7 +393,8 @@ static kiln_status infer_collective(const kiln_graph *g, ir_node *n, char *msg, 
 static kiln_status infer_scan(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
     const ir_node *x = input(g, n, 0);
     if (!ir_dtype_accepts(IRT_NUMERIC, x->dtype))
-        FAIL(KILN_STATUS_DTYPE, "cumsum takes f32, f64, i32 or i64, not %s",
+        FAIL(KILN_STATUS_DTYPE,
+             "cumsum takes a numeric dtype (f32, f64, bf16, f16, i32, i64), not %s",
              kiln_dtype_name(x->dtype));
     if (n->a.scan.axis < 0 || n->a.scan.axis >= x->shape.rank)
         FAIL(KILN_STATUS_SHAPE, "cumsum: axis %d is out of range for rank %d", n->a.scan.axis,

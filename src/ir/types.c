@@ -131,8 +131,8 @@ bool ir_scalar_store(kiln_dtype t, double v, void *out) {
     } u;
     switch (t) {
     case KILN_DTYPE_F32: u.f = (float)v; break;
-    case KILN_DTYPE_BF16: u.h = kn_f64_to_bf16(v); break;
-    case KILN_DTYPE_F16: u.h = kn_f64_to_f16(v); break;
+    case KILN_DTYPE_BF16: u.h = kn_f64_to_bf16_once(v); break; /* as jnp.asarray */
+    case KILN_DTYPE_F16: u.h = kn_f64_to_f16_once(v); break;
     case KILN_DTYPE_F64: u.d = v; break;
     case KILN_DTYPE_I32:
         u.i = isnan(v)             ? 0

@@ -327,7 +327,8 @@ kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse) {
     if (!xn) return KN_NONE;
     if (!ir_dtype_accepts(IRT_NUMERIC, xn->dtype))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op,
-                             "takes f32, f64, i32 or i64, not %s", kiln_dtype_name(xn->dtype));
+                             "takes a numeric dtype (f32, f64, bf16, f16, i32, i64), not %s",
+                             kiln_dtype_name(xn->dtype));
     int a;
     if (!trace_axis(axis, xn->shape.rank, &a))
         return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,

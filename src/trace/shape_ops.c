@@ -304,7 +304,8 @@ kiln_value kiln_matmul(kiln_graph *g, kiln_value a, kiln_value b) {
     if (an->dtype != bn->dtype || !ir_dtype_accepts(IRT_NUMERIC, an->dtype))
         return trace_fail_on(g, ab_in, 2, KILN_STATUS_DTYPE, op,
                              an->dtype != bn->dtype ? "operand dtypes differ"
-                                                    : "matmul takes f32, f64, i32 or i64");
+                                                    : "matmul takes a numeric dtype (f32, f64, "
+                                                      "bf16, f16, i32, i64), not bool");
     if (as.rank == 0 || bs.rank == 0)
         return trace_fail_on(g, ab_in, 2, KILN_STATUS_SHAPE, op,
                              "operands must have rank >= 1 (got %d and %d)", as.rank, bs.rank);

@@ -328,8 +328,9 @@ typedef enum kiln_dtype {
     KILN_DTYPE_BOOL, /* stored as one byte, 0 or 1 */
     /* 16-bit floats: bfloat16 (8 exponent bits, 7 mantissa bits: f32's range) and IEEE
      * binary16 (5 and 10: largest finite 65504). Stored in 2 bytes (a uint16_t's bits),
-     * computed in f32 and rounded to nearest even after every op, as XLA on the CPU does:
-     * so a result is the same bits fused or not. Sums and products accumulate in f32 or
+     * computed in f32 and rounded to nearest even after every op, as XLA on the CPU does
+     * for all but a few ops (logistic: docs/mixed_precision.md): so a result is the same
+     * bits fused or not. Sums and products accumulate in f32 or
      * wider. docs/ops.md, "16-bit floats". Enums only grow here. */
     KILN_DTYPE_BF16,
     KILN_DTYPE_F16,

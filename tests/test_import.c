@@ -170,6 +170,7 @@ static void test_programs_stablehlo(void) {
     run_program(ctx_g, "conv", "mlir", 1e-5);
     run_program(ctx_g, "cnn_step", "mlir", 1e-5);
     run_program(ctx_g, "jnp_forms", "mlir", 0);
+    run_program(ctx_g, "debug_sharded", "mlir", 1e-6);
 }
 
 static void test_programs_hlo(void) {
@@ -184,6 +185,7 @@ static void test_programs_hlo(void) {
     run_program(ctx_g, "conv", "hlo", 1e-5);
     run_program(ctx_g, "cnn_step", "hlo", 1e-5);
     run_program(ctx_g, "jnp_forms", "hlo", 0);
+    run_program(ctx_g, "debug_sharded", "hlo", 1e-6);
 }
 
 /* Whether the plan of the imported program classes some bytes as activations (forward

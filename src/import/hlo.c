@@ -144,6 +144,22 @@ static bool scan_module(hlo *P) {
     for (;;) {
         imp_skip(L);
         if (imp_peek(L) < 0) break;
+        /* the debug info's tables (FileNames, FunctionNames, FileLocations, StackFrames:
+         * a title line, then a line per entry, up to a blank line) are read past */
+        static const char *const tables[] = {"FileNames", "FunctionNames", "FileLocations",
+                                             "StackFrames"};
+        bool table = false;
+        for (size_t i = 0; i < sizeof tables / sizeof *tables && !table; i++)
+            table = imp_accept_word(L, tables[i]);
+        if (table) {
+            while (imp_peek(L) >= 0) {
+                while (imp_peek(L) >= 0 && imp_peek(L) != '\n') imp_advance(L, 1);
+                imp_advance(L, 1);
+                imp_skip_blanks(L);
+                if (imp_peek(L) == '\n' || imp_peek(L) == '\r') break; /* the blank line */
+            }
+            continue;
+        }
         bool entry = imp_accept_word(L, "ENTRY");
         const char *s;
         size_t n;

@@ -40,6 +40,9 @@ typedef struct imp_lex {
     char msg[1024];
     uint32_t ops; /* ops read so far (IMP_MAX_OPS) */
     int depth;    /* regions and calls open (IMP_MAX_DEPTH) */
+    /* MLIR text: a location, `loc(...)` after an op, an argument or a block's argument
+     * (as_text(debug_info=True), jax.export), is skipped as white space is */
+    bool mlir_locs;
 } imp_lex;
 
 /* Where an op starts, for its messages. */

@@ -734,8 +734,9 @@ static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
 }
 
 bool imp_sharding_target(const char *target) {
+    /* and Shardy's in HLO text: xla.sdy.FuncResultSharding, xla.sdy.Sharding... */
     return !strcmp(target, "Sharding") || !strcmp(target, "SPMDFullToShardShape") ||
-           !strcmp(target, "SPMDShardToFullShape");
+           !strcmp(target, "SPMDShardToFullShape") || !strncmp(target, "xla.sdy.", 8);
 }
 
 bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {

@@ -1415,6 +1415,13 @@ static bool op_body(shlo *P, imp_scope *s, imp_op *op, bool generic, kiln_value 
         return true;
     }
     if (!strcmp(n, "custom_call") && !generic) return custom_call(P, s, op, outs);
+    if (!strcmp(n, "sdy.sharding_constraint") && !generic) {
+        /* %x <@mesh, [{"d"}, {}]> : T: the identity (shardings are ignored) */
+        if (!add_operand(L, s, op) || !imp_skip_group(L) || !signature(L, op)) return false;
+        op->name = "optimization_barrier";
+        op->n_out = 0; /* its type is the operand's */
+        return imp_emit(L, s->g, op, outs);
+    }
     if (!generic && (!strcmp(n, "convolution") || !strcmp(n, "top_k"))) {
         if (!strcmp(n, "convolution") && !conv_pretty(L, s, op)) return false;
         if (!strcmp(n, "top_k") && !top_k_pretty(L, s, op)) return false;
@@ -1547,11 +1554,26 @@ static bool block(shlo *P, imp_scope *s, int *n_out, kiln_value *outs, int max_o
 
 /* ---------------------------------------------------------------- module ---- */
 
+/* What a module holds beside its functions and kiln reads past, each a line of its own:
+ * location aliases (`#loc3 = loc("x")`, at the top and the end of text written with debug
+ * info) and Shardy's mesh declarations (`sdy.mesh @mesh = <["d"=1]> {...}`: shardings
+ * are ignored). */
+static void skip_definitions(imp_lex *L) {
+    for (;;) {
+        imp_skip(L);
+        bool alias = imp_peek(L) == '#';
+        bool mesh = L->len - L->pos >= 9 && !memcmp(L->src + L->pos, "sdy.mesh ", 9);
+        if (!alias && !mesh) return;
+        while (imp_peek(L) >= 0 && imp_peek(L) != '\n') imp_advance(L, 1);
+    }
+}
+
 /* The module's functions: "func.func [public|private] @name(" at any depth of the
  * module's braces, found by skipping each function's groups whole. */
 static bool scan_functions(shlo *P, imp_mark *entry) {
     imp_lex *L = P->L;
     bool have_entry = false;
+    skip_definitions(L);
     if (imp_accept_word(L, "module")) {
         imp_skip(L);
         if (imp_peek(L) == '@') {
@@ -1563,7 +1585,7 @@ static bool scan_functions(shlo *P, imp_mark *entry) {
         if (!imp_expect(L, '{')) return false;
     }
     for (;;) {
-        imp_skip(L);
+        skip_definitions(L);
         if (imp_peek(L) < 0 || imp_peek(L) == '}') break;
         if (!imp_expect_word(L, "func") || !imp_expect(L, '.') || !imp_expect_word(L, "func"))
             return false;
@@ -1610,6 +1632,7 @@ static bool scan_functions(shlo *P, imp_mark *entry) {
 
 kiln_status imp_stablehlo(imp_lex *L, kiln_graph **out) {
     shlo P = {.L = L};
+    L->mlir_locs = true;
     imp_mark entry = {0};
     kiln_graph *g = NULL;
     if (scan_functions(&P, &entry)) {

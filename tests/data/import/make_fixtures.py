@@ -226,6 +226,15 @@ def jnp_forms(x, i, mask, n):
             lax.broadcast_in_dim(x[:3, :4], (4, 5, 3), (2, 0)))
 
 
+def debug_sharded(x, w):
+    """Written with debug info (locations in both forms) and a sharding on a one-device
+    mesh (Shardy's sdy dialect in StableHLO, xla.sdy custom calls in HLO)."""
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("d",))
+    h = jnp.tanh(x @ w)
+    h = jax.lax.with_sharding_constraint(h, jax.sharding.NamedSharding(mesh, jax.P("d", None)))
+    return jnp.sum(h, axis=0), jnp.sort(x, axis=1)
+
+
 PROGRAMS = {
     "mlp_train": (mlp_train, lambda: (randn(4, 8), randn(8), randn(8, 3), randn(2, 4),
                                       jax.nn.one_hot(np.array([0, 2]), 3)), (0, 1, 2)),
@@ -242,6 +251,7 @@ PROGRAMS = {
     "cnn_step": (cnn_step, cnn_args, (0, 1, 2)),
     "jnp_forms": (jnp_forms, lambda: (randn(4, 5), np.int32(3), rng.random((3, 6)) > 0.6,
                                       np.array([7, -7, -2147483648, 5], np.int32)), ()),
+    "debug_sharded": (debug_sharded, lambda: (randn(4, 3), randn(3, 5)), ()),
 }
 
 DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}
@@ -267,10 +277,11 @@ def main(names):
         if names and name not in names:
             continue
         lowered = jax.jit(fn, donate_argnums=donate).lower(*args)
+        debug = name == "debug_sharded"
         with open(os.path.join(HERE, name + ".mlir"), "w") as f:
-            f.write(lowered.as_text())
+            f.write(lowered.as_text(debug_info=debug))
         with open(os.path.join(HERE, name + ".hlo"), "w") as f:
-            f.write(lowered.as_text(dialect="hlo"))
+            f.write(lowered.as_text(dialect="hlo", debug_info=debug))
         outs = jax.jit(fn)(*args)
         with open(os.path.join(HERE, name + ".io"), "w") as f:
             for a in flat(args):

@@ -1229,7 +1229,9 @@ KILN_API kiln_status kiln_switch(kiln_graph *g, kiln_value index, int n_branches
  * one the loss does not depend on gets zeros. Integer and bool values carry no gradient,
  * nor do values behind kiln_stop_gradient, compare, floor or sign.
  * kiln_vjp: the same for several outputs with given cotangents: grads[i] receives
- * sum_j cotangents[j] . d outs[j] / d wrt[i]; cotangents[j] has outs[j]'s type.
+ * sum_j cotangents[j] . d outs[j] / d wrt[i]; cotangents[j] has outs[j]'s type. An integer
+ * or bool output carries no gradient (JAX's float0 cotangent): its cotangent may be
+ * KILN_VALUE_NONE, and is not read.
  *
  * Errors are builder errors (sticky on g, as for the ops above): a non-scalar or integer
  * loss, a value of another graph, an integer wrt, n <= 0 or NULL arrays, a cotangent of

@@ -589,21 +589,21 @@ kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs, const kil
                    n_out);
         return g->status;
     }
+    int n_float = 0;
     for (int i = 0; i < n_out; i++) {
         char what[48];
         snprintf(what, sizeof what, "outs[%d]", i);
         const ir_node *o = trace_node(g, op, outs[i], what);
         if (!o) return g->status;
+        /* an integer or bool output carries no gradient (JAX's float0 cotangent): its
+         * cotangent may be KILN_VALUE_NONE and is not read */
+        bool flt = ir_dtype_is_float(o->dtype);
+        n_float += flt;
+        if (!flt && !cotangents[i].id) continue;
         snprintf(what, sizeof what, "cotangents[%d]", i);
         const ir_node *c = trace_node(g, op, cotangents[i], what);
         if (!c) return g->status;
         uint32_t both[2] = {outs[i].id, cotangents[i].id};
-        if (!ir_dtype_is_float(o->dtype)) {
-            trace_fail_on(g, both, 2, KILN_STATUS_DTYPE, op,
-                          "outs[%d] is %s: only f32 and f64 outputs take a cotangent", i,
-                          kiln_dtype_name(o->dtype));
-            return g->status;
-        }
         if (c->dtype != o->dtype || !ir_shape_eq(&c->shape, &o->shape)) {
             trace_fail_on(g, both, 2, c->dtype != o->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE,
                           op, "cotangents[%d] must have the type of outs[%d]", i, i);
@@ -611,5 +611,20 @@ kiln_status kiln_vjp(kiln_graph *g, int n_out, const kiln_value *outs, const kil
         }
     }
     if (!check_wrt(g, op, n_wrt, wrt, grads)) return g->status;
-    return transform(g, op, g->n_nodes, n_out, outs, cotangents, n_wrt, wrt, grads);
+    if (n_float == n_out)
+        return transform(g, op, g->n_nodes, n_out, outs, cotangents, n_wrt, wrt, grads);
+    /* the float outputs alone */
+    size_t bytes = (size_t)(n_float ? n_float : 1) * sizeof(kiln_value);
+    kiln_value *fo = host_alloc(g->ctx, bytes), *fc = host_alloc(g->ctx, bytes);
+    if (!fo || !fc) {
+        host_free(g->ctx, fo, bytes), host_free(g->ctx, fc, bytes);
+        trace_fail(g, KILN_STATUS_HOST_OOM, op, "host allocation for %d outputs failed", n_out);
+        return g->status;
+    }
+    int k = 0;
+    for (int i = 0; i < n_out; i++)
+        if (ir_dtype_is_float(g->nodes[outs[i].id].dtype)) fo[k] = outs[i], fc[k++] = cotangents[i];
+    kiln_status s = transform(g, op, g->n_nodes, n_float, fo, fc, n_wrt, wrt, grads);
+    host_free(g->ctx, fo, bytes), host_free(g->ctx, fc, bytes);
+    return s;
 }

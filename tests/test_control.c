@@ -666,6 +666,53 @@ static void test_budget_counts_loops(kiln_context *ctx) {
     kiln_graph_destroy(g);
 }
 
+static int gelu_block(kiln_graph *g, int n, const kiln_value *in, void *u, kiln_value *out) {
+    (void)n, (void)u;
+    kiln_value h = in[0], w = in[1];
+    kiln_value a = kiln_gelu(g, kiln_matmul(g, h, w), false);
+    kiln_value b = kiln_tanh(g, kiln_matmul(g, a, w));
+    out[0] = kiln_add(g, h, kiln_sin(g, kiln_matmul(g, b, w)));
+    return 1;
+}
+
+/* A budget the program meets without one changes nothing: the differentiated scan of a
+ * checkpointed body plans the same peak under 1 GiB, and under exactly its peak without a
+ * budget, as with none (an outside check: its loop body, planned under the budget, gave up
+ * the default's cheap recomputations, so any budget raised the peak by 512 KiB and its own
+ * peak without a budget was refused). */
+static void test_budget_keeps_default(kiln_context *ctx) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "keeps", &g);
+    int64_t dh[2] = {256, 128}, dw[3] = {4, 128, 128};
+    kiln_value h0 = kiln_parameter(g, "h0", KILN_DTYPE_F32, 2, dh);
+    kiln_value ws = kiln_parameter(g, "ws", KILN_DTYPE_F32, 3, dw), o[1], gw;
+    kiln_scan_options so = {.checkpoint_body = true};
+    int n = 0;
+    CHECK_OK(ctx, kiln_scan(g, gelu_block, NULL, 1, &h0, 1, &ws, &so, &n, o));
+    kiln_value loss = kiln_mean(g, kiln_square(g, o[0]), 0, NULL, false);
+    CHECK_OK(ctx, kiln_grad(g, loss, 1, &ws, &gw));
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, (kiln_value[]){loss, gw}));
+    uint64_t peak[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        kiln_budget_result br = {0};
+        kiln_compile_options op = {.memory_budget = k == 0   ? 0
+                                                    : k == 1 ? 1ull << 30
+                                                             : peak[0],
+                                   .budget_result = &br};
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, &op, &e));
+        kiln_memory_analysis ma = {0};
+        if (e) kiln_executable_get_memory_analysis(e, &ma);
+        peak[k] = ma.peak_bytes;
+        CHECK(k == 0 || (br.fits && br.peak_without_bytes == peak[0]));
+        kiln_executable_destroy(e);
+    }
+    CHECK_MSG(peak[1] == peak[0] && peak[2] == peak[0], "peaks: %llu none, %llu 1 GiB, %llu own",
+              (unsigned long long)peak[0], (unsigned long long)peak[1],
+              (unsigned long long)peak[2]);
+    kiln_graph_destroy(g);
+}
+
 int main(void) {
     kiln_context *ctx = test_context();
     if (!ctx) return 1;
@@ -678,6 +725,7 @@ int main(void) {
     test_nested(ctx);
     test_memory(ctx);
     test_budget_counts_loops(ctx);
+    test_budget_keeps_default(ctx);
     test_carry_over_init(ctx);
     test_errors(ctx);
     kiln_context_destroy(ctx);

@@ -546,7 +546,10 @@ KILN_API kiln_status kiln_import_stablehlo(kiln_context *ctx, const char *text, 
 KILN_API kiln_status kiln_import_hlo(kiln_context *ctx, const char *text, size_t len,
                                      kiln_graph **out);
 
-/* Inputs and constants. Parameters are numbered in the order they are made. */
+/* Inputs and constants. Parameters are numbered in the order they are made. kiln_scalar's
+ * value is rounded to dtype as a host conversion (jnp.asarray(value, dtype)): floats to
+ * nearest even in one rounding; integers truncated toward zero and, where jnp.asarray
+ * raises an OverflowError, saturated at the dtype's range (NaN gives 0), as kiln_convert. */
 KILN_API kiln_value kiln_parameter(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
                                    const int64_t *dims);
 KILN_API kiln_value kiln_constant(kiln_graph *g, kiln_dtype dtype, int rank, const int64_t *dims,

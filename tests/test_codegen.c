@@ -514,6 +514,25 @@ static void test_provenance(void) {
     kiln_graph_destroy(g);
 }
 
+/* Shifted slices of a padded x (a depthwise convolution along the rows): the ifs on the
+ * pad's edges are decided by the row, so the element loop is printed twice, without a
+ * branch for the rows inside every edge (print_c.c, print_versioned_loop). */
+static void test_rows_inside_edges(void) {
+    kiln_graph *g = graph();
+    int64_t d[2] = {64, 32};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
+    kiln_value xp = kiln_pad(g, x, kiln_scalar(g, KILN_DTYPE_F32, 0), (int64_t[]){1, 0},
+                             (int64_t[]){1, 0}, NULL);
+    kiln_value y = kiln_add(g, kiln_slice(g, xp, (int64_t[]){0, 0}, (int64_t[]){64, 32}, NULL),
+                            kiln_slice(g, xp, (int64_t[]){2, 0}, (int64_t[]){66, 32}, NULL));
+    char *src = finish(g, y);
+    CHECK_CONTAINS(src, "if (kiln_g");
+    CHECK_CONTAINS(src, " && kiln_g");
+    CHECK_CONTAINS(src, "} else {");
+    free(src);
+    kiln_graph_destroy(g);
+}
+
 /* The whole text of one small kernel, so any change to the generated code shows here. */
 static void test_stable_text(void) {
     kiln_graph *g = graph();
@@ -912,6 +931,7 @@ int main(int argc, char **argv) {
     RUN(test_fast_trig_form);
     RUN(test_provenance);
     RUN(test_stable_text);
+    RUN(test_rows_inside_edges);
     RUN(test_im2col_of_pool);
     RUN_CC(test_hoisted_row_guards);
     RUN_CC(test_run_divmod);

@@ -266,7 +266,31 @@ static int b_gather_reduce(kiln_graph *g, kiln_value *o) {
     return 2;
 }
 
+/* A depthwise convolution along the rows written as shifted slices of a padded x, then
+ * silu: each slice's if on the pad's edges is decided by the row, and the element loop
+ * prints in two versions (print_c.c, print_versioned_loop); rows at both edges and
+ * inside them, checked against the reference. */
+static int b_shifted_rows(kiln_graph *g, kiln_value *o) {
+    int64_t dx[3] = {2, 9, 24}, dw[2] = {5, 24};
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 3, dx);
+    kiln_value w = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, dw);
+    kiln_value xp = kiln_pad(g, x, kiln_scalar(g, KILN_DTYPE_F32, 0), (int64_t[]){0, 2, 0},
+                             (int64_t[]){0, 2, 0}, NULL);
+    kiln_value acc = {0, 0};
+    for (int64_t k = 0; k < 5; k++) {
+        kiln_value xs = kiln_slice(g, xp, (int64_t[]){0, k, 0}, (int64_t[]){2, k + 9, 24}, NULL);
+        kiln_value wk =
+            kiln_reshape(g, kiln_slice(g, w, (int64_t[]){k, 0}, (int64_t[]){k + 1, 24}, NULL), 1,
+                         (int64_t[]){24});
+        kiln_value t = kiln_mul(g, xs, wk);
+        acc = k ? kiln_add(g, acc, t) : t;
+    }
+    o[0] = kiln_mul(g, acc, kiln_logistic(g, acc));
+    return 1;
+}
+
 static void test_every_op(void) {
+    check_case("shifted_rows", b_shifted_rows, NULL);
     check_case("gather_reduce", b_gather_reduce, NULL);
     check_case("columns", b_columns, NULL);
     check_case("elementwise_f32", b_elementwise_f32, NULL);

@@ -46,12 +46,19 @@ typedef struct cpr {
     /* printing the staged block of kd_sched.stage_loop: its KD_SCHED_STAGED stores go to
      * their blocks (print_staged_loop) */
     bool staging;
-    /* the KS_END of a loop print_lane_block printed whole: the statements up to it are
-     * skipped (0: none) */
+    /* the KS_END of a loop print_lane_block or print_versioned_loop printed whole: the
+     * statements up to it are skipped (0: none) */
     uint32_t skip_end;
+    /* printing the version of a loop for rows inside every edge (print_versioned_loop):
+     * its hoisted ifs hold */
+    bool rows_inside;
 } cpr;
 
 static void c_stmt(pr *p, uint32_t id);
+static void print_loop_head(cpr *c, const kd_stmt *s, const char *v, bool free_ifs);
+static bool versioned(const kd_kernel *kd, uint32_t loop);
+static void print_versioned_loop(cpr *c, const kd_stmt *s, const char *v);
+static bool hoisted(const kd_kernel *kd, uint32_t id);
 static bool print_hoisted(pr *p, uint32_t s);
 static bool unguarded(const kd_kernel *kd, const kd_stmt *loop);
 static void print_free_if_pragmas(pr *p);
@@ -432,6 +439,17 @@ static void c_loop(cpr *c, const kd_stmt *s) {
         pr_line(p, "const int64_t %s = %sq * %lld + %sr;", v, v, (long long)k, v);
         return;
     }
+    if (free_ifs && versioned(p->kd, (uint32_t)(s - p->kd->stmts))) {
+        print_versioned_loop(c, s, v);
+        return;
+    }
+    print_loop_head(c, s, v, free_ifs);
+}
+
+/* C: loop s's pragmas and its `for (...) {`, opened (free_ifs: its hoisted ifs are
+ * unguarded). */
+static void print_loop_head(cpr *c, const kd_stmt *s, const char *v, bool free_ifs) {
+    pr *p = &c->p;
     if (s->simd_narrow && !s->simd) { /* the target decides (KILN_ACROSS_ROWS) */
         kd_stmt narrow = *s;
         narrow.simd = true;
@@ -450,6 +468,54 @@ static void c_loop(cpr *c, const kd_stmt *s) {
         pr_line(p, "for (int64_t %s = 0; %s < %lld; %s++) {", v, v, (long long)s->n, v);
     p->depth++;
     if (s->n < 0) pr_split_names(p);
+}
+
+/* Whether chunk loop `loop`, whose ifs hoisted names, is printed in two versions
+ * (print_versioned_loop): each if in it is a lone `if` on the row (a pad's edge: no else,
+ * not decided in the loop), and it holds no loop of its own. */
+static bool versioned(const kd_kernel *kd, uint32_t loop) {
+    bool any = false;
+    for (uint32_t t = loop + 1, end = kd_loop_end(kd, loop); t < end; t++) {
+        kd_stmt_kind k = kd->stmts[t].kind;
+        if (k == KS_LOOP || k == KS_ELSE_IF || k == KS_ELSE) return false;
+        if (k == KS_IF && !hoisted(kd, t)) return false;
+        any |= k == KS_IF;
+    }
+    return any;
+}
+
+/* C: chunk loop s whose every if is decided by the row (versioned), twice: where all of
+ * them hold (a row inside every pad's edges: most rows) a loop without a branch, which
+ * gcc vectorises; else the loop testing each. gcc 12 did neither for the loop with the
+ * branches: a depthwise convolution written as seven shifted, padded slices ran its
+ * element loop scalar at several times XLA's time (an outside check; bench/RESULTS.md,
+ * "Rows inside a pad's edges without a branch"). The same statements either way, so the
+ * same bits. The statements up to the loop's END are then skipped (cpr.skip_end). */
+static void print_versioned_loop(cpr *c, const kd_stmt *s, const char *v) {
+    pr *p = &c->p;
+    const kd_kernel *kd = p->kd;
+    uint32_t loop = (uint32_t)(s - kd->stmts), end = kd_loop_end(kd, loop);
+    pr_indent(p);
+    sb_append(p->sb, "if (");
+    bool first = true;
+    for (uint32_t t = loop + 1; t < end; t++)
+        if (kd->stmts[t].kind == KS_IF) {
+            sb_printf(p->sb, "%skiln_g%u", first ? "" : " && ", t);
+            first = false;
+        }
+    sb_append(p->sb, ") {\n");
+    for (int version = 0; version < 2; version++) {
+        p->depth++;
+        print_loop_head(c, s, v, true);
+        c->rows_inside = version == 0;
+        for (uint32_t t = loop + 1; t < end; t++) c_stmt(p, t);
+        c->rows_inside = false;
+        p->depth--;
+        pr_line(p, "}");
+        p->depth--;
+        pr_line(p, version == 0 ? "} else {" : "}");
+    }
+    c->skip_end = end;
 }
 
 /* C: the kernel's copy of kiln_fence, when a statement rounds through it. */
@@ -952,11 +1018,15 @@ static void print_free_if_pragmas(pr *p) {
     print_ivdep(p, 0);
 }
 
-/* C: IF or ELSE_IF id on its hoisted condition. */
+/* C: IF or ELSE_IF id on its hoisted condition (a plain block in the version of a loop
+ * for rows where it holds). */
 static void hoisted_if(pr *p, uint32_t id) {
     bool first = p->kd->stmts[id].kind == KS_IF;
     if (!first) p->depth--;
-    pr_line(p, "%sif (kiln_g%u) {", first ? "" : "} else ", id);
+    if (((const cpr *)p)->rows_inside)
+        pr_line(p, "{");
+    else
+        pr_line(p, "%sif (kiln_g%u) {", first ? "" : "} else ", id);
     p->depth++;
 }
 

@@ -207,7 +207,10 @@ static void print_lane_block(cpr *c, const kd_stmt *s, uint32_t loop, const char
     }
     if (!one || groups) {
         p->depth++;
-        if (s->simd) pr_line(p, "#pragma omp simd");
+        /* a group's iterations add into lanes of their own: vectorised whatever the loop's
+         * pragma would be (a one-hot sum's loop, reading a compare's bytes, has none, and
+         * gcc left its groups scalar) */
+        pr_line(p, "#pragma omp simd");
         pr_line(p, "for (int64_t %s = %sc; %s < %sc + %d; %s++) {", v, v, v, v, L, v);
         p->depth++;
         snprintf(at, sizeof at, "%s - %sc", v, v);
@@ -224,11 +227,14 @@ static void print_lane_block(cpr *c, const kd_stmt *s, uint32_t loop, const char
                     (long long)s->n, v);
             snprintf(at, sizeof at, "%s - %lld", v, (long long)groups);
         } else {
+            if (s->simd) pr_line(p, "#pragma omp simd");
             pr_line(p, "for (int64_t %s = %sc; %s < %se; %s++) {", v, v, v, v, v);
             snprintf(at, sizeof at, "%s - %sc", v, v);
         }
         p->depth++;
-        if (!one) pr_line(p, "KILN_SCALAR_LOOP();"); /* at most 15, in a last block */
+        /* at most 15, in a block's end: scalar, but for a loop whose pragma says its body
+         * is worth vectorising (an exp's), which would run its scalar form here */
+        if (!one && !s->simd) pr_line(p, "KILN_SCALAR_LOOP();");
         print_lane_body(c, loop, b, at);
         p->depth--;
         pr_line(p, "}");

@@ -1977,8 +1977,9 @@ typedef struct kiln_memory_analysis {
      * by kiln_memory_put to that kind), as JAX's host_argument_size_in_bytes,
      * host_output_size_in_bytes and host_alias_size_in_bytes: rounded as argument_bytes
      * is, never in peak_bytes or argument_bytes/output_bytes/alias_bytes. A call's pinned_host
-     * pool holds host_argument_bytes + host_output_bytes + host_temp_bytes at most (minus
-     * host_alias_bytes, the donated host arguments an output took over). */
+     * pool holds host_argument_bytes + host_output_bytes + host_temp_bytes at most:
+     * host_alias_bytes, the donated host arguments an output took over, are counted in
+     * host_argument_bytes alone (not in host_output_bytes, so not to be subtracted). */
     uint64_t host_argument_bytes;
     uint64_t host_output_bytes;
     uint64_t host_alias_bytes;

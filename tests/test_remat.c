@@ -430,6 +430,9 @@ static void test_budgets(void) {
     kiln_compile_options bad = {.keep_ir = true, .memory_budget_fraction = 1.5};
     CHECK_STATUS(kiln_compile(g, &bad, &e), KILN_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(kiln_last_error(ctx), "memory_budget_fraction");
+    kiln_compile_options odd = {.budget_offload = 5}; /* 1, -1 or 0 (an outside check) */
+    CHECK_STATUS(kiln_compile(g, &odd, &e), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "budget_offload is 5");
     kiln_graph_destroy(g);
     /* the transformer stack: the default's cheap values, then greedy and segments */
     model m;

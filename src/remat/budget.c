@@ -612,6 +612,11 @@ kiln_status remat_choose(kiln_graph **gp, const kiln_compile_options *o, const r
                          "kiln_compile: memory_budget_fraction is %g; it must be in (0, 1], "
                          "or 0 for none",
                          frac);
+    if (o->budget_offload < -1 || o->budget_offload > 1)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_compile: budget_offload is %d; it must be 1 (consider offload), "
+                         "-1 (never) or 0 (the device's default)",
+                         o->budget_offload);
     if (!(act >= 0 && act <= 1))
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_compile: activation_memory_budget is %g; it must be in (0, 1] "

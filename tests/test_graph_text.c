@@ -157,6 +157,10 @@ static void constants(kiln_context *ctx) {
     }
     f[1] = NAN, f[2] = INFINITY, f[3] = -INFINITY, f[4] = -0.0f, f[5] = 1e-45f, f[6] = FLT_MAX;
     d[1] = -NAN, d[2] = DBL_MIN / 4, d[3] = -DBL_MAX;
+    /* NaNs with payloads, quiet and signalling: their bits survive the text (nan0x...) */
+    memcpy(&f[7], &(uint32_t){0x7fc00001u}, 4), memcpy(&f[8], &(uint32_t){0xffc12345u}, 4);
+    memcpy(&f[9], &(uint32_t){0x7f800001u}, 4);
+    memcpy(&d[4], &(uint64_t){0x7ff0000000000001ull}, 8);
     i32[0] = INT32_MIN, i32[1] = INT32_MAX, i64[0] = INT64_MIN, i64[1] = INT64_MAX;
     kiln_value x = kiln_parameter(g, "x\"\\'\x01", KILN_DTYPE_F32, 1, &n);
     kiln_value outs[5];
@@ -167,6 +171,10 @@ static void constants(kiln_context *ctx) {
     outs[4] = kiln_logical_not(g, kiln_constant(g, KILN_DTYPE_BOOL, 1, &n, b));
     CHECK_OK(ctx, kiln_graph_finish(g, 5, outs));
     round_trip(ctx, g, "constants", 3);
+    char *text = saved_text(g, "consts.kir");
+    CHECK(text && strstr(text, "nan0x7fc00001") && strstr(text, "nan0xffc12345") &&
+          strstr(text, "nan0x7ff0000000000001"));
+    free(text);
     kiln_graph_destroy(g);
 }
 
@@ -177,9 +185,9 @@ static void half_constants(kiln_context *ctx) {
     kiln_graph_create(ctx, "halves", &g);
     int64_t n = 12;
     static const uint16_t bf[12] = {0x3f80, 0xbfc0, 0x7fc0, 0x7f80, 0xff80, 0x8000,
-                                    0x0001, 0x7f7f, 0x3dcd, 0x4049, 0x0080, 0xc2f7};
+                                    0x0001, 0x7f7f, 0x3dcd, 0x7fc1, 0x0080, 0xffa5};
     static const uint16_t hf[12] = {0x3c00, 0xbe00, 0x7e00, 0x7c00, 0xfc00, 0x8000,
-                                    0x0001, 0x7bff, 0x2e66, 0x4248, 0x0400, 0xd7bc};
+                                    0x0001, 0x7bff, 0x2e66, 0x7e01, 0x0400, 0xfd23};
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_BF16, 1, &n);
     kiln_value y = kiln_parameter(g, "y", KILN_DTYPE_F16, 1, &n);
     kiln_value outs[4] = {kiln_add(g, x, kiln_constant(g, KILN_DTYPE_BF16, 1, &n, bf)),

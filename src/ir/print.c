@@ -22,9 +22,41 @@ static double elem(const void *data, kiln_dtype t, int64_t i) {
     return ir_scalar_load(t, data, i);
 }
 
+/* Element i of a float constant's data as its bits (the dtype's width), and whether it is
+ * a NaN other than the one `nan` or `-nan` reads back as (the quiet NaN with no payload):
+ * such a NaN prints as `nan0x` and its bits, which keeps its payload. */
+static bool payload_nan(const void *data, kiln_dtype t, int64_t i, uint64_t *bits) {
+    uint64_t b = 0, quiet = 0, inf = 0, sign = 0;
+    switch (t) {
+    case KILN_DTYPE_F64:
+        memcpy(&b, (const char *)data + 8 * i, 8);
+        quiet = 0x7ff8000000000000ull, inf = 0x7ff0000000000000ull, sign = 1ull << 63;
+        break;
+    case KILN_DTYPE_F32: {
+        uint32_t u;
+        memcpy(&u, (const char *)data + 4 * i, 4);
+        b = u, quiet = 0x7fc00000u, inf = 0x7f800000u, sign = 1u << 31;
+        break;
+    }
+    case KILN_DTYPE_BF16:
+    case KILN_DTYPE_F16: {
+        uint16_t h;
+        memcpy(&h, (const char *)data + 2 * i, 2);
+        b = h, sign = 0x8000u;
+        quiet = t == KILN_DTYPE_BF16 ? 0x7fc0u : 0x7e00u;
+        inf = t == KILN_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
+        break;
+    }
+    default: return false;
+    }
+    uint64_t mag = b & ~sign;
+    *bits = b;
+    return mag > inf && mag != quiet;
+}
+
 /* Constants of up to 8 elements print their values, exactly enough to read them back:
- * f32 (and bf16, f16) with 9 significant digits, f64 with 17, integers in full, bools as
- * true/false. */
+ * f32 (and bf16, f16) with 9 significant digits, f64 with 17, a NaN with a payload as
+ * `nan0x` and its bits, integers in full, bools as true/false. */
 static void print_constant(const ir_node *n, strbuf *sb, bool all_values) {
     int64_t numel = 0;
     ir_shape_numel(&n->shape, &numel);
@@ -44,8 +76,15 @@ static void print_constant(const ir_node *n, strbuf *sb, bool all_values) {
         case KILN_DTYPE_BOOL:
             sb_printf(sb, "%s%s", sep, ((const uint8_t *)n->data)[i] ? "true" : "false");
             break;
-        case KILN_DTYPE_F64: sb_printf(sb, "%s%.17g", sep, elem(n->data, n->dtype, i)); break;
-        default: sb_printf(sb, "%s%.9g", sep, elem(n->data, n->dtype, i)); break;
+        default: {
+            uint64_t bits;
+            if (payload_nan(n->data, n->dtype, i, &bits))
+                sb_printf(sb, "%snan0x%llx", sep, (unsigned long long)bits);
+            else
+                sb_printf(sb, n->dtype == KILN_DTYPE_F64 ? "%s%.17g" : "%s%.9g", sep,
+                          elem(n->data, n->dtype, i));
+            break;
+        }
         }
     }
     if (n->shape.rank) sb_append(sb, "}");

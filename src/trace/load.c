@@ -220,6 +220,16 @@ static bool number(parser *p, kiln_dtype t, void *out) {
             *(int32_t *)out = (int32_t)v;
         else
             *(int64_t *)out = v;
+    } else if (!strncmp(buf, "nan0x", 5)) { /* a NaN's bits, its payload kept */
+        char *end;
+        errno = 0;
+        unsigned long long bits = strtoull(buf + 5, &end, 16);
+        size_t size = kiln_dtype_itemsize(t);
+        if (*end || errno || (size < 8 && bits >> (8 * size)))
+            return fail(p, "\"%s\" is not a %s NaN's bits", buf, kiln_dtype_name(t));
+        if (size == 8) memcpy(out, &bits, 8);
+        if (size == 4) memcpy(out, &(uint32_t){(uint32_t)bits}, 4);
+        if (size == 2) memcpy(out, &(uint16_t){(uint16_t)bits}, 2);
     } else {
         char *end;
         double v = strtod(buf, &end);

@@ -149,7 +149,8 @@ typedef struct kd_guard {
  *
  * `blocked` (f32 sums): the C dialect sums each block of the innermost reduce loop (
  * KD_SUM_BLOCK iterations, KD_COL_BLOCK in the column form) in f32 (a scalar accumulator's
- * block staged and added in 16 lanes, then the lanes pairwise: print_block_open; a column
+ * block added in 16 lanes, then the lanes pairwise: print_lane_block, or staged for
+ * kiln_sum_f32 where the loop adds under an if, print_block_open; a column
  * block row by row, vectorised across the columns), and adds the blocks' sums into the f64
  * accumulator: the bulk of the additions run at f32 width while the error stays that of a
  * block, at most (block / lanes + log2 lanes) * 2^-24 * sum |x|, so 2^-20 for a scalar

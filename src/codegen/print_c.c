@@ -5,7 +5,8 @@
  * overwrites in place and the output written over it. Speed comes from what gcc and clang
  * vectorise: a loop the description marks `simd` gets `#pragma omp simd` (with reduction
  * clauses for its accumulator), which vectorises reductions without -fassociative-math;
- * an f32 sum adds in f32 blocks staged for kiln_sum_f32 (kd_reduce.blocked); a reduction
+ * an f32 sum adds in f32 blocks of 16 lanes (kd_reduce.blocked), straight into them or
+ * staged for kiln_sum_f32; a reduction
  * with slices (kd_stmt.slices) or split in parts (kd_kernel.parts) adds slice by slice in
  * a fixed order; the forms the schedule chose (kd_kernel.sched: an interleave unrolled, a
  * concatenation in segments, fast sin and cos with an exact rerun) and the description's
@@ -19,8 +20,9 @@
 #include <string.h>
 
 /* An open f32 block (kd_reduce.blocked): the depth of its body and its accumulator (0:
- * every blocked column accumulator). A scalar accumulator's block is staged
- * (print_block_open): its values go to acc<a>_t[at] and kiln_sum_f32 adds `count` of them. */
+ * every blocked column accumulator). A scalar accumulator's block adds into its lanes
+ * acc<a>_l[at] (print_lane_block), or is staged (print_block_open): its values go to
+ * acc<a>_t[at] and kiln_sum_f32 adds `count` of them. */
 typedef struct pr_block {
     int depth;
     uint32_t acc;

@@ -339,12 +339,14 @@ kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_val
     if (!fits)
         return trace_fail_on(g, in, 2, KILN_STATUS_SHAPE, op,
                              "logits [..., C] and labels [...] must agree on [...]");
-    ir_shape s = ln->shape;
+    ir_shape s = ln->shape, ys = yn->shape; /* copies: the nodes move as the graph grows */
     kiln_dtype t = ln->dtype, it = yn->dtype;
     int last = s.rank - 1, bdims[KILN_MAX_RANK];
     for (int i = 0; i < last; i++) bdims[i] = i;
-    /* the picked logit: select (not multiply by a one-hot, as -inf * 0 would be NaN for a
-     * masked-out class) where an iota over the classes equals the label, then sum */
+    /* the picked logit, read where the label points (a pass over the row for it, summing a
+     * one-hot select, was a third read of the logits: 1.4x XLA's forward pass, which
+     * gathers; bench/RESULTS.md), 0 for a label outside [0, C); the gradient rule reads
+     * hit, the one-hot mask (composite_rules.c) */
     ir_composite c = {.kind = IR_COMP_CROSS_ENTROPY,
                       .first = g->n_nodes,
                       .in = {logits.id, labels.id},
@@ -352,8 +354,16 @@ kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_val
     kiln_value classes = kiln_iota(g, it, s.rank, s.dims, last);
     kiln_value lab = kiln_broadcast_in_dim(g, labels, s.rank, s.dims, bdims);
     kiln_value hit = kiln_compare(g, classes, lab, KILN_CMP_EQ);
-    kiln_value only = kiln_select(g, hit, logits, trace_scalar(g, op, t, 0));
-    kiln_value picked = kiln_reduce_sum(g, only, 1, &last, false);
+    int64_t at_dims[KILN_MAX_RANK];
+    for (int i = 0; i < last; i++) at_dims[i] = s.dims[i];
+    at_dims[last] = 1;
+    kiln_value at = kiln_reshape(g, labels, s.rank, at_dims);
+    kiln_value read = kiln_take_along_axis(g, logits, at, last, KILN_GATHER_CLIP);
+    read = kiln_reshape(g, read, ys.rank, ys.dims);
+    kiln_value valid = kiln_logical_and(
+        g, kiln_compare(g, labels, trace_scalar(g, op, it, 0), KILN_CMP_GE),
+        kiln_compare(g, labels, trace_scalar(g, op, it, (double)s.dims[last]), KILN_CMP_LT));
+    kiln_value picked = kiln_select(g, valid, read, trace_scalar(g, op, t, 0));
     kiln_value lse = kiln_logsumexp(g, logits, 1, &last, false);
     kiln_value r = kiln_sub(g, lse, picked);
     c.out = r.id, c.aux[0] = lse.id, c.aux[1] = hit.id;

@@ -536,7 +536,7 @@ static void test_rows_inside_edges(void) {
 /* The whole text of one small kernel, so any change to the generated code shows here. */
 static void test_stable_text(void) {
     kiln_graph *g = graph();
-    int64_t d[2] = {4, 32}; /* past KD_SMALL_SUM: a block added into 16 lanes */
+    int64_t d[2] = {4, 32}; /* past KD_SMALL_SUM: one staged block (a row of one block) */
     int ax = 1;
     kiln_graph_at(g, "m.c", 3);
     kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d);
@@ -553,16 +553,14 @@ static void test_stable_text(void) {
         "        for (int64_t i0 = jb; i0 < je; i0++) {\n"
         "            double acc2 = 0;\n"
         "            {\n"
-        "                float acc2_l[16] = {0};\n"
-        "                for (int64_t r3_1c = 0; r3_1c < 32; r3_1c += 16) {\n"
-        "                    #pragma omp simd\n"
-        "                    for (int64_t r3_1 = r3_1c; r3_1 < r3_1c + 16; r3_1++) {\n"
-        "                        const float v4 = in0[i0 * 32 + r3_1];\n"
-        "                        const float v5 = KILN_ROUNDED_f32((v4 * v4));\n"
-        "                        acc2_l[r3_1 - r3_1c] += v5;\n"
-        "                    }\n"
+        "                float acc2_t[32];\n"
+        "                #pragma omp simd\n"
+        "                for (int64_t r3_1 = 0; r3_1 < 32; r3_1++) {\n"
+        "                    const float v4 = in0[i0 * 32 + r3_1];\n"
+        "                    const float v5 = KILN_ROUNDED_f32((v4 * v4));\n"
+        "                    acc2_t[r3_1] = v5;\n"
         "                }\n"
-        "                acc2 += (double)kiln_fold16_f32(acc2_l);\n"
+        "                acc2 += (double)kiln_sum_f32(acc2_t, 32);\n"
         "            }\n"
         "            const float v8 = (float)acc2;\n"
         "            const float v9 = sqrtf(v8);\n"
@@ -581,6 +579,17 @@ static void test_stable_text(void) {
     src = finish(g, kiln_reduce_sum(g, x, 1, &ax, false));
     CHECK_CONTAINS(src, "acc2 += (double)v4;");
     CHECK(strstr(src, "acc2_t[") == NULL);
+    free(src);
+    kiln_graph_destroy(g);
+
+    /* a row of more than one block adds straight into its lanes (print_lane_block) */
+    g = graph();
+    int64_t d1k[2] = {4, 1000};
+    x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, d1k);
+    src = finish(g, kiln_reduce_sum(g, kiln_mul(g, x, x), 1, &ax, false));
+    CHECK_CONTAINS(src, "acc2_l[r3_1 - r3_1c] += v5;");
+    CHECK_CONTAINS(src, "acc2 += (double)kiln_fold16_f32(acc2_l);");
+    CHECK(strstr(src, "kiln_sum_f32(") == NULL);
     free(src);
     kiln_graph_destroy(g);
 

@@ -152,12 +152,16 @@ static void c_accum(cpr *c, const kd_stmt *s) {
 
 /* ------------------------------------------------------------ loops ---- */
 
-/* Whether scalar accumulator acc's blocks over reduce loop `loop` add straight into their
- * lanes (print_lane_block): the loop adds into it once per iteration and holds no loop of
- * its own, and it is the description's own loop (not a copy a form of its own printed). */
-static bool lane_form(const cpr *c, uint32_t loop, uint32_t acc) {
+/* Whether scalar accumulator acc's blocks over reduce loop s (statement `loop`) add
+ * straight into their lanes (print_lane_block): a loop of more than one block (a row of
+ * at most KD_SUM_BLOCK keeps its staged block: straight into the lanes, rows of 64 and 128
+ * (a GPT's softmax and layer norms) ran several times slower, the kernel around them one
+ * row an item), that adds into acc once per iteration and holds no loop of its own, and
+ * is the description's own loop (not a copy a form of its own printed). */
+static bool lane_form(const cpr *c, const kd_stmt *s, uint32_t loop, uint32_t acc) {
     const kd_kernel *kd = c->p.kd;
-    if (!acc || c->skip_end || kd->prologue_rows > 1 || loop >= kd->n_stmts) return false;
+    if (!acc || s->n <= KD_SUM_BLOCK || c->skip_end || kd->prologue_rows > 1 || loop >= kd->n_stmts)
+        return false;
     if (kd->stmts[loop].kind != KS_LOOP || kd->stmts[loop].acc != acc) return false;
     uint32_t end = kd_loop_end(kd, loop);
     for (uint32_t t = loop + 1; t < end; t++)
@@ -173,74 +177,51 @@ static void print_lane_body(cpr *c, uint32_t loop, pr_block *b, const char *at) 
     for (uint32_t t = loop + 1, end = kd_loop_end(c->p.kd, loop); t < end; t++) c_stmt(&c->p, t);
 }
 
-/* C: reduce loop `loop` of a scalar f32 sum, whole, its blocks added straight into 16
- * lanes: in each block, lane j adds the values of iterations j, j + 16, ... in order
- * (groups of 16 iterations, then the fewer than 16 left), then the lanes pairwise
- * (kiln_fold16_f32): the additions kiln_sum_f32 makes of a staged block (print_block_open),
- * so the bits are the same, without the block's store and reload and a call per block
- * (a sum over all of a tensor ran at about half the rate of one reading straight into the
- * lanes: bench/RESULTS.md, "Blocked f32 sums straight into their lanes"). The body is
- * printed twice, for the groups (vectorised) and for the rest; the statements up to the
- * loop's END are then skipped (cpr.skip_end). */
+/* C: reduce loop `loop` of a scalar f32 sum over [from, to), whole, each of its blocks
+ * added straight into 16 lanes: in each block, lane j adds the values of iterations j,
+ * j + 16, ... in order (groups of 16 iterations, then the fewer than 16 left), then the
+ * lanes pairwise (kiln_fold16_f32): the additions kiln_sum_f32 makes of a staged block
+ * (print_block_open), so the bits are the same, without the block's store and reload and
+ * a call per block (a sum over all of a tensor ran at about half the rate of one reading
+ * straight into the lanes: bench/RESULTS.md, "Blocked f32 sums straight into their
+ * lanes"). The body is printed twice, for the groups (vectorised) and for the rest; the
+ * statements up to the loop's END are then skipped (cpr.skip_end). */
 static void print_lane_block(cpr *c, const kd_stmt *s, uint32_t loop, const char *v, uint32_t acc,
                              const char *from, const char *to) {
     pr *p = &c->p;
     enum { L = 16 };
-    bool one = s->n <= KD_SUM_BLOCK; /* a single block of s->n iterations from 0 */
     char at[2 * PR_NAME_LEN];
-    if (one)
-        pr_line(p, "{");
-    else
-        pr_line(p, "for (int64_t %sb = %s; %sb < %s; %sb += %d) {", v, from, v, to, v,
-                KD_SUM_BLOCK);
+    pr_line(p, "for (int64_t %sb = %s; %sb < %s; %sb += %d) {", v, from, v, to, v, KD_SUM_BLOCK);
     p->depth++;
-    if (!one)
-        pr_line(p, "const int64_t %se = %sb + %d < %s ? %sb + %d : %s;", v, v, KD_SUM_BLOCK, to, v,
-                KD_SUM_BLOCK, to);
+    pr_line(p, "const int64_t %se = %sb + %d < %s ? %sb + %d : %s;", v, v, KD_SUM_BLOCK, to, v,
+            KD_SUM_BLOCK, to);
     pr_line(p, "float acc%u_l[%d] = {0};", acc, L);
     pr_block *b = &c->blk[c->n_blk++];
     *b = (pr_block){.acc = acc, .once = true, .lanes = true};
-    int64_t groups = one ? s->n / L * L : 0; /* one: the iterations in whole groups */
-    if (one && groups)
-        pr_line(p, "for (int64_t %sc = 0; %sc < %lld; %sc += %d) {", v, v, (long long)groups, v, L);
-    else if (!one) {
-        pr_line(p, "int64_t %sc = %sb;", v, v);
-        pr_line(p, "for (; %sc + %d <= %se; %sc += %d) {", v, L, v, v, L);
-    }
-    if (!one || groups) {
-        p->depth++;
-        /* a group's iterations add into lanes of their own: vectorised whatever the loop's
-         * pragma would be (a one-hot sum's loop, reading a compare's bytes, has none, and
-         * gcc left its groups scalar) */
-        pr_line(p, "#pragma omp simd");
-        pr_line(p, "for (int64_t %s = %sc; %s < %sc + %d; %s++) {", v, v, v, v, L, v);
-        p->depth++;
-        snprintf(at, sizeof at, "%s - %sc", v, v);
-        print_lane_body(c, loop, b, at);
-        p->depth--;
-        pr_line(p, "}");
-        p->depth--;
-        pr_line(p, "}");
-    }
-    if (!one || s->n > groups) { /* the rest */
-        if (one) {
-            if (s->simd) pr_line(p, "#pragma omp simd");
-            pr_line(p, "for (int64_t %s = %lld; %s < %lld; %s++) {", v, (long long)groups, v,
-                    (long long)s->n, v);
-            snprintf(at, sizeof at, "%s - %lld", v, (long long)groups);
-        } else {
-            if (s->simd) pr_line(p, "#pragma omp simd");
-            pr_line(p, "for (int64_t %s = %sc; %s < %se; %s++) {", v, v, v, v, v);
-            snprintf(at, sizeof at, "%s - %sc", v, v);
-        }
-        p->depth++;
-        /* at most 15, in a block's end: scalar, but for a loop whose pragma says its body
-         * is worth vectorising (an exp's), which would run its scalar form here */
-        if (!one && !s->simd) pr_line(p, "KILN_SCALAR_LOOP();");
-        print_lane_body(c, loop, b, at);
-        p->depth--;
-        pr_line(p, "}");
-    }
+    pr_line(p, "int64_t %sc = %sb;", v, v);
+    pr_line(p, "for (; %sc + %d <= %se; %sc += %d) {", v, L, v, v, L);
+    p->depth++;
+    /* a group's iterations add into lanes of their own: vectorised whatever the loop's
+     * pragma would be (a one-hot sum's loop, reading a compare's bytes, has none, and gcc
+     * left its groups scalar) */
+    pr_line(p, "#pragma omp simd");
+    pr_line(p, "for (int64_t %s = %sc; %s < %sc + %d; %s++) {", v, v, v, v, L, v);
+    p->depth++;
+    snprintf(at, sizeof at, "%s - %sc", v, v);
+    print_lane_body(c, loop, b, at);
+    p->depth--;
+    pr_line(p, "}");
+    p->depth--;
+    pr_line(p, "}");
+    /* the rest, at most 15 in a block's end: scalar, but for a loop whose pragma says its
+     * body is worth vectorising (an exp's), which would run its scalar form here */
+    if (s->simd) pr_line(p, "#pragma omp simd");
+    pr_line(p, "for (int64_t %s = %sc; %s < %se; %s++) {", v, v, v, v, v);
+    p->depth++;
+    if (!s->simd) pr_line(p, "KILN_SCALAR_LOOP();");
+    print_lane_body(c, loop, b, at);
+    p->depth--;
+    pr_line(p, "}");
     c->n_blk--;
     pr_line(p, "acc%u += (double)kiln_fold16_f32(acc%u_l);", acc, acc);
     p->depth--;
@@ -264,7 +245,7 @@ static void print_lane_block(cpr *c, const kd_stmt *s, uint32_t loop, const char
  * (kdesc.h, kd_reduce.blocked). */
 static void print_block_open(cpr *c, const kd_stmt *s, uint32_t loop, const char *v, uint32_t acc,
                              const char *from, const char *to) {
-    if (lane_form(c, loop, acc)) {
+    if (lane_form(c, s, loop, acc)) {
         print_lane_block(c, s, loop, v, acc, from, to);
         return;
     }
@@ -301,6 +282,7 @@ static void print_block_open(cpr *c, const kd_stmt *s, uint32_t loop, const char
     b->depth = p->depth;
     b->acc = acc;
     b->once = once;
+    b->lanes = false; /* the slot may have held a lane block */
     if (acc && one && !strcmp(from, "0"))
         snprintf(b->at, sizeof b->at, "%s", v), snprintf(b->count, sizeof b->count, "%s", to);
     else if (acc && one)

@@ -346,7 +346,8 @@ KILN_API size_t kiln_dtype_itemsize(kiln_dtype t);  /* bytes; 0 if invalid */
 KILN_API kiln_dtype kiln_promote_types(kiln_dtype a, kiln_dtype b);
 /* Converts n elements of dtype `from` at src into dtype `to` at dst, on the host, by exactly
  * kiln_convert's rules (the same code as the reference's): floats round to nearest even
- * (f64 -> bf16 through f32, as XLA: ml_dtypes rounds once, which differs in rare ties),
+ * (f64 -> bf16 and f16 through f32, as XLA: ml_dtypes rounds once, which differs in rare
+ * ties),
  * float -> int truncates toward zero and
  * saturates (NaN gives 0), int -> int wraps, anything -> bool is x != 0. For C programs
  * that hold f32 data and want bf16 or f16 arrays (or read them back): convert, then
@@ -880,8 +881,9 @@ KILN_API kiln_value kiln_argmin(kiln_graph *g, kiln_value x, int axis);
 /* lax.cumsum: out[..., j, ...] = sum of x[..., k, ...] over k <= j (reverse: k >= j), the
  * dtype and shape of x (numeric; axis may count from the end). One pass per row, in order:
  * floats accumulate in f64 and each output is rounded once (bf16 and f16 through f32, as
- * the convert op; an f32 cumsum is more accurate than a sequential f32 scan), integers wrap; the same bits on every device and thread
- * count (docs/ops.md). The gradient is the reverse cumsum of the cotangent. */
+ * the convert op; an f32 cumsum is more accurate than a sequential f32 scan), integers wrap; the
+ * same bits on every device and thread count (docs/ops.md). The gradient is the reverse cumsum of
+ * the cotangent. */
 KILN_API kiln_value kiln_cumsum(kiln_graph *g, kiln_value x, int axis, bool reverse);
 /* Sorting and selection (docs/ops.md, "sort"). The positions come from one op (argsort, a
  * library kernel of each backend); the values are a take_along_axis of them, so their

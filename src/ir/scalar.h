@@ -21,10 +21,10 @@ static inline double ir_fget(const void *p, kiln_dtype t, int64_t i) {
 }
 
 /* Rounds to the dtype, to nearest even: f64 -> f32 in one rounding, f64 -> bf16 and f16
- * through f32, as the convert op (src/base/half.h says why). An op on bf16 or f16 is thus computed in
- * f64 and rounded once to f32 and once more to 16 bits, where the kernels compute in f32
- * (one rounding per arithmetic step): the two agree but for rare double roundings, within
- * the tolerance tests/test_registry.c documents per op. */
+ * through f32, as the convert op (src/base/half.h says why). An op on bf16 or f16 is thus computed
+ * in f64 and rounded once to f32 and once more to 16 bits, where the kernels compute in f32 (one
+ * rounding per arithmetic step): the two agree but for rare double roundings, within the tolerance
+ * tests/test_registry.c documents per op. */
 static inline void ir_fput(void *p, kiln_dtype t, int64_t i, double v) {
     switch (t) {
     case KILN_DTYPE_F32: ((float *)p)[i] = (float)v; break;

@@ -3,10 +3,11 @@
  * Two nodes are the same when they have the same op, dtype, shape and inputs (after the
  * inputs themselves were merged), the same meaningful attributes (pass_attrs_equal:
  * only the entries up to the operand's rank, since the attribute union may hold garbage
- * beyond them) and, control nodes, sub-graphs alike (ir_region_equal). Constants are the same when their dtype, shape and bytes are: bitwise, so
- * 0.0 and -0.0 stay apart (they are different values) while two NaNs with the same bits
- * merge (no op can tell them apart). Parameters are never merged (the walker copies them).
- * Every op is a pure function of its inputs, so merging never changes a result.
+ * beyond them) and, control nodes, sub-graphs alike (ir_region_equal). Constants are the same when
+ * their dtype, shape and bytes are: bitwise, so 0.0 and -0.0 stay apart (they are different values)
+ * while two NaNs with the same bits merge (no op can tell them apart). Parameters are never merged
+ * (the walker copies them). Every op is a pure function of its inputs, so merging never changes a
+ * result.
  *
  * One forward walk: the rebuild visits nodes in topological order, so a node's inputs are
  * already merged when it is looked up, and chains of duplicates collapse in one pass. The

@@ -279,10 +279,7 @@ static void print_block_open(cpr *c, const kd_stmt *s, uint32_t loop, const char
         pr_line(p, "for (int64_t %s = %sb; %s < %se; %s++) {", v, v, v, v, v);
     p->depth++;
     pr_block *b = &c->blk[c->n_blk++];
-    b->depth = p->depth;
-    b->acc = acc;
-    b->once = once;
-    b->lanes = false; /* the slot may have held a lane block */
+    *b = (pr_block){.depth = p->depth, .acc = acc, .once = once}; /* a slot used before */
     if (acc && one && !strcmp(from, "0"))
         snprintf(b->at, sizeof b->at, "%s", v), snprintf(b->count, sizeof b->count, "%s", to);
     else if (acc && one)
@@ -479,7 +476,8 @@ static bool versioned(const kd_kernel *kd, uint32_t loop) {
  * gcc vectorises; else the loop testing each. gcc 12 did neither for the loop with the
  * branches: a depthwise convolution written as seven shifted, padded slices ran its
  * element loop scalar at several times XLA's time (an outside check; bench/RESULTS.md,
- * "Rows inside a pad's edges without a branch"). The same statements either way, so the
+ * "Blocked f32 sums straight into their lanes, and rows inside a pad's edges without a
+ * branch"). The same statements either way, so the
  * same bits. The statements up to the loop's END are then skipped (cpr.skip_end). */
 static void print_versioned_loop(cpr *c, const kd_stmt *s, const char *v) {
     pr *p = &c->p;
@@ -1307,7 +1305,7 @@ static void c_stmt(pr *p, uint32_t id) {
     const kd_stmt *s = &p->kd->stmts[id];
     bool trig = s->kind == KS_OP && (s->op == IR_SIN || s->op == IR_COS);
     char x[PR_NAME_LEN];
-    if (c->skip_end) { /* inside a loop print_lane_block printed whole */
+    if (c->skip_end) { /* inside a loop printed whole (print_lane_block, print_versioned_loop) */
         if (id < c->skip_end) return;
         c->skip_end = 0;
         if (c->n_slice && c->slice[c->n_slice - 1].depth == p->depth) print_slice_close(c);

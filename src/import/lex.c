@@ -95,12 +95,6 @@ void imp_skip_blanks(imp_lex *L) {
         L->pos++;
 }
 
-/* A byte that can continue a name or a value's id (so `loc(` after it is not a location). */
-static bool is_name_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == '$' || c == '-' || c == '%' || c == '@' || c == '#';
-}
-
 void imp_skip(imp_lex *L) {
     for (;;) {
         int c = imp_peek(L);
@@ -115,24 +109,11 @@ void imp_skip(imp_lex *L) {
             imp_advance(L, 2);
         } else if (L->mlir_locs && c == 'l' && L->pos + 4 <= L->len &&
                    !memcmp(L->src + L->pos, "loc(", 4) &&
-                   (L->pos == 0 || !is_name_char(L->src[L->pos - 1]))) {
-            /* a location: its parentheses and strings skipped whole */
+                   (L->pos == 0 || (!imp_is_ident_char((unsigned char)L->src[L->pos - 1]) &&
+                                    !strchr(".$-%@#", L->src[L->pos - 1])))) {
+            /* a location (not the end of a name or a value's id): skipped whole */
             imp_advance(L, 3);
-            size_t depth = 0;
-            do {
-                int d = imp_peek(L);
-                if (d < 0) return;
-                if (d == '"') {
-                    imp_advance(L, 1);
-                    while (imp_peek(L) >= 0 && imp_peek(L) != '"')
-                        imp_advance(L, imp_peek(L) == '\\' && imp_peek_at(L, 1) >= 0 ? 2 : 1);
-                    imp_advance(L, 1);
-                    continue;
-                }
-                depth += d == '(';
-                depth -= d == ')';
-                imp_advance(L, 1);
-            } while (depth);
+            if (!imp_skip_group(L)) return;
         } else {
             return;
         }

@@ -262,6 +262,11 @@ static const bad_text bad[] = {
      KILN_STATUS_INVALID_ARGUMENT},
     {HDR "  %2 = frobnicate(%1) : f32[2,3]\n  return (%2)\n}\n",
      "t.kir:3: unknown op \"frobnicate\"", KILN_STATUS_INVALID_ARGUMENT},
+    /* a NaN's bits that are no NaN (1.0), or wider than the dtype */
+    {HDR "  %2 = constant {nan0x3f800000, 1} : f32[2]\n  return (%2)\n}\n",
+     "t.kir:3: \"nan0x3f800000\" is not a f32 NaN's bits", KILN_STATUS_INVALID_ARGUMENT},
+    {HDR "  %2 = constant {nan0x17fc00000} : bf16[1]\n  return (%2)\n}\n",
+     "\"nan0x17fc00000\" is not a bf16 NaN's bits", KILN_STATUS_INVALID_ARGUMENT},
     {HDR "  %2 = argsort(%1) axis=1 k=9 : i32[2,9]\n  return (%2)\n}\n",
      "k = 9 is outside [0, 3], the length of axis 1", KILN_STATUS_SHAPE},
     {HDR "  %2 = exp(%7) : f32[2,3]\n  return (%2)\n}\n",

@@ -732,6 +732,10 @@ bool ir_is_fetch(const kiln_graph *g, const ir_node *n);
 bool ir_scalar_store(kiln_dtype t, double v, void *out);
 /* Element i of an array of dtype t at p, as a double (exact but for i64 beyond 2^53). */
 double ir_scalar_load(kiln_dtype t, const void *p, int64_t i);
+/* Whether bits (an element of float dtype t, in its width) are a NaN; *plain then says
+ * whether it is the quiet NaN without a payload, what `nan` reads back as (sign aside).
+ * False for any other dtype. */
+bool ir_float_bits_nan(kiln_dtype t, uint64_t bits, bool *plain);
 /* Writes "f32[2,3]" into buf (always terminated). Returns buf. */
 char *ir_type_str(kiln_dtype t, const ir_shape *s, char *buf, size_t n);
 #define IR_TYPE_STR_MAX 192

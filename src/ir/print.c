@@ -26,32 +26,18 @@ static double elem(const void *data, kiln_dtype t, int64_t i) {
  * a NaN other than the one `nan` or `-nan` reads back as (the quiet NaN with no payload):
  * such a NaN prints as `nan0x` and its bits, which keeps its payload. */
 static bool payload_nan(const void *data, kiln_dtype t, int64_t i, uint64_t *bits) {
-    uint64_t b = 0, quiet = 0, inf = 0, sign = 0;
-    switch (t) {
-    case KILN_DTYPE_F64:
-        memcpy(&b, (const char *)data + 8 * i, 8);
-        quiet = 0x7ff8000000000000ull, inf = 0x7ff0000000000000ull, sign = 1ull << 63;
-        break;
-    case KILN_DTYPE_F32: {
-        uint32_t u;
-        memcpy(&u, (const char *)data + 4 * i, 4);
-        b = u, quiet = 0x7fc00000u, inf = 0x7f800000u, sign = 1u << 31;
-        break;
-    }
-    case KILN_DTYPE_BF16:
-    case KILN_DTYPE_F16: {
-        uint16_t h;
-        memcpy(&h, (const char *)data + 2 * i, 2);
-        b = h, sign = 0x8000u;
-        quiet = t == KILN_DTYPE_BF16 ? 0x7fc0u : 0x7e00u;
-        inf = t == KILN_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
-        break;
-    }
+    size_t size = kiln_dtype_itemsize(t);
+    const char *at = (const char *)data + size * (size_t)i;
+    uint32_t u32;
+    uint16_t u16;
+    switch (size) {
+    case 8: memcpy(bits, at, 8); break;
+    case 4: memcpy(&u32, at, 4), *bits = u32; break;
+    case 2: memcpy(&u16, at, 2), *bits = u16; break;
     default: return false;
     }
-    uint64_t mag = b & ~sign;
-    *bits = b;
-    return mag > inf && mag != quiet;
+    bool plain = false;
+    return ir_float_bits_nan(t, *bits, &plain) && !plain;
 }
 
 /* Constants of up to 8 elements print their values, exactly enough to read them back:

@@ -153,6 +153,22 @@ bool ir_scalar_store(kiln_dtype t, double v, void *out) {
     return true;
 }
 
+bool ir_float_bits_nan(kiln_dtype t, uint64_t bits, bool *plain) {
+    uint64_t quiet, inf, sign; /* the magnitude's bits, then the sign bit */
+    switch (t) {
+    case KILN_DTYPE_F64:
+        quiet = 0x7ff8000000000000ull, inf = 0x7ff0000000000000ull, sign = 1ull << 63;
+        break;
+    case KILN_DTYPE_F32: quiet = 0x7fc00000u, inf = 0x7f800000u, sign = 1u << 31; break;
+    case KILN_DTYPE_BF16: quiet = 0x7fc0u, inf = 0x7f80u, sign = 0x8000u; break;
+    case KILN_DTYPE_F16: quiet = 0x7e00u, inf = 0x7c00u, sign = 0x8000u; break;
+    default: return false;
+    }
+    uint64_t mag = bits & ~sign;
+    *plain = mag == quiet;
+    return mag > inf && mag < sign;
+}
+
 double ir_scalar_load(kiln_dtype t, const void *p, int64_t i) {
     switch (t) {
     case KILN_DTYPE_F32: return ((const float *)p)[i];

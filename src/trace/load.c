@@ -225,7 +225,9 @@ static bool number(parser *p, kiln_dtype t, void *out) {
         errno = 0;
         unsigned long long bits = strtoull(buf + 5, &end, 16);
         size_t size = kiln_dtype_itemsize(t);
-        if (*end || errno || (size < 8 && bits >> (8 * size)))
+        bool plain;
+        if (*end || errno || (size < 8 && bits >> (8 * size)) ||
+            !ir_float_bits_nan(t, bits, &plain))
             return fail(p, "\"%s\" is not a %s NaN's bits", buf, kiln_dtype_name(t));
         if (size == 8) memcpy(out, &bits, 8);
         if (size == 4) memcpy(out, &(uint32_t){(uint32_t)bits}, 4);

@@ -69,48 +69,38 @@ static inline uint16_t kn_f32_to_f16(float f) {
     return (uint16_t)(sign | (u >> 13));
 }
 
-/* f64 to f16 in one rounding. */
-static inline uint16_t kn_f64_to_f16_once(double d) {
+/* f64 to the 16-bit format of `man` mantissa bits and exponent bias `bias` (f16: 10, 15;
+ * bf16: 7, 127) in one rounding; a NaN gives the format's quiet NaN with d's sign. */
+static inline uint16_t kn_f64_narrow_once(double d, int man, int bias) {
     uint64_t u;
     memcpy(&u, &d, 8);
     uint16_t sign = (uint16_t)((u >> 48) & 0x8000u);
+    uint32_t inf = (uint32_t)(2 * bias + 1) << man;
     u &= 0x7fffffffffffffffull;
-    if (u > 0x7ff0000000000000ull) return (uint16_t)(sign | 0x7e00u); /* NaN */
-    int e = (int)(u >> 52) - 1023;                                    /* unbiased */
-    if (e >= 16) return (uint16_t)(sign | 0x7c00u);
+    if (u > 0x7ff0000000000000ull) return (uint16_t)(sign | inf | 1u << (man - 1)); /* NaN */
+    int e = (int)(u >> 52) - 1023;                                                  /* unbiased */
+    if (e > bias) return (uint16_t)(sign | inf);
+    if (e < -bias - man) return sign; /* below half the least subnormal */
     uint64_t m = (u & 0xfffffffffffffull) | (1ull << 52);
-    if (e < -25) return sign; /* below half the least subnormal */
-    /* the f16 quantum at this exponent: 2^(e-10) for normals, 2^-24 for subnormals */
-    int q_exp = e < -14 ? -24 : e - 10;
+    /* the quantum at this exponent: 2^(e - man) for normals, 2^(1 - bias - man) for
+     * subnormals */
+    int sub = e < 1 - bias;
+    int q_exp = sub ? 1 - bias - man : e - man;
     int shift = 52 - (e - q_exp); /* bits of m below the quantum */
     uint64_t q = m >> shift, rest = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
     q += rest > half || (rest == half && (q & 1));
-    /* q counts quanta; for a normal it carries the implicit bit at 2^10 */
-    uint32_t bits = e < -14 ? (uint32_t)q : ((uint32_t)(e + 15 - 1) << 10) + (uint32_t)q;
-    if (bits >= 0x7c00u) bits = 0x7c00u;
+    /* q counts quanta; for a normal it carries the implicit bit at 2^man */
+    uint32_t bits = sub ? (uint32_t)q : ((uint32_t)(e + bias - 1) << man) + (uint32_t)q;
+    if (bits >= inf) bits = inf;
     return (uint16_t)(sign | bits);
 }
 
-/* f64 to bf16 in one rounding (NaN: as through f32, quiet with its sign). */
+/* A constant's f64 narrowings: one rounding, as ml_dtypes and jnp.asarray (above). */
+static inline uint16_t kn_f64_to_f16_once(double d) {
+    return kn_f64_narrow_once(d, 10, 15);
+}
 static inline uint16_t kn_f64_to_bf16_once(double d) {
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    uint16_t sign = (uint16_t)((u >> 48) & 0x8000u);
-    u &= 0x7fffffffffffffffull;
-    if (u > 0x7ff0000000000000ull) return kn_f32_to_bf16((float)d); /* NaN */
-    int e = (int)(u >> 52) - 1023;                                  /* unbiased */
-    if (e >= 128) return (uint16_t)(sign | 0x7f80u);
-    if (e < -134) return sign; /* below half the least subnormal */
-    uint64_t m = (u & 0xfffffffffffffull) | (1ull << 52);
-    /* the bf16 quantum at this exponent: 2^(e-7) for normals, 2^-133 for subnormals */
-    int q_exp = e < -126 ? -133 : e - 7;
-    int shift = 52 - (e - q_exp); /* bits of m below the quantum, 45 to 53 */
-    uint64_t q = m >> shift, rest = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
-    q += rest > half || (rest == half && (q & 1));
-    /* q counts quanta; for a normal it carries the implicit bit at 2^7 */
-    uint32_t bits = e < -126 ? (uint32_t)q : ((uint32_t)(e + 127 - 1) << 7) + (uint32_t)q;
-    if (bits >= 0x7f80u) bits = 0x7f80u;
-    return (uint16_t)(sign | bits);
+    return kn_f64_narrow_once(d, 7, 127);
 }
 
 /* The convert op's f64 narrowings: through f32, as XLA's compiled convert (above). */

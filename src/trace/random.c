@@ -187,11 +187,12 @@ static bool float_dtype(kiln_graph *g, const char *op, kiln_dtype t) {
     return false;
 }
 
-/* v rounded to float dtype t (nearest even). */
+/* v rounded to float dtype t (nearest even), as a constant is (jnp.asarray's one
+ * rounding: jax.random converts its bounds so). */
 static double in_dtype(kiln_dtype t, double v) {
     switch (t) {
     case KILN_DTYPE_F32: return (double)(float)v;
-    case KILN_DTYPE_BF16: return (double)kn_bf16_to_f32(kn_f64_to_bf16(v));
+    case KILN_DTYPE_BF16: return (double)kn_bf16_to_f32(kn_f64_to_bf16_once(v));
     case KILN_DTYPE_F16: return (double)kn_f16_to_f32(kn_f64_to_f16_once(v));
     default: return v;
     }
@@ -204,7 +205,7 @@ static double below(kiln_dtype t, double h) {
     /* a 16-bit float is sign and magnitude: one step down is one more in magnitude for a
      * negative value (and -0's neighbour), one less for a positive one */
     bool bf = t == KILN_DTYPE_BF16;
-    uint16_t b = bf ? kn_f64_to_bf16(h) : kn_f64_to_f16_once(h);
+    uint16_t b = bf ? kn_f64_to_bf16(h) : kn_f64_to_f16(h); /* exact: h is a value of t */
     b = (b & 0x7fffu) == 0 ? 0x8001u : (b & 0x8000u) ? (uint16_t)(b + 1) : (uint16_t)(b - 1);
     return (double)(bf ? kn_bf16_to_f32(b) : kn_f16_to_f32(b));
 }

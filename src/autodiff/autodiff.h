@@ -66,6 +66,10 @@ void ad_result_rule(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
 typedef kiln_value (*ad_jvp_rule)(kiln_graph *g, uint32_t id, const ir_node *n,
                                   const kiln_value *t);
 
+/* trunc(a / b), the quotient rem drops: the derivative of rem(a, b) in b is its negation,
+ * as JAX's (rules.c; the JVP rule shares it). */
+kiln_value ad_trunc_quotient(kiln_graph *g, kiln_value a, kiln_value b);
+
 /* The JVP rule of op, or NULL: IRF_NONDIFF ops (a zero tangent) and PARAMETER (a leaf: its
  * tangent is the caller's or zero) have none. */
 ad_jvp_rule ad_jvp_rule_for(ir_op op);

@@ -198,12 +198,8 @@ RULE(jvp_div) {
 RULE(jvp_rem) {
     (void)id;
     kiln_value a = val(g, ir_in(n)[0]), b = val(g, ir_in(n)[1]), db = KN_NONE;
-    if (t[1].id) {
-        kiln_value q = kiln_div(g, a, b);
-        kiln_value tq = kiln_mul(g, kiln_sign(g, q), kiln_floor(g, kiln_abs(g, q)));
-        db = kiln_mul(g, kiln_neg(g, t[1]), tq);
-    }
-    return add_tangents(g, t[0].id ? t[0] : KN_NONE, db);
+    if (t[1].id) db = kiln_mul(g, kiln_neg(g, t[1]), ad_trunc_quotient(g, a, b));
+    return add_tangents(g, t[0], db);
 }
 
 /* JAX (float exponent): t_a * b * a^(b-1) + t_b * log(a == 0 ? 1 : a) * a^b. */

@@ -189,17 +189,18 @@ static void vjp_div(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
     if (need[1]) out[1] = kiln_div(g, kiln_mul(g, kiln_neg(g, ct), a), kiln_mul(g, b, b));
 }
 
+kiln_value ad_trunc_quotient(kiln_graph *g, kiln_value a, kiln_value b) {
+    kiln_value q = kiln_div(g, a, b);
+    return kiln_mul(g, kiln_sign(g, q), kiln_floor(g, kiln_abs(g, q)));
+}
+
 /* JAX: d/da = g, d/db = -g * trunc(a / b) (the quotient rem took away). */
 static void vjp_rem(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
                     kiln_value *out) {
     (void)id;
     kiln_value a = val(g, ir_in(n)[0]), b = val(g, ir_in(n)[1]);
     if (need[0]) out[0] = ct;
-    if (need[1]) {
-        kiln_value q = kiln_div(g, a, b);
-        kiln_value tq = kiln_mul(g, kiln_sign(g, q), kiln_floor(g, kiln_abs(g, q)));
-        out[1] = kiln_mul(g, kiln_neg(g, ct), tq);
-    }
+    if (need[1]) out[1] = kiln_mul(g, kiln_neg(g, ct), ad_trunc_quotient(g, a, b));
 }
 
 /* JAX (float exponent): d/da = g * b * a^(b-1); d/db = g * log(a == 0 ? 1 : a) * a^b, so

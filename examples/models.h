@@ -283,23 +283,10 @@ static inline kiln_status model_build(kiln_context *ctx, const model_entry *e, m
     return s;
 }
 
-/* f's bits as bf16 (bf16) or f16, rounded to nearest even (f finite, |f| < 65504). */
-static inline uint16_t model_half_bits(float f, bool bf16) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if (bf16) return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    float a = fabsf(f);
-    if (a < 6.103515625e-05f) /* an f16 subnormal: a whole number of 2^-24 */
-        return (uint16_t)(sign | (uint16_t)nearbyintf(a * 16777216.0f));
-    uint32_t m = u & 0x7fffffu, r = ((((u >> 23) & 0xffu) - 112u) << 10) | (m >> 13);
-    uint32_t rest = m & 0x1fffu;
-    return (uint16_t)(sign | (r + (rest > 0x1000u || (rest == 0x1000u && (r & 1)))));
-}
-
 /* Makes arguments for m's parameters, filled with small deterministic values of each
  * parameter's dtype: floats in [-0.1, 0.1), integers (class labels, a loop's count) in
- * [0, 10), bools 0 or 1, a float scalar (a step count) 1. */
+ * [0, 10), bools 0 or 1, a float scalar (a step count) 1. The values are made as f64 and
+ * converted by kiln_convert_host. */
 static inline kiln_status model_args(kiln_context *ctx, const model *m, kiln_array **args) {
     for (int i = 0; i < m->n_params; i++) {
         kiln_dtype t;
@@ -307,38 +294,25 @@ static inline kiln_status model_args(kiln_context *ctx, const model *m, kiln_arr
         int64_t dims[KILN_MAX_RANK], n = 1;
         kiln_value_type(m->g, m->params[i], &t, &rank, dims);
         for (int a = 0; a < rank; a++) n *= dims[a];
-        size_t size = kiln_dtype_itemsize(t);
-        unsigned char *p = (unsigned char *)malloc((size_t)(n ? n : 1) * size);
-        if (!p) return KILN_STATUS_HOST_OOM;
+        size_t k1 = (size_t)(n ? n : 1);
+        double *v = (double *)malloc(k1 * sizeof *v);
+        void *p = malloc(k1 * kiln_dtype_itemsize(t));
+        if (!v || !p) {
+            free(v), free(p);
+            return KILN_STATUS_HOST_OOM;
+        }
+        bool flt = t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64 || t == KILN_DTYPE_BF16 ||
+                   t == KILN_DTYPE_F16;
         uint32_t seed = 2654435761u * (uint32_t)(i + 1);
         for (int64_t k = 0; k < n; k++) {
             seed = seed * 1664525u + 1013904223u;
-            int64_t label = (int64_t)((seed >> 8) % 10);
+            uint32_t label = (seed >> 8) % 10;
             float f = rank ? ((float)(seed >> 8) / 16777216.0f - 0.5f) * 0.2f : 1.0f;
-            switch (t) {
-            case KILN_DTYPE_F32: memcpy(p + k * 4, &f, 4); break;
-            case KILN_DTYPE_F64: {
-                double d = f;
-                memcpy(p + k * 8, &d, 8);
-                break;
-            }
-            case KILN_DTYPE_BF16:
-            case KILN_DTYPE_F16: {
-                uint16_t h = model_half_bits(f, t == KILN_DTYPE_BF16);
-                memcpy(p + k * 2, &h, 2);
-                break;
-            }
-            case KILN_DTYPE_I32: {
-                int32_t v = (int32_t)label;
-                memcpy(p + k * 4, &v, 4);
-                break;
-            }
-            case KILN_DTYPE_I64: memcpy(p + k * 8, &label, 8); break;
-            default: p[k] = (unsigned char)(label & 1); break; /* bool */
-            }
+            v[k] = flt ? f : t == KILN_DTYPE_BOOL ? label & 1 : label;
         }
-        kiln_status s = kiln_array_create(ctx, t, rank, dims, p, &args[i]);
-        free(p);
+        kiln_status s = kiln_convert_host(ctx, KILN_DTYPE_F64, v, t, p, n);
+        if (!s) s = kiln_array_create(ctx, t, rank, dims, p, &args[i]);
+        free(v), free(p);
         if (s) return s;
     }
     return KILN_STATUS_OK;

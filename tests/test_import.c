@@ -266,6 +266,13 @@ static void test_errors_stablehlo(void) {
                  "line 3, column 10");
     expect_error(kiln_import_stablehlo, "module @m {\n}\n", KILN_STATUS_INVALID_ARGUMENT, "@main",
                  "line 2");
+    /* a location never closed leaves its function unclosed (debug info: loc(...) is read
+     * past) */
+    snprintf(t, sizeof t,
+             "%s    %%0 = stablehlo.add %%arg0, %%arg0 : tensor<2x3xf32> loc(\"x\"(#loc1)\n",
+             sh_head);
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_INVALID_ARGUMENT, "not closed",
+                 "line 2, column 69");
 }
 
 /* A sharding annotation (jax.lax.with_sharding_constraint) is the identity: shardings are

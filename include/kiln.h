@@ -563,8 +563,9 @@ KILN_API kiln_value kiln_iota(kiln_graph *g, kiln_dtype dtype, int rank, const i
                               int axis);
 
 /* Elementwise unary. Float-only: exp, log, log1p, sqrt, rsqrt, tanh, logistic, sin, cos,
- * erf, floor.
- * Numeric: neg, abs, sign. Bool only: logical_not. */
+ * erf, floor and the functions below kiln_floor. Numeric: neg, abs, sign. Bool only:
+ * logical_not. Each is the jnp / jax.lax function of the same name, with its values at
+ * the edges (docs/ops.md, "Math functions": NaN outside the domain, +-inf at poles). */
 KILN_API kiln_value kiln_neg(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_abs(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_exp(kiln_graph *g, kiln_value x);
@@ -579,6 +580,31 @@ KILN_API kiln_value kiln_cos(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_erf(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_sign(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_floor(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_ceil(kiln_graph *g, kiln_value x);
+/* jnp.round (numpy.round): halves to even, 2.5 -> 2. */
+KILN_API kiln_value kiln_round(kiln_graph *g, kiln_value x);
+/* jax.lax.round's default (C's round): halves away from zero, 2.5 -> 3. */
+KILN_API kiln_value kiln_round_half_away(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_expm1(kiln_graph *g, kiln_value x); /* exp(x) - 1, exact near 0 */
+KILN_API kiln_value kiln_tan(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_sinh(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_cosh(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_asin(kiln_graph *g, kiln_value x); /* jnp.arcsin */
+KILN_API kiln_value kiln_acos(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_atan(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_asinh(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_acosh(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_atanh(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_cbrt(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_erfc(kiln_graph *g, kiln_value x); /* 1 - erf(x), exact in the tail */
+/* The inverse of erf on (-1, 1); +-inf at +-1 and NaN beyond (jax.lax.erf_inv). */
+KILN_API kiln_value kiln_erf_inv(kiln_graph *g, kiln_value x);
+/* log|gamma(x)| (jax.lax.lgamma): +inf at 0 and the negative integers. */
+KILN_API kiln_value kiln_lgamma(kiln_graph *g, kiln_value x);
+/* The derivative of lgamma (jax.lax.digamma): NaN at 0 and the negative integers. */
+KILN_API kiln_value kiln_digamma(kiln_graph *g, kiln_value x);
+/* isfinite(x), bool (jnp.isfinite): false for +-inf and NaN. Float operands. */
+KILN_API kiln_value kiln_is_finite(kiln_graph *g, kiln_value x);
 KILN_API kiln_value kiln_logical_not(kiln_graph *g, kiln_value x);
 /* x itself, through which no gradient flows (jax.lax.stop_gradient): kiln_grad treats it
  * as a constant. Any dtype. */
@@ -607,6 +633,9 @@ KILN_API kiln_value kiln_mul(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_div(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_pow(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_rem(kiln_graph *g, kiln_value a, kiln_value b);
+/* jnp.arctan2(a, b): the angle of the point (b, a) in [-pi, pi], with C's signed zeros and
+ * infinities (atan2(+-0, -0) = +-pi). Floats. */
+KILN_API kiln_value kiln_atan2(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_max(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_min(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_logical_and(kiln_graph *g, kiln_value a, kiln_value b); /* bool */
@@ -2278,6 +2307,25 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_erf(g, ...)              KILN__V(g, kiln_erf((g), __VA_ARGS__))
 #define kiln_sign(g, ...)             KILN__V(g, kiln_sign((g), __VA_ARGS__))
 #define kiln_floor(g, ...)            KILN__V(g, kiln_floor((g), __VA_ARGS__))
+#define kiln_ceil(g, ...)             KILN__V(g, kiln_ceil((g), __VA_ARGS__))
+#define kiln_round(g, ...)            KILN__V(g, kiln_round((g), __VA_ARGS__))
+#define kiln_round_half_away(g, ...)  KILN__V(g, kiln_round_half_away((g), __VA_ARGS__))
+#define kiln_expm1(g, ...)            KILN__V(g, kiln_expm1((g), __VA_ARGS__))
+#define kiln_tan(g, ...)              KILN__V(g, kiln_tan((g), __VA_ARGS__))
+#define kiln_sinh(g, ...)             KILN__V(g, kiln_sinh((g), __VA_ARGS__))
+#define kiln_cosh(g, ...)             KILN__V(g, kiln_cosh((g), __VA_ARGS__))
+#define kiln_asin(g, ...)             KILN__V(g, kiln_asin((g), __VA_ARGS__))
+#define kiln_acos(g, ...)             KILN__V(g, kiln_acos((g), __VA_ARGS__))
+#define kiln_atan(g, ...)             KILN__V(g, kiln_atan((g), __VA_ARGS__))
+#define kiln_asinh(g, ...)            KILN__V(g, kiln_asinh((g), __VA_ARGS__))
+#define kiln_acosh(g, ...)            KILN__V(g, kiln_acosh((g), __VA_ARGS__))
+#define kiln_atanh(g, ...)            KILN__V(g, kiln_atanh((g), __VA_ARGS__))
+#define kiln_cbrt(g, ...)             KILN__V(g, kiln_cbrt((g), __VA_ARGS__))
+#define kiln_erfc(g, ...)             KILN__V(g, kiln_erfc((g), __VA_ARGS__))
+#define kiln_erf_inv(g, ...)          KILN__V(g, kiln_erf_inv((g), __VA_ARGS__))
+#define kiln_lgamma(g, ...)           KILN__V(g, kiln_lgamma((g), __VA_ARGS__))
+#define kiln_digamma(g, ...)          KILN__V(g, kiln_digamma((g), __VA_ARGS__))
+#define kiln_is_finite(g, ...)        KILN__V(g, kiln_is_finite((g), __VA_ARGS__))
 #define kiln_logical_not(g, ...)      KILN__V(g, kiln_logical_not((g), __VA_ARGS__))
 #define kiln_stop_gradient(g, ...)    KILN__V(g, kiln_stop_gradient((g), __VA_ARGS__))
 #define kiln_convert(g, ...)          KILN__V(g, kiln_convert((g), __VA_ARGS__))
@@ -2288,6 +2336,7 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_div(g, ...)              KILN__V(g, kiln_div((g), __VA_ARGS__))
 #define kiln_pow(g, ...)              KILN__V(g, kiln_pow((g), __VA_ARGS__))
 #define kiln_rem(g, ...)              KILN__V(g, kiln_rem((g), __VA_ARGS__))
+#define kiln_atan2(g, ...)            KILN__V(g, kiln_atan2((g), __VA_ARGS__))
 #define kiln_max(g, ...)              KILN__V(g, kiln_max((g), __VA_ARGS__))
 #define kiln_min(g, ...)              KILN__V(g, kiln_min((g), __VA_ARGS__))
 #define kiln_logical_and(g, ...)      KILN__V(g, kiln_logical_and((g), __VA_ARGS__))

@@ -171,6 +171,7 @@ static void test_programs_stablehlo(void) {
     run_program(ctx_g, "cnn_step", "mlir", 1e-5);
     run_program(ctx_g, "jnp_forms", "mlir", 0);
     run_program(ctx_g, "debug_sharded", "mlir", 1e-6);
+    run_program(ctx_g, "math_functions", "mlir", 2e-5);
 }
 
 static void test_programs_hlo(void) {
@@ -186,6 +187,7 @@ static void test_programs_hlo(void) {
     run_program(ctx_g, "cnn_step", "hlo", 1e-5);
     run_program(ctx_g, "jnp_forms", "hlo", 0);
     run_program(ctx_g, "debug_sharded", "hlo", 1e-6);
+    run_program(ctx_g, "math_functions", "hlo", 2e-5);
 }
 
 /* Whether the plan of the imported program classes some bytes as activations (forward
@@ -238,10 +240,10 @@ static const char sh_head[] =
 static void test_errors_stablehlo(void) {
     char t[1024];
     snprintf(t, sizeof t,
-             "%s    %%0 = stablehlo.cbrt %%arg0 : tensor<2x3xf32>\n    return %%0 : "
+             "%s    %%0 = chlo.bessel_i1e %%arg0 : tensor<2x3xf32>\n    return %%0 : "
              "tensor<2x3xf32>\n  }\n}\n",
              sh_head);
-    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "stablehlo.cbrt",
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "chlo.bessel_i1e",
                  "line 3, column 10");
     snprintf(t, sizeof t,
              "%s    %%0 = stablehlo.add %%arg0, %%arg9 : tensor<2x3xf32>\n    return %%0 : "
@@ -348,12 +350,12 @@ static void test_errors_nested(void) {
              "tensor<i1>\n"
              "      stablehlo.return %%p : tensor<i1>\n"
              "    } do {\n"
-             "      %%y = stablehlo.atan2 %%x, %%x : tensor<2x3xf32>\n"
+             "      %%y = chlo.bessel_i1e %%x : tensor<2x3xf32>\n"
              "      stablehlo.return %%i, %%y : tensor<i32>, tensor<2x3xf32>\n"
              "    }\n"
              "    return %%0#1 : tensor<2x3xf32>\n  }\n}\n",
              sh_head);
-    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "stablehlo.atan2",
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_UNIMPLEMENTED, "chlo.bessel_i1e",
                  "line 10, column 12");
     snprintf(t, sizeof t,
              "module @m {\n  func.func public @main(%%arg0: tensor<2xf32>) -> tensor<2xf32> {\n"
@@ -460,9 +462,9 @@ static void test_errors_hlo(void) {
     char t[1024];
     snprintf(
         t, sizeof t,
-        "%sENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  ROOT r = f32[2,3]{1,0} cbrt(p)\n}\n",
+        "%sENTRY main {\n  p = s32[2,3]{1,0} parameter(0)\n  ROOT r = s32[2,3]{1,0} popcnt(p)\n}\n",
         head);
-    expect_error(kiln_import_hlo, t, KILN_STATUS_UNIMPLEMENTED, "cbrt", "line 5, column 26");
+    expect_error(kiln_import_hlo, t, KILN_STATUS_UNIMPLEMENTED, "popcnt", "line 5, column 26");
     snprintf(
         t, sizeof t,
         "%sENTRY main {\n  p = f32[2,3]{1,0} parameter(0)\n  ROOT r = f32[3,2]{1,0} add(p, q)\n}\n",

@@ -16,7 +16,7 @@
 
 typedef kiln_value (*case_fn)(kiln_graph *g, const kiln_value *x);
 
-enum { ANY, POS, DISTINCT }; /* how a case's inputs are drawn */
+enum { ANY, POS, DISTINCT, UNIT, ABOVE1 }; /* how a case's inputs are drawn */
 
 typedef struct jvp_case {
     const char *name;
@@ -92,6 +92,22 @@ U(f_logistic, kiln_logistic(g, x[0]))
 U(f_sin, kiln_sin(g, x[0]))
 U(f_cos, kiln_cos(g, x[0]))
 U(f_erf, kiln_erf(g, x[0]))
+U(f_expm1, kiln_expm1(g, x[0]))
+U(f_tan, kiln_tan(g, x[0]))
+U(f_sinh, kiln_sinh(g, x[0]))
+U(f_cosh, kiln_cosh(g, x[0]))
+U(f_asin, kiln_asin(g, x[0]))
+U(f_acos, kiln_acos(g, x[0]))
+U(f_atan, kiln_atan(g, x[0]))
+U(f_asinh, kiln_asinh(g, x[0]))
+U(f_acosh, kiln_acosh(g, x[0]))
+U(f_atanh, kiln_atanh(g, x[0]))
+U(f_erfc, kiln_erfc(g, x[0]))
+U(f_erf_inv, kiln_erf_inv(g, x[0]))
+U(f_lgamma, kiln_lgamma(g, x[0]))
+U(f_digamma, kiln_digamma(g, x[0]))
+U(f_cbrt, kiln_cbrt(g, x[0]))
+U(f_atan2, kiln_atan2(g, x[0], x[1]))
 U(f_add, kiln_add(g, x[0], x[1]))
 U(f_sub, kiln_sub(g, x[0], x[1]))
 U(f_mul, kiln_mul(g, x[0], x[1]))
@@ -205,6 +221,22 @@ static const jvp_case cases[] = {
     {"sin", f_sin, 1, {2}, {{2, 3}}, ANY, false},
     {"cos", f_cos, 1, {2}, {{3, 2}}, ANY, false},
     {"erf", f_erf, 1, {1}, {{6}}, ANY, false},
+    {"expm1", f_expm1, 1, {1}, {{5}}, ANY, false},
+    {"tan", f_tan, 1, {1}, {{5}}, UNIT, false},
+    {"sinh", f_sinh, 1, {1}, {{5}}, ANY, false},
+    {"cosh", f_cosh, 1, {1}, {{5}}, ANY, false},
+    {"asin", f_asin, 1, {1}, {{5}}, UNIT, false},
+    {"acos", f_acos, 1, {1}, {{5}}, UNIT, false},
+    {"atan", f_atan, 1, {1}, {{5}}, ANY, false},
+    {"asinh", f_asinh, 1, {1}, {{5}}, ANY, false},
+    {"acosh", f_acosh, 1, {1}, {{5}}, ABOVE1, false},
+    {"atanh", f_atanh, 1, {1}, {{5}}, UNIT, false},
+    {"erfc", f_erfc, 1, {1}, {{5}}, ANY, false},
+    {"erf_inv", f_erf_inv, 1, {1}, {{5}}, UNIT, false},
+    {"lgamma", f_lgamma, 1, {1}, {{5}}, POS, false},
+    {"digamma", f_digamma, 1, {1}, {{5}}, POS, false},
+    {"cbrt", f_cbrt, 1, {1}, {{5}}, ANY, false},
+    {"atan2", f_atan2, 2, {2, 1}, {{2, 3}, {3}}, ANY, false},
     {"add bcast", f_add, 2, {2, 1}, {{2, 3}, {3}}, ANY, false},
     {"sub bcast", f_sub, 2, {2, 2}, {{2, 1}, {1, 3}}, ANY, false},
     {"mul scalar", f_mul, 2, {0, 2}, {{0}, {2, 3}}, ANY, false},
@@ -310,12 +342,15 @@ static int64_t numel(int rank, const int64_t *dims) {
     return n;
 }
 
-/* Inputs of a kind: ordinary, positive, or all distinct (no ties for max/min). */
+/* Inputs of a kind: ordinary, positive, all distinct (no ties for max/min), inside
+ * (-0.9, 0.9) (asin, atanh, erf_inv) or above 1.3 (acosh). */
 static void draw(double *x, int64_t n, int kind, uint64_t *seed) {
     for (int64_t i = 0; i < n; i++) {
         double u = test_rng_unit(seed), mag = 0.2 + 1.6 * test_rng_unit(seed);
         switch (kind) {
         case POS: x[i] = 0.3 + 2.5 * u; break;
+        case UNIT: x[i] = (u < 0.5 ? -1 : 1) * (0.05 + 0.85 * test_rng_unit(seed)); break;
+        case ABOVE1: x[i] = 1.3 + 2.5 * u; break;
         case DISTINCT: x[i] = -2 + 4.0 * ((double)i + 0.2 + 0.6 * u) / (double)n; break;
         default: x[i] = (u < 0.5 ? -1 : 1) * mag; break;
         }

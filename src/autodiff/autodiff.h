@@ -66,6 +66,13 @@ void ad_result_rule(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
 typedef kiln_value (*ad_jvp_rule)(kiln_graph *g, uint32_t id, const ir_node *n,
                                   const kiln_value *t);
 
+/* The derivative of an elementwise math function (derivatives.c): dy/dx of forward node
+ * `id` (n its copy) as a value of g, for expm1 ... cbrt (the rows after floor in ir.h;
+ * {0, 0} for any other op); errors name op. Both partials of atan2(a, b) into d[0], d[1]
+ * where need[k] ({0, 0} elsewhere). */
+kiln_value ad_math_derivative(kiln_graph *g, const char *op, uint32_t id, const ir_node *n);
+void ad_atan2_partials(kiln_graph *g, const ir_node *n, const bool *need, kiln_value *d);
+
 /* trunc(a / b), the quotient rem drops: the derivative of rem(a, b) in b is its negation,
  * as JAX's (rules.c; the JVP rule shares it). */
 kiln_value ad_trunc_quotient(kiln_graph *g, kiln_value a, kiln_value b);

@@ -155,6 +155,19 @@ RULE(jvp_erf) {
     return kiln_mul(g, t[0], d);
 }
 
+/* The math functions of derivatives.c: the tangent times the derivative. */
+RULE(jvp_math) {
+    return scaled(g, t[0], ad_math_derivative(g, AD_JVP_OP, id, n));
+}
+
+RULE(jvp_atan2) {
+    (void)id;
+    bool need[2] = {t[0].id != 0, t[1].id != 0};
+    kiln_value d[2];
+    ad_atan2_partials(g, n, need, d);
+    return add_tangents(g, scaled(g, t[0], d[0]), scaled(g, t[1], d[1]));
+}
+
 /* float -> float: the tangent converted. From an integer or bool there is no tangent (the
  * transform never gives one), to one the result carries none. */
 RULE(jvp_convert) {
@@ -513,6 +526,21 @@ static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_SIN] = jvp_sin,
     [IR_COS] = jvp_cos,
     [IR_ERF] = jvp_erf,
+    [IR_EXPM1] = jvp_math,
+    [IR_TAN] = jvp_math,
+    [IR_SINH] = jvp_math,
+    [IR_COSH] = jvp_math,
+    [IR_ASIN] = jvp_math,
+    [IR_ACOS] = jvp_math,
+    [IR_ATAN] = jvp_math,
+    [IR_ASINH] = jvp_math,
+    [IR_ACOSH] = jvp_math,
+    [IR_ATANH] = jvp_math,
+    [IR_ERFC] = jvp_math,
+    [IR_ERF_INV] = jvp_math,
+    [IR_LGAMMA] = jvp_math,
+    [IR_DIGAMMA] = jvp_math,
+    [IR_CBRT] = jvp_math,
     [IR_CONVERT] = jvp_convert,
     [IR_ADD] = jvp_add,
     [IR_SUB] = jvp_sub,
@@ -520,6 +548,7 @@ static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_DIV] = jvp_div,
     [IR_POW] = jvp_pow,
     [IR_REM] = jvp_rem,
+    [IR_ATAN2] = jvp_atan2,
     [IR_MAX] = jvp_minmax,
     [IR_MIN] = jvp_minmax,
     [IR_SELECT] = jvp_select,

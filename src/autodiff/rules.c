@@ -732,6 +732,22 @@ static void vjp_scatter(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value
     }
 }
 
+/* The math functions of derivatives.c: the cotangent times the derivative. */
+static void vjp_math(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                     kiln_value *out) {
+    (void)need;
+    out[0] = kiln_mul(g, ct, ad_math_derivative(g, AD_OP, id, n));
+}
+
+static void vjp_atan2(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct, const bool *need,
+                      kiln_value *out) {
+    (void)id;
+    kiln_value d[2];
+    ad_atan2_partials(g, n, need, d);
+    for (int k = 0; k < 2; k++)
+        if (need[k]) out[k] = kiln_mul(g, ct, d[k]);
+}
+
 static const ad_rule rules[IR_NUM_OPS] = {
     [IR_NEG] = vjp_neg,
     [IR_ABS] = vjp_abs,
@@ -745,6 +761,21 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_SIN] = vjp_sin,
     [IR_COS] = vjp_cos,
     [IR_ERF] = vjp_erf,
+    [IR_EXPM1] = vjp_math,
+    [IR_TAN] = vjp_math,
+    [IR_SINH] = vjp_math,
+    [IR_COSH] = vjp_math,
+    [IR_ASIN] = vjp_math,
+    [IR_ACOS] = vjp_math,
+    [IR_ATAN] = vjp_math,
+    [IR_ASINH] = vjp_math,
+    [IR_ACOSH] = vjp_math,
+    [IR_ATANH] = vjp_math,
+    [IR_ERFC] = vjp_math,
+    [IR_ERF_INV] = vjp_math,
+    [IR_LGAMMA] = vjp_math,
+    [IR_DIGAMMA] = vjp_math,
+    [IR_CBRT] = vjp_math,
     [IR_CONVERT] = vjp_convert,
     [IR_ADD] = vjp_add,
     [IR_SUB] = vjp_sub,
@@ -752,6 +783,7 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_DIV] = vjp_div,
     [IR_POW] = vjp_pow,
     [IR_REM] = vjp_rem,
+    [IR_ATAN2] = vjp_atan2,
     [IR_MAX] = minmax,
     [IR_MIN] = minmax,
     [IR_SELECT] = vjp_select,

@@ -1368,7 +1368,23 @@ static bool multi_rounding(ir_op op) {
     case IR_SIN:
     case IR_COS:
     case IR_ERF:
-    case IR_POW: return true;
+    case IR_POW:
+    case IR_EXPM1:
+    case IR_TAN:
+    case IR_SINH:
+    case IR_COSH:
+    case IR_ASIN:
+    case IR_ACOS:
+    case IR_ATAN:
+    case IR_ASINH:
+    case IR_ACOSH:
+    case IR_ATANH:
+    case IR_ERFC:
+    case IR_ERF_INV:
+    case IR_LGAMMA:
+    case IR_DIGAMMA:
+    case IR_CBRT:
+    case IR_ATAN2: return true;
     default: return false;
     }
 }

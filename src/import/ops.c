@@ -5,7 +5,7 @@
  * mapping that disagrees with XLA's semantics fails loudly instead of computing something
  * else; a builder's error becomes an import error at the op's line and column naming the
  * op as the text spells it; ops kiln has no primitive for are composites of builders
- * whose semantics equal the op's (ceil, expm1, is_finite), and ops it cannot
+ * whose semantics equal the op's (a bool's xor, not, max and min), and ops it cannot
  * express are refused by name (docs/import.md lists both). */
 #include "import.h"
 
@@ -19,14 +19,41 @@ static const struct {
     const char *name;
     unary_fn fn;
 } unary_ops[] = {
-    {"negate", kiln_neg},         {"abs", kiln_abs},
-    {"exponential", kiln_exp},    {"log", kiln_log},
-    {"log_plus_one", kiln_log1p}, {"sqrt", kiln_sqrt},
-    {"rsqrt", kiln_rsqrt},        {"tanh", kiln_tanh},
-    {"logistic", kiln_logistic},  {"sine", kiln_sin},
-    {"cosine", kiln_cos},         {"floor", kiln_floor},
-    {"sign", kiln_sign},          {"erf", kiln_erf},
+    {"negate", kiln_neg},
+    {"abs", kiln_abs},
+    {"exponential", kiln_exp},
+    {"log", kiln_log},
+    {"log_plus_one", kiln_log1p},
+    {"sqrt", kiln_sqrt},
+    {"rsqrt", kiln_rsqrt},
+    {"tanh", kiln_tanh},
+    {"logistic", kiln_logistic},
+    {"sine", kiln_sin},
+    {"cosine", kiln_cos},
+    {"floor", kiln_floor},
+    {"sign", kiln_sign},
+    {"erf", kiln_erf},
     {"square", kiln_square},
+    {"ceil", kiln_ceil},
+    {"round_nearest_even", kiln_round},
+    {"round_nearest_afz", kiln_round_half_away},
+    {"exponential_minus_one", kiln_expm1},
+    {"is_finite", kiln_is_finite},
+    {"tan", kiln_tan},
+    {"cbrt", kiln_cbrt},
+    /* chlo's (StableHLO as lower().as_text() writes it; HLO spells them out) */
+    {"sinh", kiln_sinh},
+    {"cosh", kiln_cosh},
+    {"asin", kiln_asin},
+    {"acos", kiln_acos},
+    {"atan", kiln_atan},
+    {"asinh", kiln_asinh},
+    {"acosh", kiln_acosh},
+    {"atanh", kiln_atanh},
+    {"erfc", kiln_erfc},
+    {"erf_inv", kiln_erf_inv},
+    {"lgamma", kiln_lgamma},
+    {"digamma", kiln_digamma},
 };
 
 static const struct {
@@ -34,7 +61,7 @@ static const struct {
     binary_fn fn;
 } binary_ops[] = {
     {"add", kiln_add},     {"subtract", kiln_sub}, {"multiply", kiln_mul}, {"divide", kiln_div},
-    {"maximum", kiln_max}, {"minimum", kiln_min},  {"power", kiln_pow},
+    {"maximum", kiln_max}, {"minimum", kiln_min},  {"power", kiln_pow},    {"atan2", kiln_atan2},
 };
 
 imp_type imp_value_type(kiln_graph *g, kiln_value v) {
@@ -348,12 +375,6 @@ static kiln_value emit_scatter(imp_lex *L, kiln_graph *g, imp_op *op) {
 
 static kiln_value unary_composite(kiln_graph *g, const char *name, kiln_value x) {
     kiln_dtype t = imp_value_type(g, x).dtype;
-    if (!strcmp(name, "ceil")) return kiln_neg(g, kiln_floor(g, kiln_neg(g, x)));
-    if (!strcmp(name, "exponential_minus_one"))
-        return kiln_sub(g, kiln_exp(g, x), kiln_scalar(g, t, 1));
-    if (!strcmp(name, "is_finite")) /* x - x is 0 for a finite x, NaN otherwise */
-        return kiln_compare(g, kiln_sub(g, x, x), kiln_scalar(g, t, 0), KILN_CMP_EQ);
-    if (!strcmp(name, "tan")) return kiln_div(g, kiln_sin(g, x), kiln_cos(g, x));
     if (!strcmp(name, "not") && t == KILN_DTYPE_BOOL) return kiln_logical_not(g, x);
     return (kiln_value){0, 0};
 }
@@ -682,8 +703,7 @@ static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
     }
     if (!strcmp(n, "remainder")) /* kiln_rem is XLA's: exact, the dividend's sign */
         return need_in(L, op, 2, 2) ? kiln_rem(g, op->in[0], op->in[1]) : (kiln_value){0, 0};
-    if (!strcmp(n, "ceil") || !strcmp(n, "exponential_minus_one") || !strcmp(n, "is_finite") ||
-        !strcmp(n, "tan") || !strcmp(n, "not")) {
+    if (!strcmp(n, "not")) {
         if (!need_in(L, op, 1, 1)) return (kiln_value){0, 0};
         kiln_value v = unary_composite(g, n, op->in[0]);
         *known = v.id != 0;

@@ -122,6 +122,46 @@ enum {
       "kiln_erf_$S($0)", NULL)                                                                     \
     X(FLOOR, "floor", floor, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1,\
       "floor$F($0)", NULL)                                                                         \
+    /* JAX's other float functions (jnp.expm1 ... lax.digamma): libm's (CUDA's) in the        \
+     * kernels where it has them, kiln's own (prelude math_f64.h) for erf_inv and digamma */   \
+    X(EXPM1, "expm1", expm1, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
+      "expm1$F($0)", NULL)                                                                         \
+    X(TAN, "tan", tan, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
+      "tan$F($0)", NULL)                                                                           \
+    X(SINH, "sinh", sinh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "sinh$F($0)", NULL)                                                                          \
+    X(COSH, "cosh", cosh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "cosh$F($0)", NULL)                                                                          \
+    X(ASIN, "asin", asin, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "asin$F($0)", NULL)                                                                          \
+    X(ACOS, "acos", acos, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "acos$F($0)", NULL)                                                                          \
+    X(ATAN, "atan", atan, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "atan$F($0)", NULL)                                                                          \
+    X(ASINH, "asinh", asinh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
+      "asinh$F($0)", NULL)                                                                         \
+    X(ACOSH, "acosh", acosh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
+      "acosh$F($0)", NULL)                                                                         \
+    X(ATANH, "atanh", atanh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
+      "atanh$F($0)", NULL)                                                                         \
+    X(ERFC, "erfc", erfc, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "erfc$F($0)", NULL)                                                                          \
+    X(ERF_INV, "erf_inv", erf_inv, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,        \
+      "kiln_erf_inv_$S($0)", NULL)                                                                 \
+    X(LGAMMA, "lgamma", lgamma, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 8,           \
+      "kiln_lgamma_$S($0)", NULL)                                                                  \
+    X(DIGAMMA, "digamma", digamma, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 8,        \
+      "kiln_digamma_$S($0)", NULL)                                                                 \
+    X(CBRT, "cbrt", cbrt, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
+      "cbrt$F($0)", NULL)                                                                          \
+    X(CEIL, "ceil", ceil, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1,   \
+      "ceil$F($0)", NULL)                                                                          \
+    /* jnp.round: halves to even (rint in the default rounding mode, which kiln never sets) */  \
+    X(ROUND, "round_nearest_even", round, 1, IRK_UNARY, IRT_FLOAT,                                 \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, "rint$F($0)", NULL)                            \
+    /* jax.lax.round's default: halves away from zero */                                         \
+    X(ROUND_AFZ, "round_nearest_afz", round_half_away, 1, IRK_UNARY, IRT_FLOAT,               \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, "round$F($0)", NULL)                           \
     X(NOT, "not", logical_not, 1, IRK_UNARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,  \
       1, NULL, "(($T)!$0)")                                                                        \
     X(STOP_GRADIENT, "stop_gradient", stop_gradient, 1, IRK_UNARY, IRT_ANY,                        \
@@ -150,7 +190,10 @@ enum {
     /* jax.lax.rem: the remainder of truncated division, with the dividend's sign; exact for \
      * floats (C's fmod); for integers x % 0 is x and INT_MIN % -1 is 0, as in XLA */           \
     X(REM, "rem", rem, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
-      "fmod$F($0, $1)", "kiln_rem_$S($0, $1)")
+      "fmod$F($0, $1)", "kiln_rem_$S($0, $1)")                                                    \
+    /* jax.lax.atan2(y, x): the angle of the point (x, y), in [-pi, pi] */                        \
+    X(ATAN2, "atan2", atan2, 2, IRK_BINARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,             \
+      "atan2$F($0, $1)", NULL)
 
 /* Structural ops whose public builder kiln_<ident>(g, x, n_axes, axes) is generated from
  * their row (src/trace/shape_ops.c): the axes (negative ones count from the end; NULL: all

@@ -62,6 +62,70 @@ static double f_erf(double x) {
 static double f_floor(double x) {
     return floor(x);
 }
+static double f_ceil(double x) {
+    return ceil(x);
+}
+static double f_round_even(double x) {
+    return rint(x); /* the default rounding mode: halves to even */
+}
+static double f_round_afz(double x) {
+    return round(x);
+}
+static double f_lgamma(double x) {
+    int sign;
+    return lgamma_r(x, &sign); /* lgamma would write the global signgam */
+}
+
+/* erf_inv in long double, independent of the kernels' (prelude math_f64.h): Winitzki's
+ * closed form (within ~2e-3; its series near 0, where the form cancels) refined by Halley steps on
+ * erf (below 0.5) or on erfc of the exact 1 - |x| (above: the tail's relative precision) until a
+ * step changes nothing. */
+static double f_erf_inv(double x) {
+    double a = fabs(x);
+    if (!(a < 1.0)) return a == 1.0 ? copysign(INFINITY, x) : NAN;
+    if (a < 0x1p-40) return x * 0.88622692545275801365; /* sqrt(pi) / 2: erf's slope at 0 */
+    const long double pi = 3.14159265358979323846264338327950288L, k = 0.147L;
+    long double c = 1.0L - a, l = logl(c * (1.0L + a));
+    long double b = 2.0L / (pi * k) + l / 2.0L;
+    long double y = a < 1e-3 ? a * sqrtl(pi) / 2 * (1 + pi * a * a / 12) /* the series */
+                             : sqrtl(sqrtl(b * b - l / k) - b);
+    for (int i = 0; i < 8; i++) {
+        long double d = 2.0L / sqrtl(pi) * expl(-y * y), step;
+        if (a < 0.5) {
+            long double f = erfl(y) - a;
+            step = -f / (d + f * y);
+        } else {
+            long double f = erfcl(y) - c;
+            step = f / (d - f * y);
+        }
+        y += step;
+        if (fabsl(step) <= 1e-19L * y) break;
+    }
+    return (double)(x < 0 ? -y : y);
+}
+
+/* digamma in long double: reflection below 0 (pi / tan of the distance to the nearest
+ * integer), the recurrence up to 20, then the asymptotic series to x^-14. NaN at 0 and
+ * the negative integers, as XLA's. */
+static double f_digamma(double xd) {
+    if (isnan(xd) || xd == -INFINITY) return NAN;
+    if (xd <= 0 && floor(xd) == xd) return NAN;
+    const long double pi = 3.14159265358979323846264338327950288L;
+    long double x = xd, r = 0;
+    if (x < 0) {
+        long double f = x - floorl(x + 0.5L);
+        r = -pi / tanl(pi * f);
+        x = 1 - x;
+    }
+    for (; x < 20; x += 1) r -= 1 / x;
+    long double z = 1 / (x * x);
+    long double s =
+        z * (1.0L / 12 -
+             z * (1.0L / 120 -
+                  z * (1.0L / 252 -
+                       z * (1.0L / 240 - z * (1.0L / 132 - z * (691.0L / 32760 - z / 12))))));
+    return (double)(r + logl(x) - 0.5L / x - s);
+}
 static uint64_t i_neg(int64_t x) {
     return 0 - (uint64_t)x;
 }
@@ -175,6 +239,24 @@ static const ref_scalar scalar[IR_NUM_OPS] = {
     [IR_COS] = {.f1 = f_cos},
     [IR_ERF] = {.f1 = f_erf},
     [IR_FLOOR] = {.f1 = f_floor},
+    [IR_CEIL] = {.f1 = f_ceil},
+    [IR_ROUND] = {.f1 = f_round_even},
+    [IR_ROUND_AFZ] = {.f1 = f_round_afz},
+    [IR_EXPM1] = {.f1 = expm1},
+    [IR_TAN] = {.f1 = tan},
+    [IR_SINH] = {.f1 = sinh},
+    [IR_COSH] = {.f1 = cosh},
+    [IR_ASIN] = {.f1 = asin},
+    [IR_ACOS] = {.f1 = acos},
+    [IR_ATAN] = {.f1 = atan},
+    [IR_ASINH] = {.f1 = asinh},
+    [IR_ACOSH] = {.f1 = acosh},
+    [IR_ATANH] = {.f1 = atanh},
+    [IR_ERFC] = {.f1 = erfc},
+    [IR_CBRT] = {.f1 = cbrt},
+    [IR_ERF_INV] = {.f1 = f_erf_inv},
+    [IR_LGAMMA] = {.f1 = f_lgamma},
+    [IR_DIGAMMA] = {.f1 = f_digamma},
     [IR_NOT] = {.i1 = i_not},
     [IR_STOP_GRADIENT] = {.f1 = f_identity, .i1 = i_identity},
     [IR_ADD] = {.f2 = f_add, .i2 = i_add},
@@ -183,6 +265,7 @@ static const ref_scalar scalar[IR_NUM_OPS] = {
     [IR_DIV] = {.f2 = f_div, .i2 = i_div},
     [IR_POW] = {.f2 = f_pow, .i2 = pow_i},
     [IR_REM] = {.f2 = f_rem, .i2 = i_rem},
+    [IR_ATAN2] = {.f2 = atan2},
     [IR_MAX] = {.f2 = f_max, .i2 = i_max},
     [IR_MIN] = {.f2 = f_min, .i2 = i_min},
     [IR_AND] = {.i2 = i_and},

@@ -209,11 +209,19 @@ kiln_value kiln_square(kiln_graph *g, kiln_value x) {
     return kiln_mul(g, x, x);
 }
 
+/* |x| < inf: false for the infinities and NaN (which compares unequal). */
+kiln_value kiln_is_finite(kiln_graph *g, kiln_value x) {
+    const char *op = "kiln_is_finite";
+    if (!float_operand(g, op, x)) return KN_NONE;
+    return kiln_compare(g, kiln_abs(g, x), scalar_like(g, op, x, INFINITY), KILN_CMP_LT);
+}
+
 /* approximate: jax.nn.gelu(approximate=True), GPT-2's tanh form. Exact: 0.5 x (1 + erf(x /
  * sqrt 2)), jax.nn.gelu(approximate=False) up to how the CDF is written: JAX uses
  * erfc(-x / sqrt 2), which keeps relative precision in the far left tail where 1 + erf(...)
- * cancels (kiln has no erfc op); the absolute difference there is below 1e-7 (f32) and the
- * result goes to 0 rather than to a tiny negative number below x ~ -5.6 (f32). */
+ * cancels. kiln_erf is an inline polynomial in the f32 kernels and kiln_erfc a libm call per
+ * element, so the erf form is kept: the absolute difference in the tail is below 1e-7 (f32)
+ * and the result goes to 0 rather than to a tiny negative number below x ~ -5.6 (f32). */
 kiln_value kiln_gelu(kiln_graph *g, kiln_value x, bool approximate) {
     const char *op = "kiln_gelu";
     if (!float_operand(g, op, x)) return KN_NONE;

@@ -81,3 +81,16 @@ KILN_FN double kiln_log1p_f64(double x) {
     r = d == 0 ? x : r;
     return x == (double)INFINITY ? x : r;
 }
+// lgamma: libm's reentrant form (lgamma writes the sign to the global signgam, a race
+// between the threads of a parallel loop). Declared here: math.h has it only with
+// _DEFAULT_SOURCE.
+float lgammaf_r(float, int *);
+double lgamma_r(double, int *);
+KILN_FN float kiln_lgamma_f32(float x) {
+    int sign;
+    return lgammaf_r(x, &sign);
+}
+KILN_FN double kiln_lgamma_f64(double x) {
+    int sign;
+    return lgamma_r(x, &sign);
+}

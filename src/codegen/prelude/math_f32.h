@@ -138,3 +138,24 @@ KILN_FN float kiln_logistic_f32(float x) {
     float e = kiln_exp_f32(-fabsf(x));
     return (x >= 0 ? 1.0f : e) / (1.0f + e);
 }
+// erf_inv: Giles' single-precision polynomials in w = -log(1 - x^2) (M. Giles,
+// "Approximating the erfinv function", GPU Computing Gems, 2011), the same as XLA's: the
+// random normals (random.h) and the op (kiln_erf_inv_f32: +-inf at +-1, where the
+// polynomial alone gives the infinity of the wrong sign; NaN beyond, as log gives).
+KILN_FN float kiln_erfinv_f32(float x) {
+    float w = -kiln_log_f32((1.0f - x) * (1.0f + x));
+    float a = w - 2.5f, b = sqrtf(w) - 3.0f;
+    float p = 2.81022636e-08f, q = -0.000200214257f;
+    p = 3.43273939e-07f + p * a;  q = 0.000100950558f + q * b;
+    p = -3.5233877e-06f + p * a;  q = 0.00134934322f + q * b;
+    p = -4.39150654e-06f + p * a; q = -0.00367342844f + q * b;
+    p = 0.00021858087f + p * a;   q = 0.00573950773f + q * b;
+    p = -0.00125372503f + p * a;  q = -0.0076224613f + q * b;
+    p = -0.00417768164f + p * a;  q = 0.00943887047f + q * b;
+    p = 0.246640727f + p * a;     q = 1.00167406f + q * b;
+    p = 1.50140941f + p * a;      q = 2.83297682f + q * b;
+    return (w < 5.0f ? p : q) * x;
+}
+KILN_FN float kiln_erf_inv_f32(float x) {
+    return fabsf(x) == 1.0f ? x * INFINITY : kiln_erfinv_f32(x);
+}

@@ -10,7 +10,7 @@
 // does with jax_threefry_partitionable: bits are x0 ^ x1; an f32 in [0, 1) is
 // (bits >> 9) * 2^-23; an f64 uses x0:x1 >> 12 times 2^-52. Normal f32 is XLA's:
 // sqrt(2) erfinv(u) with u uniform on [nextafter(-1, 0), 1), erfinv by Giles'
-// single-precision polynomials; normal f64 is Phi^-1((1 + u) / 2) by Acklam's rational
+// single-precision polynomials (math_f32.h); normal f64 is Phi^-1((1 + u) / 2) by Acklam's rational
 // approximation and one Halley step. The 16-bit draws (value in f32, a kernel's compute
 // dtype, already one of the dtype's values) are jax.random's for those dtypes: uniform
 // takes nmant random bits of x0 ^ x1 (JAX draws 8 bits for bf16, whose 7 mantissa bits are
@@ -49,20 +49,6 @@ KILN_FN float kiln_random_uniform_f32(int32_t k0, int32_t k1, int32_t c) {
 }
 KILN_FN double kiln_random_uniform_f64(int32_t k0, int32_t k1, int32_t c) {
     return kiln_bits_f64(0x3FF0000000000000ull | kiln_random_words(k0, k1, c) >> 12) - 1.0;
-}
-KILN_FN float kiln_erfinv_f32(float x) {
-    float w = -kiln_log_f32((1.0f - x) * (1.0f + x));
-    float a = w - 2.5f, b = sqrtf(w) - 3.0f;
-    float p = 2.81022636e-08f, q = -0.000200214257f;
-    p = 3.43273939e-07f + p * a;  q = 0.000100950558f + q * b;
-    p = -3.5233877e-06f + p * a;  q = 0.00134934322f + q * b;
-    p = -4.39150654e-06f + p * a; q = -0.00367342844f + q * b;
-    p = 0.00021858087f + p * a;   q = 0.00573950773f + q * b;
-    p = -0.00125372503f + p * a;  q = -0.0076224613f + q * b;
-    p = -0.00417768164f + p * a;  q = 0.00943887047f + q * b;
-    p = 0.246640727f + p * a;     q = 1.00167406f + q * b;
-    p = 1.50140941f + p * a;      q = 2.83297682f + q * b;
-    return (w < 5.0f ? p : q) * x;
 }
 KILN_FN float kiln_random_normal_f32(int32_t k0, int32_t k1, int32_t c) {
     const float lo = -0.999999940395355224609375f; /* nextafter(-1, 0) */

@@ -235,6 +235,20 @@ def debug_sharded(x, w):
     return jnp.sum(h, axis=0), jnp.sort(x, axis=1)
 
 
+def math_functions(x, u):
+    """The math functions JAX writes as chlo ops in StableHLO (lower().as_text()) and spells
+    out in HLO: hyperbolic and inverse trigonometric functions, erfc (jax.nn.gelu's exact
+    form), erf_inv, lgamma, digamma; and stablehlo's cbrt, expm1, tan, atan2, the two
+    roundings, ceil and is_finite; with lgamma's and asinh's gradient."""
+    p = x + np.float32(0.3)  # positive
+    grad = jax.grad(lambda v: jnp.sum(lax.lgamma(v) + jnp.arcsinh(v) * jnp.tan(v)))(p + 1)
+    return (jnp.sinh(x), jnp.cosh(x), jnp.arcsin(u), jnp.arccos(u), jnp.arctan(x),
+            jnp.arcsinh(x), jnp.arccosh(p + 1), jnp.arctanh(u), lax.erfc(x), lax.erf_inv(u),
+            lax.lgamma(p), lax.digamma(p), jnp.cbrt(x), jnp.expm1(x), jnp.tan(u),
+            jnp.arctan2(x, u), jnp.round(x * 3), lax.round(x * 3), jnp.ceil(x * 3),
+            jnp.isfinite(x / u), jax.nn.gelu(x, approximate=False), grad)
+
+
 PROGRAMS = {
     "mlp_train": (mlp_train, lambda: (randn(4, 8), randn(8), randn(8, 3), randn(2, 4),
                                       jax.nn.one_hot(np.array([0, 2]), 3)), (0, 1, 2)),
@@ -252,6 +266,8 @@ PROGRAMS = {
     "jnp_forms": (jnp_forms, lambda: (randn(4, 5), np.int32(3), rng.random((3, 6)) > 0.6,
                                       np.array([7, -7, -2147483648, 5], np.int32)), ()),
     "debug_sharded": (debug_sharded, lambda: (randn(4, 3), randn(3, 5)), ()),
+    "math_functions": (math_functions, lambda: (randn(3, 4), rng.uniform(-0.9, 0.9, (3, 4)).astype(
+        np.float32)), ()),
 }
 
 DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}

@@ -1,0 +1,263 @@
+/* test_math_functions.c — JAX's other float functions (kiln_expm1 ... kiln_digamma,
+ * kiln_ceil, kiln_round, kiln_round_half_away, kiln_atan2) against exact values:
+ * tests/data/math/functions.txt (make_fixture.py) holds, at points an f32 holds, each
+ * function's value from mpmath at 60 digits rounded once to f64, and JAX's f64 value.
+ * Where a function has no finite value (poles, outside the domain, infinite or NaN
+ * arguments) the fixture's value is JAX's: the convention kiln follows. The points are
+ * log-spaced magnitudes of both signs over each domain, the domain's edges and poles,
+ * zeros, infinities and NaN.
+ *
+ * Each function runs compiled (the printed C kernels) and in the interpreter, in f64 and in
+ * f32, on every point. NaN, the infinities and the sign of a zero must be the fixture's
+ * exactly; a finite value must be within the op's bound, in ulps of the exact value rounded
+ * to the dtype. lgamma and digamma also get an absolute slack of a few ulps of 1 near
+ * their zeros (x ~ 1, 2 and 1.46), where a relative bound means nothing. The worst error
+ * of each op, kiln's and JAX's (f64), is printed; docs/ops.md ("Math functions") quotes
+ * the bounds. */
+#include "compare.h"
+
+#include <float.h>
+#include <stdint.h>
+
+typedef kiln_value (*unary_fn)(kiln_graph *, kiln_value);
+
+static const struct {
+    const char *name;
+    unary_fn fn;
+    int ulps_f32, ulps_f64; /* the bound, in ulps of JAX's value rounded to the dtype */
+    bool near_zero_slack;
+} ops[] = {
+    {"expm1", kiln_expm1, 1, 1, false},
+    {"tan", kiln_tan, 1, 2, false},
+    {"sinh", kiln_sinh, 2, 2, false},
+    {"cosh", kiln_cosh, 2, 2, false},
+    {"asin", kiln_asin, 1, 1, false},
+    {"acos", kiln_acos, 1, 1, false},
+    {"atan", kiln_atan, 1, 1, false},
+    {"asinh", kiln_asinh, 2, 2, false},
+    {"acosh", kiln_acosh, 2, 2, false},
+    {"atanh", kiln_atanh, 2, 2, false},
+    {"erfc", kiln_erfc, 3, 4, false},
+    {"erf_inv", kiln_erf_inv, 4, 2, false},
+    {"lgamma", kiln_lgamma, 4, 4, true},
+    {"digamma", kiln_digamma, 2, 4, true},
+    {"cbrt", kiln_cbrt, 1, 1, false},
+    {"ceil", kiln_ceil, 0, 0, false},
+    {"round", kiln_round, 0, 0, false},
+    {"round_half_away", kiln_round_half_away, 0, 0, false},
+};
+#define N_OPS      (int)(sizeof ops / sizeof ops[0])
+#define MAX_POINTS 256
+
+typedef struct points {
+    int n;
+    double a[MAX_POINTS], b[MAX_POINTS]; /* b: atan2's second operand */
+    double want[MAX_POINTS], jax[MAX_POINTS];
+} points;
+
+static double parse(const char *s) {
+    if (!strcmp(s, "nan")) return NAN;
+    if (!strcmp(s, "inf")) return INFINITY;
+    if (!strcmp(s, "-inf")) return -INFINITY;
+    return strtod(s, NULL);
+}
+
+/* The fixture's points of op: x, exact, jax (atan2: a, b, exact, jax). */
+static void load(const char *op, points *p) {
+    p->n = 0;
+    FILE *f = fopen(KILN_SOURCE_DIR "/tests/data/math/functions.txt", "r");
+    CHECK_MSG(f != NULL, "cannot open tests/data/math/functions.txt");
+    if (!f) return;
+    char line[256], name[64], s[4][64];
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        int k = sscanf(line, "%63s %63s %63s %63s %63s", name, s[0], s[1], s[2], s[3]);
+        if (k < 4 || strcmp(name, op) || p->n == MAX_POINTS) continue;
+        int two = k == 5; /* atan2 */
+        p->a[p->n] = parse(s[0]);
+        p->b[p->n] = two ? parse(s[1]) : 0;
+        p->want[p->n] = parse(s[1 + two]);
+        p->jax[p->n] = parse(s[2 + two]);
+        p->n++;
+    }
+    fclose(f);
+    CHECK_MSG(p->n > 10, "%s: only %d points in the fixture", op, p->n);
+}
+
+/* |got - want| in ulps of want rounded to the dtype; -1 for a special that differs (NaN
+ * against a number, an infinity against a finite value or the other infinity, -0 against
+ * +0); 0 for equal specials. */
+static double ulps_off(double got, double want, bool f32) {
+    if (isnan(want) || isnan(got)) return isnan(want) && isnan(got) ? 0 : -1;
+    if (f32) want = (float)want;
+    if (isinf(want) || isinf(got)) return got == want ? 0 : -1;
+    if (want == 0 && got == 0) return signbit(want) == signbit(got) ? 0 : -1;
+    double w = fabs(want);
+    int e;
+    frexp(w > (f32 ? FLT_MIN : DBL_MIN) ? w : (f32 ? FLT_MIN : DBL_MIN), &e);
+    double ulp = ldexp(1.0, e - (f32 ? 24 : 53));
+    return fabs(got - want) / ulp;
+}
+
+/* Runs y = f(x) (f binary when fn is NULL: atan2) compiled and interpreted in dtype t on
+ * the points; returns the worst error in ulps, counting specials that differ. */
+static double run(kiln_context *ctx, const char *op, unary_fn fn, const points *p, kiln_dtype t,
+                  int bound, bool slack) {
+    bool f32 = t == KILN_DTYPE_F32;
+    int64_t n = p->n;
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, op, &g);
+    kiln_value a = kiln_parameter(g, "a", t, 1, &n), b = kiln_parameter(g, "b", t, 1, &n);
+    kiln_value y = fn ? fn(g, a) : kiln_atan2(g, a, b);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    float fa[MAX_POINTS], fb[MAX_POINTS];
+    for (int i = 0; i < p->n; i++) fa[i] = (float)p->a[i], fb[i] = (float)p->b[i];
+    kiln_array *args[2] = {NULL, NULL};
+    kiln_array_create(ctx, t, 1, &n, f32 ? (const void *)fa : (const void *)p->a, &args[0]);
+    kiln_array_create(ctx, t, 1, &n, f32 ? (const void *)fb : (const void *)p->b, &args[1]);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    double worst = 0;
+    for (int how = 0; how < 2 && e; how++) {
+        kiln_array *out = NULL;
+        kiln_status s =
+            how ? kiln_interpret(g, 2, args, 1, &out) : kiln_executable_run(e, 2, args, 1, &out);
+        CHECK_MSG(s == KILN_STATUS_OK, "%s: %s", op, kiln_last_error(ctx));
+        if (s) continue;
+        double got[MAX_POINTS];
+        float gf[MAX_POINTS];
+        kiln_array_copy_to_host(out, f32 ? (void *)gf : (void *)got,
+                                (size_t)n * (f32 ? sizeof(float) : sizeof(double)));
+        for (int i = 0; i < p->n; i++) {
+            double v = f32 ? gf[i] : got[i], x = f32 ? fa[i] : p->a[i];
+            double off = ulps_off(v, p->want[i], f32);
+            /* near a zero of lgamma or digamma: a few ulps of 1 */
+            if (slack && off > bound &&
+                fabs(v - p->want[i]) <= 4 * (f32 ? FLT_EPSILON : DBL_EPSILON))
+                off = 0;
+            CHECK_MSG(off >= 0 && off <= bound,
+                      "%s %s (%s) at %a (b = %a): %.17g, exact %.17g (%.1f ulps, bound %d)", op,
+                      kiln_dtype_name(t), how ? "interpreted" : "compiled", x, p->b[i], v,
+                      p->want[i], off, bound);
+            if (off > worst) worst = off;
+        }
+        kiln_array_destroy(out);
+    }
+    kiln_executable_destroy(e);
+    kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+    kiln_graph_destroy(g);
+    return worst;
+}
+
+static void test_against_jax(void) {
+    kiln_context *ctx = test_context();
+    points *p = malloc(sizeof *p);
+    for (int k = 0; k <= N_OPS; k++) {
+        const char *op = k < N_OPS ? ops[k].name : "atan2";
+        load(op, p);
+        if (p->n <= 10) continue;
+        unary_fn fn = k < N_OPS ? ops[k].fn : NULL;
+        int b32 = k < N_OPS ? ops[k].ulps_f32 : 1, b64 = k < N_OPS ? ops[k].ulps_f64 : 1;
+        bool slack = k < N_OPS && ops[k].near_zero_slack;
+        double w32 = run(ctx, op, fn, p, KILN_DTYPE_F32, b32, slack);
+        double w64 = run(ctx, op, fn, p, KILN_DTYPE_F64, b64, slack), wj = 0;
+        for (int i = 0; i < p->n; i++) {
+            double off = ulps_off(p->jax[i], p->want[i], false);
+            if (off > wj) wj = off;
+        }
+        printf("%-22s %3d points: worst %.0f ulps (f32), %.0f ulps (f64); JAX's f64 %.0f\n", op,
+               p->n, w32, w64, wj);
+    }
+    free(p);
+    kiln_context_destroy(ctx);
+}
+
+/* bf16 and f16 compute in f32 and round once: within one ulp of the dtype of JAX's value
+ * (jnp's f32 computation rounded), on a few points of each function. */
+static void test_half(void) {
+    kiln_context *ctx = test_context();
+    const kiln_dtype ts[2] = {KILN_DTYPE_BF16, KILN_DTYPE_F16};
+    for (int d = 0; d < 2; d++) {
+        int64_t n = 4;
+        kiln_graph *g = NULL;
+        kiln_graph_create(ctx, "half", &g);
+        kiln_value x = kiln_parameter(g, "x", ts[d], 1, &n);
+        kiln_value outs[3] = {kiln_sinh(g, x),
+                              kiln_erf_inv(g, kiln_mul(g, x, kiln_scalar(g, ts[d], 0.25))),
+                              kiln_lgamma(g, kiln_abs(g, x))};
+        CHECK_OK(ctx, kiln_graph_finish(g, 3, outs));
+        const double xs[4] = {0.5, -1.5, 2.25, 3.0};
+        const double want[3][4] = {
+            {sinh(0.5), sinh(-1.5), sinh(2.25), sinh(3.0)},
+            /* erf_inv(x / 4), jax.lax.erf_inv in f64 */
+            {0.11123545184094995, -0.34561711478320656, 0.5490130923685015, 0.8134198475976187},
+            {lgamma(0.5), lgamma(1.5), lgamma(2.25), lgamma(3.0)},
+        };
+        uint16_t h[4];
+        kiln_convert_host(ctx, KILN_DTYPE_F64, xs, ts[d], h, 4);
+        kiln_array *arg = NULL, *res[3] = {0};
+        kiln_array_create(ctx, ts[d], 1, &n, h, &arg);
+        kiln_executable *e = NULL;
+        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+        if (e) CHECK_OK(ctx, kiln_executable_run(e, 1, &arg, 3, res));
+        for (int o = 0; o < 3 && res[o]; o++) {
+            uint16_t r[4];
+            double got[4], rounded[4];
+            kiln_array_copy_to_host(res[o], r, sizeof r);
+            kiln_convert_host(ctx, ts[d], r, KILN_DTYPE_F64, got, 4);
+            uint16_t wr[4];
+            kiln_convert_host(ctx, KILN_DTYPE_F64, want[o], ts[d], wr, 4);
+            kiln_convert_host(ctx, ts[d], wr, KILN_DTYPE_F64, rounded, 4);
+            for (int i = 0; i < 4; i++) {
+                double ulp = ldexp(fabs(rounded[i]) > 0 ? fabs(rounded[i]) : 1.0,
+                                   d ? -10 : -7); /* within a factor 2 of an ulp */
+                CHECK_MSG(fabs(got[i] - rounded[i]) <= ulp, "%s output %d at %g: %.9g, want %.9g",
+                          kiln_dtype_name(ts[d]), o, xs[i], got[i], rounded[i]);
+            }
+            kiln_array_destroy(res[o]);
+        }
+        kiln_executable_destroy(e);
+        kiln_array_destroy(arg);
+        kiln_graph_destroy(g);
+    }
+    kiln_context_destroy(ctx);
+}
+
+/* is_finite: bool, false for the infinities and NaN, in every float dtype; an integer
+ * operand is refused, naming the builder. */
+static void test_is_finite(void) {
+    kiln_context *ctx = test_context();
+    int64_t n = 5;
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "is_finite", &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &n);
+    kiln_value y = kiln_is_finite(g, x);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    const float xs[5] = {1.0f, INFINITY, -INFINITY, NAN, -0.0f};
+    kiln_array *arg = NULL, *out = NULL;
+    kiln_array_create(ctx, KILN_DTYPE_F32, 1, &n, xs, &arg);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    if (e) CHECK_OK(ctx, kiln_executable_run(e, 1, &arg, 1, &out));
+    uint8_t r[5] = {9, 9, 9, 9, 9};
+    if (out) kiln_array_copy_to_host(out, r, sizeof r);
+    CHECK_MSG(r[0] == 1 && r[1] == 0 && r[2] == 0 && r[3] == 0 && r[4] == 1,
+              "is_finite: %d %d %d %d %d", r[0], r[1], r[2], r[3], r[4]);
+    kiln_array_destroy(out), kiln_array_destroy(arg), kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+
+    kiln_graph_create(ctx, "bad", &g);
+    kiln_value i = kiln_parameter(g, "i", KILN_DTYPE_I32, 1, &n);
+    kiln_value r2 = kiln_is_finite(g, i);
+    CHECK(r2.id == 0);
+    CHECK_MSG(strstr(kiln_graph_error(g), "kiln_is_finite") != NULL, "%s", kiln_graph_error(g));
+    kiln_graph_destroy(g);
+    kiln_context_destroy(ctx);
+}
+
+int main(void) {
+    RUN(test_against_jax);
+    RUN(test_half);
+    RUN(test_is_finite);
+    return test_summary("test_math_functions");
+}

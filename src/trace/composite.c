@@ -50,8 +50,14 @@ static kiln_value safe_max(kiln_graph *g, const char *op, kiln_value x, int naxe
     return kiln_select(g, finite, m, scalar_like(g, op, x, 0));
 }
 
-kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axes, bool keepdims) {
-    const char *op = "kiln_logsumexp";
+/* logsumexp as kiln_logsumexp traces it (a composite of its own), and its row max m and
+ * sum s = sum(exp(x - m)), both with the axes kept: the gradient rules read them
+ * (exp(x - m) / s keeps its precision where exp(x - lse) would carry lse's rounding, a
+ * relative error of |lse| ulps, into every probability). */
+static kiln_value logsumexp_parts(kiln_graph *g, const char *op, kiln_value x, int naxes,
+                                  const int *axes, bool keepdims, kiln_value *m_out,
+                                  kiln_value *s_out) {
+    *m_out = *s_out = KN_NONE;
     const ir_node *xn = float_operand(g, op, x);
     if (!xn) return KN_NONE;
     ir_shape in = xn->shape;
@@ -72,9 +78,15 @@ kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axe
             if (!(mask >> i & 1u)) dims[rank++] = in.dims[i];
         r = kiln_reshape(g, r, rank, dims);
     }
-    c.out = r.id;
+    c.out = r.id, c.aux[0] = m.id, c.aux[1] = s.id;
     trace_composite(g, op, &c);
+    *m_out = m, *s_out = s;
     return r;
+}
+
+kiln_value kiln_logsumexp(kiln_graph *g, kiln_value x, int naxes, const int *axes, bool keepdims) {
+    kiln_value m, s;
+    return logsumexp_parts(g, "kiln_logsumexp", x, naxes, axes, keepdims, &m, &s);
 }
 
 kiln_value kiln_softmax(kiln_graph *g, kiln_value x, int axis) {
@@ -372,9 +384,10 @@ kiln_value kiln_softmax_cross_entropy(kiln_graph *g, kiln_value logits, kiln_val
         g, kiln_compare(g, labels, trace_scalar(g, op, it, 0), KILN_CMP_GE),
         kiln_compare(g, labels, trace_scalar(g, op, it, (double)s.dims[last]), KILN_CMP_LT));
     kiln_value picked = kiln_select(g, valid, read, trace_scalar(g, op, t, 0));
-    kiln_value lse = kiln_logsumexp(g, logits, 1, &last, false);
+    kiln_value m, sum;
+    kiln_value lse = logsumexp_parts(g, "kiln_logsumexp", logits, 1, &last, false, &m, &sum);
     kiln_value r = kiln_sub(g, lse, picked);
-    c.out = r.id, c.aux[0] = lse.id, c.aux[1] = hit.id;
+    c.out = r.id, c.aux[0] = m.id, c.aux[1] = hit.id, c.aux[2] = sum.id;
     trace_composite(g, op, &c);
     return r;
 }

@@ -98,9 +98,11 @@ const void *trace_log_items(const kiln_graph *g, const struct ir_side_kind *kind
 typedef enum ir_composite_kind {
     IR_COMP_SOFTMAX,       /* in[0] x; axes: the one axis */
     IR_COMP_LOG_SOFTMAX,   /* in[0] x; axes: the one axis */
-    IR_COMP_LOGSUMEXP,     /* in[0] x; axes; keepdims */
-    IR_COMP_CROSS_ENTROPY, /* in[0] logits, in[1] labels; aux[0] the logsumexp [...],
-                            * aux[1] the label hit mask bool [..., C] */
+    IR_COMP_LOGSUMEXP,     /* in[0] x; axes; keepdims; aux[0] the row max m (0 where not
+                            * finite), aux[1] sum(exp(x - m)), both with the axes kept */
+    IR_COMP_CROSS_ENTROPY, /* in[0] logits, in[1] labels; aux[0] the row max m and aux[2]
+                            * sum(exp(x - m)) [..., 1] (its logsumexp's), aux[1] the label
+                            * hit mask bool [..., C] */
     IR_COMP_LAYER_NORM,    /* in[0] x, in[1] scale, in[2] bias (0: none); aux[0] the mean,
                             * aux[1] the reciprocal standard deviation, both [..., 1] */
     IR_COMP_RELU,          /* in[0] x */
@@ -113,7 +115,7 @@ typedef struct ir_composite {
     uint32_t first; /* its nodes are the ids first .. out */
     uint32_t out;   /* its result */
     uint32_t in[3]; /* its operands (ids below first; 0: absent) */
-    uint32_t aux[2];
+    uint32_t aux[3];
     uint32_t axes; /* reduced axes, a bit per axis */
     bool keepdims;
 } ir_composite;

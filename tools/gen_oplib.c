@@ -157,12 +157,16 @@ int main(int argc, char **argv) {
     for (const char *const *p = prelude; *p; p++) ot_prelude(*p, prelude_put, NULL);
     write_prelude();
     /* each loop three times, for AVX-512, AVX2 and the baseline, chosen at load (as
-     * src/backend/cpu/clones.h does for the library's own hot loops) */
+     * src/backend/cpu/clones.h does for the library's own hot loops); flattened, so that
+     * every prelude helper it calls is compiled into it for its vector unit: a helper gcc
+     * left out of line (kiln_exp_f32 inside kiln_erf_f32, too big to inline) was built for
+     * the baseline alone, without FMA, and tier 1's erf differed from the compiled
+     * kernel's in the last bit (an outside check) */
     fputs(
         "\n#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && "
         "!defined(__SANITIZE_THREAD__)\n"
         "#define KX_FN __attribute__((target_clones(\"arch=x86-64-v4\", \"arch=x86-64-v3\", "
-        "\"default\"))) static\n#define KX_CLONED 1\n#else\n#define KX_FN static\n"
+        "\"default\"), flatten)) static\n#define KX_CLONED 1\n#else\n#define KX_FN static\n"
         "#define KX_CLONED 0\n#endif\n"
         "/* whether the loops are built for the machine's vector unit (its FMA) */\n"
         "__attribute__((visibility(\"hidden\"))) int kx_oplib_cloned(void) { return KX_CLONED; }\n"

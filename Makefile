@@ -71,7 +71,7 @@ demo: deps
 	@{ cmake -S . -B $(BUILD) $(CMAKE_ARGS) && cmake --build $(BUILD) -j $(JOBS) --target kiln_tool; } \
 		>$(BUILD)/demo-build.log 2>&1 || { cat $(BUILD)/demo-build.log; echo "make demo: the build failed (above)"; exit 1; }
 	@mkdir -p -m 700 $(BUILD)/kcache
-	@KILN_CACHE_DIR=$(CURDIR)/$(BUILD)/kcache ./$(BUILD)/kiln train $(DEMO_FLAGS) --no-summary \
+	@KILN_CACHE_DIR=$(CURDIR)/$(BUILD)/kcache ./$(BUILD)/kiln train $(DEMO_FLAGS) --no-summary --overwrite \
 		$(if $(DEMO_DATA),--data $(DEMO_DATA)) --out $(DEMO_OUT)
 	@echo "---- sample (kiln sample $(DEMO_OUT)/model.safetensors) ----"
 	@KILN_CACHE_DIR=$(CURDIR)/$(BUILD)/kcache ./$(BUILD)/kiln sample $(DEMO_OUT)/model.safetensors \

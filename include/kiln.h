@@ -1570,9 +1570,11 @@ KILN_API kiln_status kiln_optim_sgd(kiln_graph *g, const kiln_sgd_options *o, in
 /* Adam and AdamW (torch.optim.Adam/AdamW, optax.adam/adamw; their updates are the same
  * formula), at step t = 1, 2, ... (the number of this update):
  *   m' = b1 m + (1 - b1) g;   v' = b2 v + (1 - b2) g^2
- *   p' = p (1 - lr wd) - lr / (1 - b1^t) * m' / (sqrt(v') / sqrt(1 - b2^t) + eps)
- * with eps outside the square root. kiln_optim_adamw decays the weights decoupled as
- * written (wd unset: 1e-2, torch's default; optax.adamw's is 1e-4); kiln_optim_adam has
+ *   p' = p - (lr / (1 - b1^t) * m' / (sqrt(v') / sqrt(1 - b2^t) + eps) + lr wd p)
+ * with eps outside the square root, and p rounded once (as optax.adamw; torch's
+ * p (1 - lr wd) - step rounds twice, which in bf16 quantises the decay). kiln_optim_adamw
+ * decays the weights decoupled as written (wd unset: 1e-2, torch's default; optax.adamw's
+ * is 1e-4); kiln_optim_adam has
  * no decay unless weight_decay is set, and then adds wd p to the gradient (L2, as
  * torch.optim.Adam does) instead. */
 typedef struct kiln_adam_options {
@@ -1614,9 +1616,10 @@ KILN_API kiln_status kiln_optim_clip_by_global_norm(kiln_graph *g, kiln_value ma
  * before the update (torch.amp.GradScaler, jmp.DynamicLossScale). bf16 has f32's range and
  * needs none.
  *
- * kiln_loss_scale_unscale divides grads[i] by S into unscaled[i] (in each gradient's
- * dtype, by 1 / S computed in f64 and rounded once), sets *finite (rank-0 bool) to whether
- * every element of every gradient is finite, and gives the scale and counter of the next
+ * kiln_loss_scale_unscale divides grads[i] by S into unscaled[i] (by 1 / S computed in
+ * f64 and rounded once to f32, or f64 for an f64 gradient; a bf16 or f16 gradient is
+ * multiplied in f32 and rounded once to its dtype, as torch's unscale), sets *finite (rank-0 bool)
+ * to whether every element of every gradient is finite, and gives the scale and counter of the next
  * step by GradScaler's rule:
  *   all finite:  good' = good + 1; when good' reaches growth_interval, S' = S *
  *                growth_factor (S' = S if that product is not a finite f32) and good' = 0
@@ -2091,12 +2094,15 @@ KILN_API char *kiln_executable_plan_svg(const kiln_executable *e);
  *
  * The trace function receives one parameter per argument (made by kiln with the
  * arguments' dtypes and shapes), builds the program on g and writes its outputs to outs
- * (room for KILN_MAX_OUTPUTS), returning how many (or -1 to report its own error). It is
+ * (room for KILN_JIT_MAX_OUTPUTS: a training step returns its loss and, with Adam, three
+ * arrays per parameter tensor), returning how many (or -1 to report its own error). It is
  * called again only for a new signature: a new shape, dtype, number of arguments or new
  * static_args bytes (values that shape the program, such as a layer count). The parameters
  * are named after the arrays of the call that traced them (kiln_array_create_named), else
  * arg0, arg1, ...: the names the memory report and the plan's picture show. */
-#define KILN_MAX_OUTPUTS 64
+/* KILN_MAX_OUTPUTS bounds a control-flow body's, kiln_custom_vjp's and kiln_vmap's values */
+#define KILN_MAX_OUTPUTS     64
+#define KILN_JIT_MAX_OUTPUTS 4096
 typedef int (*kiln_trace_fn)(kiln_graph *g, const kiln_value *args, int n_args,
                              const void *static_args, void *user, kiln_value *outs);
 
@@ -2237,7 +2243,7 @@ typedef struct kiln_safetensors kiln_safetensors;
  * whose it was, so a later run can remove it). Tensors lie back to back in the order
  * given, the data section 8-byte aligned (the header padded with spaces). Duplicate, empty
  * or non-UTF-8 names, the name "__metadata__", duplicate metadata keys, arrays of another
- * context and what open would refuse (a dimension or an offset above 2^53, where JSON
+ * context and what open would refuse (a dimension or an offset above 2^53 - 1, where JSON
  * numbers stop being exact; dimensions whose product overflows before a zero among them)
  * are KILN_STATUS_INVALID_ARGUMENT; a folder that cannot be written is KILN_STATUS_IO. */
 KILN_API kiln_status kiln_safetensors_save(kiln_context *ctx, const char *path, int n,

@@ -187,7 +187,7 @@ if [ -x "$build/kiln" ]; then
     step gpt_profile 130 bash -c 'for r in f32 bf16 bf16fa; do
         w=$(mktemp -d) d=${r%fa} fa=""
         [ "$r" = bf16fa ] && fa=--fused-attention
-        KILN_PROFILE=1 "$1/kiln" train --device cuda --batch 16 --context 256 --layers 6 \
+        KILN_PROFILE=1 "$1/kiln" train --overwrite --device cuda --batch 16 --context 256 --layers 6 \
             --heads 8 --channels 512 --steps 8 --seed 1337 --eval-every 0 --no-summary \
             --dtype $d $fa --out "$w" >"$2/profile_$r.log" 2>&1 || echo "kiln train --dtype $d $fa failed"
         rm -rf "$w"
@@ -214,7 +214,7 @@ if [ -x "$build/kiln" ]; then
     # excess over keeping the values (equal: the copies overlap nothing; smaller: the
     # excess is elsewhere, and the kernels' lines say where)
     step offload_profile 45 bash -c 'w=$(mktemp -d)
-        KILN_PROFILE=1 "$1/kiln" train --device cuda --batch 8 --context 128 --layers 4 \
+        KILN_PROFILE=1 "$1/kiln" train --overwrite --device cuda --batch 8 --context 128 --layers 4 \
             --heads 4 --channels 256 --steps 8 --seed 1337 --eval-every 0 --no-summary \
             --remat offload_dot_with_no_batch_dims --out "$w" >"$2/profile_offload.log" 2>&1 ||
             echo "kiln train --remat offload_dot_with_no_batch_dims failed"

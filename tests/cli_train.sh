@@ -288,9 +288,10 @@ head -c 816 /dev/zero >"$dir/six.bin"
 { head -c 408 /dev/zero; i=0; while [ $i -lt 102 ]; do printf '\001\000\000\000'; i=$((i + 1)); done; } >"$dir/other.bin"
 { i=0; while [ $i -lt 204 ]; do printf '\001\000\000\000'; i=$((i + 1)); done; } >"$dir/ones.bin"
 expect 1 "the batches file '$dir/batches.bin' has 408 bytes; [steps 6" -- train --resume \
-    "$dir/b/model.safetensors" --steps 6 --out "$dir/o"
+    "$dir/b/model.safetensors" --steps 6 --overwrite --out "$dir/o"
 expect 1 "differs from the one the run trained on ($dir/batches.bin) in its first 3 steps" -- \
-    train --resume "$dir/b/model.safetensors" --steps 6 --batches "$dir/ones.bin" --out "$dir/o"
+    train --resume "$dir/b/model.safetensors" --steps 6 --batches "$dir/ones.bin" --overwrite \
+    --out "$dir/o"
 if ! "$KILN" train --resume "$dir/b/model.safetensors" --steps 6 --batches "$dir/other.bin" \
     --out "$dir/b" >"$dir/b6.out" 2>&1 ||
     ! "$KILN" train $tiny --steps 6 --batches "$dir/other.bin" --out "$dir/b6" >"$dir/b6.out" 2>&1 ||
@@ -301,7 +302,27 @@ if ! "$KILN" train --resume "$dir/b/model.safetensors" --steps 6 --batches "$dir
 fi
 "$KILN" train $tiny --steps 3 --out "$dir/c" >/dev/null 2>&1
 expect 1 "the run trained on batches drawn from its corpus; --batches" -- train --resume \
-    "$dir/c/model.safetensors" --steps 6 --batches "$dir/six.bin" --out "$dir/o"
+    "$dir/c/model.safetensors" --steps 6 --batches "$dir/six.bin" --overwrite --out "$dir/o"
+
+# A folder holding an earlier run's checkpoint: a fresh run into it (a forgotten --resume:
+# an outside check lost a 10-step model to a 3-step run so), or a run resuming another
+# checkpoint, is refused before anything is computed and leaves the checkpoint as it was;
+# --overwrite starts over; resuming the folder's own checkpoint continues it.
+cp "$dir/c/model.safetensors" "$dir/c.keep"
+expect 1 "the output folder '$dir/c' holds an earlier run's checkpoint ($dir/c/model.safetensors), which this run would replace: continue that run with --resume $dir/c/model.safetensors, start over with --overwrite" -- \
+    train $tiny --steps 2 --out "$dir/c"
+expect 1 "holds an earlier run's checkpoint" -- train --resume "$dir/b/model.safetensors" \
+    --steps 4 --out "$dir/c"
+if ! cmp -s "$dir/c.keep" "$dir/c/model.safetensors"; then
+    echo "FAIL: a refused run changed the folder's checkpoint"
+    fail=1
+fi
+if ! "$KILN" train $tiny --steps 2 --overwrite --out "$dir/c" >"$dir/out" 2>&1 ||
+    cmp -s "$dir/c.keep" "$dir/c/model.safetensors"; then
+    echo "FAIL: --overwrite did not start a new run over the folder's checkpoint"
+    cat "$dir/out"
+    fail=1
+fi
 
 # start_run OUT ARGS...: a run in the background ($pid) whose output goes to OUT.log; waits up
 # to two minutes (compiling comes first, and a loaded machine or a sanitizer build is slow
@@ -440,7 +461,7 @@ expect 1 "the output folder '$dir/busy' is in use by another kiln train" -- trai
     --out "$dir/busy"
 kill -INT $pid 2>/dev/null
 wait $pid
-if ! "$KILN" train $tiny --steps 1 --out "$dir/busy" >"$dir/out" 2>&1; then
+if ! "$KILN" train $tiny --steps 1 --overwrite --out "$dir/busy" >"$dir/out" 2>&1; then
     echo "FAIL: the output folder stays locked after its run ended"
     cat "$dir/out"
     fail=1

@@ -131,6 +131,48 @@ static int trace_bad(kiln_graph *g, const kiln_value *args, int n_args, const vo
     return 1;
 }
 
+/* n outputs (static bytes: n), each x + i: every slot of KILN_JIT_MAX_OUTPUTS written */
+static int trace_many(kiln_graph *g, const kiln_value *args, int n_args, const void *st, void *user,
+                      kiln_value *outs) {
+    (void)n_args, (void)user;
+    int n = *(const int *)st;
+    for (int i = 0; i < n && i < KILN_JIT_MAX_OUTPUTS; i++)
+        outs[i] = kiln_add(g, args[0], kiln_scalar(g, KILN_DTYPE_F32, i));
+    return n;
+}
+
+/* A step's outputs: a training step returns 1 + 3 per parameter tensor, past the 64 of
+ * KILN_MAX_OUTPUTS (an outside check's AdamW step of 23 tensors wrote 70 and crashed);
+ * KILN_JIT_MAX_OUTPUTS all work, one more is an error naming the count. */
+static void test_many_outputs(void) {
+    kiln_jit_options o = {.name = "many", .fn = trace_many};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    int64_t d = 2;
+    float x[2] = {1, 2};
+    kiln_array *a = NULL;
+    kiln_array_create(ctx, KILN_DTYPE_F32, 1, &d, x, &a);
+    const int counts[2] = {70, KILN_JIT_MAX_OUTPUTS};
+    for (int k = 0; k < 2; k++) {
+        int n = counts[k];
+        kiln_array **outs = calloc((size_t)n, sizeof *outs);
+        CHECK_OK(ctx, kiln_jit_call(j, 1, &a, &n, sizeof n, n, outs));
+        float got[2] = {0, 0};
+        if (outs[n - 1]) kiln_array_copy_to_host(outs[n - 1], got, sizeof got);
+        CHECK_MSG(got[0] == 1.0f + (float)(n - 1) && got[1] == 2.0f + (float)(n - 1),
+                  "output %d of %d: %g %g", n - 1, n, got[0], got[1]);
+        for (int i = 0; i < n; i++) kiln_array_destroy(outs[i]);
+        free(outs);
+    }
+    int over = KILN_JIT_MAX_OUTPUTS + 1;
+    kiln_array *out = NULL;
+    CHECK_STATUS(kiln_jit_call(j, 1, &a, &over, sizeof over, 1, &out),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "returned 4097 outputs (1..4096)");
+    kiln_array_destroy(a);
+    kiln_jit_destroy(j);
+}
+
 static void test_builder_error(void) {
     kiln_jit_options o = {.name = "bad", .fn = trace_bad};
     kiln_jit *j;
@@ -645,6 +687,7 @@ int main(void) {
     RUN(test_cache);
     RUN(test_declared_signature);
     RUN(test_builder_error);
+    RUN(test_many_outputs);
     RUN(test_threads);
     RUN(test_lower);
     RUN(test_lower_names);

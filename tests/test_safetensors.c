@@ -274,7 +274,7 @@ static void test_save_errors(void) {
 
 /* What kiln_array_create, save and open should do with dims (f32): -1 refused by create
  * (extent, zeros counted as 1, above 2^62); else the dimension save names, with the start
- * of its message in want (one above 2^53, or where the byte size multiplied in order
+ * of its message in want (one above 2^53 - 1, or where the byte size multiplied in order
  * overflows); else -2: saved and opened. Worked out here without the library's code. */
 static int expect_of(const int64_t *dims, char *want, size_t n) {
     uint64_t extent = 1, bytes = 4;
@@ -283,8 +283,8 @@ static int expect_of(const int64_t *dims, char *want, size_t n) {
             extent > (uint64_t)1 << 62)
             return -1;
     for (int d = 0; d < 3; d++) {
-        if (dims[d] <= (int64_t)1 << 53) continue;
-        snprintf(want, n, "\"z\": dimension %d is %lld, above 2^53", d, (long long)dims[d]);
+        if (dims[d] < (int64_t)1 << 53) continue;
+        snprintf(want, n, "\"z\": dimension %d is %lld, above 2^53 - 1", d, (long long)dims[d]);
         return d;
     }
     for (int d = 0; d < 3; d++) {
@@ -296,11 +296,11 @@ static int expect_of(const int64_t *dims, char *want, size_t n) {
 }
 
 /* Save refuses what open refuses: a zero-size array may have dimensions up to 2^62 (the
- * builder's limit), a header number only up to 2^53 (cJSON, and most readers, parse
- * doubles), and readers multiply the dimensions in order, overflow checked. Every rank-3
- * shape with a zero over dimensions around those limits is refused by kiln_array_create,
- * or refused by save naming the tensor and the dimension, or saved and opened again with
- * the very same shape. */
+ * builder's limit), a header number only up to 2^53 - 1 (cJSON, and most readers, parse
+ * doubles, and 2^53 + 1 reads as 2^53), and readers multiply the dimensions in order, overflow
+ * checked. Every rank-3 shape with a zero over dimensions around those limits is refused by
+ * kiln_array_create, or refused by save naming the tensor and the dimension, or saved and opened
+ * again with the very same shape. */
 static void test_save_what_open_reads(void) {
     static const int64_t v[] = {0,
                                 1,
@@ -401,6 +401,14 @@ static const bad_case bad_cases[] = {
      "dimension 0 of \"shape\" is not a non-negative integer"},
     {"{\"a\": {\"dtype\": \"F32\", \"shape\": [1.5], \"data_offsets\": [0, 4]}}", 4,
      "dimension 0 of \"shape\" is not a non-negative integer"},
+    /* 2^53 + 1 reads as the double 2^53: both refused (an outside check found 2^53 + 1
+     * opened as 2^53) */
+    {"{\"a\": {\"dtype\": \"F32\", \"shape\": [9007199254740993, 0], \"data_offsets\": [0, "
+     "0]}}",
+     0, "dimension 0 of \"shape\" is not a non-negative integer"},
+    {"{\"a\": {\"dtype\": \"F32\", \"shape\": [9007199254740992, 0], \"data_offsets\": [0, "
+     "0]}}",
+     0, "dimension 0 of \"shape\" is not a non-negative integer"},
     {"{\"a\": {\"dtype\": \"F32\", \"shape\": [\"1\"], \"data_offsets\": [0, 4]}}", 4,
      "not a number"},
     {"{\"a\": {\"dtype\": \"F64\", \"shape\": [4503599627370496, 4503599627370496], "

@@ -27,6 +27,7 @@
 #include "kiln_train.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -407,6 +408,9 @@ static int run_option(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* A write past a file-size limit (ulimit -f) is an error kiln reports (EFBIG: "writing
+     * ... failed: File too large", the earlier checkpoint kept), not a signal that kills. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         main_usage(stderr);
         return 2;

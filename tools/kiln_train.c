@@ -167,6 +167,9 @@ static const tool_flag train_flags[] = {
      .help = "checkpoint every N steps (default: at the end only)"},
     {T_STR("--resume", "FILE", o.resume),
      .help = "continue a run from its checkpoint (same losses as never stopping)"},
+    {T_SW("--overwrite", o.overwrite),
+     .help = "start a new run in an --out folder that holds an earlier run's\n"
+             "checkpoint, replacing it (without this such a run is refused)"},
     {T_STR("--init", "FILE", o.init),
      .help = "start from these parameters (safetensors, names as docs/training.md)"},
     {T_STR("--batches", "FILE", o.batches),

@@ -50,7 +50,7 @@ EOF
 for k in ${MICRO:-1 2 4 8}; do
     (cd bench/gpt && GPT_JAX_MICRO=$k ../../$py gpt_jax.py $common --out "$work/jax$k" >/dev/null)
     summary "$work/jax$k" "jax, $k micro-batches"
-    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
+    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train --overwrite $common \
         --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
         --no-summary --micro-batches "$k" --out "$work/kiln$k" >/dev/null
     summary "$work/kiln$k" "kiln, $k micro-batches"
@@ -60,7 +60,7 @@ done
 for pol in ${POLICIES:-offload_dot_with_no_batch_dims}; do
     (cd bench/gpt && GPT_JAX_REMAT=$pol ../../$py gpt_jax.py $common --out "$work/jaxp" >/dev/null)
     summary "$work/jaxp" "jax, $pol"
-    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
+    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train --overwrite $common \
         --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
         --no-summary --remat "$pol" --out "$work/kilnp" >/dev/null
     summary "$work/kilnp" "kiln, $pol"
@@ -76,7 +76,7 @@ IFS=';'
 for st in ${STATE:-}; do
     IFS=' '
     # shellcheck disable=SC2086
-    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
+    KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train --overwrite $common \
         --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
         --no-summary $st --out "$work/state" >/dev/null
     summary "$work/state" "kiln, $st"
@@ -89,7 +89,7 @@ offs=--offload
 [ "${OFFLOAD:-1}" = 1 ] || offs=
 for b in ${BUDGETS:-60% 50%}; do
     for off in "" $offs; do
-        if KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train $common \
+        if KILN_NUM_THREADS=$threads taskset -c "0-$((threads - 1))" "$kiln" train --overwrite $common \
             --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed 1337 --eval-every 0 \
             --no-summary --memory-budget "$b" $off --out "$work/budget" >"$work/budget.log" 2>&1; then
             summary "$work/budget" "kiln, --memory-budget $b $off"

@@ -64,7 +64,7 @@ echo "$configs" | tr '|' '\n' | while read -r B T L H C; do
         kiln)
             if [ -x build/kiln ] && build/kiln train --help >/dev/null 2>&1; then
                 KILN_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
-                    taskset -c "0-$((threads - 1))" build/kiln train $common \
+                    taskset -c "0-$((threads - 1))" build/kiln train --overwrite $common \
                     --context "$T" --layers "$L" --heads "$H" --channels "$C" --seed "$seed" \
                     --eval-every 0 --no-summary \
                     --out "$d/$side" ||

@@ -27,7 +27,7 @@ for round in $(seq "$rounds"); do
             shard=""
             [ "$stage" != 0 ] && shard="--shard-optimizer --zero-stage $stage"
             out="$work/n$n-zero$stage-r$round"
-            taskset -c "$cpus" build/kiln train $model --steps "$steps" --eval-every 0 \
+            taskset -c "$cpus" build/kiln train --overwrite $model --steps "$steps" --eval-every 0 \
                 --threads "$threads" --devices "$n" $shard --no-summary --out "$out" \
                 >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
         done

@@ -1625,8 +1625,24 @@ static kiln_status finish(run *r, kiln_status st, bool diverged, gpt_train_resul
     return st;
 }
 
-/* Before anything is computed: the output folder (writable, no stale temporaries), the
- * corpus, the batches file. */
+/* The folder's checkpoint (path) is an earlier run's: only a run that continues it
+ * (--resume of that same file) or asked to start over (overwrite) may replace it. */
+static kiln_status check_no_other_checkpoint(const gpt_train_options *o, const char *path,
+                                             char *err) {
+    struct stat cb, rb;
+    if (o->overwrite || stat(path, &cb)) return KILN_STATUS_OK; /* none there */
+    if (o->resume && !stat(o->resume, &rb) && rb.st_dev == cb.st_dev && rb.st_ino == cb.st_ino)
+        return KILN_STATUS_OK;
+    gpt_errf(err,
+             "the output folder '%s' holds an earlier run's checkpoint (%s), which this run "
+             "would replace: continue that run with --resume %s, start over with --overwrite, "
+             "or give another --out",
+             o->out_dir, path, path);
+    return KILN_STATUS_INVALID_ARGUMENT;
+}
+
+/* Before anything is computed: the output folder (writable, no stale temporaries, no
+ * earlier run's checkpoint to lose), the corpus, the batches file. */
 static kiln_status prepare_files(run *r) {
     const gpt_train_options *o = r->o;
     kiln_status st;
@@ -1650,6 +1666,7 @@ static kiln_status prepare_files(run *r) {
         }
         char path[4200];
         snprintf(path, sizeof path, "%s/model.safetensors", o->out_dir);
+        if ((st = check_no_other_checkpoint(o, path, r->err))) return st;
         int n = gpt_checkpoint_remove_temps(path, 0);
         if (n && o->progress)
             fprintf(o->progress,

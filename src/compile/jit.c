@@ -277,10 +277,14 @@ static kiln_status trace_graph(kiln_jit *j, const jit_sig *sg, kiln_graph **out)
     kiln_status s = kiln_graph_create(j->ctx, j->name, &g);
     if (s) return s;
     int n_args = sg->n;
-    kiln_value params[64], *pv = params, outs[KILN_MAX_OUTPUTS];
-    if (n_args > 64 && !(pv = host_calloc(j->ctx, (size_t)n_args, sizeof *pv))) {
+    kiln_value params[64], *pv = params;
+    /* the room the header promises (32 KiB: on the heap, not the caller's stack) */
+    kiln_value *outs = host_calloc(j->ctx, KILN_JIT_MAX_OUTPUTS, sizeof *outs);
+    if (!outs || (n_args > 64 && !(pv = host_calloc(j->ctx, (size_t)n_args, sizeof *pv)))) {
+        host_free(j->ctx, outs, KILN_JIT_MAX_OUTPUTS * sizeof *outs);
         kiln_graph_destroy(g);
-        return ctx_oom(j->ctx, sg->op, (size_t)n_args * sizeof *pv);
+        return ctx_oom(j->ctx, sg->op,
+                       outs ? (size_t)n_args * sizeof *pv : KILN_JIT_MAX_OUTPUTS * sizeof *outs);
     }
     for (int i = 0; i < n_args; i++) { /* named as the first call's arrays, else argN */
         char name[32];
@@ -299,12 +303,13 @@ static kiln_status trace_graph(kiln_jit *j, const jit_sig *sg, kiln_graph **out)
     else if (n_outs < 0)
         s = ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
                       "%s '%s': the trace function reported failure", sg->op, j->name);
-    else if (n_outs == 0 || n_outs > KILN_MAX_OUTPUTS)
+    else if (n_outs == 0 || n_outs > KILN_JIT_MAX_OUTPUTS)
         s = ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
                       "%s '%s': the trace function returned %d outputs (1..%d)", sg->op, j->name,
-                      n_outs, KILN_MAX_OUTPUTS);
+                      n_outs, KILN_JIT_MAX_OUTPUTS);
     else
         s = kiln_graph_finish(g, n_outs, outs);
+    host_free(j->ctx, outs, KILN_JIT_MAX_OUTPUTS * sizeof *outs);
     if (s)
         kiln_graph_destroy(g);
     else

@@ -47,8 +47,10 @@
 
 /* The reference implementation refuses headers above 100 MB; so do we, before allocating. */
 #define KN_ST_HEADER_MAX 100000000u
-/* Offsets and dims travel as JSON numbers (doubles in cJSON): exact up to 2^53. */
-#define KN_ST_INT_MAX ((uint64_t)1 << 53)
+/* Offsets and dims travel as JSON numbers (doubles in cJSON). The largest allowed is
+ * 2^53 - 1 (JavaScript's Number.MAX_SAFE_INTEGER), not 2^53: the text 9007199254740993
+ * reads as the double 2^53, so a file holding 2^53 cannot be told from one holding 2^53+1. */
+#define KN_ST_INT_MAX (((uint64_t)1 << 53) - 1)
 
 typedef struct kn_st_tensor {
     char *name; /* host_strdup'd */
@@ -181,7 +183,7 @@ static size_t st_utf8_check(const unsigned char *s, size_t n) {
     return n;
 }
 
-/* A JSON number that is an integer in [0, 2^53]: the only kind offsets and dims may be. */
+/* A JSON number that is an integer in [0, 2^53 - 1]: the only kind offsets and dims may be. */
 static bool st_json_count(const cJSON *j, uint64_t *out) {
     if (!cJSON_IsNumber(j)) return false;
     double v = j->valuedouble;
@@ -250,7 +252,7 @@ static kiln_status st_parse_tensor(kiln_context *ctx, const char *path, const cJ
                              "safetensors %s: tensor \"%s\": dimension %d of \"shape\" is not a "
                              "non-negative integer (%s)",
                              path, name, axis,
-                             cJSON_IsNumber(d) ? "negative, fractional or above 2^53"
+                             cJSON_IsNumber(d) ? "negative, fractional or above 2^53 - 1"
                                                : "not a number");
         t->dims[axis] = (int64_t)v;
     }
@@ -751,7 +753,7 @@ static kiln_status st_save_check(kiln_context *ctx, const char *path, int n,
 }
 
 /* What open would refuse in a header save is about to write, named: a dimension or an
- * offset above 2^53 (JSON numbers are doubles to most readers), or a byte size whose
+ * offset above 2^53 - 1 (JSON numbers are doubles to most readers), or a byte size whose
  * product overflows on the way (the builder allows extents up to 2^62, zeros counted as 1,
  * so a zero-size array can have both). Rank and dtype are within open's limits for any
  * array. */
@@ -766,7 +768,7 @@ static kiln_status st_save_limits(kiln_context *ctx, const char *path, int n,
             dims[d] = kiln_array_dim(arrays[i], d);
             if ((uint64_t)dims[d] > KN_ST_INT_MAX)
                 return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-                                 "%s %s: \"%s\": dimension %d is %lld, above 2^53, the largest "
+                                 "%s %s: \"%s\": dimension %d is %lld, above 2^53 - 1, the largest "
                                  "a safetensors header holds exactly",
                                  w, path, names[i], d, (long long)dims[d]);
         }
@@ -778,10 +780,11 @@ static kiln_status st_save_limits(kiln_context *ctx, const char *path, int n,
                              "does not help)",
                              w, path, names[i], at, (long long)dims[at]);
         if ((end += nbytes) > KN_ST_INT_MAX)
-            return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
-                             "%s %s: \"%s\" would end at byte %llu of the data, above 2^53, the "
-                             "largest a safetensors header holds exactly",
-                             w, path, names[i], (unsigned long long)end);
+            return ctx_error(
+                ctx, KILN_STATUS_INVALID_ARGUMENT,
+                "%s %s: \"%s\" would end at byte %llu of the data, above 2^53 - 1, the "
+                "largest a safetensors header holds exactly",
+                w, path, names[i], (unsigned long long)end);
     }
     return KILN_STATUS_OK;
 }

@@ -143,8 +143,10 @@ kiln_status kiln_loss_scale_unscale(kiln_graph *g, const kiln_loss_scale_options
     if (!check_options(g, op, o) || !check_grads(g, op, n, grads)) return fail_all(g, n, outs, 1);
 
     kiln_value scale = kiln_convert(g, o->scale, KILN_DTYPE_F32);
-    /* 1 / scale in f64, then rounded once to each gradient's dtype (torch: the reciprocal
-     * in double, then float) */
+    /* 1 / scale in f64, then rounded once to f32, or to an f64 gradient's dtype (torch: the
+     * reciprocal in double, then float); a 16-bit gradient is multiplied in f32 and the
+     * product rounded once, as torch's unscale does in its f32 opmath: 1/S rounded to f16
+     * would be 0 above 2^24 and a subnormal with few bits from 2^14 */
     kiln_value inv64 =
         kiln_div(g, trace_scalar(g, op, KILN_DTYPE_F64, 1), kiln_convert(g, scale, KILN_DTYPE_F64));
     kiln_value bad = KN_NONE; /* sum over i of sum(grads[i] * 0), f32: 0 or NaN */
@@ -154,7 +156,13 @@ kiln_status kiln_loss_scale_unscale(kiln_graph *g, const kiln_loss_scale_options
             kiln_reduce_sum(g, kiln_mul(g, grads[i], trace_scalar(g, op, t, 0)), 0, NULL, false);
         z = kiln_convert(g, z, KILN_DTYPE_F32);
         bad = i ? kiln_add(g, bad, z) : z;
-        unscaled[i] = kiln_mul(g, grads[i], kiln_convert(g, inv64, t));
+        if (t == KILN_DTYPE_F64 || t == KILN_DTYPE_F32) {
+            unscaled[i] = kiln_mul(g, grads[i], kiln_convert(g, inv64, t));
+        } else {
+            kiln_value wide = kiln_convert(g, grads[i], KILN_DTYPE_F32);
+            unscaled[i] =
+                kiln_convert(g, kiln_mul(g, wide, kiln_convert(g, inv64, KILN_DTYPE_F32)), t);
+        }
         trace_set_role(g, op, unscaled[i], TRACE_ROLE_GRADIENT);
     }
     kiln_value ok = kiln_compare(g, bad, trace_scalar(g, op, KILN_DTYPE_F32, 0), KILN_CMP_EQ);

@@ -248,9 +248,13 @@ kiln_status kiln_optim_sgd(kiln_graph *g, const kiln_sgd_options *o, int n,
 enum { AD_B1, AD_1MB1, AD_B2, AD_1MB2, AD_STEP_SIZE, AD_SQRT_BC2, AD_EPS, AD_WD };
 
 /* Adam (decoupled false: weight decay, when set, is L2 added to the gradient) and AdamW
- * (decoupled: p decays by lr * wd before the step), arranged as torch.optim.AdamW does so
- * the per-element work is two fused multiply-adds for the moments and one division:
- *   p' = p (1 - lr wd) - lr / (1 - b1^t) * m' / (sqrt(v') / sqrt(1 - b2^t) + eps). */
+ * (decoupled: p decays by lr * wd with the step), so that the per-element work is two
+ * fused multiply-adds for the moments and one division:
+ *   p' = p - (lr / (1 - b1^t) * m' / (sqrt(v') / sqrt(1 - b2^t) + eps) + lr wd p).
+ * The decay is added to the step and p takes one rounding, as in optax's adamw
+ * (p + -lr (u + wd p)); torch's p (1 - lr wd) - step rounds p twice and rounds 1 - lr wd to
+ * p's dtype, which for bf16 parameters quantises the decay to multiples of 2^-8 (none at
+ * all below lr wd = 2^-9). */
 static kiln_status adam(kiln_graph *g, const char *op, bool decoupled, const kiln_adam_options *o,
                         int n, const kiln_value *params, const kiln_value *grads,
                         const kiln_value *m, const kiln_value *v, kiln_value *new_params,
@@ -281,7 +285,7 @@ static kiln_status adam(kiln_graph *g, const char *op, bool decoupled, const kil
     c.f64[AD_STEP_SIZE] = kiln_div(g, lr, one_minus(g, op, kiln_pow(g, b1, t)));
     c.f64[AD_SQRT_BC2] = kiln_sqrt(g, one_minus(g, op, kiln_pow(g, b2, t)));
     c.f64[AD_EPS] = eps;
-    if (use_wd) c.f64[AD_WD] = decoupled ? one_minus(g, op, kiln_mul(g, lr, wd)) : wd;
+    if (use_wd) c.f64[AD_WD] = decoupled ? kiln_mul(g, lr, wd) : wd;
     for (int i = 0; i < n && !g->status; i++) {
         kiln_value p = params[i], d = grads[i];
         const kiln_value *k = coefs_for(g, &c, dtype_of(g, p));
@@ -290,8 +294,9 @@ static kiln_status adam(kiln_graph *g, const char *op, bool decoupled, const kil
         kiln_value nv =
             kiln_add(g, kiln_mul(g, k[AD_B2], v[i]), kiln_mul(g, k[AD_1MB2], kiln_mul(g, d, d)));
         kiln_value denom = kiln_add(g, kiln_div(g, kiln_sqrt(g, nv), k[AD_SQRT_BC2]), k[AD_EPS]);
-        kiln_value base = use_wd && decoupled ? kiln_mul(g, p, k[AD_WD]) : p;
-        new_params[i] = kiln_sub(g, base, kiln_mul(g, k[AD_STEP_SIZE], kiln_div(g, nm, denom)));
+        kiln_value step = kiln_mul(g, k[AD_STEP_SIZE], kiln_div(g, nm, denom));
+        if (use_wd && decoupled) step = kiln_add(g, step, kiln_mul(g, k[AD_WD], p));
+        new_params[i] = kiln_sub(g, p, step);
         new_m[i] = nm;
         new_v[i] = nv;
     }

@@ -2099,7 +2099,13 @@ KILN_API char *kiln_executable_plan_svg(const kiln_executable *e);
  * called again only for a new signature: a new shape, dtype, number of arguments or new
  * static_args bytes (values that shape the program, such as a layer count). The parameters
  * are named after the arrays of the call that traced them (kiln_array_create_named), else
- * arg0, arg1, ...: the names the memory report and the plan's picture show. */
+ * arg0, arg1, ...: the names the memory report and the plan's picture show.
+ *
+ * Threads may share a jit. One trace runs at a time per jit (the trace function need not
+ * be reentrant); compiles run side by side, and calls of a cached signature never wait for
+ * another signature's trace or compile (a call of the signature being built waits for
+ * it). A trace function may call its own jit on a signature already compiled; on any other
+ * the call is KILN_STATUS_INVALID_ARGUMENT (it would wait for itself). */
 /* KILN_MAX_OUTPUTS bounds a control-flow body's, kiln_custom_vjp's and kiln_vmap's values */
 #define KILN_MAX_OUTPUTS     64
 #define KILN_JIT_MAX_OUTPUTS 4096

@@ -205,6 +205,115 @@ static void test_builder_error(void) {
     kiln_jit_destroy(j);
 }
 
+/* x + 1 for a 1-D x; at length 3 the trace function also calls its own jit: on length 2
+ * (cached: runs), on length 5 (not built: an error, not a deadlock), and on length 3, the
+ * signature being traced (an error); and clears the cache (no deadlock). */
+typedef struct reenter_state {
+    kiln_jit *j;
+    kiln_status cached, fresh, self;
+    char fresh_msg[512];
+} reenter_state;
+
+static kiln_array *f32_vector(int64_t n) {
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    kiln_array *a = NULL;
+    kiln_array_create(ctx, KILN_DTYPE_F32, 1, &n, x, &a);
+    return a;
+}
+
+static int trace_reenter(kiln_graph *g, const kiln_value *args, int n_args, const void *st,
+                         void *user, kiln_value *outs) {
+    (void)n_args, (void)st;
+    reenter_state *r = user;
+    int64_t n;
+    kiln_value_type(g, args[0], NULL, NULL, &n);
+    if (n == 3) {
+        kiln_array *a2 = f32_vector(2), *a5 = f32_vector(5), *a3 = f32_vector(3), *o = NULL;
+        r->cached = kiln_jit_call(r->j, 1, &a2, NULL, 0, 1, &o);
+        kiln_array_destroy(o), o = NULL;
+        r->fresh = kiln_jit_call(r->j, 1, &a5, NULL, 0, 1, &o);
+        snprintf(r->fresh_msg, sizeof r->fresh_msg, "%s", kiln_last_error(ctx));
+        kiln_array_destroy(o), o = NULL;
+        r->self = kiln_jit_call(r->j, 1, &a3, NULL, 0, 1, &o);
+        kiln_array_destroy(o);
+        kiln_jit_clear(r->j);
+        kiln_array_destroy(a2), kiln_array_destroy(a5), kiln_array_destroy(a3);
+    }
+    outs[0] = kiln_add(g, args[0], kiln_scalar(g, KILN_DTYPE_F32, 1));
+    return 1;
+}
+
+/* A trace function that calls its own jit (an outside check found this hung for ever:
+ * the jit's lock was held through the trace). */
+static void test_reentrant_trace(void) {
+    reenter_state r = {0};
+    kiln_jit_options o = {.name = "reenter", .fn = trace_reenter, .user = &r};
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &r.j));
+    kiln_array *a2 = f32_vector(2), *a3 = f32_vector(3), *out = NULL;
+    CHECK_OK(ctx, kiln_jit_call(r.j, 1, &a2, NULL, 0, 1, &out));
+    kiln_array_destroy(out), out = NULL;
+    CHECK_OK(ctx, kiln_jit_call(r.j, 1, &a3, NULL, 0, 1, &out));
+    float got[3] = {0, 0, 0};
+    if (out) kiln_array_copy_to_host(out, got, sizeof got);
+    CHECK(got[0] == 2 && got[2] == 4);
+    CHECK_STATUS(r.cached, KILN_STATUS_OK);
+    CHECK_STATUS(r.fresh, KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(r.fresh_msg, "kiln_jit_call 'reenter': called from inside its own trace "
+                                "function on a signature it has not compiled");
+    CHECK_STATUS(r.self, KILN_STATUS_INVALID_ARGUMENT);
+    kiln_array_destroy(out);
+    kiln_array_destroy(a2), kiln_array_destroy(a3);
+    kiln_jit_destroy(r.j);
+}
+
+/* While one thread traces and compiles a new signature, another's calls of a cached one
+ * run (they waited for the whole compile: an outside check). The slow trace waits, up to
+ * 30 s, for the other thread's cached call to have returned. */
+static volatile int cached_done;
+static int saw_cached_done;
+
+static int trace_slow(kiln_graph *g, const kiln_value *args, int n_args, const void *st, void *user,
+                      kiln_value *outs) {
+    (void)n_args, (void)st, (void)user;
+    int64_t n;
+    kiln_value_type(g, args[0], NULL, NULL, &n);
+    for (int i = 0; n == 5 && i < 30000 && !__atomic_load_n(&cached_done, __ATOMIC_ACQUIRE); i++)
+        usleep(1000);
+    if (n == 5) saw_cached_done = __atomic_load_n(&cached_done, __ATOMIC_ACQUIRE);
+    outs[0] = kiln_mul(g, args[0], kiln_scalar(g, KILN_DTYPE_F32, 2));
+    return 1;
+}
+
+static void *cached_caller(void *p) {
+    kiln_jit *j = p;
+    kiln_array *a2 = f32_vector(2), *out = NULL;
+    usleep(20000); /* let the main thread start its trace */
+    kiln_status s = kiln_jit_call(j, 1, &a2, NULL, 0, 1, &out);
+    __atomic_store_n(&cached_done, s == KILN_STATUS_OK ? 1 : 2, __ATOMIC_RELEASE);
+    kiln_array_destroy(out), kiln_array_destroy(a2);
+    return NULL;
+}
+
+static void test_cached_calls_during_a_compile(void) {
+    kiln_jit_options o = {.name = "slow", .fn = trace_slow};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    kiln_array *a2 = f32_vector(2), *a5 = f32_vector(5), *out = NULL;
+    CHECK_OK(ctx, kiln_jit_call(j, 1, &a2, NULL, 0, 1, &out)); /* cached now */
+    kiln_array_destroy(out), out = NULL;
+    pthread_t t;
+    pthread_create(&t, NULL, cached_caller, j);
+    CHECK_OK(ctx, kiln_jit_call(j, 1, &a5, NULL, 0, 1, &out)); /* traces, waiting */
+    pthread_join(t, NULL);
+    CHECK_MSG(saw_cached_done == 1, "the cached call %s while the other signature traced",
+              saw_cached_done ? "failed" : "did not return");
+    kiln_jit_stats st;
+    kiln_jit_get_stats(j, &st);
+    CHECK(st.entries == 2 && st.traces == 2 && st.hits == 1);
+    kiln_array_destroy(out), kiln_array_destroy(a2), kiln_array_destroy(a5);
+    kiln_jit_destroy(j);
+}
+
 typedef struct thread_arg {
     kiln_jit *j;
     int ok;
@@ -688,6 +797,8 @@ int main(void) {
     RUN(test_declared_signature);
     RUN(test_builder_error);
     RUN(test_many_outputs);
+    RUN(test_reentrant_trace);
+    RUN(test_cached_calls_during_a_compile);
     RUN(test_threads);
     RUN(test_lower);
     RUN(test_lower_names);

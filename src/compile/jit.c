@@ -11,11 +11,18 @@
  * signature comes from arrays or from specs through one jit_sig, so a lowering and a
  * later call of the same signature meet in the same entry.
  *
- * Threads: the cache is guarded by a mutex. Entries are reference-counted so that
- * kiln_jit_clear from one thread never frees an executable another thread is running;
- * tracing and compiling happen under the lock (one compile at a time per jit). An
- * executable handed out by a lowering carries a reference of its own (the executable's
- * refcount, not the entry's), so it outlives the entry if the caller keeps it. */
+ * Threads: the cache is guarded by a mutex (mu), held only to look up and publish, never
+ * while tracing or compiling. A miss puts an entry in the cache at once, marked as being
+ * built by its thread: later calls of that signature wait for it (on built), calls of any
+ * other cached signature run on. Traces take a second mutex (trace_mu), one at a time per
+ * jit as the trace function may not be reentrant; compiles run side by side. The thread
+ * tracing is recorded, so that a trace function calling its own jit on a signature that
+ * is not built yet is an error, not a deadlock (it never waits: the builder it would wait
+ * for may be waiting for its trace); a cached signature it may call. Entries are reference-counted
+ * so that kiln_jit_clear from one thread never frees an executable another thread is running; an
+ * entry cleared while it is being built is handed to its builder's call alone. An executable handed
+ * out by a lowering carries a reference of its own (the executable's refcount, not the entry's), so
+ * it outlives the entry if the caller keeps it. */
 #include "compile.h"
 
 #include <pthread.h>
@@ -26,8 +33,9 @@ typedef struct jit_entry {
     uint64_t hash;
     size_t key_len;
     unsigned char *key;
-    kiln_executable *exe;
-    int refs; /* the cache's own reference + calls running it */
+    kiln_executable *exe; /* NULL while building */
+    int refs;             /* the cache's own reference (once built) + calls holding it */
+    bool in_cache;        /* in the list (kiln_jit_clear takes it out) */
 } jit_entry;
 
 struct kiln_jit {
@@ -35,8 +43,12 @@ struct kiln_jit {
     kiln_jit_options o;
     char *name;
     kiln_arg_spec *specs;
-    int *donate; /* a copy of o.compile.donate_argnums */
-    pthread_mutex_t mu;
+    int *donate;              /* a copy of o.compile.donate_argnums */
+    pthread_mutex_t mu;       /* entries, stats, tracing, tracer */
+    pthread_cond_t built;     /* an entry finished building (or failed) */
+    pthread_mutex_t trace_mu; /* one trace at a time */
+    bool tracing;             /* a trace function is running, on thread tracer */
+    pthread_t tracer;
     jit_entry *entries;
     kiln_jit_stats stats;
 };
@@ -76,6 +88,8 @@ kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts, kil
     j->o.name = j->name;
     j->o.compile.donate_argnums = j->donate;
     pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_init(&j->trace_mu, NULL);
+    pthread_cond_init(&j->built, NULL);
     *out = j;
     return KILN_STATUS_OK;
 }
@@ -89,7 +103,8 @@ static void entry_free(kiln_context *ctx, jit_entry *en) {
 static void drop_all(kiln_jit *j) {
     for (jit_entry *en = j->entries, *next; en; en = next) {
         next = en->next;
-        if (--en->refs == 0) entry_free(j->ctx, en);
+        en->in_cache = false;
+        if (en->exe && --en->refs == 0) entry_free(j->ctx, en); /* building: its builder's */
     }
     j->entries = NULL;
     j->stats.entries = j->stats.bytes = 0;
@@ -106,6 +121,8 @@ void kiln_jit_destroy(kiln_jit *j) {
     if (!j) return;
     kiln_jit_clear(j);
     pthread_mutex_destroy(&j->mu);
+    pthread_mutex_destroy(&j->trace_mu);
+    pthread_cond_destroy(&j->built);
     if (j->name) host_free(j->ctx, j->name, strlen(j->name) + 1);
     if (j->specs) host_free(j->ctx, j->specs, (size_t)j->o.n_args * sizeof *j->specs);
     if (j->donate) host_free(j->ctx, j->donate, (size_t)j->o.compile.n_donate * sizeof *j->donate);
@@ -268,9 +285,22 @@ static unsigned char *make_key(kiln_jit *j, const jit_sig *s, size_t *len) {
     return k;
 }
 
+/* Whether this thread is inside the jit's trace function (j->mu held). */
+static bool tracing_here(const kiln_jit *j) {
+    return j->tracing && pthread_equal(j->tracer, pthread_self());
+}
+
+static kiln_status reentered(kiln_jit *j, const jit_sig *sg) {
+    return ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                     "%s '%s': called from inside its own trace function on a signature it has "
+                     "not compiled (or the one being traced): the trace would wait for itself. "
+                     "Call the traced function directly, or use another kiln_jit",
+                     sg->op, j->name);
+}
+
 /* Traces the function for signature sg into a new finished graph (*out, the caller's);
- * on failure *out is NULL and the graph is destroyed. Called with j->mu held: one trace
- * at a time per jit, as the trace function may not be reentrant. */
+ * on failure *out is NULL and the graph is destroyed. Takes j->trace_mu: one trace at a
+ * time per jit, as the trace function may not be reentrant; j->mu is not held. */
 static kiln_status trace_graph(kiln_jit *j, const jit_sig *sg, kiln_graph **out) {
     kiln_graph *g;
     *out = NULL;
@@ -295,8 +325,16 @@ static kiln_status trace_graph(kiln_jit *j, const jit_sig *sg, kiln_graph **out)
         pv[i] = kiln_parameter_in_memory(g, name, sig_dtype(sg, i), sig_rank(sg, i),
                                          sig_dims(sg, i), (kiln_memory_kind)sig_kind(sg, i));
     }
+    pthread_mutex_lock(&j->trace_mu);
+    pthread_mutex_lock(&j->mu);
     j->stats.traces++;
+    j->tracing = true, j->tracer = pthread_self();
+    pthread_mutex_unlock(&j->mu);
     int n_outs = kiln_graph_status(g) ? 0 : j->o.fn(g, pv, n_args, sg->st, j->o.user, outs);
+    pthread_mutex_lock(&j->mu);
+    j->tracing = false;
+    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&j->trace_mu);
     if (pv != params) host_free(j->ctx, pv, (size_t)n_args * sizeof *pv);
     if (kiln_graph_status(g))
         s = kiln_graph_finish(g, 0, NULL); /* the builder's first error */
@@ -321,7 +359,9 @@ static kiln_status trace_and_compile(kiln_jit *j, const jit_sig *sg, kiln_execut
     kiln_graph *g;
     kiln_status s = trace_graph(j, sg, &g);
     if (s) return s;
+    pthread_mutex_lock(&j->mu);
     j->stats.compiles++;
+    pthread_mutex_unlock(&j->mu);
     kiln_compile_options co = j->o.compile;
     co.device = sg->device;
     s = kiln_compile(g, &co, exe);
@@ -329,38 +369,78 @@ static kiln_status trace_and_compile(kiln_jit *j, const jit_sig *sg, kiln_execut
     return s;
 }
 
-/* Finds or builds the entry for this signature and takes a reference on it. */
+static jit_entry *find(kiln_jit *j, uint64_t h, const unsigned char *key, size_t len) {
+    for (jit_entry *en = j->entries; en; en = en->next)
+        if (en->hash == h && en->key_len == len && !memcmp(en->key, key, len)) return en;
+    return NULL;
+}
+
+static void unlink_entry(kiln_jit *j, jit_entry *en) {
+    for (jit_entry **p = &j->entries; *p; p = &(*p)->next)
+        if (*p == en) {
+            *p = en->next;
+            return;
+        }
+}
+
+/* Finds or builds the entry for this signature and takes a reference on it. A signature
+ * another thread is building is waited for; a new one is entered at once (building, this
+ * thread its builder), traced and compiled without the lock, then published. */
 static kiln_status acquire(kiln_jit *j, const jit_sig *sg, jit_entry **out) {
     size_t len = 0;
     unsigned char *key = make_key(j, sg, &len);
     if (!key) return ctx_oom(j->ctx, "kiln_jit: the signature key", len);
     uint64_t h = fnv1a(key, len);
     pthread_mutex_lock(&j->mu);
-    for (jit_entry *en = j->entries; en; en = en->next)
-        if (en->hash == h && en->key_len == len && !memcmp(en->key, key, len)) {
-            en->refs++;
-            j->stats.hits++;
-            pthread_mutex_unlock(&j->mu);
-            host_free(j->ctx, key, len);
-            *out = en;
-            return KILN_STATUS_OK;
-        }
+    jit_entry *en;
+    /* inside its own trace function a call never waits: the entry's builder may be
+     * waiting for this thread's trace to end (trace_mu) */
+    while ((en = find(j, h, key, len)) && !en->exe && !tracing_here(j))
+        pthread_cond_wait(&j->built, &j->mu);
+    if (en && en->exe) {
+        en->refs++;
+        j->stats.hits++;
+        pthread_mutex_unlock(&j->mu);
+        host_free(j->ctx, key, len);
+        *out = en;
+        return KILN_STATUS_OK;
+    }
+    if (en || tracing_here(j)) {
+        pthread_mutex_unlock(&j->mu);
+        host_free(j->ctx, key, len);
+        return reentered(j, sg);
+    }
+    en = host_calloc(j->ctx, 1, sizeof *en);
+    if (!en) {
+        pthread_mutex_unlock(&j->mu);
+        host_free(j->ctx, key, len);
+        return ctx_oom(j->ctx, "kiln_jit: a cache entry", sizeof *en);
+    }
+    *en = (jit_entry){j->entries, h, len, key, NULL, 1, true};
+    j->entries = en;
     j->stats.misses++;
+    pthread_mutex_unlock(&j->mu);
+
     kiln_executable *exe = NULL;
     kiln_status s = trace_and_compile(j, sg, &exe);
-    jit_entry *en = s ? NULL : host_calloc(j->ctx, 1, sizeof *en);
-    if (!s && !en) s = ctx_oom(j->ctx, "kiln_jit: a cache entry", sizeof *en);
+
+    pthread_mutex_lock(&j->mu);
     if (s) {
-        pthread_mutex_unlock(&j->mu);
-        kiln_executable_destroy(exe);
-        host_free(j->ctx, key, len);
+        if (en->in_cache) unlink_entry(j, en);
+    } else {
+        en->exe = exe;
+        if (en->in_cache) { /* not cleared meanwhile: the cache keeps a reference */
+            en->refs++;
+            j->stats.entries++;
+            j->stats.bytes += exe->stats.code_bytes;
+        }
+    }
+    pthread_cond_broadcast(&j->built);
+    pthread_mutex_unlock(&j->mu);
+    if (s) {
+        entry_free(j->ctx, en);
         return s;
     }
-    *en = (jit_entry){j->entries, h, len, key, exe, 2};
-    j->entries = en;
-    j->stats.entries++;
-    j->stats.bytes += exe->stats.code_bytes;
-    pthread_mutex_unlock(&j->mu);
     *out = en;
     return KILN_STATUS_OK;
 }
@@ -450,7 +530,7 @@ kiln_status kiln_jit_lower_shapes(kiln_jit *j, int device, int n_args, const kil
 
 /* The graph a call would compile, traced anew (the cache keeps executables, not graphs,
  * and a trace is cheap next to a compile): the same checks and parameter names as
- * kiln_jit_call, the same trace under the jit's lock, no cache entry touched. */
+ * kiln_jit_call, the same trace (one at a time), no cache entry touched. */
 kiln_status kiln_jit_trace(kiln_jit *j, int n_args, kiln_array *const *args,
                            const void *static_args, size_t static_size, kiln_graph **out) {
     if (!j) return exec_null_object("kiln_jit_trace", "the jit", n_args, args);
@@ -463,7 +543,7 @@ kiln_status kiln_jit_trace(kiln_jit *j, int n_args, kiln_array *const *args,
     if ((s = check_arrays(j, &sg)) || (s = check_declared(j, &sg)) || (s = check_static(j, &sg)))
         return s;
     pthread_mutex_lock(&j->mu);
-    s = trace_graph(j, &sg, out);
+    bool here = tracing_here(j);
     pthread_mutex_unlock(&j->mu);
-    return s;
+    return here ? reentered(j, &sg) : trace_graph(j, &sg, out);
 }

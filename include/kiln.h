@@ -2126,6 +2126,13 @@ typedef struct kiln_jit_options {
     int n_args;                     /* with arg_specs: the declared signature; else ignored */
     const kiln_arg_spec *arg_specs; /* NULL: any arguments */
     kiln_compile_options compile;   /* donate_argnums here: each call consumes those arguments */
+    /* The most executables the jit keeps (0: 256). Past it the least recently used one is
+     * dropped (kiln_jit_stats.evictions), freed once no call runs it: each loaded
+     * executable holds its kernels' memory and one file descriptor, so a jit called on
+     * ever new shapes would otherwise exhaust them. A signature called again after its
+     * eviction is traced and compiled again (its machine code usually from the disk
+     * cache). -1: no limit. */
+    int max_entries;
 } kiln_jit_options;
 
 typedef struct kiln_jit kiln_jit;
@@ -2176,12 +2183,13 @@ KILN_API kiln_status kiln_jit_trace(kiln_jit *j, int n_args, kiln_array *const *
                                     const void *static_args, size_t static_size, kiln_graph **out);
 
 typedef struct kiln_jit_stats {
-    uint64_t traces;   /* trace function calls */
-    uint64_t compiles; /* executables built (each may still hit the disk cache) */
-    uint64_t hits;     /* calls and lowerings served by a cached executable */
-    uint64_t misses;   /* calls and lowerings that needed a new one */
-    uint64_t entries;  /* executables held now */
-    uint64_t bytes;    /* their code bytes */
+    uint64_t traces;    /* trace function calls */
+    uint64_t compiles;  /* executables built (each may still hit the disk cache) */
+    uint64_t hits;      /* calls and lowerings served by a cached executable */
+    uint64_t misses;    /* calls and lowerings that needed a new one */
+    uint64_t entries;   /* executables held now */
+    uint64_t bytes;     /* their code bytes */
+    uint64_t evictions; /* executables dropped for max_entries */
 } kiln_jit_stats;
 KILN_API void kiln_jit_get_stats(const kiln_jit *j, kiln_jit_stats *stats);
 /* Drops every cached executable and frees what it holds. */

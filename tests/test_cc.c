@@ -1184,11 +1184,54 @@ static void test_relative_dir(void) {
     rm_rf(base);
 }
 
+/* TMPDIR missing: the compile falls back to /tmp (an outside check found every compile
+ * failing, naming neither TMPDIR nor a way out). And a temp folder a dead process left
+ * (kiln-cc-<pid>-...) is removed by a context's first compile once it is six hours old;
+ * a fresh one, or one of a live process, stays. */
+static void test_tmpdir(void) {
+    char base[PATH_MAX], dead[PATH_MAX + 64], young[PATH_MAX + 64], live[PATH_MAX + 64];
+    make_tmpdir(base);
+    char *old_tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    /* a pid that is not running: the highest the kernel hands out is below 2^22 */
+    snprintf(dead, sizeof dead, "%s/kiln-cc-4194999-0-AAAAAA", base);
+    snprintf(young, sizeof young, "%s/kiln-cc-4194998-0-BBBBBB", base);
+    snprintf(live, sizeof live, "%s/kiln-cc-1-0-CCCCCC", base);
+    CHECK(!mkdir(dead, 0700) && !mkdir(young, 0700) && !mkdir(live, 0700));
+    struct timespec old_times[2] = {{.tv_sec = time(NULL) - 7 * 3600},
+                                    {.tv_sec = time(NULL) - 7 * 3600}};
+    CHECK(!utimensat(AT_FDCWD, dead, old_times, 0) && !utimensat(AT_FDCWD, live, old_times, 0));
+    setenv("TMPDIR", base, 1);
+    kiln_context *ctx = cache_context(base, NULL);
+    if (ctx) opt_of(ctx)->cache.max_bytes = 0; /* no disk cache: every load compiles */
+    cc_module *m = ctx ? load(ctx, SRC_ADD, false) : NULL;
+    CHECK(m && call_add(m, 40, 2) == 42);
+    cc_module_unload(m);
+    kiln_context_destroy(ctx);
+    CHECK_MSG(!exists(dead), "%s stayed", dead);
+    CHECK_MSG(exists(young) && exists(live), "a young or live folder was removed");
+    char missing[PATH_MAX + 16];
+    snprintf(missing, sizeof missing, "%s/not-here", base);
+    setenv("TMPDIR", missing, 1);
+    ctx = cache_context(base, NULL);
+    if (ctx) opt_of(ctx)->cache.max_bytes = 0;
+    m = ctx ? load(ctx, SRC_MUL, false) : NULL;
+    CHECK_MSG(m && cc_module_sym(m, "kiln_mul"), "TMPDIR missing: %s",
+              ctx ? kiln_last_error(ctx) : "no context");
+    cc_module_unload(m);
+    kiln_context_destroy(ctx);
+    if (old_tmpdir)
+        setenv("TMPDIR", old_tmpdir, 1), free(old_tmpdir);
+    else
+        unsetenv("TMPDIR");
+    rm_rf(base);
+}
+
 int main(void) {
     RUN(test_sha256);
     RUN(test_config);
     RUN(test_missing_compiler); /* touches the environment: before any thread starts */
     RUN(test_relative_dir);     /* so does this (TMPDIR), and it changes folder */
+    RUN(test_tmpdir);           /* and this (TMPDIR) */
     RUN(test_compile_and_hit);
     RUN(test_second_process);
     RUN(test_two_held);

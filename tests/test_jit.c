@@ -314,6 +314,33 @@ static void test_cached_calls_during_a_compile(void) {
     kiln_jit_destroy(j);
 }
 
+/* max_entries: the least recently used executable leaves past it (an outside check's jit
+ * on ever new shapes held one file descriptor per shape until compiles failed). */
+static void test_max_entries(void) {
+    kiln_jit_options o = {.name = "lru", .fn = trace_slow, .max_entries = 2};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    kiln_array *a[4] = {f32_vector(1), f32_vector(2), f32_vector(3), f32_vector(4)}, *out = NULL;
+    const int order[6] = {0, 1, 0, 2, 0, 1}; /* 1 is the least recent when 2 arrives */
+    for (int k = 0; k < 6; k++) {
+        CHECK_OK(ctx, kiln_jit_call(j, 1, &a[order[k]], NULL, 0, 1, &out));
+        kiln_array_destroy(out), out = NULL;
+    }
+    kiln_jit_stats st;
+    kiln_jit_get_stats(j, &st);
+    /* traces: 0, 1, 2 (evicts 1), 1 again (evicts 2); hits: 0 twice */
+    CHECK_MSG(st.traces == 4 && st.hits == 2 && st.evictions == 2 && st.entries == 2,
+              "traces %llu hits %llu evictions %llu entries %llu", (unsigned long long)st.traces,
+              (unsigned long long)st.hits, (unsigned long long)st.evictions,
+              (unsigned long long)st.entries);
+    kiln_jit_destroy(j);
+    kiln_jit_options bad = {.fn = trace_slow, .max_entries = -2};
+    CHECK_STATUS(kiln_jit_create(ctx, &bad, &j), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx),
+                   "max_entries -2 is not -1 (no limit), 0 (the default, 256)");
+    for (int k = 0; k < 4; k++) kiln_array_destroy(a[k]);
+}
+
 typedef struct thread_arg {
     kiln_jit *j;
     int ok;
@@ -799,6 +826,7 @@ int main(void) {
     RUN(test_many_outputs);
     RUN(test_reentrant_trace);
     RUN(test_cached_calls_during_a_compile);
+    RUN(test_max_entries);
     RUN(test_threads);
     RUN(test_lower);
     RUN(test_lower_names);

@@ -53,6 +53,9 @@ struct kiln_jit {
     kiln_jit_stats stats;
 };
 
+/* kiln_jit_options.max_entries's default */
+#define JIT_DEFAULT_MAX_ENTRIES 256
+
 static uint64_t fnv1a(const unsigned char *p, size_t n) {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
@@ -68,6 +71,11 @@ kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts, kil
     if (opts->arg_specs && (opts->n_args < 0 || opts->n_args > 4096))
         return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "kiln_jit_create: n_args %d is out of range", opts->n_args);
+    if (opts->max_entries < -1)
+        return ctx_error(ctx, KILN_STATUS_INVALID_ARGUMENT,
+                         "kiln_jit_create: max_entries %d is not -1 (no limit), 0 (the default, "
+                         "%d) or a count",
+                         opts->max_entries, JIT_DEFAULT_MAX_ENTRIES);
     kiln_jit *j = host_calloc(ctx, 1, sizeof *j);
     if (!j) return ctx_oom(ctx, "kiln_jit_create", sizeof *j);
     j->ctx = ctx;
@@ -87,6 +95,7 @@ kiln_status kiln_jit_create(kiln_context *ctx, const kiln_jit_options *opts, kil
     j->o.arg_specs = j->specs;
     j->o.name = j->name;
     j->o.compile.donate_argnums = j->donate;
+    if (!j->o.max_entries) j->o.max_entries = JIT_DEFAULT_MAX_ENTRIES;
     pthread_mutex_init(&j->mu, NULL);
     pthread_mutex_init(&j->trace_mu, NULL);
     pthread_cond_init(&j->built, NULL);
@@ -383,6 +392,26 @@ static void unlink_entry(kiln_jit *j, jit_entry *en) {
         }
 }
 
+/* Past max_entries, the least recently used built entries leave the cache (the list is
+ * kept most recent first); each is freed when its last running call releases it. */
+static void evict_over(kiln_jit *j) {
+    if (j->o.max_entries < 0 || j->stats.entries <= (uint64_t)j->o.max_entries) return;
+    uint64_t keep = (uint64_t)j->o.max_entries, seen = 0;
+    for (jit_entry **p = &j->entries; *p;) {
+        jit_entry *en = *p;
+        if (!en->exe || seen++ < keep) { /* building, or recent enough */
+            p = &en->next;
+            continue;
+        }
+        *p = en->next;
+        en->in_cache = false;
+        j->stats.entries--;
+        j->stats.bytes -= en->exe->stats.code_bytes;
+        j->stats.evictions++;
+        if (--en->refs == 0) entry_free(j->ctx, en);
+    }
+}
+
 /* Finds or builds the entry for this signature and takes a reference on it. A signature
  * another thread is building is waited for; a new one is entered at once (building, this
  * thread its builder), traced and compiled without the lock, then published. */
@@ -398,6 +427,10 @@ static kiln_status acquire(kiln_jit *j, const jit_sig *sg, jit_entry **out) {
     while ((en = find(j, h, key, len)) && !en->exe && !tracing_here(j))
         pthread_cond_wait(&j->built, &j->mu);
     if (en && en->exe) {
+        if (j->entries != en) { /* most recently used first */
+            unlink_entry(j, en);
+            en->next = j->entries, j->entries = en;
+        }
         en->refs++;
         j->stats.hits++;
         pthread_mutex_unlock(&j->mu);
@@ -433,6 +466,7 @@ static kiln_status acquire(kiln_jit *j, const jit_sig *sg, jit_entry **out) {
             en->refs++;
             j->stats.entries++;
             j->stats.bytes += exe->stats.code_bytes;
+            evict_over(j);
         }
     }
     pthread_cond_broadcast(&j->built);

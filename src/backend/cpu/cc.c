@@ -33,9 +33,11 @@
 #include "base/sha256.h"
 #include "backend/objcache.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +117,7 @@ struct cc_compiler {
     cc_stats stats;
     atomic_uint next_tmp;          /* makes temp folder names unique within the process */
     atomic_bool warned_unwritable; /* the unwritable-cache notice was printed */
+    atomic_bool swept_stale;       /* sweep_stale ran */
 };
 
 struct cc_module {
@@ -193,9 +196,15 @@ static start_step start_in(char *const argv[], const char *dir, const char *out_
     }
     int out_fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (out_fd < 0) {
+        int e = errno;
         if (why)
-            snprintf(why, cap, "cannot create the compiler's output file %s: %s", out_path,
-                     strerror(errno));
+            snprintf(why, cap, "cannot create the compiler's output file %s: %s%s", out_path,
+                     strerror(e),
+                     e == EMFILE ? " (this process's open-file limit, ulimit -n: every loaded "
+                                   "executable holds one descriptor until it is destroyed, so "
+                                   "destroy the ones no longer needed, lower "
+                                   "kiln_jit_options.max_entries, or raise the limit)"
+                                 : "");
         close(dir_fd);
         return START_OUTPUT;
     }
@@ -801,9 +810,37 @@ static kiln_status open_fresh(const cc_load *ld, cc_work *w, cc_module **out) {
                      keep_source(ld, w, src, kept));
 }
 
+/* A process that exits while a compile runs (exit() with a background build, a signal, a
+ * crash) leaves its folder <parent>/kiln-cc-<pid>-<n>-XXXXXX behind. Once, the
+ * first compile of a context removes those whose process is gone and which have not changed for six
+ * hours (a folder of a live process in another PID namespace sharing /tmp looks dead by
+ * its pid, but no compile takes hours). */
+#define CC_STALE_SECONDS (6 * 3600)
+static void sweep_stale(const cc_load *ld, const char *parent) {
+    if (atomic_exchange(&ld->st->swept_stale, true)) return;
+    DIR *d = opendir(parent);
+    if (!d) return;
+    time_t now = time(NULL);
+    for (struct dirent *e; (e = readdir(d));) {
+        long pid;
+        char dir[PATH_MAX];
+        struct stat sb;
+        if (sscanf(e->d_name, "kiln-cc-%ld-", &pid) != 1 || pid <= 0 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to ask */
+        if (snprintf(dir, sizeof dir, "%s/%s", parent, e->d_name) >= (int)sizeof dir) continue;
+        if (lstat(dir, &sb) || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
+            now - sb.st_mtime < CC_STALE_SECONDS)
+            continue;
+        objcache_remove_tmp(dir);
+    }
+    closedir(d);
+}
+
 /* Every compile: in a private temp folder under TMPDIR (made absolute: the compiler runs
  * inside it), never in the cache, so that a cache that cannot be written cannot fail it;
- * the object is loaded from a private copy (open_copy). The folder is removed, unless a
+ * a TMPDIR that is missing or cannot be written falls back to /tmp, as a compiler does.
+ * The object is loaded from a private copy (open_copy). The folder is removed, unless a
  * message names a file in it. A source that fails is kept in keep_dir (the cache; NULL:
  * none). */
 static kiln_status load_private(const cc_load *ld, const char *keep_dir, cc_module **out) {
@@ -812,10 +849,21 @@ static kiln_status load_private(const cc_load *ld, const char *keep_dir, cc_modu
     cc_work w = {.keep_dir = keep_dir};
     snprintf(parent, sizeof parent, "%s", env && *env ? env : "/tmp");
     make_absolute(parent);
+    sweep_stale(ld, parent);
     int err = make_tmp(ld, parent, "kiln-cc-", w.tmp);
+    if (err && strcmp(parent, "/tmp")) {
+        int err2 = make_tmp(ld, "/tmp", "kiln-cc-", w.tmp);
+        if (err2)
+            return ctx_error(ld->ctx, KILN_STATUS_IO,
+                             "cannot create a temp folder for the C compiler under TMPDIR "
+                             "(%s: %s) nor under /tmp (%s)",
+                             parent, strerror(err), strerror(err2));
+        err = 0;
+    }
     if (err)
-        return ctx_error(ld->ctx, KILN_STATUS_IO, "cannot create a temp folder under %s: %s",
-                         parent, strerror(err));
+        return ctx_error(ld->ctx, KILN_STATUS_IO,
+                         "cannot create a temp folder for the C compiler under %s%s: %s", parent,
+                         env && *env ? " (TMPDIR)" : "", strerror(err));
     kiln_status s = run_compiler(ld, &w);
     if (!s) s = open_fresh(ld, &w, out);
     if (!w.keep_tmp) objcache_remove_tmp(w.tmp);

@@ -243,8 +243,29 @@ void remat_regions_release(kiln_context *ctx, void *state) {
     *r = (remat_regions){0};
 }
 
+/* Whether forward value id is elementwise work on values the regions save (or that no
+ * region dropped), through at most `depth` more elementwise steps over dropped ones: then
+ * recomputing it reads only saved buffers, as cheaply as the values kiln recomputes by
+ * default (budget.c, REMAT_WHY_CHEAP). */
+static bool cheap_from_saved(const kiln_graph *g, uint32_t id, int depth) {
+    const ir_node *n = &g->nodes[id];
+    const ir_op_info *o = &ir_ops[n->op];
+    if (n->backward || !(o->flags & IRF_ELEMENTWISE) || o->kind == IRK_SOURCE || depth < 0)
+        return false;
+    const uint32_t *in = ir_in(n);
+    for (uint32_t k = 0; k < n->n_in; k++) {
+        const remat_row *u = ir_side_row(g, &remat_kind, in[k]);
+        bool dropped = u && (u->mark == REMAT_DROP || u->mark == REMAT_OFFLOAD);
+        if (dropped && !cheap_from_saved(g, in[k], depth - 1)) return false;
+    }
+    return true;
+}
+
 /* Keeps the regions' outputs (see the top of the file), then frees the names: no region
- * can read them any more. */
+ * can read them any more. An output that is elementwise work on what the regions save
+ * (dots_saveable's dot followed by its activation) is left unmarked instead: the default
+ * recomputes it where that lowers the peak, as it would with no region at all (kept, a
+ * per-layer dots_saveable region planned 1.27x the peak of no region: an outside check). */
 void remat_regions_finish(kiln_graph *g) {
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
@@ -253,7 +274,8 @@ void remat_regions_finish(kiln_graph *g) {
         for (uint32_t k = 0; k < n->n_in; k++) {
             remat_row *u = ir_side_row_edit(g, &remat_kind, in[k]);
             if (u && (u->mark == REMAT_DROP || u->mark == REMAT_OFFLOAD) && id >= u->region_end)
-                u->mark = REMAT_KEEP;
+                u->mark = u->mark == REMAT_DROP && cheap_from_saved(g, in[k], 4) ? REMAT_NONE
+                                                                                 : REMAT_KEEP;
         }
     }
     for (uint32_t id = 1; id < g->n_nodes; id++) {

@@ -236,7 +236,16 @@ kiln_value kiln_is_finite(kiln_graph *g, kiln_value x) {
  * and the result goes to 0 rather than to a tiny negative number below x ~ -5.6 (f32). */
 kiln_value kiln_gelu(kiln_graph *g, kiln_value x, bool approximate) {
     const char *op = "kiln_gelu";
-    if (!float_operand(g, op, x)) return KN_NONE;
+    const ir_node *xn = float_operand(g, op, x);
+    if (!xn) return KN_NONE;
+    kiln_dtype t = xn->dtype;
+    if (!approximate && t != KILN_DTYPE_F32 && t != KILN_DTYPE_F64) {
+        /* bf16, f16: in f32, rounded once. Rounding erf to 8 or 11 bits first made 1 + erf
+         * cancel from x ~ -3.1 (bf16) and -3.6 (f16), where gelu is still -2e-3 (an outside
+         * check: 2040 ulps in f16, where JAX's erfc form has 15) */
+        kiln_value y = kiln_gelu(g, kiln_convert(g, x, KILN_DTYPE_F32), false);
+        return kiln_convert(g, y, t);
+    }
     kiln_value half_x = kiln_mul(g, scalar_like(g, op, x, 0.5), x);
     if (!approximate) {
         kiln_value u = kiln_mul(g, x, scalar_like(g, op, x, M_SQRT1_2));

@@ -232,6 +232,47 @@ static void test_good_values(void) {
     CHECK(st.mode == KILN_ALLOC_MODE_GROW);
 }
 
+/* The default cache folder: $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln, each only when
+ * absolute (the XDG spec: a relative one is ignored; an outside check found kiln creating
+ * ./relative/dir/kiln), else /tmp/kiln-cache. */
+static void test_cache_dir_default(void) {
+    const char *xdg0 = getenv("XDG_CACHE_HOME"), *home0 = getenv("HOME");
+    char *xdg = xdg0 ? strdup(xdg0) : NULL, *home = home0 ? strdup(home0) : NULL;
+    static const struct {
+        const char *xdg, *home, *want;
+    } cases[] = {{"/x/cache", "/h", "/x/cache/kiln"},
+                 {"relative/dir", "/h", "/h/.cache/kiln"},
+                 {"", "/h", "/h/.cache/kiln"},
+                 {"relative", "also/relative", "/tmp/kiln-cache"},
+                 {NULL, NULL, "/tmp/kiln-cache"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].xdg)
+            setenv("XDG_CACHE_HOME", cases[i].xdg, 1);
+        else
+            unsetenv("XDG_CACHE_HOME");
+        if (cases[i].home)
+            setenv("HOME", cases[i].home, 1);
+        else
+            unsetenv("HOME");
+        kn_config cfg;
+        char err[256];
+        CHECK_STATUS(config_resolve(&(kiln_context_options){.ignore_environment = true}, &cfg, err,
+                                    sizeof err),
+                     KILN_STATUS_OK);
+        CHECK_MSG(!strcmp(cfg.cache_dir, cases[i].want), "XDG_CACHE_HOME %s, HOME %s: %s",
+                  cases[i].xdg ? cases[i].xdg : "unset", cases[i].home ? cases[i].home : "unset",
+                  cfg.cache_dir);
+    }
+    if (xdg)
+        setenv("XDG_CACHE_HOME", xdg, 1), free(xdg);
+    else
+        unsetenv("XDG_CACHE_HOME");
+    if (home)
+        setenv("HOME", home, 1), free(home);
+    else
+        unsetenv("HOME");
+}
+
 static void test_byte_parser(void) {
     uint64_t v = 0;
     CHECK(config_parse_bytes("123", &v) && v == 123);
@@ -322,6 +363,7 @@ int main(void) {
     RUN(test_bad_options);
     RUN(test_good_values);
     RUN(test_byte_parser);
+    RUN(test_cache_dir_default);
     RUN(test_alloc_trace_variable);
     RUN(test_option_fields);
     RUN(test_alloc_trace_option);

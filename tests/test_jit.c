@@ -314,6 +314,51 @@ static void test_cached_calls_during_a_compile(void) {
     kiln_jit_destroy(j);
 }
 
+static int trace_add2(kiln_graph *g, const kiln_value *args, int n_args, const void *st, void *user,
+                      kiln_value *outs) {
+    (void)n_args, (void)st, (void)user;
+    outs[0] = kiln_add(g, args[0], args[1]);
+    return 1;
+}
+
+/* An error of the run a call makes names the call (an outside check: a donated array
+ * passed twice named kiln_executable_run, which the user never called). */
+static void test_run_errors_name_the_call(void) {
+    int don[1] = {0};
+    kiln_jit_options o = {
+        .name = "addj", .fn = trace_add2, .compile = {.n_donate = 1, .donate_argnums = don}};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    kiln_array *b = f32_vector(4), *out = NULL;
+    CHECK_STATUS(kiln_jit_call(j, 2, (kiln_array *[]){b, b}, NULL, 0, 1, &out),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_jit_call 'addj': argument 0 of 'addj' is donated");
+    CHECK(out == NULL);
+    kiln_array_destroy(b);
+    kiln_jit_destroy(j);
+}
+
+static int trace_short(kiln_graph *g, const kiln_value *args, int n_args, const void *st,
+                       void *user, kiln_value *outs) {
+    (void)n_args, (void)st, (void)user;
+    outs[0] = kiln_neg(g, args[0]);
+    return 2; /* one more than it wrote */
+}
+
+/* A trace function that returns more outputs than it wrote: kiln's room is zeroed, so the
+ * unwritten one is the invalid value, said as such (an outside check found it read
+ * uninitialised memory, and the message varied with the stack). */
+static void test_unwritten_output(void) {
+    kiln_jit_options o = {.name = "short", .fn = trace_short};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    kiln_array *a = f32_vector(2), *outs[2] = {0};
+    CHECK_STATUS(kiln_jit_call(j, 1, &a, NULL, 0, 2, outs), KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(kiln_last_error(ctx), "invalid value");
+    kiln_array_destroy(a);
+    kiln_jit_destroy(j);
+}
+
 /* max_entries: the least recently used executable leaves past it (an outside check's jit
  * on ever new shapes held one file descriptor per shape until compiles failed). */
 static void test_max_entries(void) {
@@ -827,6 +872,8 @@ int main(void) {
     RUN(test_reentrant_trace);
     RUN(test_cached_calls_during_a_compile);
     RUN(test_max_entries);
+    RUN(test_run_errors_name_the_call);
+    RUN(test_unwritten_output);
     RUN(test_threads);
     RUN(test_lower);
     RUN(test_lower_names);

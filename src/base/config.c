@@ -351,10 +351,11 @@ kiln_status config_resolve(const kiln_context_options *opts, kn_config *cfg, cha
     if (cfg->mem_fraction == 0) cfg->mem_fraction = 0.75;
     if (cfg->cpu_devices == 0) cfg->cpu_devices = 1;
     if (!cfg->cache_dir[0]) {
+        /* the XDG base directory spec: a relative XDG_CACHE_HOME is invalid, ignored */
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg)
+        if (xdg && xdg[0] == '/')
             snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/kiln", xdg);
-        else if (home && *home)
+        else if (home && home[0] == '/')
             snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s/.cache/kiln", home);
         else
             snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "/tmp/kiln-cache");

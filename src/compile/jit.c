@@ -513,6 +513,11 @@ kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, cons
     else
         s = kiln_executable_run(en->exe, n_args, args, n_outs, outs);
     release(j, en);
+    static const char run_op[] = "kiln_executable_run: ";
+    char msg[1024];
+    if (s && kiln_last_error_copy(j->ctx, msg, sizeof msg) &&
+        !strncmp(msg, run_op, sizeof run_op - 1)) /* name the call the user made */
+        s = ctx_error(j->ctx, s, "kiln_jit_call '%s': %s", j->name, msg + sizeof run_op - 1);
     return s;
 }
 

@@ -2104,8 +2104,10 @@ KILN_API char *kiln_executable_plan_svg(const kiln_executable *e);
  * Threads may share a jit. One trace runs at a time per jit (the trace function need not
  * be reentrant); compiles run side by side, and calls of a cached signature never wait for
  * another signature's trace or compile (a call of the signature being built waits for
- * it). A trace function may call its own jit on a signature already compiled; on any other
- * the call is KILN_STATUS_INVALID_ARGUMENT (it would wait for itself). */
+ * it). A trace function may call (or lower) its own jit on a signature already compiled;
+ * on any other, and kiln_jit_trace of its own jit, the call is KILN_STATUS_INVALID_ARGUMENT
+ * (it would wait for itself). Two jits whose trace functions call each other can still
+ * wait for each other: do not. */
 /* KILN_MAX_OUTPUTS bounds a control-flow body's, kiln_custom_vjp's and kiln_vmap's values */
 #define KILN_MAX_OUTPUTS     64
 #define KILN_JIT_MAX_OUTPUTS 4096

@@ -1187,7 +1187,8 @@ static void test_relative_dir(void) {
 /* TMPDIR missing: the compile falls back to /tmp (an outside check found every compile
  * failing, naming neither TMPDIR nor a way out). And a temp folder a dead process left
  * (kiln-cc-<pid>-...) is removed by a context's first compile once it is six hours old;
- * a fresh one, or one of a live process, stays. */
+ * a fresh one, one of a live process, one a message named (its mark) and a link of that
+ * name (its target) stay. */
 static void test_tmpdir(void) {
     char base[PATH_MAX], dead[PATH_MAX + 64], young[PATH_MAX + 64], live[PATH_MAX + 64];
     make_tmpdir(base);
@@ -1196,10 +1197,22 @@ static void test_tmpdir(void) {
     snprintf(dead, sizeof dead, "%s/kiln-cc-4194999-0-AAAAAA", base);
     snprintf(young, sizeof young, "%s/kiln-cc-4194998-0-BBBBBB", base);
     snprintf(live, sizeof live, "%s/kiln-cc-1-0-CCCCCC", base);
+    char kept[PATH_MAX + 64], link[PATH_MAX + 64], target[PATH_MAX + 64], victim[PATH_MAX + 96],
+        mark[PATH_MAX + 96];
+    snprintf(kept, sizeof kept, "%s/kiln-cc-4194997-0-DDDDDD", base);
+    snprintf(link, sizeof link, "%s/kiln-cc-4194996-0-EEEEEE", base);
+    snprintf(target, sizeof target, "%s/elsewhere", base);
+    snprintf(victim, sizeof victim, "%s/precious", target);
+    snprintf(mark, sizeof mark, "%s/kept-for-its-message", kept);
     CHECK(!mkdir(dead, 0700) && !mkdir(young, 0700) && !mkdir(live, 0700));
+    CHECK(!mkdir(kept, 0700) && !mkdir(target, 0700) && !symlink(target, link));
+    FILE *mf = fopen(mark, "w"), *vf = fopen(victim, "w");
+    if (mf) fclose(mf);
+    if (vf) fclose(vf);
     struct timespec old_times[2] = {{.tv_sec = time(NULL) - 7 * 3600},
                                     {.tv_sec = time(NULL) - 7 * 3600}};
     CHECK(!utimensat(AT_FDCWD, dead, old_times, 0) && !utimensat(AT_FDCWD, live, old_times, 0));
+    CHECK(!utimensat(AT_FDCWD, kept, old_times, 0) && !utimensat(AT_FDCWD, target, old_times, 0));
     setenv("TMPDIR", base, 1);
     kiln_context *ctx = cache_context(base, NULL);
     if (ctx) opt_of(ctx)->cache.max_bytes = 0; /* no disk cache: every load compiles */
@@ -1209,6 +1222,8 @@ static void test_tmpdir(void) {
     kiln_context_destroy(ctx);
     CHECK_MSG(!exists(dead), "%s stayed", dead);
     CHECK_MSG(exists(young) && exists(live), "a young or live folder was removed");
+    /* a folder a message named, and what a link of the right name points to, stay */
+    CHECK_MSG(exists(mark) && exists(victim), "a kept folder or a link's target was emptied");
     char missing[PATH_MAX + 16];
     snprintf(missing, sizeof missing, "%s/not-here", base);
     setenv("TMPDIR", missing, 1);

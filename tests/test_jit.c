@@ -323,6 +323,49 @@ static int trace_add2(kiln_graph *g, const kiln_value *args, int n_args, const v
 
 /* An error of the run a call makes names the call (an outside check: a donated array
  * passed twice named kiln_executable_run, which the user never called). */
+/* While signature 5 compiles, another thread hits 2 then 1: the new entry is published as
+ * the most recently used, so max_entries = 2 evicts 2, not the executable just built (a
+ * review found it evicted, and recompiled on every call under such load). */
+static void *hit_two_then_one(void *p) {
+    kiln_jit *j = p;
+    kiln_array *a[2] = {f32_vector(2), f32_vector(1)}, *out = NULL;
+    usleep(20000); /* let the main thread start its trace */
+    kiln_status s = KILN_STATUS_OK;
+    for (int k = 0; k < 2 && !s; k++) {
+        s = kiln_jit_call(j, 1, &a[k], NULL, 0, 1, &out);
+        kiln_array_destroy(out), out = NULL;
+    }
+    __atomic_store_n(&cached_done, s == KILN_STATUS_OK ? 1 : 2, __ATOMIC_RELEASE);
+    kiln_array_destroy(a[0]), kiln_array_destroy(a[1]);
+    return NULL;
+}
+
+static void test_published_entry_is_recent(void) {
+    kiln_jit_options o = {.name = "lru2", .fn = trace_slow, .max_entries = 2};
+    kiln_jit *j;
+    CHECK_OK(ctx, kiln_jit_create(ctx, &o, &j));
+    kiln_array *a1 = f32_vector(1), *a2 = f32_vector(2), *a5 = f32_vector(5), *out = NULL;
+    CHECK_OK(ctx, kiln_jit_call(j, 1, &a1, NULL, 0, 1, &out));
+    kiln_array_destroy(out), out = NULL;
+    CHECK_OK(ctx, kiln_jit_call(j, 1, &a2, NULL, 0, 1, &out));
+    kiln_array_destroy(out), out = NULL;
+    __atomic_store_n(&cached_done, 0, __ATOMIC_RELEASE);
+    pthread_t t;
+    pthread_create(&t, NULL, hit_two_then_one, j);
+    CHECK_OK(ctx, kiln_jit_call(j, 1, &a5, NULL, 0, 1, &out));
+    kiln_array_destroy(out), out = NULL;
+    pthread_join(t, NULL);
+    CHECK_OK(ctx, kiln_jit_call(j, 1, &a5, NULL, 0, 1, &out)); /* a hit */
+    kiln_array_destroy(out), out = NULL;
+    kiln_jit_stats st;
+    kiln_jit_get_stats(j, &st);
+    CHECK_MSG(st.traces == 3 && st.evictions == 1 && st.entries == 2,
+              "traces %llu evictions %llu entries %llu", (unsigned long long)st.traces,
+              (unsigned long long)st.evictions, (unsigned long long)st.entries);
+    kiln_array_destroy(a1), kiln_array_destroy(a2), kiln_array_destroy(a5);
+    kiln_jit_destroy(j);
+}
+
 static void test_run_errors_name_the_call(void) {
     int don[1] = {0};
     kiln_jit_options o = {
@@ -873,6 +916,7 @@ int main(void) {
     RUN(test_cached_calls_during_a_compile);
     RUN(test_max_entries);
     RUN(test_run_errors_name_the_call);
+    RUN(test_published_entry_is_recent);
     RUN(test_unwritten_output);
     RUN(test_threads);
     RUN(test_lower);

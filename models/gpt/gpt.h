@@ -295,14 +295,10 @@ typedef struct gpt_train_options {
     const char *init;    /* start from these parameters (safetensors), or NULL */
     const char *batches; /* raw int32 [steps, B, T+1] training batches, or NULL */
     const char *resume;  /* a checkpoint to continue from, or NULL */
-    /* out_dir/model.safetensors left by an earlier run is replaced only by a run that
-     * resumes from that file or sets this: a fresh run into the folder is refused, so that
-     * a forgotten --resume does not lose the trained model. */
-    bool overwrite;
-    int64_t eval_every; /* validation loss every N steps (and at the last); 0: never */
-    int eval_batches;   /* batches of B in each validation; 0: 4 */
-    int64_t save_every; /* checkpoint every N steps; 0: at the end only */
-    int64_t stop_after; /* stop (and save) after this many steps in this run; 0: none */
+    int64_t eval_every;  /* validation loss every N steps (and at the last); 0: never */
+    int eval_batches;    /* batches of B in each validation; 0: 4 */
+    int64_t save_every;  /* checkpoint every N steps; 0: at the end only */
+    int64_t stop_after;  /* stop (and save) after this many steps in this run; 0: none */
     /* A device memory budget for the step (rematerialisation, docs/memory.md): bytes, or a
      * share in (0, 1] of the step's peak without recomputation; 0: none. */
     uint64_t memory_budget;
@@ -388,6 +384,11 @@ typedef struct gpt_train_options {
     gpt_loss_scaling loss_scaling;
     double loss_scale;
     int64_t loss_scale_growth_interval;
+    /* out_dir/model.safetensors left by an earlier run is replaced only by a run that
+     * resumes from that very file or sets this (with resume or without): a fresh run into
+     * the folder is refused, so that a forgotten --resume does not lose the trained model.
+     * Last, so that the fields before it keep their places. */
+    bool overwrite;
 } gpt_train_options;
 
 /* What a run did (filled by gpt_train, also on most failures, as far as it got). */

@@ -1635,8 +1635,8 @@ static kiln_status check_no_other_checkpoint(const gpt_train_options *o, const c
         return KILN_STATUS_OK;
     gpt_errf(err,
              "the output folder '%s' holds an earlier run's checkpoint (%s), which this run "
-             "would replace: continue that run with --resume %s, start over with --overwrite, "
-             "or give another --out",
+             "would replace: continue that run with --resume %s, start over with --overwrite "
+             "(also with --resume of another checkpoint), or give another --out",
              o->out_dir, path, path);
     return KILN_STATUS_INVALID_ARGUMENT;
 }

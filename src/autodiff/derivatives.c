@@ -68,7 +68,11 @@ kiln_value ad_math_derivative(kiln_graph *g, const char *op, uint32_t id, const 
     case IR_ERF_INV: /* sqrt(pi)/2 exp(y^2) */
         return kiln_mul(g, c(g, op, t, 0.88622692545275801365), kiln_exp(g, kiln_mul(g, y, y)));
     case IR_LGAMMA: return kiln_digamma(g, x);
-    case IR_DIGAMMA: return trigamma(g, op, t, x);
+    case IR_DIGAMMA:
+        if (t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64) return trigamma(g, op, t, x);
+        /* bf16, f16: its ~60 ops in f32, rounded once */
+        return kiln_convert(g, trigamma(g, op, KILN_DTYPE_F32, kiln_convert(g, x, KILN_DTYPE_F32)),
+                            t);
     case IR_CBRT: /* 1 / (3 y^2) */ return kiln_div(g, c(g, op, t, 1.0 / 3), kiln_mul(g, y, y));
     default: return KN_NONE;
     }

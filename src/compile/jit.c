@@ -462,7 +462,9 @@ static kiln_status acquire(kiln_jit *j, const jit_sig *sg, jit_entry **out) {
         if (en->in_cache) unlink_entry(j, en);
     } else {
         en->exe = exe;
-        if (en->in_cache) { /* not cleared meanwhile: the cache keeps a reference */
+        if (en->in_cache) {      /* not cleared meanwhile: the cache keeps a reference */
+            unlink_entry(j, en); /* the most recently used now, whatever was hit meanwhile */
+            en->next = j->entries, j->entries = en;
             en->refs++;
             j->stats.entries++;
             j->stats.bytes += exe->stats.code_bytes;
@@ -514,10 +516,11 @@ kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, cons
         s = kiln_executable_run(en->exe, n_args, args, n_outs, outs);
     release(j, en);
     static const char run_op[] = "kiln_executable_run: ";
-    char msg[1024];
-    if (s && kiln_last_error_copy(j->ctx, msg, sizeof msg) &&
+    char *msg = s ? host_alloc(j->ctx, KN_ERR_MAX) : NULL;
+    if (msg && kiln_last_error_copy(j->ctx, msg, KN_ERR_MAX) &&
         !strncmp(msg, run_op, sizeof run_op - 1)) /* name the call the user made */
         s = ctx_error(j->ctx, s, "kiln_jit_call '%s': %s", j->name, msg + sizeof run_op - 1);
+    if (msg) host_free(j->ctx, msg, KN_ERR_MAX);
     return s;
 }
 

@@ -267,17 +267,35 @@ static bool cheap_from_saved(const kiln_graph *g, uint32_t id, int depth) {
  * recomputes it where that lowers the peak, as it would with no region at all (kept, a
  * per-layer dots_saveable region planned 1.27x the peak of no region: an outside check). */
 void remat_regions_finish(kiln_graph *g) {
+    /* decided on the regions' own marks, then applied: an output left unmarked must not
+     * count as saved for the next one's chain (a host allocation failure keeps them all) */
+    uint32_t nn = g->n_nodes ? g->n_nodes : 1;
+    uint8_t *cheap = host_calloc(g->ctx, nn, 1);
+    for (uint32_t id = 1; id < g->n_nodes && cheap; id++) {
+        const ir_node *n = &g->nodes[id];
+        if (n->backward) continue;
+        const uint32_t *in = ir_in(n);
+        for (uint32_t k = 0; k < n->n_in; k++) {
+            const remat_row *u = ir_side_row(g, &remat_kind, in[k]);
+            if (u && u->mark == REMAT_DROP && id >= u->region_end && !cheap[in[k]])
+                cheap[in[k]] = cheap_from_saved(g, in[k], 4) ? 1 : 2;
+        }
+    }
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
         if (n->backward) continue;
         const uint32_t *in = ir_in(n);
         for (uint32_t k = 0; k < n->n_in; k++) {
             remat_row *u = ir_side_row_edit(g, &remat_kind, in[k]);
-            if (u && (u->mark == REMAT_DROP || u->mark == REMAT_OFFLOAD) && id >= u->region_end)
-                u->mark = u->mark == REMAT_DROP && cheap_from_saved(g, in[k], 4) ? REMAT_NONE
-                                                                                 : REMAT_KEEP;
+            if (!u || (u->mark != REMAT_DROP && u->mark != REMAT_OFFLOAD) || id < u->region_end)
+                continue;
+            if (cheap && cheap[in[k]] == 1)
+                *u = (remat_row){.region_end = u->region_end}; /* unmarked, no reason left */
+            else
+                u->mark = REMAT_KEEP;
         }
     }
+    if (cheap) host_free(g->ctx, cheap, nn);
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         remat_row *u = ir_side_row_edit(g, &remat_kind, id);
         if (u) u->region_end = 0;

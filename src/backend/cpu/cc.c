@@ -811,28 +811,38 @@ static kiln_status open_fresh(const cc_load *ld, cc_work *w, cc_module **out) {
 }
 
 /* A process that exits while a compile runs (exit() with a background build, a signal, a
- * crash) leaves its folder <parent>/kiln-cc-<pid>-<n>-XXXXXX behind. Once, the
- * first compile of a context removes those whose process is gone and which have not changed for six
+ * crash) leaves its folder <parent>/kiln-cc-<pid>-<n>-XXXXXX behind. Once, the first compile
+ * of a context removes those whose process is gone and which have not changed for six
  * hours (a folder of a live process in another PID namespace sharing /tmp looks dead by
- * its pid, but no compile takes hours). */
+ * its pid, but no compile takes hours), and which are ours, are folders (not links to one:
+ * everything is done through a descriptor opened without following links), and do not
+ * hold CC_KEPT (a folder a message named, kept for the user: load_private). */
 #define CC_STALE_SECONDS (6 * 3600)
+#define CC_KEPT          "kept-for-its-message"
 static void sweep_stale(const cc_load *ld, const char *parent) {
     if (atomic_exchange(&ld->st->swept_stale, true)) return;
     DIR *d = opendir(parent);
     if (!d) return;
+    int pfd = dirfd(d);
     time_t now = time(NULL);
     for (struct dirent *e; (e = readdir(d));) {
         long pid;
-        char dir[PATH_MAX];
-        struct stat sb;
         if (sscanf(e->d_name, "kiln-cc-%ld-", &pid) != 1 || pid <= 0 || pid == (long)getpid())
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to ask */
-        if (snprintf(dir, sizeof dir, "%s/%s", parent, e->d_name) >= (int)sizeof dir) continue;
-        if (lstat(dir, &sb) || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
-            now - sb.st_mtime < CC_STALE_SECONDS)
+        int fd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat sb;
+        DIR *sd = NULL;
+        if (fstat(fd, &sb) || sb.st_uid != geteuid() || now - sb.st_mtime < CC_STALE_SECONDS ||
+            !faccessat(fd, CC_KEPT, F_OK, 0) || !(sd = fdopendir(fd))) {
+            close(fd);
             continue;
-        objcache_remove_tmp(dir);
+        }
+        for (struct dirent *f; (f = readdir(sd));)
+            if (strcmp(f->d_name, ".") && strcmp(f->d_name, "..")) unlinkat(fd, f->d_name, 0);
+        closedir(sd); /* closes fd */
+        unlinkat(pfd, e->d_name, AT_REMOVEDIR);
     }
     closedir(d);
 }
@@ -866,7 +876,14 @@ static kiln_status load_private(const cc_load *ld, const char *keep_dir, cc_modu
                          env && *env ? " (TMPDIR)" : "", strerror(err));
     kiln_status s = run_compiler(ld, &w);
     if (!s) s = open_fresh(ld, &w, out);
-    if (!w.keep_tmp) objcache_remove_tmp(w.tmp);
+    if (!w.keep_tmp) {
+        objcache_remove_tmp(w.tmp);
+    } else { /* a message names a file here: no later sweep_stale removes it */
+        char mark[PATH_MAX + sizeof CC_KEPT + 1];
+        snprintf(mark, sizeof mark, "%s/%s", w.tmp, CC_KEPT);
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0) close(fd);
+    }
     return s;
 }
 

@@ -1,10 +1,11 @@
 // math_f64.h — the f64 forms of the remaining helpers the registry's kernel expressions
 // name, for both dialects, on top of the dialect's kiln_exp_f64 (c_math.h, cuda_math.cuh).
-// erf_inv: Giles' f32 value (math_f32.h, within ~1e-7 relative) refined by two Halley steps
-// (cubic: to f64 rounding), on erf(y) - x below 0.5 and on erfc(y) - (1 - |x|) above, where
-// 1 - |x| is exact and erfc keeps the tail's relative precision; the start past f32's range
-// (1 - |x| < 2^-25, where the f32 argument rounds to 1) is the tail's leading term
-// sqrt(w - log(w) / 2) with w = -log(1 - |x|) - log(pi) / 2, which the Halley steps refine.
+// erf_inv: Giles' f32 value (math_f32.h, within ~1e-7 relative) refined by Halley steps
+// (cubic) until one changes nothing, on erf(y) - x below 0.5 and on erfc(y) - (1 - |x|)
+// above, where 1 - |x| is exact and erfc keeps the tail's relative precision. Where
+// 1 - |x| < 2^-12 the f32 argument's rounding moves 1 - |x| too far (at 2^-25 it rounds to
+// 1), so the start there is the tail's leading term sqrt(w - log(w) / 2) with
+// w = -log(1 - |x|) - log(pi) / 2.
 // digamma: psi(x) = psi(1 - x) - pi / tan(pi x) below 0 (the tangent of x's distance to
 // the nearest integer, so that large |x| keep their precision), psi(x) = psi(x + 1) - 1/x
 // up to 10, its sum compensated (the result near psi's zero at 1.46 is the difference of
@@ -20,27 +21,30 @@ KILN_FN double kiln_logistic_f64(double x) {
 KILN_FN double kiln_erf_inv_f64(double x) {
     double a = fabs(x), c = 1.0 - a, y;
     if (!(a < 1.0)) return a == 1.0 ? x * INFINITY : NAN;
-    if (c >= 0x1p-25) {
+    if (c >= 0x1p-12) {
         y = fabs((double)kiln_erfinv_f32((float)a));
     } else {
         double w = -log(c) - 0.5723649429247001; /* log(sqrt(pi)) */
         y = sqrt(w - 0.5 * log(w));
     }
-    for (int i = 0; i < 2; i++) {
-        double d = 1.1283791670955126 * exp(-y * y); /* erf'(y) */
+    for (int i = 0; i < 6; i++) {
+        double d = 1.1283791670955126 * exp(-y * y), step; /* erf'(y) */
         if (a < 0.5) {
             double f = erf(y) - a;
-            y -= f / (d + f * y);
+            step = -f / (d + f * y);
         } else {
             double f = erfc(y) - c;
-            y += f / (d - f * y);
+            step = f / (d - f * y);
         }
+        y += step;
+        if (fabs(step) <= 0x1p-53 * y) break;
     }
     return copysign(y, x);
 }
 KILN_FN double kiln_digamma_f64(double x) {
     if (x != x || x == -INFINITY) return NAN;
     if (x <= 0.0 && floor(x) == x) return NAN;
+    if (fabs(x) < 0x1p-1000) return -1.0 / x; /* -1/x - gamma, 1/x overflowing below 2^-1023 */
     double r = 0.0;
     if (x < 0.0) {
         double f = x - floor(x + 0.5); /* in [-0.5, 0.5] */

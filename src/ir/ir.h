@@ -123,15 +123,16 @@ enum {
     X(FLOOR, "floor", floor, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1,\
       "floor$F($0)", NULL)                                                                         \
     /* JAX's other float functions (jnp.expm1 ... lax.digamma): libm's (CUDA's) in the        \
-     * kernels where it has them, kiln's own (prelude math_f64.h) for erf_inv and digamma */   \
+     * kernels, or kiln's own: f32 expm1, sinh, cosh, asinh, acosh, atanh (math_f32.h,        \
+     * vectorised), erf_inv and digamma (math_f64.h) */                                         \
     X(EXPM1, "expm1", expm1, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
-      "expm1$F($0)", NULL)                                                                         \
+      "kiln_expm1_$S($0)", NULL)                                                                   \
     X(TAN, "tan", tan, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
       "tan$F($0)", NULL)                                                                           \
     X(SINH, "sinh", sinh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
-      "sinh$F($0)", NULL)                                                                          \
+      "kiln_sinh_$S($0)", NULL)                                                                    \
     X(COSH, "cosh", cosh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
-      "cosh$F($0)", NULL)                                                                          \
+      "kiln_cosh_$S($0)", NULL)                                                                    \
     X(ASIN, "asin", asin, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
       "asin$F($0)", NULL)                                                                          \
     X(ACOS, "acos", acos, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
@@ -139,11 +140,11 @@ enum {
     X(ATAN, "atan", atan, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
       "atan$F($0)", NULL)                                                                          \
     X(ASINH, "asinh", asinh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
-      "asinh$F($0)", NULL)                                                                         \
+      "kiln_asinh_$S($0)", NULL)                                                                   \
     X(ACOSH, "acosh", acosh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
-      "acosh$F($0)", NULL)                                                                         \
+      "kiln_acosh_$S($0)", NULL)                                                                   \
     X(ATANH, "atanh", atanh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
-      "atanh$F($0)", NULL)                                                                         \
+      "kiln_atanh_$S($0)", NULL)                                                                   \
     X(ERFC, "erfc", erfc, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
       "erfc$F($0)", NULL)                                                                          \
     X(ERF_INV, "erf_inv", erf_inv, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,        \

@@ -159,3 +159,64 @@ KILN_FN float kiln_erfinv_f32(float x) {
 KILN_FN float kiln_erf_inv_f32(float x) {
     return fabsf(x) == 1.0f ? x * INFINITY : kiln_erfinv_f32(x);
 }
+// expm1, sinh, cosh, asinh, acosh, atanh in f32 from the functions above, branch-free so
+// that their loops vectorise (libm's are a call per element, 4-17x XLA's time:
+// bench/RESULTS.md, "JAX's other math functions"). expm1 and sinh below |x| = 0.5 and 1:
+// Taylor polynomials (the first term left out below 2^-60 of the value); above, exp(x) - 1
+// and (e - 1/e) / 2, which cancel by at most a bit there. cosh and sinh past exp's overflow
+// (|x| > 88.7, where they are still finite up to 89.4) as (e/2) e with e = exp(|x| / 2).
+// atanh: log1p(2a / (1 - a)) / 2; asinh: log1p(a + a^2 / (1 + sqrt(1 + a^2))), log(a / 2) +
+// 2 log 2 above 2^12; acosh: log1p((x - 1) + sqrt((x - 1)(x + 1))), log(x / 2) + 2 log 2
+// above 2^12 (of x / 2, not x: gcc merged kiln_log_f32(x) here with a log op of the same x
+// in one kernel and fused its products otherwise, so that op's bits differed between the
+// compile tiers). tests/test_math_functions.c holds them to mpmath's values.
+KILN_FN float kiln_expm1_f32(float x) {
+    float p = 2.75573192e-6f;
+    p = p * x + 2.48015873e-5f; p = p * x + 1.98412698e-4f;
+    p = p * x + 1.38888889e-3f; p = p * x + 8.33333333e-3f;
+    p = p * x + 4.16666667e-2f; p = p * x + 1.66666667e-1f; p = p * x + 0.5f;
+    float small = x + (x * x) * p, big = kiln_exp_f32(x) - 1.0f;
+    float r = fabsf(x) < 0.5f ? small : big;
+    return x == 0.0f ? x : r;
+}
+KILN_FN float kiln_exp_half_squared_f32(float a) { /* e^a / 2, finite up to a = 89.4 */
+    float e = kiln_exp_f32(a * 0.5f);
+    return (0.5f * e) * e;
+}
+KILN_FN float kiln_cosh_f32(float x) {
+    float a = fabsf(x), e = kiln_exp_f32(a);
+    float r = a < 88.5f ? 0.5f * e + 0.5f / e : kiln_exp_half_squared_f32(a);
+    return x != x ? x : r;
+}
+KILN_FN float kiln_sinh_f32(float x) {
+    float a = fabsf(x), z = x * x;
+    float p = 1.60590438e-10f;
+    p = p * z + 2.50521084e-8f; p = p * z + 2.75573192e-6f;
+    p = p * z + 1.98412698e-4f; p = p * z + 8.33333333e-3f; p = p * z + 1.66666667e-1f;
+    float small = x + x * (z * p), e = kiln_exp_f32(a);
+    float big = a < 88.5f ? 0.5f * e - 0.5f / e : kiln_exp_half_squared_f32(a);
+    big = kiln_bits_f32(kiln_f32_bits(big) | (kiln_f32_bits(x) & 0x80000000u));
+    float r = a < 1.0f ? small : big;
+    return x != x ? x : r;
+}
+KILN_FN float kiln_atanh_f32(float x) {
+    float a = fabsf(x);
+    float r = 0.5f * kiln_log1p_f32((a + a) / (1.0f - a));
+    r = kiln_bits_f32(kiln_f32_bits(r) | (kiln_f32_bits(x) & 0x80000000u));
+    return x != x ? x : r;
+}
+KILN_FN float kiln_asinh_f32(float x) {
+    float a = fabsf(x), z = a * a;
+    float near = kiln_log1p_f32(a + z / (1.0f + sqrtf(1.0f + z)));
+    float far = kiln_log_f32(a * 0.5f) + 1.38629436f;
+    float r = a < 4096.0f ? near : far;
+    r = kiln_bits_f32(kiln_f32_bits(r) | (kiln_f32_bits(x) & 0x80000000u));
+    return x != x ? x : r;
+}
+KILN_FN float kiln_acosh_f32(float x) {
+    float t = x - 1.0f;
+    float near = kiln_log1p_f32(t + sqrtf(t * (x + 1.0f)));
+    float far = kiln_log_f32(x * 0.5f) + 1.38629436f;
+    float r = x < 4096.0f ? near : far;
+    return x < 1.0f ? NAN : x != x ? x : r;
+}

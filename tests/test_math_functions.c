@@ -214,77 +214,91 @@ static void test_half(void) {
     kiln_context_destroy(ctx);
 }
 
-/* kiln's own vectorised f32 expm1, sinh, cosh, asinh, acosh, atanh (prelude math_f32.h)
- * on a dense sweep: every binary exponent in each function's range, both signs, 64
- * mantissas each, plus the neighbourhoods of their thresholds (0.5, 1, 88.5, 4096),
- * against the reference interpreter (libm in double, rounded once): within `bound` ulps,
- * NaN, infinities and zeros' signs the reference's. */
-static double f32_ulps(float got, float want) {
+/* kiln's own vectorised expm1, sinh, cosh, asinh, acosh, atanh (prelude math_f32.h and, in
+ * f64, c_math.h) on a dense sweep: every binary exponent in each function's range, both
+ * signs, 64 mantissas each, plus the neighbourhoods of their thresholds (0.5, 1, 88.5, 709,
+ * 4096, 2^28), against the reference interpreter (libm in double, rounded once for f32):
+ * within `bound` ulps (f64: one more, the reference's own), NaN, infinities and zeros'
+ * signs the reference's. */
+static double ulps_of(double got, double want, bool f32) {
     if (isnan(want) || isnan(got)) return isnan(want) && isnan(got) ? 0 : -1;
     if (isinf(want) || isinf(got)) return got == want ? 0 : -1;
     if (want == 0 && got == 0) return signbit(want) == signbit(got) ? 0 : -1;
+    double tiny = f32 ? FLT_MIN : DBL_MIN;
     int e;
-    frexp(fabs(want) > FLT_MIN ? fabs(want) : FLT_MIN, &e);
-    return fabs((double)got - (double)want) / ldexp(1.0, e - 24);
+    frexp(fabs(want) > tiny ? fabs(want) : tiny, &e);
+    return fabs(got - want) / ldexp(1.0, e - (f32 ? 24 : 53));
 }
 
-static void test_own_f32_sweep(void) {
+static void test_own_sweep(void) {
     kiln_context *ctx = test_context();
     static const struct {
         const char *name;
         unary_fn fn;
         int lo_exp, hi_exp, bound;
-    } fs[] = {{"expm1", kiln_expm1, -30, 7, 2}, {"sinh", kiln_sinh, -30, 7, 2},
-              {"cosh", kiln_cosh, -30, 7, 2},   {"asinh", kiln_asinh, -30, 40, 2},
-              {"acosh", kiln_acosh, 0, 40, 2},  {"atanh", kiln_atanh, -30, 0, 2}};
-    static const float edges[] = {0.5f, 1.0f, 88.5f, 88.7f, 89.4f, 4096.0f};
-    for (size_t k = 0; k < sizeof fs / sizeof *fs; k++) {
-        float *xs = malloc(sizeof(float) * 20000);
-        int64_t n = 0;
-        for (int e = fs[k].lo_exp; e <= fs[k].hi_exp; e++)
-            for (int m = 0; m < 64; m++) {
-                float v = ldexpf(1.0f + (float)m / 64.0f + (float)m * 1e-4f, e);
-                xs[n++] = v, xs[n++] = -v;
+    } fs[] = {{"expm1", kiln_expm1, -30, 10, 2}, {"sinh", kiln_sinh, -30, 10, 2},
+              {"cosh", kiln_cosh, -30, 10, 2},   {"asinh", kiln_asinh, -30, 40, 2},
+              {"acosh", kiln_acosh, 0, 40, 2},   {"atanh", kiln_atanh, -30, 0, 2}};
+    static const double edges[] = {0.5, 1.0, 88.5, 88.7, 89.4, 709.0, 710.0, 4096.0, 0x1p28};
+    for (int d = 0; d < 2; d++) {
+        bool f32 = d == 0;
+        kiln_dtype t = f32 ? KILN_DTYPE_F32 : KILN_DTYPE_F64;
+        for (size_t k = 0; k < sizeof fs / sizeof *fs; k++) {
+            double *xs = malloc(sizeof(double) * 20000);
+            int64_t n = 0;
+            for (int e = fs[k].lo_exp; e <= fs[k].hi_exp; e++)
+                for (int m = 0; m < 64; m++) {
+                    double v = ldexp(1.0 + m / 64.0 + m * 1e-4, e);
+                    v = f32 ? (double)(float)v : v;
+                    xs[n++] = v, xs[n++] = -v;
+                }
+            for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
+                for (int s = -8; s <= 8; s++) {
+                    double v = f32 ? (double)(float)edges[i] : edges[i];
+                    for (int j = 0; j < (s < 0 ? -s : s); j++)
+                        v = f32 ? nextafterf((float)v, s < 0 ? 0 : INFINITY)
+                                : nextafter(v, s < 0 ? 0 : INFINITY);
+                    xs[n++] = v, xs[n++] = -v;
+                }
+            xs[n++] = 0.0, xs[n++] = -0.0, xs[n++] = INFINITY, xs[n++] = -INFINITY, xs[n++] = NAN;
+            float *xf = malloc(sizeof(float) * (size_t)n);
+            for (int64_t i = 0; i < n; i++) xf[i] = (float)xs[i];
+            kiln_graph *g = NULL;
+            kiln_graph_create(ctx, fs[k].name, &g);
+            kiln_value x = kiln_parameter(g, "x", t, 1, &n), y = fs[k].fn(g, x);
+            CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+            kiln_array *arg = NULL, *out[2] = {NULL, NULL};
+            kiln_array_create(ctx, t, 1, &n, f32 ? (const void *)xf : (const void *)xs, &arg);
+            kiln_executable *e = NULL;
+            CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+            if (e) CHECK_OK(ctx, kiln_executable_run(e, 1, &arg, 1, &out[0]));
+            CHECK_OK(ctx, kiln_interpret(g, 1, &arg, 1, &out[1]));
+            size_t sz = (f32 ? sizeof(float) : sizeof(double)) * (size_t)n;
+            void *got = malloc(sz), *want = malloc(sz);
+            if (out[0] && out[1]) {
+                kiln_array_copy_to_host(out[0], got, sz);
+                kiln_array_copy_to_host(out[1], want, sz);
+                double worst = 0;
+                int bad = 0, bound = fs[k].bound + !f32;
+                for (int64_t i = 0; i < n; i++) {
+                    double gv = f32 ? ((float *)got)[i] : ((double *)got)[i];
+                    double wv = f32 ? ((float *)want)[i] : ((double *)want)[i];
+                    double u = ulps_of(gv, wv, f32);
+                    if ((u < 0 || u > bound) && bad++ < 3)
+                        fprintf(stderr, "%s %s(%a): %a, reference %a\n", kiln_dtype_name(t),
+                                fs[k].name, xs[i], gv, wv);
+                    if (u > worst) worst = u;
+                }
+                CHECK_MSG(bad == 0, "%s %s: %d of %lld inputs off by more than %d ulps",
+                          kiln_dtype_name(t), fs[k].name, bad, (long long)n, bound);
+                printf("%-6s %s sweep: %lld inputs, worst %.2f ulps\n", fs[k].name,
+                       kiln_dtype_name(t), (long long)n, worst);
             }
-        for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
-            for (int d = -8; d <= 8; d++) {
-                float v = edges[i];
-                for (int s = 0; s < (d < 0 ? -d : d); s++) v = nextafterf(v, d < 0 ? 0 : INFINITY);
-                xs[n++] = v, xs[n++] = -v;
-            }
-        xs[n++] = 0.0f, xs[n++] = -0.0f, xs[n++] = INFINITY, xs[n++] = -INFINITY, xs[n++] = NAN;
-        kiln_graph *g = NULL;
-        kiln_graph_create(ctx, fs[k].name, &g);
-        kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 1, &n), y = fs[k].fn(g, x);
-        CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
-        kiln_array *arg = NULL, *out[2] = {NULL, NULL};
-        kiln_array_create(ctx, KILN_DTYPE_F32, 1, &n, xs, &arg);
-        kiln_executable *e = NULL;
-        CHECK_OK(ctx, kiln_compile(g, NULL, &e));
-        if (e) CHECK_OK(ctx, kiln_executable_run(e, 1, &arg, 1, &out[0]));
-        CHECK_OK(ctx, kiln_interpret(g, 1, &arg, 1, &out[1]));
-        float *got = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)n);
-        if (out[0] && out[1]) {
-            kiln_array_copy_to_host(out[0], got, sizeof(float) * (size_t)n);
-            kiln_array_copy_to_host(out[1], want, sizeof(float) * (size_t)n);
-            double worst = 0;
-            int bad = 0;
-            for (int64_t i = 0; i < n; i++) {
-                double u = f32_ulps(got[i], want[i]);
-                if ((u < 0 || u > fs[k].bound) && bad++ < 3)
-                    fprintf(stderr, "%s(%a): %a, reference %a\n", fs[k].name, xs[i], got[i],
-                            want[i]);
-                if (u > worst) worst = u;
-            }
-            CHECK_MSG(bad == 0, "%s: %d of %lld inputs off by more than %d ulps", fs[k].name, bad,
-                      (long long)n, fs[k].bound);
-            printf("%-6s f32 sweep: %lld inputs, worst %.2f ulps\n", fs[k].name, (long long)n,
-                   worst);
+            free(got), free(want), free(xs), free(xf);
+            kiln_array_destroy(out[0]), kiln_array_destroy(out[1]), kiln_array_destroy(arg);
+            kiln_executable_destroy(e);
+            kiln_graph_destroy(g);
         }
-        free(got), free(want), free(xs);
-        kiln_array_destroy(out[0]), kiln_array_destroy(out[1]), kiln_array_destroy(arg);
-        kiln_executable_destroy(e);
-        kiln_graph_destroy(g);
     }
     kiln_context_destroy(ctx);
 }
@@ -450,7 +464,7 @@ static void test_is_finite(void) {
 int main(void) {
     RUN(test_against_jax);
     RUN(test_half);
-    RUN(test_own_f32_sweep);
+    RUN(test_own_sweep);
     RUN(test_erf_inv_tail);
     RUN(test_digamma_tiny);
     RUN(test_gelu_half);

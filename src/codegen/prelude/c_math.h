@@ -81,6 +81,72 @@ KILN_FN double kiln_log1p_f64(double x) {
     r = d == 0 ? x : r;
     return x == (double)INFINITY ? x : r;
 }
+// expm1, sinh, cosh, asinh, acosh, atanh in f64 as math_f32.h writes them in f32, from
+// kiln's own f64 exp, log and log1p above, so that their loops vectorise: expm1 below
+// |x| = 0.5 and sinh below 1 by Taylor's series (to x^20 and x^21), else exp(x) - 1 and
+// (e - 1/e) / 2; past exp's overflow (709) (e/2) e with e = exp(|x| / 2); atanh
+// log1p(2a / (1 - a)) / 2; asinh and acosh through log1p below 2^28, log(x / 2) + 2 log 2
+// above. (CUDA's are its own: cuda_math.cuh.)
+KILN_FN double kiln_expm1_f64(double x) {
+    double m = 0x1.2f49b46814157p-57;
+    m = m * x + 0x1.6827863b97d97p-53; m = m * x + 0x1.952c77030ad4ap-49;
+    m = m * x + 0x1.ae7f3e733b81fp-45; m = m * x + 0x1.ae7f3e733b81fp-41;
+    m = m * x + 0x1.93974a8c07c9dp-37; m = m * x + 0x1.6124613a86d09p-33;
+    m = m * x + 0x1.1eed8eff8d898p-29; m = m * x + 0x1.ae64567f544e4p-26;
+    m = m * x + 0x1.27e4fb7789f5cp-22; m = m * x + 0x1.71de3a556c734p-19;
+    m = m * x + 0x1.a01a01a01a01ap-16; m = m * x + 0x1.a01a01a01a01ap-13;
+    m = m * x + 0x1.6c16c16c16c17p-10; m = m * x + 0x1.1111111111111p-7;
+    m = m * x + 0x1.5555555555555p-5; m = m * x + 0x1.5555555555555p-3;
+    m = m * x + 0.5;
+    double small = x + (x * x) * m, big = kiln_exp_f64(x) - 1.0;
+    double r = fabs(x) < 0.5 ? small : big;
+    return x == 0.0 || x != x ? x : r;
+}
+KILN_FN double kiln_exp_half_squared_f64(double a) { /* e^a / 2, finite up to a = 710.47 */
+    double e = kiln_exp_f64(a * 0.5);
+    return (0.5 * e) * e;
+}
+KILN_FN double kiln_cosh_f64(double x) {
+    double a = fabs(x), e = kiln_exp_f64(a);
+    double r = a < 709.0 ? 0.5 * e + 0.5 / e : kiln_exp_half_squared_f64(a);
+    return x != x ? x : r;
+}
+KILN_FN double kiln_sinh_f64(double x) {
+    double a = fabs(x), z = x * x;
+    double p = 0x1.71b8ef6dcf572p-66;
+    p = p * z + 0x1.2f49b46814157p-57;
+    p = p * z + 0x1.952c77030ad4ap-49;
+    p = p * z + 0x1.ae7f3e733b81fp-41;
+    p = p * z + 0x1.6124613a86d09p-33;
+    p = p * z + 0x1.ae64567f544e4p-26;
+    p = p * z + 0x1.71de3a556c734p-19;
+    p = p * z + 0x1.a01a01a01a01ap-13;
+    p = p * z + 0x1.1111111111111p-7;
+    p = p * z + 0x1.5555555555555p-3;
+    double small = x + x * (z * p), e = kiln_exp_f64(a);
+    double big = a < 709.0 ? 0.5 * e - 0.5 / e : kiln_exp_half_squared_f64(a);
+    double r = a < 1.0 ? small : copysign(big, x);
+    return x != x ? x : r;
+}
+KILN_FN double kiln_atanh_f64(double x) {
+    double a = fabs(x);
+    double r = copysign(0.5 * kiln_log1p_f64((a + a) / (1.0 - a)), x);
+    return x != x ? x : r;
+}
+KILN_FN double kiln_asinh_f64(double x) {
+    double a = fabs(x), z = a * a;
+    double near = kiln_log1p_f64(a + z / (1.0 + sqrt(1.0 + z)));
+    double far = kiln_log_f64(a * 0.5) + 0x1.62e42fefa39efp+0; /* 2 log 2 */
+    double r = copysign(a < 0x1p28 ? near : far, x);
+    return x != x ? x : r;
+}
+KILN_FN double kiln_acosh_f64(double x) {
+    double t = x - 1.0;
+    double near = kiln_log1p_f64(t + sqrt(t * (x + 1.0)));
+    double far = kiln_log_f64(x * 0.5) + 0x1.62e42fefa39efp+0;
+    double r = x < 0x1p28 ? near : far;
+    return x < 1.0 ? (double)NAN : x != x ? x : r;
+}
 // lgamma: libm's reentrant form (lgamma writes the sign to the global signgam, a race
 // between the threads of a parallel loop). Declared here: math.h has it only with
 // _DEFAULT_SOURCE.

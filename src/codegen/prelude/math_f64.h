@@ -18,12 +18,6 @@ KILN_FN double kiln_logistic_f64(double x) {
     double e = kiln_exp_f64(-fabs(x));
     return (x >= 0 ? 1.0 : e) / (1.0 + e);
 }
-KILN_FN double kiln_expm1_f64(double x) { return expm1(x); }
-KILN_FN double kiln_sinh_f64(double x) { return sinh(x); }
-KILN_FN double kiln_cosh_f64(double x) { return cosh(x); }
-KILN_FN double kiln_asinh_f64(double x) { return asinh(x); }
-KILN_FN double kiln_acosh_f64(double x) { return acosh(x); }
-KILN_FN double kiln_atanh_f64(double x) { return atanh(x); }
 KILN_FN double kiln_erf_inv_f64(double x) {
     double a = fabs(x), c = 1.0 - a, y;
     if (!(a < 1.0)) return a == 1.0 ? x * INFINITY : NAN;

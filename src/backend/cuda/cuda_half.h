@@ -16,9 +16,9 @@
     "struct bf16 { uint16_t h; };\n"                                                               \
     "struct f16 { uint16_t h; };\n"
 
-/* wide() and narrow() for float, double, bf16 and f16 (f64 to f16 in one rounding, a NaN
- * to the quiet one of its sign; f64 to bf16 through f32, two roundings, as XLA and
- * ml_dtypes do). Needs the uint types declared first. */
+/* wide() and narrow() for float, double, bf16 and f16 (f64 to bf16 and to f16 through
+ * f32, two roundings, as XLA's compiled convert and the convert op's kn_f64_to_bf16 /
+ * kn_f64_to_f16 do: src/base/half.h). Needs the uint types declared first. */
 #define CU_HALF_CONVERSIONS                                                                        \
     CU_HALF_TYPES                                                                                  \
     "__device__ __forceinline__ float wide(float x) { return x; }\n"                               \
@@ -65,26 +65,7 @@
     "#endif\n"                                                                                     \
     "}\n"                                                                                          \
     "__device__ __forceinline__ void narrow(double d, bf16 &o) { narrow((float)d, o); }\n"         \
-    "__device__ __forceinline__ void narrow(double d, f16 &o) {\n"                                 \
-    "    unsigned long long u = (unsigned long long)__double_as_longlong(d);\n"                    \
-    "    uint16_t s = (uint16_t)((u >> 48) & 0x8000u);\n"                                          \
-    "    if (d != d) { o.h = (uint16_t)(s | 0x7e00u); return; } /* as kn_f64_to_f16 */\n"          \
-    "#ifdef __CUDA_ARCH__\n"                                                                       \
-    "    unsigned short h;\n"                                                                      \
-    "    asm(\"cvt.rn.f16.f64 %0, %1;\" : \"=h\"(h) : \"d\"(d));\n"                                \
-    "    o.h = h;\n"                                                                               \
-    "#else\n"                                                                                      \
-    "    unsigned long long a = u & 0x7fffffffffffffffull;\n"                                      \
-    "    if (a >= 0x40effe0000000000ull) { o.h = (uint16_t)(s | 0x7c00u); return; }\n"             \
-    "    if (a >= 0x3f10000000000000ull) { /* normal: rebias, round the 42 bits dropped */\n"      \
-    "        unsigned long long r = a - 0x3f00000000000000ull;\n"                                  \
-    "        o.h = (uint16_t)(s | ((r + 0x1ffffffffffull + ((r >> 42) & 1u)) >> 42));\n"           \
-    "        return;\n"                                                                            \
-    "    }\n"                                                                                      \
-    "    double big = __longlong_as_double((long long)a) * 16777216.0 + 4503599627370496.0;\n"     \
-    "    o.h = (uint16_t)(s | (uint32_t)(big - 4503599627370496.0));\n"                            \
-    "#endif\n"                                                                                     \
-    "}\n"
+    "__device__ __forceinline__ void narrow(double d, f16 &o) { narrow((float)d, o); }\n"
 
 /* kn_rows_combine (add 0, mul 1, min 2, max 3) of a row's value a and an update b, for the
  * scatter kernels (cuda_lib.c's column kernel, cuda_scatter.c's sorted one). U is the type

@@ -303,6 +303,32 @@ static void test_own_sweep(void) {
     kiln_context_destroy(ctx);
 }
 
+/* fn over the n f64 values xs, compiled (out[0]) and interpreted (out[1]); false after a
+ * failed check. */
+static bool f64_both(kiln_context *ctx, const char *name, unary_fn fn, const double *xs, int64_t n,
+                     double *out[2]) {
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, name, &g);
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, &n), y = fn(g, x);
+    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
+    kiln_array *arg = NULL, *r = NULL;
+    kiln_array_create(ctx, KILN_DTYPE_F64, 1, &n, xs, &arg);
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    bool ok = e != NULL;
+    for (int how = 0; how < 2 && ok; how++) {
+        kiln_status st =
+            how ? kiln_interpret(g, 1, &arg, 1, &r) : kiln_executable_run(e, 1, &arg, 1, &r);
+        CHECK_OK(ctx, st);
+        ok = !st && !kiln_array_copy_to_host(r, out[how], sizeof(double) * (size_t)n);
+        kiln_array_destroy(r), r = NULL;
+    }
+    kiln_executable_destroy(e);
+    kiln_array_destroy(arg);
+    kiln_graph_destroy(g);
+    return ok;
+}
+
 /* erf_inv in f64 near +-1, at inputs no f32 holds (the fixture's points are all f32s): a
  * review found inf at 1 - 2^-25 (the f32 start rounded to 1) and thousands of ulps near it.
  * Checked independently of kiln: erfc(y) in long double must give back 1 - |x| (exact) to
@@ -311,40 +337,23 @@ static void test_erf_inv_tail(void) {
     kiln_context *ctx = test_context();
     enum { N = 16 };
     static const double ks[N / 2] = {1, 2, 3, 7, 0x1p20, 0x1p28, 0x1p28 + 1, 0x1p31 - 5};
-    double xs[N];
+    double xs[N], got[2][N];
     for (int i = 0; i < N / 2; i++) {
         xs[2 * i] = 1.0 - ks[i] * 0x1p-53;
         xs[2 * i + 1] = -(1.0 - ks[i] * 0x1p-53 * 3);
     }
-    int64_t n = N;
-    kiln_graph *g = NULL;
-    kiln_graph_create(ctx, "erf_inv_tail", &g);
-    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, &n), y = kiln_erf_inv(g, x);
-    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
-    kiln_array *arg = NULL, *out = NULL;
-    kiln_array_create(ctx, KILN_DTYPE_F64, 1, &n, xs, &arg);
-    kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
-    for (int how = 0; how < 2 && e; how++) {
-        CHECK_OK(ctx, how ? kiln_interpret(g, 1, &arg, 1, &out)
-                          : kiln_executable_run(e, 1, &arg, 1, &out));
-        double got[N] = {0};
-        if (out) kiln_array_copy_to_host(out, got, sizeof got);
-        for (int i = 0; i < N; i++) {
-            long double c = 1.0L - fabsl((long double)xs[i]), yy = fabsl((long double)got[i]);
-            /* d erfc/dy = -2/sqrt(pi) e^(-y^2): y's ulp moves erfc by 2 y ulp(y) relative */
-            long double tol = 4 * 2 * yy * yy * 0x1p-52L + 1e-18L;
-            long double back = erfcl(yy);
-            CHECK_MSG(isfinite(got[i]) && signbit(got[i]) == signbit(xs[i]) &&
-                          fabsl(back - c) <= tol * c,
-                      "erf_inv(%a) %s = %.17g: erfc of it %.6Lg, 1 - |x| %.6Lg", xs[i],
-                      how ? "interpreted" : "compiled", got[i], back, c);
-        }
-        kiln_array_destroy(out), out = NULL;
-    }
-    kiln_executable_destroy(e);
-    kiln_array_destroy(arg);
-    kiln_graph_destroy(g);
+    if (f64_both(ctx, "erf_inv_tail", kiln_erf_inv, xs, N, (double *[2]){got[0], got[1]}))
+        for (int how = 0; how < 2; how++)
+            for (int i = 0; i < N; i++) {
+                long double c = 1.0L - fabsl((long double)xs[i]),
+                            y = fabsl((long double)got[how][i]);
+                /* d erfc/dy = -2/sqrt(pi) e^(-y^2): y's ulp moves erfc by 2 y ulp(y) relative */
+                long double tol = 4 * 2 * y * y * 0x1p-52L + 1e-18L, back = erfcl(y);
+                CHECK_MSG(isfinite(got[how][i]) && signbit(got[how][i]) == signbit(xs[i]) &&
+                              fabsl(back - c) <= tol * c,
+                          "erf_inv(%a) %s = %.17g: erfc of it %.6Lg, 1 - |x| %.6Lg", xs[i],
+                          how ? "interpreted" : "compiled", got[how][i], back, c);
+            }
     kiln_context_destroy(ctx);
 }
 
@@ -352,30 +361,14 @@ static void test_erf_inv_tail(void) {
  * compensated recurrence computed inf - inf (a review). */
 static void test_digamma_tiny(void) {
     kiln_context *ctx = test_context();
-    int64_t n = 4;
     const double xs[4] = {1e-320, -1e-320, 4e-309, 1e-300};
-    kiln_graph *g = NULL;
-    kiln_graph_create(ctx, "digamma_tiny", &g);
-    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F64, 1, &n), y = kiln_digamma(g, x);
-    CHECK_OK(ctx, kiln_graph_finish(g, 1, &y));
-    kiln_array *arg = NULL, *out = NULL;
-    kiln_array_create(ctx, KILN_DTYPE_F64, 1, &n, xs, &arg);
-    kiln_executable *e = NULL;
-    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
-    for (int how = 0; how < 2 && e; how++) {
-        CHECK_OK(ctx, how ? kiln_interpret(g, 1, &arg, 1, &out)
-                          : kiln_executable_run(e, 1, &arg, 1, &out));
-        double got[4] = {0};
-        if (out) kiln_array_copy_to_host(out, got, sizeof got);
-        CHECK_MSG(got[0] == -INFINITY && got[1] == INFINITY && got[2] == -INFINITY &&
-                      fabs(got[3] + 1e300) <= 1e285,
-                  "%s: %g %g %g %g", how ? "interpreted" : "compiled", got[0], got[1], got[2],
-                  got[3]);
-        kiln_array_destroy(out), out = NULL;
-    }
-    kiln_executable_destroy(e);
-    kiln_array_destroy(arg);
-    kiln_graph_destroy(g);
+    double got[2][4];
+    if (f64_both(ctx, "digamma_tiny", kiln_digamma, xs, 4, (double *[2]){got[0], got[1]}))
+        for (int how = 0; how < 2; how++)
+            CHECK_MSG(got[how][0] == -INFINITY && got[how][1] == INFINITY &&
+                          got[how][2] == -INFINITY && fabs(got[how][3] + 1e300) <= 1e285,
+                      "%s: %g %g %g %g", how ? "interpreted" : "compiled", got[how][0], got[how][1],
+                      got[how][2], got[how][3]);
     kiln_context_destroy(ctx);
 }
 

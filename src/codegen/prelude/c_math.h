@@ -36,10 +36,9 @@ KILN_FN double kiln_exp_f64(double x) {
     return p * kiln_bits_f64((uint64_t)(k1 + 1023) << 52) *
            kiln_bits_f64((uint64_t)(k - k1 + 1023) << 52);
 }
-KILN_FN double kiln_tanh_f64(double x) {
-    double a = fabs(x), y = 2.0 * a;
-    double big = 1.0 - 2.0 / (kiln_exp_f64(y) + 1.0);
-    double s = y < 1.1 ? y : 1.1, m = 0x1.2f49b46814157p-57;
+/* expm1's Taylor series to s^20, for |s| <= 1.1: tanh's small branch and expm1's */
+KILN_FN double kiln_expm1_series_f64(double s) {
+    double m = 0x1.2f49b46814157p-57;
     m = m * s + 0x1.6827863b97d97p-53; m = m * s + 0x1.952c77030ad4ap-49;
     m = m * s + 0x1.ae7f3e733b81fp-45; m = m * s + 0x1.ae7f3e733b81fp-41;
     m = m * s + 0x1.93974a8c07c9dp-37; m = m * s + 0x1.6124613a86d09p-33;
@@ -48,7 +47,13 @@ KILN_FN double kiln_tanh_f64(double x) {
     m = m * s + 0x1.a01a01a01a01ap-16; m = m * s + 0x1.a01a01a01a01ap-13;
     m = m * s + 0x1.6c16c16c16c17p-10; m = m * s + 0x1.1111111111111p-7;
     m = m * s + 0x1.5555555555555p-5; m = m * s + 0x1.5555555555555p-3;
-    m = m * s + 0.5; m = m * s * s + s;
+    m = m * s + 0.5;
+    return m * s * s + s;
+}
+KILN_FN double kiln_tanh_f64(double x) {
+    double a = fabs(x), y = 2.0 * a;
+    double big = 1.0 - 2.0 / (kiln_exp_f64(y) + 1.0);
+    double m = kiln_expm1_series_f64(y < 1.1 ? y : 1.1);
     return copysign(a < 0.55 ? m / (m + 2.0) : big, x);
 }
 KILN_FN double kiln_log_f64(double x) {
@@ -88,17 +93,7 @@ KILN_FN double kiln_log1p_f64(double x) {
 // log1p(2a / (1 - a)) / 2; asinh and acosh through log1p below 2^28, log(x / 2) + 2 log 2
 // above. (CUDA's are its own: cuda_math.cuh.)
 KILN_FN double kiln_expm1_f64(double x) {
-    double m = 0x1.2f49b46814157p-57;
-    m = m * x + 0x1.6827863b97d97p-53; m = m * x + 0x1.952c77030ad4ap-49;
-    m = m * x + 0x1.ae7f3e733b81fp-45; m = m * x + 0x1.ae7f3e733b81fp-41;
-    m = m * x + 0x1.93974a8c07c9dp-37; m = m * x + 0x1.6124613a86d09p-33;
-    m = m * x + 0x1.1eed8eff8d898p-29; m = m * x + 0x1.ae64567f544e4p-26;
-    m = m * x + 0x1.27e4fb7789f5cp-22; m = m * x + 0x1.71de3a556c734p-19;
-    m = m * x + 0x1.a01a01a01a01ap-16; m = m * x + 0x1.a01a01a01a01ap-13;
-    m = m * x + 0x1.6c16c16c16c17p-10; m = m * x + 0x1.1111111111111p-7;
-    m = m * x + 0x1.5555555555555p-5; m = m * x + 0x1.5555555555555p-3;
-    m = m * x + 0.5;
-    double small = x + (x * x) * m, big = kiln_exp_f64(x) - 1.0;
+    double small = kiln_expm1_series_f64(x), big = kiln_exp_f64(x) - 1.0;
     double r = fabs(x) < 0.5 ? small : big;
     return x == 0.0 || x != x ? x : r;
 }

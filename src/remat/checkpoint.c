@@ -264,8 +264,8 @@ static bool cheap_from_saved(const kiln_graph *g, uint32_t id, int depth) {
 /* Keeps the regions' outputs (see the top of the file), then frees the names: no region
  * can read them any more. An output that is elementwise work on what the regions save
  * (dots_saveable's dot followed by its activation) is left unmarked instead: the default
- * recomputes it where that lowers the peak, as it would with no region at all (kept, a
- * per-layer dots_saveable region planned 1.27x the peak of no region: an outside check). */
+ * recomputes it where that lowers the peak, as it would with no region at all (kept,
+ * per-layer dots_saveable regions planned above no region at all: an outside check). */
 void remat_regions_finish(kiln_graph *g) {
     /* decided on the regions' own marks, then applied: an output left unmarked must not
      * count as saved for the next one's chain (a host allocation failure keeps them all) */

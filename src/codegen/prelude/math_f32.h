@@ -160,8 +160,8 @@ KILN_FN float kiln_erf_inv_f32(float x) {
     return fabsf(x) == 1.0f ? x * INFINITY : kiln_erfinv_f32(x);
 }
 // expm1, sinh, cosh, asinh, acosh, atanh in f32 from the functions above, branch-free so
-// that their loops vectorise (libm's are a call per element, 4-17x XLA's time:
-// bench/RESULTS.md, "JAX's other math functions"). expm1 and sinh below |x| = 0.5 and 1:
+// that their loops vectorise (libm's are a call per element: bench/RESULTS.md, "JAX's
+// other math functions"). expm1 and sinh below |x| = 0.5 and 1:
 // Taylor polynomials (the first term left out below 2^-60 of the value); above, exp(x) - 1
 // and (e - 1/e) / 2, which cancel by at most a bit there. cosh and sinh past exp's overflow
 // (|x| > 88.7, where they are still finite up to 89.4) as (e/2) e with e = exp(|x| / 2).

@@ -118,7 +118,11 @@ kiln_status ir_side_finish_check(kiln_graph *g) {
     return KILN_STATUS_OK;
 }
 
-void ir_side_finish(kiln_graph *g) {
-    for (uint32_t i = 0; i < g->n_side; i++)
-        if (g->side[i].kind->finish) g->side[i].kind->finish(g);
+kiln_status ir_side_finish(kiln_graph *g) {
+    for (uint32_t i = 0; i < g->n_side; i++) {
+        const ir_side_kind *k = g->side[i].kind;
+        kiln_status s = k->finish ? k->finish(g) : KILN_STATUS_OK;
+        if (s) return s;
+    }
+    return KILN_STATUS_OK;
 }

@@ -51,8 +51,10 @@ typedef struct ir_side_kind {
     /* kiln_graph_finish, before it checks the outputs: a builder error to record (with the
      * tracer) or OK (NULL: nothing to check). */
     kiln_status (*finish_check)(kiln_graph *g);
-    /* kiln_graph_finish, once the graph is complete and verified (NULL: nothing). */
-    void (*finish)(kiln_graph *g);
+    /* kiln_graph_finish, once the graph is complete and verified (NULL: nothing): a
+     * failure (a host allocation) is recorded as a builder error and its status returned,
+     * with nothing of the table changed. */
+    kiln_status (*finish)(kiln_graph *g);
 } ir_side_kind;
 
 /* One attached table (the graph's `side` array). */
@@ -87,6 +89,6 @@ unsigned ir_side_hints(const kiln_graph *g, uint32_t id);
 bool ir_side_carry(const kiln_graph *old, uint32_t oid, kiln_graph *g, uint32_t nid, ir_carry how);
 /* kiln_graph_finish's hooks over every table of g: the first failed check's status. */
 kiln_status ir_side_finish_check(kiln_graph *g);
-void ir_side_finish(kiln_graph *g);
+kiln_status ir_side_finish(kiln_graph *g);
 
 #endif

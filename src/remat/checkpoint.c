@@ -266,12 +266,16 @@ static bool cheap_from_saved(const kiln_graph *g, uint32_t id, int depth) {
  * (dots_saveable's dot followed by its activation) is left unmarked instead: the default
  * recomputes it where that lowers the peak, as it would with no region at all (kept,
  * per-layer dots_saveable regions planned above no region at all: an outside check). */
-void remat_regions_finish(kiln_graph *g) {
+kiln_status remat_regions_finish(kiln_graph *g) {
     /* decided on the regions' own marks, then applied: an output left unmarked must not
-     * count as saved for the next one's chain (a host allocation failure keeps them all) */
+     * count as saved for the next one's chain */
     uint32_t nn = g->n_nodes ? g->n_nodes : 1;
     uint8_t *cheap = host_calloc(g->ctx, nn, 1);
-    for (uint32_t id = 1; id < g->n_nodes && cheap; id++) {
+    if (!cheap)
+        return trace_fail(g, KILN_STATUS_HOST_OOM, "kiln_graph_finish",
+                          "host allocation of %u bytes for the checkpoint regions failed", nn),
+               g->status;
+    for (uint32_t id = 1; id < g->n_nodes; id++) {
         const ir_node *n = &g->nodes[id];
         if (n->backward) continue;
         const uint32_t *in = ir_in(n);
@@ -289,19 +293,20 @@ void remat_regions_finish(kiln_graph *g) {
             remat_row *u = ir_side_row_edit(g, &remat_kind, in[k]);
             if (!u || (u->mark != REMAT_DROP && u->mark != REMAT_OFFLOAD) || id < u->region_end)
                 continue;
-            if (cheap && cheap[in[k]] == 1)
+            if (cheap[in[k]] == 1)
                 *u = (remat_row){.region_end = u->region_end}; /* unmarked, no reason left */
             else
                 u->mark = REMAT_KEEP;
         }
     }
-    if (cheap) host_free(g->ctx, cheap, nn);
+    host_free(g->ctx, cheap, nn);
     for (uint32_t id = 1; id < g->n_nodes; id++) {
         remat_row *u = ir_side_row_edit(g, &remat_kind, id);
         if (u) u->region_end = 0;
     }
     remat_regions *r = ir_side_state(g, &remat_kind);
     if (r) remat_regions_release(g->ctx, r);
+    return KILN_STATUS_OK;
 }
 
 kiln_value kiln_checkpoint_name(kiln_graph *g, kiln_value x, const char *name) {

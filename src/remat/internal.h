@@ -65,7 +65,7 @@ remat_row *remat_row_make(kiln_graph *g, uint32_t id);
 /* checkpoint.c: the kind's hooks (see ir_side_kind). */
 void remat_regions_release(kiln_context *ctx, void *state);
 kiln_status remat_regions_finish_check(kiln_graph *g);
-void remat_regions_finish(kiln_graph *g);
+kiln_status remat_regions_finish(kiln_graph *g);
 
 /* "1.50 MiB" or "12.00 KiB" into buf (report.c). */
 const char *remat_bytes_str(uint64_t v, char *buf, size_t n);

@@ -560,7 +560,8 @@ kiln_status kiln_graph_finish(kiln_graph *g, int n_outputs, const kiln_value *ou
         kiln_last_error_copy(g->ctx, g->error_buf, sizeof g->error_buf);
         return s;
     }
-    ir_side_finish(g); /* checkpoint regions keep their outputs and free their names */
+    /* checkpoint regions keep their outputs and free their names */
+    if ((s = ir_side_finish(g))) return s;
     g->finished = true;
     return KILN_STATUS_OK;
 }

@@ -18,11 +18,12 @@
  * jit as the trace function may not be reentrant; compiles run side by side. The thread
  * tracing is recorded, so that a trace function calling its own jit on a signature that
  * is not built yet is an error, not a deadlock (it never waits: the builder it would wait
- * for may be waiting for its trace); a cached signature it may call. Entries are reference-counted
- * so that kiln_jit_clear from one thread never frees an executable another thread is running; an
- * entry cleared while it is being built is handed to its builder's call alone. An executable handed
- * out by a lowering carries a reference of its own (the executable's refcount, not the entry's), so
- * it outlives the entry if the caller keeps it. */
+ * for may be waiting for its trace); a cached signature it may call. Entries are
+ * reference-counted so that kiln_jit_clear from one thread never frees an executable
+ * another thread is running; an entry cleared while it is being built is handed to its
+ * builder's call alone. The list is kept most recently used first, for max_entries. An
+ * executable handed out by a lowering carries a reference of its own (the executable's
+ * refcount, not the entry's), so it outlives the entry if the caller keeps it. */
 #include "compile.h"
 
 #include <pthread.h>
@@ -392,6 +393,13 @@ static void unlink_entry(kiln_jit *j, jit_entry *en) {
         }
 }
 
+/* Puts en, in the list, first: the most recently used. */
+static void to_front(kiln_jit *j, jit_entry *en) {
+    if (j->entries == en) return;
+    unlink_entry(j, en);
+    en->next = j->entries, j->entries = en;
+}
+
 /* Past max_entries, the least recently used built entries leave the cache (the list is
  * kept most recent first); each is freed when its last running call releases it. */
 static void evict_over(kiln_jit *j) {
@@ -427,10 +435,7 @@ static kiln_status acquire(kiln_jit *j, const jit_sig *sg, jit_entry **out) {
     while ((en = find(j, h, key, len)) && !en->exe && !tracing_here(j))
         pthread_cond_wait(&j->built, &j->mu);
     if (en && en->exe) {
-        if (j->entries != en) { /* most recently used first */
-            unlink_entry(j, en);
-            en->next = j->entries, j->entries = en;
-        }
+        to_front(j, en);
         en->refs++;
         j->stats.hits++;
         pthread_mutex_unlock(&j->mu);
@@ -462,9 +467,8 @@ static kiln_status acquire(kiln_jit *j, const jit_sig *sg, jit_entry **out) {
         if (en->in_cache) unlink_entry(j, en);
     } else {
         en->exe = exe;
-        if (en->in_cache) {      /* not cleared meanwhile: the cache keeps a reference */
-            unlink_entry(j, en); /* the most recently used now, whatever was hit meanwhile */
-            en->next = j->entries, j->entries = en;
+        if (en->in_cache) {  /* not cleared meanwhile: the cache keeps a reference */
+            to_front(j, en); /* the most recently used now, whatever was hit meanwhile */
             en->refs++;
             j->stats.entries++;
             j->stats.bytes += exe->stats.code_bytes;
@@ -512,15 +516,12 @@ kiln_status kiln_jit_call(kiln_jit *j, int n_args, kiln_array *const *args, cons
         s = ctx_error(j->ctx, KILN_STATUS_INVALID_ARGUMENT,
                       "kiln_jit_call '%s': the traced function has %u output%s, %d asked for%s",
                       j->name, n_out, n_out == 1 ? "" : "s", n_outs, outs ? "" : " (outs is NULL)");
-    else
-        s = kiln_executable_run(en->exe, n_args, args, n_outs, outs);
+    else {
+        char op[96]; /* the run's argument errors name the call the user made */
+        snprintf(op, sizeof op, "kiln_jit_call '%.60s'", j->name);
+        s = exec_run(en->exe, op, n_args, args, n_outs, outs);
+    }
     release(j, en);
-    static const char run_op[] = "kiln_executable_run: ";
-    char *msg = s ? host_alloc(j->ctx, KN_ERR_MAX) : NULL;
-    if (msg && kiln_last_error_copy(j->ctx, msg, KN_ERR_MAX) &&
-        !strncmp(msg, run_op, sizeof run_op - 1)) /* name the call the user made */
-        s = ctx_error(j->ctx, s, "kiln_jit_call '%s': %s", j->name, msg + sizeof run_op - 1);
-    if (msg) host_free(j->ctx, msg, KN_ERR_MAX);
     return s;
 }
 

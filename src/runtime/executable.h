@@ -195,6 +195,9 @@ void *exec_tier_kernel(const exec_tier_code *c, uint32_t i);
  * not an older one. KILN_STATUS_INVALID_ARGUMENT either way (with no argument there is no
  * context to hold a message). */
 kiln_status exec_null_object(const char *op, const char *what, int n_args, kiln_array *const *args);
+/* kiln_executable_run, its argument errors naming `op` (kiln_jit_call names its call). */
+kiln_status exec_run(kiln_executable *e, const char *op, int n_args, kiln_array *const *args,
+                     int n_outs, kiln_array **outs);
 /* Checks that args match e's parameters; the message names `op`, the argument index,
  * the parameter's name and both types. */
 kiln_status exec_check_args(const kiln_executable *e, const char *op, int n_args,

@@ -257,15 +257,16 @@ static void consume_donations(run_state *r) {
 
 /* Every argument must live on the executable's device (JAX's committed-array rule), in
  * its parameter's memory kind: a run never moves data behind the caller's back. */
-static kiln_status check_devices(const kiln_executable *e, kiln_array *const *args) {
+static kiln_status check_devices(const kiln_executable *e, const char *op,
+                                 kiln_array *const *args) {
     for (uint32_t p = 0; p < e->n_params; p++) {
         int want = e->params[p].memory_kind, got = args[p]->memory_kind;
         if (args[p]->device == e->dev->id && got != want)
             return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                             "kiln_executable_run: argument %u of '%s'%s%s%s is in %s memory, "
+                             "%s: argument %u of '%s'%s%s%s is in %s memory, "
                              "and its parameter in %s memory; make it there with "
                              "kiln_array_copy_to_memory",
-                             p, e->name, e->params[p].name ? " ('" : "",
+                             op, p, e->name, e->params[p].name ? " ('" : "",
                              e->params[p].name ? e->params[p].name : "",
                              e->params[p].name ? "')" : "", ir_memory_kind_name(got),
                              ir_memory_kind_name(want));
@@ -273,39 +274,38 @@ static kiln_status check_devices(const kiln_executable *e, kiln_array *const *ar
         char all[1024];
         exec_devices_str(e->ctx, (int)e->n_params, args, all, sizeof all);
         return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                         "kiln_executable_run: '%s' was compiled for %s, but argument %u is on %s "
+                         "%s: '%s' was compiled for %s, but argument %u is on %s "
                          "(%s); move arrays with kiln_array_copy_to_device",
-                         e->name, e->dev->name, p, e->ctx->devices[args[p]->device].name, all);
+                         op, e->name, e->dev->name, p, e->ctx->devices[args[p]->device].name, all);
     }
     return KILN_STATUS_OK;
 }
 
 /* A donated array may not also be passed as another argument: its bytes would change
  * under the other parameter's reads. */
-static kiln_status check_donations(const kiln_executable *e, kiln_array *const *args) {
+static kiln_status check_donations(const kiln_executable *e, const char *op,
+                                   kiln_array *const *args) {
     for (uint32_t p = 0; p < e->n_params; p++) {
         if (!e->donated[p]) continue;
         for (uint32_t q = 0; q < e->n_params; q++)
             if (q != p && args[q] == args[p])
-                return ctx_error(
-                    e->ctx, KILN_STATUS_INVALID_ARGUMENT,
-                    "kiln_executable_run: argument %u of '%s' is donated, and the same "
-                    "array is passed as argument %u too",
-                    p, e->name, q);
+                return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
+                                 "%s: argument %u of '%s' is donated, and the same "
+                                 "array is passed as argument %u too",
+                                 op, p, e->name, q);
     }
     return KILN_STATUS_OK;
 }
 
-static kiln_status check_call(kiln_executable *e, int n_args, kiln_array *const *args, int n_outs,
-                              kiln_array **outs) {
-    const char *op = "kiln_executable_run";
+static kiln_status check_call(kiln_executable *e, const char *op, int n_args,
+                              kiln_array *const *args, int n_outs, kiln_array **outs) {
     kiln_status s = exec_check_args(e, op, n_args, args);
-    if (s || (s = check_devices(e, args))) return s;
+    if (s || (s = check_devices(e, op, args))) return s;
     if (n_outs != (int)e->n_outputs || !outs)
         return ctx_error(e->ctx, KILN_STATUS_INVALID_ARGUMENT,
                          "%s: '%s' has %u outputs, %d asked for%s", op, e->name, e->n_outputs,
                          n_outs, outs ? "" : " (outs is NULL)");
-    return check_donations(e, args);
+    return check_donations(e, op, args);
 }
 
 /* The call's arena, then the backend's launch preparation: the last steps that can fail
@@ -523,9 +523,14 @@ kiln_status exec_null_object(const char *op, const char *what, int n_args,
 kiln_status kiln_executable_run(kiln_executable *e, int n_args, kiln_array *const *args, int n_outs,
                                 kiln_array **outs) {
     if (!e) return exec_null_object("kiln_executable_run", "the executable", n_args, args);
+    return exec_run(e, "kiln_executable_run", n_args, args, n_outs, outs);
+}
+
+kiln_status exec_run(kiln_executable *e, const char *op, int n_args, kiln_array *const *args,
+                     int n_outs, kiln_array **outs) {
     kiln_context *ctx = e->ctx;
     uint32_t n_out = e->n_outputs;
-    kiln_status s = check_call(e, n_args, args, n_outs, outs);
+    kiln_status s = check_call(e, op, n_args, args, n_outs, outs);
     if (s) return s;
     if (e->dev->compute) return run_enqueue(e, args, outs);
     kiln_array *made[KILN_MAX_OUTPUTS] = {0};

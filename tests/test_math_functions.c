@@ -220,16 +220,6 @@ static void test_half(void) {
  * 4096, 2^28), against the reference interpreter (libm in double, rounded once for f32):
  * within `bound` ulps (f64: one more, the reference's own), NaN, infinities and zeros'
  * signs the reference's. */
-static double ulps_of(double got, double want, bool f32) {
-    if (isnan(want) || isnan(got)) return isnan(want) && isnan(got) ? 0 : -1;
-    if (isinf(want) || isinf(got)) return got == want ? 0 : -1;
-    if (want == 0 && got == 0) return signbit(want) == signbit(got) ? 0 : -1;
-    double tiny = f32 ? FLT_MIN : DBL_MIN;
-    int e;
-    frexp(fabs(want) > tiny ? fabs(want) : tiny, &e);
-    return fabs(got - want) / ldexp(1.0, e - (f32 ? 24 : 53));
-}
-
 static void test_own_sweep(void) {
     kiln_context *ctx = test_context();
     static const struct {
@@ -283,7 +273,7 @@ static void test_own_sweep(void) {
                 for (int64_t i = 0; i < n; i++) {
                     double gv = f32 ? ((float *)got)[i] : ((double *)got)[i];
                     double wv = f32 ? ((float *)want)[i] : ((double *)want)[i];
-                    double u = ulps_of(gv, wv, f32);
+                    double u = ulps_off(gv, wv, f32);
                     if ((u < 0 || u > bound) && bad++ < 3)
                         fprintf(stderr, "%s %s(%a): %a, reference %a\n", kiln_dtype_name(t),
                                 fs[k].name, xs[i], gv, wv);

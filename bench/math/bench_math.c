@@ -16,16 +16,16 @@ static const struct {
     unary_fn fn;
     double lo, hi; /* the inputs: uniform on [lo, hi) */
 } ops[] = {
-    {"exp", kiln_exp, -10, 10},        {"tanh", kiln_tanh, -5, 5},
-    {"erf", kiln_erf, -4, 4},          {"expm1", kiln_expm1, -10, 10},
-    {"tan", kiln_tan, -1.5, 1.5},      {"sinh", kiln_sinh, -10, 10},
-    {"cosh", kiln_cosh, -10, 10},      {"asin", kiln_asin, -1, 1},
-    {"acos", kiln_acos, -1, 1},        {"atan", kiln_atan, -10, 10},
-    {"asinh", kiln_asinh, -10, 10},    {"acosh", kiln_acosh, 1, 10},
-    {"atanh", kiln_atanh, -1, 1},      {"erfc", kiln_erfc, -4, 4},
-    {"erf_inv", kiln_erf_inv, -1, 1},  {"lgamma", kiln_lgamma, 0.1, 10},
+    {"exp", kiln_exp, -10, 10},         {"tanh", kiln_tanh, -5, 5},
+    {"erf", kiln_erf, -4, 4},           {"expm1", kiln_expm1, -10, 10},
+    {"tan", kiln_tan, -1.5, 1.5},       {"sinh", kiln_sinh, -10, 10},
+    {"cosh", kiln_cosh, -10, 10},       {"asin", kiln_asin, -1, 1},
+    {"acos", kiln_acos, -1, 1},         {"atan", kiln_atan, -10, 10},
+    {"asinh", kiln_asinh, -10, 10},     {"acosh", kiln_acosh, 1, 10},
+    {"atanh", kiln_atanh, -1, 1},       {"erfc", kiln_erfc, -4, 4},
+    {"erf_inv", kiln_erf_inv, -1, 1},   {"lgamma", kiln_lgamma, 0.1, 10},
     {"digamma", kiln_digamma, 0.1, 10}, {"cbrt", kiln_cbrt, -10, 10},
-    {"round", kiln_round, -10, 10},    {"ceil", kiln_ceil, -10, 10},
+    {"round", kiln_round, -10, 10},     {"ceil", kiln_ceil, -10, 10},
 };
 
 static double now(void) {

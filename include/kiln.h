@@ -638,8 +638,29 @@ KILN_API kiln_value kiln_rem(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_atan2(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_max(kiln_graph *g, kiln_value a, kiln_value b);
 KILN_API kiln_value kiln_min(kiln_graph *g, kiln_value a, kiln_value b);
-KILN_API kiln_value kiln_logical_and(kiln_graph *g, kiln_value a, kiln_value b); /* bool */
-KILN_API kiln_value kiln_logical_or(kiln_graph *g, kiln_value a, kiln_value b);  /* bool */
+/* Logical and / or of two bools (jnp.logical_and on bools); other dtypes are refused,
+ * naming the bitwise builder. */
+KILN_API kiln_value kiln_logical_and(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_logical_or(kiln_graph *g, kiln_value a, kiln_value b);
+
+/* Bits (jax.lax.bitwise_and ... clz; docs/ops.md "Bits"). and / or / xor / not are bitwise
+ * on i32 and i64 and logical on bool. The shifts take i32 or i64 of one dtype, the amount
+ * elementwise; an amount outside [0, width) gives 0 (the arithmetic right shift: 0 or -1
+ * by the sign), as XLA's. The logical right shift moves the unsigned pattern, so that
+ * uint32 values held in i32 (jax.random's words) shift as JAX's ui32 do. population_count
+ * counts set bits, clz the zero bits above the highest set one (32 or 64 for 0). */
+KILN_API kiln_value kiln_bitwise_and(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_bitwise_or(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_bitwise_xor(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_bitwise_not(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_shift_left(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_shift_right_logical(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_shift_right_arithmetic(kiln_graph *g, kiln_value a, kiln_value b);
+KILN_API kiln_value kiln_population_count(kiln_graph *g, kiln_value x);
+KILN_API kiln_value kiln_clz(kiln_graph *g, kiln_value x);
+/* x's bits read as dtype `to` (jax.lax.bitcast_convert_type of the same width): f32 <->
+ * i32 and f64 <-> i64; x itself when it has that dtype. No gradient flows through it. */
+KILN_API kiln_value kiln_bitcast_convert(kiln_graph *g, kiln_value x, kiln_dtype to);
 
 typedef enum kiln_cmp {
     KILN_CMP_EQ = 0,
@@ -2363,6 +2384,16 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_min(g, ...)              KILN__V(g, kiln_min((g), __VA_ARGS__))
 #define kiln_logical_and(g, ...)      KILN__V(g, kiln_logical_and((g), __VA_ARGS__))
 #define kiln_logical_or(g, ...)       KILN__V(g, kiln_logical_or((g), __VA_ARGS__))
+#define kiln_bitwise_and(g, ...)      KILN__V(g, kiln_bitwise_and((g), __VA_ARGS__))
+#define kiln_bitwise_or(g, ...)       KILN__V(g, kiln_bitwise_or((g), __VA_ARGS__))
+#define kiln_bitwise_xor(g, ...)      KILN__V(g, kiln_bitwise_xor((g), __VA_ARGS__))
+#define kiln_bitwise_not(g, ...)      KILN__V(g, kiln_bitwise_not((g), __VA_ARGS__))
+#define kiln_shift_left(g, ...)       KILN__V(g, kiln_shift_left((g), __VA_ARGS__))
+#define kiln_shift_right_logical(g, ...)    KILN__V(g, kiln_shift_right_logical((g), __VA_ARGS__))
+#define kiln_shift_right_arithmetic(g, ...) KILN__V(g, kiln_shift_right_arithmetic((g), __VA_ARGS__))
+#define kiln_population_count(g, ...) KILN__V(g, kiln_population_count((g), __VA_ARGS__))
+#define kiln_clz(g, ...)              KILN__V(g, kiln_clz((g), __VA_ARGS__))
+#define kiln_bitcast_convert(g, ...)  KILN__V(g, kiln_bitcast_convert((g), __VA_ARGS__))
 #define kiln_compare(g, ...)          KILN__V(g, kiln_compare((g), __VA_ARGS__))
 #define kiln_select(g, ...)           KILN__V(g, kiln_select((g), __VA_ARGS__))
 #define kiln_broadcast_in_dim(g, ...) KILN__V(g, kiln_broadcast_in_dim((g), __VA_ARGS__))

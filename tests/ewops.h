@@ -1,6 +1,7 @@
 /* ewops.h — every elementwise op of the registry traced once on dtype t (tests that check
  * each op through one backend or dialect: test_cuda, test_cuda_nvrtc). Compare gets all six
- * directions, convert every other target dtype and random each draw; select takes pred, a
+ * directions, convert every other target dtype, bitcast_convert its one partner dtype (none
+ * for bf16, f16 and bool) and random each draw; select takes pred, a
  * and b, another three-operand op (random) a, b and a. */
 #ifndef KILN_TEST_EWOPS_H
 #define KILN_TEST_EWOPS_H
@@ -13,6 +14,15 @@ static inline void ew_random_variant(ir_node *node, int v) {
                                 IR_RNG_UNIFORM, IR_RNG_NORMAL, IR_RNG_NORMAL};
     node->a.rng = what[v];
     node->dtype = v < 3 ? KILN_DTYPE_I32 : v % 2 ? KILN_DTYPE_F32 : KILN_DTYPE_F64;
+}
+
+/* The dtype bitcast_convert pairs t with (f32 <-> i32, f64 <-> i64), or INVALID. */
+static inline kiln_dtype ew_bitcast_partner(kiln_dtype t) {
+    return t == KILN_DTYPE_F32   ? KILN_DTYPE_I32
+           : t == KILN_DTYPE_I32 ? KILN_DTYPE_F32
+           : t == KILN_DTYPE_F64 ? KILN_DTYPE_I64
+           : t == KILN_DTYPE_I64 ? KILN_DTYPE_F64
+                                 : KILN_DTYPE_INVALID;
 }
 
 /* Appends to outs (at most max) one value per op and variant over a, b (dtype t) and pred
@@ -35,6 +45,7 @@ static inline int ew_trace_all(kiln_graph *g, kiln_dtype t, kiln_value a, kiln_v
                 if (targets[v] == t) continue;
                 node.dtype = targets[v];
             }
+            if (op == IR_BITCAST && !(node.dtype = ew_bitcast_partner(t))) continue;
             if (op == IR_SELECT) in[0] = pred.id, in[1] = a.id, in[2] = b.id;
             if (op != IR_SELECT && o->arity == 3) in[2] = a.id; /* random: (a, b, a) */
             kiln_value r = trace_emit(g, o->name, &node, in, (uint32_t)o->arity);

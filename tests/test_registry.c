@@ -265,6 +265,7 @@ static void test_compiled_against_reference(void) {
                     if (all_dtypes[v] == t) continue;
                     n.dtype = all_dtypes[v];
                 }
+                if (op == IR_BITCAST && !(n.dtype = ew_bitcast_partner(t))) continue;
                 if (op == IR_SELECT) in[0] = p.id, in[1] = a.id, in[2] = b.id;
                 if (op != IR_SELECT && o->arity == 3) in[2] = a.id; /* random: (a, b, a) */
                 kiln_value r = trace_emit(g, o->name, &n, in, (uint32_t)o->arity);

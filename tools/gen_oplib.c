@@ -122,6 +122,14 @@ static void emit_op(ir_op op) {
         if (op == IR_CONVERT) {
             const char *ct[3] = {v, v, v};
             for (int j = 0; j < N_COMPUTE; j++) emit(op, in_t, compute[j], 0, 0, 0, 0, ct);
+        } else if (op == IR_BITCAST) { /* f32 <-> i32, f64 <-> i64 */
+            const char *ct[3] = {v, v, v};
+            kiln_dtype to = in_t == KILN_DTYPE_F32   ? KILN_DTYPE_I32
+                            : in_t == KILN_DTYPE_I32 ? KILN_DTYPE_F32
+                            : in_t == KILN_DTYPE_F64 ? KILN_DTYPE_I64
+                            : in_t == KILN_DTYPE_I64 ? KILN_DTYPE_F64
+                                                     : KILN_DTYPE_INVALID;
+            if (to) emit(op, in_t, to, 0, 0, 0, 0, ct);
         } else if (op == IR_COMPARE) {
             const char *ct[3] = {v, v, v};
             for (int c = 0; c < 6; c++) emit(op, in_t, KILN_DTYPE_BOOL, 0, c, 0, c, ct);

@@ -58,22 +58,37 @@ kiln_status ir_infer_elementwise_dtype(ir_op op, const kiln_dtype *in, uint32_t 
     kiln_dtype x = in[data];
     if (op == IR_SELECT && in[0] != KILN_DTYPE_BOOL)
         FAIL(KILN_STATUS_DTYPE, "the predicate must be bool, not %s", kiln_dtype_name(in[0]));
-    if (op != IR_CONVERT && !ir_dtype_accepts(info->types, x))
+    bool converts = op == IR_CONVERT || op == IR_BITCAST; /* the node names the result dtype */
+    if (!converts && !ir_dtype_accepts(info->types, x))
         FAIL(KILN_STATUS_DTYPE, "takes %s, not %s",
-             info->types == IRT_FLOAT  ? "f32, f64, bf16 or f16"
-             : info->types == IRT_BOOL ? "bool"
-             : info->types == IRT_I32  ? "i32"
-                                       : "f32, f64, bf16, f16, i32 or i64",
+             info->types == IRT_FLOAT      ? "f32, f64, bf16 or f16"
+             : info->types == IRT_BOOL     ? "bool"
+             : info->types == IRT_I32      ? "i32"
+             : info->types == IRT_INTEGRAL ? "i32, i64 or bool"
+             : info->types == IRT_INT      ? "i32 or i64"
+                                           : "f32, f64, bf16, f16, i32 or i64",
              kiln_dtype_name(x));
-    if (op == IR_CONVERT && !ir_dtype_valid(*out))
+    if (converts && !ir_dtype_valid(*out))
         FAIL(KILN_STATUS_DTYPE, "target dtype %d is not a kiln_dtype", *out);
+    if (op == IR_BITCAST) {
+        /* f32 <-> i32 and f64 <-> i64 (and each to itself): a 16-bit float has no integer of
+         * its width in kiln, and a bool's byte is not a number's bits */
+        bool ok =
+            x == *out || (kiln_dtype_itemsize(x) == kiln_dtype_itemsize(*out) &&
+                          x != KILN_DTYPE_BOOL && *out != KILN_DTYPE_BOOL && !ir_dtype_is_half(x));
+        if (!ok)
+            FAIL(KILN_STATUS_DTYPE,
+                 "cannot reinterpret %s as %s: bitcast_convert pairs f32 with i32 and f64 "
+                 "with i64",
+                 kiln_dtype_name(x), kiln_dtype_name(*out));
+    }
     for (uint32_t i = data + 1; i < n_in; i++)
         if (in[i] != x)
             FAIL(KILN_STATUS_DTYPE, "operand dtypes differ (%s vs %s); convert one first",
                  kiln_dtype_name(x), kiln_dtype_name(in[i]));
     if (op == IR_COMPARE)
         *out = KILN_DTYPE_BOOL;
-    else if (op != IR_CONVERT && op != IR_RANDOM) /* RANDOM: random_dtype decides */
+    else if (!converts && op != IR_RANDOM) /* RANDOM: random_dtype decides */
         *out = x;
     return KILN_STATUS_OK;
 }

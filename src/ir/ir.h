@@ -48,6 +48,8 @@ enum {
     IRT_FLOAT = 2,   /* f32 f64 bf16 f16 */
     IRT_BOOL = 3,    /* bool */
     IRT_I32 = 4,     /* i32 (random's key words and counter: uint32 bit patterns) */
+    IRT_INTEGRAL = 5, /* i32 i64 bool: the bitwise ops */
+    IRT_INT = 6,      /* i32 i64: shifts and bit counts */
 };
 
 /* Flags. ELEMENTWISE ops can be fused as loops; EXPENSIVE ones are never duplicated into
@@ -165,6 +167,12 @@ enum {
       IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, "round$F($0)", NULL)                           \
     X(NOT, "not", logical_not, 1, IRK_UNARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,  \
       1, NULL, "(($T)!$0)")                                                                        \
+    /* jax.lax.population_count and clz: set bits, and zero bits above the highest set one   \
+     * (the width for 0), of the two's complement pattern */                                  \
+    X(POPCNT, "popcnt", population_count, 1, IRK_UNARY, IRT_INT,                                   \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, NULL, "kiln_popcnt_$S($0)")                    \
+    X(CLZ, "count_leading_zeros", clz, 1, IRK_UNARY, IRT_INT,                                      \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, NULL, "kiln_clz_$S($0)")                       \
     X(STOP_GRADIENT, "stop_gradient", stop_gradient, 1, IRK_UNARY, IRT_ANY,                        \
       IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 0, "$0", "$0")
 
@@ -184,10 +192,22 @@ enum {
       "kiln_max_$S($0, $1)", "kiln_max_$S($0, $1)")                                                \
     X(MIN, "min", min, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 1,                 \
       "kiln_min_$S($0, $1)", "kiln_min_$S($0, $1)")                                                \
-    X(AND, "and", logical_and, 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, \
-      1, NULL, "(($T)($0 & $1))")                                                                  \
-    X(OR, "or", logical_or, 2, IRK_BINARY, IRT_BOOL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF,    \
+    /* bitwise on integers, logical on bools (StableHLO's and / or / xor; kiln_logical_and   \
+     * and kiln_logical_or are these ops, refusing anything but bool) */                       \
+    X(AND, "and", bitwise_and, 2, IRK_BINARY, IRT_INTEGRAL,                                        \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, NULL, "(($T)($0 & $1))")                       \
+    X(OR, "or", bitwise_or, 2, IRK_BINARY, IRT_INTEGRAL, IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, \
       1, NULL, "(($T)($0 | $1))")                                                                  \
+    X(XOR, "xor", bitwise_xor, 2, IRK_BINARY, IRT_INTEGRAL,                                        \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, NULL, "(($T)($0 ^ $1))")                       \
+    /* shifts as XLA's: an amount outside [0, width) gives 0, or the sign for the arithmetic   \
+     * right shift; the logical one shifts the unsigned pattern */                            \
+    X(SHL, "shift_left", shift_left, 2, IRK_BINARY, IRT_INT,                                       \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, NULL, "kiln_shl_$S($0, $1)")                   \
+    X(SHR_LOGICAL, "shift_right_logical", shift_right_logical, 2, IRK_BINARY, IRT_INT,             \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, NULL, "kiln_shrl_$S($0, $1)")                  \
+    X(SHR_ARITH, "shift_right_arithmetic", shift_right_arithmetic, 2, IRK_BINARY, IRT_INT,         \
+      IRF_ELEMENTWISE | IRF_PLAIN | IRF_NONDIFF, 1, NULL, "kiln_shra_$S($0, $1)")                  \
     /* jax.lax.rem: the remainder of truncated division, with the dividend's sign; exact for \
      * floats (C's fmod); for integers x % 0 is x and INT_MIN % -1 is 0, as in XLA */           \
     X(REM, "rem", rem, 2, IRK_BINARY, IRT_NUMERIC, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
@@ -256,6 +276,10 @@ enum {
     KN_UNARY_OPS(X)                                                                                \
     X(CONVERT, "convert", convert, 1, IRK_UNARY, IRT_ANY, IRF_ELEMENTWISE, 0,                      \
       "kiln_cvt_$S_$R($0)", "kiln_cvt_$S_$R($0)")                                                  \
+    /* the same bits read as another dtype of their width (jax.lax.bitcast_convert_type):     \
+     * f32 <-> i32, f64 <-> i64 (src/trace/bits.c) */                                           \
+    X(BITCAST, "bitcast_convert", bitcast_convert, 1, IRK_UNARY, IRT_ANY,                          \
+      IRF_ELEMENTWISE | IRF_NONDIFF, 0, "kiln_bitcast_$S_$R($0)", "kiln_bitcast_$S_$R($0)")        \
     KN_BINARY_OPS(X)                                                                               \
     X(COMPARE, "compare", compare, 2, IRK_BINARY, IRT_ANY, IRF_ELEMENTWISE | IRF_NONDIFF, 1,       \
       "(($T)($0 $C $1))", "(($T)($0 $C $1))")                                                      \

@@ -83,6 +83,8 @@ bool ir_dtype_accepts(int types, kiln_dtype t) {
     case IRT_FLOAT: return ir_dtype_is_float(t);
     case IRT_BOOL: return t == KILN_DTYPE_BOOL;
     case IRT_I32: return t == KILN_DTYPE_I32;
+    case IRT_INTEGRAL: return ir_dtype_is_int(t) || t == KILN_DTYPE_BOOL;
+    case IRT_INT: return ir_dtype_is_int(t);
     default: return ir_dtype_valid(t);
     }
 }

@@ -210,18 +210,51 @@ static uint64_t i_max(int64_t a, int64_t b) {
 static uint64_t i_min(int64_t a, int64_t b) {
     return (uint64_t)(a < b ? a : b);
 }
+/* Bitwise on integers; on bools (0 or 1) the same is logical. */
 static uint64_t i_and(int64_t a, int64_t b) {
-    return a && b;
+    return (uint64_t)a & (uint64_t)b;
 }
 static uint64_t i_or(int64_t a, int64_t b) {
-    return a || b;
+    return (uint64_t)a | (uint64_t)b;
+}
+static uint64_t i_xor(int64_t a, int64_t b) {
+    return (uint64_t)a ^ (uint64_t)b;
+}
+
+/* The ops that need the operand's width in bits (32 or 64): XLA's shifts (an amount
+ * outside [0, width) gives 0, or the sign for the arithmetic shift) and the bit counts
+ * of the two's complement pattern. */
+static uint64_t low_bits(int64_t a, int bits) {
+    return bits == 64 ? (uint64_t)a : (uint64_t)a & ((UINT64_C(1) << bits) - 1);
+}
+static uint64_t w_shl(int64_t a, int64_t b, int bits) {
+    return b >= 0 && b < bits ? (uint64_t)a << b : 0;
+}
+static uint64_t w_shrl(int64_t a, int64_t b, int bits) {
+    return b >= 0 && b < bits ? low_bits(a, bits) >> b : 0;
+}
+static uint64_t w_shra(int64_t a, int64_t b, int bits) {
+    /* a is sign-extended to 64 bits; the low `bits` of the result are kept */
+    return (uint64_t)(b >= 0 && b < bits ? a >> b : a < 0 ? -1 : 0);
+}
+static uint64_t w_popcnt(int64_t a, int bits) {
+    uint64_t u = low_bits(a, bits), n = 0;
+    for (; u; u &= u - 1) n++;
+    return n;
+}
+static uint64_t w_clz(int64_t a, int bits) {
+    uint64_t u = low_bits(a, bits), n = (uint64_t)bits;
+    for (; u; u >>= 1) n--;
+    return n;
 }
 
 typedef struct ref_scalar {
-    double (*f1)(double);             /* unary, float operand */
-    uint64_t (*i1)(int64_t);          /* unary, integer or bool operand */
-    double (*f2)(double, double);     /* binary, float operands */
-    uint64_t (*i2)(int64_t, int64_t); /* binary, integer or bool operands */
+    double (*f1)(double);                  /* unary, float operand */
+    uint64_t (*i1)(int64_t);               /* unary, integer or bool operand */
+    double (*f2)(double, double);          /* binary, float operands */
+    uint64_t (*i2)(int64_t, int64_t);      /* binary, integer or bool operands */
+    uint64_t (*w1)(int64_t, int);          /* unary, integer operand of that many bits */
+    uint64_t (*w2)(int64_t, int64_t, int); /* binary, integer operands of that many bits */
 } ref_scalar;
 
 static const ref_scalar scalar[IR_NUM_OPS] = {
@@ -270,12 +303,18 @@ static const ref_scalar scalar[IR_NUM_OPS] = {
     [IR_MIN] = {.f2 = f_min, .i2 = i_min},
     [IR_AND] = {.i2 = i_and},
     [IR_OR] = {.i2 = i_or},
+    [IR_XOR] = {.i2 = i_xor},
+    [IR_SHL] = {.w2 = w_shl},
+    [IR_SHR_LOGICAL] = {.w2 = w_shrl},
+    [IR_SHR_ARITH] = {.w2 = w_shra},
+    [IR_POPCNT] = {.w1 = w_popcnt},
+    [IR_CLZ] = {.w1 = w_clz},
 };
 
 bool ref_scalar_supports(ir_op op, bool float_operand) {
     if ((unsigned)op >= IR_NUM_OPS) return false;
     const ref_scalar *f = &scalar[op];
-    return float_operand ? (f->f1 || f->f2) : (f->i1 || f->i2);
+    return float_operand ? (f->f1 || f->f2) : (f->i1 || f->i2 || f->w1 || f->w2);
 }
 
 /* NaN compares unequal to everything, so only NE is true for it: C's operators on
@@ -321,10 +360,13 @@ kiln_status ref_unary(const kiln_graph *g, uint32_t id, const ref_value *vals, v
     int64_t count = ref_numel(&n->shape);
     const ref_scalar *f = &scalar[n->op];
     bool fl = ir_dtype_is_float(t);
-    if (fl ? !f->f1 : !f->i1) return no_scalar(g, n, t);
+    int bits = (int)kiln_dtype_itemsize(t) * 8;
+    if (fl ? !f->f1 : !f->i1 && !f->w1) return no_scalar(g, n, t);
     for (int64_t i = 0; i < count; i++) {
         if (fl)
             ref_fput(out, t, i, f->f1(ref_fget(x, t, i)));
+        else if (f->w1)
+            ref_iput(out, t, i, f->w1(ref_iget(x, t, i), bits));
         else
             ref_iput(out, t, i, f->i1(ref_iget(x, t, i)));
     }
@@ -338,10 +380,13 @@ kiln_status ref_binary(const kiln_graph *g, uint32_t id, const ref_value *vals, 
     int64_t count = ref_numel(&n->shape);
     const ref_scalar *f = &scalar[n->op];
     bool fl = ir_dtype_is_float(t);
-    if (fl ? !f->f2 : !f->i2) return no_scalar(g, n, t);
+    int bits = (int)kiln_dtype_itemsize(t) * 8;
+    if (fl ? !f->f2 : !f->i2 && !f->w2) return no_scalar(g, n, t);
     for (int64_t i = 0; i < count; i++) {
         if (fl)
             ref_fput(out, t, i, f->f2(ref_fget(a, t, i), ref_fget(b, t, i)));
+        else if (f->w2)
+            ref_iput(out, t, i, f->w2(ref_iget(a, t, i), ref_iget(b, t, i), bits));
         else
             ref_iput(out, t, i, f->i2(ref_iget(a, t, i), ref_iget(b, t, i)));
     }
@@ -366,6 +411,15 @@ kiln_status ref_convert(const kiln_graph *g, uint32_t id, const ref_value *vals,
     const void *x = ref_in_data(vals, n, 0);
     int64_t count = ref_numel(&n->shape);
     for (int64_t i = 0; i < count; i++) ir_convert_one(t, x, n->dtype, out, i);
+    return KILN_STATUS_OK;
+}
+
+/* The same bytes under another dtype of their width (ir_infer checked the pair). */
+kiln_status ref_bitcast(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out) {
+    const ir_node *n = &g->nodes[id];
+    size_t bytes = 0;
+    ir_shape_nbytes(&n->shape, n->dtype, &bytes);
+    if (bytes) memcpy(out, ref_in_data(vals, n, 0), bytes);
     return KILN_STATUS_OK;
 }
 

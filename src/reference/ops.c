@@ -46,6 +46,7 @@ static const ref_eval_fn evals[IR_NUM_OPS] = {
     KN_UNARY_OPS(KN_REF_UNARY)
 #undef KN_REF_UNARY
         [IR_CONVERT] = ref_convert,
+    [IR_BITCAST] = ref_bitcast,
 #define KN_REF_BINARY(e, ...) [IR_##e] = ref_binary,
     KN_BINARY_OPS(KN_REF_BINARY)
 #undef KN_REF_BINARY

@@ -56,6 +56,7 @@ kiln_status ref_unary(const kiln_graph *g, uint32_t id, const ref_value *vals, v
 kiln_status ref_binary(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 kiln_status ref_compare(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 kiln_status ref_convert(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
+kiln_status ref_bitcast(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 kiln_status ref_select(const kiln_graph *g, uint32_t id, const ref_value *vals, void *out);
 /* structural.c: the evaluators of the ops that move or combine elements (the shape ops,
  * reductions, dot_general, indexing, scans, attention), in a table of its own so that a new

@@ -687,6 +687,7 @@ static kiln_value build(parser *p, ir_op op, kiln_dtype t, int rank, const int64
     if (op == IR_RESULT && !result_check(p, n.a.result_index)) return KN_NONE;
     switch (op) {
     case IR_CONVERT: return kiln_convert(g, in[0], t);
+    case IR_BITCAST: return kiln_bitcast_convert(g, in[0], t);
     case IR_COMPARE: return kiln_compare(g, in[0], in[1], n.a.cmp);
     case IR_SELECT: return kiln_select(g, in[0], in[1], in[2]);
     case IR_RESHAPE: return kiln_reshape(g, in[0], rank, dims);

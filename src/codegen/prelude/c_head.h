@@ -97,6 +97,10 @@ KILN_FN uint32_t kiln_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return 
 KILN_FN float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 KILN_FN uint64_t kiln_f64_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
 KILN_FN double kiln_bits_f64(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
+#define kiln_popc32(u) __builtin_popcount(u)
+#define kiln_popc64(u) __builtin_popcountll(u)
+KILN_FN int32_t kiln_clz32(uint32_t u) { return u ? __builtin_clz(u) : 32; }
+KILN_FN int64_t kiln_clz64(uint64_t u) { return u ? __builtin_clzll(u) : 64; }
 // kiln_select_<f32|f64>: a select on a bool loaded from a buffer, as a bitwise blend
 // (print_c.c, mask_select). gcc 12 turns `m ? x : 0` with m a loaded byte into a masked
 // load of x whose byte mask it cannot convert to the float lanes in a row of fewer than 32

@@ -24,6 +24,10 @@ KILN_FN uint32_t kiln_f32_bits(float f) { return __float_as_uint(f); }
 KILN_FN float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
 KILN_FN uint64_t kiln_f64_bits(double f) { return (uint64_t)__double_as_longlong(f); }
 KILN_FN double kiln_bits_f64(uint64_t u) { return __longlong_as_double((long long)u); }
+KILN_FN int32_t kiln_popc32(uint32_t u) { return __popc(u); }
+KILN_FN int64_t kiln_popc64(uint64_t u) { return __popcll(u); }
+KILN_FN int32_t kiln_clz32(uint32_t u) { return __clz((int)u); }
+KILN_FN int64_t kiln_clz64(uint64_t u) { return __clzll((long long)u); }
 KILN_FN double kiln_shfl(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 KILN_FN float kiln_shfl(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 KILN_FN int32_t kiln_shfl(int32_t v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }

@@ -37,3 +37,27 @@ KILN_FN int64_t kiln_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 KILN_FN int64_t kiln_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 KILN_FN int32_t kiln_f2i32(double x) { return x != x ? 0 : x >= 2147483647.0 ? INT32_MAX : x <= -2147483648.0 ? INT32_MIN : (int32_t)x; }
 KILN_FN int64_t kiln_f2i64(double x) { return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x; }
+// Shifts as XLA's: an amount outside [0, width) (a negative one too) gives 0, or the
+// sign for the arithmetic right shift; the logical right shift moves the unsigned pattern.
+// popcnt and clz count the pattern's bits (kiln_popc / kiln_clz: the dialect's, clz of 0 is
+// the width).
+KILN_FN int32_t kiln_shl_i32(int32_t a, int32_t b) { return (uint32_t)b < 32u ? (int32_t)((uint32_t)a << b) : 0; }
+KILN_FN int64_t kiln_shl_i64(int64_t a, int64_t b) { return (uint64_t)b < 64u ? (int64_t)((uint64_t)a << b) : 0; }
+KILN_FN int32_t kiln_shrl_i32(int32_t a, int32_t b) { return (uint32_t)b < 32u ? (int32_t)((uint32_t)a >> b) : 0; }
+KILN_FN int64_t kiln_shrl_i64(int64_t a, int64_t b) { return (uint64_t)b < 64u ? (int64_t)((uint64_t)a >> b) : 0; }
+KILN_FN int32_t kiln_shra_i32(int32_t a, int32_t b) { return a >> ((uint32_t)b < 32u ? b : 31); }
+KILN_FN int64_t kiln_shra_i64(int64_t a, int64_t b) { return a >> ((uint64_t)b < 64u ? b : 63); }
+KILN_FN int32_t kiln_popcnt_i32(int32_t a) { return kiln_popc32((uint32_t)a); }
+KILN_FN int64_t kiln_popcnt_i64(int64_t a) { return kiln_popc64((uint64_t)a); }
+KILN_FN int32_t kiln_clz_i32(int32_t a) { return kiln_clz32((uint32_t)a); }
+KILN_FN int64_t kiln_clz_i64(int64_t a) { return kiln_clz64((uint64_t)a); }
+// bitcast_convert: f32 <-> i32, f64 <-> i64, and each dtype to itself
+KILN_FN int32_t kiln_bitcast_f32_i32(float a) { return (int32_t)kiln_f32_bits(a); }
+KILN_FN float kiln_bitcast_i32_f32(int32_t a) { return kiln_bits_f32((uint32_t)a); }
+KILN_FN int64_t kiln_bitcast_f64_i64(double a) { return (int64_t)kiln_f64_bits(a); }
+KILN_FN double kiln_bitcast_i64_f64(int64_t a) { return kiln_bits_f64((uint64_t)a); }
+KILN_FN float kiln_bitcast_f32_f32(float a) { return a; }
+KILN_FN double kiln_bitcast_f64_f64(double a) { return a; }
+KILN_FN int32_t kiln_bitcast_i32_i32(int32_t a) { return a; }
+KILN_FN int64_t kiln_bitcast_i64_i64(int64_t a) { return a; }
+KILN_FN uint8_t kiln_bitcast_bool_bool(uint8_t a) { return a; }

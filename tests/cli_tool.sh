@@ -73,8 +73,8 @@ expect 0 out "usage: kiln import" -- help import
 expect 0 out " -o OUT.kir" -- import --help
 expect 2 err "neither .mlir (StableHLO) nor .hlo" -- import notes.txt
 expect 2 err "unexpected argument 'b.hlo'" -- import a.hlo b.hlo
-printf 'HloModule m\n\nENTRY e {\n  p = s32[2] parameter(0)\n  ROOT r = s32[2] popcnt(p)\n}\n' >"$dir/bad.hlo"
-expect 1 err "line 5, column 19: popcnt is not an op kiln imports" -- import "$dir/bad.hlo"
+printf 'HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2] reduce-precision(p), exponent_bits=5, mantissa_bits=10\n}\n' >"$dir/bad.hlo"
+expect 1 err "line 5, column 19: reduce-precision is not an op kiln imports" -- import "$dir/bad.hlo"
 # kiln plan --run makes arguments of every parameter's dtype (f64, bf16, i64 and bool ones
 # were filled as f32 or i32, past the end of an f64 buffer).
 printf 'HloModule m\n\nENTRY e {\n  a = f64[300] parameter(0)\n  b = bf16[7] parameter(1)\n  c = s64[5] parameter(2)\n  d = pred[3] parameter(3)\n  x = f64[300] add(a, a)\n  y = bf16[7] multiply(b, b)\n  z = s64[5] add(c, c)\n  w = pred[3] not(d)\n  ROOT t = (f64[300], bf16[7], s64[5], pred[3]) tuple(x, y, z, w)\n}\n' >"$dir/types.hlo"

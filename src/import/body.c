@@ -74,7 +74,8 @@ static bool key_of(const imp_body *b, int i, int p, bool flt) {
  * "lhs c rhs" (LT, GT or EQ; a compare written the other way round is turned). */
 static bool key_compare(const imp_body *b, int i, int j, bool flt, kiln_cmp *c) {
     const imp_bop *o = at(b, i);
-    if (!o || o->kind != IMP_B_COMPARE || o->n_in != 2 || (flt && !o->totalorder)) return false;
+    if (!o || o->kind != IMP_B_COMPARE || o->n_in != 2 || o->uns || (flt && !o->totalorder))
+        return false;
     bool fwd = key_of(b, o->in[0], 2 * j, flt) && key_of(b, o->in[1], 2 * j + 1, flt);
     bool rev = key_of(b, o->in[0], 2 * j + 1, flt) && key_of(b, o->in[1], 2 * j, flt);
     if (!fwd && !rev) return false;

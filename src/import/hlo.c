@@ -80,7 +80,8 @@ static bool hlo_type(imp_lex *L, imp_type *ts, int *n, int max) {
     char el[IMP_MAX_NAME];
     imp_loc at = imp_here(L);
     if (!imp_ident(L, el, NULL, "an element type")) return false;
-    ts[0].dtype = imp_dtype(el);
+    ts[0].uns = !strcmp(el, "u32") || !strcmp(el, "u64"); /* held as i32 / i64 patterns */
+    ts[0].dtype = ts[0].uns ? (el[1] == '3' ? KILN_DTYPE_I32 : KILN_DTYPE_I64) : imp_dtype(el);
     if (!ts[0].dtype || !strcmp(el, "i32") || !strcmp(el, "i64") || !strcmp(el, "i1"))
         return imp_fail_at(L, at, KILN_STATUS_DTYPE, "element type %s: kiln has no such dtype", el);
     int64_t d[KILN_MAX_RANK];
@@ -94,11 +95,14 @@ static bool hlo_type(imp_lex *L, imp_type *ts, int *n, int max) {
 /* A computation's instruction head, "NAME = TYPE OPCODE": its name and opcode, the type
  * read past (the bodies of reductions, sorts and scatters, whose types the op's own
  * operands give). */
-static bool instr_head(imp_lex *L, const char **s, size_t *n, const char **op, size_t *on) {
+static bool instr_head(imp_lex *L, const char **s, size_t *n, const char **op, size_t *on,
+                       bool *uns) {
     imp_type t[IMP_MAX_OPERANDS];
     int nt;
-    return name(L, s, n, "an instruction") && imp_expect(L, '=') &&
-           hlo_type(L, t, &nt, IMP_MAX_OPERANDS) && name(L, op, on, "an opcode");
+    bool ok = name(L, s, n, "an instruction") && imp_expect(L, '=') &&
+              hlo_type(L, t, &nt, IMP_MAX_OPERANDS) && name(L, op, on, "an opcode");
+    if (uns) *uns = ok && nt == 1 && t[0].uns;
+    return ok;
 }
 
 /* Skips to the end of the line (groups and strings whole). */
@@ -425,6 +429,7 @@ typedef struct group {
     kiln_value *v; /* into the reading instruction's pool, or its results */
     bool is_const; /* a splat constant of `value` */
     double value;
+    bool uns; /* one value, declared u32 or u64 */
 } group;
 
 /* A reduce of two operands' to_apply: IMP_COMBINE_ARGMAX or _ARGMIN where its
@@ -440,7 +445,7 @@ static bool comp_arg_combine(hlo *P, const comp *c, imp_combine *k) {
         imp_accept_word(L, "ROOT");
         const char *s, *op;
         size_t len, on;
-        if (!instr_head(L, &s, &len, &op, &on)) break;
+        if (!instr_head(L, &s, &len, &op, &on, NULL)) break;
         snprintf(ops[n], sizeof ops[n], "%.*s", (int)on, op);
         const char *p = L->src + L->pos, *eol = memchr(p, '\n', L->len - L->pos);
         for (eol = eol ? eol : L->src + L->len; p + 12 <= eol; p++) /* "direction=GT" */
@@ -480,7 +485,8 @@ static bool comp_body(hlo *P, const comp *c) {
         bool root = imp_accept_word(L, "ROOT");
         const char *s, *op;
         size_t n, on;
-        if (!instr_head(L, &s, &n, &op, &on) || !imp_expect(L, '(')) {
+        bool uns = false;
+        if (!instr_head(L, &s, &n, &op, &on, &uns) || !imp_expect(L, '(')) {
             ok = false;
             break;
         }
@@ -492,6 +498,7 @@ static bool comp_body(hlo *P, const comp *c) {
         if (!strcmp(code, "parameter")) {
             int64_t k;
             o.kind = IMP_B_PARAM;
+            o.uns = uns; /* HLO compares unsigned values unsigned unless type= says otherwise */
             ok = imp_int(L, &k, "a parameter number") && k >= 0 && k < IMP_MAX_OPERANDS;
             o.param = (int)k;
         } else if (!strcmp(code, "constant")) {
@@ -524,6 +531,7 @@ static bool comp_body(hlo *P, const comp *c) {
                 imp_op d = {0};
                 ok = imp_ident(L, w, NULL, "a value");
                 if (ok && !strcmp(key, "type")) o.totalorder = !strcmp(w, "TOTALORDER");
+                if (ok && !strcmp(key, "type") && !strcmp(w, "UNSIGNED")) o.uns = true;
                 for (size_t i = 0; ok && !strcmp(key, "direction") &&
                                    i < sizeof directions / sizeof directions[0];
                      i++)
@@ -534,6 +542,8 @@ static bool comp_body(hlo *P, const comp *c) {
             }
         }
         if (!ok) break;
+        for (int i = 0; o.kind == IMP_B_COMPARE && i < o.n_in; i++)
+            o.uns |= b->op[o.in[i]].uns; /* a compare of unsigned values is unsigned */
         if (root) b->ret = b->n;
         names[b->n] = s, lens[b->n] = n;
         imp_body_add(b, o);
@@ -561,7 +571,7 @@ static bool comp_combine(hlo *P, const comp *c, imp_combine *k) {
         bool root = imp_accept_word(L, "ROOT");
         const char *s, *op;
         size_t n, on;
-        if (!instr_head(L, &s, &n, &op, &on) || !imp_expect(L, '(')) break;
+        if (!instr_head(L, &s, &n, &op, &on, NULL) || !imp_expect(L, '(')) break;
         bool param = on == 9 && !memcmp(op, "parameter", 9);
         int64_t idx = -1;
         if (param && imp_int(L, &idx, "a parameter number") && idx >= 0 && idx < 2)
@@ -708,7 +718,7 @@ static bool operand(imp_lex *L, imp_scope *s, group *g, kiln_value *pool, int *n
     g->n = (int)e->n;
     g->v = pool + *n_pool;
     *n_pool += g->n;
-    g->is_const = e->is_const, g->value = e->value;
+    g->is_const = e->is_const, g->value = e->value, g->uns = e->uns;
     for (uint32_t i = 0; i < e->n; i++)
         if (!imp_scope_value(L, s, nm, n, (int)i, at, &g->v[i], NULL)) return false;
     return true;
@@ -909,8 +919,11 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
                                op->spell, IMP_MAX_OPERANDS);
         op->in_const[op->n_in] = ops[i].is_const;
         op->in_value[op->n_in] = ops[i].value;
+        op->in_uns[op->n_in] = ops[i].uns;
         op->in[op->n_in++] = ops[i].v[0];
     }
+    /* HLO's compare is unsigned on unsigned operands (a type= the text gives says so too) */
+    if (!strcmp(n, "compare") && op->n_in && op->in_uns[0]) op->cmp_unsigned = true;
     out->n = arg ? 2 : 1;
     if (!strcmp(n, "sort") || !strcmp(n, "top_k")) out->n = op->n_out;
     return imp_emit(L, s->g, op, out->v);
@@ -994,6 +1007,7 @@ static bool instruction(hlo *P, imp_scope *s, int n_args, const group *args, ins
     }
     *bound = imp_scope_bind(L, s, nm, nn, I->out.n, I->out.v);
     if (*bound) (*bound)->is_const = info.is_const, (*bound)->value = info.value;
+    if (*bound) (*bound)->uns = op->n_out == 1 && op->out[0].uns;
     return *bound != NULL;
 }
 

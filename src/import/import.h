@@ -103,6 +103,10 @@ typedef struct imp_type {
     kiln_dtype dtype;
     int rank;
     int64_t dims[KILN_MAX_RANK];
+    /* StableHLO's ui32 / ui64, held as the bit patterns of i32 / i64 (dtype): ops.c maps
+     * the ops whose result depends on the signedness (compare, convert, max, min, divide,
+     * remainder) and refuses the others that would (docs/import.md, "Unsigned integers") */
+    bool uns;
 } imp_type;
 
 /* An element type's spelling (f32, i1, bf16 ...; HLO's s32, pred) as a kiln dtype;
@@ -123,6 +127,7 @@ typedef struct imp_entry {
     uint32_t first, n;
     bool is_const;
     double value;
+    bool uns; /* HLO: the one value's declared type is u32 or u64 (StableHLO's ops say it) */
 } imp_entry;
 
 /* A scope: the values of one function body or region, and the graph they live on. A
@@ -189,6 +194,8 @@ typedef struct imp_bop {
     double value;    /* IMP_B_CONST (NaN for a NaN) */
     kiln_cmp cmp;    /* IMP_B_COMPARE */
     bool totalorder; /* a compare of type TOTALORDER */
+    bool uns;        /* a compare of type UNSIGNED (no comparator kiln maps); HLO: a parameter
+                      * of type u32 or u64, whose compares are unsigned */
     int n_in, in[3]; /* operands: indices of earlier ops */
 } imp_bop;
 typedef struct imp_body {
@@ -235,6 +242,8 @@ typedef struct imp_op {
     int64_t a[KILN_MAX_RANK], b[KILN_MAX_RANK], c[KILN_MAX_RANK];
     int64_t pad_lo[KILN_MAX_RANK], pad_hi[KILN_MAX_RANK];
     kiln_cmp cmp;
+    bool cmp_unsigned;                /* compare's type word UNSIGNED */
+    bool in_uns[IMP_MAX_OPERANDS];    /* operand i's type, as the text gives it, is unsigned */
     kiln_dot_dims dot;
     kiln_gather_dims gather;
     kiln_scatter_dims scatter;

@@ -127,6 +127,15 @@ kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t
             return imp_fail_at(L, at, KILN_STATUS_SHAPE, "constant: its shape is too large"),
                    (kiln_value){0, 0};
     kiln_value v = {0, 0};
+    double *wrapped = NULL; /* an unsigned type's values as its signed bit patterns */
+    if (t->uns) {
+        double top = t->dtype == KILN_DTYPE_I32 ? 0x1p31 : 0x1p63;
+        size_t size = (size_t)(n ? n : 1) * sizeof *wrapped;
+        if (!(wrapped = host_alloc(L->ctx, size)))
+            return imp_oom(L, "kiln import (constant)", size), v;
+        for (int64_t i = 0; i < n; i++) wrapped[i] = vals[i] >= top ? vals[i] - 2 * top : vals[i];
+        vals = wrapped;
+    }
     if (n == 1) {
         v = kiln_full(g, t->dtype, t->rank, t->dims, vals[0]);
     } else if (n != count) {
@@ -140,9 +149,10 @@ kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t
         kiln_status s = kiln_convert_host(L->ctx, KILN_DTYPE_F64, vals, t->dtype, data, count);
         if (!s) v = kiln_constant(g, t->dtype, t->rank, t->dims, data);
         host_free(L->ctx, data, size);
-        if (s) return imp_fail_at(L, at, s, "constant: %s", kiln_last_error(L->ctx)), v;
+        if (s) imp_fail_at(L, at, s, "constant: %s", kiln_last_error(L->ctx));
     }
-    imp_check_graph(L, g, at, "constant");
+    if (wrapped) host_free(L->ctx, wrapped, (size_t)(n ? n : 1) * sizeof *wrapped);
+    if (!L->status) imp_check_graph(L, g, at, "constant");
     return L->status ? (kiln_value){0, 0} : v;
 }
 
@@ -680,11 +690,206 @@ static kiln_value emit_select_and_scatter(imp_lex *L, kiln_graph *g, imp_op *op)
     return zero ? grad : kiln_add(g, grad, op->in[2]);
 }
 
+/* ------------------------------------------------------------------ bits ---- */
+
+static const struct {
+    const char *name;
+    binary_fn fn;
+} bit_binary_ops[] = {
+    {"shift_left", kiln_shift_left},
+    {"shift_right_logical", kiln_shift_right_logical},
+    {"shift_right_arithmetic", kiln_shift_right_arithmetic},
+};
+
+/* and / or / xor / not of integers (bitwise) or bools (logical); the shifts and bit counts;
+ * bitcast_convert. *known false: not one of them. */
+static kiln_value emit_bits(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
+    const char *n = op->name;
+    kiln_value none = {0, 0};
+    *known = true;
+    if (!strcmp(n, "and") || !strcmp(n, "or") || !strcmp(n, "xor")) {
+        if (!need_in(L, op, 2, 2)) return none;
+        binary_fn f = n[0] == 'a'   ? kiln_bitwise_and
+                      : n[0] == 'o' ? kiln_bitwise_or
+                                    : kiln_bitwise_xor;
+        return f(g, op->in[0], op->in[1]);
+    }
+    if (!strcmp(n, "not")) return need_in(L, op, 1, 1) ? kiln_bitwise_not(g, op->in[0]) : none;
+    for (size_t i = 0; i < sizeof bit_binary_ops / sizeof bit_binary_ops[0]; i++)
+        if (!strcmp(n, bit_binary_ops[i].name))
+            return need_in(L, op, 2, 2) ? bit_binary_ops[i].fn(g, op->in[0], op->in[1]) : none;
+    if (!strcmp(n, "popcnt"))
+        return need_in(L, op, 1, 1) ? kiln_population_count(g, op->in[0]) : none;
+    if (!strcmp(n, "count_leading_zeros"))
+        return need_in(L, op, 1, 1) ? kiln_clz(g, op->in[0]) : none;
+    if (!strcmp(n, "bitcast_convert"))
+        return need_in(L, op, 1, 1) && need_out(L, op)
+                   ? kiln_bitcast_convert(g, op->in[0], op->out[0].dtype)
+                   : none;
+    *known = false;
+    return none;
+}
+
+/* ------------------------------------------------------ unsigned integers ---- */
+
+/* x with its sign bit flipped: unsigned order becomes signed order (and back). */
+static kiln_value flip_sign(kiln_graph *g, kiln_value x) {
+    kiln_dtype t = imp_value_type(g, x).dtype;
+    return kiln_bitwise_xor(g, x, kiln_scalar(g, t, t == KILN_DTYPE_I32 ? -0x1p31 : -0x1p63));
+}
+
+/* A ui32 pattern (i32) as the i64 of its value. */
+static kiln_value widen_u32(kiln_graph *g, kiln_value x) {
+    return kiln_bitwise_and(g, kiln_convert(g, x, KILN_DTYPE_I64),
+                            kiln_scalar(g, KILN_DTYPE_I64, 4294967295.0));
+}
+
+/* convert from or to ui32 / ui64 (as XLA converts: an unsigned source zero-extends, a
+ * float saturates into [0, max] with NaN to 0, a signed integer keeps its two's complement
+ * pattern); *handled false when neither side is unsigned. */
+static kiln_value convert_unsigned(kiln_graph *g, imp_op *op, bool *handled) {
+    kiln_value x = op->in[0];
+    imp_type from = imp_value_type(g, x);
+    const imp_type *to = &op->out[0];
+    bool fu = op->in_uns[0], tu = to->uns;
+    *handled = fu || tu;
+    if (!*handled) return x;
+    bool ffl = from.dtype != KILN_DTYPE_I32 && from.dtype != KILN_DTYPE_I64 &&
+               from.dtype != KILN_DTYPE_BOOL;
+    if (tu && ffl) { /* float -> unsigned: saturate into [0, 2^w - 1] */
+        kiln_value f = kiln_convert(g, x, KILN_DTYPE_F64);
+        kiln_value pos = kiln_max(g, f, kiln_scalar(g, KILN_DTYPE_F64, 0)); /* NaN stays NaN */
+        if (to->dtype == KILN_DTYPE_I32) /* via i64, which saturates NaN to 0 */
+            return kiln_convert(
+                g,
+                kiln_convert(g, kiln_min(g, pos, kiln_scalar(g, KILN_DTYPE_F64, 4294967295.0)),
+                             KILN_DTYPE_I64),
+                KILN_DTYPE_I32);
+        /* ui64: at or above 2^63, the value less 2^63 with the top bit set */
+        kiln_value big = kiln_compare(g, pos, kiln_scalar(g, KILN_DTYPE_F64, 0x1p63), KILN_CMP_GE);
+        kiln_value lo = kiln_convert(g, pos, KILN_DTYPE_I64);
+        kiln_value hi =
+            flip_sign(g, kiln_convert(g, kiln_sub(g, pos, kiln_scalar(g, KILN_DTYPE_F64, 0x1p63)),
+                                      KILN_DTYPE_I64));
+        return kiln_select(g, big, hi, lo);
+    }
+    if (!fu) return kiln_convert(g, x, to->dtype); /* signed or bool: the pattern */
+    /* from unsigned */
+    if (from.dtype == KILN_DTYPE_I32) {
+        if (to->dtype == KILN_DTYPE_I32 || to->dtype == KILN_DTYPE_BOOL)
+            return kiln_convert(g, x, to->dtype);
+        return kiln_convert(g, widen_u32(g, x), to->dtype); /* to i64, ui64, floats */
+    }
+    /* ui64: integers take the pattern; a float is exact below 2^63, and above it the value
+     * halved (its low bit kept, so that it rounds once) and doubled */
+    if (to->dtype == KILN_DTYPE_I32 || to->dtype == KILN_DTYPE_I64 || to->dtype == KILN_DTYPE_BOOL)
+        return kiln_convert(g, x, to->dtype);
+    kiln_value one = kiln_scalar(g, KILN_DTYPE_I64, 1);
+    kiln_value half =
+        kiln_bitwise_or(g, kiln_shift_right_logical(g, x, one), kiln_bitwise_and(g, x, one));
+    kiln_value hf = kiln_convert(g, half, to->dtype);
+    return kiln_select(g, kiln_compare(g, x, kiln_scalar(g, KILN_DTYPE_I64, 0), KILN_CMP_LT),
+                       kiln_add(g, hf, hf), kiln_convert(g, x, to->dtype));
+}
+
+/* The ops on unsigned values whose bits differ from the signed op's: compare, maximum,
+ * minimum, clamp, divide and remainder. The others read and write the same patterns (add,
+ * multiply, the bit ops, slices ...) or are refused. *handled false: none of these. */
+static kiln_value emit_unsigned(imp_lex *L, kiln_graph *g, imp_op *op, bool *handled) {
+    const char *n = op->name;
+    kiln_value none = {0, 0};
+    *handled = true;
+    if (!strcmp(n, "compare") && op->cmp_unsigned) {
+        if (!need_in(L, op, 2, 2)) return none;
+        if (op->cmp == KILN_CMP_EQ || op->cmp == KILN_CMP_NE)
+            return kiln_compare(g, op->in[0], op->in[1], op->cmp);
+        return kiln_compare(g, flip_sign(g, op->in[0]), flip_sign(g, op->in[1]), op->cmp);
+    }
+    if (!strcmp(n, "convert")) {
+        if (!need_in(L, op, 1, 1) || !need_out(L, op)) return none;
+        kiln_value v = convert_unsigned(g, op, handled);
+        return *handled ? v : none;
+    }
+    if (!op->n_out || !op->out[0].uns) {
+        *handled = false;
+        return none;
+    }
+    if (!strcmp(n, "maximum") || !strcmp(n, "minimum")) {
+        if (!need_in(L, op, 2, 2)) return none;
+        binary_fn f = n[1] == 'a' ? kiln_max : kiln_min;
+        return flip_sign(g, f(g, flip_sign(g, op->in[0]), flip_sign(g, op->in[1])));
+    }
+    if (!strcmp(n, "clamp"))
+        return need_in(L, op, 3, 3)
+                   ? flip_sign(g, kiln_clip(g, flip_sign(g, op->in[1]), flip_sign(g, op->in[0]),
+                                            flip_sign(g, op->in[2])))
+                   : none;
+    if ((!strcmp(n, "divide") || !strcmp(n, "remainder")) && op->out[0].dtype == KILN_DTYPE_I32) {
+        /* in i64, where both are non-negative; x / 0 is all ones and x % 0 is x, as XLA's */
+        if (!need_in(L, op, 2, 2)) return none;
+        kiln_value a = widen_u32(g, op->in[0]), b = widen_u32(g, op->in[1]);
+        return kiln_convert(g, n[0] == 'd' ? kiln_div(g, a, b) : kiln_rem(g, a, b), KILN_DTYPE_I32);
+    }
+    static const char *const same_bits[] = {"add",
+                                            "subtract",
+                                            "multiply",
+                                            "negate",
+                                            "and",
+                                            "or",
+                                            "xor",
+                                            "not",
+                                            "shift_left",
+                                            "shift_right_logical",
+                                            "shift_right_arithmetic",
+                                            "popcnt",
+                                            "count_leading_zeros",
+                                            "select",
+                                            "bitcast_convert",
+                                            "broadcast_in_dim",
+                                            "reshape",
+                                            "transpose",
+                                            "reverse",
+                                            "slice",
+                                            "pad",
+                                            "concatenate",
+                                            "iota",
+                                            "dynamic_slice",
+                                            "dynamic_update_slice",
+                                            "gather",
+                                            "scatter",
+                                            "constant",
+                                            "dot_general"};
+    bool order = op->combine == IMP_COMBINE_MAX || op->combine == IMP_COMBINE_MIN;
+    bool combines = !strcmp(n, "reduce") || !strcmp(n, "reduce_window") || !strcmp(n, "scatter");
+    if (combines && !order) { /* sums, products, ands */
+        *handled = false;
+        return none;
+    }
+    for (size_t i = 0; i < sizeof same_bits / sizeof *same_bits && !combines; i++)
+        if (!strcmp(n, same_bits[i])) {
+            *handled = false;
+            return none;
+        }
+    imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                "%s of %s: kiln holds unsigned integers as the bit patterns of i32 / i64 and "
+                "imports the ops jax.random and integer arithmetic write on them (docs/import.md, "
+                "\"Unsigned integers\"), not this one",
+                op->spell, op->out[0].dtype == KILN_DTYPE_I32 ? "ui32" : "ui64");
+    return none;
+}
+
 /* ------------------------------------------------------------------ emit ---- */
 
 static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
     const char *n = op->name;
     *known = true;
+    bool done = false;
+    kiln_value u = emit_unsigned(L, g, op, &done);
+    if (done || L->status) return u;
+    if (op->n_in >= 1 && imp_value_type(g, op->in[0]).dtype != KILN_DTYPE_BOOL) {
+        kiln_value b = emit_bits(L, g, op, &done);
+        if (done || L->status) return b;
+    }
     if ((!strcmp(n, "maximum") || !strcmp(n, "minimum")) && op->n_in == 2 &&
         imp_value_type(g, op->in[0]).dtype == KILN_DTYPE_BOOL)
         return binary_bool(g, n, op->in[0], op->in[1]); /* or, and */
@@ -770,19 +975,19 @@ bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out) {
     if (!strcmp(op->name, "reduce") && op->n_in == 4 && is_arg_combine(op->combine))
         return emit_arg_reduce(L, g, op, out);
     if (!strcmp(op->name, "sort")) return emit_sort(L, g, op, out);
-    if (!strcmp(op->name, "top_k")) return emit_top_k(L, g, op, out);
+    if (!strcmp(op->name, "top_k")) {
+        if (op->n_out && op->out[0].uns)
+            return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                               "%s of unsigned integers: kiln's top_k orders them as signed",
+                               op->spell);
+        return emit_top_k(L, g, op, out);
+    }
     bool known = true;
     kiln_value v = emit_one(L, g, op, &known);
     if (L->status) return false;
-    if (!known && !kiln_graph_status(g)) {
-        const char *n = op->name;
-        if (!strcmp(n, "and") || !strcmp(n, "or") || !strcmp(n, "xor") || !strcmp(n, "not"))
-            return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
-                               "%s of %s: kiln imports it over bool only (no bitwise ops)",
-                               op->spell, kiln_dtype_name(imp_value_type(g, op->in[0]).dtype));
+    if (!known && !kiln_graph_status(g))
         return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
                            "%s is not an op kiln imports (docs/import.md lists them)", op->spell);
-    }
     if (!check_result(L, g, op, 0, v)) return false;
     out[0] = v;
     if (op->n_out > 1)

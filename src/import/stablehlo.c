@@ -61,7 +61,8 @@ static bool tensor_type(imp_lex *L, imp_type *t) {
     char name[IMP_MAX_NAME];
     imp_loc at = imp_here(L);
     if (!imp_ident(L, name, NULL, "an element type")) return false;
-    t->dtype = imp_dtype(name);
+    t->uns = !strcmp(name, "ui32") || !strcmp(name, "ui64");
+    t->dtype = t->uns ? (name[2] == '3' ? KILN_DTYPE_I32 : KILN_DTYPE_I64) : imp_dtype(name);
     if (!t->dtype || !strcmp(name, "s32") || !strcmp(name, "s64") || !strcmp(name, "pred"))
         return imp_fail_at(L, at, KILN_STATUS_DTYPE, "element type %s: kiln has no such dtype",
                            name);
@@ -101,12 +102,14 @@ static bool signature(imp_lex *L, imp_op *op) {
     imp_skip(L);
     if (imp_peek(L) == '-' && imp_peek_at(L, 1) == '>') {
         imp_advance(L, 2);
+        for (int i = 0; i < n && i < IMP_MAX_OPERANDS; i++) op->in_uns[i] = ts[i].uns;
         return type_list(L, op->out, &op->n_out);
     }
     if (n > IMP_MAX_OPERANDS)
         return imp_fail(L, "an op of more than %d operand types", IMP_MAX_OPERANDS);
     op->n_out = 1;
     op->out[0] = ts[n - 1];
+    for (int i = 0; i < IMP_MAX_OPERANDS; i++) op->in_uns[i] = ts[n - 1].uns; /* one type */
     return true;
 }
 
@@ -529,6 +532,11 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
             char kind[IMP_MAX_NAME];
             if (!imp_ident(L, kind, NULL, "an enum")) return false;
             if (!strcmp(kind, "comparison_direction") && !direction(L, op)) return false;
+            if (!strcmp(kind, "comparison_type")) {
+                char w2[IMP_MAX_NAME];
+                if (!imp_ident(L, w2, NULL, "a comparison type")) return false;
+                op->cmp_unsigned = !strcmp(w2, "UNSIGNED");
+            }
             return skip_value(L, false) && imp_expect(L, '>');
         }
         return skip_value(L, pretty);
@@ -610,7 +618,10 @@ static bool dim_pair(imp_lex *L, int *n, int *a, int *b) {
 static bool pretty_attr(imp_lex *L, imp_op *op) {
     char name[IMP_MAX_NAME];
     if (!imp_ident(L, name, NULL, "an attribute")) return false;
-    if (!imp_accept(L, '=')) return true; /* compare's FLOAT / SIGNED: the dtype says it */
+    if (!imp_accept(L, '=')) { /* compare's FLOAT / SIGNED: the dtype says it; not UNSIGNED */
+        op->cmp_unsigned |= !strcmp(name, "UNSIGNED");
+        return true;
+    }
     if (!strcmp(name, "contracting_dims"))
         return dim_pair(L, &op->dot.n_contract, op->dot.lhs_contract, op->dot.rhs_contract);
     if (!strcmp(name, "batching_dims"))
@@ -798,6 +809,7 @@ static bool comparator_ops(imp_lex *L, imp_body *b) {
             if (imp_accept(L, ',')) {
                 if (!imp_ident(L, ty, NULL, "a compare type")) return false;
                 o.totalorder = !strcmp(ty, "TOTALORDER");
+                o.uns = !strcmp(ty, "UNSIGNED");
             }
             if (!signature(L, &sig)) return false;
         } else {

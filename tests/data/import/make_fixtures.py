@@ -249,6 +249,27 @@ def math_functions(x, u):
             jnp.isfinite(x / u), jax.nn.gelu(x, approximate=False), grad)
 
 
+def random_bits(key, x, n, m):
+    """jax.random inside the program (Threefry-2x32 written out in ui32 and ui64 shifts, xors
+    and adds; the [0, 1) draw's bitcast; randint's unsigned remainder and compares), the bit
+    ops on i32, bitcast_convert both ways, and uint32 arithmetic whose result depends on the
+    signedness (divide, remainder, maximum, compare, convert to float)."""
+    k = jax.random.wrap_key_data(key)
+    k1, k2, k3 = jax.random.split(k, 3)
+    kept = jax.random.bernoulli(jax.random.fold_in(k, 7), 0.7, x.shape)
+    nu, mu = n.astype(jnp.uint32), m.astype(jnp.uint32)
+    big = nu * jnp.uint32(2654435761)  # past 2^31: the unsigned ops see their top bit
+    return (jax.random.uniform(k1, (3, 4)), jax.random.normal(k2, (3, 4)),
+            jax.random.randint(k3, (6,), -5, 9), jnp.where(kept, x / 0.7, 0),
+            jax.random.key_data(k3),
+            lax.shift_left(n, m), lax.shift_right_logical(n, m), lax.shift_right_arithmetic(n, m),
+            lax.population_count(n), lax.clz(n), n & m, n | m, n ^ m, ~n,
+            lax.bitcast_convert_type(x, jnp.int32),
+            lax.bitcast_convert_type(n, jnp.float32),
+            big // (mu | 1), big % (mu | 1), jnp.maximum(big, mu), big < mu,
+            big.astype(jnp.float32), (big >> 3) ^ mu)
+
+
 PROGRAMS = {
     "mlp_train": (mlp_train, lambda: (randn(4, 8), randn(8), randn(8, 3), randn(2, 4),
                                       jax.nn.one_hot(np.array([0, 2]), 3)), (0, 1, 2)),
@@ -268,9 +289,14 @@ PROGRAMS = {
     "debug_sharded": (debug_sharded, lambda: (randn(4, 3), randn(3, 5)), ()),
     "math_functions": (math_functions, lambda: (randn(3, 4), rng.uniform(-0.9, 0.9, (3, 4)).astype(
         np.float32)), ()),
+    "random_bits": (random_bits, lambda: (np.array([0x8f3a51c2, 42], np.uint32), randn(3, 4),
+                                          np.array([7, -7, -2147483648, 5, 0, 123456], np.int32),
+                                          np.array([3, 31, 1, 33, -1, 4], np.int32)), ()),
 }
 
 DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}
+# kiln holds unsigned integers as the bit patterns of the signed dtype of their width
+AS_SIGNED = {np.uint32: np.int32, np.uint64: np.int64}
 
 
 def flat(args):
@@ -279,6 +305,8 @@ def flat(args):
 
 def write_array(f, kind, a):
     a = np.asarray(a)
+    if a.dtype.type in AS_SIGNED:
+        a = a.view(AS_SIGNED[a.dtype.type])
     f.write("%s %s %d %s\n" % (kind, DT[a.dtype.type], a.ndim, " ".join(map(str, a.shape))))
     vals = a.reshape(-1)
     if a.dtype == np.bool_:

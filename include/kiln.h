@@ -1530,6 +1530,38 @@ KILN_API kiln_value kiln_random_normal(kiln_graph *g, kiln_value key, kiln_dtype
 /* bool, true with probability p in [0, 1] (uniform f32 < p, as jax.random.bernoulli). */
 KILN_API kiln_value kiln_random_bernoulli(kiln_graph *g, kiln_value key, double p, int rank,
                                           const int64_t *dims);
+/* jax.random's other samplers, written as JAX writes them (docs/random.md, "Other
+ * distributions"): the integer ones give JAX's values bit for bit, the float ones to a few
+ * ulps (log, log1p, erf and erf_inv are kiln's, not XLA's). Each checks what the uniform
+ * and normal draws check, and names itself in its errors.
+ *
+ * jax.random.randint: i32 uniform on [minval, maxval) (bounds clipped to i32; an empty
+ * range gives minval), from 64 random bits an element folded in modulo the span, as
+ * JAX does (so a span that is not a power of two is biased by at most span / 2^32). */
+KILN_API kiln_value kiln_random_randint(kiln_graph *g, kiln_value key, int rank,
+                                        const int64_t *dims, int64_t minval, int64_t maxval);
+/* jax.random.gumbel (its default mode): -log(-log(u)), u uniform on [tiny, 1). */
+KILN_API kiln_value kiln_random_gumbel(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,
+                                       const int64_t *dims);
+/* jax.random.exponential: -log1p(-u), u uniform on [0, 1). */
+KILN_API kiln_value kiln_random_exponential(kiln_graph *g, kiln_value key, kiln_dtype dtype,
+                                            int rank, const int64_t *dims);
+/* jax.random.truncated_normal: a standard normal draw conditioned on (lower, upper),
+ * lower < upper (either may be infinite): sqrt(2) erf_inv(u), u uniform between the
+ * bounds' erf(x / sqrt(2)), clamped strictly inside the bounds. A range so far in a tail
+ * that both bounds' erf round to one value is refused. */
+KILN_API kiln_value kiln_random_truncated_normal(kiln_graph *g, kiln_value key, kiln_dtype dtype,
+                                                 int rank, const int64_t *dims, double lower,
+                                                 double upper);
+/* jax.random.categorical(key, logits, axis): i32 samples of the distributions softmax(logits)
+ * along `axis` (negative counts from the end), that axis removed: argmax(logits +
+ * gumbel). Float logits; -inf marks an impossible category. */
+KILN_API kiln_value kiln_random_categorical(kiln_graph *g, kiln_value key, kiln_value logits,
+                                            int axis);
+/* jax.random.permutation(key, n): i32[n], a random order of 0 .. n-1 (JAX's: rounds of a
+ * stable sort by fresh 32-bit keys, one round up to n = 1625). Permute an array with
+ * kiln_take(x, perm, axis). */
+KILN_API kiln_value kiln_random_permutation(kiln_graph *g, kiln_value key, int64_t n);
 /* Inverted dropout of a float x: each element is dropped (0) with probability rate in
  * [0, 1] and the rest divided by 1 - rate, so the expectation is x (flax's
  * nn.Dropout: where(bernoulli(key, 1 - rate), x / (1 - rate), 0)); rate 0 returns x,
@@ -1545,6 +1577,13 @@ KILN_API kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, do
 #define kiln_random_normal(g, ...)    KILN__V(g, kiln_random_normal((g), __VA_ARGS__))
 #define kiln_random_bernoulli(g, ...) KILN__V(g, kiln_random_bernoulli((g), __VA_ARGS__))
 #define kiln_dropout(g, ...)          KILN__V(g, kiln_dropout((g), __VA_ARGS__))
+#define kiln_random_randint(g, ...)   KILN__V(g, kiln_random_randint((g), __VA_ARGS__))
+#define kiln_random_gumbel(g, ...)    KILN__V(g, kiln_random_gumbel((g), __VA_ARGS__))
+#define kiln_random_exponential(g, ...) KILN__V(g, kiln_random_exponential((g), __VA_ARGS__))
+#define kiln_random_truncated_normal(g, ...)                                                     \
+    KILN__V(g, kiln_random_truncated_normal((g), __VA_ARGS__))
+#define kiln_random_categorical(g, ...) KILN__V(g, kiln_random_categorical((g), __VA_ARGS__))
+#define kiln_random_permutation(g, ...) KILN__V(g, kiln_random_permutation((g), __VA_ARGS__))
 #endif
 
 /* ------------------------------------------------------------- optimisers ---- */

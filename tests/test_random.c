@@ -90,6 +90,33 @@ static const uint16_t jax_bounded_bf16_k0[8] = {0x4020, 0x3fec, 0xbfd6, 0xbfa3,
 static const uint16_t jax_bounded_f16_k0[8] = {0xb5c4, 0xbcc3, 0xc112, 0x4128,
                                                0xbc19, 0x37ea, 0x44c7, 0x4399};
 
+/* jax.random's other samplers, same jax, K and C as above:
+ *   jax.random.randint(K(42), (8,), -5, 9); randint(C, (6,), -2**31, 2**31 - 1);
+ *   randint(K(42), (4,), 7, 3); randint(C, (5,), 0, 1000)
+ *   jax.random.gumbel(K(42), (6,)); exponential(K(42), (6,))        [f32 bit patterns]
+ *   jax.random.truncated_normal(K(42), -1.5, 2.0, (6,)); ...(C, 0.5, 0.75, (6,))
+ *   logits = (np.arange(15, dtype=np.float32).reshape(3, 5) % 4) * 0.7 - 1
+ *   jax.random.categorical(K(42), logits, axis=-1); categorical(C, logits, axis=0)
+ *   jax.random.permutation(K(42), 10); permutation(C, 2000): its first 8 and
+ *   sum((i + 1) * p[i]) mod 2^32 (two rounds of sorting past n = 1625) */
+static const int32_t jax_randint_k42[8] = {3, 7, 6, 6, 0, -2, -2, 4};
+static const int32_t jax_randint_c_full[6] = {-137722197, -547723910, -729740521,
+                                              387044452,  -242924744, -230467081};
+static const int32_t jax_randint_c_1000[5] = {171, 74, 191, 380, 624};
+static const uint32_t jax_gumbel_k42[6] = {0x3eab0e4a, 0x3f73b78c, 0x3f39bc5f,
+                                           0x3f0c54f8, 0x3e683f8f, 0x3f204922};
+static const uint32_t jax_exponential_k42[6] = {0x3f2bbab2, 0x3f91c438, 0x3f7533b1,
+                                                0x3f52c34c, 0x3f1958b3, 0x3f61ae44};
+static const uint32_t jax_truncnorm_k42[6] = {0x3cf14c21, 0x3ef7b001, 0x3ea70bdd,
+                                              0x3e48675f, 0xbd6b50e7, 0x3e81fc17};
+static const uint32_t jax_truncnorm_c[6] = {0x3f1263e9, 0x3f08b2dc, 0x3f316aad,
+                                            0x3f21c0a3, 0x3f066844, 0x3f302383};
+static const int32_t jax_categorical_k42[3] = {3, 2, 1};
+static const int32_t jax_categorical_c0[5] = {2, 2, 0, 0, 2};
+static const int32_t jax_perm_k42[10] = {7, 4, 2, 5, 3, 6, 8, 9, 0, 1};
+static const int32_t jax_perm_c_head[8] = {172, 1239, 327, 1916, 166, 75, 1927, 1388};
+static const uint32_t jax_perm_c_sum = 2014718407u;
+
 /* ------------------------------------------------------------- helpers ---- */
 
 /* The constant key {w0, w1} (jax.random.wrap_key_data). */
@@ -710,6 +737,184 @@ static void test_fault_injection(const char *dir) {
     printf("fault injection: %ld host allocations of a dropout step failed in turn\n", n);
 }
 
+/* randint, gumbel, exponential, truncated_normal, categorical and permutation against
+ * JAX's values: the integers exactly, the floats within a few ulps (kiln's log and erf_inv
+ * are not XLA's), compiled and interpreted; then the permutations are permutations. */
+static void test_distributions_match_jax(void) {
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "distributions", &g));
+    kiln_value k42 = kiln_random_key(g, 42), kc = key_of(g, 0x12345678, 0x9abcdef0);
+    int64_t d8[1] = {8}, d6[1] = {6}, d4[1] = {4}, d5[1] = {5}, d35[2] = {3, 5};
+    float lg[15];
+    for (int i = 0; i < 15; i++) lg[i] = (float)(i % 4) * 0.7f - 1;
+    kiln_value logits = kiln_constant(g, KILN_DTYPE_F32, 2, d35, lg);
+    kiln_value outs[] = {
+        kiln_random_randint(g, k42, 1, d8, -5, 9),
+        kiln_random_randint(g, kc, 1, d6, INT32_MIN, INT32_MAX),
+        kiln_random_randint(g, k42, 1, d4, 7, 3),
+        kiln_random_randint(g, kc, 1, d5, 0, 1000),
+        kiln_random_gumbel(g, k42, KILN_DTYPE_F32, 1, d6),
+        kiln_random_exponential(g, k42, KILN_DTYPE_F32, 1, d6),
+        kiln_random_truncated_normal(g, k42, KILN_DTYPE_F32, 1, d6, -1.5, 2.0),
+        kiln_random_truncated_normal(g, kc, KILN_DTYPE_F32, 1, d6, 0.5, 0.75),
+        kiln_random_categorical(g, k42, logits, -1),
+        kiln_random_categorical(g, kc, logits, 0),
+        kiln_random_permutation(g, k42, 10),
+        kiln_random_permutation(g, kc, 2000),
+    };
+    enum { N = sizeof outs / sizeof *outs };
+    CHECK_STATUS(kiln_graph_finish(g, N, outs), KILN_STATUS_OK);
+    void *got[N] = {0}, *ref[N] = {0};
+    CHECK(run_graph(g, 0, NULL, NULL, got, ref));
+    static const struct {
+        int out, n;
+        const uint32_t *want;
+        int ulps; /* -1: exact */
+    } floats[] = {{4, 6, jax_gumbel_k42, 4},
+                  {5, 6, jax_exponential_k42, 2},
+                  {6, 6, jax_truncnorm_k42, 4},
+                  {7, 6, jax_truncnorm_c, 4}};
+    for (int v = 0; v < 2 && got[N - 1] && ref[N - 1]; v++) {
+        void **o = v ? ref : got;
+        const char *how = v ? "interpreted" : "compiled";
+        CHECK_MSG(!memcmp(o[0], jax_randint_k42, sizeof jax_randint_k42), "%s: randint(42)", how);
+        CHECK_MSG(!memcmp(o[1], jax_randint_c_full, sizeof jax_randint_c_full),
+                  "%s: randint(C) over all of i32", how);
+        for (int i = 0; i < 4; i++)
+            CHECK_MSG(((int32_t *)o[2])[i] == 7, "%s: randint(42, 7, 3)[%d] = %d, JAX 7", how, i,
+                      ((int32_t *)o[2])[i]);
+        CHECK_MSG(!memcmp(o[3], jax_randint_c_1000, sizeof jax_randint_c_1000),
+                  "%s: randint(C, 0, 1000)", how);
+        for (size_t f = 0; f < sizeof floats / sizeof *floats; f++)
+            for (int i = 0; i < floats[f].n; i++) {
+                float want, have = ((float *)o[floats[f].out])[i];
+                memcpy(&want, &floats[f].want[i], 4);
+                CHECK_MSG(ulp_f32(have, want) <= floats[f].ulps,
+                          "%s: output %d [%d] = %.9g, JAX %.9g", how, floats[f].out, i, have, want);
+            }
+        CHECK_MSG(!memcmp(o[8], jax_categorical_k42, sizeof jax_categorical_k42),
+                  "%s: categorical(42, axis -1)", how);
+        CHECK_MSG(!memcmp(o[9], jax_categorical_c0, sizeof jax_categorical_c0),
+                  "%s: categorical(C, axis 0)", how);
+        CHECK_MSG(!memcmp(o[10], jax_perm_k42, sizeof jax_perm_k42), "%s: permutation(42, 10)",
+                  how);
+        const int32_t *p = o[11];
+        uint32_t sum = 0;
+        bool seen[2000] = {0}, perm = true;
+        for (int i = 0; i < 2000; i++) {
+            sum += (uint32_t)(i + 1) * (uint32_t)p[i];
+            perm &= p[i] >= 0 && p[i] < 2000 && !seen[p[i]];
+            if (p[i] >= 0 && p[i] < 2000) seen[p[i]] = true;
+        }
+        CHECK_MSG(perm, "%s: permutation(C, 2000) is not a permutation", how);
+        CHECK_MSG(!memcmp(p, jax_perm_c_head, sizeof jax_perm_c_head) && sum == jax_perm_c_sum,
+                  "%s: permutation(C, 2000): sum %u, JAX %u", how, sum, jax_perm_c_sum);
+    }
+    free_all(got, N), free_all(ref, N);
+    kiln_graph_destroy(g);
+}
+
+/* The samplers' own statistics on many draws, with fixed keys: randint covers its range
+ * evenly and never leaves it, truncated_normal stays strictly inside its bounds (one of
+ * them infinite too), exponential has mean 1, categorical follows softmax(logits) and
+ * never picks a -inf category. */
+static void test_distribution_statistics(void) {
+    enum { M = 200000 };
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "stats", &g));
+    kiln_value k = kiln_random_key(g, 7);
+    kiln_value ks[4];
+    CHECK_STATUS(kiln_random_split(g, k, 4, ks), KILN_STATUS_OK);
+    int64_t dm[1] = {M}, dl[2] = {M, 4};
+    float lg[4] = {0.0f, 1.0f, -INFINITY, 2.0f};
+    int64_t d4[1] = {4};
+    kiln_value logits = kiln_broadcast_in_dim(g, kiln_constant(g, KILN_DTYPE_F32, 1, d4, lg), 2, dl,
+                                              (const int[]){1});
+    kiln_value outs[] = {
+        kiln_random_randint(g, ks[0], 1, dm, -3, 4),
+        kiln_random_truncated_normal(g, ks[1], KILN_DTYPE_F32, 1, dm, -0.25, 0.5),
+        kiln_random_truncated_normal(g, ks[1], KILN_DTYPE_F32, 1, dm, 1.0, INFINITY),
+        kiln_random_exponential(g, ks[2], KILN_DTYPE_F64, 1, dm),
+        kiln_random_categorical(g, ks[3], logits, 1),
+    };
+    enum { N = sizeof outs / sizeof *outs };
+    CHECK_STATUS(kiln_graph_finish(g, N, outs), KILN_STATUS_OK);
+    void *got[N] = {0};
+    CHECK(run_graph(g, 0, NULL, NULL, got, NULL));
+    if (got[N - 1]) {
+        int64_t hist[7] = {0}, cat[4] = {0}, out_of_range = 0;
+        double mean = 0;
+        bool inside = true;
+        for (int i = 0; i < M; i++) {
+            int32_t r = ((int32_t *)got[0])[i];
+            if (r < -3 || r >= 4)
+                out_of_range++;
+            else
+                hist[r + 3]++;
+            float t = ((float *)got[1])[i], u = ((float *)got[2])[i];
+            inside &= t > -0.25f && t < 0.5f && u > 1.0f && isfinite(u);
+            mean += ((double *)got[3])[i];
+            int32_t c = ((int32_t *)got[4])[i];
+            if (c >= 0 && c < 4) cat[c]++;
+        }
+        CHECK_MSG(out_of_range == 0, "randint: %lld draws outside [-3, 4)",
+                  (long long)out_of_range);
+        for (int b = 0; b < 7; b++) /* 7 bins of M / 7: sd about 260 */
+            CHECK_MSG(llabs(hist[b] - M / 7) < 2000, "randint bin %d: %lld of %d", b - 3,
+                      (long long)hist[b], M);
+        CHECK_MSG(inside, "truncated_normal left its bounds");
+        CHECK_MSG(fabs(mean / M - 1) < 0.01, "exponential mean %g", mean / M);
+        double z = 1 + exp(1.0) + exp(2.0);
+        double p[4] = {1 / z, exp(1.0) / z, 0, exp(2.0) / z};
+        for (int c = 0; c < 4; c++)
+            CHECK_MSG(fabs((double)cat[c] / M - p[c]) < 0.005, "categorical %d: %g, want %g", c,
+                      (double)cat[c] / M, p[c]);
+    }
+    free_all(got, N);
+    kiln_graph_destroy(g);
+}
+
+/* Bad arguments are errors naming the sampler. */
+static void test_distribution_errors(void) {
+    static const struct {
+        int which;
+        const char *text;
+    } cases[] = {
+        {0, "kiln_random_truncated_normal: needs lower < upper in f32 (lower 2, upper 1)"},
+        {1, "kiln_random_truncated_normal: the interval (30, 40) is too far in the tail"},
+        {2, "kiln_random_categorical: takes f32, f64, bf16 or f16 logits, not i32"},
+        {3, "kiln_random_categorical: axis 2 is out of range for logits of rank 2"},
+        {4, "kiln_random_permutation: n = -1"},
+        {5, "kiln_random_gumbel: draws f32, f64, bf16 or f16, not i64"},
+        {6, "kiln_random_randint: the key must be an i32[2] value"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx, kiln_graph_create(ctx, "errors", &g));
+        kiln_value k = kiln_random_key(g, 1);
+        int64_t d[2] = {2, 3};
+        kiln_value v = {0};
+        switch (cases[c].which) {
+        case 0: v = kiln_random_truncated_normal(g, k, KILN_DTYPE_F32, 1, d, 2, 1); break;
+        case 1: v = kiln_random_truncated_normal(g, k, KILN_DTYPE_F32, 1, d, 30, 40); break;
+        case 2:
+            v = kiln_random_categorical(g, k, kiln_parameter(g, "l", KILN_DTYPE_I32, 2, d), 0);
+            break;
+        case 3:
+            v = kiln_random_categorical(g, k, kiln_parameter(g, "l", KILN_DTYPE_F32, 2, d), 2);
+            break;
+        case 4: v = kiln_random_permutation(g, k, -1); break;
+        case 5: v = kiln_random_gumbel(g, k, KILN_DTYPE_I64, 1, d); break;
+        case 6:
+            v = kiln_random_randint(g, kiln_parameter(g, "k", KILN_DTYPE_I32, 2, d), 1, d, 0, 5);
+            break;
+        }
+        CHECK_MSG(v.id == 0, "case %zu built a value", c);
+        CHECK_CONTAINS(kiln_last_error(ctx), cases[c].text);
+        kiln_graph_destroy(g);
+    }
+}
+
 int main(void) {
     char dir[] = "/tmp/kiln-test-random-XXXXXX";
     if (!(ctx = test_private_context(dir))) return 2;
@@ -723,6 +928,9 @@ int main(void) {
     RUN(test_normal_moments);
     RUN(test_bernoulli_rate);
     RUN(test_dropout);
+    RUN(test_distributions_match_jax);
+    RUN(test_distribution_statistics);
+    RUN(test_distribution_errors);
     RUN(test_errors);
     RUN(test_text_round_trip);
     test_fault_injection(dir);

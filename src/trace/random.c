@@ -293,3 +293,153 @@ kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, double rate
     kiln_value scaled = kiln_div(g, x, kiln_scalar(g, t, keep));
     return kiln_select(g, mask, scaled, kiln_scalar(g, t, 0));
 }
+
+/* ---------------------------------------------------------- distributions ---- */
+
+/* jax.random's other samplers, written as JAX writes them, so that the same key gives the
+ * same draws: randint's and permutation's integers bit for bit, the float ones to the
+ * last bits of log and erf, which kiln and XLA compute each their own way. */
+
+kiln_value kiln_random_randint(kiln_graph *g, kiln_value key, int rank, const int64_t *dims,
+                               int64_t minval, int64_t maxval) {
+    const char *op = "kiln_random_randint";
+    ir_shape s;
+    if (!key_node(g, op, key) || !draw_shape(g, op, rank, dims, &s)) return KN_NONE;
+    /* JAX's i32 randint: the bounds clipped to i32 (a maxval past INT32_MAX widens the span
+     * by one), span = maxval - minval as uint32 (1 when empty), and 64 random bits an
+     * element folded in mod span: (hi % span) * (2^32 % span) + lo % span, all uint32 */
+    int64_t lo = minval < INT32_MIN ? INT32_MIN : minval > INT32_MAX ? INT32_MAX : minval;
+    int64_t hi = maxval < INT32_MIN ? INT32_MIN : maxval > INT32_MAX ? INT32_MAX : maxval;
+    uint32_t span = hi <= lo ? 1u : (uint32_t)(hi - lo);
+    if (maxval > INT32_MAX && hi > lo) span += 1; /* 2^32 wraps to 0: no reduction at all */
+        /* XLA's unsigned x % 0 is x */
+#define UREM(x, m) ((m) ? (x) % (m) : (x))
+    uint32_t mult = UREM((uint32_t)65536, span);
+    mult = UREM((uint32_t)(mult * mult), span);
+#undef UREM
+    kiln_value keys[2];
+    if (kiln_random_split(g, key, 2, keys)) return KN_NONE;
+    kiln_value word[2];
+    kiln_value mask = kiln_scalar(g, KILN_DTYPE_I64, 4294967295.0);
+    kiln_value m64 = kiln_scalar(g, KILN_DTYPE_I64, (double)span);
+    for (int i = 0; i < 2; i++) { /* the words as their uint32 values, reduced mod span */
+        kiln_value w = kiln_bitwise_and(
+            g,
+            kiln_convert(g, draw(g, op, keys[i], IR_RNG_BITS, KILN_DTYPE_I32, &s), KILN_DTYPE_I64),
+            mask);
+        word[i] = span ? kiln_rem(g, w, m64) : w;
+    }
+    kiln_value off = kiln_bitwise_and(
+        g, kiln_add(g, kiln_mul(g, word[0], kiln_scalar(g, KILN_DTYPE_I64, (double)mult)), word[1]),
+        mask);
+    if (span) off = kiln_rem(g, off, m64);
+    return kiln_add(g, kiln_convert(g, off, KILN_DTYPE_I32),
+                    kiln_scalar(g, KILN_DTYPE_I32, (double)lo));
+}
+
+/* The smallest normal value of float dtype t (jnp.finfo(t).tiny). */
+static double tiny(kiln_dtype t) {
+    return t == KILN_DTYPE_F64 ? 0x1p-1022 : t == KILN_DTYPE_F16 ? 0x1p-14 : 0x1p-126;
+}
+
+kiln_value kiln_random_gumbel(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,
+                              const int64_t *dims) {
+    const char *op = "kiln_random_gumbel";
+    ir_shape s;
+    if (!key_node(g, op, key) || !draw_shape(g, op, rank, dims, &s) || !float_dtype(g, op, dtype))
+        return KN_NONE;
+    /* -log(-log(u)), u uniform on [tiny, 1): JAX's default ("low") mode */
+    kiln_value u = kiln_random_uniform(g, key, dtype, rank, dims, tiny(dtype), 1);
+    return kiln_neg(g, kiln_log(g, kiln_neg(g, kiln_log(g, u))));
+}
+
+kiln_value kiln_random_exponential(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,
+                                   const int64_t *dims) {
+    const char *op = "kiln_random_exponential";
+    ir_shape s;
+    if (!key_node(g, op, key) || !draw_shape(g, op, rank, dims, &s) || !float_dtype(g, op, dtype))
+        return KN_NONE;
+    /* -log1p(-u), u uniform on [0, 1): log's argument is in (0, 1] */
+    kiln_value u = draw(g, op, key, IR_RNG_UNIFORM, dtype, &s);
+    return kiln_neg(g, kiln_log1p(g, kiln_neg(g, u)));
+}
+
+/* erf(x / sqrt(2)) in dtype t, as JAX computes the truncation's bounds (the division in
+ * t; erf here to double, rounded to t). */
+static double phi_bound(kiln_dtype t, double x) {
+    double r2 = in_dtype(t, sqrt(2.0));
+    return in_dtype(t, erf(in_dtype(t, in_dtype(t, x) / r2)));
+}
+
+/* The next value of float dtype t after x towards dir (+-1): nextafter in t. */
+static double step_in(kiln_dtype t, double x, int dir) {
+    if (dir < 0) return below(t, x);
+    return -below(t, -x);
+}
+
+kiln_value kiln_random_truncated_normal(kiln_graph *g, kiln_value key, kiln_dtype dtype, int rank,
+                                        const int64_t *dims, double lower, double upper) {
+    const char *op = "kiln_random_truncated_normal";
+    ir_shape s;
+    if (!key_node(g, op, key) || !draw_shape(g, op, rank, dims, &s) || !float_dtype(g, op, dtype))
+        return KN_NONE;
+    double l = in_dtype(dtype, lower), h = in_dtype(dtype, upper);
+    if (!(l < h) || isnan(l) || isnan(h))
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                          "needs lower < upper in %s (lower %g, upper %g)", kiln_dtype_name(dtype),
+                          lower, upper);
+    /* sqrt(2) erf_inv(u), u uniform between erf(lower / sqrt(2)) and erf(upper / sqrt(2)),
+     * clamped inside (lower, upper) as jax.random.truncated_normal; infinite bounds allowed */
+    double a = phi_bound(dtype, l), b = phi_bound(dtype, h);
+    if (!(a < b)) /* both bounds where erf has rounded to the same value (far in a tail) */
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                          "the interval (%g, %g) is too far in the tail for %s: its normal "
+                          "probabilities round to the same value",
+                          lower, upper, kiln_dtype_name(dtype));
+    kiln_value u = kiln_random_uniform(g, key, dtype, rank, dims, a, b);
+    kiln_value out = kiln_mul(g, kiln_scalar(g, dtype, sqrt(2.0)), kiln_erf_inv(g, u));
+    double lo = isinf(l) ? l : step_in(dtype, l, 1), hi = isinf(h) ? h : step_in(dtype, h, -1);
+    return kiln_clip(g, out, kiln_scalar(g, dtype, lo), kiln_scalar(g, dtype, hi));
+}
+
+kiln_value kiln_random_categorical(kiln_graph *g, kiln_value key, kiln_value logits, int axis) {
+    const char *op = "kiln_random_categorical";
+    if (!key_node(g, op, key)) return KN_NONE;
+    const ir_node *ln = trace_node(g, op, logits, "the logits");
+    if (!ln) return KN_NONE;
+    if (!ir_dtype_is_float(ln->dtype))
+        return trace_fail_on(g, &logits.id, 1, KILN_STATUS_DTYPE, op,
+                             "takes f32, f64, bf16 or f16 logits, not %s",
+                             kiln_dtype_name(ln->dtype));
+    ir_shape s = ln->shape;
+    int ax;
+    if (s.rank < 1 || !trace_axis(axis, s.rank, &ax))
+        return trace_fail_on(g, &logits.id, 1, KILN_STATUS_SHAPE, op,
+                             "axis %d is out of range for logits of rank %d", axis, s.rank);
+    /* the Gumbel-max trick: argmax(logits + gumbel) along the axis */
+    kiln_value z = kiln_add(g, kiln_random_gumbel(g, key, ln->dtype, s.rank, s.dims), logits);
+    return kiln_argmax(g, z, ax);
+}
+
+kiln_value kiln_random_permutation(kiln_graph *g, kiln_value key, int64_t n) {
+    const char *op = "kiln_random_permutation";
+    if (!key_node(g, op, key)) return KN_NONE;
+    if (n < 0 || n > INT32_MAX)
+        return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                          "n = %lld: a permutation of 0 to 2^31 - 1 elements", (long long)n);
+    int64_t dims[1] = {n};
+    kiln_value x = kiln_iota(g, KILN_DTYPE_I32, 1, dims, 0);
+    /* JAX's shuffle: ceil(3 ln n / ln(2^32 - 1)) rounds of a stable sort by fresh 32-bit
+     * keys (uint32 order: the sign bit flipped for kiln's signed sort), each round's key
+     * split from the last */
+    int rounds = (int)ceil(3 * log(n > 1 ? (double)n : 1) / log(4294967295.0));
+    kiln_value flip = kiln_scalar(g, KILN_DTYPE_I32, -0x1p31);
+    for (int r = 0; r < rounds; r++) {
+        kiln_value keys[2];
+        if (kiln_random_split(g, key, 2, keys)) return KN_NONE;
+        key = keys[0];
+        kiln_value bits = kiln_bitwise_xor(g, kiln_random_bits(g, keys[1], 1, dims), flip);
+        x = kiln_take(g, x, kiln_argsort(g, bits, 0, false), 0, KILN_GATHER_CLIP);
+    }
+    return x;
+}

@@ -488,6 +488,42 @@ static void test_kernel_counts(void) {
     CHECK_MSG(ku > 5, "without fusion the chain is one kernel per op (got %d)", ku);
 }
 
+/* A chain whose intermediates each feed two later ops and are too costly to compute twice
+ * (Threefry's rounds, or any unrolled loop's carries): fusion materialises them, then
+ * merges the chain into one kernel, where they are computed once per element and kept in
+ * registers. They take no memory: the plan holds the arguments and the outputs only. */
+static void test_kernel_local_values(void) {
+    enum { N = 1 << 16 };
+    int64_t d[1] = {N};
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, "rounds", &g);
+    kiln_value a = kiln_parameter(g, "a", KILN_DTYPE_F32, 1, d);
+    kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 1, d);
+    for (int r = 0; r < 8; r++) {
+        a = kiln_add(g, a, kiln_sin(g, b));
+        b = kiln_sub(g, kiln_mul(g, b, kiln_scalar(g, KILN_DTYPE_F32, 0.5)), kiln_cos(g, a));
+    }
+    kiln_value o[2] = {a, b};
+    CHECK_OK(ctx, kiln_graph_finish(g, 2, o));
+    uint64_t rs = 5;
+    kiln_array *args[2] = {cmp_random_array(ctx, KILN_DTYPE_F32, 1, d, &rs),
+                           cmp_random_array(ctx, KILN_DTYPE_F32, 1, d, &rs)};
+    int kernels = 0;
+    CHECK(cmp_graph(ctx, g, 2, args, NULL, 2e-5, &kernels));
+    CHECK_MSG(kernels == 1, "the chain is one kernel (got %d)", kernels);
+    kiln_executable *e = NULL;
+    kiln_memory_analysis m = {0};
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    CHECK_OK(ctx, kiln_executable_get_memory_analysis(e, &m));
+    CHECK_MSG(m.temp_bytes == 0 && m.peak_bytes == 4 * N * sizeof(float),
+              "temporaries %llu bytes, peak %llu (the arguments and outputs: %zu)",
+              (unsigned long long)m.temp_bytes, (unsigned long long)m.peak_bytes,
+              4 * N * sizeof(float));
+    kiln_executable_destroy(e);
+    kiln_array_destroy(args[0]), kiln_array_destroy(args[1]);
+    kiln_graph_destroy(g);
+}
+
 /* -------------------------------------------------------------- errors ---- */
 
 /* Shapes and attributes at int64's edge (hardening issue, defect 5): what the builder
@@ -1186,6 +1222,7 @@ int main(void) {
     if (!(ctx = test_private_context(dir))) return 2;
     RUN(test_every_op);
     RUN(test_kernel_counts);
+    RUN(test_kernel_local_values);
     RUN(test_int64_edges);
     RUN(test_fuzz_findings);
     RUN(test_concatenate_twice);

@@ -739,6 +739,104 @@ static void test_fault_injection(void) {
     ctx = saved;
 }
 
+/* ------------------------------------------------------------- unroll ---- */
+
+/* A while's pieces: the condition i < bound (bound a constant, or a capture of the outer
+ * value in unroll_case.outer_bound), the body (i + step, x * x * 0.25 + sin(x)), or with
+ * a product in the body. */
+typedef struct unroll_case {
+    int64_t bound, step;
+    kiln_value outer_bound; /* set: the bound is this outer value, captured */
+    bool dot;
+} unroll_case;
+
+static int uc_cond(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    const unroll_case *c = user;
+    (void)n_in;
+    kiln_value b = c->outer_bound.id ? kiln_capture(g, c->outer_bound)
+                                     : kiln_scalar(g, KILN_DTYPE_I32, (double)c->bound);
+    outs[0] = kiln_compare(g, in[0], b, KILN_CMP_LT);
+    return 1;
+}
+
+static int uc_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    const unroll_case *c = user;
+    (void)n_in;
+    outs[0] = kiln_add(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, (double)c->step));
+    kiln_value x = in[1];
+    outs[1] =
+        c->dot ? kiln_matmul(g, x, kiln_transpose(g, x, (const int[]){1, 0}))
+               : kiln_add(g, kiln_mul(g, kiln_mul(g, x, x), kiln_scalar(g, KILN_DTYPE_F32, 0.25)),
+                          kiln_sin(g, x));
+    return 2;
+}
+
+/* The while of case c from i0, optimised: how many WHILE nodes are left and how many loops
+ * the pipeline unrolled; the optimised graph is checked bitwise against the original. */
+static void while_case(const unroll_case *c0, int64_t i0, int want_loops, const char *what) {
+    unroll_case c = *c0;
+    kiln_graph *g = new_graph("loop");
+    int64_t d[2] = {3, 4};
+    if (c.dot) d[0] = 4;
+    kiln_value init[2] = {kiln_scalar(g, KILN_DTYPE_I32, (double)i0),
+                          kiln_parameter(g, "x", KILN_DTYPE_F32, 2,
+                                         c.dot ? (const int64_t[]){4, 4} : d)},
+               out[2];
+    if (c.outer_bound.id == 1) c.outer_bound = kiln_scalar(g, KILN_DTYPE_I32, (double)c.bound);
+    if (c.outer_bound.id == 2) c.outer_bound = kiln_parameter(g, "n", KILN_DTYPE_I32, 0, NULL);
+    CHECK_OK(ctx, kiln_while_loop(g, uc_cond, uc_body, &c, 2, init, out));
+    finish(g, 2, out);
+    pass_stats st = {0};
+    pass_options o = {.stats = &st};
+    kiln_graph *h = optimise(g, &o);
+    CHECK_MSG(count_op(h, IR_WHILE) == want_loops, "%s: %d while nodes left, want %d", what,
+              count_op(h, IR_WHILE), want_loops);
+    CHECK_MSG(st.unrolled == (uint32_t)(1 - want_loops), "%s: %u unrolled", what, st.unrolled);
+    kiln_graph_destroy(g), kiln_graph_destroy(h);
+}
+
+static int fori_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
+    (void)n_in, (void)user;
+    outs[0] =
+        kiln_add(g, kiln_mul(g, in[1], kiln_convert(g, in[0], KILN_DTYPE_F32)), kiln_exp(g, in[1]));
+    return 1;
+}
+
+/* Small loops of a known trip count whose body fuses become their iterations; the others
+ * stay loops. Every case gives the original's bits (optimise checks them). */
+static void test_unroll(void) {
+    while_case(&(unroll_case){.bound = 5, .step = 1}, 0, 0, "i < 5");
+    while_case(&(unroll_case){.bound = 5, .step = 2}, 0, 0, "i < 5, step 2");
+    while_case(&(unroll_case){.bound = 5, .step = 1}, 7, 0, "from 7: no iteration");
+    while_case(&(unroll_case){.bound = 64, .step = 1}, 0, 0, "64 iterations");
+    while_case(&(unroll_case){.bound = 65, .step = 1}, 0, 1, "65 iterations: kept");
+    while_case(&(unroll_case){.bound = 6, .step = 1, .outer_bound = {0, 1}}, 0, 0,
+               "a captured constant bound");
+    while_case(&(unroll_case){.bound = 6, .step = 1, .outer_bound = {0, 2}}, 0, 1,
+               "a bound from a parameter: kept");
+    while_case(&(unroll_case){.bound = 3, .step = 1, .dot = true}, 0, 1, "a product: kept");
+    /* fori_loop with static bounds (a scan without scanned arrays): unrolled; a scan over
+     * arrays stays a scan */
+    kiln_graph *g = new_graph("fori");
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 2, D34), out;
+    CHECK_OK(ctx, kiln_fori_loop(g, 2, 9, fori_body, NULL, 1, &x, &out));
+    finish(g, 1, &out);
+    kiln_graph *h = optimise(g, NULL);
+    CHECK_MSG(count_op(h, IR_SCAN) == 0, "fori_loop(2, 9): %d scans left", count_op(h, IR_SCAN));
+    kiln_graph_destroy(g), kiln_graph_destroy(h);
+    g = new_graph("scan");
+    kiln_value c = kiln_parameter(g, "c", KILN_DTYPE_F32, 2, D34);
+    kiln_value xs = kiln_parameter(g, "xs", KILN_DTYPE_F32, 3, (const int64_t[]){5, 3, 4});
+    int n = 0;
+    kiln_value outs[2];
+    CHECK_OK(ctx, kiln_scan(g, fori_body, NULL, 1, &c, 1, &xs, &(kiln_scan_options){.length = 5},
+                            &n, outs));
+    finish(g, 1, outs);
+    h = optimise(g, NULL);
+    CHECK_MSG(count_op(h, IR_SCAN) == 1, "a scan over arrays: %d scans", count_op(h, IR_SCAN));
+    kiln_graph_destroy(g), kiln_graph_destroy(h);
+}
+
 int main(void) {
     ctx = test_context();
     ctx->config.verify_passes = true;
@@ -754,6 +852,7 @@ int main(void) {
     RUN(test_in_place);
     RUN(test_edge_shapes);
     RUN(test_pipeline);
+    RUN(test_unroll);
     RUN(test_pipeline_rejects);
     RUN(test_random_graphs);
     RUN(test_rewrite_machinery);

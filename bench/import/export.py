@@ -156,6 +156,28 @@ def f32(*s):
     return rng.standard_normal(s).astype(np.float32)
 
 
+def key_data(seed):
+    return np.asarray(jax.random.key_data(jax.random.PRNGKey(seed)))
+
+
+def dropout_train(w1, b1, w2, b2, x, y, key):
+    """mlp_train with dropout on the hidden layer, its key an argument: jax.random inside
+    the step, Threefry written out in ui32 ops in the text."""
+    keep = jax.random.bernoulli(jax.random.wrap_key_data(key), 0.9, (x.shape[0], w1.shape[1]))
+
+    def loss(p):
+        h = jnp.where(keep, jax.nn.relu(x @ p[0] + p[1]) / 0.9, 0)
+        return jnp.mean(jnp.square(h @ p[2] + p[3] - y))
+    l, g = jax.value_and_grad(loss)((w1, b1, w2, b2))
+    return (l,) + tuple(a - 0.01 * b for a, b in zip((w1, b1, w2, b2), g))
+
+
+def draws(key):
+    """Plain draws from a key argument: the imported Threefry's throughput."""
+    k1, k2 = jax.random.split(jax.random.wrap_key_data(key))
+    return jax.random.uniform(k1, (256, 1024)), jax.random.normal(k2, (256, 1024))
+
+
 PROGRAMS = {
     "gpt_step": (gpt_step, gpt_args, (0, 1, 2)),
     "mlp": (mlp, lambda: (f32(64, 256), f32(256, 512) * .05, f32(512), f32(512, 10) * .05,
@@ -167,6 +189,10 @@ PROGRAMS = {
     "layernorm": (layernorm, lambda: (f32(256, 512), f32(512), f32(512)), ()),
     "softmax_xent": (softmax_xent, lambda: (f32(256, 1000),
                                             rng.integers(0, 1000, 256).astype(np.int32)), ()),
+    "dropout_train": (dropout_train, lambda: (f32(256, 512) * .05, f32(512), f32(512, 10) * .05,
+                                              f32(10), f32(64, 256), f32(64, 10), key_data(3)),
+                      (0, 1, 2, 3)),
+    "draws": (draws, lambda: (key_data(4),), ()),
 }
 
 # bench/programs/programs.py's own programs, the same functions at small sizes (the first
@@ -330,6 +356,8 @@ DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np
 
 def write_array(f, kind, a):
     a = np.asarray(a)
+    if a.dtype == np.uint32:  # kiln holds a uint32 as its i32 bit pattern (a key's words)
+        a = a.view(np.int32)
     f.write("%s %s %d %s\n" % (kind, DT[a.dtype.type], a.ndim, " ".join(map(str, a.shape))))
     vals = a.reshape(-1)
     f.write(" ".join(repr(float(x)) if a.dtype.kind == "f" else str(int(x)) for x in vals))

@@ -5,8 +5,8 @@
 # prints one Markdown row per program and form (largest difference from JAX's outputs,
 # planned peak beside XLA's, median ms per call beside JAX's), then trains the GPT step
 # for STEPS steps through kiln, comparing every loss with JAX's. The programs: the GPT step,
-# bench/cnn's training step, five small ones, and bench/programs' seventeen at small sizes
-# (export.py).
+# bench/cnn's training step, five small ones, two that draw with jax.random inside (a step
+# with dropout, plain draws), and bench/programs' seventeen at small sizes (export.py).
 #
 # Then time side by side: ROUNDS rounds, each JAX's jit (export.py --time-only) then kiln's
 # compiled executable (bench_import --time-only), one after the other so that both see the
@@ -26,8 +26,9 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j2 --target bench_import >/dev/null
 out=$(mktemp -d /tmp/kiln-import-XXXXXX)
 trap 'rm -rf "$out"' EXIT
-names="gpt_step cnn_step mlp mlp_train attention layernorm softmax_xent embed rope block \
-block_sdpa attn xent adam cumsum reduce posenc trig math64 transpose fourier axes nhwc embed_grad"
+names="gpt_step cnn_step mlp mlp_train dropout_train draws attention layernorm softmax_xent embed \
+rope block block_sdpa attn xent adam cumsum reduce posenc trig math64 transpose fourier axes nhwc \
+embed_grad"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), uptime: $(uptime)"
 $py bench/import/export.py "$out" --steps "$steps"
 # shellcheck disable=SC2086

@@ -898,6 +898,48 @@ const char *fusion_kind_name(fk_kind k) {
     return (unsigned)k < FK_NUM_KINDS ? names[k] : "?";
 }
 
+/* After multi-output fusion: a root of a loop kernel that no other kernel reads and that is
+ * no graph output needs no buffer. The kernels merged into its own read it at the index
+ * they compute (consumes_elementwise), where lowering memoises it per element (lower.c),
+ * so it is computed once there and kept in a register. Without this an unrolled chain
+ * (Threefry's rounds) wrote every intermediate the chain reads twice to memory, and the
+ * plan held them all at once. A kernel keeps at least one root. */
+static kiln_status localise_roots(const kiln_graph *g, fusion_plan *p) {
+    kiln_context *ctx = p->ctx;
+    uint8_t *keep = host_calloc(ctx, g->n_nodes, 1);
+    if (!keep) return ctx_oom(ctx, "fusion: kernel-local values", g->n_nodes);
+    for (uint32_t i = 0; i < g->n_outputs; i++) keep[g->outputs[i]] = 1;
+    for (uint32_t k = 0; k < p->n_kernels; k++)
+        for (uint32_t i = 0; i < p->kernels[k].n_inputs; i++) keep[p->kernels[k].inputs[i]] = 1;
+    kiln_status s = KILN_STATUS_OK;
+    for (uint32_t k = 0; k < p->n_kernels && !s; k++) {
+        fkernel *kk = &p->kernels[k];
+        if (kk->kind != FK_LOOP || kk->n_roots < 2) continue;
+        uint32_t n = 0;
+        for (uint32_t r = 0; r < kk->n_roots; r++) n += keep[kk->roots[r]];
+        if (n == kk->n_roots) continue;
+        if (!n) n = 1; /* the last root stays one */
+        uint32_t *roots = host_alloc(ctx, n * sizeof *roots);
+        if (!roots) {
+            s = ctx_oom(ctx, "fusion: kernel-local values", n * sizeof *roots);
+            break;
+        }
+        uint32_t w = 0;
+        for (uint32_t r = 0; r < kk->n_roots; r++) {
+            uint32_t x = kk->roots[r];
+            if (keep[x] || (w == 0 && r == kk->n_roots - 1)) {
+                roots[w++] = x;
+                continue;
+            }
+            p->materialised[x] = 0;
+        }
+        host_free(ctx, kk->roots, kk->n_roots * sizeof *roots);
+        kk->roots = roots, kk->n_roots = w;
+    }
+    host_free(ctx, keep, g->n_nodes);
+    return s;
+}
+
 kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusion_plan *p) {
     kiln_context *ctx = g->ctx;
     memset(p, 0, sizeof *p);
@@ -929,6 +971,7 @@ kiln_status fusion_plan_build(const kiln_graph *g, const fusion_options *o, fusi
     decide_rows(&s, p, o);
     st = form_kernels(g, p);
     if (!st && !(o && o->disable)) st = merge_siblings(g, p);
+    if (!st && !(o && o->disable)) st = localise_roots(g, p);
     for (uint32_t id = 1; id < g->n_nodes; id++)
         if (!p->materialised[id] && !is_source(&g->nodes[id])) p->n_fused_away++;
 done:

@@ -1,6 +1,7 @@
 /* passes.h — the graph-to-graph optimisation passes and the pipeline that runs them
- * before fusion: algebraic simplification with constant folding (simplify.c),
- * common-subexpression elimination (cse.c) and dead-code elimination (dce.c).
+ * before fusion: unrolling of small loops (unroll.c), algebraic simplification with
+ * constant folding (simplify.c), common-subexpression elimination (cse.c) and dead-code
+ * elimination (dce.c).
  *
  * Every pass keeps a graph's meaning exactly: for any arguments, the rewritten graph's
  * outputs are bitwise what the reference interpreter gives for the original (NaN
@@ -27,15 +28,17 @@ typedef struct pass_stats {
     uint32_t cse_merged;   /* nodes merged into an equal earlier node */
     uint32_t dce_removed;  /* dead nodes removed */
     uint32_t attention;    /* written-out attentions made dot_product_attention */
+    uint32_t unrolled;     /* small loops of a known trip count made straight-line code */
     uint32_t nodes_before; /* node counts around passes_run */
     uint32_t nodes_after;
 } pass_stats;
 
 /* Options for passes_run; zero-initialise, zero is the default. */
 typedef struct pass_options {
-    int max_rounds;   /* simplify -> cse -> dce rounds, stopping early at a fixed point;
+    int max_rounds;   /* unroll -> simplify -> cse -> dce rounds, stopping early at a fixed point;
                        * 0: 4 */
-    bool no_simplify; /* leave out a pass (for tests and for bisecting a bug) */
+    bool no_unroll;   /* leave out a pass (for tests and for bisecting a bug) */
+    bool no_simplify;
     bool no_cse;
     bool no_dce;
     pass_stats *stats; /* NULL, or receives what the passes did (zeroed first) */
@@ -75,6 +78,9 @@ kiln_status pass_attention_run(const kiln_graph *g, kiln_graph **out, pass_stats
 kiln_status pass_expand_run(const kiln_graph *g, unsigned what, kiln_graph **out);
 kiln_status pass_cse_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 kiln_status pass_simplify_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
+/* Unrolling (unroll.c): a while of `i < N` steps or a fori_loop-style scan, whose body is
+ * elementwise and shape ops only, becomes its iterations in line when small enough. */
+kiln_status pass_unroll_run(const kiln_graph *g, kiln_graph **out, pass_stats *stats);
 
 /* Limits of constant folding (simplify.c): a node whose inputs are all constants is
  * evaluated when its result has at most PASS_FOLD_MAX_ELEMS elements and is no larger

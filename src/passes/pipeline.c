@@ -1,8 +1,9 @@
-/* pipeline.c — runs the passes in order (simplify -> cse -> dce) until a round changes
+/* pipeline.c — runs the passes in order (unroll -> simplify -> cse -> dce) until a round changes
  * nothing or the round limit is reached, verifying the IR after each pass that changed
  * the graph when verification is on; and the in-place forms pass_X(&g) of each pass.
  *
- * Why this order: simplification makes duplicates (rewritten subtrees that now match)
+ * Why this order: unrolling copies a loop's body once per iteration, leaving constants to
+ * fold (its counter) and copies to merge; simplification makes duplicates (rewritten subtrees that now match)
  * and dead values (whatever a rewrite bypassed); CSE merges the duplicates, which can
  * make more values dead; DCE then removes all dead values at once. A merge can expose a
  * new simplification (select(p, a, b) with a and b now one value), hence the rounds.
@@ -76,7 +77,8 @@ kiln_status passes_run(kiln_graph **g, const pass_options *o) {
         const char *name;
         pass_run_fn run;
         bool off;
-    } steps[] = {{"simplify", pass_simplify_run, o->no_simplify},
+    } steps[] = {{"unroll", pass_unroll_run, o->no_unroll},
+                 {"simplify", pass_simplify_run, o->no_simplify},
                  {"cse", pass_cse_run, o->no_cse},
                  {"dce", pass_dce_run, o->no_dce}};
     int rounds = o->max_rounds > 0 ? o->max_rounds : PIPELINE_DEFAULT_ROUNDS;

@@ -126,6 +126,16 @@ kiln_status pass_emit(pass_rebuild *rb, ir_node *tmpl, const uint32_t *in, uint3
     return KILN_STATUS_OK;
 }
 
+kiln_status pass_emit_copy(pass_rebuild *rb, const ir_node *src, const uint32_t *in, uint32_t *id) {
+    kiln_context *ctx = rb->g->ctx;
+    ir_node t = *src;
+    size_t bytes = 0;
+    if (!copy_owned(ctx, src, &t, &bytes)) return oom(rb, "a node's name or data", bytes);
+    kiln_status s = pass_emit(rb, &t, in, src->n_in, id);
+    if (s) ir_node_release(ctx, &t);
+    return s;
+}
+
 static kiln_status set_outputs(pass_rebuild *rb) {
     const kiln_graph *old = rb->old;
     if (!old->n_outputs) return KILN_STATUS_OK;

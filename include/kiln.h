@@ -1731,7 +1731,7 @@ typedef struct kiln_executable kiln_executable;
 
 typedef struct kiln_compile_options {
     bool disable_fusion; /* one kernel per op: for comparisons and debugging */
-    bool disable_passes; /* no simplify/CSE/DCE, no recognising written-out attention */
+    bool disable_passes; /* no unrolling, simplify/CSE/DCE, or recognising attention */
     /* Arguments each call consumes, by parameter index (jax.jit's donate_argnums). Their
      * buffers may hold outputs or temporaries, which lowers the peak; a successful run
      * marks those arrays consumed (KILN_STATUS_CONSUMED afterwards). A donation the plan could

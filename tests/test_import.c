@@ -344,6 +344,61 @@ static void test_dynamic_slice_hlo_starts(void) {
     kiln_graph_destroy(g);
 }
 
+/* Hand-written StableHLO that JAX would spell otherwise: a compare of ui32 without its
+ * type word is unsigned (the type defaults to the operands'), and the ui64 constant of all
+ * ones (2^64 - 1, which a double rounds to 2^64) is all ones. */
+static void test_unsigned_defaults(void) {
+    static const char text[] =
+        "module @m {\n  func.func public @main(%arg0: tensor<2xui32>, %arg1: tensor<2xui32>, "
+        "%arg2: tensor<2xui64>) -> (tensor<2xi1>, tensor<2xui64>) {\n"
+        "    %0 = stablehlo.compare LT, %arg0, %arg1 : (tensor<2xui32>, tensor<2xui32>) -> "
+        "tensor<2xi1>\n"
+        "    %c = stablehlo.constant dense<18446744073709551615> : tensor<ui64>\n"
+        "    %1 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<ui64>) -> tensor<2xui64>\n"
+        "    %2 = stablehlo.xor %arg2, %1 : tensor<2xui64>\n"
+        "    return %0, %2 : tensor<2xi1>, tensor<2xui64>\n  }\n}\n";
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx_g, kiln_import_stablehlo(ctx_g, text, strlen(text), &g));
+    static const int32_t a[2] = {1, INT32_MIN}, b[2] = {INT32_MIN, 1}; /* 1 < 2^31, 2^31 > 1 */
+    static const int64_t x[2] = {0, 5};
+    int64_t d2 = 2;
+    kiln_array *args[3] = {0}, *out[2] = {0};
+    kiln_array_create(ctx_g, KILN_DTYPE_I32, 1, &d2, a, &args[0]);
+    kiln_array_create(ctx_g, KILN_DTYPE_I32, 1, &d2, b, &args[1]);
+    kiln_array_create(ctx_g, KILN_DTYPE_I64, 1, &d2, x, &args[2]);
+    if (g) CHECK_OK(ctx_g, kiln_interpret(g, 3, args, 2, out));
+    uint8_t lt[2] = {9, 9};
+    int64_t inv[2] = {0, 0};
+    if (out[0]) kiln_array_copy_to_host(out[0], lt, sizeof lt);
+    if (out[1]) kiln_array_copy_to_host(out[1], inv, sizeof inv);
+    CHECK_MSG(lt[0] == 1 && lt[1] == 0, "ui32 compare without its type: %d %d, want 1 0", lt[0],
+              lt[1]);
+    CHECK_MSG(inv[0] == -1 && inv[1] == ~INT64_C(5), "ui64 xor all ones: %lld %lld",
+              (long long)inv[0], (long long)inv[1]);
+    for (int i = 0; i < 3; i++) kiln_array_destroy(args[i]);
+    for (int i = 0; i < 2; i++) kiln_array_destroy(out[i]);
+    kiln_graph_destroy(g);
+    /* a ui32 start of 2^31 is past the end, clamped to the last window (not 0) */
+    static const char ds[] =
+        "module @m {\n  func.func public @main(%arg0: tensor<5xf32>, %arg1: tensor<ui32>) -> "
+        "tensor<2xf32> {\n    %0 = stablehlo.dynamic_slice %arg0, %arg1, sizes = [2] : "
+        "(tensor<5xf32>, tensor<ui32>) -> tensor<2xf32>\n    return %0 : tensor<2xf32>\n  }\n}\n";
+    g = NULL;
+    CHECK_OK(ctx_g, kiln_import_stablehlo(ctx_g, ds, strlen(ds), &g));
+    static const float v[5] = {0, 1, 2, 3, 4};
+    int32_t start = INT32_MIN;
+    int64_t d5 = 5;
+    kiln_array *in2[2] = {0}, *o2 = NULL;
+    kiln_array_create(ctx_g, KILN_DTYPE_F32, 1, &d5, v, &in2[0]);
+    kiln_array_create(ctx_g, KILN_DTYPE_I32, 0, NULL, &start, &in2[1]);
+    if (g) CHECK_OK(ctx_g, kiln_interpret(g, 2, in2, 1, &o2));
+    float w[2] = {-1, -1};
+    if (o2) kiln_array_copy_to_host(o2, w, sizeof w);
+    CHECK_MSG(w[0] == 3 && w[1] == 4, "ui32 start 2^31: [%g, %g], want [3, 4]", w[0], w[1]);
+    kiln_array_destroy(in2[0]), kiln_array_destroy(in2[1]), kiln_array_destroy(o2);
+    kiln_graph_destroy(g);
+}
+
 /* An error inside a while's body or a called function is reported where it is, not as the
  * loop's or the call's. */
 static void test_errors_nested(void) {
@@ -615,6 +670,7 @@ int main(int argc, char **argv) {
     RUN(test_sharding_ignored);
     RUN(test_dynamic_slice_hlo_starts);
     RUN(test_errors_unsigned);
+    RUN(test_unsigned_defaults);
     RUN(test_errors_hlo);
     RUN(test_errors_two_operand_reduce);
     RUN(test_errors_comparators);

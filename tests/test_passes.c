@@ -746,15 +746,26 @@ static void test_fault_injection(void) {
  * a product in the body. */
 typedef struct unroll_case {
     int64_t bound, step;
+    kiln_dtype counter;     /* 0: i32 */
     kiln_value outer_bound; /* set: the bound is this outer value, captured */
     bool dot;
 } unroll_case;
 
+/* An exact integer scalar of dtype t (kiln_scalar's double rounds past 2^53). */
+static kiln_value icon(kiln_graph *g, kiln_dtype t, int64_t v) {
+    int32_t w = (int32_t)v;
+    return kiln_constant(g, t, 0, NULL, t == KILN_DTYPE_I32 ? (const void *)&w : (const void *)&v);
+}
+
+static kiln_dtype uc_type(const unroll_case *c) {
+    return c->counter ? c->counter : KILN_DTYPE_I32;
+}
+
 static int uc_cond(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
     const unroll_case *c = user;
     (void)n_in;
-    kiln_value b = c->outer_bound.id ? kiln_capture(g, c->outer_bound)
-                                     : kiln_scalar(g, KILN_DTYPE_I32, (double)c->bound);
+    kiln_value b =
+        c->outer_bound.id ? kiln_capture(g, c->outer_bound) : icon(g, uc_type(c), c->bound);
     outs[0] = kiln_compare(g, in[0], b, KILN_CMP_LT);
     return 1;
 }
@@ -762,7 +773,7 @@ static int uc_cond(kiln_graph *g, int n_in, const kiln_value *in, void *user, ki
 static int uc_body(kiln_graph *g, int n_in, const kiln_value *in, void *user, kiln_value *outs) {
     const unroll_case *c = user;
     (void)n_in;
-    outs[0] = kiln_add(g, in[0], kiln_scalar(g, KILN_DTYPE_I32, (double)c->step));
+    outs[0] = kiln_add(g, in[0], icon(g, uc_type(c), c->step));
     kiln_value x = in[1];
     outs[1] =
         c->dot ? kiln_matmul(g, x, kiln_transpose(g, x, (const int[]){1, 0}))
@@ -778,7 +789,7 @@ static void while_case(const unroll_case *c0, int64_t i0, int want_loops, const 
     kiln_graph *g = new_graph("loop");
     int64_t d[2] = {3, 4};
     if (c.dot) d[0] = 4;
-    kiln_value init[2] = {kiln_scalar(g, KILN_DTYPE_I32, (double)i0),
+    kiln_value init[2] = {icon(g, uc_type(&c), i0),
                           kiln_parameter(g, "x", KILN_DTYPE_F32, 2,
                                          c.dot ? (const int64_t[]){4, 4} : d)},
                out[2];
@@ -815,6 +826,15 @@ static void test_unroll(void) {
     while_case(&(unroll_case){.bound = 6, .step = 1, .outer_bound = {0, 2}}, 0, 1,
                "a bound from a parameter: kept");
     while_case(&(unroll_case){.bound = 3, .step = 1, .dot = true}, 0, 1, "a product: kept");
+    /* trip counts exact in the counter's dtype: i64 bounds past 2^53, a bound at INT64_MAX,
+     * and a counter that would wrap (kept: it runs another number of times) */
+    while_case(
+        &(unroll_case){.bound = (INT64_C(1) << 53) + 3, .step = 1, .counter = KILN_DTYPE_I64},
+        (INT64_C(1) << 53) + 1, 0, "i64 past 2^53");
+    while_case(&(unroll_case){.bound = INT64_MAX, .step = 1, .counter = KILN_DTYPE_I64},
+               INT64_MAX - 3, 0, "up to INT64_MAX");
+    while_case(&(unroll_case){.bound = INT32_MAX - 1, .step = INT32_MAX}, 1, 1,
+               "a counter that wraps: kept");
     /* fori_loop with static bounds (a scan without scanned arrays): unrolled; a scan over
      * arrays stays a scan */
     kiln_graph *g = new_graph("fori");

@@ -348,6 +348,12 @@ static bool attr(hlo *P, imp_op *op, extra *x, const char *key) {
         return padding_attr(L, op->a, op->b, op->c, &op->n_a) &&
                (op->n_b = op->n_c = op->n_a, true);
     if (!strcmp(key, "window")) return window_attr(L, op);
+    if (!strcmp(key, "type")) { /* compare's: FLOAT, TOTALORDER, SIGNED, UNSIGNED */
+        char w[IMP_MAX_NAME];
+        if (!imp_ident(L, w, NULL, "a comparison type")) return false;
+        op->cmp_typed = true, op->cmp_unsigned = !strcmp(w, "UNSIGNED");
+        return true;
+    }
     if (!strcmp(key, "direction")) {
         char w[IMP_MAX_NAME];
         if (!imp_ident(L, w, NULL, "a direction")) return false;
@@ -922,8 +928,7 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
         op->in_uns[op->n_in] = ops[i].uns;
         op->in[op->n_in++] = ops[i].v[0];
     }
-    /* HLO's compare is unsigned on unsigned operands (a type= the text gives says so too) */
-    if (!strcmp(n, "compare") && op->n_in && op->in_uns[0]) op->cmp_unsigned = true;
+
     out->n = arg ? 2 : 1;
     if (!strcmp(n, "sort") || !strcmp(n, "top_k")) out->n = op->n_out;
     return imp_emit(L, s->g, op, out->v);

@@ -133,7 +133,9 @@ kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t
         size_t size = (size_t)(n ? n : 1) * sizeof *wrapped;
         if (!(wrapped = host_alloc(L->ctx, size)))
             return imp_oom(L, "kiln import (constant)", size), v;
-        for (int64_t i = 0; i < n; i++) wrapped[i] = vals[i] >= top ? vals[i] - 2 * top : vals[i];
+        /* 2^w - 1 (all ones) parses as 2^w in a double when w is 64: it is -1 */
+        for (int64_t i = 0; i < n; i++)
+            wrapped[i] = vals[i] >= 2 * top ? -1 : vals[i] >= top ? vals[i] - 2 * top : vals[i];
         vals = wrapped;
     }
     if (n == 1) {
@@ -799,7 +801,9 @@ static kiln_value emit_unsigned(imp_lex *L, kiln_graph *g, imp_op *op, bool *han
     const char *n = op->name;
     kiln_value none = {0, 0};
     *handled = true;
-    if (!strcmp(n, "compare") && op->cmp_unsigned) {
+    /* a compare's type defaults to its operands' (StableHLO's and HLO's rule) */
+    bool uns_cmp = op->cmp_typed ? op->cmp_unsigned : op->n_in && op->in_uns[0];
+    if (!strcmp(n, "compare") && uns_cmp) {
         if (!need_in(L, op, 2, 2)) return none;
         if (op->cmp == KILN_CMP_EQ || op->cmp == KILN_CMP_NE)
             return kiln_compare(g, op->in[0], op->in[1], op->cmp);
@@ -810,6 +814,15 @@ static kiln_value emit_unsigned(imp_lex *L, kiln_graph *g, imp_op *op, bool *han
         kiln_value v = convert_unsigned(g, op, handled);
         return *handled ? v : none;
     }
+    /* unsigned indices: their i64 values (a ui32 start at or past 2^31 is not negative) */
+    int first_index = !strcmp(n, "dynamic_slice")                     ? 1
+                      : !strcmp(n, "dynamic_update_slice")            ? 2
+                      : !strcmp(n, "gather") || !strcmp(n, "scatter") ? 1
+                                                                      : 0;
+    int last_index = !strcmp(n, "gather") || !strcmp(n, "scatter") ? 1 : op->n_in - 1;
+    for (int i = first_index; first_index && i <= last_index && i < IMP_MAX_OPERANDS; i++)
+        if (op->in_uns[i] && imp_value_type(g, op->in[i]).dtype == KILN_DTYPE_I32)
+            op->in[i] = widen_u32(g, op->in[i]);
     if (!op->n_out || !op->out[0].uns) {
         *handled = false;
         return none;

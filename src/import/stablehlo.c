@@ -535,7 +535,7 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
             if (!strcmp(kind, "comparison_type")) {
                 char w2[IMP_MAX_NAME];
                 if (!imp_ident(L, w2, NULL, "a comparison type")) return false;
-                op->cmp_unsigned = !strcmp(w2, "UNSIGNED");
+                op->cmp_typed = true, op->cmp_unsigned = !strcmp(w2, "UNSIGNED");
             }
             return skip_value(L, false) && imp_expect(L, '>');
         }
@@ -619,7 +619,7 @@ static bool pretty_attr(imp_lex *L, imp_op *op) {
     char name[IMP_MAX_NAME];
     if (!imp_ident(L, name, NULL, "an attribute")) return false;
     if (!imp_accept(L, '=')) { /* compare's FLOAT / SIGNED: the dtype says it; not UNSIGNED */
-        op->cmp_unsigned |= !strcmp(name, "UNSIGNED");
+        op->cmp_typed = true, op->cmp_unsigned = !strcmp(name, "UNSIGNED");
         return true;
     }
     if (!strcmp(name, "contracting_dims"))

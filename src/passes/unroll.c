@@ -26,11 +26,18 @@
 #define UNROLL_MAX_TRIP  64   /* iterations, as XLA's full unroll */
 #define UNROLL_MAX_NODES 2048 /* trip count x body nodes */
 
-/* The value of a rank-0 integer constant node, or false. */
+/* The value of a rank-0 integer constant node, or false. Read from its bytes: an i64
+ * beyond 2^53 does not pass through a double. */
 static bool int_constant(const ir_node *c, int64_t *v) {
     if (c->op != IR_CONSTANT || c->shape.rank != 0 || !ir_dtype_is_int(c->dtype) || !c->data)
         return false;
-    *v = (int64_t)ir_scalar_load(c->dtype, c->data, 0);
+    if (c->dtype == KILN_DTYPE_I32) {
+        int32_t w;
+        memcpy(&w, c->data, sizeof w);
+        *v = w;
+    } else {
+        memcpy(v, c->data, sizeof *v);
+    }
     return true;
 }
 
@@ -84,7 +91,13 @@ static bool unrollable(const kiln_graph *g, uint32_t id, const kiln_graph **body
             a = b, b = t;
         }
         if (param_index(a) != k || !int_constant(b, &step) || step <= 0) return false;
-        *trip = limit > start ? (limit - start + step - 1) / step : 0;
+        /* exact in 128 bits; and the counter must reach its last value, start + trip *
+         * step, without wrapping (a wrapped counter runs another number of times) */
+        __int128 t = limit > start ? ((__int128)limit - start + step - 1) / step : 0;
+        __int128 last = (__int128)start + t * step;
+        __int128 top = i->dtype == KILN_DTYPE_I32 ? INT32_MAX : INT64_MAX;
+        if (t > UNROLL_MAX_TRIP || last > top) return false;
+        *trip = (int64_t)t;
     }
     *body_out = body;
     return *trip >= 0 && *trip <= UNROLL_MAX_TRIP &&

@@ -398,7 +398,9 @@ kiln_value kiln_random_truncated_normal(kiln_graph *g, kiln_value key, kiln_dtyp
                           lower, upper, kiln_dtype_name(dtype));
     kiln_value u = kiln_random_uniform(g, key, dtype, rank, dims, a, b);
     kiln_value out = kiln_mul(g, kiln_scalar(g, dtype, sqrt(2.0)), kiln_erf_inv(g, u));
-    double lo = isinf(l) ? l : step_in(dtype, l, 1), hi = isinf(h) ? h : step_in(dtype, h, -1);
+    /* nextafter of an infinite bound is the largest finite value, as in JAX: a draw of
+     * erf(-inf) = -1 exactly would otherwise give -inf */
+    double lo = step_in(dtype, l, 1), hi = step_in(dtype, h, -1);
     return kiln_clip(g, out, kiln_scalar(g, dtype, lo), kiln_scalar(g, dtype, hi));
 }
 

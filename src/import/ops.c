@@ -734,6 +734,18 @@ static kiln_value emit_bits(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) 
 
 /* ------------------------------------------------------ unsigned integers ---- */
 
+/* The shape ops emit_shape maps. */
+static const char *const shape_names[] = {"broadcast_in_dim",
+                                          "reshape",
+                                          "transpose",
+                                          "reverse",
+                                          "slice",
+                                          "pad",
+                                          "concatenate",
+                                          "iota",
+                                          "dynamic_slice",
+                                          "dynamic_update_slice"};
+
 /* x with its sign bit flipped: unsigned order becomes signed order (and back). */
 static kiln_value flip_sign(kiln_graph *g, kiln_value x) {
     kiln_dtype t = imp_value_type(g, x).dtype;
@@ -843,6 +855,7 @@ static kiln_value emit_unsigned(imp_lex *L, kiln_graph *g, imp_op *op, bool *han
         kiln_value a = widen_u32(g, op->in[0]), b = widen_u32(g, op->in[1]);
         return kiln_convert(g, n[0] == 'd' ? kiln_div(g, a, b) : kiln_rem(g, a, b), KILN_DTYPE_I32);
     }
+    /* the shape ops (shape_names) and these read and write the same bit patterns */
     static const char *const same_bits[] = {"add",
                                             "subtract",
                                             "multiply",
@@ -858,16 +871,6 @@ static kiln_value emit_unsigned(imp_lex *L, kiln_graph *g, imp_op *op, bool *han
                                             "count_leading_zeros",
                                             "select",
                                             "bitcast_convert",
-                                            "broadcast_in_dim",
-                                            "reshape",
-                                            "transpose",
-                                            "reverse",
-                                            "slice",
-                                            "pad",
-                                            "concatenate",
-                                            "iota",
-                                            "dynamic_slice",
-                                            "dynamic_update_slice",
                                             "gather",
                                             "scatter",
                                             "constant",
@@ -878,11 +881,15 @@ static kiln_value emit_unsigned(imp_lex *L, kiln_graph *g, imp_op *op, bool *han
         *handled = false;
         return none;
     }
-    for (size_t i = 0; i < sizeof same_bits / sizeof *same_bits && !combines; i++)
-        if (!strcmp(n, same_bits[i])) {
-            *handled = false;
-            return none;
-        }
+    bool same = false;
+    for (size_t i = 0; i < sizeof same_bits / sizeof *same_bits; i++)
+        same |= !strcmp(n, same_bits[i]);
+    for (size_t i = 0; i < sizeof shape_names / sizeof *shape_names; i++)
+        same |= !strcmp(n, shape_names[i]);
+    if (same && !combines) {
+        *handled = false;
+        return none;
+    }
     imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
                 "%s of %s: kiln holds unsigned integers as the bit patterns of i32 / i64 and "
                 "imports the ops jax.random and integer arithmetic write on them (docs/import.md, "
@@ -954,16 +961,6 @@ static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
     }
     if (!need_out(L, op)) return (kiln_value){0, 0};
     bool shape_op = false;
-    static const char *const shape_names[] = {"broadcast_in_dim",
-                                              "reshape",
-                                              "transpose",
-                                              "reverse",
-                                              "slice",
-                                              "pad",
-                                              "concatenate",
-                                              "iota",
-                                              "dynamic_slice",
-                                              "dynamic_update_slice"};
     for (size_t i = 0; i < sizeof shape_names / sizeof shape_names[0]; i++)
         shape_op |= !strcmp(n, shape_names[i]);
     if (shape_op) return shape_operands(L, op) ? emit_shape(L, g, op, known) : (kiln_value){0, 0};

@@ -794,7 +794,9 @@ static void while_case(const unroll_case *c0, int64_t i0, int want_loops, const 
                                          c.dot ? (const int64_t[]){4, 4} : d)},
                out[2];
     if (c.outer_bound.id == 1) c.outer_bound = kiln_scalar(g, KILN_DTYPE_I32, (double)c.bound);
-    if (c.outer_bound.id == 2) c.outer_bound = kiln_parameter(g, "n", KILN_DTYPE_I32, 0, NULL);
+    if (c.outer_bound.id == 2) /* not a constant: min(n, bound), so a random n stays quick */
+        c.outer_bound = kiln_min(g, kiln_parameter(g, "n", KILN_DTYPE_I32, 0, NULL),
+                                 kiln_scalar(g, KILN_DTYPE_I32, (double)c.bound));
     CHECK_OK(ctx, kiln_while_loop(g, uc_cond, uc_body, &c, 2, init, out));
     finish(g, 2, out);
     pass_stats st = {0};

@@ -529,7 +529,7 @@ static const ad_vmap_entry entries[IR_NUM_OPS] = {
     KN_UNARY_OPS(UN) KN_BINARY_OPS(UN)
 #undef UN
         [IR_CONVERT] = EW,
-        [IR_BITCAST] = EW,
+    [IR_BITCAST] = EW,
     [IR_COMPARE] = EW,
     [IR_SELECT] = EW,
     [IR_RANDOM] = EW,

@@ -242,8 +242,8 @@ typedef struct imp_op {
     int64_t a[KILN_MAX_RANK], b[KILN_MAX_RANK], c[KILN_MAX_RANK];
     int64_t pad_lo[KILN_MAX_RANK], pad_hi[KILN_MAX_RANK];
     kiln_cmp cmp;
-    bool cmp_typed, cmp_unsigned;     /* compare's type given; it is UNSIGNED */
-    bool in_uns[IMP_MAX_OPERANDS];    /* operand i's type, as the text gives it, is unsigned */
+    bool cmp_typed, cmp_unsigned;  /* compare's type given; it is UNSIGNED */
+    bool in_uns[IMP_MAX_OPERANDS]; /* operand i's type, as the text gives it, is unsigned */
     kiln_dot_dims dot;
     kiln_gather_dims gather;
     kiln_scatter_dims scatter;

@@ -43,11 +43,11 @@ typedef enum ir_kind {
 
 /* Operand dtype classes an op accepts. */
 enum {
-    IRT_ANY = 0,     /* every dtype */
-    IRT_NUMERIC = 1, /* f32 f64 bf16 f16 i32 i64 */
-    IRT_FLOAT = 2,   /* f32 f64 bf16 f16 */
-    IRT_BOOL = 3,    /* bool */
-    IRT_I32 = 4,     /* i32 (random's key words and counter: uint32 bit patterns) */
+    IRT_ANY = 0,      /* every dtype */
+    IRT_NUMERIC = 1,  /* f32 f64 bf16 f16 i32 i64 */
+    IRT_FLOAT = 2,    /* f32 f64 bf16 f16 */
+    IRT_BOOL = 3,     /* bool */
+    IRT_I32 = 4,      /* i32 (random's key words and counter: uint32 bit patterns) */
     IRT_INTEGRAL = 5, /* i32 i64 bool: the bitwise ops */
     IRT_INT = 6,      /* i32 i64: shifts and bit counts */
 };

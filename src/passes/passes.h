@@ -35,9 +35,9 @@ typedef struct pass_stats {
 
 /* Options for passes_run; zero-initialise, zero is the default. */
 typedef struct pass_options {
-    int max_rounds;   /* unroll -> simplify -> cse -> dce rounds, stopping early at a fixed point;
-                       * 0: 4 */
-    bool no_unroll;   /* leave out a pass (for tests and for bisecting a bug) */
+    int max_rounds; /* unroll -> simplify -> cse -> dce rounds, stopping early at a fixed point;
+                     * 0: 4 */
+    bool no_unroll; /* leave out a pass (for tests and for bisecting a bug) */
     bool no_simplify;
     bool no_cse;
     bool no_dce;

@@ -3,8 +3,8 @@
  * the graph when verification is on; and the in-place forms pass_X(&g) of each pass.
  *
  * Why this order: unrolling copies a loop's body once per iteration, leaving constants to
- * fold (its counter) and copies to merge; simplification makes duplicates (rewritten subtrees that now match)
- * and dead values (whatever a rewrite bypassed); CSE merges the duplicates, which can
+ * fold (its counter) and copies to merge; simplification makes duplicates (rewritten subtrees that
+ * now match) and dead values (whatever a rewrite bypassed); CSE merges the duplicates, which can
  * make more values dead; DCE then removes all dead values at once. A merge can expose a
  * new simplification (select(p, a, b) with a and b now one value), hence the rounds.
  *

@@ -49,8 +49,7 @@ kiln_status pass_emit(pass_rebuild *rb, ir_node *tmpl, const uint32_t *in, uint3
 /* Emits a copy of node src of another graph (a sub-graph a pass inlines): its op,
  * attributes, location and what it owns (name, constant data, region), with inputs `in`
  * (new ids, src->n_in of them), typed by ir_infer. The new id goes to *id. */
-kiln_status pass_emit_copy(pass_rebuild *rb, const ir_node *src, const uint32_t *in,
-                           uint32_t *id);
+kiln_status pass_emit_copy(pass_rebuild *rb, const ir_node *src, const uint32_t *in, uint32_t *id);
 
 /* The new id of old node id's k-th input (0 if that input was dropped). */
 static inline uint32_t pass_input(const pass_rebuild *rb, uint32_t id, uint32_t k) {

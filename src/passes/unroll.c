@@ -106,14 +106,13 @@ static bool unrollable(const kiln_graph *g, uint32_t id, const kiln_graph **body
 
 typedef struct unroll_state {
     uint32_t **results; /* per old loop node unrolled: the new ids of its results */
-    uint32_t n_nodes;
     pass_stats *stats;
 } unroll_state;
 
 /* One copy of body's nodes with its parameters bound to params[] (new ids); the new ids
  * of its outputs into outs. */
-static kiln_status iteration(pass_rebuild *rb, uint32_t id, const kiln_graph *body,
-                             const uint32_t *params, uint32_t *outs) {
+static kiln_status iteration(pass_rebuild *rb, const kiln_graph *body, const uint32_t *params,
+                             uint32_t *outs) {
     kiln_context *ctx = rb->g->ctx;
     uint32_t *smap = host_calloc(ctx, body->n_nodes, sizeof *smap);
     if (!smap) return ctx_error(ctx, KILN_STATUS_HOST_OOM, "pass unroll: host allocation failed");
@@ -133,7 +132,6 @@ static kiln_status iteration(pass_rebuild *rb, uint32_t id, const kiln_graph *bo
     }
     for (uint32_t i = 0; !s && i < body->n_outputs; i++) outs[i] = smap[body->outputs[i]];
     host_free(ctx, smap, body->n_nodes * sizeof *smap);
-    (void)id;
     return s;
 }
 
@@ -159,7 +157,7 @@ static kiln_status visit(pass_rebuild *rb, uint32_t id, void *user) {
     kiln_status s = KILN_STATUS_OK;
     for (int64_t t = 0; !s && t < trip; t++) {
         memcpy(params, cur, nc * sizeof *cur);
-        s = iteration(rb, id, body, params, cur);
+        s = iteration(rb, body, params, cur);
     }
     if (!s && nc) {
         st->results[id] = host_alloc(ctx, nc * sizeof *cur);
@@ -183,7 +181,7 @@ kiln_status pass_unroll_run(const kiln_graph *g, kiln_graph **out, pass_stats *s
     bool any = false;
     for (uint32_t id = 1; id < g->n_nodes && !any; id++) any = unrollable(g, id, &body, &trip);
     if (!any) return KILN_STATUS_OK;
-    unroll_state st = {.n_nodes = g->n_nodes, .stats = stats};
+    unroll_state st = {.stats = stats};
     st.results = host_calloc(g->ctx, g->n_nodes, sizeof *st.results);
     if (!st.results)
         return ctx_error(g->ctx, KILN_STATUS_HOST_OOM, "pass unroll: host allocation failed");

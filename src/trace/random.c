@@ -181,6 +181,19 @@ kiln_value kiln_random_bits(kiln_graph *g, kiln_value key, int rank, const int64
     return draw(g, op, key, IR_RNG_BITS, KILN_DTYPE_I32, &s);
 }
 
+/* The node of float value x (what names it in errors); else NULL after the error, which
+ * ends with `takes` ("takes f32, f64, bf16 or f16<takes>, not i32"). */
+static const ir_node *float_value(kiln_graph *g, const char *op, kiln_value x, const char *what,
+                                  const char *takes) {
+    const ir_node *n = trace_node(g, op, x, what);
+    if (n && !ir_dtype_is_float(n->dtype)) {
+        trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op, "takes f32, f64, bf16 or f16%s, not %s",
+                      takes, kiln_dtype_name(n->dtype));
+        return NULL;
+    }
+    return n;
+}
+
 static bool float_dtype(kiln_graph *g, const char *op, kiln_dtype t) {
     if (ir_dtype_is_float(t)) return true;
     trace_fail(g, KILN_STATUS_DTYPE, op, "draws f32, f64, bf16 or f16, not %s", kiln_dtype_name(t));
@@ -271,11 +284,8 @@ kiln_value kiln_random_bernoulli(kiln_graph *g, kiln_value key, double p, int ra
 kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, double rate) {
     const char *op = "kiln_dropout";
     if (!key_node(g, op, key)) return KN_NONE;
-    const ir_node *xn = trace_node(g, op, x, "the operand");
+    const ir_node *xn = float_value(g, op, x, "the operand", "");
     if (!xn) return KN_NONE;
-    if (!ir_dtype_is_float(xn->dtype))
-        return trace_fail_on(g, &x.id, 1, KILN_STATUS_DTYPE, op,
-                             "takes f32, f64, bf16 or f16, not %s", kiln_dtype_name(xn->dtype));
     if (!(rate >= 0 && rate <= 1))
         return trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "rate = %g is outside [0, 1]",
                           isnan(rate) ? fabs(rate) : rate);
@@ -300,6 +310,11 @@ kiln_value kiln_dropout(kiln_graph *g, kiln_value key, kiln_value x, double rate
  * same draws: randint's and permutation's integers bit for bit, the float ones to the
  * last bits of log and erf, which kiln and XLA compute each their own way. */
 
+/* XLA's unsigned remainder: x % 0 is x. */
+static uint32_t urem32(uint32_t x, uint32_t m) {
+    return m ? x % m : x;
+}
+
 kiln_value kiln_random_randint(kiln_graph *g, kiln_value key, int rank, const int64_t *dims,
                                int64_t minval, int64_t maxval) {
     const char *op = "kiln_random_randint";
@@ -312,11 +327,8 @@ kiln_value kiln_random_randint(kiln_graph *g, kiln_value key, int rank, const in
     int64_t hi = maxval < INT32_MIN ? INT32_MIN : maxval > INT32_MAX ? INT32_MAX : maxval;
     uint32_t span = hi <= lo ? 1u : (uint32_t)(hi - lo);
     if (maxval > INT32_MAX && hi > lo) span += 1; /* 2^32 wraps to 0: no reduction at all */
-        /* XLA's unsigned x % 0 is x */
-#define UREM(x, m) ((m) ? (x) % (m) : (x))
-    uint32_t mult = UREM((uint32_t)65536, span);
-    mult = UREM((uint32_t)(mult * mult), span);
-#undef UREM
+    uint32_t mult = urem32(65536u, span);
+    mult = urem32(mult * mult, span);
     kiln_value keys[2];
     if (kiln_random_split(g, key, 2, keys)) return KN_NONE;
     kiln_value word[2];
@@ -407,12 +419,8 @@ kiln_value kiln_random_truncated_normal(kiln_graph *g, kiln_value key, kiln_dtyp
 kiln_value kiln_random_categorical(kiln_graph *g, kiln_value key, kiln_value logits, int axis) {
     const char *op = "kiln_random_categorical";
     if (!key_node(g, op, key)) return KN_NONE;
-    const ir_node *ln = trace_node(g, op, logits, "the logits");
+    const ir_node *ln = float_value(g, op, logits, "the logits", " logits");
     if (!ln) return KN_NONE;
-    if (!ir_dtype_is_float(ln->dtype))
-        return trace_fail_on(g, &logits.id, 1, KILN_STATUS_DTYPE, op,
-                             "takes f32, f64, bf16 or f16 logits, not %s",
-                             kiln_dtype_name(ln->dtype));
     ir_shape s = ln->shape;
     int ax;
     if (s.rank < 1 || !trace_axis(axis, s.rank, &ax))

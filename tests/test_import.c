@@ -399,6 +399,86 @@ static void test_unsigned_defaults(void) {
     kiln_graph_destroy(g);
 }
 
+/* Integer constants are read exactly, not through a double: i64 and ui64 beyond 2^53
+ * (2^53 + 1 is the first a double rounds), INT64_MIN, ui64's values past 2^63 as their
+ * bit patterns, in both text forms, as splats, arrays and dense<"0x..."> splats. A value
+ * that does not fit its type is an error at the element. */
+static void test_integer_constants(void) {
+    /* ui64 2^64 - 2 is -2, 2^63 + 1 is INT64_MIN + 1 */
+    static const int64_t want[8] = {INT64_C(9007199254740993),
+                                    -INT64_C(9007199254740993),
+                                    INT64_MIN,
+                                    INT64_MAX,
+                                    -2,
+                                    INT64_MIN + 1,
+                                    INT64_C(0x0123456789abcdef),
+                                    INT64_C(9007199254740993)};
+    static const char text[] =
+        "module @m {\n  func.func public @main() -> (tensor<4xi64>, tensor<2xui64>, "
+        "tensor<2xi64>) {\n"
+        "    %0 = stablehlo.constant dense<[9007199254740993, -9007199254740993, "
+        "-9223372036854775808, 9223372036854775807]> : tensor<4xi64>\n"
+        "    %1 = stablehlo.constant dense<[18446744073709551614, 9223372036854775809]> : "
+        "tensor<2xui64>\n"
+        "    %2 = stablehlo.constant dense<\"0xEFCDAB8967452301\"> : tensor<2xi64>\n"
+        "    %3 = stablehlo.constant dense<9007199254740993> : tensor<2xi64>\n"
+        "    %4 = stablehlo.concatenate %2, %3, dim = 0 : (tensor<2xi64>, tensor<2xi64>) -> "
+        "tensor<4xi64>\n"
+        "    %5 = stablehlo.slice %4 [1:3] : (tensor<4xi64>) -> tensor<2xi64>\n"
+        "    return %0, %1, %5 : tensor<4xi64>, tensor<2xui64>, tensor<2xi64>\n  }\n}\n";
+    static const char hlo[] =
+        "HloModule m\n\nENTRY main {\n"
+        "  a = s64[4]{0} constant({9007199254740993, -9007199254740993, -9223372036854775808, "
+        "9223372036854775807})\n"
+        "  b = u64[2]{0} constant({18446744073709551614, 9223372036854775809})\n"
+        "  c = s64[] constant(81985529216486895)\n  d = s64[] constant(9007199254740993)\n"
+        "  e = s64[1]{0} broadcast(c), dimensions={}\n  f = s64[1]{0} broadcast(d), dimensions={}\n"
+        "  cd = s64[2]{0} concatenate(e, f), dimensions={0}\n"
+        "  ROOT r = (s64[4]{0}, u64[2]{0}, s64[2]{0}) tuple(a, b, cd)\n}\n";
+    for (int form = 0; form < 2; form++) {
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx_g, form ? kiln_import_hlo(ctx_g, hlo, strlen(hlo), &g)
+                             : kiln_import_stablehlo(ctx_g, text, strlen(text), &g));
+        kiln_array *out[3] = {0};
+        if (g) CHECK_OK(ctx_g, kiln_interpret(g, 0, NULL, 3, out));
+        int64_t got[8] = {0};
+        static const int at[3] = {0, 4, 6}, len[3] = {4, 2, 2};
+        for (int i = 0; i < 3; i++)
+            if (out[i]) kiln_array_copy_to_host(out[i], got + at[i], (size_t)len[i] * sizeof *got);
+        for (int i = 0; i < 8; i++)
+            CHECK_MSG(got[i] == want[i], "%s: element %d is %lld, want %lld",
+                      form ? "HLO" : "StableHLO", i, (long long)got[i], (long long)want[i]);
+        for (int i = 0; i < 3; i++) kiln_array_destroy(out[i]);
+        kiln_graph_destroy(g);
+    }
+    static const struct {
+        const char *type, *value, *what, *where;
+    } bad[] = {
+        {"i32", "2147483648", "2147483648 does not fit i32", "line 3, column 35"},
+        {"i32", "-2147483649", "-2147483649 does not fit i32", "line 3, column 35"},
+        {"ui32", "4294967296", "4294967296 does not fit ui32", "line 3, column 35"},
+        {"ui32", "-1", "-1 does not fit ui32", "line 3, column 35"},
+        {"i64", "9223372036854775808", "9223372036854775808 does not fit i64", "line 3"},
+        {"ui64", "18446744073709551616", "is not a value of ui64", "line 3"},
+        {"i32", "1.5", "1.5 is not a value of i32", "line 3"},
+        {"i1", "2", "2 does not fit bool", "line 3, column 35"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char t[512];
+        snprintf(t, sizeof t,
+                 "module @m {\n  func.func public @main() -> tensor<%s> {\n"
+                 "    %%0 = stablehlo.constant dense<%s> : tensor<%s>\n"
+                 "    return %%0 : tensor<%s>\n  }\n}\n",
+                 bad[i].type, bad[i].value, bad[i].type, bad[i].type);
+        expect_error(kiln_import_stablehlo, t, KILN_STATUS_INVALID_ARGUMENT, bad[i].what,
+                     bad[i].where);
+    }
+    static const char hbad[] = "HloModule m\n\nENTRY main {\n  ROOT c = u32[2]{0} constant({1, "
+                               "4294967296})\n}\n";
+    expect_error(kiln_import_hlo, hbad, KILN_STATUS_INVALID_ARGUMENT,
+                 "4294967296 does not fit ui32", "line 4, column 35");
+}
+
 /* An error inside a while's body or a called function is reported where it is, not as the
  * loop's or the call's. */
 static void test_errors_nested(void) {
@@ -671,6 +751,7 @@ int main(int argc, char **argv) {
     RUN(test_dynamic_slice_hlo_starts);
     RUN(test_errors_unsigned);
     RUN(test_unsigned_defaults);
+    RUN(test_integer_constants);
     RUN(test_errors_hlo);
     RUN(test_errors_two_operand_reduce);
     RUN(test_errors_comparators);

@@ -499,8 +499,6 @@ static bool comp_body(hlo *P, const comp *c) {
         char code[IMP_MAX_NAME];
         snprintf(code, sizeof code, "%.*s", (int)on, op);
         imp_bop o = {0};
-        uint64_t raw;
-        bool bits;
         if (!strcmp(code, "parameter")) {
             int64_t k;
             o.kind = IMP_B_PARAM;
@@ -508,8 +506,10 @@ static bool comp_body(hlo *P, const comp *c) {
             ok = imp_int(L, &k, "a parameter number") && k >= 0 && k < IMP_MAX_OPERANDS;
             o.param = (int)k;
         } else if (!strcmp(code, "constant")) {
+            imp_num x;
             o.kind = IMP_B_CONST;
-            ok = imp_number(L, &o.value, &raw, &bits, "a constant") && !bits;
+            ok = imp_number(L, &x, "a constant") && x.kind != IMP_NUM_BITS;
+            o.value = x.value;
         } else {
             o.kind = !strcmp(code, "compare")  ? IMP_B_COMPARE
                      : !strcmp(code, "select") ? IMP_B_SELECT
@@ -730,10 +730,16 @@ static bool operand(imp_lex *L, imp_scope *s, group *g, kiln_value *pool, int *n
     return true;
 }
 
-/* constant(...): its literal, braces flattened; one element is a splat. */
+/* constant(...): its literal, braces flattened; one element is a splat. Each element is
+ * stored as the result type's bytes (imp_element), so integers stay exact. */
 static bool literal(imp_lex *L, imp_scope *s, imp_op *op, group *out, imp_entry *info) {
-    double *v = NULL;
+    if (op->n_out != 1)
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED, "a tuple constant");
+    const imp_type *t = &op->out[0];
+    size_t item = kiln_dtype_itemsize(t->dtype);
+    unsigned char *v = NULL;
     int64_t n = 0, cap = 0;
+    double first = 0;
     int depth = 0;
     bool ok = true;
     do {
@@ -741,35 +747,35 @@ static bool literal(imp_lex *L, imp_scope *s, imp_op *op, group *out, imp_entry 
         if (depth && imp_accept(L, '}')) {
             depth--;
         } else {
-            double x;
-            uint64_t raw;
-            bool bits;
-            if (!(ok = imp_number(L, &x, &raw, &bits, "a literal's element"))) break;
-            if (bits) x = (double)raw;
+            imp_num x;
+            imp_skip(L);
+            imp_loc at = imp_here(L);
+            if (!(ok = imp_number(L, &x, "a literal's element"))) break;
+            if (x.kind == IMP_NUM_BITS) /* HLO prints no raw bits: 0x... is an integer */
+                x.kind = IMP_NUM_INT, x.value = (double)x.raw;
             if (n == cap) {
                 int64_t c = cap ? 2 * cap : 64;
-                double *w = host_realloc(L->ctx, v, (size_t)cap * sizeof *v, (size_t)c * sizeof *v);
+                unsigned char *w = host_realloc(L->ctx, v, (size_t)cap * item, (size_t)c * item);
                 if (!w) {
-                    ok = imp_oom(L, "kiln import (constant)", (size_t)c * sizeof *v);
+                    ok = imp_oom(L, "kiln import (constant)", (size_t)c * item);
                     break;
                 }
                 v = w, cap = c;
             }
-            v[n++] = x;
+            if (!n) first = x.value;
+            if (!(ok = imp_element(L, at, t, &x, v + (size_t)n++ * item))) break;
         }
         while (depth > 0 && imp_accept(L, '}')) depth--;
     } while (ok && imp_accept(L, ','));
     if (ok && depth) ok = imp_expected(L, "\"}\"");
-    if (ok && op->n_out != 1)
-        ok = imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED, "a tuple constant");
     if (ok) {
         out->n = 1;
-        out->v[0] = imp_constant(L, s->g, op->at, &op->out[0], v, n);
+        out->v[0] = imp_constant(L, s->g, op->at, t, v, n);
         info->is_const = n == 1;
-        info->value = n ? v[0] : 0;
+        info->value = first;
         ok = !L->status;
     }
-    host_free(L->ctx, v, (size_t)cap * sizeof *v);
+    host_free(L->ctx, v, (size_t)cap * item);
     return ok;
 }
 

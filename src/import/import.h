@@ -85,9 +85,21 @@ bool imp_is_ident_char(int c);
  * (with an error naming what) when there is none or it is longer than IMP_MAX_NAME - 1. */
 bool imp_ident(imp_lex *L, char *out, const char *extra, const char *what);
 bool imp_int(imp_lex *L, int64_t *out, const char *what);
-/* A number as MLIR and HLO print them: 1.5e-3, -2, 0x7FC00000 (raw bits: *bits true),
- * inf, -inf, nan, true, false. */
-bool imp_number(imp_lex *L, double *out, uint64_t *raw, bool *bits, const char *what);
+/* A number as MLIR and HLO print them: 1.5e-3, -2, 0x7FC00000 (raw bits), inf, -inf, nan,
+ * true, false. A decimal integer in [-2^63, 2^64) is also kept exactly, so a constant of
+ * i64 or ui64 beyond 2^53 is not rounded on its way through a double. */
+typedef enum imp_num_kind {
+    IMP_NUM_FLOAT, /* value alone */
+    IMP_NUM_BITS,  /* 0x...: raw holds the element's bits, value is 0 */
+    IMP_NUM_INT,   /* a decimal integer (or true, false): raw is it mod 2^64, neg its sign */
+} imp_num_kind;
+typedef struct imp_num {
+    double value; /* the number, rounded to a double */
+    uint64_t raw;
+    bool neg;
+    imp_num_kind kind;
+} imp_num;
+bool imp_number(imp_lex *L, imp_num *out, const char *what);
 /* "[a, b, c]" (or with braces when open is '{') into v (at most max), *n the count. */
 bool imp_int_list(imp_lex *L, char open, int64_t *v, int max, int *n, const char *what);
 /* Skips a balanced (), [], {} or <> group starting at the cursor, strings included. */
@@ -274,13 +286,14 @@ bool imp_sharding_target(const char *target);
  * builders do not (the text's result type against the builder's), and every failure is
  * an error naming the op, its line and column. */
 bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out);
-/* The value of a constant of type t from n parsed elements (n == 1: a splat). */
-kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t,
-                        const double *vals, int64_t n);
-/* A constant of type t from its raw little-endian bytes (MLIR's dense<"0x...">), which
- * hold exactly the type's size. */
-kiln_value imp_constant_raw(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t,
-                            const void *bytes);
+/* One element of a constant of type t as the bytes of t's dtype at dst: raw bits as they
+ * are, an integer exactly (an unsigned type's as its signed bit pattern), a float rounded
+ * once from the double; false (an error at `at`) when the number does not fit the type. */
+bool imp_element(imp_lex *L, imp_loc at, const imp_type *t, const imp_num *x, void *dst);
+/* The value of a constant of type t from n elements (each imp_element's bytes; n == 1: a
+ * splat). */
+kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t, const void *elems,
+                        int64_t n);
 /* The type of v, as an imp_type. */
 imp_type imp_value_type(kiln_graph *g, kiln_value v);
 /* After a builder call: its error (the graph's first) as an import error at `at`. */

@@ -210,24 +210,39 @@ static bool hex_digits(imp_lex *L, uint64_t *raw) {
     return true;
 }
 
-bool imp_number(imp_lex *L, double *out, uint64_t *raw, bool *bits, const char *what) {
+/* A decimal integer's digits (buf, an optional sign first) into x: exact when in
+ * [-2^63, 2^64), else left a float. */
+static void exact_integer(const char *buf, imp_num *x) {
+    const char *d = buf + (buf[0] == '-' || buf[0] == '+');
+    uint64_t v = 0;
+    if (!*d) return;
+    for (; *d; d++) {
+        if (*d < '0' || *d > '9' || __builtin_mul_overflow(v, 10u, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*d - '0'), &v))
+            return;
+    }
+    bool neg = buf[0] == '-';
+    if (neg && v > (uint64_t)1 << 63) return;
+    x->kind = IMP_NUM_INT, x->neg = neg && v != 0, x->raw = neg ? 0 - v : v;
+}
+
+bool imp_number(imp_lex *L, imp_num *out, const char *what) {
     if (L->status) return false;
     imp_skip(L);
-    *bits = false;
-    if (imp_accept_word(L, "true")) return *out = 1, true;
-    if (imp_accept_word(L, "false")) return *out = 0, true;
+    *out = (imp_num){.kind = IMP_NUM_FLOAT};
+    if (imp_accept_word(L, "true")) return *out = (imp_num){1, 1, false, IMP_NUM_INT}, true;
+    if (imp_accept_word(L, "false")) return *out = (imp_num){0, 0, false, IMP_NUM_INT}, true;
     size_t s = L->pos;
     bool neg = imp_peek(L) == '-';
     if (neg || imp_peek(L) == '+') L->pos++;
     if (imp_peek(L) == '0' && (imp_peek_at(L, 1) | 32) == 'x') {
         L->pos += 2;
-        if (!hex_digits(L, raw)) return false;
-        *bits = true;
-        *out = 0;
+        if (!hex_digits(L, &out->raw)) return false;
+        out->kind = IMP_NUM_BITS;
         return true;
     }
-    if (imp_accept_word(L, "inf")) return *out = neg ? -INFINITY : INFINITY, true;
-    if (imp_accept_word(L, "nan")) return *out = NAN, true;
+    if (imp_accept_word(L, "inf")) return out->value = neg ? -INFINITY : INFINITY, true;
+    if (imp_accept_word(L, "nan")) return out->value = NAN, true;
     char buf[64];
     size_t n = 0;
     L->pos = s;
@@ -243,7 +258,8 @@ bool imp_number(imp_lex *L, double *out, uint64_t *raw, bool *bits, const char *
         L->pos = s;
         return imp_expected(L, what);
     }
-    *out = v;
+    out->value = v;
+    exact_integer(buf, out);
     return true;
 }
 

@@ -118,8 +118,67 @@ static void to_int(const int64_t *v, int n, int *out) {
 
 /* ------------------------------------------------------------- constants ---- */
 
-kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t,
-                        const double *vals, int64_t n) {
+/* x as an integer of `bits` bits, signed or not, into *pattern (its bits mod 2^64); false
+ * when it is not an integer of that range. */
+static bool integer_pattern(const imp_num *x, int bits, bool uns, uint64_t *pattern) {
+    imp_num n = *x;
+    if (n.kind == IMP_NUM_FLOAT) { /* 1.0e+00 for an integer type: exact below 2^64 */
+        double v = n.value;
+        if (!(v == floor(v)) || v >= 0x1p64 || v < -0x1p63) return false;
+        n.neg = v < 0;
+        n.raw = n.neg ? (uint64_t)(int64_t)v : (uint64_t)v;
+    }
+    uint64_t top = (uint64_t)1 << (bits - 1); /* 2^(w-1) */
+    if (n.neg) {
+        if (uns || 0 - n.raw > top) return false;
+    } else if (uns ? bits < 64 && n.raw > 2 * top - 1 : n.raw > top - 1) {
+        return false;
+    }
+    *pattern = n.raw;
+    return true;
+}
+
+/* The text's name of t's element type: ui32 and ui64 for the unsigned ones. */
+static const char *element_name(const imp_type *t) {
+    if (t->uns) return t->dtype == KILN_DTYPE_I32 ? "ui32" : "ui64";
+    return kiln_dtype_name(t->dtype);
+}
+
+bool imp_element(imp_lex *L, imp_loc at, const imp_type *t, const imp_num *x, void *dst) {
+    if (L->status) return false;
+    size_t size = kiln_dtype_itemsize(t->dtype);
+    uint64_t bits = x->raw;
+    bool ok = true;
+    if (x->kind == IMP_NUM_BITS) {
+        ok = size == 8 || !(bits >> (size * 8));
+    } else if (t->dtype == KILN_DTYPE_I32 || t->dtype == KILN_DTYPE_I64) {
+        ok = integer_pattern(x, (int)size * 8, t->uns, &bits);
+    } else if (t->dtype == KILN_DTYPE_BOOL) {
+        ok = x->value == 0 || x->value == 1;
+        bits = x->value == 1;
+    } else {
+        if (kiln_convert_host(L->ctx, KILN_DTYPE_F64, &x->value, t->dtype, dst, 1))
+            return imp_fail_at(L, at, KILN_STATUS_INVALID_ARGUMENT, "constant: %s",
+                               kiln_last_error(L->ctx));
+        return true;
+    }
+    if (!ok && x->kind == IMP_NUM_BITS)
+        return imp_fail_at(L, at, KILN_STATUS_INVALID_ARGUMENT, "constant: 0x%llx does not fit %s",
+                           (unsigned long long)bits, element_name(t));
+    if (!ok && x->kind == IMP_NUM_INT)
+        return imp_fail_at(L, at, KILN_STATUS_INVALID_ARGUMENT, "constant: %s%llu does not fit %s",
+                           x->neg ? "-" : "", (unsigned long long)(x->neg ? 0 - x->raw : x->raw),
+                           element_name(t));
+    if (!ok)
+        return imp_fail_at(L, at, KILN_STATUS_INVALID_ARGUMENT,
+                           "constant: %.17g is not a value of %s", x->value, element_name(t));
+    unsigned char *out = dst; /* little-endian, as every target kiln builds for */
+    for (size_t i = 0; i < size; i++) out[i] = (unsigned char)(bits >> (8 * i));
+    return true;
+}
+
+kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t, const void *elems,
+                        int64_t n) {
     if (L->status) return (kiln_value){0, 0};
     int64_t count = 1;
     for (int i = 0; i < t->rank; i++)
@@ -127,42 +186,17 @@ kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t
             return imp_fail_at(L, at, KILN_STATUS_SHAPE, "constant: its shape is too large"),
                    (kiln_value){0, 0};
     kiln_value v = {0, 0};
-    double *wrapped = NULL; /* an unsigned type's values as its signed bit patterns */
-    if (t->uns) {
-        double top = t->dtype == KILN_DTYPE_I32 ? 0x1p31 : 0x1p63;
-        size_t size = (size_t)(n ? n : 1) * sizeof *wrapped;
-        if (!(wrapped = host_alloc(L->ctx, size)))
-            return imp_oom(L, "kiln import (constant)", size), v;
-        /* 2^w - 1 (all ones) parses as 2^w in a double when w is 64: it is -1 */
-        for (int64_t i = 0; i < n; i++)
-            wrapped[i] = vals[i] >= 2 * top ? -1 : vals[i] >= top ? vals[i] - 2 * top : vals[i];
-        vals = wrapped;
-    }
-    if (n == 1) {
-        v = kiln_full(g, t->dtype, t->rank, t->dims, vals[0]);
+    if (n == 1 && t->rank > 0) { /* a splat: the element broadcast */
+        v = kiln_constant(g, t->dtype, 0, NULL, elems);
+        if (v.id) v = kiln_broadcast_in_dim(g, v, t->rank, t->dims, NULL);
     } else if (n != count) {
         imp_fail_at(L, at, KILN_STATUS_SHAPE, "constant: %lld values for a tensor of %lld elements",
                     (long long)n, (long long)count);
         return v;
     } else {
-        size_t size = (size_t)(count ? count : 1) * kiln_dtype_itemsize(t->dtype);
-        void *data = host_alloc(L->ctx, size);
-        if (!data) return imp_oom(L, "kiln import (constant)", size), v;
-        kiln_status s = kiln_convert_host(L->ctx, KILN_DTYPE_F64, vals, t->dtype, data, count);
-        if (!s) v = kiln_constant(g, t->dtype, t->rank, t->dims, data);
-        host_free(L->ctx, data, size);
-        if (s) imp_fail_at(L, at, s, "constant: %s", kiln_last_error(L->ctx));
+        v = kiln_constant(g, t->dtype, t->rank, t->dims, elems);
     }
-    if (wrapped) host_free(L->ctx, wrapped, (size_t)(n ? n : 1) * sizeof *wrapped);
     if (!L->status) imp_check_graph(L, g, at, "constant");
-    return L->status ? (kiln_value){0, 0} : v;
-}
-
-kiln_value imp_constant_raw(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t,
-                            const void *bytes) {
-    if (L->status) return (kiln_value){0, 0};
-    kiln_value v = kiln_constant(g, t->dtype, t->rank, t->dims, bytes);
-    imp_check_graph(L, g, at, "constant");
     return L->status ? (kiln_value){0, 0} : v;
 }
 

@@ -158,20 +158,26 @@ static bool operand_list(imp_lex *L, imp_scope *s, imp_op *op) {
 
 /* ------------------------------------------------------------- constants ---- */
 
+/* A constant's elements as the bytes of its dtype (imp_element), and the first one's
+ * value as a double (a splat's, for the ops that read a constant operand's value). */
 typedef struct dvec {
-    double *v;
+    unsigned char *b;
+    size_t item;
     int64_t n, cap;
+    double first;
 } dvec;
 
-static bool dpush(imp_lex *L, dvec *d, double x) {
+static bool dpush(imp_lex *L, imp_loc at, const imp_type *t, dvec *d, const imp_num *x,
+                  double value) {
     if (d->n == d->cap) {
         int64_t cap = d->cap ? d->cap * 2 : 64;
-        double *v = host_realloc(L->ctx, d->v, (size_t)d->cap * sizeof *v, (size_t)cap * sizeof *v);
-        if (!v) return imp_oom(L, "kiln import (constant)", (size_t)cap * sizeof *v);
-        d->v = v, d->cap = cap;
+        unsigned char *b =
+            host_realloc(L->ctx, d->b, (size_t)d->cap * d->item, (size_t)cap * d->item);
+        if (!b) return imp_oom(L, "kiln import (constant)", (size_t)cap * d->item);
+        d->b = b, d->cap = cap;
     }
-    d->v[d->n++] = x;
-    return true;
+    if (!d->n) d->first = value;
+    return imp_element(L, at, t, x, d->b + (size_t)d->n++ * d->item);
 }
 
 /* An element's raw bits (0x7FC00000) as the double it denotes in dtype t. */
@@ -222,33 +228,27 @@ static kiln_value dense_hex(imp_lex *L, kiln_graph *g, imp_loc at, const imp_typ
         }
         b[i] = (unsigned char)(hi * 16 + lo);
     }
-    kiln_value v;
-    if (count == 1 && size == item && t->rank > 0) {
-        double x;
-        kiln_convert_host(L->ctx, t->dtype, b, KILN_DTYPE_F64, &x, 1);
-        v = imp_constant(L, g, at, t, &x, 1);
-    } else {
-        v = imp_constant_raw(L, g, at, t, b);
-    }
+    kiln_value v = imp_constant(L, g, at, t, b, count == 1 && size == item ? 1 : count);
     host_free(L->ctx, b, size ? size : 1);
     return v;
 }
 
 /* The elements of dense<...> (nested brackets flattened; one element: a splat), read
  * after the type is known, so raw bits are read as that type. */
-static bool dense_values(imp_lex *L, kiln_dtype t, dvec *d) {
+static bool dense_values(imp_lex *L, const imp_type *t, dvec *d) {
     int depth = 0;
     do {
         while (imp_accept(L, '[')) depth++;
         if (imp_accept(L, ']')) { /* an empty list */
             depth--;
         } else {
-            double x;
-            uint64_t raw;
-            bool bits;
-            if (!imp_number(L, &x, &raw, &bits, "a constant's element")) return false;
-            if (bits && !bits_value(L, t, raw, &x)) return false;
-            if (!dpush(L, d, x)) return false;
+            imp_num x;
+            imp_skip(L);
+            imp_loc at = imp_here(L);
+            if (!imp_number(L, &x, "a constant's element")) return false;
+            double value = x.value;
+            if (x.kind == IMP_NUM_BITS && !bits_value(L, t->dtype, x.raw, &value)) return false;
+            if (!dpush(L, at, t, d, &x, value)) return false;
         }
         while (depth > 0 && imp_accept(L, ']')) depth--;
     } while (depth > 0 && imp_accept(L, ','));
@@ -287,13 +287,13 @@ static bool constant(imp_lex *L, imp_scope *s, imp_loc at, kiln_value *out, imp_
         *out = dense_hex(L, s->g, at, &t, hs, he);
     } else {
         imp_go(L, m);
-        dvec d = {0};
-        if (dense_values(L, t.dtype, &d) && imp_expect(L, '>')) {
-            *out = imp_constant(L, s->g, at, &t, d.v, d.n);
-            info->is_const = d.n == 1 || (t.rank == 0 && d.n == 1);
-            info->value = d.n ? d.v[0] : 0;
+        dvec d = {.item = kiln_dtype_itemsize(t.dtype)};
+        if (dense_values(L, &t, &d) && imp_expect(L, '>')) {
+            *out = imp_constant(L, s->g, at, &t, d.b, d.n);
+            info->is_const = d.n == 1;
+            info->value = d.n ? d.first : 0;
         }
-        host_free(L->ctx, d.v, (size_t)d.cap * sizeof *d.v);
+        host_free(L->ctx, d.b, (size_t)d.cap * d.item);
         imp_go(L, end);
     }
     return !L->status;
@@ -557,19 +557,19 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
     }
     if (!strcmp(name, "padding")) { /* reduce_window: dense<[[lo, hi], ...]> */
         if (!imp_expect_word(L, "dense") || !imp_expect(L, '<')) return false;
-        dvec d = {0};
-        imp_type t;
-        bool ok = dense_values(L, KILN_DTYPE_I64, &d) && imp_expect(L, '>') && imp_expect(L, ':') &&
+        imp_type t, i64 = {.dtype = KILN_DTYPE_I64};
+        dvec d = {.item = sizeof(int64_t)};
+        bool ok = dense_values(L, &i64, &d) && imp_expect(L, '>') && imp_expect(L, ':') &&
                   tensor_type(L, &t);
+        const int64_t *pad = (const int64_t *)(void *)d.b;
         /* dense<0> : tensor<4x2xi64>: a splat, one value for every axis */
         bool splat = ok && d.n == 1 && t.rank == 2 && t.dims[1] == 2;
         int64_t n_pad = splat ? 2 * t.dims[0] : d.n;
         if (ok && (n_pad % 2 || n_pad / 2 > KILN_MAX_RANK))
             ok = imp_fail(L, "padding of %lld values", (long long)n_pad);
         for (int64_t i = 0; ok && i < n_pad / 2; i++)
-            op->pad_lo[i] = (int64_t)d.v[splat ? 0 : 2 * i],
-            op->pad_hi[i] = (int64_t)d.v[splat ? 0 : 2 * i + 1];
-        host_free(L->ctx, d.v, (size_t)d.cap * sizeof *d.v);
+            op->pad_lo[i] = pad[splat ? 0 : 2 * i], op->pad_hi[i] = pad[splat ? 0 : 2 * i + 1];
+        host_free(L->ctx, d.b, (size_t)d.cap * d.item);
         return ok;
     }
     int *idst = dnum_field(op, name, &n);
@@ -789,14 +789,14 @@ static bool comparator_ops(imp_lex *L, imp_body *b) {
         imp_bop o = {0};
         int n_in = 0;
         if (!strcmp(name, "stablehlo.constant")) {
-            uint64_t raw = 0;
-            bool bits = false;
+            imp_num x;
             o.kind = IMP_B_CONST;
             if (!imp_expect_word(L, "dense") || !imp_expect(L, '<') ||
-                !imp_number(L, &o.value, &raw, &bits, "a constant") || !imp_expect(L, '>') ||
-                !imp_expect(L, ':') || !tensor_type(L, &t) || t.rank != 0 ||
-                (bits && !bits_value(L, t.dtype, raw, &o.value)))
+                !imp_number(L, &x, "a constant") || !imp_expect(L, '>') || !imp_expect(L, ':') ||
+                !tensor_type(L, &t) || t.rank != 0)
                 return false;
+            o.value = x.value;
+            if (x.kind == IMP_NUM_BITS && !bits_value(L, t.dtype, x.raw, &o.value)) return false;
         } else if (!strcmp(name, "stablehlo.compare")) {
             imp_op d = {0};
             char ty[IMP_MAX_NAME];

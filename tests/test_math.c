@@ -1,5 +1,5 @@
 /* test_math.c — the compiled f32 transcendental kernels (exp, tanh, logistic, log, log1p,
- * erf, sin, cos: kiln's own polynomials; rsqrt as 1 / sqrtf) against the reference
+ * erf, sin, cos: kiln's own polynomials; erfc in double; rsqrt as 1 / sqrtf) against the reference
  * interpreter (libm in double, rounded once to f32), measured in ulps; and the f64 exp,
  * tanh, logistic, log and log1p, also kiln's own, against long double libm.
  *
@@ -7,7 +7,8 @@
  * spread mantissas, plus the neighbourhoods (+-64 ulps) of every threshold the kernels
  * select on (exp's overflow at ln(FLT_MAX), its subnormal and zero ranges, tanh's switch
  * to the exp form, logistic's change of form at 0, sin's at pi/4 and 2^-12, the floats
- * closest to multiples of pi/2) — about 50,000 inputs per op. NaN,
+ * closest to multiples of pi/2, erfc's subnormal results, its zero and its clamp at 12)
+ * — about 50,000 inputs per op. NaN,
  * infinities and zeros, with the sign of a zero, must be the reference's exactly.
  * KILN_TEST_EXHAUSTIVE=1 runs all 2^32 floats instead (minutes). The bounds asserted are
  * the ones docs/architecture.md states. */
@@ -16,11 +17,11 @@
 #include <float.h>
 #include <stdint.h>
 
-enum { N_OPS = 9 };
+enum { N_OPS = 10 };
 static const char *const op_names[N_OPS] = {"exp",   "tanh", "logistic", "log", "log1p",
-                                            "rsqrt", "erf",  "sin",      "cos"};
+                                            "rsqrt", "erf",  "sin",      "cos", "erfc"};
 /* Largest error allowed, in ulps of the correctly rounded result. */
-static const int64_t ulp_bound[N_OPS] = {1, 1, 2, 1, 1, 1, 1, 1, 1};
+static const int64_t ulp_bound[N_OPS] = {1, 1, 2, 1, 1, 1, 1, 1, 1, 1};
 
 static kiln_context *ctx;
 
@@ -58,7 +59,8 @@ static void build(int64_t n) {
     kiln_value x = kiln_parameter(graph, "x", KILN_DTYPE_F32, 1, &n);
     kiln_value outs[N_OPS] = {kiln_exp(graph, x), kiln_tanh(graph, x),  kiln_logistic(graph, x),
                               kiln_log(graph, x), kiln_log1p(graph, x), kiln_rsqrt(graph, x),
-                              kiln_erf(graph, x), kiln_sin(graph, x),   kiln_cos(graph, x)};
+                              kiln_erf(graph, x), kiln_sin(graph, x),   kiln_cos(graph, x),
+                              kiln_erfc(graph, x)};
     CHECK_OK(ctx, kiln_graph_finish(graph, N_OPS, outs));
     CHECK_OK(ctx, kiln_compile(graph, NULL, &exe));
 }
@@ -120,7 +122,11 @@ static const float thresholds[] = {88.72283935546875f,
                                    6.28318548f,
                                    102618.0f,
                                    16367173.0f,
-                                   1.0e22f};
+                                   1.0e22f,
+                                   9.194f,      /* erfc: FLT_MIN, its results subnormal above */
+                                   10.0546875f, /* erfc: the last nonzero result */
+                                   12.0f,       /* erfc's clamp */
+                                   -12.0f};
 
 static int64_t dense_inputs(float *xs) {
     int64_t n = 0;

@@ -32,7 +32,7 @@ static const struct {
     {"asin", kiln_asin, 1, 1, false},    {"acos", kiln_acos, 1, 1, false},
     {"atan", kiln_atan, 1, 1, false},    {"asinh", kiln_asinh, 2, 2, false},
     {"acosh", kiln_acosh, 2, 2, false},  {"atanh", kiln_atanh, 2, 2, false},
-    {"erfc", kiln_erfc, 3, 4, false},    {"erf_inv", kiln_erf_inv, 4, 2, false},
+    {"erfc", kiln_erfc, 1, 4, false},    {"erf_inv", kiln_erf_inv, 4, 2, false},
     {"lgamma", kiln_lgamma, 4, 4, true}, {"digamma", kiln_digamma, 2, 4, true},
     {"cbrt", kiln_cbrt, 1, 1, false},    {"ceil", kiln_ceil, 0, 0, false},
     {"round", kiln_round, 0, 0, false},  {"round_half_away", kiln_round_half_away, 0, 0, false},

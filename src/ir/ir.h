@@ -126,7 +126,7 @@ enum {
       "floor$F($0)", NULL)                                                                         \
     /* JAX's other float functions (jnp.expm1 ... lax.digamma): libm's (CUDA's) in the        \
      * kernels, or kiln's own: f32 expm1, sinh, cosh, asinh, acosh, atanh (math_f32.h,        \
-     * vectorised), erf_inv and digamma (math_f64.h) */                                         \
+     * vectorised), erf_inv, digamma and f32 erfc (math_f64.h) */                          \
     X(EXPM1, "expm1", expm1, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
       "kiln_expm1_$S($0)", NULL)                                                                   \
     X(TAN, "tan", tan, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \
@@ -148,7 +148,7 @@ enum {
     X(ATANH, "atanh", atanh, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
       "kiln_atanh_$S($0)", NULL)                                                                   \
     X(ERFC, "erfc", erfc, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                 \
-      "erfc$F($0)", NULL)                                                                          \
+      "kiln_erfc_$S($0)", NULL)                                                                          \
     X(ERF_INV, "erf_inv", erf_inv, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,        \
       "kiln_erf_inv_$S($0)", NULL)                                                                 \
     X(LGAMMA, "lgamma", lgamma, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 8,           \

@@ -42,7 +42,7 @@ float sinhf(float); double sinh(double); float coshf(float); double cosh(double)
 float asinf(float); double asin(double); float acosf(float); double acos(double);
 float atanf(float); double atan(double); float asinhf(float); double asinh(double);
 float acoshf(float); double acosh(double); float atanhf(float); double atanh(double);
-float erfcf(float); float cbrtf(float); double cbrt(double); float ceilf(float);
+float cbrtf(float); double cbrt(double); float ceilf(float);
 double ceil(double); float rintf(float); double rint(double); float roundf(float);
 double round(double); float atan2f(float, float); double atan2(double, double);
 double fma(double, double, double); float fmaf(float, float, float);

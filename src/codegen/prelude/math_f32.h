@@ -14,8 +14,10 @@
 // rerun (print_c.c). logistic: exp(x)/(1+exp(x)) for x < 0, so it does not flush to 0 early.
 // The GPU runs the same code without contracting products into FMAs, so the two dialects
 // can differ in the last bit.
-KILN_FN float kiln_exp_f32(float x) {
-    float xc = x < -104.0f ? -104.0f : x > 88.75f ? 88.75f : x == x ? x : 0.0f;
+// exp(x) 2^s for s 0 or -1 (cosh and sinh take e^x / 2, finite up to 89.4), a finite
+// result only: the callers put in the overflow.
+KILN_FN float kiln_exp_scaled_f32(float x, int32_t s) {
+    float xc = x < -104.0f ? -104.0f : x > 89.5f ? 89.5f : x == x ? x : 0.0f;
     float kf = floorf(xc * 1.44269504088896341f + 0.5f);
     float r = xc - kf * 0.693359375f;
     r = r + kf * 2.12194440e-4f;
@@ -26,9 +28,12 @@ KILN_FN float kiln_exp_f32(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     float y = p * r * r + r + 1.0f;
-    int32_t k = (int32_t)kf, kk = k < -120 ? k + 100 : k;
+    int32_t k = (int32_t)kf + s, kk = k < -120 ? k + 100 : k;
     y = kiln_bits_f32(kiln_f32_bits(y) + ((uint32_t)kk << 23));
-    y = k < -120 ? y * 7.8886090522101181e-31f : y;
+    return k < -120 ? y * 7.8886090522101181e-31f : y;
+}
+KILN_FN float kiln_exp_f32(float x) {
+    float y = kiln_exp_scaled_f32(x, 0);
     y = x >= 88.72283935546875f ? INFINITY : y;
     return x != x ? x : y;
 }
@@ -163,8 +168,8 @@ KILN_FN float kiln_erf_inv_f32(float x) {
 // that their loops vectorise (libm's are a call per element: bench/RESULTS.md, "JAX's
 // other math functions"). expm1 and sinh below |x| = 0.5 and 1:
 // Taylor polynomials (the first term left out below 2^-60 of the value); above, exp(x) - 1
-// and (e - 1/e) / 2, which cancel by at most a bit there. cosh and sinh past exp's overflow
-// (|x| > 88.7, where they are still finite up to 89.4) as (e/2) e with e = exp(|x| / 2).
+// and h -+ 1 / (4 h) with h = e^|x| / 2, which cancel by at most a bit there; h is exp with
+// its exponent one less, so cosh and sinh stay finite past exp's overflow, up to 89.4.
 // atanh: log1p(2a / (1 - a)) / 2; asinh: log1p(a + a^2 / (1 + sqrt(1 + a^2))), log(a / 2) +
 // 2 log 2 above 2^12; acosh: log1p((x - 1) + sqrt((x - 1)(x + 1))), log(x / 2) + 2 log 2
 // above 2^12 (of x / 2, not x: gcc merged kiln_log_f32(x) here with a log op of the same x
@@ -179,13 +184,9 @@ KILN_FN float kiln_expm1_f32(float x) {
     float r = fabsf(x) < 0.5f ? small : big;
     return x == 0.0f ? x : r;
 }
-KILN_FN float kiln_exp_half_squared_f32(float a) { /* e^a / 2, finite up to a = 89.4 */
-    float e = kiln_exp_f32(a * 0.5f);
-    return (0.5f * e) * e;
-}
 KILN_FN float kiln_cosh_f32(float x) {
-    float a = fabsf(x), e = kiln_exp_f32(a);
-    float r = a < 88.5f ? 0.5f * e + 0.5f / e : kiln_exp_half_squared_f32(a);
+    float a = fabsf(x), h = kiln_exp_scaled_f32(a, -1); /* e^a / 2 */
+    float r = a >= 0x1.65a9fap+6f ? INFINITY : h + 0.25f / h;
     return x != x ? x : r;
 }
 KILN_FN float kiln_sinh_f32(float x) {
@@ -193,8 +194,8 @@ KILN_FN float kiln_sinh_f32(float x) {
     float p = 1.60590438e-10f;
     p = p * z + 2.50521084e-8f; p = p * z + 2.75573192e-6f;
     p = p * z + 1.98412698e-4f; p = p * z + 8.33333333e-3f; p = p * z + 1.66666667e-1f;
-    float small = x + x * (z * p), e = kiln_exp_f32(a);
-    float big = a < 88.5f ? 0.5f * e - 0.5f / e : kiln_exp_half_squared_f32(a);
+    float small = x + x * (z * p), h = kiln_exp_scaled_f32(a, -1);
+    float big = a >= 0x1.65a9fap+6f ? INFINITY : h - 0.25f / h;
     big = kiln_bits_f32(kiln_f32_bits(big) | (kiln_f32_bits(x) & 0x80000000u));
     float r = a < 1.0f ? small : big;
     return x != x ? x : r;

@@ -1655,6 +1655,69 @@ KILN_API kiln_status kiln_optim_adamw(kiln_graph *g, const kiln_adamw_options *o
                                       const kiln_value *m, const kiln_value *v,
                                       kiln_value *new_params, kiln_value *new_m, kiln_value *new_v);
 
+/* Lion (optax.lion; Chen et al., "Symbolic Discovery of Optimization Algorithms", 2023):
+ *   c = b1 m + (1 - b1) g;   m' = b2 m + (1 - b2) g;   p' = p - lr (sign(c) + wd p)
+ * with p rounded once, as optax's chain (scale_by_lion, add_decayed_weights, scale by -lr).
+ * One state array per parameter, m, where Adam keeps two: half Adam's optimiser state.
+ * Every step moves each element by lr (the sign), so Lion's lr is typically 3-10x smaller
+ * than AdamW's and its weight decay as much larger. */
+typedef struct kiln_lion_options {
+    kiln_value lr;           /* unset: 1e-4 */
+    kiln_value b1;           /* unset: 0.9 */
+    kiln_value b2;           /* unset: 0.99 */
+    kiln_value weight_decay; /* unset: 1e-3 (optax.lion's) */
+} kiln_lion_options;
+KILN_API kiln_status kiln_optim_lion(kiln_graph *g, const kiln_lion_options *o, int n,
+                                     const kiln_value *params, const kiln_value *grads,
+                                     const kiln_value *m, kiln_value *new_params,
+                                     kiln_value *new_m);
+
+/* Adafactor (optax.adafactor; Shazeer and Stern, "Adafactor: Adaptive Learning Rates with
+ * Sublinear Memory Cost", 2018), at step t = 1, 2, ... (optax's count + 1). The second
+ * moments decay by d = 1 - t^-decay_rate. A parameter of rank >= 2 whose second largest
+ * dimension is at least min_dim_size_to_factor is factored: with a0 its largest axis and
+ * a1 the second largest (of equal sizes the later axis is the larger, as optax's argsort),
+ *   s = g^2 + eps;  r' = d r + (1 - d) mean(s, a0);  c' = d c + (1 - d) mean(s, a1)
+ *   u = g * rsqrt(r' / mean(r' over a1)) [along a0] * rsqrt(c') [along a1]
+ * so its state is a row and a column of moments, not a full-size one; any other parameter
+ * keeps v' = d v + (1 - d) s and u = g * rsqrt(v'). Then, per parameter as optax chains them:
+ * u /= max(1, rms(u) / clipping_threshold); u *= lr; u *= max(rms(p), 1e-3) (the parameter
+ * scale); u += wd p; and p' = p - u. Momentum (optax's momentum, off by default) is not
+ * offered. The state arrays' shapes: kiln_optim_adafactor_state_shape. */
+typedef struct kiln_adafactor_options {
+    kiln_value lr;                 /* unset: 1e-2 (optax has none: kiln_scalar 1 is its
+                                      update without a learning rate) */
+    kiln_value step;               /* required: t, the 1-based number of this update
+                                      (optax's decay_offset: pass t - offset) */
+    kiln_value decay_rate;         /* unset: 0.8 */
+    kiln_value clipping_threshold; /* unset: 1 (clip to an RMS of 1); see no_clipping */
+    kiln_value weight_decay;       /* unset: none */
+    kiln_value eps;                /* unset: 1e-30 */
+    int min_dim_size_to_factor;    /* 0: 128 (optax's) */
+    bool unfactored;               /* optax's factored=False: a full-size v for every one */
+    bool no_parameter_scale;       /* optax's multiply_by_parameter_scale=False */
+    bool no_clipping;              /* optax's clipping_threshold=None */
+} kiln_adafactor_options;
+/* One parameter's state under o, as optax.adafactor's init makes it: factored, v_row and
+ * v_col are the parameter's shape without its largest and its second largest axis, and v is
+ * [1]; otherwise v_row and v_col are [1] and v is the parameter's shape. Each array is
+ * zeros of the parameter's dtype at the start. */
+typedef struct kiln_adafactor_state_shape {
+    bool factored;
+    int v_row_rank, v_col_rank, v_rank;
+    int64_t v_row[KILN_MAX_RANK], v_col[KILN_MAX_RANK], v[KILN_MAX_RANK];
+} kiln_adafactor_state_shape;
+KILN_API kiln_status kiln_optim_adafactor_state_shape(const kiln_adafactor_options *o, int rank,
+                                                      const int64_t *dims,
+                                                      kiln_adafactor_state_shape *out);
+/* v_row[i], v_col[i], v[i]: parameter i's state, of its dtype and the shapes above. */
+KILN_API kiln_status kiln_optim_adafactor(kiln_graph *g, const kiln_adafactor_options *o, int n,
+                                          const kiln_value *params, const kiln_value *grads,
+                                          const kiln_value *v_row, const kiln_value *v_col,
+                                          const kiln_value *v, kiln_value *new_params,
+                                          kiln_value *new_v_row, kiln_value *new_v_col,
+                                          kiln_value *new_v);
+
 /* optax.clip_by_global_norm: norm = sqrt(sum over i of sum(grads[i]^2)); each gradient
  * is kept as it is when norm < max_norm, else replaced by grads[i] / norm * max_norm (so a
  * zero gradient stays zero, and at norm == max_norm the scaled form, equal up to
@@ -2492,6 +2555,8 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_optim_sgd(g, ...)        KILN__S(g, kiln_optim_sgd((g), __VA_ARGS__))
 #define kiln_optim_adam(g, ...)       KILN__S(g, kiln_optim_adam((g), __VA_ARGS__))
 #define kiln_optim_adamw(g, ...)      KILN__S(g, kiln_optim_adamw((g), __VA_ARGS__))
+#define kiln_optim_lion(g, ...)       KILN__S(g, kiln_optim_lion((g), __VA_ARGS__))
+#define kiln_optim_adafactor(g, ...)  KILN__S(g, kiln_optim_adafactor((g), __VA_ARGS__))
 #define kiln_optim_clip_by_global_norm(g, ...)                                                     \
     KILN__S(g, kiln_optim_clip_by_global_norm((g), __VA_ARGS__))
 #define kiln_loss_scale_unscale(g, ...)    KILN__S(g, kiln_loss_scale_unscale((g), __VA_ARGS__))

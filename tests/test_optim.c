@@ -534,6 +534,60 @@ static void test_errors(void) {
                  "kiln_optim_sgd");
     kiln_graph_destroy(other);
 
+    /* Lion and Adafactor: their arrays, their required step, a state of the wrong shape */
+    kiln_value o4[4] = {{1, 1}, {1, 1}, {1, 1}, {1, 1}};
+    g = error_graph(&p, &gr, &m, &v);
+    kiln_value mv = kiln_reshape(g, m, 2, (int64_t[]){3, 1});
+    expect_error(g, kiln_optim_lion(g, NULL, 1, &p, &gr, &mv, &o[0], &o[1]), KILN_STATUS_SHAPE, o,
+                 2, "kiln_optim_lion: m[0] is f32[3,1] but params[0] is f32[3]", "same dtype");
+    g = error_graph(&p, &gr, &m, &v);
+    kiln_lion_options lo = {.b2 = kiln_scalar(g, KILN_DTYPE_F64, 1.0)};
+    expect_error(g, kiln_optim_lion(g, &lo, 1, &p, &gr, &m, &o[0], &o[1]),
+                 KILN_STATUS_INVALID_ARGUMENT, o, 2, "b2 = 1 must be in [0, 1)", "lion");
+    g = error_graph(&p, &gr, &m, &v);
+    kiln_value one = kiln_parameter(g, "one", KILN_DTYPE_F32, 1, (int64_t[]){1});
+    expect_error(
+        g,
+        kiln_optim_adafactor(g, NULL, 1, &p, &gr, &one, &one, &v, &o4[0], &o4[1], &o4[2], &o4[3]),
+        KILN_STATUS_INVALID_ARGUMENT, o4, 4, "kiln_optim_adafactor: step is unset", "required");
+    g = error_graph(&p, &gr, &m, &v);
+    one = kiln_parameter(g, "one", KILN_DTYPE_F32, 1, (int64_t[]){1});
+    kiln_adafactor_options fo = {.step = kiln_scalar(g, KILN_DTYPE_I32, 1)};
+    expect_error(
+        g,
+        kiln_optim_adafactor(g, &fo, 1, &p, &gr, &one, &one, &one, &o4[0], &o4[1], &o4[2], &o4[3]),
+        KILN_STATUS_SHAPE, o4, 4, "v[0] is f32[1] but params[0] (f32[3]) needs f32[3]",
+        "kiln_optim_adafactor_state_shape");
+    g = error_graph(&p, &gr, &m, &v);
+    one = kiln_parameter(g, "one", KILN_DTYPE_F32, 1, (int64_t[]){1});
+    kiln_value big = kiln_parameter(g, "w", KILN_DTYPE_F32, 2, (int64_t[]){128, 256});
+    kiln_value wrong_row = kiln_parameter(g, "r", KILN_DTYPE_F32, 1, (int64_t[]){256});
+    kiln_value col = kiln_parameter(g, "c", KILN_DTYPE_F32, 1, (int64_t[]){256});
+    fo = (kiln_adafactor_options){.step = kiln_scalar(g, KILN_DTYPE_I32, 1)};
+    expect_error(g,
+                 kiln_optim_adafactor(g, &fo, 1, &big, &big, &wrong_row, &col, &one, &o4[0], &o4[1],
+                                      &o4[2], &o4[3]),
+                 KILN_STATUS_SHAPE, o4, 4,
+                 "v_row[0] is f32[256] but params[0] (f32[128,256]) "
+                 "needs f32[128]",
+                 "state_shape");
+    g = error_graph(&p, &gr, &m, &v);
+    one = kiln_parameter(g, "one", KILN_DTYPE_F32, 1, (int64_t[]){1});
+    fo = (kiln_adafactor_options){.step = kiln_scalar(g, KILN_DTYPE_I32, 1)};
+    expect_error(
+        g, kiln_optim_adafactor(g, &fo, 1, &p, &gr, NULL, &one, &v, &o4[0], &o4[1], &o4[2], &o4[3]),
+        KILN_STATUS_INVALID_ARGUMENT, o4, 4, "v_row is NULL for n = 1", "adafactor");
+    kiln_adafactor_state_shape sh;
+    CHECK_STATUS(kiln_optim_adafactor_state_shape(NULL, 2, (int64_t[]){4, -1}, &sh),
+                 KILN_STATUS_SHAPE);
+    CHECK_STATUS(kiln_optim_adafactor_state_shape(NULL, 9, (int64_t[9]){0}, &sh),
+                 KILN_STATUS_INVALID_ARGUMENT);
+    CHECK_OK(ctx, kiln_optim_adafactor_state_shape(NULL, 2, (int64_t[]){128, 256}, &sh));
+    CHECK(sh.factored && sh.v_row_rank == 1 && sh.v_row[0] == 128 && sh.v_col[0] == 256 &&
+          sh.v_rank == 1 && sh.v[0] == 1);
+    CHECK_OK(ctx, kiln_optim_adafactor_state_shape(NULL, 2, (int64_t[]){127, 256}, &sh));
+    CHECK(!sh.factored && sh.v_rank == 2 && sh.v[0] == 127 && sh.v_row[0] == 1);
+
     /* sticky: after an error, a correct call fails with the first error, outputs invalid */
     g = error_graph(&p, &gr, &m, &v);
     kiln_exp(g, kiln_convert(g, p, KILN_DTYPE_I32)); /* exp of an integer: the first error */
@@ -654,6 +708,181 @@ static void test_mixed_dtypes(void) {
     kiln_graph_destroy(g);
 }
 
+/* ------------------------------------------------- Lion and Adafactor, optax ---- */
+
+/* Three steps of optax.lion and optax.adafactor in f32 (tests/data/optim/optax.txt, from
+ * make_fixture.py), the same parameters and gradients computed here by the same formulas,
+ * a learning rate fed each step (one executable, three runs, each step's outputs the next
+ * step's arguments), compiled and interpreted: every final parameter and state array
+ * within 2e-5 of optax's. Shapes: factored over the two largest axes (including a tie),
+ * a rank-3 one, a vector, and a matrix too small to factor. */
+enum { OX_N = 5, OX_STEPS = 3, OX_MAXE = 24 };
+static const int OX_RANK[OX_N] = {2, 3, 1, 2, 2};
+static const int64_t OX_DIMS[OX_N][3] = {{3, 4}, {2, 3, 4}, {5}, {4, 4}, {2, 3}};
+
+static int64_t ox_size(int k) {
+    int64_t n = 1;
+    for (int i = 0; i < OX_RANK[k]; i++) n *= OX_DIMS[k][i];
+    return n;
+}
+
+/* The fixture's array `key` of parameter k in case `name` into v (room for OX_MAXE);
+ * its length, or -1. */
+static int ox_load(const char *name, int k, const char *key, double *v) {
+    FILE *f = fopen(KILN_SOURCE_DIR "/tests/data/optim/optax.txt", "r");
+    CHECK_MSG(f != NULL, "cannot open tests/data/optim/optax.txt");
+    if (!f) return -1;
+    char line[4096];
+    int n = -1;
+    while (n < 0 && fgets(line, sizeof line, f)) {
+        char c[32], a[16];
+        int kk, off;
+        if (sscanf(line, "%31s %d %15s%n", c, &kk, a, &off) != 3 || strcmp(c, name) || kk != k ||
+            strcmp(a, key))
+            continue;
+        n = 0;
+        for (char *q = line + off, *e; n < OX_MAXE; q = e, n++) {
+            v[n] = strtod(q, &e);
+            if (e == q) break;
+        }
+    }
+    fclose(f);
+    CHECK_MSG(n > 0, "optax.txt: no %s %d %s", name, k, key);
+    return n;
+}
+
+/* A case's hyperparameters (NAN: unset, the default) and switches. */
+typedef struct ox_opts {
+    double b1, b2, wd, decay_rate, eps, clip;
+    int min_dim;
+    bool unfactored, no_scale, no_clip;
+} ox_opts;
+
+static kiln_value ox_hp(kiln_graph *g, double v) {
+    return isnan(v) ? KILN_VALUE_NONE : kiln_scalar(g, KILN_DTYPE_F64, v);
+}
+
+/* case "lion..." (one state per parameter, m) or "adafactor..." (v_row, v_col, v) */
+static void optax_case(const char *name, double base_lr, const ox_opts *x) {
+    bool lion = !strncmp(name, "lion", 4);
+    int ns = lion ? 1 : 3;
+    static const char *const keys[4] = {"p", "v_row", "v_col", "v"};
+    kiln_graph *g = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, name, &g));
+    kiln_value p[OX_N], gr[OX_N], st[3][OX_N], np[OX_N], ns_[3][OX_N];
+    kiln_lion_options lo = {
+        .b1 = ox_hp(g, x->b1), .b2 = ox_hp(g, x->b2), .weight_decay = ox_hp(g, x->wd)};
+    kiln_adafactor_options ao = {.decay_rate = ox_hp(g, x->decay_rate),
+                                 .clipping_threshold = ox_hp(g, x->clip),
+                                 .weight_decay = ox_hp(g, x->wd),
+                                 .eps = ox_hp(g, x->eps),
+                                 .min_dim_size_to_factor = x->min_dim,
+                                 .unfactored = x->unfactored,
+                                 .no_parameter_scale = x->no_scale,
+                                 .no_clipping = x->no_clip};
+    int64_t sdims[3][OX_N][KILN_MAX_RANK];
+    int srank[3][OX_N];
+    for (int k = 0; k < OX_N; k++) {
+        p[k] = kiln_parameter(g, "p", KILN_DTYPE_F32, OX_RANK[k], OX_DIMS[k]);
+        gr[k] = kiln_parameter(g, "g", KILN_DTYPE_F32, OX_RANK[k], OX_DIMS[k]);
+        kiln_adafactor_state_shape sh = {0};
+        if (!lion)
+            CHECK_OK(ctx, kiln_optim_adafactor_state_shape(&ao, OX_RANK[k], OX_DIMS[k], &sh));
+        for (int j = 0; j < ns; j++) {
+            srank[j][k] = lion     ? OX_RANK[k]
+                          : j == 0 ? sh.v_row_rank
+                          : j == 1 ? sh.v_col_rank
+                                   : sh.v_rank;
+            const int64_t *d = lion ? OX_DIMS[k] : j == 0 ? sh.v_row : j == 1 ? sh.v_col : sh.v;
+            memcpy(sdims[j][k], d, sizeof(int64_t) * (size_t)srank[j][k]);
+            st[j][k] = kiln_parameter(g, "s", KILN_DTYPE_F32, srank[j][k], sdims[j][k]);
+        }
+    }
+    kiln_value lr = kiln_parameter(g, "lr", KILN_DTYPE_F32, 0, NULL);
+    kiln_value step = kiln_parameter(g, "step", KILN_DTYPE_I32, 0, NULL);
+    if (lion) {
+        lo.lr = lr;
+        CHECK_OK(ctx, kiln_optim_lion(g, &lo, OX_N, p, gr, st[0], np, ns_[0]));
+    } else {
+        ao.lr = lr, ao.step = step;
+        CHECK_OK(ctx, kiln_optim_adafactor(g, &ao, OX_N, p, gr, st[0], st[1], st[2], np, ns_[0],
+                                           ns_[1], ns_[2]));
+    }
+    kiln_value outs[4 * OX_N];
+    for (int k = 0; k < OX_N; k++) {
+        outs[k] = np[k];
+        for (int j = 0; j < ns; j++) outs[(j + 1) * OX_N + k] = ns_[j][k];
+    }
+    int n_out = (ns + 1) * OX_N;
+    CHECK_OK(ctx, kiln_graph_finish(g, n_out, outs));
+    kiln_executable *e = NULL;
+    CHECK_OK(ctx, kiln_compile(g, NULL, &e));
+    for (int path = 0; path < 2 && e; path++) {
+        /* arguments in the graph's order: per parameter p, g, its states; then lr, step */
+        kiln_array *cur[4 * OX_N] = {0}; /* p, then each state: the values carried */
+        for (int k = 0; k < OX_N; k++) {
+            double v[OX_MAXE];
+            for (int64_t i = 0; i < ox_size(k); i++) v[i] = (float)sin(0.7 * (double)i + 0.3 * k);
+            cur[k] = arr(KILN_DTYPE_F32, OX_RANK[k], OX_DIMS[k], v);
+            for (int j = 0; j < ns; j++) {
+                double z[OX_MAXE] = {0};
+                cur[(j + 1) * OX_N + k] = arr(KILN_DTYPE_F32, srank[j][k], sdims[j][k], z);
+            }
+        }
+        for (int t = 1; t <= OX_STEPS; t++) {
+            kiln_array *args[5 * OX_N + 2], *grads[OX_N], *out[4 * OX_N] = {0};
+            int n = 0;
+            for (int k = 0; k < OX_N; k++) {
+                double v[OX_MAXE];
+                for (int64_t i = 0; i < ox_size(k); i++)
+                    v[i] = (float)(cos(1.3 * (double)i + 0.5 * k + 0.9 * t) * (1 + 0.1 * t));
+                grads[k] = arr(KILN_DTYPE_F32, OX_RANK[k], OX_DIMS[k], v);
+                args[n++] = cur[k], args[n++] = grads[k];
+                for (int j = 0; j < ns; j++) args[n++] = cur[(j + 1) * OX_N + k];
+            }
+            args[n++] = scalar_arr(KILN_DTYPE_F32, (float)(base_lr * (1 + 0.5 * (t - 1))));
+            args[n++] = scalar_arr(KILN_DTYPE_I32, t);
+            if (path == 0)
+                CHECK_OK(ctx, kiln_executable_run(e, n, args, n_out, out));
+            else
+                CHECK_OK(ctx, kiln_interpret(g, n, args, n_out, out));
+            for (int k = 0; k < OX_N; k++) kiln_array_destroy(grads[k]);
+            kiln_array_destroy(args[n - 1]), kiln_array_destroy(args[n - 2]);
+            for (int i = 0; i < n_out; i++) kiln_array_destroy(cur[i]), cur[i] = out[i];
+        }
+        for (int j = 0; j <= ns; j++)
+            for (int k = 0; k < OX_N && cur[j * OX_N + k]; k++) {
+                double want[OX_MAXE], got[OX_MAXE];
+                const char *key = lion && j == 1 ? "m" : keys[j];
+                int len = ox_load(name, k, key, want);
+                CHECK_MSG(len == kiln_array_size(cur[j * OX_N + k]),
+                          "%s %d %s: %lld elements, optax %d", name, k, key,
+                          (long long)kiln_array_size(cur[j * OX_N + k]), len);
+                if (len != kiln_array_size(cur[j * OX_N + k])) continue;
+                read_doubles(cur[j * OX_N + k], got);
+                for (int i = 0; i < len; i++)
+                    CHECK_MSG(test_close(got[i], want[i], 2e-5, 1e-7),
+                              "%s (%s): parameter %d's %s[%d] = %.9g, optax %.9g", name,
+                              path ? "interpreted" : "compiled", k, key, i, got[i], want[i]);
+            }
+        for (int i = 0; i < n_out; i++) kiln_array_destroy(cur[i]);
+    }
+    kiln_executable_destroy(e);
+    kiln_graph_destroy(g);
+}
+
+static void test_lion_adafactor_optax(void) {
+    const double U = NAN;
+    optax_case("lion", 0.01, &(ox_opts){.b1 = 0.8, .b2 = 0.95, .wd = 0.1, U, U, U});
+    optax_case("lion_default", 1e-4, &(ox_opts){U, U, U, U, U, U});
+    optax_case("adafactor", 0.05, &(ox_opts){U, U, .wd = 0.01, U, U, U, .min_dim = 3});
+    optax_case("adafactor_plain", 0.02,
+               &(ox_opts){U, U, U, .decay_rate = 0.5, U, U, .unfactored = true, .no_scale = true,
+                          .no_clip = true});
+    optax_case("adafactor_clip", 2.0,
+               &(ox_opts){U, U, U, U, .eps = 1e-3, .clip = 1.5, .min_dim = 2});
+}
+
 int main(void) {
     seed = test_seed(0x5eed0971ull);
     char dir[] = "/tmp/kiln-test-optim-XXXXXX";
@@ -665,6 +894,7 @@ int main(void) {
     RUN(test_clip_by_global_norm);
     RUN(test_errors);
     RUN_CC(test_mixed_dtypes);
+    RUN(test_lion_adafactor_optax);
     test_fault_injection(dir);
     kiln_context_destroy(ctx);
     test_remove_dir(dir);

@@ -1,6 +1,6 @@
-/* optim.c — optimisers as traced functions (SGD with momentum, Adam, AdamW, clipping by
- * global norm): each call appends the update to the graph being traced, so the update
- * compiles with the forward and backward passes as one program (docs/optimisers.md).
+/* optim.c — optimisers as traced functions (SGD with momentum, Adam, AdamW, Lion,
+ * Adafactor, clipping by global norm): each call appends the update to the graph being traced, so
+ * the update compiles with the forward and backward passes as one program (docs/optimisers.md).
  *
  * Invariants:
  * - Every array entry is checked (dtype, shape, graph) before any node is added, so a
@@ -321,6 +321,225 @@ kiln_status kiln_optim_adamw(kiln_graph *g, const kiln_adamw_options *o, int n,
                              const kiln_value *v, kiln_value *new_params, kiln_value *new_m,
                              kiln_value *new_v) {
     return adam(g, "kiln_optim_adamw", true, o, n, params, grads, m, v, new_params, new_m, new_v);
+}
+
+/* ----------------------------------------------------------------- Lion ---- */
+
+enum { LI_B1, LI_1MB1, LI_B2, LI_1MB2, LI_LR, LI_LR_WD };
+
+/* optax.lion: p' = p - (lr sign(b1 m + (1 - b1) g) + lr wd p), p rounded once; the sign of
+ * a NaN is NaN, of 0 is 0 (jnp.sign's). */
+kiln_status kiln_optim_lion(kiln_graph *g, const kiln_lion_options *o, int n,
+                            const kiln_value *params, const kiln_value *grads, const kiln_value *m,
+                            kiln_value *new_params, kiln_value *new_m) {
+    const char *op = "kiln_optim_lion";
+    kiln_lion_options none = {0};
+    if (!o) o = &none;
+    kiln_value *outs[2] = {new_params, new_m};
+    static const char *const out_names[2] = {"new_params", "new_m"};
+    if (!start(g, op, n, outs, 2, out_names)) return finish(g, n, outs, 2);
+    optim_array arrays[3] = {{"params", params}, {"grads", grads}, {"m", m}};
+    if (!check_arrays(g, op, n, arrays, 3)) return finish(g, n, outs, 2);
+    kiln_value lr = hparam(g, op, o->lr, "lr", 1e-4, HP_NONNEG);
+    kiln_value b1 = hparam(g, op, o->b1, "b1", 0.9, HP_UNIT);
+    kiln_value b2 = hparam(g, op, o->b2, "b2", 0.99, HP_UNIT);
+    kiln_value wd = hparam(g, op, o->weight_decay, "weight_decay", 1e-3, HP_NONNEG);
+    if (g->status) return finish(g, n, outs, 2);
+    coefs c = {.n = 6};
+    c.f64[LI_B1] = b1, c.f64[LI_1MB1] = one_minus(g, op, b1);
+    c.f64[LI_B2] = b2, c.f64[LI_1MB2] = one_minus(g, op, b2);
+    c.f64[LI_LR] = lr, c.f64[LI_LR_WD] = kiln_mul(g, lr, wd);
+    for (int i = 0; i < n && !g->status; i++) {
+        kiln_value p = params[i], d = grads[i];
+        const kiln_value *k = coefs_for(g, &c, dtype_of(g, p));
+        kiln_value dir =
+            kiln_sign(g, kiln_add(g, kiln_mul(g, k[LI_B1], m[i]), kiln_mul(g, k[LI_1MB1], d)));
+        kiln_value step = kiln_add(g, kiln_mul(g, k[LI_LR], dir), kiln_mul(g, k[LI_LR_WD], p));
+        new_params[i] = kiln_sub(g, p, step);
+        new_m[i] = kiln_add(g, kiln_mul(g, k[LI_B2], m[i]), kiln_mul(g, k[LI_1MB2], d));
+    }
+    mark_roles(g, op, n, params, TRACE_ROLE_PARAMETER, true);
+    mark_roles(g, op, n, new_params, TRACE_ROLE_PARAMETER, false);
+    mark_roles(g, op, n, m, TRACE_ROLE_OPT_STATE, false);
+    mark_roles(g, op, n, new_m, TRACE_ROLE_OPT_STATE, false);
+    return finish(g, n, outs, 2);
+}
+
+/* ------------------------------------------------------------ Adafactor ---- */
+
+/* The axes a parameter is factored over, as optax's _factored_dims: a0 the largest, a1 the
+ * second largest (a stable sort of the sizes: of equal ones the later axis ranks higher);
+ * false when it is not factored. */
+static bool factored_axes(const kiln_adafactor_options *o, int rank, const int64_t *dims, int *a0,
+                          int *a1) {
+    int64_t min_size = o->min_dim_size_to_factor > 0 ? o->min_dim_size_to_factor : 128;
+    if (o->unfactored || rank < 2) return false;
+    int hi = 0, second = -1; /* the stable order's last two */
+    for (int i = 1; i < rank; i++) {
+        if (dims[i] >= dims[hi])
+            second = hi, hi = i;
+        else if (second < 0 || dims[i] >= dims[second])
+            second = i;
+    }
+    if (dims[second] < min_size) return false;
+    *a0 = hi, *a1 = second;
+    return true;
+}
+
+/* dims without axis a, into out; its rank. */
+static int drop_axis(int rank, const int64_t *dims, int a, int64_t *out) {
+    int k = 0;
+    for (int i = 0; i < rank; i++)
+        if (i != a) out[k++] = dims[i];
+    return k;
+}
+
+kiln_status kiln_optim_adafactor_state_shape(const kiln_adafactor_options *o, int rank,
+                                             const int64_t *dims, kiln_adafactor_state_shape *out) {
+    kiln_adafactor_options none = {0};
+    if (!o) o = &none;
+    if (!out || rank < 0 || rank > KILN_MAX_RANK || (rank && !dims))
+        return KILN_STATUS_INVALID_ARGUMENT;
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) return KILN_STATUS_SHAPE;
+    *out = (kiln_adafactor_state_shape){0};
+    int a0, a1;
+    out->factored = factored_axes(o, rank, dims, &a0, &a1);
+    if (out->factored) {
+        out->v_row_rank = drop_axis(rank, dims, a0, out->v_row);
+        out->v_col_rank = drop_axis(rank, dims, a1, out->v_col);
+        out->v_rank = 1, out->v[0] = 1;
+    } else {
+        out->v_row_rank = out->v_col_rank = out->v_rank = 1;
+        out->v_row[0] = out->v_col[0] = 1;
+        out->v_rank = rank;
+        for (int i = 0; i < rank; i++) out->v[i] = dims[i];
+    }
+    return KILN_STATUS_OK;
+}
+
+/* x (rank r - 1, missing axis a) broadcast back to the shape s of rank r. */
+static kiln_value along(kiln_graph *g, kiln_value x, const ir_shape *s, int a) {
+    int map[KILN_MAX_RANK], k = 0;
+    for (int i = 0; i < s->rank; i++)
+        if (i != a) map[k++] = i;
+    return kiln_broadcast_in_dim(g, x, s->rank, s->dims, map);
+}
+
+/* Whether state array v's entry i has shape want (rank, dims), else an error naming it. */
+static bool check_state(kiln_graph *g, const char *op, const char *name, int i, kiln_value v,
+                        kiln_value p, int rank, const int64_t *dims) {
+    const ir_node *x = &g->nodes[v.id], *pn = &g->nodes[p.id];
+    ir_shape want = {.rank = rank};
+    for (int k = 0; k < rank; k++) want.dims[k] = dims[k];
+    if (x->dtype == pn->dtype && ir_shape_eq(&x->shape, &want)) return true;
+    char have[IR_TYPE_STR_MAX], need[IR_TYPE_STR_MAX], ps[IR_TYPE_STR_MAX];
+    uint32_t in[2] = {p.id, v.id};
+    trace_fail_on(g, in, 2, x->dtype != pn->dtype ? KILN_STATUS_DTYPE : KILN_STATUS_SHAPE, op,
+                  "%s[%d] is %s but params[%d] (%s) needs %s "
+                  "(kiln_optim_adafactor_state_shape)",
+                  name, i, ir_type_str(x->dtype, &x->shape, have, sizeof have), i,
+                  ir_type_str(pn->dtype, &pn->shape, ps, sizeof ps),
+                  ir_type_str(pn->dtype, &want, need, sizeof need));
+    return false;
+}
+
+enum { AF_DECAY, AF_1MDECAY, AF_EPS, AF_CLIP, AF_LR, AF_WD, AF_ONE, AF_MIN_SCALE };
+
+kiln_status kiln_optim_adafactor(kiln_graph *g, const kiln_adafactor_options *o, int n,
+                                 const kiln_value *params, const kiln_value *grads,
+                                 const kiln_value *v_row, const kiln_value *v_col,
+                                 const kiln_value *v, kiln_value *new_params, kiln_value *new_v_row,
+                                 kiln_value *new_v_col, kiln_value *new_v) {
+    const char *op = "kiln_optim_adafactor";
+    kiln_adafactor_options none = {0};
+    if (!o) o = &none;
+    kiln_value *outs[4] = {new_params, new_v_row, new_v_col, new_v};
+    static const char *const out_names[4] = {"new_params", "new_v_row", "new_v_col", "new_v"};
+    if (!start(g, op, n, outs, 4, out_names)) return finish(g, n, outs, 4);
+    optim_array arrays[2] = {{"params", params}, {"grads", grads}};
+    if (!check_arrays(g, op, n, arrays, 2)) return finish(g, n, outs, 4);
+    const kiln_value *state[3] = {v_row, v_col, v};
+    static const char *const state_names[3] = {"v_row", "v_col", "v"};
+    for (int k = 0; k < 3; k++)
+        if (!state[k]) {
+            trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op, "%s is NULL for n = %d", state_names[k],
+                       n);
+            return finish(g, n, outs, 4);
+        }
+    for (int i = 0; i < n; i++) {
+        const ir_node *pn = &g->nodes[params[i].id];
+        kiln_adafactor_state_shape sh;
+        kiln_optim_adafactor_state_shape(o, pn->shape.rank, pn->shape.dims, &sh);
+        const int ranks[3] = {sh.v_row_rank, sh.v_col_rank, sh.v_rank};
+        const int64_t *dims[3] = {sh.v_row, sh.v_col, sh.v};
+        for (int k = 0; k < 3; k++) {
+            char what[32];
+            snprintf(what, sizeof what, "%s[%d]", state_names[k], i);
+            if (!trace_node(g, op, state[k][i], what) ||
+                !check_state(g, op, state_names[k], i, state[k][i], params[i], ranks[k], dims[k]))
+                return finish(g, n, outs, 4);
+        }
+    }
+    bool use_wd = o->weight_decay.id != 0;
+    kiln_value lr = hparam(g, op, o->lr, "lr", 1e-2, HP_NONNEG);
+    kiln_value t = hparam(g, op, o->step, "step", NAN, HP_STEP);
+    kiln_value rate = hparam(g, op, o->decay_rate, "decay_rate", 0.8, HP_NONNEG);
+    kiln_value eps = hparam(g, op, o->eps, "eps", 1e-30, HP_NONNEG);
+    kiln_value clip = o->no_clipping ? KN_NONE
+                                     : hparam(g, op, o->clipping_threshold, "clipping_threshold",
+                                              1.0, HP_POSITIVE);
+    kiln_value wd = use_wd ? hparam(g, op, o->weight_decay, "weight_decay", 0, HP_NONNEG) : KN_NONE;
+    if (g->status) return finish(g, n, outs, 4);
+    /* d = 1 - t^-rate: 0 at the first step, so the first moments are the squares alone */
+    kiln_value decay = one_minus(g, op, kiln_pow(g, t, kiln_neg(g, rate)));
+    coefs c = {.n = 8};
+    c.f64[AF_DECAY] = decay, c.f64[AF_1MDECAY] = one_minus(g, op, decay);
+    c.f64[AF_EPS] = eps, c.f64[AF_CLIP] = clip, c.f64[AF_LR] = lr, c.f64[AF_WD] = wd;
+    c.f64[AF_ONE] = trace_scalar(g, op, KILN_DTYPE_F64, 1);
+    c.f64[AF_MIN_SCALE] = trace_scalar(g, op, KILN_DTYPE_F64, 1e-3);
+    for (int i = 0; i < n && !g->status; i++) {
+        kiln_value p = params[i], d = grads[i];
+        const kiln_value *k = coefs_for(g, &c, dtype_of(g, p));
+        ir_shape s = g->nodes[p.id].shape;
+        int a0, a1;
+        kiln_value sq = kiln_add(g, kiln_mul(g, d, d), k[AF_EPS]), u;
+        if (factored_axes(o, s.rank, s.dims, &a0, &a1)) {
+            kiln_value r = kiln_add(g, kiln_mul(g, k[AF_DECAY], v_row[i]),
+                                    kiln_mul(g, k[AF_1MDECAY], kiln_mean(g, sq, 1, &a0, false)));
+            kiln_value cl = kiln_add(g, kiln_mul(g, k[AF_DECAY], v_col[i]),
+                                     kiln_mul(g, k[AF_1MDECAY], kiln_mean(g, sq, 1, &a1, false)));
+            int r_axis = a1 > a0 ? a1 - 1 : a1; /* a1 in r, which lost a0 */
+            kiln_value row_factor =
+                kiln_rsqrt(g, kiln_div(g, r, kiln_mean(g, r, 1, &r_axis, true)));
+            u = kiln_mul(g, kiln_mul(g, d, along(g, row_factor, &s, a0)),
+                         along(g, kiln_rsqrt(g, cl), &s, a1));
+            new_v_row[i] = r, new_v_col[i] = cl, new_v[i] = v[i];
+        } else {
+            kiln_value nv =
+                kiln_add(g, kiln_mul(g, k[AF_DECAY], v[i]), kiln_mul(g, k[AF_1MDECAY], sq));
+            u = kiln_mul(g, d, kiln_rsqrt(g, nv));
+            new_v_row[i] = v_row[i], new_v_col[i] = v_col[i], new_v[i] = nv;
+        }
+        if (!o->no_clipping) { /* optax.clip_by_block_rms */
+            kiln_value rms = kiln_sqrt(g, kiln_mean(g, kiln_mul(g, u, u), 0, NULL, false));
+            u = kiln_div(g, u, kiln_max(g, k[AF_ONE], kiln_div(g, rms, k[AF_CLIP])));
+        }
+        u = kiln_mul(g, u, k[AF_LR]);
+        if (!o->no_parameter_scale) { /* optax.scale_by_param_block_rms */
+            kiln_value rms = kiln_sqrt(g, kiln_mean(g, kiln_mul(g, p, p), 0, NULL, false));
+            u = kiln_mul(g, u, kiln_max(g, rms, k[AF_MIN_SCALE]));
+        }
+        if (use_wd) u = kiln_add(g, u, kiln_mul(g, k[AF_WD], p));
+        new_params[i] = kiln_sub(g, p, u);
+    }
+    mark_roles(g, op, n, params, TRACE_ROLE_PARAMETER, true);
+    mark_roles(g, op, n, new_params, TRACE_ROLE_PARAMETER, false);
+    for (int k = 0; k < 3; k++) {
+        mark_roles(g, op, n, state[k], TRACE_ROLE_OPT_STATE, false);
+        mark_roles(g, op, n, outs[k + 1], TRACE_ROLE_OPT_STATE, false);
+    }
+    return finish(g, n, outs, 4);
 }
 
 /* ------------------------------------------------------------- clipping ---- */

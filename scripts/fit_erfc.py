@@ -1,4 +1,4 @@
-"""fit_erfc.py — how the coefficients of kiln_erfc_f32 (src/codegen/prelude/math_f64.h) were made.
+"""fit_erfc.py — how the coefficients of kiln_erfc_f32 (src/codegen/prelude/c_math.h) were made.
 
 The kernel computes erfc(x) in double and rounds once to f32: for a = |x| (at most 12, past
 which f32's erfc is 0), erfc(a) = exp(-a^2) R(t) with t = 2 / (2 + a), where a^2 is exact in

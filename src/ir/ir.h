@@ -126,7 +126,7 @@ enum {
       "floor$F($0)", NULL)                                                                         \
     /* JAX's other float functions (jnp.expm1 ... lax.digamma): libm's (CUDA's) in the        \
      * kernels, or kiln's own: f32 expm1, sinh, cosh, asinh, acosh, atanh (math_f32.h,        \
-     * vectorised), erf_inv, digamma and f32 erfc (math_f64.h) */                          \
+     * vectorised), f32 erfc on the CPU (c_math.h), erf_inv and digamma (math_f64.h) */     \
     X(EXPM1, "expm1", expm1, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,              \
       "kiln_expm1_$S($0)", NULL)                                                                   \
     X(TAN, "tan", tan, 1, IRK_UNARY, IRT_FLOAT, IRF_ELEMENTWISE | IRF_PLAIN, 4,                    \

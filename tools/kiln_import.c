@@ -116,6 +116,47 @@ static int hlo_donations(const char *t, int *donate, int max) {
     return n;
 }
 
+/* Which parameters and outputs the text declares unsigned (ui32 / ui64, HLO u32 / u64),
+ * which kiln holds as the bit patterns of i32 / i64 (docs/import.md): the types of @main's
+ * signature (StableHLO), or of the module's entry_computation_layout (HLO), in order. */
+static void mark_unsigned(const char *from, const char *to, bool hlo, bool *uns, int max) {
+    int n = 0;
+    for (const char *a = from; a && a < to && n < max; n++) {
+        if (hlo) { /* every type has one [ (f32[3,4], u32[]); layouts and comments none */
+            const char *b = strchr(a, '[');
+            if (!b || b >= to) break;
+            uns[n] = b - a >= 3 && b[-3] == 'u' &&
+                     ((b[-2] == '3' && b[-1] == '2') || (b[-2] == '6' && b[-1] == '4'));
+            a = b + 1;
+        } else {
+            const char *b = strstr(a, "tensor<"), *e = b ? strchr(b, '>') : NULL;
+            if (!b || b >= to || !e) break;
+            const char *el = e; /* the element type: after the last x or < */
+            while (el > b && el[-1] != 'x' && el[-1] != '<') el--;
+            uns[n] = el[0] == 'u' && el[1] == 'i';
+            a = e + 1;
+        }
+    }
+}
+
+static void text_unsigned(const char *t, bool hlo, bool *params, bool *outs, int max) {
+    const char *p = strstr(t, hlo ? "entry_computation_layout={(" : "@main(");
+    const char *eol = p ? strchr(p, '\n') : NULL,
+               *arrow = p ? strstr(p, hlo ? ")->" : ") -> ") : NULL;
+    if (!p || !arrow || (eol && arrow > eol)) return;
+    const char *end = eol ? eol : arrow + strlen(arrow);
+    if (hlo) { /* the layout's closing brace: the line goes on with other attributes */
+        int depth = 0;
+        for (const char *c = strchr(p, '{'); c && c < end; c++)
+            if ((depth += *c == '{' ? 1 : *c == '}' ? -1 : 0) == 0) {
+                end = c;
+                break;
+            }
+    }
+    mark_unsigned(p, arrow, hlo, params, max);
+    mark_unsigned(arrow, end, hlo, outs, max);
+}
+
 int kiln_tool_import_donations(const char *path, int *donate, int max) {
     size_t len;
     char *text = read_all(path, &len);
@@ -132,14 +173,16 @@ int kiln_tool_import_donations(const char *path, int *donate, int max) {
     return n;
 }
 
-static void print_value(kiln_graph *g, const char *what, int i, kiln_value v) {
+static void print_value(kiln_graph *g, const char *what, int i, kiln_value v, bool uns) {
     kiln_dtype t;
     int rank;
     int64_t dims[KILN_MAX_RANK];
     kiln_value_type(g, v, &t, &rank, dims);
     printf("  %s %d: %s[", what, i, kiln_dtype_name(t));
     for (int k = 0; k < rank; k++) printf("%s%lld", k ? "," : "", (long long)dims[k]);
-    printf("]\n");
+    printf("]%s\n", !uns                  ? ""
+                    : t == KILN_DTYPE_I32 ? " (ui32 in the text: the bits of the unsigned values)"
+                                          : " (ui64 in the text: the bits of the unsigned values)");
 }
 
 void kiln_tool_import_help(FILE *f) {
@@ -173,10 +216,17 @@ int kiln_tool_import(int argc, char **argv) {
     if (!rc) {
         printf("%s: %d parameters, %d outputs, %d ops\n", argv[2], kiln_graph_num_parameters(g),
                kiln_graph_num_outputs(g), kiln_graph_num_nodes(g));
+        enum { MAX_LISTED = 4096 };
+        static bool uns_in[MAX_LISTED], uns_out[MAX_LISTED];
+        size_t len;
+        char *text = read_all(argv[2], &len), *z = text ? realloc(text, len + 1) : NULL;
+        if (z)
+            z[len] = 0, text_unsigned(z, ends_with(argv[2], ".hlo"), uns_in, uns_out, MAX_LISTED);
+        free(z ? z : text);
         for (int i = 0; i < kiln_graph_num_parameters(g); i++)
-            print_value(g, "parameter", i, kiln_graph_parameter(g, i));
+            print_value(g, "parameter", i, kiln_graph_parameter(g, i), i < MAX_LISTED && uns_in[i]);
         for (int i = 0; i < kiln_graph_num_outputs(g); i++)
-            print_value(g, "output", i, kiln_graph_output(g, i));
+            print_value(g, "output", i, kiln_graph_output(g, i), i < MAX_LISTED && uns_out[i]);
         int donate[4096], nd = kiln_tool_import_donations(argv[2], donate, 4096);
         if (nd) {
             printf("  donated by JAX (kiln plan uses them unless --donate is given):");

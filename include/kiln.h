@@ -1676,7 +1676,10 @@ KILN_API kiln_status kiln_optim_lion(kiln_graph *g, const kiln_lion_options *o, 
  * Sublinear Memory Cost", 2018), at step t = 1, 2, ... (optax's count + 1). The second
  * moments decay by d = 1 - t^-decay_rate. A parameter of rank >= 2 whose second largest
  * dimension is at least min_dim_size_to_factor is factored: with a0 its largest axis and
- * a1 the second largest (of equal sizes the later axis is the larger, as optax's argsort),
+ * a1 the second largest (of equal sizes the later axis is the larger: a stable sort's order,
+ * which NumPy's argsort in optax also gives up to rank 3; from rank 4 its unstable sort may
+ * order tied axes otherwise, so optax's state of such a parameter can hold v_row and v_col
+ * the other way round),
  *   s = g^2 + eps;  r' = d r + (1 - d) mean(s, a0);  c' = d c + (1 - d) mean(s, a1)
  *   u = g * rsqrt(r' / mean(r' over a1)) [along a0] * rsqrt(c') [along a1]
  * so its state is a row and a column of moments, not a full-size one; any other parameter
@@ -1693,7 +1696,8 @@ typedef struct kiln_adafactor_options {
     kiln_value clipping_threshold; /* unset: 1 (clip to an RMS of 1); see no_clipping */
     kiln_value weight_decay;       /* unset: none */
     kiln_value eps;                /* unset: 1e-30 */
-    int min_dim_size_to_factor;    /* 0: 128 (optax's) */
+    int min_dim_size_to_factor;    /* 0: 128 (optax's default; 1 factors every matrix, as
+                                      optax's 0 does); negative: an error */
     bool unfactored;               /* optax's factored=False: a full-size v for every one */
     bool no_parameter_scale;       /* optax's multiply_by_parameter_scale=False */
     bool no_clipping;              /* optax's clipping_threshold=None */

@@ -459,9 +459,12 @@ static void test_integer_constants(void) {
         {"ui32", "4294967296", "4294967296 does not fit ui32", "line 3, column 35"},
         {"ui32", "-1", "-1 does not fit ui32", "line 3, column 35"},
         {"i64", "9223372036854775808", "9223372036854775808 does not fit i64", "line 3"},
-        {"ui64", "18446744073709551616", "is not a value of ui64", "line 3"},
+        {"ui64", "18446744073709551616", "an integer beyond 64 bits", "line 3, column 35"},
+        {"i64", "-9223372036854775809", "an integer beyond 64 bits", "line 3, column 35"},
         {"i32", "1.5", "1.5 is not a value of i32", "line 3"},
-        {"i1", "2", "2 does not fit bool", "line 3, column 35"},
+        {"i1", "2", "2 does not fit i1", "line 3, column 35"},
+        {"ui32", "0x1FFFFFFFF", "0x1ffffffff does not fit ui32", "line 3, column 35"},
+        {"i32", "-0x1", "a sign before a hexadecimal number", "line 3"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char t[512];
@@ -473,6 +476,44 @@ static void test_integer_constants(void) {
         expect_error(kiln_import_stablehlo, t, KILN_STATUS_INVALID_ARGUMENT, bad[i].what,
                      bad[i].where);
     }
+    /* a reduction's initial value near INT64_MAX is not its identity, though its double is */
+    static const char red[] =
+        "module @m {\n  func.func public @main(%arg0: tensor<2xi64>) -> tensor<i64> {\n"
+        "    %c = stablehlo.constant dense<9223372036854775500> : tensor<i64>\n"
+        "    %0 = stablehlo.reduce(%arg0 init: %c) applies stablehlo.minimum across dimensions = "
+        "[0] : (tensor<2xi64>, tensor<i64>) -> tensor<i64>\n"
+        "    return %0 : tensor<i64>\n  }\n}\n";
+    kiln_graph *rg = NULL;
+    CHECK_OK(ctx_g, kiln_import_stablehlo(ctx_g, red, strlen(red), &rg));
+    int64_t big[2] = {INT64_MAX, INT64_MAX}, two = 2, rmin = 0;
+    kiln_array *ra = NULL, *ro = NULL;
+    kiln_array_create(ctx_g, KILN_DTYPE_I64, 1, &two, big, &ra);
+    if (rg) CHECK_OK(ctx_g, kiln_interpret(rg, 1, &ra, 1, &ro));
+    if (ro) kiln_array_copy_to_host(ro, &rmin, sizeof rmin);
+    CHECK_MSG(rmin == INT64_C(9223372036854775500), "min with init 9223372036854775500: %lld",
+              (long long)rmin);
+    kiln_array_destroy(ra), kiln_array_destroy(ro);
+    kiln_graph_destroy(rg);
+    /* a 16-bit float literal is rounded once (as MLIR and ml_dtypes): just above the
+     * midpoint between 1 and the next bf16 (f16) rounds up, where through f32 it would tie
+     * to even, down */
+    static const char half[] =
+        "module @m {\n  func.func public @main() -> (tensor<2xbf16>, tensor<f16>) {\n"
+        "    %0 = stablehlo.constant dense<1.00390625000001> : tensor<2xbf16>\n"
+        "    %1 = stablehlo.constant dense<1.00048828125001> : tensor<f16>\n"
+        "    return %0, %1 : tensor<2xbf16>, tensor<f16>\n  }\n}\n";
+    kiln_graph *hg = NULL;
+    CHECK_OK(ctx_g, kiln_import_stablehlo(ctx_g, half, strlen(half), &hg));
+    kiln_array *ho[2] = {0};
+    if (hg) CHECK_OK(ctx_g, kiln_interpret(hg, 0, NULL, 2, ho));
+    uint16_t hb[2] = {0, 0}, hf = 0;
+    if (ho[0]) kiln_array_copy_to_host(ho[0], hb, sizeof hb);
+    if (ho[1]) kiln_array_copy_to_host(ho[1], &hf, sizeof hf);
+    CHECK_MSG(hb[0] == 0x3F81 && hb[1] == 0x3F81 && hf == 0x3C01,
+              "16-bit literals: bf16 0x%04x 0x%04x (want 0x3f81), f16 0x%04x (want 0x3c01)", hb[0],
+              hb[1], hf);
+    kiln_array_destroy(ho[0]), kiln_array_destroy(ho[1]);
+    kiln_graph_destroy(hg);
     static const char hbad[] = "HloModule m\n\nENTRY main {\n  ROOT c = u32[2]{0} constant({1, "
                                "4294967296})\n}\n";
     expect_error(kiln_import_hlo, hbad, KILN_STATUS_INVALID_ARGUMENT,

@@ -123,8 +123,8 @@ static const float thresholds[] = {88.72283935546875f,
                                    102618.0f,
                                    16367173.0f,
                                    1.0e22f,
-                                   9.194f,      /* erfc: FLT_MIN, its results subnormal above */
-                                   10.0546875f, /* erfc: the last nonzero result */
+                                   9.19454956f, /* erfc: FLT_MIN, its results subnormal above */
+                                   10.0541945f, /* erfc: the last nonzero result */
                                    12.0f,       /* erfc's clamp */
                                    -12.0f};
 

@@ -577,7 +577,16 @@ static void test_errors(void) {
     expect_error(
         g, kiln_optim_adafactor(g, &fo, 1, &p, &gr, NULL, &one, &v, &o4[0], &o4[1], &o4[2], &o4[3]),
         KILN_STATUS_INVALID_ARGUMENT, o4, 4, "v_row is NULL for n = 1", "adafactor");
+    g = error_graph(&p, &gr, &m, &v);
+    one = kiln_parameter(g, "one", KILN_DTYPE_F32, 1, (int64_t[]){1});
+    fo = (kiln_adafactor_options){.step = kiln_scalar(g, KILN_DTYPE_I32, 1),
+                                  .min_dim_size_to_factor = -1};
+    expect_error(
+        g, kiln_optim_adafactor(g, &fo, 1, &p, &gr, &one, &one, &v, &o4[0], &o4[1], &o4[2], &o4[3]),
+        KILN_STATUS_INVALID_ARGUMENT, o4, 4, "min_dim_size_to_factor is -1", ">= 0");
     kiln_adafactor_state_shape sh;
+    CHECK_STATUS(kiln_optim_adafactor_state_shape(&fo, 1, (int64_t[]){4}, &sh),
+                 KILN_STATUS_INVALID_ARGUMENT);
     CHECK_STATUS(kiln_optim_adafactor_state_shape(NULL, 2, (int64_t[]){4, -1}, &sh),
                  KILN_STATUS_SHAPE);
     CHECK_STATUS(kiln_optim_adafactor_state_shape(NULL, 9, (int64_t[9]){0}, &sh),

@@ -3,7 +3,8 @@
  *
  * A program's source opens with them, in this order: the dialect's head (c_head.h or
  * cuda_head.cuh: types, limits, KILN_FN and the bit casts), ops.h, math_f32.h, the dialect's
- * math (c_math.h: the exact trig rerun and kiln's own f64 functions; cuda_math.cuh: CUDA's),
+ * math (c_math.h: the exact trig rerun, kiln's own f64 functions and f32 erfc; cuda_math.cuh:
+ * CUDA's),
  * math_f64.h, convert.h, random.h, half.h. Everything after the head is written once for both
  * dialects, behind KILN_FN. `@NAME@` in a prelude is text of src/backend/c_runtime.h, put in
  * by the printer (cgen_prelude_append in print.c), so that what the CPU backend compiles

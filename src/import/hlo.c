@@ -740,6 +740,7 @@ static bool literal(imp_lex *L, imp_scope *s, imp_op *op, group *out, imp_entry 
     unsigned char *v = NULL;
     int64_t n = 0, cap = 0;
     double first = 0;
+    bool exact = true;
     int depth = 0;
     bool ok = true;
     do {
@@ -762,7 +763,7 @@ static bool literal(imp_lex *L, imp_scope *s, imp_op *op, group *out, imp_entry 
                 }
                 v = w, cap = c;
             }
-            if (!n) first = x.value;
+            if (!n) first = x.value, exact = imp_num_exact(&x);
             if (!(ok = imp_element(L, at, t, &x, v + (size_t)n++ * item))) break;
         }
         while (depth > 0 && imp_accept(L, '}')) depth--;
@@ -771,7 +772,7 @@ static bool literal(imp_lex *L, imp_scope *s, imp_op *op, group *out, imp_entry 
     if (ok) {
         out->n = 1;
         out->v[0] = imp_constant(L, s->g, op->at, t, v, n);
-        info->is_const = n == 1;
+        info->is_const = n == 1 && exact;
         info->value = first;
         ok = !L->status;
     }

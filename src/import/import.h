@@ -97,6 +97,7 @@ typedef struct imp_num {
     double value; /* the number, rounded to a double */
     uint64_t raw;
     bool neg;
+    bool wide; /* a decimal integer outside [-2^63, 2^64): no integer type holds it */
     imp_num_kind kind;
 } imp_num;
 bool imp_number(imp_lex *L, imp_num *out, const char *what);
@@ -287,9 +288,13 @@ bool imp_sharding_target(const char *target);
  * an error naming the op, its line and column. */
 bool imp_emit(imp_lex *L, kiln_graph *g, imp_op *op, kiln_value *out);
 /* One element of a constant of type t as the bytes of t's dtype at dst: raw bits as they
- * are, an integer exactly (an unsigned type's as its signed bit pattern), a float rounded
- * once from the double; false (an error at `at`) when the number does not fit the type. */
+ * are, an integer exactly (an unsigned type's as its signed bit pattern), a float from the
+ * double (a 16-bit one rounded once, as MLIR and ml_dtypes round); false (an error at
+ * `at`) when the number does not fit the type. */
 bool imp_element(imp_lex *L, imp_loc at, const imp_type *t, const imp_num *x, void *dst);
+/* Whether x's value is its double exactly (an integer past 2^53 may not be): only then may
+ * the ops that read a constant operand's value (identities of reductions, zeros) see it. */
+bool imp_num_exact(const imp_num *x);
 /* The value of a constant of type t from n elements (each imp_element's bytes; n == 1: a
  * splat). */
 kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t, const void *elems,

@@ -211,18 +211,23 @@ static bool hex_digits(imp_lex *L, uint64_t *raw) {
 }
 
 /* A decimal integer's digits (buf, an optional sign first) into x: exact when in
- * [-2^63, 2^64), else left a float. */
+ * [-2^63, 2^64); beyond, marked wide (its double would round into range). Any other
+ * spelling (1.5, 1e3) stays a float. */
 static void exact_integer(const char *buf, imp_num *x) {
     const char *d = buf + (buf[0] == '-' || buf[0] == '+');
     uint64_t v = 0;
+    bool wide = false;
     if (!*d) return;
     for (; *d; d++) {
-        if (*d < '0' || *d > '9' || __builtin_mul_overflow(v, 10u, &v) ||
-            __builtin_add_overflow(v, (uint64_t)(*d - '0'), &v))
-            return;
+        if (*d < '0' || *d > '9') return;
+        wide = wide || __builtin_mul_overflow(v, 10u, &v) ||
+               __builtin_add_overflow(v, (uint64_t)(*d - '0'), &v);
     }
     bool neg = buf[0] == '-';
-    if (neg && v > (uint64_t)1 << 63) return;
+    if (wide || (neg && v > (uint64_t)1 << 63)) {
+        x->wide = true;
+        return;
+    }
     x->kind = IMP_NUM_INT, x->neg = neg && v != 0, x->raw = neg ? 0 - v : v;
 }
 
@@ -230,12 +235,14 @@ bool imp_number(imp_lex *L, imp_num *out, const char *what) {
     if (L->status) return false;
     imp_skip(L);
     *out = (imp_num){.kind = IMP_NUM_FLOAT};
-    if (imp_accept_word(L, "true")) return *out = (imp_num){1, 1, false, IMP_NUM_INT}, true;
-    if (imp_accept_word(L, "false")) return *out = (imp_num){0, 0, false, IMP_NUM_INT}, true;
+    if (imp_accept_word(L, "true"))
+        return *out = (imp_num){.value = 1, .raw = 1, .kind = IMP_NUM_INT}, true;
+    if (imp_accept_word(L, "false")) return *out = (imp_num){.kind = IMP_NUM_INT}, true;
     size_t s = L->pos;
     bool neg = imp_peek(L) == '-';
     if (neg || imp_peek(L) == '+') L->pos++;
     if (imp_peek(L) == '0' && (imp_peek_at(L, 1) | 32) == 'x') {
+        if (L->pos != s) return imp_fail(L, "a sign before a hexadecimal number (raw bits)");
         L->pos += 2;
         if (!hex_digits(L, &out->raw)) return false;
         out->kind = IMP_NUM_BITS;

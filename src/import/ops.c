@@ -9,6 +9,8 @@
  * express are refused by name (docs/import.md lists both). */
 #include "import.h"
 
+#include "base/half.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -122,6 +124,7 @@ static void to_int(const int64_t *v, int n, int *out) {
  * when it is not an integer of that range. */
 static bool integer_pattern(const imp_num *x, int bits, bool uns, uint64_t *pattern) {
     imp_num n = *x;
+    if (n.wide) return false;
     if (n.kind == IMP_NUM_FLOAT) { /* 1.0e+00 for an integer type: exact below 2^64 */
         double v = n.value;
         if (!(v == floor(v)) || v >= 0x1p64 || v < -0x1p63) return false;
@@ -141,7 +144,7 @@ static bool integer_pattern(const imp_num *x, int bits, bool uns, uint64_t *patt
 /* The text's name of t's element type: ui32 and ui64 for the unsigned ones. */
 static const char *element_name(const imp_type *t) {
     if (t->uns) return t->dtype == KILN_DTYPE_I32 ? "ui32" : "ui64";
-    return kiln_dtype_name(t->dtype);
+    return t->dtype == KILN_DTYPE_BOOL ? "i1" : kiln_dtype_name(t->dtype);
 }
 
 bool imp_element(imp_lex *L, imp_loc at, const imp_type *t, const imp_num *x, void *dst) {
@@ -156,6 +159,13 @@ bool imp_element(imp_lex *L, imp_loc at, const imp_type *t, const imp_num *x, vo
     } else if (t->dtype == KILN_DTYPE_BOOL) {
         ok = x->value == 0 || x->value == 1;
         bits = x->value == 1;
+    } else if (t->dtype == KILN_DTYPE_BF16 || t->dtype == KILN_DTYPE_F16) {
+        /* one rounding from the double (kiln_convert_host goes through f32, as XLA's
+         * convert op does; a literal is rounded once by MLIR and ml_dtypes) */
+        uint16_t h = t->dtype == KILN_DTYPE_BF16 ? kn_f64_to_bf16_once(x->value)
+                                                 : kn_f64_to_f16_once(x->value);
+        memcpy(dst, &h, sizeof h);
+        return true;
     } else {
         if (kiln_convert_host(L->ctx, KILN_DTYPE_F64, &x->value, t->dtype, dst, 1))
             return imp_fail_at(L, at, KILN_STATUS_INVALID_ARGUMENT, "constant: %s",
@@ -169,12 +179,26 @@ bool imp_element(imp_lex *L, imp_loc at, const imp_type *t, const imp_num *x, vo
         return imp_fail_at(L, at, KILN_STATUS_INVALID_ARGUMENT, "constant: %s%llu does not fit %s",
                            x->neg ? "-" : "", (unsigned long long)(x->neg ? 0 - x->raw : x->raw),
                            element_name(t));
+    if (!ok && x->wide)
+        return imp_fail_at(L, at, KILN_STATUS_INVALID_ARGUMENT,
+                           "constant: an integer beyond 64 bits (%.17g) does not fit %s", x->value,
+                           element_name(t));
     if (!ok)
         return imp_fail_at(L, at, KILN_STATUS_INVALID_ARGUMENT,
                            "constant: %.17g is not a value of %s", x->value, element_name(t));
     unsigned char *out = dst; /* little-endian, as every target kiln builds for */
     for (size_t i = 0; i < size; i++) out[i] = (unsigned char)(bits >> (8 * i));
     return true;
+}
+
+bool imp_num_exact(const imp_num *x) {
+    if (x->kind != IMP_NUM_INT) return !x->wide;
+    if (x->neg) { /* a double in [-2^63, 0) converts back to int64 */
+        int64_t v = (int64_t)x->raw;
+        return (int64_t)(double)v == v;
+    }
+    double d = (double)x->raw;
+    return d < 0x1p64 && (uint64_t)d == x->raw;
 }
 
 kiln_value imp_constant(imp_lex *L, kiln_graph *g, imp_loc at, const imp_type *t, const void *elems,

@@ -165,10 +165,10 @@ typedef struct dvec {
     size_t item;
     int64_t n, cap;
     double first;
+    bool first_exact; /* first is the element's value exactly (imp_num_exact) */
 } dvec;
 
-static bool dpush(imp_lex *L, imp_loc at, const imp_type *t, dvec *d, const imp_num *x,
-                  double value) {
+static bool dpush(imp_lex *L, imp_loc at, const imp_type *t, dvec *d, const imp_num *x) {
     if (d->n == d->cap) {
         int64_t cap = d->cap ? d->cap * 2 : 64;
         unsigned char *b =
@@ -176,8 +176,15 @@ static bool dpush(imp_lex *L, imp_loc at, const imp_type *t, dvec *d, const imp_
         if (!b) return imp_oom(L, "kiln import (constant)", (size_t)cap * d->item);
         d->b = b, d->cap = cap;
     }
-    if (!d->n) d->first = value;
-    return imp_element(L, at, t, x, d->b + (size_t)d->n++ * d->item);
+    unsigned char *e = d->b + (size_t)d->n * d->item;
+    if (!imp_element(L, at, t, x, e)) return false; /* checks raw bits fit, at the element */
+    if (!d->n) {
+        d->first = x->value, d->first_exact = imp_num_exact(x);
+        if (x->kind == IMP_NUM_BITS)
+            kiln_convert_host(L->ctx, t->dtype, e, KILN_DTYPE_F64, &d->first, 1);
+    }
+    d->n++;
+    return true;
 }
 
 /* An element's raw bits (0x7FC00000) as the double it denotes in dtype t. */
@@ -246,9 +253,7 @@ static bool dense_values(imp_lex *L, const imp_type *t, dvec *d) {
             imp_skip(L);
             imp_loc at = imp_here(L);
             if (!imp_number(L, &x, "a constant's element")) return false;
-            double value = x.value;
-            if (x.kind == IMP_NUM_BITS && !bits_value(L, t->dtype, x.raw, &value)) return false;
-            if (!dpush(L, at, t, d, &x, value)) return false;
+            if (!dpush(L, at, t, d, &x)) return false;
         }
         while (depth > 0 && imp_accept(L, ']')) depth--;
     } while (depth > 0 && imp_accept(L, ','));
@@ -290,7 +295,7 @@ static bool constant(imp_lex *L, imp_scope *s, imp_loc at, kiln_value *out, imp_
         dvec d = {.item = kiln_dtype_itemsize(t.dtype)};
         if (dense_values(L, &t, &d) && imp_expect(L, '>')) {
             *out = imp_constant(L, s->g, at, &t, d.b, d.n);
-            info->is_const = d.n == 1;
+            info->is_const = d.n == 1 && d.first_exact;
             info->value = d.n ? d.first : 0;
         }
         host_free(L->ctx, d.b, (size_t)d.cap * d.item);

@@ -398,7 +398,8 @@ kiln_status kiln_optim_adafactor_state_shape(const kiln_adafactor_options *o, in
                                              const int64_t *dims, kiln_adafactor_state_shape *out) {
     kiln_adafactor_options none = {0};
     if (!o) o = &none;
-    if (!out || rank < 0 || rank > KILN_MAX_RANK || (rank && !dims))
+    if (!out || rank < 0 || rank > KILN_MAX_RANK || (rank && !dims) ||
+        o->min_dim_size_to_factor < 0)
         return KILN_STATUS_INVALID_ARGUMENT;
     for (int i = 0; i < rank; i++)
         if (dims[i] < 0) return KILN_STATUS_SHAPE;
@@ -457,6 +458,12 @@ kiln_status kiln_optim_adafactor(kiln_graph *g, const kiln_adafactor_options *o,
     kiln_value *outs[4] = {new_params, new_v_row, new_v_col, new_v};
     static const char *const out_names[4] = {"new_params", "new_v_row", "new_v_col", "new_v"};
     if (!start(g, op, n, outs, 4, out_names)) return finish(g, n, outs, 4);
+    if (o->min_dim_size_to_factor < 0) {
+        trace_fail(g, KILN_STATUS_INVALID_ARGUMENT, op,
+                   "min_dim_size_to_factor is %d: it must be >= 0 (0: the default, 128)",
+                   o->min_dim_size_to_factor);
+        return finish(g, n, outs, 4);
+    }
     optim_array arrays[2] = {{"params", params}, {"grads", grads}};
     if (!check_arrays(g, op, n, arrays, 2)) return finish(g, n, outs, 4);
     const kiln_value *state[3] = {v_row, v_col, v};

@@ -157,16 +157,21 @@ static void text_unsigned(const char *t, bool hlo, bool *params, bool *outs, int
     mark_unsigned(arrow, end, hlo, outs, max);
 }
 
-int kiln_tool_import_donations(const char *path, int *donate, int max) {
+/* The whole file as a string (NUL-terminated, for strstr; malloc'd), NULL if unreadable. */
+static char *read_text(const char *path) {
     size_t len;
-    char *text = read_all(path, &len);
-    if (!text) return 0;
-    char *z = realloc(text, len + 1); /* a terminator for strstr */
+    char *text = read_all(path, &len), *z = text ? realloc(text, len + 1) : NULL;
     if (!z) {
         free(text);
-        return 0;
+        return NULL;
     }
     z[len] = 0;
+    return z;
+}
+
+int kiln_tool_import_donations(const char *path, int *donate, int max) {
+    char *z = read_text(path);
+    if (!z) return 0;
     int n =
         ends_with(path, ".hlo") ? hlo_donations(z, donate, max) : mlir_donations(z, donate, max);
     free(z);
@@ -218,11 +223,9 @@ int kiln_tool_import(int argc, char **argv) {
                kiln_graph_num_outputs(g), kiln_graph_num_nodes(g));
         enum { MAX_LISTED = 4096 };
         static bool uns_in[MAX_LISTED], uns_out[MAX_LISTED];
-        size_t len;
-        char *text = read_all(argv[2], &len), *z = text ? realloc(text, len + 1) : NULL;
-        if (z)
-            z[len] = 0, text_unsigned(z, ends_with(argv[2], ".hlo"), uns_in, uns_out, MAX_LISTED);
-        free(z ? z : text);
+        char *z = read_text(argv[2]);
+        if (z) text_unsigned(z, ends_with(argv[2], ".hlo"), uns_in, uns_out, MAX_LISTED);
+        free(z);
         for (int i = 0; i < kiln_graph_num_parameters(g); i++)
             print_value(g, "parameter", i, kiln_graph_parameter(g, i), i < MAX_LISTED && uns_in[i]);
         for (int i = 0; i < kiln_graph_num_outputs(g); i++)

@@ -1115,6 +1115,41 @@ KILN_API kiln_value kiln_reduce_window(kiln_graph *g, kiln_value x, kiln_window_
 KILN_API kiln_value kiln_avg_pool(kiln_graph *g, kiln_value x, const kiln_window_options *opts,
                                   bool count_include_pad);
 
+/* ------------------------------------------------------- linear algebra ---- */
+
+/* Over the last two axes of each operand, with any batch axes before them (the same on
+ * both operands), in f32 or f64 (LAPACK's types: a 16-bit matrix is an error; convert it
+ * first). The CPU runs them with OpenBLAS's LAPACK (potrf, trsm); a device without such a
+ * kernel runs a loop over the rows of the same flops (docs/ops.md, "Linear algebra").
+ * Differentiable in both modes (their rules are JAX's) and batched by kiln_vmap. Errors
+ * name the call, the operands' types and the caller's line. */
+
+/* jnp.linalg.cholesky(a): the lower triangular L with L L^T = (a + a^T) / 2, a [..., m, m];
+ * zeros above the diagonal. A matrix that is not positive definite gives NaN on and below
+ * the diagonal (JAX's result; LAPACK's potrf reports it), the others of the batch their
+ * factors. */
+KILN_API kiln_value kiln_cholesky(kiln_graph *g, kiln_value a);
+
+/* jax.lax.linalg.triangular_solve's options: zero (or a NULL pointer) is its defaults. */
+typedef struct kiln_triangular_solve_options {
+    bool left_side;     /* solve op(a) x = b; false: x op(a) = b */
+    bool lower;         /* read a's lower triangle; false: its upper */
+    bool transpose_a;   /* op(a) = a^T; false: a */
+    bool unit_diagonal; /* a's diagonal is taken as ones and never read */
+} kiln_triangular_solve_options;
+
+/* jax.lax.linalg.triangular_solve(a, b, ...): x, with a [..., m, m] and b [..., m, n]
+ * (left_side) or [..., n, m], of b's type. Only the triangle of a that opts names (and its
+ * diagonal unless unit_diagonal) is read. A zero on the diagonal gives infinities and
+ * NaNs, as LAPACK's trsm does. */
+KILN_API kiln_value kiln_triangular_solve(kiln_graph *g, kiln_value a, kiln_value b,
+                                          const kiln_triangular_solve_options *opts);
+
+/* jax.scipy.linalg.cho_solve((c, lower), b): x with a x = b for a = c c^T (lower) or
+ * c^T c, c a Cholesky factor [..., m, m] (kiln_cholesky's, lower). b is [..., m, n], or
+ * [..., m] for one right-hand side per matrix. */
+KILN_API kiln_value kiln_cho_solve(kiln_graph *g, kiln_value c, bool lower, kiln_value b);
+
 /* jax.nn.dot_product_attention (torch's scaled_dot_product_attention). For batch b, query
  * head n and query position i, with kv = n / G the key/value head it reads:
  *   p_j = softmax over j of scale * (q[b, i, n, :] . k[b, j, kv, :])
@@ -2587,6 +2622,9 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_conv_general_dilated(g, ...) KILN__V(g, kiln_conv_general_dilated((g), __VA_ARGS__))
 #define kiln_reduce_window(g, ...)        KILN__V(g, kiln_reduce_window((g), __VA_ARGS__))
 #define kiln_avg_pool(g, ...)             KILN__V(g, kiln_avg_pool((g), __VA_ARGS__))
+#define kiln_cholesky(g, ...)             KILN__V(g, kiln_cholesky((g), __VA_ARGS__))
+#define kiln_triangular_solve(g, ...)     KILN__V(g, kiln_triangular_solve((g), __VA_ARGS__))
+#define kiln_cho_solve(g, ...)            KILN__V(g, kiln_cho_solve((g), __VA_ARGS__))
 #define kiln_jvp(g, ...)                  KILN__S(g, kiln_jvp((g), __VA_ARGS__))
 #define kiln_custom_vjp(g, ...)           KILN__S(g, kiln_custom_vjp((g), __VA_ARGS__))
 #define kiln_vmap(g, ...)                 KILN__S(g, kiln_vmap((g), __VA_ARGS__))

@@ -36,6 +36,7 @@
 #include "backend/cuda/cuda_half.h"
 #include "backend/cuda/cuda_program.h"
 #include "compile/compile.h"
+#include "passes/passes.h"
 #include "compare.h"
 #include "ewops.h"
 #include "randprog.h"
@@ -900,6 +901,38 @@ static void test_control(void) {
         check(g, name, NULL, 2e-4);
         kiln_graph_destroy(g);
     }
+}
+
+/* cholesky and triangular_solve as a GPU runs them: their primitive form (expand.c: a
+ * loop of matrix-vector products, divisions and dynamic_update_slices per row), with their
+ * gradients, in f32, on a positive definite matrix built in the graph. */
+static void test_linalg(void) {
+    const char *name = "linalg";
+    kiln_graph *g = NULL;
+    kiln_graph_create(ctx, name, &g);
+    int64_t xd[3] = {2, 12, 12}, bd[3] = {2, 12, 5};
+    double eye[288] = {0};
+    for (int i = 0; i < 24; i++) eye[i * 12 + i % 12] = 1;
+    kiln_value x = kiln_parameter(g, "x", KILN_DTYPE_F32, 3, xd);
+    kiln_value b = kiln_parameter(g, "b", KILN_DTYPE_F32, 3, bd);
+    kiln_value xxt = kiln_matmul(g, x, kiln_transpose(g, x, (const int[]){0, 2, 1}));
+    kiln_value spd =
+        kiln_add(g, kiln_mul(g, xxt, kiln_scalar(g, KILN_DTYPE_F32, 1.0 / 12)),
+                 kiln_convert(g, kiln_constant(g, KILN_DTYPE_F64, 3, xd, eye), KILN_DTYPE_F32));
+    kiln_value l = kiln_cholesky(g, spd);
+    kiln_triangular_solve_options o = {.left_side = true, .lower = true, .transpose_a = true};
+    kiln_value s = kiln_triangular_solve(g, l, b, &o), c = kiln_cho_solve(g, l, true, b);
+    kiln_value loss = kiln_add(g, kiln_reduce_sum(g, kiln_mul(g, s, s), 0, NULL, false),
+                               kiln_reduce_sum(g, c, 0, NULL, false));
+    kiln_value outs[5] = {l, s, c}, wrt[2] = {x, b};
+    CHECK_OK(ctx, kiln_grad(g, loss, 2, wrt, outs + 3));
+    if (!finish(g, 5, outs, name)) return;
+    kiln_graph *e = NULL;
+    CHECK_OK(ctx, pass_expand_run(g, PASS_EXPAND_LINALG, &e));
+    CHECK_MSG(e != NULL, "%s: no primitive form", name);
+    if (e) check(e, name, NULL, 2e-4);
+    kiln_graph_destroy(e);
+    kiln_graph_destroy(g);
 }
 
 static void test_conv(void) {
@@ -2325,6 +2358,7 @@ int main(void) {
     test_conv();
     test_gather();
     test_control();
+    test_linalg();
     test_half_text();
     test_programs(rp_program_count(1));
     gpu_stop();

@@ -309,6 +309,31 @@ static int b_attention(kiln_graph *g, kiln_dtype t, kiln_value *o) {
     return 2;
 }
 
+/* cholesky and triangular_solve take f32 and f64 only (LAPACK's types, as JAX on the
+ * CPU): a 16-bit matrix is refused by name, and the mixed-precision way, through f32 and
+ * back, matches the reference. */
+static int b_linalg(kiln_graph *g, kiln_dtype t, kiln_value *o) {
+    int64_t d[3] = {2, 5, 5};
+    kiln_graph *h = NULL;
+    CHECK_OK(ctx, kiln_graph_create(ctx, "refused", &h));
+    kiln_cholesky(h, kiln_parameter(h, "a", t, 3, d));
+    CHECK_STATUS(kiln_graph_status(h), KILN_STATUS_DTYPE);
+    CHECK_CONTAINS(kiln_last_error(ctx), "kiln_cholesky");
+    kiln_graph_destroy(h);
+    double eye[50] = {0};
+    for (int i = 0; i < 10; i++) eye[i * 5 + i % 5] = 5;
+    kiln_value a = kiln_convert(g, kiln_parameter(g, "a", t, 3, d), KILN_DTYPE_F32);
+    kiln_value b = kiln_convert(g, kiln_parameter(g, "b", t, 3, d), KILN_DTYPE_F32);
+    kiln_value spd =
+        kiln_add(g, kiln_matmul(g, a, kiln_transpose(g, a, (const int[]){0, 2, 1})),
+                 kiln_convert(g, kiln_constant(g, KILN_DTYPE_F64, 3, d, eye), KILN_DTYPE_F32));
+    kiln_value l = kiln_cholesky(g, spd);
+    kiln_triangular_solve_options lo = {.left_side = true, .lower = true};
+    o[0] = kiln_convert(g, l, t);
+    o[1] = kiln_convert(g, kiln_triangular_solve(g, l, b, &lo), t);
+    return 2;
+}
+
 /* A convolution and its two gradient kinds (kiln_vjp), each summed in f32 and rounded
  * once: the input gradient's col2im too (src/trace/conv.c sums its pieces in f32). */
 static int b_conv(kiln_graph *g, kiln_dtype t, kiln_value *o) {
@@ -469,6 +494,8 @@ static const half_case cases[] = {
     {IR_ATTENTION, "attention", b_attention, 2},
     {IR_ARGSORT, "sort", b_sort, 2},
     {IR_CONV, "convolution", b_conv, 2},
+    {IR_CHOLESKY, "linear algebra", b_linalg, 2},
+    {IR_TRIANGULAR_SOLVE, "linear algebra", b_linalg, 2},
     {IR_ALL_REDUCE, "all_reduce", b_all_reduce, 2},
     {IR_REDUCE_SCATTER, "reduce_scatter, all_gather", b_shard_collectives, 2},
     {IR_ALL_GATHER, "reduce_scatter, all_gather", b_shard_collectives, 2},
@@ -505,14 +532,16 @@ static void test_every_op(void) {
 
 /* What the CPU's library ops cannot compute is refused at compile (compile.c's
  * check_lib_calls names the op and dtype) rather than run: bool products, integer
- * attention. (CONV is no CPU op: convolutions run as their primitive form there.) */
+ * attention. (CONV is no CPU op: convolutions run as their primitive form there; the
+ * linear algebra ops are f32 and f64 only, which their builders say first.) */
 static void test_refusals(void) {
     CHECK(!cpu_lib_dtype_ok(KN_LIB_GEMM, KILN_DTYPE_BOOL));
     CHECK(!cpu_lib_dtype_ok(KN_LIB_ATTENTION, KILN_DTYPE_I32));
     CHECK(!cpu_lib_dtype_ok(KN_LIB_CUMSUM, KILN_DTYPE_INVALID));
     for (int i = 0; i < 2; i++)
         for (int op = 0; op < KN_LIB_NUM_OPS; op++)
-            CHECK_MSG(op == KN_LIB_CONV || cpu_lib_dtype_ok((kn_lib_op)op, halves[i]),
+            CHECK_MSG(op == KN_LIB_CONV || op == KN_LIB_CHOLESKY || op == KN_LIB_TRIANGULAR_SOLVE ||
+                          cpu_lib_dtype_ok((kn_lib_op)op, halves[i]),
                       "%s refuses %s", kn_lib_op_name((kn_lib_op)op), kiln_dtype_name(halves[i]));
 }
 

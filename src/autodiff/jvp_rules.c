@@ -408,6 +408,17 @@ RULE(jvp_cumsum) {
     return kiln_cumsum(g, t[0], n->a.scan.axis, n->a.scan.reverse);
 }
 
+/* cholesky and triangular_solve: JAX's rules (src/trace/linalg.c), from the result. */
+RULE(jvp_cholesky) {
+    (void)n;
+    return trace_cholesky_jvp(g, val(g, id), t[0]);
+}
+
+RULE(jvp_triangular_solve) {
+    const uint32_t *in = ir_in(n);
+    return trace_triangular_solve_jvp(g, n, val(g, in[0]), val(g, id), t[0], t[1]);
+}
+
 /* dot_product_attention, any kind, through its primitive form (src/trace/attention.c): the
  * probabilities are recomputed from q and k, as the VJP rule does, and the forward sweep
  * runs over those primitives (softmax, dot_general, select) with q, k, v's tangents. The
@@ -570,6 +581,8 @@ static const ad_jvp_rule rules[IR_NUM_OPS] = {
     [IR_DYNAMIC_SLICE] = jvp_dynamic_slice,
     [IR_DYNAMIC_UPDATE_SLICE] = jvp_dynamic_update_slice,
     [IR_CUMSUM] = jvp_cumsum,
+    [IR_CHOLESKY] = jvp_cholesky,
+    [IR_TRIANGULAR_SOLVE] = jvp_triangular_solve,
     [IR_GATHER] = jvp_gather,
     [IR_SCATTER] = jvp_scatter,
     [IR_ATTENTION] = jvp_attention,

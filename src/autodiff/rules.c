@@ -569,6 +569,18 @@ static void vjp_cumsum(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value 
     if (need[0]) out[0] = kiln_cumsum(g, ct, n->a.scan.axis, !n->a.scan.reverse);
 }
 
+/* cholesky and triangular_solve: JAX's rules (src/trace/linalg.c), from the result. */
+static void vjp_cholesky(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                         const bool *need, kiln_value *out) {
+    (void)n;
+    if (need[0]) out[0] = trace_cholesky_vjp(g, val(g, id), ct);
+}
+
+static void vjp_triangular_solve(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
+                                 const bool *need, kiln_value *out) {
+    trace_triangular_solve_vjp(g, n, val(g, ir_in(n)[0]), val(g, id), ct, need, out);
+}
+
 /* dot_product_attention: the primitive form's gradient, with the probabilities recomputed
  * from q and k (src/trace/attention.c). */
 /* The forward pass: the gradient's kinds (src/trace/attention.c). A gradient kind (second
@@ -804,6 +816,8 @@ static const ad_rule rules[IR_NUM_OPS] = {
     [IR_DYNAMIC_SLICE] = vjp_dynamic_slice,
     [IR_DYNAMIC_UPDATE_SLICE] = vjp_dynamic_update_slice,
     [IR_CUMSUM] = vjp_cumsum,
+    [IR_CHOLESKY] = vjp_cholesky,
+    [IR_TRIANGULAR_SOLVE] = vjp_triangular_solve,
     [IR_GATHER] = vjp_gather,
     [IR_SCATTER] = vjp_scatter,
     [IR_ATTENTION] = vjp_attention,

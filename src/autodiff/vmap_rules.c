@@ -13,7 +13,8 @@
 
 #include <string.h>
 
-/* Elementwise ops (and random, elementwise in its counter): every operand batched. */
+/* Elementwise ops (and random, elementwise in its counter), and the linear algebra ops,
+ * whose batch axes lead: every operand batched, the node as it was. */
 static void rule_elementwise(ad_vmap *w, uint32_t id, const ir_node *n, kiln_value *out) {
     (void)id;
     kiln_value in[3];
@@ -546,6 +547,8 @@ static const ad_vmap_entry entries[IR_NUM_OPS] = {
     [IR_REDUCE_PROD] = {rule_axes, "axis shift", NULL},
     [IR_CUMSUM] = {rule_axis, "axis shift", NULL},
     [IR_ARGSORT] = {rule_axis, "axis shift", NULL},
+    [IR_CHOLESKY] = {rule_elementwise, "one more batch axis", NULL},
+    [IR_TRIANGULAR_SOLVE] = {rule_elementwise, "one more batch axis (both operands)", NULL},
     [IR_DOT] = {rule_dot, "dot batch dimension", NULL},
     [IR_TAKE_ROWS] = {rule_take_rows, "row offsets into a flattened table", NULL},
     [IR_SCATTER_ADD_ROWS] = {rule_scatter_add_rows, "row offsets into a flattened operand", NULL},

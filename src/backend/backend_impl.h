@@ -181,6 +181,20 @@ typedef struct kn_sort_desc {
     bool descending, total;
 } kn_sort_desc;
 
+/* A batch of linear algebra calls over row-major matrices (ir.h's KN_LINALG_OPS), each
+ * matrix of the batch at its offset of m * m (a) and rows * cols (b, out) elements:
+ *   CHOLESKY          a [batch, m, m] -> out, the lower factor of a's lower triangle with
+ *                     zeros above the diagonal; the lower triangle NaN where a pivot is not
+ *                     > 0 (potrf's failure). rows = cols = m.
+ *   TRIANGULAR_SOLVE  a, b [batch, rows, cols] -> out: x with op(a) x = b (left: rows = m)
+ *                     or x op(a) = b (cols = m), reading only a's lower or upper triangle
+ *                     and its diagonal unless unit (trsm).
+ * out may be the operand it replaces (a, or b: planned in place), never the other one. */
+typedef struct kn_linalg_desc {
+    int64_t batch, m, rows, cols;
+    bool left_side, lower, transpose_a, unit_diagonal;
+} kn_linalg_desc;
+
 // clang-format off
 /* One convolution node (IR_CONV, ir.h; docs/ops.md "convolution"), in the forward
  * convolution's terms whatever its kind: x [N, G * I, X...] the input, w [G * Og, I, K...]
@@ -230,6 +244,8 @@ typedef struct kn_conv_desc {
  *                                                LSE reads q and k only, the others NULL)
  *   ARGSORT           x, out, scratch            (kn_sort_desc; every dtype)
  *   CONV              (per kind, above), scratch (kn_conv_desc; floats)
+ *   CHOLESKY          a, out                     (kn_linalg_desc; f32, f64)
+ *   TRIANGULAR_SOLVE  a, b, out                  (kn_linalg_desc; f32, f64)
  * Floats are f32, f64, bf16 and f16: 16-bit ones sum in f32 (or wider) and round each
  * result once, as the reference does; a backend refuses (lib_supports) a dtype it cannot
  * compute, and the compile fails naming op and dtype.
@@ -254,6 +270,8 @@ typedef enum kn_lib_op {
     KN_LIB_ARGSORT,
     KN_LIB_CONV,
     KN_LIB_ATTENTION_GRAD,
+    KN_LIB_CHOLESKY,
+    KN_LIB_TRIANGULAR_SOLVE,
     KN_LIB_NUM_OPS
 } kn_lib_op;
 
@@ -270,10 +288,11 @@ typedef struct kn_lib_desc {
         kn_attention_desc attention;
         kn_sort_desc sort;
         kn_conv_desc conv;
+        kn_linalg_desc linalg;
     };
 } kn_lib_desc;
 
-/* "gemm", "permute", "scatter_add_rows", "cumsum", "attention", "argsort", "conv"
+/* "gemm", "permute", "scatter_add_rows", "cumsum", "attention", "argsort", "conv", ...
  * (messages). */
 const char *kn_lib_op_name(kn_lib_op op);
 /* How many buffers lib_run takes for op (the table above). */

@@ -17,6 +17,8 @@ static const struct {
     [KN_LIB_ARGSORT] = {"argsort", 3},
     [KN_LIB_CONV] = {"conv", 4},
     [KN_LIB_ATTENTION_GRAD] = {"attention_grad", 8},
+    [KN_LIB_CHOLESKY] = {"cholesky", 2},
+    [KN_LIB_TRIANGULAR_SOLVE] = {"triangular_solve", 3},
 };
 _Static_assert(sizeof lib_ops / sizeof lib_ops[0] == KN_LIB_NUM_OPS,
                "lib_ops.c: every kn_lib_op needs its name and buffer count");

@@ -75,6 +75,10 @@ static kiln_status check_backend(const kiln_executable *e) {
         if (k->kind == FK_SCAN && !lib_has(e->dev, KN_LIB_CUMSUM)) op = KN_LIB_CUMSUM;
         if (k->kind == FK_SORT && !lib_has(e->dev, KN_LIB_ARGSORT)) op = KN_LIB_ARGSORT;
         if (k->kind == FK_CONV && !lib_has(e->dev, KN_LIB_CONV)) op = KN_LIB_CONV;
+        if (k->kind == FK_LINALG)
+            op = e->g->nodes[k->roots[0]].op == IR_CHOLESKY
+                     ? (lib_has(e->dev, KN_LIB_CHOLESKY) ? -1 : KN_LIB_CHOLESKY)
+                     : (lib_has(e->dev, KN_LIB_TRIANGULAR_SOLVE) ? -1 : KN_LIB_TRIANGULAR_SOLVE);
         if (op >= 0)
             return ctx_error(e->ctx, KILN_STATUS_UNIMPLEMENTED,
                              "kiln_compile: node %%%u (%s) of '%s' needs the %s backend's %s, "
@@ -445,8 +449,10 @@ kiln_status exec_compile(kiln_graph *g, const kiln_compile_options *opts, const 
     kiln_status s = dump_begin(ctx, g, &dump);
     bool attention = lib_has(dev, KN_LIB_ATTENTION);
     bool conv = lib_has(dev, KN_LIB_CONV) && !ctx->config.conv_im2col;
+    bool linalg = lib_has(dev, KN_LIB_CHOLESKY) && lib_has(dev, KN_LIB_TRIANGULAR_SOLVE);
     unsigned expand = (attention ? 0u : PASS_EXPAND_ATTENTION) | (conv ? 0u : PASS_EXPAND_CONV) |
-                      (grad_kernels_take_all(dev, g) ? 0u : PASS_EXPAND_ATTENTION_GRAD);
+                      (grad_kernels_take_all(dev, g) ? 0u : PASS_EXPAND_ATTENTION_GRAD) |
+                      (linalg ? 0u : PASS_EXPAND_LINALG);
     if (!s) s = pass_clone(g, &e->g);
     if (!s) /* what the device has no kernel for becomes primitives (check_backend: none) */
         s = pass_expand(&e->g, expand);

@@ -14,8 +14,9 @@ static void kernel_work(const kiln_executable *e, uint32_t ki, double *flops, do
         const kn_gemm_desc *d = &e->dots[ki].gemm;
         *flops = 2.0 * (double)d->batch * (double)d->m * (double)d->n * (double)d->k;
     }
-    if (k->kind == FK_ATTENTION || k->kind == FK_CONV) /* attention: both products, over the
-                                                        * key positions each query sees */
+    if (k->kind == FK_ATTENTION || k->kind == FK_CONV ||
+        k->kind == FK_LINALG) /* attention: both products, over the key positions each query
+                               * sees */
         *flops = remat_node_flops(e->g, k->roots[0]);
     for (int pass = 0; pass < 2; pass++) {
         uint32_t n = pass ? k->n_roots : k->n_inputs;

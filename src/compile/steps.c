@@ -148,6 +148,28 @@ static void scan_step(build *b, exec_step st, uint32_t id) {
     add_lib(b, st, &d, (exec_loc[]){b->of[ir_in(n)[0]], b->of[id]});
 }
 
+/* cholesky, triangular_solve: the matrices of the batch; the plan may have put the result
+ * over a (cholesky) or b (the backend then factors or solves in place). */
+static void linalg_step(build *b, exec_step st, uint32_t id) {
+    const ir_node *n = &b->e->g->nodes[id];
+    const uint32_t *in = ir_in(n);
+    const ir_shape *s = &n->shape;
+    kn_lib_desc d = {.op = n->op == IR_CHOLESKY ? KN_LIB_CHOLESKY : KN_LIB_TRIANGULAR_SOLVE,
+                     .dtype = n->dtype};
+    kn_linalg_desc *l = &d.linalg;
+    *l = (kn_linalg_desc){.batch = 1, .rows = s->dims[s->rank - 2], .cols = s->dims[s->rank - 1]};
+    for (int i = 0; i < s->rank - 2; i++) l->batch *= s->dims[i];
+    const ir_shape *as = &b->e->g->nodes[in[0]].shape;
+    l->m = as->dims[as->rank - 1];
+    if (n->op == IR_CHOLESKY) {
+        add_lib(b, st, &d, (exec_loc[]){b->of[in[0]], b->of[id]});
+        return;
+    }
+    l->left_side = n->a.tri.left_side, l->lower = n->a.tri.lower;
+    l->transpose_a = n->a.tri.transpose_a, l->unit_diagonal = n->a.tri.unit_diagonal;
+    add_lib(b, st, &d, (exec_loc[]){b->of[in[0]], b->of[in[1]], b->of[id]});
+}
+
 /* argsort: x as [outer, n, inner] around the sorted axis, with the scratch the plan set
  * aside (sort_desc gives the compile's own request the same numbers). */
 static void sort_step(build *b, exec_step st, uint32_t id) {
@@ -262,6 +284,7 @@ static void kernel_steps(build *b, uint32_t sched) {
     case FK_CONTROL: control_step(b, st, k); break;
     case FK_TRANSFER: transfer_step(b, st, k->roots[0]); break;
     case FK_CONV: conv_step(b, st, k->roots[0]); break;
+    case FK_LINALG: linalg_step(b, st, k->roots[0]); break;
     }
 }
 
@@ -388,6 +411,11 @@ static void count_steps(const kiln_executable *e, uint32_t ki, uint32_t *steps, 
     case FK_CONTROL: n = 1, bufs = e->g->nodes[k->roots[0]].n_in + k->n_roots + 1; break;
     case FK_TRANSFER: n = 1, bufs = 2; break;
     case FK_CONV: n = lib = 1, bufs = (uint32_t)kn_lib_op_buffers(KN_LIB_CONV); break;
+    case FK_LINALG:
+        n = lib = 1;
+        bufs = (uint32_t)kn_lib_op_buffers(
+            e->g->nodes[k->roots[0]].op == IR_CHOLESKY ? KN_LIB_CHOLESKY : KN_LIB_TRIANGULAR_SOLVE);
+        break;
     }
     *steps += n, *libs += lib, *locs += bufs;
 }

@@ -419,6 +419,39 @@ static kiln_status infer_scan(const kiln_graph *g, ir_node *n, char *msg, size_t
     return KILN_STATUS_OK;
 }
 
+/* cholesky and triangular_solve: square matrices over the last two axes of a (f32 or f64),
+ * b of a's dtype and batch axes with its own matrix [m, n] (left side) or [n, m]; the result
+ * has a's type (cholesky) or b's. */
+static kiln_status infer_linalg(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
+    const char *name = ir_ops[n->op].name;
+    const ir_node *a = input(g, n, 0);
+    if (a->dtype != KILN_DTYPE_F32 && a->dtype != KILN_DTYPE_F64)
+        FAIL(KILN_STATUS_DTYPE, "%s takes f32 or f64 matrices, not %s", name,
+             kiln_dtype_name(a->dtype));
+    int r = a->shape.rank;
+    if (r < 2 || a->shape.dims[r - 1] != a->shape.dims[r - 2])
+        FAIL(KILN_STATUS_SHAPE,
+             "%s: a must be square matrices [..., m, m], not rank %d with last "
+             "axes %lld x %lld",
+             name, r, r >= 2 ? (long long)a->shape.dims[r - 2] : 0LL,
+             r >= 1 ? (long long)a->shape.dims[r - 1] : 0LL);
+    n->dtype = a->dtype;
+    n->shape = a->shape;
+    if (n->op == IR_CHOLESKY) return KILN_STATUS_OK;
+    const ir_node *b = input(g, n, 1);
+    if (b->dtype != a->dtype)
+        FAIL(KILN_STATUS_DTYPE, "%s: b is %s where a is %s", name, kiln_dtype_name(b->dtype),
+             kiln_dtype_name(a->dtype));
+    bool same = b->shape.rank == r;
+    for (int i = 0; same && i < r - 2; i++) same = b->shape.dims[i] == a->shape.dims[i];
+    int64_t m = a->shape.dims[r - 1];
+    if (!same || b->shape.dims[n->a.tri.left_side ? r - 2 : r - 1] != m)
+        FAIL(KILN_STATUS_SHAPE, "%s: b must be [..., %s] with a's batch axes, for a of m = %lld",
+             name, n->a.tri.left_side ? "m, n" : "n, m", (long long)m);
+    n->shape = b->shape;
+    return KILN_STATUS_OK;
+}
+
 /* argsort: i32 positions along sort.axis, k of them (0 <= k <= the axis' length, which an
  * i32 must be able to name). Bool sorts as 0 < 1. */
 static kiln_status infer_sort(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size) {
@@ -987,6 +1020,7 @@ kiln_status ir_infer(const kiln_graph *g, ir_node *n, char *msg, size_t msg_size
     case IRK_RESULT: s = ir_infer_result(g, n, msg, msg_size); break;
     case IRK_TRANSFER: s = infer_transfer(g, n, msg, msg_size); break;
     case IRK_CONV: s = infer_conv(g, n, msg, msg_size); break;
+    case IRK_LINALG: s = infer_linalg(g, n, msg, msg_size); break;
     default: FAIL(KILN_STATUS_INTERNAL, "unknown op kind");
     }
     if (!s) s = no_host_reads(g, n, msg, msg_size);

@@ -39,6 +39,7 @@ typedef enum ir_kind {
     IRK_TRANSFER,   /* memory_put: its operand's bytes in another memory kind (a copy) */
     IRK_CONV,       /* convolution: the forward result, or one operand's gradient, of the
                      * convolution its attribute describes */
+    IRK_LINALG,     /* cholesky, triangular_solve: over the last two axes, a batch before */
 } ir_kind;
 
 /* Operand dtype classes an op accepts. */
@@ -253,6 +254,20 @@ enum {
     X(CONV, "convolution", conv_general_dilated, 2, IRK_CONV, IRT_NUMERIC, IRF_EXPENSIVE, 1, NULL, \
       NULL)
 
+/* Linear algebra (src/trace/linalg.c, docs/ops.md "Linear algebra"), over the last two axes
+ * with any batch axes before them, f32 and f64. CHOLESKY(a) is the lower factor L of
+ * a = L L^T read from a's lower triangle (LAPACK's potrf; its upper triangle zeros), the
+ * lower triangle NaN for a matrix that is not positive definite (jax.lax.linalg.cholesky
+ * without symmetrize_input). TRIANGULAR_SOLVE(a, b) is x with op(a) x = b (attribute tri.left_side)
+ * or x op(a) = b, op(a) = a or a^T, reading a's lower or upper triangle and its diagonal
+ * unless unit (jax.lax.linalg.triangular_solve; LAPACK's trsm). A backend's library
+ * kernel runs each (the CPU's: OpenBLAS's LAPACK); src/passes/expand.c rewrites them into
+ * a loop over rows elsewhere; the reference evaluates them directly. */
+#define KN_LINALG_OPS(X)                                                                           \
+    X(CHOLESKY, "cholesky", cholesky, 1, IRK_LINALG, IRT_FLOAT, IRF_EXPENSIVE, 1, NULL, NULL)      \
+    X(TRIANGULAR_SOLVE, "triangular_solve", triangular_solve, 2, IRK_LINALG, IRT_FLOAT,            \
+      IRF_EXPENSIVE, 1, NULL, NULL)
+
 /* Random numbers (src/trace/random.c, docs/random.md): RANDOM(k0, k1, c) is Threefry-2x32
  * (20 rounds) of the key (k0, k1) on the counter (0, c), all uint32 bit patterns in i32,
  * reduced to what the attribute `rng` (ir_rng) asks for. It is elementwise in the counter,
@@ -321,6 +336,7 @@ enum {
     KN_SORT_OPS(X)                                                                                 \
     KN_GATHER_OPS(X)                                                                               \
     KN_CONV_OPS(X)                                                                                 \
+    KN_LINALG_OPS(X)                                                                               \
     KN_RANDOM_OPS(X)                                                                               \
     /* control flow (src/trace/control.c, docs/control_flow.md): the node's region holds the   \
      * sub-graphs it runs; inputs and results are laid out as ir_control describes */          \
@@ -476,6 +492,12 @@ typedef union ir_attrs {
             ld[KILN_CONV_MAX_SPATIAL], rd[KILN_CONV_MAX_SPATIAL], sizes[KILN_CONV_MAX_SPATIAL];
         int groups;
     } conv;
+    struct {
+        bool left_side;     /* op(a) x = b; else x op(a) = b */
+        bool lower;         /* a's lower triangle is read; else its upper */
+        bool transpose_a;   /* op(a) = a^T; else a */
+        bool unit_diagonal; /* a's diagonal is taken as ones and not read */
+    } tri;                  /* TRIANGULAR_SOLVE */
 } ir_attrs;
 
 /* What an ATTENTION node computes (attribute attn.kind; src/trace/attention.c). With
@@ -623,7 +645,11 @@ uint32_t ir_attn_operands(int kind);
     X(CONV, IRA_SPATIAL, "lhs_dilation", conv.ld, NULL)                                            \
     X(CONV, IRA_SPATIAL, "rhs_dilation", conv.rd, NULL)                                            \
     X(CONV, IRA_SPATIAL, "sizes", conv.sizes, NULL)                                                \
-    X(CONV, IRA_INT, "groups", conv.groups, NULL)
+    X(CONV, IRA_INT, "groups", conv.groups, NULL)                                                  \
+    X(TRIANGULAR_SOLVE, IRA_FLAG, "left_side", tri.left_side, NULL)                                \
+    X(TRIANGULAR_SOLVE, IRA_FLAG, "lower", tri.lower, NULL)                                        \
+    X(TRIANGULAR_SOLVE, IRA_FLAG, "transpose_a", tri.transpose_a, NULL)                            \
+    X(TRIANGULAR_SOLVE, IRA_FLAG, "unit_diagonal", tri.unit_diagonal, NULL)
 // clang-format on
 
 typedef struct ir_attr_desc {

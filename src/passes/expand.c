@@ -1,9 +1,10 @@
 /* expand.c — ops that a backend has no kernel for, rewritten into the primitives that
  * compute them (XLA's "expanders" do the same per backend): dot_product_attention, whose
  * primitive form (src/trace/attention.c) is the products, select and softmax a user would
- * write (and its gradient's kinds, whose probabilities CSE then shares), and convolutions, whose
+ * write (and its gradient's kinds, whose probabilities CSE then shares), convolutions, whose
  * form (src/trace/conv.c) is im2col's slices and a product (and their transposes for the gradient
- * kinds). kiln_compile runs it before the other passes for the ops the device's backend has no
+ * kinds), and cholesky and triangular_solve, whose form (src/trace/linalg.c) is a loop over
+ * rows. kiln_compile runs it before the other passes for the ops the device's backend has no
  * library kernel for (a convolution of integers always: the kernels take floats), so
  * simplification, CSE, fusion and the planner see only what the device runs. Gather and scatter
  * with XLA's dimension numbers are expanded on every device (their primitive forms:
@@ -39,6 +40,8 @@ static bool expanded(const ir_node *n, unsigned what) {
         /* the gradient's kernels take the fill -inf only (backend_impl.h) */
         return (what & PASS_EXPAND_ATTENTION_GRAD) || n->a.attn.fill != -INFINITY;
     case IR_CONV: return (what & PASS_EXPAND_CONV) || !ir_dtype_is_float(n->dtype);
+    case IR_CHOLESKY:
+    case IR_TRIANGULAR_SOLVE: return what & PASS_EXPAND_LINALG;
     default: return false;
     }
 }
@@ -53,9 +56,12 @@ static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
     g->cur_file = o->file, g->cur_line = o->line;
     kiln_value in[6] = {{0}};
     for (uint32_t k = 0; k < o->n_in && k < 6; k++) in[k] = trace_value(g, pass_input(rb, id, k));
-    kiln_value r = gs                 ? expand_gather(rb, id, o)
-                   : o->op == IR_CONV ? trace_conv_primitives(g, o, in[0], in[1])
-                                      : trace_attention_primitives(g, o, in);
+    kiln_value r = gs                     ? expand_gather(rb, id, o)
+                   : o->op == IR_CONV     ? trace_conv_primitives(g, o, in[0], in[1])
+                   : o->op == IR_CHOLESKY ? trace_cholesky_primitives(g, in[0])
+                   : o->op == IR_TRIANGULAR_SOLVE
+                       ? trace_triangular_solve_primitives(g, o, in[0], in[1])
+                       : trace_attention_primitives(g, o, in);
     if (g->status) /* a host allocation failed; the message is the builder's */
         return ctx_error(g->ctx, g->status, "pass expand: %s %%%u: %s", name, id,
                          g->error ? g->error : kiln_status_name(g->status));

@@ -96,7 +96,8 @@ static bool is_source(const ir_node *n) {
 static bool library_op(ir_op op) {
     return op == IR_DOT || op == IR_SCATTER_ADD_ROWS || op == IR_CUMSUM || op == IR_ATTENTION ||
            op == IR_CONV || ir_ops[op].kind == IRK_COLLECTIVE || op == IR_ARGSORT ||
-           ir_ops[op].kind == IRK_CONTROL || op == IR_RESULT || op == IR_MEMORY_PUT;
+           ir_ops[op].kind == IRK_LINALG || ir_ops[op].kind == IRK_CONTROL || op == IR_RESULT ||
+           op == IR_MEMORY_PUT;
 }
 
 /* Does consumer c read operand x more than once per element of x, or need it in memory? */
@@ -156,7 +157,8 @@ static bool gather_view(const kiln_graph *g, uint32_t id) {
     while (n->op == IR_RESHAPE || n->op == IR_TRANSPOSE) n = &g->nodes[ir_in(n)[0]];
     return n->op == IR_PARAMETER || n->op == IR_DOT || n->op == IR_SCATTER_ADD_ROWS ||
            n->op == IR_CUMSUM || n->op == IR_ATTENTION || n->op == IR_ARGSORT || n->op == IR_CONV ||
-           n->op == IR_MEMORY_PUT || (n->op == IR_CONSTANT && numel(n) != 1);
+           n->op == IR_MEMORY_PUT || ir_ops[n->op].kind == IRK_LINALG ||
+           (n->op == IR_CONSTANT && numel(n) != 1);
 }
 
 /* A reshape (or a chain of them) of a node decided before it to have a buffer: reading it
@@ -590,6 +592,7 @@ static kiln_status form_kernels(const kiln_graph *g, fusion_plan *p) {
                   : ir_ops[n->op].kind == IRK_CONTROL    ? FK_CONTROL
                   : n->op == IR_MEMORY_PUT               ? FK_TRANSFER
                   : n->op == IR_CONV                     ? FK_CONV
+                  : ir_ops[n->op].kind == IRK_LINALG     ? FK_LINALG
                                                          : FK_LOOP;
         uint32_t lse = lse_partner(g, p, id, taken);
         if (lse) taken[lse] = 1;
@@ -894,7 +897,7 @@ done:
 const char *fusion_kind_name(fk_kind k) {
     static const char *const names[FK_NUM_KINDS] = {"loop",      "dot",        "scatter", "scan",
                                                     "attention", "collective", "sort",    "control",
-                                                    "transfer",  "conv"};
+                                                    "transfer",  "conv",       "linalg"};
     return (unsigned)k < FK_NUM_KINDS ? names[k] : "?";
 }
 

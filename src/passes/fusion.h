@@ -31,8 +31,10 @@ typedef enum fk_kind {
                     * roots are the control node and its RESULT nodes (all its results) */
     FK_TRANSFER,   /* memory_put: a copy into another memory kind, out of place */
     FK_CONV,       /* convolution: the backend's kernel, out of place, with planned scratch */
+    FK_LINALG,     /* cholesky, triangular_solve: the backend's LAPACK kernel, in place (over
+                    * a, or b) when the plan allows */
 } fk_kind;
-#define FK_NUM_KINDS (FK_CONV + 1)
+#define FK_NUM_KINDS (FK_LINALG + 1)
 
 /* "loop", "dot", "scatter", ..., "control": a kernel's kind in reports. */
 const char *fusion_kind_name(fk_kind k);

@@ -61,11 +61,17 @@ kiln_status pass_dce_run(const kiln_graph *g, kiln_graph **out, pass_stats *stat
 /* Expansion (expand.c): gather, scatter and integer convolutions always become their
  * primitive form, and with the flags every dot_product_attention's forward pass
  * (PASS_EXPAND_ATTENTION), every one of its gradient's kinds (PASS_EXPAND_ATTENTION_GRAD;
- * with a finite fill always) and every convolution (PASS_EXPAND_CONV): what a backend has
+ * with a finite fill always), every convolution (PASS_EXPAND_CONV) and every cholesky and
+ * triangular_solve (PASS_EXPAND_LINALG, a loop over rows): what a backend has
  * no library kernel for (kiln_compile decides). Unlike the passes above it may change
  * rounding, not values, but for where a NaN or infinity reaches in attention, whose
  * primitive form spreads one along a row as its kernels do within a block (docs/ops.md). */
-enum { PASS_EXPAND_ATTENTION = 1u, PASS_EXPAND_CONV = 2u, PASS_EXPAND_ATTENTION_GRAD = 4u };
+enum {
+    PASS_EXPAND_ATTENTION = 1u,
+    PASS_EXPAND_CONV = 2u,
+    PASS_EXPAND_ATTENTION_GRAD = 4u,
+    PASS_EXPAND_LINALG = 8u,
+};
 kiln_status pass_expand(kiln_graph **g, unsigned what);
 
 /* Attention (attention.c): a written-out attention (q k^T, scale, causal select, softmax,

@@ -130,13 +130,23 @@ EXPAND_RUN(4)
 EXPAND_RUN(5)
 EXPAND_RUN(6)
 EXPAND_RUN(7)
+EXPAND_RUN(8)
+EXPAND_RUN(9)
+EXPAND_RUN(10)
+EXPAND_RUN(11)
+EXPAND_RUN(12)
+EXPAND_RUN(13)
+EXPAND_RUN(14)
+EXPAND_RUN(15)
 #undef EXPAND_RUN
 
 kiln_status pass_expand(kiln_graph **g, unsigned what) {
-    static const pass_run_fn runs[8] = {expand_run_0, expand_run_1, expand_run_2, expand_run_3,
-                                        expand_run_4, expand_run_5, expand_run_6, expand_run_7};
-    _Static_assert(PASS_EXPAND_ATTENTION_GRAD == 4u, "one run function per set of flags");
-    return apply(g, "expand", runs[what & 7u]);
+    static const pass_run_fn runs[16] = {
+        expand_run_0,  expand_run_1,  expand_run_2,  expand_run_3, expand_run_4,  expand_run_5,
+        expand_run_6,  expand_run_7,  expand_run_8,  expand_run_9, expand_run_10, expand_run_11,
+        expand_run_12, expand_run_13, expand_run_14, expand_run_15};
+    _Static_assert(PASS_EXPAND_LINALG == 8u, "one run function per set of flags");
+    return apply(g, "expand", runs[what & 15u]);
 }
 
 kiln_status pass_attention(kiln_graph **g, bool *changed, pass_stats *stats) {

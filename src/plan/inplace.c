@@ -208,6 +208,12 @@ kiln_status plan_inplace_legal(const kiln_graph *g, const fusion_plan *fp, uint8
             if (slot >= 0) out[at + slot] = 1;
             continue;
         }
+        if (kn->kind == FK_LINALG) { /* LAPACK factors a, and solves over b, in place */
+            const ir_node *r = &g->nodes[kn->roots[0]];
+            int slot = input_slot(kn, ir_in(r)[r->op == IR_CHOLESKY ? 0 : 1]);
+            if (slot >= 0) out[at + slot] = 1;
+            continue;
+        }
         w.k = kn;
         w.bad = flags;
         w.seen = flags + kn->n_inputs;

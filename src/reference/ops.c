@@ -65,6 +65,7 @@ ref_eval_fn ref_op_eval(ir_op op) {
     if ((unsigned)op >= IR_NUM_OPS) return NULL;
     if (evals[op]) return evals[op];
     ref_eval_fn f = ref_structural_eval(op);
+    if (!f) f = ref_linalg_eval(op);
     return f ? f : ref_control_eval(op);
 }
 

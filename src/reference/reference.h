@@ -62,6 +62,8 @@ kiln_status ref_select(const kiln_graph *g, uint32_t id, const ref_value *vals, 
  * reductions, dot_general, indexing, scans, attention), in a table of its own so that a new
  * structural op is one function and one row there; NULL for an op it does not own. */
 ref_eval_fn ref_structural_eval(ir_op op);
+/* linalg.c: the evaluators of cholesky and triangular_solve (NULL for other ops) */
+ref_eval_fn ref_linalg_eval(ir_op op);
 /* control.c: the evaluators of while, scan, cond and result (NULL for other ops) */
 ref_eval_fn ref_control_eval(ir_op op);
 /* random.c */

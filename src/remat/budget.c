@@ -390,7 +390,7 @@ static double closure_cost(const kiln_graph *g, const uint8_t *mat, const uint8_
         const ir_node *n = &g->nodes[u];
         ir_kind kd = ir_ops[n->op].kind;
         if (kd == IRK_DOT || kd == IRK_REDUCE || kd == IRK_COLLECTIVE || kd == IRK_SCAN ||
-            kd == IRK_ATTENTION || kd == IRK_SORT || kd == IRK_CONV ||
+            kd == IRK_ATTENTION || kd == IRK_SORT || kd == IRK_CONV || kd == IRK_LINALG ||
             (kd == IRK_TRANSFER && !ir_is_fetch(g, n)) ||
             (kd == IRK_INDEX && n->op == IR_SCATTER_ADD_ROWS))
             elementwise = false;

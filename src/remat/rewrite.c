@@ -145,6 +145,13 @@ double remat_node_flops(const kiln_graph *g, uint32_t id) {
         for (int d = 0; d < gm.ns; d++) macs *= (double)gm.out[d] * (double)gm.k[d];
         return 2 * macs;
     }
+    case IRK_LINALG: { /* LAPACK's counts: potrf m^3 / 3, trsm m^2 per right-hand side */
+        const ir_node *a = &g->nodes[ir_in(n)[0]];
+        double m = (double)a->shape.dims[a->shape.rank - 1];
+        int64_t na = 0;
+        ir_shape_numel(&a->shape, &na);
+        return n->op == IR_CHOLESKY ? (double)na * m / 3 : (double)out * m;
+    }
     default: return 0; /* sources and shape ops move data only */
     }
 }

@@ -32,7 +32,7 @@
 #include <time.h>
 
 /* The per-kind totals' names (report_totals) list every fk_kind. */
-_Static_assert(FK_NUM_KINDS == 10, "profile.c: a new fk_kind needs its plural name here");
+_Static_assert(FK_NUM_KINDS == 11, "profile.c: a new fk_kind needs its plural name here");
 
 struct exec_profile {
     atomic_uint_fast64_t runs;    /* runs that finished with profiling on, not the first */
@@ -280,14 +280,14 @@ static char *profile_report(const kiln_executable *e) {
     if (v.first_apart) report_first_run(e, rows, nk, per_run, &sb);
     report_tiers(e, &sb);
     static const char *const kind_names[FK_NUM_KINDS] = {
-        "loops",       "products", "scatters",      "scans",     "attention",
-        "collectives", "sorts",    "control steps", "transfers", "convolutions"};
+        "loops", "products",      "scatters",  "scans",        "attention",     "collectives",
+        "sorts", "control steps", "transfers", "convolutions", "linear algebra"};
     for (int kd = 0; kd < FK_NUM_KINDS; kd++) {
         if (!by_kind_ns[kd]) continue;
         double ms = (double)by_kind_ns[kd] * per_run;
         sb_printf(&sb, "  %-11s %8.3f ms  %5.1f%%", kind_names[kd], ms,
                   sum ? 100.0 * (double)by_kind_ns[kd] / (double)sum : 0.0);
-        if (kd == FK_DOT || kd == FK_ATTENTION || kd == FK_CONV)
+        if (kd == FK_DOT || kd == FK_ATTENTION || kd == FK_CONV || kd == FK_LINALG)
             sb_printf(&sb, "  %7.1f GFLOP/s", by_kind_flops[kd] / ms * 1e-6);
         else
             sb_printf(&sb, "  %7.1f GB/s", by_kind_bytes[kd] / ms * 1e-6);
@@ -305,7 +305,7 @@ static char *profile_report(const kiln_executable *e) {
         if (ms <= 0)
             sb_append(&sb, "              ");
         else if (e->kernel_info[i].kind == FK_DOT || e->kernel_info[i].kind == FK_ATTENTION ||
-                 e->kernel_info[i].kind == FK_CONV)
+                 e->kernel_info[i].kind == FK_CONV || e->kernel_info[i].kind == FK_LINALG)
             sb_printf(&sb, "  %6.1f GFLOP/s", f / ms * 1e-6);
         else
             sb_printf(&sb, "  %6.1f GB/s   ", b / ms * 1e-6);

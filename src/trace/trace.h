@@ -183,6 +183,23 @@ kiln_value trace_conv(kiln_graph *g, const char *op, const ir_node *n, int kind,
                       kiln_value b);
 kiln_value trace_conv_primitives(kiln_graph *g, const ir_node *n, kiln_value a, kiln_value b);
 
+/* Linear algebra (linalg.c): the derivatives of CHOLESKY (l its result) and of a
+ * TRIANGULAR_SOLVE node n (x its result; a tangent of {0, 0} is a zero), and each op's
+ * primitive form (a kiln_fori_loop over rows) for src/passes/expand.c. */
+kiln_value trace_cholesky_jvp(kiln_graph *g, kiln_value l, kiln_value da);
+kiln_value trace_cholesky_vjp(kiln_graph *g, kiln_value l, kiln_value ct);
+kiln_value trace_triangular_solve_jvp(kiln_graph *g, const ir_node *n, kiln_value a, kiln_value x,
+                                      kiln_value da, kiln_value db);
+void trace_triangular_solve_vjp(kiln_graph *g, const ir_node *n, kiln_value a, kiln_value x,
+                                kiln_value ct, const bool *need, kiln_value *out);
+kiln_value trace_cholesky_primitives(kiln_graph *g, kiln_value a);
+kiln_value trace_triangular_solve_primitives(kiln_graph *g, const ir_node *n, kiln_value a,
+                                             kiln_value b);
+/* The CHOLESKY node of a without kiln_cholesky's symmetrisation (it reads a's lower
+ * triangle: jax.lax.linalg.cholesky(symmetrize_input=False)), checked as kiln_cholesky
+ * checks a, its errors named op: for the importer, whose texts symmetrise where JAX did. */
+kiln_value trace_cholesky_raw(kiln_graph *g, const char *op, kiln_value a);
+
 /* attention.c. trace_attention: the IR_ATTENTION node (kind FORWARD) with the scale as
  * given (the public builder resolves its default). trace_attention_kind: a node of tmpl's
  * attributes (its kind among them) over in[0..n_in), errors named op (the text reader's

@@ -542,6 +542,7 @@ static bool cpu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib
     if (!cpu_lib_dtype_ok(op, d->dtype)) return false;
     const kn_attention_desc *a = &d->attention;
     if (op == KN_LIB_ATTENTION) return a->kind == KN_ATTN_FORWARD;
+    if (op == KN_LIB_CHOLESKY || op == KN_LIB_TRIANGULAR_SOLVE) return cpu_linalg_supported(d);
     if (op == KN_LIB_ATTENTION_GRAD)
         return a->kind >= KN_ATTN_LSE && a->kind <= KN_ATTN_GRAD_V && a->fill == -INFINITY;
     return true;
@@ -575,6 +576,11 @@ static kiln_status cpu_lib_run(void *state, int device, const kn_lib_desc *d, vo
     case KN_LIB_ATTENTION:
     case KN_LIB_ATTENTION_GRAD: return cpu_lib_attention(state, device, d, b);
     case KN_LIB_ARGSORT: return cpu_lib_sort(state, device, d, b[0], b[1], b[2]);
+    case KN_LIB_CHOLESKY:
+    case KN_LIB_TRIANGULAR_SOLVE:
+        cpu_linalg(atomic_load_explicit(&((cpu_state *)state)->pool[device], memory_order_acquire),
+                   d, b);
+        return KILN_STATUS_OK;
     default: break;
     }
     cpu_state *st = state;

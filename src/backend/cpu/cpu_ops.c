@@ -332,6 +332,8 @@ bool cpu_lib_dtype_ok(kn_lib_op op, kiln_dtype t) {
     case KN_LIB_ATTENTION_GRAD: return fl;
     case KN_LIB_ARGSORT:
         return fl || t == KILN_DTYPE_I32 || t == KILN_DTYPE_I64 || t == KILN_DTYPE_BOOL;
+    case KN_LIB_CHOLESKY:
+    case KN_LIB_TRIANGULAR_SOLVE: return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F64;
     default: return false;
     }
 }

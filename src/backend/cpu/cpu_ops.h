@@ -38,6 +38,12 @@ int64_t cpu_cumsum_items(int64_t outer, int64_t inner);
 void cpu_cumsum_part(kiln_dtype t, const void *x, void *out, int64_t outer, int64_t n,
                      int64_t inner, bool reverse, int64_t begin, int64_t end);
 
+/* cholesky and triangular_solve (cpu_linalg.c: OpenBLAS's potrf and trsm) over the
+ * buffers backend_impl.h names, on pool (NULL: the calling thread). cpu_linalg_supported:
+ * f32 and f64, and sizes OpenBLAS's int arguments hold. */
+bool cpu_linalg_supported(const kn_lib_desc *d);
+void cpu_linalg(kn_pool *pool, const kn_lib_desc *d, void *const *bufs);
+
 /* The attention op (cpu_attention.c): work items of CPU_ATTN_TQ query rows, keys in
  * chunks of CPU_ATTN_SK. cpu_attention_scratch: the bytes `threads` threads need (one
  * slot each); cpu_attention runs on up to `threads` of the pool's threads (pool may be

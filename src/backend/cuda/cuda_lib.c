@@ -659,7 +659,8 @@ static kiln_status cu_cumsum(void *state, int device, kiln_dtype dtype, const vo
  * bf16, f16, i32 or i64 (within cuBLAS's sizes), a permute of 1-, 2-, 4- or 8-byte
  * elements, scatter_add_rows and cumsum of cu_lib_type's dtypes, attention of any float
  * (any shape: the kernel needs no scratch), argsort of any dtype, a convolution of any
- * float with 1 to 3 spatial axes (cu_conv_supports). kiln_compile names the op and the
+ * float with 1 to 3 spatial axes (cu_conv_supports). No cholesky or triangular_solve: those
+ * run as their primitive form (src/passes/expand.c). kiln_compile names the op and the
  * dtype of a call refused here (compile.c, check_lib_calls). */
 bool cu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib_desc *d) {
     cu_state *st = state;

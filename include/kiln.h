@@ -1145,6 +1145,19 @@ typedef struct kiln_triangular_solve_options {
 KILN_API kiln_value kiln_triangular_solve(kiln_graph *g, kiln_value a, kiln_value b,
                                           const kiln_triangular_solve_options *opts);
 
+/* jnp.eye(n, m, k, dtype): ones where column - row == k, an [n, m] array. */
+KILN_API kiln_value kiln_eye(kiln_graph *g, kiln_dtype dtype, int64_t n, int64_t m, int64_t k);
+/* jnp.tril(x, k) / jnp.triu(x, k): x (rank >= 2) with zeros above (tril) or below (triu)
+ * diagonal k of its last two axes (k > 0 above the main diagonal, k < 0 below). */
+KILN_API kiln_value kiln_tril(kiln_graph *g, kiln_value x, int64_t k);
+KILN_API kiln_value kiln_triu(kiln_graph *g, kiln_value x, int64_t k);
+/* jnp.diagonal(x, offset, axis1, axis2): the elements x[..., i, i + offset] of the plane
+ * of axes axis1 and axis2 (negative ones count from the end; jnp's defaults are 0 and 1,
+ * a batch of matrices wants -2 and -1), on a new last axis after x's other axes, in order;
+ * empty when the offset is past the plane. */
+KILN_API kiln_value kiln_diagonal(kiln_graph *g, kiln_value x, int64_t offset, int axis1,
+                                  int axis2);
+
 /* jax.scipy.linalg.cho_solve((c, lower), b): x with a x = b for a = c c^T (lower) or
  * c^T c, c a Cholesky factor [..., m, m] (kiln_cholesky's, lower). b is [..., m, n], or
  * [..., m] for one right-hand side per matrix. */
@@ -2625,6 +2638,10 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_cholesky(g, ...)             KILN__V(g, kiln_cholesky((g), __VA_ARGS__))
 #define kiln_triangular_solve(g, ...)     KILN__V(g, kiln_triangular_solve((g), __VA_ARGS__))
 #define kiln_cho_solve(g, ...)            KILN__V(g, kiln_cho_solve((g), __VA_ARGS__))
+#define kiln_eye(g, ...)                  KILN__V(g, kiln_eye((g), __VA_ARGS__))
+#define kiln_tril(g, ...)                 KILN__V(g, kiln_tril((g), __VA_ARGS__))
+#define kiln_triu(g, ...)                 KILN__V(g, kiln_triu((g), __VA_ARGS__))
+#define kiln_diagonal(g, ...)             KILN__V(g, kiln_diagonal((g), __VA_ARGS__))
 #define kiln_jvp(g, ...)                  KILN__S(g, kiln_jvp((g), __VA_ARGS__))
 #define kiln_custom_vjp(g, ...)           KILN__S(g, kiln_custom_vjp((g), __VA_ARGS__))
 #define kiln_vmap(g, ...)                 KILN__S(g, kiln_vmap((g), __VA_ARGS__))

@@ -167,6 +167,77 @@ kiln_value trace_cholesky_raw(kiln_graph *g, const char *op, kiln_value a) {
     return trace_emit(g, op, &n, &a.id, 1);
 }
 
+/* ------------------------------------------------------ matrix helpers ---- */
+
+kiln_value kiln_eye(kiln_graph *g, kiln_dtype dtype, int64_t n, int64_t m, int64_t k) {
+    const char *op = "kiln_eye";
+    if (!trace_ready(g, op)) return KN_NONE;
+    if (!ir_dtype_valid(dtype))
+        return trace_fail(g, KILN_STATUS_DTYPE, op, "dtype %d is not a kiln_dtype", (int)dtype);
+    if (n < 0 || m < 0)
+        return trace_fail(g, KILN_STATUS_SHAPE, op, "n = %lld and m = %lld must be >= 0",
+                          (long long)n, (long long)m);
+    ir_shape s = {2, {n, m}};
+    kiln_value on = kiln_compare(g,
+                                 kiln_sub(g, kiln_iota(g, KILN_DTYPE_I64, 2, s.dims, 1),
+                                          kiln_iota(g, KILN_DTYPE_I64, 2, s.dims, 0)),
+                                 kiln_scalar(g, KILN_DTYPE_I64, (double)k), KILN_CMP_EQ);
+    return kiln_convert(g, on, dtype);
+}
+
+/* jnp.tril / jnp.triu: the checks, then the select. */
+static kiln_value triangle(kiln_graph *g, const char *op, kiln_value x, int64_t k, bool lower) {
+    if (!trace_ready(g, op)) return KN_NONE;
+    const ir_node *n = trace_node(g, op, x, "x");
+    if (!n) return KN_NONE;
+    if (n->shape.rank < 2)
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
+                             "x must have two axes or more (matrices over the last two)");
+    return tri(g, x, lower, k);
+}
+
+kiln_value kiln_tril(kiln_graph *g, kiln_value x, int64_t k) {
+    return triangle(g, "kiln_tril", x, k, true);
+}
+
+kiln_value kiln_triu(kiln_graph *g, kiln_value x, int64_t k) {
+    return triangle(g, "kiln_triu", x, k, false);
+}
+
+kiln_value kiln_diagonal(kiln_graph *g, kiln_value x, int64_t offset, int axis1, int axis2) {
+    const char *op = "kiln_diagonal";
+    if (!trace_ready(g, op)) return KN_NONE;
+    const ir_node *n = trace_node(g, op, x, "x");
+    if (!n) return KN_NONE;
+    int r = n->shape.rank, a1, a2;
+    if (r < 2)
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op, "x must have two axes or more");
+    if (!trace_axis(axis1, r, &a1) || !trace_axis(axis2, r, &a2) || a1 == a2)
+        return trace_fail_on(g, &x.id, 1, KILN_STATUS_SHAPE, op,
+                             "axis1 = %d and axis2 = %d must be two different axes of rank %d",
+                             axis1, axis2, r);
+    /* the two axes last (axis1, then axis2), flattened, and every (cols + 1)-th element
+     * from the offset's first one: jnp's diagonal, its axis last */
+    int perm[KILN_MAX_RANK], p = 0;
+    for (int i = 0; i < r; i++)
+        if (i != a1 && i != a2) perm[p++] = i;
+    perm[p++] = a1, perm[p++] = a2;
+    int64_t rows = n->shape.dims[a1], cols = n->shape.dims[a2];
+    int64_t len = offset >= 0 ? (cols - offset < rows ? cols - offset : rows)
+                              : (rows + offset < cols ? rows + offset : cols);
+    if (len < 0) len = 0;
+    int64_t first = offset >= 0 ? offset : -offset * cols;
+    int64_t d[KILN_MAX_RANK], start[KILN_MAX_RANK], limit[KILN_MAX_RANK], stride[KILN_MAX_RANK];
+    for (int i = 0; i < r - 2; i++)
+        d[i] = n->shape.dims[perm[i]], start[i] = 0, limit[i] = d[i], stride[i] = 1;
+    d[r - 2] = rows * cols;
+    start[r - 2] = len ? first : 0;
+    limit[r - 2] = len ? first + (len - 1) * (cols + 1) + 1 : 0;
+    stride[r - 2] = cols + 1;
+    kiln_value flat = kiln_reshape(g, kiln_transpose(g, x, perm), r - 1, d);
+    return kiln_slice(g, flat, start, limit, stride);
+}
+
 /* --------------------------------------------------------- derivatives ---- */
 
 /* phi(x): x's lower triangle with its diagonal halved. */

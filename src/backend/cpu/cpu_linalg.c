@@ -38,8 +38,9 @@ typedef struct linalg_call {
     int64_t chunks; /* work items per matrix */
 } linalg_call;
 
-/* Matrices up to this order are factored by small_cholesky below, larger ones by potrf. */
-#define CPU_LINALG_SMALL 128
+/* Matrices up to this order are factored by small_cholesky below, larger ones by potrf
+ * (where OpenBLAS's blocking pays: bench/RESULTS.md, "Linear algebra"). */
+#define CPU_LINALG_SMALL 24
 
 /* The right-looking Cholesky factorisation of the n x n row-major lower triangle of a, in
  * place: column j scaled by its pivot, then the rows below it updated by an axpy each with

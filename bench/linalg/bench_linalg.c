@@ -106,10 +106,7 @@ static void run_case(kiln_context *ctx, const bcase *c, FILE *list) {
         b = kiln_parameter(g, "y", c->t, 1, &n);
         kiln_value l = kiln_cholesky(g, a);
         kiln_value alpha = kiln_cho_solve(g, l, true, b);
-        kiln_value eye = kiln_compare(g, kiln_iota(g, KILN_DTYPE_I32, 2, adims, 0),
-                                      kiln_iota(g, KILN_DTYPE_I32, 2, adims, 1), KILN_CMP_EQ);
-        kiln_value diag = kiln_reduce_sum(g, kiln_where(g, eye, l, kiln_scalar(g, c->t, 0)), 1,
-                                          (int[]){1}, false);
+        kiln_value diag = kiln_diagonal(g, l, 0, 0, 1);
         kiln_value nll =
             kiln_add(g,
                      kiln_mul(g, kiln_scalar(g, c->t, 0.5),

@@ -23,7 +23,10 @@
 #include <math.h>
 #include <stdio.h>
 
-/* ------------------------------------------------------------- helpers ---- */
+/* ------------------------------------------------------------- helpers ----
+ *
+ * Every builder appends to g->nodes, which may move it: a shape or dtype needed after a
+ * builder call is copied out of the node first, never held by pointer. */
 
 /* x with its last two axes swapped (a transpose, which fusion and the GEMM read as a view). */
 static kiln_value mT(kiln_graph *g, kiln_value x) {
@@ -36,10 +39,10 @@ static kiln_value mT(kiln_graph *g, kiln_value x) {
 
 /* The bool mask of shape s (rank >= 2) that holds where column - row <= k (lower) or
  * column - row >= k (upper): jnp.tril / jnp.triu's k. */
-static kiln_value tri_mask(kiln_graph *g, const ir_shape *s, bool lower, int64_t k) {
-    int r = s->rank;
-    kiln_value row = kiln_iota(g, KILN_DTYPE_I64, r, s->dims, r - 2);
-    kiln_value col = kiln_iota(g, KILN_DTYPE_I64, r, s->dims, r - 1);
+static kiln_value tri_mask(kiln_graph *g, ir_shape s, bool lower, int64_t k) {
+    int r = s.rank;
+    kiln_value row = kiln_iota(g, KILN_DTYPE_I64, r, s.dims, r - 2);
+    kiln_value col = kiln_iota(g, KILN_DTYPE_I64, r, s.dims, r - 1);
     kiln_value d = kiln_sub(g, col, row);
     return kiln_compare(g, d, kiln_scalar(g, KILN_DTYPE_I64, (double)k),
                         lower ? KILN_CMP_LE : KILN_CMP_GE);
@@ -48,9 +51,9 @@ static kiln_value tri_mask(kiln_graph *g, const ir_shape *s, bool lower, int64_t
 /* x's lower (or upper) triangle from diagonal k, zeros elsewhere (a select, so a NaN
  * outside it does not leak). */
 static kiln_value tri(kiln_graph *g, kiln_value x, bool lower, int64_t k) {
-    const ir_node *n = &g->nodes[x.id];
-    kiln_value z = kiln_scalar(g, n->dtype, 0);
-    return kiln_select(g, tri_mask(g, &n->shape, lower, k), x, z);
+    ir_shape s = g->nodes[x.id].shape;
+    kiln_value z = kiln_scalar(g, g->nodes[x.id].dtype, 0);
+    return kiln_select(g, tri_mask(g, s, lower, k), x, z);
 }
 
 static kiln_value tsolve(kiln_graph *g, const char *op, kiln_value a, kiln_value b, bool left,
@@ -89,8 +92,8 @@ kiln_value kiln_cholesky(kiln_graph *g, kiln_value a) {
     if (!trace_ready(g, op) || !square(g, op, a, "a")) return KN_NONE;
     /* jnp.linalg.cholesky: (a + a^T) / 2, so the factor and its gradient see a symmetric
      * matrix whichever triangle was filled in */
-    const ir_node *an = &g->nodes[a.id];
-    kiln_value s = kiln_mul(g, kiln_add(g, a, mT(g, a)), kiln_scalar(g, an->dtype, 0.5));
+    kiln_dtype t = g->nodes[a.id].dtype;
+    kiln_value s = kiln_mul(g, kiln_add(g, a, mT(g, a)), kiln_scalar(g, t, 0.5));
     ir_node n = {.op = IR_CHOLESKY};
     return s.id ? trace_emit(g, op, &n, &s.id, 1) : KN_NONE;
 }
@@ -149,16 +152,17 @@ kiln_value kiln_cho_solve(kiln_graph *g, kiln_value c, bool lower, kiln_value b)
                              "b must be [..., m] or [..., m, n] with c's batch axes, m = %lld",
                              (long long)cn->shape.dims[r - 1]);
     kiln_value bm = b;
+    ir_shape bs = bn->shape;
     if (vec) {
         int64_t d[KILN_MAX_RANK];
-        for (int i = 0; i < r - 1; i++) d[i] = bn->shape.dims[i];
+        for (int i = 0; i < r - 1; i++) d[i] = bs.dims[i];
         d[r - 1] = 1;
         bm = kiln_reshape(g, b, r, d);
     }
     /* c c^T x = b (lower) or c^T c x = b (upper): two solves */
     kiln_value y = tsolve(g, op, c, bm, true, lower, !lower, false);
     kiln_value x = tsolve(g, op, c, y, true, lower, lower, false);
-    return vec && x.id ? kiln_reshape(g, x, r - 1, bn->shape.dims) : x;
+    return vec && x.id ? kiln_reshape(g, x, r - 1, bs.dims) : x;
 }
 
 kiln_value trace_cholesky_raw(kiln_graph *g, const char *op, kiln_value a) {
@@ -223,10 +227,12 @@ kiln_value kiln_diagonal(kiln_graph *g, kiln_value x, int64_t offset, int axis1,
         if (i != a1 && i != a2) perm[p++] = i;
     perm[p++] = a1, perm[p++] = a2;
     int64_t rows = n->shape.dims[a1], cols = n->shape.dims[a2];
-    int64_t len = offset >= 0 ? (cols - offset < rows ? cols - offset : rows)
-                              : (rows + offset < cols ? rows + offset : cols);
-    if (len < 0) len = 0;
-    int64_t first = offset >= 0 ? offset : -offset * cols;
+    /* no arithmetic on an offset outside (-rows, cols): any int64_t is taken */
+    int64_t len = 0, first = 0;
+    if (offset >= 0 && offset < cols)
+        len = cols - offset < rows ? cols - offset : rows, first = offset;
+    else if (offset < 0 && offset > -rows)
+        len = rows + offset < cols ? rows + offset : cols, first = -offset * cols;
     int64_t d[KILN_MAX_RANK], start[KILN_MAX_RANK], limit[KILN_MAX_RANK], stride[KILN_MAX_RANK];
     for (int i = 0; i < r - 2; i++)
         d[i] = n->shape.dims[perm[i]], start[i] = 0, limit[i] = d[i], stride[i] = 1;
@@ -242,9 +248,10 @@ kiln_value kiln_diagonal(kiln_graph *g, kiln_value x, int64_t offset, int axis1,
 
 /* phi(x): x's lower triangle with its diagonal halved. */
 static kiln_value phi(kiln_graph *g, kiln_value x) {
-    const ir_node *n = &g->nodes[x.id];
-    kiln_value half = kiln_select(g, tri_mask(g, &n->shape, false, 0),
-                                  kiln_scalar(g, n->dtype, 0.5), kiln_scalar(g, n->dtype, 1));
+    ir_shape s = g->nodes[x.id].shape;
+    kiln_dtype t = g->nodes[x.id].dtype;
+    kiln_value half =
+        kiln_select(g, tri_mask(g, s, false, 0), kiln_scalar(g, t, 0.5), kiln_scalar(g, t, 1));
     return kiln_mul(g, tri(g, x, true, 0), half);
 }
 
@@ -308,13 +315,13 @@ static void starts(kiln_graph *g, int rank, kiln_value row, kiln_value col, kiln
 /* x[..., r:r+rows, c:c+cols] at traced r and c. */
 static kiln_value window(kiln_graph *g, kiln_value x, kiln_value r, kiln_value c, int64_t rows,
                          int64_t cols) {
-    const ir_shape *s = &g->nodes[x.id].shape;
+    ir_shape s = g->nodes[x.id].shape;
     kiln_value st[KILN_MAX_RANK];
     int64_t sz[KILN_MAX_RANK];
-    for (int i = 0; i < s->rank - 2; i++) sz[i] = s->dims[i];
-    sz[s->rank - 2] = rows, sz[s->rank - 1] = cols;
-    starts(g, s->rank, r, c, st);
-    return kiln_dynamic_slice(g, x, s->rank, st, sz);
+    for (int i = 0; i < s.rank - 2; i++) sz[i] = s.dims[i];
+    sz[s.rank - 2] = rows, sz[s.rank - 1] = cols;
+    starts(g, s.rank, r, c, st);
+    return kiln_dynamic_slice(g, x, s.rank, st, sz);
 }
 
 static kiln_value put(kiln_graph *g, kiln_value x, kiln_value u, kiln_value r, kiln_value c) {
@@ -341,8 +348,8 @@ static int cholesky_column(kiln_graph *g, int n_in, const kiln_value *in, void *
     kiln_value s = kiln_sub(g, window(g, a, zero, j, p->m, 1),
                             kiln_matmul(g, l, mT(g, window(g, l, j, zero, 1, p->m))));
     kiln_value d = kiln_sqrt(g, window(g, s, j, zero, 1, 1));
-    const ir_shape *sh = &g->nodes[s.id].shape;
-    kiln_value rows = kiln_iota(g, KILN_DTYPE_I32, sh->rank, sh->dims, sh->rank - 2);
+    ir_shape sh = g->nodes[s.id].shape;
+    kiln_value rows = kiln_iota(g, KILN_DTYPE_I32, sh.rank, sh.dims, sh.rank - 2);
     kiln_value col = kiln_select(g, kiln_compare(g, rows, j, KILN_CMP_GE), kiln_div(g, s, d),
                                  kiln_scalar(g, g->nodes[s.id].dtype, 0));
     outs[0] = put(g, l, col, zero, j);
@@ -359,14 +366,14 @@ kiln_value trace_cholesky_primitives(kiln_graph *g, kiln_value a) {
     if (kiln_fori_loop(g, 0, p.m, cholesky_column, &p, 1, &l0, &l)) return KN_NONE;
     /* potrf's failure: a pivot not > 0 (or NaN) makes the lower triangle NaN */
     kiln_value pos = kiln_compare(g, l, kiln_scalar(g, t, 0), KILN_CMP_GT);
-    kiln_value off = kiln_logical_not(
-        g, kiln_logical_and(g, tri_mask(g, &s, true, 0), tri_mask(g, &s, false, 0)));
+    kiln_value off =
+        kiln_logical_not(g, kiln_logical_and(g, tri_mask(g, s, true, 0), tri_mask(g, s, false, 0)));
     kiln_value good = kiln_convert(g, kiln_logical_or(g, off, pos), KILN_DTYPE_I32);
     int axes[2] = {s.rank - 2, s.rank - 1};
     kiln_value ok = kiln_reduce_min(g, good, 2, axes, true);
     kiln_value good_or_upper =
         kiln_logical_or(g, kiln_compare(g, ok, kiln_scalar(g, KILN_DTYPE_I32, 0), KILN_CMP_GT),
-                        kiln_logical_not(g, tri_mask(g, &s, true, 0)));
+                        kiln_logical_not(g, tri_mask(g, s, true, 0)));
     return kiln_select(g, good_or_upper, l, kiln_scalar(g, t, NAN));
 }
 
@@ -384,8 +391,8 @@ static int substitution_row(kiln_graph *g, int n_in, const kiln_value *in, void 
     kiln_value r =
         p->lower ? i : kiln_sub(g, kiln_scalar(g, KILN_DTYPE_I32, (double)(p->m - 1)), i);
     kiln_value arow = window(g, a, r, zero, 1, p->m);
-    const ir_shape *sh = &g->nodes[arow.id].shape;
-    kiln_value cols = kiln_iota(g, KILN_DTYPE_I32, sh->rank, sh->dims, sh->rank - 1);
+    ir_shape sh = g->nodes[arow.id].shape;
+    kiln_value cols = kiln_iota(g, KILN_DTYPE_I32, sh.rank, sh.dims, sh.rank - 1);
     kiln_value seen = kiln_compare(g, cols, r, p->lower ? KILN_CMP_LT : KILN_CMP_GT);
     arow = kiln_select(g, seen, arow, kiln_scalar(g, g->nodes[arow.id].dtype, 0));
     int64_t n = g->nodes[x.id].shape.dims[g->nodes[x.id].shape.rank - 1];
@@ -401,14 +408,15 @@ kiln_value trace_triangular_solve_primitives(kiln_graph *g, const ir_node *n, ki
     bool left = n->a.tri.left_side;
     bool tr = n->a.tri.transpose_a != !left;
     kiln_value bl = left ? b : mT(g, b);
-    const ir_node *bn = &g->nodes[bl.id];
+    ir_shape bs = g->nodes[bl.id].shape;
+    kiln_dtype t = g->nodes[bl.id].dtype;
     prim_state p = {.a = a,
                     .b = bl,
-                    .m = bn->shape.dims[bn->shape.rank - 2],
+                    .m = bs.dims[bs.rank - 2],
                     .lower = n->a.tri.lower != tr,
                     .unit = n->a.tri.unit_diagonal,
                     .transpose = tr};
-    kiln_value x0 = kiln_full(g, bn->dtype, bn->shape.rank, bn->shape.dims, 0), x = {0};
+    kiln_value x0 = kiln_full(g, t, bs.rank, bs.dims, 0), x = {0};
     if (!p.m) return left ? x0 : mT(g, x0); /* no rows: x is empty */
     if (kiln_fori_loop(g, 0, p.m, substitution_row, &p, 1, &x0, &x)) return KN_NONE;
     return left ? x : mT(g, x);

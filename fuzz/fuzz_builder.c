@@ -663,6 +663,41 @@ static void op_index(fz_state *s) {
     }
 }
 
+/* Linear algebra (linalg.c): cholesky, triangular_solve, cho_solve on any values (mostly
+ * not positive definite or of the wrong shape: the builders' checks; a factor of random
+ * values is ill-conditioned, so loose), and the exact helpers eye, tril, triu, diagonal. */
+static void op_linalg(fz_state *s) {
+    fz_val x = pick(s);
+    uint8_t w = fz_u8(&s->in);
+    switch (w % 6) {
+    case 0: push(s, kiln_cholesky(s->g, x.v), LV_LOOSE); break;
+    case 1: {
+        fz_val y = pick(s);
+        kiln_triangular_solve_options o = {w & 8, w & 16, w & 32, w & 64};
+        push(s, kiln_triangular_solve(s->g, x.v, y.v, w & 128 ? NULL : &o), LV_LOOSE);
+        break;
+    }
+    case 2: push(s, kiln_cho_solve(s->g, x.v, w & 8, pick(s).v), LV_LOOSE); break;
+    case 3: {
+        int64_t k = draw_attr(s, -4, 4);
+        push(s, w & 8 ? kiln_tril(s->g, x.v, k) : kiln_triu(s->g, x.v, k), x.lv);
+        break;
+    }
+    case 4:
+        push(s,
+             kiln_diagonal(s->g, x.v, draw_attr(s, -4, 4), draw_axis(s, x.rank),
+                           draw_axis(s, x.rank)),
+             x.lv);
+        break;
+    default:
+        push(s,
+             kiln_eye(s->g, draw_dtype(s), draw_attr(s, -1, 6), draw_attr(s, -1, 6),
+                      draw_attr(s, -3, 3)),
+             LV_EXACT);
+        break;
+    }
+}
+
 /* kiln_gather / kiln_scatter with dimension numbers drawn from the input (mostly wrong:
  * the builders' checks), x[i, j] through kiln_index_get, and the .at[] updates (gather.c). */
 static void op_gather_dims(fz_state *s) {
@@ -935,7 +970,8 @@ static void step(fz_state *s) {
                                               op_rev_split,
                                               op_dynamic,
                                               op_control,
-                                              op_gather_dims};
+                                              op_gather_dims,
+                                              op_linalg};
     uint8_t b = fz_u8(&s->in);
     if (b == 255) kiln_graph_at(s->g, b % 2 ? "fuzz.c" : NULL, (int)fz_u8(&s->in) - 8);
     ops[b % (sizeof ops / sizeof ops[0])](s);

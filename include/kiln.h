@@ -1130,6 +1130,13 @@ KILN_API kiln_value kiln_avg_pool(kiln_graph *g, kiln_value x, const kiln_window
  * factors. */
 KILN_API kiln_value kiln_cholesky(kiln_graph *g, kiln_value a);
 
+/* jax.lax.linalg.cholesky(a, symmetrize_input=False): the lower factor of a's lower
+ * triangle as it stands (its upper triangle is never read), with kiln_cholesky's zeros and
+ * NaN. Its gradient is JAX's for that call: the cotangent of a symmetric perturbation, so
+ * not zero above the diagonal. For a matrix known to be symmetric it skips kiln_cholesky's
+ * (a + a^T) / 2. */
+KILN_API kiln_value kiln_cholesky_from_lower(kiln_graph *g, kiln_value a);
+
 /* jax.lax.linalg.triangular_solve's options: zero (or a NULL pointer) is its defaults. */
 typedef struct kiln_triangular_solve_options {
     bool left_side;     /* solve op(a) x = b; false: x op(a) = b */
@@ -2636,6 +2643,7 @@ KILN_API kiln_status kiln_graph_pop_at_status(kiln_graph *g, kiln_status s);
 #define kiln_reduce_window(g, ...)        KILN__V(g, kiln_reduce_window((g), __VA_ARGS__))
 #define kiln_avg_pool(g, ...)             KILN__V(g, kiln_avg_pool((g), __VA_ARGS__))
 #define kiln_cholesky(g, ...)             KILN__V(g, kiln_cholesky((g), __VA_ARGS__))
+#define kiln_cholesky_from_lower(g, ...)  KILN__V(g, kiln_cholesky_from_lower((g), __VA_ARGS__))
 #define kiln_triangular_solve(g, ...)     KILN__V(g, kiln_triangular_solve((g), __VA_ARGS__))
 #define kiln_cho_solve(g, ...)            KILN__V(g, kiln_cho_solve((g), __VA_ARGS__))
 #define kiln_eye(g, ...)                  KILN__V(g, kiln_eye((g), __VA_ARGS__))

@@ -36,6 +36,11 @@ w = rng.standard_normal((B, M, M))
 L = jnp.linalg.cholesky(spd)
 gA = jax.grad(lambda a: jnp.sum(w * jnp.linalg.cholesky(a)))(spd)
 out += [carr("CHOL_A", spd), carr("CHOL_W", w), carr("CHOL_L", L), carr("CHOL_GRAD", gA)]
+# lax.linalg.cholesky(symmetrize_input=False) of the symmetric part's lower triangle with
+# large values above it (never read), and its gradient (JAX's convention for the raw op)
+raw = np.tril((spd + np.swapaxes(spd, -1, -2)) / 2) + np.triu(np.full((M, M), 1e3), 1)
+graw = jax.grad(lambda a: jnp.sum(w * lax.linalg.cholesky(a, symmetrize_input=False)))(raw)
+out += [carr("CHOL_RAW_A", raw), carr("CHOL_RAW_GRAD", graw)]
 out.append(carr("CHOL_NOT_PD_L", jnp.linalg.cholesky(np.array([[1.0, 2.0], [2.0, 1.0]]))))
 
 # triangular_solve, every combination of the four flags

@@ -178,6 +178,12 @@ static void test_programs_stablehlo(void) {
     run_program(ctx_g, "debug_sharded", "mlir", 1e-6);
     run_program(ctx_g, "math_functions", "mlir", 2e-5);
     run_program(ctx_g, "random_bits", "mlir", 1e-6); /* normal's erf_inv, x / 0.7: 1 ulp */
+    /* LAPACK's potrf and trsm as JAX calls them on the CPU, f32 and f64; the generic ops
+     * JAX writes for a TPU (and the HLO XLA reads from them), cuSOLVER's potrf for CUDA */
+    run_program(ctx_g, "linalg", "mlir", 1e-5);
+    run_program(ctx_g, "linalg_f64", "mlir", 1e-12);
+    run_program(ctx_g, "linalg_tpu", "mlir", 1e-5);
+    run_program(ctx_g, "linalg_cuda", "mlir", 1e-5);
 }
 
 static void test_programs_hlo(void) {
@@ -195,6 +201,12 @@ static void test_programs_hlo(void) {
     run_program(ctx_g, "debug_sharded", "hlo", 1e-6);
     run_program(ctx_g, "math_functions", "hlo", 2e-5);
     run_program(ctx_g, "random_bits", "hlo", 1e-6);
+    /* LAPACK's potrf and trsm as JAX calls them on the CPU, f32 and f64; the generic ops
+     * JAX writes for a TPU (and the HLO XLA reads from them), cuSOLVER's potrf for CUDA */
+    run_program(ctx_g, "linalg", "hlo", 1e-5);
+    run_program(ctx_g, "linalg_f64", "hlo", 1e-12);
+    run_program(ctx_g, "linalg_tpu", "hlo", 1e-5);
+    run_program(ctx_g, "linalg_cuda", "hlo", 1e-5);
 }
 
 /* Whether the plan of the imported program classes some bytes as activations (forward
@@ -713,6 +725,209 @@ static void test_errors_hlo(void) {
                  KILN_STATUS_INVALID_ARGUMENT, "no ENTRY", "line 6");
 }
 
+/* What JAX's programs mask off or never write, hand-written in both forms: LAPACK's raw
+ * potrf (uplo 'L' and 'U': the factor with the other triangle as the operand has it, and
+ * info, 1 where the matrix is not positive definite), trsm with trans_x 'C' (a real
+ * matrix's transpose), the upper factor of stablehlo.cholesky / HLO cholesky (lower
+ * absent) and triangular_solve's ADJOINT. The factor of S = L0 L0^T, L0 = [[2, 0, 0], [1,
+ * 3, 0], [-1, 2, 1]], is exact in f32; the triangles an op does not read hold garbage. */
+#define T33 "tensor<2x3x3xf32>"
+static const char linalg_mlir[] =
+    "module @m {\n  func.func public @main(%arg0: " T33 ", %arg1: " T33
+    ", %arg2: tensor<3x1xf32>, %arg3: tensor<3x3xf32>) -> (" T33 ", tensor<2xi32>, " T33
+    ", tensor<2xi32>, " T33 ", tensor<3x1xf32>, tensor<3x1xf32>, " T33 ") {\n"
+    "    %0:2 = stablehlo.custom_call @lapack_spotrf_ffi(%arg0) {backend_config = \"\", "
+    "mhlo.backend_config = {uplo = 76 : ui8}, mhlo.frontend_attributes = {num_batch_dims = "
+    "\"1\"}, operand_layouts = [dense<[1, 2, 0]> : tensor<3xindex>], result_layouts = "
+    "[dense<[1, 2, 0]> : tensor<3xindex>, dense<0> : tensor<1xindex>]} : (" T33 ") -> (" T33
+    ", tensor<2xi32>)\n"
+    "    %1:2 = stablehlo.custom_call @lapack_spotrf_ffi(%arg1) {backend_config = \"\", "
+    "mhlo.backend_config = {uplo = 85 : ui8}, mhlo.frontend_attributes = {num_batch_dims = "
+    "\"1\"}} : (" T33 ") -> (" T33 ", tensor<2xi32>)\n"
+    "    %2 = stablehlo.cholesky %arg1 : " T33 "\n"
+    "    %3 = stablehlo.custom_call @lapack_strsm_ffi(%arg3, %arg2) {backend_config = \"\", "
+    "mhlo.backend_config = {diag = 78 : ui8, side = 76 : ui8, trans_x = 67 : ui8, uplo = 76 : "
+    "ui8}, mhlo.frontend_attributes = {num_batch_dims = \"0\"}, operand_layouts = [dense<[0, "
+    "1]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>]} : (tensor<3x3xf32>, "
+    "tensor<3x1xf32>) -> tensor<3x1xf32>\n"
+    "    %4 = \"stablehlo.triangular_solve\"(%arg3, %arg2) <{left_side = true, lower = true, "
+    "transpose_a = #stablehlo<transpose ADJOINT>, unit_diagonal = false}> : (tensor<3x3xf32>, "
+    "tensor<3x1xf32>) -> tensor<3x1xf32>\n"
+    "    %5 = \"stablehlo.cholesky\"(%arg0) <{lower = true}> : (" T33 ") -> " T33 "\n"
+    "    return %0#0, %0#1, %1#0, %1#1, %2, %3, %4, %5 : " T33 ", tensor<2xi32>, " T33
+    ", tensor<2xi32>, " T33 ", tensor<3x1xf32>, tensor<3x1xf32>, " T33 "\n  }\n}\n";
+#define H33 "f32[2,3,3]{2,1,0}"
+#define HCALL                                                                                      \
+    "custom_call_target=\"lapack_spotrf_ffi\", operand_layout_constraints={f32[2,3,3]{1,2,0}}, "   \
+    "output_to_operand_aliasing={{0}: (0, {})}, api_version=API_VERSION_TYPED_FFI, "               \
+    "frontend_attributes={num_batch_dims=\"1\"}, backend_config="
+static const char linalg_hlo[] =
+    "HloModule m\n\nENTRY main {\n  a = " H33 " parameter(0)\n  u = " H33 " parameter(1)\n"
+    "  b = f32[3,1]{1,0} parameter(2)\n  t = f32[3,3]{1,0} parameter(3)\n"
+    "  pl = (f32[2,3,3]{1,2,0}, s32[2]{0}) custom-call(a), " HCALL "{uplo = 76 : ui8}\n"
+    "  l = f32[2,3,3]{1,2,0} get-tuple-element(pl), index=0\n"
+    "  li = s32[2]{0} get-tuple-element(pl), index=1\n"
+    "  pu = (f32[2,3,3]{1,2,0}, s32[2]{0}) custom-call(u), " HCALL "{uplo = 85 : ui8}\n"
+    "  up = f32[2,3,3]{1,2,0} get-tuple-element(pu), index=0\n"
+    "  ui = s32[2]{0} get-tuple-element(pu), index=1\n"
+    "  c = " H33 " cholesky(u)\n"
+    "  s = f32[3,1]{0,1} custom-call(t, b), custom_call_target=\"lapack_strsm_ffi\", "
+    "api_version=API_VERSION_TYPED_FFI, backend_config={diag = 78 : ui8, side = 76 : ui8, "
+    "trans_x = 67 : ui8, uplo = 76 : ui8}\n"
+    "  r = f32[3,1]{1,0} triangular-solve(t, b), left_side=true, lower=true, "
+    "transpose_a=ADJOINT\n"
+    "  cl = " H33 " cholesky(a), lower=true\n"
+    "  ROOT o = (f32[2,3,3]{1,2,0}, s32[2]{0}, f32[2,3,3]{1,2,0}, s32[2]{0}, " H33
+    ", f32[3,1]{0,1}, f32[3,1]{1,0}, " H33 ") tuple(l, li, up, ui, c, s, r, cl)\n}\n";
+#undef HCALL
+#undef H33
+#undef T33
+
+static void test_linalg_raw(void) {
+    const double N = NAN;
+    static const float lo[18] = {4, 100, -7, 2, 10, 9, -2, 5, 6, 1, 2, 0, 2, 1, 0, 0, 0, 1};
+    static const float up[18] = {4, 2, -2, 100, 10, 5, -7, 9, 6, 1, 2, 0, 2, 1, 0, 0, 0, 1};
+    static const float b[3] = {1, 12, 3}, t[9] = {2, 50, 60, 1, 3, 70, -1, 2, 1};
+    const double want_l[18] = {2, 100, -7, 1, 3, 9, -1, 2, 1, N, 2, 0, N, N, 0, N, N, N};
+    const double want_u[18] = {2, 1, -1, 100, 3, 2, -7, 9, 1, N, N, N, 2, N, N, 0, 0, N};
+    const double want_c[18] = {2, 1, -1, 0, 3, 2, 0, 0, 1, N, N, N, 0, N, N, 0, 0, N};
+    const double want_cl[18] = {2, 0, 0, 1, 3, 0, -1, 2, 1, N, 0, 0, N, N, 0, N, N, N};
+    const double info[2] = {0, 1}, x[3] = {1, 2, 3};
+    const double *want[8] = {want_l, info, want_u, info, want_c, x, x, want_cl};
+    static const int64_t n_want[8] = {18, 2, 18, 2, 18, 3, 3, 18};
+    int64_t d233[3] = {2, 3, 3}, d31[2] = {3, 1}, d33[2] = {3, 3};
+    kiln_array *args[4] = {0};
+    kiln_array_create(ctx_g, KILN_DTYPE_F32, 3, d233, lo, &args[0]);
+    kiln_array_create(ctx_g, KILN_DTYPE_F32, 3, d233, up, &args[1]);
+    kiln_array_create(ctx_g, KILN_DTYPE_F32, 2, d31, b, &args[2]);
+    kiln_array_create(ctx_g, KILN_DTYPE_F32, 2, d33, t, &args[3]);
+    for (int form = 0; form < 2; form++) {
+        const char *text = form ? linalg_hlo : linalg_mlir;
+        kiln_graph *g = NULL;
+        CHECK_OK(ctx_g, form ? kiln_import_hlo(ctx_g, text, strlen(text), &g)
+                             : kiln_import_stablehlo(ctx_g, text, strlen(text), &g));
+        kiln_executable *e = NULL;
+        if (g) CHECK_OK(ctx_g, kiln_compile(g, NULL, &e));
+        for (int run = 0; g && run < 2; run++) { /* compiled, interpreted */
+            kiln_array *outs[8] = {0};
+            CHECK_OK(ctx_g, run ? kiln_interpret(g, 4, args, 8, outs)
+                            : e ? kiln_executable_run(e, 4, args, 8, outs)
+                                : KILN_STATUS_INVALID_ARGUMENT);
+            for (int i = 0; i < 8 && outs[i]; i++) {
+                double got[18];
+                size_t size = kiln_array_nbytes(outs[i]);
+                kiln_dtype dt = kiln_array_dtype(outs[i]);
+                unsigned char raw[18 * 4];
+                CHECK(kiln_array_size(outs[i]) == n_want[i] && size <= sizeof raw);
+                if (kiln_array_size(outs[i]) != n_want[i] || size > sizeof raw) continue;
+                kiln_array_copy_to_host(outs[i], raw, size);
+                kiln_convert_host(ctx_g, dt, raw, KILN_DTYPE_F64, got, n_want[i]);
+                CHECK(dt == (i == 1 || i == 3 ? KILN_DTYPE_I32 : KILN_DTYPE_F32));
+                for (int64_t j = 0; j < n_want[i]; j++)
+                    CHECK_MSG(test_close(got[j], want[i][j], 1e-6, 1e-6),
+                              "%s, %s: output %d [%lld] is %g, want %g", form ? "HLO" : "StableHLO",
+                              run ? "interpreted" : "compiled", i, (long long)j, got[j],
+                              want[i][j]);
+            }
+            for (int i = 0; i < 8; i++) kiln_array_destroy(outs[i]);
+        }
+        kiln_executable_destroy(e);
+        kiln_graph_destroy(g);
+    }
+    for (int i = 0; i < 4; i++) kiln_array_destroy(args[i]);
+}
+
+/* Linear algebra outside f32 and f64, a complex or unknown target, a flag missing or out
+ * of LAPACK's range: refused by name, with the op's line and column, in both forms. */
+static void test_errors_linalg(void) {
+    static const struct {
+        const char *line, *type, *what;
+        kiln_status want;
+    } cases[] = {
+        {"%0:2 = stablehlo.custom_call @lapack_cpotrf_ffi(%arg0) {mhlo.backend_config = {uplo = "
+         "76 : ui8}} : (tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<i32>)",
+         "f32", "stablehlo.custom_call @lapack_cpotrf_ffi: complex matrices",
+         KILN_STATUS_UNIMPLEMENTED},
+        {"%0:2 = stablehlo.custom_call @lapack_spotrf_ffi(%arg0) {mhlo.backend_config = {uplo = "
+         "76 : ui8}} : (tensor<3x3xf64>) -> (tensor<3x3xf64>, tensor<i32>)",
+         "f64", "stablehlo.custom_call @lapack_spotrf_ffi takes f32, not f64", KILN_STATUS_DTYPE},
+        {"%0:2 = stablehlo.custom_call @lapack_dpotrf_ffi(%arg0) {mhlo.backend_config = {uplo = "
+         "88 : ui8}} : (tensor<3x3xf64>) -> (tensor<3x3xf64>, tensor<i32>)",
+         "f64", "@lapack_dpotrf_ffi: backend_config uplo = 88, not 76 ('L') or 85 ('U')",
+         KILN_STATUS_UNIMPLEMENTED},
+        {"%0 = stablehlo.custom_call @lapack_strsm_ffi(%arg0, %arg0) {mhlo.backend_config = "
+         "{side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8}} : (tensor<3x3xf32>, "
+         "tensor<3x3xf32>) -> tensor<3x3xf32>",
+         "f32", "@lapack_strsm_ffi: its backend_config has no diag (78 ('N') or 85 ('U'))",
+         KILN_STATUS_INVALID_ARGUMENT},
+        {"%0 = stablehlo.custom_call @lapack_sgeqrf_ffi(%arg0) : (tensor<3x3xf32>) -> "
+         "tensor<3x3xf32>",
+         "f32", "custom_call @lapack_sgeqrf_ffi: kiln has no op", KILN_STATUS_UNIMPLEMENTED},
+        /* what JAX writes on the CPU for a bf16 solve (LAPACK has no bf16) */
+        {"%0 = \"stablehlo.triangular_solve\"(%arg0, %arg0) <{left_side = true, lower = true, "
+         "transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false}> : "
+         "(tensor<3x3xbf16>, tensor<3x3xbf16>) -> tensor<3x3xbf16>",
+         "bf16", "stablehlo.triangular_solve of bf16: kiln's linear algebra is f32 and f64",
+         KILN_STATUS_DTYPE},
+        {"%0 = stablehlo.cholesky %arg0, lower = true : tensor<3x3xi32>", "i32",
+         "stablehlo.cholesky of i32", KILN_STATUS_DTYPE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char t[1024];
+        const char *ret = strstr(cases[i].line, "%0:2") ? "%0#0" : "%0";
+        snprintf(t, sizeof t,
+                 "module @m {\n  func.func public @main(%%arg0: tensor<3x3x%s>) -> "
+                 "tensor<3x3x%s> {\n    %s\n    return %s : tensor<3x3x%s>\n  }\n}\n",
+                 cases[i].type, cases[i].type, cases[i].line, ret, cases[i].type);
+        expect_error(kiln_import_stablehlo, t, cases[i].want, cases[i].what,
+                     strstr(cases[i].line, "%0:2") ? "line 3, column 12" : "line 3, column 10");
+    }
+    /* a factor that is not square: the builder's error, under the op's name */
+    char t[1024];
+    snprintf(t, sizeof t,
+             "%s    %%0 = stablehlo.cholesky %%arg0, lower = true : tensor<2x3xf32>\n    return "
+             "%%0 : tensor<2x3xf32>\n  }\n}\n",
+             sh_head);
+    expect_error(kiln_import_stablehlo, t, KILN_STATUS_SHAPE,
+                 "stablehlo.cholesky: kiln_cholesky_from_lower: a must be square",
+                 "line 3, column 10");
+    static const struct {
+        const char *line, *what, *where;
+        kiln_status want;
+    } hcases[] = {
+        {"ROOT r = f16[3,3]{1,0} triangular-solve(p, p), left_side=true, "
+         "transpose_a=NO_TRANSPOSE",
+         "triangular-solve of f16", "line 5, column 26", KILN_STATUS_DTYPE},
+        {"ROOT r = f16[3,3]{1,0} triangular-solve(p, p), transpose_a=CONJUGATE",
+         "transpose_a=CONJUGATE, not NO_TRANSPOSE", "line 5", KILN_STATUS_INVALID_ARGUMENT},
+        {"ROOT r = f16[3,3]{0,1} custom-call(p), custom_call_target=\"lapack_spotrf_ffi\", "
+         "backend_config={uplo = 76 : ui8}",
+         "custom-call \"lapack_spotrf_ffi\" of f16", "line 5, column 26", KILN_STATUS_DTYPE},
+        {"c = f16[3,3]{0,1} custom-call(p), custom_call_target=\"lapack_zpotrf_ffi\", "
+         "backend_config={uplo = 76 : ui8}\n  ROOT r = f16[3,3]{1,0} copy(c)",
+         "custom-call \"lapack_zpotrf_ffi\": complex matrices", "line 5, column 21",
+         KILN_STATUS_UNIMPLEMENTED},
+        {"c = f16[3,3]{0,1} custom-call(p), custom_call_target=\"lapack_sgetrf_ffi\"\n  ROOT r = "
+         "f16[3,3]{1,0} copy(c)",
+         "custom-call \"lapack_sgetrf_ffi\": kiln has no op", "line 5, column 21",
+         KILN_STATUS_UNIMPLEMENTED},
+    };
+    for (size_t i = 0; i < sizeof hcases / sizeof *hcases; i++) {
+        snprintf(t, sizeof t,
+                 "HloModule m\n\nENTRY main {\n  p = f16[3,3]{1,0} parameter(0)\n  %s\n}\n",
+                 hcases[i].line);
+        expect_error(kiln_import_hlo, t, hcases[i].want, hcases[i].what, hcases[i].where);
+    }
+    /* potrf's one result is a tuple of two: a text that gives it one is refused */
+    snprintf(t, sizeof t,
+             "HloModule m\n\nENTRY main {\n  p = f32[3,3]{1,0} parameter(0)\n  ROOT r = "
+             "f32[3,3]{0,1} custom-call(p), custom_call_target=\"lapack_spotrf_ffi\", "
+             "backend_config={uplo = 76 : ui8}\n}\n");
+    expect_error(kiln_import_hlo, t, KILN_STATUS_INVALID_ARGUMENT,
+                 "two results (the factor and LAPACK's info) are needed, not 1",
+                 "line 5, column 26");
+}
+
 /* Every prefix of a real program is refused cleanly (or imported, when whole), and so is
  * the program with one byte changed at many places: never a crash or a leak (ASan). */
 static void test_truncated(void) {
@@ -760,9 +975,9 @@ static kiln_status fault_import(fault_run *r) {
 }
 
 static void test_fault_injection(void) {
-    static const char *const files[] = {DATA "control.mlir", DATA "control.hlo",
-                                        DATA "shapes.mlir"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const files[] = {DATA "control.mlir", DATA "control.hlo", DATA "shapes.mlir",
+                                        DATA "linalg_f64.hlo"};
+    for (int i = 0; i < 4; i++) {
         test_alloc t = {0};
         kiln_host_allocator a = test_allocator(&t);
         kiln_context_options opts = {
@@ -796,6 +1011,8 @@ int main(int argc, char **argv) {
     RUN(test_errors_hlo);
     RUN(test_errors_two_operand_reduce);
     RUN(test_errors_comparators);
+    RUN(test_errors_linalg);
+    RUN(test_linalg_raw);
     RUN(test_training_step_marked);
     RUN(test_truncated);
     RUN(test_fault_injection);

@@ -123,6 +123,20 @@ static void jax_cholesky(void) {
     kiln_array_destroy(arg);
     kiln_graph_destroy(g);
 
+    /* lax's cholesky without symmetrize_input: the lower triangle as it stands (large
+     * values above it), the same factor, and JAX's gradient for that call */
+    CHECK_OK(C, kiln_graph_create(C, "cholesky from lower", &g));
+    a = kiln_parameter(g, "a", KILN_DTYPE_F64, 3, d);
+    l = kiln_cholesky_from_lower(g, a);
+    CHECK_OK(C, kiln_grad(g, weighted(g, l, 3, d, CHOL_W), 1, &a, &ga));
+    kiln_value raw_outs[2] = {l, ga};
+    CHECK_OK(C, kiln_graph_finish(g, 2, raw_outs));
+    arg = array(KILN_DTYPE_F64, 3, d, CHOL_RAW_A);
+    check_ways("cholesky from lower", g, 1, &arg, 2, (const double *[]){CHOL_L, CHOL_RAW_GRAD},
+               (int64_t[]){32, 32}, 1e-12);
+    kiln_array_destroy(arg);
+    kiln_graph_destroy(g);
+
     /* not positive definite: NaN on and below the diagonal, as jnp.linalg.cholesky gives */
     int64_t d2[2] = {2, 2};
     CHECK_OK(C, kiln_graph_create(C, "not positive definite", &g));
@@ -525,6 +539,9 @@ static void errors(void) {
     g = fresh();
     kiln_cholesky(g, kiln_parameter(g, "a", KILN_DTYPE_F32, 1, rect));
     expect_error(g, KILN_STATUS_SHAPE, "kiln_cholesky", "f32[3]");
+    g = fresh();
+    kiln_cholesky_from_lower(g, kiln_parameter(g, "a", KILN_DTYPE_F16, 2, rect));
+    expect_error(g, KILN_STATUS_DTYPE, "kiln_cholesky_from_lower", "f16[3,4]");
 
     kiln_triangular_solve_options left = {.left_side = true};
     g = fresh();

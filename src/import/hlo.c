@@ -412,7 +412,31 @@ static bool attr(hlo *P, imp_op *op, extra *x, const char *key) {
         snprintf(x->target, sizeof x->target, "%.*s", (int)(L->pos - 1 - st), L->src + st);
         return true;
     }
-    /* metadata, sharding, backend_config, layouts...: not needed */
+    if (!strcmp(key, "lower") || !strcmp(key, "left_side") || !strcmp(key, "unit_diagonal")) {
+        char w[IMP_MAX_NAME]; /* cholesky's and triangular-solve's */
+        if (!imp_ident(L, w, NULL, "true or false")) return false;
+        if (strcmp(w, "true") && strcmp(w, "false"))
+            return imp_fail(L, "%s=%s, not true or false", key, w);
+        bool *flag = !strcmp(key, "lower")       ? &op->lower
+                     : !strcmp(key, "left_side") ? &op->left_side
+                                                 : &op->unit_diagonal;
+        *flag = !strcmp(w, "true");
+        return true;
+    }
+    if (!strcmp(key, "transpose_a")) {
+        char w[IMP_MAX_NAME];
+        if (!imp_ident(L, w, NULL, "a transpose")) return false;
+        op->transpose_a = !strcmp(w, "NO_TRANSPOSE") ? 0
+                          : !strcmp(w, "TRANSPOSE")  ? 1
+                          : !strcmp(w, "ADJOINT")    ? 2
+                                                     : -1;
+        if (op->transpose_a < 0)
+            return imp_fail(L, "transpose_a=%s, not NO_TRANSPOSE, TRANSPOSE or ADJOINT", w);
+        return true;
+    }
+    if (!strcmp(key, "backend_config") && (imp_skip_blanks(L), imp_peek(L) == '{'))
+        return imp_backend_config(L, op); /* a custom call's dictionary (a string: skipped) */
+    /* metadata, sharding, layouts...: not needed */
     for (;;) {
         imp_skip_blanks(L);
         int c = imp_peek(L);
@@ -887,7 +911,8 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
     }
     if (!strcmp(n, "conditional")) return conditional(P, s, op, x, ops, n_ops, out);
     if (!strcmp(n, "call")) return call_instr(P, s, op, x, ops, n_ops, out);
-    if (!strcmp(n, "custom_call")) { /* a sharding annotation: the identity */
+    bool linalg = !strcmp(n, "custom_call") && imp_linalg_target(x->target);
+    if (!strcmp(n, "custom_call") && !linalg) { /* a sharding annotation: the identity */
         if (!imp_sharding_target(x->target))
             return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
                                "%s \"%s\": kiln has no op for this custom call (docs/import.md)",
@@ -937,7 +962,16 @@ static bool instr_op(hlo *P, imp_scope *s, imp_op *op, const extra *x, group *op
     }
 
     out->n = arg ? 2 : 1;
-    if (!strcmp(n, "sort") || !strcmp(n, "top_k")) out->n = op->n_out;
+    if (!strcmp(n, "sort") || !strcmp(n, "top_k") || linalg) out->n = op->n_out;
+    if (linalg) { /* LAPACK's Cholesky factor or triangular solve: named with its target */
+        char spell[2 * IMP_MAX_NAME];
+        const char *was = op->spell;
+        snprintf(spell, sizeof spell, "%s \"%s\"", was, x->target);
+        op->spell = spell;
+        bool ok = imp_linalg_call(L, s->g, op, x->target, out->v);
+        op->spell = was;
+        return ok;
+    }
     return imp_emit(L, s->g, op, out->v);
 }
 

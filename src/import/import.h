@@ -269,6 +269,16 @@ typedef struct imp_op {
     bool has_conv_specs, conv_reversed;
     int64_t k;       /* top_k */
     bool k_smallest; /* HLO's topk with largest=false: refused */
+    /* cholesky: lower (absent: false, the upper factor); triangular_solve: left_side,
+     * lower, unit_diagonal, transpose_a (0 NO_TRANSPOSE, 1 TRANSPOSE, 2 ADJOINT; -1 another
+     * word) */
+    bool left_side, lower, unit_diagonal;
+    int transpose_a;
+    /* a custom call's backend_config (imp_backend_config): LAPACK's flags as their
+     * characters, 0 where not given (uplo 'L' or 'U', side 'L' or 'R', trans_x 'N', 'T' or
+     * 'C', diag 'N' or 'U'), and a GPU solver's lower (has_lower: given) */
+    int uplo, side, trans_x, diag;
+    bool has_lower;
     /* sort's comparator, select_and_scatter's select (whose scatter body is `combine`):
      * read by the front end, owned by it; NULL when the op has none */
     const imp_body *body;
@@ -283,6 +293,19 @@ bool imp_conv_labels(imp_lex *L, imp_op *op, int which, const char *labels, int 
 /* Whether a custom call's target is one of the sharding annotations JAX leaves
  * (Sharding, SPMDFullToShardShape, SPMDShardToFullShape): the identity on one device. */
 bool imp_sharding_target(const char *target);
+/* Whether a custom call's target is one kiln maps onto its linear algebra (docs/import.md):
+ * LAPACK's Cholesky factor and triangular solve as JAX calls them on the CPU
+ * (lapack_?potrf_ffi, lapack_?trsm_ffi, ? the type's letter) and the GPU solvers' factor
+ * (cusolver_potrf_ffi, hipsolver_potrf_ffi). */
+bool imp_linalg_target(const char *target);
+/* Builds that custom call on g from op (its operands, result types and backend_config;
+ * op->spell names the call with its target): its values into out[0..op->n_out). A
+ * complex target (c, z) and any type but f32 and f64 are refused by name. */
+bool imp_linalg_call(imp_lex *L, kiln_graph *g, imp_op *op, const char *target, kiln_value *out);
+/* A custom call's backend_config dictionary at the cursor, "{uplo = 76 : ui8, lower =
+ * true}" as both forms print it: the keys imp_op keeps (uplo, side, trans_x, diag, lower)
+ * into op, any other skipped; a JSON one (XLA GPU's, {"key": ...}) is skipped whole. */
+bool imp_backend_config(imp_lex *L, imp_op *op);
 /* Builds op on g: its values into out[0..op->n_out). The mapping checks what kiln's
  * builders do not (the text's result type against the builder's), and every failure is
  * an error naming the op, its line and column. */

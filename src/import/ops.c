@@ -750,6 +750,236 @@ static kiln_value emit_select_and_scatter(imp_lex *L, kiln_graph *g, imp_op *op)
     return zero ? grad : kiln_add(g, grad, op->in[2]);
 }
 
+/* ------------------------------------------------------ linear algebra ---- */
+
+/* Operand i of a linear algebra op: f32 or f64 (want, where the op names one: LAPACK's s
+ * and d), of rank 2 or more; kiln's builders check the rest (square, b's shape). */
+static bool linalg_operand(imp_lex *L, kiln_graph *g, const imp_op *op, int i, kiln_dtype want) {
+    imp_type t = imp_value_type(g, op->in[i]);
+    if (t.dtype != KILN_DTYPE_F32 && t.dtype != KILN_DTYPE_F64)
+        return imp_fail_at(L, op->at, KILN_STATUS_DTYPE,
+                           "%s of %s: kiln's linear algebra is f32 and f64 (LAPACK's types)",
+                           op->spell, element_name(&t));
+    if (want && t.dtype != want)
+        return imp_fail_at(L, op->at, KILN_STATUS_DTYPE, "%s takes %s, not %s", op->spell,
+                           kiln_dtype_name(want), kiln_dtype_name(t.dtype));
+    if (t.rank < 2) {
+        char ty[128];
+        imp_type_str(&t, ty, sizeof ty);
+        return imp_fail_at(L, op->at, KILN_STATUS_SHAPE,
+                           "%s: operand %d is %s, not matrices [..., m, n]", op->spell, i, ty);
+    }
+    return true;
+}
+
+/* x with its last two axes swapped (rank >= 2). */
+static kiln_value swap_last(kiln_graph *g, kiln_value x) {
+    if (!x.id) return x;
+    imp_type t = imp_value_type(g, x);
+    int perm[KILN_MAX_RANK];
+    for (int i = 0; i < t.rank; i++) perm[i] = i;
+    perm[t.rank - 2] = t.rank - 1, perm[t.rank - 1] = t.rank - 2;
+    return kiln_transpose(g, x, perm);
+}
+
+/* The Cholesky factor of a read from one triangle (kiln's CHOLESKY, not symmetrised): the
+ * lower L, a = L L^T, from a's lower triangle, or the upper U, a = U^T U, from its upper
+ * one, which is the lower factor of a^T transposed. The other triangle is zeros. */
+static kiln_value factor(kiln_graph *g, kiln_value a, bool lower) {
+    if (lower) return kiln_cholesky_from_lower(g, a);
+    return swap_last(g, kiln_cholesky_from_lower(g, swap_last(g, a)));
+}
+
+/* stablehlo.cholesky, HLO cholesky: `lower` as given, false when absent (StableHLO's and
+ * HLO's default). The triangle the factor is not in is zeros (the spec leaves it to the
+ * implementation). */
+static kiln_value emit_cholesky(imp_lex *L, kiln_graph *g, imp_op *op) {
+    if (!need_in(L, op, 1, 1) || !linalg_operand(L, g, op, 0, KILN_DTYPE_INVALID))
+        return (kiln_value){0, 0};
+    return factor(g, op->in[0], op->lower);
+}
+
+/* stablehlo.triangular_solve, HLO triangular-solve: kiln_triangular_solve's options are
+ * the op's attributes, ADJOINT of a real matrix its TRANSPOSE. */
+static kiln_value emit_triangular_solve(imp_lex *L, kiln_graph *g, imp_op *op) {
+    if (!need_in(L, op, 2, 2) || !linalg_operand(L, g, op, 0, KILN_DTYPE_INVALID) ||
+        !linalg_operand(L, g, op, 1, KILN_DTYPE_INVALID))
+        return (kiln_value){0, 0};
+    kiln_triangular_solve_options o = {.left_side = op->left_side,
+                                       .lower = op->lower,
+                                       .transpose_a = op->transpose_a != 0,
+                                       .unit_diagonal = op->unit_diagonal};
+    return kiln_triangular_solve(g, op->in[0], op->in[1], &o);
+}
+
+typedef enum linalg_kind { LA_NONE, LA_POTRF, LA_TRSM, LA_GPU_POTRF } linalg_kind;
+
+/* The kind of a custom call's target, and LAPACK's type letter (s, d, c, z) in *letter. */
+static linalg_kind linalg_target(const char *target, char *letter) {
+    *letter = 0;
+    if (!strcmp(target, "cusolver_potrf_ffi") || !strcmp(target, "hipsolver_potrf_ffi"))
+        return LA_GPU_POTRF;
+    if (strncmp(target, "lapack_", 7) || !target[7] || !strchr("sdcz", target[7])) return LA_NONE;
+    *letter = target[7];
+    return !strcmp(target + 8, "potrf_ffi")  ? LA_POTRF
+           : !strcmp(target + 8, "trsm_ffi") ? LA_TRSM
+                                             : LA_NONE;
+}
+
+bool imp_linalg_target(const char *target) {
+    char letter;
+    return linalg_target(target, &letter) != LA_NONE;
+}
+
+/* backend_config's flag `key` must be one of the characters in `allowed` (each LAPACK's
+ * spelling, as JAX writes it: 76 for 'L'). */
+static bool lapack_flag(imp_lex *L, const imp_op *op, const char *key, int v, const char *allowed) {
+    if (v > 0 && v < 128 && strchr(allowed, v)) return true;
+    char want[64];
+    size_t n = 0;
+    for (const char *c = allowed; *c && n + 16 < sizeof want; c++)
+        n += (size_t)snprintf(want + n, sizeof want - n, "%s%d ('%c')",
+                              c == allowed ? ""
+                              : c[1]       ? ", "
+                                           : " or ",
+                              *c, *c);
+    if (!v)
+        return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                           "%s: its backend_config has no %s (%s)", op->spell, key, want);
+    return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED, "%s: backend_config %s = %d, not %s",
+                       op->spell, key, v, want);
+}
+
+/* LAPACK's ?trsm as JAX calls it (operands a and b, the solution x): side 'L' solves
+ * op(a) x = b, 'R' x op(a) = b; uplo the triangle read; trans_x 'T' (or 'C', for a real
+ * matrix the same) transposes a; diag 'U' takes its diagonal as ones. LAPACK reads its
+ * operands column-major (operand_layouts), so its indices are the logical ones. */
+static bool emit_trsm(imp_lex *L, kiln_graph *g, imp_op *op, kiln_dtype want, kiln_value *out) {
+    if (!need_in(L, op, 2, 2) || !linalg_operand(L, g, op, 0, want) ||
+        !linalg_operand(L, g, op, 1, want))
+        return false;
+    if (op->n_out != 1)
+        return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                           "%s: one result (the solution) is needed, not %d", op->spell, op->n_out);
+    if (!lapack_flag(L, op, "side", op->side, "LR") ||
+        !lapack_flag(L, op, "uplo", op->uplo, "LU") ||
+        !lapack_flag(L, op, "trans_x", op->trans_x, "NTC") ||
+        !lapack_flag(L, op, "diag", op->diag, "NU"))
+        return false;
+    kiln_triangular_solve_options o = {.left_side = op->side == 'L',
+                                       .lower = op->uplo == 'L',
+                                       .transpose_a = op->trans_x != 'N',
+                                       .unit_diagonal = op->diag == 'U'};
+    out[0] = kiln_triangular_solve(g, op->in[0], op->in[1], &o);
+    return check_result(L, g, op, 0, out[0]);
+}
+
+/* LAPACK's ?potrf (and the GPU solvers' potrf) as JAX calls them: the factor and an i32
+ * info per matrix. uplo 'L' factors a's lower triangle into L, 'U' its upper one into U
+ * (a = U^T U); the other triangle is left as a has it, as LAPACK leaves it (JAX masks it
+ * off). info is 0 where the factor succeeded; where a is not positive definite kiln's
+ * CHOLESKY is NaN on and below the diagonal and info is 1 (LAPACK's is the order of the
+ * first minor that is not positive definite; JAX compares it with 0). */
+static bool emit_potrf(imp_lex *L, kiln_graph *g, imp_op *op, linalg_kind kind, kiln_dtype want,
+                       kiln_value *out) {
+    if (!need_in(L, op, 1, 1) || !linalg_operand(L, g, op, 0, want)) return false;
+    if (op->n_out != 2)
+        return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                           "%s: two results (the factor and LAPACK's info) are needed, not %d",
+                           op->spell, op->n_out);
+    bool lower = op->lower;
+    if (kind == LA_GPU_POTRF && !op->has_lower)
+        return imp_fail_at(L, op->at, KILN_STATUS_INVALID_ARGUMENT,
+                           "%s: its backend_config has no lower", op->spell);
+    if (kind == LA_POTRF) {
+        if (!lapack_flag(L, op, "uplo", op->uplo, "LU")) return false;
+        lower = op->uplo == 'L';
+    }
+    kiln_value a = op->in[0], f = factor(g, a, lower);
+    if (!imp_check_graph(L, g, op->at, op->spell)) return false;
+    imp_type t = imp_value_type(g, a);
+    int r = t.rank, axes[2] = {r - 2, r - 1};
+    kiln_value row = kiln_iota(g, KILN_DTYPE_I32, r, t.dims, r - 2);
+    kiln_value col = kiln_iota(g, KILN_DTYPE_I32, r, t.dims, r - 1);
+    f = kiln_select(g, kiln_compare(g, row, col, lower ? KILN_CMP_GE : KILN_CMP_LE), f, a);
+    kiln_value nan_diag = kiln_logical_and(g, kiln_compare(g, row, col, KILN_CMP_EQ),
+                                           kiln_compare(g, f, f, KILN_CMP_NE));
+    kiln_value count =
+        kiln_reduce_sum(g, kiln_convert(g, nan_diag, KILN_DTYPE_I32), 2, axes, false);
+    out[0] = f;
+    out[1] = kiln_min(g, count, kiln_scalar(g, KILN_DTYPE_I32, 1));
+    return check_result(L, g, op, 0, out[0]) && check_result(L, g, op, 1, out[1]);
+}
+
+bool imp_linalg_call(imp_lex *L, kiln_graph *g, imp_op *op, const char *target, kiln_value *out) {
+    if (L->status) return false;
+    char letter;
+    linalg_kind kind = linalg_target(target, &letter);
+    if (letter == 'c' || letter == 'z')
+        return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                           "%s: complex matrices; kiln's linear algebra is f32 and f64", op->spell);
+    kiln_dtype want = letter == 's'   ? KILN_DTYPE_F32
+                      : letter == 'd' ? KILN_DTYPE_F64
+                                      : KILN_DTYPE_INVALID;
+    if (kind == LA_TRSM) return emit_trsm(L, g, op, want, out);
+    if (kind == LA_POTRF || kind == LA_GPU_POTRF) return emit_potrf(L, g, op, kind, want, out);
+    return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
+                       "%s: kiln has no op for this custom call (docs/import.md)", op->spell);
+}
+
+/* A value of a backend_config kiln does not read: up to the next ',' or '}' of its level. */
+static bool skip_config_value(imp_lex *L) {
+    for (;;) {
+        imp_skip(L);
+        int c = imp_peek(L);
+        if (c < 0 || c == ',' || c == '}') return true;
+        if (c == '"') {
+            if (!imp_skip_string(L)) return false;
+        } else if (strchr("([{<", c)) {
+            if (!imp_skip_group(L)) return false;
+        } else {
+            imp_advance(L, 1);
+        }
+    }
+}
+
+bool imp_backend_config(imp_lex *L, imp_op *op) {
+    imp_skip(L);
+    imp_mark m = imp_mark_here(L);
+    if (!imp_expect(L, '{')) return false;
+    if (imp_accept(L, '}')) return true;
+    imp_skip(L);
+    if (imp_peek(L) == '"') { /* JSON, another backend's (XLA GPU's): not linear algebra's */
+        imp_go(L, m);
+        return imp_skip_group(L);
+    }
+    do {
+        char key[IMP_MAX_NAME];
+        if (!imp_ident(L, key, ".", "a backend_config key") || !imp_expect(L, '=')) return false;
+        int *flag = !strcmp(key, "uplo")      ? &op->uplo
+                    : !strcmp(key, "side")    ? &op->side
+                    : !strcmp(key, "trans_x") ? &op->trans_x
+                    : !strcmp(key, "diag")    ? &op->diag
+                                              : NULL;
+        if (flag) { /* 76 : ui8 */
+            int64_t v;
+            char ty[IMP_MAX_NAME];
+            if (!imp_int(L, &v, key)) return false;
+            *flag = v >= 1 && v <= 255 ? (int)v : -1;
+            if (imp_accept(L, ':') && !imp_ident(L, ty, NULL, "an integer type")) return false;
+        } else if (!strcmp(key, "lower")) {
+            char w[IMP_MAX_NAME];
+            if (!imp_ident(L, w, NULL, "true or false")) return false;
+            if (strcmp(w, "true") && strcmp(w, "false"))
+                return imp_fail(L, "backend_config lower = %s, not true or false", w);
+            op->lower = !strcmp(w, "true"), op->has_lower = true;
+        } else if (!skip_config_value(L)) {
+            return false;
+        }
+    } while (imp_accept(L, ','));
+    return imp_expect(L, '}');
+}
+
 /* ------------------------------------------------------------------ bits ---- */
 
 static const struct {
@@ -1017,6 +1247,8 @@ static kiln_value emit_one(imp_lex *L, kiln_graph *g, imp_op *op, bool *known) {
         return imp_reduce(L, g, op, op->in[0], op->in[1],
                           op->in_const[1] && imp_is_identity(op->combine, t, op->in_value[1]));
     }
+    if (!strcmp(n, "cholesky")) return emit_cholesky(L, g, op);
+    if (!strcmp(n, "triangular_solve")) return emit_triangular_solve(L, g, op);
     if (!need_out(L, op)) return (kiln_value){0, 0};
     bool shape_op = false;
     for (size_t i = 0; i < sizeof shape_names / sizeof shape_names[0]; i++)

@@ -516,6 +516,20 @@ static bool dnums(imp_lex *L, imp_op *op) {
     return imp_expect(L, '>');
 }
 
+/* triangular_solve's #stablehlo<transpose NO_TRANSPOSE|TRANSPOSE|ADJOINT>, after
+ * "transpose". */
+static bool transpose_word(imp_lex *L, imp_op *op) {
+    char w[IMP_MAX_NAME];
+    if (!imp_ident(L, w, NULL, "a transpose")) return false;
+    op->transpose_a = !strcmp(w, "NO_TRANSPOSE") ? 0
+                      : !strcmp(w, "TRANSPOSE")  ? 1
+                      : !strcmp(w, "ADJOINT")    ? 2
+                                                 : -1;
+    if (op->transpose_a < 0)
+        return imp_fail(L, "transpose %s, not NO_TRANSPOSE, TRANSPOSE or ADJOINT", w);
+    return true;
+}
+
 static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
     int *n = NULL;
     int64_t v[KILN_MAX_RANK];
@@ -542,10 +556,26 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
                 if (!imp_ident(L, w2, NULL, "a comparison type")) return false;
                 op->cmp_typed = true, op->cmp_unsigned = !strcmp(w2, "UNSIGNED");
             }
+            if (!strcmp(kind, "transpose") && !transpose_word(L, op)) return false;
             return skip_value(L, false) && imp_expect(L, '>');
         }
         return skip_value(L, pretty);
     }
+    bool *flag = !strcmp(name, "lower")           ? &op->lower
+                 : !strcmp(name, "left_side")     ? &op->left_side
+                 : !strcmp(name, "unit_diagonal") ? &op->unit_diagonal
+                                                  : NULL;
+    if (flag) { /* cholesky's and triangular_solve's */
+        char w[IMP_MAX_NAME];
+        if (!imp_ident(L, w, NULL, "true or false")) return false;
+        if (strcmp(w, "true") && strcmp(w, "false"))
+            return imp_fail(L, "%s = %s, not true or false", name, w);
+        *flag = !strcmp(w, "true");
+        return true;
+    }
+    if ((!strcmp(name, "mhlo.backend_config") || !strcmp(name, "backend_config")) &&
+        imp_peek(L) == '{') /* a custom call's, a dictionary (a string is skipped) */
+        return imp_backend_config(L, op);
     int64_t *dst = list_field(op, name, &n);
     if (dst) {
         if (!int_values(L, v, &k, name, pretty)) return false;
@@ -1339,12 +1369,14 @@ static bool generic_op(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs, int 
 }
 
 /* stablehlo.custom_call @target(%x) {attributes} : (T) -> T: a sharding annotation is
- * the identity (shardings are ignored); any other target is refused by name. */
-static bool custom_call(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs) {
+ * the identity (shardings are ignored); LAPACK's Cholesky factor and triangular solve
+ * (imp_linalg_target) are kiln's linear algebra; any other target is refused by name. */
+static bool custom_call(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs, int *n_outs) {
     imp_lex *L = P->L;
-    char target[IMP_MAX_NAME];
+    char target[IMP_MAX_NAME], spell[2 * IMP_MAX_NAME];
     if (!imp_expect(L, '@') || !imp_ident(L, target, ".$-", "a custom call's target")) return false;
-    if (!imp_sharding_target(target))
+    bool linalg = imp_linalg_target(target);
+    if (!linalg && !imp_sharding_target(target))
         return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
                            "%s @%s: kiln has no op for this custom call (docs/import.md)",
                            op->spell, target);
@@ -1352,6 +1384,15 @@ static bool custom_call(shlo *P, imp_scope *s, imp_op *op, kiln_value *outs) {
     imp_skip(L);
     if (imp_peek(L) == '{' && !attr_dict(L, op)) return false;
     if (!signature(L, op)) return false;
+    if (linalg) {
+        const char *was = op->spell;
+        snprintf(spell, sizeof spell, "%s @%s", was, target);
+        op->spell = spell;
+        *n_outs = op->n_out;
+        bool ok = imp_linalg_call(L, s->g, op, target, outs);
+        op->spell = was;
+        return ok;
+    }
     if (op->n_in != 1 || op->n_out != 1)
         return imp_fail_at(L, op->at, KILN_STATUS_UNIMPLEMENTED,
                            "%s @%s of %d operands and %d results", op->spell, target, op->n_in,
@@ -1431,7 +1472,7 @@ static bool op_body(shlo *P, imp_scope *s, imp_op *op, bool generic, kiln_value 
         *n_outs = op->n_out;
         return true;
     }
-    if (!strcmp(n, "custom_call") && !generic) return custom_call(P, s, op, outs);
+    if (!strcmp(n, "custom_call") && !generic) return custom_call(P, s, op, outs, n_outs);
     if (!strcmp(n, "sdy.sharding_constraint") && !generic) {
         /* %x <@mesh, [{"d"}, {}]> : T: the identity (shardings are ignored) */
         if (!add_operand(L, s, op) || !imp_skip_group(L) || !signature(L, op)) return false;

@@ -165,7 +165,8 @@ kiln_value kiln_cho_solve(kiln_graph *g, kiln_value c, bool lower, kiln_value b)
     return vec && x.id ? kiln_reshape(g, x, r - 1, bs.dims) : x;
 }
 
-kiln_value trace_cholesky_raw(kiln_graph *g, const char *op, kiln_value a) {
+kiln_value kiln_cholesky_from_lower(kiln_graph *g, kiln_value a) {
+    const char *op = "kiln_cholesky_from_lower";
     if (!trace_ready(g, op) || !square(g, op, a, "a")) return KN_NONE;
     ir_node n = {.op = IR_CHOLESKY};
     return trace_emit(g, op, &n, &a.id, 1);

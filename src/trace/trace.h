@@ -195,10 +195,6 @@ void trace_triangular_solve_vjp(kiln_graph *g, const ir_node *n, kiln_value a, k
 kiln_value trace_cholesky_primitives(kiln_graph *g, kiln_value a);
 kiln_value trace_triangular_solve_primitives(kiln_graph *g, const ir_node *n, kiln_value a,
                                              kiln_value b);
-/* The CHOLESKY node of a without kiln_cholesky's symmetrisation (it reads a's lower
- * triangle: jax.lax.linalg.cholesky(symmetrize_input=False)), checked as kiln_cholesky
- * checks a, its errors named op: for the importer, whose texts symmetrise where JAX did. */
-kiln_value trace_cholesky_raw(kiln_graph *g, const char *op, kiln_value a);
 
 /* attention.c. trace_attention: the IR_ATTENTION node (kind FORWARD) with the scale as
  * given (the public builder resolves its default). trace_attention_kind: a node of tmpl's

@@ -10,7 +10,11 @@ import sys
 import numpy as np
 import jax
 import jax.numpy as jnp
-from jax import lax
+import jax.scipy.linalg as jsl
+from jax import export, lax
+from jax._src.interpreters import mlir as jax_mlir
+from jax._src.lib import _jax  # StableHLO to HLO text, for a program exported elsewhere
+from jax._src.lib.mlir import ir
 
 jax.config.update("jax_platforms", "cpu")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -270,6 +274,81 @@ def random_bits(key, x, n, m):
             big.astype(jnp.float32), (big >> 3) ^ mu)
 
 
+def spd(n, *batch):
+    """Symmetric positive definite matrices [*batch, n, n], well conditioned."""
+    x = rng.standard_normal((*batch, n, n))
+    return (x @ np.swapaxes(x, -1, -2) + n * np.eye(n)).astype(np.float32)
+
+
+def triangular(n, *batch):
+    """Full matrices whose triangles are well conditioned (a strong diagonal): each solve
+    reads one triangle, so the other one is there to be ignored."""
+    return (rng.standard_normal((*batch, n, n)) + 4 * np.eye(n)).astype(np.float32)
+
+
+NOT_PD = np.array([[1, 2, 0], [2, 1, 0], [0, 0, 1]], np.float32)  # eigenvalue -1
+
+
+def linalg(a, m, t, b, bt, bb, tb, tbb, v):
+    """What JAX writes on the CPU for the Cholesky factor and triangular solves: custom calls
+    to LAPACK (lapack_spotrf_ffi, lapack_strsm_ffi) with their flags in backend_config.
+    jnp.linalg.cholesky of a positive definite, a non positive definite (NaN) and a batch
+    of both; jax.scipy.linalg.solve_triangular; lax.linalg.triangular_solve in every
+    combination of left_side, lower and transpose_a (unit_diagonal in half of them);
+    cho_solve of a matrix and of a vector; batched solves (one and two batch axes, and
+    vmap). JAX drops conjugate_a for a real matrix: no trans_x 'C' here (test_import.c
+    writes one)."""
+    lo = jnp.linalg.cholesky(a)
+    outs = [lo, jnp.linalg.cholesky(m), jnp.linalg.cholesky(bb),
+            jsl.solve_triangular(t, b, lower=True),
+            jsl.solve_triangular(t, b, lower=False, trans=1, unit_diagonal=True)]
+    for left in (True, False):
+        for lower in (True, False):
+            for tr in (False, True):
+                outs.append(lax.linalg.triangular_solve(
+                    t, b if left else bt, left_side=left, lower=lower, transpose_a=tr,
+                    unit_diagonal=(left + lower + tr) % 2 == 0))
+    outs += [jsl.cho_solve((lo, True), b), jsl.cho_solve((lo.T, False), v),
+             lax.linalg.triangular_solve(tb, tbb, left_side=True, lower=False),
+             jax.vmap(lambda x, y: jsl.solve_triangular(x, y, lower=True, trans=1))(tb[0], tbb[0])]
+    return outs
+
+
+def linalg_args():
+    return (spd(4), NOT_PD, triangular(4), randn(4, 3), randn(3, 4),
+            np.stack([spd(3), NOT_PD]), triangular(4, 2, 2), randn(2, 2, 4, 3),
+            randn(4))
+
+
+def linalg_f64(a, t, b):
+    """The same in f64 (jax.enable_x64): lapack_dpotrf_ffi over a batch and
+    lapack_dtrsm_ffi, a right-side solve with a transposed upper triangle."""
+    return (jnp.linalg.cholesky(a),
+            lax.linalg.triangular_solve(t, b, left_side=False, lower=False, transpose_a=True),
+            jsl.cho_solve((jnp.linalg.cholesky(a), True), jnp.swapaxes(b, -1, -2)))
+
+
+def linalg_generic(a, m, bb, t, b, bt):
+    """What JAX writes for another platform (jax.export with platforms=("tpu",) or
+    ("cuda",)), run here against JAX's values on the CPU: the StableHLO ops
+    stablehlo.cholesky (lower = true) and stablehlo.triangular_solve (generic form, every
+    flag), HLO's cholesky and triangular-solve; for CUDA the factor is a custom call to
+    cusolver_potrf_ffi with backend_config {lower = true}. JAX writes neither an upper
+    factor nor an ADJOINT for real matrices (test_import.c writes them)."""
+    outs = [jnp.linalg.cholesky(a), jnp.linalg.cholesky(m), jnp.linalg.cholesky(bb)]
+    for left in (True, False):
+        for lower in (True, False):
+            for tr in (False, True):
+                outs.append(lax.linalg.triangular_solve(
+                    t, b if left else bt, left_side=left, lower=lower, transpose_a=tr,
+                    unit_diagonal=(left + lower + tr) % 2 == 1))
+    return outs
+
+
+def linalg_generic_args():
+    return (spd(4), NOT_PD, np.stack([NOT_PD, spd(3)]), triangular(4), randn(4, 2), randn(2, 4))
+
+
 PROGRAMS = {
     "mlp_train": (mlp_train, lambda: (randn(4, 8), randn(8), randn(8, 3), randn(2, 4),
                                       jax.nn.one_hot(np.array([0, 2]), 3)), (0, 1, 2)),
@@ -292,7 +371,17 @@ PROGRAMS = {
     "random_bits": (random_bits, lambda: (np.array([0x8f3a51c2, 42], np.uint32), randn(3, 4),
                                           np.array([7, -7, -2147483648, 5, 0, 123456], np.int32),
                                           np.array([3, 31, 1, 33, -1, 4], np.int32)), ()),
+    "linalg": (linalg, linalg_args, ()),
+    "linalg_f64": (linalg_f64, lambda: (spd(3, 2).astype(np.float64),
+                                        triangular(3, 2).astype(np.float64),
+                                        randn(2, 4, 3).astype(np.float64)), ()),
+    "linalg_tpu": (linalg_generic, linalg_generic_args, ()),
+    "linalg_cuda": (linalg_generic, linalg_generic_args, ()),
 }
+# Programs exported with jax.enable_x64, and for another platform (jax.export: the
+# StableHLO JAX writes for it, and the HLO XLA reads from that).
+X64 = {"linalg_f64"}
+PLATFORM = {"linalg_tpu": "tpu", "linalg_cuda": "cuda"}
 
 DT = {np.float32: "f32", np.float64: "f64", np.int32: "i32", np.int64: "i64", np.bool_: "bool"}
 # kiln holds unsigned integers as the bit patterns of the signed dtype of their width
@@ -320,13 +409,24 @@ def main(names):
         args = make()  # made even when skipped: every fixture's inputs stay the same
         if names and name not in names:
             continue
-        lowered = jax.jit(fn, donate_argnums=donate).lower(*args)
-        debug = name == "debug_sharded"
+        with jax.enable_x64(name in X64):
+            if name in PLATFORM:
+                exported = export.export(jax.jit(fn), platforms=(PLATFORM[name],))(*args)
+                with jax_mlir.make_ir_context():  # without its locations: this file's lines
+                    mlir = ir.Module.parse(exported.mlir_module()).operation.get_asm(
+                        enable_debug_info=False)
+                hlo = _jax.mlir.mlir_module_to_xla_computation(
+                    mlir, use_tuple_args=False, return_tuple=False).as_hlo_text()
+            else:
+                lowered = jax.jit(fn, donate_argnums=donate).lower(*args)
+                debug = name == "debug_sharded"
+                mlir = lowered.as_text(debug_info=debug)
+                hlo = lowered.as_text(dialect="hlo", debug_info=debug)
+            outs = jax.jit(fn)(*args)
         with open(os.path.join(HERE, name + ".mlir"), "w") as f:
-            f.write(lowered.as_text(debug_info=debug))
+            f.write(mlir)
         with open(os.path.join(HERE, name + ".hlo"), "w") as f:
-            f.write(lowered.as_text(dialect="hlo", debug_info=debug))
-        outs = jax.jit(fn)(*args)
+            f.write(hlo)
         with open(os.path.join(HERE, name + ".io"), "w") as f:
             for a in flat(args):
                 write_array(f, "in", a)

@@ -261,16 +261,19 @@ static void random_shapes(void) {
             kiln_value pa = kiln_parameter(g, "spd", dt, rank, da);
             kiln_value pt = kiln_parameter(g, "tri", dt, rank, da);
             kiln_value pb = kiln_parameter(g, "b", dt, rank, db);
-            kiln_value outs[2] = {kiln_cholesky(g, pa), kiln_triangular_solve(g, pt, pb, &o)};
-            CHECK_OK(C, kiln_graph_finish(g, 2, outs));
+            /* the third factors a value that dies there into a temporary: planned in place
+             * (symmetrised in place, then potrf over it) */
+            kiln_value outs[3] = {kiln_cholesky(g, pa), kiln_triangular_solve(g, pt, pb, &o),
+                                  kiln_neg(g, kiln_cholesky(g, kiln_add(g, pa, pa)))};
+            CHECK_OK(C, kiln_graph_finish(g, 3, outs));
             kiln_array *args[3] = {array(dt, rank, da, spd), array(dt, rank, da, tri),
                                    array(dt, rank, db, bv)};
             CHECK_MSG(cmp_graph(C, g, 3, args, NULL, tol, NULL), "%s: compiled", name);
             /* the primitive form against the reference */
-            kiln_array *want[2] = {0}, *got[2] = {0};
-            CHECK_OK(C, run_way(g, REFERENCE, 3, args, 2, want));
-            CHECK_OK(C, run_way(g, PRIMITIVES, 3, args, 2, got));
-            for (int i = 0; i < 2; i++) {
+            kiln_array *want[3] = {0}, *got[3] = {0};
+            CHECK_OK(C, run_way(g, REFERENCE, 3, args, 3, want));
+            CHECK_OK(C, run_way(g, PRIMITIVES, 3, args, 3, got));
+            for (int i = 0; i < 3; i++) {
                 if (got[i] && want[i])
                     CHECK_MSG(cmp_arrays(got[i], want[i], tol, tol, name), "%s: primitives %d",
                               name, i);
@@ -281,6 +284,64 @@ static void random_shapes(void) {
             free(spd), free(tri), free(bv);
         }
     }
+}
+
+/* Orders from 384 are factored in blocks of 128 on the whole pool: against the reference
+ * (f32 and f64, 4 blocks, the last one short), a failure in the third block, and the same
+ * bits on one thread as on the default pool. */
+static void blocked(void) {
+    uint64_t r = seed + 4;
+    int64_t m = 450, d[3] = {2, m, m};
+    double *a = matrices(2, m, true, &r);
+    a[m * m + 300 * m + 300] = -1e3; /* matrix 1: a pivot in the third block fails */
+    for (int t = 0; t < 2; t++) {
+        kiln_dtype dt = t ? KILN_DTYPE_F64 : KILN_DTYPE_F32;
+        kiln_graph *g = NULL;
+        CHECK_OK(C, kiln_graph_create(C, "blocked", &g));
+        kiln_value l = kiln_cholesky(g, kiln_parameter(g, "a", dt, 3, d));
+        CHECK_OK(C, kiln_graph_finish(g, 1, &l));
+        kiln_array *arg = array(dt, 3, d, a);
+        CHECK_MSG(cmp_graph(C, g, 1, &arg, NULL, t ? 1e-11 : 1e-4, NULL), "blocked %s",
+                  kiln_dtype_name(dt));
+        char dir[] = "/tmp/kiln-linalg-XXXXXX";
+        kiln_context *one = mkdtemp(dir) ? test_threads_context(dir, 1) : NULL;
+        kiln_array *x1 = NULL, *y1 = NULL, *y2 = NULL;
+        kiln_executable *e1 = NULL, *e2 = NULL;
+        size_t bytes = (size_t)(2 * m * m) * kiln_dtype_itemsize(dt);
+        char *h = malloc(bytes), *h1 = malloc(bytes), *h2 = malloc(bytes);
+        CHECK_OK(C, kiln_array_copy_to_host(arg, h, bytes));
+        if (one) {
+            kiln_graph *g1 = NULL;
+            CHECK_OK(one, kiln_graph_create(one, "blocked one thread", &g1));
+            kiln_value l1 = kiln_cholesky(g1, kiln_parameter(g1, "a", dt, 3, d));
+            CHECK_OK(one, kiln_graph_finish(g1, 1, &l1));
+            CHECK_OK(one, kiln_array_create(one, dt, 3, d, h, &x1));
+            CHECK_OK(one, kiln_compile(g1, NULL, &e1));
+            if (e1) CHECK_OK(one, kiln_executable_run(e1, 1, &x1, 1, &y1));
+            kiln_graph_destroy(g1);
+        }
+        CHECK_OK(C, kiln_compile(g, NULL, &e2));
+        if (e2) CHECK_OK(C, kiln_executable_run(e2, 1, &arg, 1, &y2));
+        if (y1 && y2) {
+            CHECK_OK(C, kiln_array_copy_to_host(y1, h1, bytes));
+            CHECK_OK(C, kiln_array_copy_to_host(y2, h2, bytes));
+            CHECK_MSG(!memcmp(h1, h2, bytes), "blocked %s: one thread and the pool differ",
+                      kiln_dtype_name(dt));
+            bool nan_ok = true; /* matrix 1 failed: NaN on and below its diagonal */
+            for (int64_t i = 0; i < m * m && nan_ok; i++) {
+                double v = t ? ((double *)h2)[m * m + i] : ((float *)h2)[m * m + i];
+                nan_ok = isnan(v) == (i % m <= i / m);
+            }
+            CHECK_MSG(nan_ok, "blocked %s: the failed matrix", kiln_dtype_name(dt));
+        }
+        kiln_executable_destroy(e1), kiln_executable_destroy(e2);
+        kiln_array_destroy(x1), kiln_array_destroy(y1), kiln_array_destroy(y2);
+        if (one) kiln_context_destroy(one), test_remove_dir(dir);
+        free(h), free(h1), free(h2);
+        kiln_array_destroy(arg);
+        kiln_graph_destroy(g);
+    }
+    free(a);
 }
 
 /* Matrix 1 of a batch of 3 is not positive definite: NaN in its lower triangle only,
@@ -609,6 +670,7 @@ int main(int argc, char **argv) {
     RUN(jax_cho_solve);
     RUN(random_shapes);
     RUN(batch_with_a_failure);
+    RUN(blocked);
     RUN(derivatives);
     RUN(batching);
     RUN(matrix_helpers);

@@ -410,8 +410,7 @@ RULE(jvp_cumsum) {
 
 /* cholesky and triangular_solve: JAX's rules (src/trace/linalg.c), from the result. */
 RULE(jvp_cholesky) {
-    (void)n;
-    return trace_cholesky_jvp(g, val(g, id), t[0]);
+    return trace_cholesky_jvp(g, n, val(g, id), t[0]);
 }
 
 RULE(jvp_triangular_solve) {

@@ -572,8 +572,7 @@ static void vjp_cumsum(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value 
 /* cholesky and triangular_solve: JAX's rules (src/trace/linalg.c), from the result. */
 static void vjp_cholesky(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,
                          const bool *need, kiln_value *out) {
-    (void)n;
-    if (need[0]) out[0] = trace_cholesky_vjp(g, val(g, id), ct);
+    if (need[0]) out[0] = trace_cholesky_vjp(g, n, val(g, id), ct);
 }
 
 static void vjp_triangular_solve(kiln_graph *g, uint32_t id, const ir_node *n, kiln_value ct,

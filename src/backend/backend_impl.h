@@ -183,16 +183,18 @@ typedef struct kn_sort_desc {
 
 /* A batch of linear algebra calls over row-major matrices (ir.h's KN_LINALG_OPS), each
  * matrix of the batch at its offset of m * m (a) and rows * cols (b, out) elements:
- *   CHOLESKY          a [batch, m, m] -> out, the lower factor of a's lower triangle with
- *                     zeros above the diagonal; the lower triangle NaN where a pivot is not
- *                     > 0 (potrf's failure). rows = cols = m.
+ *   CHOLESKY          a [batch, m, m] -> out, the lower factor of a's lower triangle (of
+ *                     (a + a^T) / 2, computed in a's dtype, with symmetrize) with zeros
+ *                     above the diagonal; the lower triangle NaN where a pivot is not > 0
+ *                     (potrf's failure). rows = cols = m.
  *   TRIANGULAR_SOLVE  a, b [batch, rows, cols] -> out: x with op(a) x = b (left: rows = m)
  *                     or x op(a) = b (cols = m), reading only a's lower or upper triangle
  *                     and its diagonal unless unit (trsm).
  * out may be the operand it replaces (a, or b: planned in place), never the other one. */
 typedef struct kn_linalg_desc {
     int64_t batch, m, rows, cols;
-    bool left_side, lower, transpose_a, unit_diagonal;
+    bool left_side, lower, transpose_a, unit_diagonal; /* TRIANGULAR_SOLVE */
+    bool symmetrize;                                  /* CHOLESKY */
 } kn_linalg_desc;
 
 // clang-format off

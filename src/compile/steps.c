@@ -162,6 +162,7 @@ static void linalg_step(build *b, exec_step st, uint32_t id) {
     const ir_shape *as = &b->e->g->nodes[in[0]].shape;
     l->m = as->dims[as->rank - 1];
     if (n->op == IR_CHOLESKY) {
+        l->symmetrize = n->a.symmetrize;
         add_lib(b, st, &d, (exec_loc[]){b->of[in[0]], b->of[id]});
         return;
     }

@@ -257,8 +257,10 @@ enum {
 /* Linear algebra (src/trace/linalg.c, docs/ops.md "Linear algebra"), over the last two axes
  * with any batch axes before them, f32 and f64. CHOLESKY(a) is the lower factor L of
  * a = L L^T read from a's lower triangle (LAPACK's potrf; its upper triangle zeros), the
- * lower triangle NaN for a matrix that is not positive definite (jax.lax.linalg.cholesky
- * without symmetrize_input). TRIANGULAR_SOLVE(a, b) is x with op(a) x = b (attribute tri.left_side)
+ * lower triangle NaN for a matrix that is not positive definite: jax.lax.linalg.cholesky,
+ * of (a + a^T) / 2 with attribute `symmetrize` (its symmetrize_input; the kernel reads both
+ * triangles in one pass of its own, where a fused loop's transposed read is slow).
+ * TRIANGULAR_SOLVE(a, b) is x with op(a) x = b (attribute tri.left_side)
  * or x op(a) = b, op(a) = a or a^T, reading a's lower or upper triangle and its diagonal
  * unless unit (jax.lax.linalg.triangular_solve; LAPACK's trsm). A backend's library
  * kernel runs each (the CPU's: OpenBLAS's LAPACK); src/passes/expand.c rewrites them into
@@ -492,6 +494,7 @@ typedef union ir_attrs {
             ld[KILN_CONV_MAX_SPATIAL], rd[KILN_CONV_MAX_SPATIAL], sizes[KILN_CONV_MAX_SPATIAL];
         int groups;
     } conv;
+    bool symmetrize; /* CHOLESKY: factor (a + a^T) / 2, not a's lower triangle as it is */
     struct {
         bool left_side;     /* op(a) x = b; else x op(a) = b */
         bool lower;         /* a's lower triangle is read; else its upper */
@@ -646,6 +649,7 @@ uint32_t ir_attn_operands(int kind);
     X(CONV, IRA_SPATIAL, "rhs_dilation", conv.rd, NULL)                                            \
     X(CONV, IRA_SPATIAL, "sizes", conv.sizes, NULL)                                                \
     X(CONV, IRA_INT, "groups", conv.groups, NULL)                                                  \
+    X(CHOLESKY, IRA_FLAG, "symmetrize", symmetrize, NULL)                                          \
     X(TRIANGULAR_SOLVE, IRA_FLAG, "left_side", tri.left_side, NULL)                                \
     X(TRIANGULAR_SOLVE, IRA_FLAG, "lower", tri.lower, NULL)                                        \
     X(TRIANGULAR_SOLVE, IRA_FLAG, "transpose_a", tri.transpose_a, NULL)                            \

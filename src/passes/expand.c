@@ -58,7 +58,7 @@ static kiln_status expand_visit(pass_rebuild *rb, uint32_t id, void *user) {
     for (uint32_t k = 0; k < o->n_in && k < 6; k++) in[k] = trace_value(g, pass_input(rb, id, k));
     kiln_value r = gs                     ? expand_gather(rb, id, o)
                    : o->op == IR_CONV     ? trace_conv_primitives(g, o, in[0], in[1])
-                   : o->op == IR_CHOLESKY ? trace_cholesky_primitives(g, in[0])
+                   : o->op == IR_CHOLESKY ? trace_cholesky_primitives(g, o, in[0])
                    : o->op == IR_TRIANGULAR_SOLVE
                        ? trace_triangular_solve_primitives(g, o, in[0], in[1])
                        : trace_attention_primitives(g, o, in);

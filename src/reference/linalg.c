@@ -24,12 +24,19 @@ static kiln_status ref_cholesky(const kiln_graph *g, uint32_t id, const ref_valu
     size_t bytes = (size_t)(m * m) * sizeof(double);
     double *l = host_alloc(g->ctx, bytes);
     if (!l) return ctx_oom(g->ctx, "reference cholesky", bytes);
+    bool sym = n->a.symmetrize;
     for (int64_t b = 0; b < batch; b++) {
         int64_t base = b * m * m;
         bool ok = true;
+        /* a[i][j] for i >= j: the lower triangle, or the symmetric part's */
+#define A(i, j)                                                                                    \
+    (sym ? (ref_fget(a, n->dtype, base + (i)*m + (j)) +                                            \
+            ref_fget(a, n->dtype, base + (j)*m + (i))) /                                           \
+               2                                                                                   \
+         : ref_fget(a, n->dtype, base + (i)*m + (j)))
         for (int64_t i = 0; i < m * m; i++) l[i] = 0;
         for (int64_t j = 0; ok && j < m; j++) {
-            double d = ref_fget(a, n->dtype, base + j * m + j);
+            double d = A(j, j);
             for (int64_t k = 0; k < j; k++) d -= l[j * m + k] * l[j * m + k];
             if (!(d > 0)) {
                 ok = false;
@@ -38,7 +45,7 @@ static kiln_status ref_cholesky(const kiln_graph *g, uint32_t id, const ref_valu
             double djj = sqrt(d);
             l[j * m + j] = djj;
             for (int64_t i = j + 1; i < m; i++) {
-                double s = ref_fget(a, n->dtype, base + i * m + j);
+                double s = A(i, j);
                 for (int64_t k = 0; k < j; k++) s -= l[i * m + k] * l[j * m + k];
                 l[i * m + j] = s / djj;
             }
@@ -48,6 +55,7 @@ static kiln_status ref_cholesky(const kiln_graph *g, uint32_t id, const ref_valu
             for (int64_t j = 0; j < m; j++)
                 ref_fput(out, n->dtype, base + i * m + j, ok || j > i ? l[i * m + j] : NAN);
     }
+#undef A
     host_free(g->ctx, l, bytes);
     return KILN_STATUS_OK;
 }

@@ -1,13 +1,14 @@
 /* linalg.c — linear algebra over the last two axes (jax.lax.linalg, jnp.linalg,
  * jax.scipy.linalg): the Cholesky factor and triangular solves, two ops (ir.h's
- * KN_LINALG_OPS), and what is built from them: kiln_cholesky symmetrises its operand as
- * jnp.linalg.cholesky does, kiln_cho_solve is two triangular solves.
+ * KN_LINALG_OPS), and what is built from them: kiln_cholesky factors (a + a^T) / 2 as
+ * jnp.linalg.cholesky does (the op's symmetrize attribute), kiln_cho_solve is two
+ * triangular solves.
  *
  * The ops' derivatives live here too (the autodiff rules call them), written as JAX's
  * (jax/_src/lax/linalg.py): cholesky's JVP is L phi(L^-1 dA L^-T), phi taking the lower
  * triangle with the diagonal halved, and its VJP that map's transpose, L^-T phi(L^T ct)
- * L^-1: the cotangent of a symmetric perturbation, so that kiln_cholesky's symmetrisation
- * makes it jax.grad's to rounding. A triangular solve's cotangent of b is a solve with
+ * L^-1: the cotangent of a symmetric perturbation, which with symmetrize is symmetrised,
+ * as jax.grad of jnp.linalg.cholesky gives. A triangular solve's cotangent of b is a solve with
  * op(a) transposed, and of a minus the outer product of that and x, masked to the triangle
  * the op reads.
  *
@@ -46,6 +47,12 @@ static kiln_value tri_mask(kiln_graph *g, ir_shape s, bool lower, int64_t k) {
     kiln_value d = kiln_sub(g, col, row);
     return kiln_compare(g, d, kiln_scalar(g, KILN_DTYPE_I64, (double)k),
                         lower ? KILN_CMP_LE : KILN_CMP_GE);
+}
+
+/* (x + x^T) / 2 over the last two axes. */
+static kiln_value sym(kiln_graph *g, kiln_value x) {
+    kiln_dtype t = g->nodes[x.id].dtype;
+    return kiln_mul(g, kiln_add(g, x, mT(g, x)), kiln_scalar(g, t, 0.5));
 }
 
 /* x's lower (or upper) triangle from diagonal k, zeros elsewhere (a select, so a NaN
@@ -90,12 +97,11 @@ static const ir_node *square(kiln_graph *g, const char *op, kiln_value a, const 
 kiln_value kiln_cholesky(kiln_graph *g, kiln_value a) {
     const char *op = "kiln_cholesky";
     if (!trace_ready(g, op) || !square(g, op, a, "a")) return KN_NONE;
-    /* jnp.linalg.cholesky: (a + a^T) / 2, so the factor and its gradient see a symmetric
-     * matrix whichever triangle was filled in */
-    kiln_dtype t = g->nodes[a.id].dtype;
-    kiln_value s = kiln_mul(g, kiln_add(g, a, mT(g, a)), kiln_scalar(g, t, 0.5));
+    /* jnp.linalg.cholesky: of (a + a^T) / 2, so the factor and its gradient see a
+     * symmetric matrix whichever triangle was filled in (the op's own pass) */
     ir_node n = {.op = IR_CHOLESKY};
-    return s.id ? trace_emit(g, op, &n, &s.id, 1) : KN_NONE;
+    n.a.symmetrize = true;
+    return trace_emit(g, op, &n, &a.id, 1);
 }
 
 /* b's checks against a for a solve: same dtype, a's batch axes, m rows (left) or columns. */
@@ -256,18 +262,20 @@ static kiln_value phi(kiln_graph *g, kiln_value x) {
     return kiln_mul(g, tri(g, x, true, 0), half);
 }
 
-kiln_value trace_cholesky_jvp(kiln_graph *g, kiln_value l, kiln_value da) {
+kiln_value trace_cholesky_jvp(kiln_graph *g, const ir_node *n, kiln_value l, kiln_value da) {
     const char *op = "kiln_jvp";
+    if (n->a.symmetrize) da = sym(g, da);
     kiln_value t = tsolve(g, op, l, da, false, true, true, false); /* da L^-T */
     kiln_value m = tsolve(g, op, l, t, true, true, false, false);  /* L^-1 da L^-T */
     return kiln_matmul(g, l, phi(g, m));
 }
 
-kiln_value trace_cholesky_vjp(kiln_graph *g, kiln_value l, kiln_value ct) {
+kiln_value trace_cholesky_vjp(kiln_graph *g, const ir_node *n, kiln_value l, kiln_value ct) {
     const char *op = "kiln_grad";
     kiln_value p = phi(g, kiln_matmul(g, mT(g, l), ct));
-    kiln_value x = tsolve(g, op, l, p, true, true, true, false); /* L^-T P */
-    return tsolve(g, op, l, x, false, true, false, false);       /* L^-T P L^-1 */
+    kiln_value x = tsolve(g, op, l, p, true, true, true, false);      /* L^-T P */
+    kiln_value abar = tsolve(g, op, l, x, false, true, false, false); /* L^-T P L^-1 */
+    return n->a.symmetrize ? sym(g, abar) : abar;
 }
 
 /* a's tangent or cotangent masked to the triangle the solve reads. */
@@ -357,7 +365,8 @@ static int cholesky_column(kiln_graph *g, int n_in, const kiln_value *in, void *
     return g->status ? -1 : 1;
 }
 
-kiln_value trace_cholesky_primitives(kiln_graph *g, kiln_value a) {
+kiln_value trace_cholesky_primitives(kiln_graph *g, const ir_node *n, kiln_value a) {
+    if (n->a.symmetrize) a = sym(g, a);
     const ir_node *an = &g->nodes[a.id];
     ir_shape s = an->shape;
     kiln_dtype t = an->dtype;

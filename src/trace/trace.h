@@ -183,16 +183,16 @@ kiln_value trace_conv(kiln_graph *g, const char *op, const ir_node *n, int kind,
                       kiln_value b);
 kiln_value trace_conv_primitives(kiln_graph *g, const ir_node *n, kiln_value a, kiln_value b);
 
-/* Linear algebra (linalg.c): the derivatives of CHOLESKY (l its result) and of a
+/* Linear algebra (linalg.c): the derivatives of a CHOLESKY node n (l its result) and of a
  * TRIANGULAR_SOLVE node n (x its result; a tangent of {0, 0} is a zero), and each op's
  * primitive form (a kiln_fori_loop over rows) for src/passes/expand.c. */
-kiln_value trace_cholesky_jvp(kiln_graph *g, kiln_value l, kiln_value da);
-kiln_value trace_cholesky_vjp(kiln_graph *g, kiln_value l, kiln_value ct);
+kiln_value trace_cholesky_jvp(kiln_graph *g, const ir_node *n, kiln_value l, kiln_value da);
+kiln_value trace_cholesky_vjp(kiln_graph *g, const ir_node *n, kiln_value l, kiln_value ct);
 kiln_value trace_triangular_solve_jvp(kiln_graph *g, const ir_node *n, kiln_value a, kiln_value x,
                                       kiln_value da, kiln_value db);
 void trace_triangular_solve_vjp(kiln_graph *g, const ir_node *n, kiln_value a, kiln_value x,
                                 kiln_value ct, const bool *need, kiln_value *out);
-kiln_value trace_cholesky_primitives(kiln_graph *g, kiln_value a);
+kiln_value trace_cholesky_primitives(kiln_graph *g, const ir_node *n, kiln_value a);
 kiln_value trace_triangular_solve_primitives(kiln_graph *g, const ir_node *n, kiln_value a,
                                              kiln_value b);
 

@@ -194,7 +194,7 @@ typedef struct kn_sort_desc {
 typedef struct kn_linalg_desc {
     int64_t batch, m, rows, cols;
     bool left_side, lower, transpose_a, unit_diagonal; /* TRIANGULAR_SOLVE */
-    bool symmetrize;                                  /* CHOLESKY */
+    bool symmetrize;                                   /* CHOLESKY */
 } kn_linalg_desc;
 
 // clang-format off

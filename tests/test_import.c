@@ -899,7 +899,7 @@ static void test_errors_linalg(void) {
          "transpose_a=NO_TRANSPOSE",
          "triangular-solve of f16", "line 5, column 26", KILN_STATUS_DTYPE},
         {"ROOT r = f16[3,3]{1,0} triangular-solve(p, p), transpose_a=CONJUGATE",
-         "transpose_a=CONJUGATE, not NO_TRANSPOSE", "line 5", KILN_STATUS_INVALID_ARGUMENT},
+         "transpose_a CONJUGATE, not NO_TRANSPOSE", "line 5", KILN_STATUS_INVALID_ARGUMENT},
         {"ROOT r = f16[3,3]{0,1} custom-call(p), custom_call_target=\"lapack_spotrf_ffi\", "
          "backend_config={uplo = 76 : ui8}",
          "custom-call \"lapack_spotrf_ffi\" of f16", "line 5, column 26", KILN_STATUS_DTYPE},

@@ -423,17 +423,7 @@ static bool attr(hlo *P, imp_op *op, extra *x, const char *key) {
         *flag = !strcmp(w, "true");
         return true;
     }
-    if (!strcmp(key, "transpose_a")) {
-        char w[IMP_MAX_NAME];
-        if (!imp_ident(L, w, NULL, "a transpose")) return false;
-        op->transpose_a = !strcmp(w, "NO_TRANSPOSE") ? 0
-                          : !strcmp(w, "TRANSPOSE")  ? 1
-                          : !strcmp(w, "ADJOINT")    ? 2
-                                                     : -1;
-        if (op->transpose_a < 0)
-            return imp_fail(L, "transpose_a=%s, not NO_TRANSPOSE, TRANSPOSE or ADJOINT", w);
-        return true;
-    }
+    if (!strcmp(key, "transpose_a")) return imp_transpose_word(L, op);
     if (!strcmp(key, "backend_config") && (imp_skip_blanks(L), imp_peek(L) == '{'))
         return imp_backend_config(L, op); /* a custom call's dictionary (a string: skipped) */
     /* metadata, sharding, layouts...: not needed */

@@ -306,6 +306,10 @@ bool imp_linalg_call(imp_lex *L, kiln_graph *g, imp_op *op, const char *target, 
  * true}" as both forms print it: the keys imp_op keeps (uplo, side, trans_x, diag, lower)
  * into op, any other skipped; a JSON one (XLA GPU's, {"key": ...}) is skipped whole. */
 bool imp_backend_config(imp_lex *L, imp_op *op);
+/* triangular_solve's transpose_a, both texts' word (after StableHLO's "#stablehlo<transpose"
+ * or HLO's "transpose_a="): NO_TRANSPOSE, TRANSPOSE or ADJOINT into op->transpose_a (0, 1,
+ * 2); any other word is an error naming it. */
+bool imp_transpose_word(imp_lex *L, imp_op *op);
 /* Builds op on g: its values into out[0..op->n_out). The mapping checks what kiln's
  * builders do not (the text's result type against the builder's), and every failure is
  * an error naming the op, its line and column. */

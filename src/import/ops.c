@@ -943,6 +943,18 @@ static bool skip_config_value(imp_lex *L) {
     }
 }
 
+bool imp_transpose_word(imp_lex *L, imp_op *op) {
+    char w[IMP_MAX_NAME];
+    if (!imp_ident(L, w, NULL, "a transpose")) return false;
+    op->transpose_a = !strcmp(w, "NO_TRANSPOSE") ? 0
+                      : !strcmp(w, "TRANSPOSE")  ? 1
+                      : !strcmp(w, "ADJOINT")    ? 2
+                                                 : -1;
+    if (op->transpose_a < 0)
+        return imp_fail(L, "transpose_a %s, not NO_TRANSPOSE, TRANSPOSE or ADJOINT", w);
+    return true;
+}
+
 bool imp_backend_config(imp_lex *L, imp_op *op) {
     imp_skip(L);
     imp_mark m = imp_mark_here(L);

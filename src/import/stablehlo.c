@@ -516,20 +516,6 @@ static bool dnums(imp_lex *L, imp_op *op) {
     return imp_expect(L, '>');
 }
 
-/* triangular_solve's #stablehlo<transpose NO_TRANSPOSE|TRANSPOSE|ADJOINT>, after
- * "transpose". */
-static bool transpose_word(imp_lex *L, imp_op *op) {
-    char w[IMP_MAX_NAME];
-    if (!imp_ident(L, w, NULL, "a transpose")) return false;
-    op->transpose_a = !strcmp(w, "NO_TRANSPOSE") ? 0
-                      : !strcmp(w, "TRANSPOSE")  ? 1
-                      : !strcmp(w, "ADJOINT")    ? 2
-                                                 : -1;
-    if (op->transpose_a < 0)
-        return imp_fail(L, "transpose %s, not NO_TRANSPOSE, TRANSPOSE or ADJOINT", w);
-    return true;
-}
-
 static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
     int *n = NULL;
     int64_t v[KILN_MAX_RANK];
@@ -556,7 +542,7 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
                 if (!imp_ident(L, w2, NULL, "a comparison type")) return false;
                 op->cmp_typed = true, op->cmp_unsigned = !strcmp(w2, "UNSIGNED");
             }
-            if (!strcmp(kind, "transpose") && !transpose_word(L, op)) return false;
+            if (!strcmp(kind, "transpose") && !imp_transpose_word(L, op)) return false;
             return skip_value(L, false) && imp_expect(L, '>');
         }
         return skip_value(L, pretty);

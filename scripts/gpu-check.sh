@@ -164,7 +164,8 @@ export KILN_CACHE_DIR=$build/kcache
 step build 300 bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release "${@:4}" &&
     cmake --build "$2" -j"$3" --target test_cuda test_cuda_nvrtc bench_cuda test_registry \
         test_compile_ops test_autodiff test_backend test_gpt test_nccl test_control \
-        test_control_grad test_sort test_gather test_vmap test_conv test_half_forms kiln_tool' \
+        test_control_grad test_sort test_gather test_vmap test_conv test_half_forms test_linalg \
+        kiln_tool' \
     build "$root" "$build" "$(nproc)" "${cmake_deps[@]}"
 
 # ---- conformance, then the figures, then the broader suites with the time left ---------
@@ -246,6 +247,9 @@ fi
 [ -x "$build/test_control" ] && step control_all_devices 30 "$build/test_control"
 [ -x "$build/test_control_grad" ] && step control_grad_all_devices 40 "$build/test_control_grad"
 [ -x "$build/test_sort" ] && step sort_all_devices 30 "$build/test_sort"
+# cholesky and triangular solves as the GPU runs them (their row loop, expand.c), random
+# shapes and a blocked-size factor: every device against the reference
+[ -x "$build/test_linalg" ] && step linalg_all_devices 60 "$build/test_linalg"
 # gather and scatter (expanded to take_rows / scatter_add_rows / fused loops) and kiln_vmap's
 # batched programs (per-example gradients among them): every device against the reference
 [ -x "$build/test_gather" ] && step gather_all_devices 40 "$build/test_gather"

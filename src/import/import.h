@@ -107,6 +107,10 @@ bool imp_int_list(imp_lex *L, char open, int64_t *v, int max, int *n, const char
 bool imp_skip_group(imp_lex *L);
 /* A quoted string's contents are skipped; true if one was there. */
 bool imp_skip_string(imp_lex *L);
+/* An attribute value a reader does not need: up to the next ',' or closing bracket at its
+ * level (a '>' not of "->" included); with pretty a ':' ends it too, where a pretty op's
+ * signature starts. */
+bool imp_skip_value(imp_lex *L, bool pretty);
 /* Counts one op against IMP_MAX_OPS. */
 bool imp_count_op(imp_lex *L);
 

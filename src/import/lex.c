@@ -323,6 +323,23 @@ bool imp_skip_group(imp_lex *L) {
     return true;
 }
 
+bool imp_skip_value(imp_lex *L, bool pretty) {
+    for (;;) {
+        imp_skip(L);
+        int c = imp_peek(L);
+        if (c < 0 || c == ',' || c == '}' || c == ')' || c == ']' || (pretty && c == ':'))
+            return true;
+        if (c == '>' && !(L->pos > 0 && L->src[L->pos - 1] == '-')) return true;
+        if (c == '"') {
+            if (!imp_skip_string(L)) return false;
+        } else if (strchr("([{<", c)) {
+            if (!imp_skip_group(L)) return false;
+        } else {
+            imp_advance(L, 1);
+        }
+    }
+}
+
 /* ----------------------------------------------------------------- types ---- */
 
 kiln_dtype imp_dtype(const char *name) {

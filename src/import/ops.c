@@ -927,22 +927,6 @@ bool imp_linalg_call(imp_lex *L, kiln_graph *g, imp_op *op, const char *target, 
                        "%s: kiln has no op for this custom call (docs/import.md)", op->spell);
 }
 
-/* A value of a backend_config kiln does not read: up to the next ',' or '}' of its level. */
-static bool skip_config_value(imp_lex *L) {
-    for (;;) {
-        imp_skip(L);
-        int c = imp_peek(L);
-        if (c < 0 || c == ',' || c == '}') return true;
-        if (c == '"') {
-            if (!imp_skip_string(L)) return false;
-        } else if (strchr("([{<", c)) {
-            if (!imp_skip_group(L)) return false;
-        } else {
-            imp_advance(L, 1);
-        }
-    }
-}
-
 bool imp_transpose_word(imp_lex *L, imp_op *op) {
     char w[IMP_MAX_NAME];
     if (!imp_ident(L, w, NULL, "a transpose")) return false;
@@ -985,7 +969,7 @@ bool imp_backend_config(imp_lex *L, imp_op *op) {
             if (strcmp(w, "true") && strcmp(w, "false"))
                 return imp_fail(L, "backend_config lower = %s, not true or false", w);
             op->lower = !strcmp(w, "true"), op->has_lower = true;
-        } else if (!skip_config_value(L)) {
+        } else if (!imp_skip_value(L, false)) {
             return false;
         }
     } while (imp_accept(L, ','));

@@ -342,25 +342,6 @@ static bool int_values(imp_lex *L, int64_t *v, int *n, const char *what, bool pr
     return true;
 }
 
-/* A value this front end does not read: up to the next ',' or closing bracket at its
- * level; in a pretty op (pretty) a ':' ends it too, where the op's signature starts. */
-static bool skip_value(imp_lex *L, bool pretty) {
-    for (;;) {
-        imp_skip(L);
-        int c = imp_peek(L);
-        if (c < 0 || c == ',' || c == '}' || c == ')' || c == ']' || (pretty && c == ':'))
-            return true;
-        if (c == '>' && !(L->pos > 0 && L->src[L->pos - 1] == '-')) return true;
-        if (c == '"') {
-            if (!imp_skip_string(L)) return false;
-        } else if (strchr("([{<", c)) {
-            if (!imp_skip_group(L)) return false;
-        } else {
-            imp_advance(L, 1);
-        }
-    }
-}
-
 static const struct {
     const char *name;
     kiln_cmp cmp;
@@ -485,11 +466,11 @@ static bool conv_window(imp_lex *L, imp_op *op) {
             }
         } else if (!strcmp(key, "reverse")) {
             imp_mark m = imp_mark_here(L);
-            ok = skip_value(L, false);
+            ok = imp_skip_value(L, false);
             for (size_t i = m.pos; ok && i + 4 <= L->pos; i++)
                 if (!memcmp(L->src + i, "true", 4)) op->conv_reversed = true;
         } else {
-            ok = skip_value(L, false);
+            ok = imp_skip_value(L, false);
         }
         if (!ok) return false;
     } while (imp_accept(L, ','));
@@ -543,9 +524,9 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
                 op->cmp_typed = true, op->cmp_unsigned = !strcmp(w2, "UNSIGNED");
             }
             if (!strcmp(kind, "transpose") && !imp_transpose_word(L, op)) return false;
-            return skip_value(L, false) && imp_expect(L, '>');
+            return imp_skip_value(L, false) && imp_expect(L, '>');
         }
-        return skip_value(L, pretty);
+        return imp_skip_value(L, pretty);
     }
     bool *flag = !strcmp(name, "lower")           ? &op->lower
                  : !strcmp(name, "left_side")     ? &op->left_side
@@ -614,12 +595,12 @@ static bool attribute(imp_lex *L, imp_op *op, const char *name, bool pretty) {
     }
     if (!strcmp(name, "window_reversal")) { /* array<i1: false, true> */
         imp_mark m = imp_mark_here(L);
-        if (!skip_value(L, pretty)) return false;
+        if (!imp_skip_value(L, pretty)) return false;
         for (size_t i = m.pos; i + 4 <= L->pos; i++)
             if (!memcmp(L->src + i, "true", 4)) op->conv_reversed = true;
         return true;
     }
-    return skip_value(L, pretty);
+    return imp_skip_value(L, pretty);
 }
 
 /* "[1] x [0]" of dot_general's pretty form. */

@@ -7,6 +7,8 @@ values, which must not reach x or the gradients.
 """
 import itertools
 import os
+import shutil
+import subprocess
 
 import jax
 
@@ -92,4 +94,7 @@ out += [carr("CHO_B", bv), carr("CHO_W", wv)]
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "linalg_jax.h")
 with open(path, "w") as f:
     f.write("".join(out))
+# the project's layout (.clang-format), so that the header reads like the code around it
+if shutil.which("clang-format"):
+    subprocess.run(["clang-format", "-i", path], check=True)
 print("wrote", path)

@@ -374,17 +374,18 @@ kiln_value trace_cholesky_primitives(kiln_graph *g, const ir_node *n, kiln_value
     kiln_value l0 = kiln_full(g, t, s.rank, s.dims, 0), l = {0};
     if (!p.m) return l0; /* no rows: nothing to loop over (the body could not be traced) */
     if (kiln_fori_loop(g, 0, p.m, cholesky_column, &p, 1, &l0, &l)) return KN_NONE;
-    /* potrf's failure: a pivot not > 0 (or NaN) makes the lower triangle NaN */
-    kiln_value pos = kiln_compare(g, l, kiln_scalar(g, t, 0), KILN_CMP_GT);
-    kiln_value off =
-        kiln_logical_not(g, kiln_logical_and(g, tri_mask(g, s, true, 0), tri_mask(g, s, false, 0)));
-    kiln_value good = kiln_convert(g, kiln_logical_or(g, off, pos), KILN_DTYPE_I32);
-    int axes[2] = {s.rank - 2, s.rank - 1};
-    kiln_value ok = kiln_reduce_min(g, good, 2, axes, true);
-    kiln_value good_or_upper =
-        kiln_logical_or(g, kiln_compare(g, ok, kiln_scalar(g, KILN_DTYPE_I32, 0), KILN_CMP_GT),
-                        kiln_logical_not(g, tri_mask(g, s, true, 0)));
-    return kiln_select(g, good_or_upper, l, kiln_scalar(g, t, NAN));
+    /* potrf's failure: a pivot (the factor's diagonal) not > 0, or NaN, makes the lower
+     * triangle NaN; ok is [..., 1, 1], true where every pivot is positive */
+    kiln_value pos =
+        kiln_compare(g, kiln_diagonal(g, l, 0, -2, -1), kiln_scalar(g, t, 0), KILN_CMP_GT);
+    int last = s.rank - 2;
+    int64_t one[KILN_MAX_RANK]; /* [..., 1, 1] */
+    for (int i = 0; i < s.rank; i++) one[i] = i < s.rank - 2 ? s.dims[i] : 1;
+    kiln_value ok = kiln_reduce_min(g, kiln_convert(g, pos, KILN_DTYPE_I32), 1, &last, false);
+    ok = kiln_compare(g, kiln_reshape(g, ok, s.rank, one), kiln_scalar(g, KILN_DTYPE_I32, 0),
+                      KILN_CMP_GT);
+    kiln_value keep = kiln_logical_or(g, ok, kiln_logical_not(g, tri_mask(g, s, true, 0)));
+    return kiln_select(g, keep, l, kiln_scalar(g, t, NAN));
 }
 
 /* Row r of x in op(a) x = b, op(a) lower: (b[r] - op(a)[r, :r] x[:r]) / op(a)[r, r], or in

@@ -542,7 +542,7 @@ static bool cpu_lib_supports(void *state, int device, kn_lib_op op, const kn_lib
     if (!cpu_lib_dtype_ok(op, d->dtype)) return false;
     const kn_attention_desc *a = &d->attention;
     if (op == KN_LIB_ATTENTION) return a->kind == KN_ATTN_FORWARD;
-    if (op == KN_LIB_CHOLESKY || op == KN_LIB_TRIANGULAR_SOLVE) return cpu_linalg_supported(d);
+    if (op == KN_LIB_CHOLESKY || op == KN_LIB_TRIANGULAR_SOLVE) return cpu_linalg_fits(&d->linalg);
     if (op == KN_LIB_ATTENTION_GRAD)
         return a->kind >= KN_ATTN_LSE && a->kind <= KN_ATTN_GRAD_V && a->fill == -INFINITY;
     return true;

@@ -27,10 +27,8 @@ void dpotrf_(const char *uplo, const blasint *n, double *a, const blasint *lda, 
 /* right-hand sides per work item of a solve */
 #define CPU_LINALG_RHS 64
 
-bool cpu_linalg_supported(const kn_lib_desc *d) {
-    const kn_linalg_desc *l = &d->linalg;
-    return (d->dtype == KILN_DTYPE_F32 || d->dtype == KILN_DTYPE_F64) && l->m <= INT_MAX &&
-           l->rows <= INT_MAX && l->cols <= INT_MAX;
+bool cpu_linalg_fits(const kn_linalg_desc *l) {
+    return l->m <= INT_MAX && l->rows <= INT_MAX && l->cols <= INT_MAX;
 }
 
 typedef struct linalg_call {

@@ -39,9 +39,9 @@ void cpu_cumsum_part(kiln_dtype t, const void *x, void *out, int64_t outer, int6
                      int64_t inner, bool reverse, int64_t begin, int64_t end);
 
 /* cholesky and triangular_solve (cpu_linalg.c: OpenBLAS's potrf and trsm) over the
- * buffers backend_impl.h names, on pool (NULL: the calling thread). cpu_linalg_supported:
- * f32 and f64, and sizes OpenBLAS's int arguments hold. */
-bool cpu_linalg_supported(const kn_lib_desc *d);
+ * buffers backend_impl.h names, on pool (NULL: the calling thread). cpu_linalg_fits: the
+ * sizes OpenBLAS's int arguments hold (the dtypes are cpu_lib_dtype_ok's). */
+bool cpu_linalg_fits(const kn_linalg_desc *l);
 void cpu_linalg(kn_pool *pool, const kn_lib_desc *d, void *const *bufs);
 
 /* The attention op (cpu_attention.c): work items of CPU_ATTN_TQ query rows, keys in
